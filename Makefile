@@ -1,0 +1,40 @@
+# The two set-up commands: `make demo` and `make test`. Both create .venv themselves.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_HOME ?= $(CURDIR)/demo-home
+
+.PHONY: demo test lint typecheck system-deps venv bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+venv: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+demo: venv
+	PINBENCH_HOME=$(DEMO_HOME) $(BIN)/pinbench demo
+
+system-deps:
+	bash scripts/install-system-deps.sh
+
+dev: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+
+lint: dev
+	$(BIN)/ruff check pinbench tests bench
+	$(BIN)/ruff format --check pinbench tests bench
+
+typecheck: dev
+	$(BIN)/mypy
+
+test: system-deps dev lint typecheck
+	$(BIN)/pytest
+
+bench: dev
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_HOME) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,172 @@
+"""The content-addressed blob store: files kept by sha256 under ``HOME/blobs/ab/abcdef...``.
+
+Writes are atomic (temp file in the store, fsync, rename, fsync of the directory); a blob that
+exists is never rewritten. Every read path that feeds a run goes through ``verify``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinbench.artifacts.digest import Digest, Progress, hash_stream
+from pinbench.artifacts.verified import FileState, VerifiedCache
+from pinbench.errors import SystemFailure, UserError
+
+
+class ChecksumMismatch(UserError):
+    """Bytes do not match the digest they were declared or pinned with."""
+
+    def __init__(self, *, path: str, expected: Digest, actual: Digest) -> None:
+        super().__init__(
+            f"checksum mismatch for {path}: expected sha256 {expected.hex}, got {actual.hex}"
+        )
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+
+
+class SizeMismatch(UserError):
+    def __init__(self, *, path: str, expected: int, actual: int) -> None:
+        super().__init__(f"size mismatch for {path}: expected {expected} bytes, got {actual}")
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+
+
+class BlobMissing(UserError):
+    def __init__(self, *, path: str, digest: Digest) -> None:
+        super().__init__(f"blob for {path} (sha256 {digest.hex}) is missing from the store")
+        self.path = path
+        self.digest = digest
+
+
+@dataclass(frozen=True, slots=True)
+class StagedBlob:
+    """A file hashed and written into the store's temp area, not yet visible by digest."""
+
+    temp: Path
+    digest: Digest
+    size: int
+
+
+class BlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.blobs = root / "blobs"
+        self.tmp = root / "tmp"
+        self.cache = VerifiedCache(root / "cache" / "verified.sqlite")
+
+    def create(self) -> None:
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    def path(self, digest: Digest) -> Path:
+        return self.blobs / digest.hex[:2] / digest.hex
+
+    def has(self, digest: Digest) -> bool:
+        return self.path(digest).is_file()
+
+    def stage(
+        self,
+        source: Path,
+        *,
+        label: str,
+        expected: Digest | None = None,
+        progress: Progress | None = None,
+    ) -> StagedBlob:
+        """Copy ``source`` into the temp area while hashing it: one pass over the bytes.
+
+        Raises ``ChecksumMismatch`` (and leaves nothing behind) when ``expected`` differs.
+        """
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.tmp, prefix="stage-")
+        temp = Path(name)
+        try:
+            with source.open("rb", buffering=0) as src, os.fdopen(fd, "wb", buffering=0) as dst:
+                digest, size = hash_stream(src, sink=dst.write, progress=progress)
+                dst.flush()
+                os.fsync(dst.fileno())
+            if expected is not None and digest != expected:
+                raise ChecksumMismatch(path=label, expected=expected, actual=digest)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        return StagedBlob(temp, digest, size)
+
+    def commit(self, staged: StagedBlob) -> bool:
+        """Move a staged blob to its address; return False if the store already had it."""
+        target = self.path(staged.digest)
+        if target.exists():
+            staged.temp.unlink(missing_ok=True)
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged.temp.chmod(0o444)
+        os.replace(staged.temp, target)
+        _fsync_dir(target.parent)
+        self.cache.record(target.resolve(), _state(target), staged.digest)
+        return True
+
+    def discard(self, staged: StagedBlob) -> None:
+        staged.temp.unlink(missing_ok=True)
+
+    def remove(self, digest: Digest) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path(digest).unlink()
+
+    def put_bytes(self, data: bytes) -> Digest:
+        digest = Digest.of_bytes(data)
+        if not self.has(digest):
+            self.tmp.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=self.tmp, prefix="bytes-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            self.commit(StagedBlob(Path(name), digest, len(data)))
+        return digest
+
+    def verify(
+        self,
+        digest: Digest,
+        *,
+        label: str,
+        size: int | None = None,
+        progress: Progress | None = None,
+    ) -> Path:
+        """Check that the blob exists and its bytes hash to ``digest``; return its path."""
+        target = self.path(digest)
+        if not target.is_file():
+            raise BlobMissing(path=label, digest=digest)
+        actual, actual_size, _ = self.cache.digest(target, progress=progress)
+        if actual != digest:
+            raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+        if size is not None and actual_size != size:
+            raise SizeMismatch(path=label, expected=size, actual=actual_size)
+        return target
+
+    def iter_digests(self) -> Iterator[Digest]:
+        if not self.blobs.is_dir():
+            return
+        for sub in sorted(self.blobs.iterdir()):
+            for blob in sorted(sub.iterdir()):
+                yield Digest(blob.name)
+
+
+def _state(path: Path) -> FileState:
+    return FileState.of(path.stat())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:  # pragma: no cover - platform without directory fds
+        raise SystemFailure(f"cannot open directory {path}: {exc}") from exc
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

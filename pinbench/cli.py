@@ -1,0 +1,416 @@
+"""The ``pinbench`` command: a thin layer over the library.
+
+Every command is a few lines calling ``pinbench.registry`` / ``pinbench.db``. Errors are turned
+into a message and an exit code in one place (``main``): 0 success, 1 user error (bad input,
+not found, conflict), 2 usage error, 3 failure of the system.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy.engine import make_url
+
+from pinbench.artifacts.digest import Progress as ProgressCallback
+from pinbench.db import migrate
+from pinbench.demo import run_demo
+from pinbench.errors import PinbenchError, UserError
+from pinbench.registry import catalog, service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.manifest import json_schemas, load_manifest
+from pinbench.registry.names import ArtifactRef, Spec, parse_kind
+from pinbench.registry.publish import publish as publish_artifact
+from pinbench.registry.ranges import Range, parse_version, satisfying
+from pinbench.registry.request import load_request
+from pinbench.registry.verify import VerificationFailed, verify_lockfile
+from pinbench.workspace import Workspace
+
+PROGRESS_MIN_BYTES = 64 * 1024 * 1024
+
+app = typer.Typer(
+    name="pinbench",
+    help="Reproducible artifact registry and evaluation store for deep-learning benchmarks.\n\n"
+    "State lives in PINBENCH_HOME (default ~/.local/share/pinbench); the database is "
+    "PINBENCH_DATABASE_URL (default SQLite in the home; PostgreSQL via postgresql+psycopg://).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def _out() -> Console:
+    return Console(soft_wrap=True, highlight=False)
+
+
+def _err() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@contextmanager
+def _workspace() -> Iterator[Workspace]:
+    ws = Workspace.from_env()
+    try:
+        yield ws
+    finally:
+        ws.close()
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int], ProgressCallback]]:
+    """A progress bar on stderr for files of 64 MiB or more; small files stay quiet."""
+    bar = Progress(
+        "{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=_err(),
+        transient=True,
+    )
+
+    def factory(label: str, total: int) -> ProgressCallback:
+        if total < PROGRESS_MIN_BYTES:
+            return lambda n: None
+        task = bar.add_task(f"hashing {label}", total=total)
+        return lambda n: bar.advance(task, n)
+
+    with bar:
+        yield factory
+
+
+# ---------------------------------------------------------------- setup and schema
+
+
+@app.command()
+def init(as_json: JsonOpt = False) -> None:
+    """Create PINBENCH_HOME: the blob store and a database migrated to the current schema."""
+    with _workspace() as ws:
+        revision = ws.init()
+        info = {"home": str(ws.settings.home), "database": _safe_url(ws), "revision": revision}
+    if as_json:
+        _print_json(info)
+    else:
+        _out().print(f"initialised {info['home']} (database {info['database']}, schema {revision})")
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the database to the newest schema revision."""
+    with _workspace() as ws:
+        ws.settings.home.mkdir(parents=True, exist_ok=True)
+        before = migrate.current_revision(ws.engine)
+        migrate.upgrade(ws.engine)
+        after = migrate.current_revision(ws.engine)
+    _out().print(f"database schema: {before or 'empty'} -> {after}")
+
+
+@db_app.command("current")
+def db_current(as_json: JsonOpt = False) -> None:
+    """Print the database's schema revision and the one this pinbench needs."""
+    with _workspace() as ws:
+        info = {"current": migrate.current_revision(ws.engine), "head": migrate.head_revision()}
+    if as_json:
+        _print_json(info)
+    else:
+        _out().print(f"current: {info['current'] or 'none'}  head: {info['head']}")
+
+
+@db_app.command("check")
+def db_check() -> None:
+    """Exit 0 if the database is at the head revision and matches the models, else 1."""
+    with _workspace() as ws:
+        migrate.ensure_current(ws.engine)
+        diff = migrate.schema_diff(ws.engine)
+    if diff:
+        raise UserError(f"the database schema differs from the models: {diff}")
+    _out().print("database schema is current")
+
+
+@app.command()
+def schema(
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write KIND.schema.json into.")],
+) -> None:
+    """Write the JSON Schema of each manifest kind (for editors)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for kind, doc in json_schemas().items():
+        (out_dir / f"{kind}.schema.json").write_text(json.dumps(doc, indent=2) + "\n")
+        _out().print(f"wrote {out_dir / f'{kind}.schema.json'}")
+
+
+# ---------------------------------------------------------------- registry
+
+
+@app.command()
+def publish(
+    manifest: Annotated[Path, typer.Argument(help="The artifact's manifest (YAML).")],
+    files: Annotated[
+        Path | None,
+        typer.Option("--files", help="Directory holding the files (default: the manifest's)."),
+    ] = None,
+    publisher: Annotated[str | None, typer.Option(help="Who publishes (default: $USER).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Publish one artifact: validate, hash and store its files, record it.
+
+    A published version never changes: the same manifest again is a no-op, another one is
+    refused.
+    """
+    parsed = load_manifest(manifest)
+    with _workspace() as ws, _progress() as progress:
+        result = publish_artifact(
+            ws,
+            parsed,
+            manifest_dir=manifest.parent,
+            files_dir=files,
+            publisher=publisher,
+            progress=progress,
+        )
+    info = {
+        "ref": str(result.ref),
+        "manifest_digest": result.manifest_digest.hex,
+        "created": result.created,
+        "files": result.files,
+        "bytes": result.bytes,
+        "new_blobs": result.new_blobs,
+    }
+    if as_json:
+        _print_json(info)
+    elif result.created:
+        _out().print(
+            f"published {result.ref} ({result.files} file(s), {result.bytes} bytes, "
+            f"manifest sha256 {result.manifest_digest.short})"
+        )
+    else:
+        _out().print(f"{result.ref} is already published with this manifest: nothing to do")
+
+
+@app.command()
+def yank(
+    ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (shown to users).")],
+) -> None:
+    """Mark a version yanked: ranges skip it, exact pins still resolve it."""
+    parsed = ArtifactRef.parse(ref)
+    with _workspace() as ws:
+        catalog.yank(ws, parsed, reason)
+    _out().print(f"yanked {parsed}: {reason}")
+
+
+@app.command("list")
+def list_(
+    kind: Annotated[str | None, typer.Argument(help="model, framework, dataset or image")] = None,
+    name: Annotated[str | None, typer.Argument(help="Artifact name")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List published artifacts and versions."""
+    with _workspace() as ws:
+        rows = catalog.list_artifacts(ws, parse_kind(kind) if kind else None, name)
+    if as_json:
+        _print_json([r.to_json() for r in rows])
+        return
+    table = Table("kind", "name", "version", "published", "manifest", box=None)
+    for r in rows:
+        version = f"{r.version} [yellow](yanked)[/]" if r.yanked else r.version
+        table.add_row(
+            r.kind,
+            r.name,
+            version,
+            r.published_at.strftime("%Y-%m-%d %H:%M"),
+            r.manifest_digest[:12],
+        )
+    _out().print(table if rows else "no artifacts published")
+
+
+@app.command()
+def show(
+    ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")], as_json: JsonOpt = False
+) -> None:
+    """Show one artifact version: manifest, files with digests, yank state."""
+    with _workspace() as ws:
+        info = catalog.show(ws, ArtifactRef.parse(ref))
+    if as_json:
+        _print_json(info)
+        return
+    out = _out()
+    out.print(Text(info["ref"], style="bold"))
+    if info["yanked"]:
+        out.print(Text(f"yanked: {info['yank_reason']}", style="yellow"))
+    out.print(f"manifest sha256 {info['manifest_digest']}")
+    out.print(f"published {info['published_at']} by {info['publisher']}")
+    desc = info["manifest"].get("description")
+    if desc:
+        out.print(desc)
+    for f in info["files"]:
+        out.print(f"  {f['sha256']}  {f['size']:>12}  {f['path']}")
+
+
+@app.command("resolve")
+def resolve_cmd(
+    specs: Annotated[
+        list[str], typer.Argument(help="KIND/NAME@RANGE, e.g. 'model/vision/lenet@^1'")
+    ],
+    arch: Annotated[str, typer.Option(help="Target architecture.")] = "amd64",
+    device: Annotated[str, typer.Option(help="Target device.")] = "cpu",
+    as_json: JsonOpt = False,
+) -> None:
+    """Pick the highest version of each artifact so that every constraint holds."""
+    parsed = [Spec.parse(s) for s in specs]
+    with _workspace() as ws:
+        resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
+    if as_json:
+        _print_json(
+            [
+                {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
+                for r in resolution.refs
+            ]
+        )
+    else:
+        for r in resolution.refs:
+            _out().print(str(r))
+
+
+@app.command("range")
+def range_cmd(
+    range_text: Annotated[str, typer.Argument(metavar="RANGE", help="An npm-style range.")],
+    versions: Annotated[list[str] | None, typer.Argument(metavar="VERSION...")] = None,
+    include_prerelease: Annotated[
+        bool, typer.Option("--include-prerelease", "-p", help="Let prereleases match any range.")
+    ] = False,
+) -> None:
+    """Print the given versions that satisfy RANGE, one a line (like node-semver's `semver -r`).
+
+    With no versions, print the range in normalised form. Exits 1 when no version satisfies.
+    """
+    rng = Range.parse(range_text)
+    if not versions:
+        _out().print(str(rng))
+        return
+    matching = satisfying(
+        [parse_version(v) for v in versions], rng, include_prerelease=include_prerelease
+    )
+    for v in matching:
+        sys.stdout.write(f"{v}\n")
+    if not matching:
+        raise SystemExit(1)
+
+
+# ---------------------------------------------------------------- lockfiles
+
+
+@app.command("lock")
+def lock_cmd(
+    request: Annotated[Path, typer.Argument(help="An evaluation request (YAML).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lockfile.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Resolve a request and write its lockfile (canonical JSON; its sha256 is its id)."""
+    parsed = load_request(request)
+    with _workspace() as ws:
+        lockfile, created = service.lock(ws, parsed)
+    lockfile.write(output)
+    pinned = [a.ref for a in lockfile.body.artifacts]
+    if as_json:
+        _print_json(
+            {
+                "digest": lockfile.digest.hex,
+                "path": str(output),
+                "new": created,
+                "artifacts": pinned,
+            }
+        )
+    else:
+        out = _out()
+        for ref in pinned:
+            out.print(f"pinned {ref}")
+        out.print(f"wrote {output} (lockfile sha256 {lockfile.digest.hex})")
+
+
+@app.command()
+def verify(
+    lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read)."""
+    lock = Lockfile.read(lockfile)
+    with _workspace() as ws, _progress() as progress:
+        try:
+            checks = verify_lockfile(ws, lock, progress=progress)
+        except VerificationFailed as exc:
+            if as_json:
+                _print_json(
+                    {
+                        "digest": lock.digest.hex,
+                        "ok": False,
+                        "failures": [c.error for c in exc.failures],
+                    }
+                )
+            raise
+    if as_json:
+        _print_json({"digest": lock.digest.hex, "ok": True, "checked": len(checks)})
+    else:
+        nbytes = sum(c.size for c in checks)
+        _out().print(
+            f"verified lockfile {lock.digest.short}: "
+            f"{len(checks)} item(s), {nbytes} bytes, all match"
+        )
+
+
+@app.command()
+def digest(files: Annotated[list[Path], typer.Argument(help="Files to hash.")]) -> None:
+    """Print the sha256 and size of files (for writing manifests)."""
+    with _workspace() as ws, _progress() as progress:
+        for f in files:
+            if not f.is_file():
+                raise UserError(f"{f}: not a file")
+            d, size, _ = ws.store.cache.digest(f, progress=progress(str(f), f.stat().st_size))
+            sys.stdout.write(f"{d.hex}  {size}  {f}\n")
+
+
+@app.command()
+def demo(
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where to write the sample catalog (default: HOME/demo).")
+    ] = None,
+) -> None:
+    """The whole flow on the built-in sample catalog: init, publish, resolve, lock, verify."""
+    with _workspace() as ws:
+        run_demo(ws, workdir or ws.settings.home / "demo", _out())
+
+
+def _safe_url(ws: Workspace) -> str:
+    return make_url(ws.settings.database_url).render_as_string(hide_password=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the app and map errors to exit codes (usage errors exit 2 inside Typer)."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="pinbench")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except PinbenchError as exc:
+        _err().print(Text.assemble(("error: ", "bold red"), str(exc)))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def entrypoint() -> None:
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""SQL: typed ORM models, the engine and session boundary, and migrations."""

@@ -1,0 +1,106 @@
+"""SQLAlchemy 2.0 typed models. Alembic migrations in ``pinbench/migrations`` must match them
+(``tests/test_schema.py`` checks that autogenerate finds no difference)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Artifact(Base):
+    """One published ``KIND/NAME@VERSION``: immutable once inserted, except its yank mark."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (
+        UniqueConstraint("kind", "name", "version", name="uq_artifacts_kind_name_version"),
+        Index("ix_artifacts_kind_name", "kind", "name"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(200))
+    namespace: Mapped[str | None] = mapped_column(String(100))
+    version: Mapped[str] = mapped_column(String(200))
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSON)
+    manifest_digest: Mapped[str] = mapped_column(String(64))
+    requires: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    """What resolution needs from the manifest, kept apart so it never re-parses manifests."""
+    publisher: Mapped[str] = mapped_column(String(200))
+    published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    yanked: Mapped[bool] = mapped_column(Boolean, default=False)
+    yank_reason: Mapped[str | None] = mapped_column(Text)
+    yanked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    files: Mapped[list[ArtifactFile]] = relationship(
+        back_populates="artifact", order_by="ArtifactFile.path", cascade="all, delete-orphan"
+    )
+
+
+class ArtifactFile(Base):
+    __tablename__ = "artifact_files"
+    __table_args__ = (UniqueConstraint("artifact_id", "path", name="uq_artifact_files_path"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    artifact_id: Mapped[int] = mapped_column(ForeignKey("artifacts.id", ondelete="CASCADE"))
+    path: Mapped[str] = mapped_column(String(1000))
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    source: Mapped[str | None] = mapped_column(Text)
+
+    artifact: Mapped[Artifact] = relationship(back_populates="files")
+
+
+class Lockfile(Base):
+    __tablename__ = "lockfiles"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+    """The canonical JSON text; its sha256 is ``digest``."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    lockfile_digest: Mapped[str] = mapped_column(ForeignKey("lockfiles.digest"), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    runner: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    host: Mapped[dict[str, Any]] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+
+    results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+
+class Result(Base):
+    __tablename__ = "results"
+    __table_args__ = (UniqueConstraint("run_id", "metric", name="uq_results_run_metric"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    metric: Mapped[str] = mapped_column(String(100))
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(32))
+
+    run: Mapped[Run] = relationship(back_populates="results")

@@ -1,0 +1,1 @@
+"""Alembic environment and revisions, shipped in the wheel and found with importlib.resources."""

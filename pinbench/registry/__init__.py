@@ -1,0 +1,1 @@
+"""The artifact registry: names, manifests, version ranges, resolution and publishing."""

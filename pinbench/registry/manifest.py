@@ -1,0 +1,422 @@
+"""Manifests: the typed YAML schema of the four kinds, validated at the edge.
+
+A manifest is data, not code: identity, files with sha256, constraints on other kinds, typed
+pre/post-processing steps and attributes. ``load_manifest`` turns YAML into one of
+``ModelManifest | FrameworkManifest | DatasetManifest | ImageManifest`` or raises
+``ManifestError`` naming the field (``$.files[0].sha256``) and what was expected.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import yaml
+from pinbench.registry.ranges import Range, parse_version
+
+from pinbench.artifacts.canonical import canonical_json
+from pinbench.artifacts.digest import Digest
+from pinbench.errors import UserError
+from pinbench.registry.names import KINDS, check_name
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class ManifestError(UserError):
+    def __init__(self, *, source: str, reason: str) -> None:
+        super().__init__(f"invalid manifest {source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Unknown fields are errors, values are immutable."""
+
+
+def _check_range(text: str) -> None:
+    try:
+        Range.parse(text)
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def check_relative_path(path: str) -> str:
+    """A file path inside an artifact: relative, normalised, never escaping the artifact."""
+    if not path or path.startswith("/") or "\\" in path or "\x00" in path:
+        raise ValueError(f"file path {path!r} must be a relative POSIX path inside the artifact")
+    if posixpath.normpath(path) != path or path.split("/")[0] == "..":
+        raise ValueError(f"file path {path!r} must be normalised and must not contain '..'")
+    return path
+
+
+# ---------------------------------------------------------------- shared parts
+
+
+class FileEntry(_Strict, kw_only=True):
+    path: str
+    sha256: str
+    size: int | None = None
+    source: str | None = None
+    """Where the bytes come from: ``file:REL`` (relative to the manifest) or a URI."""
+
+    def __post_init__(self) -> None:
+        check_relative_path(self.path)
+        if not _SHA256.fullmatch(self.sha256):
+            raise ValueError(f"sha256 of {self.path!r} must be 64 lowercase hex digits")
+        if self.size is not None and self.size < 0:
+            raise ValueError(f"size of {self.path!r} must be >= 0")
+
+    @property
+    def digest(self) -> Digest:
+        return Digest(self.sha256)
+
+
+class Constraint(_Strict, kw_only=True):
+    """A constraint on another artifact: its name and an npm-style range."""
+
+    name: str
+    range: str = "*"
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
+        _check_range(self.range)
+
+
+class Platform(_Strict, kw_only=True):
+    arch: Literal["amd64", "arm64"] = "amd64"
+    device: Literal["cpu", "cuda", "rocm"] = "cpu"
+
+    def key(self) -> str:
+        return f"{self.arch}/{self.device}"
+
+
+Scalar = str | int | float | bool
+
+
+class _Common(_Strict, kw_only=True):
+    name: str
+    version: str
+    description: str = ""
+    license: str | None = None
+    references: list[str] = msgspec.field(default_factory=list)
+    attributes: dict[str, Scalar] = msgspec.field(default_factory=dict)
+
+    def _check_identity(self) -> None:
+        check_name(self.name)
+        try:
+            parse_version(self.version)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+    @property
+    def files_list(self) -> list[FileEntry]:
+        return list(getattr(self, "files", []))
+
+
+def _check_files(files: list[FileEntry], *, required: bool) -> None:
+    if required and not files:
+        raise ValueError("files must list at least one file")
+    seen: set[str] = set()
+    for f in files:
+        if f.path in seen:
+            raise ValueError(f"file path {f.path!r} is listed twice")
+        seen.add(f.path)
+
+
+# ---------------------------------------------------------------- pre/post-processing steps
+
+
+class Decode(_Strict, kw_only=True):
+    color_mode: Literal["rgb", "bgr", "grayscale"] = "rgb"
+
+
+class Resize(_Strict, kw_only=True):
+    size: tuple[int, int]
+    """Height, width."""
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+    keep_aspect_ratio: bool = False
+
+
+class Crop(_Strict, kw_only=True):
+    size: tuple[int, int]
+    mode: Literal["center"] = "center"
+
+
+class Normalize(_Strict, kw_only=True):
+    """``(x - mean) / std`` per channel, or ``x * scale``."""
+
+    mean: list[float] = msgspec.field(default_factory=lambda: [0.0])
+    std: list[float] | None = None
+    scale: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.std is not None and self.scale is not None:
+            raise ValueError("normalize takes either std or scale, not both")
+        if self.std is not None and any(s == 0 for s in self.std):
+            raise ValueError("normalize std must not contain 0")
+
+
+class Layout(_Strict, kw_only=True):
+    to: Literal["NCHW", "NHWC", "CHW", "HWC"]
+
+
+class ColorMode(_Strict, kw_only=True):
+    to: Literal["rgb", "bgr", "grayscale"]
+
+
+ElementType = Literal["float32", "float16", "float64", "uint8", "int8", "int32", "int64", "bool"]
+
+
+class DType(_Strict, kw_only=True):
+    to: ElementType
+
+
+class InputStep(_Strict, kw_only=True, omit_defaults=True):
+    """Exactly one of the fields: ``- resize: {size: [224, 224]}``."""
+
+    decode: Decode | None = None
+    resize: Resize | None = None
+    crop: Crop | None = None
+    normalize: Normalize | None = None
+    layout: Layout | None = None
+    color_mode: ColorMode | None = None
+    dtype: DType | None = None
+
+    def __post_init__(self) -> None:
+        _exactly_one(self)
+
+
+class Softmax(_Strict, kw_only=True):
+    axis: int = -1
+
+
+class Argsort(_Strict, kw_only=True):
+    descending: bool = True
+
+
+class TopK(_Strict, kw_only=True):
+    k: int = 5
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError("topk k must be >= 1")
+
+
+class OutputStep(_Strict, kw_only=True, omit_defaults=True):
+    softmax: Softmax | None = None
+    argsort: Argsort | None = None
+    topk: TopK | None = None
+
+    def __post_init__(self) -> None:
+        _exactly_one(self)
+
+
+def _exactly_one(step: msgspec.Struct) -> None:
+    names = step.__struct_fields__
+    chosen = [n for n in names if getattr(step, n) is not None]
+    if len(chosen) != 1:
+        raise ValueError(
+            f"a step must have exactly one of {', '.join(names)}; got {chosen or 'none'}"
+        )
+
+
+class LabelsRef(_Strict, kw_only=True):
+    path: str
+    sha256: str
+
+    def __post_init__(self) -> None:
+        check_relative_path(self.path)
+        if not _SHA256.fullmatch(self.sha256):
+            raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
+
+
+class Input(_Strict, kw_only=True):
+    name: str | int
+    """A layer name, or an index into the model's inputs."""
+    type: Literal["image", "tensor", "text"] = "tensor"
+    element_type: ElementType = "float32"
+    shape: list[int] = msgspec.field(default_factory=list)
+    steps: list[InputStep] = msgspec.field(default_factory=list)
+
+
+class Output(_Strict, kw_only=True):
+    name: str | int
+    type: Literal["classification", "tensor", "detection", "segmentation"] = "tensor"
+    steps: list[OutputStep] = msgspec.field(default_factory=list)
+    labels: LabelsRef | None = None
+
+
+# ---------------------------------------------------------------- the four kinds
+
+
+class ModelManifest(_Common, kw_only=True, tag_field="kind", tag="model"):
+    framework: Constraint
+    format: Literal["onnx", "torchscript", "torch-export", "safetensors", "savedmodel", "keras"]
+    files: list[FileEntry]
+    architecture: str | None = None
+    """For safetensors weights: the architecture the weights load into."""
+    trusted: bool = False
+    """Allow unpickling (PyTorch pickles). Never implied."""
+    inputs: list[Input] = msgspec.field(default_factory=list)
+    outputs: list[Output] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._check_identity()
+        _check_files(self.files, required=True)
+        paths = {f.path for f in self.files}
+        for out in self.outputs:
+            if out.labels is not None and out.labels.path not in paths:
+                raise ValueError(f"labels file {out.labels.path!r} is not among the files")
+
+
+class Requirement(_Strict, kw_only=True):
+    """One hash-pinned package: ``name==version`` with its allowed sha256 hashes."""
+
+    name: str
+    version: str
+    hashes: list[str]
+
+    def __post_init__(self) -> None:
+        if not self.hashes:
+            raise ValueError(f"requirement {self.name} must list at least one sha256 hash")
+        for h in self.hashes:
+            if not _IMAGE_DIGEST.fullmatch(h):
+                raise ValueError(f"hash {h!r} of {self.name} must be 'sha256:' + 64 hex digits")
+
+
+class Environment(_Strict, kw_only=True):
+    """How to obtain the framework on one platform: an image, a requirements set, or both."""
+
+    platform: Platform = msgspec.field(default_factory=Platform)
+    image: Constraint | None = None
+    requirements: list[Requirement] = msgspec.field(default_factory=list)
+    python: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.image is None and not self.requirements:
+            raise ValueError(
+                f"environment {self.platform.key()} needs an image, requirements, or both"
+            )
+
+
+class FrameworkManifest(_Common, kw_only=True, tag_field="kind", tag="framework"):
+    environments: list[Environment]
+    files: list[FileEntry] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._check_identity()
+        _check_files(self.files, required=False)
+        if not self.environments:
+            raise ValueError("environments must list at least one platform")
+        keys = [e.platform.key() for e in self.environments]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise ValueError(f"platform {dupes[0]} is listed twice in environments")
+
+    def environment_for(self, platform: Platform) -> Environment | None:
+        for env in self.environments:
+            if env.platform == platform:
+                return env
+        return None
+
+
+class LabelFormat(_Strict, kw_only=True):
+    format: Literal["class-index-npy", "class-index-csv", "class-index-txt", "imagefolder"]
+    path: str | None = None
+    classes: int | None = None
+
+
+class DatasetManifest(_Common, kw_only=True, tag_field="kind", tag="dataset"):
+    files: list[FileEntry]
+    labels: LabelFormat
+    task: Literal["classification", "detection", "segmentation", "other"] = "classification"
+    samples: int | None = None
+
+    def __post_init__(self) -> None:
+        self._check_identity()
+        _check_files(self.files, required=True)
+        if self.labels.path is not None and self.labels.path not in {f.path for f in self.files}:
+            raise ValueError(f"labels file {self.labels.path!r} is not among the files")
+
+
+class ImageManifest(_Common, kw_only=True, tag_field="kind", tag="image"):
+    digest: str
+    """The image's content digest ``sha256:...`` (the manifest or index digest)."""
+    reference: str | None = None
+    """Where it can be pulled from, e.g. ``127.0.0.1:5000/pinbench/onnxruntime``."""
+    platform: Platform = msgspec.field(default_factory=Platform)
+
+    def __post_init__(self) -> None:
+        self._check_identity()
+        if not _IMAGE_DIGEST.fullmatch(self.digest):
+            raise ValueError("digest must be 'sha256:' followed by 64 lowercase hex digits")
+
+
+Manifest = ModelManifest | FrameworkManifest | DatasetManifest | ImageManifest
+MANIFEST_TYPES: dict[str, type[Manifest]] = {
+    "model": ModelManifest,
+    "framework": FrameworkManifest,
+    "dataset": DatasetManifest,
+    "image": ImageManifest,
+}
+
+
+# ---------------------------------------------------------------- loading and digests
+
+
+def parse_manifest(data: object, *, source: str = "<manifest>") -> Manifest:
+    """Validate already-parsed data (a mapping) as a manifest."""
+    if not isinstance(data, dict):
+        raise ManifestError(source=source, reason="expected a mapping at the top level")
+    kind = data.get("kind")
+    if kind not in MANIFEST_TYPES:
+        raise ManifestError(
+            source=source,
+            reason=f"`kind` must be one of {', '.join(KINDS)}, got {kind!r} - at `$.kind`",
+        )
+    try:
+        return msgspec.convert(data, type=MANIFEST_TYPES[kind], strict=True)
+    except msgspec.ValidationError as exc:
+        raise ManifestError(source=source, reason=_explain(str(exc))) from None
+
+
+def load_manifest_text(text: str, *, source: str = "<manifest>") -> Manifest:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ManifestError(source=source, reason=f"malformed YAML: {exc}") from None
+    return parse_manifest(data, source=source)
+
+
+def load_manifest(path: Path) -> Manifest:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(source=str(path), reason=f"cannot read: {exc}") from None
+    return load_manifest_text(text, source=str(path))
+
+
+def manifest_data(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as plain data, every default filled in (what is stored and digested)."""
+    data = msgspec.to_builtins(manifest)
+    assert isinstance(data, dict)
+    return data
+
+
+def manifest_digest(manifest: Manifest) -> Digest:
+    return Digest.of_bytes(canonical_json(manifest_data(manifest)))
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """One JSON Schema per kind, for editors."""
+    return {kind: msgspec.json.schema(t) for kind, t in MANIFEST_TYPES.items()}
+
+
+def _explain(message: str) -> str:
+    if "got `float`" in message or "got `int`" in message:
+        message += " (YAML reads unquoted 1.0 as a number: quote versions and ranges, e.g. '1.0.0')"
+    return message

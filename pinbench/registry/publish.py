@@ -1,0 +1,234 @@
+"""Publishing: validate a manifest, hash and store its files, insert its rows in one transaction.
+
+Versions are immutable: the same manifest again is a no-op; another manifest under a published
+version is refused naming both digests. A failed publish leaves no row and no new blob.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pinbench.registry.ranges import parse_version
+from sqlalchemy import select
+
+from pinbench.artifacts.digest import Digest, Progress
+from pinbench.artifacts.store import ChecksumMismatch, SizeMismatch, StagedBlob
+from pinbench.db.engine import Conflict
+from pinbench.db.models import Artifact, ArtifactFile
+from pinbench.errors import UserError
+from pinbench.registry.manifest import (
+    FileEntry,
+    FrameworkManifest,
+    ImageManifest,
+    Manifest,
+    ModelManifest,
+    manifest_data,
+    manifest_digest,
+)
+from pinbench.registry.names import ArtifactRef, Kind, namespace_of
+from pinbench.workspace import Workspace
+
+
+class VersionConflict(UserError):
+    def __init__(self, *, ref: ArtifactRef, existing_digest: str, new_digest: str) -> None:
+        super().__init__(
+            f"{ref} is already published with manifest sha256 {existing_digest}; this manifest "
+            f"has sha256 {new_digest}. Published versions never change: publish a new version"
+        )
+        self.ref = ref
+        self.existing_digest = existing_digest
+        self.new_digest = new_digest
+
+
+class FileProblem(UserError):
+    def __init__(self, *, path: str, reason: str) -> None:
+        super().__init__(f"file {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    ref: ArtifactRef
+    manifest_digest: Digest
+    created: bool
+    """False when the identical manifest was already published (a no-op)."""
+    files: int
+    bytes: int
+    new_blobs: int
+
+
+ProgressFactory = Callable[[str, int], Progress]
+"""Given a label and a total size, return a progress callback."""
+
+
+def requires_of(manifest: Manifest) -> list[dict[str, Any]]:
+    """The part of a manifest resolution reads: dependencies and platforms."""
+    if isinstance(manifest, ModelManifest):
+        fw = manifest.framework
+        return [{"kind": Kind.FRAMEWORK.value, "name": fw.name, "range": fw.range}]
+    if isinstance(manifest, FrameworkManifest):
+        out: list[dict[str, Any]] = []
+        for env in manifest.environments:
+            entry: dict[str, Any] = {"platform": env.platform.key()}
+            if env.image is not None:
+                entry |= {
+                    "kind": Kind.IMAGE.value,
+                    "name": env.image.name,
+                    "range": env.image.range,
+                }
+            out.append(entry)
+        return out
+    if isinstance(manifest, ImageManifest):
+        return [{"platform": manifest.platform.key()}]
+    return []
+
+
+def locate(entry: FileEntry, *, manifest_dir: Path, files_dir: Path | None) -> Path:
+    """Where a declared file's bytes are on disk; refuse paths that escape the artifact."""
+    if entry.source is not None and entry.source.startswith("file:"):
+        return (manifest_dir / entry.source.removeprefix("file:")).resolve()
+    if entry.source is not None and "://" in entry.source:
+        raise FileProblem(
+            path=entry.path,
+            reason=f"source {entry.source!r}: only local files can be published for now",
+        )
+    base = (files_dir or manifest_dir).resolve()
+    candidate = base / entry.path
+    real = candidate.resolve()
+    if not real.is_relative_to(base):
+        raise FileProblem(
+            path=entry.path, reason=f"resolves to {real}, outside the artifact directory {base}"
+        )
+    return real
+
+
+def publish(
+    ws: Workspace,
+    manifest: Manifest,
+    *,
+    manifest_dir: Path,
+    files_dir: Path | None = None,
+    publisher: str | None = None,
+    progress: ProgressFactory | None = None,
+) -> PublishResult:
+    digest = manifest_digest(manifest)
+    kind = Kind(manifest_data(manifest)["kind"])
+    ref = ArtifactRef(kind, manifest.name, parse_version(manifest.version))
+    files = manifest.files_list
+    total = sum(f.size or 0 for f in files)
+
+    existing = _existing_digest(ws, ref)
+    if existing is not None:
+        return _same_or_conflict(ref, existing, digest, files, total)
+
+    staged, new_blobs = _stage_files(ws, files, manifest_dir, files_dir, progress)
+    try:
+        with ws.transaction() as session:
+            row = Artifact(
+                kind=kind.value,
+                name=manifest.name,
+                namespace=namespace_of(manifest.name),
+                version=manifest.version,
+                manifest=manifest_data(manifest),
+                manifest_digest=digest.hex,
+                requires=requires_of(manifest),
+                publisher=publisher or getpass.getuser(),
+                published_at=datetime.now(UTC),
+                yanked=False,
+                files=[
+                    ArtifactFile(path=f.path, sha256=f.sha256, size=size, source=f.source)
+                    for f, size in staged
+                ],
+            )
+            session.add(row)
+    except Conflict:
+        _drop_unreferenced(ws, new_blobs)
+        existing = _existing_digest(ws, ref)
+        if existing is None:
+            raise
+        return _same_or_conflict(ref, existing, digest, files, total)
+    except BaseException:
+        _drop_unreferenced(ws, new_blobs)
+        raise
+    size = sum(s for _, s in staged)
+    return PublishResult(ref, digest, True, len(files), size, len(new_blobs))
+
+
+def _same_or_conflict(
+    ref: ArtifactRef, existing: str, digest: Digest, files: list[FileEntry], total: int
+) -> PublishResult:
+    if existing != digest.hex:
+        raise VersionConflict(ref=ref, existing_digest=existing, new_digest=digest.hex)
+    return PublishResult(ref, digest, False, len(files), total, 0)
+
+
+def _existing_digest(ws: Workspace, ref: ArtifactRef) -> str | None:
+    with ws.transaction() as session:
+        return session.scalar(
+            select(Artifact.manifest_digest).where(
+                Artifact.kind == ref.kind.value,
+                Artifact.name == ref.name,
+                Artifact.version == str(ref.version),
+            )
+        )
+
+
+def _stage_files(
+    ws: Workspace,
+    files: list[FileEntry],
+    manifest_dir: Path,
+    files_dir: Path | None,
+    progress: ProgressFactory | None,
+) -> tuple[list[tuple[FileEntry, int]], list[Digest]]:
+    """Check every file and move its bytes into the store; all or nothing.
+
+    Bytes already in the store are only hashed (through the verified-state cache); new bytes
+    are hashed and copied in one pass, and become visible only once every file has passed.
+    """
+    sources = [locate(f, manifest_dir=manifest_dir, files_dir=files_dir) for f in files]
+    for f, src in zip(files, sources, strict=True):
+        if not src.is_file():
+            raise FileProblem(path=f.path, reason=f"not found at {src}")
+    checked: list[tuple[FileEntry, int]] = []
+    pending: list[StagedBlob] = []
+    try:
+        for f, src in zip(files, sources, strict=True):
+            size_on_disk = src.stat().st_size
+            cb = progress(f.path, size_on_disk) if progress else None
+            if ws.store.has(f.digest):
+                actual, size, _ = ws.store.cache.digest(src, progress=cb)
+                if actual != f.digest:
+                    raise ChecksumMismatch(path=f.path, expected=f.digest, actual=actual)
+            else:
+                blob = ws.store.stage(src, label=f.path, expected=f.digest, progress=cb)
+                pending.append(blob)
+                size = blob.size
+            if f.size is not None and f.size != size:
+                raise SizeMismatch(path=f.path, expected=f.size, actual=size)
+            checked.append((f, size))
+    except BaseException:
+        for blob in pending:
+            ws.store.discard(blob)
+        raise
+    new = [b.digest for b in pending if ws.store.commit(b)]
+    return checked, new
+
+
+def _drop_unreferenced(ws: Workspace, digests: list[Digest]) -> None:
+    if not digests:
+        return
+    with ws.transaction() as session:
+        used = set(
+            session.scalars(
+                select(ArtifactFile.sha256).where(ArtifactFile.sha256.in_([d.hex for d in digests]))
+            )
+        )
+    for d in digests:
+        if d.hex not in used:
+            ws.store.remove(d)

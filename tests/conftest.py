@@ -1,0 +1,79 @@
+"""Shared fixtures: workspaces on SQLite and on a real PostgreSQL server started here."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from pinbench.cli import main
+from pinbench.config import Settings
+from pinbench.workspace import Workspace
+from tests.helpers import Cli, CliResult
+from tests.pg import postgres_server
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A PostgreSQL server for the whole session (started on first use)."""
+    with postgres_server() as url:
+        yield url
+
+
+def _fresh_pg_database(server_url: str) -> str:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database on each engine."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'pinbench.db'}"
+    return _fresh_pg_database(request.getfixturevalue("pg_server"))
+
+
+def _workspace(home: Path, url: str) -> Iterator[Workspace]:
+    ws = Workspace(Settings(home=home, database_url=url))
+    ws.init()
+    try:
+        yield ws
+    finally:
+        ws.close()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    """An initialised workspace on the embedded default (SQLite, local blob store)."""
+    yield from _workspace(tmp_path / "home", f"sqlite:///{tmp_path / 'home' / 'pinbench.db'}")
+
+
+@pytest.fixture
+def ws_any(tmp_path: Path, database_url: str) -> Iterator[Workspace]:
+    """An initialised workspace, once on SQLite and once on PostgreSQL."""
+    yield from _workspace(tmp_path / "home", database_url)
+
+
+@pytest.fixture
+def cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Cli:
+    """Run ``pinbench ARGS`` in-process against a home under tmp_path."""
+    monkeypatch.setenv("PINBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PINBENCH_DATABASE_URL", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

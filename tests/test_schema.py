@@ -1,0 +1,58 @@
+"""The SQL schema: migrations match the models, one head, upgrade from empty on both engines."""
+
+from __future__ import annotations
+
+from alembic import command
+from sqlalchemy import inspect
+
+import pytest
+from pinbench.db import migrate
+from pinbench.db.engine import make_engine
+from pinbench.db.migrate import SchemaNotCurrent
+from pinbench.workspace import Workspace
+
+TABLES = {"artifacts", "artifact_files", "lockfiles", "runs", "results", "alembic_version"}
+
+
+def test_exactly_one_head() -> None:
+    assert len(migrate.heads()) == 1
+
+
+def test_upgrade_from_empty_then_autogenerate_finds_no_difference(database_url: str) -> None:
+    engine = make_engine(database_url)
+    assert migrate.current_revision(engine) is None
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    assert set(inspect(engine).get_table_names()) == TABLES
+    assert migrate.schema_diff(engine) == []
+    engine.dispose()
+
+
+def test_every_revision_downgrades_and_upgrades_again(database_url: str) -> None:
+    engine = make_engine(database_url)
+    migrate.upgrade(engine)
+    cfg = migrate._config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "base")
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    migrate.upgrade(engine)
+    assert migrate.schema_diff(engine) == []
+    engine.dispose()
+
+
+def test_database_on_an_older_revision_is_refused(ws: Workspace) -> None:
+    cfg = migrate._config()
+    with ws.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "base")
+    fresh = Workspace(ws.settings)
+    with pytest.raises(SchemaNotCurrent, match="pinbench db upgrade"), fresh.transaction():
+        pass
+    fresh.close()
+
+
+def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(ws: Workspace) -> None:
+    with ws.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
