@@ -62,9 +62,7 @@ def ws_any(tmp_path: Path, database_url: str) -> Iterator[Workspace]:
 
 
 @pytest.fixture
-def cli(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Cli:
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """Run ``pinbench ARGS`` in-process against a home under tmp_path."""
     monkeypatch.setenv("PINBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("PINBENCH_DATABASE_URL", raising=False)

@@ -37,29 +37,39 @@ def write_files(root: Path, files: dict[str, bytes]) -> list[dict[str, Any]]:
 
 
 def model_manifest(
-    name: str, version: str, files: list[dict[str, Any]], framework: str = "onnxruntime",
+    name: str,
+    version: str,
+    files: list[dict[str, Any]],
+    framework: str = "onnxruntime",
     framework_range: str = ">=1.17 <2",
 ) -> dict[str, Any]:
     return {
-        "kind": "model", "name": name, "version": version, "format": "onnx",
-        "framework": {"name": framework, "range": framework_range}, "files": files,
+        "kind": "model",
+        "name": name,
+        "version": version,
+        "format": "onnx",
+        "framework": {"name": framework, "range": framework_range},
+        "files": files,
     }
 
 
-def framework_manifest(name: str, version: str, image: dict[str, str] | None = None) -> dict[str, Any]:
+def framework_manifest(
+    name: str, version: str, image: dict[str, str] | None = None
+) -> dict[str, Any]:
     env: dict[str, Any] = {"platform": {"arch": "amd64", "device": "cpu"}}
     if image:
         env["image"] = image
     else:
-        env["requirements"] = [
-            {"name": name, "version": version, "hashes": ["sha256:" + "a" * 64]}
-        ]
+        env["requirements"] = [{"name": name, "version": version, "hashes": ["sha256:" + "a" * 64]}]
     return {"kind": "framework", "name": name, "version": version, "environments": [env]}
 
 
 def dataset_manifest(name: str, version: str, files: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "kind": "dataset", "name": name, "version": version, "files": files,
+        "kind": "dataset",
+        "name": name,
+        "version": version,
+        "files": files,
         "labels": {"format": "class-index-npy", "path": files[-1]["path"]},
     }
 

@@ -58,7 +58,17 @@ def postgres_server() -> Iterator[str]:
     try:
         run(str(bindir / "initdb"), "-D", str(data), "-U", "pinbench", "--auth=trust", "-E", "UTF8")
         opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start")
+        run(
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            opts,
+            "-l",
+            str(root / "log"),
+            "-w",
+            "start",
+        )
     except (subprocess.CalledProcessError, OSError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         shutil.rmtree(root, ignore_errors=True)
@@ -68,6 +78,8 @@ def postgres_server() -> Iterator[str]:
     finally:
         subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-            capture_output=True, timeout=60, check=False,
+            capture_output=True,
+            timeout=60,
+            check=False,
         )
         shutil.rmtree(root, ignore_errors=True)

@@ -125,20 +125,26 @@ BAD = [
     ("duplicate file", _with(MODEL, "files", [MODEL["files"][0]] * 2), "listed twice"),
     ("bad name", _with(MODEL, "name", "Vision/LeNet"), "invalid name"),
     ("unknown format", _with(MODEL, "format", "pickle"), "$.format"),
-    ("step with two ops", _with(MODEL, "inputs.0.steps.0", {"decode": {}, "crop": {"size": [1, 1]}}),
-     "exactly one of"),
+    (
+        "step with two ops",
+        _with(MODEL, "inputs.0.steps.0", {"decode": {}, "crop": {"size": [1, 1]}}),
+        "exactly one of",
+    ),
     ("resize method unknown", _with(MODEL, "inputs.0.steps.1.resize.method", "magic"), "method"),
     ("normalize std and scale", _with(MODEL, "inputs.0.steps.3.normalize.scale", 2.0), "not both"),
     ("labels not a file", _with(MODEL, "outputs.0.labels.path", "labels.txt"), "labels file"),
     ("topk k zero", _with(MODEL, "outputs.0.steps.1.topk.k", 0), "k must be >= 1"),
     ("framework without environment", _with(FRAMEWORK, "environments", []), "at least one"),
     ("environment with nothing", _with(FRAMEWORK, "environments.0", {}), "needs an image"),
-    ("requirement without hash", _with(FRAMEWORK, "environments.0.requirements.0.hashes", []),
-     "at least one sha256"),
+    (
+        "requirement without hash",
+        _with(FRAMEWORK, "environments.0.requirements.0.hashes", []),
+        "at least one sha256",
+    ),
     ("dataset without files", _with(DATASET, "files", []), "at least one file"),
     ("dataset labels not a file", _with(DATASET, "labels.path", "z.npy"), "labels file"),
     ("image digest malformed", _with(IMAGE, "digest", "sha256:abc"), "digest"),
-    ("top level is a list", [MODEL], "mapping"),  # type: ignore[list-item]
+    ("top level is a list", [MODEL], "mapping"),
 ]
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic import command
 from sqlalchemy import inspect
 
-import pytest
 from pinbench.db import migrate
 from pinbench.db.engine import make_engine
 from pinbench.db.migrate import SchemaNotCurrent

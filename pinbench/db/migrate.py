@@ -7,6 +7,7 @@ caller gets an error naming the command that fixes it.
 from __future__ import annotations
 
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 from alembic import command
@@ -15,7 +16,9 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
+from pinbench.db.engine import DatabaseUnavailable
 from pinbench.db.models import Base
 from pinbench.errors import UserError
 
@@ -73,7 +76,17 @@ def schema_diff(engine: Engine) -> list[Any]:
 
 
 def ensure_current(engine: Engine) -> None:
+    """Raise ``SchemaNotCurrent`` unless the database is at the head revision."""
     head = head_revision()
-    current = current_revision(engine)
+    url = engine.url
+    on_disk = url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
+    if on_disk and not Path(str(url.database)).exists():
+        raise SchemaNotCurrent(current=None, head=head)
+    try:
+        current = current_revision(engine)
+    except OperationalError as exc:
+        raise DatabaseUnavailable(
+            f"cannot open database {url.render_as_string(hide_password=True)}: {exc.orig}"
+        ) from exc
     if current != head:
         raise SchemaNotCurrent(current=current, head=head)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pinbench.registry.ranges import parse_version
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind
+from pinbench.registry.ranges import parse_version
 from pinbench.registry.resolve import Published, published_from_row
 from pinbench.workspace import Workspace
 

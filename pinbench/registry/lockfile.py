@@ -49,14 +49,14 @@ class _Frozen(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     pass
 
 
-class LockedFile(_Frozen, kw_only=True):
+class LockedFile(_Frozen, frozen=True, kw_only=True):
     path: str
     sha256: str
     size: int
     source: str | None
 
 
-class LockedArtifact(_Frozen, kw_only=True):
+class LockedArtifact(_Frozen, frozen=True, kw_only=True):
     kind: Literal["model", "framework", "dataset", "image"]
     name: str
     version: str
@@ -68,14 +68,14 @@ class LockedArtifact(_Frozen, kw_only=True):
         return f"{self.kind}/{self.name}@{self.version}"
 
 
-class LockedImage(_Frozen, kw_only=True):
+class LockedImage(_Frozen, frozen=True, kw_only=True):
     name: str
     version: str
     digest: str
     reference: str | None
 
 
-class LockedEnvironment(_Frozen, kw_only=True):
+class LockedEnvironment(_Frozen, frozen=True, kw_only=True):
     framework: str
     version: str
     platform: Platform
@@ -84,7 +84,7 @@ class LockedEnvironment(_Frozen, kw_only=True):
     python: str | None
 
 
-class LockedModel(_Frozen, kw_only=True):
+class LockedModel(_Frozen, frozen=True, kw_only=True):
     name: str
     version: str
     format: str
@@ -94,7 +94,7 @@ class LockedModel(_Frozen, kw_only=True):
     outputs: list[Output]
 
 
-class LockedDataset(_Frozen, kw_only=True):
+class LockedDataset(_Frozen, frozen=True, kw_only=True):
     name: str
     version: str
     manifest_digest: str
@@ -103,7 +103,7 @@ class LockedDataset(_Frozen, kw_only=True):
     samples: int | None
 
 
-class LockBody(_Frozen, kw_only=True):
+class LockBody(_Frozen, frozen=True, kw_only=True):
     schema_version: int
     request: Request
     artifacts: list[LockedArtifact]

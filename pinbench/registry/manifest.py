@@ -15,12 +15,12 @@ from typing import Any, Literal
 
 import msgspec
 import yaml
-from pinbench.registry.ranges import Range, parse_version
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
 from pinbench.registry.names import KINDS, check_name
+from pinbench.registry.ranges import Range, parse_version
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -56,7 +56,7 @@ def check_relative_path(path: str) -> str:
 # ---------------------------------------------------------------- shared parts
 
 
-class FileEntry(_Strict, kw_only=True):
+class FileEntry(_Strict, frozen=True, kw_only=True):
     path: str
     sha256: str
     size: int | None = None
@@ -75,7 +75,7 @@ class FileEntry(_Strict, kw_only=True):
         return Digest(self.sha256)
 
 
-class Constraint(_Strict, kw_only=True):
+class Constraint(_Strict, frozen=True, kw_only=True):
     """A constraint on another artifact: its name and an npm-style range."""
 
     name: str
@@ -86,7 +86,7 @@ class Constraint(_Strict, kw_only=True):
         _check_range(self.range)
 
 
-class Platform(_Strict, kw_only=True):
+class Platform(_Strict, frozen=True, kw_only=True):
     arch: Literal["amd64", "arm64"] = "amd64"
     device: Literal["cpu", "cuda", "rocm"] = "cpu"
 
@@ -97,7 +97,7 @@ class Platform(_Strict, kw_only=True):
 Scalar = str | int | float | bool
 
 
-class _Common(_Strict, kw_only=True):
+class _Common(_Strict, frozen=True, kw_only=True):
     name: str
     version: str
     description: str = ""
@@ -130,23 +130,23 @@ def _check_files(files: list[FileEntry], *, required: bool) -> None:
 # ---------------------------------------------------------------- pre/post-processing steps
 
 
-class Decode(_Strict, kw_only=True):
+class Decode(_Strict, frozen=True, kw_only=True):
     color_mode: Literal["rgb", "bgr", "grayscale"] = "rgb"
 
 
-class Resize(_Strict, kw_only=True):
+class Resize(_Strict, frozen=True, kw_only=True):
     size: tuple[int, int]
     """Height, width."""
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
     keep_aspect_ratio: bool = False
 
 
-class Crop(_Strict, kw_only=True):
+class Crop(_Strict, frozen=True, kw_only=True):
     size: tuple[int, int]
     mode: Literal["center"] = "center"
 
 
-class Normalize(_Strict, kw_only=True):
+class Normalize(_Strict, frozen=True, kw_only=True):
     """``(x - mean) / std`` per channel, or ``x * scale``."""
 
     mean: list[float] = msgspec.field(default_factory=lambda: [0.0])
@@ -160,22 +160,22 @@ class Normalize(_Strict, kw_only=True):
             raise ValueError("normalize std must not contain 0")
 
 
-class Layout(_Strict, kw_only=True):
+class Layout(_Strict, frozen=True, kw_only=True):
     to: Literal["NCHW", "NHWC", "CHW", "HWC"]
 
 
-class ColorMode(_Strict, kw_only=True):
+class ColorMode(_Strict, frozen=True, kw_only=True):
     to: Literal["rgb", "bgr", "grayscale"]
 
 
 ElementType = Literal["float32", "float16", "float64", "uint8", "int8", "int32", "int64", "bool"]
 
 
-class DType(_Strict, kw_only=True):
+class DType(_Strict, frozen=True, kw_only=True):
     to: ElementType
 
 
-class InputStep(_Strict, kw_only=True, omit_defaults=True):
+class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     """Exactly one of the fields: ``- resize: {size: [224, 224]}``."""
 
     decode: Decode | None = None
@@ -190,15 +190,15 @@ class InputStep(_Strict, kw_only=True, omit_defaults=True):
         _exactly_one(self)
 
 
-class Softmax(_Strict, kw_only=True):
+class Softmax(_Strict, frozen=True, kw_only=True):
     axis: int = -1
 
 
-class Argsort(_Strict, kw_only=True):
+class Argsort(_Strict, frozen=True, kw_only=True):
     descending: bool = True
 
 
-class TopK(_Strict, kw_only=True):
+class TopK(_Strict, frozen=True, kw_only=True):
     k: int = 5
 
     def __post_init__(self) -> None:
@@ -206,7 +206,7 @@ class TopK(_Strict, kw_only=True):
             raise ValueError("topk k must be >= 1")
 
 
-class OutputStep(_Strict, kw_only=True, omit_defaults=True):
+class OutputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     softmax: Softmax | None = None
     argsort: Argsort | None = None
     topk: TopK | None = None
@@ -224,7 +224,7 @@ def _exactly_one(step: msgspec.Struct) -> None:
         )
 
 
-class LabelsRef(_Strict, kw_only=True):
+class LabelsRef(_Strict, frozen=True, kw_only=True):
     path: str
     sha256: str
 
@@ -234,7 +234,7 @@ class LabelsRef(_Strict, kw_only=True):
             raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
 
 
-class Input(_Strict, kw_only=True):
+class Input(_Strict, frozen=True, kw_only=True):
     name: str | int
     """A layer name, or an index into the model's inputs."""
     type: Literal["image", "tensor", "text"] = "tensor"
@@ -243,7 +243,7 @@ class Input(_Strict, kw_only=True):
     steps: list[InputStep] = msgspec.field(default_factory=list)
 
 
-class Output(_Strict, kw_only=True):
+class Output(_Strict, frozen=True, kw_only=True):
     name: str | int
     type: Literal["classification", "tensor", "detection", "segmentation"] = "tensor"
     steps: list[OutputStep] = msgspec.field(default_factory=list)
@@ -253,7 +253,7 @@ class Output(_Strict, kw_only=True):
 # ---------------------------------------------------------------- the four kinds
 
 
-class ModelManifest(_Common, kw_only=True, tag_field="kind", tag="model"):
+class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="model"):
     framework: Constraint
     format: Literal["onnx", "torchscript", "torch-export", "safetensors", "savedmodel", "keras"]
     files: list[FileEntry]
@@ -273,7 +273,7 @@ class ModelManifest(_Common, kw_only=True, tag_field="kind", tag="model"):
                 raise ValueError(f"labels file {out.labels.path!r} is not among the files")
 
 
-class Requirement(_Strict, kw_only=True):
+class Requirement(_Strict, frozen=True, kw_only=True):
     """One hash-pinned package: ``name==version`` with its allowed sha256 hashes."""
 
     name: str
@@ -288,7 +288,7 @@ class Requirement(_Strict, kw_only=True):
                 raise ValueError(f"hash {h!r} of {self.name} must be 'sha256:' + 64 hex digits")
 
 
-class Environment(_Strict, kw_only=True):
+class Environment(_Strict, frozen=True, kw_only=True):
     """How to obtain the framework on one platform: an image, a requirements set, or both."""
 
     platform: Platform = msgspec.field(default_factory=Platform)
@@ -303,7 +303,7 @@ class Environment(_Strict, kw_only=True):
             )
 
 
-class FrameworkManifest(_Common, kw_only=True, tag_field="kind", tag="framework"):
+class FrameworkManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="framework"):
     environments: list[Environment]
     files: list[FileEntry] = msgspec.field(default_factory=list)
 
@@ -324,13 +324,13 @@ class FrameworkManifest(_Common, kw_only=True, tag_field="kind", tag="framework"
         return None
 
 
-class LabelFormat(_Strict, kw_only=True):
+class LabelFormat(_Strict, frozen=True, kw_only=True):
     format: Literal["class-index-npy", "class-index-csv", "class-index-txt", "imagefolder"]
     path: str | None = None
     classes: int | None = None
 
 
-class DatasetManifest(_Common, kw_only=True, tag_field="kind", tag="dataset"):
+class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="dataset"):
     files: list[FileEntry]
     labels: LabelFormat
     task: Literal["classification", "detection", "segmentation", "other"] = "classification"
@@ -343,7 +343,7 @@ class DatasetManifest(_Common, kw_only=True, tag_field="kind", tag="dataset"):
             raise ValueError(f"labels file {self.labels.path!r} is not among the files")
 
 
-class ImageManifest(_Common, kw_only=True, tag_field="kind", tag="image"):
+class ImageManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="image"):
     digest: str
     """The image's content digest ``sha256:...`` (the manifest or index digest)."""
     reference: str | None = None

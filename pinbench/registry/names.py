@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import semver
-from pinbench.registry.ranges import Range, parse_version
 
 from pinbench.errors import UserError
+from pinbench.registry.ranges import Range, parse_version
 
 
 class Kind(StrEnum):

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pinbench.registry.ranges import parse_version
 from sqlalchemy import select
 
 from pinbench.artifacts.digest import Digest, Progress
@@ -31,6 +30,7 @@ from pinbench.registry.manifest import (
     manifest_digest,
 )
 from pinbench.registry.names import ArtifactRef, Kind, namespace_of
+from pinbench.registry.ranges import parse_version
 from pinbench.workspace import Workspace
 
 

@@ -231,6 +231,8 @@ def _partial(text: str, *, x_range: bool) -> _Partial:
     if not body:
         raise ValueError("missing version")
     parts, prerelease, build = _split(body)
+    if parts == [""]:
+        raise ValueError("missing version before '-' or '+'")
     if len(parts) > 3:
         raise ValueError(f"expected at most MAJOR.MINOR.PATCH, got {len(parts)} parts")
     if prerelease is not None and len(parts) < 3:

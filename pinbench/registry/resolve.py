@@ -11,17 +11,17 @@ platform are followed as dependencies.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import semver
-from pinbench.registry.ranges import Range, parse_version
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
 
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec
+from pinbench.registry.ranges import Range, parse_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,9 @@ class Candidate:
         return ArtifactRef(self.kind, self.name, self.published.version)
 
 
+_Info = RequirementInformation[Requirement, Candidate]
+
+
 class ResolutionFailed(UserError):
     """Nothing satisfies the constraints; carries, per artifact, the constraints and versions."""
 
@@ -101,7 +104,7 @@ def _display(version: semver.Version, published: Published) -> str:
     return f"{version}{' (yanked)' if published.yanked else ''}"
 
 
-class _Provider(AbstractProvider):  # type: ignore[misc]
+class _Provider(AbstractProvider[Requirement, Candidate, str]):
     def __init__(self, source: CandidateSource, platform: str) -> None:
         self._source = source
         self._platform = platform
@@ -123,8 +126,8 @@ class _Provider(AbstractProvider):  # type: ignore[misc]
         identifier: str,
         resolutions: Mapping[str, Candidate],
         candidates: Mapping[str, Iterator[Candidate]],
-        information: Mapping[str, Iterator[RequirementInformation]],
-        backtrack_causes: Sequence[RequirementInformation],
+        information: Mapping[str, Iterator[_Info]],
+        backtrack_causes: Sequence[_Info],
     ) -> Any:
         # Models first (they bring the framework constraint), then frameworks, then the rest.
         order = {Kind.MODEL: 0, Kind.FRAMEWORK: 1, Kind.DATASET: 2, Kind.IMAGE: 3}
@@ -187,7 +190,7 @@ def resolve(
     return Resolution(tuple(refs))
 
 
-def _failure(causes: Sequence[RequirementInformation], provider: _Provider) -> ResolutionFailed:
+def _failure(causes: Collection[_Info], provider: _Provider) -> ResolutionFailed:
     constraints: dict[str, list[str]] = defaultdict(list)
     kinds: dict[str, tuple[Kind, str]] = {}
     for cause in causes:

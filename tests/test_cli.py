@@ -1,0 +1,189 @@
+"""The CLI as a user meets it: the full flow, exit codes, --json, and help for every command."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pinbench.cli import app
+from tests.helpers import (
+    Cli,
+    dataset_manifest,
+    dump,
+    framework_manifest,
+    model_manifest,
+    sha,
+    write_files,
+)
+
+
+def _publish_catalog(cli: Cli, tmp_path: Path) -> None:
+    for version, data in [("1.0.0", b"m1"), ("1.1.0", b"m2"), ("2.0.0", b"m3")]:
+        root = tmp_path / f"model-{version}"
+        files = write_files(root, {"lenet.onnx": data})
+        manifest = dump(root / "model.yaml", model_manifest("vision/lenet", version, files))
+        assert cli("publish", str(manifest)).code == 0
+    for version in ["1.16.0", "1.18.0", "1.31.0", "2.0.0"]:
+        m = dump(tmp_path / f"fw-{version}.yaml", framework_manifest("onnxruntime", version))
+        assert cli("publish", str(m)).code == 0
+    root = tmp_path / "digits"
+    files = write_files(root, {"x.npy": b"images", "y.npy": b"labels"})
+    assert (
+        cli("publish", str(dump(root / "d.yaml", dataset_manifest("digits", "1.0.0", files)))).code
+        == 0
+    )
+
+
+def test_the_new_user_flow(cli: Cli, tmp_path: Path) -> None:
+    assert cli("init").code == 0
+    _publish_catalog(cli, tmp_path)
+
+    resolved = cli("resolve", "model/vision/lenet@^1", "dataset/digits@1", "--json")
+    assert resolved.code == 0, resolved.err
+    picks = {f"{r['kind']}/{r['name']}": r["version"] for r in json.loads(resolved.out)}
+    assert picks == {
+        "model/vision/lenet": "1.1.0",
+        "framework/onnxruntime": "1.31.0",
+        "dataset/digits": "1.0.0",
+    }
+
+    request = dump(
+        tmp_path / "request.yaml",
+        {
+            "model": "vision/lenet@^1",
+            "framework": "onnxruntime@>=1.17 <2",
+            "dataset": "digits@1",
+            "scenario": {"name": "SingleStream", "min_query_count": 500},
+        },
+    )
+    lock_path = tmp_path / "digits.lock"
+    locked = cli("lock", str(request), "-o", str(lock_path), "--json")
+    assert locked.code == 0, locked.err
+    digest = json.loads(locked.out)["digest"]
+    assert sha(lock_path.read_bytes().rstrip(b"\n")) == digest
+
+    verified = cli("verify", str(lock_path))
+    assert verified.code == 0, verified.err
+    assert "all match" in verified.out
+
+    # Flip one byte of a stored blob: verify fails naming the file and both digests.
+    blob = tmp_path / "home" / "blobs" / sha(b"m2")[:2] / sha(b"m2")
+    blob.chmod(0o644)
+    blob.write_bytes(b"m3")
+    failed = cli("verify", str(lock_path))
+    assert failed.code == 1
+    assert "model/vision/lenet@1.1.0:lenet.onnx" in failed.err
+    assert sha(b"m2") in failed.err and sha(b"m3") in failed.err
+
+    # Republishing a version with other bytes is refused.
+    root = tmp_path / "evil"
+    files = write_files(root, {"lenet.onnx": b"other"})
+    refused = cli(
+        "publish", str(dump(root / "m.yaml", model_manifest("vision/lenet", "1.1.0", files)))
+    )
+    assert refused.code == 1
+    assert "already published" in refused.err
+
+
+def test_list_show_and_yank(cli: Cli, tmp_path: Path) -> None:
+    cli("init")
+    _publish_catalog(cli, tmp_path)
+    listed = json.loads(cli("list", "model", "--json").out)
+    assert [r["version"] for r in listed] == ["1.0.0", "1.1.0", "2.0.0"]
+    assert cli("yank", "model/vision/lenet@1.1.0", "--reason", "bad export").code == 0
+    shown = json.loads(cli("show", "model/vision/lenet@1.1.0", "--json").out)
+    assert shown["yanked"] and shown["yank_reason"] == "bad export"
+    assert shown["files"][0]["sha256"] == sha(b"m2")
+    out = cli("resolve", "model/vision/lenet@^1").out
+    assert "model/vision/lenet@1.0.0" in out
+    assert "(yanked)" in cli("list").out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "out"),
+    [
+        (["range", "^1.2", "1.1.0", "1.2.0", "1.9.9", "2.0.0", "1.3.0-rc.1"], 0, "1.2.0\n1.9.9\n"),
+        (["range", "1.2", "1.2.7", "1.3.0"], 0, "1.2.7\n"),  # a partial version means 1.2.x
+        (["range", "^1", "2.0.0"], 1, ""),  # like `semver -r`: nothing satisfies -> exit 1
+        (["range", "-p", "^1", "1.5.0-rc.1"], 0, "1.5.0-rc.1\n"),
+        (["range", "^1.2.3"], 0, ">=1.2.3 <2.0.0-0\n"),  # no versions: the normalised range
+    ],
+)
+def test_range_command(cli: Cli, args: list[str], code: int, out: str) -> None:
+    result = cli(*args)
+    assert (result.code, result.out) == (code, out)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["range", ">=1.x.y.z"], 1, "invalid version range"),
+        (["range", "^1", "1.0"], 1, "invalid version"),
+        (["show", "model/nope@1.0.0"], 1, "is not published"),
+        (["show", "widget/x@1.0.0"], 1, "unknown kind"),
+        (["resolve", "model/x@^1"], 1, "published: none"),
+        (["verify", "/nonexistent.lock"], 1, "cannot read"),
+        (["publish", "/nonexistent.yaml"], 1, "cannot read"),
+        (["lock", "/nonexistent.yaml", "-o", "x.lock"], 1, "cannot read"),
+        (["frobnicate"], 2, "No such command"),
+        (["yank", "model/x@1.0.0"], 2, "--reason"),
+    ],
+)
+def test_errors_and_exit_codes(cli: Cli, args: list[str], code: int, needle: str) -> None:
+    cli("init")
+    result = cli(*args)
+    assert result.code == code, result
+    assert needle in result.err + result.out
+
+
+def test_commands_refuse_an_uninitialised_home(cli: Cli) -> None:
+    result = cli("list")
+    assert result.code == 1
+    assert "pinbench init" in result.err
+
+
+def test_db_commands(cli: Cli) -> None:
+    assert cli("db", "upgrade").code == 0
+    current = json.loads(cli("db", "current", "--json").out)
+    assert current["current"] == current["head"]
+    assert cli("db", "check").code == 0
+
+
+def test_schema_command_writes_json_schemas(cli: Cli, tmp_path: Path) -> None:
+    assert cli("schema", str(tmp_path / "s")).code == 0
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+        "dataset.schema.json",
+        "framework.schema.json",
+        "image.schema.json",
+        "model.schema.json",
+    ]
+
+
+def _all_commands() -> list[list[str]]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    out: list[list[str]] = []
+    for name, cmd in group.commands.items():  # type: ignore[attr-defined]
+        subs = getattr(cmd, "commands", None)
+        out += [[name, s] for s in subs] if subs else [[name]]
+    return out
+
+
+@pytest.mark.parametrize("command", _all_commands(), ids=" ".join)
+def test_every_command_has_help(cli: Cli, command: list[str]) -> None:
+    result = cli(*command, "--help")
+    assert result.code == 0
+    assert re.search(r"Usage: pinbench", result.out)
+
+
+def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
+    first = cli("demo")
+    assert first.code == 0, first.err
+    assert "demo complete" in first.out
+    second = cli("demo")
+    assert second.code == 0, second.err
+    assert "already published, unchanged" in second.out
