@@ -131,7 +131,6 @@ INCLUDE: list[tuple[str, str, str]] = [
     ("1.2 - 2.3.4", "1.2.0", "hyphen with a partial lower end starts at .0"),
     (">=0.0.0-0", "0.0.0-alpha", "a 0.0.0 prerelease bound opens 0.0.0 prereleases"),
     ("^1.x.3", "1.9.0", "a number after x is ignored after ^ (node-semver does too)"),
-    (">=0.0.0 <=0.0.0-beta", "0.0.0-alpha", "node-semver drops >=0.0.0 when parsing"),
 ]
 
 # (range, version, why the version is excluded)
@@ -213,7 +212,8 @@ INCLUDE_PRE: list[tuple[str, str, str]] = [
     ("^1.0.0", "1.0.1-rc1", "caret on a release allows prereleases above it"),
     ("^1.0.0", "1.1.0-rc1", "caret allows minor prereleases"),
     ("~1.2", "1.2.0-alpha", "partial tildes start at -0 (node-semver 7.8)"),
-    ("1.0.0 - 2.0.0", "2.0.1-alpha", "hyphen upper end is <2.0.1-0"),
+    ("1.0.0 - 2.0.0", "2.0.0-alpha", "hyphen ends become >=1.0.0-0 <2.0.1-0"),
+    ("1.0.0 - 2.0.0", "1.0.0-rc.1", "hyphen lower end at -0"),
     ("1.2.3-alpha || *", "1.2.3-beta", "star allows everything"),
 ]
 
@@ -225,6 +225,8 @@ EXCLUDE_PRE: list[tuple[str, str, str]] = [
     ("^1.0.0", "2.0.0-rc1", "prerelease of the next major"),
     ("~1.2.3", "1.2.3-alpha", "a full-version tilde keeps its lower bound"),
     ("<x", "0.0.0-0", "<x is the empty range"),
+    ("1.0.0 - 2.0.0", "2.0.1-0", "hyphen upper end <2.0.1-0 is exclusive"),
+    (">=0.0.0 <=0.0.0-beta", "0.0.0-alpha", ">=0.0.0 stays: only >=0.0.0-0 means *"),
 ]
 
 # (range, str(Range.parse(range)), why)
@@ -518,6 +520,20 @@ def test_build_metadata_is_ignored_by_allows() -> None:
     assert not Range.parse("<1.2.3+zzz").allows(v("1.2.3+aaa"))
 
 
+def test_node_semver_drops_gte_0_0_0_when_parsing() -> None:
+    # `>=0.0.0` is read as `*`, so here the set is just `<=0.0.0-beta`, which opens 0.0.0
+    rng = Range.parse(">=0.0.0 <=0.0.0-beta")
+    assert str(rng) == "<=0.0.0-beta"
+    assert rng.allows(v("0.0.0-alpha"))
+    assert not rng.allows(v("0.0.0-alpha"), include_prerelease=True), "see EXCLUDE_PRE"
+    # intersect() is exact instead: `>=0.0.0` shuts 0.0.0 prereleases out
+    both = Range.parse(">=0.0.0-0").intersect(Range.parse(">=0.0.0-0 <1.0.0-0"))
+    assert (
+        not Range.parse(">=0.0.0").intersect(Range.parse("<=0.0.0-beta")).allows(v("0.0.0-alpha"))
+    )
+    assert both.allows(v("0.0.0-alpha"))
+
+
 def test_prerelease_rule_is_per_set() -> None:
     rng = Range.parse(">=1.2.3-alpha <1.3.0 || >=2.0.0")
     assert rng.allows(v("1.2.3-beta")), "opened by the first set"
@@ -718,5 +734,9 @@ def test_exact_pins_one_version(rng: Range, version: Version) -> None:
 
 @given(versions)
 def test_exact_of_a_pin(version: Version) -> None:
-    for text in (str(version), f"={version}", f"v{version}+build", f">={version} <={version}"):
+    for text in (str(version), f"={version}", f"v{version}+build", f"^{version} {version}"):
         assert Range.parse(text).exact == version
+    # node-semver reads `>=0.0.0` (`>=0.0.0-0` with include_prerelease) as `*`, leaving
+    # `<=0.0.0`: exact stays conservative there
+    interval = Range.parse(f">={version} <={version}").exact
+    assert interval == (None if str(version) in ("0.0.0", "0.0.0-0") else version)

@@ -497,8 +497,10 @@ class Range:
 
     @property
     def exact(self) -> Version | None:
-        """The version, if the range allows exactly one (``1.2.3``, ``=1.2.3``, ``v1.2.3``,
-        ``>=1.2.3 <=1.2.3``) with and without include_prerelease, build metadata dropped."""
+        """The version, if every set pins it (``1.2.3``, ``=1.2.3``, ``v1.2.3``,
+        ``>=1.2.3 <=1.2.3``) with and without include_prerelease, build metadata dropped; else
+        None. Conservative: a range that allows one version some other way (``<=0.0.0``) gets
+        None, never a version it does not pin."""
         pins = {_pin(s) for s in (*self.sets, *self.prerelease_sets)}
         return pins.pop() if len(pins) == 1 else None
 
