@@ -187,3 +187,44 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     second = cli("demo")
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out
+
+
+BAD_MANIFESTS = [
+    # (case, manifest text or builder, what the error must name)
+    ("malformed YAML", "kind: dataset\nname: [x\n", "malformed YAML"),
+    ("unknown field", {"colour": "red"}, "unknown field `colour`"),
+    ("version not semver", {"version": "1.0"}, "'1.0'"),
+    ("range does not parse", "model-range", "$.framework"),
+    ("file escapes with ..", {"files": [{"path": "../x", "sha256": "a" * 64}]}, "'../x'"),
+    ("absolute path", {"files": [{"path": "/etc/passwd", "sha256": "a" * 64}]}, "/etc/passwd"),
+    ("empty file list", {"files": []}, "at least one file"),
+    ("bytes do not match sha256", "wrong-sha", "checksum mismatch for x.npy"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "change", "needle"), BAD_MANIFESTS, ids=[b[0] for b in BAD_MANIFESTS]
+)
+def test_bad_manifest_leaves_no_row_and_no_blob(
+    cli: Cli, tmp_path: Path, case: str, change: object, needle: str
+) -> None:
+    cli("init")
+    root = tmp_path / "art"
+    files = write_files(root, {"x.npy": b"images", "y.npy": b"labels"})
+    path = root / "m.yaml"
+    if isinstance(change, str) and change == "model-range":
+        data = model_manifest("vision/lenet", "1.0.0", files[:1], framework_range=">=1.x.y.z")
+        dump(path, data)
+    elif change == "wrong-sha":
+        files[0]["sha256"] = "a" * 64
+        dump(path, dataset_manifest("digits", "1.0.0", files))
+    elif isinstance(change, str):
+        path.write_text(change)
+    else:
+        assert isinstance(change, dict)
+        dump(path, {**dataset_manifest("digits", "1.0.0", files), **change})
+    result = cli("publish", str(path))
+    assert result.code == 1, case
+    assert needle in result.err, f"{case}: {result.err}"
+    assert json.loads(cli("list", "--json").out) == []
+    assert not any((tmp_path / "home" / "blobs").rglob("*")), "no blob is left behind"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +151,30 @@ def test_stored_blobs_are_read_only(ws: Workspace, tmp_path: Path) -> None:
     _publish(ws, root, dataset_manifest("digits", "1.0.0", write_files(root, {"x": b"x"})))
     blob = ws.store.path(next(ws.store.iter_digests()))
     assert oct(os.stat(blob).st_mode & 0o777) == oct(0o444)
+
+
+def test_concurrent_publishes_of_one_version_admit_exactly_one(
+    ws_any: Workspace, tmp_path: Path
+) -> None:
+    """Eight writers race to publish digits@1.0.0 with different bytes: one wins, seven get
+    VersionConflict, and the store keeps only the winner's blob."""
+    manifests = []
+    for i in range(8):
+        root = tmp_path / f"w{i}"
+        manifests.append(
+            (root, dataset_manifest("digits", "1.0.0", write_files(root, {"x": b"%d" % i})))
+        )
+    barrier = threading.Barrier(len(manifests))
+
+    def attempt(item: tuple[Path, dict[str, Any]]) -> str:
+        barrier.wait()
+        try:
+            _publish(ws_any, *item)
+        except VersionConflict:
+            return "conflict"
+        return "published"
+
+    with ThreadPoolExecutor(len(manifests)) as pool:
+        outcomes = list(pool.map(attempt, manifests))
+    assert sorted(outcomes) == ["conflict"] * 7 + ["published"]
+    assert _counts(ws_any) == (1, 1, 1)

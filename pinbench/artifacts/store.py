@@ -7,6 +7,7 @@ exists is never rewritten. Every read path that feeds a run goes through ``verif
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
@@ -110,6 +111,19 @@ class BlobStore:
         _fsync_dir(target.parent)
         self.cache.record(target.resolve(), _state(target), staged.digest)
         return True
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's write lock (``flock``): blobs made visible and the rows that
+        reference them are written under it, so removing an unreferenced blob never races
+        a publish that is about to reference it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / "store.lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def discard(self, staged: StagedBlob) -> None:
         staged.temp.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,24 +33,34 @@ class VerifiedCache:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._conn: sqlite3.Connection | None = None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
 
     def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
+        """One connection per thread (sqlite3 connections must stay in their thread)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, timeout=30, isolation_level=None)
+            conn = sqlite3.connect(
+                self._path, timeout=30, isolation_level=None, check_same_thread=False
+            )
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS verified (path TEXT PRIMARY KEY, size INTEGER,"
                 " mtime_ns INTEGER, ctime_ns INTEGER, inode INTEGER, digest TEXT)"
             )
-            self._conn = conn
-        return self._conn
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
 
     def lookup(self, path: Path, state: FileState) -> Digest | None:
         row = (

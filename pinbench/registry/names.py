@@ -89,10 +89,9 @@ class Spec:
     @classmethod
     def parse(cls, text: str, *, kind: Kind | None = None) -> Spec:
         """Parse ``KIND/NAME@RANGE``, or ``NAME@RANGE`` when ``kind`` is given."""
+        rest = text
         if kind is None:
             kind, rest = _split_kind(text)
-        else:
-            rest = text.removeprefix(f"{kind.value}/")
         name, _, rng = rest.partition("@")
         _check_name_in(text, name.strip())
         return cls(kind, name.strip(), Range.parse(rng.strip() or "*"))

@@ -127,36 +127,39 @@ def publish(
     if existing is not None:
         return _same_or_conflict(ref, existing, digest, files, total)
 
-    staged, new_blobs = _stage_files(ws, files, manifest_dir, files_dir, progress)
-    try:
-        with ws.transaction() as session:
-            row = Artifact(
-                kind=kind.value,
-                name=manifest.name,
-                namespace=namespace_of(manifest.name),
-                version=manifest.version,
-                manifest=manifest_data(manifest),
-                manifest_digest=digest.hex,
-                requires=requires_of(manifest),
-                publisher=publisher or getpass.getuser(),
-                published_at=datetime.now(UTC),
-                yanked=False,
-                files=[
-                    ArtifactFile(path=f.path, sha256=f.sha256, size=size, source=f.source)
-                    for f, size in staged
-                ],
-            )
-            session.add(row)
-    except Conflict:
-        _drop_unreferenced(ws, new_blobs)
-        existing = _existing_digest(ws, ref)
-        if existing is None:
+    checked, pending = _stage_files(ws, files, manifest_dir, files_dir, progress)
+    with ws.store.locked():
+        new_blobs = [b.digest for b in pending if ws.store.commit(b)]
+        try:
+            with ws.transaction() as session:
+                session.add(
+                    Artifact(
+                        kind=kind.value,
+                        name=manifest.name,
+                        namespace=namespace_of(manifest.name),
+                        version=manifest.version,
+                        manifest=manifest_data(manifest),
+                        manifest_digest=digest.hex,
+                        requires=requires_of(manifest),
+                        publisher=publisher or getpass.getuser(),
+                        published_at=datetime.now(UTC),
+                        yanked=False,
+                        files=[
+                            ArtifactFile(path=f.path, sha256=f.sha256, size=size, source=f.source)
+                            for f, size in checked
+                        ],
+                    )
+                )
+        except Conflict:
+            _drop_unreferenced(ws, new_blobs)
+            existing = _existing_digest(ws, ref)
+            if existing is None:
+                raise
+            return _same_or_conflict(ref, existing, digest, files, total)
+        except BaseException:
+            _drop_unreferenced(ws, new_blobs)
             raise
-        return _same_or_conflict(ref, existing, digest, files, total)
-    except BaseException:
-        _drop_unreferenced(ws, new_blobs)
-        raise
-    size = sum(s for _, s in staged)
+    size = sum(s for _, s in checked)
     return PublishResult(ref, digest, True, len(files), size, len(new_blobs))
 
 
@@ -185,11 +188,11 @@ def _stage_files(
     manifest_dir: Path,
     files_dir: Path | None,
     progress: ProgressFactory | None,
-) -> tuple[list[tuple[FileEntry, int]], list[Digest]]:
-    """Check every file and move its bytes into the store; all or nothing.
+) -> tuple[list[tuple[FileEntry, int]], list[StagedBlob]]:
+    """Check every file and stage its new bytes in the store; all or nothing.
 
     Bytes already in the store are only hashed (through the verified-state cache); new bytes
-    are hashed and copied in one pass, and become visible only once every file has passed.
+    are hashed and copied in one pass into the store's temp area. The caller commits them.
     """
     sources = [locate(f, manifest_dir=manifest_dir, files_dir=files_dir) for f in files]
     for f, src in zip(files, sources, strict=True):
@@ -216,8 +219,7 @@ def _stage_files(
         for blob in pending:
             ws.store.discard(blob)
         raise
-    new = [b.digest for b in pending if ws.store.commit(b)]
-    return checked, new
+    return checked, pending
 
 
 def _drop_unreferenced(ws: Workspace, digests: list[Digest]) -> None:
