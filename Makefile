@@ -4,9 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME ?= $(CURDIR)/demo-home
 
-.PHONY: demo test lint typecheck system-deps venv bench clean
+.PHONY: demo test dev lint typecheck system-deps venv bench clean
 
 $(BIN)/python:
+	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || bash scripts/install-system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 

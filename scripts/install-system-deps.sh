@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Debian packages the tests need: PostgreSQL (server started by the tests themselves) and
-# OpenSSL (benchmark baseline). Installs only what is missing; needs root or sudo.
+# Debian packages pinbench's set-up and tests need: python3-venv (if Python lacks venv),
+# PostgreSQL (the tests start their own server) and OpenSSL (benchmark baseline).
+# Installs only what is missing; needs root or sudo.
 set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v runuser >/dev/null 2>&1 || need+=(util-linux)
+py=$(command -v python3.11 || command -v python3)
+"$py" -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -eq 0 ]; then
   echo "system packages present"
   exit 0
