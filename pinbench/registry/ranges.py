@@ -483,7 +483,9 @@ class Range:
 
     def intersect(self, other: Range) -> Range:
         """The range allowing exactly the versions both allow, with and without
-        include_prerelease: the cross product of the two ranges' sets."""
+        include_prerelease: the cross product of the two ranges' sets (not simplified), where a
+        comparator that opens prereleases of a core the other set keeps shut loses its
+        prerelease (``>=1.2.3-alpha`` AND ``<2.0.0`` is ``>=1.2.3 <2.0.0``)."""
         return _combined(
             [_meet(a, b) for a in self.sets for b in other.sets],
             [(*a, *b) for a in self.prerelease_sets for b in other.prerelease_sets],
