@@ -7,6 +7,8 @@ exit code 1. ``SystemFailure`` subclasses are ours or the environment's: exit co
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class PinbenchError(Exception):
     """Base of every error pinbench raises on purpose."""
@@ -33,19 +35,35 @@ class SystemFailure(PinbenchError):
     exit_code = 3
 
 
-class VersionError(UserError):
+class InvalidValue(UserError):
+    """A value given as text does not parse: names the text and the reason."""
+
+    what: ClassVar[str] = "value"
+
+    def __init__(self, *, text: str, reason: str) -> None:
+        super().__init__(f"invalid {self.what} {text!r}: {reason}")
+        self.text = text
+        self.reason = reason
+
+
+class InvalidDocument(UserError):
+    """A document (manifest, request, lockfile) failed validation: names it and the reason."""
+
+    what: ClassVar[str] = "document"
+
+    def __init__(self, *, source: str, reason: str) -> None:
+        super().__init__(f"invalid {self.what} {source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class VersionError(InvalidValue):
     """A version is not a valid semantic version."""
 
-    def __init__(self, *, text: str, reason: str) -> None:
-        super().__init__(f"invalid version {text!r}: {reason}")
-        self.text = text
-        self.reason = reason
+    what = "version"
 
 
-class RangeError(UserError):
+class RangeError(InvalidValue):
     """A version range does not parse."""
 
-    def __init__(self, *, text: str, reason: str) -> None:
-        super().__init__(f"invalid version range {text!r}: {reason}")
-        self.text = text
-        self.reason = reason
+    what = "version range"

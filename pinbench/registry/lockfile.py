@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.errors import UserError
+from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.catalog import get_artifact
 from pinbench.registry.manifest import (
     FrameworkManifest,
@@ -38,11 +38,8 @@ from pinbench.registry.resolve import Resolution
 SCHEMA_VERSION = 1
 
 
-class LockfileError(UserError):
-    def __init__(self, *, source: str, reason: str) -> None:
-        super().__init__(f"invalid lockfile {source}: {reason}")
-        self.source = source
-        self.reason = reason
+class LockfileError(InvalidDocument):
+    what = "lockfile"
 
 
 class _Frozen(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

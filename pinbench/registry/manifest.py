@@ -18,7 +18,7 @@ import yaml
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.errors import UserError
+from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.names import KINDS, check_name
 from pinbench.registry.ranges import Range, parse_version
 
@@ -26,11 +26,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-class ManifestError(UserError):
-    def __init__(self, *, source: str, reason: str) -> None:
-        super().__init__(f"invalid manifest {source}: {reason}")
-        self.source = source
-        self.reason = reason
+class ManifestError(InvalidDocument):
+    what = "manifest"
 
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -9,7 +9,7 @@ from enum import StrEnum
 
 import semver
 
-from pinbench.errors import UserError
+from pinbench.errors import InvalidValue
 from pinbench.registry.ranges import Range, parse_version
 
 
@@ -25,13 +25,10 @@ NAME_PATTERN = r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)?"
 _NAME = re.compile(NAME_PATTERN)
 
 
-class BadReference(UserError):
+class BadReference(InvalidValue):
     """A reference or spec string does not parse."""
 
-    def __init__(self, *, text: str, reason: str) -> None:
-        super().__init__(f"invalid reference {text!r}: {reason}")
-        self.text = text
-        self.reason = reason
+    what = "reference"
 
 
 def check_name(name: str) -> str:

@@ -8,16 +8,13 @@ from typing import Literal
 import msgspec
 import yaml
 
-from pinbench.errors import UserError
+from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.manifest import Platform
 from pinbench.registry.names import Kind, Spec
 
 
-class RequestError(UserError):
-    def __init__(self, *, source: str, reason: str) -> None:
-        super().__init__(f"invalid request {source}: {reason}")
-        self.source = source
-        self.reason = reason
+class RequestError(InvalidDocument):
+    what = "request"
 
 
 class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
