@@ -7,11 +7,13 @@ not found, conflict), 2 usage error, 3 failure of the system.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +24,7 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 
 from pinbench.artifacts.digest import Progress as ProgressCallback
-from pinbench.db import migrate
+from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
 from pinbench.registry import catalog, service
@@ -115,9 +117,9 @@ def db_upgrade() -> None:
     """Migrate the database to the newest schema revision."""
     with _workspace() as ws:
         ws.settings.home.mkdir(parents=True, exist_ok=True)
-        before = migrate.current_revision(ws.engine)
-        migrate.upgrade(ws.engine)
-        after = migrate.current_revision(ws.engine)
+        before = db_schema.current_revision(ws.engine)
+        _migrate().upgrade(ws.engine)
+        after = db_schema.current_revision(ws.engine)
     _out().print(f"database schema: {before or 'empty'} -> {after}")
 
 
@@ -125,7 +127,7 @@ def db_upgrade() -> None:
 def db_current(as_json: JsonOpt = False) -> None:
     """Print the database's schema revision and the one this pinbench needs."""
     with _workspace() as ws:
-        info = {"current": migrate.current_revision(ws.engine), "head": migrate.head_revision()}
+        info = {"current": db_schema.current_revision(ws.engine), "head": db_schema.HEAD_REVISION}
     if as_json:
         _print_json(info)
     else:
@@ -136,8 +138,8 @@ def db_current(as_json: JsonOpt = False) -> None:
 def db_check() -> None:
     """Exit 0 if the database is at the head revision and matches the models, else 1."""
     with _workspace() as ws:
-        migrate.ensure_current(ws.engine)
-        diff = migrate.schema_diff(ws.engine)
+        db_schema.ensure_current(ws.engine)
+        diff = _migrate().schema_diff(ws.engine)
     if diff:
         raise UserError(f"the database schema differs from the models: {diff}")
     _out().print("database schema is current")
@@ -392,6 +394,11 @@ def demo(
     """The whole flow on the built-in sample catalog: init, publish, resolve, lock, verify."""
     with _workspace() as ws:
         run_demo(ws, workdir or ws.settings.home / "demo", _out())
+
+
+def _migrate() -> ModuleType:
+    """Alembic is imported only by the commands that need it (a tenth of a second saved)."""
+    return importlib.import_module("pinbench.db.migrate")
 
 
 def _safe_url(ws: Workspace) -> str:

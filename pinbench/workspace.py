@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from pinbench.artifacts.store import BlobStore
 from pinbench.config import Settings
-from pinbench.db import migrate
+from pinbench.db import schema
 from pinbench.db.engine import make_engine, transaction
 
 
@@ -40,15 +40,17 @@ class Workspace:
         """Create the home, the blob store and the schema; return the schema revision."""
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self.store.create()
+        from pinbench.db import migrate  # Alembic only where the schema changes (start-up cost)
+
         migrate.upgrade(self.engine)
         self._checked = True
-        return migrate.head_revision()
+        return schema.HEAD_REVISION
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """A session in one transaction, on a database whose schema is current."""
         if not self._checked:
-            migrate.ensure_current(self.engine)
+            schema.ensure_current(self.engine)
             self._checked = True
         with transaction(self._sessions) as session:
             yield session

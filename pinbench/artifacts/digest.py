@@ -68,13 +68,8 @@ class Digest:
         return self.hex
 
 
-def hash_stream(
-    stream: BinaryIO,
-    *,
-    sink: Callable[[memoryview], object] | None = None,
-    progress: Progress | None = None,
-) -> tuple[Digest, int]:
-    """Hash a stream to its end; optionally hand each chunk to ``sink`` (one pass over bytes)."""
+def hash_stream(stream: BinaryIO, *, progress: Progress | None = None) -> tuple[Digest, int]:
+    """Hash a stream to its end; return the digest and the number of bytes."""
     hasher = hashlib.sha256()
     buffer = bytearray(CHUNK_SIZE)
     view = memoryview(buffer)
@@ -85,8 +80,6 @@ def hash_stream(
             break
         chunk = view[:n]
         hasher.update(chunk)
-        if sink is not None:
-            sink(chunk)
         total += n
         if progress is not None:
             progress(n)

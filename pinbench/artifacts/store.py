@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.artifacts.digest import Digest, Progress, hash_stream
+from pinbench.artifacts.copy import copy_hashing
+from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.verified import FileState, VerifiedCache
 from pinbench.errors import SystemFailure, UserError
 
@@ -80,7 +81,7 @@ class BlobStore:
         expected: Digest | None = None,
         progress: Progress | None = None,
     ) -> StagedBlob:
-        """Copy ``source`` into the temp area while hashing it: one pass over the bytes.
+        """Copy ``source`` into the temp area while hashing it: one read of the bytes.
 
         Raises ``ChecksumMismatch`` (and leaves nothing behind) when ``expected`` differs.
         """
@@ -88,10 +89,11 @@ class BlobStore:
         fd, name = tempfile.mkstemp(dir=self.tmp, prefix="stage-")
         temp = Path(name)
         try:
-            with source.open("rb", buffering=0) as src, os.fdopen(fd, "wb", buffering=0) as dst:
-                digest, size = hash_stream(src, sink=dst.write, progress=progress)
-                dst.flush()
-                os.fsync(dst.fileno())
+            try:
+                with source.open("rb", buffering=0) as src:
+                    digest, size = copy_hashing(src, fd, progress=progress)
+            finally:
+                os.close(fd)
             if expected is not None and digest != expected:
                 raise ChecksumMismatch(path=label, expected=expected, actual=digest)
         except BaseException:

@@ -1,0 +1,5 @@
+"""``python -m pinbench`` runs the CLI."""
+
+from pinbench.cli import entrypoint
+
+entrypoint()
