@@ -118,6 +118,22 @@ def _tail(text: str | None, what: Literal["prerelease", "build"]) -> str | None:
 
 # -- comparators --------------------------------------------------------------------------------
 
+PrecedenceKey: TypeAlias = tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]
+
+
+def precedence_key(version: Version) -> PrecedenceKey:
+    """A tuple that orders like semver 2.0.0 precedence (build metadata ignored).
+
+    A release sorts after its prereleases; prerelease identifiers compare numerically when
+    numeric, below any alphanumeric one, and a shorter list of equal prefix sorts first.
+    Comparing these tuples is several times faster than ``Version.compare``.
+    """
+    pre = version.prerelease
+    if not pre:
+        return (version.major, version.minor, version.patch, 1, ())
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+    return (version.major, version.minor, version.patch, 0, parts)
+
 
 @dataclass(frozen=True, slots=True)
 class Comparator:
@@ -129,12 +145,14 @@ class Comparator:
 
     op: Op
     version: Version
+    _key: PrecedenceKey = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.op not in _ACCEPTS:
             raise ValueError(f"operator must be one of <, <=, >, >=, =; got {self.op!r}")
         if self.version.build is not None:
             object.__setattr__(self, "version", self.version.replace(build=None))
+        object.__setattr__(self, "_key", precedence_key(self.version))
 
     @property
     def core(self) -> Core:
@@ -143,7 +161,8 @@ class Comparator:
 
     def allows(self, version: Version) -> bool:
         """Whether ``version`` passes this comparator alone (npm's prerelease rule is per set)."""
-        return version.compare(self.version) in _ACCEPTS[self.op]
+        key = precedence_key(version)
+        return (key > self._key) - (key < self._key) in _ACCEPTS[self.op]
 
     def __str__(self) -> str:
         return str(self.version) if self.op == "=" else f"{self.op}{self.version}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 import semver
@@ -21,7 +22,7 @@ from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, R
 
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec
-from pinbench.registry.ranges import Range, parse_version
+from pinbench.registry.ranges import Range, parse_version, precedence_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +106,25 @@ def _display(version: semver.Version, published: Published) -> str:
 
 
 class _Provider(AbstractProvider[Requirement, Candidate, str]):
+    """resolvelib's provider over a ``CandidateSource``, for one resolution.
+
+    Costs: one ``source.versions`` call per name; each range is tested against each version of
+    its name once (``_allowed``), since backtracking asks the same questions many times.
+    """
+
     def __init__(self, source: CandidateSource, platform: str) -> None:
         self._source = source
         self._platform = platform
         self._cache: dict[tuple[Kind, str], list[Published]] = {}
+        self._allowed_cache: dict[tuple[Kind, str, Range], frozenset[int]] = {}
 
     def published(self, kind: Kind, name: str) -> list[Published]:
         key = (kind, name)
         if key not in self._cache:
             self._cache[key] = sorted(
-                self._source.versions(kind, name), key=lambda p: p.version, reverse=True
+                self._source.versions(kind, name),
+                key=lambda p: precedence_key(p.version),
+                reverse=True,
             )
         return self._cache[key]
 
@@ -133,6 +143,16 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         order = {Kind.MODEL: 0, Kind.FRAMEWORK: 1, Kind.DATASET: 2, Kind.IMAGE: 3}
         return order[Kind(identifier.split("/", 1)[0])]
 
+    def _allowed(self, kind: Kind, name: str, rng: Range) -> frozenset[int]:
+        """Indexes into ``published(kind, name)`` of the versions ``rng`` allows."""
+        key = (kind, name, rng)
+        hit = self._allowed_cache.get(key)
+        if hit is None:
+            versions = self.published(kind, name)
+            hit = frozenset(i for i, p in enumerate(versions) if rng.allows(p.version))
+            self._allowed_cache[key] = hit
+        return hit
+
     def find_matches(
         self,
         identifier: str,
@@ -140,18 +160,18 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         incompatibilities: Mapping[str, Iterator[Candidate]],
     ) -> list[Candidate]:
         reqs = list(requirements[identifier])
-        bad = {c.published.version for c in incompatibilities[identifier]}
+        bad = {id(c.published) for c in incompatibilities[identifier]}
         kind = reqs[0].spec.kind
         name = reqs[0].spec.name
+        allowed = frozenset.intersection(*(self._allowed(kind, name, r.spec.range) for r in reqs))
         pins = {r.spec.range.exact for r in reqs} - {None}
         out = []
-        for p in self.published(kind, name):
-            if p.version in bad or not self._available(p):
+        for i, p in enumerate(self.published(kind, name)):
+            if i not in allowed or id(p) in bad or not self._available(p):
                 continue
             if p.yanked and p.version not in pins:
                 continue
-            if all(r.spec.range.allows(p.version) for r in reqs):
-                out.append(Candidate(kind, name, p))
+            out.append(Candidate(kind, name, p))
         return out
 
     def _available(self, p: Published) -> bool:
@@ -164,7 +184,18 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
         p = candidate.published
         deps = list(p.requires) + list(p.platform_requires.get(self._platform, ()))
         origin = str(candidate.ref)
-        return [Requirement(Spec(d.kind, d.name, Range.parse(d.range)), origin) for d in deps]
+        return [Requirement(Spec(d.kind, d.name, _range(d.range)), origin) for d in deps]
+
+
+@lru_cache(maxsize=65_536)
+def _range(text: str) -> Range:
+    """Ranges and versions are immutable values: parse each distinct text once per process."""
+    return Range.parse(text)
+
+
+@lru_cache(maxsize=262_144)
+def _version(text: str) -> semver.Version:
+    return parse_version(text)
 
 
 def resolve(
@@ -232,7 +263,7 @@ def published_from_row(version: str, yanked: bool, requires: list[dict[str, Any]
         if dep is not None:
             per_platform[platform].append(dep)
     return Published(
-        version=parse_version(version),
+        version=_version(version),
         yanked=yanked,
         requires=tuple(plain),
         platforms=frozenset(platforms) if platforms else None,
