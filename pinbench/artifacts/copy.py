@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import BinaryIO
 
-from pinbench.artifacts.digest import CHUNK_SIZE, Digest, Progress
+from pinbench.artifacts.digest import CHUNK_SIZE, Digest, Prefetcher, Progress
 
 PIPELINE_DEPTH = 4
 SYNC_FILE_RANGE_WRITE = 2
@@ -71,9 +71,11 @@ def copy_hashing(
     thread.start()
     hasher = hashlib.sha256()
     total = 0
+    prefetch = Prefetcher(src)
     try:
         while not failure:
             buf = free.get()
+            prefetch.before_read(total)
             n = src.readinto(buf)  # type: ignore[attr-defined]
             if not n:
                 free.put(buf)
