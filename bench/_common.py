@@ -222,7 +222,16 @@ def machine(scratch_dir: Path) -> dict[str, Any]:
         "openssl": _openssl_version(),
         "scratch": str(scratch_dir),
         "disk": f"{device} mounted on {mount} ({fstype}), {usage.free / GIB:.0f} GiB free",
+        "load_at_start": load_average(),
     }
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: other work on the machine skews the figures."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 # ---------------------------------------------------------------- the report
@@ -309,6 +318,8 @@ class Report:
             f"command: {self.command}",
             f"machine: {m['nproc']} cores, {m['memory_gib']} GiB RAM, {m['cpu_model']}; "
             f"{m['disk']}; Python {m['python']}; {m['openssl']}",
+            f"load average (1/5/15 min): {m.get('load_at_start')} at start, "
+            f"{m.get('load_at_end', load_average())} at end",
             f"runs: {self.runs} (median reported; min and max for spread)",
             "",
         ]
@@ -333,6 +344,7 @@ class Report:
         return "\n".join(lines) + "\n"
 
     def emit(self, as_json: bool) -> None:
+        self.machine["load_at_end"] = load_average()
         if as_json:
             sys.stdout.write(json.dumps(self.to_json(), indent=2) + "\n")
         else:
