@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 venv: $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[onnxruntime,catalog]'
 
 demo: venv
 	PINBENCH_HOME=$(DEMO_HOME) $(BIN)/pinbench demo

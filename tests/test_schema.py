@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from alembic import command
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from pinbench.db import migrate, schema
 from pinbench.db.engine import make_engine
@@ -31,10 +30,7 @@ def test_upgrade_from_empty_then_autogenerate_finds_no_difference(database_url: 
 def test_every_revision_downgrades_and_upgrades_again(database_url: str) -> None:
     engine = make_engine(database_url)
     migrate.upgrade(engine)
-    cfg = migrate._config()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "base")
+    migrate.downgrade(engine, "base")
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     migrate.upgrade(engine)
     assert migrate.schema_diff(engine) == []
@@ -42,10 +38,7 @@ def test_every_revision_downgrades_and_upgrades_again(database_url: str) -> None
 
 
 def test_database_on_an_older_revision_is_refused(ws: Workspace) -> None:
-    cfg = migrate._config()
-    with ws.engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "base")
+    migrate.downgrade(ws.engine, "0001")
     fresh = Workspace(ws.settings)
     with pytest.raises(SchemaNotCurrent, match="pinbench db upgrade"), fresh.transaction():
         pass
@@ -56,3 +49,26 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(ws: Workspace) -> None:
     with ws.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+
+
+def test_upgrade_from_every_earlier_revision_keeps_data(database_url: str) -> None:
+    """From each earlier revision, with a row in place, upgrade reaches head and keeps it."""
+    engine = make_engine(database_url)
+    earlier = migrate.revisions()[:-1]
+    assert earlier, "there is more than one revision"
+    for revision in earlier:
+        migrate.downgrade(engine, "base")
+        migrate.upgrade(engine, revision)
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO lockfiles (digest, body, created_at) "
+                    "VALUES (:d, '{}', CURRENT_TIMESTAMP)"
+                ),
+                {"d": "a" * 64},
+            )
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM lockfiles")).scalar() == 1, revision
+        assert migrate.schema_diff(engine) == [], revision
+    engine.dispose()

@@ -30,6 +30,19 @@ def heads() -> list[str]:
     return list(ScriptDirectory.from_config(_config()).get_heads())
 
 
+def revisions() -> list[str]:
+    """Every revision, oldest first."""
+    script = ScriptDirectory.from_config(_config())
+    return [r.revision for r in reversed(list(script.walk_revisions()))]
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    cfg = _config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     cfg = _config()
     with engine.begin() as conn:

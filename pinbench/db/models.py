@@ -89,6 +89,10 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     host: Mapped[dict[str, Any]] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """Scenario settings as run, LoadGen's summary, versions seen."""
+    latencies_sha256: Mapped[str | None] = mapped_column(String(64))
+    """Blob of the raw per-query latencies (int64 nanoseconds, ``.npy``)."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
 

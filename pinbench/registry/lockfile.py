@@ -29,6 +29,7 @@ from pinbench.registry.manifest import (
     Output,
     Platform,
     Requirement,
+    SampleFiles,
     parse_manifest,
 )
 from pinbench.registry.names import ArtifactRef, Kind
@@ -98,6 +99,7 @@ class LockedDataset(_Frozen, frozen=True, kw_only=True):
     labels: LabelFormat
     task: str
     samples: int | None
+    data: SampleFiles | None = None
 
 
 class LockBody(_Frozen, frozen=True, kw_only=True):
@@ -245,6 +247,7 @@ def build_lockfile(session: Session, request: Request, resolution: Resolution) -
             labels=dataset.labels,
             task=dataset.task,
             samples=dataset.samples,
+            data=dataset.data,
         ),
         scenario=request.scenario,
         batch_size=request.batch_size,

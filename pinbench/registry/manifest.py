@@ -327,17 +327,28 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
     classes: int | None = None
 
 
+class SampleFiles(_Strict, frozen=True, kw_only=True):
+    """Where the samples are: an ``.npy`` array ``(N, H, W[, C])`` among the files."""
+
+    format: Literal["npy"] = "npy"
+    path: str
+
+
 class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="dataset"):
     files: list[FileEntry]
     labels: LabelFormat
+    data: SampleFiles | None = None
     task: Literal["classification", "detection", "segmentation", "other"] = "classification"
     samples: int | None = None
 
     def __post_init__(self) -> None:
         self._check_identity()
         _check_files(self.files, required=True)
-        if self.labels.path is not None and self.labels.path not in {f.path for f in self.files}:
+        paths = {f.path for f in self.files}
+        if self.labels.path is not None and self.labels.path not in paths:
             raise ValueError(f"labels file {self.labels.path!r} is not among the files")
+        if self.data is not None and self.data.path not in paths:
+            raise ValueError(f"data file {self.data.path!r} is not among the files")
 
 
 class ImageManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="image"):

@@ -1,0 +1,1 @@
+"""The evaluator: predictors per framework, the pre/post-processing pipeline, scenarios, runs."""

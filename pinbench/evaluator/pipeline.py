@@ -1,0 +1,203 @@
+"""Pre- and post-processing from a manifest's typed steps: reference implementations in NumPy
+(and Pillow for resizing), applied to whole datasets before any timed region.
+
+Arrays flow as ``(N, H, W, C)`` until a ``layout`` step; each step is a pure function of its
+input, tested against golden outputs in ``tests/test_pipeline.py``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from pinbench.artifacts.canonical import canonical_json
+from pinbench.artifacts.digest import Digest
+from pinbench.errors import UserError
+from pinbench.registry.manifest import (
+    ColorMode,
+    Crop,
+    Decode,
+    DType,
+    Input,
+    InputStep,
+    Layout,
+    Normalize,
+    OutputStep,
+    Resize,
+)
+
+FloatArray = npt.NDArray[np.floating]
+Array = npt.NDArray[np.generic]
+
+PIPELINE_VERSION = 1
+"""Bump when a step's reference implementation changes: cached inputs are keyed by it."""
+
+_RESAMPLE = {
+    "nearest": Image.Resampling.NEAREST,
+    "bilinear": Image.Resampling.BILINEAR,
+    "bicubic": Image.Resampling.BICUBIC,
+    "area": Image.Resampling.BOX,
+    "lanczos": Image.Resampling.LANCZOS,
+}
+
+
+class PipelineError(UserError):
+    def __init__(self, *, step: str, reason: str) -> None:
+        super().__init__(f"preprocessing step {step}: {reason}")
+        self.step = step
+        self.reason = reason
+
+
+def pipeline_digest(spec: Input) -> Digest:
+    """Identifies the preprocessing: its steps, the target dtype and the code version."""
+    data = {"version": PIPELINE_VERSION, "input": msgspec.to_builtins(spec)}
+    return Digest.of_bytes(canonical_json(data))
+
+
+def as_nhwc(samples: Array) -> Array:
+    """Give samples a channel axis: ``(N, H, W)`` becomes ``(N, H, W, 1)``."""
+    if samples.ndim == 3:
+        return samples[..., np.newaxis]
+    if samples.ndim != 4:
+        raise PipelineError(
+            step="input", reason=f"expected (N, H, W[, C]) samples, got {samples.shape}"
+        )
+    return samples
+
+
+def decode(x: Array, step: Decode) -> Array:
+    return color_mode(
+        x, ColorMode(to=step.color_mode), source="rgb" if x.shape[-1] == 3 else "grayscale"
+    )
+
+
+def color_mode(x: Array, step: ColorMode, *, source: str = "rgb") -> Array:
+    channels = x.shape[-1]
+    if step.to == "grayscale":
+        if channels == 1:
+            return x
+        weights = np.array([0.299, 0.587, 0.114], dtype=np.float64)
+        if source == "bgr":
+            weights = weights[::-1]
+        gray = (x.astype(np.float64) @ weights)[..., np.newaxis]
+        return (
+            gray.astype(x.dtype)
+            if np.issubdtype(x.dtype, np.floating)
+            else np.rint(gray).astype(x.dtype)
+        )
+    if channels == 1:
+        return np.repeat(x, 3, axis=-1)
+    if channels != 3:
+        raise PipelineError(step="color_mode", reason=f"expected 1 or 3 channels, got {channels}")
+    return x[..., ::-1] if (step.to == "bgr") != (source == "bgr") else x
+
+
+def resize(x: Array, step: Resize) -> Array:
+    height, width = step.size
+    if step.keep_aspect_ratio:
+        h, w = x.shape[1], x.shape[2]
+        scale = max(height / h, width / w)
+        x = _resize_to(x, max(height, round(h * scale)), max(width, round(w * scale)), step.method)
+        return crop(x, Crop(size=(height, width)))
+    return _resize_to(x, height, width, step.method)
+
+
+def _resize_to(x: Array, height: int, width: int, method: str) -> Array:
+    if x.shape[1:3] == (height, width):
+        return x
+    resample = _RESAMPLE[method]
+    out = np.empty((x.shape[0], height, width, x.shape[3]), dtype=np.float32)
+    for i, sample in enumerate(x):
+        for c in range(sample.shape[-1]):
+            image = Image.fromarray(sample[..., c].astype(np.float32), mode="F")
+            out[i, ..., c] = np.asarray(image.resize((width, height), resample))
+    return (
+        out
+        if np.issubdtype(x.dtype, np.floating)
+        else np.clip(np.rint(out), 0, 255).astype(x.dtype)
+    )
+
+
+def crop(x: Array, step: Crop) -> Array:
+    height, width = step.size
+    h, w = x.shape[1], x.shape[2]
+    if height > h or width > w:
+        raise PipelineError(step="crop", reason=f"crop {height}x{width} is larger than {h}x{w}")
+    top, left = (h - height) // 2, (w - width) // 2
+    return x[:, top : top + height, left : left + width, :]
+
+
+def normalize(x: Array, step: Normalize) -> FloatArray:
+    out = x.astype(np.float32)
+    if step.scale is not None:
+        return out * np.float32(step.scale)
+    mean = np.asarray(step.mean, dtype=np.float32)
+    std = np.asarray(step.std if step.std is not None else [1.0], dtype=np.float32)
+    for name, values in (("mean", mean), ("std", std)):
+        if values.size not in (1, out.shape[-1]):
+            raise PipelineError(
+                step="normalize",
+                reason=f"{name} has {values.size} values for {out.shape[-1]} channel(s)",
+            )
+    return (out - mean) / std
+
+
+def layout(x: Array, step: Layout) -> Array:
+    if step.to in ("NCHW", "CHW"):
+        return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
+    return x
+
+
+def dtype(x: Array, step: DType) -> Array:
+    return x.astype(step.to)
+
+
+def preprocess(samples: Array, spec: Input) -> Array:
+    """Apply the input's steps to all samples; the result has the input's element type."""
+    x = as_nhwc(samples)
+    for step in spec.steps:
+        x = _apply(x, step)
+    if x.dtype != np.dtype(spec.element_type):
+        x = x.astype(spec.element_type)
+    return np.ascontiguousarray(x)
+
+
+def _apply(x: Array, step: InputStep) -> Array:
+    if step.decode is not None:
+        return decode(x, step.decode)
+    if step.resize is not None:
+        return resize(x, step.resize)
+    if step.crop is not None:
+        return crop(x, step.crop)
+    if step.normalize is not None:
+        return normalize(x, step.normalize)
+    if step.layout is not None:
+        return layout(x, step.layout)
+    if step.color_mode is not None:
+        return color_mode(x, step.color_mode)
+    assert step.dtype is not None
+    return dtype(x, step.dtype)
+
+
+def softmax(x: FloatArray, axis: int = -1) -> FloatArray:
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    out: FloatArray = e / np.sum(e, axis=axis, keepdims=True)
+    return out
+
+
+def postprocess(outputs: Array, steps: list[OutputStep]) -> Array:
+    """Apply output steps to a ``(N, classes)`` array; ``topk``/``argsort`` give class indices."""
+    x = outputs
+    for step in steps:
+        if step.softmax is not None:
+            x = softmax(x.astype(np.float32), step.softmax.axis)
+        elif step.argsort is not None:
+            xf = x.astype(np.float64)
+            order = np.argsort(-xf if step.argsort.descending else xf, axis=-1, kind="stable")
+            x = order
+        elif step.topk is not None:
+            x = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., : step.topk.k]
+    return x

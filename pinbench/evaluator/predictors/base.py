@@ -1,0 +1,66 @@
+"""The predictor interface. Timed regions contain ``predict`` and nothing else."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+
+Array = npt.NDArray[np.generic]
+
+
+class ModelLoadError(UserError):
+    def __init__(self, *, model: str, reason: str) -> None:
+        super().__init__(f"cannot load model {model}: {reason}")
+        self.model = model
+        self.reason = reason
+
+
+class DeviceUnavailable(UserError):
+    def __init__(self, *, framework: str, device: str, available: list[str]) -> None:
+        super().__init__(
+            f"{framework} cannot run on {device} here; available: {', '.join(available)}"
+        )
+        self.framework = framework
+        self.device = device
+        self.available = available
+
+
+class InputMismatch(UserError):
+    def __init__(self, *, name: str, expected: str, actual: str) -> None:
+        super().__init__(f"input {name!r}: the model expects {expected}, got {actual}")
+        self.name = name
+        self.expected = expected
+        self.actual = actual
+
+
+class Predictor(ABC):
+    """``open(model, options)`` once, ``predict(batch)`` many times, ``close()`` once."""
+
+    NAME: ClassVar[str]
+    FORMATS: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    @abstractmethod
+    def framework_version(cls) -> str:
+        """The version of the framework this process actually imported."""
+
+    @abstractmethod
+    def open(self, model: ModelFiles, options: PredictorOptions) -> None:
+        """Load the model; raise ``ModelLoadError`` / ``DeviceUnavailable`` with the reason."""
+
+    @abstractmethod
+    def check_input(self, batch: Array) -> None:
+        """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model."""
+
+    @abstractmethod
+    def predict(self, batch: Array) -> Array:
+        """Run the model on one batch; return its first output."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the model."""

@@ -1,0 +1,48 @@
+"""Options every predictor takes, validated at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Device = Literal["cpu", "cuda"]
+
+
+@dataclass(frozen=True, slots=True)
+class PredictorOptions:
+    device: Device = "cpu"
+    batch_size: int = 1
+    threads: int | None = None
+    """Intra-op threads; None lets the framework decide."""
+    warmup: int = 10
+    """Untimed predictions before measurement starts."""
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be one of cpu, cuda; got {self.device!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFiles:
+    """A verified model: its files by path inside the artifact, and how to load them."""
+
+    files: dict[str, Path]
+    format: str
+    architecture: str | None = None
+    trusted: bool = False
+
+    def single(self, suffixes: tuple[str, ...]) -> Path:
+        found = [p for name, p in sorted(self.files.items()) if name.endswith(suffixes)]
+        if len(found) != 1:
+            raise ValueError(
+                f"expected exactly one model file ending in {', '.join(suffixes)}, "
+                f"found {sorted(self.files)}"
+            )
+        return found[0]

@@ -1,0 +1,87 @@
+"""ONNX Runtime: an ``InferenceSession`` on the CPU provider, or CUDA when present."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import onnxruntime as ort
+
+from pinbench.evaluator.predictors.base import (
+    Array,
+    DeviceUnavailable,
+    InputMismatch,
+    ModelLoadError,
+    Predictor,
+)
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+
+_PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+_DTYPES = {
+    "tensor(float)": np.float32,
+    "tensor(float16)": np.float16,
+    "tensor(double)": np.float64,
+    "tensor(uint8)": np.uint8,
+    "tensor(int8)": np.int8,
+    "tensor(int32)": np.int32,
+    "tensor(int64)": np.int64,
+    "tensor(bool)": np.bool_,
+}
+
+
+class OnnxRuntimePredictor(Predictor):
+    NAME: ClassVar[str] = "onnxruntime"
+    FORMATS: ClassVar[tuple[str, ...]] = ("onnx",)
+
+    def __init__(self) -> None:
+        self._session: ort.InferenceSession | None = None
+        self._input = ""
+        self._outputs: list[str] = []
+        self._shape: list[Any] = []
+        self._dtype: Any = np.float32
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return str(ort.__version__)
+
+    def open(self, model: ModelFiles, options: PredictorOptions) -> None:
+        if model.format not in self.FORMATS:
+            raise ModelLoadError(
+                model=model.format, reason=f"ONNX Runtime loads {', '.join(self.FORMATS)} only"
+            )
+        provider = _PROVIDERS[options.device]
+        available = ort.get_available_providers()
+        if provider not in available:
+            raise DeviceUnavailable(framework=self.NAME, device=options.device, available=available)
+        path = model.single((".onnx",))
+        so = ort.SessionOptions()
+        if options.threads is not None:
+            so.intra_op_num_threads = options.threads
+            so.inter_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(str(path), so, providers=[provider])
+        except Exception as exc:  # ORT raises its own exception types for bad models
+            raise ModelLoadError(model=path.name, reason=str(exc).strip()) from None
+        first = session.get_inputs()[0]
+        self._session = session
+        self._input = first.name
+        self._shape = list(first.shape)
+        self._dtype = _DTYPES.get(first.type, np.float32)
+        self._outputs = [o.name for o in session.get_outputs()][:1]
+
+    def check_input(self, batch: Array) -> None:
+        expected = f"{np.dtype(self._dtype).name} {self._shape}"
+        actual = f"{batch.dtype.name} {list(batch.shape)}"
+        if batch.dtype != self._dtype or batch.ndim != len(self._shape):
+            raise InputMismatch(name=self._input, expected=expected, actual=actual)
+        for want, got in zip(self._shape, batch.shape, strict=True):
+            if isinstance(want, int) and want != got:
+                raise InputMismatch(name=self._input, expected=expected, actual=actual)
+
+    def predict(self, batch: Array) -> Array:
+        assert self._session is not None, "open() first"
+        out: Array = self._session.run(self._outputs, {self._input: batch})[0]
+        return out
+
+    def close(self) -> None:
+        self._session = None

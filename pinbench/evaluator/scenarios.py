@@ -1,0 +1,198 @@
+"""MLPerf scenarios through LoadGen: SingleStream, MultiStream, Server, Offline, in performance
+or accuracy mode.
+
+LoadGen issues queries; the system under test answers them by calling ``predict`` on
+preprocessed, in-memory batches. The timed region (``perf_counter_ns`` around ``predict``) holds
+the framework call and nothing else; those per-query times are kept raw. LoadGen's own
+summary (its percentiles, throughput and validity verdict) is read from its detail log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mlperf_loadgen as lg
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.registry.request import Scenario
+
+Array = npt.NDArray[np.generic]
+Predict = Callable[[Array], Array]
+
+_SCENARIOS = {
+    "SingleStream": lg.TestScenario.SingleStream,
+    "MultiStream": lg.TestScenario.MultiStream,
+    "Server": lg.TestScenario.Server,
+    "Offline": lg.TestScenario.Offline,
+}
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+
+
+class ScenarioError(UserError):
+    def __init__(self, *, setting: str, reason: str) -> None:
+        super().__init__(f"scenario setting {setting}: {reason}")
+        self.setting = setting
+        self.reason = reason
+
+
+@dataclass
+class Measurement:
+    """What one scenario run measured."""
+
+    latencies_ns: npt.NDArray[np.int64]
+    """Framework time of each ``predict`` call, in issue order."""
+    samples: int
+    """Samples answered."""
+    duration_ns: int
+    """From the first query issued to the last answer."""
+    loadgen: dict[str, Any]
+    outputs: dict[int, Array] = field(default_factory=dict)
+    """Accuracy mode: the model's output for each sample index."""
+
+    def summary(self) -> dict[str, float]:
+        """Metrics with their units in their names (``latency_p99_ns``, ``throughput_sps``)."""
+        lat = self.latencies_ns.astype(np.float64)
+        out: dict[str, float] = {}
+        if lat.size:
+            for p in PERCENTILES:
+                out[f"latency_p{p:g}_ns".replace(".", "_")] = float(np.percentile(lat, p))
+            out["latency_mean_ns"] = float(lat.mean())
+        out["queries_count"] = float(lat.size)
+        out["samples_count"] = float(self.samples)
+        if self.duration_ns > 0:
+            out["throughput_sps"] = self.samples / (self.duration_ns / 1e9)
+        valid = self.loadgen.get("result_validity")
+        if valid is not None:
+            out["loadgen_valid_bool"] = 1.0 if valid == "VALID" else 0.0
+        return out
+
+
+def settings_for(scenario: Scenario, *, expected_latency_ns: int, batch_size: int) -> Any:
+    """LoadGen test settings from the lockfile's scenario (quick interactive defaults)."""
+    if scenario.name == "Server" and (scenario.target_qps is None or scenario.target_qps <= 0):
+        raise ScenarioError(setting="target_qps", reason="Server needs a target_qps > 0")
+    s = lg.TestSettings()
+    s.scenario = _SCENARIOS[scenario.name]
+    s.mode = (
+        lg.TestMode.AccuracyOnly if scenario.mode == "accuracy" else lg.TestMode.PerformanceOnly
+    )
+    s.min_duration_ms = scenario.min_duration_ms
+    s.min_query_count = scenario.min_query_count
+    if scenario.max_query_count is not None:
+        s.max_query_count = scenario.max_query_count
+    s.qsl_rng_seed = scenario.seed
+    s.sample_index_rng_seed = scenario.seed
+    s.schedule_rng_seed = scenario.seed
+    pct = scenario.percentile / 100.0
+    expected = max(expected_latency_ns, 1)
+    s.single_stream_expected_latency_ns = expected
+    s.single_stream_target_latency_percentile = pct
+    s.multi_stream_samples_per_query = scenario.samples_per_query
+    s.multi_stream_expected_latency_ns = expected * max(1, scenario.samples_per_query // batch_size)
+    s.multi_stream_target_latency_percentile = pct
+    s.offline_expected_qps = max(1.0, batch_size * 1e9 / expected)
+    if scenario.name == "Server":
+        assert scenario.target_qps is not None
+        s.server_target_qps = scenario.target_qps
+        latency_ms = scenario.target_latency_ms or 100.0
+        s.server_target_latency_ns = int(latency_ms * 1e6)
+        s.server_target_latency_percentile = pct
+    return s
+
+
+def run_scenario(
+    predict: Predict,
+    inputs: Array,
+    scenario: Scenario,
+    *,
+    batch_size: int,
+    expected_latency_ns: int,
+    log_dir: Path,
+) -> Measurement:
+    """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first)."""
+    total = int(inputs.shape[0])
+    if total == 0:
+        raise ScenarioError(setting="sample_count", reason="the dataset has no samples")
+    count = min(total, scenario.sample_count or total)
+    accuracy = scenario.mode == "accuracy"
+    latencies: list[int] = []
+    outputs: dict[int, Array] = {}
+    failure: list[BaseException] = []
+    span = [0, 0, 0]  # first issue (ns), last completion (ns), samples answered
+
+    def issue(queries: list[Any]) -> None:
+        if not span[0]:
+            span[0] = time.perf_counter_ns()
+        try:
+            for start in range(0, len(queries), batch_size):
+                chunk = queries[start : start + batch_size]
+                indexes = [q.index for q in chunk]
+                batch = inputs[indexes] if len(indexes) > 1 else inputs[indexes[0] : indexes[0] + 1]
+                t0 = time.perf_counter_ns()
+                out = predict(batch)
+                latencies.append(time.perf_counter_ns() - t0)
+                if accuracy:
+                    for i, index in enumerate(indexes):
+                        outputs[index] = out[i]
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in chunk])
+                span[1] = time.perf_counter_ns()
+                span[2] += len(chunk)
+        except BaseException as exc:  # handed back to the caller after LoadGen returns
+            failure.append(exc)
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
+
+    def flush() -> None:
+        pass
+
+    def load(indexes: list[int]) -> None:
+        pass
+
+    settings = settings_for(
+        scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
+    )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(log_dir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    log_settings.enable_trace = False
+    sut = lg.ConstructSUT(issue, flush)
+    qsl = lg.ConstructQSL(count, count, load, load)
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    if failure:
+        raise failure[0]
+    return Measurement(
+        latencies_ns=np.asarray(latencies, dtype=np.int64),
+        samples=span[2],
+        duration_ns=span[1] - span[0],
+        loadgen=read_detail_log(log_dir / "mlperf_log_detail.txt"),
+        outputs=outputs,
+    )
+
+
+def read_detail_log(path: Path) -> dict[str, Any]:
+    """The ``result_*`` entries of LoadGen's detail log (lines ``:::MLLOG {json}``)."""
+    out: dict[str, Any] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith(":::MLLOG "):
+            continue
+        try:
+            entry = json.loads(line[len(":::MLLOG ") :])
+        except json.JSONDecodeError:
+            continue
+        key = entry.get("key", "")
+        if key.startswith("result_") or key in ("effective_scenario", "effective_test_mode"):
+            out[key] = entry.get("value")
+    return out
