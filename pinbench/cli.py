@@ -27,6 +27,8 @@ from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import json_schemas, load_manifest
@@ -50,12 +52,15 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+runs_app = typer.Typer(help="Recorded runs: list and show.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
 def _out() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+    """stdout; wide enough for tables when it is not a terminal."""
+    return Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 def _err() -> Console:
@@ -374,6 +379,110 @@ def verify(
         )
 
 
+@app.command("run")
+def run_cmd(
+    lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
+    runner: Annotated[str, typer.Option(help="Where to run: local (this interpreter).")] = "local",
+    trace: Annotated[str, typer.Option(help="Trace level: none (others to come).")] = "none",
+    as_json: JsonOpt = False,
+) -> None:
+    """Verify every pinned byte, run the lockfile's scenario, and record the run.
+
+    The run is recorded whatever happens: succeeded, failed with its reason, or interrupted.
+    """
+    if trace != "none":
+        raise UserError(f"trace level {trace!r} is not available yet; available: none")
+    lock = Lockfile.read(lockfile)
+    say = (lambda text: None) if as_json else (lambda text: _err().print(f"[dim]{text}[/]"))
+    with _workspace() as ws:
+        outcome = run_lockfile(ws, lock, runner=runner, say=say)
+        info = show_run(ws, outcome.id)
+    if as_json:
+        _print_json(info)
+        return
+    _print_run(info)
+
+
+METRIC_ROWS = [
+    ("latency p50", "latency_p50_ns"),
+    ("latency p90", "latency_p90_ns"),
+    ("latency p99", "latency_p99_ns"),
+    ("latency p99.9", "latency_p99_9_ns"),
+    ("latency mean", "latency_mean_ns"),
+]
+
+
+def _fmt_ns(value: float) -> str:
+    return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
+
+
+def _print_run(info: dict[str, Any]) -> None:
+    out = _out()
+    out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
+    out.print(
+        f"{info['model']} on {info['framework']}, {info['dataset']}, "
+        f"{info['scenario']} {info['mode']}, batch {info['batch_size']}"
+    )
+    table = Table("metric", "value", box=None)
+    for label, key in METRIC_ROWS:
+        if key in info:
+            table.add_row(label, _fmt_ns(info[key]))
+    if "throughput_sps" in info:
+        table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
+    for key in ("top1", "top5"):
+        if key in info:
+            table.add_row(key, f"{info[key]:.4f}")
+    if "loadgen_valid_bool" in info:
+        table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
+    out.print(table)
+
+
+@runs_app.command("list")
+def runs_list(
+    limit: Annotated[int | None, typer.Option(help="Show at most this many.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recorded runs, newest first."""
+    with _workspace() as ws:
+        rows = list_runs(ws, limit)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("run", "status", "model", "framework", "scenario", "p50", "top1", box=None)
+    for r in rows:
+        p50 = _fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
+        top1 = f"{r['top1']:.4f}" if "top1" in r else ""
+        table.add_row(
+            r["id"][:8],
+            r["status"],
+            r["model"],
+            r["framework"] or "",
+            f"{r['scenario']} {r['mode']}",
+            p50,
+            top1,
+        )
+    _out().print(table if rows else "no runs recorded")
+
+
+@runs_app.command("show")
+def runs_show(
+    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """One run: metrics, host facts, the lockfile it ran."""
+    with _workspace() as ws:
+        info = show_run(ws, run)
+    if as_json:
+        _print_json(info)
+        return
+    _print_run(info)
+    if info["error"]:
+        _out().print(Text(f"error: {info['error']}", style="red"))
+    host = info["host"]
+    _out().print(f"host: {host.get('cpu')}, {host.get('cores')} cores, {host.get('os')}")
+    _out().print(f"lockfile: {info['lockfile']}")
+
+
 @app.command()
 def digest(files: Annotated[list[Path], typer.Argument(help="Files to hash.")]) -> None:
     """Print the sha256 and size of files (for writing manifests)."""
@@ -388,10 +497,10 @@ def digest(files: Annotated[list[Path], typer.Argument(help="Files to hash.")]) 
 @app.command()
 def demo(
     workdir: Annotated[
-        Path | None, typer.Option(help="Where to write the sample catalog (default: HOME/demo).")
+        Path | None, typer.Option(help="Where to write the catalog (default: HOME/demo).")
     ] = None,
 ) -> None:
-    """The whole flow on the built-in sample catalog: init, publish, resolve, lock, verify."""
+    """The whole flow on the built-in catalog: train, publish, resolve, lock, verify, run."""
     with _workspace() as ws:
         run_demo(ws, workdir or ws.settings.home / "demo", _out())
 

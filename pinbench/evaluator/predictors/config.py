@@ -38,8 +38,9 @@ class ModelFiles:
     architecture: str | None = None
     trusted: bool = False
 
-    def single(self, suffixes: tuple[str, ...]) -> Path:
-        found = [p for name, p in sorted(self.files.items()) if name.endswith(suffixes)]
+    def single(self, suffixes: tuple[str, ...]) -> tuple[str, Path]:
+        """The one file whose artifact path ends in ``suffixes``: (its path, its blob)."""
+        found = [(name, p) for name, p in sorted(self.files.items()) if name.endswith(suffixes)]
         if len(found) != 1:
             raise ValueError(
                 f"expected exactly one model file ending in {', '.join(suffixes)}, "

@@ -53,7 +53,7 @@ class OnnxRuntimePredictor(Predictor):
         available = ort.get_available_providers()
         if provider not in available:
             raise DeviceUnavailable(framework=self.NAME, device=options.device, available=available)
-        path = model.single((".onnx",))
+        name, path = model.single((".onnx",))
         so = ort.SessionOptions()
         if options.threads is not None:
             so.intra_op_num_threads = options.threads
@@ -61,7 +61,8 @@ class OnnxRuntimePredictor(Predictor):
         try:
             session = ort.InferenceSession(str(path), so, providers=[provider])
         except Exception as exc:  # ORT raises its own exception types for bad models
-            raise ModelLoadError(model=path.name, reason=str(exc).strip()) from None
+            reason = str(exc).strip().replace(str(path), name)
+            raise ModelLoadError(model=name, reason=reason) from None
         first = session.get_inputs()[0]
         self._session = session
         self._input = first.name

@@ -1,0 +1,85 @@
+"""Reading recorded runs: list (newest first) and show, as plain data for the CLI and API."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.db.models import Run
+from pinbench.errors import UserError
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+
+class RunNotFound(UserError):
+    def __init__(self, *, run: str) -> None:
+        super().__init__(f"no run {run!r} (see `pinbench runs list`)")
+        self.run = run
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+
+
+def _summary(run: Run, lock: Lockfile) -> dict[str, Any]:
+    body = lock.body
+    env = body.environment
+    out: dict[str, Any] = {
+        "id": run.id,
+        "status": run.status,
+        "runner": run.runner,
+        "lockfile": run.lockfile_digest,
+        "model": f"{body.model.name}@{body.model.version}",
+        "framework": f"{env.framework}@{env.version}" if env else None,
+        "dataset": f"{body.dataset.name}@{body.dataset.version}",
+        "scenario": body.scenario.name,
+        "mode": body.scenario.mode,
+        "batch_size": body.batch_size,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "error": run.error,
+    }
+    out.update({r.metric: r.value for r in run.results})
+    return out
+
+
+def list_runs(ws: Workspace, limit: int | None = None) -> list[dict[str, Any]]:
+    """Run objects, newest first, each with its metrics as top-level fields (e.g. ``top1``)."""
+    with ws.transaction() as session:
+        stmt = (
+            select(Run, LockfileRow.body)
+            .join(LockfileRow, LockfileRow.digest == Run.lockfile_digest)
+            .options(selectinload(Run.results))
+            .order_by(Run.started_at.desc(), Run.id)
+        )
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        rows = session.execute(stmt).all()
+        return [_summary(run, Lockfile.from_bytes(body.encode())) for run, body in rows]
+
+
+def show_run(ws: Workspace, run_id: str) -> dict[str, Any]:
+    """One run: its summary plus host facts, details, units and the lockfile."""
+    with ws.transaction() as session:
+        matches = session.scalars(
+            select(Run).options(selectinload(Run.results)).where(Run.id.startswith(run_id))
+        ).all()
+        if len(matches) != 1:
+            raise RunNotFound(run=run_id)
+        run = matches[0]
+        body = session.get(LockfileRow, run.lockfile_digest)
+        assert body is not None
+        lock = Lockfile.from_bytes(body.body.encode())
+        out = _summary(run, lock)
+        out["host"] = run.host
+        out["details"] = run.details
+        out["units"] = {r.metric: r.unit for r in run.results}
+        out["latencies_sha256"] = run.latencies_sha256
+        out["lockfile_body"] = lock.to_json()
+        return out

@@ -1,0 +1,232 @@
+"""Running lockfiles: real measurements on the built-in digits catalog, and every bad input
+recorded as a failed run (never a success)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from pinbench import catalog as builtin
+from pinbench.artifacts.digest import Digest
+from pinbench.config import Settings
+from pinbench.errors import UserError
+from pinbench.evaluator.datasets import DatasetError
+from pinbench.evaluator.history import RunNotFound, list_runs, show_run
+from pinbench.evaluator.predictors.base import InputMismatch, ModelLoadError
+from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
+from pinbench.evaluator.run import FrameworkMismatch, RunnerUnavailable, run_lockfile
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.registry.verify import VerificationFailed
+from pinbench.workspace import Workspace
+from tests.helpers import Cli, sha, write_files
+
+
+@pytest.fixture(scope="module")
+def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("catalog")
+    builtin.build(root)
+    return root
+
+
+@pytest.fixture
+def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
+    """A workspace with the digits catalog published."""
+    ws = Workspace(Settings(home=tmp_path / "home", database_url=f"sqlite:///{tmp_path}/db"))
+    ws.init()
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="test")
+    yield ws
+    ws.close()
+
+
+def _lock(ws: Workspace, **request: Any) -> Lockfile:
+    data = {"model": f"{builtin.MODEL_NAME}@1.1.0", "dataset": f"{builtin.DATASET_NAME}@1"}
+    data.update(request)
+    lock, _ = service.lock(ws, parse_request(data))
+    return lock
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+def test_accuracy_matches_a_numpy_reference(digits: Workspace) -> None:
+    """ONNX Runtime's top-1 on the test split equals the same weights applied in NumPy."""
+    outcome = run_lockfile(digits, _lock(digits, scenario={"mode": "accuracy"}), say=quiet)
+    assert outcome.status == "succeeded"
+    x_train, x_test, y_train, y_test = builtin.digits_split()
+    weights, bias = builtin.train_logreg(x_train, y_train, 1.0)
+    logits = (x_test.reshape(len(x_test), -1).astype(np.float32) / 16.0) @ weights.T + bias
+    reference = float(np.mean(np.argmax(logits, axis=1) == y_test))
+    assert outcome.metrics["top1"] == pytest.approx(reference, abs=1 / len(y_test))
+    assert outcome.metrics["accuracy_samples_count"] == len(y_test)
+    assert outcome.metrics["top5"] >= outcome.metrics["top1"]
+
+
+@pytest.mark.parametrize("scenario", ["SingleStream", "MultiStream", "Offline", "Server"])
+def test_performance_scenarios_record_latencies(digits: Workspace, scenario: str) -> None:
+    settings: dict[str, Any] = {"name": scenario, "min_duration_ms": 200, "min_query_count": 64}
+    if scenario == "Server":
+        settings["target_qps"] = 500
+    outcome = run_lockfile(digits, _lock(digits, scenario=settings), say=quiet)
+    info = show_run(digits, outcome.id)
+    assert info["status"] == "succeeded"
+    assert info["latency_p50_ns"] <= info["latency_p99_ns"] <= info["latency_p99_9_ns"]
+    assert info["throughput_sps"] > 0
+    assert info["loadgen_valid_bool"] in (0.0, 1.0)
+    assert info["details"]["loadgen"]["effective_scenario"] == scenario
+    assert info["units"]["latency_p50_ns"] == "ns"
+    raw = digits.store.verify(Digest(info["latencies_sha256"]), label="latencies")
+    assert np.load(raw).size == info["queries_count"]
+
+
+def test_second_run_uses_the_preprocessed_cache(digits: Workspace) -> None:
+    lock = _lock(digits, scenario={"min_duration_ms": 0, "min_query_count": 10})
+    first = show_run(digits, run_lockfile(digits, lock, say=quiet).id)
+    second = show_run(digits, run_lockfile(digits, lock, say=quiet).id)
+    assert (
+        first["details"]["preprocess_cache_hit"],
+        second["details"]["preprocess_cache_hit"],
+    ) == (
+        False,
+        True,
+    )
+
+
+def _failed_run(ws: Workspace) -> dict[str, Any]:
+    runs = list_runs(ws)
+    assert runs and runs[0]["status"] == "failed", runs
+    return runs[0]
+
+
+def test_tampered_blob_fails_before_anything_is_measured(digits: Workspace) -> None:
+    lock = _lock(digits)
+    model = lock.body.artifacts[0]
+    blob = digits.store.path(Digest(model.files[0].sha256))
+    blob.chmod(0o644)
+    blob.write_bytes(b"tampered")
+    with pytest.raises(VerificationFailed, match="checksum mismatch"):
+        run_lockfile(digits, lock, say=quiet)
+    failed = _failed_run(digits)
+    assert "checksum mismatch" in failed["error"]
+    assert "latency_p50_ns" not in failed
+
+
+def test_framework_version_mismatch_names_a_runner(
+    digits: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(OnnxRuntimePredictor, "framework_version", classmethod(lambda cls: "9.9.9"))
+    with pytest.raises(FrameworkMismatch, match="--runner venv"):
+        run_lockfile(digits, _lock(digits), say=quiet)
+    assert "9.9.9" in _failed_run(digits)["error"]
+
+
+def _publish_model(ws: Workspace, root: Path, version: str, data: bytes, steps: list[Any]) -> None:
+    files = write_files(root, {"m.onnx": data})
+    manifest = {
+        "kind": "model",
+        "name": builtin.MODEL_NAME,
+        "version": version,
+        "format": "onnx",
+        "framework": {"name": "onnxruntime", "range": "^1"},
+        "files": files,
+        "inputs": [{"name": "x", "element_type": "float32", "steps": steps}],
+    }
+    publish(ws, parse_manifest(manifest), manifest_dir=root, publisher="test")
+
+
+def test_model_that_fails_to_load(digits: Workspace, tmp_path: Path) -> None:
+    _publish_model(digits, tmp_path / "bad", "3.0.0", b"not an onnx model", [])
+    with pytest.raises(ModelLoadError, match=r"cannot load model m\.onnx"):
+        run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.0.0"), say=quiet)
+    assert "cannot load model" in _failed_run(digits)["error"]
+
+
+def test_input_of_the_wrong_shape(digits: Workspace, tmp_path: Path, catalog_dir: Path) -> None:
+    onnx_bytes = (catalog_dir / "digits-logreg-1.1.0" / "digits-logreg.onnx").read_bytes()
+    # No layout step: the model gets (N, 8, 8, 1) where it expects (N, 1, 8, 8).
+    _publish_model(digits, tmp_path / "nhwc", "3.1.0", onnx_bytes, [])
+    with pytest.raises(InputMismatch, match=r"expects float32 \['N', 1, 8, 8\]"):
+        run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.1.0"), say=quiet)
+    assert _failed_run(digits)["status"] == "failed"
+
+
+def test_accuracy_run_on_a_dataset_without_labels(digits: Workspace, tmp_path: Path) -> None:
+    images = np.zeros((4, 8, 8), dtype=np.uint8)
+    root = tmp_path / "nolabels"
+    root.mkdir()
+    np.save(root / "x.npy", images)
+    data = (root / "x.npy").read_bytes()
+    manifest = {
+        "kind": "dataset",
+        "name": "unlabelled",
+        "version": "1.0.0",
+        "files": [{"path": "x.npy", "sha256": sha(data)}],
+        "data": {"path": "x.npy"},
+        "labels": {"format": "class-index-npy"},
+    }
+    publish(digits, parse_manifest(manifest), manifest_dir=root, publisher="test")
+    lock = _lock(digits, dataset="unlabelled@1", scenario={"mode": "accuracy"})
+    with pytest.raises(DatasetError, match="needs labels"):
+        run_lockfile(digits, lock, say=quiet)
+    assert "needs labels" in _failed_run(digits)["error"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "needle"),
+    [
+        ({"name": "Server"}, "needs target_qps"),
+        ({"percentile": 120}, "percentile must be between 0 and 100"),
+        ({"min_query_count": 0}, "min_query_count >= 1"),
+        ({"name": "Sometimes"}, "$.scenario.name"),
+    ],
+)
+def test_scenario_settings_out_of_range(scenario: dict[str, Any], needle: str) -> None:
+    with pytest.raises(UserError) as info:
+        parse_request({"model": "m@1", "dataset": "d@1", "scenario": scenario})
+    assert needle in str(info.value)
+
+
+def test_unknown_runner_and_unknown_run(digits: Workspace) -> None:
+    with pytest.raises(RunnerUnavailable, match="available: local"):
+        run_lockfile(digits, _lock(digits), runner="docker", say=quiet)
+    with pytest.raises(RunNotFound):
+        show_run(digits, "nope")
+
+
+def test_cli_run_and_runs_list_contract(cli: Cli, tmp_path: Path, catalog_dir: Path) -> None:
+    assert cli("init").code == 0
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        assert cli("publish", str(path)).code == 0
+    request = tmp_path / "r.yaml"
+    request.write_text(
+        yaml.safe_dump(
+            {
+                "model": f"{builtin.MODEL_NAME}@^1",
+                "dataset": f"{builtin.DATASET_NAME}@1",
+                "scenario": {"mode": "accuracy"},
+            }
+        )
+    )
+    assert cli("lock", str(request), "-o", str(tmp_path / "a.lock")).code == 0
+    ran = cli("run", str(tmp_path / "a.lock"), "--json")
+    assert ran.code == 0, ran.err
+    runs = json.loads(cli("runs", "list", "--json").out)
+    assert len(runs) == 1
+    for field in ("id", "status", "runner", "framework", "model", "top1"):
+        assert field in runs[0]
+    assert runs[0]["framework"] == f"onnxruntime@{builtin.ONNXRUNTIME_VERSION}"
+    assert runs[0]["model"].startswith(builtin.MODEL_NAME + "@")
+    shown = cli("runs", "show", runs[0]["id"][:8])
+    assert shown.code == 0 and "top1" in shown.out
+    assert cli("run", str(tmp_path / "a.lock"), "--trace", "full").code == 1
