@@ -28,6 +28,7 @@ from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
@@ -481,6 +482,70 @@ def runs_show(
     host = info["host"]
     _out().print(f"host: {host.get('cpu')}, {host.get('cores')} cores, {host.get('os')}")
     _out().print(f"lockfile: {info['lockfile']}")
+
+
+@app.command("rerun")
+def rerun_cmd(
+    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
+    runner: Annotated[str, typer.Option(help="Where to run: local (this interpreter).")] = "local",
+    trace: Annotated[str, typer.Option(help="Trace level: none (others to come).")] = "none",
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
+
+    Latency distributions are compared with the Mann-Whitney U test on the raw per-query
+    latencies; a change counts when p < 0.01 and the medians differ by 5% or more.
+    """
+    if trace != "none":
+        raise UserError(f"trace level {trace!r} is not available yet; available: none")
+    say = (lambda text: None) if as_json else (lambda text: _err().print(f"[dim]{text}[/]"))
+    with _workspace() as ws:
+        verdict = rerun(ws, run, runner=runner, say=say)
+    if as_json:
+        _print_json(verdict.to_json())
+        return
+    out = _out()
+    out.print(f"rerun {verdict.rerun['id']} of {verdict.original['id']}")
+    for line in verdict.lines:
+        style = (
+            "bold green"
+            if line == "reproduced"
+            else ("bold red" if line == "not reproduced" else "")
+        )
+        out.print(Text(line, style=style))
+
+
+@runs_app.command("compare")
+def runs_compare(
+    runs: Annotated[list[str], typer.Argument(help="Two or more run ids (or unique prefixes).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Metrics of several runs side by side; what differs in their inputs is named."""
+    if len(runs) < 2:
+        raise UserError("compare needs at least two runs")
+    with _workspace() as ws:
+        infos = [show_run(ws, r) for r in runs]
+    keys = ["model", "framework", "dataset", "scenario", "mode", "batch_size"]
+    differs = [k for k in keys if len({str(i[k]) for i in infos}) > 1]
+    metrics = sorted({k for i in infos for k in i["units"]})
+    if as_json:
+        _print_json(
+            {
+                "runs": [i["id"] for i in infos],
+                "differs": differs,
+                "metrics": {m: [i.get(m) for i in infos] for m in metrics},
+            }
+        )
+        return
+    table = Table("", *[i["id"][:8] for i in infos], box=None)
+    for k in keys:
+        table.add_row(k + (" *" if k in differs else ""), *[str(i[k]) for i in infos])
+    for m in metrics:
+        table.add_row(m, *[f"{i[m]:,.4g}" if m in i else "" for i in infos])
+    out = _out()
+    out.print(table)
+    if differs:
+        out.print(f"* differs between the runs: {', '.join(differs)}")
 
 
 @app.command()

@@ -20,6 +20,7 @@ from pinbench.evaluator.datasets import DatasetError
 from pinbench.evaluator.history import RunNotFound, list_runs, show_run
 from pinbench.evaluator.predictors.base import InputMismatch, ModelLoadError
 from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
+from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import FrameworkMismatch, RunnerUnavailable, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -230,3 +231,52 @@ def test_cli_run_and_runs_list_contract(cli: Cli, tmp_path: Path, catalog_dir: P
     shown = cli("runs", "show", runs[0]["id"][:8])
     assert shown.code == 0 and "top1" in shown.out
     assert cli("run", str(tmp_path / "a.lock"), "--trace", "full").code == 1
+
+
+def test_rerun_reproduces_accuracy_and_judges_latency(digits: Workspace) -> None:
+    lock = _lock(digits, scenario={"mode": "accuracy"})
+    first = run_lockfile(digits, lock, say=quiet)
+    verdict = rerun(digits, first.id[:8], say=quiet)
+    assert verdict.lines[0] == f"inputs verified identical (lockfile sha256 {lock.digest.hex})"
+    assert verdict.lines[1].startswith("accuracy identical (top-1 0.9")
+    assert verdict.rerun["lockfile"] == verdict.original["lockfile"]
+    assert verdict.lines[-1] in ("reproduced", "not reproduced: latency")
+    assert any("Mann-Whitney" in line or "p = " in line for line in verdict.lines)
+
+
+def test_rerun_after_tampering_fails_verification(digits: Workspace) -> None:
+    lock = _lock(digits)
+    first = run_lockfile(digits, lock, say=quiet)
+    blob = digits.store.path(Digest(lock.body.artifacts[0].files[0].sha256))
+    blob.chmod(0o644)
+    blob.write_bytes(b"x")
+    with pytest.raises(VerificationFailed):
+        rerun(digits, first.id, say=quiet)
+
+
+def test_cli_compare_names_what_differs(cli: Cli, tmp_path: Path, catalog_dir: Path) -> None:
+    cli("init")
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        cli("publish", str(path))
+    ids = []
+    for name in ("SingleStream", "Offline"):
+        request = tmp_path / f"{name}.yaml"
+        request.write_text(
+            yaml.safe_dump(
+                {
+                    "model": f"{builtin.MODEL_NAME}@^1",
+                    "dataset": f"{builtin.DATASET_NAME}@1",
+                    "scenario": {"name": name, "min_duration_ms": 100, "min_query_count": 32},
+                }
+            )
+        )
+        cli("lock", str(request), "-o", str(tmp_path / f"{name}.lock"))
+        ids.append(json.loads(cli("run", str(tmp_path / f"{name}.lock"), "--json").out)["id"])
+    compared = cli("runs", "compare", *ids, "--json")
+    assert compared.code == 0, compared.err
+    assert json.loads(compared.out)["differs"] == ["scenario"]
+    assert "differs between the runs: scenario" in cli("runs", "compare", *ids).out
+    assert cli("runs", "compare", ids[0]).code == 1
+    reran = cli("rerun", ids[0])
+    assert reran.code == 0, reran.err
+    assert "inputs verified identical" in reran.out
