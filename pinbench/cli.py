@@ -380,6 +380,18 @@ def verify(
         )
 
 
+def _check_trace(level: str) -> None:
+    if level != "none":
+        raise UserError(f"trace level {level!r} is not available yet; available: none")
+
+
+def _progress_lines(*, quiet: bool) -> Callable[[str], None]:
+    """Progress messages on stderr (none with --json)."""
+    if quiet:
+        return lambda text: None
+    return lambda text: _err().print(Text(text, style="dim"))
+
+
 @app.command("run")
 def run_cmd(
     lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
@@ -391,10 +403,9 @@ def run_cmd(
 
     The run is recorded whatever happens: succeeded, failed with its reason, or interrupted.
     """
-    if trace != "none":
-        raise UserError(f"trace level {trace!r} is not available yet; available: none")
+    _check_trace(trace)
     lock = Lockfile.read(lockfile)
-    say = (lambda text: None) if as_json else (lambda text: _err().print(f"[dim]{text}[/]"))
+    say = _progress_lines(quiet=as_json)
     with _workspace() as ws:
         outcome = run_lockfile(ws, lock, runner=runner, say=say)
         info = show_run(ws, outcome.id)
@@ -496,9 +507,8 @@ def rerun_cmd(
     Latency distributions are compared with the Mann-Whitney U test on the raw per-query
     latencies; a change counts when p < 0.01 and the medians differ by 5% or more.
     """
-    if trace != "none":
-        raise UserError(f"trace level {trace!r} is not available yet; available: none")
-    say = (lambda text: None) if as_json else (lambda text: _err().print(f"[dim]{text}[/]"))
+    _check_trace(trace)
+    say = _progress_lines(quiet=as_json)
     with _workspace() as ws:
         verdict = rerun(ws, run, runner=runner, say=say)
     if as_json:
