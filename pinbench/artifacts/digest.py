@@ -58,10 +58,6 @@ class Digest:
         return cls(hashlib.sha256(data).hexdigest())
 
     @property
-    def prefixed(self) -> str:
-        return f"sha256:{self.hex}"
-
-    @property
     def short(self) -> str:
         return self.hex[:12]
 

@@ -30,6 +30,7 @@ from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.registry.lockfile import Lockfile, store_lockfile
+from pinbench.registry.manifest import Input
 from pinbench.registry.names import Kind
 from pinbench.registry.verify import verify_lockfile
 from pinbench.workspace import Workspace
@@ -64,6 +65,22 @@ class RunOutcome:
     error: str | None = None
 
 
+@dataclass
+class _Attempt:
+    """What a run has gathered so far; recorded whole when it ends, however it ends."""
+
+    lock: Lockfile
+    runner: str
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    status: str = "failed"
+    error: str | None = None
+    frameworks: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    latencies: Digest | None = None
+
+
 def run_lockfile(
     ws: Workspace, lock: Lockfile, *, runner: str = "local", say: Say = print
 ) -> RunOutcome:
@@ -72,43 +89,25 @@ def run_lockfile(
         raise RunnerUnavailable(runner=runner)
     with ws.transaction() as session:
         store_lockfile(session, lock)
-    run_id = str(uuid.uuid4())
-    started = datetime.now(UTC)
-    frameworks: dict[str, str] = {}
-    details: dict[str, Any] = {}
+    attempt = _Attempt(lock, runner)
     try:
         say("verifying every pinned byte")
         verify_lockfile(ws, lock)
-        metrics, latencies = _measure(ws, lock, frameworks, details, say)
+        attempt.metrics, latencies = _measure(ws, lock, attempt.frameworks, attempt.details, say)
+        attempt.latencies = _save_latencies(ws, latencies)
+        attempt.status = "succeeded"
     except KeyboardInterrupt:
-        _record(
-            ws,
-            lock,
-            run_id,
-            runner,
-            started,
-            "interrupted",
-            "interrupted (SIGINT)",
-            frameworks,
-            details,
-            {},
-            None,
-        )
+        attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
         raise
     except PinbenchError as exc:
-        _record(
-            ws, lock, run_id, runner, started, "failed", str(exc), frameworks, details, {}, None
-        )
+        attempt.error = str(exc)
         raise
-    except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        _record(ws, lock, run_id, runner, started, "failed", reason, frameworks, details, {}, None)
+    except BaseException as exc:
+        attempt.error = f"{type(exc).__name__}: {exc}"
         raise
-    blob = _save_latencies(ws, latencies)
-    _record(
-        ws, lock, run_id, runner, started, "succeeded", None, frameworks, details, metrics, blob
-    )
-    return RunOutcome(run_id, "succeeded", metrics)
+    finally:
+        _record(ws, attempt)
+    return RunOutcome(attempt.id, attempt.status, attempt.metrics)
 
 
 def _measure(
@@ -181,7 +180,7 @@ def _measure(
 
 
 def _inputs(
-    ws: Workspace, dataset_digest: str, spec: Any, data: npt.NDArray[np.generic]
+    ws: Workspace, dataset_digest: str, spec: Input, data: npt.NDArray[np.generic]
 ) -> tuple[npt.NDArray[np.generic], bool]:
     """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest)."""
     cache = ws.settings.home / "cache" / "inputs"
@@ -236,34 +235,23 @@ def unit_of(metric: str) -> str:
     return "ratio"
 
 
-def _record(
-    ws: Workspace,
-    lock: Lockfile,
-    run_id: str,
-    runner: str,
-    started: datetime,
-    status: str,
-    error: str | None,
-    frameworks: dict[str, str],
-    details: dict[str, Any],
-    metrics: dict[str, float],
-    latencies: Digest | None,
-) -> None:
+def _record(ws: Workspace, attempt: _Attempt) -> None:
     with ws.transaction() as session:
         session.add(
             RunRow(
-                id=run_id,
-                lockfile_digest=lock.digest.hex,
-                status=status,
-                runner=runner,
-                started_at=started,
+                id=attempt.id,
+                lockfile_digest=attempt.lock.digest.hex,
+                status=attempt.status,
+                runner=attempt.runner,
+                started_at=attempt.started,
                 finished_at=datetime.now(UTC),
-                host=host_facts(frameworks),
-                error=error,
-                details=details,
-                latencies_sha256=latencies.hex if latencies else None,
+                host=host_facts(attempt.frameworks),
+                error=attempt.error,
+                details=attempt.details,
+                latencies_sha256=attempt.latencies.hex if attempt.latencies else None,
                 results=[
-                    Result(metric=k, value=v, unit=unit_of(k)) for k, v in sorted(metrics.items())
+                    Result(metric=k, value=v, unit=unit_of(k))
+                    for k, v in sorted(attempt.metrics.items())
                 ],
             )
         )

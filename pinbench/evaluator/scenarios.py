@@ -76,8 +76,6 @@ class Measurement:
 
 def settings_for(scenario: Scenario, *, expected_latency_ns: int, batch_size: int) -> Any:
     """LoadGen test settings from the lockfile's scenario (quick interactive defaults)."""
-    if scenario.name == "Server" and (scenario.target_qps is None or scenario.target_qps <= 0):
-        raise ScenarioError(setting="target_qps", reason="Server needs a target_qps > 0")
     s = lg.TestSettings()
     s.scenario = _SCENARIOS[scenario.name]
     s.mode = (

@@ -33,8 +33,8 @@ class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.name == "Server" and self.target_qps is None:
-            raise ValueError("scenario Server needs target_qps")
+        if self.name == "Server" and (self.target_qps is None or self.target_qps <= 0):
+            raise ValueError("scenario Server needs target_qps > 0")
         if self.min_duration_ms < 0 or self.min_query_count < 1:
             raise ValueError("min_duration_ms must be >= 0 and min_query_count >= 1")
         if not 0 < self.percentile < 100:

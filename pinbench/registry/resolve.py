@@ -97,9 +97,6 @@ class ResolutionFailed(UserError):
 class Resolution:
     refs: tuple[ArtifactRef, ...]
 
-    def of(self, kind: Kind) -> list[ArtifactRef]:
-        return [r for r in self.refs if r.kind == kind]
-
 
 def _display(version: semver.Version, published: Published) -> str:
     return f"{version}{' (yanked)' if published.yanked else ''}"
