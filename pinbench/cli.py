@@ -28,6 +28,7 @@ from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.parity import parity
 from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service
@@ -38,6 +39,7 @@ from pinbench.registry.publish import publish as publish_artifact
 from pinbench.registry.ranges import Range, parse_version, satisfying
 from pinbench.registry.request import load_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
+from pinbench.tables import parity_table
 from pinbench.workspace import Workspace
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
@@ -53,7 +55,7 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
-runs_app = typer.Typer(help="Recorded runs: list and show.", no_args_is_help=True)
+runs_app = typer.Typer(help="Recorded runs: list, show, compare, parity.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
@@ -556,6 +558,25 @@ def runs_compare(
     out.print(table)
     if differs:
         out.print(f"* differs between the runs: {', '.join(differs)}")
+
+
+@runs_app.command("parity")
+def runs_parity(
+    reference: Annotated[str, typer.Argument(help="The reference accuracy run.")],
+    others: Annotated[list[str], typer.Argument(help="Accuracy runs to compare with it.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Cross-framework parity: outputs of accuracy runs compared sample by sample.
+
+    Prints the max absolute and relative difference from the reference's outputs and how
+    many samples have the same top-1 class.
+    """
+    with _workspace() as ws:
+        rows = parity(ws, reference, others)
+    if as_json:
+        _print_json([r.to_json() for r in rows])
+        return
+    _out().print(parity_table(rows))
 
 
 @app.command()

@@ -1,12 +1,16 @@
 """The demo: the whole flow on the built-in catalog, printing what it does.
 
-init -> train and write the digits catalog -> publish -> yank -> resolve -> lock -> verify ->
-run (accuracy, SingleStream, Offline on ONNX Runtime) -> compare; then it shows that a
-tampered blob stops verification and that a published version cannot change.
+init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify -> run the digits
+CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
+(SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
+verdict; then it shows that a tampered blob stops verification and that a published version
+cannot change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,42 +21,83 @@ from rich.text import Text
 
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
+from pinbench.catalog import cnn, resnet
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
+from pinbench.evaluator.parity import parity
+from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.publish import publish
-from pinbench.registry.request import load_request
+from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
+from pinbench.tables import parity_table
 from pinbench.workspace import Workspace
 
-MODEL = f"model/{builtin.MODEL_NAME}"
-REQUESTS: dict[str, dict[str, Any]] = {
+LOGREG = f"model/{builtin.MODEL_NAME}"
+FRAMEWORKS = ("onnxruntime", "torch", "tensorflow")
+SCENARIOS: dict[str, dict[str, Any]] = {
     "accuracy": {"name": "SingleStream", "mode": "accuracy"},
-    "single-stream": {"name": "SingleStream", "min_duration_ms": 1000, "min_query_count": 500},
-    "offline": {"name": "Offline", "min_duration_ms": 1000, "min_query_count": 1},
+    "SingleStream": {"name": "SingleStream", "min_duration_ms": 1000, "min_query_count": 200},
+    "Offline": {"name": "Offline", "min_duration_ms": 1000, "min_query_count": 1},
 }
+PARTS = ("digits", "cnn", "resnet50")
+MARKER = "catalog.txt"
 
 
-def _request(workdir: Path, label: str, scenario: dict[str, Any]) -> Path:
-    path = workdir / f"request-{label}.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "model": f"{builtin.MODEL_NAME}@^1",
-                "framework": "onnxruntime@>=1.17 <2",
-                "dataset": f"{builtin.DATASET_NAME}@1",
-                "system": {"arch": "amd64", "device": "cpu"},
-                "scenario": {**scenario, "seed": 0},
-                "batch_size": 1,
-            },
-            sort_keys=False,
-        )
+@dataclass(frozen=True, slots=True)
+class Job:
+    model: str
+    framework: str
+    dataset: str
+    scenario: str
+
+
+def _jobs() -> list[Job]:
+    jobs = [
+        Job(cnn.model_name(fw), fw, builtin.DATASET_NAME, s) for fw in FRAMEWORKS for s in SCENARIOS
+    ]
+    jobs += [
+        Job(resnet.model_name(fw), fw, resnet.DATASET, s)
+        for fw in ("onnxruntime", "torch")
+        for s in ("SingleStream", "Offline")
+    ]
+    return jobs
+
+
+def _lock(ws: Workspace, job: Job) -> Lockfile:
+    scenario = {**SCENARIOS[job.scenario], "seed": 0}
+    if job.dataset == resnet.DATASET:  # 35-70 ms per image on two cores: a short run
+        scenario.update(min_duration_ms=1000, min_query_count=16)
+    request = parse_request(
+        {
+            "model": f"{job.model}@^1",
+            "framework": f"{job.framework}@*",
+            "dataset": f"{job.dataset}@1",
+            "system": {"arch": "amd64", "device": "cpu"},
+            "scenario": scenario,
+            "batch_size": 1,
+        },
+        source=f"demo {job.model} {job.scenario}",
     )
-    return path
+    return service.lock(ws, request)[0]
+
+
+def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
+    """The catalog's manifests: built once per work folder (training takes a few seconds)."""
+    marker = workdir / MARKER
+    if marker.exists():
+        paths = [workdir / line for line in marker.read_text().split()]
+        if all(p.exists() for p in paths):
+            say(f"reusing the catalog built earlier in {workdir}")
+            return paths
+    say(f"training in {workdir}: digits (scikit-learn), CNN (PyTorch), ResNet-50 (seeded)")
+    built = builtin.build(workdir, PARTS)
+    marker.write_text("".join(f"{p.name}\n" for p in built.manifests))
+    return built.manifests
 
 
 def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
@@ -65,52 +110,91 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     step("init")
     out.print(f"home {ws.settings.home}, schema {ws.init()}")
 
-    step(f"train the built-in digits catalog in {workdir}")
-    built = builtin.build(workdir)
-    out.print(f"{len(built.manifests)} manifests (scikit-learn digits, no download)")
+    step("the built-in catalog (offline: no downloads)")
+    manifests = _catalog(workdir, out.print)
 
     step("publish")
-    for path in built.manifests:
+    for path in manifests:
         result = publish(ws, load_manifest(path), manifest_dir=path.parent, publisher="demo")
         state = "published" if result.created else "already published, unchanged"
         out.print(f"{result.ref}: {state} (manifest {result.manifest_digest.short})")
 
-    step(f"yank {MODEL}@1.2.0")
-    catalog.yank(ws, ArtifactRef.parse(f"{MODEL}@1.2.0"), "trained with too little regularisation")
+    step(f"yank {LOGREG}@1.2.0")
+    catalog.yank(ws, ArtifactRef.parse(f"{LOGREG}@1.2.0"), "trained with too little regularisation")
     out.print("yanked: ranges now skip 1.2.0; an exact pin still gets it")
 
-    step(f"resolve {MODEL}@^1 (2.0.0-rc.1 is a prerelease, 1.2.0 is yanked)")
-    for ref in service.resolve_specs(ws, [Spec.parse(f"{MODEL}@^1")]).refs:
+    step(f"resolve {LOGREG}@^1 (2.0.0-rc.1 is a prerelease, 1.2.0 is yanked)")
+    for ref in service.resolve_specs(ws, [Spec.parse(f"{LOGREG}@^1")]).refs:
         out.print(str(ref))
 
-    locks: dict[str, Lockfile] = {}
-    for label, scenario in REQUESTS.items():
-        step(f"lock and verify: {label}")
-        lockfile, _ = service.lock(ws, load_request(_request(workdir, label, scenario)))
-        path = workdir / f"{label}.lock"
-        lockfile.write(path)
-        checks = verify_lockfile(ws, Lockfile.read(path))
-        out.print(f"wrote {path.name} (id {lockfile.digest.short}), {len(checks)} items verified")
-        locks[label] = lockfile
-
-    step("run (ONNX Runtime, local runner)")
-    table = Table("run", "scenario", "model", "p50", "p99", "throughput", "top1", box=None)
-    for lockfile in locks.values():
-        outcome = run_lockfile(ws, lockfile, say=quiet)
-        info = show_run(ws, outcome.id)
-        table.add_row(
-            outcome.id[:8],
-            f"{info['scenario']} {info['mode']}",
-            info["model"],
-            f"{info['latency_p50_ns'] / 1e3:.1f} µs",
-            f"{info['latency_p99_ns'] / 1e3:.1f} µs",
-            f"{info['throughput_sps']:,.0f}/s",
-            f"{info['top1']:.4f}" if "top1" in info else "",
+    step("lock and verify every evaluation")
+    locks: dict[Job, Lockfile] = {}
+    for job in _jobs():
+        lockfile = _lock(ws, job)
+        lockfile.write(workdir / f"{lockfile.digest.short}.lock")
+        checks = verify_lockfile(ws, lockfile)
+        out.print(
+            f"{lockfile.digest.short}.lock  {job.model} {job.scenario}: {len(checks)} verified"
         )
-    out.print(table)
+        locks[job] = lockfile
 
+    step("run: the digits CNN in three frameworks, ResNet-50 in two (local runner)")
+    runs: dict[Job, dict[str, Any]] = {}
+    for job, lockfile in locks.items():
+        out.print(f"{job.framework:<12} {job.model} {job.scenario}", end=" ... ")
+        outcome = run_lockfile(ws, lockfile, say=quiet)
+        runs[job] = show_run(ws, outcome.id)
+        out.print(f"run {outcome.id[:8]}")
+    out.print(_table(runs))
+
+    step("cross-framework parity: the same weights, outputs compared with ONNX Runtime's")
+    accuracy = [r for j, r in runs.items() if j.scenario == "accuracy"]
+    out.print(parity_table(parity(ws, accuracy[0]["id"], [r["id"] for r in accuracy[1:]])))
+
+    reference = runs[
+        Job(cnn.model_name("onnxruntime"), "onnxruntime", builtin.DATASET_NAME, "SingleStream")
+    ]
+    step(f"pinbench rerun {reference['id'][:8]} (ONNX Runtime, SingleStream)")
+    verdict = rerun(ws, reference["id"], say=quiet)
+    for line in verdict.lines:
+        out.print(Text(line, style="bold green" if line == "reproduced" else ""))
+
+    _tamper(ws, locks[next(iter(locks))], out, step)
+    _conflict(ws, workdir, out, step)
+    out.print(Text("\ndemo complete", style="bold green"))
+
+
+def _table(runs: dict[Job, dict[str, Any]]) -> Table:
+    """One row per (model, framework): accuracy and both scenarios side by side."""
+    table = Table("framework", "model", "top-1", "SingleStream p50", "p99", "Offline", box=None)
+    rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for job, info in runs.items():
+        rows.setdefault((job.framework, job.model), {})[job.scenario] = info
+    for (framework, model), by in rows.items():
+        acc, ss, off = by.get("accuracy", {}), by.get("SingleStream", {}), by.get("Offline", {})
+        table.add_row(
+            f"{framework} {ss.get('host', {}).get('frameworks', {}).get(framework, '')}".strip(),
+            model,
+            f"{acc['top1']:.4f} ({acc['top1'] * acc['accuracy_samples_count']:.0f}/"
+            f"{acc['accuracy_samples_count']:.0f})"
+            if "top1" in acc
+            else "perf only",
+            _us(ss.get("latency_p50_ns")),
+            _us(ss.get("latency_p99_ns")),
+            f"{off['throughput_sps']:,.0f} samples/s" if "throughput_sps" in off else "",
+        )
+    return table
+
+
+def _us(ns: float | None) -> str:
+    if ns is None:
+        return ""
+    return f"{ns / 1e6:.1f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
+
+
+def _tamper(ws: Workspace, lock: Lockfile, out: Console, step: Callable[[str], None]) -> None:
     step("flip one byte of the stored model blob, verify again")
-    model = locks["accuracy"].artifact(Kind.MODEL)
+    model = lock.artifact(Kind.MODEL)
     assert model is not None
     blob = ws.store.path(Digest(model.files[0].sha256))
     original = blob.read_bytes()
@@ -118,17 +202,19 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     try:
         blob.write_bytes(bytes([original[0] ^ 0x01]) + original[1:])
         try:
-            verify_lockfile(ws, locks["accuracy"])
+            verify_lockfile(ws, lock)
             raise UserError("verify passed on a tampered blob: this is a bug")
         except VerificationFailed as exc:
             out.print(Text(f"verify failed as it must:\n{exc}", style="yellow"))
     finally:
         blob.write_bytes(original)
         blob.chmod(0o444)
-    verify_lockfile(ws, locks["accuracy"])
+    verify_lockfile(ws, lock)
     out.print("restored; verify passes again")
 
-    step(f"publish other bytes under {MODEL}@1.1.0")
+
+def _conflict(ws: Workspace, workdir: Path, out: Console, step: Callable[[str], None]) -> None:
+    step(f"publish other bytes under {LOGREG}@1.1.0")
     conflict = workdir / "model-conflict.yaml"
     data = yaml.safe_load((workdir / "model-digits-logreg-1.0.0.yaml").read_text())
     conflict.write_text(yaml.safe_dump({**data, "version": "1.1.0"}, sort_keys=False))
@@ -137,4 +223,3 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
         raise UserError("a conflicting publish was accepted: this is a bug")
     except UserError as exc:
         out.print(Text(f"refused as it must: {exc}", style="yellow"))
-    out.print(Text("\ndemo complete", style="bold green"))

@@ -94,7 +94,7 @@ def run_lockfile(
         say("verifying every pinned byte")
         verify_lockfile(ws, lock)
         attempt.metrics, latencies = _measure(ws, lock, attempt.frameworks, attempt.details, say)
-        attempt.latencies = _save_latencies(ws, latencies)
+        attempt.latencies = _save_array(ws, latencies)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
@@ -124,7 +124,7 @@ def _measure(
     cls = predictor_class(env.framework)
     seen = cls.framework_version()
     frameworks[env.framework] = seen
-    if seen != env.version:
+    if public_version(seen) != env.version:
         raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
 
     model_art, data_art = lock.artifact(Kind.MODEL), lock.artifact(Kind.DATASET)
@@ -176,7 +176,18 @@ def _measure(
     if scenario.mode == "accuracy":
         assert samples.labels is not None
         metrics.update(_accuracy(measurement, samples.labels))
+        details["outputs_sha256"] = _save_array(ws, _outputs(measurement)).hex
     return metrics, measurement.latencies_ns
+
+
+def public_version(version: str) -> str:
+    """``2.13.0+cpu`` -> ``2.13.0``: a PEP 440 local label names a build, not a release."""
+    return version.split("+", 1)[0]
+
+
+def _outputs(m: Measurement) -> npt.NDArray[np.generic]:
+    """The model's outputs in sample order, for cross-framework parity."""
+    return np.stack([np.asarray(m.outputs[i]) for i in sorted(m.outputs)])
 
 
 def _inputs(
@@ -219,9 +230,9 @@ def _accuracy(m: Measurement, labels: npt.NDArray[np.int64]) -> dict[str, float]
     return {"top1": top1, "top5": top5, "accuracy_samples_count": float(len(indexes))}
 
 
-def _save_latencies(ws: Workspace, latencies: npt.NDArray[np.int64]) -> Digest:
+def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:
     buf = io.BytesIO()
-    np.save(buf, latencies, allow_pickle=False)
+    np.save(buf, array, allow_pickle=False)
     return ws.store.put_bytes(buf.getvalue())
 
 
@@ -257,7 +268,12 @@ def _record(ws: Workspace, attempt: _Attempt) -> None:
         )
 
 
-def latencies_of(ws: Workspace, digest: str) -> npt.NDArray[np.int64]:
-    path: Path = ws.store.verify(Digest(digest), label=f"latencies {digest[:12]}")
-    out: npt.NDArray[np.int64] = np.load(path, allow_pickle=False)
+def array_of(ws: Workspace, digest: str, label: str) -> npt.NDArray[Any]:
+    """A recorded array blob (raw latencies, accuracy outputs), verified before it is read."""
+    path: Path = ws.store.verify(Digest(digest), label=f"{label} {digest[:12]}")
+    out: npt.NDArray[Any] = np.load(path, allow_pickle=False)
     return out
+
+
+def latencies_of(ws: Workspace, digest: str) -> npt.NDArray[np.int64]:
+    return array_of(ws, digest, "latencies")

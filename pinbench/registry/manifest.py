@@ -252,12 +252,14 @@ class Output(_Strict, frozen=True, kw_only=True):
 
 class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="model"):
     framework: Constraint
-    format: Literal["onnx", "torchscript", "torch-export", "safetensors", "savedmodel", "keras"]
+    format: Literal[
+        "onnx", "torchscript", "torch-export", "safetensors", "torch-pickle", "savedmodel", "keras"
+    ]
     files: list[FileEntry]
     architecture: str | None = None
     """For safetensors weights: the architecture the weights load into."""
     trusted: bool = False
-    """Allow unpickling (PyTorch pickles). Never implied."""
+    """Allow unpickling (format ``torch-pickle``). Never implied."""
     inputs: list[Input] = msgspec.field(default_factory=list)
     outputs: list[Output] = msgspec.field(default_factory=list)
 

@@ -13,6 +13,8 @@ from pinbench.evaluator.predictors.base import Predictor
 
 MODULES = {
     "onnxruntime": "pinbench.evaluator.predictors.onnxruntime",
+    "torch": "pinbench.evaluator.predictors.torch",
+    "tensorflow": "pinbench.evaluator.predictors.tensorflow",
 }
 
 

@@ -54,9 +54,20 @@ class Predictor(ABC):
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
         """Load the model; raise ``ModelLoadError`` / ``DeviceUnavailable`` with the reason."""
 
-    @abstractmethod
     def check_input(self, batch: Array) -> None:
-        """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model."""
+        """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model.
+
+        This default tries one prediction and reports the framework's complaint; predictors
+        that know their input signature override it with a precise check.
+        """
+        try:
+            self.predict(batch)
+        except Exception as exc:  # the framework's own error types
+            raise InputMismatch(
+                name="input",
+                expected=f"what the model accepts ({type(exc).__name__}: {exc})".strip(),
+                actual=f"{batch.dtype.name} {list(batch.shape)}",
+            ) from None
 
     @abstractmethod
     def predict(self, batch: Array) -> Array:

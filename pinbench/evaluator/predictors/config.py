@@ -38,6 +38,17 @@ class ModelFiles:
     architecture: str | None = None
     trusted: bool = False
 
+    def layout(self, root: Path) -> Path:
+        """Symlinks under ``root`` that give each blob its artifact path; return ``root``.
+
+        For loaders that need file names or a directory tree (``.keras``, SavedModel).
+        """
+        for name, blob in self.files.items():
+            link = root / name
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(blob.resolve())
+        return root
+
     def single(self, suffixes: tuple[str, ...]) -> tuple[str, Path]:
         """The one file whose artifact path ends in ``suffixes``: (its path, its blob)."""
         found = [(name, p) for name, p in sorted(self.files.items()) if name.endswith(suffixes)]

@@ -1,38 +1,31 @@
-"""The built-in catalog, real and offline: a digits classifier trained on scikit-learn's
-bundled digits (no download), exported to ONNX, and the digits test split as a dataset.
+"""The digits part of the built-in catalog: scikit-learn's bundled digits (no download), its
+test split as a dataset, and a logistic-regression classifier in four versions (the registry's
+story: ranges, a yank, a prerelease) written straight to ONNX.
 
 Training is deterministic (fixed split, lbfgs, fixed seed); the ONNX bytes are written with a
 fixed producer, IR version and opset, so the same library versions give the same digests.
-Needs the ``catalog`` extra (scikit-learn, onnx).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import yaml
 
-from pinbench.artifacts.digest import hash_file
+from pinbench.catalog.files import CLASSIFICATION, dump, entry, image_input
 
 SEED = 0
 TEST_SIZE = 0.25
 OPSET = 17
 IR_VERSION = 8
-# sha256 of the CPython 3.11 manylinux x86_64 wheel of onnxruntime 1.31.0 on PyPI.
-ONNXRUNTIME_VERSION = "1.31.0"
-ONNXRUNTIME_WHEEL = "d4092b78fc5bab77ce6522393098cdb2535423045ecdcff15cc0d022162d6b66"
 MODEL_NAME = "vision/digits-logreg"
 DATASET_NAME = "sklearn-digits-test"
-
-
-@dataclass(frozen=True, slots=True)
-class Catalog:
-    manifests: list[Path]
-    """In publishing order."""
+DIGITS_STEPS: list[dict[str, Any]] = [
+    {"normalize": {"mean": [0.0], "std": [16.0]}},
+    {"layout": {"to": "NCHW"}},
+]
 
 
 def digits_split() -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
@@ -86,52 +79,12 @@ def write_onnx(path: Path, weights: npt.NDArray[Any], bias: npt.NDArray[Any]) ->
     path.write_bytes(model.SerializeToString(deterministic=True))
 
 
-def _entry(root: Path, path: Path) -> dict[str, Any]:
-    digest, size = hash_file(path)
-    rel = path.relative_to(root).as_posix()
-    return {"path": path.name, "sha256": digest.hex, "size": size, "source": f"file:{rel}"}
-
-
-def _dump(path: Path, data: dict[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-# (version, regularisation C): 1.2.0 is published to be yanked, 2.0.0-rc.1 is a prerelease.
-MODEL_VERSIONS = [("1.0.0", 0.05), ("1.1.0", 1.0), ("1.2.0", 10.0), ("2.0.0-rc.1", 0.5)]
-
-
-def build(root: Path) -> Catalog:
-    """Train and write the catalog's files and manifests under ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    x_train, x_test, y_train, y_test = digits_split()
-    framework = _dump(
-        root / "framework-onnxruntime.yaml",
-        {
-            "kind": "framework",
-            "name": "onnxruntime",
-            "version": ONNXRUNTIME_VERSION,
-            "description": f"ONNX Runtime {ONNXRUNTIME_VERSION}, CPU, CPython 3.11",
-            "environments": [
-                {
-                    "platform": {"arch": "amd64", "device": "cpu"},
-                    "python": "3.11",
-                    "requirements": [
-                        {
-                            "name": "onnxruntime",
-                            "version": ONNXRUNTIME_VERSION,
-                            "hashes": [f"sha256:{ONNXRUNTIME_WHEEL}"],
-                        }
-                    ],
-                }
-            ],
-        },
-    )
+def write_dataset(root: Path, x_test: npt.NDArray[Any], y_test: npt.NDArray[Any]) -> Path:
     data = root / "digits-test"
     data.mkdir(exist_ok=True)
     np.save(data / "images.npy", x_test, allow_pickle=False)
     np.save(data / "labels.npy", y_test, allow_pickle=False)
-    dataset = _dump(
+    return dump(
         root / "dataset-digits-test.yaml",
         {
             "kind": "dataset",
@@ -142,9 +95,16 @@ def build(root: Path) -> Catalog:
             "samples": len(x_test),
             "data": {"format": "npy", "path": "images.npy"},
             "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 10},
-            "files": [_entry(root, data / "images.npy"), _entry(root, data / "labels.npy")],
+            "files": [entry(root, data / "images.npy"), entry(root, data / "labels.npy")],
         },
     )
+
+
+# (version, regularisation C): 1.2.0 is published to be yanked, 2.0.0-rc.1 is a prerelease.
+MODEL_VERSIONS = [("1.0.0", 0.05), ("1.1.0", 1.0), ("1.2.0", 10.0), ("2.0.0-rc.1", 0.5)]
+
+
+def write_logreg(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> list[Path]:
     models = []
     for version, c in MODEL_VERSIONS:
         folder = root / f"digits-logreg-{version}"
@@ -152,7 +112,7 @@ def build(root: Path) -> Catalog:
         weights, bias = train_logreg(x_train, y_train, c)
         write_onnx(folder / "digits-logreg.onnx", weights, bias)
         models.append(
-            _dump(
+            dump(
                 root / f"model-digits-logreg-{version}.yaml",
                 {
                     "kind": "model",
@@ -162,28 +122,11 @@ def build(root: Path) -> Catalog:
                     "license": "BSD-3-Clause",
                     "format": "onnx",
                     "framework": {"name": "onnxruntime", "range": ">=1.17 <2"},
-                    "files": [_entry(root, folder / "digits-logreg.onnx")],
-                    "inputs": [
-                        {
-                            "name": "x",
-                            "type": "image",
-                            "element_type": "float32",
-                            "shape": [1, 8, 8],
-                            "steps": [
-                                {"normalize": {"mean": [0.0], "std": [16.0]}},
-                                {"layout": {"to": "NCHW"}},
-                            ],
-                        }
-                    ],
-                    "outputs": [
-                        {
-                            "name": "logits",
-                            "type": "classification",
-                            "steps": [{"softmax": {}}, {"topk": {"k": 5}}],
-                        }
-                    ],
+                    "files": [entry(root, folder / "digits-logreg.onnx")],
+                    "inputs": [image_input([1, 8, 8], DIGITS_STEPS)],
+                    "outputs": [CLASSIFICATION],
                     "attributes": {"training_dataset": f"sklearn digits train split, seed {SEED}"},
                 },
             )
         )
-    return Catalog([framework, dataset, *models])
+    return models

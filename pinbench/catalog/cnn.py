@@ -1,0 +1,168 @@
+"""One model in three frameworks: a small CNN trained on the digits train split in PyTorch
+(fixed seed, one thread, deterministic algorithms), its weights written as safetensors, exported
+to ONNX, and copied into the equivalent Keras model. The three artifacts name the same weights
+digest in their attributes, which is what cross-framework parity groups by.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.artifacts.digest import hash_file
+from pinbench.catalog.digits import DIGITS_STEPS, OPSET, SEED
+from pinbench.catalog.files import CLASSIFICATION, dump, entry, image_input
+
+NAME = "vision/digits-cnn"
+VERSION = "1.0.0"
+EPOCHS = 30
+BATCH = 64
+# (framework, model-name suffix, format, file name, framework range)
+ARTIFACTS = [
+    ("onnxruntime", "onnx", "onnx", "digits-cnn.onnx", ">=1.17 <2"),
+    ("torch", "torch", "safetensors", "digits-cnn.safetensors", ">=2.2 <3"),
+    ("tensorflow", "keras", "keras", "digits-cnn.keras", ">=2.16 <3"),
+]
+
+
+def model_name(framework: str) -> str:
+    return next(f"{NAME}-{suffix}" for fw, suffix, *_ in ARTIFACTS if fw == framework)
+
+
+def train(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> dict[str, Any]:
+    """The trained state dict (tensors) of ``digits-cnn`` on inputs ``x / 16`` as NCHW."""
+    import torch
+
+    from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    try:
+        torch.manual_seed(SEED)
+        model = digits_cnn()
+        inputs = torch.from_numpy((x.astype(np.float32) / 16.0)[:, None, :, :])
+        labels = torch.from_numpy(y)
+        optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
+        order = torch.Generator().manual_seed(SEED)
+        for _ in range(EPOCHS):
+            for idx in torch.randperm(len(inputs), generator=order).split(BATCH):  # type: ignore[no-untyped-call]
+                optimiser.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(inputs[idx]), labels[idx])
+                loss.backward()  # type: ignore[no-untyped-call]
+                optimiser.step()
+        model.eval()
+        return {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.set_num_threads(threads)
+
+
+def write_safetensors(path: Path, state: dict[str, Any]) -> None:
+    from safetensors.torch import save_file
+
+    save_file(state, str(path), metadata={"architecture": "digits-cnn"})
+
+
+def write_onnx(path: Path, state: dict[str, Any]) -> None:
+    """Export with PyTorch's TorchScript-based exporter (deterministic bytes; see decisions)."""
+    import torch
+
+    from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+
+    model = digits_cnn().eval()
+    model.load_state_dict(state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model,
+            (torch.zeros(2, 1, 8, 8),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            output_names=["logits"],
+            dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}},
+            opset_version=OPSET,
+        )
+
+
+def write_keras(path: Path, state: dict[str, Any]) -> None:
+    """The same weights in the Keras twin, saved as ``.keras`` with fixed zip timestamps."""
+    from pinbench.evaluator.predictors.tensorflow.architectures import digits_cnn_keras
+
+    model = digits_cnn_keras()
+    w = {k: v.numpy() for k, v in state.items()}
+    model.get_layer("conv1").set_weights([w["0.weight"].transpose(2, 3, 1, 0), w["0.bias"]])
+    model.get_layer("conv2").set_weights([w["3.weight"].transpose(2, 3, 1, 0), w["3.bias"]])
+    model.get_layer("logits").set_weights([w["7.weight"].T, w["7.bias"]])
+    raw = path.with_suffix(".tmp.keras")
+    model.save(raw)
+    _normalise_zip(raw, path)
+    raw.unlink()
+
+
+def _normalise_zip(src: Path, dst: Path) -> None:
+    """Keras stamps the save time into the archive; drop it so equal weights give equal bytes."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in sorted(zin.infolist(), key=lambda i: i.filename):
+            data = zin.read(info.filename)
+            if info.filename == "metadata.json":
+                meta = json.loads(data)
+                meta.pop("date_saved", None)
+                data = json.dumps(meta, sort_keys=True).encode()
+            elif info.filename == "config.json":
+                data = _renumber_shared_ids(data.decode()).encode()
+            zout.writestr(zipfile.ZipInfo(info.filename, (1980, 1, 1, 0, 0, 0)), data)
+    dst.write_bytes(out.getvalue())
+
+
+def _renumber_shared_ids(text: str) -> str:
+    """Keras writes Python ``id()``s as ``shared_object_id``; number them in order instead."""
+    ids: dict[str, str] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return f'"shared_object_id": {ids.setdefault(match.group(1), str(len(ids) + 1))}'
+
+    return re.sub(r'"shared_object_id": (\d+)', number, text)
+
+
+def write(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> list[Path]:
+    """Train once; write the three model artifacts and their manifests."""
+    folder = root / "digits-cnn"
+    folder.mkdir(exist_ok=True)
+    state = train(x_train, y_train)
+    write_safetensors(folder / "digits-cnn.safetensors", state)
+    write_onnx(folder / "digits-cnn.onnx", state)
+    write_keras(folder / "digits-cnn.keras", state)
+    weights = hash_file(folder / "digits-cnn.safetensors")[0].hex
+    manifests = []
+    for framework, suffix, fmt, filename, supported in ARTIFACTS:
+        data: dict[str, Any] = {
+            "kind": "model",
+            "name": f"{NAME}-{suffix}",
+            "version": VERSION,
+            "description": f"digits CNN (2 conv, 1 linear) trained in PyTorch, as {fmt}",
+            "license": "BSD-3-Clause",
+            "format": fmt,
+            "framework": {"name": framework, "range": supported},
+            "files": [entry(root, folder / filename)],
+            "inputs": [image_input([1, 8, 8], DIGITS_STEPS)],
+            "outputs": [CLASSIFICATION],
+            "attributes": {
+                "weights_sha256": weights,
+                "training": f"sklearn digits train split, seed {SEED}, {EPOCHS} epochs, Adam",
+            },
+        }
+        if fmt == "safetensors":
+            data["architecture"] = "digits-cnn"
+        manifests.append(dump(root / f"model-digits-cnn-{suffix}.yaml", data))
+    return manifests

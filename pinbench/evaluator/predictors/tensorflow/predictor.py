@@ -1,0 +1,117 @@
+"""TensorFlow: a Keras ``.keras`` file (loaded with Keras' safe mode: no Python lambdas) or a
+SavedModel directory, called through one traced function with a fixed input signature.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+import tensorflow as tf
+
+from pinbench.evaluator.predictors.base import (
+    Array,
+    DeviceUnavailable,
+    InputMismatch,
+    ModelLoadError,
+    Predictor,
+)
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+
+
+class TensorFlowPredictor(Predictor):
+    NAME: ClassVar[str] = "tensorflow"
+    FORMATS: ClassVar[tuple[str, ...]] = ("keras", "savedmodel")
+
+    def __init__(self) -> None:
+        self._fn: Any = None
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._device = "/CPU:0"
+        self._shape: list[int | None] = []
+        self._dtype: Any = None
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return str(tf.__version__)
+
+    def open(self, model: ModelFiles, options: PredictorOptions) -> None:
+        if model.format not in self.FORMATS:
+            raise ModelLoadError(
+                model=model.format, reason=f"TensorFlow loads {', '.join(self.FORMATS)} only"
+            )
+        if options.device == "cuda":
+            if not tf.config.list_physical_devices("GPU"):
+                raise DeviceUnavailable(framework=self.NAME, device="cuda", available=["cpu"])
+            self._device = "/GPU:0"
+        if options.threads is not None:
+            try:
+                tf.config.threading.set_intra_op_parallelism_threads(options.threads)
+                tf.config.threading.set_inter_op_parallelism_threads(1)
+            except RuntimeError:
+                pass  # the runtime is already initialised in this process; keep its setting
+        self._dir = tempfile.TemporaryDirectory(prefix="pinbench-tf-")
+        root = model.layout(Path(self._dir.name))
+        try:
+            if model.format == "keras":
+                name, _ = model.single((".keras",))
+                self._open_keras(str(root / name))
+            else:
+                self._open_savedmodel(model, str(root))
+        except ModelLoadError:
+            raise
+        except Exception as exc:  # TF and Keras raise many types for a bad model
+            reason = f"{type(exc).__name__}: {exc}".replace(str(root) + "/", "").strip()
+            raise ModelLoadError(model=model.format, reason=reason.splitlines()[0]) from None
+
+    def _open_keras(self, path: str) -> None:
+        import keras
+
+        with tf.device(self._device):
+            model = keras.saving.load_model(path, compile=False, safe_mode=True)
+        spec = model.inputs[0]
+        self._shape = list(spec.shape)
+        self._dtype = tf.as_dtype(spec.dtype)
+        signature = [tf.TensorSpec([None, *self._shape[1:]], self._dtype)]
+        with tf.device(self._device):
+            traced = tf.function(lambda x: model(x, training=False), input_signature=signature)
+            self._fn = traced.get_concrete_function()
+
+    def _open_savedmodel(self, model: ModelFiles, root: str) -> None:
+        if not any(name.endswith("saved_model.pb") for name in model.files):
+            raise ModelLoadError(model="savedmodel", reason="no saved_model.pb among the files")
+        pb = next(name for name in model.files if name.endswith("saved_model.pb"))
+        folder = os.path.join(root, os.path.dirname(pb))
+        with tf.device(self._device):
+            loaded = tf.saved_model.load(folder)
+        signature = loaded.signatures.get("serving_default")
+        if signature is None:
+            raise ModelLoadError(model=pb, reason="the SavedModel has no serving_default signature")
+        (spec,) = signature.structured_input_signature[1].values()
+        outputs = sorted(signature.structured_outputs)
+        self._shape = list(spec.shape)
+        self._dtype = spec.dtype
+        name = spec.name
+        first = outputs[0]
+        self._keep = loaded  # the signature needs its object alive
+        self._fn = lambda x: signature(**{name: x})[first]
+
+    def check_input(self, batch: Array) -> None:
+        expected = f"{self._dtype.name} {self._shape}"
+        actual = f"{batch.dtype.name} {list(batch.shape)}"
+        ok = batch.dtype == self._dtype.as_numpy_dtype and batch.ndim == len(self._shape)
+        if ok:
+            ok = all(w is None or w == g for w, g in zip(self._shape, batch.shape, strict=True))
+        if not ok:
+            raise InputMismatch(name="input", expected=expected, actual=actual)
+
+    def predict(self, batch: Array) -> Array:
+        out: Array = self._fn(tf.constant(batch)).numpy()
+        return out
+
+    def close(self) -> None:
+        self._fn = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None

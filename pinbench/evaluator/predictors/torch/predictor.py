@@ -1,0 +1,116 @@
+"""PyTorch: TorchScript, ``torch.export`` programs, or safetensors weights in a named
+architecture. Pickled modules (``torch-pickle``) load only when the manifest says ``trusted``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import torch
+
+from pinbench.evaluator.predictors.base import (
+    Array,
+    DeviceUnavailable,
+    ModelLoadError,
+    Predictor,
+)
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES
+
+_SUFFIXES = {
+    "torchscript": (".pt", ".ts", ".torchscript"),
+    "torch-export": (".pt2",),
+    "safetensors": (".safetensors",),
+    "torch-pickle": (".pt", ".pth"),
+}
+
+
+class TorchPredictor(Predictor):
+    NAME: ClassVar[str] = "torch"
+    FORMATS: ClassVar[tuple[str, ...]] = tuple(_SUFFIXES)
+
+    def __init__(self) -> None:
+        self._module: Any = None
+        self._device = torch.device("cpu")
+
+    @classmethod
+    def framework_version(cls) -> str:
+        return str(torch.__version__)
+
+    def open(self, model: ModelFiles, options: PredictorOptions) -> None:
+        if model.format not in self.FORMATS:
+            raise ModelLoadError(
+                model=model.format, reason=f"PyTorch loads {', '.join(self.FORMATS)} only"
+            )
+        if options.device == "cuda" and not torch.cuda.is_available():
+            raise DeviceUnavailable(framework=self.NAME, device="cuda", available=["cpu"])
+        self._device = torch.device(options.device)
+        if options.threads is not None:
+            torch.set_num_threads(options.threads)
+        try:
+            name, path = model.single(_SUFFIXES[model.format])
+        except ValueError as exc:
+            raise ModelLoadError(model=model.format, reason=str(exc)) from None
+        try:
+            module = self._load(model, name, str(path))
+        except ModelLoadError:
+            raise
+        except Exception as exc:  # torch raises many types for a bad file
+            reason = f"{type(exc).__name__}: {exc}".replace(str(path), name).strip()
+            raise ModelLoadError(model=name, reason=reason.splitlines()[0]) from None
+        self._module = module.to(self._device) if hasattr(module, "to") else module
+
+    def _load(self, model: ModelFiles, name: str, path: str) -> Any:
+        if model.format == "torchscript":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return torch.jit.load(path, map_location="cpu").eval()  # type: ignore[no-untyped-call]
+        if model.format == "torch-export":
+            return torch.export.load(path).module()
+        if model.format == "safetensors":
+            return self._from_weights(model, name, path)
+        if not model.trusted:
+            raise ModelLoadError(
+                model=name,
+                reason="torch-pickle files run arbitrary code when loaded; pinbench unpickles "
+                "only models whose manifest says `trusted: true` (prefer torch-export, "
+                "torchscript or safetensors)",
+            )
+        module = torch.load(path, map_location="cpu", weights_only=False)
+        if not isinstance(module, torch.nn.Module):
+            raise ModelLoadError(model=name, reason=f"unpickled a {type(module).__name__}")
+        return module.eval()
+
+    @staticmethod
+    def _from_weights(model: ModelFiles, name: str, path: str) -> torch.nn.Module:
+        from safetensors.torch import load_file
+
+        build = ARCHITECTURES.get(model.architecture or "")
+        if build is None:
+            raise ModelLoadError(
+                model=name,
+                reason=f"safetensors weights need an architecture pinbench knows; the manifest "
+                f"names {model.architecture!r}, known: {', '.join(sorted(ARCHITECTURES))}",
+            )
+        module = build()
+        state = load_file(path, device="cpu")
+        missing, unexpected = module.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise ModelLoadError(
+                model=name,
+                reason=f"weights do not fit {model.architecture}: missing {sorted(missing)[:5]}, "
+                f"unexpected {sorted(unexpected)[:5]}",
+            )
+        return module.eval()
+
+    def predict(self, batch: Array) -> Array:
+        with torch.inference_mode():
+            out = self._module(torch.from_numpy(batch).to(self._device))
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        result: Array = out.cpu().numpy() if self._device.type != "cpu" else out.numpy()
+        return result
+
+    def close(self) -> None:
+        self._module = None
