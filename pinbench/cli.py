@@ -330,26 +330,34 @@ def lock_cmd(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lockfile.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Resolve a request and write its lockfile (canonical JSON; its sha256 is its id)."""
+    """Resolve a request and write its lockfile (canonical JSON; its sha256 is its id).
+
+    A request whose batch_size is a list is a sweep: one lockfile per batch size, written
+    next to OUTPUT as NAME.bsN.lock and grouped by the request's sha256.
+    """
     parsed = load_request(request)
     with _workspace() as ws:
-        lockfile, created = service.lock(ws, parsed)
-    lockfile.write(output)
-    pinned = [a.ref for a in lockfile.body.artifacts]
+        points = service.lock_points(ws, parsed)
+    written = []
+    for lockfile, created in points:
+        path = output
+        if parsed.is_sweep:
+            path = output.with_name(f"{output.stem}.bs{lockfile.body.batch_size}{output.suffix}")
+        lockfile.write(path)
+        written.append({"digest": lockfile.digest.hex, "path": str(path), "new": created})
+    pinned = [a.ref for a in points[0][0].body.artifacts]
     if as_json:
-        _print_json(
-            {
-                "digest": lockfile.digest.hex,
-                "path": str(output),
-                "new": created,
-                "artifacts": pinned,
-            }
-        )
-    else:
-        out = _out()
-        for ref in pinned:
-            out.print(f"pinned {ref}")
-        out.print(f"wrote {output} (lockfile sha256 {lockfile.digest.hex})")
+        if parsed.is_sweep:
+            sweep = points[0][0].body.sweep
+            _print_json({"sweep": sweep, "points": written, "artifacts": pinned})
+        else:
+            _print_json({**written[0], "artifacts": pinned})
+        return
+    out = _out()
+    for ref in pinned:
+        out.print(f"pinned {ref}")
+    for point in written:
+        out.print(f"wrote {point['path']} (lockfile sha256 {point['digest']})")
 
 
 @app.command()

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pinbench.registry.lockfile import (
+    SCHEMA_VERSION,
     LockBody,
     LockedArtifact,
     LockedDataset,
@@ -57,7 +58,7 @@ def bodies(draw: st.DrawFn) -> LockBody:
     scenario = draw(scenarios)
     request = Request(model=f"{model}@^1", dataset=f"{dataset}@*", scenario=scenario)
     return LockBody(
-        schema_version=1,
+        schema_version=SCHEMA_VERSION,
         request=request,
         artifacts=[
             LockedArtifact(
@@ -91,6 +92,8 @@ def bodies(draw: st.DrawFn) -> LockBody:
         ),
         scenario=scenario,
         batch_size=draw(st.integers(1, 1024)),
+        threads=draw(st.none() | st.integers(1, 64)),
+        sweep=draw(st.none() | hexes),
         system=Platform(),
     )
 
@@ -118,7 +121,7 @@ def _sample() -> Lockfile:
     request = Request(model="vision/lenet@^1", dataset="digits@1")
     return Lockfile(
         LockBody(
-            schema_version=1,
+            schema_version=SCHEMA_VERSION,
             request=request,
             artifacts=[
                 LockedArtifact(
@@ -149,6 +152,8 @@ def _sample() -> Lockfile:
             ),
             scenario=request.scenario,
             batch_size=1,
+            threads=None,
+            sweep=None,
             system=Platform(),
         )
     )
@@ -170,7 +175,7 @@ def test_trailing_newline_is_ignored_and_file_round_trips(tmp_path: Path) -> Non
         ("not an object", lambda b: b"[]", "JSON object"),
         (
             "unknown schema",
-            lambda b: b.replace(b'"schema_version":1', b'"schema_version":9'),
+            lambda b: b.replace(b'"schema_version":%d' % SCHEMA_VERSION, b'"schema_version":9'),
             "schema_version 9",
         ),
         ("unknown field", lambda b: b"{" + b'"aaa":1,' + b[1:], "unknown field `aaa`"),

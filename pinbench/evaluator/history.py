@@ -41,6 +41,8 @@ def _summary(run: Run, lock: Lockfile) -> dict[str, Any]:
         "scenario": body.scenario.name,
         "mode": body.scenario.mode,
         "batch_size": body.batch_size,
+        "threads": body.threads,
+        "sweep": body.sweep,
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
         "error": run.error,

@@ -147,11 +147,12 @@ def _measure(
         pipeline_digest=pipeline_digest(spec).hex,
         preprocess_cache_hit=cached,
         batch_size=body.batch_size,
+        threads=body.threads,
         scenario=scenario.name,
         mode=scenario.mode,
     )
     predictor: Predictor = cls()
-    options = PredictorOptions(batch_size=body.batch_size)
+    options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
     predictor.open(
         ModelFiles(model_paths, body.model.format, body.model.architecture, body.model.trusted),
         options,

@@ -36,7 +36,7 @@ from pinbench.registry.names import ArtifactRef, Kind
 from pinbench.registry.request import Request, Scenario
 from pinbench.registry.resolve import Resolution
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class LockfileError(InvalidDocument):
@@ -111,6 +111,9 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     dataset: LockedDataset
     scenario: Scenario
     batch_size: int
+    threads: int | None
+    sweep: str | None
+    """For one point of a batch-size sweep: the sha256 of the request, shared by its points."""
     system: Platform
 
 
@@ -176,8 +179,11 @@ class Lockfile:
         return json.loads(self.canonical)
 
 
-def build_lockfile(session: Session, request: Request, resolution: Resolution) -> Lockfile:
-    """Pin the resolved artifacts, their files and the environment for the request's platform."""
+def build_lockfile(
+    session: Session, request: Request, resolution: Resolution, batch_size: int
+) -> Lockfile:
+    """Pin the resolved artifacts, their files and the environment for the request's platform,
+    for one batch size of the request."""
     rows = {ref: get_artifact(session, ref) for ref in resolution.refs}
     locked = [
         LockedArtifact(
@@ -250,10 +256,16 @@ def build_lockfile(session: Session, request: Request, resolution: Resolution) -
             data=dataset.data,
         ),
         scenario=request.scenario,
-        batch_size=request.batch_size,
+        batch_size=batch_size,
+        threads=request.threads,
+        sweep=canonical_digest(request) if request.is_sweep else None,
         system=request.system,
     )
     return Lockfile(body)
+
+
+def canonical_digest(request: Request) -> str:
+    return Digest.of_bytes(canonical_json(msgspec.to_builtins(request))).hex
 
 
 def store_lockfile(session: Session, lock: Lockfile) -> bool:

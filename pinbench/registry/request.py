@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import yaml
@@ -17,9 +17,25 @@ class RequestError(InvalidDocument):
     what = "request"
 
 
-class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    """MLPerf LoadGen settings; quick interactive defaults."""
+# MLPerf Inference rules: ten-minute runs, query counts and tail percentiles per scenario.
+MLPERF_PRESET: dict[str, dict[str, Any]] = {
+    "SingleStream": {"min_duration_ms": 600_000, "min_query_count": 1024, "percentile": 90.0},
+    "MultiStream": {
+        "min_duration_ms": 600_000,
+        "min_query_count": 270_336,
+        "percentile": 99.0,
+        "samples_per_query": 8,
+    },
+    "Server": {"min_duration_ms": 600_000, "min_query_count": 270_336, "percentile": 99.0},
+    "Offline": {"min_duration_ms": 600_000, "min_query_count": 1},
+}
 
+
+class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """MLPerf LoadGen settings: quick interactive defaults, or ``preset: mlperf`` for
+    MLPerf's own values (settings written out explicitly still win)."""
+
+    preset: Literal["quick", "mlperf"] = "quick"
     name: Literal["SingleStream", "MultiStream", "Server", "Offline"] = "SingleStream"
     mode: Literal["performance", "accuracy"] = "performance"
     min_duration_ms: int = 1000
@@ -48,11 +64,19 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     image: str | None = None
     system: Platform = msgspec.field(default_factory=Platform)
     scenario: Scenario = msgspec.field(default_factory=Scenario)
-    batch_size: int = 1
+    batch_size: int | list[int] = 1
+    """One batch size, or a sweep: one lockfile per batch size, grouped."""
+    threads: int | None = None
+    """Intra-op threads for the framework; None lets it decide."""
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+        sizes = self.batch_sizes()
+        if not sizes or any(b < 1 for b in sizes):
+            raise ValueError("batch_size must be >= 1 (or a non-empty list of them)")
+        if len(set(sizes)) != len(sizes):
+            raise ValueError(f"batch_size lists {sizes}: each size at most once")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError("threads must be >= 1")
         for kind in (Kind.MODEL, Kind.DATASET, Kind.FRAMEWORK, Kind.IMAGE):
             text = getattr(self, kind.value)
             if text is not None:
@@ -60,6 +84,13 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                     Spec.parse(text, kind=kind)
                 except UserError as exc:
                     raise ValueError(f"{kind.value}: {exc}") from None
+
+    def batch_sizes(self) -> list[int]:
+        return list(self.batch_size) if isinstance(self.batch_size, list) else [self.batch_size]
+
+    @property
+    def is_sweep(self) -> bool:
+        return isinstance(self.batch_size, list)
 
     def specs(self) -> list[Spec]:
         out = []
@@ -73,6 +104,10 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
 def parse_request(data: object, *, source: str = "<request>") -> Request:
     if not isinstance(data, dict):
         raise RequestError(source=source, reason="expected a mapping at the top level")
+    scenario = data.get("scenario")
+    if isinstance(scenario, dict) and scenario.get("preset") == "mlperf":
+        preset = MLPERF_PRESET.get(str(scenario.get("name", "SingleStream")), {})
+        data = {**data, "scenario": {**preset, **scenario}}
     try:
         return msgspec.convert(data, type=Request, strict=True)
     except msgspec.ValidationError as exc:

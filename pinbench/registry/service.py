@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pinbench.errors import UserError
 from pinbench.registry.catalog import SqlCandidateSource
 from pinbench.registry.lockfile import Lockfile, build_lockfile, store_lockfile
 from pinbench.registry.names import Spec
@@ -19,12 +20,22 @@ def resolve_specs(
         return resolve(specs, SqlCandidateSource(session), platform=platform)
 
 
-def lock(ws: Workspace, request: Request) -> tuple[Lockfile, bool]:
-    """Resolve a request, pin it, record the lockfile; return it and whether it is new."""
+def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
+    """Resolve a request once and pin one lockfile per batch size (one unless it is a sweep);
+    record them; return each with whether it is new."""
+    out = []
     with ws.transaction() as session:
         resolution = resolve(
             request.specs(), SqlCandidateSource(session), platform=request.system.key()
         )
-        lockfile = build_lockfile(session, request, resolution)
-        created = store_lockfile(session, lockfile)
-    return lockfile, created
+        for batch_size in request.batch_sizes():
+            lockfile = build_lockfile(session, request, resolution, batch_size)
+            out.append((lockfile, store_lockfile(session, lockfile)))
+    return out
+
+
+def lock(ws: Workspace, request: Request) -> tuple[Lockfile, bool]:
+    """Lock a request for a single batch size; return the lockfile and whether it is new."""
+    if request.is_sweep:
+        raise UserError("this request is a batch-size sweep: lock it with lock_points")
+    return lock_points(ws, request)[0]

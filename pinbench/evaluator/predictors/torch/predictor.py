@@ -33,6 +33,7 @@ class TorchPredictor(Predictor):
     def __init__(self) -> None:
         self._module: Any = None
         self._device = torch.device("cpu")
+        self._threads = torch.get_num_threads()
 
     @classmethod
     def framework_version(cls) -> str:
@@ -114,3 +115,4 @@ class TorchPredictor(Predictor):
 
     def close(self) -> None:
         self._module = None
+        torch.set_num_threads(self._threads)  # the setting is process-wide
