@@ -29,7 +29,7 @@ from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.parity import parity
-from pinbench.evaluator.rerun import rerun
+from pinbench.evaluator.rerun import REPEAT, rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
@@ -510,22 +510,28 @@ def rerun_cmd(
     run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
     runner: Annotated[str, typer.Option(help="Where to run: local (this interpreter).")] = "local",
     trace: Annotated[str, typer.Option(help="Trace level: none (others to come).")] = "none",
+    repeat: Annotated[
+        int, typer.Option(help="Performance runs: how many times to rerun (run-to-run noise).")
+    ] = REPEAT,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
 
-    Latency distributions are compared with the Mann-Whitney U test on the raw per-query
-    latencies; a change counts when p < 0.01 and the medians differ by 5% or more.
+    The original's median latency is judged against a 99% prediction interval built from
+    the reruns' medians (run-to-run noise), and the Mann-Whitney U test on the raw per-query
+    latencies: a change counts when the original is outside the interval, p < 0.01 and the
+    medians differ by 5% or more. Accuracy must be identical.
     """
     _check_trace(trace)
     say = _progress_lines(quiet=as_json)
     with _workspace() as ws:
-        verdict = rerun(ws, run, runner=runner, say=say)
+        verdict = rerun(ws, run, repeat=repeat, runner=runner, say=say)
     if as_json:
         _print_json(verdict.to_json())
         return
     out = _out()
-    out.print(f"rerun {verdict.rerun['id']} of {verdict.original['id']}")
+    ids = ", ".join(r["id"][:8] for r in verdict.reruns)
+    out.print(f"reran {verdict.original['id'][:8]} as {ids}")
     for line in verdict.lines:
         style = (
             "bold green"

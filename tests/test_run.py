@@ -233,15 +233,36 @@ def test_cli_run_and_runs_list_contract(cli: Cli, tmp_path: Path, catalog_dir: P
     assert cli("run", str(tmp_path / "a.lock"), "--trace", "full").code == 1
 
 
-def test_rerun_reproduces_accuracy_and_judges_latency(digits: Workspace) -> None:
+def test_rerun_of_an_accuracy_run_runs_once_and_reproduces(digits: Workspace) -> None:
     lock = _lock(digits, scenario={"mode": "accuracy"})
     first = run_lockfile(digits, lock, say=quiet)
-    verdict = rerun(digits, first.id[:8], say=quiet)
-    assert verdict.lines[0] == f"inputs verified identical (lockfile sha256 {lock.digest.hex})"
+    verdict = rerun(digits, first.id[:8], repeat=3, say=quiet)
+    assert len(verdict.reruns) == 1  # deterministic: once is enough
+    assert verdict.reruns[0]["lockfile"] == verdict.original["lockfile"]
+    assert verdict.lines == [
+        f"inputs verified identical (lockfile sha256 {lock.digest.hex})",
+        verdict.lines[1],
+        "reproduced",
+    ]
     assert verdict.lines[1].startswith("accuracy identical (top-1 0.9")
-    assert verdict.rerun["lockfile"] == verdict.original["lockfile"]
+
+
+def test_rerun_of_a_performance_run_judges_latency_over_repeats(digits: Workspace) -> None:
+    lock = _lock(digits, scenario={"min_duration_ms": 50, "min_query_count": 50})
+    first = run_lockfile(digits, lock, say=quiet)
+    verdict = rerun(digits, first.id, repeat=2, say=quiet)
+    assert [r["lockfile"] for r in verdict.reruns] == [lock.digest.hex] * 2
+    assert len({r["id"] for r in verdict.reruns} | {first.id}) == 3  # each one recorded
+    latency = verdict.lines[1]
+    assert "2 reruns' 99% interval" in latency and "Mann-Whitney p = " in latency
     assert verdict.lines[-1] in ("reproduced", "not reproduced: latency")
-    assert any("Mann-Whitney" in line or "p = " in line for line in verdict.lines)
+    assert verdict.reproduced == (verdict.lines[-1] == "reproduced")
+
+
+def test_rerun_repeat_must_be_positive(digits: Workspace) -> None:
+    first = run_lockfile(digits, _lock(digits, scenario={"mode": "accuracy"}), say=quiet)
+    with pytest.raises(UserError, match="repeat must be >= 1"):
+        rerun(digits, first.id, repeat=0, say=quiet)
 
 
 def test_rerun_after_tampering_fails_verification(digits: Workspace) -> None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy import stats
 
-from pinbench.evaluator.verdict import accuracy_verdict, compare_latencies, mann_whitney
+from pinbench.evaluator.verdict import (
+    accuracy_verdict,
+    compare_latencies,
+    mann_whitney,
+    prediction_interval,
+    t_995,
+)
 
 
 def test_mann_whitney_matches_a_textbook_value() -> None:
@@ -18,28 +26,55 @@ def test_mann_whitney_matches_a_textbook_value() -> None:
     assert u2 == 12.0  # U1 + U2 = n1 * n2
 
 
-def test_identical_distributions_are_reproduced() -> None:
+def _runs(rng: np.random.Generator, medians: list[float], n: int = 5000) -> list[Any]:
+    """One array of per-query latencies per run, each around its own median."""
+    return [rng.lognormal(np.log(m), 0.2, n) for m in medians]
+
+
+# (case, original median, rerun medians, reproduced, description starts with)
+CASES = [
+    ("same machine state, one rerun", 100.0, [100.0], True, "latency reproduced within noise"),
+    ("30% slower, one rerun", 100.0, [130.0], False, "slower by 30"),
+    ("significant but under 5%", 100.0, [102.0], True, "latency reproduced within noise"),
+    ("three tight reruns agree", 100.0, [99.0, 100.5, 101.0], True, "latency reproduced"),
+    ("three tight reruns, original 30% slow", 130.0, [99.0, 100.5, 101.0], False, "faster by 2"),
+    ("noisy reruns cover a 25% gap", 125.0, [80.0, 100.0, 130.0], True, "latency reproduced"),
+    ("noisy reruns, original far outside", 10_000.0, [80.0, 100.0, 130.0], False, "faster by 99"),
+]
+
+
+@pytest.mark.parametrize(("case", "original", "reruns", "reproduced", "start"), CASES)
+def test_latency_verdict(
+    case: str, original: float, reruns: list[float], reproduced: bool, start: str
+) -> None:
     rng = np.random.default_rng(0)
-    a = rng.lognormal(10, 0.2, 5000)
-    b = rng.lognormal(10, 0.2, 5000)
-    result = compare_latencies(a, b)
-    assert result.reproduced
-    assert "within noise" in result.describe()
+    (first,) = _runs(rng, [original], 20_000)
+    result = compare_latencies(first, _runs(rng, reruns, 20_000))
+    assert result.reproduced is reproduced, case
+    assert result.describe().startswith(start), result.describe()
+    assert (result.interval is None) == (len(reruns) == 1)
 
 
-def test_a_clear_slowdown_is_named() -> None:
-    rng = np.random.default_rng(1)
-    a = rng.lognormal(10, 0.1, 5000)
-    result = compare_latencies(a, a * 1.3)
-    assert not result.reproduced
-    assert result.describe().startswith("slower by 30.0%")
+@pytest.mark.parametrize("df", [1, 2, 3, 5, 10, 20, 30])
+def test_t_quantiles_agree_with_scipy(df: int) -> None:
+    assert t_995(df) == pytest.approx(stats.t.ppf(0.995, df), abs=1e-3)
 
 
-def test_a_significant_but_tiny_shift_is_noise() -> None:
-    rng = np.random.default_rng(2)
-    a = rng.lognormal(10, 0.05, 50_000)
-    result = compare_latencies(a, a * 1.01)
-    assert result.p_value < 0.01 and result.reproduced
+@pytest.mark.parametrize("df", [11, 14, 16, 25, 29, 31, 100])
+def test_untabulated_t_quantiles_are_conservative(df: int) -> None:
+    assert t_995(df) >= stats.t.ppf(0.995, df)
+
+
+def test_prediction_interval_covers_new_runs_99_percent_of_the_time() -> None:
+    """The law behind the verdict: with runs of a fixed true spread, one more run's median
+    falls inside the interval from three runs about 99% of the time."""
+    rng = np.random.default_rng(7)
+    trials, inside = 4000, 0
+    for _ in range(trials):
+        medians = np.exp(rng.normal(np.log(100.0), 0.1, 4))
+        lo, hi = prediction_interval(list(medians[:3]))
+        inside += lo <= medians[3] <= hi
+    assert 0.98 <= inside / trials <= 1.0
 
 
 @pytest.mark.parametrize(

@@ -9,24 +9,27 @@ from sqlalchemy import select
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
+from pinbench.errors import UserError
 from pinbench.evaluator.history import RunNotFound, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
 from pinbench.evaluator.verdict import accuracy_verdict, compare_latencies
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
+REPEAT = 3
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     original: dict[str, Any]
-    rerun: dict[str, Any]
+    reruns: list[dict[str, Any]]
     lines: list[str]
     reproduced: bool
 
     def to_json(self) -> dict[str, Any]:
         return {
             "original": self.original["id"],
-            "rerun": self.rerun["id"],
+            "reruns": [r["id"] for r in self.reruns],
             "reproduced": self.reproduced,
             "verdict": self.lines,
         }
@@ -42,30 +45,47 @@ def recorded_lockfile(ws: Workspace, run_id: str) -> tuple[str, Lockfile]:
         return runs[0].id, Lockfile.from_bytes(body.body.encode())
 
 
-def rerun(ws: Workspace, run_id: str, *, runner: str = "local", say: Say = print) -> Verdict:
-    """Run the same lockfile again (every byte verified again) and compare."""
+def rerun(
+    ws: Workspace,
+    run_id: str,
+    *,
+    repeat: int = REPEAT,
+    runner: str = "local",
+    say: Say = print,
+) -> Verdict:
+    """Run the same lockfile ``repeat`` times (every byte verified each time) and compare.
+
+    An accuracy run is deterministic and runs once whatever ``repeat`` says.
+    """
+    if repeat < 1:
+        raise UserError(f"repeat must be >= 1, got {repeat}")
     original_id, lock = recorded_lockfile(ws, run_id)
     original = show_run(ws, original_id)
-    outcome = run_lockfile(ws, lock, runner=runner, say=say)
-    new = show_run(ws, outcome.id)
+    if lock.body.scenario.mode == "accuracy":
+        repeat = 1
+    reruns = []
+    for i in range(repeat):
+        say(f"rerun {i + 1} of {repeat}")
+        reruns.append(show_run(ws, run_lockfile(ws, lock, runner=runner, say=say).id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []
-    accuracy = accuracy_verdict(original, new)
-    if accuracy is not None:
-        lines.append(accuracy)
-        if not accuracy.startswith("accuracy identical"):
-            failed.append("accuracy")
-    if original.get("latencies_sha256") and new.get("latencies_sha256"):
+    for new in reruns[:1] if lock.body.scenario.mode == "accuracy" else []:
+        accuracy = accuracy_verdict(original, new)
+        if accuracy is not None:
+            lines.append(accuracy)
+            if not accuracy.startswith("accuracy identical"):
+                failed.append("accuracy")
+    if original["status"] != "succeeded" or not original.get("latencies_sha256"):
+        lines.append(f"the original run {original['status']}: nothing to compare")
+        failed.append("original run")
+    elif lock.body.scenario.mode == "performance":
         latency = compare_latencies(
             latencies_of(ws, original["latencies_sha256"]),
-            latencies_of(ws, new["latencies_sha256"]),
+            [latencies_of(ws, r["latencies_sha256"]) for r in reruns],
         )
         lines.append(latency.describe())
         if not latency.reproduced:
             failed.append("latency")
-    elif original["status"] != "succeeded":
-        lines.append(f"the original run {original['status']}: nothing to compare")
-        failed.append("original run")
     reproduced = not failed
     lines.append("reproduced" if reproduced else f"not reproduced: {', '.join(failed)}")
-    return Verdict(original, new, lines, reproduced)
+    return Verdict(original, reruns, lines, reproduced)
