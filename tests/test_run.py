@@ -18,6 +18,7 @@ from pinbench.config import Settings
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError
 from pinbench.evaluator.history import RunNotFound, list_runs, show_run
+from pinbench.evaluator.parity import ParityError, parity
 from pinbench.evaluator.predictors.base import InputMismatch, ModelLoadError
 from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
 from pinbench.evaluator.rerun import rerun
@@ -301,3 +302,102 @@ def test_cli_compare_names_what_differs(cli: Cli, tmp_path: Path, catalog_dir: P
     reran = cli("rerun", ids[0])
     assert reran.code == 0, reran.err
     assert "inputs verified identical" in reran.out
+
+
+def test_parity_compares_recorded_outputs_sample_by_sample(digits: Workspace) -> None:
+    acc = {"mode": "accuracy"}
+    a = run_lockfile(digits, _lock(digits, scenario=acc), say=quiet)
+    same = run_lockfile(digits, _lock(digits, scenario=acc, threads=1), say=quiet)
+    other = run_lockfile(
+        digits, _lock(digits, model=f"{builtin.MODEL_NAME}@1.0.0", scenario=acc), say=quiet
+    )
+    ref, twin, different = parity(digits, a.id, [same.id, other.id])
+    assert (ref.max_abs_diff, ref.top1_agree) == (0.0, ref.samples)
+    assert twin.max_abs_diff < 1e-6 and twin.top1_agree == twin.samples == 450
+    assert different.max_abs_diff > 0.01 and different.max_rel_diff > 0.01
+    assert different.top1_agree < different.samples
+
+
+def test_parity_needs_accuracy_runs(digits: Workspace) -> None:
+    acc = run_lockfile(digits, _lock(digits, scenario={"mode": "accuracy"}), say=quiet)
+    perf = run_lockfile(digits, _lock(digits, scenario={"min_duration_ms": 10}), say=quiet)
+    with pytest.raises(ParityError, match="only a succeeded accuracy run records its outputs"):
+        parity(digits, acc.id, [perf.id])
+
+
+def test_a_batch_size_sweep_locks_one_grouped_lockfile_per_point(digits: Workspace) -> None:
+    request = parse_request(
+        {
+            "model": f"{builtin.MODEL_NAME}@1.1.0",
+            "dataset": f"{builtin.DATASET_NAME}@1",
+            "scenario": {"name": "Offline", "min_duration_ms": 20},
+            "batch_size": [1, 4, 16],
+        }
+    )
+    points = service.lock_points(digits, request)
+    locks = [lock for lock, created in points]
+    assert [lock.body.batch_size for lock in locks] == [1, 4, 16]
+    assert len({lock.digest for lock in locks}) == 3
+    assert len({lock.body.sweep for lock in locks}) == 1 and locks[0].body.sweep is not None
+    for lock in locks:
+        outcome = run_lockfile(digits, lock, say=quiet)
+        info = show_run(digits, outcome.id)
+        assert info["batch_size"] == lock.body.batch_size and info["sweep"] == locks[0].body.sweep
+    with pytest.raises(UserError, match="sweep"):
+        service.lock(digits, request)
+
+
+def test_cli_lock_writes_a_file_per_sweep_point(
+    cli: Cli, tmp_path: Path, catalog_dir: Path
+) -> None:
+    cli("init")
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        cli("publish", str(path))
+    request = tmp_path / "sweep.yaml"
+    request.write_text(
+        yaml.safe_dump(
+            {
+                "model": f"{builtin.MODEL_NAME}@^1",
+                "dataset": f"{builtin.DATASET_NAME}@1",
+                "batch_size": [2, 8],
+            }
+        )
+    )
+    result = cli("lock", str(request), "-o", str(tmp_path / "sweep.lock"), "--json")
+    assert result.code == 0, result.err
+    written = json.loads(result.out)
+    assert [Path(p["path"]).name for p in written["points"]] == ["sweep.bs2.lock", "sweep.bs8.lock"]
+    assert Lockfile.read(tmp_path / "sweep.bs8.lock").body.sweep == written["sweep"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ({"name": "SingleStream", "preset": "mlperf"}, (600_000, 1024, 90.0)),
+        ({"name": "Server", "preset": "mlperf", "target_qps": 10}, (600_000, 270_336, 99.0)),
+        ({"name": "Offline", "preset": "mlperf"}, (600_000, 1, 90.0)),
+        ({"name": "SingleStream", "preset": "mlperf", "min_duration_ms": 5}, (5, 1024, 90.0)),
+        ({"name": "SingleStream"}, (1000, 100, 90.0)),
+    ],
+)
+def test_the_mlperf_preset_fills_what_the_request_leaves_out(
+    scenario: dict[str, Any], expected: tuple[int, int, float]
+) -> None:
+    request = parse_request({"model": "m@1", "dataset": "d@1", "scenario": scenario})
+    s = request.scenario
+    assert (s.min_duration_ms, s.min_query_count, s.percentile) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"scenario": {"preset": "fast"}}, "preset"),
+        ({"batch_size": []}, "batch_size"),
+        ({"batch_size": [1, 1]}, "at most once"),
+        ({"batch_size": [0, 2]}, "batch_size"),
+        ({"threads": 0}, "threads"),
+    ],
+)
+def test_bad_sweep_preset_and_thread_settings_are_named(data: dict[str, Any], needle: str) -> None:
+    with pytest.raises(UserError, match=needle):
+        parse_request({"model": "m@1", "dataset": "d@1", **data})
