@@ -1,4 +1,4 @@
-"""Run the three benchmarks (verify, publish, resolve) one after the other and print all figures.
+"""Run the benchmarks (verify, publish, resolve, overhead) one after the other; print all figures.
 
 Each runs in its own process (``python -m bench.NAME`` from the repository root) so that one's
 memory and page-cache state do not leak into the next; ``--runs`` (default 5) and ``--tmp``
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("bench_verify", "bench_publish", "bench_resolve")
+BENCHMARKS = ("bench_verify", "bench_publish", "bench_resolve", "bench_overhead")
 
 
 def main(argv: list[str] | None = None) -> int:

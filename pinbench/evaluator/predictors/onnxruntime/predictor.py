@@ -29,6 +29,10 @@ _DTYPES = {
 }
 
 
+def _closed(*args: object) -> Any:
+    raise RuntimeError("the predictor is not open: call open() first")
+
+
 class OnnxRuntimePredictor(Predictor):
     NAME: ClassVar[str] = "onnxruntime"
     FORMATS: ClassVar[tuple[str, ...]] = ("onnx",)
@@ -39,6 +43,7 @@ class OnnxRuntimePredictor(Predictor):
         self._outputs: list[str] = []
         self._shape: list[Any] = []
         self._dtype: Any = np.float32
+        self._run: Any = _closed
 
     @classmethod
     def framework_version(cls) -> str:
@@ -65,6 +70,7 @@ class OnnxRuntimePredictor(Predictor):
             raise ModelLoadError(model=name, reason=reason) from None
         first = session.get_inputs()[0]
         self._session = session
+        self._run = session.run
         self._input = first.name
         self._shape = list(first.shape)
         self._dtype = _DTYPES.get(first.type, np.float32)
@@ -80,9 +86,9 @@ class OnnxRuntimePredictor(Predictor):
                 raise InputMismatch(name=self._input, expected=expected, actual=actual)
 
     def predict(self, batch: Array) -> Array:
-        assert self._session is not None, "open() first"
-        out: Array = self._session.run(self._outputs, {self._input: batch})[0]
+        out: Array = self._run(self._outputs, {self._input: batch})[0]
         return out
 
     def close(self) -> None:
         self._session = None
+        self._run = _closed

@@ -1,0 +1,228 @@
+"""Harness overhead: pinbench's SingleStream against a bare loop over the same ONNX Runtime
+session in the same process.
+
+Models, built by ``pinbench.catalog`` into the scratch directory: the digits logistic
+regression (``vision/digits-logreg`` 1.1.0, a few microseconds per inference) and the digits
+CNN (about ten), both with one intra-op thread; ResNet-50 with seeded weights (tens of
+milliseconds) with ONNX Runtime's default threads. Inputs are the preprocessed samples, in
+memory, batch size 1.
+
+Each run, for each model, alternating which goes first:
+
+* bare: ``t0 = perf_counter_ns(); session.run(...); t1 = ...`` over the samples in order,
+  after the same warm-up; its p50;
+* pinbench: ``pinbench.evaluator.scenarios.run_scenario`` (LoadGen SingleStream, the same
+  query count) calling ``OnnxRuntimePredictor.predict`` on the same session. Two figures:
+  pinbench's reported p50 (its timed region around ``predict``) and LoadGen's own p50 (issue
+  to completion: LoadGen's C++ queueing, its Python binding, pinbench's callback).
+
+Reported (median over runs): each p50; the floor (a minimal SUT, see ``_floor``); overhead =
+LoadGen p50 - bare p50 (the whole harness) and pinbench p50 - bare p50 (what pinbench's timed
+region adds). Targets: digits, absolute overhead per query <= 2 µs (LoadGen's Python binding
+alone is about 1.7 µs); ResNet-50, ratio LoadGen p50 / bare p50 <= 1.01.
+
+Run: ``.venv/bin/python -m bench.bench_overhead --runs 5`` (``--json``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench._common import Check, Report, check_runs, command_line, log, machine, parser, scratch
+from pinbench import catalog
+from pinbench.evaluator.pipeline import preprocess
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
+from pinbench.evaluator.scenarios import run_scenario
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.request import Scenario
+
+TARGET_ABS_NS = 2_000
+TARGET_RATIO = 1.01
+WARMUP = 200
+# label -> (model manifest, dataset manifest, threads, queries per run)
+MODELS = {
+    "digits-logreg": ("model-digits-logreg-1.1.0.yaml", "dataset-digits-test.yaml", 1, 20_000),
+    "digits-cnn": ("model-digits-cnn-onnx.yaml", "dataset-digits-test.yaml", 1, 20_000),
+    "resnet50": ("model-resnet50-onnx.yaml", "dataset-synthetic-imagenet-224.yaml", None, 200),
+}
+
+
+def _source(root: Path, source: str | None) -> Path:
+    assert source is not None and source.startswith("file:"), source
+    return root / source.removeprefix("file:")
+
+
+def _open(root: Path, model: str, dataset: str, threads: int | None) -> tuple[Any, np.ndarray]:
+    manifest = load_manifest(root / model)
+    entry = manifest.files[0]  # type: ignore[union-attr]
+    files = {entry.path: _source(root, entry.source)}
+    predictor = OnnxRuntimePredictor()
+    predictor.open(ModelFiles(files, "onnx"), PredictorOptions(threads=threads))
+    data_manifest = load_manifest(root / dataset)
+    data_file = next(f for f in data_manifest.files if f.path == "images.npy")  # type: ignore[union-attr]
+    raw = np.load(_source(root, data_file.source), allow_pickle=False)
+    inputs = preprocess(raw, manifest.inputs[0])  # type: ignore[union-attr]
+    return predictor, inputs
+
+
+def _bare(predictor: OnnxRuntimePredictor, inputs: np.ndarray, queries: int) -> float:
+    session, name, outputs = predictor._session, predictor._input, predictor._outputs
+    assert session is not None
+    views = [inputs[i : i + 1] for i in range(len(inputs))]
+    for i in range(WARMUP):
+        session.run(outputs, {name: views[i % len(views)]})
+    clock = time.perf_counter_ns
+    lat = []
+    for i in range(queries):
+        x = views[i % len(views)]
+        t0 = clock()
+        session.run(outputs, {name: x})
+        lat.append(clock() - t0)
+    return float(np.median(lat))
+
+
+def _pinbench(
+    predictor: OnnxRuntimePredictor, inputs: np.ndarray, queries: int, log_dir: Path
+) -> tuple[float, float]:
+    for i in range(WARMUP):
+        predictor.predict(inputs[i % len(inputs) : i % len(inputs) + 1])
+    scenario = Scenario(
+        name="SingleStream", min_duration_ms=0, min_query_count=queries, max_query_count=queries
+    )
+    m = run_scenario(
+        predictor.predict,
+        inputs,
+        scenario,
+        batch_size=1,
+        expected_latency_ns=10_000,
+        log_dir=log_dir,
+    )
+    return float(np.median(m.latencies_ns)), float(m.loadgen["result_50.00_percentile_latency_ns"])
+
+
+def _floor(
+    predictor: OnnxRuntimePredictor, inputs: np.ndarray, queries: int, log_dir: Path
+) -> float:
+    """LoadGen p50 of the least a Python SUT can do: ``session.run`` and
+    ``QuerySamplesComplete`` in the issue callback, no timing, no bookkeeping."""
+    import mlperf_loadgen as lg
+
+    from pinbench.evaluator.scenarios import read_detail_log, settings_for
+
+    session, name, outputs = predictor._session, predictor._input, predictor._outputs
+    assert session is not None
+    views = [inputs[i : i + 1] for i in range(len(inputs))]
+
+    def issue(queries: list[Any]) -> None:
+        q = queries[0]
+        session.run(outputs, {name: views[q.index]})
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0)])
+
+    scenario = Scenario(
+        name="SingleStream", min_duration_ms=0, min_query_count=queries, max_query_count=queries
+    )
+    settings = settings_for(scenario, expected_latency_ns=10_000, batch_size=1)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(log_dir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    log_dir.mkdir(parents=True, exist_ok=True)
+    sut = lg.ConstructSUT(issue, lambda: None)
+    qsl = lg.ConstructQSL(len(views), len(views), lambda i: None, lambda i: None)
+    lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
+    lg.DestroyQSL(qsl)
+    lg.DestroySUT(sut)
+    return float(
+        read_detail_log(log_dir / "mlperf_log_detail.txt")["result_50.00_percentile_latency_ns"]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__ or "")
+    args = p.parse_args(argv)
+    runs = check_runs(args)
+    report = Report(
+        title="harness overhead: pinbench SingleStream vs a bare ONNX Runtime loop",
+        command=command_line("bench.bench_overhead", argv),
+        runs=runs,
+        machine=machine(args.tmp),
+    )
+    with scratch(args.tmp, "overhead", keep=args.keep) as root:
+        log("building the catalog (digits, CNN, ResNet-50)")
+        catalog.build(root, ["digits", "cnn", "resnet50"])
+        for label, (model, dataset, threads, queries) in MODELS.items():
+            predictor, inputs = _open(root, model, dataset, threads)
+            for run in range(runs):
+                log(f"{label}: run {run + 1}/{runs}")
+                if run % 2 == 0:
+                    bare = _bare(predictor, inputs, queries)
+                    ours, loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
+                else:
+                    ours, loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
+                    bare = _bare(predictor, inputs, queries)
+                floor = _floor(predictor, inputs, queries, root / "floor")
+                unit = "µs"
+                scale = 1e3
+                report.metric(f"[{label}] bare p50", unit).values.append(bare / scale)
+                report.metric(f"[{label}] pinbench p50 (timed region)", unit).values.append(
+                    ours / scale
+                )
+                report.metric(f"[{label}] LoadGen p50 (issue to completion)", unit).values.append(
+                    loadgen / scale
+                )
+                report.metric(f"[{label}] overhead LoadGen - bare", unit).values.append(
+                    (loadgen - bare) / scale
+                )
+                report.metric(f"[{label}] overhead pinbench - bare", unit).values.append(
+                    (ours - bare) / scale
+                )
+                report.metric(f"[{label}] ratio LoadGen / bare", "x").values.append(loadgen / bare)
+                report.metric(f"[{label}] floor: minimal SUT LoadGen p50", unit).values.append(
+                    floor / scale
+                )
+                report.metric(
+                    f"[{label}] pinbench's share: LoadGen p50 - floor", unit
+                ).values.append((loadgen - floor) / scale)
+            predictor.close()
+    for label in ("digits-logreg", "digits-cnn"):
+        value = report.metric(f"[{label}] overhead LoadGen - bare", "µs").median
+        report.checks.append(
+            Check(
+                f"[{label}] overhead per query, LoadGen p50 - bare p50",
+                value,
+                "µs",
+                f"<= {TARGET_ABS_NS / 1e3:g} µs",
+                value * 1e3 <= TARGET_ABS_NS,
+            )
+        )
+    ratio = report.metric("[resnet50] ratio LoadGen / bare", "x").median
+    report.checks.append(
+        Check(
+            "[resnet50] LoadGen p50 / bare p50",
+            ratio,
+            "x",
+            f"<= {TARGET_RATIO}",
+            ratio <= TARGET_RATIO,
+        )
+    )
+    report.notes += [
+        f"each run: {WARMUP} untimed warm-up predictions before each side; digits models "
+        f"{MODELS['digits-cnn'][3]:,} queries per side, ResNet-50 {MODELS['resnet50'][3]}",
+        "bare and pinbench alternate which goes first from run to run; same process, "
+        "same InferenceSession, same in-memory preprocessed inputs",
+        "LoadGen p50 is LoadGen's result_50.00_percentile_latency_ns (its own clock, from "
+        "issuing a query to QuerySamplesComplete)",
+        "floor: the same LoadGen test with the least possible Python SUT (session.run and "
+        "QuerySamplesComplete in the callback, nothing else), measured after both sides; "
+        "LoadGen p50 - floor is what pinbench's own callback adds",
+    ]
+    report.emit(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
