@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mlperf_loadgen as lg
 import numpy as np
 
 from bench._common import Check, Report, check_runs, command_line, log, machine, parser, scratch
@@ -37,7 +38,7 @@ from pinbench import catalog
 from pinbench.evaluator.pipeline import preprocess
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
-from pinbench.evaluator.scenarios import run_scenario
+from pinbench.evaluator.scenarios import run_scenario, settings_for, start_test
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.request import Scenario
 
@@ -71,9 +72,7 @@ def _open(root: Path, model: str, dataset: str, threads: int | None) -> tuple[An
 
 
 def _bare(predictor: OnnxRuntimePredictor, inputs: np.ndarray, queries: int) -> float:
-    session, name, outputs = predictor._session, predictor._input, predictor._outputs
-    assert session is not None
-    views = [inputs[i : i + 1] for i in range(len(inputs))]
+    session, name, outputs, views = _session(predictor, inputs)
     for i in range(WARMUP):
         session.run(outputs, {name: views[i % len(views)]})
     clock = time.perf_counter_ns
@@ -105,18 +104,23 @@ def _pinbench(
     return float(np.median(m.latencies_ns)), float(m.loadgen["result_50.00_percentile_latency_ns"])
 
 
+def _session(
+    predictor: OnnxRuntimePredictor, inputs: np.ndarray
+) -> tuple[Any, str, list[str], list[np.ndarray]]:
+    """The predictor's own ORT session, its input and output names, and per-sample views: what
+    a bare loop calls directly (no wrapper in between)."""
+    session = predictor._session
+    assert session is not None
+    views = [inputs[i : i + 1] for i in range(len(inputs))]
+    return session, predictor._input, predictor._outputs, views
+
+
 def _floor(
     predictor: OnnxRuntimePredictor, inputs: np.ndarray, queries: int, log_dir: Path
 ) -> float:
     """LoadGen p50 of the least a Python SUT can do: ``session.run`` and
     ``QuerySamplesComplete`` in the issue callback, no timing, no bookkeeping."""
-    import mlperf_loadgen as lg
-
-    from pinbench.evaluator.scenarios import read_detail_log, settings_for
-
-    session, name, outputs = predictor._session, predictor._input, predictor._outputs
-    assert session is not None
-    views = [inputs[i : i + 1] for i in range(len(inputs))]
+    session, name, outputs, views = _session(predictor, inputs)
 
     def issue(queries: list[Any]) -> None:
         q = queries[0]
@@ -127,18 +131,8 @@ def _floor(
         name="SingleStream", min_duration_ms=0, min_query_count=queries, max_query_count=queries
     )
     settings = settings_for(scenario, expected_latency_ns=10_000, batch_size=1)
-    log_settings = lg.LogSettings()
-    log_settings.log_output.outdir = str(log_dir)
-    log_settings.log_output.copy_summary_to_stdout = False
-    log_dir.mkdir(parents=True, exist_ok=True)
-    sut = lg.ConstructSUT(issue, lambda: None)
-    qsl = lg.ConstructQSL(len(views), len(views), lambda i: None, lambda i: None)
-    lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
-    lg.DestroyQSL(qsl)
-    lg.DestroySUT(sut)
-    return float(
-        read_detail_log(log_dir / "mlperf_log_detail.txt")["result_50.00_percentile_latency_ns"]
-    )
+    summary = start_test(issue, len(views), settings, log_dir)
+    return float(summary["result_50.00_percentile_latency_ns"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -175,37 +175,43 @@ def run_scenario(
             complete([response(q.id, 0, 0) for q in queries])
 
     issue = issue_one if batch_size == 1 else issue_batched
-
-    def flush() -> None:
-        pass
-
-    def load(indexes: list[int]) -> None:
-        pass
-
     settings = settings_for(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_settings = lg.LogSettings()
-    log_settings.log_output.outdir = str(log_dir)
-    log_settings.log_output.copy_summary_to_stdout = False
-    log_settings.enable_trace = False
-    sut = lg.ConstructSUT(issue, flush)
-    qsl = lg.ConstructQSL(count, count, load, load)
-    try:
-        lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
-    finally:
-        lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
+    summary = start_test(issue, count, settings, log_dir)
     if failure:
         raise failure[0]
     return Measurement(
         latencies_ns=np.asarray(latencies, dtype=np.int64),
         samples=span[2],
         duration_ns=span[1] - span[0],
-        loadgen=read_detail_log(log_dir / "mlperf_log_detail.txt"),
+        loadgen=summary,
         outputs=outputs,
     )
+
+
+def _nothing(*args: object) -> None:
+    pass
+
+
+def start_test(
+    issue: Callable[[list[Any]], None], count: int, settings: Any, log_dir: Path
+) -> dict[str, Any]:
+    """One LoadGen test: a SUT calling ``issue``, ``count`` samples already in memory; return
+    LoadGen's summary from its detail log in ``log_dir``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(log_dir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    log_settings.enable_trace = False
+    sut = lg.ConstructSUT(issue, _nothing)
+    qsl = lg.ConstructQSL(count, count, _nothing, _nothing)
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+    return read_detail_log(log_dir / "mlperf_log_detail.txt")
 
 
 def read_detail_log(path: Path) -> dict[str, Any]:
