@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -18,18 +17,19 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.artifacts.digest import hash_file
-from pinbench.catalog.digits import DIGITS_STEPS, OPSET, SEED
-from pinbench.catalog.files import CLASSIFICATION, dump, entry, image_input
+from pinbench.catalog.digits import DIGITS_STEPS, SEED
+from pinbench.catalog.files import model_manifest
+from pinbench.catalog.torch_files import export_onnx, save_safetensors
 
 NAME = "vision/digits-cnn"
 VERSION = "1.0.0"
 EPOCHS = 30
 BATCH = 64
-# (framework, model-name suffix, format, file name, framework range)
+# (framework, model-name suffix, format, file name)
 ARTIFACTS = [
-    ("onnxruntime", "onnx", "onnx", "digits-cnn.onnx", ">=1.17 <2"),
-    ("torch", "torch", "safetensors", "digits-cnn.safetensors", ">=2.2 <3"),
-    ("tensorflow", "keras", "keras", "digits-cnn.keras", ">=2.16 <3"),
+    ("onnxruntime", "onnx", "onnx", "digits-cnn.onnx"),
+    ("torch", "torch", "safetensors", "digits-cnn.safetensors"),
+    ("tensorflow", "keras", "keras", "digits-cnn.keras"),
 ]
 
 
@@ -66,32 +66,12 @@ def train(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> dict[str, Any]:
         torch.set_num_threads(threads)
 
 
-def write_safetensors(path: Path, state: dict[str, Any]) -> None:
-    from safetensors.torch import save_file
-
-    save_file(state, str(path), metadata={"architecture": "digits-cnn"})
-
-
 def write_onnx(path: Path, state: dict[str, Any]) -> None:
-    """Export with PyTorch's TorchScript-based exporter (deterministic bytes; see decisions)."""
-    import torch
-
     from pinbench.evaluator.predictors.torch.architectures import digits_cnn
 
     model = digits_cnn().eval()
     model.load_state_dict(state)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            model,
-            (torch.zeros(2, 1, 8, 8),),
-            str(path),
-            dynamo=False,
-            input_names=["x"],
-            output_names=["logits"],
-            dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}},
-            opset_version=OPSET,
-        )
+    export_onnx(model, (2, 1, 8, 8), path)
 
 
 def write_keras(path: Path, state: dict[str, Any]) -> None:
@@ -140,29 +120,27 @@ def write(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> l
     folder = root / "digits-cnn"
     folder.mkdir(exist_ok=True)
     state = train(x_train, y_train)
-    write_safetensors(folder / "digits-cnn.safetensors", state)
+    save_safetensors(folder / "digits-cnn.safetensors", state, "digits-cnn")
     write_onnx(folder / "digits-cnn.onnx", state)
     write_keras(folder / "digits-cnn.keras", state)
     weights = hash_file(folder / "digits-cnn.safetensors")[0].hex
-    manifests = []
-    for framework, suffix, fmt, filename, supported in ARTIFACTS:
-        data: dict[str, Any] = {
-            "kind": "model",
-            "name": f"{NAME}-{suffix}",
-            "version": VERSION,
-            "description": f"digits CNN (2 conv, 1 linear) trained in PyTorch, as {fmt}",
-            "license": "BSD-3-Clause",
-            "format": fmt,
-            "framework": {"name": framework, "range": supported},
-            "files": [entry(root, folder / filename)],
-            "inputs": [image_input([1, 8, 8], DIGITS_STEPS)],
-            "outputs": [CLASSIFICATION],
-            "attributes": {
+    return [
+        model_manifest(
+            root,
+            f"model-digits-cnn-{suffix}.yaml",
+            name=f"{NAME}-{suffix}",
+            version=VERSION,
+            description=f"digits CNN (2 conv, 1 linear) trained in PyTorch, as {fmt}",
+            fmt=fmt,
+            framework=framework,
+            file=folder / filename,
+            input_shape=[1, 8, 8],
+            steps=DIGITS_STEPS,
+            attributes={
                 "weights_sha256": weights,
                 "training": f"sklearn digits train split, seed {SEED}, {EPOCHS} epochs, Adam",
             },
-        }
-        if fmt == "safetensors":
-            data["architecture"] = "digits-cnn"
-        manifests.append(dump(root / f"model-digits-cnn-{suffix}.yaml", data))
-    return manifests
+            architecture="digits-cnn" if fmt == "safetensors" else None,
+        )
+        for framework, suffix, fmt, filename in ARTIFACTS
+    ]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.catalog.files import CLASSIFICATION, dump, entry, image_input
+from pinbench.catalog.files import dump, entry, model_manifest
 
 SEED = 0
 TEST_SIZE = 0.25
@@ -112,21 +112,18 @@ def write_logreg(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any
         weights, bias = train_logreg(x_train, y_train, c)
         write_onnx(folder / "digits-logreg.onnx", weights, bias)
         models.append(
-            dump(
-                root / f"model-digits-logreg-{version}.yaml",
-                {
-                    "kind": "model",
-                    "name": MODEL_NAME,
-                    "version": version,
-                    "description": f"logistic regression on 8x8 digits (C={c})",
-                    "license": "BSD-3-Clause",
-                    "format": "onnx",
-                    "framework": {"name": "onnxruntime", "range": ">=1.17 <2"},
-                    "files": [entry(root, folder / "digits-logreg.onnx")],
-                    "inputs": [image_input([1, 8, 8], DIGITS_STEPS)],
-                    "outputs": [CLASSIFICATION],
-                    "attributes": {"training_dataset": f"sklearn digits train split, seed {SEED}"},
-                },
+            model_manifest(
+                root,
+                f"model-digits-logreg-{version}.yaml",
+                name=MODEL_NAME,
+                version=version,
+                description=f"logistic regression on 8x8 digits (C={c})",
+                fmt="onnx",
+                framework="onnxruntime",
+                file=folder / "digits-logreg.onnx",
+                input_shape=[1, 8, 8],
+                steps=DIGITS_STEPS,
+                attributes={"training_dataset": f"sklearn digits train split, seed {SEED}"},
             )
         )
     return models

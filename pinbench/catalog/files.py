@@ -31,3 +31,40 @@ CLASSIFICATION = {
     "type": "classification",
     "steps": [{"softmax": {}}, {"topk": {"k": 5}}],
 }
+
+# The framework range each catalog model declares.
+SUPPORTED = {"onnxruntime": ">=1.17 <2", "torch": ">=2.2 <3", "tensorflow": ">=2.16 <3"}
+
+
+def model_manifest(
+    root: Path,
+    manifest: str,
+    *,
+    name: str,
+    version: str,
+    description: str,
+    fmt: str,
+    framework: str,
+    file: Path,
+    input_shape: list[int],
+    steps: list[dict[str, Any]],
+    attributes: dict[str, Any],
+    architecture: str | None = None,
+) -> Path:
+    """Write ``root / manifest``: a classifier over one image input, in one file."""
+    data: dict[str, Any] = {
+        "kind": "model",
+        "name": name,
+        "version": version,
+        "description": description,
+        "license": "BSD-3-Clause",
+        "format": fmt,
+        "framework": {"name": framework, "range": SUPPORTED[framework]},
+        "files": [entry(root, file)],
+        "inputs": [image_input(input_shape, steps)],
+        "outputs": [CLASSIFICATION],
+        "attributes": attributes,
+    }
+    if architecture is not None:
+        data["architecture"] = architecture
+    return dump(root / manifest, data)

@@ -5,14 +5,14 @@ dataset of seeded random 224x224 RGB images without labels.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pinbench.catalog.digits import OPSET, SEED
-from pinbench.catalog.files import CLASSIFICATION, dump, entry, image_input
+from pinbench.catalog.digits import SEED
+from pinbench.catalog.files import dump, entry, model_manifest
+from pinbench.catalog.torch_files import export_onnx, save_safetensors
 
 NAME = "vision/resnet50-random"
 DATASET = "synthetic-imagenet-224"
@@ -38,21 +38,8 @@ def write(root: Path) -> list[Path]:
     torch.manual_seed(SEED)
     model = ResNet50().eval()
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    from safetensors.torch import save_file
-
-    save_file(state, str(folder / "resnet50.safetensors"), metadata={"architecture": "resnet50"})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            model,
-            (torch.zeros(2, 3, 224, 224),),
-            str(folder / "resnet50.onnx"),
-            dynamo=False,
-            input_names=["x"],
-            output_names=["logits"],
-            dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}},
-            opset_version=OPSET,
-        )
+    save_safetensors(folder / "resnet50.safetensors", state, "resnet50")
+    export_onnx(model, (2, 3, 224, 224), folder / "resnet50.onnx")
     images = np.random.default_rng(SEED).integers(0, 256, (SAMPLES, 224, 224, 3), dtype=np.uint8)
     np.save(folder / "images.npy", images, allow_pickle=False)
     dataset = dump(
@@ -69,25 +56,23 @@ def write(root: Path) -> list[Path]:
             "files": [entry(root, folder / "images.npy")],
         },
     )
-    manifests = [dataset]
-    for framework, suffix, fmt, filename, supported in (
-        ("onnxruntime", "onnx", "onnx", "resnet50.onnx", ">=1.17 <2"),
-        ("torch", "torch", "safetensors", "resnet50.safetensors", ">=2.2 <3"),
-    ):
-        data: dict[str, Any] = {
-            "kind": "model",
-            "name": f"{NAME}-{suffix}",
-            "version": VERSION,
-            "description": f"ResNet-50 v1.5, seeded random weights (seed {SEED}), as {fmt}",
-            "license": "BSD-3-Clause",
-            "format": fmt,
-            "framework": {"name": framework, "range": supported},
-            "files": [entry(root, folder / filename)],
-            "inputs": [image_input([3, 224, 224], STEPS)],
-            "outputs": [CLASSIFICATION],
-            "attributes": {"performance_only": True, "weights_seed": SEED},
-        }
-        if fmt == "safetensors":
-            data["architecture"] = "resnet50"
-        manifests.append(dump(root / f"model-resnet50-{suffix}.yaml", data))
-    return manifests
+    return [dataset] + [
+        model_manifest(
+            root,
+            f"model-resnet50-{suffix}.yaml",
+            name=f"{NAME}-{suffix}",
+            version=VERSION,
+            description=f"ResNet-50 v1.5, seeded random weights (seed {SEED}), as {fmt}",
+            fmt=fmt,
+            framework=framework,
+            file=folder / filename,
+            input_shape=[3, 224, 224],
+            steps=STEPS,
+            attributes={"performance_only": True, "weights_seed": SEED},
+            architecture="resnet50" if fmt == "safetensors" else None,
+        )
+        for framework, suffix, fmt, filename in (
+            ("onnxruntime", "onnx", "onnx", "resnet50.onnx"),
+            ("torch", "torch", "safetensors", "resnet50.safetensors"),
+        )
+    ]
