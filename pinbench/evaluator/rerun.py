@@ -69,12 +69,11 @@ def rerun(
         reruns.append(show_run(ws, run_lockfile(ws, lock, runner=runner, say=say).id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []
-    for new in reruns[:1] if lock.body.scenario.mode == "accuracy" else []:
-        accuracy = accuracy_verdict(original, new)
-        if accuracy is not None:
-            lines.append(accuracy)
-            if not accuracy.startswith("accuracy identical"):
-                failed.append("accuracy")
+    accuracy = accuracy_verdict(original, reruns[0])
+    if accuracy is not None:
+        lines.append(accuracy)
+        if not accuracy.startswith("accuracy identical"):
+            failed.append("accuracy")
     if original["status"] != "succeeded" or not original.get("latencies_sha256"):
         lines.append(f"the original run {original['status']}: nothing to compare")
         failed.append("original run")

@@ -176,8 +176,9 @@ def _measure(
     details["loadgen"] = measurement.loadgen
     if scenario.mode == "accuracy":
         assert samples.labels is not None
-        metrics.update(_accuracy(measurement, samples.labels))
-        details["outputs_sha256"] = _save_array(ws, _outputs(measurement)).hex
+        indexes, outputs = _outputs(measurement)
+        metrics.update(_accuracy(outputs, samples.labels[indexes]))
+        details["outputs_sha256"] = _save_array(ws, outputs).hex
     return metrics, measurement.latencies_ns
 
 
@@ -186,9 +187,11 @@ def public_version(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def _outputs(m: Measurement) -> npt.NDArray[np.generic]:
-    """The model's outputs in sample order, for cross-framework parity."""
-    return np.stack([np.asarray(m.outputs[i]) for i in sorted(m.outputs)])
+def _outputs(m: Measurement) -> tuple[list[int], npt.NDArray[np.generic]]:
+    """The sample indexes answered, in order, and the model's outputs for them (stacked once,
+    for accuracy and for cross-framework parity)."""
+    indexes = sorted(m.outputs)
+    return indexes, np.stack([np.asarray(m.outputs[i]) for i in indexes])
 
 
 def _inputs(
@@ -231,14 +234,12 @@ def _warm_up(predictor: Predictor, batch: npt.NDArray[np.generic], count: int) -
     return int(np.median(times[-max(1, count) :]))
 
 
-def _accuracy(m: Measurement, labels: npt.NDArray[np.int64]) -> dict[str, float]:
-    indexes = sorted(m.outputs)
-    scores = np.stack([np.asarray(m.outputs[i]).reshape(-1) for i in indexes]).astype(np.float64)
-    truth = labels[indexes]
+def _accuracy(outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64]) -> dict[str, float]:
+    scores = outputs.reshape(len(outputs), -1).astype(np.float64)
     order = np.argsort(-scores, axis=1, kind="stable")
     top1 = float(np.mean(order[:, 0] == truth))
     top5 = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
-    return {"top1": top1, "top5": top5, "accuracy_samples_count": float(len(indexes))}
+    return {"top1": top1, "top5": top5, "accuracy_samples_count": float(len(truth))}
 
 
 def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,23 @@ class InputMismatch(UserError):
         self.name = name
         self.expected = expected
         self.actual = actual
+
+
+def check_signature(batch: Array, *, name: str, dtype: np.dtype[Any], shape: list[Any]) -> None:
+    """Raise ``InputMismatch`` unless ``batch`` has ``dtype``, the rank of ``shape`` and its size
+    on every axis ``shape`` gives as an int (``None`` or a symbol such as ``"N"`` fits any)."""
+    fits = batch.dtype == dtype and batch.ndim == len(shape)
+    if fits:
+        fits = all(
+            not isinstance(want, int) or want == got
+            for want, got in zip(shape, batch.shape, strict=True)
+        )
+    if not fits:
+        raise InputMismatch(
+            name=name,
+            expected=f"{dtype.name} {shape}",
+            actual=f"{batch.dtype.name} {list(batch.shape)}",
+        )
 
 
 class Predictor(ABC):

@@ -10,9 +10,9 @@ import onnxruntime as ort
 from pinbench.evaluator.predictors.base import (
     Array,
     DeviceUnavailable,
-    InputMismatch,
     ModelLoadError,
     Predictor,
+    check_signature,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 
@@ -77,13 +77,7 @@ class OnnxRuntimePredictor(Predictor):
         self._outputs = [o.name for o in session.get_outputs()][:1]
 
     def check_input(self, batch: Array) -> None:
-        expected = f"{np.dtype(self._dtype).name} {self._shape}"
-        actual = f"{batch.dtype.name} {list(batch.shape)}"
-        if batch.dtype != self._dtype or batch.ndim != len(self._shape):
-            raise InputMismatch(name=self._input, expected=expected, actual=actual)
-        for want, got in zip(self._shape, batch.shape, strict=True):
-            if isinstance(want, int) and want != got:
-                raise InputMismatch(name=self._input, expected=expected, actual=actual)
+        check_signature(batch, name=self._input, dtype=np.dtype(self._dtype), shape=self._shape)
 
     def predict(self, batch: Array) -> Array:
         out: Array = self._run(self._outputs, {self._input: batch})[0]

@@ -9,14 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import tensorflow as tf
 
 from pinbench.evaluator.predictors.base import (
     Array,
     DeviceUnavailable,
-    InputMismatch,
     ModelLoadError,
     Predictor,
+    check_signature,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 
@@ -27,6 +28,7 @@ class TensorFlowPredictor(Predictor):
 
     def __init__(self) -> None:
         self._fn: Any = None
+        self._loaded: Any = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._device = "/CPU:0"
         self._shape: list[int | None] = []
@@ -79,9 +81,9 @@ class TensorFlowPredictor(Predictor):
             self._fn = traced.get_concrete_function()
 
     def _open_savedmodel(self, model: ModelFiles, root: str) -> None:
-        if not any(name.endswith("saved_model.pb") for name in model.files):
+        pb = next((name for name in model.files if name.endswith("saved_model.pb")), None)
+        if pb is None:
             raise ModelLoadError(model="savedmodel", reason="no saved_model.pb among the files")
-        pb = next(name for name in model.files if name.endswith("saved_model.pb"))
         folder = os.path.join(root, os.path.dirname(pb))
         with tf.device(self._device):
             loaded = tf.saved_model.load(folder)
@@ -89,29 +91,22 @@ class TensorFlowPredictor(Predictor):
         if signature is None:
             raise ModelLoadError(model=pb, reason="the SavedModel has no serving_default signature")
         (spec,) = signature.structured_input_signature[1].values()
-        outputs = sorted(signature.structured_outputs)
+        name, first = spec.name, sorted(signature.structured_outputs)[0]
         self._shape = list(spec.shape)
         self._dtype = spec.dtype
-        name = spec.name
-        first = outputs[0]
-        self._keep = loaded  # the signature needs its object alive
+        self._loaded = loaded  # the signature needs its object alive
         self._fn = lambda x: signature(**{name: x})[first]
 
     def check_input(self, batch: Array) -> None:
-        expected = f"{self._dtype.name} {self._shape}"
-        actual = f"{batch.dtype.name} {list(batch.shape)}"
-        ok = batch.dtype == self._dtype.as_numpy_dtype and batch.ndim == len(self._shape)
-        if ok:
-            ok = all(w is None or w == g for w, g in zip(self._shape, batch.shape, strict=True))
-        if not ok:
-            raise InputMismatch(name="input", expected=expected, actual=actual)
+        dtype = np.dtype(self._dtype.as_numpy_dtype)
+        check_signature(batch, name="input", dtype=dtype, shape=self._shape)
 
     def predict(self, batch: Array) -> Array:
         out: Array = self._fn(tf.constant(batch)).numpy()
         return out
 
     def close(self) -> None:
-        self._fn = None
+        self._fn = self._loaded = None
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
