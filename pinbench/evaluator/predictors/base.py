@@ -60,12 +60,21 @@ class Predictor(ABC):
     """``open(model, options)`` once, ``predict(batch)`` many times, ``close()`` once."""
 
     NAME: ClassVar[str]
+    TITLE: ClassVar[str]
+    """The framework's name for people (``PyTorch``)."""
     FORMATS: ClassVar[tuple[str, ...]]
 
     @classmethod
     @abstractmethod
     def framework_version(cls) -> str:
         """The version of the framework this process actually imported."""
+
+    def check_format(self, model: ModelFiles) -> None:
+        """Raise ``ModelLoadError`` if this framework does not load ``model``'s format."""
+        if model.format not in self.FORMATS:
+            raise ModelLoadError(
+                model=model.format, reason=f"{self.TITLE} loads {', '.join(self.FORMATS)} only"
+            )
 
     @abstractmethod
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:

@@ -35,6 +35,7 @@ def _closed(*args: object) -> Any:
 
 class OnnxRuntimePredictor(Predictor):
     NAME: ClassVar[str] = "onnxruntime"
+    TITLE: ClassVar[str] = "ONNX Runtime"
     FORMATS: ClassVar[tuple[str, ...]] = ("onnx",)
 
     def __init__(self) -> None:
@@ -50,10 +51,7 @@ class OnnxRuntimePredictor(Predictor):
         return str(ort.__version__)
 
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
-        if model.format not in self.FORMATS:
-            raise ModelLoadError(
-                model=model.format, reason=f"ONNX Runtime loads {', '.join(self.FORMATS)} only"
-            )
+        self.check_format(model)
         provider = _PROVIDERS[options.device]
         available = ort.get_available_providers()
         if provider not in available:

@@ -24,6 +24,7 @@ from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 
 class TensorFlowPredictor(Predictor):
     NAME: ClassVar[str] = "tensorflow"
+    TITLE: ClassVar[str] = "TensorFlow"
     FORMATS: ClassVar[tuple[str, ...]] = ("keras", "savedmodel")
 
     def __init__(self) -> None:
@@ -39,10 +40,7 @@ class TensorFlowPredictor(Predictor):
         return str(tf.__version__)
 
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
-        if model.format not in self.FORMATS:
-            raise ModelLoadError(
-                model=model.format, reason=f"TensorFlow loads {', '.join(self.FORMATS)} only"
-            )
+        self.check_format(model)
         if options.device == "cuda":
             if not tf.config.list_physical_devices("GPU"):
                 raise DeviceUnavailable(framework=self.NAME, device="cuda", available=["cpu"])

@@ -28,6 +28,7 @@ _SUFFIXES = {
 
 class TorchPredictor(Predictor):
     NAME: ClassVar[str] = "torch"
+    TITLE: ClassVar[str] = "PyTorch"
     FORMATS: ClassVar[tuple[str, ...]] = tuple(_SUFFIXES)
 
     def __init__(self) -> None:
@@ -40,10 +41,7 @@ class TorchPredictor(Predictor):
         return str(torch.__version__)
 
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
-        if model.format not in self.FORMATS:
-            raise ModelLoadError(
-                model=model.format, reason=f"PyTorch loads {', '.join(self.FORMATS)} only"
-            )
+        self.check_format(model)
         if options.device == "cuda" and not torch.cuda.is_available():
             raise DeviceUnavailable(framework=self.NAME, device="cuda", available=["cpu"])
         self._device = torch.device(options.device)
