@@ -17,6 +17,7 @@ import torch
 
 from pinbench import catalog as builtin
 from pinbench.catalog import cnn
+from pinbench.evaluator.measure import public_version
 from pinbench.evaluator.predictors import FrameworkUnavailable, predictor_class
 from pinbench.evaluator.predictors.base import (
     DeviceUnavailable,
@@ -26,7 +27,6 @@ from pinbench.evaluator.predictors.base import (
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.torch.architectures import digits_cnn
-from pinbench.evaluator.run import public_version
 
 Array = np.ndarray[Any, Any]
 

@@ -18,11 +18,13 @@ from pinbench.config import Settings
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError
 from pinbench.evaluator.history import RunNotFound, list_runs, show_run
+from pinbench.evaluator.measure import FrameworkMismatch
 from pinbench.evaluator.parity import ParityError, parity
 from pinbench.evaluator.predictors.base import InputMismatch, ModelLoadError
 from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
 from pinbench.evaluator.rerun import rerun
-from pinbench.evaluator.run import FrameworkMismatch, RunnerUnavailable, run_lockfile
+from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners import UnknownRunner
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest, parse_manifest
@@ -200,8 +202,8 @@ def test_scenario_settings_out_of_range(scenario: dict[str, Any], needle: str) -
 
 
 def test_unknown_runner_and_unknown_run(digits: Workspace) -> None:
-    with pytest.raises(RunnerUnavailable, match="available: local"):
-        run_lockfile(digits, _lock(digits), runner="docker", say=quiet)
+    with pytest.raises(UnknownRunner, match="runners: local, venv, docker"):
+        run_lockfile(digits, _lock(digits), runner="ray", say=quiet)
     with pytest.raises(RunNotFound):
         show_run(digits, "nope")
 

@@ -24,10 +24,10 @@ from pinbench.catalog.digits import (
     write_dataset,
     write_logreg,
 )
-from pinbench.catalog.frameworks import FRAMEWORKS
+from pinbench.catalog.frameworks import VERSIONS
 
 PARTS = ("digits", "cnn", "resnet50")
-ONNXRUNTIME_VERSION = FRAMEWORKS["onnxruntime"][0]
+ONNXRUNTIME_VERSION = VERSIONS["onnxruntime"]
 
 __all__ = [
     "DATASET_NAME",

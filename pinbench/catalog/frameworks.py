@@ -1,34 +1,31 @@
-"""Framework artifacts for the framework versions pinbench's extras install, each pinned to
-the sha256 of its CPython 3.11 manylinux x86_64 wheel."""
+"""Framework artifacts for the framework versions pinbench's extras install.
+
+Each pins its evaluation environment twice over: the hash-pinned requirements lock shipped in
+``pinbench/environments`` (one wheel per package, for the venv runner), and an image by name
+(``pinbench images build`` publishes it; the docker runner needs it). The image is linked by
+name and range: until one is published, lockfiles pin the requirements only.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pinbench.catalog.files import dump
+import msgspec
 
-# name: (version, pip requirement, wheel sha256)
-FRAMEWORKS = {
-    "onnxruntime": (
-        "1.31.0",
-        "onnxruntime",
-        "d4092b78fc5bab77ce6522393098cdb2535423045ecdcff15cc0d022162d6b66",
-    ),
-    "torch": (
-        "2.13.0",
-        "torch",  # the +cpu build: torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
-        "6746dbcbeb526eb61330b76b41ff1b4eb848951103a892eeb080dfa2b264667b",
-    ),
-    "tensorflow": (
-        "2.21.0",
-        "tensorflow-cpu",
-        "2b847d217b02ee7731ed91431daf3250daa0196c3c94614d23be27232e6e5b6c",
-    ),
-}
+from pinbench.catalog.files import dump
+from pinbench.environments import requirements_for
+
+VERSIONS = {"onnxruntime": "1.31.0", "torch": "2.13.0", "tensorflow": "2.21.0"}
+IMAGE_RANGE = "^1.0.0"
+
+
+def image_name(framework: str) -> str:
+    """The image artifact that provides ``framework`` at its catalog version."""
+    return f"pinbench/{framework}-{VERSIONS[framework]}"
 
 
 def write(root: Path, name: str) -> Path:
-    version, package, sha = FRAMEWORKS[name]
+    version = VERSIONS[name]
     return dump(
         root / f"framework-{name}.yaml",
         {
@@ -40,9 +37,8 @@ def write(root: Path, name: str) -> Path:
                 {
                     "platform": {"arch": "amd64", "device": "cpu"},
                     "python": "3.11",
-                    "requirements": [
-                        {"name": package, "version": version, "hashes": [f"sha256:{sha}"]}
-                    ],
+                    "image": {"name": image_name(name), "range": IMAGE_RANGE},
+                    "requirements": [msgspec.to_builtins(r) for r in requirements_for(name)],
                 }
             ],
         },

@@ -93,6 +93,9 @@ class Run(Base):
     """Scenario settings as run, LoadGen's summary, versions seen."""
     latencies_sha256: Mapped[str | None] = mapped_column(String(64))
     """Blob of the raw per-query latencies (int64 nanoseconds, ``.npy``)."""
+    environment_digest: Mapped[str | None] = mapped_column(String(80), index=True)
+    """The environment that ran it: the image ID (docker), the requirements set's digest
+    (venv) or the installed distributions' digest (local); details hold the rest."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
 

@@ -8,33 +8,24 @@ Host facts belong to the run record, not here.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-from sqlalchemy.orm import Session
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.errors import InvalidDocument, UserError
-from pinbench.registry.catalog import get_artifact
+from pinbench.errors import InvalidDocument
 from pinbench.registry.manifest import (
-    FrameworkManifest,
-    ImageManifest,
     Input,
     LabelFormat,
-    ModelManifest,
     Output,
     Platform,
     Requirement,
     SampleFiles,
-    parse_manifest,
 )
-from pinbench.registry.names import ArtifactRef, Kind
-from pinbench.registry.request import Request, Scenario
-from pinbench.registry.resolve import Resolution
+from pinbench.registry.names import Kind
+from pinbench.registry.request import Limits, Request, Scenario
 
 SCHEMA_VERSION = 2
 
@@ -116,6 +107,10 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     """For one point of a batch-size sweep: the sha256 of the request, shared by its points."""
     system: Platform
 
+    @property
+    def limits(self) -> Limits:
+        return self.request.limits or Limits()
+
 
 class Lockfile:
     """An immutable lockfile: its body, its canonical bytes and their digest."""
@@ -124,7 +119,10 @@ class Lockfile:
 
     def __init__(self, body: LockBody) -> None:
         self.body = body
-        self.canonical = canonical_json(msgspec.to_builtins(body))
+        data = msgspec.to_builtins(body)
+        if data["request"].get("limits") is None:
+            data["request"].pop("limits", None)  # added after schema 2 was frozen
+        self.canonical = canonical_json(data)
         self.digest = Digest.of_bytes(self.canonical)
 
     @classmethod
@@ -177,106 +175,3 @@ class Lockfile:
 
     def to_json(self) -> Any:
         return json.loads(self.canonical)
-
-
-def build_lockfile(
-    session: Session, request: Request, resolution: Resolution, batch_size: int
-) -> Lockfile:
-    """Pin the resolved artifacts, their files and the environment for the request's platform,
-    for one batch size of the request."""
-    rows = {ref: get_artifact(session, ref) for ref in resolution.refs}
-    locked = [
-        LockedArtifact(
-            kind=row.kind,  # type: ignore[arg-type]
-            name=row.name,
-            version=row.version,
-            manifest_digest=row.manifest_digest,
-            files=[
-                LockedFile(path=f.path, sha256=f.sha256, size=f.size, source=f.source)
-                for f in row.files
-            ],
-        )
-        for row in rows.values()
-    ]
-    manifests = {ref: parse_manifest(row.manifest, source=str(ref)) for ref, row in rows.items()}
-
-    def one(kind: Kind) -> tuple[ArtifactRef, Any]:
-        found = [(r, m) for r, m in manifests.items() if r.kind == kind]
-        if len(found) != 1:
-            raise UserError(f"the request must resolve exactly one {kind.value}, got {len(found)}")
-        return found[0]
-
-    model_ref, model = one(Kind.MODEL)
-    dataset_ref, dataset = one(Kind.DATASET)
-    framework_ref, framework = one(Kind.FRAMEWORK)
-    assert isinstance(model, ModelManifest) and isinstance(framework, FrameworkManifest)
-    env = framework.environment_for(request.system)
-    environment = None
-    if env is not None:
-        image = None
-        images = [(r, m) for r, m in manifests.items() if r.kind == Kind.IMAGE]
-        if env.image is not None and images:
-            image_ref, image_manifest = images[0]
-            assert isinstance(image_manifest, ImageManifest)
-            image = LockedImage(
-                name=image_ref.name,
-                version=str(image_ref.version),
-                digest=image_manifest.digest,
-                reference=image_manifest.reference,
-            )
-        environment = LockedEnvironment(
-            framework=framework_ref.name,
-            version=str(framework_ref.version),
-            platform=request.system,
-            image=image,
-            requirements=list(env.requirements),
-            python=env.python,
-        )
-    body = LockBody(
-        schema_version=SCHEMA_VERSION,
-        request=request,
-        artifacts=locked,
-        environment=environment,
-        model=LockedModel(
-            name=model_ref.name,
-            version=str(model_ref.version),
-            format=model.format,
-            architecture=model.architecture,
-            trusted=model.trusted,
-            inputs=list(model.inputs),
-            outputs=list(model.outputs),
-        ),
-        dataset=LockedDataset(
-            name=dataset_ref.name,
-            version=str(dataset_ref.version),
-            manifest_digest=rows[dataset_ref].manifest_digest,
-            labels=dataset.labels,
-            task=dataset.task,
-            samples=dataset.samples,
-            data=dataset.data,
-        ),
-        scenario=request.scenario,
-        batch_size=batch_size,
-        threads=request.threads,
-        sweep=canonical_digest(request) if request.is_sweep else None,
-        system=request.system,
-    )
-    return Lockfile(body)
-
-
-def canonical_digest(request: Request) -> str:
-    return Digest.of_bytes(canonical_json(msgspec.to_builtins(request))).hex
-
-
-def store_lockfile(session: Session, lock: Lockfile) -> bool:
-    """Record the lockfile; return False when it was already recorded."""
-    if session.get(LockfileRow, lock.digest.hex) is not None:
-        return False
-    session.add(
-        LockfileRow(
-            digest=lock.digest.hex,
-            body=lock.canonical.decode("utf-8"),
-            created_at=datetime.now(UTC),
-        )
-    )
-    return True

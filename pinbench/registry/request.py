@@ -57,6 +57,25 @@ class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
             raise ValueError("percentile must be between 0 and 100")
 
 
+class Limits(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Resources an isolated runner (docker) grants a run; the local and venv runners
+    record them but cannot enforce memory or CPU."""
+
+    memory_mb: int = 4096
+    cpus: float | None = None
+    """CPUs the container may use (fractions allowed); None: all of the host's."""
+    timeout_s: int = 1800
+    """Wall-clock limit for the whole evaluation, model loading included."""
+
+    def __post_init__(self) -> None:
+        if self.memory_mb < 64:
+            raise ValueError("limits.memory_mb must be >= 64")
+        if self.cpus is not None and self.cpus <= 0:
+            raise ValueError("limits.cpus must be > 0")
+        if self.timeout_s < 1:
+            raise ValueError("limits.timeout_s must be >= 1")
+
+
 class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     model: str
     dataset: str
@@ -68,6 +87,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     """One batch size, or a sweep: one lockfile per batch size, grouped."""
     threads: int | None = None
     """Intra-op threads for the framework; None lets it decide."""
+    limits: Limits | None = None
+    """Resource limits for isolated runners; None: ``Limits()``'s defaults. Left out of the
+    lockfile's bytes when unset, so lockfiles made before limits existed keep their digest."""
 
     def __post_init__(self) -> None:
         sizes = self.batch_sizes()

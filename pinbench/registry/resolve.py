@@ -5,7 +5,8 @@ published versions through a ``CandidateSource`` (SQL in production, plain data 
 Rules: the highest satisfying version wins; prereleases only when a range names one (npm's
 rule, inside ``Range.allows``); yanked versions are skipped unless a constraint pins exactly
 that version; a model's own framework constraint and a framework's image for the requested
-platform are followed as dependencies.
+platform are followed as dependencies (the image only once any version of it is published:
+before, the environment's hashed requirements are what a lockfile pins).
 """
 
 from __future__ import annotations
@@ -179,7 +180,11 @@ class _Provider(AbstractProvider[Requirement, Candidate, str]):
 
     def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
         p = candidate.published
-        deps = list(p.requires) + list(p.platform_requires.get(self._platform, ()))
+        deps = list(p.requires) + [
+            d
+            for d in p.platform_requires.get(self._platform, ())
+            if d.kind != Kind.IMAGE or self.published(d.kind, d.name)
+        ]  # a framework's image binds once one is published; until then requirements suffice
         origin = str(candidate.ref)
         return [Requirement(Spec(d.kind, d.name, _range(d.range)), origin) for d in deps]
 

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 from pinbench.errors import UserError
 from pinbench.registry.catalog import SqlCandidateSource
-from pinbench.registry.lockfile import Lockfile, build_lockfile, store_lockfile
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.locking import build_lockfile, store_lockfile
 from pinbench.registry.names import Spec
 from pinbench.registry.request import Request
 from pinbench.registry.resolve import Resolution, resolve

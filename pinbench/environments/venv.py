@@ -1,0 +1,141 @@
+"""Virtual environments built by uv from a hash-pinned requirements set, cached by digest.
+
+uv does not read pip's configuration, so the index settings pip uses here (``pip config
+list``: index-url, extra-index-url, find-links) are passed to uv explicitly, with
+``--index-strategy unsafe-best-match`` so a wheel in a local folder or extra index is found.
+Every package is installed with ``--require-hashes --no-deps --only-binary :all:``: exactly the
+pinned wheels, nothing resolved, nothing built.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pinbench.environments import environment_digest, requirements_text
+from pinbench.errors import UserError
+from pinbench.registry.lockfile import LockedEnvironment
+
+COMPLETE = ".pinbench-complete"
+Say = Callable[[str], None]
+
+
+class EnvironmentBuildFailed(UserError):
+    def __init__(self, *, digest: str, reason: str) -> None:
+        super().__init__(f"could not build environment {digest[:12]}: {reason}")
+        self.digest = digest
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualEnv:
+    path: Path
+    digest: str
+    built: bool
+    """True when this call built it, False when it came from the cache."""
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+
+def uv_binary() -> str:
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            raise UserError("uv is not installed: `pip install uv`") from None
+        return found
+
+
+def pip_index_args() -> list[str]:
+    """pip's index settings, as uv options."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    args: list[str] = []
+    for line in out.splitlines():
+        key, _, value = line.partition("=")
+        option = key.rsplit(".", 1)[-1]
+        values = value.strip().strip("'\"").split()
+        if option == "index-url" and values:
+            args += ["--index-url", values[0]]
+        elif option in ("extra-index-url", "find-links"):
+            for v in values:
+                args += [f"--{option}", v]
+    return args
+
+
+def base_python(wanted: str | None) -> str:
+    """An interpreter of the Python line the environment pins (``3.11``): this one if it
+    matches, else ``python3.11`` on PATH."""
+    here = platform.python_version()
+    if wanted is None or here == wanted or here.startswith(wanted + "."):
+        return sys.executable
+    found = shutil.which(f"python{wanted}")
+    if found is None:
+        raise UserError(f"the environment pins Python {wanted}; this machine has {here} only")
+    return found
+
+
+def materialise(cache: Path, env: LockedEnvironment, say: Say) -> VirtualEnv:
+    """The environment for ``env``, built once under ``cache/<digest>`` and reused after."""
+    if not env.requirements:
+        raise UserError(
+            f"the lockfile pins no requirements for {env.framework} {env.version}, "
+            "so there is nothing to build a virtual environment from"
+        )
+    digest = environment_digest(env)
+    path = cache / digest[:32]
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f"{digest[:32]}.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if (path / COMPLETE).exists():
+            return VirtualEnv(path, digest, built=False)
+        shutil.rmtree(path, ignore_errors=True)
+        say(f"building environment {digest[:12]} ({len(env.requirements)} pinned wheels, uv)")
+        started = time.monotonic()
+        _build(path, env, digest)
+        (path / COMPLETE).write_text(digest + "\n")
+        say(f"environment {digest[:12]} ready in {time.monotonic() - started:.1f} s")
+        return VirtualEnv(path, digest, built=True)
+
+
+def _build(path: Path, env: LockedEnvironment, digest: str) -> None:
+    uv = uv_binary()
+    requirements = path.parent / f"{digest[:32]}.requirements.txt"
+    requirements.write_text(requirements_text(list(env.requirements)))
+    steps = [
+        [uv, "venv", "--quiet", "--no-config", "--python", base_python(env.python), str(path)],
+        [
+            uv, "pip", "install", "--quiet", "--no-config",
+            "--python", str(path / "bin" / "python"),
+            "--require-hashes", "--no-deps", "--only-binary", ":all:",
+            "--index-strategy", "unsafe-best-match",
+            *pip_index_args(),
+            "-r", str(requirements),
+        ],
+    ]  # fmt: skip
+    for argv in steps:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(path, ignore_errors=True)
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+            raise EnvironmentBuildFailed(digest=digest, reason=f"{argv[1]} failed:\n{tail}")

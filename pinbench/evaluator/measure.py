@@ -1,0 +1,202 @@
+"""One evaluation, wherever it runs: open the model, preprocess, warm up, run the scenario.
+
+Needs no database and no blob store, only the lockfile and the paths of its (already verified)
+files, so the same code runs in this interpreter, in a hash-pinned virtual environment and in a
+container (``pinbench.evaluator.worker``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.datasets import DatasetError, load_samples
+from pinbench.evaluator.pipeline import pipeline_digest, preprocess
+from pinbench.evaluator.predictors import predictor_class
+from pinbench.evaluator.predictors.base import Predictor
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.scenarios import Measurement, run_scenario
+from pinbench.registry.lockfile import LockedArtifact, Lockfile
+from pinbench.registry.manifest import Input
+from pinbench.registry.names import Kind
+
+Say = Callable[[str], None]
+
+
+class FrameworkMismatch(UserError):
+    def __init__(self, *, framework: str, pinned: str, seen: str) -> None:
+        super().__init__(
+            f"this environment has {framework} {seen}, the lockfile pins {framework} {pinned}: "
+            f"install exactly {framework}=={pinned} here, or use a runner that provides it "
+            "(--runner venv | docker)"
+        )
+        self.framework = framework
+        self.pinned = pinned
+        self.seen = seen
+
+
+@dataclass
+class Job:
+    """What one evaluation reads: the lockfile and where its verified files are."""
+
+    lock: Lockfile
+    model_paths: dict[str, Path]
+    data_paths: dict[str, Path]
+    scratch: Path
+    """A writable folder for LoadGen's logs."""
+    cache: Path | None = None
+    """Where preprocessed inputs are cached, or None for no cache."""
+
+
+@dataclass
+class Evidence:
+    """What an evaluation has gathered so far; a failed one keeps what it had."""
+
+    frameworks: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    latencies: npt.NDArray[np.int64] | None = None
+    outputs: npt.NDArray[np.generic] | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    """Provenance of the environment that ran it: ``runner``, ``digest`` (image ID for docker,
+    environment digest for venv, digest of the installed distributions for local) and facts."""
+
+
+def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:
+    artifact = lock.artifact(kind)
+    if artifact is None:
+        raise UserError(f"the lockfile pins no {kind.value}")
+    return artifact
+
+
+def measure(job: Job, evidence: Evidence, say: Say) -> None:
+    """Evaluate ``job`` and fill ``evidence`` (frameworks first, so a mismatch is recorded)."""
+    body = job.lock.body
+    env = body.environment
+    if env is None:
+        raise UserError("the lockfile pins no framework environment for its platform")
+    cls = predictor_class(env.framework)
+    seen = cls.framework_version()
+    evidence.frameworks[env.framework] = seen
+    if public_version(seen) != env.version:
+        raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
+
+    model_art = files_of(job.lock, Kind.MODEL)
+    data_art = files_of(job.lock, Kind.DATASET)
+    if not body.model.inputs:
+        raise UserError(f"model {model_art.ref} declares no inputs")
+    spec = body.model.inputs[0]
+    samples = load_samples(body.dataset, data_art, job.data_paths)
+    scenario = body.scenario
+    if scenario.mode == "accuracy" and samples.labels is None:
+        raise DatasetError(
+            dataset=f"{body.dataset.name}@{body.dataset.version}",
+            reason="an accuracy run needs labels and this dataset has none",
+        )
+    say("preprocessing (outside any timed region)")
+    inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples.data)
+    evidence.details.update(
+        pipeline_digest=pipeline_digest(spec).hex,
+        preprocess_cache_hit=cached,
+        batch_size=body.batch_size,
+        threads=body.threads,
+        scenario=scenario.name,
+        mode=scenario.mode,
+    )
+    predictor: Predictor = cls()
+    options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
+    predictor.open(
+        ModelFiles(job.model_paths, body.model.format, body.model.architecture, body.model.trusted),
+        options,
+    )
+    try:
+        first = inputs[: body.batch_size]
+        predictor.check_input(first)
+        expected = _warm_up(predictor, first, options.warmup)
+        say(f"running {scenario.name} ({scenario.mode}) with {env.framework} {seen}")
+        measurement = run_scenario(
+            predictor.predict,
+            inputs,
+            scenario,
+            batch_size=body.batch_size,
+            expected_latency_ns=expected,
+            log_dir=job.scratch / "loadgen",
+        )
+    finally:
+        predictor.close()
+    evidence.metrics = measurement.summary()
+    evidence.details["loadgen"] = measurement.loadgen
+    evidence.latencies = measurement.latencies_ns
+    if scenario.mode == "accuracy":
+        assert samples.labels is not None
+        indexes, outputs = _outputs(measurement)
+        evidence.metrics.update(_accuracy(outputs, samples.labels[indexes]))
+        evidence.outputs = outputs
+
+
+def public_version(version: str) -> str:
+    """``2.13.0+cpu`` -> ``2.13.0``: a PEP 440 local label names a build, not a release."""
+    return version.split("+", 1)[0]
+
+
+def _outputs(m: Measurement) -> tuple[list[int], npt.NDArray[np.generic]]:
+    """The sample indexes answered, in order, and the model's outputs for them (stacked once,
+    for accuracy and for cross-framework parity)."""
+    indexes = sorted(m.outputs)
+    return indexes, np.stack([np.asarray(m.outputs[i]) for i in indexes])
+
+
+def _inputs(
+    cache: Path | None, dataset_digest: str, spec: Input, data: npt.NDArray[np.generic]
+) -> tuple[npt.NDArray[np.generic], bool]:
+    """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest)."""
+    if cache is None:
+        return preprocess(data, spec), False
+    path = cache / f"{dataset_digest[:32]}-{pipeline_digest(spec).hex[:32]}.npy"
+    if path.exists():
+        try:
+            cached: npt.NDArray[np.generic] = np.load(path, allow_pickle=False)
+            return cached, True
+        except (ValueError, OSError):
+            path.unlink(missing_ok=True)
+    inputs = preprocess(data, spec)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp.npy")
+    np.save(tmp, inputs, allow_pickle=False)
+    tmp.replace(path)
+    return inputs, False
+
+
+WARMUP_MIN_NS = 500_000_000
+"""Warm up for at least half a second: a cold core (frequency, caches) made the first run in
+a process up to 1.6x slower than the next ones on the digits model."""
+WARMUP_MAX_CALLS = 100_000
+
+
+def _warm_up(predictor: Predictor, batch: npt.NDArray[np.generic], count: int) -> int:
+    """Untimed predictions (at least ``count`` and half a second); return the median time of
+    the last ``count`` as LoadGen's expected latency."""
+    times: list[int] = []
+    start = time.perf_counter_ns()
+    while len(times) < max(1, count) or (
+        time.perf_counter_ns() - start < WARMUP_MIN_NS and len(times) < WARMUP_MAX_CALLS
+    ):
+        t0 = time.perf_counter_ns()
+        predictor.predict(batch)
+        times.append(time.perf_counter_ns() - t0)
+    return int(np.median(times[-max(1, count) :]))
+
+
+def _accuracy(outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64]) -> dict[str, float]:
+    scores = outputs.reshape(len(outputs), -1).astype(np.float64)
+    order = np.argsort(-scores, axis=1, kind="stable")
+    top1 = float(np.mean(order[:, 0] == truth))
+    top5 = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
+    return {"top1": top1, "top5": top5, "accuracy_samples_count": float(len(truth))}

@@ -1,0 +1,150 @@
+"""The results an isolated evaluator hands back: ``result.json`` plus ``.npy`` arrays.
+
+The host trusts nothing in the output folder: each file has a size cap, the JSON is parsed
+strictly, it must name the lockfile that was run, metrics must be finite numbers with plain
+names, and the arrays are read without pickle and checked for dtype and shape.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.measure import Evidence
+
+FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
+RESULT = "result.json"
+LATENCIES = "latencies.npy"
+OUTPUTS = "outputs.npy"
+MAX_RESULT_BYTES = 4 * 1024 * 1024
+MAX_ARRAY_BYTES = 1024 * 1024 * 1024
+_METRIC = re.compile(r"[a-z0-9_]{1,100}")
+
+
+class JobFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """What the host hands an isolated evaluator (``job.json``)."""
+
+    lockfile: str
+    """The lockfile's canonical text."""
+    model: dict[str, str]
+    dataset: dict[str, str]
+    """Path in the artifact -> path to read it from, for each file."""
+    cache: str | None = None
+
+
+class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    format: Literal["pinbench-result/1"]
+    lockfile: str
+    status: Literal["succeeded", "failed"]
+    error: str | None
+    metrics: dict[str, float]
+    details: dict[str, Any]
+    frameworks: dict[str, str]
+    environment: dict[str, str]
+    """What the evaluator saw of its own environment: python, platform, evaluator digest."""
+    latencies: bool
+    outputs: bool
+
+
+class InvalidResults(UserError):
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"the evaluator's results were refused: {reason}")
+        self.reason = reason
+
+
+def write_results(
+    out: Path, lock_digest: str, evidence: Evidence, error: str | None, environment: dict[str, str]
+) -> None:
+    """Worker side: arrays first, then ``result.json`` (its presence means the rest is there)."""
+    if evidence.latencies is not None:
+        np.save(out / LATENCIES, evidence.latencies, allow_pickle=False)
+    if evidence.outputs is not None:
+        np.save(out / OUTPUTS, evidence.outputs, allow_pickle=False)
+    result = WorkerResult(
+        format=FORMAT,
+        lockfile=lock_digest,
+        status="failed" if error else "succeeded",
+        error=error,
+        metrics=evidence.metrics,
+        details=evidence.details,
+        frameworks=evidence.frameworks,
+        environment=environment,
+        latencies=evidence.latencies is not None,
+        outputs=evidence.outputs is not None,
+    )
+    tmp = out / f".{RESULT}.tmp"
+    tmp.write_bytes(msgspec.json.encode(result))
+    tmp.replace(out / RESULT)
+
+
+def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
+    """Host side: validate the output folder and turn it into evidence."""
+    path = out / RESULT
+    if not path.exists():
+        raise InvalidResults(reason=f"no {RESULT} was written")
+    raw = _read_capped(path, MAX_RESULT_BYTES)
+    try:
+        result = msgspec.json.decode(raw, type=WorkerResult, strict=True)
+    except msgspec.ValidationError as exc:
+        raise InvalidResults(reason=f"{RESULT}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidResults(reason=f"{RESULT} is not JSON: {exc}") from None
+    if result.lockfile != lock_digest:
+        raise InvalidResults(
+            reason=f"{RESULT} is for lockfile {result.lockfile[:12]}, not {lock_digest[:12]}"
+        )
+    for name, value in result.metrics.items():
+        if not _METRIC.fullmatch(name):
+            raise InvalidResults(reason=f"metric name {name!r} is not [a-z0-9_]")
+        if not math.isfinite(value):
+            raise InvalidResults(reason=f"metric {name} is {value}")
+    evidence = Evidence(
+        frameworks=dict(result.frameworks),
+        details=dict(result.details),
+        metrics=dict(result.metrics),
+    )
+    if result.latencies:
+        latencies = _array(out / LATENCIES)
+        if latencies.dtype != np.int64 or latencies.ndim != 1 or latencies.size == 0:
+            raise InvalidResults(reason=f"{LATENCIES} must be a non-empty 1-D int64 array")
+        if int(latencies.min()) < 0:
+            raise InvalidResults(reason=f"{LATENCIES} holds negative latencies")
+        evidence.latencies = latencies
+    elif result.status == "succeeded":
+        raise InvalidResults(reason="a succeeded evaluation must return its latencies")
+    if result.outputs:
+        outputs = _array(out / OUTPUTS)
+        if outputs.dtype.kind not in "biuf":
+            raise InvalidResults(reason=f"{OUTPUTS} has dtype {outputs.dtype}, not numeric")
+        evidence.outputs = outputs
+    return result, evidence
+
+
+def _check_file(path: Path, cap: int) -> None:
+    """A plain file (not a link a container could aim at a host file) of at most ``cap`` bytes."""
+    if path.is_symlink() or not path.is_file():
+        raise InvalidResults(reason=f"{path.name} is missing or not a plain file")
+    size = path.stat().st_size
+    if size > cap:
+        raise InvalidResults(reason=f"{path.name} is {size} bytes, over the {cap}-byte cap")
+
+
+def _read_capped(path: Path, cap: int) -> bytes:
+    _check_file(path, cap)
+    return path.read_bytes()
+
+
+def _array(path: Path) -> npt.NDArray[Any]:
+    _check_file(path, MAX_ARRAY_BYTES)
+    try:
+        array: npt.NDArray[Any] = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise InvalidResults(reason=f"{path.name} is not a readable .npy array: {exc}") from None
+    return array

@@ -1,0 +1,43 @@
+"""Runners: where a verified lockfile is evaluated.
+
+``local`` runs in this interpreter; ``venv`` in a uv-built environment pinned by the framework
+artifact's hashed requirements; ``docker`` in a container whose image is pinned by digest.
+Each fills the run's evidence, its ``environment`` provenance first.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Protocol
+
+from pinbench.errors import UserError
+from pinbench.evaluator.measure import Evidence
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+Say = Callable[[str], None]
+RUNNERS = {
+    "local": "pinbench.evaluator.runners.local",
+    "venv": "pinbench.evaluator.runners.venv",
+    "docker": "pinbench.evaluator.runners.docker",
+}
+
+
+class Runner(Protocol):
+    def __call__(self, ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
+        """Evaluate the (already verified) lockfile, filling ``evidence``; raise on failure."""
+        ...
+
+
+class UnknownRunner(UserError):
+    def __init__(self, *, runner: str) -> None:
+        super().__init__(f"no runner {runner!r}; runners: {', '.join(RUNNERS)}")
+        self.runner = runner
+
+
+def runner_named(name: str) -> Runner:
+    if name not in RUNNERS:
+        raise UnknownRunner(runner=name)
+    run: Runner = importlib.import_module(RUNNERS[name]).run
+    return run

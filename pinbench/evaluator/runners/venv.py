@@ -1,0 +1,70 @@
+"""The venv runner: the framework artifact's hash-pinned requirements, materialised by uv into
+a virtual environment cached by its digest, run as a child process.
+
+The child sees only that environment plus a copy of pinbench's own source (never the host's
+site-packages); its time is limited by the lockfile's ``limits.timeout_s``. Memory and CPU
+limits need a container (``--runner docker``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pinbench.environments.venv import materialise
+from pinbench.errors import UserError
+from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.runners.process import WorkerCrashed, collect, run_child, write_job
+from pinbench.evaluator.source import evaluator_digest, stage_evaluator
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.names import Kind
+from pinbench.workspace import Workspace
+
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "OMP_NUM_THREADS")
+
+
+def child_env(pythonpath: Path) -> dict[str, str]:
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env.update(PYTHONPATH=str(pythonpath), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    return env
+
+
+def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
+    env = lock.body.environment
+    if env is None:
+        raise UserError("the lockfile pins no framework environment for its platform")
+    home = ws.settings.home
+    venv = materialise(home / "envs", env, say)
+    evidence.environment = {
+        "runner": "venv",
+        "digest": venv.digest,
+        "path": str(venv.path),
+        "built": venv.built,
+        "evaluator": evaluator_digest(),
+    }
+    source = stage_evaluator(home / "cache" / "evaluator")
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="run-", dir=home / "tmp") as tmp:
+        job, out = Path(tmp) / "job.json", Path(tmp) / "out"
+        out.mkdir()
+        write_job(
+            job,
+            lock,
+            {p: str(v) for p, v in store_paths(ws, lock, Kind.MODEL).items()},
+            {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()},
+            cache=str(home / "cache" / "inputs"),
+        )
+        argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
+        status, tail = run_child(
+            argv,
+            env=child_env(source),
+            timeout_s=lock.body.limits.timeout_s,
+            say=say,
+            runner="venv",
+        )
+        if status not in (0, 1):
+            raise WorkerCrashed(runner="venv", status=status, reason="stopped", tail=tail)
+        collect("venv", out, lock, evidence)

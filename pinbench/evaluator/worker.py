@@ -1,0 +1,102 @@
+"""The evaluator inside an isolated environment: ``python -m pinbench.evaluator.worker JOB OUT``.
+
+Reads ``JOB`` (``results.JobFile``), checks the sha256 of every file it was handed against the
+lockfile (the bytes are checked again inside the isolation boundary), evaluates, and writes
+``OUT/result.json`` plus arrays. Exit status: 0 succeeded, 1 the evaluation failed (the
+reason is in ``result.json``), 2 the job itself could not be read. Imports no database code.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from pinbench.artifacts.digest import hash_file
+from pinbench.errors import PinbenchError, UserError
+from pinbench.evaluator.measure import Evidence, Job, files_of, measure
+from pinbench.evaluator.results import JobFile, write_results
+from pinbench.evaluator.source import evaluator_digest
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.names import Kind
+
+
+class TamperedInput(UserError):
+    def __init__(self, *, problems: list[str]) -> None:
+        super().__init__(
+            "inputs handed to the evaluator failed verification: " + "; ".join(problems)
+        )
+        self.problems = problems
+
+
+def _paths(lock: Lockfile, kind: Kind, given: dict[str, str]) -> dict[str, Path]:
+    """The handed-in files of one artifact, each checked against the lockfile's sha256."""
+    problems, out = [], {}
+    for f in files_of(lock, kind).files:
+        where = given.get(f.path)
+        if where is None:
+            problems.append(f"{kind.value} file {f.path} was not handed in")
+            continue
+        try:
+            digest, size = hash_file(Path(where))
+        except OSError as exc:
+            problems.append(f"{kind.value} file {f.path}: {exc.strerror}")
+            continue
+        if digest.hex != f.sha256 or size != f.size:
+            problems.append(
+                f"{kind.value} file {f.path} is sha256 {digest.hex[:12]}, pinned {f.sha256[:12]}"
+            )
+        out[f.path] = Path(where)
+    if problems:
+        raise TamperedInput(problems=problems)
+    return out
+
+
+def environment_facts() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "executable": sys.executable,
+        "evaluator": evaluator_digest(),
+    }
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m pinbench.evaluator.worker JOB.json OUT_DIR", file=sys.stderr)
+        return 2
+    out = Path(argv[1])
+    try:
+        spec = msgspec.json.decode(Path(argv[0]).read_bytes(), type=JobFile, strict=True)
+        lock = Lockfile.from_bytes(spec.lockfile.encode("utf-8"), source="job lockfile")
+    except (OSError, msgspec.DecodeError, PinbenchError) as exc:
+        print(f"pinbench worker: cannot read the job: {exc}", file=sys.stderr)
+        return 2
+    evidence, error = Evidence(), None
+    try:
+        with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
+            job = Job(
+                lock=lock,
+                model_paths=_paths(lock, Kind.MODEL, spec.model),
+                data_paths=_paths(lock, Kind.DATASET, spec.dataset),
+                scratch=Path(scratch),
+                cache=Path(spec.cache) if spec.cache else None,
+            )
+            measure(job, evidence, _say)
+    except PinbenchError as exc:
+        error = str(exc)
+    except Exception as exc:  # the model's own failure: recorded, never raised past here
+        error = f"{type(exc).__name__}: {exc}"
+    write_results(out, lock.digest.hex, evidence, error, environment_facts())
+    return 1 if error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,142 @@
+"""Making lockfiles: pin a resolution's artifacts, files and environment; record lockfiles in SQL.
+
+Kept apart from ``lockfile`` (the document) so the evaluator, which runs inside isolated
+environments without a database, reads lockfiles without importing SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy.orm import Session
+
+from pinbench.artifacts.canonical import canonical_json
+from pinbench.artifacts.digest import Digest
+from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.errors import UserError
+from pinbench.registry.catalog import get_artifact
+from pinbench.registry.lockfile import (
+    SCHEMA_VERSION,
+    LockBody,
+    LockedArtifact,
+    LockedDataset,
+    LockedEnvironment,
+    LockedFile,
+    LockedImage,
+    LockedModel,
+    Lockfile,
+)
+from pinbench.registry.manifest import (
+    FrameworkManifest,
+    ImageManifest,
+    ModelManifest,
+    parse_manifest,
+)
+from pinbench.registry.names import ArtifactRef, Kind
+from pinbench.registry.request import Request
+from pinbench.registry.resolve import Resolution
+
+
+def build_lockfile(
+    session: Session, request: Request, resolution: Resolution, batch_size: int
+) -> Lockfile:
+    """Pin the resolved artifacts, their files and the environment for the request's platform,
+    for one batch size of the request."""
+    rows = {ref: get_artifact(session, ref) for ref in resolution.refs}
+    locked = [
+        LockedArtifact(
+            kind=row.kind,  # type: ignore[arg-type]
+            name=row.name,
+            version=row.version,
+            manifest_digest=row.manifest_digest,
+            files=[
+                LockedFile(path=f.path, sha256=f.sha256, size=f.size, source=f.source)
+                for f in row.files
+            ],
+        )
+        for row in rows.values()
+    ]
+    manifests = {ref: parse_manifest(row.manifest, source=str(ref)) for ref, row in rows.items()}
+
+    def one(kind: Kind) -> tuple[ArtifactRef, Any]:
+        found = [(r, m) for r, m in manifests.items() if r.kind == kind]
+        if len(found) != 1:
+            raise UserError(f"the request must resolve exactly one {kind.value}, got {len(found)}")
+        return found[0]
+
+    model_ref, model = one(Kind.MODEL)
+    dataset_ref, dataset = one(Kind.DATASET)
+    framework_ref, framework = one(Kind.FRAMEWORK)
+    assert isinstance(model, ModelManifest) and isinstance(framework, FrameworkManifest)
+    env = framework.environment_for(request.system)
+    environment = None
+    if env is not None:
+        image = None
+        images = [(r, m) for r, m in manifests.items() if r.kind == Kind.IMAGE]
+        if env.image is not None and images:
+            image_ref, image_manifest = images[0]
+            assert isinstance(image_manifest, ImageManifest)
+            image = LockedImage(
+                name=image_ref.name,
+                version=str(image_ref.version),
+                digest=image_manifest.digest,
+                reference=image_manifest.reference,
+            )
+        environment = LockedEnvironment(
+            framework=framework_ref.name,
+            version=str(framework_ref.version),
+            platform=request.system,
+            image=image,
+            requirements=list(env.requirements),
+            python=env.python,
+        )
+    body = LockBody(
+        schema_version=SCHEMA_VERSION,
+        request=request,
+        artifacts=locked,
+        environment=environment,
+        model=LockedModel(
+            name=model_ref.name,
+            version=str(model_ref.version),
+            format=model.format,
+            architecture=model.architecture,
+            trusted=model.trusted,
+            inputs=list(model.inputs),
+            outputs=list(model.outputs),
+        ),
+        dataset=LockedDataset(
+            name=dataset_ref.name,
+            version=str(dataset_ref.version),
+            manifest_digest=rows[dataset_ref].manifest_digest,
+            labels=dataset.labels,
+            task=dataset.task,
+            samples=dataset.samples,
+            data=dataset.data,
+        ),
+        scenario=request.scenario,
+        batch_size=batch_size,
+        threads=request.threads,
+        sweep=canonical_digest(request) if request.is_sweep else None,
+        system=request.system,
+    )
+    return Lockfile(body)
+
+
+def canonical_digest(request: Request) -> str:
+    return Digest.of_bytes(canonical_json(msgspec.to_builtins(request))).hex
+
+
+def store_lockfile(session: Session, lock: Lockfile) -> bool:
+    """Record the lockfile; return False when it was already recorded."""
+    if session.get(LockfileRow, lock.digest.hex) is not None:
+        return False
+    session.add(
+        LockfileRow(
+            digest=lock.digest.hex,
+            body=lock.canonical.decode("utf-8"),
+            created_at=datetime.now(UTC),
+        )
+    )
+    return True
