@@ -34,6 +34,7 @@ def _summary(run: Run, lock: Lockfile) -> dict[str, Any]:
         "id": run.id,
         "status": run.status,
         "runner": run.runner,
+        "environment": run.environment_digest,
         "lockfile": run.lockfile_digest,
         "model": f"{body.model.name}@{body.model.version}",
         "framework": f"{env.framework}@{env.version}" if env else None,

@@ -1,0 +1,195 @@
+"""The docker runner: the evaluator in a container whose image is pinned by digest.
+
+Before starting, the engine's image is looked up by the lockfile's digest (the image ID), so
+no other image can stand in for it; a tag that now names another image is reported as such.
+The container gets the model and dataset files read-only, one writable output folder, no
+network, a read-only root filesystem, a non-root user, no capabilities, no new privileges,
+and the lockfile's memory / CPU / time limits. What it writes is validated by the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from docker.errors import APIError, ImageNotFound
+from docker.types import Mount
+from requests.exceptions import ConnectionError as RequestsConnectionError
+from requests.exceptions import ReadTimeout
+
+from pinbench.errors import UserError
+from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.runners.process import (
+    TAIL_LINES,
+    RunTimedOut,
+    WorkerCrashed,
+    collect,
+    write_job,
+)
+from pinbench.images.engine import connect
+from pinbench.registry.lockfile import LockedImage, Lockfile
+from pinbench.registry.names import Kind
+from pinbench.workspace import Workspace
+
+IN = "/pinbench"
+NOBODY = "65534:65534"
+TMPFS = "rw,nosuid,nodev,size=256m,mode=1777"
+
+
+class NoImagePinned(UserError):
+    def __init__(self, *, framework: str) -> None:
+        super().__init__(
+            f"the lockfile pins no image for {framework}: build one with "
+            f"`pinbench images build {framework.split('@')[0]}`, then lock the request again"
+        )
+        self.framework = framework
+
+
+class ImageMissing(UserError):
+    def __init__(self, *, image: str, digest: str, tagged: str | None) -> None:
+        text = f"image {image} ({digest}) is not in this Docker Engine"
+        if tagged is not None:
+            text += f"; its tag there names another image, {tagged}, which is refused"
+        super().__init__(
+            text + f": `pinbench images pull {image} --registry HOST:PORT`, or build it"
+        )
+        self.image = image
+        self.digest = digest
+        self.tagged = tagged
+
+
+class OutOfMemory(UserError):
+    def __init__(self, *, memory_mb: int) -> None:
+        super().__init__(
+            f"the container exceeded its memory limit ({memory_mb} MiB, limits.memory_mb in the "
+            "lockfile) and was killed"
+        )
+        self.memory_mb = memory_mb
+
+
+def pinned_image(lock: Lockfile) -> LockedImage:
+    env = lock.body.environment
+    if env is None:
+        raise UserError("the lockfile pins no framework environment for its platform")
+    if env.image is None:
+        raise NoImagePinned(framework=f"{env.framework}@{env.version}")
+    return env.image
+
+
+def verified_image(client: Any, image: LockedImage) -> Any:
+    """The engine's image with exactly the pinned ID; refuse anything else."""
+    label = f"image/{image.name}@{image.version}"
+    try:
+        found = client.images.get(image.digest)
+    except ImageNotFound:
+        found = None
+    if found is None or found.id != image.digest:
+        try:
+            tagged = client.images.get(f"{image.name}:{image.version}").id
+        except ImageNotFound:
+            tagged = None
+        raise ImageMissing(image=label, digest=image.digest, tagged=tagged)
+    return found
+
+
+Inside = dict[str, dict[str, str]]
+
+
+def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[list[Any], Inside]:
+    """Bind mounts (job and blobs read-only, output writable) and where each file appears."""
+    mounts = [
+        Mount(f"{IN}/job", str(job_dir), type="bind", read_only=True),
+        Mount(f"{IN}/out", str(out), type="bind", read_only=False),
+    ]
+    inside: Inside = {}
+    for kind in (Kind.MODEL, Kind.DATASET):
+        inside[kind.value] = {}
+        for i, (path, host) in enumerate(sorted(store_paths(ws, lock, kind).items())):
+            target = f"{IN}/{kind.value}/{i}"
+            mounts.append(Mount(target, str(host), type="bind", read_only=True))
+            inside[kind.value][path] = target
+    return mounts, inside
+
+
+def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
+    pinned = pinned_image(lock)
+    client = connect()
+    image = verified_image(client, pinned)
+    limits = lock.body.limits
+    evidence.environment = {
+        "runner": "docker",
+        "digest": image.id,
+        "image": f"image/{pinned.name}@{pinned.version}",
+        "engine": str(client.version().get("Version")),
+        "limits": {
+            "memory_mb": limits.memory_mb,
+            "cpus": limits.cpus,
+            "timeout_s": limits.timeout_s,
+        },
+    }
+    (ws.settings.home / "tmp").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="run-", dir=ws.settings.home / "tmp") as tmp:
+        job_dir, out = Path(tmp) / "job", Path(tmp) / "out"
+        job_dir.mkdir()
+        out.mkdir()
+        mounts, inside = _mounts(ws, lock, job_dir, out)
+        write_job(job_dir / "job.json", lock, inside["model"], inside["dataset"])
+        Path(tmp).chmod(0o755)
+        job_dir.chmod(0o755)
+        (job_dir / "job.json").chmod(0o644)
+        out.chmod(0o777)  # the container's user (nobody) writes here
+        container = client.containers.create(
+            image.id,
+            command=[f"{IN}/job/job.json", f"{IN}/out"],
+            mounts=mounts,
+            network_mode="none",
+            read_only=True,
+            user=NOBODY,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": TMPFS},
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            nano_cpus=int(limits.cpus * 1e9) if limits.cpus else None,
+            pids_limit=512,
+            labels={"org.pinbench.lockfile": lock.digest.hex},
+        )
+        try:
+            evidence.environment["container"] = container.id[:12]
+            say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
+            _execute(container, limits.timeout_s, limits.memory_mb, say)
+            collect("docker", out, lock, evidence)
+        finally:
+            with contextlib.suppress(APIError):
+                container.remove(force=True)
+
+
+def _execute(container: Any, timeout_s: int, memory_mb: int, say: Say) -> None:
+    tail: list[str] = []
+
+    def relay() -> None:
+        for raw in container.logs(stream=True, follow=True):
+            for line in raw.decode("utf-8", "replace").splitlines():
+                tail.append(line)
+                del tail[:-TAIL_LINES]
+                say(line)
+
+    container.start()
+    thread = threading.Thread(target=relay, daemon=True)
+    thread.start()
+    try:
+        status = int(container.wait(timeout=timeout_s)["StatusCode"])
+    except (ReadTimeout, RequestsConnectionError):
+        container.kill()
+        raise RunTimedOut(runner="docker", timeout_s=timeout_s) from None
+    thread.join(timeout=5)
+    container.reload()
+    if container.attrs["State"].get("OOMKilled"):
+        raise OutOfMemory(memory_mb=memory_mb)
+    if status not in (0, 1):
+        reason = "was killed" if status >= 128 else "stopped"
+        raise WorkerCrashed(runner="docker", status=status, reason=reason, tail=tail)

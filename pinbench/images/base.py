@@ -1,0 +1,88 @@
+"""The base image, built here: Debian bookworm by ``debootstrap`` (minbase, python3 and its venv
+module), then ``docker import``. No image registry is needed; the root filesystem tarball is
+cached, so a new engine gets the base without running debootstrap again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from docker.errors import ImageNotFound
+
+from pinbench.errors import UserError
+
+BASE_REPOSITORY = "pinbench/base"
+SUITE = "bookworm"
+PACKAGES = ("python3", "python3-venv")
+MIRROR = os.environ.get("PINBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+Say = Callable[[str], None]
+
+
+class BaseImageFailed(UserError):
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(
+            f"could not build the base image: {reason}; or name one that has Python 3.11 "
+            "with --base (e.g. python:3.11-slim@sha256:...)"
+        )
+        self.reason = reason
+
+
+def base_tag() -> str:
+    return f"{BASE_REPOSITORY}:{SUITE}"
+
+
+def ensure_base(client: Any, cache: Path, say: Say) -> str:
+    """The base image's ID, importing (and if need be debootstrapping) it first."""
+    try:
+        image: Any = client.images.get(base_tag())
+        return str(image.id)
+    except ImageNotFound:
+        pass
+    tarball = cache / f"rootfs-{SUITE}.tar"
+    if not tarball.exists():
+        _debootstrap(tarball, say)
+    say(f"importing {tarball.name} as {base_tag()}")
+    client.api.import_image_from_file(
+        str(tarball), repository=BASE_REPOSITORY, tag=SUITE, changes=["ENV LANG=C.UTF-8"]
+    )
+    return str(client.images.get(base_tag()).id)
+
+
+def _debootstrap(tarball: Path, say: Say) -> None:
+    if shutil.which("debootstrap") is None:
+        raise BaseImageFailed(reason="debootstrap is not installed (apt-get install debootstrap)")
+    if os.geteuid() != 0:
+        raise BaseImageFailed(reason="debootstrap needs root")
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    say(f"debootstrap {SUITE} (minbase + {', '.join(PACKAGES)}) from {MIRROR}")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rootfs-", dir=tarball.parent) as tmp:
+        root = Path(tmp) / "root"
+        argv = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}"]
+        proc = subprocess.run(
+            [*argv, SUITE, str(root), MIRROR], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            tail = " | ".join(
+                proc.stdout.strip().splitlines()[-3:] + proc.stderr.strip().splitlines()[-3:]
+            )
+            raise BaseImageFailed(reason=f"debootstrap failed: {tail}")
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "var/log", "usr/share/doc",
+                     "usr/share/man", "usr/share/locale"):  # fmt: skip
+            shutil.rmtree(root / junk, ignore_errors=True)
+            (root / junk).mkdir(parents=True, exist_ok=True)
+        partial = tarball.with_suffix(".tar.tmp")
+        subprocess.run(
+            ["tar", "--numeric-owner", "--sort=name", "-C", str(root), "-cf", str(partial), "."],
+            check=True,
+        )
+        partial.replace(tarball)
+    mib = tarball.stat().st_size >> 20
+    say(f"root filesystem ready in {time.monotonic() - started:.0f} s ({mib} MiB)")

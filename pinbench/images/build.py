@@ -1,0 +1,197 @@
+"""``pinbench images build``: one evaluation image per framework, published as an ``image``
+artifact whose digest is the image ID.
+
+The build context holds the Dockerfile shipped here, the framework's hash-pinned requirements,
+exactly the wheels they pin (downloaded on the host by pip, which knows this machine's indexes,
+and checked against the pins) and a copy of pinbench's evaluator source. The build runs with
+no network. An image already published for the same requirements, evaluator and base, and
+present in the engine, is reused rather than rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from docker.errors import ImageNotFound
+from sqlalchemy import select
+
+from pinbench.catalog.frameworks import VERSIONS, image_name
+from pinbench.db.models import Artifact
+from pinbench.environments import lock_path, parse_lock, requirements_text
+from pinbench.errors import UserError
+from pinbench.evaluator.source import evaluator_digest, stage_evaluator
+from pinbench.registry.manifest import Requirement, load_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.ranges import parse_version
+from pinbench.workspace import Workspace
+
+DOCKERFILE = Path(__file__).resolve().parent / "Dockerfile"
+FIRST_VERSION = "1.0.0"
+Say = Callable[[str], None]
+
+
+class ImageBuildFailed(UserError):
+    def __init__(self, *, framework: str, reason: str) -> None:
+        super().__init__(f"building the {framework} image failed: {reason}")
+        self.framework = framework
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltImage:
+    framework: str
+    ref: str
+    """``image/NAME@VERSION``"""
+    digest: str
+    size: int
+    reused: bool
+
+
+def build_image(ws: Workspace, client: Any, framework: str, base: str, say: Say) -> BuiltImage:
+    if framework not in VERSIONS:
+        raise UserError(f"no image recipe for {framework!r}; frameworks: {', '.join(VERSIONS)}")
+    requirements = parse_lock(lock_path(framework).read_text(encoding="utf-8"))
+    wanted = {
+        "framework": framework,
+        "framework_version": VERSIONS[framework],
+        "requirements_sha256": hashlib.sha256(requirements_text(requirements).encode()).hexdigest(),
+        "evaluator": evaluator_digest(),
+        "base": base,
+    }
+    name = image_name(framework)
+    published = _published(ws, name)
+    for version, manifest in published:
+        attrs = manifest.get("attributes", {})
+        if all(attrs.get(k) == v for k, v in wanted.items()) and _present(
+            client, manifest["digest"]
+        ):
+            say(f"image/{name}@{version} is up to date ({manifest['digest'][7:19]})")
+            return BuiltImage(framework, f"image/{name}@{version}", manifest["digest"],
+                              int(attrs.get("size_bytes", 0)), reused=True)  # fmt: skip
+    home = ws.settings.home
+    with tempfile.TemporaryDirectory(prefix="image-", dir=home / "tmp") as tmp:
+        context = Path(tmp)
+        _context(context, framework, requirements, home / "cache" / "wheelhouse", say)
+        digest = _docker_build(client, context, base, f"{name}:build", framework, say)
+    image: Any = client.images.get(digest)
+    version = _next_version([v for v, _ in published])
+    image.tag(name, version)
+    size = int(image.attrs.get("Size", 0))
+    manifest_path = home / "tmp" / f"image-{framework}-{version}.yaml"
+    manifest_path.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "image",
+                "name": name,
+                "version": version,
+                "description": f"pinbench evaluator with {framework} {VERSIONS[framework]} (CPU)",
+                "digest": digest,
+                "platform": {"arch": "amd64", "device": "cpu"},
+                "attributes": {**wanted, "size_bytes": size},
+            },
+            sort_keys=False,
+        )
+    )
+    publish(ws, load_manifest(manifest_path), manifest_dir=manifest_path.parent)
+    manifest_path.unlink()
+    say(f"published image/{name}@{version} ({digest[7:19]}, {size / 2**20:.0f} MiB)")
+    return BuiltImage(framework, f"image/{name}@{version}", digest, size, reused=False)
+
+
+def _published(ws: Workspace, name: str) -> list[tuple[str, dict[str, Any]]]:
+    with ws.transaction() as session:
+        rows = session.execute(
+            select(Artifact.version, Artifact.manifest).where(
+                Artifact.kind == "image", Artifact.name == name, Artifact.yanked.is_(False)
+            )
+        ).all()
+    return sorted(((v, m) for v, m in rows), key=lambda r: parse_version(r[0]), reverse=True)
+
+
+def _next_version(versions: list[str]) -> str:
+    """1.0.0 for the first build, then the next patch: images are rebuilt, never replaced."""
+    if not versions:
+        return FIRST_VERSION
+    top = max(parse_version(v) for v in versions)
+    return str(top.bump_patch())
+
+
+def _present(client: Any, digest: str) -> bool:
+    try:
+        client.images.get(digest)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def _context(
+    context: Path, framework: str, requirements: list[Requirement], wheelhouse: Path, say: Say
+) -> None:
+    shutil.copyfile(DOCKERFILE, context / "Dockerfile")
+    text = requirements_text(requirements)
+    (context / "requirements.txt").write_text(text)
+    wheels = context / "wheels"
+    wheels.mkdir()
+    for wheel in _wheels(framework, text, wheelhouse, say):
+        (wheels / wheel.name).hardlink_to(wheel)
+    shutil.copytree(stage_evaluator(context.parent / "evaluator-stage") / "pinbench",
+                    context / "evaluator" / "pinbench")  # fmt: skip
+
+
+def _wheels(framework: str, requirements: str, wheelhouse: Path, say: Say) -> list[Path]:
+    """The pinned wheels, downloaded into the host's wheelhouse by pip (hash-checked)."""
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    req = wheelhouse / f"{framework}.requirements.txt"
+    req.write_text(requirements)
+    say(f"downloading {framework}'s pinned wheels to {wheelhouse} (pip, hashes required)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
+         "--only-binary", ":all:", "-d", str(wheelhouse), "-r", str(req)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
+        raise ImageBuildFailed(framework=framework, reason=f"pip download failed: {tail}")
+    pins = {h.removeprefix("sha256:") for r in parse_lock(requirements) for h in r.hashes}
+    found = []
+    for wheel in sorted(wheelhouse.glob("*.whl")):
+        if hashlib.sha256(wheel.read_bytes()).hexdigest() in pins:
+            found.append(wheel)
+    if len(found) != len(parse_lock(requirements)):
+        raise ImageBuildFailed(
+            framework=framework,
+            reason=f"{len(found)} of {len(parse_lock(requirements))} pinned wheels in {wheelhouse}",
+        )
+    return found
+
+
+def _docker_build(client: Any, context: Path, base: str, tag: str, framework: str, say: Say) -> str:
+    say(f"building the {framework} image (docker build, no network)")
+    started = time.monotonic()
+    digest = None
+    for chunk in client.api.build(
+        path=str(context), buildargs={"BASE": base}, tag=tag, rm=True, forcerm=True,
+        network_mode="none", pull=False, decode=True,
+    ):  # fmt: skip
+        if "error" in chunk:
+            raise ImageBuildFailed(framework=framework, reason=str(chunk["error"]).strip())
+        line = str(chunk.get("stream", "")).strip()
+        if line.startswith("Step "):
+            say(f"  {line}")
+        aux = chunk.get("aux")
+        if isinstance(aux, dict) and "ID" in aux:
+            digest = str(aux["ID"])
+    if digest is None:
+        raise ImageBuildFailed(framework=framework, reason="the engine reported no image ID")
+    say(f"built {digest[7:19]} in {time.monotonic() - started:.0f} s")
+    return digest
