@@ -50,10 +50,11 @@ def rerun(
     run_id: str,
     *,
     repeat: int = REPEAT,
-    runner: str = "local",
+    runner: str | None = None,
     say: Say = print,
 ) -> Verdict:
-    """Run the same lockfile ``repeat`` times (every byte verified each time) and compare.
+    """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
+    with the original's runner unless ``runner`` names another.
 
     An accuracy run is deterministic and runs once whatever ``repeat`` says.
     """
@@ -66,7 +67,8 @@ def rerun(
     reruns = []
     for i in range(repeat):
         say(f"rerun {i + 1} of {repeat}")
-        reruns.append(show_run(ws, run_lockfile(ws, lock, runner=runner, say=say).id))
+        outcome = run_lockfile(ws, lock, runner=runner or original["runner"], say=say)
+        reruns.append(show_run(ws, outcome.id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []
     accuracy = accuracy_verdict(original, reruns[0])

@@ -24,7 +24,7 @@ from pinbench.db.models import Run as RunRow
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.measure import Evidence
-from pinbench.evaluator.runners import runner_named
+from pinbench.evaluator.runners import choose_runner, runner_named
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.verify import verify_lockfile
@@ -58,8 +58,9 @@ class _Attempt:
 def run_lockfile(
     ws: Workspace, lock: Lockfile, *, runner: str = "local", say: Say = print
 ) -> RunOutcome:
-    """Run ``lock`` with ``runner`` and record the run, whatever its outcome; raise if it did
-    not succeed."""
+    """Run ``lock`` with ``runner`` (or ``auto``) and record the run, whatever its outcome;
+    raise if it did not succeed."""
+    runner = choose_runner(runner, lock)
     execute = runner_named(runner)
     with ws.transaction() as session:
         store_lockfile(session, lock)

@@ -21,11 +21,11 @@ class DockerUnavailable(UserError):
         self.reason = reason
 
 
-def connect() -> Any:
+def connect(timeout: int = 120) -> Any:
     """A client for the engine at ``DOCKER_HOST`` (default: the local socket), checked alive."""
     host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     try:
-        client = docker.from_env(timeout=120)
+        client = docker.from_env(timeout=timeout)
         client.ping()
     except DockerException as exc:
         raise DockerUnavailable(host=host, reason=str(exc).split("\n")[0][:200]) from None

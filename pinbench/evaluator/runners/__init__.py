@@ -32,8 +32,25 @@ class Runner(Protocol):
 
 class UnknownRunner(UserError):
     def __init__(self, *, runner: str) -> None:
-        super().__init__(f"no runner {runner!r}; runners: {', '.join(RUNNERS)}")
+        super().__init__(f"no runner {runner!r}; runners: auto, {', '.join(RUNNERS)}")
         self.runner = runner
+
+
+def choose_runner(name: str, lock: Lockfile) -> str:
+    """``auto``: docker when the lockfile pins an image and a Docker Engine answers, else venv
+    (the embedded default); any other name is taken as given."""
+    if name != "auto":
+        return name
+    env = lock.body.environment
+    if env is not None and env.image is not None:
+        from pinbench.images.engine import DockerUnavailable, connect
+
+        try:
+            connect(timeout=5).close()
+            return "docker"
+        except DockerUnavailable:
+            pass
+    return "venv"
 
 
 def runner_named(name: str) -> Runner:

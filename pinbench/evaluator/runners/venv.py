@@ -22,6 +22,16 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
 
+
+def shared_cache() -> Path:
+    """Environments are named by their digest, so every home can share them:
+    ``PINBENCH_CACHE``, default ``~/.cache/pinbench``."""
+    root = os.environ.get("PINBENCH_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pinbench"
+    )
+    return Path(root)
+
+
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "OMP_NUM_THREADS")
 
 
@@ -37,7 +47,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
     home = ws.settings.home
-    venv = materialise(home / "envs", env, say)
+    venv = materialise(shared_cache() / "envs", env, say)
     evidence.environment = {
         "runner": "venv",
         "digest": venv.digest,
