@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from pinbench import catalog as builtin
 from pinbench.cli import main
 from pinbench.config import Settings
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, CliResult
 from tests.pg import postgres_server
@@ -75,3 +78,31 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("catalog")
+    builtin.build(root)
+    return root
+
+
+@pytest.fixture
+def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
+    """A workspace with the digits catalog published."""
+    ws = Workspace(Settings(home=tmp_path / "home", database_url=f"sqlite:///{tmp_path}/db"))
+    ws.init()
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="test")
+    yield ws
+    ws.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Virtual environments (named by digest) shared by every test of the session, in a
+    folder of the session's own."""
+    root = tmp_path_factory.mktemp("pinbench-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PINBENCH_CACHE", str(root))
+        yield root

@@ -4,7 +4,6 @@ recorded as a failed run (never a success)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import yaml
 
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
-from pinbench.config import Settings
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError
 from pinbench.evaluator.history import RunNotFound, list_runs, show_run
@@ -27,30 +25,12 @@ from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import UnknownRunner
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, sha, write_files
-
-
-@pytest.fixture(scope="module")
-def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("catalog")
-    builtin.build(root)
-    return root
-
-
-@pytest.fixture
-def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
-    """A workspace with the digits catalog published."""
-    ws = Workspace(Settings(home=tmp_path / "home", database_url=f"sqlite:///{tmp_path}/db"))
-    ws.init()
-    for path in sorted(catalog_dir.glob("*.yaml")):
-        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="test")
-    yield ws
-    ws.close()
 
 
 def _lock(ws: Workspace, **request: Any) -> Lockfile:

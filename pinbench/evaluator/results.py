@@ -1,13 +1,13 @@
 """The results an isolated evaluator hands back: ``result.json`` plus ``.npy`` arrays.
 
-The host trusts nothing in the output folder: each file has a size cap, the JSON is parsed
-strictly, it must name the lockfile that was run, metrics must be finite numbers with plain
-names, and the arrays are read without pickle and checked for dtype and shape.
+The host trusts nothing in the output folder: each file has a size cap and must be a plain
+file, the JSON is parsed strictly (NaN, Infinity and out-of-range numbers are refused), it must
+name the lockfile that was run, metric names must be plain, and the arrays are read without
+pickle and checked for dtype and shape.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -100,11 +100,9 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         raise InvalidResults(
             reason=f"{RESULT} is for lockfile {result.lockfile[:12]}, not {lock_digest[:12]}"
         )
-    for name, value in result.metrics.items():
+    for name in result.metrics:
         if not _METRIC.fullmatch(name):
             raise InvalidResults(reason=f"metric name {name!r} is not [a-z0-9_]")
-        if not math.isfinite(value):
-            raise InvalidResults(reason=f"metric {name} is {value}")
     evidence = Evidence(
         frameworks=dict(result.frameworks),
         details=dict(result.details),

@@ -1,0 +1,263 @@
+"""The three runners on one lockfile, and the container's boundaries, against a real Docker
+Engine started here (tests/services.py), a real image registry on 127.0.0.1, and images built
+by ``pinbench images build`` from a debootstrap base.
+
+The malicious models are PyTorch pickles (``trusted: true``) whose unpickling tries what a
+hostile model would: open a connection, write outside its output folder, take all memory,
+never finish. Each must end in a failed run record with a clear reason.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import torch
+import yaml
+
+from pinbench import catalog as builtin
+from pinbench.catalog import frameworks
+from pinbench.config import Settings
+from pinbench.environments import environment_digest
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.docker import ImageMissing, NoImagePinned, OutOfMemory
+from pinbench.evaluator.runners.local import installed_digest
+from pinbench.evaluator.runners.process import EvaluationFailed, RunTimedOut
+from pinbench.images.base import ensure_base
+from pinbench.images.build import build_image
+from pinbench.images.distribution import PulledWrongImage, pull, push
+from pinbench.images.engine import connect
+from pinbench.registry import service
+from pinbench.registry.lockfile import LockBody, LockedImage, Lockfile
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.names import ArtifactRef
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.workspace import Workspace
+from tests.services import docker_engine, image_registry
+
+DIGITS = {"model": "vision/digits-logreg@1.2.0", "dataset": "sklearn-digits-test@1", "threads": 1}
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+class Payload:
+    """Pickled into a ``.pth``: unpickling runs ``code`` (what a trusted pickle can do)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (exec, (self.code,))
+
+
+@dataclass
+class Stack:
+    ws: Workspace
+    client: Any
+    listener: Listener
+    images: dict[str, str]
+
+
+def _evil_models(root: Path, port: int) -> list[Path]:
+    payloads = {
+        "network": f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)",
+        "write": "open('/opt/pinbench/escaped', 'w').write('x')",
+        "memory": "blob = b'x' * (3 << 30)",
+        "sleep": "import time; time.sleep(600)",
+    }
+    logreg = yaml.safe_load((root / "model-digits-logreg-1.2.0.yaml").read_text())
+    out = []
+    for name, code in payloads.items():
+        folder = root / f"evil-{name}"
+        folder.mkdir()
+        torch.save(Payload(code), folder / "model.pth")
+        manifest = {
+            "kind": "model",
+            "name": f"evil/{name}",
+            "version": "1.0.0",
+            "format": "torch-pickle",
+            "trusted": True,
+            "framework": {"name": "torch", "range": "2.13.0"},
+            "files": [{"path": "model.pth", "source": f"file:evil-{name}/model.pth"}],
+            "inputs": logreg["inputs"],
+            "outputs": logreg["outputs"],
+        }
+        path = root / f"model-evil-{name}.yaml"
+        path.write_text(yaml.safe_dump(manifest))
+        out.append(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("runners")
+    with docker_engine() as host, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DOCKER_HOST", host)
+        ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
+        ws.init()
+        (ws.settings.home / "tmp").mkdir(parents=True, exist_ok=True)
+        cat = root / "catalog"
+        manifests = [*builtin.build(cat).manifests, frameworks.write(cat, "torch")]
+        listener = Listener()
+        manifests += _evil_models(cat, listener.port)
+        for path in manifests:
+            publish(ws, load_manifest(path), manifest_dir=cat, publisher="test")
+        client = connect()
+        base = ensure_base(client, root / "images", quiet)
+        images = {
+            fw: build_image(ws, client, fw, base, quiet).digest for fw in ("onnxruntime", "torch")
+        }
+        yield Stack(ws, client, listener, images)
+        ws.close()
+
+
+def _lock(ws: Workspace, **request: Any) -> Lockfile:
+    return service.lock(ws, parse_request({**DIGITS, **request}))[0]
+
+
+def test_one_lockfile_three_runners_same_accuracy_and_their_provenance(stack: Stack) -> None:
+    lock = _lock(stack.ws, scenario={"mode": "accuracy"})
+    env = lock.body.environment
+    assert env is not None and env.image is not None
+    assert env.image.digest == stack.images["onnxruntime"]
+    runs = {}
+    for runner in ("local", "venv", "docker"):
+        outcome = run_lockfile(stack.ws, lock, runner=runner, say=quiet)
+        assert outcome.status == "succeeded", runner
+        runs[runner] = show_run(stack.ws, outcome.id)
+    assert len({r["top1"] for r in runs.values()}) == 1
+    assert len({r["details"]["outputs_sha256"] for r in runs.values()}) == 1
+    assert runs["local"]["environment"] == installed_digest()
+    assert runs["venv"]["environment"] == environment_digest(env)
+    assert runs["docker"]["environment"] == env.image.digest
+    inside = runs["docker"]["details"]["environment"]["inside"]
+    assert inside["python"].startswith("3.11") and inside["executable"].startswith("/opt/pinbench")
+    assert {r["runner"] for r in list_runs(stack.ws)} >= {"local", "venv", "docker"}
+
+
+def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:
+    outcome = run_lockfile(stack.ws, _lock(stack.ws), runner="auto", say=quiet)
+    assert show_run(stack.ws, outcome.id)["runner"] == "docker"
+
+
+def _pinning(lock: Lockfile, digest: str) -> Lockfile:
+    """The same lockfile, pinning another image digest (a lockfile made elsewhere)."""
+    env = lock.body.environment
+    assert env is not None and env.image is not None
+    image = msgspec.structs.replace(env.image, digest=digest)
+    body: LockBody = msgspec.structs.replace(
+        lock.body, environment=msgspec.structs.replace(env, image=image)
+    )
+    return Lockfile(body)
+
+
+@pytest.mark.parametrize("retag", [False, True], ids=["missing", "tag-names-another-image"])
+def test_an_image_other_than_the_pinned_digest_is_refused(stack: Stack, retag: bool) -> None:
+    lock = _lock(stack.ws)
+    pinned = "sha256:" + "0" * 64
+    other = _pinning(lock, pinned)
+    assert other.body.environment is not None and other.body.environment.image is not None
+    image: LockedImage = other.body.environment.image
+    with pytest.raises(ImageMissing, match=pinned) as info:
+        run_lockfile(stack.ws, other, runner="docker", say=quiet)
+    assert ("names another image" in str(info.value)) == retag  # the real tag exists
+    assert image.name.startswith("pinbench/onnxruntime")
+    failed = list_runs(stack.ws, limit=1)[0]
+    assert failed["status"] == "failed" and pinned in failed["error"]
+
+
+def test_a_lockfile_without_an_image_is_refused_by_docker(stack: Stack) -> None:
+    lock = _lock(stack.ws)
+    env = lock.body.environment
+    assert env is not None
+    bare = Lockfile(
+        msgspec.structs.replace(lock.body, environment=msgspec.structs.replace(env, image=None))
+    )
+    with pytest.raises(NoImagePinned, match="pinbench images build onnxruntime"):
+        run_lockfile(stack.ws, bare, runner="docker", say=quiet)
+
+
+HOSTILE = [
+    ("network", {}, EvaluationFailed, "Connection refused"),
+    ("write", {}, EvaluationFailed, "Read-only file system"),
+    ("memory", {"memory_mb": 256}, OutOfMemory, "memory limit (256 MiB"),
+    ("sleep", {"timeout_s": 20}, RunTimedOut, "time limit (20 s"),
+]
+
+
+@pytest.mark.parametrize(
+    ("model", "limits", "error", "needle"), HOSTILE, ids=[h[0] for h in HOSTILE]
+)
+def test_a_hostile_model_fails_safely_in_the_container(
+    stack: Stack, model: str, limits: dict[str, int], error: type[Exception], needle: str
+) -> None:
+    lock = _lock(stack.ws, model=f"evil/{model}@1", framework="torch@2.13.0", limits=limits)
+    before = stack.listener.accepted
+    with pytest.raises(error, match=needle.replace("(", r"\(")):
+        run_lockfile(stack.ws, lock, runner="docker", say=quiet)
+    record = list_runs(stack.ws, limit=1)[0]
+    assert record["status"] == "failed" and needle in record["error"]
+    assert record["runner"] == "docker" and record["environment"] == stack.images["torch"]
+    assert stack.listener.accepted == before
+    assert stack.client.containers.list(all=True) == []  # removed, whatever happened
+
+
+def test_the_network_payload_does_connect_outside_a_container(stack: Stack) -> None:
+    """The control for the test above: run locally, the same model reaches the listener."""
+    lock = _lock(stack.ws, model="evil/network@1", framework="torch@2.13.0")
+    before = stack.listener.accepted
+    with pytest.raises(Exception):  # noqa: B017 - it connects, then is no module
+        run_lockfile(stack.ws, lock, runner="local", say=quiet)
+    assert stack.listener.accepted == before + 1
+
+
+def test_push_then_pull_by_digest_restores_the_pinned_image(stack: Stack) -> None:
+    ref = ArtifactRef.parse(f"image/{frameworks.image_name('onnxruntime')}@1.0.0")
+    digest = stack.images["onnxruntime"]
+    lock = _lock(stack.ws)
+    with image_registry() as registry:
+        pushed = push(stack.ws, stack.client, ref, registry)
+        assert pushed.reference.startswith(f"{registry}/{ref.name}@sha256:")
+        stack.client.images.remove(digest, force=True)
+        with pytest.raises(ImageMissing):
+            run_lockfile(stack.ws, lock, runner="docker", say=quiet)
+        pulled = pull(stack.ws, stack.client, ref, registry)
+        assert pulled.image_id == digest and pulled.reference == pushed.reference
+        assert run_lockfile(stack.ws, lock, runner="docker", say=quiet).status == "succeeded"
+
+        # the registry's tag now names another image: pulled by digest, refused, removed
+        base = stack.client.images.get("pinbench/base:bookworm")
+        base.tag(f"{registry}/{ref.name}", "1.0.0")
+        stack.client.images.push(f"{registry}/{ref.name}", "1.0.0")
+        with pytest.raises(PulledWrongImage, match="refused and removed"):
+            pull(stack.ws, stack.client, ref, registry)
+        assert stack.client.images.get(digest).id == digest  # the pinned one is untouched
