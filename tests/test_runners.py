@@ -9,6 +9,7 @@ never finish. Each must end in a failed run record with a clear reason.
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -107,7 +108,13 @@ def _evil_models(root: Path, port: int) -> list[Path]:
             "format": "torch-pickle",
             "trusted": True,
             "framework": {"name": "torch", "range": "2.13.0"},
-            "files": [{"path": "model.pth", "source": f"file:evil-{name}/model.pth"}],
+            "files": [
+                {
+                    "path": "model.pth",
+                    "sha256": hashlib.sha256((folder / "model.pth").read_bytes()).hexdigest(),
+                    "source": f"file:evil-{name}/model.pth",
+                }
+            ],
             "inputs": logreg["inputs"],
             "outputs": logreg["outputs"],
         }
@@ -169,11 +176,11 @@ def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:
     assert show_run(stack.ws, outcome.id)["runner"] == "docker"
 
 
-def _pinning(lock: Lockfile, digest: str) -> Lockfile:
-    """The same lockfile, pinning another image digest (a lockfile made elsewhere)."""
+def _pinning(lock: Lockfile, digest: str, version: str) -> Lockfile:
+    """The same lockfile, pinning another image (a lockfile made elsewhere)."""
     env = lock.body.environment
     assert env is not None and env.image is not None
-    image = msgspec.structs.replace(env.image, digest=digest)
+    image = msgspec.structs.replace(env.image, digest=digest, version=version)
     body: LockBody = msgspec.structs.replace(
         lock.body, environment=msgspec.structs.replace(env, image=image)
     )
@@ -184,12 +191,12 @@ def _pinning(lock: Lockfile, digest: str) -> Lockfile:
 def test_an_image_other_than_the_pinned_digest_is_refused(stack: Stack, retag: bool) -> None:
     lock = _lock(stack.ws)
     pinned = "sha256:" + "0" * 64
-    other = _pinning(lock, pinned)
+    other = _pinning(lock, pinned, "1.0.0" if retag else "9.9.9")
     assert other.body.environment is not None and other.body.environment.image is not None
     image: LockedImage = other.body.environment.image
     with pytest.raises(ImageMissing, match=pinned) as info:
         run_lockfile(stack.ws, other, runner="docker", say=quiet)
-    assert ("names another image" in str(info.value)) == retag  # the real tag exists
+    assert ("names another image" in str(info.value)) == retag  # 1.0.0's tag is the real one
     assert image.name.startswith("pinbench/onnxruntime")
     failed = list_runs(stack.ws, limit=1)[0]
     assert failed["status"] == "failed" and pinned in failed["error"]

@@ -86,6 +86,7 @@ def build_image(ws: Workspace, client: Any, framework: str, base: str, say: Say)
     image: Any = client.images.get(digest)
     version = _next_version([v for v, _ in published])
     image.tag(name, version)
+    client.images.remove(f"{name}:build", noprune=True)  # the version tag names it now
     size = int(image.attrs.get("Size", 0))
     manifest_path = home / "tmp" / f"image-{framework}-{version}.yaml"
     manifest_path.write_text(
