@@ -182,7 +182,7 @@ def test_scenario_settings_out_of_range(scenario: dict[str, Any], needle: str) -
 
 
 def test_unknown_runner_and_unknown_run(digits: Workspace) -> None:
-    with pytest.raises(UnknownRunner, match="runners: local, venv, docker"):
+    with pytest.raises(UnknownRunner, match="runners: auto, local, venv, docker"):
         run_lockfile(digits, _lock(digits), runner="ray", say=quiet)
     with pytest.raises(RunNotFound):
         show_run(digits, "nope")

@@ -216,7 +216,7 @@ def test_a_lockfile_without_an_image_is_refused_by_docker(stack: Stack) -> None:
 HOSTILE = [
     ("network", {}, EvaluationFailed, "Connection refused"),
     ("write", {}, EvaluationFailed, "Read-only file system"),
-    ("memory", {"memory_mb": 256}, OutOfMemory, "memory limit (256 MiB"),
+    ("memory", {"memory_mb": 768}, OutOfMemory, "memory limit (768 MiB"),
     ("sleep", {"timeout_s": 20}, RunTimedOut, "time limit (20 s"),
 ]
 
