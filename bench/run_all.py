@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("bench_verify", "bench_publish", "bench_resolve", "bench_overhead")
+BENCHMARKS = ("bench_verify", "bench_publish", "bench_resolve", "bench_overhead", "bench_runners")
 
 
 def main(argv: list[str] | None = None) -> int:
