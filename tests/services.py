@@ -3,35 +3,31 @@
 ``dockerd`` runs on its own socket in a temporary folder (``--storage-driver=vfs
 --iptables=false --bridge=none``) and is stopped afterwards; Debian's ``docker-registry``
 listens on a free 127.0.0.1 port. Both need root and the Debian packages that
-``scripts/install-system-deps.sh`` installs; without them these tests skip, except under
-``CI=true``, where they fail instead.
+``scripts/install-system-deps.sh`` installs (``make test`` runs it); without them these tests
+fail, as the PostgreSQL ones do, never skip.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
-import pytest
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true and {reason}")
-    pytest.skip(reason)
+from tests.pg import free_port
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+class ServiceUnavailable(RuntimeError):
+    pass
+
+
+def unavailable(reason: str) -> NoReturn:
+    raise ServiceUnavailable(f"{reason}: run `make test` (scripts/install-system-deps.sh) as root")
 
 
 @contextmanager

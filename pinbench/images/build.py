@@ -11,6 +11,7 @@ present in the engine, is reused rather than rebuilt.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import yaml
 from docker.errors import ImageNotFound
 from sqlalchemy import select
 
+from pinbench.artifacts.digest import hash_file
 from pinbench.catalog.frameworks import VERSIONS, image_name
 from pinbench.db.models import Artifact
 from pinbench.environments import lock_path, parse_lock, requirements_text
@@ -139,21 +141,23 @@ def _context(
     context: Path, framework: str, requirements: list[Requirement], wheelhouse: Path, say: Say
 ) -> None:
     shutil.copyfile(DOCKERFILE, context / "Dockerfile")
-    text = requirements_text(requirements)
-    (context / "requirements.txt").write_text(text)
+    (context / "requirements.txt").write_text(requirements_text(requirements))
     wheels = context / "wheels"
     wheels.mkdir()
-    for wheel in _wheels(framework, text, wheelhouse, say):
+    for wheel in _wheels(framework, requirements, wheelhouse, say):
         (wheels / wheel.name).hardlink_to(wheel)
     shutil.copytree(stage_evaluator(context.parent / "evaluator-stage") / "pinbench",
                     context / "evaluator" / "pinbench")  # fmt: skip
 
 
-def _wheels(framework: str, requirements: str, wheelhouse: Path, say: Say) -> list[Path]:
-    """The pinned wheels, downloaded into the host's wheelhouse by pip (hash-checked)."""
+def _wheels(
+    framework: str, requirements: list[Requirement], wheelhouse: Path, say: Say
+) -> list[Path]:
+    """The pinned wheels, downloaded into the host's wheelhouse by pip (hash-checked), each
+    hashed again here: only the files named like a pin are read, not the whole wheelhouse."""
     wheelhouse.mkdir(parents=True, exist_ok=True)
     req = wheelhouse / f"{framework}.requirements.txt"
-    req.write_text(requirements)
+    req.write_text(requirements_text(requirements))
     say(f"downloading {framework}'s pinned wheels to {wheelhouse} (pip, hashes required)")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
@@ -163,15 +167,18 @@ def _wheels(framework: str, requirements: str, wheelhouse: Path, say: Say) -> li
     if proc.returncode != 0:
         tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
         raise ImageBuildFailed(framework=framework, reason=f"pip download failed: {tail}")
-    pins = {h.removeprefix("sha256:") for r in parse_lock(requirements) for h in r.hashes}
     found = []
-    for wheel in sorted(wheelhouse.glob("*.whl")):
-        if hashlib.sha256(wheel.read_bytes()).hexdigest() in pins:
-            found.append(wheel)
-    if len(found) != len(parse_lock(requirements)):
+    for r in requirements:
+        prefix = f"{re.sub(r'[-_.]+', '_', r.name)}-{r.version}-".lower()  # wheel file names
+        pins = {h.removeprefix("sha256:") for h in r.hashes}
+        for wheel in wheelhouse.glob("*.whl"):
+            if wheel.name.lower().startswith(prefix) and hash_file(wheel)[0].hex in pins:
+                found.append(wheel)
+                break
+    if len(found) != len(requirements):
         raise ImageBuildFailed(
             framework=framework,
-            reason=f"{len(found)} of {len(parse_lock(requirements))} pinned wheels in {wheelhouse}",
+            reason=f"{len(found)} of {len(requirements)} pinned wheels in {wheelhouse}",
         )
     return found
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 import tempfile
+from functools import lru_cache
 from importlib.metadata import distributions
 from pathlib import Path
 
@@ -16,9 +17,10 @@ from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
 
 
+@lru_cache(maxsize=1)
 def installed_digest() -> str:
     """sha256 over this interpreter's installed distributions (``name==version``, sorted): not a
-    pin, but it tells two local environments apart."""
+    pin, but it tells two local environments apart. Read once per process (~0.13 s)."""
     names = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in distributions()})
     return Digest.of_bytes("\n".join(names).encode()).hex
 
