@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import (
-    TAIL_LINES,
+    Relay,
     RunTimedOut,
     WorkerCrashed,
     collect,
@@ -169,24 +168,14 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
 
 
 def _execute(container: Any, timeout_s: int, memory_mb: int, say: Say) -> None:
-    tail: list[str] = []
-
-    def relay() -> None:
-        for raw in container.logs(stream=True, follow=True):
-            for line in raw.decode("utf-8", "replace").splitlines():
-                tail.append(line)
-                del tail[:-TAIL_LINES]
-                say(line)
-
     container.start()
-    thread = threading.Thread(target=relay, daemon=True)
-    thread.start()
+    relay = Relay(container.logs(stream=True, follow=True), say)
     try:
         status = int(container.wait(timeout=timeout_s)["StatusCode"])
     except (ReadTimeout, RequestsConnectionError):
         container.kill()
         raise RunTimedOut(runner="docker", timeout_s=timeout_s) from None
-    thread.join(timeout=5)
+    tail = relay.join()
     container.reload()
     if container.attrs["State"].get("OOMKilled"):
         raise OutOfMemory(memory_mb=memory_mb)

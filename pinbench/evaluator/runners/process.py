@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO
 
 import msgspec
 
@@ -75,18 +74,19 @@ def collect(runner: str, out: Path, lock: Lockfile, evidence: Evidence) -> None:
 
 
 class Relay:
-    """Forward a stream's lines to ``say`` on a thread, keeping the last few for errors."""
+    """Forward a byte stream's lines (a pipe, or the chunks of a container's log) to ``say`` on
+    a thread, keeping the last few for errors."""
 
-    def __init__(self, stream: IO[bytes], say: Say) -> None:
+    def __init__(self, stream: Iterable[bytes], say: Say) -> None:
         self.tail: list[str] = []
         self._thread = threading.Thread(target=self._pump, args=(stream, say), daemon=True)
         self._thread.start()
 
-    def _pump(self, stream: IO[bytes], say: Say) -> None:
-        for raw in stream:
-            line = raw.decode("utf-8", "replace").rstrip()
-            self.tail = [*self.tail[-(TAIL_LINES - 1) :], line]
-            say(line)
+    def _pump(self, stream: Iterable[bytes], say: Say) -> None:
+        for chunk in stream:
+            for line in chunk.decode("utf-8", "replace").splitlines():
+                self.tail = [*self.tail[-(TAIL_LINES - 1) :], line]
+                say(line)
 
     def join(self) -> list[str]:
         self._thread.join(timeout=5)
