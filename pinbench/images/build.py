@@ -146,8 +146,8 @@ def _context(
     wheels.mkdir()
     for wheel in _wheels(framework, requirements, wheelhouse, say):
         (wheels / wheel.name).hardlink_to(wheel)
-    shutil.copytree(stage_evaluator(context.parent / "evaluator-stage") / "pinbench",
-                    context / "evaluator" / "pinbench")  # fmt: skip
+    staged = stage_evaluator(wheelhouse.parent / "evaluator")  # the venv runner's stage too
+    shutil.copytree(staged / "pinbench", context / "evaluator" / "pinbench")
 
 
 def _wheels(

@@ -40,12 +40,13 @@ TMPFS = "rw,nosuid,nodev,size=256m,mode=1777"
 
 
 class NoImagePinned(UserError):
-    def __init__(self, *, framework: str) -> None:
+    def __init__(self, *, framework: str, version: str) -> None:
         super().__init__(
-            f"the lockfile pins no image for {framework}: build one with "
-            f"`pinbench images build {framework.split('@')[0]}`, then lock the request again"
+            f"the lockfile pins no image for {framework}@{version}: build one with "
+            f"`pinbench images build {framework}`, then lock the request again"
         )
         self.framework = framework
+        self.version = version
 
 
 class ImageMissing(UserError):
@@ -75,7 +76,7 @@ def pinned_image(lock: Lockfile) -> LockedImage:
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
     if env.image is None:
-        raise NoImagePinned(framework=f"{env.framework}@{env.version}")
+        raise NoImagePinned(framework=env.framework, version=env.version)
     return env.image
 
 
