@@ -27,7 +27,7 @@ from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
-from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.history import COMPARED, compare_runs, list_runs, show_run
 from pinbench.evaluator.parity import parity
 from pinbench.evaluator.rerun import REPEAT, rerun
 from pinbench.evaluator.run import run_lockfile
@@ -558,27 +558,21 @@ def runs_compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Metrics of several runs side by side; what differs in their inputs is named."""
-    if len(runs) < 2:
-        raise UserError("compare needs at least two runs")
     with _workspace() as ws:
-        infos = [show_run(ws, r) for r in runs]
-    keys = ["model", "framework", "dataset", "scenario", "mode", "batch_size"]
-    differs = [k for k in keys if len({str(i[k]) for i in infos}) > 1]
-    metrics = sorted({k for i in infos for k in i["units"]})
+        data = compare_runs(ws, runs)
+    _print_comparison(data, as_json=as_json)
+
+
+def _print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
+    infos, differs = data.pop("infos"), data["differs"]
     if as_json:
-        _print_json(
-            {
-                "runs": [i["id"] for i in infos],
-                "differs": differs,
-                "metrics": {m: [i.get(m) for i in infos] for m in metrics},
-            }
-        )
+        _print_json(data)
         return
     table = Table("", *[i["id"][:8] for i in infos], box=None)
-    for k in keys:
+    for k in COMPARED:
         table.add_row(k + (" *" if k in differs else ""), *[str(i[k]) for i in infos])
-    for m in metrics:
-        table.add_row(m, *[f"{i[m]:,.4g}" if m in i else "" for i in infos])
+    for m, values in data["metrics"].items():
+        table.add_row(m, *["" if v is None else f"{v:,.4g}" for v in values])
     out = _out()
     out.print(table)
     if differs:

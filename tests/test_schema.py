@@ -10,7 +10,17 @@ from pinbench.db.engine import make_engine
 from pinbench.db.schema import SchemaNotCurrent, current_revision
 from pinbench.workspace import Workspace
 
-TABLES = {"artifacts", "artifact_files", "lockfiles", "runs", "results", "alembic_version"}
+TABLES = {
+    "artifacts",
+    "artifact_files",
+    "lockfiles",
+    "runs",
+    "results",
+    "users",
+    "namespace_members",
+    "api_tokens",
+    "alembic_version",
+}
 
 
 def test_exactly_one_head_and_the_code_knows_it() -> None:

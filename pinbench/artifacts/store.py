@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -56,6 +57,44 @@ class StagedBlob:
     size: int
 
 
+class StageWriter:
+    """Bytes arriving in pieces (an HTTP upload) hashed and written into the store's temp
+    area as they come; ``finish`` checks them against what was declared."""
+
+    def __init__(self, tmp: Path) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=tmp, prefix="upload-")
+        self.temp = Path(name)
+        self._file = os.fdopen(fd, "wb")
+        self._hasher = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._hasher.update(data)
+        self.size += len(data)
+
+    def finish(self, *, label: str, expected: Digest, size: int | None) -> StagedBlob:
+        """Close and check; on a mismatch the temp file is removed and the error raised."""
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            actual = Digest(self._hasher.hexdigest())
+            if actual != expected:
+                raise ChecksumMismatch(path=label, expected=expected, actual=actual)
+            if size is not None and size != self.size:
+                raise SizeMismatch(path=label, expected=size, actual=self.size)
+        except BaseException:
+            self.abort()
+            raise
+        return StagedBlob(self.temp, actual, self.size)
+
+    def abort(self) -> None:
+        self._file.close()
+        self.temp.unlink(missing_ok=True)
+
+
 class BlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -100,6 +139,10 @@ class BlobStore:
             temp.unlink(missing_ok=True)
             raise
         return StagedBlob(temp, digest, size)
+
+    def writer(self) -> StageWriter:
+        """Stage bytes that arrive in pieces; see ``StageWriter``."""
+        return StageWriter(self.tmp)
 
     def commit(self, staged: StagedBlob) -> bool:
         """Move a staged blob to its address; return False if the store already had it."""

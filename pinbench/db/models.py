@@ -111,3 +111,42 @@ class Result(Base):
     unit: Mapped[str] = mapped_column(String(32))
 
     run: Mapped[Run] = relationship(back_populates="results")
+
+
+class User(Base):
+    """Someone who holds API tokens; admins manage users and namespaces."""
+
+    __tablename__ = "users"
+    __table_args__ = (UniqueConstraint("name", name="uq_users_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class NamespaceMember(Base):
+    """A user may publish and yank artifacts whose name starts with ``NAMESPACE/``."""
+
+    __tablename__ = "namespace_members"
+
+    namespace: Mapped[str] = mapped_column(String(100), primary_key=True)
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+
+
+class ApiToken(Base):
+    """An API token: only the sha256 of its secret is kept; the token is shown once."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    user: Mapped[User] = relationship()

@@ -86,3 +86,21 @@ def show_run(ws: Workspace, run_id: str) -> dict[str, Any]:
         out["latencies_sha256"] = run.latencies_sha256
         out["lockfile_body"] = lock.to_json()
         return out
+
+
+COMPARED = ("model", "framework", "dataset", "scenario", "mode", "batch_size")
+
+
+def compare_runs(ws: Workspace, run_ids: list[str]) -> dict[str, Any]:
+    """Runs side by side: their ids, which inputs differ, each metric per run (None where a
+    run lacks it). Runs of different models or scenarios are compared, the differences named."""
+    if len(run_ids) < 2:
+        raise UserError("compare needs at least two runs")
+    infos = [show_run(ws, r) for r in run_ids]
+    metrics = sorted({k for i in infos for k in i["units"]})
+    return {
+        "runs": [i["id"] for i in infos],
+        "differs": [k for k in COMPARED if len({str(i[k]) for i in infos}) > 1],
+        "metrics": {m: [i.get(m) for i in infos] for m in metrics},
+        "infos": infos,
+    }

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from sqlalchemy import select
 
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Result
@@ -55,16 +56,60 @@ class _Attempt:
     latencies: Digest | None = None
 
 
+def queue_run(ws: Workspace, lock: Lockfile, *, runner: str) -> str:
+    """Record a run that will start later (a server's queue): status ``queued``; the runner
+    name is checked now. Return its id, which ``run_lockfile(run_id=...)`` fills in."""
+    runner = choose_runner(runner, lock)
+    runner_named(runner)
+    run_id = str(uuid.uuid4())
+    with ws.transaction() as session:
+        store_lockfile(session, lock)
+        session.add(
+            RunRow(
+                id=run_id,
+                lockfile_digest=lock.digest.hex,
+                status="queued",
+                runner=runner,
+                started_at=datetime.now(UTC),
+                host={},
+            )
+        )
+    return run_id
+
+
+def set_status(ws: Workspace, run_id: str, status: str, error: str | None = None) -> None:
+    with ws.transaction() as session:
+        row = session.get(RunRow, run_id)
+        if row is not None:
+            row.status, row.error = status, error
+
+
+def abandon_unfinished(ws: Workspace, reason: str) -> int:
+    """Mark queued and running runs interrupted (a server stopped with work in hand)."""
+    with ws.transaction() as session:
+        rows = session.scalars(select(RunRow).where(RunRow.status.in_(["queued", "running"]))).all()
+        for row in rows:
+            row.status, row.error, row.finished_at = "interrupted", reason, datetime.now(UTC)
+        return len(rows)
+
+
 def run_lockfile(
-    ws: Workspace, lock: Lockfile, *, runner: str = "local", say: Say = print
+    ws: Workspace,
+    lock: Lockfile,
+    *,
+    runner: str = "local",
+    say: Say = print,
+    run_id: str | None = None,
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) and record the run, whatever its outcome;
-    raise if it did not succeed."""
+    raise if it did not succeed. ``run_id`` fills in a run recorded by ``queue_run``."""
     runner = choose_runner(runner, lock)
     execute = runner_named(runner)
     with ws.transaction() as session:
         store_lockfile(session, lock)
     attempt = _Attempt(lock, runner)
+    if run_id is not None:
+        attempt.id = run_id
     evidence = attempt.evidence
     try:
         say("verifying every pinned byte")
@@ -111,7 +156,7 @@ def _record(ws: Workspace, attempt: _Attempt) -> None:
     if evidence.environment:
         details["environment"] = evidence.environment
     with ws.transaction() as session:
-        session.add(
+        session.merge(
             RunRow(
                 id=attempt.id,
                 lockfile_digest=attempt.lock.digest.hex,

@@ -108,6 +108,23 @@ def locate(entry: FileEntry, *, manifest_dir: Path, files_dir: Path | None) -> P
     return real
 
 
+def ref_of(manifest: Manifest) -> ArtifactRef:
+    kind = Kind(manifest_data(manifest)["kind"])
+    return ArtifactRef(kind, manifest.name, parse_version(manifest.version))
+
+
+def already_published(ws: Workspace, manifest: Manifest) -> PublishResult | None:
+    """The no-op result when this exact manifest is published; VersionConflict when another
+    manifest holds its version; None when the version is free."""
+    ref = ref_of(manifest)
+    existing = _existing_digest(ws, ref)
+    if existing is None:
+        return None
+    files = manifest.files_list
+    total = sum(f.size or 0 for f in files)
+    return _same_or_conflict(ref, existing, manifest_digest(manifest), files, total)
+
+
 def publish(
     ws: Workspace,
     manifest: Manifest,
@@ -117,17 +134,28 @@ def publish(
     publisher: str | None = None,
     progress: ProgressFactory | None = None,
 ) -> PublishResult:
+    done = already_published(ws, manifest)
+    if done is not None:
+        return done
+    checked, pending = _stage_files(ws, manifest.files_list, manifest_dir, files_dir, progress)
+    return commit_staged(ws, manifest, checked, pending, publisher=publisher)
+
+
+def commit_staged(
+    ws: Workspace,
+    manifest: Manifest,
+    checked: list[tuple[FileEntry, int]],
+    pending: list[StagedBlob],
+    *,
+    publisher: str | None,
+) -> PublishResult:
+    """Make staged blobs visible and insert the artifact's rows, under the store's lock; a
+    lost race (another publish of the same version) leaves no new blob behind."""
     digest = manifest_digest(manifest)
     kind = Kind(manifest_data(manifest)["kind"])
-    ref = ArtifactRef(kind, manifest.name, parse_version(manifest.version))
+    ref = ref_of(manifest)
     files = manifest.files_list
     total = sum(f.size or 0 for f in files)
-
-    existing = _existing_digest(ws, ref)
-    if existing is not None:
-        return _same_or_conflict(ref, existing, digest, files, total)
-
-    checked, pending = _stage_files(ws, files, manifest_dir, files_dir, progress)
     with ws.store.locked():
         new_blobs = [b.digest for b in pending if ws.store.commit(b)]
         try:

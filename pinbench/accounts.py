@@ -1,0 +1,224 @@
+"""Users, namespaces and API tokens: who may read, publish, run and administer.
+
+A token is ``pbt_<id>_<secret>``; only the sha256 of the secret is stored, so a token is shown
+once, when it is created. Scopes: ``read``, ``publish`` (in the namespaces the user belongs
+to), ``run`` (lock and run) and ``admin`` (users and namespaces; only for admin users). A new
+token never has a scope its creator's token lacks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pinbench.db.models import ApiToken, NamespaceMember, User
+from pinbench.errors import UserError
+from pinbench.registry.names import namespace_of
+
+SCOPES = ("read", "publish", "run", "admin")
+DEFAULT_SCOPES = ("read", "publish", "run")
+_TOKEN = re.compile(r"pbt_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
+_USER = re.compile(r"[a-z][a-z0-9._-]{0,99}")
+_NAMESPACE = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+
+
+class AuthError(UserError):
+    """No valid credentials (HTTP 401)."""
+
+
+class Forbidden(UserError):
+    """Valid credentials without the right to do this (HTTP 403)."""
+
+
+class AccountNotFound(UserError):
+    def __init__(self, *, what: str) -> None:
+        super().__init__(f"{what} does not exist")
+        self.what = what
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling, with what scopes and namespaces; ``ANONYMOUS`` when no token."""
+
+    user: str | None
+    scopes: frozenset[str]
+    namespaces: frozenset[str]
+    is_admin: bool = False
+    token_id: str | None = None
+
+    def require(self, scope: str) -> None:
+        if scope in self.scopes:
+            return
+        if self.user is None:
+            raise AuthError(f"this needs a token with the {scope!r} scope (Authorization: Bearer)")
+        raise Forbidden(f"token {self.token_id} of {self.user} lacks the {scope!r} scope")
+
+    def require_namespace(self, artifact_name: str, action: str) -> None:
+        """Only a namespace's members (and admins) publish or yank in it."""
+        self.require("publish")
+        if self.is_admin and "admin" in self.scopes:
+            return
+        namespace = namespace_of(artifact_name)
+        if namespace is None:
+            raise Forbidden(
+                f"{artifact_name!r} has no namespace: only admins {action} names without one"
+            )
+        if namespace not in self.namespaces:
+            raise Forbidden(
+                f"{self.user} is not a member of namespace {namespace!r}: "
+                f"cannot {action} {artifact_name}"
+            )
+
+
+ANONYMOUS = Principal(user=None, scopes=frozenset(), namespaces=frozenset())
+PUBLIC_READER = Principal(user=None, scopes=frozenset({"read"}), namespaces=frozenset())
+
+
+def check_scopes(scopes: list[str]) -> list[str]:
+    unknown = sorted(set(scopes) - set(SCOPES))
+    if unknown or not scopes:
+        raise UserError(
+            f"invalid scopes {', '.join(unknown) or '(none)'}: choose from {', '.join(SCOPES)}"
+        )
+    return [s for s in SCOPES if s in scopes]
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def get_user(session: Session, name: str) -> User:
+    user = session.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise AccountNotFound(what=f"user {name!r}")
+    return user
+
+
+def add_user(session: Session, name: str, *, admin: bool = False) -> User:
+    if not _USER.fullmatch(name):
+        raise UserError(
+            f"invalid user name {name!r}: lowercase letter first, then letters, digits, . _ -"
+        )
+    if session.scalar(select(User.id).where(User.name == name)) is not None:
+        raise UserError(f"user {name!r} already exists")
+    user = User(name=name, is_admin=admin, created_at=_now())
+    session.add(user)
+    session.flush()
+    return user
+
+
+def grant(session: Session, user_name: str, namespace: str) -> None:
+    """Make a user a member of a namespace (created by its first member)."""
+    if not _NAMESPACE.fullmatch(namespace):
+        raise UserError(f"invalid namespace {namespace!r}: letters, digits, . _ - (lowercase)")
+    user = get_user(session, user_name)
+    if session.get(NamespaceMember, (namespace, user.id)) is None:
+        session.add(NamespaceMember(namespace=namespace, user_id=user.id))
+
+
+def revoke_membership(session: Session, user_name: str, namespace: str) -> None:
+    user = get_user(session, user_name)
+    row = session.get(NamespaceMember, (namespace, user.id))
+    if row is None:
+        raise AccountNotFound(what=f"membership of {user_name!r} in {namespace!r}")
+    session.delete(row)
+
+
+def namespaces_of(session: Session, user: User) -> list[str]:
+    return sorted(
+        session.scalars(select(NamespaceMember.namespace).where(NamespaceMember.user_id == user.id))
+    )
+
+
+def list_users(session: Session) -> list[dict[str, Any]]:
+    return [
+        {"name": u.name, "admin": u.is_admin, "namespaces": namespaces_of(session, u)}
+        for u in session.scalars(select(User).order_by(User.name))
+    ]
+
+
+def create_token(
+    session: Session, user_name: str, *, name: str, scopes: list[str]
+) -> tuple[ApiToken, str]:
+    """Create a token; return its row and the token text (the only time it is seen)."""
+    user = get_user(session, user_name)
+    scopes = check_scopes(scopes)
+    if "admin" in scopes and not user.is_admin:
+        raise Forbidden(f"{user_name} is not an admin: a token with the 'admin' scope is refused")
+    if not name.strip() or len(name) > 100:
+        raise UserError("a token needs a name of 1 to 100 characters")
+    token_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
+    row = ApiToken(
+        id=token_id,
+        user_id=user.id,
+        name=name,
+        secret_sha256=_hash(secret),
+        scopes=scopes,
+        created_at=_now(),
+        revoked_at=None,
+    )
+    session.add(row)
+    return row, f"pbt_{token_id}_{secret}"
+
+
+def revoke_token(session: Session, token_id: str, *, by: Principal | None = None) -> None:
+    """Revoke a token; ``by`` (when given) must own it or be an admin."""
+    row = session.get(ApiToken, token_id)
+    if row is None:
+        raise AccountNotFound(what=f"token {token_id!r}")
+    is_admin = by is not None and by.is_admin and "admin" in by.scopes
+    if by is not None and not is_admin and row.user.name != by.user:
+        raise Forbidden(f"token {token_id} belongs to another user")
+    if row.revoked_at is None:
+        row.revoked_at = _now()
+
+
+def list_tokens(session: Session, user_name: str) -> list[dict[str, Any]]:
+    user = get_user(session, user_name)
+    rows = session.scalars(
+        select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.created_at)
+    )
+    return [
+        {
+            "id": t.id,
+            "name": t.name,
+            "scopes": list(t.scopes),
+            "created_at": t.created_at.isoformat(),
+            "revoked": t.revoked_at is not None,
+        }
+        for t in rows
+    ]
+
+
+def authenticate(session: Session, token: str) -> Principal:
+    """The principal a bearer token stands for; AuthError for a malformed, unknown or revoked
+    token (the message says which, never echoing the secret)."""
+    match = _TOKEN.fullmatch(token.strip())
+    if match is None:
+        raise AuthError("malformed API token: expected pbt_<16 hex>_<43 characters>")
+    token_id, secret = match.groups()
+    row = session.get(ApiToken, token_id)
+    if row is None or not hmac.compare_digest(row.secret_sha256, _hash(secret)):
+        raise AuthError(f"unknown API token {token_id}")
+    if row.revoked_at is not None:
+        raise AuthError(f"API token {token_id} was revoked at {row.revoked_at.isoformat()}")
+    user = row.user
+    return Principal(
+        user=user.name,
+        scopes=frozenset(row.scopes),
+        namespaces=frozenset(namespaces_of(session, user)),
+        is_admin=user.is_admin,
+        token_id=row.id,
+    )

@@ -1,0 +1,109 @@
+"""Errors as RFC 9457 problem details (``application/problem+json``).
+
+A pinbench error keeps the message the CLI prints; its class picks the HTTP status. Anything
+unexpected is a 500 whose body names no internals (the traceback goes to the server's log).
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+import msgspec
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from pinbench.accounts import AccountNotFound, AuthError, Forbidden
+from pinbench.artifacts.store import BlobMissing
+from pinbench.db.engine import Conflict, DatabaseUnavailable
+from pinbench.errors import PinbenchError, UserError
+from pinbench.evaluator.history import RunNotFound
+from pinbench.registry.catalog import NotFound
+from pinbench.registry.publish import VersionConflict
+
+log = logging.getLogger("pinbench.api")
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class ApiNotFound(UserError):
+    """Something asked for by the URL does not exist."""
+
+
+class UploadTooLarge(UserError):
+    def __init__(self, *, limit: int) -> None:
+        super().__init__(f"upload larger than the server's limit of {limit} bytes")
+        self.limit = limit
+
+
+class QueueFull(UserError):
+    def __init__(self, *, queued: int) -> None:
+        super().__init__(f"the run queue is full ({queued} runs waiting): try again later")
+        self.queued = queued
+
+
+STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
+    (AuthError, 401),
+    (Forbidden, 403),
+    (NotFound, 404),
+    (RunNotFound, 404),
+    (AccountNotFound, 404),
+    (ApiNotFound, 404),
+    (BlobMissing, 404),
+    (VersionConflict, 409),
+    (Conflict, 409),
+    (UploadTooLarge, 413),
+    (QueueFull, 503),
+    (DatabaseUnavailable, 503),
+    (UserError, 400),
+)
+
+
+def status_of(exc: PinbenchError) -> int:
+    for cls, status in STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 500
+
+
+def problem(
+    status: int, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
+) -> Response[bytes]:
+    body = {
+        "type": "about:blank",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+    return Response(
+        msgspec.json.encode(body), status_code=status, media_type=PROBLEM_JSON, headers=headers
+    )
+
+
+def on_pinbench_error(request: Request[Any, Any, Any], exc: PinbenchError) -> Response[bytes]:
+    status = status_of(exc)
+    if status >= 500:
+        log.error("%s %s failed: %s", request.method, request.url.path, exc)
+    headers = {"WWW-Authenticate": 'Bearer realm="pinbench"'} if status == 401 else None
+    return problem(status, str(exc), headers=headers, error=type(exc).__name__)
+
+
+def on_http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    extra: dict[str, Any] = {}
+    if isinstance(exc, ValidationException) and exc.extra:
+        extra["errors"] = exc.extra
+    detail = exc.detail or HTTPStatus(exc.status_code).phrase
+    if extra.get("errors"):
+        detail = "; ".join(
+            f"{e.get('key', '?')}: {e.get('message', '')}" if isinstance(e, dict) else str(e)
+            for e in extra["errors"]
+        )
+        detail = f"invalid request: {detail}"
+    return problem(exc.status_code, detail, headers=exc.headers, **extra)
+
+
+def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    log.exception("%s %s: unexpected error", request.method, request.url.path)
+    return problem(500, f"internal error ({type(exc).__name__}); see the server's log")

@@ -1,0 +1,159 @@
+"""Request and response bodies (msgspec), kept apart from the ORM models.
+
+Bodies sent to the API refuse unknown fields: a typo is a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ArtifactSummary(Body):
+    kind: str
+    name: str
+    version: str
+    yanked: bool
+    published_at: str
+    publisher: str
+    manifest_digest: str
+
+
+class FileInfo(Body):
+    path: str
+    sha256: str
+    size: int
+    source: str | None = None
+
+
+class ArtifactDetail(Body):
+    ref: str
+    kind: str
+    name: str
+    version: str
+    manifest_digest: str
+    publisher: str
+    published_at: str
+    yanked: bool
+    yank_reason: str | None
+    files: list[FileInfo]
+    manifest: dict[str, Any]
+
+
+class Published(Body):
+    ref: str
+    manifest_digest: str
+    created: bool
+    files: int
+    bytes: int
+    new_blobs: int
+
+
+class YankRequest(Body):
+    ref: str
+    reason: str
+
+
+class Yanked(Body):
+    ref: str
+    reason: str
+
+
+class ResolvedRef(Body):
+    kind: str
+    name: str
+    version: str
+
+
+class LockPoint(Body):
+    digest: str
+    batch_size: int
+    new: bool
+
+
+class Locked(Body):
+    artifacts: list[str]
+    points: list[LockPoint]
+    sweep: str | None = None
+
+
+class RunRequest(Body):
+    lockfile: str
+    """The sha256 of a lockfile stored on the server (POST or PUT /api/v1/lockfiles)."""
+    runner: str = "auto"
+
+
+class RunView(Body):
+    id: str
+    status: str
+    runner: str
+    environment: str | None
+    lockfile: str
+    model: str
+    framework: str | None
+    dataset: str
+    scenario: str
+    mode: str
+    batch_size: int
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    metrics: dict[str, float]
+    units: dict[str, str] | None = None
+    host: dict[str, Any] | None = None
+    details: dict[str, Any] | None = None
+
+
+class Comparison(Body):
+    runs: list[str]
+    differs: list[str]
+    metrics: dict[str, list[float | None]]
+
+
+class Me(Body):
+    user: str | None
+    scopes: list[str]
+    namespaces: list[str]
+    admin: bool
+
+
+class TokenRequest(Body):
+    name: str
+    scopes: list[str] = msgspec.field(default_factory=lambda: ["read", "publish", "run"])
+
+
+class TokenInfo(Body):
+    id: str
+    name: str
+    scopes: list[str]
+    created_at: str
+    revoked: bool
+
+
+class NewToken(Body):
+    id: str
+    token: str
+    """Shown once: only its hash is kept."""
+    user: str
+    scopes: list[str]
+
+
+class UserRequest(Body):
+    name: str
+    admin: bool = False
+    namespaces: list[str] = msgspec.field(default_factory=list)
+
+
+class UserInfo(Body):
+    name: str
+    admin: bool
+    namespaces: list[str]
+
+
+class MemberRequest(Body):
+    user: str
