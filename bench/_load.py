@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bench._common import REPO, log, run_checked
+from bench._common import REPO, load_average, log, run_checked
 
 DEFAULT_ROOT = REPO / ".bench"
 MLFLOW_VERSION = "3.17.2"
@@ -319,6 +319,7 @@ def mlflow_server(venv: Path, backend_uri: str, port: int, workdir: Path) -> Ite
                     f"log {log_path}:\n{_tail(log_path)}"
                 )
             time.sleep(0.5)
+        log(f"MLflow answers {base}/health; waiting for its processes to go quiet")
         _wait_quiet(proc.pid)
         yield base
     finally:
@@ -402,6 +403,7 @@ def measure_mlflow(
             mlflow_server(venv, backend, _free_port(), workdir) as base,
         ):
             url = register_model_version(base, "pinbench-model")
+            log(f"wrk on {url}: {warmup} s warm-up, {seconds} s measured; load {load_average()}")
             if warmup > 0:
                 run_wrk(url, connections=connections, seconds=warmup, threads=threads).check()
             return run_wrk(url, connections=connections, seconds=seconds, threads=threads).check()

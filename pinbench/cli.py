@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,12 +18,14 @@ from types import ModuleType
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 from rich.table import Table
 from rich.text import Text
 from sqlalchemy.engine import make_url
 
+from pinbench import accounts
 from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
@@ -39,6 +42,7 @@ from pinbench.registry.publish import publish as publish_artifact
 from pinbench.registry.ranges import Range, parse_version, satisfying
 from pinbench.registry.request import load_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
+from pinbench.remote import remote_from_env
 from pinbench.tables import parity_table
 from pinbench.workspace import Workspace
 
@@ -48,7 +52,9 @@ app = typer.Typer(
     name="pinbench",
     help="Reproducible artifact registry and evaluation store for deep-learning benchmarks.\n\n"
     "State lives in PINBENCH_HOME (default ~/.local/share/pinbench); the database is "
-    "PINBENCH_DATABASE_URL (default SQLite in the home; PostgreSQL via postgresql+psycopg://).",
+    "PINBENCH_DATABASE_URL (default SQLite in the home; PostgreSQL via postgresql+psycopg://).\n\n"
+    "With PINBENCH_URL set (and PINBENCH_TOKEN for writes), publish, yank, list, show, resolve, "
+    "lock, run and runs list|show|compare talk to that `pinbench serve` instead.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -60,6 +66,18 @@ images_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(images_app, name="images")
+user_app = typer.Typer(
+    help="Users and namespace members of this server's database (for admins; run where the "
+    "server's PINBENCH_HOME / PINBENCH_DATABASE_URL are).",
+    no_args_is_help=True,
+)
+app.add_typer(user_app, name="user")
+token_app = typer.Typer(
+    help="API tokens: create (shown once), list, revoke. With PINBENCH_URL: through the "
+    "server, for the caller's own user; without: in this database, for --user.",
+    no_args_is_help=True,
+)
+app.add_typer(token_app, name="token")
 runs_app = typer.Typer(help="Recorded runs: list, show, compare, parity.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 
@@ -193,6 +211,23 @@ def publish(
     A published version never changes: the same manifest again is a no-op, another one is
     refused.
     """
+    with remote_from_env() as remote:
+        if remote is not None:
+            info = remote.publish(manifest, files)
+        else:
+            info = _publish_here(manifest, files, publisher)
+    if as_json:
+        _print_json(info)
+    elif info["created"]:
+        _out().print(
+            f"published {info['ref']} ({info['files']} file(s), {info['bytes']} bytes, "
+            f"manifest sha256 {info['manifest_digest'][:12]})"
+        )
+    else:
+        _out().print(f"{info['ref']} is already published with this manifest: nothing to do")
+
+
+def _publish_here(manifest: Path, files: Path | None, publisher: str | None) -> dict[str, Any]:
     parsed = load_manifest(manifest)
     with _workspace() as ws, _progress() as progress:
         result = publish_artifact(
@@ -203,7 +238,7 @@ def publish(
             publisher=publisher,
             progress=progress,
         )
-    info = {
+    return {
         "ref": str(result.ref),
         "manifest_digest": result.manifest_digest.hex,
         "created": result.created,
@@ -211,15 +246,6 @@ def publish(
         "bytes": result.bytes,
         "new_blobs": result.new_blobs,
     }
-    if as_json:
-        _print_json(info)
-    elif result.created:
-        _out().print(
-            f"published {result.ref} ({result.files} file(s), {result.bytes} bytes, "
-            f"manifest sha256 {result.manifest_digest.short})"
-        )
-    else:
-        _out().print(f"{result.ref} is already published with this manifest: nothing to do")
 
 
 @app.command()
@@ -229,8 +255,12 @@ def yank(
 ) -> None:
     """Mark a version yanked: ranges skip it, exact pins still resolve it."""
     parsed = ArtifactRef.parse(ref)
-    with _workspace() as ws:
-        catalog.yank(ws, parsed, reason)
+    with remote_from_env() as remote:
+        if remote is not None:
+            remote.yank(str(parsed), reason)
+        else:
+            with _workspace() as ws:
+                catalog.yank(ws, parsed, reason)
     _out().print(f"yanked {parsed}: {reason}")
 
 
@@ -241,21 +271,23 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List published artifacts and versions."""
-    with _workspace() as ws:
-        rows = catalog.list_artifacts(ws, parse_kind(kind) if kind else None, name)
+    parsed_kind = parse_kind(kind) if kind else None
+    with remote_from_env() as remote:
+        if remote is not None:
+            params = {k: v for k, v in (("kind", kind), ("name", name)) if v}
+            rows = remote.json("GET", "/api/v1/artifacts", params=params)
+        else:
+            with _workspace() as ws:
+                found = catalog.list_artifacts(ws, parsed_kind, name)
+            rows = [r.to_json() for r in found]
     if as_json:
-        _print_json([r.to_json() for r in rows])
+        _print_json(rows)
         return
     table = Table("kind", "name", "version", "published", "manifest", box=None)
     for r in rows:
-        version = f"{r.version} [yellow](yanked)[/]" if r.yanked else r.version
-        table.add_row(
-            r.kind,
-            r.name,
-            version,
-            r.published_at.strftime("%Y-%m-%d %H:%M"),
-            r.manifest_digest[:12],
-        )
+        version = f"{r['version']} [yellow](yanked)[/]" if r["yanked"] else r["version"]
+        published = r["published_at"][:16].replace("T", " ")
+        table.add_row(r["kind"], r["name"], version, published, r["manifest_digest"][:12])
     _out().print(table if rows else "no artifacts published")
 
 
@@ -264,8 +296,13 @@ def show(
     ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")], as_json: JsonOpt = False
 ) -> None:
     """Show one artifact version: manifest, files with digests, yank state."""
-    with _workspace() as ws:
-        info = catalog.show(ws, ArtifactRef.parse(ref))
+    parsed = ArtifactRef.parse(ref)
+    with remote_from_env() as remote:
+        if remote is not None:
+            info = remote.json("GET", f"/api/v1/artifacts/{parsed}")
+        else:
+            with _workspace() as ws:
+                info = catalog.show(ws, parsed)
     if as_json:
         _print_json(info)
         return
@@ -293,18 +330,21 @@ def resolve_cmd(
 ) -> None:
     """Pick the highest version of each artifact so that every constraint holds."""
     parsed = [Spec.parse(s) for s in specs]
-    with _workspace() as ws:
-        resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
-    if as_json:
-        _print_json(
-            [
+    with remote_from_env() as remote:
+        if remote is not None:
+            refs = remote.resolve(specs, arch=arch, device=device)
+        else:
+            with _workspace() as ws:
+                resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
+            refs = [
                 {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
                 for r in resolution.refs
             ]
-        )
+    if as_json:
+        _print_json(refs)
     else:
-        for r in resolution.refs:
-            _out().print(str(r))
+        for r in refs:
+            _out().print(f"{r['kind']}/{r['name']}@{r['version']}")
 
 
 @app.command("range")
@@ -347,8 +387,13 @@ def lock_cmd(
     next to OUTPUT as NAME.bsN.lock and grouped by the request's sha256.
     """
     parsed = load_request(request)
-    with _workspace() as ws:
-        points = service.lock_points(ws, parsed)
+    with remote_from_env() as remote:
+        if remote is not None:
+            locked = remote.lock(yaml.safe_load(request.read_text(encoding="utf-8")))
+            points = [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
+        else:
+            with _workspace() as ws:
+                points = service.lock_points(ws, parsed)
     written = []
     for lockfile, created in points:
         path = output
@@ -427,9 +472,17 @@ def run_cmd(
     _check_trace(trace)
     lock = Lockfile.read(lockfile)
     say = _progress_lines(quiet=as_json)
-    with _workspace() as ws:
-        outcome = run_lockfile(ws, lock, runner=runner, say=say)
-        info = show_run(ws, outcome.id)
+    with remote_from_env() as remote:
+        if remote is not None:
+            queued = remote.submit(lock, runner)
+            say(f"queued run {queued['id']} on {remote.url}")
+            info = remote.wait(queued["id"], say)
+            if info["status"] != "succeeded":
+                raise UserError(f"run {info['id']} {info['status']}: {info['error']}")
+        else:
+            with _workspace() as ws:
+                outcome = run_lockfile(ws, lock, runner=runner, say=say)
+                info = show_run(ws, outcome.id)
     if as_json:
         _print_json(info)
         return
@@ -476,8 +529,12 @@ def runs_list(
     as_json: JsonOpt = False,
 ) -> None:
     """Recorded runs, newest first."""
-    with _workspace() as ws:
-        rows = list_runs(ws, limit)
+    with remote_from_env() as remote:
+        if remote is not None:
+            rows = remote.runs(limit)
+        else:
+            with _workspace() as ws:
+                rows = list_runs(ws, limit)
     if as_json:
         _print_json(rows)
         return
@@ -503,8 +560,12 @@ def runs_show(
     as_json: JsonOpt = False,
 ) -> None:
     """One run: metrics, host facts, the lockfile it ran."""
-    with _workspace() as ws:
-        info = show_run(ws, run)
+    with remote_from_env() as remote:
+        if remote is not None:
+            info = remote.run(run)
+        else:
+            with _workspace() as ws:
+                info = show_run(ws, run)
     if as_json:
         _print_json(info)
         return
@@ -558,8 +619,12 @@ def runs_compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Metrics of several runs side by side; what differs in their inputs is named."""
-    with _workspace() as ws:
-        data = compare_runs(ws, runs)
+    with remote_from_env() as remote:
+        if remote is not None:
+            data = remote.compare(runs)
+        else:
+            with _workspace() as ws:
+                data = compare_runs(ws, runs)
     _print_comparison(data, as_json=as_json)
 
 
@@ -739,3 +804,169 @@ def images_pull(
         _print_json({"reference": done.reference, "image_id": done.image_id})
         return
     _out().print(f"pulled {done.reference} (image {done.image_id[7:19]}, as pinned)")
+
+
+# ---------------------------------------------------------------- server and accounts
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Server processes (uvicorn workers); runs execute in each.")
+    ] = 1,
+    run_workers: Annotated[int, typer.Option(help="Runs executed at once per process.")] = 1,
+    run_queue: Annotated[int, typer.Option(help="Runs that may wait; more are refused.")] = 16,
+    max_upload_mb: Annotated[int, typer.Option(help="Largest publish upload, in MiB.")] = 2048,
+    private: Annotated[
+        bool, typer.Option("--private", help="Reads need a token with the 'read' scope too.")
+    ] = False,
+) -> None:
+    """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
+
+    Reads are public unless --private; publishing needs a token with the 'publish' scope
+    whose user is a member of the name's namespace; locking and running need 'run'. Create
+    users and tokens with `pinbench user add` and `pinbench token create`.
+    """
+    import uvicorn
+
+    from pinbench.api.server import SETTINGS_ENV, settings_to_env
+
+    with _workspace() as ws:
+        ws.settings.home.mkdir(parents=True, exist_ok=True)
+        db_schema.ensure_current(ws.engine)
+    os.environ[SETTINGS_ENV] = settings_to_env(
+        public_read=not private,
+        max_upload_bytes=max_upload_mb * 1024 * 1024,
+        run_workers=run_workers,
+        run_queue=run_queue,
+    )
+    _err().print(
+        f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"
+    )
+    uvicorn.run(
+        "pinbench.api.server:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+    )
+
+
+@user_app.command("add")
+def user_add(
+    name: Annotated[str, typer.Argument(help="The user's name (lowercase).")],
+    admin: Annotated[
+        bool, typer.Option("--admin", help="May manage users and namespaces.")
+    ] = False,
+    namespace: Annotated[
+        list[str] | None, typer.Option("--namespace", "-n", help="Namespaces to publish in.")
+    ] = None,
+) -> None:
+    """Add a user, optionally a member of namespaces."""
+    with _workspace() as ws, ws.transaction() as session:
+        accounts.add_user(session, name, admin=admin)
+        for ns in namespace or []:
+            accounts.grant(session, name, ns)
+    _out().print(f"added user {name}" + (" (admin)" if admin else ""))
+
+
+@user_app.command("grant")
+def user_grant(
+    name: Annotated[str, typer.Argument(help="The user.")],
+    namespace: Annotated[str, typer.Argument(help="The namespace they may publish in.")],
+) -> None:
+    """Make a user a member of a namespace."""
+    with _workspace() as ws, ws.transaction() as session:
+        accounts.grant(session, name, namespace)
+    _out().print(f"{name} may publish in {namespace}")
+
+
+@user_app.command("list")
+def user_list(as_json: JsonOpt = False) -> None:
+    """Users, whether admin, and their namespaces."""
+    with _workspace() as ws, ws.transaction() as session:
+        rows = accounts.list_users(session)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("user", "admin", "namespaces", box=None)
+    for r in rows:
+        table.add_row(r["name"], "yes" if r["admin"] else "", ", ".join(r["namespaces"]))
+    _out().print(table if rows else "no users")
+
+
+SCOPES_HELP = "Scopes: read, publish, run, admin (repeat the option). Default: read, publish, run."
+
+
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Option("--name", help="What the token is for.")] = "cli",
+    user: Annotated[
+        str | None, typer.Option("--user", help="Whose token (local database only).")
+    ] = None,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help=SCOPES_HELP)] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an API token and print it; it is shown only this once."""
+    scopes = scope or list(accounts.DEFAULT_SCOPES)
+    with remote_from_env() as remote:
+        if remote is not None:
+            info = remote.json("POST", "/api/v1/tokens", json={"name": name, "scopes": scopes})
+        else:
+            if user is None:
+                raise UserError("--user NAME is needed without PINBENCH_URL")
+            with _workspace() as ws, ws.transaction() as session:
+                row, text = accounts.create_token(session, user, name=name, scopes=scopes)
+                info = {"id": row.id, "token": text, "user": user, "scopes": list(row.scopes)}
+    if as_json:
+        _print_json(info)
+        return
+    _out().print(info["token"])
+    _err().print(
+        f"token {info['id']} for {info['user']} ({', '.join(info['scopes'])}): "
+        "store it now, it cannot be shown again"
+    )
+
+
+@token_app.command("list")
+def token_list(
+    user: Annotated[
+        str | None, typer.Option("--user", help="Whose tokens (local database only).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A user's tokens: id, name, scopes, revoked (never the secrets)."""
+    with remote_from_env() as remote:
+        if remote is not None:
+            rows = remote.json("GET", "/api/v1/tokens")
+        else:
+            if user is None:
+                raise UserError("--user NAME is needed without PINBENCH_URL")
+            with _workspace() as ws, ws.transaction() as session:
+                rows = accounts.list_tokens(session, user)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("id", "name", "scopes", "created", "", box=None)
+    for t in rows:
+        table.add_row(t["id"], t["name"], ", ".join(t["scopes"]), t["created_at"][:16],
+                      "revoked" if t["revoked"] else "")  # fmt: skip
+    _out().print(table if rows else "no tokens")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[str, typer.Argument(help="The token's id (pbt_<ID>_...).")],
+) -> None:
+    """Revoke a token: requests with it are refused from now on."""
+    with remote_from_env() as remote:
+        if remote is not None:
+            remote.call("DELETE", f"/api/v1/tokens/{token_id}")
+        else:
+            with _workspace() as ws, ws.transaction() as session:
+                accounts.revoke_token(session, token_id)
+    _out().print(f"revoked token {token_id}")

@@ -1,0 +1,131 @@
+"""The Litestar application: controllers, dependencies, errors, OpenAPI and its docs page.
+
+The workspace (database engine, blob store) and the run pool live in the app's lifespan;
+each request opens one database session (one transaction) in its handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from litestar import Litestar, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.exceptions import HTTPException
+from litestar.openapi.config import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin, YamlRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.response import Redirect
+from litestar.static_files import create_static_files_router
+
+import pinbench
+from pinbench.api import problems
+from pinbench.api.controllers.accounts import (
+    MeController,
+    NamespaceController,
+    TokenController,
+    UserController,
+)
+from pinbench.api.controllers.artifacts import ArtifactController, YankController
+from pinbench.api.controllers.blobs import BlobController
+from pinbench.api.controllers.lockfiles import LockfileController, ResolveController
+from pinbench.api.controllers.runs import CompareController, RunController
+from pinbench.api.deps import (
+    ServerSettings,
+    provide_pool,
+    provide_principal,
+    provide_settings,
+    provide_ws,
+)
+from pinbench.api.runpool import RunPool
+from pinbench.db import schema
+from pinbench.errors import PinbenchError
+from pinbench.workspace import Workspace
+
+STATIC = Path(__file__).parent / "static"
+SWAGGER = "/static/swagger-ui"
+DOCS_PATH = "/schema/swagger"
+
+
+@get("/", include_in_schema=False)
+async def index() -> Redirect:
+    return Redirect(DOCS_PATH)
+
+
+@get("/api/v1/health", summary="The server answers and its database schema is current")
+async def health() -> dict[str, str]:
+    return {"status": "ok", "schema": schema.HEAD_REVISION}
+
+
+def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litestar:
+    settings = settings or ServerSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        with ws.transaction():
+            pass  # refuse to start on a database whose schema is not current
+        app.state.pool = RunPool(ws, workers=settings.run_workers, queue=settings.run_queue)
+        try:
+            yield
+        finally:
+            app.state.pool.close()
+
+    openapi = OpenAPIConfig(
+        title="pinbench",
+        version=getattr(pinbench, "__version__", "0.1.0"),
+        description="Registry of versioned artifacts, lockfiles and evaluation runs. Reads are "
+        "public unless the server says otherwise; publishing, locking and running need an "
+        "API token (`Authorization: Bearer pbt_...`). Errors are RFC 9457 problem details.",
+        path="/schema",
+        render_plugins=[
+            SwaggerRenderPlugin(
+                js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+                css_url=f"{SWAGGER}/swagger-ui.css",
+                standalone_preset_js_url=f"{SWAGGER}/swagger-ui-standalone-preset.js",
+                favicon=f'<link rel="icon" href="{SWAGGER}/favicon-32x32.png">',
+            ),
+            JsonRenderPlugin(),
+            YamlRenderPlugin(),
+        ],
+        components=Components(
+            security_schemes={
+                "token": SecurityScheme(type="http", scheme="bearer", description="pbt_... token")
+            }
+        ),
+        security=[{"token": []}],
+    )
+    return Litestar(
+        route_handlers=[
+            index,
+            health,
+            ArtifactController,
+            YankController,
+            ResolveController,
+            LockfileController,
+            RunController,
+            CompareController,
+            BlobController,
+            MeController,
+            TokenController,
+            UserController,
+            NamespaceController,
+            create_static_files_router(path="/static", directories=[STATIC]),
+        ],
+        dependencies={
+            "ws": Provide(provide_ws, sync_to_thread=False),
+            "settings": Provide(provide_settings, sync_to_thread=False),
+            "pool": Provide(provide_pool, sync_to_thread=False),
+            "principal": Provide(provide_principal),
+        },
+        state=State({"ws": ws, "settings": settings}),
+        lifespan=[lifespan],
+        exception_handlers={
+            PinbenchError: problems.on_pinbench_error,
+            HTTPException: problems.on_http_error,
+            Exception: problems.on_unexpected,
+        },
+        openapi_config=openapi,
+        request_max_body_size=1024 * 1024,
+    )

@@ -1,0 +1,148 @@
+"""Artifacts: list and search, show a version or a name's versions, publish by upload, yank."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio.to_thread
+from litestar import Controller, Request, get, post
+from litestar.params import Parameter
+
+from pinbench.accounts import Principal
+from pinbench.api.deps import ServerSettings
+from pinbench.api.problems import ApiNotFound
+from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
+from pinbench.api.upload import Received, receive_upload
+from pinbench.registry import catalog
+from pinbench.registry.manifest import Manifest
+from pinbench.registry.names import ArtifactRef, parse_kind
+from pinbench.registry.publish import already_published, commit_staged
+from pinbench.workspace import Workspace
+
+UPLOAD_DOC = (
+    "multipart/form-data: a part named `manifest` (the manifest's YAML or JSON) first, then "
+    "one part named `file` per file, its filename the file's path in the manifest. Files the "
+    "server already holds may be left out. Needs the `publish` scope and membership of the "
+    "name's namespace."
+)
+
+
+def _summary(s: catalog.Summary) -> ArtifactSummary:
+    return ArtifactSummary(**s.to_json())
+
+
+class ArtifactController(Controller):
+    path = "/api/v1/artifacts"
+    tags = ["artifacts"]  # noqa: RUF012
+
+    @get("/", sync_to_thread=True, summary="List and search artifact versions")
+    def list_artifacts(
+        self,
+        ws: Workspace,
+        principal: Principal,
+        kind: str | None = None,
+        name: str | None = None,
+        q: Annotated[
+            str | None, Parameter(description="Only names containing this text.", max_length=200)
+        ] = None,
+    ) -> list[ArtifactSummary]:
+        principal.require("read")
+        rows = catalog.list_artifacts(ws, parse_kind(kind) if kind else None, name)
+        return [_summary(r) for r in rows if q is None or q.lower() in r.name]
+
+    @get(
+        "/{ref:path}",
+        sync_to_thread=True,
+        summary="One version (KIND/NAME@VERSION) or every version of a name (KIND/NAME)",
+    )
+    def show(self, ws: Workspace, principal: Principal, ref: str) -> ArtifactDetail:
+        principal.require("read")
+        return ArtifactDetail(**catalog.show(ws, ArtifactRef.parse(ref.lstrip("/"))))
+
+    @get(
+        "/versions/{kind:str}/{name:path}",
+        sync_to_thread=True,
+        summary="Every published version of KIND/NAME, lowest first",
+    )
+    def versions(
+        self, ws: Workspace, principal: Principal, kind: str, name: str
+    ) -> list[ArtifactSummary]:
+        principal.require("read")
+        name = name.lstrip("/")
+        rows = catalog.list_artifacts(ws, parse_kind(kind), name)
+        if not rows:
+            raise ApiNotFound(f"no version of {kind}/{name} is published")
+        return [_summary(r) for r in rows]
+
+    @post(
+        "/",
+        summary="Publish an artifact by upload",
+        description=UPLOAD_DOC,
+        request_max_body_size=None,
+        status_code=201,
+    )
+    async def publish(
+        self,
+        request: Request[Any, Any, Any],
+        ws: Workspace,
+        principal: Principal,
+        settings: ServerSettings,
+    ) -> Published:
+        principal.require("publish")
+        existing: list[Published] = []
+
+        def authorize(manifest: Manifest) -> None:
+            principal.require_namespace(manifest.name, "publish")
+            done = already_published(ws, manifest)
+            if done is not None:
+                existing.append(_published(done))
+
+        received: Received = await receive_upload(
+            request.stream(),
+            request.headers.get("content-type"),
+            store=ws.store,
+            limit=settings.max_upload_bytes,
+            authorize=authorize,
+        )
+        if existing:
+            received.discard(ws.store)
+            return existing[0]
+
+        def commit() -> Published:
+            try:
+                result = commit_staged(
+                    ws,
+                    received.manifest,
+                    received.checked,
+                    received.staged,
+                    publisher=principal.user,
+                )
+            except BaseException:
+                received.discard(ws.store)
+                raise
+            return _published(result)
+
+        return await anyio.to_thread.run_sync(commit)
+
+
+def _published(result: Any) -> Published:
+    return Published(
+        ref=str(result.ref),
+        manifest_digest=result.manifest_digest.hex,
+        created=result.created,
+        files=result.files,
+        bytes=result.bytes,
+        new_blobs=result.new_blobs,
+    )
+
+
+class YankController(Controller):
+    path = "/api/v1/yanks"
+    tags = ["artifacts"]  # noqa: RUF012
+
+    @post("/", sync_to_thread=True, summary="Yank a version (ranges skip it; pins still work)")
+    def yank(self, ws: Workspace, principal: Principal, data: YankRequest) -> Yanked:
+        ref = ArtifactRef.parse(data.ref)
+        principal.require_namespace(ref.name, "yank")
+        catalog.yank(ws, ref, data.reason)
+        return Yanked(ref=str(ref), reason=data.reason)

@@ -1,0 +1,87 @@
+"""Blobs by sha256: verified before they are served; ETag is the digest; HTTP Range."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from litestar import Controller, Request, Response, get
+from litestar.response import Stream
+
+from pinbench.accounts import Principal
+from pinbench.artifacts.digest import Digest
+from pinbench.workspace import Workspace
+
+CHUNK = 1024 * 1024
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+
+
+def byte_range(header: str, size: int) -> tuple[int, int] | None:
+    """The (start, end inclusive) of a single ``Range: bytes=`` header; None when it cannot
+    be satisfied. Several ranges are answered with the whole body (RFC 9110 allows it)."""
+    match = _RANGE.fullmatch(header.strip())
+    if match is None:
+        return (0, size - 1) if size else None
+    first, last = match.groups()
+    if not first and not last:
+        return None
+    if not first:
+        n = int(last)
+        return (max(size - n, 0), size - 1) if n and size else None
+    start = int(first)
+    end = min(int(last), size - 1) if last else size - 1
+    if start >= size or (last and int(last) < start):
+        return None
+    return (start, end)
+
+
+def _read(path: Path, start: int, length: int) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        f.seek(start)
+        while length > 0:
+            data = f.read(min(CHUNK, length))
+            if not data:
+                return
+            length -= len(data)
+            yield data
+
+
+class BlobController(Controller):
+    path = "/api/v1/blobs"
+    tags = ["blobs"]  # noqa: RUF012
+
+    @get(
+        "/{digest:str}",
+        sync_to_thread=True,
+        summary="A blob's bytes, checked against its sha256 first",
+        media_type="application/octet-stream",
+    )
+    def download(
+        self, ws: Workspace, principal: Principal, digest: str, request: Request[Any, Any, Any]
+    ) -> Response[Any]:
+        principal.require("read")
+        d = Digest(digest)
+        path = ws.store.verify(d, label=f"blob {d.hex}")
+        size = path.stat().st_size
+        etag = f'"sha256:{d.hex}"'
+        headers = {
+            "ETag": etag,
+            "Accept-Ranges": "bytes",
+            "Cache-Control": "public, max-age=31536000, immutable",
+        }
+        if request.headers.get("if-none-match") == etag:
+            return Response(b"", status_code=304, headers=headers)
+        header = request.headers.get("range")
+        if header is None or "," in header:
+            headers["Content-Length"] = str(size)
+            return Stream(_read(path, 0, size), headers=headers)
+        span = byte_range(header, size)
+        if span is None:
+            headers["Content-Range"] = f"bytes */{size}"
+            return Response(b"", status_code=416, headers=headers)
+        start, end = span
+        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+        headers["Content-Length"] = str(end - start + 1)
+        return Stream(_read(path, start, end - start + 1), status_code=206, headers=headers)

@@ -1,0 +1,107 @@
+"""Runs: submit a stored lockfile to the server's run queue, status and results, compare."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, get, post
+from litestar.params import Parameter
+
+from pinbench.accounts import Principal
+from pinbench.api.problems import ApiNotFound
+from pinbench.api.runpool import RunPool
+from pinbench.api.schemas import Comparison, RunRequest, RunView
+from pinbench.artifacts.digest import Digest
+from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.evaluator.history import compare_runs, list_runs, show_run
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+SUMMARY_FIELDS = set(RunView.__struct_fields__) - {"metrics", "units", "host", "details"}
+
+
+def run_view(info: dict[str, Any], *, full: bool) -> RunView:
+    """A run as the API shows it: its metrics under ``metrics`` (the CLI flattens them)."""
+    metrics = {k: float(v) for k, v in info.items() if k not in SUMMARY_FIELDS and _is_metric(k, v)}
+    fields = {k: info[k] for k in SUMMARY_FIELDS}
+    if full:
+        return RunView(
+            **fields,
+            metrics=metrics,
+            units=info["units"],
+            host=info["host"],
+            details=info["details"],
+        )
+    return RunView(**fields, metrics=metrics)
+
+
+def _is_metric(key: str, value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and key
+        not in {
+            "threads",
+            "sweep",
+        }
+    )
+
+
+class RunController(Controller):
+    path = "/api/v1/runs"
+    tags = ["runs"]  # noqa: RUF012
+
+    @post(
+        "/",
+        sync_to_thread=True,
+        status_code=202,
+        summary="Queue a run of a stored lockfile",
+        description="Needs the `run` scope. The run is recorded `queued` at once; poll "
+        "GET /api/v1/runs/{id} until its status is succeeded, failed or interrupted.",
+    )
+    def submit(
+        self, ws: Workspace, pool: RunPool, principal: Principal, data: RunRequest
+    ) -> RunView:
+        principal.require("run")
+        digest = Digest(data.lockfile)
+        with ws.transaction() as session:
+            row = session.get(LockfileRow, digest.hex)
+            if row is None:
+                raise ApiNotFound(
+                    f"no lockfile {digest.hex} is stored here: POST a request to "
+                    "/api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
+                )
+            lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
+        run_id = pool.submit(lock, data.runner)
+        return run_view(show_run(ws, run_id), full=False)
+
+    @get("/", sync_to_thread=True, summary="Recorded runs, newest first")
+    def list_runs(
+        self,
+        ws: Workspace,
+        principal: Principal,
+        limit: Annotated[int | None, Parameter(ge=1, le=10_000)] = None,
+    ) -> list[RunView]:
+        principal.require("read")
+        return [run_view(r, full=False) for r in list_runs(ws, limit)]
+
+    @get("/{run_id:str}", sync_to_thread=True, summary="One run: status, metrics, host, details")
+    def show(self, ws: Workspace, principal: Principal, run_id: str) -> RunView:
+        principal.require("read")
+        return run_view(show_run(ws, run_id), full=True)
+
+
+class CompareController(Controller):
+    path = "/api/v1/compare"
+    tags = ["runs"]  # noqa: RUF012
+
+    @get("/", sync_to_thread=True, summary="Runs side by side; what differs is named")
+    def compare(
+        self,
+        ws: Workspace,
+        principal: Principal,
+        run: Annotated[list[str], Parameter(min_items=2, max_items=32)],
+    ) -> Comparison:
+        principal.require("read")
+        data = compare_runs(ws, run)
+        return Comparison(runs=data["runs"], differs=data["differs"], metrics=data["metrics"])

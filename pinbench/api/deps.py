@@ -1,0 +1,66 @@
+"""What handlers are given: the workspace, the server's settings, the run pool, the caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from litestar import Request
+from litestar.datastructures import State
+
+from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
+from pinbench.api.runpool import RunPool
+from pinbench.workspace import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    public_read: bool = True
+    """Reads (list, show, resolve, runs, blobs) need no token; else the 'read' scope."""
+    max_upload_bytes: int = 2 * 1024**3
+    run_workers: int = 1
+    run_queue: int = 16
+
+
+def provide_ws(state: State) -> Workspace:
+    ws: Workspace = state.ws
+    return ws
+
+
+def provide_settings(state: State) -> ServerSettings:
+    settings: ServerSettings = state.settings
+    return settings
+
+
+def provide_pool(state: State) -> RunPool:
+    pool: RunPool = state.pool
+    return pool
+
+
+async def provide_principal(request: Request[Any, Any, Any], state: State) -> Principal:
+    """The caller: from ``Authorization: Bearer TOKEN``, else anonymous (who may read when
+    reads are public). A bad token is refused even where none is needed."""
+    header = request.headers.get("authorization")
+    settings: ServerSettings = state.settings
+    if header is None:
+        return PUBLIC_READER if settings.public_read else ANONYMOUS
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthError("the Authorization header must be 'Bearer <token>'")
+    ws: Workspace = state.ws
+
+    def lookup() -> Principal:
+        with ws.transaction() as session:
+            return authenticate(session, token)
+
+    principal: Principal = await anyio.to_thread.run_sync(lookup)
+    if settings.public_read:
+        return Principal(
+            user=principal.user,
+            scopes=principal.scopes | {"read"},
+            namespaces=principal.namespaces,
+            is_admin=principal.is_admin,
+            token_id=principal.token_id,
+        )
+    return principal

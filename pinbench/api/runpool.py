@@ -1,0 +1,69 @@
+"""The server's bounded run queue: a fixed number of worker threads, a fixed queue length.
+
+A submitted run is recorded ``queued`` at once (so its status can be asked for), then run by
+a worker with ``run_lockfile``, which records the outcome. When the queue is full a submit is
+refused (HTTP 503). Runs still queued or running when the server stops are marked
+``interrupted``; so are any found unfinished when it starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from pinbench.api.problems import QueueFull
+from pinbench.errors import PinbenchError
+from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile, set_status
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+log = logging.getLogger("pinbench.api.runs")
+
+
+class RunPool:
+    def __init__(self, ws: Workspace, *, workers: int, queue: int) -> None:
+        self.ws = ws
+        self.capacity = workers + queue
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
+        self._lock = threading.Lock()
+        self._in_hand = 0
+        abandoned = abandon_unfinished(ws, "the server stopped before this run finished")
+        if abandoned:
+            log.warning("marked %d unfinished run(s) from an earlier server interrupted", abandoned)
+
+    def submit(self, lock: Lockfile, runner: str) -> str:
+        with self._lock:
+            if self._in_hand >= self.capacity:
+                raise QueueFull(queued=self._in_hand)
+            self._in_hand += 1
+        try:
+            run_id = queue_run(self.ws, lock, runner=runner)
+            self._executor.submit(self._execute, run_id, lock, runner)
+        except BaseException:
+            with self._lock:
+                self._in_hand -= 1
+            raise
+        return run_id
+
+    def _execute(self, run_id: str, lock: Lockfile, runner: str) -> None:
+        try:
+            set_status(self.ws, run_id, "running")
+            run_lockfile(
+                self.ws,
+                lock,
+                runner=runner,
+                run_id=run_id,
+                say=lambda text: log.info("run %s: %s", run_id[:8], text),
+            )
+        except PinbenchError as exc:
+            log.info("run %s failed: %s", run_id[:8], exc)
+        except BaseException:
+            log.exception("run %s failed", run_id[:8])
+        finally:
+            with self._lock:
+                self._in_hand -= 1
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        abandon_unfinished(self.ws, "the server stopped before this run finished")

@@ -1,0 +1,26 @@
+"""How ``pinbench serve`` hands its settings to uvicorn's worker processes: one environment
+variable holding JSON, read by the app factory ``app_from_env``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from litestar import Litestar
+
+from pinbench.api.app import create_app
+from pinbench.api.deps import ServerSettings
+from pinbench.workspace import Workspace
+
+SETTINGS_ENV = "PINBENCH_SERVER_SETTINGS"
+
+
+def settings_to_env(**values: object) -> str:
+    return json.dumps(dataclasses.asdict(ServerSettings(**values)))  # type: ignore[arg-type]
+
+
+def app_from_env() -> Litestar:
+    raw = os.environ.get(SETTINGS_ENV)
+    settings = ServerSettings(**json.loads(raw)) if raw else ServerSettings()
+    return create_app(Workspace.from_env(), settings)

@@ -1,0 +1,159 @@
+"""The CLI's client for a remote ``pinbench serve``: ``PINBENCH_URL`` and ``PINBENCH_TOKEN``.
+
+Problem details from the server become the same errors the CLI prints locally: a 4xx is a
+user error (exit 1) carrying the server's message, a 5xx or an unreachable server a failure
+of the system (exit 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import httpx
+
+from pinbench.errors import SystemFailure, UserError
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import locate
+
+FINISHED = ("succeeded", "failed", "interrupted")
+
+
+class RemoteRefused(UserError):
+    """The server refused the request (4xx): its message, status and error name."""
+
+    def __init__(self, *, status: int, detail: str, error: str | None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.error = error
+
+
+class RemoteFailed(SystemFailure):
+    pass
+
+
+class Remote:
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Remote | None:
+        env = os.environ if environ is None else environ
+        url = env.get("PINBENCH_URL")
+        return cls(url, env.get("PINBENCH_TOKEN") or None) if url else None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise RemoteFailed(f"cannot reach the pinbench server at {self.url}: {exc}") from exc
+        if response.status_code < 400:
+            return response
+        detail, error = response.text.strip() or response.reason_phrase, None
+        if response.headers.get("content-type", "").startswith("application/problem+json"):
+            body = response.json()
+            detail, error = str(body.get("detail", detail)), body.get("error")
+        if response.status_code >= 500:
+            raise RemoteFailed(f"server error {response.status_code}: {detail}")
+        raise RemoteRefused(status=response.status_code, detail=detail, error=error)
+
+    def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.call(method, path, **kwargs).json()
+
+    # ------------------------------------------------------------ registry
+
+    def publish(self, manifest_path: Path, files_dir: Path | None = None) -> dict[str, Any]:
+        """Upload a manifest and its files (streamed from disk, manifest first)."""
+        manifest = load_manifest(manifest_path)
+        with contextlib.ExitStack() as stack:
+            parts: list[tuple[str, tuple[str, bytes | BinaryIO]]] = [
+                ("manifest", ("manifest.yaml", manifest_path.read_bytes()))
+            ]
+            for entry in manifest.files_list:
+                source = locate(entry, manifest_dir=manifest_path.parent, files_dir=files_dir)
+                parts.append(("file", (entry.path, stack.enter_context(source.open("rb")))))
+            result: dict[str, Any] = self.json(
+                "POST", "/api/v1/artifacts", files=parts, timeout=None
+            )
+        return result
+
+    def yank(self, ref: str, reason: str) -> None:
+        self.call("POST", "/api/v1/yanks", json={"ref": ref, "reason": reason})
+
+    def resolve(self, specs: list[str], *, arch: str, device: str) -> list[dict[str, str]]:
+        params = [("spec", s) for s in specs] + [("arch", arch), ("device", device)]
+        result: list[dict[str, str]] = self.json("GET", "/api/v1/resolve", params=params)
+        return result
+
+    # ------------------------------------------------------------ lockfiles and runs
+
+    def lock(self, request: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.json("POST", "/api/v1/lockfiles", json=request)
+        return result
+
+    def lockfile(self, digest: str) -> Lockfile:
+        data = self.call("GET", f"/api/v1/lockfiles/{digest}").content
+        return Lockfile.from_bytes(data, source=f"{self.url} lockfile {digest[:12]}")
+
+    def submit(self, lock: Lockfile, runner: str) -> dict[str, Any]:
+        self.call("PUT", f"/api/v1/lockfiles/{lock.digest.hex}", content=lock.canonical)
+        result: dict[str, Any] = self.json(
+            "POST", "/api/v1/runs", json={"lockfile": lock.digest.hex, "runner": runner}
+        )
+        return result
+
+    def wait(
+        self, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5
+    ) -> dict[str, Any]:
+        """Poll a run until it finishes; report each change of status."""
+        status = None
+        while True:
+            info = self.run(run_id)
+            if info["status"] != status:
+                status = info["status"]
+                say(f"run {run_id[:8]} {status}")
+            if status in FINISHED:
+                return info
+            time.sleep(poll_s)
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        return flatten(self.json("GET", f"/api/v1/runs/{run_id}"))
+
+    def runs(self, limit: int | None) -> list[dict[str, Any]]:
+        params = {"limit": limit} if limit else {}
+        return [flatten(r) for r in self.json("GET", "/api/v1/runs", params=params)]
+
+    def compare(self, run_ids: list[str]) -> dict[str, Any]:
+        data: dict[str, Any] = self.json(
+            "GET", "/api/v1/compare", params=[("run", r) for r in run_ids]
+        )
+        data["infos"] = [self.run(r) for r in data["runs"]]
+        return data
+
+
+def flatten(view: dict[str, Any]) -> dict[str, Any]:
+    """A run as the API gives it, in the CLI's shape: metrics as top-level fields."""
+    out = {k: v for k, v in view.items() if k != "metrics"}
+    out.update(view.get("metrics") or {})
+    out.setdefault("units", {})
+    return out
+
+
+@contextlib.contextmanager
+def remote_from_env() -> Iterator[Remote | None]:
+    remote = Remote.from_env()
+    try:
+        yield remote
+    finally:
+        if remote is not None:
+            remote.close()
