@@ -34,7 +34,9 @@ from bench._common import REPO, load_average, log, run_checked
 
 DEFAULT_ROOT = REPO / ".bench"
 MLFLOW_VERSION = "3.17.2"
-MLFLOW_REQUIREMENTS = (f"mlflow=={MLFLOW_VERSION}", "psycopg2-binary==2.9.13")
+# psycopg 3 (``psycopg[binary]``): SQLAlchemy 2.1, which MLflow 3.17 installs, makes it the driver
+# of a bare ``postgresql://`` URL; the URLs here name it, ``postgresql+psycopg://``, anyway.
+MLFLOW_REQUIREMENTS = (f"mlflow=={MLFLOW_VERSION}", "psycopg==3.3.9", "psycopg-binary==3.3.9")
 UV = Path(sys.executable).parent / "uv"
 WRK = "/usr/bin/wrk"
 START_TIMEOUT_S = 180.0
@@ -171,12 +173,12 @@ def _pip_index_args() -> list[str]:
 
 
 def ensure_mlflow_venv(root: Path = DEFAULT_ROOT) -> Path:
-    """``root/mlflow-venv`` with MLflow and psycopg2 installed; reused when it has them."""
+    """``root/mlflow-venv`` with ``MLFLOW_REQUIREMENTS`` installed; reused when it has them."""
     venv = root / "mlflow-venv"
     python = venv / "bin" / "python"
     check = (
         "import importlib.metadata as m; "
-        "print(' '.join(f'{d}=={m.version(d)}' for d in ('mlflow', 'psycopg2-binary')))"
+        "print(' '.join(f'{d}=={m.version(d)}' for d in ('mlflow', 'psycopg', 'psycopg-binary')))"
     )
     if python.exists():
         found = subprocess.run([python, "-c", check], capture_output=True, text=True, check=False)
@@ -375,11 +377,11 @@ def _backend_uri(kind: Backend, workdir: Path) -> Iterator[str]:
     from tests.pg import postgres_server
 
     with postgres_server() as url:  # postgresql+psycopg://pinbench@127.0.0.1:PORT/postgres
-        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
-            conn.autocommit = True
+        server = url.rsplit("/", 1)[0]
+        libpq = server.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(f"{libpq}/postgres", autocommit=True) as conn:
             conn.execute("CREATE DATABASE mlflow")
-        # psycopg2 is SQLAlchemy's default PostgreSQL driver: the bare scheme selects it.
-        yield url.replace("postgresql+psycopg://", "postgresql://").rsplit("/", 1)[0] + "/mlflow"
+        yield f"{server}/mlflow"
 
 
 def measure_mlflow(

@@ -51,7 +51,7 @@ class TokenController(Controller):
     def create(self, ws: Workspace, principal: Principal, data: TokenRequest) -> NewToken:
         if principal.user is None:
             raise accounts.AuthError("creating a token needs a token (Authorization: Bearer)")
-        wider = sorted(set(data.scopes) - principal.scopes)
+        wider = sorted(set(accounts.check_scopes(data.scopes)) - principal.scopes)
         if wider:
             raise accounts.Forbidden(
                 f"a new token cannot have scopes this token lacks: {', '.join(wider)}"

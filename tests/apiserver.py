@@ -1,0 +1,115 @@
+"""A real ``pinbench serve`` for the tests: a subprocess on a free loopback port, with users
+and tokens seeded in its database, the built-in digits catalog published."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from pinbench import accounts
+from pinbench.config import Settings
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
+from pinbench.workspace import Workspace
+from tests.pg import free_port
+
+# Who calls: name -> (admin?, namespaces, scopes). "reader" can only read.
+PEOPLE: dict[str, tuple[bool, list[str], list[str]]] = {
+    "admin": (True, [], ["read", "publish", "run", "admin"]),
+    "owner": (False, ["vision"], ["read", "publish", "run"]),
+    "other": (False, ["audio"], ["read", "publish", "run"]),
+    "reader": (False, [], ["read"]),
+}
+
+
+@dataclass
+class Server:
+    url: str
+    home: Path
+    database_url: str
+    tokens: dict[str, str] = field(default_factory=dict)
+    token_ids: dict[str, str] = field(default_factory=dict)
+
+    def workspace(self) -> Workspace:
+        return Workspace(Settings(home=self.home, database_url=self.database_url))
+
+    def client(self, who: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+def seed(ws: Workspace, catalog_dir: Path | None) -> tuple[dict[str, str], dict[str, str]]:
+    """Initialise the database, add PEOPLE with one token each, publish the catalog."""
+    ws.init()
+    tokens, ids = {}, {}
+    with ws.transaction() as session:
+        for name, (admin, namespaces, scopes) in PEOPLE.items():
+            accounts.add_user(session, name, admin=admin)
+            for ns in namespaces:
+                accounts.grant(session, name, ns)
+            row, text = accounts.create_token(session, name, name="tests", scopes=scopes)
+            tokens[name], ids[name] = text, row.id
+    for path in sorted(catalog_dir.glob("*.yaml")) if catalog_dir else []:
+        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="admin")
+    return tokens, ids
+
+
+@contextmanager
+def api_server(
+    home: Path,
+    database_url: str,
+    *args: str,
+    catalog_dir: Path | None = None,
+) -> Iterator[Server]:
+    """Seed the database, start ``pinbench serve ARGS`` and wait until it answers."""
+    ws = Workspace(Settings(home=home, database_url=database_url))
+    try:
+        tokens, ids = seed(ws, catalog_dir)
+    finally:
+        ws.close()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("PINBENCH_URL", "PINBENCH_TOKEN")}
+    env |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url}
+    log = home / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pinbench", "serve", "--port", str(port), *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait(url, proc, log)
+        yield Server(url, home, database_url, tokens, ids)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"pinbench serve exited {proc.returncode}: {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"pinbench serve did not answer within 60 s: {log.read_text()}")
