@@ -831,11 +831,16 @@ def serve(
     """
     import uvicorn
 
+    from pinbench.api.runpool import STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
+    from pinbench.evaluator.run import abandon_unfinished
 
     with _workspace() as ws:
         ws.settings.home.mkdir(parents=True, exist_ok=True)
         db_schema.ensure_current(ws.engine)
+        abandoned = abandon_unfinished(ws, STOPPED)
+    if abandoned:
+        _err().print(f"marked {abandoned} run(s) left unfinished by an earlier server interrupted")
     os.environ[SETTINGS_ENV] = settings_to_env(
         public_read=not private,
         max_upload_bytes=max_upload_mb * 1024 * 1024,

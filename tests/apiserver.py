@@ -58,8 +58,9 @@ def seed(ws: Workspace, catalog_dir: Path | None) -> tuple[dict[str, str], dict[
                 accounts.grant(session, name, ns)
             row, text = accounts.create_token(session, name, name="tests", scopes=scopes)
             tokens[name], ids[name] = text, row.id
-    for path in sorted(catalog_dir.glob("*.yaml")) if catalog_dir else []:
-        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="admin")
+    if catalog_dir is not None:
+        for path in sorted(catalog_dir.glob("*.yaml")):
+            publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="admin")
     return tokens, ids
 
 

@@ -3,7 +3,8 @@
 A submitted run is recorded ``queued`` at once (so its status can be asked for), then run by
 a worker with ``run_lockfile``, which records the outcome. When the queue is full a submit is
 refused (HTTP 503). Runs still queued or running when the server stops are marked
-``interrupted``; so are any found unfinished when it starts.
+``interrupted`` (``pinbench serve`` also marks any it finds unfinished before it starts:
+with several server processes, each pool only ever touches its own runs).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.api.runs")
+STOPPED = "the server stopped before this run finished"
 
 
 class RunPool:
@@ -28,9 +30,7 @@ class RunPool:
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
         self._lock = threading.Lock()
         self._in_hand = 0
-        abandoned = abandon_unfinished(ws, "the server stopped before this run finished")
-        if abandoned:
-            log.warning("marked %d unfinished run(s) from an earlier server interrupted", abandoned)
+        self._mine: set[str] = set()
 
     def submit(self, lock: Lockfile, runner: str) -> str:
         with self._lock:
@@ -39,6 +39,8 @@ class RunPool:
             self._in_hand += 1
         try:
             run_id = queue_run(self.ws, lock, runner=runner)
+            with self._lock:
+                self._mine.add(run_id)
             self._executor.submit(self._execute, run_id, lock, runner)
         except BaseException:
             with self._lock:
@@ -63,7 +65,10 @@ class RunPool:
         finally:
             with self._lock:
                 self._in_hand -= 1
+                self._mine.discard(run_id)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
-        abandon_unfinished(self.ws, "the server stopped before this run finished")
+        with self._lock:
+            mine = sorted(self._mine)
+        abandon_unfinished(self.ws, STOPPED, only=mine)

@@ -84,10 +84,14 @@ def set_status(ws: Workspace, run_id: str, status: str, error: str | None = None
             row.status, row.error = status, error
 
 
-def abandon_unfinished(ws: Workspace, reason: str) -> int:
-    """Mark queued and running runs interrupted (a server stopped with work in hand)."""
+def abandon_unfinished(ws: Workspace, reason: str, *, only: list[str] | None = None) -> int:
+    """Mark queued and running runs (all, or those in ``only``) interrupted: a server stopped
+    with work in hand."""
+    stmt = select(RunRow).where(RunRow.status.in_(["queued", "running"]))
+    if only is not None:
+        stmt = stmt.where(RunRow.id.in_(only))
     with ws.transaction() as session:
-        rows = session.scalars(select(RunRow).where(RunRow.status.in_(["queued", "running"]))).all()
+        rows = session.scalars(stmt).all()
         for row in rows:
             row.status, row.error, row.finished_at = "interrupted", reason, datetime.now(UTC)
         return len(rows)

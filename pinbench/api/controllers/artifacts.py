@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio.to_thread
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.params import Parameter
 
 from pinbench.accounts import Principal
@@ -87,7 +87,8 @@ class ArtifactController(Controller):
         ws: Workspace,
         principal: Principal,
         settings: ServerSettings,
-    ) -> Published:
+    ) -> Response[Published]:
+        """201 with the new version; 200 when this exact manifest was already published."""
         principal.require("publish")
         existing: list[Published] = []
 
@@ -106,7 +107,7 @@ class ArtifactController(Controller):
         )
         if existing:
             received.discard(ws.store)
-            return existing[0]
+            return Response(existing[0], status_code=200)
 
         def commit() -> Published:
             try:
@@ -122,7 +123,8 @@ class ArtifactController(Controller):
                 raise
             return _published(result)
 
-        return await anyio.to_thread.run_sync(commit)
+        result = await anyio.to_thread.run_sync(commit)
+        return Response(result, status_code=201 if result.created else 200)
 
 
 def _published(result: Any) -> Published:

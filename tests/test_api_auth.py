@@ -1,0 +1,172 @@
+"""Who may do what: every endpoint by anonymous, a reader, a publisher of another namespace,
+the namespace's owner and an admin, against a real server; then the same reads on a server
+started with --private."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.apiserver import Server, api_server
+from tests.test_api import REQUEST, manifest_text, multipart
+
+WHO = ("anonymous", "reader", "other", "owner", "admin")
+MODEL = "model/vision/digits-logreg@1.2.0"
+
+
+@dataclass
+class World:
+    server: Server
+    lockfile: str
+    lockfile_bytes: bytes
+    blob: str
+    runs: list[str]
+
+
+def wait_for(client: httpx.Client, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        info: dict[str, Any] = client.get(f"/api/v1/runs/{run_id}").json()
+        if info["status"] in ("succeeded", "failed", "interrupted"):
+            return info
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not finish")
+
+
+def make_world(server: Server) -> World:
+    with server.client("admin") as c:
+        digest = c.post("/api/v1/lockfiles", json=REQUEST).json()["points"][0]["digest"]
+        runs = [
+            c.post("/api/v1/runs", json={"lockfile": digest, "runner": "local"}).json()["id"]
+            for _ in range(2)
+        ]
+        for r in runs:
+            assert wait_for(c, r)["status"] == "succeeded"
+        blob = c.get(f"/api/v1/artifacts/{MODEL}").json()["files"][0]["sha256"]
+        body = c.get(f"/api/v1/lockfiles/{digest}").content.rstrip(b"\n")
+    return World(server, digest, body, blob, runs)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("auth")
+    with api_server(root / "home", f"sqlite:///{root}/db", catalog_dir=catalog_dir) as server:
+        yield make_world(server)
+
+
+Call = Callable[[World, str], tuple[str, str, dict[str, Any]]]
+
+
+def get(path: str) -> Call:
+    return lambda w, who: ("GET", path.format(w=w), {})
+
+
+def publish(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
+    version = f"9.0.{WHO.index(who)}"
+    body = multipart([("manifest", None, manifest_text(version, "w.bin", b"w", "vision/auth")),
+                      ("file", "w.bin", b"w")])  # fmt: skip
+    headers = {"content-type": "multipart/form-data; boundary=XyZ"}
+    return "POST", "/api/v1/artifacts", {"content": body, "headers": headers}
+
+
+def spare_token(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
+    with w.server.client("admin") as c:
+        token_id = c.post("/api/v1/tokens", json={"name": "spare"}).json()["id"]
+    return "DELETE", f"/api/v1/tokens/{token_id}", {}
+
+
+READ = (200, 200, 200, 200, 200)
+RUN = (401, 403, None, None, None)  # None: the endpoint's success status
+ADMIN = (401, 403, 403, 403, None)
+PUBLISH = (401, 403, 403, None, None)
+
+#        label                 call                                             who -> status  ok
+MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
+    ("health", get("/api/v1/health"), READ, 200),
+    ("list artifacts", get("/api/v1/artifacts?kind=model"), READ, 200),
+    ("show a version", get(f"/api/v1/artifacts/{MODEL}"), READ, 200),
+    ("versions of a name", get("/api/v1/artifacts/versions/model/vision/digits-logreg"), READ, 200),
+    ("resolve", get("/api/v1/resolve?spec=model/vision/digits-logreg@^1"), READ, 200),
+    ("download a lockfile", get("/api/v1/lockfiles/{w.lockfile}"), READ, 200),
+    ("download a blob", get("/api/v1/blobs/{w.blob}"), READ, 200),
+    ("list runs", get("/api/v1/runs"), READ, 200),
+    ("show a run", get("/api/v1/runs/{w.runs[0]}"), READ, 200),
+    ("compare runs", get("/api/v1/compare?run={w.runs[0]}&run={w.runs[1]}"), READ, 200),
+    ("me", get("/api/v1/me"), READ, 200),
+    ("publish", publish, PUBLISH, 201),
+    ("yank", lambda w, who: ("POST", "/api/v1/yanks", {"json": {"ref": MODEL, "reason": "t"}}),
+     PUBLISH, 201),
+    ("lock a request", lambda w, who: ("POST", "/api/v1/lockfiles", {"json": REQUEST}), RUN, 201),
+    ("store a lockfile", lambda w, who: ("PUT", f"/api/v1/lockfiles/{w.lockfile}",
+     {"content": w.lockfile_bytes}), RUN, 200),
+    ("submit a run", lambda w, who: ("POST", "/api/v1/runs",
+     {"json": {"lockfile": w.lockfile, "runner": "local"}}), RUN, 202),
+    ("create a token", lambda w, who: ("POST", "/api/v1/tokens",
+     {"json": {"name": "m", "scopes": ["read"]}}), (401, None, None, None, None), 201),
+    ("list tokens", get("/api/v1/tokens"), (401, 200, 200, 200, 200), 200),
+    ("revoke another's token", spare_token, ADMIN, 204),
+    ("list users", get("/api/v1/users"), ADMIN, 200),
+    ("add a user", lambda w, who: ("POST", "/api/v1/users", {"json": {"name": f"new-{who}"}}),
+     ADMIN, 201),
+    ("add a member", lambda w, who: ("POST", "/api/v1/namespaces/text/members",
+     {"json": {"user": "reader"}}), ADMIN, 201),
+    ("remove a member", lambda w, who: ("DELETE", "/api/v1/namespaces/audio/members/other", {}),
+     ADMIN, 204),
+]  # fmt: skip
+
+CELLS = [
+    pytest.param(call, who, expected[i] or ok, id=f"{label}-{who}")
+    for label, call, expected, ok in MATRIX
+    for i, who in enumerate(WHO)
+]
+
+
+@pytest.mark.parametrize(("call", "who", "status"), CELLS)
+def test_authorization_matrix(world: World, call: Call, who: str, status: int) -> None:
+    method, path, kwargs = call(world, who)
+    with world.server.client(None if who == "anonymous" else who) as c:
+        response = c.request(method, path, **kwargs)
+    assert response.status_code == status, response.text
+    if status >= 400:
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.json()["detail"]
+
+
+def test_every_api_operation_is_in_the_matrix(world: World) -> None:
+    with world.server.client() as c:
+        paths = c.get("/schema/openapi.json").json()["paths"]
+    operations = sum(len(ops) for p, ops in paths.items() if p.startswith("/api/"))
+    assert operations == len(MATRIX)
+
+
+@pytest.fixture(scope="module")
+def private(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("private")
+    with api_server(
+        root / "home", f"sqlite:///{root}/db", "--private", catalog_dir=catalog_dir
+    ) as server:
+        yield make_world(server)
+
+
+READS = [(label, call) for label, call, expected, _ in MATRIX if expected == READ]
+
+
+@pytest.mark.parametrize(("label", "call"), READS, ids=[r[0] for r in READS])
+def test_private_server_reads_need_a_token(private: World, label: str, call: Call) -> None:
+    method, path, kwargs = call(private, "anonymous")
+    with private.server.client() as c:
+        anonymous = c.request(method, path, **kwargs)
+    with private.server.client("reader") as c:
+        reader = c.request(method, path, **kwargs)
+    if label in ("health", "me"):  # open to all: they reveal nothing stored
+        assert (anonymous.status_code, reader.status_code) == (200, 200)
+        return
+    assert anonymous.status_code == 401, anonymous.text
+    assert "needs a token with the 'read' scope" in anonymous.json()["detail"]
+    assert reader.status_code == 200, reader.text
