@@ -406,8 +406,9 @@ def measure_mlflow(
         ):
             url = register_model_version(base, "pinbench-model")
             log(f"wrk on {url}: {warmup} s warm-up, {seconds} s measured; load {load_average()}")
-            if warmup > 0:
-                run_wrk(url, connections=connections, seconds=warmup, threads=threads).check()
+            if warmup > 0:  # not checked: the first requests of a cold server may time out
+                cold = run_wrk(url, connections=connections, seconds=warmup, threads=threads)
+                log(f"warm-up: {cold.requests} requests, {cold.socket_errors} socket errors")
             return run_wrk(url, connections=connections, seconds=seconds, threads=threads).check()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
