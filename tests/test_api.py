@@ -434,3 +434,17 @@ def test_a_token_secret_tampered_with_is_refused(server: Server) -> None:
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {tampered}"}) as c:
         response = c.get("/api/v1/me")
     assert response.status_code == 401 and "unknown API token" in response.json()["detail"]
+
+
+def test_reads_reflect_a_yank_at_once(server: Server) -> None:
+    """Show and resolve answers are cached per registry state: a yank is seen immediately."""
+    ref, spec = "model/vision/digits-logreg@1.1.0", "model/vision/digits-logreg@~1.1"
+    with server.client("owner") as c:
+        assert c.get(f"/api/v1/artifacts/{ref}").json()["yanked"] is False
+        assert c.get("/api/v1/resolve", params={"spec": spec}).status_code == 200
+        assert c.post("/api/v1/yanks", json={"ref": ref, "reason": "r1"}).status_code == 201
+        assert c.get(f"/api/v1/artifacts/{ref}").json()["yank_reason"] == "r1"
+        refused = c.get("/api/v1/resolve", params={"spec": spec})
+        assert refused.status_code == 400 and "1.1.0 (yanked)" in refused.json()["detail"]
+        assert c.post("/api/v1/yanks", json={"ref": ref, "reason": "r2"}).status_code == 201
+        assert c.get(f"/api/v1/artifacts/{ref}").json()["yank_reason"] == "r2"

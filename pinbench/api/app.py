@@ -22,6 +22,7 @@ from litestar.static_files import create_static_files_router
 
 import pinbench
 from pinbench.api import problems
+from pinbench.api.cache import ReadCache
 from pinbench.api.controllers.accounts import (
     MeController,
     NamespaceController,
@@ -34,6 +35,7 @@ from pinbench.api.controllers.lockfiles import LockfileController, ResolveContro
 from pinbench.api.controllers.runs import CompareController, RunController
 from pinbench.api.deps import (
     ServerSettings,
+    provide_cache,
     provide_pool,
     provide_principal,
     provide_settings,
@@ -117,9 +119,10 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             "ws": Provide(provide_ws, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
             "pool": Provide(provide_pool, sync_to_thread=False),
+            "cache": Provide(provide_cache, sync_to_thread=False),
             "principal": Provide(provide_principal),
         },
-        state=State({"ws": ws, "settings": settings}),
+        state=State({"ws": ws, "settings": settings, "cache": ReadCache()}),
         lifespan=[lifespan],
         exception_handlers={
             PinbenchError: problems.on_pinbench_error,

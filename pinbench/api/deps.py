@@ -10,6 +10,7 @@ from litestar import Request
 from litestar.datastructures import State
 
 from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
+from pinbench.api.cache import ReadCache
 from pinbench.api.runpool import RunPool
 from pinbench.workspace import Workspace
 
@@ -31,6 +32,11 @@ def provide_ws(state: State) -> Workspace:
 def provide_settings(state: State) -> ServerSettings:
     settings: ServerSettings = state.settings
     return settings
+
+
+def provide_cache(state: State) -> ReadCache:
+    cache: ReadCache = state.cache
+    return cache
 
 
 def provide_pool(state: State) -> RunPool:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio.to_thread
-from litestar import Controller, Request, Response, get, post
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from pinbench.accounts import Principal
+from pinbench.api.cache import ReadCache
 from pinbench.api.deps import ServerSettings
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
@@ -53,11 +56,22 @@ class ArtifactController(Controller):
     @get(
         "/{ref:path}",
         sync_to_thread=True,
-        summary="One version (KIND/NAME@VERSION) or every version of a name (KIND/NAME)",
+        summary="One version: KIND/NAME@VERSION",
+        responses={
+            200: ResponseSpec(ArtifactDetail, description="The version", generate_examples=False)
+        },
     )
-    def show(self, ws: Workspace, principal: Principal, ref: str) -> ArtifactDetail:
+    def show(
+        self, ws: Workspace, cache: ReadCache, principal: Principal, ref: str
+    ) -> Response[bytes]:
         principal.require("read")
-        return ArtifactDetail(**catalog.show(ws, ArtifactRef.parse(ref.lstrip("/"))))
+        parsed = ArtifactRef.parse(ref.lstrip("/"))
+        body = cache.get(
+            ws,
+            ("show", str(parsed)),
+            lambda: msgspec.json.encode(ArtifactDetail(**catalog.show(ws, parsed))),
+        )
+        return Response(body, media_type=MediaType.JSON)
 
     @get(
         "/versions/{kind:str}/{name:path}",

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio.to_thread
-from litestar import Controller, Request, Response, get, post, put
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post, put
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from pinbench.accounts import Principal
+from pinbench.api.cache import ReadCache
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import Locked, LockPoint, ResolvedRef
 from pinbench.artifacts.digest import Digest
@@ -28,7 +31,16 @@ class ResolveController(Controller):
     path = "/api/v1/resolve"
     tags = ["resolution"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="Resolve KIND/NAME@RANGE specs to versions")
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Resolve KIND/NAME@RANGE specs to versions",
+        responses={
+            200: ResponseSpec(
+                list[ResolvedRef], description="The versions picked", generate_examples=False
+            )
+        },
+    )
     def resolve(
         self,
         ws: Workspace,
@@ -37,16 +49,24 @@ class ResolveController(Controller):
             list[str],
             Parameter(description="KIND/NAME@RANGE, repeated", min_items=1, max_items=32),
         ],
+        cache: ReadCache,
         arch: str = "amd64",
         device: str = "cpu",
-    ) -> list[ResolvedRef]:
+    ) -> Response[bytes]:
         principal.require("read")
         parsed = [Spec.parse(s) for s in spec]
-        resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
-        return [
-            ResolvedRef(kind=r.kind.value, name=r.name, version=str(r.version))
-            for r in resolution.refs
-        ]
+        platform = f"{arch}/{device}"
+
+        def compute() -> bytes:
+            resolution = service.resolve_specs(ws, parsed, platform=platform)
+            refs = [
+                ResolvedRef(kind=r.kind.value, name=r.name, version=str(r.version))
+                for r in resolution.refs
+            ]
+            return msgspec.json.encode(refs)
+
+        key = ("resolve", platform, *(str(s) for s in parsed))
+        return Response(cache.get(ws, key, compute), media_type=MediaType.JSON)
 
 
 class LockfileController(Controller):
