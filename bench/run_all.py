@@ -19,7 +19,14 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("bench_verify", "bench_publish", "bench_resolve", "bench_overhead", "bench_runners")
+BENCHMARKS = (
+    "bench_verify",
+    "bench_publish",
+    "bench_resolve",
+    "bench_overhead",
+    "bench_runners",
+    "bench_api",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,7 +56,7 @@ async def index() -> Redirect:
     return Redirect(DOCS_PATH)
 
 
-@get("/api/v1/health", summary="The server answers and its database schema is current")
+@get("/api/v1/health", summary="The server answers (it checked its database schema at start)")
 async def health() -> dict[str, str]:
     return {"status": "ok", "schema": schema.HEAD_REVISION}
 
