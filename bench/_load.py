@@ -53,9 +53,9 @@ Backend = Literal["sqlite", "postgresql"]
 class WrkResult:
     """One ``wrk`` run. Latencies in milliseconds, from wrk's ``--latency`` distribution.
 
-    ``non_2xx_3xx`` counts error responses: a run with any (``ok`` false) measured errors, not
-    the service, and must be refused. Requests that hit wrk's 2 s timeout count in
-    ``socket_timeout`` and are missing from the latency distribution.
+    ``non_2xx_3xx`` counts error responses. A run with any, or with socket errors, is not ``ok``:
+    it measured errors rather than the service, and ``check`` refuses it. Responses slower than
+    wrk's 2 s timeout count in ``socket_timeout`` and are left out of the latency distribution.
     """
 
     url: str
@@ -109,7 +109,7 @@ def _ms(text: str) -> float:
     match = re.fullmatch(r"([0-9.]+)(us|ms|s|m|h)", text)
     if match is None:
         raise ValueError(f"unrecognised wrk duration {text!r}")
-    return float(match[1]) * _TIME_UNITS_MS[match[2]]
+    return round(float(match[1]) * _TIME_UNITS_MS[match[2]], 6)
 
 
 def parse_wrk(output: str, *, url: str, threads: int, connections: int, seconds: int) -> WrkResult:
@@ -146,9 +146,16 @@ def parse_wrk(output: str, *, url: str, threads: int, connections: int, seconds:
     )
 
 
+WRK_TIMEOUT_S = 30
+
+
 def run_wrk(url: str, *, connections: int = 64, seconds: int = 30, threads: int = 2) -> WrkResult:
-    """``wrk -t{threads} -c{connections} -d{seconds}s --latency URL``, parsed."""
-    cmd = [WRK, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    """``wrk -t{threads} -c{connections} -d{seconds}s --timeout 30s --latency URL``, parsed.
+
+    wrk's own 2 s timeout drops slow answers from the latency figures (a slow server would
+    look faster); 30 s keeps them in."""
+    cmd = [WRK, f"-t{threads}", f"-c{connections}", f"-d{seconds}s",
+           f"--timeout={WRK_TIMEOUT_S}s", "--latency", url]  # fmt: skip
     output = run_checked(cmd)
     return parse_wrk(output, url=url, threads=threads, connections=connections, seconds=seconds)
 
@@ -222,17 +229,41 @@ def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
+def _group(pgid: int) -> list[Path]:
+    """``/proc/PID`` of each live process in process group ``pgid``."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:  # after the name: state, ppid, pgrp
+            found.append(proc)
+    return found
+
+
 def _group_cpu_s(pgid: int) -> float:
     """CPU seconds used so far by the live processes of process group ``pgid``."""
     ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in _group(pgid):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
             continue
-        if int(fields[2]) == pgid:  # fields[0] is the state: pgrp is stat's 5th field
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _server_command(pgid: int) -> str:
+    """The HTTP server ``mlflow server`` started (uvicorn or gunicorn, with its worker count)."""
+    for proc in _group(pgid):
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(server in argv for server in ("uvicorn", "gunicorn")):
+            return shlex.join(arg for arg in argv if arg)
+    return "(no uvicorn or gunicorn process found)"
 
 
 def _wait_quiet(pgid: int, *, window_s: float = 2.0, limit_s: float = QUIET_TIMEOUT_S) -> None:
@@ -252,24 +283,28 @@ def _wait_quiet(pgid: int, *, window_s: float = 2.0, limit_s: float = QUIET_TIME
     log(f"MLflow's processes still busy after {limit_s:.0f} s; measuring anyway")
 
 
+def _gone(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    """Whether the process group led by ``proc`` has ended within ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader; its orphans go to init, which reaps them
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group; SIGKILL what is left of it after a while."""
+    """SIGTERM the server's process group; SIGKILL what is left of it after ``STOP_TIMEOUT_S``."""
     for sig, wait_s in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             break
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            proc.poll()  # reap the leader; its orphans go to init
-            try:
-                os.killpg(proc.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.2)
-        else:
-            continue
-        break
+        if _gone(proc, wait_s):
+            break
     proc.wait()
 
 
@@ -323,6 +358,7 @@ def mlflow_server(venv: Path, backend_uri: str, port: int, workdir: Path) -> Ite
             time.sleep(0.5)
         log(f"MLflow answers {base}/health; waiting for its processes to go quiet")
         _wait_quiet(proc.pid)
+        log(f"MLflow's server: {_server_command(proc.pid)}; {len(_group(proc.pid))} processes")
         yield base
     finally:
         _stop(proc)
