@@ -19,7 +19,7 @@ from pinbench.api.upload import Received, receive_upload
 from pinbench.registry import catalog
 from pinbench.registry.manifest import Manifest
 from pinbench.registry.names import ArtifactRef, parse_kind
-from pinbench.registry.publish import already_published, commit_staged
+from pinbench.registry.publish import PublishResult, already_published, commit_staged
 from pinbench.workspace import Workspace
 
 UPLOAD_DOC = (
@@ -141,7 +141,7 @@ class ArtifactController(Controller):
         return Response(result, status_code=201 if result.created else 200)
 
 
-def _published(result: Any) -> Published:
+def _published(result: PublishResult) -> Published:
     return Published(
         ref=str(result.ref),
         manifest_digest=result.manifest_digest.hex,
