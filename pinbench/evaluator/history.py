@@ -27,7 +27,9 @@ def _iso(value: datetime | None) -> str | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
 
 
-def _summary(run: Run, lock: Lockfile) -> dict[str, Any]:
+def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
+    """A run as plain data; its metrics as top-level fields (``top1``...), or under
+    ``metrics`` when ``nested`` (the API's shape)."""
     body = lock.body
     env = body.environment
     out: dict[str, Any] = {
@@ -48,12 +50,19 @@ def _summary(run: Run, lock: Lockfile) -> dict[str, Any]:
         "finished_at": _iso(run.finished_at),
         "error": run.error,
     }
-    out.update({r.metric: r.value for r in run.results})
+    metrics = {r.metric: r.value for r in run.results}
+    if nested:
+        out["metrics"] = metrics
+    else:
+        out.update(metrics)
     return out
 
 
-def list_runs(ws: Workspace, limit: int | None = None) -> list[dict[str, Any]]:
-    """Run objects, newest first, each with its metrics as top-level fields (e.g. ``top1``)."""
+def list_runs(
+    ws: Workspace, limit: int | None = None, *, nested: bool = False
+) -> list[dict[str, Any]]:
+    """Run objects, newest first, each with its metrics as top-level fields (e.g. ``top1``)
+    or, when ``nested``, under ``metrics``."""
     with ws.transaction() as session:
         stmt = (
             select(Run, LockfileRow.body)
@@ -64,11 +73,14 @@ def list_runs(ws: Workspace, limit: int | None = None) -> list[dict[str, Any]]:
         if limit is not None:
             stmt = stmt.limit(limit)
         rows = session.execute(stmt).all()
-        return [_summary(run, Lockfile.from_bytes(body.encode())) for run, body in rows]
+        return [
+            _summary(run, Lockfile.from_bytes(body.encode()), nested=nested) for run, body in rows
+        ]
 
 
-def show_run(ws: Workspace, run_id: str) -> dict[str, Any]:
-    """One run: its summary plus host facts, details, units and the lockfile."""
+def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
+    """One run: its summary plus host facts, details, units and the lockfile (metrics as in
+    ``list_runs``)."""
     with ws.transaction() as session:
         matches = session.scalars(
             select(Run).options(selectinload(Run.results)).where(Run.id.startswith(run_id))
@@ -79,7 +91,7 @@ def show_run(ws: Workspace, run_id: str) -> dict[str, Any]:
         body = session.get(LockfileRow, run.lockfile_digest)
         assert body is not None
         lock = Lockfile.from_bytes(body.body.encode())
-        out = _summary(run, lock)
+        out = _summary(run, lock, nested=nested)
         out["host"] = run.host
         out["details"] = run.details
         out["units"] = {r.metric: r.unit for r in run.results}

@@ -17,34 +17,16 @@ from pinbench.evaluator.history import compare_runs, list_runs, show_run
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
-SUMMARY_FIELDS = set(RunView.__struct_fields__) - {"metrics", "units", "host", "details"}
+VIEW_FIELDS = set(RunView.__struct_fields__)
 
 
 def run_view(info: dict[str, Any], *, full: bool) -> RunView:
-    """A run as the API shows it: its metrics under ``metrics`` (the CLI flattens them)."""
-    metrics = {k: float(v) for k, v in info.items() if k not in SUMMARY_FIELDS and _is_metric(k, v)}
-    fields = {k: info[k] for k in SUMMARY_FIELDS}
-    if full:
-        return RunView(
-            **fields,
-            metrics=metrics,
-            units=info["units"],
-            host=info["host"],
-            details=info["details"],
-        )
-    return RunView(**fields, metrics=metrics)
-
-
-def _is_metric(key: str, value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and key
-        not in {
-            "threads",
-            "sweep",
-        }
-    )
+    """A run as the API shows it (from ``history`` with ``nested=True``): its metrics under
+    ``metrics``; host, details and units only for one run (``full``)."""
+    fields = {k: v for k, v in info.items() if k in VIEW_FIELDS}
+    if not full:
+        fields.update(units=None, host=None, details=None)
+    return RunView(**fields)
 
 
 class RunController(Controller):
@@ -73,7 +55,7 @@ class RunController(Controller):
                 )
             lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
         run_id = pool.submit(lock, data.runner)
-        return run_view(show_run(ws, run_id), full=False)
+        return run_view(show_run(ws, run_id, nested=True), full=False)
 
     @get("/", sync_to_thread=True, summary="Recorded runs, newest first")
     def list_runs(
@@ -83,12 +65,12 @@ class RunController(Controller):
         limit: Annotated[int | None, Parameter(ge=1, le=10_000)] = None,
     ) -> list[RunView]:
         principal.require("read")
-        return [run_view(r, full=False) for r in list_runs(ws, limit)]
+        return [run_view(r, full=False) for r in list_runs(ws, limit, nested=True)]
 
     @get("/{run_id:str}", sync_to_thread=True, summary="One run: status, metrics, host, details")
     def show(self, ws: Workspace, principal: Principal, run_id: str) -> RunView:
         principal.require("read")
-        return run_view(show_run(ws, run_id), full=True)
+        return run_view(show_run(ws, run_id, nested=True), full=True)
 
 
 class CompareController(Controller):
