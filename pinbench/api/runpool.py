@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from pinbench.api.problems import QueueFull
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile, set_status
+from pinbench.evaluator.runners import choose_runner
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -29,22 +31,22 @@ class RunPool:
         self.capacity = workers + queue
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
         self._lock = threading.Lock()
-        self._in_hand = 0
         self._mine: set[str] = set()
+        """Runs submitted here and not finished: queued or running."""
 
     def submit(self, lock: Lockfile, runner: str) -> str:
+        runner = choose_runner(runner, lock)  # once: 'auto' asks the Docker Engine
+        run_id = str(uuid.uuid4())
         with self._lock:
-            if self._in_hand >= self.capacity:
-                raise QueueFull(queued=self._in_hand)
-            self._in_hand += 1
+            if len(self._mine) >= self.capacity:
+                raise QueueFull(queued=len(self._mine))
+            self._mine.add(run_id)
         try:
-            run_id = queue_run(self.ws, lock, runner=runner)
-            with self._lock:
-                self._mine.add(run_id)
+            queue_run(self.ws, lock, runner=runner, run_id=run_id)
             self._executor.submit(self._execute, run_id, lock, runner)
         except BaseException:
             with self._lock:
-                self._in_hand -= 1
+                self._mine.discard(run_id)
             raise
         return run_id
 
@@ -64,7 +66,6 @@ class RunPool:
             log.exception("run %s failed", run_id[:8])
         finally:
             with self._lock:
-                self._in_hand -= 1
                 self._mine.discard(run_id)
 
     def close(self) -> None:

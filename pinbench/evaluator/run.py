@@ -56,12 +56,11 @@ class _Attempt:
     latencies: Digest | None = None
 
 
-def queue_run(ws: Workspace, lock: Lockfile, *, runner: str) -> str:
-    """Record a run that will start later (a server's queue): status ``queued``; the runner
-    name is checked now. Return its id, which ``run_lockfile(run_id=...)`` fills in."""
-    runner = choose_runner(runner, lock)
+def queue_run(ws: Workspace, lock: Lockfile, *, runner: str, run_id: str) -> None:
+    """Record a run that will start later (a server's queue) with status ``queued``;
+    ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now.
+    ``run_lockfile(run_id=...)`` fills the record in."""
     runner_named(runner)
-    run_id = str(uuid.uuid4())
     with ws.transaction() as session:
         store_lockfile(session, lock)
         session.add(
@@ -74,7 +73,6 @@ def queue_run(ws: Workspace, lock: Lockfile, *, runner: str) -> str:
                 host={},
             )
         )
-    return run_id
 
 
 def set_status(ws: Workspace, run_id: str, status: str, error: str | None = None) -> None:
