@@ -11,6 +11,7 @@ from litestar import Controller, Request, Response, get
 from litestar.response import Stream
 
 from pinbench.accounts import Principal
+from pinbench.api.immutable import headers_for, not_modified
 from pinbench.artifacts.digest import Digest
 from pinbench.workspace import Workspace
 
@@ -65,14 +66,10 @@ class BlobController(Controller):
         d = Digest(digest)
         path = ws.store.verify(d, label=f"blob {d.hex}")
         size = path.stat().st_size
-        etag = f'"sha256:{d.hex}"'
-        headers = {
-            "ETag": etag,
-            "Accept-Ranges": "bytes",
-            "Cache-Control": "public, max-age=31536000, immutable",
-        }
-        if request.headers.get("if-none-match") == etag:
-            return Response(b"", status_code=304, headers=headers)
+        headers = headers_for(d) | {"Accept-Ranges": "bytes"}
+        unchanged = not_modified(request, headers)
+        if unchanged is not None:
+            return unchanged
         header = request.headers.get("range")
         if header is None or "," in header:
             headers["Content-Length"] = str(size)

@@ -12,6 +12,7 @@ from litestar.params import Parameter
 
 from pinbench.accounts import Principal
 from pinbench.api.cache import ReadCache
+from pinbench.api.immutable import headers_for, not_modified
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import Locked, LockPoint, ResolvedRef
 from pinbench.artifacts.digest import Digest
@@ -130,13 +131,12 @@ class LockfileController(Controller):
     ) -> Response[bytes]:
         principal.require("read")
         d = Digest(digest)
-        etag = f'"sha256:{d.hex}"'
         with ws.transaction() as session:
             row = session.get(LockfileRow, d.hex)
             if row is None:
                 raise ApiNotFound(f"no lockfile {d.hex} is stored here")
             body = row.body.encode()
-        headers = {"ETag": etag, "Cache-Control": "public, max-age=31536000, immutable"}
-        if request.headers.get("if-none-match") == etag:
-            return Response(b"", status_code=304, headers=headers)
-        return Response(body + b"\n", media_type="application/json", headers=headers)
+        headers = headers_for(d)
+        return not_modified(request, headers) or Response(
+            body + b"\n", media_type="application/json", headers=headers
+        )
