@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,11 +63,5 @@ async def provide_principal(request: Request[Any, Any, Any], state: State) -> Pr
 
     principal: Principal = await anyio.to_thread.run_sync(lookup)
     if settings.public_read:
-        return Principal(
-            user=principal.user,
-            scopes=principal.scopes | {"read"},
-            namespaces=principal.namespaces,
-            is_admin=principal.is_admin,
-            token_id=principal.token_id,
-        )
+        return dataclasses.replace(principal, scopes=principal.scopes | {"read"})
     return principal
