@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
@@ -42,11 +42,12 @@ from pinbench.registry.publish import publish as publish_artifact
 from pinbench.registry.ranges import Range, parse_version, satisfying
 from pinbench.registry.request import load_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
-from pinbench.remote import remote_from_env
+from pinbench.remote import Remote, remote_from_env
 from pinbench.tables import parity_table
 from pinbench.workspace import Workspace
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
+T = TypeVar("T")
 
 app = typer.Typer(
     name="pinbench",
@@ -110,6 +111,21 @@ def _workspace() -> Iterator[Workspace]:
         yield ws
     finally:
         ws.close()
+
+
+def _remote_or_here(there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:
+    """Through the server named by PINBENCH_URL when it is set, else on this workspace."""
+    with remote_from_env() as remote:
+        if remote is not None:
+            return there(remote)
+    with _workspace() as ws:
+        return here(ws)
+
+
+def _local_user(user: str | None) -> str:
+    if user is None:
+        raise UserError("--user NAME is needed without PINBENCH_URL")
+    return user
 
 
 @contextmanager
@@ -211,11 +227,10 @@ def publish(
     A published version never changes: the same manifest again is a no-op, another one is
     refused.
     """
-    with remote_from_env() as remote:
-        if remote is not None:
-            info = remote.publish(manifest, files)
-        else:
-            info = _publish_here(manifest, files, publisher)
+    info = _remote_or_here(
+        lambda remote: remote.publish(manifest, files),
+        lambda ws: _publish_here(ws, manifest, files, publisher),
+    )
     if as_json:
         _print_json(info)
     elif info["created"]:
@@ -227,9 +242,11 @@ def publish(
         _out().print(f"{info['ref']} is already published with this manifest: nothing to do")
 
 
-def _publish_here(manifest: Path, files: Path | None, publisher: str | None) -> dict[str, Any]:
+def _publish_here(
+    ws: Workspace, manifest: Path, files: Path | None, publisher: str | None
+) -> dict[str, Any]:
     parsed = load_manifest(manifest)
-    with _workspace() as ws, _progress() as progress:
+    with _progress() as progress:
         result = publish_artifact(
             ws,
             parsed,
@@ -255,12 +272,10 @@ def yank(
 ) -> None:
     """Mark a version yanked: ranges skip it, exact pins still resolve it."""
     parsed = ArtifactRef.parse(ref)
-    with remote_from_env() as remote:
-        if remote is not None:
-            remote.yank(str(parsed), reason)
-        else:
-            with _workspace() as ws:
-                catalog.yank(ws, parsed, reason)
+    _remote_or_here(
+        lambda remote: remote.yank(str(parsed), reason),
+        lambda ws: catalog.yank(ws, parsed, reason),
+    )
     _out().print(f"yanked {parsed}: {reason}")
 
 
@@ -272,14 +287,11 @@ def list_(
 ) -> None:
     """List published artifacts and versions."""
     parsed_kind = parse_kind(kind) if kind else None
-    with remote_from_env() as remote:
-        if remote is not None:
-            params = {k: v for k, v in (("kind", kind), ("name", name)) if v}
-            rows = remote.json("GET", "/api/v1/artifacts", params=params)
-        else:
-            with _workspace() as ws:
-                found = catalog.list_artifacts(ws, parsed_kind, name)
-            rows = [r.to_json() for r in found]
+    params = {k: v for k, v in (("kind", kind), ("name", name)) if v}
+    rows: list[dict[str, Any]] = _remote_or_here(
+        lambda remote: remote.json("GET", "/api/v1/artifacts", params=params),
+        lambda ws: [r.to_json() for r in catalog.list_artifacts(ws, parsed_kind, name)],
+    )
     if as_json:
         _print_json(rows)
         return
@@ -297,12 +309,10 @@ def show(
 ) -> None:
     """Show one artifact version: manifest, files with digests, yank state."""
     parsed = ArtifactRef.parse(ref)
-    with remote_from_env() as remote:
-        if remote is not None:
-            info = remote.json("GET", f"/api/v1/artifacts/{parsed}")
-        else:
-            with _workspace() as ws:
-                info = catalog.show(ws, parsed)
+    info: dict[str, Any] = _remote_or_here(
+        lambda remote: remote.json("GET", f"/api/v1/artifacts/{parsed}"),
+        lambda ws: catalog.show(ws, parsed),
+    )
     if as_json:
         _print_json(info)
         return
@@ -330,16 +340,15 @@ def resolve_cmd(
 ) -> None:
     """Pick the highest version of each artifact so that every constraint holds."""
     parsed = [Spec.parse(s) for s in specs]
-    with remote_from_env() as remote:
-        if remote is not None:
-            refs = remote.resolve(specs, arch=arch, device=device)
-        else:
-            with _workspace() as ws:
-                resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
-            refs = [
-                {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
-                for r in resolution.refs
-            ]
+
+    def here(ws: Workspace) -> list[dict[str, str]]:
+        resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
+        return [
+            {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
+            for r in resolution.refs
+        ]
+
+    refs = _remote_or_here(lambda remote: remote.resolve(specs, arch=arch, device=device), here)
     if as_json:
         _print_json(refs)
     else:
@@ -387,13 +396,12 @@ def lock_cmd(
     next to OUTPUT as NAME.bsN.lock and grouped by the request's sha256.
     """
     parsed = load_request(request)
-    with remote_from_env() as remote:
-        if remote is not None:
-            locked = remote.lock(yaml.safe_load(request.read_text(encoding="utf-8")))
-            points = [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
-        else:
-            with _workspace() as ws:
-                points = service.lock_points(ws, parsed)
+
+    def there(remote: Remote) -> list[tuple[Lockfile, bool]]:
+        locked = remote.lock(yaml.safe_load(request.read_text(encoding="utf-8")))
+        return [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
+
+    points = _remote_or_here(there, lambda ws: service.lock_points(ws, parsed))
     written = []
     for lockfile, created in points:
         path = output
@@ -472,17 +480,19 @@ def run_cmd(
     _check_trace(trace)
     lock = Lockfile.read(lockfile)
     say = _progress_lines(quiet=as_json)
-    with remote_from_env() as remote:
-        if remote is not None:
-            queued = remote.submit(lock, runner)
-            say(f"queued run {queued['id']} on {remote.url}")
-            info = remote.wait(queued["id"], say)
-            if info["status"] != "succeeded":
-                raise UserError(f"run {info['id']} {info['status']}: {info['error']}")
-        else:
-            with _workspace() as ws:
-                outcome = run_lockfile(ws, lock, runner=runner, say=say)
-                info = show_run(ws, outcome.id)
+
+    def there(remote: Remote) -> dict[str, Any]:
+        queued = remote.submit(lock, runner)
+        say(f"queued run {queued['id']} on {remote.url}")
+        info = remote.wait(queued["id"], say)
+        if info["status"] != "succeeded":
+            raise UserError(f"run {info['id']} {info['status']}: {info['error']}")
+        return info
+
+    def here(ws: Workspace) -> dict[str, Any]:
+        return show_run(ws, run_lockfile(ws, lock, runner=runner, say=say).id)
+
+    info = _remote_or_here(there, here)
     if as_json:
         _print_json(info)
         return
@@ -529,12 +539,7 @@ def runs_list(
     as_json: JsonOpt = False,
 ) -> None:
     """Recorded runs, newest first."""
-    with remote_from_env() as remote:
-        if remote is not None:
-            rows = remote.runs(limit)
-        else:
-            with _workspace() as ws:
-                rows = list_runs(ws, limit)
+    rows = _remote_or_here(lambda remote: remote.runs(limit), lambda ws: list_runs(ws, limit))
     if as_json:
         _print_json(rows)
         return
@@ -560,12 +565,7 @@ def runs_show(
     as_json: JsonOpt = False,
 ) -> None:
     """One run: metrics, host facts, the lockfile it ran."""
-    with remote_from_env() as remote:
-        if remote is not None:
-            info = remote.run(run)
-        else:
-            with _workspace() as ws:
-                info = show_run(ws, run)
+    info = _remote_or_here(lambda remote: remote.run(run), lambda ws: show_run(ws, run))
     if as_json:
         _print_json(info)
         return
@@ -619,12 +619,7 @@ def runs_compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Metrics of several runs side by side; what differs in their inputs is named."""
-    with remote_from_env() as remote:
-        if remote is not None:
-            data = remote.compare(runs)
-        else:
-            with _workspace() as ws:
-                data = compare_runs(ws, runs)
+    data = _remote_or_here(lambda remote: remote.compare(runs), lambda ws: compare_runs(ws, runs))
     _print_comparison(data, as_json=as_json)
 
 
@@ -918,15 +913,17 @@ def token_create(
 ) -> None:
     """Create an API token and print it; it is shown only this once."""
     scopes = scope or list(accounts.DEFAULT_SCOPES)
-    with remote_from_env() as remote:
-        if remote is not None:
-            info = remote.json("POST", "/api/v1/tokens", json={"name": name, "scopes": scopes})
-        else:
-            if user is None:
-                raise UserError("--user NAME is needed without PINBENCH_URL")
-            with _workspace() as ws, ws.transaction() as session:
-                row, text = accounts.create_token(session, user, name=name, scopes=scopes)
-                info = {"id": row.id, "token": text, "user": user, "scopes": list(row.scopes)}
+
+    def here(ws: Workspace) -> dict[str, Any]:
+        owner = _local_user(user)
+        with ws.transaction() as session:
+            row, text = accounts.create_token(session, owner, name=name, scopes=scopes)
+            return {"id": row.id, "token": text, "user": owner, "scopes": list(row.scopes)}
+
+    info = _remote_or_here(
+        lambda remote: remote.json("POST", "/api/v1/tokens", json={"name": name, "scopes": scopes}),
+        here,
+    )
     if as_json:
         _print_json(info)
         return
@@ -945,14 +942,12 @@ def token_list(
     as_json: JsonOpt = False,
 ) -> None:
     """A user's tokens: id, name, scopes, revoked (never the secrets)."""
-    with remote_from_env() as remote:
-        if remote is not None:
-            rows = remote.json("GET", "/api/v1/tokens")
-        else:
-            if user is None:
-                raise UserError("--user NAME is needed without PINBENCH_URL")
-            with _workspace() as ws, ws.transaction() as session:
-                rows = accounts.list_tokens(session, user)
+
+    def here(ws: Workspace) -> list[dict[str, Any]]:
+        with ws.transaction() as session:
+            return accounts.list_tokens(session, _local_user(user))
+
+    rows = _remote_or_here(lambda remote: remote.json("GET", "/api/v1/tokens"), here)
     if as_json:
         _print_json(rows)
         return
@@ -968,10 +963,10 @@ def token_revoke(
     token_id: Annotated[str, typer.Argument(help="The token's id (pbt_<ID>_...).")],
 ) -> None:
     """Revoke a token: requests with it are refused from now on."""
-    with remote_from_env() as remote:
-        if remote is not None:
-            remote.call("DELETE", f"/api/v1/tokens/{token_id}")
-        else:
-            with _workspace() as ws, ws.transaction() as session:
-                accounts.revoke_token(session, token_id)
+
+    def here(ws: Workspace) -> None:
+        with ws.transaction() as session:
+            accounts.revoke_token(session, token_id)
+
+    _remote_or_here(lambda remote: remote.call("DELETE", f"/api/v1/tokens/{token_id}"), here)
     _out().print(f"revoked token {token_id}")
