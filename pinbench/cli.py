@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 from sqlalchemy.engine import make_url
 
-from pinbench import accounts
+from pinbench import accounts, reports
 from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
@@ -637,6 +637,59 @@ def _print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
     out.print(table)
     if differs:
         out.print(f"* differs between the runs: {', '.join(differs)}")
+
+
+@runs_app.command("report")
+def runs_report(
+    runs: Annotated[
+        list[str] | None, typer.Argument(help="Run ids (or unique prefixes), one or more.")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML page here.")
+    ] = None,
+    md: Annotated[Path | None, typer.Option("--md", help="Write a Markdown report here.")] = None,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Write the raw per-query latencies as CSV.")
+    ] = None,
+    parquet: Annotated[
+        Path | None,
+        typer.Option("--parquet", help="Write the raw per-query latencies as Parquet."),
+    ] = None,
+) -> None:
+    """A report over recorded runs: HTML (opens with no network), Markdown, CSV, Parquet.
+
+    The HTML page holds the lockfile summary, the environment, the metric tables, the latency
+    distribution (CDF and histogram) per run, latency vs throughput across a batch-size sweep,
+    accuracy vs latency across models and frameworks, and a diff of the runs' lockfiles and
+    environments. CSV and Parquet hold one row per query. Runs of different models or
+    scenarios may be reported together; the report names what differs.
+    """
+    wanted = {f: p for f, p in (("html", html), ("md", md), ("csv", csv), ("parquet", parquet))}
+    outputs = {f: p for f, p in wanted.items() if p is not None}
+    if not outputs:
+        raise UserError(
+            "name at least one output: --html FILE, --md FILE, --csv FILE or --parquet FILE"
+        )
+    ids = runs or []
+
+    def here(ws: Workspace) -> dict[str, bytes]:
+        report = reports.gather(ws, ids)
+        return {f: reports.render(report, f)[1] for f in outputs}
+
+    made = _remote_or_here(lambda remote: {f: remote.report(ids, f) for f in outputs}, here)
+    for fmt, path in outputs.items():
+        _write_atomic(path, made[fmt])
+        _err().print(f"wrote {fmt} report to {path} ({len(made[fmt]):,} bytes)")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @runs_app.command("parity")

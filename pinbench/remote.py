@@ -140,6 +140,11 @@ class Remote:
         data["infos"] = [self.run(r) for r in data["runs"]]
         return data
 
+    def report(self, run_ids: list[str], fmt: str) -> bytes:
+        """A report over the runs, made by the server (html, md, csv, parquet)."""
+        params = [("run", r) for r in run_ids] + [("format", fmt)]
+        return self.call("GET", "/api/v1/reports", params=params).content
+
 
 def flatten(view: dict[str, Any]) -> dict[str, Any]:
     """A run as the API gives it, in the CLI's shape: metrics as top-level fields."""

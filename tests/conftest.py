@@ -87,6 +87,14 @@ def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def cnn_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits catalog plus the digits CNN in ONNX, PyTorch and Keras (three frameworks)."""
+    root = tmp_path_factory.mktemp("catalog-cnn")
+    builtin.build(root, ["digits", "cnn"])
+    return root
+
+
 @pytest.fixture
 def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
     """A workspace with the digits catalog published."""

@@ -98,6 +98,8 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("list runs", get("/api/v1/runs"), READ, 200),
     ("show a run", get("/api/v1/runs/{w.runs[0]}"), READ, 200),
     ("compare runs", get("/api/v1/compare?run={w.runs[0]}&run={w.runs[1]}"), READ, 200),
+    ("report on runs", get("/api/v1/reports?run={w.runs[0]}&run={w.runs[1]}&format=md"), READ,
+     200),
     ("me", get("/api/v1/me"), READ, 200),
     ("publish", publish, PUBLISH, 201),
     ("yank", lambda w, who: ("POST", "/api/v1/yanks", {"json": {"ref": MODEL, "reason": "t"}}),

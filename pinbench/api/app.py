@@ -32,6 +32,7 @@ from pinbench.api.controllers.accounts import (
 from pinbench.api.controllers.artifacts import ArtifactController, YankController
 from pinbench.api.controllers.blobs import BlobController
 from pinbench.api.controllers.lockfiles import LockfileController, ResolveController
+from pinbench.api.controllers.reports import ReportController
 from pinbench.api.controllers.runs import CompareController, RunController
 from pinbench.api.deps import (
     ServerSettings,
@@ -108,6 +109,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             LockfileController,
             RunController,
             CompareController,
+            ReportController,
             BlobController,
             MeController,
             TokenController,

@@ -1,0 +1,255 @@
+"""The report's plots as Vega-Lite specifications (plain JSON, data inlined).
+
+Data is reduced in Python before it goes in (at most ``CDF_POINTS`` quantiles per run, fixed
+histogram bins), so a report over long runs stays small and every plot draws the same way in
+any browser. Each plot says why it is absent when the runs cannot make it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pinbench.reports.data import Report, RunData
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+"""An identifier Vega-Embed reads to pick the grammar; nothing is fetched from it."""
+CDF_POINTS = 200
+HISTOGRAM_BINS = 40
+WIDTH = 560
+HEIGHT = 280
+LEGEND = {"labelLimit": 360, "orient": "bottom", "direction": "vertical"}
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    key: str
+    title: str
+    spec: dict[str, Any] | None
+    reason: str | None = None
+    """Why there is no plot (``spec`` is None)."""
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 6)
+
+
+def _base(title: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "$schema": SCHEMA,
+        "title": title,
+        "width": WIDTH,
+        "height": HEIGHT,
+        "data": {"values": rows},
+    }
+
+
+def _with_latencies(report: Report) -> list[tuple[RunData, np.ndarray[Any, Any]]]:
+    return [(r, r.latencies_ns) for r in report.runs if r.latencies_ns is not None]
+
+
+def latency_cdf(report: Report) -> Chart:
+    title = "Latency distribution (CDF)"
+    runs = _with_latencies(report)
+    if not runs:
+        return Chart("cdf", title, None, "none of these runs recorded latencies")
+    rows: list[dict[str, Any]] = []
+    for run, lat in runs:
+        q = np.linspace(0.0, 1.0, min(CDF_POINTS, lat.size))
+        for fraction, value in zip(q, np.quantile(lat.astype(np.float64), q), strict=True):
+            rows.append({"run": run.label, "latency_ms": _ms(value), "fraction": float(fraction)})
+    spec = _base(title, rows) | {
+        "mark": {"type": "line", "interpolate": "step-after"},
+        "encoding": {
+            "x": {
+                "field": "latency_ms",
+                "type": "quantitative",
+                "title": "latency (ms, log scale)",
+                "scale": {"type": "log"},
+            },
+            "y": {"field": "fraction", "type": "quantitative", "title": "fraction of queries"},
+            "color": {"field": "run", "type": "nominal", "legend": LEGEND},
+            "tooltip": [
+                {"field": "run"},
+                {"field": "latency_ms", "format": ".3f"},
+                {"field": "fraction", "format": ".3f"},
+            ],
+        },
+    }
+    return Chart("cdf", title, spec)
+
+
+def latency_histogram(report: Report) -> Chart:
+    """Shares of each run's queries in common bins, evenly spaced on a log scale (runs here
+    may differ a hundredfold), up to the highest run's 99.9th percentile (a few stragglers
+    would otherwise squeeze every bar into one)."""
+    title = "Latency distribution (histogram)"
+    runs = _with_latencies(report)
+    if not runs:
+        return Chart("histogram", title, None, "none of these runs recorded latencies")
+    low = max(1.0, min(float(lat.min()) for _, lat in runs))
+    high = max(float(np.percentile(lat, 99.9)) for _, lat in runs)
+    edges = np.geomspace(low, max(high, low * 1.01), HISTOGRAM_BINS + 1)
+    rows: list[dict[str, Any]] = []
+    for run, lat in runs:
+        counts, _ = np.histogram(np.clip(lat, low, edges[-1]), bins=edges)
+        for i, count in enumerate(counts):
+            rows.append(
+                {
+                    "run": run.label,
+                    "from_ms": _ms(edges[i]),
+                    "to_ms": _ms(edges[i + 1]),
+                    "share": float(count) / lat.size,
+                }
+            )
+    spec = _base(title, rows) | {
+        "mark": {"type": "rect", "opacity": 0.55},
+        "encoding": {
+            "x": {
+                "field": "from_ms",
+                "type": "quantitative",
+                "title": "latency (ms, log scale)",
+                "scale": {"type": "log"},
+            },
+            "x2": {"field": "to_ms"},
+            "y": {"field": "share", "type": "quantitative", "title": "share of queries"},
+            "y2": {"datum": 0},
+            "color": {"field": "run", "type": "nominal", "legend": LEGEND},
+            "tooltip": [
+                {"field": "run"},
+                {"field": "from_ms"},
+                {"field": "share", "format": ".3f"},
+            ],
+        },
+    }
+    return Chart("histogram", title, spec)
+
+
+def _group(run: RunData) -> str:
+    i = run.info
+    return f"{i['model']} {i['framework'] or ''} {i['scenario']} {i['mode']}"
+
+
+def sweep(report: Report) -> Chart:
+    """Latency vs throughput: runs of one model, framework and scenario at several batch
+    sizes (a sweep's points, or runs made one by one), one line per group."""
+    title = "Latency vs throughput across batch sizes"
+    groups: dict[str, list[RunData]] = defaultdict(list)
+    for run in report.runs:
+        m = run.metrics
+        if "throughput_sps" in m and "latency_p50_ns" in m:
+            groups[_group(run)].append(run)
+    rows = [
+        {
+            "group": key,
+            "batch_size": run.info["batch_size"],
+            "throughput_sps": run.metrics["throughput_sps"],
+            "latency_p50_ms": _ms(run.metrics["latency_p50_ns"]),
+            "latency_p90_ms": _ms(run.metrics.get("latency_p90_ns", run.metrics["latency_p50_ns"])),
+        }
+        for key, members in sorted(groups.items())
+        if len({r.info["batch_size"] for r in members}) > 1
+        for run in sorted(members, key=lambda r: int(r.info["batch_size"]))
+    ]
+    if not rows:
+        return Chart(
+            "sweep",
+            title,
+            None,
+            "no batch-size sweep here: it needs runs of one model, framework and scenario "
+            "at two or more batch sizes",
+        )
+    spec = _base(title, rows) | {
+        "encoding": {
+            "x": {"field": "throughput_sps", "type": "quantitative", "title": "samples/s"},
+            "y": {"field": "latency_p50_ms", "type": "quantitative", "title": "p50 latency (ms)"},
+            "color": {"field": "group", "type": "nominal", "legend": LEGEND},
+            "order": {"field": "batch_size", "type": "quantitative"},
+        },
+        "layer": [
+            {"mark": {"type": "line", "point": True}},
+            {
+                "mark": {"type": "text", "dy": -10},
+                "encoding": {"text": {"field": "batch_size", "type": "quantitative"}},
+            },
+        ],
+    }
+    return Chart("sweep", title, spec)
+
+
+def accuracy_points(report: Report) -> list[dict[str, Any]]:
+    """One point per (model, framework, dataset) with a top-1 accuracy: that accuracy and
+    the p50 latency of its SingleStream performance run when the report has one, else of
+    the accuracy run itself (``latency_from`` says which)."""
+    by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for run in report.runs:
+        i = run.info
+        key = (i["model"], i["framework"] or "", i["dataset"])
+        slot = by_key.setdefault(key, {})
+        m = run.metrics
+        if "top1" in m:
+            slot.setdefault("top1", m["top1"])
+            slot.setdefault("own_p50", m.get("latency_p50_ns"))
+        if i["mode"] == "performance" and "latency_p50_ns" in m:
+            rank = 0 if i["scenario"] == "SingleStream" else 1
+            if rank < slot.get("rank", 2):
+                slot.update(rank=rank, p50=m["latency_p50_ns"], scenario=i["scenario"])
+    points = []
+    for (model, framework, dataset), slot in sorted(by_key.items()):
+        if "top1" not in slot:
+            continue
+        p50 = slot.get("p50", slot.get("own_p50"))
+        if p50 is None:
+            continue
+        points.append(
+            {
+                "model": model,
+                "framework": framework,
+                "dataset": dataset,
+                "top1": slot["top1"],
+                "latency_p50_ms": _ms(p50),
+                "latency_from": slot.get("scenario", "accuracy run"),
+            }
+        )
+    return points
+
+
+def accuracy_vs_latency(report: Report) -> Chart:
+    title = "Accuracy vs latency across models and frameworks"
+    rows = accuracy_points(report)
+    if not rows:
+        return Chart("accuracy", title, None, "no run here measured accuracy (mode: accuracy)")
+    spec = _base(title, rows) | {
+        "mark": {"type": "point", "filled": True, "size": 90},
+        "encoding": {
+            "x": {"field": "latency_p50_ms", "type": "quantitative", "title": "p50 latency (ms)"},
+            "y": {
+                "field": "top1",
+                "type": "quantitative",
+                "title": "top-1 accuracy",
+                "scale": {"zero": False},
+            },
+            "color": {"field": "framework", "type": "nominal"},
+            "shape": {"field": "model", "type": "nominal"},
+            "tooltip": [
+                {"field": "model"},
+                {"field": "framework"},
+                {"field": "top1", "format": ".4f"},
+                {"field": "latency_p50_ms", "format": ".3f"},
+                {"field": "latency_from"},
+            ],
+        },
+    }
+    return Chart("accuracy", title, spec)
+
+
+def charts(report: Report) -> list[Chart]:
+    return [
+        latency_cdf(report),
+        latency_histogram(report),
+        sweep(report),
+        accuracy_vs_latency(report),
+    ]

@@ -1,0 +1,82 @@
+"""What a report is made of: the recorded runs (as ``history.show_run`` gives them, metrics
+nested) and their raw per-query latencies, read from the blob store and verified first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run import latencies_of
+from pinbench.workspace import Workspace
+
+MAX_RUNS = 32
+
+
+class EmptyReport(UserError):
+    def __init__(self) -> None:
+        super().__init__("a report needs at least one run: name run ids (see `pinbench runs list`)")
+
+
+class TooManyRuns(UserError):
+    def __init__(self, *, count: int) -> None:
+        super().__init__(f"a report covers at most {MAX_RUNS} runs, not {count}")
+        self.count = count
+
+
+@dataclass(frozen=True, slots=True)
+class RunData:
+    info: dict[str, Any]
+    """``show_run(..., nested=True)``: summary, metrics, units, host, details, lockfile."""
+    latencies_ns: npt.NDArray[np.int64] | None
+    """The raw per-query latencies; None for a run that recorded none (failed, queued)."""
+
+    @property
+    def id(self) -> str:
+        return str(self.info["id"])
+
+    @property
+    def label(self) -> str:
+        """Short and unique within a report: the id's first 8 characters, then what ran."""
+        i = self.info
+        framework = (i["framework"] or "").split("@")[0]
+        model = i["model"].split("@")[0].rsplit("/", 1)[-1]
+        return f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}"
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        out: dict[str, float] = self.info["metrics"]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    runs: list[RunData]
+    created_at: str
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.runs]
+
+
+def gather(ws: Workspace, run_ids: list[str]) -> Report:
+    """The runs named (ids or unique prefixes, each once, in the order given)."""
+    if not run_ids:
+        raise EmptyReport()
+    if len(run_ids) > MAX_RUNS:
+        raise TooManyRuns(count=len(run_ids))
+    runs: list[RunData] = []
+    seen: set[str] = set()
+    for run_id in run_ids:
+        info = show_run(ws, run_id, nested=True)
+        if info["id"] in seen:
+            continue
+        seen.add(info["id"])
+        digest = info.get("latencies_sha256")
+        runs.append(RunData(info, latencies_of(ws, digest) if digest else None))
+    return Report(runs=runs, created_at=datetime.now(UTC).isoformat(timespec="seconds"))

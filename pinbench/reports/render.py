@@ -1,0 +1,99 @@
+"""Reports as files: a self-contained HTML page (the plotting scripts inlined) or Markdown."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+import pinbench
+from pinbench.reports.data import Report
+from pinbench.reports.view import ReportView, build
+
+TEMPLATES = Path(pinbench.__file__).parent / "templates"
+VEGA = Path(pinbench.__file__).parent / "static" / "vega"
+SCRIPTS = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+"""Vega 6.4.0, Vega-Lite 6.4.3, Vega-Embed 7.3.0 (BSD-3-Clause, licences beside them)."""
+
+
+@cache
+def templates() -> jinja2.Environment:
+    """The Jinja environment of the HTML report and the web UI (HTML escaped, undefined
+    names are errors)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@cache
+def _inline_scripts() -> tuple[Markup, ...]:
+    # An inlined script ends at the first "</script" in its text, whatever the JS meant.
+    return tuple(
+        Markup((VEGA / name).read_text(encoding="utf-8").replace("</script", "<\\/script"))
+        for name in SCRIPTS
+    )
+
+
+def html(report: Report, title: str | None = None) -> str:
+    return html_of(build(report, title))
+
+
+def html_of(view: ReportView) -> str:
+    page = templates().get_template("report/standalone.html.j2")
+    return page.render(view=view, version=pinbench.__version__, scripts=_inline_scripts())
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def markdown(report: Report, title: str | None = None) -> str:
+    view = build(report, title)
+    labels = [r["label"] for r in view.runs]
+    out = [f"# {view.title}", "", f"Made {view.created_at} by pinbench {pinbench.__version__}.", ""]
+    if view.differs:
+        out += [f"**These runs differ in {', '.join(view.differs)}.**", ""]
+    facts = ["status", "model", "framework", "dataset", "image", "scenario", "settings"]
+    facts += ["batch_size", "threads", "lockfile"]
+    out += ["## Runs", ""]
+    out += _table(["", *labels], [[k, *[r[k] for r in view.runs]] for k in facts])
+    env = ["runner", "environment", "python", "host", "started_at", "finished_at"]
+    out += ["## Environment", ""]
+    out += _table(["", *labels], [[k, *[r[k] for r in view.runs]] for k in env])
+    out += ["## Metrics", ""]
+    out += _table(
+        ["metric", "unit", *labels], [[m.metric, m.unit, *m.values] for m in view.metrics]
+    )
+    if view.accuracy:
+        out += ["## Accuracy vs latency", ""]
+        out += _table(
+            ["model", "framework", "dataset", "top-1", "p50 latency (ms)", "latency from"],
+            [
+                [
+                    *(p["model"], p["framework"], p["dataset"], f"{p['top1']:.4f}"),
+                    *(f"{p['latency_p50_ms']:.4g}", p["latency_from"]),
+                ]
+                for p in view.accuracy
+            ],
+        )
+    absent = [f"- {c.title}: {c.reason}" for c in view.charts if c.spec is None]
+    out += ["Plots are in the HTML report (`--html FILE`).", *absent, ""]
+    if len(view.runs) > 1:
+        out += ["## What differs: lockfiles and environments", ""]
+        if view.diff:
+            out += _table(["path", *labels], [[d.path, *d.values] for d in view.diff])
+        else:
+            out += ["The runs' lockfiles and environments are identical.", ""]
+    return "\n".join(out)

@@ -1,0 +1,108 @@
+"""A report as plain rows and cells, ready for a template: the HTML report, the Markdown
+report and the web UI's pages all draw from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pinbench.evaluator.history import COMPARED
+from pinbench.reports.charts import Chart, accuracy_points, charts
+from pinbench.reports.data import Report, RunData
+from pinbench.reports.diff import DiffRow, run_diff
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    metric: str
+    unit: str
+    values: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    title: str
+    created_at: str
+    runs: list[dict[str, str]]
+    """Per run: what ran (lockfile summary) and where (environment), as text."""
+    metrics: list[MetricRow]
+    differs: list[str]
+    """Which of model, framework, dataset, scenario, mode, batch size differ between runs."""
+    charts: list[Chart]
+    diff: list[DiffRow]
+    accuracy: list[dict[str, Any]]
+
+
+def fmt(value: float | None, unit: str) -> tuple[str, str]:
+    """A metric for people: nanoseconds as milliseconds, 4 significant digits."""
+    if value is None:
+        return "", unit
+    if unit == "ns":
+        return f"{value / 1e6:,.4g}", "ms"
+    if unit == "bool":
+        return ("yes" if value else "no"), ""
+    return f"{value:,.4g}", unit
+
+
+def _artifact(lock: dict[str, Any], kind: str) -> str:
+    for a in lock.get("artifacts", []):
+        if a["kind"] == kind:
+            return f"{a['name']}@{a['version']} ({a['manifest_digest'][:12]})"
+    return ""
+
+
+def run_facts(run: RunData) -> dict[str, str]:
+    i = run.info
+    lock = i.get("lockfile_body") or {}
+    host = i.get("host") or {}
+    details = i.get("details") or {}
+    env = details.get("environment") or {}
+    scenario = lock.get("scenario", {})
+    settings = ", ".join(
+        f"{k}={scenario[k]}"
+        for k in ("min_duration_ms", "min_query_count", "target_qps", "seed")
+        if scenario.get(k) is not None
+    )
+    return {
+        "id": run.id,
+        "label": run.label,
+        "status": i["status"],
+        "error": i.get("error") or "",
+        "model": _artifact(lock, "model"),
+        "framework": _artifact(lock, "framework"),
+        "dataset": _artifact(lock, "dataset"),
+        "image": _artifact(lock, "image"),
+        "scenario": f"{i['scenario']} ({i['mode']})",
+        "settings": settings,
+        "batch_size": str(i["batch_size"]),
+        "threads": "default" if i["threads"] is None else str(i["threads"]),
+        "lockfile": i["lockfile"],
+        "runner": i["runner"],
+        "environment": i["environment"] or "",
+        "python": str(env.get("python", "")),
+        "host": f"{host.get('cpu', '?')}, {host.get('cores', '?')} cores, {host.get('os', '?')}",
+        "started_at": i["started_at"] or "",
+        "finished_at": i["finished_at"] or "",
+    }
+
+
+def build(report: Report, title: str | None = None) -> ReportView:
+    units: dict[str, str] = {}
+    for run in report.runs:
+        units.update(run.info.get("units") or {})
+    rows = []
+    for metric in sorted(units):
+        cells = [fmt(r.metrics.get(metric), units[metric]) for r in report.runs]
+        rows.append(MetricRow(metric, fmt(0.0, units[metric])[1], [c[0] for c in cells]))
+    infos = [r.info for r in report.runs]
+    differs = [k for k in COMPARED if len({str(i[k]) for i in infos}) > 1]
+    return ReportView(
+        title=title or f"pinbench report: {len(report.runs)} run(s)",
+        created_at=report.created_at,
+        runs=[run_facts(r) for r in report.runs],
+        metrics=rows,
+        differs=differs,
+        charts=charts(report),
+        diff=run_diff(infos) if len(infos) > 1 else [],
+        accuracy=accuracy_points(report),
+    )

@@ -1,0 +1,311 @@
+"""Reports over recorded runs: what the HTML and Markdown say, what the plots are drawn from,
+the raw exports, the lockfile/environment diff, and refusals. (The HTML report is opened in a
+real browser, offline, by tests/test_web.py.)"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pinbench import catalog as builtin
+from pinbench import reports
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.store import ChecksumMismatch
+from pinbench.catalog import cnn
+from pinbench.config import Settings
+from pinbench.errors import UserError
+from pinbench.evaluator.history import RunNotFound, show_run
+from pinbench.evaluator.run import latencies_of, run_lockfile
+from pinbench.registry import service
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.reports.charts import accuracy_points, charts
+from pinbench.reports.data import EmptyReport, TooManyRuns
+from pinbench.reports.diff import MISSING, diff, flatten, run_diff
+from pinbench.workspace import Workspace
+from tests.helpers import Cli
+
+QUICK = {"min_duration_ms": 200, "min_query_count": 30}
+
+
+@dataclass
+class Runs:
+    ws: Workspace
+    home: Path
+    db: str
+    acc: dict[str, str]
+    """framework -> accuracy run of the digits CNN."""
+    perf: dict[str, str]
+    """framework -> SingleStream performance run of the digits CNN."""
+    sweep: list[str]
+    """Offline runs of the logistic regression at batch sizes 1 and 8 (one sweep)."""
+
+
+def _run(ws: Workspace, **request: Any) -> list[str]:
+    data = {"dataset": f"{builtin.DATASET_NAME}@1", "threads": 1, **request}
+    return [
+        run_lockfile(ws, lock, say=lambda _: None).id
+        for lock, _ in service.lock_points(ws, parse_request(data))
+    ]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Runs]:
+    root = tmp_path_factory.mktemp("reports")
+    db = f"sqlite:///{root}/db"
+    ws = Workspace(Settings(home=root / "home", database_url=db))
+    ws.init()
+    for path in sorted(cnn_catalog_dir.glob("*.yaml")):
+        publish(ws, load_manifest(path), manifest_dir=cnn_catalog_dir, publisher="test")
+    acc, perf = {}, {}
+    for fw in ("onnxruntime", "torch"):
+        model = f"{cnn.model_name(fw)}@^1"
+        (acc[fw],) = _run(ws, model=model, scenario={"mode": "accuracy"})
+        (perf[fw],) = _run(ws, model=model, scenario=QUICK)
+    sweep = _run(
+        ws,
+        model=f"{builtin.MODEL_NAME}@^1",
+        scenario={"name": "Offline", **QUICK},
+        batch_size=[1, 8],
+    )
+    yield Runs(ws, root / "home", db, acc, perf, sweep)
+    ws.close()
+
+
+def _all(r: Runs) -> list[str]:
+    return [*r.acc.values(), *r.perf.values(), *r.sweep]
+
+
+def _specs(page: str) -> dict[str, dict[str, Any]]:
+    found = re.findall(
+        r'<script type="application/json" class="chart-spec" data-chart="(\w+)">(.*?)</script>',
+        page,
+        re.S,
+    )
+    return {key: json.loads(text) for key, text in found}
+
+
+def test_html_report_holds_every_section_and_plot(runs: Runs) -> None:
+    page = reports.render(reports.gather(runs.ws, _all(runs)), "html")[1].decode()
+    for section in ("runs", "environment", "metrics", "plots", "diff"):
+        assert f'id="{section}"' in page
+    assert sorted(_specs(page)) == ["accuracy", "cdf", "histogram", "sweep"]
+    # Runs of different models, frameworks, scenarios, modes and batch sizes: named.
+    differs = re.search(r'id="differs">.*?<strong>(.*?)</strong>', page, re.S)
+    assert differs is not None
+    assert differs.group(1) == "model, framework, scenario, mode, batch_size"
+    for run_id in _all(runs):
+        assert run_id[:8] in page
+
+
+def test_html_report_needs_no_network(runs: Runs) -> None:
+    """Nothing is loaded from elsewhere: no script, stylesheet or image by URL; the only
+    URLs outside the inlined libraries are the Vega-Lite schema identifiers."""
+    page = reports.render(reports.gather(runs.ws, list(runs.acc.values())), "html")[1].decode()
+    outside = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=|<link\b|@import|url\(", outside)
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", outside))
+    assert urls == {"https://vega.github.io/schema/vega-lite/v6.json"}
+    assert page.count("<script>") == 4  # vega, vega-lite, vega-embed, the page's own
+
+
+def test_cdf_and_histogram_are_drawn_from_the_raw_latencies(runs: Runs) -> None:
+    ids = list(runs.perf.values())
+    report = reports.gather(runs.ws, ids)
+    by_key = {c.key: c for c in charts(report)}
+    cdf, hist = by_key["cdf"].spec, by_key["histogram"].spec
+    assert cdf is not None and hist is not None
+    for run in report.runs:
+        raw = latencies_of(runs.ws, show_run(runs.ws, run.id)["latencies_sha256"])
+        points = [p for p in cdf["data"]["values"] if p["run"] == run.label]
+        assert points[0]["fraction"] == 0.0 and points[-1]["fraction"] == 1.0
+        assert points[0]["latency_ms"] == pytest.approx(raw.min() / 1e6)
+        assert points[-1]["latency_ms"] == pytest.approx(raw.max() / 1e6)
+        assert [p["latency_ms"] for p in points] == sorted(p["latency_ms"] for p in points)
+        shares = [b["share"] for b in hist["data"]["values"] if b["run"] == run.label]
+        assert sum(shares) == pytest.approx(1.0)  # every query in some bin
+
+
+def test_sweep_plot_joins_one_model_at_several_batch_sizes(runs: Runs) -> None:
+    chart = next(c for c in charts(reports.gather(runs.ws, _all(runs))) if c.key == "sweep")
+    assert chart.spec is not None
+    rows = chart.spec["data"]["values"]
+    assert [r["batch_size"] for r in rows] == [1, 8]
+    assert {r["group"] for r in rows} == {rows[0]["group"]}
+    for row, run_id in zip(rows, runs.sweep, strict=True):
+        metrics = show_run(runs.ws, run_id)
+        assert row["throughput_sps"] == metrics["throughput_sps"]
+
+
+@pytest.mark.parametrize(
+    ("pick", "key", "reason"),
+    [
+        (lambda r: list(r.acc.values()), "sweep", "no batch-size sweep here"),
+        (lambda r: list(r.perf.values()), "accuracy", "no run here measured accuracy"),
+    ],
+    ids=["no sweep", "no accuracy"],
+)
+def test_a_plot_the_runs_cannot_make_says_why(runs: Runs, pick: Any, key: str, reason: str) -> None:
+    report = reports.gather(runs.ws, pick(runs))
+    chart = next(c for c in charts(report) if c.key == key)
+    assert chart.spec is None and chart.reason is not None and reason in chart.reason
+    assert reason in reports.render(report, "html")[1].decode()
+
+
+def test_accuracy_points_take_latency_from_the_performance_run(runs: Runs) -> None:
+    points = accuracy_points(reports.gather(runs.ws, _all(runs)))
+    assert sorted(p["framework"].split("@")[0] for p in points) == ["onnxruntime", "torch"]
+    for p in points:
+        fw = p["framework"].split("@")[0]
+        perf = show_run(runs.ws, runs.perf[fw])
+        assert p["latency_from"] == "SingleStream"
+        assert p["latency_p50_ms"] == pytest.approx(perf["latency_p50_ns"] / 1e6)
+        assert p["top1"] == show_run(runs.ws, runs.acc[fw])["top1"]
+    alone = accuracy_points(reports.gather(runs.ws, [runs.acc["torch"]]))
+    assert [p["latency_from"] for p in alone] == ["accuracy run"]
+
+
+def test_diff_names_what_differs_between_two_frameworks(runs: Runs) -> None:
+    infos = [show_run(runs.ws, runs.acc[fw], nested=True) for fw in ("onnxruntime", "torch")]
+    paths = {row.path for row in run_diff(infos)}
+    assert "lockfile.environment.framework" in paths
+    assert "lockfile.model.name" in paths
+    assert "lockfile.scenario.mode" not in paths  # both accuracy runs
+    assert not any(p.startswith("details.loadgen") for p in paths)  # results, not inputs
+
+
+def test_markdown_report_tables(runs: Runs) -> None:
+    text = reports.render(reports.gather(runs.ws, list(runs.acc.values())), "md")[1].decode()
+    assert "**These runs differ in model, framework.**" in text
+    assert "## Accuracy vs latency" in text
+    top1 = show_run(runs.ws, runs.acc["torch"])["top1"]
+    cell = re.escape(f"{top1:,.4g}")
+    assert re.search(rf"\| top1 \| [^|]* \| {cell} \| {cell} \|", text)  # metric, unit, runs
+
+
+def test_csv_and_parquet_hold_every_query(runs: Runs) -> None:
+    ids = [runs.perf["torch"], *runs.sweep]
+    report = reports.gather(runs.ws, ids)
+    rows = list(csv.DictReader(io.StringIO(reports.render(report, "csv")[1].decode())))
+    table = pq.read_table(io.BytesIO(reports.render(report, "parquet")[1]))
+    assert table.num_rows == len(rows)
+    assert table.column_names == list(rows[0])
+    for run_id in ids:
+        raw = latencies_of(runs.ws, show_run(runs.ws, run_id)["latencies_sha256"])
+        mine = [r for r in rows if r["run"] == run_id]
+        assert [int(r["latency_ns"]) for r in mine] == raw.tolist()
+        assert [int(r["query"]) for r in mine] == list(range(raw.size))
+    assert np.array_equal(
+        table.column("latency_ns").to_numpy(), [int(r["latency_ns"]) for r in rows]
+    )
+    meta = json.loads(table.schema.metadata[b"pinbench.runs"])
+    assert [m["id"] for m in meta] == ids
+    assert meta[0]["metrics"] == show_run(runs.ws, ids[0], nested=True)["metrics"]
+
+
+@pytest.mark.parametrize(
+    ("run_ids", "fmt", "error", "message"),
+    [
+        ([], "html", EmptyReport, "a report needs at least one run"),
+        (["no-such-run"], "html", RunNotFound, "no run 'no-such-run'"),
+        (["x"] * 33, "html", TooManyRuns, "at most 32 runs, not 33"),
+        (None, "pdf", reports.UnknownFormat, "unknown report format 'pdf'"),
+    ],
+    ids=["zero runs", "unknown run", "too many", "unknown format"],
+)
+def test_bad_report_requests_are_refused(
+    runs: Runs, run_ids: list[str] | None, fmt: str, error: type[UserError], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        ids = runs.sweep[:1] if run_ids is None else run_ids
+        reports.render(reports.gather(runs.ws, ids), fmt)
+
+
+def test_a_tampered_latencies_blob_stops_the_report(runs: Runs) -> None:
+    path = runs.ws.store.path(Digest(show_run(runs.ws, runs.sweep[1])["latencies_sha256"]))
+    original = path.read_bytes()
+    path.chmod(0o644)
+    path.write_bytes(original[:-8] + b"\x00" * 8)
+    try:
+        with pytest.raises(ChecksumMismatch, match="checksum mismatch for latencies"):
+            reports.gather(runs.ws, [runs.sweep[1]])
+    finally:
+        path.write_bytes(original)
+
+
+def test_cli_writes_each_format(runs: Runs, cli: Cli, tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("PINBENCH_HOME", str(runs.home))
+    monkeypatch.setenv("PINBENCH_DATABASE_URL", runs.db)
+    out = {f: tmp_path / f"r.{f}" for f in reports.FORMATS}
+    args = [arg for f, p in out.items() for arg in (f"--{f}", str(p))]
+    result = cli("runs", "report", runs.acc["torch"][:8], runs.perf["torch"][:8], *args)
+    assert result.code == 0, result.err
+    for fmt, path in out.items():
+        assert f"wrote {fmt} report to {path}" in result.err
+        assert path.stat().st_size > 0
+    assert out["md"].read_text().startswith("# pinbench report: 2 run(s)")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["runs", "report", "--html", "r.html"], "a report needs at least one run"),
+        (["runs", "report", "RUN"], "name at least one output: --html FILE"),
+        (["runs", "report", "nope", "--md", "r.md"], "no run 'nope'"),
+    ],
+    ids=["zero runs", "no output", "unknown run"],
+)
+def test_cli_refusals(runs: Runs, cli: Cli, tmp_path: Path, monkeypatch: Any, args: list[str],
+                      message: str) -> None:  # fmt: skip
+    monkeypatch.setenv("PINBENCH_HOME", str(runs.home))
+    monkeypatch.setenv("PINBENCH_DATABASE_URL", runs.db)
+    monkeypatch.chdir(tmp_path)
+    result = cli(*[runs.sweep[0] if a == "RUN" else a for a in args])
+    assert result.code == 1
+    assert message in result.err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+# ---------------------------------------------------------------- the diff's laws
+
+leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5))
+trees = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text("abc", max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(trees)
+def test_a_tree_does_not_differ_from_itself(tree: Any) -> None:
+    assert diff([flatten(tree), flatten(tree)]) == []
+
+
+@given(trees, trees)
+def test_diff_is_symmetric(a: Any, b: Any) -> None:
+    forward = diff([flatten(a), flatten(b)])
+    backward = diff([flatten(b), flatten(a)])
+    assert [r.path for r in forward] == [r.path for r in backward]
+    assert [r.values for r in forward] == [r.values[::-1] for r in backward]
+
+
+@given(trees, trees)
+def test_diff_rows_are_exactly_the_differing_leaves(a: Any, b: Any) -> None:
+    fa, fb = flatten(a), flatten(b)
+    expected = {p for p in fa.keys() | fb.keys() if fa.get(p, MISSING) != fb.get(p, MISSING)}
+    assert {r.path for r in diff([fa, fb])} == expected
