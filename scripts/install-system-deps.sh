@@ -2,7 +2,8 @@
 # Debian packages pinbench's set-up and tests need: python3-venv (if Python lacks venv),
 # PostgreSQL (the tests start their own server), OpenSSL (benchmark baseline), and for the
 # docker runner: Docker Engine (docker.io; the tests start dockerd on their own socket),
-# debootstrap (the base image's root filesystem) and docker-registry (push/pull tests).
+# debootstrap (the base image's root filesystem) and docker-registry (push/pull tests); and
+# Chromium, the browser the web UI's tests drive through Playwright.
 # Installs only what is missing; needs root or sudo.
 set -euo pipefail
 need=()
@@ -12,6 +13,7 @@ command -v runuser >/dev/null 2>&1 || need+=(util-linux)
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 py=$(command -v python3.11 || command -v python3)
 "$py" -c "import ensurepip, venv" 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -eq 0 ]; then

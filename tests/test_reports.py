@@ -35,6 +35,7 @@ from pinbench.registry.request import parse_request
 from pinbench.reports.charts import accuracy_points, charts
 from pinbench.reports.data import EmptyReport, TooManyRuns
 from pinbench.reports.diff import MISSING, diff, flatten, run_diff
+from pinbench.reports.view import fmt
 from pinbench.workspace import Workspace
 from tests.helpers import Cli
 
@@ -309,3 +310,19 @@ def test_diff_rows_are_exactly_the_differing_leaves(a: Any, b: Any) -> None:
     fa, fb = flatten(a), flatten(b)
     expected = {p for p in fa.keys() | fb.keys() if fa.get(p, MISSING) != fb.get(p, MISSING)}
     assert {r.path for r in diff([fa, fb])} == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "shown"),
+    [
+        (1_234_567.0, "ns", ("1.235", "ms")),
+        (2830.0, "count", ("2,830", "count")),
+        (0.986666, "ratio", ("0.9867", "ratio")),
+        (67_680.5, "samples/s", ("6.768e+04", "samples/s")),
+        (1.0, "bool", ("yes", "")),
+        (0.0, "bool", ("no", "")),
+        (None, "ns", ("", "ns")),
+    ],
+)
+def test_metric_cells(value: float | None, unit: str, shown: tuple[str, str]) -> None:
+    assert fmt(value, unit) == shown

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from litestar import Litestar, get
+from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException
@@ -19,6 +20,7 @@ from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin, Yaml
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
 
 import pinbench
 from pinbench.api import problems
@@ -45,6 +47,9 @@ from pinbench.api.deps import (
 from pinbench.api.runpool import RunPool
 from pinbench.db import schema
 from pinbench.errors import PinbenchError
+from pinbench.reports.render import STATIC as SHARED_STATIC
+from pinbench.reports.render import templates
+from pinbench.web.pages import WebController
 from pinbench.workspace import Workspace
 
 STATIC = Path(__file__).parent / "static"
@@ -54,7 +59,7 @@ DOCS_PATH = "/schema/swagger"
 
 @get("/", include_in_schema=False)
 async def index() -> Redirect:
-    return Redirect(DOCS_PATH)
+    return Redirect("/ui/")
 
 
 @get("/api/v1/health", summary="The server answers (it checked its database schema at start)")
@@ -115,7 +120,8 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             TokenController,
             UserController,
             NamespaceController,
-            create_static_files_router(path="/static", directories=[STATIC]),
+            WebController,
+            create_static_files_router(path="/static", directories=[STATIC, SHARED_STATIC]),
         ],
         dependencies={
             "ws": Provide(provide_ws, sync_to_thread=False),
@@ -132,5 +138,6 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             Exception: problems.on_unexpected,
         },
         openapi_config=openapi,
+        template_config=TemplateConfig(engine=JinjaTemplateEngine.from_environment(templates())),
         request_max_body_size=1024 * 1024,
     )

@@ -49,12 +49,19 @@ async def provide_principal(request: Request[Any, Any, Any], state: State) -> Pr
     """The caller: from ``Authorization: Bearer TOKEN``, else anonymous (who may read when
     reads are public). A bad token is refused even where none is needed."""
     header = request.headers.get("authorization")
-    settings: ServerSettings = state.settings
     if header is None:
-        return PUBLIC_READER if settings.public_read else ANONYMOUS
+        return await principal_for(state, None)
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthError("the Authorization header must be 'Bearer <token>'")
+    return await principal_for(state, token)
+
+
+async def principal_for(state: State, token: str | None) -> Principal:
+    """Who holds ``token`` (None: anonymous), with the read scope added when reads are public."""
+    settings: ServerSettings = state.settings
+    if token is None:
+        return PUBLIC_READER if settings.public_read else ANONYMOUS
     ws: Workspace = state.ws
 
     def lookup() -> Principal:

@@ -91,6 +91,12 @@ def on_pinbench_error(request: Request[Any, Any, Any], exc: PinbenchError) -> Re
 
 
 def on_http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    detail, extra = http_detail(exc)
+    return problem(exc.status_code, detail, headers=exc.headers, **extra)
+
+
+def http_detail(exc: HTTPException) -> tuple[str, dict[str, Any]]:
+    """Litestar's error as one line (each invalid parameter named), plus its details."""
     extra: dict[str, Any] = {}
     if isinstance(exc, ValidationException) and exc.extra:
         extra["errors"] = exc.extra
@@ -101,7 +107,7 @@ def on_http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Respon
             for e in extra["errors"]
         )
         detail = f"invalid request: {detail}"
-    return problem(exc.status_code, detail, headers=exc.headers, **extra)
+    return detail, extra
 
 
 def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:

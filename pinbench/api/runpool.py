@@ -33,6 +33,8 @@ class RunPool:
         self._lock = threading.Lock()
         self._mine: set[str] = set()
         """Runs submitted here and not finished: queued or running."""
+        self.progress: dict[str, str] = {}
+        """A running run's latest progress line (what ``pinbench run`` would print)."""
 
     def submit(self, lock: Lockfile, runner: str) -> str:
         runner = choose_runner(runner, lock)  # once: 'auto' asks the Docker Engine
@@ -58,7 +60,7 @@ class RunPool:
                 lock,
                 runner=runner,
                 run_id=run_id,
-                say=lambda text: log.info("run %s: %s", run_id[:8], text),
+                say=lambda text: self._say(run_id, text),
             )
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
@@ -67,6 +69,11 @@ class RunPool:
         finally:
             with self._lock:
                 self._mine.discard(run_id)
+                self.progress.pop(run_id, None)
+
+    def _say(self, run_id: str, text: str) -> None:
+        log.info("run %s: %s", run_id[:8], text)
+        self.progress[run_id] = text
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

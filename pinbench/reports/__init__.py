@@ -11,9 +11,9 @@ from pinbench.reports.export import csv_bytes, parquet_bytes
 from pinbench.reports.render import html, markdown
 
 FORMATS: dict[str, tuple[str, Callable[[Report], bytes]]] = {
-    "html": ("text/html; charset=utf-8", lambda r: html(r).encode()),
-    "md": ("text/markdown; charset=utf-8", lambda r: markdown(r).encode()),
-    "csv": ("text/csv; charset=utf-8", csv_bytes),
+    "html": ("text/html", lambda r: html(r).encode()),
+    "md": ("text/markdown", lambda r: markdown(r).encode()),
+    "csv": ("text/csv", csv_bytes),
     "parquet": ("application/vnd.apache.parquet", parquet_bytes),
 }
 

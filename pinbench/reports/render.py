@@ -13,7 +13,8 @@ from pinbench.reports.data import Report
 from pinbench.reports.view import ReportView, build
 
 TEMPLATES = Path(pinbench.__file__).parent / "templates"
-VEGA = Path(pinbench.__file__).parent / "static" / "vega"
+STATIC = Path(pinbench.__file__).parent / "static"
+VEGA = STATIC / "vega"
 SCRIPTS = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
 """Vega 6.4.0, Vega-Lite 6.4.3, Vega-Embed 7.3.0 (BSD-3-Clause, licences beside them)."""
 
@@ -46,7 +47,8 @@ def html(report: Report, title: str | None = None) -> str:
 
 def html_of(view: ReportView) -> str:
     page = templates().get_template("report/standalone.html.j2")
-    return page.render(view=view, version=pinbench.__version__, scripts=_inline_scripts())
+    css = (STATIC / "report.css").read_text(encoding="utf-8")
+    return page.render(view=view, version=pinbench.__version__, scripts=_inline_scripts(), css=css)
 
 
 def _cell(text: str) -> str:

@@ -41,7 +41,14 @@ def fmt(value: float | None, unit: str) -> tuple[str, str]:
         return f"{value / 1e6:,.4g}", "ms"
     if unit == "bool":
         return ("yes" if value else "no"), ""
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{value:,.0f}", unit
     return f"{value:,.4g}", unit
+
+
+def label(metric: str, unit: str) -> str:
+    """``latency_p50_ns`` shown in milliseconds is ``latency_p50``."""
+    return metric.removesuffix("_ns") if unit == "ns" else metric
 
 
 def _artifact(lock: dict[str, Any], kind: str) -> str:
@@ -80,7 +87,7 @@ def run_facts(run: RunData) -> dict[str, str]:
         "runner": i["runner"],
         "environment": i["environment"] or "",
         "python": str(env.get("python", "")),
-        "host": f"{host.get('cpu', '?')}, {host.get('cores', '?')} cores, {host.get('os', '?')}",
+        "host": f"{host.get('cpu')}, {host.get('cores')} cores, {host.get('os')}" if host else "",
         "started_at": i["started_at"] or "",
         "finished_at": i["finished_at"] or "",
     }
@@ -93,7 +100,8 @@ def build(report: Report, title: str | None = None) -> ReportView:
     rows = []
     for metric in sorted(units):
         cells = [fmt(r.metrics.get(metric), units[metric]) for r in report.runs]
-        rows.append(MetricRow(metric, fmt(0.0, units[metric])[1], [c[0] for c in cells]))
+        unit = fmt(0.0, units[metric])[1]
+        rows.append(MetricRow(label(metric, units[metric]), unit, [c[0] for c in cells]))
     infos = [r.info for r in report.runs]
     differs = [k for k in COMPARED if len({str(i[k]) for i in infos}) > 1]
     return ReportView(

@@ -44,10 +44,10 @@ class ReportController(Controller):
         self,
         ws: Workspace,
         principal: Principal,
-        run: Annotated[list[str], Parameter(max_items=reports.data.MAX_RUNS)] = [],  # noqa: B006
+        run: Annotated[list[str] | None, Parameter(max_items=reports.data.MAX_RUNS)] = None,
         format: Annotated[
             str, Parameter(description="html, md, csv or parquet", max_length=16)
         ] = "html",
     ) -> Response[bytes]:
         principal.require("read")
-        return report_response(ws, run, fmt=format)
+        return report_response(ws, run or [], fmt=format)

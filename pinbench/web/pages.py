@@ -1,0 +1,292 @@
+"""The web UI's pages: browse the registry, view lockfiles, start evaluations, watch runs,
+compare them, download reports. Each page is one handler rendering one template; errors are
+pages too (the CLI's message, never a stack trace)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Annotated, Any
+from urllib.parse import urlencode, urlsplit
+
+from litestar import Controller, Request, Response, get, post
+from litestar.datastructures import Cookie, State
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import HTTPException
+from litestar.params import Body, Parameter
+from litestar.response import Redirect, Template
+
+from pinbench import reports
+from pinbench.accounts import AuthError, Forbidden, Principal
+from pinbench.api.controllers.reports import report_response
+from pinbench.api.deps import principal_for, provide_principal
+from pinbench.api.problems import ApiNotFound, http_detail, status_of
+from pinbench.api.runpool import RunPool
+from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.errors import PinbenchError
+from pinbench.evaluator.history import list_runs
+from pinbench.registry import catalog, service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.names import ArtifactRef, Kind, parse_kind
+from pinbench.reports.view import build
+from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
+from pinbench.workspace import Workspace
+
+COOKIE = "pinbench_token"
+UNFINISHED = ("queued", "running")
+FORM = Body(media_type=RequestEncodingType.URL_ENCODED)
+
+
+async def provide_ui_principal(request: Request[Any, Any, Any], state: State) -> Principal:
+    """The caller: a bearer token (scripts), else the token the login page kept in a cookie
+    (HttpOnly, SameSite=Strict, path /ui), else anonymous."""
+    if "authorization" in request.headers:
+        return await provide_principal(request, state)
+    return await principal_for(state, request.cookies.get(COOKIE) or None)
+
+
+def _same_origin(request: Request[Any, Any, Any]) -> None:
+    """Forms are posted from this site only (with the SameSite cookie, a second guard)."""
+    origin = request.headers.get("origin")
+    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+        raise Forbidden(f"a form from {origin} may not act on this server")
+
+
+def _page(name: str, status_code: int = 200, **context: Any) -> Template:
+    return Template(template_name=f"web/{name}.html.j2", context=context, status_code=status_code)
+
+
+def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """Errors on UI pages as a page: the message and status the API would give."""
+    if isinstance(exc, PinbenchError):
+        status, message = status_of(exc), str(exc)
+    elif isinstance(exc, HTTPException):
+        status, message = exc.status_code, http_detail(exc)[0]
+    else:
+        request.logger.exception("unexpected error on %s", request.url.path)
+        status, message = 500, "the server failed unexpectedly; the error is in its log"
+    login = isinstance(exc, AuthError)
+    return _page("error", status, message=message, status=status, login=login, principal=None)
+
+
+def _kind_counts(ws: Workspace) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for s in catalog.list_artifacts(ws):
+        counts[s.kind] += 1
+    return {k.value: counts.get(k.value, 0) for k in Kind}
+
+
+def _runs_page(ws: Workspace, pool: RunPool, principal: Principal, run_ids: list[str]) -> Template:
+    """Runs side by side (one run: its own page); it refreshes itself while any is queued or
+    running, showing each one's latest progress line."""
+    principal.require("read")
+    report = reports.gather(ws, run_ids)
+    waiting = [r.id for r in report.runs if r.info["status"] in UNFINISHED]
+    return _page(
+        "compare",
+        principal=principal,
+        view=build(report),
+        waiting=waiting,
+        progress={r: pool.progress.get(r, "") for r in waiting},
+        query=urlencode([("run", r) for r in report.ids]),
+        formats=list(reports.FORMATS),
+    )
+
+
+class WebController(Controller):
+    path = "/ui"
+    include_in_schema = False
+    dependencies = {"principal": provide_ui_principal}  # noqa: RUF012
+    # Every layer's handlers are merged: the app's (problem+json) for PinbenchError and
+    # HTTPException would win over a page for Exception alone.
+    exception_handlers = {PinbenchError: on_error, HTTPException: on_error, Exception: on_error}  # noqa: RUF012
+
+    @get("/", sync_to_thread=True)
+    def home(self, ws: Workspace, principal: Principal) -> Template:
+        principal.require("read")
+        return _page(
+            "home",
+            principal=principal,
+            kinds=_kind_counts(ws),
+            runs=list_runs(ws, 10, nested=True),
+        )
+
+    # ------------------------------------------------------------------ registry
+
+    @get("/artifacts", sync_to_thread=True)
+    def artifacts(
+        self,
+        ws: Workspace,
+        principal: Principal,
+        kind: str | None = None,
+        q: Annotated[str | None, Parameter(max_length=200)] = None,
+    ) -> Template:
+        principal.require("read")
+        chosen = parse_kind(kind) if kind else None
+        names: dict[tuple[str, str], list[catalog.Summary]] = defaultdict(list)
+        for s in catalog.list_artifacts(ws, chosen):
+            if not q or q.lower() in s.name:
+                names[(s.kind, s.name)].append(s)
+        return _page(
+            "artifacts",
+            principal=principal,
+            kind=chosen.value if chosen else "",
+            q=q or "",
+            kinds=[k.value for k in Kind],
+            names=sorted(names.items()),
+        )
+
+    @get("/artifacts/{ref:path}", sync_to_thread=True)
+    def artifact(self, ws: Workspace, principal: Principal, ref: str) -> Template:
+        principal.require("read")
+        detail = catalog.show(ws, ArtifactRef.parse(ref.lstrip("/")))
+        manifest = json.dumps(detail["manifest"], indent=2, sort_keys=True)
+        return _page("artifact", principal=principal, a=detail, manifest=manifest)
+
+    @get("/lockfiles/{digest:str}", sync_to_thread=True)
+    def lockfile(self, ws: Workspace, principal: Principal, digest: str) -> Template:
+        principal.require("read")
+        with ws.transaction() as session:
+            row = session.get(LockfileRow, digest.removeprefix("sha256:"))
+            if row is None:
+                raise ApiNotFound(f"no lockfile {digest} is stored here")
+            lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest[:12]}")
+        return _page(
+            "lockfile",
+            principal=principal,
+            digest=lock.digest.hex,
+            body=lock.body,
+            text=json.dumps(lock.to_json(), indent=2, sort_keys=True),
+        )
+
+    # ------------------------------------------------------------------ evaluate
+
+    @get("/evaluate", sync_to_thread=True)
+    def evaluate_form(self, ws: Workspace, principal: Principal) -> Template:
+        principal.require("read")
+        return self._evaluate(ws, principal, EvaluateForm())
+
+    def _evaluate(
+        self,
+        ws: Workspace,
+        principal: Principal,
+        form: EvaluateForm,
+        resolved: list[dict[str, Any]] | None = None,
+        status: int = 200,
+    ) -> Template:
+        names: dict[str, set[str]] = defaultdict(set)
+        for s in catalog.list_artifacts(ws):
+            if not s.yanked:
+                names[s.kind].add(s.name)
+        return _page(
+            "evaluate",
+            status,
+            principal=principal,
+            form=form,
+            resolved=resolved,
+            names={k: sorted(v) for k, v in names.items()},
+            scenarios=SCENARIOS,
+            modes=MODES,
+            runners=RUNNERS,
+        )
+
+    @post("/evaluate", sync_to_thread=True, status_code=200)
+    def evaluate(
+        self,
+        request: Request[Any, Any, Any],
+        ws: Workspace,
+        pool: RunPool,
+        principal: Principal,
+        data: Annotated[dict[str, str], FORM],
+    ) -> Template | Redirect:
+        """``action=resolve`` shows what each model line resolves to; ``action=run`` locks
+        each (one lockfile per batch size) and queues the runs, then shows them together."""
+        principal.require("read")
+        _same_origin(request)
+        form = EvaluateForm.from_fields(data)
+        try:
+            requests = form.requests()
+            resolved = []
+            for line, req in zip(form.model_lines(), requests, strict=True):
+                resolution = service.resolve_specs(ws, req.specs(), platform=req.system.key())
+                refs = [f"{r.kind.value}/{r.name}@{r.version}" for r in resolution.refs]
+                resolved.append({"model": line, "refs": refs, "points": req.batch_sizes()})
+        except PinbenchError as exc:
+            form.errors.append(str(exc))
+            return self._evaluate(ws, principal, form, status=status_of(exc))
+        if data.get("action") != "run":
+            return self._evaluate(ws, principal, form, resolved)
+        principal.require("run")
+        run_ids = [
+            pool.submit(lock, form.runner)
+            for req in requests
+            for lock, _ in service.lock_points(ws, req)
+        ]
+        return Redirect(f"/ui/compare?{urlencode([('run', r) for r in run_ids])}")
+
+    # ------------------------------------------------------------------ runs
+
+    @get("/runs", sync_to_thread=True)
+    def runs(self, ws: Workspace, principal: Principal) -> Template:
+        principal.require("read")
+        return _page("runs", principal=principal, runs=list_runs(ws, 200, nested=True))
+
+    @get("/runs/{run_id:str}", sync_to_thread=True)
+    def run(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> Template:
+        return _runs_page(ws, pool, principal, [run_id])
+
+    @get("/compare", sync_to_thread=True)
+    def compare(
+        self,
+        ws: Workspace,
+        pool: RunPool,
+        principal: Principal,
+        run: Annotated[list[str] | None, Parameter(max_items=reports.data.MAX_RUNS)] = None,
+    ) -> Template:
+        return _runs_page(ws, pool, principal, run or [])
+
+    @get("/report", sync_to_thread=True)
+    def report(
+        self,
+        ws: Workspace,
+        principal: Principal,
+        run: Annotated[list[str] | None, Parameter(max_items=reports.data.MAX_RUNS)] = None,
+        format: Annotated[str, Parameter(max_length=16)] = "html",
+    ) -> Response[bytes]:
+        principal.require("read")
+        return report_response(ws, run or [], fmt=format)
+
+    # ------------------------------------------------------------------ login
+
+    @get("/login", sync_to_thread=False)
+    def login_form(self, principal: Principal) -> Template:
+        return _page("login", principal=principal, error=None)
+
+    @post("/login", status_code=200)
+    async def login(
+        self,
+        request: Request[Any, Any, Any],
+        state: State,
+        data: Annotated[dict[str, str], FORM],
+    ) -> Template | Redirect:
+        """Check the token, then keep it in an HttpOnly cookie for the UI's pages."""
+        _same_origin(request)
+        token = data.get("token", "").strip()
+        try:
+            who = await principal_for(state, token or None)
+            if who.user is None:
+                raise AuthError("paste an API token (pbt_...)")
+        except AuthError as exc:
+            return _page("login", 401, principal=None, error=str(exc))
+        response = Redirect("/ui/")
+        response.cookies.append(
+            Cookie(key=COOKIE, value=token, path="/ui", httponly=True, samesite="strict")
+        )
+        return response
+
+    @post("/logout", status_code=303, sync_to_thread=False)
+    def logout(self, request: Request[Any, Any, Any]) -> Redirect:
+        _same_origin(request)
+        response = Redirect("/ui/")
+        response.delete_cookie(COOKIE, path="/ui")
+        return response
