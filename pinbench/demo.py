@@ -3,8 +3,8 @@
 init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify -> run the digits
 CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
 (SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
-verdict; then it shows that a tampered blob stops verification and that a published version
-cannot change.
+verdict -> an HTML report of the digits runs; then it shows that a tampered blob stops
+verification and that a published version cannot change.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pinbench import catalog as builtin
+from pinbench import reports
 from pinbench.artifacts.digest import Digest
 from pinbench.catalog import cnn, resnet
 from pinbench.errors import UserError
@@ -162,6 +163,12 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     verdict = rerun(ws, reference["id"], say=quiet)
     for line in verdict.lines:
         out.print(Text(line, style="bold green" if line == "reproduced" else ""))
+
+    digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
+    step(f"pinbench runs report ({len(digits_runs)} digits CNN runs) --html")
+    page = workdir / "report.html"
+    page.write_bytes(reports.render(reports.gather(ws, digits_runs), "html")[1])
+    out.print(f"wrote {page} (opens offline; or see the runs at /ui/ under `pinbench serve`)")
 
     _tamper(ws, locks[next(iter(locks))], out, step)
     _conflict(ws, workdir, out, step)

@@ -160,6 +160,12 @@ def test_a_new_user_publishes_resolves_locks_and_runs_through_the_cli(
     assert compared["differs"] == [] and compared["metrics"]["top1"][0] == run["top1"]
     assert cli(server, None, "runs", "show", runs[0], "--json", monkeypatch=monkeypatch) == 0
     assert json.loads(capsys.readouterr().out)["host"]["cores"] >= 1
+    report = tmp_path / "report.md"
+    assert (
+        cli(server, None, "runs", "report", *runs, "--md", str(report), monkeypatch=monkeypatch)
+        == 0
+    )
+    assert report.read_text().startswith("# pinbench report: 2 run(s)")  # made by the server
 
     # refused: anonymous publish, a publish into another namespace, an anonymous run
     other = model_manifest(tmp_path, "1.0.1", b"other bytes")

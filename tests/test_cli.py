@@ -184,6 +184,10 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     first = cli("demo")
     assert first.code == 0, first.err
     assert "demo complete" in first.out
+    report = tmp_path / "home" / "demo" / "report.html"
+    assert f"wrote {report}" in first.out.replace("\n", "")
+    page = report.read_text()
+    assert page.count('class="chart-spec"') == 3  # CDF, histogram, accuracy (no sweep here)
     second = cli("demo")
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out

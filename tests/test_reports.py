@@ -254,8 +254,8 @@ def test_cli_writes_each_format(runs: Runs, cli: Cli, tmp_path: Path, monkeypatc
     args = [arg for f, p in out.items() for arg in (f"--{f}", str(p))]
     result = cli("runs", "report", runs.acc["torch"][:8], runs.perf["torch"][:8], *args)
     assert result.code == 0, result.err
-    for fmt, path in out.items():
-        assert f"wrote {fmt} report to {path}" in result.err
+    for kind, path in out.items():
+        assert f"wrote {kind} report to {path}" in result.err
         assert path.stat().st_size > 0
     assert out["md"].read_text().startswith("# pinbench report: 2 run(s)")
 
