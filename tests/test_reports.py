@@ -133,8 +133,8 @@ def test_cdf_and_histogram_are_drawn_from_the_raw_latencies(runs: Runs) -> None:
         raw = latencies_of(runs.ws, show_run(runs.ws, run.id)["latencies_sha256"])
         points = [p for p in cdf["data"]["values"] if p["run"] == run.label]
         assert points[0]["fraction"] == 0.0 and points[-1]["fraction"] == 1.0
-        assert points[0]["latency_ms"] == pytest.approx(raw.min() / 1e6)
-        assert points[-1]["latency_ms"] == pytest.approx(raw.max() / 1e6)
+        assert points[0]["latency_ms"] == pytest.approx(raw.min() / 1e6, abs=1e-6)
+        assert points[-1]["latency_ms"] == pytest.approx(raw.max() / 1e6, abs=1e-6)
         assert [p["latency_ms"] for p in points] == sorted(p["latency_ms"] for p in points)
         shares = [b["share"] for b in hist["data"]["values"] if b["run"] == run.label]
         assert sum(shares) == pytest.approx(1.0)  # every query in some bin
@@ -173,7 +173,7 @@ def test_accuracy_points_take_latency_from_the_performance_run(runs: Runs) -> No
         fw = p["framework"].split("@")[0]
         perf = show_run(runs.ws, runs.perf[fw])
         assert p["latency_from"] == "SingleStream"
-        assert p["latency_p50_ms"] == pytest.approx(perf["latency_p50_ns"] / 1e6)
+        assert p["latency_p50_ms"] == pytest.approx(perf["latency_p50_ns"] / 1e6, abs=1e-6)
         assert p["top1"] == show_run(runs.ws, runs.acc[fw])["top1"]
     alone = accuracy_points(reports.gather(runs.ws, [runs.acc["torch"]]))
     assert [p["latency_from"] for p in alone] == ["accuracy run"]

@@ -113,6 +113,7 @@ def test_new_user_evaluates_two_frameworks_compares_and_downloads_the_report(
     expect(page.locator("h1")).to_have_text("model/vision/digits-cnn-onnx@1.0.0")
     digest = page.locator("#files-table td.mono a").first.inner_text()
     assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    expect(page.locator("#manifest")).to_contain_text('"name": "vision/digits-cnn-onnx"')
     shot(page, "artifact")
 
     # Start the evaluation: resolve first, then run both models.
@@ -138,6 +139,13 @@ def test_new_user_evaluates_two_frameworks_compares_and_downloads_the_report(
     assert rendered_charts(page) == ["cdf", "histogram"]
     expect(page.locator("#chart-sweep")).to_contain_text("no batch-size sweep here")
     shot(page, "compare")
+    compare_url = page.url
+
+    # Each run's lockfile, as pinned.
+    page.locator("#downloads a", has_text="lockfile").first.click()
+    expect(page.locator("#lockfile-summary")).to_contain_text("vision/digits-cnn-onnx@1.0.0")
+    expect(page.locator("#lockfile-summary")).to_contain_text("onnxruntime@1.31.0")
+    page.goto(compare_url)
 
     # The HTML report, downloaded and opened with no network.
     with page.expect_download() as download:

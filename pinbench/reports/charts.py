@@ -34,6 +34,7 @@ class Chart:
 
 
 def _ms(ns: float) -> float:
+    """Milliseconds, to the nanosecond."""
     return round(ns / 1e6, 6)
 
 
