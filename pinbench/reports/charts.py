@@ -131,12 +131,12 @@ def latency_histogram(report: Report) -> Chart:
 
 def _group(run: RunData) -> str:
     i = run.info
-    return f"{i['model']} {i['framework'] or ''} {i['scenario']} {i['mode']}"
+    return f"{i['model']} {i['framework'] or ''} {i['dataset']} {i['scenario']} {i['mode']}"
 
 
 def sweep(report: Report) -> Chart:
-    """Latency vs throughput: runs of one model, framework and scenario at several batch
-    sizes (a sweep's points, or runs made one by one), one line per group."""
+    """Latency vs throughput: runs of one model, framework, dataset and scenario at several
+    batch sizes (a sweep's points, or runs made one by one), one line per group."""
     title = "Latency vs throughput across batch sizes"
     groups: dict[str, list[RunData]] = defaultdict(list)
     for run in report.runs:
