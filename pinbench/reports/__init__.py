@@ -24,12 +24,18 @@ class UnknownFormat(UserError):
         self.fmt = fmt
 
 
-def render(report: Report, fmt: str) -> tuple[str, bytes]:
-    """(media type, bytes) of ``report`` as ``fmt`` (html, md, csv, parquet)."""
+def renderer(fmt: str) -> tuple[str, Callable[[Report], bytes]]:
+    """(media type, maker) of ``fmt`` (html, md, csv, parquet): asked before the runs are
+    gathered, so an unknown format costs no work."""
     if fmt not in FORMATS:
         raise UnknownFormat(fmt=fmt)
-    media, make = FORMATS[fmt]
+    return FORMATS[fmt]
+
+
+def render(report: Report, fmt: str) -> tuple[str, bytes]:
+    """(media type, bytes) of ``report`` as ``fmt``."""
+    media, make = renderer(fmt)
     return media, make(report)
 
 
-__all__ = ["FORMATS", "Report", "UnknownFormat", "gather", "render"]
+__all__ = ["FORMATS", "Report", "UnknownFormat", "gather", "render", "renderer"]

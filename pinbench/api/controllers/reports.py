@@ -11,16 +11,14 @@ from pinbench import reports
 from pinbench.accounts import Principal
 from pinbench.workspace import Workspace
 
-EXTENSIONS = {"html": "html", "md": "md", "csv": "csv", "parquet": "parquet"}
-
 
 def report_response(ws: Workspace, run_ids: list[str], fmt: str) -> Response[bytes]:
-    """The report as a download named after its first run (``pinbench-report-1a2b3c4d.html``)."""
-    if fmt not in reports.FORMATS:
-        raise reports.UnknownFormat(fmt=fmt)
+    """The report as a download named after its first run (``pinbench-report-1a2b3c4d.html``;
+    each format's name is its file extension)."""
+    media, make = reports.renderer(fmt)
     report = reports.gather(ws, run_ids)
-    media, body = reports.render(report, fmt)
-    name = f"pinbench-report-{report.ids[0][:8]}.{EXTENSIONS[fmt]}"
+    body = make(report)
+    name = f"pinbench-report-{report.ids[0][:8]}.{fmt}"
     return Response(
         body,
         media_type=media,
