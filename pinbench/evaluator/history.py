@@ -103,6 +103,11 @@ def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, A
 COMPARED = ("model", "framework", "dataset", "scenario", "mode", "batch_size")
 
 
+def differing(infos: list[dict[str, Any]]) -> list[str]:
+    """Which of ``COMPARED`` are not the same in every run."""
+    return [k for k in COMPARED if len({str(i[k]) for i in infos}) > 1]
+
+
 def compare_runs(ws: Workspace, run_ids: list[str]) -> dict[str, Any]:
     """Runs side by side: their ids, which inputs differ, each metric per run (None where a
     run lacks it). Runs of different models or scenarios are compared, the differences named."""
@@ -112,7 +117,7 @@ def compare_runs(ws: Workspace, run_ids: list[str]) -> dict[str, Any]:
     metrics = sorted({k for i in infos for k in i["units"]})
     return {
         "runs": [i["id"] for i in infos],
-        "differs": [k for k in COMPARED if len({str(i[k]) for i in infos}) > 1],
+        "differs": differing(infos),
         "metrics": {m: [i.get(m) for i in infos] for m in metrics},
         "infos": infos,
     }

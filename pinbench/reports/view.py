@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pinbench.evaluator.history import COMPARED
+from pinbench.evaluator.history import differing
 from pinbench.reports.charts import Chart, accuracy_points, charts
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, run_diff
@@ -103,7 +103,7 @@ def build(report: Report, title: str | None = None) -> ReportView:
         unit = fmt(0.0, units[metric])[1]
         rows.append(MetricRow(label(metric, units[metric]), unit, [c[0] for c in cells]))
     infos = [r.info for r in report.runs]
-    differs = [k for k in COMPARED if len({str(i[k]) for i in infos}) > 1]
+    differs = differing(infos)
     return ReportView(
         title=title or f"pinbench report: {len(report.runs)} run(s)",
         created_at=report.created_at,
