@@ -49,25 +49,25 @@ class Summary:
 def list_artifacts(
     ws: Workspace, kind: Kind | None = None, name: str | None = None
 ) -> list[Summary]:
-    """Every published version, by kind, name, then version precedence (highest last)."""
-    stmt = select(Artifact)
+    """Every published version, by kind, name, then version precedence (highest last).
+    Only the summary's columns are read (not each version's manifest)."""
+    stmt = select(
+        Artifact.kind,
+        Artifact.name,
+        Artifact.version,
+        Artifact.yanked,
+        Artifact.published_at,
+        Artifact.publisher,
+        Artifact.manifest_digest,
+    )
     if kind is not None:
         stmt = stmt.where(Artifact.kind == kind.value)
     if name is not None:
         stmt = stmt.where(Artifact.name == name)
     with ws.transaction() as session:
-        rows = session.scalars(stmt).all()
         out = [
-            Summary(
-                r.kind,
-                r.name,
-                r.version,
-                r.yanked,
-                _utc(r.published_at),
-                r.publisher,
-                r.manifest_digest,
-            )
-            for r in rows
+            Summary(k, n, v, yanked, _utc(at), publisher, digest)
+            for k, n, v, yanked, at, publisher, digest in session.execute(stmt).all()
         ]
     order = list(Kind)
     out.sort(key=lambda s: (order.index(Kind(s.kind)), s.name, parse_version(s.version)))
