@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.registry.request import Request, parse_request
+from pinbench.registry.request import Request, Scenario, parse_request
 
 SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline")
 MODES = ("performance", "accuracy")
 RUNNERS = ("auto", "local", "venv", "docker")
 MAX_MODELS = 8
+DEFAULT = Scenario()
 
 
 class FormError(UserError):
@@ -29,11 +30,11 @@ class EvaluateForm:
     models: str = ""
     framework: str = ""
     dataset: str = ""
-    scenario: str = "SingleStream"
-    mode: str = "performance"
+    scenario: str = DEFAULT.name
+    mode: str = DEFAULT.mode
     batch_sizes: str = "1"
-    min_duration_ms: str = "1000"
-    min_query_count: str = "100"
+    min_duration_ms: str = str(DEFAULT.min_duration_ms)
+    min_query_count: str = str(DEFAULT.min_query_count)
     target_qps: str = ""
     threads: str = ""
     runner: str = "auto"
