@@ -44,6 +44,11 @@ from pinbench.registry.request import load_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.remote import Remote, remote_from_env
 from pinbench.tables import parity_table
+from pinbench.trace.analysis import TraceView
+from pinbench.trace.analysis import compare as compare_traces
+from pinbench.trace.levels import parts
+from pinbench.trace.ops import CategoryRow
+from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
@@ -454,9 +459,13 @@ def verify(
         )
 
 
-def _check_trace(level: str) -> None:
-    if level != "none":
-        raise UserError(f"trace level {level!r} is not available yet; available: none")
+TRACE_HELP = (
+    "Trace level: none; model (pipeline spans: load, preprocess, cold first predict, warm-up, "
+    "each timed predict, postprocess); framework (model + the framework profiler's operators); "
+    "system (model + CPU, memory and, with NVML, GPU samples); full (all). A traced run's "
+    "latencies include the profilers' overhead and are marked traced. "
+    "See `pinbench runs trace`."
+)
 
 
 def _progress_lines(*, quiet: bool) -> Callable[[str], None]:
@@ -470,19 +479,19 @@ def _progress_lines(*, quiet: bool) -> Callable[[str], None]:
 def run_cmd(
     lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
     runner: Annotated[str, typer.Option(help=RUNNER_HELP)] = "auto",
-    trace: Annotated[str, typer.Option(help="Trace level: none (others to come).")] = "none",
+    trace: Annotated[str, typer.Option(help=TRACE_HELP)] = "none",
     as_json: JsonOpt = False,
 ) -> None:
     """Verify every pinned byte, run the lockfile's scenario, and record the run.
 
     The run is recorded whatever happens: succeeded, failed with its reason, or interrupted.
     """
-    _check_trace(trace)
+    parts(trace)
     lock = Lockfile.read(lockfile)
     say = _progress_lines(quiet=as_json)
 
     def there(remote: Remote) -> dict[str, Any]:
-        queued = remote.submit(lock, runner)
+        queued = remote.submit(lock, runner, trace)
         say(f"queued run {queued['id']} on {remote.url}")
         info = remote.wait(queued["id"], say)
         if info["status"] != "succeeded":
@@ -490,7 +499,7 @@ def run_cmd(
         return info
 
     def here(ws: Workspace) -> dict[str, Any]:
-        return show_run(ws, run_lockfile(ws, lock, runner=runner, say=say).id)
+        return show_run(ws, run_lockfile(ws, lock, runner=runner, say=say, trace=trace).id)
 
     info = _remote_or_here(there, here)
     if as_json:
@@ -581,7 +590,9 @@ def runs_show(
 def rerun_cmd(
     run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
     runner: Annotated[str | None, typer.Option(help=RUNNER_HELP + RERUN_DEFAULT)] = None,
-    trace: Annotated[str, typer.Option(help="Trace level: none (others to come).")] = "none",
+    trace: Annotated[
+        str | None, typer.Option(help=TRACE_HELP + " Default: the original run's level.")
+    ] = None,
     repeat: Annotated[
         int, typer.Option(help="Performance runs: how many times to rerun (run-to-run noise).")
     ] = REPEAT,
@@ -594,10 +605,11 @@ def rerun_cmd(
     latencies: a change counts when the original is outside the interval, p < 0.01 and the
     medians differ by 5% or more. Accuracy must be identical.
     """
-    _check_trace(trace)
+    if trace is not None:
+        parts(trace)
     say = _progress_lines(quiet=as_json)
     with _workspace() as ws:
-        verdict = rerun(ws, run, repeat=repeat, runner=runner, say=say)
+        verdict = rerun(ws, run, repeat=repeat, runner=runner, say=say, trace=trace)
     if as_json:
         _print_json(verdict.to_json())
         return
@@ -690,6 +702,141 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+@runs_app.command("trace")
+def runs_trace(
+    runs: Annotated[
+        list[str], typer.Argument(help="A traced run; several to compare their breakdowns.")
+    ],
+    top: Annotated[int, typer.Option(help="Show the slowest N operators.", min=1)] = 15,
+    chrome: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the (first) run's Chrome trace JSON here (Perfetto, chrome://tracing)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A traced run's inspection: cold start, phases, and the per-layer/operator table (count,
+    total, mean, share of model time), slowest first. With several runs (e.g. the same model
+    on ONNX Runtime and PyTorch) their operator time per prediction is compared by category.
+    """
+
+    def there(remote: Remote) -> list[TraceView]:
+        infos = [remote.run(r) for r in runs]
+        return [TraceView(i, remote.trace(i)) for i in infos]
+
+    def here(ws: Workspace) -> list[TraceView]:
+        infos = [show_run(ws, r) for r in runs]
+        return [TraceView(i, trace_of(ws, i)) for i in infos]
+
+    views = _remote_or_here(there, here)
+    if chrome is not None:
+        _write_atomic(chrome, json.dumps(views[0].trace).encode())
+    categories = compare_traces(views) if len(views) > 1 else []
+    if as_json:
+        _print_json(
+            {
+                "runs": [v.to_json(top) for v in views],
+                "categories": [
+                    {
+                        "category": c.category,
+                        "per_prediction_ns": c.per_prediction_ns,
+                        "shares": c.shares,
+                    }
+                    for c in categories
+                ],
+            }
+        )
+        return
+    for view in views:
+        _print_trace(view, top)
+    if categories:
+        _print_categories(views, categories)
+    if chrome is not None:
+        _err().print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
+
+
+def _print_trace(view: TraceView, top: int) -> None:
+    out, meta = _out(), view.meta
+    info = view.run
+    out.print(Text(f"run {info['id'][:8]}  traced at level {meta.get('level')}", style="bold"))
+    out.print(
+        f"{info['model']} on {info['framework']}, {info['scenario']} {info['mode']}, "
+        f"batch {info['batch_size']}: {view.predictions} timed predictions, "
+        f"model time {_fmt_ns(view.model_ns)} (latencies traced)"
+    )
+    cold = meta.get("cold_start", {})
+    if "load_ns" in cold and "first_predict_ns" in cold:
+        warm = cold.get("warm_p50_ns") or 0
+        ratio = (
+            f" ({cold['first_predict_ns'] / warm:,.1f}x the warm p50 {_fmt_ns(warm)})"
+            if warm
+            else ""
+        )
+        out.print(
+            f"cold start: load {_fmt_ns(cold['load_ns'])}, first predict "
+            f"{_fmt_ns(cold['first_predict_ns'])}{ratio}"
+        )
+    phases = Table("phase", "time", box=None)
+    for name, ns in view.phases():
+        phases.add_row(name, _fmt_ns(ns))
+    out.print(phases)
+    if "framework_trace" not in meta:
+        out.print(
+            f"no operator table: traced at level {meta.get('level')!r} "
+            "(framework or full record the framework's operators)"
+        )
+    else:
+        table = Table("layer / operator", "op", "count", "total", "mean", "share", box=None)
+        for row in view.ops[:top]:
+            table.add_row(
+                row.name,
+                row.op if row.op != row.name else "",
+                f"{row.count:,}",
+                _fmt_ns(row.total_ns),
+                _fmt_ns(row.mean_ns),
+                f"{view.share(row):.1%}",
+            )
+        out.print(table)
+        rest = len(view.ops) - top
+        if rest > 0:
+            out.print(f"... {rest} more operator(s)")
+        fw = meta["framework_trace"]
+        out.print(
+            f"operators cover {view.covered():.1%} of model time (the rest: the "
+            f"framework's own work between operators and the Python call); from "
+            f"{fw['source']}, {fw['in_spans']:,} of {fw['events']:,} events inside "
+            f"pinbench's spans"
+        )
+        if view.cold_ops:
+            slow = ", ".join(f"{r.name} {_fmt_ns(r.total_ns)}" for r in view.cold_ops[:3])
+            out.print(f"cold predict's slowest operators: {slow}")
+    for note in meta.get("system", {}).get("notes", []):
+        out.print(Text(f"system: {note}", style="yellow"))
+    out.print("")
+
+
+def _print_categories(views: list[TraceView], rows: list[CategoryRow]) -> None:
+    heads = [f"{v.run['id'][:8]} {v.run['framework'] or ''}" for v in views]
+    table = Table("category (per prediction)", *heads, box=None)
+    for row in rows:
+        table.add_row(
+            row.category,
+            *[
+                f"{_fmt_ns(ns)} ({sh:.0%})"
+                for ns, sh in zip(row.per_prediction_ns, row.shares, strict=True)
+            ],
+        )
+    _out().print(table)
+    if rows:
+        top = rows[0]
+        _out().print(
+            f"largest difference: {top.category} "
+            f"({_fmt_ns(min(top.per_prediction_ns))} to "
+            f"{_fmt_ns(max(top.per_prediction_ns))} per prediction)"
+        )
 
 
 @runs_app.command("parity")
@@ -796,13 +943,28 @@ def images_build(
         for framework in frameworks or list(VERSIONS):
             built.append(build_image(ws, client, framework, base_id, say))
     if as_json:
-        _print_json([{"framework": b.framework, "artifact": b.ref, "digest": b.digest,
-                      "size_bytes": b.size, "reused": b.reused} for b in built])  # fmt: skip
+        _print_json(
+            [
+                {
+                    "framework": b.framework,
+                    "artifact": b.ref,
+                    "digest": b.digest,
+                    "size_bytes": b.size,
+                    "reused": b.reused,
+                }
+                for b in built
+            ]
+        )
         return
     table = Table("framework", "image artifact", "digest", "size", "")
     for b in built:
-        table.add_row(b.framework, b.ref, b.digest[7:19], f"{b.size / 2**20:,.0f} MiB",
-                      "reused" if b.reused else "built")  # fmt: skip
+        table.add_row(
+            b.framework,
+            b.ref,
+            b.digest[7:19],
+            f"{b.size / 2**20:,.0f} MiB",
+            "reused" if b.reused else "built",
+        )
     _out().print(table)
 
 
@@ -1006,8 +1168,13 @@ def token_list(
         return
     table = Table("id", "name", "scopes", "created", "", box=None)
     for t in rows:
-        table.add_row(t["id"], t["name"], ", ".join(t["scopes"]), t["created_at"][:16],
-                      "revoked" if t["revoked"] else "")  # fmt: skip
+        table.add_row(
+            t["id"],
+            t["name"],
+            ", ".join(t["scopes"]),
+            t["created_at"][:16],
+            "revoked" if t["revoked"] else "",
+        )
     _out().print(table if rows else "no tokens")
 
 

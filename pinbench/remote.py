@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import httpx
+import msgspec
 
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.errors import SystemFailure, UserError
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import locate
+from pinbench.trace.summary import NoTrace
 
 FINISHED = ("succeeded", "failed", "interrupted")
 
@@ -105,11 +109,10 @@ class Remote:
         data = self.call("GET", f"/api/v1/lockfiles/{digest}").content
         return Lockfile.from_bytes(data, source=f"{self.url} lockfile {digest[:12]}")
 
-    def submit(self, lock: Lockfile, runner: str) -> dict[str, Any]:
+    def submit(self, lock: Lockfile, runner: str, trace: str = "none") -> dict[str, Any]:
         self.call("PUT", f"/api/v1/lockfiles/{lock.digest.hex}", content=lock.canonical)
-        result: dict[str, Any] = self.json(
-            "POST", "/api/v1/runs", json={"lockfile": lock.digest.hex, "runner": runner}
-        )
+        body = {"lockfile": lock.digest.hex, "runner": runner, "trace": trace}
+        result: dict[str, Any] = self.json("POST", "/api/v1/runs", json=body)
         return result
 
     def wait(
@@ -139,6 +142,20 @@ class Remote:
         )
         data["infos"] = [self.run(r) for r in data["runs"]]
         return data
+
+    def trace(self, info: dict[str, Any]) -> dict[str, Any]:
+        """A run's Chrome trace from the server's blob store, checked against its sha256 here."""
+        digest = info.get("trace_sha256")
+        if not digest:
+            raise NoTrace(run=info["id"], level=info.get("trace", "none"), status=info["status"])
+        data = self.call("GET", f"/api/v1/blobs/{digest}").content
+        got = Digest.of_bytes(data)
+        if got.hex != digest:
+            raise ChecksumMismatch(
+                path=f"the trace of run {info['id'][:8]}", expected=Digest(digest), actual=got
+            )
+        trace: dict[str, Any] = msgspec.json.decode(data)
+        return trace
 
     def report(self, run_ids: list[str], fmt: str) -> bytes:
         """A report over the runs, made by the server (html, md, csv, parquet)."""

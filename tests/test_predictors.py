@@ -122,8 +122,11 @@ def test_every_format_gives_the_same_top1_on_every_sample(
     ids=["wrong shape", "missing axis", "wrong dtype"],
 )
 def test_a_wrong_input_is_named(opened: Predictor, bad: Array) -> None:
+    """Checked before the first prediction where the predictor knows the signature, else the
+    first (cold) prediction reports the framework's complaint."""
     with pytest.raises(InputMismatch, match=re.escape(f"{bad.dtype.name} {list(bad.shape)}")):
         opened.check_input(bad)
+        opened.first_predict(bad)
 
 
 @pytest.mark.parametrize(

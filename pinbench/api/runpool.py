@@ -36,7 +36,7 @@ class RunPool:
         self.progress: dict[str, str] = {}
         """A running run's latest progress line (what ``pinbench run`` would print)."""
 
-    def submit(self, lock: Lockfile, runner: str) -> str:
+    def submit(self, lock: Lockfile, runner: str, trace: str = "none") -> str:
         runner = choose_runner(runner, lock)  # once: 'auto' asks the Docker Engine
         run_id = str(uuid.uuid4())
         with self._lock:
@@ -44,15 +44,15 @@ class RunPool:
                 raise QueueFull(queued=len(self._mine))
             self._mine.add(run_id)
         try:
-            queue_run(self.ws, lock, runner=runner, run_id=run_id)
-            self._executor.submit(self._execute, run_id, lock, runner)
+            queue_run(self.ws, lock, runner=runner, run_id=run_id, trace=trace)
+            self._executor.submit(self._execute, run_id, lock, runner, trace)
         except BaseException:
             with self._lock:
                 self._mine.discard(run_id)
             raise
         return run_id
 
-    def _execute(self, run_id: str, lock: Lockfile, runner: str) -> None:
+    def _execute(self, run_id: str, lock: Lockfile, runner: str, trace: str) -> None:
         try:
             set_status(self.ws, run_id, "running")
             run_lockfile(
@@ -60,6 +60,7 @@ class RunPool:
                 lock,
                 runner=runner,
                 run_id=run_id,
+                trace=trace,
                 say=lambda text: self._say(run_id, text),
             )
         except PinbenchError as exc:

@@ -86,6 +86,8 @@ class RunRequest(Body):
     lockfile: str
     """The sha256 of a lockfile stored on the server (POST or PUT /api/v1/lockfiles)."""
     runner: str = "auto"
+    trace: str = "none"
+    """Trace level: none, model, framework, system or full."""
 
 
 class RunView(Body):
@@ -104,6 +106,10 @@ class RunView(Body):
     finished_at: str | None
     error: str | None
     metrics: dict[str, float]
+    trace: str = "none"
+    """The trace level it ran at; latencies of a traced run carry the profilers' overhead."""
+    trace_sha256: str | None = None
+    """Its Chrome trace (GET /api/v1/blobs/{sha256}), when traced."""
     units: dict[str, str] | None = None
     host: dict[str, Any] | None = None
     details: dict[str, Any] | None = None

@@ -96,6 +96,10 @@ class Run(Base):
     environment_digest: Mapped[str | None] = mapped_column(String(80), index=True)
     """The environment that ran it: the image ID (docker), the requirements set's digest
     (venv) or the installed distributions' digest (local); details hold the rest."""
+    trace_level: Mapped[str] = mapped_column(String(16), default="none", server_default="none")
+    """The trace level it ran at; latencies of a traced run carry the profilers' overhead."""
+    trace_sha256: Mapped[str | None] = mapped_column(String(64))
+    """Blob of its Chrome trace (JSON), when traced."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
 

@@ -46,6 +46,7 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
         "batch_size": body.batch_size,
         "threads": body.threads,
         "sweep": body.sweep,
+        "trace": run.trace_level,
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
         "error": run.error,
@@ -96,11 +97,14 @@ def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, A
         out["details"] = run.details
         out["units"] = {r.metric: r.unit for r in run.results}
         out["latencies_sha256"] = run.latencies_sha256
+        out["trace_sha256"] = run.trace_sha256
         out["lockfile_body"] = lock.to_json()
         return out
 
 
-COMPARED = ("model", "framework", "dataset", "scenario", "mode", "batch_size")
+COMPARED = ("model", "framework", "dataset", "scenario", "mode", "batch_size", "trace")
+"""Inputs of a run named when they differ; ``trace`` because a traced run's latencies carry
+its profilers' overhead."""
 
 
 def differing(infos: list[dict[str, Any]]) -> list[str]:

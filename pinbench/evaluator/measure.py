@@ -7,6 +7,7 @@ container (``pinbench.evaluator.worker``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
 from pinbench.registry.manifest import Input
 from pinbench.registry.names import Kind
+from pinbench.trace.recorder import Recorder
 
 Say = Callable[[str], None]
 
@@ -53,6 +55,8 @@ class Job:
     """A writable folder for LoadGen's logs."""
     cache: Path | None = None
     """Where preprocessed inputs are cached, or None for no cache."""
+    trace: str = "none"
+    """The trace level (``pinbench.trace.levels``)."""
 
 
 @dataclass
@@ -67,6 +71,8 @@ class Evidence:
     environment: dict[str, Any] = field(default_factory=dict)
     """Provenance of the environment that ran it: ``runner``, ``digest`` (image ID for docker,
     environment digest for venv, digest of the installed distributions for local) and facts."""
+    trace: bytes | None = None
+    """The Chrome trace (JSON) of a traced run."""
 
 
 def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:
@@ -88,6 +94,19 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     if public_version(seen) != env.version:
         raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
 
+    recorder = Recorder(job.trace, env.framework, seen)
+    recorder.start()
+    try:
+        _evaluate(job, cls, recorder, evidence, say)
+    finally:
+        recorder.stop()
+    evidence.trace = recorder.finish()
+
+
+def _evaluate(
+    job: Job, cls: type[Predictor], recorder: Recorder, evidence: Evidence, say: Say
+) -> None:
+    body = job.lock.body
     model_art = files_of(job.lock, Kind.MODEL)
     data_art = files_of(job.lock, Kind.DATASET)
     if not body.model.inputs:
@@ -101,7 +120,8 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
             reason="an accuracy run needs labels and this dataset has none",
         )
     say("preprocessing (outside any timed region)")
-    inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples.data)
+    with recorder.phase("preprocess"):
+        inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples.data)
     evidence.details.update(
         pipeline_digest=pipeline_digest(spec).hex,
         preprocess_cache_hit=cached,
@@ -112,32 +132,52 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     )
     predictor: Predictor = cls()
     options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
-    predictor.open(
-        ModelFiles(job.model_paths, body.model.format, body.model.architecture, body.model.trusted),
-        options,
-    )
+    profiling = recorder.wants("framework")
+    if profiling:
+        say(f"tracing at level {job.trace}: {cls.TITLE}'s profiler is on")
+        predictor.start_profiling(job.scratch / "profile")
+    with recorder.phase("load model", role="load"):
+        predictor.open(
+            ModelFiles(
+                job.model_paths, body.model.format, body.model.architecture, body.model.trusted
+            ),
+            options,
+        )
     try:
         first = inputs[: body.batch_size]
         predictor.check_input(first)
-        expected = _warm_up(predictor, first, options.warmup)
-        say(f"running {scenario.name} ({scenario.mode}) with {env.framework} {seen}")
-        measurement = run_scenario(
-            predictor.predict,
-            inputs,
-            scenario,
-            batch_size=body.batch_size,
-            expected_latency_ns=expected,
-            log_dir=job.scratch / "loadgen",
-        )
+        with recorder.phase("first predict (cold)", role="cold"):
+            predictor.first_predict(first)
+        with recorder.phase("warm-up"):
+            expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup)
+        recorder.warm_up(warm_starts, warm_times)
+        say(f"running {scenario.name} ({scenario.mode}) with {cls.NAME} {cls.framework_version()}")
+        with recorder.phase("scenario", scenario=scenario.name, mode=scenario.mode):
+            measurement = run_scenario(
+                predictor.predict,
+                inputs,
+                scenario,
+                batch_size=body.batch_size,
+                expected_latency_ns=expected,
+                log_dir=job.scratch / "loadgen",
+            )
+        recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
+        if profiling:
+            profiling = False
+            recorder.framework(predictor.stop_profiling())
     finally:
+        if profiling:  # the run failed: stop the profiler, its events are not wanted
+            with contextlib.suppress(Exception):
+                predictor.stop_profiling()
         predictor.close()
     evidence.metrics = measurement.summary()
     evidence.details["loadgen"] = measurement.loadgen
     evidence.latencies = measurement.latencies_ns
     if scenario.mode == "accuracy":
         assert samples.labels is not None
-        indexes, outputs = _outputs(measurement)
-        evidence.metrics.update(_accuracy(outputs, samples.labels[indexes]))
+        with recorder.phase("postprocess (accuracy)"):
+            indexes, outputs = _outputs(measurement)
+            evidence.metrics.update(_accuracy(outputs, samples.labels[indexes]))
         evidence.outputs = outputs
 
 
@@ -180,9 +220,12 @@ a process up to 1.6x slower than the next ones on the digits model."""
 WARMUP_MAX_CALLS = 100_000
 
 
-def _warm_up(predictor: Predictor, batch: npt.NDArray[np.generic], count: int) -> int:
+def _warm_up(
+    predictor: Predictor, batch: npt.NDArray[np.generic], count: int
+) -> tuple[int, list[int], list[int]]:
     """Untimed predictions (at least ``count`` and half a second); return the median time of
-    the last ``count`` as LoadGen's expected latency."""
+    the last ``count`` as LoadGen's expected latency, and each call's start and time."""
+    starts: list[int] = []
     times: list[int] = []
     start = time.perf_counter_ns()
     while len(times) < max(1, count) or (
@@ -191,7 +234,8 @@ def _warm_up(predictor: Predictor, batch: npt.NDArray[np.generic], count: int) -
         t0 = time.perf_counter_ns()
         predictor.predict(batch)
         times.append(time.perf_counter_ns() - t0)
-    return int(np.median(times[-max(1, count) :]))
+        starts.append(t0)
+    return int(np.median(times[-max(1, count) :])), starts, times
 
 
 def _accuracy(outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64]) -> dict[str, float]:

@@ -52,9 +52,11 @@ def rerun(
     repeat: int = REPEAT,
     runner: str | None = None,
     say: Say = print,
+    trace: str | None = None,
 ) -> Verdict:
     """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
-    with the original's runner unless ``runner`` names another.
+    with the original's runner and trace level unless ``runner`` or ``trace`` name others.
+    Latencies are compared only between runs traced at the same level.
 
     An accuracy run is deterministic and runs once whatever ``repeat`` says.
     """
@@ -62,12 +64,13 @@ def rerun(
         raise UserError(f"repeat must be >= 1, got {repeat}")
     original_id, lock = recorded_lockfile(ws, run_id)
     original = show_run(ws, original_id)
+    trace = trace or original["trace"]
     if lock.body.scenario.mode == "accuracy":
         repeat = 1
     reruns = []
     for i in range(repeat):
         say(f"rerun {i + 1} of {repeat}")
-        outcome = run_lockfile(ws, lock, runner=runner or original["runner"], say=say)
+        outcome = run_lockfile(ws, lock, runner=runner or original["runner"], say=say, trace=trace)
         reruns.append(show_run(ws, outcome.id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []
@@ -79,6 +82,11 @@ def rerun(
     if original["status"] != "succeeded" or not original.get("latencies_sha256"):
         lines.append(f"the original run {original['status']}: nothing to compare")
         failed.append("original run")
+    elif trace != original["trace"]:
+        lines.append(
+            f"latency not compared: the original ran at trace level {original['trace']!r}, "
+            f"the reruns at {trace!r} (a traced run's latencies carry its profilers' overhead)"
+        )
     elif lock.body.scenario.mode == "performance":
         latency = compare_latencies(
             latencies_of(ws, original["latencies_sha256"]),

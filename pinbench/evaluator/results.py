@@ -23,13 +23,19 @@ FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
 RESULT = "result.json"
 LATENCIES = "latencies.npy"
 OUTPUTS = "outputs.npy"
+TRACE = "trace.json"
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 MAX_ARRAY_BYTES = 1024 * 1024 * 1024
+MAX_TRACE_BYTES = 256 * 1024 * 1024
 _METRIC = re.compile(r"[a-z0-9_]{1,100}")
 
 
-class JobFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    """What the host hands an isolated evaluator (``job.json``)."""
+class JobFile(
+    msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True, omit_defaults=True
+):
+    """What the host hands an isolated evaluator (``job.json``). Fields at their defaults are
+    left out, so an image built before a field existed still reads the jobs that do not use it.
+    """
 
     lockfile: str
     """The lockfile's canonical text."""
@@ -37,6 +43,14 @@ class JobFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     dataset: dict[str, str]
     """Path in the artifact -> path to read it from, for each file."""
     cache: str | None = None
+    trace: str = "none"
+
+
+class ChromeTrace(msgspec.Struct, frozen=True):
+    """The shape the host checks a returned trace for before storing it."""
+
+    traceEvents: list[dict[str, Any]]
+    pinbench: dict[str, Any]
 
 
 class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -51,6 +65,7 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     """What the evaluator saw of its own environment: python, platform, evaluator digest."""
     latencies: bool
     outputs: bool
+    trace: bool = False
 
 
 class InvalidResults(UserError):
@@ -67,6 +82,8 @@ def write_results(
         np.save(out / LATENCIES, evidence.latencies, allow_pickle=False)
     if evidence.outputs is not None:
         np.save(out / OUTPUTS, evidence.outputs, allow_pickle=False)
+    if evidence.trace is not None:
+        (out / TRACE).write_bytes(evidence.trace)
     result = WorkerResult(
         format=FORMAT,
         lockfile=lock_digest,
@@ -78,6 +95,7 @@ def write_results(
         environment=environment,
         latencies=evidence.latencies is not None,
         outputs=evidence.outputs is not None,
+        trace=evidence.trace is not None,
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -122,6 +140,13 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         if outputs.dtype.kind not in "biuf":
             raise InvalidResults(reason=f"{OUTPUTS} has dtype {outputs.dtype}, not numeric")
         evidence.outputs = outputs
+    if result.trace:
+        raw_trace = _read_capped(out / TRACE, MAX_TRACE_BYTES)
+        try:
+            msgspec.json.decode(raw_trace, type=ChromeTrace, strict=True)
+        except msgspec.DecodeError as exc:  # ValidationError is one
+            raise InvalidResults(reason=f"{TRACE} is not a Chrome trace: {exc}") from None
+        evidence.trace = raw_trace
     return result, evidence
 
 

@@ -29,6 +29,8 @@ from pinbench.evaluator.runners import choose_runner, runner_named
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.verify import verify_lockfile
+from pinbench.trace.levels import check_level
+from pinbench.trace.summary import summarise
 from pinbench.workspace import Workspace
 
 Say = Callable[[str], None]
@@ -54,13 +56,24 @@ class _Attempt:
     error: str | None = None
     evidence: Evidence = field(default_factory=Evidence)
     latencies: Digest | None = None
+    trace_level: str = "none"
+    trace: Digest | None = None
 
 
-def queue_run(ws: Workspace, lock: Lockfile, *, runner: str, run_id: str) -> None:
+def check_trace(lock: Lockfile, trace: str) -> str:
+    """``trace`` if the lockfile's framework can provide it (else a clear refusal)."""
+    env = lock.body.environment
+    return check_level(trace, env.framework if env is not None else "?")
+
+
+def queue_run(
+    ws: Workspace, lock: Lockfile, *, runner: str, run_id: str, trace: str = "none"
+) -> None:
     """Record a run that will start later (a server's queue) with status ``queued``;
-    ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now.
-    ``run_lockfile(run_id=...)`` fills the record in."""
+    ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now, as
+    is the trace level. ``run_lockfile(run_id=...)`` fills the record in."""
     runner_named(runner)
+    check_trace(lock, trace)
     with ws.transaction() as session:
         store_lockfile(session, lock)
         session.add(
@@ -71,6 +84,7 @@ def queue_run(ws: Workspace, lock: Lockfile, *, runner: str, run_id: str) -> Non
                 runner=runner,
                 started_at=datetime.now(UTC),
                 host={},
+                trace_level=trace,
             )
         )
 
@@ -102,23 +116,29 @@ def run_lockfile(
     runner: str = "local",
     say: Say = print,
     run_id: str | None = None,
+    trace: str = "none",
 ) -> RunOutcome:
-    """Run ``lock`` with ``runner`` (or ``auto``) and record the run, whatever its outcome;
-    raise if it did not succeed. ``run_id`` fills in a run recorded by ``queue_run``."""
+    """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
+    whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
+    ``queue_run``."""
+    check_trace(lock, trace)
     runner = choose_runner(runner, lock)
     execute = runner_named(runner)
     with ws.transaction() as session:
         store_lockfile(session, lock)
-    attempt = _Attempt(lock, runner)
+    attempt = _Attempt(lock, runner, trace_level=trace)
     if run_id is not None:
         attempt.id = run_id
     evidence = attempt.evidence
     try:
         say("verifying every pinned byte")
         verify_lockfile(ws, lock)
-        execute(ws, lock, evidence, say)
+        execute(ws, lock, evidence, say, trace)
         assert evidence.latencies is not None
         attempt.latencies = _save_array(ws, evidence.latencies)
+        if evidence.trace is not None:
+            attempt.trace = ws.store.put_bytes(evidence.trace)
+            evidence.details["trace"] = summarise(evidence.trace)
         if evidence.outputs is not None:
             evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
         attempt.status = "succeeded"
@@ -171,6 +191,8 @@ def _record(ws: Workspace, attempt: _Attempt) -> None:
                 details=details,
                 environment_digest=evidence.environment.get("digest"),
                 latencies_sha256=attempt.latencies.hex if attempt.latencies else None,
+                trace_level=attempt.trace_level,
+                trace_sha256=attempt.trace.hex if attempt.trace else None,
                 results=[
                     Result(metric=k, value=v, unit=unit_of(k))
                     for k, v in sorted(evidence.metrics.items())

@@ -48,6 +48,8 @@ class Measurement:
 
     latencies_ns: npt.NDArray[np.int64]
     """Framework time of each ``predict`` call, in issue order."""
+    starts_ns: npt.NDArray[np.int64]
+    """When each ``predict`` call began (``perf_counter_ns``), for the trace's spans."""
     samples: int
     """Samples answered."""
     duration_ns: int
@@ -121,12 +123,14 @@ def run_scenario(
     count = min(total, scenario.sample_count or total)
     accuracy = scenario.mode == "accuracy"
     latencies: list[int] = []
+    starts: list[int] = []
     outputs: dict[int, Array] = {}
     failure: list[BaseException] = []
     span = [0, 0, 0]  # first issue (ns), last completion (ns), samples answered
 
     clock = time.perf_counter_ns
     record = latencies.append
+    mark = starts.append
     complete = lg.QuerySamplesComplete
     response = lg.QuerySampleResponse
     # Batch size 1: one view per sample, sliced once here rather than once per query.
@@ -143,6 +147,7 @@ def run_scenario(
                 out = predict(x)
                 t1 = clock()
                 record(t1 - t0)
+                mark(t0)
                 if accuracy:
                     outputs[q.index] = out[0]
                 complete([response(q.id, 0, 0)])
@@ -164,6 +169,7 @@ def run_scenario(
                 out = predict(batch)
                 t1 = clock()
                 record(t1 - t0)
+                mark(t0)
                 if accuracy:
                     for i, index in enumerate(indexes):
                         outputs[index] = out[i]
@@ -183,6 +189,7 @@ def run_scenario(
         raise failure[0]
     return Measurement(
         latencies_ns=np.asarray(latencies, dtype=np.int64),
+        starts_ns=np.asarray(starts, dtype=np.int64),
         samples=span[2],
         duration_ns=span[1] - span[0],
         loadgen=summary,

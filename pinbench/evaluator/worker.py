@@ -88,6 +88,7 @@ def main(argv: list[str]) -> int:
                 data_paths=_paths(lock, Kind.DATASET, spec.dataset),
                 scratch=Path(scratch),
                 cache=Path(spec.cache) if spec.cache else None,
+                trace=spec.trace,
             )
             measure(job, evidence, _say)
     except PinbenchError as exc:

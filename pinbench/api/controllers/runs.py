@@ -54,7 +54,7 @@ class RunController(Controller):
                     "/api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
                 )
             lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
-        run_id = pool.submit(lock, data.runner)
+        run_id = pool.submit(lock, data.runner, data.trace)
         return run_view(show_run(ws, run_id, nested=True), full=False)
 
     @get("/", sync_to_thread=True, summary="Recorded runs, newest first")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -10,6 +11,8 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.trace.events import FrameworkTrace
+from pinbench.trace.levels import TraceUnsupported, offers
 
 Array = npt.NDArray[np.generic]
 
@@ -80,14 +83,17 @@ class Predictor(ABC):
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
         """Load the model; raise ``ModelLoadError`` / ``DeviceUnavailable`` with the reason."""
 
-    def check_input(self, batch: Array) -> None:
+    def check_input(self, batch: Array) -> None:  # noqa: B027 - optional hook
         """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model.
 
-        This default tries one prediction and reports the framework's complaint; predictors
-        that know their input signature override it with a precise check.
+        Predictors that know their input signature override this with a precise check; for
+        the others ``first_predict`` reports the framework's own complaint.
         """
+
+    def first_predict(self, batch: Array) -> Array:
+        """The first (cold) prediction; a failure is the framework's complaint about the input."""
         try:
-            self.predict(batch)
+            return self.predict(batch)
         except Exception as exc:  # the framework's own error types
             raise InputMismatch(
                 name="input",
@@ -101,3 +107,17 @@ class Predictor(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""
+
+    def start_profiling(self, scratch: Path) -> None:
+        """Start the framework's own operator profiler, before ``open`` (so loading is
+        profiled too) and outside any timed region; ``scratch`` is a writable folder."""
+        raise TraceUnsupported(
+            framework=self.NAME,
+            level="framework",
+            offers=offers(self.NAME),
+            reason="its predictor reads no operator profiler",
+        )
+
+    def stop_profiling(self) -> FrameworkTrace:
+        """Stop the profiler and return its events on the framework's clock."""
+        raise NotImplementedError

@@ -25,8 +25,11 @@ RUNNERS = {
 
 
 class Runner(Protocol):
-    def __call__(self, ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
-        """Evaluate the (already verified) lockfile, filling ``evidence``; raise on failure."""
+    def __call__(
+        self, ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str
+    ) -> None:
+        """Evaluate the (already verified) lockfile at trace level ``trace``, filling
+        ``evidence``; raise on failure."""
         ...
 
 

@@ -32,6 +32,7 @@ from pinbench.evaluator.runners.process import (
 from pinbench.images.engine import connect
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.registry.names import Kind
+from pinbench.trace.levels import TraceUnsupported
 from pinbench.workspace import Workspace
 
 IN = "/pinbench"
@@ -115,7 +116,7 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
     return mounts, inside
 
 
-def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
+def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str) -> None:
     pinned = pinned_image(lock)
     client = connect()
     image = verified_image(client, pinned)
@@ -137,7 +138,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
         job_dir.mkdir()
         out.mkdir()
         mounts, inside = _mounts(ws, lock, job_dir, out)
-        write_job(job_dir / "job.json", lock, inside["model"], inside["dataset"])
+        write_job(job_dir / "job.json", lock, inside["model"], inside["dataset"], trace=trace)
         Path(tmp).chmod(0o755)
         job_dir.chmod(0o755)
         (job_dir / "job.json").chmod(0o644)
@@ -161,7 +162,18 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
         try:
             evidence.environment["container"] = container.id[:12]
             say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
-            _execute(container, limits.timeout_s, limits.memory_mb, say)
+            try:
+                _execute(container, limits.timeout_s, limits.memory_mb, say)
+            except WorkerCrashed as exc:
+                if exc.status == 2 and trace != "none":  # the job has a field it cannot read
+                    raise TraceUnsupported(
+                        framework=pinned.name,
+                        level=trace,
+                        offers=["none"],
+                        reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
+                        "predates tracing; rebuild the image (`pinbench images build`)",
+                    ) from None
+                raise
             collect("docker", out, lock, evidence)
         finally:
             with contextlib.suppress(APIError):

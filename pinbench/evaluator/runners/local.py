@@ -29,7 +29,7 @@ def store_paths(ws: Workspace, lock: Lockfile, kind: Kind) -> dict[str, Path]:
     return {f.path: ws.store.path(Digest(f.sha256)) for f in files_of(lock, kind).files}
 
 
-def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
+def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str) -> None:
     evidence.environment = {
         "runner": "local",
         "digest": installed_digest(),
@@ -46,5 +46,6 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
             data_paths=store_paths(ws, lock, Kind.DATASET),
             scratch=Path(scratch),
             cache=ws.settings.home / "cache" / "inputs",
+            trace=trace,
         )
         measure(job, evidence, say)

@@ -54,9 +54,14 @@ def write_job(
     model: dict[str, str],
     dataset: dict[str, str],
     cache: str | None = None,
+    trace: str = "none",
 ) -> None:
     job = JobFile(
-        lockfile=lock.canonical.decode("utf-8"), model=model, dataset=dataset, cache=cache
+        lockfile=lock.canonical.decode("utf-8"),
+        model=model,
+        dataset=dataset,
+        cache=cache,
+        trace=trace,
     )
     path.write_bytes(msgspec.json.encode(job))
 
@@ -67,7 +72,7 @@ def collect(runner: str, out: Path, lock: Lockfile, evidence: Evidence) -> None:
     evidence.frameworks.update(got.frameworks)
     evidence.details.update(got.details)
     evidence.metrics = got.metrics
-    evidence.latencies, evidence.outputs = got.latencies, got.outputs
+    evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
     evidence.environment["inside"] = dict(result.environment)
     if result.status == "failed":
         raise EvaluationFailed(runner=runner, error=result.error or "failed without a reason")

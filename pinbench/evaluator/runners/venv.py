@@ -42,7 +42,7 @@ def child_env(pythonpath: Path) -> dict[str, str]:
     return env
 
 
-def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
+def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str) -> None:
     env = lock.body.environment
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
@@ -66,6 +66,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say) -> None:
             {p: str(v) for p, v in store_paths(ws, lock, Kind.MODEL).items()},
             {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()},
             cache=str(home / "cache" / "inputs"),
+            trace=trace,
         )
         argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
         status, tail = run_child(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,6 +21,9 @@ from pinbench.evaluator.predictors.base import (
     check_signature,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
+
+ANCHOR = "pinbench.anchor"
 
 
 class TensorFlowPredictor(Predictor):
@@ -34,6 +38,8 @@ class TensorFlowPredictor(Predictor):
         self._device = "/CPU:0"
         self._shape: list[int | None] = []
         self._dtype: Any = None
+        self._profile: Path | None = None
+        self._anchor_ns = 0
 
     @classmethod
     def framework_version(cls) -> str:
@@ -108,3 +114,60 @@ class TensorFlowPredictor(Predictor):
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
+
+    def start_profiling(self, scratch: Path) -> None:
+        """The TensorFlow profiler (host tracer). Its events are stamped on its own clock, so an
+        anchor event is traced between two ``perf_counter_ns`` readings to relate the two."""
+        scratch.mkdir(parents=True, exist_ok=True)
+        tf.profiler.experimental.start(str(scratch))
+        self._profile = scratch
+        self._anchor_ns = time.perf_counter_ns()
+        with tf.profiler.experimental.Trace(ANCHOR):
+            pass
+
+    def stop_profiling(self) -> FrameworkTrace:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        assert self._profile is not None
+        tf.profiler.experimental.stop()
+        found = sorted(self._profile.rglob("*.xplane.pb"))
+        self._profile = None
+        if not found:
+            raise RuntimeError("the TensorFlow profiler wrote no .xplane.pb")
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(found[-1].read_bytes())
+        events, anchor = _xplane_events(space)
+        mark_top_level(events)
+        notes = [] if anchor is not None else ["no anchor event: aligned on containment alone"]
+        return FrameworkTrace(
+            source=f"tensorflow {tf.__version__} profiler (host tracer)",
+            events=events,
+            offset_ns=(anchor - self._anchor_ns) if anchor is not None else 0,
+            resolution_ns=1000,
+            notes=notes,
+        )
+
+
+def _xplane_events(space: Any) -> tuple[list[FrameworkEvent], int | None]:
+    """Host events of an XSpace: TensorFlow ops (those with an op type as display name) and
+    the runtime's own spans; and the anchor's start. Instant events are left out."""
+    events: list[FrameworkEvent] = []
+    anchor = None
+    for plane in space.planes:
+        if not plane.name.startswith("/host:"):
+            continue
+        meta = plane.event_metadata
+        for line in plane.lines:
+            for e in line.events:
+                if e.duration_ps <= 0:
+                    continue
+                m = meta[e.metadata_id]
+                start = line.timestamp_ns + e.offset_ps // 1000
+                end = start + e.duration_ps // 1000
+                if m.name == ANCHOR:
+                    anchor = start
+                    continue
+                op = m.display_name
+                name = m.name.rsplit(":", 1)[0] if op else m.name
+                events.append(FrameworkEvent(name, op, start, end, line.name, bool(op)))
+    return events, anchor

@@ -4,7 +4,9 @@ architecture. Pickled modules (``torch-pickle``) load only when the manifest say
 
 from __future__ import annotations
 
+import os
 import warnings
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -17,7 +19,10 @@ from pinbench.evaluator.predictors.base import (
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES
+from pinbench.trace.clock import wall_minus_perf
+from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
+_CPU = torch._C._autograd.DeviceType.CPU
 _SUFFIXES = {
     "torchscript": (".pt", ".ts", ".torchscript"),
     "torch-export": (".pt2",),
@@ -35,6 +40,7 @@ class TorchPredictor(Predictor):
         self._module: Any = None
         self._device = torch.device("cpu")
         self._threads = torch.get_num_threads()
+        self._profiler: Any = None
 
     @classmethod
     def framework_version(cls) -> str:
@@ -114,3 +120,41 @@ class TorchPredictor(Predictor):
     def close(self) -> None:
         self._module = None
         torch.set_num_threads(self._threads)  # the setting is process-wide
+
+    def start_profiling(self, scratch: Path) -> None:
+        """``torch.profiler`` on the CPU activities (Kineto); its log lines stay quiet."""
+        os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+        from torch.profiler import ProfilerActivity, profile
+
+        self._profiler = profile(activities=[ProfilerActivity.CPU])
+        self._profiler.start()
+
+    def stop_profiling(self) -> FrameworkTrace:
+        assert self._profiler is not None
+        self._profiler.stop()
+        offset = wall_minus_perf()  # Kineto stamps events with the wall clock
+        results = self._profiler.profiler.kineto_results
+        self._profiler = None
+        events = [
+            FrameworkEvent(
+                e.name(),
+                e.name(),
+                int(e.start_ns()),
+                int(e.end_ns()),
+                str(e.start_thread_id()),
+                True,
+            )
+            for e in results.events()
+            if e.device_type() == _CPU and e.end_ns() > e.start_ns()
+        ]
+        mark_top_level(events)
+        return FrameworkTrace(
+            source=f"torch.profiler {torch.__version__}",
+            events=events,
+            offset_ns=offset,
+            resolution_ns=1000,
+            notes=[
+                "operators are aten:: calls; nested calls appear on the timeline, the table "
+                "counts top-level calls only"
+            ],
+        )
