@@ -24,6 +24,7 @@ from pinbench.evaluator.measure import Evidence
 from pinbench.evaluator.results import (
     LATENCIES,
     RESULT,
+    TRACE,
     InvalidResults,
     JobFile,
     read_results,
@@ -81,6 +82,20 @@ def _latencies(array: npt.NDArray[Any]) -> Callable[[Path], None]:
     return apply
 
 
+def _trace(content: bytes | None) -> Callable[[Path], None]:
+    """A result that says it has a trace, with ``content`` as trace.json (None: no file)."""
+
+    def apply(out: Path) -> None:
+        _good(out)
+        data = json.loads((out / RESULT).read_text())
+        data["trace"] = True
+        (out / RESULT).write_text(json.dumps(data))
+        if content is not None:
+            (out / TRACE).write_bytes(content)
+
+    return apply
+
+
 def _symlink(out: Path) -> None:
     _good(out)
     (out / LATENCIES).unlink()
@@ -100,6 +115,10 @@ BAD: list[tuple[str, Callable[[Path], None], str]] = [
     ("negative latencies", _latencies(np.array([-1], dtype=np.int64)), "negative"),
     ("latencies link", _symlink, "not a plain file"),
     ("pickled latencies", _latencies(np.array([object()], dtype=object)), "readable .npy"),
+    ("trace missing", _trace(None), "trace.json is missing"),
+    ("trace not JSON", _trace(b"{"), "trace.json is not a Chrome trace"),
+    ("trace without events", _trace(b'{"pinbench": {}}'), "traceEvents"),
+    ("trace events not a list", _trace(b'{"traceEvents": 1, "pinbench": {}}'), "traceEvents"),
 ]
 
 
@@ -119,6 +138,15 @@ def test_good_results_round_trip(tmp_path: Path) -> None:
     assert result.status == "succeeded" and result.environment == ENV
     assert evidence.metrics == {"top1": 0.5}
     assert evidence.latencies is not None and evidence.latencies.tolist() == [10, 20]
+    assert evidence.trace is None
+
+
+def test_a_trace_round_trips_byte_for_byte(tmp_path: Path) -> None:
+    trace = b'{"traceEvents":[{"ph":"X","name":"predict","ts":0.5,"dur":1.0}],"pinbench":{}}'
+    evidence = Evidence(latencies=np.array([10], dtype=np.int64), trace=trace)
+    write_results(tmp_path, LOCK, evidence, None, ENV)
+    result, got = read_results(tmp_path, LOCK)
+    assert result.trace and got.trace == trace
 
 
 def test_oversized_result_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,3 +215,11 @@ def test_environment_digest_names_the_pinned_set() -> None:
     assert environment_digest(env(reqs)) == environment_digest(env(list(reversed(reqs))))
     assert environment_digest(env(reqs)) != environment_digest(env(reqs[1:]))
     assert environment_digest(env(reqs)) != environment_digest(env(reqs, python="3.12"))
+
+
+def test_a_job_names_its_trace_level_only_when_tracing() -> None:
+    """An image built before tracing existed still reads every untraced job."""
+    plain = JobFile(lockfile="x", model={}, dataset={})
+    traced = JobFile(lockfile="x", model={}, dataset={}, trace="full")
+    assert "trace" not in json.loads(msgspec.json.encode(plain))
+    assert json.loads(msgspec.json.encode(traced))["trace"] == "full"

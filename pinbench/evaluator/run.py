@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import select
@@ -29,6 +30,7 @@ from pinbench.evaluator.runners import choose_runner, runner_named
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.verify import verify_lockfile
+from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
 from pinbench.workspace import Workspace
@@ -153,7 +155,31 @@ def run_lockfile(
         raise
     finally:
         _record(ws, attempt)
+    if evidence.trace is not None and otel.endpoint():
+        _export_trace(evidence.trace, attempt, say)
     return RunOutcome(attempt.id, attempt.status, evidence.metrics)
+
+
+def _export_trace(trace: bytes, attempt: _Attempt, say: Say) -> None:
+    """Send the trace out through OpenTelemetry; a failure is said, the run stands."""
+    url = otel.endpoint()
+    assert url is not None
+    try:
+        sent = otel.export(
+            msgspec.json.decode(trace),
+            run_id=attempt.id,
+            lockfile=attempt.lock.digest.hex,
+            url=url,
+        )
+    except ImportError:
+        say(
+            f"{otel.ENDPOINT_ENV} is set but OpenTelemetry is not installed: "
+            "pip install 'pinbench[otel]'; the trace is in the blob store"
+        )
+    except Exception as exc:  # the exporter's own failures: reported, never fatal
+        say(f"OpenTelemetry export to {url} failed: {exc}; the trace is in the blob store")
+    else:
+        say(f"exported {sent} spans to {url}")
 
 
 def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:

@@ -130,8 +130,10 @@ def latency_histogram(report: Report) -> Chart:
 
 
 def _group(run: RunData) -> str:
+    """Runs drawn as one line: traced and untraced runs never share one."""
     i = run.info
-    return f"{i['model']} {i['framework'] or ''} {i['dataset']} {i['scenario']} {i['mode']}"
+    traced = f" traced:{run.trace}" if run.trace != "none" else ""
+    return f"{i['model']} {i['framework'] or ''} {i['dataset']} {i['scenario']} {i['mode']}{traced}"
 
 
 def sweep(report: Report) -> Chart:
@@ -184,7 +186,8 @@ def sweep(report: Report) -> Chart:
 def accuracy_points(report: Report) -> list[dict[str, Any]]:
     """One point per (model, framework, dataset) with a top-1 accuracy: that accuracy and
     the p50 latency of its SingleStream performance run when the report has one, else of
-    the accuracy run itself (``latency_from`` says which)."""
+    the accuracy run itself (``latency_from`` says which). Latency never comes from a traced
+    run."""
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
     for run in report.runs:
         i = run.info
@@ -193,8 +196,8 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
         m = run.metrics
         if "top1" in m:
             slot.setdefault("top1", m["top1"])
-            slot.setdefault("own_p50", m.get("latency_p50_ns"))
-        if i["mode"] == "performance" and "latency_p50_ns" in m:
+            slot.setdefault("own_p50", m.get("latency_p50_ns") if run.trace == "none" else None)
+        if i["mode"] == "performance" and "latency_p50_ns" in m and run.trace == "none":
             rank = 0 if i["scenario"] == "SingleStream" else 1
             if rank < slot.get("rank", 2):
                 slot.update(rank=rank, p50=m["latency_p50_ns"], scenario=i["scenario"])

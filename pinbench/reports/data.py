@@ -42,11 +42,17 @@ class RunData:
 
     @property
     def label(self) -> str:
-        """Short and unique within a report: the id's first 8 characters, then what ran."""
+        """Short and unique within a report: the id's first 8 characters, then what ran; a
+        traced run says so (its latencies carry the profilers' overhead)."""
         i = self.info
         framework = (i["framework"] or "").split("@")[0]
         model = i["model"].split("@")[0].rsplit("/", 1)[-1]
-        return f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}"
+        traced = f" traced:{self.trace}" if self.trace != "none" else ""
+        return f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}{traced}"
+
+    @property
+    def trace(self) -> str:
+        return str(self.info.get("trace", "none"))
 
     @property
     def metrics(self) -> dict[str, float]:

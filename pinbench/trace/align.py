@@ -17,6 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
+ROUNDS = 8
+REACH_NS = 100_000
+"""How far outside a span an event may seem to lie and still count as issued in it: the
+first estimate's error (a few microseconds from a wall-clock pair, tens from an anchor)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +40,18 @@ class Alignment:
         return int(np.count_nonzero(self.span >= 0))
 
 
-def _assign(starts: I64, ends: I64, points: I64) -> npt.NDArray[np.intp]:
+def _nearest(starts: I64, ends: I64, points: I64, reach: int) -> npt.NDArray[np.intp]:
+    """The span each point lies in, or the nearer one when it lies in a gap no more than
+    ``reach`` from a span's edge (the estimate's error can push an event just outside)."""
     idx = np.searchsorted(starts, points, side="right") - 1
-    ok = idx >= 0
-    ok[ok] = points[ok] <= ends[idx[ok]]
-    return np.where(ok, idx, -1)
+    before = np.maximum(idx, 0)
+    after = np.minimum(idx + 1, starts.size - 1)
+    to_before = np.where(idx >= 0, points - ends[before], np.iinfo(np.int64).max)
+    to_after = np.where(idx + 1 < starts.size, starts[after] - points, np.iinfo(np.int64).max)
+    inside = (idx >= 0) & (to_before <= 0)
+    pick = np.where(to_after < to_before, after, before)
+    near = np.minimum(np.maximum(to_before, 0), to_after) <= reach
+    return np.where(inside, idx, np.where(near, pick, -1))
 
 
 def best_point(lo: I64, hi: I64, prefer: int) -> int:
@@ -66,15 +77,18 @@ def align(
 ) -> Alignment:
     """Align events (profiler clock) to spans (``perf_counter_ns``, sorted, not overlapping)."""
     offset = offset_ns
-    for _ in range(2):  # assign with the estimate, refine, assign again with the refinement
-        idx = _assign(starts, ends, (ev_start + ev_end) // 2 - offset)
+    for _ in range(ROUNDS):  # assign, refine, reassign with the refinement until it settles
+        idx = _nearest(starts, ends, (ev_start + ev_end) // 2 - offset, REACH_NS)
         m = idx >= 0
         lo = ev_end[m] - ends[idx[m]] - resolution_ns
         hi = ev_start[m] - starts[idx[m]] + resolution_ns
         fits = lo <= hi
-        offset = best_point(lo[fits], hi[fits], offset)
+        refined = best_point(lo[fits], hi[fits], offset)
+        if refined == offset:
+            break
+        offset = refined
     start, end = ev_start - offset, ev_end - offset
-    idx = _assign(starts, ends, (start + end) // 2)
+    idx = _nearest(starts, ends, (start + end) // 2, resolution_ns)
     m = idx >= 0
     tol = resolution_ns
     inside = np.ones(idx.size, dtype=bool)
