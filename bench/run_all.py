@@ -26,6 +26,7 @@ BENCHMARKS = (
     "bench_overhead",
     "bench_runners",
     "bench_api",
+    "bench_trace",
 )
 
 

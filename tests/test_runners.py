@@ -41,6 +41,7 @@ from pinbench.registry.manifest import load_manifest
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 from tests.services import docker_engine, image_registry
 
@@ -169,6 +170,21 @@ def test_one_lockfile_three_runners_same_accuracy_and_their_provenance(stack: St
     inside = runs["docker"]["details"]["environment"]["inside"]
     assert inside["python"].startswith("3.11") and inside["executable"].startswith("/opt/pinbench")
     assert {r["runner"] for r in list_runs(stack.ws)} >= {"local", "venv", "docker"}
+
+
+@pytest.mark.parametrize("runner", ["venv", "docker"])
+def test_a_full_trace_comes_back_across_the_isolation_boundary(stack: Stack, runner: str) -> None:
+    """The evaluator inside the environment profiles, samples and writes the trace; the host
+    checks it and stores it beside the run."""
+    lock = _lock(stack.ws, scenario={"min_duration_ms": 100, "min_query_count": 30})
+    outcome = run_lockfile(stack.ws, lock, runner=runner, say=quiet, trace="full")
+    info = show_run(stack.ws, outcome.id)
+    assert info["status"] == "succeeded" and info["trace"] == "full"
+    meta = trace_of(stack.ws, info)["pinbench"]
+    assert meta["framework"] == "onnxruntime" and meta["predictions"] == info["queries_count"]
+    assert meta["ops"] and meta["framework_trace"]["in_spans"] > 0
+    assert meta["system"]["samples"] > 0 and "memory.rss_mb" in meta["system"]["counters"]
+    assert info["details"]["trace"]["level"] == "full"
 
 
 def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:
