@@ -540,6 +540,11 @@ def _print_run(info: dict[str, Any]) -> None:
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
     out.print(table)
+    if info.get("trace", "none") != "none":
+        out.print(
+            f"traced at level {info['trace']}: latencies include the profilers' overhead; "
+            f"`pinbench runs trace {info['id'][:8]}` shows the trace"
+        )
 
 
 @runs_app.command("list")
@@ -555,6 +560,8 @@ def runs_list(
     table = Table("run", "status", "model", "framework", "scenario", "p50", "top1", box=None)
     for r in rows:
         p50 = _fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
+        if p50 and r.get("trace", "none") != "none":
+            p50 += f" (traced: {r['trace']})"
         top1 = f"{r['top1']:.4f}" if "top1" in r else ""
         table.add_row(
             r["id"][:8],

@@ -167,6 +167,18 @@ def test_a_new_user_publishes_resolves_locks_and_runs_through_the_cli(
     )
     assert report.read_text().startswith("# pinbench report: 2 run(s)")  # made by the server
 
+    # a traced run through the server; its trace read back through the blob endpoint
+    run_args = ("run", str(lock_path), "--runner", "local", "--trace", "framework", "--json")
+    assert cli(server, "owner", *run_args, monkeypatch=monkeypatch) == 0
+    traced = json.loads(capsys.readouterr().out)
+    assert traced["trace"] == "framework" and traced["trace_sha256"]
+    args = ("runs", "trace", traced["id"], "--json")
+    assert cli(server, None, *args, monkeypatch=monkeypatch) == 0
+    (view,) = json.loads(capsys.readouterr().out)["runs"]
+    assert view["level"] == "framework" and view["operators"][0]["count"] == view["predictions"]
+    assert cli(server, None, "runs", "trace", runs[0], monkeypatch=monkeypatch) == 1
+    assert "has no trace: it ran at trace level 'none'" in capsys.readouterr().err
+
     # refused: anonymous publish, a publish into another namespace, an anonymous run
     other = model_manifest(tmp_path, "1.0.1", b"other bytes")
     assert cli(server, None, "publish", str(other), monkeypatch=monkeypatch) == 1

@@ -213,7 +213,10 @@ def test_cli_run_and_runs_list_contract(cli: Cli, tmp_path: Path, catalog_dir: P
     assert runs[0]["model"].startswith(builtin.MODEL_NAME + "@")
     shown = cli("runs", "show", runs[0]["id"][:8])
     assert shown.code == 0 and "top1" in shown.out
-    assert cli("run", str(tmp_path / "a.lock"), "--trace", "full").code == 1
+    traced = cli("run", str(tmp_path / "a.lock"), "--trace", "model")
+    assert traced.code == 0 and "traced at level model" in traced.out
+    assert cli("run", str(tmp_path / "a.lock"), "--trace", "bogus").code == 1
+    assert len(json.loads(cli("runs", "list", "--json").out)) == 2
 
 
 def test_rerun_of_an_accuracy_run_runs_once_and_reproduces(digits: Workspace) -> None:

@@ -136,14 +136,14 @@ def _evaluate(
     if profiling:
         say(f"tracing at level {job.trace}: {cls.TITLE}'s profiler is on")
         predictor.start_profiling(job.scratch / "profile")
-    with recorder.phase("load model", role="load"):
-        predictor.open(
-            ModelFiles(
-                job.model_paths, body.model.format, body.model.architecture, body.model.trusted
-            ),
-            options,
-        )
     try:
+        with recorder.phase("load model", role="load"):
+            predictor.open(
+                ModelFiles(
+                    job.model_paths, body.model.format, body.model.architecture, body.model.trusted
+                ),
+                options,
+            )
         first = inputs[: body.batch_size]
         predictor.check_input(first)
         with recorder.phase("first predict (cold)", role="cold"):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MISSING = "(absent)"
-RESULT_DETAILS = frozenset({"loadgen", "outputs_sha256", "preprocess_cache_hit"})
+RESULT_DETAILS = frozenset({"loadgen", "outputs_sha256", "preprocess_cache_hit", "trace"})
 """Details that are outcomes of the run, not inputs or environment: left out of the diff."""
 
 
@@ -48,12 +48,14 @@ def diff(columns: list[dict[str, str]]) -> list[DiffRow]:
 
 def inputs_of(info: dict[str, Any]) -> dict[str, str]:
     """A run's lockfile and environment, flattened: ``lockfile.*`` (what was pinned),
-    ``runner``, ``environment`` (its digest), ``host.*`` and ``details.*`` (as run)."""
+    ``runner``, ``trace`` (its level), ``environment`` (its digest), ``host.*`` and
+    ``details.*`` (as run)."""
     details = {k: v for k, v in (info.get("details") or {}).items() if k not in RESULT_DETAILS}
     return flatten(
         {
             "lockfile": info["lockfile_body"],
             "runner": info["runner"],
+            "trace": info.get("trace", "none"),
             "environment": info["environment"],
             "host": info.get("host") or {},
             "details": details,

@@ -85,6 +85,12 @@ def run_facts(run: RunData) -> dict[str, str]:
         "threads": "default" if i["threads"] is None else str(i["threads"]),
         "lockfile": i["lockfile"],
         "runner": i["runner"],
+        "trace": run.trace
+        + (
+            f" (latencies traced; trace sha256 {i['trace_sha256'][:12]})"
+            if i.get("trace_sha256")
+            else ""
+        ),
         "environment": i["environment"] or "",
         "python": str(env.get("python", "")),
         "host": f"{host.get('cpu')}, {host.get('cores')} cores, {host.get('os')}" if host else "",

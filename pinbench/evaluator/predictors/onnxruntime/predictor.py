@@ -99,7 +99,8 @@ class OnnxRuntimePredictor(Predictor):
         self._profile = scratch
 
     def stop_profiling(self) -> FrameworkTrace:
-        assert self._session is not None
+        if self._session is None:
+            raise RuntimeError("the profiled session was never opened")
         offset = wall_minus_perf()  # the profiler stamps events with the wall clock
         start_ns = int(self._session.get_profiling_start_time_ns())
         path = Path(self._session.end_profiling())

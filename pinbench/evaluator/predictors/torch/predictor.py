@@ -4,7 +4,6 @@ architecture. Pickled modules (``torch-pickle``) load only when the manifest say
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
@@ -122,8 +121,8 @@ class TorchPredictor(Predictor):
         torch.set_num_threads(self._threads)  # the setting is process-wide
 
     def start_profiling(self, scratch: Path) -> None:
-        """``torch.profiler`` on the CPU activities (Kineto); its log lines stay quiet."""
-        os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+        """``torch.profiler`` on the CPU activities (Kineto). Kineto prints a ``USDT:`` line at
+        start and stop that no setting silences (torch 2.13)."""
         from torch.profiler import ProfilerActivity, profile
 
         self._profiler = profile(activities=[ProfilerActivity.CPU])
