@@ -43,11 +43,10 @@ from pinbench.registry.ranges import Range, parse_version, satisfying
 from pinbench.registry.request import load_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.remote import Remote, remote_from_env
-from pinbench.tables import parity_table
+from pinbench.tables import fmt_ns, parity_table, print_categories, print_trace
 from pinbench.trace.analysis import TraceView
 from pinbench.trace.analysis import compare as compare_traces
 from pinbench.trace.levels import parts
-from pinbench.trace.ops import CategoryRow
 from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
@@ -517,10 +516,6 @@ METRIC_ROWS = [
 ]
 
 
-def _fmt_ns(value: float) -> str:
-    return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
-
-
 def _print_run(info: dict[str, Any]) -> None:
     out = _out()
     out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
@@ -531,7 +526,7 @@ def _print_run(info: dict[str, Any]) -> None:
     table = Table("metric", "value", box=None)
     for label, key in METRIC_ROWS:
         if key in info:
-            table.add_row(label, _fmt_ns(info[key]))
+            table.add_row(label, fmt_ns(info[key]))
     if "throughput_sps" in info:
         table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
     for key in ("top1", "top5"):
@@ -559,7 +554,7 @@ def runs_list(
         return
     table = Table("run", "status", "model", "framework", "scenario", "p50", "top1", box=None)
     for r in rows:
-        p50 = _fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
+        p50 = fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
         if p50 and r.get("trace", "none") != "none":
             p50 += f" (traced: {r['trace']})"
         top1 = f"{r['top1']:.4f}" if "top1" in r else ""
@@ -757,93 +752,13 @@ def runs_trace(
             }
         )
         return
+    out = _out()
     for view in views:
-        _print_trace(view, top)
+        print_trace(out, view, top)
     if categories:
-        _print_categories(views, categories)
+        print_categories(out, views, categories)
     if chrome is not None:
         _err().print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
-
-
-def _print_trace(view: TraceView, top: int) -> None:
-    out, meta = _out(), view.meta
-    info = view.run
-    out.print(Text(f"run {info['id'][:8]}  traced at level {meta.get('level')}", style="bold"))
-    out.print(
-        f"{info['model']} on {info['framework']}, {info['scenario']} {info['mode']}, "
-        f"batch {info['batch_size']}: {view.predictions} timed predictions, "
-        f"model time {_fmt_ns(view.model_ns)} (latencies traced)"
-    )
-    cold = meta.get("cold_start", {})
-    if "load_ns" in cold and "first_predict_ns" in cold:
-        warm = cold.get("warm_p50_ns") or 0
-        ratio = (
-            f" ({cold['first_predict_ns'] / warm:,.1f}x the warm p50 {_fmt_ns(warm)})"
-            if warm
-            else ""
-        )
-        out.print(
-            f"cold start: load {_fmt_ns(cold['load_ns'])}, first predict "
-            f"{_fmt_ns(cold['first_predict_ns'])}{ratio}"
-        )
-    phases = Table("phase", "time", box=None)
-    for name, ns in view.phases():
-        phases.add_row(name, _fmt_ns(ns))
-    out.print(phases)
-    if "framework_trace" not in meta:
-        out.print(
-            f"no operator table: traced at level {meta.get('level')!r} "
-            "(framework or full record the framework's operators)"
-        )
-    else:
-        table = Table("layer / operator", "op", "count", "total", "mean", "share", box=None)
-        for row in view.ops[:top]:
-            table.add_row(
-                row.name,
-                row.op if row.op != row.name else "",
-                f"{row.count:,}",
-                _fmt_ns(row.total_ns),
-                _fmt_ns(row.mean_ns),
-                f"{view.share(row):.1%}",
-            )
-        out.print(table)
-        rest = len(view.ops) - top
-        if rest > 0:
-            out.print(f"... {rest} more operator(s)")
-        fw = meta["framework_trace"]
-        out.print(
-            f"operators cover {view.covered():.1%} of model time (the rest: the "
-            f"framework's own work between operators and the Python call); from "
-            f"{fw['source']}, {fw['in_spans']:,} of {fw['events']:,} events inside "
-            f"pinbench's spans"
-        )
-        if view.cold_ops:
-            slow = ", ".join(f"{r.name} {_fmt_ns(r.total_ns)}" for r in view.cold_ops[:3])
-            out.print(f"cold predict's slowest operators: {slow}")
-    for note in meta.get("system", {}).get("notes", []):
-        out.print(Text(f"system: {note}", style="yellow"))
-    out.print("")
-
-
-def _print_categories(views: list[TraceView], rows: list[CategoryRow]) -> None:
-    heads = [f"{v.run['id'][:8]} {v.run['framework'] or ''}" for v in views]
-    table = Table("category (per prediction)", *heads, box=None)
-    for row in rows:
-        table.add_row(
-            row.category,
-            *[
-                f"{_fmt_ns(ns)} ({sh:.0%})"
-                for ns, sh in zip(row.per_prediction_ns, row.shares, strict=True)
-            ],
-        )
-    _out().print(table)
-    if rows:
-        top = rows[0]
-        _out().print(
-            f"largest difference: {top.category} "
-            f"({_fmt_ns(min(top.per_prediction_ns))} to "
-            f"{_fmt_ns(max(top.per_prediction_ns))} per prediction)"
-        )
 
 
 @runs_app.command("parity")

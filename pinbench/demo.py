@@ -3,12 +3,14 @@
 init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify -> run the digits
 CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
 (SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
-verdict -> an HTML report of the digits runs; then it shows that a tampered blob stops
+verdict -> the CNN traced at level full on ONNX Runtime and PyTorch, layer tables compared ->
+an HTML report of the digits runs; then it shows that a tampered blob stops
 verification and that a published version cannot change.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,10 @@ from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
-from pinbench.tables import parity_table
+from pinbench.tables import parity_table, print_categories, print_trace
+from pinbench.trace.analysis import TraceView
+from pinbench.trace.analysis import compare as compare_traces
+from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
@@ -164,6 +169,8 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     for line in verdict.lines:
         out.print(Text(line, style="bold green" if line == "reproduced" else ""))
 
+    _trace(ws, workdir, out, step, locks)
+
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
     step(f"pinbench runs report ({len(digits_runs)} digits CNN runs) --html")
     page = workdir / "report.html"
@@ -173,6 +180,29 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     _tamper(ws, locks[next(iter(locks))], out, step)
     _conflict(ws, workdir, out, step)
     out.print(Text("\ndemo complete", style="bold green"))
+
+
+def _trace(
+    ws: Workspace,
+    workdir: Path,
+    out: Console,
+    step: Callable[[str], None],
+    locks: dict[Job, Lockfile],
+) -> None:
+    """The digits CNN on ONNX Runtime and PyTorch at trace level full: each layer table, then
+    the two breakdowns side by side; the ONNX Runtime trace written for Perfetto."""
+    step("pinbench run --trace full, then pinbench runs trace (ONNX Runtime vs PyTorch)")
+    views = []
+    for fw in ("onnxruntime", "torch"):
+        job = Job(cnn.model_name(fw), fw, builtin.DATASET_NAME, "SingleStream")
+        outcome = run_lockfile(ws, locks[job], say=lambda text: None, trace="full")
+        info = show_run(ws, outcome.id)
+        views.append(TraceView(info, trace_of(ws, info)))
+        print_trace(out, views[-1], 5)
+    print_categories(out, views, compare_traces(views))
+    chrome = workdir / "trace-onnxruntime.json"
+    chrome.write_text(json.dumps(views[0].trace))
+    out.print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
 def _table(runs: dict[Job, dict[str, Any]]) -> Table:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pinbench.evaluator.parity import Parity
+from pinbench.trace.analysis import TraceView
+from pinbench.trace.ops import CategoryRow
+
+
+def fmt_ns(value: float) -> str:
+    return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
 
 
 def parity_table(rows: list[Parity]) -> Table:
@@ -22,3 +30,86 @@ def parity_table(rows: list[Parity]) -> Table:
             f"{r.top1_agree}/{r.samples}",
         )
     return table
+
+
+def print_trace(out: Console, view: TraceView, top: int) -> None:
+    """What `pinbench runs trace` prints for one run: cold start, phases, operator table."""
+    meta = view.meta
+    info = view.run
+    out.print(Text(f"run {info['id'][:8]}  traced at level {meta.get('level')}", style="bold"))
+    out.print(
+        f"{info['model']} on {info['framework']}, {info['scenario']} {info['mode']}, "
+        f"batch {info['batch_size']}: {view.predictions} timed predictions, "
+        f"model time {fmt_ns(view.model_ns)} (latencies traced)"
+    )
+    cold = meta.get("cold_start", {})
+    if "load_ns" in cold and "first_predict_ns" in cold:
+        warm = cold.get("warm_p50_ns") or 0
+        ratio = (
+            f" ({cold['first_predict_ns'] / warm:,.1f}x the warm p50 {fmt_ns(warm)})"
+            if warm
+            else ""
+        )
+        out.print(
+            f"cold start: load {fmt_ns(cold['load_ns'])}, first predict "
+            f"{fmt_ns(cold['first_predict_ns'])}{ratio}"
+        )
+    phases = Table("phase", "time", box=None)
+    for name, ns in view.phases():
+        phases.add_row(name, fmt_ns(ns))
+    out.print(phases)
+    if "framework_trace" not in meta:
+        out.print(
+            f"no operator table: traced at level {meta.get('level')!r} "
+            "(framework or full record the framework's operators)"
+        )
+    else:
+        table = Table("layer / operator", "op", "count", "total", "mean", "share", box=None)
+        for row in view.ops[:top]:
+            table.add_row(
+                row.name,
+                row.op if row.op != row.name else "",
+                f"{row.count:,}",
+                fmt_ns(row.total_ns),
+                fmt_ns(row.mean_ns),
+                f"{view.share(row):.1%}",
+            )
+        out.print(table)
+        rest = len(view.ops) - top
+        if rest > 0:
+            out.print(f"... {rest} more operator(s)")
+        fw = meta["framework_trace"]
+        out.print(
+            f"operators cover {view.covered():.1%} of model time (the rest: the "
+            f"framework's own work between operators and the Python call); from "
+            f"{fw['source']}, {fw['in_spans']:,} of {fw['events']:,} events inside "
+            f"pinbench's spans"
+        )
+        if view.cold_ops:
+            slow = ", ".join(f"{r.name} {fmt_ns(r.total_ns)}" for r in view.cold_ops[:3])
+            out.print(f"cold predict's slowest operators: {slow}")
+    for note in meta.get("system", {}).get("notes", []):
+        out.print(Text(f"system: {note}", style="yellow"))
+    out.print("")
+
+
+def print_categories(out: Console, views: list[TraceView], rows: list[CategoryRow]) -> None:
+    """Several runs' operator time per prediction, by category."""
+    heads = [f"{v.run['id'][:8]} {v.run['framework'] or ''}" for v in views]
+    table = Table("category (per prediction)", *heads, box=None)
+    for row in rows:
+        table.add_row(
+            row.category,
+            *[
+                f"{fmt_ns(ns)} ({sh:.0%})"
+                for ns, sh in zip(row.per_prediction_ns, row.shares, strict=True)
+            ],
+        )
+    out.print(table)
+    if rows:
+        top = rows[0]
+        out.print(
+            f"largest difference: {top.category} "
+            f"({fmt_ns(min(top.per_prediction_ns))} to "
+            f"{fmt_ns(max(top.per_prediction_ns))} per prediction)"
+        )

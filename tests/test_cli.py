@@ -188,6 +188,9 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     assert f"wrote {report}" in first.out.replace("\n", "")
     page = report.read_text()
     assert page.count('class="chart-spec"') == 3  # CDF, histogram, accuracy (no sweep here)
+    assert first.out.count("layer / operator") == 2 and "largest difference" in first.out
+    trace = json.loads((tmp_path / "home" / "demo" / "trace-onnxruntime.json").read_text())
+    assert trace["pinbench"]["level"] == "full" and trace["pinbench"]["ops"]
     second = cli("demo")
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out
