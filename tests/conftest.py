@@ -10,12 +10,11 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from pinbench import catalog as builtin
-from pinbench.cli import main
 from pinbench.config import Settings
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, CliResult
+from tests.helpers import Cli, in_process_cli
 from tests.pg import postgres_server
 
 
@@ -67,17 +66,7 @@ def ws_any(tmp_path: Path, database_url: str) -> Iterator[Workspace]:
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """Run ``pinbench ARGS`` in-process against a home under tmp_path."""
-    monkeypatch.setenv("PINBENCH_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("PINBENCH_DATABASE_URL", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def run(*args: str) -> CliResult:
-        capsys.readouterr()
-        code = main(list(args))
-        captured = capsys.readouterr()
-        return CliResult(code, captured.out, captured.err)
-
-    return run
+    return in_process_cli(monkeypatch, capsys, tmp_path / "home")
 
 
 @pytest.fixture(scope="session")

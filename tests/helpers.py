@@ -1,4 +1,5 @@
-"""Builders for test artifacts: files on disk and manifests that describe them."""
+"""Builders for tests: files on disk and manifests that describe them, a workspace with a
+catalog published, the CLI run in-process."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+
+from pinbench.cli import main
+from pinbench.config import Settings
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
+from pinbench.workspace import Workspace
 
 
 @dataclass
@@ -78,3 +86,38 @@ def dump(path: Path, data: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def in_process_cli(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    home: Path,
+    database_url: str | None = None,
+) -> Cli:
+    """``pinbench ARGS`` in-process against ``home`` (and ``database_url``, else the home's
+    SQLite file), never a server."""
+    monkeypatch.setenv("PINBENCH_HOME", str(home))
+    if database_url is None:
+        monkeypatch.delenv("PINBENCH_DATABASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("PINBENCH_DATABASE_URL", database_url)
+    monkeypatch.delenv("PINBENCH_URL", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def published_workspace(root: Path, catalog: Path) -> Workspace:
+    """A workspace under ``root`` (SQLite at ``root/db``) with every manifest in ``catalog``
+    published; the caller closes it."""
+    ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
+    ws.init()
+    for path in sorted(catalog.glob("*.yaml")):
+        publish(ws, load_manifest(path), manifest_dir=catalog, publisher="test")
+    return ws

@@ -24,20 +24,17 @@ from pinbench import reports
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.catalog import cnn
-from pinbench.config import Settings
 from pinbench.errors import UserError
 from pinbench.evaluator.history import RunNotFound, show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.registry import service
-from pinbench.registry.manifest import load_manifest
-from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.reports.charts import accuracy_points, charts
 from pinbench.reports.data import EmptyReport, TooManyRuns
 from pinbench.reports.diff import MISSING, diff, flatten, run_diff
 from pinbench.reports.view import fmt
 from pinbench.workspace import Workspace
-from tests.helpers import Cli
+from tests.helpers import Cli, published_workspace
 
 QUICK = {"min_duration_ms": 200, "min_query_count": 30}
 
@@ -67,10 +64,7 @@ def _run(ws: Workspace, **request: Any) -> list[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Runs]:
     root = tmp_path_factory.mktemp("reports")
     db = f"sqlite:///{root}/db"
-    ws = Workspace(Settings(home=root / "home", database_url=db))
-    ws.init()
-    for path in sorted(cnn_catalog_dir.glob("*.yaml")):
-        publish(ws, load_manifest(path), manifest_dir=cnn_catalog_dir, publisher="test")
+    ws = published_workspace(root, cnn_catalog_dir)
     acc, perf = {}, {}
     for fw in ("onnxruntime", "torch"):
         model = f"{cnn.model_name(fw)}@^1"

@@ -23,15 +23,11 @@ from hypothesis import strategies as st
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.catalog import DATASET_NAME, cnn
-from pinbench.cli import main
-from pinbench.config import Settings
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import load_manifest
-from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.trace.align import align, best_point
 from pinbench.trace.levels import (
@@ -46,7 +42,7 @@ from pinbench.trace.levels import (
 from pinbench.trace.ops import OpRow, category, op_table
 from pinbench.trace.summary import NoTrace, trace_of
 from pinbench.workspace import Workspace
-from tests.helpers import CliResult
+from tests.helpers import Cli, in_process_cli, published_workspace
 
 QUICK = {"min_duration_ms": 200, "min_query_count": 50}
 FRAMEWORKS = ("onnxruntime", "torch", "tensorflow")
@@ -78,31 +74,16 @@ def _lock(ws: Workspace, framework: str, **extra: Any) -> Lockfile:
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Traced]:
     root = tmp_path_factory.mktemp("trace")
-    db = f"sqlite:///{root}/db"
-    ws = Workspace(Settings(home=root / "home", database_url=db))
-    ws.init()
-    for path in sorted(cnn_catalog_dir.glob("*.yaml")):
-        publish(ws, load_manifest(path), manifest_dir=cnn_catalog_dir, publisher="test")
+    ws = published_workspace(root, cnn_catalog_dir)
     full = {fw: run_lockfile(ws, _lock(ws, fw), say=quiet, trace="full").id for fw in FRAMEWORKS}
-    yield Traced(ws, root / "home", db, full)
+    yield Traced(ws, root / "home", f"sqlite:///{root}/db", full)
     ws.close()
 
 
 @pytest.fixture
-def cli(traced: Traced, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+def cli(traced: Traced, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """``pinbench ARGS`` in-process against the module's workspace."""
-    monkeypatch.setenv("PINBENCH_HOME", str(traced.home))
-    monkeypatch.setenv("PINBENCH_DATABASE_URL", traced.db)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("PINBENCH_URL", raising=False)
-
-    def run(*args: str) -> CliResult:
-        capsys.readouterr()
-        code = main(list(args))
-        captured = capsys.readouterr()
-        return CliResult(code, captured.out, captured.err)
-
-    return run
+    return in_process_cli(monkeypatch, capsys, traced.home, traced.db)
 
 
 # ---------------------------------------------------------------- levels
@@ -142,7 +123,7 @@ def test_a_framework_without_a_profiler_is_told_what_it_offers(level: str, refus
 
 
 def test_an_unknown_level_is_refused_before_anything_runs(
-    traced: Traced, cli: Any, tmp_path: Path
+    traced: Traced, cli: Cli, tmp_path: Path
 ) -> None:
     lock_path = tmp_path / "a.lock"
     _lock(traced.ws, "onnxruntime").write(lock_path)
@@ -208,6 +189,7 @@ def test_a_full_trace_nests_operators_in_model_spans(traced: Traced, framework: 
     assert meta["cold_ops"]
     # System samples on the same clock; what could not be sampled is said.
     counters = [e for e in trace["traceEvents"] if e.get("ph") == "C"]
+    assert min(e["ts"] for e in trace["traceEvents"] if "ts" in e) >= 0  # one origin for all
     assert {c["name"] for c in counters} >= {"cpu", "memory"}
     assert all(c["args"]["rss_mb"] > 0 for c in counters if c["name"] == "memory")
     system = meta["system"]
@@ -218,7 +200,7 @@ def test_a_full_trace_nests_operators_in_model_spans(traced: Traced, framework: 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_runs_trace_prints_the_layer_table(
-    traced: Traced, cli: Any, framework: str, tmp_path: Path
+    traced: Traced, cli: Cli, framework: str, tmp_path: Path
 ) -> None:
     run_id = traced.full[framework]
     chrome = tmp_path / "trace.json"
@@ -250,7 +232,7 @@ def test_runs_trace_prints_the_layer_table(
     )
 
 
-def test_two_frameworks_breakdowns_compared(traced: Traced, cli: Any) -> None:
+def test_two_frameworks_breakdowns_compared(traced: Traced, cli: Cli) -> None:
     a, b = traced.full["onnxruntime"], traced.full["torch"]
     result = cli("runs", "trace", a, b)
     assert result.code == 0, result.err
@@ -262,7 +244,7 @@ def test_two_frameworks_breakdowns_compared(traced: Traced, cli: Any) -> None:
     assert len(conv) == 2 and all(ns > 0 for ns in conv)
 
 
-def test_a_model_level_trace_has_spans_but_no_operators(traced: Traced, cli: Any) -> None:
+def test_a_model_level_trace_has_spans_but_no_operators(traced: Traced, cli: Cli) -> None:
     outcome = run_lockfile(traced.ws, _lock(traced.ws, "onnxruntime"), say=quiet, trace="model")
     trace = trace_of(traced.ws, show_run(traced.ws, outcome.id))
     assert not _spans(trace, "operator", "framework")
@@ -272,7 +254,7 @@ def test_a_model_level_trace_has_spans_but_no_operators(traced: Traced, cli: Any
     assert result.code == 0 and "no operator table: traced at level 'model'" in result.out
 
 
-def test_a_run_without_a_trace_says_so(traced: Traced, cli: Any) -> None:
+def test_a_run_without_a_trace_says_so(traced: Traced, cli: Cli) -> None:
     outcome = run_lockfile(traced.ws, _lock(traced.ws, "onnxruntime"), say=quiet)
     info = show_run(traced.ws, outcome.id)
     assert info["trace"] == "none" and info["trace_sha256"] is None

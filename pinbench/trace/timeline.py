@@ -88,7 +88,8 @@ def _meta(name: str, tid: int | None, value: str) -> dict[str, Any]:
 
 def build(rec: Recording) -> dict[str, Any]:
     """The Chrome trace of a recording, with its operator table in the metadata."""
-    origin = min([p.start_ns for p in rec.phases] or [0])
+    samples = rec.samples.times_ns[:1] if rec.samples is not None else []
+    origin = min([p.start_ns for p in rec.phases] + samples or [0])
     shown = min(TIMELINE_PREDICTS, int(rec.starts.size))
     events: list[dict[str, Any]] = [
         _meta("process_name", None, f"pinbench evaluator: {rec.framework} {rec.framework_version}"),
