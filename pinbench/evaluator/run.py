@@ -132,6 +132,7 @@ def run_lockfile(
     if run_id is not None:
         attempt.id = run_id
     evidence = attempt.evidence
+    trace_data: dict[str, Any] | None = None
     try:
         say("verifying every pinned byte")
         verify_lockfile(ws, lock)
@@ -140,7 +141,8 @@ def run_lockfile(
         attempt.latencies = _save_array(ws, evidence.latencies)
         if evidence.trace is not None:
             attempt.trace = ws.store.put_bytes(evidence.trace)
-            evidence.details["trace"] = summarise(evidence.trace)
+            trace_data = msgspec.json.decode(evidence.trace)
+            evidence.details["trace"] = summarise(trace_data)
         if evidence.outputs is not None:
             evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
         attempt.status = "succeeded"
@@ -155,18 +157,17 @@ def run_lockfile(
         raise
     finally:
         _record(ws, attempt)
-    if evidence.trace is not None and otel.endpoint():
-        _export_trace(evidence.trace, attempt, say)
+    url = otel.endpoint()
+    if trace_data is not None and url:
+        _export_trace(trace_data, attempt, url, say)
     return RunOutcome(attempt.id, attempt.status, evidence.metrics)
 
 
-def _export_trace(trace: bytes, attempt: _Attempt, say: Say) -> None:
+def _export_trace(trace: dict[str, Any], attempt: _Attempt, url: str, say: Say) -> None:
     """Send the trace out through OpenTelemetry; a failure is said, the run stands."""
-    url = otel.endpoint()
-    assert url is not None
     try:
         sent = otel.export(
-            msgspec.json.decode(trace),
+            trace,
             run_id=attempt.id,
             lockfile=attempt.lock.digest.hex,
             url=url,

@@ -64,7 +64,6 @@ class Recorder:
         """Stop sampling (idempotent; also on failure, so no thread outlives the run)."""
         if self._sampler is not None and self.recording.samples is None:
             self.recording.samples = self._sampler.stop()
-            self.recording.system = self._sampler.metadata()
 
     def finish(self) -> bytes | None:
         """The Chrome trace as JSON bytes, or None when not tracing."""

@@ -27,9 +27,9 @@ class NoTrace(UserError):
         self.level = level
 
 
-def summarise(trace: bytes) -> dict[str, Any]:
+def summarise(trace: dict[str, Any]) -> dict[str, Any]:
     """What a run's details keep of its trace: level, cold start, sizes, notes."""
-    meta = msgspec.json.decode(trace)["pinbench"]
+    meta = trace["pinbench"]
     out = {k: meta[k] for k in ("level", "cold_start", "predictions") if k in meta}
     if "framework_trace" in meta:
         fw = meta["framework_trace"]

@@ -28,6 +28,16 @@ class Samples:
     ``gpu0.util_percent``) -> value."""
     notes: list[str] = field(default_factory=list)
 
+    def metadata(self) -> dict[str, Any]:
+        """What the trace's metadata says of the sampling: interval, count, notes, counters."""
+        counters = sorted({k for row in self.rows for k in row})
+        return {
+            "interval_ms": self.interval_ms,
+            "samples": len(self.times_ns),
+            "notes": self.notes,
+            "counters": counters,
+        }
+
 
 def _system_cpu() -> tuple[int, int] | None:
     """(busy, total) jiffies of all CPUs, from ``/proc/stat``."""
@@ -143,13 +153,3 @@ class Sampler:
             self.samples.times_ns.append(t)
             self.samples.rows.append(row)
             last_t, last_cpu, last_sys = t, cpu, sys_cpu
-
-    def metadata(self) -> dict[str, Any]:
-        s = self.samples
-        counters = sorted({k for row in s.rows for k in row})
-        return {
-            "interval_ms": s.interval_ms,
-            "samples": len(s.times_ns),
-            "notes": s.notes,
-            "counters": counters,
-        }

@@ -55,7 +55,6 @@ class Recording:
     """Every timed ``predict`` of the scenario (start, latency)."""
     framework_trace: FrameworkTrace | None = None
     samples: Samples | None = None
-    system: dict[str, Any] | None = None
 
 
 def _us(t: int, origin: int) -> float:
@@ -128,7 +127,7 @@ def build(rec: Recording) -> dict[str, Any]:
         )
     if rec.samples is not None:
         _counters(rec.samples, origin, events)
-        meta["system"] = rec.system or {}
+        meta["system"] = rec.samples.metadata()
     return {"traceEvents": events, "displayTimeUnit": "ns", "pinbench": meta}
 
 
