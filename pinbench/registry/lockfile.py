@@ -38,11 +38,14 @@ class _Frozen(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     pass
 
 
-class LockedFile(_Frozen, frozen=True, kw_only=True):
+class LockedFile(_Frozen, frozen=True, kw_only=True, omit_defaults=True):
     path: str
     sha256: str
     size: int
     source: str | None
+    """For a remote source, pinned: ``hf://`` and ``dvc://`` name a commit."""
+    md5: str | None = None
+    """A legacy digest kept beside the sha256 (DVC's md5, an MLModelScope checksum)."""
 
 
 class LockedArtifact(_Frozen, frozen=True, kw_only=True):

@@ -52,7 +52,13 @@ def build_lockfile(
             version=row.version,
             manifest_digest=row.manifest_digest,
             files=[
-                LockedFile(path=f.path, sha256=f.sha256, size=f.size, source=f.source)
+                LockedFile(
+                    path=f.path,
+                    sha256=f.sha256,
+                    size=f.size,
+                    source=f.source,
+                    md5=_md5s(row.manifest).get(f.path),
+                )
                 for f in row.files
             ],
         )
@@ -122,6 +128,10 @@ def build_lockfile(
         system=request.system,
     )
     return Lockfile(body)
+
+
+def _md5s(manifest: dict[str, Any]) -> dict[str, str]:
+    return {f["path"]: f["md5"] for f in manifest.get("files", []) if f.get("md5")}
 
 
 def canonical_digest(request: Request) -> str:

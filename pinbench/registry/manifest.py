@@ -23,6 +23,9 @@ from pinbench.registry.names import KINDS, check_name
 from pinbench.registry.ranges import Range, parse_version
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_MD5 = re.compile(r"[0-9a-f]{32}")
+REMOTE_SCHEMES = ("https://", "http://", "hf://", "dvc://")
+"""Sources whose bytes are fetched (and pinned) at publish; see ``pinbench.artifacts.sources``."""
 _IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -55,20 +58,42 @@ def check_relative_path(path: str) -> str:
 
 class FileEntry(_Strict, frozen=True, kw_only=True):
     path: str
-    sha256: str
+    sha256: str | None = None
+    """Required, except for a file with a remote source: publishing fetches it, computes the
+    sha256 and stores the manifest with it filled in."""
     size: int | None = None
     source: str | None = None
-    """Where the bytes come from: ``file:REL`` (relative to the manifest) or a URI."""
+    """Where the bytes come from: ``file:REL`` (relative to the manifest) or a URI
+    (``https://``, ``hf://ORG/REPO@REV/PATH``, ``dvc://REPO@REV/PATH``)."""
+    md5: str | None = None
+    """A legacy digest (MLModelScope manifests, DVC): checked when the bytes are fetched and
+    kept beside the sha256. Never a substitute for it."""
 
     def __post_init__(self) -> None:
         check_relative_path(self.path)
-        if not _SHA256.fullmatch(self.sha256):
+        if self.sha256 is None:
+            if not self.remote:
+                raise ValueError(
+                    f"sha256 of {self.path!r} is required (it may be left out only for a file "
+                    f"with a remote source: {', '.join(REMOTE_SCHEMES)})"
+                )
+        elif not _SHA256.fullmatch(self.sha256):
             raise ValueError(f"sha256 of {self.path!r} must be 64 lowercase hex digits")
+        if self.md5 is not None and not _MD5.fullmatch(self.md5):
+            raise ValueError(f"md5 of {self.path!r} must be 32 lowercase hex digits")
         if self.size is not None and self.size < 0:
             raise ValueError(f"size of {self.path!r} must be >= 0")
 
     @property
+    def remote(self) -> bool:
+        return self.source is not None and self.source.startswith(REMOTE_SCHEMES)
+
+    @property
     def digest(self) -> Digest:
+        if self.sha256 is None:
+            raise UserError(
+                f"file {self.path!r} has no sha256 yet: publish fetches it from {self.source}"
+            )
         return Digest(self.sha256)
 
 
@@ -410,10 +435,19 @@ def load_manifest(path: Path) -> Manifest:
     return load_manifest_text(text, source=str(path))
 
 
+LATE_FILE_FIELDS = ("md5",)
+"""File fields added after manifests were first published: left out of the stored data while
+unset, so the digests of manifests published before them do not change."""
+
+
 def manifest_data(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain data, every default filled in (what is stored and digested)."""
     data = msgspec.to_builtins(manifest)
     assert isinstance(data, dict)
+    for entry in data.get("files", []):
+        for name in LATE_FILE_FIELDS:
+            if entry.get(name) is None:
+                entry.pop(name, None)
     return data
 
 
