@@ -248,11 +248,12 @@ def _exactly_one(step: msgspec.Struct) -> None:
 
 class LabelsRef(_Strict, frozen=True, kw_only=True):
     path: str
-    sha256: str
+    sha256: str | None = None
+    """Left out, it is the labels file's own sha256 (filled in at publish)."""
 
     def __post_init__(self) -> None:
         check_relative_path(self.path)
-        if not _SHA256.fullmatch(self.sha256):
+        if self.sha256 is not None and not _SHA256.fullmatch(self.sha256):
             raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
 
 
