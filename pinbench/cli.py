@@ -228,11 +228,14 @@ def publish(
 ) -> None:
     """Publish one artifact: validate, hash and store its files, record it.
 
-    A published version never changes: the same manifest again is a no-op, another one is
-    refused.
+    Files with a remote source (https://, hf://ORG/REPO@REV/PATH, dvc://REPO@REV/PATH) are
+    fetched and hashed on the way in; a branch or tag is pinned to its commit and the published
+    manifest records the commit and each file's sha256 (checked against any md5 or sha256 the
+    manifest gives). A published version never changes: the same manifest again is a no-op,
+    another one is refused.
     """
     info = _remote_or_here(
-        lambda remote: remote.publish(manifest, files),
+        lambda remote: remote.publish(manifest, files, say=_err().print),
         lambda ws: _publish_here(ws, manifest, files, publisher),
     )
     if as_json:
@@ -258,6 +261,7 @@ def _publish_here(
             files_dir=files,
             publisher=publisher,
             progress=progress,
+            say=_err().print,
         )
     return {
         "ref": str(result.ref),
@@ -433,11 +437,15 @@ def verify(
     lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read)."""
+    """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read).
+
+    A file missing from the store is fetched from its pinned source (https://, or hf:// and
+    dvc:// at the commit the lockfile names) and kept only if it matches the pin.
+    """
     lock = Lockfile.read(lockfile)
     with _workspace() as ws, _progress() as progress:
         try:
-            checks = verify_lockfile(ws, lock, progress=progress)
+            checks = verify_lockfile(ws, lock, progress=progress, say=_err().print)
         except VerificationFailed as exc:
             if as_json:
                 _print_json(

@@ -8,7 +8,9 @@ of the system (exit 3).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,11 +20,11 @@ import httpx
 import msgspec
 
 from pinbench.artifacts.digest import Digest
-from pinbench.artifacts.store import ChecksumMismatch
+from pinbench.artifacts.store import BlobStore, ChecksumMismatch
 from pinbench.errors import SystemFailure, UserError
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import load_manifest
-from pinbench.registry.publish import locate
+from pinbench.registry.manifest import load_manifest, manifest_data
+from pinbench.registry.sourcing import locate, needs_completion, stage_files
 from pinbench.trace.summary import NoTrace
 
 FINISHED = ("succeeded", "failed", "interrupted")
@@ -76,16 +78,47 @@ class Remote:
 
     # ------------------------------------------------------------ registry
 
-    def publish(self, manifest_path: Path, files_dir: Path | None = None) -> dict[str, Any]:
-        """Upload a manifest and its files (streamed from disk, manifest first)."""
+    def publish(
+        self,
+        manifest_path: Path,
+        files_dir: Path | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Upload a manifest and its files (streamed from disk, manifest first). Remote sources
+        are fetched and pinned here, on the client, into a temporary store; the completed
+        manifest is what is uploaded, with the fetched bytes."""
         manifest = load_manifest(manifest_path)
+        if not needs_completion(manifest):
+            paths = {
+                f.path: locate(f, manifest_dir=manifest_path.parent, files_dir=files_dir)
+                for f in manifest.files_list
+            }
+            return self._upload(manifest_path.read_bytes(), paths)
+        with tempfile.TemporaryDirectory(prefix="pinbench-fetch-") as tmp:
+            store = BlobStore(Path(tmp))
+            try:
+                staged = stage_files(
+                    store,
+                    manifest,
+                    manifest_dir=manifest_path.parent,
+                    files_dir=files_dir,
+                    say=say,
+                )
+                for blob in staged.pending:
+                    store.commit(blob)
+                paths = {f.path: store.path(f.digest) for f, _ in staged.checked}
+                text = json.dumps(manifest_data(staged.manifest)).encode()
+                return self._upload(text, paths)
+            finally:
+                store.cache.close()
+
+    def _upload(self, manifest: bytes, files: dict[str, Path]) -> dict[str, Any]:
         with contextlib.ExitStack() as stack:
             parts: list[tuple[str, tuple[str, bytes | BinaryIO]]] = [
-                ("manifest", ("manifest.yaml", manifest_path.read_bytes()))
+                ("manifest", ("manifest.yaml", manifest))
             ]
-            for entry in manifest.files_list:
-                source = locate(entry, manifest_dir=manifest_path.parent, files_dir=files_dir)
-                parts.append(("file", (entry.path, stack.enter_context(source.open("rb")))))
+            for path, source in files.items():
+                parts.append(("file", (path, stack.enter_context(source.open("rb")))))
             result: dict[str, Any] = self.json(
                 "POST", "/api/v1/artifacts", files=parts, timeout=None
             )

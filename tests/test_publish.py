@@ -17,8 +17,9 @@ from pinbench.errors import UserError
 from pinbench.registry import catalog
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import ArtifactRef, Spec
-from pinbench.registry.publish import FileProblem, VersionConflict, publish
+from pinbench.registry.publish import VersionConflict, publish
 from pinbench.registry.service import resolve_specs
+from pinbench.registry.sourcing import FileProblem
 from pinbench.workspace import Workspace
 from tests.helpers import dataset_manifest, sha, write_files
 
@@ -95,7 +96,7 @@ def _missing(root: Path) -> dict[str, Any]:
 
 def _remote_source(root: Path) -> dict[str, Any]:
     files = write_files(root, {"x.npy": b"x"})
-    files[0]["source"] = "https://example.invalid/x.npy"
+    files[0]["source"] = "ftp://example.invalid/x.npy"
     return dataset_manifest("digits", "1.0.0", files)
 
 
@@ -105,7 +106,7 @@ BAD_FILES = [
     ("size differs from the declared size", _wrong_size, SizeMismatch, "expected 5 bytes, got 4"),
     ("symlink pointing out of the artifact", _escaping_symlink, FileProblem, "outside"),
     ("declared file missing", _missing, FileProblem, "not found"),
-    ("remote source not supported yet", _remote_source, FileProblem, "only local files"),
+    ("a source scheme not understood", _remote_source, FileProblem, "schemes understood"),
 ]
 
 

@@ -20,7 +20,7 @@ from pinbench.api.problems import UploadTooLarge
 from pinbench.artifacts.store import BlobStore, SizeMismatch, StagedBlob, StageWriter
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, Manifest, load_manifest_text
-from pinbench.registry.publish import FileProblem
+from pinbench.registry.sourcing import FileProblem
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks

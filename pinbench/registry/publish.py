@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from pinbench.artifacts.digest import Digest, Progress
-from pinbench.artifacts.store import ChecksumMismatch, SizeMismatch, StagedBlob
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.sources.fetch import ProgressFactory
+from pinbench.artifacts.store import StagedBlob
 from pinbench.db.engine import Conflict
 from pinbench.db.models import Artifact, ArtifactFile
 from pinbench.errors import UserError
@@ -31,6 +32,7 @@ from pinbench.registry.manifest import (
 )
 from pinbench.registry.names import ArtifactRef, Kind, namespace_of
 from pinbench.registry.ranges import parse_version
+from pinbench.registry.sourcing import needs_completion, stage_files
 from pinbench.workspace import Workspace
 
 
@@ -45,13 +47,6 @@ class VersionConflict(UserError):
         self.new_digest = new_digest
 
 
-class FileProblem(UserError):
-    def __init__(self, *, path: str, reason: str) -> None:
-        super().__init__(f"file {path!r}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
 @dataclass(frozen=True, slots=True)
 class PublishResult:
     ref: ArtifactRef
@@ -61,10 +56,6 @@ class PublishResult:
     files: int
     bytes: int
     new_blobs: int
-
-
-ProgressFactory = Callable[[str, int], Progress]
-"""Given a label and a total size, return a progress callback."""
 
 
 def requires_of(manifest: Manifest) -> list[dict[str, Any]]:
@@ -87,25 +78,6 @@ def requires_of(manifest: Manifest) -> list[dict[str, Any]]:
     if isinstance(manifest, ImageManifest):
         return [{"platform": manifest.platform.key()}]
     return []
-
-
-def locate(entry: FileEntry, *, manifest_dir: Path, files_dir: Path | None) -> Path:
-    """Where a declared file's bytes are on disk; refuse paths that escape the artifact."""
-    if entry.source is not None and entry.source.startswith("file:"):
-        return (manifest_dir / entry.source.removeprefix("file:")).resolve()
-    if entry.source is not None and "://" in entry.source:
-        raise FileProblem(
-            path=entry.path,
-            reason=f"source {entry.source!r}: only local files can be published for now",
-        )
-    base = (files_dir or manifest_dir).resolve()
-    candidate = base / entry.path
-    real = candidate.resolve()
-    if not real.is_relative_to(base):
-        raise FileProblem(
-            path=entry.path, reason=f"resolves to {real}, outside the artifact directory {base}"
-        )
-    return real
 
 
 def ref_of(manifest: Manifest) -> ArtifactRef:
@@ -133,12 +105,38 @@ def publish(
     files_dir: Path | None = None,
     publisher: str | None = None,
     progress: ProgressFactory | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> PublishResult:
-    done = already_published(ws, manifest)
-    if done is not None:
-        return done
-    checked, pending = _stage_files(ws, manifest.files_list, manifest_dir, files_dir, progress)
-    return commit_staged(ws, manifest, checked, pending, publisher=publisher)
+    """Publish a manifest: its files staged (remote ones fetched and pinned), then the
+    completed manifest recorded with them; nothing is left behind when anything fails."""
+    complete_first = needs_completion(manifest)
+    if not complete_first:
+        done = already_published(ws, manifest)
+        if done is not None:
+            return done
+    staged = stage_files(
+        ws.store,
+        manifest,
+        manifest_dir=manifest_dir,
+        files_dir=files_dir,
+        progress=progress,
+        say=say,
+    )
+    if complete_first:
+        try:
+            done = already_published(ws, staged.manifest)
+        except BaseException:
+            _discard(ws, staged.pending)
+            raise
+        if done is not None:
+            _discard(ws, staged.pending)
+            return done
+    return commit_staged(ws, staged.manifest, staged.checked, staged.pending, publisher=publisher)
+
+
+def _discard(ws: Workspace, pending: list[StagedBlob]) -> None:
+    for blob in pending:
+        ws.store.discard(blob)
 
 
 def commit_staged(
@@ -208,46 +206,6 @@ def _existing_digest(ws: Workspace, ref: ArtifactRef) -> str | None:
                 Artifact.version == str(ref.version),
             )
         )
-
-
-def _stage_files(
-    ws: Workspace,
-    files: list[FileEntry],
-    manifest_dir: Path,
-    files_dir: Path | None,
-    progress: ProgressFactory | None,
-) -> tuple[list[tuple[FileEntry, int]], list[StagedBlob]]:
-    """Check every file and stage its new bytes in the store; all or nothing.
-
-    Bytes already in the store are only hashed (through the verified-state cache); new bytes
-    are hashed and copied in one pass into the store's temp area. The caller commits them.
-    """
-    sources = [locate(f, manifest_dir=manifest_dir, files_dir=files_dir) for f in files]
-    for f, src in zip(files, sources, strict=True):
-        if not src.is_file():
-            raise FileProblem(path=f.path, reason=f"not found at {src}")
-    checked: list[tuple[FileEntry, int]] = []
-    pending: list[StagedBlob] = []
-    try:
-        for f, src in zip(files, sources, strict=True):
-            size_on_disk = src.stat().st_size
-            cb = progress(f.path, size_on_disk) if progress else None
-            if ws.store.has(f.digest):
-                actual, size, _ = ws.store.cache.digest(src, progress=cb)
-                if actual != f.digest:
-                    raise ChecksumMismatch(path=f.path, expected=f.digest, actual=actual)
-            else:
-                blob = ws.store.stage(src, label=f.path, expected=f.digest, progress=cb)
-                pending.append(blob)
-                size = blob.size
-            if f.size is not None and f.size != size:
-                raise SizeMismatch(path=f.path, expected=f.size, actual=size)
-            checked.append((f, size))
-    except BaseException:
-        for blob in pending:
-            ws.store.discard(blob)
-        raise
-    return checked, pending
 
 
 def _drop_unreferenced(ws: Workspace, digests: list[Digest]) -> None:

@@ -1,7 +1,9 @@
 """Verification: every byte a lockfile pins is checked against its sha256 before use.
 
 Unchanged files are not re-hashed (the store's verified-state cache); a changed or tampered
-file is always hashed again and a mismatch names the file and both digests.
+file is always hashed again and a mismatch names the file and both digests. A file missing from
+the store whose pinned source is remote (``https://``, ``hf://`` or ``dvc://`` at a commit) is
+fetched from it first, and stored only when its bytes match the pin.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from pinbench.artifacts.digest import Digest, Progress
+from pinbench.artifacts.sources.fetch import Fetcher
 from pinbench.db.models import Artifact
 from pinbench.errors import PinbenchError, UserError
-from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.lockfile import LockedFile, Lockfile
+from pinbench.registry.manifest import REMOTE_SCHEMES
 from pinbench.workspace import Workspace
 
 
@@ -43,28 +47,67 @@ def verify_lockfile(
     lock: Lockfile,
     *,
     progress: Callable[[str, int], Progress] | None = None,
+    fetch: bool = True,
+    say: Callable[[str], None] | None = None,
 ) -> list[FileCheck]:
-    """Check every pinned file (and the registry's manifest digests); raise on any failure."""
+    """Check every pinned file (and the registry's manifest digests); raise on any failure.
+    With ``fetch``, a file missing from the store is first fetched from its pinned source."""
     checks: list[FileCheck] = []
-    for art in lock.body.artifacts:
-        for f in art.files:
-            label = f"{art.ref}:{f.path}"
-            try:
-                ws.store.verify(
-                    Digest(f.sha256),
-                    label=label,
-                    size=f.size,
-                    progress=progress(label, f.size) if progress else None,
-                )
-                error = None
-            except PinbenchError as exc:
-                error = str(exc)
-            checks.append(FileCheck(label, f.sha256, f.size, error))
+    with Fetcher(ws.store, progress=progress, say=say) as fetcher:
+        for art in lock.body.artifacts:
+            for f in art.files:
+                label = f"{art.ref}:{f.path}"
+                failed = _fetch(ws, fetcher, f, label, say) if fetch and _fetchable(ws, f) else None
+                checks.append(failed or _check(ws, f, label, progress))
     checks.extend(_check_manifests(ws, lock))
     failures = [c for c in checks if not c.ok]
     if failures:
         raise VerificationFailed(failures=failures)
     return checks
+
+
+def _fetchable(ws: Workspace, f: LockedFile) -> bool:
+    return (
+        f.source is not None
+        and f.source.startswith(REMOTE_SCHEMES)
+        and not ws.store.has(Digest(f.sha256))
+    )
+
+
+def _fetch(
+    ws: Workspace,
+    fetcher: Fetcher,
+    f: LockedFile,
+    label: str,
+    say: Callable[[str], None] | None,
+) -> FileCheck | None:
+    """Fetch a missing file from its pinned source into the store; a failure is the check."""
+    assert f.source is not None
+    try:
+        got = fetcher.fetch(f.source, label=label, sha256=Digest(f.sha256), md5=f.md5, size=f.size)
+    except PinbenchError as exc:
+        return FileCheck(label, f.sha256, f.size, str(exc))
+    if got.staged is not None:
+        with ws.store.locked():
+            ws.store.commit(got.staged)
+    if say is not None:
+        say(f"fetched {label} from {f.source}")
+    return None
+
+
+def _check(
+    ws: Workspace, f: LockedFile, label: str, progress: Callable[[str, int], Progress] | None
+) -> FileCheck:
+    try:
+        ws.store.verify(
+            Digest(f.sha256),
+            label=label,
+            size=f.size,
+            progress=progress(label, f.size) if progress else None,
+        )
+    except PinbenchError as exc:
+        return FileCheck(label, f.sha256, f.size, str(exc))
+    return FileCheck(label, f.sha256, f.size, None)
 
 
 def _check_manifests(ws: Workspace, lock: Lockfile) -> list[FileCheck]:
