@@ -55,12 +55,12 @@ def download(uri: HfUri) -> tuple[Path, str]:
             source=str(uri),
             reason=f"repository {uri.repo_id} was not found (or it is private: set HF_TOKEN)",
         ) from None
+    except errors.LocalEntryNotFoundError:  # a subclass of EntryNotFoundError: first
+        raise SourceError(source=str(uri), reason=_not_cached(uri, cache)) from None
     except errors.EntryNotFoundError:
         raise SourceError(
             source=str(uri), reason=f"{uri.path} is not in {uri.repo_id} at {uri.revision}"
         ) from None
-    except errors.LocalEntryNotFoundError:
-        raise SourceError(source=str(uri), reason=_not_cached(uri, cache)) from None
     except (errors.HfHubHTTPError, OSError) as exc:
         raise SourceUnavailable(source=str(uri), reason=str(exc).splitlines()[0]) from None
     path = Path(str(found))
