@@ -16,6 +16,7 @@ import yaml
 from pinbench.artifacts.digest import Digest
 from pinbench.cli import main
 from tests.apiserver import Server, api_server
+from tests.sourcebuilders import http_site
 
 MODEL = "model/vision/digits-logreg@1.0.0"
 REQUEST = {
@@ -265,8 +266,39 @@ def multipart(parts: list[tuple[str, str | None, bytes]], boundary: str = "XyZ")
     return out + f"--{boundary}--\r\n".encode()
 
 
+def test_remote_sources_are_fetched_by_the_client_and_uploaded_completed(
+    server: Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = b"weights served over http" * 100
+    with http_site() as site:
+        site.files["/w.bin"] = data
+        doc = manifest_doc("vision/api-remote", "1.0.0", {})
+        doc["files"] = [{"path": "w.bin", "source": f"{site.url}/w.bin"}]
+        manifest = tmp_path / "remote.yaml"
+        manifest.write_text(yaml.safe_dump(doc))
+        code = cli(server, "owner", "publish", str(manifest), "--json", monkeypatch=monkeypatch)
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["created"]
+    assert site.requests == [("/w.bin", None)]
+    with server.client("owner") as c:
+        shown = c.get("/api/v1/artifacts/model/vision/api-remote@1.0.0").json()
+        stored = c.get(f"/api/v1/blobs/{Digest.of_bytes(data).hex}")
+    assert stored.content == data
+    assert shown["manifest"]["files"][0]["sha256"] == Digest.of_bytes(data).hex
+
+
 def manifest_text(version: str, path: str, data: bytes, name: str = "vision/bad") -> bytes:
     return yaml.safe_dump(manifest_doc(name, version, {path: data})).encode()
+
+
+def unfetched_manifest_text() -> bytes:
+    """A manifest naming a remote file it gives no sha256 for (publishing would fetch it)."""
+    doc = manifest_doc("vision/bad", "1.0.0", {})
+    doc["files"] = [{"path": "a", "source": "https://127.0.0.1:9/a"}]
+    return yaml.safe_dump(doc).encode()
 
 
 GOOD = b"good bytes"
@@ -363,6 +395,13 @@ BAD_UPLOADS: list[tuple[str, dict[str, str], bytes, int, str]] = [
         multipart([("manifest", None, b"kind: model\nname: [unclosed")]),
         400,
         "invalid manifest",
+    ),
+    (
+        "a remote file not fetched",
+        {},
+        multipart([("manifest", None, unfetched_manifest_text())]),
+        400,
+        "the server does not fetch sources",
     ),
     (
         "unknown part",

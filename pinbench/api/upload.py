@@ -20,7 +20,7 @@ from pinbench.api.problems import UploadTooLarge
 from pinbench.artifacts.store import BlobStore, SizeMismatch, StagedBlob, StageWriter
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, Manifest, load_manifest_text
-from pinbench.registry.sourcing import FileProblem
+from pinbench.registry.sourcing import FileProblem, needs_completion
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
@@ -156,6 +156,12 @@ class _Parts:
         except UnicodeDecodeError:
             raise BadUpload("the manifest part is not UTF-8 text") from None
         manifest = load_manifest_text(text, source="(uploaded manifest)")
+        if needs_completion(manifest):
+            raise BadUpload(
+                "the manifest has files or labels without a sha256 or a source not pinned to a "
+                "commit: the server does not fetch sources; `pinbench publish` (with "
+                "PINBENCH_URL set) fetches and pins them first, then uploads the completed manifest"
+            )
         self.authorize(manifest)
         self.entries = {f.path: f for f in manifest.files_list}
         self.received = Received(manifest)

@@ -18,6 +18,7 @@ import yaml
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.sources.uri import parse_source
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.names import KINDS, check_name
 from pinbench.registry.ranges import Range, parse_version
@@ -79,6 +80,12 @@ class FileEntry(_Strict, frozen=True, kw_only=True):
                 )
         elif not _SHA256.fullmatch(self.sha256):
             raise ValueError(f"sha256 of {self.path!r} must be 64 lowercase hex digits")
+        if self.remote:
+            assert self.source is not None
+            try:
+                parse_source(self.source)
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
         if self.md5 is not None and not _MD5.fullmatch(self.md5):
             raise ValueError(f"md5 of {self.path!r} must be 32 lowercase hex digits")
         if self.size is not None and self.size < 0:
@@ -279,8 +286,20 @@ class Output(_Strict, frozen=True, kw_only=True):
 class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="model"):
     framework: Constraint
     format: Literal[
-        "onnx", "torchscript", "torch-export", "safetensors", "torch-pickle", "savedmodel", "keras"
+        "onnx",
+        "torchscript",
+        "torch-export",
+        "safetensors",
+        "torch-pickle",
+        "savedmodel",
+        "keras",
+        "tf-graphdef",
+        "caffe",
+        "caffe2",
+        "mxnet",
     ]
+    """The last four come from MLModelScope manifests (``import-mlmodelscope``): described and
+    published, but no predictor loads them (running one says so, naming the format)."""
     files: list[FileEntry]
     architecture: str | None = None
     """For safetensors weights: the architecture the weights load into."""

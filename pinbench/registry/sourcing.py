@@ -14,6 +14,7 @@ import msgspec
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.sources.fetch import Fetcher, ProgressFactory
+from pinbench.artifacts.sources.uri import parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, Manifest, ModelManifest, Output
@@ -38,11 +39,18 @@ class Staged:
 
 def needs_completion(manifest: Manifest) -> bool:
     """Whether publishing changes the manifest: remote sources to pin, digests to fill in."""
-    if any(f.remote for f in manifest.files_list):
+    if not all(_complete(f) for f in manifest.files_list):
         return True
     return isinstance(manifest, ModelManifest) and any(
         o.labels is not None and o.labels.sha256 is None for o in manifest.outputs
     )
+
+
+def _complete(entry: FileEntry) -> bool:
+    if not entry.remote:
+        return True
+    assert entry.source is not None
+    return entry.sha256 is not None and parse_source(entry.source).pinned
 
 
 def locate(entry: FileEntry, *, manifest_dir: Path, files_dir: Path | None) -> Path:
