@@ -27,6 +27,8 @@ from sqlalchemy.engine import make_url
 
 from pinbench import accounts, reports
 from pinbench.artifacts.digest import Progress as ProgressCallback
+from pinbench.cli_catalog import catalog_app
+from pinbench.cli_mlmodelscope import import_mlmodelscope
 from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
@@ -85,6 +87,8 @@ token_app = typer.Typer(
 app.add_typer(token_app, name="token")
 runs_app = typer.Typer(help="Recorded runs: list, show, compare, parity.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
+app.add_typer(catalog_app, name="catalog")
+app.command("import-mlmodelscope")(import_mlmodelscope)
 
 RUNNER_HELP = (
     "Where to run: auto (docker if the lockfile pins an image and a Docker Engine answers, "
@@ -334,7 +338,9 @@ def show(
     if desc:
         out.print(desc)
     for f in info["files"]:
-        out.print(f"  {f['sha256']}  {f['size']:>12}  {f['path']}")
+        source = f.get("source") or ""
+        pinned = f"  from {source}" if "://" in source else ""
+        out.print(f"  {f['sha256']}  {f['size']:>12}  {f['path']}{pinned}", soft_wrap=True)
 
 
 @app.command("resolve")

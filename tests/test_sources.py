@@ -333,6 +333,8 @@ def test_a_lockfile_with_an_hf_model_and_a_dvc_dataset_verifies_offline_from_its
     for manifest in ("framework-onnxruntime.yaml", "dataset.yaml", "model.yaml"):
         done = cli("publish", str(sourced / manifest))
         assert done.code == 0, done.err
+    shown = cli("show", f"model/{builtin.MODEL_NAME}@1.0.0")
+    assert f"from hf://acme/digits-logreg@{commit}/onnx/model.onnx" in shown.out
     lock = _lock(cli, tmp_path)
     files = {f.path: f for a in lock.body.artifacts for f in a.files}
     model_bytes = (catalog_dir / "digits-logreg-1.0.0" / "digits-logreg.onnx").read_bytes()
