@@ -16,7 +16,12 @@ from typing import IO
 
 from pinbench.artifacts.digest import CHUNK_SIZE, Digest, Progress
 from pinbench.artifacts.sources import dvc, hf, https
-from pinbench.artifacts.sources.errors import Md5Mismatch, SourceError, SourceUnavailable
+from pinbench.artifacts.sources.errors import (
+    DownloadInterrupted,
+    Md5Mismatch,
+    SourceError,
+    SourceUnavailable,
+)
 from pinbench.artifacts.sources.sink import Sink, SinkBusy
 from pinbench.artifacts.sources.uri import DvcUri, HfUri, HttpsUri, parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
@@ -135,8 +140,11 @@ class Fetcher:
             self.say(f"resuming {url} from {sink.size} bytes already downloaded")
         try:
             https.download(url, sink, say=self.say)
+        except DownloadInterrupted:
+            sink.close()  # kept for the next fetch to resume from
+            raise
         except BaseException:
-            sink.close()  # kept for the next attempt
+            sink.abort()
             raise
         md5 = sink.md5
         staged = sink.finish()
