@@ -299,7 +299,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "mxnet",
     ]
     """The last four come from MLModelScope manifests (``import-mlmodelscope``): described and
-    published, but no predictor loads them (running one says so, naming the format)."""
+    published, but no predictor loads them; a run stops with an error naming the framework or
+    the format."""
     files: list[FileEntry]
     architecture: str | None = None
     """For safetensors weights: the architecture the weights load into."""

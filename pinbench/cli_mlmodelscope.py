@@ -1,0 +1,59 @@
+"""``pinbench import-mlmodelscope FILE.yml``: an MLModelScope model manifest as a pinbench one.
+
+A few lines over ``pinbench.registry.mlmodelscope``; a refusal is an ``MLModelScopeError`` (a
+user error: ``pinbench.cli.main`` prints it and exits 1) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pinbench.registry.mlmodelscope import import_file
+
+
+def import_mlmodelscope(
+    file: Annotated[Path, typer.Argument(help="An MLModelScope model manifest (YAML).")],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="Write the pinbench manifest here (default: print it)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON: the manifest, the notes, the file written.")
+    ] = False,
+) -> None:
+    """Convert an MLModelScope model manifest into a pinbench model manifest.
+
+    Frameworks and formats are mapped, loose versions (1.0, 1.12) read as text and made semver
+    versions and npm ranges, md5 checksums kept beside remote sources (publishing fetches the
+    files and fills in their sha256), inputs and outputs made typed steps, container tags kept
+    as attributes (they are tags, not digests). What cannot be described is refused, naming
+    the field and why (exit 1, nothing written). Notes go to stderr.
+    """
+    imported = import_file(file)
+    text = imported.yaml(file.name)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    if as_json:
+        notes = [{"field": n.field, "message": n.message} for n in imported.notes]
+        written = None if output is None else str(output)
+        document = {"manifest": imported.data, "notes": notes, "output": written}
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        return
+    for note in imported.notes:
+        sys.stderr.write(f"note: {note}\n")
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        manifest = imported.manifest
+        sys.stdout.write(
+            f"wrote {output}: model/{manifest.name}@{manifest.version} (format "
+            f"{manifest.format}, framework {manifest.framework.name} {manifest.framework.range}, "
+            f"{len(manifest.files)} files)\n"
+        )
