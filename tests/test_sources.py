@@ -31,6 +31,7 @@ from pinbench.db.models import Artifact
 from pinbench.errors import PinbenchError
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import ManifestError, load_manifest, parse_manifest
+from pinbench.registry.mlmodelscope import import_text
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dataset_manifest, dump, sha
@@ -453,3 +454,47 @@ def test_dvc_files_at_another_tag_are_other_bytes(
     manifest = dump(tmp_path / "m.yaml", dataset_manifest("web-data", "1.0.0", files))
     assert _publish(ws, manifest).created
     assert ws.store.has(Digest(sha(v2)))
+
+
+# ---------------------------------------------------------------- MLModelScope, then fetched
+
+
+def test_an_imported_mlmodelscope_manifest_publishes_with_sha256_computed_at_first_fetch(
+    ws: Workspace, site: Site, tmp_path: Path
+) -> None:
+    """An archive member and a features file named by URL and md5 only: publishing fetches
+    them, checks the md5s, fills in the sha256s and keeps the md5s beside them."""
+    graph, synset = b"frozen graph bytes" * 500, b"tench\ngoldfish\n"
+    site.files["/m.tgz"] = _tgz({"m/frozen.pb": graph})
+    site.files["/synset.txt"] = synset
+    text = f"""
+name: Tiny
+framework: {{name: TensorFlow, version: 1.12}}
+version: 1.0
+inputs:
+  - type: image
+    parameters: {{dimensions: [3, 8, 8], input_layer: input, mean: [128, 128, 128], scale: 128}}
+output:
+  type: classification
+  parameters:
+    probabilities_layer: probs
+    features_url: {site.url}/synset.txt
+    features_checksum: {md5(synset)}
+model:
+  base_url: {site.url}/m.tgz
+  graph_path: m/frozen.pb
+  graph_checksum: {md5(graph)}
+  is_archive: true
+"""
+    imported = import_text(text)
+    assert all(f.sha256 is None for f in imported.manifest.files)
+    manifest = tmp_path / "tiny.yaml"
+    manifest.write_text(imported.yaml("tiny.yml"))
+    assert _publish(ws, manifest).created
+    with ws.transaction() as session:
+        stored = session.query(Artifact).filter(Artifact.name == imported.manifest.name).one()
+    files = {f["path"]: f for f in stored.manifest["files"]}
+    assert files["frozen.pb"]["sha256"] == sha(graph) and files["frozen.pb"]["md5"] == md5(graph)
+    assert files["synset.txt"]["sha256"] == sha(synset)
+    assert stored.manifest["outputs"][0]["labels"] == {"path": "synset.txt", "sha256": sha(synset)}
+    assert ws.store.has(Digest(sha(graph))) and ws.store.has(Digest(sha(synset)))
