@@ -311,6 +311,16 @@ def _sourced_catalog(
     return out, commit
 
 
+def _publish_sourced(cli: Cli, root: Path, catalog_dir: Path, hub: Path, repo: DvcRepo) -> str:
+    """Publish the sourced catalog through the CLI; return the hub commit of its model."""
+    sourced, commit = _sourced_catalog(root, catalog_dir, hub, repo)
+    assert cli("init").code == 0
+    for manifest in ("framework-onnxruntime.yaml", "dataset.yaml", "model.yaml"):
+        done = cli("publish", str(sourced / manifest))
+        assert done.code == 0, done.err
+    return commit
+
+
 def _lock(cli: Cli, root: Path) -> Lockfile:
     request = dump(
         root / "request.yaml",
@@ -335,11 +345,7 @@ def _drop_blobs(lock: Lockfile, home: Path) -> None:
 def test_a_lockfile_with_an_hf_model_and_a_dvc_dataset_verifies_offline_from_its_commits(
     cli: Cli, tmp_path: Path, catalog_dir: Path, hub: Path, digits_repo: DvcRepo
 ) -> None:
-    sourced, commit = _sourced_catalog(tmp_path, catalog_dir, hub, digits_repo)
-    assert cli("init").code == 0
-    for manifest in ("framework-onnxruntime.yaml", "dataset.yaml", "model.yaml"):
-        done = cli("publish", str(sourced / manifest))
-        assert done.code == 0, done.err
+    commit = _publish_sourced(cli, tmp_path, catalog_dir, hub, digits_repo)
     shown = cli("show", f"model/{builtin.MODEL_NAME}@1.0.0")
     assert f"from hf://acme/digits-logreg@{commit}/onnx/model.onnx" in shown.out
     lock = _lock(cli, tmp_path)
@@ -370,10 +376,7 @@ def test_a_lockfile_with_an_hf_model_and_a_dvc_dataset_verifies_offline_from_its
 def test_a_tampered_hub_file_fails_verification_and_is_not_stored(
     cli: Cli, tmp_path: Path, catalog_dir: Path, hub: Path, digits_repo: DvcRepo
 ) -> None:
-    sourced, commit = _sourced_catalog(tmp_path, catalog_dir, hub, digits_repo)
-    assert cli("init").code == 0
-    for manifest in ("framework-onnxruntime.yaml", "dataset.yaml", "model.yaml"):
-        assert cli("publish", str(sourced / manifest)).code == 0
+    commit = _publish_sourced(cli, tmp_path, catalog_dir, hub, digits_repo)
     lock = _lock(cli, tmp_path)
     _drop_blobs(lock, tmp_path / "home")
     link = hub / "models--acme--digits-logreg" / "snapshots" / commit / "onnx" / "model.onnx"
