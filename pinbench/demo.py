@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,10 @@ from rich.text import Text
 from pinbench import catalog as builtin
 from pinbench import reports
 from pinbench.artifacts.digest import Digest
-from pinbench.catalog import cnn, resnet
+from pinbench.benchmark import jobs
+from pinbench.benchmark.jobs import Job
+from pinbench.benchmark.table import HEADER, cells, rows
+from pinbench.catalog import cnn
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.parity import parity
@@ -35,7 +37,6 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.publish import publish
-from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.tables import parity_table, print_categories, print_trace
 from pinbench.trace.analysis import TraceView
@@ -44,56 +45,8 @@ from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
-FRAMEWORKS = ("onnxruntime", "torch", "tensorflow")
-SCENARIOS: dict[str, dict[str, Any]] = {
-    "accuracy": {"name": "SingleStream", "mode": "accuracy"},
-    "SingleStream": {"name": "SingleStream", "min_duration_ms": 1000, "min_query_count": 200},
-    "Offline": {"name": "Offline", "min_duration_ms": 1000, "min_query_count": 1},
-}
 PARTS = ("digits", "cnn", "resnet50")
 MARKER = "catalog.txt"
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    model: str
-    framework: str
-    dataset: str
-    scenario: str
-
-
-def _jobs() -> list[Job]:
-    jobs = [
-        Job(cnn.model_name(fw), fw, builtin.DATASET_NAME, s) for fw in FRAMEWORKS for s in SCENARIOS
-    ]
-    jobs += [
-        Job(resnet.model_name(fw), fw, resnet.DATASET, s)
-        for fw in ("onnxruntime", "torch")
-        for s in ("SingleStream", "Offline")
-    ]
-    return jobs
-
-
-def _lock(ws: Workspace, job: Job) -> Lockfile:
-    scenario = {**SCENARIOS[job.scenario], "seed": 0}
-    threads = None  # ResNet-50: the framework's default (every core)
-    if job.dataset == resnet.DATASET:  # 35-70 ms per image on two cores: a short run
-        scenario.update(min_duration_ms=1000, min_query_count=16)
-    else:  # microseconds per digit: a second thread only adds hand-off time and noise
-        threads = 1
-    request = parse_request(
-        {
-            "model": f"{job.model}@^1",
-            "framework": f"{job.framework}@*",
-            "dataset": f"{job.dataset}@1",
-            "system": {"arch": "amd64", "device": "cpu"},
-            "scenario": scenario,
-            "batch_size": 1,
-            "threads": threads,
-        },
-        source=f"demo {job.model} {job.scenario}",
-    )
-    return service.lock(ws, request)[0]
 
 
 def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
@@ -139,8 +92,8 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
 
     step("lock and verify every evaluation")
     locks: dict[Job, Lockfile] = {}
-    for job in _jobs():
-        lockfile = _lock(ws, job)
+    for job in jobs.demo_jobs():
+        lockfile = jobs.lock(ws, job)
         lockfile.write(workdir / f"{lockfile.digest.short}.lock")
         checks = verify_lockfile(ws, lockfile)
         out.print(
@@ -207,30 +160,10 @@ def _trace(
 
 def _table(runs: dict[Job, dict[str, Any]]) -> Table:
     """One row per (model, framework): accuracy and both scenarios side by side."""
-    table = Table("framework", "model", "top-1", "SingleStream p50", "p99", "Offline", box=None)
-    rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for job, info in runs.items():
-        rows.setdefault((job.framework, job.model), {})[job.scenario] = info
-    for (framework, model), by in rows.items():
-        acc, ss, off = by.get("accuracy", {}), by.get("SingleStream", {}), by.get("Offline", {})
-        table.add_row(
-            f"{framework} {ss.get('host', {}).get('frameworks', {}).get(framework, '')}".strip(),
-            model,
-            f"{acc['top1']:.4f} ({acc['top1'] * acc['accuracy_samples_count']:.0f}/"
-            f"{acc['accuracy_samples_count']:.0f})"
-            if "top1" in acc
-            else "perf only",
-            _us(ss.get("latency_p50_ns")),
-            _us(ss.get("latency_p99_ns")),
-            f"{off['throughput_sps']:,.0f} samples/s" if "throughput_sps" in off else "",
-        )
+    table = Table(*HEADER, box=None)
+    for row in rows(runs.items()):
+        table.add_row(*cells(row))
     return table
-
-
-def _us(ns: float | None) -> str:
-    if ns is None:
-        return ""
-    return f"{ns / 1e6:.1f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
 
 
 def _tamper(ws: Workspace, lock: Lockfile, out: Console, step: Callable[[str], None]) -> None:

@@ -11,22 +11,26 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.catalog import frameworks
+from pinbench.catalog import cnn, frameworks, resnet, stages
 from pinbench.catalog.digits import (
     DATASET_NAME,
     MODEL_NAME,
     digits_split,
+    export_logreg,
+    load_weights,
+    save_train,
     train_logreg,
     write_dataset,
-    write_logreg,
 )
 from pinbench.catalog.frameworks import VERSIONS
+from pinbench.catalog.parts import PARTS, check_parts
+from pinbench.catalog.torch_files import load_safetensors
 
-PARTS = ("digits", "cnn", "resnet50")
 ONNXRUNTIME_VERSION = VERSIONS["onnxruntime"]
 
 __all__ = [
@@ -48,25 +52,25 @@ class Catalog:
 
 
 def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
-    """Train and write the chosen parts' files and manifests under ``root``."""
-    chosen = set(parts)
-    unknown = chosen - set(PARTS)
-    if unknown:
-        raise ValueError(f"unknown catalog parts {sorted(unknown)}; parts: {', '.join(PARTS)}")
+    """Train and write the chosen parts' files and manifests under ``root``, in one folder:
+    what the stages of ``pinbench.catalog.stages`` write (training through a temporary folder,
+    in the pinned numeric environment), manifests in publishing order."""
+    chosen = check_parts(parts)
     root.mkdir(parents=True, exist_ok=True)
     x_train, x_test, y_train, y_test = digits_split()
     out = [frameworks.write(root, "onnxruntime"), write_dataset(root, x_test, y_test)]
-    if "digits" in chosen:
-        out += write_logreg(root, x_train, y_train)
-    if "cnn" in chosen:
-        from pinbench.catalog import cnn
-
-        out += [frameworks.write(root, "torch"), frameworks.write(root, "tensorflow")]
-        out += cnn.write(root, x_train, y_train)
-    if "resnet50" in chosen:
-        from pinbench.catalog import resnet
-
-        if "cnn" not in chosen:
-            out.append(frameworks.write(root, "torch"))
-        out += resnet.write(root)
+    with tempfile.TemporaryDirectory(prefix="pinbench-train-") as tmp:
+        data, weights = Path(tmp, "data"), Path(tmp, "weights")
+        save_train(data, x_train, y_train)
+        stages.train(data, weights, chosen)
+        if "digits" in chosen:
+            out += export_logreg(root, load_weights(weights))
+        if "cnn" in chosen:
+            out += [frameworks.write(root, "torch"), frameworks.write(root, "tensorflow")]
+            out += cnn.export(root, load_safetensors(weights / stages.CNN_WEIGHTS))
+        if "resnet50" in chosen:
+            if "cnn" not in chosen:
+                out.append(frameworks.write(root, "torch"))
+            out.append(resnet.write_dataset(root))
+            out += resnet.export(root, load_safetensors(weights / stages.RESNET_WEIGHTS))
     return Catalog(out)

@@ -1,7 +1,8 @@
 """One model in three frameworks: a small CNN trained on the digits train split in PyTorch
-(fixed seed, one thread, deterministic algorithms), its weights written as safetensors, exported
-to ONNX, and copied into the equivalent Keras model. The three artifacts name the same weights
-digest in their attributes, which is what cross-framework parity groups by.
+(fixed seed, one thread, deterministic algorithms, the kernels pinned by ``numerics``), its
+weights written as safetensors, exported to ONNX, and copied into the equivalent Keras model.
+The three artifacts name the same weights digest in their attributes, which is what
+cross-framework parity groups by.
 """
 
 from __future__ import annotations
@@ -115,12 +116,17 @@ def _renumber_shared_ids(text: str) -> str:
     return re.sub(r'"shared_object_id": (\d+)', number, text)
 
 
-def write(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> list[Path]:
-    """Train once; write the three model artifacts and their manifests."""
+def save_weights(path: Path, state: dict[str, Any]) -> None:
+    """The trained weights as safetensors (the train stage's output, and the torch artifact)."""
+    save_safetensors(path, state, "digits-cnn")
+
+
+def export(root: Path, state: dict[str, Any]) -> list[Path]:
+    """Write the three model artifacts of ``state`` under ``root/digits-cnn/`` and their
+    manifests."""
     folder = root / "digits-cnn"
     folder.mkdir(exist_ok=True)
-    state = train(x_train, y_train)
-    save_safetensors(folder / "digits-cnn.safetensors", state, "digits-cnn")
+    save_weights(folder / "digits-cnn.safetensors", state)
     write_onnx(folder / "digits-cnn.onnx", state)
     write_keras(folder / "digits-cnn.keras", state)
     weights = hash_file(folder / "digits-cnn.safetensors")[0].hex

@@ -2,8 +2,10 @@
 test split as a dataset, and a logistic-regression classifier in four versions (the registry's
 story: ranges, a yank, a prerelease) written straight to ONNX.
 
-Training is deterministic (fixed split, lbfgs, fixed seed); the ONNX bytes are written with a
-fixed producer, IR version and opset, so the same library versions give the same digests.
+Training is deterministic (fixed split, lbfgs, fixed seed; run in the pinned numeric
+environment of ``numerics``, the same on every x86-64 machine with AVX2); the ONNX bytes are
+written with a fixed producer, IR version and opset, so the same library versions give the same
+digests.
 """
 
 from __future__ import annotations
@@ -79,6 +81,25 @@ def write_onnx(path: Path, weights: npt.NDArray[Any], bias: npt.NDArray[Any]) ->
     path.write_bytes(model.SerializeToString(deterministic=True))
 
 
+TRAIN_DIR = "digits-train"
+SPLIT_FILES = ("images.npy", "labels.npy")
+
+
+def save_train(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> list[Path]:
+    """The train split as ``root/digits-train/{images,labels}.npy`` (the train stage's input)."""
+    folder = root / TRAIN_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in zip(SPLIT_FILES, (x_train, y_train), strict=True):
+        np.save(folder / name, array, allow_pickle=False)
+    return [folder / name for name in SPLIT_FILES]
+
+
+def load_train(root: Path) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """What ``save_train`` wrote (a missing file raises OSError)."""
+    x, y = (np.load(root / TRAIN_DIR / name, allow_pickle=False) for name in SPLIT_FILES)
+    return x, y
+
+
 def write_dataset(root: Path, x_test: npt.NDArray[Any], y_test: npt.NDArray[Any]) -> Path:
     data = root / "digits-test"
     data.mkdir(exist_ok=True)
@@ -102,22 +123,53 @@ def write_dataset(root: Path, x_test: npt.NDArray[Any], y_test: npt.NDArray[Any]
 
 # (version, regularisation C): 1.2.0 is published to be yanked, 2.0.0-rc.1 is a prerelease.
 MODEL_VERSIONS = [("1.0.0", 0.05), ("1.1.0", 1.0), ("1.2.0", 10.0), ("2.0.0-rc.1", 0.5)]
+WEIGHT_FILES = ("coef.npy", "intercept.npy")
+
+Weights = dict[str, tuple[npt.NDArray[Any], npt.NDArray[Any]]]
+"""Each version's (weights (10, 64), bias (10,))."""
 
 
-def write_logreg(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> list[Path]:
+def train_versions(x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> Weights:
+    return {version: train_logreg(x_train, y_train, c) for version, c in MODEL_VERSIONS}
+
+
+def save_weights(root: Path, weights: Weights) -> list[Path]:
+    """Each version's weights as ``root/digits-logreg-VERSION/{coef,intercept}.npy``."""
+    out = []
+    for version, arrays in weights.items():
+        folder = root / f"digits-logreg-{version}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, array in zip(WEIGHT_FILES, arrays, strict=True):
+            np.save(folder / name, array, allow_pickle=False)
+            out.append(folder / name)
+    return out
+
+
+def load_weights(root: Path) -> Weights:
+    """What ``save_weights`` wrote, for every version (a missing file raises OSError)."""
+    weights: Weights = {}
+    for version, _ in MODEL_VERSIONS:
+        folder = root / f"digits-logreg-{version}"
+        coef, intercept = (np.load(folder / name, allow_pickle=False) for name in WEIGHT_FILES)
+        weights[version] = (coef, intercept)
+    return weights
+
+
+def export_logreg(root: Path, weights: Weights) -> list[Path]:
+    """Each version as ONNX under ``root/digits-logreg-VERSION/`` with its manifest."""
     models = []
-    for version, c in MODEL_VERSIONS:
+    regularisation = dict(MODEL_VERSIONS)
+    for version, (coef, intercept) in weights.items():
         folder = root / f"digits-logreg-{version}"
         folder.mkdir(exist_ok=True)
-        weights, bias = train_logreg(x_train, y_train, c)
-        write_onnx(folder / "digits-logreg.onnx", weights, bias)
+        write_onnx(folder / "digits-logreg.onnx", coef, intercept)
         models.append(
             model_manifest(
                 root,
                 f"model-digits-logreg-{version}.yaml",
                 name=MODEL_NAME,
                 version=version,
-                description=f"logistic regression on 8x8 digits (C={c})",
+                description=f"logistic regression on 8x8 digits (C={regularisation[version]})",
                 fmt="onnx",
                 framework="onnxruntime",
                 file=folder / "digits-logreg.onnx",

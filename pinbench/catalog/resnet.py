@@ -28,21 +28,27 @@ def model_name(framework: str) -> str:
     return f"{NAME}-{'onnx' if framework == 'onnxruntime' else 'torch'}"
 
 
-def write(root: Path) -> list[Path]:
+def init_weights() -> dict[str, Any]:
+    """The seeded random state dict (its "training")."""
     import torch
 
     from pinbench.evaluator.predictors.torch.architectures import ResNet50
 
+    torch.manual_seed(SEED)
+    return {k: v.contiguous() for k, v in ResNet50().eval().state_dict().items()}
+
+
+def save_weights(path: Path, state: dict[str, Any]) -> None:
+    save_safetensors(path, state, "resnet50")
+
+
+def write_dataset(root: Path) -> Path:
+    """The synthetic images under ``root/resnet50/`` and their dataset manifest."""
     folder = root / "resnet50"
     folder.mkdir(exist_ok=True)
-    torch.manual_seed(SEED)
-    model = ResNet50().eval()
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    save_safetensors(folder / "resnet50.safetensors", state, "resnet50")
-    export_onnx(model, (2, 3, 224, 224), folder / "resnet50.onnx")
     images = np.random.default_rng(SEED).integers(0, 256, (SAMPLES, 224, 224, 3), dtype=np.uint8)
     np.save(folder / "images.npy", images, allow_pickle=False)
-    dataset = dump(
+    return dump(
         root / "dataset-synthetic-imagenet-224.yaml",
         {
             "kind": "dataset",
@@ -56,7 +62,19 @@ def write(root: Path) -> list[Path]:
             "files": [entry(root, folder / "images.npy")],
         },
     )
-    return [dataset] + [
+
+
+def export(root: Path, state: dict[str, Any]) -> list[Path]:
+    """``state`` as safetensors and ONNX under ``root/resnet50/`` with their manifests."""
+    from pinbench.evaluator.predictors.torch.architectures import ResNet50
+
+    folder = root / "resnet50"
+    folder.mkdir(exist_ok=True)
+    model = ResNet50().eval()
+    model.load_state_dict(state)
+    save_weights(folder / "resnet50.safetensors", state)
+    export_onnx(model, (2, 3, 224, 224), folder / "resnet50.onnx")
+    return [
         model_manifest(
             root,
             f"model-resnet50-{suffix}.yaml",

@@ -33,3 +33,10 @@ def export_onnx(model: Any, example_shape: tuple[int, ...], path: Path) -> None:
             dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}},
             opset_version=OPSET,
         )
+
+
+def load_safetensors(path: Path) -> dict[str, Any]:
+    """The state dict ``save_safetensors`` wrote."""
+    from safetensors.torch import load_file
+
+    return dict(load_file(str(path)))

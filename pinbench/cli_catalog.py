@@ -1,0 +1,151 @@
+"""``pinbench catalog``: the built-in catalog stage by stage, one command per stage of the DVC
+pipeline (``dvc.yaml``): prepare -> train -> export -> publish -> evaluate -> report.
+
+Each command reads the folder the stage before it wrote and writes its own; errors go through
+``pinbench.cli.main`` like every other command's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from pinbench.benchmark import stages as bench
+from pinbench.catalog import stages
+from pinbench.catalog.parts import PARTS, parse_parts
+
+catalog_app = typer.Typer(
+    help="The built-in catalog stage by stage (the DVC pipeline's commands, dvc.yaml): "
+    "prepare, train, export, publish, evaluate, report.",
+    no_args_is_help=True,
+)
+
+PartsOpt = Annotated[
+    str, typer.Option("--parts", help=f"Comma-separated catalog parts: {', '.join(PARTS)}.")
+]
+ALL_PARTS = ",".join(PARTS)
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def _done(data: Any, lines: list[str], *, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    else:
+        Console(soft_wrap=True, highlight=False).print("\n".join(lines))
+
+
+def _wrote(paths: list[Path], as_json: bool) -> None:
+    _done([str(p) for p in paths], [f"wrote {p}" for p in paths], as_json=as_json)
+
+
+def _say(as_json: bool) -> bench.Say:
+    if as_json:
+        return lambda text: None
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    return lambda text: err.print(Text(text, style="dim"))
+
+
+@catalog_app.command("prepare")
+def prepare(
+    out_dir: Annotated[Path, typer.Argument(help="Folder for the data (created).")],
+    parts: PartsOpt = ALL_PARTS,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stage 1: the data (digits split, synthetic images).
+
+    The digits train split (train's input), the test split as a dataset and, with resnet50,
+    the synthetic images; prints the dataset manifests.
+    """
+    _wrote(stages.prepare(out_dir, parse_parts(parts)), as_json)
+
+
+@catalog_app.command("train")
+def train(
+    data_dir: Annotated[Path, typer.Argument(help="The folder prepare wrote.")],
+    out_dir: Annotated[Path, typer.Argument(help="Folder for the weights (created).")],
+    parts: PartsOpt = ALL_PARTS,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stage 2: the weights, trained deterministically.
+
+    Fixed seeds, one thread, the numeric libraries' kernels pinned (in a child process), so
+    every x86-64 machine with AVX2 gets the same bits; prints the weight files.
+    """
+    _wrote(stages.train(data_dir, out_dir, parse_parts(parts)), as_json)
+
+
+@catalog_app.command("export")
+def export(
+    weights_dir: Annotated[Path, typer.Argument(help="The folder train wrote.")],
+    out_dir: Annotated[Path, typer.Argument(help="Folder for the catalog (created).")],
+    parts: PartsOpt = ALL_PARTS,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stage 3: the model files (ONNX, safetensors, Keras) and manifests.
+
+    Also the framework artifacts the models need; prints the manifests.
+    """
+    _wrote(stages.export(weights_dir, out_dir, parse_parts(parts)), as_json)
+
+
+@catalog_app.command("publish")
+def publish(
+    home: Annotated[Path, typer.Argument(help="The registry's PINBENCH_HOME (created).")],
+    folders: Annotated[
+        list[Path], typer.Argument(help="Catalog folders (prepare's, export's) to publish.")
+    ],
+    record: Annotated[
+        Path, typer.Option(help="Write the refs and manifest digests published here (JSON).")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Stage 4: a registry with the catalog published.
+
+    Every manifest of the folders (frameworks, datasets, then models) into the registry at
+    HOME, with SQLite in it whatever PINBENCH_DATABASE_URL or PINBENCH_URL say.
+    """
+    done = bench.publish(home, folders, record, _say(as_json))
+    _done(done, [f"published {len(done)} artifacts to {home}; wrote {record}"], as_json=as_json)
+
+
+@catalog_app.command("evaluate")
+def evaluate(
+    registry: Annotated[Path, typer.Argument(help="The registry publish wrote (its HOME).")],
+    out_dir: Annotated[
+        Path, typer.Argument(help="Folder for home/ (a copy of the registry), locks/, runs.json.")
+    ],
+    parts: PartsOpt = ALL_PARTS,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stage 5: the benchmark, locked and run in a copy of the registry.
+
+    Local runner: each logistic regression's accuracy, and the demo's runs (the CNN's
+    accuracy, SingleStream and Offline, ResNet-50's SingleStream and Offline).
+    """
+    done = bench.evaluate(registry, out_dir, parse_parts(parts), _say(as_json))
+    _done(
+        [info for _, info in done],
+        [f"ran {len(done)} evaluations; wrote {out_dir / bench.RUNS}"],
+        as_json=as_json,
+    )
+
+
+@catalog_app.command("report")
+def report(
+    eval_dir: Annotated[Path, typer.Argument(help="The folder evaluate wrote.")],
+    out_dir: Annotated[Path, typer.Argument(help="Folder for the report files (created).")],
+    html: Annotated[bool, typer.Option(help="Write report.html too.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stage 6: the benchmark table, the accuracy metrics, an HTML report.
+
+    benchmark.md and benchmark.json (models x frameworks: accuracy, latency, throughput),
+    accuracy.json (the accuracy alone: the pipeline's metrics) and report.html.
+    """
+    _wrote(bench.report(eval_dir, out_dir, html=html), as_json)
