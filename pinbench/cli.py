@@ -19,7 +19,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
-from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 from rich.table import Table
 from rich.text import Text
@@ -29,6 +28,10 @@ from pinbench import accounts, reports
 from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.cli_catalog import catalog_app
 from pinbench.cli_mlmodelscope import import_mlmodelscope
+from pinbench.console import JsonOpt
+from pinbench.console import err as _err
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
 from pinbench.db import schema as db_schema
 from pinbench.demo import run_demo
 from pinbench.errors import PinbenchError, UserError
@@ -96,20 +99,6 @@ RUNNER_HELP = (
     "framework's hash-pinned requirements, cached by digest), docker (the pinned image)."
 )
 RERUN_DEFAULT = " Default: the original run's runner."
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-
-
-def _out() -> Console:
-    """stdout; wide enough for tables when it is not a terminal."""
-    return Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def _err() -> Console:
-    return Console(stderr=True, soft_wrap=True, highlight=False)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 @contextmanager

@@ -7,18 +7,16 @@ Each command reads the folder the stage before it wrote and writes its own; erro
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from pinbench.benchmark import stages as bench
 from pinbench.catalog import stages
 from pinbench.catalog.parts import PARTS, parse_parts
+from pinbench.console import JsonOpt, err, out, print_json
 
 catalog_app = typer.Typer(
     help="The built-in catalog stage by stage (the DVC pipeline's commands, dvc.yaml): "
@@ -30,14 +28,13 @@ PartsOpt = Annotated[
     str, typer.Option("--parts", help=f"Comma-separated catalog parts: {', '.join(PARTS)}.")
 ]
 ALL_PARTS = ",".join(PARTS)
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
 def _done(data: Any, lines: list[str], *, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        print_json(data)
     else:
-        Console(soft_wrap=True, highlight=False).print("\n".join(lines))
+        out().print("\n".join(lines))
 
 
 def _wrote(paths: list[Path], as_json: bool) -> None:
@@ -47,8 +44,8 @@ def _wrote(paths: list[Path], as_json: bool) -> None:
 def _say(as_json: bool) -> bench.Say:
     if as_json:
         return lambda text: None
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
-    return lambda text: err.print(Text(text, style="dim"))
+    console = err()
+    return lambda text: console.print(Text(text, style="dim"))
 
 
 @catalog_app.command("prepare")

@@ -6,13 +6,13 @@ user error: ``pinbench.cli.main`` prints it and exits 1) and nothing is written.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from pinbench.console import print_json
 from pinbench.registry.mlmodelscope import import_file
 
 
@@ -44,7 +44,7 @@ def import_mlmodelscope(
         notes = [{"field": n.field, "message": n.message} for n in imported.notes]
         written = None if output is None else str(output)
         document = {"manifest": imported.data, "notes": notes, "output": written}
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        print_json(document)
         return
     for note in imported.notes:
         sys.stderr.write(f"note: {note}\n")

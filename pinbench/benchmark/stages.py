@@ -28,6 +28,7 @@ from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import Row, accuracy, markdown, rows
 from pinbench.catalog.stages import MissingStageInput
 from pinbench.config import Settings
+from pinbench.console import json_text
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import run_lockfile
@@ -61,7 +62,7 @@ def workspace_at(home: Path) -> Workspace:
 
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    path.write_text(json_text(data))
 
 
 def _rank(manifest: Manifest) -> int:

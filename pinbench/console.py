@@ -1,0 +1,30 @@
+"""The CLI's output, shared by its command modules: Rich consoles for text (stdout for data,
+stderr for progress and notes) and one JSON form (indented, sorted keys, UTF-8 as is)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def out() -> Console:
+    """stdout; wide enough for tables when it is not a terminal."""
+    return Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def err() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def json_text(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json_text(data))
