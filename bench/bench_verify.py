@@ -122,7 +122,7 @@ def clear_verified(home: Path) -> None:
     """Empty the verified-state cache, as if nothing had been hashed on this machine."""
     conn = sqlite3.connect(home / "cache" / "verified.sqlite", timeout=30)
     try:
-        conn.execute("DELETE FROM verified")
+        conn.execute("DELETE FROM entries")
         conn.commit()
     finally:
         conn.close()

@@ -3,7 +3,9 @@
 A token is ``pbt_<id>_<secret>``; only the sha256 of the secret is stored, so a token is shown
 once, when it is created. Scopes: ``read``, ``publish`` (in the namespaces the user belongs
 to), ``run`` (lock and run) and ``admin`` (users and namespaces; only for admin users). A new
-token never has a scope its creator's token lacks.
+token never has a scope its creator's token was *issued* with: the ``read`` a public server lends
+every caller is not the token's own, so it cannot be minted into a token that reads a
+``--private`` server.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class Principal:
     namespaces: frozenset[str]
     is_admin: bool = False
     token_id: str | None = None
+    granted: frozenset[str] = frozenset()
+    """The scopes the token was issued with; ``scopes`` may add what this server lends every
+    caller (``read`` when reads are public). Only ``granted`` may be passed on to a new token."""
 
     def require(self, scope: str) -> None:
         if scope in self.scopes:
@@ -149,12 +154,45 @@ def list_users(session: Session) -> list[dict[str, Any]]:
     ]
 
 
+class ScopeEscalation(Forbidden):
+    """A token asked to mint a token with scopes it was not issued with itself."""
+
+    def __init__(self, *, token_id: str | None, wider: list[str], granted: list[str]) -> None:
+        super().__init__(
+            f"a new token cannot have scopes token {token_id} was not issued with: "
+            f"{', '.join(wider)} (it has {', '.join(granted) or 'none'})"
+        )
+        self.token_id = token_id
+        self.wider = wider
+        self.granted = granted
+
+
 def create_token(
-    session: Session, user_name: str, *, name: str, scopes: list[str]
+    session: Session,
+    user_name: str,
+    *,
+    name: str,
+    scopes: list[str],
+    within: Principal | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create a token; return its row and the token text (the only time it is seen)."""
+    """Create a token; return its row and the token text (the only time it is seen).
+
+    ``within``: the token asking (through the API); the new token's scopes must be a subset of
+    the scopes that token was issued with, and it is for the same user. None: the operator,
+    on the server's own database.
+    """
     user = get_user(session, user_name)
     scopes = check_scopes(scopes)
+    if within is not None:
+        if within.user != user_name:
+            raise Forbidden(f"token {within.token_id} cannot create tokens for {user_name}")
+        wider = [s for s in scopes if s not in within.granted]
+        if wider:
+            raise ScopeEscalation(
+                token_id=within.token_id,
+                wider=wider,
+                granted=[s for s in SCOPES if s in within.granted],
+            )
     if "admin" in scopes and not user.is_admin:
         raise Forbidden(f"{user_name} is not an admin: a token with the 'admin' scope is refused")
     if not name.strip() or len(name) > 100:
@@ -221,4 +259,5 @@ def authenticate(session: Session, token: str) -> Principal:
         namespaces=frozenset(namespaces_of(session, user)),
         is_admin=user.is_admin,
         token_id=row.id,
+        granted=frozenset(row.scopes),
     )

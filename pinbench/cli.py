@@ -18,7 +18,6 @@ from types import ModuleType
 from typing import Annotated, Any, TypeVar
 
 import typer
-import yaml
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 from rich.table import Table
 from rich.text import Text
@@ -27,6 +26,7 @@ from sqlalchemy.engine import make_url
 from pinbench import accounts, reports
 from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.cli_catalog import catalog_app
+from pinbench.cli_lockfile import lockfile_app
 from pinbench.cli_mlmodelscope import import_mlmodelscope
 from pinbench.console import JsonOpt
 from pinbench.console import err as _err
@@ -39,13 +39,14 @@ from pinbench.evaluator.history import COMPARED, compare_runs, list_runs, show_r
 from pinbench.evaluator.parity import parity
 from pinbench.evaluator.rerun import REPEAT, rerun
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.stop import Stop, stop_on_signals
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import json_schemas, load_manifest
 from pinbench.registry.names import ArtifactRef, Spec, parse_kind
 from pinbench.registry.publish import publish as publish_artifact
 from pinbench.registry.ranges import Range, parse_version, satisfying
-from pinbench.registry.request import load_request
+from pinbench.registry.request import load_request, read_request_data
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.remote import Remote, remote_from_env
 from pinbench.tables import fmt_ns, parity_table, print_categories, print_trace
@@ -92,7 +93,16 @@ runs_app = typer.Typer(help="Recorded runs: list, show, compare, parity.", no_ar
 app.add_typer(runs_app, name="runs")
 app.add_typer(catalog_app, name="catalog")
 app.command("import-mlmodelscope")(import_mlmodelscope)
+app.add_typer(lockfile_app, name="lockfile")
 
+AllowPickleOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-pickle",
+        help="This run may unpickle a torch-pickle model whose manifest says `trusted: true` "
+        "(unpickling runs the publisher's code: only for publishers you trust).",
+    ),
+]
 RUNNER_HELP = (
     "Where to run: auto (docker if the lockfile pins an image and a Docker Engine answers, "
     "else venv), local (this interpreter, as installed), venv (a uv environment from the "
@@ -401,7 +411,7 @@ def lock_cmd(
     parsed = load_request(request)
 
     def there(remote: Remote) -> list[tuple[Lockfile, bool]]:
-        locked = remote.lock(yaml.safe_load(request.read_text(encoding="utf-8")))
+        locked = remote.lock(read_request_data(request))
         return [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
 
     points = _remote_or_here(there, lambda ws: service.lock_points(ws, parsed))
@@ -430,17 +440,28 @@ def lock_cmd(
 @app.command()
 def verify(
     lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
+    rehash: Annotated[
+        bool,
+        typer.Option(
+            "--rehash", help="Read every file's bytes again, ignoring the verified-state cache."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read).
+    """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read;
+    --rehash reads them all).
 
-    A file missing from the store is fetched from its pinned source (https://, or hf:// and
-    dvc:// at the commit the lockfile names) and kept only if it matches the pin.
+    First the lockfile itself is checked against this registry: every section is re-derived
+    from the manifests it pins and must be identical (a field that differs is named); an
+    artifact not published here is refused (adopt it deliberately with `pinbench lockfile
+    import LOCKFILE --from URL`). A file missing from the store is fetched from its pinned
+    source (https://, or hf:// and dvc:// at the commit the lockfile names) and kept only if
+    it matches the pin.
     """
     lock = Lockfile.read(lockfile)
     with _workspace() as ws, _progress() as progress:
         try:
-            checks = verify_lockfile(ws, lock, progress=progress, say=_err().print)
+            checks = verify_lockfile(ws, lock, progress=progress, say=_err().print, rehash=rehash)
         except VerificationFailed as exc:
             if as_json:
                 _print_json(
@@ -482,17 +503,26 @@ def run_cmd(
     lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
     runner: Annotated[str, typer.Option(help=RUNNER_HELP)] = "auto",
     trace: Annotated[str, typer.Option(help=TRACE_HELP)] = "none",
+    allow_pickle: AllowPickleOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Verify every pinned byte, run the lockfile's scenario, and record the run.
+    """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
+    scenario, and record the run.
 
     The run is recorded whatever happens: succeeded, failed with its reason, or interrupted.
+    A lockfile this registry would not make (an artifact not published here, a field that
+    differs from its manifest) is refused and nothing is recorded.
     """
     parts(trace)
     lock = Lockfile.read(lockfile)
     say = _progress_lines(quiet=as_json)
 
     def there(remote: Remote) -> dict[str, Any]:
+        if allow_pickle:
+            raise UserError(
+                "--allow-pickle is a local decision: a server runs pickles only when its "
+                "operator started it with `pinbench serve --allow-pickle`"
+            )
         queued = remote.submit(lock, runner, trace)
         say(f"queued run {queued['id']} on {remote.url}")
         info = remote.wait(queued["id"], say)
@@ -501,7 +531,18 @@ def run_cmd(
         return info
 
     def here(ws: Workspace) -> dict[str, Any]:
-        return show_run(ws, run_lockfile(ws, lock, runner=runner, say=say, trace=trace).id)
+        # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 / 143)
+        with stop_on_signals(Stop()) as stop:
+            try:
+                outcome = run_lockfile(
+                    ws, lock, runner=runner, say=say, trace=trace, allow_pickle=allow_pickle,
+                    stop=stop,
+                )  # fmt: skip
+            except PinbenchError as exc:
+                if stop.left_running:  # recorded; LoadGen's thread must not see a teardown
+                    _exit_now(exc)
+                raise
+        return show_run(ws, outcome.id)
 
     info = _remote_or_here(there, here)
     if as_json:
@@ -573,6 +614,39 @@ def runs_list(
     _out().print(table if rows else "no runs recorded")
 
 
+@runs_app.command("cancel")
+def runs_cancel(
+    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait until the run has stopped.")
+    ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel a queued run (it never starts) or a running one (its server stops it).
+
+    Recorded `cancelled` with who asked; a finished run cannot be cancelled (exit 1). With
+    PINBENCH_URL: through that server, for runs your token's user submitted (admins: any).
+    """
+    say = _progress_lines(quiet=as_json)
+
+    def there(remote: Remote) -> dict[str, Any]:
+        info = remote.cancel(run)
+        return remote.wait(info["id"], say) if wait else info
+
+    def here(ws: Workspace) -> dict[str, Any]:
+        from pinbench.evaluator.cancel import Canceller, request_cancel, wait_finished
+
+        run_id, _ = request_cancel(ws, run, Canceller(None))
+        return wait_finished(ws, run_id, say) if wait else show_run(ws, run_id)
+
+    info = _remote_or_here(there, here)
+    if as_json:
+        _print_json(info)
+        return
+    error = f": {info['error']}" if info["error"] else ""
+    _out().print(f"run {info['id']} {info['status']}{error}")
+
+
 @runs_app.command("show")
 def runs_show(
     run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
@@ -601,6 +675,7 @@ def rerun_cmd(
     repeat: Annotated[
         int, typer.Option(help="Performance runs: how many times to rerun (run-to-run noise).")
     ] = REPEAT,
+    allow_pickle: AllowPickleOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
@@ -614,7 +689,9 @@ def rerun_cmd(
         parts(trace)
     say = _progress_lines(quiet=as_json)
     with _workspace() as ws:
-        verdict = rerun(ws, run, repeat=repeat, runner=runner, say=say, trace=trace)
+        verdict = rerun(
+            ws, run, repeat=repeat, runner=runner, say=say, trace=trace, allow_pickle=allow_pickle
+        )
     if as_json:
         _print_json(verdict.to_json())
         return
@@ -828,6 +905,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _exit_now(exc: PinbenchError) -> None:
+    """Print the error and end the process at once, skipping interpreter teardown: a stopped
+    LoadGen test still running on its thread would crash in it (``pinbench.evaluator.stop``)."""
+    _err().print(Text.assemble(("error: ", "bold red"), str(exc)))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exc.exit_code)
+
+
 def entrypoint() -> None:
     sys.exit(main())
 
@@ -944,6 +1030,32 @@ def images_pull(
 # ---------------------------------------------------------------- server and accounts
 
 
+@app.command("gc")
+def gc_cmd(as_json: JsonOpt = False) -> None:
+    """Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders)
+    left by processes that died, and print what it reclaimed.
+
+    A live process's scratch is never touched, whichever process or host owns it (each holds
+    a lock on its scratch while it lives); `pinbench serve` does the same when it starts.
+    """
+    from pinbench.artifacts.scratch import reclaim
+
+    with _workspace() as ws:
+        done = reclaim(ws.store.tmp)
+    if as_json:
+        _print_json(
+            {
+                "removed": [{"name": name, "bytes": size} for name, size in done.removed],
+                "bytes": done.bytes,
+                "kept": done.kept,
+            }
+        )
+        return
+    for name, size in done.removed:
+        _out().print(f"removed {name} ({size:,} bytes)")
+    _out().print(done.summary())
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -957,6 +1069,32 @@ def serve(
     private: Annotated[
         bool, typer.Option("--private", help="Reads need a token with the 'read' scope too.")
     ] = False,
+    allow_pickle: Annotated[
+        bool,
+        typer.Option(
+            "--allow-pickle",
+            help="Let models of format torch-pickle whose manifest says `trusted: true` run, "
+            "in the docker runner only (unpickling runs the publisher's code). Off: never.",
+        ),
+    ] = False,
+    runners: Annotated[
+        str,
+        typer.Option(
+            "--runners",
+            help="Comma-separated runners queued runs may use. A model's own code (TorchScript "
+            "ops, SavedModel graphs) runs in the runner: where publishers are not all trusted, "
+            "allow only docker.",
+        ),
+    ] = "local,venv,docker",
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host name the server answers to besides loopback and --host (repeat it; "
+            "*.DOMAIN for subdomains; also PINBENCH_ALLOWED_HOSTS, comma-separated). Behind a "
+            "reverse proxy: the public name the proxy forwards in Host.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -966,25 +1104,40 @@ def serve(
     """
     import uvicorn
 
+    from pinbench.api import hosts
     from pinbench.api.runpool import STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
-    from pinbench.evaluator.run import abandon_unfinished
+    from pinbench.artifacts.scratch import reclaim
+    from pinbench.evaluator.instances import abandon_expired
+    from pinbench.evaluator.runners import RUNNERS, UnknownRunner
 
+    allowed_hosts = hosts.for_serve(host, allowed_host or [])
+    allowed_runners = tuple(r.strip() for r in runners.split(",") if r.strip())
+    for name in allowed_runners or ("",):
+        if name not in RUNNERS:  # refused before the server starts
+            raise UnknownRunner(runner=name)
     with _workspace() as ws:
         ws.settings.home.mkdir(parents=True, exist_ok=True)
         db_schema.ensure_current(ws.engine)
-        abandoned = abandon_unfinished(ws, STOPPED)
+        abandoned = abandon_expired(ws, STOPPED)  # never a live server's runs
+        reclaimed = reclaim(ws.store.tmp)  # never a live process's scratch
     if abandoned:
-        _err().print(f"marked {abandoned} run(s) left unfinished by an earlier server interrupted")
+        _err().print(f"marked {abandoned} run(s) of servers that stopped interrupted")
+    if reclaimed.removed:
+        _err().print(reclaimed.summary())
     os.environ[SETTINGS_ENV] = settings_to_env(
         public_read=not private,
         max_upload_bytes=max_upload_mb * 1024 * 1024,
         run_workers=run_workers,
         run_queue=run_queue,
+        allow_pickle=allow_pickle,
+        runners=allowed_runners,
+        allowed_hosts=allowed_hosts,
     )
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"
     )
+    _err().print(f"answering to Host {', '.join(allowed_hosts)}")
     uvicorn.run(
         "pinbench.api.server:app_from_env",
         factory=True,
@@ -1039,7 +1192,10 @@ def user_list(as_json: JsonOpt = False) -> None:
     _out().print(table if rows else "no users")
 
 
-SCOPES_HELP = "Scopes: read, publish, run, admin (repeat the option). Default: read, publish, run."
+SCOPES_HELP = (
+    "Scopes: read, publish, run, admin (repeat the option). Default: read, publish, run; "
+    "with PINBENCH_URL: the scopes of PINBENCH_TOKEN, which a new token never exceeds."
+)
 
 
 @token_app.command("create")
@@ -1060,10 +1216,8 @@ def token_create(
             row, text = accounts.create_token(session, owner, name=name, scopes=scopes)
             return {"id": row.id, "token": text, "user": owner, "scopes": list(row.scopes)}
 
-    info = _remote_or_here(
-        lambda remote: remote.json("POST", "/api/v1/tokens", json={"name": name, "scopes": scopes}),
-        here,
-    )
+    body = {"name": name, "scopes": scope} if scope else {"name": name}
+    info = _remote_or_here(lambda remote: remote.json("POST", "/api/v1/tokens", json=body), here)
     if as_json:
         _print_json(info)
         return

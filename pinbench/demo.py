@@ -22,6 +22,7 @@ from rich.text import Text
 
 from pinbench import catalog as builtin
 from pinbench import reports
+from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
@@ -37,6 +38,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.publish import publish
+from pinbench.registry.trust import LockfileMismatch
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.tables import parity_table, print_categories, print_trace
 from pinbench.trace.analysis import TraceView
@@ -131,6 +133,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     out.print(f"wrote {page} (opens offline; or see the runs at /ui/ under `pinbench serve`)")
 
     _tamper(ws, locks[next(iter(locks))], out, step)
+    _forge(ws, locks[next(iter(locks))], out, step)
     _conflict(ws, workdir, out, step)
     out.print(Text("\ndemo complete", style="bold green"))
 
@@ -185,6 +188,18 @@ def _tamper(ws: Workspace, lock: Lockfile, out: Console, step: Callable[[str], N
         blob.chmod(0o444)
     verify_lockfile(ws, lock)
     out.print("restored; verify passes again")
+
+
+def _forge(ws: Workspace, lock: Lockfile, out: Console, step: Callable[[str], None]) -> None:
+    step("edit a lockfile (trusted: true) and put it back in canonical form, verify it")
+    data = lock.to_json()
+    data["model"]["trusted"] = True
+    forged = Lockfile.from_bytes(canonical_json(data))
+    try:
+        verify_lockfile(ws, forged)
+        raise UserError("verify passed on a forged lockfile: this is a bug")
+    except LockfileMismatch as exc:
+        out.print(Text(f"refused as it must: {exc}", style="yellow"))
 
 
 def _conflict(ws: Workspace, workdir: Path, out: Console, step: Callable[[str], None]) -> None:

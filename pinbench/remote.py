@@ -27,7 +27,7 @@ from pinbench.registry.manifest import load_manifest, manifest_data
 from pinbench.registry.sourcing import locate, needs_completion, stage_files
 from pinbench.trace.summary import NoTrace
 
-FINISHED = ("succeeded", "failed", "interrupted")
+FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
 
 
 class RemoteRefused(UserError):
@@ -63,8 +63,13 @@ class Remote:
             response = self.client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise RemoteFailed(f"cannot reach the pinbench server at {self.url}: {exc}") from exc
+        self._refuse(response)
+        return response
+
+    def _refuse(self, response: httpx.Response) -> None:
+        """Raise for a 4xx/5xx answer, with the server's problem detail."""
         if response.status_code < 400:
-            return response
+            return
         detail, error = response.text.strip() or response.reason_phrase, None
         if response.headers.get("content-type", "").startswith("application/problem+json"):
             body = response.json()
@@ -138,9 +143,36 @@ class Remote:
         result: dict[str, Any] = self.json("POST", "/api/v1/lockfiles", json=request)
         return result
 
+    @property
+    def where(self) -> str:
+        return self.url
+
+    def artifact(self, ref: str) -> Any:
+        """What the server shows of ``KIND/NAME@VERSION`` (for adoption: checked there)."""
+        try:
+            return self.json("GET", f"/api/v1/artifacts/{ref}")
+        except (ValueError, RecursionError) as exc:
+            raise RemoteFailed(f"{self.url} answered for {ref} with no JSON: {exc}") from None
+
+    def blob(self, digest: str) -> Iterator[bytes]:
+        """A blob's bytes in chunks (checked by the caller against ``digest``)."""
+        try:
+            with self.client.stream("GET", f"/api/v1/blobs/{digest}") as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._refuse(response)
+                yield from response.iter_bytes(1 << 20)
+        except httpx.HTTPError as exc:
+            raise RemoteFailed(
+                f"cannot download blob {digest[:12]} from {self.url}: {exc}"
+            ) from exc
+
     def lockfile(self, digest: str) -> Lockfile:
         data = self.call("GET", f"/api/v1/lockfiles/{digest}").content
-        return Lockfile.from_bytes(data, source=f"{self.url} lockfile {digest[:12]}")
+        lock = Lockfile.from_bytes(data, source=f"{self.url} lockfile {digest[:12]}")
+        if lock.digest.hex != digest:
+            raise RemoteFailed(f"{self.url} answered lockfile {digest[:12]} with {lock.digest}")
+        return lock
 
     def submit(self, lock: Lockfile, runner: str, trace: str = "none") -> dict[str, Any]:
         self.call("PUT", f"/api/v1/lockfiles/{lock.digest.hex}", content=lock.canonical)
@@ -164,6 +196,10 @@ class Remote:
 
     def run(self, run_id: str) -> dict[str, Any]:
         return flatten(self.json("GET", f"/api/v1/runs/{run_id}"))
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """Ask the server to cancel a queued or running run; its view as the server has it."""
+        return flatten(self.json("DELETE", f"/api/v1/runs/{run_id}"))
 
     def runs(self, limit: int | None) -> list[dict[str, Any]]:
         params = {"limit": limit} if limit else {}

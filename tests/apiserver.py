@@ -77,10 +77,19 @@ def api_server(
         tokens, ids = seed(ws, catalog_dir)
     finally:
         ws.close()
+    with serve(home, database_url, *args) as url:
+        yield Server(url, home, database_url, tokens, ids)
+
+
+@contextmanager
+def serve(home: Path, database_url: str, *args: str) -> Iterator[str]:
+    """Start ``pinbench serve ARGS`` on a database already seeded; yield its URL; stop it."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PINBENCH_URL", "PINBENCH_TOKEN")}
     env |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url}
     log = home / "serve.log"
+    if log.exists():  # a second server on the same home keeps its own log
+        log = home / f"serve-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pinbench", "serve", "--port", str(port), *args],
@@ -92,7 +101,7 @@ def api_server(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait(url, proc, log)
-        yield Server(url, home, database_url, tokens, ids)
+        yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -81,6 +81,15 @@ def spare_token(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
     return "DELETE", f"/api/v1/tokens/{token_id}", {}
 
 
+def cancel(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
+    """A long run submitted by the owner: only they and admins may cancel it."""
+    long = {**REQUEST, "scenario": {"name": "Server", "target_qps": 20, "min_duration_ms": 600_000}}
+    with w.server.client("owner") as c:
+        digest = c.post("/api/v1/lockfiles", json=long).json()["points"][0]["digest"]
+        run = c.post("/api/v1/runs", json={"lockfile": digest, "runner": "local"}).json()["id"]
+    return "DELETE", f"/api/v1/runs/{run}", {}
+
+
 READ = (200, 200, 200, 200, 200)
 RUN = (401, 403, None, None, None)  # None: the endpoint's success status
 ADMIN = (401, 403, 403, 403, None)
@@ -109,6 +118,7 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
      {"content": w.lockfile_bytes}), RUN, 200),
     ("submit a run", lambda w, who: ("POST", "/api/v1/runs",
      {"json": {"lockfile": w.lockfile, "runner": "local"}}), RUN, 202),
+    ("cancel a run", cancel, (401, 403, 403, None, None), 202),
     ("create a token", lambda w, who: ("POST", "/api/v1/tokens",
      {"json": {"name": "m", "scopes": ["read"]}}), (401, None, None, None, None), 201),
     ("list tokens", get("/api/v1/tokens"), (401, 200, 200, 200, 200), 200),
@@ -172,3 +182,73 @@ def test_private_server_reads_need_a_token(private: World, label: str, call: Cal
     assert anonymous.status_code == 401, anonymous.text
     assert "needs a token with the 'read' scope" in anonymous.json()["detail"]
     assert reader.status_code == 200, reader.text
+
+
+def _token_with(w: World, scopes: list[str]) -> str:
+    """A token of 'owner' issued with exactly ``scopes`` (minted by owner's full token)."""
+    with w.server.client("owner") as c:
+        made = c.post("/api/v1/tokens", json={"name": "narrow", "scopes": scopes})
+    assert made.status_code == 201, made.text
+    token: str = made.json()["token"]
+    return token
+
+
+#  issued with          asks for               status  scopes, or what the refusal names
+MINTS: list[tuple[list[str], list[str] | None, int, str]] = [
+    (["publish"],        ["read"],              403, "read"),   # public reads are lent, not owned
+    (["publish"],        ["read", "publish"],   403, "read"),
+    (["run"],            ["read", "run"],       403, "read"),
+    (["publish"],        ["run"],               403, "run"),
+    (["read"],           ["admin"],             403, "admin"),
+    (["publish"],        ["publish"],           201, "publish"),
+    (["publish"],        None,                  201, "publish"),  # no scopes: the token's own
+    (["read", "run"],    ["run"],               201, "run"),
+    (["read", "run"],    None,                  201, "read,run"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("issued", "asked", "status", "expected"), MINTS)
+@pytest.mark.parametrize("fixture", ["world", "private"])
+def test_a_token_mints_only_tokens_within_its_own_scopes(
+    request: pytest.FixtureRequest,
+    fixture: str,
+    issued: list[str],
+    asked: list[str] | None,
+    status: int,
+    expected: str,
+) -> None:
+    w: World = request.getfixturevalue(fixture)
+    token = _token_with(w, issued)
+    body: dict[str, Any] = {"name": "minted"} if asked is None else {"name": "m", "scopes": asked}
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=w.server.url, headers=auth, timeout=60) as c:
+        before = len(c.get("/api/v1/tokens").json())
+        response = c.post("/api/v1/tokens", json=body)
+        after = len(c.get("/api/v1/tokens").json())
+    assert response.status_code == status, response.text
+    if status == 201:
+        assert ",".join(response.json()["scopes"]) == expected
+        assert after == before + 1
+        return
+    detail = response.json()["detail"]
+    assert f"a new token cannot have scopes token {token[4:20]} was not issued with" in detail
+    assert f"{expected} (it has {', '.join(issued)})" in detail
+    assert after == before, "nothing was minted"
+
+
+def test_a_token_minted_by_a_publish_only_token_cannot_read_a_private_server(
+    private: World,
+) -> None:
+    """The hole: on a public server every token reads, and that lent 'read' used to be minted
+    into a token of its own, which then read the server once it was --private."""
+    publisher = _token_with(private, ["publish"])
+    with httpx.Client(
+        base_url=private.server.url, headers={"Authorization": f"Bearer {publisher}"}
+    ) as c:
+        minted = c.post("/api/v1/tokens", json={"name": "escalate"}).json()["token"]
+    with httpx.Client(
+        base_url=private.server.url, headers={"Authorization": f"Bearer {minted}"}
+    ) as c:
+        response = c.get("/api/v1/artifacts")
+    assert response.status_code == 403, response.text
+    assert "lacks the 'read' scope" in response.json()["detail"]

@@ -4,10 +4,14 @@ real browser, offline, by tests/test_web.py.)"""
 
 from __future__ import annotations
 
+import base64
 import csv
+import hashlib
+import html as html_lib
 import io
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,10 +33,14 @@ from pinbench.errors import UserError
 from pinbench.evaluator.history import RunNotFound, show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.registry import service
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.reports.charts import accuracy_points, charts
-from pinbench.reports.data import EmptyReport, TooManyRuns
+from pinbench.reports.data import EmptyReport, RunData, TooManyRuns
 from pinbench.reports.diff import MISSING, diff, flatten, run_diff
+from pinbench.reports.export import COLUMNS_ALL, csv_cell
+from pinbench.reports.render import md_text, policy
 from pinbench.reports.view import fmt
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, published_workspace
@@ -320,3 +329,128 @@ def test_diff_rows_are_exactly_the_differing_leaves(a: Any, b: Any) -> None:
 )
 def test_metric_cells(value: float | None, unit: str, shown: tuple[str, str]) -> None:
     assert fmt(value, unit) == shown
+
+
+# ---------------------------------------------------------------- hostile text in reports
+
+HOSTILE_INPUT = "<script>alert(1)</script> *x* [a](javascript:b) | `c` _d_ ~e~ \\ &amp;"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),  # no raw HTML
+        ("&amp;", "&amp;amp;"),  # an entity stays text
+        ("a | b", "a \\| b"),  # no new table cell
+        ("*x* _y_ ~z~", "\\*x\\* \\_y\\_ \\~z\\~"),  # no emphasis, no strike-through
+        ("[a](javascript:b)", "\\[a\\](javascript:b)"),  # no link
+        ("![i](x.png)", "\\!\\[i\\](x.png)"),  # no image
+        ("`code`", "\\`code\\`"),  # no code span
+        ("a\\b", "a\\\\b"),  # a backslash is itself
+        ("# h", "\\# h"),  # no heading
+        ("one\ntwo\r", "one two "),  # one row
+        ("vision/digits-cnn@1.0.0-rc.1+b.2", "vision/digits-cnn@1.0.0-rc.1+b.2"),  # kept readable
+    ],
+)
+def test_markdown_text_is_shown_not_read_as_markup(text: str, shown: str) -> None:
+    assert md_text(text) == shown
+
+
+def test_markdown_report_escapes_what_manifests_and_requests_carry(
+    tmp_path: Path, catalog_dir: Path
+) -> None:
+    """Names (``_``), versions (prerelease, build), a model's input name (any text) and a
+    request's range (``<``, ``>``, ``||``) reach the report's tables: shown as text."""
+    ws = published_workspace(tmp_path, catalog_dir)
+    try:
+        evil = tmp_path / "evil"
+        shutil.copytree(catalog_dir / "digits-logreg-1.2.0", evil / "digits-logreg-1.2.0")
+        manifest = yaml.safe_load((catalog_dir / "model-digits-logreg-1.2.0.yaml").read_text())
+        manifest |= {"name": "vision/digits_logreg_", "version": "1.0.0-x.y-z+b-1"}
+        manifest["inputs"][0]["name"] = HOSTILE_INPUT
+        (evil / "model.yaml").write_text(yaml.safe_dump(manifest))
+        publish(ws, load_manifest(evil / "model.yaml"), manifest_dir=evil, publisher="test")
+        offline = {"name": "Offline", **QUICK}
+        ids = [
+            *_run(ws, model="vision/digits_logreg_@1.0.0-x.y-z", scenario=offline),
+            *_run(ws, model=f"{builtin.MODEL_NAME}@>=1.0.0 <2 || ^1", scenario=offline),
+        ]
+        text = reports.render(reports.gather(ws, ids), "md")[1].decode()
+    finally:
+        ws.close()
+    shown = md_text(HOSTILE_INPUT)
+    assert shown == (
+        "&lt;script&gt;alert(1)&lt;/script&gt; \\*x\\* \\[a\\](javascript:b) \\| \\`c\\` "
+        "\\_d\\_ \\~e\\~ \\\\ &amp;amp;"
+    )
+    as_json = md_text(json.dumps(HOSTILE_INPUT))  # the diff shows values as JSON
+    assert f'| lockfile.model.inputs\\[0\\].name | {as_json} | "x" |' in text
+    assert '| lockfile.model.name | "vision/digits\\_logreg\\_" | "vision/digits-logreg" |' in text
+    assert '| lockfile.model.version | "1.0.0-x.y-z+b-1" | "1.2.0" |' in text
+    assert '"vision/digits-logreg@&gt;=1.0.0 &lt;2 \\|\\| ^1" |' in text
+    assert "<" not in text and ">" not in text  # no HTML at all
+    for table in re.findall(r"(?:^\|.*\n)+", text, re.M):  # rows as wide as their head
+        widths = {len(re.split(r"(?<!\\)\|", row)) for row in table.splitlines()}
+        assert len(widths) == 1, table
+
+
+CSV_CELLS: list[tuple[Any, Any, str]] = [
+    ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")", "a formula"),
+    ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0", "a formula after a sign"),
+    ("-2+3", "'-2+3", "arithmetic, not a number"),
+    ("@SUM(A1)", "'@SUM(A1)", "Lotus-style function"),
+    ("\t=1", "'\t=1", "a tab first"),
+    ("\r=1", "'\r=1", "a carriage return first"),
+    ("-1.5", "-1.5", "a negative number stays a number"),
+    ("+2e-3", "+2e-3", "a signed exponent number too"),
+    (-7, -7, "an integer cell is a number"),
+    ("vision/digits-cnn@1.0.0", "vision/digits-cnn@1.0.0", "a name: '@' and '-' inside"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("value", "written", "why"), CSV_CELLS, ids=[c[2] for c in CSV_CELLS])
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised(
+    value: Any, written: Any, why: str
+) -> None:
+    assert csv_cell(value) == written
+
+
+def test_csv_export_neutralises_formula_cells_and_keeps_numbers_numeric() -> None:
+    """No recorded field starts with a formula character today (names begin with a letter or
+    digit, scenario and mode are closed sets): the export guards anyway, cell by cell."""
+    info = {
+        "id": "=1+1", "model": "@SUM(A1)", "framework": "+x", "dataset": "-y",
+        "scenario": "Offline", "mode": "performance", "batch_size": 4,
+    }  # fmt: skip
+    report = reports.Report([RunData(info, np.array([5, -3], dtype=np.int64))], created_at="t")
+    rows = list(csv.reader(io.StringIO(reports.render(report, "csv")[1].decode())))
+    assert rows == [
+        list(COLUMNS_ALL),
+        ["'=1+1", "'@SUM(A1)", "'+x", "'-y", "Offline", "performance", "4", "0", "5"],
+        ["'=1+1", "'@SUM(A1)", "'+x", "'-y", "Offline", "performance", "4", "1", "-3"],
+    ]
+
+
+def test_html_report_policy_allows_exactly_its_inline_scripts_and_style(runs: Runs) -> None:
+    page = reports.render(reports.gather(runs.ws, runs.sweep), "html")[1].decode()
+    meta = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', page)
+    assert meta is not None
+    content = html_lib.unescape(meta.group(1))
+    assert content == policy()
+
+    def sha(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", page, re.S)
+    assert len(scripts) == 4 and len(styles) == 1
+    assert content == "; ".join(
+        [
+            "default-src 'none'",
+            "script-src " + " ".join(sha(s) for s in scripts),
+            f"style-src {sha(styles[0])}",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )

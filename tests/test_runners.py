@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 import torch
 import yaml
@@ -36,11 +35,14 @@ from pinbench.images.build import build_image
 from pinbench.images.distribution import PulledWrongImage, pull, push
 from pinbench.images.engine import connect
 from pinbench.registry import service
-from pinbench.registry.lockfile import LockBody, LockedImage, Lockfile
-from pinbench.registry.manifest import load_manifest
-from pinbench.registry.names import ArtifactRef
+from pinbench.registry.catalog import SqlCandidateSource, yank
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.locking import build_lockfile
+from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.names import ArtifactRef, Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.registry.resolve import Resolution, resolve
 from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 from tests.services import docker_engine, image_registry
@@ -192,39 +194,45 @@ def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:
     assert show_run(stack.ws, outcome.id)["runner"] == "docker"
 
 
-def _pinning(lock: Lockfile, digest: str, version: str) -> Lockfile:
-    """The same lockfile, pinning another image (a lockfile made elsewhere)."""
-    env = lock.body.environment
-    assert env is not None and env.image is not None
-    image = msgspec.structs.replace(env.image, digest=digest, version=version)
-    body: LockBody = msgspec.structs.replace(
-        lock.body, environment=msgspec.structs.replace(env, image=image)
-    )
-    return Lockfile(body)
+def _pinning_an_image_not_here(stack: Stack, version: str, *, tagged: bool) -> tuple[Lockfile, str]:
+    """A lockfile pinning image ``version``, published with a digest this engine does not
+    have (a version built elsewhere); ``tagged``: the engine's tag of that version names
+    another image. The version is yanked at once, so other tests' ranges never pick it."""
+    name = frameworks.image_name("onnxruntime")
+    digest = "sha256:" + hashlib.sha256(version.encode()).hexdigest()
+    manifest = {"kind": "image", "name": name, "version": version, "digest": digest}
+    publish(stack.ws, parse_manifest(manifest), manifest_dir=Path("."), publisher="test")
+    if tagged:
+        stack.client.images.get(stack.images["onnxruntime"]).tag(name, version)
+    lock = _lock(stack.ws, image=f"{name}@{version}")
+    yank(stack.ws, ArtifactRef.parse(f"image/{name}@{version}"), "built elsewhere")
+    return lock, digest
 
 
 @pytest.mark.parametrize("retag", [False, True], ids=["missing", "tag-names-another-image"])
 def test_an_image_other_than_the_pinned_digest_is_refused(stack: Stack, retag: bool) -> None:
-    lock = _lock(stack.ws)
-    pinned = "sha256:" + "0" * 64
-    other = _pinning(lock, pinned, "1.0.0" if retag else "9.9.9")
-    assert other.body.environment is not None and other.body.environment.image is not None
-    image: LockedImage = other.body.environment.image
+    lock, pinned = _pinning_an_image_not_here(stack, f"1.99.{int(retag)}", tagged=retag)
+    image = lock.body.environment.image if lock.body.environment else None
+    assert image is not None and image.digest == pinned
     with pytest.raises(ImageMissing, match=pinned) as info:
-        run_lockfile(stack.ws, other, runner="docker", say=quiet)
-    assert ("names another image" in str(info.value)) == retag  # 1.0.0's tag is the real one
+        run_lockfile(stack.ws, lock, runner="docker", say=quiet)
+    assert ("names another image" in str(info.value)) == retag
     assert image.name.startswith("pinbench/onnxruntime")
     failed = list_runs(stack.ws, limit=1)[0]
     assert failed["status"] == "failed" and pinned in failed["error"]
 
 
 def test_a_lockfile_without_an_image_is_refused_by_docker(stack: Stack) -> None:
-    lock = _lock(stack.ws)
-    env = lock.body.environment
-    assert env is not None
-    bare = Lockfile(
-        msgspec.structs.replace(lock.body, environment=msgspec.structs.replace(env, image=None))
-    )
+    """A lockfile made before any image was published pins the requirements only."""
+    request = parse_request(DIGITS)
+    with stack.ws.transaction() as session:
+        refs = [
+            r
+            for r in resolve(request.specs(), SqlCandidateSource(session)).refs
+            if r.kind is not Kind.IMAGE
+        ]
+        bare = build_lockfile(session, request, Resolution(tuple(refs)), 1)
+    assert bare.body.environment is not None and bare.body.environment.image is None
     with pytest.raises(NoImagePinned, match="pinbench images build onnxruntime"):
         run_lockfile(stack.ws, bare, runner="docker", say=quiet)
 
@@ -246,7 +254,7 @@ def test_a_hostile_model_fails_safely_in_the_container(
     lock = _lock(stack.ws, model=f"evil/{model}@1", framework="torch@2.13.0", limits=limits)
     before = stack.listener.accepted
     with pytest.raises(error, match=needle.replace("(", r"\(")):
-        run_lockfile(stack.ws, lock, runner="docker", say=quiet)
+        run_lockfile(stack.ws, lock, runner="docker", say=quiet, allow_pickle=True)
     record = list_runs(stack.ws, limit=1)[0]
     assert record["status"] == "failed" and needle in record["error"]
     assert record["runner"] == "docker" and record["environment"] == stack.images["torch"]
@@ -259,7 +267,7 @@ def test_the_network_payload_does_connect_outside_a_container(stack: Stack) -> N
     lock = _lock(stack.ws, model="evil/network@1", framework="torch@2.13.0")
     before = stack.listener.accepted
     with pytest.raises(Exception):  # noqa: B017 - it connects, then is no module
-        run_lockfile(stack.ws, lock, runner="local", say=quiet)
+        run_lockfile(stack.ws, lock, runner="local", say=quiet, allow_pickle=True)
     assert stack.listener.accepted == before + 1
 
 

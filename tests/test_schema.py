@@ -19,6 +19,7 @@ TABLES = {
     "users",
     "namespace_members",
     "api_tokens",
+    "server_instances",
     "alembic_version",
 }
 

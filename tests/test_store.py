@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,10 @@ from hypothesis import strategies as st
 from pinbench.artifacts import verified
 from pinbench.artifacts.digest import Digest, DigestError, hash_file
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
-from tests.helpers import sha
+from pinbench.registry import service
+from pinbench.registry.request import parse_request
+from pinbench.workspace import Workspace
+from tests.helpers import in_process_cli, sha
 
 
 def test_stage_and_commit_stores_by_digest(tmp_path: Path) -> None:
@@ -123,3 +129,149 @@ def test_publish_then_fetch_returns_the_same_digest(data: bytes) -> None:
         digest = store.put_bytes(data)
         assert digest.hex == sha(data)
         assert store.verify(digest, label="x").read_bytes() == data
+
+
+# ------------------------------------------------------------------ the cache cannot be forged
+
+
+def _forge(store: BlobStore, path: Path) -> None:
+    """What someone who can write the cache (not its key) does after tampering with a file:
+    record the file's new state beside its old digest."""
+    state = verified.FileState.of(path.resolve().stat())
+    with sqlite3.connect(store.root / "cache" / "verified.sqlite") as db:
+        updated = db.execute(
+            "UPDATE entries SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ? WHERE path = ?",
+            (state.size, state.mtime_ns, state.ctime_ns, state.inode, str(path.resolve())),
+        ).rowcount
+    assert updated == 1
+
+
+def _count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files hashed from now on (the cache's misses)."""
+    calls: list[Path] = []
+    real = hash_file
+
+    def counting(path: Path, **kw: Any) -> tuple[Digest, int]:
+        calls.append(path)
+        return real(path, **kw)
+
+    monkeypatch.setattr(verified, "hash_file", counting)
+    return calls
+
+
+def _tamper(store: BlobStore, digest: Digest, data: bytes) -> None:
+    blob = store.path(digest)
+    blob.chmod(0o644)
+    blob.write_bytes(data)
+
+
+def test_a_cache_entry_edited_to_bless_tampered_bytes_is_not_trusted(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    store.create()
+    digest = store.put_bytes(b"model bytes")
+    store.verify(digest, label="m")
+    _tamper(store, digest, b"evil! bytes")
+    _forge(store, store.path(digest))
+    with pytest.raises(ChecksumMismatch) as info:
+        store.verify(digest, label="model.onnx")
+    assert info.value.actual.hex == sha(b"evil! bytes")
+
+
+def test_an_entry_copied_to_another_path_is_not_trusted(tmp_path: Path) -> None:
+    """The MAC covers the path: an entry cannot vouch for another file in the same state."""
+    store = BlobStore(tmp_path)
+    store.create()
+    digest = store.put_bytes(b"good")
+    store.verify(digest, label="good")
+    other = tmp_path / "other"
+    other.write_bytes(b"evil")
+    with sqlite3.connect(store.root / "cache" / "verified.sqlite") as db:
+        row = db.execute("SELECT * FROM entries WHERE path = ?", (str(store.path(digest)),))
+        values = list(row.fetchone())
+        state = verified.FileState.of(other.stat())
+        values[:5] = [str(other.resolve()), state.size, state.mtime_ns, state.ctime_ns, state.inode]
+        db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+    found, _, hashed = store.cache.digest(other)
+    assert (found.hex, hashed) == (sha(b"evil"), True)
+
+
+def test_the_cache_key_is_private_and_made_at_init(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    store.create()
+    key = tmp_path / "keys" / "verified-cache.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+    assert len(key.read_bytes()) == verified.KEY_BYTES
+
+
+@pytest.mark.parametrize(
+    "loosen",
+    [
+        pytest.param(lambda key: key.chmod(0o644), id="others may read it"),
+        pytest.param(lambda key: key.chmod(0o620), id="the group may write it"),
+        pytest.param(lambda key: key.write_bytes(b"short"), id="not a key"),
+    ],
+)
+def test_a_key_others_may_read_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loosen: Callable[[Path], object]
+) -> None:
+    """With a key that may be known, the cache vouches for nothing: every verify reads."""
+    store = BlobStore(tmp_path)
+    store.create()
+    digest = store.put_bytes(b"bytes")
+    loosen(tmp_path / "keys" / "verified-cache.key")
+    calls = _count_hashes(monkeypatch)
+    store.verify(digest, label="b")
+    store.verify(digest, label="b")
+    assert len(calls) == 2
+
+
+def test_a_lost_key_is_made_anew_and_old_entries_are_rehashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = BlobStore(tmp_path)
+    store.create()
+    digest = store.put_bytes(b"bytes")
+    key = tmp_path / "keys" / "verified-cache.key"
+    old = key.read_bytes()
+    key.unlink()
+    calls = _count_hashes(monkeypatch)
+    store.verify(digest, label="b")
+    store.verify(digest, label="b")
+    assert len(calls) == 1, "hashed once under the new key, then trusted"
+    assert key.read_bytes() != old
+
+
+def test_verify_rehash_reads_every_byte_whatever_the_cache_says(
+    digits: Workspace,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Even an entry with a valid MAC (a cache written with the key, e.g. by a bug or by its
+    owner) is ignored by ``pinbench verify --rehash``."""
+    request = parse_request(
+        {
+            "model": "vision/digits-logreg@^1",
+            "framework": "onnxruntime@*",
+            "dataset": "sklearn-digits-test@^1",
+        }
+    )
+    lock = service.lock_points(digits, request)[0][0]
+    lock_path = tmp_path / "digits.lock"
+    lock.write(lock_path)
+    model = next(a for a in lock.body.artifacts if a.kind == "model").files[0]
+    blob = digits.store.path(Digest(model.sha256))
+    tampered = bytearray(blob.read_bytes())
+    tampered[-1] ^= 0xFF  # one byte flipped: the same size
+    blob.chmod(0o644)
+    blob.write_bytes(tampered)
+    digits.store.cache.record(
+        blob.resolve(), verified.FileState.of(blob.stat()), Digest(model.sha256)
+    )
+    cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
+    trusted = cli("verify", str(lock_path))
+    assert trusted.code == 0, "the cache vouches for the file, so it is not read"
+    rehashed = cli("verify", "--rehash", str(lock_path))
+    assert rehashed.code == 1
+    assert f"expected sha256 {model.sha256}, got {sha(bytes(tampered))}" in rehashed.err

@@ -9,6 +9,7 @@ download is not used. Without Chromium these tests fail, never skip.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -18,10 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
+from pinbench.api.hosts import AllowedHosts
 from pinbench.remote import Remote
+from pinbench.reports.render import policy as report_policy
 from tests.apiserver import Server, api_server
+from tests.helpers import Cli
 from tests.services import unavailable
 
 ARTIFACTS = Path(os.environ.get("PINBENCH_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
@@ -86,6 +90,20 @@ def fill_evaluation(page: Page, models: list[str], **fields: str) -> None:
     page.select_option("#runner", "local")
 
 
+def watch_policy(page: Page) -> list[str]:
+    """What the browser reports against the page's Content-Security-Policy (it logs each
+    refusal to the console), and any script error: the caller asserts it stays empty."""
+    seen: list[str] = []
+
+    def console(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text or "Refused to" in message.text:
+            seen.append(message.text)
+
+    page.on("console", console)
+    page.on("pageerror", lambda error: seen.append(f"script error: {error}"))
+    return seen
+
+
 def rendered_charts(page: Page) -> list[str]:
     """Keys of the plots drawn: each has an SVG with marks, none failed."""
     specs = page.locator("script.chart-spec")
@@ -102,6 +120,7 @@ def test_new_user_evaluates_two_frameworks_compares_and_downloads_the_report(
 ) -> None:
     context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 900})
     page = context.new_page()
+    violations = watch_policy(page)
     login(page, server, "owner")
 
     # Browse the registry: names, versions, the yanked mark, files with digests.
@@ -156,6 +175,7 @@ def test_new_user_evaluates_two_frameworks_compares_and_downloads_the_report(
     requests: list[str] = []
     offline.on("request", lambda r: requests.append(r.url))
     opened = offline.new_page()
+    violations += watch_policy(opened)
     opened.goto(report.as_uri())
     assert rendered_charts(opened) == ["cdf", "histogram"]
     expect(opened.locator("#metrics-table")).to_contain_text("latency_p50")
@@ -163,10 +183,12 @@ def test_new_user_evaluates_two_frameworks_compares_and_downloads_the_report(
     assert requests == [report.as_uri()]  # nothing else was asked for
     offline.close()
     context.close()
+    assert violations == []  # the UI, the plots and the report run under their policies
 
 
 def test_sweep_and_accuracy_plots_from_the_page(browser: Browser, server: Server) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 900})
+    violations = watch_policy(page)
     login(page, server, "owner")
     fill_evaluation(page, MODELS[:1], batch_sizes="1, 8")
     page.select_option("#scenario", "Offline")
@@ -177,6 +199,7 @@ def test_sweep_and_accuracy_plots_from_the_page(browser: Browser, server: Server
     assert "sweep" in rendered_charts(page)
     shot(page, "sweep")
     page.close()
+    assert violations == []
 
 
 BAD_FORMS: list[tuple[str, dict[str, Any], int, str]] = [
@@ -246,14 +269,218 @@ def test_running_needs_a_token_and_changes_nothing(browser: Browser, server: Ser
         assert len(c.get("/api/v1/runs").json()) == before
 
 
-def test_a_form_from_another_site_is_refused(server: Server) -> None:
+def run_count(server: Server) -> int:
+    with server.client("admin") as c:
+        return len(c.get("/api/v1/runs").json())
+
+
+def post_run_form(server: Server, headers: dict[str, str]) -> httpx.Response:
+    """The evaluation form, action "run", by a caller allowed to run (a bearer token: the
+    origin check holds whatever the credentials)."""
+    return httpx.post(
+        f"{server.url}/ui/evaluate",
+        data={"models": MODELS[0], "dataset": DATASET, "action": "run", "runner": "local"},
+        headers={"Authorization": f"Bearer {server.tokens['owner']}", **headers},
+    )
+
+
+def own(server: Server) -> str:
+    return server.url  # http://127.0.0.1:PORT
+
+
+CROSS_ORIGIN: list[tuple[str, str | None, str]] = [
+    ("another site", "http://evil.example", "a form from http://evil.example may not act"),
+    ("opaque (sandboxed frame, file or data: page)", "null",
+     "a form from an opaque origin (Origin: null) may not act"),
+    ("no Origin header", None, "a form posted without an Origin header may not act"),
+    ("same host, another port", "http://127.0.0.1:1", "a form from http://127.0.0.1:1 may not act"),
+    ("same host, https", "https://127.0.0.1", "a form from https://127.0.0.1 may not act"),
+    ("an origin with a path", "{own}/ui", "a form from {own}/ui may not act"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("label", "origin", "message"), CROSS_ORIGIN, ids=[c[0] for c in CROSS_ORIGIN]
+)
+def test_a_form_not_from_this_server_is_refused_and_queues_nothing(
+    server: Server, label: str, origin: str | None, message: str
+) -> None:
+    before = run_count(server)
+    headers = {} if origin is None else {"Origin": origin.format(own=own(server))}
+    response = post_run_form(server, headers)
+    assert response.status_code == 403
+    expected = f"{message.format(own=own(server))} on this server (its own origin is {own(server)}"
+    assert expected in response.text
+    assert run_count(server) == before
+
+
+def test_logging_in_and_out_need_this_server_as_origin(server: Server) -> None:
+    for path, data in (("/ui/login", {"token": server.tokens["owner"]}), ("/ui/logout", {})):
+        response = httpx.post(f"{server.url}{path}", data=data, headers={"Origin": "null"})
+        assert response.status_code == 403, path
+        assert "Origin: null" in response.text
+        assert "set-cookie" not in response.headers  # no session given, none taken away
+
+
+def test_a_form_from_this_server_is_accepted(server: Server) -> None:
+    """The control: the same form, from the server's own origin, does reach the form (here
+    with a model that does not resolve, so nothing runs)."""
     response = httpx.post(
         f"{server.url}/ui/evaluate",
-        data={"models": MODELS[0], "dataset": DATASET, "action": "run"},
-        headers={
-            "Origin": "http://evil.example",
-            "Authorization": f"Bearer {server.tokens['owner']}",
-        },
+        data={"models": "vision/nothing@^1", "dataset": DATASET, "action": "resolve"},
+        headers={"Origin": own(server)},
     )
-    assert response.status_code == 403
-    assert "a form from http://evil.example may not act on this server" in response.text
+    assert response.status_code == 400
+    assert "vision/nothing" in response.text
+
+
+@pytest.mark.parametrize("path", ["/ui/", "/api/v1/health", "/api/v1/runs", "/schema/swagger"])
+def test_a_request_naming_another_host_is_refused(server: Server, path: str) -> None:
+    """DNS rebinding: a page on evil.example whose name resolves to the server's address
+    reaches it with ``Host: evil.example``."""
+    response = httpx.get(f"{server.url}{path}", headers={"Host": "evil.example:8000"})
+    assert response.status_code == 400
+    text = html.unescape(response.text)  # a problem+json, or the UI's error page
+    assert "this server does not answer to the Host 'evil.example:8000'" in text
+    assert "pinbench serve --allowed-host NAME" in text
+
+
+def test_a_rebound_form_is_refused_by_its_host_and_queues_nothing(server: Server) -> None:
+    """The rebinding page posts from its own origin, which then equals its Host: the Host
+    check refuses it."""
+    before = run_count(server)
+    response = post_run_form(server, {"Host": "evil.example", "Origin": "http://evil.example"})
+    assert response.status_code == 400
+    assert "does not answer to the Host 'evil.example'" in html.unescape(response.text)
+    assert run_count(server) == before
+
+
+SERVER_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/ui/", 200),
+        ("/ui/artifacts", 200),
+        ("/ui/evaluate", 200),
+        ("/ui/runs/no-such-run", 404),
+        ("/api/v1/health", 200),
+        ("/api/v1/artifacts", 200),
+        ("/api/v1/runs/no-such-run", 404),
+        ("/schema/swagger", 200),
+        ("/schema/openapi.json", 200),
+        ("/static/charts.js", 200),
+        ("/no/such/page", 404),
+    ],
+)
+def test_every_response_carries_the_security_headers(
+    server: Server, path: str, status: int
+) -> None:
+    response = httpx.get(f"{server.url}{path}")
+    assert response.status_code == status
+    assert response.headers["content-security-policy"] == SERVER_POLICY
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["referrer-policy"] == "same-origin"
+
+
+def test_a_served_html_report_carries_its_own_policy(server: Server) -> None:
+    """The control of the origin tests too: the run form from the server's own origin queues."""
+    before = run_count(server)
+    queued = post_run_form(server, {"Origin": own(server)})
+    assert queued.status_code == 302
+    assert run_count(server) == before + 1
+    run_id = queued.headers["location"].split("run=")[1]
+    with server.client("owner") as c:
+        response = c.get("/api/v1/reports", params={"run": run_id, "format": "html"})
+    assert response.status_code == 200
+    policy = response.headers["content-security-policy"]
+    assert policy == f"{report_policy()}; frame-ancestors 'none'"
+    assert "script-src 'sha256-" in policy and "'self'" not in policy
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_docs_page_renders_under_the_policy(browser: Browser, server: Server) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    violations = watch_policy(page)
+    page.goto(f"{server.url}/schema/swagger")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("pinbench")
+    expect(page.locator(".opblock-summary-path", has_text="/api/v1/health")).to_be_visible()
+    shot(page, "swagger")
+    page.close()
+    assert violations == []
+
+
+def test_the_ui_cannot_be_framed(browser: Browser, server: Server, tmp_path: Path) -> None:
+    """A page elsewhere (here a file) that frames the UI gets an empty frame, and the browser
+    names the policy that refused it."""
+    framing = tmp_path / "frame.html"
+    framing.write_text(f'<iframe id="f" src="{server.url}/ui/"></iframe>')
+    page = browser.new_page()
+    with page.expect_console_message(lambda m: "frame-ancestors 'none'" in m.text) as refused:
+        page.goto(framing.as_uri())
+    assert refused.value.text.startswith(f"Framing '{server.url}/' violates")
+    assert "The request has been blocked" in refused.value.text
+    expect(page.frame_locator("#f").locator("header .brand")).to_have_count(0)
+    page.close()
+
+
+HOSTS: list[tuple[list[str], str, bool, str]] = [
+    (["127.0.0.1"], "127.0.0.1:8000", True, "the port is not part of the name"),
+    (["localhost"], "LOCALHOST", True, "names are case-insensitive"),
+    (["::1"], "[::1]:8000", True, "an IPv6 address, bare or bracketed"),
+    (["bench.example.org"], "bench.example.org.", True, "a trailing dot is the same name"),
+    (["bench.example.org"], "evil.example", False, "another name"),
+    (["127.0.0.1"], "127.0.0.1.evil.example", False, "a name that starts like an allowed one"),
+    (["*.example.org"], "a.b.example.org", True, "a subdomain"),
+    (["*.example.org"], "example.org", False, "*. is subdomains only"),
+    (["*.example.org"], "evilexample.org", False, "not a subdomain"),
+    (["*"], "anything.test", True, "* allows any name"),
+    (["localhost"], "", False, "no Host header"),
+    (["localhost"], "localhost:http", False, "a bad port"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("patterns", "header", "allowed", "why"), HOSTS, ids=[h[3] for h in HOSTS])
+def test_allowed_host_patterns(patterns: list[str], header: str, allowed: bool, why: str) -> None:
+    assert AllowedHosts.of(patterns).allows(header) is allowed
+
+
+@pytest.mark.parametrize("pattern", ["http://bench.example.org", "bench/x", "a*.example.org"])
+def test_serve_refuses_a_bad_allowed_host(cli: Cli, pattern: str) -> None:
+    result = cli("serve", "--allowed-host", pattern)
+    assert result.code == 1
+    assert f"invalid allowed host {pattern!r}: expected a host name" in result.err
+
+
+def test_behind_a_reverse_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TLS-terminating proxy on the same machine forwards the public name in Host and the
+    scheme in X-Forwarded-Proto; the operator names the public host (option or environment)."""
+    monkeypatch.setenv("PINBENCH_ALLOWED_HOSTS", "*.proxy.test")
+    with api_server(
+        tmp_path / "home", f"sqlite:///{tmp_path}/db", "--allowed-host", "bench.example.org"
+    ) as srv:
+        for host in ("bench.example.org", "a.proxy.test", "127.0.0.1"):
+            assert httpx.get(f"{srv.url}/api/v1/health", headers={"Host": host}).status_code == 200
+        assert httpx.get(f"{srv.url}/api/v1/health", headers={"Host": "x.test"}).status_code == 400
+        proxied = {"Host": "bench.example.org", "X-Forwarded-Proto": "https"}
+        form = {"models": "vision/nothing@^1", "dataset": DATASET, "action": "resolve"}
+        ok = httpx.post(
+            f"{srv.url}/ui/evaluate",
+            data=form,
+            headers={**proxied, "Origin": "https://bench.example.org"},
+        )
+        assert ok.status_code == 400 and "vision/nothing" in ok.text  # the form was read
+        plain = httpx.post(
+            f"{srv.url}/ui/evaluate",
+            data=form,
+            headers={**proxied, "Origin": "http://bench.example.org"},
+        )
+        assert plain.status_code == 403
+        assert "its own origin is https://bench.example.org" in plain.text

@@ -15,8 +15,9 @@ from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException
+from litestar.middleware.base import DefineMiddleware
 from litestar.openapi.config import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin, YamlRenderPlugin
+from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
@@ -44,6 +45,9 @@ from pinbench.api.deps import (
     provide_settings,
     provide_ws,
 )
+from pinbench.api.docs_page import SwaggerPage
+from pinbench.api.headers import add_security_headers
+from pinbench.api.hosts import AllowedHosts, HostCheck
 from pinbench.api.runpool import RunPool
 from pinbench.db import schema
 from pinbench.errors import PinbenchError
@@ -53,7 +57,6 @@ from pinbench.web.pages import WebController
 from pinbench.workspace import Workspace
 
 STATIC = Path(__file__).parent / "static"
-SWAGGER = "/static/swagger-ui"
 DOCS_PATH = "/schema/swagger"
 
 
@@ -74,7 +77,13 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         with ws.transaction():
             pass  # refuse to start on a database whose schema is not current
-        app.state.pool = RunPool(ws, workers=settings.run_workers, queue=settings.run_queue)
+        app.state.pool = RunPool(
+            ws,
+            workers=settings.run_workers,
+            queue=settings.run_queue,
+            allow_pickle=settings.allow_pickle,
+            runners=tuple(settings.runners),
+        )
         try:
             yield
         finally:
@@ -88,12 +97,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
         "API token (`Authorization: Bearer pbt_...`). Errors are RFC 9457 problem details.",
         path="/schema",
         render_plugins=[
-            SwaggerRenderPlugin(
-                js_url=f"{SWAGGER}/swagger-ui-bundle.js",
-                css_url=f"{SWAGGER}/swagger-ui.css",
-                standalone_preset_js_url=f"{SWAGGER}/swagger-ui-standalone-preset.js",
-                favicon=f'<link rel="icon" href="{SWAGGER}/favicon-32x32.png">',
-            ),
+            SwaggerPage(static="/static", openapi_json="/schema/openapi.json"),
             JsonRenderPlugin(),
             YamlRenderPlugin(),
         ],
@@ -132,6 +136,8 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
         },
         state=State({"ws": ws, "settings": settings, "cache": ReadCache()}),
         lifespan=[lifespan],
+        middleware=[DefineMiddleware(HostCheck, allowed=AllowedHosts.of(settings.allowed_hosts))],
+        before_send=[add_security_headers],
         exception_handlers={
             PinbenchError: problems.on_pinbench_error,
             HTTPException: problems.on_http_error,

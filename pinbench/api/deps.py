@@ -12,6 +12,7 @@ from litestar.datastructures import State
 
 from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
 from pinbench.api.cache import ReadCache
+from pinbench.api.hosts import LOOPBACK
 from pinbench.api.runpool import RunPool
 from pinbench.workspace import Workspace
 
@@ -23,6 +24,12 @@ class ServerSettings:
     max_upload_bytes: int = 2 * 1024**3
     run_workers: int = 1
     run_queue: int = 16
+    allowed_hosts: tuple[str, ...] = LOOPBACK
+    """Host names the server answers to (``pinbench serve --allowed-host``); see api/hosts.py."""
+    allow_pickle: bool = False
+    runners: tuple[str, ...] = ("local", "venv", "docker")
+    """The runners queued runs may use (``serve --runners``)."""
+    """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
 
 
 def provide_ws(state: State) -> Workspace:

@@ -18,7 +18,9 @@ from pinbench.accounts import AccountNotFound, AuthError, Forbidden
 from pinbench.artifacts.store import BlobMissing
 from pinbench.db.engine import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
+from pinbench.evaluator.cancel import RunFinished
 from pinbench.evaluator.history import RunNotFound
+from pinbench.evaluator.policy import PickleRefused, RunnerRefused
 from pinbench.registry.catalog import NotFound
 from pinbench.registry.publish import VersionConflict
 
@@ -46,12 +48,15 @@ class QueueFull(UserError):
 STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (AuthError, 401),
     (Forbidden, 403),
+    (PickleRefused, 403),
+    (RunnerRefused, 403),
     (NotFound, 404),
     (RunNotFound, 404),
     (AccountNotFound, 404),
     (ApiNotFound, 404),
     (BlobMissing, 404),
     (VersionConflict, 409),
+    (RunFinished, 409),
     (Conflict, 409),
     (UploadTooLarge, 413),
     (QueueFull, 503),

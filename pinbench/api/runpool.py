@@ -3,31 +3,53 @@
 A submitted run is recorded ``queued`` at once (so its status can be asked for), then run by
 a worker with ``run_lockfile``, which records the outcome. When the queue is full a submit is
 refused (HTTP 503). Runs still queued or running when the server stops are marked
-``interrupted`` (``pinbench serve`` also marks any it finds unfinished before it starts:
-with several server processes, each pool only ever touches its own runs).
+``interrupted``.
+
+Each pool is a server instance (``pinbench.evaluator.instances``): its runs name it, and a
+heartbeat thread renews its lease and picks up cancel requests for its running runs. A
+starting pool marks interrupted only runs whose instance's lease has expired, so with
+several server processes (or servers) on one database each only ever touches its own runs.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from pinbench.api.problems import QueueFull
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile, set_status
+from pinbench.evaluator import instances
+from pinbench.evaluator.policy import check_server_pickle, check_server_runner, needs_pickle
+from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile
 from pinbench.evaluator.runners import choose_runner
+from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
+HEARTBEAT_S = 1.0
+"""How often the heartbeat thread looks for cancel requests (it renews the lease less often)."""
 
 
 class RunPool:
-    def __init__(self, ws: Workspace, *, workers: int, queue: int) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        workers: int,
+        queue: int,
+        allow_pickle: bool = False,
+        runners: tuple[str, ...] = ("local", "venv", "docker"),
+    ) -> None:
         self.ws = ws
+        self.allow_pickle = allow_pickle
+        """The operator's ``serve --allow-pickle``: pickled models may run, in docker only."""
+        self.runners = runners
+        """The runners the operator allows (``serve --runners``)."""
         self.capacity = workers + queue
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
         self._lock = threading.Lock()
@@ -35,16 +57,40 @@ class RunPool:
         """Runs submitted here and not finished: queued or running."""
         self.progress: dict[str, str] = {}
         """A running run's latest progress line (what ``pinbench run`` would print)."""
+        self._stops: dict[str, Stop] = {}
+        """Runs running here: how to stop each."""
+        self.instance = instances.register(ws)
+        abandoned = instances.abandon_expired(ws, STOPPED)
+        if abandoned:
+            log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
+        self._closing = threading.Event()
+        self._heartbeat = threading.Thread(
+            target=self._beat, name="pinbench-heartbeat", daemon=True
+        )
+        self._heartbeat.start()
 
-    def submit(self, lock: Lockfile, runner: str, trace: str = "none") -> str:
+    def submit(
+        self, lock: Lockfile, runner: str, trace: str = "none", *, user: str | None = None
+    ) -> str:
+        """Queue a run (``user`` submitted it: they may cancel it); return its id."""
         runner = choose_runner(runner, lock)  # once: 'auto' asks the Docker Engine
+        check_server_runner(runner, self.runners)
+        check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
         run_id = str(uuid.uuid4())
         with self._lock:
             if len(self._mine) >= self.capacity:
                 raise QueueFull(queued=len(self._mine))
             self._mine.add(run_id)
         try:
-            queue_run(self.ws, lock, runner=runner, run_id=run_id, trace=trace)
+            queue_run(
+                self.ws,
+                lock,
+                runner=runner,
+                run_id=run_id,
+                trace=trace,
+                instance=self.instance,
+                submitted_by=user,
+            )
             self._executor.submit(self._execute, run_id, lock, runner, trace)
         except BaseException:
             with self._lock:
@@ -53,8 +99,12 @@ class RunPool:
         return run_id
 
     def _execute(self, run_id: str, lock: Lockfile, runner: str, trace: str) -> None:
+        stop = Stop()
         try:
-            set_status(self.ws, run_id, "running")
+            if not instances.begin(self.ws, run_id):
+                return  # cancelled while queued
+            with self._lock:
+                self._stops[run_id] = stop
             run_lockfile(
                 self.ws,
                 lock,
@@ -62,6 +112,9 @@ class RunPool:
                 run_id=run_id,
                 trace=trace,
                 say=lambda text: self._say(run_id, text),
+                fetch=False,  # a server never fetches: publishers upload every byte
+                allow_pickle=needs_pickle(lock),  # submit checked the server's policy
+                stop=stop,
             )
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
@@ -70,14 +123,46 @@ class RunPool:
         finally:
             with self._lock:
                 self._mine.discard(run_id)
+                self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
 
     def _say(self, run_id: str, text: str) -> None:
         log.info("run %s: %s", run_id[:8], text)
         self.progress[run_id] = text
 
+    def stop_run(self, run_id: str, reason: str) -> bool:
+        """Stop a run running here (``cancelled`` with ``reason``); False if none is."""
+        with self._lock:
+            stop = self._stops.get(run_id)
+        if stop is None:
+            return False
+        if stop.request(RunStopped(status="cancelled", reason=reason)):
+            log.info("run %s: %s", run_id[:8], reason)
+        return True
+
+    def _beat(self) -> None:
+        """Renew the lease; stop the runs someone asked (through any server) to cancel."""
+        renewed = 0.0
+        while not self._closing.wait(HEARTBEAT_S):
+            try:
+                if time.monotonic() - renewed >= instances.RENEW_S:
+                    instances.renew(self.ws, self.instance)
+                    renewed = time.monotonic()
+                with self._lock:
+                    running = bool(self._stops)
+                if running:
+                    for run_id, reason in instances.cancel_requests(self.ws, self.instance).items():
+                        self.stop_run(run_id, reason)
+            except Exception:  # a database hiccup: try again next beat
+                log.exception("heartbeat of server instance %s failed", self.instance[:8])
+
     def close(self) -> None:
+        self._closing.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             mine = sorted(self._mine)
+            stops = list(self._stops.values())
+        for stop in stops:  # kill their children; their records say the server stopped
+            stop.request(RunStopped(status="interrupted", reason=STOPPED))
         abandon_unfinished(self.ws, STOPPED, only=mine)
+        instances.retire(self.ws, self.instance)

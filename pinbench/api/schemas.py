@@ -130,7 +130,8 @@ class Me(Body):
 
 class TokenRequest(Body):
     name: str
-    scopes: list[str] = msgspec.field(default_factory=lambda: ["read", "publish", "run"])
+    scopes: list[str] | None = None
+    """None: the scopes the calling token was issued with."""
 
 
 class TokenInfo(Body):

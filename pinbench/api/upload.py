@@ -4,7 +4,9 @@ The body is a part named ``manifest`` (the manifest's YAML or JSON text) followe
 named ``file`` per file, whose filename is the file's path in the manifest. Each file is hashed
 while it is written into the store's temp area and checked against the manifest as soon as it
 ends; nothing becomes visible until every file matched, and a refused upload leaves no blob.
-Files the store already holds may be left out of the body.
+Every declared file must be in the body, even one the store already holds: naming a digest is
+not proof of holding its bytes (else the upload would answer "is this blob here?" and let
+anyone republish bytes they never had).
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from pinbench.api.problems import UploadTooLarge
-from pinbench.artifacts.store import BlobStore, SizeMismatch, StagedBlob, StageWriter
+from pinbench.artifacts.store import BlobStore, StagedBlob, StageWriter
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, Manifest, load_manifest_text
 from pinbench.registry.sourcing import FileProblem, needs_completion
+from pinbench.registry.yamlsafe import MAX_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
 
-MANIFEST_MAX_BYTES = 1024 * 1024
+MANIFEST_MAX_BYTES = MAX_DOCUMENT_BYTES
 
 
 class BadUpload(UserError):
@@ -182,7 +186,7 @@ async def receive_upload(
     limit: int,
     authorize: Callable[[Manifest], None],
 ) -> Received:
-    """Parse and stage an upload; every file declared must have arrived or be in the store.
+    """Parse and stage an upload; every file declared must have arrived, with its bytes.
 
     ``authorize`` sees the manifest before any file byte is written. On any error every
     staged file is removed and the error raised.
@@ -196,23 +200,19 @@ async def receive_upload(
             if total > limit:
                 raise UploadTooLarge(limit=limit)
             if chunk:
-                _feed(parser, chunk)
-        _feed(parser, None)
+                await anyio.to_thread.run_sync(_feed, parser, chunk)
+        await anyio.to_thread.run_sync(_feed, parser, None)
         if parts.received is None:
             raise BadUpload("no manifest part")
         if not parts.ended:
             raise BadUpload("the body ended before the closing boundary (interrupted upload?)")
-        missing = [
-            p for p, f in parts.entries.items() if p not in parts.seen and not store.has(f.digest)
-        ]
+        missing = [p for p in parts.entries if p not in parts.seen]
         if missing:
-            raise FileProblem(path=missing[0], reason="declared in the manifest but not uploaded")
-        for path, entry in parts.entries.items():
-            if path not in parts.seen:
-                size = store.path(entry.digest).stat().st_size
-                if entry.size is not None and entry.size != size:
-                    raise SizeMismatch(path=path, expected=entry.size, actual=size)
-                parts.received.checked.append((entry, size))
+            raise FileProblem(
+                path=missing[0],
+                reason="declared in the manifest but not uploaded (every file's bytes are "
+                "needed, even those the server already holds)",
+            )
         return parts.received
     except BaseException:
         parts.abort()
@@ -220,7 +220,10 @@ async def receive_upload(
 
 
 def _feed(parser: MultipartParser, chunk: bytes | None) -> None:
-    """Write a chunk (or finalize, for None); the parser's own errors become BadUpload."""
+    """Write a chunk (or finalize, for None); the parser's own errors become BadUpload.
+
+    Called in a worker thread: the callbacks parse the manifest's YAML, query the database
+    (``authorize``) and write to disk, none of which may hold up the event loop."""
     try:
         if chunk is None:
             parser.finalize()

@@ -10,14 +10,14 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pinbench.artifacts.copy import copy_hashing
 from pinbench.artifacts.digest import Digest, Progress
-from pinbench.artifacts.verified import FileState, VerifiedCache
+from pinbench.artifacts.scratch import scratch_file
+from pinbench.artifacts.verified import FileState, VerifiedCache, ensure_key
 from pinbench.errors import SystemFailure, UserError
 
 
@@ -62,9 +62,7 @@ class StageWriter:
     area as they come; ``finish`` checks them against what was declared."""
 
     def __init__(self, tmp: Path) -> None:
-        tmp.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=tmp, prefix="upload-")
-        self.temp = Path(name)
+        fd, self.temp = scratch_file(tmp, "upload")
         self._file = os.fdopen(fd, "wb")
         self._hasher = hashlib.sha256()
         self.size = 0
@@ -100,11 +98,13 @@ class BlobStore:
         self.root = root
         self.blobs = root / "blobs"
         self.tmp = root / "tmp"
-        self.cache = VerifiedCache(root / "cache" / "verified.sqlite")
+        self.cache_key = root / "keys" / "verified-cache.key"
+        self.cache = VerifiedCache(root / "cache" / "verified.sqlite", self.cache_key)
 
     def create(self) -> None:
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
+        ensure_key(self.cache_key)
 
     def path(self, digest: Digest) -> Path:
         return self.blobs / digest.hex[:2] / digest.hex
@@ -124,9 +124,7 @@ class BlobStore:
 
         Raises ``ChecksumMismatch`` (and leaves nothing behind) when ``expected`` differs.
         """
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.tmp, prefix="stage-")
-        temp = Path(name)
+        fd, temp = scratch_file(self.tmp, "stage")
         try:
             try:
                 with source.open("rb", buffering=0) as src:
@@ -180,8 +178,7 @@ class BlobStore:
     def put_bytes(self, data: bytes) -> Digest:
         digest = Digest.of_bytes(data)
         if not self.has(digest):
-            self.tmp.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=self.tmp, prefix="bytes-")
+            fd, name = scratch_file(self.tmp, "bytes")
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
@@ -196,12 +193,14 @@ class BlobStore:
         label: str,
         size: int | None = None,
         progress: Progress | None = None,
+        rehash: bool = False,
     ) -> Path:
-        """Check that the blob exists and its bytes hash to ``digest``; return its path."""
+        """Check that the blob exists and its bytes hash to ``digest``; return its path.
+        ``rehash``: read the bytes even if the verified-state cache vouches for them."""
         target = self.path(digest)
         if not target.is_file():
             raise BlobMissing(path=label, digest=digest)
-        actual, actual_size, _ = self.cache.digest(target, progress=progress)
+        actual, actual_size, _ = self.cache.digest(target, progress=progress, rehash=rehash)
         if actual != digest:
             raise ChecksumMismatch(path=label, expected=digest, actual=actual)
         if size is not None and actual_size != size:

@@ -100,8 +100,28 @@ class Run(Base):
     """The trace level it ran at; latencies of a traced run carry the profilers' overhead."""
     trace_sha256: Mapped[str | None] = mapped_column(String(64))
     """Blob of its Chrome trace (JSON), when traced."""
+    instance_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    """The server instance that queued it (``server_instances``); None for a CLI run."""
+    submitted_by: Mapped[str | None] = mapped_column(String(100))
+    """The user whose token queued it on a server: they (or an admin) may cancel it."""
+    cancel_requested: Mapped[str | None] = mapped_column(Text)
+    """A cancel asked for while it runs (its reason); its server's pool stops it."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+
+class ServerInstance(Base):
+    """One server process's run pool, alive while its lease is renewed (a heartbeat). A
+    starting server marks interrupted only the unfinished runs of instances whose lease
+    has expired."""
+
+    __tablename__ = "server_instances"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class Result(Base):

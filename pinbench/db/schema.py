@@ -14,7 +14,7 @@ from sqlalchemy.exc import OperationalError
 from pinbench.db.engine import DatabaseUnavailable
 from pinbench.errors import UserError
 
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 VERSION_TABLE = "alembic_version"
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
@@ -14,11 +15,41 @@ from pinbench.errors import UserError
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
+_RUN_PREFIX = re.compile(r"[0-9a-f-]{1,36}")
+RUN_ID_RULE = "a run id, or its prefix, is 1 to 36 of 0-9, a-f and '-'"
+
 
 class RunNotFound(UserError):
-    def __init__(self, *, run: str) -> None:
-        super().__init__(f"no run {run!r} (see `pinbench runs list`)")
+    """No run has this id or prefix (or several have the prefix); ``reason`` when the text
+    cannot be a run id at all."""
+
+    def __init__(self, *, run: str, reason: str | None = None) -> None:
+        why = reason or "see `pinbench runs list`"
+        super().__init__(f"no run {run!r} ({why})")
         self.run = run
+        self.reason = reason
+
+
+def run_id_prefix(text: str) -> str:
+    """``text`` if it can begin a run id (a UUID), else RunNotFound saying why. Nothing else
+    reaches the SQL prefix match, so ``%`` and ``_`` never act as LIKE wildcards."""
+    if not _RUN_PREFIX.fullmatch(text):
+        raise RunNotFound(run=text[:80], reason=RUN_ID_RULE)
+    return text
+
+
+def find_run(session: Session, run_id: str) -> Run:
+    """The one run whose id is or begins with ``run_id``; RunNotFound if none or several."""
+    prefix = run_id_prefix(run_id)
+    matches = session.scalars(
+        select(Run)
+        .options(selectinload(Run.results))
+        .where(Run.id.startswith(prefix, autoescape=True))
+        .limit(2)
+    ).all()
+    if len(matches) != 1:
+        raise RunNotFound(run=run_id)
+    return matches[0]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -83,12 +114,7 @@ def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, A
     """One run: its summary plus host facts, details, units and the lockfile (metrics as in
     ``list_runs``)."""
     with ws.transaction() as session:
-        matches = session.scalars(
-            select(Run).options(selectinload(Run.results)).where(Run.id.startswith(run_id))
-        ).all()
-        if len(matches) != 1:
-            raise RunNotFound(run=run_id)
-        run = matches[0]
+        run = find_run(session, run_id)
         body = session.get(LockfileRow, run.lockfile_digest)
         assert body is not None
         lock = Lockfile.from_bytes(body.body.encode())

@@ -24,6 +24,7 @@ from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import Measurement, run_scenario
+from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
 from pinbench.registry.manifest import Input
 from pinbench.registry.names import Kind
@@ -57,6 +58,11 @@ class Job:
     """Where preprocessed inputs are cached, or None for no cache."""
     trace: str = "none"
     """The trace level (``pinbench.trace.levels``)."""
+    allow_pickle: bool = False
+    """The run's own decision to unpickle a ``trusted`` model (never the lockfile's alone)."""
+    stop: Stop = field(default_factory=Stop)
+    """Asked to stop early (a signal, a cancel, a time limit): checked between phases, and
+    LoadGen's queries are answered without the model once it is set."""
 
 
 @dataclass
@@ -119,6 +125,7 @@ def _evaluate(
             dataset=f"{body.dataset.name}@{body.dataset.version}",
             reason="an accuracy run needs labels and this dataset has none",
         )
+    job.stop.check()
     say("preprocessing (outside any timed region)")
     with recorder.phase("preprocess"):
         inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples.data)
@@ -140,16 +147,21 @@ def _evaluate(
         with recorder.phase("load model", role="load"):
             predictor.open(
                 ModelFiles(
-                    job.model_paths, body.model.format, body.model.architecture, body.model.trusted
+                    job.model_paths,
+                    body.model.format,
+                    body.model.architecture,
+                    body.model.trusted and job.allow_pickle,
                 ),
                 options,
             )
+        job.stop.check()
         first = inputs[: body.batch_size]
         predictor.check_input(first)
         with recorder.phase("first predict (cold)", role="cold"):
             predictor.first_predict(first)
         with recorder.phase("warm-up"):
-            expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup)
+            expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup, job.stop)
+        job.stop.check()
         recorder.warm_up(warm_starts, warm_times)
         say(f"running {scenario.name} ({scenario.mode}) with {cls.NAME} {cls.framework_version()}")
         with recorder.phase("scenario", scenario=scenario.name, mode=scenario.mode):
@@ -160,6 +172,7 @@ def _evaluate(
                 batch_size=body.batch_size,
                 expected_latency_ns=expected,
                 log_dir=job.scratch / "loadgen",
+                stop=job.stop,
             )
         recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
         if profiling:
@@ -221,20 +234,22 @@ WARMUP_MAX_CALLS = 100_000
 
 
 def _warm_up(
-    predictor: Predictor, batch: npt.NDArray[np.generic], count: int
+    predictor: Predictor, batch: npt.NDArray[np.generic], count: int, stop: Stop
 ) -> tuple[int, list[int], list[int]]:
     """Untimed predictions (at least ``count`` and half a second); return the median time of
     the last ``count`` as LoadGen's expected latency, and each call's start and time."""
     starts: list[int] = []
     times: list[int] = []
     start = time.perf_counter_ns()
-    while len(times) < max(1, count) or (
-        time.perf_counter_ns() - start < WARMUP_MIN_NS and len(times) < WARMUP_MAX_CALLS
+    while not stop.is_set() and (
+        len(times) < max(1, count)
+        or (time.perf_counter_ns() - start < WARMUP_MIN_NS and len(times) < WARMUP_MAX_CALLS)
     ):
         t0 = time.perf_counter_ns()
         predictor.predict(batch)
         times.append(time.perf_counter_ns() - t0)
         starts.append(t0)
+    stop.check()  # stopped during the warm-up
     return int(np.median(times[-max(1, count) :])), starts, times
 
 

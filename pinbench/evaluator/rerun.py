@@ -5,12 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-
 from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.db.models import Run
 from pinbench.errors import UserError
-from pinbench.evaluator.history import RunNotFound, show_run
+from pinbench.evaluator.history import find_run, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
 from pinbench.evaluator.verdict import accuracy_verdict, compare_latencies
 from pinbench.registry.lockfile import Lockfile
@@ -37,12 +34,10 @@ class Verdict:
 
 def recorded_lockfile(ws: Workspace, run_id: str) -> tuple[str, Lockfile]:
     with ws.transaction() as session:
-        runs = session.scalars(select(Run).where(Run.id.startswith(run_id))).all()
-        if len(runs) != 1:
-            raise RunNotFound(run=run_id)
-        body = session.get(LockfileRow, runs[0].lockfile_digest)
+        run = find_run(session, run_id)
+        body = session.get(LockfileRow, run.lockfile_digest)
         assert body is not None
-        return runs[0].id, Lockfile.from_bytes(body.body.encode())
+        return run.id, Lockfile.from_bytes(body.body.encode())
 
 
 def rerun(
@@ -53,6 +48,7 @@ def rerun(
     runner: str | None = None,
     say: Say = print,
     trace: str | None = None,
+    allow_pickle: bool = False,
 ) -> Verdict:
     """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
     with the original's runner and trace level unless ``runner`` or ``trace`` name others.
@@ -70,7 +66,14 @@ def rerun(
     reruns = []
     for i in range(repeat):
         say(f"rerun {i + 1} of {repeat}")
-        outcome = run_lockfile(ws, lock, runner=runner or original["runner"], say=say, trace=trace)
+        outcome = run_lockfile(
+            ws,
+            lock,
+            runner=runner or original["runner"],
+            say=say,
+            trace=trace,
+            allow_pickle=allow_pickle,
+        )
         reruns.append(show_run(ws, outcome.id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []

@@ -44,6 +44,8 @@ class JobFile(
     """Path in the artifact -> path to read it from, for each file."""
     cache: str | None = None
     trace: str = "none"
+    allow_pickle: bool = False
+    """Whoever started the run allowed unpickling a ``trusted`` torch-pickle model."""
 
 
 class ChromeTrace(msgspec.Struct, frozen=True):

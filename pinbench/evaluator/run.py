@@ -26,10 +26,12 @@ from pinbench.db.models import Run as RunRow
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.policy import check_pickle
 from pinbench.evaluator.runners import choose_runner, runner_named
+from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
-from pinbench.registry.verify import verify_lockfile
+from pinbench.registry.verify import check_against_registry, verify_lockfile
 from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
@@ -69,13 +71,24 @@ def check_trace(lock: Lockfile, trace: str) -> str:
 
 
 def queue_run(
-    ws: Workspace, lock: Lockfile, *, runner: str, run_id: str, trace: str = "none"
+    ws: Workspace,
+    lock: Lockfile,
+    *,
+    runner: str,
+    run_id: str,
+    trace: str = "none",
+    instance: str | None = None,
+    submitted_by: str | None = None,
 ) -> None:
     """Record a run that will start later (a server's queue) with status ``queued``;
     ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now, as
-    is the trace level. ``run_lockfile(run_id=...)`` fills the record in."""
+    is the trace level, and the lockfile against the registry. ``run_lockfile(run_id=...)``
+    fills the record in. ``instance``: the server instance that owns it (``instances``: while
+    its lease is renewed no other server marks the run interrupted); ``submitted_by``: the
+    user who may cancel it (besides admins)."""
     runner_named(runner)
     check_trace(lock, trace)
+    check_against_registry(ws, lock)
     with ws.transaction() as session:
         store_lockfile(session, lock)
         session.add(
@@ -87,15 +100,10 @@ def queue_run(
                 started_at=datetime.now(UTC),
                 host={},
                 trace_level=trace,
+                instance_id=instance,
+                submitted_by=submitted_by,
             )
         )
-
-
-def set_status(ws: Workspace, run_id: str, status: str, error: str | None = None) -> None:
-    with ws.transaction() as session:
-        row = session.get(RunRow, run_id)
-        if row is not None:
-            row.status, row.error = status, error
 
 
 def abandon_unfinished(ws: Workspace, reason: str, *, only: list[str] | None = None) -> int:
@@ -119,11 +127,20 @@ def run_lockfile(
     say: Say = print,
     run_id: str | None = None,
     trace: str = "none",
+    fetch: bool = True,
+    allow_pickle: bool = False,
+    stop: Stop | None = None,
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
     whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
-    ``queue_run``."""
+    ``queue_run``. A lockfile this registry would not make is refused before anything is
+    recorded. ``fetch``: a missing blob may be fetched from its pinned source (never on a
+    server). ``allow_pickle``: the caller's decision (``pinbench.evaluator.policy``).
+    ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
+    with its status and reason."""
     check_trace(lock, trace)
+    check_against_registry(ws, lock)
+    check_pickle(lock, allow=allow_pickle)
     runner = choose_runner(runner, lock)
     execute = runner_named(runner)
     with ws.transaction() as session:
@@ -132,11 +149,14 @@ def run_lockfile(
     if run_id is not None:
         attempt.id = run_id
     evidence = attempt.evidence
+    stop = stop or Stop()
     trace_data: dict[str, Any] | None = None
     try:
         say("verifying every pinned byte")
-        verify_lockfile(ws, lock)
-        execute(ws, lock, evidence, say, trace)
+        verify_lockfile(ws, lock, fetch=fetch)
+        stop.check()
+        execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop)
+        stop.check()
         assert evidence.latencies is not None
         attempt.latencies = _save_array(ws, evidence.latencies)
         if evidence.trace is not None:
@@ -148,6 +168,9 @@ def run_lockfile(
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
+        raise
+    except RunStopped as exc:
+        attempt.status, attempt.error = exc.status, str(exc)
         raise
     except PinbenchError as exc:
         attempt.error = str(exc)

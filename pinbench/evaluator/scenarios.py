@@ -10,6 +10,7 @@ summary (its percentiles, throughput and validity verdict) is read from its deta
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
+from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario
 
 Array = npt.NDArray[np.generic]
@@ -115,8 +117,11 @@ def run_scenario(
     batch_size: int,
     expected_latency_ns: int,
     log_dir: Path,
+    stop: Stop | None = None,
 ) -> Measurement:
-    """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first)."""
+    """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first).
+    After ``stop`` is requested every query is answered without the model and, once LoadGen
+    has ended its test, the stop's error is raised."""
     total = int(inputs.shape[0])
     if total == 0:
         raise ScenarioError(setting="sample_count", reason="the dataset has no samples")
@@ -136,55 +141,62 @@ def run_scenario(
     # Batch size 1: one view per sample, sliced once here rather than once per query.
     views = [inputs[i : i + 1] for i in range(count)] if batch_size == 1 else []
 
+    halted = stop.is_set if stop is not None else (lambda: False)
+
     def issue_one(queries: list[Any]) -> None:
-        """The hot path (batch size 1): as little Python as possible around ``predict``."""
-        if not span[0]:
-            span[0] = clock()
-        try:
-            for q in queries:
-                x = views[q.index]
-                t0 = clock()
-                out = predict(x)
-                t1 = clock()
-                record(t1 - t0)
-                mark(t0)
-                if accuracy:
-                    outputs[q.index] = out[0]
-                complete([response(q.id, 0, 0)])
-                span[1] = t1
-            span[2] += len(queries)
-        except BaseException as exc:  # handed back to the caller after LoadGen returns
-            failure.append(exc)
-            complete([response(q.id, 0, 0) for q in queries])
+        """The hot path (batch size 1): as little Python as possible around ``predict``.
+        Nothing may propagate into LoadGen (see ``pinbench.evaluator.stop``): after a failure
+        or a stop, queries are answered without calling the model."""
+        for q in queries:
+            try:
+                if not span[0]:
+                    span[0] = clock()
+                if not failure and not halted():
+                    x = views[q.index]
+                    t0 = clock()
+                    out = predict(x)
+                    t1 = clock()
+                    record(t1 - t0)
+                    mark(t0)
+                    if accuracy:
+                        outputs[q.index] = out[0]
+                    span[1] = t1
+                    span[2] += 1
+            except BaseException as exc:  # handed back to the caller after LoadGen returns
+                failure.append(exc)
+            complete([response(q.id, 0, 0)])
 
     def issue_batched(queries: list[Any]) -> None:
-        if not span[0]:
-            span[0] = clock()
-        try:
-            for start in range(0, len(queries), batch_size):
-                chunk = queries[start : start + batch_size]
-                indexes = [q.index for q in chunk]
-                batch = inputs[indexes] if len(indexes) > 1 else inputs[indexes[0] : indexes[0] + 1]
-                t0 = clock()
-                out = predict(batch)
-                t1 = clock()
-                record(t1 - t0)
-                mark(t0)
-                if accuracy:
-                    for i, index in enumerate(indexes):
-                        outputs[index] = out[i]
-                complete([response(q.id, 0, 0) for q in chunk])
-                span[1] = t1
-                span[2] += len(chunk)
-        except BaseException as exc:
-            failure.append(exc)
-            complete([response(q.id, 0, 0) for q in queries])
+        for start in range(0, len(queries), batch_size):
+            chunk = queries[start : start + batch_size]
+            try:
+                if not span[0]:
+                    span[0] = clock()
+                if not failure and not halted():
+                    indexes = [q.index for q in chunk]
+                    if len(indexes) > 1:
+                        batch = inputs[indexes]
+                    else:
+                        batch = inputs[indexes[0] : indexes[0] + 1]
+                    t0 = clock()
+                    out = predict(batch)
+                    t1 = clock()
+                    record(t1 - t0)
+                    mark(t0)
+                    if accuracy:
+                        for i, index in enumerate(indexes):
+                            outputs[index] = out[i]
+                    span[1] = t1
+                    span[2] += len(chunk)
+            except BaseException as exc:
+                failure.append(exc)
+            complete([response(q.id, 0, 0) for q in chunk])
 
     issue = issue_one if batch_size == 1 else issue_batched
     settings = settings_for(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
-    summary = start_test(issue, count, settings, log_dir)
+    summary = _start_test_stoppable(issue, count, settings, log_dir, stop or Stop())
     if failure:
         raise failure[0]
     return Measurement(
@@ -199,6 +211,43 @@ def run_scenario(
 
 def _nothing(*args: object) -> None:
     pass
+
+
+STOP_GRACE_S = 2.0
+"""After a stop, how long LoadGen may take to end its test (answered without the model)."""
+
+
+def _start_test_stoppable(
+    issue: Callable[[list[Any]], None], count: int, settings: Any, log_dir: Path, stop: Stop
+) -> dict[str, Any]:
+    """``start_test`` on its own thread, so that no signal handler ever runs inside LoadGen's
+    callbacks (Python runs them on the main thread only) and a stop need not wait for LoadGen:
+    once a stop is requested LoadGen gets ``STOP_GRACE_S`` to end its test, after which the
+    stop's error is raised and LoadGen's thread is left to finish (``stop.left_running``; a
+    CLI then exits without tearing the interpreter down under it)."""
+    done = threading.Event()
+    got: list[dict[str, Any]] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            got.append(start_test(issue, count, settings, log_dir))
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="pinbench-loadgen", daemon=True)
+    thread.start()
+    while not done.is_set():
+        if stop.wait(0.2):
+            if not done.wait(STOP_GRACE_S):
+                stop.left_running = True
+            break
+    stop.check()
+    if failed:
+        raise failed[0]
+    return got[0]
 
 
 def start_test(

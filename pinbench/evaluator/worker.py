@@ -89,6 +89,7 @@ def main(argv: list[str]) -> int:
                 scratch=Path(scratch),
                 cache=Path(spec.cache) if spec.cache else None,
                 trace=spec.trace,
+                allow_pickle=spec.allow_pickle,
             )
             measure(job, evidence, _say)
     except PinbenchError as exc:

@@ -23,6 +23,7 @@ from pinbench.registry.manifest import (
     Platform,
     Requirement,
     SampleFiles,
+    check_relative_path,
 )
 from pinbench.registry.names import Kind
 from pinbench.registry.request import Limits, Request, Scenario
@@ -46,6 +47,9 @@ class LockedFile(_Frozen, frozen=True, kw_only=True, omit_defaults=True):
     """For a remote source, pinned: ``hf://`` and ``dvc://`` name a commit."""
     md5: str | None = None
     """A legacy digest kept beside the sha256 (DVC's md5, an MLModelScope checksum)."""
+
+    def __post_init__(self) -> None:
+        check_relative_path(self.path)  # the registry re-derives it too; refuse early
 
 
 class LockedArtifact(_Frozen, frozen=True, kw_only=True):
@@ -133,8 +137,10 @@ class Lockfile:
         raw = data.rstrip(b"\n")
         try:
             parsed = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, a huge integer
             raise LockfileError(source=source, reason=f"not JSON: {exc}") from None
+        except RecursionError:
+            raise LockfileError(source=source, reason="not JSON: nested too deeply") from None
         if not isinstance(parsed, dict):
             raise LockfileError(source=source, reason="expected a JSON object")
         version = parsed.get("schema_version")
@@ -145,9 +151,11 @@ class Lockfile:
             )
         try:
             body = msgspec.convert(parsed, type=LockBody, strict=True)
+            lock = cls(body)
         except msgspec.ValidationError as exc:
             raise LockfileError(source=source, reason=str(exc)) from None
-        lock = cls(body)
+        except ValueError as exc:  # a non-finite float or a huge integer: not canonical JSON
+            raise LockfileError(source=source, reason=f"not canonical JSON: {exc}") from None
         if lock.canonical != raw:
             raise LockfileError(
                 source=source,

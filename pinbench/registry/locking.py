@@ -6,6 +6,7 @@ environments without a database, reads lockfiles without importing SQLAlchemy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
+from pinbench.db.models import Artifact
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
 from pinbench.registry.catalog import get_artifact
@@ -39,32 +41,57 @@ from pinbench.registry.request import Request
 from pinbench.registry.resolve import Resolution
 
 
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """What a lockfile reads of one published version: its manifest (as stored), the files
+    as recorded at publish (sizes measured), and what resolution reads."""
+
+    manifest: dict[str, Any]
+    manifest_digest: str
+    files: tuple[LockedFile, ...]
+    requires: list[dict[str, Any]]
+    yanked: bool
+
+    @classmethod
+    def of_row(cls, row: Artifact) -> Pinned:
+        md5s = _md5s(row.manifest)
+        return cls(
+            manifest=row.manifest,
+            manifest_digest=row.manifest_digest,
+            files=tuple(
+                LockedFile(
+                    path=f.path, sha256=f.sha256, size=f.size, source=f.source, md5=md5s.get(f.path)
+                )
+                for f in row.files
+            ),
+            requires=row.requires,
+            yanked=row.yanked,
+        )
+
+
 def build_lockfile(
     session: Session, request: Request, resolution: Resolution, batch_size: int
 ) -> Lockfile:
     """Pin the resolved artifacts, their files and the environment for the request's platform,
     for one batch size of the request."""
-    rows = {ref: get_artifact(session, ref) for ref in resolution.refs}
+    pinned = {ref: Pinned.of_row(get_artifact(session, ref)) for ref in resolution.refs}
+    return lockfile_of(pinned, request, batch_size)
+
+
+def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size: int) -> Lockfile:
+    """The lockfile of these pinned versions (in this order) for one batch size of the
+    request: a pure function of what the registry holds, so it can be re-derived."""
     locked = [
         LockedArtifact(
-            kind=row.kind,  # type: ignore[arg-type]
-            name=row.name,
-            version=row.version,
-            manifest_digest=row.manifest_digest,
-            files=[
-                LockedFile(
-                    path=f.path,
-                    sha256=f.sha256,
-                    size=f.size,
-                    source=f.source,
-                    md5=_md5s(row.manifest).get(f.path),
-                )
-                for f in row.files
-            ],
+            kind=ref.kind.value,
+            name=ref.name,
+            version=str(ref.version),
+            manifest_digest=pin.manifest_digest,
+            files=list(pin.files),
         )
-        for row in rows.values()
+        for ref, pin in pinned.items()
     ]
-    manifests = {ref: parse_manifest(row.manifest, source=str(ref)) for ref, row in rows.items()}
+    manifests = {ref: parse_manifest(pin.manifest, source=str(ref)) for ref, pin in pinned.items()}
 
     def one(kind: Kind) -> tuple[ArtifactRef, Any]:
         found = [(r, m) for r, m in manifests.items() if r.kind == kind]
@@ -80,8 +107,9 @@ def build_lockfile(
     environment = None
     if env is not None:
         image = None
-        images = [(r, m) for r, m in manifests.items() if r.kind == Kind.IMAGE]
-        if env.image is not None and images:
+        wanted = env.image.name if env.image is not None else None
+        images = [(r, m) for r, m in manifests.items() if r.kind == Kind.IMAGE and r.name == wanted]
+        if images:
             image_ref, image_manifest = images[0]
             assert isinstance(image_manifest, ImageManifest)
             image = LockedImage(
@@ -115,7 +143,7 @@ def build_lockfile(
         dataset=LockedDataset(
             name=dataset_ref.name,
             version=str(dataset_ref.version),
-            manifest_digest=rows[dataset_ref].manifest_digest,
+            manifest_digest=pinned[dataset_ref].manifest_digest,
             labels=dataset.labels,
             task=dataset.task,
             samples=dataset.samples,

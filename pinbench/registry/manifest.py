@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import yaml
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
@@ -22,6 +21,7 @@ from pinbench.artifacts.sources.uri import parse_source
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.names import KINDS, check_name
 from pinbench.registry.ranges import Range, parse_version
+from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MD5 = re.compile(r"[0-9a-f]{32}")
@@ -45,12 +45,22 @@ def _check_range(text: str) -> None:
         raise ValueError(str(exc)) from None
 
 
+PATH_MAX_LENGTH = 1000
+"""The database's column for a file path (``artifact_files.path``)."""
+
+
 def check_relative_path(path: str) -> str:
     """A file path inside an artifact: relative, normalised, never escaping the artifact."""
     if not path or path.startswith("/") or "\\" in path or "\x00" in path:
         raise ValueError(f"file path {path!r} must be a relative POSIX path inside the artifact")
     if posixpath.normpath(path) != path or path.split("/")[0] == "..":
         raise ValueError(f"file path {path!r} must be normalised and must not contain '..'")
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        raise ValueError(f"file path {path!r} must name a file: no empty, '.' or '..' part")
+    if len(path) > PATH_MAX_LENGTH:
+        raise ValueError(
+            f"file path {path[:40]!r}... is {len(path)} characters: at most {PATH_MAX_LENGTH}"
+        )
     return path
 
 
@@ -429,30 +439,39 @@ def parse_manifest(data: object, *, source: str = "<manifest>") -> Manifest:
     if not isinstance(data, dict):
         raise ManifestError(source=source, reason="expected a mapping at the top level")
     kind = data.get("kind")
-    if kind not in MANIFEST_TYPES:
+    if not isinstance(kind, str) or kind not in MANIFEST_TYPES:
+        shown = repr(kind) if isinstance(kind, str | None) else f"a {type(kind).__name__}"
         raise ManifestError(
             source=source,
-            reason=f"`kind` must be one of {', '.join(KINDS)}, got {kind!r} - at `$.kind`",
+            reason=f"`kind` must be one of {', '.join(KINDS)}, got {shown} - at `$.kind`",
         )
     try:
-        return msgspec.convert(data, type=MANIFEST_TYPES[kind], strict=True)
+        manifest = msgspec.convert(data, type=MANIFEST_TYPES[kind], strict=True)
     except msgspec.ValidationError as exc:
         raise ManifestError(source=source, reason=_explain(str(exc))) from None
+    try:
+        canonical_json(manifest_data(manifest))
+    except ValueError as exc:  # a non-finite float from data not read by yamlsafe
+        raise ManifestError(source=source, reason=f"cannot be digested: {exc}") from None
+    return manifest
 
 
 def load_manifest_text(text: str, *, source: str = "<manifest>") -> Manifest:
+    """Parse (YAML within ``yamlsafe``'s limits) and validate a manifest."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ManifestError(source=source, reason=f"malformed YAML: {exc}") from None
+        data = load_yaml(text)
+    except YamlRefused as exc:
+        raise ManifestError(source=source, reason=exc.reason) from None
     return parse_manifest(data, source=source)
 
 
 def load_manifest(path: Path) -> Manifest:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_file(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(source=str(path), reason=f"cannot read: {exc}") from None
+    except YamlRefused as exc:
+        raise ManifestError(source=str(path), reason=exc.reason) from None
     return load_manifest_text(text, source=str(path))
 
 

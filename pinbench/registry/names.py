@@ -23,6 +23,10 @@ class Kind(StrEnum):
 KINDS = tuple(k.value for k in Kind)
 NAME_PATTERN = r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)?"
 _NAME = re.compile(NAME_PATTERN)
+NAME_MAX_LENGTH = 200
+"""The database's ``artifacts.name`` column (tests hold the two equal)."""
+NAMESPACE_MAX_LENGTH = 100
+"""The database's ``artifacts.namespace`` column."""
 
 
 class BadReference(InvalidValue):
@@ -37,6 +41,16 @@ def check_name(name: str) -> str:
         raise ValueError(
             f"invalid name {name!r}: expected lowercase NAME or NAMESPACE/NAME "
             "(letters, digits, '.', '_', '-')"
+        )
+    if len(name) > NAME_MAX_LENGTH:
+        raise ValueError(
+            f"name {name[:40]!r}... is {len(name)} characters: at most {NAME_MAX_LENGTH}"
+        )
+    namespace = namespace_of(name)
+    if namespace is not None and len(namespace) > NAMESPACE_MAX_LENGTH:
+        raise ValueError(
+            f"namespace {namespace[:40]!r}... is {len(namespace)} characters: "
+            f"at most {NAMESPACE_MAX_LENGTH}"
         )
     return name
 

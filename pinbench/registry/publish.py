@@ -148,10 +148,15 @@ def commit_staged(
     publisher: str | None,
 ) -> PublishResult:
     """Make staged blobs visible and insert the artifact's rows, under the store's lock; a
-    lost race (another publish of the same version) leaves no new blob behind."""
-    digest = manifest_digest(manifest)
-    kind = Kind(manifest_data(manifest)["kind"])
-    ref = ref_of(manifest)
+    lost race (another publish of the same version) leaves no new blob behind; a manifest
+    that cannot be recorded leaves no staged file behind."""
+    try:
+        digest = manifest_digest(manifest)
+        kind = Kind(manifest_data(manifest)["kind"])
+        ref = ref_of(manifest)
+    except BaseException:
+        _discard(ws, pending)
+        raise
     files = manifest.files_list
     total = sum(f.size or 0 for f in files)
     with ws.store.locked():

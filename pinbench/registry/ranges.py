@@ -15,9 +15,12 @@ desugaring (``-0`` lower bounds for x-ranges, partial tildes and carets, hyphen 
 
 Build metadata is accepted anywhere a version is and never takes part in a comparison.
 
+Limits, as node-semver's ``MAX_SAFE_INTEGER``: a numeric part (major, minor, patch) is at most
+2^53 - 1; a prerelease and a build are at most 64 characters each (so a version always fits the
+database's 200-character column) and a range is at most 1024 characters.
+
 Left out on purpose: node-semver's ``loose`` mode (``1.2.3beta``, ``01.2.3``) and its tolerance
-of odd prefixes (``vv1.2``, ``~=1.2``, ``v=1``, ``> =1``, a bare ``+build``); no
-``MAX_SAFE_INTEGER`` or 256-character limits.
+of odd prefixes (``vv1.2``, ``~=1.2``, ``v=1``, ``> =1``, a bare ``+build``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ _ACCEPTS: Final[dict[str, frozenset[int]]] = {
 _PARTS: Final = ("major", "minor", "patch")
 _PRERELEASE_ID: Final = re.compile(r"0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*")
 _BUILD_ID: Final = re.compile(r"[0-9A-Za-z-]+")
+MAX_NUMBER: Final = 2**53 - 1
+"""The largest major, minor or patch (JavaScript's ``Number.MAX_SAFE_INTEGER``, as npm)."""
+MAX_TAIL_LENGTH: Final = 64
+"""The longest prerelease, and the longest build metadata, in characters."""
+MAX_RANGE_LENGTH: Final = 1024
+MAX_VERSION_LENGTH: Final = 200
+"""The database's ``artifacts.version`` column; the limits above keep any valid version within."""
 
 
 def parse_version(text: str) -> Version:
@@ -61,6 +71,11 @@ def parse_version(text: str) -> Version:
     """
     if not isinstance(text, str):
         raise VersionError(text=repr(text), reason=f"expected a string, got {type(text).__name__}")
+    if len(text) > MAX_VERSION_LENGTH:
+        raise VersionError(
+            text=text[:40] + "...",
+            reason=f"{len(text)} characters: a version is at most {MAX_VERSION_LENGTH}",
+        )
     try:
         return _strict_version(text)
     except ValueError as exc:
@@ -96,6 +111,9 @@ def _number(name: str, text: str) -> int:
         raise ValueError(f"{name} {text!r} is not a number")
     if len(text) > 1 and text[0] == "0":
         raise ValueError(f"{name} {text!r} has a leading zero")
+    if len(text) > len(str(MAX_NUMBER)) or int(text) > MAX_NUMBER:
+        shown = text if len(text) <= 20 else f"{text[:20]}... ({len(text)} digits)"
+        raise ValueError(f"{name} {shown} is larger than 2^53 - 1 ({MAX_NUMBER})")
     return int(text)
 
 
@@ -105,6 +123,10 @@ def _tail(text: str | None, what: Literal["prerelease", "build"]) -> str | None:
         return None
     if not text:
         raise ValueError(f"{what} is empty")
+    if len(text) > MAX_TAIL_LENGTH:
+        raise ValueError(
+            f"{what} {text[:20]!r}... is {len(text)} characters: at most {MAX_TAIL_LENGTH}"
+        )
     pattern = _PRERELEASE_ID if what == "prerelease" else _BUILD_ID
     for ident in text.split("."):
         if not ident:
@@ -480,6 +502,11 @@ class Range:
         if not isinstance(text, str):
             raise RangeError(
                 text=repr(text), reason=f"expected a string, got {type(text).__name__}"
+            )
+        if len(text) > MAX_RANGE_LENGTH:
+            raise RangeError(
+                text=text[:40] + "...",
+                reason=f"{len(text)} characters: a range is at most {MAX_RANGE_LENGTH}",
             )
         try:
             alternatives = [_terms(part) for part in text.split("||")]

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import yaml
 
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.manifest import Platform
 from pinbench.registry.names import Kind, Spec
+from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
 
 class RequestError(InvalidDocument):
@@ -29,6 +29,23 @@ MLPERF_PRESET: dict[str, dict[str, Any]] = {
     "Server": {"min_duration_ms": 600_000, "min_query_count": 270_336, "percentile": 99.0},
     "Offline": {"min_duration_ms": 600_000, "min_query_count": 1},
 }
+
+
+# Upper bounds that refuse only silly values (MLPerf's own settings sit far below them): one
+# request must not fan out into thousands of lockfiles, nor ask for a run of days.
+MAX_SWEEP = 64
+MAX_BATCH_SIZE = 65_536
+MAX_DURATION_MS = 86_400_000  # 24 h
+MAX_QUERY_COUNT = 10_000_000
+MAX_SAMPLE_COUNT = 10_000_000
+MAX_SAMPLES_PER_QUERY = 65_536
+MAX_MEMORY_MB = 4_194_304  # 4 TiB
+MAX_TIMEOUT_S = 604_800  # 7 days
+
+
+def _at_most(field: str, value: float | None, limit: int, unit: str = "") -> None:
+    if value is not None and value > limit:
+        raise ValueError(f"{field} must be at most {limit}{unit}, got {value}")
 
 
 class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -55,6 +72,18 @@ class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
             raise ValueError("min_duration_ms must be >= 0 and min_query_count >= 1")
         if not 0 < self.percentile < 100:
             raise ValueError("percentile must be between 0 and 100")
+        for name, value, low in (
+            ("max_query_count", self.max_query_count, 1),
+            ("sample_count", self.sample_count, 1),
+            ("samples_per_query", self.samples_per_query, 1),
+        ):
+            if value is not None and value < low:
+                raise ValueError(f"scenario.{name} must be >= {low}, got {value}")
+        _at_most("scenario.min_duration_ms", self.min_duration_ms, MAX_DURATION_MS, " (24 h)")
+        _at_most("scenario.min_query_count", self.min_query_count, MAX_QUERY_COUNT)
+        _at_most("scenario.max_query_count", self.max_query_count, MAX_QUERY_COUNT)
+        _at_most("scenario.sample_count", self.sample_count, MAX_SAMPLE_COUNT)
+        _at_most("scenario.samples_per_query", self.samples_per_query, MAX_SAMPLES_PER_QUERY)
 
 
 class Limits(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -74,6 +103,8 @@ class Limits(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=Tr
             raise ValueError("limits.cpus must be > 0")
         if self.timeout_s < 1:
             raise ValueError("limits.timeout_s must be >= 1")
+        _at_most("limits.memory_mb", self.memory_mb, MAX_MEMORY_MB, " (4 TiB)")
+        _at_most("limits.timeout_s", self.timeout_s, MAX_TIMEOUT_S, " (7 days)")
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -93,6 +124,11 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
 
     def __post_init__(self) -> None:
         sizes = self.batch_sizes()
+        if len(sizes) > MAX_SWEEP:
+            raise ValueError(
+                f"batch_size lists {len(sizes)} sizes: a sweep has at most {MAX_SWEEP}"
+            )
+        _at_most("batch_size", max(sizes, default=None), MAX_BATCH_SIZE)
         if not sizes or any(b < 1 for b in sizes):
             raise ValueError("batch_size must be >= 1 (or a non-empty list of them)")
         if len(set(sizes)) != len(sizes):
@@ -136,11 +172,18 @@ def parse_request(data: object, *, source: str = "<request>") -> Request:
         raise RequestError(source=source, reason=str(exc)) from None
 
 
-def load_request(path: Path) -> Request:
+def read_request_data(path: Path) -> dict[str, Any]:
+    """A request file's YAML as data (within ``yamlsafe``'s limits), not yet validated."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(read_yaml_file(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise RequestError(source=str(path), reason=f"cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise RequestError(source=str(path), reason=f"malformed YAML: {exc}") from None
-    return parse_request(data, source=str(path))
+    except YamlRefused as exc:
+        raise RequestError(source=str(path), reason=exc.reason) from None
+    if not isinstance(data, dict):
+        raise RequestError(source=str(path), reason="expected a mapping at the top level")
+    return data
+
+
+def load_request(path: Path) -> Request:
+    return parse_request(read_request_data(path), source=str(path))

@@ -54,20 +54,45 @@ def _complete(entry: FileEntry) -> bool:
 
 
 def locate(entry: FileEntry, *, manifest_dir: Path, files_dir: Path | None) -> Path:
-    """Where a declared local file's bytes are on disk; refuse paths that escape the artifact."""
+    """Where a declared local file's bytes are on disk; refuse any that escape the artifact.
+
+    A ``file:REL`` source is relative to the manifest's directory, the file's ``path`` to
+    ``files_dir`` (else the manifest's directory); either must stay inside it, symlinks
+    resolved. Refused before anything is opened, so nothing about an outside file is read."""
     if entry.source is not None and entry.source.startswith("file:"):
-        return (manifest_dir / entry.source.removeprefix("file:")).resolve()
-    if entry.source is not None and "://" in entry.source:
+        rel = entry.source.removeprefix("file:")
+        _check_file_source(entry, rel)
+        return _inside(entry, manifest_dir.resolve(), rel, f"source {entry.source!r}")
+    if entry.source is not None:
         raise FileProblem(
             path=entry.path,
             reason=f"source {entry.source!r}: the schemes understood are file:, https://, "
             "hf:// and dvc://",
         )
-    base = (files_dir or manifest_dir).resolve()
-    real = (base / entry.path).resolve()
+    return _inside(entry, (files_dir or manifest_dir).resolve(), entry.path, "the file")
+
+
+def _check_file_source(entry: FileEntry, rel: str) -> None:
+    if not rel or rel.startswith("/") or "\\" in rel or "\x00" in rel:
+        raise FileProblem(
+            path=entry.path,
+            reason=f"source {entry.source!r} must be file:REL, a path relative to the "
+            "manifest's directory (not an absolute path)",
+        )
+    if ".." in rel.split("/"):
+        raise FileProblem(
+            path=entry.path,
+            reason=f"source {entry.source!r} must not contain '..': a file: source stays "
+            "inside the manifest's directory",
+        )
+
+
+def _inside(entry: FileEntry, base: Path, rel: str, what: str) -> Path:
+    real = (base / rel).resolve()
     if not real.is_relative_to(base):
         raise FileProblem(
-            path=entry.path, reason=f"resolves to {real}, outside the artifact directory {base}"
+            path=entry.path,
+            reason=f"{what} resolves (through a symlink) outside the artifact directory {base}",
         )
     return real
 

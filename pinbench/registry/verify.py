@@ -1,5 +1,9 @@
 """Verification: every byte a lockfile pins is checked against its sha256 before use.
 
+First the lockfile itself is checked against this registry (``pinbench.registry.trust``):
+every section is re-derived from the manifests it pins, so nothing is fetched or opened on a
+lockfile's say-so.
+
 Unchanged files are not re-hashed (the store's verified-state cache); a changed or tampered
 file is always hashed again and a mismatch names the file and both digests. A file missing from
 the store whose pinned source is remote (``https://``, ``hf://`` or ``dvc://`` at a commit) is
@@ -11,14 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.sources.fetch import Fetcher
-from pinbench.db.models import Artifact
 from pinbench.errors import PinbenchError, UserError
 from pinbench.registry.lockfile import LockedFile, Lockfile
 from pinbench.registry.manifest import REMOTE_SCHEMES
+from pinbench.registry.trust import rederive
 from pinbench.workspace import Workspace
 
 
@@ -49,17 +51,20 @@ def verify_lockfile(
     progress: Callable[[str, int], Progress] | None = None,
     fetch: bool = True,
     say: Callable[[str], None] | None = None,
+    rehash: bool = False,
 ) -> list[FileCheck]:
-    """Check every pinned file (and the registry's manifest digests); raise on any failure.
-    With ``fetch``, a file missing from the store is first fetched from its pinned source."""
+    """Check the lockfile against the registry, then every pinned file; raise on any failure.
+    With ``fetch``, a file missing from the store is first fetched from its pinned source
+    (never on a server: sources are fetched by the publishing client). ``rehash``: read every
+    file's bytes, ignoring the verified-state cache."""
+    check_against_registry(ws, lock)
     checks: list[FileCheck] = []
     with Fetcher(ws.store, progress=progress, say=say) as fetcher:
         for art in lock.body.artifacts:
             for f in art.files:
                 label = f"{art.ref}:{f.path}"
                 failed = _fetch(ws, fetcher, f, label, say) if fetch and _fetchable(ws, f) else None
-                checks.append(failed or _check(ws, f, label, progress))
-    checks.extend(_check_manifests(ws, lock))
+                checks.append(failed or _check(ws, f, label, progress, rehash=rehash))
     failures = [c for c in checks if not c.ok]
     if failures:
         raise VerificationFailed(failures=failures)
@@ -96,7 +101,12 @@ def _fetch(
 
 
 def _check(
-    ws: Workspace, f: LockedFile, label: str, progress: Callable[[str, int], Progress] | None
+    ws: Workspace,
+    f: LockedFile,
+    label: str,
+    progress: Callable[[str, int], Progress] | None,
+    *,
+    rehash: bool = False,
 ) -> FileCheck:
     try:
         ws.store.verify(
@@ -104,29 +114,14 @@ def _check(
             label=label,
             size=f.size,
             progress=progress(label, f.size) if progress else None,
+            rehash=rehash,
         )
     except PinbenchError as exc:
         return FileCheck(label, f.sha256, f.size, str(exc))
     return FileCheck(label, f.sha256, f.size, None)
 
 
-def _check_manifests(ws: Workspace, lock: Lockfile) -> list[FileCheck]:
-    """Where the registry holds a pinned artifact, its manifest digest must be the pinned one."""
-    out = []
+def check_against_registry(ws: Workspace, lock: Lockfile) -> None:
+    """Refuse a lockfile this registry would not make (see ``pinbench.registry.trust``)."""
     with ws.transaction() as session:
-        for art in lock.body.artifacts:
-            stored = session.scalar(
-                select(Artifact.manifest_digest).where(
-                    Artifact.kind == art.kind,
-                    Artifact.name == art.name,
-                    Artifact.version == art.version,
-                )
-            )
-            error = None
-            if stored is not None and stored != art.manifest_digest:
-                error = (
-                    f"manifest of {art.ref} in the registry has sha256 {stored}, "
-                    f"the lockfile pins {art.manifest_digest}"
-                )
-            out.append(FileCheck(f"{art.ref}:manifest", art.manifest_digest, 0, error))
-    return out
+        rederive(session, lock)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 from pinbench.errors import UserError
@@ -13,6 +14,9 @@ from pinbench.reports.data import Report
 
 COLUMNS = ("run", "model", "framework", "dataset", "scenario", "mode", "batch_size")
 COLUMNS_ALL = (*COLUMNS, "query", "latency_ns")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection")."""
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 class ParquetUnavailable(UserError):
@@ -39,12 +43,21 @@ def _columns(report: Report) -> dict[str, list[Any]]:
     return cols
 
 
+def csv_cell(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, prefixed with ``'`` (shown as text);
+    numbers, and text that is a plain number such as ``-1.5``, unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def csv_bytes(report: Report) -> bytes:
     cols = _columns(report)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS_ALL)
-    writer.writerows(zip(*(cols[c] for c in COLUMNS_ALL), strict=True))
+    for row in zip(*(cols[c] for c in COLUMNS_ALL), strict=True):
+        writer.writerow([csv_cell(v) for v in row])
     return buf.getvalue().encode()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from functools import cache
 from pathlib import Path
 
@@ -14,9 +16,9 @@ from pinbench.reports.view import ReportView, build
 
 TEMPLATES = Path(pinbench.__file__).parent / "templates"
 STATIC = Path(pinbench.__file__).parent / "static"
-VEGA = STATIC / "vega"
-SCRIPTS = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
-"""Vega 6.4.0, Vega-Lite 6.4.3, Vega-Embed 7.3.0 (BSD-3-Clause, licences beside them)."""
+SCRIPTS = ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js", "charts.js")
+"""Vega 6.4.0, Vega-Lite 6.4.3, Vega-Embed 7.3.0 (BSD-3-Clause, licences beside them), then
+the script that draws the plots."""
 
 
 @cache
@@ -36,8 +38,39 @@ def templates() -> jinja2.Environment:
 def _inline_scripts() -> tuple[Markup, ...]:
     # An inlined script ends at the first "</script" in its text, whatever the JS meant.
     return tuple(
-        Markup((VEGA / name).read_text(encoding="utf-8").replace("</script", "<\\/script"))
+        Markup((STATIC / name).read_text(encoding="utf-8").replace("</script", "<\\/script"))
         for name in SCRIPTS
+    )
+
+
+STYLES = ("report.css", "vega/vega-tooltip.css")
+
+
+@cache
+def _inline_css() -> Markup:
+    css = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in STYLES)
+    return Markup(css.replace("</style", ""))
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+@cache
+def policy() -> str:
+    """The HTML report's Content-Security-Policy: its own inlined scripts and style (by their
+    sha256) and nothing else; no network at all. The page carries it in a ``<meta>``; served
+    over HTTP it is also the header, with ``frame-ancestors 'none'`` (which a meta ignores)."""
+    scripts = " ".join(_sha256(js) for js in _inline_scripts())
+    return "; ".join(
+        [
+            "default-src 'none'",
+            f"script-src {scripts}",
+            f"style-src {_sha256(_inline_css())}",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
     )
 
 
@@ -47,26 +80,47 @@ def html(report: Report, title: str | None = None) -> str:
 
 def html_of(view: ReportView) -> str:
     page = templates().get_template("report/standalone.html.j2")
-    css = (STATIC / "report.css").read_text(encoding="utf-8")
-    return page.render(view=view, version=pinbench.__version__, scripts=_inline_scripts(), css=css)
+    return page.render(
+        view=view,
+        version=pinbench.__version__,
+        scripts=_inline_scripts(),
+        css=_inline_css(),
+        policy=policy(),
+    )
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+MARKDOWN_ESCAPES = str.maketrans(
+    {
+        **{c: "\\" + c for c in "\\`*_~[]|#!"},
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "\n": " ",
+        "\r": " ",
+    }
+)
+"""What Markdown (CommonMark and GitHub's tables) or HTML would read as markup: backslash-
+escaped, or as an entity (``<``, ``>``, ``&``); line breaks become spaces (one table row)."""
+
+
+def md_text(text: str) -> str:
+    """``text`` shown as itself in Markdown: no emphasis, link, code, HTML or table cell break."""
+    return text.translate(MARKDOWN_ESCAPES)
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(md_text(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in rows]
     return [*lines, ""]
 
 
 def markdown(report: Report, title: str | None = None) -> str:
     view = build(report, title)
     labels = [r["label"] for r in view.runs]
-    out = [f"# {view.title}", "", f"Made {view.created_at} by pinbench {pinbench.__version__}.", ""]
+    out = [f"# {md_text(view.title)}", ""]
+    out += [f"Made {md_text(view.created_at)} by pinbench {pinbench.__version__}.", ""]
     if view.differs:
-        out += [f"**These runs differ in {', '.join(view.differs)}.**", ""]
+        out += [f"**These runs differ in {md_text(', '.join(view.differs))}.**", ""]
     facts = ["status", "model", "framework", "dataset", "image", "scenario", "settings"]
     facts += ["batch_size", "threads", "lockfile"]
     out += ["## Runs", ""]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from typing import Annotated, Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import Cookie, State
@@ -17,7 +17,7 @@ from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
 from pinbench import reports
-from pinbench.accounts import AuthError, Forbidden, Principal
+from pinbench.accounts import AuthError, Principal
 from pinbench.api.controllers.reports import report_response
 from pinbench.api.deps import principal_for, provide_principal
 from pinbench.api.problems import ApiNotFound, http_detail, status_of
@@ -30,6 +30,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
 from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
+from pinbench.web.origin import require_same_origin
 from pinbench.workspace import Workspace
 
 COOKIE = "pinbench_token"
@@ -43,13 +44,6 @@ async def provide_ui_principal(request: Request[Any, Any, Any], state: State) ->
     if "authorization" in request.headers:
         return await provide_principal(request, state)
     return await principal_for(state, request.cookies.get(COOKIE) or None)
-
-
-def _same_origin(request: Request[Any, Any, Any]) -> None:
-    """Forms are posted from this site only (with the SameSite cookie, a second guard)."""
-    origin = request.headers.get("origin")
-    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
-        raise Forbidden(f"a form from {origin} may not act on this server")
 
 
 def _page(name: str, status_code: int = 200, **context: Any) -> Template:
@@ -201,8 +195,8 @@ class WebController(Controller):
     ) -> Template | Redirect:
         """``action=resolve`` shows what each model line resolves to; ``action=run`` locks
         each (one lockfile per batch size) and queues the runs, then shows them together."""
+        require_same_origin(request)
         principal.require("read")
-        _same_origin(request)
         form = EvaluateForm.from_fields(data)
         try:
             requests = form.requests()
@@ -218,7 +212,7 @@ class WebController(Controller):
             return self._evaluate(ws, principal, form, resolved)
         principal.require("run")
         run_ids = [
-            pool.submit(lock, form.runner)
+            pool.submit(lock, form.runner, user=principal.user)
             for req in requests
             for lock, _ in service.lock_points(ws, req)
         ]
@@ -270,7 +264,7 @@ class WebController(Controller):
         data: Annotated[dict[str, str], FORM],
     ) -> Template | Redirect:
         """Check the token, then keep it in an HttpOnly cookie for the UI's pages."""
-        _same_origin(request)
+        require_same_origin(request)
         token = data.get("token", "").strip()
         try:
             who = await principal_for(state, token or None)
@@ -286,7 +280,7 @@ class WebController(Controller):
 
     @post("/logout", status_code=303, sync_to_thread=False)
     def logout(self, request: Request[Any, Any, Any]) -> Redirect:
-        _same_origin(request)
+        require_same_origin(request)
         response = Redirect("/ui/")
         response.delete_cookie(COOKIE, path="/ui")
         return response

@@ -46,19 +46,15 @@ class TokenController(Controller):
         "/",
         sync_to_thread=True,
         status_code=201,
-        summary="Create a token for the caller (shown once; scopes within the caller's)",
+        summary="Create a token for the caller (shown once; scopes within the caller's token's)",
     )
     def create(self, ws: Workspace, principal: Principal, data: TokenRequest) -> NewToken:
         if principal.user is None:
             raise accounts.AuthError("creating a token needs a token (Authorization: Bearer)")
-        wider = sorted(set(accounts.check_scopes(data.scopes)) - principal.scopes)
-        if wider:
-            raise accounts.Forbidden(
-                f"a new token cannot have scopes this token lacks: {', '.join(wider)}"
-            )
+        scopes = data.scopes if data.scopes is not None else sorted(principal.granted)
         with ws.transaction() as session:
             row, text = accounts.create_token(
-                session, principal.user, name=data.name, scopes=data.scopes
+                session, principal.user, name=data.name, scopes=scopes, within=principal
             )
             return NewToken(id=row.id, token=text, user=principal.user, scopes=list(row.scopes))
 

@@ -24,9 +24,9 @@ from pinbench.workspace import Workspace
 
 UPLOAD_DOC = (
     "multipart/form-data: a part named `manifest` (the manifest's YAML or JSON) first, then "
-    "one part named `file` per file, its filename the file's path in the manifest. Files the "
-    "server already holds may be left out. Needs the `publish` scope and membership of the "
-    "name's namespace."
+    "one part named `file` per file, its filename the file's path in the manifest. Every file "
+    "is sent and checked, even one the server already holds. Needs the `publish` scope and "
+    "membership of the name's namespace."
 )
 
 

@@ -23,6 +23,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.names import Spec
 from pinbench.registry.request import parse_request
+from pinbench.registry.trust import rederive
 from pinbench.workspace import Workspace
 
 LOCKFILE_MAX_BYTES = 1024 * 1024
@@ -100,6 +101,10 @@ class LockfileController(Controller):
         "/{digest:str}",
         status_code=200,
         summary="Store a lockfile's canonical bytes under their sha256 (for runs)",
+        description="Needs the `run` scope. Accepted only when this registry re-derives the "
+        "lockfile byte for byte from the manifests it pins (every artifact published here, "
+        "every field as its manifest says); otherwise 400 naming the differing fields. "
+        "Nothing is fetched.",
         request_max_body_size=LOCKFILE_MAX_BYTES,
     )
     async def upload(
@@ -115,6 +120,7 @@ class LockfileController(Controller):
 
         def store() -> bool:
             with ws.transaction() as session:
+                rederive(session, lock)
                 return store_lockfile(session, lock)
 
         new = await anyio.to_thread.run_sync(store)

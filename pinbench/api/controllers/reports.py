@@ -9,6 +9,7 @@ from litestar.params import Parameter
 
 from pinbench import reports
 from pinbench.accounts import Principal
+from pinbench.reports.render import policy
 from pinbench.workspace import Workspace
 
 
@@ -19,11 +20,10 @@ def report_response(ws: Workspace, run_ids: list[str], fmt: str) -> Response[byt
     report = reports.gather(ws, run_ids)
     body = make(report)
     name = f"pinbench-report-{report.ids[0][:8]}.{fmt}"
-    return Response(
-        body,
-        media_type=media,
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
-    )
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    if fmt == "html":  # its inline scripts run by their hashes (the server's policy has none)
+        headers["Content-Security-Policy"] = f"{policy()}; frame-ancestors 'none'"
+    return Response(body, media_type=media, headers=headers)
 
 
 class ReportController(Controller):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, get, post
+from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 
 from pinbench.accounts import Principal
@@ -13,6 +13,7 @@ from pinbench.api.runpool import RunPool
 from pinbench.api.schemas import Comparison, RunRequest, RunView
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.evaluator.cancel import Canceller, request_cancel
 from pinbench.evaluator.history import compare_runs, list_runs, show_run
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
@@ -54,7 +55,7 @@ class RunController(Controller):
                     "/api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
                 )
             lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
-        run_id = pool.submit(lock, data.runner, data.trace)
+        run_id = pool.submit(lock, data.runner, data.trace, user=principal.user)
         return run_view(show_run(ws, run_id, nested=True), full=False)
 
     @get("/", sync_to_thread=True, summary="Recorded runs, newest first")
@@ -71,6 +72,25 @@ class RunController(Controller):
     def show(self, ws: Workspace, principal: Principal, run_id: str) -> RunView:
         principal.require("read")
         return run_view(show_run(ws, run_id, nested=True), full=True)
+
+    @delete(
+        "/{run_id:str}",
+        sync_to_thread=True,
+        status_code=202,
+        summary="Cancel a queued or running run",
+        description="Needs the `run` scope, and the run must have been submitted with the "
+        "caller's token's user (admins may cancel any). A queued run is recorded `cancelled` "
+        "at once and never starts; a running one is stopped by its server (its child process "
+        "or container killed) and recorded `cancelled`: poll GET /api/v1/runs/{id}. A finished "
+        "run is refused with 409.",
+    )
+    def cancel(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> RunView:
+        principal.require("run")
+        by = Canceller(principal.user, admin=principal.is_admin and "admin" in principal.scopes)
+        full_id, status = request_cancel(ws, run_id, by)
+        if status == "running":
+            pool.stop_run(full_id, by.reason())  # at once if it runs here; else its heartbeat
+        return run_view(show_run(ws, full_id, nested=True), full=False)
 
 
 class CompareController(Controller):

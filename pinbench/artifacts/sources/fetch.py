@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import tarfile
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from pinbench.artifacts.digest import CHUNK_SIZE, Digest, Progress
+from pinbench.artifacts.scratch import scratch_file
 from pinbench.artifacts.sources import dvc, hf, https
 from pinbench.artifacts.sources.errors import (
     DownloadInterrupted,
@@ -159,10 +159,9 @@ class Fetcher:
     # ------------------------------------------------------------ bytes and checks
 
     def _temp(self) -> Path:
-        self.store.tmp.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.store.tmp, prefix="fetch-")
+        fd, name = scratch_file(self.store.tmp, "fetch")
         os.close(fd)
-        return Path(name)
+        return name
 
     def _restage(self, staged: StagedBlob) -> StagedBlob:
         """Move a completed download off its resumable name, so a later fetch of the same URL

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pinbench.registry.manifest import check_relative_path
+
 Device = Literal["cpu", "cuda"]
 
 
@@ -44,6 +46,7 @@ class ModelFiles:
         For loaders that need file names or a directory tree (``.keras``, SavedModel).
         """
         for name, blob in self.files.items():
+            check_relative_path(name)  # never a link outside root, whatever the caller passed
             link = root / name
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(blob.resolve())

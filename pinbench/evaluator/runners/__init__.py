@@ -13,6 +13,7 @@ from typing import Protocol
 
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -26,10 +27,21 @@ RUNNERS = {
 
 class Runner(Protocol):
     def __call__(
-        self, ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str
+        self,
+        ws: Workspace,
+        lock: Lockfile,
+        evidence: Evidence,
+        say: Say,
+        trace: str,
+        *,
+        allow_pickle: bool = False,
+        stop: Stop | None = None,
     ) -> None:
         """Evaluate the (already verified) lockfile at trace level ``trace``, filling
-        ``evidence``; raise on failure."""
+        ``evidence``; raise on failure. ``allow_pickle``: the caller's decision to let a
+        ``trusted`` torch-pickle model be unpickled (``pinbench.evaluator.policy``). Past
+        ``stop`` (a signal, a cancel) or the lockfile's ``limits.timeout_s`` the evaluation
+        stops (a child process or container is killed) and the stop's error is raised."""
         ...
 
 

@@ -10,7 +10,7 @@ and the lockfile's memory / CPU / time limits. What it writes is validated by th
 from __future__ import annotations
 
 import contextlib
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from docker.types import Mount
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
+from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.runners.local import store_paths
@@ -29,6 +30,7 @@ from pinbench.evaluator.runners.process import (
     collect,
     write_job,
 )
+from pinbench.evaluator.stop import Stop
 from pinbench.images.engine import connect
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.registry.names import Kind
@@ -38,6 +40,7 @@ from pinbench.workspace import Workspace
 IN = "/pinbench"
 NOBODY = "65534:65534"
 TMPFS = "rw,nosuid,nodev,size=256m,mode=1777"
+WAIT_SLICE_S = 2
 
 
 class NoImagePinned(UserError):
@@ -116,7 +119,16 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
     return mounts, inside
 
 
-def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str) -> None:
+def run(
+    ws: Workspace,
+    lock: Lockfile,
+    evidence: Evidence,
+    say: Say,
+    trace: str,
+    *,
+    allow_pickle: bool = False,
+    stop: Stop | None = None,
+) -> None:
     pinned = pinned_image(lock)
     client = connect()
     image = verified_image(client, pinned)
@@ -132,14 +144,20 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
             "timeout_s": limits.timeout_s,
         },
     }
-    (ws.settings.home / "tmp").mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="run-", dir=ws.settings.home / "tmp") as tmp:
-        job_dir, out = Path(tmp) / "job", Path(tmp) / "out"
+    with scratch_directory(ws.store.tmp, "run") as tmp:
+        job_dir, out = tmp / "job", tmp / "out"
         job_dir.mkdir()
         out.mkdir()
         mounts, inside = _mounts(ws, lock, job_dir, out)
-        write_job(job_dir / "job.json", lock, inside["model"], inside["dataset"], trace=trace)
-        Path(tmp).chmod(0o755)
+        write_job(
+            job_dir / "job.json",
+            lock,
+            inside["model"],
+            inside["dataset"],
+            trace=trace,
+            allow_pickle=allow_pickle,
+        )
+        tmp.chmod(0o755)
         job_dir.chmod(0o755)
         (job_dir / "job.json").chmod(0o644)
         out.chmod(0o777)  # the container's user (nobody) writes here
@@ -163,7 +181,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
             evidence.environment["container"] = container.id[:12]
             say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
             try:
-                _execute(container, limits.timeout_s, limits.memory_mb, say)
+                _execute(container, limits.timeout_s, limits.memory_mb, say, stop or Stop())
             except WorkerCrashed as exc:
                 if exc.status == 2 and trace != "none":  # the job has a field it cannot read
                     raise TraceUnsupported(
@@ -180,14 +198,25 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
                 container.remove(force=True)
 
 
-def _execute(container: Any, timeout_s: int, memory_mb: int, say: Say) -> None:
+def _execute(container: Any, timeout_s: int, memory_mb: int, say: Say, stop: Stop) -> None:
     container.start()
     relay = Relay(container.logs(stream=True, follow=True), say)
-    try:
-        status = int(container.wait(timeout=timeout_s)["StatusCode"])
-    except (ReadTimeout, RequestsConnectionError):
-        container.kill()
-        raise RunTimedOut(runner="docker", timeout_s=timeout_s) from None
+    deadline = time.monotonic() + timeout_s
+    while True:  # wait in slices, so a stop request (a signal, a cancel) is seen
+        if stop.is_set():
+            with contextlib.suppress(APIError):
+                container.kill()
+            stop.check()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            container.kill()
+            raise RunTimedOut(runner="docker", timeout_s=timeout_s)
+        try:
+            status = int(container.wait(timeout=max(1, min(WAIT_SLICE_S, left)))["StatusCode"])
+            break
+        except (ReadTimeout, RequestsConnectionError):
+            continue
+    stop.check()
     tail = relay.join()
     container.reload()
     if container.attrs["State"].get("OOMKilled"):

@@ -1,17 +1,24 @@
-"""The local runner: evaluate in this interpreter, with whatever is installed here."""
+"""The local runner: evaluate in this interpreter, with whatever is installed here.
+
+Its time is limited by the lockfile's ``limits.timeout_s`` like the isolated runners': a
+watchdog asks the evaluation to stop (``pinbench.evaluator.stop``), which it does at the next
+phase or, inside LoadGen, once LoadGen ends its test (queries are then answered without the
+model), and the run is recorded failed with the time limit as its reason."""
 
 from __future__ import annotations
 
 import platform
 import sys
-import tempfile
 from functools import lru_cache
 from importlib.metadata import distributions
 from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.scratch import scratch_directory
 from pinbench.evaluator.measure import Evidence, Job, Say, files_of, measure
+from pinbench.evaluator.runners.process import RunTimedOut
 from pinbench.evaluator.source import evaluator_digest
+from pinbench.evaluator.stop import Stop, time_limit
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
@@ -29,7 +36,16 @@ def store_paths(ws: Workspace, lock: Lockfile, kind: Kind) -> dict[str, Path]:
     return {f.path: ws.store.path(Digest(f.sha256)) for f in files_of(lock, kind).files}
 
 
-def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str) -> None:
+def run(
+    ws: Workspace,
+    lock: Lockfile,
+    evidence: Evidence,
+    say: Say,
+    trace: str,
+    *,
+    allow_pickle: bool = False,
+    stop: Stop | None = None,
+) -> None:
     evidence.environment = {
         "runner": "local",
         "digest": installed_digest(),
@@ -37,9 +53,12 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
         "executable": sys.executable,
         "evaluator": evaluator_digest(),
     }
-    scratch_root = ws.settings.home / "tmp"
-    scratch_root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="run-", dir=scratch_root) as scratch:
+    stop = stop or Stop()
+    limit = lock.body.limits.timeout_s
+    with (
+        time_limit(stop, limit, RunTimedOut(runner="local", timeout_s=limit)),
+        scratch_directory(ws.store.tmp, "run") as scratch,
+    ):
         job = Job(
             lock=lock,
             model_paths=store_paths(ws, lock, Kind.MODEL),
@@ -47,5 +66,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
             scratch=Path(scratch),
             cache=ws.settings.home / "cache" / "inputs",
             trace=trace,
+            allow_pickle=allow_pickle,
+            stop=stop,
         )
         measure(job, evidence, say)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -13,9 +14,12 @@ import msgspec
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.results import JobFile, read_results
+from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 
 TAIL_LINES = 20
+POLL_S = 0.2
+"""How often a child's wait looks at the run's stop request."""
 
 
 class EvaluationFailed(UserError):
@@ -55,6 +59,7 @@ def write_job(
     dataset: dict[str, str],
     cache: str | None = None,
     trace: str = "none",
+    allow_pickle: bool = False,
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
@@ -62,6 +67,7 @@ def write_job(
         dataset=dataset,
         cache=cache,
         trace=trace,
+        allow_pickle=allow_pickle,
     )
     path.write_bytes(msgspec.json.encode(job))
 
@@ -106,22 +112,41 @@ def run_child(
     say: Say,
     runner: str,
     on_timeout: Callable[[], None] | None = None,
+    stop: Stop | None = None,
 ) -> tuple[int, list[str]]:
-    """Run ``argv`` relaying its output; kill it (and call ``on_timeout``) past ``timeout_s``."""
+    """Run ``argv`` relaying its output; kill it (and call ``on_timeout``) past ``timeout_s``,
+    or when ``stop`` is requested (then raise the stop's error, even if the child ended first:
+    a terminal's Ctrl-C reaches the child too)."""
+    stop = stop or Stop()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
     relay = Relay(proc.stdout, say)
+    deadline = time.monotonic() + timeout_s
     try:
-        status = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        if on_timeout is not None:
-            on_timeout()
-        proc.wait()
-        relay.join()
-        raise RunTimedOut(runner=runner, timeout_s=timeout_s) from None
+        while True:
+            try:
+                status = proc.wait(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if stop.is_set():
+                    raise _Stopped() from None
+                if time.monotonic() >= deadline:
+                    proc.kill()
+                    if on_timeout is not None:
+                        on_timeout()
+                    proc.wait()
+                    relay.join()
+                    raise RunTimedOut(runner=runner, timeout_s=timeout_s) from None
     except BaseException:
         proc.kill()
         proc.wait()
+        relay.join()
+        stop.check()
         raise
-    return status, relay.join()
+    tail = relay.join()
+    stop.check()
+    return status, tail
+
+
+class _Stopped(Exception):
+    """Internal: leave the wait loop to kill the child and raise the stop's error."""

@@ -9,15 +9,16 @@ limits need a container (``--runner docker``).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from pinbench.artifacts.scratch import scratch_directory
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import WorkerCrashed, collect, run_child, write_job
 from pinbench.evaluator.source import evaluator_digest, stage_evaluator
+from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
@@ -42,7 +43,16 @@ def child_env(pythonpath: Path) -> dict[str, str]:
     return env
 
 
-def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str) -> None:
+def run(
+    ws: Workspace,
+    lock: Lockfile,
+    evidence: Evidence,
+    say: Say,
+    trace: str,
+    *,
+    allow_pickle: bool = False,
+    stop: Stop | None = None,
+) -> None:
     env = lock.body.environment
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
@@ -56,9 +66,8 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
         "evaluator": evaluator_digest(),
     }
     source = stage_evaluator(home / "cache" / "evaluator")
-    (home / "tmp").mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="run-", dir=home / "tmp") as tmp:
-        job, out = Path(tmp) / "job.json", Path(tmp) / "out"
+    with scratch_directory(ws.store.tmp, "run") as tmp:
+        job, out = tmp / "job.json", tmp / "out"
         out.mkdir()
         write_job(
             job,
@@ -67,6 +76,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
             {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()},
             cache=str(home / "cache" / "inputs"),
             trace=trace,
+            allow_pickle=allow_pickle,
         )
         argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
         status, tail = run_child(
@@ -75,6 +85,7 @@ def run(ws: Workspace, lock: Lockfile, evidence: Evidence, say: Say, trace: str)
             timeout_s=lock.body.limits.timeout_s,
             say=say,
             runner="venv",
+            stop=stop,
         )
         if status not in (0, 1):
             raise WorkerCrashed(runner="venv", status=status, reason="stopped", tail=tail)

@@ -20,6 +20,7 @@ from pinbench.registry.mlmodelscope.reader import MLModelScopeError, Note, Reade
 from pinbench.registry.mlmodelscope.signature import inputs, outputs
 from pinbench.registry.mlmodelscope.versions import npm_range, semver_text
 from pinbench.registry.names import check_name
+from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
 NAMESPACE: Final = "mlmodelscope"
 FRAMEWORKS: Final = {
@@ -65,19 +66,21 @@ _Dumper.add_representer(list, _Dumper.represent_flat_numbers)
 
 def import_file(path: Path) -> Imported:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_file(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise MLModelScopeError(source=str(path), field="", reason=f"cannot read: {exc}") from None
+    except YamlRefused as exc:
+        raise MLModelScopeError(source=str(path), field="", reason=exc.reason) from None
     return import_text(text, source=str(path))
 
 
 def import_text(text: str, *, source: str = "<mlmodelscope>") -> Imported:
     """Convert one MLModelScope model manifest; ``MLModelScopeError`` if it cannot be."""
     try:
-        typed = yaml.safe_load(text)
-        raw = yaml.load(text, Loader=yaml.BaseLoader)  # every scalar as its text
-    except yaml.YAMLError as exc:
-        raise MLModelScopeError(source=source, field="", reason=f"malformed YAML: {exc}") from None
+        typed = load_yaml(text)
+        raw = load_yaml(text, scalars_as_text=True)
+    except YamlRefused as exc:
+        raise MLModelScopeError(source=source, field="", reason=exc.reason) from None
     if not isinstance(typed, dict) or not isinstance(raw, dict):
         raise MLModelScopeError(source=source, field="", reason="expected a mapping at the top")
     reader = Reader(typed, raw, source)

@@ -4,9 +4,13 @@ architecture. Pickled modules (``torch-pickle``) load only when the manifest say
 
 from __future__ import annotations
 
+import contextlib
+import pickle
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
+from unittest import mock
 
 import torch
 
@@ -28,6 +32,34 @@ _SUFFIXES = {
     "safetensors": (".safetensors",),
     "torch-pickle": (".pt", ".pth"),
 }
+
+
+@contextlib.contextmanager
+def _no_unpickling(name: str) -> Iterator[None]:
+    """Load a ``torch.export`` archive without unpickling: torch 2.13 unpickles a weight or
+    constant the archive marks ``use_pickle`` with ``torch.load(weights_only=False)``, and
+    opaque objects with ``pickle``; either runs arbitrary code. Here ``torch.load`` reads
+    tensors only (``weights_only=True``) and any other unpickling is refused."""
+
+    def weights_only(*args: Any, **kwargs: Any) -> Any:
+        kwargs["weights_only"] = True
+        return real_load(*args, **kwargs)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ModelLoadError(
+            model=name,
+            reason="the torch.export archive holds a pickled object; pinbench never "
+            "unpickles one from a torch-export model (export it without custom objects)",
+        )
+
+    real_load = torch.load
+    with (
+        mock.patch.object(torch, "load", weights_only),
+        mock.patch.object(pickle, "loads", refuse),
+        mock.patch.object(pickle, "load", refuse),
+        mock.patch.object(torch._C, "_pickle_load_obj", refuse),
+    ):
+        yield
 
 
 class TorchPredictor(Predictor):
@@ -71,15 +103,17 @@ class TorchPredictor(Predictor):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 return torch.jit.load(path, map_location="cpu").eval()  # type: ignore[no-untyped-call]
         if model.format == "torch-export":
-            return torch.export.load(path).module()
+            with _no_unpickling(name):
+                return torch.export.load(path).module()
         if model.format == "safetensors":
             return self._from_weights(model, name, path)
         if not model.trusted:
             raise ModelLoadError(
                 model=name,
                 reason="torch-pickle files run arbitrary code when loaded; pinbench unpickles "
-                "only models whose manifest says `trusted: true` (prefer torch-export, "
-                "torchscript or safetensors)",
+                "only models whose manifest says `trusted: true`, and only when the run allows "
+                "it (`pinbench run --allow-pickle`; a server started with `--allow-pickle`, "
+                "docker runner only); prefer torch-export, torchscript or safetensors",
             )
         module = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(module, torch.nn.Module):

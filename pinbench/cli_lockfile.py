@@ -1,0 +1,87 @@
+"""``pinbench lockfile``: lockfiles made elsewhere. ``import`` adopts the artifacts a lockfile
+pins from another pinbench registry, deliberately (``pinbench.registry.adopt``)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pinbench.console import JsonOpt, err, out, print_json
+
+lockfile_app = typer.Typer(
+    help="Lockfiles made elsewhere: import the artifacts they pin from another registry.",
+    no_args_is_help=True,
+)
+
+
+def _token_for(url: str) -> str | None:
+    """PINBENCH_FROM_TOKEN; PINBENCH_TOKEN only for the server PINBENCH_URL names (a token
+    is never sent to a server it was not made for)."""
+    own = os.environ.get("PINBENCH_URL", "").rstrip("/")
+    if os.environ.get("PINBENCH_FROM_TOKEN"):
+        return os.environ["PINBENCH_FROM_TOKEN"]
+    if own and own == url.rstrip("/"):
+        return os.environ.get("PINBENCH_TOKEN") or None
+    return None
+
+
+@lockfile_app.command("import")
+def import_(
+    lockfile: Annotated[Path, typer.Argument(help="A lockfile made by another registry.")],
+    from_url: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            help="The pinbench server that holds its artifacts. Sent as its token: "
+            "PINBENCH_FROM_TOKEN, or PINBENCH_TOKEN when URL is PINBENCH_URL.",
+        ),
+    ],
+    publisher: Annotated[
+        str | None, typer.Option(help="Recorded as the publisher here (default: you).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Trust another registry for exactly the versions LOCKFILE pins, and publish them here.
+
+    A lockfile runs only against the registry that holds what it pins: one made elsewhere is
+    refused ("not published here"). Importing is your decision to adopt those versions. Each
+    manifest is read from --from and must hash to the lockfile's pinned digest; every file's
+    bytes must hash to their sha256; the lockfile must then re-derive byte for byte from the
+    adopted manifests. Only then is anything published; otherwise nothing is. A pickled model
+    (torch-pickle) still runs only with `pinbench run --allow-pickle`.
+    """
+    from pinbench.registry.adopt import adopt
+    from pinbench.registry.lockfile import Lockfile
+    from pinbench.remote import Remote
+    from pinbench.workspace import Workspace
+
+    lock = Lockfile.read(lockfile)
+    remote = Remote(from_url, _token_for(from_url))
+    ws = Workspace.from_env()
+    try:
+        adopted = adopt(ws, lock, remote, publisher=publisher or getpass.getuser())
+    finally:
+        ws.close()
+        remote.close()
+    if as_json:
+        print_json(
+            {
+                "lockfile": lock.digest.hex,
+                "artifacts": [
+                    {"ref": a.ref, "created": a.created, "format": a.format} for a in adopted
+                ],
+            }
+        )
+        return
+    for a in adopted:
+        out().print(f"{'imported' if a.created else 'already here'}  {a.ref}")
+        if a.format == "torch-pickle":
+            err().print(
+                f"{a.ref} is a pickle: it runs only with `pinbench run --allow-pickle`, "
+                "and only if you trust its publisher"
+            )
+    out().print(f"lockfile {lock.digest.hex[:12]} now verifies here: pinbench verify {lockfile}")

@@ -1,0 +1,114 @@
+"""Server instances: which server process owns a queued or running run, and for how long.
+
+Each server process's run pool registers an instance (a row in ``server_instances``) and
+renews its lease while it lives (a heartbeat); every run it queues names it. A server that
+starts marks interrupted only the unfinished runs whose instance's lease has expired (or that
+name none, left by a pinbench before instances); a pool that stops marks its own. So a second
+``pinbench serve`` on the same home or database never touches the first one's live runs.
+
+Leases are compared with the servers' own UTC clocks: servers sharing a database need clocks
+that agree to within the lease (NTP does). An instance that stalls past its lease (a frozen
+VM) loses its runs to the next server that starts; a run it still finishes is recorded whole
+over the ``interrupted`` mark, as any run record is.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import delete, or_, select, update
+
+from pinbench.db.models import Run, ServerInstance
+from pinbench.workspace import Workspace
+
+LEASE_S = 30.0
+"""How long an instance counts as alive after its last heartbeat."""
+RENEW_S = 5.0
+"""How often a live instance renews its lease."""
+UNFINISHED = ("queued", "running")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def register(ws: Workspace, *, lease_s: float = LEASE_S) -> str:
+    """A new instance for this process, with its lease; return its id."""
+    instance = uuid.uuid4().hex
+    now = _now()
+    with ws.transaction() as session:
+        session.add(
+            ServerInstance(
+                id=instance,
+                host=socket.gethostname()[:255],
+                pid=os.getpid(),
+                started_at=now,
+                expires_at=now + timedelta(seconds=lease_s),
+            )
+        )
+    return instance
+
+
+def renew(ws: Workspace, instance: str, *, lease_s: float = LEASE_S) -> None:
+    """Extend the lease (a heartbeat); an instance reaped as expired meanwhile comes back."""
+    now = _now()
+    with ws.transaction() as session:
+        row = session.get(ServerInstance, instance)
+        if row is None:
+            session.add(
+                ServerInstance(
+                    id=instance,
+                    host=socket.gethostname()[:255],
+                    pid=os.getpid(),
+                    started_at=now,
+                    expires_at=now + timedelta(seconds=lease_s),
+                )
+            )
+        else:
+            row.expires_at = now + timedelta(seconds=lease_s)
+
+
+def retire(ws: Workspace, instance: str) -> None:
+    """The instance stopped (its own runs already marked): remove its row."""
+    with ws.transaction() as session:
+        session.execute(delete(ServerInstance).where(ServerInstance.id == instance))
+
+
+def abandon_expired(ws: Workspace, reason: str) -> int:
+    """Mark interrupted the unfinished runs no live instance owns; forget expired instances.
+    Return how many runs were marked."""
+    now = _now()
+    live = select(ServerInstance.id).where(ServerInstance.expires_at >= now)
+    stmt = select(Run).where(
+        Run.status.in_(UNFINISHED),
+        or_(Run.instance_id.is_(None), Run.instance_id.not_in(live)),
+    )
+    with ws.transaction() as session:
+        rows = session.scalars(stmt).all()
+        for row in rows:
+            row.status, row.error, row.finished_at = "interrupted", reason, now
+        session.execute(delete(ServerInstance).where(ServerInstance.expires_at < now))
+        return len(rows)
+
+
+def begin(ws: Workspace, run_id: str) -> bool:
+    """Move a queued run to ``running``; False if it is no longer queued (cancelled)."""
+    with ws.transaction() as session:
+        result = session.execute(
+            update(Run).where(Run.id == run_id, Run.status == "queued").values(status="running")
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def cancel_requests(ws: Workspace, instance: str) -> dict[str, str]:
+    """Running runs of ``instance`` that someone asked to cancel: id -> reason."""
+    stmt = select(Run.id, Run.cancel_requested).where(
+        Run.instance_id == instance,
+        Run.status == "running",
+        Run.cancel_requested.is_not(None),
+    )
+    with ws.transaction() as session:
+        return {run_id: reason or "cancelled" for run_id, reason in session.execute(stmt)}

@@ -1,0 +1,83 @@
+"""What a run may execute: pickled models are code, so loading one is the caller's decision.
+
+A ``torch-pickle`` model runs arbitrary code when it is loaded. pinbench unpickles one only when
+its manifest says ``trusted: true`` (the publisher's claim, checked against the registry) *and*
+whoever starts the run allows it: on the CLI with ``pinbench run --allow-pickle`` for that run;
+on a server only when the operator started it with ``pinbench serve --allow-pickle``, and then
+only in the docker runner (a container with no network, read-only, as nobody). A lockfile never
+decides this.
+"""
+
+from __future__ import annotations
+
+from pinbench.errors import UserError
+from pinbench.registry.lockfile import Lockfile
+
+PICKLE_FORMATS = frozenset({"torch-pickle"})
+
+
+class PickleRefused(UserError):
+    """A run would unpickle a model and was not allowed to."""
+
+    def __init__(self, *, model: str, reason: str) -> None:
+        super().__init__(
+            f"model {model} is a pickle (format torch-pickle): loading it runs arbitrary code. "
+            f"{reason}"
+        )
+        self.model = model
+        self.reason = reason
+
+
+def needs_pickle(lock: Lockfile) -> bool:
+    return lock.body.model.format in PICKLE_FORMATS
+
+
+def _model(lock: Lockfile) -> str:
+    return f"{lock.body.model.name}@{lock.body.model.version}"
+
+
+def check_pickle(lock: Lockfile, *, allow: bool) -> None:
+    """Every run: a pickled model runs only when its caller allowed it (on the CLI, the run's
+    own ``--allow-pickle``; a server allows it only after ``check_server_pickle``)."""
+    if needs_pickle(lock) and not allow:
+        raise PickleRefused(
+            model=_model(lock),
+            reason="Run it only if you trust its publisher, with: pinbench run LOCKFILE "
+            "--allow-pickle (prefer torch-export, torchscript or safetensors)",
+        )
+
+
+class RunnerRefused(UserError):
+    """A server's operator did not allow this runner."""
+
+    def __init__(self, *, runner: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(
+            f"this server does not run evaluations in the {runner!r} runner; its operator "
+            f"allows: {', '.join(allowed)} (`pinbench serve --runners`)"
+        )
+        self.runner = runner
+        self.allowed = allowed
+
+
+def check_server_runner(runner: str, allowed: tuple[str, ...]) -> None:
+    """Model code (TorchScript ops, SavedModel graphs, a framework's own loaders) runs in the
+    runner: an operator who does not trust every publisher allows only ``docker``."""
+    if runner not in allowed:
+        raise RunnerRefused(runner=runner, allowed=allowed)
+
+
+def check_server_pickle(lock: Lockfile, *, runner: str, server_allows: bool) -> None:
+    """On a server: a pickled model runs only if the operator allowed it, and only in docker."""
+    if not needs_pickle(lock):
+        return
+    if not server_allows:
+        raise PickleRefused(
+            model=_model(lock),
+            reason="This server never executes pickles (its operator can allow them, in the "
+            "docker runner only, with `pinbench serve --allow-pickle`)",
+        )
+    if runner != "docker":
+        raise PickleRefused(
+            model=_model(lock),
+            reason=f"This server runs pickles only in the docker runner, not {runner!r}",
+        )
