@@ -28,6 +28,7 @@ import torch
 import yaml
 from sqlalchemy import func, select
 
+from pinbench.api import runpool
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import SizeMismatch
@@ -37,6 +38,7 @@ from pinbench.config import Settings
 from pinbench.db.models import Artifact, Run
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
+from pinbench.evaluator.history import show_run
 from pinbench.registry import service
 from pinbench.registry.adopt import BadSource, adopt
 from pinbench.registry.catalog import show
@@ -762,3 +764,23 @@ def test_a_token_is_sent_only_to_the_server_it_was_made_for(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert _token_for(url) == sent
+
+
+def test_a_queued_run_that_fails_before_recording_itself_is_not_left_running(
+    here: Here, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise UserError("the database went away")
+
+    monkeypatch.setattr(runpool, "run_lockfile", broken)
+    pool = runpool.RunPool(here.ws, workers=1, queue=1)
+    try:
+        run_id = pool.submit(_lock(here.ws), "local")
+        deadline = time.monotonic() + 30
+        while show_run(here.ws, run_id)["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        info = show_run(here.ws, run_id)
+        assert info["status"] == "failed" and info["error"] == "the database went away"
+    finally:
+        pool.close()

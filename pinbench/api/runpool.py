@@ -118,8 +118,10 @@ class RunPool:
             )
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
-        except BaseException:
+            abandon_unfinished(self.ws, str(exc), only=[run_id], status="failed")
+        except BaseException as exc:
             log.exception("run %s failed", run_id[:8])
+            abandon_unfinished(self.ws, f"{type(exc).__name__}", only=[run_id], status="failed")
         finally:
             with self._lock:
                 self._mine.discard(run_id)

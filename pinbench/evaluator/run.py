@@ -106,16 +106,18 @@ def queue_run(
         )
 
 
-def abandon_unfinished(ws: Workspace, reason: str, *, only: list[str] | None = None) -> int:
+def abandon_unfinished(
+    ws: Workspace, reason: str, *, only: list[str] | None = None, status: str = "interrupted"
+) -> int:
     """Mark queued and running runs (all, or those in ``only``) interrupted: a server stopped
-    with work in hand."""
+    with work in hand (or ``failed``: a run that ended before it could record itself)."""
     stmt = select(RunRow).where(RunRow.status.in_(["queued", "running"]))
     if only is not None:
         stmt = stmt.where(RunRow.id.in_(only))
     with ws.transaction() as session:
         rows = session.scalars(stmt).all()
         for row in rows:
-            row.status, row.error, row.finished_at = "interrupted", reason, datetime.now(UTC)
+            row.status, row.error, row.finished_at = status, reason, datetime.now(UTC)
         return len(rows)
 
 
