@@ -532,16 +532,16 @@ def run_cmd(
 
     def here(ws: Workspace) -> dict[str, Any]:
         # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 / 143)
-        with stop_on_signals(Stop()) as stop:
-            try:
-                outcome = run_lockfile(
-                    ws, lock, runner=runner, say=say, trace=trace, allow_pickle=allow_pickle,
-                    stop=stop,
-                )  # fmt: skip
-            except PinbenchError as exc:
-                if stop.left_running:  # recorded; LoadGen's thread must not see a teardown
-                    _exit_now(exc)
-                raise
+        with _stopped_safely() as stop:
+            outcome = run_lockfile(
+                ws,
+                lock,
+                runner=runner,
+                say=say,
+                trace=trace,
+                allow_pickle=allow_pickle,
+                stop=stop,
+            )
         return show_run(ws, outcome.id)
 
     info = _remote_or_here(there, here)
@@ -688,9 +688,16 @@ def rerun_cmd(
     if trace is not None:
         parts(trace)
     say = _progress_lines(quiet=as_json)
-    with _workspace() as ws:
+    with _workspace() as ws, _stopped_safely() as stop:
         verdict = rerun(
-            ws, run, repeat=repeat, runner=runner, say=say, trace=trace, allow_pickle=allow_pickle
+            ws,
+            run,
+            repeat=repeat,
+            runner=runner,
+            say=say,
+            trace=trace,
+            allow_pickle=allow_pickle,
+            stop=stop,
         )
     if as_json:
         _print_json(verdict.to_json())
@@ -903,6 +910,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+@contextmanager
+def _stopped_safely() -> Iterator[Stop]:
+    """Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 /
+    143); a LoadGen test left running on its thread ends the process without teardown."""
+    with stop_on_signals(Stop()) as stop:
+        try:
+            yield stop
+        except PinbenchError as exc:
+            if stop.left_running:  # recorded; LoadGen's thread must not see a teardown
+                _exit_now(exc)
+            raise
 
 
 def _exit_now(exc: PinbenchError) -> None:

@@ -29,6 +29,16 @@ class CliResult:
 Cli = Callable[..., CliResult]
 
 
+class Payload:
+    """Pickled into a model file: unpickling runs ``code`` (what a pickled model can do)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (exec, (self.code,))
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -45,6 +45,7 @@ from pinbench.registry.request import parse_request
 from pinbench.registry.resolve import Resolution, resolve
 from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
+from tests.helpers import Payload
 from tests.services import docker_engine, image_registry
 
 DIGITS = {"model": "vision/digits-logreg@1.2.0", "dataset": "sklearn-digits-test@1", "threads": 1}
@@ -71,16 +72,6 @@ class Listener:
                 return
             self.accepted += 1
             conn.close()
-
-
-class Payload:
-    """Pickled into a ``.pth``: unpickling runs ``code`` (what a trusted pickle can do)."""
-
-    def __init__(self, code: str) -> None:
-        self.code = code
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (exec, (self.code,))
 
 
 @dataclass

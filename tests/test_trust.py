@@ -51,21 +51,11 @@ from pinbench.registry.trust import LockfileMismatch, NotPublishedHere
 from pinbench.registry.verify import verify_lockfile
 from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
-from tests.helpers import Cli, in_process_cli, published_workspace
+from tests.helpers import Cli, Payload, in_process_cli, published_workspace
 from tests.sourcebuilders import http_site
 
 DIGITS = {"model": "vision/digits-logreg@1.2.0", "dataset": "sklearn-digits-test@1", "threads": 1}
 QUICK = {"min_duration_ms": 50, "min_query_count": 20}
-
-
-class Payload:
-    """Pickled into a ``.pth``: unpickling runs ``code`` (what a pickled model can do)."""
-
-    def __init__(self, code: str) -> None:
-        self.code = code
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (exec, (self.code,))
 
 
 @dataclass

@@ -38,18 +38,19 @@ def _now() -> datetime:
 def register(ws: Workspace, *, lease_s: float = LEASE_S) -> str:
     """A new instance for this process, with its lease; return its id."""
     instance = uuid.uuid4().hex
-    now = _now()
     with ws.transaction() as session:
-        session.add(
-            ServerInstance(
-                id=instance,
-                host=socket.gethostname()[:255],
-                pid=os.getpid(),
-                started_at=now,
-                expires_at=now + timedelta(seconds=lease_s),
-            )
-        )
+        session.add(_this_process(instance, _now(), lease_s))
     return instance
+
+
+def _this_process(instance: str, now: datetime, lease_s: float) -> ServerInstance:
+    return ServerInstance(
+        id=instance,
+        host=socket.gethostname()[:255],
+        pid=os.getpid(),
+        started_at=now,
+        expires_at=now + timedelta(seconds=lease_s),
+    )
 
 
 def renew(ws: Workspace, instance: str, *, lease_s: float = LEASE_S) -> None:
@@ -58,15 +59,7 @@ def renew(ws: Workspace, instance: str, *, lease_s: float = LEASE_S) -> None:
     with ws.transaction() as session:
         row = session.get(ServerInstance, instance)
         if row is None:
-            session.add(
-                ServerInstance(
-                    id=instance,
-                    host=socket.gethostname()[:255],
-                    pid=os.getpid(),
-                    started_at=now,
-                    expires_at=now + timedelta(seconds=lease_s),
-                )
-            )
+            session.add(_this_process(instance, now, lease_s))
         else:
             row.expires_at = now + timedelta(seconds=lease_s)
 

@@ -9,6 +9,7 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
 from pinbench.evaluator.history import find_run, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
+from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.verdict import accuracy_verdict, compare_latencies
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
@@ -49,6 +50,7 @@ def rerun(
     say: Say = print,
     trace: str | None = None,
     allow_pickle: bool = False,
+    stop: Stop | None = None,
 ) -> Verdict:
     """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
     with the original's runner and trace level unless ``runner`` or ``trace`` name others.
@@ -73,6 +75,7 @@ def rerun(
             say=say,
             trace=trace,
             allow_pickle=allow_pickle,
+            stop=stop,
         )
         reruns.append(show_run(ws, outcome.id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]

@@ -16,11 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
-
 from pinbench.artifacts.store import SizeMismatch, StagedBlob
-from pinbench.db.models import Artifact
 from pinbench.errors import UserError
 from pinbench.registry.catalog import yank
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
@@ -35,7 +31,7 @@ from pinbench.registry.manifest import (
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import VersionConflict, commit_staged, requires_of
 from pinbench.registry.publish import ref_of as publish_ref
-from pinbench.registry.trust import check_pinned, check_shape, ref_of
+from pinbench.registry.trust import check_pinned, check_shape, published_row, ref_of
 from pinbench.workspace import Workspace
 
 
@@ -140,15 +136,7 @@ def _already_here(ws: Workspace, lock: Lockfile) -> dict[ArtifactRef, Pinned]:
     out = {}
     with ws.transaction() as session:
         for art in lock.body.artifacts:
-            row = session.scalar(
-                select(Artifact)
-                .options(selectinload(Artifact.files))
-                .where(
-                    Artifact.kind == art.kind,
-                    Artifact.name == art.name,
-                    Artifact.version == art.version,
-                )
-            )
+            row = published_row(session, art)
             if row is None:
                 continue
             if row.manifest_digest != art.manifest_digest:

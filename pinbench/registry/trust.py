@@ -76,19 +76,24 @@ def rederive(session: Session, lock: Lockfile) -> Lockfile:
     check_shape(lock)
     pinned: dict[ArtifactRef, Pinned] = {}
     for art in lock.body.artifacts:
-        row = session.scalar(
-            select(Artifact)
-            .options(selectinload(Artifact.files))
-            .where(
-                Artifact.kind == art.kind,
-                Artifact.name == art.name,
-                Artifact.version == art.version,
-            )
-        )
+        row = published_row(session, art)
         if row is None:
             raise NotPublishedHere(ref=art.ref, lockfile=lock.digest.hex)
         pinned[ref_of(art)] = Pinned.of_row(row)
     return check_pinned(lock, pinned)
+
+
+def published_row(session: Session, art: LockedArtifact) -> Artifact | None:
+    """The registry's row of the version ``art`` pins (its files loaded), if published."""
+    return session.scalar(
+        select(Artifact)
+        .options(selectinload(Artifact.files))
+        .where(
+            Artifact.kind == art.kind,
+            Artifact.name == art.name,
+            Artifact.version == art.version,
+        )
+    )
 
 
 def ref_of(art: LockedArtifact) -> ArtifactRef:
