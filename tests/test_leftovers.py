@@ -10,12 +10,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pinbench import catalog as builtin
@@ -24,8 +26,10 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run, ServerInstance
 from pinbench.evaluator import instances
 from pinbench.evaluator.history import list_runs
+from pinbench.evaluator.scenarios import run_scenario
+from pinbench.evaluator.stop import RunStopped, Stop, interrupted_by
 from pinbench.registry import service
-from pinbench.registry.request import parse_request
+from pinbench.registry.request import Scenario, parse_request
 from pinbench.workspace import Workspace
 from tests.helpers import dump, in_process_cli, model_manifest, write_files
 
@@ -256,3 +260,36 @@ def test_the_local_runner_honours_the_lockfiles_timeout(digits: Workspace, tmp_p
     assert message in done.stderr
     assert run["status"] == "failed"
     assert run["error"].startswith(message) and "(local runner)" in run["error"]
+
+
+@pytest.mark.parametrize("on_caller", [False, True], ids=["loadgen-thread", "handed-over"])
+def test_a_stop_ends_a_long_scenario_within_its_grace(tmp_path: Path, on_caller: bool) -> None:
+    """Also when predictions are handed over to the calling thread (a profiler that records
+    one thread): the stop is raised after the grace, and LoadGen's thread, left running,
+    answers its own queries (without the model) until it ends."""
+    calls: list[int] = []
+
+    def predict(batch: Any) -> Any:
+        calls.append(threading.get_ident())
+        return batch
+
+    stop = Stop()
+    threading.Timer(0.3, stop.request, args=(interrupted_by(signal.SIGINT),)).start()
+    scenario = Scenario(name="Server", target_qps=200, min_duration_ms=4_000, min_query_count=1)
+    with pytest.raises(RunStopped, match="interrupted by SIGINT"):
+        run_scenario(
+            predict,
+            np.zeros((4, 1), dtype=np.float32),
+            scenario,
+            batch_size=1,
+            expected_latency_ns=1_000,
+            log_dir=tmp_path,
+            stop=stop,
+            on_caller=on_caller,
+        )
+    assert stop.left_running and calls
+    assert (set(calls) == {threading.get_ident()}) == on_caller
+    left = [t for t in threading.enumerate() if t.name == "pinbench-loadgen"]
+    for thread in left:
+        thread.join(timeout=60)  # it answers alone and ends; none outlives the test
+        assert not thread.is_alive()

@@ -173,6 +173,7 @@ def _evaluate(
                 expected_latency_ns=expected,
                 log_dir=job.scratch / "loadgen",
                 stop=job.stop,
+                on_caller=profiling and cls.PROFILES_ONE_THREAD,
             )
         recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
         if profiling:

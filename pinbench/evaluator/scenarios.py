@@ -10,6 +10,7 @@ summary (its percentiles, throughput and validity verdict) is read from its deta
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -118,10 +119,13 @@ def run_scenario(
     expected_latency_ns: int,
     log_dir: Path,
     stop: Stop | None = None,
+    on_caller: bool = False,
 ) -> Measurement:
     """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first).
     After ``stop`` is requested every query is answered without the model and, once LoadGen
-    has ended its test, the stop's error is raised."""
+    has ended its test, the stop's error is raised. ``on_caller``: ``predict`` runs on the
+    calling thread, not LoadGen's (a profiler that records only the thread it started on:
+    PyTorch's); the hand-over adds to LoadGen's latencies, not to pinbench's timed region."""
     total = int(inputs.shape[0])
     if total == 0:
         raise ScenarioError(setting="sample_count", reason="the dataset has no samples")
@@ -196,7 +200,9 @@ def run_scenario(
     settings = settings_for(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
-    summary = _start_test_stoppable(issue, count, settings, log_dir, stop or Stop())
+    summary = _start_test_stoppable(
+        issue, count, settings, log_dir, stop or Stop(), on_caller=on_caller
+    )
     if failure:
         raise failure[0]
     return Measurement(
@@ -217,33 +223,104 @@ STOP_GRACE_S = 2.0
 """After a stop, how long LoadGen may take to end its test (answered without the model)."""
 
 
+class _Handover:
+    """Queries LoadGen issued on its thread, answered on the calling thread. Each batch of
+    queries is answered exactly once: by the caller, or, once the caller has gone (a stop
+    past its grace), by LoadGen's thread itself (without the model: the stop is set)."""
+
+    def __init__(self, issue: Callable[[list[Any]], None]) -> None:
+        self._issue = issue
+        self._work: queue.SimpleQueue[_Batch] = queue.SimpleQueue()
+        self._gone = threading.Event()
+
+    def issue(self, queries: list[Any]) -> None:
+        """LoadGen's callback: hand the queries over and wait until they are answered."""
+        batch = _Batch(queries)
+        if self._gone.is_set():
+            self._answer(batch)
+            return
+        self._work.put(batch)
+        while not batch.done.wait(0.05):
+            if self._gone.is_set():
+                self._answer(batch)
+
+    def serve(self, timeout: float) -> None:
+        """On the calling thread: answer what LoadGen has issued, waiting up to ``timeout``."""
+        try:
+            batch = self._work.get(timeout=timeout)
+        except queue.Empty:
+            return
+        self._answer(batch)
+
+    def leave(self) -> None:
+        self._gone.set()
+
+    def _answer(self, batch: _Batch) -> None:
+        with batch.lock:
+            if batch.taken:
+                return
+            batch.taken = True
+        self._issue(batch.queries)  # never raises: failures are kept for after the test
+        batch.done.set()
+
+
+@dataclass
+class _Batch:
+    queries: list[Any]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    taken: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 def _start_test_stoppable(
-    issue: Callable[[list[Any]], None], count: int, settings: Any, log_dir: Path, stop: Stop
+    issue: Callable[[list[Any]], None],
+    count: int,
+    settings: Any,
+    log_dir: Path,
+    stop: Stop,
+    *,
+    on_caller: bool = False,
 ) -> dict[str, Any]:
     """``start_test`` on its own thread, so that no signal handler ever runs inside LoadGen's
     callbacks (Python runs them on the main thread only) and a stop need not wait for LoadGen:
     once a stop is requested LoadGen gets ``STOP_GRACE_S`` to end its test, after which the
     stop's error is raised and LoadGen's thread is left to finish (``stop.left_running``; a
-    CLI then exits without tearing the interpreter down under it)."""
+    CLI then exits without tearing the interpreter down under it). ``on_caller``: the
+    queries are answered on this thread (``_Handover``)."""
     done = threading.Event()
     got: list[dict[str, Any]] = []
     failed: list[BaseException] = []
+    handover = _Handover(issue) if on_caller else None
 
     def target() -> None:
         try:
-            got.append(start_test(issue, count, settings, log_dir))
+            got.append(start_test(handover.issue if handover else issue, count, settings, log_dir))
         except BaseException as exc:
             failed.append(exc)
         finally:
             done.set()
 
+    def wait(seconds: float) -> None:
+        if handover is not None:
+            handover.serve(seconds)
+        else:
+            done.wait(seconds)
+
     thread = threading.Thread(target=target, name="pinbench-loadgen", daemon=True)
     thread.start()
-    while not done.is_set():
-        if stop.wait(0.2):
-            if not done.wait(STOP_GRACE_S):
-                stop.left_running = True
-            break
+    while not done.is_set() and not stop.is_set():
+        if handover is not None:
+            handover.serve(0.2)
+        else:
+            stop.wait(0.2)
+    if stop.is_set():
+        deadline = time.monotonic() + STOP_GRACE_S
+        while not done.is_set() and time.monotonic() < deadline:
+            wait(0.05)
+        if not done.is_set():
+            stop.left_running = True
+            if handover is not None:
+                handover.leave()
     stop.check()
     if failed:
         raise failed[0]

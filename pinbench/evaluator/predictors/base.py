@@ -108,6 +108,10 @@ class Predictor(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""
 
+    PROFILES_ONE_THREAD: ClassVar[bool] = False
+    """The framework's profiler records only the thread that started it: while it runs,
+    predictions are made on that thread (``run_scenario(on_caller=True)``)."""
+
     def start_profiling(self, scratch: Path) -> None:
         """Start the framework's own operator profiler, before ``open`` (so loading is
         profiled too) and outside any timed region; ``scratch`` is a writable folder."""

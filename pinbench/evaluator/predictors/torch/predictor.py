@@ -66,6 +66,7 @@ class TorchPredictor(Predictor):
     NAME: ClassVar[str] = "torch"
     TITLE: ClassVar[str] = "PyTorch"
     FORMATS: ClassVar[tuple[str, ...]] = tuple(_SUFFIXES)
+    PROFILES_ONE_THREAD: ClassVar[bool] = True  # torch.profiler: RecordFunction is per thread
 
     def __init__(self) -> None:
         self._module: Any = None
