@@ -109,6 +109,8 @@ RUNNER_HELP = (
     "framework's hash-pinned requirements, cached by digest), docker (the pinned image)."
 )
 RERUN_DEFAULT = " Default: the original run's runner."
+WORKER_HEALTHCHECK_S = 60
+"""How long ``serve --workers N`` lets a worker take to answer uvicorn's health check."""
 
 
 @contextmanager
@@ -1164,6 +1166,9 @@ def serve(
         host=host,
         port=port,
         workers=workers,
+        # uvicorn kills a worker whose health-check thread does not answer in time; runs in
+        # a worker (local runner, preprocessing) may hold the GIL for seconds on a busy host
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         log_level="warning",
         access_log=False,
     )
