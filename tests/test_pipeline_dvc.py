@@ -205,6 +205,23 @@ def test_evaluate_refuses_a_used_folder(cli: Cli, tmp_path: Path) -> None:
     assert "exists: remove it first" in result.err
 
 
+def test_mkl_runs_the_pinned_branch_on_this_cpu() -> None:
+    """MKL keeps branches other than AUTO and COMPATIBLE on Intel CPUs only and elsewhere falls
+    back to AUTO without a word (``MKL_CBWR=AVX2`` on an AMD EPYC: ``CNR:AUTO``, other CNN
+    weights): in the pinned environment the branch MKL reports for PyTorch's matmul is the
+    pinned one."""
+    matmul = "import torch; torch.ones(64, 100) @ torch.ones(100, 10)"
+    result = subprocess.run(
+        [sys.executable, "-c", matmul],
+        env={**os.environ, **numerics.PINNED, "MKL_VERBOSE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "SGEMM" in result.stdout, result.stdout + result.stderr
+    assert f"CNR:{numerics.PINNED['MKL_CBWR']} " in result.stdout, result.stdout
+
+
 @pytest.mark.parametrize(
     ("environ", "pinned"),
     [

@@ -1,4 +1,4 @@
-"""Training's numeric environment: the same bits on every x86-64 machine with AVX2.
+"""Training's numeric environment: the same bits on every x86-64 machine with AVX2, Intel or AMD.
 
 Floating-point results depend on the kernels that run, and the libraries pick them by the CPU:
 PyTorch's vectorised kernels (ATen), oneDNN's and MKL's use AVX-512 where the CPU has it and
@@ -12,6 +12,18 @@ AVX2 machine runs); the CNN needs all three of ATen's, oneDNN's and MKL's caps; 
 logistic regressions came out otherwise with two OpenBLAS threads than with one, so every
 library gets one. Preparing the data and exporting the weights gave the same bytes with every
 library capped down to SSE4.1, so only ``train`` runs pinned.
+
+MKL is pinned to its ``COMPATIBLE`` branch, not ``AVX2``: MKL honours every branch but
+``AUTO`` and ``COMPATIBLE`` on Intel CPUs only, and elsewhere falls back to ``AUTO`` without a
+word, so ``MKL_CBWR=AVX2`` gave the CNN (its linear layer's SGEMMs) other weights on an AMD
+EPYC (``MKL_VERBOSE`` there: ``CNR:AUTO``) than on the Intel machine that wrote the first
+``dvc.lock``. ``COMPATIBLE`` is SSE2 without the approximate ``rcpps``/``rsqrtps``, which
+MKL documents as giving the same results on Intel and compatible CPUs. Measured on that AMD
+machine: with MKL made to take its Intel dispatch (``mkl_serv_intel_cpu_true`` interposed to
+return 1), ``AVX2`` gave the Intel machine's weights byte for byte, so ATen, oneDNN and
+OpenBLAS under these caps gave the same bits on both vendors and MKL alone differed; with
+``COMPATIBLE`` the weights were the same under MKL's Intel and non-Intel dispatch, with NumPy
+and glibc capped to AVX2, with ``MKL_ENABLE_INSTRUCTIONS=AVX2``, and beside a busy core.
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ from pinbench.errors import SystemFailure
 PINNED = {
     "ATEN_CPU_CAPABILITY": "avx2",  # PyTorch's vectorised kernels
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN: PyTorch's convolutions
-    "MKL_CBWR": "AVX2",  # MKL's conditional numerical reproducibility: PyTorch's matmuls
+    "MKL_CBWR": "COMPATIBLE",  # MKL's one cross-vendor reproducible branch: PyTorch's matmuls
     "OPENBLAS_CORETYPE": "Haswell",  # OpenBLAS's AVX2 kernels: NumPy and SciPy
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
