@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from sqlalchemy import select
 
 from pinbench import accounts
 from pinbench.config import Settings
+from pinbench.db.models import ServerInstance
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
@@ -101,6 +103,7 @@ def serve(home: Path, database_url: str, *args: str) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait(url, proc, log)
+        _wait_for_workers(home, database_url, proc, _workers(args))
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -109,6 +112,47 @@ def serve(home: Path, database_url: str, *args: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def _workers(args: tuple[str, ...]) -> int:
+    for i, arg in enumerate(args):
+        if arg == "--workers":
+            return int(args[i + 1])
+        if arg.startswith("--workers="):
+            return int(arg.partition("=")[2])
+    return 1
+
+
+def _wait_for_workers(
+    home: Path, database_url: str, proc: subprocess.Popen[bytes], workers: int
+) -> None:
+    """With ``--workers N``, one worker answering is not the server being up: wait until
+    each of uvicorn's worker processes has registered its run pool (after which it
+    accepts), so a test's first burst never meets a worker still starting."""
+    if workers < 2:
+        return
+    ws = Workspace(Settings(home=home, database_url=database_url))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            children = _children(proc.pid)
+            with ws.transaction() as session:
+                pids = set(session.scalars(select(ServerInstance.pid)))
+            if len(pids & children) >= workers:
+                time.sleep(0.5)  # registered in startup; accepting follows at once
+                return
+            time.sleep(0.2)
+    finally:
+        ws.close()
+    raise RuntimeError(f"pinbench serve: not all {workers} workers started within 60 s")
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return set()
+    return {int(p) for p in text.split()}
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:

@@ -70,6 +70,23 @@ async def health() -> dict[str, str]:
     return {"status": "ok", "schema": schema.HEAD_REVISION}
 
 
+def build_decoders() -> None:
+    """Build msgspec's decoder of every type the server converts in worker threads, before
+    it accepts a request. msgspec builds a type's decoder on first use, and two threads doing
+    so at once can crash the process: 50 uploads parsing their first manifests in parallel
+    segfaulted a worker in msgspec's annotation resolution (seen under load in
+    tests/test_api_race.py, with ``PYTHONFAULTHANDLER=1``)."""
+    import msgspec
+
+    from pinbench.evaluator.results import ChromeTrace, JobFile, WorkerResult
+    from pinbench.registry.lockfile import LockBody
+    from pinbench.registry.manifest import MANIFEST_TYPES
+    from pinbench.registry.request import Request
+
+    for kind in (*MANIFEST_TYPES.values(), Request, LockBody, JobFile, WorkerResult, ChromeTrace):
+        msgspec.json.Decoder(kind)
+
+
 def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litestar:
     settings = settings or ServerSettings()
 
@@ -77,6 +94,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         with ws.transaction():
             pass  # refuse to start on a database whose schema is not current
+        build_decoders()
         app.state.pool = RunPool(
             ws,
             workers=settings.run_workers,
