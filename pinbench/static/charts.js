@@ -1,4 +1,4 @@
-// Draws each plot of a report from its Vega-Lite spec (a JSON <script> of class chart-spec
+// Draws each plot of a report from its Vega-Lite spec (a JSON script element of class chart-spec
 // beside its chart <div>). Served as a file by the web UI and
 // inlined (allowed by its hash) in the standalone HTML report: no inline script, no eval.
 // ast: true makes Vega interpret its expressions instead of compiling them with Function();
