@@ -581,6 +581,9 @@ def _print_run(info: dict[str, Any]) -> None:
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
     out.print(table)
+    loadgen = (info.get("details") or {}).get("loadgen") or {}
+    for reason in loadgen.get("invalid_reasons") or []:
+        out.print(Text(f"  INVALID because {reason}", style="yellow"))
     if info.get("trace", "none") != "none":
         out.print(
             f"traced at level {info['trace']}: latencies include the profilers' overhead; "

@@ -27,6 +27,7 @@ from pinbench.evaluator.predictors.base import (
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+from pinbench.registry.manifest import Input, Output
 
 Array = np.ndarray[Any, Any]
 
@@ -81,11 +82,39 @@ FORMATS = [
 ]
 
 
+# What each format calls its input and output: nn.Sequential's forward takes `input`
+# (TorchScript and torch.export keep that name), Keras' serving signature says `output_0`.
+NAMES = {
+    "onnx": ("x", "logits"),
+    "safetensors": ("x", "logits"),
+    "torchscript": ("input", "logits"),
+    "torch-export": ("input", "logits"),
+    "torch-pickle": ("input", "logits"),
+    "keras": ("x", "logits"),
+    "savedmodel": ("x", "output_0"),
+}
+
+
+def declared(fmt: str) -> dict[str, Any]:
+    """The manifest's inputs/outputs for one of the formats above, as ``ModelFiles`` takes them."""
+    x, y = NAMES[fmt]
+    return {
+        "inputs": (Input(name=x, shape=[1, 8, 8]),),
+        "outputs": (Output(name=y, type="classification"),),
+    }
+
+
+def one(outputs: dict[str, Array]) -> Array:
+    (only,) = outputs.values()
+    return only
+
+
 @pytest.fixture
 def opened(built: Path, request: pytest.FixtureRequest) -> Iterator[Predictor]:
     framework, fmt, name, arch, trusted = request.param
     predictor = predictor_class(framework)()
-    predictor.open(ModelFiles(_files(built, name), fmt, arch, trusted), PredictorOptions())
+    files = ModelFiles(_files(built, name), fmt, arch, trusted, **declared(fmt))
+    predictor.open(files, PredictorOptions())
     yield predictor
     predictor.close()
 
@@ -94,7 +123,7 @@ def opened(built: Path, request: pytest.FixtureRequest) -> Iterator[Predictor]:
 def reference(built: Path, test_split: tuple[Array, Array]) -> Array:
     predictor = predictor_class("onnxruntime")()
     predictor.open(ModelFiles(_files(built, "digits-cnn.onnx"), "onnx"), PredictorOptions())
-    return predictor.predict(test_split[0])
+    return predictor.predict(test_split[0])["logits"]
 
 
 @pytest.mark.parametrize("opened", FORMATS, indirect=True, ids=[f[1] for f in FORMATS])
@@ -103,8 +132,8 @@ def test_every_format_gives_the_same_top1_on_every_sample(
 ) -> None:
     x, y = test_split
     opened.check_input(x[:1])
-    one_by_one = np.concatenate([opened.predict(x[i : i + 1]) for i in range(len(x))])
-    batched = opened.predict(x)
+    one_by_one = np.concatenate([one(opened.predict(x[i : i + 1])) for i in range(len(x))])
+    batched = one(opened.predict(x))
     assert one_by_one.shape == batched.shape == (len(x), 10)
     np.testing.assert_allclose(one_by_one, reference, atol=1e-4, rtol=1e-4)
     np.testing.assert_array_equal(one_by_one.argmax(1), reference.argmax(1))

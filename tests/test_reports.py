@@ -356,6 +356,20 @@ def test_markdown_text_is_shown_not_read_as_markup(text: str, shown: str) -> Non
     assert md_text(text) == shown
 
 
+def _renamed_input(path: Path, name: str) -> bytes:
+    """Rename the ONNX model's graph input (and its uses) to ``name``; return the new bytes."""
+    import onnx
+
+    model = onnx.load(str(path))
+    old = model.graph.input[0].name
+    model.graph.input[0].name = name
+    for node in model.graph.node:
+        node.input[:] = [name if i == old else i for i in node.input]
+    data: bytes = model.SerializeToString()
+    path.write_bytes(data)
+    return data
+
+
 def test_markdown_report_escapes_what_manifests_and_requests_carry(
     tmp_path: Path, catalog_dir: Path
 ) -> None:
@@ -368,6 +382,9 @@ def test_markdown_report_escapes_what_manifests_and_requests_carry(
         manifest = yaml.safe_load((catalog_dir / "model-digits-logreg-1.2.0.yaml").read_text())
         manifest |= {"name": "vision/digits_logreg_", "version": "1.0.0-x.y-z+b-1"}
         manifest["inputs"][0]["name"] = HOSTILE_INPUT
+        entry = manifest["files"][0]  # the model's own input is renamed: the name is checked
+        data = _renamed_input(evil / entry["source"].removeprefix("file:"), HOSTILE_INPUT)
+        entry |= {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
         (evil / "model.yaml").write_text(yaml.safe_dump(manifest))
         publish(ws, load_manifest(evil / "model.yaml"), manifest_dir=evil, publisher="test")
         offline = {"name": "Offline", **QUICK}

@@ -22,7 +22,7 @@ from pinbench.evaluator.cancel import RunFinished
 from pinbench.evaluator.history import RunNotFound
 from pinbench.evaluator.policy import PickleRefused, RunnerRefused
 from pinbench.registry.catalog import NotFound
-from pinbench.registry.publish import VersionConflict
+from pinbench.registry.publish import SameVersionConflict, VersionConflict
 
 log = logging.getLogger("pinbench.api")
 
@@ -56,6 +56,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (ApiNotFound, 404),
     (BlobMissing, 404),
     (VersionConflict, 409),
+    (SameVersionConflict, 409),
     (RunFinished, 409),
     (Conflict, 409),
     (UploadTooLarge, 413),

@@ -23,7 +23,7 @@ from pinbench.api.problems import UploadTooLarge
 from pinbench.artifacts.store import BlobStore, StagedBlob, StageWriter
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, Manifest, load_manifest_text
-from pinbench.registry.sourcing import FileProblem, needs_completion
+from pinbench.registry.sourcing import FileProblem, check_md5, needs_completion
 from pinbench.registry.yamlsafe import MAX_DOCUMENT_BYTES
 
 if TYPE_CHECKING:
@@ -151,7 +151,9 @@ class _Parts:
             entry = self.entries[self._filename]
             writer, self._writer = self._writer, None
             blob = writer.finish(label=entry.path, expected=entry.digest, size=entry.size)
-            self.received.staged.append(blob)
+            self.received.staged.append(blob)  # discarded with the rest if the md5 differs
+            if entry.md5 is not None:
+                check_md5(blob.temp, label=entry.path, expected=entry.md5)
             self.received.checked.append((entry, blob.size))
 
     def _manifest_done(self) -> None:

@@ -8,6 +8,7 @@ container (``pinbench.evaluator.worker``).
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,16 +22,29 @@ from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.pipeline import pipeline_digest, preprocess
 from pinbench.evaluator.predictors import predictor_class
-from pinbench.evaluator.predictors.base import Predictor
+from pinbench.evaluator.predictors.base import ManyInputs, Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
-from pinbench.registry.manifest import Input
+from pinbench.registry.manifest import Input, Output
 from pinbench.registry.names import Kind
 from pinbench.trace.recorder import Recorder
 
 Say = Callable[[str], None]
+
+
+class NoClassificationOutput(UserError):
+    """An accuracy run on a model that declares no output of ``type: classification``."""
+
+    def __init__(self, *, model: str, outputs: list[str]) -> None:
+        super().__init__(
+            f"an accuracy run needs an output of `type: classification`; model {model} "
+            f"declares {', '.join(outputs) if outputs else 'no outputs'}: mark the output "
+            "that holds the class scores"
+        )
+        self.model = model
+        self.outputs = outputs
 
 
 class FrameworkMismatch(UserError):
@@ -97,7 +111,7 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     cls = predictor_class(env.framework)
     seen = cls.framework_version()
     evidence.frameworks[env.framework] = seen
-    if public_version(seen) != env.version:
+    if public_version(seen) != public_version(env.version):  # semver build metadata too
         raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
 
     recorder = Recorder(job.trace, env.framework, seen)
@@ -117,7 +131,15 @@ def _evaluate(
     data_art = files_of(job.lock, Kind.DATASET)
     if not body.model.inputs:
         raise UserError(f"model {model_art.ref} declares no inputs")
-    spec = body.model.inputs[0]
+    if len(body.model.inputs) > 1:
+        raise ManyInputs(names=[str(i.name) for i in body.model.inputs])
+    (spec,) = body.model.inputs
+    scored = _classification(body.model.outputs)
+    if body.scenario.mode == "accuracy" and not scored:
+        raise NoClassificationOutput(
+            model=str(model_art.ref),
+            outputs=[f"{o.name} ({o.type})" for o in body.model.outputs],
+        )
     samples = load_samples(body.dataset, data_art, job.data_paths)
     scenario = body.scenario
     if scenario.mode == "accuracy" and samples.labels is None:
@@ -151,6 +173,8 @@ def _evaluate(
                     body.model.format,
                     body.model.architecture,
                     body.model.trusted and job.allow_pickle,
+                    tuple(body.model.inputs),
+                    tuple(body.model.outputs),
                 ),
                 options,
             )
@@ -190,21 +214,55 @@ def _evaluate(
     if scenario.mode == "accuracy":
         assert samples.labels is not None
         with recorder.phase("postprocess (accuracy)"):
-            indexes, outputs = _outputs(measurement)
-            evidence.metrics.update(_accuracy(outputs, samples.labels[indexes]))
-        evidence.outputs = outputs
+            indexes, outputs = _outputs(measurement, list(scored))
+            truth = samples.labels[indexes]
+            for name, key in scored.items():
+                metrics = _accuracy(outputs[name], truth)
+                if len(scored) > 1:  # the metric says which output: top1_<output>
+                    metrics = {
+                        (f"{m}_{key}" if m != "accuracy_samples_count" else m): v
+                        for m, v in metrics.items()
+                    }
+                evidence.metrics.update(metrics)
+        recorded = next(iter(scored))
+        evidence.outputs = outputs[recorded]
+        evidence.details["outputs_name"] = recorded
 
 
 def public_version(version: str) -> str:
-    """``2.13.0+cpu`` -> ``2.13.0``: a PEP 440 local label names a build, not a release."""
+    """``2.13.0+cpu`` -> ``2.13.0``: a PEP 440 local label (like semver build metadata, in a
+    framework artifact's version ``1.31.0+venv1``) names a build, not a release."""
     return version.split("+", 1)[0]
 
 
-def _outputs(m: Measurement) -> tuple[list[int], npt.NDArray[np.generic]]:
-    """The sample indexes answered, in order, and the model's outputs for them (stacked once,
-    for accuracy and for cross-framework parity)."""
+def _classification(outputs: list[Output]) -> dict[str, str]:
+    """The declared outputs of ``type: classification`` (the ones accuracy is computed from),
+    by their ``predict`` key, each with its metric suffix (``[a-z0-9_]``)."""
+    found = {
+        str(o.name): _metric_suffix(str(o.name)) for o in outputs if o.type == "classification"
+    }
+    clashes = sorted(k for k in found if list(found.values()).count(found[k]) > 1)
+    if len(found) > 1 and clashes:
+        raise UserError(
+            f"classification outputs {', '.join(clashes)} give the same metric names "
+            f"(top1_{found[clashes[0]]}): rename one"
+        )
+    return found
+
+
+def _metric_suffix(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")[:80] or "output"
+
+
+def _outputs(
+    m: Measurement, names: list[str]
+) -> tuple[list[int], dict[str, npt.NDArray[np.generic]]]:
+    """The sample indexes answered, in order, and the named outputs for them (each stacked
+    once, for accuracy and for cross-framework parity)."""
     indexes = sorted(m.outputs)
-    return indexes, np.stack([np.asarray(m.outputs[i]) for i in indexes])
+    return indexes, {
+        name: np.concatenate([np.asarray(m.outputs[i][name]) for i in indexes]) for name in names
+    }
 
 
 def _inputs(
@@ -257,6 +315,7 @@ def _warm_up(
 def _accuracy(outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64]) -> dict[str, float]:
     scores = outputs.reshape(len(outputs), -1).astype(np.float64)
     order = np.argsort(-scores, axis=1, kind="stable")
-    top1 = float(np.mean(order[:, 0] == truth))
-    top5 = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
-    return {"top1": top1, "top5": top5, "accuracy_samples_count": float(len(truth))}
+    metrics = {"top1": float(np.mean(order[:, 0] == truth))}
+    if scores.shape[1] >= 5:  # top-5 of a model with fewer classes would always be 1.0
+        metrics["top5"] = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
+    return metrics | {"accuracy_samples_count": float(len(truth))}

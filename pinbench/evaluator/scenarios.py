@@ -27,7 +27,9 @@ from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario
 
 Array = npt.NDArray[np.generic]
-Predict = Callable[[Array], Array]
+Outputs = dict[str, Array]
+"""One prediction: each declared output by name (``predictors.base.Outputs``)."""
+Predict = Callable[[Array], Outputs]
 
 _SCENARIOS = {
     "SingleStream": lg.TestScenario.SingleStream,
@@ -58,8 +60,9 @@ class Measurement:
     duration_ns: int
     """From the first query issued to the last answer."""
     loadgen: dict[str, Any]
-    outputs: dict[int, Array] = field(default_factory=dict)
-    """Accuracy mode: the model's output for each sample index."""
+    outputs: dict[int, Outputs] = field(default_factory=dict)
+    """Accuracy mode: the model's outputs for each sample index, by name, each with a batch
+    axis of one."""
 
     def summary(self) -> dict[str, float]:
         """Metrics with their units in their names (``latency_p99_ns``, ``throughput_sps``)."""
@@ -133,7 +136,7 @@ def run_scenario(
     accuracy = scenario.mode == "accuracy"
     latencies: list[int] = []
     starts: list[int] = []
-    outputs: dict[int, Array] = {}
+    outputs: dict[int, Outputs] = {}
     failure: list[BaseException] = []
     span = [0, 0, 0]  # first issue (ns), last completion (ns), samples answered
 
@@ -163,7 +166,7 @@ def run_scenario(
                     record(t1 - t0)
                     mark(t0)
                     if accuracy:
-                        outputs[q.index] = out[0]
+                        outputs[q.index] = out
                     span[1] = t1
                     span[2] += 1
             except BaseException as exc:  # handed back to the caller after LoadGen returns
@@ -189,7 +192,7 @@ def run_scenario(
                     mark(t0)
                     if accuracy:
                         for i, index in enumerate(indexes):
-                            outputs[index] = out[i]
+                            outputs[index] = {k: v[i : i + 1] for k, v in out.items()}
                     span[1] = t1
                     span[2] += len(chunk)
             except BaseException as exc:
@@ -344,11 +347,19 @@ def start_test(
     finally:
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
-    return read_detail_log(log_dir / "mlperf_log_detail.txt")
+    summary = read_detail_log(log_dir / "mlperf_log_detail.txt")
+    reasons = invalid_reasons(summary)
+    if reasons:
+        summary["invalid_reasons"] = reasons
+    return summary
+
+
+_EARLY_STOPPING = ("early_stopping_met", "early_stopping_result")
 
 
 def read_detail_log(path: Path) -> dict[str, Any]:
-    """The ``result_*`` entries of LoadGen's detail log (lines ``:::MLLOG {json}``)."""
+    """The ``result_*`` and early-stopping entries of LoadGen's detail log (lines
+    ``:::MLLOG {json}``)."""
     out: dict[str, Any] = {}
     if not path.exists():
         return out
@@ -360,6 +371,49 @@ def read_detail_log(path: Path) -> dict[str, Any]:
         except json.JSONDecodeError:
             continue
         key = entry.get("key", "")
-        if key.startswith("result_") or key in ("effective_scenario", "effective_test_mode"):
+        if key.startswith("result_") or key in (
+            "effective_scenario",
+            "effective_test_mode",
+            *_EARLY_STOPPING,
+        ):
             out[key] = entry.get("value")
     return out
+
+
+def invalid_reasons(log: dict[str, Any]) -> list[str]:
+    """Why LoadGen judged a run INVALID, from its detail log's entries (``read_detail_log``):
+    each unmet condition named with the scenario setting that governs it, then LoadGen's own
+    recommendation. Empty for a VALID run (or an accuracy run, which has no verdict)."""
+    if log.get("result_validity") != "INVALID":
+        return []
+    reasons = []
+    if log.get("result_min_duration_met") is False:
+        reasons.append(
+            "min_duration not met: the queries LoadGen planned were done before "
+            "scenario.min_duration_ms had passed (lower min_duration_ms, or raise "
+            "min_query_count / max_query_count)"
+        )
+    if log.get("result_min_queries_met") is False:
+        reasons.append(
+            "min_queries not met: fewer queries than scenario.min_query_count were issued "
+            "(a max_query_count below it stops the run first)"
+        )
+    if log.get("result_perf_constraints_met") is False:
+        reasons.append(
+            "performance constraints not met: the latency at scenario.percentile exceeds "
+            "scenario.target_latency_ms (lower target_qps)"
+        )
+    if log.get("early_stopping_met") is False:
+        said = " ".join(
+            " ".join(part.split())
+            for part in str(log.get("early_stopping_result") or "").split(" * ")
+            if part.strip(" *")
+        ).strip(" *")
+        reasons.append(
+            "early stopping not met (too few queries to estimate the latency percentile with "
+            "99% confidence; raise scenario.min_query_count)" + (f": {said}" if said else "")
+        )
+    own = " ".join(str(log.get("result_invalid_reason") or "").split())
+    if own:
+        reasons.append(f"LoadGen: {own}")
+    return reasons or ["LoadGen's detail log names no reason"]

@@ -16,6 +16,7 @@ import msgspec
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import InvalidDocument
+from pinbench.registry.explain import explain
 from pinbench.registry.manifest import (
     Input,
     LabelFormat,
@@ -153,7 +154,7 @@ class Lockfile:
             body = msgspec.convert(parsed, type=LockBody, strict=True)
             lock = cls(body)
         except msgspec.ValidationError as exc:
-            raise LockfileError(source=source, reason=str(exc)) from None
+            raise LockfileError(source=source, reason=explain(str(exc), LockBody)) from None
         except ValueError as exc:  # a non-finite float or a huge integer: not canonical JSON
             raise LockfileError(source=source, reason=f"not canonical JSON: {exc}") from None
         if lock.canonical != raw:

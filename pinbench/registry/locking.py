@@ -120,7 +120,7 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
             )
         environment = LockedEnvironment(
             framework=framework_ref.name,
-            version=str(framework_ref.version),
+            version=framework.installed_version,
             platform=request.system,
             image=image,
             requirements=list(env.requirements),

@@ -19,6 +19,7 @@ from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.sources.uri import parse_source
 from pinbench.errors import InvalidDocument, UserError
+from pinbench.registry.explain import VersionText, explain
 from pinbench.registry.names import KINDS, check_name
 from pinbench.registry.ranges import Range, parse_version
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
@@ -28,6 +29,7 @@ _MD5 = re.compile(r"[0-9a-f]{32}")
 REMOTE_SCHEMES = ("https://", "http://", "hf://", "dvc://")
 """Sources whose bytes are fetched (and pinned) at publish; see ``pinbench.artifacts.sources``."""
 _IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_RELEASE = re.compile(r"[0-9]+(\.[0-9]+)*[0-9A-Za-z.]*")
 
 
 class ManifestError(InvalidDocument):
@@ -118,7 +120,7 @@ class Constraint(_Strict, frozen=True, kw_only=True):
     """A constraint on another artifact: its name and an npm-style range."""
 
     name: str
-    range: str = "*"
+    range: VersionText = "*"
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -138,7 +140,7 @@ Scalar = str | int | float | bool
 
 class _Common(_Strict, frozen=True, kw_only=True):
     name: str
-    version: str
+    version: VersionText
     description: str = ""
     license: str | None = None
     references: list[str] = msgspec.field(default_factory=list)
@@ -332,7 +334,7 @@ class Requirement(_Strict, frozen=True, kw_only=True):
     """One hash-pinned package: ``name==version`` with its allowed sha256 hashes."""
 
     name: str
-    version: str
+    version: VersionText
     hashes: list[str]
 
     def __post_init__(self) -> None:
@@ -361,9 +363,18 @@ class Environment(_Strict, frozen=True, kw_only=True):
 class FrameworkManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="framework"):
     environments: list[Environment]
     files: list[FileEntry] = msgspec.field(default_factory=list)
+    installs: VersionText | None = None
+    """The framework release its environments install (``1.31.0``), what a run checks it
+    has; left out, the artifact's own version. Set it when a corrected manifest of the same
+    release is published as a new artifact version (decision 80)."""
 
     def __post_init__(self) -> None:
         self._check_identity()
+        if self.installs is not None and not _RELEASE.fullmatch(self.installs):
+            raise ValueError(
+                f"installs {self.installs!r} must be a release as the framework reports it, "
+                "e.g. '1.31.0' or '2.21.0rc1' (no local label)"
+            )
         _check_files(self.files, required=False)
         if not self.environments:
             raise ValueError("environments must list at least one platform")
@@ -371,6 +382,11 @@ class FrameworkManifest(_Common, frozen=True, kw_only=True, tag_field="kind", ta
         dupes = sorted({k for k in keys if keys.count(k) > 1})
         if dupes:
             raise ValueError(f"platform {dupes[0]} is listed twice in environments")
+
+    @property
+    def installed_version(self) -> str:
+        """The framework release a run must find: ``installs``, else the artifact's version."""
+        return self.installs if self.installs is not None else self.version
 
     def environment_for(self, platform: Platform) -> Environment | None:
         for env in self.environments:
@@ -448,7 +464,7 @@ def parse_manifest(data: object, *, source: str = "<manifest>") -> Manifest:
     try:
         manifest = msgspec.convert(data, type=MANIFEST_TYPES[kind], strict=True)
     except msgspec.ValidationError as exc:
-        raise ManifestError(source=source, reason=_explain(str(exc))) from None
+        raise ManifestError(source=source, reason=explain(str(exc), MANIFEST_TYPES[kind])) from None
     try:
         canonical_json(manifest_data(manifest))
     except ValueError as exc:  # a non-finite float from data not read by yamlsafe
@@ -478,12 +494,17 @@ def load_manifest(path: Path) -> Manifest:
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
 unset, so the digests of manifests published before them do not change."""
+LATE_FIELDS = ("installs",)
+"""Top-level fields added likewise (a framework's ``installs``)."""
 
 
 def manifest_data(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain data, every default filled in (what is stored and digested)."""
     data = msgspec.to_builtins(manifest)
     assert isinstance(data, dict)
+    for name in LATE_FIELDS:
+        if data.get(name, "") is None:
+            del data[name]
     for entry in data.get("files", []):
         for name in LATE_FILE_FIELDS:
             if entry.get(name) is None:
@@ -498,9 +519,3 @@ def manifest_digest(manifest: Manifest) -> Digest:
 def json_schemas() -> dict[str, dict[str, Any]]:
     """One JSON Schema per kind, for editors."""
     return {kind: msgspec.json.schema(t) for kind, t in MANIFEST_TYPES.items()}
-
-
-def _explain(message: str) -> str:
-    if "got `float`" in message or "got `int`" in message:
-        message += " (YAML reads unquoted 1.0 as a number: quote versions and ranges, e.g. '1.0.0')"
-    return message

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.sources.fetch import ProgressFactory
@@ -21,6 +22,7 @@ from pinbench.artifacts.store import StagedBlob
 from pinbench.db.engine import Conflict
 from pinbench.db.models import Artifact, ArtifactFile
 from pinbench.errors import UserError
+from pinbench.registry.formats import check_model_files
 from pinbench.registry.manifest import (
     FileEntry,
     FrameworkManifest,
@@ -31,8 +33,9 @@ from pinbench.registry.manifest import (
     manifest_digest,
 )
 from pinbench.registry.names import ArtifactRef, Kind, namespace_of
-from pinbench.registry.ranges import parse_version
+from pinbench.registry.ranges import parse_version, precedence_key
 from pinbench.registry.sourcing import needs_completion, stage_files
+from pinbench.registry.supported import check_supported
 from pinbench.workspace import Workspace
 
 
@@ -45,6 +48,21 @@ class VersionConflict(UserError):
         self.ref = ref
         self.existing_digest = existing_digest
         self.new_digest = new_digest
+
+
+class SameVersionConflict(UserError):
+    """The version equals a published one up to build metadata, which semver ignores: a range
+    or an exact pin could not tell them apart (decision 80)."""
+
+    def __init__(self, *, ref: ArtifactRef, existing_version: str) -> None:
+        super().__init__(
+            f"{ref} equals the published {ref.kind.value}/{ref.name}@{existing_version} up to "
+            "build metadata, which semver ignores when comparing versions (no range or pin "
+            f"could tell them apart). Published versions never change: publish a new version "
+            f"(e.g. {ref.version.bump_patch()})",
+        )
+        self.ref = ref
+        self.existing_version = existing_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +106,12 @@ def ref_of(manifest: Manifest) -> ArtifactRef:
 def already_published(ws: Workspace, manifest: Manifest) -> PublishResult | None:
     """The no-op result when this exact manifest is published; VersionConflict when another
     manifest holds its version; None when the version is free."""
+    check_supported(manifest)
     ref = ref_of(manifest)
     existing = _existing_digest(ws, ref)
     if existing is None:
+        with ws.transaction() as session:
+            _refuse_same_precedence(session, ref)
         return None
     files = manifest.files_list
     total = sum(f.size or 0 for f in files)
@@ -109,6 +130,7 @@ def publish(
 ) -> PublishResult:
     """Publish a manifest: its files staged (remote ones fetched and pinned), then the
     completed manifest recorded with them; nothing is left behind when anything fails."""
+    check_supported(manifest)
     complete_first = needs_completion(manifest)
     if not complete_first:
         done = already_published(ws, manifest)
@@ -148,12 +170,15 @@ def commit_staged(
     publisher: str | None,
 ) -> PublishResult:
     """Make staged blobs visible and insert the artifact's rows, under the store's lock; a
-    lost race (another publish of the same version) leaves no new blob behind; a manifest
-    that cannot be recorded leaves no staged file behind."""
+    model file not in its declared format (``registry.formats``) is refused first; a lost
+    race (another publish of the same version) leaves no new blob behind; a manifest that
+    cannot be recorded leaves no staged file behind."""
     try:
+        check_supported(manifest)
         digest = manifest_digest(manifest)
         kind = Kind(manifest_data(manifest)["kind"])
         ref = ref_of(manifest)
+        _check_formats(ws, manifest, pending)
     except BaseException:
         _discard(ws, pending)
         raise
@@ -163,6 +188,8 @@ def commit_staged(
         new_blobs = [b.digest for b in pending if ws.store.commit(b)]
         try:
             with ws.transaction() as session:
+                if _existing_digest_in(session, ref) is None:
+                    _refuse_same_precedence(session, ref)
                 session.add(
                     Artifact(
                         kind=kind.value,
@@ -194,6 +221,18 @@ def commit_staged(
     return PublishResult(ref, digest, True, len(files), size, len(new_blobs))
 
 
+def _check_formats(ws: Workspace, manifest: Manifest, pending: list[StagedBlob]) -> None:
+    """Each model file's bytes (staged, or already in the store) in its declared format."""
+    if not isinstance(manifest, ModelManifest):
+        return
+    staged = {b.digest.hex: b.temp for b in pending}
+
+    def where(entry: FileEntry) -> Path:
+        return staged.get(entry.digest.hex) or ws.store.path(entry.digest)
+
+    check_model_files(manifest, where)
+
+
 def _same_or_conflict(
     ref: ArtifactRef, existing: str, digest: Digest, files: list[FileEntry], total: int
 ) -> PublishResult:
@@ -204,13 +243,28 @@ def _same_or_conflict(
 
 def _existing_digest(ws: Workspace, ref: ArtifactRef) -> str | None:
     with ws.transaction() as session:
-        return session.scalar(
-            select(Artifact.manifest_digest).where(
-                Artifact.kind == ref.kind.value,
-                Artifact.name == ref.name,
-                Artifact.version == str(ref.version),
-            )
+        return _existing_digest_in(session, ref)
+
+
+def _existing_digest_in(session: Session, ref: ArtifactRef) -> str | None:
+    return session.scalar(
+        select(Artifact.manifest_digest).where(
+            Artifact.kind == ref.kind.value,
+            Artifact.name == ref.name,
+            Artifact.version == str(ref.version),
         )
+    )
+
+
+def _refuse_same_precedence(session: Session, ref: ArtifactRef) -> None:
+    """Refuse a new version equal to a published one up to build metadata (``1.31.0+venv1``
+    beside ``1.31.0``): semver gives them one precedence, so resolution cannot choose."""
+    key = precedence_key(ref.version)
+    for version in session.scalars(
+        select(Artifact.version).where(Artifact.kind == ref.kind.value, Artifact.name == ref.name)
+    ):
+        if version != str(ref.version) and precedence_key(parse_version(version)) == key:
+            raise SameVersionConflict(ref=ref, existing_version=version)
 
 
 def _drop_unreferenced(ws: Workspace, digests: list[Digest]) -> None:

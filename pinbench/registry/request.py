@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from pinbench.errors import InvalidDocument, UserError
+from pinbench.registry.explain import explain
 from pinbench.registry.manifest import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
@@ -169,7 +170,7 @@ def parse_request(data: object, *, source: str = "<request>") -> Request:
     try:
         return msgspec.convert(data, type=Request, strict=True)
     except msgspec.ValidationError as exc:
-        raise RequestError(source=source, reason=str(exc)) from None
+        raise RequestError(source=source, reason=explain(str(exc), Request)) from None
 
 
 def read_request_data(path: Path) -> dict[str, Any]:

@@ -6,6 +6,7 @@ out. All or nothing: on any failure every staged file is discarded."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import msgspec
 
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.sources.errors import Md5Mismatch
 from pinbench.artifacts.sources.fetch import Fetcher, ProgressFactory
 from pinbench.artifacts.sources.uri import parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
@@ -156,7 +158,25 @@ def _stage_local(
         if blob is not None:
             store.discard(blob)
         raise SizeMismatch(path=f.path, expected=f.size, actual=size)
+    if f.md5 is not None:
+        try:
+            check_md5(src, label=f.path, expected=f.md5)
+        except BaseException:
+            if blob is not None:
+                store.discard(blob)
+            raise
     return f, size, blob
+
+
+def check_md5(path: Path, *, label: str, expected: str) -> None:
+    """A declared (legacy) md5 holds for a local file's bytes, else ``Md5Mismatch``: the
+    sha256 is what pins the bytes, and a declared md5 is checked, never ignored."""
+    with path.open("rb") as handle:
+        actual = hashlib.file_digest(handle, lambda: hashlib.md5(usedforsecurity=False))
+    if actual.hexdigest() != expected:
+        raise Md5Mismatch(
+            path=label, expected=expected, actual=actual.hexdigest(), declared_by="the manifest"
+        )
 
 
 def _fetch_remote(fetcher: Fetcher, f: FileEntry) -> tuple[FileEntry, int, StagedBlob | None]:

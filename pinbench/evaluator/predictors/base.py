@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -11,10 +13,15 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.registry.manifest import Input, Output
 from pinbench.trace.events import FrameworkTrace
 from pinbench.trace.levels import TraceUnsupported, offers
 
 Array = npt.NDArray[np.generic]
+Outputs = dict[str, Array]
+"""One prediction: every declared output under its manifest name (``str(name)`` for an
+index), in manifest order; with no outputs declared, every output of the model by its own
+name (or position)."""
 
 
 class ModelLoadError(UserError):
@@ -40,6 +47,157 @@ class InputMismatch(UserError):
         self.name = name
         self.expected = expected
         self.actual = actual
+
+
+class SignatureMismatch(UserError):
+    """A declared input or output does not fit the model's own signature: names both sides."""
+
+    def __init__(self, *, side: str, name: str, declared: str, model: str) -> None:
+        super().__init__(
+            f"{side} {name}: the manifest declares {declared}, the model has {model}; "
+            "fix the manifest's inputs/outputs to match the model"
+        )
+        self.side = side
+        self.name = name
+        self.declared = declared
+        self.model = model
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    """One input or output as the model itself describes it; ``None`` where it cannot tell.
+
+    ``shape`` includes the batch axis; a dimension that is not an int (``None``, ``"N"``, a
+    symbol) is dynamic and fits any size."""
+
+    name: str
+    dtype: str | None = None
+    shape: tuple[Any, ...] | None = None
+
+    def describe(self) -> str:
+        dtype = self.dtype or "any element type"
+        shape = "any shape" if self.shape is None else f"shape {list(self.shape)}"
+        return f"{self.name!r} ({dtype}, {shape})"
+
+
+def _listing(ports: Sequence[Port]) -> str:
+    return "[" + ", ".join(p.describe() for p in ports) + "]"
+
+
+def bind_inputs(declared: Sequence[Input], ports: Sequence[Port]) -> list[Port]:
+    """The model's input for each declared input, in manifest order, or ``SignatureMismatch``.
+
+    A name is a model input's name, an int its index. Every model input must be declared (the
+    model needs data for each). The element type is compared where the model tells it; the
+    declared ``shape`` excludes the batch axis: the model's rank is ``len(shape) + 1`` and
+    each of its static dimensions after the batch axis must equal the declared one (a
+    dynamic dimension fits any). An empty ``shape`` declares no shape. With nothing declared,
+    the model must have exactly one input, which is used."""
+    if not declared:
+        if len(ports) != 1:
+            raise SignatureMismatch(
+                side="inputs",
+                name="(none declared)",
+                declared="no inputs",
+                model=f"{len(ports)} inputs {_listing(ports)}",
+            )
+        return list(ports)
+    bound = _bind("input", [d.name for d in declared], ports)
+    for spec, port in zip(declared, bound, strict=True):
+        label = _label(spec.name)
+        if port.dtype is not None and port.dtype != spec.element_type:
+            raise SignatureMismatch(
+                side="input",
+                name=label,
+                declared=f"element type {spec.element_type}",
+                model=f"element type {port.dtype} for {port.name!r}",
+            )
+        if not spec.shape or port.shape is None:
+            continue
+        want = ["batch", *spec.shape]
+        fits = len(port.shape) == len(want) and all(
+            not isinstance(got, int) or got == dim
+            for got, dim in zip(port.shape[1:], spec.shape, strict=True)
+        )
+        if not fits:
+            raise SignatureMismatch(
+                side="input",
+                name=label,
+                declared=f"shape {spec.shape} after the batch axis (rank {len(want)})",
+                model=f"shape {list(port.shape)} for {port.name!r} (rank {len(port.shape)})",
+            )
+    undeclared = [p for p in ports if p not in bound]
+    if undeclared:
+        raise SignatureMismatch(
+            side="input",
+            name=repr(undeclared[0].name),
+            declared="no such input",
+            model=f"it as an input it needs data for: {undeclared[0].describe()}",
+        )
+    return bound
+
+
+def bind_outputs(declared: Sequence[Output], ports: Sequence[Port]) -> list[Port]:
+    """The model's output for each declared output, in manifest order, or ``SignatureMismatch``
+    (a name is a model output's name, an int its index; declaring some outputs leaves the
+    others unread). With nothing declared, every output of the model."""
+    if not declared:
+        return list(ports)
+    return _bind("output", [d.name for d in declared], ports)
+
+
+class ManyInputs(UserError):
+    """A model with several inputs: a dataset gives one array of samples, not one per input."""
+
+    def __init__(self, *, names: list[str]) -> None:
+        super().__init__(
+            f"models with {len(names)} inputs ({', '.join(names)}) need a dataset with one "
+            "field per input: not supported yet"
+        )
+        self.names = names
+
+
+def one_input(bound: Sequence[Port]) -> Port:
+    """The one bound input, or ``ManyInputs``: each predictor feeds one array by name."""
+    if len(bound) != 1:
+        raise ManyInputs(names=[p.name for p in bound])
+    return bound[0]
+
+
+def output_keys(declared: Sequence[Output], ports: Sequence[Port]) -> list[str]:
+    """The keys ``predict`` returns: declared names (``str`` of an index), else the model's."""
+    return [str(d.name) for d in declared] if declared else [p.name for p in ports]
+
+
+def _label(name: str | int) -> str:
+    return f"#{name}" if isinstance(name, int) else repr(name)
+
+
+def _bind(side: str, names: Sequence[str | int], ports: Sequence[Port]) -> list[Port]:
+    by_name = {p.name: p for p in ports}
+    bound: list[Port] = []
+    for name in names:
+        port = (
+            (ports[name] if 0 <= name < len(ports) else None)
+            if isinstance(name, int)
+            else by_name.get(name)
+        )
+        if port is None:
+            raise SignatureMismatch(
+                side=side,
+                name=_label(name),
+                declared=f"{side} {_label(name)}",
+                model=f"{len(ports)} {side}s {_listing(ports)}",
+            )
+        if port in bound:
+            raise SignatureMismatch(
+                side=side,
+                name=_label(name),
+                declared=f"{port.name!r} twice",
+                model=f"it once, among {_listing(ports)}",
+            )
+        bound.append(port)
+    return bound
 
 
 def check_signature(batch: Array, *, name: str, dtype: np.dtype[Any], shape: list[Any]) -> None:
@@ -81,7 +239,9 @@ class Predictor(ABC):
 
     @abstractmethod
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
-        """Load the model; raise ``ModelLoadError`` / ``DeviceUnavailable`` with the reason."""
+        """Load the model and bind ``model.inputs``/``model.outputs`` to its own signature;
+        raise ``ModelLoadError`` / ``DeviceUnavailable`` / ``SignatureMismatch`` with the
+        reason, before anything is timed."""
 
     def check_input(self, batch: Array) -> None:  # noqa: B027 - optional hook
         """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model.
@@ -90,10 +250,13 @@ class Predictor(ABC):
         the others ``first_predict`` reports the framework's own complaint.
         """
 
-    def first_predict(self, batch: Array) -> Array:
-        """The first (cold) prediction; a failure is the framework's complaint about the input."""
+    def first_predict(self, batch: Array) -> Outputs:
+        """The first (cold) prediction; a failure is the framework's complaint about the input
+        (a ``SignatureMismatch`` found only now, e.g. PyTorch's output count, passes as is)."""
         try:
             return self.predict(batch)
+        except SignatureMismatch:
+            raise
         except Exception as exc:  # the framework's own error types
             raise InputMismatch(
                 name="input",
@@ -102,8 +265,9 @@ class Predictor(ABC):
             ) from None
 
     @abstractmethod
-    def predict(self, batch: Array) -> Array:
-        """Run the model on one batch; return its first output."""
+    def predict(self, batch: Array) -> Outputs:
+        """Run the model on one batch (fed to the declared input, by name); return the declared
+        outputs by name, in manifest order."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pinbench.registry.manifest import check_relative_path
+from pinbench.registry.manifest import Input, Output, check_relative_path
 
 Device = Literal["cpu", "cuda"]
 
@@ -39,17 +41,37 @@ class ModelFiles:
     format: str
     architecture: str | None = None
     trusted: bool = False
+    inputs: tuple[Input, ...] = ()
+    """The manifest's declared inputs: ``open`` binds each to the model's own, by name or
+    index, and refuses a mismatch (``base.bind_inputs``)."""
+    outputs: tuple[Output, ...] = ()
+    """The manifest's declared outputs: ``predict`` returns these, by name, in this order."""
 
     def layout(self, root: Path) -> Path:
         """Symlinks under ``root`` that give each blob its artifact path; return ``root``.
 
-        For loaders that need file names or a directory tree (``.keras``, SavedModel).
+        For loaders that need file names or a directory tree (``.keras``, SavedModel, ONNX
+        with external data). ``root`` is scratch: a loader never writes beside a blob.
         """
         for name, blob in self.files.items():
             check_relative_path(name)  # never a link outside root, whatever the caller passed
             link = root / name
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(blob.resolve())
+        return root
+
+    def place(self, root: Path, names: list[str]) -> Path:
+        """Real files under ``root`` (a hard link where the filesystem allows, else a copy) for
+        ``names``, each at its artifact path; return ``root``. For loaders that resolve links
+        and refuse what then lies elsewhere (ONNX Runtime's external-data check)."""
+        for name in names:
+            check_relative_path(name)
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(self.files[name], target)
+            except OSError:  # another filesystem (a container's bind mount, tmpfs)
+                shutil.copyfile(self.files[name], target)
         return root
 
     def single(self, suffixes: tuple[str, ...]) -> tuple[str, Path]:

@@ -181,7 +181,9 @@ def run(
             evidence.environment["container"] = container.id[:12]
             say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
             try:
-                _execute(container, limits.timeout_s, limits.memory_mb, say, stop or Stop())
+                status, tail = _execute(
+                    container, limits.timeout_s, limits.memory_mb, say, stop or Stop()
+                )
             except WorkerCrashed as exc:
                 if exc.status == 2 and trace != "none":  # the job has a field it cannot read
                     raise TraceUnsupported(
@@ -192,13 +194,17 @@ def run(
                         "predates tracing; rebuild the image (`pinbench images build`)",
                     ) from None
                 raise
-            collect("docker", out, lock, evidence)
+            collect("docker", out, lock, evidence, status=status, tail=tail)
         finally:
             with contextlib.suppress(APIError):
                 container.remove(force=True)
 
 
-def _execute(container: Any, timeout_s: int, memory_mb: int, say: Say, stop: Stop) -> None:
+def _execute(
+    container: Any, timeout_s: int, memory_mb: int, say: Say, stop: Stop
+) -> tuple[int, list[str]]:
+    """Run the container to its end: its exit status (0 or 1: results written) and its last
+    output lines; raise past the time limit, on a stop request, or when it died."""
     container.start()
     relay = Relay(container.logs(stream=True, follow=True), say)
     deadline = time.monotonic() + timeout_s
@@ -224,3 +230,4 @@ def _execute(container: Any, timeout_s: int, memory_mb: int, say: Say, stop: Sto
     if status not in (0, 1):
         reason = "was killed" if status >= 128 else "stopped"
         raise WorkerCrashed(runner="docker", status=status, reason=reason, tail=tail)
+    return status, tail

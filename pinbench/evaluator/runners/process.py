@@ -3,6 +3,7 @@ whose progress is relayed and whose time is limited, and the results it leaves."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
@@ -13,11 +14,17 @@ import msgspec
 
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
-from pinbench.evaluator.results import JobFile, read_results
+from pinbench.evaluator.results import RESULT, JobFile, read_results
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 
 TAIL_LINES = 20
+TAIL_BYTES = 4096
+"""A dead evaluator's last output kept in the run's error: at most this many lines and bytes."""
+TAIL_LINE_CHARS = 1000
+"""One line of that tail is cut to this many characters."""
+LINE_CHARS = 4096
+"""A longer output line is cut to this many characters as it is read (memory stays bounded)."""
 POLL_S = 0.2
 """How often a child's wait looks at the run's stop request."""
 
@@ -41,15 +48,53 @@ class RunTimedOut(UserError):
         self.timeout_s = timeout_s
 
 
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+"""ANSI escape sequences: CSI (colours, cursor moves), OSC (titles, links), and the two-byte
+ones."""
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def clean_tail(lines: list[str]) -> list[str]:
+    """A child's last output lines as plain text for a run's error: escape sequences and
+    control characters removed, blank lines dropped, at most ``TAIL_LINES`` lines and
+    ``TAIL_BYTES`` bytes (the last ones: an exception ends with its message)."""
+    out: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        text = _CONTROLS.sub("", _ESCAPES.sub("", line.replace("\t", "    "))).rstrip()
+        if not text.strip():
+            continue
+        if len(text) > TAIL_LINE_CHARS:
+            text = text[:TAIL_LINE_CHARS] + " [cut]"
+        size += len(text.encode("utf-8")) + 1
+        if len(out) == TAIL_LINES or size > TAIL_BYTES:
+            break
+        out.append(text)
+    return out[::-1]
+
+
 class WorkerCrashed(UserError):
+    """The evaluator process ended without results (it died, was killed, or failed before it
+    could write them); its last output lines (``tail``, cleaned) are part of the message."""
+
     def __init__(self, *, runner: str, status: int, reason: str, tail: list[str]) -> None:
+        tail = clean_tail(tail)
         text = f"the evaluator ({runner} runner) {reason} (exit status {status})"
+        missing = next((m.group(1) for t in tail if (m := _MISSING_MODULE.search(t))), None)
+        if missing is not None:
+            text += (
+                f". Its environment lacks the module {missing!r}: a framework manifest's "
+                "requirements must pin the evaluator's own dependencies (msgspec, numpy, pyyaml, "
+                "pillow, semver, mlcommons-loadgen) besides the framework"
+            )
         if tail:
-            text += ":\n  " + "\n  ".join(tail)
+            text += ". Its last output:\n  " + "\n  ".join(tail)
         super().__init__(text)
         self.runner = runner
         self.status = status
         self.tail = tail
+        self.missing_module = missing
 
 
 def write_job(
@@ -72,8 +117,16 @@ def write_job(
     path.write_bytes(msgspec.json.encode(job))
 
 
-def collect(runner: str, out: Path, lock: Lockfile, evidence: Evidence) -> None:
-    """Read the worker's results into ``evidence``; raise its error if the evaluation failed."""
+def collect(
+    runner: str, out: Path, lock: Lockfile, evidence: Evidence, *, status: int, tail: list[str]
+) -> None:
+    """Read the worker's results into ``evidence``; raise its error if the evaluation failed.
+    A worker that ended (``status``) without writing them died before it could say why: its
+    output's ``tail`` is the error (an import error, a crash in native code...)."""
+    if not (out / RESULT).exists():
+        raise WorkerCrashed(
+            runner=runner, status=status, reason=f"ended without writing {RESULT}", tail=tail
+        )
     result, got = read_results(out, lock.digest.hex)
     evidence.frameworks.update(got.frameworks)
     evidence.details.update(got.details)
@@ -86,7 +139,7 @@ def collect(runner: str, out: Path, lock: Lockfile, evidence: Evidence) -> None:
 
 class Relay:
     """Forward a byte stream's lines (a pipe, or the chunks of a container's log) to ``say`` on
-    a thread, keeping the last few for errors."""
+    a thread, keeping the last few for errors. A line split across chunks is joined first."""
 
     def __init__(self, stream: Iterable[bytes], say: Say) -> None:
         self.tail: list[str] = []
@@ -94,10 +147,20 @@ class Relay:
         self._thread.start()
 
     def _pump(self, stream: Iterable[bytes], say: Say) -> None:
+        pending = b""
         for chunk in stream:
-            for line in chunk.decode("utf-8", "replace").splitlines():
-                self.tail = [*self.tail[-(TAIL_LINES - 1) :], line]
-                say(line)
+            *lines, pending = (pending + chunk).split(b"\n")
+            if len(pending) > LINE_CHARS * 4:  # no newline in sight: pass it on as it is
+                lines, pending = [*lines, pending], b""
+            for line in lines:
+                self._line(line, say)
+        if pending:
+            self._line(pending, say)
+
+    def _line(self, raw: bytes, say: Say) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")[:LINE_CHARS]
+        self.tail = [*self.tail[-(TAIL_LINES - 1) :], line]
+        say(line)
 
     def join(self) -> list[str]:
         self._thread.join(timeout=5)

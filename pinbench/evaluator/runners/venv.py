@@ -88,5 +88,6 @@ def run(
             stop=stop,
         )
         if status not in (0, 1):
-            raise WorkerCrashed(runner="venv", status=status, reason="stopped", tail=tail)
-        collect("venv", out, lock, evidence)
+            reason = "was killed" if status < 0 else "stopped"
+            raise WorkerCrashed(runner="venv", status=status, reason=reason, tail=tail)
+        collect("venv", out, lock, evidence, status=status, tail=tail)

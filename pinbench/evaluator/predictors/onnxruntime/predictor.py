@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import posixpath
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,24 +15,87 @@ from pinbench.evaluator.predictors.base import (
     Array,
     DeviceUnavailable,
     ModelLoadError,
+    Outputs,
+    Port,
     Predictor,
+    bind_inputs,
+    bind_outputs,
     check_signature,
+    one_input,
+    output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.onnxruntime.external import NotProtobuf, external_locations
+from pinbench.registry.manifest import check_relative_path
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace
 
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 _DTYPES = {
-    "tensor(float)": np.float32,
-    "tensor(float16)": np.float16,
-    "tensor(double)": np.float64,
-    "tensor(uint8)": np.uint8,
-    "tensor(int8)": np.int8,
-    "tensor(int32)": np.int32,
-    "tensor(int64)": np.int64,
-    "tensor(bool)": np.bool_,
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(uint8)": "uint8",
+    "tensor(int8)": "int8",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(bool)": "bool",
 }
+"""ONNX element types by the manifest's names; any other (string, bfloat16...) is shown as is."""
+
+
+def _port(arg: Any) -> Port:
+    """An ``onnxruntime.NodeArg`` as a ``Port``: dims are ints, or names/None when dynamic."""
+    shape = tuple(arg.shape) if arg.shape is not None else None
+    return Port(name=arg.name, dtype=_DTYPES.get(arg.type, str(arg.type)), shape=shape)
+
+
+class ExternalDataRefused(ModelLoadError):
+    """An ONNX file's external data is not a file of its artifact beside it."""
+
+    def __init__(self, *, model: str, tensor: str, location: str, problem: str) -> None:
+        super().__init__(
+            model=model,
+            reason=f"tensor {tensor!r} keeps its data in {location!r}, which {problem}",
+        )
+        self.tensor = tensor
+        self.location = location
+        self.problem = problem
+
+
+def check_external_data(name: str, path: Path, listed: set[str]) -> list[str]:
+    """The artifact paths of the files the ONNX model ``name`` keeps external data in, or
+    ``ExternalDataRefused``: a location must be a relative, normalised path that stays inside
+    the artifact, resolved from the model file's folder (as ONNX Runtime resolves it) to a
+    path the manifest lists."""
+    try:
+        found = external_locations(path)
+    except NotProtobuf as exc:
+        raise ModelLoadError(model=name, reason=f"not an ONNX model ({exc})") from None
+    folder = posixpath.dirname(name)
+    sidecars: dict[str, None] = {}
+    for tensor, location in found:
+        if not location or location.startswith("/") or posixpath.isabs(location):
+            problem = "is not a relative path (external data must sit beside the model)"
+        else:
+            target = posixpath.normpath(posixpath.join(folder, location))
+            try:
+                check_relative_path(target)
+            except ValueError:
+                problem = "climbs out of the artifact"
+            else:
+                if ".." in location.split("/") or "\\" in location:
+                    problem = "is not a normalised path inside the artifact"
+                elif target not in listed:
+                    problem = (
+                        f"is not a file of the artifact (its manifest lists {sorted(listed)}): "
+                        f"list {target!r} under files"
+                    )
+                else:
+                    sidecars.setdefault(target)
+                    continue
+        raise ExternalDataRefused(model=name, tensor=tensor, location=location, problem=problem)
+    return list(sidecars)
 
 
 def _closed(*args: object) -> Any:
@@ -46,6 +111,8 @@ class OnnxRuntimePredictor(Predictor):
         self._session: ort.InferenceSession | None = None
         self._input = ""
         self._outputs: list[str] = []
+        self._keys: list[str] = []
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._shape: list[Any] = []
         self._dtype: Any = np.float32
         self._run: Any = _closed
@@ -56,12 +123,24 @@ class OnnxRuntimePredictor(Predictor):
         return str(ort.__version__)
 
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
+        """Load the model from a scratch folder where every file of the artifact sits under its
+        artifact path (external data beside the model), then bind the declared inputs and
+        outputs to ``session.get_inputs()`` / ``get_outputs()``."""
         self.check_format(model)
         provider = _PROVIDERS[options.device]
         available = ort.get_available_providers()
         if provider not in available:
             raise DeviceUnavailable(framework=self.NAME, device=options.device, available=available)
-        name, path = model.single((".onnx",))
+        try:
+            name, _ = model.single((".onnx",))
+        except ValueError as exc:
+            raise ModelLoadError(model="onnx", reason=str(exc)) from None
+        sidecars = check_external_data(name, model.files[name], set(model.files))
+        root, path = model.files[name].parent, model.files[name]
+        if sidecars:  # beside the model under their artifact paths, as real files in scratch
+            self._dir = tempfile.TemporaryDirectory(prefix="pinbench-onnx-")
+            root = model.place(Path(self._dir.name), [name, *sidecars])
+            path = root / name
         so = ort.SessionOptions()
         if self._profile is not None:
             so.enable_profiling = True
@@ -72,26 +151,33 @@ class OnnxRuntimePredictor(Predictor):
         try:
             session = ort.InferenceSession(str(path), so, providers=[provider])
         except Exception as exc:  # ORT raises its own exception types for bad models
-            reason = str(exc).strip().replace(str(path), name)
+            reason = str(exc).strip().replace(str(root) + "/", "").replace(str(root), ".")
             raise ModelLoadError(model=name, reason=reason) from None
-        first = session.get_inputs()[0]
+        ins = [_port(a) for a in session.get_inputs()]
+        outs = [_port(a) for a in session.get_outputs()]
+        first = one_input(bind_inputs(model.inputs, ins))
+        bound = bind_outputs(model.outputs, outs)
         self._session = session
         self._run = session.run
         self._input = first.name
-        self._shape = list(first.shape)
-        self._dtype = _DTYPES.get(first.type, np.float32)
-        self._outputs = [o.name for o in session.get_outputs()][:1]
+        self._shape = list(first.shape or ())
+        self._dtype = np.dtype(first.dtype) if first.dtype else np.float32
+        self._outputs = [p.name for p in bound]
+        self._keys = output_keys(model.outputs, outs)
 
     def check_input(self, batch: Array) -> None:
         check_signature(batch, name=self._input, dtype=np.dtype(self._dtype), shape=self._shape)
 
-    def predict(self, batch: Array) -> Array:
-        out: Array = self._run(self._outputs, {self._input: batch})[0]
-        return out
+    def predict(self, batch: Array) -> Outputs:
+        got = self._run(self._outputs, {self._input: batch})
+        return dict(zip(self._keys, got, strict=True))
 
     def close(self) -> None:
         self._session = None
         self._run = _closed
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
 
     def start_profiling(self, scratch: Path) -> None:
         """ONNX Runtime profiles a session from its creation: ``open`` turns it on."""

@@ -17,8 +17,15 @@ from pinbench.evaluator.predictors.base import (
     Array,
     DeviceUnavailable,
     ModelLoadError,
+    Outputs,
+    Port,
     Predictor,
+    SignatureMismatch,
+    bind_inputs,
+    bind_outputs,
     check_signature,
+    one_input,
+    output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
@@ -27,6 +34,10 @@ ANCHOR = "pinbench.anchor"
 
 
 class TensorFlowPredictor(Predictor):
+    """Binds the declared inputs and outputs by name: a Keras model's ``inputs`` (names,
+    element types, shapes) and ``output_names``; a SavedModel's ``serving_default``
+    signature (input and output ``TensorSpec``s by name)."""
+
     NAME: ClassVar[str] = "tensorflow"
     TITLE: ClassVar[str] = "TensorFlow"
     FORMATS: ClassVar[tuple[str, ...]] = ("keras", "savedmodel")
@@ -38,6 +49,7 @@ class TensorFlowPredictor(Predictor):
         self._device = "/CPU:0"
         self._shape: list[int | None] = []
         self._dtype: Any = None
+        self._keys: list[str] = []
         self._profile: Path | None = None
         self._anchor_ns = 0
 
@@ -62,26 +74,40 @@ class TensorFlowPredictor(Predictor):
         try:
             if model.format == "keras":
                 name, _ = model.single((".keras",))
-                self._open_keras(str(root / name))
+                self._open_keras(model, str(root / name))
             else:
                 self._open_savedmodel(model, str(root))
-        except ModelLoadError:
+        except (ModelLoadError, SignatureMismatch):
             raise
         except Exception as exc:  # TF and Keras raise many types for a bad model
             reason = f"{type(exc).__name__}: {exc}".replace(str(root) + "/", "").strip()
             raise ModelLoadError(model=model.format, reason=reason.splitlines()[0]) from None
 
-    def _open_keras(self, path: str) -> None:
+    def _open_keras(self, model: ModelFiles, path: str) -> None:
         import keras
 
         with tf.device(self._device):
-            model = keras.saving.load_model(path, compile=False, safe_mode=True)
-        spec = model.inputs[0]
-        self._shape = list(spec.shape)
+            loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
+        ins = [_port(t.name, t.dtype, t.shape) for t in loaded.inputs]
+        outs = [
+            _port(n, t.dtype, t.shape)
+            for n, t in zip(loaded.output_names, loaded.outputs, strict=True)
+        ]
+        spec = one_input(bind_inputs(model.inputs, ins))
+        pick = [outs.index(p) for p in bind_outputs(model.outputs, outs)]
+        self._keys = output_keys(model.outputs, outs)
+        self._shape = list(spec.shape or ())
         self._dtype = tf.as_dtype(spec.dtype)
         signature = [tf.TensorSpec([None, *self._shape[1:]], self._dtype)]
+        single = len(outs) == 1
+
+        def call(x: Any) -> list[Any]:
+            out = loaded(x, training=False)
+            flat = [out] if single else list(out)
+            return [flat[i] for i in pick]
+
         with tf.device(self._device):
-            traced = tf.function(lambda x: model(x, training=False), input_signature=signature)
+            traced = tf.function(call, input_signature=signature)
             self._fn = traced.get_concrete_function()
 
     def _open_savedmodel(self, model: ModelFiles, root: str) -> None:
@@ -94,20 +120,26 @@ class TensorFlowPredictor(Predictor):
         signature = loaded.signatures.get("serving_default")
         if signature is None:
             raise ModelLoadError(model=pb, reason="the SavedModel has no serving_default signature")
-        (spec,) = signature.structured_input_signature[1].values()
-        name, first = spec.name, sorted(signature.structured_outputs)[0]
-        self._shape = list(spec.shape)
-        self._dtype = spec.dtype
+        specs = signature.structured_input_signature[1]
+        ins = [_port(n, t.dtype, t.shape) for n, t in specs.items()]
+        outputs = signature.structured_outputs
+        outs = [_port(n, outputs[n].dtype, outputs[n].shape) for n in sorted(outputs)]
+        spec = one_input(bind_inputs(model.inputs, ins))
+        names = [p.name for p in bind_outputs(model.outputs, outs)]
+        self._keys = output_keys(model.outputs, outs)
+        self._shape = list(spec.shape or ())
+        self._dtype = tf.as_dtype(spec.dtype)
         self._loaded = loaded  # the signature needs its object alive
-        self._fn = lambda x: signature(**{name: x})[first]
+        feed = spec.name
+        self._fn = lambda x: (lambda got: [got[n] for n in names])(signature(**{feed: x}))
 
     def check_input(self, batch: Array) -> None:
         dtype = np.dtype(self._dtype.as_numpy_dtype)
         check_signature(batch, name="input", dtype=dtype, shape=self._shape)
 
-    def predict(self, batch: Array) -> Array:
-        out: Array = self._fn(tf.constant(batch)).numpy()
-        return out
+    def predict(self, batch: Array) -> Outputs:
+        got = self._fn(tf.constant(batch))
+        return {key: t.numpy() for key, t in zip(self._keys, got, strict=True)}
 
     def close(self) -> None:
         self._fn = self._loaded = None
@@ -146,6 +178,11 @@ class TensorFlowPredictor(Predictor):
             resolution_ns=1000,
             notes=notes,
         )
+
+
+def _port(name: str, dtype: Any, shape: Any) -> Port:
+    dims = tuple(d if isinstance(d, int) else None for d in shape) if shape is not None else None
+    return Port(name=str(name), dtype=tf.as_dtype(dtype).name, shape=dims)
 
 
 def _xplane_events(space: Any) -> tuple[list[FrameworkEvent], int | None]:

@@ -91,3 +91,7 @@ ARCHITECTURES: dict[str, Callable[[], nn.Module]] = {
     "digits-cnn": digits_cnn,
     "resnet50": ResNet50,
 }
+
+PORTS: dict[str, tuple[int, int]] = {}
+"""(inputs, outputs) of an architecture that does not take one tensor and return one; a
+manifest naming the architecture must declare that many (the names are the manifest's)."""

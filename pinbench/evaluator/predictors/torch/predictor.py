@@ -18,10 +18,15 @@ from pinbench.evaluator.predictors.base import (
     Array,
     DeviceUnavailable,
     ModelLoadError,
+    Outputs,
+    Port,
     Predictor,
+    SignatureMismatch,
+    bind_inputs,
+    one_input,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES
+from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES, PORTS
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
@@ -63,6 +68,21 @@ def _no_unpickling(name: str) -> Iterator[None]:
 
 
 class TorchPredictor(Predictor):
+    """What PyTorch can tell of a signature, and so what ``open`` checks:
+
+    - ``torch-export``: the graph signature's input names, element types, ranks and static
+      dims, and its output count;
+    - ``torchscript`` / ``torch-pickle``: ``forward``'s argument names (those without a
+      default must all be declared); element types and shapes are not recorded, so a wrong
+      one is the framework's complaint at the first (cold) prediction;
+    - ``safetensors``: the architecture is pinbench's own (``architectures.PORTS``): the
+      names are whatever the manifest says, the counts must match the architecture's.
+
+    Outputs have no names in PyTorch: the declared outputs bind to the model's outputs in
+    manifest order (a declared int binds that index), and their count must equal the model's:
+    checked at ``open`` where it is known, else on every prediction (the first, untimed one
+    refuses a mismatch before anything is measured)."""
+
     NAME: ClassVar[str] = "torch"
     TITLE: ClassVar[str] = "PyTorch"
     FORMATS: ClassVar[tuple[str, ...]] = tuple(_SUFFIXES)
@@ -73,6 +93,9 @@ class TorchPredictor(Predictor):
         self._device = torch.device("cpu")
         self._threads = torch.get_num_threads()
         self._profiler: Any = None
+        self._count: int | None = None
+        self._pick: list[tuple[str, int]] = []
+        self._declared: list[str] = []
 
     @classmethod
     def framework_version(cls) -> str:
@@ -90,24 +113,59 @@ class TorchPredictor(Predictor):
         except ValueError as exc:
             raise ModelLoadError(model=model.format, reason=str(exc)) from None
         try:
-            module = self._load(model, name, str(path))
+            module, inputs, outputs = self._load(model, name, str(path))
         except ModelLoadError:
             raise
         except Exception as exc:  # torch raises many types for a bad file
             reason = f"{type(exc).__name__}: {exc}".replace(str(path), name).strip()
             raise ModelLoadError(model=name, reason=reason.splitlines()[0]) from None
+        one_input(bind_inputs(model.inputs, inputs))
+        self._bind_outputs(model, outputs)
         self._module = module.to(self._device) if hasattr(module, "to") else module
 
-    def _load(self, model: ModelFiles, name: str, path: str) -> Any:
+    def _bind_outputs(self, model: ModelFiles, count: int | None) -> None:
+        declared = [d.name for d in model.outputs]
+        self._declared = [str(d) for d in declared]
+        if count is not None and declared and len(declared) != count:
+            self._mismatch(count)
+        self._count = len(declared) if declared else None
+        self._pick = [(str(d), d if isinstance(d, int) else i) for i, d in enumerate(declared)]
+        if count is not None:
+            for _, index in self._pick:
+                if index >= count:
+                    raise SignatureMismatch(
+                        side="output",
+                        name=f"#{index}",
+                        declared=f"output #{index}",
+                        model=f"{count} outputs",
+                    )
+
+    def _mismatch(self, count: int) -> None:
+        raise SignatureMismatch(
+            side="outputs",
+            name=", ".join(self._declared),
+            declared=f"{len(self._declared)} outputs {self._declared}",
+            model=f"{count} outputs (PyTorch outputs have no names: they bind in order)",
+        )
+
+    def _load(self, model: ModelFiles, name: str, path: str) -> tuple[Any, list[Port], int | None]:
+        """The module, its inputs as far as PyTorch tells, and its output count if known."""
         if model.format == "torchscript":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
-                return torch.jit.load(path, map_location="cpu").eval()  # type: ignore[no-untyped-call]
+                script = torch.jit.load(path, map_location="cpu").eval()  # type: ignore[no-untyped-call]
+            args = script.forward.schema.arguments[1:]  # after self
+            return script, [Port(a.name) for a in args if not a.has_default_value()], None
         if model.format == "torch-export":
             with _no_unpickling(name):
-                return torch.export.load(path).module()
+                program = torch.export.load(path)
+                module = program.module()
+            return module, _export_inputs(program), _export_outputs(program)
         if model.format == "safetensors":
-            return self._from_weights(model, name, path)
+            ins, outs = PORTS.get(model.architecture or "", (1, 1))
+            names = [str(d.name) for d in model.inputs] or ["0"]
+            ports = [Port(n) for n in names[:ins]] + [Port(f"#{i}") for i in range(len(names), ins)]
+            return self._from_weights(model, name, path), ports, outs
         if not model.trusted:
             raise ModelLoadError(
                 model=name,
@@ -119,7 +177,7 @@ class TorchPredictor(Predictor):
         module = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(module, torch.nn.Module):
             raise ModelLoadError(model=name, reason=f"unpickled a {type(module).__name__}")
-        return module.eval()
+        return module.eval(), _forward_inputs(module), None
 
     @staticmethod
     def _from_weights(model: ModelFiles, name: str, path: str) -> torch.nn.Module:
@@ -143,13 +201,15 @@ class TorchPredictor(Predictor):
             )
         return module.eval()
 
-    def predict(self, batch: Array) -> Array:
+    def predict(self, batch: Array) -> Outputs:
         with torch.inference_mode():
             out = self._module(torch.from_numpy(batch).to(self._device))
-        if isinstance(out, (tuple, list)):
-            out = out[0]
-        result: Array = out.cpu().numpy() if self._device.type != "cpu" else out.numpy()
-        return result
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if self._count is None:  # nothing declared: every output, by position
+            return {str(i): _numpy(t) for i, t in enumerate(outs)}
+        if len(outs) != self._count:
+            self._mismatch(len(outs))
+        return {key: _numpy(outs[index]) for key, index in self._pick}
 
     def close(self) -> None:
         self._module = None
@@ -192,3 +252,49 @@ class TorchPredictor(Predictor):
                 "counts top-level calls only"
             ],
         )
+
+
+def _numpy(t: Any) -> Array:
+    result: Array = t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
+    return result
+
+
+def _dim(d: Any) -> int | None:
+    return d if isinstance(d, int) else None
+
+
+def _export_inputs(program: Any) -> list[Port]:
+    """A ``torch.export`` program's user inputs: names, element types, shapes (a symbolic
+    dimension is dynamic)."""
+    user = set(program.graph_signature.user_inputs)
+    ports = []
+    for node in program.graph.nodes:
+        if node.op != "placeholder" or node.name not in user:
+            continue
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            dtype = str(val.dtype).removeprefix("torch.")
+            ports.append(Port(node.name, dtype, tuple(_dim(d) for d in val.shape)))
+        else:
+            ports.append(Port(node.name))
+    return ports
+
+
+def _export_outputs(program: Any) -> int:
+    return len(program.graph_signature.user_outputs)
+
+
+def _forward_inputs(module: Any) -> list[Port]:
+    """The required parameters of a module's ``forward`` (an unpickled module)."""
+    import inspect
+
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        return [Port("input")]
+    return [
+        Port(p.name)
+        for p in params
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]

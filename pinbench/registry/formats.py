@@ -1,0 +1,86 @@
+"""A model's files checked against its declared ``format`` when it is published, so that a
+file that is not what the manifest says is refused then, with what to do, not at run time.
+
+``safetensors``: the manifest names an ``architecture`` (the code its weights load into), its
+weights are one file ending in ``.safetensors`` whose header parses and whose tensors cover
+the file exactly (``pinbench.artifacts.safetensors``), and no other file is one of PyTorch's
+pickled formats. Only headers are read; nothing is executed or unpickled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pinbench.artifacts.safetensors import KINDS, NotSafetensors, read_header, recognise
+from pinbench.registry.manifest import FileEntry, ModelManifest
+from pinbench.registry.sourcing import FileProblem
+
+SUFFIX = ".safetensors"
+
+_WHAT_TO_DO = {
+    "pickle": "export the model with torch.export or TorchScript, or save the weights with "
+    "safetensors.torch.save_file and name an `architecture`",
+    "torchscript": "declare `format: torchscript`",
+    "torch-export": "declare `format: torch-export`",
+}
+
+
+class FormatMismatch(FileProblem):
+    """A file's bytes are not in the format its manifest declares."""
+
+    def __init__(self, *, path: str, declared: str, reason: str, found: str | None) -> None:
+        super().__init__(path=path, reason=reason)
+        self.declared = declared
+        self.found = found
+
+
+class SafetensorsLayout(FileProblem):
+    """A safetensors manifest whose files or fields the torch predictor could not load."""
+
+
+def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """Refuse ``manifest`` when its files are not in its declared format; ``where`` gives the
+    (already verified) bytes of each file."""
+    if manifest.format != "safetensors":
+        return
+    labels = {o.labels.path for o in manifest.outputs if o.labels is not None}
+    weights = [f for f in manifest.files if f.path not in labels]
+    for f in weights:
+        _check_safetensors(f, where(f))
+    named = [f.path for f in weights if f.path.endswith(SUFFIX)]
+    if len(named) != 1:
+        raise SafetensorsLayout(
+            path=named[1] if named else weights[0].path if weights else "(none)",
+            reason=f"format safetensors loads exactly one weights file ending in {SUFFIX}; "
+            f"the manifest has {len(named)}" + (f" ({', '.join(named)})" if named else ""),
+        )
+    if manifest.architecture is None:
+        raise SafetensorsLayout(
+            path=named[0],
+            reason="safetensors weights hold tensors only: name the `architecture` they load "
+            "into (pinbench ships the model code; see the README's model formats)",
+        )
+
+
+def _check_safetensors(entry: FileEntry, path: Path) -> None:
+    if not entry.path.endswith(SUFFIX):
+        kind = recognise(path)  # another file of the model: refused only when it is a pickle
+        if kind is not None:
+            raise _mismatch(entry, kind, KINDS[kind])
+        return
+    try:
+        read_header(path)
+    except NotSafetensors as exc:
+        raise _mismatch(entry, exc.kind, exc.reason) from None
+
+
+def _mismatch(entry: FileEntry, kind: str | None, reason: str) -> FormatMismatch:
+    if kind is not None:
+        text = f"{reason}, not safetensors: {_WHAT_TO_DO[kind]}"
+    else:
+        text = (
+            f"declared safetensors, but {reason}: save the weights with "
+            "safetensors.torch.save_file, or declare the format the file is in"
+        )
+    return FormatMismatch(path=entry.path, declared="safetensors", reason=text, found=kind)

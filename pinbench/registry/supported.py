@@ -1,0 +1,98 @@
+"""What a publish accepts beyond the schema: declared values the evaluator honours today.
+
+The schema (``manifest``) describes more than the evaluator does: MLModelScope manifests
+declare detection and segmentation models, and ``import-mlmodelscope`` must still read them.
+Publishing is where such a value is refused, naming the field and what is supported, so no
+declared field is silently ignored (DESIGN invariant 10; decision 81). Stored manifests are
+never re-checked here: what was published stays readable.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from pinbench.errors import UserError
+from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, ModelManifest
+
+SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
+    "task": ("classification",),
+    "input.type": ("image", "tensor"),
+    "output.type": ("classification", "tensor"),
+}
+"""Per field, the values the evaluator acts on: a dataset's task is what accuracy runs score
+(top-k class labels); an input of type image or tensor is fed as the sample array through its
+declared steps; an output of type classification or tensor is read as class scores."""
+
+
+class Unsupported(UserError):
+    """A declared value no part of pinbench acts on yet."""
+
+    def __init__(self, *, field: str, value: str, supported: tuple[str, ...], at: str) -> None:
+        super().__init__(
+            f"{field} {value!r} is not supported yet: supported: {', '.join(supported)} - at `{at}`"
+        )
+        self.field = field
+        self.value = value
+        self.supported = supported
+        self.at = at
+
+
+class InstallsMismatch(UserError):
+    """A framework manifest pins its own package at another release than it says it installs."""
+
+    def __init__(
+        self, *, ref: str, package: str, pinned: str, installs: str, platform: str
+    ) -> None:
+        super().__init__(
+            f"{ref} pins {package}=={pinned} for {platform} but says it installs {package} "
+            f"{installs} (its version, or `installs`): a run would check for {installs}. Set "
+            f"`installs: '{pinned}'` to publish a corrected manifest of {package} {pinned} under "
+            f"a new artifact version, or pin {package}=={installs}"
+        )
+        self.ref = ref
+        self.package = package
+        self.pinned = pinned
+        self.installs = installs
+        self.platform = platform
+
+
+def check_supported(manifest: Manifest) -> None:
+    """Refuse a manifest declaring what the evaluator would ignore or get wrong."""
+    if isinstance(manifest, DatasetManifest):
+        _one("task", manifest.task, "$.task")
+    elif isinstance(manifest, ModelManifest):
+        for i, inp in enumerate(manifest.inputs):
+            _one("input.type", inp.type, f"$.inputs[{i}].type")
+        for i, out in enumerate(manifest.outputs):
+            _one("output.type", out.type, f"$.outputs[{i}].type")
+    elif isinstance(manifest, FrameworkManifest):
+        _check_installs(manifest)
+
+
+def _one(field: str, value: str, at: str) -> None:
+    if value not in SUPPORTED[field]:
+        raise Unsupported(field=field, value=value, supported=SUPPORTED[field], at=at)
+
+
+def _normal(name: str) -> str:
+    """PEP 503's normalised distribution name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _check_installs(manifest: FrameworkManifest) -> None:
+    """The framework's own package, where its requirements pin it, must be the release the
+    run checks for (``installs``, else the artifact's version without build metadata)."""
+    installs = manifest.installed_version.split("+", 1)[0]
+    package = _normal(manifest.name.rsplit("/", 1)[-1])
+    for env in manifest.environments:
+        for req in env.requirements:
+            pinned = req.version.split("+", 1)[0]  # torch==2.13.0+cpu is release 2.13.0
+            if _normal(req.name) == package and pinned != installs:
+                raise InstallsMismatch(
+                    ref=f"framework/{manifest.name}@{manifest.version}",
+                    package=req.name,
+                    pinned=pinned,
+                    installs=installs,
+                    platform=env.platform.key(),
+                )
