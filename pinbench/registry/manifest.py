@@ -517,5 +517,8 @@ def manifest_digest(manifest: Manifest) -> Digest:
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """One JSON Schema per kind, for editors."""
-    return {kind: msgspec.json.schema(t) for kind, t in MANIFEST_TYPES.items()}
+    """One JSON Schema per kind, for editors, every struct and field described
+    (``schema_docs``, read only here)."""
+    from pinbench.registry.schema_docs import describe
+
+    return {kind: describe(msgspec.json.schema(t)) for kind, t in MANIFEST_TYPES.items()}

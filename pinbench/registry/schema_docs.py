@@ -1,0 +1,304 @@
+"""Descriptions of every manifest field, injected into the JSON Schemas ``json_schemas`` gives.
+
+msgspec 0.22 turns a struct's docstring into its schema's ``description`` but not an attribute's
+docstring; annotating the fields (``Annotated[..., Meta(description=...)]``) would change their
+types, so the descriptions live here, keyed by struct name (as in the schema's ``$defs``) and
+field name, and ``describe`` puts them in. ``undescribed`` lists what still lacks one: the
+tests require it to be empty, so a field added to a struct without a description here fails
+them. Each text says what the code does with the field: units, what a default means, what is
+refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_VERSION = (
+    "The artifact's version: strict semver MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] (no 'v' "
+    "prefix, no partial version, no leading zeros). Quote it in YAML ('1.0.0'). Together with "
+    "kind and name it identifies the artifact; a published version is immutable."
+)
+_RANGE = (
+    "An npm-style version range with node-semver's semantics (^1.2, ~1.2.3, 1.x, "
+    "'>=1.2 <2 || 3.x', hyphen ranges); '*' (the default) allows any version. Quote it in "
+    "YAML. A range is at most 1024 characters."
+)
+_NAME = (
+    "A lowercase artifact name, NAME or NAMESPACE/NAME: letters, digits, '.', '_' and '-', "
+    "starting with a letter or digit; at most 200 characters (a namespace at most 100)."
+)
+
+
+def _common(kind: str) -> dict[str, str]:
+    """The fields every kind has."""
+    return {
+        "kind": f"The manifest's kind; must be {kind!r} for this schema.",
+        "name": _NAME,
+        "version": _VERSION,
+        "description": "Free text shown in listings and on the artifact's page; '' when left out.",
+        "license": "The license of the artifact's files (an SPDX identifier such as "
+        "'Apache-2.0' is expected, not checked); left out, none is stated.",
+        "references": "Links or citations (papers, upstream pages) shown with the artifact; "
+        "recorded as text, never fetched.",
+        "attributes": "Free-form scalar facts (string, integer, number or boolean) kept with "
+        "the artifact and shown with it; no nested values. pinbench does not act on them.",
+    }
+
+
+FIELD_DOCS: dict[str, dict[str, str]] = {
+    # ---------------------------------------------------------------- shared parts
+    "FileEntry": {
+        "path": "The file's path inside the artifact: relative POSIX, normalised, no '..', "
+        "'.' or empty part, no backslash or NUL, at most 1000 characters; each path may be "
+        "listed once.",
+        "sha256": "The file's sha256, 64 lowercase hex digits, checked against the bytes at "
+        "publish and whenever the file is used. Required, except for a file with a remote "
+        "source (https://, http://, hf://, dvc://): publishing fetches it, computes the "
+        "sha256 and stores the manifest with it filled in.",
+        "size": "The file's size in bytes (>= 0); when given, publishing refuses bytes of "
+        "another size. Left out, it is not checked.",
+        "source": "Where the bytes come from: 'file:REL' (relative to the manifest) or a URI "
+        "(https://, http://, hf://ORG/REPO@REV/PATH, dvc://REPO@REV/PATH), fetched and "
+        "pinned once at publish. Left out, the file at 'path' beside the manifest.",
+        "md5": "A legacy digest (MLModelScope manifests, DVC), 32 lowercase hex digits: "
+        "checked when the bytes are fetched and kept beside the sha256, never a substitute "
+        "for it. Left out of the stored manifest while unset.",
+    },
+    "Constraint": {
+        "name": "The other artifact's name. " + _NAME,
+        "range": "The versions of it that are allowed. " + _RANGE,
+    },
+    "Platform": {
+        "arch": "The CPU architecture: 'amd64' (the default) or 'arm64'.",
+        "device": "The accelerator the environment runs on: 'cpu' (the default), 'cuda' or 'rocm'.",
+    },
+    # ---------------------------------------------------------------- input steps
+    "InputStep": {
+        "decode": "Bring the samples to a colour mode, taking 3-channel samples as RGB and "
+        "1-channel ones as grayscale.",
+        "resize": "Resize each sample's height and width (Pillow, per channel).",
+        "crop": "Cut a centred region of the given size out of each sample.",
+        "normalize": "Turn the samples into float32: (x - mean) / std per channel, or x * scale.",
+        "layout": "Reorder the axes, e.g. to channels-first.",
+        "color_mode": "Convert between RGB, BGR and grayscale (samples taken as RGB).",
+        "dtype": "Cast the samples to an element type.",
+    },
+    "Decode": {
+        "color_mode": "The colour mode to decode to: 'rgb' (the default), 'bgr' or "
+        "'grayscale' (ITU-R 601 luma weights).",
+    },
+    "Resize": {
+        "size": "The target [height, width] in pixels.",
+        "method": "The resampling filter: 'bilinear' (the default), 'nearest', 'bicubic', "
+        "'area' (box) or 'lanczos'.",
+        "keep_aspect_ratio": "If true, scale so the image covers the target size keeping its "
+        "aspect ratio, then centre-crop to it; false (the default) stretches to the size.",
+    },
+    "Crop": {
+        "size": "The region's [height, width] in pixels; a size larger than the sample is an "
+        "error when the step runs.",
+        "mode": "Where the region is taken: 'center' (the only mode).",
+    },
+    "Normalize": {
+        "mean": "Subtracted per channel: one value for all channels or one per channel; "
+        "[0.0] by default. Ignored when scale is given.",
+        "std": "Divided by per channel after the mean, one value or one per channel; must not "
+        "contain 0 and cannot be given with scale. Left out, 1.",
+        "scale": "Multiply every value by this instead of (x - mean) / std; cannot be given "
+        "with std.",
+    },
+    "Layout": {
+        "to": "The axis order: 'NCHW' or 'CHW' move channels before height and width; 'NHWC' "
+        "and 'HWC' keep the samples' channels-last order. The batch axis stays first.",
+    },
+    "ColorMode": {
+        "to": "The colour mode to convert to: 'rgb', 'bgr' or 'grayscale'; the samples must "
+        "have 1 or 3 channels.",
+    },
+    "DType": {
+        "to": "The element type to cast to (NumPy names: float32, float16, float64, uint8, "
+        "int8, int32, int64, bool).",
+    },
+    # ---------------------------------------------------------------- output steps
+    "OutputStep": {
+        "softmax": "Turn scores into probabilities along an axis.",
+        "argsort": "Replace each row of scores by the class indices sorted by score.",
+        "topk": "Keep the indices of the k highest scores of each row, highest first.",
+    },
+    "Softmax": {"axis": "The axis to normalise along; -1 (the default) is the last, the classes."},
+    "Argsort": {
+        "descending": "true (the default): highest score first; false: lowest first. Ties "
+        "keep their index order.",
+    },
+    "TopK": {"k": "How many class indices to keep per sample, >= 1; 5 by default."},
+    # ---------------------------------------------------------------- inputs and outputs
+    "LabelsRef": {
+        "path": "The class-names file, one of the model's files (same path rules as a file entry).",
+        "sha256": "The labels file's sha256, 64 lowercase hex digits; publishing refuses one "
+        "that differs from the file entry's. Left out, the file entry's (filled in at "
+        "publish).",
+    },
+    "Input": {
+        "name": "A model input's name, or an integer index into the model's inputs; each "
+        "model input is bound to one declared input and every model input must be declared.",
+        "type": "What the input carries: 'tensor' (the default) or 'image', both fed as the "
+        "dataset's sample array through the steps. 'text' is read (MLModelScope manifests) "
+        "but refused at publish: nothing acts on it yet.",
+        "element_type": "The element type the model takes (float32 by default): checked "
+        "against the model where it tells, and the preprocessed samples are cast to it.",
+        "shape": "The dimensions after the batch axis, e.g. [3, 224, 224]: the model's rank "
+        "must be len(shape) + 1 and each of its static dimensions must equal the declared "
+        "one. Empty (the default): not checked.",
+        "steps": "The preprocessing, applied in order to the whole dataset before any timed "
+        "region; samples flow as (N, H, W, C) until a layout step. Each step has exactly one "
+        "key.",
+    },
+    "Output": {
+        "name": "A model output's name, or an integer index into the model's outputs; "
+        "outputs not declared are not read (with none declared, all are).",
+        "type": "What the output holds: 'tensor' (the default) or 'classification', both "
+        "read as class scores; accuracy (top1, and top5 with 5 or more classes) is computed "
+        "from classification outputs only. 'detection' and 'segmentation' are read "
+        "(MLModelScope manifests) but refused at publish.",
+        "steps": "The postprocessing of a (N, classes) array, applied in order; each step has "
+        "exactly one key.",
+        "labels": "The file naming the classes; its path must be among the model's files.",
+    },
+    # ---------------------------------------------------------------- the four kinds
+    "ModelManifest": {
+        **_common("model"),
+        "framework": "The framework artifact that runs the model: its name and allowed "
+        "versions, resolved when a benchmark is locked.",
+        "format": "The serialisation of the model files. The predictors load onnx, "
+        "torchscript, torch-export, safetensors, torch-pickle, savedmodel, keras and "
+        "tf-graphdef; caffe, caffe2, mxnet and the like come from MLModelScope manifests "
+        "(import-mlmodelscope): described and published, but a run stops with an error "
+        "naming the framework or the format.",
+        "files": "The model's files with their sha256 (at least one, each path once); for "
+        "safetensors exactly one .safetensors weights file besides any labels file.",
+        "architecture": "For safetensors weights: the architecture pinbench builds and loads "
+        "the weights into (one it knows, e.g. 'resnet50'); required for that format.",
+        "trusted": "Allow unpickling (format torch-pickle), which can run code: the run must "
+        "also be given --allow-pickle. false by default; never implied.",
+        "inputs": "The model inputs fed, in order. Empty (the default): the model must have "
+        "exactly one input, which is used.",
+        "outputs": "The model outputs read, in order. Empty (the default): all of them.",
+    },
+    "Requirement": {
+        "name": "The Python package's name as pip knows it.",
+        "version": "The exact package version installed (name==version); quote it in YAML. "
+        "For the framework's own package it must be the release the framework installs "
+        "(a local label such as '+cpu' aside), else publishing refuses the manifest.",
+        "hashes": "The allowed hashes of the package's files, each 'sha256:' + 64 lowercase "
+        "hex digits; at least one. Installed with --require-hashes.",
+    },
+    "Environment": {
+        "platform": "The platform this environment is for (amd64/cpu by default); each "
+        "platform may appear once in a framework's environments.",
+        "image": "A container image artifact that provides the framework: its name and "
+        "allowed versions.",
+        "requirements": "The hash-pinned Python packages installed into a fresh virtual "
+        "environment (by uv) to run the framework.",
+        "python": "The Python line the virtual environment is built with, e.g. '3.11': this "
+        "interpreter if it matches, else 'python3.11' on PATH, else the run stops. Left out, "
+        "the running interpreter.",
+    },
+    "FrameworkManifest": {
+        **_common("framework"),
+        "environments": "How to obtain the framework, one entry per platform (at least one, "
+        "no platform twice); each gives an image, requirements, or both.",
+        "files": "Files shipped with the framework artifact, with their sha256 (may be empty; "
+        "each path once).",
+        "installs": "The framework release its environments install (e.g. '1.31.0' or "
+        "'2.21.0rc1', no local label), what a run checks it has; left out, the artifact's own "
+        "version (without build metadata); publishing refuses requirements that pin the "
+        "framework's own package at another release. Set it when a corrected manifest of the "
+        "same release is published as a new artifact version (decision 80). Left out of the "
+        "stored manifest while unset.",
+    },
+    "LabelFormat": {
+        "format": "How the labels are stored: 'class-index-npy' (an .npy array of one class "
+        "index per sample, read without unpickling; its length must equal the number of "
+        "samples), 'class-index-csv', 'class-index-txt' or 'imagefolder'. Only "
+        "class-index-npy labels are read, so only they allow an accuracy run.",
+        "path": "The labels file; must be among the dataset's files. Left out, the dataset "
+        "has no labels file and accuracy cannot be measured.",
+        "classes": "The number of classes; descriptive.",
+    },
+    "SampleFiles": {
+        "format": "The sample file's format: 'npy' (the only one), read without unpickling.",
+        "path": "The .npy array of samples, (N, H, W[, C]); must be among the dataset's files.",
+    },
+    "DatasetManifest": {
+        **_common("dataset"),
+        "files": "The dataset's files with their sha256 (at least one, each path once).",
+        "labels": "Where the labels are and how they are stored.",
+        "data": "Where the samples are. Left out, the dataset cannot be run (a run stops "
+        "saying the manifest names no sample file).",
+        "task": "What the dataset is for: 'classification' (the default), the only task "
+        "accuracy runs score; 'detection', 'segmentation' and 'other' are read but refused "
+        "at publish.",
+        "samples": "The number of samples; descriptive, not checked against the files.",
+    },
+    "ImageManifest": {
+        **_common("image"),
+        "digest": "The image's content digest, 'sha256:' + 64 lowercase hex digits (the "
+        "manifest or index digest): what a pull is pinned to.",
+        "reference": "Where the image can be pulled from, e.g. "
+        "'127.0.0.1:5000/pinbench/onnxruntime'; left out, none is known.",
+        "platform": "The platform the image is built for (amd64/cpu by default).",
+    },
+}
+"""Field descriptions, by struct name and field name."""
+
+STRUCT_DOCS: dict[str, str] = {
+    "ModelManifest": "A model: its files in one format, the framework that runs it, and how "
+    "its inputs are prepared and its outputs read.",
+    "FrameworkManifest": "A framework (e.g. onnxruntime) and how to obtain it on each "
+    "platform: a container image, hash-pinned Python requirements, or both.",
+    "DatasetManifest": "A dataset: its files, where the samples and labels are.",
+    "ImageManifest": "A container image pinned by its content digest.",
+    "FileEntry": "One file of the artifact, pinned by its sha256.",
+    "Platform": "A platform: CPU architecture and device.",
+    "Decode": "Bring the samples to a colour mode.",
+    "Resize": "Resize each sample.",
+    "Crop": "Cut a centred region out of each sample.",
+    "Layout": "Reorder the samples' axes.",
+    "ColorMode": "Convert the samples' colour mode.",
+    "DType": "Cast the samples to an element type.",
+    "OutputStep": "Exactly one of the fields: ``- topk: {k: 5}``.",
+    "Softmax": "Softmax along an axis.",
+    "Argsort": "Class indices sorted by score.",
+    "TopK": "The indices of the k highest scores.",
+    "LabelsRef": "A file among the model's files that names the classes.",
+    "Input": "One model input and how the dataset's samples are prepared for it.",
+    "Output": "One model output and how it is read.",
+    "LabelFormat": "A dataset's labels: their format and file.",
+}
+"""Descriptions of the structs that have no docstring (msgspec uses a docstring itself)."""
+
+
+def describe(schema: dict[str, Any]) -> dict[str, Any]:
+    """Put the descriptions into ``schema`` (msgspec's, with ``$defs``) and return it; a
+    description msgspec already gave is kept."""
+    for struct, definition in schema.get("$defs", {}).items():
+        if struct in STRUCT_DOCS:
+            definition.setdefault("description", STRUCT_DOCS[struct])
+        fields = FIELD_DOCS.get(struct, {})
+        for field, prop in definition.get("properties", {}).items():
+            if field in fields:
+                prop.setdefault("description", fields[field])
+    return schema
+
+
+def undescribed(schema: dict[str, Any]) -> list[str]:
+    """Each struct (``Name``) and field (``Name.field``) of ``schema``'s ``$defs`` that has no
+    non-empty description."""
+    missing: list[str] = []
+    for struct, definition in schema.get("$defs", {}).items():
+        if not str(definition.get("description", "")).strip():
+            missing.append(struct)
+        for field, prop in definition.get("properties", {}).items():
+            if not str(prop.get("description", "")).strip():
+                missing.append(f"{struct}.{field}")
+    return missing
