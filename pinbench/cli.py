@@ -584,11 +584,40 @@ def _print_run(info: dict[str, Any]) -> None:
     loadgen = (info.get("details") or {}).get("loadgen") or {}
     for reason in loadgen.get("invalid_reasons") or []:
         out.print(Text(f"  INVALID because {reason}", style="yellow"))
+    rows = (info.get("details") or {}).get("samples") or []
+    if rows:
+        out.print(_predictions_table(rows))
     if info.get("trace", "none") != "none":
         out.print(
             f"traced at level {info['trace']}: latencies include the profilers' overhead; "
             f"`pinbench runs trace {info['id'][:8]}` shows the trace"
         )
+
+
+SHOWN_PREDICTIONS = 10
+
+
+def _predictions_table(rows: list[dict[str, Any]]) -> Table:
+    """The first predictions of an accuracy run: file, true class, top-1 (by name if given)."""
+
+    def cls(row: dict[str, Any], key: str) -> str:
+        name = row.get(f"{key}_name")
+        return f"{row[key]} {name}" if name else str(row[key])
+
+    table = Table(
+        "sample",
+        "truth",
+        "top-1",
+        "score",
+        box=None,
+        title=f"first {min(len(rows), SHOWN_PREDICTIONS)} predictions (of {len(rows)} recorded)",
+    )
+    for row in rows[:SHOWN_PREDICTIONS]:
+        mark = "" if row["truth"] == row["top1"] else " x"
+        table.add_row(
+            str(row["sample"]), cls(row, "truth"), cls(row, "top1") + mark, f"{row['score']:.4g}"
+        )
+    return table
 
 
 @runs_app.command("list")

@@ -1,4 +1,10 @@
-"""Datasets as arrays: samples and labels from a verified lockfile's dataset files."""
+"""Datasets from a verified lockfile's dataset files: where the samples are and their labels.
+
+An array dataset (``data.format: npy``) is read here, whole (never unpickled). A per-file
+dataset (``images``, ``npy-files``) is listed here and read by the pipeline
+(``pinbench.evaluator.pipeline.preprocess_files``), which decodes each file as a step, so a
+cached preprocessing never reads them at all.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
+from pinbench.evaluator.labels import LabelProblem, read_labels
+from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
 
 
@@ -20,33 +28,79 @@ class DatasetError(UserError):
 
 
 @dataclass(frozen=True, slots=True)
+class SampleFile:
+    path: str
+    """The file's path in the dataset artifact (what messages and results name)."""
+    local: Path
+    """Its verified bytes here."""
+
+
+@dataclass(frozen=True, slots=True)
 class Samples:
-    data: npt.NDArray[np.generic]
+    data: npt.NDArray[np.generic] | None
+    """An array dataset's samples, ``(N, ...)``."""
+    files: list[SampleFile] | None
+    """A per-file dataset's samples, in order."""
+    format: str
+    """``data.format``: ``npy``, ``images`` or ``npy-files``."""
     labels: npt.NDArray[np.int64] | None
+    class_names: list[str] | None
+    """Class names by index, where the dataset gives them."""
+
+    def __len__(self) -> int:
+        if self.files is not None:
+            return len(self.files)
+        assert self.data is not None
+        return int(self.data.shape[0])
 
 
 def load_samples(
     dataset: LockedDataset, artifact: LockedArtifact, paths: dict[str, Path]
 ) -> Samples:
-    """Read the dataset's sample array and labels (``.npy``, never unpickled)."""
+    """The dataset's samples (an array read, or the files listed) and its labels."""
     ref = f"{dataset.name}@{dataset.version}"
-    if dataset.data is None:
+    data = dataset.data
+    if data is None:
         raise DatasetError(dataset=ref, reason="its manifest names no sample file (`data`)")
-    data = _npy(ref, paths[dataset.data.path])
-    labels = None
-    if dataset.labels.path is not None and dataset.labels.format == "class-index-npy":
-        labels = _npy(ref, paths[dataset.labels.path]).astype(np.int64)
-        if labels.shape != (data.shape[0],):
-            raise DatasetError(
-                dataset=ref,
-                reason=f"{labels.size} labels for {data.shape[0]} samples",
-            )
-    return Samples(data, labels)
+    extra = {p for p in (dataset.labels.path, dataset.labels.names) if p is not None}
+    array, files = None, None
+    if data.format == "npy":
+        array = _npy(ref, data.path, paths[data.path])
+        count = int(array.shape[0]) if array.ndim else 0
+        listed = None
+    else:
+        try:
+            listed = sample_paths(data.format, data.path, sorted(paths), extra=extra)
+        except LayoutError as exc:
+            raise DatasetError(dataset=ref, reason=str(exc)) from None
+        files = [SampleFile(p, paths[p]) for p in listed]
+        count = len(files)
+    if dataset.samples is not None and dataset.samples != count:
+        raise DatasetError(
+            dataset=ref, reason=f"its manifest declares {dataset.samples} samples, it holds {count}"
+        )
+    try:
+        labels = read_labels(
+            dataset.labels,
+            samples=listed,
+            count=count,
+            folder=data.path if listed is not None else None,
+            read=paths.__getitem__,
+        )
+    except LabelProblem as exc:
+        raise DatasetError(dataset=ref, reason=str(exc)) from None
+    return Samples(
+        array,
+        files,
+        data.format,
+        labels.indexes if labels is not None else None,
+        labels.names if labels is not None else None,
+    )
 
 
-def _npy(ref: str, path: Path) -> npt.NDArray[np.generic]:
+def _npy(ref: str, name: str, path: Path) -> npt.NDArray[np.generic]:
     try:
         array: npt.NDArray[np.generic] = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
-        raise DatasetError(dataset=ref, reason=f"cannot read {path.name}: {exc}") from None
+        raise DatasetError(dataset=ref, reason=f"cannot read {name}: {exc}") from None
     return array

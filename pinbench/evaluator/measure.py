@@ -19,8 +19,14 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.datasets import DatasetError, load_samples
-from pinbench.evaluator.pipeline import pipeline_digest, preprocess
+from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
+from pinbench.evaluator.pipeline import (
+    decoder_of,
+    pipeline_digest,
+    preprocess,
+    preprocess_files,
+)
+from pinbench.evaluator.predictions import sample_rows
 from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import ManyInputs, Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
@@ -149,10 +155,13 @@ def _evaluate(
         )
     job.stop.check()
     say("preprocessing (outside any timed region)")
+    decoder = decoder_of(samples.format)
     with recorder.phase("preprocess"):
-        inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples.data)
+        inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples, say)
+    if decoder is not None:
+        evidence.details["decoder"] = decoder
     evidence.details.update(
-        pipeline_digest=pipeline_digest(spec).hex,
+        pipeline_digest=pipeline_digest(spec, decoder=decoder).hex,
         preprocess_cache_hit=cached,
         batch_size=body.batch_size,
         threads=body.threads,
@@ -227,6 +236,7 @@ def _evaluate(
         recorded = next(iter(scored))
         evidence.outputs = outputs[recorded]
         evidence.details["outputs_name"] = recorded
+        evidence.details["samples"] = sample_rows(samples, indexes, outputs[recorded])
 
 
 def public_version(version: str) -> str:
@@ -266,24 +276,42 @@ def _outputs(
 
 
 def _inputs(
-    cache: Path | None, dataset_digest: str, spec: Input, data: npt.NDArray[np.generic]
+    cache: Path | None, dataset_digest: str, spec: Input, samples: Samples, say: Say
 ) -> tuple[npt.NDArray[np.generic], bool]:
-    """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest)."""
+    """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit
+    reads no sample file."""
     if cache is None:
-        return preprocess(data, spec), False
-    path = cache / f"{dataset_digest[:32]}-{pipeline_digest(spec).hex[:32]}.npy"
+        return _preprocess(spec, samples, say), False
+    digest = pipeline_digest(spec, decoder=decoder_of(samples.format))
+    path = cache / f"{dataset_digest[:32]}-{digest.hex[:32]}.npy"
     if path.exists():
         try:
             cached: npt.NDArray[np.generic] = np.load(path, allow_pickle=False)
             return cached, True
         except (ValueError, OSError):
             path.unlink(missing_ok=True)
-    inputs = preprocess(data, spec)
+    inputs = _preprocess(spec, samples, say)
     cache.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp.npy")
     np.save(tmp, inputs, allow_pickle=False)
     tmp.replace(path)
     return inputs, False
+
+
+def _preprocess(spec: Input, samples: Samples, say: Say) -> npt.NDArray[np.generic]:
+    if samples.files is None:
+        assert samples.data is not None
+        return preprocess(samples.data, spec)
+    total = len(samples.files)
+    step = max(1, total // 10)
+    say(f"decoding and preprocessing {total} sample files")
+
+    def progress(done: int) -> None:
+        if done % step == 0 and done < total:
+            say(f"  {done}/{total} sample files")
+
+    files = [(f.path, f.local) for f in samples.files]
+    return preprocess_files(files, samples.format, spec, progress)
 
 
 WARMUP_MIN_NS = 500_000_000

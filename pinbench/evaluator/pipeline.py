@@ -1,11 +1,17 @@
 """Pre- and post-processing from a manifest's typed steps: reference implementations in NumPy
-(and Pillow for resizing), applied to whole datasets before any timed region.
+(and Pillow for decoding image files and resizing), applied to whole datasets before any timed
+region.
 
 Arrays flow as ``(N, H, W, C)`` until a ``layout`` step; each step is a pure function of its
-input, tested against golden outputs in ``tests/test_pipeline.py``.
+input, tested against golden outputs in ``tests/test_pipeline.py``. A dataset of files is
+preprocessed one sample at a time (``preprocess_files``: the ``decode`` step reads an image
+file with Pillow, sizes may differ until a resize or crop) and stacked at the end.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -50,10 +56,22 @@ class PipelineError(UserError):
         self.reason = reason
 
 
-def pipeline_digest(spec: Input) -> Digest:
-    """Identifies the preprocessing: its steps, the target dtype and the code version."""
-    data = {"version": PIPELINE_VERSION, "input": msgspec.to_builtins(spec)}
+def pipeline_digest(spec: Input, *, decoder: str | None = None) -> Digest:
+    """Identifies the preprocessing: its steps, the target dtype, the code version and, for
+    files decoded by a library, that library and its version (``decoder``)."""
+    data: dict[str, object] = {"version": PIPELINE_VERSION, "input": msgspec.to_builtins(spec)}
+    if decoder is not None:
+        data["decoder"] = decoder
     return Digest.of_bytes(canonical_json(data))
+
+
+def decoder_of(data_format: str) -> str | None:
+    """The library that decodes a dataset's files, with its version, or None for arrays."""
+    if data_format != "images":
+        return None
+    import PIL
+
+    return f"Pillow {PIL.__version__}"
 
 
 def as_nhwc(samples: Array) -> Array:
@@ -154,14 +172,91 @@ def dtype(x: Array, step: DType) -> Array:
     return x.astype(step.to)
 
 
+IMAGE_FORMATS = ["JPEG", "PNG", "WEBP", "BMP"]
+"""The only Pillow decoders a dataset's image files reach (by content, not by name)."""
+
+
+def decode_file(path: Path, step: Decode, *, name: str) -> Array:
+    """One image file as a ``(1, H, W, C)`` uint8 array in the step's colour mode; a file
+    that is not a whole JPEG/PNG/WebP/BMP image, or is a decompression bomb, is refused."""
+    import warnings
+
+    from PIL import UnidentifiedImageError
+
+    mode = "L" if step.color_mode == "grayscale" else "RGB"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path, formats=IMAGE_FORMATS) as image:
+                pixels = np.asarray(image.convert(mode))
+    except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
+        raise PipelineError(step="decode", reason=f"cannot decode {name}: {exc}") from None
+    except (Image.DecompressionBombWarning, OSError, ValueError, SyntaxError) as exc:
+        raise PipelineError(step="decode", reason=f"cannot decode {name}: {exc}") from None
+    x = pixels[np.newaxis, ..., np.newaxis] if pixels.ndim == 2 else pixels[np.newaxis]
+    return x[..., ::-1] if step.color_mode == "bgr" else x
+
+
+def preprocess_files(
+    files: Sequence[tuple[str, Path]],
+    data_format: str,
+    spec: Input,
+    progress: Callable[[int], None] | None = None,
+) -> Array:
+    """Read, decode and preprocess sample files one by one (they may differ in size until a
+    resize or crop), then stack them; ``files`` are (name, local path) pairs and an
+    ``images`` dataset needs the input's first step to be ``decode``."""
+    steps = list(spec.steps)
+    decode_step = steps.pop(0).decode if steps and steps[0].decode is not None else None
+    if data_format == "images" and decode_step is None:
+        raise PipelineError(
+            step="decode",
+            reason="the dataset's samples are image files: the input's steps must begin "
+            "with a decode step (e.g. `- decode: {color_mode: rgb}`)",
+        )
+    out = []
+    for i, (name, path) in enumerate(files):
+        if decode_step is not None and data_format == "images":
+            x = decode_file(path, decode_step, name=name)
+        else:
+            x = as_nhwc(_npy_sample(path, name)[np.newaxis])
+            if decode_step is not None:
+                x = decode(x, decode_step)
+        for step in steps:
+            x = _apply(x, step)
+        out.append(x)
+        if progress is not None:
+            progress(i + 1)
+    shapes = sorted({x.shape[1:] for x in out})
+    if len(shapes) > 1:
+        raise PipelineError(
+            step="stack",
+            reason=f"samples differ in shape after the steps ({list(shapes[0])} and "
+            f"{list(shapes[-1])}): add a resize or crop step",
+        )
+    return _finish(np.concatenate(out) if out else np.empty((0,)), spec)
+
+
+def _npy_sample(path: Path, name: str) -> Array:
+    try:
+        array: Array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise PipelineError(step="decode", reason=f"cannot read {name}: {exc}") from None
+    return array
+
+
+def _finish(x: Array, spec: Input) -> Array:
+    if x.dtype != np.dtype(spec.element_type):
+        x = x.astype(spec.element_type)
+    return np.ascontiguousarray(x)
+
+
 def preprocess(samples: Array, spec: Input) -> Array:
     """Apply the input's steps to all samples; the result has the input's element type."""
     x = as_nhwc(samples)
     for step in spec.steps:
         x = _apply(x, step)
-    if x.dtype != np.dtype(spec.element_type):
-        x = x.astype(spec.element_type)
-    return np.ascontiguousarray(x)
+    return _finish(x, spec)
 
 
 def _apply(x: Array, step: InputStep) -> Array:

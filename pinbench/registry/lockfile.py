@@ -18,6 +18,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.errors import InvalidDocument
 from pinbench.registry.explain import explain
 from pinbench.registry.manifest import (
+    LATE_LABEL_FIELDS,
     Input,
     LabelFormat,
     Output,
@@ -25,6 +26,7 @@ from pinbench.registry.manifest import (
     Requirement,
     SampleFiles,
     check_relative_path,
+    drop_unset,
 )
 from pinbench.registry.names import Kind
 from pinbench.registry.request import Limits, Request, Scenario
@@ -130,6 +132,7 @@ class Lockfile:
         data = msgspec.to_builtins(body)
         if data["request"].get("limits") is None:
             data["request"].pop("limits", None)  # added after schema 2 was frozen
+        drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         self.canonical = canonical_json(data)
         self.digest = Digest.of_bytes(self.canonical)
 

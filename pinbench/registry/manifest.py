@@ -395,17 +395,44 @@ class FrameworkManifest(_Common, frozen=True, kw_only=True, tag_field="kind", ta
         return None
 
 
+LabelFormats = Literal[
+    "class-index-npy", "class-index-txt", "class-index-csv", "class-index-jsonl", "imagefolder"
+]
+LABEL_FILE_FORMATS = ("class-index-npy", "class-index-txt", "class-index-csv", "class-index-jsonl")
+"""Label formats kept in a file of their own (``path``); ``imagefolder`` is the layout itself."""
+BY_FILE_NAME = ("class-index-csv", "class-index-jsonl", "imagefolder")
+"""Label formats that give each sample file its label by name: they need per-file samples."""
+
+
 class LabelFormat(_Strict, frozen=True, kw_only=True):
-    format: Literal["class-index-npy", "class-index-csv", "class-index-txt", "imagefolder"]
+    format: LabelFormats
     path: str | None = None
     classes: int | None = None
+    names: str | None = None
+    """A class-names file among the files (added later: left out of the stored data while
+    unset, see ``LATE_LABEL_FIELDS``)."""
+
+    def __post_init__(self) -> None:
+        if self.classes is not None and self.classes < 1:
+            raise ValueError(f"classes must be at least 1, got {self.classes}")
+        if self.format == "imagefolder" and self.path is not None:
+            raise ValueError(
+                "imagefolder labels are the folders the samples are in: give no `path` "
+                "(a class-names file goes in `names`)"
+            )
 
 
 class SampleFiles(_Strict, frozen=True, kw_only=True):
-    """Where the samples are: an ``.npy`` array ``(N, H, W[, C])`` among the files."""
+    """Where the samples are: an ``.npy`` array ``(N, H, W[, C])`` among the files, or a
+    folder of sample files (``images``: JPEG/PNG/WebP/BMP decoded by the input's ``decode``
+    step; ``npy-files``: one ``.npy`` array per sample)."""
 
-    format: Literal["npy"] = "npy"
+    format: Literal["npy", "images", "npy-files"] = "npy"
     path: str
+
+    def __post_init__(self) -> None:
+        if self.format != "npy" and self.path != ".":
+            check_relative_path(self.path)
 
 
 class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="dataset"):
@@ -419,10 +446,44 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
         self._check_identity()
         _check_files(self.files, required=True)
         paths = {f.path for f in self.files}
-        if self.labels.path is not None and self.labels.path not in paths:
-            raise ValueError(f"labels file {self.labels.path!r} is not among the files")
-        if self.data is not None and self.data.path not in paths:
-            raise ValueError(f"data file {self.data.path!r} is not among the files")
+        for what, path in (("labels", self.labels.path), ("class-names", self.labels.names)):
+            if path is not None and path not in paths:
+                raise ValueError(f"{what} file {path!r} is not among the files")
+        if self.samples is not None and self.samples < 0:
+            raise ValueError(f"samples must not be negative, got {self.samples}")
+        per_file = self.data is not None and self.data.format != "npy"
+        if self.labels.format in BY_FILE_NAME and not per_file:
+            raise ValueError(
+                f"labels of format {self.labels.format} name sample files: the data must be "
+                "a folder of them (data.format images or npy-files)"
+            )
+        if self.data is None:
+            return
+        if not per_file:
+            if self.data.path not in paths:
+                raise ValueError(f"data file {self.data.path!r} is not among the files")
+            return
+        from pinbench.registry.dataset_layout import (
+            LayoutError,
+            imagefolder_class,
+            sample_paths,
+        )
+
+        extra = {p for p in (self.labels.path, self.labels.names) if p is not None}
+        try:
+            found = sample_paths(
+                self.data.format, self.data.path, (f.path for f in self.files), extra=extra
+            )
+            if self.labels.format == "imagefolder":
+                for path in found:
+                    imagefolder_class(self.data.path, path)
+        except LayoutError as exc:
+            raise ValueError(str(exc)) from None
+        if self.samples is not None and self.samples != len(found):
+            raise ValueError(
+                f"samples is {self.samples} but the data folder {self.data.path!r} holds "
+                f"{len(found)} sample files"
+            )
 
 
 class ImageManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="image"):
@@ -496,19 +557,26 @@ LATE_FILE_FIELDS = ("md5",)
 unset, so the digests of manifests published before them do not change."""
 LATE_FIELDS = ("installs",)
 """Top-level fields added likewise (a framework's ``installs``)."""
+LATE_LABEL_FIELDS = ("names",)
+"""A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
+
+
+def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Remove the late fields ``names`` from ``data`` where they are unset (``None``)."""
+    for name in names:
+        if name in data and data[name] is None:
+            del data[name]
 
 
 def manifest_data(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain data, every default filled in (what is stored and digested)."""
     data = msgspec.to_builtins(manifest)
     assert isinstance(data, dict)
-    for name in LATE_FIELDS:
-        if data.get(name, "") is None:
-            del data[name]
+    drop_unset(data, LATE_FIELDS)
     for entry in data.get("files", []):
-        for name in LATE_FILE_FIELDS:
-            if entry.get(name) is None:
-                entry.pop(name, None)
+        drop_unset(entry, LATE_FILE_FIELDS)
+    if isinstance(data.get("labels"), dict):
+        drop_unset(data["labels"], LATE_LABEL_FIELDS)
     return data
 
 

@@ -24,6 +24,7 @@ from pinbench.db.models import Artifact, ArtifactFile
 from pinbench.errors import UserError
 from pinbench.registry.formats import check_model_files
 from pinbench.registry.manifest import (
+    DatasetManifest,
     FileEntry,
     FrameworkManifest,
     ImageManifest,
@@ -222,15 +223,19 @@ def commit_staged(
 
 
 def _check_formats(ws: Workspace, manifest: Manifest, pending: list[StagedBlob]) -> None:
-    """Each model file's bytes (staged, or already in the store) in its declared format."""
-    if not isinstance(manifest, ModelManifest):
-        return
+    """Each model file's bytes (staged, or already in the store) in its declared format; a
+    dataset's samples and labels as its manifest declares them."""
     staged = {b.digest.hex: b.temp for b in pending}
 
     def where(entry: FileEntry) -> Path:
         return staged.get(entry.digest.hex) or ws.store.path(entry.digest)
 
-    check_model_files(manifest, where)
+    if isinstance(manifest, ModelManifest):
+        check_model_files(manifest, where)
+    elif isinstance(manifest, DatasetManifest):
+        from pinbench.registry.dataset_files import check_dataset_files
+
+        check_dataset_files(manifest, where)
 
 
 def _same_or_conflict(

@@ -217,17 +217,32 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "stored manifest while unset.",
     },
     "LabelFormat": {
-        "format": "How the labels are stored: 'class-index-npy' (an .npy array of one class "
-        "index per sample, read without unpickling; its length must equal the number of "
-        "samples), 'class-index-csv', 'class-index-txt' or 'imagefolder'. Only "
-        "class-index-npy labels are read, so only they allow an accuracy run.",
-        "path": "The labels file; must be among the dataset's files. Left out, the dataset "
-        "has no labels file and accuracy cannot be measured.",
-        "classes": "The number of classes; descriptive.",
+        "format": "How the labels are stored: 'class-index-npy' (an .npy array, one class index "
+        "per sample, never unpickled), 'class-index-txt' (one label per line in sample "
+        "order), 'class-index-csv' (columns file and label, one row per sample file, paths "
+        "relative to the data folder), 'class-index-jsonl' (one {\"file\", \"label\"} object "
+        "per line, likewise) or 'imagefolder' (each sample's class is the first folder below "
+        "the data folder). A label is a class index or a class key from the names file. csv, "
+        "jsonl and imagefolder need a data folder (data.format images or npy-files).",
+        "path": "The labels file; must be among the dataset's files (none for imagefolder). "
+        "Left out for the other formats, the dataset has no labels and accuracy cannot be "
+        "measured.",
+        "classes": "The number of classes: every class index must be below it, and a names "
+        "file must name exactly this many.",
+        "names": "A class-names file among the files: line i names class i; lines that all "
+        "start with a WordNet id ('n01440764 tench, Tinca tinca') are keyed by it. String "
+        "labels are looked up here, imagefolder folder names too (without it, imagefolder "
+        "classes are the folder names in sorted order), and results show these names. Left "
+        "out of the stored manifest while unset.",
     },
     "SampleFiles": {
-        "format": "The sample file's format: 'npy' (the only one), read without unpickling.",
-        "path": "The .npy array of samples, (N, H, W[, C]); must be among the dataset's files.",
+        "format": "Where the samples are: 'npy' (one .npy array (N, H, W[, C]) of all samples, "
+        "never unpickled), 'images' (a folder of JPEG/PNG/WebP/BMP files, decoded with Pillow "
+        "by the input's first step, which must be decode; sizes may differ until a resize or "
+        "crop) or 'npy-files' (a folder of one .npy array per sample). A folder's samples "
+        "are its files with those suffixes, in path order; any other file in it is refused.",
+        "path": "The .npy file (format npy) or the folder ('.' for the artifact's root) "
+        "holding the sample files; must be among / hold some of the dataset's files.",
     },
     "DatasetManifest": {
         **_common("dataset"),
@@ -238,7 +253,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "task": "What the dataset is for: 'classification' (the default), the only task "
         "accuracy runs score; 'detection', 'segmentation' and 'other' are read but refused "
         "at publish.",
-        "samples": "The number of samples; descriptive, not checked against the files.",
+        "samples": "The number of samples: checked at publish and at run time against the "
+        "files (the array's first axis, or the data folder's sample files).",
     },
     "ImageManifest": {
         **_common("image"),

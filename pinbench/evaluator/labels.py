@@ -1,0 +1,280 @@
+"""A dataset's labels as class indexes, from each declared label format, and its class names.
+
+Formats (``labels.format``):
+
+- ``class-index-npy``: an ``.npy`` array, one integer class index per sample (never unpickled);
+- ``class-index-txt``: one label per line, in sample order;
+- ``class-index-csv``: a header row with the columns ``file`` and ``label`` (other columns are
+  allowed and not read), one row per sample file, paths relative to the data folder;
+- ``class-index-jsonl``: one ``{"file": ..., "label": ...}`` object per line, likewise;
+- ``imagefolder``: a sample's label is the first folder below the data folder.
+
+A label is an integer class index, or a class key looked up in the class-names file
+(``labels.names``). Without a names file, imagefolder classes are the folder names sorted in
+code-point order (as torchvision's ``ImageFolder``); string labels of the other formats need
+the names file (a model's class indexes are not guessable).
+
+The class-names file has one class per line, line ``i`` naming class ``i``. When every line
+starts with a WordNet id (``n01440764 tench, Tinca tinca``, ImageNet's synsets file), the id is
+the key and the rest its name; otherwise the whole line is both.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.registry.dataset_layout import folder_prefix, imagefolder_class
+from pinbench.registry.manifest import LabelFormat
+
+_SYNSET = re.compile(r"(n[0-9]{8})\s+(\S.*)")
+
+
+class LabelProblem(ValueError):
+    """A labels or class-names file that does not give every sample one class."""
+
+    def __init__(self, *, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ClassNames:
+    keys: list[str]
+    names: list[str]
+    """Display names, by class index."""
+
+    def index(self, key: str) -> int | None:
+        try:
+            return self.keys.index(key)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Labels:
+    indexes: npt.NDArray[np.int64]
+    """One class index per sample, in sample order."""
+    names: list[str] | None
+    """Class names by index, where the dataset gives them."""
+
+
+def parse_class_names(text: str, *, path: str) -> ClassNames:
+    lines = _lines(text, path=path)
+    if not lines:
+        raise LabelProblem(path=path, reason="the class-names file is empty")
+    synsets = [_SYNSET.fullmatch(line) for line in lines]
+    if all(synsets):
+        keys = [m.group(1) for m in synsets if m]
+        names = [m.group(2).strip() for m in synsets if m]
+    else:
+        keys = names = [line.strip() for line in lines]
+    seen: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key in seen:
+            raise LabelProblem(
+                path=path, reason=f"class {key!r} is on lines {seen[key] + 1} and {i + 1}"
+            )
+        seen[key] = i
+    return ClassNames(keys, names)
+
+
+def read_labels(
+    labels: LabelFormat,
+    *,
+    samples: list[str] | None,
+    count: int,
+    folder: str | None,
+    read: Callable[[str], Path],
+) -> Labels | None:
+    """The dataset's labels for ``count`` samples (``samples``: the per-file sample paths in
+    order, or None for an array dataset), or None when it has none; ``read`` gives the local
+    (verified) file of an artifact path."""
+    names = None
+    if labels.names is not None:
+        names = parse_class_names(_text(read(labels.names), labels.names), path=labels.names)
+        if labels.classes is not None and labels.classes != len(names.keys):
+            raise LabelProblem(
+                path=labels.names,
+                reason=f"{len(names.keys)} class names but `classes` is {labels.classes}",
+            )
+    if labels.format == "imagefolder":
+        assert samples is not None and folder is not None  # the manifest checked the layout
+        raw: list[int | str] = [imagefolder_class(folder, p) for p in samples]
+        source = "(the sample folders)"
+        if names is None:
+            found = sorted({str(r) for r in raw})
+            names = ClassNames(found, found)
+    elif labels.path is None:
+        return None
+    else:
+        source = labels.path
+        raw = _read_raw(labels, read(labels.path), samples=samples, count=count, folder=folder)
+    indexes = np.array([_index(r, names, source=source) for r in raw], dtype=np.int64)
+    limit = labels.classes
+    if limit is None and names is not None:
+        limit = len(names.keys)
+    if limit is not None and indexes.size and int(indexes.max()) >= limit:
+        raise LabelProblem(
+            path=source,
+            reason=f"class index {int(indexes.max())} is out of range for {limit} classes",
+        )
+    return Labels(indexes, names.names if names is not None else None)
+
+
+def _read_raw(
+    labels: LabelFormat, path: Path, *, samples: list[str] | None, count: int, folder: str | None
+) -> list[int | str]:
+    assert labels.path is not None
+    where = labels.path
+    if labels.format == "class-index-npy":
+        return _from_npy(path, where, count)
+    if labels.format == "class-index-txt":
+        lines = _lines(_text(path, where), path=where)
+        if len(lines) != count:
+            raise LabelProblem(
+                path=where, reason=f"{len(lines)} label lines for {count} samples (one per sample)"
+            )
+        return [
+            _int_or_key(line.strip(), path=where, where=f"line {i}")
+            for i, line in enumerate(lines, start=1)
+        ]
+    assert samples is not None and folder is not None  # csv/jsonl need per-file samples
+    text = _text(path, where)
+    rows = (
+        _csv_rows(text, where) if labels.format == "class-index-csv" else _jsonl_rows(text, where)
+    )
+    return _by_file(rows, samples, folder, where)
+
+
+def _from_npy(path: Path, where: str, count: int) -> list[int | str]:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise LabelProblem(path=where, reason=f"not a readable .npy array: {exc}") from None
+    if not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+        raise LabelProblem(path=where, reason=f"class indexes must be integers, not {array.dtype}")
+    if array.shape != (count,):
+        raise LabelProblem(
+            path=where, reason=f"shape {list(array.shape)} for {count} samples (want [{count}])"
+        )
+    return [int(v) for v in array.tolist()]
+
+
+def _csv_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None or "file" not in header or "label" not in header:
+        raise LabelProblem(path=where, reason="the first row must name the columns file and label")
+    f, lab = header.index("file"), header.index("label")
+    out = []
+    for number, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise LabelProblem(
+                path=where, reason=f"row {number} has {len(row)} columns, the header {len(header)}"
+            )
+        label = _int_or_key(row[lab].strip(), path=where, where=f"row {number}")
+        out.append((number, row[f], label))
+    return out
+
+
+def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
+        label = row.get("label") if isinstance(row, dict) else None
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("file"), str)
+            and isinstance(label, int | str)
+            and not isinstance(label, bool)
+        ):
+            raise LabelProblem(
+                path=where,
+                reason=f'line {number}: want {{"file": "<path>", "label": <index or class>}}',
+            )
+        out.append((number, row["file"], label))
+    return out
+
+
+def _by_file(
+    rows: list[tuple[int, str, int | str]], samples: list[str], folder: str, where: str
+) -> list[int | str]:
+    prefix = folder_prefix(folder)
+    wanted = {p[len(prefix) :]: p for p in samples}
+    found: dict[str, int | str] = {}
+    for number, file, label in rows:
+        if file not in wanted:
+            raise LabelProblem(
+                path=where,
+                reason=f"row {number} names {file!r}, not a sample file of the data folder "
+                f"{folder!r} (paths are relative to it)",
+            )
+        if file in found:
+            raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (row {number})")
+        found[file] = label
+    missing = [f for f in wanted if f not in found]
+    if missing:
+        raise LabelProblem(
+            path=where,
+            reason=f"{len(missing)} of {len(wanted)} samples have no label, e.g. {missing[0]!r}",
+        )
+    return [found[f] for f in wanted]
+
+
+def _index(raw: int | str, names: ClassNames | None, *, source: str) -> int:
+    if isinstance(raw, int):
+        if raw < 0:
+            raise LabelProblem(path=source, reason=f"class index {raw} is negative")
+        return raw
+    if names is None:
+        raise LabelProblem(
+            path=source,
+            reason=f"label {raw!r} is not a class index and the dataset has no class-names "
+            "file (`labels.names`) to look it up in",
+        )
+    index = names.index(raw)
+    if index is None:
+        raise LabelProblem(path=source, reason=f"class {raw!r} is not in the class-names file")
+    return index
+
+
+def _int_or_key(text: str, *, path: str, where: str) -> int | str:
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    if not text:
+        raise LabelProblem(path=path, reason=f"{where}: the label is empty")
+    return text
+
+
+def _lines(text: str, *, path: str) -> list[str]:
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise LabelProblem(path=path, reason=f"line {number} is blank (one entry per line)")
+    return lines
+
+
+def _text(path: Path, where: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabelProblem(path=where, reason=f"cannot read as UTF-8 text: {exc}") from None

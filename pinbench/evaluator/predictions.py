@@ -1,0 +1,41 @@
+"""The first samples of an accuracy run as rows a person can read: which file, its true class
+and the predicted one, by name where the dataset gives class names (``details.samples``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.datasets import Samples
+
+SAMPLE_ROWS = 100
+"""At most this many rows are kept: enough to see what a model does, small in the record."""
+
+
+def sample_rows(
+    samples: Samples, indexes: list[int], outputs: npt.NDArray[np.generic]
+) -> list[dict[str, Any]]:
+    """One row per answered sample (the first ``SAMPLE_ROWS``): ``sample`` (the file's path in
+    the dataset, or its index), ``truth`` and ``top1`` class indexes, ``score`` (the top-1
+    output value) and, with class names, ``truth_name`` and ``top1_name``."""
+    assert samples.labels is not None
+    scores = outputs.reshape(len(outputs), -1)[:SAMPLE_ROWS].astype(np.float64)
+    best = np.argmax(scores, axis=1) if scores.size else np.empty(0, dtype=np.int64)
+    names = samples.class_names
+    rows = []
+    for at, index in enumerate(indexes[:SAMPLE_ROWS]):
+        truth, top1 = int(samples.labels[index]), int(best[at])
+        row: dict[str, Any] = {
+            "sample": samples.files[index].path if samples.files is not None else index,
+            "truth": truth,
+            "top1": top1,
+            "score": float(scores[at, top1]),
+        }
+        if names is not None:
+            row["truth_name"] = names[truth] if truth < len(names) else None
+            row["top1_name"] = names[top1] if top1 < len(names) else None
+        rows.append(row)
+    return rows
