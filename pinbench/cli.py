@@ -27,6 +27,7 @@ from pinbench import accounts, reports
 from pinbench.artifacts.digest import Progress as ProgressCallback
 from pinbench.cli_catalog import catalog_app
 from pinbench.cli_lockfile import lockfile_app
+from pinbench.cli_manifest import manifest_app
 from pinbench.cli_mlmodelscope import import_mlmodelscope
 from pinbench.console import JsonOpt
 from pinbench.console import err as _err
@@ -94,6 +95,7 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(catalog_app, name="catalog")
 app.command("import-mlmodelscope")(import_mlmodelscope)
 app.add_typer(lockfile_app, name="lockfile")
+app.add_typer(manifest_app, name="manifest")
 
 AllowPickleOpt = Annotated[
     bool,

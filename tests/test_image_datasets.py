@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from PIL import Image
 
 from pinbench.evaluator.history import list_runs, show_run
@@ -128,33 +129,45 @@ def run_accuracy(ws: Workspace, model: str, version: str = "1.0.0") -> dict[str,
 NAMES = b"red\ngreen\nblue\n"
 
 
-def test_a_folder_of_images_runs_end_to_end_through_the_cli(
-    cli: Cli, tmp_path: Path, catalog_dir: Path
-) -> None:
-    """imagefolder labels with a class-names file: publish, lock, accuracy and SingleStream;
+def test_a_folder_of_images_runs_end_to_end_through_the_cli(cli: Cli, tmp_path: Path) -> None:
+    """The author's path: ``pinbench manifest`` for the photos (imagefolder, with a
+    class-names file), the model and the framework; publish, lock, accuracy and SingleStream;
     the results name the file, the true class and the predicted one."""
     assert cli("init").code == 0
-    assert cli("publish", str(catalog_dir / "framework-onnxruntime.yaml")).code == 0
     root = tmp_path / "colours"
     files = {**photos(), "classes.txt": NAMES}
-    labels = {"format": "imagefolder", "names": "classes.txt"}
-    written = dump(root / "dataset.yaml", dataset(root, files, labels))
-    published = cli("publish", str(written))
-    assert published.code == 0, published.err
+    write_files(root, files)
+    written = cli(
+        "manifest",
+        "dataset",
+        str(root / "photos"),
+        "--names",
+        str(root / "classes.txt"),
+        "--name",
+        "colours",
+        "-o",
+        str(root / "dataset.yaml"),
+    )
+    assert written.code == 0, written.err
+    dataset_yaml = yaml.safe_load((root / "dataset.yaml").read_text())
+    assert dataset_yaml["data"] == {"format": "images", "path": "photos"}
+    assert dataset_yaml["labels"] == {"format": "imagefolder", "names": "classes.txt"}
+    assert dataset_yaml["samples"] == 9
     model_dir = tmp_path / "model"
-    model = {
-        "kind": "model",
-        "name": "vision/colour",
-        "version": "1.0.0",
-        "format": "onnx",
-        "framework": {"name": "onnxruntime", "range": "^1"},
-        "files": write_files(model_dir, {"colour.onnx": colour_model()}),
-        "inputs": [
-            {"name": "image", "element_type": "float32", "shape": [3, 16, 16], "steps": STEPS}
-        ],
-        "outputs": [{"name": "scores", "type": "classification"}],
-    }
-    assert cli("publish", str(dump(model_dir / "model.yaml", model))).code == 0
+    write_files(model_dir, {"colour.onnx": colour_model()})
+    model_yaml = model_dir / "model.yaml"
+    args = ["manifest", "model", str(model_dir / "colour.onnx"), "--name", "vision/colour"]
+    assert cli(*args, "-o", str(model_yaml)).code == 0
+    model = yaml.safe_load(model_yaml.read_text())
+    assert [i["name"] for i in model["inputs"]] == ["image"]
+    model["inputs"][0]["steps"] = STEPS  # what the author adds, as the notes say
+    model["outputs"][0]["type"] = "classification"
+    dump(model_yaml, model)
+    framework_yaml = tmp_path / "framework.yaml"
+    assert cli("manifest", "framework", "onnxruntime==1.31.0", "-o", str(framework_yaml)).code == 0
+    for manifest in (framework_yaml, root / "dataset.yaml", model_yaml):
+        published = cli("publish", str(manifest))
+        assert published.code == 0, published.err
     for mode, scenario in [("accuracy", {"mode": "accuracy"}), ("perf", {"name": "SingleStream"})]:
         request = dump(
             tmp_path / f"{mode}.yaml",
@@ -176,7 +189,10 @@ def test_a_folder_of_images_runs_end_to_end_through_the_cli(
     assert [r["sample"] for r in rows] == sorted(p for p in files if p.startswith("photos/"))
     assert {(r["truth_name"], r["top1_name"]) for r in rows} == {(c, c) for c in COLOURS}
     shown = cli("runs", "show", str(runs[-1]["id"]))
-    assert "photos/blue/0." in shown.out and "blue" in shown.out
+    assert "photos/blue/0." in shown.out and "2 blue" in shown.out
+    html = tmp_path / "report.html"
+    assert cli("runs", "report", str(runs[-1]["id"]), "--html", str(html)).code == 0
+    assert 'id="predictions"' in html.read_text() and "photos/red/2." in html.read_text()
 
 
 def test_without_a_names_file_imagefolder_classes_are_the_sorted_folder_names(
@@ -466,3 +482,76 @@ def test_a_decompression_bomb_is_refused_not_decoded(
     assert isinstance(spec, ModelManifest)
     with pytest.raises(PipelineError, match=r"cannot decode big\.png: Image size"):
         preprocess_files([("big.png", path)], "images", spec.inputs[0])
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("txt-index", "class-index-txt"),
+        ("csv", "class-index-csv"),
+        ("jsonl", "class-index-jsonl"),
+        ("npy", "class-index-npy"),
+    ],
+)
+def test_manifest_dataset_reads_the_labels_format_from_the_file(
+    cli: Cli, tmp_path: Path, kind: str, expected: str
+) -> None:
+    images = photos()
+    labels, extra = _label_files(kind, list(images))
+    write_files(tmp_path, {**images, **extra})
+    names = ["--names", str(tmp_path / "classes.txt")] if "names" in labels else []
+    labels_file = str(tmp_path / labels["path"])
+    out = tmp_path / "dataset.yaml"
+    args = ["manifest", "dataset", str(tmp_path / "photos"), "--labels", labels_file, *names]
+    written = cli(*args, "-o", str(out))
+    assert written.code == 0, written.err
+    assert yaml.safe_load(out.read_text())["labels"] == labels | {"format": expected}
+    assert cli("init").code == 0
+    assert cli("publish", str(out)).code == 0
+
+
+# (what is wrong, files, extra arguments, what the error must say)
+MANIFEST_REFUSALS = [
+    (
+        "a .jpg that is not an image",
+        {**photos(), FIRST: b"not an image"},
+        [],
+        f"{FIRST}: not a JPEG, PNG, WebP or BMP image",
+    ),
+    (
+        "fewer label lines than samples",
+        {**photos(), "labels.txt": b"0\n1\n"},
+        ["--labels", "labels.txt"],
+        "labels.txt: 2 label lines for 9 samples",
+    ),
+    (
+        "a folder missing from the names file",
+        {**photos(), "classes.txt": b"red\n"},
+        ["--names", "classes.txt"],
+        "the class folders of photos: class 'blue' is not in the class-names file classes.txt",
+    ),
+    ("an unknown labels suffix", {**photos(), "l.xml": b""}, ["--labels", "l.xml"], "end in .txt"),
+    ("no labels file", photos(), ["--labels", "nope.txt"], "nope.txt: no such file"),
+    ("no samples", {"photos/readme.md": b"x"}, [], "holds no sample files"),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "message"),
+    [case[1:] for case in MANIFEST_REFUSALS],
+    ids=[case[0] for case in MANIFEST_REFUSALS],
+)
+def test_manifest_dataset_refuses_what_publish_would_and_writes_nothing(
+    cli: Cli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, bytes],
+    args: list[str],
+    message: str,
+) -> None:
+    write_files(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    refused = cli("manifest", "dataset", "photos", *args, "-o", "dataset.yaml")
+    assert refused.code == 1
+    assert message in refused.err and "Traceback" not in refused.err
+    assert not (tmp_path / "dataset.yaml").exists()

@@ -110,7 +110,7 @@ def read_labels(
     if labels.format == "imagefolder":
         assert samples is not None and folder is not None  # the manifest checked the layout
         raw: list[int | str] = [imagefolder_class(folder, p) for p in samples]
-        source = "(the sample folders)"
+        source = f"the class folders of {folder}"
         if names is None:
             found = sorted({str(r) for r in raw})
             names = ClassNames(found, found)
@@ -119,7 +119,9 @@ def read_labels(
     else:
         source = labels.path
         raw = _read_raw(labels, read(labels.path), samples=samples, count=count, folder=folder)
-    indexes = np.array([_index(r, names, source=source) for r in raw], dtype=np.int64)
+    indexes = np.array(
+        [_index(r, names, source=source, names_file=labels.names) for r in raw], dtype=np.int64
+    )
     limit = labels.classes
     if limit is None and names is not None:
         limit = len(names.keys)
@@ -238,7 +240,7 @@ def _by_file(
     return [found[f] for f in wanted]
 
 
-def _index(raw: int | str, names: ClassNames | None, *, source: str) -> int:
+def _index(raw: int | str, names: ClassNames | None, *, source: str, names_file: str | None) -> int:
     if isinstance(raw, int):
         if raw < 0:
             raise LabelProblem(path=source, reason=f"class index {raw} is negative")
@@ -251,7 +253,9 @@ def _index(raw: int | str, names: ClassNames | None, *, source: str) -> int:
         )
     index = names.index(raw)
     if index is None:
-        raise LabelProblem(path=source, reason=f"class {raw!r} is not in the class-names file")
+        raise LabelProblem(
+            path=source, reason=f"class {raw!r} is not in the class-names file {names_file}"
+        )
     return index
 
 

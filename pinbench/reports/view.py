@@ -31,6 +31,31 @@ class ReportView:
     charts: list[Chart]
     diff: list[DiffRow]
     accuracy: list[dict[str, Any]]
+    predictions: list[tuple[str, list[dict[str, str]]]]
+    """Per accuracy run with recorded samples: its label and its first predictions."""
+
+
+SHOWN_PREDICTIONS = 20
+
+
+def predictions(run: RunData) -> list[dict[str, str]]:
+    """An accuracy run's first recorded predictions (``details.samples``) as text cells."""
+
+    def cls(row: dict[str, Any], key: str) -> str:
+        name = row.get(f"{key}_name")
+        return f"{row[key]} {name}" if name else str(row[key])
+
+    rows = (run.info.get("details") or {}).get("samples") or []
+    return [
+        {
+            "sample": str(r["sample"]),
+            "truth": cls(r, "truth"),
+            "top1": cls(r, "top1"),
+            "score": f"{r['score']:.4g}",
+            "right": "yes" if r["truth"] == r["top1"] else "no",
+        }
+        for r in rows[:SHOWN_PREDICTIONS]
+    ]
 
 
 def fmt(value: float | None, unit: str) -> tuple[str, str]:
@@ -119,4 +144,5 @@ def build(report: Report, title: str | None = None) -> ReportView:
         charts=charts(report),
         diff=run_diff(infos) if len(infos) > 1 else [],
         accuracy=accuracy_points(report),
+        predictions=[(r.label, p) for r in report.runs if (p := predictions(r))],
     )

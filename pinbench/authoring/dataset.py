@@ -1,0 +1,135 @@
+"""A dataset manifest from a folder of sample files (or one ``.npy`` array) and its labels.
+
+The sample format is read from the files (images, or ``.npy`` per sample); the labels format
+from the labels file's suffix, or ``imagefolder`` when every sample sits in a class folder
+and no labels file is given. The manifest is checked as publishing would check it (layout,
+image signatures, labels against the samples) before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pinbench.authoring.errors import AuthoringError
+from pinbench.authoring.model import Authored, _entries, default_name, relative
+from pinbench.registry.dataset_layout import SUFFIXES
+
+LABEL_SUFFIXES = {
+    ".txt": "class-index-txt",
+    ".csv": "class-index-csv",
+    ".jsonl": "class-index-jsonl",
+    ".npy": "class-index-npy",
+}
+
+
+class NotADataset(AuthoringError):
+    def __init__(self, *, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def dataset_manifest(
+    data: Path,
+    *,
+    base: Path,
+    name: str | None,
+    version: str,
+    labels: str | None,
+    names: Path | None,
+) -> Authored:
+    """The manifest of the samples at ``data`` (a folder, or an ``.npy`` array), labelled by
+    ``labels`` (``imagefolder``, ``none``, a labels file, or None to infer), with the class
+    names in ``names``; file paths relative to ``base``."""
+    from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
+
+    notes: list[str] = []
+    label_file = None if labels in (None, "imagefolder", "none") else Path(labels)
+    extras = [p for p in (label_file, names) if p is not None]
+    for path in extras:
+        if not path.is_file():
+            raise NotADataset(path=str(path), reason="no such file")
+    if data.is_file():
+        if data.suffix.lower() != ".npy":
+            raise NotADataset(path=str(data), reason="give a folder of samples or an .npy array")
+        fmt, files = "npy", [data]
+    elif data.is_dir():
+        files = sorted(p for p in data.rglob("*") if p.is_file() and p not in extras)
+        fmt = _sample_format(data, files)
+    else:
+        raise NotADataset(path=str(data), reason="no such file or folder")
+    rel_data = relative(base, data) if data != base else "."
+    label_format = _label_format(labels, label_file, data, files, fmt, notes)
+    label_data: dict[str, Any] = {"format": label_format}
+    if label_file is not None:
+        label_data["path"] = relative(base, label_file)
+    if names is not None:
+        label_data["names"] = relative(base, names)
+    manifest: dict[str, Any] = {
+        "kind": "dataset",
+        "name": name or default_name(data),
+        "version": version,
+        "data": {"format": fmt, "path": rel_data},
+        "labels": label_data,
+        "files": _entries(base, [*files, *extras]),
+    }
+    if fmt != "npy":
+        manifest["samples"] = sum(1 for p in files if p.suffix.lower() in SUFFIXES[fmt])
+    try:
+        parsed = parse_manifest(manifest)
+    except ManifestError as exc:
+        raise NotADataset(path=str(data), reason=exc.reason) from None
+    assert isinstance(parsed, DatasetManifest)
+    _check_like_publish(parsed, base)
+    if label_format == "imagefolder" and names is None:
+        notes.append(
+            "imagefolder classes are the folder names in sorted order (class 0 is the first); "
+            "give --names with the model's class list if its indexes differ"
+        )
+    return Authored(manifest, notes)
+
+
+def _sample_format(folder: Path, files: Sequence[Path]) -> str:
+    counts = {fmt: sum(1 for p in files if p.suffix.lower() in s) for fmt, s in SUFFIXES.items()}
+    fmt = max(counts, key=lambda f: counts[f])
+    if not counts[fmt]:
+        wanted = ", ".join(s for suffixes in SUFFIXES.values() for s in suffixes)
+        raise NotADataset(path=str(folder), reason=f"holds no sample files ({wanted})")
+    return fmt
+
+
+def _label_format(
+    labels: str | None,
+    label_file: Path | None,
+    data: Path,
+    files: Sequence[Path],
+    fmt: str,
+    notes: list[str],
+) -> str:
+    if label_file is not None:
+        found = LABEL_SUFFIXES.get(label_file.suffix.lower())
+        if found is None:
+            raise NotADataset(
+                path=str(label_file),
+                reason=f"labels files end in {', '.join(LABEL_SUFFIXES)}",
+            )
+        return found
+    if labels == "imagefolder":
+        return "imagefolder"
+    in_folders = fmt != "npy" and all(p.parent != data for p in files)
+    if labels is None and in_folders:
+        return "imagefolder"
+    notes.append("no labels: the dataset allows performance runs only, not accuracy")
+    return "class-index-npy"
+
+
+def _check_like_publish(manifest: Any, base: Path) -> None:
+    from pinbench.registry.dataset_files import check_dataset_files
+    from pinbench.registry.sourcing import FileProblem
+
+    try:
+        check_dataset_files(manifest, lambda entry: base / entry.path)
+    except FileProblem as exc:
+        raise NotADataset(path=exc.path, reason=exc.reason) from None

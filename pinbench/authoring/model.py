@@ -1,0 +1,233 @@
+"""A model manifest from the model's files: the format recognised, the signature read from
+the model (``signatures``), every file's sha256 and size.
+
+Exactly one of the files given is the model (``.onnx``, a TorchScript ``.pt``, a
+``torch.export`` ``.pt2``, a ``.keras`` file, or a SavedModel folder); the others are files of
+the same artifact (labels, notes). An ONNX model's external-data files come with it, a
+SavedModel folder's every file. Paths in the manifest are relative to ``base`` (where the
+manifest will be, so that ``pinbench publish`` finds them beside it); a file outside it is
+refused. The data is validated as a manifest before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from pinbench.artifacts.digest import hash_file
+from pinbench.artifacts.safetensors import recognise
+from pinbench.authoring.errors import (
+    ModelCountError,
+    NotAModel,
+    OutsideFolder,
+    PickleRefused,
+    UndeclarableType,
+)
+from pinbench.authoring.signatures import (
+    Signature,
+    Tensor,
+    read_keras,
+    read_onnx,
+    read_savedmodel,
+    read_torch_export,
+    read_torchscript,
+)
+from pinbench.registry.manifest import ElementType, parse_manifest
+
+FRAMEWORKS = {
+    "onnx": "onnxruntime",
+    "torchscript": "torch",
+    "torch-export": "torch",
+    "keras": "tensorflow",
+    "savedmodel": "tensorflow",
+}
+"""The framework that runs each format this module reads."""
+
+READERS: dict[str, Callable[[Path], Signature]] = {
+    "onnx": read_onnx,
+    "torchscript": read_torchscript,
+    "torch-export": read_torch_export,
+    "keras": read_keras,
+    "savedmodel": read_savedmodel,
+}
+
+DEFAULT_VERSION = "1.0.0"
+TORCHSCRIPT_SUFFIXES = (".pt", ".ts", ".torchscript")
+"""What the torch predictor loads TorchScript from."""
+_ELEMENT_TYPES: tuple[str, ...] = get_args(ElementType)
+
+STEPS_NOTE = (
+    "set `type: classification` (with output steps, e.g. softmax and topk) on the output that "
+    "holds class scores, for accuracy; add input `steps` (normalize, layout, ...) that turn "
+    "the dataset's (N, H, W[, C]) samples into what the model takes"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Authored:
+    """A manifest's data (valid) and what the author should still check."""
+
+    data: dict[str, Any]
+    notes: list[str]
+
+
+def model_format(path: Path) -> str | None:
+    """The format of the model at ``path``, ``None`` for a file that is no model (labels, a
+    readme), or an error for one pinbench cannot describe from its file."""
+    if path.is_dir():
+        if (path / "saved_model.pb").is_file():
+            return "savedmodel"
+        raise NotAModel(
+            path=str(path), reason="a folder that is not a SavedModel (no saved_model.pb)"
+        )
+    if not path.is_file():
+        raise NotAModel(path=str(path), reason="no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        return "onnx"
+    if suffix == ".keras":
+        return "keras"
+    if suffix == ".safetensors":
+        raise NotAModel(
+            path=str(path),
+            reason="safetensors weights carry no signature: write that manifest by hand "
+            "(format: safetensors, framework torch, architecture: a name pinbench knows)",
+        )
+    kind = recognise(path)
+    if kind == "pickle":
+        raise PickleRefused(path=str(path))
+    if kind == "torch-export":
+        if suffix != ".pt2":
+            raise NotAModel(
+                path=str(path), reason="a torch.export archive: name it .pt2 (what loads it)"
+            )
+        return "torch-export"
+    if kind == "torchscript":
+        if suffix not in TORCHSCRIPT_SUFFIXES:
+            raise NotAModel(
+                path=str(path),
+                reason=f"a TorchScript archive: name it {' or '.join(TORCHSCRIPT_SUFFIXES)} "
+                "(what the torch predictor loads)",
+            )
+        return "torchscript"
+    if suffix in (".pt2", *TORCHSCRIPT_SUFFIXES, ".pth"):
+        raise NotAModel(path=str(path), reason="not a TorchScript or torch.export archive")
+    return None
+
+
+def _pick(paths: Sequence[Path]) -> tuple[Path, str]:
+    models = [(p, fmt) for p in paths if (fmt := model_format(p)) is not None]
+    if len(models) != 1:
+        raise ModelCountError(models=[str(p) for p, _ in models])
+    return models[0]
+
+
+def default_name(model: Path) -> str:
+    """The model file's stem (a SavedModel's folder name) as an artifact name."""
+    stem = model.name if model.is_dir() else model.stem
+    name = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).lstrip("._-")
+    return name or "model"
+
+
+def relative(base: Path, path: Path) -> str:
+    """``path`` relative to ``base`` as a POSIX path, or ``OutsideFolder``."""
+    rel = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(base)))
+    if rel.parts[:1] == ("..",):
+        raise OutsideFolder(path=str(path), folder=str(base))
+    if not path.resolve().is_relative_to(base.resolve()):  # publish would refuse it
+        raise OutsideFolder(path=str(path), folder=str(base), symlink=True)
+    return rel.as_posix()
+
+
+def _files(model: Path, fmt: str, signature: Signature, others: Sequence[Path]) -> list[Path]:
+    if fmt == "savedmodel":
+        first = sorted(p for p in model.rglob("*") if p.is_file())
+    else:
+        first = [model, *signature.needs]
+    extra = []
+    for p in others:
+        if p.is_dir():
+            raise NotAModel(path=str(p), reason="a folder: give the files in it")
+        extra.append(p)
+    return [*first, *extra]
+
+
+def _entries(base: Path, files: Sequence[Path]) -> list[dict[str, Any]]:
+    entries: dict[str, dict[str, Any]] = {}
+    for path in files:
+        rel = relative(base, path)
+        if rel in entries:
+            continue
+        digest, size = hash_file(path)
+        entries[rel] = {"path": rel, "sha256": digest.hex, "size": size}
+    return list(entries.values())
+
+
+def _input(tensor: Tensor) -> tuple[dict[str, Any], list[str]]:
+    label = repr(tensor.name)
+    notes = []
+    element = tensor.element_type
+    if element is None:
+        element = "float32"
+        notes.append(f"input {label}: the model records no element type; float32 written, check it")
+    elif element not in _ELEMENT_TYPES:
+        raise UndeclarableType(
+            name=str(tensor.name), element_type=element, allowed=list(_ELEMENT_TYPES)
+        )
+    shape: list[int] = []
+    if tensor.shape is None:
+        notes.append(
+            f"input {label}: the model records no shape; none declared (set `shape`, the "
+            "dimensions after the batch axis, to have it checked)"
+        )
+    elif any(d is None for d in tensor.shape[1:]):
+        dims = ["?" if d is None else d for d in tensor.shape]
+        notes.append(
+            f"input {label}: dimensions after the batch axis are dynamic ({dims}); no shape "
+            "declared (the model's own checks still apply)"
+        )
+    else:
+        shape = [int(d) for d in tensor.shape[1:] if d is not None]
+    return {"name": tensor.name, "element_type": element, "shape": shape}, notes
+
+
+def model_manifest(
+    paths: Sequence[Path],
+    *,
+    base: Path,
+    name: str | None = None,
+    version: str = DEFAULT_VERSION,
+    framework_range: str | None = None,
+) -> Authored:
+    """The model manifest for ``paths`` (one model and any other files of the artifact), its
+    file paths relative to ``base``; nothing is written."""
+    from pinbench.catalog.files import SUPPORTED
+
+    model, fmt = _pick(paths)
+    relative(base, model)  # refused before the model is read
+    signature = READERS[fmt](model)
+    others = [p for p in paths if p != model]
+    files = _entries(base, _files(model, fmt, signature, others))
+    notes = list(signature.notes)
+    inputs = []
+    for tensor in signature.inputs:
+        declared, said = _input(tensor)
+        inputs.append(declared)
+        notes.extend(said)
+    framework = FRAMEWORKS[fmt]
+    data: dict[str, Any] = {
+        "kind": "model",
+        "name": name if name is not None else default_name(model),
+        "version": version,
+        "format": fmt,
+        "framework": {"name": framework, "range": framework_range or SUPPORTED[framework]},
+        "files": files,
+        "inputs": inputs,
+        "outputs": [{"name": t.name} for t in signature.outputs],
+    }
+    parse_manifest(data, source="the manifest written from " + str(model))
+    return Authored(data, [*notes, STEPS_NOTE])

@@ -1,0 +1,160 @@
+"""``pinbench manifest``: write a manifest from files, one command per kind.
+
+Each command builds the manifest's data with ``pinbench.authoring`` (imported when the
+command runs: reading a model loads its framework), validates it, and prints it as YAML or
+writes it with ``-o``; what the author should still check goes to stderr. Nothing is written
+when anything is wrong. A new kind is one more command calling ``_emit``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from pinbench.console import JsonOpt, err, out, print_json
+from pinbench.errors import UserError
+
+manifest_app = typer.Typer(
+    help="Write a manifest from files: a model's from the model's own signature, a "
+    "framework's from pinbench's hash-pinned environment locks.",
+    no_args_is_help=True,
+)
+
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the manifest to this file (default: print it). File paths in the "
+        "manifest are relative to this file's folder (default: the current folder).",
+    ),
+]
+
+
+def _emit(data: dict[str, Any], notes: list[str], output: Path | None, as_json: bool) -> None:
+    """Print or write the manifest (YAML, as the catalog writes it) and the notes."""
+    import yaml
+
+    text = yaml.safe_dump(data, sort_keys=False)
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot write the manifest to {output}: {exc.strerror}") from None
+    console = err()
+    for note in notes:
+        console.print(Text.assemble(("note: ", "bold yellow"), note))
+    if as_json:
+        print_json({"manifest": data, "notes": notes, "output": str(output) if output else None})
+    elif output is None:
+        sys.stdout.write(text)
+    else:
+        out().print(Text(f"wrote {output}"))
+
+
+@manifest_app.command("model")
+def model(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The model (.onnx, TorchScript .pt, torch.export .pt2, .keras, or a "
+            "SavedModel folder) and any other files of the artifact (labels...)."
+        ),
+    ],
+    name: Annotated[
+        str | None, typer.Option(help="Artifact name (default: the model file's stem).")
+    ] = None,
+    version: Annotated[str, typer.Option(help="Artifact version.")] = "1.0.0",
+    framework_range: Annotated[
+        str | None,
+        typer.Option(
+            "--framework-range",
+            help="The framework versions the model runs on (default: the catalog's range "
+            "for its framework, e.g. '>=1.17 <2' for onnxruntime).",
+        ),
+    ] = None,
+    output: OutputOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A model manifest: format, inputs and outputs read from the model, every file's sha256.
+
+    ONNX external-data files and a SavedModel folder's files are included. What the model
+    does not record (TorchScript element types and shapes, which output holds class scores,
+    preprocessing) is left for the author and said on stderr.
+    """
+    from pinbench.authoring.model import model_manifest
+
+    base = output.parent if output is not None else Path.cwd()
+    authored = model_manifest(
+        files, base=base, name=name, version=version, framework_range=framework_range
+    )
+    _emit(authored.data, authored.notes, output, as_json)
+
+
+@manifest_app.command("framework")
+def framework(
+    pin: Annotated[str, typer.Argument(help="NAME==VERSION, e.g. onnxruntime==1.31.0.")],
+    output: OutputOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A framework manifest: the hash-pinned environment of a release pinbench has a lock for.
+
+    Its requirements are the framework's wheel and the evaluator's own dependencies, each
+    pinned by sha256 (pinbench/environments/<framework>.txt); a release without a lock is
+    refused, naming those with one.
+    """
+    from pinbench.authoring.framework import framework_manifest
+
+    _emit(framework_manifest(pin), [], output, as_json)
+
+
+@manifest_app.command("dataset")
+def dataset(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="The folder of samples (JPEG/PNG/WebP/BMP images, or one .npy per sample; "
+            "class sub-folders for imagefolder labels), or one .npy array of all samples."
+        ),
+    ],
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            help="imagefolder (the class is each sample's folder), none, or a labels file: "
+            ".txt (one label per line, in sample order), .csv (columns file,label), .jsonl "
+            '({"file", "label"} per line) or .npy (class indexes). Default: imagefolder when '
+            "every sample is in a sub-folder, else none."
+        ),
+    ] = None,
+    names: Annotated[
+        Path | None,
+        typer.Option(
+            help="A class-names file: line i names class i (ImageNet synset lines "
+            "'n01440764 tench, ...' are keyed by their WordNet id). Labels that are names, "
+            "and imagefolder folders, are looked up here; without it imagefolder classes are "
+            "the folder names in sorted order."
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Artifact name (default: the folder's name).")
+    ] = None,
+    version: Annotated[str, typer.Option(help="Artifact version.")] = "1.0.0",
+    output: OutputOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A dataset manifest: every sample file's sha256, the labels format, the sample count.
+
+    Checked as publishing checks it (each image's signature, labels for every sample, class
+    names found) before anything is written; paths are relative to the -o file's folder.
+    """
+    from pinbench.authoring.dataset import dataset_manifest
+
+    base = output.parent if output is not None else Path.cwd()
+    authored = dataset_manifest(
+        data, base=base, name=name, version=version, labels=labels, names=names
+    )
+    _emit(authored.data, authored.notes, output, as_json)
