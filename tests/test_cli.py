@@ -189,6 +189,9 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     page = report.read_text()
     assert page.count('class="chart-spec"') == 3  # CDF, histogram, accuracy (no sweep here)
     assert first.out.count("layer / operator") == 2 and "largest difference" in first.out
+    # real package models on real photo files, predictions by class name
+    assert re.search(r"photos/n07920052/coffee\.png +espresso +espresso", first.out)
+    assert re.search(r"photos/sfw/rocket\.jpg +sfw +sfw", first.out)
     trace = json.loads((tmp_path / "home" / "demo" / "trace-onnxruntime.json").read_text())
     assert trace["pinbench"]["level"] == "full" and trace["pinbench"]["ops"]
     second = cli("demo")
