@@ -20,6 +20,7 @@ import yaml
 from PIL import Image
 
 from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.measure import ClassCountMismatch
 from pinbench.evaluator.pipeline import PipelineError, preprocess_files
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
@@ -555,3 +556,19 @@ def test_manifest_dataset_refuses_what_publish_would_and_writes_nothing(
     assert refused.code == 1
     assert message in refused.err and "Traceback" not in refused.err
     assert not (tmp_path / "dataset.yaml").exists()
+
+
+def test_a_model_scoring_another_number_of_classes_than_the_dataset_declares_is_refused(
+    digits: Workspace, tmp_path: Path
+) -> None:
+    """Three scores against four declared classes: the indexes cannot mean the same classes
+    (Open-NSFW's two scores on ImageNet photos would otherwise "succeed" with top-1 0)."""
+    root = tmp_path / "colours"
+    names = NAMES + b"violet\n"
+    manifest = dataset(root, {**photos(), "classes.txt": names}, IMAGEFOLDER)
+    publish(digits, parse_manifest(manifest), manifest_dir=root, publisher="test")
+    model = publish_model(digits, root)
+    request = {"model": model, "dataset": "colours@1.0.0", "scenario": {"mode": "accuracy"}}
+    with pytest.raises(ClassCountMismatch, match="scores 3 classes but dataset colours declares 4"):
+        run_lockfile(digits, service.lock(digits, parse_request(request))[0], say=quiet)
+    assert list_runs(digits)[0]["status"] == "failed"

@@ -46,6 +46,9 @@ class Samples:
     labels: npt.NDArray[np.int64] | None
     class_names: list[str] | None
     """Class names by index, where the dataset gives them."""
+    classes: int | None = None
+    """How many classes the dataset declares (``labels.classes``, or its names file's
+    length); None when it does not say (imagefolder folders name only the classes present)."""
 
     def __len__(self) -> int:
         if self.files is not None:
@@ -89,12 +92,16 @@ def load_samples(
         )
     except LabelProblem as exc:
         raise DatasetError(dataset=ref, reason=str(exc)) from None
+    declared = dataset.labels.classes
+    if declared is None and dataset.labels.names is not None and labels is not None:
+        declared = len(labels.names or [])
     return Samples(
         array,
         files,
         data.format,
         labels.indexes if labels is not None else None,
         labels.names if labels is not None else None,
+        declared,
     )
 
 

@@ -191,7 +191,9 @@ def _evaluate(
         first = inputs[: body.batch_size]
         predictor.check_input(first)
         with recorder.phase("first predict (cold)", role="cold"):
-            predictor.first_predict(first)
+            answer = predictor.first_predict(first)
+        if scenario.mode == "accuracy":
+            _check_class_count(answer, list(scored), samples, f"{body.dataset.name}")
         with recorder.phase("warm-up"):
             expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup, job.stop)
         job.stop.check()
@@ -237,6 +239,35 @@ def _evaluate(
         evidence.outputs = outputs[recorded]
         evidence.details["outputs_name"] = recorded
         evidence.details["samples"] = sample_rows(samples, indexes, outputs[recorded])
+
+
+class ClassCountMismatch(UserError):
+    """A classification output scores another number of classes than the dataset declares:
+    its indexes cannot mean the dataset's classes."""
+
+    def __init__(self, *, output: str, scores: int, dataset: str, classes: int) -> None:
+        super().__init__(
+            f"output {output} scores {scores} classes but dataset {dataset} declares {classes}: "
+            "an accuracy run needs the model's class indexes to be the dataset's (pair them "
+            "with a dataset labelled for this model)"
+        )
+        self.output = output
+        self.scores = scores
+        self.dataset = dataset
+        self.classes = classes
+
+
+def _check_class_count(
+    answer: dict[str, npt.NDArray[np.generic]], names: list[str], samples: Samples, dataset: str
+) -> None:
+    if samples.classes is None:
+        return
+    for name in names:
+        scores = int(np.asarray(answer[name]).reshape(len(answer[name]), -1).shape[1])
+        if scores != samples.classes:
+            raise ClassCountMismatch(
+                output=name, scores=scores, dataset=dataset, classes=samples.classes
+            )
 
 
 def public_version(version: str) -> str:
