@@ -617,7 +617,10 @@ def _predictions_table(rows: list[dict[str, Any]]) -> Table:
     for row in rows[:SHOWN_PREDICTIONS]:
         mark = "" if row["truth"] == row["top1"] else " x"
         table.add_row(
-            str(row["sample"]), cls(row, "truth"), cls(row, "top1") + mark, f"{row['score']:.4g}"
+            str(row["sample"]),
+            cls(row, "truth"),
+            cls(row, "top1") + mark,
+            "-" if row["score"] is None else f"{row['score']:.4g}",
         )
     return table
 

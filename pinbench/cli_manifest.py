@@ -77,6 +77,21 @@ def model(
             "for its framework, e.g. '>=1.17 <2' for onnxruntime).",
         ),
     ] = None,
+    steps: Annotated[
+        Path | None,
+        typer.Option(
+            help="A YAML file of the input's preprocessing steps (a list, e.g. "
+            "`- decode: {color_mode: rgb}` ...; for several inputs, a mapping from input name "
+            "to list), written into the manifest and validated."
+        ),
+    ] = None,
+    classification: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An output that holds class scores (marked `type: classification`, what "
+            "accuracy is computed from); repeat for several."
+        ),
+    ] = None,
     output: OutputOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -90,9 +105,32 @@ def model(
 
     base = output.parent if output is not None else Path.cwd()
     authored = model_manifest(
-        files, base=base, name=name, version=version, framework_range=framework_range
+        files,
+        base=base,
+        name=name,
+        version=version,
+        framework_range=framework_range,
+        steps=_steps(steps) if steps is not None else None,
+        classification=classification or [],
     )
     _emit(authored.data, authored.notes, output, as_json)
+
+
+def _steps(path: Path) -> list[Any] | dict[str, Any]:
+    """The ``--steps`` file: a list of steps, or a mapping from input name to list."""
+    from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
+
+    try:
+        data = load_yaml(read_yaml_file(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read the steps file {path}: {exc}") from None
+    except YamlRefused as exc:
+        raise UserError(f"steps file {path}: {exc.reason}") from None
+    if not isinstance(data, list | dict):
+        raise UserError(
+            f"steps file {path}: want a list of steps, or a mapping from input name to a list"
+        )
+    return data
 
 
 @manifest_app.command("framework")

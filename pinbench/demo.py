@@ -192,7 +192,7 @@ def _photos(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
                 row["sample"],
                 row.get("truth_name") or "",
                 row.get("top1_name") or "",
-                f"{row['score']:.3f}",
+                "-" if row["score"] is None else f"{row['score']:.3f}",
             )
         out.print(table)
         out.print(

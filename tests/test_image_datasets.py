@@ -66,6 +66,12 @@ def photos() -> dict[str, bytes]:
     return files
 
 
+def _deep_png() -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(np.array([[0, 1000], [30000, 65535]], dtype=np.uint16)).save(out, "PNG")
+    return out.getvalue()
+
+
 def truth(paths: list[str]) -> list[int]:
     return [list(COLOURS).index(p.split("/")[1]) for p in sorted(paths)]
 
@@ -389,6 +395,48 @@ REFUSED_AT_PUBLISH: list[tuple[str, dict[str, bytes], dict[str, Any], dict[str, 
         "class index 7 is out of range for 3 classes",
     ),
     (
+        "a 16-bit PNG (8 bits would saturate it)",
+        {**photos(), "photos/red/deep.png": _deep_png(), "classes.txt": NAMES},
+        IMAGEFOLDER,
+        {},
+        "file 'photos/red/deep.png': mode I;16 (more than 8 bits per channel) is not read",
+    ),
+    (
+        "a class index too large to hold",
+        {**photos(), "labels.txt": b"0\n" * 8 + b"99999999999999999999\n"},
+        {"format": "class-index-txt", "path": "labels.txt"},
+        {},
+        "line 9: class index 99999999999999999999 is too large",
+    ),
+    (
+        "a names file whose numbers would read as other indexes",
+        {**photos(), "labels.txt": b"0\n" * 9, "classes.txt": b"1\n0\n"},
+        {"format": "class-index-txt", "path": "labels.txt", "names": "classes.txt"},
+        {},
+        "line 1 names class '1', which would read as class index 1",
+    ),
+    (
+        "imagefolder without names, fewer folders than declared classes",
+        photos(),
+        {"format": "imagefolder", "classes": 4},
+        {},
+        "3 class folders but `classes` is 4",
+    ),
+    (
+        "jsonl nested too deeply",
+        {**photos(), "l.jsonl": b"[" * 100_000 + b"]" * 100_000 + b"\n"},
+        {"format": "class-index-jsonl", "path": "l.jsonl"},
+        {},
+        "file 'l.jsonl': line 1 is not JSON",
+    ),
+    (
+        "an .npy sample that is not an array",
+        {"arrays/red/0.npy": b"garbage"},
+        {"format": "imagefolder"},
+        {"data": {"format": "npy-files", "path": "arrays"}},
+        "file 'arrays/red/0.npy': not a readable .npy array",
+    ),
+    (
         "csv labels on an array dataset",
         {"x.npy": b"", "labels.csv": b"file,label\n"},
         {"format": "class-index-csv", "path": "labels.csv"},
@@ -422,8 +470,9 @@ def test_a_dataset_that_cannot_be_run_is_refused_at_publish(
 
 
 def _truncated_jpeg() -> bytes:
-    whole = _image((30, 40, 210), (64, 64), "JPEG", 99)
-    return whole[: len(whole) // 2]
+    """Its header whole (publish reads headers only), its scan cut short."""
+    whole = _image((30, 40, 210), (128, 128), "JPEG", 99)
+    return whole[: len(whole) - 400]
 
 
 RUN_FAILURES = [
@@ -572,3 +621,30 @@ def test_a_model_scoring_another_number_of_classes_than_the_dataset_declares_is_
     with pytest.raises(ClassCountMismatch, match="scores 3 classes but dataset colours declares 4"):
         run_lockfile(digits, service.lock(digits, parse_request(request))[0], say=quiet)
     assert list_runs(digits)[0]["status"] == "failed"
+
+
+def test_an_image_larger_than_a_sample_may_be_is_refused_at_publish(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read from the header (no pixel decoded): the cap is far below Pillow's bomb guard."""
+    from pinbench.evaluator import pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_SAMPLE_PIXELS", 40 * 40)
+    assert cli("init").code == 0
+    root = tmp_path / "colours"
+    files = {**photos(), "classes.txt": NAMES}
+    refused = cli("publish", str(dump(root / "d.yaml", dataset(root, files, IMAGEFOLDER))))
+    assert refused.code == 1
+    assert "'photos/blue/2.jpg': 64x64 pixels, more than the 1600 a sample may have" in refused.err
+
+
+def test_manifest_dataset_leaves_out_a_names_file_however_its_path_is_spelled(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_files(tmp_path, {**photos(), "photos/classes.txt": NAMES})
+    monkeypatch.chdir(tmp_path)
+    names = str(tmp_path / "photos" / "classes.txt")  # absolute, the folder relative
+    written = cli("manifest", "dataset", "photos", "--names", names, "-o", "dataset.yaml")
+    assert written.code == 0, written.err
+    labels = yaml.safe_load((tmp_path / "dataset.yaml").read_text())["labels"]
+    assert labels == {"format": "imagefolder", "names": "photos/classes.txt"}

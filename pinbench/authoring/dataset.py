@@ -56,7 +56,8 @@ def dataset_manifest(
             raise NotADataset(path=str(data), reason="give a folder of samples or an .npy array")
         fmt, files = "npy", [data]
     elif data.is_dir():
-        files = sorted(p for p in data.rglob("*") if p.is_file() and p not in extras)
+        skip = {p.resolve() for p in extras}
+        files = sorted(p for p in data.rglob("*") if p.is_file() and p.resolve() not in skip)
         fmt = _sample_format(data, files)
     else:
         raise NotADataset(path=str(data), reason="no such file or folder")

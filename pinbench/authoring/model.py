@@ -21,6 +21,7 @@ from typing import Any, get_args
 from pinbench.artifacts.digest import hash_file
 from pinbench.artifacts.safetensors import recognise
 from pinbench.authoring.errors import (
+    AuthoringError,
     ModelCountError,
     NotAModel,
     OutsideFolder,
@@ -202,9 +203,13 @@ def model_manifest(
     name: str | None = None,
     version: str = DEFAULT_VERSION,
     framework_range: str | None = None,
+    steps: list[Any] | dict[str, Any] | None = None,
+    classification: Sequence[str] = (),
 ) -> Authored:
     """The model manifest for ``paths`` (one model and any other files of the artifact), its
-    file paths relative to ``base``; nothing is written."""
+    file paths relative to ``base``; nothing is written. ``steps`` are the input steps (a list
+    for a model with one input, else a mapping from input name to list); ``classification``
+    names the outputs that hold class scores."""
     from pinbench.catalog.files import SUPPORTED
 
     model, fmt = _pick(paths)
@@ -229,5 +234,38 @@ def model_manifest(
         "inputs": inputs,
         "outputs": [{"name": t.name} for t in signature.outputs],
     }
+    _add_steps(inputs, steps)
+    _mark_classification(data["outputs"], classification)
     parse_manifest(data, source="the manifest written from " + str(model))
-    return Authored(data, [*notes, STEPS_NOTE])
+    if steps is None or not classification:
+        notes.append(STEPS_NOTE)
+    return Authored(data, notes)
+
+
+def _add_steps(inputs: list[dict[str, Any]], steps: list[Any] | dict[str, Any] | None) -> None:
+    if steps is None:
+        return
+    if isinstance(steps, list):
+        if len(inputs) != 1:
+            raise AuthoringError(
+                f"--steps gives one list of steps but the model has {len(inputs)} inputs: map "
+                "each input's name to its steps"
+            )
+        steps = {str(inputs[0]["name"]): steps}
+    by_name = {str(i["name"]): i for i in inputs}
+    for name, listed in steps.items():
+        if name not in by_name:
+            raise AuthoringError(
+                f"--steps names input {name!r}; the model's inputs: {', '.join(by_name)}"
+            )
+        by_name[name]["steps"] = listed
+
+
+def _mark_classification(outputs: list[dict[str, Any]], names: Sequence[str]) -> None:
+    by_name = {str(o["name"]): o for o in outputs}
+    for name in names:
+        if name not in by_name:
+            raise AuthoringError(
+                f"--classification names output {name!r}; the model's outputs: {', '.join(by_name)}"
+            )
+        by_name[name]["type"] = "classification"

@@ -25,8 +25,8 @@ import csv
 import io
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,12 @@ from pinbench.registry.dataset_layout import folder_prefix, imagefolder_class
 from pinbench.registry.manifest import LabelFormat
 
 _SYNSET = re.compile(r"(n[0-9]{8})\s+(\S.*)")
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+MAX_INDEX = 2**31 - 1
+"""No class index is larger (a label beyond it is refused, not overflowed)."""
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+"""A labels or class-names file is read whole: at most this many bytes (64 MiB holds a label
+line for millions of samples)."""
 
 
 class LabelProblem(ValueError):
@@ -52,12 +58,13 @@ class ClassNames:
     keys: list[str]
     names: list[str]
     """Display names, by class index."""
+    by_key: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_key.update((k, i) for i, k in enumerate(self.keys))
 
     def index(self, key: str) -> int | None:
-        try:
-            return self.keys.index(key)
-        except ValueError:
-            return None
+        return self.by_key.get(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,12 @@ def parse_class_names(text: str, *, path: str) -> ClassNames:
         keys = names = [line.strip() for line in lines]
     seen: dict[str, int] = {}
     for i, key in enumerate(keys):
+        if _INTEGER.fullmatch(key) and int(key) != i:
+            raise LabelProblem(
+                path=path,
+                reason=f"line {i + 1} names class {key!r}, which would read as class index "
+                f"{key}: a label that is a number is always a class index",
+            )
         if key in seen:
             raise LabelProblem(
                 path=path, reason=f"class {key!r} is on lines {seen[key] + 1} and {i + 1}"
@@ -101,7 +114,9 @@ def read_labels(
     (verified) file of an artifact path."""
     names = None
     if labels.names is not None:
-        names = parse_class_names(_text(read(labels.names), labels.names), path=labels.names)
+        names = parse_class_names(
+            read_label_text(read(labels.names), labels.names), path=labels.names
+        )
         if labels.classes is not None and labels.classes != len(names.keys):
             raise LabelProblem(
                 path=labels.names,
@@ -113,6 +128,13 @@ def read_labels(
         source = f"the class folders of {folder}"
         if names is None:
             found = sorted({str(r) for r in raw})
+            if labels.classes is not None and labels.classes != len(found):
+                raise LabelProblem(
+                    path=source,
+                    reason=f"{len(found)} class folders but `classes` is {labels.classes}: "
+                    "without a names file the classes are the folders, in sorted order; give "
+                    "a names file (`labels.names`) listing every class",
+                )
             names = ClassNames(found, found)
     elif labels.path is None:
         return None
@@ -141,7 +163,7 @@ def _read_raw(
     if labels.format == "class-index-npy":
         return _from_npy(path, where, count)
     if labels.format == "class-index-txt":
-        lines = _lines(_text(path, where), path=where)
+        lines = _lines(read_label_text(path, where), path=where)
         if len(lines) != count:
             raise LabelProblem(
                 path=where, reason=f"{len(lines)} label lines for {count} samples (one per sample)"
@@ -151,7 +173,7 @@ def _read_raw(
             for i, line in enumerate(lines, start=1)
         ]
     assert samples is not None and folder is not None  # csv/jsonl need per-file samples
-    text = _text(path, where)
+    text = read_label_text(path, where)
     rows = (
         _csv_rows(text, where) if labels.format == "class-index-csv" else _jsonl_rows(text, where)
     )
@@ -163,8 +185,10 @@ def _from_npy(path: Path, where: str, count: int) -> list[int | str]:
         array = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise LabelProblem(path=where, reason=f"not a readable .npy array: {exc}") from None
-    if not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+    if not np.issubdtype(array.dtype, np.integer):
         raise LabelProblem(path=where, reason=f"class indexes must be integers, not {array.dtype}")
+    if array.size and int(array.max()) > MAX_INDEX:
+        raise LabelProblem(path=where, reason=f"class index {int(array.max())} is too large")
     if array.shape != (count,):
         raise LabelProblem(
             path=where, reason=f"shape {list(array.shape)} for {count} samples (want [{count}])"
@@ -173,7 +197,13 @@ def _from_npy(path: Path, where: str, count: int) -> list[int | str]:
 
 
 def _csv_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
-    reader = csv.reader(io.StringIO(text))
+    try:
+        return _csv_rows_of(csv.reader(io.StringIO(text)), where)
+    except csv.Error as exc:
+        raise LabelProblem(path=where, reason=f"not CSV: {exc}") from None
+
+
+def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str, int | str]]:
     header = next(reader, None)
     if header is None or "file" not in header or "label" not in header:
         raise LabelProblem(path=where, reason="the first row must name the columns file and label")
@@ -198,7 +228,7 @@ def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
         label = row.get("label") if isinstance(row, dict) else None
         if not (
@@ -210,6 +240,10 @@ def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
             raise LabelProblem(
                 path=where,
                 reason=f'line {number}: want {{"file": "<path>", "label": <index or class>}}',
+            )
+        if isinstance(label, int) and not -MAX_INDEX <= label <= MAX_INDEX:
+            raise LabelProblem(
+                path=where, reason=f"line {number}: class index {label} is too large"
             )
         out.append((number, row["file"], label))
     return out
@@ -261,6 +295,8 @@ def _index(raw: int | str, names: ClassNames | None, *, source: str, names_file:
 
 def _int_or_key(text: str, *, path: str, where: str) -> int | str:
     if re.fullmatch(r"-?[0-9]+", text):
+        if not _INTEGER.fullmatch(text) or abs(int(text)) > MAX_INDEX:
+            raise LabelProblem(path=path, reason=f"{where}: class index {text[:20]} is too large")
         return int(text)
     if not text:
         raise LabelProblem(path=path, reason=f"{where}: the label is empty")
@@ -277,8 +313,15 @@ def _lines(text: str, *, path: str) -> list[str]:
     return lines
 
 
-def _text(path: Path, where: str) -> str:
+def read_label_text(path: Path, where: str) -> str:
+    """A labels or names file's text: UTF-8, at most ``MAX_TEXT_BYTES``."""
     try:
+        size = path.stat().st_size
+        if size > MAX_TEXT_BYTES:
+            raise LabelProblem(
+                path=where,
+                reason=f"{size} bytes: a labels or names file holds at most {MAX_TEXT_BYTES} bytes",
+            )
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelProblem(path=where, reason=f"cannot read as UTF-8 text: {exc}") from None

@@ -157,7 +157,9 @@ def _evaluate(
     say("preprocessing (outside any timed region)")
     decoder = decoder_of(samples.format)
     with recorder.phase("preprocess"):
-        inputs, cached = _inputs(job.cache, body.dataset.manifest_digest, spec, samples, say)
+        inputs, cached = _inputs(
+            job.cache, body.dataset.manifest_digest, spec, samples, say, job.stop
+        )
     if decoder is not None:
         evidence.details["decoder"] = decoder
     evidence.details.update(
@@ -307,12 +309,17 @@ def _outputs(
 
 
 def _inputs(
-    cache: Path | None, dataset_digest: str, spec: Input, samples: Samples, say: Say
+    cache: Path | None,
+    dataset_digest: str,
+    spec: Input,
+    samples: Samples,
+    say: Say,
+    stop: Stop,
 ) -> tuple[npt.NDArray[np.generic], bool]:
     """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit
     reads no sample file."""
     if cache is None:
-        return _preprocess(spec, samples, say), False
+        return _preprocess(spec, samples, say, stop), False
     digest = pipeline_digest(spec, decoder=decoder_of(samples.format))
     path = cache / f"{dataset_digest[:32]}-{digest.hex[:32]}.npy"
     if path.exists():
@@ -321,7 +328,7 @@ def _inputs(
             return cached, True
         except (ValueError, OSError):
             path.unlink(missing_ok=True)
-    inputs = _preprocess(spec, samples, say)
+    inputs = _preprocess(spec, samples, say, stop)
     cache.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp.npy")
     np.save(tmp, inputs, allow_pickle=False)
@@ -329,7 +336,7 @@ def _inputs(
     return inputs, False
 
 
-def _preprocess(spec: Input, samples: Samples, say: Say) -> npt.NDArray[np.generic]:
+def _preprocess(spec: Input, samples: Samples, say: Say, stop: Stop) -> npt.NDArray[np.generic]:
     if samples.files is None:
         assert samples.data is not None
         return preprocess(samples.data, spec)
@@ -337,7 +344,8 @@ def _preprocess(spec: Input, samples: Samples, say: Say) -> npt.NDArray[np.gener
     step = max(1, total // 10)
     say(f"decoding and preprocessing {total} sample files")
 
-    def progress(done: int) -> None:
+    def progress(done: int) -> None:  # a cancel or time limit is honoured between files
+        stop.check()
         if done % step == 0 and done < total:
             say(f"  {done}/{total} sample files")
 

@@ -10,7 +10,8 @@ file with Pillow, sizes may differ until a resize or crop) and stacked at the en
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -174,25 +175,70 @@ def dtype(x: Array, step: DType) -> Array:
 
 IMAGE_FORMATS = ["JPEG", "PNG", "WEBP", "BMP"]
 """The only Pillow decoders a dataset's image files reach (by content, not by name)."""
+MAX_SAMPLE_PIXELS = 40_000_000
+"""The largest image a dataset may hold (a 7,300 x 5,480 photo); Pillow's own bomb guard is
+at 89 million. A decoded sample is held in memory with all the others."""
+_DEEP_MODES = ("I", "F")
+"""Pillow modes of 16/32-bit integer and float pixels: converting them to 8 bits saturates."""
+
+
+class ImageRefused(PipelineError):
+    """A sample image file that cannot or may not be decoded: names the file."""
+
+    def __init__(self, *, name: str, problem: str) -> None:
+        super().__init__(step="decode", reason=f"cannot decode {name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+def image_header(path: Path, *, name: str) -> tuple[int, int, str]:
+    """Width, height and Pillow mode of an image file, from its header alone; an image that is
+    not JPEG/PNG/WebP/BMP, too large, or of more than 8 bits per channel is refused."""
+    with _open_image(path, name) as image:
+        return image.width, image.height, image.mode
+
+
+@contextlib.contextmanager
+def _open_image(path: Path, name: str) -> Iterator[Image.Image]:
+    import warnings
+
+    from PIL import UnidentifiedImageError
+
+    def refuse(problem: str) -> ImageRefused:
+        return ImageRefused(name=name, problem=problem)
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path, formats=IMAGE_FORMATS) as image:
+                if image.width * image.height > MAX_SAMPLE_PIXELS:
+                    raise refuse(
+                        f"{image.width}x{image.height} pixels, more than the {MAX_SAMPLE_PIXELS} "
+                        "a sample may have"
+                    )
+                if image.mode.startswith(_DEEP_MODES):
+                    raise refuse(
+                        f"mode {image.mode} (more than 8 bits per channel) is not read: convert "
+                        "the image to 8-bit RGB or grayscale"
+                    )
+                yield image
+    except UnidentifiedImageError:  # its message names the local (blob) path: not useful
+        raise refuse("not a JPEG, PNG, WebP or BMP image") from None
+    except Image.DecompressionBombError as exc:
+        raise refuse(str(exc)) from None
+    except (Image.DecompressionBombWarning, OSError, ValueError, SyntaxError) as exc:
+        raise refuse(str(exc)) from None
 
 
 def decode_file(path: Path, step: Decode, *, name: str) -> Array:
     """One image file as a ``(1, H, W, C)`` uint8 array in the step's colour mode; a file
     that is not a whole JPEG/PNG/WebP/BMP image, or is a decompression bomb, is refused."""
-    import warnings
-
-    from PIL import UnidentifiedImageError
-
     mode = "L" if step.color_mode == "grayscale" else "RGB"
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path, formats=IMAGE_FORMATS) as image:
-                pixels = np.asarray(image.convert(mode))
-    except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
-        raise PipelineError(step="decode", reason=f"cannot decode {name}: {exc}") from None
-    except (Image.DecompressionBombWarning, OSError, ValueError, SyntaxError) as exc:
-        raise PipelineError(step="decode", reason=f"cannot decode {name}: {exc}") from None
+    with _open_image(path, name) as image:
+        try:
+            pixels = np.asarray(image.convert(mode))
+        except (OSError, ValueError, SyntaxError) as exc:
+            raise ImageRefused(name=name, problem=str(exc)) from None
     x = pixels[np.newaxis, ..., np.newaxis] if pixels.ndim == 2 else pixels[np.newaxis]
     return x[..., ::-1] if step.color_mode == "bgr" else x
 
@@ -214,7 +260,7 @@ def preprocess_files(
             reason="the dataset's samples are image files: the input's steps must begin "
             "with a decode step (e.g. `- decode: {color_mode: rgb}`)",
         )
-    out = []
+    out: list[Array] = []
     for i, (name, path) in enumerate(files):
         if decode_step is not None and data_format == "images":
             x = decode_file(path, decode_step, name=name)
@@ -224,16 +270,15 @@ def preprocess_files(
                 x = decode(x, decode_step)
         for step in steps:
             x = _apply(x, step)
+        if out and x.shape[1:] != out[0].shape[1:]:
+            raise PipelineError(
+                step="stack",
+                reason=f"samples differ in shape after the steps ({files[0][0]}: "
+                f"{list(out[0].shape[1:])}, {name}: {list(x.shape[1:])}): add a resize or crop",
+            )
         out.append(x)
         if progress is not None:
             progress(i + 1)
-    shapes = sorted({x.shape[1:] for x in out})
-    if len(shapes) > 1:
-        raise PipelineError(
-            step="stack",
-            reason=f"samples differ in shape after the steps ({list(shapes[0])} and "
-            f"{list(shapes[-1])}): add a resize or crop step",
-        )
     return _finish(np.concatenate(out) if out else np.empty((0,)), spec)
 
 

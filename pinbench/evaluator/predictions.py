@@ -3,6 +3,7 @@ and the predicted one, by name where the dataset gives class names (``details.sa
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +21,7 @@ def sample_rows(
 ) -> list[dict[str, Any]]:
     """One row per answered sample (the first ``SAMPLE_ROWS``): ``sample`` (the file's path in
     the dataset, or its index), ``truth`` and ``top1`` class indexes, ``score`` (the top-1
-    output value) and, with class names, ``truth_name`` and ``top1_name``."""
+    output value, None when not finite) and, with class names, ``truth_name`` and ``top1_name``."""
     assert samples.labels is not None
     scores = outputs.reshape(len(outputs), -1)[:SAMPLE_ROWS].astype(np.float64)
     best = np.argmax(scores, axis=1) if scores.size else np.empty(0, dtype=np.int64)
@@ -32,10 +33,15 @@ def sample_rows(
             "sample": samples.files[index].path if samples.files is not None else index,
             "truth": truth,
             "top1": top1,
-            "score": float(scores[at, top1]),
+            "score": _finite(float(scores[at, top1])),
         }
         if names is not None:
             row["truth_name"] = names[truth] if truth < len(names) else None
             row["top1_name"] = names[top1] if top1 < len(names) else None
         rows.append(row)
     return rows
+
+
+def _finite(value: float) -> float | None:
+    """NaN and infinities are not JSON: recorded as None (shown as a dash)."""
+    return value if math.isfinite(value) else None

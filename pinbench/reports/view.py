@@ -51,7 +51,7 @@ def predictions(run: RunData) -> list[dict[str, str]]:
             "sample": str(r["sample"]),
             "truth": cls(r, "truth"),
             "top1": cls(r, "top1"),
-            "score": f"{r['score']:.4g}",
+            "score": "-" if r["score"] is None else f"{r['score']:.4g}",
             "right": "yes" if r["truth"] == r["top1"] else "no",
         }
         for r in rows[:SHOWN_PREDICTIONS]

@@ -10,6 +10,8 @@ and the lockfile's memory / CPU / time limits. What it writes is validated by th
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -104,19 +106,36 @@ Inside = dict[str, dict[str, str]]
 
 
 def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[list[Any], Inside]:
-    """Bind mounts (job and blobs read-only, output writable) and where each file appears."""
+    """Bind mounts (job and files read-only, output writable) and where each file appears.
+
+    The model's and dataset's blobs are hard-linked (copied across filesystems) into one
+    folder beside the job and mounted once: a dataset of many files is one mount, not one per
+    file (a kernel caps mounts per namespace, and each costs container creation time)."""
+    files = job_dir.parent / "files"
     mounts = [
         Mount(f"{IN}/job", str(job_dir), type="bind", read_only=True),
         Mount(f"{IN}/out", str(out), type="bind", read_only=False),
+        Mount(f"{IN}/files", str(files), type="bind", read_only=True),
     ]
     inside: Inside = {}
     for kind in (Kind.MODEL, Kind.DATASET):
         inside[kind.value] = {}
+        folder = files / kind.value
+        folder.mkdir(parents=True)
         for i, (path, host) in enumerate(sorted(store_paths(ws, lock, kind).items())):
-            target = f"{IN}/{kind.value}/{i}"
-            mounts.append(Mount(target, str(host), type="bind", read_only=True))
-            inside[kind.value][path] = target
+            _link_or_copy(host, folder / str(i))
+            inside[kind.value][path] = f"{IN}/files/{kind.value}/{i}"
+        folder.chmod(0o755)
+    files.chmod(0o755)
     return mounts, inside
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+        target.chmod(0o444)
 
 
 def run(
