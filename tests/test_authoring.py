@@ -426,3 +426,46 @@ def test_a_missing_library_names_the_extra(
         "pip install 'pinbench[catalog]'",
     )
     assert not out.exists()
+
+
+def test_steps_and_the_classification_output_can_be_given_on_the_command_line(
+    cli: Cli, models: Path, tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.yaml"
+    steps.write_text("- normalize: {scale: 0.0625}\n- layout: {to: NCHW}\n")
+    out = models / "steps.yaml"
+    args = [str(models / "tiny.onnx"), "--steps", str(steps), "--classification", "logits"]
+    manifest, notes = _model(cli, *args, output=out)
+    assert [s.layout is not None for s in manifest.inputs[0].steps] == [False, True]
+    assert [(o.name, o.type) for o in manifest.outputs] == [("logits", "classification")]
+    assert "type: classification" not in notes  # nothing left to the author
+
+
+@pytest.mark.parametrize(
+    ("steps", "classification", "words"),
+    [
+        ("- resize: {}\n", "logits", ["size", "steps"]),  # a step the schema refuses
+        ("{nope: []}\n", "logits", ["--steps names input 'nope'", "inputs: x"]),
+        ("[]\n", "probs", ["--classification names output 'probs'", "outputs: logits"]),
+        ("just text\n", "logits", ["want a list of steps"]),
+    ],
+)
+def test_bad_steps_or_classification_write_nothing(
+    cli: Cli, models: Path, tmp_path: Path, steps: str, classification: str, words: list[str]
+) -> None:
+    path = tmp_path / "steps.yaml"
+    path.write_text(steps)
+    out = models / "refused.yaml"
+    result = cli(
+        "manifest",
+        "model",
+        str(models / "tiny.onnx"),
+        "--steps",
+        str(path),
+        "--classification",
+        classification,
+        "-o",
+        str(out),
+    )
+    _refused(result, *words)
+    assert not out.exists()
