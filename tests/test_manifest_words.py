@@ -90,7 +90,8 @@ def test_a_wrong_md5_is_refused_through_the_cli(cli: Cli, tmp_path: Path) -> Non
         ),
         (
             _with(DATASET, "labels.format", "xml"),
-            "must be one of class-index-csv, class-index-jsonl, class-index-npy, class-index-txt, imagefolder; "
+            "must be one of class-index-csv, class-index-jsonl, class-index-npy, "
+            "class-index-txt, imagefolder; "
             "got 'xml' - at `$.labels.format`",
         ),
     ],

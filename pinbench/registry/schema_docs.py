@@ -220,7 +220,7 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "format": "How the labels are stored: 'class-index-npy' (an .npy array, one class index "
         "per sample, never unpickled), 'class-index-txt' (one label per line in sample "
         "order), 'class-index-csv' (columns file and label, one row per sample file, paths "
-        "relative to the data folder), 'class-index-jsonl' (one {\"file\", \"label\"} object "
+        'relative to the data folder), \'class-index-jsonl\' (one {"file", "label"} object '
         "per line, likewise) or 'imagefolder' (each sample's class is the first folder below "
         "the data folder). A label is a class index or a class key from the names file. csv, "
         "jsonl and imagefolder need a data folder (data.format images or npy-files).",
