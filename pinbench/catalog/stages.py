@@ -17,7 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from pinbench.catalog import cnn, digits, efficientnet, frameworks, nsfw, numerics, photos, resnet
+from pinbench.catalog import (
+    cnn,
+    digits,
+    efficientnet,
+    frameworks,
+    minilm,
+    nsfw,
+    numerics,
+    photos,
+    resnet,
+)
 from pinbench.catalog.parts import TRAINED, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 from pinbench.errors import UserError
@@ -57,6 +67,8 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
         manifests.append(photos.write_imagenet(out))
     if "nsfw" in chosen:
         manifests.append(nsfw.write_dataset(out))
+    if "minilm" in chosen:
+        manifests.append(minilm.write_dataset(out))
     return manifests
 
 
@@ -130,4 +142,6 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         manifests += efficientnet.export(out)
     if "nsfw" in chosen:
         manifests += nsfw.export(out)
+    if "minilm" in chosen:
+        manifests += minilm.export(out)
     return manifests

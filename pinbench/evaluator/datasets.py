@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem, read_labels
+from pinbench.evaluator.labels import LabelProblem, read_label_text, read_labels
+from pinbench.evaluator.pairs import Pairs, read_pairs
 from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
 
@@ -42,10 +43,14 @@ class Samples:
     files: list[SampleFile] | None
     """A per-file dataset's samples, in order."""
     format: str
-    """``data.format``: ``npy``, ``images`` or ``npy-files``."""
+    """``data.format``: ``npy``, ``images``, ``npy-files`` or ``text-lines``."""
     labels: npt.NDArray[np.int64] | None
     class_names: list[str] | None
     """Class names by index, where the dataset gives them."""
+    texts: list[str] | None = None
+    """A text dataset's samples, in order."""
+    pairs: Pairs | None = None
+    """A sentence-similarity dataset's pairs with their gold scores."""
     classes: int | None = None
     """How many classes the dataset declares (``labels.classes``, or its names file's
     length); None when it does not say (imagefolder folders name only the classes present)."""
@@ -53,6 +58,8 @@ class Samples:
     def __len__(self) -> int:
         if self.files is not None:
             return len(self.files)
+        if self.texts is not None:
+            return len(self.texts)
         assert self.data is not None
         return int(self.data.shape[0])
 
@@ -66,8 +73,14 @@ def load_samples(
     if data is None:
         raise DatasetError(dataset=ref, reason="its manifest names no sample file (`data`)")
     extra = {p for p in (dataset.labels.path, dataset.labels.names) if p is not None}
-    array, files = None, None
-    if data.format == "npy":
+    array, files, texts = None, None, None
+    if data.format == "text-lines":
+        try:
+            texts = read_text_lines(paths[data.path], where=data.path)
+        except LabelProblem as exc:
+            raise DatasetError(dataset=ref, reason=str(exc)) from None
+        count, listed = len(texts), None
+    elif data.format == "npy":
         array = _npy(ref, data.path, paths[data.path])
         count = int(array.shape[0]) if array.ndim else 0
         listed = None
@@ -82,6 +95,13 @@ def load_samples(
         raise DatasetError(
             dataset=ref, reason=f"its manifest declares {dataset.samples} samples, it holds {count}"
         )
+    if dataset.labels.format == "similarity-pairs":
+        assert dataset.labels.path is not None  # a pairs dataset names its pairs file
+        try:
+            pairs = read_pairs(paths[dataset.labels.path], where=dataset.labels.path, count=count)
+        except LabelProblem as exc:
+            raise DatasetError(dataset=ref, reason=str(exc)) from None
+        return Samples(array, files, data.format, None, None, texts=texts, pairs=pairs)
     try:
         labels = read_labels(
             dataset.labels,
@@ -101,8 +121,21 @@ def load_samples(
         data.format,
         labels.indexes if labels is not None else None,
         labels.names if labels is not None else None,
-        declared,
+        texts=texts,
+        classes=declared,
     )
+
+
+def read_text_lines(path: Path, *, where: str) -> list[str]:
+    """A ``text-lines`` file's samples: one per line (UTF-8, at most the labels files' size
+    cap); a blank line is refused (a sample of nothing is almost always a mistake)."""
+    lines = read_label_text(path, where).splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise LabelProblem(path=where, reason=f"line {number} is blank (one text per line)")
+    return lines
 
 
 def _npy(ref: str, name: str, path: Path) -> npt.NDArray[np.generic]:

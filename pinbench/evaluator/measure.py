@@ -20,20 +20,17 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
-from pinbench.evaluator.pipeline import (
-    decoder_of,
-    pipeline_digest,
-    preprocess,
-    preprocess_files,
-)
+from pinbench.evaluator.feed import prepare
+from pinbench.evaluator.pairs import similarity_metrics
+from pinbench.evaluator.pipeline import postprocess
 from pinbench.evaluator.predictions import sample_rows
 from pinbench.evaluator.predictors import predictor_class
-from pinbench.evaluator.predictors.base import ManyInputs, Predictor
+from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
-from pinbench.registry.manifest import Input, Output
+from pinbench.registry.manifest import Output
 from pinbench.registry.names import Kind
 from pinbench.trace.recorder import Recorder
 
@@ -137,34 +134,41 @@ def _evaluate(
     data_art = files_of(job.lock, Kind.DATASET)
     if not body.model.inputs:
         raise UserError(f"model {model_art.ref} declares no inputs")
-    if len(body.model.inputs) > 1:
-        raise ManyInputs(names=[str(i.name) for i in body.model.inputs])
-    (spec,) = body.model.inputs
-    scored = _classification(body.model.outputs)
-    if body.scenario.mode == "accuracy" and not scored:
+    scenario = body.scenario
+    accuracy = scenario.mode == "accuracy"
+    similarity = body.dataset.task == "sentence-similarity"
+    scored = {} if similarity else _classification(body.model.outputs)
+    embedding = _embedding(body.model.outputs, str(model_art.ref)) if similarity else None
+    if accuracy and not similarity and not scored:
         raise NoClassificationOutput(
             model=str(model_art.ref),
             outputs=[f"{o.name} ({o.type})" for o in body.model.outputs],
         )
     samples = load_samples(body.dataset, data_art, job.data_paths)
-    scenario = body.scenario
-    if scenario.mode == "accuracy" and samples.labels is None:
+    if accuracy and samples.labels is None and samples.pairs is None:
         raise DatasetError(
             dataset=f"{body.dataset.name}@{body.dataset.version}",
             reason="an accuracy run needs labels and this dataset has none",
         )
     job.stop.check()
     say("preprocessing (outside any timed region)")
-    decoder = decoder_of(samples.format)
     with recorder.phase("preprocess"):
-        inputs, cached = _inputs(
-            job.cache, body.dataset.manifest_digest, spec, samples, say, job.stop
+        feed = prepare(
+            list(body.model.inputs),
+            samples,
+            cache=job.cache,
+            dataset_digest=body.dataset.manifest_digest,
+            model_files=job.model_paths,
+            model_sha256={f.path: f.sha256 for f in model_art.files},
+            say=say,
+            stop=job.stop,
         )
-    if decoder is not None:
-        evidence.details["decoder"] = decoder
+    inputs = feed.inputs
+    if feed.decoder is not None:
+        evidence.details["decoder"] = feed.decoder
     evidence.details.update(
-        pipeline_digest=pipeline_digest(spec, decoder=decoder).hex,
-        preprocess_cache_hit=cached,
+        pipeline_digest=feed.digest.hex,
+        preprocess_cache_hit=feed.cached,
         batch_size=body.batch_size,
         threads=body.threads,
         scenario=scenario.name,
@@ -194,7 +198,7 @@ def _evaluate(
         predictor.check_input(first)
         with recorder.phase("first predict (cold)", role="cold"):
             answer = predictor.first_predict(first)
-        if scenario.mode == "accuracy":
+        if accuracy and not similarity:
             _check_class_count(answer, list(scored), samples, f"{body.dataset.name}")
         with recorder.phase("warm-up"):
             expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup, job.stop)
@@ -224,7 +228,10 @@ def _evaluate(
     evidence.metrics = measurement.summary()
     evidence.details["loadgen"] = measurement.loadgen
     evidence.latencies = measurement.latencies_ns
-    if scenario.mode == "accuracy":
+    if accuracy and embedding is not None:
+        with recorder.phase("postprocess (accuracy)"):
+            score_similarity(evidence, measurement, embedding, samples, feed.arrays)
+    elif accuracy:
         assert samples.labels is not None
         with recorder.phase("postprocess (accuracy)"):
             indexes, outputs = _outputs(measurement, list(scored))
@@ -272,6 +279,47 @@ def _check_class_count(
             )
 
 
+class NoEmbeddingOutput(UserError):
+    def __init__(self, *, model: str, outputs: list[str]) -> None:
+        super().__init__(
+            f"model {model} declares {', '.join(outputs) or 'no outputs'}: a sentence-"
+            "similarity run needs exactly one output of type embedding (with its pool and "
+            "l2_normalize steps)"
+        )
+        self.model = model
+        self.outputs = outputs
+
+
+def _embedding(outputs: list[Output], model: str) -> Output:
+    found = [o for o in outputs if o.type == "embedding"]
+    if len(found) != 1:
+        raise NoEmbeddingOutput(model=model, outputs=[f"{o.name} ({o.type})" for o in outputs])
+    return found[0]
+
+
+def score_similarity(
+    evidence: Evidence,
+    measurement: Measurement,
+    output: Output,
+    samples: Samples,
+    arrays: dict[str, npt.NDArray[np.generic]],
+) -> None:
+    """Every sample's embedding (the output's steps: pool over the mask input, normalize),
+    then Spearman's rho of the pairs' cosine similarities against the gold scores."""
+    assert samples.pairs is not None
+    name = str(output.name)
+    indexes, outputs = _outputs(measurement, [name])
+    if len(indexes) != len(samples):
+        raise UserError(
+            f"a sentence-similarity run needs every sample embedded: {len(indexes)} of "
+            f"{len(samples)} were (raise the scenario's sample_count)"
+        )
+    embeddings = postprocess(outputs[name], list(output.steps), arrays)
+    evidence.metrics.update(similarity_metrics(embeddings.astype(np.float64), samples.pairs))
+    evidence.outputs = embeddings
+    evidence.details["outputs_name"] = name
+
+
 def public_version(version: str) -> str:
     """``2.13.0+cpu`` -> ``2.13.0``: a PEP 440 local label (like semver build metadata, in a
     framework artifact's version ``1.31.0+venv1``) names a build, not a release."""
@@ -306,51 +354,6 @@ def _outputs(
     return indexes, {
         name: np.concatenate([np.asarray(m.outputs[i][name]) for i in indexes]) for name in names
     }
-
-
-def _inputs(
-    cache: Path | None,
-    dataset_digest: str,
-    spec: Input,
-    samples: Samples,
-    say: Say,
-    stop: Stop,
-) -> tuple[npt.NDArray[np.generic], bool]:
-    """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit
-    reads no sample file."""
-    if cache is None:
-        return _preprocess(spec, samples, say, stop), False
-    digest = pipeline_digest(spec, decoder=decoder_of(samples.format))
-    path = cache / f"{dataset_digest[:32]}-{digest.hex[:32]}.npy"
-    if path.exists():
-        try:
-            cached: npt.NDArray[np.generic] = np.load(path, allow_pickle=False)
-            return cached, True
-        except (ValueError, OSError):
-            path.unlink(missing_ok=True)
-    inputs = _preprocess(spec, samples, say, stop)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp.npy")
-    np.save(tmp, inputs, allow_pickle=False)
-    tmp.replace(path)
-    return inputs, False
-
-
-def _preprocess(spec: Input, samples: Samples, say: Say, stop: Stop) -> npt.NDArray[np.generic]:
-    if samples.files is None:
-        assert samples.data is not None
-        return preprocess(samples.data, spec)
-    total = len(samples.files)
-    step = max(1, total // 10)
-    say(f"decoding and preprocessing {total} sample files")
-
-    def progress(done: int) -> None:  # a cancel or time limit is honoured between files
-        stop.check()
-        if done % step == 0 and done < total:
-            say(f"  {done}/{total} sample files")
-
-    files = [(f.path, f.local) for f in samples.files]
-    return preprocess_files(files, samples.format, spec, progress)
 
 
 WARMUP_MIN_NS = 500_000_000

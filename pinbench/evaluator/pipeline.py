@@ -32,7 +32,9 @@ from pinbench.registry.manifest import (
     Layout,
     Normalize,
     OutputStep,
+    Pool,
     Resize,
+    Tokenize,
 )
 
 FloatArray = npt.NDArray[np.floating]
@@ -57,12 +59,17 @@ class PipelineError(UserError):
         self.reason = reason
 
 
-def pipeline_digest(spec: Input, *, decoder: str | None = None) -> Digest:
+def pipeline_digest(
+    spec: Input, *, decoder: str | None = None, files: dict[str, str] | None = None
+) -> Digest:
     """Identifies the preprocessing: its steps, the target dtype, the code version and, for
-    files decoded by a library, that library and its version (``decoder``)."""
+    files decoded by a library, that library and its version (``decoder``), and the sha256 of
+    every model file a step reads (``files``: a tokenizer), by path."""
     data: dict[str, object] = {"version": PIPELINE_VERSION, "input": msgspec.to_builtins(spec)}
     if decoder is not None:
         data["decoder"] = decoder
+    if files:
+        data["files"] = files
     return Digest.of_bytes(canonical_json(data))
 
 
@@ -282,6 +289,74 @@ def preprocess_files(
     return _finish(np.concatenate(out) if out else np.empty((0,)), spec)
 
 
+_ENCODING_FIELDS = {
+    "input_ids": "ids",
+    "attention_mask": "attention_mask",
+    "token_type_ids": "type_ids",
+}
+
+
+def tokenizer_version() -> str:
+    import tokenizers
+
+    return f"tokenizers {tokenizers.__version__}"
+
+
+def preprocess_texts(texts: Sequence[str], spec: Input, files: dict[str, Path]) -> Array:
+    """Tokenize text samples for one input: its first step is ``tokenize`` (the tokenizer
+    file among the model's ``files``), padded to ``max_length``; a longer text without
+    ``truncation`` is refused, naming it. A ``dtype`` step may follow."""
+    steps = list(spec.steps)
+    if not steps or steps[0].tokenize is None:
+        raise PipelineError(
+            step="tokenize",
+            reason=f"input {spec.name!r} reads text samples: its steps must begin with a "
+            "tokenize step (e.g. `- tokenize: {tokenizer: tokenizer.json, max_length: 128}`)",
+        )
+    step = steps[0].tokenize
+    assert step is not None
+    ids = _tokenize(texts, step, files)
+    x: Array = ids
+    for rest in steps[1:]:
+        if rest.dtype is None:
+            raise PipelineError(
+                step="tokenize", reason="only a dtype step may follow tokenize on text samples"
+            )
+        x = dtype(x, rest.dtype)
+    return _finish(x, spec)
+
+
+def _tokenize(texts: Sequence[str], step: Tokenize, files: dict[str, Path]) -> Array:
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(files[step.tokenizer]))
+    except Exception as exc:  # tokenizers raises its own (Rust) exception type
+        raise PipelineError(
+            step="tokenize", reason=f"cannot read tokenizer {step.tokenizer}: {exc}"
+        ) from None
+    if step.truncation:
+        tokenizer.enable_truncation(max_length=step.max_length)
+    else:
+        tokenizer.no_truncation()
+    pad = tokenizer.padding or {}
+    pad_id = pad.get("pad_id", tokenizer.token_to_id("[PAD]") or 0)
+    pad_token = pad.get("pad_token", "[PAD]")
+    tokenizer.enable_padding(length=step.max_length, pad_id=pad_id, pad_token=pad_token)
+    encodings = tokenizer.encode_batch(list(texts))
+    for i, encoding in enumerate(encodings):
+        if len(encoding.ids) > step.max_length:
+            raise PipelineError(
+                step="tokenize",
+                reason=f"sample {i} is {len(encoding.ids)} tokens, more than max_length "
+                f"{step.max_length}: set `truncation: true` or a larger max_length",
+            )
+    field = _ENCODING_FIELDS[step.output]
+    return np.array([getattr(e, field) for e in encodings], dtype=np.int64).reshape(
+        len(encodings), step.max_length
+    )
+
+
 def _npy_sample(path: Path, name: str) -> Array:
     try:
         array: Array = np.load(path, allow_pickle=False)
@@ -328,11 +403,49 @@ def softmax(x: FloatArray, axis: int = -1) -> FloatArray:
     return out
 
 
-def postprocess(outputs: Array, steps: list[OutputStep]) -> Array:
-    """Apply output steps to a ``(N, classes)`` array; ``topk``/``argsort`` give class indices."""
+def pool(x: Array, step: Pool, inputs: dict[str, Array]) -> FloatArray:
+    """Token states ``(N, T, D)`` to ``(N, D)``: the mean over the tokens the mask keeps (the
+    mask input, ``(N, T)`` of 0/1), or the first token's state."""
+    if x.ndim != 3:
+        raise PipelineError(step="pool", reason=f"expected (N, tokens, D) states, got {x.shape}")
+    states = x.astype(np.float32)
+    if step.mode == "cls":
+        out: FloatArray = states[:, 0, :]
+        return out
+    assert step.mask is not None
+    mask = inputs[step.mask].astype(np.float32)
+    if mask.shape != states.shape[:2]:
+        raise PipelineError(
+            step="pool",
+            reason=f"mask {step.mask!r} has shape {list(mask.shape)}, the states "
+            f"{list(states.shape)}",
+        )
+    summed = np.einsum("ntd,nt->nd", states, mask)
+    kept = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+    pooled: FloatArray = summed / kept
+    return pooled
+
+
+def l2_normalize(x: Array) -> FloatArray:
+    values = x.astype(np.float32)
+    norms = np.linalg.norm(values, axis=-1, keepdims=True)
+    out: FloatArray = values / np.maximum(norms, 1e-12)
+    return out
+
+
+def postprocess(
+    outputs: Array, steps: list[OutputStep], inputs: dict[str, Array] | None = None
+) -> Array:
+    """Apply output steps: to a ``(N, classes)`` array ``topk``/``argsort`` give class
+    indices; ``pool`` (with the named mask among ``inputs``) and ``l2_normalize`` turn token
+    states into sentence embeddings."""
     x = outputs
     for step in steps:
-        if step.softmax is not None:
+        if step.pool is not None:
+            x = pool(x, step.pool, inputs or {})
+        elif step.l2_normalize is not None:
+            x = l2_normalize(x)
+        elif step.softmax is not None:
             x = softmax(x.astype(np.float32), step.softmax.axis)
         elif step.argsort is not None:
             xf = x.astype(np.float64)

@@ -17,12 +17,14 @@ from pinbench.registry.sourcing import FileProblem
 def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], Path]) -> None:
     """Refuse ``manifest`` when its files do not make the dataset it declares; ``where`` gives
     the (already verified) bytes of each file."""
+    from pinbench.evaluator.datasets import read_text_lines
     from pinbench.evaluator.labels import (
         LabelProblem,
         parse_class_names,
         read_label_text,
         read_labels,
     )
+    from pinbench.evaluator.pairs import read_pairs
     from pinbench.evaluator.pipeline import ImageRefused, image_header
 
     entries = {f.path: f for f in manifest.files}
@@ -37,7 +39,9 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
                 text = read_label_text(read(labels.names), labels.names)
                 parse_class_names(text, path=labels.names)
             return
-        if data.format == "npy":
+        if data.format == "text-lines":
+            listed, count = None, len(read_text_lines(read(data.path), where=data.path))
+        elif data.format == "npy":
             listed, count = None, _npy_length(data.path, read(data.path))
         else:
             extra = {p for p in (labels.path, labels.names) if p is not None}
@@ -53,6 +57,10 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
                 path=data.path,
                 reason=f"holds {count} samples, the manifest declares {manifest.samples}",
             )
+        if labels.format == "similarity-pairs":
+            assert labels.path is not None
+            read_pairs(read(labels.path), where=labels.path, count=count)
+            return
         read_labels(
             labels,
             samples=listed,

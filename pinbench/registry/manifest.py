@@ -216,9 +216,27 @@ class DType(_Strict, frozen=True, kw_only=True):
     to: ElementType
 
 
+class Tokenize(_Strict, frozen=True, kw_only=True):
+    """Text to token ids with a Hugging Face ``tokenizers`` file of the model artifact; one
+    of the encoding's fields feeds this input (each text input has its own step)."""
+
+    tokenizer: str
+    """The ``tokenizer.json`` file, among the model's files."""
+    output: Literal["input_ids", "attention_mask", "token_type_ids"] = "input_ids"
+    max_length: int
+    truncation: bool = False
+    padding: Literal["fixed"] = "fixed"
+
+    def __post_init__(self) -> None:
+        check_relative_path(self.tokenizer)
+        if not 1 <= self.max_length <= 65536:
+            raise ValueError(f"max_length must be 1..65536, got {self.max_length}")
+
+
 class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     """Exactly one of the fields: ``- resize: {size: [224, 224]}``."""
 
+    tokenize: Tokenize | None = None
     decode: Decode | None = None
     resize: Resize | None = None
     crop: Crop | None = None
@@ -247,10 +265,29 @@ class TopK(_Strict, frozen=True, kw_only=True):
             raise ValueError("topk k must be >= 1")
 
 
+class Pool(_Strict, frozen=True, kw_only=True):
+    """Token states ``(N, T, D)`` to one vector per sample: the mean over the tokens the
+    attention mask (an input, by name) keeps, or the first token's (``cls``)."""
+
+    mode: Literal["mean", "cls"] = "mean"
+    mask: str | None = None
+    """The input whose 0/1 values say which tokens count (required for ``mean``)."""
+
+    def __post_init__(self) -> None:
+        if self.mode == "mean" and self.mask is None:
+            raise ValueError("mean pooling needs `mask`: the attention-mask input's name")
+
+
+class L2Normalize(_Strict, frozen=True, kw_only=True):
+    """Each vector divided by its Euclidean norm."""
+
+
 class OutputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     softmax: Softmax | None = None
     argsort: Argsort | None = None
     topk: TopK | None = None
+    pool: Pool | None = None
+    l2_normalize: L2Normalize | None = None
 
     def __post_init__(self) -> None:
         _exactly_one(self)
@@ -287,7 +324,7 @@ class Input(_Strict, frozen=True, kw_only=True):
 
 class Output(_Strict, frozen=True, kw_only=True):
     name: str | int
-    type: Literal["classification", "tensor", "detection", "segmentation"] = "tensor"
+    type: Literal["classification", "tensor", "embedding", "detection", "segmentation"] = "tensor"
     steps: list[OutputStep] = msgspec.field(default_factory=list)
     labels: LabelsRef | None = None
 
@@ -328,6 +365,21 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         for out in self.outputs:
             if out.labels is not None and out.labels.path not in paths:
                 raise ValueError(f"labels file {out.labels.path!r} is not among the files")
+        names = {str(i.name) for i in self.inputs}
+        for inp in self.inputs:
+            for step in inp.steps:
+                if step.tokenize is not None and step.tokenize.tokenizer not in paths:
+                    raise ValueError(
+                        f"tokenizer file {step.tokenize.tokenizer!r} of input {inp.name!r} is "
+                        "not among the files"
+                    )
+        for out in self.outputs:
+            for ostep in out.steps:
+                if ostep.pool is not None and ostep.pool.mask not in (None, *names):
+                    raise ValueError(
+                        f"output {out.name!r} pools with mask {ostep.pool.mask!r}, which is not "
+                        f"an input (inputs: {', '.join(sorted(names))})"
+                    )
 
 
 class Requirement(_Strict, frozen=True, kw_only=True):
@@ -396,9 +448,20 @@ class FrameworkManifest(_Common, frozen=True, kw_only=True, tag_field="kind", ta
 
 
 LabelFormats = Literal[
-    "class-index-npy", "class-index-txt", "class-index-csv", "class-index-jsonl", "imagefolder"
+    "class-index-npy",
+    "class-index-txt",
+    "class-index-csv",
+    "class-index-jsonl",
+    "imagefolder",
+    "similarity-pairs",
 ]
-LABEL_FILE_FORMATS = ("class-index-npy", "class-index-txt", "class-index-csv", "class-index-jsonl")
+LABEL_FILE_FORMATS = (
+    "class-index-npy",
+    "class-index-txt",
+    "class-index-csv",
+    "class-index-jsonl",
+    "similarity-pairs",
+)
 """Label formats kept in a file of their own (``path``); ``imagefolder`` is the layout itself."""
 BY_FILE_NAME = ("class-index-csv", "class-index-jsonl", "imagefolder")
 """Label formats that give each sample file its label by name: they need per-file samples."""
@@ -422,16 +485,21 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
             )
 
 
+PER_FILE_FORMATS = ("images", "npy-files")
+"""Sample formats whose ``path`` is a folder of one file per sample."""
+
+
 class SampleFiles(_Strict, frozen=True, kw_only=True):
     """Where the samples are: an ``.npy`` array ``(N, H, W[, C])`` among the files, or a
     folder of sample files (``images``: JPEG/PNG/WebP/BMP decoded by the input's ``decode``
-    step; ``npy-files``: one ``.npy`` array per sample)."""
+    step; ``npy-files``: one ``.npy`` array per sample; ``text-lines``: a UTF-8 file, one
+    text sample per line)."""
 
-    format: Literal["npy", "images", "npy-files"] = "npy"
+    format: Literal["npy", "images", "npy-files", "text-lines"] = "npy"
     path: str
 
     def __post_init__(self) -> None:
-        if self.format != "npy" and self.path != ".":
+        if self.format in PER_FILE_FORMATS and self.path != ".":
             check_relative_path(self.path)
 
 
@@ -439,7 +507,9 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
     files: list[FileEntry]
     labels: LabelFormat
     data: SampleFiles | None = None
-    task: Literal["classification", "detection", "segmentation", "other"] = "classification"
+    task: Literal["classification", "sentence-similarity", "detection", "segmentation", "other"] = (
+        "classification"
+    )
     samples: int | None = None
 
     def __post_init__(self) -> None:
@@ -451,11 +521,17 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
                 raise ValueError(f"{what} file {path!r} is not among the files")
         if self.samples is not None and self.samples < 0:
             raise ValueError(f"samples must not be negative, got {self.samples}")
-        per_file = self.data is not None and self.data.format != "npy"
+        per_file = self.data is not None and self.data.format in PER_FILE_FORMATS
         if self.labels.format in BY_FILE_NAME and not per_file:
             raise ValueError(
                 f"labels of format {self.labels.format} name sample files: the data must be "
                 "a folder of them (data.format images or npy-files)"
+            )
+        pairs = self.labels.format == "similarity-pairs"
+        if pairs != (self.task == "sentence-similarity"):
+            raise ValueError(
+                "labels of format similarity-pairs go with task sentence-similarity, and that "
+                "task with them"
             )
         if self.data is None:
             return

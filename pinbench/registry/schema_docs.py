@@ -74,14 +74,28 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     },
     # ---------------------------------------------------------------- input steps
     "InputStep": {
-        "decode": "Bring the samples to a colour mode, taking 3-channel samples as RGB and "
-        "1-channel ones as grayscale.",
+        "tokenize": "Turn text samples into token ids (or their attention mask or token type "
+        "ids) with a tokenizers file of the model; must be the first step of a text input.",
+        "decode": "Decode image files with Pillow (JPEG/PNG/WebP/BMP; the first step, required "
+        "for image-file datasets), or bring array samples to a colour mode, taking 3-channel "
+        "samples as RGB and 1-channel ones as grayscale.",
         "resize": "Resize each sample's height and width (Pillow, per channel).",
         "crop": "Cut a centred region of the given size out of each sample.",
         "normalize": "Turn the samples into float32: (x - mean) / std per channel, or x * scale.",
         "layout": "Reorder the axes, e.g. to channels-first.",
         "color_mode": "Convert between RGB, BGR and grayscale (samples taken as RGB).",
         "dtype": "Cast the samples to an element type.",
+    },
+    "Tokenize": {
+        "tokenizer": "The Hugging Face tokenizers file (tokenizer.json), among the model's "
+        "files; its sha256 is part of the preprocessing cache key.",
+        "output": "Which field of the encoding feeds this input: 'input_ids' (the default), "
+        "'attention_mask' or 'token_type_ids'.",
+        "max_length": "The sequence length every sample is padded to (1..65536).",
+        "truncation": "true: cut longer texts to max_length; false (the default): a longer "
+        "text fails the run, naming it.",
+        "padding": "'fixed' (the only mode): pad every sample to max_length, so inputs are "
+        "prepared once before any timed region.",
     },
     "Decode": {
         "color_mode": "The colour mode to decode to: 'rgb' (the default), 'bgr' or "
@@ -124,6 +138,13 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "softmax": "Turn scores into probabilities along an axis.",
         "argsort": "Replace each row of scores by the class indices sorted by score.",
         "topk": "Keep the indices of the k highest scores of each row, highest first.",
+        "pool": "Token states (N, tokens, D) to one vector per sample.",
+        "l2_normalize": "Divide each vector by its Euclidean norm.",
+    },
+    "Pool": {
+        "mode": "'mean' (the default): the mean over the tokens the mask keeps; 'cls': the "
+        "first token's state.",
+        "mask": "The input (by name) whose 0/1 values say which tokens count; required for mean.",
     },
     "Softmax": {"axis": "The axis to normalise along; -1 (the default) is the last, the classes."},
     "Argsort": {
@@ -142,8 +163,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "name": "A model input's name, or an integer index into the model's inputs; each "
         "model input is bound to one declared input and every model input must be declared.",
         "type": "What the input carries: 'tensor' (the default) or 'image', both fed as the "
-        "dataset's sample array through the steps. 'text' is read (MLModelScope manifests) "
-        "but refused at publish: nothing acts on it yet.",
+        "dataset's samples through the steps, or 'text', tokenized by its first step. A "
+        "model may have several inputs (ONNX Runtime), each its own pipeline from the same "
+        "samples.",
         "element_type": "The element type the model takes (float32 by default): checked "
         "against the model where it tells, and the preprocessed samples are cast to it.",
         "shape": "The dimensions after the batch axis, e.g. [3, 224, 224]: the model's rank "
@@ -158,10 +180,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "outputs not declared are not read (with none declared, all are).",
         "type": "What the output holds: 'tensor' (the default) or 'classification', both "
         "read as class scores; accuracy (top1, and top5 with 5 or more classes) is computed "
-        "from classification outputs only. 'detection' and 'segmentation' are read "
-        "(MLModelScope manifests) but refused at publish.",
-        "steps": "The postprocessing of a (N, classes) array, applied in order; each step has "
-        "exactly one key.",
+        "from classification outputs only; 'embedding': sentence embeddings (after its pool "
+        "and l2_normalize steps), scored on a sentence-similarity dataset. 'detection' and "
+        "'segmentation' are read (MLModelScope manifests) but refused at publish.",
+        "steps": "The postprocessing, applied in order (softmax/argsort/topk on (N, classes) "
+        "scores; pool/l2_normalize on token states); each step has exactly one key.",
         "labels": "The file naming the classes; its path must be among the model's files.",
     },
     # ---------------------------------------------------------------- the four kinds
@@ -221,8 +244,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "per sample, never unpickled), 'class-index-txt' (one label per line in sample "
         "order), 'class-index-csv' (columns file and label, one row per sample file, paths "
         'relative to the data folder), \'class-index-jsonl\' (one {"file", "label"} object '
-        "per line, likewise) or 'imagefolder' (each sample's class is the first folder below "
-        "the data folder). A label is a class index or a class key from the names file. csv, "
+        "per line, likewise), 'imagefolder' (each sample's class is the first folder below "
+        "the data folder) or 'similarity-pairs' (tab-separated i, j, score lines: sample "
+        "indexes and a gold similarity; task sentence-similarity only). A label is a class "
+        "index or a class key from the names file. csv, "
         "jsonl and imagefolder need a data folder (data.format images or npy-files).",
         "path": "The labels file; must be among the dataset's files (none for imagefolder). "
         "Left out for the other formats, the dataset has no labels and accuracy cannot be "
@@ -239,10 +264,12 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "format": "Where the samples are: 'npy' (one .npy array (N, H, W[, C]) of all samples, "
         "never unpickled), 'images' (a folder of JPEG/PNG/WebP/BMP files, decoded with Pillow "
         "by the input's first step, which must be decode; sizes may differ until a resize or "
-        "crop) or 'npy-files' (a folder of one .npy array per sample). A folder's samples "
+        "crop), 'npy-files' (a folder of one .npy array per sample) or 'text-lines' (a UTF-8 "
+        "file, one text sample per line, no blank line). A folder's samples "
         "are its files with those suffixes, in path order; any other file in it is refused.",
-        "path": "The .npy file (format npy) or the folder ('.' for the artifact's root) "
-        "holding the sample files; must be among / hold some of the dataset's files.",
+        "path": "The .npy or text file (formats npy, text-lines) or the folder ('.' for the "
+        "artifact's root) holding the sample files; must be among / hold some of the "
+        "dataset's files.",
     },
     "DatasetManifest": {
         **_common("dataset"),
@@ -250,9 +277,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "labels": "Where the labels are and how they are stored.",
         "data": "Where the samples are. Left out, the dataset cannot be run (a run stops "
         "saying the manifest names no sample file).",
-        "task": "What the dataset is for: 'classification' (the default), the only task "
-        "accuracy runs score; 'detection', 'segmentation' and 'other' are read but refused "
-        "at publish.",
+        "task": "What the dataset is for: 'classification' (the default; top-1/top-5) or "
+        "'sentence-similarity' (Spearman's rho of embedding cosine similarities against the "
+        "gold scores of similarity-pairs labels), the tasks accuracy runs score; "
+        "'detection', 'segmentation' and 'other' are read but refused at publish.",
         "samples": "The number of samples: checked at publish and at run time against the "
         "files (the array's first axis, or the data folder's sample files).",
     },
@@ -286,6 +314,9 @@ STRUCT_DOCS: dict[str, str] = {
     "Softmax": "Softmax along an axis.",
     "Argsort": "Class indices sorted by score.",
     "TopK": "The indices of the k highest scores.",
+    "Tokenize": "Text to token ids with the model's tokenizer.",
+    "Pool": "Token states to one vector per sample.",
+    "L2Normalize": "Each vector divided by its Euclidean norm (no fields).",
     "LabelsRef": "A file among the model's files that names the classes.",
     "Input": "One model input and how the dataset's samples are prepared for it.",
     "Output": "One model output and how it is read.",

@@ -16,13 +16,15 @@ from pinbench.errors import UserError
 from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, ModelManifest
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
-    "task": ("classification",),
-    "input.type": ("image", "tensor"),
-    "output.type": ("classification", "tensor"),
+    "task": ("classification", "sentence-similarity"),
+    "input.type": ("image", "tensor", "text"),
+    "output.type": ("classification", "tensor", "embedding"),
 }
 """Per field, the values the evaluator acts on: a dataset's task is what accuracy runs score
-(top-k class labels); an input of type image or tensor is fed as the sample array through its
-declared steps; an output of type classification or tensor is read as class scores."""
+(top-k class labels; Spearman's rho of embedding similarities for sentence pairs); an input
+of type image or tensor is fed as the sample array through its declared steps, one of type
+text through its tokenize step; an output of type classification or tensor is read as class
+scores, one of type embedding as sentence embeddings."""
 
 
 class Unsupported(UserError):

@@ -147,12 +147,12 @@ def bind_outputs(declared: Sequence[Output], ports: Sequence[Port]) -> list[Port
 
 
 class ManyInputs(UserError):
-    """A model with several inputs: a dataset gives one array of samples, not one per input."""
+    """A model with several inputs on a predictor that feeds one (PyTorch, TensorFlow)."""
 
     def __init__(self, *, names: list[str]) -> None:
         super().__init__(
-            f"models with {len(names)} inputs ({', '.join(names)}) need a dataset with one "
-            "field per input: not supported yet"
+            f"models with {len(names)} inputs ({', '.join(names)}) run on ONNX Runtime only "
+            "for now (each input its own pipeline from the same samples)"
         )
         self.names = names
 

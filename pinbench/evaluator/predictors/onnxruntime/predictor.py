@@ -11,9 +11,11 @@ from typing import Any, ClassVar
 import numpy as np
 import onnxruntime as ort
 
+from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.predictors.base import (
     Array,
     DeviceUnavailable,
+    ManyInputs,
     ModelLoadError,
     Outputs,
     Port,
@@ -21,7 +23,6 @@ from pinbench.evaluator.predictors.base import (
     bind_inputs,
     bind_outputs,
     check_signature,
-    one_input,
     output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
@@ -110,6 +111,7 @@ class OnnxRuntimePredictor(Predictor):
     def __init__(self) -> None:
         self._session: ort.InferenceSession | None = None
         self._input = ""
+        self._feeds: list[tuple[str, Port]] = []
         self._outputs: list[str] = []
         self._keys: list[str] = []
         self._dir: tempfile.TemporaryDirectory[str] | None = None
@@ -155,21 +157,40 @@ class OnnxRuntimePredictor(Predictor):
             raise ModelLoadError(model=name, reason=reason) from None
         ins = [_port(a) for a in session.get_inputs()]
         outs = [_port(a) for a in session.get_outputs()]
-        first = one_input(bind_inputs(model.inputs, ins))
+        feeds = bind_inputs(model.inputs, ins)
+        first = feeds[0]
         bound = bind_outputs(model.outputs, outs)
         self._session = session
         self._run = session.run
         self._input = first.name
         self._shape = list(first.shape or ())
         self._dtype = np.dtype(first.dtype) if first.dtype else np.float32
+        # several inputs: the manifest's name of each (what NamedInputs holds) -> the model's
+        self._feeds = [(str(d.name), p) for d, p in zip(model.inputs, feeds, strict=True)]
         self._outputs = [p.name for p in bound]
         self._keys = output_keys(model.outputs, outs)
 
-    def check_input(self, batch: Array) -> None:
+    def check_input(self, batch: Array | NamedInputs) -> None:
+        if isinstance(batch, NamedInputs):
+            for declared, port in self._feeds:
+                dtype = np.dtype(port.dtype) if port.dtype else batch.arrays[declared].dtype
+                check_signature(
+                    batch.arrays[declared],
+                    name=port.name,
+                    dtype=dtype,
+                    shape=list(port.shape or ()),
+                )
+            return
+        if len(self._feeds) > 1:
+            raise ManyInputs(names=[p.name for _, p in self._feeds])
         check_signature(batch, name=self._input, dtype=np.dtype(self._dtype), shape=self._shape)
 
-    def predict(self, batch: Array) -> Outputs:
-        got = self._run(self._outputs, {self._input: batch})
+    def predict(self, batch: Array | NamedInputs) -> Outputs:
+        if isinstance(batch, NamedInputs):
+            feed = {port.name: batch.arrays[declared] for declared, port in self._feeds}
+            got = self._run(self._outputs, feed)
+        else:
+            got = self._run(self._outputs, {self._input: batch})
         return dict(zip(self._keys, got, strict=True))
 
     def close(self) -> None:

