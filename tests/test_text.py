@@ -214,3 +214,28 @@ def test_bad_sentence_pair_datasets_are_refused_at_publish(
     refused = cli("publish", str(tmp_path / "d.yaml"))
     assert refused.code == 1 and message in refused.err, refused.err
     assert "Traceback" not in refused.err
+
+
+def test_reports_score_each_task_by_its_own_metric(
+    text_ws: Workspace, tmp_path: Path, catalog_dir: Path
+) -> None:
+    """Spearman for the sentence pairs and top-1 for digits: one accuracy-vs-latency panel
+    per task, and the Markdown table names each metric."""
+    from pinbench import reports
+    from pinbench.reports.charts import accuracy_points, accuracy_vs_latency
+
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        publish(text_ws, load_manifest(path), manifest_dir=catalog_dir, publisher="test")
+    text = _run(text_ws, mode="accuracy")
+    request = {"model": f"{builtin.MODEL_NAME}@1.0.0", "dataset": f"{builtin.DATASET_NAME}@1"}
+    lock = service.lock(text_ws, parse_request({**request, "scenario": {"mode": "accuracy"}}))
+    run_lockfile(text_ws, lock[0], say=quiet)
+    digits = list_runs(text_ws)[0]["id"]
+    report = reports.gather(text_ws, [text["id"], digits])
+    points = {p["metric"]: p for p in accuracy_points(report)}
+    assert points["spearman"]["accuracy"] == text["spearman"]
+    assert points["top1"]["task"] == "classification"
+    spec = accuracy_vs_latency(report).spec
+    assert spec is not None and spec["facet"]["row"]["field"] == "task"
+    markdown = reports.render(report, "md")[1].decode()
+    assert "| spearman |" in markdown and "| top1 |" in markdown

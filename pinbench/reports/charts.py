@@ -183,19 +183,25 @@ def sweep(report: Report) -> Chart:
     return Chart("sweep", title, spec)
 
 
+HEADLINE = (("top1", "classification"), ("spearman", "sentence similarity"), ("map", "detection"))
+"""Each task's accuracy metric, the one its community ranks models by."""
+
+
 def accuracy_points(report: Report) -> list[dict[str, Any]]:
-    """One point per (model, framework, dataset) with a top-1 accuracy: that accuracy and
-    the p50 latency of its SingleStream performance run when the report has one, else of
-    the accuracy run itself (``latency_from`` says which). Latency never comes from a traced
-    run."""
+    """One point per (model, framework, dataset) with an accuracy (its task's headline
+    metric: top-1, Spearman's rho, mAP): that accuracy and the p50 latency of its
+    SingleStream performance run when the report has one, else of the accuracy run itself
+    (``latency_from`` says which). Latency never comes from a traced run."""
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
     for run in report.runs:
         i = run.info
         key = (i["model"], i["framework"] or "", i["dataset"])
         slot = by_key.setdefault(key, {})
         m = run.metrics
-        if "top1" in m:
-            slot.setdefault("top1", m["top1"])
+        headline = next((name for name, _ in HEADLINE if name in m), None)
+        if headline is not None:
+            slot.setdefault("metric", headline)
+            slot.setdefault("accuracy", m[headline])
             slot.setdefault("own_p50", m.get("latency_p50_ns") if run.trace == "none" else None)
         if i["mode"] == "performance" and "latency_p50_ns" in m and run.trace == "none":
             rank = 0 if i["scenario"] == "SingleStream" else 1
@@ -203,37 +209,40 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
                 slot.update(rank=rank, p50=m["latency_p50_ns"], scenario=i["scenario"])
     points = []
     for (model, framework, dataset), slot in sorted(by_key.items()):
-        if "top1" not in slot:
+        if "metric" not in slot:
             continue
         p50 = slot.get("p50", slot.get("own_p50"))
         if p50 is None:
             continue
-        points.append(
-            {
-                "model": model,
-                "framework": framework,
-                "dataset": dataset,
-                "top1": slot["top1"],
-                "latency_p50_ms": _ms(p50),
-                "latency_from": slot.get("scenario", "accuracy run"),
-            }
-        )
+        point = {
+            "model": model,
+            "framework": framework,
+            "dataset": dataset,
+            "metric": slot["metric"],
+            "task": dict(HEADLINE)[slot["metric"]],
+            "accuracy": slot["accuracy"],
+            "latency_p50_ms": _ms(p50),
+            "latency_from": slot.get("scenario", "accuracy run"),
+        }
+        if slot["metric"] == "top1":
+            point["top1"] = slot["accuracy"]
+        points.append(point)
     return points
 
 
 def accuracy_vs_latency(report: Report) -> Chart:
-    title = "Accuracy vs latency across models and frameworks"
+    title = "Accuracy vs latency across models and frameworks, per task"
     rows = accuracy_points(report)
     if not rows:
         return Chart("accuracy", title, None, "no run here measured accuracy (mode: accuracy)")
-    spec = _base(title, rows) | {
+    layer = {
         "mark": {"type": "point", "filled": True, "size": 90},
         "encoding": {
             "x": {"field": "latency_p50_ms", "type": "quantitative", "title": "p50 latency (ms)"},
             "y": {
-                "field": "top1",
+                "field": "accuracy",
                 "type": "quantitative",
-                "title": "top-1 accuracy",
+                "title": "accuracy (top-1 / Spearman / mAP)",
                 "scale": {"zero": False},
             },
             "color": {"field": "framework", "type": "nominal"},
@@ -241,11 +250,20 @@ def accuracy_vs_latency(report: Report) -> Chart:
             "tooltip": [
                 {"field": "model"},
                 {"field": "framework"},
-                {"field": "top1", "format": ".4f"},
+                {"field": "metric"},
+                {"field": "accuracy", "format": ".4f"},
                 {"field": "latency_p50_ms", "format": ".3f"},
                 {"field": "latency_from"},
             ],
         },
+    }
+    if len({r["task"] for r in rows}) == 1:
+        return Chart("accuracy", title, _base(title, rows) | layer)
+    base = {k: v for k, v in _base(title, rows).items() if k not in ("width", "height")}
+    spec = base | {
+        "facet": {"row": {"field": "task", "type": "nominal", "title": None}},
+        "spec": layer | {"width": WIDTH, "height": HEIGHT // 2},
+        "resolve": {"scale": {"y": "independent", "x": "independent"}},
     }
     return Chart("accuracy", title, spec)
 

@@ -135,11 +135,11 @@ def markdown(report: Report, title: str | None = None) -> str:
     if view.accuracy:
         out += ["## Accuracy vs latency", ""]
         out += _table(
-            ["model", "framework", "dataset", "top-1", "p50 latency (ms)", "latency from"],
+            ["model", "framework", "dataset", "metric", "accuracy", "p50 latency (ms)", "from"],
             [
                 [
-                    *(p["model"], p["framework"], p["dataset"], f"{p['top1']:.4f}"),
-                    *(f"{p['latency_p50_ms']:.4g}", p["latency_from"]),
+                    *(p["model"], p["framework"], p["dataset"], p["metric"]),
+                    *(f"{p['accuracy']:.4f}", f"{p['latency_p50_ms']:.4g}", p["latency_from"]),
                 ]
                 for p in view.accuracy
             ],
