@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from pinbench.authoring.errors import AuthoringError, NoFrameworkLock
 from pinbench.registry.manifest import parse_manifest
 
@@ -40,26 +38,12 @@ def locked_versions() -> dict[str, str]:
 
 def framework_manifest(spec: str) -> dict[str, Any]:
     """The framework manifest for ``NAME==VERSION`` (valid), or ``NoFrameworkLock``."""
-    from pinbench.catalog.frameworks import IMAGE_RANGE, image_name
-    from pinbench.environments import requirements_for
+    from pinbench.catalog.frameworks import manifest_data
 
     name, version = parse_pin(spec)
     locked = locked_versions()
     if locked.get(name) != version:
         raise NoFrameworkLock(framework=name, version=version, locked=locked)
-    data: dict[str, Any] = {
-        "kind": "framework",
-        "name": name,
-        "version": version,
-        "description": f"{name} {version}, CPU, CPython 3.11",
-        "environments": [
-            {
-                "platform": {"arch": "amd64", "device": "cpu"},
-                "python": "3.11",
-                "image": {"name": image_name(name), "range": IMAGE_RANGE},
-                "requirements": [msgspec.to_builtins(r) for r in requirements_for(name)],
-            }
-        ],
-    }
+    data = manifest_data(name, version)
     parse_manifest(data, source=f"the manifest written for {name}=={version}")
     return data

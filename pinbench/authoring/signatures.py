@@ -11,11 +11,8 @@ output count. Libraries are imported here, in the reader that needs them; a miss
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
 import posixpath
-import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from pinbench.authoring.errors import MissingExtra, MissingSidecar, NotAModel
+from pinbench.quiet import quiet_native_stderr
 
 Dim = int | None
 
@@ -210,25 +208,8 @@ def _tf_tensor(tf: Any, name: Any, dtype: Any, shape: Any) -> Tensor:
 
 def _tensorflow() -> Any:
     """TensorFlow, imported with what its native code writes to stderr silenced."""
-    with _quiet():
+    with quiet_native_stderr():
         return require("tensorflow", "tensorflow", "a TensorFlow model")
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Point fd 2 at /dev/null for the block (TensorFlow's native logging writes there).
-    ``predictors.tensorflow.quiet`` does the same, but importing it imports TensorFlow first."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
 
 
 def read_keras(path: Path) -> Signature:
@@ -237,7 +218,7 @@ def read_keras(path: Path) -> Signature:
     import keras
 
     try:
-        with _quiet():
+        with quiet_native_stderr():
             loaded = keras.saving.load_model(str(path), compile=False, safe_mode=True)
         outs = list(zip(loaded.output_names, loaded.outputs, strict=True))
     except Exception as exc:  # Keras raises many types for a bad file
@@ -253,7 +234,7 @@ def read_savedmodel(folder: Path) -> Signature:
     TensorFlow predictor lists them)."""
     tf = _tensorflow()
     try:
-        with _quiet():
+        with quiet_native_stderr():
             loaded = tf.saved_model.load(str(folder))
     except Exception as exc:  # TF raises many types for a bad folder
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0]

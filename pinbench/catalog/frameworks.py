@@ -9,6 +9,7 @@ name and range: until one is published, lockfiles pin the requirements only.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -24,22 +25,24 @@ def image_name(framework: str) -> str:
     return f"pinbench/{framework}-{VERSIONS[framework]}"
 
 
+def manifest_data(name: str, version: str) -> dict[str, Any]:
+    """The framework manifest of ``name`` at ``version``: its shipped requirements lock (the
+    framework and the evaluator's own dependencies, hash-pinned) and its image by name."""
+    return {
+        "kind": "framework",
+        "name": name,
+        "version": version,
+        "description": f"{name} {version}, CPU, CPython 3.11",
+        "environments": [
+            {
+                "platform": {"arch": "amd64", "device": "cpu"},
+                "python": "3.11",
+                "image": {"name": image_name(name), "range": IMAGE_RANGE},
+                "requirements": [msgspec.to_builtins(r) for r in requirements_for(name)],
+            }
+        ],
+    }
+
+
 def write(root: Path, name: str) -> Path:
-    version = VERSIONS[name]
-    return dump(
-        root / f"framework-{name}.yaml",
-        {
-            "kind": "framework",
-            "name": name,
-            "version": version,
-            "description": f"{name} {version}, CPU, CPython 3.11",
-            "environments": [
-                {
-                    "platform": {"arch": "amd64", "device": "cpu"},
-                    "python": "3.11",
-                    "image": {"name": image_name(name), "range": IMAGE_RANGE},
-                    "requirements": [msgspec.to_builtins(r) for r in requirements_for(name)],
-                }
-            ],
-        },
-    )
+    return dump(root / f"framework-{name}.yaml", manifest_data(name, VERSIONS[name]))

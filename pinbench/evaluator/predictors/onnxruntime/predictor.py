@@ -166,7 +166,8 @@ class OnnxRuntimePredictor(Predictor):
         self._shape = list(first.shape or ())
         self._dtype = np.dtype(first.dtype) if first.dtype else np.float32
         # several inputs: the manifest's name of each (what NamedInputs holds) -> the model's
-        self._feeds = [(str(d.name), p) for d, p in zip(model.inputs, feeds, strict=True)]
+        names = [str(d.name) for d in model.inputs] or [p.name for p in feeds]
+        self._feeds = list(zip(names, feeds, strict=True))
         self._outputs = [p.name for p in bound]
         self._keys = output_keys(model.outputs, outs)
 

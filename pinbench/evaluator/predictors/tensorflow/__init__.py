@@ -2,7 +2,7 @@
 
 import os
 
-from pinbench.evaluator.predictors.tensorflow.quiet import quiet_native_stderr
+from pinbench.quiet import quiet_native_stderr
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is first imported
 with quiet_native_stderr():  # its import prints oneDNN / absl notices from C++

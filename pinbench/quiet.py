@@ -1,4 +1,5 @@
-"""Silencing what native code writes straight to file descriptor 2 while TensorFlow loads."""
+"""Silencing what native code writes straight to file descriptor 2 (TensorFlow as it loads);
+no import of its own, so it can wrap the import of a heavy library."""
 
 from __future__ import annotations
 
