@@ -156,7 +156,8 @@ def dataset(
         Path,
         typer.Argument(
             help="The folder of samples (JPEG/PNG/WebP/BMP images, or one .npy per sample; "
-            "class sub-folders for imagefolder labels), or one .npy array of all samples."
+            "class sub-folders for imagefolder labels), one .npy array of all samples, or a "
+            ".txt file of texts (one per line)."
         ),
     ],
     labels: Annotated[
@@ -164,7 +165,8 @@ def dataset(
         typer.Option(
             help="imagefolder (the class is each sample's folder), none, or a labels file: "
             ".txt (one label per line, in sample order), .csv (columns file,label), .jsonl "
-            '({"file", "label"} per line) or .npy (class indexes). Default: imagefolder when '
+            '({"file", "label"} per line), .npy (class indexes) or .tsv (sentence pairs: i, '
+            "j, gold score; the task becomes sentence-similarity). Default: imagefolder when "
             "every sample is in a sub-folder, else none."
         ),
     ] = None,

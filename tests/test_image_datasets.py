@@ -580,7 +580,12 @@ MANIFEST_REFUSALS = [
         ["--names", "classes.txt"],
         "the class folders of photos: class 'blue' is not in the class-names file classes.txt",
     ),
-    ("an unknown labels suffix", {**photos(), "l.xml": b""}, ["--labels", "l.xml"], "end in .txt"),
+    (
+        "an unknown labels suffix",
+        {**photos(), "l.xml": b""},
+        ["--labels", "l.xml"],
+        "labels files end in .tsv, .txt",
+    ),
     ("no labels file", photos(), ["--labels", "nope.txt"], "nope.txt: no such file"),
     ("no samples", {"photos/readme.md": b"x"}, [], "holds no sample files"),
 ]

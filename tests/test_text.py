@@ -239,3 +239,18 @@ def test_reports_score_each_task_by_its_own_metric(
     assert spec is not None and spec["facet"]["row"]["field"] == "task"
     markdown = reports.render(report, "md")[1].decode()
     assert "| spearman |" in markdown and "| top1 |" in markdown
+
+
+def test_manifest_dataset_writes_a_sentence_pair_dataset(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sentences.txt").write_text("a cat\na kitten\na car\na truck\n")
+    (tmp_path / "pairs.tsv").write_text("0\t1\t4.5\n2\t3\t3.5\n0\t2\t0.5\n")
+    monkeypatch.chdir(tmp_path)
+    args = ["manifest", "dataset", "sentences.txt", "--labels", "pairs.tsv", "-o", "d.yaml"]
+    assert cli(*args).code == 0
+    written = yaml.safe_load((tmp_path / "d.yaml").read_text())
+    assert written["task"] == "sentence-similarity"
+    assert written["data"] == {"format": "text-lines", "path": "sentences.txt"}
+    assert written["labels"] == {"format": "similarity-pairs", "path": "pairs.tsv"}
+    assert cli("init").code == 0 and cli("publish", "d.yaml").code == 0

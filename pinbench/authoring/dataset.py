@@ -17,6 +17,7 @@ from pinbench.authoring.model import Authored, _entries, default_name, relative
 from pinbench.registry.dataset_layout import SUFFIXES
 
 LABEL_SUFFIXES = {
+    ".tsv": "similarity-pairs",
     ".txt": "class-index-txt",
     ".csv": "class-index-csv",
     ".jsonl": "class-index-jsonl",
@@ -40,7 +41,8 @@ def dataset_manifest(
     labels: str | None,
     names: Path | None,
 ) -> Authored:
-    """The manifest of the samples at ``data`` (a folder, or an ``.npy`` array), labelled by
+    """The manifest of the samples at ``data`` (a folder, an ``.npy`` array, or a ``.txt``
+    file of texts, one per line), labelled by
     ``labels`` (``imagefolder``, ``none``, a labels file, or None to infer), with the class
     names in ``names``; file paths relative to ``base``."""
     from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
@@ -52,9 +54,13 @@ def dataset_manifest(
         if not path.is_file():
             raise NotADataset(path=str(path), reason="no such file")
     if data.is_file():
-        if data.suffix.lower() != ".npy":
-            raise NotADataset(path=str(data), reason="give a folder of samples or an .npy array")
-        fmt, files = "npy", [data]
+        fmt = {".npy": "npy", ".txt": "text-lines"}.get(data.suffix.lower())
+        if fmt is None:
+            raise NotADataset(
+                path=str(data),
+                reason="give a folder of samples, an .npy array or a .txt file of texts",
+            )
+        files = [data]
     elif data.is_dir():
         skip = {p.resolve() for p in extras}
         files = sorted(p for p in data.rglob("*") if p.is_file() and p.resolve() not in skip)
@@ -76,8 +82,10 @@ def dataset_manifest(
         "labels": label_data,
         "files": _entries(base, [*files, *extras]),
     }
-    if fmt != "npy":
+    if fmt in SUFFIXES:
         manifest["samples"] = sum(1 for p in files if p.suffix.lower() in SUFFIXES[fmt])
+    if label_format == "similarity-pairs":
+        manifest["task"] = "sentence-similarity"
     try:
         parsed = parse_manifest(manifest)
     except ManifestError as exc:
@@ -119,7 +127,7 @@ def _label_format(
         return found
     if labels == "imagefolder":
         return "imagefolder"
-    in_folders = fmt != "npy" and all(p.parent != data for p in files)
+    in_folders = fmt in SUFFIXES and all(p.parent != data for p in files)
     if labels is None and in_folders:
         return "imagefolder"
     notes.append("no labels: the dataset allows performance runs only, not accuracy")
