@@ -41,6 +41,7 @@ from pinbench.evaluator.parity import parity
 from pinbench.evaluator.rerun import REPEAT, rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.stop import Stop, stop_on_signals
+from pinbench.evaluator.verdict import BAND
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import json_schemas, load_manifest
@@ -714,6 +715,13 @@ def rerun_cmd(
     repeat: Annotated[
         int, typer.Option(help="Performance runs: how many times to rerun (run-to-run noise).")
     ] = REPEAT,
+    band: Annotated[
+        float,
+        typer.Option(
+            help="How much the reruns' median latencies may disagree with each other "
+            "(largest / smallest - 1) for latency to count as reproduced; more is inconclusive."
+        ),
+    ] = BAND,
     allow_pickle: AllowPickleOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -722,8 +730,14 @@ def rerun_cmd(
     The original's median latency is judged against a 99% prediction interval built from
     the reruns' medians (run-to-run noise), and the Mann-Whitney U test on the raw per-query
     latencies: a change counts when the original is outside the interval, p < 0.01 and the
-    medians differ by 5% or more. Accuracy must be identical.
+    medians differ by 5% or more. Accuracy must be identical. When the reruns' medians disagree
+    with each other by more than --band, latency is inconclusive rather than reproduced.
+
+    Exit codes: 0 reproduced, 1 not reproduced (or a user error), 4 inconclusive (inputs and
+    accuracy reproduced, latency undecided).
     """
+    if not 0 < band < 10:
+        raise typer.BadParameter(f"--band must be between 0 and 10, got {band}")
     if trace is not None:
         parts(trace)
     say = _progress_lines(quiet=as_json)
@@ -737,20 +751,20 @@ def rerun_cmd(
             trace=trace,
             allow_pickle=allow_pickle,
             stop=stop,
+            band=band,
         )
     if as_json:
         _print_json(verdict.to_json())
-        return
-    out = _out()
-    ids = ", ".join(r["id"][:8] for r in verdict.reruns)
-    out.print(f"reran {verdict.original['id'][:8]} as {ids}")
-    for line in verdict.lines:
-        style = (
-            "bold green"
-            if line == "reproduced"
-            else ("bold red" if line == "not reproduced" else "")
-        )
-        out.print(Text(line, style=style))
+    else:
+        out = _out()
+        ids = ", ".join(r["id"][:8] for r in verdict.reruns)
+        out.print(f"reran {verdict.original['id'][:8]} as {ids}")
+        styles = {"reproduced": "bold green", "not reproduced": "bold red"}
+        for line in verdict.lines:
+            style = styles.get(line.split(":")[0], "")
+            out.print(Text(line, style="bold yellow" if line.startswith("inconclusive") else style))
+    if verdict.outcome != "reproduced":
+        raise typer.Exit(4 if verdict.outcome == "inconclusive" else 1)
 
 
 @runs_app.command("compare")

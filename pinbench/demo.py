@@ -130,7 +130,8 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     step(f"pinbench rerun {reference['id'][:8]} (ONNX Runtime, SingleStream)")
     verdict = rerun(ws, reference["id"], say=quiet)
     for line in verdict.lines:
-        out.print(Text(line, style="bold green" if line == "reproduced" else ""))
+        style = {"reproduced": "bold green", "inconclusive": "bold yellow"}.get(line.split(" ")[0])
+        out.print(Text(line, style=style or ""))
 
     _photos(ws, out, step)
     _sentences(ws, out, step)

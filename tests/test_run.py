@@ -241,8 +241,13 @@ def test_rerun_of_a_performance_run_judges_latency_over_repeats(digits: Workspac
     assert len({r["id"] for r in verdict.reruns} | {first.id}) == 3  # each one recorded
     latency = verdict.lines[1]
     assert "2 reruns' 99% interval" in latency and "Mann-Whitney p = " in latency
-    assert verdict.lines[-1] in ("reproduced", "not reproduced: latency")
+    assert verdict.lines[-1] in (
+        "reproduced",
+        "not reproduced: latency",
+        "inconclusive (inputs and accuracy reproduced)",
+    )
     assert verdict.reproduced == (verdict.lines[-1] == "reproduced")
+    assert verdict.outcome == verdict.lines[-1].split(":")[0].split(" (")[0]
 
 
 def test_rerun_repeat_must_be_positive(digits: Workspace) -> None:
@@ -386,3 +391,29 @@ def test_the_mlperf_preset_fills_what_the_request_leaves_out(
 def test_bad_sweep_preset_and_thread_settings_are_named(data: dict[str, Any], needle: str) -> None:
     with pytest.raises(UserError, match=needle):
         parse_request({"model": "m@1", "dataset": "d@1", **data})
+
+
+@pytest.mark.parametrize("band", ["1e-9", "9"])
+def test_rerun_exit_code_says_the_outcome(
+    cli: Cli, tmp_path: Path, catalog_dir: Path, band: str
+) -> None:
+    """0 reproduced, 1 not reproduced, 4 inconclusive: a band of nothing makes any two reruns
+    disagree (inconclusive unless latency changed); a band of 900% never does."""
+    cli("init")
+    for path in sorted(catalog_dir.glob("*.yaml")):
+        assert cli("publish", str(path)).code == 0
+    request = tmp_path / "r.yaml"
+    request.write_text(
+        f"model: {builtin.MODEL_NAME}@1.0.0\ndataset: {builtin.DATASET_NAME}@1\n"
+        "scenario: {min_duration_ms: 50, min_query_count: 50}\n"
+    )
+    assert cli("lock", str(request), "-o", str(tmp_path / "r.lock")).code == 0
+    assert cli("run", str(tmp_path / "r.lock"), "--runner", "local").code == 0
+    (first,) = json.loads(cli("runs", "list", "--json").out)
+    done = cli("rerun", first["id"], "--repeat", "2", "--band", band, "--json")
+    outcome = json.loads(done.out)["outcome"]
+    assert done.code == {"reproduced": 0, "not reproduced": 1, "inconclusive": 4}[outcome]
+    if band == "9":
+        assert outcome != "inconclusive"
+    else:
+        assert outcome != "reproduced"

@@ -38,7 +38,7 @@ CASES = [
     ("significant but under 5%", 100.0, [102.0], True, "latency reproduced within noise"),
     ("three tight reruns agree", 100.0, [99.0, 100.5, 101.0], True, "latency reproduced"),
     ("three tight reruns, original 30% slow", 130.0, [99.0, 100.5, 101.0], False, "faster by 2"),
-    ("noisy reruns cover a 25% gap", 125.0, [80.0, 100.0, 130.0], True, "latency reproduced"),
+    ("noisy reruns cover a 25% gap", 125.0, [80.0, 100.0, 130.0], True, "latency inconclusive"),
     ("noisy reruns, original far outside", 10_000.0, [80.0, 100.0, 130.0], False, "faster by 99"),
 ]
 
@@ -53,6 +53,47 @@ def test_latency_verdict(
     assert result.reproduced is reproduced, case
     assert result.describe().startswith(start), result.describe()
     assert (result.interval is None) == (len(reruns) == 1)
+    assert result.outcome == (
+        "inconclusive"
+        if start == "latency inconclusive"
+        else "reproduced"
+        if reproduced
+        else "changed"
+    )
+
+
+def test_the_demos_wide_interval_is_inconclusive_not_reproduced() -> None:
+    """What `make demo` once printed as "reproduced": reruns of a 12 µs model whose medians
+    spread over a wide range; the original inside their 1-89 µs interval proves nothing."""
+    rng = np.random.default_rng(3)
+    (first,) = _runs(rng, [12_200.0], 20_000)
+    result = compare_latencies(first, _runs(rng, [8_500.0, 12_000.0, 17_400.0], 20_000))
+    assert result.outcome == "inconclusive"
+    assert "disagree with each other by 10" in result.describe()  # 17.4 / 8.5 - 1 = 105%
+    assert "--repeat" in result.describe()
+
+
+@pytest.mark.parametrize("spread", [0.15, 0.3, 0.6])
+def test_wide_noise_is_never_called_reproduced(spread: float) -> None:
+    """Simulated reruns whose medians scatter by ``spread`` (log-normal): whatever the
+    original, the verdict is inconclusive or a change, never "reproduced", whenever the
+    reruns disagree by more than the band."""
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        medians = list(np.exp(rng.normal(np.log(100.0), spread, 3)))
+        original = float(np.exp(rng.normal(np.log(100.0), spread)))
+        (first,) = _runs(rng, [original], 2_000)
+        result = compare_latencies(first, _runs(rng, medians, 2_000))
+        if max(medians) / min(medians) - 1 > 0.10:
+            assert result.outcome != "reproduced", result.describe()
+
+
+def test_tight_reruns_within_the_band_can_reproduce_and_the_band_is_configurable() -> None:
+    rng = np.random.default_rng(5)
+    (first,) = _runs(rng, [100.0], 20_000)
+    tight = _runs(rng, [98.0, 100.0, 103.0], 20_000)
+    assert compare_latencies(first, tight).outcome == "reproduced"
+    assert compare_latencies(first, tight, band=0.02).outcome == "inconclusive"
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 10, 20, 30])
@@ -83,6 +124,10 @@ def test_prediction_interval_covers_new_runs_99_percent_of_the_time() -> None:
         ({"top1": 0.9}, {"top1": 0.9}, "accuracy identical"),
         ({"top1": 0.9}, {"top1": 0.8}, "accuracy differs"),
         ({}, {"top1": 0.8}, None),
+        ({"spearman": 0.944}, {"spearman": 0.944}, "accuracy identical (spearman 0.9440)"),
+        ({"spearman": 0.944}, {"spearman": 0.9}, "spearman 0.9440 then 0.9000"),
+        ({"map": 0.65, "map50": 1.0}, {"map": 0.65, "map50": 0.5}, "map50 1.0000 then 0.5000"),
+        ({"top1": 0.9, "top5": 1.0}, {"top1": 0.9}, "top-5 1.0000 then none"),
     ],
 )
 def test_accuracy_verdict(

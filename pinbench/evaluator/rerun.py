@@ -10,7 +10,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.history import find_run, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
 from pinbench.evaluator.stop import Stop
-from pinbench.evaluator.verdict import accuracy_verdict, compare_latencies
+from pinbench.evaluator.verdict import BAND, accuracy_verdict, compare_latencies
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -23,12 +23,16 @@ class Verdict:
     reruns: list[dict[str, Any]]
     lines: list[str]
     reproduced: bool
+    outcome: str = "reproduced"
+    """``reproduced``, ``not reproduced`` or ``inconclusive`` (the reruns disagree with each
+    other too much to tell; inputs and accuracy reproduced)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "original": self.original["id"],
             "reruns": [r["id"] for r in self.reruns],
             "reproduced": self.reproduced,
+            "outcome": self.outcome,
             "verdict": self.lines,
         }
 
@@ -51,6 +55,7 @@ def rerun(
     trace: str | None = None,
     allow_pickle: bool = False,
     stop: Stop | None = None,
+    band: float = BAND,
 ) -> Verdict:
     """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
     with the original's runner and trace level unless ``runner`` or ``trace`` name others.
@@ -80,6 +85,7 @@ def rerun(
         reruns.append(show_run(ws, outcome.id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []
+    undecided = False
     accuracy = accuracy_verdict(original, reruns[0])
     if accuracy is not None:
         lines.append(accuracy)
@@ -97,10 +103,17 @@ def rerun(
         latency = compare_latencies(
             latencies_of(ws, original["latencies_sha256"]),
             [latencies_of(ws, r["latencies_sha256"]) for r in reruns],
+            band=band,
         )
         lines.append(latency.describe())
         if not latency.reproduced:
             failed.append("latency")
-    reproduced = not failed
-    lines.append("reproduced" if reproduced else f"not reproduced: {', '.join(failed)}")
-    return Verdict(original, reruns, lines, reproduced)
+        undecided = latency.inconclusive
+    if failed:
+        lines.append(f"not reproduced: {', '.join(failed)}")
+        return Verdict(original, reruns, lines, False, "not reproduced")
+    if undecided:
+        lines.append("inconclusive (inputs and accuracy reproduced)")
+        return Verdict(original, reruns, lines, False, "inconclusive")
+    lines.append("reproduced")
+    return Verdict(original, reruns, lines, True, "reproduced")

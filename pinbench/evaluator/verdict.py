@@ -10,6 +10,11 @@ spread floored at ``NOISE_FLOOR``). The two-sided Mann-Whitney U test on the poo
 latencies and the ratio of medians are reported too, and a difference counts only when it is
 outside the interval, significant (p < ``ALPHA``) and at least ``MIN_EFFECT`` in size. With a
 single rerun there is no run-to-run spread to go on and the last two conditions decide.
+
+No difference is not the same as reproduced: when the reruns' medians disagree with each other
+by more than ``BAND`` (10% by default: the largest over the smallest), the interval they give
+is too wide to vouch for anything, so the latency verdict is *inconclusive* and says what would
+settle it. A difference outside even a wide interval is still a difference.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ ALPHA = 0.01
 MIN_EFFECT = 0.05
 NOISE_FLOOR = 0.01
 """The least run-to-run spread assumed (1%), however alike the reruns happen to be."""
+BAND = 0.10
+"""The most the reruns' medians may disagree (largest / smallest - 1) for "reproduced"."""
 # Two-sided 99% quantiles of Student's t (0.995), by degrees of freedom.
 T_995 = {
     1: 63.657,
@@ -62,6 +69,27 @@ class LatencyComparison:
     rerun_medians: list[float]
     interval: tuple[float, float] | None
     """99% prediction interval for a run's median, from the reruns (two or more)."""
+    band: float = BAND
+
+    @property
+    def disagreement(self) -> float | None:
+        """How far apart the reruns' medians are: the largest / the smallest, minus 1."""
+        if len(self.rerun_medians) < 2:
+            return None
+        return max(self.rerun_medians) / min(self.rerun_medians) - 1.0
+
+    @property
+    def inconclusive(self) -> bool:
+        """No difference shown, but the reruns disagree with each other by more than the
+        band: the interval they give is too wide to call the original reproduced."""
+        return self.reproduced and self.disagreement is not None and self.disagreement > self.band
+
+    @property
+    def outcome(self) -> str:
+        """``reproduced``, ``changed`` or ``inconclusive``."""
+        if self.inconclusive:
+            return "inconclusive"
+        return "reproduced" if self.reproduced else "changed"
 
     @property
     def spread(self) -> float | None:
@@ -83,6 +111,14 @@ class LatencyComparison:
         else:
             where = f"original median {_t(self.original_median)}, 1 rerun"
         stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney p = {self.p_value:.3g}"
+        if self.inconclusive:
+            assert self.disagreement is not None
+            return (
+                f"latency inconclusive: the reruns disagree with each other by "
+                f"{self.disagreement:.0%}, more than the {self.band:.0%} band ({where}; "
+                f"{stats}). To settle it: more reruns (--repeat), a longer min_duration_ms, "
+                "fewer threads, or a quieter machine"
+            )
         if self.reproduced:
             return f"latency reproduced within noise ({where}; {stats})"
         direction = "slower" if change > 0 else "faster"
@@ -128,7 +164,7 @@ def prediction_interval(medians: Sequence[float]) -> tuple[float, float]:
 
 
 def compare_latencies(
-    original: npt.NDArray[Any], reruns: Sequence[npt.NDArray[Any]]
+    original: npt.NDArray[Any], reruns: Sequence[npt.NDArray[Any]], *, band: float = BAND
 ) -> LatencyComparison:
     if not reruns:
         raise ValueError("compare_latencies needs at least one rerun")
@@ -141,12 +177,27 @@ def compare_latencies(
     if len(reruns) >= 2:
         interval = prediction_interval(medians)
         differs = differs and not interval[0] <= m0 <= interval[1]
-    return LatencyComparison(ratio, u, p, not differs, m0, medians, interval)
+    return LatencyComparison(ratio, u, p, not differs, m0, medians, interval, band)
+
+
+ACCURACY_METRICS = ("top1", "top5", "spearman", "pairs_count", "map", "map50", "recall")
+"""Every task's accuracy metrics: a rerun must give each of them again, exactly."""
+_LABELS = {"top1": "top-1", "top5": "top-5"}
 
 
 def accuracy_verdict(original: dict[str, Any], rerun: dict[str, Any]) -> str | None:
-    if "top1" not in original or "top1" not in rerun:
+    """Whether the accuracy metrics (of whatever task) are identical; None when the original
+    recorded none."""
+    names = [m for m in ACCURACY_METRICS if m in original]
+    if not names:
         return None
-    if original["top1"] == rerun["top1"] and original.get("top5") == rerun.get("top5"):
-        return f"accuracy identical (top-1 {rerun['top1']:.4f})"
-    return f"accuracy differs: top-1 {original['top1']:.4f} then {rerun['top1']:.4f}"
+    differ = [m for m in names if original[m] != rerun.get(m)]
+    shown = names[0]
+    if not differ:
+        return f"accuracy identical ({_LABELS.get(shown, shown)} {rerun[shown]:.4f})"
+    changes = ", ".join(
+        f"{_LABELS.get(m, m)} {original[m]:.4f} then "
+        + ("none" if rerun.get(m) is None else f"{rerun[m]:.4f}")
+        for m in differ
+    )
+    return f"accuracy differs: {changes}"
