@@ -88,6 +88,17 @@ def test_wide_noise_is_never_called_reproduced(spread: float) -> None:
             assert result.outcome != "reproduced", result.describe()
 
 
+def test_an_original_far_from_reruns_that_show_no_difference_is_inconclusive() -> None:
+    """Reruns 9.5% apart (inside the band) give a wide interval with three runs; an original
+    64% slower shows no significant difference against it, but cannot be "reproduced"."""
+    rng = np.random.default_rng(2)
+    (first,) = _runs(rng, [170.0], 20_000)
+    result = compare_latencies(first, _runs(rng, [100.0, 104.0, 109.5], 20_000))
+    assert result.outcome in ("inconclusive", "changed")
+    single = compare_latencies(_runs(rng, [130.0], 20)[0], _runs(rng, [100.0], 20))
+    assert single.outcome != "reproduced"  # one noisy rerun 30% away: no vouching for it
+
+
 def test_tight_reruns_within_the_band_can_reproduce_and_the_band_is_configurable() -> None:
     rng = np.random.default_rng(5)
     (first,) = _runs(rng, [100.0], 20_000)

@@ -14,7 +14,9 @@ single rerun there is no run-to-run spread to go on and the last two conditions 
 No difference is not the same as reproduced: when the reruns' medians disagree with each other
 by more than ``BAND`` (10% by default: the largest over the smallest), the interval they give
 is too wide to vouch for anything, so the latency verdict is *inconclusive* and says what would
-settle it. A difference outside even a wide interval is still a difference.
+settle it; so it is, too, when the original's median lies further than the band from the
+reruns' though no difference could be shown (a wide interval, or one rerun). A difference
+outside even a wide interval is still a difference.
 """
 
 from __future__ import annotations
@@ -80,9 +82,14 @@ class LatencyComparison:
 
     @property
     def inconclusive(self) -> bool:
-        """No difference shown, but the reruns disagree with each other by more than the
-        band: the interval they give is too wide to call the original reproduced."""
-        return self.reproduced and self.disagreement is not None and self.disagreement > self.band
+        """No difference shown, but nothing to vouch for a reproduction either: the reruns
+        disagree with each other by more than the band (their interval is too wide), or the
+        original's median is further than the band from theirs (a wide interval or a single
+        rerun let it through)."""
+        if not self.reproduced:
+            return False
+        apart = self.disagreement is not None and self.disagreement > self.band
+        return apart or abs(self.median_ratio - 1.0) > self.band
 
     @property
     def outcome(self) -> str:
@@ -112,12 +119,14 @@ class LatencyComparison:
             where = f"original median {_t(self.original_median)}, 1 rerun"
         stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney p = {self.p_value:.3g}"
         if self.inconclusive:
-            assert self.disagreement is not None
+            if self.disagreement is not None and self.disagreement > self.band:
+                why = f"the reruns disagree with each other by {self.disagreement:.0%}"
+            else:
+                why = f"the reruns' median is {abs(change):.0%} from the original's"
             return (
-                f"latency inconclusive: the reruns disagree with each other by "
-                f"{self.disagreement:.0%}, more than the {self.band:.0%} band ({where}; "
-                f"{stats}). To settle it: more reruns (--repeat), a longer min_duration_ms, "
-                "fewer threads, or a quieter machine"
+                f"latency inconclusive: {why}, more than the {self.band:.0%} band, with no "
+                f"difference shown ({where}; {stats}). To settle it: more reruns (--repeat), "
+                "a longer min_duration_ms, fewer threads, or a quieter machine"
             )
         if self.reproduced:
             return f"latency reproduced within noise ({where}; {stats})"
