@@ -18,7 +18,16 @@ from importlib.metadata import version
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "pinbench" / "environments"
-EVALUATOR = ["numpy", "msgspec", "pyyaml", "pillow", "tokenizers", "semver", "mlcommons-loadgen"]
+EVALUATOR = [
+    "numpy",
+    "msgspec",
+    "pyyaml",
+    "pillow",
+    "tokenizers",
+    "pycocotools",
+    "semver",
+    "mlcommons-loadgen",
+]
 FRAMEWORKS = {
     "onnxruntime": ["onnxruntime"],
     "torch": ["torch", "safetensors"],

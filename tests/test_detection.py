@@ -127,6 +127,53 @@ def test_the_transform_follows_the_pixels_of_the_pipelines_resize(keep_aspect_ra
     assert np.allclose(t.to_input([[100, 200, 300, 400]])[0], landed, atol=1.0)
 
 
+@pytest.mark.parametrize(
+    ("manifest_step", "box_step", "size"),
+    [
+        ({"pad": {"placement": "top-left"}}, PadToSquare("top-left"), (480, 640)),
+        ({"pad": {"placement": "center"}}, PadToSquare("center"), (480, 640)),
+        ({"pad": {"placement": "center"}}, PadToSquare("center"), (641, 480)),  # odd padding
+        (
+            {"letterbox": {"size": [320, 320], "method": "nearest"}},
+            Letterbox((320, 320)),
+            (480, 640),
+        ),
+        (
+            {"letterbox": {"size": [320, 256], "placement": "top-left", "method": "nearest"}},
+            Letterbox((320, 256), "top-left"),
+            (641, 480),
+        ),
+    ],
+)
+def test_the_transform_follows_the_pixels_of_the_pipelines_pad_and_letterbox(
+    manifest_step: dict[str, Any], box_step: Any, size: tuple[int, int]
+) -> None:
+    # The same white rectangle through pinbench's pad and letterbox steps (pixel values 0 and
+    # 255 are never the padding's 7): the canvas has the transform's size, and the rectangle
+    # lands where the transform puts its box.
+    import msgspec
+
+    from pinbench.evaluator import pipeline
+    from pinbench.registry import manifest
+
+    height, width = size
+    image = np.zeros((1, height, width, 1), dtype=np.uint8)
+    image[0, 200:400, 100:300] = 255  # xyxy [100, 200, 300, 400]
+    key, fields = next(iter(manifest_step.items()))
+    step = msgspec.convert({key: {**fields, "value": 7}}, manifest.InputStep)
+    spec = manifest.Input(name="x", element_type="uint8", steps=[step])
+    out = np.asarray(pipeline.preprocess(image, spec)[0, ..., 0], dtype=np.float64)
+    t = transform_of(width, height, [box_step])
+    assert out.shape == (t.input_height, t.input_width)
+    rows, cols = np.nonzero(out > 127)
+    landed = [cols.min(), rows.min(), cols.max() + 1, rows.max() + 1]
+    assert np.allclose(t.to_input([[100, 200, 300, 400]])[0], landed, atol=1.0)
+    # the padding is where the transform says the image is not
+    x1, y1, x2, y2 = (round(float(v)) for v in t.to_input([[0, 0, width, height]])[0])
+    assert np.all(out[:y1, :] == 7) and np.all(out[:, x2:] == 7)
+    assert np.all(out[y2:, :] == 7) and np.all(out[:, :x1] == 7)
+
+
 def test_longest_side_resize_keeps_the_aspect() -> None:
     t = transform_of(1000, 500, [MaxDimension(800)])
     assert (t.input_width, t.input_height, t.scale_x, t.scale_y) == (800, 400, 0.8, 0.8)

@@ -22,6 +22,7 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import minilm
+from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.measure import NoEmbeddingOutput
 from pinbench.evaluator.pairs import spearman
@@ -184,6 +185,9 @@ def test_bad_text_model_manifests_are_refused(
 
 BAD_DATASETS = [
     ("pair index out of range", {"pairs.tsv": "i\tj\tscore\n0\t1\t4.0\n0\t99\t1.0\n"}, "sample 99"),
+    ("every gold score the same", {"pairs.tsv": "0\t1\t3\n2\t3\t3\n"}, "same gold score"),
+    ("a sentence paired with itself", {"pairs.tsv": "0\t0\t3\n2\t3\t1\n"}, "with itself"),
+    ("an underscored number", {"pairs.tsv": "0\t1\t1_0\n2\t3\t1\n"}, "score '1_0'"),
     ("one pair only", {"pairs.tsv": "0\t1\t4.0\n"}, "1 pairs: a correlation needs two"),
     ("a malformed pair", {"pairs.tsv": "0\t1\n2\t3\t1\n"}, "line 1: want i<TAB>j<TAB>score"),
     ("a blank sentence", {"sentences.txt": "a\n\nb\n"}, "line 2 is blank"),
@@ -254,3 +258,65 @@ def test_manifest_dataset_writes_a_sentence_pair_dataset(
     assert written["data"] == {"format": "text-lines", "path": "sentences.txt"}
     assert written["labels"] == {"format": "similarity-pairs", "path": "pairs.tsv"}
     assert cli("init").code == 0 and cli("publish", "d.yaml").code == 0
+
+
+def test_text_lines_split_on_line_feeds_only(tmp_path: Path) -> None:
+    """A sentence may hold U+2028 or a form feed without becoming two samples; CRLF is one
+    line end."""
+    from pinbench.evaluator.datasets import read_text_lines
+
+    path = tmp_path / "s.txt"
+    path.write_bytes("one\u2028still one\r\ntwo\x0cstill two\nthree\n\n".encode())
+    assert read_text_lines(path, where="s.txt") == [
+        "one\u2028still one",
+        "two\x0cstill two",
+        "three",
+    ]
+
+
+def test_similarity_refuses_what_has_no_rank_correlation() -> None:
+    from pinbench.evaluator.pairs import Pairs, SimilarityError, similarity_metrics
+
+    pairs = Pairs(np.array([0, 2]), np.array([1, 3]), np.array([1.0, 4.0]))
+    same = np.ones((4, 3))
+    with pytest.raises(SimilarityError, match="cosine similarity is the same"):
+        similarity_metrics(same, pairs)
+    broken = np.eye(4)[:, :3].astype(np.float64)
+    broken[3, 0] = np.nan
+    with pytest.raises(SimilarityError, match=r"non-finite embeddings, e\.g\. sample 3"):
+        similarity_metrics(broken, pairs)
+    with pytest.raises(SimilarityError, match="want one vector per sample"):
+        similarity_metrics(np.ones((4, 2, 3)), pairs)
+
+
+def test_a_similarity_run_over_part_of_the_samples_is_refused_before_timing(
+    text_ws: Workspace,
+) -> None:
+    with pytest.raises(UserError, match="sample_count 5 < 24 samples"):
+        _run(text_ws, mode="accuracy", sample_count=5)
+    assert list_runs(text_ws)[0]["status"] == "failed"
+    assert "latency_p50_ns" not in list_runs(text_ws)[0]
+
+
+def test_a_tokenizer_without_a_pad_token_is_refused(
+    text_ws: Workspace, text_catalog: Path, tmp_path: Path
+) -> None:
+    def no_pad(data: dict[str, Any]) -> None:
+        pass
+
+    path = _variant(text_catalog, tmp_path, "1.0.3", no_pad)
+    tokenizer = json.loads((path.parent / "minilm" / "tokenizer.json").read_text())
+    tokenizer["padding"] = None
+    tokenizer["model"]["vocab"].pop("[PAD]")
+    tokenizer["added_tokens"] = [t for t in tokenizer["added_tokens"] if t["content"] != "[PAD]"]
+    text = json.dumps(tokenizer)
+    (path.parent / "minilm" / "tokenizer.json").write_text(text)
+    data = yaml.safe_load(path.read_text())
+    for f in data["files"]:
+        if f["path"] == "minilm/tokenizer.json":
+            f["sha256"] = hash_file(path.parent / "minilm" / "tokenizer.json")[0].hex
+            f.pop("size", None)
+    path.write_text(yaml.safe_dump(data))
+    publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
+    with pytest.raises(PipelineError, match="names no pad token"):
+        _run(text_ws, model=f"{minilm.NAME}@1.0.3", mode="accuracy")

@@ -84,6 +84,14 @@ def dataset_manifest(
     }
     if fmt in SUFFIXES:
         manifest["samples"] = sum(1 for p in files if p.suffix.lower() in SUFFIXES[fmt])
+    elif fmt == "text-lines":
+        from pinbench.evaluator.datasets import read_text_lines
+        from pinbench.evaluator.labels import LabelProblem
+
+        try:
+            manifest["samples"] = len(read_text_lines(data, where=str(data)))
+        except LabelProblem as exc:
+            raise NotADataset(path=exc.path, reason=exc.reason) from None
     if label_format == "similarity-pairs":
         manifest["task"] = "sentence-similarity"
     try:

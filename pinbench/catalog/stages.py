@@ -24,6 +24,7 @@ from pinbench.catalog import (
     frameworks,
     minilm,
     nsfw,
+    nudenet,
     numerics,
     photos,
     resnet,
@@ -69,6 +70,8 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
         manifests.append(nsfw.write_dataset(out))
     if "minilm" in chosen:
         manifests.append(minilm.write_dataset(out))
+    if "nudenet" in chosen:
+        manifests.append(nudenet.write_dataset(out))
     return manifests
 
 
@@ -144,4 +147,6 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         manifests += nsfw.export(out)
     if "minilm" in chosen:
         manifests += minilm.export(out)
+    if "nudenet" in chosen:
+        manifests += nudenet.export(out)
     return manifests

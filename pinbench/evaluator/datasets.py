@@ -15,8 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
+from pinbench.evaluator.detection.truth import GroundTruth, read_ground_truth
 from pinbench.evaluator.labels import LabelProblem, read_label_text, read_labels
-from pinbench.evaluator.pairs import Pairs, read_pairs
+from pinbench.evaluator.pairs import Pairs, read_pairs, split_lines
 from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
 
@@ -54,6 +55,8 @@ class Samples:
     classes: int | None = None
     """How many classes the dataset declares (``labels.classes``, or its names file's
     length); None when it does not say (imagefolder folders name only the classes present)."""
+    detection: GroundTruth | None = None
+    """A detection dataset's COCO ground truth, matched to the sample files."""
 
     def __len__(self) -> int:
         if self.files is not None:
@@ -102,6 +105,18 @@ def load_samples(
         except LabelProblem as exc:
             raise DatasetError(dataset=ref, reason=str(exc)) from None
         return Samples(array, files, data.format, None, None, texts=texts, pairs=pairs)
+    if dataset.labels.format == "coco-json":
+        assert dataset.labels.path is not None and listed is not None  # the manifest checked
+        try:
+            truth = read_ground_truth(
+                paths[dataset.labels.path],
+                where=dataset.labels.path,
+                samples=listed,
+                folder=data.path,
+            )
+        except LabelProblem as exc:
+            raise DatasetError(dataset=ref, reason=str(exc)) from None
+        return Samples(array, files, data.format, None, None, detection=truth)
     try:
         labels = read_labels(
             dataset.labels,
@@ -127,11 +142,10 @@ def load_samples(
 
 
 def read_text_lines(path: Path, *, where: str) -> list[str]:
-    """A ``text-lines`` file's samples: one per line (UTF-8, at most the labels files' size
-    cap); a blank line is refused (a sample of nothing is almost always a mistake)."""
-    lines = read_label_text(path, where).splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
+    """A ``text-lines`` file's samples: one per LF-ended line (a trailing CR dropped; UTF-8,
+    at most the labels files' size cap); a blank line is refused (a sample of nothing is
+    almost always a mistake)."""
+    lines = split_lines(read_label_text(path, where))
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             raise LabelProblem(path=where, reason=f"line {number} is blank (one text per line)")

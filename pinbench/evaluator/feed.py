@@ -107,7 +107,7 @@ def _preprocess(
 ) -> Array:
     if samples.texts is not None:
         say(f"tokenizing {len(samples.texts)} texts for input {spec.name!r}")
-        return preprocess_texts(samples.texts, spec, model_files)
+        return preprocess_texts(samples.texts, spec, model_files, stop.check)
     if samples.files is None:
         assert samples.data is not None
         return preprocess(samples.data, spec)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,9 @@ from pinbench.registry.lockfile import LockedArtifact, Lockfile
 from pinbench.registry.manifest import Output
 from pinbench.registry.names import Kind
 from pinbench.trace.recorder import Recorder
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.detection.score import Plan
 
 Say = Callable[[str], None]
 
@@ -137,18 +140,36 @@ def _evaluate(
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
     similarity = body.dataset.task == "sentence-similarity"
-    scored = {} if similarity else _classification(body.model.outputs)
+    detection = body.dataset.task == "detection"
+    scored = {} if similarity or detection else _classification(body.model.outputs)
     embedding = _embedding(body.model.outputs, str(model_art.ref)) if similarity else None
-    if accuracy and not similarity and not scored:
+    if accuracy and not similarity and not detection and not scored:
         raise NoClassificationOutput(
             model=str(model_art.ref),
             outputs=[f"{o.name} ({o.type})" for o in body.model.outputs],
         )
     samples = load_samples(body.dataset, data_art, job.data_paths)
-    if accuracy and samples.labels is None and samples.pairs is None:
+    if accuracy and samples.labels is None and samples.pairs is None and samples.detection is None:
         raise DatasetError(
             dataset=f"{body.dataset.name}@{body.dataset.version}",
             reason="an accuracy run needs labels and this dataset has none",
+        )
+    count = scenario.sample_count
+    if accuracy and similarity and count is not None and count < len(samples):
+        raise UserError(
+            f"a sentence-similarity run needs every sample embedded: sample_count {count} < "
+            f"{len(samples)} samples (leave sample_count out)"
+        )
+    boxes: Plan | None = None
+    if accuracy and samples.detection is not None:
+        from pinbench.evaluator.detection.score import plan  # only detection runs need it
+
+        boxes = plan(
+            body.model.inputs,
+            body.model.outputs,
+            samples.detection,
+            job.model_paths,
+            model=str(model_art.ref),
         )
     job.stop.check()
     say("preprocessing (outside any timed region)")
@@ -198,7 +219,11 @@ def _evaluate(
         predictor.check_input(first)
         with recorder.phase("first predict (cold)", role="cold"):
             answer = predictor.first_predict(first)
-        if accuracy and not similarity:
+        if boxes is not None:
+            from pinbench.evaluator.detection.score import check_columns
+
+            check_columns(answer[boxes.name], boxes.detection, boxes.cats, boxes.name)
+        elif accuracy and not similarity:
             _check_class_count(answer, list(scored), samples, f"{body.dataset.name}")
         with recorder.phase("warm-up"):
             expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup, job.stop)
@@ -231,6 +256,9 @@ def _evaluate(
     if accuracy and embedding is not None:
         with recorder.phase("postprocess (accuracy)"):
             score_similarity(evidence, measurement, embedding, samples, feed.arrays)
+    elif accuracy and boxes is not None:
+        with recorder.phase("postprocess (accuracy)"):
+            score_detection(evidence, measurement, boxes, samples)
     elif accuracy:
         assert samples.labels is not None
         with recorder.phase("postprocess (accuracy)"):
@@ -318,6 +346,29 @@ def score_similarity(
     evidence.metrics.update(similarity_metrics(embeddings.astype(np.float64), samples.pairs))
     evidence.outputs = embeddings
     evidence.details["outputs_name"] = name
+
+
+def score_detection(
+    evidence: Evidence, measurement: Measurement, boxes: Plan, samples: Samples
+) -> None:
+    """COCO mAP, mAP@.5 and recall of every sample's detections (``detection.score``)."""
+    from pinbench.evaluator.detection.score import score_detections
+
+    assert samples.files is not None
+    indexes, outputs = _outputs(measurement, [boxes.name])
+    if len(indexes) != len(samples):
+        raise UserError(
+            f"a detection run needs every sample answered: {len(indexes)} of {len(samples)} "
+            "were (raise the scenario's sample_count)"
+        )
+    files = [(f.path, f.local) for f in samples.files]
+    scored = score_detections(
+        outputs[boxes.name], boxes.detection, boxes.spec, boxes.truth, boxes.cats, files
+    )
+    evidence.metrics.update(scored.metrics)
+    evidence.outputs = outputs[boxes.name]
+    evidence.details["outputs_name"] = boxes.name
+    evidence.details["detections"] = scored.details
 
 
 def public_version(version: str) -> str:

@@ -11,15 +11,19 @@ line ``i<TAB>j<TAB>score`` is a header and skipped.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.errors import UserError
 from pinbench.evaluator.labels import LabelProblem, read_label_text
 
 FloatArray = npt.NDArray[np.float64]
+_INDEX = re.compile(r"[0-9]{1,9}")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,18 +37,19 @@ def read_pairs(path: Path, *, where: str, count: int) -> Pairs:
     """The pairs of ``count`` samples; a malformed line, an index out of range or fewer than
     two pairs (no correlation) is refused."""
     rows: list[tuple[int, int, float]] = []
-    for number, line in enumerate(read_label_text(path, where).splitlines(), start=1):
+    for number, line in enumerate(split_lines(read_label_text(path, where)), start=1):
         if not line.strip() or (number == 1 and line.split("\t")[:2] == ["i", "j"]):
             continue
         fields = line.split("\t")
-        try:
-            if len(fields) != 3:
-                raise ValueError(f"{len(fields)} fields")
-            i, j, score = int(fields[0]), int(fields[1]), float(fields[2])
-        except ValueError as exc:
+        if len(fields) != 3 or not all(_INDEX.fullmatch(f) for f in fields[:2]):
             raise LabelProblem(
-                path=where, reason=f"line {number}: want i<TAB>j<TAB>score ({exc})"
-            ) from None
+                path=where, reason=f"line {number}: want i<TAB>j<TAB>score (sample indexes)"
+            )
+        if not _NUMBER.fullmatch(fields[2]):
+            raise LabelProblem(path=where, reason=f"line {number}: score {fields[2]!r}")
+        i, j, score = int(fields[0]), int(fields[1]), float(fields[2])
+        if i == j:
+            raise LabelProblem(path=where, reason=f"line {number}: pairs sample {i} with itself")
         for index in (i, j):
             if not 0 <= index < count:
                 raise LabelProblem(
@@ -55,6 +60,10 @@ def read_pairs(path: Path, *, where: str, count: int) -> Pairs:
         rows.append((i, j, score))
     if len(rows) < 2:
         raise LabelProblem(path=where, reason=f"{len(rows)} pairs: a correlation needs two or more")
+    if len({score for _, _, score in rows}) < 2:
+        raise LabelProblem(
+            path=where, reason="every pair has the same gold score: a rank correlation is undefined"
+        )
     first, second, gold = zip(*rows, strict=True)
     return Pairs(
         np.array(first, dtype=np.int64),
@@ -86,12 +95,41 @@ def spearman(x: FloatArray, y: FloatArray) -> float:
     return float(dx @ dy) / denominator if denominator else math.nan
 
 
+class SimilarityError(UserError):
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"sentence similarity: {reason}")
+        self.reason = reason
+
+
 def similarity_metrics(embeddings: FloatArray, pairs: Pairs) -> dict[str, float]:
-    """Cosine similarity of each pair's embeddings against the gold scores."""
+    """Cosine similarity of each pair's embeddings against the gold scores; embeddings that
+    are not one finite vector per sample, or a correlation that is undefined, are errors (a
+    NaN ranked as a value would give a plausible, meaningless rho)."""
+    if embeddings.ndim != 2:
+        raise SimilarityError(
+            reason=f"the embedding output has shape {list(embeddings.shape)} after its steps; "
+            "want one vector per sample (N, D): pool token states with a `pool` step"
+        )
+    bad = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+    if bad.size:
+        raise SimilarityError(
+            reason=f"{bad.size} samples have non-finite embeddings, e.g. sample {int(bad[0])}"
+        )
     norms = np.linalg.norm(embeddings, axis=1)
     unit = embeddings / np.where(norms == 0, 1.0, norms)[:, None]
     cosine = np.sum(unit[pairs.first] * unit[pairs.second], axis=1)
-    return {
-        "spearman": spearman(cosine.astype(np.float64), pairs.gold),
-        "pairs_count": float(len(pairs.gold)),
-    }
+    rho = spearman(cosine.astype(np.float64), pairs.gold)
+    if not math.isfinite(rho):
+        raise SimilarityError(
+            reason="every pair's cosine similarity is the same: a rank correlation is undefined"
+        )
+    return {"spearman": rho, "pairs_count": float(len(pairs.gold))}
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on LF only (a trailing CR dropped): a sentence may hold any other Unicode
+    separator (U+2028, form feed...) without becoming two samples."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -30,8 +31,10 @@ from pinbench.registry.manifest import (
     Input,
     InputStep,
     Layout,
+    Letterbox,
     Normalize,
     OutputStep,
+    Pad,
     Pool,
     Resize,
     Tokenize,
@@ -153,6 +156,31 @@ def crop(x: Array, step: Crop) -> Array:
         raise PipelineError(step="crop", reason=f"crop {height}x{width} is larger than {h}x{w}")
     top, left = (h - height) // 2, (w - width) // 2
     return x[:, top : top + height, left : left + width, :]
+
+
+def _place(x: Array, height: int, width: int, placement: str, value: float) -> Array:
+    """``x`` on a ``height x width`` canvas of ``value``: at the top-left corner, or centred
+    with odd padding's extra pixel right and bottom (``detection.boxes``' geometry)."""
+    h, w = x.shape[1], x.shape[2]
+    top, left = ((height - h) // 2, (width - w) // 2) if placement == "center" else (0, 0)
+    out = np.full((x.shape[0], height, width, x.shape[3]), value, dtype=x.dtype)
+    out[:, top : top + h, left : left + w, :] = x
+    return out
+
+
+def pad(x: Array, step: Pad) -> Array:
+    """Pad to a square of the longer side, no scaling."""
+    side = max(x.shape[1], x.shape[2])
+    return _place(x, side, side, step.placement, step.value)
+
+
+def letterbox(x: Array, step: Letterbox) -> Array:
+    """Scale to fit ``size`` keeping the aspect ratio (each side rounded), then pad to it."""
+    height, width = step.size
+    h, w = x.shape[1], x.shape[2]
+    s = min(height / h, width / w)
+    x = _resize_to(x, max(1, round(h * s)), max(1, round(w * s)), step.method)
+    return _place(x, height, width, step.placement, step.value)
 
 
 def normalize(x: Array, step: Normalize) -> FloatArray:
@@ -299,10 +327,15 @@ _ENCODING_FIELDS = {
 def tokenizer_version() -> str:
     import tokenizers
 
-    return f"tokenizers {tokenizers.__version__}"
+    return f"tokenizers {tokenizers.__version__}, lines split on LF"
 
 
-def preprocess_texts(texts: Sequence[str], spec: Input, files: dict[str, Path]) -> Array:
+def preprocess_texts(
+    texts: Sequence[str],
+    spec: Input,
+    files: dict[str, Path],
+    stop: Callable[[], None] | None = None,
+) -> Array:
     """Tokenize text samples for one input: its first step is ``tokenize`` (the tokenizer
     file among the model's ``files``), padded to ``max_length``; a longer text without
     ``truncation`` is refused, naming it. A ``dtype`` step may follow."""
@@ -315,7 +348,7 @@ def preprocess_texts(texts: Sequence[str], spec: Input, files: dict[str, Path]) 
         )
     step = steps[0].tokenize
     assert step is not None
-    ids = _tokenize(texts, step, files)
+    ids = _tokenize(texts, step, files, stop)
     x: Array = ids
     for rest in steps[1:]:
         if rest.dtype is None:
@@ -326,35 +359,97 @@ def preprocess_texts(texts: Sequence[str], spec: Input, files: dict[str, Path]) 
     return _finish(x, spec)
 
 
-def _tokenize(texts: Sequence[str], step: Tokenize, files: dict[str, Path]) -> Array:
+MAX_TOKENS = 2**28
+"""The most token positions (samples x max_length) one input may hold: 2 GiB as int64."""
+TOKENIZE_CHUNK = 1024
+"""Texts per call into the tokenizer (native code, which no cancel reaches)."""
+
+
+def _tokenize(
+    texts: Sequence[str],
+    step: Tokenize,
+    files: dict[str, Path],
+    stop: Callable[[], None] | None = None,
+) -> Array:
+    total = len(texts) * step.max_length
+    if total > MAX_TOKENS:
+        raise PipelineError(
+            step="tokenize",
+            reason=f"{len(texts)} samples x max_length {step.max_length} = {total} tokens, "
+            f"more than the {MAX_TOKENS} an input may hold",
+        )
+    tokenizer = _tokenizer(step, files)
+    field = _ENCODING_FIELDS[step.output]
+    out = np.empty((len(texts), step.max_length), dtype=np.int64)
+    for start in range(0, len(texts), TOKENIZE_CHUNK):
+        if stop is not None:
+            stop()
+        chunk = list(texts[start : start + TOKENIZE_CHUNK])
+        try:
+            encodings = tokenizer.encode_batch(chunk)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # a panic in native code is a BaseException
+            raise PipelineError(
+                step="tokenize", reason=f"the tokenizer failed: {type(exc).__name__}: {exc}"
+            ) from None
+        for i, encoding in enumerate(encodings, start=start):
+            if len(encoding.ids) > step.max_length:
+                fix = (
+                    "max_length cannot hold the tokenizer's special tokens: raise it"
+                    if step.truncation
+                    else "set `truncation: true` or a larger max_length"
+                )
+                raise PipelineError(
+                    step="tokenize",
+                    reason=f"sample {i} is {len(encoding.ids)} tokens, more than max_length "
+                    f"{step.max_length}: {fix}",
+                )
+            out[i] = getattr(encoding, field)
+    return out
+
+
+def _tokenizer(step: Tokenize, files: dict[str, Path]) -> Any:
+    """The tokenizer file, its own padding and truncation settings kept (direction, pad
+    token and ids) with the length the manifest declares; a tokenizer that names no pad
+    token is refused rather than padded with a guess."""
     from tokenizers import Tokenizer
 
     try:
         tokenizer = Tokenizer.from_file(str(files[step.tokenizer]))
-    except Exception as exc:  # tokenizers raises its own (Rust) exception type
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # tokenizers raises its own (Rust) exception types
         raise PipelineError(
             step="tokenize", reason=f"cannot read tokenizer {step.tokenizer}: {exc}"
         ) from None
+    truncation = tokenizer.truncation or {}
     if step.truncation:
-        tokenizer.enable_truncation(max_length=step.max_length)
+        tokenizer.enable_truncation(
+            max_length=step.max_length,
+            direction=truncation.get("direction", "right"),
+            strategy=truncation.get("strategy", "longest_first"),
+        )
     else:
         tokenizer.no_truncation()
     pad = tokenizer.padding or {}
-    pad_id = pad.get("pad_id", tokenizer.token_to_id("[PAD]") or 0)
-    pad_token = pad.get("pad_token", "[PAD]")
-    tokenizer.enable_padding(length=step.max_length, pad_id=pad_id, pad_token=pad_token)
-    encodings = tokenizer.encode_batch(list(texts))
-    for i, encoding in enumerate(encodings):
-        if len(encoding.ids) > step.max_length:
-            raise PipelineError(
-                step="tokenize",
-                reason=f"sample {i} is {len(encoding.ids)} tokens, more than max_length "
-                f"{step.max_length}: set `truncation: true` or a larger max_length",
-            )
-    field = _ENCODING_FIELDS[step.output]
-    return np.array([getattr(e, field) for e in encodings], dtype=np.int64).reshape(
-        len(encodings), step.max_length
+    pad_token = pad.get("pad_token") or (
+        "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else None
     )
+    if pad_token is None:
+        raise PipelineError(
+            step="tokenize",
+            reason=f"tokenizer {step.tokenizer} names no pad token (no padding settings and no "
+            "[PAD] token): inputs are padded to max_length",
+        )
+    tokenizer.enable_padding(
+        length=step.max_length,
+        direction=pad.get("direction", "right"),
+        pad_id=pad.get("pad_id", tokenizer.token_to_id(pad_token)),
+        pad_type_id=pad.get("pad_type_id", 0),
+        pad_token=pad_token,
+    )
+    return tokenizer
 
 
 def _npy_sample(path: Path, name: str) -> Array:
@@ -380,12 +475,20 @@ def preprocess(samples: Array, spec: Input) -> Array:
 
 
 def _apply(x: Array, step: InputStep) -> Array:
+    if step.tokenize is not None:
+        raise PipelineError(
+            step="tokenize", reason="a tokenize step reads text samples: this dataset has none"
+        )
     if step.decode is not None:
         return decode(x, step.decode)
     if step.resize is not None:
         return resize(x, step.resize)
     if step.crop is not None:
         return crop(x, step.crop)
+    if step.pad is not None:
+        return pad(x, step.pad)
+    if step.letterbox is not None:
+        return letterbox(x, step.letterbox)
     if step.normalize is not None:
         return normalize(x, step.normalize)
     if step.layout is not None:
@@ -419,6 +522,12 @@ def pool(x: Array, step: Pool, inputs: dict[str, Array]) -> FloatArray:
             step="pool",
             reason=f"mask {step.mask!r} has shape {list(mask.shape)}, the states "
             f"{list(states.shape)}",
+        )
+    if not np.isin(mask, (0.0, 1.0)).all() or (mask.sum(axis=1) == 0).any():
+        raise PipelineError(
+            step="pool",
+            reason=f"mask {step.mask!r} must be 0/1 with at least one kept token per sample "
+            "(feed it the tokenizer's attention_mask)",
         )
     summed = np.einsum("ntd,nt->nd", states, mask)
     kept = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)

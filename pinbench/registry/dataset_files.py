@@ -18,6 +18,7 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
     """Refuse ``manifest`` when its files do not make the dataset it declares; ``where`` gives
     the (already verified) bytes of each file."""
     from pinbench.evaluator.datasets import read_text_lines
+    from pinbench.evaluator.detection.truth import check_sizes, read_ground_truth
     from pinbench.evaluator.labels import (
         LabelProblem,
         parse_class_names,
@@ -33,6 +34,7 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
         return where(entries[path])
 
     data, labels = manifest.data, manifest.labels
+    sizes: list[tuple[int, int]] = []
     try:
         if data is None:
             if labels.names is not None:
@@ -49,7 +51,7 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
             count = len(listed)
             for path in listed:
                 if data.format == "images":
-                    image_header(read(path), name=path)
+                    sizes.append(image_header(read(path), name=path)[:2])
                 else:
                     _npy_length(path, read(path))
         if manifest.samples is not None and manifest.samples != count:
@@ -60,6 +62,15 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
         if labels.format == "similarity-pairs":
             assert labels.path is not None
             read_pairs(read(labels.path), where=labels.path, count=count)
+            return
+        if labels.format == "coco-json":
+            assert labels.path is not None and listed is not None  # the manifest checked
+            truth = read_ground_truth(
+                read(labels.path), where=labels.path, samples=listed, folder=data.path
+            )
+            if data.format != "images":
+                raise FileProblem(path=data.path, reason="COCO ground truth needs image files")
+            check_sizes(truth, listed, sizes)
             return
         read_labels(
             labels,

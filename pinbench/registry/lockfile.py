@@ -27,6 +27,7 @@ from pinbench.registry.manifest import (
     SampleFiles,
     check_relative_path,
     drop_unset,
+    drop_unset_outputs,
 )
 from pinbench.registry.names import Kind
 from pinbench.registry.request import Limits, Request, Scenario
@@ -133,6 +134,7 @@ class Lockfile:
         if data["request"].get("limits") is None:
             data["request"].pop("limits", None)  # added after schema 2 was frozen
         drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
+        drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)
         self.digest = Digest.of_bytes(self.canonical)
 

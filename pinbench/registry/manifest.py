@@ -233,6 +233,40 @@ class Tokenize(_Strict, frozen=True, kw_only=True):
             raise ValueError(f"max_length must be 1..65536, got {self.max_length}")
 
 
+Placement = Literal["top-left", "center"]
+
+
+def _check_pad_value(value: float) -> None:
+    if not 0 <= value <= 255:
+        raise ValueError(f"pad value must be 0..255 (a pixel value), got {value}")
+
+
+class Pad(_Strict, frozen=True, kw_only=True):
+    """Pad each image to a square of its longer side (no scaling), e.g. NudeNet's pipeline."""
+
+    to: Literal["square"] = "square"
+    placement: Placement = "top-left"
+    value: float = 0
+
+    def __post_init__(self) -> None:
+        _check_pad_value(self.value)
+
+
+class Letterbox(_Strict, frozen=True, kw_only=True):
+    """Scale each image to fit ``size`` (height, width) keeping its aspect ratio, then pad to
+    the size (ultralytics' ``LetterBox``)."""
+
+    size: tuple[int, int]
+    placement: Placement = "center"
+    value: float = 114
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+    def __post_init__(self) -> None:
+        _check_pad_value(self.value)
+        if min(self.size) < 1:
+            raise ValueError(f"letterbox size must be positive, got {list(self.size)}")
+
+
 class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     """Exactly one of the fields: ``- resize: {size: [224, 224]}``."""
 
@@ -240,6 +274,8 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     decode: Decode | None = None
     resize: Resize | None = None
     crop: Crop | None = None
+    pad: Pad | None = None
+    letterbox: Letterbox | None = None
     normalize: Normalize | None = None
     layout: Layout | None = None
     color_mode: ColorMode | None = None
@@ -313,6 +349,44 @@ class LabelsRef(_Strict, frozen=True, kw_only=True):
             raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
 
 
+class Nms(_Strict, frozen=True, kw_only=True):
+    """Greedy non-maximum suppression per class (``pinbench.evaluator.detection.nms``)."""
+
+    iou: float = 0.45
+    max_detections: int = 100
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.iou <= 1:
+            raise ValueError(f"nms iou must be 0..1, got {self.iou}")
+        if self.max_detections < 1:
+            raise ValueError(f"nms max_detections must be >= 1, got {self.max_detections}")
+
+
+DetectionLayouts = Literal["yolov8", "yolov5"]
+BoxFormats = Literal["xyxy", "xywh", "cxcywh", "yxyx"]
+
+
+class Detection(_Strict, frozen=True, kw_only=True):
+    """How a detection output is read: its packed layout, its boxes, the score threshold and
+    NMS; the output's ``labels`` file names its classes, matched to the dataset's COCO
+    categories by name."""
+
+    layout: DetectionLayouts
+    box_format: BoxFormats = "cxcywh"
+    normalized: bool = False
+    score_threshold: float = 0.0
+    nms: Nms | None = None
+
+    def __post_init__(self) -> None:
+        if self.box_format != "cxcywh":
+            raise ValueError(
+                f"layout {self.layout} packs boxes as cxcywh: box_format {self.box_format!r} "
+                "cannot apply to it"
+            )
+        if not 0 <= self.score_threshold <= 1:
+            raise ValueError(f"score_threshold must be 0..1, got {self.score_threshold}")
+
+
 class Input(_Strict, frozen=True, kw_only=True):
     name: str | int
     """A layer name, or an index into the model's inputs."""
@@ -327,6 +401,16 @@ class Output(_Strict, frozen=True, kw_only=True):
     type: Literal["classification", "tensor", "embedding", "detection", "segmentation"] = "tensor"
     steps: list[OutputStep] = msgspec.field(default_factory=list)
     labels: LabelsRef | None = None
+    detection: Detection | None = None
+    """How a ``type: detection`` output is read (added later: left out of the stored data
+    while unset, see ``LATE_OUTPUT_FIELDS``)."""
+
+    def __post_init__(self) -> None:
+        if self.detection is not None and self.type != "detection":
+            raise ValueError(
+                f"output {self.name!r} has a `detection` section but type {self.type!r}: "
+                "give it `type: detection`"
+            )
 
 
 # ---------------------------------------------------------------- the four kinds
@@ -365,21 +449,42 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         for out in self.outputs:
             if out.labels is not None and out.labels.path not in paths:
                 raise ValueError(f"labels file {out.labels.path!r} is not among the files")
-        names = {str(i.name) for i in self.inputs}
+        names = {str(i.name): i for i in self.inputs}
         for inp in self.inputs:
-            for step in inp.steps:
-                if step.tokenize is not None and step.tokenize.tokenizer not in paths:
-                    raise ValueError(
-                        f"tokenizer file {step.tokenize.tokenizer!r} of input {inp.name!r} is "
-                        "not among the files"
-                    )
+            _check_tokenize(inp, paths)
         for out in self.outputs:
             for ostep in out.steps:
-                if ostep.pool is not None and ostep.pool.mask not in (None, *names):
+                if ostep.pool is None or ostep.pool.mask is None:
+                    continue
+                mask = names.get(ostep.pool.mask)
+                if mask is None:
                     raise ValueError(
                         f"output {out.name!r} pools with mask {ostep.pool.mask!r}, which is not "
                         f"an input (inputs: {', '.join(sorted(names))})"
                     )
+                first = mask.steps[0].tokenize if mask.steps else None
+                if first is not None and first.output != "attention_mask":
+                    raise ValueError(
+                        f"output {out.name!r} pools with mask {mask.name!r}, whose tokenize "
+                        f"step gives {first.output}, not attention_mask"
+                    )
+
+
+def _check_tokenize(inp: Input, paths: set[str]) -> None:
+    """A tokenize step is the input's first, only a dtype step may follow it, and its
+    tokenizer is a file of the model."""
+    for i, step in enumerate(inp.steps):
+        if step.tokenize is None:
+            continue
+        if i != 0:
+            raise ValueError(f"input {inp.name!r}: tokenize must be the first step")
+        if step.tokenize.tokenizer not in paths:
+            raise ValueError(
+                f"tokenizer file {step.tokenize.tokenizer!r} of input {inp.name!r} is not "
+                "among the files"
+            )
+        if any(later.dtype is None for later in inp.steps[1:]):
+            raise ValueError(f"input {inp.name!r}: only a dtype step may follow tokenize")
 
 
 class Requirement(_Strict, frozen=True, kw_only=True):
@@ -454,6 +559,7 @@ LabelFormats = Literal[
     "class-index-jsonl",
     "imagefolder",
     "similarity-pairs",
+    "coco-json",
 ]
 LABEL_FILE_FORMATS = (
     "class-index-npy",
@@ -461,9 +567,10 @@ LABEL_FILE_FORMATS = (
     "class-index-csv",
     "class-index-jsonl",
     "similarity-pairs",
+    "coco-json",
 )
 """Label formats kept in a file of their own (``path``); ``imagefolder`` is the layout itself."""
-BY_FILE_NAME = ("class-index-csv", "class-index-jsonl", "imagefolder")
+BY_FILE_NAME = ("class-index-csv", "class-index-jsonl", "imagefolder", "coco-json")
 """Label formats that give each sample file its label by name: they need per-file samples."""
 
 
@@ -533,6 +640,13 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
                 "labels of format similarity-pairs go with task sentence-similarity, and that "
                 "task with them"
             )
+        coco = self.labels.format == "coco-json"
+        if coco != (self.task == "detection"):
+            raise ValueError(
+                "labels of format coco-json go with task detection, and that task with them"
+            )
+        if coco and self.labels.path is None:
+            raise ValueError("coco-json labels need `path`: the COCO JSON file")
         if self.data is None:
             return
         if not per_file:
@@ -635,6 +749,16 @@ LATE_FIELDS = ("installs",)
 """Top-level fields added likewise (a framework's ``installs``)."""
 LATE_LABEL_FIELDS = ("names",)
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
+LATE_OUTPUT_FIELDS = ("detection",)
+"""A model output's fields added likewise (stripped in lockfiles too)."""
+
+
+def drop_unset_outputs(outputs: object) -> None:
+    """``drop_unset`` of ``LATE_OUTPUT_FIELDS`` on each output of a model's plain data."""
+    if isinstance(outputs, list):
+        for output in outputs:
+            if isinstance(output, dict):
+                drop_unset(output, LATE_OUTPUT_FIELDS)
 
 
 def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:
@@ -653,6 +777,7 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
         drop_unset(entry, LATE_FILE_FIELDS)
     if isinstance(data.get("labels"), dict):
         drop_unset(data["labels"], LATE_LABEL_FIELDS)
+    drop_unset_outputs(data.get("outputs"))
     return data
 
 

@@ -81,6 +81,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "samples as RGB and 1-channel ones as grayscale.",
         "resize": "Resize each sample's height and width (Pillow, per channel).",
         "crop": "Cut a centred region of the given size out of each sample.",
+        "pad": "Pad each image to a square of its longer side (no scaling); a detection run "
+        "maps boxes back through it.",
+        "letterbox": "Scale each image to fit a size keeping its aspect ratio, then pad to the "
+        "size; a detection run maps boxes back through it.",
         "normalize": "Turn the samples into float32: (x - mean) / std per channel, or x * scale.",
         "layout": "Reorder the axes, e.g. to channels-first.",
         "color_mode": "Convert between RGB, BGR and grayscale (samples taken as RGB).",
@@ -112,6 +116,23 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "size": "The region's [height, width] in pixels; a size larger than the sample is an "
         "error when the step runs.",
         "mode": "Where the region is taken: 'center' (the only mode).",
+    },
+    "Pad": {
+        "to": "What to pad to: 'square' (the only mode), a square of the image's longer side.",
+        "placement": "Where the image sits: 'top-left' (the default; padding at the bottom and "
+        "right, as NudeNet does) or 'center' (odd padding puts the extra pixel right and "
+        "bottom).",
+        "value": "The padding's pixel value, 0..255 in every channel; 0 (black) by default.",
+    },
+    "Letterbox": {
+        "size": "The target [height, width] in pixels; the image is scaled by the smaller of "
+        "height / H and width / W, each side rounded to whole pixels.",
+        "placement": "Where the scaled image sits: 'center' (the default, ultralytics' "
+        "LetterBox; odd padding puts the extra pixel right and bottom) or 'top-left'.",
+        "value": "The padding's pixel value, 0..255 in every channel; 114 (ultralytics' grey) "
+        "by default.",
+        "method": "The resampling filter of the scaling, as in resize: 'bilinear' (the "
+        "default), 'nearest', 'bicubic', 'area' or 'lanczos'.",
     },
     "Normalize": {
         "mean": "Subtracted per channel: one value for all channels or one per channel; "
@@ -181,11 +202,38 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "type": "What the output holds: 'tensor' (the default) or 'classification', both "
         "read as class scores; accuracy (top1, and top5 with 5 or more classes) is computed "
         "from classification outputs only; 'embedding': sentence embeddings (after its pool "
-        "and l2_normalize steps), scored on a sentence-similarity dataset. 'detection' and "
-        "'segmentation' are read (MLModelScope manifests) but refused at publish.",
+        "and l2_normalize steps), scored on a sentence-similarity dataset; 'detection': boxes "
+        "read per its `detection` section and scored on a detection dataset (COCO mAP). "
+        "'segmentation' is read (MLModelScope manifests) but refused at publish.",
         "steps": "The postprocessing, applied in order (softmax/argsort/topk on (N, classes) "
         "scores; pool/l2_normalize on token states); each step has exactly one key.",
-        "labels": "The file naming the classes; its path must be among the model's files.",
+        "labels": "The file naming the classes; its path must be among the model's files. "
+        "For a detection output it is required: one class name per line, in the order of the "
+        "output's class columns, each matched to the dataset's COCO category of that name "
+        "(classes with no such category are dropped; an annotated category no class names "
+        "fails the run).",
+        "detection": "How a 'type: detection' output is read (required for that type, refused "
+        "for the others). Left out of the stored manifest while unset.",
+    },
+    "Detection": {
+        "layout": "The packed tensor's layout: 'yolov8' ((N, 4 + C, anchors): cx, cy, w, h "
+        "then C class scores, no objectness; ultralytics YOLOv8/v11 exports) or 'yolov5' "
+        "((N, anchors, 5 + C): cx, cy, w, h, objectness, C class probabilities; score = "
+        "objectness x class). Separate boxes/scores/classes outputs are not supported yet.",
+        "box_format": "The boxes' coordinates: 'cxcywh' (the default and, for the packed "
+        "layouts, the only one accepted: they are centre x, centre y, width, height).",
+        "normalized": "true: box coordinates are fractions of the model input's width and "
+        "height; false (the default): pixels of the model input.",
+        "score_threshold": "Boxes whose best class score is below it are dropped (0..1; 0 by "
+        "default).",
+        "nms": "Per-class greedy non-maximum suppression, when the model does not do it; left "
+        "out, none (every box above the threshold is kept, best first).",
+    },
+    "Nms": {
+        "iou": "A box is suppressed when its IoU with a better box of its class is greater "
+        "than this (0..1; 0.45 by default).",
+        "max_detections": "At most this many boxes per image are kept, best first (100 by "
+        "default; COCO's metrics read at most 100).",
     },
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
@@ -245,8 +293,12 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "order), 'class-index-csv' (columns file and label, one row per sample file, paths "
         'relative to the data folder), \'class-index-jsonl\' (one {"file", "label"} object '
         "per line, likewise), 'imagefolder' (each sample's class is the first folder below "
-        "the data folder) or 'similarity-pairs' (tab-separated i, j, score lines: sample "
-        "indexes and a gold similarity; task sentence-similarity only). A label is a class "
+        "the data folder), 'similarity-pairs' (tab-separated i, j, score lines: sample "
+        "indexes and a gold similarity; task sentence-similarity only) or 'coco-json' (COCO "
+        "ground truth: images matched to the data folder's sample files by file_name, "
+        "relative to the data folder, every sample an image of the JSON and every image a "
+        "sample, each of the size it declares; boxes inside their image; task detection "
+        "only). A label is a class "
         "index or a class key from the names file. csv, "
         "jsonl and imagefolder need a data folder (data.format images or npy-files).",
         "path": "The labels file; must be among the dataset's files (none for imagefolder). "
@@ -279,8 +331,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "saying the manifest names no sample file).",
         "task": "What the dataset is for: 'classification' (the default; top-1/top-5) or "
         "'sentence-similarity' (Spearman's rho of embedding cosine similarities against the "
-        "gold scores of similarity-pairs labels), the tasks accuracy runs score; "
-        "'detection', 'segmentation' and 'other' are read but refused at publish.",
+        "gold scores of similarity-pairs labels) or 'detection' (COCO mAP@[.5:.95], mAP@.5 "
+        "and recall with pycocotools against coco-json labels), the tasks accuracy runs "
+        "score; 'segmentation' and 'other' are read but refused at publish.",
         "samples": "The number of samples: checked at publish and at run time against the "
         "files (the array's first axis, or the data folder's sample files).",
     },

@@ -16,15 +16,16 @@ from pinbench.errors import UserError
 from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, ModelManifest
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
-    "task": ("classification", "sentence-similarity"),
+    "task": ("classification", "sentence-similarity", "detection"),
     "input.type": ("image", "tensor", "text"),
-    "output.type": ("classification", "tensor", "embedding"),
+    "output.type": ("classification", "tensor", "embedding", "detection"),
 }
 """Per field, the values the evaluator acts on: a dataset's task is what accuracy runs score
 (top-k class labels; Spearman's rho of embedding similarities for sentence pairs); an input
 of type image or tensor is fed as the sample array through its declared steps, one of type
 text through its tokenize step; an output of type classification or tensor is read as class
-scores, one of type embedding as sentence embeddings."""
+scores, one of type embedding as sentence embeddings, one of type detection as boxes (its
+``detection`` section and class-names ``labels`` are required: ``_check_detection``)."""
 
 
 class Unsupported(UserError):
@@ -38,6 +39,27 @@ class Unsupported(UserError):
         self.value = value
         self.supported = supported
         self.at = at
+
+
+class IncompleteDetection(UserError):
+    """A detection output that does not say how to read it."""
+
+    def __init__(self, *, output: str, missing: str, at: str) -> None:
+        super().__init__(
+            f"detection output {output!r} has no `{missing}`: {_DETECTION_NEEDS[missing]} "
+            f"- at `{at}`"
+        )
+        self.output = output
+        self.missing = missing
+        self.at = at
+
+
+_DETECTION_NEEDS = {
+    "detection": "declare how its tensor is read, e.g. `detection: {layout: yolov8, "
+    "score_threshold: 0.25, nms: {iou: 0.45}}`",
+    "labels": "give the file naming its classes, one per line in column order "
+    "(`labels: {path: labels.txt}`), matched to the dataset's COCO category names",
+}
 
 
 class InstallsMismatch(UserError):
@@ -68,6 +90,12 @@ def check_supported(manifest: Manifest) -> None:
             _one("input.type", inp.type, f"$.inputs[{i}].type")
         for i, out in enumerate(manifest.outputs):
             _one("output.type", out.type, f"$.outputs[{i}].type")
+            if out.type == "detection":
+                for missing in ("detection", "labels"):
+                    if getattr(out, missing) is None:
+                        raise IncompleteDetection(
+                            output=str(out.name), missing=missing, at=f"$.outputs[{i}]"
+                        )
     elif isinstance(manifest, FrameworkManifest):
         _check_installs(manifest)
 

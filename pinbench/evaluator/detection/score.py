@@ -1,0 +1,232 @@
+"""Scoring a detection run: the model's packed output decoded per its ``detection`` section
+(layout, normalized boxes, score threshold, NMS), each sample's boxes mapped back onto its
+original image through the geometry of the input's steps, model classes matched to the COCO
+categories by name, and COCO metrics computed with pycocotools.
+
+Runs after the scenario, outside any timed region. A sample's geometry is computed from its
+image file's header (its size) and the input's steps, never cached. Model classes whose name
+is no category of the dataset are dropped (a detector of 18 classes scored on faces only);
+an annotated category that no model class names is refused: it could never be found, which
+is almost always a mapping mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.detection import boxes as geometry
+from pinbench.evaluator.detection.coco import coco_metrics, to_coco
+from pinbench.evaluator.detection.layouts import Detections, decode
+from pinbench.evaluator.detection.truth import GroundTruth, check_sizes
+from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
+from pinbench.registry.manifest import Detection, Input, Output
+
+DETAIL_LIMIT = 100
+"""Detections kept per image in the run's details (the metrics use up to NMS's limit)."""
+
+
+class DetectionSetupError(UserError):
+    """A detection run that cannot be scored as declared: names the model, output or input
+    and what is wrong."""
+
+    def __init__(self, *, what: str, reason: str) -> None:
+        super().__init__(f"{what}: {reason}")
+        self.what = what
+        self.reason = reason
+
+
+def geometry_of(spec: Input) -> list[geometry.Step]:
+    """The input's steps that move pixels, as ``detection.boxes`` steps."""
+    out: list[geometry.Step] = []
+    for step in spec.steps:
+        if step.resize is not None:
+            out.append(geometry.Resize(step.resize.size, step.resize.keep_aspect_ratio))
+        elif step.crop is not None:
+            out.append(geometry.Crop(step.crop.size))
+        elif step.pad is not None:
+            out.append(geometry.PadToSquare(step.pad.placement))
+        elif step.letterbox is not None:
+            out.append(geometry.Letterbox(step.letterbox.size, step.letterbox.placement))
+        elif step.tokenize is not None:
+            raise DetectionSetupError(
+                what=f"input {spec.name!r}", reason="a detection input is an image, not text"
+            )
+    return out
+
+
+def image_input(inputs: Sequence[Input], model: str) -> Input:
+    """The one input whose samples are images (a detection model has exactly one)."""
+    if len(inputs) != 1:
+        raise DetectionSetupError(
+            what=f"model {model}",
+            reason=f"a detection run needs exactly one input (the image), it declares "
+            f"{len(inputs)}",
+        )
+    return inputs[0]
+
+
+def detection_output(outputs: Sequence[Output], model: str) -> tuple[Output, Detection]:
+    found = [o for o in outputs if o.type == "detection"]
+    if len(found) != 1 or found[0].detection is None:
+        declared = ", ".join(f"{o.name} ({o.type})" for o in outputs) or "none"
+        raise DetectionSetupError(
+            what=f"model {model}",
+            reason="a detection run needs exactly one output of type detection with its "
+            f"`detection` section; it declares {declared}",
+        )
+    return found[0], found[0].detection
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryMap:
+    names: list[str]
+    """The model's class names, by class index (its labels file)."""
+    ids: list[int | None]
+    """The COCO category id of each model class, None where the dataset has none."""
+
+
+def category_map(output: Output, model_files: dict[str, Path], truth: GroundTruth) -> CategoryMap:
+    """The model's classes (its labels file, one name per line) matched to the dataset's
+    COCO categories by name."""
+    assert output.labels is not None  # publish requires it of a detection output
+    where = output.labels.path
+    try:
+        names = parse_class_names(read_label_text(model_files[where], where), path=where).names
+    except LabelProblem as exc:
+        raise DetectionSetupError(what=f"output {output.name!r}", reason=str(exc)) from None
+    ids = [truth.categories.get(name) for name in names]
+    unnamed = sorted(
+        name for name, cid in truth.categories.items() if cid in truth.annotated and cid not in ids
+    )
+    if unnamed:
+        raise DetectionSetupError(
+            what=f"output {output.name!r}",
+            reason=f"the dataset's annotated categor{'y' if len(unnamed) == 1 else 'ies'} "
+            f"{', '.join(repr(n) for n in unnamed[:5])} match no class name in {where} "
+            f"(model classes: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}): "
+            "name the classes as the COCO categories are named",
+        )
+    return CategoryMap(list(names), ids)
+
+
+def class_columns(output: npt.NDArray[np.generic], layout: str) -> int:
+    """How many classes a packed output scores (its shape decides)."""
+    shape = np.asarray(output).shape
+    if len(shape) != 3:
+        return -1
+    return int(shape[1] - 4 if layout == "yolov8" else shape[2] - 5)
+
+
+def check_columns(
+    output: npt.NDArray[np.generic], detection: Detection, cats: CategoryMap, name: str
+) -> None:
+    columns = class_columns(output, detection.layout)
+    if columns != len(cats.names):
+        raise DetectionSetupError(
+            what=f"output {name!r}",
+            reason=f"layout {detection.layout} of shape {list(np.asarray(output).shape)} scores "
+            f"{columns} classes but its labels file names {len(cats.names)}",
+        )
+
+
+def kept(found: Detections, detection: Detection, transform: geometry.Transform) -> Detections:
+    """One sample's detections after normalized boxes are scaled to input pixels, the score
+    threshold and NMS (when declared; else best first)."""
+    if detection.normalized:
+        scale = np.array([transform.input_width, transform.input_height] * 2, dtype=np.float64)
+        found = Detections(found.boxes * scale, found.scores, found.classes)
+    if detection.nms is not None:
+        return found.suppressed(
+            iou_threshold=detection.nms.iou,
+            score_threshold=detection.score_threshold,
+            max_detections=detection.nms.max_detections,
+        )
+    above = np.flatnonzero(found.scores >= detection.score_threshold)
+    order = above[np.argsort(-found.scores[above], kind="stable")]
+    return found.take(order)
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    metrics: dict[str, float]
+    details: list[list[list[float]]]
+    """Per image, its first detections as ``[category_id, score, x, y, w, h]`` (rounded)."""
+
+
+def score_detections(
+    output: npt.NDArray[np.generic],
+    detection: Detection,
+    spec: Input,
+    truth: GroundTruth,
+    cats: CategoryMap,
+    images: Sequence[tuple[str, Path]],
+) -> Scored:
+    """COCO metrics of every sample's detections; ``output`` is the stacked packed output of
+    all samples in order, ``images`` each sample's (name, local file)."""
+    from pinbench.evaluator.pipeline import image_header
+
+    check_columns(output, detection, cats, "detection")
+    sizes = [image_header(local, name=name)[:2] for name, local in images]
+    check_sizes(truth, [name for name, _ in images], sizes)
+    steps = geometry_of(spec)
+    decoded = decode(output, detection.layout)
+    matched = np.array([cid is not None for cid in cats.ids], dtype=bool)
+    category_ids = [cid if cid is not None else -1 for cid in cats.ids]
+    results: list[dict[str, Any]] = []
+    details: list[list[list[float]]] = []
+    for image_id, (width, height), found in zip(truth.image_ids, sizes, decoded, strict=True):
+        transform = geometry.transform_of(width, height, steps)
+        ours = kept(found, detection, transform)
+        ours = ours.take(np.flatnonzero(matched[ours.classes]))
+        coco = to_coco(image_id, ours, transform, category_ids)
+        results += coco
+        details.append(
+            [
+                [float(r["category_id"]), round(r["score"], 4), *(round(v, 2) for v in r["bbox"])]
+                for r in coco[:DETAIL_LIMIT]
+            ]
+        )
+    metrics = coco_metrics(truth.coco, results)
+    return Scored(
+        metrics
+        | {"detections_count": float(len(results)), "accuracy_samples_count": float(len(images))},
+        details,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What scoring a detection run needs, checked before anything runs."""
+
+    output: Output
+    detection: Detection
+    spec: Input
+    truth: GroundTruth
+    cats: CategoryMap
+
+    @property
+    def name(self) -> str:
+        return str(self.output.name)
+
+
+def plan(
+    inputs: Sequence[Input],
+    outputs: Sequence[Output],
+    truth: GroundTruth,
+    model_files: dict[str, Path],
+    *,
+    model: str,
+) -> Plan:
+    """The model's image input and detection output, and its classes matched to the
+    dataset's categories (an error names what is missing or mismatched)."""
+    spec = image_input(inputs, model)
+    geometry_of(spec)  # a text input is refused before anything runs
+    output, detection = detection_output(outputs, model)
+    return Plan(output, detection, spec, truth, category_map(output, model_files, truth))

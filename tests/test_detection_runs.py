@@ -1,0 +1,286 @@
+"""Object detection through pinbench end to end: the catalog part ``nudenet`` (NudeNet 3.4.2's
+YOLOv8n ONNX file, five scikit-image photos with faces annotated as COCO JSON) published,
+locked and run in accuracy mode through the CLI; the run's COCO metrics must equal those of
+the direct computation in ``tests/test_detection_nudenet.py`` (plain onnxruntime, NudeNet's
+own pipeline in Pillow). Bad ground truth is refused at publish, a detection output that does
+not say how to read it is refused at publish, and a model whose classes do not match the
+dataset's categories fails its run (recorded as failed, never as a success)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pinbench import catalog as builtin
+from pinbench.artifacts.digest import hash_file
+from pinbench.catalog import nudenet
+from pinbench.evaluator.detection.coco import coco_metrics
+from tests.helpers import Cli
+from tests.test_detection_nudenet import GROUND_TRUTH, _installed, run_on_all
+
+pytestmark = pytest.mark.skipif(not _installed(), reason="needs nudenet==3.4.2 and scikit-image")
+
+MODEL_YAML = "model-nudenet.yaml"
+DATASET_YAML = f"dataset-{nudenet.DATASET}.yaml"
+
+
+@pytest.fixture(scope="module")
+def nudenet_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("catalog-nudenet")
+    builtin.build(root, ["nudenet"])
+    return root
+
+
+@pytest.fixture
+def published(cli: Cli, nudenet_catalog: Path) -> Cli:
+    assert cli("init").code == 0
+    for name in ("framework-onnxruntime.yaml", DATASET_YAML, MODEL_YAML):
+        done = cli("publish", str(nudenet_catalog / name))
+        assert done.code == 0, done.err
+    return cli
+
+
+def lock_and_run(cli: Cli, tmp_path: Path, model: str, dataset: str) -> tuple[int, str]:
+    request = tmp_path / "request.yaml"
+    request.write_text(
+        yaml.safe_dump({"model": model, "dataset": dataset, "scenario": {"mode": "accuracy"}})
+    )
+    locked = cli("lock", str(request), "-o", str(tmp_path / "run.lock"))
+    assert locked.code == 0, locked.err
+    ran = cli("run", str(tmp_path / "run.lock"), "--runner", "local")
+    return ran.code, ran.err
+
+
+def latest_run(cli: Cli) -> dict[str, Any]:
+    listed = cli("runs", "list", "--json")
+    assert listed.code == 0, listed.err
+    run_id = json.loads(listed.out)[0]["id"]
+    shown = cli("runs", "show", run_id, "--json")
+    assert shown.code == 0, shown.err
+    run: dict[str, Any] = json.loads(shown.out)
+    return run
+
+
+def test_nudenet_accuracy_run_scores_as_the_direct_computation(
+    published: Cli, tmp_path: Path
+) -> None:
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1", f"{nudenet.DATASET}@1")
+    assert code == 0, err
+    run = latest_run(published)
+    assert run["status"] == "succeeded", run["error"]
+    direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
+    assert {k: run[k] for k in ("map", "map50", "recall")} == pytest.approx(direct, abs=1e-9)
+    assert run["map"] == pytest.approx(0.65) and run["map50"] == pytest.approx(1.0)
+    assert run["accuracy_samples_count"] == len(nudenet.PHOTOS)
+    # per photo, its detections on the original image: [category_id, score, x, y, w, h]
+    found = run["details"]["detections"]
+    assert len(found) == len(nudenet.PHOTOS)
+    astronaut = found[0][0]
+    assert astronaut[0] == nudenet.LABELS.index("FACE_FEMALE") + 1
+    assert run["details"]["outputs_name"] == nudenet.OUTPUT
+    report = published("runs", "report", run["id"], "--html", str(tmp_path / "r.html"))
+    assert report.code == 0, report.err
+    assert "map50" in (tmp_path / "r.html").read_text()
+
+
+# --- variants of the part's manifests ------------------------------------------------------
+
+
+def variant(
+    catalog: Path,
+    tmp_path: Path,
+    manifest: str,
+    version: str,
+    *,
+    files: dict[str, Callable[[str], str]] | None = None,
+    change: Callable[[dict[str, Any]], None] | None = None,
+) -> Path:
+    """A copy of one of the part's manifests at ``version`` beside copies of its files, with
+    some files' text changed (``files``: artifact path -> new text from old) and the manifest
+    changed (``change``); file entries get their new sha256 and size."""
+    root = tmp_path / f"variant-{version}"
+    data = yaml.safe_load((catalog / manifest).read_text())
+    data["version"] = version
+    for entry in data["files"]:
+        source = entry["source"].removeprefix("file:")
+        target = root / source
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(catalog / source, target)
+        if files and entry["path"] in files:
+            target.write_text(files[entry["path"]](target.read_text()))
+            digest, size = hash_file(target)
+            entry.update(sha256=digest.hex, size=size)
+    if change is not None:
+        change(data)
+    path = root / manifest
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def edit_json(change: Callable[[dict[str, Any]], None]) -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        data = json.loads(text)
+        change(data)
+        return json.dumps(data)
+
+    return edit
+
+
+def _box_outside(gt: dict[str, Any]) -> None:
+    gt["annotations"][0]["bbox"] = [480, 80, 87, 98]  # astronaut.png is 512 wide
+
+
+def _unknown_image(gt: dict[str, Any]) -> None:
+    gt["annotations"][0]["image_id"] = 99
+
+
+def _image_not_a_file(gt: dict[str, Any]) -> None:
+    gt["images"].append({"id": 6, "file_name": "lena.png", "width": 512, "height": 512})
+
+
+def _file_not_an_image(gt: dict[str, Any]) -> None:
+    gt["images"] = [i for i in gt["images"] if i["file_name"] != "rocket.jpg"]
+
+
+def _wrong_size(gt: dict[str, Any]) -> None:
+    gt["images"][2]["width"] = 450  # chelsea.png is 451 x 300
+
+
+BAD_GROUND_TRUTH = [
+    ("a box outside its image", _box_outside, "is not inside the image (512 x 512)"),
+    ("an annotation of an unknown image", _unknown_image, "unknown image_id 99"),
+    (
+        "an image that is not a sample file",
+        _image_not_a_file,
+        "COCO image 'images/lena.png' is not among the sample files",
+    ),
+    (
+        "a sample file missing from the JSON",
+        _file_not_an_image,
+        "sample file 'images/rocket.jpg' is not an image of the COCO JSON",
+    ),
+    (
+        "an image of another size",
+        _wrong_size,
+        "the image is 451 x 300 but the COCO JSON declares 450 x 300",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [c[1:] for c in BAD_GROUND_TRUTH],
+    ids=[c[0] for c in BAD_GROUND_TRUTH],
+)
+def test_bad_ground_truth_is_refused_at_publish(
+    published: Cli,
+    nudenet_catalog: Path,
+    tmp_path: Path,
+    change: Callable[[dict[str, Any]], None],
+    message: str,
+) -> None:
+    path = variant(
+        nudenet_catalog,
+        tmp_path,
+        DATASET_YAML,
+        "1.0.1",
+        files={"instances.json": edit_json(change)},
+    )
+    refused = published("publish", str(path))
+    assert refused.code == 1 and message in refused.err, refused.err
+    assert "Traceback" not in refused.err
+    assert published("show", f"dataset/{nudenet.DATASET}@1.0.1").code == 1
+
+
+def _without(key: str) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        del data["outputs"][0][key]
+
+    return change
+
+
+def _no_layout(data: dict[str, Any]) -> None:
+    del data["outputs"][0]["detection"]["layout"]
+
+
+def _boxes_layout(data: dict[str, Any]) -> None:
+    data["outputs"][0]["detection"]["layout"] = "boxes"
+
+
+def _detection_on_a_classifier(data: dict[str, Any]) -> None:
+    data["outputs"][0]["type"] = "classification"
+
+
+BAD_MODELS = [
+    ("no detection section", _without("detection"), "has no `detection`"),
+    ("no class names", _without("labels"), "has no `labels`"),
+    ("no layout", _no_layout, "`layout`"),
+    (
+        "separate outputs are not a layout yet",
+        _boxes_layout,
+        "must be one of yolov5, yolov8; got 'boxes'",
+    ),
+    (
+        "a detection section on another type",
+        _detection_on_a_classifier,
+        "has a `detection` section but type 'classification'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [c[1:] for c in BAD_MODELS], ids=[c[0] for c in BAD_MODELS]
+)
+def test_detection_outputs_that_do_not_say_how_to_read_them_are_refused(
+    published: Cli,
+    nudenet_catalog: Path,
+    tmp_path: Path,
+    change: Callable[[dict[str, Any]], None],
+    message: str,
+) -> None:
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.1", change=change)
+    refused = published("publish", str(path))
+    assert refused.code == 1 and message in refused.err, refused.err
+    assert "Traceback" not in refused.err
+
+
+BAD_MAPPINGS = [
+    (
+        "class names that are not the categories'",
+        lambda text: text.lower(),
+        "annotated categories 'FACE_FEMALE', 'FACE_MALE' match no class name in labels.txt",
+    ),
+    (
+        "fewer names than the output's class columns",
+        lambda text: "".join(text.splitlines(keepends=True)[:17]),
+        "scores 18 classes but its labels file names 17",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("names", "message"), [c[1:] for c in BAD_MAPPINGS], ids=[c[0] for c in BAD_MAPPINGS]
+)
+def test_a_wrong_category_mapping_fails_the_run(
+    published: Cli,
+    nudenet_catalog: Path,
+    tmp_path: Path,
+    names: Callable[[str], str],
+    message: str,
+) -> None:
+    path = variant(
+        nudenet_catalog, tmp_path, MODEL_YAML, "1.0.2", files={nudenet.LABELS_FILE: names}
+    )
+    assert published("publish", str(path)).code == 0
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.2", f"{nudenet.DATASET}@1")
+    assert code == 1 and message in err, err
+    assert "Traceback" not in err
+    run = latest_run(published)
+    assert run["status"] == "failed" and message in run["error"]
+    assert "map" not in run
