@@ -8,6 +8,7 @@ container (``pinbench.evaluator.worker``).
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import time
 from collections.abc import Callable
@@ -127,6 +128,9 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     finally:
         recorder.stop()
     evidence.trace = recorder.finish()
+    undefined = sorted(k for k, v in evidence.metrics.items() if not math.isfinite(v))
+    if undefined:  # a metric is a number or the run failed: NaN is neither recorded nor lost
+        raise UserError(f"metrics {', '.join(undefined)} came out undefined (NaN or infinite)")
 
 
 def _evaluate(
