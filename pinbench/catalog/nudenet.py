@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dump, entry, pinned
 from pinbench.catalog.photos import nested_entry, package_dir
-from pinbench.errors import UserError
 
 NAME = "vision/nudenet-320n"
 DATASET = "skimage-faces"
@@ -167,34 +166,14 @@ LABELS_FILE = "labels.txt"
 MAX_DETECTIONS = 100
 
 
-class WrongPackageFile(UserError):
-    def __init__(self, *, path: str, expected: str, actual: str) -> None:
-        super().__init__(
-            f"{path}: sha256 {actual}, expected {expected} (install nudenet==3.4.2 and "
-            "scikit-image)"
-        )
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-
-
-def _checked(path: Path, expected: str) -> Path:
-    from pinbench.artifacts.digest import hash_file
-
-    digest, _ = hash_file(path)
-    if digest.hex != expected:
-        raise WrongPackageFile(path=str(path), expected=expected, actual=digest.hex)
-    return path
-
-
 def onnx_source() -> Path:
     """The package's ONNX file, checked against its pinned sha256 (found without importing
     ``nudenet``, whose code needs OpenCV)."""
-    return _checked(package_dir(PACKAGE) / ONNX_FILE, ONNX_SHA256)
+    return pinned(package_dir(PACKAGE) / ONNX_FILE, ONNX_SHA256, install="nudenet==3.4.2")
 
 
 def photo_source(photo: FacePhoto) -> Path:
-    return _checked(package_dir("skimage") / photo.path, photo.sha256)
+    return pinned(package_dir("skimage") / photo.path, photo.sha256, install="scikit-image==0.26.0")
 
 
 def file_name(photo: FacePhoto) -> str:
