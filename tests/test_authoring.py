@@ -210,7 +210,6 @@ def test_onnx_external_data_files_are_listed_under_their_folder(cli: Cli, tmp_pa
 
 
 def test_keras_and_savedmodel(cli: Cli, tmp_path: Path) -> None:
-    pytest.importorskip("tensorflow")
     import keras
 
     inp = keras.Input((8, 8, 1), name="image")

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from pinbench.catalog import nudenet
-from pinbench.catalog.photos import PhotoMissing, package_dir
 from pinbench.evaluator.detection.boxes import (
     PadToSquare,
     Resize,
@@ -26,18 +25,6 @@ from pinbench.evaluator.detection.layouts import Detections, decode
 from pinbench.evaluator.detection.nms import iou
 
 GROUND_TRUTH = Path(__file__).parent / "data" / "detection" / "skimage-faces.json"
-
-
-def _installed() -> bool:
-    try:
-        package_dir("nudenet")
-        package_dir("skimage")
-    except PhotoMissing:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _installed(), reason="needs nudenet==3.4.2 and scikit-image")
 
 
 def detect(photo: nudenet.FacePhoto) -> tuple[Detections, Transform]:

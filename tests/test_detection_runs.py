@@ -22,9 +22,7 @@ from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import nudenet
 from pinbench.evaluator.detection.coco import coco_metrics
 from tests.helpers import Cli
-from tests.test_detection_nudenet import GROUND_TRUTH, _installed, run_on_all
-
-pytestmark = pytest.mark.skipif(not _installed(), reason="needs nudenet==3.4.2 and scikit-image")
+from tests.test_detection_nudenet import GROUND_TRUTH, run_on_all
 
 MODEL_YAML = "model-nudenet.yaml"
 DATASET_YAML = f"dataset-{nudenet.DATASET}.yaml"
