@@ -17,7 +17,7 @@ requests ask a random major instead, which forces backtracking and usually fails
 dataset with a caret, tilde or major range. Each run times 500 requests (after 20 warm-up
 requests, not counted), parsing the specs included:
 
-* pinbench: ``pinbench.registry.service.resolve_specs(ws, specs)`` (one session, one indexed
+* pinbench: ``pinbench.registry.catalog.resolve_specs(ws, specs)`` (one session, one indexed
   query per name, resolvelib with backtracking, the model's framework dependency followed);
 * baseline, same database and same engine: a naive resolver that, in one session, fetches every
   version of each requested name and takes ``pinbench.registry.ranges.max_satisfying`` of the
@@ -59,9 +59,9 @@ from bench._common import (
 from pinbench.config import Settings
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
+from pinbench.registry.catalog import resolve_specs
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.ranges import max_satisfying, parse_version
-from pinbench.registry.service import resolve_specs
 from pinbench.workspace import Workspace
 
 MODELS, FRAMEWORKS, DATASETS = 400, 200, 400

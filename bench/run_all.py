@@ -1,4 +1,4 @@
-"""Run the benchmarks (verify, publish, resolve, overhead) one after the other; print all figures.
+"""Run the benchmarks (those in ``BENCHMARKS``) one after the other; print all figures.
 
 Each runs in its own process (``python -m bench.NAME`` from the repository root) so that one's
 memory and page-cache state do not leak into the next; ``--runs`` (default 5) and ``--tmp``
@@ -28,6 +28,7 @@ BENCHMARKS = (
     "bench_api",
     "bench_trace",
     "bench_cli",
+    "bench_verdict",
 )
 
 

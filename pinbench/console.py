@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -35,3 +36,14 @@ def json_text(data: Any) -> str:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json_text(data))
+
+
+def columns(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A plain-text table: left-aligned columns two spaces apart, a header line first. For
+    long listings (Rich measures every cell of its tables, a second per thousand rows)."""
+    lines = [list(header), *(list(r) for r in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() + "\n"
+        for line in lines
+    )

@@ -97,7 +97,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     out.print("yanked: ranges now skip 1.2.0; an exact pin still gets it")
 
     step(f"resolve {LOGREG}@^1 (2.0.0-rc.1 is a prerelease, 1.2.0 is yanked)")
-    for ref in service.resolve_specs(ws, [Spec.parse(f"{LOGREG}@^1")]).refs:
+    for ref in catalog.resolve_specs(ws, [Spec.parse(f"{LOGREG}@^1")]).refs:
         out.print(str(ref))
 
     step("lock and verify every evaluation")

@@ -2,7 +2,8 @@
 
 Opening does no I/O; the first use of the database checks that its schema is current.
 SQLAlchemy is imported on that first use, not with this module: commands that only hash or
-read the blob store (``pinbench digest``) never load it.
+read the blob store (``pinbench digest``) never load it, and plain reads (``reads``) of the
+embedded SQLite database go through the standard library's driver instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pinbench.config import Settings
 if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
+
+    from pinbench.db.plain import Rows
 
 
 class Workspace:
@@ -64,6 +67,26 @@ class Workspace:
             self._checked = True
         with transaction(self._sessions) as session:
             yield session
+
+    @contextmanager
+    def reads(self) -> Iterator[Rows]:
+        """Plain SQL reads (``pinbench.db.plain``) in one snapshot of a database whose schema is
+        current: an on-disk SQLite file through ``sqlite3`` unless this workspace already holds
+        an engine (then its pool), anything else through SQLAlchemy Core."""
+        from pinbench.db import plain
+
+        path = plain.sqlite_file(self.settings.database_url)
+        if path is not None and "engine" not in self.__dict__:
+            with plain.sqlite_reads(path) as rows:
+                yield rows
+            return
+        from pinbench.db import schema
+
+        if not self._checked:
+            schema.ensure_current(self.engine)
+            self._checked = True
+        with plain.engine_reads(self.engine) as rows:
+            yield rows
 
     def close(self) -> None:
         self.store.cache.close()

@@ -2,8 +2,9 @@
 a fresh interpreter and the modules it left in ``sys.modules`` are checked (never its time).
 
 ``--help``, ``--version``, ``range`` and ``digest`` load neither SQLAlchemy nor NumPy; a read
-command (``list``, ``show``, ``resolve``) opens the database but loads none of the evaluator,
-the reports, the web server or a framework.
+command (``list``, ``show``, ``resolve``) loads none of the evaluator, the reports, the web
+server or a framework, reads the embedded SQLite database without SQLAlchemy, and PostgreSQL
+through SQLAlchemy's Core without its ORM.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Cli, dataset_manifest, dump, write_files
+from tests.helpers import Cli, dataset_manifest, dump, in_process_cli, write_files
 
 STARTUP_HEAVY = ["sqlalchemy", "numpy"]
 READ_HEAVY = [
@@ -41,11 +42,15 @@ sys.exit(code)
 """
 
 
-def _run(home: Path, tmp_path: Path, *args: str) -> tuple[str, set[str]]:
+def _run(
+    home: Path, tmp_path: Path, *args: str, database_url: str | None = None
+) -> tuple[str, set[str]]:
     """``pinbench ARGS`` in a fresh interpreter against ``home`` (it must succeed): its stdout
     and the modules it loaded."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
     env["PINBENCH_HOME"] = str(home)
+    if database_url is not None:
+        env["PINBENCH_DATABASE_URL"] = database_url
     record = tmp_path / "modules.json"
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(record), *args],
@@ -64,8 +69,14 @@ def _loaded(modules: set[str], packages: list[str]) -> list[str]:
 
 
 @pytest.fixture
-def home(cli: Cli, tmp_path: Path) -> Path:
-    """An initialised home with one dataset published at 1.0.0 and 1.1.0."""
+def home(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+) -> Path:
+    """An initialised home with one dataset published at 1.0.0 and 1.1.0, on each engine."""
+    cli: Cli = in_process_cli(monkeypatch, capsys, tmp_path / "home", database_url)
     assert cli("init").code == 0
     for v in ("1.0.0", "1.1.0"):
         root = tmp_path / f"digits-{v}"
@@ -105,12 +116,16 @@ READS = [
 
 @pytest.mark.parametrize(("args", "out"), READS)
 def test_read_commands_load_no_evaluator_reports_server_or_framework(
-    home: Path, tmp_path: Path, args: list[str], out: str
+    home: Path, tmp_path: Path, database_url: str, args: list[str], out: str
 ) -> None:
-    stdout, modules = _run(home, tmp_path, *args)
+    stdout, modules = _run(home, tmp_path, *args, database_url=database_url)
     assert out in stdout
-    assert _loaded(modules, ["sqlalchemy"]) == ["sqlalchemy"]  # it did read the database
-    assert _loaded(modules, READ_HEAVY) == []
+    assert _loaded(modules, READ_HEAVY + ["numpy", "sqlalchemy.orm"]) == []
+    if database_url.startswith("sqlite"):
+        assert "sqlite3" in modules  # it did read the database, with the standard library
+        assert _loaded(modules, ["sqlalchemy"]) == []
+    else:
+        assert _loaded(modules, ["sqlalchemy"]) == ["sqlalchemy"]
 
 
 def test_defaults_written_out_for_help_agree_with_the_library() -> None:

@@ -15,10 +15,10 @@ from pinbench.artifacts.store import ChecksumMismatch, SizeMismatch
 from pinbench.db.models import Artifact, ArtifactFile
 from pinbench.errors import UserError
 from pinbench.registry import catalog
+from pinbench.registry.catalog import resolve_specs
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import ArtifactRef, Spec
 from pinbench.registry.publish import VersionConflict, publish
-from pinbench.registry.service import resolve_specs
 from pinbench.registry.sourcing import FileProblem
 from pinbench.workspace import Workspace
 from tests.helpers import dataset_manifest, sha, write_files

@@ -24,6 +24,7 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.catalog import frameworks
 from pinbench.config import Settings
+from pinbench.db.plain import connection_rows
 from pinbench.environments import environment_digest
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
@@ -219,7 +220,7 @@ def test_a_lockfile_without_an_image_is_refused_by_docker(stack: Stack) -> None:
     with stack.ws.transaction() as session:
         refs = [
             r
-            for r in resolve(request.specs(), SqlCandidateSource(session)).refs
+            for r in resolve(request.specs(), SqlCandidateSource(connection_rows(session))).refs
             if r.kind is not Kind.IMAGE
         ]
         bare = build_lockfile(session, request, Resolution(tuple(refs)), 1)

@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pinbench.artifacts import store as store_module
 from pinbench.artifacts import verified
 from pinbench.artifacts.digest import Digest, DigestError, hash_file
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import in_process_cli, sha
+from tests.helpers import dataset_manifest, dump, in_process_cli, sha, write_files
 
 
 def test_stage_and_commit_stores_by_digest(tmp_path: Path) -> None:
@@ -275,3 +276,84 @@ def test_verify_rehash_reads_every_byte_whatever_the_cache_says(
     rehashed = cli("verify", "--rehash", str(lock_path))
     assert rehashed.code == 1
     assert f"expected sha256 {model.sha256}, got {sha(bytes(tampered))}" in rehashed.err
+
+
+def _refuse_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> tuple[Digest, int]:
+        raise AssertionError("the bytes were hashed again")
+
+    monkeypatch.setattr(store_module, "copy_hashing", refuse)
+
+
+def test_a_file_the_cache_vouches_for_is_staged_without_hashing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pinbench digest` then `publish`: the second pass over the bytes is a kernel copy."""
+    store = BlobStore(tmp_path / "home")
+    store.create()
+    src = tmp_path / "weights.bin"
+    data = os.urandom(5 * 1024 * 1024 + 17)
+    src.write_bytes(data)
+    digest, _, hashed = store.cache.digest(src)  # what `pinbench digest` does
+    assert hashed
+    _refuse_hashing(monkeypatch)
+    seen: list[int] = []
+    staged = store.stage(src, label="weights.bin", expected=digest, progress=seen.append)
+    assert (staged.digest, staged.size, sum(seen)) == (digest, len(data), len(data))
+    assert staged.temp.read_bytes() == data
+    assert store.commit(staged)
+    monkeypatch.undo()
+    assert store.verify(digest, label="weights.bin", rehash=True) == store.path(digest)
+
+
+def test_a_file_changed_since_it_was_hashed_is_hashed_again(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "home")
+    store.create()
+    src = tmp_path / "weights.bin"
+    src.write_bytes(b"a" * 4096)
+    digest, _, _ = store.cache.digest(src)
+    src.write_bytes(b"b" * 4096)  # same size, new bytes
+    with pytest.raises(ChecksumMismatch) as info:
+        store.stage(src, label="weights.bin", expected=digest)
+    assert info.value.actual.hex == sha(b"b" * 4096)
+    assert list(store.tmp.iterdir()) == []
+
+
+def test_a_file_changed_while_it_is_copied_is_copied_again_hashing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = BlobStore(tmp_path / "home")
+    store.create()
+    src = tmp_path / "weights.bin"
+    src.write_bytes(b"a" * 4096)
+    store.cache.digest(src)
+    real = store_module.copy_plain
+
+    def copy_then_rewrite(src_fd: int, dst_fd: int, **kwargs: Any) -> int:
+        copied = real(src_fd, dst_fd, **kwargs)
+        src.write_bytes(b"c" * 4096)  # a writer got in between the copy and the check
+        return copied
+
+    monkeypatch.setattr(store_module, "copy_plain", copy_then_rewrite)
+    staged = store.stage(src, label="weights.bin")
+    assert staged.digest.hex == sha(b"c" * 4096)
+    assert staged.temp.read_bytes() == b"c" * 4096
+
+
+def test_digest_then_publish_on_the_cli_reads_the_bytes_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = in_process_cli(monkeypatch, capsys, tmp_path / "home")
+    assert cli("init").code == 0
+    folder = tmp_path / "data"
+    files = write_files(folder, {"x.npy": os.urandom(100_000), "y.npy": os.urandom(1000)})
+    manifest = dump(folder / "d.yaml", dataset_manifest("digits", "1.0.0", files))
+    digested = cli("digest", str(folder / "x.npy"), str(folder / "y.npy"))
+    assert files[0]["sha256"] in digested.out
+    _refuse_hashing(monkeypatch)
+    published = cli("publish", str(manifest))
+    assert published.code == 0, published.err
+    home = BlobStore(tmp_path / "home")
+    for entry in files:
+        blob = home.path(Digest(entry["sha256"]))
+        assert blob.read_bytes() == (folder / entry["path"]).read_bytes()

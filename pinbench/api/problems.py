@@ -16,7 +16,7 @@ from litestar.exceptions import HTTPException, ValidationException
 
 from pinbench.accounts import AccountNotFound, AuthError, Forbidden
 from pinbench.artifacts.store import BlobMissing
-from pinbench.db.engine import Conflict, DatabaseUnavailable
+from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.cancel import RunFinished
 from pinbench.evaluator.history import RunNotFound

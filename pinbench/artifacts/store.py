@@ -13,8 +13,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from pinbench.artifacts.copy import copy_hashing
+from pinbench.artifacts.copy import copy_hashing, copy_plain
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.scratch import scratch_file
 from pinbench.artifacts.verified import FileState, VerifiedCache, ensure_key
@@ -120,7 +121,11 @@ class BlobStore:
         expected: Digest | None = None,
         progress: Progress | None = None,
     ) -> StagedBlob:
-        """Copy ``source`` into the temp area while hashing it: one read of the bytes.
+        """Copy ``source`` into the temp area while hashing it: one read of the bytes. When the
+        verified-state cache vouches for the file (``pinbench digest`` or ``verify`` hashed it
+        and it has not changed since), the bytes are copied by the kernel without hashing them
+        again, and the file's state is checked once more after the copy: a file that changed
+        meanwhile is copied again, hashing.
 
         Raises ``ChecksumMismatch`` (and leaves nothing behind) when ``expected`` differs.
         """
@@ -128,7 +133,7 @@ class BlobStore:
         try:
             try:
                 with source.open("rb", buffering=0) as src:
-                    digest, size = copy_hashing(src, fd, progress=progress)
+                    digest, size = self._copy(source, src, fd, progress)
             finally:
                 os.close(fd)
             if expected is not None and digest != expected:
@@ -137,6 +142,20 @@ class BlobStore:
             temp.unlink(missing_ok=True)
             raise
         return StagedBlob(temp, digest, size)
+
+    def _copy(
+        self, source: Path, src: BinaryIO, fd: int, progress: Progress | None
+    ) -> tuple[Digest, int]:
+        before = FileState.of(os.fstat(src.fileno()))  # the open file's inode, not the name's
+        vouched = self.cache.lookup(source.resolve(), before)
+        if vouched is not None:
+            size = copy_plain(src.fileno(), fd, progress=progress)
+            if size == before.size and FileState.of(os.fstat(src.fileno())) == before:
+                return vouched, size
+            os.ftruncate(fd, 0)  # changed while copied: start again, hashing
+            os.lseek(fd, 0, os.SEEK_SET)
+            src.seek(0)
+        return copy_hashing(src, fd, progress=progress)
 
     def writer(self) -> StageWriter:
         """Stage bytes that arrive in pieces; see ``StageWriter``."""

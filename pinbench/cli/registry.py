@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pinbench.cli.common import progress_bars, remote_or_here, workspace
-from pinbench.console import JsonOpt
+from pinbench.console import JsonOpt, columns
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -124,8 +124,6 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List published artifacts and versions."""
-    from rich.table import Table
-
     from pinbench.registry import catalog
     from pinbench.registry.names import parse_kind
 
@@ -138,12 +136,24 @@ def list_(
     if as_json:
         _print_json(rows)
         return
-    table = Table("kind", "name", "version", "published", "manifest", box=None)
-    for r in rows:
-        version = f"{r['version']} [yellow](yanked)[/]" if r["yanked"] else r["version"]
-        published = r["published_at"][:16].replace("T", " ")
-        table.add_row(r["kind"], r["name"], version, published, r["manifest_digest"][:12])
-    _out().print(table if rows else "no artifacts published")
+    if not rows:
+        print("no artifacts published")
+        return
+    sys.stdout.write(
+        columns(
+            ("kind", "name", "version", "published", "manifest"),
+            (
+                (
+                    r["kind"],
+                    r["name"],
+                    f"{r['version']} (yanked)" if r["yanked"] else r["version"],
+                    r["published_at"][:16].replace("T", " "),
+                    r["manifest_digest"][:12],
+                )
+                for r in rows
+            ),
+        )
+    )
 
 
 def show(
@@ -187,13 +197,13 @@ def resolve_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Pick the highest version of each artifact so that every constraint holds."""
-    from pinbench.registry import service
+    from pinbench.registry import catalog
     from pinbench.registry.names import Spec
 
     parsed = [Spec.parse(s) for s in specs]
 
     def here(ws: Workspace) -> list[dict[str, str]]:
-        resolution = service.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
+        resolution = catalog.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
         return [
             {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
             for r in resolution.refs
@@ -298,13 +308,35 @@ def verify(
     source (https://, or hf:// and dvc:// at the commit the lockfile names) and kept only if
     it matches the pin.
     """
-    from pinbench.registry.lockfile import Lockfile
-    from pinbench.registry.verify import VerificationFailed, verify_lockfile
+    from pinbench.artifacts.ahead import hashes_ahead, pins_of
 
-    lock = Lockfile.read(lockfile)
-    with workspace() as ws, progress_bars() as progress:
+    try:
+        raw: bytes | None = lockfile.read_bytes()
+    except OSError:
+        raw = None  # Lockfile.read names the problem
+    with (
+        workspace() as ws,
+        progress_bars() as progress,
+        hashes_ahead(ws.store, pins_of(raw or b""), progress=progress, rehash=rehash) as ahead,
+    ):
+        # the pinned blobs are being hashed while the rest is imported and checked
+        from pinbench.registry.lockfile import Lockfile
+        from pinbench.registry.verify import VerificationFailed, verify_lockfile
+
+        lock = (
+            Lockfile.read(lockfile)
+            if raw is None
+            else Lockfile.from_bytes(raw, source=str(lockfile))
+        )
         try:
-            checks = verify_lockfile(ws, lock, progress=progress, say=_err().print, rehash=rehash)
+            checks = verify_lockfile(
+                ws,
+                lock,
+                progress=progress,
+                say=lambda text: _err().print(text),
+                rehash=rehash,
+                ahead=ahead,
+            )
         except VerificationFailed as exc:
             if as_json:
                 _print_json(

@@ -8,23 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
-from pinbench.errors import SystemFailure, UserError
+from pinbench.db.errors import Conflict, DatabaseUnavailable
+from pinbench.db.plain import SQLITE_BUSY_TIMEOUT_MS
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-
-class Conflict(UserError):
-    """A write collided with existing data (a unique key), e.g. a concurrent publish."""
-
-
-class DatabaseUnavailable(SystemFailure):
-    pass
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 
 def make_engine(url: str) -> Engine:

@@ -7,12 +7,13 @@ fixes it. ``tests/test_schema.py`` checks that ``HEAD_REVISION`` is Alembic's si
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, inspect, text
-from sqlalchemy.exc import OperationalError
-
-from pinbench.db.engine import DatabaseUnavailable
+from pinbench.db.errors import DatabaseUnavailable
 from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 HEAD_REVISION = "0007"
 VERSION_TABLE = "alembic_version"
@@ -36,6 +37,8 @@ class SchemaNotCurrent(UserError):
 
 def current_revision(engine: Engine) -> str | None:
     """The revision recorded in the database, or None for a database without the schema."""
+    from sqlalchemy import inspect, text
+
     with engine.connect() as conn:
         if not inspect(conn).has_table(VERSION_TABLE):
             return None
@@ -44,6 +47,8 @@ def current_revision(engine: Engine) -> str | None:
 
 def ensure_current(engine: Engine) -> None:
     """Raise ``SchemaNotCurrent`` unless the database is at the head revision."""
+    from sqlalchemy.exc import OperationalError
+
     url = engine.url
     on_disk = url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
     if on_disk and not Path(str(url.database)).exists():

@@ -1,21 +1,28 @@
-"""Reading the registry: list, show, yank, and the SQL candidate source for resolution."""
+"""Reading the registry: list, show, resolve, and yank.
+
+The reads are plain SQL over ``Workspace.reads`` (``pinbench.db.plain``): on the embedded
+SQLite database a CLI read command never imports SQLAlchemy. Yanking changes a row and goes
+through the ORM, imported when it is used.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
-
-from pinbench.db.models import Artifact
+from pinbench.db.plain import Rows, flag, json_value, when
 from pinbench.errors import UserError
-from pinbench.registry.names import ArtifactRef, Kind
+from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.ranges import parse_version
-from pinbench.registry.resolve import Published, published_from_row
+from pinbench.registry.resolve import Published, Resolution, published_from_row, resolve
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from pinbench.db.models import Artifact
 
 
 class NotFound(UserError):
@@ -46,28 +53,23 @@ class Summary:
         }
 
 
+SUMMARY_SQL = (
+    "SELECT kind, name, version, yanked, published_at, publisher, manifest_digest FROM artifacts"
+)
+
+
 def list_artifacts(
     ws: Workspace, kind: Kind | None = None, name: str | None = None
 ) -> list[Summary]:
     """Every published version, by kind, name, then version precedence (highest last).
     Only the summary's columns are read (not each version's manifest)."""
-    stmt = select(
-        Artifact.kind,
-        Artifact.name,
-        Artifact.version,
-        Artifact.yanked,
-        Artifact.published_at,
-        Artifact.publisher,
-        Artifact.manifest_digest,
-    )
-    if kind is not None:
-        stmt = stmt.where(Artifact.kind == kind.value)
-    if name is not None:
-        stmt = stmt.where(Artifact.name == name)
-    with ws.transaction() as session:
+    where = [f"{column} = :{column}" for column, v in (("kind", kind), ("name", name)) if v]
+    sql = SUMMARY_SQL + (" WHERE " + " AND ".join(where) if where else "")
+    params = {"kind": kind.value if kind else None, "name": name}
+    with ws.reads() as rows:
         out = [
-            Summary(k, n, v, yanked, _utc(at), publisher, digest)
-            for k, n, v, yanked, at, publisher, digest in session.execute(stmt).all()
+            Summary(k, n, v, flag(yanked), when(at), publisher, digest)
+            for k, n, v, yanked, at, publisher, digest in rows(sql, params)
         ]
     order = list(Kind)
     out.sort(key=lambda s: (order.index(Kind(s.kind)), s.name, parse_version(s.version)))
@@ -75,6 +77,11 @@ def list_artifacts(
 
 
 def get_artifact(session: Session, ref: ArtifactRef) -> Artifact:
+    from sqlalchemy import select
+    from sqlalchemy.orm import selectinload
+
+    from pinbench.db.models import Artifact
+
     row = session.scalar(
         select(Artifact)
         .options(selectinload(Artifact.files))
@@ -89,25 +96,38 @@ def get_artifact(session: Session, ref: ArtifactRef) -> Artifact:
     return row
 
 
+SHOW_SQL = (
+    "SELECT id, manifest_digest, publisher, published_at, yanked, yank_reason, manifest"
+    " FROM artifacts WHERE kind = :kind AND name = :name AND version = :version"
+)
+FILES_SQL = (
+    "SELECT path, sha256, size, source FROM artifact_files"
+    " WHERE artifact_id = :artifact ORDER BY path"
+)
+
+
 def show(ws: Workspace, ref: ArtifactRef) -> dict[str, Any]:
-    with ws.transaction() as session:
-        row = get_artifact(session, ref)
-        return {
-            "ref": str(ref),
-            "kind": row.kind,
-            "name": row.name,
-            "version": row.version,
-            "manifest_digest": row.manifest_digest,
-            "publisher": row.publisher,
-            "published_at": _utc(row.published_at).isoformat(),
-            "yanked": row.yanked,
-            "yank_reason": row.yank_reason,
-            "files": [
-                {"path": f.path, "sha256": f.sha256, "size": f.size, "source": f.source}
-                for f in row.files
-            ],
-            "manifest": row.manifest,
-        }
+    key = {"kind": ref.kind.value, "name": ref.name, "version": str(ref.version)}
+    with ws.reads() as rows:
+        found = rows(SHOW_SQL, key)
+        if not found:
+            raise NotFound(what=str(ref))
+        ((row_id, digest, publisher, published_at, yanked, yank_reason, manifest),) = found
+        files = rows(FILES_SQL, {"artifact": row_id})
+    return {
+        "ref": str(ref),
+        **key,
+        "manifest_digest": digest,
+        "publisher": publisher,
+        "published_at": when(published_at).isoformat(),
+        "yanked": flag(yanked),
+        "yank_reason": yank_reason,
+        "files": [
+            {"path": path, "sha256": sha, "size": int(size), "source": source}
+            for path, sha, size, source in files
+        ],
+        "manifest": json_value(manifest),
+    }
 
 
 def yank(ws: Workspace, ref: ArtifactRef, reason: str) -> None:
@@ -120,20 +140,25 @@ def yank(ws: Workspace, ref: ArtifactRef, reason: str) -> None:
         row.yanked_at = datetime.now(UTC)
 
 
+CANDIDATES_SQL = (
+    "SELECT version, yanked, requires FROM artifacts WHERE kind = :kind AND name = :name"
+)
+
+
 class SqlCandidateSource:
     """Reads candidates from the artifacts table: one indexed query per name, no manifests."""
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    def __init__(self, rows: Rows) -> None:
+        self._rows = rows
 
     def versions(self, kind: Kind, name: str) -> Sequence[Published]:
-        rows = self._session.execute(
-            select(Artifact.version, Artifact.yanked, Artifact.requires).where(
-                Artifact.kind == kind.value, Artifact.name == name
-            )
-        ).all()
-        return [published_from_row(v, y, r) for v, y, r in rows]
+        found = self._rows(CANDIDATES_SQL, {"kind": kind.value, "name": name})
+        return [published_from_row(v, flag(y), json_value(r)) for v, y, r in found]
 
 
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+def resolve_specs(
+    ws: Workspace, specs: Iterable[Spec], *, platform: str = "amd64/cpu"
+) -> Resolution:
+    """Resolve ranges against this registry (no lockfile written)."""
+    with ws.reads() as rows:
+        return resolve(specs, SqlCandidateSource(rows), platform=platform)

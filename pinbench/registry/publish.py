@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.sources.fetch import ProgressFactory
 from pinbench.artifacts.store import StagedBlob
-from pinbench.db.engine import Conflict
+from pinbench.db.errors import Conflict
 from pinbench.db.models import Artifact, ArtifactFile
 from pinbench.errors import UserError
 from pinbench.registry.formats import check_model_files

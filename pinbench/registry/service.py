@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
+from pinbench.db.plain import connection_rows
 from pinbench.errors import UserError
 from pinbench.registry.catalog import SqlCandidateSource
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import build_lockfile, store_lockfile
-from pinbench.registry.names import Spec
 from pinbench.registry.request import Request
-from pinbench.registry.resolve import Resolution, resolve
+from pinbench.registry.resolve import resolve
 from pinbench.workspace import Workspace
-
-
-def resolve_specs(
-    ws: Workspace, specs: Iterable[Spec], *, platform: str = "amd64/cpu"
-) -> Resolution:
-    with ws.transaction() as session:
-        return resolve(specs, SqlCandidateSource(session), platform=platform)
 
 
 def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
@@ -27,7 +18,9 @@ def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
     out = []
     with ws.transaction() as session:
         resolution = resolve(
-            request.specs(), SqlCandidateSource(session), platform=request.system.key()
+            request.specs(),
+            SqlCandidateSource(connection_rows(session)),
+            platform=request.system.key(),
         )
         for batch_size in request.batch_sizes():
             lockfile = build_lockfile(session, request, resolution, batch_size)

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.sources.fetch import Fetcher
 from pinbench.errors import PinbenchError, UserError
 from pinbench.registry.lockfile import LockedFile, Lockfile
 from pinbench.registry.manifest import REMOTE_SCHEMES
-from pinbench.registry.trust import rederive
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.artifacts.ahead import HashesAhead
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +55,23 @@ def verify_lockfile(
     fetch: bool = True,
     say: Callable[[str], None] | None = None,
     rehash: bool = False,
+    ahead: HashesAhead | None = None,
 ) -> list[FileCheck]:
     """Check the lockfile against the registry, then every pinned file; raise on any failure.
     With ``fetch``, a file missing from the store is first fetched from its pinned source
     (never on a server: sources are fetched by the publishing client). ``rehash``: read every
-    file's bytes, ignoring the verified-state cache."""
+    file's bytes, ignoring the verified-state cache. ``ahead``: blobs already hashed (same
+    ``rehash``) while this was starting (``pinbench.artifacts.ahead``); those found intact are
+    not read again."""
     check_against_registry(ws, lock)
     checks: list[FileCheck] = []
     with Fetcher(ws.store, progress=progress, say=say) as fetcher:
         for art in lock.body.artifacts:
             for f in art.files:
                 label = f"{art.ref}:{f.path}"
+                if ahead is not None and ahead.intact(f.sha256, f.size):
+                    checks.append(FileCheck(label, f.sha256, f.size, None))
+                    continue
                 failed = _fetch(ws, fetcher, f, label, say) if fetch and _fetchable(ws, f) else None
                 checks.append(failed or _check(ws, f, label, progress, rehash=rehash))
     failures = [c for c in checks if not c.ok]
@@ -123,5 +132,7 @@ def _check(
 
 def check_against_registry(ws: Workspace, lock: Lockfile) -> None:
     """Refuse a lockfile this registry would not make (see ``pinbench.registry.trust``)."""
+    from pinbench.registry.trust import rederive
+
     with ws.transaction() as session:
         rederive(session, lock)

@@ -202,7 +202,7 @@ class WebController(Controller):
             requests = form.requests()
             resolved = []
             for line, req in zip(form.model_lines(), requests, strict=True):
-                resolution = service.resolve_specs(ws, req.specs(), platform=req.system.key())
+                resolution = catalog.resolve_specs(ws, req.specs(), platform=req.system.key())
                 refs = [f"{r.kind.value}/{r.name}@{r.version}" for r in resolution.refs]
                 resolved.append({"model": line, "refs": refs, "points": req.batch_sizes()})
         except PinbenchError as exc:

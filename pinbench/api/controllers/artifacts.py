@@ -63,12 +63,14 @@ class ArtifactController(Controller):
     async def show(
         self, ws: Workspace, cache: ReadCache, principal: Principal, ref: str
     ) -> Response[bytes]:
-        """A cached answer is sent from the event loop; anything else is read in a thread."""
+        """A cached answer is sent from the event loop, keyed by the reference as written (only
+        a reference that parsed and was found is ever kept); anything else is read in a
+        thread."""
         principal.require("read")
-        parsed = ArtifactRef.parse(ref.lstrip("/"))
-        key = ("show", str(parsed))
+        key = ("show", ref)
         body = cache.hit(key)
         if body is None:
+            parsed = ArtifactRef.parse(ref.lstrip("/"))
             body = await anyio.to_thread.run_sync(
                 lambda: cache.get(
                     ws, key, lambda: msgspec.json.encode(ArtifactDetail(**catalog.show(ws, parsed)))

@@ -18,7 +18,7 @@ from pinbench.api.schemas import Locked, LockPoint, ResolvedRef
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
-from pinbench.registry import service
+from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.names import Spec
@@ -59,7 +59,7 @@ class ResolveController(Controller):
         platform = f"{arch}/{device}"
 
         def compute() -> bytes:
-            resolution = service.resolve_specs(ws, parsed, platform=platform)
+            resolution = catalog.resolve_specs(ws, parsed, platform=platform)
             refs = [
                 ResolvedRef(kind=r.kind.value, name=r.name, version=str(r.version))
                 for r in resolution.refs

@@ -1,0 +1,132 @@
+"""Plain SQL reads: the same statement text over SQLite's own driver or a SQLAlchemy connection.
+
+A read command (``pinbench list``, ``show``, ``resolve``) on the embedded SQLite database opens
+the file with the standard library's ``sqlite3`` and never imports SQLAlchemy, whose import
+alone costs more CPU than the command's whole budget. Every other database, and a process that
+already holds an engine (the server), reads through SQLAlchemy Core. Statements use ``:name``
+parameters, which ``sqlite3`` and SQLAlchemy's ``text`` both accept, and return plain tuples;
+the caller normalises values with ``flag``, ``when`` and ``json_value`` (SQLite hands back
+booleans as integers and timestamps and JSON as text, PostgreSQL as Python values).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pinbench.db.errors import DatabaseUnavailable
+from pinbench.db.schema import HEAD_REVISION, VERSION_TABLE, SchemaNotCurrent
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from sqlalchemy import Connection, Engine
+    from sqlalchemy.orm import Session
+
+Rows = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
+"""Run one SELECT with named parameters; every row as a tuple."""
+
+SQLITE_PREFIX = "sqlite:///"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a plain ``sqlite:///PATH`` URL. None for anything else (another database, a
+    driver or query options, percent-escapes, an in-memory database): SQLAlchemy reads those."""
+    if not url.startswith(SQLITE_PREFIX) or any(c in url for c in "?%#"):
+        return None
+    path = url[len(SQLITE_PREFIX) :]
+    return None if path in ("", ":memory:") else Path(path)
+
+
+@contextmanager
+def sqlite_reads(path: Path) -> Iterator[Rows]:
+    """Reads in one snapshot of an existing SQLite file at the current schema. The file is
+    opened read-write without create (a missing file is refused, never created) and the
+    connection is query-only."""
+    import sqlite3
+
+    if not path.is_file():
+        raise SchemaNotCurrent(current=None, head=HEAD_REVISION)
+    where = f"cannot open database {path}"
+    try:
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=rw",
+            uri=True,
+            timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+        )
+    except sqlite3.Error as exc:
+        raise DatabaseUnavailable(f"{where}: {exc}") from exc
+    try:
+        try:
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute("BEGIN")
+            _check_revision(conn)
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseUnavailable(f"{where}: {exc}") from exc
+
+        def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+            try:
+                return conn.execute(sql, dict(params)).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise DatabaseUnavailable(f"database error: {exc}") from exc
+
+        yield rows
+    finally:
+        conn.close()  # the read transaction ends with the connection
+
+
+def _check_revision(conn: sqlite3.Connection) -> None:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERSION_TABLE,)
+    ).fetchone()
+    current = (
+        conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone() if exists else None
+    )
+    revision = None if current is None else str(current[0])
+    if revision != HEAD_REVISION:
+        raise SchemaNotCurrent(current=revision, head=HEAD_REVISION)
+
+
+@contextmanager
+def engine_reads(engine: Engine) -> Iterator[Rows]:
+    """Reads through a SQLAlchemy Core connection (no ORM), in one transaction."""
+    from sqlalchemy.exc import OperationalError
+
+    try:
+        with engine.connect() as conn:
+            yield connection_rows(conn)
+    except OperationalError as exc:
+        raise DatabaseUnavailable(f"database error: {exc.orig}") from exc
+
+
+def connection_rows(conn: Connection | Session) -> Rows:
+    """Rows over a SQLAlchemy connection or session (the caller's transaction)."""
+    from sqlalchemy import text
+
+    def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        return [tuple(r) for r in conn.execute(text(sql), dict(params)).all()]
+
+    return rows
+
+
+def flag(value: Any) -> bool:
+    return bool(value)
+
+
+def when(value: Any) -> datetime:
+    """A timestamp column as an aware datetime (SQLite keeps text without a zone: UTC)."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(moment, datetime):
+        raise TypeError(f"not a timestamp: {value!r}")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's value (SQLite keeps the text, PostgreSQL's driver decodes it)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
