@@ -120,7 +120,7 @@ def test_read_commands_load_no_evaluator_reports_server_or_framework(
 ) -> None:
     stdout, modules = _run(home, tmp_path, *args, database_url=database_url)
     assert out in stdout
-    assert _loaded(modules, READ_HEAVY + ["numpy", "sqlalchemy.orm"]) == []
+    assert _loaded(modules, [*READ_HEAVY, "numpy", "sqlalchemy.orm"]) == []
     if database_url.startswith("sqlite"):
         assert "sqlite3" in modules  # it did read the database, with the standard library
         assert _loaded(modules, ["sqlalchemy"]) == []

@@ -109,7 +109,7 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     home.mkdir()
     (home / "pinbench.db").write_bytes(b"not a database at all" * 100)
     ws = Workspace(Settings(home=home, database_url=f"sqlite:///{home / 'pinbench.db'}"))
-    with pytest.raises(DatabaseUnavailable, match="cannot open database .*pinbench.db"):
+    with pytest.raises(DatabaseUnavailable, match=r"cannot open database .*pinbench\.db"):
         catalog.list_artifacts(ws)
     ws.close()
     assert (home / "pinbench.db").read_bytes() == b"not a database at all" * 100
