@@ -136,3 +136,24 @@ def test_defaults_written_out_for_help_agree_with_the_library() -> None:
     from pinbench.evaluator.verdict import BAND
 
     assert (runs.REPEAT, runs.BAND, catalog.PARTS) == (REPEAT, BAND, PARTS)
+
+
+def test_the_console_script_keeps_exit_codes_and_flushes_everything(tmp_path: Path) -> None:
+    """`pinbench` (the installed script) leaves without Python's module teardown: the exit
+    code, the whole of a long output on a pipe, and an error's message are as with main()."""
+    script = Path(sys.executable).parent / "pinbench"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
+    env["PINBENCH_HOME"] = str(tmp_path / "home")
+    versions = [f"1.{i}.0" for i in range(5000)]
+    listed = subprocess.run(
+        [str(script), "range", "^1", *versions], env=env, capture_output=True, text=True
+    )
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines() == versions
+    refused = subprocess.run(
+        [str(script), "show", "dataset/digits@1.0.0"], env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 1
+    assert "no pinbench schema: run `pinbench init`" in refused.stderr
+    usage = subprocess.run([str(script), "show"], env=env, capture_output=True, text=True)
+    assert usage.returncode == 2

@@ -1,21 +1,21 @@
 """`pinbench verify` hashes the pinned blobs while it starts up (``pinbench.artifacts.ahead``):
 the verdict is the same as without it, a blob that fails is checked again and named the usual
-way, and when the verification ends early nothing keeps hashing and nothing is recorded."""
+way, a child that reports nothing or the wrong digest changes no verdict, and when the
+verification ends early the hashing child is killed."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from pinbench.artifacts import ahead as ahead_module
 from pinbench.artifacts.ahead import hashes_ahead, pins_of
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.store import BlobStore
-from pinbench.artifacts.verified import FileState
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
@@ -81,31 +81,55 @@ def test_verify_with_hashing_ahead_passes_and_names_a_tampered_blob(
     assert f"expected sha256 {digest}, got {sha(bytes(tampered))}" in failed.err
 
 
-def test_leaving_early_stops_the_hashing_and_records_nothing(tmp_path: Path) -> None:
+def test_a_child_that_reports_nothing_leaves_every_blob_to_the_usual_check(
+    digits: Workspace,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lock_path = _lock(digits, tmp_path)
+    digits.store.cache.close()
+    (digits.settings.home / "cache" / "verified.sqlite").unlink()
+    monkeypatch.setattr(ahead_module, "CHILD", "import sys; sys.exit(3)")
+    cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
+    ok = cli("verify", "--json", str(lock_path))
+    assert ok.code == 0, ok.err
+    assert json.loads(ok.out)["checked"] == len(pins_of(lock_path.read_bytes()))
+
+
+def test_a_wrong_report_is_not_believed(tmp_path: Path) -> None:
     store = BlobStore(tmp_path / "home")
     store.create()
-    data = os.urandom(24 * 1024 * 1024)  # several chunks
-    digest = store.put_bytes(data)
-    blob = store.path(digest)
+    digest = store.put_bytes(b"model bytes")
     store.cache.close()
     (tmp_path / "home" / "cache" / "verified.sqlite").unlink()
     store = BlobStore(tmp_path / "home")
-    started = threading.Event()
-    ended: list[bool] = []
+    liar = "import sys; print('= ' + '0' * 64 + ' 11 11')"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ahead_module, "CHILD", liar)
+        with hashes_ahead(store, [("m", digest.hex, 11)]) as ahead:
+            assert ahead.intact(digest.hex, 11) is False
+
+
+def test_leaving_early_kills_the_child_and_ends_the_reader(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "home")
+    store.create()
+    data = os.urandom(72 * 1024 * 1024)  # more than one progress report
+    digest = store.put_bytes(data)
+    store.cache.close()
+    (tmp_path / "home" / "cache" / "verified.sqlite").unlink()
+    store = BlobStore(tmp_path / "home")
+    started, leaving = threading.Event(), threading.Event()
 
     def progress(label: str, total: int) -> Progress:
-        def shown(n: int) -> None:  # holds the worker after its first chunk until the end
+        def shown(n: int) -> None:  # holds the reader at its first report until the end
             started.set()
-            deadline = time.monotonic() + 30
-            while not ahead.cancelled.is_set() and time.monotonic() < deadline:
-                time.sleep(0.005)
-            ended.append(ahead.cancelled.is_set())
+            leaving.wait(30)
 
         return shown
 
     with hashes_ahead(store, [("data", digest.hex, len(data))], progress=progress) as ahead:
         assert started.wait(30)
-        # e.g. the lockfile was refused by the registry: the block ends without asking
-    assert ended == [True]
-    assert not [t for t in threading.enumerate() if t.name.startswith("pinbench-hash-ahead")]
-    assert store.cache.lookup(blob.resolve(), FileState.of(blob.stat())) is None
+        leaving.set()  # e.g. the lockfile was refused by the registry: nothing is asked
+    assert ahead._child is not None and ahead._child.returncode is not None
+    assert not [t for t in threading.enumerate() if t.name == "pinbench-hash-ahead"]

@@ -1,39 +1,68 @@
 """Hashing a lockfile's blobs while the rest of ``pinbench verify`` starts up.
 
-Hashing a large pinned file keeps one core busy with the GIL released (hashlib), while the
-work that must come before any verdict (importing the lockfile and registry code, parsing the
-lockfile, re-deriving it from the registry) keeps the other busy. ``HashesAhead`` checks the
-blobs this store already holds, in threads, as soon as their digests are read from the
-lockfile's JSON; ``verify_lockfile`` then takes a blob that was found intact instead of
-hashing it again, and checks any other (failed, missing, not reached) the usual way.
+The work that must come before any verdict (importing the lockfile and registry code, parsing
+the lockfile, re-deriving it from the registry) keeps one core busy; hashing a large pinned
+file can keep the other. ``hashes_ahead`` starts, as soon as the digests are read from the
+lockfile's JSON, one child process (``python -I -S``, the standard library's hashlib only)
+that hashes the blobs this store holds and the verified-state cache does not vouch for. A
+thread would not do: it needs the GIL back after every read and every hash, and an importing
+main thread holds it for milliseconds at a time (measured: the hash ran at half speed). The
+child reports progress and one digest per file; this process compares it with the pin, checks
+that the blob's state did not change meanwhile, and records it in the verified-state cache.
+``verify_lockfile`` then takes a blob found intact instead of hashing it again, and checks any
+other (failed, changed, not reached, the child gone) the usual way, so errors name it as
+always.
 
 Nothing here trusts the lockfile: it only asks whether blobs of this store hash to their own
-content address, the question ``verify`` asks anyway. Nothing is reported from it until the
-lockfile has been checked against the registry, and leaving the ``with`` block cancels what is
-left at the next chunk.
+content address, the question ``verify`` asks anyway, and nothing is reported from it until
+the lockfile has been checked against the registry. Leaving the ``with`` block kills a child
+that is still hashing.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
 
 from pinbench.artifacts.digest import Digest, DigestError, Progress
 from pinbench.artifacts.store import BlobStore
-from pinbench.errors import PinbenchError
-
-WORKERS = 2
-
-
-class Cancelled(Exception):
-    """Raised inside a worker's hashing loop when the verification ended without it."""
-
+from pinbench.artifacts.verified import FileState
 
 Pin = tuple[str, str, int]
 """(label, sha256 hex, size) of one pinned file."""
+
+REPORT_EVERY = 64 * 1024 * 1024
+
+CHILD = f"""
+import hashlib, sys
+view = memoryview(bytearray(4 << 20))
+out = sys.stdout
+for path in sys.argv[1:]:
+    h, total, pending = hashlib.sha256(), 0, 0
+    try:
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(view):
+                h.update(view[:n])
+                total += n
+                pending += n
+                if pending >= {REPORT_EVERY}:
+                    out.write(f"+ {{pending}}\\n")
+                    out.flush()
+                    pending = 0
+    except OSError:
+        out.write("!\\n")
+        out.flush()
+        continue
+    out.write(f"= {{h.hexdigest()}} {{total}} {{pending}}\\n")
+    out.flush()
+"""
 
 
 def pins_of(raw: bytes) -> list[Pin]:
@@ -41,9 +70,8 @@ def pins_of(raw: bytes) -> list[Pin]:
     out (the real parse, which comes next, reports it)."""
     try:
         data = json.loads(raw)
-        artifacts = data["artifacts"]
         out = []
-        for art in artifacts:
+        for art in data["artifacts"]:
             ref = f"{art['kind']}/{art['name']}@{art['version']}"
             for f in art["files"]:
                 if isinstance(f["sha256"], str) and isinstance(f["size"], int):
@@ -53,12 +81,22 @@ def pins_of(raw: bytes) -> list[Pin]:
         return []
 
 
+@dataclass
+class _Blob:
+    digest: Digest
+    size: int
+    path: Path
+    state: FileState
+    shown: Progress | None
+    done: threading.Event = field(default_factory=threading.Event)
+    intact: bool = False
+
+
 class HashesAhead:
-    def __init__(self, pool: ThreadPoolExecutor, cancelled: threading.Event) -> None:
-        self._pool = pool
-        self.cancelled = cancelled
-        """Set when the verification is over: work still under way stops."""
-        self._futures: dict[tuple[str, int], Future[bool]] = {}
+    def __init__(self) -> None:
+        self._blobs: dict[tuple[str, int], _Blob] = {}
+        self._child: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
 
     def start(
         self,
@@ -68,40 +106,85 @@ class HashesAhead:
         progress: Callable[[str, int], Progress] | None,
         rehash: bool,
     ) -> None:
+        queued: list[_Blob] = []
         for label, sha256, size in pins:
             try:
                 digest = Digest(sha256)
             except DigestError:
                 continue
-            if (sha256, size) in self._futures or not store.has(digest):
+            path = store.path(digest)
+            if (sha256, size) in self._blobs or not path.is_file():
                 continue
-            shown = progress(label, size) if progress is not None else None  # bars: this thread
-            self._futures[(sha256, size)] = self._pool.submit(
-                self._verify, store, digest, size, self._hook(shown), rehash
+            state = FileState.of(path.stat())
+            blob = _Blob(digest, size, path, state, None)
+            self._blobs[(sha256, size)] = blob
+            vouched = None if rehash else store.cache.lookup(path.resolve(), state)
+            if vouched is not None:
+                blob.intact = vouched == digest and state.size == size
+                blob.done.set()
+                continue
+            blob.shown = progress(label, size) if progress is not None else None
+            queued.append(blob)
+        if queued:
+            self._child = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", CHILD, *(str(b.path) for b in queued)],
+                stdout=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
             )
+            assert self._child.stdout is not None
+            self._reader = threading.Thread(
+                target=self._read,
+                args=(store, self._child.stdout, queued),
+                name="pinbench-hash-ahead",
+                daemon=True,
+            )
+            self._reader.start()
 
     def intact(self, sha256: str, size: int) -> bool:
         """True when the blob was hashed ahead (or vouched for by the verified-state cache)
         and matched its digest and size; False: check it the usual way."""
-        future = self._futures.pop((sha256, size), None)
-        return future is not None and future.result()
+        blob = self._blobs.pop((sha256, size), None)
+        if blob is None:
+            return False
+        blob.done.wait()
+        return blob.intact
 
-    def _hook(self, shown: Progress | None) -> Progress:
-        def hook(n: int) -> None:
-            if self.cancelled.is_set():
-                raise Cancelled
-            if shown is not None:
-                shown(n)
-
-        return hook
+    def stop(self) -> None:
+        if self._child is not None:
+            self._child.kill()
+            self._child.wait()
+        if self._reader is not None:
+            self._reader.join()
+        for blob in self._blobs.values():
+            blob.done.set()
 
     @staticmethod
-    def _verify(store: BlobStore, digest: Digest, size: int, hook: Progress, rehash: bool) -> bool:
+    def _read(store: BlobStore, lines: IO[str], queued: list[_Blob]) -> None:
+        """Take the child's reports in order; a blob not reported stays not intact."""
         try:
-            store.verify(digest, label=digest.hex, size=size, progress=hook, rehash=rehash)
-        except (PinbenchError, Cancelled):
-            return False
-        return True
+            for blob in queued:
+                while (line := lines.readline()).startswith("+ "):
+                    if blob.shown is not None:
+                        blob.shown(int(line[2:]))
+                if line == "!\n":  # unreadable: left to the usual check
+                    blob.done.set()
+                    continue
+                if not line.startswith("= "):
+                    return  # the child is gone
+                hexdigest, total, pending = line[2:].split()
+                if blob.shown is not None:
+                    blob.shown(int(pending))
+                unchanged = FileState.of(blob.path.stat()) == blob.state
+                blob.intact = unchanged and hexdigest == blob.digest.hex and int(total) == blob.size
+                if unchanged:
+                    store.cache.record(blob.path.resolve(), blob.state, Digest(hexdigest))
+                blob.done.set()
+        except (OSError, ValueError):
+            return
+        finally:
+            for blob in queued:
+                blob.done.set()
 
 
 @contextmanager
@@ -112,12 +195,9 @@ def hashes_ahead(
     progress: Callable[[str, int], Progress] | None = None,
     rehash: bool = False,
 ) -> Iterator[HashesAhead]:
-    cancelled = threading.Event()
-    with ThreadPoolExecutor(WORKERS, thread_name_prefix="pinbench-hash-ahead") as pool:
-        ahead = HashesAhead(pool, cancelled)
-        try:
-            ahead.start(store, pins, progress=progress, rehash=rehash)
-            yield ahead
-        finally:
-            cancelled.set()  # whatever was not asked for stops at its next chunk
-            pool.shutdown(wait=True, cancel_futures=True)
+    ahead = HashesAhead()
+    try:
+        ahead.start(store, pins, progress=progress, rehash=rehash)
+        yield ahead
+    finally:
+        ahead.stop()
