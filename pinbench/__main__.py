@@ -1,5 +1,5 @@
 """``python -m pinbench`` runs the CLI."""
 
-from pinbench.cli import entrypoint
+from pinbench.entry import entrypoint
 
 entrypoint()

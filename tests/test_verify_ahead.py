@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from pinbench.artifacts import ahead as ahead_module
 from pinbench.artifacts.ahead import hashes_ahead, pins_of
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.store import BlobStore
+from pinbench.entry import early_hashes, started_early
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
@@ -133,3 +136,65 @@ def test_leaving_early_kills_the_child_and_ends_the_reader(tmp_path: Path) -> No
         leaving.set()  # e.g. the lockfile was refused by the registry: nothing is asked
     assert ahead._child is not None and ahead._child.returncode is not None
     assert not [t for t in threading.enumerate() if t.name == "pinbench-hash-ahead"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "rehash"),
+    [
+        (["verify", "{lock}"], False),
+        (["verify", "--rehash", "{lock}"], True),
+        (["verify", "{lock}", "--rehash"], True),
+    ],
+)
+def test_the_console_script_starts_verify_before_the_cli_is_imported(
+    digits: Workspace, tmp_path: Path, argv: list[str], rehash: bool
+) -> None:
+    lock_path = _lock(digits, tmp_path)
+    args = [a.format(lock=lock_path) for a in argv]
+    with started_early(args):
+        early = early_hashes(lock_path, rehash=rehash)
+        assert early is not None and early[0] == lock_path.read_bytes()
+        assert early_hashes(lock_path, rehash=rehash) is None  # taken once
+    assert early_hashes(lock_path, rehash=rehash) is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "--json", "{lock}"],
+        ["verify", "--rehash", "--rehash", "{lock}"],
+        ["verify"],
+        ["verify", "{lock}", "{lock}"],
+        ["show", "{lock}"],
+        ["verify", "{missing}"],
+    ],
+)
+def test_any_other_argument_list_starts_nothing_early(
+    digits: Workspace, tmp_path: Path, argv: list[str]
+) -> None:
+    lock_path = _lock(digits, tmp_path)
+    args = [a.format(lock=lock_path, missing=tmp_path / "nope.lock") for a in argv]
+    with started_early(args):
+        assert early_hashes(lock_path, rehash=False) is None
+        assert early_hashes(lock_path, rehash=True) is None
+
+
+def test_verify_through_the_console_script(digits: Workspace, tmp_path: Path) -> None:
+    """The installed script, cache empty: hashed early, verified, and a tampered blob named."""
+    lock_path = _lock(digits, tmp_path)
+    digits.store.cache.close()
+    (digits.settings.home / "cache" / "verified.sqlite").unlink()
+    script = Path(sys.executable).parent / "pinbench"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
+    env["PINBENCH_HOME"] = str(digits.settings.home)
+    env["PINBENCH_DATABASE_URL"] = digits.settings.database_url
+    ok = subprocess.run([str(script), "verify", str(lock_path)], env=env, capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    assert b"all match" in ok.stdout
+    label, digest, _ = pins_of(lock_path.read_bytes())[-1]
+    blob = digits.store.path(Digest(digest))
+    blob.chmod(0o644)
+    blob.write_bytes(blob.read_bytes() + b"!")
+    bad = subprocess.run([str(script), "verify", str(lock_path)], env=env, capture_output=True)
+    assert bad.returncode == 1
+    assert label.encode() in bad.stderr

@@ -83,11 +83,13 @@ def pins_of(raw: bytes) -> list[Pin]:
 
 @dataclass
 class _Blob:
+    label: str
     digest: Digest
     size: int
     path: Path
     state: FileState
-    shown: Progress | None
+    shown: Progress | None = None
+    hashed: int = 0
     done: threading.Event = field(default_factory=threading.Event)
     intact: bool = False
 
@@ -97,6 +99,7 @@ class HashesAhead:
         self._blobs: dict[tuple[str, int], _Blob] = {}
         self._child: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def start(
         self,
@@ -116,15 +119,16 @@ class HashesAhead:
             if (sha256, size) in self._blobs or not path.is_file():
                 continue
             state = FileState.of(path.stat())
-            blob = _Blob(digest, size, path, state, None)
+            blob = _Blob(label, digest, size, path, state)
             self._blobs[(sha256, size)] = blob
             vouched = None if rehash else store.cache.lookup(path.resolve(), state)
             if vouched is not None:
                 blob.intact = vouched == digest and state.size == size
                 blob.done.set()
                 continue
-            blob.shown = progress(label, size) if progress is not None else None
             queued.append(blob)
+        if progress is not None:
+            self.show(progress)
         if queued:
             self._child = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", CHILD, *(str(b.path) for b in queued)],
@@ -135,11 +139,19 @@ class HashesAhead:
             assert self._child.stdout is not None
             self._reader = threading.Thread(
                 target=self._read,
-                args=(store, self._child.stdout, queued),
+                args=(store, self._child.stdout, queued, self._lock),
                 name="pinbench-hash-ahead",
                 daemon=True,
             )
             self._reader.start()
+
+    def show(self, progress: Callable[[str, int], Progress]) -> None:
+        """Progress bars for the blobs still being hashed (from the bytes already done)."""
+        with self._lock:
+            for blob in self._blobs.values():
+                if blob.shown is None and not blob.done.is_set():
+                    blob.shown = progress(blob.label, blob.size)
+                    blob.shown(blob.hashed)
 
     def intact(self, sha256: str, size: int) -> bool:
         """True when the blob was hashed ahead (or vouched for by the verified-state cache)
@@ -160,21 +172,26 @@ class HashesAhead:
             blob.done.set()
 
     @staticmethod
-    def _read(store: BlobStore, lines: IO[str], queued: list[_Blob]) -> None:
+    def _read(store: BlobStore, lines: IO[str], queued: list[_Blob], lock: threading.Lock) -> None:
         """Take the child's reports in order; a blob not reported stays not intact."""
+
+        def hashed(blob: _Blob, n: int) -> None:
+            with lock:
+                blob.hashed += n
+                if blob.shown is not None:
+                    blob.shown(n)
+
         try:
             for blob in queued:
                 while (line := lines.readline()).startswith("+ "):
-                    if blob.shown is not None:
-                        blob.shown(int(line[2:]))
+                    hashed(blob, int(line[2:]))
                 if line == "!\n":  # unreadable: left to the usual check
                     blob.done.set()
                     continue
                 if not line.startswith("= "):
                     return  # the child is gone
                 hexdigest, total, pending = line[2:].split()
-                if blob.shown is not None:
-                    blob.shown(int(pending))
+                hashed(blob, int(pending))
                 unchanged = FileState.of(blob.path.stat()) == blob.state
                 blob.intact = unchanged and hexdigest == blob.digest.hex and int(total) == blob.size
                 if unchanged:

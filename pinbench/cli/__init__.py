@@ -24,7 +24,7 @@ from pinbench.cli.mlmodelscope import import_mlmodelscope
 from pinbench.console import err as _err
 from pinbench.errors import PinbenchError
 
-__all__ = ["app", "entrypoint", "main"]
+__all__ = ["app", "main"]
 
 app = typer.Typer(
     name="pinbench",
@@ -103,31 +103,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-def entrypoint() -> None:
-    """The console script: run the command, then leave without tearing down every imported
-    module, which Python's normal shutdown does and which costs 0.07 s of a command that
-    loaded SQLAlchemy and 0.16-0.18 s of one that also loaded Rich and Typer's pydantic
-    (measured). Everything else that shutdown does is done first: a command that left a
-    non-daemon thread running takes the normal exit; atexit handlers run (temporary
-    directories, logging); cyclic garbage is collected, so any file object still open is
-    closed and flushed; stdout and stderr are flushed (a failure there exits 120, as Python
-    does)."""
-    import atexit
-    import gc
-    import os
-    import threading
-
-    code = main()
-    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-    if any(t.is_alive() and not t.daemon for t in others):
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    gc.collect()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            code = code or 120
-    os._exit(code)

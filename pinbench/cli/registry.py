@@ -21,6 +21,11 @@ from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+
+    from pinbench.artifacts.ahead import HashesAhead
+    from pinbench.artifacts.digest import Progress as ProgressCallback
     from pinbench.registry.lockfile import Lockfile
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
@@ -308,45 +313,63 @@ def verify(
     source (https://, or hf:// and dvc:// at the commit the lockfile names) and kept only if
     it matches the pin.
     """
+    from contextlib import nullcontext
+
     from pinbench.artifacts.ahead import hashes_ahead, pins_of
+    from pinbench.entry import early_hashes
 
-    try:
-        raw: bytes | None = lockfile.read_bytes()
-    except OSError:
-        raw = None  # Lockfile.read names the problem
-    with (
-        workspace() as ws,
-        progress_bars() as progress,
-        hashes_ahead(ws.store, pins_of(raw or b""), progress=progress, rehash=rehash) as ahead,
-    ):
-        # the pinned blobs are being hashed while the rest is imported and checked
-        from pinbench.registry.lockfile import Lockfile
-        from pinbench.registry.verify import VerificationFailed, verify_lockfile
-
-        lock = (
-            Lockfile.read(lockfile)
-            if raw is None
-            else Lockfile.from_bytes(raw, source=str(lockfile))
-        )
+    early = early_hashes(lockfile, rehash=rehash)  # started before the CLI was imported
+    raw: bytes | None
+    if early is None:
         try:
-            checks = verify_lockfile(
-                ws,
-                lock,
-                progress=progress,
-                say=lambda text: _err().print(text),
-                rehash=rehash,
-                ahead=ahead,
+            raw = lockfile.read_bytes()
+        except OSError:
+            raw = None  # Lockfile.read names the problem
+    else:
+        raw = early[0]
+    with workspace() as ws, progress_bars() as progress:
+        started: AbstractContextManager[HashesAhead] = (
+            nullcontext(early[1])
+            if early is not None
+            else hashes_ahead(ws.store, pins_of(raw or b""), rehash=rehash)
+        )
+        with started as ahead:
+            ahead.show(progress)
+            # the pinned blobs are being hashed while the rest is imported and checked
+            _verify_here(
+                ws, lockfile, raw, ahead, progress=progress, rehash=rehash, as_json=as_json
             )
-        except VerificationFailed as exc:
-            if as_json:
-                _print_json(
-                    {
-                        "digest": lock.digest.hex,
-                        "ok": False,
-                        "failures": [c.error for c in exc.failures],
-                    }
-                )
-            raise
+
+
+def _verify_here(
+    ws: Workspace,
+    lockfile: Path,
+    raw: bytes | None,
+    ahead: HashesAhead,
+    *,
+    progress: Callable[[str, int], ProgressCallback],
+    rehash: bool,
+    as_json: bool,
+) -> None:
+    from pinbench.registry.lockfile import Lockfile
+    from pinbench.registry.verify import VerificationFailed, verify_lockfile
+
+    source = str(lockfile)
+    lock = Lockfile.read(lockfile) if raw is None else Lockfile.from_bytes(raw, source=source)
+    try:
+        checks = verify_lockfile(
+            ws,
+            lock,
+            progress=progress,
+            say=lambda text: _err().print(text),
+            rehash=rehash,
+            ahead=ahead,
+        )
+    except VerificationFailed as exc:
+        if as_json:
+            failures = [c.error for c in exc.failures]
+            _print_json({"digest": lock.digest.hex, "ok": False, "failures": failures})
+        raise
     if as_json:
         _print_json({"digest": lock.digest.hex, "ok": True, "checked": len(checks)})
     else:
