@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pinbench.artifacts.store import BlobStore
 from pinbench.cli import main
 from pinbench.config import Settings
 from pinbench.registry.manifest import load_manifest
@@ -151,3 +152,27 @@ def onnx_image_model(
         "inputs": [{"name": "image", "type": "image", "steps": steps}],
         "outputs": outputs,
     }
+
+
+def lock_digits(ws: Workspace, path: Path) -> Path:
+    """Lock the digits catalog's logreg on ONNX Runtime (``ws`` has it published) to ``path``."""
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    request = parse_request(
+        {
+            "model": "vision/digits-logreg@^1",
+            "framework": "onnxruntime@*",
+            "dataset": "sklearn-digits-test@^1",
+        }
+    )
+    service.lock_points(ws, request)[0][0].write(path)
+    return path
+
+
+def forget_verified(store: BlobStore) -> BlobStore:
+    """``store``'s home as on a machine that has hashed nothing: the verified-state cache's
+    file removed; a new ``BlobStore`` on it."""
+    store.cache.close()
+    (store.root / "cache" / "verified.sqlite").unlink()
+    return BlobStore(store.root)

@@ -17,10 +17,16 @@ from pinbench.artifacts import store as store_module
 from pinbench.artifacts import verified
 from pinbench.artifacts.digest import Digest, DigestError, hash_file
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
-from pinbench.registry import service
-from pinbench.registry.request import parse_request
+from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
-from tests.helpers import dataset_manifest, dump, in_process_cli, sha, write_files
+from tests.helpers import (
+    dataset_manifest,
+    dump,
+    in_process_cli,
+    lock_digits,
+    sha,
+    write_files,
+)
 
 
 def test_stage_and_commit_stores_by_digest(tmp_path: Path) -> None:
@@ -251,16 +257,8 @@ def test_verify_rehash_reads_every_byte_whatever_the_cache_says(
 ) -> None:
     """Even an entry with a valid MAC (a cache written with the key, e.g. by a bug or by its
     owner) is ignored by ``pinbench verify --rehash``."""
-    request = parse_request(
-        {
-            "model": "vision/digits-logreg@^1",
-            "framework": "onnxruntime@*",
-            "dataset": "sklearn-digits-test@^1",
-        }
-    )
-    lock = service.lock_points(digits, request)[0][0]
-    lock_path = tmp_path / "digits.lock"
-    lock.write(lock_path)
+    lock_path = lock_digits(digits, tmp_path / "digits.lock")
+    lock = Lockfile.read(lock_path)
     model = next(a for a in lock.body.artifacts if a.kind == "model").files[0]
     blob = digits.store.path(Digest(model.sha256))
     tampered = bytearray(blob.read_bytes())
@@ -285,17 +283,24 @@ def _refuse_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store_module, "copy_hashing", refuse)
 
 
+def _hashed(tmp_path: Path, data: bytes) -> tuple[BlobStore, Path, Digest]:
+    """A store, and a file of ``data`` beside it hashed as `pinbench digest` does (the
+    verified-state cache now vouches for it)."""
+    store = BlobStore(tmp_path / "home")
+    store.create()
+    src = tmp_path / "weights.bin"
+    src.write_bytes(data)
+    digest, _, hashed = store.cache.digest(src)
+    assert hashed
+    return store, src, digest
+
+
 def test_a_file_the_cache_vouches_for_is_staged_without_hashing_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`pinbench digest` then `publish`: the second pass over the bytes is a kernel copy."""
-    store = BlobStore(tmp_path / "home")
-    store.create()
-    src = tmp_path / "weights.bin"
     data = os.urandom(5 * 1024 * 1024 + 17)
-    src.write_bytes(data)
-    digest, _, hashed = store.cache.digest(src)  # what `pinbench digest` does
-    assert hashed
+    store, src, digest = _hashed(tmp_path, data)
     _refuse_hashing(monkeypatch)
     seen: list[int] = []
     staged = store.stage(src, label="weights.bin", expected=digest, progress=seen.append)
@@ -307,11 +312,7 @@ def test_a_file_the_cache_vouches_for_is_staged_without_hashing_again(
 
 
 def test_a_file_changed_since_it_was_hashed_is_hashed_again(tmp_path: Path) -> None:
-    store = BlobStore(tmp_path / "home")
-    store.create()
-    src = tmp_path / "weights.bin"
-    src.write_bytes(b"a" * 4096)
-    digest, _, _ = store.cache.digest(src)
+    store, src, digest = _hashed(tmp_path, b"a" * 4096)
     src.write_bytes(b"b" * 4096)  # same size, new bytes
     with pytest.raises(ChecksumMismatch) as info:
         store.stage(src, label="weights.bin", expected=digest)
@@ -322,11 +323,7 @@ def test_a_file_changed_since_it_was_hashed_is_hashed_again(tmp_path: Path) -> N
 def test_a_file_changed_while_it_is_copied_is_copied_again_hashing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = BlobStore(tmp_path / "home")
-    store.create()
-    src = tmp_path / "weights.bin"
-    src.write_bytes(b"a" * 4096)
-    store.cache.digest(src)
+    store, src, _ = _hashed(tmp_path, b"a" * 4096)
     real = store_module.copy_plain
 
     def copy_then_rewrite(src_fd: int, dst_fd: int, **kwargs: Any) -> int:

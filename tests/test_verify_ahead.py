@@ -19,24 +19,12 @@ from pinbench.artifacts.ahead import hashes_ahead, pins_of
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.store import BlobStore
 from pinbench.entry import early_hashes, started_early
-from pinbench.registry import service
-from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import in_process_cli, sha
+from tests.helpers import Cli, forget_verified, in_process_cli, lock_digits, sha
 
 
 def _lock(ws: Workspace, tmp_path: Path) -> Path:
-    request = parse_request(
-        {
-            "model": "vision/digits-logreg@^1",
-            "framework": "onnxruntime@*",
-            "dataset": "sklearn-digits-test@^1",
-        }
-    )
-    lock = service.lock_points(ws, request)[0][0]
-    path = tmp_path / "digits.lock"
-    lock.write(path)
-    return path
+    return lock_digits(ws, tmp_path / "digits.lock")
 
 
 def test_pins_are_read_from_the_lockfile_json(digits: Workspace, tmp_path: Path) -> None:
@@ -59,16 +47,25 @@ def test_a_lockfile_that_is_not_as_expected_gives_no_pins(raw: bytes) -> None:
     assert pins_of(raw) == []  # the real parse that follows names the problem
 
 
-def test_verify_with_hashing_ahead_passes_and_names_a_tampered_blob(
+@pytest.fixture
+def cold(
     digits: Workspace,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:
+) -> tuple[Path, Cli]:
+    """A digits lockfile, a home whose verified-state cache vouches for nothing, the CLI."""
     lock_path = _lock(digits, tmp_path)
-    digits.store.cache.close()
-    (digits.settings.home / "cache" / "verified.sqlite").unlink()  # nothing vouched for
-    cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
+    forget_verified(digits.store)
+    return lock_path, in_process_cli(
+        monkeypatch, capsys, digits.settings.home, digits.settings.database_url
+    )
+
+
+def test_verify_with_hashing_ahead_passes_and_names_a_tampered_blob(
+    digits: Workspace, cold: tuple[Path, Cli]
+) -> None:
+    lock_path, cli = cold
     ok = cli("verify", "--json", str(lock_path))
     assert ok.code == 0, ok.err
     assert json.loads(ok.out)["ok"] is True
@@ -85,16 +82,10 @@ def test_verify_with_hashing_ahead_passes_and_names_a_tampered_blob(
 
 
 def test_a_child_that_reports_nothing_leaves_every_blob_to_the_usual_check(
-    digits: Workspace,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cold: tuple[Path, Cli], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lock_path = _lock(digits, tmp_path)
-    digits.store.cache.close()
-    (digits.settings.home / "cache" / "verified.sqlite").unlink()
+    lock_path, cli = cold
     monkeypatch.setattr(ahead_module, "CHILD", "import sys; sys.exit(3)")
-    cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
     ok = cli("verify", "--json", str(lock_path))
     assert ok.code == 0, ok.err
     assert json.loads(ok.out)["checked"] == len(pins_of(lock_path.read_bytes()))
@@ -104,9 +95,7 @@ def test_a_wrong_report_is_not_believed(tmp_path: Path) -> None:
     store = BlobStore(tmp_path / "home")
     store.create()
     digest = store.put_bytes(b"model bytes")
-    store.cache.close()
-    (tmp_path / "home" / "cache" / "verified.sqlite").unlink()
-    store = BlobStore(tmp_path / "home")
+    store = forget_verified(store)
     liar = "import sys; print('= ' + '0' * 64 + ' 11 11')"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ahead_module, "CHILD", liar)
@@ -119,9 +108,7 @@ def test_leaving_early_kills_the_child_and_ends_the_reader(tmp_path: Path) -> No
     store.create()
     data = os.urandom(72 * 1024 * 1024)  # more than one progress report
     digest = store.put_bytes(data)
-    store.cache.close()
-    (tmp_path / "home" / "cache" / "verified.sqlite").unlink()
-    store = BlobStore(tmp_path / "home")
+    store = forget_verified(store)
     started, leaving = threading.Event(), threading.Event()
 
     def progress(label: str, total: int) -> Progress:
@@ -182,8 +169,7 @@ def test_any_other_argument_list_starts_nothing_early(
 def test_verify_through_the_console_script(digits: Workspace, tmp_path: Path) -> None:
     """The installed script, cache empty: hashed early, verified, and a tampered blob named."""
     lock_path = _lock(digits, tmp_path)
-    digits.store.cache.close()
-    (digits.settings.home / "cache" / "verified.sqlite").unlink()
+    forget_verified(digits.store)
     script = Path(sys.executable).parent / "pinbench"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
     env["PINBENCH_HOME"] = str(digits.settings.home)
