@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from pinbench.artifacts import store as store_module
 from pinbench.artifacts import verified
+from pinbench.artifacts.copy import copy_plain
 from pinbench.artifacts.digest import Digest, DigestError, hash_file
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
 from pinbench.registry.lockfile import Lockfile
@@ -324,7 +325,7 @@ def test_a_file_changed_while_it_is_copied_is_copied_again_hashing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, src, _ = _hashed(tmp_path, b"a" * 4096)
-    real = store_module.copy_plain
+    real = copy_plain
 
     def copy_then_rewrite(src_fd: int, dst_fd: int, **kwargs: Any) -> int:
         copied = real(src_fd, dst_fd, **kwargs)
