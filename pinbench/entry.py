@@ -6,7 +6,8 @@ Importing the CLI (Typer, and the pydantic it loads to convert arguments) takes 
 to a hashing child process (``pinbench.artifacts.ahead``) before anything else is imported,
 and the ``verify`` command takes them over (``early_hashes``). Only the plain forms
 ``verify LOCKFILE`` and ``verify --rehash LOCKFILE`` start early; any other argument list is
-left to the command as it is.
+left to the command as it is. Likewise ``publish MANIFEST`` (and no other form) stages the
+manifest's large local files meanwhile (``early_stages``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pinbench.artifacts.ahead import HashesAhead
+    from pinbench.registry.stage_ahead import StagesAhead
 
 _early: dict[tuple[Path, bool], tuple[bytes, HashesAhead]] = {}
+_early_stages: dict[Path, StagesAhead] = {}
 
 
 def early_hashes(lockfile: Path, *, rehash: bool) -> tuple[bytes, HashesAhead] | None:
@@ -29,9 +32,18 @@ def early_hashes(lockfile: Path, *, rehash: bool) -> tuple[bytes, HashesAhead] |
     return _early.pop((lockfile, rehash), None)
 
 
+def early_stages(manifest: Path) -> StagesAhead | None:
+    """The staging started at start-up for exactly this manifest path, if any; taken once."""
+    return _early_stages.pop(manifest, None)
+
+
 @contextmanager
 def started_early(argv: Sequence[str]) -> Iterator[None]:
     args = list(argv)
+    if len(args) == 2 and args[0] == "publish" and not args[1].startswith("-"):
+        with _publish_early(Path(args[1])):
+            yield
+        return
     rehash = "--rehash" in args
     rest = [a for a in args if a != "--rehash"]
     if (
@@ -59,6 +71,34 @@ def started_early(argv: Sequence[str]) -> Iterator[None]:
             yield
     finally:
         _early.clear()
+        store.cache.close()
+
+
+@contextmanager
+def _publish_early(manifest: Path) -> Iterator[None]:
+    """``publish MANIFEST`` on this workspace (no PINBENCH_URL): its large local files are
+    staged while the CLI is imported (``pinbench.registry.stage_ahead``)."""
+    import os
+
+    if os.environ.get("PINBENCH_URL"):
+        yield
+        return
+    from pinbench.registry.stage_ahead import planned, stages_ahead
+
+    files = planned(manifest)
+    if not files:
+        yield
+        return
+    from pinbench.artifacts.store import BlobStore
+    from pinbench.config import Settings
+
+    store = BlobStore(Settings.from_env().home)
+    try:
+        with stages_ahead(store, files) as ahead:
+            _early_stages[manifest] = ahead
+            yield
+    finally:
+        _early_stages.clear()
         store.cache.close()
 
 

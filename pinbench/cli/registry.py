@@ -83,9 +83,11 @@ def publish(
 def _publish_here(
     ws: Workspace, manifest: Path, files: Path | None, publisher: str | None
 ) -> dict[str, Any]:
+    from pinbench.entry import early_stages
     from pinbench.registry.manifest import load_manifest
     from pinbench.registry.publish import publish as publish_artifact
 
+    ahead = early_stages(manifest) if files is None and publisher is None else None
     parsed = load_manifest(manifest)
     with progress_bars() as progress:
         result = publish_artifact(
@@ -96,6 +98,7 @@ def _publish_here(
             publisher=publisher,
             progress=progress,
             say=_err().print,
+            ahead=ahead,
         )
     return {
         "ref": str(result.ref),

@@ -17,15 +17,23 @@ from pinbench.registry.sourcing import FileProblem
 
 def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], Path]) -> None:
     """Refuse ``manifest`` when its files do not make the dataset it declares; ``where`` gives
-    the (already verified) bytes of each file."""
+    the (already verified) bytes of each file. A dataset of plain files (no ``data``) imports
+    no evaluator module: publishing one stays as quick as the copy."""
+    data, labels = manifest.data, manifest.labels
+    if data is None:
+        if labels.names is not None:
+            from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
+
+            entry = next(f for f in manifest.files if f.path == labels.names)
+            try:
+                text = read_label_text(where(entry), labels.names)
+                parse_class_names(text, path=labels.names)
+            except LabelProblem as exc:
+                raise FileProblem(path=exc.path, reason=exc.reason) from None
+        return
     from pinbench.evaluator.datasets import read_text_lines
     from pinbench.evaluator.detection.truth import check_sizes, read_ground_truth
-    from pinbench.evaluator.labels import (
-        LabelProblem,
-        parse_class_names,
-        read_label_text,
-        read_labels,
-    )
+    from pinbench.evaluator.labels import LabelProblem, read_labels
     from pinbench.evaluator.pairs import read_pairs
     from pinbench.evaluator.pipeline import ImageRefused, image_header
 
@@ -34,14 +42,8 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
     def read(path: str) -> Path:
         return where(entries[path])
 
-    data, labels = manifest.data, manifest.labels
     sizes: list[tuple[int, int]] = []
     try:
-        if data is None:
-            if labels.names is not None:
-                text = read_label_text(read(labels.names), labels.names)
-                parse_class_names(text, path=labels.names)
-            return
         if data.format == "text-lines":
             listed, count = None, len(read_text_lines(read(data.path), where=data.path))
         elif data.format == "npy":

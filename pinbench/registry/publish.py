@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -38,6 +38,9 @@ from pinbench.registry.ranges import parse_version, precedence_key
 from pinbench.registry.sourcing import needs_completion, stage_files
 from pinbench.registry.supported import check_supported
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.registry.stage_ahead import StagesAhead
 
 
 class VersionConflict(UserError):
@@ -128,9 +131,11 @@ def publish(
     publisher: str | None = None,
     progress: ProgressFactory | None = None,
     say: Callable[[str], None] | None = None,
+    ahead: StagesAhead | None = None,
 ) -> PublishResult:
-    """Publish a manifest: its files staged (remote ones fetched and pinned), then the
-    completed manifest recorded with them; nothing is left behind when anything fails."""
+    """Publish a manifest: its files staged (remote ones fetched and pinned; local ones
+    possibly by ``ahead``), then the completed manifest recorded with them; nothing is left
+    behind when anything fails."""
     check_supported(manifest)
     complete_first = needs_completion(manifest)
     if not complete_first:
@@ -144,6 +149,7 @@ def publish(
         files_dir=files_dir,
         progress=progress,
         say=say,
+        ahead=ahead,
     )
     if complete_first:
         try:

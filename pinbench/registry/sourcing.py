@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,6 +21,9 @@ from pinbench.artifacts.sources.uri import parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, Manifest, ModelManifest, Output
+
+if TYPE_CHECKING:
+    from pinbench.registry.stage_ahead import StagesAhead
 
 
 class FileProblem(UserError):
@@ -107,11 +111,13 @@ def stage_files(
     files_dir: Path | None,
     progress: ProgressFactory | None = None,
     say: Callable[[str], None] | None = None,
+    ahead: StagesAhead | None = None,
 ) -> Staged:
     """Check every file and stage its new bytes in the store; all or nothing.
 
     Bytes already in the store are only hashed (through the verified-state cache); new bytes
-    are hashed and copied in one pass into the store's temp area. The caller commits them.
+    are hashed and copied in one pass into the store's temp area, or taken from ``ahead``
+    where it staged them already. The caller commits them.
     """
     files = manifest.files_list
     local = {
@@ -128,7 +134,7 @@ def stage_files(
         with Fetcher(store, progress=progress, say=say) as fetcher:
             for f in files:
                 if f.path in local:
-                    entry, size, blob = _stage_local(store, f, local[f.path], progress)
+                    entry, size, blob = _stage_local(store, f, local[f.path], progress, ahead)
                 else:
                     entry, size, blob = _fetch_remote(fetcher, f)
                 if blob is not None:
@@ -143,7 +149,11 @@ def stage_files(
 
 
 def _stage_local(
-    store: BlobStore, f: FileEntry, src: Path, progress: ProgressFactory | None
+    store: BlobStore,
+    f: FileEntry,
+    src: Path,
+    progress: ProgressFactory | None,
+    ahead: StagesAhead | None,
 ) -> tuple[FileEntry, int, StagedBlob | None]:
     cb = progress(f.path, src.stat().st_size) if progress else None
     blob = None
@@ -152,7 +162,9 @@ def _stage_local(
         if actual != f.digest:
             raise ChecksumMismatch(path=f.path, expected=f.digest, actual=actual)
     else:
-        blob = store.stage(src, label=f.path, expected=f.digest, progress=cb)
+        blob = ahead.take(src, f.digest, cb) if ahead is not None else None
+        if blob is None:
+            blob = store.stage(src, label=f.path, expected=f.digest, progress=cb)
         size = blob.size
     if f.size is not None and f.size != size:
         if blob is not None:
