@@ -7,7 +7,8 @@ to a hashing child process (``pinbench.artifacts.ahead``) before anything else i
 and the ``verify`` command takes them over (``early_hashes``). Only the plain forms
 ``verify LOCKFILE`` and ``verify --rehash LOCKFILE`` start early; any other argument list is
 left to the command as it is. Likewise ``publish MANIFEST`` (and no other form) stages the
-manifest's large local files meanwhile (``early_stages``).
+manifest's large local files meanwhile (``early_stages``), and ``digest FILE...`` (no option)
+hashes its large files (``early_digests``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 _early: dict[tuple[Path, bool], tuple[bytes, HashesAhead]] = {}
 _early_stages: dict[Path, StagesAhead] = {}
+_early_files: dict[tuple[Path, ...], HashesAhead] = {}
 
 
 def early_hashes(lockfile: Path, *, rehash: bool) -> tuple[bytes, HashesAhead] | None:
@@ -37,9 +39,18 @@ def early_stages(manifest: Path) -> StagesAhead | None:
     return _early_stages.pop(manifest, None)
 
 
+def early_digests(files: Sequence[Path]) -> HashesAhead | None:
+    """The hashing started at start-up for exactly these ``digest`` arguments; taken once."""
+    return _early_files.pop(tuple(files), None)
+
+
 @contextmanager
 def started_early(argv: Sequence[str]) -> Iterator[None]:
     args = list(argv)
+    if len(args) >= 2 and args[0] == "digest" and not any(a.startswith("-") for a in args):
+        with _digest_early([Path(a) for a in args[1:]]):
+            yield
+        return
     if len(args) == 2 and args[0] == "publish" and not args[1].startswith("-"):
         with _publish_early(Path(args[1])):
             yield
@@ -71,6 +82,23 @@ def started_early(argv: Sequence[str]) -> Iterator[None]:
             yield
     finally:
         _early.clear()
+        store.cache.close()
+
+
+@contextmanager
+def _digest_early(files: list[Path]) -> Iterator[None]:
+    """``digest FILE...``: its large files are hashed while the CLI is imported."""
+    from pinbench.artifacts.ahead import files_ahead
+    from pinbench.artifacts.store import BlobStore
+    from pinbench.config import Settings
+
+    store = BlobStore(Settings.from_env().home)
+    try:
+        with files_ahead(store, files) as ahead:
+            _early_files[tuple(files)] = ahead
+            yield
+    finally:
+        _early_files.clear()
         store.cache.close()
 
 

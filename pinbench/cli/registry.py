@@ -385,9 +385,15 @@ def _verify_here(
 
 def digest(files: Annotated[list[Path], typer.Argument(help="Files to hash.")]) -> None:
     """Print the sha256 and size of files (for writing manifests)."""
+    from pinbench.entry import early_digests
+
+    ahead = early_digests(files)
     with workspace() as ws, progress_bars() as progress:
         for f in files:
             if not f.is_file():
                 raise UserError(f"{f}: not a file")
-            d, size, _ = ws.store.cache.digest(f, progress=progress(str(f), f.stat().st_size))
+            bar = progress(str(f), f.stat().st_size)
+            settled = ahead is not None and ahead.settle(f, bar)
+            # hashed ahead and shown: the cache answers now, and the bar is full
+            d, size, _ = ws.store.cache.digest(f, progress=None if settled else bar)
             sys.stdout.write(f"{d.hex}  {size}  {f}\n")
