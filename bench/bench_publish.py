@@ -5,8 +5,8 @@ What it measures, per run, on one file of random bytes (1 GiB by default):
 * ``pinbench publish MANIFEST`` (the CLI, a subprocess) of a dataset manifest listing the file,
   into a fresh home (created by ``pinbench init`` before the clock starts). The manifest
   already carries the file's sha256 (computed before timing: pinbench manifests must declare
-  it). pinbench hashes the file, copies it into its blob store in the same pass, fsyncs it
-  and inserts the rows.
+  it). pinbench hashes the file, copies it into its blob store in the same pass (in a child
+  process started while the CLI imports: decision 102), fsyncs it and inserts the rows.
 * baseline: ``dvc add FILE`` (``.venv/bin/dvc``, a subprocess) in a fresh ``git init`` +
   ``dvc init`` repository (analytics off) holding a plain copy of the file; DVC hashes it
   (md5) and copies it into ``.dvc/cache``.
