@@ -118,3 +118,13 @@ def test_digest_through_the_console_script(ws: Workspace, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().split()[:2] == [sha(data), str(len(data))]
     assert _vouched(ws.store, path) == sha(data)
+
+
+def test_a_digest_the_cache_could_not_record_is_not_reported_settled(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(a read-only home, say) so the command hashes the file itself, with its progress bar."""
+    path = _file(tmp_path, "data.bin", os.urandom(BIG))
+    monkeypatch.setattr(type(ws.store.cache), "record", lambda *args: None)
+    with files_ahead(ws.store, [path]) as ahead:
+        assert ahead.settle(path, None) is False

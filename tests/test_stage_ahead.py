@@ -174,7 +174,10 @@ def test_a_report_naming_a_file_outside_the_temp_area_is_not_believed(
     data = b"v" * BIG
     source = tmp_path / "data.bin"
     source.write_bytes(data)
-    liar = f"import sys; print('= {sha(data)} {BIG} 0 {victim}', flush=True); sys.stdin.read()"
+    liar = (
+        f"import sys; print('owner {'0' * 16}'); print('= {sha(data)} {BIG} 0 {victim}',"
+        " flush=True); sys.stdin.read()"
+    )
     monkeypatch.setattr(stage_ahead, "CHILD", liar)
     with stages_ahead(ws.store, [(source, Digest(sha(data)))]) as ahead:
         assert ahead.take(source, Digest(sha(data)), None) is None
@@ -271,3 +274,65 @@ def test_publish_through_the_console_script(ws: Workspace, tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert ws.store.path(Digest(sha(data))).read_bytes() == data
     assert list(ws.store.tmp.iterdir()) == []  # (the command's own owner lock stays, as ever)
+
+
+def test_a_manifest_that_is_not_a_regular_file_is_left_to_the_command(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``publish /dev/stdin`` or ``<(...)``: a pipe can be read once, and that is the command's."""
+    monkeypatch.setenv("PINBENCH_HOME", str(ws.settings.home))
+    pipe = tmp_path / "manifest.yaml"
+    os.mkfifo(pipe)
+    assert planned(pipe) == []  # returns at once: nothing opened the pipe
+    with started_early(["publish", str(pipe)]):
+        assert early_stages(pipe) is None
+
+
+def test_only_the_childs_own_scratch_is_reclaimed_and_a_bad_leftover_is_no_error(
+    ws: Workspace, cli: Cli, tmp_path: Path
+) -> None:
+    """Someone else's leftovers (here an owner 'lock' that is a folder, as a broken shared home
+    may hold) are not the command's business: publish succeeds and leaves them alone."""
+    owners = ws.store.tmp.parent / "owners"
+    owners.mkdir(exist_ok=True)
+    odd = owners / "0123456789abcdef.lock"
+    odd.mkdir()
+    dead = ws.store.tmp / "stage-fedcba9876543210-leftover"
+    dead.write_bytes(b"a dead process's scratch")
+    data = os.urandom(2 * BIG)
+    code, _, err = _publish_early(cli, _dataset(tmp_path / "art", {"data.bin": data}))
+    assert code == 0, err
+    assert odd.is_dir() and dead.exists()  # for `pinbench gc`, not for publish
+    assert ws.store.has(Digest(sha(data)))
+
+
+def test_a_parent_that_goes_away_leaves_a_quiet_child_and_no_blob(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    data = os.urandom(2 * BIG)
+    source = tmp_path / "data.bin"
+    source.write_bytes(data)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            stage_ahead.CHILD,
+            str(Path(stage_ahead.__file__).resolve().parents[2]),
+            str(ws.store.root),
+            str(source),
+            sha(data),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    assert child.stdout.readline().startswith(b"owner ")
+    assert child.stdout.readline().startswith(b"= ")
+    child.stdout.close()  # the parent is gone: its end of both pipes closes
+    child.stdin.close()
+    assert child.wait(30) == 0
+    assert child.stderr is not None and child.stderr.read() == b""  # no traceback
+    assert [p for p in ws.store.tmp.iterdir() if p.name.startswith("stage-")] == []

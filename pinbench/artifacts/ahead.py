@@ -244,10 +244,14 @@ class HashesAhead:
                 hexdigest, total, pending = line[2:].split()
                 hashed(blob, int(pending))
                 unchanged = FileState.of(blob.path.stat()) == blob.state
-                pinned = blob.digest is None or hexdigest == blob.digest.hex
-                blob.intact = unchanged and pinned and int(total) == blob.size
                 if unchanged:
                     store.cache.record(blob.path.resolve(), blob.state, Digest(hexdigest))
+                if blob.digest is None:  # a file for ``digest``: intact once the cache has it
+                    recorded = store.cache.lookup(blob.path.resolve(), blob.state)
+                    blob.intact = unchanged and recorded == Digest(hexdigest)
+                else:
+                    pinned = hexdigest == blob.digest.hex
+                    blob.intact = unchanged and pinned and int(total) == blob.size
                 blob.done.set()
         except (OSError, ValueError):
             return

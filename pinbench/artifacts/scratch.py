@@ -159,6 +159,21 @@ def reclaim(tmp: Path, *, legacy_min_age_s: float = LEGACY_MIN_AGE_S) -> Reclaim
     return done
 
 
+def reclaim_owner(tmp: Path, owner: str) -> Reclaimed:
+    """``reclaim`` for one owner (a child process this one started and saw end): its scratch
+    and its lock, if it is dead; nothing of any other process is looked at."""
+    done = Reclaimed()
+    if not re.fullmatch(r"[0-9a-f]{16}", owner):
+        return done
+    with _if_dead(owners_of(tmp) / f"{owner}.lock") as dead:
+        if not dead:
+            return done
+        for kind in KINDS:
+            for entry in tmp.glob(f"{kind}-{owner}-*"):
+                _remove(entry, done)
+    return done
+
+
 @contextlib.contextmanager
 def _if_dead(lock: Path) -> Iterator[bool]:
     """True (holding the dead owner's lock, removed on the way out) when no process holds

@@ -23,11 +23,12 @@ The child keeps its scratch (its owner lock, see ``scratch``) until this process
 a taken blob is first moved to this process's own scratch name. Leaving the ``with`` block
 lets the child go; it removes every blob not taken, and one still copying is stopped with
 SIGTERM, which unwinds ``stage`` (its temp file removed); then the dead child's owner lock
-(and the scratch of a child that had to be killed) is reclaimed like any dead process's.
+(and the scratch of a child that had to be killed) is reclaimed, that owner's only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pinbench.artifacts.digest import Digest, DigestError, Progress
-from pinbench.artifacts.scratch import reclaim, scratch_file
+from pinbench.artifacts.scratch import reclaim_owner, scratch_file
 from pinbench.artifacts.store import BlobStore, StagedBlob
 
 AHEAD_MIN_BYTES = 16 * 1024 * 1024
@@ -50,14 +51,17 @@ REPORT_EVERY = 64 * 1024 * 1024
 STOP_WAIT_S = 10.0
 
 CHILD = f"""
-import signal, sys
+import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 from pathlib import Path
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.scratch import owner_of
 from pinbench.artifacts.store import BlobStore
 store, out, made = BlobStore(Path(sys.argv[2])), sys.stdout, []
 try:
+    out.write(f"owner {{owner_of(store.tmp)}}\\n")
+    out.flush()
     pairs = sys.argv[3:]
     for source, expected in zip(pairs[::2], pairs[1::2]):
         pending = [0]
@@ -79,12 +83,15 @@ try:
         out.write(f"= {{blob.digest.hex}} {{blob.size}} {{pending[0]}} {{blob.temp}}\\n")
         out.flush()
     sys.stdin.read()
-finally:
+except (BrokenPipeError, KeyboardInterrupt):  # the parent went away
+    pass
+finally:  # (SIGTERM, the parent stopping us, passes through here and exits 1)
     for temp in made:
         try:
             temp.unlink()
         except OSError:
             pass
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing left to say: no flush error
 """
 
 
@@ -94,6 +101,8 @@ def planned(manifest: Path) -> list[tuple[Path, Digest]]:
     from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
     try:
+        if not stat.S_ISREG(manifest.stat().st_mode):
+            return []  # a pipe (``publish /dev/stdin``) can be read once only: the command's
         data: Any = load_yaml(read_yaml_file(manifest))
         base = manifest.parent.resolve()
     except (OSError, UnicodeDecodeError, YamlRefused, RuntimeError):
@@ -147,6 +156,8 @@ class StagesAhead:
         self._child: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._owner: str | None = None
+        """The child's scratch owner id (its first line)."""
 
     def start(self, files: list[tuple[Path, Digest]]) -> None:
         queued = [_File(source, digest) for source, digest in files if not self._store.has(digest)]
@@ -213,7 +224,9 @@ class StagesAhead:
             child.wait()
         if self._reader is not None:
             self._reader.join()
-        reclaim(self._store.tmp)  # the child's owner lock, and its scratch if it was killed
+        if self._owner is not None:  # the child's owner lock, and its scratch if it was killed
+            with contextlib.suppress(OSError):  # (a leftover for a later reclaim, no error)
+                reclaim_owner(self._store.tmp, self._owner)
 
     def _read(self, lines: IO[str], queued: list[_File]) -> None:
         """Take the child's reports in order; a file not reported is not staged ahead."""
@@ -225,6 +238,10 @@ class StagesAhead:
                     f.shown(n)
 
         try:
+            first = lines.readline()
+            if not first.startswith("owner "):
+                return  # the child is gone
+            self._owner = first[6:].strip()
             for f in queued:
                 while (line := lines.readline()).startswith("+ "):
                     copied(f, int(line[2:]))
