@@ -29,6 +29,7 @@ READ_HEAVY = [
     "torch",
     "tensorflow",
     "onnxruntime",
+    "ray",
 ]
 
 # Runs the CLI's main with argv[2:], then writes the names in sys.modules to argv[1].
@@ -111,6 +112,7 @@ READS = [
     pytest.param(["list"], "1.1.0", id="list"),
     pytest.param(["show", "dataset/digits@1.0.0"], "dataset/digits@1.0.0", id="show"),
     pytest.param(["resolve", "dataset/digits@^1"], "dataset/digits@1.1.0", id="resolve"),
+    pytest.param(["systems", "list"], "no systems yet", id="systems"),
 ]
 
 

@@ -12,7 +12,7 @@ from pinbench.config import Settings
 from pinbench.db import migrate
 from pinbench.db.errors import DatabaseUnavailable
 from pinbench.db.plain import sqlite_file
-from pinbench.db.schema import SchemaNotCurrent
+from pinbench.db.schema import HEAD_REVISION, SchemaNotCurrent
 from pinbench.registry import catalog
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
@@ -99,7 +99,9 @@ def test_reading_a_home_without_a_database_creates_nothing(cli: Cli, tmp_path: P
 def test_a_database_on_an_older_revision_is_refused(ws: Workspace) -> None:
     migrate.downgrade(ws.engine, "0006")
     fresh = Workspace(ws.settings)
-    with pytest.raises(SchemaNotCurrent, match="revision 0006, this pinbench needs 0007"):
+    with pytest.raises(
+        SchemaNotCurrent, match=f"revision 0006, this pinbench needs {HEAD_REVISION}"
+    ):
         catalog.list_artifacts(fresh)
     fresh.close()
 

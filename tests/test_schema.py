@@ -20,6 +20,7 @@ TABLES = {
     "namespace_members",
     "api_tokens",
     "server_instances",
+    "systems",
     "alembic_version",
 }
 

@@ -19,7 +19,18 @@ from typing import Annotated
 
 import typer
 
-from pinbench.cli import accounts, catalog, db, images, lockfile, manifest, registry, runs, serve
+from pinbench.cli import (
+    accounts,
+    catalog,
+    cluster,
+    db,
+    images,
+    lockfile,
+    manifest,
+    registry,
+    runs,
+    serve,
+)
 from pinbench.cli.mlmodelscope import import_mlmodelscope
 from pinbench.console import err as _err
 from pinbench.errors import PinbenchError
@@ -87,6 +98,8 @@ app.add_typer(runs.runs_app, name="runs")
 app.add_typer(catalog.catalog_app, name="catalog")
 app.add_typer(lockfile.lockfile_app, name="lockfile")
 app.add_typer(manifest.manifest_app, name="manifest")
+app.add_typer(cluster.agent_app, name="agent")
+app.add_typer(cluster.systems_app, name="systems")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

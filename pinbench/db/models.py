@@ -106,6 +106,8 @@ class Run(Base):
     """The user whose token queued it on a server: they (or an admin) may cancel it."""
     cancel_requested: Mapped[str | None] = mapped_column(Text)
     """A cancel asked for while it runs (its reason); its server's pool stops it."""
+    system: Mapped[str | None] = mapped_column(String(63), index=True)
+    """The cluster system (``systems.name``) it ran on; None: this machine, no cluster."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
 
@@ -122,6 +124,19 @@ class ServerInstance(Base):
     pid: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class System(Base):
+    """A machine that joined the cluster as an agent: its hardware facts as it reported
+    them (``pinbench.cluster.facts``) and the Ray node it was last seen as."""
+
+    __tablename__ = "systems"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    facts: Mapped[dict[str, Any]] = mapped_column(JSON)
+    node_id: Mapped[str | None] = mapped_column(String(64))
+    registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class Result(Base):

@@ -1,0 +1,163 @@
+"""``pinbench agent`` and ``pinbench systems``: machines joining a Ray cluster as systems.
+
+Ray is imported only by the commands that talk to a cluster (``pinbench.cluster.ray_agent``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pinbench.cli.common import workspace
+from pinbench.console import JsonOpt, columns
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from pinbench.cluster.systems import SystemRow
+    from pinbench.workspace import Workspace
+
+agent_app = typer.Typer(help="Join a Ray cluster as an evaluation agent.", no_args_is_help=True)
+systems_app = typer.Typer(
+    help="The systems (agents) of the cluster and their hardware.", no_args_is_help=True
+)
+
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help="The Ray cluster's address HOST:PORT (default: PINBENCH_CLUSTER; without either, "
+        "the systems recorded in the database, alive unknown).",
+    ),
+]
+
+
+@agent_app.command("start")
+def agent_start(
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster", help="The Ray cluster's address HOST:PORT (or PINBENCH_CLUSTER)."
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="The system's name (default: this host's name)."),
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option("--cache", help="The agent's own blob cache (default: PINBENCH_HOME/agent)."),
+    ] = None,
+    node_ip: Annotated[
+        str | None,
+        typer.Option("--node-ip", help="The address this node is reached at (ray's default)."),
+    ] = None,
+) -> None:
+    """Join the cluster as a Ray node and register this machine as a system; stays in the
+    foreground until stopped (Ctrl-C), which takes the system out of the cluster."""
+    from pinbench.cluster.facts import default_name
+    from pinbench.cluster.ray_agent import start_agent
+    from pinbench.config import Settings
+
+    address = _address(cluster, required=True)
+    assert address is not None
+    folder = cache if cache is not None else Settings.from_env().home / "agent"
+    code = start_agent(address, name or default_name(), folder, node_ip=node_ip, say=_out().print)
+    raise typer.Exit(code)
+
+
+@systems_app.command("list")
+def systems_list(cluster: ClusterOpt = None, as_json: JsonOpt = False) -> None:
+    """Every system: its hardware, whether it is alive (asked of the cluster) and its runs."""
+    with workspace() as ws:
+        rows = _systems(ws, cluster)
+    if as_json:
+        _print_json([r.to_json() for r in rows])
+        return
+    if not rows:
+        _out().print("no systems yet: start an agent with `pinbench agent start --cluster ADDR`")
+        return
+    table = [
+        (
+            r.name,
+            _alive(r.alive),
+            str(r.facts.get("arch", "?")),
+            str(r.facts.get("cpu", "?")),
+            str(r.facts.get("cores", "?")),
+            _gpus(r.facts),
+            str(r.runs),
+        )
+        for r in rows
+    ]
+    sys.stdout.write(columns(("NAME", "ALIVE", "ARCH", "CPU", "CORES", "GPUS", "RUNS"), table))
+
+
+@systems_app.command("show")
+def systems_show(
+    name: Annotated[str, typer.Argument(help="The system's name")],
+    cluster: ClusterOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One system's facts as its agent reported them."""
+    from pinbench.cluster.systems import show_system
+
+    with workspace() as ws:
+        alive = _alive_by_name(ws, cluster)
+        row = show_system(ws, name, alive)
+    if as_json:
+        _print_json(row.to_json())
+        return
+    facts = dict(row.facts)
+    flags = facts.pop("cpu_flags", [])
+    lines = [
+        f"system {row.name} ({_alive(row.alive)}), Ray node {row.node_id or '?'}",
+        f"registered {row.registered_at.isoformat()}, last seen {row.seen_at.isoformat()}",
+        f"runs: {row.runs}",
+        *(f"{key}: {value}" for key, value in facts.items()),
+        f"cpu_flags: {' '.join(flags)}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _address(cluster: str | None, *, required: bool = False) -> str | None:
+    address = cluster or os.environ.get("PINBENCH_CLUSTER") or None
+    if address is None and required:
+        from pinbench.errors import UserError
+
+        raise UserError("which cluster? give --cluster HOST:PORT or set PINBENCH_CLUSTER")
+    return address
+
+
+def _alive_by_name(ws: Workspace, cluster: str | None) -> dict[str, bool] | None:
+    """Refresh the systems table from the cluster (when one is named); alive by name."""
+    address = _address(cluster)
+    if address is None:
+        return None
+    from pinbench.cluster.ray_agent import cluster_systems
+    from pinbench.cluster.systems import record
+
+    alive = {}
+    for system in cluster_systems(address):
+        alive[system.name] = system.alive
+        if system.facts is not None:
+            record(ws, system.name, system.facts, system.node_id)
+    return alive
+
+
+def _systems(ws: Workspace, cluster: str | None) -> list[SystemRow]:
+    from pinbench.cluster.systems import list_systems
+
+    return list_systems(ws, _alive_by_name(ws, cluster))
+
+
+def _alive(alive: bool | None) -> str:
+    return {True: "alive", False: "gone", None: "unknown"}[alive]
+
+
+def _gpus(facts: dict[str, Any]) -> str:
+    gpus = facts.get("gpus") or []
+    return ", ".join(str(g.get("name", "?")) for g in gpus) if gpus else "-"

@@ -1,0 +1,223 @@
+"""Agents on a Ray cluster: a machine joins as a Ray node and registers itself as a system.
+
+``pinbench agent start`` runs ``ray start --address CLUSTER --block`` with one custom resource,
+``pinbench-system:NAME``, and the label ``pinbench.io/system=NAME``: placing work on a system is
+asking Ray for that resource, so placement is Ray's (decision 103). It then connects to the
+cluster as a driver and starts a detached actor pinned to its own node
+(``agent:NAME`` in the ``pinbench`` namespace) that answers with the machine's facts, read on
+that node. The agent stays in the foreground; stopping it (Ctrl-C, SIGTERM) removes the actor
+and stops its Ray node, which is also what losing the machine looks like to the cluster.
+
+Everything that imports Ray is in this module; nothing else of pinbench loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pinbench.cluster.facts import check_name, system_facts
+from pinbench.errors import UserError
+
+NAMESPACE = "pinbench"
+RESOURCE_PREFIX = "pinbench-system:"
+LABEL = "pinbench.io/system"
+JOIN_TIMEOUT_S = 60.0
+
+
+def actor_name(system: str) -> str:
+    return f"agent:{system}"
+
+
+def resource(system: str) -> str:
+    return f"{RESOURCE_PREFIX}{system}"
+
+
+class ClusterUnavailable(UserError):
+    def __init__(self, address: str, reason: str) -> None:
+        self.address = address
+        self.reason = reason
+        super().__init__(f"cannot reach the Ray cluster at {address}: {reason}")
+
+
+class SystemTaken(UserError):
+    def __init__(self, name: str, node_id: str) -> None:
+        self.name = name
+        self.node_id = node_id
+        super().__init__(
+            f"a live system named {name!r} is already in the cluster (Ray node {node_id}); "
+            "choose another --name"
+        )
+
+
+@dataclass(frozen=True)
+class ClusterSystem:
+    name: str
+    facts: dict[str, Any] | None
+    """None when the system's agent did not answer (its node is gone)."""
+    node_id: str | None
+    alive: bool
+
+
+def _ray() -> Any:
+    """The ``ray`` module, loosely typed (its stubs are partial)."""
+    import ray
+
+    return ray
+
+
+def connect(address: str) -> None:
+    """Connect this process to the cluster as a driver (quietly), once."""
+    ray = _ray()
+
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ClusterUnavailable(address, str(exc).splitlines()[0]) from None
+
+
+def _nodes_by_system() -> dict[str, dict[str, Any]]:
+    """The newest Ray node of each system (alive before dead), by the label it joined with."""
+    ray = _ray()
+
+    found: dict[str, dict[str, Any]] = {}
+    for node in ray.nodes():
+        name = (node.get("Labels") or {}).get(LABEL)
+        if name is None:
+            continue
+        if name not in found or (node["Alive"] and not found[name]["Alive"]):
+            found[name] = node
+    return found
+
+
+def cluster_systems(address: str) -> list[ClusterSystem]:
+    """Every system that joined the cluster (alive or not), with the facts its agent reports."""
+    ray = _ray()
+    connect(address)
+    out = []
+    for name, node in sorted(_nodes_by_system().items()):
+        facts: dict[str, Any] | None = None
+        if node["Alive"]:
+            try:
+                agent = ray.get_actor(actor_name(name), namespace=NAMESPACE)
+                facts = ray.get(agent.facts.remote(), timeout=30)
+            except (ValueError, ray.exceptions.RayError):
+                facts = None
+        out.append(ClusterSystem(name, facts, node["NodeID"], bool(node["Alive"])))
+    return out
+
+
+class Agent:
+    """The actor on an agent's node (made remote in ``_start_actor``)."""
+
+    def __init__(self, name: str, cache: str) -> None:
+        self.name = name
+        self.cache = cache
+
+    def facts(self) -> dict[str, Any]:
+        return system_facts()
+
+
+def start_agent(
+    cluster: str,
+    name: str,
+    cache: Path,
+    *,
+    node_ip: str | None = None,
+    say: Callable[[str], None] = print,
+) -> int:
+    """Join ``cluster`` as system ``name`` and stay until stopped; return the exit code."""
+    check_name(name)
+    cache.mkdir(parents=True, exist_ok=True)
+    command = [
+        str(Path(sys.executable).with_name("ray")),
+        "start",
+        f"--address={cluster}",
+        "--block",
+        "--disable-usage-stats",
+        f"--resources={json.dumps({resource(name): 1})}",
+        f"--labels={LABEL}={name}",
+    ]
+    if node_ip is not None:
+        command.append(f"--node-ip-address={node_ip}")
+    connect(cluster)
+    taken = _nodes_by_system().get(name)
+    if taken is not None and taken["Alive"]:
+        raise SystemTaken(name, taken["NodeID"])
+    node = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        node_id = _wait_for_node(name, node)
+        actor = _start_actor(name, cache, node_id)
+        say(f"agent {name} joined {cluster} as Ray node {node_id}; stop it with Ctrl-C")
+        while not stopping and node.poll() is None:
+            time.sleep(0.2)
+        if node.poll() is not None and not stopping:
+            say(f"agent {name}: its Ray node stopped (exit {node.returncode})")
+            return 1
+        _ray().kill(actor)
+        return 0
+    finally:
+        if node.poll() is None:
+            node.terminate()
+            try:
+                node.wait(30)
+            except subprocess.TimeoutExpired:
+                node.kill()
+                node.wait()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _wait_for_node(name: str, node: subprocess.Popen[bytes]) -> str:
+    deadline = time.monotonic() + JOIN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if node.poll() is not None:
+            assert node.stderr is not None
+            tail = node.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+            raise UserError(f"`ray start` exited {node.returncode}: {' / '.join(tail)}")
+        found = _nodes_by_system().get(name)
+        if found is not None and found["Alive"]:
+            return str(found["NodeID"])
+        time.sleep(0.2)
+    raise UserError(f"the Ray node of system {name!r} did not join within {JOIN_TIMEOUT_S:.0f} s")
+
+
+def _start_actor(name: str, cache: Path, node_id: str) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    ray = _ray()
+    with contextlib.suppress(ValueError):  # an actor left by an agent whose node died
+        ray.kill(ray.get_actor(actor_name(name), namespace=NAMESPACE))
+    remote = ray.remote(num_cpus=0)(Agent)
+    actor = remote.options(
+        name=actor_name(name),
+        namespace=NAMESPACE,
+        lifetime="detached",
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+    ).remote(name, str(cache))
+    ray.get(actor.facts.remote(), timeout=JOIN_TIMEOUT_S)  # up and answering
+    return actor

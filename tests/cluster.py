@@ -1,0 +1,176 @@
+"""A real Ray cluster for the tests, in a loopback-only network namespace.
+
+Ray advertises a machine's outside address even when told 127.0.0.1, and on the test machine
+that address must not be used, so every Ray process and every command that talks to the
+cluster runs inside a namespace holding only ``lo`` (and its own PID namespace: ending the
+holder ends every process started in it, however the test ends). Commands are started in it
+with ``nsenter``; the database and blob store are ordinary files, shared with the test. Ray's
+session folders (``/tmp/ray``) are a tmpfs of the namespace's own, gone with it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PORT = 6379
+ADDRESS = f"127.0.0.1:{PORT}"
+BIN = Path(sys.executable).parent
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found += [int(p) for p in text]
+    return found
+
+
+@dataclass
+class Namespace:
+    """The holder process (``unshare``) and the namespaces' first process inside it."""
+
+    holder: subprocess.Popen[bytes]
+    inner: int
+
+    def command(self, args: Sequence[str]) -> list[str]:
+        return ["nsenter", "-t", str(self.inner), "-n", "-p", "-m", "--", *args]
+
+    def run(
+        self, args: Sequence[str], env: dict[str, str], timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.command(args), env=env, capture_output=True, text=True, timeout=timeout
+        )
+
+
+@contextmanager
+def namespace() -> Iterator[Namespace]:
+    if shutil.which("unshare") is None or shutil.which("nsenter") is None or os.geteuid() != 0:
+        raise RuntimeError("the cluster tests need root, unshare and nsenter (util-linux)")
+    holder = subprocess.Popen(
+        [
+            "unshare",
+            "--net",
+            "--pid",
+            "--mount-proc",
+            "--kill-child",
+            "sh",
+            "-c",
+            "ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray"
+            " && echo up && exec sleep 100000",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None
+        if holder.stdout.readline() != b"up\n":
+            raise RuntimeError("could not bring up the loopback-only namespace")
+        (inner,) = _children(holder.pid)
+        yield Namespace(holder, inner)
+    finally:
+        holder.kill()  # --kill-child: the namespace's first process dies, and all in it
+        holder.wait()
+
+
+@dataclass
+class Agent:
+    name: str
+    cache: Path
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Signal the agent itself (inside the namespace), wait for it; its exit code."""
+        for pid in _children(self.process.pid):
+            os.kill(pid, sig)
+        return self.process.wait(60)
+
+
+@dataclass
+class Cluster:
+    ns: Namespace
+    env: dict[str, str]
+    agents: dict[str, Agent] = field(default_factory=dict)
+
+    def pinbench(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return self.ns.run([str(BIN / "pinbench"), *args], self.env, timeout)
+
+    def start_agent(self, name: str, cache: Path) -> Agent:
+        process = subprocess.Popen(
+            self.ns.command(
+                [
+                    str(BIN / "pinbench"),
+                    "agent",
+                    "start",
+                    "--cluster",
+                    ADDRESS,
+                    "--name",
+                    name,
+                    "--cache",
+                    str(cache),
+                    "--node-ip",
+                    "127.0.0.1",
+                ]
+            ),
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        agent = Agent(name, cache, process)
+        assert process.stdout is not None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"agent {name} ended: {''.join(agent.lines)}")
+            agent.lines.append(line)
+            if f"agent {name} joined" in line:
+                self.agents[name] = agent
+                return agent
+        raise RuntimeError(f"agent {name} did not join: {''.join(agent.lines)}")
+
+
+@contextmanager
+def ray_cluster(home: Path, database_url: str, agents: dict[str, Path]) -> Iterator[Cluster]:
+    """A head node (no system of its own) and one agent per name, each with its cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PINBENCH_", "RAY_"))}
+    env |= {
+        "PINBENCH_HOME": str(home),
+        "PINBENCH_DATABASE_URL": database_url,
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    with namespace() as ns:
+        cluster = Cluster(ns, env)
+        head = ns.run(
+            [
+                str(BIN / "ray"),
+                "start",
+                "--head",
+                "--node-ip-address=127.0.0.1",
+                f"--port={PORT}",
+                "--num-cpus=1",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            ],
+            env,
+        )
+        if head.returncode != 0:
+            raise RuntimeError(f"ray start --head failed: {head.stderr[-2000:]}")
+        try:
+            for name, cache in agents.items():  # one at a time: nodes starting together race
+                cluster.start_agent(name, cache)
+            yield cluster
+        finally:
+            for agent in cluster.agents.values():
+                if agent.process.poll() is None:
+                    agent.stop()

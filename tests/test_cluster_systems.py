@@ -1,0 +1,142 @@
+"""Agents join a real Ray cluster (head + agents, loopback-only namespace: tests/cluster.py) as
+systems: each registers the facts read on its own node, `pinbench systems list|show` shows
+them with Ray's answer on whether each is alive, a name cannot be taken twice, and an agent
+that stops is gone."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pinbench.cluster.facts import BadSystemName, check_name, default_name, system_facts
+from pinbench.cluster.systems import UnknownSystem, list_systems, record, show_system
+from pinbench.config import Settings
+from pinbench.workspace import Workspace
+from tests.cluster import ADDRESS, Cluster, ray_cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("cluster")
+    url = f"sqlite:///{root / 'pinbench.db'}"
+    ws = Workspace(Settings(home=root / "home", database_url=url))
+    ws.init()
+    ws.close()
+    agents = {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
+    with ray_cluster(root / "home", url, agents) as running:
+        yield running
+
+
+def _listed(cluster: Cluster) -> dict[str, dict[str, object]]:
+    done = cluster.pinbench("systems", "list", "--cluster", ADDRESS, "--json")
+    assert done.returncode == 0, done.stderr
+    return {row["name"]: row for row in json.loads(done.stdout)}
+
+
+def test_each_agent_is_a_live_system_with_its_own_node_and_facts(cluster: Cluster) -> None:
+    rows = _listed(cluster)
+    assert set(rows) == {"lab-a", "lab-b"}
+    mine = system_facts()
+    for row in rows.values():
+        assert row["alive"] is True and row["runs"] == 0
+        facts = row["facts"]
+        assert isinstance(facts, dict)
+        assert facts["cpu"] == mine["cpu"] and facts["cores"] == mine["cores"]
+        assert facts["cpu_flags"] == mine["cpu_flags"] and facts["arch"] == mine["arch"]
+    assert rows["lab-a"]["node_id"] != rows["lab-b"]["node_id"]
+    assert (cluster.agents["lab-a"].cache).is_dir()
+
+
+def test_the_table_lists_what_the_cluster_said_and_show_names_the_systems(
+    cluster: Cluster,
+) -> None:
+    table = cluster.pinbench("systems", "list", "--cluster", ADDRESS)
+    assert table.returncode == 0, table.stderr
+    header, *lines = table.stdout.splitlines()
+    assert header.split() == ["NAME", "ALIVE", "ARCH", "CPU", "CORES", "GPUS", "RUNS"]
+    assert [line.split()[:2] for line in lines] == [["lab-a", "alive"], ["lab-b", "alive"]]
+    offline = cluster.pinbench("systems", "list")  # the database's record, no cluster asked
+    assert [line.split()[:2] for line in offline.stdout.splitlines()[1:]] == [
+        ["lab-a", "unknown"],
+        ["lab-b", "unknown"],
+    ]
+    shown = cluster.pinbench("systems", "show", "lab-b", "--cluster", ADDRESS)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("system lab-b (alive), Ray node ")
+    assert "cpu_flags: " in shown.stdout
+    missing = cluster.pinbench("systems", "show", "lab-z")
+    assert missing.returncode == 1
+    assert "no system named 'lab-z'; the systems are: lab-a, lab-b" in missing.stderr
+
+
+def test_a_live_systems_name_cannot_be_taken(cluster: Cluster, tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="a live system named 'lab-a' is already in the cluster"):
+        cluster.start_agent("lab-a", tmp_path / "cache")
+    assert _listed(cluster)["lab-a"]["alive"] is True
+
+
+def test_an_agent_that_stops_is_gone(cluster: Cluster, tmp_path: Path) -> None:
+    agent = cluster.start_agent("lab-c", tmp_path / "cache-c")
+    assert _listed(cluster)["lab-c"]["alive"] is True
+    assert agent.stop(signal.SIGTERM) == 0
+    rows = _listed(cluster)
+    assert rows["lab-c"]["alive"] is False
+    assert rows["lab-a"]["alive"] is True and rows["lab-b"]["alive"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "start", "--name", "lab-q"], "which cluster? give --cluster HOST:PORT"),
+        (
+            ["agent", "start", "--cluster", ADDRESS, "--name", "Lab_Q"],
+            "system name 'Lab_Q': use lowercase letters",
+        ),
+    ],
+)
+def test_an_agent_that_cannot_start_says_why(
+    cluster: Cluster, args: list[str], message: str
+) -> None:
+    done = cluster.pinbench(*args)
+    assert done.returncode == 1
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- without a cluster
+
+
+@pytest.mark.parametrize("name", ["lab-a", "a", "gpu-h100-2", "x" * 63])
+def test_a_system_name_is_a_dns_label(name: str) -> None:
+    assert check_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "Lab", "-a", "a-", "a_b", "a.b", "x" * 64, "a b", "ä"])
+def test_other_names_are_refused(name: str) -> None:
+    with pytest.raises(BadSystemName):
+        check_name(name)
+
+
+def test_the_default_name_comes_from_the_host_and_is_valid() -> None:
+    assert check_name(default_name()) == default_name()
+
+
+def test_systems_are_recorded_and_refreshed(ws: Workspace) -> None:
+    record(ws, "lab-a", {"cpu": "old"}, "n1")
+    record(ws, "lab-a", {"cpu": "new"}, "n2")
+    record(ws, "lab-b", {"cpu": "b"}, None)
+    rows = list_systems(ws, {"lab-a": True})
+    assert [(r.name, r.facts["cpu"], r.node_id, r.alive) for r in rows] == [
+        ("lab-a", "new", "n2", True),
+        ("lab-b", "b", None, False),
+    ]
+    assert rows[0].seen_at >= rows[0].registered_at
+    assert show_system(ws, "lab-b").alive is None
+    with pytest.raises(UnknownSystem, match="the systems are: lab-a, lab-b"):
+        show_system(ws, "lab-c")
+    with pytest.raises(BadSystemName):
+        record(ws, "Bad Name", {}, None)
+    assert [r.name for r in list_systems(ws)] == ["lab-a", "lab-b"]
