@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pinbench.cluster.facts import BadSystemName, check_name, default_name, system_facts
+from pinbench.cluster.facts import default_name, system_facts
+from pinbench.cluster.names import BadSystemName, check_name
 from pinbench.cluster.systems import UnknownSystem, list_systems, record, show_system
 from pinbench.config import Settings
 from pinbench.workspace import Workspace

@@ -19,8 +19,8 @@ from pinbench.registry.lockfile import (
     Lockfile,
     LockfileError,
 )
-from pinbench.registry.manifest import LabelFormat, Platform
-from pinbench.registry.request import Request, Scenario
+from pinbench.registry.manifest import LabelFormat
+from pinbench.registry.request import Request, Scenario, SystemRequest
 
 hexes = st.text("0123456789abcdef", min_size=64, max_size=64)
 names = st.from_regex(r"[a-z][a-z0-9-]{0,8}(/[a-z][a-z0-9-]{0,8})?", fullmatch=True)
@@ -94,7 +94,7 @@ def bodies(draw: st.DrawFn) -> LockBody:
         batch_size=draw(st.integers(1, 1024)),
         threads=draw(st.none() | st.integers(1, 64)),
         sweep=draw(st.none() | hexes),
-        system=Platform(),
+        system=SystemRequest(),
     )
 
 
@@ -154,7 +154,7 @@ def _sample() -> Lockfile:
             batch_size=1,
             threads=None,
             sweep=None,
-            system=Platform(),
+            system=SystemRequest(),
         )
     )
 

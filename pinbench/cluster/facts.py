@@ -12,7 +12,6 @@ import platform
 import re
 from typing import Any
 
-from pinbench.errors import UserError
 from pinbench.hardware import (
     accelerator_libraries,
     cpu_flags,
@@ -20,25 +19,6 @@ from pinbench.hardware import (
     gpus,
     memory_bytes,
 )
-
-NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-"""A system's name: lowercase letters, digits and inner hyphens, at most 63 characters (a DNS
-label, so it can name a Ray resource, a Kubernetes node label and a URL path segment)."""
-
-
-class BadSystemName(UserError):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        super().__init__(
-            f"system name {name!r}: use lowercase letters, digits and inner hyphens, "
-            "at most 63 characters (e.g. lab-a)"
-        )
-
-
-def check_name(name: str) -> str:
-    if not NAME.fullmatch(name):
-        raise BadSystemName(name)
-    return name
 
 
 def default_name() -> str:

@@ -26,7 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pinbench.cluster.facts import check_name, system_facts
+from pinbench.cluster.facts import system_facts
+from pinbench.cluster.names import check_name
 from pinbench.errors import UserError
 
 NAMESPACE = "pinbench"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pinbench.cluster.facts import check_name
+from pinbench.cluster.names import check_name
 from pinbench.db.plain import json_value, when
 from pinbench.errors import UserError
 from pinbench.workspace import Workspace

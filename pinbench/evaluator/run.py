@@ -21,6 +21,7 @@ import numpy.typing as npt
 from sqlalchemy import select
 
 from pinbench.artifacts.digest import Digest
+from pinbench.cluster.placement import check_here
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
 from pinbench.errors import PinbenchError
@@ -88,6 +89,7 @@ def queue_run(
     user who may cancel it (besides admins)."""
     runner_named(runner)
     check_trace(lock, trace)
+    check_here(lock.body.system)
     check_against_registry(ws, lock)
     with ws.transaction() as session:
         store_lockfile(session, lock)
@@ -141,6 +143,7 @@ def run_lockfile(
     ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
     with its status and reason."""
     check_trace(lock, trace)
+    check_here(lock.body.system)
     check_against_registry(ws, lock)
     check_pickle(lock, allow=allow_pickle)
     runner = choose_runner(runner, lock)

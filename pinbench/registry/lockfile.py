@@ -30,7 +30,14 @@ from pinbench.registry.manifest import (
     drop_unset_outputs,
 )
 from pinbench.registry.names import Kind
-from pinbench.registry.request import Limits, Request, Scenario
+from pinbench.registry.request import (
+    LATE_SYSTEM_FIELDS,
+    Limits,
+    Request,
+    Scenario,
+    SystemRequest,
+    request_data,
+)
 
 SCHEMA_VERSION = 2
 
@@ -116,7 +123,8 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     threads: int | None
     sweep: str | None
     """For one point of a batch-size sweep: the sha256 of the request, shared by its points."""
-    system: Platform
+    system: SystemRequest
+    """The request's platform and placement constraints (``SystemRequest``)."""
 
     @property
     def limits(self) -> Limits:
@@ -131,8 +139,8 @@ class Lockfile:
     def __init__(self, body: LockBody) -> None:
         self.body = body
         data = msgspec.to_builtins(body)
-        if data["request"].get("limits") is None:
-            data["request"].pop("limits", None)  # added after schema 2 was frozen
+        data["request"] = request_data(body.request)
+        drop_unset(data["system"], LATE_SYSTEM_FIELDS)
         drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)

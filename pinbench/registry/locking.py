@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
 from sqlalchemy.orm import Session
 
 from pinbench.artifacts.canonical import canonical_json
@@ -37,7 +36,7 @@ from pinbench.registry.manifest import (
     parse_manifest,
 )
 from pinbench.registry.names import ArtifactRef, Kind
-from pinbench.registry.request import Request
+from pinbench.registry.request import Request, request_data
 from pinbench.registry.resolve import Resolution
 
 
@@ -103,7 +102,7 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
     dataset_ref, dataset = one(Kind.DATASET)
     framework_ref, framework = one(Kind.FRAMEWORK)
     assert isinstance(model, ModelManifest) and isinstance(framework, FrameworkManifest)
-    env = framework.environment_for(request.system)
+    env = framework.environment_for(request.system.platform())
     environment = None
     if env is not None:
         image = None
@@ -121,7 +120,7 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
         environment = LockedEnvironment(
             framework=framework_ref.name,
             version=framework.installed_version,
-            platform=request.system,
+            platform=request.system.platform(),
             image=image,
             requirements=list(env.requirements),
             python=env.python,
@@ -163,7 +162,7 @@ def _md5s(manifest: dict[str, Any]) -> dict[str, str]:
 
 
 def canonical_digest(request: Request) -> str:
-    return Digest.of_bytes(canonical_json(msgspec.to_builtins(request))).hex
+    return Digest.of_bytes(canonical_json(request_data(request))).hex
 
 
 def store_lockfile(session: Session, lock: Lockfile) -> bool:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.explain import explain
-from pinbench.registry.manifest import Platform
+from pinbench.registry.manifest import Platform, drop_unset
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
@@ -108,12 +110,68 @@ class Limits(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=Tr
         _at_most("limits.timeout_s", self.timeout_s, MAX_TIMEOUT_S, " (7 days)")
 
 
+CPU_FLAG = re.compile(r"^[a-z0-9_.]{1,40}$")
+MAX_CPU_FLAGS = 64
+LATE_SYSTEM_FIELDS = ("name", "gpu", "cpu_flags")
+"""A request's placement fields, left out of lockfiles (and sweep ids) while unset, so the
+digests of lockfiles made before placement existed do not change."""
+
+
+class SystemRequest(Platform, frozen=True, kw_only=True):
+    """The platform to run on and, on a cluster, where: each field set is a constraint that a
+    system's facts must meet (``pinbench.cluster.placement``). They are part of the lockfile:
+    they change the numbers. A run on this machine (no cluster) checks them against this
+    machine's facts and refuses a lockfile placed on a named system."""
+
+    name: str | None = None
+    """Only the system of this name."""
+    gpu: str | None = None
+    """A GPU whose model name contains this text, in any case (``H100``)."""
+    cpu_flags: list[str] | None = None
+    """CPU feature flags the system must have, all of them (``avx512f``)."""
+
+    def __post_init__(self) -> None:
+        if self.name is not None and not SYSTEM_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"system.name {self.name!r}: a system name is lowercase letters, digits and "
+                "inner hyphens, at most 63 characters"
+            )
+        if self.gpu is not None and not 0 < len(self.gpu.strip()) <= 100:
+            raise ValueError("system.gpu must be a GPU model's name (1 to 100 characters)")
+        if self.cpu_flags is not None:
+            if not self.cpu_flags or len(self.cpu_flags) > MAX_CPU_FLAGS:
+                raise ValueError(f"system.cpu_flags lists 1 to {MAX_CPU_FLAGS} flags")
+            bad = [f for f in self.cpu_flags if not CPU_FLAG.fullmatch(f)]
+            if bad:
+                raise ValueError(
+                    f"system.cpu_flags {bad[0]!r}: a flag as /proc/cpuinfo names it (avx512f)"
+                )
+
+    def platform(self) -> Platform:
+        """The platform alone (``arch``/``device``), as manifests name it."""
+        return Platform(arch=self.arch, device=self.device)
+
+    def placed(self) -> bool:
+        """Whether any placement constraint is set."""
+        return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
+
+
+def request_data(request: Request) -> dict[str, Any]:
+    """The request as plain data for digests: late fields left out while unset."""
+    data = msgspec.to_builtins(request)
+    assert isinstance(data, dict)
+    if data.get("limits") is None:
+        data.pop("limits", None)  # added after schema 2 was frozen
+    drop_unset(data["system"], LATE_SYSTEM_FIELDS)
+    return data
+
+
 class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     model: str
     dataset: str
     framework: str | None = None
     image: str | None = None
-    system: Platform = msgspec.field(default_factory=Platform)
+    system: SystemRequest = msgspec.field(default_factory=SystemRequest)
     scenario: Scenario = msgspec.field(default_factory=Scenario)
     batch_size: int | list[int] = 1
     """One batch size, or a sweep: one lockfile per batch size, grouped."""
