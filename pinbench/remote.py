@@ -180,6 +180,15 @@ class Remote:
         result: dict[str, Any] = self.json("POST", "/api/v1/runs", json=body)
         return result
 
+    def submit_on(
+        self, lock: Lockfile, runner: str, trace: str, on: list[str]
+    ) -> list[dict[str, Any]]:
+        """Queue one run per cluster system ``on`` names (``["all"]``); the queued runs."""
+        self.call("PUT", f"/api/v1/lockfiles/{lock.digest.hex}", content=lock.canonical)
+        body = {"lockfile": lock.digest.hex, "runner": runner, "trace": trace, "on": on}
+        result: list[dict[str, Any]] = self.json("POST", "/api/v1/runs/on", json=body)
+        return result
+
     def wait(
         self, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5
     ) -> dict[str, Any]:

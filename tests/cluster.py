@@ -141,6 +141,48 @@ class Cluster:
 
 
 @contextmanager
+def served(cluster: Cluster, port: int, agent_token: str) -> Iterator[str]:
+    """``pinbench serve --cluster`` inside the namespace; its URL there, once it answers."""
+    env = dict(cluster.env, PINBENCH_AGENT_TOKEN=agent_token)
+    log = Path(cluster.env["PINBENCH_HOME"]) / f"serve-{port}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            cluster.ns.command(
+                [str(BIN / "pinbench"), "serve", "--port", str(port), "--cluster", ADDRESS]
+            ),
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            probe = cluster.ns.run(
+                [
+                    sys.executable,
+                    "-c",
+                    f"import httpx; httpx.get('{url}/api/v1/health').raise_for_status()",
+                ],
+                cluster.env,
+            )
+            if probe.returncode == 0:
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"pinbench serve did not start: {log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        for pid in _children(process.pid):
+            os.kill(pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
 def ray_cluster(home: Path, database_url: str, agents: dict[str, Path]) -> Iterator[Cluster]:
     """A head node (no system of its own) and one agent per name, each with its cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PINBENCH_", "RAY_"))}

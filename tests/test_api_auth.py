@@ -118,6 +118,10 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
      {"content": w.lockfile_bytes}), RUN, 200),
     ("submit a run", lambda w, who: ("POST", "/api/v1/runs",
      {"json": {"lockfile": w.lockfile, "runner": "local"}}), RUN, 202),
+    # this server has no cluster: an allowed caller is told so (a client error), others first
+    # meet the authorization they lack
+    ("submit runs on systems", lambda w, who: ("POST", "/api/v1/runs/on",
+     {"json": {"lockfile": w.lockfile, "on": ["all"]}}), RUN, 400),
     ("cancel a run", cancel, (401, 403, 403, None, None), 202),
     ("create a token", lambda w, who: ("POST", "/api/v1/tokens",
      {"json": {"name": "m", "scopes": ["read"]}}), (401, None, None, None, None), 201),

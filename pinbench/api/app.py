@@ -6,6 +6,7 @@ each request opens one database session (one transaction) in its handler.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,9 +49,9 @@ from pinbench.api.deps import (
 from pinbench.api.docs_page import SwaggerPage
 from pinbench.api.headers import add_security_headers
 from pinbench.api.hosts import AllowedHosts, HostCheck
-from pinbench.api.runpool import RunPool
+from pinbench.api.runpool import Cluster, RunPool
 from pinbench.db import schema
-from pinbench.errors import PinbenchError
+from pinbench.errors import PinbenchError, UserError
 from pinbench.reports.render import STATIC as SHARED_STATIC
 from pinbench.reports.render import templates
 from pinbench.web.pages import WebController
@@ -87,6 +88,23 @@ def build_decoders() -> None:
         msgspec.json.Decoder(kind)
 
 
+AGENT_TOKEN_ENV = "PINBENCH_AGENT_TOKEN"
+
+
+def cluster_of(settings: ServerSettings) -> Cluster | None:
+    """The cluster runs placed on systems go to (``serve --cluster``), with the agents' token
+    from ``PINBENCH_AGENT_TOKEN`` (never from the settings, which are an environment dump)."""
+    if settings.cluster is None:
+        return None
+    token = os.environ.get(AGENT_TOKEN_ENV, "")
+    if not token or settings.agent_url is None:
+        raise UserError(
+            f"serve --cluster needs {AGENT_TOKEN_ENV} (a token with the 'read' scope, which "
+            "agents download blobs with) and the URL agents reach this server at"
+        )
+    return Cluster(settings.cluster, settings.agent_url, token)
+
+
 def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litestar:
     settings = settings or ServerSettings()
 
@@ -104,6 +122,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             queue=settings.run_queue,
             allow_pickle=settings.allow_pickle,
             runners=tuple(settings.runners),
+            cluster=cluster_of(settings),
         )
         try:
             yield

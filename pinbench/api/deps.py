@@ -29,6 +29,10 @@ class ServerSettings:
     allow_pickle: bool = False
     runners: tuple[str, ...] = ("local", "venv", "docker")
     """The runners queued runs may use (``serve --runners``)."""
+    cluster: str | None = None
+    """The Ray cluster whose agents run this server's runs placed ``on`` systems."""
+    agent_url: str | None = None
+    """This server's URL as the agents reach it (their blob downloads)."""
     """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
 
 

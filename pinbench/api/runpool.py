@@ -18,9 +18,11 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pinbench.api.problems import QueueFull
-from pinbench.errors import PinbenchError
+from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import check_server_pickle, check_server_runner, needs_pickle
 from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile
@@ -29,10 +31,30 @@ from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
+if TYPE_CHECKING:
+    from pinbench.cluster.dispatch import OnSystem
+
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
 HEARTBEAT_S = 1.0
 """How often the heartbeat thread looks for cancel requests (it renews the lease less often)."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``serve --cluster``: the Ray cluster's address, this server's URL as agents reach it,
+    and the token (``read`` scope) agents download blobs with."""
+
+    address: str
+    agent_url: str
+    token: str
+
+
+class NoCluster(UserError):
+    def __init__(self) -> None:
+        super().__init__(
+            "this server has no cluster: runs placed on systems need `pinbench serve --cluster`"
+        )
 
 
 class RunPool:
@@ -44,8 +66,11 @@ class RunPool:
         queue: int,
         allow_pickle: bool = False,
         runners: tuple[str, ...] = ("local", "venv", "docker"),
+        cluster: Cluster | None = None,
     ) -> None:
         self.ws = ws
+        self.cluster = cluster
+        """Where runs placed ``on`` systems go (``serve --cluster``); None: nowhere."""
         self.allow_pickle = allow_pickle
         """The operator's ``serve --allow-pickle``: pickled models may run, in docker only."""
         self.runners = runners
@@ -98,7 +123,71 @@ class RunPool:
             raise
         return run_id
 
-    def _execute(self, run_id: str, lock: Lockfile, runner: str, trace: str) -> None:
+    def submit_on(
+        self,
+        lock: Lockfile,
+        runner: str,
+        trace: str,
+        on: list[str],
+        *,
+        user: str | None = None,
+    ) -> list[str]:
+        """Queue one run per system of the cluster that ``on`` names (``all``: every live
+        system meeting the lockfile's placement); their ids. Nothing is queued unless every
+        named system meets it."""
+        from pinbench.cluster.dispatch import OnSystem
+        from pinbench.cluster.placement import Candidate, choose
+        from pinbench.cluster.ray_agent import cluster_systems
+        from pinbench.cluster.systems import record
+
+        cluster = self.cluster
+        if cluster is None:
+            raise NoCluster()
+        if runner != "auto":
+            check_server_runner(runner, self.runners)
+        check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
+        candidates = []
+        for found in cluster_systems(cluster.address):
+            if found.facts is not None:
+                record(self.ws, found.name, found.facts, found.node_id)
+            candidates.append(Candidate(found.name, found.facts or {}, found.alive))
+        systems = choose(lock.body.system, candidates, None if on == ["all"] else on)
+        ids = [str(uuid.uuid4()) for _ in systems]
+        with self._lock:
+            if len(self._mine) + len(ids) > self.capacity:
+                raise QueueFull(queued=len(self._mine))
+            self._mine.update(ids)
+        queued: list[str] = []
+        try:
+            for run_id, system in zip(ids, systems, strict=True):
+                queue_run(
+                    self.ws,
+                    lock,
+                    runner=runner,
+                    run_id=run_id,
+                    trace=trace,
+                    instance=self.instance,
+                    submitted_by=user,
+                    system=system,
+                )
+                queued.append(run_id)
+                where = OnSystem(
+                    cluster.address,
+                    system,
+                    cluster.agent_url,
+                    cluster.token,
+                    allowed=self.runners,
+                )
+                self._executor.submit(self._execute, run_id, lock, runner, trace, where)
+        except BaseException:
+            with self._lock:
+                self._mine.difference_update(set(ids) - set(queued))
+            raise
+        return ids
+
+    def _execute(
+        self, run_id: str, lock: Lockfile, runner: str, trace: str, on: OnSystem | None = None
+    ) -> None:
         stop = Stop()
         try:
             if not instances.begin(self.ws, run_id):
@@ -115,6 +204,7 @@ class RunPool:
                 fetch=False,  # a server never fetches: publishers upload every byte
                 allow_pickle=needs_pickle(lock),  # submit checked the server's policy
                 stop=stop,
+                on=on,
             )
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)

@@ -90,10 +90,23 @@ class RunRequest(Body):
     """Trace level: none, model, framework, system or full."""
 
 
+class RunOnRequest(Body):
+    lockfile: str
+    """The sha256 of a lockfile stored on the server."""
+    on: list[str]
+    """The cluster systems to run on, by name, or ``["all"]``: every live system that meets
+    the lockfile's placement. One run per system."""
+    runner: str = "auto"
+    """``auto`` is decided by each agent on its own machine."""
+    trace: str = "none"
+
+
 class RunView(Body):
     id: str
     status: str
     runner: str
+    system: str | None
+    """The cluster system it ran on; None: the server's own machine."""
     environment: str | None
     lockfile: str
     model: str

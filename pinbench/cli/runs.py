@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from pinbench.evaluator.stop import Stop
+    from pinbench.registry.lockfile import Lockfile
     from pinbench.remote import Remote
     from pinbench.trace.analysis import TraceView
     from pinbench.workspace import Workspace
@@ -59,6 +60,15 @@ def run_cmd(
     runner: Annotated[str, typer.Option(help=RUNNER_HELP)] = "auto",
     trace: Annotated[str, typer.Option(help=TRACE_HELP)] = "none",
     allow_pickle: AllowPickleOpt = False,
+    on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--on",
+            help="Run on cluster systems through the server (PINBENCH_URL, started with "
+            "--cluster): a system's name (repeat it) or 'all', every live system meeting the "
+            "lockfile's placement. One run per system.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
@@ -76,6 +86,10 @@ def run_cmd(
     parts(trace)
     lock = Lockfile.read(lockfile)
     say = progress_lines(quiet=as_json)
+
+    if on:
+        _run_on(lock, runner, trace, on, allow_pickle=allow_pickle, as_json=as_json, say=say)
+        return
 
     def there(remote: Remote) -> dict[str, Any]:
         if allow_pickle:
@@ -109,6 +123,43 @@ def run_cmd(
         _print_json(info)
         return
     _print_run(info)
+
+
+def _run_on(
+    lock: Lockfile,
+    runner: str,
+    trace: str,
+    on: list[str],
+    *,
+    allow_pickle: bool,
+    as_json: bool,
+    say: Callable[[str], None],
+) -> None:
+    """``run --on``: through the server, one run per system; each followed to its end."""
+    from pinbench.remote import remote_from_env
+
+    if allow_pickle:
+        raise UserError("--allow-pickle is a local decision; runs --on follow the server's")
+    if "all" in on and on != ["all"]:
+        raise UserError("--on all stands alone: every live system meeting the lockfile")
+    with remote_from_env() as remote:
+        if remote is None:
+            raise UserError(
+                "--on runs through a server started with --cluster: set PINBENCH_URL "
+                "(and PINBENCH_TOKEN)"
+            )
+        queued = remote.submit_on(lock, runner, trace, on)
+        for run in queued:
+            say(f"queued run {run['id']} on system {run.get('system') or '?'}")
+        infos = [remote.wait(run["id"], say) for run in queued]
+    if as_json:
+        _print_json(infos)
+    else:
+        for info in infos:
+            _print_run(info)
+    failed = [i for i in infos if i["status"] != "succeeded"]
+    if failed:
+        raise UserError("; ".join(f"run {i['id']} {i['status']}: {i.get('error')}" for i in failed))
 
 
 METRIC_ROWS = [

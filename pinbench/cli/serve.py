@@ -13,6 +13,7 @@ from pinbench.console import JsonOpt
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
+from pinbench.errors import UserError
 
 WORKER_HEALTHCHECK_S = 60
 """How long ``serve --workers N`` lets a worker take to answer uvicorn's health check."""
@@ -81,6 +82,22 @@ def serve(
             "reverse proxy: the public name the proxy forwards in Host.",
         ),
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            help="A Ray cluster's address HOST:PORT (or PINBENCH_CLUSTER): runs submitted `on` "
+            "systems go to its agents (`pinbench run LOCK --on all`). Agents download blobs "
+            "from this server with the token in PINBENCH_AGENT_TOKEN ('read' scope).",
+        ),
+    ] = None,
+    agent_url: Annotated[
+        str | None,
+        typer.Option(
+            "--agent-url",
+            help="This server's URL as the agents reach it (default: http://HOST:PORT).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -98,6 +115,16 @@ def serve(
     from pinbench.evaluator.instances import abandon_expired
     from pinbench.evaluator.runners import RUNNERS, UnknownRunner
 
+    cluster = cluster or os.environ.get("PINBENCH_CLUSTER") or None
+    if cluster is not None:
+        from pinbench.api.app import AGENT_TOKEN_ENV
+
+        if not os.environ.get(AGENT_TOKEN_ENV):
+            raise UserError(
+                f"serve --cluster needs {AGENT_TOKEN_ENV}: a token with the 'read' scope "
+                "(pinbench token create --scope read) that agents download blobs with"
+            )
+        agent_url = agent_url or f"http://{host}:{port}"
     allowed_hosts = hosts.for_serve(host, allowed_host or [])
     allowed_runners = tuple(r.strip() for r in runners.split(",") if r.strip())
     for name in allowed_runners or ("",):
@@ -120,6 +147,8 @@ def serve(
         allow_pickle=allow_pickle,
         runners=allowed_runners,
         allowed_hosts=allowed_hosts,
+        cluster=cluster,
+        agent_url=agent_url if cluster is not None else None,
     )
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"

@@ -70,7 +70,7 @@ class ClusterSystem:
     alive: bool
 
 
-def _ray() -> Any:
+def ray_module() -> Any:
     """The ``ray`` module, loosely typed (its stubs are partial)."""
     import ray
 
@@ -79,7 +79,7 @@ def _ray() -> Any:
 
 def connect(address: str) -> None:
     """Connect this process to the cluster as a driver (quietly), once."""
-    ray = _ray()
+    ray = ray_module()
 
     if ray.is_initialized():
         return
@@ -97,7 +97,7 @@ def connect(address: str) -> None:
 
 def _nodes_by_system() -> dict[str, dict[str, Any]]:
     """The newest Ray node of each system (alive before dead), by the label it joined with."""
-    ray = _ray()
+    ray = ray_module()
 
     found: dict[str, dict[str, Any]] = {}
     for node in ray.nodes():
@@ -111,7 +111,7 @@ def _nodes_by_system() -> dict[str, dict[str, Any]]:
 
 def cluster_systems(address: str) -> list[ClusterSystem]:
     """Every system that joined the cluster (alive or not), with the facts its agent reports."""
-    ray = _ray()
+    ray = ray_module()
     connect(address)
     out = []
     for name, node in sorted(_nodes_by_system().items()):
@@ -127,14 +127,54 @@ def cluster_systems(address: str) -> list[ClusterSystem]:
 
 
 class Agent:
-    """The actor on an agent's node (made remote in ``_start_actor``)."""
+    """The actor on an agent's node (made remote in ``_start_actor``, with a few threads so
+    that ``progress`` answers while ``run`` runs); one evaluation at a time."""
 
     def __init__(self, name: str, cache: str) -> None:
+        import threading
+
         self.name = name
         self.cache = cache
+        self._one = threading.Lock()
+        self._progress = ""
+        self.served = 0
 
     def facts(self) -> dict[str, Any]:
         return system_facts()
+
+    def progress(self) -> str:
+        return self._progress
+
+    def run(
+        self,
+        lock_bytes: bytes,
+        server: str,
+        token: str,
+        runner: str,
+        trace: str,
+        allow_pickle: bool,
+        allowed: tuple[str, ...],
+    ) -> dict[str, Any]:
+        from pinbench.cluster.agent_run import run_here
+
+        def say(text: str) -> None:
+            self._progress = text
+
+        with self._one:
+            self._progress = "started on the agent"
+            packed = run_here(
+                Path(self.cache),
+                lock_bytes,
+                server=server,
+                token=token,
+                runner=runner,
+                trace=trace,
+                allow_pickle=allow_pickle,
+                allowed=allowed,
+                say=say,
+            )
+            self.served += 1
+            return packed
 
 
 def start_agent(
@@ -179,7 +219,7 @@ def start_agent(
         if node.poll() is not None and not stopping:
             say(f"agent {name}: its Ray node stopped (exit {node.returncode})")
             return 1
-        _ray().kill(actor)
+        ray_module().kill(actor)
         return 0
     finally:
         if node.poll() is None:
@@ -210,10 +250,10 @@ def _wait_for_node(name: str, node: subprocess.Popen[bytes]) -> str:
 def _start_actor(name: str, cache: Path, node_id: str) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    ray = _ray()
+    ray = ray_module()
     with contextlib.suppress(ValueError):  # an actor left by an agent whose node died
         ray.kill(ray.get_actor(actor_name(name), namespace=NAMESPACE))
-    remote = ray.remote(num_cpus=0)(Agent)
+    remote = ray.remote(num_cpus=0, max_concurrency=4)(Agent)
     actor = remote.options(
         name=actor_name(name),
         namespace=NAMESPACE,

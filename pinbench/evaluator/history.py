@@ -67,6 +67,7 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
         "id": run.id,
         "status": run.status,
         "runner": run.runner,
+        "system": run.system,
         "environment": run.environment_digest,
         "lockfile": run.lockfile_digest,
         "model": f"{body.model.name}@{body.model.version}",

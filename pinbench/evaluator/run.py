@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
@@ -28,7 +28,7 @@ from pinbench.errors import PinbenchError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.measure import Evidence
 from pinbench.evaluator.policy import check_pickle
-from pinbench.evaluator.runners import choose_runner, runner_named
+from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
@@ -37,6 +37,9 @@ from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.cluster.dispatch import OnSystem
 
 Say = Callable[[str], None]
 
@@ -63,6 +66,8 @@ class _Attempt:
     latencies: Digest | None = None
     trace_level: str = "none"
     trace: Digest | None = None
+    on: OnSystem | None = None
+    """The cluster system it ran on (None: this machine)."""
 
 
 def check_trace(lock: Lockfile, trace: str) -> str:
@@ -80,16 +85,20 @@ def queue_run(
     trace: str = "none",
     instance: str | None = None,
     submitted_by: str | None = None,
+    system: str | None = None,
 ) -> None:
     """Record a run that will start later (a server's queue) with status ``queued``;
     ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now, as
     is the trace level, and the lockfile against the registry. ``run_lockfile(run_id=...)``
     fills the record in. ``instance``: the server instance that owns it (``instances``: while
     its lease is renewed no other server marks the run interrupted); ``submitted_by``: the
-    user who may cancel it (besides admins)."""
-    runner_named(runner)
+    user who may cancel it (besides admins); ``system``: the cluster system it will run on
+    (placement was checked by the caller), else this machine, which must meet it."""
+    if runner != "auto" or system is None:  # an agent decides ``auto`` on its machine
+        runner_named(runner)
     check_trace(lock, trace)
-    check_here(lock.body.system)
+    if system is None:
+        check_here(lock.body.system)
     check_against_registry(ws, lock)
     with ws.transaction() as session:
         store_lockfile(session, lock)
@@ -104,6 +113,7 @@ def queue_run(
                 trace_level=trace,
                 instance_id=instance,
                 submitted_by=submitted_by,
+                system=system,
             )
         )
 
@@ -134,6 +144,7 @@ def run_lockfile(
     fetch: bool = True,
     allow_pickle: bool = False,
     stop: Stop | None = None,
+    on: OnSystem | None = None,
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
     whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
@@ -141,16 +152,21 @@ def run_lockfile(
     recorded. ``fetch``: a missing blob may be fetched from its pinned source (never on a
     server). ``allow_pickle``: the caller's decision (``pinbench.evaluator.policy``).
     ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
-    with its status and reason."""
+    with its status and reason. ``on``: run it on that cluster system instead of here
+    (``pinbench.cluster.dispatch``); the record names the system and the agent's host."""
     check_trace(lock, trace)
-    check_here(lock.body.system)
+    if on is None:
+        check_here(lock.body.system)
     check_against_registry(ws, lock)
     check_pickle(lock, allow=allow_pickle)
-    runner = choose_runner(runner, lock)
-    execute = runner_named(runner)
+    if on is None:
+        runner = choose_runner(runner, lock)
+        execute: Runner = runner_named(runner)
+    else:
+        on.runner, execute = runner, on  # the agent decides ``auto`` on its own machine
     with ws.transaction() as session:
         store_lockfile(session, lock)
-    attempt = _Attempt(lock, runner, trace_level=trace)
+    attempt = _Attempt(lock, runner, trace_level=trace, on=on)
     if run_id is not None:
         attempt.id = run_id
     evidence = attempt.evidence
@@ -184,6 +200,8 @@ def run_lockfile(
         attempt.error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
+        if on is not None:
+            attempt.runner = on.runner
         _record(ws, attempt)
     url = otel.endpoint()
     if trace_data is not None and url:
@@ -241,7 +259,10 @@ def _record(ws: Workspace, attempt: _Attempt) -> None:
                 runner=attempt.runner,
                 started_at=attempt.started,
                 finished_at=datetime.now(UTC),
-                host=host_facts(evidence.frameworks),
+                host=attempt.on.host
+                if attempt.on and attempt.on.host
+                else host_facts(evidence.frameworks),
+                system=attempt.on.system if attempt.on else None,
                 error=attempt.error,
                 details=details,
                 environment_digest=evidence.environment.get("digest"),

@@ -10,7 +10,7 @@ from litestar.params import Parameter
 from pinbench.accounts import Principal
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.runpool import RunPool
-from pinbench.api.schemas import Comparison, RunRequest, RunView
+from pinbench.api.schemas import Comparison, RunOnRequest, RunRequest, RunView
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.evaluator.cancel import Canceller, request_cancel
@@ -30,6 +30,18 @@ def run_view(info: dict[str, Any], *, full: bool) -> RunView:
     return RunView(**fields)
 
 
+def _stored(ws: Workspace, lockfile: str) -> Lockfile:
+    digest = Digest(lockfile)
+    with ws.transaction() as session:
+        row = session.get(LockfileRow, digest.hex)
+        if row is None:
+            raise ApiNotFound(
+                f"no lockfile {digest.hex} is stored here: POST a request to "
+                "/api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
+            )
+        return Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
+
+
 class RunController(Controller):
     path = "/api/v1/runs"
     tags = ["runs"]  # noqa: RUF012
@@ -46,17 +58,26 @@ class RunController(Controller):
         self, ws: Workspace, pool: RunPool, principal: Principal, data: RunRequest
     ) -> RunView:
         principal.require("run")
-        digest = Digest(data.lockfile)
-        with ws.transaction() as session:
-            row = session.get(LockfileRow, digest.hex)
-            if row is None:
-                raise ApiNotFound(
-                    f"no lockfile {digest.hex} is stored here: POST a request to "
-                    "/api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
-                )
-            lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
+        lock = _stored(ws, data.lockfile)
         run_id = pool.submit(lock, data.runner, data.trace, user=principal.user)
         return run_view(show_run(ws, run_id, nested=True), full=False)
+
+    @post(
+        "/on",
+        sync_to_thread=True,
+        status_code=202,
+        summary="Queue runs of a stored lockfile on cluster systems",
+        description="Needs the `run` scope and a server started with `--cluster`. One run per "
+        "system named in `on` (or every live system meeting the lockfile's placement: "
+        '`["all"]`); none is queued unless every named system meets it.',
+    )
+    def submit_on(
+        self, ws: Workspace, pool: RunPool, principal: Principal, data: RunOnRequest
+    ) -> list[RunView]:
+        principal.require("run")
+        lock = _stored(ws, data.lockfile)
+        ids = pool.submit_on(lock, data.runner, data.trace, data.on, user=principal.user)
+        return [run_view(show_run(ws, run_id, nested=True), full=False) for run_id in ids]
 
     @get("/", sync_to_thread=True, summary="Recorded runs, newest first")
     def list_runs(

@@ -1,0 +1,115 @@
+"""An evaluation on an agent: the pinned bytes fetched by digest, checked, run, results packed.
+
+This runs inside the agent's actor, on the agent's machine, with the agent's own blob store
+(its cache folder: no shared filesystem). Every blob the lockfile pins that the cache lacks is
+downloaded from the server's blob API with the token the server handed over, hashed as it
+arrives and compared with the pin before it is kept: a server that sends other bytes fails
+the run naming the file and both digests, and nothing of it is cached. Then every pinned
+byte is checked once more (the cache's own verified state), the runner runs, and its results
+are packed as the files an isolated evaluator writes (``evaluator.results``), which the
+server validates exactly as it validates a local evaluator's.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.store import BlobStore
+from pinbench.config import Settings
+from pinbench.errors import PinbenchError
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+Say = Callable[[str], None]
+
+MAX_RESULT_FILES = 8
+
+
+def fetch_pinned(store: BlobStore, lock: Lockfile, server: str, token: str, say: Say) -> int:
+    """Download the pinned blobs ``store`` lacks from ``server``; return how many."""
+    from pinbench.remote import Remote
+
+    fetched = 0
+    remote = Remote(server, token)
+    try:
+        for art in lock.body.artifacts:
+            for f in art.files:
+                digest = Digest(f.sha256)
+                if store.has(digest):
+                    continue
+                label = f"{art.ref}:{f.path}"
+                say(f"fetching {label} ({f.size:,} bytes) by digest")
+                writer = store.writer()
+                try:
+                    for chunk in remote.blob(digest.hex):
+                        writer.write(chunk)
+                    staged = writer.finish(label=label, expected=digest, size=f.size)
+                except BaseException:
+                    writer.abort()
+                    raise
+                with store.locked():
+                    store.commit(staged)
+                fetched += 1
+    finally:
+        remote.close()
+    return fetched
+
+
+def run_here(
+    cache: Path,
+    lock_bytes: bytes,
+    *,
+    server: str,
+    token: str,
+    runner: str,
+    trace: str,
+    allow_pickle: bool,
+    allowed: tuple[str, ...],
+    say: Say,
+) -> dict[str, Any]:
+    """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
+    ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
+    downloaded), ``runner`` (the one that ran: ``auto`` is decided here). A failure before the
+    evaluation (a blob refused) raises."""
+    from pinbench.evaluator.host import host_facts
+    from pinbench.evaluator.measure import Evidence
+    from pinbench.evaluator.policy import check_server_runner
+    from pinbench.evaluator.results import write_results
+    from pinbench.evaluator.runners import choose_runner, runner_named
+    from pinbench.evaluator.stop import Stop
+
+    lock = Lockfile.from_bytes(lock_bytes, source="the lockfile the server sent")
+    ws = Workspace(Settings(home=cache, database_url=f"sqlite:///{cache / 'unused.db'}"))
+    try:
+        ws.store.create()
+        fetched = fetch_pinned(ws.store, lock, server, token, say)
+        say("verifying every pinned byte on this agent")
+        for art in lock.body.artifacts:
+            for f in art.files:
+                ws.store.verify(Digest(f.sha256), label=f"{art.ref}:{f.path}")
+        chosen = choose_runner(runner, lock)  # ``auto`` is this machine's answer
+        check_server_runner(chosen, allowed)  # ... among the server's runners only
+        evidence = Evidence()
+        error = None
+        try:
+            execute = runner_named(chosen)
+            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=Stop())
+        except PinbenchError as exc:
+            error = str(exc)
+        with tempfile.TemporaryDirectory(prefix="pinbench-agent-") as out:
+            folder = Path(out)
+            write_results(folder, lock.digest.hex, evidence, error, environment={})
+            files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+        return {
+            "runner": chosen,
+            "files": files,
+            "environment": evidence.environment,
+            "host": host_facts(evidence.frameworks),
+            "fetched": fetched,
+        }
+    finally:
+        ws.close()

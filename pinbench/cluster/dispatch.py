@@ -1,0 +1,155 @@
+"""The server's side of a run on an agent: send the lockfile, relay progress, take the results.
+
+``OnSystem`` stands where a runner stands in ``run_lockfile``: it asks the system's actor to
+run the lockfile (the agent fetches and checks every pinned byte itself, ``agent_run``),
+relays its progress lines, and turns what comes back into evidence through
+``evaluator.results.read_results``, the validation an isolated evaluator's output gets: only
+the result files by name, each within its size cap, the JSON strict and for this lockfile,
+the arrays without pickle. The run record is then written by the server alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
+from pinbench.errors import PinbenchError, SystemFailure, UserError
+from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.stop import Stop
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+POLL_S = 0.5
+MAX_ENVIRONMENT_BYTES = 64 * 1024
+
+
+class SystemLost(SystemFailure):
+    def __init__(self, system: str, reason: str) -> None:
+        self.system = system
+        self.reason = reason
+        super().__init__(f"system {system} lost during the run: {reason}")
+
+
+class AgentAnswerRefused(UserError):
+    def __init__(self, system: str, reason: str) -> None:
+        self.system = system
+        self.reason = reason
+        super().__init__(f"the results system {system} sent were refused: {reason}")
+
+
+@dataclass
+class OnSystem:
+    """Run on ``system`` of the cluster at ``address``; the agent fetches blobs from ``server``
+    with ``token``. After the run: the runner the agent chose and the agent's host facts."""
+
+    address: str
+    system: str
+    server: str
+    token: str
+    runner: str = "auto"
+    allowed: tuple[str, ...] = ("local", "venv", "docker")
+    """The runners the server allows (``serve --runners``): ``auto`` picks among them only."""
+    host: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(
+        self,
+        ws: Workspace,
+        lock: Lockfile,
+        evidence: Evidence,
+        say: Say,
+        trace: str,
+        *,
+        allow_pickle: bool = False,
+        stop: Stop | None = None,
+    ) -> None:
+        stop = stop or Stop()
+        ray = ray_module()
+        connect(self.address)
+        try:
+            actor = ray.get_actor(actor_name(self.system), namespace=NAMESPACE)
+        except ValueError:
+            raise SystemLost(self.system, "its agent is not in the cluster") from None
+        say(f"sent to system {self.system}")
+        done = actor.run.remote(
+            lock.canonical, self.server, self.token, self.runner, trace, allow_pickle, self.allowed
+        )
+        shown = ""
+        while not ray.wait([done], timeout=POLL_S)[0]:
+            stop.check()
+            try:
+                text = ray.get(actor.progress.remote(), timeout=10)
+            except ray.exceptions.RayError:
+                continue  # the result tells whether the agent is gone
+            if text and text != shown:
+                shown = text
+                say(f"{self.system}: {text}")
+        try:
+            packed = ray.get(done)
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if isinstance(exc.cause, BaseException) else None
+            if isinstance(cause, PinbenchError):
+                raise cause from None
+            raise SystemFailure(f"system {self.system}: {exc}") from None
+        except ray.exceptions.RayError as exc:  # the actor or its node died
+            raise SystemLost(self.system, type(exc).__name__) from None
+        self._take(ws, lock, evidence, packed)
+
+    def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
+        from pinbench.artifacts.scratch import scratch_directory
+        from pinbench.evaluator.results import (
+            LATENCIES,
+            MAX_ARRAY_BYTES,
+            MAX_RESULT_BYTES,
+            MAX_TRACE_BYTES,
+            OUTPUTS,
+            RESULT,
+            TRACE,
+            read_results,
+        )
+        from pinbench.evaluator.runners.process import EvaluationFailed
+
+        caps = {
+            RESULT: MAX_RESULT_BYTES,
+            LATENCIES: MAX_ARRAY_BYTES,
+            OUTPUTS: MAX_ARRAY_BYTES,
+            TRACE: MAX_TRACE_BYTES,
+        }
+        if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
+            raise AgentAnswerRefused(self.system, "not a packed result")
+        files = packed["files"]
+        for name, data in files.items():
+            if name not in caps or not isinstance(data, bytes) or len(data) > caps[name]:
+                raise AgentAnswerRefused(self.system, f"unexpected result file {name!r}")
+        environment, host, runner = (
+            packed.get("environment"),
+            packed.get("host"),
+            packed.get("runner"),
+        )
+        for what, value in (("environment", environment), ("host", host)):
+            if not isinstance(value, dict):
+                raise AgentAnswerRefused(self.system, f"{what} is not a mapping")
+            try:
+                size = len(json.dumps(value, allow_nan=False))
+            except (TypeError, ValueError):
+                raise AgentAnswerRefused(self.system, f"{what} is not plain JSON") from None
+            if size > MAX_ENVIRONMENT_BYTES:
+                raise AgentAnswerRefused(self.system, f"{what} is over {MAX_ENVIRONMENT_BYTES} B")
+        if runner not in self.allowed:
+            raise AgentAnswerRefused(self.system, f"runner {runner!r}")
+        assert isinstance(environment, dict) and isinstance(host, dict)
+        self.runner, self.host = str(runner), host
+        with scratch_directory(ws.store.tmp, "run") as folder:
+            for name, data in files.items():
+                (folder / name).write_bytes(data)
+            result, got = read_results(folder, lock.digest.hex)
+        evidence.frameworks.update(got.frameworks)
+        evidence.details.update(got.details)
+        evidence.metrics = got.metrics
+        evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
+        evidence.environment.update(environment)
+        if result.status == "failed":
+            raise EvaluationFailed(
+                runner=self.runner, error=result.error or "failed without a reason"
+            )

@@ -1,0 +1,140 @@
+"""Runs on agents, through the server (a real three-node Ray cluster: tests/cluster.py):
+`pinbench run LOCK --on all` queues one run per system; each agent fetches the pinned blobs by
+digest from the server's blob API into its own empty cache, checks every byte, runs, and the
+server validates and records the result, naming the system and the agent's host. Placement
+that no system meets is refused with every system's shortfall, and nothing is queued."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from pinbench.config import Settings
+from pinbench.db.models import Run
+from pinbench.workspace import Workspace
+from tests.apiserver import seed
+from tests.cluster import BIN, Cluster, ray_cluster, served
+
+PORT = 8400
+REQUEST = {
+    "model": "vision/digits-logreg@^1",
+    "framework": "onnxruntime@*",
+    "dataset": "sklearn-digits-test@^1",
+    "scenario": {"min_duration_ms": 0, "min_query_count": 32, "max_query_count": 32},
+}
+
+
+@dataclass
+class World:
+    cluster: Cluster
+    url: str
+    tokens: dict[str, str]
+    root: Path
+
+    def workspace(self) -> Workspace:
+        env = self.cluster.env
+        return Workspace(
+            Settings(home=Path(env["PINBENCH_HOME"]), database_url=env["PINBENCH_DATABASE_URL"])
+        )
+
+    def lock(self, name: str, **extra: object) -> Path:
+        request = dump_yaml(self.root / f"{name}.yaml", {**REQUEST, **extra})
+        path = self.root / f"{name}.lock"
+        done = self.cluster.pinbench("lock", str(request), "-o", str(path))
+        assert done.returncode == 0, done.stderr
+        return path
+
+    def run_on(self, lock: Path, *on: str) -> tuple[int, str, str]:
+        env = dict(self.cluster.env, PINBENCH_URL=self.url, PINBENCH_TOKEN=self.tokens["owner"])
+        args = [a for system in on for a in ("--on", system)]
+        done = self.cluster.ns.run(
+            [
+                str(BIN / "pinbench"),
+                "run",
+                str(lock),
+                *args,
+                "--runner",
+                "local",
+                "--json",
+            ],
+            env,
+            timeout=300,
+        )
+        return done.returncode, done.stdout, done.stderr
+
+
+def dump_yaml(path: Path, data: dict[str, object]) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("cluster-runs")
+    url = f"sqlite:///{root / 'pinbench.db'}"
+    ws = Workspace(Settings(home=root / "home", database_url=url))
+    try:
+        tokens, _ = seed(ws, catalog_dir)
+    finally:
+        ws.close()
+    agents = {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
+    with (
+        ray_cluster(root / "home", url, agents) as cluster,
+        served(cluster, PORT, tokens["reader"]) as server,
+    ):
+        yield World(cluster, server, tokens, root)
+
+
+def _runs(world: World) -> int:
+    ws = world.workspace()
+    try:
+        with ws.transaction() as session:
+            return session.scalar(select(func.count()).select_from(Run)) or 0
+    finally:
+        ws.close()
+
+
+def test_run_on_all_runs_once_on_each_system_with_blobs_fetched_by_digest(world: World) -> None:
+    for agent in world.cluster.agents.values():
+        assert not list(agent.cache.glob("blobs/*/*"))  # empty caches
+    code, out, err = world.run_on(world.lock("all"), "all")
+    assert code == 0, err
+    infos = json.loads(out)
+    assert sorted(i["system"] for i in infos) == ["lab-a", "lab-b"]
+    assert all(i["status"] == "succeeded" and i["runner"] == "local" for i in infos)
+    assert all(i["queries_count"] == 32 and i["latency_p50_ns"] > 0 for i in infos)
+    lock_digest = infos[0]["lockfile"]
+    ws = world.workspace()
+    try:
+        server_blobs = {p.name for p in ws.store.blobs.glob("*/*")}
+        with ws.transaction() as session:
+            rows = session.scalars(select(Run).where(Run.lockfile_digest == lock_digest)).all()
+            assert sorted(r.system or "" for r in rows) == ["lab-a", "lab-b"]
+            assert all(r.host.get("cpu") for r in rows)  # the agent's facts, as recorded
+    finally:
+        ws.close()
+    for agent in world.cluster.agents.values():
+        cached = {p.name for p in agent.cache.glob("blobs/*/*")}
+        assert cached and cached <= server_blobs  # fetched into its own cache, by digest
+
+
+def test_placement_no_system_meets_is_refused_and_nothing_is_queued(world: World) -> None:
+    before = _runs(world)
+    code, _, err = world.run_on(world.lock("gpu", system={"gpu": "H100"}), "all")
+    assert code == 1
+    assert "no system meets arch=amd64 device=cpu gpu=H100" in err
+    assert "lab-a: no H100 GPU" in err and "lab-b: no H100 GPU" in err
+    assert _runs(world) == before
+
+
+def test_a_named_system_that_does_not_exist_is_refused(world: World) -> None:
+    before = _runs(world)
+    code, _, err = world.run_on(world.lock("named"), "lab-a", "lab-z")
+    assert code == 1 and "lab-z: no such system" in err
+    assert _runs(world) == before
