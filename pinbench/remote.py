@@ -181,11 +181,17 @@ class Remote:
         return result
 
     def submit_on(
-        self, lock: Lockfile, runner: str, trace: str, on: list[str]
+        self, lock: Lockfile, runner: str, trace: str, on: list[str], *, retries: int = 1
     ) -> list[dict[str, Any]]:
         """Queue one run per cluster system ``on`` names (``["all"]``); the queued runs."""
         self.call("PUT", f"/api/v1/lockfiles/{lock.digest.hex}", content=lock.canonical)
-        body = {"lockfile": lock.digest.hex, "runner": runner, "trace": trace, "on": on}
+        body = {
+            "lockfile": lock.digest.hex,
+            "runner": runner,
+            "trace": trace,
+            "on": on,
+            "retries": retries,
+        }
         result: list[dict[str, Any]] = self.json("POST", "/api/v1/runs/on", json=body)
         return result
 

@@ -7,6 +7,9 @@ that no system meets is refused with every system's shortfall, and nothing is qu
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,3 +141,47 @@ def test_a_named_system_that_does_not_exist_is_refused(world: World) -> None:
     code, _, err = world.run_on(world.lock("named"), "lab-a", "lab-z")
     assert code == 1 and "lab-z: no such system" in err
     assert _runs(world) == before
+
+
+def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_elsewhere(
+    world: World,
+) -> None:
+    cluster = world.cluster
+    doomed = cluster.start_agent("lab-c", world.root / "cache-c")
+    lock = world.lock("long", scenario={"min_duration_ms": 8000, "min_query_count": 1})
+    env = dict(cluster.env, PINBENCH_URL=world.url, PINBENCH_TOKEN=world.tokens["owner"])
+    client = subprocess.Popen(
+        cluster.ns.command(
+            [str(BIN / "pinbench"), "run", str(lock), "--on", "lab-c", "--retries", "1",
+             "--runner", "local", "--json"]
+        ),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    ws = world.workspace()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with ws.transaction() as session:
+                row = session.scalars(select(Run).where(Run.system == "lab-c")).first()
+                if row is not None and row.status == "running":
+                    break
+            time.sleep(0.2)
+        time.sleep(3)  # well into the evaluation
+        doomed.stop(signal.SIGTERM)  # the machine goes: its Ray node stops
+        out, err = client.communicate(timeout=240)
+        assert client.returncode == 0, err
+        first, second = json.loads(out)
+        assert first["system"] == "lab-c" and first["status"] == "failed"
+        assert "system lab-c lost during the run" in first["error"]
+        assert second["retry_of"] == first["id"] and second["status"] == "succeeded"
+        assert second["system"] in ("lab-a", "lab-b")
+        with ws.transaction() as session:
+            rows = session.scalars(select(Run).where(Run.lockfile_digest == first["lockfile"]))
+            assert sorted(r.status for r in rows) == ["failed", "succeeded"]  # never two
+    finally:
+        ws.close()
+        if client.poll() is None:
+            client.kill()

@@ -40,6 +40,15 @@ HEARTBEAT_S = 1.0
 """How often the heartbeat thread looks for cancel requests (it renews the lease less often)."""
 
 
+def _submitter(ws: Workspace, run_id: str) -> str | None:
+    """Who submitted a run (its retries are theirs to cancel too)."""
+    from pinbench.db.models import Run
+
+    with ws.transaction() as session:
+        row = session.get(Run, run_id)
+        return row.submitted_by if row is not None else None
+
+
 @dataclass(frozen=True)
 class Cluster:
     """``serve --cluster``: the Ray cluster's address, this server's URL as agents reach it,
@@ -131,6 +140,7 @@ class RunPool:
         on: list[str],
         *,
         user: str | None = None,
+        retries: int = 1,
     ) -> list[str]:
         """Queue one run per system of the cluster that ``on`` names (``all``: every live
         system meeting the lockfile's placement); their ids. Nothing is queued unless every
@@ -178,7 +188,7 @@ class RunPool:
                     cluster.token,
                     allowed=self.runners,
                 )
-                self._executor.submit(self._execute, run_id, lock, runner, trace, where)
+                self._executor.submit(self._execute, run_id, lock, runner, trace, where, retries)
         except BaseException:
             with self._lock:
                 self._mine.difference_update(set(ids) - set(queued))
@@ -186,12 +196,79 @@ class RunPool:
         return ids
 
     def _execute(
-        self, run_id: str, lock: Lockfile, runner: str, trace: str, on: OnSystem | None = None
+        self,
+        run_id: str,
+        lock: Lockfile,
+        runner: str,
+        trace: str,
+        on: OnSystem | None = None,
+        retries: int = 0,
     ) -> None:
+        """Run it; when its system is lost, retry up to ``retries`` times, each attempt a run
+        of its own (``retry_of``) on another live system that meets the placement."""
+        tried: list[str] = []
+        while True:
+            lost = self._attempt(run_id, lock, runner, trace, on)
+            if not lost or on is None or retries <= 0:
+                return
+            tried.append(on.system)
+            again = self._retry(run_id, lock, runner, trace, on, tried)
+            if again is None:
+                return
+            run_id, on = again
+            retries -= 1
+
+    def _retry(
+        self, lost: str, lock: Lockfile, runner: str, trace: str, on: OnSystem, tried: list[str]
+    ) -> tuple[str, OnSystem] | None:
+        """Queue the next attempt of run ``lost`` on a system not ``tried``; None: none left."""
+        from dataclasses import replace
+
+        from pinbench.cluster.placement import Candidate, choose
+        from pinbench.cluster.ray_agent import cluster_systems
+
+        try:
+            found = cluster_systems(on.address)
+            candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
+            left = [s for s in choose(lock.body.system, candidates, None) if s not in tried]
+        except PinbenchError as exc:
+            log.info("run %s: no retry: %s", lost[:8], exc)
+            return None
+        if not left:
+            log.info("run %s: no other system meets it: no retry", lost[:8])
+            return None
+        run_id = str(uuid.uuid4())
+        with self._lock:
+            self._mine.add(run_id)
+        try:
+            queue_run(
+                self.ws,
+                lock,
+                runner=runner,
+                run_id=run_id,
+                trace=trace,
+                instance=self.instance,
+                submitted_by=_submitter(self.ws, lost),
+                system=left[0],
+                retry_of=lost,
+            )
+        except BaseException:
+            with self._lock:
+                self._mine.discard(run_id)
+            raise
+        log.info("run %s retried as %s on system %s", lost[:8], run_id[:8], left[0])
+        return run_id, replace(on, system=left[0], host={}, runner=runner)
+
+    def _attempt(
+        self, run_id: str, lock: Lockfile, runner: str, trace: str, on: OnSystem | None
+    ) -> bool:
+        """One run to its end (recorded whatever happens); True when its system was lost."""
+        from pinbench.cluster.dispatch import SystemLost
+
         stop = Stop()
         try:
             if not instances.begin(self.ws, run_id):
-                return  # cancelled while queued
+                return False  # cancelled while queued
             with self._lock:
                 self._stops[run_id] = stop
             run_lockfile(
@@ -206,6 +283,10 @@ class RunPool:
                 stop=stop,
                 on=on,
             )
+        except SystemLost as exc:
+            log.info("run %s failed: %s", run_id[:8], exc)
+            abandon_unfinished(self.ws, str(exc), only=[run_id], status="failed")
+            return True
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
             abandon_unfinished(self.ws, str(exc), only=[run_id], status="failed")
@@ -217,6 +298,7 @@ class RunPool:
                 self._mine.discard(run_id)
                 self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
+        return False
 
     def _say(self, run_id: str, text: str) -> None:
         log.info("run %s: %s", run_id[:8], text)

@@ -90,6 +90,9 @@ class RunRequest(Body):
     """Trace level: none, model, framework, system or full."""
 
 
+MAX_RETRIES = 3
+
+
 class RunOnRequest(Body):
     lockfile: str
     """The sha256 of a lockfile stored on the server."""
@@ -99,6 +102,12 @@ class RunOnRequest(Body):
     runner: str = "auto"
     """``auto`` is decided by each agent on its own machine."""
     trace: str = "none"
+    retries: int = msgspec.field(default=1)
+    """Attempts on another matching system when a run's system is lost (0 to 3)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.retries <= MAX_RETRIES:
+            raise ValueError(f"retries must be 0 to {MAX_RETRIES}")
 
 
 class RunView(Body):
@@ -107,6 +116,8 @@ class RunView(Body):
     runner: str
     system: str | None
     """The cluster system it ran on; None: the server's own machine."""
+    retry_of: str | None
+    """The run it retries (that run's system was lost); None: a first attempt."""
     environment: str | None
     lockfile: str
     model: str

@@ -69,6 +69,16 @@ def run_cmd(
             "lockfile's placement. One run per system.",
         ),
     ] = None,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            min=0,
+            max=3,
+            help="With --on: attempts on another matching system when a run's system is "
+            "lost (each attempt is a run of its own).",
+        ),
+    ] = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
@@ -88,7 +98,16 @@ def run_cmd(
     say = progress_lines(quiet=as_json)
 
     if on:
-        _run_on(lock, runner, trace, on, allow_pickle=allow_pickle, as_json=as_json, say=say)
+        _run_on(
+            lock,
+            runner,
+            trace,
+            on,
+            retries=retries,
+            allow_pickle=allow_pickle,
+            as_json=as_json,
+            say=say,
+        )
         return
 
     def there(remote: Remote) -> dict[str, Any]:
@@ -131,6 +150,7 @@ def _run_on(
     trace: str,
     on: list[str],
     *,
+    retries: int,
     allow_pickle: bool,
     as_json: bool,
     say: Callable[[str], None],
@@ -148,18 +168,47 @@ def _run_on(
                 "--on runs through a server started with --cluster: set PINBENCH_URL "
                 "(and PINBENCH_TOKEN)"
             )
-        queued = remote.submit_on(lock, runner, trace, on)
+        queued = remote.submit_on(lock, runner, trace, on, retries=retries)
         for run in queued:
             say(f"queued run {run['id']} on system {run.get('system') or '?'}")
-        infos = [remote.wait(run["id"], say) for run in queued]
+        chains = [_follow(remote, run["id"], retries, say) for run in queued]
+    infos = [info for chain in chains for info in chain]
     if as_json:
         _print_json(infos)
     else:
         for info in infos:
             _print_run(info)
-    failed = [i for i in infos if i["status"] != "succeeded"]
+    failed = [chain[-1] for chain in chains if chain[-1]["status"] != "succeeded"]
     if failed:
         raise UserError("; ".join(f"run {i['id']} {i['status']}: {i.get('error')}" for i in failed))
+
+
+RETRY_WAIT_S = 30.0
+LOST = "lost during the run"
+
+
+def _follow(
+    remote: Remote, run_id: str, retries: int, say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """A run and the retries the server made of it (its system lost), each to its end."""
+    import time
+
+    chain = [remote.wait(run_id, say)]
+    while retries > 0 and chain[-1]["status"] == "failed" and LOST in (chain[-1]["error"] or ""):
+        deadline = time.monotonic() + RETRY_WAIT_S
+        found = None
+        while found is None and time.monotonic() < deadline:
+            found = next(
+                (r for r in remote.runs(200) if r.get("retry_of") == chain[-1]["id"]), None
+            )
+            if found is None:
+                time.sleep(0.5)
+        if found is None:
+            break
+        say(f"run {chain[-1]['id'][:8]} retried as {found['id']} on system {found['system']}")
+        chain.append(remote.wait(found["id"], say))
+        retries -= 1
+    return chain
 
 
 METRIC_ROWS = [

@@ -108,6 +108,8 @@ class Run(Base):
     """A cancel asked for while it runs (its reason); its server's pool stops it."""
     system: Mapped[str | None] = mapped_column(String(63), index=True)
     """The cluster system (``systems.name``) it ran on; None: this machine, no cluster."""
+    retry_of: Mapped[str | None] = mapped_column(String(36), index=True)
+    """The run (an attempt whose system was lost) this one retries on another system."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
 

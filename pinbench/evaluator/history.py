@@ -68,6 +68,7 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
         "status": run.status,
         "runner": run.runner,
         "system": run.system,
+        "retry_of": run.retry_of,
         "environment": run.environment_digest,
         "lockfile": run.lockfile_digest,
         "model": f"{body.model.name}@{body.model.version}",

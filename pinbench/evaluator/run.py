@@ -86,6 +86,7 @@ def queue_run(
     instance: str | None = None,
     submitted_by: str | None = None,
     system: str | None = None,
+    retry_of: str | None = None,
 ) -> None:
     """Record a run that will start later (a server's queue) with status ``queued``;
     ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now, as
@@ -114,6 +115,7 @@ def queue_run(
                 instance_id=instance,
                 submitted_by=submitted_by,
                 system=system,
+                retry_of=retry_of,
             )
         )
 

@@ -76,7 +76,9 @@ class RunController(Controller):
     ) -> list[RunView]:
         principal.require("run")
         lock = _stored(ws, data.lockfile)
-        ids = pool.submit_on(lock, data.runner, data.trace, data.on, user=principal.user)
+        ids = pool.submit_on(
+            lock, data.runner, data.trace, data.on, user=principal.user, retries=data.retries
+        )
         return [run_view(show_run(ws, run_id, nested=True), full=False) for run_id in ids]
 
     @get("/", sync_to_thread=True, summary="Recorded runs, newest first")

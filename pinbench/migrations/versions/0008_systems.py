@@ -1,4 +1,4 @@
-"""systems (cluster agents and their hardware); runs: the system a run ran on
+"""systems (cluster agents and their hardware); runs: the system a run ran on, the run it retries
 
 Revision ID: 0008
 Revises: 0007
@@ -30,11 +30,15 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("system", sa.String(length=63), nullable=True))
+        batch.add_column(sa.Column("retry_of", sa.String(length=36), nullable=True))
         batch.create_index("ix_runs_system", ["system"], unique=False)
+        batch.create_index("ix_runs_retry_of", ["retry_of"], unique=False)
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs") as batch:
+        batch.drop_index("ix_runs_retry_of")
         batch.drop_index("ix_runs_system")
+        batch.drop_column("retry_of")
         batch.drop_column("system")
     op.drop_table("systems")
