@@ -10,6 +10,7 @@ session folders (``/tmp/ray``) are a tmpfs of the namespace's own, gone with it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -90,8 +91,9 @@ class Agent:
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Signal the agent itself (inside the namespace), wait for it; its exit code."""
-        for pid in _children(self.process.pid):
-            os.kill(pid, sig)
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # already gone
+            for pid in _children(self.process.pid):
+                os.kill(pid, sig)
         return self.process.wait(60)
 
 
@@ -173,8 +175,9 @@ def served(cluster: Cluster, port: int, agent_token: str) -> Iterator[str]:
             time.sleep(0.3)
         yield url
     finally:
-        for pid in _children(process.pid):
-            os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # already gone
+            for pid in _children(process.pid):
+                os.kill(pid, signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:

@@ -129,10 +129,10 @@ def test_run_on_all_runs_once_on_each_system_with_blobs_fetched_by_digest(world:
 
 def test_placement_no_system_meets_is_refused_and_nothing_is_queued(world: World) -> None:
     before = _runs(world)
-    code, _, err = world.run_on(world.lock("gpu", system={"gpu": "H100"}), "all")
+    code, _, err = world.run_on(world.lock("gpu", system={"gpu": "no-such-gpu"}), "all")
     assert code == 1
-    assert "no system meets arch=amd64 device=cpu gpu=H100" in err
-    assert "lab-a: no H100 GPU" in err and "lab-b: no H100 GPU" in err
+    assert "no system meets arch=amd64 device=cpu gpu=no-such-gpu" in err
+    assert "lab-a: no no-such-gpu GPU" in err and "lab-b: no no-such-gpu GPU" in err
     assert _runs(world) == before
 
 
@@ -143,7 +143,7 @@ def test_a_named_system_that_does_not_exist_is_refused(world: World) -> None:
     assert _runs(world) == before
 
 
-def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_elsewhere(
+def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_on_another_named(
     world: World,
 ) -> None:
     cluster = world.cluster
@@ -152,8 +152,8 @@ def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_elsewhe
     env = dict(cluster.env, PINBENCH_URL=world.url, PINBENCH_TOKEN=world.tokens["owner"])
     client = subprocess.Popen(
         cluster.ns.command(
-            [str(BIN / "pinbench"), "run", str(lock), "--on", "lab-c", "--retries", "1",
-             "--runner", "local", "--json"]
+            [str(BIN / "pinbench"), "run", str(lock), "--on", "lab-c", "--on", "lab-a",
+             "--retries", "1", "--runner", "local", "--json"]
         ),
         env=env,
         stdout=subprocess.PIPE,
@@ -173,15 +173,31 @@ def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_elsewhe
         doomed.stop(signal.SIGTERM)  # the machine goes: its Ray node stops
         out, err = client.communicate(timeout=240)
         assert client.returncode == 0, err
-        first, second = json.loads(out)
+        first, retry, other = json.loads(out)
         assert first["system"] == "lab-c" and first["status"] == "failed"
         assert "system lab-c lost during the run" in first["error"]
-        assert second["retry_of"] == first["id"] and second["status"] == "succeeded"
-        assert second["system"] in ("lab-a", "lab-b")
+        assert retry["retry_of"] == first["id"] and retry["status"] == "succeeded"
+        assert retry["system"] == "lab-a"  # among the systems named, never lab-b
+        assert other["system"] == "lab-a" and other["retry_of"] is None
         with ws.transaction() as session:
             rows = session.scalars(select(Run).where(Run.lockfile_digest == first["lockfile"]))
-            assert sorted(r.status for r in rows) == ["failed", "succeeded"]  # never two
+            assert sorted(r.status for r in rows) == ["failed", "succeeded", "succeeded"]
     finally:
         ws.close()
         if client.poll() is None:
             client.kill()
+
+
+def test_a_cluster_run_is_not_rerun_on_other_hardware(world: World) -> None:
+    ws = world.workspace()
+    try:
+        with ws.transaction() as session:
+            run = session.scalars(select(Run).where(Run.system.is_not(None))).first()
+            assert run is not None
+            run_id, system = run.id, run.system
+    finally:
+        ws.close()
+    done = world.cluster.pinbench("rerun", run_id)
+    assert done.returncode == 1
+    assert f"ran on cluster system {system}" in done.stderr
+    assert f"--on {system}" in done.stderr

@@ -18,6 +18,7 @@ from pinbench.cluster.systems import UnknownSystem, list_systems, record, show_s
 from pinbench.config import Settings
 from pinbench.workspace import Workspace
 from tests.cluster import ADDRESS, Cluster, ray_cluster
+from tests.helpers import Cli
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +142,45 @@ def test_systems_are_recorded_and_refreshed(ws: Workspace) -> None:
     with pytest.raises(BadSystemName):
         record(ws, "Bad Name", {}, None)
     assert [r.name for r in list_systems(ws)] == ["lab-a", "lab-b"]
+
+
+# ---------------------------------------------------------------- serve --cluster refusals
+
+
+@pytest.fixture
+def tokens(ws: Workspace) -> dict[str, str]:
+    from pinbench import accounts
+
+    out = {}
+    with ws.transaction() as session:
+        accounts.add_user(session, "agents")
+        for scopes in (["read"], ["read", "run"]):
+            _, text = accounts.create_token(session, "agents", name="t", scopes=scopes)
+            out["+".join(scopes)] = text
+    return out
+
+
+@pytest.mark.parametrize(
+    ("token", "args", "message"),
+    [
+        (None, [], "serve --cluster needs PINBENCH_AGENT_TOKEN"),
+        ("read+run", [], "must be a token with the 'read' scope only"),
+        ("read", ["--host", "0.0.0.0"], "is no address an agent can reach: give --agent-url"),
+    ],
+)
+def test_serve_with_a_cluster_refuses_what_agents_cannot_use(
+    ws: Workspace,
+    tokens: dict[str, str],
+    cli: Cli,
+    monkeypatch: pytest.MonkeyPatch,
+    token: str | None,
+    args: list[str],
+    message: str,
+) -> None:
+    if token is None:
+        monkeypatch.delenv("PINBENCH_AGENT_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("PINBENCH_AGENT_TOKEN", tokens[token])
+    done = cli("serve", "--cluster", "127.0.0.1:9", *args)
+    assert done.code == 1
+    assert message in done.err

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from pinbench.cluster.facts import system_facts
+from pinbench.cluster.facts import checked_facts, system_facts
 from pinbench.cluster.placement import (
     Candidate,
     NoMatchingSystem,
@@ -101,12 +101,45 @@ def test_bad_placement_is_refused_naming_the_field(system: dict[str, Any], messa
             ["lacks CPU flag(s) avx512f, amx_tile"],
         ),
         ({"device": "rocm"}, X86, ["no ROCm runtime (libamdhip64)"]),
+        (
+            {"gpu": "a10"},
+            {**X86, "gpus": [{"name": "NVIDIA A100-SXM4"}]},
+            ["no a10 GPU (has: NVIDIA A100-SXM4)"],
+        ),  # whole words: A10 is not an A100
+        ({"gpu": "A100"}, {**X86, "gpus": [{"name": "NVIDIA A100-SXM4"}]}, []),
+        ({"gpu": "H100"}, {"arch": "x86_64", "gpus": ["H100"], "cpu_flags": "avx2"}, []),
+        (
+            {"cpu_flags": ["avx2"]},
+            {"arch": "x86_64", "cpu_flags": "avx2"},
+            ["lacks CPU flag(s) avx2"],
+        ),  # facts of the wrong shape match nothing, crash nothing
     ],
 )
 def test_what_a_system_lacks(
     system: dict[str, Any], facts: dict[str, Any], lacks: list[str]
 ) -> None:
     assert unmet(SystemRequest(**system), facts, "lab-a") == lacks
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        None,
+        [],
+        {"gpus": "H100"},
+        {"gpus": ["H100"]},
+        {"cpu_flags": [1]},
+        {"x": float("nan")},
+        {"x": "y" * 70_000},
+    ],
+)
+def test_facts_of_the_wrong_shape_are_not_believed(facts: object) -> None:
+    assert checked_facts(facts) is None
+
+
+def test_facts_as_agents_report_them_are_believed() -> None:
+    facts = system_facts()
+    assert checked_facts(facts) == facts
 
 
 CLUSTER = [
@@ -164,3 +197,15 @@ def test_a_run_placed_elsewhere_records_nothing(digits: Workspace) -> None:
         run_lockfile(digits, lock, say=lambda text: None)
     with digits.transaction() as session:
         assert session.scalar(select(func.count()).select_from(Run)) == 0
+
+
+def test_sweep_ids_made_before_placement_are_unchanged() -> None:
+    """The id a batch-size sweep's points share, as every pinbench before placement made it."""
+    from pinbench.registry.locking import canonical_digest
+
+    sweep = {"model": "m@1", "dataset": "d@1", "batch_size": [1, 2]}
+    assert canonical_digest(parse_request(sweep)) == (
+        "b21b68f7e46160f4f857b409031c0301db079da7a7aea5a4c75aaba8b3c82f4e"
+    )
+    placed = canonical_digest(parse_request({**sweep, "system": {"gpu": "H100"}}))
+    assert placed != canonical_digest(parse_request(sweep))

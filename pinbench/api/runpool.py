@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pinbench.api.problems import QueueFull
@@ -56,7 +56,7 @@ class Cluster:
 
     address: str
     agent_url: str
-    token: str
+    token: str = field(repr=False)
 
 
 class NoCluster(UserError):
@@ -188,7 +188,10 @@ class RunPool:
                     cluster.token,
                     allowed=self.runners,
                 )
-                self._executor.submit(self._execute, run_id, lock, runner, trace, where, retries)
+                named = None if on == ["all"] else systems  # a retry stays among these
+                self._executor.submit(
+                    self._execute, run_id, lock, runner, trace, where, retries, named
+                )
         except BaseException:
             with self._lock:
                 self._mine.difference_update(set(ids) - set(queued))
@@ -203,23 +206,32 @@ class RunPool:
         trace: str,
         on: OnSystem | None = None,
         retries: int = 0,
+        named: list[str] | None = None,
     ) -> None:
         """Run it; when its system is lost, retry up to ``retries`` times, each attempt a run
-        of its own (``retry_of``) on another live system that meets the placement."""
+        of its own (``retry_of``) on another live system that meets the placement (and is
+        one of ``named``, when the caller named systems)."""
         tried: list[str] = []
         while True:
             lost = self._attempt(run_id, lock, runner, trace, on)
             if not lost or on is None or retries <= 0:
                 return
             tried.append(on.system)
-            again = self._retry(run_id, lock, runner, trace, on, tried)
+            again = self._retry(run_id, lock, runner, trace, on, tried, named)
             if again is None:
                 return
             run_id, on = again
             retries -= 1
 
     def _retry(
-        self, lost: str, lock: Lockfile, runner: str, trace: str, on: OnSystem, tried: list[str]
+        self,
+        lost: str,
+        lock: Lockfile,
+        runner: str,
+        trace: str,
+        on: OnSystem,
+        tried: list[str],
+        named: list[str] | None,
     ) -> tuple[str, OnSystem] | None:
         """Queue the next attempt of run ``lost`` on a system not ``tried``; None: none left."""
         from dataclasses import replace
@@ -230,7 +242,8 @@ class RunPool:
         try:
             found = cluster_systems(on.address)
             candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
-            left = [s for s in choose(lock.body.system, candidates, None) if s not in tried]
+            meets = choose(lock.body.system, candidates, None)
+            left = [s for s in meets if s not in tried and (named is None or s in named)]
         except PinbenchError as exc:
             log.info("run %s: no retry: %s", lost[:8], exc)
             return None

@@ -117,12 +117,30 @@ def serve(
 
     cluster = cluster or os.environ.get("PINBENCH_CLUSTER") or None
     if cluster is not None:
+        import importlib.util
+
         from pinbench.api.app import AGENT_TOKEN_ENV
 
-        if not os.environ.get(AGENT_TOKEN_ENV):
+        if importlib.util.find_spec("ray") is None:
+            raise UserError("serve --cluster needs Ray: pip install 'pinbench[cluster]'")
+        token = os.environ.get(AGENT_TOKEN_ENV, "")
+        if not token:
             raise UserError(
                 f"serve --cluster needs {AGENT_TOKEN_ENV}: a token with the 'read' scope "
                 "(pinbench token create --scope read) that agents download blobs with"
+            )
+        with workspace() as ws, ws.transaction() as session:
+            from pinbench import accounts
+
+            scopes = accounts.authenticate(session, token).scopes
+        if set(scopes) != {"read"}:
+            raise UserError(
+                f"{AGENT_TOKEN_ENV} must be a token with the 'read' scope only (it is handed "
+                f"to every agent over the cluster's network), not {', '.join(sorted(scopes))}"
+            )
+        if agent_url is None and host in ("0.0.0.0", "::", ""):
+            raise UserError(
+                f"--host {host!r} is no address an agent can reach: give --agent-url URL"
             )
         agent_url = agent_url or f"http://{host}:{port}"
     allowed_hosts = hosts.for_serve(host, allowed_host or [])

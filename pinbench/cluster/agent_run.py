@@ -21,6 +21,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore
 from pinbench.config import Settings
 from pinbench.errors import PinbenchError
+from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -70,6 +71,7 @@ def run_here(
     allow_pickle: bool,
     allowed: tuple[str, ...],
     say: Say,
+    stop: Stop | None = None,
 ) -> dict[str, Any]:
     """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
     ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
@@ -80,7 +82,6 @@ def run_here(
     from pinbench.evaluator.policy import check_server_runner
     from pinbench.evaluator.results import write_results
     from pinbench.evaluator.runners import choose_runner, runner_named
-    from pinbench.evaluator.stop import Stop
 
     lock = Lockfile.from_bytes(lock_bytes, source="the lockfile the server sent")
     ws = Workspace(Settings(home=cache, database_url=f"sqlite:///{cache / 'unused.db'}"))
@@ -97,7 +98,9 @@ def run_here(
         error = None
         try:
             execute = runner_named(chosen)
-            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=Stop())
+            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop)
+        except RunStopped:
+            raise  # the server asked: it records the run as it ends there
         except PinbenchError as exc:
             error = str(exc)
         with tempfile.TemporaryDirectory(prefix="pinbench-agent-") as out:

@@ -10,7 +10,9 @@ the arrays without pickle. The run record is then written by the server alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,9 @@ from pinbench.workspace import Workspace
 
 POLL_S = 0.5
 MAX_ENVIRONMENT_BYTES = 64 * 1024
+MAX_TEXT = 2000
+FETCH_ALLOWANCE_S = 1800.0
+"""Time an agent may take, beyond the lockfile's ``limits.timeout_s``, to fetch its blobs."""
 
 
 class SystemLost(SystemFailure):
@@ -30,6 +35,29 @@ class SystemLost(SystemFailure):
         self.system = system
         self.reason = reason
         super().__init__(f"system {system} lost during the run: {reason}")
+
+
+class AgentFailed(UserError):
+    def __init__(self, system: str, reason: str) -> None:
+        self.system = system
+        self.reason = reason
+        super().__init__(f"on system {system}: {reason}")
+
+
+class AgentTimedOut(SystemFailure):
+    def __init__(self, system: str, timeout_s: int) -> None:
+        self.system = system
+        self.timeout_s = timeout_s
+        super().__init__(
+            f"system {system} gave no result within the lockfile's limits.timeout_s "
+            f"({timeout_s} s) and {FETCH_ALLOWANCE_S:.0f} s for fetching: stopped"
+        )
+
+
+def _printable(text: str) -> str:
+    """An agent's text as the server logs and records it: one line, at most MAX_TEXT chars."""
+    line = "".join(c if c.isprintable() else " " for c in text)
+    return line[:MAX_TEXT]
 
 
 class AgentAnswerRefused(UserError):
@@ -47,7 +75,7 @@ class OnSystem:
     address: str
     system: str
     server: str
-    token: str
+    token: str = field(repr=False)
     runner: str = "auto"
     allowed: tuple[str, ...] = ("local", "venv", "docker")
     """The runners the server allows (``serve --runners``): ``auto`` picks among them only."""
@@ -76,22 +104,31 @@ class OnSystem:
             lock.canonical, self.server, self.token, self.runner, trace, allow_pickle, self.allowed
         )
         shown = ""
+        deadline = time.monotonic() + lock.body.limits.timeout_s + FETCH_ALLOWANCE_S
         while not ray.wait([done], timeout=POLL_S)[0]:
-            stop.check()
+            try:
+                stop.check()
+                if time.monotonic() > deadline:
+                    raise AgentTimedOut(self.system, lock.body.limits.timeout_s)
+            except PinbenchError as exc:  # a cancel, the server stopping, the deadline
+                with contextlib.suppress(Exception):
+                    actor.cancel.remote(str(exc))  # the agent stops its evaluation too
+                raise
             try:
                 text = ray.get(actor.progress.remote(), timeout=10)
             except ray.exceptions.RayError:
                 continue  # the result tells whether the agent is gone
-            if text and text != shown:
+            if isinstance(text, str) and text and text != shown:
                 shown = text
-                say(f"{self.system}: {text}")
+                say(f"{self.system}: {_printable(text)}")
         try:
             packed = ray.get(done)
         except ray.exceptions.RayTaskError as exc:
+            # the agent's own exception object is never raised here (its class and fields
+            # are the agent's say): its message becomes this system's failure
             cause = exc.cause if isinstance(exc.cause, BaseException) else None
-            if isinstance(cause, PinbenchError):
-                raise cause from None
-            raise SystemFailure(f"system {self.system}: {exc}") from None
+            text = str(cause) if isinstance(cause, PinbenchError) else type(cause).__name__
+            raise AgentFailed(self.system, _printable(text)) from None
         except ray.exceptions.RayError as exc:  # the actor or its node died
             raise SystemLost(self.system, type(exc).__name__) from None
         self._take(ws, lock, evidence, packed)

@@ -42,3 +42,26 @@ def system_facts() -> dict[str, Any]:
         "accelerator_libraries": accelerator_libraries(),
         "hostname": platform.node(),
     }
+
+
+MAX_FACTS_BYTES = 64 * 1024
+
+
+def checked_facts(value: object) -> dict[str, Any] | None:
+    """Facts as an agent reported them, if they have the shape ``system_facts`` gives (a
+    mapping of plain JSON, at most ``MAX_FACTS_BYTES``, ``gpus`` a list of mappings,
+    ``cpu_flags`` a list of text); None otherwise: the system is then treated as silent."""
+    import json
+
+    if not isinstance(value, dict):
+        return None
+    try:
+        size = len(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return None
+    gpus, flags = value.get("gpus", []), value.get("cpu_flags", [])
+    if size > MAX_FACTS_BYTES or not isinstance(gpus, list) or not isinstance(flags, list):
+        return None
+    if not all(isinstance(g, dict) for g in gpus) or not all(isinstance(f, str) for f in flags):
+        return None
+    return value

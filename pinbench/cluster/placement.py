@@ -3,12 +3,13 @@
 A system is a candidate when it is alive and its facts meet every constraint set: the
 platform (``arch``: ``amd64`` is an ``x86_64`` machine, ``arm64`` an ``aarch64`` one;
 ``device: cuda`` needs an NVIDIA GPU, ``rocm`` the ROCm runtime), and the placement fields
-(``name``, ``gpu``, ``cpu_flags``). When none is, the error lists the constraint and every
-system with what it lacks, and nothing is queued.
+(``name``, ``gpu``: whole words of a GPU's model name, ``cpu_flags``). When none is, the
+error lists the constraint and every system with what it lacks, and nothing is queued.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,22 +45,33 @@ def unmet(system: SystemRequest, facts: dict[str, Any], name: str | None) -> lis
     machine = str(facts.get("arch", "?"))
     if MACHINE_ARCH.get(machine) != system.arch:
         lacks.append(f"arch is {machine}, not {system.arch}")
-    gpus = [str(g.get("name", "")) for g in facts.get("gpus") or []]
+    gpus = [str(g.get("name", "")) if isinstance(g, dict) else str(g) for g in _list(facts, "gpus")]
     if system.device == "cuda" and not gpus:
         lacks.append("no CUDA GPU")
-    if system.device == "rocm" and "amdhip64" not in (facts.get("accelerator_libraries") or []):
+    if system.device == "rocm" and "amdhip64" not in _list(facts, "accelerator_libraries"):
         lacks.append("no ROCm runtime (libamdhip64)")
     if system.name is not None and name is not None and name != system.name:
         lacks.append(f"is not system {system.name}")
-    if system.gpu is not None and not any(system.gpu.lower() in g.lower() for g in gpus):
+    if system.gpu is not None and not any(_names_gpu(system.gpu, g) for g in gpus):
         have = ", ".join(gpus) if gpus else "none"
         lacks.append(f"no {system.gpu} GPU (has: {have})")
     if system.cpu_flags is not None:
-        flags = set(facts.get("cpu_flags") or [])
+        flags = set(_list(facts, "cpu_flags"))
         missing = [f for f in system.cpu_flags if f not in flags]
         if missing:
             lacks.append(f"lacks CPU flag(s) {', '.join(missing)}")
     return lacks
+
+
+def _list(facts: dict[str, Any], key: str) -> list[Any]:
+    value = facts.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _names_gpu(wanted: str, model: str) -> bool:
+    """``H100`` names "NVIDIA H100 80GB HBM3" (whole words, any case); ``A10`` no A100."""
+    pattern = rf"(?<![a-z0-9]){re.escape(wanted.strip().lower())}(?![a-z0-9])"
+    return re.search(pattern, model.lower()) is not None
 
 
 class NoMatchingSystem(UserError):

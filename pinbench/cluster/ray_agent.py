@@ -19,6 +19,7 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pinbench.cluster.facts import system_facts
+from pinbench.cluster.facts import checked_facts, system_facts
 from pinbench.cluster.names import check_name
 from pinbench.errors import UserError
 
@@ -34,6 +35,8 @@ NAMESPACE = "pinbench"
 RESOURCE_PREFIX = "pinbench-system:"
 LABEL = "pinbench.io/system"
 JOIN_TIMEOUT_S = 60.0
+FACTS_TIMEOUT_S = 10.0
+_CONNECTING = threading.Lock()
 
 
 def actor_name(system: str) -> str:
@@ -80,9 +83,12 @@ def ray_module() -> Any:
 def connect(address: str) -> None:
     """Connect this process to the cluster as a driver (quietly), once."""
     ray = ray_module()
+    with _CONNECTING:
+        if not ray.is_initialized():
+            _init(ray, address)
 
-    if ray.is_initialized():
-        return
+
+def _init(ray: Any, address: str) -> None:
     try:
         ray.init(
             address=address,
@@ -119,7 +125,7 @@ def cluster_systems(address: str) -> list[ClusterSystem]:
         if node["Alive"]:
             try:
                 agent = ray.get_actor(actor_name(name), namespace=NAMESPACE)
-                facts = ray.get(agent.facts.remote(), timeout=30)
+                facts = checked_facts(ray.get(agent.facts.remote(), timeout=FACTS_TIMEOUT_S))
             except (ValueError, ray.exceptions.RayError):
                 facts = None
         out.append(ClusterSystem(name, facts, node["NodeID"], bool(node["Alive"])))
@@ -137,6 +143,8 @@ class Agent:
         self.cache = cache
         self._one = threading.Lock()
         self._progress = ""
+        self._stop: Any = None
+        """The running evaluation's ``Stop`` (``cancel`` requests it)."""
         self.served = 0
 
     def facts(self) -> dict[str, Any]:
@@ -144,6 +152,15 @@ class Agent:
 
     def progress(self) -> str:
         return self._progress
+
+    def cancel(self, reason: str) -> bool:
+        """Stop the running evaluation (the server's cancel, shutdown or deadline)."""
+        from pinbench.evaluator.stop import RunStopped
+
+        stop = self._stop
+        return stop is not None and bool(
+            stop.request(RunStopped(status="cancelled", reason=reason[:2000]))
+        )
 
     def run(
         self,
@@ -160,8 +177,11 @@ class Agent:
         def say(text: str) -> None:
             self._progress = text
 
+        from pinbench.evaluator.stop import Stop
+
         with self._one:
             self._progress = "started on the agent"
+            self._stop = Stop()
             packed = run_here(
                 Path(self.cache),
                 lock_bytes,
@@ -172,7 +192,9 @@ class Agent:
                 allow_pickle=allow_pickle,
                 allowed=allowed,
                 say=say,
+                stop=self._stop,
             )
+            self._stop = None
             self.served += 1
             return packed
 

@@ -67,6 +67,12 @@ def rerun(
         raise UserError(f"repeat must be >= 1, got {repeat}")
     original_id, lock = recorded_lockfile(ws, run_id)
     original = show_run(ws, original_id)
+    if original.get("system"):
+        raise UserError(
+            f"run {original_id[:8]} ran on cluster system {original['system']}: a rerun on this "
+            "machine would compare other hardware; rerun it there with "
+            f"`pinbench run LOCKFILE --on {original['system']}` and compare the runs"
+        )
     trace = trace or original["trace"]
     if lock.body.scenario.mode == "accuracy":
         repeat = 1

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy.orm import Session
 
 from pinbench.artifacts.canonical import canonical_json
@@ -33,10 +34,11 @@ from pinbench.registry.manifest import (
     FrameworkManifest,
     ImageManifest,
     ModelManifest,
+    drop_unset,
     parse_manifest,
 )
 from pinbench.registry.names import ArtifactRef, Kind
-from pinbench.registry.request import Request, request_data
+from pinbench.registry.request import LATE_SYSTEM_FIELDS, Request
 from pinbench.registry.resolve import Resolution
 
 
@@ -162,7 +164,9 @@ def _md5s(manifest: dict[str, Any]) -> dict[str, str]:
 
 
 def canonical_digest(request: Request) -> str:
-    return Digest.of_bytes(canonical_json(request_data(request))).hex
+    data = msgspec.to_builtins(request)  # (``limits: null`` stays: sweep ids predate it)
+    drop_unset(data["system"], LATE_SYSTEM_FIELDS)
+    return Digest.of_bytes(canonical_json(data)).hex
 
 
 def store_lockfile(session: Session, lock: Lockfile) -> bool:

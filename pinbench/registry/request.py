@@ -126,7 +126,8 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
     name: str | None = None
     """Only the system of this name."""
     gpu: str | None = None
-    """A GPU whose model name contains this text, in any case (``H100``)."""
+    """A GPU whose model name contains this text as whole words, in any case (``H100``;
+    ``A10`` does not name an A100)."""
     cpu_flags: list[str] | None = None
     """CPU feature flags the system must have, all of them (``avx512f``)."""
 
