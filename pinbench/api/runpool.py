@@ -116,15 +116,7 @@ class RunPool:
                 raise QueueFull(queued=len(self._mine))
             self._mine.add(run_id)
         try:
-            queue_run(
-                self.ws,
-                lock,
-                runner=runner,
-                run_id=run_id,
-                trace=trace,
-                instance=self.instance,
-                submitted_by=user,
-            )
+            self._queue(lock, run_id, runner, trace, user)
             self._executor.submit(self._execute, run_id, lock, runner, trace)
         except BaseException:
             with self._lock:
@@ -170,16 +162,7 @@ class RunPool:
         queued: list[str] = []
         try:
             for run_id, system in zip(ids, systems, strict=True):
-                queue_run(
-                    self.ws,
-                    lock,
-                    runner=runner,
-                    run_id=run_id,
-                    trace=trace,
-                    instance=self.instance,
-                    submitted_by=user,
-                    system=system,
-                )
+                self._queue(lock, run_id, runner, trace, user, system=system)
                 queued.append(run_id)
                 where = OnSystem(
                     cluster.address,
@@ -197,6 +180,30 @@ class RunPool:
                 self._mine.difference_update(set(ids) - set(queued))
             raise
         return ids
+
+    def _queue(
+        self,
+        lock: Lockfile,
+        run_id: str,
+        runner: str,
+        trace: str,
+        user: str | None,
+        *,
+        system: str | None = None,
+        retry_of: str | None = None,
+    ) -> None:
+        """Record a run ``queued`` by this server instance (``queue_run``)."""
+        queue_run(
+            self.ws,
+            lock,
+            runner=runner,
+            run_id=run_id,
+            trace=trace,
+            instance=self.instance,
+            submitted_by=user,
+            system=system,
+            retry_of=retry_of,
+        )
 
     def _execute(
         self,
@@ -254,17 +261,8 @@ class RunPool:
         with self._lock:
             self._mine.add(run_id)
         try:
-            queue_run(
-                self.ws,
-                lock,
-                runner=runner,
-                run_id=run_id,
-                trace=trace,
-                instance=self.instance,
-                submitted_by=_submitter(self.ws, lost),
-                system=left[0],
-                retry_of=lost,
-            )
+            user = _submitter(self.ws, lost)
+            self._queue(lock, run_id, runner, trace, user, system=left[0], retry_of=lost)
         except BaseException:
             with self._lock:
                 self._mine.discard(run_id)
