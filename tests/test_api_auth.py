@@ -110,6 +110,8 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("report on runs", get("/api/v1/reports?run={w.runs[0]}&run={w.runs[1]}&format=md"), READ,
      200),
     ("me", get("/api/v1/me"), READ, 200),
+    ("list systems", get("/api/v1/systems"), READ, 200),
+    ("show a system", get("/api/v1/systems/lab-z"), (404,) * 5, 404),  # none here: told so
     ("publish", publish, PUBLISH, 201),
     ("yank", lambda w, who: ("POST", "/api/v1/yanks", {"json": {"ref": MODEL, "reason": "t"}}),
      PUBLISH, 201),

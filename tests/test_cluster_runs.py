@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -201,3 +202,19 @@ def test_a_cluster_run_is_not_rerun_on_other_hardware(world: World) -> None:
     assert done.returncode == 1
     assert f"ran on cluster system {system}" in done.stderr
     assert f"--on {system}" in done.stderr
+
+
+def test_the_api_lists_the_systems_as_the_cluster_sees_them(world: World) -> None:
+    probe = (
+        "import httpx, json, sys; base = sys.argv[1]; "
+        "print(json.dumps([httpx.get(base + '/api/v1/systems').json(), "
+        "httpx.get(base + '/api/v1/systems/lab-a').json(), "
+        "httpx.get(base + '/api/v1/systems/lab-z').status_code]))"
+    )
+    done = world.cluster.ns.run([sys.executable, "-c", probe, world.url], world.cluster.env)
+    assert done.returncode == 0, done.stderr
+    listed, shown, missing = json.loads(done.stdout)
+    alive = {row["name"]: row["alive"] for row in listed}
+    assert alive["lab-a"] is True and alive["lab-b"] is True
+    assert shown["name"] == "lab-a" and shown["facts"]["cpu_flags"] and shown["runs"] >= 1
+    assert missing == 404

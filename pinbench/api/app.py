@@ -38,6 +38,7 @@ from pinbench.api.controllers.blobs import BlobController
 from pinbench.api.controllers.lockfiles import LockfileController, ResolveController
 from pinbench.api.controllers.reports import ReportController
 from pinbench.api.controllers.runs import CompareController, RunController
+from pinbench.api.controllers.systems import SystemController
 from pinbench.api.deps import (
     ServerSettings,
     provide_cache,
@@ -159,6 +160,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             LockfileController,
             RunController,
             CompareController,
+            SystemController,
             ReportController,
             BlobController,
             MeController,

@@ -16,6 +16,7 @@ from litestar.exceptions import HTTPException, ValidationException
 
 from pinbench.accounts import AccountNotFound, AuthError, Forbidden
 from pinbench.artifacts.store import BlobMissing
+from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.cancel import RunFinished
@@ -54,6 +55,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (RunNotFound, 404),
     (AccountNotFound, 404),
     (ApiNotFound, 404),
+    (UnknownSystem, 404),
     (BlobMissing, 404),
     (VersionConflict, 409),
     (SameVersionConflict, 409),
