@@ -1,7 +1,8 @@
 """The web UI in a real browser: Debian's Chromium, headless, driven by Playwright, against a
 real ``pinbench serve``. The catalog is published through the API; a run is started from the
 page; the comparison and its plots are checked; the HTML report is downloaded and opened with
-the network cut off. Screenshots go to test-artifacts/screenshots (or $PINBENCH_ARTIFACTS).
+the network cut off; the cluster's systems and a comparison across them are shown, their
+agents' facts as text. Screenshots go to test-artifacts/screenshots (or $PINBENCH_ARTIFACTS).
 
 Chromium comes from Debian (``scripts/install-system-deps.sh``); Playwright's own browser
 download is not used. Without Chromium these tests fail, never skip.
@@ -27,6 +28,7 @@ from pinbench.reports.render import policy as report_policy
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli
 from tests.services import unavailable
+from tests.test_cross_system import HOSTILE_CPU, HOSTILE_LIBRARY, cross_system_runs
 
 ARTIFACTS = Path(os.environ.get("PINBENCH_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
 SHOTS = ARTIFACTS / "screenshots"
@@ -202,6 +204,89 @@ def test_sweep_and_accuracy_plots_from_the_page(browser: Browser, server: Server
     assert violations == []
 
 
+@pytest.fixture(scope="module")
+def systems(server: Server) -> Iterator[dict[str, str]]:
+    """lab-a and lab-b registered (lab-a's facts carry HTML) and one run of the digits
+    logistic regression on each, plus one on the server's own machine (``local``): recorded
+    in the server's database as the server records runs on agents, with no Ray cluster."""
+    ws = server.workspace()
+    try:
+        yield cross_system_runs(ws)
+    finally:
+        ws.close()
+
+
+def watch_dialogs(page: Page) -> list[str]:
+    """Alerts the page opened (an injected script would): the caller asserts none."""
+    seen: list[str] = []
+
+    def dialog(d: Any) -> None:
+        seen.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", dialog)
+    return seen
+
+
+def test_systems_pages_show_each_systems_hardware_and_runs(
+    browser: Browser, server: Server, systems: dict[str, str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    violations, dialogs = watch_policy(page), watch_dialogs(page)
+    page.goto(f"{server.url}/ui/")
+    page.click("header >> text=Systems")
+    rows = page.locator("#systems-table tbody tr")
+    expect(rows).to_have_count(2)
+    for row, name, cpu, runs in ((0, "lab-a", HOSTILE_CPU, "1"), (1, "lab-b", "AMD EPYC", "1")):
+        cells = rows.nth(row).locator("td")
+        expect(cells.nth(0)).to_have_text(name)
+        expect(cells.nth(1)).to_have_text("unknown")  # this server has no cluster to ask
+        expect(cells.nth(3)).to_contain_text(cpu)  # shown as text, never run
+        expect(rows.nth(row).locator("td.num")).to_have_text(runs)
+    expect(rows.nth(0)).to_contain_text(f"cuda, {HOSTILE_LIBRARY}")
+    expect(rows.nth(0)).to_contain_text("NVIDIA A100-SXM4-80GB")
+    assert page.locator("main script, main img").count() == 0
+    shot(page, "systems")
+
+    page.click("#systems-table >> text=lab-a")
+    expect(page.locator("h1")).to_have_text("System lab-a")
+    expect(page.locator("#system-alive")).to_have_text("unknown")
+    expect(page.locator("#system-summary")).to_contain_text("node-lab-a")
+    expect(page.locator("#system-facts")).to_contain_text("avx2, avx512f")
+    expect(page.locator("#system-facts")).to_contain_text(HOSTILE_CPU)
+    recent = page.locator("#runs-table")
+    expect(recent.locator("tbody tr")).to_have_count(1)
+    expect(recent).to_contain_text(systems["lab-a"][:8])
+    shot(page, "system")
+    page.close()
+    assert dialogs == [] and violations == []
+
+
+def test_comparing_runs_across_systems(
+    browser: Browser, server: Server, systems: dict[str, str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    violations, dialogs = watch_policy(page), watch_dialogs(page)
+    query = "&".join(f"run={systems[w]}" for w in ("lab-a", "lab-b", "local"))
+    page.goto(f"{server.url}/ui/compare?{query}")
+    expect(page.locator("#downloads")).to_be_visible()
+    differ = page.locator("#systems-differ")
+    expect(differ).to_contain_text("These runs ran on 3 systems (lab-a, lab-b, ")
+    expect(differ).to_contain_text("whose hardware differs in CPU model, cores, memory, GPU model")
+    system_row = page.locator("#runs td.system")
+    expect(system_row).to_have_count(3)
+    expect(system_row.nth(2)).to_have_text(re.compile(r".+ \(local\)$"))
+    expect(system_row.locator("a")).to_have_count(2)  # the cluster systems link to their page
+    expect(page.locator("#hardware-table tr.hardware-differs")).to_have_count(7)
+    expect(page.locator("#hardware-table")).to_contain_text(HOSTILE_CPU)
+    assert "systems" in rendered_charts(page)
+    shot(page, "compare-systems")
+    system_row.locator("a", has_text="lab-b").click()
+    expect(page.locator("h1")).to_have_text("System lab-b")
+    page.close()
+    assert dialogs == [] and violations == []
+
+
 BAD_FORMS: list[tuple[str, dict[str, Any], int, str]] = [
     ("unparsable range", {"models": ["vision/digits-cnn-onnx@^^1"]}, 400,
      "model: invalid version range '^^1'"),
@@ -240,6 +325,8 @@ def test_a_bad_form_says_what_is_wrong(
         ("/ui/report?run=no-such-run&format=html", 404, "no run 'no-such-run'"),
         ("/ui/lockfiles/0000", 404, "no lockfile 0000"),
         ("/ui/artifacts/model/vision/nothing@1.0.0", 404, "vision/nothing"),
+        ("/ui/systems/lab-z", 404, "no system named 'lab-z'"),
+        ("/ui/systems/Not%20A%20Name", 404, "no system named 'Not A Name'"),
     ],
 )
 def test_bad_addresses_are_pages_naming_the_problem(
@@ -368,6 +455,7 @@ SERVER_POLICY = (
         ("/ui/", 200),
         ("/ui/artifacts", 200),
         ("/ui/evaluate", 200),
+        ("/ui/systems", 200),
         ("/ui/runs/no-such-run", 404),
         ("/api/v1/health", 200),
         ("/api/v1/artifacts", 200),

@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.cluster.systems import list_systems
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import latencies_of
+from pinbench.reports.hardware import hardware, system_label
 from pinbench.workspace import Workspace
 
 MAX_RUNS = 32
@@ -35,6 +37,9 @@ class RunData:
     """``show_run(..., nested=True)``: summary, metrics, units, host, details, lockfile."""
     latencies_ns: npt.NDArray[np.int64] | None
     """The raw per-query latencies; None for a run that recorded none (failed, queued)."""
+    system_facts: dict[str, Any] | None = None
+    """The facts its cluster system registered (``systems`` table); None for a run made
+    outside a cluster."""
 
     @property
     def id(self) -> str:
@@ -49,6 +54,16 @@ class RunData:
         model = i["model"].split("@")[0].rsplit("/", 1)[-1]
         traced = f" traced:{self.trace}" if self.trace != "none" else ""
         return f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}{traced}"
+
+    @property
+    def system(self) -> str:
+        """Where it ran: the cluster system's name, or ``HOST (local)``."""
+        return system_label(self.info)
+
+    @property
+    def hardware(self) -> dict[str, str]:
+        """Its machine's hardware facts as text (``reports.hardware.FACTS``)."""
+        return hardware(self.info.get("host"), self.system_facts)
 
     @property
     def trace(self) -> str:
@@ -78,11 +93,15 @@ def gather(ws: Workspace, run_ids: list[str]) -> Report:
         raise TooManyRuns(count=len(run_ids))
     runs: list[RunData] = []
     seen: set[str] = set()
+    systems: dict[str, dict[str, Any]] | None = None
     for run_id in run_ids:
         info = show_run(ws, run_id, nested=True)
         if info["id"] in seen:
             continue
         seen.add(info["id"])
         digest = info.get("latencies_sha256")
-        runs.append(RunData(info, latencies_of(ws, digest) if digest else None))
+        if info.get("system") and systems is None:
+            systems = {s.name: s.facts for s in list_systems(ws)}
+        facts = (systems or {}).get(info.get("system") or "")
+        runs.append(RunData(info, latencies_of(ws, digest) if digest else None, facts))
     return Report(runs=runs, created_at=datetime.now(UTC).isoformat(timespec="seconds"))

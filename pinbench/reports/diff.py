@@ -1,11 +1,14 @@
 """Side-by-side diff of runs' lockfiles and environments: every leaf as a dotted path, and
-the paths whose values are not the same in every run."""
+the paths whose values are not the same in every run; and the hardware facts (CPU, cores,
+memory, GPU, driver, accelerator libraries) that differ between the runs' machines."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from pinbench.reports.hardware import FACTS
 
 MISSING = "(absent)"
 RESULT_DETAILS = frozenset({"loadgen", "outputs_sha256", "preprocess_cache_hit", "trace"})
@@ -65,3 +68,22 @@ def inputs_of(info: dict[str, Any]) -> dict[str, str]:
 
 def run_diff(infos: list[dict[str, Any]]) -> list[DiffRow]:
     return diff([inputs_of(i) for i in infos])
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareRow:
+    fact: str
+    """Its label (``reports.hardware.FACTS``): CPU model, cores, memory, GPU model, ..."""
+    values: list[str]
+    """One per run, in the runs' order."""
+    differs: bool
+
+
+def hardware_rows(machines: list[dict[str, str]]) -> list[HardwareRow]:
+    """Each hardware fact of each run's machine (``reports.hardware.hardware``), marked where
+    it is not the same on every run."""
+    return [
+        HardwareRow(label, values, len(set(values)) > 1)
+        for key, label in FACTS
+        for values in ([m[key] for m in machines],)
+    ]

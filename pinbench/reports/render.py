@@ -11,7 +11,9 @@ import jinja2
 from markupsafe import Markup
 
 import pinbench
+from pinbench.reports.charts import SYSTEM_LATENCIES
 from pinbench.reports.data import Report
+from pinbench.reports.hardware import system_label
 from pinbench.reports.view import ReportView, build
 
 TEMPLATES = Path(pinbench.__file__).parent / "templates"
@@ -25,13 +27,15 @@ the script that draws the plots."""
 def templates() -> jinja2.Environment:
     """The Jinja environment of the HTML report and the web UI (HTML escaped, undefined
     names are errors)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.globals["system_label"] = system_label
+    return env
 
 
 @cache
@@ -114,6 +118,10 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [*lines, ""]
 
 
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:,.4g}"
+
+
 def markdown(report: Report, title: str | None = None) -> str:
     view = build(report, title)
     labels = [r["label"] for r in view.runs]
@@ -121,13 +129,29 @@ def markdown(report: Report, title: str | None = None) -> str:
     out += [f"Made {md_text(view.created_at)} by pinbench {pinbench.__version__}.", ""]
     if view.differs:
         out += [f"**These runs differ in {md_text(', '.join(view.differs))}.**", ""]
-    facts = ["status", "model", "framework", "dataset", "image", "scenario", "settings"]
+    if len(view.systems) > 1:
+        hardware = view.hardware_differs
+        out += [
+            f"**These runs ran on {len(view.systems)} systems ({md_text(', '.join(view.systems))})"
+            + (
+                f" whose hardware differs in {md_text(', '.join(hardware))}.**"
+                if hardware
+                else " with the same recorded hardware.**"
+            ),
+            "",
+        ]
+    facts = ["system", "status", "model", "framework", "dataset", "image", "scenario", "settings"]
     facts += ["batch_size", "threads", "lockfile"]
     out += ["## Runs", ""]
     out += _table(["", *labels], [[k, *[r[k] for r in view.runs]] for k in facts])
     env = ["runner", "trace", "environment", "python", "host", "started_at", "finished_at"]
     out += ["## Environment", ""]
     out += _table(["", *labels], [[k, *[r[k] for r in view.runs]] for k in env])
+    out += ["## Hardware", ""]
+    out += _table(
+        ["", *labels],
+        [[h.fact + (" (differs)" if h.differs else ""), *h.values] for h in view.hardware],
+    )
     out += ["## Metrics", ""]
     out += _table(
         ["metric", "unit", *labels], [[m.metric, m.unit, *m.values] for m in view.metrics]
@@ -142,6 +166,20 @@ def markdown(report: Report, title: str | None = None) -> str:
                     *(f"{p['accuracy']:.4f}", f"{p['latency_p50_ms']:.4g}", p["latency_from"]),
                 ]
                 for p in view.accuracy
+            ],
+        )
+    if view.across_systems:
+        out += ["## One model across systems", ""]
+        latencies = [f"{q} latency (ms)" for q in SYSTEM_LATENCIES]
+        out += _table(
+            ["what ran", "system", "runs", *latencies, "samples/s"],
+            [
+                [
+                    *(p["group"], p["system"], str(p["runs"])),
+                    *(_num(p.get(f"latency_{q}_ms")) for q in SYSTEM_LATENCIES),
+                    _num(p.get("throughput_sps")),
+                ]
+                for p in view.across_systems
             ],
         )
     absent = [f"- {c.title}: {c.reason}" for c in view.charts if c.spec is None]

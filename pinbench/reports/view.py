@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.evaluator.history import differing
-from pinbench.reports.charts import Chart, accuracy_points, charts
+from pinbench.reports.charts import Chart, accuracy_points, charts, system_points
 from pinbench.reports.data import Report, RunData
-from pinbench.reports.diff import DiffRow, run_diff
+from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,17 @@ class ReportView:
     accuracy: list[dict[str, Any]]
     predictions: list[tuple[str, list[dict[str, str]]]]
     """Per accuracy run with recorded samples: its label and its first predictions."""
+    systems: list[str]
+    """The systems the runs ran on (``reports.hardware.system_label``), each once, in order."""
+    hardware: list[HardwareRow]
+    """Each run's machine: CPU model, cores, memory, GPU model/count, driver, libraries."""
+    across_systems: list[dict[str, Any]]
+    """``charts.system_points``: one model's figures per system, when runs span systems."""
+
+    @property
+    def hardware_differs(self) -> list[str]:
+        """The hardware facts not the same on every run's machine."""
+        return [row.fact for row in self.hardware if row.differs]
 
 
 SHOWN_PREDICTIONS = 20
@@ -109,6 +120,8 @@ def run_facts(run: RunData) -> dict[str, str]:
         "batch_size": str(i["batch_size"]),
         "threads": "default" if i["threads"] is None else str(i["threads"]),
         "lockfile": i["lockfile"],
+        "system": run.system,
+        "system_name": str(i.get("system") or ""),
         "runner": i["runner"],
         "trace": run.trace
         + (
@@ -145,4 +158,7 @@ def build(report: Report, title: str | None = None) -> ReportView:
         diff=run_diff(infos) if len(infos) > 1 else [],
         accuracy=accuracy_points(report),
         predictions=[(r.label, p) for r in report.runs if (p := predictions(r))],
+        systems=list(dict.fromkeys(r.system for r in report.runs)),
+        hardware=hardware_rows([r.hardware for r in report.runs]),
+        across_systems=system_points(report) if len(report.runs) > 1 else [],
     )

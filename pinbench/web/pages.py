@@ -1,6 +1,6 @@
 """The web UI's pages: browse the registry, view lockfiles, start evaluations, watch runs,
-compare them, download reports. Each page is one handler rendering one template; errors are
-pages too (the CLI's message, never a stack trace)."""
+compare them, download reports, see the cluster's systems. Each page is one handler rendering
+one template; errors are pages too (the CLI's message, never a stack trace)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from litestar.response import Redirect, Template
 from pinbench import reports
 from pinbench.accounts import AuthError, Principal
 from pinbench.api.controllers.reports import report_response
+from pinbench.api.controllers.systems import alive_systems
 from pinbench.api.deps import principal_for, provide_principal
 from pinbench.api.problems import ApiNotFound, http_detail, status_of
 from pinbench.api.runpool import RunPool
+from pinbench.cluster.systems import list_systems, show_system
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.history import list_runs
@@ -31,6 +33,7 @@ from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
 from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
 from pinbench.web.origin import require_same_origin
+from pinbench.web.systems import recent_runs, system_view
 from pinbench.workspace import Workspace
 
 COOKIE = "pinbench_token"
@@ -249,6 +252,33 @@ class WebController(Controller):
     ) -> Response[bytes]:
         principal.require("read")
         return report_response(ws, run or [], fmt=format)
+
+    # ------------------------------------------------------------------ systems
+
+    @get("/systems", sync_to_thread=True)
+    def systems(self, ws: Workspace, pool: RunPool, principal: Principal) -> Template:
+        """Every registered system: its hardware, whether Ray says it is alive (unknown when
+        this server has no cluster), the runs it did."""
+        principal.require("read")
+        rows = list_systems(ws, alive_systems(ws, pool))
+        return _page(
+            "systems",
+            principal=principal,
+            systems=[system_view(r) for r in rows],
+            cluster=pool.cluster is not None,
+        )
+
+    @get("/systems/{name:str}", sync_to_thread=True)
+    def system(self, ws: Workspace, pool: RunPool, principal: Principal, name: str) -> Template:
+        """One system: every fact its agent reported, and its recent runs."""
+        principal.require("read")
+        row = show_system(ws, name, alive_systems(ws, pool))
+        return _page(
+            "system",
+            principal=principal,
+            s=system_view(row),
+            runs=recent_runs(ws, row.name),
+        )
 
     # ------------------------------------------------------------------ login
 

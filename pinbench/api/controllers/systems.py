@@ -12,7 +12,7 @@ from pinbench.api.runpool import RunPool
 from pinbench.workspace import Workspace
 
 
-def _alive(ws: Workspace, pool: RunPool) -> dict[str, bool] | None:
+def alive_systems(ws: Workspace, pool: RunPool) -> dict[str, bool] | None:
     """Ray's answer on each system (facts refreshed in the table); None: no cluster here."""
     if pool.cluster is None:
         return None
@@ -38,11 +38,11 @@ class SystemController(Controller):
         from pinbench.cluster.systems import list_systems
 
         principal.require("read")
-        return [row.to_json() for row in list_systems(ws, _alive(ws, pool))]
+        return [row.to_json() for row in list_systems(ws, alive_systems(ws, pool))]
 
     @get("/{name:str}", sync_to_thread=True, summary="One system's facts as its agent reported")
     def show(self, ws: Workspace, pool: RunPool, principal: Principal, name: str) -> dict[str, Any]:
         from pinbench.cluster.systems import show_system
 
         principal.require("read")
-        return show_system(ws, name, _alive(ws, pool)).to_json()
+        return show_system(ws, name, alive_systems(ws, pool)).to_json()
