@@ -9,6 +9,12 @@ the vfs storage driver. Every runner's overhead includes the same 0.5 s warm-up,
 and pinbench's imports; "beyond local" subtracts the local runner's overhead measured in the
 same run.
 
+Then the same lockfile through a server (issue 21): ``pinbench serve`` cold and ``pinbench
+serve --warm``, each run submitted with ``POST /api/v1/runs`` and timed until its record says
+succeeded (polled every 10 ms); overhead = that wall time minus the model time. The first run
+on each server is untimed (it builds nothing, but on ``--warm`` it starts the evaluator).
+Targets with ``--warm`` (issue 21): venv < 1.5 s, docker < 4 s.
+
     .venv/bin/python -m bench.bench_runners --runs 5
 """
 
@@ -18,6 +24,8 @@ import json
 import os
 import subprocess
 import time
+from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -39,6 +47,9 @@ from pinbench.workspace import Workspace
 
 RUNNERS = ("local", "venv", "docker")
 TARGETS = {"venv": 1.5, "docker": 4.0}
+SERVED = ("venv", "docker")
+"""The runners a warm evaluator serves."""
+POLL_S = 0.01
 REQUEST = {
     "model": "vision/digits-logreg@1.2.0",
     "dataset": "sklearn-digits-test@1",
@@ -101,17 +112,78 @@ def main(argv: list[str] | None = None) -> int:
                     report.metric(f"[{runner}] overhead beyond local", "s").values.append(
                         overhead[runner] - overhead["local"]
                     )
+        _cli(env, "user", "add", "bench")
+        token = json.loads(
+            _cli(env, "token", "create", "--user", "bench", "--scope", "run", "--json")
+        )["token"]
+        os.environ["PINBENCH_CACHE"] = env["PINBENCH_CACHE"]  # the servers' venvs: the same
+        for warm in (False, True):
+            _served(report, token, home, ws, runs, warm=warm)
         ws.close()
     for runner, target in TARGETS.items():
         value = report.metric(f"[{runner}] overhead", "s").median
         report.checks.append(
             Check(f"{runner} overhead", value, "s", f"< {target} s", value < target)
         )
+        value = report.metric(f"[{runner}, serve --warm] overhead", "s").median
+        report.checks.append(
+            Check(f"{runner} overhead, warm", value, "s", f"< {target} s", value < target)
+        )
     for image in sizes:
         report.notes.append(f"image {image['artifact']}: {image['size_bytes'] / 2**20:,.0f} MiB")
     report.notes.append(f"storage driver: {_driver()}")
     report.emit(args.json)
     return 0
+
+
+def _served(
+    report: Report, token: str, home: Path, ws: Workspace, runs: int, *, warm: bool
+) -> None:
+    """Time runs submitted to ``pinbench serve`` (``--warm`` or not) through its API."""
+    import httpx
+
+    from tests.apiserver import serve
+
+    label = "serve --warm" if warm else "serve"
+    headers = {"Authorization": f"Bearer {token}"}
+    args = ("--run-workers", "1", *(["--warm"] if warm else []))
+    log(f"starting pinbench {label}")
+    with (
+        serve(home, ws.settings.database_url, *args) as url,
+        httpx.Client(base_url=url, headers=headers, timeout=120) as c,
+    ):
+        points = c.post("/api/v1/lockfiles", json=REQUEST)
+        points.raise_for_status()
+        digest = points.json()["points"][0]["digest"]
+        for runner in SERVED:
+            _submit(c, digest, runner)  # untimed: on --warm it starts the evaluator
+        for run in range(runs):
+            for runner in SERVED if run % 2 == 0 else tuple(reversed(SERVED)):
+                log(f"{label}, run {run + 1}/{runs}: {runner}")
+                wall, info = _submit(c, digest, runner)
+                environment = info["details"]["environment"]
+                if warm and not environment.get("warm"):
+                    raise RuntimeError(f"a {label} run was not warm: {environment}")
+                model = float(latencies_of(ws, info["latencies_sha256"]).sum()) / 1e9
+                report.metric(f"[{runner}, {label}] wall time", "s").values.append(wall)
+                report.metric(f"[{runner}, {label}] overhead", "s").values.append(wall - model)
+
+
+def _submit(c: Any, digest: str, runner: str) -> tuple[float, dict[str, Any]]:
+    """Submit one run and wait for its record: the wall time and the run."""
+    started = time.perf_counter()
+    queued = c.post("/api/v1/runs", json={"lockfile": digest, "runner": runner})
+    queued.raise_for_status()
+    run_id = queued.json()["id"]
+    while True:
+        info: dict[str, Any] = c.get(f"/api/v1/runs/{run_id}").json()
+        if info["status"] not in ("queued", "running"):
+            break
+        time.sleep(POLL_S)
+    wall = time.perf_counter() - started
+    if info["status"] != "succeeded":
+        raise RuntimeError(f"run {run_id} {info['status']}: {info.get('error')}")
+    return wall, info
 
 
 def _driver() -> str:

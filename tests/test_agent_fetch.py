@@ -84,3 +84,32 @@ def test_honest_bytes_are_kept_and_not_fetched_twice(
     assert {p.name for p in store.blobs.glob("*/*")} == pinned
     assert fetch_pinned(store, lock, _url(blob_server), "t", lambda text: None) == 0
     assert len(blob_server.served) == len(pinned)
+
+
+def test_an_agent_started_warm_serves_its_second_venv_run_warm_and_ends_its_evaluators(
+    digits: Workspace, tmp_path: Path, blob_server: _Server
+) -> None:
+    """``pinbench agent start --warm``: the agent's actor (here called directly, as Ray would)
+    keeps one evaluator per environment; closing the agent ends it."""
+    from pinbench.cluster.ray_agent import Agent
+    from pinbench.evaluator.results import read_results
+
+    blob_server.honest = digits.store
+    lock = Lockfile.read(lock_digits(digits, tmp_path / "digits.lock"))
+    agent = Agent("lab-w", str(tmp_path / "agent"), warm=True)
+    packed = [
+        agent.run(lock.canonical, _url(blob_server), "t", "venv", "none", False, ("venv",))
+        for _ in range(2)
+    ]
+    first, second = (p["environment"] for p in packed)
+    assert (first["warm"], second["warm"], second["warm_served_before"]) == (False, True, 1)
+    assert first["warm_process"] == second["warm_process"]
+    for p in packed:
+        out = tmp_path / f"out-{p['environment']['warm_served_before']}"
+        out.mkdir()
+        for name, data in p["files"].items():
+            (out / name).write_bytes(data)
+        result, _ = read_results(out, lock.digest.hex)
+        assert result.status == "succeeded"
+    agent.close()
+    assert not list((tmp_path / "agent" / "tmp").glob("warm-*"))  # its folders are gone

@@ -181,6 +181,41 @@ def test_a_full_trace_comes_back_across_the_isolation_boundary(stack: Stack, run
     assert info["details"]["trace"]["level"] == "full"
 
 
+def test_a_warm_container_serves_run_after_run_confined_and_measures_what_a_cold_one_does(
+    stack: Stack,
+) -> None:
+    """``serve --warm`` with docker: one container per image (and limits) serves the runs; it
+    is confined as a cold one is, and closing the pool removes it."""
+    from docker.errors import NotFound
+
+    from pinbench.evaluator.warm import WarmPool
+
+    lock = _lock(stack.ws, scenario={"mode": "accuracy"})
+    pool = WarmPool.in_scratch(stack.ws.store.tmp)
+    try:
+        cold = show_run(stack.ws, run_lockfile(stack.ws, lock, runner="docker", say=quiet).id)
+        warm = [
+            show_run(
+                stack.ws, run_lockfile(stack.ws, lock, runner="docker", say=quiet, warm=pool).id
+            )
+            for _ in range(2)
+        ]
+        envs = [w["details"]["environment"] for w in warm]
+        assert [(e["warm"], e["warm_served_before"]) for e in envs] == [(False, 0), (True, 1)]
+        assert envs[0]["warm_process"] == envs[1]["warm_process"]
+        assert len({r["top1"] for r in [cold, *warm]}) == 1
+        assert len({r["details"]["outputs_sha256"] for r in [cold, *warm]}) == 1
+        container = stack.client.containers.get(envs[1]["container"])
+        host = container.attrs["HostConfig"]
+        assert (host["NetworkMode"], host["ReadonlyRootfs"]) == ("none", True)
+        assert container.attrs["Config"]["User"] == "65534:65534"
+        assert host["Memory"] == lock.body.limits.memory_mb * 1024 * 1024
+    finally:
+        pool.close()
+    with pytest.raises(NotFound):
+        stack.client.containers.get(envs[1]["container"])
+
+
 def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:
     outcome = run_lockfile(stack.ws, _lock(stack.ws), runner="auto", say=quiet)
     assert show_run(stack.ws, outcome.id)["runner"] == "docker"

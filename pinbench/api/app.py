@@ -124,6 +124,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             allow_pickle=settings.allow_pickle,
             runners=tuple(settings.runners),
             cluster=cluster_of(settings),
+            warm=settings.warm,
         )
         try:
             yield

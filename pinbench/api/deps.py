@@ -33,6 +33,8 @@ class ServerSettings:
     """The Ray cluster whose agents run this server's runs placed ``on`` systems."""
     agent_url: str | None = None
     """This server's URL as the agents reach it (their blob downloads)."""
+    warm: bool = False
+    """``serve --warm``: keep one evaluator per environment between runs."""
     """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
 
 

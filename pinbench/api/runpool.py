@@ -33,6 +33,7 @@ from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
+    from pinbench.evaluator.warm import WarmPool
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
@@ -76,6 +77,7 @@ class RunPool:
         allow_pickle: bool = False,
         runners: tuple[str, ...] = ("local", "venv", "docker"),
         cluster: Cluster | None = None,
+        warm: bool = False,
     ) -> None:
         self.ws = ws
         self.cluster = cluster
@@ -84,6 +86,12 @@ class RunPool:
         """The operator's ``serve --allow-pickle``: pickled models may run, in docker only."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
+        self.warm: WarmPool | None = None
+        """``serve --warm``: evaluators kept between runs (``pinbench.evaluator.warm``)."""
+        if warm:
+            from pinbench.evaluator.warm import WarmPool
+
+            self.warm = WarmPool.in_scratch(ws.store.tmp)
         self.capacity = workers + queue
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
         self._lock = threading.Lock()
@@ -293,6 +301,7 @@ class RunPool:
                 allow_pickle=needs_pickle(lock),  # submit checked the server's policy
                 stop=stop,
                 on=on,
+                warm=self.warm,
             )
         except SystemLost as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
@@ -351,3 +360,5 @@ class RunPool:
             stop.request(RunStopped(status="interrupted", reason=STOPPED))
         abandon_unfinished(self.ws, STOPPED, only=mine)
         instances.retire(self.ws, self.instance)
+        if self.warm is not None:
+            self.warm.close()

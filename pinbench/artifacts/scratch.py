@@ -31,9 +31,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KINDS = ("stage", "upload", "bytes", "fetch", "run")
+KINDS = ("stage", "upload", "bytes", "fetch", "run", "warm")
 """What scratch is made for: staged blobs (publish), uploads (serve), small blobs, fetched
-sources, run folders. (A resumable download's ``download-*.part`` is kept on purpose.)"""
+sources, run folders, warm evaluators' job folders. (A resumable download's
+``download-*.part`` is kept on purpose.)"""
 OWNERS = "owners"
 """The folder of owner locks, beside the scratch folder."""
 LEGACY_MIN_AGE_S = 24 * 3600

@@ -56,6 +56,14 @@ def agent_start(
         str | None,
         typer.Option("--node-ip", help="The address this node is reached at (ray's default)."),
     ] = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm",
+            help="Keep one evaluator process per environment between runs (each run records "
+            "whether it was warm; pickled models always run cold).",
+        ),
+    ] = False,
 ) -> None:
     """Join the cluster as a Ray node and register this machine as a system; stays in the
     foreground until stopped (Ctrl-C), which takes the system out of the cluster."""
@@ -66,7 +74,9 @@ def agent_start(
     address = _address(cluster, required=True)
     assert address is not None
     folder = cache if cache is not None else Settings.from_env().home / "agent"
-    code = start_agent(address, name or default_name(), folder, node_ip=node_ip, say=_out().print)
+    code = start_agent(
+        address, name or default_name(), folder, node_ip=node_ip, warm=warm, say=_out().print
+    )
     raise typer.Exit(code)
 
 

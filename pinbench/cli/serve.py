@@ -98,6 +98,15 @@ def serve(
             help="This server's URL as the agents reach it (default: http://HOST:PORT).",
         ),
     ] = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm",
+            help="Keep one evaluator process per environment (venv, docker) between runs, its "
+            "framework imported: saves seconds a run. Each run records whether it was warm; "
+            "pickled models always run cold. Off: every run starts its evaluator afresh.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -167,6 +176,7 @@ def serve(
         allowed_hosts=allowed_hosts,
         cluster=cluster,
         agent_url=agent_url if cluster is not None else None,
+        warm=warm,
     )
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore
@@ -24,6 +24,9 @@ from pinbench.errors import PinbenchError
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.warm import WarmPool
 
 Say = Callable[[str], None]
 
@@ -72,6 +75,7 @@ def run_here(
     allowed: tuple[str, ...],
     say: Say,
     stop: Stop | None = None,
+    warm: WarmPool | None = None,
 ) -> dict[str, Any]:
     """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
     ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
@@ -98,7 +102,7 @@ def run_here(
         error = None
         try:
             execute = runner_named(chosen)
-            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop)
+            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop, warm=warm)
         except RunStopped:
             raise  # the server asked: it records the run as it ends there
         except PinbenchError as exc:

@@ -14,7 +14,7 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
 from pinbench.errors import PinbenchError, SystemFailure, UserError
@@ -22,6 +22,9 @@ from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.warm import WarmPool
 
 POLL_S = 0.5
 MAX_ENVIRONMENT_BYTES = 64 * 1024
@@ -91,7 +94,10 @@ class OnSystem:
         *,
         allow_pickle: bool = False,
         stop: Stop | None = None,
+        warm: WarmPool | None = None,
     ) -> None:
+        """``warm`` is the server's: an agent keeps warm evaluators of its own (``pinbench agent
+        start --warm``), so it is not used here."""
         stop = stop or Stop()
         ray = ray_module()
         connect(self.address)

@@ -136,11 +136,17 @@ class Agent:
     """The actor on an agent's node (made remote in ``_start_actor``, with a few threads so
     that ``progress`` answers while ``run`` runs); one evaluation at a time."""
 
-    def __init__(self, name: str, cache: str) -> None:
+    def __init__(self, name: str, cache: str, warm: bool = False) -> None:
         import threading
 
         self.name = name
         self.cache = cache
+        self._warm: Any = None
+        """``agent start --warm``: this agent's ``WarmPool`` (its folders in the cache's tmp)."""
+        if warm:
+            from pinbench.evaluator.warm import WarmPool
+
+            self._warm = WarmPool.in_scratch(Path(cache) / "tmp")
         self._one = threading.Lock()
         self._progress = ""
         self._stop: Any = None
@@ -149,6 +155,11 @@ class Agent:
 
     def facts(self) -> dict[str, Any]:
         return system_facts()
+
+    def close(self) -> None:
+        """End the warm evaluators (a container would otherwise outlive the agent)."""
+        if self._warm is not None:
+            self._warm.close()
 
     def progress(self) -> str:
         return self._progress
@@ -193,6 +204,7 @@ class Agent:
                 allowed=allowed,
                 say=say,
                 stop=self._stop,
+                warm=self._warm,
             )
             self._stop = None
             self.served += 1
@@ -205,9 +217,11 @@ def start_agent(
     cache: Path,
     *,
     node_ip: str | None = None,
+    warm: bool = False,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Join ``cluster`` as system ``name`` and stay until stopped; return the exit code."""
+    """Join ``cluster`` as system ``name`` and stay until stopped; return the exit code.
+    ``warm``: the agent keeps warm evaluators (``pinbench.evaluator.warm``)."""
     check_name(name)
     cache.mkdir(parents=True, exist_ok=True)
     command = [
@@ -234,13 +248,15 @@ def start_agent(
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         node_id = _wait_for_node(name, node)
-        actor = _start_actor(name, cache, node_id)
+        actor = _start_actor(name, cache, node_id, warm)
         say(f"agent {name} joined {cluster} as Ray node {node_id}; stop it with Ctrl-C")
         while not stopping and node.poll() is None:
             time.sleep(0.2)
         if node.poll() is not None and not stopping:
             say(f"agent {name}: its Ray node stopped (exit {node.returncode})")
             return 1
+        with contextlib.suppress(Exception):  # the actor's own failure: it is killed anyway
+            ray_module().get(actor.close.remote(), timeout=30)
         ray_module().kill(actor)
         return 0
     finally:
@@ -269,7 +285,7 @@ def _wait_for_node(name: str, node: subprocess.Popen[bytes]) -> str:
     raise UserError(f"the Ray node of system {name!r} did not join within {JOIN_TIMEOUT_S:.0f} s")
 
 
-def _start_actor(name: str, cache: Path, node_id: str) -> Any:
+def _start_actor(name: str, cache: Path, node_id: str, warm: bool) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     ray = ray_module()
@@ -281,6 +297,6 @@ def _start_actor(name: str, cache: Path, node_id: str) -> Any:
         namespace=NAMESPACE,
         lifetime="detached",
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(name, str(cache))
+    ).remote(name, str(cache), warm)
     ray.get(actor.facts.remote(), timeout=JOIN_TIMEOUT_S)  # up and answering
     return actor

@@ -40,6 +40,7 @@ from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
+    from pinbench.evaluator.warm import WarmPool
 
 Say = Callable[[str], None]
 
@@ -147,6 +148,7 @@ def run_lockfile(
     allow_pickle: bool = False,
     stop: Stop | None = None,
     on: OnSystem | None = None,
+    warm: WarmPool | None = None,
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
     whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
@@ -155,7 +157,8 @@ def run_lockfile(
     server). ``allow_pickle``: the caller's decision (``pinbench.evaluator.policy``).
     ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
     with its status and reason. ``on``: run it on that cluster system instead of here
-    (``pinbench.cluster.dispatch``); the record names the system and the agent's host."""
+    (``pinbench.cluster.dispatch``); the record names the system and the agent's host.
+    ``warm``: a pool of warm evaluators this run may use (``pinbench.evaluator.warm``)."""
     check_trace(lock, trace)
     if on is None:
         check_here(lock.body.system)
@@ -178,7 +181,7 @@ def run_lockfile(
         say("verifying every pinned byte")
         verify_lockfile(ws, lock, fetch=fetch)
         stop.check()
-        execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop)
+        execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop, warm=warm)
         stop.check()
         assert evidence.latencies is not None
         attempt.latencies = _save_array(ws, evidence.latencies)

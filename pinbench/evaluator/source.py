@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,14 +42,18 @@ def stage_evaluator(root: Path) -> Path:
     dest = root / evaluator_digest()[:32]
     if (dest / "pinbench" / "__init__.py").exists():
         return dest
-    tmp = root / f".{dest.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    for path in _files():
-        target = tmp / "pinbench" / path.relative_to(PACKAGE)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-    try:
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=root))
+    try:  # a folder of its own: two runs staging at once must not write into each other's
+        for path in _files():
+            target = tmp / "pinbench" / path.relative_to(PACKAGE)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        tmp.chmod(0o755)
         tmp.rename(dest)
-    except OSError:  # another process staged it first
+    except OSError:
+        if not (dest / "pinbench" / "__init__.py").exists():
+            raise
+    finally:  # another run staged it first, or this one failed
         shutil.rmtree(tmp, ignore_errors=True)
     return dest

@@ -1,5 +1,11 @@
 """The evaluator inside an isolated environment: ``python -m pinbench.evaluator.worker JOB OUT``.
 
+``python -m pinbench.evaluator.worker --serve JOBS OUT [IDLE_S]`` is a warm evaluator
+(``pinbench.evaluator.warm``): it runs job after job in this one process, the frameworks it
+imported staying imported. Job ``N`` is ``JOBS/N/job.json``, started once ``JOBS/N/go`` exists;
+its results go to ``OUT/N`` and its exit status, last, to ``OUT/N.exit``. It ends after
+``IDLE_S`` seconds without a job (default 600), or when the process that started it is gone.
+
 Reads ``JOB`` (``results.JobFile``), checks the sha256 of every file it was handed against the
 lockfile (the bytes are checked again inside the isolation boundary), evaluates, and writes
 ``OUT/result.json`` plus arrays. Exit status: 0 succeeded, 1 the evaluation failed (the
@@ -8,9 +14,12 @@ reason is in ``result.json``), 2 the job itself could not be read. Imports no da
 
 from __future__ import annotations
 
+import gc
+import os
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import msgspec
@@ -68,9 +77,49 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+IDLE_S = 600.0
+"""How long a warm evaluator waits for its next job before it ends."""
+POLL_S = 0.005
+"""How often a warm evaluator looks for its next job."""
+SERVED = "pinbench-warm: served job"
+"""The line a warm evaluator prints after each job (its output for that job is complete)."""
+
+
+def serve(jobs: Path, out: Path, idle_s: float = IDLE_S) -> int:
+    """Run job after job (module docstring); 0 when it ends for want of work or of a parent."""
+    parent, n, last = os.getppid(), 1, time.monotonic()
+    while True:
+        job = jobs / str(n)
+        if (job / "go").exists():
+            status = main([str(job / "job.json"), str(out / str(n))])
+            print(f"{SERVED} {n}", file=sys.stderr, flush=True)
+            done = out / f".{n}.exit"
+            done.write_text(str(status))
+            done.rename(out / f"{n}.exit")
+            gc.collect()
+            n, last = n + 1, time.monotonic()
+            continue
+        if time.monotonic() - last > idle_s or os.getppid() != parent:
+            return 0
+        time.sleep(POLL_S)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--serve"] and len(argv) in (3, 4):
+        try:
+            idle_s = float(argv[3]) if len(argv) == 4 else IDLE_S
+        except ValueError:
+            idle_s = -1
+        if not idle_s > 0:
+            print(f"pinbench worker: IDLE_S must be above 0: {argv[3]!r}", file=sys.stderr)
+            return 2
+        return serve(Path(argv[1]), Path(argv[2]), idle_s)
     if len(argv) != 2:
-        print("usage: python -m pinbench.evaluator.worker JOB.json OUT_DIR", file=sys.stderr)
+        print(
+            "usage: python -m pinbench.evaluator.worker JOB.json OUT_DIR\n"
+            "       python -m pinbench.evaluator.worker --serve JOBS_DIR OUT_DIR [IDLE_S]",
+            file=sys.stderr,
+        )
         return 2
     out = Path(argv[1])
     try:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.warm import WarmPool
 
 Say = Callable[[str], None]
 RUNNERS = {
@@ -36,12 +39,15 @@ class Runner(Protocol):
         *,
         allow_pickle: bool = False,
         stop: Stop | None = None,
+        warm: WarmPool | None = None,
     ) -> None:
         """Evaluate the (already verified) lockfile at trace level ``trace``, filling
         ``evidence``; raise on failure. ``allow_pickle``: the caller's decision to let a
         ``trusted`` torch-pickle model be unpickled (``pinbench.evaluator.policy``). Past
         ``stop`` (a signal, a cancel) or the lockfile's ``limits.timeout_s`` the evaluation
-        stops (a child process or container is killed) and the stop's error is raised."""
+        stops (a child process or container is killed) and the stop's error is raised.
+        ``warm``: the venv and docker runners may run it on a warm evaluator of that pool
+        (``pinbench.evaluator.warm``); the local runner already runs in its caller's process."""
         ...
 
 

@@ -33,6 +33,7 @@ from pinbench.evaluator.runners.process import (
     write_job,
 )
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.warm import WarmEvaluator, WarmPool, run_warm
 from pinbench.images.engine import connect
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.registry.names import Kind
@@ -117,6 +118,11 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
         Mount(f"{IN}/out", str(out), type="bind", read_only=False),
         Mount(f"{IN}/files", str(files), type="bind", read_only=True),
     ]
+    return mounts, _link_files(ws, lock, files, f"{IN}/files")
+
+
+def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
+    """Link the pinned files into ``files`` (seen in the container at ``inside_at``)."""
     inside: Inside = {}
     for kind in (Kind.MODEL, Kind.DATASET):
         inside[kind.value] = {}
@@ -124,10 +130,10 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
         folder.mkdir(parents=True)
         for i, (path, host) in enumerate(sorted(store_paths(ws, lock, kind).items())):
             _link_or_copy(host, folder / str(i))
-            inside[kind.value][path] = f"{IN}/files/{kind.value}/{i}"
+            inside[kind.value][path] = f"{inside_at}/{kind.value}/{i}"
         folder.chmod(0o755)
     files.chmod(0o755)
-    return mounts, inside
+    return inside
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -147,6 +153,7 @@ def run(
     *,
     allow_pickle: bool = False,
     stop: Stop | None = None,
+    warm: WarmPool | None = None,
 ) -> None:
     pinned = pinned_image(lock)
     client = connect()
@@ -163,6 +170,34 @@ def run(
             "timeout_s": limits.timeout_s,
         },
     }
+    stop = stop or Stop()
+    if warm is not None:
+        pool = warm
+
+        def write(held: WarmEvaluator, n: int, job: Path, out: Path) -> None:
+            inside = _link_files(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
+            write_job(
+                job / "job.json",
+                lock,
+                inside["model"],
+                inside["dataset"],
+                None,
+                trace,
+                allow_pickle,
+            )
+            job.chmod(0o755)
+            (job / "job.json").chmod(0o644)
+            out.chmod(0o777)
+
+        label = f"image/{pinned.name}@{pinned.version}"
+
+        def start() -> WarmEvaluator:
+            return DockerWarm(pool.folder(), client, image.id, lock, pool.idle_s, label)
+
+        key = ("docker", image.id, str(limits.memory_mb), str(limits.cpus))
+        if run_warm(pool, key, start, lock, evidence, say, stop, write):
+            evidence.environment["container"] = evidence.environment["warm_process"][10:]
+            return
     with scratch_directory(ws.store.tmp, "run") as tmp:
         job_dir, out = tmp / "job", tmp / "out"
         job_dir.mkdir()
@@ -184,25 +219,14 @@ def run(
             image.id,
             command=[f"{IN}/job/job.json", f"{IN}/out"],
             mounts=mounts,
-            network_mode="none",
-            read_only=True,
-            user=NOBODY,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": TMPFS},
-            mem_limit=f"{limits.memory_mb}m",
-            memswap_limit=f"{limits.memory_mb}m",
-            nano_cpus=int(limits.cpus * 1e9) if limits.cpus else None,
-            pids_limit=512,
             labels={"org.pinbench.lockfile": lock.digest.hex},
+            **_confined(lock),
         )
         try:
             evidence.environment["container"] = container.id[:12]
             say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
             try:
-                status, tail = _execute(
-                    container, limits.timeout_s, limits.memory_mb, say, stop or Stop()
-                )
+                status, tail = _execute(container, limits.timeout_s, limits.memory_mb, say, stop)
             except WorkerCrashed as exc:
                 if exc.status == 2 and trace != "none":  # the job has a field it cannot read
                     raise TraceUnsupported(
@@ -217,6 +241,87 @@ def run(
         finally:
             with contextlib.suppress(APIError):
                 container.remove(force=True)
+
+
+def _confined(lock: Lockfile) -> dict[str, Any]:
+    """What every evaluator container gets: no network, a read-only root, nobody, no
+    capabilities, no new privileges, and the lockfile's memory and CPU limits."""
+    limits = lock.body.limits
+    return {
+        "network_mode": "none",
+        "read_only": True,
+        "user": NOBODY,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "tmpfs": {"/tmp": TMPFS},
+        "mem_limit": f"{limits.memory_mb}m",
+        "memswap_limit": f"{limits.memory_mb}m",
+        "nano_cpus": int(limits.cpus * 1e9) if limits.cpus else None,
+        "pids_limit": 512,
+    }
+
+
+class DockerWarm(WarmEvaluator):
+    """A warm evaluator in one long-lived container (``pinbench.evaluator.warm``), confined as
+    a cold one is; its jobs folder is mounted read-only, its answers folder writable."""
+
+    runner = "docker"
+
+    def __init__(
+        self, root: Path, client: Any, image_id: str, lock: Lockfile, idle_s: float, label: str
+    ) -> None:
+        super().__init__(root)
+        self.memory_mb = lock.body.limits.memory_mb
+        self.label = label
+        root.chmod(0o755)
+        self.jobs.chmod(0o755)
+        self.out.chmod(0o777)  # the container's user (nobody) writes here
+        self.container = client.containers.create(
+            image_id,
+            command=["--serve", f"{IN}/jobs", f"{IN}/out", f"{idle_s:g}"],
+            mounts=[
+                Mount(f"{IN}/jobs", str(self.jobs), type="bind", read_only=True),
+                Mount(f"{IN}/out", str(self.out), type="bind", read_only=False),
+            ],
+            labels={"org.pinbench.warm": "1"},
+            **_confined(lock),
+        )
+        try:
+            self.container.start()
+        except APIError:
+            self.kill()
+            raise
+        self.relay = Relay(self.container.logs(stream=True, follow=True), self.route)
+
+    @property
+    def ident(self) -> str:
+        return f"container {self.container.id[:12]}"
+
+    def alive(self) -> bool:
+        try:
+            self.container.reload()
+        except APIError:
+            return False
+        return bool(self.container.status == "running")
+
+    def kill(self) -> None:
+        with contextlib.suppress(APIError):
+            self.container.remove(force=True)
+
+    def died(self, status: int | None, tail: list[str]) -> Exception:
+        state: dict[str, Any] = {}
+        with contextlib.suppress(APIError):
+            self.container.reload()
+            state = self.container.attrs.get("State") or {}
+        if state.get("OOMKilled"):
+            return OutOfMemory(memory_mb=self.memory_mb)
+        code = int(state.get("ExitCode", -1))
+        if code == 2 and self.served == 0 and any("usage:" in line for line in tail):
+            return UserError(
+                f"the evaluator inside {self.label} predates warm evaluators: rebuild the "
+                "image (`pinbench images build`), or run without --warm"
+            )
+        return super().died(code, tail)
 
 
 def _execute(

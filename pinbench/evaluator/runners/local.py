@@ -12,6 +12,7 @@ import sys
 from functools import lru_cache
 from importlib.metadata import distributions
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
@@ -22,6 +23,9 @@ from pinbench.evaluator.stop import Stop, time_limit
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.warm import WarmPool
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +49,7 @@ def run(
     *,
     allow_pickle: bool = False,
     stop: Stop | None = None,
+    warm: WarmPool | None = None,
 ) -> None:
     evidence.environment = {
         "runner": "local",

@@ -9,6 +9,7 @@ limits need a container (``--runner docker``).
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from pinbench.artifacts.scratch import scratch_directory
@@ -16,9 +17,16 @@ from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.runners.local import store_paths
-from pinbench.evaluator.runners.process import WorkerCrashed, collect, run_child, write_job
+from pinbench.evaluator.runners.process import (
+    Relay,
+    WorkerCrashed,
+    collect,
+    run_child,
+    write_job,
+)
 from pinbench.evaluator.source import evaluator_digest, stage_evaluator
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.warm import WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
@@ -43,6 +51,40 @@ def child_env(pythonpath: Path) -> dict[str, str]:
     return env
 
 
+class VenvWarm(WarmEvaluator):
+    """A warm evaluator in the environment's interpreter (``pinbench.evaluator.warm``)."""
+
+    runner = "venv"
+
+    def __init__(self, root: Path, python: Path, source: Path, idle_s: float) -> None:
+        super().__init__(root)
+        argv = [str(python), "-s", "-m", "pinbench.evaluator.worker", "--serve"]
+        self.proc = subprocess.Popen(
+            [*argv, str(self.jobs), str(self.out), f"{idle_s:g}"],
+            env=child_env(source),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        assert self.proc.stdout is not None
+        self.relay = Relay(self.proc.stdout, self.route)
+
+    @property
+    def ident(self) -> str:
+        return f"pid {self.proc.pid}"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def died(self, status: int | None, tail: list[str]) -> Exception:
+        return super().died(self.proc.poll(), tail)
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -52,6 +94,7 @@ def run(
     *,
     allow_pickle: bool = False,
     stop: Stop | None = None,
+    warm: WarmPool | None = None,
 ) -> None:
     env = lock.body.environment
     if env is None:
@@ -66,18 +109,27 @@ def run(
         "evaluator": evaluator_digest(),
     }
     source = stage_evaluator(home / "cache" / "evaluator")
+    models = {p: str(v) for p, v in store_paths(ws, lock, Kind.MODEL).items()}
+    data = {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()}
+    cache = str(home / "cache" / "inputs")
+    stop = stop or Stop()
+    if warm is not None:
+
+        def write(_: WarmEvaluator, n: int, job: Path, out: Path) -> None:
+            write_job(job / "job.json", lock, models, data, cache, trace, allow_pickle)
+
+        key = ("venv", venv.digest, evaluator_digest())
+        pool = warm
+
+        def start() -> WarmEvaluator:
+            return VenvWarm(pool.folder(), venv.python, source, pool.idle_s)
+
+        if run_warm(warm, key, start, lock, evidence, say, stop, write):
+            return
     with scratch_directory(ws.store.tmp, "run") as tmp:
         job, out = tmp / "job.json", tmp / "out"
         out.mkdir()
-        write_job(
-            job,
-            lock,
-            {p: str(v) for p, v in store_paths(ws, lock, Kind.MODEL).items()},
-            {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()},
-            cache=str(home / "cache" / "inputs"),
-            trace=trace,
-            allow_pickle=allow_pickle,
-        )
+        write_job(job, lock, models, data, cache=cache, trace=trace, allow_pickle=allow_pickle)
         argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
         status, tail = run_child(
             argv,

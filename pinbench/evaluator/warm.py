@@ -1,0 +1,268 @@
+"""Warm evaluators: one evaluator process per environment kept alive between runs (opt-in).
+
+Importing a framework costs seconds, paid again by every cold run. With ``pinbench serve
+--warm`` (or ``pinbench agent start --warm``) the venv and docker runners keep one evaluator
+per key (runner, environment digest, evaluator digest; for docker also the container's limits,
+which are the container's own) running ``python -m pinbench.evaluator.worker --serve`` and
+hand it job after job through a folder: ``jobs/N/job.json`` then ``jobs/N/go``; the worker
+answers with ``out/N`` (the same result files a cold evaluator writes, validated the same way)
+and ``out/N.exit``. The bytes are still checked inside the boundary, every job.
+
+What a warm run gives up, and so what is recorded on it (``details.environment``): ``warm``
+(true when the process had served runs before), ``warm_served_before`` and ``warm_process``
+(its pid or container). A model's code can leave state in the process for the runs after it,
+so a pickled model (``trusted``: arbitrary code at load) never shares one: it runs cold,
+recorded ``warm: false`` with the reason. A run stopped, timed out or crashed takes its
+process with it; the next run starts a fresh one. One process serves one run at a time; a run
+that finds its key's process busy runs cold.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
+
+from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.policy import needs_pickle
+from pinbench.evaluator.runners.process import Relay, RunTimedOut, WorkerCrashed, collect
+from pinbench.evaluator.stop import Stop
+from pinbench.registry.lockfile import Lockfile
+
+IDLE_S = 600.0
+"""How long a warm evaluator waits for its next job before it ends itself."""
+POLL_S = 0.005
+"""How often a waiting run looks for its job's exit file."""
+ALIVE_EVERY_S = 0.5
+"""How often it asks whether the process is still there (a container costs an API call)."""
+SETTLE_S = 2.0
+"""How long a finished job's last output lines may take to arrive through the relay."""
+SERVED = "pinbench-warm: served job"
+"""The worker's line after each job (``pinbench.evaluator.worker.SERVED``)."""
+PICKLE_REASON = "a pickled model runs arbitrary code: it never shares an evaluator process"
+BUSY_REASON = "its warm evaluator was serving another run"
+
+
+def _quiet(text: str) -> None:
+    pass
+
+
+class WarmEvaluator(ABC):
+    """One evaluator process serving jobs from ``root/jobs``, answering in ``root/out``."""
+
+    runner: str
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.jobs, self.out = root / "jobs", root / "out"
+        self.served = 0
+        self._say: Say = _quiet
+        self._served_line = ""
+        self._settled = threading.Event()
+        self.relay: Relay | None = None
+
+    @property
+    @abstractmethod
+    def ident(self) -> str:
+        """What the run's record names the process by (a pid, a container)."""
+
+    @abstractmethod
+    def alive(self) -> bool: ...
+
+    @abstractmethod
+    def kill(self) -> None:
+        """End the process now (and whatever it holds: a container is removed)."""
+
+    def died(self, status: int | None, tail: list[str]) -> Exception:
+        """The error of a process that ended without answering its job."""
+        return WorkerCrashed(
+            runner=self.runner,
+            status=-1 if status is None else status,
+            reason="(warm) ended during the run",
+            tail=tail,
+        )
+
+    def route(self, line: str) -> None:
+        """The relay's ``say``: a line of the current job's output, or its end."""
+        if line == self._served_line:
+            self._settled.set()
+        elif not line.startswith(SERVED):
+            self._say(line)
+
+    def run_job(
+        self,
+        n: int,
+        lock: Lockfile,
+        evidence: Evidence,
+        say: Say,
+        stop: Stop,
+    ) -> None:
+        """Start job ``n`` (its ``jobs/N/job.json`` written by the caller), wait for its exit
+        file, and read its results into ``evidence``; past the lockfile's time limit or on a
+        stop the process is killed (it cannot be interrupted otherwise) and the error raised."""
+        assert self.relay is not None
+        self._say, self._served_line = say, f"{SERVED} {n}"
+        self._settled.clear()
+        self.relay.tail = []
+        exit_file = self.out / f"{n}.exit"
+        timeout_s = lock.body.limits.timeout_s
+        deadline = time.monotonic() + timeout_s
+        checked = time.monotonic()
+        exit_file.unlink(missing_ok=True)  # only this job's worker may say it ended
+        (self.jobs / str(n) / "go").touch()
+        try:
+            while not exit_file.exists():
+                now = time.monotonic()
+                if stop.is_set():
+                    self.kill()
+                    stop.check()
+                if now >= deadline:
+                    self.kill()
+                    raise RunTimedOut(runner=self.runner, timeout_s=timeout_s)
+                if now - checked >= ALIVE_EVERY_S:
+                    checked = now
+                    if not self.alive() and not exit_file.exists():
+                        raise self.died(None, self.relay.join())
+                time.sleep(POLL_S)
+            status = int(exit_file.read_text() or "-1")
+            self._settled.wait(SETTLE_S)
+            tail = list(self.relay.tail)
+            if status not in (0, 1):
+                self.kill()
+                raise WorkerCrashed(
+                    runner=self.runner, status=status, reason="(warm) stopped", tail=tail
+                )
+            collect(self.runner, self.out / str(n), lock, evidence, status=status, tail=tail)
+        finally:
+            self._say = _quiet
+            shutil.rmtree(self.jobs / str(n), ignore_errors=True)
+            shutil.rmtree(self.out / str(n), ignore_errors=True)
+            exit_file.unlink(missing_ok=True)
+            self.served += 1
+        stop.check()
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self.kill()
+        if self.relay is not None:
+            self.relay.join()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+Key = tuple[str, ...]
+
+
+class WarmPool:
+    """The warm evaluators of one server or agent, by key; ``close`` ends them all."""
+
+    def __init__(self, root: Path, idle_s: float = IDLE_S) -> None:
+        self.root = root
+        self.idle_s = idle_s
+        """A warm evaluator with no job for this long ends itself (it is started again)."""
+        self._lock = threading.Lock()
+        self._free: dict[Key, WarmEvaluator] = {}
+        self._busy: set[Key] = set()
+        self._closed = False
+        self._count = 0
+        self._scratch = ExitStack()
+
+    @classmethod
+    def in_scratch(cls, tmp: Path, idle_s: float = IDLE_S) -> WarmPool:
+        """A pool whose folders are scratch of this process in ``tmp`` (removed by ``close``,
+        or by ``reclaim`` once this process is gone however it ended)."""
+        from pinbench.artifacts.scratch import scratch_directory
+
+        stack = ExitStack()
+        pool = cls(stack.enter_context(scratch_directory(tmp, "warm")), idle_s)
+        pool._scratch = stack
+        return pool
+
+    def folder(self) -> Path:
+        """A new, empty folder for one evaluator's jobs and answers."""
+        with self._lock:
+            self._count += 1
+            n = self._count
+        path = self.root / f"warm-{n}"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o755)  # a container's user (nobody) must reach its folder
+        shutil.rmtree(path, ignore_errors=True)
+        (path / "jobs").mkdir(parents=True)
+        (path / "out").mkdir()
+        return path
+
+    @contextmanager
+    def take(self, key: Key, start: Callable[[], WarmEvaluator]) -> Iterator[WarmEvaluator | None]:
+        """The key's evaluator for one run (started if there is none, or it ended); None when
+        another run holds it (this run goes cold)."""
+        held: WarmEvaluator | None = None
+        with self._lock:
+            mine = key not in self._busy and not self._closed
+            if mine:
+                self._busy.add(key)
+                held = self._free.pop(key, None)
+        if not mine:
+            yield None
+            return
+        try:
+            if held is not None and not held.alive():
+                held.close()
+                held = None
+            if held is None:
+                held = start()
+            yield held
+        finally:
+            with self._lock:
+                self._busy.discard(key)
+                keep = held is not None and not self._closed and held.alive()
+                if keep and held is not None:
+                    self._free[key] = held
+            if held is not None and not keep:
+                held.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            held, self._free = list(self._free.values()), {}
+        for evaluator in held:
+            evaluator.close()
+        self._scratch.close()
+
+
+WriteJob = Callable[[WarmEvaluator, int, Path, Path], None]
+"""A runner's part of a warm job: write ``job.json`` (and what it names) into the job's folder,
+for the evaluator numbered, with its answer folder."""
+
+
+def run_warm(
+    pool: WarmPool,
+    key: Key,
+    start: Callable[[], WarmEvaluator],
+    lock: Lockfile,
+    evidence: Evidence,
+    say: Say,
+    stop: Stop,
+    write: WriteJob,
+) -> bool:
+    """Run the job on the key's warm evaluator; False (recorded why) when it must run cold."""
+    if needs_pickle(lock):
+        evidence.environment.update(warm=False, warm_cold_because=PICKLE_REASON)
+        return False
+    with pool.take(key, start) as held:
+        if held is None:
+            evidence.environment.update(warm=False, warm_cold_because=BUSY_REASON)
+            return False
+        n = held.served + 1
+        job, out = held.jobs / str(n), held.out / str(n)
+        for folder in (job, out):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+        write(held, n, job, out)
+        evidence.environment.update(
+            warm=held.served > 0, warm_served_before=held.served, warm_process=held.ident
+        )
+        held.run_job(n, lock, evidence, say, stop)
+    return True

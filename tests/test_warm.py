@@ -1,0 +1,247 @@
+"""Warm evaluators (``pinbench serve --warm``, ``pinbench agent start --warm``): one evaluator
+process per environment serves run after run; each run records whether it was warm, and its
+results are those of a cold run. A pickled model never shares a process; a run stopped or
+past its time limit takes its process with it."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinbench import catalog as builtin
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import RunTimedOut
+from pinbench.evaluator.warm import BUSY_REASON, PICKLE_REASON, WarmPool, run_warm
+from pinbench.evaluator.worker import main as worker_main
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.request import parse_request
+from pinbench.workspace import Workspace
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+def _lock(ws: Workspace, **extra: Any) -> Lockfile:
+    data = {
+        "model": f"{builtin.MODEL_NAME}@1.1.0",
+        "dataset": f"{builtin.DATASET_NAME}@1",
+        "scenario": {"min_duration_ms": 0, "min_query_count": 64, "max_query_count": 64},
+        **extra,
+    }
+    return service.lock(ws, parse_request(data))[0]
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[WarmPool]:
+    warm = WarmPool(tmp_path / "warm")
+    yield warm
+    warm.close()
+
+
+def _environment(ws: Workspace, run_id: str) -> dict[str, Any]:
+    env: dict[str, Any] = show_run(ws, run_id)["details"]["environment"]
+    return env
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    return state != "Z"
+
+
+def test_the_second_run_in_a_warm_venv_evaluator_is_warm_and_measures_what_a_cold_run_does(
+    digits: Workspace, pool: WarmPool
+) -> None:
+    lock = _lock(digits, scenario={"mode": "accuracy"})
+    cold = run_lockfile(digits, lock, runner="venv", say=quiet)
+    first = run_lockfile(digits, lock, runner="venv", say=quiet, warm=pool)
+    second = run_lockfile(digits, lock, runner="venv", say=quiet, warm=pool)
+
+    assert "warm" not in _environment(digits, cold.id)  # cold runs are as they were
+    one, two = _environment(digits, first.id), _environment(digits, second.id)
+    assert (one["warm"], one["warm_served_before"]) == (False, 0)  # it started the process
+    assert (two["warm"], two["warm_served_before"]) == (True, 1)
+    assert one["warm_process"] == two["warm_process"]
+    assert one["digest"] == two["digest"] == _environment(digits, cold.id)["digest"]
+
+    runs = [show_run(digits, r.id) for r in (cold, first, second)]
+    assert {r["status"] for r in runs} == {"succeeded"}
+    accuracy = [
+        {k: v for k, v in r.metrics.items() if k.startswith("top")} for r in (cold, first, second)
+    ]
+    assert accuracy[0] and accuracy[0] == accuracy[1] == accuracy[2]
+    assert len({r["details"]["outputs_sha256"] for r in runs}) == 1
+
+    pid = int(two["warm_process"].removeprefix("pid "))
+    assert _alive(pid)
+    pool.close()
+    assert not _alive(pid)
+    assert not any((pool.root).iterdir())  # its jobs folder went with it
+
+
+def test_a_run_past_its_time_limit_takes_its_warm_process_and_the_next_starts_another(
+    digits: Workspace, pool: WarmPool
+) -> None:
+    slow = _lock(
+        digits,
+        scenario={"min_duration_ms": 600_000, "min_query_count": 1},
+        limits={"timeout_s": 3},
+    )
+    with pytest.raises(RunTimedOut):
+        run_lockfile(digits, slow, runner="venv", say=quiet, warm=pool)
+    runs = [r for r in show_runs(digits) if r["status"] == "failed"]
+    assert len(runs) == 1 and "time limit (3 s" in runs[0]["error"]
+    killed = _environment(digits, runs[0]["id"])["warm_process"]
+    assert not _alive(int(killed.removeprefix("pid ")))
+
+    after = run_lockfile(digits, _lock(digits), runner="venv", say=quiet, warm=pool)
+    env = _environment(digits, after.id)
+    assert env["warm_process"] != killed and env["warm_served_before"] == 0
+
+
+def show_runs(ws: Workspace) -> list[dict[str, Any]]:
+    return [show_run(ws, r["id"]) for r in list_runs(ws)]
+
+
+def test_a_run_that_finds_the_warm_evaluator_busy_runs_cold_and_says_why(
+    digits: Workspace, pool: WarmPool
+) -> None:
+    long = _lock(digits, scenario={"min_duration_ms": 4000, "min_query_count": 1})
+    evaluating = threading.Event()
+    ids: list[str] = []
+
+    def first() -> None:
+        ids.append(
+            run_lockfile(digits, long, runner="venv", say=lambda _: evaluating.set(), warm=pool).id
+        )
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert evaluating.wait(120)
+    other = run_lockfile(digits, _lock(digits), runner="venv", say=quiet, warm=pool)
+    thread.join()
+    busy = _environment(digits, other.id)
+    assert (busy["warm"], busy["warm_cold_because"]) == (False, BUSY_REASON)
+    assert "warm_process" in _environment(digits, ids[0])
+
+
+def test_a_pickled_model_never_uses_a_warm_evaluator(digits: Workspace, pool: WarmPool) -> None:
+    lock = _lock(digits)
+    assert lock.body.model.format != "torch-pickle"
+    pickled = _with_model_format(lock, "torch-pickle")
+    from pinbench.evaluator.measure import Evidence
+    from pinbench.evaluator.stop import Stop
+
+    def refuse_to_start() -> Any:
+        raise AssertionError("a warm evaluator was started for a pickle")
+
+    evidence = Evidence()
+    used = run_warm(
+        pool, ("venv", "x"), refuse_to_start, pickled, evidence, quiet, Stop(), lambda *_: None
+    )
+    assert used is False
+    assert evidence.environment == {"warm": False, "warm_cold_because": PICKLE_REASON}
+
+
+def _with_model_format(lock: Lockfile, fmt: str) -> Lockfile:
+    import msgspec
+
+    model = msgspec.structs.replace(lock.body.model, format=fmt)
+    return Lockfile(msgspec.structs.replace(lock.body, model=model))
+
+
+@pytest.mark.parametrize("idle", ["0", "-1", "soon", "nan"])
+def test_a_warm_worker_refuses_a_wait_that_is_not_a_positive_number(
+    tmp_path: Path, idle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert worker_main(["--serve", str(tmp_path), str(tmp_path), idle]) == 2
+    assert "IDLE_S must be above 0" in capsys.readouterr().err
+
+
+def test_a_warm_worker_ends_after_its_idle_time(tmp_path: Path) -> None:
+    assert worker_main(["--serve", str(tmp_path), str(tmp_path), "0.05"]) == 0
+
+
+def test_runs_staging_the_evaluator_at_once_do_not_trip_over_each_other(tmp_path: Path) -> None:
+    """Found by the busy case above: two runs starting together shared one temp folder."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pinbench.evaluator.source import stage_evaluator
+
+    with ThreadPoolExecutor(4) as workers:
+        staged = set(workers.map(lambda _: stage_evaluator(tmp_path / "ev"), range(8)))
+    assert len(staged) == 1
+    (dest,) = staged
+    assert (dest / "pinbench" / "evaluator" / "worker.py").is_file()
+    assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [dest.name]
+
+
+SHORT = {
+    "model": f"{builtin.MODEL_NAME}@1.1.0",
+    "dataset": f"{builtin.DATASET_NAME}@1",
+    "scenario": {"min_duration_ms": 0, "min_query_count": 64, "max_query_count": 64},
+}
+LONG = {**SHORT, "scenario": {"min_duration_ms": 600_000, "min_query_count": 1}}
+
+
+def _submit(c: Any, request: dict[str, Any]) -> str:
+    digest = c.post("/api/v1/lockfiles", json=request).json()["points"][0]["digest"]
+    queued = c.post("/api/v1/runs", json={"lockfile": digest, "runner": "venv"})
+    assert queued.status_code == 202, queued.text
+    run_id: str = queued.json()["id"]
+    return run_id
+
+
+def _until(c: Any, run_id: str, *states: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 180
+    while True:
+        info: dict[str, Any] = c.get(f"/api/v1/runs/{run_id}").json()
+        if info["status"] in states:
+            return info
+        assert time.monotonic() < deadline, info
+        time.sleep(0.2)
+
+
+def test_serve_warm_runs_the_second_run_warm_a_cancel_ends_its_process_and_stopping_ends_all(
+    tmp_path: Path, catalog_dir: Path
+) -> None:
+    from tests.apiserver import api_server
+
+    url = f"sqlite:///{tmp_path}/db.sqlite"
+    with (
+        api_server(tmp_path / "home", url, "--warm", catalog_dir=catalog_dir) as server,
+        server.client("owner") as c,
+    ):
+        ids = [_submit(c, SHORT) for _ in range(2)]
+        envs = [_until(c, i, "succeeded")["details"]["environment"] for i in ids]
+        assert [(e["warm"], e["warm_served_before"]) for e in envs] == [(False, 0), (True, 1)]
+        process = envs[1]["warm_process"]
+
+        long = _submit(c, LONG)
+        _until(c, long, "running")
+        while not list((tmp_path / "home" / "tmp").glob("warm-*/warm-*/jobs/3/go")):
+            time.sleep(0.1)  # until the job is handed to the warm evaluator
+        assert c.delete(f"/api/v1/runs/{long}").status_code == 202
+        cancelled = _until(c, long, "cancelled")
+        assert cancelled["details"]["environment"]["warm_process"] == process
+        assert not _alive(int(process.removeprefix("pid ")))  # a stopped job takes its process
+
+        after = _until(c, _submit(c, SHORT), "succeeded")["details"]["environment"]
+        assert after["warm_process"] != process and after["warm_served_before"] == 0
+        last = int(after["warm_process"].removeprefix("pid "))
+        assert _alive(last)
+    assert not _alive(last)  # the server's stop ended its warm evaluators
+    leftovers = list((tmp_path / "home" / "tmp").glob("warm-*"))
+    assert leftovers == []
