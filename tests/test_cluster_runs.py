@@ -54,7 +54,7 @@ class World:
         assert done.returncode == 0, done.stderr
         return path
 
-    def run_on(self, lock: Path, *on: str) -> tuple[int, str, str]:
+    def run_on(self, lock: Path, *on: str, runner: str = "local") -> tuple[int, str, str]:
         env = dict(self.cluster.env, PINBENCH_URL=self.url, PINBENCH_TOKEN=self.tokens["owner"])
         args = [a for system in on for a in ("--on", system)]
         done = self.cluster.ns.run(
@@ -64,7 +64,7 @@ class World:
                 str(lock),
                 *args,
                 "--runner",
-                "local",
+                runner,
                 "--json",
             ],
             env,
@@ -126,6 +126,14 @@ def test_run_on_all_runs_once_on_each_system_with_blobs_fetched_by_digest(world:
     for agent in world.cluster.agents.values():
         cached = {p.name for p in agent.cache.glob("blobs/*/*")}
         assert cached and cached <= server_blobs  # fetched into its own cache, by digest
+    by_system = {i["system"]: i["id"] for i in infos}
+    report = world.root / "across.md"
+    done = world.cluster.pinbench(
+        "runs", "report", by_system["lab-a"], by_system["lab-b"], "--md", str(report)
+    )
+    assert done.returncode == 0, done.stderr
+    text = report.read_text()  # one model compared across the two systems
+    assert "| system | lab-a | lab-b |" in text and "## One model across systems" in text
 
 
 def test_placement_no_system_meets_is_refused_and_nothing_is_queued(world: World) -> None:
@@ -187,6 +195,17 @@ def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_on_anot
         ws.close()
         if client.poll() is None:
             client.kill()
+
+
+def test_an_agent_without_the_pinned_image_fails_the_run_with_the_reason(world: World) -> None:
+    """The docker runner on an agent whose lockfile pins no image (none was built): the run
+    ends failed, saying what to do, instead of waiting for its deadline."""
+    code, out, err = world.run_on(world.lock("docker"), "lab-b", runner="docker")
+    assert code == 1, err
+    (info,) = json.loads(out)
+    assert (info["status"], info["system"], info["runner"]) == ("failed", "lab-b", "docker")
+    assert "pins no image for onnxruntime" in info["error"]
+    assert "pinbench images build onnxruntime" in info["error"]
 
 
 def test_a_cluster_run_is_not_rerun_on_other_hardware(world: World) -> None:
