@@ -29,6 +29,7 @@ BENCHMARKS = (
     "bench_trace",
     "bench_cli",
     "bench_verdict",
+    "bench_cluster",
 )
 
 

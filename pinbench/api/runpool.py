@@ -19,7 +19,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pinbench.api.problems import QueueFull
 from pinbench.errors import PinbenchError, UserError
@@ -86,6 +86,8 @@ class RunPool:
         """The operator's ``serve --allow-pickle``: pickled models may run, in docker only."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
+        self._facts: dict[tuple[str, str], dict[str, Any]] = {}
+        """Each cluster system's facts by (name, Ray node id), asked and recorded once."""
         self.warm: WarmPool | None = None
         """``serve --warm``: evaluators kept between runs (``pinbench.evaluator.warm``)."""
         if warm:
@@ -157,9 +159,11 @@ class RunPool:
             check_server_runner(runner, self.runners)
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
         candidates = []
-        for found in cluster_systems(cluster.address):
-            if found.facts is not None:
+        for found in cluster_systems(cluster.address, self._facts):
+            key = (found.name, found.node_id or "")
+            if found.facts is not None and key not in self._facts:
                 record(self.ws, found.name, found.facts, found.node_id)
+                self._facts[key] = found.facts
             candidates.append(Candidate(found.name, found.facts or {}, found.alive))
         systems = choose(lock.body.system, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -115,14 +115,21 @@ def _nodes_by_system() -> dict[str, dict[str, Any]]:
     return found
 
 
-def cluster_systems(address: str) -> list[ClusterSystem]:
-    """Every system that joined the cluster (alive or not), with the facts its agent reports."""
+def cluster_systems(
+    address: str, known: Mapping[tuple[str, str], dict[str, Any]] | None = None
+) -> list[ClusterSystem]:
+    """Every system that joined the cluster (alive or not), with the facts its agent reports.
+    ``known``: facts already asked of a (system, Ray node id); a node's machine does not change
+    while it lives, so those are not asked again (a restarted agent is a new node)."""
     ray = ray_module()
     connect(address)
     out = []
     for name, node in sorted(_nodes_by_system().items()):
         facts: dict[str, Any] | None = None
-        if node["Alive"]:
+        cached = (known or {}).get((name, node["NodeID"]))
+        if node["Alive"] and cached is not None:
+            facts = cached
+        elif node["Alive"]:
             try:
                 agent = ray.get_actor(actor_name(name), namespace=NAMESPACE)
                 facts = checked_facts(ray.get(agent.facts.remote(), timeout=FACTS_TIMEOUT_S))
@@ -152,9 +159,11 @@ class Agent:
         self._stop: Any = None
         """The running evaluation's ``Stop`` (``cancel`` requests it)."""
         self.served = 0
+        self._facts = system_facts()
+        """Read once: the machine does not change while the agent runs (tens of ms a time)."""
 
     def facts(self) -> dict[str, Any]:
-        return system_facts()
+        return self._facts
 
     def close(self) -> None:
         """End the warm evaluators (a container would otherwise outlive the agent)."""
