@@ -41,15 +41,12 @@ Needs root, ``unshare``/``nsenter`` (util-linux) and ``ip`` (iproute2), as the c
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
-import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,7 +74,7 @@ from pinbench.db.models import Run
 from pinbench.evaluator.run import latencies_of
 from pinbench.workspace import Workspace
 from tests.apiserver import seed
-from tests.cluster import ADDRESS, BIN, Agent, Cluster, Namespace, ray_cluster
+from tests.cluster import ADDRESS, BIN, Agent, Cluster, Namespace, ray_cluster, served
 from tests.pg import free_port
 
 REQUEST = {
@@ -110,58 +107,6 @@ def _join_network(ns: Namespace) -> None:
             raise OSError(err, f"setns into the cluster's network: {os.strerror(err)}")
     finally:
         os.close(fd)
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(p) for p in (task / "children").read_text().split()]
-    return found
-
-
-@dataclass
-class Server:
-    url: str
-
-
-@contextmanager
-def server(cluster: Cluster, *args: str, agent_token: str | None = None) -> Iterator[Server]:
-    """``pinbench serve ARGS`` inside the namespace, once it answers (``tests.cluster.served``
-    takes no server options, hence this)."""
-    port = free_port()  # this thread is in the namespace's network: a port free there
-    env = dict(cluster.env)
-    if agent_token is not None:
-        env["PINBENCH_AGENT_TOKEN"] = agent_token
-    logfile = Path(env["PINBENCH_HOME"]) / f"serve-{port}.log"
-    with logfile.open("wb") as out:
-        process = subprocess.Popen(
-            cluster.ns.command([str(BIN / "pinbench"), "serve", "--port", str(port), *args]),
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pinbench serve did not start: {logfile.read_text()[-3000:]}")
-            time.sleep(0.2)
-        yield Server(url)
-    finally:
-        with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # already gone
-            for pid in _children(process.pid):
-                os.kill(pid, signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, FileNotFoundError):
-                for pid in _children(process.pid):
-                    os.kill(pid, signal.SIGKILL)
-            process.wait()
 
 
 # ---------------------------------------------------------------- records
@@ -556,26 +501,8 @@ def _build_environment(root: Path, env: dict[str, str]) -> None:
 
 
 def start_agent(cluster: Cluster, name: str, cache: Path, *extra: str) -> Agent:
-    """``pinbench agent start`` in the namespace with ``extra`` options (``Cluster.start_agent``
-    takes none), once it has joined; stopped with the cluster."""
     log(f"starting agent {name} {' '.join(extra)}".rstrip())
-    command = [str(BIN / "pinbench"), "agent", "start", "--cluster", ADDRESS, "--name", name]
-    command += ["--cache", str(cache), "--node-ip", "127.0.0.1", *extra]
-    process = subprocess.Popen(
-        cluster.ns.command(command),
-        env=cluster.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    agent = Agent(name, cache, process)
-    cluster.agents[name] = agent  # stopped by ray_cluster's exit, whatever happens
-    assert process.stdout is not None
-    for line in process.stdout:
-        agent.lines.append(line)
-        if f"agent {name} joined" in line:
-            return agent
-    raise RuntimeError(f"agent {name} ended: {''.join(agent.lines)}")
+    return cluster.start_agent(name, cache, *extra)
 
 
 def _dispatch(
@@ -594,10 +521,12 @@ def _dispatch(
     owner, reader = tokens["owner"], tokens["reader"]
     cache = root / "cache-a"
     with (
-        server(cluster, "--run-workers", "1") as plain,
-        server(cluster, "--run-workers", "1", "--cluster", ADDRESS, agent_token=reader) as remote,
+        served(cluster, free_port(), "--run-workers", "1") as plain,
+        served(
+            cluster, free_port(), "--run-workers", "1", "--cluster", ADDRESS, agent_token=reader
+        ) as remote,
     ):
-        local, on_cluster = Api(plain.url, owner), Api(remote.url, owner)
+        local, on_cluster = Api(plain, owner), Api(remote, owner)
         lock = local.lock()
         modes = (
             {"local runner": "local", "venv cold": "venv"} if venv else {"local runner": "local"}
@@ -619,9 +548,9 @@ def _dispatch(
         if venv:
             cluster.agents[AGENTS[0]].stop()
             start_agent(cluster, AGENTS[0], cache, "--warm")
-            with server(cluster, "--run-workers", "1", "--warm") as hot:
+            with served(cluster, free_port(), "--run-workers", "1", "--warm") as hot:
                 warm = {
-                    "local pool": Side(Api(hot.url, owner), None, "venv"),
+                    "local pool": Side(Api(hot, owner), None, "venv"),
                     "cluster": Side(on_cluster, [AGENTS[0]], "venv"),
                 }
                 dispatch(report, ws, {"venv warm": warm}, lock, runs, count)
@@ -650,13 +579,14 @@ def _burst_and_kill(
     count: int,
 ) -> None:
     """(b) and (d), on one server with both agents."""
-    with server(
+    with served(
         cluster,
+        free_port(),
         *("--run-workers", str(BURST_WORKERS), "--cluster", ADDRESS),
         *("--run-queue", str(2 * count + 16)),
         agent_token=tokens["reader"],
     ) as on_cluster:
-        api = Api(on_cluster.url, tokens["owner"])
+        api = Api(on_cluster, tokens["owner"])
         lock = api.lock()
         log("one untimed run on each agent")
         settled(ws, api.submit(lock, list(AGENTS)))

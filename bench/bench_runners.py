@@ -42,6 +42,7 @@ from bench._common import (
 )
 from pinbench import catalog
 from pinbench.config import Settings
+from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import latencies_of
 from pinbench.workspace import Workspace
 
@@ -160,7 +161,8 @@ def _served(
         for run in range(runs):
             for runner in SERVED if run % 2 == 0 else tuple(reversed(SERVED)):
                 log(f"{label}, run {run + 1}/{runs}: {runner}")
-                wall, info = _submit(c, digest, runner)
+                wall, answered = _submit(c, digest, runner)
+                info = show_run(ws, answered["id"])  # as recorded, the latencies' digest too
                 environment = info["details"]["environment"]
                 if warm and not environment.get("warm"):
                     raise RuntimeError(f"a {label} run was not warm: {environment}")

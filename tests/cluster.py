@@ -106,29 +106,20 @@ class Cluster:
     def pinbench(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return self.ns.run([str(BIN / "pinbench"), *args], self.env, timeout)
 
-    def start_agent(self, name: str, cache: Path) -> Agent:
+    def start_agent(self, name: str, cache: Path, *extra: str) -> Agent:
+        """``pinbench agent start`` with ``extra`` options, once it has joined; stopped with
+        the cluster (it is registered before it is waited for)."""
+        command = [str(BIN / "pinbench"), "agent", "start", "--cluster", ADDRESS, "--name", name]
+        command += ["--cache", str(cache), "--node-ip", "127.0.0.1", *extra]
         process = subprocess.Popen(
-            self.ns.command(
-                [
-                    str(BIN / "pinbench"),
-                    "agent",
-                    "start",
-                    "--cluster",
-                    ADDRESS,
-                    "--name",
-                    name,
-                    "--cache",
-                    str(cache),
-                    "--node-ip",
-                    "127.0.0.1",
-                ]
-            ),
+            self.ns.command(command),
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
         agent = Agent(name, cache, process)
+        self.agents[name] = agent
         assert process.stdout is not None
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -137,21 +128,23 @@ class Cluster:
                 raise RuntimeError(f"agent {name} ended: {''.join(agent.lines)}")
             agent.lines.append(line)
             if f"agent {name} joined" in line:
-                self.agents[name] = agent
                 return agent
         raise RuntimeError(f"agent {name} did not join: {''.join(agent.lines)}")
 
 
 @contextmanager
-def served(cluster: Cluster, port: int, agent_token: str) -> Iterator[str]:
-    """``pinbench serve --cluster`` inside the namespace; its URL there, once it answers."""
-    env = dict(cluster.env, PINBENCH_AGENT_TOKEN=agent_token)
+def served(
+    cluster: Cluster, port: int, *args: str, agent_token: str | None = None
+) -> Iterator[str]:
+    """``pinbench serve ARGS`` inside the namespace (``--cluster ADDRESS`` among them for a
+    server on the cluster, with ``agent_token``); its URL there, once it answers."""
+    env = dict(cluster.env)
+    if agent_token is not None:
+        env["PINBENCH_AGENT_TOKEN"] = agent_token
     log = Path(cluster.env["PINBENCH_HOME"]) / f"serve-{port}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            cluster.ns.command(
-                [str(BIN / "pinbench"), "serve", "--port", str(port), "--cluster", ADDRESS]
-            ),
+            cluster.ns.command([str(BIN / "pinbench"), "serve", "--port", str(port), *args]),
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -23,7 +23,7 @@ from pinbench.config import Settings
 from pinbench.db.models import Run
 from pinbench.workspace import Workspace
 from tests.apiserver import seed
-from tests.cluster import BIN, Cluster, ray_cluster, served
+from tests.cluster import ADDRESS, BIN, Cluster, ray_cluster, served
 
 PORT = 8400
 REQUEST = {
@@ -90,7 +90,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterat
     agents = {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
     with (
         ray_cluster(root / "home", url, agents) as cluster,
-        served(cluster, PORT, tokens["reader"]) as server,
+        served(cluster, PORT, "--cluster", ADDRESS, agent_token=tokens["reader"]) as server,
     ):
         yield World(cluster, server, tokens, root)
 
