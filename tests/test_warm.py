@@ -18,7 +18,14 @@ from pinbench import catalog as builtin
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import RunTimedOut
-from pinbench.evaluator.warm import BUSY_REASON, PICKLE_REASON, WarmPool, run_warm
+from pinbench.evaluator.warm import (
+    BUSY_REASON,
+    PICKLE_REASON,
+    WarmPool,
+    format_reason,
+    read_exit,
+    run_warm,
+)
 from pinbench.evaluator.worker import main as worker_main
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -245,3 +252,42 @@ def test_serve_warm_runs_the_second_run_warm_a_cancel_ends_its_process_and_stopp
     assert not _alive(last)  # the server's stop ended its warm evaluators
     leftovers = list((tmp_path / "home" / "tmp").glob("warm-*"))
     assert leftovers == []
+
+
+@pytest.mark.parametrize("fmt", ["torchscript", "torch-export", "savedmodel", "keras"])
+def test_a_model_format_that_can_carry_its_own_operations_runs_cold(
+    digits: Workspace, pool: WarmPool, fmt: str
+) -> None:
+    """Review finding: a SavedModel's WriteFile op could forge a later job's answers in the
+    shared folder; only onnx and safetensors models share an evaluator."""
+    from pinbench.evaluator.measure import Evidence
+    from pinbench.evaluator.stop import Stop
+
+    def refuse_to_start() -> Any:
+        raise AssertionError(f"a warm evaluator was started for a {fmt} model")
+
+    evidence = Evidence()
+    lock = _with_model_format(_lock(digits), fmt)
+    used = run_warm(
+        pool, ("venv", "x"), refuse_to_start, lock, evidence, quiet, Stop(), lambda *_: None
+    )
+    assert used is False
+    assert evidence.environment == {"warm": False, "warm_cold_because": format_reason(fmt)}
+    assert fmt in format_reason(fmt) and "onnx and safetensors" in format_reason(fmt)
+
+
+def test_an_exit_file_is_read_without_trusting_it(tmp_path: Path) -> None:
+    """Review finding: the answers folder is writable from inside the evaluator, so its exit
+    file may be a link to a host file, a FIFO that blocks, or a huge file."""
+    honest = tmp_path / "1.exit"
+    honest.write_text("0")
+    assert read_exit(honest) == 0
+    secret = tmp_path / "secret"
+    secret.write_text("7")
+    (tmp_path / "2.exit").symlink_to(secret)
+    os.mkfifo(tmp_path / "3.exit")
+    (tmp_path / "4.exit").write_text("1" * 100)
+    (tmp_path / "5.exit").write_text("zero")
+    for n in range(2, 6):
+        assert read_exit(tmp_path / f"{n}.exit") is None, n
+    assert read_exit(tmp_path / "missing.exit") is None

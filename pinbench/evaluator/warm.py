@@ -29,7 +29,13 @@ from pathlib import Path
 
 from pinbench.evaluator.measure import Evidence, Say
 from pinbench.evaluator.policy import needs_pickle
-from pinbench.evaluator.runners.process import Relay, RunTimedOut, WorkerCrashed, collect
+from pinbench.evaluator.runners.process import (
+    EvaluationFailed,
+    Relay,
+    RunTimedOut,
+    WorkerCrashed,
+    collect,
+)
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 
@@ -43,8 +49,45 @@ SETTLE_S = 2.0
 """How long a finished job's last output lines may take to arrive through the relay."""
 SERVED = "pinbench-warm: served job"
 """The worker's line after each job (``pinbench.evaluator.worker.SERVED``)."""
+WARM_FORMATS = frozenset({"onnx", "safetensors"})
+"""Model formats that may share a warm evaluator: a graph of pure tensor operators, or weights
+for one of pinbench's own architectures. Every other format can carry code or file operations
+of its own (TorchScript, torch.export, SavedModel's ReadFile/WriteFile ops, Keras layers,
+pickles) that could outlast its run in the process or reach the evaluator's answers folder,
+and so touch the runs after it."""
 PICKLE_REASON = "a pickled model runs arbitrary code: it never shares an evaluator process"
 BUSY_REASON = "its warm evaluator was serving another run"
+CLOSED_REASON = "the warm evaluators were being shut down"
+EXIT_BYTES = 8
+"""An honest exit file holds a status of a few digits."""
+
+
+def format_reason(fmt: str) -> str:
+    return (
+        f"a {fmt} model can carry operations of its own that could touch the runs after it; "
+        f"only {' and '.join(sorted(WARM_FORMATS))} models share a warm evaluator"
+    )
+
+
+def read_exit(path: Path) -> int | None:
+    """The status in a job's exit file, read without trusting it: the folder is writable from
+    inside the evaluator, so a link, a FIFO, a device or anything but a few digits is refused
+    (None) rather than followed, waited on or read whole."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > EXIT_BYTES:
+            return None
+        text = os.read(fd, EXIT_BYTES).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 def _quiet(text: str) -> None:
@@ -128,9 +171,17 @@ class WarmEvaluator(ABC):
                     if not self.alive() and not exit_file.exists():
                         raise self.died(None, self.relay.join())
                 time.sleep(POLL_S)
-            status = int(exit_file.read_text() or "-1")
+            status = read_exit(exit_file)
             self._settled.wait(SETTLE_S)
             tail = list(self.relay.tail)
+            if status is None:
+                self.kill()
+                raise WorkerCrashed(
+                    runner=self.runner,
+                    status=-1,
+                    reason="(warm) left no readable exit status",
+                    tail=tail,
+                )
             if status not in (0, 1):
                 self.kill()
                 raise WorkerCrashed(
@@ -166,9 +217,15 @@ class WarmPool:
         self._lock = threading.Lock()
         self._free: dict[Key, WarmEvaluator] = {}
         self._busy: set[Key] = set()
+        self._started: list[WarmEvaluator] = []
+        """Every evaluator started and not yet closed, busy ones included."""
         self._closed = False
         self._count = 0
         self._scratch = ExitStack()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @classmethod
     def in_scratch(cls, tmp: Path, idle_s: float = IDLE_S) -> WarmPool:
@@ -210,9 +267,13 @@ class WarmPool:
         try:
             if held is not None and not held.alive():
                 held.close()
+                with self._lock:
+                    self._started.remove(held)
                 held = None
             if held is None:
                 held = start()
+                with self._lock:
+                    self._started.append(held)
             yield held
         finally:
             with self._lock:
@@ -222,11 +283,14 @@ class WarmPool:
                     self._free[key] = held
             if held is not None and not keep:
                 held.close()
+                with self._lock:
+                    if held in self._started:
+                        self._started.remove(held)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock:  # busy ones too: their runs are being stopped with the server
             self._closed = True
-            held, self._free = list(self._free.values()), {}
+            held, self._free, self._started = self._started, {}, []
         for evaluator in held:
             evaluator.close()
         self._scratch.close()
@@ -248,21 +312,30 @@ def run_warm(
     write: WriteJob,
 ) -> bool:
     """Run the job on the key's warm evaluator; False (recorded why) when it must run cold."""
-    if needs_pickle(lock):
-        evidence.environment.update(warm=False, warm_cold_because=PICKLE_REASON)
+    fmt = lock.body.model.format
+    if needs_pickle(lock) or fmt not in WARM_FORMATS:
+        reason = PICKLE_REASON if needs_pickle(lock) else format_reason(fmt)
+        evidence.environment.update(warm=False, warm_cold_because=reason)
         return False
     with pool.take(key, start) as held:
         if held is None:
-            evidence.environment.update(warm=False, warm_cold_because=BUSY_REASON)
+            reason = CLOSED_REASON if pool.closed else BUSY_REASON
+            evidence.environment.update(warm=False, warm_cold_because=reason)
             return False
         n = held.served + 1
         job, out = held.jobs / str(n), held.out / str(n)
-        for folder in (job, out):
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-        write(held, n, job, out)
         evidence.environment.update(
             warm=held.served > 0, warm_served_before=held.served, warm_process=held.ident
         )
-        held.run_job(n, lock, evidence, say, stop)
+        try:
+            for folder in (job, out):
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+            write(held, n, job, out)
+            held.run_job(n, lock, evidence, say, stop)
+        except EvaluationFailed:
+            raise  # the model failed; the process answered as it should and is kept
+        except BaseException:
+            held.kill()  # anything else: this process is not trusted with another run
+            raise
     return True

@@ -288,10 +288,10 @@ class DockerWarm(WarmEvaluator):
         )
         try:
             self.container.start()
-        except APIError:
+            self.relay = Relay(self.container.logs(stream=True, follow=True), self.route)
+        except BaseException:
             self.kill()
             raise
-        self.relay = Relay(self.container.logs(stream=True, follow=True), self.route)
 
     @property
     def ident(self) -> str:
@@ -305,7 +305,7 @@ class DockerWarm(WarmEvaluator):
         return bool(self.container.status == "running")
 
     def kill(self) -> None:
-        with contextlib.suppress(APIError):
+        with contextlib.suppress(APIError, RequestsConnectionError, ReadTimeout):
             self.container.remove(force=True)
 
     def died(self, status: int | None, tail: list[str]) -> Exception:
