@@ -30,6 +30,7 @@ BENCHMARKS = (
     "bench_cli",
     "bench_verdict",
     "bench_cluster",
+    "bench_ops",
 )
 
 

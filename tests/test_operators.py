@@ -433,6 +433,35 @@ def test_timed_loop_keeps_every_sample_and_the_last_result() -> None:
     assert synced == [8, 9, 10]
 
 
+@pytest.mark.parametrize(
+    "sync",
+    [None, lambda result: None],
+    ids=["no sync", "with sync"],  # the two timed loops in time_calls
+)
+def test_timed_loop_frees_the_previous_result_before_the_next_sample(
+    sync: Callable[[Any], None] | None,
+) -> None:
+    """A result still alive while the next call runs keeps its memory from being reused and
+    puts its deallocation inside the next sample (bench_ops: +2-5% on a PyTorch matmul)."""
+    import weakref
+
+    class Out:
+        pass
+
+    refs: list[weakref.ref[Out]] = []
+    alive: list[int] = []
+
+    def call() -> Out:
+        alive.append(sum(ref() is not None for ref in refs))
+        out = Out()
+        refs.append(weakref.ref(out))
+        return out
+
+    timed = time_calls(call, samples=4, warmup=2, sync=sync)
+    assert alive[2:] == [0, 0, 0, 0]  # every timed call: no earlier result alive
+    assert timed.last is refs[-1]()  # the last result is still returned
+
+
 def test_resnet50_table_is_the_architectures_convolutions() -> None:
     """Re-derived from the repository's ResNet-50 on the meta device (shapes, no compute)."""
     import torch

@@ -2,7 +2,11 @@
 
 Nothing but the call (and the framework's sync hook, where calls return before the work is
 done) is inside a sample: no allocation, no conversion, no Python bookkeeping beyond storing
-two ints. Samples are kept raw, as int64 nanoseconds.
+two ints. The previous call's result is released before the clock starts: kept alive, its
+memory could not be reused by the next call (a fresh allocation, page faults) and its
+deallocation would fall inside the next sample; that cost PyTorch 2-5% on a 512x512 matmul
+(bench/bench_ops.py, docs/benchmarks.md section 11). Samples are kept raw, as int64
+nanoseconds.
 """
 
 from __future__ import annotations
@@ -65,11 +69,13 @@ def time_calls(
     result = None
     if sync is None:
         for i in range(samples):
+            result = None  # free the previous result here, not inside the next sample
             start = clock()
             result = call()
             latencies[i] = clock() - start
     else:
         for i in range(samples):
+            result = None
             start = clock()
             result = call()
             sync(result)
