@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy import select
@@ -167,3 +168,16 @@ def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
             pass
         time.sleep(0.2)
     raise RuntimeError(f"pinbench serve did not answer within 60 s: {log.read_text()}")
+
+
+def wait_for_status(
+    c: httpx.Client, run_id: str, until: tuple[str, ...], timeout_s: float = 180
+) -> dict[str, Any]:
+    """The run (``GET /api/v1/runs/ID``) once its status is one of ``until``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info: dict[str, Any] = c.get(f"/api/v1/runs/{run_id}").json()
+        if info["status"] in until:
+            return info
+        assert time.monotonic() < deadline, info
+        time.sleep(0.2)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from pinbench.artifacts.scratch import owners_of
-from tests.apiserver import Server, api_server, serve
+from tests.apiserver import Server, api_server, serve, wait_for_status
 from tests.helpers import Cli, in_process_cli
 
 # A long run that costs little: LoadGen's Server scenario at 20 queries/s for up to 10 min.
@@ -30,16 +29,6 @@ def _submit(c: httpx.Client) -> str:
     assert queued.status_code == 202, queued.text
     run_id: str = queued.json()["id"]
     return run_id
-
-
-def _wait(c: httpx.Client, run_id: str, until: tuple[str, ...]) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while True:
-        info: dict[str, Any] = c.get(f"/api/v1/runs/{run_id}").json()
-        if info["status"] in until:
-            return info
-        assert time.monotonic() < deadline, info
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -71,7 +60,7 @@ def _cli(
 def test_cancel_through_the_api_queued_and_running_by_owner_only(server: Server) -> None:
     with server.client("owner") as owner:
         running = _submit(owner)
-        _wait(owner, running, ("running",))
+        wait_for_status(owner, running, ("running",))
         queued = _submit(owner)
         assert owner.get(f"/api/v1/runs/{queued}").json()["status"] == "queued"
         with server.client("other") as other, server.client("reader") as reader:
@@ -89,7 +78,7 @@ def test_cancel_through_the_api_queued_and_running_by_owner_only(server: Server)
 
         with server.client("admin") as admin:
             assert admin.delete(f"/api/v1/runs/{running}").status_code == 202
-        info = _wait(owner, running, FINISHED)
+        info = wait_for_status(owner, running, FINISHED)
         assert info["status"] == "cancelled" and info["error"] == "cancelled by admin"
         assert not info["metrics"]
 
@@ -99,7 +88,7 @@ def test_cancel_through_the_api_queued_and_running_by_owner_only(server: Server)
         assert owner.delete("/api/v1/runs/0000").status_code == 404
         # the queued run never started, and the worker is free for the next run
         assert owner.get(f"/api/v1/runs/{queued}").json()["status"] == "cancelled"
-        _wait(owner, _submit(owner), ("running",))
+        wait_for_status(owner, _submit(owner), ("running",))
 
 
 def test_a_second_server_leaves_the_first_ones_runs_and_scratch_alone(
@@ -108,7 +97,7 @@ def test_a_second_server_leaves_the_first_ones_runs_and_scratch_alone(
     tmp = server.home / "tmp"
     with server.client("owner") as owner:
         running = _submit(owner)
-        _wait(owner, running, ("running",))
+        wait_for_status(owner, running, ("running",))
         deadline = time.monotonic() + 60
         while not (live_scratch := {p.name for p in tmp.glob("run-*")}):  # its run folder
             assert time.monotonic() < deadline, "the running run made no scratch folder"

@@ -31,6 +31,7 @@ from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
+from tests.apiserver import wait_for_status
 
 
 def quiet(text: str) -> None:
@@ -212,13 +213,7 @@ def _submit(c: Any, request: dict[str, Any]) -> str:
 
 
 def _until(c: Any, run_id: str, *states: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 180
-    while True:
-        info: dict[str, Any] = c.get(f"/api/v1/runs/{run_id}").json()
-        if info["status"] in states:
-            return info
-        assert time.monotonic() < deadline, info
-        time.sleep(0.2)
+    return wait_for_status(c, run_id, states)
 
 
 def test_serve_warm_runs_the_second_run_warm_a_cancel_ends_its_process_and_stopping_ends_all(
