@@ -152,7 +152,7 @@ def test_a_pickled_model_never_uses_a_warm_evaluator(digits: Workspace, pool: Wa
     from pinbench.evaluator.measure import Evidence
     from pinbench.evaluator.stop import Stop
 
-    def refuse_to_start() -> Any:
+    def refuse_to_start(root: Path, idle_s: float) -> Any:
         raise AssertionError("a warm evaluator was started for a pickle")
 
     evidence = Evidence()
@@ -258,7 +258,7 @@ def test_a_model_format_that_can_carry_its_own_operations_runs_cold(
     from pinbench.evaluator.measure import Evidence
     from pinbench.evaluator.stop import Stop
 
-    def refuse_to_start() -> Any:
+    def refuse_to_start(root: Path, idle_s: float) -> Any:
         raise AssertionError(f"a warm evaluator was started for a {fmt} model")
 
     evidence = Evidence()

@@ -10,16 +10,18 @@ and ``out/N.exit``. The bytes are still checked inside the boundary, every job.
 
 What a warm run gives up, and so what is recorded on it (``details.environment``): ``warm``
 (true when the process had served runs before), ``warm_served_before`` and ``warm_process``
-(its pid or container). A model's code can leave state in the process for the runs after it,
-so a pickled model (``trusted``: arbitrary code at load) never shares one: it runs cold,
-recorded ``warm: false`` with the reason. A run stopped, timed out or crashed takes its
+(its pid or container). A model's code can leave state in the process (or files in its answers
+folder) for the runs after it, so only models of ``WARM_FORMATS`` share one; any other runs
+cold, recorded ``warm: false`` with the reason. A run stopped, timed out or crashed takes its
 process with it; the next run starts a fresh one. One process serves one run at a time; a run
 that finds its key's process busy runs cold.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -37,18 +39,15 @@ from pinbench.evaluator.runners.process import (
     collect,
 )
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.worker import IDLE_S, SERVED
 from pinbench.registry.lockfile import Lockfile
 
-IDLE_S = 600.0
-"""How long a warm evaluator waits for its next job before it ends itself."""
 POLL_S = 0.005
 """How often a waiting run looks for its job's exit file."""
 ALIVE_EVERY_S = 0.5
 """How often it asks whether the process is still there (a container costs an API call)."""
 SETTLE_S = 2.0
 """How long a finished job's last output lines may take to arrive through the relay."""
-SERVED = "pinbench-warm: served job"
-"""The worker's line after each job (``pinbench.evaluator.worker.SERVED``)."""
 WARM_FORMATS = frozenset({"onnx", "safetensors"})
 """Model formats that may share a warm evaluator: a graph of pure tensor operators, or weights
 for one of pinbench's own architectures. Every other format can carry code or file operations
@@ -60,6 +59,7 @@ BUSY_REASON = "its warm evaluator was serving another run"
 CLOSED_REASON = "the warm evaluators were being shut down"
 EXIT_BYTES = 8
 """An honest exit file holds a status of a few digits."""
+ENDED = "(warm) ended during the run"
 
 
 def format_reason(fmt: str) -> str:
@@ -73,9 +73,6 @@ def read_exit(path: Path) -> int | None:
     """The status in a job's exit file, read without trusting it: the folder is writable from
     inside the evaluator, so a link, a FIFO, a device or anything but a few digits is refused
     (None) rather than followed, waited on or read whole."""
-    import os
-    import stat
-
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -120,14 +117,16 @@ class WarmEvaluator(ABC):
     def kill(self) -> None:
         """End the process now (and whatever it holds: a container is removed)."""
 
-    def died(self, status: int | None, tail: list[str]) -> Exception:
+    def recorded(self) -> dict[str, str]:
+        """What a run it serves records about it (``details.environment``)."""
+        return {"warm_process": self.ident}
+
+    def died(self, tail: list[str]) -> Exception:
         """The error of a process that ended without answering its job."""
-        return WorkerCrashed(
-            runner=self.runner,
-            status=-1 if status is None else status,
-            reason="(warm) ended during the run",
-            tail=tail,
-        )
+        return self.crashed(-1, ENDED, tail)
+
+    def crashed(self, status: int, reason: str, tail: list[str]) -> WorkerCrashed:
+        return WorkerCrashed(runner=self.runner, status=status, reason=reason, tail=tail)
 
     def route(self, line: str) -> None:
         """The relay's ``say``: a line of the current job's output, or its end."""
@@ -169,24 +168,17 @@ class WarmEvaluator(ABC):
                 if now - checked >= ALIVE_EVERY_S:
                     checked = now
                     if not self.alive() and not exit_file.exists():
-                        raise self.died(None, self.relay.join())
+                        raise self.died(self.relay.join())
                 time.sleep(POLL_S)
             status = read_exit(exit_file)
             self._settled.wait(SETTLE_S)
             tail = list(self.relay.tail)
             if status is None:
                 self.kill()
-                raise WorkerCrashed(
-                    runner=self.runner,
-                    status=-1,
-                    reason="(warm) left no readable exit status",
-                    tail=tail,
-                )
+                raise self.crashed(-1, "(warm) left no readable exit status", tail)
             if status not in (0, 1):
                 self.kill()
-                raise WorkerCrashed(
-                    runner=self.runner, status=status, reason="(warm) stopped", tail=tail
-                )
+                raise self.crashed(status, "(warm) stopped", tail)
             collect(self.runner, self.out / str(n), lock, evidence, status=status, tail=tail)
         finally:
             self._say = _quiet
@@ -207,18 +199,23 @@ class WarmEvaluator(ABC):
 Key = tuple[str, ...]
 
 
+Start = Callable[[Path, float], WarmEvaluator]
+"""A runner's way to start an evaluator: in this (new, empty) folder, ending itself after this
+many idle seconds."""
+
+
 class WarmPool:
-    """The warm evaluators of one server or agent, by key; ``close`` ends them all."""
+    """The warm evaluators of one server or agent, one per key; ``close`` ends them all."""
 
     def __init__(self, root: Path, idle_s: float = IDLE_S) -> None:
         self.root = root
         self.idle_s = idle_s
         """A warm evaluator with no job for this long ends itself (it is started again)."""
         self._lock = threading.Lock()
-        self._free: dict[Key, WarmEvaluator] = {}
+        self._evaluators: dict[Key, WarmEvaluator] = {}
+        """Every evaluator started and not yet closed."""
         self._busy: set[Key] = set()
-        self._started: list[WarmEvaluator] = []
-        """Every evaluator started and not yet closed, busy ones included."""
+        """The keys whose evaluator serves a run now."""
         self._closed = False
         self._count = 0
         self._scratch = ExitStack()
@@ -238,73 +235,68 @@ class WarmPool:
         pool._scratch = stack
         return pool
 
-    def folder(self) -> Path:
+    def _folder(self) -> Path:
         """A new, empty folder for one evaluator's jobs and answers."""
         with self._lock:
             self._count += 1
-            n = self._count
-        path = self.root / f"warm-{n}"
+            path = self.root / f"warm-{self._count}"
         self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)  # a container's user (nobody) must reach its folder
-        shutil.rmtree(path, ignore_errors=True)
         (path / "jobs").mkdir(parents=True)
         (path / "out").mkdir()
         return path
 
+    def _drop(self, key: Key, evaluator: WarmEvaluator) -> None:
+        with self._lock:
+            if self._evaluators.get(key) is evaluator:
+                del self._evaluators[key]
+        evaluator.close()
+
     @contextmanager
-    def take(self, key: Key, start: Callable[[], WarmEvaluator]) -> Iterator[WarmEvaluator | None]:
+    def take(self, key: Key, start: Start) -> Iterator[WarmEvaluator | None]:
         """The key's evaluator for one run (started if there is none, or it ended); None when
-        another run holds it (this run goes cold)."""
-        held: WarmEvaluator | None = None
+        another run holds it or the pool is closed (this run goes cold)."""
         with self._lock:
             mine = key not in self._busy and not self._closed
             if mine:
                 self._busy.add(key)
-                held = self._free.pop(key, None)
+            held = self._evaluators.get(key)
         if not mine:
             yield None
             return
         try:
             if held is not None and not held.alive():
-                held.close()
-                with self._lock:
-                    self._started.remove(held)
+                self._drop(key, held)
                 held = None
             if held is None:
-                held = start()
+                held = start(self._folder(), self.idle_s)
                 with self._lock:
-                    self._started.append(held)
+                    self._evaluators[key] = held
             yield held
         finally:
             with self._lock:
                 self._busy.discard(key)
-                keep = held is not None and not self._closed and held.alive()
-                if keep and held is not None:
-                    self._free[key] = held
-            if held is not None and not keep:
-                held.close()
-                with self._lock:
-                    if held in self._started:
-                        self._started.remove(held)
+            if held is not None and (self._closed or not held.alive()):
+                self._drop(key, held)
 
     def close(self) -> None:
         with self._lock:  # busy ones too: their runs are being stopped with the server
             self._closed = True
-            held, self._free, self._started = self._started, {}, []
+            held, self._evaluators = list(self._evaluators.values()), {}
         for evaluator in held:
             evaluator.close()
         self._scratch.close()
 
 
-WriteJob = Callable[[WarmEvaluator, int, Path, Path], None]
-"""A runner's part of a warm job: write ``job.json`` (and what it names) into the job's folder,
-for the evaluator numbered, with its answer folder."""
+WriteJob = Callable[[int, Path, Path], None]
+"""A runner's part of warm job ``N``: write ``job.json`` (and what it names) into the job's
+folder, given its answers folder."""
 
 
 def run_warm(
     pool: WarmPool,
     key: Key,
-    start: Callable[[], WarmEvaluator],
+    start: Start,
     lock: Lockfile,
     evidence: Evidence,
     say: Say,
@@ -325,13 +317,12 @@ def run_warm(
         n = held.served + 1
         job, out = held.jobs / str(n), held.out / str(n)
         evidence.environment.update(
-            warm=held.served > 0, warm_served_before=held.served, warm_process=held.ident
+            warm=held.served > 0, warm_served_before=held.served, **held.recorded()
         )
-        try:
-            for folder in (job, out):
-                shutil.rmtree(folder, ignore_errors=True)
-                folder.mkdir()
-            write(held, n, job, out)
+        try:  # a folder already there was not made by this pool: the process is dropped
+            job.mkdir()
+            out.mkdir()
+            write(n, job, out)
             held.run_job(n, lock, evidence, say, stop)
         except EvaluationFailed:
             raise  # the model failed; the process answered as it should and is kept

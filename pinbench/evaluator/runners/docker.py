@@ -33,7 +33,7 @@ from pinbench.evaluator.runners.process import (
     write_job,
 )
 from pinbench.evaluator.stop import Stop
-from pinbench.evaluator.warm import WarmEvaluator, WarmPool, run_warm
+from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.images.engine import connect
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.registry.names import Kind
@@ -172,9 +172,8 @@ def run(
     }
     stop = stop or Stop()
     if warm is not None:
-        pool = warm
 
-        def write(held: WarmEvaluator, n: int, job: Path, out: Path) -> None:
+        def write(n: int, job: Path, out: Path) -> None:
             inside = _link_files(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
             write_job(
                 job / "job.json",
@@ -191,12 +190,11 @@ def run(
 
         label = f"image/{pinned.name}@{pinned.version}"
 
-        def start() -> WarmEvaluator:
-            return DockerWarm(pool.folder(), client, image.id, lock, pool.idle_s, label)
+        def start(root: Path, idle_s: float) -> WarmEvaluator:
+            return DockerWarm(root, client, image.id, lock, idle_s, label)
 
         key = ("docker", image.id, str(limits.memory_mb), str(limits.cpus))
-        if run_warm(pool, key, start, lock, evidence, say, stop, write):
-            evidence.environment["container"] = evidence.environment["warm_process"][10:]
+        if run_warm(warm, key, start, lock, evidence, say, stop, write):
             return
     with scratch_directory(ws.store.tmp, "run") as tmp:
         job_dir, out = tmp / "job", tmp / "out"
@@ -297,6 +295,9 @@ class DockerWarm(WarmEvaluator):
     def ident(self) -> str:
         return f"container {self.container.id[:12]}"
 
+    def recorded(self) -> dict[str, str]:
+        return {**super().recorded(), "container": self.container.id[:12]}
+
     def alive(self) -> bool:
         try:
             self.container.reload()
@@ -308,7 +309,7 @@ class DockerWarm(WarmEvaluator):
         with contextlib.suppress(APIError, RequestsConnectionError, ReadTimeout):
             self.container.remove(force=True)
 
-    def died(self, status: int | None, tail: list[str]) -> Exception:
+    def died(self, tail: list[str]) -> Exception:
         state: dict[str, Any] = {}
         with contextlib.suppress(APIError):
             self.container.reload()
@@ -321,7 +322,7 @@ class DockerWarm(WarmEvaluator):
                 f"the evaluator inside {self.label} predates warm evaluators: rebuild the "
                 "image (`pinbench images build`), or run without --warm"
             )
-        return super().died(code, tail)
+        return self.crashed(code, ENDED, tail)
 
 
 def _execute(

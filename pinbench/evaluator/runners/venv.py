@@ -26,7 +26,7 @@ from pinbench.evaluator.runners.process import (
 )
 from pinbench.evaluator.source import evaluator_digest, stage_evaluator
 from pinbench.evaluator.stop import Stop
-from pinbench.evaluator.warm import WarmEvaluator, WarmPool, run_warm
+from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
@@ -81,8 +81,9 @@ class VenvWarm(WarmEvaluator):
             self.proc.kill()
         self.proc.wait()
 
-    def died(self, status: int | None, tail: list[str]) -> Exception:
-        return super().died(self.proc.poll(), tail)
+    def died(self, tail: list[str]) -> Exception:
+        code = self.proc.poll()
+        return self.crashed(-1 if code is None else code, ENDED, tail)
 
 
 def run(
@@ -115,15 +116,13 @@ def run(
     stop = stop or Stop()
     if warm is not None:
 
-        def write(_: WarmEvaluator, n: int, job: Path, out: Path) -> None:
+        def write(n: int, job: Path, out: Path) -> None:
             write_job(job / "job.json", lock, models, data, cache, trace, allow_pickle)
 
+        def start(root: Path, idle_s: float) -> WarmEvaluator:
+            return VenvWarm(root, venv.python, source, idle_s)
+
         key = ("venv", venv.digest, evaluator_digest())
-        pool = warm
-
-        def start() -> WarmEvaluator:
-            return VenvWarm(pool.folder(), venv.python, source, pool.idle_s)
-
         if run_warm(warm, key, start, lock, evidence, say, stop, write):
             return
     with scratch_directory(ws.store.tmp, "run") as tmp:
