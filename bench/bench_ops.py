@@ -47,9 +47,10 @@ from typing import Any
 import numpy as np
 
 from bench._common import Check, Report, check_runs, command_line, log, machine, median, parser
-from pinbench.operators import OperatorSpec, generate, resnet50_conv_specs
 from pinbench.operators.frameworks import FRAMEWORKS, load
-from pinbench.operators.inputs import OperatorInputs
+from pinbench.operators.inputs import OperatorInputs, generate
+from pinbench.operators.resnet50 import resnet50_conv_specs
+from pinbench.operators.spec import OperatorSpec
 from pinbench.operators.timing import time_calls
 
 TARGET = 1.02

@@ -16,29 +16,24 @@ import numpy as np
 import pytest
 
 from pinbench.errors import InvalidDocument, UserError
-from pinbench.operators import (
-    RESNET50_CONVS,
-    TOLERANCES,
+from pinbench.operators.counts import counts
+from pinbench.operators.errors import (
     InvalidParameter,
-    OperatorResult,
-    OperatorSpec,
     TooLarge,
     UnknownFramework,
     UnknownOperator,
     UnknownParameter,
     UnsupportedOperation,
-    counts,
-    generate,
-    parse_spec,
-    resnet50_conv_specs,
-    run_operator,
-    validate,
 )
 from pinbench.operators.frameworks import FRAMEWORKS
-from pinbench.operators.inputs import round_bfloat16
-from pinbench.operators.reference import reference, validate_all
+from pinbench.operators.inputs import generate, round_bfloat16
+from pinbench.operators.loop import BadLoop
+from pinbench.operators.reference import TOLERANCES, reference, validate, validate_all
+from pinbench.operators.resnet50 import RESNET50_CONVS, resnet50_conv_specs
+from pinbench.operators.run import OperatorResult, run_operator
 from pinbench.operators.schema import OPS
-from pinbench.operators.timing import BadLoop, time_calls
+from pinbench.operators.spec import OperatorSpec, parse_spec
+from pinbench.operators.timing import time_calls
 
 CONV: dict[str, Any] = {
     "n": 2, "c": 4, "h": 7, "w": 6, "out_channels": 6, "kernel_h": 3, "kernel_w": 2,
@@ -498,3 +493,54 @@ def test_importing_the_library_starts_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- the ONNX model is written without the onnx package (not in ONNX Runtime's environment)
+
+
+@pytest.mark.parametrize(
+    ("op", "params"),
+    [
+        ("conv2d", CONV),
+        ("matmul", {"m": 3, "n": 4, "k": 5, "trans_a": True}),
+        ("softmax", {"shape": (2, 3), "axis": -1}),
+        ("layer_norm", {"shape": (2, 3, 4), "normalized_shape": (3, 4), "eps": 1e-3}),
+    ],
+)
+def test_the_onnx_model_is_the_one_onnx_helper_builds(op: str, params: dict[str, Any]) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pinbench.operators.frameworks import onnxruntime as ort_ops
+    from pinbench.operators.shapes import input_shapes, output_shape
+
+    spec = OperatorSpec(op=op, params=params)
+    ours = onnx.load_from_string(ort_ops._model(spec))
+    onnx.checker.check_model(ours)
+    shapes = input_shapes(op, spec.params)
+    node = ours.graph.node[0]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    theirs = helper.make_model(
+        helper.make_graph(
+            [helper.make_node(node.op_type, list(shapes), ["y"], **attrs)],
+            op,
+            [
+                helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+                for n, s in shapes.items()
+            ],
+            [
+                helper.make_tensor_value_info(
+                    "y", TensorProto.FLOAT, list(output_shape(op, spec.params))
+                )
+            ],
+        ),
+        opset_imports=[helper.make_opsetid("", ort_ops.OPSET)],
+    )
+    theirs.ir_version = ort_ops.IR_VERSION
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(
+        deterministic=True
+    )
+    if op == "softmax":
+        assert attrs == {"axis": spec.params["axis"]}
+    if op == "layer_norm":  # a negative int attribute: a ten-byte varint
+        assert attrs["axis"] == -2 and attrs["epsilon"] == pytest.approx(1e-3)

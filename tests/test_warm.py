@@ -147,7 +147,7 @@ def test_a_run_that_finds_the_warm_evaluator_busy_runs_cold_and_says_why(
 
 def test_a_pickled_model_never_uses_a_warm_evaluator(digits: Workspace, pool: WarmPool) -> None:
     lock = _lock(digits)
-    assert lock.body.model.format != "torch-pickle"
+    assert lock.body.model is not None and lock.body.model.format != "torch-pickle"
     pickled = _with_model_format(lock, "torch-pickle")
     from pinbench.evaluator.measure import Evidence
     from pinbench.evaluator.stop import Stop
@@ -166,6 +166,7 @@ def test_a_pickled_model_never_uses_a_warm_evaluator(digits: Workspace, pool: Wa
 def _with_model_format(lock: Lockfile, fmt: str) -> Lockfile:
     import msgspec
 
+    assert lock.body.model is not None
     model = msgspec.structs.replace(lock.body.model, format=fmt)
     return Lockfile(msgspec.structs.replace(lock.body, model=model))
 

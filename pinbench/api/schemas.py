@@ -120,9 +120,10 @@ class RunView(Body):
     """The run it retries (that run's system was lost); None: a first attempt."""
     environment: str | None
     lockfile: str
-    model: str
+    model: str | None
+    """``NAME@VERSION``; None in an operator benchmark."""
     framework: str | None
-    dataset: str
+    dataset: str | None
     scenario: str
     mode: str
     batch_size: int
@@ -137,6 +138,8 @@ class RunView(Body):
     units: dict[str, str] | None = None
     host: dict[str, Any] | None = None
     details: dict[str, Any] | None = None
+    operator: str | None = None
+    """The operator benchmarked, described (``matmul(m=64, ...) float32 forward seed 0``)."""
 
 
 class Comparison(Body):

@@ -27,6 +27,7 @@ from pinbench.cli import (
     images,
     lockfile,
     manifest,
+    ops,
     registry,
     runs,
     serve,
@@ -100,6 +101,7 @@ app.add_typer(lockfile.lockfile_app, name="lockfile")
 app.add_typer(manifest.manifest_app, name="manifest")
 app.add_typer(cluster.agent_app, name="agent")
 app.add_typer(cluster.systems_app, name="systems")
+app.add_typer(ops.ops_app, name="ops")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,7 +125,7 @@ def run_cmd(
 
     def here(ws: Workspace) -> dict[str, Any]:
         # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 / 143)
-        with _stopped_safely() as stop:
+        with stopped_safely() as stop:
             outcome = run_lockfile(
                 ws,
                 lock,
@@ -228,10 +228,13 @@ def _print_run(info: dict[str, Any]) -> None:
 
     out = _out()
     out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
-    out.print(
-        f"{info['model']} on {info['framework']}, {info['dataset']}, "
-        f"{info['scenario']} {info['mode']}, batch {info['batch_size']}"
-    )
+    if info.get("operator"):
+        out.print(f"operator {info['operator']} on {info['framework']}")
+    else:
+        out.print(
+            f"{info['model']} on {info['framework']}, {info['dataset']}, "
+            f"{info['scenario']} {info['mode']}, batch {info['batch_size']}"
+        )
     table = Table("metric", "value", box=None)
     for label, key in METRIC_ROWS:
         if key in info:
@@ -311,7 +314,7 @@ def runs_list(
         table.add_row(
             r["id"][:8],
             r["status"],
-            r["model"],
+            r["model"] or r.get("operator") or "",
             r["framework"] or "",
             f"{r['scenario']} {r['mode']}",
             p50,
@@ -417,7 +420,7 @@ def rerun_cmd(
     if trace is not None:
         parts(trace)
     say = progress_lines(quiet=as_json)
-    with workspace() as ws, _stopped_safely() as stop:
+    with workspace() as ws, stopped_safely() as stop:
         verdict = rerun(
             ws,
             run,
@@ -615,7 +618,7 @@ def runs_parity(
 
 
 @contextmanager
-def _stopped_safely() -> Iterator[Stop]:
+def stopped_safely() -> Iterator[Stop]:
     """Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 /
     143); a LoadGen test left running on its thread ends the process without teardown."""
     from pinbench.evaluator.stop import Stop, stop_on_signals

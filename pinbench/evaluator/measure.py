@@ -30,7 +30,7 @@ from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.evaluator.stop import Stop
-from pinbench.registry.lockfile import LockedArtifact, Lockfile
+from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.registry.manifest import Output
 from pinbench.registry.names import Kind
 from pinbench.trace.recorder import Recorder
@@ -110,6 +110,14 @@ def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:
     return artifact
 
 
+def pinned_files(lock: Lockfile, kind: Kind) -> list[LockedFile]:
+    """The files of the lockfile's ``kind`` artifact; none for a model or dataset in an
+    operator benchmark, which pins neither."""
+    if lock.body.operator is not None and lock.artifact(kind) is None:
+        return []
+    return files_of(lock, kind).files
+
+
 def measure(job: Job, evidence: Evidence, say: Say) -> None:
     """Evaluate ``job`` and fill ``evidence`` (frameworks first, so a mismatch is recorded)."""
     body = job.lock.body
@@ -121,6 +129,11 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     evidence.frameworks[env.framework] = seen
     if public_version(seen) != public_version(env.version):  # semver build metadata too
         raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
+    if body.operator is not None:
+        from pinbench.evaluator.operate import operate
+
+        operate(job, evidence, say)
+        return
 
     recorder = Recorder(job.trace, env.framework, seen)
     recorder.start()
@@ -138,6 +151,7 @@ def _evaluate(
     job: Job, cls: type[Predictor], recorder: Recorder, evidence: Evidence, say: Say
 ) -> None:
     body = job.lock.body
+    assert body.model is not None and body.dataset is not None  # not an operator run
     model_art = files_of(job.lock, Kind.MODEL)
     data_art = files_of(job.lock, Kind.DATASET)
     if not body.model.inputs:

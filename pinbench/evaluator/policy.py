@@ -29,11 +29,13 @@ class PickleRefused(UserError):
 
 
 def needs_pickle(lock: Lockfile) -> bool:
-    return lock.body.model.format in PICKLE_FORMATS
+    model = lock.body.model
+    return model is not None and model.format in PICKLE_FORMATS
 
 
 def _model(lock: Lockfile) -> str:
-    return f"{lock.body.model.name}@{lock.body.model.version}"
+    model = lock.body.model
+    return f"{model.name}@{model.version}" if model else "(none)"
 
 
 def check_pickle(lock: Lockfile, *, allow: bool) -> None:

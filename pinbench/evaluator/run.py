@@ -24,7 +24,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.cluster.placement import check_here
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
-from pinbench.errors import PinbenchError
+from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.measure import Evidence
 from pinbench.evaluator.policy import check_pickle
@@ -74,6 +74,11 @@ class _Attempt:
 def check_trace(lock: Lockfile, trace: str) -> str:
     """``trace`` if the lockfile's framework can provide it (else a clear refusal)."""
     env = lock.body.environment
+    if lock.body.operator is not None and trace != "none":
+        raise UserError(
+            "an operator benchmark is not traced: its raw per-call latencies are recorded; "
+            "leave --trace out"
+        )
     return check_level(trace, env.framework if env is not None else "?")
 
 
@@ -240,7 +245,17 @@ def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:
     return ws.store.put_bytes(buf.getvalue())
 
 
-UNITS = {"_ns": "ns", "_sps": "samples/s", "_count": "count", "_bool": "bool"}
+UNITS = {
+    "_ns": "ns",
+    "_sps": "samples/s",
+    "_count": "count",
+    "_bool": "bool",
+    "_flop_per_s": "FLOP/s",
+    "_byte_per_s": "B/s",
+    "_flop_per_byte": "FLOP/B",
+    "_s": "s",
+}
+"""Units by metric-name suffix, the first that matches (``_s`` after the rates ending in it)."""
 
 
 def unit_of(metric: str) -> str:

@@ -57,6 +57,10 @@ and so touch the runs after it."""
 PICKLE_REASON = "a pickled model runs arbitrary code: it never shares an evaluator process"
 BUSY_REASON = "its warm evaluator was serving another run"
 CLOSED_REASON = "the warm evaluators were being shut down"
+OPERATOR_REASON = (
+    "an operator benchmark runs in a fresh process: thread settings are fixed at a "
+    "framework's first use"
+)
 EXIT_BYTES = 8
 """An honest exit file holds a status of a few digits."""
 ENDED = "(warm) ended during the run"
@@ -304,9 +308,12 @@ def run_warm(
     write: WriteJob,
 ) -> bool:
     """Run the job on the key's warm evaluator; False (recorded why) when it must run cold."""
-    fmt = lock.body.model.format
-    if needs_pickle(lock) or fmt not in WARM_FORMATS:
-        reason = PICKLE_REASON if needs_pickle(lock) else format_reason(fmt)
+    model = lock.body.model
+    if model is None or needs_pickle(lock) or model.format not in WARM_FORMATS:
+        if model is None:
+            reason = OPERATOR_REASON
+        else:
+            reason = PICKLE_REASON if needs_pickle(lock) else format_reason(model.format)
         evidence.environment.update(warm=False, warm_cold_because=reason)
         return False
     with pool.take(key, start) as held:

@@ -26,7 +26,7 @@ import msgspec
 
 from pinbench.artifacts.digest import hash_file
 from pinbench.errors import PinbenchError, UserError
-from pinbench.evaluator.measure import Evidence, Job, files_of, measure
+from pinbench.evaluator.measure import Evidence, Job, measure, pinned_files
 from pinbench.evaluator.results import JobFile, write_results
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.registry.lockfile import Lockfile
@@ -44,7 +44,7 @@ class TamperedInput(UserError):
 def _paths(lock: Lockfile, kind: Kind, given: dict[str, str]) -> dict[str, Path]:
     """The handed-in files of one artifact, each checked against the lockfile's sha256."""
     problems, out = [], {}
-    for f in files_of(lock, kind).files:
+    for f in pinned_files(lock, kind):
         where = given.get(f.path)
         if where is None:
             problems.append(f"{kind.value} file {f.path} was not handed in")

@@ -13,9 +13,10 @@ from pinbench.operators.counts import counts
 from pinbench.operators.errors import UnsupportedOperation
 from pinbench.operators.frameworks import load
 from pinbench.operators.inputs import generate
+from pinbench.operators.loop import check_loop
 from pinbench.operators.reference import Validation, reference, validate_all
 from pinbench.operators.spec import OperatorSpec
-from pinbench.operators.timing import check_loop, time_calls
+from pinbench.operators.timing import time_calls
 
 
 class OperatorResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -19,18 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.errors import UserError
-
-
-class BadLoop(UserError):
-    def __init__(self, *, field: str, value: int, limit: str) -> None:
-        super().__init__(f"{field} = {value} is not allowed: {limit}")
-        self.field = field
-        self.value = value
-        self.limit = limit
-
-
-MAX_SAMPLES = 1_000_000
+from pinbench.operators.loop import check_loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +29,6 @@ class Timed:
 
     latencies_ns: npt.NDArray[np.int64]
     last: Any
-
-
-def check_loop(samples: int, warmup: int, threads: int | None = None) -> None:
-    if threads is not None and not 1 <= threads <= 1024:
-        raise BadLoop(field="threads", value=threads, limit="between 1 and 1024, or unset")
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise BadLoop(field="samples", value=samples, limit=f"between 1 and {MAX_SAMPLES:,}")
-    if not 0 <= warmup <= MAX_SAMPLES:
-        raise BadLoop(field="warmup", value=warmup, limit=f"between 0 and {MAX_SAMPLES:,}")
 
 
 def time_calls(

@@ -126,7 +126,7 @@ def adopt(
         Adopted(
             ref=art.ref,
             created=ref_of(art) in new,
-            format=lock.body.model.format if art.kind == "model" else None,
+            format=lock.body.model.format if art.kind == "model" and lock.body.model else None,
         )
         for art in lock.body.artifacts
     ]

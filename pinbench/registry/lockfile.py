@@ -15,7 +15,8 @@ import msgspec
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.errors import InvalidDocument
+from pinbench.errors import InvalidDocument, UserError
+from pinbench.operators.section import OperatorRun
 from pinbench.registry.explain import explain
 from pinbench.registry.manifest import (
     LATE_LABEL_FIELDS,
@@ -116,8 +117,13 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     request: Request
     artifacts: list[LockedArtifact]
     environment: LockedEnvironment | None
-    model: LockedModel
-    dataset: LockedDataset
+    model: LockedModel | None
+    """The model evaluated; None in an operator benchmark."""
+    dataset: LockedDataset | None
+    """The dataset it is evaluated on; None in an operator benchmark."""
+    operator: OperatorRun | None = None
+    """The operator benchmarked (Deep500's level 0), as its request names it; left out of the
+    lockfile's bytes when unset, so a model run's lockfile keeps its digest."""
     scenario: Scenario
     batch_size: int
     threads: int | None
@@ -140,9 +146,12 @@ class Lockfile:
         self.body = body
         data = msgspec.to_builtins(body)
         data["request"] = request_data(body.request)
+        drop_unset(data, ("operator",))
         drop_unset(data["system"], LATE_SYSTEM_FIELDS)
-        drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
-        drop_unset_outputs(data["model"]["outputs"])
+        if data["dataset"] is not None:
+            drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
+        if data["model"] is not None:
+            drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)
         self.digest = Digest.of_bytes(self.canonical)
 
@@ -168,6 +177,8 @@ class Lockfile:
             lock = cls(body)
         except msgspec.ValidationError as exc:
             raise LockfileError(source=source, reason=explain(str(exc), LockBody)) from None
+        except UserError as exc:  # the operator section's own check
+            raise LockfileError(source=source, reason=f"operator: {exc}") from None
         except ValueError as exc:  # a non-finite float or a huge integer: not canonical JSON
             raise LockfileError(source=source, reason=f"not canonical JSON: {exc}") from None
         if lock.canonical != raw:

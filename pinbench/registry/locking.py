@@ -31,6 +31,7 @@ from pinbench.registry.lockfile import (
     Lockfile,
 )
 from pinbench.registry.manifest import (
+    DatasetManifest,
     FrameworkManifest,
     ImageManifest,
     ModelManifest,
@@ -38,7 +39,7 @@ from pinbench.registry.manifest import (
     parse_manifest,
 )
 from pinbench.registry.names import ArtifactRef, Kind
-from pinbench.registry.request import LATE_SYSTEM_FIELDS, Request
+from pinbench.registry.request import LATE_REQUEST_FIELDS, LATE_SYSTEM_FIELDS, Request
 from pinbench.registry.resolve import Resolution
 
 
@@ -100,10 +101,8 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
             raise UserError(f"the request must resolve exactly one {kind.value}, got {len(found)}")
         return found[0]
 
-    model_ref, model = one(Kind.MODEL)
-    dataset_ref, dataset = one(Kind.DATASET)
     framework_ref, framework = one(Kind.FRAMEWORK)
-    assert isinstance(model, ModelManifest) and isinstance(framework, FrameworkManifest)
+    assert isinstance(framework, FrameworkManifest)
     env = framework.environment_for(request.system.platform())
     environment = None
     if env is not None:
@@ -132,24 +131,9 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
         request=request,
         artifacts=locked,
         environment=environment,
-        model=LockedModel(
-            name=model_ref.name,
-            version=str(model_ref.version),
-            format=model.format,
-            architecture=model.architecture,
-            trusted=model.trusted,
-            inputs=list(model.inputs),
-            outputs=list(model.outputs),
-        ),
-        dataset=LockedDataset(
-            name=dataset_ref.name,
-            version=str(dataset_ref.version),
-            manifest_digest=pinned[dataset_ref].manifest_digest,
-            labels=dataset.labels,
-            task=dataset.task,
-            samples=dataset.samples,
-            data=dataset.data,
-        ),
+        model=None if request.operator else _locked_model(*one(Kind.MODEL)),
+        dataset=None if request.operator else _locked_dataset(*one(Kind.DATASET), pinned),
+        operator=request.operator,
         scenario=request.scenario,
         batch_size=batch_size,
         threads=request.threads,
@@ -159,12 +143,41 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
     return Lockfile(body)
 
 
+def _locked_model(ref: ArtifactRef, model: Any) -> LockedModel:
+    assert isinstance(model, ModelManifest)
+    return LockedModel(
+        name=ref.name,
+        version=str(ref.version),
+        format=model.format,
+        architecture=model.architecture,
+        trusted=model.trusted,
+        inputs=list(model.inputs),
+        outputs=list(model.outputs),
+    )
+
+
+def _locked_dataset(
+    ref: ArtifactRef, dataset: Any, pinned: dict[ArtifactRef, Pinned]
+) -> LockedDataset:
+    assert isinstance(dataset, DatasetManifest)
+    return LockedDataset(
+        name=ref.name,
+        version=str(ref.version),
+        manifest_digest=pinned[ref].manifest_digest,
+        labels=dataset.labels,
+        task=dataset.task,
+        samples=dataset.samples,
+        data=dataset.data,
+    )
+
+
 def _md5s(manifest: dict[str, Any]) -> dict[str, str]:
     return {f["path"]: f["md5"] for f in manifest.get("files", []) if f.get("md5")}
 
 
 def canonical_digest(request: Request) -> str:
     data = msgspec.to_builtins(request)  # (``limits: null`` stays: sweep ids predate it)
+    drop_unset(data, LATE_REQUEST_FIELDS)
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
     return Digest.of_bytes(canonical_json(data)).hex
 

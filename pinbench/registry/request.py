@@ -10,6 +10,7 @@ import msgspec
 
 from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
+from pinbench.operators.section import OperatorRun
 from pinbench.registry.explain import explain
 from pinbench.registry.manifest import Platform, drop_unset
 from pinbench.registry.names import Kind, Spec
@@ -157,19 +158,30 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
         return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
 
 
+LATE_REQUEST_FIELDS = ("operator", "model", "dataset")
+"""Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
+frozen, and ``model``/``dataset`` are unset only in an operator request."""
+
+
 def request_data(request: Request) -> dict[str, Any]:
     """The request as plain data for digests: late fields left out while unset."""
     data = msgspec.to_builtins(request)
     assert isinstance(data, dict)
     if data.get("limits") is None:
         data.pop("limits", None)  # added after schema 2 was frozen
+    drop_unset(data, LATE_REQUEST_FIELDS)
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
     return data
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    model: str
-    dataset: str
+    model: str | None = None
+    dataset: str | None = None
+    """The model and the dataset it is evaluated on; both required unless ``operator``."""
+    operator: OperatorRun | None = None
+    """Benchmark this operator (Deep500's level 0) on ``framework`` instead of a model on a
+    dataset: no model, no dataset, no scenario, one batch size (the shapes are the operator's).
+    """
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -195,6 +207,12 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
             raise ValueError(f"batch_size lists {sizes}: each size at most once")
         if self.threads is not None and self.threads < 1:
             raise ValueError("threads must be >= 1")
+        if self.operator is None:
+            missing = [k for k in ("model", "dataset") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"{' and '.join(missing)} required (or an operator to run)")
+        else:
+            self._check_operator()
         for kind in (Kind.MODEL, Kind.DATASET, Kind.FRAMEWORK, Kind.IMAGE):
             text = getattr(self, kind.value)
             if text is not None:
@@ -202,6 +220,24 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                     Spec.parse(text, kind=kind)
                 except UserError as exc:
                     raise ValueError(f"{kind.value}: {exc}") from None
+
+    def _check_operator(self) -> None:
+        """An operator request names a framework and nothing that belongs to a model run."""
+        given = [k for k in ("model", "dataset") if getattr(self, k) is not None]
+        if given:
+            raise ValueError(f"an operator request takes no {' or '.join(given)}")
+        if self.framework is None:
+            raise ValueError("an operator request names the framework to run it on")
+        if self.batch_size != 1:
+            raise ValueError(
+                "an operator request takes no batch_size: the batch is a shape parameter "
+                "of the operator"
+            )
+        if self.scenario != Scenario():
+            raise ValueError(
+                "an operator request takes no scenario: its loop is operator.samples and "
+                "operator.warmup"
+            )
 
     def batch_sizes(self) -> list[int]:
         return list(self.batch_size) if isinstance(self.batch_size, list) else [self.batch_size]
@@ -230,6 +266,8 @@ def parse_request(data: object, *, source: str = "<request>") -> Request:
         return msgspec.convert(data, type=Request, strict=True)
     except msgspec.ValidationError as exc:
         raise RequestError(source=source, reason=explain(str(exc), Request)) from None
+    except UserError as exc:  # the operator section's own check names the field at fault
+        raise RequestError(source=source, reason=f"operator: {exc}") from None
 
 
 def read_request_data(path: Path) -> dict[str, Any]:

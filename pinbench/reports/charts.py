@@ -31,6 +31,8 @@ class Chart:
     spec: dict[str, Any] | None
     reason: str | None = None
     """Why there is no plot (``spec`` is None)."""
+    caption: str | None = None
+    """What a drawn plot's readers must know beside it (e.g. which runs set a roof)."""
 
 
 def _ms(ns: float) -> float:
@@ -129,6 +131,11 @@ def latency_histogram(report: Report) -> Chart:
     return Chart("histogram", title, spec)
 
 
+def _inference(report: Report) -> list[RunData]:
+    """The runs of models (not operator or training runs): what the inference plots draw."""
+    return [run for run in report.runs if run.level == "inference"]
+
+
 def _group(run: RunData) -> str:
     """Runs drawn as one line: traced and untraced runs never share one."""
     i = run.info
@@ -141,7 +148,7 @@ def sweep(report: Report) -> Chart:
     batch sizes (a sweep's points, or runs made one by one), one line per group."""
     title = "Latency vs throughput across batch sizes"
     groups: dict[str, list[RunData]] = defaultdict(list)
-    for run in report.runs:
+    for run in _inference(report):
         m = run.metrics
         if "throughput_sps" in m and "latency_p50_ns" in m:
             groups[_group(run)].append(run)
@@ -198,9 +205,9 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
     SingleStream performance run when the report has one, else of the accuracy run itself
     (``latency_from`` says which). Latency never comes from a traced run."""
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for run in report.runs:
+    for run in _inference(report):
         i = run.info
-        key = (i["model"], i["framework"] or "", i["dataset"])
+        key = (i["model"] or "", i["framework"] or "", i["dataset"] or "")
         slot = by_key.setdefault(key, {})
         m = run.metrics
         headline = next((name for name, _ in HEADLINE if name in m), None)
@@ -287,7 +294,7 @@ def system_points(report: Report) -> list[dict[str, Any]]:
     systems: its latency percentiles (ms) and throughput. A system with several runs of the
     group gets the median of each figure, ``runs`` saying how many."""
     groups: dict[str, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
-    for run in report.runs:
+    for run in _inference(report):
         m = run.metrics
         if "latency_p50_ns" in m or "throughput_sps" in m:
             groups[f"{_group(run)} b{run.info['batch_size']}"][run.system].append(run)

@@ -51,9 +51,24 @@ class RunData:
         traced run says so (its latencies carry the profilers' overhead)."""
         i = self.info
         framework = (i["framework"] or "").split("@")[0]
-        model = i["model"].split("@")[0].rsplit("/", 1)[-1]
         traced = f" traced:{self.trace}" if self.trace != "none" else ""
+        if not i["model"]:  # an operator run: no model, dataset or scenario
+            result = (i.get("details") or {}).get("operator") or {}
+            op = (result.get("spec") or {}).get("op", "operator")
+            return f"{i['id'][:8]} {op} {result.get('framework') or framework}{traced}"
+        model = i["model"].split("@")[0].rsplit("/", 1)[-1]
         return f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}{traced}"
+
+    @property
+    def level(self) -> str:
+        """What it benchmarked: ``operator`` (Deep500's L0), ``training`` (L2) or
+        ``inference``; read from its details (the result), else its lockfile (the request)."""
+        details = self.info.get("details") or {}
+        body = self.info.get("lockfile_body") or {}
+        for level in ("operator", "training"):
+            if details.get(level) or body.get(level):
+                return level
+        return "inference"
 
     @property
     def system(self) -> str:

@@ -122,6 +122,42 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:,.4g}"
 
 
+def _operators_md(view: ReportView) -> list[str]:
+    ops = view.operators
+    if ops is None:
+        return []
+    head = ["operator", *(["system"] if ops.show_system else [])]
+    for f in ops.frameworks:
+        head += [f"{f} median", f"{f} GFLOP/s", f"{f} max rel error", f"{f} valid"]
+    rows = []
+    for row in ops.rows:
+        cells = [row.spec, *([row.system] if ops.show_system else [])]
+        for c in row.cells:
+            if c is None:
+                cells += ["", "", "", ""]
+            else:
+                valid = c.mark + (f" {c.reason}" if c.reason else "")
+                cells += [c.median, c.gflops, c.max_rel_error, valid]
+        rows.append(cells)
+    note = "An invalid result (outside its dtype's tolerance) shows no speed."
+    return ["## Operators", "", *_table(head, rows), note, ""]
+
+
+def _training_md(view: ReportView) -> list[str]:
+    if not view.training:
+        return []
+    head = ["framework", "run", "target top-1", "reached at epoch", "time to accuracy (s)"]
+    head += ["eval time (s, excluded)", "samples/s", "final top-1", "weights sha256"]
+    rows = [
+        [
+            *(t.framework, t.run_id[:8], t.target, t.reached, t.time_to_accuracy_s),
+            *(t.eval_s, t.samples_per_s, t.final_top1, t.weights),
+        ]
+        for t in view.training
+    ]
+    return ["## Training: time to accuracy", "", *_table(head, rows)]
+
+
 def markdown(report: Report, title: str | None = None) -> str:
     view = build(report, title)
     labels = [r["label"] for r in view.runs]
@@ -156,6 +192,7 @@ def markdown(report: Report, title: str | None = None) -> str:
     out += _table(
         ["metric", "unit", *labels], [[m.metric, m.unit, *m.values] for m in view.metrics]
     )
+    out += _operators_md(view) + _training_md(view)
     if view.accuracy:
         out += ["## Accuracy vs latency", ""]
         out += _table(
@@ -183,7 +220,9 @@ def markdown(report: Report, title: str | None = None) -> str:
             ],
         )
     absent = [f"- {c.title}: {c.reason}" for c in view.charts if c.spec is None]
-    out += ["Plots are in the HTML report (`--html FILE`).", *absent, ""]
+    captions = [f"- {c.title}: {c.caption}" for c in view.charts if c.spec and c.caption]
+    out += ["Plots are in the HTML report (`--html FILE`).", *map(md_text, captions), *absent]
+    out += [""]
     if len(view.runs) > 1:
         out += ["## What differs: lockfiles and environments", ""]
         if view.diff:

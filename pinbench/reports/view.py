@@ -3,13 +3,15 @@ report and the web UI's pages all draw from it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pinbench.evaluator.history import differing
 from pinbench.reports.charts import Chart, accuracy_points, charts, system_points
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
+from pinbench.reports.operators import OpTable, operator_table, roofline
+from pinbench.reports.training import TrainingRow, training_curves, training_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,10 @@ class ReportView:
     """Each run's machine: CPU model, cores, memory, GPU model/count, driver, libraries."""
     across_systems: list[dict[str, Any]]
     """``charts.system_points``: one model's figures per system, when runs span systems."""
+    operators: OpTable | None = None
+    """Operator (L0) runs: spec x framework; None when the report holds none."""
+    training: list[TrainingRow] = field(default_factory=list)
+    """Training (L2) runs: time to accuracy and the rest, one row each."""
 
     @property
     def hardware_differs(self) -> list[str]:
@@ -137,6 +143,22 @@ def run_facts(run: RunData) -> dict[str, str]:
     }
 
 
+INFERENCE_ONLY = frozenset({"sweep", "accuracy"})
+"""Plots only inference runs can make: left out of a report that holds none."""
+
+
+def all_charts(report: Report) -> list[Chart]:
+    """``charts.charts``, then the roofline when the report holds operator runs and the
+    training curves when it holds training runs."""
+    levels = {r.level for r in report.runs}
+    out = [c for c in charts(report) if "inference" in levels or c.key not in INFERENCE_ONLY]
+    if "operator" in levels:
+        out.append(roofline(report))
+    if "training" in levels:
+        out.append(training_curves(report))
+    return out
+
+
 def build(report: Report, title: str | None = None) -> ReportView:
     units: dict[str, str] = {}
     for run in report.runs:
@@ -154,11 +176,13 @@ def build(report: Report, title: str | None = None) -> ReportView:
         runs=[run_facts(r) for r in report.runs],
         metrics=rows,
         differs=differs,
-        charts=charts(report),
+        charts=all_charts(report),
         diff=run_diff(infos) if len(infos) > 1 else [],
         accuracy=accuracy_points(report),
         predictions=[(r.label, p) for r in report.runs if (p := predictions(r))],
         systems=list(dict.fromkeys(r.system for r in report.runs)),
         hardware=hardware_rows([r.hardware for r in report.runs]),
         across_systems=system_points(report) if len(report.runs) > 1 else [],
+        operators=operator_table(report),
+        training=training_table(report),
     )

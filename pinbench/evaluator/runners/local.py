@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.evaluator.measure import Evidence, Job, Say, files_of, measure
+from pinbench.evaluator.measure import Evidence, Job, Say, measure, pinned_files
 from pinbench.evaluator.runners.process import RunTimedOut
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop, time_limit
@@ -37,7 +37,8 @@ def installed_digest() -> str:
 
 
 def store_paths(ws: Workspace, lock: Lockfile, kind: Kind) -> dict[str, Path]:
-    return {f.path: ws.store.path(Digest(f.sha256)) for f in files_of(lock, kind).files}
+    """Where the pinned files of ``kind`` are in the blob store (none in an operator run)."""
+    return {f.path: ws.store.path(Digest(f.sha256)) for f in pinned_files(lock, kind)}
 
 
 def run(

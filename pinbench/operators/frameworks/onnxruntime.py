@@ -1,4 +1,4 @@
-"""ONNX Runtime operators: a one-node ONNX graph (``onnx.helper``) in an ``InferenceSession``
+"""ONNX Runtime operators: a one-node ONNX graph (``onnx_wire``) in an ``InferenceSession``
 on the CPU provider. Forward only: an inference session computes no gradients.
 
 ONNX convolutions and pools are NCHW: an NHWC spec's input is transposed in ``prepare``
@@ -20,6 +20,7 @@ from pinbench.operators.spec import OperatorSpec
 
 NAME = "onnxruntime"
 OPSET = 20
+IR_VERSION = 10
 
 
 def version() -> str:
@@ -45,13 +46,13 @@ def _nhwc(spec: OperatorSpec) -> bool:
     return spec.op == "conv2d" and spec.p.text("layout") == "NHWC"
 
 
-def _node(spec: OperatorSpec, names: list[str]) -> Any:
-    from onnx import helper
+def _node(spec: OperatorSpec, names: list[str]) -> bytes:
+    from pinbench.operators.frameworks import onnx_wire as helper
 
     p, op = spec.p, spec.op
     if op == "conv2d":
         pad, stride, dil = p.integer("padding"), p.integer("stride"), p.integer("dilation")
-        return helper.make_node(
+        return helper.node(
             "Conv",
             names,
             ["y"],
@@ -63,50 +64,46 @@ def _node(spec: OperatorSpec, names: list[str]) -> Any:
         )
     if op == "matmul":
         ta, tb = int(p.flag("trans_a")), int(p.flag("trans_b"))
-        return helper.make_node("Gemm", names, ["y"], transA=ta, transB=tb)
+        return helper.node("Gemm", names, ["y"], transA=ta, transB=tb)
     if op == "batch_matmul":
-        return helper.make_node("MatMul", names, ["y"])
+        return helper.node("MatMul", names, ["y"])
     if op in ("relu", "gelu"):
-        return helper.make_node("Relu" if op == "relu" else "Gelu", names, ["y"])
+        return helper.node("Relu" if op == "relu" else "Gelu", names, ["y"])
     if op in ("max_pool2d", "avg_pool2d"):
         k, stride, pad = p.integer("kernel"), p.integer("stride"), p.integer("padding")
         attrs: dict[str, Any] = {"kernel_shape": [k, k], "strides": [stride] * 2, "pads": [pad] * 4}
         if op == "avg_pool2d":
-            return helper.make_node("AveragePool", names, ["y"], count_include_pad=1, **attrs)
-        return helper.make_node("MaxPool", names, ["y"], **attrs)
+            return helper.node("AveragePool", names, ["y"], count_include_pad=1, **attrs)
+        return helper.node("MaxPool", names, ["y"], **attrs)
     if op == "batch_norm":
-        return helper.make_node("BatchNormalization", names, ["y"], epsilon=p.real("eps"))
+        return helper.node("BatchNormalization", names, ["y"], epsilon=p.real("eps"))
     if op == "softmax":
-        return helper.make_node("Softmax", names, ["y"], axis=p.integer("axis"))
+        return helper.node("Softmax", names, ["y"], axis=p.integer("axis"))
     if op == "layer_norm":
         axis = -len(p.dims("normalized_shape"))
-        return helper.make_node(
-            "LayerNormalization", names, ["y"], axis=axis, epsilon=p.real("eps")
-        )
+        return helper.node("LayerNormalization", names, ["y"], axis=axis, epsilon=p.real("eps"))
     raise KeyError(op)
 
 
 def _model(spec: OperatorSpec) -> bytes:
-    from onnx import TensorProto, helper
+    from pinbench.operators.frameworks import onnx_wire
 
-    elem = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}[spec.dtype]
+    elem = {"float32": onnx_wire.FLOAT, "float16": onnx_wire.FLOAT16}[spec.dtype]
     shapes = input_shapes(spec.op, spec.params)
     out = output_shape(spec.op, spec.params)
     if _nhwc(spec):
         n, h, w, c = shapes["x"]
         shapes["x"] = (n, c, h, w)
         out = (out[0], out[3], out[1], out[2])
-    inputs = [helper.make_tensor_value_info(n, elem, list(s)) for n, s in shapes.items()]
-    graph = helper.make_graph(
-        [_node(spec, list(shapes))],
+    return onnx_wire.model(
+        _node(spec, list(shapes)),
         spec.op,
-        inputs,
-        [helper.make_tensor_value_info("y", elem, list(out))],
+        shapes,
+        {"y": out},
+        elem_type=elem,
+        opset=OPSET,
+        ir_version=IR_VERSION,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 10
-    data: bytes = model.SerializeToString()
-    return data
 
 
 def _session(spec: OperatorSpec, *, threads: int | None) -> Any:

@@ -1,0 +1,366 @@
+"""``pinbench ops``: operator benchmarks (Deep500's level 0) locked, run and recorded like
+model runs: one lockfile per framework, each run in the environment its lockfile pins.
+
+The operator library (and NumPy) is imported when a command runs, not for ``--help``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pinbench.cli.common import remote_or_here
+from pinbench.console import JsonOpt
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+from pinbench.errors import PinbenchError, UserError
+
+if TYPE_CHECKING:
+    from pinbench.remote import Remote
+    from pinbench.workspace import Workspace
+
+ops_app = typer.Typer(
+    help="Operator benchmarks: one operator (conv2d, matmul, softmax, ...) timed on each "
+    "framework on the same seeded inputs and validated against a float64 NumPy reference. "
+    "Each framework gets its own lockfile and run record; `pinbench rerun RUN` repeats one.",
+    no_args_is_help=True,
+)
+
+FRAMEWORKS_DEFAULT = "onnxruntime,torch,tensorflow"
+SWEEPS = ("resnet50", "matmul")
+MATMUL_SWEEP = (128, 256, 512, 1024, 2048)
+"""Square matmul sizes of ``ops sweep matmul``: the machine's measured compute peak (the roof
+of a report's roofline) is the fastest of them."""
+
+FrameworksOpt = Annotated[
+    str,
+    typer.Option(
+        "--frameworks",
+        help="Comma-separated frameworks, each NAME or NAME@RANGE as published in the "
+        "registry (onnxruntime, torch, tensorflow).",
+    ),
+]
+DtypeOpt = Annotated[str, typer.Option(help="float32, float16 or bfloat16.")]
+DirectionOpt = Annotated[
+    str,
+    typer.Option(help="forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
+]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the input tensors (recorded).")]
+SamplesOpt = Annotated[int, typer.Option(help="Timed calls (raw latencies are kept).")]
+WarmupOpt = Annotated[int, typer.Option(help="Untimed calls before the timed ones.")]
+ThreadsOpt = Annotated[
+    int | None, typer.Option(help="Intra-op threads of the framework (default: its own).")
+]
+RunnerOpt = Annotated[
+    str,
+    typer.Option(
+        help="local | venv | docker | auto: where each framework runs (auto: here if the "
+        "pinned version is installed, else an isolated environment)."
+    ),
+]
+
+
+@ops_app.command("list")
+def list_ops(as_json: JsonOpt = False) -> None:
+    """The operators and their parameters (what --shape takes)."""
+    from rich.table import Table
+
+    from pinbench.operators.schema import OPS, REQUIRED
+
+    rows: list[dict[str, Any]] = [
+        {
+            "op": info.name,
+            "summary": info.summary,
+            "backward": bool(info.grads),
+            "params": [
+                {
+                    "name": p.name,
+                    "kind": p.kind,
+                    "default": None if p.default is REQUIRED else p.default,
+                    "required": p.default is REQUIRED,
+                    "help": p.help,
+                }
+                for p in info.params
+            ],
+        }
+        for info in OPS.values()
+    ]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("operator", "parameters (* required)", "backward", box=None)
+    for row in rows:
+        params = ", ".join(
+            p["name"] + ("*" if p["required"] else f"={_plain(p['default'])}")
+            for p in row["params"]
+        )
+        table.add_row(f"{row['op']}\n[dim]{row['summary']}[/dim]", params, _tick(row["backward"]))
+    _out().print(table)
+
+
+@ops_app.command("run")
+def run_op(
+    op: Annotated[str, typer.Argument(help="The operator (see `pinbench ops list`).")],
+    shape: Annotated[
+        str,
+        typer.Option(
+            help="Its parameters as NAME=VALUE,... (dimensions as 8x1024), e.g. "
+            "n=1,c=64,h=56,w=56,out_channels=64,kernel_h=3,kernel_w=3,padding=1"
+        ),
+    ] = "",
+    frameworks: FrameworksOpt = FRAMEWORKS_DEFAULT,
+    dtype: DtypeOpt = "float32",
+    direction: DirectionOpt = "forward",
+    seed: SeedOpt = 0,
+    samples: SamplesOpt = 100,
+    warmup: WarmupOpt = 10,
+    threads: ThreadsOpt = None,
+    runner: RunnerOpt = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Lock the operator once per framework, run each lockfile, record the runs and print one
+    table: median and p90 latency, GFLOP/s and GB/s from the operator's analytical counts, the
+    largest error against the float64 reference, and whether it is within tolerance.
+
+    A framework outside tolerance is a failed run marked invalid, never a speed; one that
+    cannot run the operator (a dtype its CPU kernels lack) is a failed run with its reason.
+    The exit status is 1 when any run failed.
+    """
+    from pinbench.operators.shape_text import parse_shape
+
+    section = _section(op, parse_shape(op, shape), dtype, direction, seed, samples, warmup)
+    requests = [(section["op"], _request(section, fw, threads)) for fw in _frameworks(frameworks)]
+    _run_and_print(requests, runner, as_json, title=None)
+
+
+@ops_app.command("sweep")
+def sweep_ops(
+    table: Annotated[
+        str,
+        typer.Argument(
+            help="resnet50: the distinct conv2d shapes of ResNet-50 v1.5 (224x224); "
+            "matmul: square GEMMs 128..2048, whose fastest gives the machine's compute peak."
+        ),
+    ],
+    frameworks: FrameworksOpt = FRAMEWORKS_DEFAULT,
+    batch: Annotated[int, typer.Option(help="resnet50: the batch size n.")] = 1,
+    dtype: DtypeOpt = "float32",
+    direction: DirectionOpt = "forward",
+    seed: SeedOpt = 0,
+    samples: SamplesOpt = 20,
+    warmup: WarmupOpt = 3,
+    threads: ThreadsOpt = None,
+    runner: RunnerOpt = "auto",
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a table of operator shapes on each framework: one lockfile and run per shape and
+    framework, one table of them all."""
+    import msgspec
+
+    from pinbench.operators.resnet50 import resnet50_conv_specs
+
+    if table not in SWEEPS:
+        raise UserError(f"unknown sweep {table!r}; sweeps: {', '.join(SWEEPS)}")
+    if table == "resnet50":
+        shapes = [
+            (name, msgspec.to_builtins(spec.params))
+            for name, spec, _ in resnet50_conv_specs(batch=batch)
+        ]
+        op = "conv2d"
+    else:
+        shapes = [(f"{s}^3", {"m": s, "n": s, "k": s}) for s in MATMUL_SWEEP]
+        op = "matmul"
+    names = _frameworks(frameworks)
+    requests = []
+    for name, params in shapes:
+        section = _section(op, params, dtype, direction, seed, samples, warmup)
+        requests += [(name, _request(section, fw, threads)) for fw in names]
+    _run_and_print(requests, runner, as_json, title=table)
+
+
+def _section(
+    op: str,
+    params: dict[str, Any],
+    dtype: str,
+    direction: str,
+    seed: int,
+    samples: int,
+    warmup: int,
+) -> dict[str, Any]:
+    """The request's operator section, checked now (a bad shape runs nothing)."""
+    import msgspec
+
+    from pinbench.operators.section import OperatorRun
+
+    section = {
+        "op": op,
+        "params": params,
+        "dtype": dtype,
+        "direction": direction,
+        "seed": seed,
+        "samples": samples,
+        "warmup": warmup,
+    }
+    try:
+        checked = msgspec.convert(section, OperatorRun)
+    except msgspec.ValidationError as exc:
+        raise UserError(f"{op}: {exc}") from None
+    data: dict[str, Any] = msgspec.to_builtins(checked)
+    return data
+
+
+def _frameworks(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise UserError("--frameworks names at least one framework")
+    if len(set(names)) != len(names):
+        raise UserError(f"--frameworks {text!r} names a framework twice")
+    return [n if "@" in n else f"{n}@*" for n in names]
+
+
+def _request(section: dict[str, Any], framework: str, threads: int | None) -> dict[str, Any]:
+    request: dict[str, Any] = {"operator": section, "framework": framework}
+    if threads is not None:
+        request["threads"] = threads
+    return request
+
+
+def _run_and_print(
+    requests: list[tuple[str, dict[str, Any]]], runner: str, as_json: bool, title: str | None
+) -> None:
+    from pinbench.cli.common import progress_lines
+
+    say = progress_lines(quiet=as_json)
+    infos = remote_or_here(
+        lambda remote: _there(remote, requests, runner, say),
+        lambda ws: _here(ws, requests, runner, say),
+    )
+    if as_json:
+        _print_json(infos)
+    else:
+        _print_table(infos, title)
+    failed = [i for i in infos if i["status"] != "succeeded"]
+    if failed:
+        raise UserError(f"{len(failed)} of {len(infos)} runs did not succeed (see the table)")
+
+
+def _here(
+    ws: Workspace,
+    requests: list[tuple[str, dict[str, Any]]],
+    runner: str,
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """Lock every request first (a framework that is not published runs nothing), then run
+    each lockfile; a failed run is recorded and the next one runs."""
+    import uuid
+
+    from pinbench.cli.runs import stopped_safely
+    from pinbench.evaluator.history import show_run
+    from pinbench.evaluator.run import run_lockfile
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    parsed = [(name, parse_request(data, source=f"{name} request")) for name, data in requests]
+    locks = [(name, service.lock(ws, request)[0]) for name, request in parsed]
+    infos = []
+    for name, lock in locks:
+        run_id = str(uuid.uuid4())
+        try:
+            with stopped_safely() as stop:
+                run_lockfile(ws, lock, runner=runner, say=say, run_id=run_id, stop=stop)
+        except PinbenchError as exc:
+            if not _recorded(ws, run_id):
+                raise
+            say(f"{name}: {exc}")
+        infos.append({"name": name, **show_run(ws, run_id, nested=True)})
+    return infos
+
+
+def _recorded(ws: Workspace, run_id: str) -> bool:
+    from pinbench.db.models import Run
+
+    with ws.transaction() as session:
+        return session.get(Run, run_id) is not None
+
+
+def _there(
+    remote: Remote,
+    requests: list[tuple[str, dict[str, Any]]],
+    runner: str,
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """The same through a server: it locks (its registry decides), queues and runs."""
+    locks = []
+    for name, data in requests:
+        locked = remote.lock(data)
+        locks.append((name, remote.lockfile(locked["points"][0]["digest"])))
+    infos = []
+    for name, lock in locks:
+        queued = remote.submit(lock, runner, "none")
+        say(f"{name}: queued run {queued['id']} on {remote.url}")
+        info = remote.wait(queued["id"], say)
+        infos.append({"name": name, **info})
+    return infos
+
+
+def _print_table(infos: list[dict[str, Any]], title: str | None) -> None:
+    from rich.table import Table
+
+    from pinbench.tables import fmt_ns
+
+    table = Table(
+        "shape" if title else "operator",
+        "framework",
+        "median",
+        "p90",
+        "GFLOP/s",
+        "GB/s",
+        "max rel err",
+        "valid",
+        "run",
+        title=title,
+        box=None,
+    )
+    for info in infos:
+        m = _metrics(info)
+        op = (info.get("details") or {}).get("operator") or {}
+        checked = op.get("validation") or {}
+        valid = m.get("valid_bool") == 1.0
+        if "valid_bool" in m:
+            verdict = _tick(valid) + ("" if valid else f" {checked.get('reason') or ''}")
+        else:
+            verdict = f"{info['status']}: {info.get('error') or ''}"
+        table.add_row(
+            info["name"] if title else str(info.get("operator") or info["name"]),
+            str(info.get("framework") or ""),
+            fmt_ns(m["latency_p50_ns"]) if "latency_p50_ns" in m else "",
+            fmt_ns(m["latency_p90_ns"]) if "latency_p90_ns" in m else "",
+            f"{m['achieved_flop_per_s'] / 1e9:,.1f}" if "achieved_flop_per_s" in m else "",
+            f"{m['achieved_byte_per_s'] / 1e9:,.2f}" if "achieved_byte_per_s" in m else "",
+            f"{m['max_rel_error']:.1e}" if "max_rel_error" in m else "",
+            verdict,
+            str(info["id"])[:8],
+        )
+    _out().print(table)
+
+
+def _metrics(info: dict[str, Any]) -> dict[str, float]:
+    """Metrics whether nested (a workspace's view) or flattened (a server's)."""
+    nested = info.get("metrics")
+    if isinstance(nested, dict):
+        return nested
+    return {k: v for k, v in info.items() if isinstance(v, float)}
+
+
+def _tick(ok: bool) -> str:
+    return "✓" if ok else "✗"
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return "x".join(map(str, value))
+    return str(value)
