@@ -20,19 +20,17 @@ import numpy.typing as npt
 import pytest
 
 from pinbench.errors import InvalidDocument, UserError
-from pinbench.training import (
+from pinbench.training.data import TrainData, TrainModel
+from pinbench.training.errors import (
     InvalidData,
     InvalidModel,
     InvalidThreads,
-    TrainData,
     TrainingDiverged,
-    TrainingResult,
-    TrainingSpec,
-    TrainModel,
     UnknownFramework,
-    parse_spec,
-    train,
 )
+from pinbench.training.result import TrainingResult
+from pinbench.training.run import train
+from pinbench.training.spec import TrainingSpec, parse_spec
 
 FRAMEWORKS = ["torch", "tensorflow"]
 VALIDATION = "sklearn/digits@test"
@@ -129,7 +127,7 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 
-from pinbench.training import TrainingResult
+from pinbench.training.result import TrainingResult
 from tests.test_training import run_all
 
 folder = Path(sys.argv[1])

@@ -45,6 +45,7 @@ from pinbench.catalog.digits import (
     save_train,
     train_logreg,
     write_dataset,
+    write_train_dataset,
 )
 from pinbench.catalog.frameworks import VERSIONS
 from pinbench.catalog.parts import PARTS, check_parts
@@ -85,6 +86,7 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
         if "digits" in chosen:
             out += export_logreg(root, load_weights(weights))
         if "cnn" in chosen:
+            out.append(write_train_dataset(root, x_train, y_train))
             out += [frameworks.write(root, "torch"), frameworks.write(root, "tensorflow")]
             out += cnn.export(root, load_safetensors(weights / stages.CNN_WEIGHTS))
         if "resnet50" in chosen:

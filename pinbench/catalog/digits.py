@@ -100,20 +100,36 @@ def load_train(root: Path) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     return x, y
 
 
+TRAIN_DATASET_NAME = "sklearn-digits-train"
+
+
 def write_dataset(root: Path, x_test: npt.NDArray[Any], y_test: npt.NDArray[Any]) -> Path:
-    data = root / "digits-test"
+    return _write_split(root, "test", DATASET_NAME, f"test split ({TEST_SIZE:.0%}", x_test, y_test)
+
+
+def write_train_dataset(root: Path, x_train: npt.NDArray[Any], y_train: npt.NDArray[Any]) -> Path:
+    """The train split as a dataset too (what training benchmarks train on), in the folder
+    ``save_train`` writes."""
+    split = f"train split ({1 - TEST_SIZE:.0%}"
+    return _write_split(root, "train", TRAIN_DATASET_NAME, split, x_train, y_train)
+
+
+def _write_split(
+    root: Path, split: str, name: str, what: str, x: npt.NDArray[Any], y: npt.NDArray[Any]
+) -> Path:
+    data = root / f"digits-{split}"
     data.mkdir(exist_ok=True)
-    np.save(data / "images.npy", x_test, allow_pickle=False)
-    np.save(data / "labels.npy", y_test, allow_pickle=False)
+    np.save(data / "images.npy", x, allow_pickle=False)
+    np.save(data / "labels.npy", y, allow_pickle=False)
     return dump(
-        root / "dataset-digits-test.yaml",
+        root / f"dataset-digits-{split}.yaml",
         {
             "kind": "dataset",
-            "name": DATASET_NAME,
+            "name": name,
             "version": "1.0.0",
-            "description": f"scikit-learn digits, test split ({TEST_SIZE:.0%}, seed {SEED})",
+            "description": f"scikit-learn digits, {what}, seed {SEED})",
             "license": "BSD-3-Clause",
-            "samples": len(x_test),
+            "samples": len(x),
             "data": {"format": "npy", "path": "images.npy"},
             "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 10},
             "files": [entry(root, data / "images.npy"), entry(root, data / "labels.npy")],

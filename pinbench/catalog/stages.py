@@ -62,6 +62,8 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
     x_train, x_test, y_train, y_test = digits.digits_split()
     digits.save_train(out, x_train, y_train)
     manifests = [digits.write_dataset(out, x_test, y_test)]
+    if "cnn" in chosen:
+        manifests.append(digits.write_train_dataset(out, x_train, y_train))
     if "resnet50" in chosen:
         manifests.append(resnet.write_dataset(out))
     if "efficientnet" in chosen:

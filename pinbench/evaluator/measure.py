@@ -85,6 +85,8 @@ class Job:
     stop: Stop = field(default_factory=Stop)
     """Asked to stop early (a signal, a cancel, a time limit): checked between phases, and
     LoadGen's queries are answered without the model once it is set."""
+    validation_paths: dict[str, Path] = field(default_factory=dict)
+    """A training run's validation split's files."""
 
 
 @dataclass
@@ -101,6 +103,8 @@ class Evidence:
     environment digest for venv, digest of the installed distributions for local) and facts."""
     trace: bytes | None = None
     """The Chrome trace (JSON) of a traced run."""
+    weights: bytes | None = None
+    """A training run's final weights (the file's bytes), stored as a blob."""
 
 
 def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:
@@ -110,12 +114,24 @@ def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:
     return artifact
 
 
-def pinned_files(lock: Lockfile, kind: Kind) -> list[LockedFile]:
-    """The files of the lockfile's ``kind`` artifact; none for a model or dataset in an
-    operator benchmark, which pins neither."""
-    if lock.body.operator is not None and lock.artifact(kind) is None:
+ROLES = ("model", "dataset", "validation")
+"""What a pinned file is for: the model, the dataset (trained on, in a training run) and a
+training run's validation split."""
+
+
+def pinned_files(lock: Lockfile, role: Kind | str) -> list[LockedFile]:
+    """The files of the artifact in ``role`` (a kind names its role); none for a role the
+    lockfile has not (an operator benchmark pins no model or dataset)."""
+    role = role.value if isinstance(role, Kind) else role
+    body = lock.body
+    locked = {"model": body.model, "dataset": body.dataset, "validation": body.validation}[role]
+    if locked is None:
         return []
-    return files_of(lock, kind).files
+    kind = Kind.MODEL if role == "model" else Kind.DATASET
+    for art in body.artifacts:
+        if art.kind == kind.value and art.name == locked.name:
+            return art.files
+    raise UserError(f"the lockfile pins no {kind.value} {locked.name}")
 
 
 def measure(job: Job, evidence: Evidence, say: Say) -> None:
@@ -133,6 +149,11 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
         from pinbench.evaluator.operate import operate
 
         operate(job, evidence, say)
+        return
+    if body.training is not None:
+        from pinbench.evaluator.trainrun import train_run
+
+        train_run(job, evidence, say)
         return
 
     recorder = Recorder(job.trace, env.framework, seen)

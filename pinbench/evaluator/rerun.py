@@ -10,7 +10,13 @@ from pinbench.errors import UserError
 from pinbench.evaluator.history import find_run, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
 from pinbench.evaluator.stop import Stop
-from pinbench.evaluator.verdict import BAND, accuracy_verdict, compare_latencies
+from pinbench.evaluator.verdict import (
+    BAND,
+    accuracy_verdict,
+    compare_latencies,
+    time_to_accuracy_line,
+    weights_verdict,
+)
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -97,6 +103,18 @@ def rerun(
         lines.append(accuracy)
         if not accuracy.startswith("accuracy identical"):
             failed.append("accuracy")
+    training = lock.body.training
+    weights = weights_verdict(original, reruns) if training else None
+    if training is not None and weights is not None:
+        if training.deterministic:
+            lines.append(weights)
+            if not weights.startswith("final weights identical"):
+                failed.append("final weights")
+        else:
+            lines.append(f"{weights} (not deterministic: not part of the verdict)")
+    tta = time_to_accuracy_line(original, reruns) if training else None
+    if tta is not None:
+        lines.append(tta)
     if original["status"] != "succeeded" or not original.get("latencies_sha256"):
         lines.append(f"the original run {original['status']}: nothing to compare")
         failed.append("original run")

@@ -24,6 +24,8 @@ RESULT = "result.json"
 LATENCIES = "latencies.npy"
 OUTPUTS = "outputs.npy"
 TRACE = "trace.json"
+WEIGHTS = "weights.bin"
+MAX_WEIGHTS_BYTES = 4 * 1024 * 1024 * 1024
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 MAX_ARRAY_BYTES = 1024 * 1024 * 1024
 MAX_TRACE_BYTES = 256 * 1024 * 1024
@@ -42,6 +44,8 @@ class JobFile(
     model: dict[str, str]
     dataset: dict[str, str]
     """Path in the artifact -> path to read it from, for each file."""
+    validation: dict[str, str] = msgspec.field(default_factory=dict)
+    """A training run's validation split, as ``dataset``."""
     cache: str | None = None
     trace: str = "none"
     allow_pickle: bool = False
@@ -68,6 +72,7 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     latencies: bool
     outputs: bool
     trace: bool = False
+    weights: bool = False
 
 
 class InvalidResults(UserError):
@@ -86,6 +91,8 @@ def write_results(
         np.save(out / OUTPUTS, evidence.outputs, allow_pickle=False)
     if evidence.trace is not None:
         (out / TRACE).write_bytes(evidence.trace)
+    if evidence.weights is not None:
+        (out / WEIGHTS).write_bytes(evidence.weights)
     result = WorkerResult(
         format=FORMAT,
         lockfile=lock_digest,
@@ -98,6 +105,7 @@ def write_results(
         latencies=evidence.latencies is not None,
         outputs=evidence.outputs is not None,
         trace=evidence.trace is not None,
+        weights=evidence.weights is not None,
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -149,6 +157,8 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         except msgspec.DecodeError as exc:  # ValidationError is one
             raise InvalidResults(reason=f"{TRACE} is not a Chrome trace: {exc}") from None
         evidence.trace = raw_trace
+    if result.weights:
+        evidence.weights = _read_capped(out / WEIGHTS, MAX_WEIGHTS_BYTES)
     return result, evidence
 
 

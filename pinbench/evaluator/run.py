@@ -74,10 +74,10 @@ class _Attempt:
 def check_trace(lock: Lockfile, trace: str) -> str:
     """``trace`` if the lockfile's framework can provide it (else a clear refusal)."""
     env = lock.body.environment
-    if lock.body.operator is not None and trace != "none":
+    if (lock.body.operator or lock.body.training) and trace != "none":
         raise UserError(
-            "an operator benchmark is not traced: its raw per-call latencies are recorded; "
-            "leave --trace out"
+            "operator benchmarks and training runs are not traced (their raw per-call or "
+            "per-epoch times are recorded): leave --trace out"
         )
     return check_level(trace, env.framework if env is not None else "?")
 
@@ -196,6 +196,7 @@ def run_lockfile(
             evidence.details["trace"] = summarise(trace_data)
         if evidence.outputs is not None:
             evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
+        _save_weights(ws, evidence)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
@@ -205,6 +206,7 @@ def run_lockfile(
         raise
     except PinbenchError as exc:
         attempt.error = str(exc)
+        _save_weights(ws, evidence)  # a training run short of its target keeps its weights
         raise
     except BaseException as exc:
         attempt.error = f"{type(exc).__name__}: {exc}"
@@ -237,6 +239,16 @@ def _export_trace(trace: dict[str, Any], attempt: _Attempt, url: str, say: Say) 
         say(f"OpenTelemetry export to {url} failed: {exc}; the trace is in the blob store")
     else:
         say(f"exported {sent} spans to {url}")
+
+
+def _save_weights(ws: Workspace, evidence: Evidence) -> None:
+    """A training run's final weights as a blob; the digest recorded is the one computed here,
+    whatever the evaluator claimed."""
+    training = evidence.details.get("training")
+    if evidence.weights is None or not isinstance(training, dict):
+        return
+    training["weights_sha256"] = ws.store.put_bytes(evidence.weights).hex
+    evidence.weights = None
 
 
 def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:

@@ -223,3 +223,31 @@ def accuracy_verdict(original: dict[str, Any], rerun: dict[str, Any]) -> str | N
         for m in differ
     )
     return f"accuracy differs: {changes}"
+
+
+def weights_verdict(original: dict[str, Any], reruns: list[dict[str, Any]]) -> str | None:
+    """A training run's final weights: identical digests, or which rerun differs; None when
+    the original recorded no weights (not a training run, or it failed before the end)."""
+
+    def digest(run: dict[str, Any]) -> str | None:
+        training = (run.get("details") or {}).get("training") or {}
+        value = training.get("weights_sha256")
+        return value if isinstance(value, str) else None
+
+    want = digest(original)
+    if want is None:
+        return None
+    differ = [r["id"][:8] for r in reruns if digest(r) != want]
+    if not differ:
+        return f"final weights identical (sha256 {want[:12]}) in every rerun"
+    return f"final weights differ from sha256 {want[:12]} in reruns {', '.join(differ)}"
+
+
+def time_to_accuracy_line(original: dict[str, Any], reruns: list[dict[str, Any]]) -> str | None:
+    """Time to accuracy of the original and the reruns, side by side (None: not reached or
+    not a training run)."""
+    if "time_to_accuracy_s" not in original:
+        return None
+    times = [r.get("time_to_accuracy_s") for r in reruns]
+    shown = ", ".join("not reached" if t is None else f"{t:.3f} s" for t in times)
+    return f"time to accuracy: original {original['time_to_accuracy_s']:.3f} s, reruns {shown}"

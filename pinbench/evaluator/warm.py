@@ -58,8 +58,8 @@ PICKLE_REASON = "a pickled model runs arbitrary code: it never shares an evaluat
 BUSY_REASON = "its warm evaluator was serving another run"
 CLOSED_REASON = "the warm evaluators were being shut down"
 OPERATOR_REASON = (
-    "an operator benchmark runs in a fresh process: thread settings are fixed at a "
-    "framework's first use"
+    "an operator benchmark or a training run uses a fresh process: thread and determinism "
+    "settings are fixed at a framework's first use"
 )
 EXIT_BYTES = 8
 """An honest exit file holds a status of a few digits."""
@@ -309,8 +309,9 @@ def run_warm(
 ) -> bool:
     """Run the job on the key's warm evaluator; False (recorded why) when it must run cold."""
     model = lock.body.model
-    if model is None or needs_pickle(lock) or model.format not in WARM_FORMATS:
-        if model is None:
+    fresh = lock.body.operator is not None or lock.body.training is not None
+    if model is None or fresh or needs_pickle(lock) or model.format not in WARM_FORMATS:
+        if model is None or fresh:
             reason = OPERATOR_REASON
         else:
             reason = PICKLE_REASON if needs_pickle(lock) else format_reason(model.format)

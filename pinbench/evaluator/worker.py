@@ -41,22 +41,23 @@ class TamperedInput(UserError):
         self.problems = problems
 
 
-def _paths(lock: Lockfile, kind: Kind, given: dict[str, str]) -> dict[str, Path]:
+def _paths(lock: Lockfile, kind: Kind | str, given: dict[str, str]) -> dict[str, Path]:
     """The handed-in files of one artifact, each checked against the lockfile's sha256."""
+    role = kind.value if isinstance(kind, Kind) else kind
     problems, out = [], {}
     for f in pinned_files(lock, kind):
         where = given.get(f.path)
         if where is None:
-            problems.append(f"{kind.value} file {f.path} was not handed in")
+            problems.append(f"{role} file {f.path} was not handed in")
             continue
         try:
             digest, size = hash_file(Path(where))
         except OSError as exc:
-            problems.append(f"{kind.value} file {f.path}: {exc.strerror}")
+            problems.append(f"{role} file {f.path}: {exc.strerror}")
             continue
         if digest.hex != f.sha256 or size != f.size:
             problems.append(
-                f"{kind.value} file {f.path} is sha256 {digest.hex[:12]}, pinned {f.sha256[:12]}"
+                f"{role} file {f.path} is sha256 {digest.hex[:12]}, pinned {f.sha256[:12]}"
             )
         out[f.path] = Path(where)
     if problems:
@@ -135,6 +136,7 @@ def main(argv: list[str]) -> int:
                 lock=lock,
                 model_paths=_paths(lock, Kind.MODEL, spec.model),
                 data_paths=_paths(lock, Kind.DATASET, spec.dataset),
+                validation_paths=_paths(lock, "validation", spec.validation),
                 scratch=Path(scratch),
                 cache=Path(spec.cache) if spec.cache else None,
                 trace=spec.trace,

@@ -39,6 +39,7 @@ from pinbench.registry.request import (
     SystemRequest,
     request_data,
 )
+from pinbench.training.spec import TrainingSpec
 
 SCHEMA_VERSION = 2
 
@@ -124,6 +125,12 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     operator: OperatorRun | None = None
     """The operator benchmarked (Deep500's level 0), as its request names it; left out of the
     lockfile's bytes when unset, so a model run's lockfile keeps its digest."""
+    training: TrainingSpec | None = None
+    """A training run's settings (Deep500's level 2), as its request names them; left out
+    when unset."""
+    validation: LockedDataset | None = None
+    """A training run's validation split (``training.validation`` resolved); left out when
+    unset."""
     scenario: Scenario
     batch_size: int
     threads: int | None
@@ -146,7 +153,7 @@ class Lockfile:
         self.body = body
         data = msgspec.to_builtins(body)
         data["request"] = request_data(body.request)
-        drop_unset(data, ("operator",))
+        drop_unset(data, ("operator", "training", "validation"))
         drop_unset(data["system"], LATE_SYSTEM_FIELDS)
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)

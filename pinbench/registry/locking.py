@@ -38,7 +38,7 @@ from pinbench.registry.manifest import (
     drop_unset,
     parse_manifest,
 )
-from pinbench.registry.names import ArtifactRef, Kind
+from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.request import LATE_REQUEST_FIELDS, LATE_SYSTEM_FIELDS, Request
 from pinbench.registry.resolve import Resolution
 
@@ -95,11 +95,22 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
     ]
     manifests = {ref: parse_manifest(pin.manifest, source=str(ref)) for ref, pin in pinned.items()}
 
-    def one(kind: Kind) -> tuple[ArtifactRef, Any]:
-        found = [(r, m) for r, m in manifests.items() if r.kind == kind]
+    def one(kind: Kind, name: str | None = None) -> tuple[ArtifactRef, Any]:
+        found = [
+            (r, m)
+            for r, m in manifests.items()
+            if r.kind == kind and (name is None or r.name == name)
+        ]
         if len(found) != 1:
             raise UserError(f"the request must resolve exactly one {kind.value}, got {len(found)}")
         return found[0]
+
+    training = request.training
+    trained_on = validation = None
+    if training is not None:  # two datasets: the one trained on and the validation split
+        assert request.dataset is not None
+        trained_on = Spec.parse(request.dataset, kind=Kind.DATASET).name
+        validation = Spec.parse(training.validation, kind=Kind.DATASET).name
 
     framework_ref, framework = one(Kind.FRAMEWORK)
     assert isinstance(framework, FrameworkManifest)
@@ -132,8 +143,12 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
         artifacts=locked,
         environment=environment,
         model=None if request.operator else _locked_model(*one(Kind.MODEL)),
-        dataset=None if request.operator else _locked_dataset(*one(Kind.DATASET), pinned),
+        dataset=None
+        if request.operator
+        else _locked_dataset(*one(Kind.DATASET, trained_on), pinned),
         operator=request.operator,
+        training=training,
+        validation=_locked_dataset(*one(Kind.DATASET, validation), pinned) if training else None,
         scenario=request.scenario,
         batch_size=batch_size,
         threads=request.threads,

@@ -15,6 +15,7 @@ from pinbench.registry.explain import explain
 from pinbench.registry.manifest import Platform, drop_unset
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
+from pinbench.training.spec import TrainingSpec
 
 
 class RequestError(InvalidDocument):
@@ -158,7 +159,7 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
         return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
 
 
-LATE_REQUEST_FIELDS = ("operator", "model", "dataset")
+LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset")
 """Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
 frozen, and ``model``/``dataset`` are unset only in an operator request."""
 
@@ -182,6 +183,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     """Benchmark this operator (Deep500's level 0) on ``framework`` instead of a model on a
     dataset: no model, no dataset, no scenario, one batch size (the shapes are the operator's).
     """
+    training: TrainingSpec | None = None
+    """Train ``model`` (its architecture; its weights with ``init: weights``) on ``dataset``
+    (Deep500's level 2) to a target on ``training.validation``, instead of evaluating it."""
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -213,6 +217,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 raise ValueError(f"{' and '.join(missing)} required (or an operator to run)")
         else:
             self._check_operator()
+        if self.training is not None:
+            self._check_training(self.training)
         for kind in (Kind.MODEL, Kind.DATASET, Kind.FRAMEWORK, Kind.IMAGE):
             text = getattr(self, kind.value)
             if text is not None:
@@ -239,6 +245,26 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 "operator.warmup"
             )
 
+    def _check_training(self, training: TrainingSpec) -> None:
+        """A training request trains one model on one dataset; its own batch size is
+        ``training.batch_size`` and the validation split is another dataset."""
+        if self.operator is not None:
+            raise ValueError("a request is an operator benchmark or a training run, not both")
+        if self.batch_size != 1:
+            raise ValueError("a training request takes training.batch_size, not batch_size")
+        if self.scenario != Scenario():
+            raise ValueError("a training request takes no scenario (it is not timed by LoadGen)")
+        try:
+            validation = Spec.parse(training.validation, kind=Kind.DATASET)
+        except UserError as exc:
+            raise ValueError(f"training.validation: {exc}") from None
+        assert self.dataset is not None
+        if validation.name == Spec.parse(self.dataset, kind=Kind.DATASET).name:
+            raise ValueError(
+                "training.validation must be another dataset than the one trained on "
+                "(a held-out split)"
+            )
+
     def batch_sizes(self) -> list[int]:
         return list(self.batch_size) if isinstance(self.batch_size, list) else [self.batch_size]
 
@@ -252,6 +278,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
             text = getattr(self, kind.value)
             if text is not None:
                 out.append(Spec.parse(text, kind=kind))
+        if self.training is not None:
+            out.append(Spec.parse(self.training.validation, kind=Kind.DATASET))
         return out
 
 

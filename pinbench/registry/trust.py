@@ -116,6 +116,8 @@ def check_pinned(lock: Lockfile, pinned: dict[ArtifactRef, Pinned]) -> Lockfile:
 def check_shape(lock: Lockfile) -> None:
     """Before any query: one artifact per kind, and a batch size the request asked for."""
     kinds = [a.kind for a in lock.body.artifacts]
+    if lock.body.training is not None and kinds.count("dataset") == 2:
+        kinds.remove("dataset")  # a training run pins its validation split too
     for kind in sorted(set(kinds)):
         if kinds.count(kind) > 1:
             raise PinsRefused(

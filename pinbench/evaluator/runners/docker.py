@@ -23,7 +23,7 @@ from requests.exceptions import ReadTimeout
 
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
-from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.measure import ROLES, Evidence, Say
 from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
@@ -36,7 +36,6 @@ from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.images.engine import connect
 from pinbench.registry.lockfile import LockedImage, Lockfile
-from pinbench.registry.names import Kind
 from pinbench.trace.levels import TraceUnsupported
 from pinbench.workspace import Workspace
 
@@ -124,13 +123,13 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
 def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
     """Link the pinned files into ``files`` (seen in the container at ``inside_at``)."""
     inside: Inside = {}
-    for kind in (Kind.MODEL, Kind.DATASET):
-        inside[kind.value] = {}
-        folder = files / kind.value
+    for role in ROLES:
+        inside[role] = {}
+        folder = files / role
         folder.mkdir(parents=True)
-        for i, (path, host) in enumerate(sorted(store_paths(ws, lock, kind).items())):
+        for i, (path, host) in enumerate(sorted(store_paths(ws, lock, role).items())):
             _link_or_copy(host, folder / str(i))
-            inside[kind.value][path] = f"{inside_at}/{kind.value}/{i}"
+            inside[role][path] = f"{inside_at}/{role}/{i}"
         folder.chmod(0o755)
     files.chmod(0o755)
     return inside
@@ -183,6 +182,7 @@ def run(
                 None,
                 trace,
                 allow_pickle,
+                inside["validation"],
             )
             job.chmod(0o755)
             (job / "job.json").chmod(0o644)
@@ -208,6 +208,7 @@ def run(
             inside["dataset"],
             trace=trace,
             allow_pickle=allow_pickle,
+            validation=inside["validation"],
         )
         tmp.chmod(0o755)
         job_dir.chmod(0o755)

@@ -36,7 +36,7 @@ def installed_digest() -> str:
     return Digest.of_bytes("\n".join(names).encode()).hex
 
 
-def store_paths(ws: Workspace, lock: Lockfile, kind: Kind) -> dict[str, Path]:
+def store_paths(ws: Workspace, lock: Lockfile, kind: Kind | str) -> dict[str, Path]:
     """Where the pinned files of ``kind`` are in the blob store (none in an operator run)."""
     return {f.path: ws.store.path(Digest(f.sha256)) for f in pinned_files(lock, kind)}
 
@@ -69,6 +69,7 @@ def run(
             lock=lock,
             model_paths=store_paths(ws, lock, Kind.MODEL),
             data_paths=store_paths(ws, lock, Kind.DATASET),
+            validation_paths=store_paths(ws, lock, "validation"),
             scratch=Path(scratch),
             cache=ws.settings.home / "cache" / "inputs",
             trace=trace,

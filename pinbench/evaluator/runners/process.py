@@ -105,11 +105,13 @@ def write_job(
     cache: str | None = None,
     trace: str = "none",
     allow_pickle: bool = False,
+    validation: dict[str, str] | None = None,
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
         model=model,
         dataset=dataset,
+        validation=validation or {},
         cache=cache,
         trace=trace,
         allow_pickle=allow_pickle,

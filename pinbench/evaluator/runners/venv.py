@@ -112,12 +112,13 @@ def run(
     source = stage_evaluator(home / "cache" / "evaluator")
     models = {p: str(v) for p, v in store_paths(ws, lock, Kind.MODEL).items()}
     data = {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()}
+    held_out = {p: str(v) for p, v in store_paths(ws, lock, "validation").items()}
     cache = str(home / "cache" / "inputs")
     stop = stop or Stop()
     if warm is not None:
 
         def write(n: int, job: Path, out: Path) -> None:
-            write_job(job / "job.json", lock, models, data, cache, trace, allow_pickle)
+            write_job(job / "job.json", lock, models, data, cache, trace, allow_pickle, held_out)
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
             return VenvWarm(root, venv.python, source, idle_s)
@@ -128,7 +129,16 @@ def run(
     with scratch_directory(ws.store.tmp, "run") as tmp:
         job, out = tmp / "job.json", tmp / "out"
         out.mkdir()
-        write_job(job, lock, models, data, cache=cache, trace=trace, allow_pickle=allow_pickle)
+        write_job(
+            job,
+            lock,
+            models,
+            data,
+            cache=cache,
+            trace=trace,
+            allow_pickle=allow_pickle,
+            validation=held_out,
+        )
         argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
         status, tail = run_child(
             argv,
