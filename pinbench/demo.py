@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pinbench import catalog as builtin
-from pinbench import reports
+from pinbench import demo_levels, reports
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
@@ -136,6 +136,8 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     _photos(ws, out, step)
     _sentences(ws, out, step)
     _faces(ws, out, step)
+    demo_levels.operators(ws, out, step)
+    demo_levels.training(ws, workdir, out, step)
     _trace(ws, workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]

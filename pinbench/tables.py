@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -113,3 +115,54 @@ def print_categories(out: Console, views: list[TraceView], rows: list[CategoryRo
             f"({fmt_ns(min(top.per_prediction_ns))} to "
             f"{fmt_ns(max(top.per_prediction_ns))} per prediction)"
         )
+
+
+def operator_table(infos: list[dict[str, Any]], title: str | None = None) -> Table:
+    """Operator runs (each with its ``name``: the shape or the operator): latency, work
+    rates, error and validity; a failed run shows its status and reason instead."""
+    table = Table(
+        "shape" if title else "operator",
+        "framework",
+        "median",
+        "p90",
+        "GFLOP/s",
+        "GB/s",
+        "max rel err",
+        "valid",
+        "run",
+        title=title,
+        box=None,
+    )
+    for info in infos:
+        m = _nested_metrics(info)
+        op = (info.get("details") or {}).get("operator") or {}
+        checked = op.get("validation") or {}
+        valid = m.get("valid_bool") == 1.0
+        if "valid_bool" in m:
+            verdict = tick(valid) + ("" if valid else f" {checked.get('reason') or ''}")
+        else:
+            verdict = f"{info['status']}: {info.get('error') or ''}"
+        table.add_row(
+            info["name"] if title else str(info.get("operator") or info["name"]),
+            str(info.get("framework") or ""),
+            fmt_ns(m["latency_p50_ns"]) if "latency_p50_ns" in m else "",
+            fmt_ns(m["latency_p90_ns"]) if "latency_p90_ns" in m else "",
+            f"{m['achieved_flop_per_s'] / 1e9:,.1f}" if "achieved_flop_per_s" in m else "",
+            f"{m['achieved_byte_per_s'] / 1e9:,.2f}" if "achieved_byte_per_s" in m else "",
+            f"{m['max_rel_error']:.1e}" if "max_rel_error" in m else "",
+            verdict,
+            str(info["id"])[:8],
+        )
+    return table
+
+
+def _nested_metrics(info: dict[str, Any]) -> dict[str, float]:
+    """Metrics whether nested (a workspace's view) or flattened (a server's)."""
+    nested = info.get("metrics")
+    if isinstance(nested, dict):
+        return nested
+    return {k: v for k, v in info.items() if isinstance(v, float)}
+
+
+def tick(ok: bool) -> str:
+    return "✓" if ok else "✗"

@@ -68,6 +68,7 @@ def list_ops(as_json: JsonOpt = False) -> None:
     from rich.table import Table
 
     from pinbench.operators.schema import OPS, REQUIRED
+    from pinbench.tables import tick
 
     rows: list[dict[str, Any]] = [
         {
@@ -96,7 +97,7 @@ def list_ops(as_json: JsonOpt = False) -> None:
             p["name"] + ("*" if p["required"] else f"={_plain(p['default'])}")
             for p in row["params"]
         )
-        table.add_row(f"{row['op']}\n[dim]{row['summary']}[/dim]", params, _tick(row["backward"]))
+        table.add_row(f"{row['op']}\n[dim]{row['summary']}[/dim]", params, tick(row["backward"]))
     _out().print(table)
 
 
@@ -240,7 +241,9 @@ def _run_and_print(
     if as_json:
         _print_json(infos)
     else:
-        _print_table(infos, title)
+        from pinbench.tables import operator_table
+
+        _out().print(operator_table(infos, title))
     failed = [i for i in infos if i["status"] != "succeeded"]
     if failed:
         raise UserError(f"{len(failed)} of {len(infos)} runs did not succeed (see the table)")
@@ -303,59 +306,6 @@ def _there(
         info = remote.wait(queued["id"], say)
         infos.append({"name": name, **info})
     return infos
-
-
-def _print_table(infos: list[dict[str, Any]], title: str | None) -> None:
-    from rich.table import Table
-
-    from pinbench.tables import fmt_ns
-
-    table = Table(
-        "shape" if title else "operator",
-        "framework",
-        "median",
-        "p90",
-        "GFLOP/s",
-        "GB/s",
-        "max rel err",
-        "valid",
-        "run",
-        title=title,
-        box=None,
-    )
-    for info in infos:
-        m = _metrics(info)
-        op = (info.get("details") or {}).get("operator") or {}
-        checked = op.get("validation") or {}
-        valid = m.get("valid_bool") == 1.0
-        if "valid_bool" in m:
-            verdict = _tick(valid) + ("" if valid else f" {checked.get('reason') or ''}")
-        else:
-            verdict = f"{info['status']}: {info.get('error') or ''}"
-        table.add_row(
-            info["name"] if title else str(info.get("operator") or info["name"]),
-            str(info.get("framework") or ""),
-            fmt_ns(m["latency_p50_ns"]) if "latency_p50_ns" in m else "",
-            fmt_ns(m["latency_p90_ns"]) if "latency_p90_ns" in m else "",
-            f"{m['achieved_flop_per_s'] / 1e9:,.1f}" if "achieved_flop_per_s" in m else "",
-            f"{m['achieved_byte_per_s'] / 1e9:,.2f}" if "achieved_byte_per_s" in m else "",
-            f"{m['max_rel_error']:.1e}" if "max_rel_error" in m else "",
-            verdict,
-            str(info["id"])[:8],
-        )
-    _out().print(table)
-
-
-def _metrics(info: dict[str, Any]) -> dict[str, float]:
-    """Metrics whether nested (a workspace's view) or flattened (a server's)."""
-    nested = info.get("metrics")
-    if isinstance(nested, dict):
-        return nested
-    return {k: v for k, v in info.items() if isinstance(v, float)}
-
-
-def _tick(ok: bool) -> str:
-    return "✓" if ok else "✗"
 
 
 def _plain(value: object) -> str:
