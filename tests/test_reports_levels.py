@@ -81,9 +81,8 @@ RELU = {
 
 
 def _lockfile(ws: Workspace) -> Lockfile:
-    # TODO(integrator): lock an operator request (LockBody.operator, model/dataset None) and a
-    # training request once they can be locked; until then the rows carry the contract's
-    # details on an inference lockfile, and the reports read the details, not the lockfile.
+    # TODO(integrator): lock a training request once it can be locked; until then the training
+    # rows carry the contract's details on an inference lockfile (the reports read the details).
     request = parse_request(
         {
             "model": f"{builtin.MODEL_NAME}@^1",
@@ -95,6 +94,12 @@ def _lockfile(ws: Workspace) -> Lockfile:
     with ws.transaction() as session:
         store_lockfile(session, lock)
     return lock
+
+
+def _operator_lock(ws: Workspace, spec: dict[str, Any], framework: str) -> Lockfile:
+    """A real operator lockfile (model and dataset None) for ``spec`` on ``framework``."""
+    request = {"operator": spec, "framework": f"{framework}@*", "threads": 1}
+    return service.lock(ws, parse_request(request))[0]
 
 
 def _insert(
@@ -130,7 +135,6 @@ def _insert(
 
 def _op(
     ws: Workspace,
-    lock: Lockfile,
     host: dict[str, Any],
     spec: dict[str, Any],
     framework: str,
@@ -144,6 +148,7 @@ def _op(
     """An operator run recorded as contract 22 says; ``valid=False`` is a failed run outside
     tolerance (no achieved_* metrics, no speed in details)."""
     reason = None if valid else f"max rel error {rel} > rtol 1e-4"
+    flops_per_s, bytes_per_s = flops / (median_ns / 1e9), nbytes / (median_ns / 1e9)
     result = {
         "spec": spec,
         "framework": framework,
@@ -155,8 +160,8 @@ def _op(
         "flops": flops,
         "bytes": nbytes,
         "intensity": flops / nbytes,
-        "flops_per_s": flops / (median_ns / 1e9) if valid else None,
-        "bytes_per_s": nbytes / (median_ns / 1e9) if valid else None,
+        "flops_per_s": flops_per_s if valid else None,
+        "bytes_per_s": bytes_per_s if valid else None,
         "validation": {
             "max_abs_error": None if rel is None else rel * 3,
             "max_rel_error": rel,
@@ -175,11 +180,12 @@ def _op(
         "intensity_flop_per_byte": (flops / nbytes, "FLOP/B"),
     }
     if valid:
-        metrics["achieved_flop_per_s"] = (float(result["flops_per_s"]), "FLOP/s")
-        metrics["achieved_byte_per_s"] = (float(result["bytes_per_s"]), "B/s")
+        metrics["achieved_flop_per_s"] = (flops_per_s, "FLOP/s")
+        metrics["achieved_byte_per_s"] = (bytes_per_s, "B/s")
     if rel is not None:
         metrics["max_rel_error"] = (rel, "")
     error = None if valid else f"outside tolerance: {reason}"
+    lock = _operator_lock(ws, spec, framework)
     return _insert(ws, lock, host=host, details={"operator": result}, metrics=metrics, error=error)
 
 
@@ -252,9 +258,9 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Runs]:
+def runs(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Runs]:
     root = tmp_path_factory.mktemp("levels")
-    ws = published_workspace(root, catalog_dir)
+    ws = published_workspace(root, cnn_catalog_dir)  # onnxruntime, torch and tensorflow
     request = {
         "model": f"{builtin.MODEL_NAME}@^1",
         "dataset": f"{builtin.DATASET_NAME}@1",
@@ -269,12 +275,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterato
     lock = _lockfile(ws)
     conv_flops, conv_bytes = 2 * 64 * 56 * 56 * 64 * 9, 4 * (64 * 56 * 56 * 2 + 64 * 64 * 9)
     conv = {
-        "torch": _op(
-            ws, lock, host, CONV, "torch", median_ns=2.5e6, flops=conv_flops, nbytes=conv_bytes
-        ),
+        "torch": _op(ws, host, CONV, "torch", median_ns=2.5e6, flops=conv_flops, nbytes=conv_bytes),
         "onnxruntime": _op(
             ws,
-            lock,
             host,
             CONV,
             "onnxruntime",
@@ -284,7 +287,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterato
         ),
         "tensorflow": _op(
             ws,
-            lock,
             host,
             CONV,
             "tensorflow",
@@ -297,19 +299,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterato
     }
     mm_flops, mm_bytes = 2 * 512**3, 4 * 3 * 512 * 512
     matmul = {
-        "torch": _op(
-            ws, lock, host, MATMUL, "torch", median_ns=4.0e6, flops=mm_flops, nbytes=mm_bytes
-        ),
+        "torch": _op(ws, host, MATMUL, "torch", median_ns=4.0e6, flops=mm_flops, nbytes=mm_bytes),
         "onnxruntime": _op(
-            ws, lock, host, MATMUL, "onnxruntime", median_ns=2.0e6, flops=mm_flops, nbytes=mm_bytes
+            ws, host, MATMUL, "onnxruntime", median_ns=2.0e6, flops=mm_flops, nbytes=mm_bytes
         ),
     }
-    bmm = _op(
-        ws, lock, host, BMM, "torch", median_ns=5e4, flops=2 * 8 * 64**3, nbytes=4 * 3 * 8 * 64**2
-    )
-    relu = _op(
-        ws, lock, host, RELU, "torch", median_ns=2e3, flops=8 * 1024, nbytes=4 * 2 * 8 * 1024
-    )
+    bmm = _op(ws, host, BMM, "torch", median_ns=5e4, flops=2 * 8 * 64**3, nbytes=4 * 3 * 8 * 64**2)
+    relu = _op(ws, host, RELU, "torch", median_ns=2e3, flops=8 * 1024, nbytes=4 * 2 * 8 * 1024)
     train = {
         "torch": _train(ws, lock, host, "torch", [0.8, 0.96, 0.97], 0.95, tta_s=3.25),
         "tensorflow": _train(ws, lock, host, "tensorflow", [0.7, 0.9, 0.93], 0.95, tta_s=None),
@@ -478,6 +474,8 @@ def test_an_inference_report_has_no_operator_or_training_sections(runs: Runs) ->
 def test_operator_runs_without_model_or_dataset_render(runs: Runs) -> None:
     """An operator run's summary has no model, dataset (contract 22): every section copes."""
     report = reports.gather(runs.ws, [runs.inference, *_ops(runs)])
+    recorded = [r.info for r in report.runs if r.id != runs.inference]
+    assert all(i["model"] is None and i["dataset"] is None for i in recorded)  # real lockfiles
     bare = [
         dataclasses.replace(r, info={**r.info, "model": None, "dataset": None})
         if r.id != runs.inference
