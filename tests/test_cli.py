@@ -196,6 +196,9 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     assert re.search(r"mAP 0\.65, mAP@\.5 1\.00, recall 0\.65", first.out)  # a detector
     trace = json.loads((tmp_path / "home" / "demo" / "trace-onnxruntime.json").read_text())
     assert trace["pinbench"]["level"] == "full" and trace["pinbench"]["ops"]
+    # Deep500's levels: six operator runs, all valid; two trainings reach the target
+    assert len(re.findall(r"(onnxruntime|torch|tensorflow)@[\d.]+ .* ✓ ", first.out)) == 6
+    assert len(re.findall(r"^ (torch|tensorflow) +epoch \d+ ", first.out, re.M)) == 2
     second = cli("demo")
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out
