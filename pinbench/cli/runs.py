@@ -228,8 +228,15 @@ def _print_run(info: dict[str, Any]) -> None:
 
     out = _out()
     out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
+    training = (info.get("details") or {}).get("training")
     if info.get("operator"):
         out.print(f"operator {info['operator']} on {info['framework']}")
+    elif isinstance(training, dict):
+        reached = training.get("reached_epoch")
+        out.print(
+            f"training {info['model']} on {info['framework']}, {info['dataset']}: "
+            + (f"target reached at epoch {reached}" if reached else "target not reached")
+        )
     else:
         out.print(
             f"{info['model']} on {info['framework']}, {info['dataset']}, "
@@ -241,9 +248,15 @@ def _print_run(info: dict[str, Any]) -> None:
             table.add_row(label, fmt_ns(info[key]))
     if "throughput_sps" in info:
         table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
-    for key in ("top1", "top5"):
+    for key in ("top1", "top5", "final_top1"):
         if key in info:
             table.add_row(key, f"{info[key]:.4f}")
+    for label, key in (
+        ("time to accuracy", "time_to_accuracy_s"),
+        ("eval (excluded)", "eval_time_s"),
+    ):
+        if key in info:
+            table.add_row(label, f"{info[key]:.3f} s")
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
     out.print(table)
