@@ -25,7 +25,8 @@ LATENCIES = "latencies.npy"
 OUTPUTS = "outputs.npy"
 TRACE = "trace.json"
 WEIGHTS = "weights.bin"
-MAX_WEIGHTS_BYTES = 4 * 1024 * 1024 * 1024
+MAX_WEIGHTS_BYTES = 1024 * 1024 * 1024
+"""Cap on a training run's final weights read back from an evaluator (read into memory)."""
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 MAX_ARRAY_BYTES = 1024 * 1024 * 1024
 MAX_TRACE_BYTES = 256 * 1024 * 1024
