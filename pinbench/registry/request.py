@@ -248,8 +248,7 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     def _check_training(self, training: TrainingSpec) -> None:
         """A training request trains one model on one dataset; its own batch size is
         ``training.batch_size`` and the validation split is another dataset."""
-        if self.operator is not None:
-            raise ValueError("a request is an operator benchmark or a training run, not both")
+        # (with an operator too, _check_operator has refused its model and dataset)
         if self.batch_size != 1:
             raise ValueError("a training request takes training.batch_size, not batch_size")
         if self.scenario != Scenario():
