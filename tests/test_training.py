@@ -145,7 +145,7 @@ import tensorflow as tf
 tf.constant(1.0) + 1  # TensorFlow has run with its default thread pools
 from pathlib import Path
 import sys
-from pinbench.training import train
+from pinbench.training.run import train
 from tests.test_training import _spec, digits_data, start_model
 
 try:
