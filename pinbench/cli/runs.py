@@ -79,6 +79,16 @@ def run_cmd(
             "lost (each attempt is a run of its own).",
         ),
     ] = 1,
+    publish_as: Annotated[
+        str | None,
+        typer.Option(
+            "--publish-as",
+            metavar="model/NAME@VERSION",
+            help="A training lockfile: when the run succeeds, publish its final weights as this "
+            "new model version, whose manifest names the run (trained_by). Checked before the "
+            "run starts; here only (not through PINBENCH_URL or --on).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
@@ -96,6 +106,8 @@ def run_cmd(
     parts(trace)
     lock = Lockfile.read(lockfile)
     say = progress_lines(quiet=as_json)
+    if publish_as is not None:
+        _check_publish_as(lock, publish_as, on=bool(on))
 
     if on:
         _run_on(
@@ -135,13 +147,45 @@ def run_cmd(
                 allow_pickle=allow_pickle,
                 stop=stop,
             )
-        return show_run(ws, outcome.id)
+        info = show_run(ws, outcome.id)
+        if publish_as is not None:
+            info["published"] = _publish_weights(ws, outcome.id, publish_as, say)
+        return info
 
     info = remote_or_here(there, here)
     if as_json:
         _print_json(info)
         return
     _print_run(info)
+    if "published" in info:
+        _out().print(f"published {info['published']['ref']} (trained_by run {info['id']})")
+
+
+def _check_publish_as(lock: Lockfile, target: str, *, on: bool) -> None:
+    """``--publish-as``: a training lockfile, a model version not yet taken, run here."""
+    from pinbench.evaluator.trained_model import check_target, target_ref
+
+    ref = target_ref(target)
+    if lock.body.training is None:
+        raise UserError(
+            "--publish-as publishes a training run's weights; this lockfile has no training section"
+        )
+    if on or os.environ.get("PINBENCH_URL"):
+        raise UserError(
+            "--publish-as works on this machine's registry only; unset PINBENCH_URL (and drop "
+            "--on), or publish the weights with the server's `pinbench runs publish`"
+        )
+    with workspace() as ws:
+        check_target(ws, ref)
+
+
+def _publish_weights(
+    ws: Workspace, run_id: str, target: str, say: Callable[[str], None]
+) -> dict[str, Any]:
+    from pinbench.evaluator.trained_model import publish_trained
+
+    result = publish_trained(ws, run_id, target, say=say)
+    return {"ref": str(result.ref), "manifest_digest": result.manifest_digest.hex}
 
 
 def _run_on(
@@ -369,6 +413,46 @@ def runs_cancel(
         return
     error = f": {info['error']}" if info["error"] else ""
     _out().print(f"run {info['id']} {info['status']}{error}")
+
+
+@runs_app.command("publish")
+def runs_publish(
+    run: Annotated[str, typer.Argument(help="A succeeded training run's id (or a unique prefix).")],
+    target: Annotated[
+        str, typer.Argument(metavar="model/NAME@VERSION", help="The new model version.")
+    ],
+    publisher: Annotated[str | None, typer.Option(help="Who publishes (default: $USER).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Publish a training run's final weights as a new model version.
+
+    The version is the trained model's manifest (format, architecture, inputs, outputs,
+    labels) with the weights file replaced by the run's final weights and `trained_by`
+    naming the run and its lockfile; publishing checks that claim against the recorded run.
+    On this machine's registry only (run it where the server's workspace is).
+    """
+    from pinbench.evaluator.trained_model import publish_trained
+
+    if os.environ.get("PINBENCH_URL"):
+        raise UserError(
+            "runs publish works on this machine's registry only: unset PINBENCH_URL and run it "
+            "where the runs are recorded"
+        )
+    with workspace() as ws:
+        result = publish_trained(ws, run, target, publisher=publisher, say=_err().print)
+    info = {
+        "ref": str(result.ref),
+        "manifest_digest": result.manifest_digest.hex,
+        "created": result.created,
+    }
+    if as_json:
+        _print_json(info)
+        return
+    _out().print(
+        f"published {info['ref']} (manifest sha256 {result.manifest_digest.hex[:12]})"
+        if result.created
+        else f"{info['ref']} is already published with this manifest: nothing to do"
+    )
 
 
 @runs_app.command("show")

@@ -496,6 +496,21 @@ class Output(_Strict, frozen=True, kw_only=True):
 # ---------------------------------------------------------------- the four kinds
 
 
+class TrainedBy(_Strict, frozen=True, kw_only=True):
+    """The training run whose final weights a model version holds (``run --publish-as``).
+
+    Publishing checks it against the run recorded in this registry: the run succeeded, is
+    a run of ``lockfile``, and its final weights' sha256 is the sha256 of the file ``weights``
+    (``registry.trained``); a claim that does not hold is refused."""
+
+    run: str
+    """The run's id."""
+    lockfile: str
+    """The sha256 of the run's lockfile."""
+    weights: str
+    """The path of the model file holding the run's final weights."""
+
+
 class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="model"):
     framework: Constraint
     format: Literal[
@@ -521,11 +536,17 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
     """Allow unpickling (format ``torch-pickle``). Never implied."""
     inputs: list[Input] = msgspec.field(default_factory=list)
     outputs: list[Output] = msgspec.field(default_factory=list)
+    trained_by: TrainedBy | None = None
+    """The training run these weights come from, checked when published."""
 
     def __post_init__(self) -> None:
         self._check_identity()
         _check_files(self.files, required=True)
         paths = {f.path for f in self.files}
+        if self.trained_by is not None and self.trained_by.weights not in paths:
+            raise ValueError(
+                f"trained_by.weights {self.trained_by.weights!r} is not among the files"
+            )
         for out in self.outputs:
             if out.labels is not None and out.labels.path not in paths:
                 raise ValueError(f"labels file {out.labels.path!r} is not among the files")
@@ -857,8 +878,8 @@ def load_manifest(path: Path) -> Manifest:
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
 unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs",)
-"""Top-level fields added likewise (a framework's ``installs``)."""
+LATE_FIELDS = ("installs", "trained_by")
+"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
 LATE_OUTPUT_FIELDS = ("detection", "segmentation")

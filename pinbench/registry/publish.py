@@ -37,6 +37,7 @@ from pinbench.registry.names import ArtifactRef, Kind, namespace_of
 from pinbench.registry.ranges import parse_version, precedence_key
 from pinbench.registry.sourcing import needs_completion, stage_files
 from pinbench.registry.supported import check_supported
+from pinbench.registry.trained import check_trained_by
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -175,11 +176,14 @@ def commit_staged(
     pending: list[StagedBlob],
     *,
     publisher: str | None,
+    adopted: bool = False,
 ) -> PublishResult:
     """Make staged blobs visible and insert the artifact's rows, under the store's lock; a
-    model file not in its declared format (``registry.formats``) is refused first; a lost
-    race (another publish of the same version) leaves no new blob behind; a manifest that
-    cannot be recorded leaves no staged file behind."""
+    model file not in its declared format (``registry.formats``) is refused first, and so is
+    a ``trained_by`` the run recorded here does not back (``registry.trained``; not for a
+    version ``adopted`` from another registry, whose runs are recorded there); a lost race
+    (another publish of the same version) leaves no new blob behind; a manifest that cannot
+    be recorded leaves no staged file behind."""
     try:
         check_supported(manifest)
         digest = manifest_digest(manifest)
@@ -197,6 +201,8 @@ def commit_staged(
             with ws.transaction() as session:
                 if _existing_digest_in(session, ref) is None:
                     _refuse_same_precedence(session, ref)
+                if not adopted:
+                    check_trained_by(session, manifest, checked)
                 session.add(
                     Artifact(
                         kind=kind.value,

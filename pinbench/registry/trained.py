@@ -1,0 +1,74 @@
+"""A model version's ``trained_by`` claim, checked against the run this registry recorded.
+
+A manifest may say which training run its weights come from (``run --publish-as`` writes
+it). The claim is provenance, so it is never taken on the publisher's word: publishing
+refuses it unless the run is recorded here, succeeded, is a run of the named lockfile, and
+its final weights (the digest the host computed when it stored them) are byte for byte the
+manifest's ``trained_by.weights`` file, in the format the run wrote them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from pinbench.errors import UserError
+from pinbench.registry.manifest import FileEntry, Manifest, ModelManifest
+
+FORMAT_OF_WEIGHTS = {"safetensors": "safetensors", "keras": "keras"}
+"""A training run's ``weights_format`` -> the model format its weights file is in."""
+
+
+class TrainedByRefused(UserError):
+    """A ``trained_by`` claim the recorded run does not back."""
+
+    def __init__(self, *, model: str, run: str, reason: str) -> None:
+        super().__init__(f"{model}: trained_by names run {run}, but {reason}")
+        self.model = model
+        self.run = run
+        self.reason = reason
+
+
+def check_trained_by(
+    session: Session, manifest: Manifest, checked: list[tuple[FileEntry, int]]
+) -> None:
+    """Refuse ``manifest`` when its ``trained_by`` is not what this registry recorded;
+    ``checked`` are its files with the sha256 staging verified."""
+    if not isinstance(manifest, ModelManifest) or manifest.trained_by is None:
+        return
+    from pinbench.db.models import Run
+
+    claim = manifest.trained_by
+
+    def refuse(reason: str) -> TrainedByRefused:
+        return TrainedByRefused(
+            model=f"model/{manifest.name}@{manifest.version}", run=claim.run[:80], reason=reason
+        )
+
+    run = session.get(Run, claim.run)
+    if run is None:
+        raise refuse("no run with that id is recorded in this registry (give the full run id)")
+    if run.lockfile_digest != claim.lockfile:
+        raise refuse(
+            f"that run is a run of lockfile {run.lockfile_digest[:12]}, not of "
+            f"{claim.lockfile[:12]}"
+        )
+    if run.status != "succeeded":
+        raise refuse(f"that run {run.status}: only a succeeded run's weights are published")
+    training: Any = (run.details or {}).get("training")
+    weights = training.get("weights_sha256") if isinstance(training, dict) else None
+    if not isinstance(weights, str):
+        raise refuse("that run is not a training run (it recorded no final weights)")
+    expected = FORMAT_OF_WEIGHTS.get(str(training.get("weights_format")))
+    if manifest.format != expected:
+        raise refuse(
+            f"it wrote its weights as {training.get('weights_format')}, and this manifest's "
+            f"format is {manifest.format}"
+        )
+    digest = next((f.sha256 for f, _ in checked if f.path == claim.weights), None)
+    if digest != weights:
+        raise refuse(
+            f"file {claim.weights!r} has sha256 {str(digest)[:12]}, not the run's final "
+            f"weights (sha256 {weights[:12]})"
+        )
