@@ -118,9 +118,7 @@ def adopt(
                 ws.store.discard(blob)
         raise
     for one in staged:  # all checked: a commit fails only on a race, and removes its blobs
-        commit_staged(
-            ws, one.manifest, one.checked, one.pending, publisher=publisher, adopted=True
-        )
+        commit_staged(ws, one.manifest, one.checked, one.pending, publisher=publisher, adopted=True)
         if one.yank_reason is not None:
             yank(ws, one.ref, f"yanked at {source.where}: {one.yank_reason}")
     new = {one.ref for one in staged}

@@ -298,6 +298,15 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "inputs": "The model inputs fed, in order. Empty (the default): the model must have "
         "exactly one input, which is used.",
         "outputs": "The model outputs read, in order. Empty (the default): all of them.",
+        "trained_by": "The training run these weights come from (written by `run "
+        "--publish-as`); publishing checks it against the run this registry recorded and "
+        "refuses a claim that does not hold. Left out of the stored manifest while unset.",
+    },
+    "TrainedBy": {
+        "run": "The training run's full id, recorded in this registry.",
+        "lockfile": "The sha256 of the run's lockfile (64 lowercase hex digits).",
+        "weights": "The path of the model file holding the run's final weights; must be "
+        "among the files, and its sha256 the digest of the weights the run stored.",
     },
     "Requirement": {
         "name": "The Python package's name as pip knows it.",
@@ -410,6 +419,7 @@ STRUCT_DOCS: dict[str, str] = {
     "DatasetManifest": "A dataset: its files, where the samples and labels are.",
     "ImageManifest": "A container image pinned by its content digest.",
     "FileEntry": "One file of the artifact, pinned by its sha256.",
+    "TrainedBy": "The training run whose final weights a model version holds.",
     "Platform": "A platform: CPU architecture and device.",
     "Decode": "Bring the samples to a colour mode.",
     "Resize": "Resize each sample.",
