@@ -21,6 +21,8 @@ TABLES = {
     "api_tokens",
     "server_instances",
     "systems",
+    "signing_keys",
+    "attestations",
     "alembic_version",
 }
 

@@ -36,6 +36,7 @@ from pinbench.api.controllers.accounts import (
 from pinbench.api.controllers.artifacts import ArtifactController, YankController
 from pinbench.api.controllers.blobs import BlobController
 from pinbench.api.controllers.lockfiles import LockfileController, ResolveController
+from pinbench.api.controllers.provenance import AttestationController, KeyController
 from pinbench.api.controllers.reports import ReportController
 from pinbench.api.controllers.runs import CompareController, RunController
 from pinbench.api.controllers.systems import SystemController
@@ -162,6 +163,8 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             RunController,
             CompareController,
             SystemController,
+            KeyController,
+            AttestationController,
             ReportController,
             BlobController,
             MeController,

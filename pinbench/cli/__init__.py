@@ -21,6 +21,7 @@ import typer
 
 from pinbench.cli import (
     accounts,
+    attest,
     catalog,
     cluster,
     db,
@@ -102,6 +103,9 @@ app.add_typer(manifest.manifest_app, name="manifest")
 app.add_typer(cluster.agent_app, name="agent")
 app.add_typer(cluster.systems_app, name="systems")
 app.add_typer(ops.ops_app, name="ops")
+app.add_typer(attest.attest_app, name="attest")
+app.add_typer(attest.keys_app, name="keys")
+runs.runs_app.command("attest")(attest.runs_attest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

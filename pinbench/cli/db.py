@@ -25,14 +25,24 @@ db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
 
 
 def init(as_json: JsonOpt = False) -> None:
-    """Create PINBENCH_HOME: the blob store and a database migrated to the current schema."""
+    """Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and
+    this registry's Ed25519 signing key (for run attestations; `pinbench keys list`)."""
+    from pinbench.provenance.keys import public_of, signing_key
+
     with workspace() as ws:
         revision = ws.init()
-        info = {"home": str(ws.settings.home), "database": _safe_url(ws), "revision": revision}
+        keyid = public_of(signing_key(ws)).keyid
+        info = {
+            "home": str(ws.settings.home),
+            "database": _safe_url(ws),
+            "revision": revision,
+            "signing_key": keyid,
+        }
     if as_json:
         _print_json(info)
     else:
         _out().print(f"initialised {info['home']} (database {info['database']}, schema {revision})")
+        _out().print(f"signing key {keyid[:16]} signs this registry's run attestations")
 
 
 @db_app.command("upgrade")

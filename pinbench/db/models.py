@@ -141,6 +141,36 @@ class System(Base):
     seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class SigningKey(Base):
+    """A public key that signs run attestations (``pinbench.provenance``): this registry's
+    own (``pinbench init``) or another signer's, served at ``/api/v1/keys``."""
+
+    __tablename__ = "signing_keys"
+
+    keyid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """sha256 of the raw public key, hex."""
+    algorithm: Mapped[str] = mapped_column(String(16))
+    public: Mapped[str] = mapped_column(String(64))
+    """The raw Ed25519 public key, 64 hex digits."""
+    owner: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Attestation(Base):
+    """A run's signed provenance: a DSSE envelope (blob) over an in-toto Statement whose
+    predicate is SLSA Provenance v1."""
+
+    __tablename__ = "attestations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    envelope_sha256: Mapped[str] = mapped_column(String(64))
+    keyid: Mapped[str] = mapped_column(String(64))
+    after_the_fact: Mapped[bool] = mapped_column(Boolean)
+    """Made for a run recorded before (not when it was recorded)."""
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class Result(Base):
     __tablename__ = "results"
     __table_args__ = (UniqueConstraint("run_id", "metric", name="uq_results_run_metric"),)

@@ -215,10 +215,18 @@ def run_lockfile(
         if on is not None:
             attempt.runner = on.runner
         _record(ws, attempt)
+        attest_recorded(ws, attempt.id, say)
     url = otel.endpoint()
     if trace_data is not None and url:
         _export_trace(trace_data, attempt, url, say)
     return RunOutcome(attempt.id, attempt.status, evidence.metrics)
+
+
+def attest_recorded(ws: Workspace, run_id: str, say: Say) -> None:
+    """Sign the run's provenance as it is recorded (``pinbench.provenance``)."""
+    from pinbench.provenance.attest import attest_recorded as attest
+
+    attest(ws, run_id, say)
 
 
 def _export_trace(trace: dict[str, Any], attempt: _Attempt, url: str, say: Say) -> None:

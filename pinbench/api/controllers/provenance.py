@@ -1,0 +1,75 @@
+"""Signed provenance: the public keys that sign attestations, and a run's attestation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Controller, Response, get, post
+
+from pinbench.accounts import Principal
+from pinbench.api.problems import ApiNotFound
+from pinbench.workspace import Workspace
+
+ENVELOPE = "application/vnd.dsse.envelope.v1+json"
+
+
+class KeyView(msgspec.Struct, frozen=True, kw_only=True):
+    keyid: str
+    """sha256 of the raw public key (hex)."""
+    algorithm: str
+    public: str
+    """The raw Ed25519 public key, 64 hex digits (``attest verify --key`` takes it)."""
+    owner: str
+
+
+class KeyController(Controller):
+    path = "/api/v1/keys"
+    tags = ["provenance"]  # noqa: RUF012
+
+    @get("/", sync_to_thread=True, summary="The public keys that sign run attestations")
+    def list_keys(self, ws: Workspace, principal: Principal) -> list[KeyView]:
+        from pinbench.provenance.keys import known_keys
+
+        principal.require("read")
+        return [KeyView(**k.to_json()) for k in known_keys(ws)]
+
+
+class AttestationController(Controller):
+    path = "/api/v1/runs/{run_id:str}/attestation"
+    tags = ["provenance"]  # noqa: RUF012
+
+    @get(
+        "/",
+        sync_to_thread=True,
+        media_type=ENVELOPE,
+        summary="A run's signed provenance (DSSE envelope over an in-toto Statement)",
+        description="404 when the run has none yet: POST makes one after the fact.",
+    )
+    def show(self, ws: Workspace, principal: Principal, run_id: str) -> Response[Any]:
+        from pinbench.provenance.attest import recorded_attestation
+
+        principal.require("read")
+        line = recorded_attestation(ws, run_id)
+        if line is None:
+            raise ApiNotFound(
+                f"run {run_id} has no attestation yet: POST this URL to attest it after the fact"
+            )
+        return Response(line, media_type=ENVELOPE)
+
+    @post(
+        "/",
+        sync_to_thread=True,
+        media_type=ENVELOPE,
+        status_code=201,
+        summary="Attest a finished run after the fact (marked as such)",
+        description="Needs the `run` scope. Signed with the server's key; the statement's "
+        "internalParameters.attested is 'after the fact'. Nothing about the run changes.",
+    )
+    def attest(self, ws: Workspace, principal: Principal, run_id: str) -> Response[Any]:
+        from pinbench.provenance.attest import attest_run
+
+        principal.require("run")
+        return Response(
+            attest_run(ws, run_id, after_the_fact=True), media_type=ENVELOPE, status_code=201
+        )

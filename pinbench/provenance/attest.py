@@ -1,0 +1,101 @@
+"""Attesting runs: the statement signed by this registry's key, kept as a blob and recorded.
+
+A run is attested when it is recorded (``evaluator.run``); a run recorded before is attested
+on request (``runs attest``), and its statement says so (``internalParameters.attested:
+"after the fact"``). Attesting never changes the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.provenance.dsse import Envelope
+    from pinbench.workspace import Workspace
+
+FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
+
+
+class NotAttestable(UserError):
+    def __init__(self, *, run: str, reason: str) -> None:
+        super().__init__(f"run {run} cannot be attested: {reason}")
+        self.run = run
+        self.reason = reason
+
+
+def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
+    """Sign and record a new attestation of the finished run ``run_id`` (id or prefix);
+    its envelope as one ``.intoto.jsonl`` line."""
+    from pinbench.db.models import Attestation
+    from pinbench.evaluator.history import find_run
+    from pinbench.provenance.dsse import sign
+    from pinbench.provenance.keys import public_of, signing_key
+    from pinbench.provenance.statement import statement_of
+
+    private = signing_key(ws)
+    keyid = public_of(private).keyid
+    with ws.transaction() as session:
+        run = find_run(session, run_id)
+        if run.status not in FINISHED:
+            raise NotAttestable(run=run.id, reason=f"it is {run.status}, not finished")
+        payload = statement_of(ws, session, run, after_the_fact=after_the_fact)
+        line = sign(payload, private, keyid).line()
+        blob = ws.store.put_bytes(line)
+        session.add(
+            Attestation(
+                run_id=run.id,
+                envelope_sha256=blob.hex,
+                keyid=keyid,
+                after_the_fact=after_the_fact,
+                created_at=datetime.now(UTC),
+            )
+        )
+    return line
+
+
+def recorded_attestation(ws: Workspace, run_id: str) -> bytes | None:
+    """The newest recorded attestation of run ``run_id`` (id or prefix), or None."""
+    from sqlalchemy import select
+
+    from pinbench.artifacts.digest import Digest
+    from pinbench.db.models import Attestation
+    from pinbench.evaluator.history import find_run
+
+    with ws.transaction() as session:
+        run = find_run(session, run_id)
+        row = session.scalars(
+            select(Attestation)
+            .where(Attestation.run_id == run.id)
+            .order_by(Attestation.created_at.desc(), Attestation.id.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            return None
+        digest = row.envelope_sha256
+    return ws.store.verify(Digest(digest), label=f"attestation {digest[:12]}").read_bytes()
+
+
+def attestation_for(ws: Workspace, run_id: str) -> tuple[bytes, bool]:
+    """The run's recorded attestation, or a new one made after the fact; (line, made now)."""
+    line = recorded_attestation(ws, run_id)
+    if line is not None:
+        return line, False
+    return attest_run(ws, run_id, after_the_fact=True), True
+
+
+def attest_recorded(ws: Workspace, run_id: str, say: Callable[[str], None]) -> None:
+    """Attest a run just recorded; a failure is said and the run stands (never raised)."""
+    try:
+        attest_run(ws, run_id, after_the_fact=False)
+    except Exception as exc:  # the run is recorded; its attestation can be made later
+        say(f"run {run_id[:8]} recorded but not attested ({exc}); `pinbench runs attest` can")
+
+
+def envelope_of(line: bytes) -> Envelope:
+    from pinbench.provenance.dsse import read_envelopes
+
+    return read_envelopes(line, source="attestation")[0]

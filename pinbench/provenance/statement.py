@@ -1,0 +1,131 @@
+"""The in-toto Statement v1 of a recorded run, with SLSA Provenance v1 as its predicate.
+
+Subjects are the run's outputs by sha256, each a blob in the store: the raw latencies
+(``latencies.npy``), the accuracy outputs (``outputs.npy``), the trace (``trace.json``), a
+training run's final weights (``weights.FORMAT``) and ``results.json``, the run's record
+(status, error, metrics, details, lockfile, runner) as canonical JSON, stored as a blob when
+the statement is made. The predicate's ``buildDefinition`` holds the lockfile (digest and its
+exact canonical text) and the request; ``runDetails`` the builder (this registry's host, and
+the cluster system that ran it), start and finish, and the run's runner, environment digest
+and host facts.
+"""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from pinbench.artifacts.canonical import canonical_json
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from pinbench.db.models import Run
+    from pinbench.workspace import Workspace
+
+STATEMENT: Final = "https://in-toto.io/Statement/v1"
+SLSA_PROVENANCE: Final = "https://slsa.dev/provenance/v1"
+BUILD_TYPE: Final = "urn:pinbench:run:v1"
+RESULTS: Final = "results.json"
+
+
+def results_record(run: Run) -> dict[str, Any]:
+    """What ``results.json`` holds: the run as recorded."""
+    return {
+        "run": run.id,
+        "lockfile": run.lockfile_digest,
+        "status": run.status,
+        "error": run.error,
+        "runner": run.runner,
+        "system": run.system,
+        "metrics": {r.metric: r.value for r in sorted(run.results, key=lambda r: r.metric)},
+        "units": {r.metric: r.unit for r in sorted(run.results, key=lambda r: r.metric)},
+        "details": run.details or {},
+        "environment_digest": run.environment_digest,
+        "trace_level": run.trace_level,
+    }
+
+
+def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
+    details = run.details or {}
+    found: list[tuple[str, str | None]] = [
+        ("latencies.npy", run.latencies_sha256),
+        ("outputs.npy", details.get("outputs_sha256")),
+        ("trace.json", run.trace_sha256),
+    ]
+    training = details.get("training")
+    if isinstance(training, dict):
+        found.append((f"weights.{training.get('weights_format')}", training.get("weights_sha256")))
+    found.append((RESULTS, results_sha256))
+    return [
+        {"name": name, "digest": {"sha256": sha}} for name, sha in found if isinstance(sha, str)
+    ]
+
+
+def statement_of(ws: Workspace, session: Session, run: Run, *, after_the_fact: bool) -> bytes:
+    """The statement's canonical JSON for ``run`` (its ``results.json`` stored as a blob)."""
+    from pinbench import __version__
+    from pinbench.db.models import Lockfile as LockfileRow
+    from pinbench.registry.lockfile import Lockfile
+
+    body = session.get(LockfileRow, run.lockfile_digest)
+    assert body is not None
+    lock = Lockfile.from_bytes(body.body.encode(), source=f"lockfile {run.lockfile_digest[:12]}")
+    results = ws.store.put_bytes(canonical_json(results_record(run)))
+    builder = f"pinbench://{socket.gethostname()}"
+    if run.system:
+        builder += f"/systems/{run.system}"
+    statement = {
+        "_type": STATEMENT,
+        "subject": subjects_of(run, results.hex),
+        "predicateType": SLSA_PROVENANCE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {
+                    "lockfile": {"sha256": run.lockfile_digest, "body": body.body},
+                    "request": lock.to_json()["request"],
+                },
+                "internalParameters": {
+                    "attested": "after the fact" if after_the_fact else "when recorded",
+                    "attestedOn": _iso(datetime.now(UTC)),
+                },
+                "resolvedDependencies": [
+                    {
+                        "uri": f"pinbench:{a.kind}/{a.name}@{a.version}",
+                        "digest": {"sha256": a.manifest_digest},
+                    }
+                    for a in lock.body.artifacts
+                ],
+            },
+            "runDetails": {
+                "builder": {"id": builder, "version": {"pinbench": __version__}},
+                "metadata": {
+                    "invocationId": run.id,
+                    "startedOn": _iso(run.started_at),
+                    "finishedOn": _iso(run.finished_at),
+                },
+                "byproducts": [
+                    {
+                        "name": "run",
+                        "annotations": {
+                            "status": run.status,
+                            "runner": run.runner,
+                            "system": run.system,
+                            "environmentDigest": run.environment_digest,
+                            "host": run.host,
+                        },
+                    }
+                ],
+            },
+        },
+    }
+    return canonical_json(statement)
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
