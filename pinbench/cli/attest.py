@@ -26,9 +26,6 @@ attest_app = typer.Typer(
 )
 keys_app = typer.Typer(help="The public keys that sign run attestations.", no_args_is_help=True)
 
-MAX_READ = 64 * 1024 * 1024
-"""results.json (the only subject read whole) is refused beyond 64 MiB."""
-
 
 def runs_attest(
     run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
@@ -108,6 +105,7 @@ def verify(
 ) -> None:
     """Check an attestation: its signature, every subject's bytes against its sha256, and that
     the lockfile in the predicate hashes to its id. Exit 1 naming the part that failed."""
+    from pinbench.provenance.blobs import folder_blobs, remote_blobs, store_blobs
     from pinbench.provenance.dsse import read_envelopes
     from pinbench.provenance.keys import parse_public
     from pinbench.provenance.verify import verify_envelope
@@ -128,11 +126,11 @@ def verify(
         return [verify_envelope(e, given or keys, digest_of, read) for e in envelopes]
 
     if blobs is not None:
-        results = check([], *_folder(blobs)) if given else _with_registry_keys(check, blobs)
+        results = check([], *folder_blobs(blobs)) if given else _with_registry_keys(check, blobs)
     else:
         results = remote_or_here(
-            lambda remote: check(_remote_keys(remote) if not given else [], *_remote(remote)),
-            lambda ws: check(_local_keys(ws) if not given else [], *_store(ws)),
+            lambda remote: check(_remote_keys(remote) if not given else [], *remote_blobs(remote)),
+            lambda ws: check(_local_keys(ws) if not given else [], *store_blobs(ws)),
         )
     if as_json:
         _print_json([r.to_json() for r in results])
@@ -147,9 +145,11 @@ def verify(
 
 
 def _with_registry_keys(check: Any, blobs: Path) -> list[Any]:
+    from pinbench.provenance.blobs import folder_blobs
+
     found: list[Any] = remote_or_here(
-        lambda remote: check(_remote_keys(remote), *_folder(blobs)),
-        lambda ws: check(_local_keys(ws), *_folder(blobs)),
+        lambda remote: check(_remote_keys(remote), *folder_blobs(blobs)),
+        lambda ws: check(_local_keys(ws), *folder_blobs(blobs)),
     )
     return found
 
@@ -167,69 +167,6 @@ def _remote_keys(remote: Remote) -> list[PublicKey]:
         PublicKey(bytes.fromhex(k["public"]), k.get("owner", ""))
         for k in remote.json("GET", "/api/v1/keys")
     ]
-
-
-def _store(ws: Workspace) -> tuple[BlobDigest, BlobBytes]:
-    from pinbench.artifacts.digest import Digest
-
-    def path(sha: str) -> Path | None:
-        p = ws.store.path(Digest(sha))
-        return p if p.is_file() else None
-
-    return _files(path)
-
-
-def _folder(root: Path) -> tuple[BlobDigest, BlobBytes]:
-    def by_name(name: str) -> Path | None:
-        if not name or "/" in name or "\\" in name or name in (".", ".."):
-            raise UserError(f"subject name {name[:80]!r} is not a plain file name")
-        p = root / name
-        return p if p.is_file() else None
-
-    return _files(lambda sha: None, by_name)
-
-
-def _files(by_sha: Any, by_name: Any = None) -> tuple[BlobDigest, BlobBytes]:
-    from pinbench.artifacts.digest import hash_file
-
-    def find(name: str, sha: str) -> Path | None:
-        found: Path | None = by_name(name) if by_name else by_sha(sha)
-        return found
-
-    def digest_of(name: str, sha: str) -> str | None:
-        p = find(name, sha)
-        return None if p is None else hash_file(p)[0].hex
-
-    def read(name: str, sha: str) -> bytes | None:
-        p = find(name, sha)
-        if p is None or p.stat().st_size > MAX_READ:
-            return None
-        return p.read_bytes()
-
-    return digest_of, read
-
-
-def _remote(remote: Remote) -> tuple[BlobDigest, BlobBytes]:
-    from pinbench.artifacts.digest import Digest
-
-    def chunks(sha: str) -> Any:
-        return remote.blob(Digest(sha).hex)
-
-    def digest_of(name: str, sha: str) -> str | None:
-        h = hashlib.sha256()
-        for chunk in chunks(sha):
-            h.update(chunk)
-        return h.hexdigest()
-
-    def read(name: str, sha: str) -> bytes | None:
-        out = bytearray()
-        for chunk in chunks(sha):
-            out += chunk
-            if len(out) > MAX_READ:
-                return None
-        return bytes(out)
-
-    return digest_of, read
 
 
 @keys_app.command("list")

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.provenance.dsse import Envelope
     from pinbench.workspace import Workspace
 
 FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
@@ -94,8 +93,3 @@ def attest_recorded(ws: Workspace, run_id: str, say: Callable[[str], None]) -> N
     except Exception as exc:  # the run is recorded; its attestation can be made later
         say(f"run {run_id[:8]} recorded but not attested ({exc}); `pinbench runs attest` can")
 
-
-def envelope_of(line: bytes) -> Envelope:
-    from pinbench.provenance.dsse import read_envelopes
-
-    return read_envelopes(line, source="attestation")[0]
