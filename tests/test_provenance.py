@@ -339,3 +339,7 @@ def test_a_server_run_is_attested_and_verifies_through_the_api(
         assert [k["keyid"] for k in keys] == [verified[0]["keyid"]]
         refused = client.post(f"/api/v1/runs/{run_id}/attestation")
         assert refused.status_code == 403  # attesting needs the run scope
+    with server.client("owner") as client:
+        again = client.post(f"/api/v1/runs/{run_id}/attestation")
+        assert again.status_code == 200  # attested when recorded: the same envelope, no new one
+        assert again.content == path.read_bytes()

@@ -64,12 +64,12 @@ class AttestationController(Controller):
         status_code=201,
         summary="Attest a finished run after the fact (marked as such)",
         description="Needs the `run` scope. Signed with the server's key; the statement's "
-        "internalParameters.attested is 'after the fact'. Nothing about the run changes.",
+        "internalParameters.attested is 'after the fact'. Nothing about the run changes. "
+        "201 with the new envelope; 200 with the recorded one when the run has one already.",
     )
     def attest(self, ws: Workspace, principal: Principal, run_id: str) -> Response[Any]:
-        from pinbench.provenance.attest import attest_run
+        from pinbench.provenance.attest import attestation_for
 
         principal.require("run")
-        return Response(
-            attest_run(ws, run_id, after_the_fact=True), media_type=ENVELOPE, status_code=201
-        )
+        line, made = attestation_for(ws, run_id)  # one per run: a second POST returns it
+        return Response(line, media_type=ENVELOPE, status_code=201 if made else 200)
