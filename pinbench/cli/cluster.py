@@ -64,18 +64,35 @@ def agent_start(
             "whether it was warm; pickled models always run cold).",
         ),
     ] = False,
+    price_per_hour: Annotated[
+        float | None,
+        typer.Option(
+            "--price-per-hour",
+            help="What this machine costs, in US dollars per hour: each run records it and "
+            "reports show $ per 1,000 inferences from the run's throughput.",
+        ),
+    ] = None,
 ) -> None:
     """Join the cluster as a Ray node and register this machine as a system; stays in the
     foreground until stopped (Ctrl-C), which takes the system out of the cluster."""
     from pinbench.cluster.facts import default_name
     from pinbench.cluster.ray_agent import start_agent
     from pinbench.config import Settings
+    from pinbench.energy.price import parse_price
 
+    if price_per_hour is not None:  # refused before the machine joins
+        parse_price(price_per_hour, "--price-per-hour")
     address = _address(cluster, required=True)
     assert address is not None
     folder = cache if cache is not None else Settings.from_env().home / "agent"
     code = start_agent(
-        address, name or default_name(), folder, node_ip=node_ip, warm=warm, say=_out().print
+        address,
+        name or default_name(),
+        folder,
+        node_ip=node_ip,
+        warm=warm,
+        price_per_hour=price_per_hour,
+        say=_out().print,
     )
     raise typer.Exit(code)
 

@@ -268,6 +268,7 @@ def _print_run(info: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from pinbench.energy.show import energy_and_cost
     from pinbench.tables import fmt_ns
 
     out = _out()
@@ -303,6 +304,8 @@ def _print_run(info: dict[str, Any]) -> None:
             table.add_row(label, f"{info[key]:.3f} s")
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
+    for label, value in energy_and_cost(info):
+        table.add_row(label, value)
     out.print(table)
     loadgen = (info.get("details") or {}).get("loadgen") or {}
     for reason in loadgen.get("invalid_reasons") or []:

@@ -107,6 +107,15 @@ def serve(
             "pickled models always run cold. Off: every run starts its evaluator afresh.",
         ),
     ] = False,
+    price_per_hour: Annotated[
+        float | None,
+        typer.Option(
+            "--price-per-hour",
+            help="What this machine costs, in US dollars per hour: the server's own runs "
+            "record it (runs on cluster agents record the agent's). Default: "
+            "PINBENCH_PRICE_PER_HOUR, else none.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -121,9 +130,16 @@ def serve(
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
     from pinbench.artifacts.scratch import reclaim
     from pinbench.db import schema as db_schema
+    from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
     from pinbench.evaluator.instances import abandon_expired
     from pinbench.evaluator.runners import RUNNERS, UnknownRunner
 
+    if price_per_hour is not None:  # the worker processes read it from the environment
+        parse_price(price_per_hour, "--price-per-hour")
+        os.environ[PRICE_ENV] = repr(price_per_hour)
+        os.environ[SOURCE_ENV] = "serve --price-per-hour"
+    else:
+        price_from_env()  # a bad PINBENCH_PRICE_PER_HOUR is refused before serving
     cluster = cluster or os.environ.get("PINBENCH_CLUSTER") or None
     if cluster is not None:
         import importlib.util

@@ -26,6 +26,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
+    from pinbench.energy.price import Price
     from pinbench.evaluator.warm import WarmPool
 
 Say = Callable[[str], None]
@@ -76,11 +77,13 @@ def run_here(
     say: Say,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
+    price: Price | None = None,
 ) -> dict[str, Any]:
     """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
     ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
     downloaded), ``runner`` (the one that ran: ``auto`` is decided here). A failure before the
-    evaluation (a blob refused) raises."""
+    evaluation (a blob refused) raises. ``price``: the agent's declared price, recorded in the
+    results' details (``cost``)."""
     from pinbench.evaluator.host import host_facts
     from pinbench.evaluator.measure import Evidence
     from pinbench.evaluator.policy import check_server_runner
@@ -107,6 +110,9 @@ def run_here(
             raise  # the server asked: it records the run as it ends there
         except PinbenchError as exc:
             error = str(exc)
+        evidence.details.pop("cost", None)  # the evaluator's word is not the agent's price
+        if price is not None:
+            evidence.details["cost"] = price.to_json()
         with tempfile.TemporaryDirectory(prefix="pinbench-agent-") as out:
             folder = Path(out)
             write_results(folder, lock.digest.hex, evidence, error, environment={})

@@ -143,11 +143,21 @@ class Agent:
     """The actor on an agent's node (made remote in ``_start_actor``, with a few threads so
     that ``progress`` answers while ``run`` runs); one evaluation at a time."""
 
-    def __init__(self, name: str, cache: str, warm: bool = False) -> None:
+    def __init__(
+        self, name: str, cache: str, warm: bool = False, price_per_hour: float | None = None
+    ) -> None:
         import threading
+
+        from pinbench.energy.price import parse_price
 
         self.name = name
         self.cache = cache
+        self.price = (
+            None
+            if price_per_hour is None
+            else parse_price(price_per_hour, f"agent start --price-per-hour (system {name})")
+        )
+        """The price it declared, recorded with each run it does (``details.cost``)."""
         self._warm: Any = None
         """``agent start --warm``: this agent's ``WarmPool`` (its folders in the cache's tmp)."""
         if warm:
@@ -214,6 +224,7 @@ class Agent:
                 say=say,
                 stop=self._stop,
                 warm=self._warm,
+                price=self.price,
             )
             self._stop = None
             self.served += 1
@@ -227,10 +238,12 @@ def start_agent(
     *,
     node_ip: str | None = None,
     warm: bool = False,
+    price_per_hour: float | None = None,
     say: Callable[[str], None] = print,
 ) -> int:
     """Join ``cluster`` as system ``name`` and stay until stopped; return the exit code.
-    ``warm``: the agent keeps warm evaluators (``pinbench.evaluator.warm``)."""
+    ``warm``: the agent keeps warm evaluators (``pinbench.evaluator.warm``).
+    ``price_per_hour``: the price its runs record (``pinbench.energy.price``)."""
     check_name(name)
     cache.mkdir(parents=True, exist_ok=True)
     command = [
@@ -257,7 +270,7 @@ def start_agent(
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         node_id = _wait_for_node(name, node)
-        actor = _start_actor(name, cache, node_id, warm)
+        actor = _start_actor(name, cache, node_id, warm, price_per_hour)
         say(f"agent {name} joined {cluster} as Ray node {node_id}; stop it with Ctrl-C")
         while not stopping and node.poll() is None:
             time.sleep(0.2)
@@ -294,7 +307,9 @@ def _wait_for_node(name: str, node: subprocess.Popen[bytes]) -> str:
     raise UserError(f"the Ray node of system {name!r} did not join within {JOIN_TIMEOUT_S:.0f} s")
 
 
-def _start_actor(name: str, cache: Path, node_id: str, warm: bool) -> Any:
+def _start_actor(
+    name: str, cache: Path, node_id: str, warm: bool, price_per_hour: float | None
+) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     ray = ray_module()
@@ -306,6 +321,6 @@ def _start_actor(name: str, cache: Path, node_id: str, warm: bool) -> Any:
         namespace=NAMESPACE,
         lifetime="detached",
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(name, str(cache), warm)
+    ).remote(name, str(cache), warm, price_per_hour)
     ray.get(actor.facts.remote(), timeout=JOIN_TIMEOUT_S)  # up and answering
     return actor

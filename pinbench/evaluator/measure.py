@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.energy.meter import SYSFS, EnergyMeter
+from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
@@ -87,6 +89,8 @@ class Job:
     LoadGen's queries are answered without the model once it is set."""
     validation_paths: dict[str, Path] = field(default_factory=dict)
     """A training run's validation split's files."""
+    sysfs: Path = SYSFS
+    """Where sysfs is mounted, for the RAPL energy counters (tests lay out their own)."""
 
 
 @dataclass
@@ -288,7 +292,11 @@ def _evaluate(
         job.stop.check()
         recorder.warm_up(warm_starts, warm_times)
         say(f"running {scenario.name} ({scenario.mode}) with {cls.NAME} {cls.framework_version()}")
-        with recorder.phase("scenario", scenario=scenario.name, mode=scenario.mode):
+        with (
+            EnergyMeter.open(job.sysfs) as meter,  # counters found before the region
+            recorder.phase("scenario", scenario=scenario.name, mode=scenario.mode),
+        ):
+            meter.start()
             measurement = run_scenario(
                 predictor.predict,
                 inputs,
@@ -299,6 +307,7 @@ def _evaluate(
                 stop=job.stop,
                 on_caller=profiling and cls.PROFILES_ONE_THREAD,
             )
+            energy = meter.stop()
         recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
         if profiling:
             profiling = False
@@ -310,6 +319,7 @@ def _evaluate(
         predictor.close()
     evidence.metrics = measurement.summary()
     evidence.details["loadgen"] = measurement.loadgen
+    record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
     evidence.latencies = measurement.latencies_ns
     if accuracy and embedding is not None:
         with recorder.phase("postprocess (accuracy)"):

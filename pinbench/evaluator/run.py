@@ -24,6 +24,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.cluster.placement import check_here
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
+from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.measure import Evidence
@@ -169,6 +170,7 @@ def run_lockfile(
         check_here(lock.body.system)
     check_against_registry(ws, lock)
     check_pickle(lock, allow=allow_pickle)
+    price = price_from_env() if on is None else None  # a bad price is refused before the run
     if on is None:
         runner = choose_runner(runner, lock)
         execute: Runner = runner_named(runner)
@@ -214,6 +216,7 @@ def run_lockfile(
     finally:
         if on is not None:
             attempt.runner = on.runner
+        _keep_cost(evidence.details, price, on is not None)
         _record(ws, attempt)
         attest_recorded(ws, attempt.id, say)
     url = otel.endpoint()
@@ -249,6 +252,16 @@ def _export_trace(trace: dict[str, Any], attempt: _Attempt, url: str, say: Say) 
         say(f"exported {sent} spans to {url}")
 
 
+def _keep_cost(details: dict[str, Any], price: Price | None, on_agent: bool) -> None:
+    """The price a run records (``pinbench.energy.price``): this process's own for a run
+    here; an agent's declared price, checked, for a run on a cluster system. An isolated
+    evaluator's results never set it."""
+    claimed = recorded_price(details.pop("cost", None))
+    kept = claimed if on_agent else price
+    if kept is not None:
+        details["cost"] = kept.to_json()
+
+
 def _save_weights(ws: Workspace, evidence: Evidence) -> None:
     """A training run's final weights as a blob; the digest recorded is the one computed here,
     whatever the evaluator claimed."""
@@ -273,6 +286,7 @@ UNITS = {
     "_flop_per_s": "FLOP/s",
     "_byte_per_s": "B/s",
     "_flop_per_byte": "FLOP/B",
+    "_j": "J",
     "_s": "s",
 }
 """Units by metric-name suffix, the first that matches (``_s`` after the rates ending in it)."""

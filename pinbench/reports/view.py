@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pinbench.energy.show import cost_per_1000, usd
 from pinbench.evaluator.history import differing
 from pinbench.reports.charts import Chart, accuracy_points, charts, system_points
 from pinbench.reports.data import Report, RunData
@@ -53,6 +54,8 @@ class ReportView:
 
 
 SHOWN_PREDICTIONS = 20
+COST_ROW = "cost per 1,000 inferences"
+"""The metrics row derived from a run's declared price (``details.cost``) and throughput."""
 
 
 def predictions(run: RunData) -> list[dict[str, str]]:
@@ -168,6 +171,10 @@ def build(report: Report, title: str | None = None) -> ReportView:
         cells = [fmt(r.metrics.get(metric), units[metric]) for r in report.runs]
         unit = fmt(0.0, units[metric])[1]
         rows.append(MetricRow(label(metric, units[metric]), unit, [c[0] for c in cells]))
+    costs = [cost_per_1000(r.info) for r in report.runs]
+    if any(c is not None for c in costs):  # derived: declared price over measured throughput
+        shown = ["" if c is None else usd(c).removeprefix("$") for c in costs]
+        rows.append(MetricRow(COST_ROW, "USD", shown))
     infos = [r.info for r in report.runs]
     differs = differing(infos)
     return ReportView(
