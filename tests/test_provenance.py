@@ -135,7 +135,7 @@ def test_a_recorded_run_is_attested_when_it_is_recorded(home: Home, attested: Pa
 def test_verify_accepts_an_untouched_attestation(cli: Cli, attested: Path, home: Home) -> None:
     result = cli("attest", "verify", str(attested))
     assert result.code == 0, result.err
-    assert f"verified: run {home.run}" in result.out
+    assert f"verified: run {home.run} (succeeded)" in result.out
     assert "attested when recorded" in result.out
     assert "latencies.npy, outputs.npy, results.json" in result.out
 
@@ -298,6 +298,12 @@ def test_an_unsafe_key_file_is_refused_not_used(home: Home) -> None:
             signing_key(home.ws)
     finally:
         path.chmod(0o600)
+    path.parent.chmod(0o777)
+    try:
+        with pytest.raises(Exception, match="others may write it"):
+            signing_key(home.ws)
+    finally:
+        path.parent.chmod(0o700)
 
 
 # ---------------------------------------------------------------- through a server
@@ -334,6 +340,7 @@ def test_a_server_run_is_attested_and_verifies_through_the_api(
     out = capsys.readouterr().out
     verified = json.loads(out[out.index("[") :])
     assert verified[0]["run"] == run_id and verified[0]["after_the_fact"] is False
+    assert verified[0]["key_source"] == "server"  # said: consistent, not independent
     with server.client("reader") as client:
         keys = client.get("/api/v1/keys").json()
         assert [k["keyid"] for k in keys] == [verified[0]["keyid"]]

@@ -280,7 +280,28 @@ def test_a_claim_naming_a_run_that_did_not_train_is_refused(
         assert other is not None  # the inference runs above
         other_id, other_lock = other.id, other.lockfile_digest
     manifest = _forged(tmp_path, home, published, run=other_id, lockfile=other_lock)
-    _refused(home, manifest, "not a training run")
+    _refused(home, manifest, "has no training section")
+
+
+def test_a_claim_naming_a_decoy_beside_the_loaded_weights_is_refused(
+    home: Home, published: dict[str, Any], tmp_path: Path
+) -> None:
+    """The run's real weights as a side file, other weights in the file the model loads."""
+    weights = published["details"]["training"]["weights_sha256"]
+    path = _forged(tmp_path, home, published, weights_blob=weights)
+    data = yaml.safe_load(path.read_text())
+    (tmp_path / "copy.bin").write_bytes((tmp_path / "digits-cnn.safetensors").read_bytes())
+    old = _manifest(home.ws, "model/vision/digits-cnn-torch@1.0.0")["files"][0]["sha256"]
+    (tmp_path / "digits-cnn.safetensors").write_bytes(
+        home.ws.store.path(Digest.parse(old)).read_bytes()
+    )
+    data["files"] = [
+        {"path": "digits-cnn.safetensors", "sha256": old},
+        {"path": "copy.bin", "sha256": weights},
+    ]
+    data["trained_by"]["weights"] = "copy.bin"
+    path.write_text(yaml.safe_dump(data))
+    _refused(home, path, "trained_by.weights must name it")
 
 
 def test_a_claim_whose_weights_file_is_not_among_the_files_is_refused(

@@ -141,6 +141,19 @@ def test_good_results_round_trip(tmp_path: Path) -> None:
     assert evidence.trace is None
 
 
+def test_digests_a_worker_claims_for_host_stored_outputs_are_dropped(tmp_path: Path) -> None:
+    """The host records the outputs' and final weights' digests from bytes it read: a worker
+    naming some other blob (another model's weights) gets nothing recorded."""
+    forged = {"training": {"weights_sha256": "bb" * 32, "weights_format": "safetensors"}}
+    evidence = Evidence(
+        latencies=np.array([10], dtype=np.int64),
+        details={**forged, "outputs_sha256": "cc" * 32, "scenario": "x"},
+    )
+    write_results(tmp_path, LOCK, evidence, None, ENV)
+    _, got = read_results(tmp_path, LOCK)
+    assert got.details == {"training": {"weights_format": "safetensors"}, "scenario": "x"}
+
+
 def test_a_trace_round_trips_byte_for_byte(tmp_path: Path) -> None:
     trace = b'{"traceEvents":[{"ph":"X","name":"predict","ts":0.5,"dur":1.0}],"pinbench":{}}'
     evidence = Evidence(latencies=np.array([10], dtype=np.int64), trace=trace)

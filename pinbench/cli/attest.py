@@ -10,6 +10,7 @@ import typer
 
 from pinbench.cli.common import remote_or_here
 from pinbench.console import JsonOpt
+from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -132,15 +133,24 @@ def verify(
             lambda remote: check(_remote_keys(remote) if not given else [], *remote_blobs(remote)),
             lambda ws: check(_local_keys(ws) if not given else [], *store_blobs(ws)),
         )
+    import os
+
+    source = "given" if given else "server" if os.environ.get("PINBENCH_URL") else "registry"
     if as_json:
-        _print_json([r.to_json() for r in results])
+        _print_json([r.to_json() | {"key_source": source} for r in results])
         return
     for r in results:
         when = "after the fact" if r.after_the_fact else "when recorded"
         _out().print(
-            f"verified: run {r.run}, lockfile {r.lockfile[:12]}, signed by key {r.keyid[:12]}"
+            f"verified: run {r.run} ({r.status}), lockfile {r.lockfile[:12]}, signed by key "
+            f"{r.keyid[:12]}"
             + (f" ({r.owner})" if r.owner else "")
             + f", attested {when}; subjects match: {', '.join(r.subjects)}"
+        )
+    if source == "server":
+        _err().print(
+            "note: the key came from the server that served the attestation, so this shows "
+            "it is consistent, not independent: pass --key with a key obtained apart"
         )
 
 

@@ -113,6 +113,15 @@ def write_results(
     tmp.replace(out / RESULT)
 
 
+def _drop_claimed_digests(details: dict[str, Any]) -> None:
+    """Digests of outputs the host stores itself (accuracy outputs, final weights) are the
+    host's to record, from the bytes it read: whatever the worker wrote for them goes."""
+    details.pop("outputs_sha256", None)
+    training = details.get("training")
+    if isinstance(training, dict):
+        details["training"] = {k: v for k, v in training.items() if k != "weights_sha256"}
+
+
 def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
     """Host side: validate the output folder and turn it into evidence."""
     path = out / RESULT
@@ -137,6 +146,7 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         details=dict(result.details),
         metrics=dict(result.metrics),
     )
+    _drop_claimed_digests(evidence.details)
     if result.latencies:
         latencies = _array(out / LATENCIES)
         if latencies.dtype != np.int64 or latencies.ndim != 1 or latencies.size == 0:

@@ -196,9 +196,10 @@ def run_lockfile(
             attempt.trace = ws.store.put_bytes(evidence.trace)
             trace_data = msgspec.json.decode(evidence.trace)
             evidence.details["trace"] = summarise(trace_data)
+        evidence.details.pop("outputs_sha256", None)  # the host's digest, or none
         if evidence.outputs is not None:
             evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
-        _save_weights(ws, evidence)
+        _save_weights(ws, evidence, lock)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
@@ -208,7 +209,7 @@ def run_lockfile(
         raise
     except PinbenchError as exc:
         attempt.error = str(exc)
-        _save_weights(ws, evidence)  # a training run short of its target keeps its weights
+        _save_weights(ws, evidence, lock)  # a training run short of its target keeps its weights
         raise
     except BaseException as exc:
         attempt.error = f"{type(exc).__name__}: {exc}"
@@ -262,14 +263,16 @@ def _keep_cost(details: dict[str, Any], price: Price | None, on_agent: bool) -> 
         details["cost"] = kept.to_json()
 
 
-def _save_weights(ws: Workspace, evidence: Evidence) -> None:
+def _save_weights(ws: Workspace, evidence: Evidence, lock: Lockfile) -> None:
     """A training run's final weights as a blob; the digest recorded is the one computed here,
-    whatever the evaluator claimed."""
+    whatever the evaluator claimed, and only for a lockfile that trains."""
     training = evidence.details.get("training")
-    if evidence.weights is None or not isinstance(training, dict):
+    weights, evidence.weights = evidence.weights, None
+    if not isinstance(training, dict):
         return
-    training["weights_sha256"] = ws.store.put_bytes(evidence.weights).hex
-    evidence.weights = None
+    training.pop("weights_sha256", None)
+    if weights is not None and lock.body.training is not None:
+        training["weights_sha256"] = ws.store.put_bytes(weights).hex
 
 
 def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:

@@ -20,10 +20,8 @@ from typing import Any
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind
 from pinbench.registry.publish import PublishResult
+from pinbench.registry.trained import WEIGHTS_SUFFIX
 from pinbench.workspace import Workspace
-
-WEIGHTS_SUFFIX = {"safetensors": ".safetensors", "keras": ".keras"}
-"""A trainable model format -> the suffix of the file its weights are in."""
 
 
 class NotPublishable(UserError):

@@ -92,4 +92,3 @@ def attest_recorded(ws: Workspace, run_id: str, say: Callable[[str], None]) -> N
         attest_run(ws, run_id, after_the_fact=False)
     except Exception as exc:  # the run is recorded; its attestation can be made later
         say(f"run {run_id[:8]} recorded but not attested ({exc}); `pinbench runs attest` can")
-

@@ -10,7 +10,9 @@ the sha256 of the raw public key.
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,6 +93,12 @@ def signing_key(ws: Workspace) -> Ed25519PrivateKey:
 
     path = key_path(ws)
     ensure_key(path)
+    folder = path.parent.stat()
+    if folder.st_uid != os.geteuid() or folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise BadKey(
+            what=f"key folder {path.parent}",
+            reason="others may write it (the key could be swapped): chmod 700 it",
+        )
     seed = read_key(path)
     if seed is None:
         raise BadKey(

@@ -42,6 +42,8 @@ class Verified:
     keyid: str
     owner: str
     after_the_fact: bool
+    status: str
+    """The run's status as ``results.json`` records it (a failed run verifies too)."""
     subjects: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -52,6 +54,7 @@ class Verified:
             "keyid": self.keyid,
             "owner": self.owner,
             "after_the_fact": self.after_the_fact,
+            "status": self.status,
             "subjects": self.subjects,
         }
 
@@ -102,7 +105,7 @@ def verify_envelope(
     subjects = statement.get("subject")
     if not isinstance(subjects, list) or not subjects:
         raise AttestationRefused(part="subject", reason="there are none")
-    names = []
+    names, status = [], "?"
     for entry in subjects:
         name, sha = _subject(entry)
         found = digest_of(name, sha)
@@ -121,11 +124,12 @@ def verify_envelope(
                     part=f"subject {RESULTS}",
                     reason="names another run or lockfile than the predicate",
                 )
+            status = str(record.get("status"))
     if RESULTS not in names:
         raise AttestationRefused(part="subject", reason=f"has no {RESULTS}")
     internal = build.get("internalParameters")
     after = isinstance(internal, dict) and internal.get("attested") == "after the fact"
-    return Verified(run_id, claimed, key.keyid, key.owner, after, names)
+    return Verified(run_id, claimed, key.keyid, key.owner, after, status, names)
 
 
 def _object(data: bytes, part: str) -> dict[str, Any]:

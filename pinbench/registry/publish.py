@@ -180,8 +180,8 @@ def commit_staged(
 ) -> PublishResult:
     """Make staged blobs visible and insert the artifact's rows, under the store's lock; a
     model file not in its declared format (``registry.formats``) is refused first, and so is
-    a ``trained_by`` the run recorded here does not back (``registry.trained``; not for a
-    version ``adopted`` from another registry, whose runs are recorded there); a lost race
+    a ``trained_by`` the run recorded here does not back (``registry.trained``; a version
+    ``adopted`` from another registry only when it names a run recorded here); a lost race
     (another publish of the same version) leaves no new blob behind; a manifest that cannot
     be recorded leaves no staged file behind."""
     try:
@@ -201,8 +201,7 @@ def commit_staged(
             with ws.transaction() as session:
                 if _existing_digest_in(session, ref) is None:
                     _refuse_same_precedence(session, ref)
-                if not adopted:
-                    check_trained_by(session, manifest, checked)
+                check_trained_by(session, manifest, checked, adopted=adopted)
                 session.add(
                     Artifact(
                         kind=kind.value,

@@ -18,6 +18,8 @@ from pinbench.registry.manifest import FileEntry, Manifest, ModelManifest
 
 FORMAT_OF_WEIGHTS = {"safetensors": "safetensors", "keras": "keras"}
 """A training run's ``weights_format`` -> the model format its weights file is in."""
+WEIGHTS_SUFFIX = {"safetensors": ".safetensors", "keras": ".keras"}
+"""A trainable model format -> the suffix of the one file its predictor loads."""
 
 
 class TrainedByRefused(UserError):
@@ -31,12 +33,19 @@ class TrainedByRefused(UserError):
 
 
 def check_trained_by(
-    session: Session, manifest: Manifest, checked: list[tuple[FileEntry, int]]
+    session: Session,
+    manifest: Manifest,
+    checked: list[tuple[FileEntry, int]],
+    *,
+    adopted: bool = False,
 ) -> None:
     """Refuse ``manifest`` when its ``trained_by`` is not what this registry recorded;
-    ``checked`` are its files with the sha256 staging verified."""
+    ``checked`` are its files with the sha256 staging verified. A version ``adopted`` from
+    another registry is checked only when the run it names is recorded here (else the claim
+    is about that registry's run, checked there)."""
     if not isinstance(manifest, ModelManifest) or manifest.trained_by is None:
         return
+    from pinbench.db.models import Lockfile as LockfileRow
     from pinbench.db.models import Run
 
     claim = manifest.trained_by
@@ -46,7 +55,16 @@ def check_trained_by(
             model=f"model/{manifest.name}@{manifest.version}", run=claim.run[:80], reason=reason
         )
 
+    suffix = WEIGHTS_SUFFIX.get(manifest.format)
+    loaded = [f.path for f, _ in checked if suffix and f.path.endswith(suffix)]
+    if loaded != [claim.weights]:
+        raise refuse(
+            f"the file a {manifest.format} model loads is its one {suffix or '(trainable)'} "
+            f"file, and trained_by.weights must name it (files: {', '.join(loaded) or 'none'})"
+        )
     run = session.get(Run, claim.run)
+    if run is None and adopted:
+        return
     if run is None:
         raise refuse("no run with that id is recorded in this registry (give the full run id)")
     if run.lockfile_digest != claim.lockfile:
@@ -54,6 +72,11 @@ def check_trained_by(
             f"that run is a run of lockfile {run.lockfile_digest[:12]}, not of "
             f"{claim.lockfile[:12]}"
         )
+    from pinbench.registry.lockfile import Lockfile
+
+    row = session.get(LockfileRow, run.lockfile_digest)
+    if row is None or Lockfile.from_bytes(row.body.encode()).body.training is None:
+        raise refuse("that run's lockfile has no training section: it trained nothing")
     if run.status != "succeeded":
         raise refuse(f"that run {run.status}: only a succeeded run's weights are published")
     training: Any = (run.details or {}).get("training")
