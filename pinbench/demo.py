@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pinbench import catalog as builtin
-from pinbench import demo_levels, demo_trust, reports
+from pinbench import demo_bisect, demo_levels, demo_trust, reports
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
@@ -133,6 +133,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
         style = {"reproduced": "bold green", "inconclusive": "bold yellow"}.get(line.split(" ")[0])
         out.print(Text(line, style=style or ""))
     demo_trust.attest(ws, workdir, out, step, reference["id"])
+    demo_bisect.show_bisect(ws, out, step)
 
     _photos(ws, out, step)
     _sentences(ws, out, step)

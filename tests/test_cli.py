@@ -199,6 +199,12 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     # Deep500's levels: six operator runs, all valid; two trainings reach the target
     assert len(re.findall(r"(onnxruntime|torch|tensorflow)@[\d.]+ .* ✓ ", first.out)) == 6
     assert len(re.findall(r"^ (torch|tensorflow) +epoch \d+ ", first.out, re.M)) == 2
+    # issue 23: every run attested, one verified and refused once tampered; a bisect
+    attested = re.search(r"(\d+) of (\d+) recorded runs carry a signed attestation", first.out)
+    assert attested and attested[1] == attested[2]
+    assert "verified: run " in first.out and "attestation refused: signature" in first.out
+    assert (tmp_path / "home" / "demo" / "run.intoto.jsonl").is_file()
+    assert "top1 first changes at step 1" in first.out.replace("\n", " ")
     second = cli("demo")
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out

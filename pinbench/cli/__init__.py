@@ -33,6 +33,7 @@ from pinbench.cli import (
     runs,
     serve,
 )
+from pinbench.cli.bisect import bisect_cmd
 from pinbench.cli.mlmodelscope import import_mlmodelscope
 from pinbench.console import err as _err
 from pinbench.errors import PinbenchError
@@ -88,6 +89,7 @@ app.command("lock")(registry.lock_cmd)
 app.command()(registry.verify)
 app.command("run")(runs.run_cmd)
 app.command("rerun")(runs.rerun_cmd)
+app.command("bisect")(bisect_cmd)
 app.command()(registry.digest)
 app.command()(catalog.demo)
 app.command("gc")(serve.gc_cmd)

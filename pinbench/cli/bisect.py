@@ -1,0 +1,134 @@
+"""``pinbench bisect GOOD BAD``: which pin moved the number (``pinbench.evaluator.bisect``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pinbench.cli.common import progress_lines, workspace
+from pinbench.cli.runs import BAND, REPEAT, RUNNER_HELP, stopped_safely
+from pinbench.console import JsonOpt
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pinbench.evaluator.bisect import Bisection
+
+METRIC_CHOICES = ("p50", "top1", "throughput")
+
+
+def bisect_cmd(
+    good: Annotated[
+        str, typer.Argument(metavar="GOOD_RUN", help="The good run's id (or a unique prefix).")
+    ],
+    bad: Annotated[
+        str, typer.Argument(metavar="BAD_RUN", help="The bad run's id (or a unique prefix).")
+    ],
+    metric: Annotated[
+        str,
+        typer.Option(
+            help="What changed: p50 (median latency), throughput (both judged on the raw "
+            "per-query latencies, as `rerun` judges them) or top1 (exact, accuracy runs)."
+        ),
+    ] = "p50",
+    repeat: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Performance runs per step (recorded runs of its lockfile are reused)."
+        ),
+    ] = REPEAT,
+    runner: Annotated[
+        str | None, typer.Option(help=RUNNER_HELP + " Default: the good run's runner.")
+    ] = None,
+    band: Annotated[
+        float,
+        typer.Option(
+            help="How much a step's runs' median latencies may disagree with each other before "
+            "its latency verdict is inconclusive (as `rerun --band`)."
+        ),
+    ] = BAND,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find the first pin between two runs' lockfiles at which the metric changes.
+
+    The pins that differ (model, framework, dataset, image versions; scenario, batch size,
+    threads, system, limits) are changed one at a time, and an artifact goes through the
+    registry's published, non-yanked versions in between; the chain is binary-searched. Each
+    step's request is locked by this registry, run (or its recorded runs reused) and judged
+    against GOOD and BAD with `rerun`'s statistics.
+
+    Exit codes: 0 found (or nothing to bisect), 1 a user error, 4 inconclusive.
+    """
+    from pinbench.evaluator.bisect import bisect
+
+    if metric not in METRIC_CHOICES:
+        raise typer.BadParameter(f"--metric must be one of {', '.join(METRIC_CHOICES)}")
+    if not 0 < band < 10:
+        raise typer.BadParameter(f"--band must be between 0 and 10, got {band}")
+    say = progress_lines(quiet=as_json)
+    with workspace() as ws, stopped_safely() as stop:
+        result = bisect(
+            ws,
+            good,
+            bad,
+            metric=metric,
+            repeat=repeat,
+            runner=runner,
+            say=say,
+            stop=stop,
+            band=band,
+        )
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        print_bisection(result, _out())
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+def print_bisection(result: Bisection, out: Console) -> None:
+    """The evidence table, then what was found (``pinbench.demo_bisect`` prints it too)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if result.evidence:
+        table = Table(title=f"bisect {result.good[:8]} .. {result.bad[:8]} on {result.metric}")
+        for column in ("step", "pin changed", "lockfile", "runs", result.metric, "verdict"):
+            table.add_column(column)
+        for row in result.evidence:
+            runs = ", ".join(r[:8] for r in row.runs)
+            if row.step not in ("good", "bad") and row.reused:
+                runs += f" (reused {row.reused})"
+            table.add_row(
+                row.step,
+                row.change,
+                row.lockfile[:12],
+                runs,
+                _value(result.metric, row.value),
+                row.side,
+            )
+        out.print(table)
+        for row in result.evidence:
+            for line in row.detail:
+                out.print(f"  {row.step}: {line}", soft_wrap=True)
+    if result.states:
+        out.print(
+            f"{len(result.pins)} pin(s) differ ({', '.join(result.pins)}); {result.states} "
+            f"states in the chain; {result.new_runs} new run(s), {result.reused_runs} recorded "
+            "run(s) reused"
+        )
+    style = {"found": "bold green", "inconclusive": "bold yellow"}.get(result.outcome, "")
+    out.print(Text(result.message, style=style))
+
+
+def _value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric == "p50":
+        return f"{value / 1e6:.3f} ms" if value >= 1e6 else f"{value / 1e3:.1f} µs"
+    if metric == "throughput":
+        return f"{value:.1f}/s"
+    return f"{value:.4f}"

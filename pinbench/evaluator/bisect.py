@@ -1,0 +1,567 @@
+"""Which pin moved the number: bisect the pins between a good run and a bad run.
+
+Two recorded runs' lockfiles differ in some pins: the model, framework, dataset or image
+version, or a setting (scenario, batch size, threads, system, limits). ``pins`` lists them;
+``chain`` orders the states between the two runs so that each state changes one pin one step
+from the state before (a pin whose artifact has published, non-yanked versions in between goes
+through each of them), GOOD's pins first, BAD's last. ``search`` binary-searches that chain for
+the first state whose metric has left GOOD's. Both are pure: ``bisect`` gives them the
+registry (each state's request is locked by this registry, never written by hand), the runs
+(recorded ones of the same lockfile are reused) and the judge (``rerun``'s statistics).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+from sqlalchemy import select
+
+from pinbench.db.models import Artifact
+from pinbench.db.models import Run as RunRow
+from pinbench.errors import UserError
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.rerun import recorded_lockfile
+from pinbench.evaluator.run import Say, latencies_of, run_lockfile
+from pinbench.evaluator.runners import choose_runner
+from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.verdict import (
+    BAND,
+    LatencyComparison,
+    accuracy_verdict,
+    compare_latencies,
+)
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.ranges import parse_version, precedence_key
+from pinbench.registry.request import Request
+from pinbench.workspace import Workspace
+
+REPEAT = 3
+ROUNDS = 2
+"""A step the latency statistics leave inconclusive gets another ``repeat`` runs (all its runs
+judged together), up to this many rounds, before the bisect stops there."""
+METRICS = {"p50": "latency_p50_ns", "top1": "top1", "throughput": "throughput_sps"}
+"""``--metric`` choices and the recorded metric each one reads."""
+ARTIFACT_PINS = ("model", "framework", "dataset", "image")
+SETTING_PINS = ("scenario", "batch_size", "threads", "system", "limits")
+
+Side = Literal["same-as-good", "unlike-bad", "same-as-bad", "changed", "inconclusive"]
+"""A state's verdict (``side_of``): like GOOD, unlike BAD (no difference from GOOD shown),
+like BAD, unlike both (the metric has left GOOD's), or not decided by the statistics."""
+
+
+# ---- the pins and the chain (pure) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """One pin that differs: its field and the values it takes along the chain, GOOD's first
+    and BAD's last (an artifact's value is ``NAME@VERSION``; ``None``: not pinned)."""
+
+    field: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """One point of the chain: every differing pin's value, and the change that led here."""
+
+    index: int
+    values: dict[str, Any]
+    pin: str | None = None
+    before: Any = None
+    after: Any = None
+
+    def change(self) -> str:
+        if self.pin is None:
+            return "-"
+        return f"{self.pin} {show_value(self.before)} -> {show_value(self.after)}"
+
+
+def show_value(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(msgspec.to_builtins(value), sort_keys=True, separators=(",", ":"))
+
+
+def chain(pins: Sequence[Pin]) -> list[State]:
+    """States from GOOD's pins (index 0) to BAD's (the last), one pin one step at a time, in
+    the order of ``pins``."""
+    values = {p.field: p.values[0] for p in pins}
+    states = [State(0, dict(values))]
+    for pin in pins:
+        for before, after in zip(pin.values, pin.values[1:], strict=False):
+            values[pin.field] = after
+            states.append(State(len(states), dict(values), pin.field, before, after))
+    return states
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Where the search stopped: ``good`` is the last state judged like GOOD, ``bad`` the first
+    judged changed; ``undecided`` the state the statistics could not judge (then the change
+    lies somewhere in ``good + 1 .. bad``)."""
+
+    good: int
+    bad: int
+    undecided: int | None = None
+
+
+def search(n: int, judge: Callable[[int], Side]) -> Found:
+    """Binary search over states ``0 .. n - 1`` (0 like GOOD, ``n - 1`` like BAD) for the first
+    state whose metric has changed; ``judge`` evaluates one state. Stops at the first state it
+    cannot judge."""
+    good, bad = 0, n - 1
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        side = judge(mid)
+        if side in GOOD_SIDE:
+            good = mid
+        elif side in BAD_SIDE:
+            bad = mid
+        else:
+            return Found(good, bad, mid)
+    return Found(good, bad)
+
+
+def side_of(vs_good: str, vs_bad: str) -> Side:
+    """A state's side from its two comparisons' outcomes (``reproduced``, ``changed``,
+    ``inconclusive``, as ``LatencyComparison.outcome``): a difference from GOOD shown puts it
+    on BAD's side (``same-as-bad``, or ``changed`` when it differs from BAD too); a difference
+    from BAD shown, and none from GOOD, on GOOD's (``same-as-good``, or ``unlike-bad`` when
+    the statistics do not vouch for it being like GOOD); no difference from either shown is
+    ``inconclusive``."""
+    if vs_good == "changed":
+        return "same-as-bad" if vs_bad == "reproduced" else "changed"
+    if vs_bad == "changed":
+        return "same-as-good" if vs_good == "reproduced" else "unlike-bad"
+    return "inconclusive"
+
+
+GOOD_SIDE = ("same-as-good", "unlike-bad")
+BAD_SIDE = ("same-as-bad", "changed")
+
+
+def versions_between(published: Sequence[tuple[str, bool]], good: str, bad: str) -> list[str]:
+    """``good``, the published non-yanked versions strictly between it and ``bad`` in
+    precedence order (from ``good`` towards ``bad``), and ``bad``; prereleases only when an
+    end is one. ``published``: (version, yanked)."""
+    lo, hi = sorted((good, bad), key=lambda v: precedence_key(parse_version(v)))
+    klo, khi = precedence_key(parse_version(lo)), precedence_key(parse_version(hi))
+    pre = bool(parse_version(lo).prerelease or parse_version(hi).prerelease)
+    inside = sorted(
+        (
+            v
+            for v, yanked in published
+            if not yanked
+            and klo < precedence_key(parse_version(v)) < khi
+            and (pre or not parse_version(v).prerelease)
+        ),
+        key=lambda v: precedence_key(parse_version(v)),
+    )
+    middle = inside if good == lo else inside[::-1]
+    return [good, *middle, bad]
+
+
+# ---- a recorded run's pins ------------------------------------------------------------------
+
+
+def artifact_pins(lock: Lockfile) -> dict[str, str | None]:
+    """The lockfile's artifacts as ``NAME@VERSION`` by kind (None: that kind not pinned)."""
+    out: dict[str, str | None] = dict.fromkeys(ARTIFACT_PINS)
+    for art in lock.body.artifacts:
+        if out[art.kind] is not None:
+            raise UserError(f"the lockfile pins two {art.kind}s: bisect pins one of each")
+        out[art.kind] = f"{art.name}@{art.version}"
+    return out
+
+
+def setting_pins(lock: Lockfile) -> dict[str, Any]:
+    body = lock.body
+    return {
+        "scenario": body.scenario,
+        "batch_size": body.batch_size,
+        "threads": body.threads,
+        "system": body.system,
+        "limits": body.request.limits,
+    }
+
+
+def request_for(base: Request, state: dict[str, Any]) -> Request:
+    """``base`` (GOOD's request) with every pin set to ``state``'s value: artifacts as exact
+    pins (``NAME@=VERSION``), so that nothing published since resolves in their place."""
+    changes: dict[str, Any] = {}
+    for kind in ARTIFACT_PINS:
+        ref = state[kind]
+        if ref is None:
+            changes[kind] = None
+        else:
+            name, _, version = ref.rpartition("@")
+            changes[kind] = f"{name}@={version}"
+    for setting in SETTING_PINS:
+        changes[setting] = state[setting]
+    return msgspec.structs.replace(base, **changes)
+
+
+# ---- judging a state ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One row of the evidence table: a state, its lockfile, the runs measured for it."""
+
+    step: str
+    change: str
+    lockfile: str
+    runs: list[str]
+    reused: int
+    value: float | None
+    side: str
+    detail: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "change": self.change,
+            "lockfile": self.lockfile,
+            "runs": self.runs,
+            "reused": self.reused,
+            "value": self.value,
+            "verdict": self.side,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class Endpoint:
+    run: dict[str, Any]
+    lock: Lockfile
+
+
+@dataclass(frozen=True, slots=True)
+class Judge:
+    """Judges a state's runs against GOOD and BAD with ``rerun``'s statistics: latency
+    distributions (``compare_latencies``, inconclusive allowed) for p50 and throughput, the
+    exact value for an accuracy metric (as ``accuracy_verdict``: an accuracy run is
+    deterministic)."""
+
+    ws: Workspace
+    metric: str
+    good: dict[str, Any]
+    bad: dict[str, Any]
+    band: float = BAND
+
+    @property
+    def key(self) -> str:
+        return METRICS[self.metric]
+
+    @property
+    def accuracy(self) -> bool:
+        return self.metric == "top1"
+
+    def value(self, runs: Sequence[dict[str, Any]]) -> float | None:
+        """The metric's median over ``runs`` (None: none recorded it)."""
+        values = [float(r[self.key]) for r in runs if r.get(self.key) is not None]
+        return statistics.median(values) if values else None
+
+    def compare(self, original: dict[str, Any], runs: Sequence[dict[str, Any]]) -> tuple[str, str]:
+        """(outcome, description) of ``runs`` against one endpoint run."""
+        if self.accuracy:
+            want, got = original.get(self.key), self.value(runs)
+            line = accuracy_verdict({self.key: want}, {} if got is None else {self.key: got})
+            return ("reproduced" if want == got else "changed", line or "no accuracy recorded")
+        latency: LatencyComparison = compare_latencies(
+            latencies_of(self.ws, original["latencies_sha256"]),
+            [latencies_of(self.ws, r["latencies_sha256"]) for r in runs],
+            band=self.band,
+        )
+        return latency.outcome, latency.describe()
+
+    def side(self, runs: Sequence[dict[str, Any]]) -> tuple[Side, list[str]]:
+        vs_good, why_good = self.compare(self.good, runs)
+        vs_bad, why_bad = self.compare(self.bad, runs)
+        return side_of(vs_good, vs_bad), [f"vs good: {why_good}", f"vs bad: {why_bad}"]
+
+
+# ---- the bisect ----------------------------------------------------------------------------
+
+
+@dataclass
+class Bisection:
+    """What ``bisect`` found: ``outcome`` is ``found``, ``nothing to bisect`` (no pin differs),
+    ``no difference`` (the metric does not differ between GOOD and BAD) or ``inconclusive``."""
+
+    good: str
+    bad: str
+    metric: str
+    outcome: str
+    message: str
+    pins: list[str] = field(default_factory=list)
+    states: int = 0
+    evidence: list[Evidence] = field(default_factory=list)
+    first: str | None = None
+    new_runs: int = 0
+    reused_runs: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 4 if self.outcome == "inconclusive" else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "good": self.good,
+            "bad": self.bad,
+            "metric": self.metric,
+            "outcome": self.outcome,
+            "message": self.message,
+            "pins": self.pins,
+            "states": self.states,
+            "first_change": self.first,
+            "new_runs": self.new_runs,
+            "reused_runs": self.reused_runs,
+            "evidence": [e.to_json() for e in self.evidence],
+        }
+
+
+def endpoint(ws: Workspace, run_id: str, role: str) -> Endpoint:
+    run_id, lock = recorded_lockfile(ws, run_id)
+    run = show_run(ws, run_id)
+    if run["status"] != "succeeded":
+        raise UserError(
+            f"{role} run {run_id[:8]} {run['status']}: bisect compares succeeded runs "
+            "(see `pinbench runs show`)"
+        )
+    if run.get("system"):
+        raise UserError(
+            f"{role} run {run_id[:8]} ran on cluster system {run['system']}: bisect runs on "
+            "this machine and would compare other hardware"
+        )
+    return Endpoint(run, lock)
+
+
+def _kind(lock: Lockfile) -> str:
+    body = lock.body
+    return "operator" if body.operator else "training" if body.training else "model"
+
+
+def check_pair(good: Endpoint, bad: Endpoint, metric: str) -> None:
+    """Refuse what bisect cannot compare, before anything is locked or run."""
+    kinds = _kind(good.lock), _kind(bad.lock)
+    if kinds[0] != kinds[1]:
+        raise UserError(
+            f"GOOD is a {kinds[0]} run and BAD a {kinds[1]} run: bisect compares two runs of "
+            "the same kind"
+        )
+    if kinds[0] != "model":
+        raise UserError(f"bisect compares model evaluation runs, not {kinds[0]} runs")
+    if metric not in METRICS:
+        raise UserError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if good.run["runner"] != bad.run["runner"]:
+        raise UserError(
+            f"GOOD ran with the {good.run['runner']} runner and BAD with {bad.run['runner']}: "
+            "the runner is not a pin of the lockfile, so bisect cannot find it; rerun one with "
+            "the other's runner (`pinbench rerun RUN --runner R`) and bisect those runs"
+        )
+    key = METRICS[metric]
+    mode = "accuracy" if metric == "top1" else "performance"
+    for role, end in (("GOOD", good), ("BAD", bad)):
+        if end.run["mode"] != mode or end.run.get(key) is None:
+            raise UserError(
+                f"{role} run {end.run['id'][:8]} is a {end.run['mode']}-mode run that recorded "
+                f"{'no ' + key if end.run.get(key) is None else key}: --metric {metric} "
+                f"compares {mode}-mode runs"
+            )
+        if metric != "top1" and not end.run.get("latencies_sha256"):
+            raise UserError(f"{role} run {end.run['id'][:8]} recorded no raw latencies")
+    if good.run["trace"] != bad.run["trace"] and metric != "top1":
+        raise UserError(
+            f"GOOD ran at trace level {good.run['trace']!r} and BAD at {bad.run['trace']!r}: "
+            "a traced run's latencies carry its profilers' overhead"
+        )
+
+
+def differing_pins(ws: Workspace, good: Lockfile, bad: Lockfile) -> list[Pin]:
+    """The pins that differ, settings first (each one step), then artifacts (through the
+    registry's published versions in between when GOOD and BAD pin the same name)."""
+    pins = []
+    g_set, b_set = setting_pins(good), setting_pins(bad)
+    for name in SETTING_PINS:
+        if g_set[name] != b_set[name]:
+            pins.append(Pin(name, (g_set[name], b_set[name])))
+    g_art, b_art = artifact_pins(good), artifact_pins(bad)
+    for kind in ("image", "framework", "dataset", "model"):
+        g, b = g_art[kind], b_art[kind]
+        if g == b:
+            continue
+        if g is None or b is None or g.rpartition("@")[0] != b.rpartition("@")[0]:
+            pins.append(Pin(kind, (g, b)))
+            continue
+        name = g.rpartition("@")[0]
+        with ws.transaction() as session:
+            rows = session.execute(
+                select(Artifact.version, Artifact.yanked).where(
+                    Artifact.kind == kind, Artifact.name == name
+                )
+            ).all()
+        versions = versions_between(
+            [(v, y) for v, y in rows], g.rpartition("@")[2], b.rpartition("@")[2]
+        )
+        pins.append(Pin(kind, tuple(f"{name}@{v}" for v in versions)))
+    return pins
+
+
+def recorded_runs(ws: Workspace, digest: str, *, runner: str, trace: str, limit: int) -> list[str]:
+    """Succeeded runs of this lockfile on this machine with this runner and trace level,
+    oldest first (so a bisect done again judges the same runs), at most ``limit``."""
+    with ws.transaction() as session:
+        return list(
+            session.scalars(
+                select(RunRow.id)
+                .where(
+                    RunRow.lockfile_digest == digest,
+                    RunRow.status == "succeeded",
+                    RunRow.runner == runner,
+                    RunRow.trace_level == trace,
+                    RunRow.system.is_(None),
+                    RunRow.latencies_sha256.is_not(None),
+                )
+                .order_by(RunRow.started_at, RunRow.id)
+                .limit(limit)
+            ).all()
+        )
+
+
+def bisect(
+    ws: Workspace,
+    good_run: str,
+    bad_run: str,
+    *,
+    metric: str = "p50",
+    repeat: int = REPEAT,
+    runner: str | None = None,
+    say: Say = print,
+    stop: Stop | None = None,
+    band: float = BAND,
+) -> Bisection:
+    """Bisect the pins between two recorded runs for the first that changes ``metric``; each
+    state evaluated is locked by this registry and measured ``repeat`` times (an accuracy run
+    once), reusing recorded succeeded runs of the same lockfile first."""
+    if repeat < 1:
+        raise UserError(f"repeat must be >= 1, got {repeat}")
+    if metric not in METRICS:
+        raise UserError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    good, bad = endpoint(ws, good_run, "GOOD"), endpoint(ws, bad_run, "BAD")
+    check_pair(good, bad, metric)
+    g_id, b_id = good.run["id"], bad.run["id"]
+    result = Bisection(g_id, b_id, metric, "nothing to bisect", "")
+    pins = differing_pins(ws, good.lock, bad.lock)
+    result.pins = [p.field for p in pins]
+    if not pins:
+        result.message = (
+            f"runs {g_id[:8]} and {b_id[:8]} pin the same inputs (lockfiles "
+            f"{good.lock.digest.hex[:12]} and {bad.lock.digest.hex[:12]}): nothing to bisect, "
+            "nothing evaluated"
+        )
+        return result
+    judge = Judge(ws, metric, good.run, bad.run, band)
+    outcome, why = judge.compare(good.run, [bad.run])
+    ends = [
+        Evidence("good", "-", good.lock.digest.hex, [g_id], 1, judge.value([good.run]), "good"),
+        Evidence("bad", "-", bad.lock.digest.hex, [b_id], 1, judge.value([bad.run]), "bad", [why]),
+    ]
+    result.evidence = ends
+    if outcome != "changed":
+        result.outcome = "no difference" if outcome == "reproduced" else "inconclusive"
+        result.message = (
+            f"{metric} does not differ between GOOD and BAD ({why}): nothing to bisect, "
+            "nothing evaluated"
+            if outcome == "reproduced"
+            else f"GOOD and BAD cannot be told apart on {metric} ({why}); nothing evaluated"
+        )
+        return result
+    states = chain(pins)
+    result.states = len(states)
+    run_with = runner or good.run["runner"]
+    trace = good.run["trace"]
+    count = 1 if metric == "top1" else repeat
+    rows: dict[int, Evidence] = {}
+    base = {**artifact_pins(good.lock), **setting_pins(good.lock)}
+    new_ids: set[str] = set()
+
+    def evaluate(i: int) -> Side:
+        state = states[i]
+        wanted = {**base, **state.values}
+        lock, _ = service.lock(ws, request_for(good.lock.body.request, wanted))
+        _check_pinned(lock, state.index, wanted)
+        name = choose_runner(run_with, lock)
+        rounds = 1 if metric == "top1" else ROUNDS
+        for round_ in range(1, rounds + 1):
+            want = count * round_
+            ids = recorded_runs(ws, lock.digest.hex, runner=name, trace=trace, limit=want)
+            reused = [r for r in ids if r not in new_ids]
+            if reused and round_ == 1:
+                say(
+                    f"step {i} ({state.change()}): reusing {len(reused)} recorded run(s) of "
+                    f"lockfile {lock.digest.hex[:12]}"
+                )
+            while len(ids) < want:
+                say(f"step {i} ({state.change()}): run {len(ids) + 1} of {want}")
+                outcome = run_lockfile(ws, lock, runner=name, say=say, trace=trace, stop=stop)
+                ids.append(outcome.id)
+                new_ids.add(outcome.id)
+            runs = [show_run(ws, r) for r in ids]
+            side, detail = judge.side(runs)
+            if side != "inconclusive":
+                break
+            if round_ < rounds:
+                say(f"step {i}: inconclusive after {len(ids)} runs; {count} more")
+        result.reused_runs += len(reused)
+        rows[i] = Evidence(
+            str(i),
+            state.change(),
+            lock.digest.hex,
+            ids,
+            len(reused),
+            judge.value(runs),
+            side,
+            detail,
+        )
+        return side
+
+    found = search(len(states), evaluate)
+    result.new_runs = len(new_ids)
+    result.evidence = [ends[0], *(rows[i] for i in sorted(rows)), ends[1]]
+    first = states[found.bad]
+    if found.undecided is None:
+        result.outcome = "found"
+        result.first = first.change()
+        result.message = f"{metric} first changes at step {found.bad}: {first.change()}"
+    else:
+        result.outcome = "inconclusive"
+        low, high = states[found.good + 1], states[found.bad]
+        result.message = (
+            f"inconclusive: step {found.undecided} ({states[found.undecided].change()}) could "
+            f"not be judged; the change lies between step {low.index} ({low.change()}) and "
+            f"step {high.index} ({high.change()}). More runs (--repeat) or a longer "
+            "min_duration_ms may settle it"
+        )
+    return result
+
+
+def _check_pinned(lock: Lockfile, index: int, wanted: dict[str, Any]) -> None:
+    """The registry locked what the state asked for (re-derived, not trusted): every
+    artifact, and no other change than the state's."""
+    pinned = {**artifact_pins(lock), **setting_pins(lock)}
+    for name, value in pinned.items():
+        if value != wanted[name]:
+            raise UserError(
+                f"step {index}: the registry locked {name} {show_value(value)} where the "
+                f"step asks for {show_value(wanted[name])}"
+            )
