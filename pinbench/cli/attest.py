@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pinbench.cli.common import remote_or_here
+from pinbench.cli.common import remote_or_here, write_atomic
 from pinbench.console import JsonOpt
 from pinbench.console import err as _err
 from pinbench.console import out as _out
@@ -62,23 +62,13 @@ def runs_attest(
         return attestation_for(ws, run)
 
     line, made = remote_or_here(there, here)
-    _write_new(output, line)
+    write_atomic(output, line)
     info = {"output": str(output), "sha256": hashlib.sha256(line).hexdigest(), "made_now": made}
     if as_json:
         _print_json(info)
         return
     note = " (attested now, after the fact)" if made else ""
     _out().print(f"wrote {output}{note}; check it with `pinbench attest verify {output}`")
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc}") from None
 
 
 @attest_app.command("verify")

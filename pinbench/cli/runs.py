@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pinbench.cli.common import AllowPickleOpt, progress_lines, remote_or_here, workspace
+from pinbench.cli.common import (
+    AllowPickleOpt,
+    progress_lines,
+    remote_or_here,
+    workspace,
+    write_atomic,
+)
 from pinbench.console import JsonOpt
 from pinbench.console import err as _err
 from pinbench.console import out as _out
@@ -619,18 +625,8 @@ def runs_report(
 
     made = remote_or_here(lambda remote: {f: remote.report(ids, f) for f in outputs}, here)
     for fmt, path in outputs.items():
-        _write_atomic(path, made[fmt])
+        write_atomic(path, made[fmt])
         _err().print(f"wrote {fmt} report to {path} ({len(made[fmt]):,} bytes)")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @runs_app.command("trace")
@@ -669,7 +665,7 @@ def runs_trace(
 
     views = remote_or_here(there, here)
     if chrome is not None:
-        _write_atomic(chrome, json.dumps(views[0].trace).encode())
+        write_atomic(chrome, json.dumps(views[0].trace).encode())
     categories = compare_traces(views) if len(views) > 1 else []
     if as_json:
         _print_json(
