@@ -112,6 +112,10 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("me", get("/api/v1/me"), READ, 200),
     ("list systems", get("/api/v1/systems"), READ, 200),
     ("show a system", get("/api/v1/systems/lab-z"), (404,) * 5, 404),  # none here: told so
+    ("list signing keys", get("/api/v1/keys"), READ, 200),
+    ("a run's attestation", get("/api/v1/runs/{w.runs[0]}/attestation"), READ, 200),
+    ("attest a run", lambda w, who: ("POST", f"/api/v1/runs/{w.runs[0]}/attestation", {}), RUN,
+     200),  # attested when recorded: the recorded envelope again
     ("publish", publish, PUBLISH, 201),
     ("yank", lambda w, who: ("POST", "/api/v1/yanks", {"json": {"ref": MODEL, "reason": "t"}}),
      PUBLISH, 201),

@@ -130,10 +130,12 @@ def test_a_run_that_finds_the_warm_evaluator_busy_runs_cold_and_says_why(
     evaluating = threading.Event()
     ids: list[str] = []
 
+    def said(line: str) -> None:
+        if line.startswith("running "):  # said by the worker: the warm evaluator is busy
+            evaluating.set()
+
     def first() -> None:
-        ids.append(
-            run_lockfile(digits, long, runner="venv", say=lambda _: evaluating.set(), warm=pool).id
-        )
+        ids.append(run_lockfile(digits, long, runner="venv", say=said, warm=pool).id)
 
     thread = threading.Thread(target=first)
     thread.start()
