@@ -4,7 +4,8 @@ catalog published, the CLI run in-process."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,25 @@ def published_workspace(root: Path, catalog: Path) -> Workspace:
     for path in sorted(catalog.glob("*.yaml")):
         publish(ws, load_manifest(path), manifest_dir=catalog, publisher="test")
     return ws
+
+
+@dataclass
+class Home:
+    """A test module's workspace: open, with its home and database URL for the CLI."""
+
+    ws: Workspace
+    home: Path
+    db: str
+
+
+@contextmanager
+def published_home(root: Path, catalog: Path) -> Iterator[Home]:
+    """``published_workspace`` under ``root`` as a ``Home``, closed afterwards."""
+    ws = published_workspace(root, catalog)
+    try:
+        yield Home(ws, root / "home", f"sqlite:///{root}/db")
+    finally:
+        ws.close()
 
 
 def onnx_image_model(

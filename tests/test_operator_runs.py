@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, in_process_cli, published_workspace
+from tests.helpers import Cli, Home, in_process_cli, published_home
 
 MATMUL = ("matmul", "--shape", "m=32,n=32,k=32")
 QUICK = ("--runner", "local", "--samples", "5", "--warmup", "2")
@@ -34,20 +33,12 @@ QUICK = ("--runner", "local", "--samples", "5", "--warmup", "2")
 (such a run fails with that reason), and earlier tests of the session may have done so."""
 
 
-@dataclass
-class Home:
-    ws: Workspace
-    home: Path
-    db: str
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Home]:
     """A workspace with the CNN catalog (onnxruntime, torch and tensorflow) published."""
     root = tmp_path_factory.mktemp("operator-runs")
-    ws = published_workspace(root, cnn_catalog_dir)
-    yield Home(ws, root / "home", f"sqlite:///{root}/db")
-    ws.close()
+    with published_home(root, cnn_catalog_dir) as home:
+        yield home
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.trained import TrainedByRefused
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, in_process_cli, published_workspace
+from tests.helpers import Cli, Home, in_process_cli, published_home
 
 REQUEST = {
     "model": "vision/digits-cnn-torch@^1",
@@ -50,19 +49,11 @@ def quiet(_: str) -> None:
     pass
 
 
-@dataclass
-class Home:
-    ws: Workspace
-    home: Path
-    db: str
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Home]:
     root = tmp_path_factory.mktemp("publish-trained")
-    ws = published_workspace(root, cnn_catalog_dir)
-    yield Home(ws, root / "home", f"sqlite:///{root}/db")
-    ws.close()
+    with published_home(root, cnn_catalog_dir) as home:
+        yield home
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import io
 import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import check_against_registry
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, in_process_cli, published_workspace
+from tests.helpers import Cli, Home, in_process_cli, published_home
 
 TORCH = "vision/digits-cnn-torch@^1"
 KERAS = "vision/digits-cnn-keras@^1"
@@ -45,21 +44,13 @@ def quiet(_: str) -> None:
     pass
 
 
-@dataclass
-class Home:
-    ws: Workspace
-    home: Path
-    db: str
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Home]:
     """A workspace with the CNN catalog (digits train and test splits, the CNN in PyTorch and
     Keras) published."""
     root = tmp_path_factory.mktemp("training-runs")
-    ws = published_workspace(root, cnn_catalog_dir)
-    yield Home(ws, root / "home", f"sqlite:///{root}/db")
-    ws.close()
+    with published_home(root, cnn_catalog_dir) as home:
+        yield home
 
 
 @pytest.fixture
