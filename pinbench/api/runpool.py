@@ -7,8 +7,10 @@ refused (HTTP 503). Runs still queued or running when the server stops are marke
 
 Each pool is a server instance (``pinbench.evaluator.instances``): its runs name it, and a
 heartbeat thread renews its lease and picks up cancel requests for its running runs. A
-starting pool marks interrupted only runs whose instance's lease has expired, so with
-several server processes (or servers) on one database each only ever touches its own runs.
+starting pool, and the heartbeat every ``Lease.sweep_s`` while it serves, marks interrupted
+only runs whose instance's lease has expired (a server killed outright), and removes the
+scratch of dead processes; so with several server processes (or servers) on one database
+each only ever touches its own runs, and none stays ``running`` after its server died.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ from typing import TYPE_CHECKING, Any
 from pinbench.api.problems import QueueFull
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator import instances
-from pinbench.evaluator.policy import check_server_pickle, check_server_runner, needs_pickle
+from pinbench.evaluator.policy import (
+    check_server_pickle,
+    check_server_runner,
+    choose_server_runner,
+    needs_pickle,
+)
 from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile
-from pinbench.evaluator.runners import choose_runner
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
@@ -37,8 +43,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
+CLOSE_GRACE_S = 30.0
+"""How long a stopping server waits for its stopped runs to record themselves."""
 HEARTBEAT_S = 1.0
-"""How often the heartbeat thread looks for cancel requests (it renews the lease less often)."""
+"""How often the heartbeat thread looks for cancel requests (it renews the lease and sweeps
+expired ones less often, ``instances.Lease``)."""
 
 
 def _submitter(ws: Workspace, run_id: str) -> str | None:
@@ -78,8 +87,11 @@ class RunPool:
         runners: tuple[str, ...] = ("local", "venv", "docker"),
         cluster: Cluster | None = None,
         warm: bool = False,
+        lease: instances.Lease | None = None,
     ) -> None:
+        """``lease``: this instance's timing (default: ``PINBENCH_SERVER_LEASE_S``)."""
         self.ws = ws
+        self.lease = lease or instances.lease_from_env()
         self.cluster = cluster
         """Where runs placed ``on`` systems go (``serve --cluster``); None: nowhere."""
         self.allow_pickle = allow_pickle
@@ -97,17 +109,20 @@ class RunPool:
         self.capacity = workers + queue
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
         self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)
+        """Notified when a run ends here (``close`` waits for the runs it stopped)."""
         self._mine: set[str] = set()
         """Runs submitted here and not finished: queued or running."""
         self.progress: dict[str, str] = {}
         """A running run's latest progress line (what ``pinbench run`` would print)."""
         self._stops: dict[str, Stop] = {}
         """Runs running here: how to stop each."""
-        self.instance = instances.register(ws)
-        abandoned = instances.abandon_expired(ws, STOPPED)
-        if abandoned:
-            log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
+        self.instance = instances.register(ws, lease_s=self.lease.lease_s)
+        self._sweep()
         self._closing = threading.Event()
+        """Set by ``close``: no run starts any more."""
+        self._quit = threading.Event()
+        """Set by ``close`` once its runs ended: the heartbeat stops."""
         self._heartbeat = threading.Thread(
             target=self._beat, name="pinbench-heartbeat", daemon=True
         )
@@ -117,8 +132,7 @@ class RunPool:
         self, lock: Lockfile, runner: str, trace: str = "none", *, user: str | None = None
     ) -> str:
         """Queue a run (``user`` submitted it: they may cancel it); return its id."""
-        runner = choose_runner(runner, lock)  # once: 'auto' asks the Docker Engine
-        check_server_runner(runner, self.runners)
+        runner = choose_server_runner(runner, lock, self.runners)  # once: 'auto' asks Docker
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
         run_id = str(uuid.uuid4())
         with self._lock:
@@ -258,6 +272,8 @@ class RunPool:
         from pinbench.cluster.placement import Candidate, choose
         from pinbench.cluster.ray_agent import cluster_systems
 
+        if self._closing.is_set():
+            return None
         try:
             found = cluster_systems(on.address)
             candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
@@ -290,10 +306,15 @@ class RunPool:
 
         stop = Stop()
         try:
+            with self._lock:  # ``close`` stops every run registered here and waits for it
+                closing = self._closing.is_set()
+                if not closing:
+                    self._stops[run_id] = stop
+            if closing:
+                abandon_unfinished(self.ws, STOPPED, only=[run_id])
+                return False
             if not instances.begin(self.ws, run_id):
                 return False  # cancelled while queued
-            with self._lock:
-                self._stops[run_id] = stop
             run_lockfile(
                 self.ws,
                 lock,
@@ -322,6 +343,7 @@ class RunPool:
                 self._mine.discard(run_id)
                 self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
+                self._ended.notify_all()
         return False
 
     def _say(self, run_id: str, text: str) -> None:
@@ -338,14 +360,28 @@ class RunPool:
             log.info("run %s: %s", run_id[:8], reason)
         return True
 
+    def _sweep(self) -> None:
+        """Mark interrupted the runs of servers whose lease expired (killed, or stalled past
+        it); remove the scratch dead processes left (never a live one's)."""
+        from pinbench.artifacts.scratch import reclaim
+
+        abandoned = instances.abandon_expired(self.ws, STOPPED)
+        if abandoned:
+            log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
+        reclaim(self.ws.store.tmp)
+
     def _beat(self) -> None:
-        """Renew the lease; stop the runs someone asked (through any server) to cancel."""
-        renewed = 0.0
-        while not self._closing.wait(HEARTBEAT_S):
+        """Renew the lease; sweep expired ones; stop the runs someone asked (through any
+        server) to cancel."""
+        renewed = swept = time.monotonic()  # registering and sweeping were just done
+        while not self._quit.wait(min(HEARTBEAT_S, self.lease.renew_s)):
             try:
-                if time.monotonic() - renewed >= instances.RENEW_S:
-                    instances.renew(self.ws, self.instance)
+                if time.monotonic() - renewed >= self.lease.renew_s:
+                    instances.renew(self.ws, self.instance, lease_s=self.lease.lease_s)
                     renewed = time.monotonic()
+                if time.monotonic() - swept >= self.lease.sweep_s:
+                    self._sweep()
+                    swept = time.monotonic()
                 with self._lock:
                     running = bool(self._stops)
                 if running:
@@ -355,14 +391,23 @@ class RunPool:
                 log.exception("heartbeat of server instance %s failed", self.instance[:8])
 
     def close(self) -> None:
+        """Stop serving runs: none queued starts; each running one is asked to stop and given
+        ``CLOSE_GRACE_S`` to record itself and remove its scratch (the process may end at
+        once after: uvicorn re-raises the signal that stopped it); the rest are marked
+        interrupted, and the instance retired."""
         self._closing.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
         with self._lock:
-            mine = sorted(self._mine)
             stops = list(self._stops.values())
         for stop in stops:  # kill their children; their records say the server stopped
             stop.request(RunStopped(status="interrupted", reason=STOPPED))
+        with self._ended:
+            if not self._ended.wait_for(lambda: not self._stops, timeout=CLOSE_GRACE_S):
+                log.warning("%d run(s) did not stop within %.0f s", len(self._stops), CLOSE_GRACE_S)
+            mine = sorted(self._mine)
         abandon_unfinished(self.ws, STOPPED, only=mine)
+        self._quit.set()
+        self._heartbeat.join(timeout=CLOSE_GRACE_S)  # no renewal after the retirement
         instances.retire(self.ws, self.instance)
         if self.warm is not None:
             self.warm.close()

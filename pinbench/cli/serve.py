@@ -131,7 +131,7 @@ def serve(
     from pinbench.artifacts.scratch import reclaim
     from pinbench.db import schema as db_schema
     from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
-    from pinbench.evaluator.instances import abandon_expired
+    from pinbench.evaluator.instances import abandon_expired, lease_from_env
     from pinbench.evaluator.runners import RUNNERS, UnknownRunner
 
     if price_per_hour is not None:  # the worker processes read it from the environment
@@ -168,6 +168,7 @@ def serve(
                 f"--host {host!r} is no address an agent can reach: give --agent-url URL"
             )
         agent_url = agent_url or f"http://{host}:{port}"
+    lease_from_env()  # a bad PINBENCH_SERVER_LEASE_S is refused before serving
     allowed_hosts = hosts.for_serve(host, allowed_host or [])
     allowed_runners = tuple(r.strip() for r in runners.split(",") if r.strip())
     for name in allowed_runners or ("",):

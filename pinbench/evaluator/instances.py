@@ -2,9 +2,11 @@
 
 Each server process's run pool registers an instance (a row in ``server_instances``) and
 renews its lease while it lives (a heartbeat); every run it queues names it. A server that
-starts marks interrupted only the unfinished runs whose instance's lease has expired (or that
-name none, left by a pinbench before instances); a pool that stops marks its own. So a second
-``pinbench serve`` on the same home or database never touches the first one's live runs.
+starts, and every live server while it serves (each ``Lease.sweep_s``), marks interrupted
+only the unfinished runs whose instance's lease has expired (or that name none, left by a
+pinbench before instances); a pool that stops marks its own. So a second ``pinbench serve``
+on the same home or database never touches the first one's live runs, and the runs of a
+server killed outright are marked within its lease and one sweep of any live server.
 
 Leases are compared with the servers' own UTC clocks: servers sharing a database need clocks
 that agree to within the lease (NTP does). An instance that stalls past its lease (a frozen
@@ -14,21 +16,61 @@ over the ``interrupted`` mark, as any run record is.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, or_, select, update
 
 from pinbench.db.models import Run, ServerInstance
+from pinbench.errors import InvalidValue
 from pinbench.workspace import Workspace
 
 LEASE_S = 30.0
-"""How long an instance counts as alive after its last heartbeat."""
-RENEW_S = 5.0
-"""How often a live instance renews its lease."""
+"""How long an instance counts as alive after its last heartbeat (by default)."""
+LEASE_ENV = "PINBENCH_SERVER_LEASE_S"
+"""The lease in seconds, for a server that must notice a dead one sooner (tests) or later."""
+MIN_LEASE_S, MAX_LEASE_S = 1.0, 3600.0
 UNFINISHED = ("queued", "running")
+
+
+class BadLease(InvalidValue):
+    what = LEASE_ENV
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A server instance's timing: alive ``lease_s`` after its last renewal, renewed every
+    ``renew_s`` (six times a lease, so a few slow beats never let it lapse), and every
+    ``sweep_s`` it marks the runs of expired instances interrupted."""
+
+    lease_s: float = LEASE_S
+
+    @property
+    def renew_s(self) -> float:
+        return self.lease_s / 6
+
+    @property
+    def sweep_s(self) -> float:
+        return self.lease_s / 3
+
+
+def lease_from_env(env: Mapping[str, str] | None = None) -> Lease:
+    """The lease ``PINBENCH_SERVER_LEASE_S`` sets (seconds, 1 to 3600), else 30 s."""
+    text = (os.environ if env is None else env).get(LEASE_ENV, "").strip()
+    if not text:
+        return Lease()
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadLease(text=text, reason="not a number of seconds") from None
+    if not math.isfinite(value) or not MIN_LEASE_S <= value <= MAX_LEASE_S:
+        raise BadLease(text=text, reason=f"must be {MIN_LEASE_S:g} to {MAX_LEASE_S:g} seconds")
+    return Lease(value)
 
 
 def _now() -> datetime:

@@ -68,6 +68,27 @@ def check_server_runner(runner: str, allowed: tuple[str, ...]) -> None:
         raise RunnerRefused(runner=runner, allowed=allowed)
 
 
+AUTO_ORDER = ("docker", "venv", "local")
+"""``auto``'s preference on a server or agent: the most confined runner it may use."""
+
+
+def choose_server_runner(runner: str, lock: Lockfile, allowed: tuple[str, ...]) -> str:
+    """The runner a server (or its agent) runs ``lock`` in: a named one if the operator allows
+    it; ``auto`` the first of ``AUTO_ORDER`` among ``allowed`` that can run here (docker only
+    when the lockfile pins an image and a Docker Engine answers), else the first allowed one,
+    whose own error then says what it lacks."""
+    if runner != "auto" or not allowed:
+        check_server_runner(runner, allowed)
+        return runner
+    # deferred: the runners (and the Docker probe) only when ``auto`` is asked for
+    from pinbench.evaluator.runners import choose_runner
+
+    usable = [r for r in AUTO_ORDER if r in allowed]
+    if "docker" in usable and choose_runner("auto", lock) != "docker":
+        usable.remove("docker")
+    return usable[0] if usable else allowed[0]
+
+
 def check_server_pickle(lock: Lockfile, *, runner: str, server_allows: bool) -> None:
     """On a server: a pickled model runs only if the operator allowed it, and only in docker."""
     if not needs_pickle(lock):
