@@ -468,3 +468,82 @@ def test_bad_steps_or_classification_write_nothing(
     )
     _refused(result, *words)
     assert not out.exists()
+
+
+def test_a_keras_sequential_model_from_its_file_to_an_accuracy_run(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A ``keras.Sequential`` model (no ``output_names``): manifest -> publish -> lock -> run
+    with the TensorFlow predictor; top-1 equals the model's own ``predict`` on the samples."""
+    import keras
+
+    root = tmp_path / "work"
+    root.mkdir()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1), name="pixels"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dense(CLASSES, name="scores"),
+        ]
+    )
+    model.save(str(root / "seq.keras"))
+    rng = np.random.default_rng(0)
+    images = rng.normal(size=(40, 8, 8)).astype(np.float32)
+    predicted = model.predict(images[..., None], verbose=0).argmax(1)
+    labels = predicted.copy()
+    labels[::3] = (labels[::3] + 1) % CLASSES  # a third wrong: top-1 is not trivially 0 or 1
+    np.save(root / "images.npy", images, allow_pickle=False)
+    np.save(root / "labels.npy", labels.astype(np.int64), allow_pickle=False)
+
+    steps = root / "steps.yaml"
+    steps.write_text("- layout: {to: NHWC}\n")
+    model_yaml = root / "model.yaml"
+    args = ["--steps", str(steps), "--classification", "scores", "-o", str(model_yaml)]
+    written = cli("manifest", "model", str(root / "seq.keras"), *args)
+    assert written.code == 0, written.err
+    manifest = load_manifest(model_yaml)
+    assert isinstance(manifest, ModelManifest)
+    assert manifest.inputs[0].name == "pixels" and manifest.inputs[0].shape == [8, 8, 1]
+    assert [(o.name, o.type) for o in manifest.outputs] == [("scores", "classification")]
+    fw_yaml = root / "framework.yaml"
+    assert cli("manifest", "framework", "tensorflow==2.21.0", "-o", str(fw_yaml)).code == 0
+    files = [
+        {"path": n, "sha256": sha((root / n).read_bytes()), "size": (root / n).stat().st_size}
+        for n in ("images.npy", "labels.npy")
+    ]
+    dataset_yaml = dump(
+        root / "dataset.yaml",
+        {
+            "kind": "dataset",
+            "name": "noise",
+            "version": "1.0.0",
+            "samples": len(images),
+            "data": {"format": "npy", "path": "images.npy"},
+            "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": CLASSES},
+            "files": files,
+        },
+    )
+    assert cli("init").code == 0
+    for path in (fw_yaml, model_yaml, dataset_yaml):
+        published = cli("publish", str(path))
+        assert published.code == 0, published.err
+    request = dump(
+        root / "request.yaml",
+        {
+            "model": "seq@1",
+            "framework": "tensorflow@*",
+            "dataset": "noise@1",
+            "scenario": {"mode": "accuracy"},
+        },
+    )
+    lock = root / "seq.lock"
+    locked = cli("lock", str(request), "-o", str(lock))
+    assert locked.code == 0, locked.err
+    ran = cli("run", str(lock), "--runner", "local")
+    assert ran.code == 0, ran.err
+    (run,) = json.loads(cli("runs", "list", "--json").out)
+    assert run["status"] == "succeeded"
+    assert run["top1"] == float(np.mean(predicted == labels))
+    assert 0.5 < run["top1"] < 1.0

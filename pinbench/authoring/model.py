@@ -28,15 +28,9 @@ from pinbench.authoring.errors import (
     PickleRefused,
     UndeclarableType,
 )
-from pinbench.authoring.signatures import (
-    Signature,
-    Tensor,
-    read_keras,
-    read_onnx,
-    read_savedmodel,
-    read_torch_export,
-    read_torchscript,
-)
+from pinbench.authoring.signatures import Signature, Tensor, read_onnx
+from pinbench.authoring.tensorflow_files import read_keras, read_savedmodel
+from pinbench.authoring.torch_archives import read_torch_export, read_torchscript
 from pinbench.registry.manifest import ElementType, parse_manifest
 
 FRAMEWORKS = {

@@ -1,19 +1,20 @@
-"""A model's own signature, read from its file with the format's library: input names,
-element types and shapes (with the batch axis, ``None`` where dynamic or unknown), outputs,
-and the files the model needs beside it.
+"""A model's own signature, read from its file as data, never by loading (running) the model:
+input names, element types and shapes (with the batch axis, ``None`` where dynamic or
+unknown), outputs, and the files the model needs beside it.
 
 What each format tells is what its predictor checks at run time
 (``pinbench.evaluator.predictors``): ONNX and Keras/SavedModel everything, ``torch.export``
 names, element types and shapes, TorchScript only ``forward``'s argument names and the
-output count. Libraries are imported here, in the reader that needs them; a missing one is
-``MissingExtra`` naming the pip extra.
+output count. ONNX is read here (its protobuf); TensorFlow's formats in
+``authoring.tensorflow_files`` (the SavedModel protobuf, a ``.keras`` file's config), PyTorch's
+in ``authoring.torch_archives`` (the archives' members, PyTorch not imported). Libraries are
+imported in the reader that needs them; a missing one is ``MissingExtra`` naming the pip extra.
 """
 
 from __future__ import annotations
 
 import importlib
 import posixpath
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,6 @@ from types import ModuleType
 from typing import Any
 
 from pinbench.authoring.errors import MissingExtra, MissingSidecar, NotAModel
-from pinbench.quiet import quiet_native_stderr
 
 Dim = int | None
 
@@ -136,117 +136,3 @@ def _sidecar(model: Path, tensor: str, location: str) -> Path:
     if not target.is_file():
         raise refuse(f"does not exist beside the model (looked for {target})")
     return target
-
-
-# ---------------------------------------------------------------- PyTorch
-
-
-def _torch() -> Any:
-    return require("torch", "torch", "a PyTorch model")
-
-
-def read_torchscript(path: Path) -> Signature:
-    """``forward``'s arguments without a default (names only: TorchScript records neither
-    element types nor shapes) and the number of values it returns."""
-    torch = _torch()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            script = torch.jit.load(str(path), map_location="cpu")
-    except Exception as exc:  # torch raises many types for a bad archive
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        raise NotAModel(path=str(path), reason=f"not a TorchScript archive ({reason})") from None
-    schema = script.forward.schema
-    inputs = [Tensor(name=a.name) for a in schema.arguments[1:] if not a.has_default_value()]
-    returned = schema.returns[0].type if schema.returns else None
-    count = len(returned.elements()) if isinstance(returned, torch._C.TupleType) else 1
-    return Signature(
-        "torchscript",
-        inputs,
-        [Tensor(name=i) for i in range(count)],
-        notes=["PyTorch outputs have no names: they are declared by index, in order"],
-    )
-
-
-def read_torch_export(path: Path) -> Signature:
-    """The graph signature's user inputs (names, element types, shapes from the fake tensors,
-    symbolic dims dynamic) and outputs, loaded the way the torch predictor loads it: tensors
-    only, never unpickling."""
-    _torch()
-    from pinbench.evaluator.predictors.base import ModelLoadError
-    from pinbench.evaluator.predictors.torch.predictor import (
-        _export_inputs,
-        _export_outputs,
-        _no_unpickling,
-    )
-
-    try:
-        with _no_unpickling(str(path)):
-            import torch
-
-            program = torch.export.load(str(path))
-    except ModelLoadError as exc:
-        raise NotAModel(path=str(path), reason=exc.reason) from None
-    except Exception as exc:  # torch raises many types for a bad archive
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        raise NotAModel(path=str(path), reason=f"not a torch.export archive ({reason})") from None
-    inputs = [Tensor(p.name, p.dtype, p.shape) for p in _export_inputs(program)]
-    user = list(program.graph_signature.user_outputs)
-    outputs = [Tensor(name=str(n)) for n in user[: _export_outputs(program)]]
-    return Signature("torch-export", inputs, outputs)
-
-
-# ---------------------------------------------------------------- TensorFlow
-
-
-def _tf_tensor(tf: Any, name: Any, dtype: Any, shape: Any) -> Tensor:
-    dims = None
-    if shape is not None and getattr(shape, "rank", 0) is not None:
-        dims = tuple(d if isinstance(d, int) else None for d in list(shape))
-    return Tensor(name=str(name), element_type=tf.as_dtype(dtype).name, shape=dims)
-
-
-def _tensorflow() -> Any:
-    """TensorFlow, imported with what its native code writes to stderr silenced."""
-    with quiet_native_stderr():
-        return require("tensorflow", "tensorflow", "a TensorFlow model")
-
-
-def read_keras(path: Path) -> Signature:
-    """A Keras model's ``inputs`` and ``output_names`` (loaded in safe mode: no lambdas)."""
-    tf = _tensorflow()
-    import keras
-
-    try:
-        with quiet_native_stderr():
-            loaded = keras.saving.load_model(str(path), compile=False, safe_mode=True)
-        outs = list(zip(loaded.output_names, loaded.outputs, strict=True))
-    except Exception as exc:  # Keras raises many types for a bad file
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        raise NotAModel(path=str(path), reason=f"not a Keras model ({reason})") from None
-    inputs = [_tf_tensor(tf, t.name, t.dtype, t.shape) for t in loaded.inputs]
-    outputs = [Tensor(name=str(n)) for n, _ in outs]
-    return Signature("keras", inputs, outputs)
-
-
-def read_savedmodel(folder: Path) -> Signature:
-    """The ``serving_default`` signature: inputs and outputs by name (outputs sorted, as the
-    TensorFlow predictor lists them)."""
-    tf = _tensorflow()
-    try:
-        with quiet_native_stderr():
-            loaded = tf.saved_model.load(str(folder))
-    except Exception as exc:  # TF raises many types for a bad folder
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        raise NotAModel(path=str(folder), reason=f"not a SavedModel ({reason})") from None
-    signature = loaded.signatures.get("serving_default")
-    if signature is None:
-        raise NotAModel(
-            path=str(folder),
-            reason="the SavedModel has no serving_default signature (export it with "
-            "signatures={'serving_default': ...})",
-        )
-    specs = signature.structured_input_signature[1]
-    inputs = [_tf_tensor(tf, n, t.dtype, t.shape) for n, t in specs.items()]
-    outputs = [Tensor(name=str(n)) for n in sorted(signature.structured_outputs)]
-    return Signature("savedmodel", inputs, outputs)

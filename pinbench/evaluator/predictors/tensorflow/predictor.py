@@ -84,15 +84,27 @@ class TensorFlowPredictor(Predictor):
             raise ModelLoadError(model=model.format, reason=reason.splitlines()[0]) from None
 
     def _open_keras(self, model: ModelFiles, path: str) -> None:
+        """Output names from the file's config (``artifacts.keras``: the layer that makes
+        each, for functional and Sequential models alike), as ``pinbench manifest`` reads
+        them; inputs, element types and shapes from the loaded model."""
         import keras
 
+        from pinbench.artifacts.keras import KerasConfigError, read_keras_signature
+
+        try:
+            names = read_keras_signature(Path(path)).outputs
+        except KerasConfigError as exc:
+            raise ModelLoadError(model=model.format, reason=str(exc)) from None
         with tf.device(self._device):
             loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
+        if len(names) != len(loaded.outputs):
+            raise ModelLoadError(
+                model=model.format,
+                reason=f"its config names {len(names)} outputs {names}, the loaded model "
+                f"has {len(loaded.outputs)}",
+            )
         ins = [_port(t.name, t.dtype, t.shape) for t in loaded.inputs]
-        outs = [
-            _port(n, t.dtype, t.shape)
-            for n, t in zip(loaded.output_names, loaded.outputs, strict=True)
-        ]
+        outs = [_port(n, t.dtype, t.shape) for n, t in zip(names, loaded.outputs, strict=True)]
         spec = one_input(bind_inputs(model.inputs, ins))
         pick = [outs.index(p) for p in bind_outputs(model.outputs, outs)]
         self._keys = output_keys(model.outputs, outs)
@@ -103,7 +115,7 @@ class TensorFlowPredictor(Predictor):
 
         def call(x: Any) -> list[Any]:
             out = loaded(x, training=False)
-            flat = [out] if single else list(out)
+            flat = [out] if single else keras.tree.flatten(out)  # a dict's values by key
             return [flat[i] for i in pick]
 
         with tf.device(self._device):

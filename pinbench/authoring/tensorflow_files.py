@@ -1,0 +1,98 @@
+"""TensorFlow models' signatures read from their files, never by loading the model.
+
+Loading runs code: ``tf.saved_model.load`` runs a SavedModel's initializers (an asset
+initializer, a resource's ``_initialize``, a TF1 ``main_op``: any op, ``WriteFile`` or
+``PyFunc`` included) and Keras builds every layer. Here a SavedModel's ``saved_model.pb`` is
+parsed as the protocol buffer it is (``SavedModel`` -> ``MetaGraphDef`` -> ``SignatureDef``)
+and a ``.keras`` file's ``config.json`` as JSON (``pinbench.artifacts.keras``); nothing in
+either is executed. Only the run loads the model, in the confinement its runner gives.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pinbench.artifacts.keras import KerasConfigError, read_keras_signature
+from pinbench.authoring.errors import NotAModel
+from pinbench.authoring.signatures import Signature, Tensor, require
+from pinbench.quiet import quiet_native_stderr
+
+SERVING = "serving_default"
+SERVE_TAG = "serve"
+
+
+def read_keras(path: Path) -> Signature:
+    """A functional or Sequential Keras model's inputs (names, element types, shapes) and
+    outputs (named after the layers that make them, as Keras' ``output_names``), from its
+    config alone."""
+    try:
+        signature = read_keras_signature(path)
+    except KerasConfigError as exc:
+        raise NotAModel(
+            path=str(path), reason=f"not a Keras model pinbench reads ({exc})"
+        ) from None
+    inputs = [Tensor(i.name, i.dtype, i.shape) for i in signature.inputs]
+    return Signature("keras", inputs, [Tensor(name=name) for name in signature.outputs])
+
+
+def _saved_model_pb2() -> Any:
+    """TensorFlow's ``SavedModel`` message class (importing TensorFlow, quietly)."""
+    with quiet_native_stderr():
+        require("tensorflow", "tensorflow", "a TensorFlow model")
+        from tensorflow.core.protobuf import saved_model_pb2
+
+    return saved_model_pb2
+
+
+def read_savedmodel(folder: Path) -> Signature:
+    """The ``serving_default`` signature of the meta graph tagged ``serve`` (the one
+    ``tf.saved_model.load`` and TensorFlow Serving use): inputs by name with their element
+    types and shapes, outputs by name, both sorted (as the TensorFlow predictor lists them)."""
+    saved_model_pb2 = _saved_model_pb2()
+    from google.protobuf.message import DecodeError
+
+    pb = folder / "saved_model.pb"
+    message = saved_model_pb2.SavedModel()
+    try:
+        message.ParseFromString(pb.read_bytes())
+    except (DecodeError, RecursionError, ValueError) as exc:
+        raise NotAModel(path=str(pb), reason=f"not a SavedModel protocol buffer ({exc})") from None
+    except OSError as exc:
+        raise NotAModel(path=str(pb), reason=f"cannot read: {exc.strerror}") from None
+    graphs = list(message.meta_graphs)
+    tagged = [g for g in graphs if SERVE_TAG in g.meta_info_def.tags]
+    if len(tagged) > 1 or not (tagged or len(graphs) == 1):
+        raise NotAModel(
+            path=str(folder),
+            reason=f"the SavedModel has {len(graphs)} meta graphs, {len(tagged)} tagged "
+            f"{SERVE_TAG!r}: pinbench reads the one tagged {SERVE_TAG!r}",
+        )
+    graph = (tagged or graphs)[0]
+    if SERVING not in graph.signature_def:
+        raise NotAModel(
+            path=str(folder),
+            reason=f"the SavedModel has no {SERVING} signature (export it with "
+            f"signatures={{'{SERVING}': ...}}); it has {sorted(graph.signature_def) or 'none'}",
+        )
+    signature = graph.signature_def[SERVING]
+    inputs = [_tensor(folder, name, signature.inputs[name]) for name in sorted(signature.inputs)]
+    outputs = [Tensor(name=name) for name in sorted(signature.outputs)]
+    return Signature("savedmodel", inputs, outputs)
+
+
+def _tensor(folder: Path, name: str, info: Any) -> Tensor:
+    """One ``TensorInfo``: its element type by TensorFlow's name for it (``float32``), its
+    shape with ``None`` for an unknown dimension (``-1``), or no shape for an unknown rank."""
+    import tensorflow as tf
+
+    try:
+        element = tf.dtypes.as_dtype(info.dtype).name
+    except TypeError:
+        raise NotAModel(
+            path=str(folder), reason=f"input {name!r} has element type {info.dtype}, unknown"
+        ) from None
+    shape = None
+    if info.HasField("tensor_shape") and not info.tensor_shape.unknown_rank:
+        shape = tuple(d.size if d.size >= 0 else None for d in info.tensor_shape.dim)
+    return Tensor(name=name, element_type=element, shape=shape)
