@@ -7,11 +7,36 @@ exit code 1. ``SystemFailure`` subclasses are ours or the environment's: exit co
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
-class PinbenchError(Exception):
-    """Base of every error pinbench raises on purpose."""
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """An error as ``Picklable.__reduce__`` packed it, made without calling its constructor."""
+    error = cls.__new__(cls, *args)
+    error.args = args  # OSError's ``__new__`` leaves them to an ``__init__`` it overrides
+    error.__dict__.update(state)
+    return error
+
+
+class Picklable:
+    """Mixin for an exception class: it pickles whatever its constructor's shape.
+
+    Python pickles an exception as ``cls(*args)``, and ``args`` holds the message only: a
+    keyword-only constructor (``InvalidValue(*, text, reason)``) cannot be called so, and the
+    unpickling fails (a process pool, or Ray returning an agent's error, then loses it). Here
+    the instance is rebuilt from its class, ``args`` and attributes instead, the constructor
+    not called. Errors cross a process boundary as plain data wherever one side may be
+    another program (an agent's answer, ``pinbench.cluster``); this keeps pickling them, where
+    it happens, from failing."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        assert isinstance(self, BaseException)
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+
+class PinbenchError(Picklable, Exception):
+    """Base of every error pinbench raises on purpose (each package's base derives from it,
+    so every one pickles: ``Picklable``)."""
 
     exit_code = 3
 

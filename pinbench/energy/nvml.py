@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pinbench.errors import Picklable
+
 NOT_SUPPORTED = 3
 """``NVML_ERROR_NOT_SUPPORTED``: a GPU older than Volta has no energy counter."""
 
 
-class NvmlRefused(OSError):
+class NvmlRefused(Picklable, OSError):
     """An NVML call returned ``status`` (not ``NVML_SUCCESS``)."""
 
     def __init__(self, call: str, status: int) -> None:
