@@ -101,6 +101,7 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("list artifacts", get("/api/v1/artifacts?kind=model"), READ, 200),
     ("show a version", get(f"/api/v1/artifacts/{MODEL}"), READ, 200),
     ("versions of a name", get("/api/v1/artifacts/versions/model/vision/digits-logreg"), READ, 200),
+    ("a model's signature", get(f"/api/v1/artifacts/signature/{MODEL}"), READ, 200),
     ("resolve", get("/api/v1/resolve?spec=model/vision/digits-logreg@^1"), READ, 200),
     ("download a lockfile", get("/api/v1/lockfiles/{w.lockfile}"), READ, 200),
     ("download a blob", get("/api/v1/blobs/{w.blob}"), READ, 200),

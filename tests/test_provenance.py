@@ -181,9 +181,10 @@ def test_a_run_recorded_before_is_attested_after_the_fact(
 
 def test_keys_list_shows_the_registry_key(home: Home, cli: Cli) -> None:
     result = cli("keys", "list", "--json")
-    keys = json.loads(result.out)
+    keys = [k for k in json.loads(result.out) if k["purpose"] == "attestation"]
     assert [k["keyid"] for k in keys] == [public_of(signing_key(home.ws)).keyid]
     assert keys[0]["algorithm"] == "ed25519" and len(keys[0]["public"]) == 64
+    assert keys[0]["state"] == "active" and keys[0]["retired_at"] is None
 
 
 def test_verify_with_the_key_given_and_the_blobs_in_a_folder(
@@ -290,6 +291,55 @@ def test_a_file_that_is_not_an_envelope_is_refused(cli: Cli, tmp_path: Path) -> 
     _refused(cli, path, "line 1: not JSON")
 
 
+def test_an_envelope_with_a_key_given_twice_is_refused(cli: Cli, attested: Path) -> None:
+    """Two "payload" keys: Python's json keeps the last, other readers the first, so the bytes
+    verified need not be the bytes another tool reads. Refused, whichever is signed."""
+    line = attested.read_bytes().rstrip(b"\n")
+    forged = b'{"payload":"e30=",' + line[1:]  # {} first, the signed payload last
+    attested.write_bytes(forged + b"\n")
+    _refused(cli, attested, "line 1: not JSON pinbench accepts: key 'payload' appears twice")
+
+
+def test_a_statement_with_a_key_given_twice_is_refused(
+    home: Home, cli: Cli, attested: Path
+) -> None:
+    """Signed with the registry's key, so only the statement's own reading can refuse it."""
+    text = json.dumps(statement(attested))
+    doubled = text.replace('"_type":', '"subject": [], "_type":', 1)
+    private = signing_key(home.ws)
+    raw = doubled.encode()
+    env = envelope(attested)
+    env["payload"] = base64.b64encode(raw).decode()
+    sig = private.sign(pae("application/vnd.in-toto+json", raw))
+    env["signatures"] = [{"keyid": public_of(private).keyid, "sig": base64.b64encode(sig).decode()}]
+    rewrite(attested, env)
+    _refused(cli, attested, "payload: not JSON pinbench accepts: key 'subject' appears twice")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"[" * 100_000 + b"]" * 100_000,  # RecursionError in the parser
+        b'{"a":' * 100 + b"1" + b"}" * 100,  # parses, but past the bound
+    ],
+    ids=["deeper-than-the-parser", "past-the-bound"],
+)
+def test_a_deeply_nested_line_is_refused_without_a_traceback(
+    cli: Cli, tmp_path: Path, line: bytes
+) -> None:
+    path = tmp_path / "deep.intoto.jsonl"
+    path.write_bytes(line + b"\n")
+    _refused(cli, path, "line 1: not JSON pinbench accepts: nested more than 64 deep")
+
+
+def test_lines_end_at_lf_only(cli: Cli, attested: Path) -> None:
+    """A CR inside a line does not start a new one (JSON allows it as whitespace)."""
+    line = attested.read_bytes().rstrip(b"\n")
+    attested.write_bytes(line.replace(b'"payloadType":', b'\r"payloadType":', 1) + b"\r\n")
+    result = cli("attest", "verify", str(attested))
+    assert result.code == 0, result.err
+
+
 def test_an_unsafe_key_file_is_refused_not_used(home: Home) -> None:
     path = key_path(home.ws)
     path.chmod(0o644)
@@ -300,7 +350,7 @@ def test_an_unsafe_key_file_is_refused_not_used(home: Home) -> None:
         path.chmod(0o600)
     path.parent.chmod(0o777)
     try:
-        with pytest.raises(Exception, match="others may write it"):
+        with pytest.raises(Exception, match="in a folder others may write"):
             signing_key(home.ws)
     finally:
         path.parent.chmod(0o700)
@@ -343,7 +393,8 @@ def test_a_server_run_is_attested_and_verifies_through_the_api(
     assert verified[0]["key_source"] == "server"  # said: consistent, not independent
     with server.client("reader") as client:
         keys = client.get("/api/v1/keys").json()
-        assert [k["keyid"] for k in keys] == [verified[0]["keyid"]]
+        signers = [k["keyid"] for k in keys if k["purpose"] == "attestation"]
+        assert signers == [verified[0]["keyid"]]
         refused = client.post(f"/api/v1/runs/{run_id}/attestation")
         assert refused.status_code == 403  # attesting needs the run scope
     with server.client("owner") as client:

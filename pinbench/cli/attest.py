@@ -1,8 +1,10 @@
-"""Signed provenance on the command line: ``runs attest``, ``attest verify``, ``keys list``."""
+"""Signed provenance on the command line: ``runs attest``, ``attest verify``, and this
+registry's keys: ``keys list``, ``keys rotate``, ``keys export``."""
 
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,7 +18,7 @@ from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.provenance.keys import PublicKey
+    from pinbench.provenance.keys import KeyRecord, PublicKey
     from pinbench.provenance.verify import BlobBytes, BlobDigest
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
@@ -25,7 +27,10 @@ attest_app = typer.Typer(
     help="Check signed provenance: `attest verify FILE` (see `runs attest`).",
     no_args_is_help=True,
 )
-keys_app = typer.Typer(help="The public keys that sign run attestations.", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="This registry's signing keys: attestation (Ed25519) and model-signing (EC P-256).",
+    no_args_is_help=True,
+)
 
 
 def runs_attest(
@@ -78,7 +83,8 @@ def verify(
         Path | None,
         typer.Option(
             "--key",
-            help="The signer's public key (PEM, or the 64 hex digits `keys list` shows), "
+            help="The signer's public key (PEM: `keys export KEYID -o FILE` writes it; or the "
+            "64 hex digits `keys list --json` shows as public), "
             "obtained apart from whoever serves the attestation. Without it: the keys this "
             "registry (or PINBENCH_URL's server) lists.",
         ),
@@ -131,10 +137,14 @@ def verify(
         return
     for r in results:
         when = "after the fact" if r.after_the_fact else "when recorded"
+        retired = (
+            f", retired on {r.key_retired_at} (after this attestation)" if r.key_retired_at else ""
+        )
         _out().print(
             f"verified: run {r.run} ({r.status}), lockfile {r.lockfile[:12]}, signed by key "
             f"{r.keyid[:12]}"
             + (f" ({r.owner})" if r.owner else "")
+            + retired
             + f", attested {when}; subjects match: {', '.join(r.subjects)}"
         )
     if source == "server":
@@ -161,33 +171,157 @@ def _local_keys(ws: Workspace) -> list[PublicKey]:
 
 
 def _remote_keys(remote: Remote) -> list[PublicKey]:
-    from pinbench.provenance.keys import PublicKey
+    """A server's attestation keys, each retired one with its date (a server from before
+    rotation lists every key as an active attestation key)."""
+    from pinbench.provenance.keys import ATTESTATION, PublicKey
 
-    return [
-        PublicKey(bytes.fromhex(k["public"]), k.get("owner", ""))
-        for k in remote.json("GET", "/api/v1/keys")
-    ]
+    keys = []
+    for k in _server_rows(remote):
+        if k.get("purpose", ATTESTATION) != ATTESTATION:
+            continue
+        retired = k.get("retired_at")
+        when = datetime.fromisoformat(retired) if isinstance(retired, str) else None
+        keys.append(PublicKey(bytes.fromhex(k["public"]), k.get("owner", ""), when))
+    return keys
+
+
+def _server_rows(remote: Remote) -> list[dict[str, Any]]:
+    rows = remote.json("GET", "/api/v1/keys")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise UserError(f"{remote.url} /api/v1/keys: not a list of keys")
+    return rows
 
 
 @keys_app.command("list")
 def keys_list(as_json: JsonOpt = False) -> None:
-    """The public keys that sign this registry's attestations (PINBENCH_URL: the server's)."""
-    rows: list[dict[str, Any]] = remote_or_here(
-        lambda remote: list(remote.json("GET", "/api/v1/keys")),
-        lambda ws: [k.to_json() for k in _signing_keys(ws)],
-    )
+    """This registry's keys (PINBENCH_URL: the server's), each with its kind and state:
+    `active` signs now; `retired DATE` (by `keys rotate`) verifies only what it signed before.
+    A key file that does not hold the active key is said (the key is not used)."""
+    problems: dict[str, str] = {}
+
+    def here(ws: Workspace) -> list[dict[str, Any]]:
+        from pinbench.provenance.keys import key_problems, key_records
+
+        problems.update(key_problems(ws))  # a fresh registry's keys are made here
+        return [k.to_json() for k in key_records(ws)]
+
+    rows: list[dict[str, Any]] = remote_or_here(_server_rows, here)
     if as_json:
-        _print_json(rows)
+        _print_json(
+            [r | {"problem": problems[r["purpose"]]} if _broken(r, problems) else r for r in rows]
+        )
         return
     if not rows:
         print("no signing keys yet: `pinbench init` creates this registry's")
         return
     for row in rows:
-        print(f"{row['keyid'][:16]}  {row['algorithm']}  {row['public']}  {row['owner']}")
+        purpose = row.get("purpose", "attestation")
+        state = row.get("state", "active")
+        if state == "retired" and row.get("retired_at"):
+            state = f"retired {str(row['retired_at'])[:10]}"
+        print(
+            f"{row['keyid'][:16]}  {purpose:<13}  {row['algorithm']:<10}  {state:<18}  "
+            f"{row['owner']}"
+        )
+    for problem in problems.values():
+        _err().print(f"warning: {problem}", soft_wrap=True)
 
 
-def _signing_keys(ws: Workspace) -> list[PublicKey]:
-    from pinbench.provenance.keys import known_keys, signing_key
+def _broken(row: dict[str, Any], problems: dict[str, str]) -> bool:
+    return row.get("state") == "active" and row.get("purpose", "") in problems
 
-    signing_key(ws)  # this registry's own is listed even before its first attestation
-    return known_keys(ws)
+
+@keys_app.command("rotate")
+def keys_rotate(
+    kind: Annotated[
+        str,
+        typer.Option("--kind", help="Which key: attestation, model-signing, or all (both)."),
+    ] = "all",
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a new key active and retire the one it replaces, on this machine's registry
+    (PINBENCH_HOME; a server's keys are rotated on its machine).
+
+    The retired key is kept, dated, for verifying: attestations it made before its retirement
+    still verify (said so), any it signs after are refused. Its private key file is
+    overwritten. The way out of a lost, leaked or replaced key file: nothing else makes a key.
+    """
+    import os
+
+    from pinbench.cli.common import workspace
+    from pinbench.provenance.keys import PURPOSES, rotate
+
+    if os.environ.get("PINBENCH_URL"):
+        raise UserError(
+            "keys rotate changes this machine's registry (PINBENCH_HOME): unset PINBENCH_URL "
+            "(a server's keys are rotated on its machine)"
+        )
+    purposes = PURPOSES if kind == "all" else (kind,)
+    if kind != "all" and kind not in PURPOSES:
+        raise UserError(f"--kind {kind!r}: expected one of {', '.join(PURPOSES)} or all")
+    done: list[dict[str, Any]] = []
+    with workspace() as ws:
+        for purpose in purposes:
+            old, new = rotate(ws, purpose)
+            done.append({"purpose": purpose, "retired": old.to_json() if old else None,
+                         "active": new.to_json()})  # fmt: skip
+    if as_json:
+        _print_json(done)
+        return
+    for d in done:
+        old_text = (
+            f"retired {d['retired']['keyid'][:16]} ({d['retired']['retired_at']})"
+            if d["retired"]
+            else "no key before"
+        )
+        _out().print(f"{d['purpose']}: {old_text}; active now {d['active']['keyid'][:16]}")
+
+
+@keys_app.command("export")
+def keys_export(
+    keyid: Annotated[str, typer.Argument(help="A key id, or its first 8+ hex digits.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the public key (PEM).")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a public key as PEM (SubjectPublicKeyInfo): a model-signing key for `model_signing
+    verify key --public_key`, an attestation key for `attest verify --key`. Active or retired;
+    PINBENCH_URL: the server's (obtain it apart from the server to trust it independently)."""
+    from pinbench.provenance.keys import find_key, key_records, public_pem
+
+    def there(remote: Remote) -> tuple[KeyRecord, dict[str, Any]]:
+        rows = _server_rows(remote)
+        records = [_record_of(r) for r in rows]
+        found = find_key(records, keyid)
+        return found, next(r for r in rows if r["keyid"] == found.keyid)
+
+    def here(ws: Workspace) -> tuple[KeyRecord, dict[str, Any]]:
+        found = find_key(key_records(ws), keyid)
+        return found, found.to_json()
+
+    record, row = remote_or_here(there, here)
+    pem = row.get("pem") or public_pem(record.purpose, record.public)
+    write_atomic(output, str(pem).encode())
+    info = {"output": str(output), "keyid": record.keyid, "purpose": record.purpose,
+            "state": record.state}  # fmt: skip
+    if as_json:
+        _print_json(info)
+        return
+    _out().print(f"wrote {output}: {record.purpose} key {record.keyid[:16]} ({record.state}), PEM")
+
+
+def _record_of(row: dict[str, Any]) -> KeyRecord:
+    from pinbench.provenance.keys import ATTESTATION, KeyRecord
+
+    retired = row.get("retired_at")
+    created = row.get("created_at")
+    return KeyRecord(
+        keyid=str(row["keyid"]),
+        purpose=str(row.get("purpose", ATTESTATION)),
+        algorithm=str(row.get("algorithm", "")),
+        public=str(row.get("public", "")),
+        owner=str(row.get("owner", "")),
+        created_at=datetime.fromisoformat(created) if isinstance(created, str) else datetime.min,
+        retired_at=datetime.fromisoformat(retired) if isinstance(retired, str) else None,
+    )

@@ -26,23 +26,27 @@ db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
 
 def init(as_json: JsonOpt = False) -> None:
     """Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and
-    this registry's Ed25519 signing key (for run attestations; `pinbench keys list`)."""
-    from pinbench.provenance.keys import public_of, signing_key
+    this registry's signing keys: Ed25519 for run attestations, EC P-256 for model signatures
+    (`pinbench keys list`). On a home that has keys, they are checked, never replaced."""
+    from pinbench.provenance.keys import ATTESTATION, MODEL_SIGNING, ensure_keys
 
     with workspace() as ws:
         revision = ws.init()
-        keyid = public_of(signing_key(ws)).keyid
+        keys = ensure_keys(ws)
+        keyid = keys[ATTESTATION]
         info = {
             "home": str(ws.settings.home),
             "database": _safe_url(ws),
             "revision": revision,
             "signing_key": keyid,
+            "model_signing_key": keys[MODEL_SIGNING],
         }
     if as_json:
         _print_json(info)
     else:
         _out().print(f"initialised {info['home']} (database {info['database']}, schema {revision})")
         _out().print(f"signing key {keyid[:16]} signs this registry's run attestations")
+        _out().print(f"model-signing key {keys[MODEL_SIGNING][:16]} signs its models")
 
 
 @db_app.command("upgrade")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pinbench.artifacts.ahead import HashesAhead
     from pinbench.artifacts.digest import Progress as ProgressCallback
     from pinbench.registry.lockfile import Lockfile
+    from pinbench.registry.names import ArtifactRef
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
 
@@ -165,7 +166,16 @@ def list_(
 
 
 def show(
-    ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")], as_json: JsonOpt = False
+    ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")],
+    signature: Annotated[
+        Path | None,
+        typer.Option(
+            "--signature",
+            help="Also write the model's signature (OpenSSF model-signing, signed with the "
+            "registry's model-signing key) to this file, for `model_signing verify key`.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show one artifact version: manifest, files with digests, yank state."""
     from rich.text import Text
@@ -178,6 +188,8 @@ def show(
         lambda remote: remote.json("GET", f"/api/v1/artifacts/{parsed}"),
         lambda ws: catalog.show(ws, parsed),
     )
+    if signature is not None:
+        info["signature"] = _write_signature(parsed, signature)
     if as_json:
         _print_json(info)
         return
@@ -194,6 +206,27 @@ def show(
         source = f.get("source") or ""
         pinned = f"  from {source}" if "://" in source else ""
         out.print(f"  {f['sha256']}  {f['size']:>12}  {f['path']}{pinned}", soft_wrap=True)
+    if signature is not None:
+        keyid = info["signature"]["keyid"]
+        out.print(
+            f"wrote the model signature to {signature} (model-signing key {keyid[:16]}): "
+            f"`pinbench keys export {keyid[:16]} -o key.pem`, then `model_signing verify key "
+            f"DIR --signature {signature} --public_key key.pem` on the files at their paths",
+            soft_wrap=True,
+        )
+
+
+def _write_signature(ref: ArtifactRef, path: Path) -> dict[str, str]:
+    """Write ``ref``'s model-signing bundle to ``path``; its file and key id."""
+    from pinbench.cli.common import write_atomic
+    from pinbench.provenance.modelsig import bundle_keyid, signature_of
+
+    body: bytes = remote_or_here(
+        lambda remote: remote.call("GET", f"/api/v1/artifacts/signature/{ref}").content,
+        lambda ws: signature_of(ws, ref),
+    )
+    write_atomic(path, body)
+    return {"file": str(path), "keyid": bundle_keyid(body)}
 
 
 def resolve_cmd(

@@ -142,18 +142,23 @@ class System(Base):
 
 
 class SigningKey(Base):
-    """A public key that signs run attestations (``pinbench.provenance``): this registry's
-    own (``pinbench init``) or another signer's, served at ``/api/v1/keys``."""
+    """A public key of this registry (``pinbench.provenance.keys``), served at
+    ``/api/v1/keys``: one active key per purpose, the ones it replaced kept, retired, for
+    verifying what they signed before."""
 
     __tablename__ = "signing_keys"
 
     keyid: Mapped[str] = mapped_column(String(64), primary_key=True)
-    """sha256 of the raw public key, hex."""
+    """Ed25519: sha256 of the raw public key; EC: sha256 of its PEM (model-signing's hint)."""
+    purpose: Mapped[str] = mapped_column(String(16))
+    """``attestation`` (Ed25519, run attestations) or ``model-signing`` (EC P-256)."""
     algorithm: Mapped[str] = mapped_column(String(16))
-    public: Mapped[str] = mapped_column(String(64))
-    """The raw Ed25519 public key, 64 hex digits."""
+    public: Mapped[str] = mapped_column(String(400))
+    """Hex: the raw Ed25519 public key (64 digits), or an EC key's DER SubjectPublicKeyInfo."""
     owner: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """When ``pinbench keys rotate`` replaced it; None while it is the active key."""
 
 
 class Attestation(Base):

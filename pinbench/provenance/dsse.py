@@ -102,17 +102,22 @@ def parse_envelope(data: object, *, source: str) -> Envelope:
 
 
 def read_envelopes(text: bytes, *, source: str) -> list[Envelope]:
-    """Every envelope of an ``.intoto.jsonl`` file's bytes."""
+    """Every envelope of an ``.intoto.jsonl`` file's bytes: lines end at LF (a CRLF's CR is
+    dropped); each line is strict JSON (``jsonsafe``: a key given twice, which two readers
+    would resolve differently, and nesting past its bound are refused)."""
+    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
+
     if len(text) > MAX_ENVELOPE:
         raise BadEnvelope(part=source, reason=f"larger than {MAX_ENVELOPE} bytes")
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split(b"\n"), 1):
+        line = line.removesuffix(b"\r")
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise BadEnvelope(part=f"{source} line {n}", reason=f"not JSON ({exc})") from None
+            data = load_json(line)
+        except JsonRefused as exc:
+            raise BadEnvelope(part=f"{source} line {n}", reason=str(exc)) from None
         out.append(parse_envelope(data, source=f"{source} line {n}"))
     if not out:
         raise BadEnvelope(part=source, reason="holds no envelope")

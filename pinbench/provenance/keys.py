@@ -1,35 +1,53 @@
-"""Signing keys: this registry's own Ed25519 key, and the public keys it vouches for.
+"""This registry's signing keys: one active key per purpose, rotated only on request.
 
-The private key is 32 random bytes (an Ed25519 seed) in ``HOME/keys/signing.ed25519``, 0600
-in a 0700 folder, created once (``pinbench init``, or the first attestation) the way the
-verified-state cache's key is; a key file others may read or write is refused, never used.
-The public key is recorded in ``signing_keys`` (served at ``/api/v1/keys``) under its key id,
-the sha256 of the raw public key.
+Two purposes, each a private key in ``HOME/keys`` (0600 in a 0700 folder; a file others may
+read or write is refused, never used) and its public key recorded in ``signing_keys`` (served
+at ``/api/v1/keys``):
+
+- ``attestation``: Ed25519, signs run attestations (``signing.ed25519``, the 32-byte seed); its
+  key id is the sha256 of the raw public key.
+- ``model-signing``: ECDSA P-256, signs models in the OpenSSF model-signing format
+  (``model-signing.p256``, the 32-byte private scalar); its key id is the sha256 of its PEM,
+  the ``publicKey.hint`` of the signatures it makes.
+
+A key is made only while the registry has never recorded one of that purpose (``pinbench
+init`` on a fresh home, or the first use after an upgrade). After that the file must hold the
+recorded active key: a missing file, or one holding other bytes, is refused naming both keys,
+never replaced. ``rotate`` is the one way to a new key: the active one is marked retired (with
+the date) and kept for verifying what it signed before; its private key is overwritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import secrets
 import socket
 import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from pinbench.errors import UserError
+from pinbench.errors import SystemFailure, UserError
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
         Ed25519PrivateKey,
         Ed25519PublicKey,
     )
 
+    from pinbench.db.models import SigningKey
     from pinbench.workspace import Workspace
 
 ALGORITHM = "ed25519"
 KEY_FILE = "signing.ed25519"
+ATTESTATION: Final = "attestation"
+MODEL_SIGNING: Final = "model-signing"
+PURPOSES: Final = (ATTESTATION, MODEL_SIGNING)
+SECRET_BYTES = 32
 
 
 class BadKey(UserError):
@@ -41,12 +59,35 @@ class BadKey(UserError):
         self.reason = reason
 
 
+class KeyFileRefused(SystemFailure):
+    """This registry's own key file is missing, unsafe, or not the key it recorded."""
+
+    def __init__(self, *, purpose: str, reason: str) -> None:
+        super().__init__(f"{purpose} key file keys/{_FILES[purpose]} (in PINBENCH_HOME) {reason}")
+        self.purpose = purpose
+        self.reason = reason
+
+
+class UnknownKey(UserError):
+    def __init__(self, *, keyid: str, reason: str) -> None:
+        super().__init__(f"key {keyid[:64]!r}: {reason}")
+        self.keyid = keyid
+        self.reason = reason
+
+
+_FILES: Final = {ATTESTATION: KEY_FILE, MODEL_SIGNING: "model-signing.p256"}
+_ALGORITHMS: Final = {ATTESTATION: ALGORITHM, MODEL_SIGNING: "ecdsa-p256"}
+_KINDS: Final = {ATTESTATION: "Ed25519", MODEL_SIGNING: "EC P-256"}
+
+
 @dataclass(frozen=True)
 class PublicKey:
-    """An Ed25519 public key by its raw bytes; ``keyid`` is their sha256 (hex)."""
+    """An Ed25519 public key by its raw bytes; ``keyid`` is their sha256 (hex).
+    ``retired_at``: when it stopped signing (it verifies only what was attested before)."""
 
     raw: bytes
     owner: str = ""
+    retired_at: datetime | None = None
 
     @property
     def keyid(self) -> str:
@@ -81,33 +122,117 @@ class PublicKey:
         }
 
 
-def key_path(ws: Workspace) -> Path:
-    return ws.settings.home / "keys" / KEY_FILE
+@dataclass(frozen=True)
+class KeyRecord:
+    """One row of ``signing_keys``, as ``keys list`` and ``/api/v1/keys`` show it."""
+
+    keyid: str
+    purpose: str
+    algorithm: str
+    public: str
+    owner: str
+    created_at: datetime
+    retired_at: datetime | None
+
+    @property
+    def state(self) -> str:
+        return "active" if self.retired_at is None else "retired"
+
+    @property
+    def kind(self) -> str:
+        """What it signs and with what, in words: ``attestation (Ed25519)``."""
+        return f"{self.purpose} ({_KINDS.get(self.purpose, self.algorithm)})"
+
+    def pem(self) -> str:
+        return public_pem(self.purpose, self.public)
+
+    def attestation_key(self) -> PublicKey:
+        return PublicKey(bytes.fromhex(self.public), self.owner, self.retired_at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "keyid": self.keyid,
+            "purpose": self.purpose,
+            "algorithm": self.algorithm,
+            "state": self.state,
+            "created_at": iso(self.created_at),
+            "retired_at": iso(self.retired_at) if self.retired_at else None,
+            "public": self.public,
+            "pem": self.pem(),
+            "owner": self.owner,
+        }
 
 
-def signing_key(ws: Workspace) -> Ed25519PrivateKey:
-    """This registry's private key, created on first use and its public key recorded."""
+def utc(value: datetime) -> datetime:
+    """A database time as an aware UTC time (SQLite returns them naive)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def iso(value: datetime) -> str:
+    return utc(value).isoformat()
+
+
+def public_pem(purpose: str, public_hex: str) -> str:
+    """The PEM (SubjectPublicKeyInfo) of a recorded public key."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = bytes.fromhex(public_hex)
+    if purpose == ATTESTATION:
+        return PublicKey(raw).pem()
+    key = serialization.load_der_public_key(raw)
+    return key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    ).decode()
+
+
+# ---------------------------------------------------------------- secrets of each purpose
+
+
+def _new_secret(purpose: str) -> bytes:
+    if purpose == ATTESTATION:
+        return secrets.token_bytes(SECRET_BYTES)
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    scalar = ec.generate_private_key(ec.SECP256R1()).private_numbers().private_value
+    return scalar.to_bytes(SECRET_BYTES, "big")
+
+
+def _ed25519(seed: bytes) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from pinbench.artifacts.verified import ensure_key, read_key
+    return Ed25519PrivateKey.from_private_bytes(seed)
 
-    path = key_path(ws)
-    ensure_key(path)
-    folder = path.parent.stat()
-    if folder.st_uid != os.geteuid() or folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise BadKey(
-            what=f"key folder {path.parent}",
-            reason="others may write it (the key could be swapped): chmod 700 it",
-        )
-    seed = read_key(path)
-    if seed is None:
-        raise BadKey(
-            what=f"signing key {path}",
-            reason="not a private 32-byte file of this user (mode 0600): fix or remove it",
-        )
-    private = Ed25519PrivateKey.from_private_bytes(seed)
-    register(ws, public_of(private, owner=f"registry on {socket.gethostname()}"))
-    return private
+
+def _p256(scalar: bytes) -> EllipticCurvePrivateKey:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return ec.derive_private_key(int.from_bytes(scalar, "big"), ec.SECP256R1())
+
+
+def _public_of(purpose: str, secret: bytes) -> tuple[str, str]:
+    """(key id, public key hex) of a private key's bytes."""
+    from cryptography.hazmat.primitives import serialization
+
+    if purpose == ATTESTATION:
+        key = public_of(_ed25519(secret))
+        return key.keyid, key.hex
+    public = _p256(secret).public_key()
+    der = public.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    pem = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return hashlib.sha256(pem).hexdigest(), der.hex()
+
+
+def _checked_public(purpose: str, secret: bytes) -> tuple[str, str]:
+    try:
+        return _public_of(purpose, secret)
+    except ValueError:  # a P-256 scalar of 0 or past the curve's order
+        raise KeyFileRefused(
+            purpose=purpose, reason=f"does not hold a {_KINDS[purpose]} private key"
+        ) from None
 
 
 def public_of(private: Ed25519PrivateKey, *, owner: str = "") -> PublicKey:
@@ -119,32 +244,237 @@ def public_of(private: Ed25519PrivateKey, *, owner: str = "") -> PublicKey:
     return PublicKey(raw, owner)
 
 
-def register(ws: Workspace, key: PublicKey) -> None:
-    """Record ``key`` in ``signing_keys`` unless it is there."""
-    from pinbench.db.models import SigningKey
-
-    with ws.transaction() as session:
-        if session.get(SigningKey, key.keyid) is None:
-            session.add(
-                SigningKey(
-                    keyid=key.keyid,
-                    algorithm=ALGORITHM,
-                    public=key.hex,
-                    owner=key.owner[:200],
-                    created_at=datetime.now(UTC),
-                )
-            )
+# ---------------------------------------------------------------- the key files
 
 
-def known_keys(ws: Workspace) -> list[PublicKey]:
-    """The public keys this registry records, oldest first."""
+def key_path(ws: Workspace, purpose: str = ATTESTATION) -> Path:
+    return ws.settings.home / "keys" / _FILES[purpose]
+
+
+def _safe_folder(folder: Path, purpose: str) -> None:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise KeyFileRefused(
+            purpose=purpose,
+            reason="is in a folder others may write (the key could be swapped): chmod 700 it",
+        )
+
+
+def _read_secret(path: Path, purpose: str) -> bytes:
+    from pinbench.artifacts.verified import read_key
+
+    if not path.exists() and not path.is_symlink():
+        raise FileNotFoundError(path)
+    secret = read_key(path)
+    if secret is None:
+        raise KeyFileRefused(
+            purpose=purpose,
+            reason=f"is not a private {SECRET_BYTES}-byte file of this user (mode 0600, not a "
+            "link): it is not used",
+        )
+    return secret
+
+
+def _write_new(path: Path, secret: bytes) -> Path:
+    """``secret`` in a new 0600 file beside ``path`` (not yet in its place)."""
+    temp = path.parent / f".{path.name}.{secrets.token_hex(8)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(secret)
+        out.flush()
+        os.fsync(out.fileno())
+    return temp
+
+
+def _rows(ws: Workspace, purpose: str) -> list[SigningKey]:
     from sqlalchemy import select
 
     from pinbench.db.models import SigningKey
 
     with ws.transaction() as session:
-        rows = session.scalars(select(SigningKey).order_by(SigningKey.created_at)).all()
-        return [PublicKey(bytes.fromhex(r.public), r.owner) for r in rows]
+        rows = session.scalars(
+            select(SigningKey)
+            .where(SigningKey.purpose == purpose)
+            .order_by(SigningKey.created_at, SigningKey.keyid)
+        ).all()
+        session.expunge_all()
+        return list(rows)
+
+
+def _owner() -> str:
+    return f"registry on {socket.gethostname()}"[:200]
+
+
+def _active_secret(ws: Workspace, purpose: str) -> bytes:
+    """The private key bytes of this registry's active ``purpose`` key, checked against the
+    record; made (and recorded) only when the registry never had a key of that purpose."""
+    from pinbench.db.errors import Conflict
+    from pinbench.db.models import SigningKey
+
+    path = key_path(ws, purpose)
+    _safe_folder(path.parent, purpose)
+    rows = _rows(ws, purpose)
+    if not rows:  # a fresh registry: the one time a key is made without `keys rotate`
+        temp = _write_new(path, _new_secret(purpose))
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.link(temp, path)  # two processes at once agree on one key
+        finally:
+            temp.unlink(missing_ok=True)
+        secret = _read_secret(path, purpose)
+        keyid, public = _checked_public(purpose, secret)
+        with contextlib.suppress(Conflict), ws.transaction() as session:
+            if session.get(SigningKey, keyid) is None:
+                session.add(_row(purpose, keyid, public, datetime.now(UTC)))
+        rows = _rows(ws, purpose)
+    active = [r for r in rows if r.retired_at is None]
+    if not active:
+        raise KeyFileRefused(
+            purpose=purpose,
+            reason=f"has no active key to match: every recorded {purpose} key is retired "
+            f"(`pinbench keys rotate --kind {purpose}` makes one)",
+        )
+    want = active[-1].keyid
+    fix = (
+        f"restore the file of key {want[:16]} from a backup, or retire that key and make a "
+        f"new one with `pinbench keys rotate --kind {purpose}` (a key is never replaced "
+        "silently)"
+    )
+    try:
+        secret = _read_secret(path, purpose)
+    except FileNotFoundError:
+        raise KeyFileRefused(
+            purpose=purpose, reason=f"is missing; this registry's active key is {want[:16]}: {fix}"
+        ) from None
+    keyid = _checked_public(purpose, secret)[0]
+    if keyid != want:
+        retired = next((r for r in rows if r.keyid == keyid), None)
+        held = (
+            f"retired key {keyid[:16]} (retired {iso(retired.retired_at)[:10]})"
+            if retired is not None and retired.retired_at is not None
+            else f"key {keyid[:16]}, which this registry never recorded"
+        )
+        raise KeyFileRefused(
+            purpose=purpose, reason=f"holds {held}, not the active key {want[:16]}: {fix}"
+        )
+    return secret
+
+
+def _row(purpose: str, keyid: str, public: str, now: datetime) -> SigningKey:
+    from pinbench.db.models import SigningKey
+
+    return SigningKey(
+        keyid=keyid,
+        purpose=purpose,
+        algorithm=_ALGORITHMS[purpose],
+        public=public,
+        owner=_owner(),
+        created_at=now,
+        retired_at=None,
+    )
+
+
+def signing_key(ws: Workspace) -> Ed25519PrivateKey:
+    """This registry's active attestation key (Ed25519), checked against its record."""
+    return _ed25519(_active_secret(ws, ATTESTATION))
+
+
+def model_signing_key(ws: Workspace) -> tuple[EllipticCurvePrivateKey, str]:
+    """This registry's active model-signing key (EC P-256) and its key id."""
+    secret = _active_secret(ws, MODEL_SIGNING)
+    return _p256(secret), _checked_public(MODEL_SIGNING, secret)[0]
+
+
+def ensure_keys(ws: Workspace) -> dict[str, str]:
+    """Every purpose's active key checked (made on a fresh registry): purpose -> key id."""
+    return {p: _checked_public(p, _active_secret(ws, p))[0] for p in PURPOSES}
+
+
+def key_problems(ws: Workspace) -> dict[str, str]:
+    """Purpose -> why its key file is refused, for each purpose whose file does not hold its
+    active key (a fresh registry's keys are made on the way)."""
+    problems = {}
+    for purpose in PURPOSES:
+        try:
+            _active_secret(ws, purpose)
+        except KeyFileRefused as exc:
+            problems[purpose] = str(exc)
+    return problems
+
+
+def rotate(ws: Workspace, purpose: str) -> tuple[KeyRecord | None, KeyRecord]:
+    """Retire the active ``purpose`` key (kept, dated, for verifying what it signed before) and
+    make a new one active; (retired, new). The old key's file need not be there: a lost or
+    leaked key is what rotation is for.
+
+    The record changes first, then the file: a crash between leaves the file holding the
+    retired key, which is refused by name until ``rotate`` runs again."""
+    from sqlalchemy import select
+
+    from pinbench.db.models import SigningKey
+
+    if purpose not in PURPOSES:
+        raise UserError(f"unknown key kind {purpose!r}: expected one of {', '.join(PURPOSES)}")
+    path = key_path(ws, purpose)
+    _safe_folder(path.parent, purpose)
+    secret = _new_secret(purpose)
+    keyid, public = _public_of(purpose, secret)
+    temp = _write_new(path, secret)
+    try:
+        now = datetime.now(UTC)
+        with ws.transaction() as session:
+            active = session.scalars(
+                select(SigningKey).where(
+                    SigningKey.purpose == purpose, SigningKey.retired_at.is_(None)
+                )
+            ).all()
+            for row in active:
+                row.retired_at = now
+            retired = [_record(r) for r in active]
+            added = _row(purpose, keyid, public, now)
+            session.add(added)
+            new = _record(added)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return (retired[-1] if retired else None), new
+
+
+def _record(row: SigningKey) -> KeyRecord:
+    return KeyRecord(
+        keyid=row.keyid,
+        purpose=row.purpose,
+        algorithm=row.algorithm,
+        public=row.public,
+        owner=row.owner,
+        created_at=utc(row.created_at),
+        retired_at=utc(row.retired_at) if row.retired_at is not None else None,
+    )
+
+
+def key_records(ws: Workspace) -> list[KeyRecord]:
+    """Every key this registry records, by purpose, oldest first."""
+    return [_record(r) for p in PURPOSES for r in _rows(ws, p)]
+
+
+def known_keys(ws: Workspace) -> list[PublicKey]:
+    """The attestation keys this registry records (retired ones with their date), oldest
+    first."""
+    return [r.attestation_key() for r in key_records(ws) if r.purpose == ATTESTATION]
+
+
+def find_key(records: list[KeyRecord], keyid: str) -> KeyRecord:
+    """The one record whose key id starts with ``keyid`` (at least 8 hex digits)."""
+    wanted = keyid.strip().lower()
+    if len(wanted) < 8 or any(c not in "0123456789abcdef" for c in wanted):
+        raise UnknownKey(keyid=keyid, reason="give at least 8 hex digits of a key id")
+    found = [r for r in records if r.keyid.startswith(wanted)]
+    if not found:
+        raise UnknownKey(keyid=keyid, reason="no key of this registry has that id (keys list)")
+    if len(found) > 1:
+        raise UnknownKey(keyid=keyid, reason=f"matches {len(found)} keys: give more digits")
+    return found[0]
 
 
 def parse_public(text: str, *, source: str) -> PublicKey:

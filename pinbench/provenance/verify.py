@@ -4,15 +4,17 @@ In order, each failure refused naming the part: the DSSE signature with the keys
 file, or the keys a registry lists), the payload type, the statement's type and predicate
 type, every subject's bytes hashed here against its digest, the lockfile's text hashing to the
 sha256 the predicate names, the request being the lockfile's, and ``results.json`` naming the
-same run and lockfile as the predicate.
+same run and lockfile as the predicate. A key retired by ``keys rotate`` verifies only what it
+attested before its retirement (the statement's signed ``attestedOn``). Every JSON inside is
+read strictly (``jsonsafe``): a key given twice or nesting past the bound is refused.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
@@ -45,6 +47,8 @@ class Verified:
     status: str
     """The run's status as ``results.json`` records it (a failed run verifies too)."""
     subjects: list[str] = field(default_factory=list)
+    key_retired_at: str | None = None
+    """When the signing key was retired (after this attestation), or None while it is active."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +60,7 @@ class Verified:
             "after_the_fact": self.after_the_fact,
             "status": self.status,
             "subjects": self.subjects,
+            "key_retired_at": self.key_retired_at,
         }
 
 
@@ -87,6 +92,9 @@ def verify_envelope(
         raise AttestationRefused(part="predicateType", reason=f"not {SLSA_PROVENANCE}")
     predicate = _dict(statement, "predicate")
     build = _dict(predicate, "buildDefinition")
+    internal = build.get("internalParameters")
+    internal = internal if isinstance(internal, dict) else {}
+    retired = _retired(key, internal.get("attestedOn"))
     run_details = _dict(predicate, "runDetails")
     external = _dict(build, "externalParameters")
     lock = _dict(external, "lockfile")
@@ -127,16 +135,44 @@ def verify_envelope(
             status = str(record.get("status"))
     if RESULTS not in names:
         raise AttestationRefused(part="subject", reason=f"has no {RESULTS}")
-    internal = build.get("internalParameters")
-    after = isinstance(internal, dict) and internal.get("attested") == "after the fact"
-    return Verified(run_id, claimed, key.keyid, key.owner, after, status, names)
+    after = internal.get("attested") == "after the fact"
+    return Verified(run_id, claimed, key.keyid, key.owner, after, status, names, retired)
+
+
+def _retired(key: PublicKey, attested_on: object) -> str | None:
+    """The key's retirement time (ISO) when it signed before it; refused when it signed at or
+    after it (or says no time): a retired key verifies only what it signed while active."""
+    if key.retired_at is None:
+        return None
+    retired = key.retired_at if key.retired_at.tzinfo else key.retired_at.replace(tzinfo=UTC)
+    when = _time(attested_on)
+    if when is None or when >= retired:
+        said = f"attested on {attested_on}" if when is not None else "with no attestedOn time"
+        raise AttestationRefused(
+            part="signature",
+            reason=f"signed by key {key.keyid[:12]}, retired on {retired.isoformat()}, "
+            f"{said}: a retired key verifies only what it attested before its retirement",
+        )
+    return retired.isoformat()
+
+
+def _time(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _object(data: bytes, part: str) -> dict[str, Any]:
+    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
+
     try:
-        parsed = json.loads(data)
-    except ValueError as exc:
-        raise AttestationRefused(part=part, reason=f"not JSON ({exc})") from None
+        parsed = load_json(data)
+    except JsonRefused as exc:
+        raise AttestationRefused(part=part, reason=str(exc)) from None
     if not isinstance(parsed, dict):
         raise AttestationRefused(part=part, reason="not a JSON object")
     return parsed

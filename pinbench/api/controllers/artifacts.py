@@ -79,6 +79,25 @@ class ArtifactController(Controller):
         return Response(body, media_type=MediaType.JSON)
 
     @get(
+        "/signature/{ref:path}",
+        sync_to_thread=True,
+        operation_id="GetModelSignature",
+        media_type="application/vnd.dev.sigstore.bundle.v0.3+json",
+        summary="A model's signature, KIND/NAME@VERSION: OpenSSF model-signing (key-signed)",
+        description="A Sigstore bundle (v0.3) whose DSSE envelope signs an in-toto statement "
+        "listing every file of the model by its manifest path and sha256, signed with the "
+        "registry's model-signing key (EC P-256; its PEM from GET /api/v1/keys). Check it with "
+        "`model_signing verify key DIR --signature FILE --public_key KEY.pem` on the files laid "
+        "out at their manifest paths. Models only (400 for other kinds).",
+    )
+    def signature(self, ws: Workspace, principal: Principal, ref: str) -> Response[bytes]:
+        from pinbench.provenance.modelsig import BUNDLE_MEDIA_TYPE, signature_of
+
+        principal.require("read")
+        body = signature_of(ws, ArtifactRef.parse(ref.lstrip("/")))
+        return Response(body, media_type=BUNDLE_MEDIA_TYPE)
+
+    @get(
         "/versions/{kind:str}/{name:path}",
         sync_to_thread=True,
         summary="Every published version of KIND/NAME, lowest first",

@@ -16,10 +16,20 @@ ENVELOPE = "application/vnd.dsse.envelope.v1+json"
 
 class KeyView(msgspec.Struct, frozen=True, kw_only=True):
     keyid: str
-    """sha256 of the raw public key (hex)."""
+    """Ed25519: sha256 of the raw public key; EC: sha256 of its PEM (hex)."""
+    purpose: str
+    """``attestation`` (signs run attestations) or ``model-signing`` (signs models)."""
     algorithm: str
+    """``ed25519`` or ``ecdsa-p256``."""
+    state: str
+    """``active`` (signs now) or ``retired`` (verifies only what it signed before)."""
+    created_at: str
+    retired_at: str | None
     public: str
-    """The raw Ed25519 public key, 64 hex digits (``attest verify --key`` takes it)."""
+    """Hex: the raw Ed25519 key, 64 digits (``attest verify --key`` takes it), or an EC key's
+    DER SubjectPublicKeyInfo."""
+    pem: str
+    """The public key as PEM (``model_signing verify key --public_key`` takes it)."""
     owner: str
 
 
@@ -27,12 +37,16 @@ class KeyController(Controller):
     path = "/api/v1/keys"
     tags = ["provenance"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="The public keys that sign run attestations")
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="This registry's public keys: attestation and model-signing, active and retired",
+    )
     def list_keys(self, ws: Workspace, principal: Principal) -> list[KeyView]:
-        from pinbench.provenance.keys import known_keys
+        from pinbench.provenance.keys import key_records
 
         principal.require("read")
-        return [KeyView(**k.to_json()) for k in known_keys(ws)]
+        return [KeyView(**k.to_json()) for k in key_records(ws)]
 
 
 class AttestationController(Controller):
