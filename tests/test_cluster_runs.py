@@ -6,6 +6,7 @@ that no system meets is refused with every system's shortfall, and nothing is qu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -54,9 +55,21 @@ class World:
         assert done.returncode == 0, done.stderr
         return path
 
-    def run_on(self, lock: Path, *on: str, runner: str = "local") -> tuple[int, str, str]:
-        env = dict(self.cluster.env, PINBENCH_URL=self.url, PINBENCH_TOKEN=self.tokens["owner"])
+    def run_on(
+        self,
+        lock: Path,
+        *on: str,
+        runner: str = "local",
+        url: str | None = None,
+        retries: int | None = None,
+    ) -> tuple[int, str, str]:
+        """``pinbench run LOCK --on SYSTEM...`` through the server at ``url`` (the world's)."""
+        env = dict(
+            self.cluster.env, PINBENCH_URL=url or self.url, PINBENCH_TOKEN=self.tokens["owner"]
+        )
         args = [a for system in on for a in ("--on", system)]
+        if retries is not None:
+            args += ["--retries", str(retries)]
         done = self.cluster.ns.run(
             [
                 str(BIN / "pinbench"),
@@ -93,6 +106,28 @@ def world(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterat
         served(cluster, PORT, "--cluster", ADDRESS, agent_token=tokens["reader"]) as server,
     ):
         yield World(cluster, server, tokens, root)
+
+
+@pytest.fixture(scope="module")
+def servers(world: World) -> Iterator[dict[str, str]]:
+    """Servers on the same cluster and database, each allowing one runner list (``serve
+    --runners``): the list -> the server's URL."""
+    lists = ("local", "docker")
+    with contextlib.ExitStack() as stack:
+        yield {
+            runners: stack.enter_context(
+                served(
+                    world.cluster,
+                    PORT + 1 + i,
+                    "--cluster",
+                    ADDRESS,
+                    "--runners",
+                    runners,
+                    agent_token=world.tokens["reader"],
+                )
+            )
+            for i, runners in enumerate(lists)
+        }
 
 
 def _runs(world: World) -> int:
@@ -237,3 +272,63 @@ def test_the_api_lists_the_systems_as_the_cluster_sees_them(world: World) -> Non
     assert alive["lab-a"] is True and alive["lab-b"] is True
     assert shown["name"] == "lab-a" and shown["facts"]["cpu_flags"] and shown["runs"] >= 1
     assert missing == 404
+
+
+@pytest.mark.parametrize(
+    ("runners", "status", "error"),
+    [
+        ("local", "succeeded", None),  # `auto` was venv on the agent, refused there: "lost"
+        ("docker", "failed", "pins no image for onnxruntime"),  # the docker runner's own word
+    ],
+)
+def test_auto_on_an_agent_picks_among_the_servers_runners(
+    world: World, servers: dict[str, str], runners: str, status: str, error: str | None
+) -> None:
+    code, out, err = world.run_on(
+        world.lock(f"auto-{runners}"), "lab-a", runner="auto", url=servers[runners], retries=1
+    )
+    (info,) = json.loads(out)  # one run: nothing retried
+    assert (info["status"], info["system"], info["runner"]) == (status, "lab-a", runners), err
+    assert code == (0 if error is None else 1)
+    if error is not None:
+        assert error in info["error"] and "lost" not in info["error"]
+
+
+def test_an_agent_error_is_recorded_as_that_error_and_not_retried(
+    world: World, servers: dict[str, str]
+) -> None:
+    """lab-b's cache holds other bytes under a pinned digest: the agent refuses them (a
+    keyword-only ``ChecksumMismatch``, which Ray could not bring back as an exception). The
+    run fails with that error, on that system; the system is not lost, nothing is retried."""
+    lock = world.lock("corrupt")
+    model = next(a for a in json.loads(lock.read_bytes())["artifacts"] if a["kind"] == "model")
+    pinned = model["files"][0]["sha256"]
+    blob = world.cluster.agents["lab-b"].cache / "blobs" / pinned[:2] / pinned
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    kept = blob.read_bytes() if blob.exists() else None
+    blob.write_bytes(b"not the pinned bytes")
+    try:
+        code, out, err = world.run_on(
+            lock, "lab-b", "lab-a", runner="auto", url=servers["local"], retries=1
+        )
+    finally:
+        if kept is None:
+            blob.unlink()
+        else:
+            blob.write_bytes(kept)
+    assert code == 1, err
+    runs = {info["system"]: info for info in json.loads(out)}
+    assert sorted(runs) == ["lab-a", "lab-b"]  # one each: no retry of lab-b's
+    failed = runs["lab-b"]
+    assert failed["status"] == "failed" and failed["retry_of"] is None
+    assert failed["error"].startswith("on system lab-b: checksum mismatch for ")
+    assert f"expected sha256 {pinned}" in failed["error"]
+    assert "lost" not in failed["error"]
+    assert runs["lab-a"]["status"] == "succeeded" and runs["lab-a"]["runner"] == "local"
+    ws = world.workspace()
+    try:
+        with ws.transaction() as session:
+            retried = session.scalars(select(Run).where(Run.retry_of == failed["id"])).all()
+            assert retried == []
+    finally:
+        ws.close()

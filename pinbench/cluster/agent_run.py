@@ -81,14 +81,15 @@ def run_here(
 ) -> dict[str, Any]:
     """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
     ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
-    downloaded), ``runner`` (the one that ran: ``auto`` is decided here). A failure before the
-    evaluation (a blob refused) raises. ``price``: the agent's declared price, recorded in the
-    results' details (``cost``)."""
+    downloaded), ``runner`` (the one that ran: ``auto`` is decided here, among the server's
+    ``allowed`` runners). A failure before the evaluation (a blob refused) raises (the actor
+    answers it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price,
+    recorded in the results' details (``cost``)."""
     from pinbench.evaluator.host import host_facts
     from pinbench.evaluator.measure import Evidence
-    from pinbench.evaluator.policy import check_server_runner
+    from pinbench.evaluator.policy import choose_server_runner
     from pinbench.evaluator.results import write_results
-    from pinbench.evaluator.runners import choose_runner, runner_named
+    from pinbench.evaluator.runners import runner_named
 
     lock = Lockfile.from_bytes(lock_bytes, source="the lockfile the server sent")
     ws = Workspace(Settings(home=cache, database_url=f"sqlite:///{cache / 'unused.db'}"))
@@ -99,8 +100,7 @@ def run_here(
         for art in lock.body.artifacts:
             for f in art.files:
                 ws.store.verify(Digest(f.sha256), label=f"{art.ref}:{f.path}")
-        chosen = choose_runner(runner, lock)  # ``auto`` is this machine's answer
-        check_server_runner(chosen, allowed)  # ... among the server's runners only
+        chosen = choose_server_runner(runner, lock, allowed)  # ``auto``: this machine's answer
         evidence = Evidence()
         error = None
         try:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pinbench.cluster.answer import read_error, read_ok
 from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
 from pinbench.errors import PinbenchError, SystemFailure, UserError
 from pinbench.evaluator.measure import Evidence, Say
@@ -41,9 +42,14 @@ class SystemLost(SystemFailure):
 
 
 class AgentFailed(UserError):
-    def __init__(self, system: str, reason: str) -> None:
+    """The agent answered that the evaluation failed (``agent``: the error's class name there);
+    its exit code is the agent's error's (1 the input's fault, 3 the system's)."""
+
+    def __init__(self, *, system: str, reason: str, agent: str, exit_code: int = 1) -> None:
         self.system = system
         self.reason = reason
+        self.agent = agent
+        self.exit_code = exit_code
         super().__init__(f"on system {system}: {reason}")
 
 
@@ -55,6 +61,19 @@ class AgentTimedOut(SystemFailure):
             f"system {system} gave no result within the lockfile's limits.timeout_s "
             f"({timeout_s} s) and {FETCH_ALLOWANCE_S:.0f} s for fetching: stopped"
         )
+
+
+def _lost(ray: Any) -> tuple[type[BaseException], ...]:
+    """Ray's errors that mean the agent's actor, its worker process or its node is gone (or
+    the answer with it): the only ones that make a system lost, and a run worth retrying."""
+    e = ray.exceptions
+    return (
+        e.RayActorError,  # ActorDiedError, ActorUnavailableError
+        e.NodeDiedError,
+        e.WorkerCrashedError,
+        e.LocalRayletDiedError,
+        e.ObjectLostError,  # OwnerDiedError, ObjectFetchTimedOutError, ...
+    )
 
 
 def _printable(text: str) -> str:
@@ -128,16 +147,29 @@ class OnSystem:
                 shown = text
                 say(f"{self.system}: {_printable(text)}")
         try:
-            packed = ray.get(done)
-        except ray.exceptions.RayTaskError as exc:
-            # the agent's own exception object is never raised here (its class and fields
-            # are the agent's say): its message becomes this system's failure
-            cause = exc.cause if isinstance(exc.cause, BaseException) else None
-            text = str(cause) if isinstance(cause, PinbenchError) else type(cause).__name__
-            raise AgentFailed(self.system, _printable(text)) from None
-        except ray.exceptions.RayError as exc:  # the actor or its node died
+            answer = ray.get(done)
+        except _lost(ray) as exc:  # the actor, its worker or its node is gone
             raise SystemLost(self.system, type(exc).__name__) from None
-        self._take(ws, lock, evidence, packed)
+        except ray.exceptions.RayTaskError as exc:  # not an answer: raised past ``Agent.run``
+            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+            raise AgentFailed(
+                system=self.system, reason=type(cause).__name__, agent=type(cause).__name__
+            ) from None
+        except ray.exceptions.RayError as exc:  # Ray could not deliver it: not a lost machine
+            raise AgentFailed(
+                system=self.system, reason=f"Ray: {type(exc).__name__}", agent="RayError"
+            ) from None
+        error = read_error(answer)
+        if error is not None:
+            if error.stopped:
+                stop.check()  # the server's own stop (cancel, shutdown) is what it records
+            raise AgentFailed(
+                system=self.system,
+                reason=_printable(error.message),
+                agent=_printable(error.type),
+                exit_code=error.exit_code,
+            )
+        self._take(ws, lock, evidence, read_ok(answer))
 
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory

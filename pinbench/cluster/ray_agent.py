@@ -202,33 +202,39 @@ class Agent:
         allow_pickle: bool,
         allowed: tuple[str, ...],
     ) -> dict[str, Any]:
+        """Run a lockfile here; the answer as plain data (``pinbench.cluster.answer``): an
+        error is never raised to the server, where Ray would have to unpickle it."""
         from pinbench.cluster.agent_run import run_here
+        from pinbench.cluster.answer import answer_error, answer_ok
+        from pinbench.evaluator.stop import Stop
 
         def say(text: str) -> None:
             self._progress = text
 
-        from pinbench.evaluator.stop import Stop
-
         with self._one:
             self._progress = "started on the agent"
             self._stop = Stop()
-            packed = run_here(
-                Path(self.cache),
-                lock_bytes,
-                server=server,
-                token=token,
-                runner=runner,
-                trace=trace,
-                allow_pickle=allow_pickle,
-                allowed=allowed,
-                say=say,
-                stop=self._stop,
-                warm=self._warm,
-                price=self.price,
-            )
-            self._stop = None
+            try:
+                packed = run_here(
+                    Path(self.cache),
+                    lock_bytes,
+                    server=server,
+                    token=token,
+                    runner=runner,
+                    trace=trace,
+                    allow_pickle=allow_pickle,
+                    allowed=tuple(allowed),
+                    say=say,
+                    stop=self._stop,
+                    warm=self._warm,
+                    price=self.price,
+                )
+            except Exception as exc:  # every error the evaluation raises: the server's to record
+                return answer_error(exc)
+            finally:
+                self._stop = None
             self.served += 1
-            return packed
+            return answer_ok(packed)
 
 
 def start_agent(
