@@ -45,6 +45,24 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def tiny_onnx(tag: bytes = b"") -> bytes:
+    """A real ONNX model, ``x (N, 10) -> Identity -> logits``, whose bytes differ by ``tag``
+    (its doc string): for tests that need distinct model files that publish, not a model's
+    numbers (publishing reads an ``.onnx`` file's graph)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["logits"])],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 10])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    model.doc_string = tag.decode("latin-1")
+    return bytes(model.SerializeToString())
+
+
 def write_files(root: Path, files: dict[str, bytes]) -> list[dict[str, Any]]:
     """Write files under root; return manifest file entries for them."""
     entries = []

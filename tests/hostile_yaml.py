@@ -11,8 +11,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from tests.helpers import tiny_onnx
+
 MODEL_NAME = "vision/hostile"
-MODEL_BYTES = b"bytes of a model that must never be stored" * 10
+MODEL_BYTES = tiny_onnx(b"bytes of a model that must never be stored")
+"""A real ONNX model (publishing reads its graph), all ASCII (the fuzz hooks send it as text)."""
 MODEL_SHA256 = hashlib.sha256(MODEL_BYTES).hexdigest()
 
 

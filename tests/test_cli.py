@@ -16,12 +16,16 @@ from tests.helpers import (
     framework_manifest,
     model_manifest,
     sha,
+    tiny_onnx,
     write_files,
 )
 
+M1, M2, M3 = tiny_onnx(b"m1"), tiny_onnx(b"m2"), tiny_onnx(b"m3")
+"""Three versions of a model (publishing reads an ``.onnx`` file's graph)."""
+
 
 def _publish_catalog(cli: Cli, tmp_path: Path) -> None:
-    for version, data in [("1.0.0", b"m1"), ("1.1.0", b"m2"), ("2.0.0", b"m3")]:
+    for version, data in [("1.0.0", M1), ("1.1.0", M2), ("2.0.0", M3)]:
         root = tmp_path / f"model-{version}"
         files = write_files(root, {"lenet.onnx": data})
         manifest = dump(root / "model.yaml", model_manifest("vision/lenet", version, files))
@@ -70,17 +74,17 @@ def test_the_new_user_flow(cli: Cli, tmp_path: Path) -> None:
     assert "all match" in verified.out
 
     # Flip one byte of a stored blob: verify fails naming the file and both digests.
-    blob = tmp_path / "home" / "blobs" / sha(b"m2")[:2] / sha(b"m2")
+    blob = tmp_path / "home" / "blobs" / sha(M2)[:2] / sha(M2)
     blob.chmod(0o644)
-    blob.write_bytes(b"m3")
+    blob.write_bytes(M3)
     failed = cli("verify", str(lock_path))
     assert failed.code == 1
     assert "model/vision/lenet@1.1.0:lenet.onnx" in failed.err
-    assert sha(b"m2") in failed.err and sha(b"m3") in failed.err
+    assert sha(M2) in failed.err and sha(M3) in failed.err
 
     # Republishing a version with other bytes is refused.
     root = tmp_path / "evil"
-    files = write_files(root, {"lenet.onnx": b"other"})
+    files = write_files(root, {"lenet.onnx": tiny_onnx(b"other")})
     refused = cli(
         "publish", str(dump(root / "m.yaml", model_manifest("vision/lenet", "1.1.0", files)))
     )
@@ -96,7 +100,7 @@ def test_list_show_and_yank(cli: Cli, tmp_path: Path) -> None:
     assert cli("yank", "model/vision/lenet@1.1.0", "--reason", "bad export").code == 0
     shown = json.loads(cli("show", "model/vision/lenet@1.1.0", "--json").out)
     assert shown["yanked"] and shown["yank_reason"] == "bad export"
-    assert shown["files"][0]["sha256"] == sha(b"m2")
+    assert shown["files"][0]["sha256"] == sha(M2)
     out = cli("resolve", "model/vision/lenet@^1").out
     assert "model/vision/lenet@1.0.0" in out
     assert "(yanked)" in cli("list").out

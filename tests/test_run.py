@@ -130,7 +130,14 @@ def _publish_model(ws: Workspace, root: Path, version: str, data: bytes, steps: 
 
 
 def test_model_that_fails_to_load(digits: Workspace, tmp_path: Path) -> None:
-    _publish_model(digits, tmp_path / "bad", "3.0.0", b"not an onnx model", [])
+    """A well-formed graph (publishing reads it) of an operator ONNX Runtime does not have."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])
+    node = helper.make_node("NoSuchOperator", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", 1, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    _publish_model(digits, tmp_path / "bad", "3.0.0", model.SerializeToString(), [])
     with pytest.raises(ModelLoadError, match=r"cannot load model m\.onnx"):
         run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.0.0"), say=quiet)
     assert "cannot load model" in _failed_run(digits)["error"]

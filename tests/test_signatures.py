@@ -9,17 +9,20 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy import select
 
 from pinbench import catalog as builtin
+from pinbench.artifacts.onnx_proto import external_locations
+from pinbench.db.models import Artifact
 from pinbench.evaluator.history import list_runs
 from pinbench.evaluator.measure import NoClassificationOutput
 from pinbench.evaluator.predictors import predictor_class
-from pinbench.evaluator.predictors.base import ModelLoadError, SignatureMismatch
+from pinbench.evaluator.predictors.base import SignatureMismatch
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.onnxruntime.external import external_locations
 from pinbench.evaluator.predictors.onnxruntime.predictor import ExternalDataRefused
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
+from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import ModelManifest, load_manifest, parse_manifest
 from pinbench.registry.publish import publish
@@ -340,13 +343,14 @@ def test_external_data_outside_the_artifact_is_refused_naming_the_file(
     assert caught.value.location == location and repr(location) in str(caught.value)
 
 
-def test_a_missing_sidecar_fails_the_run(digits: Workspace, tmp_path: Path) -> None:
+def test_a_missing_sidecar_is_refused_at_publish(digits: Workspace, tmp_path: Path) -> None:
+    """Publishing makes the run's check (tests/test_onnx_confinement.py has the run's side)."""
     files = _external(tmp_path / "build")
     del files["model.onnx.data"]
-    ref = _publish(digits, tmp_path / "pub", "7.1.0", files)
-    with pytest.raises(ModelLoadError, match=r"'model\.onnx\.data'.*not a file of the artifact"):
-        run_lockfile(digits, _lock(digits, ref), say=quiet)
-    assert "model.onnx.data" in _only_failed(digits)["error"]
+    with pytest.raises(FormatMismatch, match=r"'model\.onnx\.data'.*not a file of the artifact"):
+        _publish(digits, tmp_path / "pub", "7.1.0", files)
+    with digits.transaction() as session:
+        assert session.scalar(select(Artifact).where(Artifact.version == "7.1.0")) is None
 
 
 # ---------------------------------------------------------------- the catalog's declarations

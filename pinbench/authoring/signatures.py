@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import importlib
 import posixpath
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pinbench.artifacts.onnx_proto import NotProtobuf, external_locations
 from pinbench.authoring.errors import MissingExtra, MissingSidecar, NotAModel
 
 Dim = int | None
@@ -59,17 +59,30 @@ def require(module: str, extra: str, what: str) -> ModuleType:
 def read_onnx(path: Path) -> Signature:
     """Inputs (graph inputs that are not initializers) and outputs with their element types
     and shapes; the external-data files, each a relative path inside the model's folder that
-    exists (resolved from that folder, as ONNX Runtime does)."""
+    exists (resolved from that folder, as ONNX Runtime resolves it). A 0-byte file, a model
+    without a graph, and a graph without inputs or outputs are not models (publish refuses
+    them too: ``pinbench.registry.onnx_files``)."""
     onnx = require("onnx", "catalog", "an ONNX model")
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and onnx's own
         raise NotAModel(path=str(path), reason=f"not an ONNX model ({exc})") from None
+    if not model.HasField("graph"):
+        empty = "is empty (0 bytes)" if path.stat().st_size == 0 else "holds no graph"
+        raise NotAModel(path=str(path), reason=f"{empty}: it is not a model; export it again")
     graph = model.graph
     initializers = {t.name for t in graph.initializer}
+    initializers |= {s.values.name for s in graph.sparse_initializer}
     inputs = [_onnx_tensor(onnx, v) for v in graph.input if v.name not in initializers]
     outputs = [Tensor(name=v.name) for v in graph.output]
-    return Signature("onnx", inputs, outputs, needs=_sidecars(onnx, model, path))
+    missing = [side for side, got in (("inputs", inputs), ("outputs", outputs)) if not got]
+    if missing:
+        raise NotAModel(
+            path=str(path),
+            reason=f"its graph has no {' and no '.join(missing)}: a model takes at least one "
+            "input (not an initializer) and gives at least one output",
+        )
+    return Signature("onnx", inputs, outputs, needs=_sidecars(path))
 
 
 def _onnx_tensor(onnx: Any, value: Any) -> Tensor:
@@ -86,41 +99,16 @@ def _onnx_tensor(onnx: Any, value: Any) -> Tensor:
     return Tensor(name=value.name, element_type=element, shape=shape)
 
 
-def _tensors(onnx: Any, graph: Any) -> Iterator[Any]:
-    """Every tensor that can hold data: initializers, sparse ones, node attributes and the
-    graphs nested in them (If/Loop bodies)."""
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    for node in graph.node:
-        yield from _node_tensors(onnx, node)
-
-
-def _node_tensors(onnx: Any, node: Any) -> Iterator[Any]:
-    for attr in node.attribute:
-        if attr.HasField("t"):
-            yield attr.t
-        yield from attr.tensors
-        if attr.HasField("g"):
-            yield from _tensors(onnx, attr.g)
-        for sub in attr.graphs:
-            yield from _tensors(onnx, sub)
-
-
-def _sidecars(onnx: Any, model: Any, path: Path) -> list[Path]:
-    external = onnx.TensorProto.EXTERNAL
-    tensors = list(_tensors(onnx, model.graph))
-    for function in model.functions:
-        for node in function.node:
-            tensors.extend(_node_tensors(onnx, node))
+def _sidecars(path: Path) -> list[Path]:
+    """The files the model keeps tensor data in, found by the reader publish and the run use
+    (``pinbench.artifacts.onnx_proto``: every place ONNX can hold a tensor)."""
+    try:
+        locations = external_locations(path)
+    except NotProtobuf as exc:
+        raise NotAModel(path=str(path), reason=f"not an ONNX model ({exc})") from None
     found: dict[Path, None] = {}
-    for tensor in tensors:
-        if tensor.data_location != external:
-            continue
-        entries = {e.key: e.value for e in tensor.external_data}
-        location = entries.get("location", "")
-        found.setdefault(_sidecar(path, tensor.name, location))
+    for tensor, location in locations:
+        found.setdefault(_sidecar(path, tensor, location))
     return list(found)
 
 
@@ -130,9 +118,13 @@ def _sidecar(model: Path, tensor: str, location: str) -> Path:
 
     if not location or location.startswith("/") or "\\" in location:
         raise refuse("is not a relative path (external data must sit beside the model)")
+    if "*" in location or any(ord(c) < 0x20 or c == "\x7f" for c in location):
+        raise refuse("is no file name (no '*' or control characters)")
     if posixpath.normpath(location) != location or ".." in location.split("/"):
         raise refuse("is not a normalised path inside the model's folder (no '..')")
     target = model.parent / location
+    if target == model:
+        raise refuse("is the model file itself (external data is another file beside the model)")
     if not target.is_file():
         raise refuse(f"does not exist beside the model (looked for {target})")
     return target

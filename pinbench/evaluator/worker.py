@@ -7,7 +7,9 @@ its results go to ``OUT/N`` and its exit status, last, to ``OUT/N.exit``. It end
 ``IDLE_S`` seconds without a job (default 600), or when the process that started it is gone.
 
 Reads ``JOB`` (``results.JobFile``), checks the sha256 of every file it was handed against the
-lockfile (the bytes are checked again inside the isolation boundary), evaluates, and writes
+lockfile (the bytes are checked again inside the isolation boundary), loads the model from a
+folder that holds its files and nothing else (the one it was handed when it is one, else one
+it makes in its scratch: ``pinbench.evaluator.model_folder``), evaluates, and writes
 ``OUT/result.json`` plus arrays. Exit status: 0 succeeded, 1 the evaluation failed (the
 reason is in ``result.json``), 2 the job itself could not be read. Imports no database code.
 """
@@ -27,6 +29,7 @@ import msgspec
 from pinbench.artifacts.digest import hash_file
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.measure import Evidence, Job, measure, pinned_files
+from pinbench.evaluator.model_folder import own_folder
 from pinbench.evaluator.results import JobFile, write_results
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.registry.lockfile import Lockfile
@@ -63,6 +66,14 @@ def _paths(lock: Lockfile, kind: Kind | str, given: dict[str, str]) -> dict[str,
     if problems:
         raise TamperedInput(problems=problems)
     return out
+
+
+def _without(error: str, folders: list[str]) -> str:
+    """``error`` with this evaluator's own folders (the model's, its scratch) named relatively:
+    a recorded error holds no host path."""
+    for folder in folders:  # the longest first: the model's may be inside the scratch
+        error = error.replace(folder + "/", "").replace(folder, ".")
+    return error
 
 
 def environment_facts() -> dict[str, str]:
@@ -130,11 +141,15 @@ def main(argv: list[str]) -> int:
         print(f"pinbench worker: cannot read the job: {exc}", file=sys.stderr)
         return 2
     evidence, error = Evidence(), None
+    hidden: list[str] = []
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
+            model = own_folder(_paths(lock, Kind.MODEL, spec.model), Path(scratch))
+            roots = {str(p)[: -len(n) - 1] for n, p in model.items()}
+            hidden = sorted({*roots, scratch}, key=len, reverse=True)
             job = Job(
                 lock=lock,
-                model_paths=_paths(lock, Kind.MODEL, spec.model),
+                model_paths=model,
                 data_paths=_paths(lock, Kind.DATASET, spec.dataset),
                 validation_paths=_paths(lock, "validation", spec.validation),
                 scratch=Path(scratch),
@@ -144,9 +159,9 @@ def main(argv: list[str]) -> int:
             )
             measure(job, evidence, _say)
     except PinbenchError as exc:
-        error = str(exc)
+        error = _without(str(exc), hidden)
     except Exception as exc:  # the model's own failure: recorded, never raised past here
-        error = f"{type(exc).__name__}: {exc}"
+        error = _without(f"{type(exc).__name__}: {exc}", hidden)
     write_results(out, lock.digest.hex, evidence, error, environment_facts())
     return 1 if error else 0
 

@@ -1,6 +1,10 @@
 """A model's files checked against its declared ``format`` when it is published, so that a
 file that is not what the manifest says is refused then, with what to do, not at run time.
 
+``onnx``: each ``.onnx`` file is a model whose graph takes and gives something and whose
+external data are other files of the artifact beside it (``pinbench.registry.onnx_files``,
+the check the run makes before it loads).
+
 ``safetensors``: the manifest names an ``architecture`` (the code its weights load into), its
 weights are one file ending in ``.safetensors`` whose header parses and whose tensors cover
 the file exactly (``pinbench.artifacts.safetensors``), and no other file is one of PyTorch's
@@ -42,6 +46,8 @@ class SafetensorsLayout(FileProblem):
 def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
     """Refuse ``manifest`` when its files are not in its declared format; ``where`` gives the
     (already verified) bytes of each file."""
+    if manifest.format == "onnx":
+        _check_onnx(manifest, where)
     if manifest.format != "safetensors":
         return
     labels = {o.labels.path for o in manifest.outputs if o.labels is not None}
@@ -61,6 +67,24 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
             reason="safetensors weights hold tensors only: name the `architecture` they load "
             "into (pinbench ships the model code; see the README's model formats)",
         )
+
+
+def _check_onnx(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """Each ``.onnx`` file as the ONNX Runtime predictor checks it before it loads
+    (``registry.onnx_files``): a graph with inputs and outputs, external data only in the
+    artifact's other listed files beside it. (That an artifact has exactly one ``.onnx`` file
+    is left to the run: without one nothing is loaded, so nothing can be read.)"""
+    from pinbench.registry.onnx_files import SUFFIX, OnnxRefused, check_onnx
+
+    listed = [f.path for f in manifest.files]
+    for entry in manifest.files:
+        if not entry.path.endswith(SUFFIX):
+            continue
+        try:
+            check_onnx(entry.path, where(entry), listed)
+        except OnnxRefused as exc:
+            refused = FormatMismatch(path=exc.path, declared="onnx", reason=exc.reason, found=None)
+            raise refused from None
 
 
 def _check_safetensors(entry: FileEntry, path: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -58,20 +56,6 @@ class ModelFiles:
             link = root / name
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(blob.resolve())
-        return root
-
-    def place(self, root: Path, names: list[str]) -> Path:
-        """Real files under ``root`` (a hard link where the filesystem allows, else a copy) for
-        ``names``, each at its artifact path; return ``root``. For loaders that resolve links
-        and refuse what then lies elsewhere (ONNX Runtime's external-data check)."""
-        for name in names:
-            check_relative_path(name)
-            target = root / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(self.files[name], target)
-            except OSError:  # another filesystem (a container's bind mount, tmpfs)
-                shutil.copyfile(self.files[name], target)
         return root
 
     def single(self, suffixes: tuple[str, ...]) -> tuple[str, Path]:

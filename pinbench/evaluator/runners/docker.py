@@ -24,7 +24,7 @@ from requests.exceptions import ReadTimeout
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import ROLES, Evidence, Say
-from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.runners.local import model_folder, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
     RunTimedOut,
@@ -121,11 +121,17 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
 
 
 def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
-    """Link the pinned files into ``files`` (seen in the container at ``inside_at``)."""
+    """Link the pinned files into ``files`` (seen in the container at ``inside_at``): the
+    model's at their artifact paths in a folder of their own (``files/model``, where it is
+    loaded from), the datasets' as numbered files."""
     inside: Inside = {}
     for role in ROLES:
-        inside[role] = {}
         folder = files / role
+        if role == "model":
+            placed = model_folder(ws, lock, folder)
+            inside[role] = {path: f"{inside_at}/{role}/{path}" for path in placed}
+            continue
+        inside[role] = {}
         folder.mkdir(parents=True)
         for i, (path, host) in enumerate(sorted(store_paths(ws, lock, role).items())):
             _link_or_copy(host, folder / str(i))

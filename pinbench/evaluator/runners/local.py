@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.evaluator.measure import Evidence, Job, Say, measure, pinned_files
+from pinbench.evaluator.model_folder import FOLDER, materialise
 from pinbench.evaluator.runners.process import RunTimedOut
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop, time_limit
@@ -37,8 +38,16 @@ def installed_digest() -> str:
 
 
 def store_paths(ws: Workspace, lock: Lockfile, kind: Kind | str) -> dict[str, Path]:
-    """Where the pinned files of ``kind`` are in the blob store (none in an operator run)."""
+    """Where the pinned files of ``kind`` are in the blob store (none in an operator run).
+    Data files are read from there; a model's never are (``model_folder``)."""
     return {f.path: ws.store.path(Digest(f.sha256)) for f in pinned_files(lock, kind)}
+
+
+def model_folder(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, Path]:
+    """The model's files at their artifact paths in ``root`` (new; scratch on the store's
+    filesystem, so hard links), and nothing else: where the model is loaded from, never the
+    blob store's shard folders, which hold other artifacts' blobs."""
+    return materialise(store_paths(ws, lock, Kind.MODEL), root)
 
 
 def run(
@@ -67,7 +76,7 @@ def run(
     ):
         job = Job(
             lock=lock,
-            model_paths=store_paths(ws, lock, Kind.MODEL),
+            model_paths=model_folder(ws, lock, Path(scratch) / FOLDER),
             data_paths=store_paths(ws, lock, Kind.DATASET),
             validation_paths=store_paths(ws, lock, "validation"),
             scratch=Path(scratch),

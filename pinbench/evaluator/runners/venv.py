@@ -16,7 +16,8 @@ from pinbench.artifacts.scratch import scratch_directory
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import Evidence, Say
-from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.model_folder import FOLDER
+from pinbench.evaluator.runners.local import model_folder, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
     WorkerCrashed,
@@ -86,6 +87,10 @@ class VenvWarm(WarmEvaluator):
         return self.crashed(-1 if code is None else code, ENDED, tail)
 
 
+def _strings(paths: dict[str, Path]) -> dict[str, str]:
+    return {name: str(where) for name, where in paths.items()}
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -110,14 +115,14 @@ def run(
         "evaluator": evaluator_digest(),
     }
     source = stage_evaluator(home / "cache" / "evaluator")
-    models = {p: str(v) for p, v in store_paths(ws, lock, Kind.MODEL).items()}
-    data = {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()}
-    held_out = {p: str(v) for p, v in store_paths(ws, lock, "validation").items()}
+    data = _strings(store_paths(ws, lock, Kind.DATASET))
+    held_out = _strings(store_paths(ws, lock, "validation"))
     cache = str(home / "cache" / "inputs")
     stop = stop or Stop()
     if warm is not None:
 
         def write(n: int, job: Path, out: Path) -> None:
+            models = _strings(model_folder(ws, lock, job / FOLDER))
             write_job(job / "job.json", lock, models, data, cache, trace, allow_pickle, held_out)
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
@@ -132,7 +137,7 @@ def run(
         write_job(
             job,
             lock,
-            models,
+            _strings(model_folder(ws, lock, tmp / FOLDER)),
             data,
             cache=cache,
             trace=trace,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import posixpath
 import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
@@ -11,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 import onnxruntime as ort
 
+from pinbench.evaluator.model_folder import FOLDER, confined, materialise
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.predictors.base import (
     Array,
@@ -26,8 +26,7 @@ from pinbench.evaluator.predictors.base import (
     output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.onnxruntime.external import NotProtobuf, external_locations
-from pinbench.registry.manifest import check_relative_path
+from pinbench.registry.onnx_files import ExternalDataOutside, OnnxRefused, check_onnx, model_file
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace
 
@@ -64,39 +63,24 @@ class ExternalDataRefused(ModelLoadError):
         self.problem = problem
 
 
-def check_external_data(name: str, path: Path, listed: set[str]) -> list[str]:
-    """The artifact paths of the files the ONNX model ``name`` keeps external data in, or
-    ``ExternalDataRefused``: a location must be a relative, normalised path that stays inside
-    the artifact, resolved from the model file's folder (as ONNX Runtime resolves it) to a
-    path the manifest lists."""
+def check_model(model: ModelFiles) -> str:
+    """The artifact path of the model's ``.onnx`` file, checked as publishing checks it
+    (``pinbench.registry.onnx_files``): a graph with inputs and outputs, external data only in
+    the artifact's other files beside it; ``ModelLoadError`` (``ExternalDataRefused`` for a
+    location) otherwise."""
     try:
-        found = external_locations(path)
-    except NotProtobuf as exc:
-        raise ModelLoadError(model=name, reason=f"not an ONNX model ({exc})") from None
-    folder = posixpath.dirname(name)
-    sidecars: dict[str, None] = {}
-    for tensor, location in found:
-        if not location or location.startswith("/") or posixpath.isabs(location):
-            problem = "is not a relative path (external data must sit beside the model)"
-        else:
-            target = posixpath.normpath(posixpath.join(folder, location))
-            try:
-                check_relative_path(target)
-            except ValueError:
-                problem = "climbs out of the artifact"
-            else:
-                if ".." in location.split("/") or "\\" in location:
-                    problem = "is not a normalised path inside the artifact"
-                elif target not in listed:
-                    problem = (
-                        f"is not a file of the artifact (its manifest lists {sorted(listed)}): "
-                        f"list {target!r} under files"
-                    )
-                else:
-                    sidecars.setdefault(target)
-                    continue
-        raise ExternalDataRefused(model=name, tensor=tensor, location=location, problem=problem)
-    return list(sidecars)
+        name = model_file(list(model.files))
+    except OnnxRefused as exc:
+        raise ModelLoadError(model="onnx", reason=exc.reason) from None
+    try:
+        check_onnx(name, model.files[name], list(model.files))
+    except ExternalDataOutside as exc:
+        raise ExternalDataRefused(
+            model=name, tensor=exc.tensor, location=exc.location, problem=exc.problem
+        ) from None
+    except OnnxRefused as exc:
+        raise ModelLoadError(model=name, reason=exc.reason) from None
+    return name
 
 
 def _closed(*args: object) -> Any:
@@ -125,24 +109,22 @@ class OnnxRuntimePredictor(Predictor):
         return str(ort.__version__)
 
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
-        """Load the model from a scratch folder where every file of the artifact sits under its
-        artifact path (external data beside the model), then bind the declared inputs and
-        outputs to ``session.get_inputs()`` / ``get_outputs()``."""
+        """Check the model as publishing does (``check_model``), load it from a folder that
+        holds the artifact's files at their artifact paths and nothing else (the one handed in
+        when it is one, ``pinbench.evaluator.model_folder``; else one made in scratch), then
+        bind the declared inputs and outputs to ``session.get_inputs()`` / ``get_outputs()``."""
         self.check_format(model)
         provider = _PROVIDERS[options.device]
         available = ort.get_available_providers()
         if provider not in available:
             raise DeviceUnavailable(framework=self.NAME, device=options.device, available=available)
-        try:
-            name, _ = model.single((".onnx",))
-        except ValueError as exc:
-            raise ModelLoadError(model="onnx", reason=str(exc)) from None
-        sidecars = check_external_data(name, model.files[name], set(model.files))
-        root, path = model.files[name].parent, model.files[name]
-        if sidecars:  # beside the model under their artifact paths, as real files in scratch
+        name = check_model(model)
+        root = confined(model.files)
+        if root is None:  # handed files that are not a folder of their own: make one
             self._dir = tempfile.TemporaryDirectory(prefix="pinbench-onnx-")
-            root = model.place(Path(self._dir.name), [name, *sidecars])
-            path = root / name
+            root = Path(self._dir.name) / FOLDER
+            materialise(model.files, root)
+        path = root / name
         so = ort.SessionOptions()
         if self._profile is not None:
             so.enable_profiling = True
