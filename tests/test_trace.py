@@ -30,6 +30,7 @@ from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.trace.align import align, best_point
+from pinbench.trace.clock import bracketed_offset
 from pinbench.trace.levels import (
     LEVELS,
     PROFILERS,
@@ -178,6 +179,8 @@ def test_a_full_trace_nests_operators_in_model_spans(traced: Traced, framework: 
     assert in_predicts, "the first predictions hold no operators"
     fw = meta["framework_trace"]
     assert fw["in_spans"] >= 0.95 * fw["events"]
+    if framework == "tensorflow":  # its own clock, bounded by anchors between two readings
+        assert fw["clock_uncertainty_ns"] >= 0 and not fw["notes"]
     # The operator table covers every prediction: each layer runs once per prediction.
     table = meta["ops"]
     assert table and all(row["count"] == meta["predictions"] for row in table)
@@ -406,6 +409,59 @@ def test_alignment_puts_every_event_back_in_its_span(
     assert got.contained == owner.size
     assert (got.span == owner).all()
     assert (got.start_ns >= s[owner]).all() and (got.end_ns <= e[owner]).all()
+
+
+US = 1000
+
+
+def test_runtime_spans_that_outlive_predict_cannot_outvote_a_bracketed_clock() -> None:
+    """Issue 34 item 14: a TensorFlow operator ended 28 us after its ``predict`` span. The
+    refinement counts events, and a profiler's runtime spans are not all inside pinbench's:
+    here three executor spans per call end 25 us after the call returned (the executor
+    finishes its bookkeeping after waking the caller). Counted as votes they outnumber the two
+    operators and pull the offset 24 us, pushing every first operator out of its span. Bounds
+    from anchors stamped between two ``perf_counter_ns`` readings hold the offset to the truth."""
+    starts = np.arange(20, dtype=np.int64) * 430 * US
+    ends = starts + 400 * US
+    events = []
+    for s, t in zip(starts.tolist(), ends.tolist(), strict=True):
+        events += [(s + 20 * US, s + 150 * US, True), (s + 150 * US, t - 40 * US, True)]
+        events += [(s + 30 * US, t + 25 * US, False)] * 3
+    offset = 7 * 10**9  # the profiler's clock minus perf_counter_ns
+    ev_start = np.array([e[0] for e in events], np.int64) + offset
+    ev_end = np.array([e[1] for e in events], np.int64) + offset
+    is_op = np.array([e[2] for e in events])
+    voted = align(starts, ends, ev_start, ev_end, offset_ns=offset, resolution_ns=US)
+    assert voted.shift_ns == 24 * US and (voted.span[is_op] < 0).sum() == 20  # the failure
+    bounds = (offset - 400, offset + 400)  # an anchor's bracket
+    held = align(starts, ends, ev_start, ev_end, offset_ns=offset, resolution_ns=US, bounds=bounds)
+    assert held.offset_ns == offset and (held.span[is_op] >= 0).all()
+    assert (held.span[~is_op] < 0).all()  # what outlives its span is said to, not moved in
+    off_estimate = align(
+        starts, ends, ev_start, ev_end, offset_ns=offset + 15 * US, resolution_ns=US, bounds=bounds
+    )
+    assert off_estimate.offset_ns == offset + 400  # an estimate outside the bounds moved in
+
+
+#        stamps (profiler clock)    readings (perf_counter_ns)  bounds      why
+BRACKETS = [
+    ([(110, 120)],              [(5, 30)],                  (90, 105),  "one anchor"),
+    ([(110, 120), (210, 214)],  [(5, 30), (108, 118)],      (96, 102),  "the tightest of both"),
+    ([(110, 120)],              [],                         None,       "not paired"),
+    ([],                        [],                         None,       "no anchor"),
+    ([(110, 120), (500, 510)],  [(5, 30), (105, 112)],      None,       "bounds apart"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stamps", "readings", "bounds"), [b[:3] for b in BRACKETS], ids=[b[3] for b in BRACKETS]
+)
+def test_bracketed_offset(
+    stamps: list[tuple[int, int]],
+    readings: list[tuple[int, int]],
+    bounds: tuple[int, int] | None,
+) -> None:
+    assert bracketed_offset(stamps, readings) == bounds
 
 
 @pytest.mark.parametrize(

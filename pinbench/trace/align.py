@@ -7,6 +7,14 @@ offset is refined to the value that puts the most events inside the span they we
 (a sweep over each event's feasible interval), starting from the estimate and moving the
 least. Events that overhang their span by no more than the profiler's resolution are clamped
 into it (ONNX Runtime stamps whole microseconds).
+
+Where the profiler also says where the offset certainly lies (an anchor event stamped between
+two ``perf_counter_ns`` readings: TensorFlow's), the refinement stays within those bounds.
+Counting is only a vote: a profiler's runtime spans are not all inside pinbench's (an executor
+thread finishes its bookkeeping after it has woken the caller), and an event near a span's edge
+is assigned by where the estimate puts it, so the most-covered offset can lie tens of
+microseconds from the true one, far enough to push real operators out of their ``predict``.
+A bracketed reading cannot be outvoted.
 """
 
 from __future__ import annotations
@@ -73,15 +81,24 @@ def best_point(lo: I64, hi: I64, prefer: int) -> int:
 
 
 def align(
-    starts: I64, ends: I64, ev_start: I64, ev_end: I64, *, offset_ns: int, resolution_ns: int = 1
+    starts: I64,
+    ends: I64,
+    ev_start: I64,
+    ev_end: I64,
+    *,
+    offset_ns: int,
+    resolution_ns: int = 1,
+    bounds: tuple[int, int] | None = None,
 ) -> Alignment:
-    """Align events (profiler clock) to spans (``perf_counter_ns``, sorted, not overlapping)."""
-    offset = offset_ns
+    """Align events (profiler clock) to spans (``perf_counter_ns``, sorted, not overlapping);
+    ``bounds``: the offset certainly lies in ``[low, high]`` (the estimate is moved into it)."""
+    low, high = bounds if bounds is not None else (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+    offset = min(max(offset_ns, low), high)
     for _ in range(ROUNDS):  # assign, refine, reassign with the refinement until it settles
         idx = _nearest(starts, ends, (ev_start + ev_end) // 2 - offset, REACH_NS)
         m = idx >= 0
-        lo = ev_end[m] - ends[idx[m]] - resolution_ns
-        hi = ev_start[m] - starts[idx[m]] + resolution_ns
+        lo = np.maximum(ev_end[m] - ends[idx[m]] - resolution_ns, low)
+        hi = np.minimum(ev_start[m] - starts[idx[m]] + resolution_ns, high)
         fits = lo <= hi
         refined = best_point(lo[fits], hi[fits], offset)
         if refined == offset:

@@ -28,6 +28,9 @@ class FrameworkTrace:
     events: list[FrameworkEvent]
     offset_ns: int
     """First estimate of (framework clock - ``perf_counter_ns``); refined by alignment."""
+    offset_bounds_ns: tuple[int, int] | None = None
+    """Where the offset certainly lies, ``(low, high)``, when the profiler stamped events
+    between two ``perf_counter_ns`` readings (an anchor): alignment refines within it."""
     resolution_ns: int = 1
     """The profiler's timestamp resolution (ONNX Runtime reports whole microseconds)."""
     notes: list[str] = field(default_factory=list)

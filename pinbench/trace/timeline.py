@@ -171,7 +171,13 @@ def _framework(
     ev_start = np.array([e.start_ns for e in fw.events], np.int64)
     ev_end = np.array([e.end_ns for e in fw.events], np.int64)
     a = align(
-        starts, ends, ev_start, ev_end, offset_ns=fw.offset_ns, resolution_ns=fw.resolution_ns
+        starts,
+        ends,
+        ev_start,
+        ev_end,
+        offset_ns=fw.offset_ns,
+        resolution_ns=fw.resolution_ns,
+        bounds=fw.offset_bounds_ns,
     )
     where = np.where(a.span >= 0, kind[np.maximum(a.span, 0)], -2)
     # where: 0 load, 1 cold predict (when both present), -1 warm-up, >= 1e6 scenario query,
@@ -204,7 +210,7 @@ def _framework(
         events.append(_x(e.name, "operator" if e.is_op else "framework", s, t, origin, tid, **args))
     for thread, tid in threads.items():
         events.append(_meta("thread_name", tid, f"{rec.framework} thread {thread}"))
-    facts = {
+    facts: dict[str, Any] = {
         "source": fw.source,
         "events": len(fw.events),
         "in_spans": a.contained,
@@ -212,6 +218,9 @@ def _framework(
         "resolution_ns": fw.resolution_ns,
         "notes": fw.notes,
     }
+    if fw.offset_bounds_ns is not None:
+        low, high = fw.offset_bounds_ns
+        facts["clock_uncertainty_ns"] = high - low  # the bracketed reading's width
     ops = op_table(per_query.values())
     return facts, [r.to_json() for r in ops], [r.to_json() for r in op_table([cold_ops])]
 

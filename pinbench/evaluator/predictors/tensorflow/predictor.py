@@ -28,9 +28,13 @@ from pinbench.evaluator.predictors.base import (
     output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.trace.clock import bracketed_offset
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
 ANCHOR = "pinbench.anchor"
+ANCHORS = 7
+"""Anchor events, each between two ``perf_counter_ns`` readings: a thread preempted around
+one widens only that one's bounds, and the bounds of all of them together are kept."""
 
 
 class TensorFlowPredictor(Predictor):
@@ -51,7 +55,7 @@ class TensorFlowPredictor(Predictor):
         self._dtype: Any = None
         self._keys: list[str] = []
         self._profile: Path | None = None
-        self._anchor_ns = 0
+        self._readings: list[tuple[int, int]] = []
 
     @classmethod
     def framework_version(cls) -> str:
@@ -160,14 +164,20 @@ class TensorFlowPredictor(Predictor):
             self._dir = None
 
     def start_profiling(self, scratch: Path) -> None:
-        """The TensorFlow profiler (host tracer). Its events are stamped on its own clock, so an
-        anchor event is traced between two ``perf_counter_ns`` readings to relate the two."""
+        """The TensorFlow profiler (host tracer). Its events are stamped on its own clock
+        (relative to the session's start), so anchor events are traced, each between two
+        ``perf_counter_ns`` readings: together they bound the offset between the two clocks
+        (``trace.clock.bracketed_offset``). One reading before the anchor alone was off by
+        the time Python took to enter it, ~15 us, and by any preemption there."""
         scratch.mkdir(parents=True, exist_ok=True)
         tf.profiler.experimental.start(str(scratch))
         self._profile = scratch
-        self._anchor_ns = time.perf_counter_ns()
-        with tf.profiler.experimental.Trace(ANCHOR):
-            pass
+        self._readings = []
+        for _ in range(ANCHORS):
+            before = time.perf_counter_ns()
+            with tf.profiler.experimental.Trace(ANCHOR):
+                pass
+            self._readings.append((before, time.perf_counter_ns()))
 
     def stop_profiling(self) -> FrameworkTrace:
         from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -180,13 +190,15 @@ class TensorFlowPredictor(Predictor):
             raise RuntimeError("the TensorFlow profiler wrote no .xplane.pb")
         space = xplane_pb2.XSpace()
         space.ParseFromString(found[-1].read_bytes())
-        events, anchor = _xplane_events(space)
+        events, anchors = _xplane_events(space)
         mark_top_level(events)
-        notes = [] if anchor is not None else ["no anchor event: aligned on containment alone"]
+        bounds = bracketed_offset(anchors, self._readings)
+        notes = [] if bounds is not None else ["no anchor bounds: aligned on containment alone"]
         return FrameworkTrace(
             source=f"tensorflow {tf.__version__} profiler (host tracer)",
             events=events,
-            offset_ns=(anchor - self._anchor_ns) if anchor is not None else 0,
+            offset_ns=(bounds[0] + bounds[1]) // 2 if bounds is not None else 0,
+            offset_bounds_ns=bounds,
             resolution_ns=1000,
             notes=notes,
         )
@@ -197,26 +209,27 @@ def _port(name: str, dtype: Any, shape: Any) -> Port:
     return Port(name=str(name), dtype=tf.as_dtype(dtype).name, shape=dims)
 
 
-def _xplane_events(space: Any) -> tuple[list[FrameworkEvent], int | None]:
+def _xplane_events(space: Any) -> tuple[list[FrameworkEvent], list[tuple[int, int]]]:
     """Host events of an XSpace: TensorFlow ops (those with an op type as display name) and
-    the runtime's own spans; and the anchor's start. Instant events are left out."""
+    the runtime's own spans; and the anchors' (start, end) in time order. Instant events are
+    left out."""
     events: list[FrameworkEvent] = []
-    anchor = None
+    anchors: list[tuple[int, int]] = []
     for plane in space.planes:
         if not plane.name.startswith("/host:"):
             continue
         meta = plane.event_metadata
         for line in plane.lines:
             for e in line.events:
-                if e.duration_ps <= 0:
-                    continue
                 m = meta[e.metadata_id]
                 start = line.timestamp_ns + e.offset_ps // 1000
-                end = start + e.duration_ps // 1000
+                end = line.timestamp_ns + (e.offset_ps + e.duration_ps) // 1000
                 if m.name == ANCHOR:
-                    anchor = start
+                    anchors.append((start, end))
+                    continue
+                if e.duration_ps <= 0:
                     continue
                 op = m.display_name
                 name = m.name.rsplit(":", 1)[0] if op else m.name
                 events.append(FrameworkEvent(name, op, start, end, line.name, bool(op)))
-    return events, anchor
+    return events, sorted(anchors)
