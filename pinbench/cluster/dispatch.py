@@ -6,6 +6,10 @@ relays its progress lines, and turns what comes back into evidence through
 ``evaluator.results.read_results``, the validation an isolated evaluator's output gets: only
 the result files by name, each within its size cap, the JSON strict and for this lockfile,
 the arrays without pickle. The run record is then written by the server alone.
+
+The agent answers with plain data (``answer``): an error it states fails the run as that
+agent's, with its message; only Ray's word that the agent's actor, worker or node is gone
+makes the system lost (``SystemLost``), the one failure the server retries elsewhere.
 """
 
 from __future__ import annotations
