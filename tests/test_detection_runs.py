@@ -150,7 +150,24 @@ def _wrong_size(gt: dict[str, Any]) -> None:
     gt["images"][2]["width"] = 450  # chelsea.png is 451 x 300
 
 
+def _all_crowds(gt: dict[str, Any]) -> None:
+    for annotation in gt["annotations"]:
+        annotation["iscrowd"] = 1
+
+
+def _area_text(gt: dict[str, Any]) -> None:
+    gt["annotations"][0]["area"] = "big"
+
+
+def _area_negative(gt: dict[str, Any]) -> None:
+    gt["annotations"][0]["area"] = -1.5
+
+
 BAD_GROUND_TRUTH = [
+    # pycocotools gives -1 when no annotation counts; it was recorded as a mAP of 0.0
+    ("every annotation a crowd", _all_crowds, "every one is iscrowd: 1"),
+    ("an area that is text", _area_text, "area must be a number from 0 to the image's"),
+    ("a negative area", _area_negative, "pixels, got -1.5"),
     ("a box outside its image", _box_outside, "is not inside the image (512 x 512)"),
     ("an annotation of an unknown image", _unknown_image, "unknown image_id 99"),
     (
@@ -194,6 +211,36 @@ def test_bad_ground_truth_is_refused_at_publish(
     assert refused.code == 1 and message in refused.err, refused.err
     assert "Traceback" not in refused.err
     assert published("show", f"dataset/{nudenet.DATASET}@1.0.1").code == 1
+
+
+UNREADABLE_JSON = [
+    ("nested 100,000 deep", lambda text: "[" * 100_000 + text + "]" * 100_000, "64 deep"),
+    (
+        "a key twice",
+        lambda text: text.rstrip()[:-1] + ', "images": []}',
+        "key 'images' appears twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [c[1:] for c in UNREADABLE_JSON], ids=[c[0] for c in UNREADABLE_JSON]
+)
+def test_unreadable_coco_json_is_refused_at_publish_without_a_traceback(
+    published: Cli,
+    nudenet_catalog: Path,
+    tmp_path: Path,
+    change: Callable[[str], str],
+    message: str,
+) -> None:
+    path = variant(
+        nudenet_catalog, tmp_path, DATASET_YAML, "1.0.3", files={"instances.json": change}
+    )
+    refused = published("publish", str(path))
+    assert refused.code == 1, refused.err
+    assert "instances.json" in refused.err and message in refused.err
+    assert "Traceback" not in refused.err and "RecursionError" not in refused.err
+    assert published("show", f"dataset/{nudenet.DATASET}@1.0.3").code == 1
 
 
 def _without(key: str) -> Callable[[dict[str, Any]], None]:

@@ -14,6 +14,15 @@ detections per image (stats[8]); with instance masks the same from ``iouType="se
 ``mask_map``, ``mask_map50`` and ``mask_recall`` (``coco_mask_metrics``), every annotation
 then needing a ``segmentation`` (polygons, or an RLE of its image's size:
 ``validate_segmentations``).
+
+When a metric is undefined: pycocotools averages AP and AR over the categories that have
+ground truth that counts (an annotation that is not ``iscrowd`` and whose ``area`` lies in
+its "all" range, 0 to 1e10), and gives -1 when no category has any. Validation makes that
+impossible (``area`` a finite number from 0 to its image's pixel count, at least one
+annotation not ``iscrowd``), and a -1 that still comes out fails the run
+(``UndefinedMetric``): it is never recorded as a number. A category without such ground
+truth is left out of the mean, as COCO defines it (its detections change nothing). No
+detections at all is defined: every metric is 0.
 """
 
 from __future__ import annotations
@@ -27,10 +36,14 @@ from typing import Any
 from pinbench.evaluator.detection.boxes import Transform, from_xyxy
 from pinbench.evaluator.detection.errors import BadDetections, BadGroundTruth
 from pinbench.evaluator.detection.layouts import Detections
+from pinbench.evaluator.detection.rle import rle_problem
+from pinbench.evaluator.undefined import UndefinedMetric
 
 METRICS = ("map", "map50", "recall")
 MASK_METRICS = ("mask_map", "mask_map50", "mask_recall")
 _STATS = {"map": 0, "map50": 1, "recall": 8}
+AREA_LIMIT = 1e5**2
+"""The top of pycocotools' "all" area range: an annotation with a larger ``area`` is ignored."""
 
 
 def _number(value: object) -> bool:
@@ -90,9 +103,9 @@ def validate_ground_truth(gt: Mapping[str, Any]) -> dict[str, Any]:
     out = []
     for ann in annotations:
         where = f"annotation {ann['id']}"
-        if ann.get("image_id") not in sizes:
+        if not _whole(ann.get("image_id")) or ann["image_id"] not in sizes:
             raise BadGroundTruth(where=where, reason=f"unknown image_id {ann.get('image_id')!r}")
-        if ann.get("category_id") not in known_categories:
+        if not _whole(ann.get("category_id")) or ann["category_id"] not in known_categories:
             raise BadGroundTruth(
                 where=where, reason=f"unknown category_id {ann.get('category_id')!r}"
             )
@@ -111,9 +124,22 @@ def validate_ground_truth(gt: Mapping[str, Any]) -> dict[str, Any]:
                 reason=f"bbox {bbox} (x, y, w, h) is not inside the image ({width} x {height})",
             )
         iscrowd = ann.get("iscrowd", 0)
-        if iscrowd not in (0, 1):
+        if not (_whole(iscrowd) and iscrowd in (0, 1)):
             raise BadGroundTruth(where=where, reason=f"iscrowd must be 0 or 1, got {iscrowd!r}")
-        out.append({**ann, "iscrowd": iscrowd, "area": ann.get("area", w * h)})
+        area = ann.get("area", w * h)
+        if not (_number(area) and 0 <= area <= min(width * height, AREA_LIMIT)):
+            raise BadGroundTruth(
+                where=where,
+                reason=f"area must be a number from 0 to the image's {width} x {height} pixels, "
+                f"got {area!r}",
+            )
+        out.append({**ann, "iscrowd": iscrowd, "area": area})
+    if all(ann["iscrowd"] == 1 for ann in out):
+        raise BadGroundTruth(
+            where="annotations",
+            reason="every one is iscrowd: 1, and crowd regions only excuse detections: with no "
+            "object to find, every COCO metric is undefined",
+        )
     return {**gt, "images": images, "categories": categories, "annotations": out}
 
 
@@ -124,9 +150,9 @@ def _checked_detections(
     categories = {category["id"] for category in gt["categories"]}
     out = []
     for i, det in enumerate(detections):
-        if det.get("image_id") not in images:
+        if not _whole(det.get("image_id")) or det["image_id"] not in images:
             raise BadDetections(index=i, reason=f"unknown image_id {det.get('image_id')!r}")
-        if det.get("category_id") not in categories:
+        if not _whole(det.get("category_id")) or det["category_id"] not in categories:
             raise BadDetections(index=i, reason=f"unknown category_id {det.get('category_id')!r}")
         bbox = det.get("bbox")
         if not (
@@ -199,32 +225,30 @@ def _evaluate(
         evaluation.accumulate()
         evaluation.summarize()
     stats = evaluation.stats
-    # -1 means "no ground truth in this slice", which validation rules out for all areas.
-    return {
-        name: max(float(stats[index]), 0.0)
-        for name, index in zip(names, _STATS.values(), strict=True)
-    }
+    out = {name: float(stats[index]) for name, index in zip(names, _STATS.values(), strict=True)}
+    for name, value in out.items():
+        if not 0.0 <= value <= 1.0:  # -1: no ground truth counts (validation rules it out)
+            raise UndefinedMetric(
+                metric=name,
+                reason="pycocotools counts no ground-truth annotation (each is iscrowd, or its "
+                "area is outside 0 to 1e10)",
+            )
+    return out
 
 
 def validate_segmentations(gt: dict[str, Any]) -> dict[str, Any]:
     """``gt`` (validated) if every annotation has a segmentation pycocotools can read:
     polygons (lists of at least three x, y points, inside the image) or an RLE whose size is
-    its image's ``[height, width]``."""
+    its image's ``[height, width]`` and whose counts add up to it (``rle``)."""
     sizes = {image["id"]: (image["height"], image["width"]) for image in gt["images"]}
     for ann in gt["annotations"]:
         where = f"annotation {ann['id']}"
         seg = ann.get("segmentation")
         height, width = sizes[ann["image_id"]]
         if isinstance(seg, dict):
-            counts = seg.get("counts")
-            if seg.get("size") != [height, width] or not isinstance(counts, str | list):
-                raise BadGroundTruth(
-                    where=where,
-                    reason=f"an RLE segmentation needs size [{height}, {width}] (its image's "
-                    "height and width) and counts",
-                )
-            if isinstance(counts, list) and not all(_whole(c) and c >= 0 for c in counts):
-                raise BadGroundTruth(where=where, reason="RLE counts must be whole numbers >= 0")
+            problem = rle_problem(seg, height, width)
+            if problem is not None:
+                raise BadGroundTruth(where=where, reason=problem)
             continue
         polygons = seg if isinstance(seg, list) and seg else None
         if polygons is None or not all(_polygon(p, width, height) for p in polygons):

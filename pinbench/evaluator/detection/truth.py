@@ -1,6 +1,7 @@
 """A detection dataset's ground truth: its COCO JSON file read, validated
 (``coco.validate_ground_truth``) and matched to the dataset's sample files.
 
+The JSON is read by ``artifacts.jsonsafe`` (nesting, duplicate keys and ``NaN`` refused).
 Each COCO image's ``file_name`` is a path relative to the data folder; every sample file must
 be one image of the JSON and every image of the JSON one sample file, so no image is silently
 left out of (or added to) the metrics. Problems are ``LabelProblem`` naming the JSON file, as
@@ -9,12 +10,12 @@ for the other label formats, so publishing and the evaluator report them alike.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinbench.artifacts.jsonsafe import JsonRefused, load_json
 from pinbench.evaluator.detection.errors import BadGroundTruth
 from pinbench.evaluator.labels import LabelProblem, read_label_text
 from pinbench.registry.dataset_layout import folder_prefix
@@ -43,11 +44,9 @@ def read_ground_truth(
     """The COCO JSON at ``path`` (``where`` in the dataset) for the sample files ``samples``
     (artifact paths under the data folder ``folder``)."""
     try:
-        data = json.loads(read_label_text(path, where))
-    except ValueError as exc:
-        if isinstance(exc, LabelProblem):
-            raise
-        raise LabelProblem(path=where, reason=f"not JSON: {exc}") from None
+        data = load_json(read_label_text(path, where))
+    except JsonRefused as exc:
+        raise LabelProblem(path=where, reason=f"not JSON pinbench accepts: {exc.reason}") from None
     if not isinstance(data, dict):
         raise LabelProblem(path=where, reason="COCO JSON must be an object")
     try:
