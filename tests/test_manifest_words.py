@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from pinbench.artifacts.sources.errors import Md5Mismatch
 from pinbench.db.models import Artifact
-from pinbench.evaluator.measure import _accuracy
+from pinbench.evaluator.classification import classification_metrics
 from pinbench.registry.lockfile import Lockfile, LockfileError
 from pinbench.registry.manifest import ManifestError, parse_manifest
 from pinbench.registry.publish import publish
@@ -170,6 +170,6 @@ def test_top5_only_for_models_with_five_classes(classes: int, keys: set[str]) ->
     rng = np.random.default_rng(0)
     outputs = rng.random((20, classes)).astype(np.float32)
     truth = rng.integers(0, classes, 20)
-    metrics = _accuracy(outputs, truth)
+    metrics = classification_metrics(outputs, truth)
     assert set(metrics) == keys
     assert metrics["top1"] == np.mean(np.argmax(outputs, axis=1) == truth)

@@ -22,9 +22,10 @@ import numpy.typing as npt
 from pinbench.energy.meter import SYSFS, EnergyMeter
 from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
+from pinbench.evaluator.classification import class_scores, classification_metrics
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
-from pinbench.evaluator.pairs import similarity_metrics
+from pinbench.evaluator.pairs import SimilarityError, similarity_metrics
 from pinbench.evaluator.pipeline import postprocess
 from pinbench.evaluator.predictions import sample_rows
 from pinbench.evaluator.predictors import predictor_class
@@ -32,6 +33,7 @@ from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.registry.manifest import Output
 from pinbench.registry.names import Kind
@@ -169,7 +171,7 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     evidence.trace = recorder.finish()
     undefined = sorted(k for k, v in evidence.metrics.items() if not math.isfinite(v))
     if undefined:  # a metric is a number or the run failed: NaN is neither recorded nor lost
-        raise UserError(f"metrics {', '.join(undefined)} came out undefined (NaN or infinite)")
+        raise UndefinedMetric(metric=", ".join(undefined), reason="it came out NaN or infinite")
 
 
 def _evaluate(
@@ -285,8 +287,12 @@ def _evaluate(
             from pinbench.evaluator.segmentation.score import check_answer
 
             check_answer(answer, pixels)
-        elif accuracy and not similarity:
-            _check_class_count(answer, list(scored), samples, f"{body.dataset.name}")
+        elif scored:  # in every mode: a declared classification output is honoured or refused
+            _check_class_count(
+                answer, list(scored), samples if accuracy else None, body.dataset.name, len(first)
+            )
+        elif embedding is not None:
+            _check_embedding(answer, embedding, feed.arrays, len(first))
         with recorder.phase("warm-up"):
             expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup, job.stop)
         job.stop.check()
@@ -336,7 +342,7 @@ def _evaluate(
             indexes, outputs = _outputs(measurement, list(scored))
             truth = samples.labels[indexes]
             for name, key in scored.items():
-                metrics = _accuracy(outputs[name], truth)
+                metrics = classification_metrics(outputs[name], truth, name=name)
                 if len(scored) > 1:  # the metric says which output: top1_<output>
                     metrics = {
                         (f"{m}_{key}" if m != "accuracy_samples_count" else m): v
@@ -366,13 +372,18 @@ class ClassCountMismatch(UserError):
 
 
 def _check_class_count(
-    answer: dict[str, npt.NDArray[np.generic]], names: list[str], samples: Samples, dataset: str
+    answer: dict[str, npt.NDArray[np.generic]],
+    names: list[str],
+    samples: Samples | None,
+    dataset: str,
+    batch: int,
 ) -> None:
-    if samples.classes is None:
-        return
+    """Each classification output of the first answer is one row of class scores per sample
+    (``classification.class_scores``) and, in accuracy mode (``samples`` given), scores as
+    many classes as the dataset declares."""
     for name in names:
-        scores = int(np.asarray(answer[name]).reshape(len(answer[name]), -1).shape[1])
-        if scores != samples.classes:
+        scores = class_scores(answer[name], name=name, batch=batch).shape[1]
+        if samples is not None and samples.classes is not None and scores != samples.classes:
             raise ClassCountMismatch(
                 output=name, scores=scores, dataset=dataset, classes=samples.classes
             )
@@ -394,6 +405,26 @@ def _embedding(outputs: list[Output], model: str) -> Output:
     if len(found) != 1:
         raise NoEmbeddingOutput(model=model, outputs=[f"{o.name} ({o.type})" for o in outputs])
     return found[0]
+
+
+def _check_embedding(
+    answer: dict[str, npt.NDArray[np.generic]],
+    output: Output,
+    arrays: dict[str, npt.NDArray[np.generic]],
+    batch: int,
+) -> None:
+    """The first answer's embedding output, after its steps (over the first batch's inputs), is
+    one vector per sample, ``(N, D)``: checked before anything is timed."""
+    name = str(output.name)
+    raw = np.asarray(answer[name])
+    first = {key: value[:batch] for key, value in arrays.items()}
+    vectors = postprocess(raw, list(output.steps), first)
+    if vectors.ndim != 2 or vectors.shape[0] != batch:
+        raise SimilarityError(
+            reason=f"the embedding output {name!r} of shape {list(raw.shape)} is "
+            f"{list(vectors.shape)} after its steps; want one vector per sample of the batch "
+            f"of {batch}, (N, D): pool token states with a `pool` step"
+        )
 
 
 def score_similarity(
@@ -520,12 +551,3 @@ def _warm_up(
         starts.append(t0)
     stop.check()  # stopped during the warm-up
     return int(np.median(times[-max(1, count) :])), starts, times
-
-
-def _accuracy(outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64]) -> dict[str, float]:
-    scores = outputs.reshape(len(outputs), -1).astype(np.float64)
-    order = np.argsort(-scores, axis=1, kind="stable")
-    metrics = {"top1": float(np.mean(order[:, 0] == truth))}
-    if scores.shape[1] >= 5:  # top-5 of a model with fewer classes would always be 1.0
-        metrics["top5"] = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
-    return metrics | {"accuracy_samples_count": float(len(truth))}

@@ -1,0 +1,92 @@
+"""Classification: what an output of ``type: classification`` must hold, and its metrics.
+
+Shape (decision 115): one row of class scores per sample, ``(N, C)``. Axes of length 1 beside
+the class axis are allowed and dropped (``(N, 1, C)``, ``(N, C, 1, 1)`` as convolutional heads
+give them): they hold no other values. Any other shape is refused before anything is timed,
+naming the output and its shape: ``(N,)`` is one value per sample (a class index, not its
+scores), and ``(N, 40, 6625)`` is 40 distributions per sample (text recognition): flattened,
+top-1 would rank 265,000 unrelated values and record a meaningless number. The first axis
+must be the batch's sample count, or the outputs would be matched to the wrong labels. The
+first answer is checked so in every mode (a declared type is honoured or refused); in accuracy
+mode its class count must also be the dataset's (``ClassCountMismatch`` in ``measure``).
+
+Metrics, per the scored output:
+
+- ``top1``: the share of samples whose highest score is their class; on a tie, the lowest
+  class index is the prediction (as NumPy's ``argmax``);
+- ``top5``: the share whose class is among the five highest; only for 5 classes or more
+  (with fewer it would always be 1.0, so it is left out, not recorded);
+- ``accuracy_samples_count``: the samples scored.
+
+Undefined: a NaN score (its rank is undefined: NumPy sorts it last, PyTorch's argmax takes it
+as the largest), and no sample at all. Either fails the run (``UndefinedMetric``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.undefined import UndefinedMetric
+
+
+class NotClassScores(UserError):
+    """A classification output whose shape is not one row of class scores per sample."""
+
+    def __init__(self, *, output: str, shape: tuple[int, ...], reason: str) -> None:
+        super().__init__(
+            f"classification output {output!r} has shape {list(shape)}: {reason}; a "
+            "classification output is (N, classes), one row of class scores per sample "
+            "(axes of length 1 beside the classes are allowed): declare another output, or "
+            "give this one another type"
+        )
+        self.output = output
+        self.shape = shape
+        self.reason = reason
+
+
+def class_scores(
+    output: npt.ArrayLike, *, name: str, batch: int | None = None
+) -> npt.NDArray[np.generic]:
+    """``output`` as ``(N, C)`` (axes of length 1 beside the class axis dropped), or
+    ``NotClassScores``; ``batch``, when given, is the sample count ``N`` must be."""
+    x = np.asarray(output)
+    shape = tuple(int(d) for d in x.shape)
+
+    def refuse(reason: str) -> NotClassScores:
+        return NotClassScores(output=name, shape=shape, reason=reason)
+
+    if x.ndim < 2:
+        raise refuse("one value per sample, not a score per class")
+    if batch is not None and shape[0] != batch:
+        raise refuse(f"its first axis should be the batch's {batch} samples")
+    longer = [d for d in shape[1:] if d != 1]
+    if len(longer) > 1:
+        raise refuse(
+            f"{' x '.join(map(str, shape[1:]))} values per sample, not one score per class"
+        )
+    return x.reshape(shape[0], longer[0] if longer else 1)
+
+
+def classification_metrics(
+    outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64], *, name: str = "output"
+) -> dict[str, float]:
+    """``top1`` (and ``top5`` for 5 classes or more) of ``outputs`` (class scores, shaped as
+    ``class_scores`` allows) against each sample's class index ``truth``."""
+    scores = class_scores(outputs, name=name, batch=len(truth)).astype(np.float64)
+    if not len(truth):
+        raise UndefinedMetric(metric="top1", reason="no sample was scored")
+    nan = np.flatnonzero(np.isnan(scores).any(axis=1))
+    if nan.size:
+        raise UndefinedMetric(
+            metric="top1",
+            reason=f"output {name!r} gives NaN scores for {nan.size} of the scored samples "
+            f"(the first at position {int(nan[0])}): their ranking, so their prediction, is "
+            "undefined",
+        )
+    order = np.argsort(-scores, axis=1, kind="stable")
+    metrics = {"top1": float(np.mean(order[:, 0] == truth))}
+    if scores.shape[1] >= 5:  # top-5 of a model with fewer classes would always be 1.0
+        metrics["top5"] = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
+    return metrics | {"accuracy_samples_count": float(len(truth))}
