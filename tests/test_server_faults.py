@@ -114,20 +114,23 @@ def _submit(url: str, token: str, runner: str) -> str:
 def _until(ready: Callable[[], bool], timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while not ready():
-        assert time.monotonic() < deadline, "not within {timeout_s} s"
+        assert time.monotonic() < deadline, f"not within {timeout_s} s"
         time.sleep(0.1)
 
 
 def test_a_run_of_a_server_killed_mid_run_is_interrupted_by_a_live_server(home: Home) -> None:
     """The second server starts while the first is alive, so its start-up sweep leaves the
-    first one's run alone: only a sweep while serving can mark it."""
+    first one's run alone: only a sweep while serving can mark it (and reclaim the dead
+    server's scratch)."""
     with serving(home) as first, serving(home) as live:
         run_id = _submit(first.url, home.tokens["owner"], "local")
+        _until(lambda: any(name.startswith("run-") for name in home.scratch()))
         os.killpg(first.process.pid, signal.SIGKILL)  # no shutdown, no lease renewal
         first.process.wait()
         with httpx.Client(base_url=live.url) as c:
             info = wait_for_status(c, run_id, ("interrupted", "failed", "succeeded"), 120)
         assert (info["status"], info["error"]) == ("interrupted", STOPPED)
+        _until(lambda: home.scratch() == [])  # the live server's next sweep
 
 
 def test_a_server_stopped_mid_run_records_it_interrupted_and_leaves_no_scratch(
