@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,49 @@ def _deep_png() -> bytes:
     out = io.BytesIO()
     Image.fromarray(np.array([[0, 1000], [30000, 65535]], dtype=np.uint16)).save(out, "PNG")
     return out.getvalue()
+
+
+def _png(bit_depth: int, colour_type: int, channels: int, size: int = 4) -> bytes:
+    """A PNG written byte by byte (Pillow writes no 16-bit colour PNG): every sample bright."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", size, size, bit_depth, colour_type, 0, 0, 0)
+    row = b"\x00" + b"\xff" * (size * channels * bit_depth // 8)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(row * size))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _cmyk_jpeg() -> bytes:
+    out = io.BytesIO()
+    Image.new("CMYK", (4, 4), (0, 255, 255, 0)).save(out, "JPEG")
+    return out.getvalue()
+
+
+def _labelled() -> list[tuple[str, int]]:
+    """Each sample file, relative to the data folder, with its class index."""
+    return [(p.removeprefix("photos/"), list(COLOURS).index(p.split("/")[1])) for p in photos()]
+
+
+def _csv_labels(header: str, row: str) -> bytes:
+    """``header`` then one row a sample: ``file`` then ``row`` ({label}, {other}: a wrong one)."""
+    rows = [f"{f}{row.format(label=c, other=(c + 1) % 3)}" for f, c in _labelled()]
+    return "\n".join([header, *rows, ""]).encode()
+
+
+def _jsonl_labels_twice() -> bytes:
+    """One object a sample; the first gives its right label, then a wrong one."""
+    lines = []
+    for n, (file, label) in enumerate(_labelled()):
+        twice = f', "label": {(label + 1) % 3}' if n == 0 else ""
+        lines.append(f'{{"file": "{file}", "label": {label}{twice}}}\n')
+    return "".join(lines).encode()
 
 
 def truth(paths: list[str]) -> list[int]:
@@ -402,6 +447,48 @@ REFUSED_AT_PUBLISH: list[tuple[str, dict[str, bytes], dict[str, Any], dict[str, 
         "file 'photos/red/deep.png': mode I;16 (more than 8 bits per channel) is not read",
     ),
     (
+        "a 16-bit RGB PNG (Pillow reads it as 8-bit RGB, each sample cut to its high byte)",
+        {**photos(), "photos/red/deep.png": _png(16, 2, 3), "classes.txt": NAMES},
+        IMAGEFOLDER,
+        {},
+        "file 'photos/red/deep.png': a 16-bit PNG (more than 8 bits per channel",
+    ),
+    (
+        "a 16-bit RGBA PNG",
+        {**photos(), "photos/red/deep.png": _png(16, 6, 4), "classes.txt": NAMES},
+        IMAGEFOLDER,
+        {},
+        "file 'photos/red/deep.png': a 16-bit PNG (more than 8 bits per channel",
+    ),
+    (
+        "a 16-bit grey and alpha PNG (Pillow reads it as RGBA)",
+        {**photos(), "photos/red/deep.png": _png(16, 4, 2), "classes.txt": NAMES},
+        IMAGEFOLDER,
+        {},
+        "file 'photos/red/deep.png': a 16-bit PNG (more than 8 bits per channel",
+    ),
+    (
+        "a CMYK JPEG (converted to RGB without its colour profile)",
+        {**photos(), "photos/red/ink.jpg": _cmyk_jpeg(), "classes.txt": NAMES},
+        IMAGEFOLDER,
+        {},
+        "file 'photos/red/ink.jpg': mode CMYK is not read (only 1, L, LA, P, RGB, RGBA)",
+    ),
+    (
+        "a csv header naming the label column twice (each reader picks one)",
+        {**photos(), "labels.csv": _csv_labels("file,label,label", ",{label},{other}")},
+        {"format": "class-index-csv", "path": "labels.csv"},
+        {},
+        "file 'labels.csv': line 1: the header names column 'label' more than once",
+    ),
+    (
+        "a JSON line giving the label twice (json keeps the last, other readers the first)",
+        {**photos(), "l.jsonl": _jsonl_labels_twice()},
+        {"format": "class-index-jsonl", "path": "l.jsonl"},
+        {},
+        "file 'l.jsonl': line 1: key 'label' appears more than once in one object",
+    ),
+    (
         "a class index too large to hold",
         {**photos(), "labels.txt": b"0\n" * 8 + b"99999999999999999999\n"},
         {"format": "class-index-txt", "path": "labels.txt"},
@@ -653,3 +740,45 @@ def test_manifest_dataset_leaves_out_a_names_file_however_its_path_is_spelled(
     assert written.code == 0, written.err
     labels = yaml.safe_load((tmp_path / "dataset.yaml").read_text())["labels"]
     assert labels == {"format": "imagefolder", "names": "photos/classes.txt"}
+
+
+def _pillow(image: Image.Image, fmt: str = "PNG") -> bytes:
+    out = io.BytesIO()
+    image.save(out, fmt)
+    return out.getvalue()
+
+
+def _palette_with_transparency() -> bytes:
+    image = Image.new("P", (4, 4), 1)
+    image.putpalette([0, 0, 0, 200, 30, 40] + [0] * 762)
+    image.info["transparency"] = 1
+    return _pillow(image)
+
+
+# (the file, what it is, its first pixel decoded as RGB): every mode the README lists as read
+READ: list[tuple[str, bytes, tuple[int, int, int]]] = [
+    ("1-bit", _pillow(Image.new("1", (4, 4), 1)), (255, 255, 255)),
+    ("4-bit grey PNG (scaled to 8 bits)", _png(4, 0, 1), (255, 255, 255)),
+    ("8-bit grey", _pillow(Image.new("L", (4, 4), 90)), (90, 90, 90)),
+    ("grey and alpha (alpha dropped)", _pillow(Image.new("LA", (4, 4), (90, 0))), (90, 90, 90)),
+    ("palette", _pillow(Image.new("RGB", (4, 4), (200, 30, 40)).quantize(4)), (200, 30, 40)),
+    ("palette with a transparent colour (dropped)", _palette_with_transparency(), (200, 30, 40)),
+    ("RGBA (alpha dropped)", _pillow(Image.new("RGBA", (4, 4), (200, 30, 40, 0))), (200, 30, 40)),
+    ("RGBA BMP", _pillow(Image.new("RGBA", (4, 4), (200, 30, 40, 9)), "BMP"), (200, 30, 40)),
+    ("RGBA WebP", _pillow(Image.new("RGBA", (4, 4), (200, 30, 40, 9)), "WEBP"), (200, 30, 40)),
+]
+
+
+@pytest.mark.parametrize(("raw", "pixel"), [c[1:] for c in READ], ids=[c[0] for c in READ])
+def test_every_documented_image_mode_decodes_to_its_pixels(
+    tmp_path: Path, raw: bytes, pixel: tuple[int, int, int]
+) -> None:
+    from pinbench.evaluator.pipeline import decode_file, image_header
+    from pinbench.registry.manifest import Decode
+
+    path = tmp_path / "image"
+    path.write_bytes(raw)
+    image_header(path, name="image")  # publish reads it
+    rgb = decode_file(path, Decode(color_mode="rgb"), name="image")
+    assert rgb.dtype == np.uint8 and rgb.shape == (1, 4, 4, 3)
+    assert tuple(int(v) for v in rgb[0, 0, 0]) == pytest.approx(pixel, abs=2)  # WebP is lossy

@@ -11,7 +11,12 @@ tokenizers and NumPy directly.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +196,16 @@ BAD_DATASETS = [
     ("one pair only", {"pairs.tsv": "0\t1\t4.0\n"}, "1 pairs: a correlation needs two"),
     ("a malformed pair", {"pairs.tsv": "0\t1\n2\t3\t1\n"}, "line 1: want i<TAB>j<TAB>score"),
     ("a blank sentence", {"sentences.txt": "a\n\nb\n"}, "line 2 is blank"),
+    (
+        "a CR inside a pair line (universal newlines read two pairs)",
+        {"pairs.tsv": "0\t1\t4.0\r2\t3\t1.0\n2\t3\t1.0\n"},
+        "'pairs.tsv': line 1: want i<TAB>j<TAB>score",
+    ),
+    (
+        "a sentence over 1 MiB",
+        {"sentences.txt": "a\n" + "x" * (2**20 + 1) + "\nb\nc\n"},
+        "'sentences.txt': line 2 is 1048577 bytes, more than the 1048576 a line may hold",
+    ),
 ]
 
 
@@ -320,3 +335,175 @@ def test_a_tokenizer_without_a_pad_token_is_refused(
     publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
     with pytest.raises(PipelineError, match="names no pad token"):
         _run(text_ws, model=f"{minilm.NAME}@1.0.3", mode="accuracy")
+
+
+# ------------------------------------------------------------ sample boundaries, stops, caps
+
+
+def _publish_texts(ws: Workspace, root: Path, name: str, sentences: bytes, pairs: str) -> str:
+    """A sentence-pair dataset of exactly these bytes; its reference ``name@1.0.0``."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "sentences.txt").write_bytes(sentences)
+    (folder / "pairs.tsv").write_text(pairs)
+    manifest = {
+        "kind": "dataset",
+        "name": name,
+        "version": "1.0.0",
+        "task": "sentence-similarity",
+        "data": {"format": "text-lines", "path": "sentences.txt"},
+        "labels": {"format": "similarity-pairs", "path": "pairs.tsv"},
+        "files": [
+            {"path": n, "sha256": hash_file(folder / n)[0].hex}
+            for n in ("sentences.txt", "pairs.tsv")
+        ],
+    }
+    (folder / "d.yaml").write_text(json.dumps(manifest))
+    publish(ws, load_manifest(folder / "d.yaml"), manifest_dir=folder, publisher="test")
+    return f"{name}@1.0.0"
+
+
+def _scipy_spearman(root: Path, sentences: list[str], pairs: list[tuple[int, int, float]]) -> float:
+    """The model run directly (tokenizers, ONNX Runtime, mean pooling) on ``sentences`` as
+    given, cosine similarity of each pair, scipy's Spearman against the gold scores."""
+    import onnxruntime as ort
+    from scipy.stats import spearmanr
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(root / "minilm" / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=minilm.MAX_LENGTH)
+    tokenizer.enable_padding(length=minilm.MAX_LENGTH, pad_id=0, pad_token="[PAD]")
+    encoded = tokenizer.encode_batch(sentences)
+    feed = {
+        "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+    }
+    (states,) = ort.InferenceSession(str(root / "minilm" / "model.onnx")).run(
+        ["last_hidden_state"], feed
+    )
+    mask = feed["attention_mask"][..., None].astype(np.float32)
+    pooled = (states * mask).sum(axis=1) / mask.sum(axis=1)
+    unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    cosine = [float(unit[i] @ unit[j]) for i, j, _ in pairs]
+    return float(spearmanr(cosine, [g for _, _, g in pairs]).statistic)
+
+
+def test_a_cr_a_form_feed_or_a_line_separator_inside_a_sentence_keeps_every_pair(
+    text_ws: Workspace, text_catalog: Path, tmp_path: Path
+) -> None:
+    """A lone CR made two samples of one sentence (universal newlines): every later pair then
+    named other sentences, and a wrong Spearman was recorded as a success."""
+    sentences = [s for a, b, _ in minilm.PAIRS for s in (a, b)]
+    sentences[1] = "A man plays\rthe guitar on stage."
+    sentences[4] = "The stock market\x0cfell sharply today."
+    sentences[9] = "Share prices dropped\u2028steeply this afternoon."
+    sentences[12] = "The weather is sunny\x85and warm."
+    raw = "".join(f"{s}\r\n" if i % 2 else f"{s}\n" for i, s in enumerate(sentences))
+    pairs = [(2 * i, 2 * i + 1, gold) for i, (_, _, gold) in enumerate(minilm.PAIRS)]
+    pairs += [(1, 4, 0.3), (9, 12, 0.2), (0, 12, 0.1)]  # the odd sentences paired again
+    dataset = _publish_texts(
+        text_ws,
+        tmp_path,
+        "odd-sentences",
+        raw.encode(),
+        "".join(f"{i}\t{j}\t{g}\n" for i, j, g in pairs),
+    )
+    request = {"model": MODEL, "dataset": dataset, "scenario": {"mode": "accuracy"}}
+    run_lockfile(text_ws, service.lock(text_ws, parse_request(request))[0], say=quiet)
+    run = show_run(text_ws, list_runs(text_ws)[0]["id"])
+    assert run["status"] == "succeeded", run.get("error")
+    assert run["pairs_count"] == len(pairs)
+    assert run["spearman"] == pytest.approx(
+        _scipy_spearman(text_catalog, sentences, pairs), abs=1e-9
+    )
+
+
+# A pre-tokenizer whose regex backtracks for ~0.1 s on each run of 23 "a"s (Oniguruma's retry
+# limit stops it at 25): one line of 2,000 such runs holds the tokenizer for minutes.
+CATASTROPHIC = {
+    "type": "Split",
+    "pattern": {"Regex": "(a+)+b"},
+    "behavior": "Isolated",
+    "invert": False,
+}
+CRAFTED = ("a" * 23 + " ") * 2000
+
+
+def _slow_tokenizer_run(ws: Workspace, root: Path, tmp_path: Path, timeout_s: int) -> Path:
+    """A model whose tokenizer.json holds ``CATASTROPHIC``, a dataset with ``CRAFTED`` among
+    its sentences, and the lockfile of an accuracy run with ``timeout_s``."""
+
+    def nothing(data: dict[str, Any]) -> None:
+        pass
+
+    path = _variant(root, tmp_path, "1.0.5", nothing)
+    tokenizer_file = path.parent / "minilm" / "tokenizer.json"
+    tokenizer = json.loads(tokenizer_file.read_text())
+    tokenizer["pre_tokenizer"] = CATASTROPHIC
+    tokenizer_file.write_text(json.dumps(tokenizer))
+    data = yaml.safe_load(path.read_text())
+    for f in data["files"]:
+        if f["path"] == "minilm/tokenizer.json":
+            f["sha256"] = hash_file(tokenizer_file)[0].hex
+            f.pop("size", None)
+    path.write_text(yaml.safe_dump(data))
+    publish(ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
+    sentences = f"a cat\n{CRAFTED}\na car\na truck\n".encode()
+    dataset = _publish_texts(ws, tmp_path, "crafted", sentences, "0\t1\t4.5\n2\t3\t3.5\n")
+    request = {
+        "model": f"{minilm.NAME}@1.0.5",
+        "dataset": dataset,
+        "scenario": {"mode": "accuracy"},
+        "limits": {"timeout_s": timeout_s},
+    }
+    lock, _ = service.lock(ws, parse_request(request))
+    out = tmp_path / "slow.lock"
+    lock.write(out)
+    return out
+
+
+def test_a_time_limit_holds_while_a_tokenizer_regex_runs(
+    text_ws: Workspace, text_catalog: Path, tmp_path: Path
+) -> None:
+    """The tokenizer ran 52 s past a 5 s limit: a time limit was looked at only between
+    chunks of texts, and one call into the library holds for as long as its regex runs."""
+    from pinbench.evaluator.runners.process import RunTimedOut
+    from pinbench.registry.lockfile import Lockfile
+
+    lock = Lockfile.read(_slow_tokenizer_run(text_ws, text_catalog, tmp_path, timeout_s=2))
+    started = time.monotonic()
+    with pytest.raises(RunTimedOut, match=r"exceeded its time limit \(2 s"):
+        run_lockfile(text_ws, lock, say=quiet)
+    run = list_runs(text_ws)[0]
+    assert run["status"] == "failed"
+    assert run["error"].startswith("the evaluation exceeded its time limit (2 s")
+    assert time.monotonic() - started < 60  # the regex alone runs for minutes
+
+
+def test_ctrl_c_stops_a_cli_run_while_a_tokenizer_regex_runs(
+    text_ws: Workspace, text_catalog: Path, tmp_path: Path
+) -> None:
+    """SIGINT took 54 s: its handler runs on the main thread, which the library held."""
+    lock = _slow_tokenizer_run(text_ws, text_catalog, tmp_path, timeout_s=3600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
+    env.update(PINBENCH_HOME=str(text_ws.settings.home))
+    env.update(PINBENCH_DATABASE_URL=text_ws.settings.database_url)
+    cmd = [sys.executable, "-m", "pinbench", "run", str(lock), "--runner", "local"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("tokenizing"):
+            break
+    time.sleep(1)  # inside the regex by now
+    proc.send_signal(signal.SIGINT)
+    try:
+        _out, err = proc.communicate(timeout=60)  # the regex alone runs for minutes
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "error: interrupted by SIGINT" in err and "Traceback" not in err
+    run = list_runs(text_ws)[0]
+    assert run["status"] == "interrupted" and run["error"] == "interrupted by SIGINT"

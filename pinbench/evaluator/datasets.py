@@ -16,8 +16,9 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.detection.truth import GroundTruth, read_ground_truth
-from pinbench.evaluator.labels import LabelProblem, read_label_text, read_labels
-from pinbench.evaluator.pairs import Pairs, read_pairs, split_lines
+from pinbench.evaluator.labels import LabelProblem, read_labels
+from pinbench.evaluator.lines import read_lines
+from pinbench.evaluator.pairs import Pairs, read_pairs
 from pinbench.evaluator.segmentation.truth import MaskTruth, mask_truth
 from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
@@ -154,10 +155,10 @@ def load_samples(
 
 
 def read_text_lines(path: Path, *, where: str) -> list[str]:
-    """A ``text-lines`` file's samples: one per LF-ended line (a trailing CR dropped; UTF-8,
-    at most the labels files' size cap); a blank line is refused (a sample of nothing is
-    almost always a mistake)."""
-    lines = split_lines(read_label_text(path, where))
+    """A ``text-lines`` file's samples: one per line as ``lines.read_lines`` splits them (LF
+    only, a CR before it dropped; UTF-8; at most 64 MiB, a line at most 1 MiB); a blank line
+    is refused (a sample of nothing is almost always a mistake)."""
+    lines = read_lines(path, where)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             raise LabelProblem(path=where, reason=f"line {number} is blank (one text per line)")

@@ -18,6 +18,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.datasets import Samples
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.pipeline import (
+    Encodings,
     decoder_of,
     pipeline_digest,
     preprocess,
@@ -61,6 +62,7 @@ def prepare(
     arrays: dict[str, Array] = {}
     digests: dict[str, str] = {}
     hits = []
+    encodings: Encodings = {}  # inputs from one tokenizer's encodings tokenize once
     for spec in specs:
         files = {s.tokenize.tokenizer for s in spec.steps if s.tokenize is not None}
         digest = pipeline_digest(
@@ -68,7 +70,7 @@ def prepare(
         )
 
         def compute(spec: Input = spec) -> Array:
-            return _preprocess(spec, samples, model_files, say, stop)
+            return _preprocess(spec, samples, model_files, say, stop, encodings)
 
         arrays[str(spec.name)], hit = _cached(cache, dataset_digest, digest, compute)
         digests[str(spec.name)] = digest.hex
@@ -103,11 +105,16 @@ def _cached(
 
 
 def _preprocess(
-    spec: Input, samples: Samples, model_files: dict[str, Path], say: Say, stop: Stop
+    spec: Input,
+    samples: Samples,
+    model_files: dict[str, Path],
+    say: Say,
+    stop: Stop,
+    encodings: Encodings,
 ) -> Array:
-    if samples.texts is not None:
+    if samples.texts is not None:  # in a child process a stop kills (a time limit holds)
         say(f"tokenizing {len(samples.texts)} texts for input {spec.name!r}")
-        return preprocess_texts(samples.texts, spec, model_files, stop.check)
+        return preprocess_texts(samples.texts, spec, model_files, stop.check, encodings)
     if samples.files is None:
         assert samples.data is not None
         return preprocess(samples.data, spec)

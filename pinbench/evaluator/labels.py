@@ -22,7 +22,6 @@ the key and the rest its name; otherwise the whole line is both.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -32,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.evaluator.lines import LabelProblem as LabelProblem
+from pinbench.evaluator.lines import read_text, split_lines
 from pinbench.registry.dataset_layout import folder_prefix, imagefolder_class
 from pinbench.registry.manifest import LabelFormat
 
@@ -39,18 +40,6 @@ _SYNSET = re.compile(r"(n[0-9]{8})\s+(\S.*)")
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 MAX_INDEX = 2**31 - 1
 """No class index is larger (a label beyond it is refused, not overflowed)."""
-MAX_TEXT_BYTES = 64 * 1024 * 1024
-"""A labels or class-names file is read whole: at most this many bytes (64 MiB holds a label
-line for millions of samples)."""
-
-
-class LabelProblem(ValueError):
-    """A labels or class-names file that does not give every sample one class."""
-
-    def __init__(self, *, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,16 +186,33 @@ def _from_npy(path: Path, where: str, count: int) -> list[int | str]:
 
 
 def _csv_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
+    """The rows of a CSV file whose records are the file's lines (``lines.split_lines``): a
+    quoted field may span lines, a CR anywhere else is refused (Python's csv module would end
+    a record there, where no other reader of the file does)."""
+    reader = csv.reader(line + "\n" for line in split_lines(text, where))
     try:
-        return _csv_rows_of(csv.reader(io.StringIO(text)), where)
+        return _csv_rows_of(reader, where)
     except csv.Error as exc:
-        raise LabelProblem(path=where, reason=f"not CSV: {exc}") from None
+        reason = str(exc)
+        if "new-line character seen in unquoted field" in reason:
+            reason = "a carriage return inside an unquoted field (lines end at LF or CRLF)"
+        line = reader.line_num
+        raise LabelProblem(path=where, reason=f"line {line}: not CSV: {reason}") from None
 
 
 def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str, int | str]]:
     header = next(reader, None)
     if header is None or "file" not in header or "label" not in header:
         raise LabelProblem(path=where, reason="the first row must name the columns file and label")
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise LabelProblem(
+                path=where,
+                reason=f"line 1: the header names column {name!r} more than once (which one "
+                "holds the value is ambiguous)",
+            )
+        seen.add(name)
     f, lab = header.index("file"), header.index("label")
     out = []
     for number, row in enumerate(reader, start=2):
@@ -223,11 +229,17 @@ def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str
 
 def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
     out = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text, where), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number}: key {exc.key!r} appears more than once in one object "
+                "(which one holds the value is ambiguous)",
+            ) from None
         except (ValueError, RecursionError) as exc:
             raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
         label = row.get("label") if isinstance(row, dict) else None
@@ -246,6 +258,25 @@ def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
                 path=where, reason=f"line {number}: class index {label} is too large"
             )
         out.append((number, row["file"], label))
+    return out
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object's members as a dict, refusing a key given twice (``json`` keeps the last,
+    other readers the first)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return out
 
 
@@ -304,9 +335,7 @@ def _int_or_key(text: str, *, path: str, where: str) -> int | str:
 
 
 def _lines(text: str, *, path: str) -> list[str]:
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
+    lines = split_lines(text, path)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             raise LabelProblem(path=path, reason=f"line {number} is blank (one entry per line)")
@@ -314,14 +343,6 @@ def _lines(text: str, *, path: str) -> list[str]:
 
 
 def read_label_text(path: Path, where: str) -> str:
-    """A labels or names file's text: UTF-8, at most ``MAX_TEXT_BYTES``."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_TEXT_BYTES:
-            raise LabelProblem(
-                path=where,
-                reason=f"{size} bytes: a labels or names file holds at most {MAX_TEXT_BYTES} bytes",
-            )
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LabelProblem(path=where, reason=f"cannot read as UTF-8 text: {exc}") from None
+    """A labels or names file's text (``lines.read_text``: UTF-8, at most 64 MiB, line ends
+    untouched); split it with ``lines.split_lines``."""
+    return read_text(path, where)

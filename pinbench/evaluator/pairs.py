@@ -5,7 +5,8 @@ sentence-transformers' evaluators report it).
 
 The labels file is tab-separated, one pair per line: ``i<TAB>j<TAB>score``, where ``i`` and
 ``j`` are sample indexes (0-based lines of the text samples) and ``score`` a number; a first
-line ``i<TAB>j<TAB>score`` is a header and skipped.
+line ``i<TAB>j<TAB>score`` is a header and skipped. Lines split as every line-based file's
+(``pinbench.evaluator.lines``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem, read_label_text
+from pinbench.evaluator.lines import LabelProblem, read_lines
 
 FloatArray = npt.NDArray[np.float64]
 _INDEX = re.compile(r"[0-9]{1,9}")
@@ -37,7 +38,7 @@ def read_pairs(path: Path, *, where: str, count: int) -> Pairs:
     """The pairs of ``count`` samples; a malformed line, an index out of range or fewer than
     two pairs (no correlation) is refused."""
     rows: list[tuple[int, int, float]] = []
-    for number, line in enumerate(split_lines(read_label_text(path, where)), start=1):
+    for number, line in enumerate(read_lines(path, where), start=1):
         if not line.strip() or (number == 1 and line.split("\t")[:2] == ["i", "j"]):
             continue
         fields = line.split("\t")
@@ -116,7 +117,14 @@ def similarity_metrics(embeddings: FloatArray, pairs: Pairs) -> dict[str, float]
             reason=f"{bad.size} samples have non-finite embeddings, e.g. sample {int(bad[0])}"
         )
     norms = np.linalg.norm(embeddings, axis=1)
-    unit = embeddings / np.where(norms == 0, 1.0, norms)[:, None]
+    paired = np.concatenate([pairs.first, pairs.second])
+    zero = paired[norms[paired] == 0]
+    if zero.size:  # scikit-learn's normalize would call its cosine 0: a number it does not have
+        raise SimilarityError(
+            reason=f"sample {int(zero[0])}'s embedding is all zeros: the cosine similarity of "
+            "its pairs is undefined"
+        )
+    unit = embeddings / np.where(norms == 0, 1.0, norms)[:, None]  # unpaired ones may be 0
     cosine = np.sum(unit[pairs.first] * unit[pairs.second], axis=1)
     rho = spearman(cosine.astype(np.float64), pairs.gold)
     if not math.isfinite(rho):
@@ -124,12 +132,3 @@ def similarity_metrics(embeddings: FloatArray, pairs: Pairs) -> dict[str, float]
             reason="every pair's cosine similarity is the same: a rank correlation is undefined"
         )
     return {"spearman": rho, "pairs_count": float(len(pairs.gold))}
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines split on LF only (a trailing CR dropped): a sentence may hold any other Unicode
-    separator (U+2028, form feed...) without becoming two samples."""
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines

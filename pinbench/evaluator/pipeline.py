@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -23,6 +22,7 @@ from PIL import Image
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
+from pinbench.evaluator.tokenizing import Encoded, TokenizeProblem, encode_texts
 from pinbench.registry.manifest import (
     ColorMode,
     Crop,
@@ -44,7 +44,7 @@ from pinbench.registry.manifest import (
 FloatArray = npt.NDArray[np.floating]
 Array = npt.NDArray[np.generic]
 
-PIPELINE_VERSION = 1
+PIPELINE_VERSION = 2
 """Bump when a step's reference implementation changes: cached inputs are keyed by it."""
 
 _RESAMPLE = {
@@ -222,8 +222,14 @@ IMAGE_FORMATS = ["JPEG", "PNG", "WEBP", "BMP"]
 MAX_SAMPLE_PIXELS = 40_000_000
 """The largest image a dataset may hold (a 7,300 x 5,480 photo); Pillow's own bomb guard is
 at 89 million. A decoded sample is held in memory with all the others."""
-_DEEP_MODES = ("I", "F")
-"""Pillow modes of 16/32-bit integer and float pixels: converting them to 8 bits saturates."""
+IMAGE_MODES = ("1", "L", "LA", "P", "RGB", "RGBA")
+"""The Pillow modes a sample image may have: 1 to 8 bits per channel, grey, palette or RGB,
+with or without alpha (which ``decode`` drops, as ``convert("RGB")`` in torchvision's and
+Keras' loaders). Others are refused, not converted: 16/32-bit and float (``I;16``, ``I``,
+``F``: 8 bits would saturate), CMYK (no colour profile is applied), YCbCr, LAB, HSV."""
+_PNG_BIT_DEPTH = 24
+"""Where a PNG's bit depth is: its signature (8 bytes), IHDR's length and type (8), width and
+height (8). Pillow opens a 16-bit RGB(A) or grey-alpha PNG in an 8-bit mode."""
 
 
 class ImageRefused(PipelineError):
@@ -237,7 +243,8 @@ class ImageRefused(PipelineError):
 
 def image_header(path: Path, *, name: str) -> tuple[int, int, str]:
     """Width, height and Pillow mode of an image file, from its header alone; an image that is
-    not JPEG/PNG/WebP/BMP, too large, or of more than 8 bits per channel is refused."""
+    not JPEG/PNG/WebP/BMP, too large, of more than 8 bits per channel or of a mode not in
+    ``IMAGE_MODES`` is refused."""
     with _open_image(path, name) as image:
         return image.width, image.height, image.mode
 
@@ -260,11 +267,9 @@ def _open_image(path: Path, name: str) -> Iterator[Image.Image]:
                         f"{image.width}x{image.height} pixels, more than the {MAX_SAMPLE_PIXELS} "
                         "a sample may have"
                     )
-                if image.mode.startswith(_DEEP_MODES):
-                    raise refuse(
-                        f"mode {image.mode} (more than 8 bits per channel) is not read: convert "
-                        "the image to 8-bit RGB or grayscale"
-                    )
+                problem = _mode_problem(image, path)
+                if problem is not None:
+                    raise refuse(f"{problem}: convert the image to 8-bit RGB or grayscale")
                 yield image
     except UnidentifiedImageError:  # its message names the local (blob) path: not useful
         raise refuse("not a JPEG, PNG, WebP or BMP image") from None
@@ -272,6 +277,24 @@ def _open_image(path: Path, name: str) -> Iterator[Image.Image]:
         raise refuse(str(exc)) from None
     except (Image.DecompressionBombWarning, OSError, ValueError, SyntaxError) as exc:
         raise refuse(str(exc)) from None
+
+
+def _mode_problem(image: Image.Image, path: Path) -> str | None:
+    """Why an image's pixels are not read as they are stored, or None (``IMAGE_MODES``)."""
+    if image.mode.startswith(("I", "F")):
+        return f"mode {image.mode} (more than 8 bits per channel) is not read"
+    if image.format == "PNG":
+        with path.open("rb") as f:
+            header = f.read(_PNG_BIT_DEPTH + 1)
+        depth = header[_PNG_BIT_DEPTH]
+        if depth > 8:
+            return (
+                f"a {depth}-bit PNG (more than 8 bits per channel, which Pillow would read as "
+                f"{image.mode}, cut to 8 bits) is not read"
+            )
+    if image.mode not in IMAGE_MODES:
+        return f"mode {image.mode} is not read (only {', '.join(IMAGE_MODES)})"
+    return None
 
 
 def decode_file(path: Path, step: Decode, *, name: str) -> Array:
@@ -340,15 +363,23 @@ def tokenizer_version() -> str:
     return f"tokenizers {tokenizers.__version__}, lines split on LF"
 
 
+Encodings = dict[tuple[str, int, bool], Encoded]
+"""Texts already tokenized, by (tokenizer path, max_length, truncation): the inputs of one
+model that read the ids, the attention mask and the token type ids tokenize once."""
+
+
 def preprocess_texts(
     texts: Sequence[str],
     spec: Input,
     files: dict[str, Path],
     stop: Callable[[], None] | None = None,
+    encodings: Encodings | None = None,
 ) -> Array:
     """Tokenize text samples for one input: its first step is ``tokenize`` (the tokenizer
     file among the model's ``files``), padded to ``max_length``; a longer text without
-    ``truncation`` is refused, naming it. A ``dtype`` step may follow."""
+    ``truncation`` is refused, naming it. A ``dtype`` step may follow. Tokenizing runs in a
+    child process that ``stop`` (called while it runs; it raises to stop) ends at once
+    (``pinbench.evaluator.tokenizing``)."""
     steps = list(spec.steps)
     if not steps or steps[0].tokenize is None:
         raise PipelineError(
@@ -358,8 +389,7 @@ def preprocess_texts(
         )
     step = steps[0].tokenize
     assert step is not None
-    ids = _tokenize(texts, step, files, stop)
-    x: Array = ids
+    x: Array = _tokenize(texts, step, files, stop, {} if encodings is None else encodings)
     for rest in steps[1:]:
         if rest.dtype is None:
             raise PipelineError(
@@ -371,15 +401,14 @@ def preprocess_texts(
 
 MAX_TOKENS = 2**28
 """The most token positions (samples x max_length) one input may hold: 2 GiB as int64."""
-TOKENIZE_CHUNK = 1024
-"""Texts per call into the tokenizer (native code, which no cancel reaches)."""
 
 
 def _tokenize(
     texts: Sequence[str],
     step: Tokenize,
     files: dict[str, Path],
-    stop: Callable[[], None] | None = None,
+    stop: Callable[[], None] | None,
+    encodings: Encodings,
 ) -> Array:
     total = len(texts) * step.max_length
     if total > MAX_TOKENS:
@@ -388,78 +417,20 @@ def _tokenize(
             reason=f"{len(texts)} samples x max_length {step.max_length} = {total} tokens, "
             f"more than the {MAX_TOKENS} an input may hold",
         )
-    tokenizer = _tokenizer(step, files)
-    field = _ENCODING_FIELDS[step.output]
-    out = np.empty((len(texts), step.max_length), dtype=np.int64)
-    for start in range(0, len(texts), TOKENIZE_CHUNK):
-        if stop is not None:
-            stop()
-        chunk = list(texts[start : start + TOKENIZE_CHUNK])
+    key = (step.tokenizer, step.max_length, step.truncation)
+    if key not in encodings:
         try:
-            encodings = tokenizer.encode_batch(chunk)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # a panic in native code is a BaseException
-            raise PipelineError(
-                step="tokenize", reason=f"the tokenizer failed: {type(exc).__name__}: {exc}"
-            ) from None
-        for i, encoding in enumerate(encodings, start=start):
-            if len(encoding.ids) > step.max_length:
-                fix = (
-                    "max_length cannot hold the tokenizer's special tokens: raise it"
-                    if step.truncation
-                    else "set `truncation: true` or a larger max_length"
-                )
-                raise PipelineError(
-                    step="tokenize",
-                    reason=f"sample {i} is {len(encoding.ids)} tokens, more than max_length "
-                    f"{step.max_length}: {fix}",
-                )
-            out[i] = getattr(encoding, field)
-    return out
-
-
-def _tokenizer(step: Tokenize, files: dict[str, Path]) -> Any:
-    """The tokenizer file, its own padding and truncation settings kept (direction, pad
-    token and ids) with the length the manifest declares; a tokenizer that names no pad
-    token is refused rather than padded with a guess."""
-    from tokenizers import Tokenizer
-
-    try:
-        tokenizer = Tokenizer.from_file(str(files[step.tokenizer]))
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # tokenizers raises its own (Rust) exception types
-        raise PipelineError(
-            step="tokenize", reason=f"cannot read tokenizer {step.tokenizer}: {exc}"
-        ) from None
-    truncation = tokenizer.truncation or {}
-    if step.truncation:
-        tokenizer.enable_truncation(
-            max_length=step.max_length,
-            direction=truncation.get("direction", "right"),
-            strategy=truncation.get("strategy", "longest_first"),
-        )
-    else:
-        tokenizer.no_truncation()
-    pad = tokenizer.padding or {}
-    pad_token = pad.get("pad_token") or (
-        "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else None
-    )
-    if pad_token is None:
-        raise PipelineError(
-            step="tokenize",
-            reason=f"tokenizer {step.tokenizer} names no pad token (no padding settings and no "
-            "[PAD] token): inputs are padded to max_length",
-        )
-    tokenizer.enable_padding(
-        length=step.max_length,
-        direction=pad.get("direction", "right"),
-        pad_id=pad.get("pad_id", tokenizer.token_to_id(pad_token)),
-        pad_type_id=pad.get("pad_type_id", 0),
-        pad_token=pad_token,
-    )
-    return tokenizer
+            encodings[key] = encode_texts(
+                texts,
+                tokenizer=files[step.tokenizer],
+                name=step.tokenizer,
+                max_length=step.max_length,
+                truncation=step.truncation,
+                stop=stop,
+            )
+        except TokenizeProblem as exc:
+            raise PipelineError(step="tokenize", reason=exc.reason) from None
+    return encodings[key].field(_ENCODING_FIELDS[step.output]).astype(np.int64)
 
 
 def _npy_sample(path: Path, name: str) -> Array:

@@ -1,0 +1,86 @@
+"""The one reader of line-based files: text samples, labels, class names, sentence pairs,
+JSON lines and CSV rows all split here, so a sample boundary is the same everywhere
+(decision 114).
+
+A file is UTF-8 (a leading byte-order mark dropped), read as bytes, never through Python's
+universal newlines: lines end at LF only, and a CR just before an LF belongs to the line end
+(a CRLF file reads as its LF twin). Every other character, a lone CR, a form feed, U+2028,
+U+0085, stays inside its line. A file holds at most ``MAX_FILE_BYTES`` and one line at most
+``MAX_LINE_BYTES``: a longer line is refused naming the file and the line, since each line may
+become one sample held, and tokenized, whole.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""A line-based (or labels) file is read whole: at most this many bytes (64 MiB holds a label
+line for millions of samples)."""
+MAX_LINE_BYTES = 1024 * 1024
+"""The longest line, in UTF-8 bytes without its line end (1 MiB: some 250,000 tokens, four
+times the longest ``max_length`` a tokenize step may declare)."""
+_BOM = "\ufeff"
+
+
+class LabelProblem(ValueError):
+    """A dataset's (or a model's) samples, labels, class-names or pairs file that does not
+    read as its format says: names the file (``path``) and what is wrong (``reason``)."""
+
+    def __init__(self, *, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _rebuild, (self.path, self.reason)
+
+
+def _rebuild(path: str, reason: str) -> LabelProblem:
+    return LabelProblem(path=path, reason=reason)
+
+
+def read_text(path: Path, where: str) -> str:
+    """A file's whole text: UTF-8 (a leading BOM dropped), at most ``MAX_FILE_BYTES``, its
+    line ends untouched; ``where`` names it in errors (its path in the artifact)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LabelProblem(
+                path=where,
+                reason=f"{size} bytes: a samples, labels or names file holds at most "
+                f"{MAX_FILE_BYTES} bytes",
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LabelProblem(path=where, reason=f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise LabelProblem(
+            path=where, reason=f"line {line} is not UTF-8 (byte {exc.start}: {exc.reason})"
+        ) from None
+    return text.removeprefix(_BOM)
+
+
+def split_lines(text: str, where: str) -> list[str]:
+    """``text``'s lines: split on LF only, a CR before each LF dropped, blank lines at the end
+    dropped (a final line end, or a few, is not a sample); a line longer than
+    ``MAX_LINE_BYTES`` is refused naming it."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    for number, line in enumerate(lines, start=1):
+        if len(line) * 4 > MAX_LINE_BYTES and (size := len(line.encode())) > MAX_LINE_BYTES:
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number} is {size} bytes, more than the {MAX_LINE_BYTES} a line "
+                "may hold",
+            )
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def read_lines(path: Path, where: str) -> list[str]:
+    """A line-based file's lines (``read_text``, then ``split_lines``)."""
+    return split_lines(read_text(path, where), where)

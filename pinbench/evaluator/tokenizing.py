@@ -1,0 +1,308 @@
+"""Texts to token ids in a child process that a stop can end (decision 114).
+
+A tokenizer file may carry any regular expression in its pre-tokenizer, and one expression
+over one crafted line runs for minutes inside the ``tokenizers`` library's native code, where
+no signal handler, cancel or time limit of this interpreter reaches (the call returns only when
+it is done). So texts are tokenized by a child interpreter (``main``, below) and the caller
+waits for it, checking its stop as it waits: a time limit, a cancel or a signal kills the child
+at once and the run ends with the stop's reason. The child dies with its parent (Linux's
+``PR_SET_PDEATHSIG``): an evaluator that is itself killed leaves no tokenizer running.
+
+The child reads one ``Request`` (MessagePack) on stdin and writes one ``Reply`` (MessagePack,
+after its 8-byte length) on stdout, then, when the reply carries no error, the ids, attention
+masks and token type ids as three ``(count, max_length)`` arrays of native ``uint32``.
+Tokenizing is done in chunks of at most ``CHUNK_TEXTS`` texts and ``CHUNK_CHARS`` characters,
+so memory stays bounded whatever the lines' lengths (a line holds at most 1 MiB:
+``pinbench.evaluator.lines``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+CHUNK_TEXTS = 1024
+"""The most texts per call into the tokenizer."""
+CHUNK_CHARS = 1024 * 1024
+"""The most characters per call into the tokenizer (unless one text is longer): the library
+holds some 200 bytes per character of a call's texts until it returns."""
+POLL_S = 0.05
+"""How often the wait for the child looks at the stop."""
+_HEADER = 8
+_FIELDS = ("ids", "attention_mask", "type_ids")
+_BOOT = (
+    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "from pinbench.evaluator.tokenizing import main; main(int(sys.argv[2]))"
+)
+
+U32 = npt.NDArray[np.uint32]
+
+
+class TokenizeProblem(ValueError):
+    """The texts could not be tokenized: ``reason`` says why (the tokenize step's error)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Request(msgspec.Struct, frozen=True):
+    tokenizer: str
+    """The tokenizer file's local path."""
+    name: str
+    """Its path in the model artifact (what messages name)."""
+    max_length: int
+    truncation: bool
+    texts: list[str]
+
+
+class Reply(msgspec.Struct, frozen=True):
+    error: str | None = None
+    count: int = 0
+    length: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """Every text's encoding padded to ``max_length``: one row per text."""
+
+    ids: U32
+    attention_mask: U32
+    type_ids: U32
+
+    def field(self, name: str) -> U32:
+        """``ids``, ``attention_mask`` or ``type_ids``."""
+        out: U32 = getattr(self, name)
+        return out
+
+
+def encode_texts(
+    texts: Sequence[str],
+    *,
+    tokenizer: Path,
+    name: str,
+    max_length: int,
+    truncation: bool,
+    stop: Callable[[], None] | None = None,
+) -> Encoded:
+    """Tokenize ``texts`` in a child process, padded to ``max_length`` (``truncation``: cut
+    longer ones, else refuse them); ``stop`` is called while waiting and, when it raises,
+    the child is killed and its error raised. A tokenizer that fails, or a text longer than
+    ``max_length`` without truncation, raises ``TokenizeProblem``."""
+    request = Request(str(tokenizer), name, max_length, truncation, list(texts))
+    payload = msgspec.msgpack.encode(request)
+    argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(os.getpid())]
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, close_fds=True
+        )
+        exchange = _Exchange(proc, payload)
+        try:
+            while not exchange.done.wait(POLL_S):
+                if stop is not None:
+                    stop()
+        finally:
+            if proc.poll() is None and not exchange.done.is_set():
+                proc.kill()
+            proc.wait()
+            exchange.thread.join()
+        if exchange.reply is not None and exchange.reply.error is not None:
+            raise TokenizeProblem(exchange.reply.error)
+        if exchange.encoded is None:
+            raise TokenizeProblem(_died(proc.returncode, errors))
+        return exchange.encoded
+
+
+class _Exchange:
+    """Hands the child its request and reads its reply on a thread of its own, so that the
+    caller's thread only waits (and a signal handler can run there)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], payload: bytes) -> None:
+        self.proc = proc
+        self.payload = payload
+        self.reply: Reply | None = None
+        self.encoded: Encoded | None = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="tokenize-exchange", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            try:
+                self.proc.stdin.write(self.payload)
+                self.proc.stdin.close()
+            except OSError:  # the child died first: its exit status says why
+                return
+            self.reply, self.encoded = _read_reply(self.proc.stdout)
+        except (OSError, ValueError, msgspec.DecodeError):
+            return
+        finally:
+            self.proc.stdout.close()
+            self.done.set()
+
+
+def _read_reply(out: IO[bytes]) -> tuple[Reply | None, Encoded | None]:
+    size = _read_exactly(out, _HEADER)
+    if size is None:
+        return None, None
+    raw = _read_exactly(out, int.from_bytes(size, "little"))
+    if raw is None:
+        return None, None
+    reply = msgspec.msgpack.decode(raw, type=Reply)
+    if reply.error is not None:
+        return reply, None
+    arrays = []
+    for _ in _FIELDS:
+        array = np.empty((reply.count, reply.length), dtype=np.uint32)
+        view = array.data.cast("B")
+        done = 0
+        while done < len(view):
+            n = out.readinto(view[done:])  # type: ignore[attr-defined]
+            if not n:
+                return reply, None
+            done += n
+        arrays.append(array)
+    return reply, Encoded(*arrays)
+
+
+def _read_exactly(out: IO[bytes], n: int) -> bytes | None:
+    data = out.read(n)
+    return data if len(data) == n else None
+
+
+def _died(code: int, errors: IO[bytes]) -> str:
+    errors.seek(0, os.SEEK_END)
+    errors.seek(max(0, errors.tell() - 2000))
+    tail = errors.read().decode("utf-8", "replace").strip().splitlines()
+    how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
+    last = f": {tail[-1][:500]}" if tail else ""
+    return f"the tokenizer process {how} before it finished{last}"
+
+
+# --- the child --------------------------------------------------------------------------
+
+
+def main(parent: int) -> None:
+    """The child: one request on stdin, its reply on stdout (see the module's docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the parent's to act on
+    _die_with(parent)
+    request = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=Request)
+    out = sys.stdout.buffer
+    try:
+        encoded = _encode(request)
+    except TokenizeProblem as exc:
+        _write(out, Reply(error=exc.reason))
+        return
+    _write(out, Reply(count=len(request.texts), length=request.max_length))
+    for name in _FIELDS:
+        out.write(np.ascontiguousarray(encoded.field(name)).data.cast("B"))
+    out.flush()
+
+
+def _write(out: IO[bytes], reply: Reply) -> None:
+    raw = msgspec.msgpack.encode(reply)
+    out.write(len(raw).to_bytes(_HEADER, "little") + raw)
+    out.flush()
+
+
+def _die_with(parent: int) -> None:
+    """Be killed when the parent dies (Linux), and end now if it already has."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _encode(request: Request) -> Encoded:
+    tokenizer = _tokenizer(request)
+    count, length = len(request.texts), request.max_length
+    out = Encoded(*(np.zeros((count, length), dtype=np.uint32) for _ in _FIELDS))
+    for start, end in _chunks(request.texts):
+        try:
+            encodings = tokenizer.encode_batch(request.texts[start:end])
+        except BaseException as exc:  # a panic in native code is a BaseException
+            raise TokenizeProblem(f"the tokenizer failed: {type(exc).__name__}: {exc}") from None
+        for i, encoding in enumerate(encodings, start=start):
+            if len(encoding.ids) > length:
+                fix = (
+                    "max_length cannot hold the tokenizer's special tokens: raise it"
+                    if request.truncation
+                    else "set `truncation: true` or a larger max_length"
+                )
+                raise TokenizeProblem(
+                    f"sample {i} is {len(encoding.ids)} tokens, more than max_length "
+                    f"{length}: {fix}"
+                )
+            out.ids[i] = encoding.ids
+            out.attention_mask[i] = encoding.attention_mask
+            out.type_ids[i] = encoding.type_ids
+    return out
+
+
+def _chunks(texts: Sequence[str]) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of at most ``CHUNK_TEXTS`` texts and ``CHUNK_CHARS``
+    characters (one text at least)."""
+    out, start, chars = [], 0, 0
+    for i, text in enumerate(texts):
+        if i > start and (i - start == CHUNK_TEXTS or chars + len(text) > CHUNK_CHARS):
+            out.append((start, i))
+            start, chars = i, 0
+        chars += len(text)
+    if start < len(texts):
+        out.append((start, len(texts)))
+    return out
+
+
+def _tokenizer(request: Request) -> Any:
+    """The tokenizer file, its own padding and truncation settings kept (direction, pad
+    token and ids) with the length the manifest declares; a tokenizer that names no pad
+    token is refused rather than padded with a guess."""
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(request.tokenizer)
+    except BaseException as exc:  # tokenizers raises its own (Rust) exception types
+        raise TokenizeProblem(f"cannot read tokenizer {request.name}: {exc}") from None
+    truncation = tokenizer.truncation or {}
+    if request.truncation:
+        tokenizer.enable_truncation(
+            max_length=request.max_length,
+            direction=truncation.get("direction", "right"),
+            strategy=truncation.get("strategy", "longest_first"),
+        )
+    else:
+        tokenizer.no_truncation()
+    pad = tokenizer.padding or {}
+    pad_token = pad.get("pad_token") or (
+        "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else None
+    )
+    if pad_token is None:
+        raise TokenizeProblem(
+            f"tokenizer {request.name} names no pad token (no padding settings and no [PAD] "
+            "token): inputs are padded to max_length"
+        )
+    tokenizer.enable_padding(
+        length=request.max_length,
+        direction=pad.get("direction", "right"),
+        pad_id=pad.get("pad_id", tokenizer.token_to_id(pad_token)),
+        pad_type_id=pad.get("pad_type_id", 0),
+        pad_token=pad_token,
+    )
+    return tokenizer
