@@ -405,7 +405,20 @@ def _bad_value(files: dict[str, bytes]) -> None:
     files["masks/a.png"] = png(mask, "L")
 
 
+def _all_ignored(files: dict[str, bytes]) -> None:
+    for name, scene in SCENES.items():
+        files[mask_path(f"photos/{name}", "photos", "masks")] = png(
+            np.full_like(scene_mask(scene), IGNORE), "L"
+        )
+
+
 BAD_DATASETS: list[tuple[str, Any, dict[str, Any], str]] = [
+    (
+        "every pixel the ignore_index (mIoU and pixel accuracy undefined)",
+        _all_ignored,
+        {},
+        "every pixel of every mask is the ignore_index 255",
+    ),
     ("a sample without its mask", _drop("masks/sub/b.png"), {}, "'photos/sub/b.png' has no mask"),
     (
         "a file in the masks folder that is no sample's mask",
@@ -497,18 +510,21 @@ def test_a_well_formed_segmentation_dataset_publishes(ws: Workspace, tmp_path: P
 # --- end to end -----------------------------------------------------------------------------
 
 
-def red_model(form: str, *, pool: int = 1) -> bytes:
+def red_model(form: str, *, pool: int = 1, batch_mean: bool = False) -> bytes:
     """An ONNX model over an NCHW float input in 0..1: a 1x1 convolution reading the red
     channel, as two-class logits ``(0.5 - r, r - 0.5)`` or a probability ``r``; ``pool``
-    averages the grid down by that factor (a coarser head)."""
+    averages the grid down by that factor (a coarser head); ``batch_mean`` averages over the
+    batch (one map per batch: a broken export)."""
     if form == "logits":
         weight = np.array([[-1, 0, 0], [1, 0, 0]], dtype=np.float32).reshape(2, 3, 1, 1)
         bias = np.array([0.5, -0.5], dtype=np.float32)
     else:
         weight = np.array([[1, 0, 0]], dtype=np.float32).reshape(1, 3, 1, 1)
         bias = np.array([0.0], dtype=np.float32)
-    conv_out = "scores" if pool == 1 else "full"
+    conv_out = "scores" if pool == 1 and not batch_mean else "full"
     nodes = [helper.make_node("Conv", ["image", "w", "b"], [conv_out])]
+    if batch_mean:
+        nodes.append(helper.make_node("ReduceMean", ["full"], ["scores"], axes=[0], keepdims=1))
     if pool > 1:
         nodes.append(
             helper.make_node(
@@ -536,8 +552,9 @@ def model_yaml(
     *,
     pool: int = 1,
     labels: bytes | None = None,
+    batch_mean: bool = False,
 ) -> Path:
-    sources = {"model.onnx": red_model(form, pool=pool)}
+    sources = {"model.onnx": red_model(form, pool=pool, batch_mean=batch_mean)}
     if labels is not None:
         sources["labels.txt"] = labels
     files = write_files(root / name, sources)
@@ -562,11 +579,18 @@ def model_yaml(
     return dump(root / f"model-{name}.yaml", data)
 
 
-def run(cli: Cli, tmp_path: Path, model: str, dataset: str = "test/shapes@1.0.0") -> dict[str, Any]:
+def run(
+    cli: Cli, tmp_path: Path, model: str, dataset: str = "test/shapes@1.0.0", batch_size: int = 1
+) -> dict[str, Any]:
     request = tmp_path / f"{model.replace('/', '-')}.yaml"
     request.write_text(
         yaml.safe_dump(
-            {"model": f"{model}@1", "dataset": dataset, "scenario": {"mode": "accuracy"}}
+            {
+                "model": f"{model}@1",
+                "dataset": dataset,
+                "scenario": {"mode": "accuracy"},
+                "batch_size": batch_size,
+            }
         )
     )
     lock = request.with_suffix(".lock")
@@ -660,6 +684,22 @@ def test_logits_of_another_class_count_fail_the_run_before_it_is_timed(
         shown["status"] == "failed"
         and "labels.txt: names 2 classes, the masks index 3" in (shown["error"])
     )
+
+
+def test_an_output_without_the_batch_axis_fails_the_run_before_it_is_timed(
+    published: Cli, tmp_path: Path
+) -> None:
+    path = model_yaml(
+        tmp_path, "batch-mean", "logits", {"letterbox": {"size": [48, 48]}}, batch_mean=True
+    )
+    assert published("publish", str(path)).code == 0
+    shown = run(published, tmp_path, "test/batch-mean", batch_size=2)
+    assert shown["status"] == "failed"
+    assert (
+        "output 'scores' has shape [1, 2, 48, 48] for a batch of 2 samples: its first axis must "
+        "be the batch's samples" in shown["error"]
+    )
+    assert "miou" not in shown and "latency_p50_ns" not in shown
 
 
 def test_a_segmentation_output_without_its_section_is_refused_at_publish(

@@ -282,10 +282,12 @@ def _evaluate(
         if boxes is not None:
             from pinbench.evaluator.detection.score import check_columns
 
+            _check_batch_axis(answer, boxes.names, len(first))
             check_columns(answer, boxes)
         elif pixels is not None:
             from pinbench.evaluator.segmentation.score import check_answer
 
+            _check_batch_axis(answer, [pixels.name], len(first))
             check_answer(answer, pixels)
         elif scored:  # in every mode: a declared classification output is honoured or refused
             _check_class_count(
@@ -369,6 +371,29 @@ class ClassCountMismatch(UserError):
         self.scores = scores
         self.dataset = dataset
         self.classes = classes
+
+
+class BatchAxisMismatch(UserError):
+    """An output scored per sample whose first axis is not the batch's samples: its rows
+    would be matched to other samples' ground truth."""
+
+    def __init__(self, *, output: str, shape: tuple[int, ...], batch: int) -> None:
+        super().__init__(
+            f"output {output!r} has shape {list(shape)} for a batch of {batch} samples: its first "
+            "axis must be the batch's samples"
+        )
+        self.output = output
+        self.shape = shape
+        self.batch = batch
+
+
+def _check_batch_axis(
+    answer: dict[str, npt.NDArray[np.generic]], names: list[str], batch: int
+) -> None:
+    for name in names:
+        shape = tuple(int(d) for d in np.shape(answer[name]))
+        if not shape or shape[0] != batch:
+            raise BatchAxisMismatch(output=name, shape=shape, batch=batch)
 
 
 def _check_class_count(
