@@ -107,13 +107,24 @@ def _check_masks(
     assert labels.path is not None and labels.classes is not None and manifest.data is not None
     paths = [f.path for f in manifest.files]
     masks = mask_paths(samples, manifest.data.path, labels.path, paths)
+    counted = False
     for size, mask in zip(sizes, masks, strict=True):
+        values = read_mask(read(mask), where=mask)
         check_mask(
-            read_mask(read(mask), where=mask),
+            values,
             where=mask,
             size=size,
             classes=labels.classes,
             ignore_index=labels.ignore_index,
+        )
+        counted = counted or bool((values != labels.ignore_index).any())
+    if not counted:  # ignore_index is set: a mask has pixels and none is a class
+        from pinbench.evaluator.labels import LabelProblem
+
+        raise LabelProblem(
+            path=labels.path,
+            reason=f"every pixel of every mask is the ignore_index {labels.ignore_index}: with "
+            "nothing to score, mIoU and pixel accuracy are undefined",
         )
     if labels.names is not None:
         class_names(read(labels.names), where=labels.names, classes=labels.classes)
