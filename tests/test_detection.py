@@ -32,6 +32,9 @@ from pinbench.evaluator.detection.errors import (
 )
 from pinbench.evaluator.detection.layouts import Detections, decode, decode_separate
 from pinbench.evaluator.detection.nms import iou, nms
+from pinbench.evaluator.detection.score import CategoryMap, DetectionSetupError, Plan, check_columns
+from pinbench.evaluator.detection.truth import GroundTruth
+from pinbench.registry.manifest import Detection, Input, Output
 
 # --- box formats ---------------------------------------------------------------------------
 
@@ -431,3 +434,41 @@ def test_detections_map_back_to_coco_results_on_the_original_image() -> None:
     ]
     with pytest.raises(BadDetections, match="class index 1 has no category"):
         to_coco(7, d, t, category_ids=[1])
+
+
+# --- the shape of what is scored, on the first answer ----------------------------------------
+
+
+def _packed_plan(layout: str, classes: int) -> Plan:
+    detection = Detection(layout=layout)  # type: ignore[arg-type]
+    output = Output(name="out", type="detection", detection=detection)
+    truth = GroundTruth(validate_ground_truth(ONE), [1], [(100, 100)], {"a": 1, "b": 2})
+    names = [f"c{i}" for i in range(classes)]
+    return Plan(output, detection, Input(name="x"), truth, CategoryMap(names, [None] * classes))
+
+
+# (layout, output shape, the reason's words); the labels file names 3 classes
+PACKED = [
+    ("yolov8", (1, 7, 20), None),  # 4 + 3 columns per anchor
+    ("yolov5", (1, 20, 8), None),  # 5 + 3
+    ("yolov8", (7, 20), "reads (N, 4 + classes, anchors), the output has shape [7, 20]"),
+    (
+        "yolov5",
+        (1, 1, 20, 8),
+        "reads (N, anchors, 5 + classes), the output has shape [1, 1, 20, 8]",
+    ),
+    ("yolov8", (1, 8, 20), "scores 4 classes but its labels file names 3"),
+]
+
+
+@pytest.mark.parametrize(("layout", "shape", "message"), PACKED)
+def test_a_packed_output_of_another_rank_or_class_count_is_refused(
+    layout: str, shape: tuple[int, ...], message: str | None
+) -> None:
+    answer = {"out": np.zeros(shape, dtype=np.float32)}
+    if message is None:
+        check_columns(answer, _packed_plan(layout, 3))
+        return
+    with pytest.raises(DetectionSetupError) as caught:
+        check_columns(answer, _packed_plan(layout, 3))
+    assert "output 'out'" in str(caught.value) and message in str(caught.value)

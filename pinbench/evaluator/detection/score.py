@@ -141,6 +141,14 @@ def check_columns(answer: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> 
         decoded(answer, plan)
         return
     output = answer[plan.name]
+    shape = list(np.asarray(output).shape)
+    if len(shape) != 3:
+        yolov8 = plan.detection.layout == "yolov8"
+        packed = "(N, 4 + classes, anchors)" if yolov8 else "(N, anchors, 5 + classes)"
+        raise DetectionSetupError(
+            what=f"output {plan.name!r}",
+            reason=f"layout {plan.detection.layout} reads {packed}, the output has shape {shape}",
+        )
     columns = class_columns(output, plan.detection.layout)
     if columns != len(plan.cats.names):
         raise DetectionSetupError(
