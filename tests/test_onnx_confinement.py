@@ -463,7 +463,7 @@ def _state(ws: Workspace) -> tuple[int, set[str], list[str]]:
     with ws.transaction() as session:
         rows = int(session.scalar(select(func.count()).select_from(Artifact)) or 0)
     blobs = {d.hex for d in ws.store.iter_digests()}
-    return rows, blobs, sorted(p.name for p in ws.store.tmp.iterdir() if not p.is_dir())
+    return rows, blobs, sorted(p.name for p in ws.store.tmp.iterdir())
 
 
 def _files(root: Path, model: bytes, others: list[str]) -> list[dict[str, Any]]:
