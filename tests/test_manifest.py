@@ -133,7 +133,7 @@ BAD = [
     ("resize method unknown", _with(MODEL, "inputs.0.steps.1.resize.method", "magic"), "method"),
     ("normalize std and scale", _with(MODEL, "inputs.0.steps.3.normalize.scale", 2.0), "not both"),
     ("labels not a file", _with(MODEL, "outputs.0.labels.path", "labels.txt"), "labels file"),
-    ("topk k zero", _with(MODEL, "outputs.0.steps.1.topk.k", 0), "k must be >= 1"),
+    ("topk k zero", _with(MODEL, "outputs.0.steps.1.topk.k", 0), "topk.k must be between 1 and"),
     ("framework without environment", _with(FRAMEWORK, "environments", []), "at least one"),
     ("environment with nothing", _with(FRAMEWORK, "environments.0", {}), "needs an image"),
     (

@@ -177,8 +177,8 @@ def test_accuracy_run_on_a_dataset_without_labels(digits: Workspace, tmp_path: P
     ("scenario", "needle"),
     [
         ({"name": "Server"}, "needs target_qps"),
-        ({"percentile": 120}, "percentile must be between 0 and 100"),
-        ({"min_query_count": 0}, "min_query_count >= 1"),
+        ({"percentile": 120}, "percentile must be between 0 (exclusive) and 100 (exclusive)"),
+        ({"min_query_count": 0}, "min_query_count must be between 1 and 10000000, got 0"),
         ({"name": "Sometimes"}, "$.scenario.name"),
     ],
 )

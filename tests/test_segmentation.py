@@ -466,7 +466,7 @@ BAD_DATASETS: list[tuple[str, Any, dict[str, Any], str]] = [
         "an ignore_index that is a class index",
         _unchanged,
         {"ignore_index": 1},
-        "ignore_index must be a mask value that is no class index (2..65535), got 1",
+        "labels.ignore_index must be between 2 and 65535, got 1",
     ),
     (
         "a names file that does not name every class",

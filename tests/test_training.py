@@ -8,6 +8,7 @@ frameworks' results from one table.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -318,21 +319,21 @@ def test_tensorflow_refuses_determinism_once_its_threads_are_fixed(tmp_path: Pat
     ("changes", "message"),
     [
         ({"momentum": 0.9}, "momentum is an sgd setting"),  # adam takes no momentum
-        ({"learning_rate": 0.0}, "learning_rate must be > 0"),
-        ({"learning_rate": -1.0}, "learning_rate must be > 0"),
-        ({"learning_rate": 11.0}, "learning_rate must be > 0 and <= 10"),
-        ({"optimizer": "sgd", "momentum": 1.0}, "momentum must be >= 0 and < 1"),
-        ({"weight_decay": -0.1}, "weight_decay must be >= 0"),
-        ({"batch_size": 0}, "batch_size must be an int in [1, 65536]"),
-        ({"epochs": 1001}, "epochs must be an int in [1, 1000]"),
-        ({"target_top1": 0.0}, "target_top1 must be > 0 and <= 1"),
-        ({"target_top1": 1.5}, "target_top1 must be > 0 and <= 1"),
-        ({"seed": -1}, "seed must be an int in [0, 2147483647]"),
+        ({"learning_rate": 0.0}, "learning_rate must be between 0 (exclusive) and 10, got 0.0"),
+        ({"learning_rate": -1.0}, "learning_rate must be between 0 (exclusive) and 10"),
+        ({"learning_rate": 11.0}, "learning_rate must be between 0 (exclusive) and 10, got 11.0"),
+        ({"optimizer": "sgd", "momentum": 1.0}, "momentum must be between 0 and 1 (exclusive)"),
+        ({"weight_decay": -0.1}, "weight_decay must be between 0 and 1 (exclusive), got -0.1"),
+        ({"batch_size": 0}, "batch_size must be between 1 and 65536, got 0"),
+        ({"epochs": 1001}, "epochs must be between 1 and 1000, got 1001"),
+        ({"target_top1": 0.0}, "target_top1 must be between 0 (exclusive) and 1, got 0.0"),
+        ({"target_top1": 1.5}, "target_top1 must be between 0 (exclusive) and 1, got 1.5"),
+        ({"seed": -1}, "seed must be between 0 and 2147483647, got -1"),
         ({"validation": " "}, "validation must name the validation split"),
     ],
 )
 def test_a_bad_spec_names_the_field(changes: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         _spec(**changes)
     with pytest.raises(InvalidDocument, match=message.split(" must")[0].split(" is")[0]):
         parse_spec({"validation": VALIDATION, "target_top1": 0.9, **changes})

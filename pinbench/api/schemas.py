@@ -9,6 +9,8 @@ from typing import Any
 
 import msgspec
 
+from pinbench import bounds as b
+
 
 class Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
@@ -90,9 +92,6 @@ class RunRequest(Body):
     """Trace level: none, model, framework, system or full."""
 
 
-MAX_RETRIES = 3
-
-
 class RunOnRequest(Body):
     lockfile: str
     """The sha256 of a lockfile stored on the server."""
@@ -106,8 +105,7 @@ class RunOnRequest(Body):
     """Attempts on another matching system when a run's system is lost (0 to 3)."""
 
     def __post_init__(self) -> None:
-        if not 0 <= self.retries <= MAX_RETRIES:
-            raise ValueError(f"retries must be 0 to {MAX_RETRIES}")
+        b.RETRIES.check("retries", self.retries)
 
 
 class RunView(Body):

@@ -36,6 +36,17 @@ class InvalidParameter(UserError):
         self.limit = limit
 
 
+class OutOfRange(InvalidParameter):
+    """A number outside its bounds (``pinbench.bounds``): ``limit`` says them."""
+
+    def __init__(self, *, op: str, field: str, value: object, limit: str) -> None:
+        UserError.__init__(self, f"{op}: {field} must be {limit}, got {value!r}")
+        self.op = op
+        self.field = field
+        self.value = value
+        self.limit = limit
+
+
 class TooLarge(InvalidParameter):
     """The operator's tensors or work exceed a cap: ``field`` names the quantity."""
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from pinbench import bounds as b
+
 ParamValue = int | float | bool | str | tuple[int, ...]
 """A parameter's value; a list of dimensions is held as a tuple."""
 
@@ -25,13 +27,21 @@ DIRECTIONS: Final = ("forward", "backward")
 LAYOUTS: Final = ("NCHW", "NHWC")
 
 
+SIZE: Final = b.between(1, b.OPERATOR_SIZE.high, b.OPERATOR_SIZE.why)
+"""A dimension, kernel, stride, dilation or group count (``pinbench.bounds``)."""
+SIZE_OR_ZERO: Final = b.between(0, b.OPERATOR_SIZE.high, b.OPERATOR_SIZE.why)
+"""Padding, or pooling's stride (0: the kernel)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
     name: str
     kind: Kind
     help: str
     default: object = REQUIRED
-    minimum: int | float | None = None
+    bound: b.Bound | None = None
+    """The values a number may take (``dims``: each dimension); None: any (an axis, checked
+    against the shape's rank)."""
     choices: tuple[str, ...] = ()
 
 
@@ -51,7 +61,7 @@ class OpInfo:
 
 
 def _dim(name: str, help: str) -> Param:
-    return Param(name, "int", help, minimum=1)
+    return Param(name, "int", help, bound=SIZE)
 
 
 _NCHW = (
@@ -60,7 +70,7 @@ _NCHW = (
     _dim("h", "input height"),
     _dim("w", "input width"),
 )
-_SHAPE = Param("shape", "dims", "the input's shape, e.g. [8, 1024]")
+_SHAPE = Param("shape", "dims", "the input's shape, e.g. [8, 1024]", bound=SIZE)
 
 OPS: Final[Mapping[str, OpInfo]] = {
     op.name: op
@@ -73,10 +83,10 @@ OPS: Final[Mapping[str, OpInfo]] = {
                 _dim("out_channels", "output channels K"),
                 _dim("kernel_h", "kernel height"),
                 _dim("kernel_w", "kernel width"),
-                Param("stride", "int", "stride (both axes)", 1, minimum=1),
-                Param("padding", "int", "zero padding on each side (both axes)", 0, minimum=0),
-                Param("dilation", "int", "dilation (both axes)", 1, minimum=1),
-                Param("groups", "int", "groups; divides c and out_channels", 1, minimum=1),
+                Param("stride", "int", "stride (both axes)", 1, bound=SIZE),
+                Param("padding", "int", "zero padding on each side (both axes)", 0, SIZE_OR_ZERO),
+                Param("dilation", "int", "dilation (both axes)", 1, bound=SIZE),
+                Param("groups", "int", "groups; divides c and out_channels", 1, bound=SIZE),
                 Param("layout", "str", "layout of x and y", "NCHW", choices=LAYOUTS),
             ),
             ("x", "w"),
@@ -116,8 +126,10 @@ OPS: Final[Mapping[str, OpInfo]] = {
                 (
                     *_NCHW,
                     _dim("kernel", "window size (both axes)"),
-                    Param("stride", "int", "stride (both axes); default: kernel", 0, minimum=0),
-                    Param("padding", "int", "padding on each side, <= kernel // 2", 0, minimum=0),
+                    Param("stride", "int", "stride (both axes); default: kernel", 0, SIZE_OR_ZERO),
+                    Param(
+                        "padding", "int", "padding on each side, <= kernel // 2", 0, SIZE_OR_ZERO
+                    ),
                 ),
                 ("x",),
             )
@@ -129,7 +141,7 @@ OPS: Final[Mapping[str, OpInfo]] = {
         OpInfo(
             "batch_norm",
             "inference batch norm of x (N,C,H,W) with running mean/var, scale and bias",
-            (*_NCHW, Param("eps", "float", "added to the variance", 1e-5, minimum=0.0)),
+            (*_NCHW, Param("eps", "float", "added to the variance", 1e-5, b.OPERATOR_EPS)),
             ("x", "scale", "bias", "mean", "var"),
         ),
         OpInfo(
@@ -144,8 +156,13 @@ OPS: Final[Mapping[str, OpInfo]] = {
             "layer norm over the trailing normalized_shape, with weight and bias",
             (
                 _SHAPE,
-                Param("normalized_shape", "dims", "trailing dimensions of shape to normalize"),
-                Param("eps", "float", "added to the variance", 1e-5, minimum=0.0),
+                Param(
+                    "normalized_shape",
+                    "dims",
+                    "trailing dimensions of shape to normalize",
+                    bound=SIZE,
+                ),
+                Param("eps", "float", "added to the variance", 1e-5, b.OPERATOR_EPS),
             ),
             ("x", "weight", "bias"),
             ("x", "weight", "bias"),

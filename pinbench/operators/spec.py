@@ -13,9 +13,16 @@ from typing import Any, Final
 
 import msgspec
 
+from pinbench import bounds as b
 from pinbench.errors import InvalidDocument
 from pinbench.operators.counts import forward_flops
-from pinbench.operators.errors import InvalidParameter, TooLarge, UnknownOperator, UnknownParameter
+from pinbench.operators.errors import (
+    InvalidParameter,
+    OutOfRange,
+    TooLarge,
+    UnknownOperator,
+    UnknownParameter,
+)
 from pinbench.operators.schema import (
     DIRECTIONS,
     DTYPES,
@@ -35,7 +42,6 @@ upstream gradient and the gradients): 2**28, i.e. 1 GiB at float32 and 2 GiB for
 reference copies, so no request can ask for 100 GB."""
 MAX_FLOPS: Final = 2 * 10**12
 """Cap on one forward call's FLOPs: the float64 NumPy reference must finish in minutes."""
-MAX_SEED: Final = 2**63 - 1
 
 
 class OperatorSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -70,11 +76,10 @@ class OperatorSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
                 limit=f"no backward for {self.op}; backward is defined for "
                 + ", ".join(with_grads),
             )
-        seed_ok = isinstance(self.seed, int) and not isinstance(self.seed, bool)
-        if not seed_ok or not 0 <= self.seed <= MAX_SEED:
-            raise InvalidParameter(
-                op=self.op, field="seed", value=self.seed, limit=f"an int in [0, {MAX_SEED}]"
-            )
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise InvalidParameter(op=self.op, field="seed", value=self.seed, limit="an int")
+        if not b.SEED.holds(self.seed):
+            raise OutOfRange(op=self.op, field="seed", value=self.seed, limit=b.SEED.text())
         _check_fit(self.op, params)
         _check_size(self.op, params, self.direction)
 
@@ -143,8 +148,12 @@ def _check_value(op: str, param: Param, value: object) -> ParamValue:
     if param.kind == "dims":
         if not isinstance(value, list | tuple) or not 1 <= len(value) <= MAX_RANK:
             raise bad(f"a list of 1 to {MAX_RANK} dimensions")
-        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value):
-            raise bad("every dimension an int >= 1")
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in value):
+            raise bad("every dimension an int")
+        for d in value:
+            if param.bound is not None and not param.bound.holds(d):
+                limit = f"{param.bound.text()} (each dimension)"
+                raise OutOfRange(op=op, field=param.name, value=d, limit=limit)
         return tuple(value)
     if param.kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -154,8 +163,8 @@ def _check_value(op: str, param: Param, value: object) -> ParamValue:
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("an int")
         number = value
-    if param.minimum is not None and number < param.minimum:
-        raise bad(f">= {param.minimum}")
+    if param.bound is not None and not param.bound.holds(number):
+        raise OutOfRange(op=op, field=param.name, value=value, limit=param.bound.text())
     return number
 
 

@@ -33,10 +33,12 @@ from pinbench.registry.manifest import (
 from pinbench.registry.names import Kind
 from pinbench.registry.request import (
     LATE_SYSTEM_FIELDS,
+    BatchSize,
     Limits,
     Request,
     Scenario,
     SystemRequest,
+    Threads,
     request_data,
 )
 from pinbench.training.spec import TrainingSpec
@@ -132,8 +134,8 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     """A training run's validation split (``training.validation`` resolved); left out when
     unset."""
     scenario: Scenario
-    batch_size: int
-    threads: int | None
+    batch_size: BatchSize
+    threads: Threads | None
     sweep: str | None
     """For one point of a batch-size sweep: the sha256 of the request, shared by its points."""
     system: SystemRequest
@@ -183,7 +185,8 @@ class Lockfile:
             body = msgspec.convert(parsed, type=LockBody, strict=True)
             lock = cls(body)
         except msgspec.ValidationError as exc:
-            raise LockfileError(source=source, reason=explain(str(exc), LockBody)) from None
+            reason = explain(str(exc), LockBody, parsed)
+            raise LockfileError(source=source, reason=reason) from None
         except UserError as exc:  # the operator section's own check
             raise LockfileError(source=source, reason=f"operator: {exc}") from None
         except ValueError as exc:  # a non-finite float or a huge integer: not canonical JSON

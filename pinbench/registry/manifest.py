@@ -11,10 +11,11 @@ from __future__ import annotations
 import posixpath
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from pinbench import bounds as b
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.sources.uri import parse_source
@@ -74,7 +75,7 @@ class FileEntry(_Strict, frozen=True, kw_only=True):
     sha256: str | None = None
     """Required, except for a file with a remote source: publishing fetches it, computes the
     sha256 and stores the manifest with it filled in."""
-    size: int | None = None
+    size: Annotated[int, b.FILE_SIZE.meta] | None = None
     source: str | None = None
     """Where the bytes come from: ``file:REL`` (relative to the manifest) or a URI
     (``https://``, ``hf://ORG/REPO@REV/PATH``, ``dvc://REPO@REV/PATH``)."""
@@ -100,8 +101,6 @@ class FileEntry(_Strict, frozen=True, kw_only=True):
                 raise ValueError(str(exc)) from None
         if self.md5 is not None and not _MD5.fullmatch(self.md5):
             raise ValueError(f"md5 of {self.path!r} must be 32 lowercase hex digits")
-        if self.size is not None and self.size < 0:
-            raise ValueError(f"size of {self.path!r} must be >= 0")
 
     @property
     def remote(self) -> bool:
@@ -152,6 +151,9 @@ class _Common(_Strict, frozen=True, kw_only=True):
             parse_version(self.version)
         except UserError as exc:
             raise ValueError(str(exc)) from None
+        for key, value in self.attributes.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                b.ATTRIBUTE_INT.check(f"attributes.{key}", value)
 
     @property
     def files_list(self) -> list[FileEntry]:
@@ -175,15 +177,20 @@ class Decode(_Strict, frozen=True, kw_only=True):
     color_mode: Literal["rgb", "bgr", "grayscale"] = "rgb"
 
 
+Pixels = Annotated[int, b.PIXELS.meta]
+Fraction = Annotated[float, b.FRACTION.meta]
+PadValue = Annotated[float, b.PAD_VALUE.meta]
+
+
 class Resize(_Strict, frozen=True, kw_only=True):
-    size: tuple[int, int]
+    size: tuple[Pixels, Pixels]
     """Height, width."""
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
     keep_aspect_ratio: bool = False
 
 
 class Crop(_Strict, frozen=True, kw_only=True):
-    size: tuple[int, int]
+    size: tuple[Pixels, Pixels]
     mode: Literal["center"] = "center"
 
 
@@ -192,20 +199,16 @@ class MaxDimension(_Strict, frozen=True, kw_only=True):
     kept (MLModelScope's ``max_dimension``); images of different shapes stay different until a
     pad, letterbox, resize or crop makes them one size."""
 
-    size: int
+    size: Pixels
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.size <= 16384:
-            raise ValueError(f"max_dimension size must be 1..16384, got {self.size}")
 
 
 class Normalize(_Strict, frozen=True, kw_only=True):
     """``(x - mean) / std`` per channel, or ``x * scale``."""
 
-    mean: list[float] = msgspec.field(default_factory=lambda: [0.0])
-    std: list[float] | None = None
-    scale: float | None = None
+    mean: list[Annotated[float, b.NORMALIZE.meta]] = msgspec.field(default_factory=lambda: [0.0])
+    std: list[Annotated[float, b.NORMALIZE.meta]] | None = None
+    scale: Annotated[float, b.NORMALIZE.meta] | None = None
 
     def __post_init__(self) -> None:
         if self.std is not None and self.scale is not None:
@@ -236,22 +239,15 @@ class Tokenize(_Strict, frozen=True, kw_only=True):
     tokenizer: str
     """The ``tokenizer.json`` file, among the model's files."""
     output: Literal["input_ids", "attention_mask", "token_type_ids"] = "input_ids"
-    max_length: int
+    max_length: Annotated[int, b.MAX_LENGTH.meta]
     truncation: bool = False
     padding: Literal["fixed"] = "fixed"
 
     def __post_init__(self) -> None:
         check_relative_path(self.tokenizer)
-        if not 1 <= self.max_length <= 65536:
-            raise ValueError(f"max_length must be 1..65536, got {self.max_length}")
 
 
 Placement = Literal["top-left", "center"]
-
-
-def _check_pad_value(value: float) -> None:
-    if not 0 <= value <= 255:
-        raise ValueError(f"pad value must be 0..255 (a pixel value), got {value}")
 
 
 class Pad(_Strict, frozen=True, kw_only=True):
@@ -259,25 +255,17 @@ class Pad(_Strict, frozen=True, kw_only=True):
 
     to: Literal["square"] = "square"
     placement: Placement = "top-left"
-    value: float = 0
-
-    def __post_init__(self) -> None:
-        _check_pad_value(self.value)
+    value: PadValue = 0
 
 
 class Letterbox(_Strict, frozen=True, kw_only=True):
     """Scale each image to fit ``size`` (height, width) keeping its aspect ratio, then pad to
     the size (ultralytics' ``LetterBox``)."""
 
-    size: tuple[int, int]
+    size: tuple[Pixels, Pixels]
     placement: Placement = "center"
-    value: float = 114
+    value: PadValue = 114
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
-
-    def __post_init__(self) -> None:
-        _check_pad_value(self.value)
-        if min(self.size) < 1:
-            raise ValueError(f"letterbox size must be positive, got {list(self.size)}")
 
 
 class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
@@ -300,7 +288,7 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class Softmax(_Strict, frozen=True, kw_only=True):
-    axis: int = -1
+    axis: Annotated[int, b.AXIS.meta] = -1
 
 
 class Argsort(_Strict, frozen=True, kw_only=True):
@@ -308,11 +296,7 @@ class Argsort(_Strict, frozen=True, kw_only=True):
 
 
 class TopK(_Strict, frozen=True, kw_only=True):
-    k: int = 5
-
-    def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ValueError("topk k must be >= 1")
+    k: Annotated[int, b.TOP_K.meta] = 5
 
 
 class Pool(_Strict, frozen=True, kw_only=True):
@@ -366,21 +350,15 @@ class LabelsRef(_Strict, frozen=True, kw_only=True):
 class Nms(_Strict, frozen=True, kw_only=True):
     """Greedy non-maximum suppression per class (``pinbench.evaluator.detection.nms``)."""
 
-    iou: float = 0.45
-    max_detections: int = 100
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.iou <= 1:
-            raise ValueError(f"nms iou must be 0..1, got {self.iou}")
-        if self.max_detections < 1:
-            raise ValueError(f"nms max_detections must be >= 1, got {self.max_detections}")
+    iou: Fraction = 0.45
+    max_detections: Annotated[int, b.MAX_DETECTIONS.meta] = 100
 
 
 DetectionLayouts = Literal["yolov8", "yolov5", "separate"]
 BoxFormats = Literal["xyxy", "xywh", "cxcywh", "yxyx"]
 PACKED_LAYOUTS = ("yolov8", "yolov5")
 """Layouts packing boxes and class scores in the one output tensor (boxes as cxcywh)."""
-OutputName = str | int
+OutputName = str | Annotated[int, b.PORT_INDEX.meta]
 """A model output's name, or an index into the model's outputs."""
 
 
@@ -393,7 +371,7 @@ class Detection(_Strict, frozen=True, kw_only=True):
     layout: DetectionLayouts
     box_format: BoxFormats = "cxcywh"
     normalized: bool = False
-    score_threshold: float = 0.0
+    score_threshold: Fraction = 0.0
     nms: Nms | None = None
     scores: OutputName | None = None
     """``separate``: the output of each box's score, ``(N, K)``."""
@@ -407,7 +385,7 @@ class Detection(_Strict, frozen=True, kw_only=True):
     mask_kind: Literal["box", "image"] | None = None
     """``box``: each mask covers its own box (TensorFlow's and MLModelScope's Mask R-CNN);
     ``image``: each mask covers the model input (mapped back like the boxes)."""
-    mask_threshold: float | None = None
+    mask_threshold: Fraction | None = None
     """A mask pixel belongs to the instance when its score is at least this (0.5 if unset)."""
 
     def __post_init__(self) -> None:
@@ -426,16 +404,12 @@ class Detection(_Strict, frozen=True, kw_only=True):
                     )
         elif self.scores is None:
             raise ValueError("layout separate needs `scores`: the output of the boxes' scores")
-        if not 0 <= self.score_threshold <= 1:
-            raise ValueError(f"score_threshold must be 0..1, got {self.score_threshold}")
         if self.masks is None and (self.mask_kind, self.mask_threshold) != (None, None):
             raise ValueError("mask_kind and mask_threshold describe `masks`: name that output")
         if self.masks is not None and self.mask_kind is None:
             raise ValueError(
                 "masks need `mask_kind`: box (each mask covers its box) or image (the input)"
             )
-        if self.mask_threshold is not None and not 0 <= self.mask_threshold <= 1:
-            raise ValueError(f"mask_threshold must be 0..1, got {self.mask_threshold}")
 
     @property
     def extra_outputs(self) -> list[OutputName]:
@@ -457,24 +431,20 @@ class Segmentation(_Strict, frozen=True, kw_only=True):
     is at least ``threshold``, else 0."""
     layout: Literal["NCHW", "NHWC"] = "NCHW"
     """Where ``logits`` keep the classes: axis 1 (NCHW) or last (NHWC)."""
-    threshold: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.threshold <= 1:
-            raise ValueError(f"segmentation threshold must be 0..1, got {self.threshold}")
+    threshold: Fraction = 0.5
 
 
 class Input(_Strict, frozen=True, kw_only=True):
-    name: str | int
+    name: OutputName
     """A layer name, or an index into the model's inputs."""
     type: Literal["image", "tensor", "text"] = "tensor"
     element_type: ElementType = "float32"
-    shape: list[int] = msgspec.field(default_factory=list)
+    shape: list[Annotated[int, b.DIMENSION.meta]] = msgspec.field(default_factory=list)
     steps: list[InputStep] = msgspec.field(default_factory=list)
 
 
 class Output(_Strict, frozen=True, kw_only=True):
-    name: str | int
+    name: OutputName
     type: Literal["classification", "tensor", "embedding", "detection", "segmentation"] = "tensor"
     steps: list[OutputStep] = msgspec.field(default_factory=list)
     labels: LabelsRef | None = None
@@ -679,7 +649,7 @@ BY_FILE_NAME = ("class-index-csv", "class-index-jsonl", "imagefolder", "coco-jso
 class LabelFormat(_Strict, frozen=True, kw_only=True):
     format: LabelFormats
     path: str | None = None
-    classes: int | None = None
+    classes: Annotated[int, b.CLASSES.meta] | None = None
     names: str | None = None
     """A class-names file among the files (added later: left out of the stored data while
     unset, see ``LATE_LABEL_FIELDS``)."""
@@ -688,8 +658,6 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
     field likewise."""
 
     def __post_init__(self) -> None:
-        if self.classes is not None and self.classes < 1:
-            raise ValueError(f"classes must be at least 1, got {self.classes}")
         if self.ignore_index is not None and self.format != "masks":
             raise ValueError("ignore_index is a mask value: it goes with labels of format masks")
         if self.format == "masks" and (self.path is None or self.classes is None):
@@ -701,11 +669,9 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
             assert self.path is not None and self.classes is not None
             if self.path != ".":
                 check_relative_path(self.path)
-            if self.ignore_index is not None and not self.classes <= self.ignore_index <= 65535:
-                raise ValueError(
-                    f"ignore_index must be a mask value that is no class index ({self.classes}.."
-                    f"65535), got {self.ignore_index}"
-                )
+            b.MASK_CLASSES.check("labels.classes", self.classes)
+            no_class = b.between(self.classes, b.MASK_VALUE.high, "a mask value, no class index")
+            no_class.check("labels.ignore_index", self.ignore_index)
         if self.format == "imagefolder" and self.path is not None:
             raise ValueError(
                 "imagefolder labels are the folders the samples are in: give no `path` "
@@ -738,7 +704,7 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
     task: Literal["classification", "sentence-similarity", "detection", "segmentation", "other"] = (
         "classification"
     )
-    samples: int | None = None
+    samples: Annotated[int, b.SAMPLES.meta] | None = None
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -749,8 +715,6 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
         for what, path in (("labels", label_file), ("class-names", self.labels.names)):
             if path is not None and path not in paths:
                 raise ValueError(f"{what} file {path!r} is not among the files")
-        if self.samples is not None and self.samples < 0:
-            raise ValueError(f"samples must not be negative, got {self.samples}")
         per_file = self.data is not None and self.data.format in PER_FILE_FORMATS
         if self.labels.format in BY_FILE_NAME and not per_file:
             raise ValueError(
@@ -848,7 +812,8 @@ def parse_manifest(data: object, *, source: str = "<manifest>") -> Manifest:
     try:
         manifest = msgspec.convert(data, type=MANIFEST_TYPES[kind], strict=True)
     except msgspec.ValidationError as exc:
-        raise ManifestError(source=source, reason=explain(str(exc), MANIFEST_TYPES[kind])) from None
+        reason = explain(str(exc), MANIFEST_TYPES[kind], data)
+        raise ManifestError(source=source, reason=reason) from None
     try:
         canonical_json(manifest_data(manifest))
     except ValueError as exc:  # a non-finite float from data not read by yamlsafe

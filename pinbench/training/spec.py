@@ -10,16 +10,12 @@ name the field.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 
+from pinbench import bounds as b
 from pinbench.errors import InvalidDocument
-
-MAX_SEED: Final = 2**31 - 1
-MAX_BATCH: Final = 65536
-MAX_EPOCHS: Final = 1000
-MAX_LEARNING_RATE: Final = 10.0
 
 
 class TrainingSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -50,28 +46,20 @@ class TrainingSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
             raise ValueError("validation must name the validation split (name@range), got ''")
         _choice("optimizer", self.optimizer, ("sgd", "adam"))
         _choice("init", self.init, ("seed", "weights"))
-        _number("learning_rate", self.learning_rate, "> 0 and <= 10")
-        if not 0 < self.learning_rate <= MAX_LEARNING_RATE:
-            raise ValueError(f"learning_rate must be > 0 and <= 10, got {self.learning_rate}")
+        _number("learning_rate", self.learning_rate, b.LEARNING_RATE)
         if self.momentum is not None:
-            _number("momentum", self.momentum, ">= 0 and < 1")
+            _number("momentum", self.momentum, b.MOMENTUM)
             if self.optimizer != "sgd":
                 raise ValueError(
                     f"momentum is an sgd setting; optimizer {self.optimizer} takes none "
                     "(drop momentum or use optimizer sgd)"
                 )
-            if not 0 <= self.momentum < 1:
-                raise ValueError(f"momentum must be >= 0 and < 1, got {self.momentum}")
-        _number("weight_decay", self.weight_decay, ">= 0 and < 1")
-        if not 0 <= self.weight_decay < 1:
-            raise ValueError(f"weight_decay must be >= 0 and < 1, got {self.weight_decay}")
-        _integer("batch_size", self.batch_size, 1, MAX_BATCH)
-        _integer("epochs", self.epochs, 1, MAX_EPOCHS)
-        _integer("seed", self.seed, 0, MAX_SEED)
+        _number("weight_decay", self.weight_decay, b.WEIGHT_DECAY)
+        _integer("batch_size", self.batch_size, b.TRAINING_BATCH_SIZE)
+        _integer("epochs", self.epochs, b.EPOCHS)
+        _integer("seed", self.seed, b.TRAINING_SEED)
         if self.target_top1 is not None:
-            _number("target_top1", self.target_top1, "> 0 and <= 1")
-            if not 0 < self.target_top1 <= 1:
-                raise ValueError(f"target_top1 must be > 0 and <= 1, got {self.target_top1}")
+            _number("target_top1", self.target_top1, b.TARGET_TOP1)
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"deterministic must be true or false, got {self.deterministic!r}")
 
@@ -90,11 +78,14 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
 
 
-def _number(name: str, value: object, limit: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise ValueError(f"{name} must be a number {limit}, got {value!r}")
+def _number(name: str, value: object, bound: b.Bound) -> None:
+    """A number (not a bool) within ``bound`` (NaN is within none)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number {bound.text()}, got {value!r}")
+    bound.check(name, value)
 
 
-def _integer(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+def _integer(name: str, value: object, bound: b.Bound) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int {bound.text()}, got {value!r}")
+    bound.check(name, value)

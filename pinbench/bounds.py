@@ -1,0 +1,174 @@
+"""The bounds of every number a document may give, in one table.
+
+Requests (and the lockfiles that embed them), manifests, operator and training specs and API
+bodies take numbers from people and programs that may be careless or hostile: a request once
+asked for 10^12 threads, and memory grew until the run's time limit. Every numeric field is
+typed here as ``Annotated[int, bound.meta]``, so msgspec refuses a value outside while it
+parses (before any ``__post_init__``), the JSON schemas show the bounds (``minimum``,
+``maximum``) and ``explain`` words the refusal ``FIELD must be between A and B, got X``.
+Values no field type can hold (an operator's parameters, a bound that depends on another
+field) are checked with ``Bound.check``, in the same words.
+
+Upper bounds refuse only what no real use asks for (MLPerf's own settings, the largest
+public models and datasets sit far below them); each row says why it is where it is. The
+README's "Bounds" table lists them, and a test keeps it equal to ``TABLE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+
+MAX_JSON_INT: Final = 2**53 - 1
+"""The largest integer every JSON reader holds exactly."""
+MAX_SEED: Final = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """``low <= value <= high`` (``<`` where the end is open)."""
+
+    low: int | float
+    high: int | float
+    why: str
+    low_open: bool = False
+    high_open: bool = False
+
+    @property
+    def meta(self) -> msgspec.Meta:
+        """The bound as msgspec checks it and JSON Schema shows it."""
+        if self.low_open:
+            if self.high_open:
+                return msgspec.Meta(gt=self.low, lt=self.high)
+            return msgspec.Meta(gt=self.low, le=self.high)
+        if self.high_open:
+            return msgspec.Meta(ge=self.low, lt=self.high)
+        return msgspec.Meta(ge=self.low, le=self.high)
+
+    def text(self) -> str:
+        """``between 0 (exclusive) and 10``."""
+        low = f"{self.low} (exclusive)" if self.low_open else str(self.low)
+        high = f"{self.high} (exclusive)" if self.high_open else str(self.high)
+        return f"between {low} and {high}"
+
+    def holds(self, value: int | float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below  # NaN holds neither
+
+    def refusal(self, field: str, value: object) -> str:
+        return f"{field} must be {self.text()}, got {value!r}"
+
+    def check(self, field: str, value: int | float | None) -> None:
+        """Raise ``ValueError`` (what msgspec turns into a validation error naming the
+        place) when ``value`` is set and outside."""
+        if value is not None and not self.holds(value):
+            raise ValueError(self.refusal(field, value))
+
+
+def between(low: int | float, high: int | float, why: str) -> Bound:
+    return Bound(low, high, why)
+
+
+# ---------------------------------------------------------------- requests (and lockfiles)
+
+BATCH_SIZE = between(1, 65_536, "the largest batch any model card or MLPerf submission uses")
+THREADS = between(1, 1024, "past the cores of any one machine")
+MIN_DURATION_MS = between(0, 86_400_000, "24 h; MLPerf's runs are 10 min")
+QUERY_COUNT = between(1, 10_000_000, "37x MLPerf's largest minimum (270,336 queries)")
+SAMPLE_COUNT = between(1, 10_000_000, "LoadGen holds every sample's index; ImageNet has 1.3M")
+SAMPLES_PER_QUERY = between(1, 65_536, "MLPerf's MultiStream uses 8")
+TARGET_QPS = Bound(0, 10_000_000, "10M queries/s; a Server scenario must target > 0", True)
+TARGET_LATENCY_MS = Bound(0, 86_400_000, "24 h, the longest run", True)
+PERCENTILE = Bound(0, 100, "a percentile strictly inside 0..100", True, True)
+SEED = between(0, MAX_SEED, "a 64-bit seed, as LoadGen and NumPy take it")
+MEMORY_MB = between(64, 4_194_304, "4 TiB; below 64 MB no framework starts")
+CPUS = between(0.01, 4096, "Docker's --cpus takes 0.01 and up")
+TIMEOUT_S = between(1, 604_800, "7 days")
+
+# ---------------------------------------------------------------- operator and training specs
+
+OPERATOR_SAMPLES = between(1, 1_000_000, "a million timed calls keep a run in minutes")
+OPERATOR_WARMUP = between(0, 1_000_000, "likewise for untimed calls")
+OPERATOR_SIZE = between(0, 1 << 28, "an operator's tensors hold at most 2^28 elements")
+"""Every integer parameter of an operator (dimensions, kernel, stride, padding, groups): its
+lower bound is the parameter's own minimum (``schema.Param.minimum``)."""
+OPERATOR_EPS = between(0, 1, "an epsilon added to a variance")
+LEARNING_RATE = Bound(0, 10, "no optimiser converges above 10", True)
+MOMENTUM = Bound(0, 1, "SGD's momentum", high_open=True)
+WEIGHT_DECAY = Bound(0, 1, "an L2 factor; 1 would zero the weights", high_open=True)
+TRAINING_BATCH_SIZE = between(1, 65_536, "as for evaluation")
+EPOCHS = between(1, 1000, "a benchmark trains to a target in far fewer")
+TARGET_TOP1 = Bound(0, 1, "an accuracy", True)
+TRAINING_SEED = between(0, 2**31 - 1, "TensorFlow's and PyTorch's seeds")
+
+# ---------------------------------------------------------------- manifests
+
+FILE_SIZE = between(0, MAX_JSON_INT, "8 PiB; any size a JSON reader holds exactly")
+PORT_INDEX = between(0, 4095, "an index into a model's inputs or outputs")
+DIMENSION = between(1, 2**31 - 1, "a declared dimension after the batch axis")
+PIXELS = between(1, 16_384, "an image side; 16384 px is 268 Mpx, past any model input")
+NORMALIZE = between(-1_000_000, 1_000_000, "pixel, token or audio-sample values")
+PAD_VALUE = between(0, 255, "a pixel value")
+MAX_LENGTH = between(1, 65_536, "tokens of one sample; the longest context windows are 128k")
+AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
+TOP_K = between(1, 1_000_000, "past the largest vocabularies (250k classes)")
+FRACTION = between(0, 1, "a threshold, an IoU")
+MAX_DETECTIONS = between(1, 100_000, "COCO counts 100 per image")
+CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
+MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")
+MASK_VALUE = between(0, 65_535, "a 16-bit PNG's pixel value; no class index (>= classes)")
+SAMPLES = between(0, 1_000_000_000, "samples of one dataset")
+ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader holds exactly")
+
+# ---------------------------------------------------------------- API bodies
+
+RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
+
+
+TABLE: Final[dict[str, Bound]] = {
+    "batch_size": BATCH_SIZE,
+    "threads": THREADS,
+    "scenario.min_duration_ms": MIN_DURATION_MS,
+    "scenario.min_query_count, max_query_count": QUERY_COUNT,
+    "scenario.sample_count": SAMPLE_COUNT,
+    "scenario.samples_per_query": SAMPLES_PER_QUERY,
+    "scenario.target_qps": TARGET_QPS,
+    "scenario.target_latency_ms": TARGET_LATENCY_MS,
+    "scenario.percentile": PERCENTILE,
+    "scenario.seed, operator.seed": SEED,
+    "limits.memory_mb": MEMORY_MB,
+    "limits.cpus": CPUS,
+    "limits.timeout_s": TIMEOUT_S,
+    "operator.samples": OPERATOR_SAMPLES,
+    "operator.warmup": OPERATOR_WARMUP,
+    "operator.params (integers; low: 1 for sizes)": OPERATOR_SIZE,
+    "operator.params.eps": OPERATOR_EPS,
+    "training.learning_rate": LEARNING_RATE,
+    "training.momentum": MOMENTUM,
+    "training.weight_decay": WEIGHT_DECAY,
+    "training.batch_size": TRAINING_BATCH_SIZE,
+    "training.epochs": EPOCHS,
+    "training.target_top1": TARGET_TOP1,
+    "training.seed": TRAINING_SEED,
+    "files[].size": FILE_SIZE,
+    "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
+    "inputs[].shape[]": DIMENSION,
+    "resize, crop, letterbox, max_dimension: size": PIXELS,
+    "normalize: mean, std, scale": NORMALIZE,
+    "pad, letterbox: value": PAD_VALUE,
+    "tokenize.max_length": MAX_LENGTH,
+    "softmax.axis": AXIS,
+    "topk.k": TOP_K,
+    "nms.iou, thresholds (score, mask, segmentation)": FRACTION,
+    "nms.max_detections": MAX_DETECTIONS,
+    "labels.classes": CLASSES,
+    "labels.classes (masks)": MASK_CLASSES,
+    "labels.ignore_index (from labels.classes)": MASK_VALUE,
+    "samples": SAMPLES,
+    "attributes (integers)": ATTRIBUTE_INT,
+    "retries (POST /api/v1/runs/on)": RETRIES,
+}
+"""Every bound, by the fields it bounds (as the README's table lists them)."""
