@@ -47,6 +47,7 @@ class Workspace:
 
     def init(self) -> str:
         """Create the home, the blob store and the schema; return the schema revision."""
+        self.engine  # noqa: B018 - a URL that cannot be used is refused before the home is made
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self.store.create()
         # Alembic only where the schema changes (start-up cost)

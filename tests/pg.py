@@ -38,8 +38,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Start a throwaway server; yield a SQLAlchemy URL of its ``postgres`` database."""
+def postgres_server(password: str | None = None) -> Iterator[str]:
+    """Start a throwaway server; yield a SQLAlchemy URL of its ``postgres`` database. With a
+    ``password``, TCP connections must give it (SCRAM); without, they are trusted."""
     bindir = _bindir()
     root = Path(tempfile.mkdtemp(prefix="pinbench-pg-"))
     data, sock = root / "data", root / "sock"
@@ -55,8 +56,15 @@ def postgres_server() -> Iterator[str]:
     def run(*cmd: str) -> None:
         subprocess.run([*prefix, *cmd], check=True, capture_output=True, timeout=120)
 
+    auth = ["--auth=trust"]
+    if password is not None:
+        pwfile = root / "pw"
+        pwfile.write_text(password + "\n")
+        if prefix:
+            shutil.chown(pwfile, "postgres")
+        auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
     try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "pinbench", "--auth=trust", "-E", "UTF8")
+        run(str(bindir / "initdb"), "-D", str(data), "-U", "pinbench", *auth, "-E", "UTF8")
         opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
         run(
             str(bindir / "pg_ctl"),
@@ -74,7 +82,8 @@ def postgres_server() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"could not start PostgreSQL: {exc} {detail!r}") from exc
     try:
-        yield f"postgresql+psycopg://pinbench@127.0.0.1:{port}/postgres"
+        user = "pinbench" if password is None else f"pinbench:{password}"
+        yield f"postgresql+psycopg://{user}@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],

@@ -2,6 +2,11 @@
 
 SQLite (the embedded default) runs in WAL mode with a busy timeout and foreign keys on.
 ``transaction`` commits or rolls back in one place and maps database errors to pinbench's own.
+A database that cannot be reached is said in one place too, whatever first uses the engine
+(``init``'s migration, a transaction, a read): a URL whose driver is not installed when the
+engine is made (``DriverMissing``, with the ``pip install`` that fixes it), a connection that
+fails (server down, wrong password, no such database or file) when it is first made
+(``DatabaseUnavailable`` naming the database, its password hidden, and the server's reason).
 """
 
 from __future__ import annotations
@@ -11,21 +16,60 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
-from pinbench.db.errors import Conflict, DatabaseUnavailable
+from pinbench.db.errors import BadDatabaseUrl, Conflict, DatabaseUnavailable, DriverMissing
 from pinbench.db.plain import SQLITE_BUSY_TIMEOUT_MS
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import ExceptionContext
     from sqlalchemy.orm import Session, sessionmaker
+
+DRIVERS = {
+    "psycopg": "pip install 'pinbench[postgres]'",
+    "psycopg2": "pip install 'pinbench[postgres]' and write the URL as postgresql+psycopg://...",
+}
+"""What installs the driver a URL needs (the project's extra), by the module it imports."""
 
 
 def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-        event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    return create_engine(url, pool_pre_ping=True)
+    shown = _shown(url)
+    try:
+        if url.startswith("sqlite"):
+            timeout = SQLITE_BUSY_TIMEOUT_MS / 1000
+            engine = create_engine(url, connect_args={"timeout": timeout})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+    except ImportError as exc:  # SQLAlchemy imports the URL's driver here
+        module = (exc.name or "").split(".")[0] or "its driver"
+        install = DRIVERS.get(module, f"pip install {module}")
+        raise DriverMissing(url=shown, module=module, install=install) from None
+    except ArgumentError as exc:  # not a URL, or a dialect SQLAlchemy does not have
+        raise BadDatabaseUrl(url=shown, reason=str(exc)) from None
+    event.listen(engine, "handle_error", _unreachable)
+    return engine
+
+
+def _shown(url: str) -> str:
+    """The URL as it may be printed: its password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(not a URL)"
+
+
+def _unreachable(context: ExceptionContext) -> None:
+    """A connection that could not be made: raised as ``DatabaseUnavailable`` in place of
+    SQLAlchemy's error (and its traceback through the driver). A pre-ping's failure is left
+    to the pool, which reconnects; errors on a connection that was made are left to
+    ``transaction``."""
+    if context.connection is not None or context.is_pre_ping or context.engine is None:
+        return
+    reason = " ".join(str(context.original_exception).split())
+    url = context.engine.url.render_as_string(hide_password=True)
+    raise DatabaseUnavailable(f"cannot connect to the database {url}: {reason}")
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

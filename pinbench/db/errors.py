@@ -11,3 +11,25 @@ class Conflict(UserError):
 
 class DatabaseUnavailable(SystemFailure):
     pass
+
+
+class DriverMissing(UserError):
+    """``PINBENCH_DATABASE_URL`` names a database whose Python driver is not installed."""
+
+    def __init__(self, *, url: str, module: str, install: str) -> None:
+        super().__init__(
+            f"the database URL {url} needs the Python module {module!r}, which is not "
+            f"installed: {install}"
+        )
+        self.url = url
+        self.module = module
+        self.install = install
+
+
+class BadDatabaseUrl(UserError):
+    """``PINBENCH_DATABASE_URL`` is not a URL of a database SQLAlchemy knows."""
+
+    def __init__(self, *, url: str, reason: str) -> None:
+        super().__init__(f"the database URL {url} cannot be used: {reason}")
+        self.url = url
+        self.reason = reason
