@@ -13,6 +13,7 @@ import pytest
 
 from pinbench import catalog as builtin
 from pinbench.evaluator.classification import (
+    LabelOutsideScores,
     NotClassScores,
     class_scores,
     classification_metrics,
@@ -109,6 +110,24 @@ def test_no_sample_scored_is_undefined() -> None:
         classification_metrics(np.zeros((0, 10)), np.zeros(0, dtype=np.int64))
 
 
+# (labels, why they do not fit an output of three class scores)
+OUTSIDE = [
+    ([0, 1, 2, 7], 7, "class 7 has no score: never predicted, always a miss"),
+    ([0, 1, 2, 3], 3, "one past the last class"),
+    ([0, -1, 2, 1], -1, "a negative class index"),
+]
+
+
+@pytest.mark.parametrize(("labels", "label"), [o[:2] for o in OUTSIDE], ids=[o[2] for o in OUTSIDE])
+def test_a_label_the_output_has_no_score_for_is_refused_not_counted_a_miss(
+    labels: list[int], label: int
+) -> None:
+    with pytest.raises(LabelOutsideScores) as caught:
+        classification_metrics(np.eye(4, 3), np.array(labels), name="logits")
+    assert (caught.value.output, caught.value.classes, caught.value.label) == ("logits", 3, label)
+    assert "'logits' scores 3 classes (0..2) but a label is class" in str(caught.value)
+
+
 # --- through a run ---------------------------------------------------------------------------
 
 X = {"name": "x", "element_type": "float32", "shape": [1, 8, 8]}
@@ -117,7 +136,8 @@ STEPS = [{"normalize": {"mean": [0.0], "std": [16.0]}}, {"layout": {"to": "NCHW"
 
 def _model(tail: str) -> bytes:
     """The digits logistic regression ``x (N, 1, 8, 8) -> logits (N, 10)`` then ``tail``:
-    ``reshape:D,D,...`` (a Reshape to those dims, -1 the batch), ``argmax`` (ArgMax: the
+    ``reshape:D,D,...`` (a Reshape to those dims, -1 the batch), ``columns:K`` (the first K
+    scores), ``argmax`` (ArgMax: the
     class index per sample) or ``mean-over-batch`` (one row for the whole batch)."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -135,6 +155,12 @@ def _model(tail: str) -> bytes:
         dims = [int(d) for d in tail.removeprefix("reshape:").split(",")]
         inits.append(numpy_helper.from_array(np.array(dims, dtype=np.int64), "dims"))
         nodes.append(helper.make_node("Reshape", ["logits", "dims"], ["out"]))
+        out_type = TensorProto.FLOAT
+    elif tail.startswith("columns:"):  # the first K class scores only: (N, K)
+        end = int(tail.removeprefix("columns:"))
+        for name, value in (("starts", 0), ("ends", end), ("axes", 1)):
+            inits.append(numpy_helper.from_array(np.array([value], dtype=np.int64), name))
+        nodes.append(helper.make_node("Slice", ["logits", "starts", "ends", "axes"], ["out"]))
         out_type = TensorProto.FLOAT
     elif tail == "argmax":
         nodes.append(helper.make_node("ArgMax", ["logits"], ["out"], axis=1, keepdims=0))
@@ -223,3 +249,38 @@ def test_class_scores_with_axes_of_length_one_score_as_the_logits_do(
     logits = (x_test.reshape(len(x_test), -1).astype(np.float32) / 16.0) @ weights.T + bias
     assert run["top1"] == pytest.approx(_reference(logits, y_test, 1), abs=1e-12)
     assert run["top5"] == pytest.approx(_reference(logits, y_test, 5), abs=1e-12)
+
+
+def test_labels_past_the_outputs_classes_fail_the_run_when_the_dataset_declares_no_count(
+    digits: Workspace, tmp_path: Path
+) -> None:
+    """Without ``labels.classes`` nothing compared the model's class count with the labels:
+    a 3-class output scored against digits labelled 0..9 recorded the share of samples of
+    classes 0..2 it got right as top-1, a success."""
+    _, x_test, _, y_test = builtin.digits_split()
+    arrays = {}
+    for name, array in (("images.npy", x_test), ("labels.npy", y_test)):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        np.save(tmp_path / name, array, allow_pickle=False)
+        arrays[name] = (tmp_path / name).read_bytes()
+    dataset = {
+        "kind": "dataset",
+        "name": "digits-no-class-count",
+        "version": "1.0.0",
+        "data": {"format": "npy", "path": "images.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy"},  # no `classes`
+        "files": write_files(tmp_path / "data", arrays),
+    }
+    publish(digits, parse_manifest(dataset), manifest_dir=tmp_path / "data", publisher="test")
+    model = _publish(digits, tmp_path, "7.2.0", "columns:3")
+    for mode, refused in (("accuracy", True), ("performance", False)):
+        request = {"model": model, "dataset": "digits-no-class-count@1", "scenario": {"mode": mode}}
+        lock = service.lock(digits, parse_request(request))[0]
+        if not refused:  # no labels are read: nothing to compare
+            run_lockfile(digits, lock, say=quiet)
+            continue
+        with pytest.raises(LabelOutsideScores, match=r"'out' scores 3 classes .* is class 9"):
+            run_lockfile(digits, lock, say=quiet)
+    failed, succeeded = list_runs(digits)[::-1]
+    assert failed["status"] == "failed" and succeeded["status"] == "succeeded"
+    assert "top1" not in failed and "latency_p50_ns" not in failed  # refused before timing

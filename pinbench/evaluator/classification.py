@@ -8,7 +8,10 @@ scores), and ``(N, 40, 6625)`` is 40 distributions per sample (text recognition)
 top-1 would rank 265,000 unrelated values and record a meaningless number. The first axis
 must be the batch's sample count, or the outputs would be matched to the wrong labels. The
 first answer is checked so in every mode (a declared type is honoured or refused); in accuracy
-mode its class count must also be the dataset's (``ClassCountMismatch`` in ``measure``).
+mode its class count must also be the dataset's (``ClassCountMismatch`` in ``measure``), and
+where the dataset declares no class count, every label must be one of its classes
+(``LabelOutsideScores``): a label past the last score can never be predicted, so top-1 would
+count it as a miss and record a number for a model and labels that do not fit.
 
 Metrics, per the scored output:
 
@@ -46,6 +49,31 @@ class NotClassScores(UserError):
         self.reason = reason
 
 
+class LabelOutsideScores(UserError):
+    """A sample's label is a class index the output has no score for (or a negative one)."""
+
+    def __init__(self, *, output: str, classes: int, label: int) -> None:
+        super().__init__(
+            f"classification output {output!r} scores {classes} classes (0..{classes - 1}) but "
+            f"a label is class {label}: the model cannot predict it, so the dataset's labels "
+            "are not this model's classes (pair it with a dataset labelled for it, or declare "
+            "the dataset's `labels.classes`)"
+        )
+        self.output = output
+        self.classes = classes
+        self.label = label
+
+
+def check_labels(classes: int, truth: npt.NDArray[np.integer], *, name: str) -> None:
+    """Every label in ``truth`` is a class index of an output scoring ``classes`` classes,
+    else ``LabelOutsideScores``."""
+    if not truth.size:
+        return
+    low, high = int(truth.min()), int(truth.max())
+    if low < 0 or high >= classes:
+        raise LabelOutsideScores(output=name, classes=classes, label=low if low < 0 else high)
+
+
 def class_scores(
     output: npt.ArrayLike, *, name: str, batch: int | None = None
 ) -> npt.NDArray[np.generic]:
@@ -77,6 +105,7 @@ def classification_metrics(
     scores = class_scores(outputs, name=name, batch=len(truth)).astype(np.float64)
     if not len(truth):
         raise UndefinedMetric(metric="top1", reason="no sample was scored")
+    check_labels(scores.shape[1], truth, name=name)
     nan = np.flatnonzero(np.isnan(scores).any(axis=1))
     if nan.size:
         raise UndefinedMetric(

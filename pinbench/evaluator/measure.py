@@ -22,7 +22,11 @@ import numpy.typing as npt
 from pinbench.energy.meter import SYSFS, EnergyMeter
 from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
-from pinbench.evaluator.classification import class_scores, classification_metrics
+from pinbench.evaluator.classification import (
+    check_labels,
+    class_scores,
+    classification_metrics,
+)
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
 from pinbench.evaluator.pairs import SimilarityError, similarity_metrics
@@ -405,13 +409,15 @@ def _check_class_count(
 ) -> None:
     """Each classification output of the first answer is one row of class scores per sample
     (``classification.class_scores``) and, in accuracy mode (``samples`` given), scores as
-    many classes as the dataset declares."""
+    many classes as the dataset declares; where it declares none, one for every label."""
     for name in names:
         scores = class_scores(answer[name], name=name, batch=batch).shape[1]
         if samples is not None and samples.classes is not None and scores != samples.classes:
             raise ClassCountMismatch(
                 output=name, scores=scores, dataset=dataset, classes=samples.classes
             )
+        if samples is not None and samples.labels is not None:
+            check_labels(scores, samples.labels, name=name)
 
 
 class NoEmbeddingOutput(UserError):
