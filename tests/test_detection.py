@@ -299,6 +299,53 @@ def test_bad_outputs_are_refused_with_what_is_wrong() -> None:
         decode_separate([[[0, 0, 1, 1]]], [[0.5]], [[1.5]], None, None, box_format="xyxy")
 
 
+def _yolov8_with(value: float, at: tuple[int, int]) -> np.ndarray[Any, Any]:
+    out = np.zeros((1, 6, 3), dtype=np.float32)
+    for anchor in range(3):
+        out[0, :, anchor] = [50, 40, 20, 10, 0.9, 0.1]
+    out[0][at] = value
+    return out
+
+
+# (case, layout, output, where the refusal points) -- a NaN score met no threshold, so its box
+# vanished and the COCO metrics of what was left were recorded as the model's
+NOT_FINITE = [
+    ("a NaN class score (yolov8)", "yolov8", _yolov8_with(np.nan, (4, 1)), "[0, 4, 1]"),
+    ("an infinite box side (yolov8)", "yolov8", _yolov8_with(np.inf, (2, 0)), "[0, 2, 0]"),
+    (
+        "a NaN objectness (yolov5)",
+        "yolov5",
+        np.array([[[50, 40, 20, 10, np.nan, 0.2, 0.8], [10, 10, 4, 4, 1.0, 0.9, 0.1]]]),
+        "[0, 0, 4]",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("layout", "output", "where"), [c[1:] for c in NOT_FINITE], ids=[c[0] for c in NOT_FINITE]
+)
+def test_a_packed_output_that_is_not_finite_is_refused_not_thresholded_away(
+    layout: str, output: np.ndarray[Any, Any], where: str
+) -> None:
+    with pytest.raises(BadDetectorOutput) as caught:
+        decode(output, layout)
+    assert f"at {where} (sample 0) is not a finite number" in str(caught.value)
+    assert "every COCO metric, is undefined" in str(caught.value)
+
+
+def test_separate_boxes_and_masks_are_finite_within_the_count() -> None:
+    boxes = [[[0, 0, 1, 1], [np.nan, 0, 1, 1]]]
+    scores, classes = [[0.9, 0.8]], [[0, 0]]
+    (d,) = decode_separate(boxes, scores, classes, [1], None, box_format="xyxy")  # past count 1
+    assert d.boxes.tolist() == [[0, 0, 1, 1]]
+    with pytest.raises(BadDetectorOutput, match=r"value nan at \[1, 0\]"):
+        decode_separate(boxes, scores, classes, [2], None, box_format="xyxy")
+    masks = np.zeros((1, 2, 2, 2), dtype=np.float32)
+    masks[0, 0, 1, 1] = np.nan
+    with pytest.raises(BadDetectorOutput, match=r"value nan at \[0, 1, 1\]"):
+        decode_separate(boxes, scores, classes, [1], masks, box_format="xyxy")
+
+
 # --- COCO metrics --------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -111,6 +111,29 @@ def test_a_probability_map_is_class_one_at_or_above_the_threshold() -> None:
     scores = np.array([[[[0.2, 0.7], [0.7000001, 0.9]]]], dtype=np.float32)  # (1, 1, 2, 2)
     section = Segmentation(form="probability", threshold=0.7)
     assert class_maps(scores, section, "p", classes=2).tolist() == [[[0, 1], [1, 1]]]
+
+
+# (case, form, the output): NumPy's argmax took a NaN logit as the largest and a NaN
+# probability met no threshold, so the pixel got a class the model never gave
+NOT_FINITE = [
+    ("a NaN logit", "logits", [[[[0.0, 1.0]], [[np.nan, 0.0]]]], (1, 0, 0)),
+    ("an infinite logit", "logits", [[[[0.0, 1.0]], [[0.0, -np.inf]]]], (1, 0, 1)),
+    ("a NaN probability", "probability", [[[0.2, np.nan]]], (0, 1)),
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "values", "where"), [c[1:] for c in NOT_FINITE], ids=[c[0] for c in NOT_FINITE]
+)
+def test_scores_that_are_not_finite_numbers_are_refused(
+    form: Literal["logits", "probability"], values: list[Any], where: tuple[int, ...]
+) -> None:
+    output = np.array(values, dtype=np.float32)
+    with pytest.raises(BadSegmentationOutput) as info:
+        class_maps(output, Segmentation(form=form), "out", classes=2, samples=["b.png"])
+    value = float(output[(0, *where)])
+    assert f"sample b.png has {value!r} at {list(where)}" in str(info.value)
+    assert "mIoU and pixel accuracy, are undefined" in str(info.value)
 
 
 CLASS_MAP_REFUSALS = [

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -86,7 +87,23 @@ def _packed(output: npt.ArrayLike, layout: str, minimum: int) -> npt.NDArray[np.
             shape=x.shape,
             reason=f"expected more than {minimum} values per anchor, got {columns}",
         )
+    _finite(x, layout)
     return x
+
+
+def _finite(x: npt.NDArray[np.floating[Any]], layout: str) -> None:
+    """Refuse a NaN or infinite value: a NaN score fails every threshold and sorts nowhere,
+    so its box would silently vanish (or, as a box, suppress others in NMS) and the COCO
+    metrics of the rest be recorded as the model's."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        where = tuple(int(v[0]) for v in np.nonzero(bad))
+        raise BadDetectorOutput(
+            layout=layout,
+            shape=x.shape,
+            reason=f"value {float(x[where])!r} at {list(where)} (sample {where[0]}) is not a "
+            "finite number: which boxes are kept, so every COCO metric, is undefined",
+        )
 
 
 def decode_yolov8(output: npt.ArrayLike) -> list[Detections]:
@@ -156,6 +173,9 @@ def decode_separate(
     out = []
     for i in range(n):
         keep = slice(0, int(valid[i]))
+        _finite(b[i, keep], "separate")  # padding past the count may hold anything
+        if m is not None:
+            _finite(m[i, keep], "separate")
         out.append(
             Detections(
                 to_xyxy(b[i, keep], box_format),

@@ -4,6 +4,8 @@ Shapes, per sample (the leading batch axis is the samples'):
 
 - ``logits``: ``(C, H, W)`` (layout NCHW) or ``(H, W, C)`` (NHWC), ``C`` the dataset's class
   count; the class is the argmax (the lowest index on a tie, as NumPy's and PyTorch's argmax);
+  a NaN or infinite logit is refused (the argmax of a NaN is undefined), as is such a
+  probability;
 - ``classes``: ``(H, W)``, or with a channel axis of 1 where the layout puts it; whole numbers
   (a float tensor of whole numbers is accepted), each below the class count;
 - ``probability``: ``(H, W)`` (or a channel axis of 1) of foreground scores; class 1 where the
@@ -71,6 +73,8 @@ def class_maps(
     grid_of(output, section, name)
     x = np.asarray(output)
     channel = 1 if section.layout == "NCHW" else 3
+    if section.form != "classes":
+        _finite(x, name, samples)
     if section.form == "logits":
         picked: ClassMap = np.argmax(x, axis=channel).astype(np.int32)
         return picked
@@ -92,3 +96,21 @@ def class_maps(
             f"whole numbers 0..{classes - 1}",
         )
     return values.astype(np.int32)
+
+
+def _finite(x: npt.NDArray[np.generic], name: str, samples: Sequence[str]) -> None:
+    """Refuse logits or probabilities that are not finite numbers: NumPy's argmax takes a NaN
+    as the largest score and a NaN probability meets no threshold, so the pixel's class would
+    be a guess recorded as the model's."""
+    if not np.issubdtype(x.dtype, np.floating):
+        return
+    bad = ~np.isfinite(x)
+    if bad.any():
+        where = tuple(int(v[0]) for v in np.nonzero(bad))
+        sample = samples[where[0]] if samples else where[0]
+        raise BadSegmentationOutput(
+            output=name,
+            shape=tuple(int(d) for d in x.shape),
+            reason=f"sample {sample} has {float(x[where])!r} at {list(where[1:])}: the class "
+            "of that pixel, so mIoU and pixel accuracy, are undefined",
+        )
