@@ -61,6 +61,13 @@ def _torchscript(path: Path) -> bytes:
 
 
 F32 = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+_F32_W = b'"w": ' + json.dumps(F32).encode()
+
+
+def _raw_header(raw: bytes) -> bytes:
+    return struct.pack("<Q", len(raw)) + raw + b"\x00" * 8
+
+
 Maker = Callable[[Path], bytes]
 
 BAD: list[tuple[str, Maker, str]] = [
@@ -90,6 +97,21 @@ BAD: list[tuple[str, Maker, str]] = [
         "the header is not JSON",
         lambda p: struct.pack("<Q", 4) + b"{{{{" + b"\x00" * 8,
         "not UTF-8 JSON",
+    ),
+    (
+        "a tensor named twice (Python and serde keep the last, other readers the first)",
+        lambda p: _raw_header(b"{" + _F32_W + b", " + _F32_W.replace(b"F32", b"I32") + b"}"),
+        "key 'w' appears twice in one object",
+    ),
+    (
+        "a header nested past the bound (was a RecursionError)",
+        lambda p: _raw_header(b'{"w": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+        "nested more than 64 deep",
+    ),
+    (
+        "an integer of 5000 digits (was a ValueError)",
+        lambda p: _raw_header(b'{"w": {"dtype": "F32", "shape": [' + b"9" * 5000 + b"]}}"),
+        "Exceeds the limit (4300 digits)",
     ),
     (
         "trailing bytes no tensor covers",

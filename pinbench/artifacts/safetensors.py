@@ -2,7 +2,10 @@
 
 The format (huggingface/safetensors): 8 bytes, a little-endian unsigned length N; N bytes of
 UTF-8 JSON, an object mapping each tensor's name to ``{"dtype", "shape", "data_offsets":
-[begin, end]}`` (plus an optional ``"__metadata__"`` of strings); then the data. Offsets are
+[begin, end]}`` (plus an optional ``"__metadata__"`` of strings); then the data. The header is
+read strictly (``jsonsafe``): a tensor named twice is refused (Python and Rust's serde keep the
+last, other readers the first), as is nesting past the bound or an integer of thousands of
+digits, each of which was a traceback. Offsets are
 relative to the data's start; the tensors' byte ranges, in order, must tile the data exactly:
 the first begins at 0, each begins where the one before ended, the last ends at the end of the
 file, and each range holds exactly its shape's elements. Only the header is read; nothing in
@@ -12,13 +15,13 @@ archive is recognised, so that the error can say what it is.
 
 from __future__ import annotations
 
-import json
 import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinbench.artifacts.jsonsafe import JsonRefused, load_json
 from pinbench.errors import UserError
 
 MAX_HEADER_BYTES = 100_000_000
@@ -100,9 +103,10 @@ def _read(path: Path) -> Header:
             )
         raw = f.read(length)
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotSafetensors(reason=f"the header is not UTF-8 JSON: {exc}") from None
+        doc = load_json(raw)
+    except JsonRefused as exc:  # not JSON, a key twice, nesting past the bound, a huge integer
+        reason = f"the header is not UTF-8 JSON pinbench accepts: {exc.reason}"
+        raise NotSafetensors(reason=reason) from None
     if not isinstance(doc, dict):
         raise NotSafetensors(reason="the header is not a JSON object")
     return _checked(doc, size - 8 - length)
