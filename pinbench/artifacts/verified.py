@@ -162,6 +162,24 @@ class VerifiedCache:
             ),
         )
 
+    def record_many(self, entries: list[tuple[Path, FileState, Digest]]) -> None:
+        """``record`` each entry, all in one transaction (one sync for all of them)."""
+        key = self._key()
+        if key is None or not entries:
+            return
+        rows = [
+            (str(p), s.size, s.mtime_ns, s.ctime_ns, s.inode, d.hex, _mac(key, p, s, d.hex))
+            for p, s, d in entries
+        ]
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
     def digest(
         self, path: Path, *, progress: Progress | None = None, rehash: bool = False
     ) -> tuple[Digest, int, bool]:

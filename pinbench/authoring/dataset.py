@@ -8,6 +8,7 @@ image signatures, labels against the samples) before anything is written.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ class NotADataset(AuthoringError):
         self.reason = reason
 
 
+INDEX_FROM = 1000
+"""A folder of more sample files than this gets a file index (decision 118): a manifest lists
+a thousand files in ~120 KB, and its YAML is read whole, within 1 MiB."""
+
+
 def dataset_manifest(
     data: Path,
     *,
@@ -40,11 +46,15 @@ def dataset_manifest(
     version: str,
     labels: str | None,
     names: Path | None,
+    index: Path | None = None,
 ) -> Authored:
     """The manifest of the samples at ``data`` (a folder, an ``.npy`` array, or a ``.txt``
     file of texts, one per line), labelled by
     ``labels`` (``imagefolder``, ``none``, a labels file, or None to infer), with the class
-    names in ``names``; file paths relative to ``base``."""
+    names in ``names``; file paths relative to ``base``. A folder's sample files are listed in
+    a file index (``registry.file_index``) written at ``index`` (default: beside the manifest,
+    ``default_index``) when ``index`` is given or there are more than ``INDEX_FROM``; the
+    manifest then names the index and lists only the labels and class-names files."""
     from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
 
     notes: list[str] = []
@@ -63,7 +73,15 @@ def dataset_manifest(
         files = [data]
     elif data.is_dir():
         skip = {p.resolve() for p in extras}
-        files = sorted(p for p in data.rglob("*") if p.is_file() and p.resolve() not in skip)
+        skipped = {p.name for p in skip}
+        files = sorted(
+            (
+                p
+                for p in data.rglob("*")
+                if p.is_file() and not (p.name in skipped and p.resolve() in skip)
+            ),
+            key=lambda p: p.parts,  # Path's own order, without its cost per comparison
+        )
         fmt = _sample_format(data, files)
     else:
         raise NotADataset(path=str(data), reason="no such file or folder")
@@ -105,7 +123,45 @@ def dataset_manifest(
             "imagefolder classes are the folder names in sorted order (class 0 is the first); "
             "give --names with the model's class list if its indexes differ"
         )
+    if data.is_dir() and (index is not None or len(files) > INDEX_FROM):
+        return _indexed(manifest, notes, base, index or default_index(base, manifest["name"]))
     return Authored(manifest, notes)
+
+
+def default_index(base: Path, name: str) -> Path:
+    """``NAME.files`` in the manifest's folder (the name's ``/`` as ``-``)."""
+    return base / (name.replace("/", "-") + ".files")
+
+
+def _indexed(manifest: dict[str, Any], notes: list[str], base: Path, index: Path) -> Authored:
+    """``manifest`` with the files under its data folder moved to a file index at ``index``
+    (inside ``base``, outside the data folder); checked as a manifest before anything is
+    written."""
+    from pinbench.registry.dataset_layout import folder_prefix
+    from pinbench.registry.file_index import format_index
+    from pinbench.registry.manifest import ManifestError, parse_manifest
+
+    prefix = folder_prefix(manifest["data"]["path"])
+    listed = [f for f in manifest["files"] if f["path"].startswith(prefix)]
+    kept = [f for f in manifest["files"] if not f["path"].startswith(prefix)]
+    data = format_index((f["path"], f["sha256"], f["size"]) for f in listed)
+    rel = relative(base, index)
+    if any(f["path"] == rel for f in manifest["files"]):
+        raise NotADataset(path=str(index), reason="the file index would replace a file it lists")
+    compact = {
+        **{k: v for k, v in manifest.items() if k != "files"},
+        "files": kept,
+        "file_index": {"path": rel, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)},
+    }
+    try:
+        parse_manifest(compact)
+    except ManifestError as exc:
+        raise NotADataset(path=str(index), reason=exc.reason) from None
+    notes.append(
+        f"{len(listed)} files are listed in the file index {rel} (a file of the dataset, "
+        "pinned by its sha256): publish it with the manifest"
+    )
+    return Authored(compact, notes, {index: data})
 
 
 def _sample_format(folder: Path, files: Sequence[Path]) -> str:

@@ -11,23 +11,21 @@ refused. The data is validated as a manifest before anything is written.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from pinbench.artifacts.digest import hash_file
 from pinbench.artifacts.safetensors import recognise
 from pinbench.authoring.errors import (
     AuthoringError,
     ModelCountError,
     NotAModel,
-    OutsideFolder,
     PickleRefused,
     UndeclarableType,
 )
+from pinbench.authoring.listing import Relative, file_entries
 from pinbench.authoring.signatures import Signature, Tensor, read_onnx
 from pinbench.authoring.tensorflow_files import read_keras, read_savedmodel
 from pinbench.authoring.torch_archives import read_torch_export, read_torchscript
@@ -68,6 +66,8 @@ class Authored:
 
     data: dict[str, Any]
     notes: list[str]
+    beside: dict[Path, bytes] = field(default_factory=dict)
+    """Files to write with the manifest (a dataset's file index), by where they go."""
 
 
 def model_format(path: Path) -> str | None:
@@ -130,12 +130,7 @@ def default_name(model: Path) -> str:
 
 def relative(base: Path, path: Path) -> str:
     """``path`` relative to ``base`` as a POSIX path, or ``OutsideFolder``."""
-    rel = Path(os.path.relpath(os.path.abspath(path), os.path.abspath(base)))
-    if rel.parts[:1] == ("..",):
-        raise OutsideFolder(path=str(path), folder=str(base))
-    if not path.resolve().is_relative_to(base.resolve()):  # publish would refuse it
-        raise OutsideFolder(path=str(path), folder=str(base), symlink=True)
-    return rel.as_posix()
+    return Relative(base)(path)
 
 
 def _files(model: Path, fmt: str, signature: Signature, others: Sequence[Path]) -> list[Path]:
@@ -152,14 +147,7 @@ def _files(model: Path, fmt: str, signature: Signature, others: Sequence[Path]) 
 
 
 def _entries(base: Path, files: Sequence[Path]) -> list[dict[str, Any]]:
-    entries: dict[str, dict[str, Any]] = {}
-    for path in files:
-        rel = relative(base, path)
-        if rel in entries:
-            continue
-        digest, size = hash_file(path)
-        entries[rel] = {"path": rel, "sha256": digest.hex, "size": size}
-    return list(entries.values())
+    return file_entries(base, files)
 
 
 def _input(tensor: Tensor) -> tuple[dict[str, Any], list[str]]:

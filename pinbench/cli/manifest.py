@@ -34,17 +34,36 @@ OutputOpt = Annotated[
 ]
 
 
-def _emit(data: dict[str, Any], notes: list[str], output: Path | None, as_json: bool) -> None:
-    """Print or write the manifest (YAML, as the catalog writes it) and the notes."""
+def _emit(
+    data: dict[str, Any],
+    notes: list[str],
+    output: Path | None,
+    as_json: bool,
+    beside: dict[Path, bytes] | None = None,
+) -> None:
+    """Print or write the manifest (YAML, as the catalog writes it) and the notes; first
+    write the files that go ``beside`` it (a dataset's file index), each whole, removed
+    again if the manifest cannot be written."""
     import yaml
     from rich.text import Text
 
+    from pinbench.cli.common import write_atomic
+
     text = yaml.safe_dump(data, sort_keys=False)
-    if output is not None:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot write the manifest to {output}: {exc.strerror}") from None
+    written: list[Path] = []
+    try:
+        for path, content in (beside or {}).items():
+            write_atomic(path, content)
+            written.append(path)
+        if output is not None:
+            try:
+                output.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"cannot write the manifest to {output}: {exc.strerror}") from None
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     console = err()
     for note in notes:
         console.print(Text.assemble(("note: ", "bold yellow"), note))
@@ -183,6 +202,16 @@ def dataset(
         str | None, typer.Option(help="Artifact name (default: the folder's name).")
     ] = None,
     version: Annotated[str, typer.Option(help="Artifact version.")] = "1.0.0",
+    file_index: Annotated[
+        Path | None,
+        typer.Option(
+            "--file-index",
+            help="Write the sample files' list (path, sha256, size) to this file of the "
+            "dataset and name it in the manifest (`file_index`), which then stays small "
+            "whatever the number of files; done by default beside the manifest (NAME.files) "
+            "for a folder of more than 1,000 files. Outside the data folder.",
+        ),
+    ] = None,
     output: OutputOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -195,6 +224,12 @@ def dataset(
 
     base = output.parent if output is not None else Path.cwd()
     authored = dataset_manifest(
-        data, base=base, name=name, version=version, labels=labels, names=names
+        data,
+        base=base,
+        name=name,
+        version=version,
+        labels=labels,
+        names=names,
+        index=file_index,
     )
-    _emit(authored.data, authored.notes, output, as_json)
+    _emit(authored.data, authored.notes, output, as_json, authored.beside)

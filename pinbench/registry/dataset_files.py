@@ -131,10 +131,10 @@ def _check_masks(
 
 
 def _npy_length(name: str, path: Path) -> int:
-    import numpy as np
+    from pinbench.artifacts.npy_header import npy_shape
 
-    try:  # memory-mapped: only the header is read
-        shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+    try:  # only the header is read
+        shape = npy_shape(path)
     except (ValueError, OSError) as exc:
         raise FileProblem(path=name, reason=f"not a readable .npy array: {exc}") from None
     if not shape:

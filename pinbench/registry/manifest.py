@@ -705,16 +705,19 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
         "classification"
     )
     samples: Annotated[int, b.SAMPLES.meta] | None = None
+    file_index: FileEntry | None = None
+    """A file of the artifact that lists its other files, one ``sha256 size path`` line each
+    (``registry.file_index``), for a dataset of more files than a manifest lists (decision
+    118). Its sha256 pins every file it lists: publishing reads it and stores, records and
+    locks each listed file as one of ``files``. It lies outside the data (and masks) folder."""
 
     def __post_init__(self) -> None:
         self._check_identity()
-        _check_files(self.files, required=True)
-        paths = {f.path for f in self.files}
-        masks = self.labels.format == "masks"
-        label_file = None if masks else self.labels.path
-        for what, path in (("labels", label_file), ("class-names", self.labels.names)):
-            if path is not None and path not in paths:
-                raise ValueError(f"{what} file {path!r} is not among the files")
+        index = self.file_index
+        _check_files(self.files, required=index is None)
+        paths = {f.path for f in self.files} if index is None else None
+        if paths is not None:
+            self._check_named(paths)
         per_file = self.data is not None and self.data.format in PER_FILE_FORMATS
         if self.labels.format in BY_FILE_NAME and not per_file:
             raise ValueError(
@@ -738,9 +741,56 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
             raise ValueError(
                 "labels of format masks go with task segmentation, and that task with them"
             )
+        if index is not None:
+            self._check_index_entry(index)
+        elif paths is not None:
+            self._check_data(paths)
+
+    @property
+    def files_list(self) -> list[FileEntry]:
+        """The files the manifest itself lists: ``files`` and the file index (whose lines list
+        the rest: ``listing``)."""
+        return [*self.files, self.file_index] if self.file_index is not None else list(self.files)
+
+    def check_listing(self, paths: set[str]) -> None:
+        """What needs the path of every file (``files``, the index and what it lists): the
+        labels and class-names files among them, the sample layout; ``ValueError`` if not."""
+        self._check_named(paths)
+        self._check_data(paths)
+
+    def _check_index_entry(self, index: FileEntry) -> None:
+        if index.sha256 is None or index.remote:
+            raise ValueError(
+                f"file_index {index.path!r} is a local file of the artifact with its sha256 "
+                "(it is read when publishing, before any other file)"
+            )
+        if any(f.path == index.path for f in self.files):
+            raise ValueError(f"file_index {index.path!r} is also listed in files")
+        from pinbench.registry.dataset_layout import folder_prefix
+
+        folders = []
+        if self.data is not None and self.data.format in PER_FILE_FORMATS:
+            folders.append(("data", self.data.path))
+        if self.labels.format == "masks" and self.labels.path is not None:
+            folders.append(("masks", self.labels.path))
+        for what, folder in folders:
+            if index.path.startswith(folder_prefix(folder)):
+                raise ValueError(
+                    f"file_index {index.path!r} is inside the {what} folder {folder!r}, where "
+                    "every file is a sample: keep it beside the folder"
+                )
+
+    def _check_named(self, paths: set[str]) -> None:
+        masks = self.labels.format == "masks"
+        label_file = None if masks else self.labels.path
+        for what, path in (("labels", label_file), ("class-names", self.labels.names)):
+            if path is not None and path not in paths:
+                raise ValueError(f"{what} file {path!r} is not among the files")
+
+    def _check_data(self, paths: set[str]) -> None:
         if self.data is None:
             return
-        if not per_file:
+        if self.data.format not in PER_FILE_FORMATS:
             if self.data.path not in paths:
                 raise ValueError(f"data file {self.data.path!r} is not among the files")
             return
@@ -751,13 +801,12 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
             sample_paths,
         )
 
+        masks = self.labels.format == "masks"
         if masks and self.data.format != "images":
             raise ValueError("masks labels go with image samples (data.format images)")
         extra = {p for p in (self.labels.path, self.labels.names) if p is not None}
         try:
-            found = sample_paths(
-                self.data.format, self.data.path, (f.path for f in self.files), extra=extra
-            )
+            found = sample_paths(self.data.format, self.data.path, paths, extra=extra)
             if self.labels.format == "imagefolder":
                 for path in found:
                     imagefolder_class(self.data.path, path)
@@ -843,8 +892,9 @@ def load_manifest(path: Path) -> Manifest:
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
 unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs", "trained_by")
-"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``)."""
+LATE_FIELDS = ("installs", "trained_by", "file_index")
+"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
+dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
 LATE_OUTPUT_FIELDS = ("detection", "segmentation")
@@ -874,7 +924,7 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
     data = msgspec.to_builtins(manifest)
     assert isinstance(data, dict)
     drop_unset(data, LATE_FIELDS)
-    for entry in data.get("files", []):
+    for entry in [*data.get("files", []), *([data["file_index"]] if "file_index" in data else [])]:
         drop_unset(entry, LATE_FILE_FIELDS)
     if isinstance(data.get("labels"), dict):
         drop_unset(data["labels"], LATE_LABEL_FIELDS)

@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from pinbench.artifacts.bulk import commit_blobs
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.sources.fetch import ProgressFactory
 from pinbench.artifacts.store import StagedBlob
@@ -35,7 +36,7 @@ from pinbench.registry.manifest import (
 )
 from pinbench.registry.names import ArtifactRef, Kind, namespace_of
 from pinbench.registry.ranges import parse_version, precedence_key
-from pinbench.registry.sourcing import needs_completion, stage_files
+from pinbench.registry.sourcing import Staged, needs_completion, stage_files
 from pinbench.registry.supported import check_supported
 from pinbench.registry.trained import check_trained_by
 from pinbench.workspace import Workspace
@@ -152,6 +153,8 @@ def publish(
         say=say,
         ahead=ahead,
     )
+    if isinstance(manifest, DatasetManifest) and manifest.file_index is not None:
+        staged = _stage_indexed(ws, staged, files_dir or manifest_dir)
     if complete_first:
         try:
             done = already_published(ws, staged.manifest)
@@ -162,6 +165,31 @@ def publish(
             _discard(ws, staged.pending)
             return done
     return commit_staged(ws, staged.manifest, staged.checked, staged.pending, publisher=publisher)
+
+
+def _stage_indexed(ws: Workspace, staged: Staged, root: Path) -> Staged:
+    """``staged`` and every file its dataset's index lists (read from the index's staged,
+    verified bytes), staged from ``root``; all or nothing (decision 118)."""
+    from pinbench.registry.indexed import read_index, stage_listed
+
+    assert isinstance(staged.manifest, DatasetManifest)
+    try:
+        listed = read_index(staged.manifest, _where(ws, staged.pending))
+        checked, pending = stage_listed(ws.store, listed, root=root)
+    except BaseException:
+        _discard(ws, staged.pending)
+        raise
+    return Staged(staged.manifest, staged.checked + checked, staged.pending + pending)
+
+
+def _where(ws: Workspace, pending: list[StagedBlob]) -> Callable[[FileEntry], Path]:
+    """Where a file's verified bytes are: staged in ``pending``, or in the store."""
+    staged = {b.digest.hex: b.temp for b in pending}
+
+    def where(entry: FileEntry) -> Path:
+        return staged.get(entry.digest.hex) or ws.store.path(entry.digest)
+
+    return where
 
 
 def _discard(ws: Workspace, pending: list[StagedBlob]) -> None:
@@ -189,37 +217,45 @@ def commit_staged(
         digest = manifest_digest(manifest)
         kind = Kind(manifest_data(manifest)["kind"])
         ref = ref_of(manifest)
-        _check_formats(ws, manifest, pending)
+        _check_formats(ws, manifest, pending, checked)
     except BaseException:
         _discard(ws, pending)
         raise
-    files = manifest.files_list
+    files = [f for f, _ in checked]
     total = sum(f.size or 0 for f in files)
     with ws.store.locked():
-        new_blobs = [b.digest for b in pending if ws.store.commit(b)]
+        new_blobs = commit_blobs(ws.store, pending)
         try:
             with ws.transaction() as session:
                 if _existing_digest_in(session, ref) is None:
                     _refuse_same_precedence(session, ref)
                 check_trained_by(session, manifest, checked, adopted=adopted)
-                session.add(
-                    Artifact(
-                        kind=kind.value,
-                        name=manifest.name,
-                        namespace=namespace_of(manifest.name),
-                        version=manifest.version,
-                        manifest=manifest_data(manifest),
-                        manifest_digest=digest.hex,
-                        requires=requires_of(manifest),
-                        publisher=publisher or getpass.getuser(),
-                        published_at=datetime.now(UTC),
-                        yanked=False,
-                        files=[
-                            ArtifactFile(path=f.path, sha256=f.sha256, size=size, source=f.source)
-                            for f, size in checked
-                        ],
-                    )
+                artifact = Artifact(
+                    kind=kind.value,
+                    name=manifest.name,
+                    namespace=namespace_of(manifest.name),
+                    version=manifest.version,
+                    manifest=manifest_data(manifest),
+                    manifest_digest=digest.hex,
+                    requires=requires_of(manifest),
+                    publisher=publisher or getpass.getuser(),
+                    published_at=datetime.now(UTC),
+                    yanked=False,
                 )
+                session.add(artifact)
+                session.flush()
+                rows = [
+                    dict(
+                        artifact_id=artifact.id,
+                        path=f.path,
+                        sha256=f.sha256,
+                        size=size,
+                        source=f.source,
+                    )
+                    for f, size in checked
+                ]
+                if rows:  # one executemany, not an ORM object per file
+                    session.execute(insert(ArtifactFile), rows)
         except Conflict:
             _drop_unreferenced(ws, new_blobs)
             existing = _existing_digest(ws, ref)
@@ -233,19 +269,25 @@ def commit_staged(
     return PublishResult(ref, digest, True, len(files), size, len(new_blobs))
 
 
-def _check_formats(ws: Workspace, manifest: Manifest, pending: list[StagedBlob]) -> None:
+def _check_formats(
+    ws: Workspace,
+    manifest: Manifest,
+    pending: list[StagedBlob],
+    checked: list[tuple[FileEntry, int]],
+) -> None:
     """Each model file's bytes (staged, or already in the store) in its declared format; a
-    dataset's samples and labels as its manifest declares them."""
-    staged = {b.digest.hex: b.temp for b in pending}
-
-    def where(entry: FileEntry) -> Path:
-        return staged.get(entry.digest.hex) or ws.store.path(entry.digest)
-
+    dataset's samples and labels as its manifest declares them (an indexed dataset's files
+    exactly what its index lists: ``registry.indexed.listing``)."""
+    where = _where(ws, pending)
     if isinstance(manifest, ModelManifest):
         check_model_files(manifest, where)
     elif isinstance(manifest, DatasetManifest):
         from pinbench.registry.dataset_files import check_dataset_files
 
+        if manifest.file_index is not None:
+            from pinbench.registry.indexed import listing
+
+            manifest = listing(manifest, checked, where)
         check_dataset_files(manifest, where)
 
 
@@ -283,15 +325,20 @@ def _refuse_same_precedence(session: Session, ref: ArtifactRef) -> None:
             raise SameVersionConflict(ref=ref, existing_version=version)
 
 
+_IN_CHUNK = 10_000
+"""Digests per ``IN (...)`` query: SQLite binds at most 32,766 parameters in one statement."""
+
+
 def _drop_unreferenced(ws: Workspace, digests: list[Digest]) -> None:
     if not digests:
         return
+    used: set[str] = set()
     with ws.transaction() as session:
-        used = set(
-            session.scalars(
-                select(ArtifactFile.sha256).where(ArtifactFile.sha256.in_([d.hex for d in digests]))
+        for start in range(0, len(digests), _IN_CHUNK):  # within SQLite's bound parameters
+            chunk = [d.hex for d in digests[start : start + _IN_CHUNK]]
+            used.update(
+                session.scalars(select(ArtifactFile.sha256).where(ArtifactFile.sha256.in_(chunk)))
             )
-        )
     for d in digests:
         if d.hex not in used:
             ws.store.remove(d)

@@ -387,7 +387,14 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     },
     "DatasetManifest": {
         **_common("dataset"),
-        "files": "The dataset's files with their sha256 (at least one, each path once).",
+        "files": "The dataset's files with their sha256 (at least one, each path once, unless "
+        "a file_index lists them).",
+        "file_index": "A file of the dataset listing its other files, one "
+        "'<sha256> <size> <path>' line each (LF-ended, paths in code-point order, each once), "
+        "pinned by its own sha256: for a dataset of more files than a manifest should list "
+        "(`pinbench manifest dataset` writes one past 1,000 files). Publishing reads it, "
+        "checks and stores each file it lists, and records every one as the artifact's; it "
+        "is a local file outside the data and masks folders. Left out, `files` lists all.",
         "labels": "Where the labels are and how they are stored.",
         "data": "Where the samples are. Left out, the dataset cannot be run (a run stops "
         "saying the manifest names no sample file).",

@@ -20,7 +20,13 @@ from pinbench.artifacts.sources.fetch import Fetcher, ProgressFactory
 from pinbench.artifacts.sources.uri import parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
 from pinbench.errors import UserError
-from pinbench.registry.manifest import FileEntry, Manifest, ModelManifest, Output
+from pinbench.registry.manifest import (
+    DatasetManifest,
+    FileEntry,
+    Manifest,
+    ModelManifest,
+    Output,
+)
 
 if TYPE_CHECKING:
     from pinbench.registry.stage_ahead import StagesAhead
@@ -208,7 +214,11 @@ def complete(manifest: Manifest, files: list[FileEntry]) -> Manifest:
     """The manifest with these (completed) file entries and its labels' sha256s named."""
     if not manifest.files_list:
         return manifest
-    done = msgspec.structs.replace(manifest, files=files)
+    if isinstance(manifest, DatasetManifest) and manifest.file_index is not None:
+        *listed, index = files  # ``files_list`` ends with the file index
+        done: Manifest = msgspec.structs.replace(manifest, files=listed, file_index=index)
+    else:
+        done = msgspec.structs.replace(manifest, files=files)
     if isinstance(done, ModelManifest):
         by_path = {f.path: f for f in files}
         outputs = [_labelled(o, by_path) for o in done.outputs]

@@ -65,15 +65,21 @@ def verify_lockfile(
     not read again."""
     check_against_registry(ws, lock)
     checks: list[FileCheck] = []
+    intact: set[tuple[str, int]] = set()  # blobs checked here; files sharing bytes share one
     with Fetcher(ws.store, progress=progress, say=say) as fetcher:
         for art in lock.body.artifacts:
             for f in art.files:
                 label = f"{art.ref}:{f.path}"
-                if ahead is not None and ahead.intact(f.sha256, f.size):
+                if (f.sha256, f.size) in intact or (
+                    ahead is not None and ahead.intact(f.sha256, f.size)
+                ):
                     checks.append(FileCheck(label, f.sha256, f.size, None))
                     continue
                 failed = _fetch(ws, fetcher, f, label, say) if fetch and _fetchable(ws, f) else None
-                checks.append(failed or _check(ws, f, label, progress, rehash=rehash))
+                check = failed or _check(ws, f, label, progress, rehash=rehash)
+                if check.ok:
+                    intact.add((f.sha256, f.size))
+                checks.append(check)
     failures = [c for c in checks if not c.ok]
     if failures:
         raise VerificationFailed(failures=failures)
