@@ -334,7 +334,7 @@ def test_a_packed_output_that_is_not_finite_is_refused_not_thresholded_away(
 
 
 def test_separate_boxes_and_masks_are_finite_within_the_count() -> None:
-    boxes = [[[0, 0, 1, 1], [np.nan, 0, 1, 1]]]
+    boxes = np.array([[[0, 0, 1, 1], [np.nan, 0, 1, 1]]])
     scores, classes = [[0.9, 0.8]], [[0, 0]]
     (d,) = decode_separate(boxes, scores, classes, [1], None, box_format="xyxy")  # past count 1
     assert d.boxes.tolist() == [[0, 0, 1, 1]]
