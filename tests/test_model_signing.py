@@ -164,6 +164,39 @@ def test_only_published_models_are_signed(cli: Cli, tmp_path: Path) -> None:
         assert not out.exists()
 
 
+def test_a_model_holding_a_git_file_is_told_the_flag_the_tool_needs(
+    home: Home, cli: Cli, tmp_path: Path, catalog_dir: Path
+) -> None:
+    """model_signing skips ``.git*`` files on disk by default (a Hugging Face folder holds a
+    ``.gitattributes``): the hint names ``--no-ignore-git-paths`` and verification passes with
+    it, while a model without such a file is not told to use it."""
+    root = tmp_path / "src"
+    data = {"model.onnx": (catalog_dir / "digits-logreg-1.2.0" / "digits-logreg.onnx")
+            .read_bytes(), ".gitattributes": b"*.onnx filter=lfs\n"}  # fmt: skip
+    for rel, content in data.items():
+        (root / "gitfile" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "gitfile" / rel).write_bytes(content)
+    manifest = yaml_of(catalog_dir / "model-digits-logreg-1.2.0.yaml") | {
+        "name": "test/gitfile",
+        "version": "1.0.0",
+        "files": [{"path": rel, "sha256": sha(c), "size": len(c), "source": f"file:gitfile/{rel}"}
+                  for rel, c in data.items()],
+    }  # fmt: skip
+    path = dump(root / "gitfile.yaml", manifest)
+    publish(home.ws, load_manifest(path), manifest_dir=root, publisher="test")
+    signature, key = tmp_path / "model.sig", tmp_path / "key.pem"
+    shown = cli("show", "model/test/gitfile@1.0.0", "--signature", str(signature))
+    assert shown.code == 0 and "--no-ignore-git-paths" in shown.out, shown.out
+    assert "--no-ignore-git-paths" not in cli("show", MODEL, "--signature", str(signature)).out
+    cli("show", "model/test/gitfile@1.0.0", "--signature", str(signature))
+    assert cli("keys", "export", model_key(cli), "-o", str(key)).code == 0
+    folder = lay_out(home.ws, "model/test/gitfile@1.0.0", tmp_path / "model")
+    assert verify(folder, signature, key).returncode == 1, "the tool skips .gitattributes"
+    flagged = tool("verify", "key", folder, "--signature", signature, "--public_key", key,
+                   "--no-ignore-git-paths")  # fmt: skip
+    assert flagged.returncode == 0, flagged.stderr
+
+
 def test_a_rotated_key_signs_new_signatures_and_old_ones_still_verify(
     home: Home, cli: Cli, tmp_path: Path
 ) -> None:

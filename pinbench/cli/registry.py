@@ -208,10 +208,14 @@ def show(
         out.print(f"  {f['sha256']}  {f['size']:>12}  {f['path']}{pinned}", soft_wrap=True)
     if signature is not None:
         keyid = info["signature"]["keyid"]
+        # model_signing skips .git* files on disk unless told not to (HF folders hold one)
+        git = any(part.startswith(".git") for f in info["files"] for part in f["path"].split("/"))
+        flag = " --no-ignore-git-paths" if git else ""
         out.print(
             f"wrote the model signature to {signature} (model-signing key {keyid[:16]}): "
             f"`pinbench keys export {keyid[:16]} -o key.pem`, then `model_signing verify key "
-            f"DIR --signature {signature} --public_key key.pem` on the files at their paths",
+            f"DIR --signature {signature} --public_key key.pem{flag}` on the files at their "
+            "paths",
             soft_wrap=True,
         )
 
