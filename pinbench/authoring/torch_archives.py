@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.artifacts.jsonsafe import JsonRefused, load_json
+from pinbench.artifacts.shape_exprs import ArchiveRefused, check_archive
 from pinbench.artifacts.zipmember import MemberTooLarge, read_member
 from pinbench.authoring.errors import NotAModel
 from pinbench.authoring.signatures import Signature, Tensor
@@ -185,6 +186,10 @@ def read_torch_export(path: Path) -> Signature:
     """The graph signature's user inputs (names, element types, sizes; a symbolic size
     dynamic) and user outputs, from the archive's serialised program."""
     what = "torch.export archive"
+    try:
+        check_archive(path)  # torch.export.load would eval its shape expressions
+    except ArchiveRefused as exc:
+        raise _refuse(path, what, str(exc)) from None
     with _open(path, what) as archive:
         names = archive.namelist()
         member = _root_member(names, PROGRAM)

@@ -48,6 +48,8 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
     (already verified) bytes of each file."""
     if manifest.format == "onnx":
         _check_onnx(manifest, where)
+    if manifest.format == "torch-export":
+        _check_torch_export(manifest, where)
     if manifest.format != "safetensors":
         return
     labels = {o.labels.path for o in manifest.outputs if o.labels is not None}
@@ -85,6 +87,22 @@ def _check_onnx(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> 
         except OnnxRefused as exc:
             refused = FormatMismatch(path=exc.path, declared="onnx", reason=exc.reason, found=None)
             raise refused from None
+
+
+def _check_torch_export(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """Each ``.pt2`` archive's shape expressions as the torch predictor checks them before it
+    loads (``artifacts.shape_exprs``): ``torch.export.load`` evaluates them with ``eval``."""
+    from pinbench.artifacts.shape_exprs import ArchiveRefused, check_archive
+
+    for entry in manifest.files:
+        if not entry.path.endswith(".pt2"):
+            continue
+        try:
+            check_archive(where(entry))
+        except ArchiveRefused as exc:
+            raise FormatMismatch(
+                path=entry.path, declared="torch-export", reason=str(exc), found=None
+            ) from None
 
 
 def _check_safetensors(entry: FileEntry, path: Path) -> None:

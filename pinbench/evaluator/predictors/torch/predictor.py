@@ -40,6 +40,29 @@ _SUFFIXES = {
 
 
 @contextlib.contextmanager
+def _checked_sympify(name: str) -> Iterator[None]:
+    """While an archive loads, every text ``sympy.sympify`` is handed must pass
+    ``check_expression`` (``sympify`` is ``eval``; the archive's JSON was checked before
+    loading, this holds for any member or field that check did not read)."""
+    import sympy  # type: ignore[import-untyped]
+
+    from pinbench.artifacts.shape_exprs import ShapeExprRefused, check_expression
+
+    real = sympy.sympify
+
+    def checked(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(a, str):
+            try:
+                check_expression(a)
+            except ShapeExprRefused as exc:
+                raise ModelLoadError(model=name, reason=str(exc)) from None
+        return real(a, *args, **kwargs)
+
+    with mock.patch.object(sympy, "sympify", checked):
+        yield
+
+
+@contextlib.contextmanager
 def _no_unpickling(name: str) -> Iterator[None]:
     """Load a ``torch.export`` archive without unpickling: torch 2.13 unpickles a weight or
     constant the archive marks ``use_pickle`` with ``torch.load(weights_only=False)``, and
@@ -157,7 +180,13 @@ class TorchPredictor(Predictor):
             args = script.forward.schema.arguments[1:]  # after self
             return script, [Port(a.name) for a in args if not a.has_default_value()], None
         if model.format == "torch-export":
-            with _no_unpickling(name):
+            from pinbench.artifacts.shape_exprs import ArchiveRefused, check_archive
+
+            try:
+                check_archive(Path(path))
+            except ArchiveRefused as exc:
+                raise ModelLoadError(model=name, reason=str(exc)) from None
+            with _no_unpickling(name), _checked_sympify(name):
                 program = torch.export.load(path)
                 module = program.module()
             return module, _export_inputs(program), _export_outputs(program)

@@ -1,0 +1,216 @@
+"""A ``torch.export`` archive's shape expressions are data, never code. ``torch.export.load``
+evaluates each with ``sympy.sympify`` (Python's ``eval``), so pinbench checks every one
+(``artifacts.shape_exprs``) at ``manifest``, at publish and again before a run loads the
+archive: an expression that could do more than describe a size is refused, naming it, and
+nothing in it runs. Pickles were refused before; this closes the same door for ``.pt2``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pinbench.artifacts.digest import hash_file
+from pinbench.artifacts.shape_exprs import ShapeExprRefused, check_archive, check_expression
+from pinbench.evaluator.predictors.base import ModelLoadError
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from tests.helpers import Cli
+from tests.test_signatures_noexec import Tiny, _export, _rewrite_program
+
+#   expression                                                         why it is a size
+ACCEPTED = [
+    ("Symbol('s74', positive=True, integer=True)", "what torch 2.13 writes for a batch"),
+    ("Add(Symbol('s74', positive=True, integer=True), Integer(1))", "srepr arithmetic"),
+    ("Mul(Integer(12), Symbol('s74', positive=True, integer=True))", "a stride"),
+    ("s0 + 1", "the older text form"),
+    ("FloorDiv(s0, 2) + Mod(s1, 3)", "torch's own functions"),
+    ("Max(1, s0) <= 2*s0", "a comparison"),
+    ("Pow(Symbol('s0', integer=True), Integer(2))", "a small literal exponent"),
+    ("s0**2", "the same, as text"),
+    ("Float('1.5', precision=53)", "a decimal"),
+    ("And(Eq(s0, 1), Ne(s1, 0))", "logic"),
+]  # fmt: skip
+
+#   expression                                                        what the refusal says
+REFUSED = [
+    ("__import__('os').system('id')", "not a sympy shape function"),
+    ("exec(chr(105)+chr(100))", "not a sympy shape function"),
+    ("Symbol('s0').__class__", "Attribute is not allowed"),
+    ("Symbol('__import__(\"os\")')", "neither a symbol name nor a decimal"),
+    ("[s0][0]", "is not allowed"),
+    ("(lambda: 1)()", "not a sympy shape function"),
+    ("s0 ^ 2", "BitXor is not allowed"),  # sympify reads ^ as **
+    ("Pow(Integer(2), Pow(Integer(10), Integer(10)))", "exponent must be a literal"),
+    ("2**10**10", "literal exponent"),
+    ("LShift(1, s0)", "exponent must be a literal"),
+    ("Integer(99999999999999999999999)", "past int64"),
+    ("Symbol('s0', evaluate=exec)", "not a sympy assumption"),
+    ("s0 if s0 else s1", "IfExp is not allowed"),
+    ("open", "neither a shape symbol nor a shape function"),
+    ("s0 +", "not an expression"),
+    ("(" * 300 + "s0" + ")" * 300, "not an expression"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", [a[0] for a in ACCEPTED], ids=[a[1] for a in ACCEPTED])
+def test_a_size_expression_is_accepted(text: str) -> None:
+    check_expression(text)
+
+
+@pytest.mark.parametrize(("text", "says"), REFUSED, ids=[r[1] + ":" + r[0][:30] for r in REFUSED])
+def test_an_expression_that_could_do_more_is_refused(text: str, says: str) -> None:
+    with pytest.raises(ShapeExprRefused) as refused:
+        check_expression(text)
+    assert says in str(refused.value)
+
+
+def test_every_expression_torch_writes_for_a_dynamic_model_is_accepted(tmp_path: Path) -> None:
+    """The check is measured against what PyTorch itself writes: a model with a dynamic batch
+    and one derived from it (a concatenation doubles it) passes whole."""
+    import torch
+
+    class Doubling(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x, x]).reshape(-1) * 2
+
+    batch = torch.export.Dim("batch", min=1, max=4096)
+    program = torch.export.export(
+        Doubling(), (torch.zeros(3, 4),), dynamic_shapes={"x": {0: batch}}
+    )
+    path = tmp_path / "doubling.pt2"
+    torch.export.save(program, str(path))
+    text = _program_text(path)
+    assert '"expr_str"' in text and "Mul(Integer(" in text, "the archive has derived sizes"
+    check_archive(path)
+
+
+def _program_text(path: Path) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith("/models/model.json")]
+        return archive.read(name).decode()
+
+
+def _hostile(tmp_path: Path) -> tuple[Path, Path]:
+    """A dynamic-batch archive whose batch expression writes ``target`` when evaluated."""
+    target = tmp_path / "written.txt"
+    model = _export(Tiny(), tmp_path / "tiny.pt2")
+
+    def plant(program: dict[str, Any]) -> None:
+        size = program["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0]
+        symbol = size["as_expr"]["expr_str"]
+        code = f"__import__('pathlib').Path({str(target)!r}).write_text('x')"
+        size["as_expr"]["expr_str"] = f"{code} and {symbol}"
+
+    _rewrite_program(model, plant)
+    return model, target
+
+
+def test_the_hostile_archive_runs_its_code_when_torch_loads_it(tmp_path: Path) -> None:
+    """What the checks stand in front of: PyTorch's own loading (pickles refused, as
+    pinbench's predictor loads) writes the file. In a child, so nothing here is touched."""
+    model, target = _hostile(tmp_path)
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore');"
+        "from pinbench.evaluator.predictors.torch.predictor import _no_unpickling;"
+        "import torch\n"
+        f"with _no_unpickling('m'): torch.export.load({str(model)!r})"
+    )
+    subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300, check=False)
+    assert target.exists()
+
+
+def test_publish_refuses_the_archive_and_keeps_nothing(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "clean").mkdir()
+    clean = _export(Tiny(), tmp_path / "clean" / "tiny.pt2")
+    manifest_path = tmp_path / "clean" / "model.yaml"
+    made = cli("manifest", "model", str(clean), "--name", "test/tiny", "-o", str(manifest_path))
+    assert made.code == 0, made.err
+    hostile, target = _hostile(tmp_path)
+    clean.write_bytes(hostile.read_bytes())  # the manifest now names the hostile bytes
+    manifest = yaml.safe_load(manifest_path.read_text())
+    (entry,) = [f for f in manifest["files"] if f["path"] == "tiny.pt2"]
+    digest, size = hash_file(clean)
+    entry["sha256"], entry["size"] = digest.hex, size
+    manifest_path.write_text(yaml.safe_dump(manifest))
+    assert cli("init").code == 0
+    blobs = tmp_path / "home" / "blobs"
+    before = sorted(p.name for p in blobs.rglob("*") if p.is_file())
+
+    result = cli("publish", str(manifest_path))
+    assert result.code == 1, result.out
+    assert "tiny.pt2" in result.err and "shape expression" in result.err
+    assert "Traceback" not in result.err
+    assert not target.exists()
+    assert sorted(p.name for p in blobs.rglob("*") if p.is_file()) == before
+    listed = cli("list", "model", "--json")
+    assert json.loads(listed.out) == []
+
+
+def test_a_run_refuses_the_archive_before_torch_reads_it(tmp_path: Path) -> None:
+    """Forced past publish (a lockfile cannot do it: the registry re-derives files), the
+    predictor itself refuses, in every runner, since every runner opens it."""
+    from pinbench.evaluator.predictors.torch.predictor import TorchPredictor
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    hostile, target = _hostile(tmp_path)
+    (folder / "tiny.pt2").write_bytes(hostile.read_bytes())
+    files = ModelFiles({"tiny.pt2": folder / "tiny.pt2"}, "torch-export")
+    with warnings.catch_warnings(), pytest.raises(ModelLoadError) as refused:
+        warnings.simplefilter("ignore")
+        TorchPredictor().open(files, PredictorOptions())
+    assert "shape expression" in str(refused.value)
+    assert not target.exists()
+
+
+def test_the_run_time_guard_checks_what_sympify_is_handed(tmp_path: Path) -> None:
+    """Past the archive check (here, switched off), every text ``sympify`` is handed while
+    the archive loads is checked: a member or field the walk did not read runs nothing."""
+    from unittest import mock
+
+    from pinbench.evaluator.predictors.torch import predictor as torch_predictor
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    hostile, target = _hostile(tmp_path)
+    (folder / "tiny.pt2").write_bytes(hostile.read_bytes())
+    files = ModelFiles({"tiny.pt2": folder / "tiny.pt2"}, "torch-export")
+    with (
+        mock.patch("pinbench.artifacts.shape_exprs.check_archive", lambda path: None),
+        warnings.catch_warnings(),
+        pytest.raises(ModelLoadError) as refused,
+    ):
+        warnings.simplefilter("ignore")
+        torch_predictor.TorchPredictor().open(files, PredictorOptions())
+    assert "shape expression" in str(refused.value)
+    assert not target.exists()
+
+
+def test_a_clean_dynamic_archive_still_loads_and_predicts(tmp_path: Path) -> None:
+    import numpy as np
+    import torch
+
+    from pinbench.evaluator.predictors.torch.predictor import TorchPredictor
+
+    module = Tiny().eval()
+    model = _export(module, tmp_path / "tiny.pt2")
+    predictor = TorchPredictor()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        predictor.open(ModelFiles({"tiny.pt2": model}, "torch-export"), PredictorOptions())
+    x = np.random.default_rng(0).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    try:
+        (got,) = predictor.predict(x).values()
+    finally:
+        predictor.close()
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
