@@ -1,4 +1,5 @@
-"""Shared fixtures: workspaces on SQLite and on a real PostgreSQL server started here."""
+"""Shared fixtures: workspaces on SQLite and on a real PostgreSQL server started here, and a
+real ``pinbench serve`` per test module."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from sqlalchemy import create_engine, text
 
 from pinbench import catalog as builtin
 from pinbench.config import Settings
-from pinbench.registry.manifest import load_manifest
-from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, in_process_cli
+from tests.apiserver import Server, api_server
+from tests.helpers import Cli, in_process_cli, published_workspace
 from tests.pg import postgres_server
 
 
@@ -87,12 +87,19 @@ def cnn_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
     """A workspace with the digits catalog published."""
-    ws = Workspace(Settings(home=tmp_path / "home", database_url=f"sqlite:///{tmp_path}/db"))
-    ws.init()
-    for path in sorted(catalog_dir.glob("*.yaml")):
-        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="test")
+    ws = published_workspace(tmp_path, catalog_dir)
     yield ws
     ws.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Server]:
+    """A real ``pinbench serve`` for the test module (tests/apiserver.py): on SQLite, the digits
+    catalog published, ``PEOPLE`` with a token each. A module that needs another server
+    (options, engine, scope) defines its own ``server``."""
+    root = tmp_path_factory.mktemp("server")
+    with api_server(root / "home", f"sqlite:///{root}/db.sqlite", catalog_dir=catalog_dir) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -192,20 +192,35 @@ def onnx_image_model(
     }
 
 
+DIGITS: dict[str, Any] = {
+    "model": "vision/digits-logreg@^1",
+    "framework": "onnxruntime@*",
+    "dataset": "sklearn-digits-test@^1",
+}
+"""A request for the digits catalog's logreg on ONNX Runtime (``catalog_dir`` publishes it)."""
+DIGITS_ACCURACY: dict[str, Any] = {**DIGITS, "scenario": {"mode": "accuracy"}}
+
+
 def lock_digits(ws: Workspace, path: Path) -> Path:
-    """Lock the digits catalog's logreg on ONNX Runtime (``ws`` has it published) to ``path``."""
+    """Lock ``DIGITS`` (``ws`` has the digits catalog published) to ``path``."""
     from pinbench.registry import service
     from pinbench.registry.request import parse_request
 
-    request = parse_request(
-        {
-            "model": "vision/digits-logreg@^1",
-            "framework": "onnxruntime@*",
-            "dataset": "sklearn-digits-test@^1",
-        }
-    )
-    service.lock_points(ws, request)[0][0].write(path)
+    service.lock_points(ws, parse_request(DIGITS))[0][0].write(path)
     return path
+
+
+def run_digits(ws: Workspace) -> str:
+    """Run ``DIGITS_ACCURACY`` with the local runner (``ws`` has the digits catalog
+    published); the id of the run, recorded as succeeded."""
+    from pinbench.evaluator.run import run_lockfile
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    lock = service.lock(ws, parse_request(DIGITS_ACCURACY))[0]
+    outcome = run_lockfile(ws, lock, runner="local", say=lambda _: None)
+    assert outcome.status == "succeeded", outcome
+    return outcome.id
 
 
 def forget_verified(store: BlobStore) -> BlobStore:

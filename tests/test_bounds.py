@@ -24,8 +24,8 @@ from pinbench.operators.schema import SIZE
 from pinbench.registry.lockfile import Lockfile, LockfileError
 from pinbench.registry.manifest import ManifestError, json_schemas, parse_manifest
 from pinbench.registry.request import RequestError, parse_request
-from tests.apiserver import Server, api_server
-from tests.helpers import Cli, Home, in_process_cli, published_home
+from tests.apiserver import Server
+from tests.helpers import DIGITS, Cli, Home, in_process_cli, published_home
 from tests.test_api import REQUEST
 from tests.test_limits import recorded
 
@@ -72,6 +72,27 @@ def _edges(bound: b.Bound, *, integer: bool) -> tuple[list[Any], list[Any]]:
     return inside, beyond
 
 
+def _cases(
+    base: dict[str, Any],
+    path: str,
+    field: str,
+    bound: b.Bound,
+    *,
+    integer: bool,
+    beyond: bool,
+    ends: tuple[str, ...] = ("low", "high"),
+) -> list[Any]:
+    """``(data, field, bound, value)`` cases: ``base`` with, at ``path``, the value at each of
+    ``ends`` of ``bound`` (``beyond``: one step past it)."""
+    inside, outside = _edges(bound, integer=integer)
+    values = zip(("low", "high"), outside if beyond else inside, strict=True)
+    return [
+        pytest.param(_set(base, path, value), field, bound, value, id=f"{path} {end}")
+        for end, value in values
+        if end in ends
+    ]
+
+
 # ---------------------------------------------------------------- requests
 
 BASE: dict[str, Any] = {"model": "vision/m@1", "dataset": "d@1"}
@@ -116,13 +137,9 @@ TOO_LARGE = {("operator.params.m", "high")}
 def _request_cases(*, beyond: bool) -> list[Any]:
     cases = []
     for path, bound, integer, base, field in REQUEST_FIELDS:
-        inside, outside = _edges(bound, integer=integer)
-        for end, value in zip(("low", "high"), outside if beyond else inside, strict=True):
-            if not beyond and (path, end) in TOO_LARGE:
-                continue
-            shown = field or _field(path)
-            cases.append(pytest.param(_set(base, path, value), shown, bound, value,
-                                      id=f"{path} {end}"))  # fmt: skip
+        ends = tuple(e for e in ("low", "high") if beyond or (path, e) not in TOO_LARGE)
+        shown = field or _field(path)
+        cases += _cases(base, path, shown, bound, integer=integer, beyond=beyond, ends=ends)
     return cases
 
 
@@ -277,10 +294,7 @@ MANIFEST_FIELDS = [
 def _manifest_cases(*, beyond: bool) -> list[Any]:
     cases = []
     for base, path, bound, integer in MANIFEST_FIELDS:
-        inside, outside = _edges(bound, integer=integer)
-        for end, value in zip(("low", "high"), outside if beyond else inside, strict=True):
-            cases.append(pytest.param(_set(base, path, value), _field(path), bound, value,
-                                      id=f"{path} {end}"))  # fmt: skip
+        cases += _cases(base, path, _field(path), bound, integer=integer, beyond=beyond)
     # Bounds checked after parsing, in the same words: what another field sets (masks:
     # fewer classes; ignore_index no class index), and integers among free-form attributes.
     dependent = [
@@ -289,11 +303,7 @@ def _manifest_cases(*, beyond: bool) -> list[Any]:
         (MODEL, "attributes.params", b.ATTRIBUTE_INT, ("low", "high")),
     ]
     for base, path, bound, ends in dependent:
-        inside, outside = _edges(bound, integer=True)
-        for end, value in zip(("low", "high"), outside if beyond else inside, strict=True):
-            if end in ends:
-                cases.append(pytest.param(_set(base, path, value), path, bound, value,
-                                          id=f"{path} {end}"))  # fmt: skip
+        cases += _cases(base, path, path, bound, integer=True, beyond=beyond, ends=ends)
     return cases
 
 
@@ -347,13 +357,6 @@ def home(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterato
 @pytest.fixture
 def cli(home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     return in_process_cli(monkeypatch, capsys, home.home, home.db)
-
-
-DIGITS = {
-    "model": "vision/digits-logreg@^1",
-    "framework": "onnxruntime@*",
-    "dataset": "sklearn-digits-test@^1",
-}
 
 
 def _locked(home: Home) -> Lockfile:
@@ -416,13 +419,7 @@ def test_pinbench_publish_refuses_a_manifest_beyond_a_bound(cli: Cli, tmp_path: 
 
 
 # ---------------------------------------------------------------- through a real server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("bounds-api")
-    with api_server(root / "home", f"sqlite:///{root}/db", catalog_dir=catalog_dir) as srv:
-        yield srv
+# (``server``: the module's own, tests/conftest.py)
 
 
 def test_a_run_token_asking_for_a_trillion_threads_gets_400_and_nothing_is_queued(

@@ -18,7 +18,6 @@ from pinbench.config import Settings
 from pinbench.db import migrate
 from pinbench.db.engine import make_engine
 from pinbench.db.models import Attestation, SigningKey
-from pinbench.evaluator.run import run_lockfile
 from pinbench.provenance.dsse import pae
 from pinbench.provenance.keys import (
     ATTESTATION,
@@ -29,21 +28,8 @@ from pinbench.provenance.keys import (
     public_of,
     signing_key,
 )
-from pinbench.registry import service
-from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, Home, in_process_cli, published_home
-
-REQUEST = {
-    "model": "vision/digits-logreg@^1",
-    "framework": "onnxruntime@*",
-    "dataset": "sklearn-digits-test@^1",
-    "scenario": {"mode": "accuracy"},
-}
-
-
-def quiet(_: str) -> None:
-    pass
+from tests.helpers import Cli, Home, in_process_cli, published_home, run_digits
 
 
 def rows(ws: Workspace) -> list[tuple[str, str, datetime | None]]:
@@ -194,11 +180,9 @@ def home(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterato
         yield home
 
 
-def _run(ws: Workspace) -> str:
-    lock = service.lock(ws, parse_request(REQUEST))[0]
-    outcome = run_lockfile(ws, lock, runner="local", say=quiet)
-    assert outcome.status == "succeeded"
-    return outcome.id
+@pytest.fixture
+def cli(home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return in_process_cli(monkeypatch, capsys, home.home, home.db)
 
 
 def _statement(path: Path) -> dict[str, Any]:
@@ -223,14 +207,10 @@ def _sign_with(seed: bytes, statement: dict[str, Any], path: Path) -> None:
 
 
 def test_rotation_retires_the_old_key_which_verifies_only_what_it_attested_before(
-    home: Home,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    home: Home, cli: Cli, tmp_path: Path
 ) -> None:
-    cli = in_process_cli(monkeypatch, capsys, home.home, home.db)
     ws = home.ws
-    run = _run(ws)  # attested when recorded, with the key about to be retired
+    run = run_digits(ws)  # attested when recorded, with the key about to be retired
     before = tmp_path / "before.intoto.jsonl"
     assert cli("runs", "attest", run, "-o", str(before)).code == 0
     old_seed = key_path(ws).read_bytes()
@@ -299,12 +279,8 @@ def test_rotation_retires_the_old_key_which_verifies_only_what_it_attested_befor
 
 
 def test_rotate_and_export_refuse_what_they_cannot_do(
-    home: Home,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    cli = in_process_cli(monkeypatch, capsys, home.home, home.db)
     #   command                                              what the refusal says
     cases = [
         (("keys", "rotate", "--kind", "ssh"), "expected one of attestation, model-signing"),
@@ -320,15 +296,9 @@ def test_rotate_and_export_refuse_what_they_cannot_do(
     assert result.code == 1 and "unset PINBENCH_URL" in result.err
 
 
-def test_export_writes_the_public_key_as_pem(
-    home: Home,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
-) -> None:
+def test_export_writes_the_public_key_as_pem(home: Home, cli: Cli, tmp_path: Path) -> None:
     from cryptography.hazmat.primitives import serialization
 
-    cli = in_process_cli(monkeypatch, capsys, home.home, home.db)
     private, keyid = model_signing_key(home.ws)
     out = tmp_path / "model.pem"
     result = cli("keys", "export", keyid[:12], "-o", str(out))

@@ -7,8 +7,6 @@ library and through a real ``pinbench serve``."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +28,7 @@ from pinbench.registry.names import (
 from pinbench.registry.ranges import MAX_NUMBER, Range, parse_version
 from pinbench.registry.request import MLPERF_PRESET, RequestError, parse_request
 from pinbench.workspace import Workspace
-from tests.apiserver import Server, api_server
+from tests.apiserver import Server
 from tests.test_api import REQUEST, manifest_doc, multipart
 
 UPLOAD = {"content-type": "multipart/form-data; boundary=XyZ"}
@@ -273,13 +271,7 @@ def test_a_run_id_is_hex_never_a_pattern(text: str) -> None:
 
 
 # ------------------------------------------------------------------ through a real server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("limits")
-    with api_server(root / "home", f"sqlite:///{root}/db", catalog_dir=catalog_dir) as srv:
-        yield srv
+# (``server``: the module's own, tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

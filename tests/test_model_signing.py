@@ -21,7 +21,7 @@ from pinbench.registry.manifest import load_manifest
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
-from tests.apiserver import Server, api_server
+from tests.apiserver import Server
 from tests.helpers import Cli, Home, dump, in_process_cli, published_home, sha
 
 MODEL = "model/test/signed@1.0.0"
@@ -218,13 +218,7 @@ def test_a_rotated_key_signs_new_signatures_and_old_ones_still_verify(
 
 
 # ---------------------------------------------------------------- through a server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("model-signing-api")
-    with api_server(root / "home", f"sqlite:///{root}/db.sqlite", catalog_dir=catalog_dir) as srv:
-        yield srv
+# (``server``: the module's own, tests/conftest.py)
 
 
 def test_a_server_serves_signatures_and_their_key(

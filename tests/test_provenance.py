@@ -17,25 +17,11 @@ from sqlalchemy import delete
 
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Attestation
-from pinbench.evaluator.run import run_lockfile
 from pinbench.provenance.dsse import pae
 from pinbench.provenance.keys import key_path, public_of, signing_key
-from pinbench.registry import service
-from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.apiserver import Server, api_server
-from tests.helpers import Cli, in_process_cli, published_workspace
-
-REQUEST = {
-    "model": "vision/digits-logreg@^1",
-    "framework": "onnxruntime@*",
-    "dataset": "sklearn-digits-test@^1",
-    "scenario": {"mode": "accuracy"},
-}
-
-
-def quiet(_: str) -> None:
-    pass
+from tests.apiserver import Server
+from tests.helpers import DIGITS_ACCURACY, Cli, in_process_cli, published_workspace, run_digits
 
 
 @dataclass
@@ -51,10 +37,7 @@ def home(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterato
     """The digits catalog published and one accuracy run recorded (so attested)."""
     root = tmp_path_factory.mktemp("provenance")
     ws = published_workspace(root, catalog_dir)
-    lock = service.lock(ws, parse_request(REQUEST))[0]
-    outcome = run_lockfile(ws, lock, runner="local", say=quiet)
-    assert outcome.status == "succeeded"
-    yield Home(ws, root / "home", f"sqlite:///{root}/db", outcome.id)
+    yield Home(ws, root / "home", f"sqlite:///{root}/db", run_digits(ws))
     ws.close()
 
 
@@ -357,13 +340,7 @@ def test_an_unsafe_key_file_is_refused_not_used(home: Home) -> None:
 
 
 # ---------------------------------------------------------------- through a server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("provenance-api")
-    with api_server(root / "home", f"sqlite:///{root}/db.sqlite", catalog_dir=catalog_dir) as srv:
-        yield srv
+# (``server``: the module's own, tests/conftest.py)
 
 
 def test_a_server_run_is_attested_and_verifies_through_the_api(
@@ -378,7 +355,7 @@ def test_a_server_run_is_attested_and_verifies_through_the_api(
     monkeypatch.setenv("PINBENCH_TOKEN", server.tokens["owner"])
     monkeypatch.setenv("PINBENCH_HOME", "/nonexistent/the-cli-must-not-use-a-local-home")
     request = tmp_path / "request.json"
-    request.write_text(json.dumps(REQUEST))
+    request.write_text(json.dumps(DIGITS_ACCURACY))
     lock = tmp_path / "run.lock"
     assert main(["lock", str(request), "-o", str(lock)]) == 0
     capsys.readouterr()
