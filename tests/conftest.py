@@ -84,6 +84,14 @@ def cnn_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def text_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``minilm`` catalog part: a sentence-embedding model and a sentence-pairs dataset."""
+    root = tmp_path_factory.mktemp("catalog-minilm")
+    builtin.build(root, ["minilm"])
+    return root
+
+
 @pytest.fixture
 def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
     """A workspace with the digits catalog published."""

@@ -172,6 +172,27 @@ def published_home(root: Path, catalog: Path) -> Iterator[Home]:
         ws.close()
 
 
+def minilm_variant(
+    catalog: Path, root: Path, version: str, change: Callable[[dict[str, Any]], None]
+) -> Path:
+    """The ``minilm`` catalog part's model (``catalog``) at ``version`` with ``change`` made to
+    its manifest, its files copied under ``root/variant-VERSION``: the manifest's path."""
+    import shutil
+
+    data = yaml.safe_load((catalog / "model-minilm.yaml").read_text())
+    data["version"] = version
+    change(data)
+    folder = root / f"variant-{version}"
+    shutil.copytree(catalog / "minilm", folder / "minilm")
+    for entry in data["files"]:
+        entry["path"] = f"minilm/{entry['path']}"
+        entry.pop("source", None)
+    for spec in data["inputs"]:
+        for step in spec["steps"]:
+            step["tokenize"]["tokenizer"] = "minilm/tokenizer.json"
+    return dump(folder / "m.yaml", data)
+
+
 def onnx_image_model(
     name: str,
     files: list[dict[str, Any]],

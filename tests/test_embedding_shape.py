@@ -5,14 +5,11 @@ with nothing measured."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from pinbench import catalog as builtin
 from pinbench.catalog import minilm
 from pinbench.evaluator.history import list_runs
 from pinbench.evaluator.pairs import SimilarityError
@@ -21,37 +18,16 @@ from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
-from tests.helpers import published_workspace
+from tests.helpers import minilm_variant, published_workspace
 
 
 def quiet(text: str) -> None:
     pass
 
 
-@pytest.fixture(scope="module")
-def text_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("catalog-minilm")
-    builtin.build(root, ["minilm"])
-    return root
-
-
-def _without_pool(root: Path, tmp_path: Path) -> Path:
-    """The catalog's model at 1.0.9 with only the l2_normalize step: token states stay
-    ``(N, tokens, D)``."""
-    data = yaml.safe_load((root / "model-minilm.yaml").read_text())
-    data["version"] = "1.0.9"
+def _without_pool(data: dict[str, Any]) -> None:
+    """Only the l2_normalize step: token states stay ``(N, tokens, D)``."""
     data["outputs"][0]["steps"] = [{"l2_normalize": {}}]
-    folder = tmp_path / "variant"
-    shutil.copytree(root / "minilm", folder / "minilm")
-    for entry in data["files"]:
-        entry["path"] = f"minilm/{entry['path']}"
-        entry.pop("source", None)
-    for spec in data["inputs"]:
-        for step in spec["steps"]:
-            step["tokenize"]["tokenizer"] = "minilm/tokenizer.json"
-    manifest = folder / "m.yaml"
-    manifest.write_text(yaml.safe_dump(data))
-    return manifest
 
 
 def test_token_states_are_refused_as_embeddings_before_timing(
@@ -59,7 +35,7 @@ def test_token_states_are_refused_as_embeddings_before_timing(
 ) -> None:
     ws = published_workspace(tmp_path, text_catalog)
     try:
-        path = _without_pool(text_catalog, tmp_path)
+        path = minilm_variant(text_catalog, tmp_path, "1.0.9", _without_pool)
         publish(ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
         for mode in ("accuracy", "performance"):
             request: dict[str, Any] = {

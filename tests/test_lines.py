@@ -45,8 +45,10 @@ def test_lines_end_at_line_feeds_only(tmp_path: Path, raw: bytes, lines: list[st
 
 
 def test_text_samples_keep_their_count_whatever_they_hold(tmp_path: Path) -> None:
+    """A sentence may hold a lone CR, a form feed or U+2028 without becoming two samples; CRLF
+    is one line end; blank lines at the end are no samples."""
     path = tmp_path / "s.txt"
-    path.write_bytes("one\rstill one\r\ntwo\x0cstill two\nthree\u2028still three\n".encode())
+    path.write_bytes("one\rstill one\r\ntwo\x0cstill two\nthree\u2028still three\n\n".encode())
     assert read_text_lines(path, where="s.txt") == [
         "one\rstill one",
         "two\x0cstill two",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -38,20 +37,13 @@ from pinbench.registry.manifest import ManifestError, load_manifest, parse_manif
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, published_workspace
+from tests.helpers import Cli, minilm_variant, published_workspace
 
 MODEL = f"{minilm.NAME}@1"
 
 
 def quiet(text: str) -> None:
     pass
-
-
-@pytest.fixture(scope="module")
-def text_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("catalog-minilm")
-    builtin.build(root, ["minilm"])
-    return root
 
 
 @pytest.fixture
@@ -111,23 +103,6 @@ def test_three_inputs_run_singlestream(text_ws: Workspace) -> None:
     assert run["latency_p50_ns"] > 0
 
 
-def _variant(root: Path, tmp_path: Path, version: str, change: Any) -> Path:
-    data = yaml.safe_load((root / "model-minilm.yaml").read_text())
-    data["version"] = version
-    change(data)
-    folder = tmp_path / f"variant-{version}"
-    shutil.copytree(root / "minilm", folder / "minilm")
-    for f in data["files"]:
-        f["path"] = f"minilm/{f['path']}"
-        f.pop("source", None)
-    for i in data["inputs"]:
-        for s in i["steps"]:
-            s["tokenize"]["tokenizer"] = "minilm/tokenizer.json"
-    manifest = folder / "m.yaml"
-    manifest.write_text(yaml.safe_dump(data))
-    return manifest
-
-
 def _no_truncation(data: dict[str, Any]) -> None:
     for i in data["inputs"]:
         i["steps"][0]["tokenize"]["truncation"] = False
@@ -138,7 +113,7 @@ def _no_truncation(data: dict[str, Any]) -> None:
 def test_a_text_longer_than_max_length_without_truncation_fails_the_run(
     text_ws: Workspace, text_catalog: Path, tmp_path: Path
 ) -> None:
-    path = _variant(text_catalog, tmp_path, "1.0.1", _no_truncation)
+    path = minilm_variant(text_catalog, tmp_path, "1.0.1", _no_truncation)
     publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
     with pytest.raises(PipelineError, match="sample 0 is 9 tokens, more than max_length 8"):
         _run(text_ws, model=f"{minilm.NAME}@1.0.1", mode="accuracy")
@@ -151,7 +126,7 @@ def test_a_similarity_run_needs_an_embedding_output(
     def plain(data: dict[str, Any]) -> None:
         data["outputs"] = [{"name": "last_hidden_state"}]
 
-    path = _variant(text_catalog, tmp_path, "1.0.2", plain)
+    path = minilm_variant(text_catalog, tmp_path, "1.0.2", plain)
     publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
     with pytest.raises(NoEmbeddingOutput, match="needs exactly one output of type embedding"):
         _run(text_ws, model=f"{minilm.NAME}@1.0.2", mode="accuracy")
@@ -275,20 +250,6 @@ def test_manifest_dataset_writes_a_sentence_pair_dataset(
     assert cli("init").code == 0 and cli("publish", "d.yaml").code == 0
 
 
-def test_text_lines_split_on_line_feeds_only(tmp_path: Path) -> None:
-    """A sentence may hold U+2028 or a form feed without becoming two samples; CRLF is one
-    line end."""
-    from pinbench.evaluator.datasets import read_text_lines
-
-    path = tmp_path / "s.txt"
-    path.write_bytes("one\u2028still one\r\ntwo\x0cstill two\nthree\n\n".encode())
-    assert read_text_lines(path, where="s.txt") == [
-        "one\u2028still one",
-        "two\x0cstill two",
-        "three",
-    ]
-
-
 def test_similarity_refuses_what_has_no_rank_correlation() -> None:
     from pinbench.evaluator.pairs import Pairs, SimilarityError, similarity_metrics
 
@@ -319,7 +280,7 @@ def test_a_tokenizer_without_a_pad_token_is_refused(
     def no_pad(data: dict[str, Any]) -> None:
         pass
 
-    path = _variant(text_catalog, tmp_path, "1.0.3", no_pad)
+    path = minilm_variant(text_catalog, tmp_path, "1.0.3", no_pad)
     tokenizer = json.loads((path.parent / "minilm" / "tokenizer.json").read_text())
     tokenizer["padding"] = None
     tokenizer["model"]["vocab"].pop("[PAD]")
@@ -437,7 +398,7 @@ def _slow_tokenizer_run(ws: Workspace, root: Path, tmp_path: Path, timeout_s: in
     def nothing(data: dict[str, Any]) -> None:
         pass
 
-    path = _variant(root, tmp_path, "1.0.5", nothing)
+    path = minilm_variant(root, tmp_path, "1.0.5", nothing)
     tokenizer_file = path.parent / "minilm" / "tokenizer.json"
     tokenizer = json.loads(tokenizer_file.read_text())
     tokenizer["pre_tokenizer"] = CATASTROPHIC
