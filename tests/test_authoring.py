@@ -342,6 +342,55 @@ def test_missing_onnx_sidecar_is_refused(cli: Cli, tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def _npy_dataset(root: Path, name: str, images: np.ndarray, labels: np.ndarray) -> Path:
+    """``images.npy`` and ``labels.npy`` under ``root`` and ``root/dataset.yaml``, the dataset
+    ``NAME@1.0.0`` of those samples (``CLASSES`` classes)."""
+    np.save(root / "images.npy", images, allow_pickle=False)
+    np.save(root / "labels.npy", labels.astype(np.int64), allow_pickle=False)
+    files = [
+        {"path": n, "sha256": sha((root / n).read_bytes()), "size": (root / n).stat().st_size}
+        for n in ("images.npy", "labels.npy")
+    ]
+    dataset = {
+        "kind": "dataset",
+        "name": name,
+        "version": "1.0.0",
+        "samples": len(images),
+        "data": {"format": "npy", "path": "images.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": CLASSES},
+        "files": files,
+    }
+    return dump(root / "dataset.yaml", dataset)
+
+
+def _accuracy_run(cli: Cli, framework: Path, model: Path, dataset: Path) -> dict[str, Any]:
+    """With CLI commands only: ``init``, publish the three manifests, lock an accuracy run of
+    the model on the framework and dataset, run it with the local runner; the run, succeeded."""
+    assert cli("init").code == 0
+    for path in (framework, model, dataset):
+        published = cli("publish", str(path))
+        assert published.code == 0, published.err
+    name = {p: yaml.safe_load(p.read_text())["name"] for p in (framework, model, dataset)}
+    request = dump(
+        model.parent / "request.yaml",
+        {
+            "model": f"{name[model]}@1",
+            "framework": f"{name[framework]}@*",
+            "dataset": f"{name[dataset]}@1",
+            "scenario": {"mode": "accuracy"},
+        },
+    )
+    lock = model.parent / "model.lock"
+    locked = cli("lock", str(request), "-o", str(lock))
+    assert locked.code == 0, locked.err
+    ran = cli("run", str(lock), "--runner", "local")
+    assert ran.code == 0, ran.err
+    (run,) = json.loads(cli("runs", "list", "--json").out)
+    assert run["status"] == "succeeded"
+    found: dict[str, Any] = run
+    return found
+
+
 @pytest.mark.parametrize(
     ("model_file", "framework"),
     [
@@ -374,43 +423,9 @@ def test_from_a_model_file_to_an_accuracy_run(
     labels = np.arange(24) % 8
     images = np.zeros((24, 8, 8), dtype=np.float32)
     images[np.arange(24), 0, labels] = 1.0
-    np.save(root / "images.npy", images, allow_pickle=False)
-    np.save(root / "labels.npy", labels.astype(np.int64), allow_pickle=False)
-    files = [
-        {"path": n, "sha256": sha((root / n).read_bytes()), "size": (root / n).stat().st_size}
-        for n in ("images.npy", "labels.npy")
-    ]
-    dataset = {
-        "kind": "dataset",
-        "name": "onehot",
-        "version": "1.0.0",
-        "samples": 24,
-        "data": {"format": "npy", "path": "images.npy"},
-        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": CLASSES},
-        "files": files,
-    }
-    dataset_yaml = dump(root / "dataset.yaml", dataset)
+    dataset_yaml = _npy_dataset(root, "onehot", images, labels)
 
-    assert cli("init").code == 0
-    for path in (fw_yaml, model_yaml, dataset_yaml):
-        published = cli("publish", str(path))
-        assert published.code == 0, published.err
-    request = dump(
-        root / "request.yaml",
-        {
-            "model": "tiny@1",
-            "framework": f"{framework.split('==')[0]}@*",
-            "dataset": "onehot@1",
-            "scenario": {"mode": "accuracy"},
-        },
-    )
-    lock = root / "tiny.lock"
-    locked = cli("lock", str(request), "-o", str(lock))
-    assert locked.code == 0, locked.err
-    ran = cli("run", str(lock), "--runner", "local")
-    assert ran.code == 0, ran.err
-    (run,) = json.loads(cli("runs", "list", "--json").out)
-    assert run["status"] == "succeeded"
+    run = _accuracy_run(cli, fw_yaml, model_yaml, dataset_yaml)
     assert run["top1"] == 1.0
 
 
@@ -494,8 +509,7 @@ def test_a_keras_sequential_model_from_its_file_to_an_accuracy_run(
     predicted = model.predict(images[..., None], verbose=0).argmax(1)
     labels = predicted.copy()
     labels[::3] = (labels[::3] + 1) % CLASSES  # a third wrong: top-1 is not trivially 0 or 1
-    np.save(root / "images.npy", images, allow_pickle=False)
-    np.save(root / "labels.npy", labels.astype(np.int64), allow_pickle=False)
+    dataset_yaml = _npy_dataset(root, "noise", images, labels)
 
     steps = root / "steps.yaml"
     steps.write_text("- layout: {to: NHWC}\n")
@@ -509,41 +523,6 @@ def test_a_keras_sequential_model_from_its_file_to_an_accuracy_run(
     assert [(o.name, o.type) for o in manifest.outputs] == [("scores", "classification")]
     fw_yaml = root / "framework.yaml"
     assert cli("manifest", "framework", "tensorflow==2.21.0", "-o", str(fw_yaml)).code == 0
-    files = [
-        {"path": n, "sha256": sha((root / n).read_bytes()), "size": (root / n).stat().st_size}
-        for n in ("images.npy", "labels.npy")
-    ]
-    dataset_yaml = dump(
-        root / "dataset.yaml",
-        {
-            "kind": "dataset",
-            "name": "noise",
-            "version": "1.0.0",
-            "samples": len(images),
-            "data": {"format": "npy", "path": "images.npy"},
-            "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": CLASSES},
-            "files": files,
-        },
-    )
-    assert cli("init").code == 0
-    for path in (fw_yaml, model_yaml, dataset_yaml):
-        published = cli("publish", str(path))
-        assert published.code == 0, published.err
-    request = dump(
-        root / "request.yaml",
-        {
-            "model": "seq@1",
-            "framework": "tensorflow@*",
-            "dataset": "noise@1",
-            "scenario": {"mode": "accuracy"},
-        },
-    )
-    lock = root / "seq.lock"
-    locked = cli("lock", str(request), "-o", str(lock))
-    assert locked.code == 0, locked.err
-    ran = cli("run", str(lock), "--runner", "local")
-    assert ran.code == 0, ran.err
-    (run,) = json.loads(cli("runs", "list", "--json").out)
-    assert run["status"] == "succeeded"
+    run = _accuracy_run(cli, fw_yaml, model_yaml, dataset_yaml)
     assert run["top1"] == float(np.mean(predicted == labels))
     assert 0.5 < run["top1"] < 1.0
