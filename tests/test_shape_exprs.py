@@ -11,7 +11,6 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +20,7 @@ from pinbench.artifacts.shape_exprs import ShapeExprRefused, check_archive, chec
 from pinbench.evaluator.predictors.base import ModelLoadError
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from tests.helpers import Cli
-from tests.test_signatures_noexec import Tiny, _export, _rewrite_program
+from tests.torch_archives import Tiny, export_to, hostile_archive
 
 #   expression                                                         why it is a size
 ACCEPTED = [
@@ -98,25 +97,10 @@ def _program_text(path: Path) -> str:
         return archive.read(name).decode()
 
 
-def _hostile(tmp_path: Path) -> tuple[Path, Path]:
-    """A dynamic-batch archive whose batch expression writes ``target`` when evaluated."""
-    target = tmp_path / "written.txt"
-    model = _export(Tiny(), tmp_path / "tiny.pt2")
-
-    def plant(program: dict[str, Any]) -> None:
-        size = program["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0]
-        symbol = size["as_expr"]["expr_str"]
-        code = f"__import__('pathlib').Path({str(target)!r}).write_text('x')"
-        size["as_expr"]["expr_str"] = f"{code} and {symbol}"
-
-    _rewrite_program(model, plant)
-    return model, target
-
-
 def test_the_hostile_archive_runs_its_code_when_torch_loads_it(tmp_path: Path) -> None:
     """What the checks stand in front of: PyTorch's own loading (pickles refused, as
     pinbench's predictor loads) writes the file. In a child, so nothing here is touched."""
-    model, target = _hostile(tmp_path)
+    model, target = hostile_archive(tmp_path)
     code = (
         "import sys, warnings; warnings.simplefilter('ignore');"
         "from pinbench.evaluator.predictors.torch.predictor import _no_unpickling;"
@@ -129,11 +113,11 @@ def test_the_hostile_archive_runs_its_code_when_torch_loads_it(tmp_path: Path) -
 
 def test_publish_refuses_the_archive_and_keeps_nothing(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "clean").mkdir()
-    clean = _export(Tiny(), tmp_path / "clean" / "tiny.pt2")
+    clean = export_to(Tiny(), tmp_path / "clean" / "tiny.pt2")
     manifest_path = tmp_path / "clean" / "model.yaml"
     made = cli("manifest", "model", str(clean), "--name", "test/tiny", "-o", str(manifest_path))
     assert made.code == 0, made.err
-    hostile, target = _hostile(tmp_path)
+    hostile, target = hostile_archive(tmp_path)
     clean.write_bytes(hostile.read_bytes())  # the manifest now names the hostile bytes
     manifest = yaml.safe_load(manifest_path.read_text())
     (entry,) = [f for f in manifest["files"] if f["path"] == "tiny.pt2"]
@@ -161,7 +145,7 @@ def test_a_run_refuses_the_archive_before_torch_reads_it(tmp_path: Path) -> None
 
     folder = tmp_path / "model"
     folder.mkdir()
-    hostile, target = _hostile(tmp_path)
+    hostile, target = hostile_archive(tmp_path)
     (folder / "tiny.pt2").write_bytes(hostile.read_bytes())
     files = ModelFiles({"tiny.pt2": folder / "tiny.pt2"}, "torch-export")
     with warnings.catch_warnings(), pytest.raises(ModelLoadError) as refused:
@@ -180,7 +164,7 @@ def test_the_run_time_guard_checks_what_sympify_is_handed(tmp_path: Path) -> Non
 
     folder = tmp_path / "model"
     folder.mkdir()
-    hostile, target = _hostile(tmp_path)
+    hostile, target = hostile_archive(tmp_path)
     (folder / "tiny.pt2").write_bytes(hostile.read_bytes())
     files = ModelFiles({"tiny.pt2": folder / "tiny.pt2"}, "torch-export")
     with (
@@ -201,7 +185,7 @@ def test_a_clean_dynamic_archive_still_loads_and_predicts(tmp_path: Path) -> Non
     from pinbench.evaluator.predictors.torch.predictor import TorchPredictor
 
     module = Tiny().eval()
-    model = _export(module, tmp_path / "tiny.pt2")
+    model = export_to(module, tmp_path / "tiny.pt2")
     predictor = TorchPredictor()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -10,7 +10,6 @@ model says.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
@@ -25,6 +24,7 @@ import torch
 from pinbench.authoring.torch_archives import SCALAR_TYPES, read_torch_export, read_torchscript
 from pinbench.registry.manifest import Input, ModelManifest, load_manifest
 from tests.helpers import Cli
+from tests.torch_archives import Tiny, export_to, hostile_archive
 
 # ---------------------------------------------------------------- models that run code on load
 
@@ -109,36 +109,6 @@ def test_a_savedmodel_is_described_without_running_its_initializers(
     assert sorted(signature.structured_outputs) == ["scores"]
 
 
-class Tiny(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = torch.nn.Linear(64, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x.flatten(1))  # type: ignore[no-any-return]
-
-
-def _export(module: torch.nn.Module, path: Path, *, dynamic: bool = True) -> Path:
-    batch = torch.export.Dim("batch", min=1)
-    shapes = {"x": {0: batch}} if dynamic else None
-    program = torch.export.export(module.eval(), (torch.zeros(2, 1, 8, 8),), dynamic_shapes=shapes)
-    torch.export.save(program, str(path))
-    return path
-
-
-def _rewrite_program(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Rewrite the archive's ``models/model.json`` with ``change`` applied."""
-    with zipfile.ZipFile(path) as archive:
-        members = [(info, archive.read(info.filename)) for info in archive.infolist()]
-    with zipfile.ZipFile(path, "w") as archive:
-        for info, data in members:
-            if info.filename.endswith("/models/model.json"):
-                program = json.loads(data)
-                change(program)
-                data = json.dumps(program).encode()
-            archive.writestr(info, data)
-
-
 def test_a_torch_export_archive_is_read_without_evaluating_its_expressions(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -147,16 +117,7 @@ def test_a_torch_export_archive_is_read_without_evaluating_its_expressions(
     model is refused, since loading it would (tests/test_shape_exprs.py)."""
     from pinbench.evaluator.predictors.torch.predictor import _no_unpickling
 
-    target = tmp_path / "written.txt"
-    model = _export(Tiny(), tmp_path / "tiny.pt2")
-
-    def hostile(program: dict[str, Any]) -> None:
-        size = program["graph_module"]["graph"]["tensor_values"]["x"]["sizes"][0]
-        symbol = size["as_expr"]["expr_str"]
-        code = f"__import__('pathlib').Path({str(target)!r}).write_text('x')"
-        size["as_expr"]["expr_str"] = f"{code} and {symbol}"
-
-    _rewrite_program(model, hostile)
+    model, target = hostile_archive(tmp_path)
     out = tmp_path / "m.yaml"
     result = cli("manifest", "model", str(model), "-o", str(out))
     assert result.code == 1, result.err
@@ -174,7 +135,7 @@ def test_pytorch_archives_are_read_without_importing_pytorch(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_file: str
 ) -> None:
     if model_file.endswith(".pt2"):
-        _export(Tiny(), tmp_path / model_file)
+        export_to(Tiny(), tmp_path / model_file)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
