@@ -67,6 +67,17 @@ def seed(ws: Workspace, catalog_dir: Path | None) -> tuple[dict[str, str], dict[
     return tokens, ids
 
 
+def seed_home(
+    home: Path, database_url: str, catalog_dir: Path | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``seed`` the workspace on ``home`` and ``database_url`` (closed afterwards)."""
+    ws = Workspace(Settings(home=home, database_url=database_url))
+    try:
+        return seed(ws, catalog_dir)
+    finally:
+        ws.close()
+
+
 @contextmanager
 def api_server(
     home: Path,
@@ -75,28 +86,37 @@ def api_server(
     catalog_dir: Path | None = None,
 ) -> Iterator[Server]:
     """Seed the database, start ``pinbench serve ARGS`` and wait until it answers."""
-    ws = Workspace(Settings(home=home, database_url=database_url))
-    try:
-        tokens, ids = seed(ws, catalog_dir)
-    finally:
-        ws.close()
+    tokens, ids = seed_home(home, database_url, catalog_dir)
     with serve(home, database_url, *args) as url:
         yield Server(url, home, database_url, tokens, ids)
 
 
 @contextmanager
 def serve(home: Path, database_url: str, *args: str) -> Iterator[str]:
-    """Start ``pinbench serve ARGS`` on a database already seeded; yield its URL; stop it."""
+    """Start ``pinbench serve ARGS`` on a database already seeded; yield its URL once it (and
+    each of its ``--workers``) answers; stop it."""
+    with serve_process(home, database_url, *args) as (url, proc):
+        _wait_for_workers(home, database_url, proc, _workers(args))
+        yield url
+
+
+@contextmanager
+def serve_process(
+    home: Path, database_url: str, *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``pinbench serve ARGS`` on a free loopback port, in a session of its own, with ``env``
+    added to its environment: its URL and process once it answers. On the way out, unless the
+    test has ended it: SIGTERM to its group, SIGKILL after 20 s."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("PINBENCH_URL", "PINBENCH_TOKEN")}
-    env |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url}
+    environ = {k: v for k, v in os.environ.items() if k not in ("PINBENCH_URL", "PINBENCH_TOKEN")}
+    environ |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url, **(env or {})}
     log = home / "serve.log"
     if log.exists():  # a second server on the same home keeps its own log
         log = home / f"serve-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pinbench", "serve", "--port", str(port), *args],
-            env=env,
+            env=environ,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -104,15 +124,15 @@ def serve(home: Path, database_url: str, *args: str) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait(url, proc, log)
-        _wait_for_workers(home, database_url, proc, _workers(args))
-        yield url
+        yield url, proc
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def _workers(args: tuple[str, ...]) -> int:

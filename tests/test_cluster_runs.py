@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from pinbench.config import Settings
 from pinbench.db.models import Run
 from pinbench.workspace import Workspace
-from tests.apiserver import seed
+from tests.apiserver import seed_home
 from tests.cluster import ADDRESS, BIN, Cluster, ray_cluster, served
 
 PORT = 8400
@@ -95,11 +95,7 @@ def dump_yaml(path: Path, data: dict[str, object]) -> Path:
 def world(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[World]:
     root = tmp_path_factory.mktemp("cluster-runs")
     url = f"sqlite:///{root / 'pinbench.db'}"
-    ws = Workspace(Settings(home=root / "home", database_url=url))
-    try:
-        tokens, _ = seed(ws, catalog_dir)
-    finally:
-        ws.close()
+    tokens, _ = seed_home(root / "home", url, catalog_dir)
     agents = {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
     with (
         ray_cluster(root / "home", url, agents) as cluster,

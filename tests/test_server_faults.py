@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,10 +23,8 @@ import pytest
 
 from pinbench.api.runpool import STOPPED
 from pinbench.artifacts.scratch import KINDS
-from pinbench.config import Settings
 from pinbench.evaluator.instances import LEASE_ENV
-from pinbench.workspace import Workspace
-from tests.apiserver import _wait, seed, wait_for_status
+from tests.apiserver import seed_home, serve_process, wait_for_status
 from tests.helpers import in_process_cli
 from tests.pg import free_port
 
@@ -62,42 +59,17 @@ class Home:
 @pytest.fixture
 def home(tmp_path: Path, catalog_dir: Path) -> Home:
     database_url = f"sqlite:///{tmp_path}/db.sqlite"
-    ws = Workspace(Settings(home=tmp_path / "home", database_url=database_url))
-    try:
-        tokens, _ = seed(ws, catalog_dir)
-    finally:
-        ws.close()
+    tokens, _ = seed_home(tmp_path / "home", database_url, catalog_dir)
     return Home(tmp_path / "home", database_url, tokens)
 
 
 @contextmanager
-def serving(home: Home, *args: str) -> Iterator[Served]:
-    """``pinbench serve ARGS`` with a short lease, in a session of its own; ended (SIGKILL
-    to its group) on the way out if the test has not ended it."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
-    env |= {
-        "PINBENCH_HOME": str(home.home),
-        "PINBENCH_DATABASE_URL": home.database_url,
-        LEASE_ENV: str(LEASE_S),
-    }
-    log = home.home / f"serve-{port}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pinbench", "serve", "--port", str(port), *args],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        _wait(url, process, log)
+def serving(home: Home) -> Iterator[Served]:
+    """``pinbench serve`` with a short lease, in a session of its own (stopped on the way out
+    if the test has not ended it)."""
+    lease = {LEASE_ENV: str(LEASE_S)}
+    with serve_process(home.home, home.database_url, env=lease) as (url, process):
         yield Served(url, process)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def _submit(url: str, token: str, runner: str) -> str:
