@@ -91,6 +91,21 @@ def model_manifest(
     }
 
 
+def publish_digits_model(
+    ws: Workspace, root: Path, version: str, files: dict[str, bytes], **fields: Any
+) -> str:
+    """``files`` written under ``root`` and published as the digits catalog's model at
+    ``version`` (ONNX, for ONNX Runtime ^1), with the manifest's other ``fields``: its ref. A
+    request for the catalog's model at that version runs it on the catalog's dataset."""
+    from pinbench import catalog as builtin
+    from pinbench.registry.manifest import parse_manifest
+
+    described = write_files(root, files)
+    manifest = model_manifest(builtin.MODEL_NAME, version, described, framework_range="^1")
+    publish(ws, parse_manifest({**manifest, **fields}), manifest_dir=root, publisher="test")
+    return f"{builtin.MODEL_NAME}@{version}"
+
+
 def framework_manifest(
     name: str, version: str, image: dict[str, str] | None = None
 ) -> dict[str, Any]:

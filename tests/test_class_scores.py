@@ -27,7 +27,7 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import write_files
+from tests.helpers import publish_digits_model, write_files
 
 Array = np.ndarray[Any, Any]
 
@@ -181,18 +181,14 @@ def _model(tail: str) -> bytes:
 
 
 def _publish(ws: Workspace, root: Path, version: str, tail: str) -> str:
-    manifest = {
-        "kind": "model",
-        "name": builtin.MODEL_NAME,
-        "version": version,
-        "format": "onnx",
-        "framework": {"name": "onnxruntime", "range": "^1"},
-        "files": write_files(root / version, {"m.onnx": _model(tail)}),
-        "inputs": [{**X, "steps": STEPS}],
-        "outputs": [{"name": "out", "type": "classification"}],
-    }
-    publish(ws, parse_manifest(manifest), manifest_dir=root / version, publisher="test")
-    return f"{builtin.MODEL_NAME}@{version}"
+    return publish_digits_model(
+        ws,
+        root / version,
+        version,
+        {"m.onnx": _model(tail)},
+        inputs=[{**X, "steps": STEPS}],
+        outputs=[{"name": "out", "type": "classification"}],
+    )
 
 
 def _lock(ws: Workspace, model: str, mode: str, batch_size: int = 1) -> Lockfile:

@@ -30,7 +30,7 @@ from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, sha, write_files
+from tests.helpers import Cli, publish_digits_model, sha
 
 
 def _lock(ws: Workspace, **request: Any) -> Lockfile:
@@ -115,18 +115,10 @@ def test_framework_version_mismatch_names_a_runner(
     assert "9.9.9" in _failed_run(digits)["error"]
 
 
-def _publish_model(ws: Workspace, root: Path, version: str, data: bytes, steps: list[Any]) -> None:
-    files = write_files(root, {"m.onnx": data})
-    manifest = {
-        "kind": "model",
-        "name": builtin.MODEL_NAME,
-        "version": version,
-        "format": "onnx",
-        "framework": {"name": "onnxruntime", "range": "^1"},
-        "files": files,
-        "inputs": [{"name": "x", "element_type": "float32", "steps": steps}],
-    }
-    publish(ws, parse_manifest(manifest), manifest_dir=root, publisher="test")
+def _publish_model(ws: Workspace, root: Path, version: str, data: bytes) -> None:
+    """``data`` as ``m.onnx``, one float input ``x`` with no steps."""
+    inputs = [{"name": "x", "element_type": "float32", "steps": []}]
+    publish_digits_model(ws, root, version, {"m.onnx": data}, inputs=inputs)
 
 
 def test_model_that_fails_to_load(digits: Workspace, tmp_path: Path) -> None:
@@ -137,7 +129,7 @@ def test_model_that_fails_to_load(digits: Workspace, tmp_path: Path) -> None:
     node = helper.make_node("NoSuchOperator", ["x"], ["y"])
     graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", 1, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    _publish_model(digits, tmp_path / "bad", "3.0.0", model.SerializeToString(), [])
+    _publish_model(digits, tmp_path / "bad", "3.0.0", model.SerializeToString())
     with pytest.raises(ModelLoadError, match=r"cannot load model m\.onnx"):
         run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.0.0"), say=quiet)
     assert "cannot load model" in _failed_run(digits)["error"]
@@ -146,7 +138,7 @@ def test_model_that_fails_to_load(digits: Workspace, tmp_path: Path) -> None:
 def test_input_of_the_wrong_shape(digits: Workspace, tmp_path: Path, catalog_dir: Path) -> None:
     onnx_bytes = (catalog_dir / "digits-logreg-1.1.0" / "digits-logreg.onnx").read_bytes()
     # No layout step: the model gets (N, 8, 8, 1) where it expects (N, 1, 8, 8).
-    _publish_model(digits, tmp_path / "nhwc", "3.1.0", onnx_bytes, [])
+    _publish_model(digits, tmp_path / "nhwc", "3.1.0", onnx_bytes)
     with pytest.raises(InputMismatch, match=r"expects float32 \['N', 1, 8, 8\]"):
         run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.1.0"), say=quiet)
     assert _failed_run(digits)["status"] == "failed"

@@ -24,11 +24,10 @@ from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import ModelManifest, load_manifest, parse_manifest
-from pinbench.registry.publish import publish
+from pinbench.registry.manifest import ModelManifest, load_manifest
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import write_files
+from tests.helpers import publish_digits_model, write_files
 
 Array = np.ndarray[Any, Any]
 X = {"name": "x", "element_type": "float32", "shape": [1, 8, 8], "steps": []}
@@ -79,19 +78,10 @@ def _onnx_bytes(model: Any) -> bytes:
 def _publish(
     ws: Workspace, root: Path, version: str, files: dict[str, bytes], **fields: Any
 ) -> str:
-    manifest = {
-        "kind": "model",
-        "name": builtin.MODEL_NAME,
-        "version": version,
-        "format": "onnx",
-        "framework": {"name": "onnxruntime", "range": "^1"},
-        "files": write_files(root, files),
-        "inputs": [{**X, "steps": STEPS}],
-        "outputs": [LOGITS],
-        **fields,
-    }
-    publish(ws, parse_manifest(manifest), manifest_dir=root, publisher="test")
-    return f"{builtin.MODEL_NAME}@{version}"
+    """``publish_digits_model`` with the digits model's input and ``LOGITS`` unless ``fields``
+    say otherwise."""
+    defaults: dict[str, Any] = {"inputs": [{**X, "steps": STEPS}], "outputs": [LOGITS]}
+    return publish_digits_model(ws, root, version, files, **(defaults | fields))
 
 
 def _lock(ws: Workspace, model: str, **request: Any) -> Lockfile:
