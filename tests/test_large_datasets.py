@@ -196,36 +196,43 @@ def _parsed(data: dict[str, Any]) -> DatasetManifest:
     return manifest
 
 
-def _written(
-    root: Path, *, count: int, index: bytes | None = None, name: str = "small"
-) -> DatasetManifest:
-    """``count`` distinct samples under ``root/data`` and a manifest naming the index
-    ``root/small.files`` (the true one, or ``index``)."""
+def _indexed(file_index: dict[str, Any], name: str = "small") -> dict[str, Any]:
+    """A dataset manifest whose samples are the ``.npy`` files under ``data`` that
+    ``file_index`` lists."""
+    return {
+        "kind": "dataset",
+        "name": name,
+        "version": "1.0.0",
+        "data": {"format": "npy-files", "path": "data"},
+        "labels": {"format": "class-index-npy"},
+        "files": [],
+        "file_index": file_index,
+    }
+
+
+def _rows(root: Path, count: int) -> list[tuple[str, str, int]]:
+    """``count`` distinct samples under ``root/data``: their index rows (path, sha256, size)."""
     _samples(root / "data", count, distinct=count)
     files = sorted((root / "data").rglob("*.npy"))
-    rows = [(p.relative_to(root).as_posix(), sha(p.read_bytes()), p.stat().st_size) for p in files]
-    data = format_index(rows) if index is None else index
-    (root / "small.files").write_bytes(data)
-    return _parsed(
-        {
-            "kind": "dataset",
-            "name": name,
-            "version": "1.0.0",
-            "data": {"format": "npy-files", "path": "data"},
-            "labels": {"format": "class-index-npy"},
-            "files": [],
-            "file_index": {"path": "small.files", "sha256": sha(data), "size": len(data)},
-        }
-    )
+    return [(p.relative_to(root).as_posix(), sha(p.read_bytes()), p.stat().st_size) for p in files]
+
+
+def _with_index(root: Path, index: bytes, name: str = "small") -> DatasetManifest:
+    """``index`` written as ``root/small.files`` and the manifest pinning it."""
+    (root / "small.files").write_bytes(index)
+    pin = {"path": "small.files", "sha256": sha(index), "size": len(index)}
+    return _parsed(_indexed(pin, name))
+
+
+def _written(root: Path, *, count: int, name: str = "small") -> DatasetManifest:
+    """``count`` distinct samples under ``root/data`` and a manifest naming their index
+    ``root/small.files``."""
+    return _with_index(root, format_index(_rows(root, count)), name)
 
 
 def _lines(root: Path) -> list[bytes]:
-    _samples(root / "data", 3, distinct=3)
-    files = sorted((root / "data").rglob("*.npy"))
-    return [
-        f"{sha(p.read_bytes())} {p.stat().st_size} {p.relative_to(root).as_posix()}".encode()
-        for p in files
-    ]
+    """Three samples under ``root/data``: their index lines."""
+    return format_index(_rows(root, 3)).splitlines()
 
 
 def _swap_sha(lines: list[bytes]) -> bytes:
@@ -294,19 +301,7 @@ def test_a_bad_index_is_refused_and_leaves_nothing_behind(
 ) -> None:
     ws = home.ws
     root = tmp_path / "bad"
-    index = bad(_lines(root))
-    (root / "small.files").write_bytes(index)
-    manifest = _parsed(
-        {
-            "kind": "dataset",
-            "name": "small",
-            "version": "1.0.0",
-            "data": {"format": "npy-files", "path": "data"},
-            "labels": {"format": "class-index-npy"},
-            "files": [],
-            "file_index": {"path": "small.files", "sha256": sha(index), "size": len(index)},
-        }
-    )
+    manifest = _with_index(root, bad(_lines(root)))
     blobs_before = set(ws.store.iter_digests())
     with pytest.raises(UserError) as caught:
         publish(ws, manifest, manifest_dir=root, publisher="test")
@@ -363,15 +358,7 @@ BAD_MANIFESTS = [
 def test_a_manifest_naming_an_index_is_checked(fields: dict[str, Any], words: str) -> None:
     from pinbench.registry.manifest import ManifestError, parse_manifest
 
-    data: dict[str, Any] = {
-        "kind": "dataset",
-        "name": "small",
-        "version": "1.0.0",
-        "data": {"format": "npy-files", "path": "data"},
-        "labels": {"format": "class-index-npy"},
-        "files": [],
-        "file_index": {"path": "x.files", "sha256": "a" * 64},
-    }
+    data = _indexed({"path": "x.files", "sha256": "a" * 64})
     for key, value in fields.items():
         data[key] = {**data[key], **value} if isinstance(value, dict) else value
     with pytest.raises(ManifestError, match=words):
