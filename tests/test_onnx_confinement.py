@@ -30,7 +30,6 @@ from sqlalchemy import func, select
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.onnx_proto import external_locations, read_onnx
-from pinbench.config import Settings
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs, show_run
@@ -48,12 +47,12 @@ from pinbench.evaluator.worker import main as worker_main
 from pinbench.registry import service
 from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, sha, write_files
+from tests.helpers import Cli, published_workspace, sha, write_files
 
 NAME = "vision/confined"
 X = {"name": "x", "element_type": "float32", "shape": [1, 8, 8]}
@@ -431,11 +430,7 @@ def test_the_walk_finds_external_data_in_every_place(
 def home(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Workspace]:
     """The digits catalog published: other artifacts' blobs in the store. Refused publishes
     change nothing, so the tests that make them share it."""
-    root = tmp_path_factory.mktemp("confined")
-    ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
-    ws.init()
-    for path in sorted(catalog_dir.glob("*.yaml")):
-        publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="test")
+    ws = published_workspace(tmp_path_factory.mktemp("confined"), catalog_dir)
     yield ws
     ws.close()
 
