@@ -97,10 +97,12 @@ def test_an_agent_started_warm_serves_its_second_venv_run_warm_and_ends_its_eval
     blob_server.honest = digits.store
     lock = Lockfile.read(lock_digits(digits, tmp_path / "digits.lock"))
     agent = Agent("lab-w", str(tmp_path / "agent"), warm=True)
-    packed = [
+    answers = [
         agent.run(lock.canonical, _url(blob_server), "t", "venv", "none", False, ("venv",))
         for _ in range(2)
     ]
+    assert all(set(a) == {"ok"} for a in answers), answers  # plain data: {"ok": packed}
+    packed = [a["ok"] for a in answers]
     first, second = (p["environment"] for p in packed)
     assert (first["warm"], second["warm"], second["warm_served_before"]) == (False, True, 1)
     assert first["warm_process"] == second["warm_process"]
