@@ -16,7 +16,12 @@ import pytest
 import yaml
 
 from pinbench.artifacts.digest import hash_file
-from pinbench.artifacts.shape_exprs import ShapeExprRefused, check_archive, check_expression
+from pinbench.artifacts.shape_exprs import (
+    ArchiveRefused,
+    ShapeExprRefused,
+    check_archive,
+    check_expression,
+)
 from pinbench.evaluator.predictors.base import ModelLoadError
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from tests.helpers import Cli
@@ -33,6 +38,8 @@ ACCEPTED = [
     ("Pow(Symbol('s0', integer=True), Integer(2))", "a small literal exponent"),
     ("s0**2", "the same, as text"),
     ("Float('1.5', precision=53)", "a decimal"),
+    ("Pow(Mul(Integer(9223372036854775807), s0), 64)", "a product raised (no power inside)"),
+    ("LShift(LShift(s0, 64), 64) ** 2", "shifts grow linearly, so a shift may be raised"),
     ("And(Eq(s0, 1), Ne(s1, 0))", "logic"),
 ]  # fmt: skip
 
@@ -54,6 +61,12 @@ REFUSED = [
     ("open", "neither a shape symbol nor a shape function"),
     ("s0 +", "not an expression"),
     ("(" * 300 + "s0" + ")" * 300, "not an expression"),
+    # sympy computes integer powers at once: six nested ** 64 are 2**36 bits (8 GB)
+    ("Pow(" * 6 + "Integer(2)" + ", Integer(64))" * 6, "a power of a power"),
+    ("((((((2)**64)**64)**64)**64)**64)**64", "a power of a power"),
+    ("Pow(Mul(s0, FloatPow(Integer(2), 64)), 64)", "a power of a power"),
+    ("Float('0.1', precision=100000000)", "precision 100000000 is not between"),
+    ("Float('0.1', precision=0)", "precision 0 is not between"),
 ]  # fmt: skip
 
 
@@ -109,6 +122,64 @@ def test_the_hostile_archive_runs_its_code_when_torch_loads_it(tmp_path: Path) -
     )
     subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300, check=False)
     assert target.exists()
+
+
+def _disguised(folder: Path) -> tuple[dict[str, Path], Path]:
+    """The hostile program where only PyTorch reads it, not a check that takes zip names as
+    Python does (case-sensitive, the last of equal names): ``model.JSON`` (miniz's lookup
+    ignores case), and three ``model.json`` members of which only the last is clean (miniz's
+    search over the sorted names takes the middle one). With the file each would write."""
+    import zipfile
+
+    (folder / "clean").mkdir()
+    clean = export_to(Tiny(), folder / "clean" / "tiny.pt2")
+    hostile, target = hostile_archive(folder)
+    with zipfile.ZipFile(clean) as archive:
+        program = {i.filename: archive.read(i) for i in archive.infolist()}
+    with zipfile.ZipFile(hostile) as archive:
+        members = [(i.filename, archive.read(i)) for i in archive.infolist()]
+    made = {}
+    for case in ("upper-case suffix", "three of one name"):
+        path = made[case] = folder / (case.replace(" ", "-") + ".pt2")
+        with zipfile.ZipFile(path, "w") as archive, warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Duplicate name", UserWarning)  # meant here
+            for name, data in members:
+                if not name.endswith("/models/model.json"):
+                    archive.writestr(name, data)
+                elif case == "upper-case suffix":
+                    archive.writestr(name[: -len("json")] + "JSON", data)
+                else:
+                    archive.writestr(name, data)
+                    archive.writestr(name, data)
+                    archive.writestr(name, program[name])
+    return made, target
+
+
+def test_torch_reads_a_program_under_another_case_or_among_copies(tmp_path: Path) -> None:
+    """What the member-name check stands in front of (in a child: nothing here is touched)."""
+    made, target = _disguised(tmp_path)
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore');"
+        "from pinbench.evaluator.predictors.torch.predictor import _no_unpickling;"
+        "import torch\n"
+        f"for path in {[str(p) for p in made.values()]!r}:\n"
+        f"    with _no_unpickling('m'): torch.export.load(path)\n"
+        f"    print(path, __import__('os').path.exists({str(target)!r}), flush=True)\n"
+        f"    __import__('pathlib').Path({str(target)!r}).unlink(missing_ok=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.stdout.split() == [w for p in made.values() for w in (str(p), "True")], done.stderr
+
+
+@pytest.mark.parametrize("case", ["upper-case suffix", "three of one name"])
+def test_an_archive_whose_member_names_hide_a_program_is_refused(case: str, tmp_path: Path) -> None:
+    made, target = _disguised(tmp_path)
+    with pytest.raises(ArchiveRefused) as refused:
+        check_archive(made[case])
+    assert "shape expression" in str(refused.value) or "two members" in str(refused.value)
+    assert not target.exists()
 
 
 def test_publish_refuses_the_archive_and_keeps_nothing(cli: Cli, tmp_path: Path) -> None:

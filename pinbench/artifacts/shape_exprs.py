@@ -11,7 +11,9 @@ PyTorch function called by its bare name (``ALLOWED_CALLS``), a symbol name (``s
 bounded integer, a finite decimal, a boolean, arithmetic, comparison and logic operators, and
 keyword arguments that are sympy assumptions. No attribute, subscript, lambda or other name
 gets through, so nothing else can be reached. A power's exponent must be a literal of at most
-``MAX_EXPONENT`` (``2 ** 10 ** 10`` would otherwise be computed).
+``MAX_EXPONENT`` (``2 ** 10 ** 10`` would otherwise be computed), and a power's base holds no
+power: sympy computes integer powers at once, so six nested ``** 64`` are a number of 2**36
+bits (8 GB), a seventh 512 GB. A ``Float``'s ``precision`` is at most ``MAX_PRECISION`` bits.
 
 The publish-time check (``check_archive``, every JSON member) and the run-time one (the torch
 predictor checks every string ``sympify`` is handed while it loads) use ``check_expression``.
@@ -34,6 +36,8 @@ MAX_NODES = 4_096
 MAX_INT = 2**63
 """Integer literals are sizes, strides and offsets: within int64."""
 MAX_EXPONENT = 64
+MAX_PRECISION = 1024
+"""Bits of a ``Float`` (torch writes 53): mpmath works at whatever precision it is given."""
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
 """The largest JSON member read (a large language model's program is tens of MB)."""
 MAX_JSON_DEPTH = 512
@@ -44,6 +48,9 @@ DECIMAL = re.compile(r"-?[0-9]{1,30}(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,3})?\Z")
 
 POWERS = frozenset({"Pow", "PowByNatural", "FloatPow", "LShift"})
 """Calls whose second argument is an exponent (``LShift(a, b)`` is ``a * 2**b``)."""
+RAISING = POWERS - {"LShift"}
+"""Powers whose base is raised: one inside another's base multiplies the exponents
+(``LShift`` multiplies its first argument, so nesting it grows the size only linearly)."""
 ALLOWED_CALLS = POWERS | frozenset(
     {
         # sympy's own, as srepr writes them
@@ -106,21 +113,29 @@ def _problem(node: ast.AST) -> str | None:
             return f"calls {ast.unparse(node.func)[:60]}, not a sympy shape function"
         if node.func.id in POWERS and not _small_exponent(node.args[1:2]):
             return f"{node.func.id}'s exponent must be a literal of at most {MAX_EXPONENT}"
+        if node.func.id in RAISING and _holds_power(node.args[:1]):
+            return f"a power of a power ({node.func.id}): its size would grow exponentially"
         return None
     if isinstance(node, ast.keyword):
         if node.arg not in ASSUMPTIONS:
             return f"keyword {node.arg!r} is not a sympy assumption"
-        value = node.value
-        ok = isinstance(value, ast.Constant) and type(value.value) in (bool, int)
-        return None if ok else f"assumption {node.arg} must be a literal"
+        literal = node.value.value if isinstance(node.value, ast.Constant) else None
+        if not isinstance(literal, int):  # bool is an int
+            return f"assumption {node.arg} must be a literal"
+        if node.arg == "precision" and not 0 < literal <= MAX_PRECISION:
+            return f"precision {literal} is not between 1 and {MAX_PRECISION} bits"
+        return None
     if isinstance(node, ast.Name):
         ok = node.id in ALLOWED_NAMES or node.id in ALLOWED_CALLS or bool(SYMBOL.match(node.id))
         return None if ok else f"name {node.id!r} is neither a shape symbol nor a shape function"
     if isinstance(node, ast.Constant):
         return _constant(node.value)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.LShift):
-        small = _small_exponent([node.right])
-        return None if small else f"** needs a literal exponent of at most {MAX_EXPONENT}"
+        if not _small_exponent([node.right]):
+            return f"** needs a literal exponent of at most {MAX_EXPONENT}"
+        if isinstance(node.op, ast.Pow) and _holds_power([node.left]):
+            return "a power of a power (**): its size would grow exponentially"
+        return None
     if isinstance(node, ast.BinOp | ast.UnaryOp | ast.BoolOp | ast.Compare):
         return None  # their operators are checked as nodes of their own
     if isinstance(node, _OPERATORS):
@@ -155,6 +170,17 @@ def _small_exponent(args: list[ast.expr]) -> bool:
     return isinstance(arg.value, int) and abs(arg.value) <= MAX_EXPONENT
 
 
+def _holds_power(bases: list[ast.expr]) -> bool:
+    """Whether a power's base holds a power that raises (a call or ``**``) anywhere in it."""
+    for base in bases:
+        for node in ast.walk(base):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+                return True
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in RAISING:
+                return True
+    return False
+
+
 def check_program(value: Any) -> None:
     """Check every ``expr_str`` in a parsed program (walked without recursion)."""
     stack = [value]
@@ -183,7 +209,11 @@ class ArchiveRefused(UserError):
 
 def check_archive(path: Path) -> None:
     """Check the shape expressions of every JSON member of the archive at ``path`` (its
-    programs and any other JSON PyTorch may read); ``ArchiveRefused`` names the member."""
+    programs and any other JSON PyTorch may read); ``ArchiveRefused`` names the member.
+
+    PyTorch finds a member by its name ignoring ASCII case (miniz's lookup, flags 0), and of
+    several members of one name it may take any: so a ``.JSON`` member is JSON here too, and
+    two names equal but for case (or equal) are refused, or one unchecked copy could load."""
     from pinbench.artifacts.jsonsafe import JsonRefused, load_json
     from pinbench.artifacts.zipmember import MemberTooLarge, read_member
 
@@ -192,8 +222,15 @@ def check_archive(path: Path) -> None:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
         raise ArchiveRefused(member="(archive)", reason=f"not a zip archive: {exc}") from None
     with archive:
+        seen: set[str] = set()
         for name in archive.namelist():
-            if not name.endswith(".json"):
+            folded = name.lower()
+            if folded in seen:
+                reason = "two members of this name (PyTorch ignores case): it may read either"
+                raise ArchiveRefused(member=name, reason=reason)
+            seen.add(folded)
+        for name in archive.namelist():
+            if not name.lower().endswith(".json"):
                 continue
             try:
                 program = load_json(
