@@ -87,6 +87,11 @@ SEED = between(0, MAX_SEED, "a 64-bit seed, as LoadGen and NumPy take it")
 MEMORY_MB = between(64, 4_194_304, "4 TiB; below 64 MB no framework starts")
 CPUS = between(0.01, 4096, "Docker's --cpus takes 0.01 and up")
 TIMEOUT_S = between(1, 604_800, "7 days")
+PLANNED_SAMPLES = between(
+    1, 10_000_000, "LoadGen holds every sample it plans (50-300 B each) before the first query"
+)
+"""Not a field: what a scenario's fields plan together (``Scenario.planned_samples``), checked
+where the request is parsed and again with the model's measured rate before LoadGen starts."""
 
 # ---------------------------------------------------------------- operator and training specs
 
@@ -139,6 +144,7 @@ TABLE: Final[dict[str, Bound]] = {
     "scenario.target_latency_ms": TARGET_LATENCY_MS,
     "scenario.percentile": PERCENTILE,
     "scenario.seed, operator.seed": SEED,
+    "scenario (samples LoadGen plans)": PLANNED_SAMPLES,
     "limits.memory_mb": MEMORY_MB,
     "limits.cpus": CPUS,
     "limits.timeout_s": TIMEOUT_S,

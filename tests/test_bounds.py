@@ -197,6 +197,74 @@ def test_operator_eps_and_dimensions_are_bounded() -> None:
     assert "relu: shape must be between 1 and 268435456 (each dimension), got 0" in str(info.value)
 
 
+#   scenario                                                               why
+PLANS = [
+    ({"name": "Server", "target_qps": 10_000_000},                          "1 s at 10M/s"),
+    ({"name": "Server", "target_qps": 10_000_000, "min_duration_ms": 86_400_000}, "24 h at it"),
+    ({"name": "Server", "target_qps": 115.75, "min_duration_ms": 86_400_000}, "24 h, 116/s"),
+    ({"name": "MultiStream", "min_query_count": 152, "samples_per_query": 65_536}, "152 x 64k"),
+    ({"name": "MultiStream", "min_query_count": 153, "samples_per_query": 65_536}, "153 x 64k"),
+    ({"name": "MultiStream", "preset": "mlperf"},                       "MLPerf's 270,336 x 8"),
+]  # fmt: skip
+
+
+def _planned(scenario: dict[str, Any]) -> int:
+    """What LoadGen generates for a scenario before a model is measured, computed here as
+    its detail log counts (``generated_query_count`` x samples per query)."""
+    seconds = scenario.get("min_duration_ms", 1000) / 1000
+    if scenario["name"] == "Server":
+        return max(100, int(seconds * scenario["target_qps"]))
+    if scenario.get("preset") == "mlperf":
+        return 270_336 * 8
+    return int(scenario["min_query_count"] * scenario["samples_per_query"])
+
+
+@pytest.mark.parametrize("scenario", [p[0] for p in PLANS], ids=[p[1] for p in PLANS])
+def test_fields_loadgen_multiplies_are_bounded_together(scenario: dict[str, Any]) -> None:
+    """Each field within its bound, yet together they plan more samples than LoadGen may hold
+    (it generates every one before the first query: 24 h of Server at 10M/s asked it for
+    864 billion, hundreds of GB a second, until the machine ran out)."""
+    planned = _planned(scenario)
+    if planned <= b.PLANNED_SAMPLES.high:
+        parse_request({**BASE, "scenario": scenario})
+        return
+    with pytest.raises(RequestError) as info:
+        parse_request({**BASE, "scenario": scenario})
+    assert f"plans {planned:,} samples" in str(info.value)
+    assert f"at most {b.PLANNED_SAMPLES.high:,}" in str(info.value)
+
+
+def test_a_run_whose_model_is_fast_for_its_duration_fails_before_loadgen_starts(
+    tmp_path: Path,
+) -> None:
+    """24 h of SingleStream is a valid request; at 1 us a query LoadGen would plan 2 x 86,400 s
+    / 1 us of queries. The run fails naming it before LoadGen generates any (no log)."""
+    import numpy as np
+
+    from pinbench.evaluator.scenarios import ScenarioError, run_scenario
+    from pinbench.registry.request import Scenario
+
+    calls: list[int] = []
+
+    def predict(batch: Any) -> Any:
+        calls.append(1)
+        return {"y": batch}
+
+    scenario = Scenario(name="SingleStream", min_duration_ms=86_400_000)
+    with pytest.raises(ScenarioError) as info:
+        run_scenario(
+            predict,
+            np.zeros((4, 1), dtype=np.float32),
+            scenario,
+            batch_size=1,
+            expected_latency_ns=1_000,
+            log_dir=tmp_path,
+        )
+    assert f"plans {2 * 86_400 * 10**6:,} samples" in str(info.value)
+    assert "lower min_duration_ms" in str(info.value)
+    assert not calls and not list(tmp_path.iterdir())
+
+
 # ---------------------------------------------------------------- manifests
 
 MODEL: dict[str, Any] = {

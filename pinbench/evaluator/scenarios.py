@@ -22,9 +22,10 @@ import mlperf_loadgen as lg
 import numpy as np
 import numpy.typing as npt
 
+from pinbench import bounds as b
 from pinbench.errors import UserError
 from pinbench.evaluator.stop import Stop
-from pinbench.registry.request import Scenario
+from pinbench.registry.request import Scenario, planned_refusal
 
 Array = npt.NDArray[np.generic]
 Outputs = dict[str, Array]
@@ -110,6 +111,15 @@ def settings_for(scenario: Scenario, *, expected_latency_ns: int, batch_size: in
         latency_ms = scenario.target_latency_ms or 100.0
         s.server_target_latency_ns = int(latency_ms * 1e6)
         s.server_target_latency_percentile = pct
+    rates = {
+        "SingleStream": 1e9 / s.single_stream_expected_latency_ns,
+        "MultiStream": 1e9 / s.multi_stream_expected_latency_ns,
+        "Offline": s.offline_expected_qps,
+    }
+    planned = scenario.planned_samples(rates.get(scenario.name, 0.0))
+    if not b.PLANNED_SAMPLES.holds(planned):
+        reason = planned_refusal(scenario.name, planned, measured=True)
+        raise ScenarioError(setting="min_duration_ms", reason=reason)
     return s
 
 

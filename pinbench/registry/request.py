@@ -65,6 +65,47 @@ class Scenario(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     def __post_init__(self) -> None:
         if self.name == "Server" and self.target_qps is None:
             raise ValueError("scenario Server needs target_qps (queries per second, > 0)")
+        planned = self.planned_samples()
+        if not b.PLANNED_SAMPLES.holds(planned):
+            raise ValueError(planned_refusal(self.name, planned, measured=False))
+
+    def planned_samples(self, rate_per_s: float = 0.0) -> int:
+        """The samples LoadGen generates, and holds, before it issues the first query of a
+        performance run (mlperf_loadgen 6.0 as measured: ``generated_query_count`` in its
+        detail log): SingleStream and MultiStream plan twice ``min_duration_ms`` of queries at
+        ``rate_per_s`` queries a second, Server ``min_duration_ms`` at ``target_qps``, Offline
+        1.1 times ``min_duration_ms`` of samples at ``rate_per_s`` samples a second; never
+        fewer than ``min_query_count`` queries, each of ``samples_per_query`` samples in
+        MultiStream. ``rate_per_s`` is the model's measured rate, 0 before it is known (what
+        the request fixes alone). An accuracy run plans the dataset's samples, bounded by
+        ``sample_count``."""
+        if self.mode == "accuracy":
+            return 1
+        seconds = self.min_duration_ms / 1000
+        if self.name == "Offline":
+            return max(self.min_query_count, int(1.1 * seconds * rate_per_s))
+        rate = (self.target_qps or 0.0) if self.name == "Server" else 2 * rate_per_s
+        per_query = self.samples_per_query if self.name == "MultiStream" else 1
+        return max(self.min_query_count, int(seconds * rate)) * per_query
+
+
+def planned_refusal(name: str, planned: int, *, measured: bool) -> str:
+    """Why a scenario that plans too many samples (``Scenario.planned_samples``) is refused,
+    and what to lower; ``measured``: with the model's measured rate."""
+    if name == "Server":
+        how, lower = "min_duration_ms x target_qps", "min_duration_ms or target_qps"
+    elif measured:
+        times = "1.1" if name == "Offline" else "2"
+        how, lower = f"{times} x min_duration_ms at the model's measured rate", "min_duration_ms"
+    else:
+        how, lower = "min_query_count", "min_query_count"
+    if name == "MultiStream":
+        how += " x samples_per_query"
+        lower = lower.replace(" or ", ", ") + " or samples_per_query"
+    return (
+        f"scenario {name} plans {planned:,} samples ({how}), and LoadGen holds every one "
+        f"before it issues the first: at most {b.PLANNED_SAMPLES.high:,}; lower {lower}"
+    )
 
 
 class Limits(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
