@@ -16,7 +16,14 @@ from pinbench.artifacts.digest import Digest
 from pinbench.workspace import Workspace
 
 CHUNK = 1024 * 1024
-_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")
+PAST_ANY_SIZE = 10**19
+"""A number of more digits than this has is larger than any file: read as this, never given
+to ``int`` (which refuses past 4300 digits)."""
+
+
+def _number(digits: str) -> int:
+    return int(digits) if len(digits) < 20 else PAST_ANY_SIZE
 
 
 def byte_range(header: str, size: int) -> tuple[int, int] | None:
@@ -29,11 +36,11 @@ def byte_range(header: str, size: int) -> tuple[int, int] | None:
     if not first and not last:
         return None
     if not first:
-        n = int(last)
+        n = _number(last)
         return (max(size - n, 0), size - 1) if n and size else None
-    start = int(first)
-    end = min(int(last), size - 1) if last else size - 1
-    if start >= size or (last and int(last) < start):
+    start = _number(first)
+    end = min(_number(last), size - 1) if last else size - 1
+    if start >= size or (last and _number(last) < start):
         return None
     return (start, end)
 
