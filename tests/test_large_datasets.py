@@ -400,6 +400,37 @@ def test_an_index_the_author_cannot_place_writes_nothing(cli: Cli, tmp_path: Pat
     assert not out.exists() and not index.exists()
 
 
+#   case                               -o (under tmp_path)  what the refusal says
+REFUSED_WRITES = [
+    ("the manifest's place is a folder", "out",             "out: it is a folder"),
+    ("the manifest is the index itself", "few.files",       "both the manifest and its file index"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("output", "says"), [r[1:] for r in REFUSED_WRITES], ids=[r[0] for r in REFUSED_WRITES]
+)
+def test_a_refused_manifest_leaves_the_file_at_the_index_path_as_it_was(
+    cli: Cli, tmp_path: Path, output: str, says: str
+) -> None:
+    """An index written earlier (rerunning after adding samples) is still there, byte for
+    byte, when the new manifest cannot be written: it was deleted (and the manifest written
+    over the index, when both were one path)."""
+    _samples(tmp_path / "few", 12, distinct=12)
+    (tmp_path / "out").mkdir()
+    index = tmp_path / "few.files"
+    index.write_bytes(b"the index an earlier manifest pins\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cli(
+        "manifest", "dataset", str(tmp_path / "few"), "--labels", "none",
+        "--file-index", str(index), "-o", str(tmp_path / output),
+    )  # fmt: skip
+    assert result.code == 1, result.out
+    assert says in result.err and "Traceback" not in result.err
+    assert index.read_bytes() == b"the index an earlier manifest pins\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temp file left
+
+
 def test_parse_and_format_are_inverse() -> None:
     rows = [("b/1.npy", "b" * 64, 7), ("a b/é.npy", "a" * 64, 0), ("a/2.npy", "c" * 64, 10**12)]
     data = format_index(rows)

@@ -41,28 +41,39 @@ def _emit(
     as_json: bool,
     beside: dict[Path, bytes] | None = None,
 ) -> None:
-    """Print or write the manifest (YAML, as the catalog writes it) and the notes; first
-    write the files that go ``beside`` it (a dataset's file index), each whole, removed
-    again if the manifest cannot be written."""
+    """Print or write the manifest (YAML, as the catalog writes it) and the notes, with the
+    files that go ``beside`` it (a dataset's file index): each written whole to a temp file
+    beside its place first, and only once all are written renamed into place (the files
+    beside first), so a refusal leaves every file that was there as it was."""
     import yaml
     from rich.text import Text
 
-    from pinbench.cli.common import write_atomic
-
     text = yaml.safe_dump(data, sort_keys=False)
-    written: list[Path] = []
+    writes = list((beside or {}).items())
+    if output is not None:
+        if any(path.resolve() == output.resolve() for path, _ in writes):
+            raise UserError(f"{output} would be both the manifest and its file index")
+        writes.append((output, text.encode("utf-8")))
+    temps: list[tuple[Path, Path]] = []
     try:
-        for path, content in (beside or {}).items():
-            write_atomic(path, content)
-            written.append(path)
-        if output is not None:
+        for path, content in writes:
+            what = "the manifest to " if path == output else ""
+            if path.is_dir():
+                raise UserError(f"cannot write {what}{path}: it is a folder")
+            temp = path.with_name(f".{path.name}.tmp")
+            temps.append((temp, path))
             try:
-                output.write_text(text, encoding="utf-8")
+                temp.write_bytes(content)
             except OSError as exc:
-                raise UserError(f"cannot write the manifest to {output}: {exc.strerror}") from None
+                raise UserError(f"cannot write {what}{path}: {exc.strerror or exc}") from None
+        for temp, path in temps:
+            try:
+                temp.replace(path)
+            except OSError as exc:
+                raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
+        for temp, _ in temps:
+            temp.unlink(missing_ok=True)
         raise
     console = err()
     for note in notes:
