@@ -245,6 +245,11 @@ def _with_path(lines: list[bytes], path: bytes) -> bytes:
     return b"\n".join([*lines[:2], b" ".join([digest, size, path])]) + b"\n"
 
 
+def _with_size(line: bytes, size: bytes) -> bytes:
+    digest, _, path = line.split(b" ", 2)
+    return b" ".join([digest, size, path])
+
+
 # (reason, index bytes from the true lines, what the refusal says)
 BAD_INDEXES = [
     (
@@ -285,6 +290,13 @@ BAD_INDEXES = [
         "control character",
     ),
     ("no last LF", lambda lines: b"\n".join(lines), "does not end with LF"),
+    (
+        "a size past any file (as a manifest's files[].size)",
+        lambda lines: (
+            b"\n".join([_with_size(lines[0], b"99999999999999999999"), *lines[1:]]) + b"\n"
+        ),
+        "the size must be between 0 and 9007199254740991, got 99999999999999999999",
+    ),
     (
         "the index listing itself",
         lambda ls: _with_path(ls, b"small.files"),

@@ -6,8 +6,9 @@ The index is UTF-8 text, one line per file, each ended by LF (no CR anywhere)::
 
     <sha256, 64 lowercase hex> SP <size in bytes, decimal, no leading zero> SP <path> LF
 
-``path`` is a file path inside the artifact as a manifest writes it (relative, normalised, no
-control character), and the lines are in strictly increasing code-point order of their paths:
+``size`` is within the bound of a manifest's ``files[].size`` (``bounds.FILE_SIZE``); ``path``
+is a file path inside the artifact as a manifest writes it (relative, normalised, no control
+character), and the lines are in strictly increasing code-point order of their paths:
 so no path is listed twice, and one set of files has exactly one index (its bytes, and so its
 sha256, are a function of the files). ``parse_index`` refuses anything else naming the line;
 ``format_index`` writes it. Parsing is linear and reads nothing but the index.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pinbench import bounds as b
 from pinbench.errors import UserError
 from pinbench.registry.manifest import FileEntry, check_relative_path
 
@@ -89,6 +91,8 @@ def parse_index(data: bytes, *, index: str) -> list[FileEntry]:
                 number, f"{path!r} comes after {previous!r}: paths are listed in sorted order"
             )
         previous = path
+        if not b.FILE_SIZE.holds(int(size)):
+            raise refuse(number, b.FILE_SIZE.refusal("the size", int(size)))
         entries.append(FileEntry(path=path, sha256=digest.decode(), size=int(size)))
     return entries
 
