@@ -311,6 +311,8 @@ def test_model_refused(cli: Cli, models: Path, tmp_path: Path) -> None:
         str(work / "weights.pth"), words=["pickle", "TorchScript", "safetensors"], output=inside
     )
     refused(str(work / "script.pth"), words=["name it .pt"], output=inside)
+    shutil.copy(models / "tiny.onnx", work / "upper.ONNX")  # the run looks for .onnx
+    refused(str(work / "upper.ONNX"), words=["name it upper.onnx"], output=inside)
     refused(str(work / "junk.onnx"), words=["not an ONNX model"], output=inside)
     refused(
         str(work / "tiny.onnx"), str(work / "tiny.pt"), words=["exactly one model"], output=inside

@@ -82,6 +82,12 @@ def model_format(path: Path) -> str | None:
     if not path.is_file():
         raise NotAModel(path=str(path), reason="no such file")
     suffix = path.suffix.lower()
+    if suffix != path.suffix and suffix in (".onnx", ".keras", ".pt2", *TORCHSCRIPT_SUFFIXES):
+        raise NotAModel(
+            path=str(path),
+            reason=f"name it {path.stem}{suffix}: a run finds its model file by the suffix "
+            f"{suffix}, in lower case",
+        )
     if suffix == ".onnx":
         return "onnx"
     if suffix == ".keras":
