@@ -29,6 +29,9 @@ class Site:
     cuts: dict[str, list[int]] = field(default_factory=dict)
     """Per path: for each of the next responses, how many body bytes to send before closing."""
     ranges: bool = True
+    lengths: dict[str, str] = field(default_factory=dict)
+    """Per path: the Content-Length header sent instead of the body's (the connection then
+    closes after the body, so a client can still read it to the end)."""
     requests: list[tuple[str, str | None]] = field(default_factory=list)
     url: str = ""
 
@@ -54,7 +57,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(206 if start else 200)
         if start:
             self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", site.lengths.get(self.path, str(len(body))))
+        if self.path in site.lengths:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.send_header("ETag", '"' + hashlib.sha256(data).hexdigest()[:16] + '"')
         self.end_headers()
         cuts = site.cuts.get(self.path)

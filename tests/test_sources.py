@@ -24,6 +24,7 @@ from pinbench.artifacts.sources.errors import (
     DownloadInterrupted,
     Md5Mismatch,
     SourceError,
+    SourceUnavailable,
 )
 from pinbench.artifacts.sources.uri import DvcUri, HfUri, HttpsUri, SourceUriError, parse_source
 from pinbench.artifacts.store import ChecksumMismatch, SizeMismatch
@@ -253,6 +254,24 @@ def test_https_not_found_publishes_nothing(
     before = set(ws.store.iter_digests())
     with pytest.raises(SourceError, match=needle):
         _publish(ws, _https_manifest(tmp_path, f"{site.url}{path}"))
+    _nothing_left(ws, before)
+
+
+@pytest.mark.parametrize(
+    "length",
+    ["12abc", "1_000", "0x10", "9" * 5000, "-5"],
+    ids=["text", "underscore", "hex", "5000 digits", "negative"],
+)
+def test_a_content_length_that_is_no_byte_count_publishes_nothing(
+    ws: Workspace, site: Site, tmp_path: Path, length: str
+) -> None:
+    """A source server is not trusted to send a number: what is not ASCII digits (a
+    5,000-digit one is past what ``int`` reads) is refused naming it, not a traceback."""
+    site.files["/x.npy"] = PAYLOAD
+    site.lengths["/x.npy"] = length
+    before = set(ws.store.iter_digests())
+    with pytest.raises(SourceUnavailable, match="not a byte count"):
+        _publish(ws, _https_manifest(tmp_path, f"{site.url}/x.npy", sha256=sha(PAYLOAD)))
     _nothing_left(ws, before)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import re
 import time
 import urllib.error
 import urllib.request
@@ -115,19 +116,29 @@ def _start(response: http.client.HTTPResponse, sink: Sink, state: _Attempt) -> N
     else:
         if sink.size:
             sink.restart()  # the server ignored the range (or the file changed): from the start
-        state.total = int(length) if length is not None else None
+        state.total = _byte_count(length, response.url) if length is not None else None
     if etag and not etag.startswith("W/"):
         state.etag = etag
 
 
+_BYTES = r"[0-9]{1,20}"
+"""A byte count or offset as a header writes it: ASCII digits, below 10**20 (``int`` alone
+would take ``1_000``, other scripts' digits and 4,300-digit numbers)."""
+
+
+def _byte_count(value: str, source: str) -> int:
+    """A ``Content-Length`` value, or ``SourceUnavailable`` naming what the server sent."""
+    if not re.fullmatch(_BYTES, value.strip()):
+        raise SourceUnavailable(
+            source=source, reason=f"the server sent Content-Length {value[:40]!r}, not a byte count"
+        )
+    return int(value)
+
+
 def _content_range(value: str) -> tuple[int, int | None]:
     """``bytes START-END/TOTAL`` → (START, TOTAL)."""
-    try:
-        unit, _, spec = value.partition(" ")
-        span, _, total = spec.partition("/")
-        start = int(span.split("-")[0])
-        if unit != "bytes":
-            raise ValueError(unit)
-        return start, None if total in ("", "*") else int(total)
-    except ValueError:
-        raise _Interrupted(f"unreadable Content-Range {value!r}") from None
+    found = re.fullmatch(rf"bytes ({_BYTES})-{_BYTES}/({_BYTES}|\*)", value.strip())
+    if found is None:
+        raise _Interrupted(f"unreadable Content-Range {value[:80]!r}")
+    start, total = found.groups()
+    return int(start), None if total == "*" else int(total)
