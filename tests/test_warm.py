@@ -33,6 +33,11 @@ from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
 from tests.apiserver import wait_for_status
 
+NEVER_DONE = {"name": "Server", "target_qps": 20, "min_duration_ms": 600_000, "min_query_count": 1}
+"""A scenario that runs ten minutes whatever the model's speed (20 queries/s), and plans few
+samples: a SingleStream of ten minutes plans 2 x 600 s x the model's rate, past LoadGen's
+10M-sample bound for a microsecond model, and is refused before it starts."""
+
 
 def quiet(text: str) -> None:
     pass
@@ -104,7 +109,7 @@ def test_a_run_past_its_time_limit_takes_its_warm_process_and_the_next_starts_an
 ) -> None:
     slow = _lock(
         digits,
-        scenario={"min_duration_ms": 600_000, "min_query_count": 1},
+        scenario=NEVER_DONE,
         limits={"timeout_s": 3},
     )
     with pytest.raises(RunTimedOut):
@@ -204,7 +209,7 @@ SHORT = {
     "dataset": f"{builtin.DATASET_NAME}@1",
     "scenario": {"min_duration_ms": 0, "min_query_count": 64, "max_query_count": 64},
 }
-LONG = {**SHORT, "scenario": {"min_duration_ms": 600_000, "min_query_count": 1}}
+LONG = {**SHORT, "scenario": NEVER_DONE}
 
 
 def _submit(c: Any, request: dict[str, Any]) -> str:
