@@ -101,13 +101,18 @@ def listing(
     manifest: DatasetManifest,
     checked: list[tuple[FileEntry, int]],
     where: Callable[[FileEntry], Path],
+    *,
+    listed: list[FileEntry] | None = None,
 ) -> DatasetManifest:
     """The manifest with every file of the artifact but its index in ``files``, after
     checking that ``checked`` is exactly the manifest's own files plus what its index lists
-    and that together they make the declared dataset (``DatasetManifest.check_listing``)."""
+    and that together they make the declared dataset (``DatasetManifest.check_listing``).
+    ``listed``: what ``read_index`` gave for this manifest's staged index, when the caller
+    already has it (else the index is read from ``where``)."""
     index = manifest.file_index
     assert index is not None
-    listed = read_index(manifest, where)
+    if listed is None:
+        listed = read_index(manifest, where)
     expected = {f.path: f.sha256 for f in [*manifest.files_list, *listed]}
     got = {entry.path: entry.sha256 for entry, _ in checked}
     if got != expected:

@@ -153,8 +153,9 @@ def publish(
         say=say,
         ahead=ahead,
     )
+    listed: list[FileEntry] | None = None
     if isinstance(manifest, DatasetManifest) and manifest.file_index is not None:
-        staged = _stage_indexed(ws, staged, files_dir or manifest_dir)
+        staged, listed = _stage_indexed(ws, staged, files_dir or manifest_dir)
     if complete_first:
         try:
             done = already_published(ws, staged.manifest)
@@ -164,12 +165,15 @@ def publish(
         if done is not None:
             _discard(ws, staged.pending)
             return done
-    return commit_staged(ws, staged.manifest, staged.checked, staged.pending, publisher=publisher)
+    return commit_staged(
+        ws, staged.manifest, staged.checked, staged.pending, publisher=publisher, listed=listed
+    )
 
 
-def _stage_indexed(ws: Workspace, staged: Staged, root: Path) -> Staged:
+def _stage_indexed(ws: Workspace, staged: Staged, root: Path) -> tuple[Staged, list[FileEntry]]:
     """``staged`` and every file its dataset's index lists (read from the index's staged,
-    verified bytes), staged from ``root``; all or nothing (decision 118)."""
+    verified bytes), staged from ``root``; all or nothing (decision 118). Also what the index
+    lists, so that ``commit_staged`` does not read and parse it a second time."""
     from pinbench.registry.indexed import read_index, stage_listed
 
     assert isinstance(staged.manifest, DatasetManifest)
@@ -179,7 +183,7 @@ def _stage_indexed(ws: Workspace, staged: Staged, root: Path) -> Staged:
     except BaseException:
         _discard(ws, staged.pending)
         raise
-    return Staged(staged.manifest, staged.checked + checked, staged.pending + pending)
+    return Staged(staged.manifest, staged.checked + checked, staged.pending + pending), listed
 
 
 def _where(ws: Workspace, pending: list[StagedBlob]) -> Callable[[FileEntry], Path]:
@@ -205,19 +209,21 @@ def commit_staged(
     *,
     publisher: str | None,
     adopted: bool = False,
+    listed: list[FileEntry] | None = None,
 ) -> PublishResult:
     """Make staged blobs visible and insert the artifact's rows, under the store's lock; a
     model file not in its declared format (``registry.formats``) is refused first, and so is
     a ``trained_by`` the run recorded here does not back (``registry.trained``; a version
     ``adopted`` from another registry only when it names a run recorded here); a lost race
     (another publish of the same version) leaves no new blob behind; a manifest that cannot
-    be recorded leaves no staged file behind."""
+    be recorded leaves no staged file behind. ``listed``: what an indexed dataset's index lists,
+    when the caller has already read it from the staged index (else it is read here)."""
     try:
         check_supported(manifest)
         digest = manifest_digest(manifest)
         kind = Kind(manifest_data(manifest)["kind"])
         ref = ref_of(manifest)
-        _check_formats(ws, manifest, pending, checked)
+        _check_formats(ws, manifest, pending, checked, listed)
     except BaseException:
         _discard(ws, pending)
         raise
@@ -274,6 +280,7 @@ def _check_formats(
     manifest: Manifest,
     pending: list[StagedBlob],
     checked: list[tuple[FileEntry, int]],
+    listed: list[FileEntry] | None = None,
 ) -> None:
     """Each model file's bytes (staged, or already in the store) in its declared format; a
     dataset's samples and labels as its manifest declares them (an indexed dataset's files
@@ -287,7 +294,7 @@ def _check_formats(
         if manifest.file_index is not None:
             from pinbench.registry.indexed import listing
 
-            manifest = listing(manifest, checked, where)
+            manifest = listing(manifest, checked, where, listed=listed)
         check_dataset_files(manifest, where)
 
 
