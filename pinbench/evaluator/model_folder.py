@@ -37,13 +37,19 @@ def materialise(files: Mapping[str, Path], root: Path) -> dict[str, Path]:
             if not folder.exists():
                 folder.mkdir()
                 folder.chmod(0o755)
-        try:
-            os.link(source, target)
-        except OSError:  # another filesystem (a container's bind mount, tmpfs)
-            shutil.copyfile(source, target)
-            target.chmod(0o444)
+        link_or_copy(source, target)
         placed[name] = target
     return placed
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """``target`` made a hard link to ``source``, or, on another filesystem (a container's
+    bind mount, tmpfs), a read-only copy of it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+        target.chmod(0o444)
 
 
 def confined(files: Mapping[str, Path]) -> Path | None:

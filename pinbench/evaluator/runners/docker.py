@@ -10,8 +10,6 @@ and the lockfile's memory / CPU / time limits. What it writes is validated by th
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from requests.exceptions import ReadTimeout
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
 from pinbench.evaluator.measure import ROLES, Evidence, Say
+from pinbench.evaluator.model_folder import link_or_copy
 from pinbench.evaluator.runners.local import model_folder, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
@@ -134,19 +133,11 @@ def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> I
         inside[role] = {}
         folder.mkdir(parents=True)
         for i, (path, host) in enumerate(sorted(store_paths(ws, lock, role).items())):
-            _link_or_copy(host, folder / str(i))
+            link_or_copy(host, folder / str(i))
             inside[role][path] = f"{inside_at}/{role}/{i}"
         folder.chmod(0o755)
     files.chmod(0o755)
     return inside
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
-        target.chmod(0o444)
 
 
 def run(
