@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pinbench.cluster.answer import read_error, read_ok
+from pinbench.cluster.answer import MAX_TEXT, read_error, read_ok
 from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
 from pinbench.errors import PinbenchError, SystemFailure, UserError
 from pinbench.evaluator.measure import Evidence, Say
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 POLL_S = 0.5
 MAX_ENVIRONMENT_BYTES = 64 * 1024
-MAX_TEXT = 2000
 FETCH_ALLOWANCE_S = 1800.0
 """Time an agent may take, beyond the lockfile's ``limits.timeout_s``, to fetch its blobs."""
 
