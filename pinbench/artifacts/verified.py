@@ -149,32 +149,18 @@ class VerifiedCache:
         key = self._key()
         if key is None:
             return
-        self._db().execute(
-            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                str(path),
-                state.size,
-                state.mtime_ns,
-                state.ctime_ns,
-                state.inode,
-                digest.hex,
-                _mac(key, path, state, digest.hex),
-            ),
-        )
+        self._db().execute(_INSERT, _row(key, path, state, digest))
 
     def record_many(self, entries: list[tuple[Path, FileState, Digest]]) -> None:
         """``record`` each entry, all in one transaction (one sync for all of them)."""
         key = self._key()
         if key is None or not entries:
             return
-        rows = [
-            (str(p), s.size, s.mtime_ns, s.ctime_ns, s.inode, d.hex, _mac(key, p, s, d.hex))
-            for p, s, d in entries
-        ]
+        rows = [_row(key, p, s, d) for p, s, d in entries]
         db = self._db()
         db.execute("BEGIN")
         try:
-            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(_INSERT, rows)
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -200,6 +186,17 @@ class VerifiedCache:
         if FileState.of(path.stat()) == before:
             self.record(path, before, digest)
         return digest, size, True
+
+
+_INSERT = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _row(
+    key: bytes, path: Path, state: FileState, digest: Digest
+) -> tuple[str, int, int, int, int, str, str]:
+    """One ``entries`` row: the file's path and state, its digest and their MAC."""
+    mac = _mac(key, path, state, digest.hex)
+    return (str(path), state.size, state.mtime_ns, state.ctime_ns, state.inode, digest.hex, mac)
 
 
 def _mac(key: bytes, path: Path, state: FileState, digest: str) -> str:
