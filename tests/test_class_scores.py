@@ -12,12 +12,6 @@ import numpy as np
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.classification import (
-    LabelOutsideScores,
-    NotClassScores,
-    class_scores,
-    classification_metrics,
-)
 from pinbench.evaluator.history import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.undefined import UndefinedMetric
@@ -26,6 +20,12 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.tasks.classification.scores import (
+    LabelOutsideScores,
+    NotClassScores,
+    class_scores,
+    classification_metrics,
+)
 from pinbench.workspace import Workspace
 from tests.helpers import publish_digits_model, write_files
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.detection.coco import validate_segmentations
-from pinbench.evaluator.detection.errors import BadGroundTruth
-from pinbench.evaluator.detection.rle import compressed_counts, rle_problem
+from pinbench.tasks.detection.coco import validate_segmentations
+from pinbench.tasks.detection.errors import BadGroundTruth
+from pinbench.tasks.detection.rle import compressed_counts, rle_problem
 
 
 def run_lengths(mask: np.ndarray[Any, Any]) -> list[int]:

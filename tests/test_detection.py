@@ -1,4 +1,4 @@
-"""Object detection components (``pinbench.evaluator.detection``): box formats, the geometry of
+"""Object detection components (``pinbench.tasks.detection``): box formats, the geometry of
 pre-processing and its inverse, per-class NMS, packed YOLO outputs, and COCO metrics through
 pycocotools on cases worked out by hand."""
 
@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.detection.boxes import (
+from pinbench.registry.manifest import Detection, Input, Output
+from pinbench.tasks.detection.boxes import (
     FORMATS,
     Crop,
     Letterbox,
@@ -21,8 +22,8 @@ from pinbench.evaluator.detection.boxes import (
     to_xyxy,
     transform_of,
 )
-from pinbench.evaluator.detection.coco import coco_metrics, to_coco, validate_ground_truth
-from pinbench.evaluator.detection.errors import (
+from pinbench.tasks.detection.coco import coco_metrics, to_coco, validate_ground_truth
+from pinbench.tasks.detection.errors import (
     BadDetections,
     BadDetectorOutput,
     BadGroundTruth,
@@ -30,11 +31,10 @@ from pinbench.evaluator.detection.errors import (
     UnknownBoxFormat,
     UnknownLayout,
 )
-from pinbench.evaluator.detection.layouts import Detections, decode, decode_separate
-from pinbench.evaluator.detection.nms import iou, nms
-from pinbench.evaluator.detection.score import CategoryMap, DetectionSetupError, Plan, check_columns
-from pinbench.evaluator.detection.truth import GroundTruth
-from pinbench.registry.manifest import Detection, Input, Output
+from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
+from pinbench.tasks.detection.nms import iou, nms
+from pinbench.tasks.detection.score import CategoryMap, DetectionSetupError, Plan, check_columns
+from pinbench.tasks.detection.truth import GroundTruth
 
 # --- box formats ---------------------------------------------------------------------------
 

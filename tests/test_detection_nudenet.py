@@ -1,6 +1,6 @@
 """A real detector on real ground truth: NudeNet 3.4.2's YOLOv8n ONNX file, run in plain
 onnxruntime through NudeNet's pipeline (pad to a square at the top-left, resize to 320x320),
-decoded and suppressed by ``pinbench.evaluator.detection`` and scored with pycocotools against
+decoded and suppressed by ``pinbench.tasks.detection`` and scored with pycocotools against
 faces annotated by hand in photos scikit-image ships (``tests/data/detection/``)."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from pinbench.catalog import nudenet
-from pinbench.evaluator.detection.boxes import (
+from pinbench.tasks.detection.boxes import (
     PadToSquare,
     Resize,
     Step,
     Transform,
     transform_of,
 )
-from pinbench.evaluator.detection.coco import coco_metrics, to_coco
-from pinbench.evaluator.detection.layouts import Detections, decode
-from pinbench.evaluator.detection.nms import iou
+from pinbench.tasks.detection.coco import coco_metrics, to_coco
+from pinbench.tasks.detection.layouts import Detections, decode
+from pinbench.tasks.detection.nms import iou
 
 GROUND_TRUTH = Path(__file__).parent / "data" / "detection" / "skimage-faces.json"
 

@@ -20,7 +20,7 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import nudenet
-from pinbench.evaluator.detection.coco import coco_metrics
+from pinbench.tasks.detection.coco import coco_metrics
 from tests.helpers import Cli
 from tests.test_detection_nudenet import GROUND_TRUTH, run_on_all
 

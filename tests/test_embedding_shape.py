@@ -12,12 +12,12 @@ import pytest
 
 from pinbench.catalog import minilm
 from pinbench.evaluator.history import list_runs
-from pinbench.evaluator.pairs import SimilarityError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.tasks.similarity.pairs import SimilarityError
 from tests.helpers import minilm_variant, published_workspace
 
 

@@ -26,13 +26,13 @@ from PIL import Image
 
 from pinbench.catalog import frameworks
 from pinbench.errors import UserError
-from pinbench.evaluator.detection.boxes import Letterbox, MaxDimension, transform_of
-from pinbench.evaluator.detection.coco import coco_mask_metrics, validate_segmentations
-from pinbench.evaluator.detection.errors import BadDetectorOutput, BadGroundTruth
-from pinbench.evaluator.detection.layouts import decode_separate
-from pinbench.evaluator.detection.masks import box_mask, encode, image_mask
 from pinbench.evaluator.pipeline import max_dimension
 from pinbench.registry.manifest import MaxDimension as MaxDimensionStep
+from pinbench.tasks.detection.boxes import Letterbox, MaxDimension, transform_of
+from pinbench.tasks.detection.coco import coco_mask_metrics, validate_segmentations
+from pinbench.tasks.detection.errors import BadDetectorOutput, BadGroundTruth
+from pinbench.tasks.detection.layouts import decode_separate
+from pinbench.tasks.detection.masks import box_mask, encode, image_mask
 from tests.helpers import Cli, dump, onnx_image_model, write_files
 
 WIDTH, HEIGHT = 96, 64
@@ -101,8 +101,8 @@ def test_separate_outputs_read_the_first_count_boxes_in_their_format() -> None:
 
 def test_a_negative_class_is_padding_not_a_detection() -> None:
     """GluonCV pads its fixed number of detections with class -1 and score -1."""
-    from pinbench.evaluator.detection.score import CategoryMap, Plan, decoded
     from pinbench.registry.manifest import Detection, Input, Output
+    from pinbench.tasks.detection.score import CategoryMap, Plan, decoded
 
     detection = Detection(layout="separate", box_format="xyxy", scores="s", classes="c")
     plan = Plan(

@@ -14,12 +14,12 @@ from sqlalchemy import func, select
 
 from pinbench.artifacts.sources.errors import Md5Mismatch
 from pinbench.db.models import Artifact
-from pinbench.evaluator.classification import classification_metrics
 from pinbench.registry.lockfile import Lockfile, LockfileError
 from pinbench.registry.manifest import ManifestError, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import RequestError, parse_request
 from pinbench.registry.supported import Unsupported
+from pinbench.tasks.classification.scores import classification_metrics
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dataset_manifest, dump, model_manifest, write_files
 from tests.test_manifest import DATASET, FRAMEWORK, MODEL, _with

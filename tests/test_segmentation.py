@@ -30,19 +30,19 @@ from sqlalchemy import func, select
 from pinbench.catalog import frameworks
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
-from pinbench.evaluator.detection.boxes import Crop, Letterbox, MaxDimension, transform_of
 from pinbench.evaluator.labels import LabelProblem
-from pinbench.evaluator.segmentation.classes import class_maps
-from pinbench.evaluator.segmentation.errors import BadSegmentationOutput
-from pinbench.evaluator.segmentation.geometry import NO_CLASS, check_grid, to_original
-from pinbench.evaluator.segmentation.masks import read_mask
-from pinbench.evaluator.segmentation.metrics import Confusion
 from pinbench.evaluator.verdict import accuracy_verdict
 from pinbench.registry.dataset_layout import mask_path
 from pinbench.registry.manifest import Segmentation, load_manifest
 from pinbench.registry.publish import publish
 from pinbench.reports.charts import accuracy_points
 from pinbench.reports.data import Report, RunData
+from pinbench.tasks.detection.boxes import Crop, Letterbox, MaxDimension, transform_of
+from pinbench.tasks.segmentation.classes import class_maps
+from pinbench.tasks.segmentation.errors import BadSegmentationOutput
+from pinbench.tasks.segmentation.geometry import NO_CLASS, check_grid, to_original
+from pinbench.tasks.segmentation.masks import read_mask
+from pinbench.tasks.segmentation.metrics import Confusion
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, onnx_image_model, write_files
 

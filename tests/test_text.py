@@ -29,13 +29,13 @@ from pinbench.catalog import minilm
 from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.measure import NoEmbeddingOutput
-from pinbench.evaluator.pairs import spearman
 from pinbench.evaluator.pipeline import PipelineError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import ManifestError, load_manifest, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.tasks.similarity.pairs import spearman
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, minilm_variant, published_workspace
 
@@ -251,7 +251,7 @@ def test_manifest_dataset_writes_a_sentence_pair_dataset(
 
 
 def test_similarity_refuses_what_has_no_rank_correlation() -> None:
-    from pinbench.evaluator.pairs import Pairs, SimilarityError, similarity_metrics
+    from pinbench.tasks.similarity.pairs import Pairs, SimilarityError, similarity_metrics
 
     pairs = Pairs(np.array([0, 2]), np.array([1, 3]), np.array([1.0, 4.0]))
     same = np.ones((4, 3))

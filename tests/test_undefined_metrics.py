@@ -13,18 +13,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.detection.coco import (
+from pinbench.evaluator.labels import LabelProblem
+from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.tasks.detection.coco import (
     METRICS,
     _evaluate,
     coco_metrics,
     validate_ground_truth,
 )
-from pinbench.evaluator.detection.errors import BadGroundTruth
-from pinbench.evaluator.detection.truth import read_ground_truth
-from pinbench.evaluator.labels import LabelProblem
-from pinbench.evaluator.pairs import Pairs, SimilarityError, similarity_metrics, spearman
-from pinbench.evaluator.segmentation.metrics import Confusion
-from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.tasks.detection.errors import BadGroundTruth
+from pinbench.tasks.detection.truth import read_ground_truth
+from pinbench.tasks.segmentation.metrics import Confusion
+from pinbench.tasks.similarity.pairs import Pairs, SimilarityError, similarity_metrics, spearman
 
 # --- detection (COCO) ------------------------------------------------------------------------
 

@@ -15,13 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.detection.truth import GroundTruth, read_ground_truth
 from pinbench.evaluator.labels import LabelProblem, read_labels
 from pinbench.evaluator.lines import read_lines
-from pinbench.evaluator.pairs import Pairs, read_pairs
-from pinbench.evaluator.segmentation.truth import MaskTruth, mask_truth
 from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
+from pinbench.tasks.detection.truth import GroundTruth, read_ground_truth
+from pinbench.tasks.segmentation.truth import MaskTruth, mask_truth
+from pinbench.tasks.similarity.pairs import Pairs, read_pairs
 
 
 class DatasetError(UserError):

@@ -22,14 +22,8 @@ import numpy.typing as npt
 from pinbench.energy.meter import SYSFS, EnergyMeter
 from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
-from pinbench.evaluator.classification import (
-    check_labels,
-    class_scores,
-    classification_metrics,
-)
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
-from pinbench.evaluator.pairs import SimilarityError, similarity_metrics
 from pinbench.evaluator.pipeline import postprocess
 from pinbench.evaluator.predictions import sample_rows
 from pinbench.evaluator.predictors import predictor_class
@@ -41,11 +35,17 @@ from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.registry.manifest import Output
 from pinbench.registry.names import Kind
+from pinbench.tasks.classification.scores import (
+    check_labels,
+    class_scores,
+    classification_metrics,
+)
+from pinbench.tasks.similarity.pairs import SimilarityError, similarity_metrics
 from pinbench.trace.recorder import Recorder
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.detection.score import Plan
-    from pinbench.evaluator.segmentation.score import Plan as PixelPlan
+    from pinbench.tasks.detection.score import Plan
+    from pinbench.tasks.segmentation.score import Plan as PixelPlan
 
 Say = Callable[[str], None]
 
@@ -215,7 +215,7 @@ def _evaluate(
         )
     boxes: Plan | None = None
     if accuracy and samples.detection is not None:
-        from pinbench.evaluator.detection.score import plan  # only detection runs need it
+        from pinbench.tasks.detection.score import plan  # only detection runs need it
 
         boxes = plan(
             body.model.inputs,
@@ -226,7 +226,7 @@ def _evaluate(
         )
     pixels: PixelPlan | None = None
     if accuracy and samples.segmentation is not None:
-        from pinbench.evaluator.segmentation.score import plan as pixel_plan
+        from pinbench.tasks.segmentation.score import plan as pixel_plan
 
         pixels = pixel_plan(
             body.model.inputs,
@@ -284,12 +284,12 @@ def _evaluate(
         with recorder.phase("first predict (cold)", role="cold"):
             answer = predictor.first_predict(first)
         if boxes is not None:
-            from pinbench.evaluator.detection.score import check_columns
+            from pinbench.tasks.detection.score import check_columns
 
             _check_batch_axis(answer, boxes.names, len(first))
             check_columns(answer, boxes)
         elif pixels is not None:
-            from pinbench.evaluator.segmentation.score import check_answer
+            from pinbench.tasks.segmentation.score import check_answer
 
             _check_batch_axis(answer, [pixels.name], len(first))
             check_answer(answer, pixels)
@@ -485,7 +485,7 @@ def score_detection(
     evidence: Evidence, measurement: Measurement, boxes: Plan, samples: Samples
 ) -> None:
     """COCO mAP, mAP@.5 and recall of every sample's detections (``detection.score``)."""
-    from pinbench.evaluator.detection.score import score_detections
+    from pinbench.tasks.detection.score import score_detections
 
     assert samples.files is not None
     indexes, outputs = _outputs(measurement, boxes.names)
@@ -506,7 +506,7 @@ def score_segmentation(
     evidence: Evidence, measurement: Measurement, pixels: PixelPlan, samples: Samples
 ) -> None:
     """mIoU and pixel accuracy of every sample's class map (``segmentation.score``)."""
-    from pinbench.evaluator.segmentation.score import score_masks
+    from pinbench.tasks.segmentation.score import score_masks
 
     assert samples.files is not None
     indexes, outputs = _outputs(measurement, [pixels.name])

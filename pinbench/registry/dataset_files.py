@@ -32,10 +32,10 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
                 raise FileProblem(path=exc.path, reason=exc.reason) from None
         return
     from pinbench.evaluator.datasets import read_text_lines
-    from pinbench.evaluator.detection.truth import check_sizes, read_ground_truth
     from pinbench.evaluator.labels import LabelProblem, read_labels
-    from pinbench.evaluator.pairs import read_pairs
     from pinbench.evaluator.pipeline import ImageRefused, image_header
+    from pinbench.tasks.detection.truth import check_sizes, read_ground_truth
+    from pinbench.tasks.similarity.pairs import read_pairs
 
     entries = {f.path: f for f in manifest.files}
 
@@ -100,8 +100,8 @@ def _check_masks(
 ) -> None:
     """Every sample's mask PNG decodes to one channel of the sample's size, each value a class
     index or the ignore_index (each decoded, one at a time); the names file names every class."""
-    from pinbench.evaluator.segmentation.masks import check_mask, read_mask
-    from pinbench.evaluator.segmentation.truth import class_names
+    from pinbench.tasks.segmentation.masks import check_mask, read_mask
+    from pinbench.tasks.segmentation.truth import class_names
 
     labels = manifest.labels
     assert labels.path is not None and labels.classes is not None and manifest.data is not None

@@ -348,7 +348,7 @@ class LabelsRef(_Strict, frozen=True, kw_only=True):
 
 
 class Nms(_Strict, frozen=True, kw_only=True):
-    """Greedy non-maximum suppression per class (``pinbench.evaluator.detection.nms``)."""
+    """Greedy non-maximum suppression per class (``pinbench.tasks.detection.nms``)."""
 
     iou: Fraction = 0.45
     max_detections: Annotated[int, b.MAX_DETECTIONS.meta] = 100

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.detection.boxes import Transform
-from pinbench.evaluator.detection.masks import original_to_grid
-from pinbench.evaluator.segmentation.classes import ClassMap
-from pinbench.evaluator.segmentation.errors import BadSegmentationOutput
+from pinbench.tasks.detection.boxes import Transform
+from pinbench.tasks.detection.masks import original_to_grid
+from pinbench.tasks.segmentation.classes import ClassMap
+from pinbench.tasks.segmentation.errors import BadSegmentationOutput
 
 NO_CLASS = -1
 """The class of an original pixel that the model input does not cover."""

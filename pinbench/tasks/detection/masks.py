@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from pinbench.evaluator.detection.boxes import Transform
+from pinbench.tasks.detection.boxes import Transform
 
 Mask = npt.NDArray[np.uint8]
 """``(height, width)`` of 0/1 on the original image."""

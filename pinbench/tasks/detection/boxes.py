@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.detection.errors import BadTransform, UnknownBoxFormat
+from pinbench.tasks.detection.errors import BadTransform, UnknownBoxFormat
 
 BoxArray = npt.NDArray[np.float64]
 """``(n, 4)`` boxes, float64."""

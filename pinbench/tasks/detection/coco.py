@@ -33,11 +33,11 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pinbench.evaluator.detection.boxes import Transform, from_xyxy
-from pinbench.evaluator.detection.errors import BadDetections, BadGroundTruth
-from pinbench.evaluator.detection.layouts import Detections
-from pinbench.evaluator.detection.rle import rle_problem
 from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.tasks.detection.boxes import Transform, from_xyxy
+from pinbench.tasks.detection.errors import BadDetections, BadGroundTruth
+from pinbench.tasks.detection.layouts import Detections
+from pinbench.tasks.detection.rle import rle_problem
 
 METRICS = ("map", "map50", "recall")
 MASK_METRICS = ("mask_map", "mask_map50", "mask_recall")

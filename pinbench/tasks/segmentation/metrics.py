@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.segmentation.geometry import NO_CLASS
+from pinbench.tasks.segmentation.geometry import NO_CLASS
 
 
 @dataclass

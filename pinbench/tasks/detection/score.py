@@ -22,19 +22,19 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.detection import boxes as geometry
-from pinbench.evaluator.detection.coco import (
+from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
+from pinbench.registry.manifest import Detection, Input, Output, OutputName
+from pinbench.tasks.detection import boxes as geometry
+from pinbench.tasks.detection.coco import (
     coco_mask_metrics,
     coco_metrics,
     to_coco,
     validate_segmentations,
 )
-from pinbench.evaluator.detection.errors import BadGroundTruth
-from pinbench.evaluator.detection.layouts import Detections, decode, decode_separate
-from pinbench.evaluator.detection.masks import box_mask, encode, image_mask
-from pinbench.evaluator.detection.truth import GroundTruth, check_sizes
-from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
-from pinbench.registry.manifest import Detection, Input, Output, OutputName
+from pinbench.tasks.detection.errors import BadGroundTruth
+from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
+from pinbench.tasks.detection.masks import box_mask, encode, image_mask
+from pinbench.tasks.detection.truth import GroundTruth, check_sizes
 
 DETAIL_LIMIT = 100
 """Detections kept per image in the run's details (the metrics use up to NMS's limit)."""

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.segmentation.errors import BadSegmentationOutput
 from pinbench.registry.manifest import Segmentation
+from pinbench.tasks.segmentation.errors import BadSegmentationOutput
 
 ClassMap = npt.NDArray[np.int32]
 """``(N, H, W)`` class indexes on the output's grid."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.detection.boxes import BoxArray
+from pinbench.tasks.detection.boxes import BoxArray
 
 IndexArray = npt.NDArray[np.intp]
 

@@ -18,16 +18,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.detection import boxes as geometry
-from pinbench.evaluator.detection.score import geometry_of
 from pinbench.evaluator.labels import LabelProblem
-from pinbench.evaluator.segmentation.classes import class_count, class_maps, grid_of
-from pinbench.evaluator.segmentation.errors import SegmentationSetupError
-from pinbench.evaluator.segmentation.geometry import check_grid, to_original
-from pinbench.evaluator.segmentation.masks import check_mask, read_mask
-from pinbench.evaluator.segmentation.metrics import Confusion
-from pinbench.evaluator.segmentation.truth import MaskTruth, class_names
 from pinbench.registry.manifest import Input, Output, Segmentation
+from pinbench.tasks.detection import boxes as geometry
+from pinbench.tasks.detection.score import geometry_of
+from pinbench.tasks.segmentation.classes import class_count, class_maps, grid_of
+from pinbench.tasks.segmentation.errors import SegmentationSetupError
+from pinbench.tasks.segmentation.geometry import check_grid, to_original
+from pinbench.tasks.segmentation.masks import check_mask, read_mask
+from pinbench.tasks.segmentation.metrics import Confusion
+from pinbench.tasks.segmentation.truth import MaskTruth, class_names
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.detection.boxes import BoxArray, to_xyxy
-from pinbench.evaluator.detection.errors import BadDetectorOutput, UnknownLayout
-from pinbench.evaluator.detection.nms import nms
+from pinbench.tasks.detection.boxes import BoxArray, to_xyxy
+from pinbench.tasks.detection.errors import BadDetectorOutput, UnknownLayout
+from pinbench.tasks.detection.nms import nms
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.artifacts.jsonsafe import JsonRefused, load_json
-from pinbench.evaluator.detection.errors import BadGroundTruth
 from pinbench.evaluator.labels import LabelProblem, read_label_text
 from pinbench.registry.dataset_layout import folder_prefix
+from pinbench.tasks.detection.errors import BadGroundTruth
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def read_ground_truth(
     if not isinstance(data, dict):
         raise LabelProblem(path=where, reason="COCO JSON must be an object")
     try:
-        from pinbench.evaluator.detection.coco import validate_ground_truth
+        from pinbench.tasks.detection.coco import validate_ground_truth
 
         coco = validate_ground_truth(data)
     except BadGroundTruth as exc:
