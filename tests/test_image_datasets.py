@@ -22,13 +22,13 @@ import yaml
 from PIL import Image
 
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.measure import ClassCountMismatch
 from pinbench.evaluator.pipeline import PipelineError, preprocess_files
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import ModelManifest, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.tasks.classification.task import ClassCountMismatch
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, write_files
 

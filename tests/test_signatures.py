@@ -15,7 +15,6 @@ from pinbench import catalog as builtin
 from pinbench.artifacts.onnx_proto import external_locations
 from pinbench.db.models import Artifact
 from pinbench.evaluator.history import list_runs
-from pinbench.evaluator.measure import NoClassificationOutput
 from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import SignatureMismatch
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
@@ -26,6 +25,7 @@ from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import ModelManifest, load_manifest
 from pinbench.registry.request import parse_request
+from pinbench.tasks.classification.task import NoClassificationOutput
 from pinbench.workspace import Workspace
 from tests.helpers import publish_digits_model, write_files
 

@@ -28,7 +28,6 @@ from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import minilm
 from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.measure import NoEmbeddingOutput
 from pinbench.evaluator.pipeline import PipelineError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
@@ -36,6 +35,7 @@ from pinbench.registry.manifest import ManifestError, load_manifest, parse_manif
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.tasks.similarity.pairs import spearman
+from pinbench.tasks.similarity.task import NoEmbeddingOutput
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, minilm_variant, published_workspace
 

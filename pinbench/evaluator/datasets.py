@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem, read_labels
-from pinbench.evaluator.lines import read_lines
+from pinbench.evaluator.lines import LabelProblem, read_lines
 from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
-from pinbench.tasks.detection.truth import GroundTruth, read_ground_truth
-from pinbench.tasks.segmentation.truth import MaskTruth, mask_truth
-from pinbench.tasks.similarity.pairs import Pairs, read_pairs
+
+if TYPE_CHECKING:
+    from pinbench.tasks.detection.truth import GroundTruth
+    from pinbench.tasks.segmentation.truth import MaskTruth
+    from pinbench.tasks.similarity.pairs import Pairs
 
 
 class DatasetError(UserError):
@@ -47,8 +49,9 @@ class Samples:
     """A per-file dataset's samples, in order."""
     format: str
     """``data.format``: ``npy``, ``images``, ``npy-files`` or ``text-lines``."""
-    labels: npt.NDArray[np.int64] | None
-    class_names: list[str] | None
+    labels: npt.NDArray[np.int64] | None = None
+    """A classification dataset's class index per sample."""
+    class_names: list[str] | None = None
     """Class names by index, where the dataset gives them."""
     texts: list[str] | None = None
     """A text dataset's samples, in order."""
@@ -61,6 +64,14 @@ class Samples:
     """A detection dataset's COCO ground truth, matched to the sample files."""
     segmentation: MaskTruth | None = None
     """A segmentation dataset's masks, one per sample file."""
+    truth: Any = None
+    """Another task's ground truth, as its ``read_truth`` gives it."""
+
+    @property
+    def has_truth(self) -> bool:
+        """Whether the dataset gives any ground truth to score against."""
+        found = (self.labels, self.pairs, self.detection, self.segmentation, self.truth)
+        return any(t is not None for t in found)
 
     def __len__(self) -> int:
         if self.files is not None:
@@ -102,56 +113,17 @@ def load_samples(
         raise DatasetError(
             dataset=ref, reason=f"its manifest declares {dataset.samples} samples, it holds {count}"
         )
-    if dataset.labels.format == "similarity-pairs":
-        assert dataset.labels.path is not None  # a pairs dataset names its pairs file
-        try:
-            pairs = read_pairs(paths[dataset.labels.path], where=dataset.labels.path, count=count)
-        except LabelProblem as exc:
-            raise DatasetError(dataset=ref, reason=str(exc)) from None
-        return Samples(array, files, data.format, None, None, texts=texts, pairs=pairs)
-    if dataset.labels.format == "coco-json":
-        assert dataset.labels.path is not None and listed is not None  # the manifest checked
-        try:
-            truth = read_ground_truth(
-                paths[dataset.labels.path],
-                where=dataset.labels.path,
-                samples=listed,
-                folder=data.path,
-            )
-        except LabelProblem as exc:
-            raise DatasetError(dataset=ref, reason=str(exc)) from None
-        return Samples(array, files, data.format, None, None, detection=truth)
-    if dataset.labels.format == "masks":
-        assert listed is not None  # the manifest checked: masks go with image files
-        try:
-            masks = mask_truth(dataset.labels, samples=listed, folder=data.path, paths=paths)
-        except LabelProblem as exc:
-            raise DatasetError(dataset=ref, reason=str(exc)) from None
-        return Samples(
-            array, files, data.format, None, masks.names, classes=masks.classes, segmentation=masks
-        )
+    from pinbench.tasks.base import TruthSource
+    from pinbench.tasks.registry import task
+
+    source = TruthSource(
+        dataset, ref, listed, count, data.path if listed is not None else None, paths
+    )
     try:
-        labels = read_labels(
-            dataset.labels,
-            samples=listed,
-            count=count,
-            folder=data.path if listed is not None else None,
-            read=paths.__getitem__,
-        )
+        truth = task(dataset.task).read_truth(source)
     except LabelProblem as exc:
         raise DatasetError(dataset=ref, reason=str(exc)) from None
-    declared = dataset.labels.classes
-    if declared is None and dataset.labels.names is not None and labels is not None:
-        declared = len(labels.names or [])
-    return Samples(
-        array,
-        files,
-        data.format,
-        labels.indexes if labels is not None else None,
-        labels.names if labels is not None else None,
-        texts=texts,
-        classes=declared,
-    )
+    return Samples(array, files, data.format, texts=texts, **truth)
 
 
 def read_text_lines(path: Path, *, where: str) -> list[str]:

@@ -189,36 +189,29 @@ def compare_latencies(
     return LatencyComparison(ratio, u, p, not differs, m0, medians, interval, band)
 
 
-ACCURACY_METRICS = (
-    "top1",
-    "top5",
-    "spearman",
-    "pairs_count",
-    "map",
-    "map50",
-    "recall",
-    "mask_map",
-    "mask_map50",
-    "mask_recall",
-    "miou",
-    "pixel_accuracy",
-)
-"""Every task's accuracy metrics: a rerun must give each of them again, exactly."""
-_LABELS = {"top1": "top-1", "top5": "top-5", "miou": "mIoU", "pixel_accuracy": "pixel accuracy"}
+def accuracy_verdict(
+    original: dict[str, Any], rerun: dict[str, Any], task: str | None = None
+) -> str | None:
+    """Whether the accuracy metrics are identical: every metric the run's task declares
+    ``exact`` (``pinbench.tasks``); None when the original recorded none."""
+    from pinbench.tasks.registry import exact_metrics, metric_of
 
-
-def accuracy_verdict(original: dict[str, Any], rerun: dict[str, Any]) -> str | None:
-    """Whether the accuracy metrics (of whatever task) are identical; None when the original
-    recorded none."""
-    names = [m for m in ACCURACY_METRICS if m in original]
+    names = exact_metrics(original, task)
     if not names:
         return None
+
+    def label(key: str) -> str:
+        found = metric_of(key, task)
+        if found is None or found.name == key:
+            return found.label if found is not None else key
+        return f"{found.label} ({key[len(found.name) + 1 :]})"
+
     differ = [m for m in names if original[m] != rerun.get(m)]
     shown = names[0]
     if not differ:
-        return f"accuracy identical ({_LABELS.get(shown, shown)} {rerun[shown]:.4f})"
+        return f"accuracy identical ({label(shown)} {rerun[shown]:.4f})"
     changes = ", ".join(
-        f"{_LABELS.get(m, m)} {original[m]:.4f} then "
+        f"{label(m)} {original[m]:.4f} then "
         + ("none" if rerun.get(m) is None else f"{rerun[m]:.4f}")
         for m in differ
     )

@@ -701,9 +701,11 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
     files: list[FileEntry]
     labels: LabelFormat
     data: SampleFiles | None = None
-    task: Literal["classification", "sentence-similarity", "detection", "segmentation", "other"] = (
+    task: Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z][a-z0-9-]*$")] = (
         "classification"
     )
+    """What the samples mean: a task of ``pinbench.tasks.registry`` (classification,
+    sentence-similarity, detection, segmentation, other, ...), which reads the labels."""
     samples: Annotated[int, b.SAMPLES.meta] | None = None
     file_index: FileEntry | None = None
     """A file of the artifact that lists its other files, one ``sha256 size path`` line each
@@ -724,27 +726,29 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
                 f"labels of format {self.labels.format} name sample files: the data must be "
                 "a folder of them (data.format images or npy-files)"
             )
-        pairs = self.labels.format == "similarity-pairs"
-        if pairs != (self.task == "sentence-similarity"):
-            raise ValueError(
-                "labels of format similarity-pairs go with task sentence-similarity, and that "
-                "task with them"
-            )
-        coco = self.labels.format == "coco-json"
-        if coco != (self.task == "detection"):
-            raise ValueError(
-                "labels of format coco-json go with task detection, and that task with them"
-            )
-        if coco and self.labels.path is None:
-            raise ValueError("coco-json labels need `path`: the COCO JSON file")
-        if (self.labels.format == "masks") != (self.task == "segmentation"):
-            raise ValueError(
-                "labels of format masks go with task segmentation, and that task with them"
-            )
+        self._check_task(per_file)
         if index is not None:
             self._check_index_entry(index)
         elif paths is not None:
             self._check_data(paths)
+
+    def _check_task(self, per_file: bool) -> None:
+        """The task is one pinbench knows, and reads labels of this format (each task checks
+        its own labels section)."""
+        from pinbench.tasks.registry import UnknownTask, task, task_of_label_format
+
+        try:
+            chosen = task(self.task)
+        except UnknownTask as exc:
+            raise ValueError(str(exc)) from None
+        fmt = self.labels.format
+        if fmt not in chosen.label_formats:
+            owners = task_of_label_format(fmt)
+            raise ValueError(
+                f"labels of format {fmt} go with task {' or '.join(owners) or '(none)'}; task "
+                f"{self.task} reads labels of format {', '.join(chosen.label_formats)}"
+            )
+        chosen.check_labels(self.labels, per_file=per_file)
 
     @property
     def files_list(self) -> list[FileEntry]:

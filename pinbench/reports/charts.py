@@ -190,30 +190,24 @@ def sweep(report: Report) -> Chart:
     return Chart("sweep", title, spec)
 
 
-HEADLINE = (
-    ("top1", "classification"),
-    ("spearman", "sentence similarity"),
-    ("map", "detection"),
-    ("miou", "segmentation"),
-)
-"""Each task's accuracy metric, the one its community ranks models by."""
-
-
 def accuracy_points(report: Report) -> list[dict[str, Any]]:
     """One point per (model, framework, dataset) with an accuracy (its task's headline
-    metric: top-1, Spearman's rho, mAP, mIoU): that accuracy and the p50 latency of its
-    SingleStream performance run when the report has one, else of the accuracy run itself
+    metric, ``pinbench.tasks``): that accuracy and the p50 latency of its SingleStream
+    performance run when the report has one, else of the accuracy run itself
     (``latency_from`` says which). Latency never comes from a traced run."""
+    from pinbench.tasks.registry import headline
+
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
     for run in _inference(report):
         i = run.info
         key = (i["model"] or "", i["framework"] or "", i["dataset"] or "")
         slot = by_key.setdefault(key, {})
         m = run.metrics
-        headline = next((name for name, _ in HEADLINE if name in m), None)
-        if headline is not None:
-            slot.setdefault("metric", headline)
-            slot.setdefault("accuracy", m[headline])
+        found = headline(m)
+        if found is not None:
+            slot.setdefault("metric", found[1].name)
+            slot.setdefault("task", found[0].title)
+            slot.setdefault("accuracy", found[2])
             slot.setdefault("own_p50", m.get("latency_p50_ns") if run.trace == "none" else None)
         if i["mode"] == "performance" and "latency_p50_ns" in m and run.trace == "none":
             rank = 0 if i["scenario"] == "SingleStream" else 1
@@ -231,13 +225,12 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
             "framework": framework,
             "dataset": dataset,
             "metric": slot["metric"],
-            "task": dict(HEADLINE)[slot["metric"]],
+            "task": slot["task"],
             "accuracy": slot["accuracy"],
             "latency_p50_ms": _ms(p50),
             "latency_from": slot.get("scenario", "accuracy run"),
         }
-        if slot["metric"] == "top1":
-            point["top1"] = slot["accuracy"]
+        point[slot["metric"]] = slot["accuracy"]  # also by its own name (e.g. top1)
         points.append(point)
     return points
 
@@ -254,7 +247,7 @@ def accuracy_vs_latency(report: Report) -> Chart:
             "y": {
                 "field": "accuracy",
                 "type": "quantitative",
-                "title": "accuracy (top-1 / Spearman / mAP / mIoU)",
+                "title": "accuracy (each task's headline metric)",
                 "scale": {"zero": False},
             },
             "color": {"field": "framework", "type": "nominal"},

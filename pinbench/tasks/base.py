@@ -1,0 +1,163 @@
+"""What a task is: the one shape every folder under ``pinbench/tasks/`` has (decision 124).
+
+A dataset's ``task:`` names one. The task owns everything that depends on what the samples
+*mean*: the label formats it reads (and checks at publish), its ground truth, which of the
+model's declared outputs it scores and what their shapes must be (checked on the first answer,
+before anything is timed), the post-processing of those outputs, its metrics (their labels,
+units, which a rerun must reproduce exactly), what lists show for it, and what ``runs parity``
+compares. The evaluator, ``rerun``, reports, the CLI and the web UI ask the task
+(``pinbench.tasks.registry``) and never name a task or a metric themselves.
+
+Adding a task: a folder ``pinbench/tasks/<name>/`` whose ``task.py`` defines a ``Task``
+subclass, and one line in ``registry.TASKS``. ``tests/test_task_plugin.py`` adds one from a
+test module to show the whole of it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.datasets import Samples
+    from pinbench.registry.lockfile import LockedDataset, LockedModel
+    from pinbench.registry.manifest import LabelFormat
+
+Array = npt.NDArray[np.generic]
+Answer = dict[str, Array]
+"""One ``predict`` call's outputs, by name, each with the batch's samples on axis 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One metric a task records."""
+
+    name: str
+    """Its key in a run's metrics (``[a-z0-9_]``)."""
+    label: str
+    """How people read it (``top-1``, ``mAP``, ``CER``)."""
+    unit: str = "fraction"
+    """``fraction`` (0..1, shown with 4 decimals), ``count``, ``ratio`` or ``value``."""
+    exact: bool = True
+    """A rerun of the same lockfile must give it again, bit for bit (the model, its inputs and
+    the scoring are all pinned); a verdict says "accuracy differs" otherwise."""
+    higher_is_better: bool = True
+    per_output: bool = False
+    """Recorded once per scored output as ``<name>_<output>`` when a task scores several."""
+    headline: bool = False
+    """What lists (``runs list``, the web UI's tables, report charts) show for the task."""
+
+    def matches(self, key: str) -> bool:
+        """Whether a recorded metric ``key`` is this metric (or one output's copy of it)."""
+        return key == self.name or (self.per_output and key.startswith(self.name + "_"))
+
+    def show(self, value: float) -> str:
+        if self.unit == "count":
+            return f"{value:.0f}"
+        if self.unit == "fraction":
+            return f"{value:.4f}"
+        return f"{value:.4g}"
+
+
+@dataclass(frozen=True, slots=True)
+class TruthSource:
+    """Where a task reads its ground truth from (``datasets.load_samples`` fills it)."""
+
+    dataset: LockedDataset
+    ref: str
+    """``name@version``, for messages."""
+    listed: list[str] | None
+    """A per-file dataset's sample files (their paths in the artifact), in sample order."""
+    count: int
+    """How many samples the dataset holds."""
+    folder: str | None
+    """A per-file dataset's folder (``data.path``)."""
+    paths: dict[str, Path]
+    """Every verified file of the dataset, by its path in the artifact."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a scorer is prepared from, before anything is timed."""
+
+    model: LockedModel
+    model_ref: str
+    model_paths: dict[str, Path]
+    dataset: LockedDataset
+    samples: Samples
+    accuracy: bool
+    """An accuracy run: the scorer will be asked to ``score``."""
+    sample_count: int | None
+    """The scenario's ``sample_count`` (None: every sample)."""
+
+
+@dataclass
+class Scored:
+    """What a scorer gives for a run: its metrics and what is kept of the outputs."""
+
+    metrics: dict[str, float]
+    outputs: Array | None = None
+    """The array recorded as the run's outputs (for parity and ``runs outputs``)."""
+    outputs_name: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    """Task details recorded with the run (per-sample rows, per-class figures)."""
+
+
+class Scorer(ABC):
+    """One run's view of its task: checks the first answer, then scores every answer."""
+
+    outputs: list[str]
+    """The model outputs (``predict`` keys) the scorer reads (set by each scorer)."""
+
+    @abstractmethod
+    def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
+        """Refuse a first answer whose outputs cannot be what the task scores (raise a
+        ``UserError`` naming the output and its shape); ``arrays`` are the model's inputs for
+        the same samples, ``batch`` how many samples the call had."""
+
+    @abstractmethod
+    def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
+        """Score every sample's outputs (by sample index) against the ground truth."""
+
+
+class Task(ABC):
+    """A kind of model: see the module's docstring."""
+
+    name: ClassVar[str]
+    """The dataset's ``task:`` value."""
+    title: ClassVar[str]
+    label_formats: ClassVar[tuple[str, ...]] = ()
+    """The label formats (``labels.format``) this task reads; each belongs to one task."""
+    needs_labels: ClassVar[bool] = True
+    """An accuracy run needs ground truth (a task like ``other`` may have none)."""
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+
+    def check_labels(self, labels: LabelFormat, *, per_file: bool) -> None:  # noqa: B027
+        """Refuse (``ValueError``) a dataset manifest's labels section this task cannot read;
+        ``per_file``: the samples are a folder of files. Called at publish and at load."""
+
+    @abstractmethod
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        """The dataset's ground truth as ``Samples`` fields (``labels``, ``class_names``,
+        ``classes``, ``truth``, ...), read and checked; raise ``LabelProblem`` for bad files."""
+
+    @abstractmethod
+    def prepare(self, context: Context) -> Scorer | None:
+        """The run's scorer, or None where nothing is checked or scored (a performance run of
+        a model with no output this task reads); refuse (``UserError``) a model whose declared
+        outputs this task cannot score in an accuracy run."""
+
+    def metric(self, key: str) -> Metric | None:
+        return next((m for m in self.metrics if m.matches(key)), None)
+
+    def headline(self, metrics: dict[str, Any]) -> tuple[Metric, float] | None:
+        """The metric lists show for a run of this task, if it recorded one."""
+        for m in self.metrics:
+            if m.headline and isinstance(metrics.get(m.name), int | float):
+                return m, float(metrics[m.name])
+        return None

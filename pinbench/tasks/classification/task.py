@@ -1,0 +1,169 @@
+"""Classification: class scores per sample against each sample's class (``scores`` has the
+shape rule and the metrics; ``rows`` the per-sample rows a person reads)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pinbench.errors import UserError
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.classification.rows import sample_rows
+from pinbench.tasks.classification.scores import (
+    check_labels,
+    class_scores,
+    classification_metrics,
+)
+from pinbench.tasks.shapes import stacked
+
+FORMATS = (
+    "class-index-npy",
+    "class-index-txt",
+    "class-index-csv",
+    "class-index-jsonl",
+    "imagefolder",
+)
+
+
+class NoClassificationOutput(UserError):
+    """An accuracy run on a model that declares no output of ``type: classification``."""
+
+    def __init__(self, *, model: str, outputs: list[str]) -> None:
+        super().__init__(
+            f"an accuracy run needs an output of `type: classification`; model {model} "
+            f"declares {', '.join(outputs) if outputs else 'no outputs'}: mark the output "
+            "that holds the class scores"
+        )
+        self.model = model
+        self.outputs = outputs
+
+
+class ClassCountMismatch(UserError):
+    """A classification output scores another number of classes than the dataset declares:
+    its indexes cannot mean the dataset's classes."""
+
+    def __init__(self, *, output: str, scores: int, dataset: str, classes: int) -> None:
+        super().__init__(
+            f"output {output} scores {scores} classes but dataset {dataset} declares {classes}: "
+            "an accuracy run needs the model's class indexes to be the dataset's (pair them "
+            "with a dataset labelled for this model)"
+        )
+        self.output = output
+        self.scores = scores
+        self.dataset = dataset
+        self.classes = classes
+
+
+class Classification(Task):
+    name = "classification"
+    title = "classification"
+    label_formats = FORMATS
+    metrics = (
+        Metric("top1", "top-1", per_output=True, headline=True),
+        Metric("top5", "top-5", per_output=True),
+        Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
+    )
+
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        from pinbench.evaluator.labels import read_labels
+
+        dataset = source.dataset
+        labels = read_labels(
+            dataset.labels,
+            samples=source.listed,
+            count=source.count,
+            folder=source.folder,
+            read=source.paths.__getitem__,
+        )
+        declared = dataset.labels.classes
+        if declared is None and dataset.labels.names is not None and labels is not None:
+            declared = len(labels.names or [])
+        return {
+            "labels": labels.indexes if labels is not None else None,
+            "class_names": labels.names if labels is not None else None,
+            "classes": declared,
+        }
+
+    def prepare(self, context: Context) -> Scorer | None:
+        scored = classification_outputs(context.model.outputs)
+        if not scored:
+            if context.accuracy:
+                raise NoClassificationOutput(
+                    model=context.model_ref,
+                    outputs=[f"{o.name} ({o.type})" for o in context.model.outputs],
+                )
+            return None
+        return ClassScorer(scored, context)
+
+
+class Other(Classification):
+    """A dataset for performance runs; where the model declares classification outputs and
+    the dataset labels, it is scored as classification (as it always was)."""
+
+    name = "other"
+    title = "other"
+
+
+class ClassScorer(Scorer):
+    def __init__(self, scored: dict[str, str], context: Context) -> None:
+        self.scored = scored
+        self.outputs = list(scored)
+        self.context = context
+
+    def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
+        """Each classification output of the first answer is one row of class scores per
+        sample (``scores.class_scores``) and, in accuracy mode, scores as many classes as the
+        dataset declares; where it declares none, one for every label."""
+        samples = self.context.samples if self.context.accuracy else None
+        for name in self.outputs:
+            scores = class_scores(answer[name], name=name, batch=batch).shape[1]
+            if samples is not None and samples.classes is not None and scores != samples.classes:
+                raise ClassCountMismatch(
+                    output=name,
+                    scores=scores,
+                    dataset=self.context.dataset.name,
+                    classes=samples.classes,
+                )
+            if samples is not None and samples.labels is not None:
+                check_labels(scores, samples.labels, name=name)
+
+    def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
+        samples = self.context.samples
+        assert samples.labels is not None
+        indexes, outputs = stacked(answers, self.outputs)
+        truth = samples.labels[indexes]
+        metrics: dict[str, float] = {}
+        for name, key in self.scored.items():
+            found = classification_metrics(outputs[name], truth, name=name)
+            if len(self.scored) > 1:  # the metric says which output: top1_<output>
+                found = {
+                    (f"{m}_{key}" if m != "accuracy_samples_count" else m): v
+                    for m, v in found.items()
+                }
+            metrics.update(found)
+        recorded = self.outputs[0]
+        return Scored(
+            metrics,
+            outputs[recorded],
+            recorded,
+            {"samples": sample_rows(samples, indexes, outputs[recorded])},
+        )
+
+
+def classification_outputs(outputs: list[Any]) -> dict[str, str]:
+    """The declared outputs of ``type: classification`` (the ones accuracy is computed from),
+    by their ``predict`` key, each with its metric suffix (``[a-z0-9_]``)."""
+    found = {
+        str(o.name): _metric_suffix(str(o.name)) for o in outputs if o.type == "classification"
+    }
+    clashes = sorted(k for k in found if list(found.values()).count(found[k]) > 1)
+    if len(found) > 1 and clashes:
+        raise UserError(
+            f"classification outputs {', '.join(clashes)} give the same metric names "
+            f"(top1_{found[clashes[0]]}): rename one"
+        )
+    return found
+
+
+def _metric_suffix(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")[:80] or "output"

@@ -1,0 +1,80 @@
+"""Object detection: a model's boxes (and masks) against COCO ground truth, scored with COCO
+mAP (``score``, ``coco``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.shapes import check_batch_axis, every_sample, stacked
+
+
+class Detection(Task):
+    name = "detection"
+    title = "detection"
+    label_formats = ("coco-json",)
+    metrics = (
+        Metric("map", "mAP", headline=True),
+        Metric("map50", "mAP@.5"),
+        Metric("recall", "recall"),
+        Metric("mask_map", "mask mAP"),
+        Metric("mask_map50", "mask mAP@.5"),
+        Metric("mask_recall", "mask recall"),
+        Metric("detections_count", "detections", unit="count"),
+        Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
+    )
+
+    def check_labels(self, labels: Any, *, per_file: bool) -> None:
+        if labels.path is None:
+            raise ValueError("coco-json labels need `path`: the COCO JSON file")
+
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        from pinbench.tasks.detection.truth import read_ground_truth
+
+        path = source.dataset.labels.path
+        assert path is not None and source.listed is not None  # the manifest checked
+        truth = read_ground_truth(
+            source.paths[path], where=path, samples=source.listed, folder=source.folder or "."
+        )
+        return {"detection": truth}
+
+    def prepare(self, context: Context) -> Scorer | None:
+        samples = context.samples
+        if not context.accuracy or samples.detection is None:
+            return None
+        from pinbench.tasks.detection.score import plan
+
+        boxes = plan(
+            context.model.inputs,
+            context.model.outputs,
+            samples.detection,
+            context.model_paths,
+            model=context.model_ref,
+        )
+        return BoxScorer(boxes, context)
+
+
+class BoxScorer(Scorer):
+    def __init__(self, boxes: Any, context: Context) -> None:
+        self.boxes = boxes
+        self.outputs = list(boxes.names)
+        self.context = context
+
+    def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
+        from pinbench.tasks.detection.score import check_columns
+
+        check_batch_axis(answer, self.outputs, batch)
+        check_columns(answer, self.boxes)
+
+    def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
+        """COCO mAP, mAP@.5 and recall of every sample's detections (``score``)."""
+        from pinbench.tasks.detection.score import score_detections
+
+        samples = self.context.samples
+        assert samples.files is not None
+        every_sample("detection", answers, len(samples))
+        _, outputs = stacked(answers, self.outputs)
+        files = [(f.path, f.local) for f in samples.files]
+        scored = score_detections(outputs, self.boxes, files)
+        name = self.boxes.name
+        return Scored(scored.metrics, outputs[name], name, {"detections": scored.details})
