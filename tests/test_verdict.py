@@ -135,10 +135,14 @@ def test_prediction_interval_covers_new_runs_99_percent_of_the_time() -> None:
         ({"top1": 0.9}, {"top1": 0.9}, "accuracy identical"),
         ({"top1": 0.9}, {"top1": 0.8}, "accuracy differs"),
         ({}, {"top1": 0.8}, None),
-        ({"spearman": 0.944}, {"spearman": 0.944}, "accuracy identical (spearman 0.9440)"),
-        ({"spearman": 0.944}, {"spearman": 0.9}, "spearman 0.9440 then 0.9000"),
-        ({"map": 0.65, "map50": 1.0}, {"map": 0.65, "map50": 0.5}, "map50 1.0000 then 0.5000"),
+        ({"spearman": 0.944}, {"spearman": 0.944}, "accuracy identical (Spearman 0.9440)"),
+        ({"spearman": 0.944}, {"spearman": 0.9}, "Spearman 0.9440 then 0.9000"),
+        ({"map": 0.65, "map50": 1.0}, {"map": 0.65, "map50": 0.5}, "mAP@.5 1.0000 then 0.5000"),
         ({"top1": 0.9, "top5": 1.0}, {"top1": 0.9}, "top-5 1.0000 then none"),
+        # every output's copy of a per-output metric is checked (the old fixed list missed them)
+        ({"top1_a": 0.9, "top1_b": 0.5}, {"top1_a": 0.9, "top1_b": 0.4}, "top-1 (b) 0.5000 then"),
+        # a count of samples scored is not an accuracy a rerun must reproduce
+        ({"top1": 0.9, "accuracy_samples_count": 10}, {"top1": 0.9}, "accuracy identical"),
     ],
 )
 def test_accuracy_verdict(
