@@ -7,10 +7,10 @@ since their values are the labels."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from pinbench.registry.dataset_layout import mask_paths, sample_paths
+from pinbench.registry.dataset_layout import sample_paths
 from pinbench.registry.manifest import DatasetManifest, FileEntry
 from pinbench.registry.sourcing import FileProblem
 
@@ -32,10 +32,10 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
                 raise FileProblem(path=exc.path, reason=exc.reason) from None
         return
     from pinbench.evaluator.datasets import read_text_lines
-    from pinbench.evaluator.labels import LabelProblem, read_labels
+    from pinbench.evaluator.labels import LabelProblem
     from pinbench.evaluator.pipeline import ImageRefused, image_header
-    from pinbench.tasks.detection.truth import check_sizes, read_ground_truth
-    from pinbench.tasks.similarity.pairs import read_pairs
+    from pinbench.tasks.base import TruthSource
+    from pinbench.tasks.registry import task
 
     entries = {f.path: f for f in manifest.files}
 
@@ -62,72 +62,39 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
                 path=data.path,
                 reason=f"holds {count} samples, the manifest declares {manifest.samples}",
             )
-        if labels.format == "similarity-pairs":
-            assert labels.path is not None
-            read_pairs(read(labels.path), where=labels.path, count=count)
-            return
-        if labels.format == "coco-json":
-            assert labels.path is not None and listed is not None  # the manifest checked
-            truth = read_ground_truth(
-                read(labels.path), where=labels.path, samples=listed, folder=data.path
-            )
-            if data.format != "images":
-                raise FileProblem(path=data.path, reason="COCO ground truth needs image files")
-            check_sizes(truth, listed, sizes)
-            return
-        if labels.format == "masks":
-            assert listed is not None and data.format == "images"  # the manifest checked
-            _check_masks(manifest, listed, sizes, read)
-            return
-        read_labels(
-            labels,
-            samples=listed,
-            count=count,
-            folder=data.path if listed is not None else None,
-            read=read,
+        source = TruthSource(
+            manifest,
+            f"{manifest.name}@{manifest.version}",
+            listed,
+            count,
+            data.path if listed is not None else None,
+            _Reader(read, entries),
+            sizes if data.format == "images" else None,
         )
+        task(manifest.task).check_truth(source)
     except LabelProblem as exc:
         raise FileProblem(path=exc.path, reason=exc.reason) from None
     except ImageRefused as exc:
         raise FileProblem(path=exc.name, reason=exc.problem) from None
 
 
-def _check_masks(
-    manifest: DatasetManifest,
-    samples: list[str],
-    sizes: list[tuple[int, int]],
-    read: Callable[[str], Path],
-) -> None:
-    """Every sample's mask PNG decodes to one channel of the sample's size, each value a class
-    index or the ignore_index (each decoded, one at a time); the names file names every class."""
-    from pinbench.tasks.segmentation.masks import check_mask, read_mask
-    from pinbench.tasks.segmentation.truth import class_names
+class _Reader(Mapping[str, Path]):
+    """The dataset's verified files by path, each located only when asked for."""
 
-    labels = manifest.labels
-    assert labels.path is not None and labels.classes is not None and manifest.data is not None
-    paths = [f.path for f in manifest.files]
-    masks = mask_paths(samples, manifest.data.path, labels.path, paths)
-    counted = False
-    for size, mask in zip(sizes, masks, strict=True):
-        values = read_mask(read(mask), where=mask)
-        check_mask(
-            values,
-            where=mask,
-            size=size,
-            classes=labels.classes,
-            ignore_index=labels.ignore_index,
-        )
-        counted = counted or bool((values != labels.ignore_index).any())
-    if not counted:  # ignore_index is set: a mask has pixels and none is a class
-        from pinbench.evaluator.labels import LabelProblem
+    def __init__(self, read: Callable[[str], Path], entries: dict[str, FileEntry]) -> None:
+        self._read = read
+        self._entries = entries
 
-        raise LabelProblem(
-            path=labels.path,
-            reason=f"every pixel of every mask is the ignore_index {labels.ignore_index}: with "
-            "nothing to score, mIoU and pixel accuracy are undefined",
-        )
-    if labels.names is not None:
-        class_names(read(labels.names), where=labels.names, classes=labels.classes)
+    def __getitem__(self, path: str) -> Path:
+        if path not in self._entries:
+            raise KeyError(path)
+        return self._read(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _npy_length(name: str, path: Path) -> int:

@@ -114,6 +114,13 @@ class LockedDataset(_Frozen, frozen=True, kw_only=True):
     samples: int | None
     data: SampleFiles | None = None
 
+    def __post_init__(self) -> None:
+        from pinbench.registry.manifest import PER_FILE_FORMATS
+        from pinbench.tasks.registry import check_dataset
+
+        per_file = self.data is not None and self.data.format in PER_FILE_FORMATS
+        check_dataset(self.task, self.labels, per_file=per_file)
+
 
 class LockBody(_Frozen, frozen=True, kw_only=True):
     schema_version: int

@@ -623,27 +623,8 @@ class FrameworkManifest(_Common, frozen=True, kw_only=True, tag_field="kind", ta
         return None
 
 
-LabelFormats = Literal[
-    "class-index-npy",
-    "class-index-txt",
-    "class-index-csv",
-    "class-index-jsonl",
-    "imagefolder",
-    "similarity-pairs",
-    "coco-json",
-    "masks",
-]
-LABEL_FILE_FORMATS = (
-    "class-index-npy",
-    "class-index-txt",
-    "class-index-csv",
-    "class-index-jsonl",
-    "similarity-pairs",
-    "coco-json",
-)
-"""Label formats kept in a file of their own (``path``); ``imagefolder`` is the layout itself."""
-BY_FILE_NAME = ("class-index-csv", "class-index-jsonl", "imagefolder", "coco-json", "masks")
-"""Label formats that give each sample file its label by name: they need per-file samples."""
+LabelFormats = Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z][a-z0-9-]*$")]
+"""A label format some task reads (``pinbench.tasks``: each task lists its own)."""
 
 
 class LabelFormat(_Strict, frozen=True, kw_only=True):
@@ -721,11 +702,6 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
         if paths is not None:
             self._check_named(paths)
         per_file = self.data is not None and self.data.format in PER_FILE_FORMATS
-        if self.labels.format in BY_FILE_NAME and not per_file:
-            raise ValueError(
-                f"labels of format {self.labels.format} name sample files: the data must be "
-                "a folder of them (data.format images or npy-files)"
-            )
         self._check_task(per_file)
         if index is not None:
             self._check_index_entry(index)
@@ -735,20 +711,9 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
     def _check_task(self, per_file: bool) -> None:
         """The task is one pinbench knows, and reads labels of this format (each task checks
         its own labels section)."""
-        from pinbench.tasks.registry import UnknownTask, task, task_of_label_format
+        from pinbench.tasks.registry import check_dataset
 
-        try:
-            chosen = task(self.task)
-        except UnknownTask as exc:
-            raise ValueError(str(exc)) from None
-        fmt = self.labels.format
-        if fmt not in chosen.label_formats:
-            owners = task_of_label_format(fmt)
-            raise ValueError(
-                f"labels of format {fmt} go with task {' or '.join(owners) or '(none)'}; task "
-                f"{self.task} reads labels of format {', '.join(chosen.label_formats)}"
-            )
-        chosen.check_labels(self.labels, per_file=per_file)
+        check_dataset(self.task, self.labels, per_file=per_file)
 
     @property
     def files_list(self) -> list[FileEntry]:

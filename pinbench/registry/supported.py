@@ -16,12 +16,11 @@ from pinbench.errors import UserError
 from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, ModelManifest
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
-    "task": ("classification", "sentence-similarity", "detection", "segmentation"),
     "input.type": ("image", "tensor", "text"),
     "output.type": ("classification", "tensor", "embedding", "detection", "segmentation"),
 }
-"""Per field, the values the evaluator acts on: a dataset's task is what accuracy runs score
-(top-k class labels; Spearman's rho of embedding similarities for sentence pairs); an input
+"""Per field, the values the evaluator acts on (a dataset's task: one the task registry
+knows that accuracy runs score, ``pinbench.tasks``): an input
 of type image or tensor is fed as the sample array through its declared steps, one of type
 text through its tokenize step; an output of type classification or tensor is read as class
 scores, one of type embedding as sentence embeddings, one of type detection as boxes (its
@@ -101,7 +100,11 @@ class InstallsMismatch(UserError):
 def check_supported(manifest: Manifest) -> None:
     """Refuse a manifest declaring what the evaluator would ignore or get wrong."""
     if isinstance(manifest, DatasetManifest):
-        _one("task", manifest.task, "$.task")
+        from pinbench.tasks.registry import tasks
+
+        scored = tuple(t.name for t in tasks() if t.publishable)
+        if manifest.task not in scored:
+            raise Unsupported(field="task", value=manifest.task, supported=scored, at="$.task")
     elif isinstance(manifest, ModelManifest):
         for i, inp in enumerate(manifest.inputs):
             _one("input.type", inp.type, f"$.inputs[{i}].type")

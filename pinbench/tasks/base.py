@@ -16,6 +16,7 @@ test module to show the whole of it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,7 +27,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from pinbench.evaluator.datasets import Samples
     from pinbench.registry.lockfile import LockedDataset, LockedModel
-    from pinbench.registry.manifest import LabelFormat
+    from pinbench.registry.manifest import DatasetManifest, LabelFormat
 
 Array = npt.NDArray[np.generic]
 Answer = dict[str, Array]
@@ -66,9 +67,10 @@ class Metric:
 
 @dataclass(frozen=True, slots=True)
 class TruthSource:
-    """Where a task reads its ground truth from (``datasets.load_samples`` fills it)."""
+    """Where a task reads its ground truth from (``datasets.load_samples`` fills it at a run,
+    ``registry.dataset_files`` at publish)."""
 
-    dataset: LockedDataset
+    dataset: LockedDataset | DatasetManifest
     ref: str
     """``name@version``, for messages."""
     listed: list[str] | None
@@ -77,8 +79,10 @@ class TruthSource:
     """How many samples the dataset holds."""
     folder: str | None
     """A per-file dataset's folder (``data.path``)."""
-    paths: dict[str, Path]
+    paths: Mapping[str, Path]
     """Every verified file of the dataset, by its path in the artifact."""
+    sizes: list[tuple[int, int]] | None = None
+    """At publish, an image dataset's sample sizes (width, height) from their headers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,18 +137,31 @@ class Task(ABC):
     title: ClassVar[str]
     label_formats: ClassVar[tuple[str, ...]] = ()
     """The label formats (``labels.format``) this task reads; each belongs to one task."""
-    needs_labels: ClassVar[bool] = True
-    """An accuracy run needs ground truth (a task like ``other`` may have none)."""
+    publishable: ClassVar[bool] = True
+    """Datasets of this task can be published (``other`` is read, never published)."""
     metrics: ClassVar[tuple[Metric, ...]] = ()
+    by_file_name: ClassVar[tuple[str, ...]] = ()
+    """Label formats that give each sample file its label by the file's name: they need a
+    folder of sample files."""
 
-    def check_labels(self, labels: LabelFormat, *, per_file: bool) -> None:  # noqa: B027
+    def check_labels(self, labels: LabelFormat, *, per_file: bool) -> None:
         """Refuse (``ValueError``) a dataset manifest's labels section this task cannot read;
-        ``per_file``: the samples are a folder of files. Called at publish and at load."""
+        ``per_file``: the samples are a folder of files. Called whenever a manifest is read."""
+        if labels.format in self.by_file_name and not per_file:
+            raise ValueError(
+                f"labels of format {labels.format} name sample files: the data must be a "
+                "folder of them (data.format images or npy-files)"
+            )
 
     @abstractmethod
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         """The dataset's ground truth as ``Samples`` fields (``labels``, ``class_names``,
         ``classes``, ``truth``, ...), read and checked; raise ``LabelProblem`` for bad files."""
+
+    def check_truth(self, source: TruthSource) -> None:
+        """At publish: refuse ground truth that cannot be scored (``LabelProblem``), reading
+        no more than it must; by default, as a run reads it."""
+        self.read_truth(source)
 
     @abstractmethod
     def prepare(self, context: Context) -> Scorer | None:

@@ -48,6 +48,28 @@ def tasks() -> list[Task]:
     return [task(n) for n in TASKS]
 
 
+def check_dataset(task_name: str, labels: Any, *, per_file: bool) -> None:
+    """A dataset's task is one pinbench knows and reads its labels section (``ValueError``
+    otherwise): checked wherever a dataset manifest or a lockfile's dataset is read."""
+    try:
+        chosen = task(task_name)
+    except UnknownTask as exc:
+        raise ValueError(str(exc)) from None
+    fmt = labels.format
+    if fmt not in chosen.label_formats:
+        owners = task_of_label_format(fmt)
+        if not owners:
+            raise ValueError(
+                f"unknown labels format {fmt!r}; task {task_name} reads "
+                f"{', '.join(chosen.label_formats)}"
+            )
+        raise ValueError(
+            f"labels of format {fmt} go with task {' or '.join(owners)}; task {task_name} "
+            f"reads labels of format {', '.join(chosen.label_formats)}"
+        )
+    chosen.check_labels(labels, per_file=per_file)
+
+
 def task_of_label_format(fmt: str) -> list[str]:
     """The tasks that read labels of format ``fmt``."""
     return [t.name for t in tasks() if fmt in t.label_formats]

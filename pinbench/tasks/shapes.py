@@ -42,9 +42,7 @@ class NotEverySample(UserError):
         self.samples = samples
 
 
-def stacked(
-    answers: dict[int, Answer], names: list[str]
-) -> tuple[list[int], dict[str, Array]]:
+def stacked(answers: dict[int, Answer], names: list[str]) -> tuple[list[int], dict[str, Array]]:
     """The sample indexes answered, in order, and the named outputs for them (each stacked
     once, for accuracy and for cross-framework parity)."""
     indexes = sorted(answers)

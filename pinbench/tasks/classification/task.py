@@ -58,6 +58,7 @@ class Classification(Task):
     name = "classification"
     title = "classification"
     label_formats = FORMATS
+    by_file_name = ("class-index-csv", "class-index-jsonl", "imagefolder")
     metrics = (
         Metric("top1", "top-1", per_output=True, headline=True),
         Metric("top5", "top-5", per_output=True),
@@ -102,6 +103,7 @@ class Other(Classification):
 
     name = "other"
     title = "other"
+    publishable = False
 
 
 class ClassScorer(Scorer):

@@ -13,6 +13,7 @@ class Detection(Task):
     name = "detection"
     title = "detection"
     label_formats = ("coco-json",)
+    by_file_name = ("coco-json",)
     metrics = (
         Metric("map", "mAP", headline=True),
         Metric("map50", "mAP@.5"),
@@ -25,6 +26,7 @@ class Detection(Task):
     )
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
+        super().check_labels(labels, per_file=per_file)
         if labels.path is None:
             raise ValueError("coco-json labels need `path`: the COCO JSON file")
 
@@ -37,6 +39,18 @@ class Detection(Task):
             source.paths[path], where=path, samples=source.listed, folder=source.folder or "."
         )
         return {"detection": truth}
+
+    def check_truth(self, source: TruthSource) -> None:
+        """COCO ground truth for image files, each image's size as its header gives it."""
+        from pinbench.evaluator.lines import LabelProblem
+        from pinbench.tasks.detection.truth import check_sizes
+
+        truth = self.read_truth(source)["detection"]
+        data = source.dataset.data
+        if source.sizes is None or source.listed is None:
+            where = data.path if data is not None else "data"
+            raise LabelProblem(path=where, reason="COCO ground truth needs image files")
+        check_sizes(truth, source.listed, source.sizes)
 
     def prepare(self, context: Context) -> Scorer | None:
         samples = context.samples

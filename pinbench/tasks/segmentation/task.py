@@ -13,6 +13,7 @@ class Segmentation(Task):
     name = "segmentation"
     title = "segmentation"
     label_formats = ("masks",)
+    by_file_name = ("masks",)
     metrics = (
         Metric("miou", "mIoU", headline=True),
         Metric("pixel_accuracy", "pixel accuracy"),
@@ -30,6 +31,11 @@ class Segmentation(Task):
             paths=source.paths,
         )
         return {"class_names": masks.names, "classes": masks.classes, "segmentation": masks}
+
+    def check_truth(self, source: TruthSource) -> None:
+        from pinbench.tasks.segmentation.publish import check_masks
+
+        check_masks(source)
 
     def prepare(self, context: Context) -> Scorer | None:
         samples = context.samples

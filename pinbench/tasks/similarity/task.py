@@ -35,6 +35,7 @@ class SentenceSimilarity(Task):
     )
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
+        super().check_labels(labels, per_file=per_file)
         if labels.path is None:
             raise ValueError("similarity-pairs labels need `path`: the pairs file")
 

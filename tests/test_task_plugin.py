@@ -1,0 +1,205 @@
+"""A task is a plug-in (decision 124): a ``Task`` subclass and one line in the registry, and
+the evaluator, the manifest checks, the rerun verdict and the lists take it as they take the
+built-in ones. The example here is the whole of a new task: regression, a number per sample
+scored by its mean absolute error, labels in an ``.npy`` file of one value per sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pinbench.errors import UserError
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.verdict import accuracy_verdict
+from pinbench.registry import service
+from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.tasks import registry
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.shapes import every_sample, stacked
+from tests.helpers import published_workspace, write_files
+
+# ---------------------------------------------------------------- the example task
+
+
+class Regression(Task):
+    name = "regression"
+    title = "regression"
+    label_formats = ("value-npy",)
+    metrics = (
+        Metric("mae", "MAE", unit="value", higher_is_better=False, headline=True),
+        Metric("max_error", "max error", unit="value", higher_is_better=False),
+    )
+
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        path = source.dataset.labels.path
+        assert path is not None
+        values = np.load(source.paths[path], allow_pickle=False).astype(np.float64)
+        if values.shape != (source.count,):
+            from pinbench.evaluator.lines import LabelProblem
+
+            raise LabelProblem(path=path, reason=f"want {source.count} values, got {values.shape}")
+        return {"truth": values}
+
+    def prepare(self, context: Context) -> Scorer | None:
+        outputs = [str(o.name) for o in context.model.outputs if o.type == "tensor"]
+        if len(outputs) != 1:
+            raise UserError(f"a regression run needs one tensor output, got {outputs}")
+        return ValueScorer(outputs[0], context)
+
+
+class ValueScorer(Scorer):
+    def __init__(self, output: str, context: Context) -> None:
+        self.outputs = [output]
+        self.context = context
+
+    def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
+        if np.shape(answer[self.outputs[0]]) not in ((batch,), (batch, 1)):
+            raise UserError(f"want one value per sample, got {np.shape(answer[self.outputs[0]])}")
+
+    def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
+        samples = self.context.samples
+        every_sample("regression", answers, len(samples))
+        _, out = stacked(answers, self.outputs)
+        values = out[self.outputs[0]].reshape(-1).astype(np.float64)
+        error = np.abs(values - samples.truth)
+        metrics = {"mae": float(error.mean()), "max_error": float(error.max())}
+        return Scored(metrics, values, self.outputs[0])
+
+
+@pytest.fixture
+def with_regression(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The one line a new task adds to ``registry.TASKS`` (here from this test module)."""
+    monkeypatch.setitem(registry.TASKS, "regression", f"{__name__}:Regression")
+    registry.task.cache_clear()
+    yield
+    registry.task.cache_clear()
+
+
+# ---------------------------------------------------------------- a model and a dataset
+
+
+def _sum_model(root: Path) -> dict[str, Any]:
+    """An ONNX model summing each sample's 4 values: ``(N, 2, 2, 1) -> (N,)``."""
+    from onnx import TensorProto, helper
+
+    axes = helper.make_tensor("axes", TensorProto.INT64, [3], [1, 2, 3])
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+        "sum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 2, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N"])],
+        [axes],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    files = write_files(root, {"sum.onnx": model.SerializeToString()})
+    return {
+        "kind": "model",
+        "name": "example/sum",
+        "version": "1.0.0",
+        "format": "onnx",
+        "framework": {"name": "onnxruntime", "range": "^1"},
+        "files": files,
+        "inputs": [{"name": "x", "shape": [2, 2, 1]}],
+        "outputs": [{"name": "y"}],
+    }
+
+
+def _values_dataset(root: Path, x: Array, y: Array) -> dict[str, Any]:
+    import io
+
+    def npy(a: Array) -> bytes:
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    files = write_files(root, {"x.npy": npy(x), "y.npy": npy(y)})
+    return {
+        "kind": "dataset",
+        "name": "example/values",
+        "version": "1.0.0",
+        "task": "regression",
+        "files": files,
+        "data": {"format": "npy", "path": "x.npy"},
+        "labels": {"format": "value-npy", "path": "y.npy"},
+    }
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+def test_a_task_added_by_one_registry_line_is_run_scored_and_verdicted(
+    tmp_path: Path, catalog_dir: Path, with_regression: None
+) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(12, 2, 2, 1)).astype(np.float32)
+    y = rng.normal(size=12).astype(np.float32) + x.sum(axis=(1, 2, 3))  # off by noise
+    ws = published_workspace(tmp_path, catalog_dir)
+    try:
+        for doc in (_sum_model(tmp_path / "m"), _values_dataset(tmp_path / "d", x, y)):
+            root = tmp_path / ("m" if doc["kind"] == "model" else "d")
+            publish(ws, parse_manifest(doc), manifest_dir=root, publisher="test")
+        request = {
+            "model": "example/sum@1",
+            "dataset": "example/values@1",
+            "scenario": {"mode": "accuracy"},
+        }
+        run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=quiet)
+        run = show_run(ws, list_runs(ws)[0]["id"])
+        assert run["status"] == "succeeded"
+        # the reference: the model's sums in float32, as onnxruntime computes them
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(str(tmp_path / "m" / "sum.onnx"))
+        sums = session.run(None, {"x": x})[0].reshape(-1).astype(np.float64)
+        error = np.abs(sums - y.astype(np.float64))
+        assert run["mae"] == pytest.approx(float(error.mean()), rel=1e-12)
+        assert run["max_error"] == pytest.approx(float(error.max()), rel=1e-12)
+        # the rerun verdict and the lists know it through the registry
+        assert accuracy_verdict(run, dict(run), "regression") == (
+            f"accuracy identical (MAE {run['mae']:.4f})"
+        )
+        found = registry.headline(run, "regression")
+        assert found is not None and found[1].label == "MAE"
+    finally:
+        ws.close()
+
+
+def test_a_label_format_no_task_reads_and_a_task_of_another_format_are_refused(
+    tmp_path: Path, with_regression: None
+) -> None:
+    x = np.zeros((2, 2, 2, 1), dtype=np.float32)
+    doc = _values_dataset(tmp_path, x, np.zeros(2, dtype=np.float32))
+    with pytest.raises(ManifestError, match="unknown labels format 'values-npy'"):
+        parse_manifest({**doc, "labels": {"format": "values-npy", "path": "y.npy"}})
+    with pytest.raises(ManifestError, match="labels of format value-npy go with task regression"):
+        parse_manifest({**doc, "task": "classification"})
+    with pytest.raises(ManifestError, match="unknown task 'regresion'"):
+        parse_manifest({**doc, "task": "regresion"})
+
+
+def test_without_its_registry_line_the_task_is_unknown(tmp_path: Path) -> None:
+    doc = _values_dataset(tmp_path, np.zeros((2, 2, 2, 1), np.float32), np.zeros(2, np.float32))
+    with pytest.raises(ManifestError, match="unknown task 'regression'; known: classification"):
+        parse_manifest(doc)
+
+
+def test_every_registered_task_loads_and_declares_distinct_label_formats() -> None:
+    owners: dict[str, str] = {}
+    for task in registry.tasks():
+        assert (task.name in registry.TASKS and task.metrics) or task.name == "other"
+        for fmt in task.label_formats:
+            if task.name != "other":  # `other` reads classification's labels, as it always did
+                assert fmt not in owners, f"{fmt} read by {owners.get(fmt)} and {task.name}"
+                owners[fmt] = task.name
+        for metric in task.metrics:
+            assert metric.name.replace("_", "").isalnum() and metric.name.islower()
