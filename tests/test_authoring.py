@@ -458,6 +458,26 @@ def test_steps_and_the_classification_output_can_be_given_on_the_command_line(
 
 
 @pytest.mark.parametrize(
+    ("given", "told", "not_told"),
+    [
+        ([], ["type: classification", "input `steps`"], []),
+        # the output is marked: only the steps are left (the hint was printed all the same)
+        (["--classification", "logits"], ["input `steps`"], ["type: classification"]),
+        (["--steps", "{steps}"], ["type: classification"], ["input `steps`"]),
+    ],
+)
+def test_notes_name_only_what_is_left_to_the_author(
+    cli: Cli, models: Path, tmp_path: Path, given: list[str], told: list[str], not_told: list[str]
+) -> None:
+    steps = tmp_path / "steps.yaml"
+    steps.write_text("- layout: {to: NCHW}\n")
+    args = [a.format(steps=steps) for a in given]
+    _, notes = _model(cli, str(models / "tiny.onnx"), *args, output=models / "notes.yaml")
+    assert [w for w in told if w not in notes] == []
+    assert [w for w in not_told if w in notes] == []
+
+
+@pytest.mark.parametrize(
     ("steps", "classification", "words"),
     [
         ("- resize: {}\n", "logits", ["size", "steps"]),  # a step the schema refuses

@@ -53,10 +53,14 @@ TORCHSCRIPT_SUFFIXES = (".pt", ".ts", ".torchscript")
 """What the torch predictor loads TorchScript from."""
 _ELEMENT_TYPES: tuple[str, ...] = get_args(ElementType)
 
-STEPS_NOTE = (
+OUTPUTS_NOTE = (
     "set `type: classification` (with output steps, e.g. softmax and topk) on the output that "
-    "holds class scores, for accuracy; add input `steps` (normalize, layout, ...) that turn "
-    "the dataset's (N, H, W[, C]) samples into what the model takes"
+    "holds class scores (--classification NAME), or the type and section of what the "
+    "dataset's task scores, for accuracy"
+)
+STEPS_NOTE = (
+    "add input `steps` (normalize, layout, ...) that turn the dataset's (N, H, W[, C]) samples "
+    "into what the model takes (--steps FILE)"
 )
 
 
@@ -225,7 +229,9 @@ def model_manifest(
     _add_steps(inputs, steps)
     _mark_classification(data["outputs"], classification)
     parse_manifest(data, source="the manifest written from " + str(model))
-    if steps is None or not classification:
+    if not classification:
+        notes.append(OUTPUTS_NOTE)
+    if steps is None:
         notes.append(STEPS_NOTE)
     return Authored(data, notes)
 

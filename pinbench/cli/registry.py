@@ -177,9 +177,12 @@ def show(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show one artifact version: manifest, files with digests, yank state."""
+    """Show one artifact version: a model's inputs and outputs (each step with its parameters,
+    an output's task section), a dataset's samples, labels and task; files with digests; yank
+    state. --json gives the whole manifest."""
     from rich.text import Text
 
+    from pinbench.cli.manifest_text import manifest_lines
     from pinbench.registry import catalog
     from pinbench.registry.names import ArtifactRef
 
@@ -201,7 +204,10 @@ def show(
     out.print(f"published {info['published_at']} by {info['publisher']}")
     desc = info["manifest"].get("description")
     if desc:
-        out.print(desc)
+        out.print(Text(desc))
+    for line in manifest_lines(info["manifest"]):
+        out.print(Text(line))
+    out.print("files")
     for f in info["files"]:
         source = f.get("source") or ""
         pinned = f"  from {source}" if "://" in source else ""
@@ -420,11 +426,23 @@ def _verify_here(
         )
 
 
-def digest(files: Annotated[list[Path], typer.Argument(help="Files to hash.")]) -> None:
-    """Print the sha256 and size of files (for writing manifests)."""
+def digest(
+    files: Annotated[list[Path], typer.Argument(help="Files to hash.")],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='Print JSON instead of text: {"files": [{"path", "size", "sha256"}, ...], '
+            '"total": {"files", "size"}}.',
+        ),
+    ] = False,
+) -> None:
+    """Print the sha256 and size of files (for writing manifests): one `SHA256  SIZE  PATH`
+    line per file."""
     from pinbench.entry import early_digests
 
     ahead = early_digests(files)
+    hashed: list[dict[str, Any]] = []
     with workspace() as ws, progress_bars() as progress:
         for f in files:
             if not f.is_file():
@@ -433,4 +451,10 @@ def digest(files: Annotated[list[Path], typer.Argument(help="Files to hash.")]) 
             settled = ahead is not None and ahead.settle(f, bar)
             # hashed ahead and shown: the cache answers now, and the bar is full
             d, size, _ = ws.store.cache.digest(f, progress=None if settled else bar)
-            sys.stdout.write(f"{d.hex}  {size}  {f}\n")
+            if as_json:  # printed whole once every file is hashed
+                hashed.append({"path": str(f), "size": size, "sha256": d.hex})
+            else:
+                sys.stdout.write(f"{d.hex}  {size}  {f}\n")
+    if as_json:
+        total = {"files": len(hashed), "size": sum(h["size"] for h in hashed)}
+        _print_json({"files": hashed, "total": total})
