@@ -23,6 +23,7 @@ LABEL_SUFFIXES = {
     ".csv": "class-index-csv",
     ".jsonl": "class-index-jsonl",
     ".npy": "class-index-npy",
+    ".json": "coco-json",
 }
 
 
@@ -32,6 +33,9 @@ class NotADataset(AuthoringError):
         self.path = path
         self.reason = reason
 
+
+BY_FOLDER = ("masks",)
+"""The labels format given as a folder: one mask PNG per sample file, at its path."""
 
 INDEX_FROM = 1000
 """A folder of more sample files than this gets a file index (decision 118): a manifest lists
@@ -47,22 +51,31 @@ def dataset_manifest(
     labels: str | None,
     names: Path | None,
     index: Path | None = None,
+    classes: int | None = None,
+    ignore_index: int | None = None,
 ) -> Authored:
     """The manifest of the samples at ``data`` (a folder, an ``.npy`` array, or a ``.txt``
-    file of texts, one per line), labelled by
-    ``labels`` (``imagefolder``, ``none``, a labels file, or None to infer), with the class
-    names in ``names``; file paths relative to ``base``. A folder's sample files are listed in
-    a file index (``registry.file_index``) written at ``index`` (default: beside the manifest,
+    file of texts, one per line), labelled by ``labels`` (``imagefolder``, ``none``, a labels
+    file, a folder of masks, or None to infer), with the class names in ``names`` and
+    ``classes`` classes (for masks, ``masks.masks_classes`` when not given), ``ignore_index``
+    the mask value no metric counts; file paths relative to ``base``; the task is the one that
+    reads the labels format. A folder's sample files (and masks) are listed in a file index
+    (``registry.file_index``) written at ``index`` (default: beside the manifest,
     ``default_index``) when ``index`` is given or there are more than ``INDEX_FROM``; the
     manifest then names the index and lists only the labels and class-names files."""
     from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
 
     notes: list[str] = []
     label_file = None if labels in (None, "imagefolder", "none") else Path(labels)
-    extras = [p for p in (label_file, names) if p is not None]
+    masks = label_file is not None and label_file.is_dir()
+    extras = [p for p in (label_file, names) if p is not None and not (masks and p == label_file)]
     for path in extras:
         if not path.is_file():
             raise NotADataset(path=str(path), reason="no such file")
+    if label_file is not None and masks:
+        from pinbench.authoring.masks import mask_files
+
+        extras = [*mask_files(label_file), *extras]
     if data.is_file():
         fmt = {".npy": "npy", ".txt": "text-lines"}.get(data.suffix.lower())
         if fmt is None:
@@ -92,6 +105,22 @@ def dataset_manifest(
         label_data["path"] = relative(base, label_file)
     if names is not None:
         label_data["names"] = relative(base, names)
+    if masks:
+        from pinbench.authoring.masks import masks_classes
+
+        assert label_file is not None
+        classes = masks_classes(
+            label_file,
+            extras,
+            classes=classes,
+            names=names,
+            ignore_index=ignore_index,
+            notes=notes,
+        )
+    if classes is not None:
+        label_data["classes"] = classes
+    if ignore_index is not None:
+        label_data["ignore_index"] = ignore_index
     manifest: dict[str, Any] = {
         "kind": "dataset",
         "name": name or default_name(data),
@@ -110,8 +139,9 @@ def dataset_manifest(
             manifest["samples"] = len(read_text_lines(data, where=str(data)))
         except LabelProblem as exc:
             raise NotADataset(path=exc.path, reason=exc.reason) from None
-    if label_format == "similarity-pairs":
-        manifest["task"] = "sentence-similarity"
+    task = _task_of(label_format)
+    if task is not None:
+        manifest["task"] = task
     try:
         parsed = parse_manifest(manifest)
     except ManifestError as exc:
@@ -141,9 +171,12 @@ def _indexed(manifest: dict[str, Any], notes: list[str], base: Path, index: Path
     from pinbench.registry.file_index import format_index
     from pinbench.registry.manifest import ManifestError, parse_manifest
 
-    prefix = folder_prefix(manifest["data"]["path"])
-    listed = [f for f in manifest["files"] if f["path"].startswith(prefix)]
-    kept = [f for f in manifest["files"] if not f["path"].startswith(prefix)]
+    folders = [manifest["data"]["path"]]
+    if manifest["labels"]["format"] in BY_FOLDER:  # a mask per sample: listed with it
+        folders.append(manifest["labels"]["path"])
+    prefixes = tuple(folder_prefix(f) for f in folders)
+    listed = [f for f in manifest["files"] if f["path"].startswith(prefixes)]
+    kept = [f for f in manifest["files"] if not f["path"].startswith(prefixes)]
     data = format_index((f["path"], f["sha256"], f["size"]) for f in listed)
     rel = relative(base, index)
     if any(f["path"] == rel for f in manifest["files"]):
@@ -164,6 +197,19 @@ def _indexed(manifest: dict[str, Any], notes: list[str], base: Path, index: Path
     return Authored(compact, notes, {index: data})
 
 
+def _task_of(label_format: str) -> str | None:
+    """The task that reads ``label_format``, when it is not the manifest's default (then the
+    manifest leaves ``task`` out, as it always did)."""
+    import msgspec
+
+    from pinbench.registry.manifest import DatasetManifest
+    from pinbench.tasks.registry import task_of_label_format
+
+    default = next(f.default for f in msgspec.structs.fields(DatasetManifest) if f.name == "task")
+    owners = task_of_label_format(label_format)
+    return owners[0] if owners and default not in owners else None
+
+
 def _sample_format(folder: Path, files: Sequence[Path]) -> str:
     counts = {fmt: sum(1 for p in files if p.suffix.lower() in s) for fmt, s in SUFFIXES.items()}
     fmt = max(counts, key=lambda f: counts[f])
@@ -181,12 +227,15 @@ def _label_format(
     fmt: str,
     notes: list[str],
 ) -> str:
+    if label_file is not None and label_file.is_dir():
+        return BY_FOLDER[0]
     if label_file is not None:
         found = LABEL_SUFFIXES.get(label_file.suffix.lower())
         if found is None:
             raise NotADataset(
                 path=str(label_file),
-                reason=f"labels files end in {', '.join(LABEL_SUFFIXES)}",
+                reason=f"labels files end in {', '.join(LABEL_SUFFIXES)} (a folder of masks "
+                "is labels too)",
             )
         return found
     if labels == "imagefolder":

@@ -193,11 +193,14 @@ def dataset(
     labels: Annotated[
         str | None,
         typer.Option(
-            help="imagefolder (the class is each sample's folder), none, or a labels file: "
+            help="imagefolder (the class is each sample's folder), none, a labels file: "
             ".txt (one label per line, in sample order), .csv (columns file,label), .jsonl "
-            '({"file", "label"} per line), .npy (class indexes) or .tsv (sentence pairs: i, '
-            "j, gold score; the task becomes sentence-similarity). Default: imagefolder when "
-            "every sample is in a sub-folder, else none."
+            '({"file", "label"} per line), .npy (class indexes), .tsv (sentence pairs: i, '
+            "j, gold score; the task becomes sentence-similarity) or .json (COCO instances: "
+            "boxes per image, each image's file_name relative to the data folder; the task "
+            "becomes detection), or a folder of masks (one single-channel PNG per sample "
+            "image, at its path with .png; the task becomes segmentation). Default: "
+            "imagefolder when every sample is in a sub-folder, else none."
         ),
     ] = None,
     names: Annotated[
@@ -213,6 +216,21 @@ def dataset(
         str | None, typer.Option(help="Artifact name (default: the folder's name).")
     ] = None,
     version: Annotated[str, typer.Option(help="Artifact version.")] = "1.0.0",
+    classes: Annotated[
+        int | None,
+        typer.Option(
+            help="How many classes the labels index (labels.classes). For a masks folder, by "
+            "default as many as --names lists, else one more than the largest mask value."
+        ),
+    ] = None,
+    ignore_index: Annotated[
+        int | None,
+        typer.Option(
+            "--ignore-index",
+            help="Masks: the mask value of pixels no metric counts (e.g. 255, Pascal VOC's "
+            "borders).",
+        ),
+    ] = None,
     file_index: Annotated[
         Path | None,
         typer.Option(
@@ -229,7 +247,8 @@ def dataset(
     """A dataset manifest: every sample file's sha256, the labels format, the sample count.
 
     Checked as publishing checks it (each image's signature, labels for every sample, class
-    names found) before anything is written; paths are relative to the -o file's folder.
+    names found, every mask's size and values, COCO boxes and image sizes) before anything is
+    written; paths are relative to the -o file's folder.
     """
     from pinbench.authoring.dataset import dataset_manifest
 
@@ -242,5 +261,7 @@ def dataset(
         labels=labels,
         names=names,
         index=file_index,
+        classes=classes,
+        ignore_index=ignore_index,
     )
     _emit(authored.data, authored.notes, output, as_json, authored.beside)

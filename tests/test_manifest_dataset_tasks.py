@@ -1,0 +1,231 @@
+"""``pinbench manifest dataset`` for the tasks whose labels are not a class per sample: a
+folder of segmentation masks (labels format ``masks``) and COCO JSON boxes (``coco-json``).
+The task is the one that reads the labels; what publishing would refuse is refused here,
+naming what is wrong, and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from tests.helpers import Cli
+
+SIZE = (6, 4)  # width, height
+VALUES = {"a": 0, "b": 1, "c": 2}
+"""Each sample's mask is filled with this class, but for one pixel of class 1."""
+
+
+def _images(root: Path) -> Path:
+    folder = root / "images"
+    folder.mkdir(parents=True)
+    for name in VALUES:
+        Image.new("RGB", SIZE, (10, 20, 30)).save(folder / f"{name}.png")
+    return folder
+
+
+def _masks(root: Path, values: dict[str, int] = VALUES, mode: str = "L") -> Path:
+    folder = root / "masks"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, value in values.items():
+        pixels = np.full((SIZE[1], SIZE[0]), value, dtype=np.uint8)
+        pixels[0, 0] = 1
+        Image.fromarray(pixels, "L").convert(mode).save(folder / f"{name}.png")
+    return folder
+
+
+def _coco(root: Path, images: list[str]) -> Path:
+    path = root / "instances.json"
+    gt = {
+        "images": [
+            {"id": i, "file_name": name, "width": SIZE[0], "height": SIZE[1]}
+            for i, name in enumerate(images, 1)
+        ],
+        "categories": [{"id": 1, "name": "thing"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2], "area": 4}
+        ],
+    }
+    path.write_text(json.dumps(gt))
+    return path
+
+
+def _written(cli: Cli, root: Path, *args: str) -> tuple[dict[str, Any], str]:
+    out = root / "dataset.yaml"
+    done = cli("manifest", "dataset", str(root / "images"), *args, "-o", str(out))
+    assert done.code == 0, done.err
+    return yaml.safe_load(out.read_text()), done.err
+
+
+@pytest.mark.parametrize(
+    ("args", "labels", "noted"),
+    [
+        # classes from the mask values: one more than the largest, and the author is told
+        ([], {"format": "masks", "path": "masks", "classes": 3}, "largest mask value (2)"),
+        (["--classes", "5"], {"format": "masks", "path": "masks", "classes": 5}, None),
+        # as many classes as the names file names (a class no mask holds is one still)
+        (
+            ["--names", "{root}/names.txt"],
+            {"format": "masks", "path": "masks", "classes": 4, "names": "names.txt"},
+            None,
+        ),
+    ],
+)
+def test_a_masks_folder_makes_a_segmentation_dataset(
+    cli: Cli, tmp_path: Path, args: list[str], labels: dict[str, Any], noted: str | None
+) -> None:
+    _images(tmp_path)
+    _masks(tmp_path)
+    (tmp_path / "names.txt").write_text("sky\ntree\nroad\ncar\n")
+    given = [a.format(root=tmp_path) for a in args]
+    manifest, notes = _written(cli, tmp_path, "--labels", str(tmp_path / "masks"), *given)
+    assert manifest["task"] == "segmentation"
+    assert manifest["labels"] == labels
+    assert manifest["samples"] == 3
+    paths = {f["path"] for f in manifest["files"]}
+    assert {f"masks/{n}.png" for n in VALUES} <= paths
+    assert noted is None or noted in notes
+
+
+def test_pascal_voc_borders_are_the_ignore_index_and_the_manifest_publishes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _images(tmp_path)
+    _masks(tmp_path, {"a": 0, "b": 255, "c": 2})
+    masks = str(tmp_path / "masks")
+    manifest, _ = _written(cli, tmp_path, "--labels", masks, "--ignore-index", "255")
+    assert manifest["labels"] == {
+        "format": "masks",
+        "path": "masks",
+        "classes": 3,  # 255 is no class
+        "ignore_index": 255,
+    }
+    assert cli("init").code == 0
+    published = cli("publish", str(tmp_path / "dataset.yaml"))
+    assert published.code == 0, published.err
+
+
+def test_a_file_index_lists_the_masks_with_their_samples(cli: Cli, tmp_path: Path) -> None:
+    """A dataset too large to list in its manifest has as many masks as samples: both go in
+    the file index, and the manifest publishes."""
+    _images(tmp_path)
+    _masks(tmp_path)
+    index = tmp_path / "seg.files"
+    manifest, _ = _written(
+        cli, tmp_path, "--labels", str(tmp_path / "masks"), "--file-index", str(index)
+    )
+    assert manifest["files"] == []
+    listed = [line.split()[-1] for line in index.read_text().splitlines()]
+    assert listed == [f"images/{n}.png" for n in VALUES] + [f"masks/{n}.png" for n in VALUES]
+    assert cli("init").code == 0
+    published = cli("publish", str(tmp_path / "dataset.yaml"))
+    assert published.code == 0, published.err
+
+
+def test_coco_json_makes_a_detection_dataset_that_publishes(cli: Cli, tmp_path: Path) -> None:
+    _images(tmp_path)
+    _coco(tmp_path, [f"{n}.png" for n in VALUES])
+    manifest, _ = _written(cli, tmp_path, "--labels", str(tmp_path / "instances.json"))
+    assert manifest["task"] == "detection"
+    assert manifest["labels"] == {"format": "coco-json", "path": "instances.json"}
+    assert "instances.json" in {f["path"] for f in manifest["files"]}
+    assert cli("init").code == 0
+    published = cli("publish", str(tmp_path / "dataset.yaml"))
+    assert published.code == 0, published.err
+
+
+def _no_mask_for_c(root: Path) -> list[str]:
+    _masks(root, {"a": 0, "b": 1})
+    return ["--labels", str(root / "masks")]
+
+
+def _mask_of_another_size(root: Path) -> list[str]:
+    _masks(root)
+    Image.new("L", (3, 3)).save(root / "masks" / "b.png")
+    return ["--labels", str(root / "masks")]
+
+
+def _value_past_classes(root: Path) -> list[str]:
+    _masks(root)
+    return ["--labels", str(root / "masks"), "--classes", "2"]
+
+
+def _colour_masks(root: Path) -> list[str]:
+    _masks(root, mode="RGB")
+    return ["--labels", str(root / "masks")]
+
+
+def _masks_in_the_data_folder(root: Path) -> list[str]:
+    folder = _masks(root / "images")
+    return ["--labels", str(folder)]
+
+
+def _stray_file_among_masks(root: Path) -> list[str]:
+    _masks(root)
+    (root / "masks" / "notes.txt").write_text("not a mask")
+    return ["--labels", str(root / "masks")]
+
+
+def _only_ignored_pixels(root: Path) -> list[str]:
+    folder = _masks(root)
+    for name in VALUES:
+        Image.new("L", SIZE, 255).save(folder / f"{name}.png")
+    return ["--labels", str(folder), "--ignore-index", "255"]
+
+
+def _empty_masks_folder(root: Path) -> list[str]:
+    (root / "masks").mkdir()
+    return ["--labels", str(root / "masks")]
+
+
+def _coco_missing_a_sample(root: Path) -> list[str]:
+    return ["--labels", str(_coco(root, ["a.png", "b.png"]))]
+
+
+def _coco_of_another_size(root: Path) -> list[str]:
+    path = _coco(root, [f"{n}.png" for n in VALUES])
+    gt = json.loads(path.read_text())
+    gt["images"][1]["width"] = 99
+    path.write_text(json.dumps(gt))
+    return ["--labels", str(path)]
+
+
+def _ignore_index_without_masks(root: Path) -> list[str]:
+    return ["--labels", str(_coco(root, [f"{n}.png" for n in VALUES])), "--ignore-index", "255"]
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (_no_mask_for_c, ["has no mask", "masks/c.png"]),
+        (_mask_of_another_size, ["masks/b.png", "3 x 3", "6 x 4"]),
+        (_value_past_classes, ["masks/c.png", "not a class index (0..1"]),
+        (_colour_masks, ["mode RGB", "single-channel"]),
+        (_masks_in_the_data_folder, ["overlap"]),
+        (_stray_file_among_masks, ["masks/notes.txt", "the mask of no sample file"]),
+        (_only_ignored_pixels, ["ignore_index 255", "nothing to score"]),
+        (_empty_masks_folder, ["holds no files"]),
+        (_coco_missing_a_sample, ["instances.json", "c.png"]),
+        (_coco_of_another_size, ["b.png", "99"]),
+        (_ignore_index_without_masks, ["ignore_index", "masks"]),
+    ],
+)
+def test_refused_as_publishing_would_refuse_it_and_nothing_written(
+    cli: Cli, tmp_path: Path, make: Callable[[Path], list[str]], words: list[str]
+) -> None:
+    _images(tmp_path)
+    args = make(tmp_path)
+    out = tmp_path / "dataset.yaml"
+    done = cli("manifest", "dataset", str(tmp_path / "images"), *args, "-o", str(out))
+    assert done.code == 1, (done.out, done.err)
+    assert "Traceback" not in done.err
+    for word in words:
+        assert word in done.err, done.err
+    assert not out.exists()
+    assert not list(tmp_path.glob(".*.tmp"))
