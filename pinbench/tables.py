@@ -18,18 +18,21 @@ def fmt_ns(value: float) -> str:
 
 
 def parity_table(rows: list[Parity]) -> Table:
-    """The first row is the reference."""
+    """The first row is the reference (compared with itself); a column per figure the runs'
+    task gives, then whether each run agrees with the reference by the task's rule."""
+    labels = list(dict.fromkeys(f.label for r in rows for f in r.agreement.figures))
+    rule = rows[0].agreement.rule if rows else ""
     table = Table(
-        "run", "framework", "model", "max abs diff", "max rel diff", "same top-1", box=None
+        "run", "framework", "model", *labels, "agrees", box=None, caption=f"agrees: {rule}"
     )
     for i, r in enumerate(rows):
+        shown = {f.label: f.show() for f in r.agreement.figures}
         table.add_row(
             r.run[:8] + (" (ref)" if i == 0 else ""),
             r.framework,
             r.model,
-            f"{r.max_abs_diff:.3g}",
-            f"{r.max_rel_diff:.3g}",
-            f"{r.top1_agree}/{r.samples}",
+            *(shown.get(label, "") for label in labels),
+            "yes" if r.agrees else "no",
         )
     return table
 

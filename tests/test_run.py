@@ -295,7 +295,13 @@ def test_cli_compare_names_what_differs(cli: Cli, tmp_path: Path, catalog_dir: P
     assert "inputs verified identical" in reran.out
 
 
-def test_parity_compares_recorded_outputs_sample_by_sample(digits: Workspace) -> None:
+def test_parity_compares_what_classification_scores_sample_by_sample(digits: Workspace) -> None:
+    """Classification parity is each sample's top-1 class (and how far the scores moved):
+    the same model with another thread count agrees, another version of it does not."""
+    from rich.console import Console
+
+    from pinbench.tables import parity_table
+
     acc = {"mode": "accuracy"}
     a = run_lockfile(digits, _lock(digits, scenario=acc), say=quiet)
     same = run_lockfile(digits, _lock(digits, scenario=acc, threads=1), say=quiet)
@@ -303,10 +309,16 @@ def test_parity_compares_recorded_outputs_sample_by_sample(digits: Workspace) ->
         digits, _lock(digits, model=f"{builtin.MODEL_NAME}@1.0.0", scenario=acc), say=quiet
     )
     ref, twin, different = parity(digits, a.id, [same.id, other.id])
-    assert (ref.max_abs_diff, ref.top1_agree) == (0.0, ref.samples)
-    assert twin.max_abs_diff < 1e-6 and twin.top1_agree == twin.samples == 450
-    assert different.max_abs_diff > 0.01 and different.max_rel_diff > 0.01
-    assert different.top1_agree < different.samples
+    assert (ref.figure("max_abs_diff"), ref.figure("top1_agree")) == (0.0, 450) and ref.agrees
+    assert twin.figure("max_abs_diff") < 1e-6 and twin.figure("top1_agree") == 450
+    assert twin.agrees and twin.task == "classification"
+    assert different.figure("max_abs_diff") > 0.01 and different.figure("max_rel_diff") > 0.01
+    assert different.figure("top1_agree") < different.figure("samples") and not different.agrees
+    assert different.to_json()["figures"]["top1_agree"] == different.figure("top1_agree")
+    out = Console(record=True, width=200)
+    out.print(parity_table([ref, twin, different]))
+    text = out.export_text()
+    assert "same top-1" in text and "agrees: every sample's top-1 class the same" in text
 
 
 def test_parity_needs_accuracy_runs(digits: Workspace) -> None:

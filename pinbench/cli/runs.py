@@ -697,10 +697,10 @@ def runs_parity(
     others: Annotated[list[str], typer.Argument(help="Accuracy runs to compare with it.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Cross-framework parity: outputs of accuracy runs compared sample by sample.
+    """Cross-framework parity: accuracy runs on one dataset compared by what their task scores.
 
-    Prints the max absolute and relative difference from the reference's outputs and how
-    many samples have the same top-1 class.
+    Prints, for each run against the reference, the figures its task compares (the README's
+    "Parity" says each task's) and whether it agrees by the task's rule.
     """
     from pinbench.evaluator.parity import parity
     from pinbench.tables import parity_table

@@ -1,10 +1,7 @@
 """Cross-framework parity (Deep500's "verifiable"): the same weights in two frameworks should
-give the same outputs up to floating-point reordering. Compares the recorded outputs of
-accuracy runs, sample by sample, against a reference run.
-
-Relative difference is taken per element against the reference, with the denominator floored
-at 0.1% of the reference's largest magnitude so that elements near zero do not make it
-meaningless.
+score the same. Accuracy runs on one dataset are compared with a reference run by what their
+task scores (``Task.parity``: top-1 classes, matched boxes, class maps, embeddings), from what
+each run recorded: its outputs (``details.outputs_sha256``), metrics and details.
 """
 
 from __future__ import annotations
@@ -12,14 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
+from pinbench.evaluator.rerun import recorded_lockfile
 from pinbench.evaluator.run import array_of
+from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.workspace import Workspace
-
-REL_FLOOR = 1e-3
 
 
 class ParityError(UserError):
@@ -31,41 +26,63 @@ class ParityError(UserError):
 
 @dataclass(frozen=True, slots=True)
 class Parity:
+    """One run compared with the reference (the reference's own row compares it with itself)."""
+
     run: str
     framework: str
     model: str
-    max_abs_diff: float
-    max_rel_diff: float
-    top1_agree: int
-    samples: int
+    task: str
+    agreement: Agreement
+
+    @property
+    def agrees(self) -> bool:
+        return self.agreement.agrees
+
+    def figure(self, name: str) -> float:
+        return self.agreement.figure(name)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.run,
             "framework": self.framework,
             "model": self.model,
-            "max_abs_diff": self.max_abs_diff,
-            "max_rel_diff": self.max_rel_diff,
-            "top1_agree": self.top1_agree,
-            "samples": self.samples,
+            "task": self.task,
+            "agrees": self.agreement.agrees,
+            "rule": self.agreement.rule,
+            "figures": {f.name: f.value for f in self.agreement.figures},
         }
 
 
-def _outputs(ws: Workspace, info: dict[str, Any]) -> np.ndarray[Any, Any]:
-    digest = (info.get("details") or {}).get("outputs_sha256")
+def recorded(ws: Workspace, info: dict[str, Any]) -> Recorded:
+    """A run as ``Task.parity`` reads it; only a succeeded accuracy run records outputs."""
+    details = info.get("details") or {}
+    digest = details.get("outputs_sha256")
     if info["status"] != "succeeded" or not digest:
         raise ParityError(
             run=info["id"], reason="only a succeeded accuracy run records its outputs"
         )
-    out = array_of(ws, digest, "outputs").astype(np.float64)
-    return out.reshape(len(out), -1)
+    lock = recorded_lockfile(ws, info["id"])[1].body
+    assert lock.model is not None and lock.dataset is not None  # it recorded outputs
+    metrics = {k: float(v) for k, v in info.items() if k in (info.get("units") or {})}
+    return Recorded(
+        run=info["id"],
+        outputs=array_of(ws, digest, "outputs"),
+        outputs_name=details.get("outputs_name"),
+        metrics=metrics,
+        details=details,
+        model=lock.model,
+        dataset=lock.dataset,
+    )
 
 
 def parity(ws: Workspace, reference: str, others: list[str]) -> list[Parity]:
-    """One row per run (the reference first, all zeros), compared with the reference."""
+    """One row per run (the reference first, compared with itself), each compared with the
+    reference by the task of their dataset."""
+    from pinbench.tasks.registry import task
+
     ref_info = show_run(ws, reference)
-    ref = _outputs(ws, ref_info)
-    floor = REL_FLOOR * float(np.max(np.abs(ref))) if ref.size else 0.0
+    ref = recorded(ws, ref_info)
+    judge = task(ref.dataset.task)
     rows = []
     for info in [ref_info, *(show_run(ws, o) for o in others)]:
         if info["dataset"] != ref_info["dataset"]:
@@ -73,23 +90,13 @@ def parity(ws: Workspace, reference: str, others: list[str]) -> list[Parity]:
                 run=info["id"],
                 reason=f"it ran on {info['dataset']}, the reference on {ref_info['dataset']}",
             )
-        out = _outputs(ws, info)
-        if out.shape != ref.shape:
-            raise ParityError(
-                run=info["id"],
-                reason=f"outputs of shape {out.shape}, the reference's are {ref.shape}",
-            )
-        diff = np.abs(out - ref)
-        rel = diff / np.maximum(np.abs(ref), max(floor, np.finfo(np.float64).tiny))
         rows.append(
             Parity(
                 run=info["id"],
                 framework=info["framework"],
                 model=info["model"],
-                max_abs_diff=float(diff.max(initial=0.0)),
-                max_rel_diff=float(rel.max(initial=0.0)),
-                top1_agree=int(np.sum(out.argmax(axis=1) == ref.argmax(axis=1))),
-                samples=len(ref),
+                task=judge.name,
+                agreement=judge.parity(ref, recorded(ws, info)),
             )
         )
     return rows

@@ -98,7 +98,8 @@ def rerun(
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]
     failed: list[str] = []
     undecided = False
-    accuracy = accuracy_verdict(original, reruns[0])
+    task = lock.body.dataset.task if lock.body.dataset is not None else None
+    accuracy = accuracy_verdict(original, reruns[0], task)  # the exact metrics of its task
     if accuracy is not None:
         lines.append(accuracy)
         if not accuracy.startswith("accuracy identical"):

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.tasks.parity import Agreement, Recorded, raw_parity
+
 if TYPE_CHECKING:
     from pinbench.evaluator.datasets import Samples
     from pinbench.registry.lockfile import LockedDataset, LockedModel
@@ -168,6 +170,15 @@ class Task(ABC):
         """The run's scorer, or None where nothing is checked or scored (a performance run of
         a model with no output this task reads); refuse (``UserError``) a model whose declared
         outputs this task cannot score in an accuracy run."""
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """What ``runs parity`` shows for two accuracy runs of this task on the same dataset
+        (``pinbench.tasks.parity``): figures comparing what the task scores, and whether they
+        agree by the task's rule; refuse (``parity.Incomparable``) records that cannot be
+        compared. By default the raw recorded outputs, element by element (max absolute and
+        relative difference); a task that scores something derived from them (classes, boxes,
+        strings) compares that instead."""
+        return raw_parity(reference, other)
 
     def metric(self, key: str) -> Metric | None:
         return next((m for m in self.metrics if m.matches(key)), None)

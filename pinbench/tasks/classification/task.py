@@ -14,6 +14,7 @@ from pinbench.tasks.classification.scores import (
     class_scores,
     classification_metrics,
 )
+from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import stacked
 
 FORMATS = (
@@ -95,6 +96,13 @@ class Classification(Task):
                 )
             return None
         return ClassScorer(scored, context)
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """Each sample's top-1 class in both runs, and the scores' differences
+        (``parity.class_parity``)."""
+        from pinbench.tasks.classification.parity import class_parity
+
+        return class_parity(reference, other)
 
 
 class Other(Classification):

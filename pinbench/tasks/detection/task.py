@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, stacked
 
 
@@ -66,6 +67,12 @@ class Detection(Task):
             model=context.model_ref,
         )
         return BoxScorer(boxes, context)
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """Each image's recorded boxes matched across the runs (``parity.box_parity``)."""
+        from pinbench.tasks.detection.parity import box_parity
+
+        return box_parity(reference, other)
 
 
 class BoxScorer(Scorer):

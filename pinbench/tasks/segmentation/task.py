@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, stacked
 
 
@@ -51,6 +52,13 @@ class Segmentation(Task):
             model=context.model_ref,
         )
         return PixelScorer(pixels, context)
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """The share of pixels of the same class in both runs' class maps
+        (``parity.pixel_parity``)."""
+        from pinbench.tasks.segmentation.parity import pixel_parity
+
+        return pixel_parity(reference, other)
 
 
 class PixelScorer(Scorer):

@@ -10,6 +10,7 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.registry.manifest import Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import every_sample, stacked
 from pinbench.tasks.similarity.pairs import SimilarityError, read_pairs, similarity_metrics
 
@@ -58,6 +59,13 @@ class SentenceSimilarity(Task):
                 f"< {len(context.samples)} samples (leave sample_count out)"
             )
         return EmbeddingScorer(found[0], context)
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """Each sample's two embeddings' cosine similarity, and how far Spearman's rho moved
+        (``parity.embedding_parity``)."""
+        from pinbench.tasks.similarity.parity import embedding_parity
+
+        return embedding_parity(reference, other)
 
 
 class EmbeddingScorer(Scorer):
