@@ -39,6 +39,6 @@ def show_bisect(ws: Workspace, out: Console, step: Callable[[str], None]) -> Non
     """Run the two endpoint runs, bisect them on top-1 and print the evidence (``ws`` has the
     built-in catalog published)."""
     good, bad = _accuracy_run(ws, GOOD), _accuracy_run(ws, BAD)
-    step(f"pinbench bisect {good[:8]} {bad[:8]} --metric top1 ({MODEL_NAME} {GOOD} vs {BAD})")
-    result = bisect(ws, good, bad, metric="top1", say=lambda text: None)
+    step(f"pinbench bisect {good[:8]} {bad[:8]} --metric accuracy ({MODEL_NAME} {GOOD} vs {BAD})")
+    result = bisect(ws, good, bad, metric="accuracy", say=lambda text: None)
     print_bisection(result, out)

@@ -45,8 +45,13 @@ REPEAT = 3
 ROUNDS = 2
 """A step the latency statistics leave inconclusive gets another ``repeat`` runs (all its runs
 judged together), up to this many rounds, before the bisect stops there."""
-METRICS = {"p50": "latency_p50_ns", "top1": "top1", "throughput": "throughput_sps"}
-"""``--metric`` choices and the recorded metric each one reads."""
+LATENCY_METRICS = {"p50": "latency_p50_ns", "throughput": "throughput_sps"}
+"""The performance ``--metric`` choices and the recorded metric each one reads."""
+ACCURACY = "accuracy"
+"""The accuracy ``--metric`` choice: the headline metric of GOOD's task
+(``pinbench.tasks.registry.headline``), judged exactly, as ``rerun`` judges accuracy."""
+METRICS = (*LATENCY_METRICS, ACCURACY)
+"""``--metric`` choices."""
 ARTIFACT_PINS = ("model", "framework", "dataset", "image")
 SETTING_PINS = ("scenario", "batch_size", "threads", "system", "limits")
 
@@ -254,17 +259,22 @@ class Judge:
 
     ws: Workspace
     metric: str
+    key: str
+    """The recorded metric the choice reads (``recorded_key``)."""
     good: dict[str, Any]
     bad: dict[str, Any]
     band: float = BAND
-
-    @property
-    def key(self) -> str:
-        return METRICS[self.metric]
+    task: str | None = None
+    """GOOD's task, whose metric ``key`` is (accuracy)."""
 
     @property
     def accuracy(self) -> bool:
-        return self.metric == "top1"
+        return self.metric == ACCURACY
+
+    @property
+    def shown(self) -> str:
+        """How messages name it: the choice, or for accuracy the task's metric (``top1``)."""
+        return self.key if self.accuracy else self.metric
 
     def value(self, runs: Sequence[dict[str, Any]]) -> float | None:
         """The metric's median over ``runs`` (None: none recorded it)."""
@@ -275,7 +285,9 @@ class Judge:
         """(outcome, description) of ``runs`` against one endpoint run."""
         if self.accuracy:
             want, got = original.get(self.key), self.value(runs)
-            line = accuracy_verdict({self.key: want}, {} if got is None else {self.key: got})
+            line = accuracy_verdict(
+                {self.key: want}, {} if got is None else {self.key: got}, self.task
+            )
             return ("reproduced" if want == got else "changed", line or "no accuracy recorded")
         latency: LatencyComparison = compare_latencies(
             latencies_of(self.ws, original["latencies_sha256"]),
@@ -351,7 +363,23 @@ def _kind(lock: Lockfile) -> str:
     return "operator" if body.operator else "training" if body.training else "model"
 
 
-def check_pair(good: Endpoint, bad: Endpoint, metric: str) -> None:
+def task_of(end: Endpoint) -> str | None:
+    dataset = end.lock.body.dataset
+    return dataset.task if dataset is not None else None
+
+
+def recorded_key(end: Endpoint, metric: str) -> str | None:
+    """The recorded metric ``--metric`` reads in ``end``'s run: a latency figure, or the
+    headline metric of its task (None where it recorded none)."""
+    from pinbench.tasks.registry import headline
+
+    if metric != ACCURACY:
+        return LATENCY_METRICS[metric]
+    found = headline(end.run, task_of(end))
+    return found[1].name if found is not None else None
+
+
+def check_pair(good: Endpoint, bad: Endpoint, metric: str) -> str:
     """Refuse what bisect cannot compare, before anything is locked or run."""
     kinds = _kind(good.lock), _kind(bad.lock)
     if kinds[0] != kinds[1]:
@@ -369,22 +397,25 @@ def check_pair(good: Endpoint, bad: Endpoint, metric: str) -> None:
             "the runner is not a pin of the lockfile, so bisect cannot find it; rerun one with "
             "the other's runner (`pinbench rerun RUN --runner R`) and bisect those runs"
         )
-    key = METRICS[metric]
-    mode = "accuracy" if metric == "top1" else "performance"
+    key = recorded_key(good, metric)
+    mode = "accuracy" if metric == ACCURACY else "performance"
     for role, end in (("GOOD", good), ("BAD", bad)):
-        if end.run["mode"] != mode or end.run.get(key) is None:
+        recorded = key is not None and end.run.get(key) is not None
+        if end.run["mode"] != mode or not recorded:
+            what = key if recorded else f"no {key or 'headline metric of its task'}"
             raise UserError(
                 f"{role} run {end.run['id'][:8]} is a {end.run['mode']}-mode run that recorded "
-                f"{'no ' + key if end.run.get(key) is None else key}: --metric {metric} "
-                f"compares {mode}-mode runs"
+                f"{what}: --metric {metric} compares {mode}-mode runs"
             )
-        if metric != "top1" and not end.run.get("latencies_sha256"):
+        if metric != ACCURACY and not end.run.get("latencies_sha256"):
             raise UserError(f"{role} run {end.run['id'][:8]} recorded no raw latencies")
-    if good.run["trace"] != bad.run["trace"] and metric != "top1":
+    if good.run["trace"] != bad.run["trace"] and metric != ACCURACY:
         raise UserError(
             f"GOOD ran at trace level {good.run['trace']!r} and BAD at {bad.run['trace']!r}: "
             "a traced run's latencies carry its profilers' overhead"
         )
+    assert key is not None  # refused above otherwise
+    return key
 
 
 def differing_pins(ws: Workspace, good: Lockfile, bad: Lockfile) -> list[Pin]:
@@ -458,7 +489,7 @@ def bisect(
     if metric not in METRICS:
         raise UserError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
     good, bad = endpoint(ws, good_run, "GOOD"), endpoint(ws, bad_run, "BAD")
-    check_pair(good, bad, metric)
+    key = check_pair(good, bad, metric)
     g_id, b_id = good.run["id"], bad.run["id"]
     result = Bisection(g_id, b_id, metric, "nothing to bisect", "")
     pins = differing_pins(ws, good.lock, bad.lock)
@@ -470,7 +501,7 @@ def bisect(
             "nothing evaluated"
         )
         return result
-    judge = Judge(ws, metric, good.run, bad.run, band)
+    judge = Judge(ws, metric, key, good.run, bad.run, band, task_of(good))
     outcome, why = judge.compare(good.run, [bad.run])
     ends = [
         Evidence("good", "-", good.lock.digest.hex, [g_id], 1, judge.value([good.run]), "good"),
@@ -480,17 +511,17 @@ def bisect(
     if outcome != "changed":
         result.outcome = "no difference" if outcome == "reproduced" else "inconclusive"
         result.message = (
-            f"{metric} does not differ between GOOD and BAD ({why}): nothing to bisect, "
+            f"{judge.shown} does not differ between GOOD and BAD ({why}): nothing to bisect, "
             "nothing evaluated"
             if outcome == "reproduced"
-            else f"GOOD and BAD cannot be told apart on {metric} ({why}); nothing evaluated"
+            else f"GOOD and BAD cannot be told apart on {judge.shown} ({why}); nothing evaluated"
         )
         return result
     states = chain(pins)
     result.states = len(states)
     run_with = runner or good.run["runner"]
     trace = good.run["trace"]
-    count = 1 if metric == "top1" else repeat
+    count = 1 if judge.accuracy else repeat
     rows: dict[int, Evidence] = {}
     base = {**artifact_pins(good.lock), **setting_pins(good.lock)}
     new_ids: set[str] = set()
@@ -501,7 +532,7 @@ def bisect(
         lock, _ = service.lock(ws, request_for(good.lock.body.request, wanted))
         _check_pinned(lock, state.index, wanted)
         name = choose_runner(run_with, lock)
-        rounds = 1 if metric == "top1" else ROUNDS
+        rounds = 1 if judge.accuracy else ROUNDS
         for round_ in range(1, rounds + 1):
             want = count * round_
             ids = recorded_runs(ws, lock.digest.hex, runner=name, trace=trace, limit=want)
@@ -542,7 +573,7 @@ def bisect(
     if found.undecided is None:
         result.outcome = "found"
         result.first = first.change()
-        result.message = f"{metric} first changes at step {found.bad}: {first.change()}"
+        result.message = f"{judge.shown} first changes at step {found.bad}: {first.change()}"
     else:
         result.outcome = "inconclusive"
         low, high = states[found.good + 1], states[found.bad]
