@@ -30,6 +30,7 @@ from pinbench.cli import (
     manifest,
     ops,
     registry,
+    run_outputs,
     runs,
     serve,
 )
@@ -108,6 +109,7 @@ app.add_typer(ops.ops_app, name="ops")
 app.add_typer(attest.attest_app, name="attest")
 app.add_typer(attest.keys_app, name="keys")
 runs.runs_app.command("attest")(attest.runs_attest)
+runs.runs_app.command("outputs")(run_outputs.runs_outputs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,6 +30,20 @@ class RunNotFound(UserError):
         self.reason = reason
 
 
+class AmbiguousRun(RunNotFound):
+    """Several runs have ids that begin with the prefix given."""
+
+    def __init__(self, *, run: str, ids: list[str]) -> None:
+        UserError.__init__(
+            self,
+            f"run {run!r} is ambiguous: the ids of several runs begin with it "
+            f"({', '.join(ids)}, ...): give more of the id",
+        )
+        self.run = run
+        self.reason = "ambiguous"
+        self.ids = ids
+
+
 def run_id_prefix(text: str) -> str:
     """``text`` if it can begin a run id (a UUID), else RunNotFound saying why. Nothing else
     reaches the SQL prefix match, so ``%`` and ``_`` never act as LIKE wildcards."""
@@ -39,7 +53,8 @@ def run_id_prefix(text: str) -> str:
 
 
 def find_run(session: Session, run_id: str) -> Run:
-    """The one run whose id is or begins with ``run_id``; RunNotFound if none or several."""
+    """The one run whose id is or begins with ``run_id``; RunNotFound if none, AmbiguousRun
+    if several."""
     prefix = run_id_prefix(run_id)
     matches = session.scalars(
         select(Run)
@@ -47,7 +62,9 @@ def find_run(session: Session, run_id: str) -> Run:
         .where(Run.id.startswith(prefix, autoescape=True))
         .limit(2)
     ).all()
-    if len(matches) != 1:
+    if len(matches) > 1:
+        raise AmbiguousRun(run=run_id, ids=sorted(m.id for m in matches))
+    if not matches:
         raise RunNotFound(run=run_id)
     return matches[0]
 

@@ -1,0 +1,60 @@
+"""``pinbench runs outputs RUN -o FILE``: a run's recorded outputs as an ``.npy`` file
+(``pinbench.evaluator.run_outputs``), from this home or, with PINBENCH_URL, the server's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pinbench.cli.common import remote_or_here
+from pinbench.console import JsonOpt
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.run_outputs import Exported
+    from pinbench.remote import Remote
+    from pinbench.workspace import Workspace
+
+
+def runs_outputs(
+    run: Annotated[str, typer.Argument(help="An accuracy run's id (or a unique prefix).")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the outputs (.npy).")
+    ],
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the raw outputs an accuracy run recorded (the array its task scored: class
+    scores, embeddings, a detector's output...) to an .npy file, for comparing with another
+    tool.
+
+    The bytes are checked against the sha256 the run recorded while they are copied, and must
+    be a plain .npy array (never a pickle); nothing is written otherwise. A performance run
+    records no outputs. With PINBENCH_URL: the server's run and blob.
+    """
+    from pinbench.evaluator.run_outputs import export_outputs
+
+    def there(remote: Remote) -> Exported:
+        return export_outputs(remote.run(run), remote.blob, output, force=force)
+
+    def here(ws: Workspace) -> Exported:
+        from pinbench.evaluator.history import show_run
+        from pinbench.evaluator.run_outputs import stored_chunks
+
+        info = show_run(ws, run)
+        return export_outputs(info, lambda d: stored_chunks(ws.store, d), output, force=force)
+
+    done = remote_or_here(there, here)
+    if as_json:
+        _print_json(done.to_json())
+        return
+    what = f"output {done.name}, " if done.name else ""
+    shape = " x ".join(str(d) for d in done.shape) or "a scalar"
+    _out().print(
+        f"wrote {done.path}: the outputs of run {done.run} ({what}shape {shape}, "
+        f"{done.size} bytes, sha256 {done.sha256})",
+        markup=False,
+    )

@@ -1,0 +1,170 @@
+"""A run's recorded outputs copied out as an ``.npy`` file (``pinbench runs outputs``).
+
+An accuracy run records the array its task keeps of the model's outputs (class scores,
+embeddings, a detector's raw output...) as a blob, its sha256 in ``details.outputs_sha256``
+and the output's name in ``details.outputs_name``. Here the blob's bytes, from this home's
+store or a server's (``GET /api/v1/blobs/{sha256}``), are hashed while they are written to a
+temp file beside the destination; only bytes whose sha256 is the one the run recorded, and
+that make a plain ``.npy`` array (never a pickle: an object dtype is refused), are renamed into
+place. An existing file is replaced only when asked (``force``); anything refused leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
+from pinbench.errors import UserError
+
+CHUNK = 1 << 20
+
+
+class NoOutputs(UserError):
+    """The run recorded no outputs: not a succeeded accuracy run, or its task keeps none."""
+
+    def __init__(self, *, run: str, status: str, mode: str) -> None:
+        if status != "succeeded":
+            why = f"its status is {status}; only a succeeded accuracy run records its outputs"
+        elif mode != "accuracy":
+            why = f"it is a {mode} run; only accuracy runs record their outputs"
+        else:
+            why = "its task kept none of the model's outputs"
+        super().__init__(f"run {run[:8]} recorded no outputs: {why}")
+        self.run = run
+        self.status = status
+        self.mode = mode
+
+
+class OutputsRefused(UserError):
+    """The outputs cannot be written where asked, or are not a plain ``.npy`` array."""
+
+    def __init__(self, *, run: str, path: str, reason: str) -> None:
+        super().__init__(f"outputs of run {run[:8]} not written to {path}: {reason}")
+        self.run = run
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Exported:
+    run: str
+    path: Path
+    sha256: str
+    size: int
+    shape: tuple[int, ...]
+    name: str | None
+    """The model output the array holds (``details.outputs_name``), when recorded."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "path": str(self.path),
+            "sha256": self.sha256,
+            "size": self.size,
+            "shape": list(self.shape),
+            "name": self.name,
+        }
+
+
+def recorded_digest(info: dict[str, Any]) -> str:
+    """The sha256 of the outputs the run ``info`` (as ``show_run`` gives it) recorded."""
+    digest = (info.get("details") or {}).get("outputs_sha256")
+    if not isinstance(digest, str) or not digest:
+        raise NoOutputs(run=info["id"], status=info["status"], mode=str(info.get("mode")))
+    return Digest(digest).hex
+
+
+def export_outputs(
+    info: dict[str, Any],
+    read: Callable[[str], Iterable[bytes]],
+    dest: Path,
+    *,
+    force: bool = False,
+) -> Exported:
+    """Write the outputs run ``info`` recorded to ``dest``; ``read(sha256)`` gives the blob's
+    bytes in chunks (unchecked: they are checked here)."""
+    run = str(info["id"])
+    digest = recorded_digest(info)
+
+    def refused(reason: str) -> OutputsRefused:
+        return OutputsRefused(run=run, path=str(dest), reason=reason)
+
+    if dest.is_dir():
+        raise refused("it is a folder")
+    if dest.exists() and not force:
+        raise refused("the file exists (give --force to replace it)")
+    temp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise refused(exc.strerror or str(exc)) from None
+    try:
+        hasher, size = hashlib.sha256(), 0
+        with os.fdopen(fd, "wb") as out:
+            for chunk in read(digest):
+                hasher.update(chunk)
+                out.write(chunk)
+                size += len(chunk)
+        actual = Digest(hasher.hexdigest())
+        if actual.hex != digest:
+            raise ChecksumMismatch(
+                path=f"the outputs of run {run[:8]}", expected=Digest(digest), actual=actual
+            )
+        shape = _plain_array(temp, refused)
+        _place(temp, dest, force=force, refused=refused)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    name = (info.get("details") or {}).get("outputs_name")
+    return Exported(run, dest, digest, size, shape, name if isinstance(name, str) else None)
+
+
+def stored_chunks(store: BlobStore, digest: str) -> Iterator[bytes]:
+    """A blob of this home's store, read in chunks (``export_outputs`` checks them)."""
+    try:
+        blob = store.path(Digest(digest)).open("rb")
+    except FileNotFoundError:
+        raise BlobMissing(path="the recorded outputs", digest=Digest(digest)) from None
+    with blob:
+        while chunk := blob.read(CHUNK):
+            yield chunk
+
+
+def _plain_array(path: Path, refused: Callable[[str], OutputsRefused]) -> tuple[int, ...]:
+    from pinbench.artifacts.npy_header import npy_shape
+
+    try:
+        return npy_shape(path)
+    except (ValueError, OSError) as exc:
+        raise refused(f"the recorded outputs are not a plain .npy array ({exc})") from None
+
+
+def _place(
+    temp: Path, dest: Path, *, force: bool, refused: Callable[[str], OutputsRefused]
+) -> None:
+    """``temp`` renamed to ``dest``; without ``force``, never over a file that appeared
+    meanwhile (a hard link fails where the name is taken)."""
+    try:
+        if force:
+            os.replace(temp, dest)
+            return
+        try:
+            os.link(temp, dest)
+        except FileExistsError:
+            raise refused("the file exists (give --force to replace it)") from None
+        except OSError:  # no hard links on this file system: the check before is all there is
+            if dest.exists():
+                raise refused("the file exists (give --force to replace it)") from None
+            os.replace(temp, dest)
+            return
+        temp.unlink()
+    except OSError as exc:
+        raise refused(exc.strerror or str(exc)) from None
