@@ -122,6 +122,9 @@ AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
 TOP_K = between(1, 1_000_000, "past the largest vocabularies (250k classes)")
 FRACTION = between(0, 1, "a threshold, an IoU")
 MAX_DETECTIONS = between(1, 100_000, "COCO counts 100 per image")
+UNCLIP_RATIO = between(0, 10, "DBNet uses 1.5-2; at 10 a square grows to 6 times its side")
+MAP_MIN_SIZE = between(0, 16_384, "a region's shorter side in map pixels; 16384 px is any side")
+MAX_CANDIDATES = between(1, 100_000, "regions read per probability map; DBNet reads 1000")
 CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
 MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")
 MASK_VALUE = between(0, 65_535, "a 16-bit PNG's pixel value; no class index (>= classes)")
@@ -168,8 +171,11 @@ TABLE: Final[dict[str, Bound]] = {
     "tokenize.max_length": MAX_LENGTH,
     "softmax.axis": AXIS,
     "topk.k": TOP_K,
-    "nms.iou, thresholds (score, mask, segmentation)": FRACTION,
+    "nms.iou, thresholds (score, mask, segmentation, probability map)": FRACTION,
     "nms.max_detections": MAX_DETECTIONS,
+    "probability_map.unclip_ratio": UNCLIP_RATIO,
+    "probability_map.min_size": MAP_MIN_SIZE,
+    "probability_map.max_candidates": MAX_CANDIDATES,
     "labels.classes": CLASSES,
     "labels.classes (masks)": MASK_CLASSES,
     "labels.ignore_index (from labels.classes)": MASK_VALUE,

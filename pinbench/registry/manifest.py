@@ -354,19 +354,38 @@ class Nms(_Strict, frozen=True, kw_only=True):
     max_detections: Annotated[int, b.MAX_DETECTIONS.meta] = 100
 
 
-DetectionLayouts = Literal["yolov8", "yolov5", "separate"]
+class ProbabilityMap(_Strict, frozen=True, kw_only=True):
+    """DBNet's post-processing of a ``(N, 1, H, W)`` probability map into boxes
+    (``pinbench.tasks.detection.regions``); the defaults are PaddleOCR's (rapidocr's)."""
+
+    threshold: Fraction = 0.3
+    """A pixel is in a region when its probability is above this."""
+    box_threshold: Fraction = 0.5
+    """A region is a detection when its mean probability is at least this."""
+    unclip_ratio: Annotated[float, b.UNCLIP_RATIO.meta] = 1.6
+    """Each box grows on every side by its area x ratio / its perimeter."""
+    min_size: Annotated[int, b.MAP_MIN_SIZE.meta] = 3
+    """A region whose box's shorter side (map pixels, before growing) is below this is dropped."""
+    max_candidates: Annotated[int, b.MAX_CANDIDATES.meta] = 1000
+    """The regions read per map, the first in raster order of their first pixel."""
+
+
+DetectionLayouts = Literal["yolov8", "yolov5", "separate", "probability-map"]
 BoxFormats = Literal["xyxy", "xywh", "cxcywh", "yxyx"]
 PACKED_LAYOUTS = ("yolov8", "yolov5")
 """Layouts packing boxes and class scores in the one output tensor (boxes as cxcywh)."""
+PROBABILITY_MAP = "probability-map"
+"""The layout of a DBNet-style ``(N, 1, H, W)`` map of one class's per-pixel probability."""
 OutputName = str | Annotated[int, b.PORT_INDEX.meta]
 """A model output's name, or an index into the model's outputs."""
 
 
 class Detection(_Strict, frozen=True, kw_only=True):
     """How a detection output is read: its packed layout (or, ``separate``, the outputs that
-    hold the scores, classes, count and masks beside the boxes this output holds), its boxes,
-    the score threshold and NMS; the output's ``labels`` file names its classes, matched to
-    the dataset's COCO categories by name."""
+    hold the scores, classes, count and masks beside the boxes this output holds; or,
+    ``probability-map``, one class's probability per pixel whose regions become boxes), its
+    boxes, the score threshold and NMS; the output's ``labels`` file names its classes,
+    matched to the dataset's COCO categories by name."""
 
     layout: DetectionLayouts
     box_format: BoxFormats = "cxcywh"
@@ -387,8 +406,13 @@ class Detection(_Strict, frozen=True, kw_only=True):
     ``image``: each mask covers the model input (mapped back like the boxes)."""
     mask_threshold: Fraction | None = None
     """A mask pixel belongs to the instance when its score is at least this (0.5 if unset)."""
+    probability_map: ProbabilityMap | None = None
+    """``probability-map``: how regions become boxes (filled with the defaults if left out)."""
 
     def __post_init__(self) -> None:
+        if self.layout == PROBABILITY_MAP or self.probability_map is not None:
+            self._check_map()
+            return
         packed = self.layout in PACKED_LAYOUTS
         if packed and self.box_format != "cxcywh":
             raise ValueError(
@@ -411,6 +435,24 @@ class Detection(_Strict, frozen=True, kw_only=True):
                 "masks need `mask_kind`: box (each mask covers its box) or image (the input)"
             )
 
+    def _check_map(self) -> None:
+        """A probability map makes its own boxes, class 0, scored by their regions."""
+        if self.layout != PROBABILITY_MAP:
+            raise ValueError(f"probability_map describes layout probability-map, not {self.layout}")
+        named = ("scores", "classes", "count", "masks", "mask_kind", "mask_threshold")
+        given = [name for name in named if getattr(self, name) is not None]
+        given += ["normalized"] if self.normalized else []
+        given += ["box_format"] if self.box_format != "cxcywh" else []
+        given += ["score_threshold"] if self.score_threshold != 0.0 else []
+        if given:
+            raise ValueError(
+                f"layout probability-map makes its own boxes from the map, one class, scored by "
+                f"each region's mean probability: `{given[0]}` does not apply to it (threshold "
+                "the regions with `probability_map: {box_threshold: ...}`)"
+            )
+        if self.probability_map is None:
+            msgspec.structs.force_setattr(self, "probability_map", ProbabilityMap())
+
     @property
     def extra_outputs(self) -> list[OutputName]:
         """The other outputs this section reads, in a fixed order."""
@@ -418,7 +460,15 @@ class Detection(_Strict, frozen=True, kw_only=True):
         return [n for n in named if n is not None]
 
 
-LATE_DETECTION_FIELDS = ("scores", "classes", "count", "masks", "mask_kind", "mask_threshold")
+LATE_DETECTION_FIELDS = (
+    "scores",
+    "classes",
+    "count",
+    "masks",
+    "mask_kind",
+    "mask_threshold",
+    "probability_map",
+)
 """``Detection`` fields added after detection manifests were published: left out while unset."""
 
 

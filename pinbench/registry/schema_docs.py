@@ -235,7 +235,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "((N, anchors, 5 + C): cx, cy, w, h, objectness, C class probabilities; score = "
         "objectness x class) or 'separate' (this output holds the boxes, (N, K, 4); `scores`, "
         "`classes`, `count` and `masks` name the outputs holding the rest, as TensorFlow's "
-        "Object Detection API and MLModelScope's boundingbox give them).",
+        "Object Detection API and MLModelScope's boundingbox give them) or 'probability-map' "
+        "((N, 1, H, W): one class's probability per pixel, a DBNet text detector's; its "
+        "regions become boxes as `probability_map` says, class 0).",
         "box_format": "The boxes' coordinates: 'cxcywh' (the default and, for the packed "
         "layouts, the only one accepted), 'xyxy', 'xywh' or 'yxyx' (TensorFlow's).",
         "normalized": "true: box coordinates are fractions of the model input's width and "
@@ -258,6 +260,19 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "back onto the image like the boxes).",
         "mask_threshold": "A mask pixel belongs to its instance when its score is at least "
         "this (0..1; 0.5 when left out).",
+        "probability_map": "Layout probability-map: how the map's regions become boxes "
+        "(PaddleOCR's values when left out, filled in when the manifest is read).",
+    },
+    "ProbabilityMap": {
+        "threshold": "A pixel is foreground when its probability is above this (0..1; 0.3).",
+        "box_threshold": "A region is a detection when the mean probability of its pixels "
+        "(its score) is at least this (0..1; 0.5).",
+        "unclip_ratio": "Each box grows on every side by its area x this / its perimeter "
+        "(DBNet's unclip; 1.6).",
+        "min_size": "A region whose box's shorter side, in map pixels, is below this is "
+        "dropped (3).",
+        "max_candidates": "At most this many regions are read per map, the first in raster "
+        "order (1000).",
     },
     "Segmentation": {
         "form": "How the output gives each pixel's class: 'logits' (a score per class and "

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
-from pinbench.registry.manifest import Detection, Input, Output, OutputName
+from pinbench.registry.manifest import PROBABILITY_MAP, Detection, Input, Output, OutputName
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.coco import (
     coco_mask_metrics,
@@ -136,9 +136,13 @@ def class_columns(output: npt.NDArray[np.generic], layout: str) -> int:
 
 def check_columns(answer: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> None:
     """A first answer's detections fit the declared classes: a packed output scores as many
-    classes as the labels file names; separate classes index into it."""
+    classes as the labels file names; separate classes index into it; a probability map is
+    ``(N, 1, H, W)`` probabilities of the one class its labels file names."""
     if plan.detection.layout == "separate":
         decoded(answer, plan)
+        return
+    if plan.detection.layout == PROBABILITY_MAP:
+        _check_map(answer[plan.name], plan)
         return
     output = answer[plan.name]
     shape = list(np.asarray(output).shape)
@@ -162,6 +166,8 @@ def decoded(outputs: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> list[
     """Every sample's detections, before thresholds and NMS, their classes checked against
     the labels file."""
     detection = plan.detection
+    if detection.layout == PROBABILITY_MAP:
+        return _map_regions(outputs[plan.name], detection)
     if detection.layout != "separate":
         return decode(outputs[plan.name], detection.layout)
 
@@ -191,10 +197,41 @@ def decoded(outputs: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> list[
     return out
 
 
+def _check_map(output: npt.NDArray[np.generic], plan: Plan) -> None:
+    from pinbench.tasks.detection.regions import check_map
+
+    check_map(output)
+    if len(plan.cats.names) != 1:
+        raise DetectionSetupError(
+            what=f"output {plan.name!r}",
+            reason=f"layout {PROBABILITY_MAP} scores one class but its labels file names "
+            f"{len(plan.cats.names)}: name the one class the map is of",
+        )
+
+
+def _map_regions(output: npt.NDArray[np.generic], detection: Detection) -> list[Detections]:
+    """A probability map's regions as boxes in fractions of the map (``regions``)."""
+    from pinbench.tasks.detection.regions import Settings, regions
+
+    section = detection.probability_map
+    assert section is not None  # the manifest fills it in for this layout
+    settings = Settings(
+        threshold=section.threshold,
+        box_threshold=section.box_threshold,
+        unclip_ratio=section.unclip_ratio,
+        min_size=section.min_size,
+        max_candidates=section.max_candidates,
+    )
+    height, width = np.asarray(output).shape[2:4]
+    size = np.array([width, height, width, height], dtype=np.float64)
+    return [found.scaled(1.0 / size) for found in regions(output, settings)]
+
+
 def kept(found: Detections, detection: Detection, transform: geometry.Transform) -> Detections:
-    """One sample's detections after normalized boxes are scaled to input pixels, the score
-    threshold and NMS (when declared; else best first)."""
-    if detection.normalized:
+    """One sample's detections after normalized boxes (and a probability map's, fractions of
+    the map) are scaled to input pixels, the score threshold and NMS (when declared; else best
+    first)."""
+    if detection.normalized or detection.layout == PROBABILITY_MAP:
         found = found.scaled(
             np.array([transform.input_width, transform.input_height] * 2, dtype=np.float64)
         )
