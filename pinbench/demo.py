@@ -42,7 +42,9 @@ from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.trust import LockfileMismatch
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
+from pinbench.reports.samples import sample_rows
 from pinbench.tables import parity_table, print_categories, print_trace
+from pinbench.tasks.registry import task as task_named
 from pinbench.trace.analysis import TraceView
 from pinbench.trace.analysis import compare as compare_traces
 from pinbench.trace.summary import trace_of
@@ -198,18 +200,13 @@ def _photos(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
     for model, dataset in PHOTO_RUNS:
         step(f"accuracy: {model} on {dataset} (photos as files, decoded by Pillow)")
         info = _accuracy_run(ws, model, dataset)
-        table = Table("photo", "true class", "top-1", "score", box=None)
-        for row in info["details"]["samples"]:
-            table.add_row(
-                row["sample"],
-                row.get("truth_name") or "",
-                row.get("top1_name") or "",
-                "-" if row["score"] is None else f"{row['score']:.3f}",
-            )
-        out.print(table)
-        out.print(
-            f"top-1 {info['top1']:.2f}" + (f", top-5 {info['top5']:.2f}" if "top5" in info else "")
-        )
+        shown = sample_rows(info["details"], names_only=True)  # as the task recorded them
+        if shown is not None:
+            table = Table(*shown.header, box=None)
+            for cells in shown.rows:
+                table.add_row(*cells)
+            out.print(table)
+        out.print(_scored(info))
 
 
 def _sentences(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
@@ -218,8 +215,8 @@ def _sentences(ws: Workspace, out: Console, step: Callable[[str], None]) -> None
     step(f"sentence similarity: {minilm.NAME} on {minilm.DATASET} (tokenized, 3 inputs)")
     info = _accuracy_run(ws, minilm.NAME, minilm.DATASET)
     out.print(
-        f"Spearman {info['spearman']:.3f} over {info['pairs_count']:.0f} pairs "
-        f"(p50 {info['latency_p50_ns'] / 1e6:.1f} ms per sentence, {info['details']['decoder']})"
+        f"{_scored(info)} (p50 {info['latency_p50_ns'] / 1e6:.1f} ms per sentence, "
+        f"{info['details']['decoder']})"
     )
 
 
@@ -228,11 +225,13 @@ def _faces(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
     boxes, its boxes mapped back to each photo and scored with pycocotools."""
     step(f"detection: {nudenet.NAME} on {nudenet.DATASET} (COCO mAP with pycocotools)")
     info = _accuracy_run(ws, nudenet.NAME, nudenet.DATASET)
-    out.print(
-        f"mAP {info['map']:.2f}, mAP@.5 {info['map50']:.2f}, recall {info['recall']:.2f} "
-        f"({info['detections_count']:.0f} detections kept on "
-        f"{info['accuracy_samples_count']:.0f} photos)"
-    )
+    out.print(_scored(info))
+
+
+def _scored(info: dict[str, Any]) -> str:
+    """A run's metrics as its task labels and shows them (``top-1 0.8000, top-5 1.0000``)."""
+    task = task_named(info["lockfile_body"]["dataset"]["task"])
+    return ", ".join(f"{m.label} {m.show(info[m.name])}" for m in task.metrics if m.name in info)
 
 
 def _table(runs: dict[Job, dict[str, Any]]) -> Table:

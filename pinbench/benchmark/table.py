@@ -1,6 +1,7 @@
 """The benchmark table: one row per (framework, model) with its accuracy and both scenarios'
 latency or throughput; as Markdown and JSON, and the accuracy alone (the deterministic part)
-as the pipeline's metrics."""
+as the pipeline's metrics. Accuracy is what the accuracy run's task says (``pinbench.tasks``):
+the metrics a rerun must reproduce, and its headline metric in the table."""
 
 from __future__ import annotations
 
@@ -20,10 +21,15 @@ class Row:
     """The model as the job names it (a range of ``^1`` left out)."""
     resolved: str
     """The model's exact ``name@version`` its runs ran."""
-    top1: float | None
-    top5: float | None
+    task: str | None
+    """The accuracy run's task (None for a model without an accuracy run)."""
+    accuracy: dict[str, float]
+    """The accuracy run's metrics a rerun must reproduce exactly (its task's ``exact``
+    metrics: ``registry.exact_metrics``), in the task's order; empty without one."""
+    headline: str | None
+    """The task's headline metric (lists show it: ``registry.headline``), one of ``accuracy``."""
     samples: int | None
-    """Accuracy samples; None for a model without an accuracy run."""
+    """Samples the accuracy run answered (its ``samples_count``); None without one."""
     latency_p50_ns: float | None
     latency_p99_ns: float | None
     throughput_sps: float | None
@@ -49,9 +55,7 @@ def rows(runs: Iterable[tuple[Job, dict[str, Any]]]) -> list[Row]:
                 framework_version=version,
                 model=model,
                 resolved=seen.get("model", model),
-                top1=acc.get("top1"),
-                top5=acc.get("top5"),
-                samples=int(acc["accuracy_samples_count"]) if "top1" in acc else None,
+                **_scored(acc),
                 latency_p50_ns=ss.get("latency_p50_ns"),
                 latency_p99_ns=ss.get("latency_p99_ns"),
                 throughput_sps=off.get("throughput_sps"),
@@ -60,10 +64,35 @@ def rows(runs: Iterable[tuple[Job, dict[str, Any]]]) -> list[Row]:
     return out
 
 
-def top1_cell(row: Row) -> str:
-    if row.top1 is None or row.samples is None:
+def _scored(run: dict[str, Any]) -> dict[str, Any]:
+    """A row's accuracy fields from its accuracy run, as the run's task names them (empty
+    where there is no such run, or it recorded no headline metric of its task)."""
+    from pinbench.tasks.registry import exact_metrics, headline
+
+    task = ((run.get("lockfile_body") or {}).get("dataset") or {}).get("task")
+    metrics = {k: run[k] for k in run.get("units") or {} if k in run}
+    found = headline(metrics, task)
+    if found is None:
+        return {"task": None, "accuracy": {}, "headline": None, "samples": None}
+    samples = metrics.get("samples_count")
+    return {
+        "task": found[0].name,
+        "accuracy": {k: float(metrics[k]) for k in exact_metrics(metrics, found[0].name)},
+        "headline": found[1].name,
+        "samples": None if samples is None else int(samples),
+    }
+
+
+def accuracy_cell(row: Row) -> str:
+    """The headline metric as its task shows it (``top-1 0.9867``), and the samples."""
+    from pinbench.tasks.registry import task
+
+    if row.task is None or row.headline is None:
         return "perf only"
-    return f"{row.top1:.4f} ({row.top1 * row.samples:.0f}/{row.samples})"
+    metric = task(row.task).metric(row.headline)
+    assert metric is not None  # the task's headline
+    samples = "" if row.samples is None else f" ({row.samples} samples)"
+    return f"{metric.label} {metric.show(row.accuracy[row.headline])}{samples}"
 
 
 def us(ns: float | None) -> str:
@@ -76,7 +105,7 @@ def throughput_cell(row: Row) -> str:
     return "" if row.throughput_sps is None else f"{row.throughput_sps:,.0f} samples/s"
 
 
-HEADER = ("framework", "model", "top-1", "SingleStream p50", "p99", "Offline")
+HEADER = ("framework", "model", "accuracy", "SingleStream p50", "p99", "Offline")
 
 
 def cells(row: Row) -> tuple[str, ...]:
@@ -84,7 +113,7 @@ def cells(row: Row) -> tuple[str, ...]:
     return (
         f"{row.framework} {row.framework_version}".strip(),
         row.model,
-        top1_cell(row),
+        accuracy_cell(row),
         us(row.latency_p50_ns),
         us(row.latency_p99_ns),
         throughput_cell(row),
@@ -98,13 +127,12 @@ def markdown(table: list[Row]) -> str:
 
 
 def accuracy(table: list[Row]) -> dict[str, dict[str, dict[str, float | int]]]:
-    """framework -> model -> top1, top5, samples: what a rebuilt catalog must reproduce
-    exactly (latencies are left out: they are measured, not reproduced)."""
+    """framework -> model -> the exact metrics of the accuracy run's task and ``samples``:
+    what a rebuilt catalog must reproduce exactly (latencies are left out: they are measured,
+    not reproduced)."""
     out: dict[str, dict[str, dict[str, float | int]]] = {}
     for r in table:
-        if r.top1 is not None and r.samples is not None:
-            metrics: dict[str, float | int] = {"top1": r.top1, "samples": r.samples}
-            if r.top5 is not None:
-                metrics["top5"] = r.top5
+        if r.accuracy and r.samples is not None:
+            metrics: dict[str, float | int] = {**r.accuracy, "samples": r.samples}
             out.setdefault(r.framework, {})[r.resolved] = metrics
     return out

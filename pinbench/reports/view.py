@@ -12,6 +12,7 @@ from pinbench.reports.charts import Chart, accuracy_points, charts, system_point
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
 from pinbench.reports.operators import OpTable, operator_table, roofline
+from pinbench.reports.samples import SampleRows, sample_rows
 from pinbench.reports.training import TrainingRow, training_curves, training_table
 
 
@@ -34,8 +35,9 @@ class ReportView:
     charts: list[Chart]
     diff: list[DiffRow]
     accuracy: list[dict[str, Any]]
-    predictions: list[tuple[str, list[dict[str, str]]]]
-    """Per accuracy run with recorded samples: its label and its first predictions."""
+    predictions: list[tuple[str, SampleRows]]
+    """Per accuracy run with recorded per-sample rows: its label and its first rows, as its
+    task recorded them (``samples.sample_rows``)."""
     systems: list[str]
     """The systems the runs ran on (``reports.hardware.system_label``), each once, in order."""
     hardware: list[HardwareRow]
@@ -53,29 +55,8 @@ class ReportView:
         return [row.fact for row in self.hardware if row.differs]
 
 
-SHOWN_PREDICTIONS = 20
 COST_ROW = "cost per 1,000 inferences"
 """The metrics row derived from a run's declared price (``details.cost``) and throughput."""
-
-
-def predictions(run: RunData) -> list[dict[str, str]]:
-    """An accuracy run's first recorded predictions (``details.samples``) as text cells."""
-
-    def cls(row: dict[str, Any], key: str) -> str:
-        name = row.get(f"{key}_name")
-        return f"{row[key]} {name}" if name else str(row[key])
-
-    rows = (run.info.get("details") or {}).get("samples") or []
-    return [
-        {
-            "sample": str(r["sample"]),
-            "truth": cls(r, "truth"),
-            "top1": cls(r, "top1"),
-            "score": "-" if r["score"] is None else f"{r['score']:.4g}",
-            "right": "yes" if r["truth"] == r["top1"] else "no",
-        }
-        for r in rows[:SHOWN_PREDICTIONS]
-    ]
 
 
 def fmt(value: float | None, unit: str) -> tuple[str, str]:
@@ -186,7 +167,9 @@ def build(report: Report, title: str | None = None) -> ReportView:
         charts=all_charts(report),
         diff=run_diff(infos) if len(infos) > 1 else [],
         accuracy=accuracy_points(report),
-        predictions=[(r.label, p) for r in report.runs if (p := predictions(r))],
+        predictions=[
+            (r.label, p) for r in report.runs if (p := sample_rows(r.info.get("details")))
+        ],
         systems=list(dict.fromkeys(r.system for r in report.runs)),
         hardware=hardware_rows([r.hardware for r in report.runs]),
         across_systems=system_points(report) if len(report.runs) > 1 else [],

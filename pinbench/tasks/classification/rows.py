@@ -21,7 +21,9 @@ def sample_rows(
 ) -> list[dict[str, Any]]:
     """One row per answered sample (the first ``SAMPLE_ROWS``): ``sample`` (the file's path in
     the dataset, or its index), ``truth`` and ``top1`` class indexes, ``score`` (the top-1
-    output value, None when not finite) and, with class names, ``truth_name`` and ``top1_name``."""
+    output value, None when not finite), ``right`` (the top-1 is the true class) and, with
+    class names, ``truth_name`` and ``top1_name`` (reports show the rows as recorded:
+    ``reports/samples.py``)."""
     assert samples.labels is not None
     scores = outputs.reshape(len(outputs), -1)[:SAMPLE_ROWS].astype(np.float64)
     best = np.argmax(scores, axis=1) if scores.size else np.empty(0, dtype=np.int64)
@@ -34,6 +36,7 @@ def sample_rows(
             "truth": truth,
             "top1": top1,
             "score": _finite(float(scores[at, top1])),
+            "right": truth == top1,
         }
         if names is not None:
             row["truth_name"] = names[truth] if truth < len(names) else None

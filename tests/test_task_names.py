@@ -1,0 +1,80 @@
+"""No task name or metric name outside its folder (issue 35, decision 124): the CLI, reports,
+verdicts, bisect and the benchmark table ask the task registry. A string constant equal to a
+registered task's name or one of its metrics' names, in ``pinbench/`` outside
+``pinbench/tasks/`` (Python by its syntax tree, templates by their Jinja expressions), fails
+here unless ``ALLOWED`` lists it with the reason."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from pinbench.tasks import registry
+
+ROOT = Path(__file__).parent.parent / "pinbench"
+
+ALLOWED_FOLDERS = {
+    "tasks": "the tasks themselves",
+    "catalog": "the built-in catalog: content (its datasets' tasks), not core",
+    "registry/mlmodelscope": "MLModelScope's own task names, converted: content, not core",
+}
+ALLOWED: dict[tuple[str, str], str] = {
+    # (file under pinbench/, name): why it may name it
+    ("trace/ops.py", "other"): "an operator category, not the task",
+    ("cli/bisect.py", "top1"): "the CLI contract's earlier name of --metric accuracy",
+    # the output types a model manifest declares are spelled as the tasks that read them
+    # (decision 124: the output sections are still declared in registry/manifest.py)
+    ("registry/manifest.py", "classification"): "an output type and the default task",
+    ("registry/manifest.py", "detection"): "an output type and its section",
+    ("registry/manifest.py", "segmentation"): "an output type and its section",
+    ("registry/supported.py", "classification"): "an output type",
+    ("registry/supported.py", "detection"): "an output type and its section",
+    ("registry/supported.py", "segmentation"): "an output type and its section",
+    ("registry/schema_docs.py", "detection"): "the output section's field name",
+    ("registry/schema_docs.py", "segmentation"): "the output section's field name",
+    ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
+    # `runs show` / `runs list` and the web UI's lists are being moved onto the registry
+    # by the authoring item of issue 35; until then:
+    ("cli/runs.py", "top1"): "runs list and runs show's per-sample rows (authoring item)",
+    ("templates/web/_runs_table.html.j2", "top1"): "the web UI's run lists (authoring item)",
+    ("cli/manifest_text.py", "classification"): "`show` prints the manifest's default task",
+}
+
+
+def names() -> set[str]:
+    found = set()
+    for task in registry.tasks():
+        found.add(task.name)
+        found.update(m.name for m in task.metrics)
+    return found
+
+
+def _python(path: Path) -> set[str]:
+    return {
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+
+
+JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+WORD = re.compile(r"[\"']([a-z0-9_-]+)[\"']|\.([a-z0-9_]+)\b")
+
+
+def _template(path: Path) -> set[str]:
+    return {a or b for block in JINJA.findall(path.read_text()) for a, b in WORD.findall(block)}
+
+
+def test_no_task_or_metric_name_outside_the_task_folders() -> None:
+    wanted = names()
+    found = []
+    for path in sorted([*ROOT.rglob("*.py"), *ROOT.rglob("*.j2")]):
+        where = path.relative_to(ROOT).as_posix()
+        if any(where.startswith(folder + "/") for folder in ALLOWED_FOLDERS):
+            continue
+        strings = _python(path) if path.suffix == ".py" else _template(path)
+        found += [f"{where}: {name!r}" for name in sorted(strings & wanted - {""})]
+    allowed = {f"{where}: {name!r}" for where, name in ALLOWED}
+    assert sorted(set(found) - allowed) == [], "ask pinbench.tasks.registry instead"
+    assert sorted(allowed - set(found)) == [], "no longer needed: remove it from ALLOWED"
