@@ -6,6 +6,7 @@ catalog). ``rerun`` judges the exact metrics of the run's own task."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from pinbench.evaluator.history import show_run
+from pinbench.evaluator.parity import Parity
 from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
@@ -141,13 +143,14 @@ def test_detection_matches_boxes_of_one_class_at_iou_099_and_counts_the_rest() -
     far = _box(1, 0.7, 52.0, 50.0, 40.0, 40.0)  # moved 2 px: IoU < 0.99
     ref_far = _box(1, 0.7, 50.0, 50.0, 40.0, 40.0)
     assert _iou(near, _box(1, 0.9, 10, 10, 100, 50)) >= 0.99 > _iou(far, ref_far)
+    empty = _box(4, 0.3, 7, 7, 0, 0)  # no area, so no IoU: the same box matches
     reference = [
         [_box(1, 0.9, 10, 10, 100, 50), ref_far, _box(2, 0.6, 0, 0, 5, 5)],
-        [],
+        [empty],
     ]
     other = [
         [near, far, _box(3, 0.6, 0, 0, 5, 5)],  # the last: the same box, another class
-        [_box(1, 0.5, 1, 1, 2, 2)],
+        [_box(1, 0.5, 1, 1, 2, 2), empty],
     ]
     got = _parity(
         "detection",
@@ -155,7 +158,7 @@ def test_detection_matches_boxes_of_one_class_at_iou_099_and_counts_the_rest() -
         _record("detection", details={"detections": other}),
     )
     assert got == {
-        "matched": 1.0,
+        "matched": 2.0,
         "only_reference": 2.0,
         "only_this": 3.0,
         "max_score_diff": pytest.approx(0.0004, abs=1e-12),
@@ -211,6 +214,11 @@ def test_a_task_without_its_own_parity_compares_raw_outputs() -> None:
     found = raw_parity(_record("classification", ref), _record("classification", other))
     assert found.figure("max_abs_diff") == pytest.approx(np.abs(other - ref).max(), rel=1e-12)
     assert found.figure("max_rel_diff") == pytest.approx(1e-4, rel=1e-6) and found.agrees
+    other[1, 2] = np.inf  # differs by infinitely much; --json says null, not Infinity
+    found = raw_parity(_record("classification", ref), _record("classification", other))
+    assert found.figure("max_rel_diff") == np.inf and not found.agrees
+    row = Parity(run="r", framework="f", model="m", task="t", agreement=found)
+    assert json.loads(json.dumps(row.to_json(), allow_nan=False))["figures"]["max_abs_diff"] is None
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ each run recorded: its outputs (``details.outputs_sha256``), metrics and details
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,10 @@ class Parity:
             "task": self.task,
             "agrees": self.agreement.agrees,
             "rule": self.agreement.rule,
-            "figures": {f.name: f.value for f in self.agreement.figures},
+            "figures": {
+                f.name: f.value if math.isfinite(f.value) else None  # JSON has no NaN
+                for f in self.agreement.figures
+            },
         }
 
 

@@ -48,7 +48,9 @@ def match(ref: npt.NDArray[np.float64], other: npt.NDArray[np.float64]) -> list[
         candidates = np.flatnonzero(free & (other[:, 0] == ref[i, 0]))
         if not candidates.size:
             continue
-        overlap = iou(ref[i, 2:6], other[candidates, 2:6])
+        boxes = other[candidates, 2:6]
+        same = np.all(boxes == ref[i, 2:6], axis=1)  # an empty box is its own match too
+        overlap = np.where(same, 1.0, iou(ref[i, 2:6], boxes))
         best = int(np.argmax(overlap))
         if overlap[best] >= MATCH_IOU:
             pairs.append((int(i), int(candidates[best])))
