@@ -211,7 +211,7 @@ def test_cli_run_and_runs_list_contract(cli: Cli, tmp_path: Path, catalog_dir: P
     assert runs[0]["framework"] == f"onnxruntime@{builtin.ONNXRUNTIME_VERSION}"
     assert runs[0]["model"].startswith(builtin.MODEL_NAME + "@")
     shown = cli("runs", "show", runs[0]["id"][:8])
-    assert shown.code == 0 and "top1" in shown.out
+    assert shown.code == 0 and "top-1" in shown.out  # the task's label for top1
     traced = cli("run", str(tmp_path / "a.lock"), "--trace", "model")
     assert traced.code == 0 and "traced at level model" in traced.out
     assert cli("run", str(tmp_path / "a.lock"), "--trace", "bogus").code == 1

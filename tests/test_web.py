@@ -572,3 +572,37 @@ def test_behind_a_reverse_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         )
         assert plain.status_code == 403
         assert "its own origin is https://bench.example.org" in plain.text
+
+
+def test_run_lists_name_each_runs_kind_and_its_tasks_headline_metric(server: Server) -> None:
+    """An operator run was listed as "SingleStream (performance)" (its lockfile's default
+    scenario), and the list's accuracy column knew only top-1."""
+    from pinbench.evaluator.history import show_run
+    from pinbench.evaluator.run import run_lockfile
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+    from tests.helpers import run_digits
+
+    operator = {
+        "operator": {"op": "matmul", "params": {"m": 8, "n": 8, "k": 8}, "samples": 3},
+        "framework": "onnxruntime@*",
+        "threads": 1,
+    }
+    ws = server.workspace()
+    try:
+        accuracy = run_digits(ws)
+        top1 = show_run(ws, accuracy)["top1"]
+        lock = service.lock(ws, parse_request(operator))[0]
+        op_run = run_lockfile(ws, lock, say=lambda _: None).id
+    finally:
+        ws.close()
+    with server.client("reader") as c:
+        page = c.get("/ui/runs")
+    assert page.status_code == 200
+    table = page.text.split('id="runs-table"', 1)[1]
+    assert "<th>kind</th>" in table and "<th>accuracy</th>" in table
+    rows = {r.split("/ui/runs/", 1)[1][:36]: r for r in table.split("<tr>")[2:]}
+    assert "<td>operator</td>" in rows[op_run]
+    assert "SingleStream" not in rows[op_run]
+    assert "<td>SingleStream accuracy</td>" in rows[accuracy]
+    assert f'<td class="num">top-1 {top1:.4f}</td>' in rows[accuracy]

@@ -138,6 +138,11 @@ class RunView(Body):
     details: dict[str, Any] | None = None
     operator: str | None = None
     """The operator benchmarked, described (``matmul(m=64, ...) float32 forward seed 0``)."""
+    kind: str = "inference"
+    """What the run measured: ``inference`` (its scenario and mode say how), ``training`` or
+    ``operator``."""
+    task: str | None = None
+    """Its dataset's task (what its accuracy metrics mean); None without a dataset."""
 
 
 class Comparison(Body):

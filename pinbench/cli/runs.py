@@ -264,10 +264,18 @@ def _follow(
 METRIC_ROWS = [
     ("latency p50", "latency_p50_ns"),
     ("latency p90", "latency_p90_ns"),
+    ("latency p95", "latency_p95_ns"),
     ("latency p99", "latency_p99_ns"),
     ("latency p99.9", "latency_p99_9_ns"),
     ("latency mean", "latency_mean_ns"),
 ]
+SHOWN_ABOVE = frozenset(
+    [key for _, key in METRIC_ROWS]
+    + ["throughput_sps", "time_to_accuracy_s", "eval_time_s", "loadgen_valid_bool"]
+    + ["energy_j", "energy_per_inference_j"]
+)
+"""Metrics ``_print_run`` shows on rows of their own; every other recorded one follows them
+(``run_metrics.metric_rows``)."""
 
 
 def _print_run(info: dict[str, Any]) -> None:
@@ -275,6 +283,7 @@ def _print_run(info: dict[str, Any]) -> None:
     from rich.text import Text
 
     from pinbench.energy.show import energy_and_cost
+    from pinbench.run_metrics import metric_rows
     from pinbench.tables import fmt_ns
 
     out = _out()
@@ -299,9 +308,6 @@ def _print_run(info: dict[str, Any]) -> None:
             table.add_row(label, fmt_ns(info[key]))
     if "throughput_sps" in info:
         table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
-    for key in ("top1", "top5", "final_top1"):
-        if key in info:
-            table.add_row(key, f"{info[key]:.4f}")
     for label, key in (
         ("time to accuracy", "time_to_accuracy_s"),
         ("eval (excluded)", "eval_time_s"),
@@ -311,6 +317,8 @@ def _print_run(info: dict[str, Any]) -> None:
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
     for label, value in energy_and_cost(info):
+        table.add_row(label, value)
+    for label, value in metric_rows(info, shown=SHOWN_ABOVE):  # the task's, then the rest
         table.add_row(label, value)
     out.print(table)
     loadgen = (info.get("details") or {}).get("loadgen") or {}
@@ -365,26 +373,26 @@ def runs_list(
     from rich.table import Table
 
     from pinbench.evaluator.history import list_runs
+    from pinbench.run_metrics import headline, kind_label
     from pinbench.tables import fmt_ns
 
     rows = remote_or_here(lambda remote: remote.runs(limit), lambda ws: list_runs(ws, limit))
     if as_json:
         _print_json(rows)
         return
-    table = Table("run", "status", "model", "framework", "scenario", "p50", "top1", box=None)
+    table = Table("run", "status", "model", "framework", "kind", "p50", "accuracy", box=None)
     for r in rows:
         p50 = fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
         if p50 and r.get("trace", "none") != "none":
             p50 += f" (traced: {r['trace']})"
-        top1 = f"{r['top1']:.4f}" if "top1" in r else ""
         table.add_row(
             r["id"][:8],
             r["status"],
             r["model"] or r.get("operator") or "",
             r["framework"] or "",
-            f"{r['scenario']} {r['mode']}",
+            kind_label(r),
             p50,
-            top1,
+            headline(r),  # the task's headline metric: top-1, mIoU, mAP, ...
         )
     _out().print(table if rows else "no runs recorded")
 

@@ -75,6 +75,13 @@ def _iso(value: datetime | None) -> str | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
 
 
+def run_kind(lock: Lockfile) -> str:
+    """What a run measured: ``inference`` of a model (its scenario and mode say how),
+    ``training``, or an ``operator`` benchmark."""
+    body = lock.body
+    return "operator" if body.operator else "training" if body.training else "inference"
+
+
 def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
     """A run as plain data; its metrics as top-level fields (``top1``...), or under
     ``metrics`` when ``nested`` (the API's shape)."""
@@ -88,6 +95,8 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
         "retry_of": run.retry_of,
         "environment": run.environment_digest,
         "lockfile": run.lockfile_digest,
+        "kind": run_kind(lock),
+        "task": body.dataset.task if body.dataset else None,
         "model": f"{body.model.name}@{body.model.version}" if body.model else None,
         "operator": body.operator.describe() if body.operator else None,
         "framework": f"{env.framework}@{env.version}" if env else None,

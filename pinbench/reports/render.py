@@ -15,6 +15,7 @@ from pinbench.reports.charts import SYSTEM_LATENCIES
 from pinbench.reports.data import Report
 from pinbench.reports.hardware import system_label
 from pinbench.reports.view import ReportView, build
+from pinbench.run_metrics import headline, kind_label
 
 TEMPLATES = Path(pinbench.__file__).parent / "templates"
 STATIC = Path(pinbench.__file__).parent / "static"
@@ -35,6 +36,8 @@ def templates() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.globals["system_label"] = system_label
+    env.globals["run_kind"] = kind_label
+    env.globals["run_headline"] = headline
     return env
 
 

@@ -1,0 +1,83 @@
+"""What the CLI and the web UI show of a run's metrics: every metric it recorded, by its task's
+label where the task declares it (``pinbench.tasks.registry``), else by its key; the task's
+headline metric for lists; and what kind of run it was.
+
+A run here is as ``history`` gives it: its metrics flat (``list_runs``/``show_run``) or under
+``metrics`` (``nested=True``, the API's shape), ``units`` by metric when it is one run, and its
+``kind`` and ``task``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+
+def kind_label(run: Mapping[str, Any]) -> str:
+    """``training``, ``operator``, or an inference run's scenario and mode
+    (``SingleStream performance``)."""
+    kind = run.get("kind") or "inference"
+    if kind != "inference":
+        return str(kind)
+    return f"{run.get('scenario')} {run.get('mode')}"
+
+
+def metrics_of(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's recorded metrics by key: under ``metrics``, else the keys ``units`` names."""
+    nested = run.get("metrics")
+    if isinstance(nested, Mapping):
+        return dict(nested)
+    return {k: run[k] for k in run.get("units") or {} if k in run}
+
+
+def headline(run: Mapping[str, Any]) -> str:
+    """The run's task's headline metric, its label and value (``top-1 0.9689``, ``mIoU
+    0.5120``); empty where it recorded none. Flat rows without ``units`` (``runs list``) are
+    looked up whole: a metric's key is never one of a run's other fields."""
+    from pinbench.tasks.registry import headline as found_headline
+
+    nested = run.get("metrics")
+    metrics = dict(nested) if isinstance(nested, Mapping) else dict(run)
+    found = found_headline(metrics, run.get("task"))
+    if found is None:
+        return ""
+    _, metric, value = found
+    return f"{metric.label} {metric.show(value)}"
+
+
+def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[tuple[str, str]]:
+    """(label, value) for every metric the run recorded but those in ``shown`` (printed
+    otherwise): its task's metrics first, in the order the task declares them, with their
+    labels; then any other by its key, the value in its unit."""
+    from pinbench.tasks.registry import metric_of, names, task
+
+    metrics = metrics_of(run)
+    units = run.get("units") or {}
+    task_name = run.get("task")
+    known = isinstance(task_name, str) and task_name in names()
+    order = {m.name: i for i, m in enumerate(task(task_name).metrics)} if known else {}
+    rows: list[tuple[int, str, str, str]] = []
+    for key, value in metrics.items():
+        if key in shown or not isinstance(value, int | float):
+            continue
+        declared = metric_of(key, task_name)
+        if declared is not None:
+            label = declared.label if key == declared.name else f"{declared.label} ({key})"
+            rank = order.get(declared.name, len(order))
+            rows.append((rank, key, label, declared.show(float(value))))
+        else:
+            rows.append((len(order) + 1, key, key, _raw(float(value), str(units.get(key, "")))))
+    return [(label, value) for _, _, label, value in sorted(rows)]
+
+
+def _raw(value: float, unit: str) -> str:
+    """A metric no task declares, in its recorded unit (``history``'s ``units``)."""
+    if unit == "ns":
+        return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
+    if unit == "count":
+        return f"{value:,.0f}"
+    if unit == "bool":
+        return "yes" if value else "no"
+    if unit in ("", "ratio"):
+        return f"{value:.4g}"
+    return f"{value:,.4g} {unit}"
