@@ -496,11 +496,11 @@ REFUSED_AT_PUBLISH: list[tuple[str, dict[str, bytes], dict[str, Any], dict[str, 
         "line 9: class index 99999999999999999999 is too large",
     ),
     (
-        "a names file whose numbers would read as other indexes",
+        "a label naming one class and reading as the index of another (decision 125)",
         {**photos(), "labels.txt": b"0\n" * 9, "classes.txt": b"1\n0\n"},
         {"format": "class-index-txt", "path": "labels.txt", "names": "classes.txt"},
         {},
-        "line 1 names class '1', which would read as class index 1",
+        "line 1: label '0' is ambiguous: classes.txt names class 1 '0'",
     ),
     (
         "imagefolder without names, fewer folders than declared classes",

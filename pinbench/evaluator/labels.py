@@ -9,10 +9,18 @@ Formats (``labels.format``):
 - ``class-index-jsonl``: one ``{"file": ..., "label": ...}`` object per line, likewise;
 - ``imagefolder``: a sample's label is the first folder below the data folder.
 
-A label is an integer class index, or a class key looked up in the class-names file
-(``labels.names``). Without a names file, imagefolder classes are the folder names sorted in
-code-point order (as torchvision's ``ImageFolder``); string labels of the other formats need
-the names file (a model's class indexes are not guessable).
+Which class a label names (decision 125): class names are strings, any strings, ``0`` and
+``180`` included.
+
+- ``imagefolder``: the folder is a class *name*, matched exactly against the names file; without
+  one the classes are the folder names sorted in code-point order (as torchvision's
+  ``ImageFolder``). A folder is never read as an index.
+- ``class-index-npy``: the integers are class indexes (the names file, if any, only names them).
+- txt, csv, jsonl: a label is text (a JSON integer is its decimal digits). Without a names file
+  it is a class index, a non-negative integer (a model's class indexes are not guessable from
+  a name). With one, the text is looked up among the names exactly; a label no name matches is
+  a class index if it is one (digits, below the class count). A label that names one class and
+  reads as the index of another (names ``1``, ``0``: the label ``0``) is refused as ambiguous.
 
 The class-names file has one class per line, line ``i`` naming class ``i``. When every line
 starts with a WordNet id (``n01440764 tench, Tinca tinca``, ImageNet's synsets file), the id is
@@ -37,7 +45,7 @@ from pinbench.registry.dataset_layout import folder_prefix, imagefolder_class
 from pinbench.registry.manifest import LabelFormat
 
 _SYNSET = re.compile(r"(n[0-9]{8})\s+(\S.*)")
-_INTEGER = re.compile(r"-?[0-9]{1,18}")
+_DIGITS = re.compile(r"-?[0-9]+")
 MAX_INDEX = 2**31 - 1
 """No class index is larger (a label beyond it is refused, not overflowed)."""
 
@@ -76,12 +84,6 @@ def parse_class_names(text: str, *, path: str) -> ClassNames:
         keys = names = [line.strip() for line in lines]
     seen: dict[str, int] = {}
     for i, key in enumerate(keys):
-        if _INTEGER.fullmatch(key) and int(key) != i:
-            raise LabelProblem(
-                path=path,
-                reason=f"line {i + 1} names class {key!r}, which would read as class index "
-                f"{key}: a label that is a number is always a class index",
-            )
         if key in seen:
             raise LabelProblem(
                 path=path, reason=f"class {key!r} is on lines {seen[key] + 1} and {i + 1}"
@@ -113,10 +115,12 @@ def read_labels(
             )
     if labels.format == "imagefolder":
         assert samples is not None and folder is not None  # the manifest checked the layout
-        raw: list[int | str] = [imagefolder_class(folder, p) for p in samples]
+        raw: list[tuple[str, int | str]] = [
+            (f"sample {p!r}", imagefolder_class(folder, p)) for p in samples
+        ]
         source = f"the class folders of {folder}"
         if names is None:
-            found = sorted({str(r) for r in raw})
+            found = sorted({str(r) for _, r in raw})
             if labels.classes is not None and labels.classes != len(found):
                 raise LabelProblem(
                     path=source,
@@ -130,12 +134,18 @@ def read_labels(
     else:
         source = labels.path
         raw = _read_raw(labels, read(labels.path), samples=samples, count=count, folder=folder)
-    indexes = np.array(
-        [_index(r, names, source=source, names_file=labels.names) for r in raw], dtype=np.int64
-    )
     limit = labels.classes
     if limit is None and names is not None:
         limit = len(names.keys)
+    rule = _Rule(
+        names=names,
+        names_file=labels.names,
+        source=source,
+        limit=limit,
+        by_name=labels.format == "imagefolder",
+        by_index=labels.format == "class-index-npy",
+    )
+    indexes = np.array([rule.index(where, value) for where, value in raw], dtype=np.int64)
     if limit is not None and indexes.size and int(indexes.max()) >= limit:
         raise LabelProblem(
             path=source,
@@ -146,7 +156,7 @@ def read_labels(
 
 def _read_raw(
     labels: LabelFormat, path: Path, *, samples: list[str] | None, count: int, folder: str | None
-) -> list[int | str]:
+) -> list[tuple[str, int | str]]:
     assert labels.path is not None
     where = labels.path
     if labels.format == "class-index-npy":
@@ -157,19 +167,15 @@ def _read_raw(
             raise LabelProblem(
                 path=where, reason=f"{len(lines)} label lines for {count} samples (one per sample)"
             )
-        return [
-            _int_or_key(line.strip(), path=where, where=f"line {i}")
-            for i, line in enumerate(lines, start=1)
-        ]
+        return [(f"line {i}", line.strip()) for i, line in enumerate(lines, start=1)]
     assert samples is not None and folder is not None  # csv/jsonl need per-file samples
     text = read_label_text(path, where)
-    rows = (
-        _csv_rows(text, where) if labels.format == "class-index-csv" else _jsonl_rows(text, where)
-    )
-    return _by_file(rows, samples, folder, where)
+    if labels.format == "class-index-csv":
+        return _by_file(_csv_rows(text, where), samples, folder, where, "row")
+    return _by_file(_jsonl_rows(text, where), samples, folder, where, "line")
 
 
-def _from_npy(path: Path, where: str, count: int) -> list[int | str]:
+def _from_npy(path: Path, where: str, count: int) -> list[tuple[str, int | str]]:
     try:
         array = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
@@ -182,10 +188,10 @@ def _from_npy(path: Path, where: str, count: int) -> list[int | str]:
         raise LabelProblem(
             path=where, reason=f"shape {list(array.shape)} for {count} samples (want [{count}])"
         )
-    return [int(v) for v in array.tolist()]
+    return [(f"sample {i}", int(v)) for i, v in enumerate(array.tolist())]
 
 
-def _csv_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
+def _csv_rows(text: str, where: str) -> list[tuple[int, str, str]]:
     """The rows of a CSV file whose records are the file's lines (``lines.split_lines``): a
     quoted field may span lines, a CR anywhere else is refused (Python's csv module would end
     a record there, where no other reader of the file does)."""
@@ -200,7 +206,7 @@ def _csv_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
         raise LabelProblem(path=where, reason=f"line {line}: not CSV: {reason}") from None
 
 
-def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str, int | str]]:
+def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str, str]]:
     header = next(reader, None)
     if header is None or "file" not in header or "label" not in header:
         raise LabelProblem(path=where, reason="the first row must name the columns file and label")
@@ -222,12 +228,11 @@ def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str
             raise LabelProblem(
                 path=where, reason=f"row {number} has {len(row)} columns, the header {len(header)}"
             )
-        label = _int_or_key(row[lab].strip(), path=where, where=f"row {number}")
-        out.append((number, row[f], label))
+        out.append((number, row[f], row[lab].strip()))
     return out
 
 
-def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
+def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, str]]:
     out = []
     for number, line in enumerate(split_lines(text, where), start=1):
         if not line.strip():
@@ -253,11 +258,7 @@ def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, int | str]]:
                 path=where,
                 reason=f'line {number}: want {{"file": "<path>", "label": <index or class>}}',
             )
-        if isinstance(label, int) and not -MAX_INDEX <= label <= MAX_INDEX:
-            raise LabelProblem(
-                path=where, reason=f"line {number}: class index {label} is too large"
-            )
-        out.append((number, row["file"], label))
+        out.append((number, row["file"], label if isinstance(label, str) else str(label)))
     return out
 
 
@@ -281,11 +282,13 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 def _by_file(
-    rows: list[tuple[int, str, int | str]], samples: list[str], folder: str, where: str
-) -> list[int | str]:
+    rows: list[tuple[int, str, str]], samples: list[str], folder: str, where: str, word: str
+) -> list[tuple[str, int | str]]:
+    """Each sample's label in sample order, with its place in the file (``word`` N: a csv
+    ``row``, a jsonl ``line``)."""
     prefix = folder_prefix(folder)
     wanted = {p[len(prefix) :]: p for p in samples}
-    found: dict[str, int | str] = {}
+    found: dict[str, tuple[str, int | str]] = {}
     for number, file, label in rows:
         if file not in wanted:
             raise LabelProblem(
@@ -295,7 +298,7 @@ def _by_file(
             )
         if file in found:
             raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (row {number})")
-        found[file] = label
+        found[file] = (f"{word} {number}", label)
     missing = [f for f in wanted if f not in found]
     if missing:
         raise LabelProblem(
@@ -305,33 +308,93 @@ def _by_file(
     return [found[f] for f in wanted]
 
 
-def _index(raw: int | str, names: ClassNames | None, *, source: str, names_file: str | None) -> int:
-    if isinstance(raw, int):
-        if raw < 0:
-            raise LabelProblem(path=source, reason=f"class index {raw} is negative")
-        return raw
-    if names is None:
-        raise LabelProblem(
-            path=source,
-            reason=f"label {raw!r} is not a class index and the dataset has no class-names "
-            "file (`labels.names`) to look it up in",
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """Which class a label value names (decision 125; the module's docstring)."""
+
+    names: ClassNames | None
+    names_file: str | None
+    source: str
+    limit: int | None
+    """The class count (``labels.classes``, else the names'), where known."""
+    by_name: bool
+    """imagefolder: a value is a class name, never an index."""
+    by_index: bool
+    """class-index-npy: a value is an index, never looked up among the names."""
+
+    def index(self, where: str, value: int | str) -> int:
+        text = value if isinstance(value, str) else str(value)
+        if not text:
+            raise LabelProblem(path=self.source, reason=f"{where}: the label is empty")
+        named = None if self.names is None or self.by_index else self.names.index(text)
+        if self.by_name:
+            if named is None:
+                raise self._unnamed(text)
+            return named
+        number = _number(value)
+        if number is None:
+            if named is not None:
+                return named
+            if self.names is None:
+                raise LabelProblem(
+                    path=self.source,
+                    reason=f"{where}: label {text!r} is not a class index and the dataset has no "
+                    "class-names file (`labels.names`) to look it up in",
+                )
+            raise self._unnamed(text)
+        if self.names is None or self.by_index:
+            if number < 0:
+                raise LabelProblem(
+                    path=self.source, reason=f"{where}: class index {text[:20]} is negative"
+                )
+            if number > MAX_INDEX:
+                raise LabelProblem(
+                    path=self.source, reason=f"{where}: class index {text[:20]} is too large"
+                )
+            return number  # read_labels checks it against `classes`
+        if not 0 <= number < (self.limit or 0):
+            if named is not None:
+                return named
+            raise LabelProblem(
+                path=self.source,
+                reason=f"{where}: label {text[:20]!r} is not a class name in {self.names_file} "
+                f"and, as a class index, out of range for {self.limit} classes",
+            )
+        # A class index: refused when the same text (or the index's own digits, for ``07``)
+        # names another class.
+        claims = {c for c in (named, self.names.index(str(number))) if c not in (None, number)}
+        if claims:
+            raise self._ambiguous(where, text, min(claims), number)
+        return number
+
+    def _unnamed(self, text: str) -> LabelProblem:
+        return LabelProblem(
+            path=self.source,
+            reason=f"class {text!r} is not in the class-names file {self.names_file}",
         )
-    index = names.index(raw)
-    if index is None:
-        raise LabelProblem(
-            path=source, reason=f"class {raw!r} is not in the class-names file {names_file}"
+
+    def _ambiguous(self, where: str, text: str, named: int, number: int) -> LabelProblem:
+        assert self.names is not None
+        return LabelProblem(
+            path=self.source,
+            reason=f"{where}: label {text!r} is ambiguous: {self.names_file} names class "
+            f"{named} {self.names.keys[named]!r}, and as a class index it is class {number} "
+            f"{self.names.keys[number]!r}; a number that is a class name must name its own "
+            f"index (line {number + 1} of the names file) or be beyond the class count",
         )
-    return index
 
 
-def _int_or_key(text: str, *, path: str, where: str) -> int | str:
-    if re.fullmatch(r"-?[0-9]+", text):
-        if not _INTEGER.fullmatch(text) or abs(int(text)) > MAX_INDEX:
-            raise LabelProblem(path=path, reason=f"{where}: class index {text[:20]} is too large")
-        return int(text)
-    if not text:
-        raise LabelProblem(path=path, reason=f"{where}: the label is empty")
-    return text
+def _number(value: int | str) -> int | None:
+    """A label as an integer: an int as it is; text of decimal digits with an optional minus
+    (of any length: past 18 significant digits it reads as MAX_INDEX + 1, refused as an index
+    and never parsed in full); None otherwise."""
+    if isinstance(value, int):
+        return value
+    if not _DIGITS.fullmatch(value):
+        return None
+    significant = value.lstrip("-").lstrip("0") or "0"
+    magnitude = MAX_INDEX + 1 if len(significant) > 18 else int(significant)
+    return -magnitude if value.startswith("-") else magnitude
 
 
 def _lines(text: str, *, path: str) -> list[str]:
