@@ -135,6 +135,19 @@ def test_run_runs_show_and_runs_list_show_the_tasks_metrics(cli: Cli, runs: Runs
     assert as_json[segmentation]["task"] == "segmentation"
 
 
+def test_runs_show_prints_the_per_sample_rows_its_task_recorded(cli: Cli, runs: Runs) -> None:
+    recorded = show_run(runs.home.ws, runs.classification)["details"]["samples"]
+    shown = cli("runs", "show", runs.classification)
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    start = lines.index(f"first 10 predictions (of {len(recorded)} recorded)")
+    assert lines[start + 1].split() == ["sample", "truth", "top1", "score"]
+    for line, row in zip(lines[start + 2 : start + 12], recorded[:10], strict=True):
+        cells = line.split()
+        assert cells[:3] == [str(row["sample"]), str(row["truth"]), str(row["top1"])]
+        assert (cells[-1] == "x") is (not row["right"])  # a wrong prediction is marked
+
+
 @pytest.mark.parametrize(
     ("run", "rows", "headline_text"),
     [

@@ -34,10 +34,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("registry/schema_docs.py", "detection"): "the output section's field name",
     ("registry/schema_docs.py", "segmentation"): "the output section's field name",
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
-    # `runs show` / `runs list` are being moved onto the registry
-    # by the authoring item of issue 35; until then:
-    ("cli/runs.py", "top1"): "runs list and runs show's per-sample rows (authoring item)",
-    ("cli/manifest_text.py", "classification"): "`show` prints the manifest's default task",
 }
 
 

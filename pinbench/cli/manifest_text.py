@@ -53,7 +53,7 @@ def _model(manifest: dict[str, Any]) -> list[str]:
 
 
 def _dataset(manifest: dict[str, Any]) -> list[str]:
-    lines = [f"task {manifest.get('task', 'classification')}"]
+    lines = [f"task {manifest['task']}"] if manifest.get("task") else []
     data = manifest.get("data")
     samples = manifest.get("samples")
     count = f" ({samples} samples)" if samples is not None else ""

@@ -324,9 +324,9 @@ def _print_run(info: dict[str, Any]) -> None:
     loadgen = (info.get("details") or {}).get("loadgen") or {}
     for reason in loadgen.get("invalid_reasons") or []:
         out.print(Text(f"  INVALID because {reason}", style="yellow"))
-    rows = (info.get("details") or {}).get("samples") or []
-    if rows:
-        out.print(_predictions_table(rows))
+    predictions = _predictions_table(info.get("details"))
+    if predictions is not None:
+        out.print(predictions)
     if info.get("trace", "none") != "none":
         out.print(
             f"traced at level {info['trace']}: latencies include the profilers' overhead; "
@@ -337,30 +337,26 @@ def _print_run(info: dict[str, Any]) -> None:
 SHOWN_PREDICTIONS = 10
 
 
-def _predictions_table(rows: list[dict[str, Any]]) -> Table:
-    """The first predictions of an accuracy run: file, true class, top-1 (by name if given)."""
+def _predictions_table(details: dict[str, Any] | None) -> Table | None:
+    """The first per-sample rows of an accuracy run, as its task recorded them
+    (``reports.samples``: e.g. file, true class, top-1, score); a wrong one marked x."""
     from rich.table import Table
 
-    def cls(row: dict[str, Any], key: str) -> str:
-        name = row.get(f"{key}_name")
-        return f"{row[key]} {name}" if name else str(row[key])
+    from pinbench.reports.samples import sample_rows
 
+    found = sample_rows(details, limit=SHOWN_PREDICTIONS)
+    if found is None:
+        return None
+    recorded = len((details or {}).get("samples") or [])
+    marked = any(r is not None for r in found.right)
     table = Table(
-        "sample",
-        "truth",
-        "top-1",
-        "score",
+        *found.header,
+        *([""] if marked else []),
         box=None,
-        title=f"first {min(len(rows), SHOWN_PREDICTIONS)} predictions (of {len(rows)} recorded)",
+        title=f"first {len(found.rows)} predictions (of {recorded} recorded)",
     )
-    for row in rows[:SHOWN_PREDICTIONS]:
-        mark = "" if row["truth"] == row["top1"] else " x"
-        table.add_row(
-            str(row["sample"]),
-            cls(row, "truth"),
-            cls(row, "top1") + mark,
-            "-" if row["score"] is None else f"{row['score']:.4g}",
-        )
+    for cells, right in zip(found.rows, found.right, strict=True):
+        table.add_row(*cells, *(["x" if right is False else ""] if marked else []))
     return table
 
 
