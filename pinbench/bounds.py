@@ -118,6 +118,10 @@ PIXELS = between(1, 16_384, "an image side; 16384 px is 268 Mpx, past any model 
 NORMALIZE = between(-1_000_000, 1_000_000, "pixel, token or audio-sample values")
 PAD_VALUE = between(0, 255, "a pixel value")
 MAX_LENGTH = between(1, 65_536, "tokens of one sample; the longest context windows are 128k")
+SAMPLE_RATE = between(1, 768_000, "samples per second; 768 kHz is the highest any DAC takes")
+AUDIO_LENGTH = between(1, 1 << 26, "waveform samples; 70 min of 16 kHz, a WAV file's most")
+AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
+AUDIO_VALUE = between(-1, 1, "a waveform value, as decode_audio gives them")
 AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
 TOP_K = between(1, 1_000_000, "past the largest vocabularies (250k classes)")
 FRACTION = between(0, 1, "a threshold, an IoU")
@@ -169,7 +173,11 @@ TABLE: Final[dict[str, Bound]] = {
     "normalize: mean, std, scale": NORMALIZE,
     "pad, letterbox: value": PAD_VALUE,
     "tokenize.max_length": MAX_LENGTH,
-    "softmax.axis": AXIS,
+    "decode_audio.rate, resample.rate": SAMPLE_RATE,
+    "decode_audio.channel": AUDIO_CHANNEL,
+    "fit_length.length": AUDIO_LENGTH,
+    "fit_length.value": AUDIO_VALUE,
+    "softmax.axis, expand_dims.axis": AXIS,
     "topk.k": TOP_K,
     "nms.iou, thresholds (score, mask, segmentation, probability map)": FRACTION,
     "nms.max_detections": MAX_DETECTIONS,

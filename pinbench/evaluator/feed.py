@@ -1,5 +1,5 @@
 """The model's inputs, prepared before anything is timed: each declared input through its own
-pipeline (image files decoded, texts tokenized, arrays transformed), cached on disk by
+pipeline (image and audio files decoded, texts tokenized, arrays transformed), cached on disk by
 (dataset digest, pipeline digest), and several inputs joined as one ``NamedInputs`` feed."""
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def prepare(
     stop: Stop,
 ) -> Feed:
     """Every declared input preprocessed (or read from the cache)."""
-    decoder = tokenizer_version() if samples.texts is not None else decoder_of(samples.format)
+    texts = samples.texts is not None
+    decoder = tokenizer_version() if texts else decoder_of(samples.format, specs)
     arrays: dict[str, Array] = {}
     digests: dict[str, str] = {}
     hits = []

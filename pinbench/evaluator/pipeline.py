@@ -2,10 +2,14 @@
 (and Pillow for decoding image files and resizing), applied to whole datasets before any timed
 region.
 
-Arrays flow as ``(N, H, W, C)`` until a ``layout`` step; each step is a pure function of its
-input, tested against golden outputs in ``tests/test_pipeline.py``. A dataset of files is
-preprocessed one sample at a time (``preprocess_files``: the ``decode`` step reads an image
-file with Pillow, sizes may differ until a resize or crop) and stacked at the end.
+An input of type image, or with an image step (``IMAGE_STEPS``), reads its samples as images:
+arrays flow as ``(N, H, W, C)`` until a ``layout`` step, and an ``(N, H, W)`` array is read as
+images of one channel. Any other input's samples keep the shape they have: only a step
+(``expand_dims``) changes it. Each step is a pure function of its input, tested against golden
+outputs in ``tests/test_pipeline.py``. A dataset of files is preprocessed one sample at a time
+(``preprocess_files``: the ``decode`` step reads an image file with Pillow, ``decode_audio`` a
+WAV file with ``wave``; sizes may differ until a resize, crop or fit_length) and stacked at the
+end.
 """
 
 from __future__ import annotations
@@ -22,12 +26,16 @@ from PIL import Image
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
+from pinbench.evaluator import audio
 from pinbench.evaluator.tokenizing import Encoded, TokenizeProblem, encode_texts
 from pinbench.registry.manifest import (
     ColorMode,
     Crop,
     Decode,
+    DecodeAudio,
     DType,
+    ExpandDims,
+    FitLength,
     Input,
     InputStep,
     Layout,
@@ -37,14 +45,16 @@ from pinbench.registry.manifest import (
     OutputStep,
     Pad,
     Pool,
+    Resample,
     Resize,
     Tokenize,
+    step_name,
 )
 
 FloatArray = npt.NDArray[np.floating]
 Array = npt.NDArray[np.generic]
 
-PIPELINE_VERSION = 2
+PIPELINE_VERSION = 3
 """Bump when a step's reference implementation changes: cached inputs are keyed by it."""
 
 _RESAMPLE = {
@@ -63,6 +73,18 @@ class PipelineError(UserError):
         self.reason = reason
 
 
+class InputShape(PipelineError):
+    """Samples of a shape the input does not read as it is declared: names the input and
+    what of its declaration (a step, its type) needs another shape; ``step`` is that step's
+    name, or empty."""
+
+    def __init__(self, *, input: str, step: str, reason: str) -> None:
+        UserError.__init__(self, f"input {input!r}: {reason}")
+        self.input = input
+        self.step = step
+        self.reason = reason
+
+
 def pipeline_digest(
     spec: Input, *, decoder: str | None = None, files: dict[str, str] | None = None
 ) -> Digest:
@@ -77,8 +99,13 @@ def pipeline_digest(
     return Digest.of_bytes(canonical_json(data))
 
 
-def decoder_of(data_format: str) -> str | None:
-    """The library that decodes a dataset's files, with its version, or None for arrays."""
+def decoder_of(data_format: str, specs: Sequence[Input] = ()) -> str | None:
+    """The library that decodes a dataset's files, with its version (and, for audio that an
+    input resamples, the resampler's), or None for arrays."""
+    if data_format == "audio":
+        resamples = any(s.resample is not None for spec in specs for s in spec.steps)
+        tail = f", {audio.resampler_version()}" if resamples else ""
+        return audio.decoder_version() + tail
     if data_format != "images":
         return None
     import PIL
@@ -86,13 +113,41 @@ def decoder_of(data_format: str) -> str | None:
     return f"Pillow {PIL.__version__}"
 
 
-def as_nhwc(samples: Array) -> Array:
-    """Give samples a channel axis: ``(N, H, W)`` becomes ``(N, H, W, 1)``."""
+IMAGE_STEPS = (
+    "decode",
+    "resize",
+    "max_dimension",
+    "crop",
+    "pad",
+    "letterbox",
+    "layout",
+    "color_mode",
+    "resize_height",
+)
+"""The steps that read images ``(N, H, W, C)``."""
+
+
+def as_images(samples: Array, spec: Input) -> Array:
+    """An input's samples as it reads them: for an input of type image or with an image step,
+    images ``(N, H, W, C)``, where ``(N, H, W)`` are images of one channel (the README says
+    so); for any other input, exactly as they are (its steps alone change a shape)."""
+    image_steps = [name for name in map(step_name, spec.steps) if name in IMAGE_STEPS]
+    if spec.type != "image" and not image_steps:
+        return samples
     if samples.ndim == 3:
         return samples[..., np.newaxis]
     if samples.ndim != 4:
-        raise PipelineError(
-            step="input", reason=f"expected (N, H, W[, C]) samples, got {samples.shape}"
+        why = f"its step {image_steps[0]}" if image_steps else "its type image"
+        raise InputShape(
+            input=str(spec.name),
+            step=image_steps[0] if image_steps else "",
+            reason=f"{why} reads images, (H, W) or (H, W, C) per sample; the dataset's "
+            f"samples are {list(samples.shape[1:])}: "
+            + (
+                "give it samples of that shape"
+                if image_steps
+                else "declare it `type: tensor` to feed the samples as they are"
+            ),
         )
     return samples
 
@@ -317,37 +372,93 @@ def preprocess_files(
     progress: Callable[[int], None] | None = None,
 ) -> Array:
     """Read, decode and preprocess sample files one by one (they may differ in size until a
-    resize or crop), then stack them; ``files`` are (name, local path) pairs and an
-    ``images`` dataset needs the input's first step to be ``decode``."""
+    resize, crop or fit_length), then stack them; ``files`` are (name, local path) pairs. An
+    ``images`` dataset needs the input's first step to be ``decode``, an ``audio`` dataset
+    ``decode_audio``."""
     steps = list(spec.steps)
-    decode_step = steps.pop(0).decode if steps and steps[0].decode is not None else None
-    if data_format == "images" and decode_step is None:
-        raise PipelineError(
-            step="decode",
-            reason="the dataset's samples are image files: the input's steps must begin "
-            "with a decode step (e.g. `- decode: {color_mode: rgb}`)",
-        )
+    read = _file_reader(data_format, spec, steps)
     out: list[Array] = []
     for i, (name, path) in enumerate(files):
-        if decode_step is not None and data_format == "images":
-            x = decode_file(path, decode_step, name=name)
-        else:
-            x = as_nhwc(_npy_sample(path, name)[np.newaxis])
-            if decode_step is not None:
-                x = decode(x, decode_step)
+        x = read(path, name)
         for step in steps:
-            x = _apply(x, step)
+            x = _apply(x, step, sample=name)
         if out and x.shape[1:] != out[0].shape[1:]:
-            raise PipelineError(
-                step="stack",
+            fix = (
+                "a fit_length step"
+                if data_format == "audio"
+                else "a resize, crop, pad or letterbox"
+            )
+            raise InputShape(
+                input=str(spec.name),
+                step="",
                 reason=f"samples differ in shape after the steps ({files[0][0]}: "
-                f"{list(out[0].shape[1:])}, {name}: {list(x.shape[1:])}): add a resize, crop, "
-                "pad or letterbox that makes them one size",
+                f"{list(out[0].shape[1:])}, {name}: {list(x.shape[1:])}): add {fix} that "
+                "makes them one size",
             )
         out.append(x)
         if progress is not None:
             progress(i + 1)
     return _finish(np.concatenate(out) if out else np.empty((0,)), spec)
+
+
+def _file_reader(
+    data_format: str, spec: Input, steps: list[InputStep]
+) -> Callable[[Path, str], Array]:
+    """How one sample file becomes a batch of one; the decoding steps it performs are taken
+    off the front of ``steps``."""
+    first = steps[0] if steps else None
+    if data_format == "audio":
+        if first is None or first.decode_audio is None:
+            raise PipelineError(
+                step="decode_audio",
+                reason="the dataset's samples are WAV files: the input's steps must begin with "
+                "a decode_audio step (e.g. `- decode_audio: {channel: mix, rate: 16000}`)",
+            )
+        steps.pop(0)
+        resample = steps.pop(0).resample if steps and steps[0].resample is not None else None
+        return _wav_reader(first.decode_audio, resample)
+    if data_format == "images":
+        if first is None or first.decode is None:
+            raise PipelineError(
+                step="decode",
+                reason="the dataset's samples are image files: the input's steps must begin "
+                "with a decode step (e.g. `- decode: {color_mode: rgb}`)",
+            )
+        steps.pop(0)
+        image_step = first.decode
+        return lambda path, name: decode_file(path, image_step, name=name)
+    decode_step = steps.pop(0).decode if first is not None and first.decode is not None else None
+
+    def read_npy(path: Path, name: str) -> Array:
+        x = as_images(_npy_sample(path, name)[np.newaxis], spec)
+        return decode(x, decode_step) if decode_step is not None else x
+
+    return read_npy
+
+
+def _wav_reader(step: DecodeAudio, resample: Resample | None) -> Callable[[Path, str], Array]:
+    """``decode_audio`` (and a ``resample`` after it): a WAV file as a ``(1, T)`` float32
+    waveform at the input's declared rate."""
+
+    def read(path: Path, name: str) -> Array:
+        wave, rate = audio.read_wav(path, name=name, channel=step.channel)
+        if step.rate is not None and rate != step.rate:
+            fix = (
+                "resample the file"
+                if resample is not None
+                else f"add `- resample: {{rate: {step.rate}}}` after decode_audio (and leave "
+                "out decode_audio's rate), or resample the file"
+            )
+            raise audio.AudioRefused(
+                name=name,
+                problem=f"its sample rate is {rate} Hz, the input declares {step.rate} Hz "
+                f"(decode_audio.rate): {fix}",
+            )
+        if resample is not None:
+            wave = audio.resample(wave, rate_from=rate, rate_to=resample.rate, name=name)
+        return wave[np.newaxis]
+
+    return read
 
 
 _ENCODING_FIELDS = {
@@ -449,17 +560,70 @@ def _finish(x: Array, spec: Input) -> Array:
 
 def preprocess(samples: Array, spec: Input) -> Array:
     """Apply the input's steps to all samples; the result has the input's element type."""
-    x = as_nhwc(samples)
+    x = as_images(samples, spec)
     for step in spec.steps:
         x = _apply(x, step)
     return _finish(x, spec)
 
 
-def _apply(x: Array, step: InputStep) -> Array:
+def fit_length(x: Array, step: FitLength, *, sample: str | None = None) -> Array:
+    """Waveforms ``(N, T)`` to ``(N, length)``: padded at the end with ``value``, or cut to
+    their first ``length`` samples when ``crop`` (else a longer one is refused)."""
+    if x.ndim != 2:
+        raise PipelineError(
+            step="fit_length",
+            reason=f"reads waveforms, one axis per sample; the samples here are "
+            f"{list(x.shape[1:])}",
+        )
+    n = x.shape[1]
+    if n > step.length and not step.crop:
+        what = sample if sample is not None else "the samples"
+        raise PipelineError(
+            step="fit_length",
+            reason=f"{what} is {n} samples long, more than length {step.length}: set "
+            f"`crop: true` to keep the first {step.length}, or raise length",
+        )
+    if n >= step.length:
+        return x[:, : step.length]
+    out = np.full((x.shape[0], step.length), step.value, dtype=np.float64).astype(x.dtype)
+    out[:, :n] = x
+    return out
+
+
+def expand_dims(x: Array, step: ExpandDims) -> Array:
+    """A new axis of size 1 at ``axis`` of each sample's axes (the batch axis not counted)."""
+    rank = x.ndim - 1
+    if not -(rank + 1) <= step.axis <= rank:
+        raise PipelineError(
+            step="expand_dims",
+            reason=f"axis {step.axis} is outside a sample of {rank} axes "
+            f"({list(x.shape[1:])}): give one from {-(rank + 1)} to {rank}",
+        )
+    return np.expand_dims(x, step.axis + 1 if step.axis >= 0 else step.axis)
+
+
+def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
+    name = step_name(step)
     if step.tokenize is not None:
         raise PipelineError(
             step="tokenize", reason="a tokenize step reads text samples: this dataset has none"
         )
+    if name in ("decode_audio", "resample"):
+        raise PipelineError(
+            step=name,
+            reason="reads WAV files (data.format audio) as the input's first steps: this "
+            "dataset's samples are not audio files, or the step is not where it goes",
+        )
+    if name in IMAGE_STEPS and x.ndim != 4:
+        raise PipelineError(
+            step=name,
+            reason=f"reads images (N, H, W, C); the samples here are {list(x.shape[1:])} "
+            "per sample",
+        )
+    if step.fit_length is not None:
+        return fit_length(x, step.fit_length, sample=sample)
+    if step.expand_dims is not None:
+        return expand_dims(x, step.expand_dims)
     if step.decode is not None:
         return decode(x, step.decode)
     if step.resize is not None:

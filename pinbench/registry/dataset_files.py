@@ -1,6 +1,7 @@
 """A dataset's files checked against its manifest when it is published, so that a dataset
 that cannot be run is refused then, not at run time: each sample array's header, each image
-file's header (format, size, mode: ``pipeline.image_header``), and the labels and class
+file's header (format, size, mode: ``pipeline.image_header``), each WAV file whole (header,
+sizes, every frame present: ``audio.wav_info``, no sample kept), and the labels and class
 names, which must give every sample one class. No sample pixel is decoded (a truncated image
 is caught when the pipeline decodes it); a segmentation dataset's masks are, one at a time,
 since their values are the labels."""
@@ -31,6 +32,7 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
             except LabelProblem as exc:
                 raise FileProblem(path=exc.path, reason=exc.reason) from None
         return
+    from pinbench.evaluator.audio import AudioRefused, wav_info
     from pinbench.evaluator.datasets import read_text_lines
     from pinbench.evaluator.labels import LabelProblem
     from pinbench.evaluator.pipeline import ImageRefused, image_header
@@ -55,6 +57,8 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
             for path in listed:
                 if data.format == "images":
                     sizes.append(image_header(read(path), name=path)[:2])
+                elif data.format == "audio":
+                    wav_info(read(path), name=path)
                 else:
                     _npy_length(path, read(path))
         if manifest.samples is not None and manifest.samples != count:
@@ -74,7 +78,7 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
         task(manifest.task).check_truth(source)
     except LabelProblem as exc:
         raise FileProblem(path=exc.path, reason=exc.reason) from None
-    except ImageRefused as exc:
+    except (ImageRefused, AudioRefused) as exc:
         raise FileProblem(path=exc.name, reason=exc.problem) from None
 
 

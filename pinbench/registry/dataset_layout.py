@@ -2,10 +2,10 @@
 layout says their classes are: pure functions of the manifest's paths (no file is read), shared
 by the manifest's validation, publishing and the evaluator.
 
-A per-file dataset (``data.format`` ``images`` or ``npy-files``) names a folder; its samples
-are the files under that folder with the format's suffixes, in code-point order of their paths.
-Any other file under the folder is refused (unless it is the labels or class-names file), so a
-stray file never silently joins or leaves the samples. A ``masks`` layout (segmentation) puts
+A per-file dataset (``data.format`` ``images``, ``npy-files`` or ``audio``) names a folder; its
+samples are the files under that folder with the format's suffixes, in code-point order of their
+paths. Any other file under the folder is refused (unless it is the labels or class-names file),
+so a stray file never silently joins or leaves the samples. A ``masks`` layout (segmentation) puts
 one mask PNG per sample file in a folder of its own, likewise nothing else (``mask_paths``).
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Iterable
 SUFFIXES = {
     "images": (".jpg", ".jpeg", ".png", ".webp", ".bmp"),
     "npy-files": (".npy",),
+    "audio": (".wav",),
 }
 """Sample file suffixes per ``data.format`` (compared case-insensitively)."""
 

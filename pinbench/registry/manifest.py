@@ -268,6 +268,44 @@ class Letterbox(_Strict, frozen=True, kw_only=True):
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
 
 
+class DecodeAudio(_Strict, frozen=True, kw_only=True):
+    """A WAV file to a 1-D float32 waveform in [-1, 1] (``pinbench.evaluator.audio``): its
+    channels mixed down (``mix``, their mean) or one kept (its index from 0), as declared."""
+
+    channel: Literal["mix"] | Annotated[int, b.AUDIO_CHANNEL.meta]
+    """Required: how a file's channels become one (a mono file: ``mix`` or ``0``)."""
+    rate: Annotated[int, b.SAMPLE_RATE.meta] | None = None
+    """The sample rate every file must have (Hz); a file of another is refused. Required
+    unless a ``resample`` step follows (then files may have any rate)."""
+
+
+class Resample(_Strict, frozen=True, kw_only=True):
+    """Each waveform from its file's sample rate to ``rate`` (SciPy's ``resample_poly``);
+    it follows ``decode_audio`` directly."""
+
+    rate: Annotated[int, b.SAMPLE_RATE.meta]
+
+
+class FitLength(_Strict, frozen=True, kw_only=True):
+    """Each waveform to ``length`` samples: a shorter one padded at its end with ``value``; a
+    longer one refused, naming its file, unless ``crop`` (then its first ``length`` kept)."""
+
+    length: Annotated[int, b.AUDIO_LENGTH.meta]
+    value: Annotated[float, b.AUDIO_VALUE.meta] = 0.0
+    crop: bool = False
+
+
+class ExpandDims(_Strict, frozen=True, kw_only=True):
+    """A new axis of size 1 in each sample, at ``axis`` of the sample's axes (the batch axis
+    not counted; -1: last): a ``(T,)`` waveform with ``axis: 0`` becomes ``(1, T)``."""
+
+    axis: Annotated[int, b.AXIS.meta]
+
+
+AUDIO_STEPS = ("decode_audio", "resample", "fit_length")
+"""The steps that read waveforms decoded from audio files (``data.format: audio``)."""
+
+
 class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     """Exactly one of the fields: ``- resize: {size: [224, 224]}``."""
 
@@ -282,6 +320,10 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     layout: Layout | None = None
     color_mode: ColorMode | None = None
     dtype: DType | None = None
+    decode_audio: DecodeAudio | None = None
+    resample: Resample | None = None
+    fit_length: FitLength | None = None
+    expand_dims: ExpandDims | None = None
 
     def __post_init__(self) -> None:
         _exactly_one(self)
@@ -573,6 +615,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         names = {str(i.name): i for i in self.inputs}
         for inp in self.inputs:
             _check_tokenize(inp, paths)
+            _check_audio(inp)
         for out in self.outputs:
             for ostep in out.steps:
                 if ostep.pool is None or ostep.pool.mask is None:
@@ -606,6 +649,35 @@ def _check_tokenize(inp: Input, paths: set[str]) -> None:
             )
         if any(later.dtype is None for later in inp.steps[1:]):
             raise ValueError(f"input {inp.name!r}: only a dtype step may follow tokenize")
+
+
+def _check_audio(inp: Input) -> None:
+    """``decode_audio`` is the input's first step, ``resample`` (if any) the next, the other
+    audio steps come after it, and the waveform's sample rate is declared (``decode_audio``'s
+    ``rate`` or a ``resample``)."""
+    kinds = [step_name(step) for step in inp.steps]
+    if not any(k in AUDIO_STEPS for k in kinds):
+        return
+    if kinds[0] != "decode_audio" or "decode_audio" in kinds[1:]:
+        raise ValueError(
+            f"input {inp.name!r}: decode_audio must be the first step (and only once) of an "
+            "input with audio steps (resample, fit_length)"
+        )
+    if kinds.count("resample") > 1 or ("resample" in kinds and kinds[1] != "resample"):
+        raise ValueError(f"input {inp.name!r}: resample must follow decode_audio directly, once")
+    first = inp.steps[0].decode_audio
+    assert first is not None
+    if first.rate is None and "resample" not in kinds:
+        raise ValueError(
+            f"input {inp.name!r}: declare the sample rate the model takes: `decode_audio: "
+            "{rate: 16000, ...}` (every file must have it) or a `resample: {rate: 16000}` step "
+            "after decode_audio (files of any rate are resampled)"
+        )
+
+
+def step_name(step: InputStep) -> str:
+    """The one field a step sets: ``resize`` for ``- resize: {...}``."""
+    return next(n for n in step.__struct_fields__ if getattr(step, n) is not None)
 
 
 class Requirement(_Strict, frozen=True, kw_only=True):
@@ -710,7 +782,7 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
             )
 
 
-PER_FILE_FORMATS = ("images", "npy-files")
+PER_FILE_FORMATS = ("images", "npy-files", "audio")
 """Sample formats whose ``path`` is a folder of one file per sample."""
 
 
@@ -718,9 +790,10 @@ class SampleFiles(_Strict, frozen=True, kw_only=True):
     """Where the samples are: an ``.npy`` array ``(N, H, W[, C])`` among the files, or a
     folder of sample files (``images``: JPEG/PNG/WebP/BMP decoded by the input's ``decode``
     step; ``npy-files``: one ``.npy`` array per sample; ``text-lines``: a UTF-8 file, one
-    text sample per line)."""
+    text sample per line; ``audio``: PCM WAV files decoded by the input's ``decode_audio``
+    step)."""
 
-    format: Literal["npy", "images", "npy-files", "text-lines"] = "npy"
+    format: Literal["npy", "images", "npy-files", "text-lines", "audio"] = "npy"
     path: str
 
     def __post_init__(self) -> None:

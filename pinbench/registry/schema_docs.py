@@ -93,6 +93,38 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "layout": "Reorder the axes, e.g. to channels-first.",
         "color_mode": "Convert between RGB, BGR and grayscale (samples taken as RGB).",
         "dtype": "Cast the samples to an element type.",
+        "decode_audio": "Decode WAV files (PCM 8/16/24/32-bit, the standard library's wave "
+        "module) to float32 waveforms in [-1, 1], their channels mixed down or one picked as "
+        "declared; the first step, required for audio datasets. A file of another sample rate "
+        "than its rate is refused.",
+        "resample": "Resample each waveform from its file's sample rate to a rate (SciPy's "
+        "resample_poly; its version is recorded as details.decoder); it follows decode_audio "
+        "directly.",
+        "fit_length": "Bring each waveform to a length: pad a shorter one at its end with a "
+        "value; a longer one is refused unless crop (then its first samples are kept).",
+        "expand_dims": "Add an axis of size 1 to each sample, e.g. a channel axis: the only "
+        "way a non-image sample changes its number of axes.",
+    },
+    "DecodeAudio": {
+        "channel": "Required: 'mix' (the mean of every channel) or the index of the one "
+        "channel to keep (0..63; a file with fewer channels is refused, naming it).",
+        "rate": "The sample rate (Hz, 1..768000) every file must have; a file of another is "
+        "refused, naming it. Required unless a resample step follows, which declares the "
+        "rate the model takes instead.",
+    },
+    "Resample": {
+        "rate": "The sample rate (Hz, 1..768000) the model takes; each file is resampled from "
+        "its own (the two rates' reduced ratio at most 1024 each way).",
+    },
+    "FitLength": {
+        "length": "The samples every waveform has after the step (1..2^26).",
+        "value": "What a shorter waveform is padded with at its end (-1..1; 0 by default).",
+        "crop": "true: keep a longer waveform's first length samples; false (the default): a "
+        "longer waveform fails the run, naming its file.",
+    },
+    "ExpandDims": {
+        "axis": "Where the new axis goes among each sample's axes, the batch axis not counted "
+        "(0: first, -1: last).",
     },
     "Tokenize": {
         "tokenizer": "The Hugging Face tokenizers file (tokenizer.json), among the model's "
@@ -393,8 +425,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "format": "Where the samples are: 'npy' (one .npy array (N, H, W[, C]) of all samples, "
         "never unpickled), 'images' (a folder of JPEG/PNG/WebP/BMP files, decoded with Pillow "
         "by the input's first step, which must be decode; sizes may differ until a resize or "
-        "crop), 'npy-files' (a folder of one .npy array per sample) or 'text-lines' (a UTF-8 "
-        "file, one text sample per line, no blank line). A folder's samples "
+        "crop), 'npy-files' (a folder of one .npy array per sample), 'audio' (a folder of PCM "
+        "WAV files, decoded by the input's first step, which must be decode_audio) or "
+        "'text-lines' (a UTF-8 file, one text sample per line, no blank line). A folder's samples "
         "are its files with those suffixes, in path order; any other file in it is refused.",
         "path": "The .npy or text file (formats npy, text-lines) or the folder ('.' for the "
         "artifact's root) holding the sample files; must be among / hold some of the "
