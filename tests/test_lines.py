@@ -98,7 +98,7 @@ def test_a_pair_line_with_a_lone_cr_is_one_line(tmp_path: Path) -> None:
 
 def _per_file(tmp_path: Path, name: str, text: bytes, fmt: str) -> list[int]:
     (tmp_path / name).write_bytes(text)
-    labels = LabelFormat(format=fmt, path=name)  # type: ignore[arg-type]
+    labels = LabelFormat(format=fmt, path=name)
     read = read_labels(
         labels,
         samples=["img/a.png", "img/b.png"],

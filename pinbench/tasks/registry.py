@@ -18,6 +18,8 @@ TASKS: dict[str, str] = {
     "sentence-similarity": "pinbench.tasks.similarity.task:SentenceSimilarity",
     "detection": "pinbench.tasks.detection.task:Detection",
     "segmentation": "pinbench.tasks.segmentation.task:Segmentation",
+    "text-recognition": "pinbench.tasks.text_recognition.task:TextRecognition",
+    "voice-activity": "pinbench.tasks.vad.task:VoiceActivity",
     "other": "pinbench.tasks.classification.task:Other",
 }
 
@@ -59,9 +61,10 @@ def check_dataset(task_name: str, labels: Any, *, per_file: bool) -> None:
     if fmt not in chosen.label_formats:
         owners = task_of_label_format(fmt)
         if not owners:
+            known = sorted({f for t in tasks() for f in t.label_formats})
             raise ValueError(
-                f"unknown labels format {fmt!r}; task {task_name} reads "
-                f"{', '.join(chosen.label_formats)}"
+                f"unknown labels format: `labels.format` must be one of {', '.join(known)}; got "
+                f"{fmt!r} (task {task_name} reads {', '.join(chosen.label_formats)})"
             )
         raise ValueError(
             f"labels of format {fmt} go with task {' or '.join(owners)}; task {task_name} "
