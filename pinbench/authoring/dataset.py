@@ -1,9 +1,10 @@
 """A dataset manifest from a folder of sample files (or one ``.npy`` array) and its labels.
 
-The sample format is read from the files (images, or ``.npy`` per sample); the labels format
-from the labels file's suffix, or ``imagefolder`` when every sample sits in a class folder
-and no labels file is given. The manifest is checked as publishing would check it (layout,
-image signatures, labels against the samples) before anything is written.
+The sample format is read from the files (images, WAV audio, or ``.npy`` per sample); the
+labels format from the labels file's suffix, or ``imagefolder`` when every sample sits in a
+class folder and no labels file is given (audio clips too). The manifest is checked as
+publishing would check it (layout, image signatures, every WAV file whole, labels against the
+samples) before anything is written.
 """
 
 from __future__ import annotations

@@ -185,9 +185,9 @@ def dataset(
     data: Annotated[
         Path,
         typer.Argument(
-            help="The folder of samples (JPEG/PNG/WebP/BMP images, or one .npy per sample; "
-            "class sub-folders for imagefolder labels), one .npy array of all samples, or a "
-            ".txt file of texts (one per line)."
+            help="The folder of samples (JPEG/PNG/WebP/BMP images, PCM WAV audio files, or one "
+            ".npy per sample; class sub-folders for imagefolder labels), one .npy array of all "
+            "samples, or a .txt file of texts (one per line)."
         ),
     ],
     labels: Annotated[

@@ -190,7 +190,7 @@ def _wave_problem(message: str) -> str:
         tag = message.split(":", 1)[1].strip()
         return (
             f"WAV format tag {tag} is not read: only PCM (tag 1; not float, compressed or "
-            "WAVE_FORMAT_EXTENSIBLE): convert it, e.g. `sox in.wav -e signed-integer out.wav`"
+            "WAVE_FORMAT_EXTENSIBLE): convert it, e.g. `ffmpeg -i in.wav -c:a pcm_s16le out.wav`"
         )
     return message
 
