@@ -405,7 +405,7 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "are refused; the folder holds nothing else and lies apart from the data folder, "
         "whose samples must be images; task segmentation only). A label is a class "
         "index or a class key from the names file. csv, "
-        "jsonl and imagefolder need a data folder (data.format images or npy-files).",
+        "jsonl and imagefolder need a data folder (data.format images, npy-files or audio).",
         "path": "The labels file; must be among the dataset's files (none for imagefolder; "
         "for masks, the folder of the mask files). "
         "Left out for the other formats, the dataset has no labels and accuracy cannot be "
