@@ -302,7 +302,7 @@ def test_model_refused(cli: Cli, models: Path, tmp_path: Path) -> None:
     work.mkdir()
     for name in ("tiny.onnx", "tiny.pt", "weights.pth", "labels.txt"):
         shutil.copy(models / name, work / name)
-    shutil.copy(models / "tiny.pt", work / "script.pth")
+    (work / "junk.jit").write_bytes(b"PK\x03\x04 not a zip")  # a TorchScript name, no archive
     (work / "junk.onnx").write_bytes(b"\xff\xff not protobuf")
     inside = work / "m.yaml"
 
@@ -310,7 +310,7 @@ def test_model_refused(cli: Cli, models: Path, tmp_path: Path) -> None:
     refused(
         str(work / "weights.pth"), words=["pickle", "TorchScript", "safetensors"], output=inside
     )
-    refused(str(work / "script.pth"), words=["name it .pt"], output=inside)
+    refused(str(work / "junk.jit"), words=["not a TorchScript or torch.export"], output=inside)
     shutil.copy(models / "tiny.onnx", work / "upper.ONNX")  # the run looks for .onnx
     refused(str(work / "upper.ONNX"), words=["name it upper.onnx"], output=inside)
     refused(str(work / "junk.onnx"), words=["not an ONNX model"], output=inside)

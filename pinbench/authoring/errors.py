@@ -54,8 +54,8 @@ class ModelCountError(AuthoringError):
     def __init__(self, *, models: list[str]) -> None:
         found = ", ".join(models) if models else "none"
         super().__init__(
-            "give exactly one model (.onnx, .pt/.pth TorchScript, .pt2, .keras, or a "
-            f"SavedModel folder) and any other files of the artifact; found {found}"
+            "give exactly one model (.onnx, a TorchScript archive of any name, .pt2, .keras, "
+            f"or a SavedModel folder) and any other files of the artifact; found {found}"
         )
         self.models = models
 

@@ -1,9 +1,9 @@
 """A model manifest from the model's files: the format recognised, the signature read from
 the model (``signatures``), every file's sha256 and size.
 
-Exactly one of the files given is the model (``.onnx``, a TorchScript ``.pt``, a
-``torch.export`` ``.pt2``, a ``.keras`` file, or a SavedModel folder); the others are files of
-the same artifact (labels, notes). An ONNX model's external-data files come with it, a
+Exactly one of the files given is the model (``.onnx``, a TorchScript archive whatever its
+name, a ``torch.export`` ``.pt2``, a ``.keras`` file, or a SavedModel folder); the others are
+files of the same artifact (labels, notes). An ONNX model's external-data files come with it, a
 SavedModel folder's every file. Paths in the manifest are relative to ``base`` (where the
 manifest will be, so that ``pinbench publish`` finds them beside it); a file outside it is
 refused. The data is validated as a manifest before anything is written.
@@ -49,8 +49,9 @@ READERS: dict[str, Callable[[Path], Signature]] = {
 }
 
 DEFAULT_VERSION = "1.0.0"
-TORCHSCRIPT_SUFFIXES = (".pt", ".ts", ".torchscript")
-"""What the torch predictor loads TorchScript from."""
+TORCHSCRIPT_SUFFIXES = (".pt", ".ts", ".torchscript", ".jit", ".pth")
+"""Names TorchScript archives go by: one that is not an archive by its content is refused. An
+archive is recognised by its content whatever its name (``artifacts.torchscript``)."""
 _ELEMENT_TYPES: tuple[str, ...] = get_args(ElementType)
 
 OUTPUTS_NOTE = (
@@ -86,7 +87,7 @@ def model_format(path: Path) -> str | None:
     if not path.is_file():
         raise NotAModel(path=str(path), reason="no such file")
     suffix = path.suffix.lower()
-    if suffix != path.suffix and suffix in (".onnx", ".keras", ".pt2", *TORCHSCRIPT_SUFFIXES):
+    if suffix != path.suffix and suffix in (".onnx", ".keras", ".pt2"):
         raise NotAModel(
             path=str(path),
             reason=f"name it {path.stem}{suffix}: a run finds its model file by the suffix "
@@ -111,15 +112,9 @@ def model_format(path: Path) -> str | None:
                 path=str(path), reason="a torch.export archive: name it .pt2 (what loads it)"
             )
         return "torch-export"
-    if kind == "torchscript":
-        if suffix not in TORCHSCRIPT_SUFFIXES:
-            raise NotAModel(
-                path=str(path),
-                reason=f"a TorchScript archive: name it {' or '.join(TORCHSCRIPT_SUFFIXES)} "
-                "(what the torch predictor loads)",
-            )
+    if kind == "torchscript":  # by its content, whatever its name (the run finds it so)
         return "torchscript"
-    if suffix in (".pt2", *TORCHSCRIPT_SUFFIXES, ".pth"):
+    if suffix in (".pt2", *TORCHSCRIPT_SUFFIXES):
         raise NotAModel(path=str(path), reason="not a TorchScript or torch.export archive")
     return None
 

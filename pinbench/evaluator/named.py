@@ -37,3 +37,10 @@ class NamedInputs:
     def __repr__(self) -> str:
         shapes = ", ".join(f"{n}: {a.dtype.name}{list(a.shape)}" for n, a in self.arrays.items())
         return f"NamedInputs({shapes})"
+
+
+def describe(batch: Array | NamedInputs) -> str:
+    """A batch as an error names it: ``float32 [1, 8]``, or each input's by name."""
+    if isinstance(batch, NamedInputs):
+        return ", ".join(f"{n}: {a.dtype.name} {list(a.shape)}" for n, a in batch.arrays.items())
+    return f"{batch.dtype.name} {list(batch.shape)}"

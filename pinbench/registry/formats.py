@@ -50,6 +50,8 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
         _check_onnx(manifest, where)
     if manifest.format == "torch-export":
         _check_torch_export(manifest, where)
+    if manifest.format == "torchscript":
+        _check_torchscript(manifest, where)
     if manifest.format != "safetensors":
         return
     labels = {o.labels.path for o in manifest.outputs if o.labels is not None}
@@ -87,6 +89,20 @@ def _check_onnx(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> 
         except OnnxRefused as exc:
             refused = FormatMismatch(path=exc.path, declared="onnx", reason=exc.reason, found=None)
             raise refused from None
+
+
+def _check_torchscript(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """Exactly one file is a TorchScript archive by its content, whatever its name (the one the
+    torch predictor loads: ``artifacts.torchscript``); only zip directories are read."""
+    from pinbench.artifacts.torchscript import NotOneTorchScript, torchscript_file
+
+    try:
+        torchscript_file({f.path: where(f) for f in manifest.files})
+    except NotOneTorchScript as exc:
+        path = exc.found[1] if exc.found else manifest.files[0].path if manifest.files else "-"
+        raise FormatMismatch(
+            path=path, declared="torchscript", reason=str(exc), found=None
+        ) from None
 
 
 def _check_torch_export(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:

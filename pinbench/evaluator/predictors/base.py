@@ -12,12 +12,15 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
+from pinbench.evaluator.named import NamedInputs, describe
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.registry.manifest import Input, Output
 from pinbench.trace.events import FrameworkTrace
 from pinbench.trace.levels import TraceUnsupported, offers
 
 Array = npt.NDArray[np.generic]
+Batch = Array | NamedInputs
+"""What ``check_input`` and ``predict`` take."""
 Outputs = dict[str, Array]
 """One prediction: every declared output under its manifest name (``str(name)`` for an
 index), in manifest order; with no outputs declared, every output of the model by its own
@@ -146,24 +149,6 @@ def bind_outputs(declared: Sequence[Output], ports: Sequence[Port]) -> list[Port
     return _bind("output", [d.name for d in declared], ports)
 
 
-class ManyInputs(UserError):
-    """A model with several inputs on a predictor that feeds one (PyTorch, TensorFlow)."""
-
-    def __init__(self, *, names: list[str]) -> None:
-        super().__init__(
-            f"models with {len(names)} inputs ({', '.join(names)}) run on ONNX Runtime only "
-            "for now (each input its own pipeline from the same samples)"
-        )
-        self.names = names
-
-
-def one_input(bound: Sequence[Port]) -> Port:
-    """The one bound input, or ``ManyInputs``: each predictor feeds one array by name."""
-    if len(bound) != 1:
-        raise ManyInputs(names=[p.name for p in bound])
-    return bound[0]
-
-
 def output_keys(declared: Sequence[Output], ports: Sequence[Port]) -> list[str]:
     """The keys ``predict`` returns: declared names (``str`` of an index), else the model's."""
     return [str(d.name) for d in declared] if declared else [p.name for p in ports]
@@ -200,23 +185,6 @@ def _bind(side: str, names: Sequence[str | int], ports: Sequence[Port]) -> list[
     return bound
 
 
-def check_signature(batch: Array, *, name: str, dtype: np.dtype[Any], shape: list[Any]) -> None:
-    """Raise ``InputMismatch`` unless ``batch`` has ``dtype``, the rank of ``shape`` and its size
-    on every axis ``shape`` gives as an int (``None`` or a symbol such as ``"N"`` fits any)."""
-    fits = batch.dtype == dtype and batch.ndim == len(shape)
-    if fits:
-        fits = all(
-            not isinstance(want, int) or want == got
-            for want, got in zip(shape, batch.shape, strict=True)
-        )
-    if not fits:
-        raise InputMismatch(
-            name=name,
-            expected=f"{dtype.name} {shape}",
-            actual=f"{batch.dtype.name} {list(batch.shape)}",
-        )
-
-
 class Predictor(ABC):
     """``open(model, options)`` once, ``predict(batch)`` many times, ``close()`` once."""
 
@@ -243,14 +211,15 @@ class Predictor(ABC):
         raise ``ModelLoadError`` / ``DeviceUnavailable`` / ``SignatureMismatch`` with the
         reason, before anything is timed."""
 
-    def check_input(self, batch: Array) -> None:  # noqa: B027 - optional hook
-        """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model.
+    def check_input(self, batch: Batch) -> None:  # noqa: B027 - optional hook
+        """Raise ``InputMismatch`` if the batch's shape or dtype cannot be fed to the model
+        (one array, or ``NamedInputs``: an array per declared input).
 
         Predictors that know their input signature override this with a precise check; for
         the others ``first_predict`` reports the framework's own complaint.
         """
 
-    def first_predict(self, batch: Array) -> Outputs:
+    def first_predict(self, batch: Batch) -> Outputs:
         """The first (cold) prediction; a failure is the framework's complaint about the input
         (a ``SignatureMismatch`` found only now, e.g. PyTorch's output count, passes as is)."""
         try:
@@ -261,13 +230,14 @@ class Predictor(ABC):
             raise InputMismatch(
                 name="input",
                 expected=f"what the model accepts ({type(exc).__name__}: {exc})".strip(),
-                actual=f"{batch.dtype.name} {list(batch.shape)}",
+                actual=describe(batch),
             ) from None
 
     @abstractmethod
-    def predict(self, batch: Array) -> Outputs:
-        """Run the model on one batch (fed to the declared input, by name); return the declared
-        outputs by name, in manifest order."""
+    def predict(self, batch: Batch) -> Outputs:
+        """Run the model on one batch (one array for a model of one input; ``NamedInputs``, an
+        array per declared input, for any number: ``feeds.Feeds``); return the declared outputs
+        by name, in manifest order."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""

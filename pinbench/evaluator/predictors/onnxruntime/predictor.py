@@ -7,25 +7,22 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import onnxruntime as ort
 
 from pinbench.evaluator.model_folder import FOLDER, confined, materialise
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.predictors.base import (
-    Array,
+    Batch,
     DeviceUnavailable,
-    ManyInputs,
     ModelLoadError,
     Outputs,
     Port,
     Predictor,
-    bind_inputs,
     bind_outputs,
-    check_signature,
     output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.feeds import Feeds
 from pinbench.registry.onnx_files import ExternalDataOutside, OnnxRefused, check_onnx, model_file
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace
@@ -95,12 +92,12 @@ class OnnxRuntimePredictor(Predictor):
     def __init__(self) -> None:
         self._session: ort.InferenceSession | None = None
         self._input = ""
-        self._feeds: list[tuple[str, Port]] = []
+        self._feeds = Feeds((), ())
+        self._names: list[tuple[str, str]] = []
+        """Each declared input's key in ``NamedInputs`` and the model's name for it."""
         self._outputs: list[str] = []
         self._keys: list[str] = []
         self._dir: tempfile.TemporaryDirectory[str] | None = None
-        self._shape: list[Any] = []
-        self._dtype: Any = np.float32
         self._run: Any = _closed
         self._profile: Path | None = None
 
@@ -139,38 +136,23 @@ class OnnxRuntimePredictor(Predictor):
             raise ModelLoadError(model=name, reason=reason) from None
         ins = [_port(a) for a in session.get_inputs()]
         outs = [_port(a) for a in session.get_outputs()]
-        feeds = bind_inputs(model.inputs, ins)
-        first = feeds[0]
+        self._feeds = Feeds.bind(model.inputs, ins)
         bound = bind_outputs(model.outputs, outs)
         self._session = session
         self._run = session.run
-        self._input = first.name
-        self._shape = list(first.shape or ())
-        self._dtype = np.dtype(first.dtype) if first.dtype else np.float32
-        # several inputs: the manifest's name of each (what NamedInputs holds) -> the model's
-        names = [str(d.name) for d in model.inputs] or [p.name for p in feeds]
-        self._feeds = list(zip(names, feeds, strict=True))
+        self._input = self._feeds.ports[0].name
+        self._names = [
+            (k, p.name) for k, p in zip(self._feeds.keys, self._feeds.ports, strict=True)
+        ]
         self._outputs = [p.name for p in bound]
         self._keys = output_keys(model.outputs, outs)
 
-    def check_input(self, batch: Array | NamedInputs) -> None:
-        if isinstance(batch, NamedInputs):
-            for declared, port in self._feeds:
-                dtype = np.dtype(port.dtype) if port.dtype else batch.arrays[declared].dtype
-                check_signature(
-                    batch.arrays[declared],
-                    name=port.name,
-                    dtype=dtype,
-                    shape=list(port.shape or ()),
-                )
-            return
-        if len(self._feeds) > 1:
-            raise ManyInputs(names=[p.name for _, p in self._feeds])
-        check_signature(batch, name=self._input, dtype=np.dtype(self._dtype), shape=self._shape)
+    def check_input(self, batch: Batch) -> None:
+        self._feeds.check(batch)
 
-    def predict(self, batch: Array | NamedInputs) -> Outputs:
+    def predict(self, batch: Batch) -> Outputs:
         if isinstance(batch, NamedInputs):
-            feed = {port.name: batch.arrays[declared] for declared, port in self._feeds}
+            feed = {name: batch.arrays[key] for key, name in self._names}
             got = self._run(self._outputs, feed)
         else:
             got = self._run(self._outputs, {self._input: batch})

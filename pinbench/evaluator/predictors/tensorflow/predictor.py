@@ -10,24 +10,21 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import tensorflow as tf
 
 from pinbench.evaluator.predictors.base import (
-    Array,
+    Batch,
     DeviceUnavailable,
     ModelLoadError,
     Outputs,
     Port,
     Predictor,
     SignatureMismatch,
-    bind_inputs,
     bind_outputs,
-    check_signature,
-    one_input,
     output_keys,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.feeds import Feeds
 from pinbench.trace.clock import bracketed_offset
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
@@ -40,7 +37,8 @@ one widens only that one's bounds, and the bounds of all of them together are ke
 class TensorFlowPredictor(Predictor):
     """Binds the declared inputs and outputs by name: a Keras model's ``inputs`` (names,
     element types, shapes) and ``output_names``; a SavedModel's ``serving_default``
-    signature (input and output ``TensorSpec``s by name)."""
+    signature (input and output ``TensorSpec``s by name). Several inputs are fed by those
+    names: a Keras model is called with a dict of them, the signature with keywords."""
 
     NAME: ClassVar[str] = "tensorflow"
     TITLE: ClassVar[str] = "TensorFlow"
@@ -51,8 +49,7 @@ class TensorFlowPredictor(Predictor):
         self._loaded: Any = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._device = "/CPU:0"
-        self._shape: list[int | None] = []
-        self._dtype: Any = None
+        self._feeds = Feeds((), ())
         self._keys: list[str] = []
         self._profile: Path | None = None
         self._readings: list[tuple[int, int]] = []
@@ -109,15 +106,15 @@ class TensorFlowPredictor(Predictor):
             )
         ins = [_port(t.name, t.dtype, t.shape) for t in loaded.inputs]
         outs = [_port(n, t.dtype, t.shape) for n, t in zip(names, loaded.outputs, strict=True)]
-        spec = one_input(bind_inputs(model.inputs, ins))
+        self._feeds = Feeds.bind(model.inputs, ins)
         pick = [outs.index(p) for p in bind_outputs(model.outputs, outs)]
         self._keys = output_keys(model.outputs, outs)
-        self._shape = list(spec.shape or ())
-        self._dtype = tf.as_dtype(spec.dtype)
-        signature = [tf.TensorSpec([None, *self._shape[1:]], self._dtype)]
+        signature = [_spec(p) for p in self._feeds.ports]
+        names = [p.name for p in self._feeds.ports]
         single = len(outs) == 1
 
-        def call(x: Any) -> list[Any]:
+        def call(*xs: Any) -> list[Any]:
+            x = xs[0] if len(ins) == 1 else dict(zip(names, xs, strict=True))  # by input name
             out = loaded(x, training=False)
             flat = [out] if single else keras.tree.flatten(out)  # a dict's values by key
             return [flat[i] for i in pick]
@@ -137,24 +134,27 @@ class TensorFlowPredictor(Predictor):
         if signature is None:
             raise ModelLoadError(model=pb, reason="the SavedModel has no serving_default signature")
         specs = signature.structured_input_signature[1]
-        ins = [_port(n, t.dtype, t.shape) for n, t in specs.items()]
+        # sorted by name, as `manifest model` lists them: an index means the same to both
+        ins = [_port(n, specs[n].dtype, specs[n].shape) for n in sorted(specs)]
         outputs = signature.structured_outputs
         outs = [_port(n, outputs[n].dtype, outputs[n].shape) for n in sorted(outputs)]
-        spec = one_input(bind_inputs(model.inputs, ins))
+        self._feeds = Feeds.bind(model.inputs, ins)
         names = [p.name for p in bind_outputs(model.outputs, outs)]
         self._keys = output_keys(model.outputs, outs)
-        self._shape = list(spec.shape or ())
-        self._dtype = tf.as_dtype(spec.dtype)
         self._loaded = loaded  # the signature needs its object alive
-        feed = spec.name
-        self._fn = lambda x: (lambda got: [got[n] for n in names])(signature(**{feed: x}))
+        feeds = [p.name for p in self._feeds.ports]
 
-    def check_input(self, batch: Array) -> None:
-        dtype = np.dtype(self._dtype.as_numpy_dtype)
-        check_signature(batch, name="input", dtype=dtype, shape=self._shape)
+        def call(*xs: Any) -> list[Any]:
+            got = signature(**dict(zip(feeds, xs, strict=True)))
+            return [got[n] for n in names]
 
-    def predict(self, batch: Array) -> Outputs:
-        got = self._fn(tf.constant(batch))
+        self._fn = call
+
+    def check_input(self, batch: Batch) -> None:
+        self._feeds.check(batch)
+
+    def predict(self, batch: Batch) -> Outputs:
+        got = self._fn(*[tf.constant(a) for a in self._feeds.arrays(batch)])
         return {key: t.numpy() for key, t in zip(self._keys, got, strict=True)}
 
     def close(self) -> None:
@@ -202,6 +202,12 @@ class TensorFlowPredictor(Predictor):
             resolution_ns=1000,
             notes=notes,
         )
+
+
+def _spec(port: Port) -> Any:
+    """The ``TensorSpec`` a traced call takes for an input: any batch size."""
+    shape = None if port.shape is None else [None, *port.shape[1:]]
+    return tf.TensorSpec(shape, tf.as_dtype(port.dtype))
 
 
 def _port(name: str, dtype: Any, shape: Any) -> Port:

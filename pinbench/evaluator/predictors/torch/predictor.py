@@ -16,23 +16,23 @@ import torch
 
 from pinbench.evaluator.predictors.base import (
     Array,
+    Batch,
     DeviceUnavailable,
     ModelLoadError,
     Outputs,
     Port,
     Predictor,
     SignatureMismatch,
-    bind_inputs,
-    one_input,
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.feeds import Feeds
 from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES, PORTS
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
 _CPU = torch._C._autograd.DeviceType.CPU
 _SUFFIXES = {
-    "torchscript": (".pt", ".ts", ".torchscript"),
+    "torchscript": (),  # any name: the one file whose content is a TorchScript archive
     "torch-export": (".pt2",),
     "safetensors": (".safetensors",),
     "torch-pickle": (".pt", ".pth"),
@@ -96,10 +96,17 @@ class TorchPredictor(Predictor):
     - ``torch-export``: the graph signature's input names, element types, ranks and static
       dims, and its output count;
     - ``torchscript`` / ``torch-pickle``: ``forward``'s argument names (those without a
-      default must all be declared); element types and shapes are not recorded, so a wrong
-      one is the framework's complaint at the first (cold) prediction;
+      default must all be declared; TorchScript's must be tensors); element types and shapes
+      are not recorded, so a wrong one is the framework's complaint at the first (cold)
+      prediction;
     - ``safetensors``: the architecture is pinbench's own (``architectures.PORTS``): the
       names are whatever the manifest says, the counts must match the architecture's.
+
+    Several inputs bind by name: a declared name is one of ``forward``'s arguments (a
+    program's user inputs, which carry them), an int that argument's position; a name the
+    model lacks is refused, never matched by position. Each prediction passes the declared
+    inputs' arrays as ``forward`` takes them, in its order (a program exported with keyword
+    arguments gets those by keyword); a safetensors architecture takes them in manifest order.
 
     Outputs have no names in PyTorch: the declared outputs bind to the model's outputs in
     manifest order (a declared int binds that index), and their count must equal the model's:
@@ -119,6 +126,11 @@ class TorchPredictor(Predictor):
         self._count: int | None = None
         self._pick: list[tuple[str, int]] = []
         self._declared: list[str] = []
+        self._feeds = Feeds((), ())
+        self._order: list[int] = []
+        """For each argument ``forward`` takes, in its order: the declared input that feeds it."""
+        self._keywords: list[str] = []
+        """The last arguments' keywords (a program exported with keyword arguments)."""
 
     @classmethod
     def framework_version(cls) -> str:
@@ -131,10 +143,8 @@ class TorchPredictor(Predictor):
         self._device = torch.device(options.device)
         if options.threads is not None:
             torch.set_num_threads(options.threads)
-        try:
-            name, path = model.single(_SUFFIXES[model.format])
-        except ValueError as exc:
-            raise ModelLoadError(model=model.format, reason=str(exc)) from None
+        name, path = _model_file(model)
+        self._keywords = []
         try:
             module, inputs, outputs = self._load(model, name, str(path))
         except ModelLoadError:
@@ -142,7 +152,8 @@ class TorchPredictor(Predictor):
         except Exception as exc:  # torch raises many types for a bad file
             reason = f"{type(exc).__name__}: {exc}".replace(str(path), name).strip()
             raise ModelLoadError(model=name, reason=reason.splitlines()[0]) from None
-        one_input(bind_inputs(model.inputs, inputs))
+        self._feeds = Feeds.bind(model.inputs, inputs)
+        self._order = self._feeds.order(inputs)
         self._bind_outputs(model, outputs)
         self._module = module.to(self._device) if hasattr(module, "to") else module
 
@@ -177,8 +188,7 @@ class TorchPredictor(Predictor):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 script = torch.jit.load(path, map_location="cpu").eval()  # type: ignore[no-untyped-call]
-            args = script.forward.schema.arguments[1:]  # after self
-            return script, [Port(a.name) for a in args if not a.has_default_value()], None
+            return script, _script_inputs(script, name), None
         if model.format == "torch-export":
             from pinbench.artifacts.shape_exprs import ArchiveRefused, check_archive
 
@@ -189,7 +199,9 @@ class TorchPredictor(Predictor):
             with _no_unpickling(name), _checked_sympify(name):
                 program = torch.export.load(path)
                 module = program.module()
-            return module, _export_inputs(program), _export_outputs(program)
+            inputs = _export_inputs(program)
+            self._keywords = _export_keywords(program, name, len(inputs))
+            return module, inputs, _export_outputs(program)
         if model.format == "safetensors":
             ins, outs = PORTS.get(model.architecture or "", (1, 1))
             names = [str(d.name) for d in model.inputs] or ["0"]
@@ -230,9 +242,18 @@ class TorchPredictor(Predictor):
             )
         return module.eval()
 
-    def predict(self, batch: Array) -> Outputs:
+    def check_input(self, batch: Batch) -> None:
+        self._feeds.check(batch)
+
+    def predict(self, batch: Batch) -> Outputs:
+        arrays = self._feeds.arrays(batch)
         with torch.inference_mode():
-            out = self._module(torch.from_numpy(batch).to(self._device))
+            args = [torch.from_numpy(arrays[i]).to(self._device) for i in self._order]
+            if self._keywords:
+                at = len(args) - len(self._keywords)
+                out = self._module(*args[:at], **dict(zip(self._keywords, args[at:], strict=True)))
+            else:
+                out = self._module(*args)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if self._count is None:  # nothing declared: every output, by position
             return {str(i): _numpy(t) for i, t in enumerate(outs)}
@@ -283,6 +304,41 @@ class TorchPredictor(Predictor):
         )
 
 
+def _model_file(model: ModelFiles) -> tuple[str, Path]:
+    """The model's file: a TorchScript archive by its content, whatever its name
+    (``artifacts.torchscript``); the other formats by their suffix."""
+    if model.format == "torchscript":
+        from pinbench.artifacts.torchscript import NotOneTorchScript, torchscript_file
+
+        try:
+            name = torchscript_file(model.files)
+        except NotOneTorchScript as exc:
+            raise ModelLoadError(model=model.format, reason=str(exc)) from None
+        return name, model.files[name]
+    try:
+        return model.single(_SUFFIXES[model.format])
+    except ValueError as exc:
+        raise ModelLoadError(model=model.format, reason=str(exc)) from None
+
+
+def _script_inputs(script: Any, name: str) -> list[Port]:
+    """A scripted module's ``forward`` arguments without a default (after ``self``), each a
+    tensor: a declared input is fed as one (an ``int`` argument, say, is refused here rather
+    than at the first prediction)."""
+    ports = []
+    for arg in script.forward.schema.arguments[1:]:
+        if arg.has_default_value():
+            continue
+        if not isinstance(arg.type, torch.TensorType):
+            raise ModelLoadError(
+                model=name,
+                reason=f"forward's argument {arg.name!r} is {arg.type}, not a Tensor: pinbench "
+                "feeds each declared input as a tensor (a batch of samples)",
+            )
+        ports.append(Port(arg.name))
+    return ports
+
+
 def _numpy(t: Any) -> Array:
     result: Array = t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
     return result
@@ -307,6 +363,27 @@ def _export_inputs(program: Any) -> list[Port]:
         else:
             ports.append(Port(node.name))
     return ports
+
+
+def _export_keywords(program: Any, name: str, count: int) -> list[str]:
+    """The keywords of a program's last user inputs, from its call spec ``(args, kwargs)``:
+    exported with ``(x,), {"extra": y}``, it takes ``extra`` by keyword. Inputs nested in a
+    tuple or dict (one argument holding several tensors) are refused: each declared input is
+    one argument."""
+    spec = program.call_spec.in_spec
+    if spec is None:
+        return []
+    args, kwargs = spec.child(0), spec.child(1)
+    leaves = [args.child(i).is_leaf() for i in range(args.num_children)]
+    leaves += [kwargs.child(i).is_leaf() for i in range(kwargs.num_children)]
+    if not all(leaves) or spec.num_leaves != count:
+        raise ModelLoadError(
+            model=name,
+            reason=f"forward takes its {count} inputs nested in {args.num_children} positional "
+            f"and {kwargs.num_children} keyword arguments: pinbench feeds each declared input "
+            "as one tensor argument (export forward(x, y, ...) with one tensor each)",
+        )
+    return [str(k) for k in kwargs.context]
 
 
 def _export_outputs(program: Any) -> int:
