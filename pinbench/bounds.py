@@ -130,6 +130,7 @@ UNCLIP_RATIO = between(0, 10, "DBNet uses 1.5-2; at 10 a square grows to 6 times
 MAP_MIN_SIZE = between(0, 16_384, "a region's shorter side in map pixels; 16384 px is any side")
 MAX_CANDIDATES = between(1, 100_000, "regions read per probability map; DBNet reads 1000")
 CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
+CTC_BLANK = between(0, 999_999, "a class index, below the most classes (labels.classes)")
 MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")
 MASK_VALUE = between(0, 65_535, "a 16-bit PNG's pixel value; no class index (>= classes)")
 SAMPLES = between(0, 1_000_000_000, "samples of one dataset")
@@ -169,9 +170,9 @@ TABLE: Final[dict[str, Bound]] = {
     "files[].size": FILE_SIZE,
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,
-    "resize, crop, letterbox, max_dimension: size": PIXELS,
+    "resize, crop, letterbox, max_dimension: size; resize_height: height, max_width": PIXELS,
     "normalize: mean, std, scale": NORMALIZE,
-    "pad, letterbox: value": PAD_VALUE,
+    "pad, letterbox, resize_height: value": PAD_VALUE,
     "tokenize.max_length": MAX_LENGTH,
     "decode_audio.rate, resample.rate": SAMPLE_RATE,
     "decode_audio.channel": AUDIO_CHANNEL,
@@ -184,6 +185,7 @@ TABLE: Final[dict[str, Bound]] = {
     "probability_map.unclip_ratio": UNCLIP_RATIO,
     "probability_map.min_size": MAP_MIN_SIZE,
     "probability_map.max_candidates": MAX_CANDIDATES,
+    "ctc.blank": CTC_BLANK,
     "labels.classes": CLASSES,
     "labels.classes (masks)": MASK_CLASSES,
     "labels.ignore_index (from labels.classes)": MASK_VALUE,

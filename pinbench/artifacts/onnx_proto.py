@@ -32,6 +32,7 @@ MAX_DEPTH = 64
 
 # field numbers of onnx.proto
 _MODEL_GRAPH, _MODEL_TRAINING, _MODEL_FUNCTIONS = 7, 20, 25
+_MODEL_METADATA = 14
 _TRAINING_GRAPHS = (1, 2)
 _FUNCTION_NODE, _FUNCTION_DEFAULTS = 7, 11
 _GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_INPUT, _GRAPH_OUTPUT, _GRAPH_SPARSE = 1, 5, 11, 12, 15
@@ -248,3 +249,39 @@ def external_locations(path: Path) -> list[tuple[str, str]]:
     """``(tensor name, location)`` of every tensor of the ONNX file at ``path`` that names
     external data, in file order; ``NotProtobuf`` if the file is not a well-formed message."""
     return read_onnx(path).locations
+
+
+class MetadataTooLarge(ValueError):
+    """A metadata value larger than its reader takes."""
+
+    def __init__(self, *, key: str, size: int, limit: int) -> None:
+        super().__init__(f"metadata {key!r} holds {size} bytes, more than the {limit} read")
+        self.key = key
+        self.size = size
+        self.limit = limit
+
+
+def metadata_props(path: Path, *, wanted: str, max_bytes: int) -> list[tuple[str, str | None]]:
+    """``(key, value)`` of each ``metadata_props`` entry of the ONNX file at ``path`` (what
+    ONNX Runtime's ``custom_metadata_map`` holds), in file order; a value is decoded only for
+    the key ``wanted`` (None for others), and refused past ``max_bytes``. Only the model's
+    top-level fields are walked. ``NotProtobuf`` if the file is not a well-formed message."""
+    if path.stat().st_size == 0:
+        return []
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        buf = memoryview(mapped)
+        try:
+            found: list[tuple[str, str | None]] = []
+            for start, end in _messages(buf, 0, len(buf), _MODEL_METADATA):
+                key, where = "", (0, 0)
+                for number, wire, a, b in _fields(buf, start, end):
+                    if wire == 2 and number == _ENTRY_KEY:
+                        key = _text(buf, a, b)
+                    elif wire == 2 and number == _ENTRY_VALUE:
+                        where = (a, b)
+                if key == wanted and where[1] - where[0] > max_bytes:
+                    raise MetadataTooLarge(key=key, size=where[1] - where[0], limit=max_bytes)
+                found.append((key, _text(buf, *where) if key == wanted else None))
+            return found
+        finally:
+            buf.release()

@@ -54,16 +54,19 @@ def dataset_manifest(
     index: Path | None = None,
     classes: int | None = None,
     ignore_index: int | None = None,
+    label_format: str | None = None,
 ) -> Authored:
     """The manifest of the samples at ``data`` (a folder, an ``.npy`` array, or a ``.txt``
     file of texts, one per line), labelled by ``labels`` (``imagefolder``, ``none``, a labels
     file, a folder of masks, or None to infer), with the class names in ``names`` and
     ``classes`` classes (for masks, ``masks.masks_classes`` when not given), ``ignore_index``
-    the mask value no metric counts; file paths relative to ``base``; the task is the one that
-    reads the labels format. A folder's sample files (and masks) are listed in a file index
-    (``registry.file_index``) written at ``index`` (default: beside the manifest,
-    ``default_index``) when ``index`` is given or there are more than ``INDEX_FROM``; the
-    manifest then names the index and lists only the labels and class-names files."""
+    the mask value no metric counts, ``label_format`` the labels file's format where its
+    suffix's default is not it (``text-csv`` for a ``.csv`` of texts); file paths relative to
+    ``base``; the task is the one that reads the labels format. A folder's sample files (and
+    masks) are listed in a file index (``registry.file_index``) written at ``index``
+    (default: beside the manifest, ``default_index``) when ``index`` is given or there are
+    more than ``INDEX_FROM``; the manifest then names the index and lists only the labels and
+    class-names files."""
     from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
 
     notes: list[str] = []
@@ -100,7 +103,12 @@ def dataset_manifest(
     else:
         raise NotADataset(path=str(data), reason="no such file or folder")
     rel_data = relative(base, data) if data != base else "."
-    label_format = _label_format(labels, label_file, data, files, fmt, notes)
+    if label_format is not None and (label_file is None or masks):
+        raise NotADataset(
+            path=str(labels),
+            reason="--labels-format names the format of a labels file: give --labels FILE",
+        )
+    label_format = label_format or _label_format(labels, label_file, data, files, fmt, notes)
     label_data: dict[str, Any] = {"format": label_format}
     if label_file is not None:
         label_data["path"] = relative(base, label_file)

@@ -203,6 +203,16 @@ def dataset(
             "imagefolder when every sample is in a sub-folder, else none."
         ),
     ] = None,
+    labels_format: Annotated[
+        str | None,
+        typer.Option(
+            "--labels-format",
+            help="The labels file's format where its suffix's default is not it, e.g. "
+            'text-txt, text-csv (columns file,text) or text-jsonl ({"file", "text"} per '
+            "line) for each sample's text (the task becomes text-recognition); any format a "
+            "task reads (README's task table).",
+        ),
+    ] = None,
     names: Annotated[
         Path | None,
         typer.Option(
@@ -263,5 +273,6 @@ def dataset(
         index=file_index,
         classes=classes,
         ignore_index=ignore_index,
+        label_format=labels_format,
     )
     _emit(authored.data, authored.notes, output, as_json, authored.beside)

@@ -15,6 +15,7 @@ end.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from pinbench.registry.manifest import (
     Pool,
     Resample,
     Resize,
+    ResizeHeight,
     Tokenize,
     step_name,
 )
@@ -245,6 +247,21 @@ def letterbox(x: Array, step: Letterbox) -> Array:
     s = min(height / h, width / w)
     x = _resize_to(x, max(1, round(h * s)), max(1, round(w * s)), step.method)
     return _place(x, height, width, step.placement, step.value)
+
+
+def resize_height(x: Array, step: ResizeHeight) -> Array:
+    """PaddleOCR's ``resize_norm_img``: to ``height`` with the width ``ceil(height * w / h)``
+    (at most ``max_width``), then padded on the right with ``value`` to ``max_width``."""
+    h, w = x.shape[1], x.shape[2]
+    width = min(math.ceil(step.height * (w / h)), step.max_width)
+    if np.issubdtype(x.dtype, np.integer) and step.value != int(step.value):
+        raise PipelineError(
+            step="resize_height",
+            reason=f"pad value {step.value} is not a whole number and the samples are "
+            f"{x.dtype}: pad with a whole value, or put the step after normalize",
+        )
+    resized = _resize_to(x, step.height, width, step.method)
+    return _place(resized, step.height, step.max_width, "top-left", step.value)
 
 
 def normalize(x: Array, step: Normalize) -> FloatArray:
@@ -642,6 +659,8 @@ def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
         return layout(x, step.layout)
     if step.color_mode is not None:
         return color_mode(x, step.color_mode)
+    if step.resize_height is not None:
+        return resize_height(x, step.resize_height)
     assert step.dtype is not None
     return dtype(x, step.dtype)
 

@@ -50,6 +50,7 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
         _check_onnx(manifest, where)
     if manifest.format == "torch-export":
         _check_torch_export(manifest, where)
+    _check_alphabets(manifest, where)
     if manifest.format == "torchscript":
         _check_torchscript(manifest, where)
     if manifest.format != "safetensors":
@@ -103,6 +104,27 @@ def _check_torchscript(manifest: ModelManifest, where: Callable[[FileEntry], Pat
         raise FormatMismatch(
             path=path, declared="torchscript", reason=str(exc), found=None
         ) from None
+
+
+def _check_alphabets(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """Each text output's CTC alphabet as the run reads it (``tasks.text_recognition.ctc``):
+    a file of UTF-8 lines, or the ONNX model's metadata entry, read without loading it."""
+    outputs = [o for o in manifest.outputs if o.ctc is not None]
+    if not outputs:
+        return
+    from pinbench.tasks.text_recognition.ctc import AlphabetProblem, read_alphabet
+
+    files = {f.path: where(f) for f in manifest.files}
+    for out in outputs:
+        assert out.ctc is not None
+        try:
+            read_alphabet(out.ctc, files, output=str(out.name))
+        except AlphabetProblem as exc:
+            onnx = next((p for p in files if p.endswith(".onnx")), "(none)")
+            path = out.ctc.alphabet.file or onnx
+            raise FormatMismatch(
+                path=path, declared=manifest.format, reason=str(exc), found=None
+            ) from None
 
 
 def _check_torch_export(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:

@@ -268,6 +268,19 @@ class Letterbox(_Strict, frozen=True, kw_only=True):
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
 
 
+class ResizeHeight(_Strict, frozen=True, kw_only=True):
+    """A text line to ``height`` keeping its aspect ratio, its width ``ceil(height * w / h)``
+    but at most ``max_width``, then padded on the right with ``value`` to ``max_width``
+    (PaddleOCR's ``resize_norm_img`` for its recognisers)."""
+
+    height: Pixels
+    max_width: Pixels
+    value: PadValue = 0
+    """In the samples' values where the step stands: PaddleOCR pads with 0 after its
+    normalize (a grey of 127.5 before it)."""
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+
 class DecodeAudio(_Strict, frozen=True, kw_only=True):
     """A WAV file to a 1-D float32 waveform in [-1, 1] (``pinbench.evaluator.audio``): its
     channels mixed down (``mix``, their mean) or one kept (its index from 0), as declared."""
@@ -320,6 +333,7 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     layout: Layout | None = None
     color_mode: ColorMode | None = None
     dtype: DType | None = None
+    resize_height: ResizeHeight | None = None
     decode_audio: DecodeAudio | None = None
     resample: Resample | None = None
     fit_length: FitLength | None = None
@@ -526,6 +540,35 @@ class Segmentation(_Strict, frozen=True, kw_only=True):
     threshold: Fraction = 0.5
 
 
+class CtcAlphabet(_Strict, frozen=True, kw_only=True):
+    """Where a CTC output's characters are, one per line in class order (blank and space
+    left out): a ``file`` of the model (PaddleOCR's dict format) or an ONNX model's metadata
+    entry (``metadata``: its key, ``character`` in rapidocr's PP-OCR recognisers)."""
+
+    file: str | None = None
+    metadata: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.file is None) == (self.metadata is None):
+            raise ValueError(
+                "a CTC alphabet is either a `file` of the model or an ONNX `metadata` key"
+            )
+        if self.file is not None:
+            check_relative_path(self.file)
+
+
+class Ctc(_Strict, frozen=True, kw_only=True):
+    """How a ``type: text`` output ``(N, T, C)`` is read: CTC greedy decoding
+    (``pinbench.tasks.text_recognition``). Class ``blank`` is CTC's blank; the others are the
+    alphabet's characters in order, then a space when ``space`` is set (PaddleOCR's
+    ``use_space_char``), so C = len(alphabet) + 1 (+ 1)."""
+
+    blank: Annotated[int, b.CTC_BLANK.meta]
+    """The blank's class index (0 in PaddleOCR's recognisers): given, never assumed."""
+    alphabet: CtcAlphabet
+    space: bool = False
+
+
 class Input(_Strict, frozen=True, kw_only=True):
     name: OutputName
     """A layer name, or an index into the model's inputs."""
@@ -537,7 +580,9 @@ class Input(_Strict, frozen=True, kw_only=True):
 
 class Output(_Strict, frozen=True, kw_only=True):
     name: OutputName
-    type: Literal["classification", "tensor", "embedding", "detection", "segmentation"] = "tensor"
+    type: Literal["classification", "tensor", "embedding", "detection", "segmentation", "text"] = (
+        "tensor"
+    )
     steps: list[OutputStep] = msgspec.field(default_factory=list)
     labels: LabelsRef | None = None
     detection: Detection | None = None
@@ -545,14 +590,22 @@ class Output(_Strict, frozen=True, kw_only=True):
     while unset, see ``LATE_OUTPUT_FIELDS``)."""
     segmentation: Segmentation | None = None
     """How a ``type: segmentation`` output is read (likewise a late field)."""
+    ctc: Ctc | None = None
+    """How a ``type: text`` output is decoded (likewise a late field)."""
 
     def __post_init__(self) -> None:
-        for section in ("detection", "segmentation"):
-            if getattr(self, section) is not None and self.type != section:
+        sections = (("detection", "detection"), ("segmentation", "segmentation"), ("ctc", "text"))
+        for section, kind in sections:
+            if getattr(self, section) is not None and self.type != kind:
                 raise ValueError(
                     f"output {self.name!r} has a `{section}` section but type {self.type!r}: "
-                    f"give it `type: {section}`"
+                    f"give it `type: {kind}`"
                 )
+        if self.type == "text" and self.ctc is None:
+            raise ValueError(
+                f"output {self.name!r} of type text needs a `ctc` section: how it is decoded, "
+                "e.g. `ctc: {blank: 0, alphabet: {file: keys.txt}, space: true}`"
+            )
 
 
 # ---------------------------------------------------------------- the four kinds
@@ -612,6 +665,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         for out in self.outputs:
             if out.labels is not None and out.labels.path not in paths:
                 raise ValueError(f"labels file {out.labels.path!r} is not among the files")
+            if out.ctc is not None:
+                _check_alphabet(out, self.format, paths)
         names = {str(i.name): i for i in self.inputs}
         for inp in self.inputs:
             _check_tokenize(inp, paths)
@@ -632,6 +687,20 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                         f"output {out.name!r} pools with mask {mask.name!r}, whose tokenize "
                         f"step gives {first.output}, not attention_mask"
                     )
+
+
+def _check_alphabet(out: Output, model_format: str, paths: set[str]) -> None:
+    assert out.ctc is not None
+    alphabet = out.ctc.alphabet
+    if alphabet.file is not None and alphabet.file not in paths:
+        raise ValueError(
+            f"the alphabet file {alphabet.file!r} of output {out.name!r} is not among the files"
+        )
+    if alphabet.metadata is not None and model_format != "onnx":
+        raise ValueError(
+            f"output {out.name!r} reads its alphabet from ONNX metadata, but the model's "
+            f"format is {model_format}: give the alphabet as a `file`"
+        )
 
 
 def _check_tokenize(inp: Input, paths: set[str]) -> None:
@@ -989,7 +1058,7 @@ LATE_FIELDS = ("installs", "trained_by", "file_index")
 dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
-LATE_OUTPUT_FIELDS = ("detection", "segmentation")
+LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc")
 """A model output's fields added likewise (stripped in lockfiles too)."""
 
 

@@ -93,6 +93,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "layout": "Reorder the axes, e.g. to channels-first.",
         "color_mode": "Convert between RGB, BGR and grayscale (samples taken as RGB).",
         "dtype": "Cast the samples to an element type.",
+        "resize_height": "PaddleOCR's text-line resize (resize_norm_img): scale each sample to "
+        "a height keeping its aspect ratio, its width at most max_width, then pad it on the "
+        "right to max_width. Detection and segmentation runs refuse it (boxes are not mapped "
+        "back through it).",
         "decode_audio": "Decode WAV files (PCM 8/16/24/32-bit, the standard library's wave "
         "module) to float32 waveforms in [-1, 1], their channels mixed down or one picked as "
         "declared; the first step, required for audio datasets. A file of another sample rate "
@@ -125,6 +129,17 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     "ExpandDims": {
         "axis": "Where the new axis goes among each sample's axes, the batch axis not counted "
         "(0: first, -1: last).",
+    },
+    "ResizeHeight": {
+        "height": "The height in pixels (1..16384); the width becomes ceil(height * (w / h)), "
+        "computed in floating point as PaddleOCR does.",
+        "max_width": "The width every sample is padded to (1..16384); a wider text line is "
+        "squeezed to it.",
+        "value": "The padding's value (0..255), in the samples' values where the step stands: "
+        "PaddleOCR pads with 0 after its normalize. 0 by default; a fraction is refused on "
+        "8-bit samples.",
+        "method": "The resampling filter, as in resize: 'bilinear' (the default), 'nearest', "
+        "'bicubic', 'area' or 'lanczos' (Pillow's, not OpenCV's).",
     },
     "Tokenize": {
         "tokenizer": "The Hugging Face tokenizers file (tokenizer.json), among the model's "
@@ -247,7 +262,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "and l2_normalize steps), scored on a sentence-similarity dataset; 'detection': boxes "
         "read per its `detection` section and scored on a detection dataset (COCO mAP). "
         "'segmentation': one class per pixel, read per its `segmentation` section and scored "
-        "on a segmentation dataset (mIoU, pixel accuracy).",
+        "on a segmentation dataset (mIoU, pixel accuracy); 'text': CTC scores (N, T, C) "
+        "decoded per its `ctc` section and scored on a text-recognition dataset (CER, WER, "
+        "exact match).",
         "steps": "The postprocessing, applied in order (softmax/argsort/topk on (N, classes) "
         "scores; pool/l2_normalize on token states); each step has exactly one key.",
         "labels": "The file naming the classes; its path must be among the model's files. "
@@ -260,6 +277,25 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "segmentation": "How a 'type: segmentation' output is read into one class per pixel "
         "(required for that type, refused for the others). Left out of the stored manifest "
         "while unset.",
+        "ctc": "How a 'type: text' output is decoded (required for that type, refused for the "
+        "others). Left out of the stored manifest while unset.",
+    },
+    "Ctc": {
+        "blank": "The class index of CTC's blank (0 in PaddleOCR's recognisers), 0..999999; "
+        "required: never assumed. The other classes are the alphabet's entries in order, "
+        "then the space.",
+        "alphabet": "Where the characters are, one per line: a file of the model or an ONNX "
+        "metadata entry.",
+        "space": "true: a space class follows the alphabet's (PaddleOCR's use_space_char); "
+        "false by default. The output's classes must be the alphabet's entries + 1 (the "
+        "blank) + 1 (the space, if set), checked before anything is timed.",
+    },
+    "CtcAlphabet": {
+        "file": "A file of the model (same path rules as a file entry): UTF-8, one character "
+        "per line as PaddleOCR's dict files, LF or CRLF, an empty line refused.",
+        "metadata": "An ONNX model's metadata_props key whose value holds the characters one "
+        "per line (rapidocr's PP-OCR recognisers: 'character'); read from the file's bytes "
+        "at publish and before a run, never by loading the model.",
     },
     "Detection": {
         "layout": "How the detections are laid out: 'yolov8' ((N, 4 + C, anchors): cx, cy, "

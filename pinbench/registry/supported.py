@@ -17,7 +17,7 @@ from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manif
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
     "input.type": ("image", "tensor", "text"),
-    "output.type": ("classification", "tensor", "embedding", "detection", "segmentation"),
+    "output.type": ("classification", "tensor", "embedding", "detection", "segmentation", "text"),
 }
 """Per field, the values the evaluator acts on (a dataset's task: one the task registry
 knows that accuracy runs score, ``pinbench.tasks``): an input
@@ -26,7 +26,8 @@ text through its tokenize step; an output of type classification or tensor is re
 scores, one of type embedding as sentence embeddings, one of type detection as boxes (its
 ``detection`` section and class-names ``labels`` are required, and the outputs a ``separate``
 layout names must be declared ``type: tensor`` outputs), one of type segmentation as a class
-per pixel (its ``segmentation`` section is required)."""
+per pixel (its ``segmentation`` section is required), one of type text as CTC scores (its
+``ctc`` section is required by the schema)."""
 
 
 class Unsupported(UserError):

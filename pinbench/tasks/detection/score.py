@@ -68,6 +68,12 @@ def geometry_of(spec: Input) -> list[geometry.Step]:
             raise DetectionSetupError(
                 what=f"input {spec.name!r}", reason="a detection input is an image, not text"
             )
+        elif step.resize_height is not None:
+            raise DetectionSetupError(
+                what=f"input {spec.name!r}",
+                reason="boxes and masks are not mapped back through resize_height (a text "
+                "line's step): use resize, max_dimension, pad or letterbox",
+            )
     return out
 
 

@@ -1,0 +1,175 @@
+"""A CTC output's alphabet (from a file of the model, or an ONNX metadata entry read without
+loading the model) and its greedy decoding.
+
+An alphabet holds one entry per line, as PaddleOCR's dict files and rapidocr's ``character``
+metadata do: UTF-8, lines split on LF only (a CR before it dropped), one final line end
+allowed; an entry is the whole line, so a line of one space is the space character. An empty
+line is refused (it would be a class that decodes to nothing). Classes are the alphabet's
+entries in order, then ``" "`` where ``space`` is set (PaddleOCR's ``use_space_char``), with
+the blank inserted at its declared index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.lines import MAX_FILE_BYTES, LabelProblem, read_text
+from pinbench.registry.manifest import Ctc
+
+Array = npt.NDArray[np.generic]
+
+
+class AlphabetProblem(UserError):
+    """A CTC alphabet that cannot be read, or cannot be the output's classes."""
+
+    def __init__(self, *, output: str, source: str, reason: str) -> None:
+        super().__init__(f"the CTC alphabet of output {output!r} ({source}): {reason}")
+        self.output = output
+        self.source = source
+        self.reason = reason
+
+
+class NotCtcScores(UserError):
+    """An output of ``type: text`` that is not one score per sample, time step and class."""
+
+    def __init__(self, *, output: str, shape: tuple[int, ...], reason: str) -> None:
+        super().__init__(f"text output {output!r} of shape {list(shape)}: {reason}")
+        self.output = output
+        self.shape = shape
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Alphabet:
+    classes: tuple[str, ...]
+    """Each class's text, by class index (the blank's is ``""``)."""
+    blank: int
+    source: str
+    """Where the entries came from, for messages."""
+
+    @property
+    def entries(self) -> int:
+        """How many classes are characters (every class but the blank)."""
+        return len(self.classes) - 1
+
+
+def read_alphabet(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> Alphabet:
+    """The classes of a CTC output from its ``ctc`` section; ``model_files`` are the model's
+    verified files by artifact path. Reads bytes only: nothing of the model is executed."""
+    if ctc.alphabet.file is not None:
+        name = ctc.alphabet.file
+        source = f"file {name}"
+        try:
+            text = read_text(model_files[name], name)
+        except LabelProblem as exc:
+            raise AlphabetProblem(output=output, source=source, reason=exc.reason) from None
+    else:
+        assert ctc.alphabet.metadata is not None
+        source, text = _from_metadata(ctc.alphabet.metadata, model_files, output=output)
+    entries = text.split("\n")
+    if entries[-1] == "":
+        entries.pop()  # the final line end
+    entries = [e.removesuffix("\r") for e in entries]
+    if not entries:
+        raise AlphabetProblem(output=output, source=source, reason="it is empty")
+    for number, entry in enumerate(entries, start=1):
+        if not entry:
+            raise AlphabetProblem(
+                output=output,
+                source=source,
+                reason=f"line {number} is empty: each line is one class's character",
+            )
+    if ctc.space:
+        entries.append(" ")
+    if ctc.blank > len(entries):
+        raise AlphabetProblem(
+            output=output,
+            source=source,
+            reason=f"blank {ctc.blank} is past the {len(entries) + 1} classes of "
+            f"{len(entries)} characters and the blank",
+        )
+    entries.insert(ctc.blank, "")
+    return Alphabet(tuple(entries), ctc.blank, source)
+
+
+def _from_metadata(key: str, model_files: Mapping[str, Path], *, output: str) -> tuple[str, str]:
+    from pinbench.artifacts.onnx_proto import MetadataTooLarge, NotProtobuf, metadata_props
+    from pinbench.registry.onnx_files import OnnxRefused, model_file
+
+    source = f"ONNX metadata {key!r}"
+    try:
+        name = model_file(list(model_files))
+        source += f" of {name}"
+        found = metadata_props(model_files[name], wanted=key, max_bytes=MAX_FILE_BYTES)
+    except OnnxRefused as exc:
+        raise AlphabetProblem(output=output, source=source, reason=exc.reason) from None
+    except (NotProtobuf, MetadataTooLarge) as exc:
+        raise AlphabetProblem(output=output, source=source, reason=str(exc)) from None
+    values = [value for k, value in found if k == key]
+    if len(values) != 1:
+        keys = sorted({k for k, _ in found})
+        reason = (
+            f"the key is given {len(values)} times (which one holds the alphabet is ambiguous)"
+            if values
+            else f"the model has no such key (its metadata keys: {', '.join(keys) or 'none'})"
+        )
+        raise AlphabetProblem(output=output, source=source, reason=reason)
+    assert values[0] is not None
+    return source, values[0]
+
+
+def check_scores(shape: tuple[int, ...], alphabet: Alphabet, *, output: str, batch: int) -> None:
+    """A first answer's CTC output is ``(batch, T, C)`` with C the alphabet's classes."""
+    if len(shape) != 3:
+        raise NotCtcScores(
+            output=output,
+            shape=shape,
+            reason="a CTC output has 3 axes, (N, T, C): samples, time steps, classes",
+        )
+    if shape[0] != batch:
+        raise NotCtcScores(
+            output=output,
+            shape=shape,
+            reason=f"its first axis must be the batch's {batch} samples",
+        )
+    if shape[2] != len(alphabet.classes):
+        raise AlphabetProblem(
+            output=output,
+            source=alphabet.source,
+            reason=f"the output scores {shape[2]} classes per time step, but {alphabet.entries} "
+            f"characters and the blank make {len(alphabet.classes)}: the alphabet must be "
+            "the model's (with `space: true` where the model adds a space class)",
+        )
+
+
+def best_path(scores: Array, *, output: str, first: int) -> npt.NDArray[np.int64]:
+    """Each time step's class, ``(N, T)``: the argmax (the first on ties) of scores that must
+    be finite (``first``: the first sample's index, for messages)."""
+    values = np.asarray(scores)
+    finite = np.isfinite(values)
+    if not finite.all():
+        at = np.argwhere(~finite)[0]
+        raise NotCtcScores(
+            output=output,
+            shape=tuple(values.shape),
+            reason=f"sample {first + int(at[0])} has the score {values[tuple(at)]} at time step "
+            f"{int(at[1])}: scores must be finite",
+        )
+    best: npt.NDArray[np.int64] = np.argmax(values, axis=2).astype(np.int64)
+    return best
+
+
+def decode(path: npt.NDArray[np.int64], alphabet: Alphabet) -> str:
+    """One sample's best path as text: repeats collapsed, then the blank dropped."""
+    if not path.size:
+        return ""
+    kept = np.ones(path.shape, dtype=bool)
+    kept[1:] = path[1:] != path[:-1]
+    kept &= path != alphabet.blank
+    return "".join(alphabet.classes[int(c)] for c in path[kept])

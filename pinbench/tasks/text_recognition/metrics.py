@@ -1,0 +1,70 @@
+"""CER, WER and exact match of decoded strings against reference texts (definitions in the
+package's docstring), with a Levenshtein distance vectorised over one string per row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.evaluator.undefined import UndefinedMetric
+
+Ints = npt.NDArray[np.int64]
+
+
+def edit_distance(a: Ints, b: Ints) -> int:
+    """The Levenshtein distance between two sequences of integers (insertions, deletions and
+    substitutions, each 1). One NumPy pass per element of the shorter sequence: a row's
+    insertions are a running minimum of ``row[j] - j``, plus ``j``."""
+    if len(a) < len(b):
+        a, b = b, a
+    if not len(b):
+        return len(a)
+    steps = np.arange(len(a) + 1, dtype=np.int64)
+    row = steps.copy()
+    for i, symbol in enumerate(b, start=1):
+        best = np.empty_like(row)
+        best[0] = i
+        np.minimum(row[1:] + 1, row[:-1] + (a != symbol), out=best[1:])
+        row = np.minimum.accumulate(best - steps) + steps
+    return int(row[-1])
+
+
+def _chars(text: str) -> Ints:
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+
+
+def _words(texts: Sequence[str], ids: dict[str, int]) -> list[Ints]:
+    return [np.array([ids.setdefault(w, len(ids)) for w in t.split()], np.int64) for t in texts]
+
+
+def text_metrics(decoded: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """``cer``, ``wer`` and ``exact_match`` of ``decoded`` against ``references`` (one each per
+    sample, in the same order); ``UndefinedMetric`` where the references hold no character,
+    or no word."""
+    assert len(decoded) == len(references)
+    if not references:
+        raise UndefinedMetric(metric="exact_match", reason="no sample was scored")
+    chars = sum(len(r) for r in references)
+    if not chars:
+        raise UndefinedMetric(
+            metric="cer", reason="the references hold no character (every text is empty)"
+        )
+    ids: dict[str, int] = {}
+    ref_words, hyp_words = _words(references, ids), _words(decoded, ids)
+    words = sum(len(w) for w in ref_words)
+    if not words:
+        raise UndefinedMetric(
+            metric="wer", reason="the references hold no word (every text is whitespace)"
+        )
+    char_edits = sum(
+        edit_distance(_chars(h), _chars(r)) for h, r in zip(decoded, references, strict=True)
+    )
+    word_edits = sum(edit_distance(h, r) for h, r in zip(hyp_words, ref_words, strict=True))
+    exact = sum(h == r for h, r in zip(decoded, references, strict=True))
+    return {
+        "cer": char_edits / chars,
+        "wer": word_edits / words,
+        "exact_match": exact / len(references),
+    }

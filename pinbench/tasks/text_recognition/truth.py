@@ -1,0 +1,152 @@
+"""Each sample's reference text, from the label formats the package's docstring describes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from pinbench.evaluator.lines import LabelProblem, read_text, split_lines
+from pinbench.registry.dataset_layout import folder_prefix
+from pinbench.registry.manifest import LabelFormat
+from pinbench.tasks.text_recognition import MAX_TEXT_CHARS
+
+Row = tuple[int, str, str]
+"""A labels row: its line number, the sample file it names, the text."""
+
+
+def read_texts(
+    labels: LabelFormat,
+    *,
+    samples: list[str] | None,
+    count: int,
+    folder: str | None,
+    read: Callable[[str], Path],
+) -> list[str]:
+    """One reference text per sample, in sample order (``samples``: a per-file dataset's sample
+    paths; ``read`` gives the verified local file of an artifact path)."""
+    where = labels.path
+    assert where is not None  # Task.check_labels
+    text = read_text(read(where), where)
+    if labels.format == "text-txt":
+        texts = split_lines(text, where)
+        for number, line in enumerate(texts, start=1):
+            if not line.strip():
+                raise LabelProblem(
+                    path=where,
+                    reason=f"line {number} is blank: a text-txt line is one sample's text (a "
+                    "sample with no text needs text-csv or text-jsonl)",
+                )
+        if len(texts) != count:
+            raise LabelProblem(
+                path=where, reason=f"{len(texts)} text lines for {count} samples (one per sample)"
+            )
+    else:
+        assert samples is not None and folder is not None  # by_file_name: a folder of files
+        rows = _csv_rows(text, where) if labels.format == "text-csv" else _jsonl_rows(text, where)
+        texts = _by_file(rows, samples, folder, where)
+    for i, found in enumerate(texts):
+        if len(found) > MAX_TEXT_CHARS:
+            raise LabelProblem(
+                path=where,
+                reason=f"the text of sample {i} has {len(found)} characters, more than the "
+                f"{MAX_TEXT_CHARS} a reference may hold",
+            )
+    return texts
+
+
+def _csv_rows(text: str, where: str) -> list[Row]:
+    """Rows of records that are the file's lines (``lines.split_lines``; a quoted field may
+    span lines)."""
+    reader = csv.reader(line + "\n" for line in split_lines(text, where))
+    try:
+        header = next(reader, None)
+        if header is None or "file" not in header or "text" not in header:
+            raise LabelProblem(
+                path=where, reason="the first row must name the columns file and text"
+            )
+        if len(set(header)) != len(header):
+            twice = next(name for name in header if header.count(name) > 1)
+            raise LabelProblem(
+                path=where, reason=f"line 1: the header names column {twice!r} more than once"
+            )
+        f, t = header.index("file"), header.index("text")
+        rows = []
+        for row in reader:
+            number = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise LabelProblem(
+                    path=where,
+                    reason=f"line {number} has {len(row)} columns, the header {len(header)}",
+                )
+            rows.append((number, row[f], row[t]))
+        return rows
+    except csv.Error as exc:
+        raise LabelProblem(path=where, reason=f"line {reader.line_num}: not CSV: {exc}") from None
+
+
+def _jsonl_rows(text: str, where: str) -> list[Row]:
+    rows = []
+    for number, line in enumerate(split_lines(text, where), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            raise LabelProblem(
+                path=where, reason=f"line {number}: key {exc.key!r} appears more than once"
+            ) from None
+        except (ValueError, RecursionError) as exc:
+            raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
+        if not (
+            isinstance(row, dict)
+            and isinstance(row.get("file"), str)
+            and isinstance(row.get("text"), str)
+        ):
+            raise LabelProblem(
+                path=where, reason=f'line {number}: want {{"file": "<path>", "text": "<text>"}}'
+            )
+        rows.append((number, row["file"], row["text"]))
+    return rows
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object refusing a key given twice (``json`` keeps the last, others the first)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        keys = [k for k, _ in pairs]
+        raise _DuplicateKey(next(k for k in keys if keys.count(k) > 1))
+    return out
+
+
+def _by_file(rows: list[Row], samples: list[str], folder: str, where: str) -> list[str]:
+    prefix = folder_prefix(folder)
+    wanted = [p[len(prefix) :] for p in samples]
+    known = set(wanted)
+    found: dict[str, str] = {}
+    for number, file, text in rows:
+        if file not in known:
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number} names {file!r}, not a sample file of the data folder "
+                f"{folder!r} (paths are relative to it)",
+            )
+        if file in found:
+            raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (line {number})")
+        found[file] = text
+    missing = [f for f in wanted if f not in found]
+    if missing:
+        raise LabelProblem(
+            path=where,
+            reason=f"{len(missing)} of {len(wanted)} samples have no text, e.g. {missing[0]!r}",
+        )
+    return [found[f] for f in wanted]
