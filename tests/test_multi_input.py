@@ -36,6 +36,7 @@ from pinbench.registry.manifest import Input, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, sha, write_files
+from tests.package_models import package_file
 
 Array = np.ndarray[Any, Any]
 CLASSES = 10
@@ -381,3 +382,18 @@ def test_a_torchscript_archive_is_recognised_by_its_content_whatever_its_name(
     labels.write_text("speech\n")
     assert model_format(path) == "torchscript"
     assert torchscript_file({"labels.txt": labels, name: path}) == name
+
+
+def test_silero_vads_jit_is_described_as_torchscript_and_its_int_argument_named(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """silero-vad 6.2.3 ships ``silero_vad.jit``: ``manifest model`` writes a TorchScript
+    manifest from it (its ``forward(x, sr: int)`` read as data), and the run refuses it at
+    open naming ``sr``, the argument no tensor batch can be (its raw ONNX is what runs)."""
+    model = shutil.copy(package_file("silero-vad", "silero_vad/data/silero_vad.jit"), tmp_path)
+    _ok(cli("manifest", "model", str(model), "-o", str(tmp_path / "model.yaml")))
+    data = yaml.safe_load((tmp_path / "model.yaml").read_text())
+    assert (data["format"], [i["name"] for i in data["inputs"]]) == ("torchscript", ["x", "sr"])
+    files = ModelFiles({"silero_vad.jit": Path(model)}, "torchscript", inputs=_inputs("x", "sr"))
+    with pytest.raises(ModelLoadError, match="argument 'sr' is int, not a Tensor"):
+        predictor_class("torch")().open(files, PredictorOptions())
