@@ -125,7 +125,7 @@ def read_wav(path: Path, *, name: str, channel: str | int) -> tuple[Waveform, in
         mono = values.mean(axis=1, dtype=np.float64).astype(np.float32)
     else:
         assert isinstance(channel, int)
-        if channel >= info.channels:
+        if not 0 <= channel < info.channels:
             raise AudioRefused(
                 name=name,
                 problem=f"it has {info.channels} channel(s), the step picks channel {channel} "
@@ -244,16 +244,15 @@ def _check_end(reader: wave.Wave_read, name: str) -> None:
 
 def _to_float(raw: bytes, width: int) -> Waveform:
     """Little-endian PCM bytes as float32 in [-1, 1): 8-bit is unsigned (offset 128), wider
-    samples signed; each divided by 2^(bits - 1)."""
+    samples signed; each divided by 2^(bits - 1), a power of two, so the result is the
+    quotient rounded once to float32. At most one int32 copy of the samples is made."""
     if width == 1:
-        values = np.frombuffer(raw, dtype=np.uint8).astype(np.float32) - 128.0
-    elif width == 3:
-        b3 = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3).astype(np.int32)
-        packed = b3[:, 0] | (b3[:, 1] << 8) | (b3[:, 2] << 16)
-        values = (np.where(packed >= 1 << 23, packed - (1 << 24), packed)).astype(np.float32)
+        values = np.frombuffer(raw, dtype=np.uint8).astype(np.float32) - np.float32(128)
+    elif width == 3:  # each sample's 3 bytes at the top of an int32, shifted down with its sign
+        padded = np.zeros((len(raw) // 3, 4), dtype=np.uint8)
+        padded[:, 1:] = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3)
+        values = (padded.view("<i4").reshape(-1) >> 8).astype(np.float32)
     else:
-        dtype = np.dtype("<i2") if width == 2 else np.dtype("<i4")
-        values = np.frombuffer(raw, dtype=dtype).astype(np.float64)  # int32 needs float64
-    scale = float(1 << (8 * width - 1))
-    out: Waveform = (values / scale).astype(np.float32)
+        values = np.frombuffer(raw, dtype="<i2" if width == 2 else "<i4").astype(np.float32)
+    out: Waveform = values / np.float32(1 << (8 * width - 1))
     return out
