@@ -424,3 +424,17 @@ def test_publishing_an_audio_dataset_with_a_truncated_file_is_refused(
     assert refused.code == 1
     assert "clips/b.wav" in refused.err and "data chunk declares 100 frames" in refused.err
     assert json.loads(cli("list", "dataset", "--json").out) == []
+
+
+def test_the_errors_pickle_with_their_data() -> None:
+    import pickle
+
+    errors = [
+        audio.AudioRefused(name="clips/a.wav", problem="a truncated file"),
+        audio.ResampleRefused(name="a.wav", rate_from=44_101, rate_to=16_000, up=16000, down=1),
+        p.InputShape(input="x", step="crop", reason="its step crop reads images"),
+    ]
+    for error in errors:
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and str(back) == str(error)
+        assert back.__dict__ == error.__dict__
