@@ -713,7 +713,7 @@ def test_pp_ocr_recogniser_scores_as_the_direct_computation(
     run = json.loads(cli("runs", "show", runs["test/rec"], "--json").out)
     assert run["status"] == "succeeded", run["error"]
     found = direct_texts(model, images)
-    assert [row["text"] for row in run["details"]["texts"]] == found
+    assert [row["text"] for row in run["details"]["samples"]] == found
     expected = direct_metrics(found, TEXTS)
     assert {k: run[k] for k in expected} == pytest.approx(expected, rel=1e-12)
     assert run["accuracy_samples_count"] == len(TEXTS)

@@ -32,7 +32,7 @@ checked on the first answer, before anything is timed (``ctc``).
 - ``exact_match``: the share of samples whose decoded string equals the reference.
 
 A run records the best path per sample (its class index per time step, ``(N, T)``) as its
-outputs, and the first samples' decoded texts in ``details.texts`` (``sample``, ``truth``,
+outputs, and the first samples' decoded texts in ``details.samples`` (``sample``, ``truth``,
 ``text``, ``right``).
 """
 

@@ -22,7 +22,7 @@ from pinbench.tasks.text_recognition.ctc import (
 )
 
 TEXT_ROWS = 100
-"""The first samples' decoded texts kept in a run's details (``details.texts``)."""
+"""The first samples' decoded texts kept in a run's details (``details.samples``)."""
 
 
 class NoTextOutput(UserError):
@@ -148,4 +148,4 @@ class CtcScorer(Scorer):
             }
             for at, i in enumerate(indexes[:TEXT_ROWS])
         ]
-        return Scored(metrics, np.concatenate(paths), name, {"texts": rows})
+        return Scored(metrics, np.concatenate(paths), name, {"samples": rows})
