@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pinbench.errors import Picklable
+
 MAX_DEPTH = 64
 """Graphs nested deeper than this (If/Loop bodies) are refused: a file, not a recursion bomb."""
 
@@ -251,7 +253,7 @@ def external_locations(path: Path) -> list[tuple[str, str]]:
     return read_onnx(path).locations
 
 
-class MetadataTooLarge(ValueError):
+class MetadataTooLarge(Picklable, ValueError):
     """A metadata value larger than its reader takes."""
 
     def __init__(self, *, key: str, size: int, limit: int) -> None:
