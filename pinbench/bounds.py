@@ -123,6 +123,10 @@ AUDIO_LENGTH = between(1, 1 << 26, "waveform samples; 70 min of 16 kHz, a WAV fi
 AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
 AUDIO_VALUE = between(-1, 1, "a waveform value, as decode_audio gives them")
 AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
+BATCH_AXIS = between(0, 63, "where a state input's batch axis goes among its axes")
+CONSTANT_ELEMENTS = between(1, 4096, "a constant input: a sample rate, a small table")
+STREAM_CHUNK = between(1, 1 << 24, "rows of one chunk; 2^24 is 17 min of 16 kHz audio")
+STREAM_CONTEXT = between(0, 1 << 24, "rows fed again before each chunk")
 TOP_K = between(1, 1_000_000, "past the largest vocabularies (250k classes)")
 FRACTION = between(0, 1, "a threshold, an IoU")
 MAX_DETECTIONS = between(1, 100_000, "COCO counts 100 per image")
@@ -179,6 +183,10 @@ TABLE: Final[dict[str, Bound]] = {
     "fit_length.length": AUDIO_LENGTH,
     "fit_length.value": AUDIO_VALUE,
     "softmax.axis, expand_dims.axis": AXIS,
+    "inputs[].state.batch_axis (at most len(shape))": BATCH_AXIS,
+    "inputs[].value (its element count)": CONSTANT_ELEMENTS,
+    "inputs[].stream.chunk": STREAM_CHUNK,
+    "inputs[].stream.context": STREAM_CONTEXT,
     "topk.k": TOP_K,
     "nms.iou, thresholds (score, mask, segmentation, probability map)": FRACTION,
     "nms.max_detections": MAX_DETECTIONS,

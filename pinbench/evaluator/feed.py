@@ -4,6 +4,7 @@ pipeline (image and audio files decoded, texts tokenized, arrays transformed), c
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from pinbench.evaluator.pipeline import (
     tokenizer_version,
 )
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.stream import prepare_stream
+from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.manifest import Input
 
 Array = npt.NDArray[np.generic]
@@ -44,6 +47,9 @@ class Feed:
     digest: Digest
     """The pipeline digest: the one input's, or one over every input's."""
     decoder: str | None
+    windows: Array | None = None
+    """A streamed input's windows, every sample's in one array (``stream.prepare_stream``);
+    its entry in ``inputs`` and ``arrays`` holds each sample's rows of them."""
 
 
 def prepare(
@@ -57,13 +63,16 @@ def prepare(
     say: Say,
     stop: Stop,
 ) -> Feed:
-    """Every declared input preprocessed (or read from the cache)."""
+    """Every declared input fed from the samples preprocessed (or read from the cache); a
+    constant or state input is the predictor's (``stream.Fed``)."""
     texts = samples.texts is not None
     decoder = tokenizer_version() if texts else decoder_of(samples.format, specs)
     arrays: dict[str, Array] = {}
     digests: dict[str, str] = {}
     hits = []
     encodings: Encodings = {}  # inputs from one tokenizer's encodings tokenize once
+    windows = None
+    specs = [s for s in specs if from_samples(s)]
     for spec in specs:
         files = {s.tokenize.tokenizer for s in spec.steps if s.tokenize is not None}
         digest = pipeline_digest(
@@ -73,14 +82,20 @@ def prepare(
         def compute(spec: Input = spec) -> Array:
             return _preprocess(spec, samples, model_files, say, stop, encodings)
 
-        arrays[str(spec.name)], hit = _cached(cache, dataset_digest, digest, compute)
+        if spec.stream is not None:
+            cached = functools.partial(_cached, cache, dataset_digest)
+            got = prepare_stream(spec, samples, digest, cached, say, stop)
+            arrays[str(spec.name)], windows, hit = got
+        else:
+            arrays[str(spec.name)], hit = _cached(cache, dataset_digest, digest, compute)
         digests[str(spec.name)] = digest.hex
         hits.append(hit)
     if len(specs) == 1:
         (only,) = arrays.values()
-        return Feed(only, arrays, hits[0], Digest(next(iter(digests.values()))), decoder)
+        digest = Digest(next(iter(digests.values())))
+        return Feed(only, arrays, hits[0], digest, decoder, windows)
     joined = Digest.of_bytes(canonical_json(digests))
-    return Feed(NamedInputs(arrays), arrays, all(hits), joined, decoder)
+    return Feed(NamedInputs(arrays), arrays, all(hits), joined, decoder, windows)
 
 
 def _cached(

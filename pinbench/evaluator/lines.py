@@ -84,3 +84,38 @@ def split_lines(text: str, where: str) -> list[str]:
 def read_lines(path: Path, where: str) -> list[str]:
     """A line-based file's lines (``read_text``, then ``split_lines``)."""
     return split_lines(read_text(path, where), where)
+
+
+def json_lines(text: str, where: str) -> list[tuple[int, object]]:
+    """A JSON-lines file's values with their line numbers (``split_lines``; blank lines
+    skipped); a line that is not JSON, or an object giving a key twice (``json`` keeps the
+    last, other readers the first), is refused naming the line."""
+    import json
+
+    out: list[tuple[int, object]] = []
+    for number, line in enumerate(split_lines(text, where), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((number, json.loads(line, object_pairs_hook=_unique_keys)))
+        except _DuplicateKey as exc:
+            raise LabelProblem(
+                path=where, reason=f"line {number}: key {exc.key!r} appears more than once"
+            ) from None
+        except (ValueError, RecursionError) as exc:
+            raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
+    return out
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        keys = [k for k, _ in pairs]
+        raise _DuplicateKey(next(k for k in keys if keys.count(k) > 1))
+    return out

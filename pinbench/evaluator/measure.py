@@ -28,6 +28,7 @@ from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.stream import wrap
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.registry.names import Kind
@@ -205,7 +206,7 @@ def _evaluate(
         scenario=scenario.name,
         mode=scenario.mode,
     )
-    predictor: Predictor = cls()
+    predictor = wrap(cls(), body.model.inputs, feed.windows)  # constants, states, a stream
     options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
     profiling = recorder.wants("framework")
     if profiling:

@@ -28,6 +28,7 @@ from pinbench.registry.manifest import (
     SampleFiles,
     check_relative_path,
     drop_unset,
+    drop_unset_inputs,
     drop_unset_outputs,
 )
 from pinbench.registry.names import Kind
@@ -167,6 +168,7 @@ class Lockfile:
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         if data["model"] is not None:
+            drop_unset_inputs(data["model"]["inputs"])
             drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)
         self.digest = Digest.of_bytes(self.canonical)

@@ -569,6 +569,37 @@ class Ctc(_Strict, frozen=True, kw_only=True):
     space: bool = False
 
 
+class Binary(_Strict, frozen=True, kw_only=True):
+    """A ``type: binary`` output: each value is the probability of the positive class (a
+    sigmoid's, in [0, 1]), read as positive at or above ``threshold``."""
+
+    threshold: Fraction = 0.5
+
+
+class State(_Strict, frozen=True, kw_only=True):
+    """A state input (``registry.input_kinds``): zeros of the input's ``shape`` with the batch's
+    size inserted at ``batch_axis``, fed with every call; in a streamed run, each chunk's
+    output ``next`` is fed back to it for the next chunk."""
+
+    batch_axis: Annotated[int, b.BATCH_AXIS.meta] | None = None
+    """Required (refused, with why, when left out): where the batch axis goes among the model
+    input's axes (0..len(shape))."""
+    next: OutputName | None = None
+    """The model output carried into this input from one chunk to the next."""
+
+
+class Stream(_Strict, frozen=True, kw_only=True):
+    """The input a sample is streamed through (``pinbench.evaluator.stream``): cut along its
+    first axis into chunks of ``chunk`` rows, each fed with the ``context`` rows before it."""
+
+    chunk: Annotated[int, b.STREAM_CHUNK.meta]
+    context: Annotated[int, b.STREAM_CONTEXT.meta] = 0
+
+
+ConstantValue = int | float | bool | list[Any]
+"""A constant input's value: a number or nested lists of numbers (``input_kinds``)."""
+
+
 class Input(_Strict, frozen=True, kw_only=True):
     name: OutputName
     """A layer name, or an index into the model's inputs."""
@@ -576,13 +607,23 @@ class Input(_Strict, frozen=True, kw_only=True):
     element_type: ElementType = "float32"
     shape: list[Annotated[int, b.DIMENSION.meta]] = msgspec.field(default_factory=list)
     steps: list[InputStep] = msgspec.field(default_factory=list)
+    value: ConstantValue | None = None
+    """A constant input: fed unchanged with every call (a late field, see
+    ``LATE_INPUT_FIELDS``; as are ``state`` and ``stream``)."""
+    state: State | None = None
+    stream: Stream | None = None
+
+    def __post_init__(self) -> None:
+        from pinbench.registry.input_kinds import check_input
+
+        check_input(self)
 
 
 class Output(_Strict, frozen=True, kw_only=True):
     name: OutputName
-    type: Literal["classification", "tensor", "embedding", "detection", "segmentation", "text"] = (
-        "tensor"
-    )
+    type: Literal[
+        "classification", "tensor", "embedding", "detection", "segmentation", "text", "binary"
+    ] = "tensor"
     steps: list[OutputStep] = msgspec.field(default_factory=list)
     labels: LabelsRef | None = None
     detection: Detection | None = None
@@ -592,9 +633,18 @@ class Output(_Strict, frozen=True, kw_only=True):
     """How a ``type: segmentation`` output is read (likewise a late field)."""
     ctc: Ctc | None = None
     """How a ``type: text`` output is decoded (likewise a late field)."""
+    binary: Binary | None = None
+    """How a ``type: binary`` output is read (likewise a late field; filled in when left out)."""
 
     def __post_init__(self) -> None:
-        sections = (("detection", "detection"), ("segmentation", "segmentation"), ("ctc", "text"))
+        if self.type == "binary" and self.binary is None:
+            msgspec.structs.force_setattr(self, "binary", Binary())
+        sections = (
+            ("detection", "detection"),
+            ("segmentation", "segmentation"),
+            ("ctc", "text"),
+            ("binary", "binary"),
+        )
         for section, kind in sections:
             if getattr(self, section) is not None and self.type != kind:
                 raise ValueError(
@@ -671,6 +721,9 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         for inp in self.inputs:
             _check_tokenize(inp, paths)
             _check_audio(inp)
+        from pinbench.registry.input_kinds import check_model_inputs
+
+        check_model_inputs(self.inputs, self.outputs)
         for out in self.outputs:
             for ostep in out.steps:
                 if ostep.pool is None or ostep.pool.mask is None:
@@ -1058,8 +1111,20 @@ LATE_FIELDS = ("installs", "trained_by", "file_index")
 dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
-LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc")
+LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary")
 """A model output's fields added likewise (stripped in lockfiles too)."""
+
+
+LATE_INPUT_FIELDS = ("value", "state", "stream")
+"""A model input's fields added likewise (stripped in lockfiles too)."""
+
+
+def drop_unset_inputs(inputs: object) -> None:
+    """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data."""
+    if isinstance(inputs, list):
+        for spec in inputs:
+            if isinstance(spec, dict):
+                drop_unset(spec, LATE_INPUT_FIELDS)
 
 
 def drop_unset_outputs(outputs: object) -> None:
@@ -1089,6 +1154,7 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
         drop_unset(entry, LATE_FILE_FIELDS)
     if isinstance(data.get("labels"), dict):
         drop_unset(data["labels"], LATE_LABEL_FIELDS)
+    drop_unset_inputs(data.get("inputs"))
     drop_unset_outputs(data.get("outputs"))
     return data
 

@@ -248,10 +248,45 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "against the model where it tells, and the preprocessed samples are cast to it.",
         "shape": "The dimensions after the batch axis, e.g. [3, 224, 224]: the model's rank "
         "must be len(shape) + 1 and each of its static dimensions must equal the declared "
-        "one. Empty (the default): not checked.",
+        "one. Empty (the default): not checked. A state's batch axis is at its "
+        "state.batch_axis; a constant has no batch axis (its shape is its value's).",
         "steps": "The preprocessing, applied in order to the whole dataset before any timed "
         "region; samples flow as (N, H, W, C) until a layout step. Each step has exactly one "
         "key.",
+        "value": "A constant input: a number, or nested lists of numbers (at most 4096, 8 "
+        "levels deep), of the element type (whole numbers in range for an integer type, "
+        "true/false for bool, finite for a float type), fed unchanged with every call, with no "
+        "batch axis (silero-vad's sr: 16000, element_type int64); no steps, type tensor; a "
+        "`shape`, if given, must be the value's. Part of the manifest, so of the lockfile. "
+        "Left out of the stored manifest while unset.",
+        "state": "A state input: zeros of `shape` (required) with the batch's size at "
+        "`state.batch_axis`, fed with every call; in a streamed run each chunk's output "
+        "`state.next` is fed back to it. No steps, type tensor. Left out of the stored "
+        "manifest while unset.",
+        "stream": "This input's samples are streamed: each is cut along its first axis into "
+        "chunks of `stream.chunk` rows, each fed after the `stream.context` rows before it "
+        "(zeros before the sample's start and after its end), one model call per chunk; a "
+        "`shape`, if given, starts with context + chunk. One input of a model at most. Left "
+        "out of the stored manifest while unset.",
+    },
+    "State": {
+        "batch_axis": "Required: the batch axis's place among the model input's axes, "
+        "0..len(shape) (silero-vad's (2, N, 128) state: shape [2, 128], batch_axis 1). A "
+        "state without one, or one out of range, is refused.",
+        "next": "The model output fed back to this input for the next chunk of a streamed "
+        "sample (silero-vad's stateN): its shape and element type must be the state's, checked "
+        "on the first call; read beside the declared outputs, never scored, and so not among "
+        "them. Needs a streamed input. Left out: zeros every call.",
+    },
+    "Stream": {
+        "chunk": "Rows per chunk (silero-vad: 512 samples at 16 kHz), 1..16777216; a sample's "
+        "frame k is its rows [k * chunk, (k + 1) * chunk), the last padded with zeros.",
+        "context": "Rows fed again before each chunk (silero-vad: 64), zeros before the "
+        "sample's first; 0 by default.",
+    },
+    "Binary": {
+        "threshold": "A value at or above this (0..1, 0.5 by default) reads as the positive "
+        "class (for voice activity: speech).",
     },
     "Output": {
         "name": "A model output's name, or an integer index into the model's outputs; "
@@ -264,7 +299,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "'segmentation': one class per pixel, read per its `segmentation` section and scored "
         "on a segmentation dataset (mIoU, pixel accuracy); 'text': CTC scores (N, T, C) "
         "decoded per its `ctc` section and scored on a text-recognition dataset (CER, WER, "
-        "exact match).",
+        "exact match); 'binary': the probability of a positive class, e.g. a voice-activity "
+        "model's speech per streamed chunk, read per its `binary` section and scored on a "
+        "voice-activity dataset (frame F1, precision, recall, ROC-AUC).",
         "steps": "The postprocessing, applied in order (softmax/argsort/topk on (N, classes) "
         "scores; pool/l2_normalize on token states); each step has exactly one key.",
         "labels": "The file naming the classes; its path must be among the model's files. "
@@ -279,6 +316,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "while unset.",
         "ctc": "How a 'type: text' output is decoded (required for that type, refused for the "
         "others). Left out of the stored manifest while unset.",
+        "binary": "How a 'type: binary' output is read (refused for the other types; filled "
+        "in with its defaults when left out for that type). Left out of the stored manifest "
+        "while unset.",
     },
     "Ctc": {
         "blank": "The class index of CTC's blank (0 in PaddleOCR's recognisers), 0..999999; "

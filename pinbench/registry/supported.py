@@ -17,7 +17,15 @@ from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manif
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
     "input.type": ("image", "tensor", "text"),
-    "output.type": ("classification", "tensor", "embedding", "detection", "segmentation", "text"),
+    "output.type": (
+        "classification",
+        "tensor",
+        "embedding",
+        "detection",
+        "segmentation",
+        "text",
+        "binary",
+    ),
 }
 """Per field, the values the evaluator acts on (a dataset's task: one the task registry
 knows that accuracy runs score, ``pinbench.tasks``): an input
@@ -27,7 +35,8 @@ scores, one of type embedding as sentence embeddings, one of type detection as b
 ``detection`` section and class-names ``labels`` are required, and the outputs a ``separate``
 layout names must be declared ``type: tensor`` outputs), one of type segmentation as a class
 per pixel (its ``segmentation`` section is required), one of type text as CTC scores (its
-``ctc`` section is required by the schema)."""
+``ctc`` section is required by the schema), one of type binary as a probability of the
+positive class (a voice-activity model's speech, at its ``binary.threshold``)."""
 
 
 class Unsupported(UserError):

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from pinbench.errors import UserError
 from pinbench.evaluator.named import NamedInputs, describe
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.registry.input_kinds import declared_shape, model_dims
 from pinbench.registry.manifest import Input, Output
 from pinbench.trace.events import FrameworkTrace
 from pinbench.trace.levels import TraceUnsupported, offers
@@ -94,7 +95,9 @@ def bind_inputs(declared: Sequence[Input], ports: Sequence[Port]) -> list[Port]:
     model needs data for each). The element type is compared where the model tells it; the
     declared ``shape`` excludes the batch axis: the model's rank is ``len(shape) + 1`` and
     each of its static dimensions after the batch axis must equal the declared one (a
-    dynamic dimension fits any). An empty ``shape`` declares no shape. With nothing declared,
+    dynamic dimension fits any). An empty ``shape`` declares no shape. A state input's batch
+    axis is at its ``batch_axis``; a constant has its value's shape, no batch axis
+    (``registry.input_kinds.model_dims``). With nothing declared,
     the model must have exactly one input, which is used."""
     if not declared:
         if len(ports) != 1:
@@ -115,18 +118,18 @@ def bind_inputs(declared: Sequence[Input], ports: Sequence[Port]) -> list[Port]:
                 declared=f"element type {spec.element_type}",
                 model=f"element type {port.dtype} for {port.name!r}",
             )
-        if not spec.shape or port.shape is None:
+        want = model_dims(spec)  # None at the batch axis; a constant has none
+        if want is None or port.shape is None:
             continue
-        want = ["batch", *spec.shape]
         fits = len(port.shape) == len(want) and all(
-            not isinstance(got, int) or got == dim
-            for got, dim in zip(port.shape[1:], spec.shape, strict=True)
+            dim is None or not isinstance(got, int) or got == dim
+            for got, dim in zip(port.shape, want, strict=True)
         )
         if not fits:
             raise SignatureMismatch(
                 side="input",
                 name=label,
-                declared=f"shape {spec.shape} after the batch axis (rank {len(want)})",
+                declared=declared_shape(spec),
                 model=f"shape {list(port.shape)} for {port.name!r} (rank {len(port.shape)})",
             )
     undeclared = [p for p in ports if p not in bound]

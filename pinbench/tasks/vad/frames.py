@@ -1,0 +1,39 @@
+"""Frames: where a sample's speech spans (seconds) meet its streamed frames.
+
+Frame ``k`` of a sample streamed in chunks of ``chunk`` samples at ``rate`` Hz covers its
+samples ``[k * chunk, (k + 1) * chunk)``, the seconds ``[k * chunk / rate, (k + 1) * chunk /
+rate)``; a sample of ``L`` samples has ``ceil(L / chunk)`` frames, the last padded
+(``pinbench.evaluator.stream``). A frame is speech when its centre, ``(k + 1/2) * chunk /
+rate`` seconds, lies in a span ``[start, end)``. Computed exactly: the centre is a fraction,
+a span's ends the exact values of their floats."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.tasks.vad.truth import Span
+
+
+def first_frame_at(seconds: float, chunk: int, rate: int) -> int:
+    """The first frame whose centre is at or after ``seconds``: the least ``k`` with
+    ``(2k + 1) * chunk >= 2 * rate * seconds``."""
+    return max(0, math.ceil((Fraction(seconds) * 2 * rate / chunk - 1) / 2))
+
+
+def speech_frames(spans: list[Span], frames: int, chunk: int, rate: int) -> npt.NDArray[np.bool_]:
+    """Which of a sample's ``frames`` frames are speech."""
+    speech = np.zeros(frames, dtype=bool)
+    for start, end in spans:
+        lo = min(first_frame_at(start, chunk, rate), frames)
+        hi = min(first_frame_at(end, chunk, rate), frames)
+        speech[lo:hi] = True
+    return speech
+
+
+def covered_seconds(frames: int, chunk: int, rate: int) -> Fraction:
+    """The seconds a sample's frames cover (its length, up to the last chunk's padding)."""
+    return Fraction(frames * chunk, rate)

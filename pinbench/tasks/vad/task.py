@@ -1,0 +1,199 @@
+"""Voice-activity detection: a model streamed in chunks (``pinbench.evaluator.stream``) whose
+``type: binary`` output gives each chunk's speech probability, scored frame by frame against
+each sample's speech spans (``truth``, ``frames``, ``metrics``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.registry.input_kinds import sample_rate
+from pinbench.registry.manifest import Input, Output
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.vad.frames import covered_seconds, speech_frames
+from pinbench.tasks.vad.metrics import activity_metrics
+from pinbench.tasks.vad.truth import Span, read_segments
+
+FORMAT = "speech-segments"
+
+
+class NotAnActivityModel(UserError):
+    """A voice-activity accuracy run on a model that cannot give per-frame speech
+    probabilities in seconds: says what its manifest lacks."""
+
+    def __init__(self, *, model: str, reason: str) -> None:
+        super().__init__(f"a voice-activity run cannot score model {model}: {reason}")
+        self.model = model
+        self.reason = reason
+
+
+class BadActivityOutput(UserError):
+    """An answer that is not one speech probability per frame."""
+
+    def __init__(self, *, output: str, reason: str) -> None:
+        super().__init__(f"output {output!r}: {reason}")
+        self.output = output
+        self.reason = reason
+
+
+class SpanPastEnd(UserError):
+    """A speech span ending after its sample's last frame: labels of another file, or of
+    another rate."""
+
+    def __init__(self, *, sample: str, end: float, seconds: float) -> None:
+        super().__init__(
+            f"the speech span of sample {sample} ending at {end} s is past its end: its frames "
+            f"cover {seconds:.6g} s (are the labels this file's?)"
+        )
+        self.sample = sample
+        self.end = end
+        self.seconds = seconds
+
+
+class VoiceActivity(Task):
+    name = "voice-activity"
+    title = "voice activity"
+    label_formats = (FORMAT,)
+    by_file_name = (FORMAT,)
+    metrics = (
+        Metric("frame_f1", "frame F1", headline=True),
+        Metric("frame_precision", "frame precision"),
+        Metric("frame_recall", "frame recall"),
+        Metric("frame_roc_auc", "frame ROC-AUC"),
+        Metric("frames_count", "frames scored", unit="count"),
+    )
+
+    def check_labels(self, labels: Any, *, per_file: bool) -> None:
+        super().check_labels(labels, per_file=per_file)
+        if labels.path is None:
+            raise ValueError(f"{FORMAT} labels need `path`: the JSON-lines file of speech spans")
+        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
+        if given:
+            raise ValueError(f"{FORMAT} labels have no classes: `{given[0]}` does not apply")
+
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        path = source.dataset.labels.path
+        assert path is not None and source.listed is not None and source.folder is not None
+        spans = read_segments(
+            path, samples=source.listed, folder=source.folder, read=source.paths.__getitem__
+        )
+        return {"truth": spans}
+
+    def prepare(self, context: Context) -> Scorer | None:
+        model = context.model_ref
+        found = [o for o in context.model.outputs if o.type == "binary"]
+        streamed = next((i for i in context.model.inputs if i.stream is not None), None)
+        rate = sample_rate(streamed) if streamed is not None else None
+        problem = None
+        if len(found) != 1:
+            problem = (
+                f"it declares {len(found)} outputs of `type: binary`; want one, the speech "
+                "probability of each chunk"
+            )
+        elif streamed is None:
+            problem = (
+                "no input is streamed: a frame is a chunk of a streamed input (declare "
+                "`stream: {chunk: ...}` on the input the audio is cut from)"
+            )
+        elif rate is None:
+            problem = (
+                f"the streamed input {streamed.name!r} declares no sample rate, so its frames "
+                "have no time: decode the audio with `decode_audio: {rate: ...}` or resample it"
+            )
+        if problem is not None:
+            if context.accuracy:
+                raise NotAnActivityModel(model=model, reason=problem)
+            return None
+        assert streamed is not None and rate is not None
+        return ActivityScorer(found[0], streamed, rate, context)
+
+
+class ActivityScorer(Scorer):
+    def __init__(self, output: Output, streamed: Input, rate: int, context: Context) -> None:
+        assert output.binary is not None and streamed.stream is not None
+        self.output = output
+        self.outputs = [str(output.name)]
+        self.streamed = streamed
+        self.chunk = streamed.stream.chunk
+        self.rate = rate
+        self.threshold = output.binary.threshold
+        self.context = context
+
+    def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
+        """The first batch's answer holds one probability in [0, 1] per frame of each
+        sample, and (accuracy) its samples' spans end within their frames."""
+        counts = self._counts(arrays)
+        probabilities = self._per_frame(answer, batch, int(counts.max()))
+        for row, count in enumerate(counts):
+            self._probabilities(probabilities[row, :count])
+        if self.context.accuracy:
+            for index, count in enumerate(counts):
+                self._speech(index, int(count))
+
+    def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
+        counts = self._counts(arrays)
+        indexes = sorted(answers)
+        scored, truth = [], []
+        for index in indexes:
+            count = int(counts[index])
+            frames = self._per_frame(answers[index], 1, None)[0, :count]
+            scored.append(self._probabilities(frames))
+            truth.append(self._speech(index, count))
+        probability = np.concatenate(scored)
+        metrics = activity_metrics(probability, np.concatenate(truth), self.threshold)
+        details = {
+            "voice_activity": {
+                "frame_samples": self.chunk,
+                "rate": self.rate,
+                "threshold": self.threshold,
+                "samples": len(indexes),
+            }
+        }
+        return Scored(metrics, probability.astype(np.float32), self.outputs[0], details)
+
+    def _counts(self, arrays: dict[str, Array]) -> Array:
+        from pinbench.evaluator.stream import frame_counts
+
+        return frame_counts(arrays, self.context.model.inputs)
+
+    def _per_frame(self, answer: Answer, batch: int, frames: int | None) -> Array:
+        """The answer as ``(batch, frames)``: a streamed chunk's output is one value per
+        sample, ``(B, 1)`` or ``(B,)``, stacked to ``(B, frames, 1)`` or ``(B, frames)``."""
+        name = self.outputs[0]
+        value = np.asarray(answer[name])
+        shape = list(value.shape)
+        if value.ndim == 3 and shape[2] == 1:
+            value = value[:, :, 0]
+        if value.ndim != 2 or value.shape[0] != batch or (frames and value.shape[1] < frames):
+            raise BadActivityOutput(
+                output=name,
+                reason=f"a batch of {batch} samples streamed"
+                + (f" in up to {frames} chunks" if frames else "")
+                + f" gave shape {shape}: each chunk's answer must be one speech probability "
+                "per sample, (N, 1) or (N,)",
+            )
+        return value
+
+    def _probabilities(self, frames: Array) -> npt.NDArray[np.float64]:
+        out = frames.astype(np.float64)
+        if out.size and not (np.isfinite(out).all() and out.min() >= 0 and out.max() <= 1):
+            bad = out[~(np.isfinite(out) & (out >= 0) & (out <= 1))][0]
+            raise BadActivityOutput(
+                output=self.outputs[0],
+                reason=f"the value {bad} is not a probability in [0, 1] (a logit without its "
+                "sigmoid?)",
+            )
+        return out
+
+    def _speech(self, index: int, count: int) -> npt.NDArray[np.bool_]:
+        spans: list[Span] = self.context.samples.truth[index]
+        seconds = covered_seconds(count, self.chunk, self.rate)
+        for _, end in spans:
+            if end > seconds:
+                files = self.context.samples.files
+                sample = files[index].path if files is not None else f"#{index}"
+                raise SpanPastEnd(sample=sample, end=end, seconds=float(seconds))
+        return speech_frames(spans, count, self.chunk, self.rate)

@@ -1,0 +1,83 @@
+"""Voice-activity ground truth, labels of format ``speech-segments``: a JSON-lines file of
+one object per sample file, ``{"file": "a.wav", "speech": [[0.5, 1.25], [2.0, 3.1]]}``.
+
+``file`` is the sample's path relative to the data folder; every sample file has one line.
+``speech`` lists the spans of speech, each ``[start, end]`` in seconds from the file's start
+(JSON numbers, ``0 <= start < end``), the span ``[start, end)``; ``[]`` for a file with no
+speech. Spans may touch or overlap (speech is their union)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from pinbench.evaluator.lines import LabelProblem, json_lines, read_text
+from pinbench.registry.dataset_layout import folder_prefix
+
+Span = tuple[float, float]
+MAX_SPANS = 100_000
+"""Speech spans of one file: a span every 10 ms of a 16-minute file."""
+
+
+def read_segments(
+    where: str, *, samples: list[str], folder: str, read: Callable[[str], Path]
+) -> list[list[Span]]:
+    """Each sample's speech spans, in sample order (``samples``: the sample files' artifact
+    paths; ``read`` gives a verified local file by its artifact path)."""
+    prefix = folder_prefix(folder)
+    wanted = [p[len(prefix) :] for p in samples]
+    known = set(wanted)
+    found: dict[str, list[Span]] = {}
+    for number, row in json_lines(read_text(read(where), where), where):
+        if not isinstance(row, dict) or set(row) != {"file", "speech"}:
+            raise LabelProblem(
+                path=where,
+                reason=f'line {number}: want {{"file": "<path>", "speech": [[start, end], ...]}}',
+            )
+        file = row["file"]
+        if not isinstance(file, str) or file not in known:
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number} names {file!r}, not a sample file of the data folder "
+                f"{folder!r} (paths are relative to it)",
+            )
+        if file in found:
+            raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (line {number})")
+        found[file] = _spans(row["speech"], where, number)
+    missing = [f for f in wanted if f not in found]
+    if missing:
+        raise LabelProblem(
+            path=where,
+            reason=f"{len(missing)} of {len(wanted)} samples have no line, e.g. {missing[0]!r} "
+            '(a file without speech: "speech": [])',
+        )
+    return [found[f] for f in wanted]
+
+
+def _spans(raw: object, where: str, number: int) -> list[Span]:
+    if not isinstance(raw, list):
+        raise LabelProblem(path=where, reason=f"line {number}: speech is not a list of spans")
+    if len(raw) > MAX_SPANS:
+        raise LabelProblem(
+            path=where, reason=f"line {number}: {len(raw)} spans, more than {MAX_SPANS}"
+        )
+    spans = []
+    for span in raw:
+        if not (
+            isinstance(span, list)
+            and len(span) == 2
+            and all(isinstance(t, int | float) and not isinstance(t, bool) for t in span)
+        ):
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number}: span {span!r} is not [start, end] in seconds",
+            )
+        start, end = float(span[0]), float(span[1])
+        if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number}: span {span!r} is not 0 <= start < end (seconds)",
+            )
+        spans.append((start, end))
+    return spans

@@ -1,0 +1,330 @@
+"""Voice-activity detection with silero-vad's raw ONNX, as its wheel ships it (decision 128):
+a constant input (``sr``), a state input carried from chunk to chunk (``state`` <- ``stateN``),
+WAV audio streamed in chunks of 512 samples with 64 of context. Through the CLI the run's
+frame metrics equal scikit-learn's over the probabilities of a direct onnxruntime loop written
+here (silero-vad's own ``OnnxWrapper`` loop, in NumPy); the metrics' undefined cases and the
+frame rule are held against direct computations."""
+
+from __future__ import annotations
+
+import io
+import json
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from sklearn import metrics as sk
+
+from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.tasks.vad.frames import speech_frames
+from pinbench.tasks.vad.metrics import activity_metrics
+from tests.helpers import Cli, dump, write_files
+from tests.package_models import package_file
+
+RATE = 16_000
+CHUNK, CONTEXT = 512, 64
+SILERO = ("silero-vad", "silero_vad/data/silero_vad.onnx")
+
+
+def speech(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Speech-like: a voiced harmonic series with a wandering pitch, its amplitude modulated
+    at a syllable rate (4 Hz), and a little noise."""
+    t = np.arange(int(seconds * RATE)) / RATE
+    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.5 * t)) / RATE
+    voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
+    syllables = 0.5 * (1 + np.sin(2 * np.pi * 4 * t))
+    return 0.3 * voiced * syllables + 0.01 * rng.normal(size=t.size)
+
+
+def silence(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    return 0.003 * rng.normal(size=int(seconds * RATE))
+
+
+def wav(samples: np.ndarray, rate: int = RATE) -> bytes:
+    """16-bit PCM mono, as ``decode_audio`` reads it back: the int16 values / 32768."""
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(np.clip(np.round(samples * 32768), -32768, 32767).astype("<i2").tobytes())
+    return buf.getvalue()
+
+
+def decoded(data: bytes) -> np.ndarray:
+    with wave.open(io.BytesIO(data)) as f:
+        return np.frombuffer(f.readframes(f.getnframes()), "<i2").astype(np.float32) / 32768
+
+
+def clips() -> dict[str, tuple[bytes, list[list[float]]]]:
+    """Three files of different lengths, with their speech spans (seconds); speech starts
+    after a second of quiet (silero-vad takes that long to settle from its zero state)."""
+    rng = np.random.default_rng(35)
+    a = np.concatenate([silence(1.0, rng), speech(1.5, rng), silence(0.5, rng)])
+    b = [
+        silence(1.0, rng),
+        speech(1.0, rng),
+        silence(0.6, rng),
+        speech(0.8, rng),
+        silence(0.3, rng),
+    ]
+    c = silence(0.7, rng)
+    return {
+        "a.wav": (wav(a), [[1.0, 2.5]]),
+        "b.wav": (wav(np.concatenate(b)), [[1.0, 2.0], [2.6, 3.4]]),
+        "c.wav": (wav(c), []),
+    }
+
+
+def silero_manifest(model: Path, **changes: Any) -> dict[str, Any]:
+    """silero-vad's ONNX as published: its three inputs and the speech probability."""
+    data = model.read_bytes()
+    doc: dict[str, Any] = {
+        "kind": "model",
+        "name": "audio/silero-vad",
+        "version": "6.2.3",
+        "format": "onnx",
+        "framework": {"name": "onnxruntime", "range": "^1"},
+        "files": write_files(model.parent, {model.name: data}),
+        "inputs": [
+            {
+                "name": "input",
+                "shape": [CONTEXT + CHUNK],
+                "steps": [{"decode_audio": {"channel": "mix", "rate": RATE}}],
+                "stream": {"chunk": CHUNK, "context": CONTEXT},
+            },
+            {"name": "state", "shape": [2, 128], "state": {"batch_axis": 1, "next": "stateN"}},
+            {"name": "sr", "element_type": "int64", "value": RATE},
+        ],
+        "outputs": [{"name": "output", "type": "binary", "binary": {"threshold": 0.5}}],
+    }
+    doc.update(changes)
+    return doc
+
+
+def dataset_manifest(
+    root: Path, files: dict[str, tuple[bytes, list[list[float]]]]
+) -> dict[str, Any]:
+    lines = "".join(json.dumps({"file": n, "speech": s}) + "\n" for n, (_, s) in files.items())
+    entries = write_files(
+        root,
+        {**{f"wavs/{n}": b for n, (b, _) in files.items()}, "speech.jsonl": lines.encode()},
+    )
+    return {
+        "kind": "dataset",
+        "name": "audio/speech-clips",
+        "version": "1.0.0",
+        "task": "voice-activity",
+        "files": entries,
+        "data": {"format": "audio", "path": "wavs"},
+        "labels": {"format": "speech-segments", "path": "speech.jsonl"},
+    }
+
+
+def direct(session: Any, x: np.ndarray, *, carry: bool = True) -> np.ndarray:
+    """silero-vad's ``OnnxWrapper`` loop: 512-sample chunks (the last zero-padded), each after
+    the 64 samples before it (zeros first), the state carried (or zero for every chunk)."""
+    frames = -(-len(x) // CHUNK)
+    padded = np.zeros(frames * CHUNK, np.float32)
+    padded[: len(x)] = x
+    state = np.zeros((2, 1, 128), np.float32)
+    context = np.zeros((1, CONTEXT), np.float32)
+    out = []
+    for k in range(frames):
+        window = np.concatenate([context, padded[None, k * CHUNK : (k + 1) * CHUNK]], axis=1)
+        p, after = session.run(None, {"input": window, "state": state, "sr": np.array(RATE)})
+        state = after if carry else state
+        context = window[:, -CONTEXT:]
+        out.append(float(p[0, 0]))
+    return np.asarray(out)
+
+
+def centre_rule(spans: list[list[float]], frames: int) -> np.ndarray:
+    """Frame k is speech when its centre (k + 1/2) * 512 / 16000 s lies in a span."""
+    centres = (np.arange(frames) + 0.5) * CHUNK / RATE
+    return np.array([any(s <= c < e for s, e in spans) for c in centres], dtype=bool)
+
+
+@pytest.fixture(scope="module")
+def silero() -> Path:
+    return package_file(*SILERO)
+
+
+def test_silero_vad_streams_with_its_state_carried_and_scores_frames(
+    cli: Cli, tmp_path: Path, silero: Path
+) -> None:
+    import onnxruntime as ort
+
+    files = clips()
+    model_yaml = dump(tmp_path / "m" / "model.yaml", silero_manifest(_copy(silero, tmp_path / "m")))
+    data_yaml = dump(tmp_path / "d" / "dataset.yaml", dataset_manifest(tmp_path / "d", files))
+    fw_yaml = tmp_path / "framework.yaml"
+    fw = cli("manifest", "framework", f"onnxruntime=={ort.__version__}", "-o", str(fw_yaml))
+    assert fw.code == 0, fw.err
+    assert cli("init").code == 0
+    for path in (fw_yaml, model_yaml, data_yaml):
+        published = cli("publish", str(path))
+        assert published.code == 0, published.err
+    framework = yaml.safe_load(fw_yaml.read_text())["name"]
+    request = dump(
+        tmp_path / "request.yaml",
+        {
+            "model": "audio/silero-vad@6",
+            "framework": f"{framework}@*",
+            "dataset": "audio/speech-clips@1",
+            "scenario": {"mode": "accuracy"},
+        },
+    )
+    assert cli("lock", str(request), "-o", str(tmp_path / "vad.lock")).code == 0
+    ran = cli("run", str(tmp_path / "vad.lock"), "--runner", "local")
+    assert ran.code == 0, ran.err
+    (run,) = json.loads(cli("runs", "list", "--json").out)
+    assert run["status"] == "succeeded"
+
+    session = ort.InferenceSession(str(silero), providers=["CPUExecutionProvider"])
+    carried = [direct(session, decoded(data)) for data, _ in files.values()]
+    truth = [
+        centre_rule(spans, len(p)) for p, (_, spans) in zip(carried, files.values(), strict=True)
+    ]
+    p, y = np.concatenate(carried), np.concatenate(truth)
+    assert (
+        run["frames_count"]
+        == len(y)
+        == sum(-(-len(decoded(d)) // CHUNK) for d, _ in files.values())
+    )
+    assert run["frame_precision"] == pytest.approx(sk.precision_score(y, p >= 0.5), abs=1e-12)
+    assert run["frame_recall"] == pytest.approx(sk.recall_score(y, p >= 0.5), abs=1e-12)
+    assert run["frame_f1"] == pytest.approx(sk.f1_score(y, p >= 0.5), abs=1e-12)
+    assert run["frame_roc_auc"] == pytest.approx(sk.roc_auc_score(y, p), abs=1e-12)
+    # what carrying the state is for: every speech frame found; with a zero state for every
+    # chunk, some 30% of them
+    assert run["frame_recall"] == 1.0
+    zeroed = np.concatenate([direct(session, decoded(d), carry=False) for d, _ in files.values()])
+    assert sk.recall_score(y, zeroed >= 0.5) < 0.5
+
+
+def _copy(model: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / model.name
+    target.write_bytes(model.read_bytes())
+    return target
+
+
+# ---------------------------------------------------------------- the frame rule and metrics
+
+
+def test_a_frame_is_speech_when_its_centre_lies_in_a_span() -> None:
+    # chunk 4 at 8 Hz: frames of 0.5 s, centres at 0.25, 0.75, 1.25, 1.75 (exact in binary)
+    table = [
+        ([(0.25, 0.75)], [1, 0, 0, 0]),  # a span starting at a centre holds it; its end does not
+        ([(0.26, 0.75)], [0, 0, 0, 0]),
+        ([(0.0, 2.0)], [1, 1, 1, 1]),
+        ([(0.7, 0.8), (1.2, 1.3)], [0, 1, 1, 0]),
+        ([(1.0, 1.74), (1.5, 1.76)], [0, 0, 1, 1]),  # overlapping spans: their union
+    ]
+    for spans, want in table:
+        assert speech_frames(spans, 4, 4, 8).tolist() == [bool(w) for w in want], spans
+
+
+def test_frame_metrics_equal_scikit_learn_with_tied_probabilities() -> None:
+    rng = np.random.default_rng(7)
+    truth = rng.random(400) < 0.4
+    noisy = truth * 0.3 + rng.random(400) * 0.7
+    probability = np.round(noisy, 1).astype(np.float64)  # many ties
+    got = activity_metrics(probability, truth, 0.5)
+    predicted = probability >= 0.5
+    assert got["frame_precision"] == pytest.approx(sk.precision_score(truth, predicted), abs=1e-12)
+    assert got["frame_recall"] == pytest.approx(sk.recall_score(truth, predicted), abs=1e-12)
+    assert got["frame_f1"] == pytest.approx(sk.f1_score(truth, predicted), abs=1e-12)
+    assert got["frame_roc_auc"] == pytest.approx(sk.roc_auc_score(truth, probability), abs=1e-12)
+    assert got["frames_count"] == 400
+
+
+@pytest.mark.parametrize(
+    ("truth", "probability", "metric"),
+    [
+        ([False, False, False], [0.9, 0.1, 0.7], "frame_recall"),  # no speech in the truth
+        ([True, True], [0.9, 0.8], "frame_roc_auc"),  # speech only: no ROC-AUC
+        ([True, False], [0.2, 0.1], "frame_precision"),  # no frame predicted speech
+    ],
+)
+def test_an_undefined_frame_metric_fails_never_zero(
+    truth: list[bool], probability: list[float], metric: str
+) -> None:
+    with pytest.raises(UndefinedMetric, match=f"metric {metric} is undefined"):
+        activity_metrics(np.asarray(probability), np.asarray(truth), 0.5)
+
+
+# ---------------------------------------------------------------- bad declarations
+
+
+def _inputs(**state: Any) -> list[dict[str, Any]]:
+    return [
+        {"name": "input", "shape": [576], "stream": {"chunk": 512, "context": 64}},
+        {"name": "state", "shape": [2, 128], "state": state},
+        {"name": "sr", "element_type": "int64", "value": 16000},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "outputs", "refusal"),
+    [
+        (_inputs(next="stateN"), None, "is a state without a batch_axis"),
+        (_inputs(batch_axis=3, next="stateN"), None, "state.batch_axis 3 is out of range"),
+        (
+            [{"name": "state", "state": {"batch_axis": 0}}, {"name": "x"}],
+            None,
+            "is a state: declare its shape",
+        ),
+        (
+            [{"name": "x", "shape": [512], "stream": {"chunk": 512, "context": 64}}],
+            None,
+            "its first dimension must be 576",
+        ),
+        (
+            [
+                {"name": "x"},
+                {"name": "state", "shape": [2], "state": {"batch_axis": 0, "next": "y"}},
+            ],
+            None,
+            "no input is streamed",
+        ),
+        (_inputs(batch_axis=1, next="stateN"), [{"name": "stateN"}], "it is not an answer"),
+        (
+            [{"name": "sr", "value": 1}, {"name": "s", "shape": [1], "state": {"batch_axis": 0}}],
+            None,
+            "one at least must be fed from the",
+        ),
+        (
+            [{"name": "x"}, {"name": "sr", "element_type": "int64", "value": 0.5}],
+            None,
+            "not a whole number",
+        ),
+        ([{"name": "x"}, {"name": "t", "value": [[1, 2], [3]]}], None, "not rectangular"),
+        ([{"name": "x"}, {"name": "t", "value": [0.0] * 4097}], None, "between 1 and 4096"),
+        (
+            [{"name": "x"}, {"name": "sr", "value": 1, "steps": [{"dtype": {"to": "int64"}}]}],
+            None,
+            "with no steps",
+        ),
+        (
+            [{"name": "x"}, {"name": "sr", "value": 1, "state": {"batch_axis": 0}, "shape": [1]}],
+            None,
+            "declares value and state",
+        ),
+    ],
+)
+def test_bad_constant_state_and_stream_declarations_are_refused(
+    tmp_path: Path, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]] | None, refusal: str
+) -> None:
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"onnx")
+    doc = silero_manifest(model, inputs=inputs)
+    if outputs is not None:
+        doc["outputs"] = outputs
+    with pytest.raises(ManifestError, match=refusal):
+        parse_manifest(doc)
