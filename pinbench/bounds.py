@@ -127,6 +127,7 @@ BATCH_AXIS = between(0, 63, "where a state input's batch axis goes among its axe
 CONSTANT_ELEMENTS = between(1, 4096, "a constant input: a sample rate, a small table")
 STREAM_CHUNK = between(1, 1 << 24, "rows of one chunk; 2^24 is 17 min of 16 kHz audio")
 STREAM_CONTEXT = between(0, 1 << 24, "rows fed again before each chunk")
+STATE_ELEMENTS = between(1, 1 << 24, "values of one sample's state; silero-vad's holds 256")
 TOP_K = between(1, 1_000_000, "past the largest vocabularies (250k classes)")
 FRACTION = between(0, 1, "a threshold, an IoU")
 MAX_DETECTIONS = between(1, 100_000, "COCO counts 100 per image")
@@ -187,6 +188,7 @@ TABLE: Final[dict[str, Bound]] = {
     "inputs[].value (its element count)": CONSTANT_ELEMENTS,
     "inputs[].stream.chunk": STREAM_CHUNK,
     "inputs[].stream.context": STREAM_CONTEXT,
+    "inputs[].state (its shape's element count)": STATE_ELEMENTS,
     "topk.k": TOP_K,
     "nms.iou, thresholds (score, mask, segmentation, probability map)": FRACTION,
     "nms.max_detections": MAX_DETECTIONS,

@@ -173,3 +173,13 @@ def _digest() -> Any:
     from pinbench.artifacts.digest import Digest
 
     return Digest.of_bytes(b"pipeline")
+
+
+def test_a_batch_whose_zero_state_is_too_large_is_refused_before_it_is_made() -> None:
+    declared = [
+        msgspec.convert(d, Input)
+        for d in ({"name": "x"}, {"name": "s", "shape": [1 << 24], "state": {"batch_axis": 0}})
+    ]
+    fed = wrap(OnnxRuntimePredictor(), declared, None)
+    with pytest.raises(StreamError, match="for a batch of 64 holds more than"):
+        fed.check_input(np.zeros((64, 4), np.float32))

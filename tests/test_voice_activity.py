@@ -316,6 +316,11 @@ def _inputs(**state: Any) -> list[dict[str, Any]]:
             None,
             "declares value and state",
         ),
+        (
+            [{"name": "x"}, {"name": "s", "shape": [4096, 4097], "state": {"batch_axis": 0}}],
+            None,
+            "state's element count must be between 1 and 16777216",
+        ),
     ],
 )
 def test_bad_constant_state_and_stream_declarations_are_refused(

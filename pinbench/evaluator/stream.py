@@ -54,8 +54,9 @@ Cached = Callable[[Digest, Callable[[], Array]], tuple[Array, bool]]
 was."""
 
 MAX_WINDOW_VALUES = 1 << 29
-"""The most values a streamed input's windows may hold (2 GiB of float32): a context much
-longer than its chunk repeats every row ``(context + chunk) / chunk`` times."""
+"""The most values a streamed input's windows may hold (2 GiB of float32: a context much
+longer than its chunk repeats every row ``(context + chunk) / chunk`` times), and a batch's
+state."""
 
 
 class StreamError(UserError):
@@ -334,6 +335,13 @@ class Fed(Predictor):
 
     def _zeros_for(self, rows: int) -> dict[str, Array]:
         if rows not in self._zeros:
+            for state in self.plan.states:
+                if math.prod(state.shape) * rows > MAX_WINDOW_VALUES:
+                    raise StreamError(
+                        name=state.name,
+                        reason=f"a state of shape {list(state.shape)} for a batch of {rows} "
+                        f"holds more than {MAX_WINDOW_VALUES} values: lower batch_size",
+                    )
             self._zeros[rows] = {s.name: s.zeros(rows) for s in self.plan.states}
         return self._zeros[rows]
 

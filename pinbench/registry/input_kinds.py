@@ -131,6 +131,7 @@ def check_input(spec: Input) -> None:
                 "vad's (2, N, 128) state: `shape: [2, 128]`, `batch_axis: 1`); it starts as "
                 "zeros of that shape"
             )
+        b.STATE_ELEMENTS.check(f"input {name!r}: its state's element count", math.prod(spec.shape))
         axis = spec.state.batch_axis
         if axis is None:
             raise ValueError(
