@@ -149,10 +149,12 @@ class Task(ABC):
     def check_labels(self, labels: LabelFormat, *, per_file: bool) -> None:
         """Refuse (``ValueError``) a dataset manifest's labels section this task cannot read;
         ``per_file``: the samples are a folder of files. Called whenever a manifest is read."""
+        from pinbench.registry.manifest import PER_FILE_FORMATS
+
         if labels.format in self.by_file_name and not per_file:
             raise ValueError(
                 f"labels of format {labels.format} name sample files: the data must be a "
-                "folder of them (data.format images or npy-files)"
+                f"folder of them (data.format {' or '.join(PER_FILE_FORMATS)})"
             )
 
     @abstractmethod
