@@ -179,7 +179,7 @@ def test_a_label_format_no_task_reads_and_a_task_of_another_format_are_refused(
 ) -> None:
     x = np.zeros((2, 2, 2, 1), dtype=np.float32)
     doc = _values_dataset(tmp_path, x, np.zeros(2, dtype=np.float32))
-    with pytest.raises(ManifestError, match="must be one of .*value-npy.*; got 'values-npy'"):
+    with pytest.raises(ManifestError, match=r"must be one of .*value-npy.*; got 'values-npy'"):
         parse_manifest({**doc, "labels": {"format": "values-npy", "path": "y.npy"}})
     with pytest.raises(ManifestError, match="labels of format value-npy go with task regression"):
         parse_manifest({**doc, "task": "classification"})
