@@ -115,6 +115,7 @@ FILE_SIZE = between(0, MAX_JSON_INT, "8 PiB; any size a JSON reader holds exactl
 PORT_INDEX = between(0, 4095, "an index into a model's inputs or outputs")
 DIMENSION = between(1, 2**31 - 1, "a declared dimension after the batch axis")
 PIXELS = between(1, 16_384, "an image side; 16384 px is 268 Mpx, past any model input")
+MULTIPLE = between(1, 1024, "a network's total stride: DBNet's 32; PaddleOCR's largest is 128")
 NORMALIZE = between(-1_000_000, 1_000_000, "pixel, token or audio-sample values")
 PAD_VALUE = between(0, 255, "a pixel value")
 MAX_LENGTH = between(1, 65_536, "tokens of one sample; the longest context windows are 128k")
@@ -175,7 +176,9 @@ TABLE: Final[dict[str, Bound]] = {
     "files[].size": FILE_SIZE,
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,
-    "resize, crop, letterbox, max_dimension: size; resize_height: height, max_width": PIXELS,
+    "resize, crop, letterbox, max_dimension: size; resize_height: height, max_width; "
+    "resize_multiple: limit_side": PIXELS,
+    "resize_multiple.multiple": MULTIPLE,
     "normalize: mean, std, scale": NORMALIZE,
     "pad, letterbox, resize_height: value": PAD_VALUE,
     "tokenize.max_length": MAX_LENGTH,

@@ -324,6 +324,7 @@ STEP = "inputs.0.steps.0"
 RESIZE, CROP = _step({"resize": {"size": [8, 8]}}), _step({"crop": {"size": [8, 8]}})
 LONGEST, PAD = _step({"max_dimension": {"size": 8}}), _step({"pad": {}})
 LETTERBOX = _step({"letterbox": {"size": [8, 8]}})
+MULTIPLE = _step({"resize_multiple": {}})
 MEAN, STD = _step({"normalize": {"mean": [0.0]}}), _step({"normalize": {"std": [1.0]}})
 SCALE = _step({"normalize": {"scale": 1.0}})
 SOFTMAX = _set(MODEL, "outputs.0.steps", [{"softmax": {}}])
@@ -341,6 +342,8 @@ MANIFEST_FIELDS = [
     (LONGEST,   f"{STEP}.max_dimension.size",               b.PIXELS,          INT),
     (LETTERBOX, f"{STEP}.letterbox.size.0",                 b.PIXELS,          INT),
     (LETTERBOX, f"{STEP}.letterbox.value",                  b.PAD_VALUE,       FLOAT),
+    (MULTIPLE,  f"{STEP}.resize_multiple.multiple",         b.MULTIPLE,        INT),
+    (MULTIPLE,  f"{STEP}.resize_multiple.limit_side",       b.PIXELS,          INT),
     (PAD,       f"{STEP}.pad.value",                        b.PAD_VALUE,       FLOAT),
     (MEAN,      f"{STEP}.normalize.mean.0",                 b.NORMALIZE,       FLOAT),
     (STD,       f"{STEP}.normalize.std.0",                  b.NORMALIZE,       FLOAT),

@@ -173,15 +173,23 @@ def test_a_probability_map_section_out_of_bounds_is_refused(
 # --- end to end: PP-OCR v4's detector ---------------------------------------------------------
 
 DETECTOR = "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"
-WIDTH, HEIGHT = 200, 100  # PaddleOCR's det resize: each side to a multiple of 32 -> 192 x 96
-INPUT = (96, 192)
 MEAN = [123.675, 116.28, 103.53]  # ImageNet's, on BGR as PaddleOCR applies them
 STD = [58.395, 57.12, 57.375]
+SIZES = [(200, 100), (330, 120), (250, 80)]  # width, height: three sizes, three input sizes
 LINES = [
     [(12, 14, "pinbench"), (40, 60, "HELLO 42")],
-    [(20, 30, "text detector")],
-    [(8, 8, "DBNet"), (90, 40, "maps"), (30, 70, "boxes 2025")],
+    [(20, 30, "text detector"), (150, 80, "wide image")],
+    [(8, 8, "DBNet"), (90, 30, "maps"), (130, 52, "boxes 25")],
 ]
+
+
+def paddle_size(width: int, height: int, limit: int = 960) -> tuple[int, int]:
+    """PaddleOCR's ``DetResizeForTest.resize_image_type0`` at its defaults (limit_type max,
+    960), written out: (200, 100) -> (192, 96); (330, 120) -> (320, 128), x and y scaled
+    apart; (250, 80) -> (256, 64), 80 / 32 = 2.5 rounding half to even."""
+    ratio = float(limit) / max(height, width) if max(height, width) > limit else 1.0
+    h, w = int(height * ratio), int(width * ratio)
+    return max(int(round(w / 32) * 32), 32), max(int(round(h / 32) * 32), 32)
 
 
 def rendered() -> tuple[list[bytes], dict[str, Any]]:
@@ -193,8 +201,8 @@ def rendered() -> tuple[list[bytes], dict[str, Any]]:
     ascent, descent = font.getmetrics()
     images: list[bytes] = []
     annotations: list[dict[str, Any]] = []
-    for image_id, lines in enumerate(LINES, start=1):
-        image = Image.new("RGB", (WIDTH, HEIGHT), "white")
+    for image_id, (lines, size) in enumerate(zip(LINES, SIZES, strict=True), start=1):
+        image = Image.new("RGB", size, "white")
         draw = ImageDraw.Draw(image)
         for x, y, text in lines:
             draw.text((x, y), text, fill="black", font=font)
@@ -213,8 +221,8 @@ def rendered() -> tuple[list[bytes], dict[str, Any]]:
         images.append(buf.getvalue())
     coco = {
         "images": [
-            {"id": i, "file_name": f"{i}.png", "width": WIDTH, "height": HEIGHT}
-            for i in range(1, len(LINES) + 1)
+            {"id": i, "file_name": f"{i}.png", "width": w, "height": h}
+            for i, (w, h) in enumerate(SIZES, start=1)
         ],
         "categories": [{"id": 1, "name": "text"}],
         "annotations": annotations,
@@ -223,10 +231,11 @@ def rendered() -> tuple[list[bytes], dict[str, Any]]:
 
 
 def paddle_det_input(png: bytes) -> npt.NDArray[np.float32]:
-    """PaddleOCR's det preprocessing of one image: BGR, resized (bilinear, as pinbench's resize
-    does it: per channel in float, rounded back to 8 bits), ImageNet mean and std, NCHW."""
+    """PaddleOCR's det preprocessing of one image: BGR, resized to ``paddle_size`` (bilinear,
+    as pinbench's resize does it: per channel in float, rounded back to 8 bits), ImageNet mean
+    and std, NCHW."""
     bgr = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))[..., ::-1]
-    height, width = INPUT
+    width, height = paddle_size(bgr.shape[1], bgr.shape[0])
     channels = [
         np.asarray(
             Image.fromarray(bgr[..., c].astype(np.float32), mode="F").resize(
@@ -244,15 +253,16 @@ def direct_results(model: Path, images: list[bytes]) -> list[dict[str, Any]]:
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-    sx, sy = WIDTH / INPUT[1], HEIGHT / INPUT[0]
     out = []
-    for image_id, png in enumerate(images, start=1):
+    for image_id, (png, (width, height)) in enumerate(zip(images, SIZES, strict=True), start=1):
         (prob,) = session.run(None, {"x": paddle_det_input(png)})
-        assert prob.shape == (1, 1, *INPUT)
+        input_width, input_height = paddle_size(width, height)
+        assert prob.shape == (1, 1, input_height, input_width)  # the map is the input's size
+        sx, sy = width / input_width, height / input_height
         boxes, scores = direct(prob[0, 0].astype(np.float64), Settings())
         for (x0, y0, x1, y1), score in zip(boxes, scores, strict=True):
-            x0, x1 = np.clip([x0 * sx, x1 * sx], 0, WIDTH)
-            y0, y1 = np.clip([y0 * sy, y1 * sy], 0, HEIGHT)
+            x0, x1 = np.clip([x0 * sx, x1 * sx], 0, width)
+            y0, y1 = np.clip([y0 * sy, y1 * sy], 0, height)
             bbox = [float(x0), float(y0), float(x1 - x0), float(y1 - y0)]
             out.append({"image_id": image_id, "category_id": 1, "bbox": bbox, "score": score})
     return out
@@ -293,7 +303,7 @@ def test_pp_ocr_detector_scores_as_the_direct_computation(cli: Cli, tmp_path: Pa
                 "type": "image",
                 "steps": [
                     {"decode": {"color_mode": "bgr"}},
-                    {"resize": {"size": list(INPUT)}},
+                    {"resize_multiple": {"multiple": 32, "limit_side": 960, "limit_type": "max"}},
                     {"normalize": {"mean": MEAN, "std": STD}},
                     {"layout": {"to": "NCHW"}},
                 ],
@@ -346,3 +356,20 @@ def test_pp_ocr_detector_scores_as_the_direct_computation(cli: Cli, tmp_path: Pa
     assert run["detections_count"] == len(found) == len(coco["annotations"])
     assert run["map50"] == 1.0  # every line found, each box within IoU 0.5 of its truth
     assert 0.5 < run["map"] < 0.7  # DBNet's unclipped boxes are looser than the line boxes
+
+    # Maps of three sizes are recorded as one array: each at the top-left, NaN past its size.
+    maps = tmp_path / "maps.npy"
+    assert cli("runs", "outputs", run_id, "-o", str(maps)).code == 0
+    recorded = np.load(maps)
+    assert recorded.shape == (3, 1, 128, 320)
+    for m, size in zip(recorded[:, 0], SIZES, strict=True):
+        width, height = paddle_size(*size)
+        assert np.isnan(m).sum() == m.size - width * height
+        assert not np.isnan(m[:height, :width]).any()
+
+    # Samples of sizes of their own form no batch of two: refused before anything is timed.
+    request.write_text(request.read_text() + "batch_size: 2\n")
+    assert cli("lock", str(request), "-o", str(tmp_path / "batched.lock")).code == 0
+    batched = cli("run", str(tmp_path / "batched.lock"), "--runner", "local")
+    assert batched.code == 1, batched.err
+    assert "cannot form a batch of 2: run with batch_size 1" in batched.err

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,12 @@ from pinbench.evaluator.pipeline import (
     decoder_of,
     pipeline_digest,
     preprocess,
+    preprocess_each,
     preprocess_files,
     preprocess_texts,
     tokenizer_version,
 )
+from pinbench.evaluator.ragged import per_image, prepare_ragged
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import prepare_stream
 from pinbench.registry.input_kinds import from_samples
@@ -68,6 +70,7 @@ def prepare(
     texts = samples.texts is not None
     decoder = tokenizer_version() if texts else decoder_of(samples.format, specs)
     arrays: dict[str, Array] = {}
+    fed: dict[str, Any] = {}  # as the scenario slices them: an array, or a Ragged
     digests: dict[str, str] = {}
     hits = []
     encodings: Encodings = {}  # inputs from one tokenizer's encodings tokenize once
@@ -86,16 +89,23 @@ def prepare(
             cached = functools.partial(_cached, cache, dataset_digest)
             got = prepare_stream(spec, samples, digest, cached, say, stop)
             arrays[str(spec.name)], windows, hit = got
+        elif per_image(spec) and samples.files is not None:  # sizes of their own
+            cached = functools.partial(_cached, cache, dataset_digest)
+            each = functools.partial(_each_file, spec, samples, say, stop)
+            names = [f.path for f in samples.files]
+            got_apart = prepare_ragged(spec, digest, cached, each, names)
+            fed[str(spec.name)], arrays[str(spec.name)], hit = got_apart
         else:
             arrays[str(spec.name)], hit = _cached(cache, dataset_digest, digest, compute)
+        fed.setdefault(str(spec.name), arrays[str(spec.name)])
         digests[str(spec.name)] = digest.hex
         hits.append(hit)
     if len(specs) == 1:
-        (only,) = arrays.values()
+        (only,) = fed.values()
         digest = Digest(next(iter(digests.values())))
         return Feed(only, arrays, hits[0], digest, decoder, windows)
     joined = Digest.of_bytes(canonical_json(digests))
-    return Feed(NamedInputs(arrays), arrays, all(hits), joined, decoder, windows)
+    return Feed(NamedInputs(fed), arrays, all(hits), joined, decoder, windows)
 
 
 def _cached(
@@ -134,7 +144,18 @@ def _preprocess(
     if samples.files is None:
         assert samples.data is not None
         return preprocess(samples.data, spec)
-    total = len(samples.files)
+    files = [(f.path, f.local) for f in samples.files]
+    return preprocess_files(files, samples.format, spec, _progress(len(files), say, stop))
+
+
+def _each_file(spec: Input, samples: Samples, say: Say, stop: Stop) -> Iterator[tuple[str, Array]]:
+    """Each sample file through the input's steps, one at a time (``ragged``)."""
+    assert samples.files is not None
+    files = [(f.path, f.local) for f in samples.files]
+    return preprocess_each(files, samples.format, spec, _progress(len(files), say, stop))
+
+
+def _progress(total: int, say: Say, stop: Stop) -> Callable[[int], None]:
     step = max(1, total // 10)
     say(f"decoding and preprocessing {total} sample files")
 
@@ -143,5 +164,4 @@ def _preprocess(
         if done % step == 0 and done < total:
             say(f"  {done}/{total} sample files")
 
-    files = [(f.path, f.local) for f in samples.files]
-    return preprocess_files(files, samples.format, spec, progress)
+    return progress

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
+from pinbench import bounds as b
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
@@ -49,6 +50,7 @@ from pinbench.registry.manifest import (
     Resample,
     Resize,
     ResizeHeight,
+    ResizeMultiple,
     Tokenize,
     step_name,
 )
@@ -125,6 +127,7 @@ IMAGE_STEPS = (
     "layout",
     "color_mode",
     "resize_height",
+    "resize_multiple",
 )
 """The steps that read images ``(N, H, W, C)``."""
 
@@ -264,6 +267,24 @@ def resize_height(x: Array, step: ResizeHeight) -> Array:
     return _place(resized, step.height, step.max_width, "top-left", step.value)
 
 
+def resize_multiple(x: Array, step: ResizeMultiple, *, sample: str | None = None) -> Array:
+    """PaddleOCR's det resize: to the size ``step.size_of`` gives for the samples' own (a
+    sample file is preprocessed alone, so each image gets its own); a size past
+    ``MAX_SAMPLE_PIXELS`` or a side past 16384 (``limit_type: min`` on a thin image) is
+    refused."""
+    h, w = x.shape[1], x.shape[2]
+    width, height = step.size_of(w, h)
+    if width * height > MAX_SAMPLE_PIXELS or max(width, height) > b.PIXELS.high:
+        what = sample if sample is not None else f"a {w}x{h} sample"
+        raise PipelineError(
+            step="resize_multiple",
+            reason=f"{what} would be resized to {width}x{height}, more than the "
+            f"{MAX_SAMPLE_PIXELS} pixels (and {b.PIXELS.high} a side) a sample may have: "
+            "lower limit_side, or use limit_type max",
+        )
+    return _resize_to(x, height, width, step.method)
+
+
 def normalize(x: Array, step: Normalize) -> FloatArray:
     out = x.astype(np.float32)
     if step.scale is not None:
@@ -392,13 +413,8 @@ def preprocess_files(
     resize, crop or fit_length), then stack them; ``files`` are (name, local path) pairs. An
     ``images`` dataset needs the input's first step to be ``decode``, an ``audio`` dataset
     ``decode_audio``."""
-    steps = list(spec.steps)
-    read = _file_reader(data_format, spec, steps)
     out: list[Array] = []
-    for i, (name, path) in enumerate(files):
-        x = read(path, name)
-        for step in steps:
-            x = _apply(x, step, sample=name)
+    for name, x in preprocess_each(files, data_format, spec, progress):
         if out and x.shape[1:] != out[0].shape[1:]:
             fix = (
                 "a fit_length step"
@@ -413,9 +429,31 @@ def preprocess_files(
                 "makes them one size",
             )
         out.append(x)
-        if progress is not None:
-            progress(i + 1)
     return _finish(np.concatenate(out) if out else np.empty((0,)), spec)
+
+
+def preprocess_each(
+    files: Sequence[tuple[str, Path]],
+    data_format: str,
+    spec: Input,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[str, Array]]:
+    """Each sample file read, decoded and through the input's steps, one at a time: its name
+    and a batch of one (not yet in the input's element type); ``progress`` is told how many
+    are done after each."""
+    steps = list(spec.steps)
+    read = _file_reader(data_format, spec, steps)
+
+    def each() -> Iterator[tuple[str, Array]]:
+        for i, (name, path) in enumerate(files):
+            x = read(path, name)
+            for step in steps:
+                x = _apply(x, step, sample=name)
+            yield name, x
+            if progress is not None:
+                progress(i + 1)
+
+    return each()
 
 
 def _file_reader(
@@ -661,6 +699,8 @@ def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
         return color_mode(x, step.color_mode)
     if step.resize_height is not None:
         return resize_height(x, step.resize_height)
+    if step.resize_multiple is not None:
+        return resize_multiple(x, step.resize_multiple, sample=sample)
     assert step.dtype is not None
     return dtype(x, step.dtype)
 

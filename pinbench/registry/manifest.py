@@ -281,6 +281,38 @@ class ResizeHeight(_Strict, frozen=True, kw_only=True):
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
 
 
+class ResizeMultiple(_Strict, frozen=True, kw_only=True):
+    """Each image to its own size, each side a multiple of ``multiple``: PaddleOCR's det
+    resize (``DetResizeForTest``, ``limit_side_len``/``limit_type``), see ``size_of``. Images
+    of different shapes may stay different, and are then fed one at a time."""
+
+    multiple: Annotated[int, b.MULTIPLE.meta] = 32
+    limit_side: Pixels = 960
+    limit_type: Literal["max", "min", "resize_long"] = "max"
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+    def size_of(self, width: int, height: int) -> tuple[int, int]:
+        """The ``(width, height)`` an image of ``width x height`` is resized to, computed as
+        PaddleOCR computes it (``resize_image_type0``), in the same float operations: a ratio
+        of 1 unless the longer side is above ``limit_side`` (``max``: the longer side to it)
+        or the shorter one below it (``min``: the shorter side to it), or always the longer
+        side to it (``resize_long``); each side scaled and truncated (``int``), then rounded to
+        the nearest multiple (Python's ``round``: half to even) and at least one multiple."""
+        h, w, limit = height, width, self.limit_side
+        ratio = 1.0
+        if self.limit_type == "max" and max(h, w) > limit:
+            ratio = float(limit) / h if h > w else float(limit) / w
+        elif self.limit_type == "min" and min(h, w) < limit:
+            ratio = float(limit) / h if h < w else float(limit) / w
+        elif self.limit_type == "resize_long":
+            ratio = float(limit) / max(h, w)
+        m = self.multiple
+        return (
+            max(int(round(int(w * ratio) / m) * m), m),
+            max(int(round(int(h * ratio) / m) * m), m),
+        )
+
+
 class DecodeAudio(_Strict, frozen=True, kw_only=True):
     """A WAV file to a 1-D float32 waveform in [-1, 1] (``pinbench.evaluator.audio``): its
     channels mixed down (``mix``, their mean) or one kept (its index from 0), as declared."""
@@ -334,6 +366,7 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     color_mode: ColorMode | None = None
     dtype: DType | None = None
     resize_height: ResizeHeight | None = None
+    resize_multiple: ResizeMultiple | None = None
     decode_audio: DecodeAudio | None = None
     resample: Resample | None = None
     fit_length: FitLength | None = None

@@ -97,6 +97,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "a height keeping its aspect ratio, its width at most max_width, then pad it on the "
         "right to max_width. Detection and segmentation runs refuse it (boxes are not mapped "
         "back through it).",
+        "resize_multiple": "PaddleOCR's det resize (DetResizeForTest): scale each image by a "
+        "limit on one side keeping its aspect ratio, then round each side to a multiple, so "
+        "images of different shapes keep sizes of their own and are fed one at a time "
+        "(batch_size 1). Detection runs map boxes back through it; a task that stacks its "
+        "outputs (segmentation) needs them of one shape.",
         "decode_audio": "Decode WAV files (PCM 8/16/24/32-bit, the standard library's wave "
         "module) to float32 waveforms in [-1, 1], their channels mixed down or one picked as "
         "declared; the first step, required for audio datasets. A file of another sample rate "
@@ -138,6 +143,20 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "value": "The padding's value (0..255), in the samples' values where the step stands: "
         "PaddleOCR pads with 0 after its normalize. 0 by default; a fraction is refused on "
         "8-bit samples.",
+        "method": "The resampling filter, as in resize: 'bilinear' (the default), 'nearest', "
+        "'bicubic', 'area' or 'lanczos' (Pillow's, not OpenCV's).",
+    },
+    "ResizeMultiple": {
+        "multiple": "Each side becomes a multiple of this (1..1024): the network's total "
+        "stride, 32 (the default) for DBNet; rounded to the nearest (half to even), at least "
+        "one multiple.",
+        "limit_side": "The side length the limit type compares with (1..16384); 960 by "
+        "default, PaddleOCR's det_limit_side_len.",
+        "limit_type": "'max' (the default): an image whose longer side is above limit_side is "
+        "scaled so that side is limit_side, a smaller one is not scaled; 'min': an image "
+        "whose shorter side is below limit_side is scaled so that side is limit_side; "
+        "'resize_long': the longer side always to limit_side. The aspect ratio is kept until "
+        "each side is rounded.",
         "method": "The resampling filter, as in resize: 'bilinear' (the default), 'nearest', "
         "'bicubic', 'area' or 'lanczos' (Pillow's, not OpenCV's).",
     },

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from pinbench.tasks.detection.errors import BadTransform, UnknownBoxFormat
+
+if TYPE_CHECKING:
+    from pinbench.registry import manifest
 
 BoxArray = npt.NDArray[np.float64]
 """``(n, 4)`` boxes, float64."""
@@ -162,6 +165,18 @@ class MaxDimension:
         return Affine(new_w / width, new_h / height, 0.0, 0.0, new_w, new_h)
 
 
+@dataclass(frozen=True, slots=True)
+class ResizeMultiple:
+    """The manifest's ``resize_multiple``: each image to the size its own size gives
+    (``step.size_of``); the sides are rounded apart, so x and y scale differently."""
+
+    step: manifest.ResizeMultiple
+
+    def apply(self, width: int, height: int) -> Affine:
+        new_w, new_h = self.step.size_of(width, height)
+        return Affine(new_w / width, new_h / height, 0.0, 0.0, new_w, new_h)
+
+
 def _check_placement(step: str, placement: str) -> None:
     if placement not in PLACEMENTS:
         raise BadTransform(
@@ -212,7 +227,7 @@ class PadToSquare:
         return Affine(1.0, 1.0, left, top, side, side)
 
 
-Step = Resize | Crop | MaxDimension | Letterbox | PadToSquare
+Step = Resize | Crop | MaxDimension | ResizeMultiple | Letterbox | PadToSquare
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,8 @@ def geometry_of(spec: Input) -> list[geometry.Step]:
             out.append(geometry.Resize(step.resize.size, step.resize.keep_aspect_ratio))
         elif step.max_dimension is not None:
             out.append(geometry.MaxDimension(step.max_dimension.size))
+        elif step.resize_multiple is not None:
+            out.append(geometry.ResizeMultiple(step.resize_multiple))
         elif step.crop is not None:
             out.append(geometry.Crop(step.crop.size))
         elif step.pad is not None:
@@ -260,17 +262,19 @@ class Scored:
 
 
 def score_detections(
-    outputs: Mapping[str, npt.NDArray[np.generic]],
+    outputs: Sequence[Mapping[str, npt.NDArray[np.generic]]],
     plan: Plan,
     images: Sequence[tuple[str, Path]],
 ) -> Scored:
     """COCO metrics of every sample's detections (and masks, when the model gives them);
-    ``outputs`` are the stacked outputs of all samples in order by name (``plan.names``),
-    ``images`` each sample's (name, local file)."""
+    ``outputs`` are the samples' outputs by name (``plan.names``), in sample order: one
+    mapping of them all stacked, or one per sample where they differ in shape (images fed one
+    at a time at sizes of their own); ``images`` each sample's (name, local file)."""
     from pinbench.evaluator.pipeline import image_header
 
     detection, truth, cats = plan.detection, plan.truth, plan.cats
-    check_columns(outputs, plan)
+    for part in outputs:
+        check_columns(part, plan)
     sizes = [image_header(local, name=name)[:2] for name, local in images]
     check_sizes(truth, [name for name, _ in images], sizes)
     steps = geometry_of(plan.spec)
@@ -279,7 +283,7 @@ def score_detections(
     results: list[dict[str, Any]] = []
     masks: list[dict[str, Any]] = []
     details: list[list[list[float]]] = []
-    found_all = decoded(outputs, plan)
+    found_all = [found for part in outputs for found in decoded(part, plan)]
     for image_id, (width, height), found in zip(truth.image_ids, sizes, found_all, strict=True):
         transform = geometry.transform_of(width, height, steps)
         ours = kept(found, detection, transform)

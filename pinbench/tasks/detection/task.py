@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
-from pinbench.tasks.shapes import check_batch_axis, every_sample, stacked
+from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
 
 
 class Detection(Task):
@@ -94,8 +96,14 @@ class BoxScorer(Scorer):
         samples = self.context.samples
         assert samples.files is not None
         every_sample("detection", answers, len(samples))
-        _, outputs = stacked(answers, self.outputs)
         files = [(f.path, f.local) for f in samples.files]
-        scored = score_detections(outputs, self.boxes, files)
         name = self.boxes.name
-        return Scored(scored.metrics, outputs[name], name, {"detections": scored.details})
+        if same_shapes(answers, self.outputs):
+            _, outputs = stacked(answers, self.outputs)
+            scored = score_detections([outputs], self.boxes, files)
+            recorded = outputs[name]
+        else:  # images fed one at a time at sizes of their own: decoded one by one
+            each = [answers[i] for i in sorted(answers)]
+            scored = score_detections(each, self.boxes, files)
+            recorded = padded([np.asarray(answer[name]) for answer in each])
+        return Scored(scored.metrics, recorded, name, {"detections": scored.details})
