@@ -30,7 +30,6 @@ the key and the rest its name; otherwise the whole line is both.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.evaluator.lines import LabelProblem as LabelProblem
-from pinbench.evaluator.lines import read_text, split_lines
+from pinbench.evaluator.lines import json_lines, read_text, split_lines
 from pinbench.registry.dataset_layout import folder_prefix, imagefolder_class
 from pinbench.registry.manifest import LabelFormat
 
@@ -234,19 +233,7 @@ def _csv_rows_of(reader: Iterator[list[str]], where: str) -> list[tuple[int, str
 
 def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, str]]:
     out = []
-    for number, line in enumerate(split_lines(text, where), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line, object_pairs_hook=_unique_keys)
-        except _DuplicateKey as exc:
-            raise LabelProblem(
-                path=where,
-                reason=f"line {number}: key {exc.key!r} appears more than once in one object "
-                "(which one holds the value is ambiguous)",
-            ) from None
-        except (ValueError, RecursionError) as exc:
-            raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
+    for number, row in json_lines(text, where):
         label = row.get("label") if isinstance(row, dict) else None
         if not (
             isinstance(row, dict)
@@ -259,25 +246,6 @@ def _jsonl_rows(text: str, where: str) -> list[tuple[int, str, str]]:
                 reason=f'line {number}: want {{"file": "<path>", "label": <index or class>}}',
             )
         out.append((number, row["file"], label if isinstance(label, str) else str(label)))
-    return out
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """A JSON object's members as a dict, refusing a key given twice (``json`` keeps the last,
-    other readers the first)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
     return out
 
 

@@ -100,7 +100,9 @@ def json_lines(text: str, where: str) -> list[tuple[int, object]]:
             out.append((number, json.loads(line, object_pairs_hook=_unique_keys)))
         except _DuplicateKey as exc:
             raise LabelProblem(
-                path=where, reason=f"line {number}: key {exc.key!r} appears more than once"
+                path=where,
+                reason=f"line {number}: key {exc.key!r} appears more than once in one object "
+                "(which one holds the value is ambiguous)",
             ) from None
         except (ValueError, RecursionError) as exc:
             raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, read_text, split_lines
+from pinbench.evaluator.lines import LabelProblem, json_lines, read_text, split_lines
 from pinbench.registry.dataset_layout import folder_prefix
 from pinbench.registry.manifest import LabelFormat
 from pinbench.tasks.text_recognition import MAX_TEXT_CHARS
@@ -90,17 +89,7 @@ def _csv_rows(text: str, where: str) -> list[Row]:
 
 def _jsonl_rows(text: str, where: str) -> list[Row]:
     rows = []
-    for number, line in enumerate(split_lines(text, where), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line, object_pairs_hook=_unique_keys)
-        except _DuplicateKey as exc:
-            raise LabelProblem(
-                path=where, reason=f"line {number}: key {exc.key!r} appears more than once"
-            ) from None
-        except (ValueError, RecursionError) as exc:
-            raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
+    for number, row in json_lines(text, where):
         if not (
             isinstance(row, dict)
             and isinstance(row.get("file"), str)
@@ -111,21 +100,6 @@ def _jsonl_rows(text: str, where: str) -> list[Row]:
             )
         rows.append((number, row["file"], row["text"]))
     return rows
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """A JSON object refusing a key given twice (``json`` keeps the last, others the first)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        keys = [k for k, _ in pairs]
-        raise _DuplicateKey(next(k for k in keys if keys.count(k) > 1))
-    return out
 
 
 def _by_file(rows: list[Row], samples: list[str], folder: str, where: str) -> list[str]:
