@@ -4,9 +4,10 @@ The regions, their boxes, scores and unclipping equal a direct computation with 
 ``ndimage.label`` (8-connected) and NumPy; a map that is not ``(N, 1, H, W)`` probabilities and
 settings out of bounds are refused. End to end, PP-OCR v4's text detector as rapidocr-onnxruntime
 1.4.4 publishes it (``ch_PP-OCRv4_det_infer.onnx``, unmodified) runs through the CLI on images
-with text rendered here at known boxes; its COCO metrics equal those of the same model run with
-ONNX Runtime directly on PaddleOCR's det preprocessing, the map post-processed by the direct
-computation and the boxes scaled back by hand.
+of three sizes with text rendered here at known boxes, each resized by ``resize_multiple`` to
+its own multiple-of-32 size; its COCO metrics equal those of the same model run with ONNX
+Runtime directly on PaddleOCR's det preprocessing (written out here), the map post-processed by
+the direct computation and the boxes scaled back by hand.
 """
 
 from __future__ import annotations
