@@ -278,7 +278,11 @@ BAD_MODELS = [
     ("no detection section", _without("detection"), "has no `detection`"),
     ("no class names", _without("labels"), "has no `labels`"),
     ("no layout", _no_layout, "`layout`"),
-    ("an unknown layout", _boxes_layout, "must be one of probability-map, separate, yolov5, yolov8; got 'boxes'"),
+    (
+        "an unknown layout",
+        _boxes_layout,
+        "must be one of probability-map, separate, yolov5, yolov8; got 'boxes'",
+    ),
     ("separate outputs without scores", _separate_without_scores, "layout separate needs"),
     (
         "separate outputs the model does not declare",
