@@ -1,6 +1,7 @@
 """Audio samples: WAV files decoded by the standard library's ``wave`` (``evaluator.audio``),
-resampled by SciPy as a declared step, waveforms fed as they are (no silent reshape), and an
-audio classifier run end to end through the CLI on speech-like and silent clips made here."""
+resampled as SciPy's ``resample_poly`` does (in NumPy: ``evaluator.polyphase``) as a declared
+step, waveforms fed as they are (no silent reshape), and an audio classifier run end to end
+through the CLI, with the local and the venv runner, on speech-like and silent clips made here."""
 
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ def test_a_hostile_wav_is_refused_naming_the_file(
 # ---------------------------------------------------------------- resampling
 
 
-def test_resample_is_scipys_resample_poly_and_deterministic(tmp_path: Path) -> None:
+def test_the_resample_step_is_scipys_resample_poly_and_deterministic(tmp_path: Path) -> None:
     from scipy.signal import resample_poly
 
     t = np.arange(4410) / 44_100
@@ -156,9 +157,11 @@ def test_resample_is_scipys_resample_poly_and_deterministic(tmp_path: Path) -> N
     decoded = (np.round(tone * 32767) / 32768).astype(np.float32)
     want = resample_poly(decoded.astype(np.float64), 160, 441).astype(np.float32)
     assert out.shape == (1, 1600) and out.dtype == np.float32
-    np.testing.assert_array_equal(out[0], want)
+    np.testing.assert_allclose(out[0], want, rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(p.preprocess_files([("t.wav", path)], "audio", x), out)
-    assert "scipy" in str(p.decoder_of("audio", [x])) and "wave" in str(p.decoder_of("audio"))
+    wave_ = audio.decoder_version()
+    resampler = f"pinbench resample_poly (kaiser 5.0, numpy {np.__version__})"
+    assert p.decoder_of("audio", [x]) == f"{wave_}, {resampler}" and p.decoder_of("audio") == wave_
 
 
 def test_a_file_of_another_rate_without_a_resample_step_is_refused(tmp_path: Path) -> None:
@@ -171,6 +174,13 @@ def test_a_file_of_another_rate_without_a_resample_step_is_refused(tmp_path: Pat
 def test_rates_of_a_huge_polyphase_ratio_are_refused() -> None:
     with pytest.raises(audio.ResampleRefused, match="16000/44101 polyphase ratio"):
         audio.resample(np.zeros(10, np.float32), rate_from=44_101, rate_to=16_000, name="a.wav")
+
+
+def test_a_resampled_waveform_past_the_samples_a_file_may_hold_is_refused() -> None:
+    """750 Hz to 768 kHz is 1024/1: 65,537 samples would become 2^26 + 1024 (a 512 MiB
+    float64 array before), refused before anything is computed."""
+    with pytest.raises(audio.ResampledTooLong, match=r"a\.wav has 65537 samples at 750 Hz, "):
+        audio.resample(np.zeros(65_537, np.float32), rate_from=750, rate_to=768_000, name="a.wav")
 
 
 # ---------------------------------------------------------------- the manifest's steps
@@ -399,7 +409,16 @@ def test_an_audio_classifier_runs_end_to_end_from_the_cli(cli: Cli, tmp_path: Pa
     assert run["top1"] == float(np.mean(np.array(predicted) == np.array(truth)))
     shown = json.loads(cli("runs", "show", run["id"], "--json").out)
     decoder = shown["details"]["decoder"]
-    assert decoder.startswith("wave (Python ") and "scipy" in decoder and "resample_poly" in decoder
+    assert decoder.startswith("wave (Python ") and "pinbench resample_poly (kaiser 5.0" in decoder
+    # The venv runner's environment (the framework's pinned requirements) has no SciPy: the
+    # resample step needs nothing but NumPy there, and gives the same classes.
+    ran = cli("run", str(root / "model.lock"), "--runner", "venv")
+    assert ran.code == 0, ran.err
+    in_venv = json.loads(cli("runs", "list", "--json").out)[0]
+    assert in_venv["runner"] == "venv" and in_venv["status"] == "succeeded"
+    assert in_venv["top1"] == run["top1"]
+    shown = json.loads(cli("runs", "show", in_venv["id"], "--json").out)
+    assert "pinbench resample_poly (kaiser 5.0, numpy " in shown["details"]["decoder"]
 
 
 def test_publishing_an_audio_dataset_with_a_truncated_file_is_refused(
@@ -432,6 +451,7 @@ def test_the_errors_pickle_with_their_data() -> None:
     errors = [
         audio.AudioRefused(name="clips/a.wav", problem="a truncated file"),
         audio.ResampleRefused(name="a.wav", rate_from=44_101, rate_to=16_000, up=16000, down=1),
+        audio.ResampledTooLong(name="a.wav", samples=65_537, rate_from=750, rate_to=768_000),
         p.InputShape(input="x", step="crop", reason="its step crop reads images"),
     ]
     for error in errors:

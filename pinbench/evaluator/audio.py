@@ -1,5 +1,6 @@
 """Audio samples: WAV files decoded by the standard library's ``wave`` module to float32
-waveforms in [-1, 1], and resampled by SciPy's ``resample_poly``.
+waveforms in [-1, 1], and resampled as SciPy's ``resample_poly`` does it, in NumPy alone
+(``evaluator.polyphase``).
 
 ``read_wav`` is the one entry point the pipeline and other tasks use: a file's samples as a
 1-D float32 array (its channels mixed down or one picked, as the manifest declares) and the
@@ -25,6 +26,7 @@ import numpy.typing as npt
 
 from pinbench import bounds as b
 from pinbench.errors import UserError
+from pinbench.evaluator import polyphase
 
 if TYPE_CHECKING:
     import wave
@@ -72,6 +74,22 @@ class ResampleRefused(UserError):
         self.rate_to = rate_to
 
 
+class ResampledTooLong(UserError):
+    """A resampled waveform of more samples than a file may hold: refused before it is made."""
+
+    def __init__(self, *, name: str, samples: int, rate_from: int, rate_to: int) -> None:
+        length = -(-samples * rate_to // rate_from)
+        super().__init__(
+            f"preprocessing step resample: {name} has {samples} samples at {rate_from} Hz, "
+            f"{length} at {rate_to} Hz, more than the {MAX_WAV_VALUES} a waveform may have: "
+            "cut the file or resample it to a lower rate"
+        )
+        self.name = name
+        self.samples = samples
+        self.rate_from = rate_from
+        self.rate_to = rate_to
+
+
 @dataclass(frozen=True, slots=True)
 class WavInfo:
     channels: int
@@ -88,16 +106,9 @@ def decoder_version() -> str:
 
 
 def resampler_version() -> str:
-    """What resamples, as recorded in a run's ``details.decoder``; SciPy is the ``audio``
-    extra's, imported only here."""
-    try:
-        import scipy
-    except ImportError:
-        raise UserError(
-            "the resample step needs SciPy, which this environment lacks: install "
-            "pinbench[audio] (or scipy) where the run's evaluator runs"
-        ) from None
-    return f"scipy {scipy.__version__} resample_poly (kaiser 5.0)"
+    """What resamples, as recorded in a run's ``details.decoder`` (NumPy only: every runner's
+    environment has it)."""
+    return polyphase.version()
 
 
 def wav_info(path: Path, *, name: str) -> WavInfo:
@@ -137,8 +148,9 @@ def read_wav(path: Path, *, name: str, channel: str | int) -> tuple[Waveform, in
 
 def resample(samples: Waveform, *, rate_from: int, rate_to: int, name: str) -> Waveform:
     """``samples`` at ``rate_from`` as they are at ``rate_to``: SciPy's polyphase
-    ``resample_poly`` (a Kaiser-windowed FIR, beta 5), deterministic; the length becomes
-    ``ceil(len * rate_to / rate_from)``. Values are not clipped: the filter may overshoot
+    ``resample_poly`` (a Kaiser-windowed FIR, beta 5) computed in NumPy with float64 sums,
+    deterministic (``evaluator.polyphase``); the length becomes ``ceil(len * rate_to /
+    rate_from)``, at most ``MAX_WAV_VALUES``. Values are not clipped: the filter may overshoot
     [-1, 1] slightly near a full-scale edge."""
     if rate_from == rate_to:
         return samples
@@ -146,11 +158,11 @@ def resample(samples: Waveform, *, rate_from: int, rate_to: int, name: str) -> W
     up, down = rate_to // g, rate_from // g
     if max(up, down) > MAX_RESAMPLE_FACTOR:
         raise ResampleRefused(name=name, rate_from=rate_from, rate_to=rate_to, up=up, down=down)
-    resampler_version()  # SciPy is there, or the error says how to get it
-    from scipy.signal import resample_poly
-
-    out = resample_poly(samples.astype(np.float64), up, down)
-    return np.asarray(out, dtype=np.float32)
+    if -(-len(samples) * up // down) > MAX_WAV_VALUES:
+        raise ResampledTooLong(
+            name=name, samples=len(samples), rate_from=rate_from, rate_to=rate_to
+        )
+    return np.asarray(polyphase.resample_poly(samples, up, down, dtype=np.float32), np.float32)
 
 
 @contextlib.contextmanager
