@@ -325,8 +325,8 @@ class DecodeAudio(_Strict, frozen=True, kw_only=True):
 
 
 class Resample(_Strict, frozen=True, kw_only=True):
-    """Each waveform from its file's sample rate to ``rate`` (SciPy's ``resample_poly``);
-    it follows ``decode_audio`` directly."""
+    """Each waveform from its file's sample rate to ``rate`` (SciPy's ``resample_poly``
+    computed in NumPy, ``evaluator.polyphase``); it follows ``decode_audio`` directly."""
 
     rate: Annotated[int, b.SAMPLE_RATE.meta]
 

@@ -107,8 +107,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "declared; the first step, required for audio datasets. A file of another sample rate "
         "than its rate is refused.",
         "resample": "Resample each waveform from its file's sample rate to a rate (SciPy's "
-        "resample_poly; its version is recorded as details.decoder); it follows decode_audio "
-        "directly.",
+        "resample_poly, computed in NumPy; recorded in details.decoder); it follows "
+        "decode_audio directly.",
         "fit_length": "Bring each waveform to a length: pad a shorter one at its end with a "
         "value; a longer one is refused unless crop (then its first samples are kept).",
         "expand_dims": "Add an axis of size 1 to each sample, e.g. a channel axis: the only "
