@@ -116,3 +116,40 @@ def test_softmax_and_topk() -> None:
     assert probs.sum() == pytest.approx(1.0)
     top = p.postprocess(logits, [OutputStep(softmax=Softmax()), OutputStep(topk=TopK(k=2))])
     np.testing.assert_array_equal(top, [[1, 2]])
+
+
+@pytest.mark.parametrize(
+    ("steps", "refused"),
+    [
+        # a 3-wide image: normalize's per-channel mean would hit the width axis after NCHW
+        ([{"layout": {"to": "NCHW"}}, {"normalize": {"mean": [1, 2, 3], "std": [1, 1, 1]}}], True),
+        ([{"layout": {"to": "NCHW"}}, {"resize": {"size": [2, 2]}}], True),
+        ([{"layout": {"to": "CHW"}}, {"crop": {"size": [2, 2]}}], True),
+        # what stays right after a channels-first layout: one scale, a dtype
+        (
+            [
+                {"layout": {"to": "NCHW"}},
+                {"normalize": {"scale": 0.5}},
+                {"dtype": {"to": "float16"}},
+            ],
+            False,
+        ),
+        ([{"normalize": {"mean": [1, 2, 3], "std": [1, 1, 1]}}, {"layout": {"to": "NCHW"}}], False),
+        ([{"layout": {"to": "NHWC"}}, {"resize": {"size": [2, 2]}}], False),
+    ],
+)
+def test_image_steps_after_a_channels_first_layout_are_refused(
+    steps: list[dict[str, object]], refused: bool
+) -> None:
+    """Image steps read (N, H, W, C): after `layout: NCHW` they would normalize or resize the
+    wrong axes and feed the model something else without a word (the old pipeline did: the
+    normalize case below gave values off by the width's index)."""
+    import msgspec
+
+    spec = msgspec.convert({"name": "x", "type": "image", "steps": steps}, Input)
+    x = np.arange(2 * 3 * 3 * 3, dtype=np.float32).reshape(2, 3, 3, 3)
+    if refused:
+        with pytest.raises(p.PipelineError, match=r"comes after `layout: N?CHW`"):
+            p.preprocess(x, spec)
+    else:
+        p.preprocess(x, spec)

@@ -132,6 +132,30 @@ IMAGE_STEPS = (
 """The steps that read images ``(N, H, W, C)``."""
 
 
+def check_order(steps: Sequence[InputStep]) -> None:
+    """Image steps read channels last, ``(N, H, W, C)``: after a ``layout`` to ``NCHW`` or
+    ``CHW`` they would resize, crop or normalize the wrong axes and give a number for inputs
+    the model was never meant to see; such an order is refused, naming the step."""
+    layouts = [(i, s.layout.to) for i, s in enumerate(steps) if s.layout is not None]
+    first, to = next(((i, to) for i, to in layouts if to in CHANNELS_FIRST), (None, ""))
+    if first is None:
+        return
+    for step in steps[first + 1 :]:
+        name = step_name(step)
+        per_channel = step.normalize is not None and (
+            len(step.normalize.mean) > 1 or len(step.normalize.std or []) > 1
+        )
+        if name in IMAGE_STEPS or per_channel:
+            raise PipelineError(
+                step=name,
+                reason=f"comes after `layout: {to}` but reads images channels last (N, H, W, C): "
+                "put the layout step after it",
+            )
+
+
+CHANNELS_FIRST = ("NCHW", "CHW")
+
+
 def as_images(samples: Array, spec: Input) -> Array:
     """An input's samples as it reads them: for an input of type image or with an image step,
     images ``(N, H, W, C)``, where ``(N, H, W)`` are images of one channel (the README says
@@ -301,7 +325,7 @@ def normalize(x: Array, step: Normalize) -> FloatArray:
 
 
 def layout(x: Array, step: Layout) -> Array:
-    if step.to in ("NCHW", "CHW"):
+    if step.to in CHANNELS_FIRST:
         return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
     return x
 
@@ -442,6 +466,7 @@ def preprocess_each(
     and a batch of one (not yet in the input's element type); ``progress`` is told how many
     are done after each."""
     steps = list(spec.steps)
+    check_order(steps)
     read = _file_reader(data_format, spec, steps)
 
     def each() -> Iterator[tuple[str, Array]]:
@@ -615,6 +640,7 @@ def _finish(x: Array, spec: Input) -> Array:
 
 def preprocess(samples: Array, spec: Input) -> Array:
     """Apply the input's steps to all samples; the result has the input's element type."""
+    check_order(spec.steps)
     x = as_images(samples, spec)
     for step in spec.steps:
         x = _apply(x, step)

@@ -10,7 +10,7 @@ never re-checked here: what was published stays readable.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 from pinbench.errors import UserError
 from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, ModelManifest
@@ -118,6 +118,7 @@ def check_supported(manifest: Manifest) -> None:
     elif isinstance(manifest, ModelManifest):
         for i, inp in enumerate(manifest.inputs):
             _one("input.type", inp.type, f"$.inputs[{i}].type")
+            _check_order(inp.steps, f"$.inputs[{i}].steps")
         for i, out in enumerate(manifest.outputs):
             _one("output.type", out.type, f"$.outputs[{i}].type")
             needs = {"detection": ("detection", "labels"), "segmentation": ("segmentation",)}
@@ -146,6 +147,24 @@ def _check_separate(manifest: ModelManifest, index: int) -> None:
                 named=str(named),
                 at=f"$.outputs[{index}].detection.{role}",
             )
+
+
+def _check_order(steps: Any, at: str) -> None:
+    from pinbench.evaluator.pipeline import PipelineError, check_order
+
+    try:
+        check_order(steps)
+    except PipelineError as exc:
+        raise StepOrder(reason=str(exc), at=at) from None
+
+
+class StepOrder(UserError):
+    """Steps in an order that would feed the model what it was not meant to see."""
+
+    def __init__(self, *, reason: str, at: str) -> None:
+        super().__init__(f"{reason} - at `{at}`")
+        self.reason = reason
+        self.at = at
 
 
 def _one(field: str, value: str, at: str) -> None:
