@@ -244,6 +244,33 @@ def test_printed_without_output_paths_relative_to_the_current_folder(
     assert data["kind"] == "model"
 
 
+def test_output_dash_prints_as_no_output_does(
+    cli: Cli, models: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-o -` is standard output, as for most tools (it wrote a file named `-`)."""
+    monkeypatch.chdir(models)
+    result = cli("manifest", "model", "tiny.onnx", "-o", "-")
+    assert result.code == 0, result.err
+    assert yaml.safe_load(result.out)["files"][0]["path"] == "tiny.onnx"
+    assert not (models / "-").exists()
+
+
+def test_a_labels_file_not_among_the_files_says_how_to_list_it(tmp_path: Path) -> None:
+    from pinbench.registry.manifest import ManifestError, parse_manifest
+
+    data = {
+        "kind": "model",
+        "name": "m",
+        "version": "1.0.0",
+        "format": "onnx",
+        "framework": {"name": "onnxruntime", "range": "^1"},
+        "files": [{"path": "m.onnx", "sha256": "a" * 64}],
+        "outputs": [{"name": "y", "type": "tensor", "labels": {"path": "labels.txt"}}],
+    }
+    with pytest.raises(ManifestError, match=r"`pinbench manifest model MODEL labels\.txt` does"):
+        parse_manifest(data)
+
+
 def test_framework_manifest_is_the_lock_with_the_evaluators_dependencies(
     cli: Cli, tmp_path: Path
 ) -> None:

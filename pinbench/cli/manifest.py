@@ -23,13 +23,19 @@ manifest_app = typer.Typer(
     no_args_is_help=True,
 )
 
+def _stdout_dash(value: Path | None) -> Path | None:
+    """``-o -`` prints, as ``-`` means standard output to most tools (it wrote a file ``-``)."""
+    return None if value is not None and str(value) == "-" else value
+
+
 OutputOpt = Annotated[
     Path | None,
     typer.Option(
         "--output",
         "-o",
-        help="Write the manifest to this file (default: print it). File paths in the "
+        help="Write the manifest to this file (default, or `-`: print it). File paths in the "
         "manifest are relative to this file's folder (default: the current folder).",
+        callback=_stdout_dash,
     ),
 ]
 

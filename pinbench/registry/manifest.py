@@ -747,7 +747,11 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
             )
         for out in self.outputs:
             if out.labels is not None and out.labels.path not in paths:
-                raise ValueError(f"labels file {out.labels.path!r} is not among the files")
+                raise ValueError(
+                    f"labels file {out.labels.path!r} of output {out.name!r} is not among the "
+                    "files: list it under `files` (`pinbench manifest model MODEL "
+                    f"{out.labels.path}` does)"
+                )
             if out.ctc is not None:
                 _check_alphabet(out, self.format, paths)
         names = {str(i.name): i for i in self.inputs}
