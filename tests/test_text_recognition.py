@@ -295,7 +295,9 @@ PARITY = [
     # (why, other run's paths, other's blank, same texts, character edits between the runs)
     ("the same paths", [[1, 1, 0, 2], [3, 0, 0, 0]], 0, 2, 0),
     ("other paths to the same texts", [[1, 0, 2, 2], [0, 3, 3, 0]], 0, 2, 0),
-    ("another blank index, the same texts", [[1, 9, 2, 9], [9, 3, 9, 9]], 9, 2, 0),
+    # with the blank last, class k is the alphabet's entry k (with it first, entry k - 1)
+    ("the blank last, the same texts", [[0, 9, 1, 9], [9, 2, 9, 9]], 9, 2, 0),
+    ("the blank last, the same indexes: other texts", [[1, 9, 2, 9], [9, 3, 9, 9]], 9, 0, 3),
     ("one character differs", [[1, 1, 0, 2], [3, 0, 2, 0]], 0, 1, 1),
 ]
 

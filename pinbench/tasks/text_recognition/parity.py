@@ -1,8 +1,9 @@
 """Text-recognition parity: the text each sample decodes to in both runs (``runs parity``).
 
 A run records each sample's best path, ``(N, T)`` class indexes. Collapsed as CTC decodes
-them (repeats merged, the run's own blank dropped) they are the decoded texts as class
-indexes: two runs agree when every sample's are the same. The two models are taken to read one
+them (repeats merged, the run's own blank dropped) and each class taken as its place in the
+alphabet (a class after the blank is one place lower), they are the decoded texts as alphabet
+entries: two runs agree when every sample's are the same. The two models are taken to read one
 alphabet (parity compares exports of one model); their blank may differ.
 """
 
@@ -16,7 +17,8 @@ from pinbench.tasks.text_recognition.metrics import edit_distance
 
 
 def labels_of(recorded: Recorded) -> list[npt.NDArray[np.int64]]:
-    """Each sample's decoded class indexes, without the blank."""
+    """Each sample's decoded text as alphabet entries (class indexes without the blank, those
+    after it one lower: the same text whichever index the blank has)."""
     output = next((o for o in recorded.model.outputs if str(o.name) == recorded.outputs_name), None)
     paths = np.asarray(recorded.outputs)
     if output is None or output.ctc is None or paths.ndim != 2:
@@ -29,7 +31,8 @@ def labels_of(recorded: Recorded) -> list[npt.NDArray[np.int64]]:
     for path in paths.astype(np.int64):
         kept = np.ones(path.shape, dtype=bool)
         kept[1:] = path[1:] != path[:-1]
-        out.append(path[kept & (path != blank)])
+        chars = path[kept & (path != blank)]
+        out.append(chars - (chars > blank))
     return out
 
 
