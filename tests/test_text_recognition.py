@@ -193,6 +193,10 @@ BAD_ALPHABETS = [
     ("an empty file", ctc(0), "", "it is empty"),
     ("not UTF-8", ctc(0), b"a\n\xff\n", "line 2 is not UTF-8"),
     ("the blank past the classes", ctc(4), "a\nb\n", "blank 4 is past the 3 classes"),
+    # bounds: counted before the lines are split (22M lines of 64 MiB were 1.8 GB of strings)
+    ("more lines than classes", ctc(0), "ab\n" * 1_000_001, "1000001 lines: an output scores"),
+    ("the space past the most classes", ctc(0, space=True), "a\n" * 999_999, "at most 1000000"),
+    ("an entry past 256 characters", ctc(0), "a\n" + "x" * 257, "line 2 holds 257 characters"),
 ]
 
 
@@ -289,6 +293,46 @@ def recorded(paths: list[list[int]], blank: int = 0) -> Any:
         model=msgspec.convert(model, LockedModel),
         dataset=msgspec.convert(dataset, LockedDataset),
     )
+
+
+def one_hot(path: list[int], classes: int = 4) -> dict[str, npt.NDArray[np.float32]]:
+    """One sample's answer (a batch of one) whose best path is ``path``."""
+    scores = np.zeros((1, len(path), classes), np.float32)
+    scores[0, np.arange(len(path)), path] = 1.0
+    return {"y": scores}
+
+
+def ctc_scorer(tmp_path: Path, truth: list[str]) -> Any:
+    from pinbench.evaluator.datasets import Samples
+    from pinbench.tasks.base import Context
+    from pinbench.tasks.text_recognition.task import CtcScorer
+
+    record = recorded([[0]])
+    samples = Samples(data=np.zeros((len(truth), 1)), files=None, format="npy", truth=truth)
+    context = Context(record.model, "m@1.0.0", {}, record.dataset, samples, True, None)
+    alphabet = read_alphabet(ctc(0), keys(tmp_path, "a\nb\nc\n"), output="y")
+    return CtcScorer(record.model.outputs[0], alphabet, context)
+
+
+def test_samples_of_their_own_sizes_are_scored_and_their_paths_padded_with_the_blank(
+    tmp_path: Path,
+) -> None:
+    """Samples fed one at a time (resize_multiple) give paths of their own lengths: each is
+    decoded as it is, and they are recorded padded with the blank (NumPy's error before)."""
+    scorer = ctc_scorer(tmp_path, ["ab", "c"])
+    scored = scorer.score({0: one_hot([1, 0, 2, 2]), 1: one_hot([3, 3, 0, 3, 0, 0])}, {})
+    assert scored.metrics == direct_metrics(["ab", "cc"], ["ab", "c"]) | {
+        "accuracy_samples_count": 2.0
+    }
+    assert scored.outputs.tolist() == [[1, 0, 2, 2, 0, 0], [3, 3, 0, 3, 0, 0]]
+
+
+def test_a_later_answer_that_is_not_the_alphabets_ctc_scores_is_refused(tmp_path: Path) -> None:
+    """Only the first answer is checked before timing; every answer is checked when scored (a
+    class past the alphabet was an IndexError)."""
+    scorer = ctc_scorer(tmp_path, ["ab", "c"])
+    with pytest.raises(AlphabetProblem, match="scores 6 classes per time step, but 3 "):
+        scorer.score({0: one_hot([1, 0, 2]), 1: one_hot([5, 0, 3], classes=6)}, {})
 
 
 PARITY = [

@@ -31,7 +31,8 @@ checked on the first answer, before anything is timed (``ctc``).
   (Python's ``str.split()``); undefined when the references hold no word.
 - ``exact_match``: the share of samples whose decoded string equals the reference.
 
-A run records the best path per sample (its class index per time step, ``(N, T)``) as its
+A run records the best path per sample (its class index per time step, ``(N, T)``; samples
+fed one at a time at sizes of their own may have fewer steps: padded with the blank) as its
 outputs, and the first samples' decoded texts in ``details.samples`` (``sample``, ``truth``,
 ``text``, ``right``).
 """

@@ -4,9 +4,12 @@ loading the model) and its greedy decoding.
 An alphabet holds one entry per line, as PaddleOCR's dict files and rapidocr's ``character``
 metadata do: UTF-8, lines split on LF only (a CR before it dropped), one final line end
 allowed; an entry is the whole line, so a line of one space is the space character. An empty
-line is refused (it would be a class that decodes to nothing). Classes are the alphabet's
-entries in order, then ``" "`` where ``space`` is set (PaddleOCR's ``use_space_char``), with
-the blank inserted at its declared index.
+line is refused (it would be a class that decodes to nothing), and so is an entry of more than
+``MAX_ENTRY_CHARS`` code points or an alphabet of more classes than an output may score
+(``bounds.CLASSES``: counted before the lines are split, so a file of millions of lines is not
+held as millions of strings). Classes are the alphabet's entries in order, then ``" "`` where
+``space`` is set (PaddleOCR's ``use_space_char``), with the blank inserted at its declared
+index.
 """
 
 from __future__ import annotations
@@ -18,11 +21,17 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from pinbench import bounds
 from pinbench.errors import UserError
 from pinbench.evaluator.lines import MAX_FILE_BYTES, LabelProblem, read_text
 from pinbench.registry.manifest import Ctc
 
 Array = npt.NDArray[np.generic]
+MAX_CLASSES = int(bounds.CLASSES.high)
+"""The most classes a CTC output may score: its alphabet's entries, the space and the blank."""
+MAX_ENTRY_CHARS = 256
+"""The longest entry, in code points: a CTC class is a character or a short token (a
+SentencePiece unit); a decoded text holds at most this many per time step."""
 
 
 class AlphabetProblem(UserError):
@@ -72,6 +81,14 @@ def read_alphabet(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> 
     else:
         assert ctc.alphabet.metadata is not None
         source, text = _from_metadata(ctc.alphabet.metadata, model_files, output=output)
+    lines = text.count("\n")
+    if lines > MAX_CLASSES:  # refused before splitting: each line would be a string held
+        raise AlphabetProblem(
+            output=output,
+            source=source,
+            reason=f"{lines} lines: an output scores at most {MAX_CLASSES} classes, the "
+            "alphabet's entries with the blank (and the space)",
+        )
     entries = text.split("\n")
     if entries[-1] == "":
         entries.pop()  # the final line end
@@ -85,8 +102,22 @@ def read_alphabet(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> 
                 source=source,
                 reason=f"line {number} is empty: each line is one class's character",
             )
+        if len(entry) > MAX_ENTRY_CHARS:
+            raise AlphabetProblem(
+                output=output,
+                source=source,
+                reason=f"line {number} holds {len(entry)} characters: an entry is one class's "
+                f"character or token, at most {MAX_ENTRY_CHARS}",
+            )
     if ctc.space:
         entries.append(" ")
+    if len(entries) + 1 > MAX_CLASSES:
+        raise AlphabetProblem(
+            output=output,
+            source=source,
+            reason=f"{len(entries)} characters and the blank: an output scores at most "
+            f"{MAX_CLASSES} classes",
+        )
     if ctc.blank > len(entries):
         raise AlphabetProblem(
             output=output,

@@ -122,19 +122,20 @@ class CtcScorer(Scorer):
         check_scores(shape, self.alphabet, output=name, batch=batch)
 
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
-        """Each answered sample's best path and text, then the metrics over them."""
+        """Each answered sample's best path and text, then the metrics over them. Every answer
+        is checked as the first was (a later call may give another shape); samples fed one at
+        a time at sizes of their own may give paths of different lengths, recorded padded
+        with the blank (which decodes to nothing)."""
         from pinbench.tasks.text_recognition.metrics import text_metrics
 
         truth: list[str] = self.context.samples.truth
         name = self.outputs[0]
         indexes = sorted(answers)
+        for i in indexes:
+            shape = tuple(int(d) for d in np.shape(answers[i][name]))
+            check_scores(shape, self.alphabet, output=name, batch=1)  # one sample each
         paths = [best_path(answers[i][name], output=name, first=i) for i in indexes]
-        texts = [decode(p, self.alphabet) for path in paths for p in path]
-        if len(texts) != len(indexes):
-            raise UserError(
-                f"text output {name!r} gave {len(texts)} rows for {len(indexes)} samples: its "
-                "first axis must be the samples"
-            )
+        texts = [decode(path[0], self.alphabet) for path in paths]
         references = [truth[i] for i in indexes]
         metrics = text_metrics(texts, references)
         metrics["accuracy_samples_count"] = float(len(indexes))
@@ -148,4 +149,11 @@ class CtcScorer(Scorer):
             }
             for at, i in enumerate(indexes[:TEXT_ROWS])
         ]
-        return Scored(metrics, np.concatenate(paths), name, {"samples": rows})
+        steps = max((p.shape[1] for p in paths), default=0)
+        recorded = np.concatenate(
+            [
+                np.pad(p, ((0, 0), (0, steps - p.shape[1])), constant_values=self.alphabet.blank)
+                for p in paths
+            ]
+        )
+        return Scored(metrics, recorded, name, {"samples": rows})
