@@ -134,6 +134,10 @@ BAD = [
     ("normalize std and scale", _with(MODEL, "inputs.0.steps.3.normalize.scale", 2.0), "not both"),
     ("labels not a file", _with(MODEL, "outputs.0.labels.path", "labels.txt"), "labels file"),
     ("topk k zero", _with(MODEL, "outputs.0.steps.1.topk.k", 0), "topk.k must be between 1 and"),
+    # inputs and outputs are keyed by their name as text: "0" and 0 shared one array
+    ("inputs '0' and 0", _with(MODEL, "inputs", [{"name": "0"}, {"name": 0}]), "both '0'"),
+    ("input named twice", _with(MODEL, "inputs", [{"name": "x"}] * 2), "inputs[1] ('x')"),
+    ("outputs '1' and 1", _with(MODEL, "outputs", [{"name": 1}, {"name": "1"}]), "both '1'"),
     ("framework without environment", _with(FRAMEWORK, "environments", []), "at least one"),
     ("environment with nothing", _with(FRAMEWORK, "environments.0", {}), "needs an image"),
     (

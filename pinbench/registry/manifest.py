@@ -754,6 +754,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                 )
             if out.ctc is not None:
                 _check_alphabet(out, self.format, paths)
+        _check_keys("inputs", [i.name for i in self.inputs])
+        _check_keys("outputs", [o.name for o in self.outputs])
         names = {str(i.name): i for i in self.inputs}
         for inp in self.inputs:
             _check_tokenize(inp, paths)
@@ -777,6 +779,20 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                         f"output {out.name!r} pools with mask {mask.name!r}, whose tokenize "
                         f"step gives {first.output}, not attention_mask"
                     )
+
+
+def _check_keys(side: str, names: list[str | int]) -> None:
+    """Each declared input (output) is fed (read) by its name as text, an index by its digits:
+    two whose names read the same would share one array (the second's silently lost)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        first = seen.setdefault(str(name), i)
+        if first != i:
+            raise ValueError(
+                f"{side}[{first}] ({names[first]!r}) and {side}[{i}] ({name!r}) are both "
+                f"{str(name)!r}: a run keys each declared {side[:-1]} by its name as text (an "
+                "index as its digits), so give each its own"
+            )
 
 
 def _check_alphabet(out: Output, model_format: str, paths: set[str]) -> None:
