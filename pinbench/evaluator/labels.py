@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from pinbench.evaluator.lines import LabelProblem as LabelProblem
 from pinbench.evaluator.lines import json_lines, read_text, split_lines
-from pinbench.registry.dataset_layout import folder_prefix, imagefolder_class
+from pinbench.registry.dataset_layout import imagefolder_class
 from pinbench.registry.manifest import LabelFormat
 
 _SYNSET = re.compile(r"(n[0-9]{8})\s+(\S.*)")
@@ -254,26 +254,10 @@ def _by_file(
 ) -> list[tuple[str, int | str]]:
     """Each sample's label in sample order, with its place in the file (``word`` N: a csv
     ``row``, a jsonl ``line``)."""
-    prefix = folder_prefix(folder)
-    wanted = {p[len(prefix) :]: p for p in samples}
-    found: dict[str, tuple[str, int | str]] = {}
-    for number, file, label in rows:
-        if file not in wanted:
-            raise LabelProblem(
-                path=where,
-                reason=f"row {number} names {file!r}, not a sample file of the data folder "
-                f"{folder!r} (paths are relative to it)",
-            )
-        if file in found:
-            raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (row {number})")
-        found[file] = (f"{word} {number}", label)
-    missing = [f for f in wanted if f not in found]
-    if missing:
-        raise LabelProblem(
-            path=where,
-            reason=f"{len(missing)} of {len(wanted)} samples have no label, e.g. {missing[0]!r}",
-        )
-    return [found[f] for f in wanted]
+    from pinbench.tasks.by_file import by_file
+
+    matched = by_file(rows, samples, folder, where, word=word, what="label")
+    return [(f"{word} {number}", label) for number, label in matched]
 
 
 @dataclass(frozen=True, slots=True)

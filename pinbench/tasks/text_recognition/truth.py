@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinbench.evaluator.lines import LabelProblem, json_lines, read_text, split_lines
-from pinbench.registry.dataset_layout import folder_prefix
 from pinbench.registry.manifest import LabelFormat
+from pinbench.tasks.by_file import by_file
 from pinbench.tasks.text_recognition import MAX_TEXT_CHARS
 
 Row = tuple[int, str, str]
@@ -103,24 +103,4 @@ def _jsonl_rows(text: str, where: str) -> list[Row]:
 
 
 def _by_file(rows: list[Row], samples: list[str], folder: str, where: str) -> list[str]:
-    prefix = folder_prefix(folder)
-    wanted = [p[len(prefix) :] for p in samples]
-    known = set(wanted)
-    found: dict[str, str] = {}
-    for number, file, text in rows:
-        if file not in known:
-            raise LabelProblem(
-                path=where,
-                reason=f"line {number} names {file!r}, not a sample file of the data folder "
-                f"{folder!r} (paths are relative to it)",
-            )
-        if file in found:
-            raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (line {number})")
-        found[file] = text
-    missing = [f for f in wanted if f not in found]
-    if missing:
-        raise LabelProblem(
-            path=where,
-            reason=f"{len(missing)} of {len(wanted)} samples have no text, e.g. {missing[0]!r}",
-        )
-    return [found[f] for f in wanted]
+    return [text for _, text in by_file(rows, samples, folder, where, word="line", what="text")]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinbench.evaluator.lines import LabelProblem, json_lines, read_text
-from pinbench.registry.dataset_layout import folder_prefix
+from pinbench.tasks.by_file import by_file
 
 Span = tuple[float, float]
 MAX_SPANS = 100_000
@@ -25,34 +25,19 @@ def read_segments(
 ) -> list[list[Span]]:
     """Each sample's speech spans, in sample order (``samples``: the sample files' artifact
     paths; ``read`` gives a verified local file by its artifact path)."""
-    prefix = folder_prefix(folder)
-    wanted = [p[len(prefix) :] for p in samples]
-    known = set(wanted)
-    found: dict[str, list[Span]] = {}
+    rows: list[tuple[int, str, object]] = []
     for number, row in json_lines(read_text(read(where), where), where):
         if not isinstance(row, dict) or set(row) != {"file", "speech"}:
             raise LabelProblem(
                 path=where,
                 reason=f'line {number}: want {{"file": "<path>", "speech": [[start, end], ...]}}',
             )
-        file = row["file"]
-        if not isinstance(file, str) or file not in known:
-            raise LabelProblem(
-                path=where,
-                reason=f"line {number} names {file!r}, not a sample file of the data folder "
-                f"{folder!r} (paths are relative to it)",
-            )
-        if file in found:
-            raise LabelProblem(path=where, reason=f"{file!r} is labelled twice (line {number})")
-        found[file] = _spans(row["speech"], where, number)
-    missing = [f for f in wanted if f not in found]
-    if missing:
-        raise LabelProblem(
-            path=where,
-            reason=f"{len(missing)} of {len(wanted)} samples have no line, e.g. {missing[0]!r} "
-            '(a file without speech: "speech": [])',
-        )
-    return [found[f] for f in wanted]
+        if not isinstance(row["file"], str):
+            raise LabelProblem(path=where, reason=f"line {number}: file is not a path")
+        rows.append((number, row["file"], row["speech"]))
+    what = 'line (a file without speech: "speech": [])'
+    matched = by_file(rows, samples, folder, where, word="line", what=what)
+    return [_spans(raw, where, number) for number, raw in matched]
 
 
 def _spans(raw: object, where: str, number: int) -> list[Span]:
