@@ -18,16 +18,19 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tex
 
 
 def out() -> Console:
-    """stdout; wide enough for tables when it is not a terminal."""
+    """stdout; wide enough for tables when it is not a terminal. Strings print as they are,
+    never as Rich markup: they carry data (paths, names, messages) in which ``[red]`` is text
+    and ``[/x]`` no closing tag; a style is given as a ``Text``."""
     from rich.console import Console
 
-    return Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 160)
+    width = None if sys.stdout.isatty() else 160
+    return Console(soft_wrap=True, highlight=False, markup=False, width=width)
 
 
 def err() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True, highlight=False)
+    return Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 
 
 def json_text(data: Any) -> str:

@@ -144,3 +144,24 @@ def test_digest_json_is_the_text_as_data(cli: Cli, tmp_path: Path) -> None:
     missing = cli("digest", paths[0], str(tmp_path / "nope"), "--json")
     assert (missing.code, missing.out) == (1, "")  # nothing printed for half the files
     assert "nope: not a file" in missing.err
+
+
+def test_show_prints_file_paths_as_they_are_never_as_markup(cli: Cli, tmp_path: Path) -> None:
+    """A path is data: Rich read ``[red]`` in one as a style (dropped from the line) and
+    ``[/z]`` as a closing tag (a MarkupError traceback instead of the artifact)."""
+    assert cli("init").code == 0
+    names = ["[red]x.npy", "y[/z].npy"]
+    data = write_files(tmp_path, {names[0]: b"samples", names[1]: b"labels"})
+    dataset = {
+        "kind": "dataset",
+        "name": "test/brackets",
+        "version": "1.0.0",
+        "files": data,
+        "samples": 4,
+        "labels": {"format": "class-index-npy", "path": names[1], "classes": 10},
+    }
+    assert cli("publish", str(dump(tmp_path / "d.yaml", dataset))).code == 0
+    shown = cli("show", "dataset/test/brackets@1.0.0")
+    assert shown.code == 0, shown.err
+    assert f"  {sha(b'samples')}             7  {names[0]}" in shown.out.splitlines()
+    assert f"path={names[1]}" in shown.out

@@ -93,10 +93,16 @@ def progress_bars() -> Iterator[Callable[[str, int], ProgressCallback]]:
 
 
 def _bar() -> Progress:
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TransferSpeedColumn,
+    )
 
     return Progress(
-        "{task.description}",
+        TextColumn("{task.description}", markup=False),  # a file's name, never markup
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),

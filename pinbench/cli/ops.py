@@ -66,6 +66,7 @@ RunnerOpt = Annotated[
 def list_ops(as_json: JsonOpt = False) -> None:
     """The operators and their parameters (what --shape takes)."""
     from rich.table import Table
+    from rich.text import Text
 
     from pinbench.operators.schema import OPS, REQUIRED
     from pinbench.tables import tick
@@ -97,7 +98,8 @@ def list_ops(as_json: JsonOpt = False) -> None:
             p["name"] + ("*" if p["required"] else f"={_plain(p['default'])}")
             for p in row["params"]
         )
-        table.add_row(f"{row['op']}\n[dim]{row['summary']}[/dim]", params, tick(row["backward"]))
+        name = Text.assemble(row["op"], "\n", (row["summary"], "dim"))
+        table.add_row(name, params, tick(row["backward"]))
     _out().print(table)
 
 
