@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +142,27 @@ def test_an_object_array_is_never_written_even_with_its_sha256(tmp_path: Path) -
     with pytest.raises(OutputsRefused, match=r"not a plain \.npy array"):
         export_outputs(info, lambda _: [data], tmp_path / "o.npy")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_force_replaces_a_file_never_a_pipe_or_a_device(tmp_path: Path) -> None:
+    """``--force`` replaced a FIFO (so also ``/dev/null``, as root) with a regular file."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(3), allow_pickle=False)
+    data = buffer.getvalue()
+    info = {
+        "id": "d" * 8,
+        "status": "succeeded",
+        "mode": "accuracy",
+        "details": {"outputs_sha256": hashlib.sha256(data).hexdigest()},
+    }
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(OutputsRefused, match="not a regular file"):
+        export_outputs(info, lambda _: [data], pipe, force=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"] and stat.S_ISFIFO(pipe.lstat().st_mode)
+    (tmp_path / "o.npy").write_bytes(b"old")
+    export_outputs(info, lambda _: [data], tmp_path / "o.npy", force=True)
+    assert (tmp_path / "o.npy").read_bytes() == data
 
 
 def test_through_a_server(

@@ -6,8 +6,8 @@ and the output's name in ``details.outputs_name``. Here the blob's bytes, from t
 store or a server's (``GET /api/v1/blobs/{sha256}``), are hashed while they are written to a
 temp file beside the destination; only bytes whose sha256 is the one the run recorded, and
 that make a plain ``.npy`` array (never a pickle: an object dtype is refused), are renamed into
-place. An existing file is replaced only when asked (``force``); anything refused leaves
-nothing behind.
+place. An existing file is replaced only when asked (``force``), and never what is not a
+regular file (a device such as ``/dev/null``, a pipe); anything refused leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -99,6 +99,8 @@ def export_outputs(
 
     if dest.is_dir():
         raise refused("it is a folder")
+    if dest.exists() and not dest.is_file():  # --force replaces a file, not /dev/null or a pipe
+        raise refused("it is not a regular file (a device, a pipe or a socket)")
     if dest.exists() and not force:
         raise refused("the file exists (give --force to replace it)")
     temp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
