@@ -179,6 +179,14 @@ def _only_ignored_pixels(root: Path) -> list[str]:
     return ["--labels", str(folder), "--ignore-index", "255"]
 
 
+def _masks_ending_in_upper_case_png(root: Path) -> list[str]:
+    """(was: 'every pixel of every mask is the ignore_index None')"""
+    folder = _masks(root)
+    for name in VALUES:
+        (folder / f"{name}.png").rename(folder / f"{name}.PNG")
+    return ["--labels", str(folder)]
+
+
 def _empty_masks_folder(root: Path) -> list[str]:
     (root / "masks").mkdir()
     return ["--labels", str(root / "masks")]
@@ -211,6 +219,7 @@ def _ignore_index_without_masks(root: Path) -> list[str]:
         (_stray_file_among_masks, ["masks/notes.txt", "the mask of no sample file"]),
         (_only_ignored_pixels, ["ignore_index 255", "nothing to score"]),
         (_empty_masks_folder, ["holds no files"]),
+        (_masks_ending_in_upper_case_png, ["holds no .png file (a.PNG, ...)", "masks/a/b.png"]),
         (_coco_missing_a_sample, ["instances.json", "c.png"]),
         (_coco_of_another_size, ["b.png", "99"]),
         (_ignore_index_without_masks, ["ignore_index", "masks"]),

@@ -54,9 +54,14 @@ def masks_classes(
     from pinbench.tasks.segmentation.masks import read_mask
 
     largest = -1
-    for path in masks:
-        if path.suffix != ".png":  # not a mask: the layout check names it
-            continue
+    pngs = [p for p in masks if p.suffix == ".png"]  # any other file: the layout check names it
+    if not pngs:
+        raise MasksRefused(
+            path=str(folder),
+            reason=f"holds no .png file ({masks[0].name}, ...): each sample's mask is a PNG at "
+            "its path with the suffix .png (images/a/b.jpg -> masks/a/b.png)",
+        )
+    for path in pngs:
         try:
             values = read_mask(path, where=str(path))
         except LabelProblem as exc:
