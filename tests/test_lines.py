@@ -163,6 +163,13 @@ REFUSED: list[tuple[str, str, bytes, str, str]] = [
         "class-index-jsonl",
         f"l.jsonl: line 2 is {MAX_LINE_BYTES + 38} bytes, more than the {MAX_LINE_BYTES}",
     ),
+    (  # a text label of it failed text-recognition's CER (UnicodeEncodeError) in the run
+        "a JSON string of half a surrogate pair",
+        "l.jsonl",
+        b'{"file": "a.png", "label": 0}\n{"file": "b.png", "label": 1, "x": ["\\udc00"]}\n',
+        "class-index-jsonl",
+        "l.jsonl: line 2: a \\u escape is half of a surrogate pair, not a character",
+    ),
     (
         "bytes that are not UTF-8",
         "l.jsonl",
@@ -188,6 +195,9 @@ def test_the_same_files_without_the_ambiguity_are_read(tmp_path: Path) -> None:
     crlf = b"file,label,note\r\nb.png,0,x\r\na.png,1,y\r\n"
     assert _per_file(tmp_path, "l.csv", crlf, "class-index-csv") == [1, 0]
     jsonl = b'{"file": "a.png", "label": 1, "x": {"y": 1}}\n{"file": "b.png", "label": 0}\n'
+    assert _per_file(tmp_path, "l.jsonl", jsonl, "class-index-jsonl") == [1, 0]
+    pairs = b'{"file": "a.png", "label": 1, "x": "\\ud83d\\ude00 \\\\ud800"}\n'  # a pair; \\
+    jsonl = pairs + b'{"file": "b.png", "label": 0}\n'
     assert _per_file(tmp_path, "l.jsonl", jsonl, "class-index-jsonl") == [1, 0]
     quoted = b'file,label,note\na.png,1,"a\rquoted\nnote"\nb.png,0,x\n'
     assert _per_file(tmp_path, "q.csv", quoted, "class-index-csv") == [1, 0]

@@ -12,6 +12,7 @@ become one sample held, and tokenized, whole.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -21,6 +22,7 @@ MAX_LINE_BYTES = 1024 * 1024
 """The longest line, in UTF-8 bytes without its line end (1 MiB: some 250,000 tokens, four
 times the longest ``max_length`` a tokenize step may declare)."""
 _BOM = "\ufeff"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class LabelProblem(ValueError):
@@ -88,8 +90,9 @@ def read_lines(path: Path, where: str) -> list[str]:
 
 def json_lines(text: str, where: str) -> list[tuple[int, object]]:
     """A JSON-lines file's values with their line numbers (``split_lines``; blank lines
-    skipped); a line that is not JSON, or an object giving a key twice (``json`` keeps the
-    last, other readers the first), is refused naming the line."""
+    skipped); a line that is not JSON, an object giving a key twice (``json`` keeps the last,
+    other readers the first), or a string holding half of a surrogate pair (``"\\ud800"``: no
+    character, and no UTF-8 can hold it) is refused naming the line."""
     import json
 
     out: list[tuple[int, object]] = []
@@ -97,7 +100,15 @@ def json_lines(text: str, where: str) -> list[tuple[int, object]]:
         if not line.strip():
             continue
         try:
-            out.append((number, json.loads(line, object_pairs_hook=_unique_keys)))
+            value = json.loads(line, object_pairs_hook=_unique_keys)
+            if _SURROGATE_ESCAPE.search(line):  # only a \u escape makes one
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            out.append((number, value))
+        except UnicodeEncodeError:
+            raise LabelProblem(
+                path=where,
+                reason=f"line {number}: a \\u escape is half of a surrogate pair, not a character",
+            ) from None
         except _DuplicateKey as exc:
             raise LabelProblem(
                 path=where,
