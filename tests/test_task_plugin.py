@@ -216,3 +216,10 @@ def test_the_readme_task_table_lists_every_published_task_its_formats_and_metric
         assert [f.strip(" `") for f in formats.split(",")] == list(task.label_formats)
         headline = [m.name for m in task.metrics if m.headline]
         assert [m.strip(" `") for m in metrics.split(",")][:1] == headline[:1]
+
+
+def test_an_unknown_task_of_any_length_is_named_in_at_most_64_characters() -> None:
+    """A hand-edited lockfile's task has no manifest bound: its error echoes a bounded part."""
+    with pytest.raises(registry.UnknownTask) as caught:
+        registry.task("x" * 100_000)
+    assert len(str(caught.value)) < 400 and "(100000 characters)" in str(caught.value)

@@ -26,7 +26,8 @@ TASKS: dict[str, str] = {
 
 class UnknownTask(UserError):
     def __init__(self, *, name: str, known: list[str]) -> None:
-        super().__init__(f"unknown task {name!r}; known: {', '.join(known)}")
+        shown = name if len(name) <= 64 else f"{name[:64]}... ({len(name)} characters)"
+        super().__init__(f"unknown task {shown!r}; known: {', '.join(known)}")
         self.name = name
         self.known = known
 
