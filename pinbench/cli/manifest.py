@@ -23,6 +23,7 @@ manifest_app = typer.Typer(
     no_args_is_help=True,
 )
 
+
 def _stdout_dash(value: Path | None) -> Path | None:
     """``-o -`` prints, as ``-`` means standard output to most tools (it wrote a file ``-``)."""
     return None if value is not None and str(value) == "-" else value
