@@ -481,6 +481,17 @@ def preprocess_each(
     return each()
 
 
+def _leading(steps: list[InputStep], name: str, what: str, example: str) -> InputStep:
+    """The decoding step a file dataset's samples need first, taken off ``steps``."""
+    if not steps or getattr(steps[0], name) is None:
+        raise PipelineError(
+            step=name,
+            reason=f"the dataset's samples are {what}: the input's steps must begin with a "
+            f"{name} step (e.g. `- {name}: {example}`)",
+        )
+    return steps.pop(0)
+
+
 def _file_reader(
     data_format: str, spec: Input, steps: list[InputStep]
 ) -> Callable[[Path, str], Array]:
@@ -488,24 +499,13 @@ def _file_reader(
     off the front of ``steps``."""
     first = steps[0] if steps else None
     if data_format == "audio":
-        if first is None or first.decode_audio is None:
-            raise PipelineError(
-                step="decode_audio",
-                reason="the dataset's samples are WAV files: the input's steps must begin with "
-                "a decode_audio step (e.g. `- decode_audio: {channel: mix, rate: 16000}`)",
-            )
-        steps.pop(0)
+        audio = _leading(steps, "decode_audio", "WAV files", "{channel: mix, rate: 16000}")
+        assert audio.decode_audio is not None
         resample = steps.pop(0).resample if steps and steps[0].resample is not None else None
-        return _wav_reader(first.decode_audio, resample)
+        return _wav_reader(audio.decode_audio, resample)
     if data_format == "images":
-        if first is None or first.decode is None:
-            raise PipelineError(
-                step="decode",
-                reason="the dataset's samples are image files: the input's steps must begin "
-                "with a decode step (e.g. `- decode: {color_mode: rgb}`)",
-            )
-        steps.pop(0)
-        image_step = first.decode
+        image_step = _leading(steps, "decode", "image files", "{color_mode: rgb}").decode
+        assert image_step is not None
         return lambda path, name: decode_file(path, image_step, name=name)
     decode_step = steps.pop(0).decode if first is not None and first.decode is not None else None
 
