@@ -1,11 +1,12 @@
-"""The ``pinbench`` command: a thin layer over the library.
+"""The ``pinbench`` command: a thin layer over the Python API (``pinbench.sdk``).
 
-Every command is a few lines calling ``pinbench.registry`` / ``pinbench.db`` / the evaluator,
-and each lives in the module of its group; this module assembles the app (the order below is
-the order ``--help`` lists them in) and runs it. A command module imports only Typer, Rich and
-pinbench's errors and console at its top; the library a command calls is imported when the
-command runs, so that ``--help``, ``--version`` or ``range`` never load SQLAlchemy or NumPy and
-a read command never loads the evaluator (``tests/test_cli_imports.py``).
+The root is a Click group that imports a command's module only when that command runs: the
+table below names each command's module, attribute and one-line help, so ``pinbench --help``
+lists them all without importing any (``tests/test_cli_contract.py`` checks the table against
+the commands themselves). A command module imports Click and pinbench's console and errors at
+its top; the library a command calls is imported when the command runs, so that ``--help``,
+``--version`` or ``range`` never load SQLAlchemy or NumPy and a read command never loads the
+evaluator (``tests/test_cli_imports.py``).
 
 Errors are turned into a message and an exit code in one place (``main``): 0 success, 1 user
 error (bad input, not found, conflict), 2 usage error, 3 failure of the system.
@@ -15,113 +16,254 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from importlib import import_module
+from typing import Any
 
-import typer
+import click
 
-from pinbench.cli import (
-    accounts,
-    attest,
-    catalog,
-    cluster,
-    db,
-    images,
-    lockfile,
-    manifest,
-    ops,
-    registry,
-    run_outputs,
-    runs,
-    serve,
-)
-from pinbench.cli.bisect import bisect_cmd
-from pinbench.cli.mlmodelscope import import_mlmodelscope
-from pinbench.console import err as _err
 from pinbench.errors import PinbenchError
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "main"]
 
-app = typer.Typer(
-    name="pinbench",
-    help="Reproducible artifact registry and evaluation store for deep-learning benchmarks.\n\n"
+HELP = (
+    "Reproducible artifact registry and evaluation store for deep-learning benchmarks.\n\n"
     "State lives in PINBENCH_HOME (default ~/.local/share/pinbench); the database is "
     "PINBENCH_DATABASE_URL (default SQLite in the home; PostgreSQL via postgresql+psycopg://).\n\n"
     "With PINBENCH_URL set (and PINBENCH_TOKEN for writes), publish, yank, list, show, resolve, "
-    "lock, run and runs list|show|compare talk to that `pinbench serve` instead.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+    "lock, run and runs list|show|compare talk to that `pinbench serve` instead."
 )
 
+# name -> (module under pinbench.cli, attribute, one-line help), in the order --help lists them.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "import-mlmodelscope": (
+        "mlmodelscope",
+        "import_mlmodelscope",
+        "Convert an MLModelScope model manifest into a pinbench model manifest.",
+    ),
+    "init": (
+        "db",
+        "init",
+        "Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and "
+        "this registry's signing keys:...",
+    ),
+    "schema": ("registry", "schema", "Write the JSON Schema of each manifest kind (for editors)."),
+    "publish": (
+        "registry",
+        "publish",
+        "Publish one artifact: validate, hash and store its files, record it.",
+    ),
+    "yank": (
+        "registry",
+        "yank",
+        "Mark a version yanked: ranges skip it, exact pins still resolve it.",
+    ),
+    "list": ("registry", "list_", "List published artifacts and versions."),
+    "show": (
+        "registry",
+        "show",
+        "Show one artifact version: a model's inputs and outputs (each step with its "
+        "parameters, an output's task section), a...",
+    ),
+    "resolve": (
+        "registry",
+        "resolve_cmd",
+        "Pick the highest version of each artifact so that every constraint holds.",
+    ),
+    "range": (
+        "registry",
+        "range_cmd",
+        "Print the given versions that satisfy RANGE, one a line (like node-semver's "
+        "`semver -r`).",
+    ),
+    "lock": (
+        "registry",
+        "lock_cmd",
+        "Resolve a request and write its lockfile (canonical JSON; its sha256 is its id).",
+    ),
+    "verify": (
+        "registry",
+        "verify",
+        "Check every byte the lockfile pins against its sha256 (unchanged files are not "
+        "re-read; --rehash reads them all).",
+    ),
+    "run": (
+        "runs",
+        "run_cmd",
+        "Check the lockfile against this registry, verify every pinned byte, run the "
+        "lockfile's scenario, and record the run.",
+    ),
+    "rerun": (
+        "runs",
+        "rerun_cmd",
+        "Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.",
+    ),
+    "bisect": (
+        "bisect",
+        "bisect_cmd",
+        "Find the first pin between two runs' lockfiles at which the metric changes.",
+    ),
+    "digest": (
+        "registry",
+        "digest",
+        "Print the sha256 and size of files (for writing manifests): one `SHA256 SIZE PATH` "
+        "line per file.",
+    ),
+    "demo": (
+        "catalog",
+        "demo",
+        "The whole flow on the built-in catalog: train, publish, resolve, lock, verify, run.",
+    ),
+    "gc": (
+        "serve",
+        "gc_cmd",
+        "Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders) "
+        "left by processes that died,...",
+    ),
+    "serve": (
+        "serve",
+        "serve",
+        "Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).",
+    ),
+    "db": ("db", "db_app", "Database schema migrations."),
+    "images": (
+        "images",
+        "images_app",
+        "Framework images for --runner docker: build (and publish), push, pull.",
+    ),
+    "user": (
+        "accounts",
+        "user_app",
+        "Users and namespace members of this server's database (for admins; run where the "
+        "server's PINBENCH_HOME /...",
+    ),
+    "token": ("accounts", "token_app", "API tokens: create (shown once), list, revoke."),
+    "runs": ("runs", "runs_app", "Recorded runs: list, show, compare, parity."),
+    "catalog": (
+        "catalog",
+        "catalog_app",
+        "The built-in catalog stage by stage (the DVC pipeline's commands, dvc.yaml): prepare, "
+        "train, export, publish,...",
+    ),
+    "lockfile": (
+        "lockfile",
+        "lockfile_app",
+        "Lockfiles made elsewhere: import the artifacts they pin from another registry.",
+    ),
+    "manifest": (
+        "manifest",
+        "manifest_app",
+        "Write a manifest from files: a model's from the model's own signature, a framework's "
+        "from pinbench's hash-pinned...",
+    ),
+    "agent": ("cluster", "agent_app", "Join a Ray cluster as an evaluation agent."),
+    "systems": ("cluster", "systems_app", "The systems (agents) of the cluster and their hardware."),
+    "ops": (
+        "ops",
+        "ops_app",
+        "Operator benchmarks: one operator (conv2d, matmul, softmax, ...) timed on each "
+        "framework on the same seeded inputs...",
+    ),
+    "attest": (
+        "attest",
+        "attest_app",
+        "Check signed provenance: `attest verify FILE` (see `runs attest`).",
+    ),
+    "keys": (
+        "attest",
+        "keys_app",
+        "This registry's signing keys: attestation (Ed25519) and model-signing (EC P-256).",
+    ),
+}
 
-def _print_version(value: bool) -> None:
-    if value:
+
+def load(name: str) -> click.Command:
+    """The command ``name`` of the root, its module imported now."""
+    module, attr, _ = COMMANDS[name]
+    found: Any = getattr(import_module(f"pinbench.cli.{module}"), attr)
+    if isinstance(found, click.Command):
+        return found
+    return _typer_adapter(name, found)  # a module not yet moved to Click
+
+
+def _typer_adapter(name: str, found: Any) -> click.Command:
+    """A Click command handing its arguments to a Typer app or command (transition only)."""
+    import typer
+    import typer.main
+
+    if isinstance(found, typer.Typer):
+        target = typer.main.get_command(found)
+    else:
+        wrapper = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        wrapper.command(name)(found)
+        target = typer.main.get_command(wrapper)
+
+    @click.command(
+        name,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        add_help_option=False,
+    )
+    @click.pass_context
+    def adapted(ctx: click.Context) -> None:
+        target.main(args=list(ctx.args), prog_name=ctx.command_path, standalone_mode=True)
+
+    return adapted
+
+
+class _Root(click.Group):
+    """Commands from ``COMMANDS``, each module imported only when its command is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, short) for name, (_, _, short) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
         from importlib.metadata import version
 
         sys.stdout.write(f"pinbench {version('pinbench')}\n")
-        raise typer.Exit()
+        ctx.exit()
 
 
-@app.callback()
-def _options(
-    show_version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            help="Print pinbench's version and exit.",
-            callback=_print_version,
-            is_eager=True,
-        ),
-    ] = False,
-) -> None:
+@click.group(
+    "pinbench",
+    cls=_Root,
+    help=HELP,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["--help"]},
+)
+@click.option(
+    "--version",
+    "show_version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print pinbench's version and exit.",
+)
+def app() -> None:
     pass
 
 
-app.command("import-mlmodelscope")(import_mlmodelscope)
-app.command()(db.init)
-app.command()(registry.schema)
-app.command()(registry.publish)
-app.command()(registry.yank)
-app.command("list")(registry.list_)
-app.command()(registry.show)
-app.command("resolve")(registry.resolve_cmd)
-app.command("range")(registry.range_cmd)
-app.command("lock")(registry.lock_cmd)
-app.command()(registry.verify)
-app.command("run")(runs.run_cmd)
-app.command("rerun")(runs.rerun_cmd)
-app.command("bisect")(bisect_cmd)
-app.command()(registry.digest)
-app.command()(catalog.demo)
-app.command("gc")(serve.gc_cmd)
-app.command()(serve.serve)
-app.add_typer(db.db_app, name="db")
-app.add_typer(images.images_app, name="images")
-app.add_typer(accounts.user_app, name="user")
-app.add_typer(accounts.token_app, name="token")
-app.add_typer(runs.runs_app, name="runs")
-app.add_typer(catalog.catalog_app, name="catalog")
-app.add_typer(lockfile.lockfile_app, name="lockfile")
-app.add_typer(manifest.manifest_app, name="manifest")
-app.add_typer(cluster.agent_app, name="agent")
-app.add_typer(cluster.systems_app, name="systems")
-app.add_typer(ops.ops_app, name="ops")
-app.add_typer(attest.attest_app, name="attest")
-app.add_typer(attest.keys_app, name="keys")
-runs.runs_app.command("attest")(attest.runs_attest)
-runs.runs_app.command("outputs")(run_outputs.runs_outputs)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the app and map errors to exit codes (usage errors exit 2 inside Typer)."""
+    """Run the app and map errors to exit codes (usage errors exit 2 inside Click)."""
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="pinbench")
+        app.main(args=list(argv) if argv is not None else None, prog_name="pinbench")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except PinbenchError as exc:
         from rich.text import Text
 
-        _err().print(Text.assemble(("error: ", "bold red"), str(exc)))
+        from pinbench.console import err
+
+        err().print(Text.assemble(("error: ", "bold red"), str(exc)))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -741,3 +741,13 @@ def _exit_now(exc: PinbenchError) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(exc.exit_code)
+
+
+def _more_commands() -> None:
+    from pinbench.cli import attest, run_outputs
+
+    runs_app.command("attest")(attest.runs_attest)
+    runs_app.command("outputs")(run_outputs.runs_outputs)
+
+
+_more_commands()
