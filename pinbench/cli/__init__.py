@@ -72,8 +72,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "range": (
         "registry",
         "range_cmd",
-        "Print the given versions that satisfy RANGE, one a line (like node-semver's "
-        "`semver -r`).",
+        "Print the given versions that satisfy RANGE, one a line (like node-semver's `semver -r`).",
     ),
     "lock": (
         "registry",
@@ -156,7 +155,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "from pinbench's hash-pinned...",
     ),
     "agent": ("cluster", "agent_app", "Join a Ray cluster as an evaluation agent."),
-    "systems": ("cluster", "systems_app", "The systems (agents) of the cluster and their hardware."),
+    "systems": (
+        "cluster",
+        "systems_app",
+        "The systems (agents) of the cluster and their hardware.",
+    ),
     "ops": (
         "ops",
         "ops_app",
