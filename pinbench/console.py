@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(f: F) -> F:
+    """``--json`` (``as_json``): print JSON instead of text."""
+    import click
+
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
 
 
 def out() -> Console:

@@ -38,6 +38,21 @@ AllowPickleOpt = Annotated[
     ),
 ]
 
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def allow_pickle_option(f: F) -> F:
+    """``--allow-pickle`` (``allow_pickle``)."""
+    import click
+
+    return click.option(
+        "--allow-pickle",
+        "allow_pickle",
+        is_flag=True,
+        help="This run may unpickle a torch-pickle model whose manifest says `trusted: true` "
+        "(unpickling runs the publisher's code: only for publishers you trust).",
+    )(f)
+
 
 @contextmanager
 def workspace() -> Iterator[Workspace]:
