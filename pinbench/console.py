@@ -7,14 +7,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

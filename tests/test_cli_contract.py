@@ -57,17 +57,23 @@ def _typer_type(param: click.Parameter) -> str:
 
 
 def _range(record: list[str] | None) -> tuple[int | None, int | None] | None:
-    found = re.search(r"(?:(-?\d+)<=)?x(?:<=(-?\d+))?\]", (record or ["", ""])[1])
-    if found is None:
+    """The bounds Typer showed in an option's help: ``0<=x<=3``, ``x>=1`` or ``x<=9``."""
+    text = (record or ["", ""])[1]
+    both = re.search(r"(-?\d+)<=x<=(-?\d+)\]", text)
+    if both:
+        return (int(both.group(1)), int(both.group(2)))
+    low = re.search(r"x>=(-?\d+)\]", text)
+    high = re.search(r"x<=(-?\d+)\]", text)
+    if low is None and high is None:
         return None
-    low, high = found.groups()
-    return (int(low) if low else None, int(high) if high else None)
+    return (int(low.group(1)) if low else None, int(high.group(1)) if high else None)
 
 
 def _default(param: click.Parameter) -> str:
+    unset = param.default is None or "UNSET" in repr(param.default)
     if param.multiple or param.nargs == -1:
-        return "None" if not param.default else repr(param.default)
-    return repr(param.default)
+        return "None" if unset or not param.default else repr(param.default)
+    return "None" if unset else repr(param.default)
 
 
 @pytest.mark.parametrize("path", sorted(CONTRACT), ids=str)

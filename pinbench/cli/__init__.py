@@ -17,7 +17,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import Any
 
 import click
 
@@ -182,34 +181,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 def load(name: str) -> click.Command:
     """The command ``name`` of the root, its module imported now."""
     module, attr, _ = COMMANDS[name]
-    found: Any = getattr(import_module(f"pinbench.cli.{module}"), attr)
-    if isinstance(found, click.Command):
-        return found
-    return _typer_adapter(name, found)  # a module not yet moved to Click
-
-
-def _typer_adapter(name: str, found: Any) -> click.Command:
-    """A Click command handing its arguments to a Typer app or command (transition only)."""
-    import typer
-    import typer.main
-
-    if isinstance(found, typer.Typer):
-        target = typer.main.get_command(found)
-    else:
-        wrapper = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        wrapper.command(name)(found)
-        target = typer.main.get_command(wrapper)
-
-    @click.command(
-        name,
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-        add_help_option=False,
-    )
-    @click.pass_context
-    def adapted(ctx: click.Context) -> None:
-        target.main(args=list(ctx.args), prog_name=ctx.command_path, standalone_mode=True)
-
-    return adapted
+    found = getattr(import_module(f"pinbench.cli.{module}"), attr)
+    assert isinstance(found, click.Command), f"pinbench.cli.{module}.{attr}"
+    return found
 
 
 class _Root(click.Group):
@@ -246,6 +220,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     "--version",
     "show_version",
     is_flag=True,
+    default=False,
     expose_value=False,
     is_eager=True,
     callback=_print_version,

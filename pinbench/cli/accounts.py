@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from pinbench.cli.common import local_user, remote_or_here, workspace
-from pinbench.console import JsonOpt
+from pinbench.cli.common import listed, local_user, remote_or_here, workspace
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -16,12 +15,14 @@ from pinbench.console import print_json as _print_json
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
-user_app = typer.Typer(
+user_app = click.Group(
+    "user",
     help="Users and namespace members of this server's database (for admins; run where the "
     "server's PINBENCH_HOME / PINBENCH_DATABASE_URL are).",
     no_args_is_help=True,
 )
-token_app = typer.Typer(
+token_app = click.Group(
+    "token",
     help="API tokens: create (shown once), list, revoke. With PINBENCH_URL: through the "
     "server, for the caller's own user; without: in this database, for --user.",
     no_args_is_help=True,
@@ -29,14 +30,23 @@ token_app = typer.Typer(
 
 
 @user_app.command("add")
+@click.argument("name", type=str, help="The user's name (lowercase).")
+@click.option(
+    "--admin", "admin", is_flag=True, default=False, help="May manage users and namespaces."
+)
+@click.option(
+    "--namespace",
+    "-n",
+    "namespace",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help="Namespaces to publish in.",
+)
 def user_add(
-    name: Annotated[str, typer.Argument(help="The user's name (lowercase).")],
-    admin: Annotated[
-        bool, typer.Option("--admin", help="May manage users and namespaces.")
-    ] = False,
-    namespace: Annotated[
-        list[str] | None, typer.Option("--namespace", "-n", help="Namespaces to publish in.")
-    ] = None,
+    name: str,
+    admin: bool = False,
+    namespace: list[str] | None = None,
 ) -> None:
     """Add a user, optionally a member of namespaces."""
     from pinbench import accounts
@@ -49,9 +59,11 @@ def user_add(
 
 
 @user_app.command("grant")
+@click.argument("name", type=str, help="The user.")
+@click.argument("namespace", type=str, help="The namespace they may publish in.")
 def user_grant(
-    name: Annotated[str, typer.Argument(help="The user.")],
-    namespace: Annotated[str, typer.Argument(help="The namespace they may publish in.")],
+    name: str,
+    namespace: str,
 ) -> None:
     """Make a user a member of a namespace."""
     from pinbench import accounts
@@ -62,7 +74,10 @@ def user_grant(
 
 
 @user_app.command("list")
-def user_list(as_json: JsonOpt = False) -> None:
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def user_list(
+    as_json: bool = False,
+) -> None:
     """Users, whether admin, and their namespaces."""
     from rich.table import Table
 
@@ -86,13 +101,26 @@ SCOPES_HELP = (
 
 
 @token_app.command("create")
+@click.option("--name", "name", type=str, default="cli", help="What the token is for.")
+@click.option("--user", "user", type=str, help="Whose token (local database only).")
+@click.option(
+    "--scope",
+    "scope",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help=(
+        "Scopes: read, publish, run, admin (repeat the option). "
+        "Default: read, publish, run; with PINBENCH_URL: the scopes "
+        "of PINBENCH_TOKEN, which a new token never exceeds."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def token_create(
-    name: Annotated[str, typer.Option("--name", help="What the token is for.")] = "cli",
-    user: Annotated[
-        str | None, typer.Option("--user", help="Whose token (local database only).")
-    ] = None,
-    scope: Annotated[list[str] | None, typer.Option("--scope", help=SCOPES_HELP)] = None,
-    as_json: JsonOpt = False,
+    name: str = "cli",
+    user: str | None = None,
+    scope: list[str] | None = None,
+    as_json: bool = False,
 ) -> None:
     """Create an API token and print it; it is shown only this once."""
     from pinbench import accounts
@@ -118,11 +146,11 @@ def token_create(
 
 
 @token_app.command("list")
+@click.option("--user", "user", type=str, help="Whose tokens (local database only).")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def token_list(
-    user: Annotated[
-        str | None, typer.Option("--user", help="Whose tokens (local database only).")
-    ] = None,
-    as_json: JsonOpt = False,
+    user: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """A user's tokens: id, name, scopes, revoked (never the secrets)."""
     from rich.table import Table
@@ -150,8 +178,9 @@ def token_list(
 
 
 @token_app.command("revoke")
+@click.argument("token_id", type=str, help="The token's id (pbt_<ID>_...).")
 def token_revoke(
-    token_id: Annotated[str, typer.Argument(help="The token's id (pbt_<ID>_...).")],
+    token_id: str,
 ) -> None:
     """Revoke a token: requests with it are refused from now on."""
     from pinbench import accounts

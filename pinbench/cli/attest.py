@@ -6,12 +6,11 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from pinbench.cli.common import remote_or_here, write_atomic
-from pinbench.console import JsonOpt
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -23,22 +22,33 @@ if TYPE_CHECKING:
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
 
-attest_app = typer.Typer(
+attest_app = click.Group(
+    "attest",
     help="Check signed provenance: `attest verify FILE` (see `runs attest`).",
     no_args_is_help=True,
 )
-keys_app = typer.Typer(
+keys_app = click.Group(
+    "keys",
     help="This registry's signing keys: attestation (Ed25519) and model-signing (EC P-256).",
     no_args_is_help=True,
 )
 
 
+@click.command("attest")
+@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Where to write the envelope (.intoto.jsonl).",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_attest(
-    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Where to write the envelope (.intoto.jsonl).")
-    ],
-    as_json: JsonOpt = False,
+    run: str,
+    output: Path,
+    as_json: bool = False,
 ) -> None:
     """Write a run's signed provenance: a DSSE envelope (Ed25519) over an in-toto Statement v1
     whose predicate is SLSA Provenance v1.
@@ -77,28 +87,38 @@ def runs_attest(
 
 
 @attest_app.command("verify")
+@click.argument(
+    "file", type=click.Path(path_type=Path), help="An .intoto.jsonl file (`runs attest` wrote it)."
+)
+@click.option(
+    "--key",
+    "key",
+    type=click.Path(path_type=Path),
+    help=(
+        "The signer's public key (PEM: `keys export KEYID -o FILE` "
+        "writes it; or the 64 hex digits `keys list --json` shows as "
+        "public), obtained apart from whoever serves the attestation. "
+        "Without it: the keys this registry (or PINBENCH_URL's "
+        "server) lists."
+    ),
+)
+@click.option(
+    "--blobs",
+    "blobs",
+    type=click.Path(path_type=Path),
+    help=(
+        "A folder holding each subject as a file named like the "
+        "subject (latencies.npy, results.json, ...). Without it: this "
+        "registry's store, or PINBENCH_URL's blobs (downloaded and "
+        "hashed here)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def verify(
-    file: Annotated[Path, typer.Argument(help="An .intoto.jsonl file (`runs attest` wrote it).")],
-    key: Annotated[
-        Path | None,
-        typer.Option(
-            "--key",
-            help="The signer's public key (PEM: `keys export KEYID -o FILE` writes it; or the "
-            "64 hex digits `keys list --json` shows as public), "
-            "obtained apart from whoever serves the attestation. Without it: the keys this "
-            "registry (or PINBENCH_URL's server) lists.",
-        ),
-    ] = None,
-    blobs: Annotated[
-        Path | None,
-        typer.Option(
-            "--blobs",
-            help="A folder holding each subject as a file named like the subject "
-            "(latencies.npy, results.json, ...). Without it: this registry's store, or "
-            "PINBENCH_URL's blobs (downloaded and hashed here).",
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
+    file: Path,
+    key: Path | None = None,
+    blobs: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """Check an attestation: its signature, every subject's bytes against its sha256, and that
     the lockfile in the predicate hashes to its id. Exit 1 naming the part that failed."""
@@ -193,7 +213,10 @@ def _server_rows(remote: Remote) -> list[dict[str, Any]]:
 
 
 @keys_app.command("list")
-def keys_list(as_json: JsonOpt = False) -> None:
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def keys_list(
+    as_json: bool = False,
+) -> None:
     """This registry's keys (PINBENCH_URL: the server's), each with its kind and state:
     `active` signs now; `retired DATE` (by `keys rotate`) verifies only what it signed before.
     A key file that does not hold the active key is said (the key is not used)."""
@@ -232,12 +255,17 @@ def _broken(row: dict[str, Any], problems: dict[str, str]) -> bool:
 
 
 @keys_app.command("rotate")
+@click.option(
+    "--kind",
+    "kind",
+    type=str,
+    default="all",
+    help="Which key: attestation, model-signing, or all (both).",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def keys_rotate(
-    kind: Annotated[
-        str,
-        typer.Option("--kind", help="Which key: attestation, model-signing, or all (both)."),
-    ] = "all",
-    as_json: JsonOpt = False,
+    kind: str = "all",
+    as_json: bool = False,
 ) -> None:
     """Make a new key active and retire the one it replaces, on this machine's registry
     (PINBENCH_HOME; a server's keys are rotated on its machine).
@@ -278,12 +306,20 @@ def keys_rotate(
 
 
 @keys_app.command("export")
+@click.argument("keyid", type=str, help="A key id, or its first 8+ hex digits.")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Where to write the public key (PEM).",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def keys_export(
-    keyid: Annotated[str, typer.Argument(help="A key id, or its first 8+ hex digits.")],
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Where to write the public key (PEM).")
-    ],
-    as_json: JsonOpt = False,
+    keyid: str,
+    output: Path,
+    as_json: bool = False,
 ) -> None:
     """Write a public key as PEM (SubjectPublicKeyInfo): a model-signing key for `model_signing
     verify key --public_key`, an attestation key for `attest verify --key`. Active or retired;

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from pinbench.cli.common import progress_lines, workspace
-from pinbench.cli.runs import BAND, REPEAT, RUNNER_HELP, stopped_safely
-from pinbench.console import JsonOpt
+from pinbench.cli.runs import BAND, REPEAT, stopped_safely
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -23,38 +22,62 @@ ALIASES = {"top1": "accuracy"}
 but classification could be bisected)."""
 
 
+@click.command("bisect")
+@click.argument(
+    "good", type=str, metavar="GOOD_RUN", help="The good run's id (or a unique prefix)."
+)
+@click.argument("bad", type=str, metavar="BAD_RUN", help="The bad run's id (or a unique prefix).")
+@click.option(
+    "--metric",
+    "metric",
+    type=str,
+    default="p50",
+    help=(
+        "What changed: p50 (median latency), throughput (both judged "
+        "on the raw per-query latencies, as `rerun` judges them) or "
+        "accuracy (the headline metric of the runs' task, exact, "
+        "accuracy runs; `top1` is taken for it too)."
+    ),
+)
+@click.option(
+    "--repeat",
+    "repeat",
+    type=click.IntRange(min=1, max=None),
+    default=REPEAT,
+    help=("Performance runs per step (recorded runs of its lockfile are reused)."),
+)
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    help=(
+        "Where to run: auto (docker if the lockfile pins an image and "
+        "a Docker Engine answers, else venv), local (this "
+        "interpreter, as installed), venv (a uv environment from the "
+        "framework's hash-pinned requirements, cached by digest), "
+        "docker (the pinned image). Default: the good run's runner."
+    ),
+)
+@click.option(
+    "--band",
+    "band",
+    type=float,
+    default=BAND,
+    help=(
+        "How much a step's runs' median latencies may disagree with "
+        "each other before its latency verdict is inconclusive (as "
+        "`rerun --band`)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def bisect_cmd(
-    good: Annotated[
-        str, typer.Argument(metavar="GOOD_RUN", help="The good run's id (or a unique prefix).")
-    ],
-    bad: Annotated[
-        str, typer.Argument(metavar="BAD_RUN", help="The bad run's id (or a unique prefix).")
-    ],
-    metric: Annotated[
-        str,
-        typer.Option(
-            help="What changed: p50 (median latency), throughput (both judged on the raw "
-            "per-query latencies, as `rerun` judges them) or accuracy (the headline metric of "
-            "the runs' task, exact, accuracy runs; `top1` is taken for it too)."
-        ),
-    ] = "p50",
-    repeat: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Performance runs per step (recorded runs of its lockfile are reused)."
-        ),
-    ] = REPEAT,
-    runner: Annotated[
-        str | None, typer.Option(help=RUNNER_HELP + " Default: the good run's runner.")
-    ] = None,
-    band: Annotated[
-        float,
-        typer.Option(
-            help="How much a step's runs' median latencies may disagree with each other before "
-            "its latency verdict is inconclusive (as `rerun --band`)."
-        ),
-    ] = BAND,
-    as_json: JsonOpt = False,
+    good: str,
+    bad: str,
+    metric: str = "p50",
+    repeat: int = REPEAT,
+    runner: str | None = None,
+    band: float = BAND,
+    as_json: bool = False,
 ) -> None:
     """Find the first pin between two runs' lockfiles at which the metric changes.
 
@@ -70,9 +93,9 @@ def bisect_cmd(
 
     metric = ALIASES.get(metric, metric)
     if metric not in METRIC_CHOICES:
-        raise typer.BadParameter(f"--metric must be one of {', '.join(METRIC_CHOICES)}")
+        raise click.BadParameter(f"--metric must be one of {', '.join(METRIC_CHOICES)}")
     if not 0 < band < 10:
-        raise typer.BadParameter(f"--band must be between 0 and 10, got {band}")
+        raise click.BadParameter(f"--band must be between 0 and 10, got {band}")
     say = progress_lines(quiet=as_json)
     with workspace() as ws, stopped_safely() as stop:
         result = bisect(
@@ -91,7 +114,7 @@ def bisect_cmd(
     else:
         print_bisection(result, _out())
     if result.exit_code:
-        raise typer.Exit(result.exit_code)
+        raise click.exceptions.Exit(result.exit_code)
 
 
 def print_bisection(result: Bisection, out: Console) -> None:

@@ -10,17 +10,18 @@ too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from pinbench.cli.common import workspace
-from pinbench.console import JsonOpt, err, out, print_json
+from pinbench.cli.common import listed, workspace
+from pinbench.console import err, out, print_json
 
 if TYPE_CHECKING:
     from pinbench.benchmark.stages import Say
 
-catalog_app = typer.Typer(
+catalog_app = click.Group(
+    "catalog",
     help="The built-in catalog stage by stage (the DVC pipeline's commands, dvc.yaml): "
     "prepare, train, export, publish, evaluate, report.",
     no_args_is_help=True,
@@ -29,9 +30,6 @@ catalog_app = typer.Typer(
 PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
 """``pinbench.catalog.parts.PARTS``, written out so that ``--help`` does not import the catalog
 (whose package imports NumPy); ``tests/test_cli_imports.py`` checks they agree."""
-PartsOpt = Annotated[
-    str, typer.Option("--parts", help=f"Comma-separated catalog parts: {', '.join(PARTS)}.")
-]
 ALL_PARTS = ",".join(PARTS)
 
 
@@ -56,10 +54,21 @@ def _say(as_json: bool) -> Say:
 
 
 @catalog_app.command("prepare")
+@click.argument("out_dir", type=click.Path(path_type=Path), help="Folder for the data (created).")
+@click.option(
+    "--parts",
+    "parts",
+    type=str,
+    default=ALL_PARTS,
+    help=(
+        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def prepare(
-    out_dir: Annotated[Path, typer.Argument(help="Folder for the data (created).")],
-    parts: PartsOpt = ALL_PARTS,
-    as_json: JsonOpt = False,
+    out_dir: Path,
+    parts: str = ALL_PARTS,
+    as_json: bool = False,
 ) -> None:
     """Stage 1: the data (digits split, synthetic images).
 
@@ -73,11 +82,25 @@ def prepare(
 
 
 @catalog_app.command("train")
+@click.argument("data_dir", type=click.Path(path_type=Path), help="The folder prepare wrote.")
+@click.argument(
+    "out_dir", type=click.Path(path_type=Path), help="Folder for the weights (created)."
+)
+@click.option(
+    "--parts",
+    "parts",
+    type=str,
+    default=ALL_PARTS,
+    help=(
+        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def train(
-    data_dir: Annotated[Path, typer.Argument(help="The folder prepare wrote.")],
-    out_dir: Annotated[Path, typer.Argument(help="Folder for the weights (created).")],
-    parts: PartsOpt = ALL_PARTS,
-    as_json: JsonOpt = False,
+    data_dir: Path,
+    out_dir: Path,
+    parts: str = ALL_PARTS,
+    as_json: bool = False,
 ) -> None:
     """Stage 2: the weights, trained deterministically.
 
@@ -91,11 +114,25 @@ def train(
 
 
 @catalog_app.command("export")
+@click.argument("weights_dir", type=click.Path(path_type=Path), help="The folder train wrote.")
+@click.argument(
+    "out_dir", type=click.Path(path_type=Path), help="Folder for the catalog (created)."
+)
+@click.option(
+    "--parts",
+    "parts",
+    type=str,
+    default=ALL_PARTS,
+    help=(
+        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def export(
-    weights_dir: Annotated[Path, typer.Argument(help="The folder train wrote.")],
-    out_dir: Annotated[Path, typer.Argument(help="Folder for the catalog (created).")],
-    parts: PartsOpt = ALL_PARTS,
-    as_json: JsonOpt = False,
+    weights_dir: Path,
+    out_dir: Path,
+    parts: str = ALL_PARTS,
+    as_json: bool = False,
 ) -> None:
     """Stage 3: the model files (ONNX, safetensors, Keras) and manifests.
 
@@ -108,15 +145,30 @@ def export(
 
 
 @catalog_app.command("publish")
+@click.argument(
+    "home", type=click.Path(path_type=Path), help="The registry's PINBENCH_HOME (created)."
+)
+@click.argument(
+    "folders",
+    type=click.Path(path_type=Path),
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help="Catalog folders (prepare's, export's) to publish.",
+)
+@click.option(
+    "--record",
+    "record",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Write the refs and manifest digests published here (JSON).",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def publish(
-    home: Annotated[Path, typer.Argument(help="The registry's PINBENCH_HOME (created).")],
-    folders: Annotated[
-        list[Path], typer.Argument(help="Catalog folders (prepare's, export's) to publish.")
-    ],
-    record: Annotated[
-        Path, typer.Option(help="Write the refs and manifest digests published here (JSON).")
-    ],
-    as_json: JsonOpt = False,
+    home: Path,
+    folders: list[Path],
+    record: Path,
+    as_json: bool = False,
 ) -> None:
     """Stage 4: a registry with the catalog published.
 
@@ -130,13 +182,29 @@ def publish(
 
 
 @catalog_app.command("evaluate")
+@click.argument(
+    "registry", type=click.Path(path_type=Path), help="The registry publish wrote (its HOME)."
+)
+@click.argument(
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help=("Folder for home/ (a copy of the registry), locks/, runs.json."),
+)
+@click.option(
+    "--parts",
+    "parts",
+    type=str,
+    default=ALL_PARTS,
+    help=(
+        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def evaluate(
-    registry: Annotated[Path, typer.Argument(help="The registry publish wrote (its HOME).")],
-    out_dir: Annotated[
-        Path, typer.Argument(help="Folder for home/ (a copy of the registry), locks/, runs.json.")
-    ],
-    parts: PartsOpt = ALL_PARTS,
-    as_json: JsonOpt = False,
+    registry: Path,
+    out_dir: Path,
+    parts: str = ALL_PARTS,
+    as_json: bool = False,
 ) -> None:
     """Stage 5: the benchmark, locked and run in a copy of the registry.
 
@@ -155,11 +223,17 @@ def evaluate(
 
 
 @catalog_app.command("report")
+@click.argument("eval_dir", type=click.Path(path_type=Path), help="The folder evaluate wrote.")
+@click.argument(
+    "out_dir", type=click.Path(path_type=Path), help="Folder for the report files (created)."
+)
+@click.option("--html/--no-html", "html", default=True, help="Write report.html too.")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def report(
-    eval_dir: Annotated[Path, typer.Argument(help="The folder evaluate wrote.")],
-    out_dir: Annotated[Path, typer.Argument(help="Folder for the report files (created).")],
-    html: Annotated[bool, typer.Option(help="Write report.html too.")] = True,
-    as_json: JsonOpt = False,
+    eval_dir: Path,
+    out_dir: Path,
+    html: bool = True,
+    as_json: bool = False,
 ) -> None:
     """Stage 6: the benchmark table, the accuracy metrics, an HTML report.
 
@@ -171,10 +245,15 @@ def report(
     _wrote(bench.report(eval_dir, out_dir, html=html), as_json)
 
 
+@click.command("demo")
+@click.option(
+    "--workdir",
+    "workdir",
+    type=click.Path(path_type=Path),
+    help="Where to write the catalog (default: HOME/demo).",
+)
 def demo(
-    workdir: Annotated[
-        Path | None, typer.Option(help="Where to write the catalog (default: HOME/demo).")
-    ] = None,
+    workdir: Path | None = None,
 ) -> None:
     """The whole flow on the built-in catalog: train, publish, resolve, lock, verify, run."""
     from pinbench.demo import run_demo

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from pinbench.cli.common import workspace
-from pinbench.console import JsonOpt, columns
+from pinbench.console import columns
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -21,57 +21,63 @@ if TYPE_CHECKING:
     from pinbench.cluster.systems import SystemRow
     from pinbench.workspace import Workspace
 
-agent_app = typer.Typer(help="Join a Ray cluster as an evaluation agent.", no_args_is_help=True)
-systems_app = typer.Typer(
-    help="The systems (agents) of the cluster and their hardware.", no_args_is_help=True
+agent_app = click.Group(
+    "agent",
+    help="Join a Ray cluster as an evaluation agent.",
+    no_args_is_help=True,
 )
-
-ClusterOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--cluster",
-        help="The Ray cluster's address HOST:PORT (default: PINBENCH_CLUSTER; without either, "
-        "the systems recorded in the database, alive unknown).",
-    ),
-]
+systems_app = click.Group(
+    "systems",
+    help="The systems (agents) of the cluster and their hardware.",
+    no_args_is_help=True,
+)
 
 
 @agent_app.command("start")
+@click.option(
+    "--cluster",
+    "cluster",
+    type=str,
+    help="The Ray cluster's address HOST:PORT (or PINBENCH_CLUSTER).",
+)
+@click.option("--name", "name", type=str, help="The system's name (default: this host's name).")
+@click.option(
+    "--cache",
+    "cache",
+    type=click.Path(path_type=Path),
+    help="The agent's own blob cache (default: PINBENCH_HOME/agent).",
+)
+@click.option(
+    "--node-ip", "node_ip", type=str, help="The address this node is reached at (ray's default)."
+)
+@click.option(
+    "--warm",
+    "warm",
+    is_flag=True,
+    default=False,
+    help=(
+        "Keep one evaluator process per environment between runs "
+        "(each run records whether it was warm; pickled models always "
+        "run cold)."
+    ),
+)
+@click.option(
+    "--price-per-hour",
+    "price_per_hour",
+    type=float,
+    help=(
+        "What this machine costs, in US dollars per hour: each run "
+        "records it and reports show $ per 1,000 inferences from the "
+        "run's throughput."
+    ),
+)
 def agent_start(
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster", help="The Ray cluster's address HOST:PORT (or PINBENCH_CLUSTER)."
-        ),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option("--name", help="The system's name (default: this host's name)."),
-    ] = None,
-    cache: Annotated[
-        Path | None,
-        typer.Option("--cache", help="The agent's own blob cache (default: PINBENCH_HOME/agent)."),
-    ] = None,
-    node_ip: Annotated[
-        str | None,
-        typer.Option("--node-ip", help="The address this node is reached at (ray's default)."),
-    ] = None,
-    warm: Annotated[
-        bool,
-        typer.Option(
-            "--warm",
-            help="Keep one evaluator process per environment between runs (each run records "
-            "whether it was warm; pickled models always run cold).",
-        ),
-    ] = False,
-    price_per_hour: Annotated[
-        float | None,
-        typer.Option(
-            "--price-per-hour",
-            help="What this machine costs, in US dollars per hour: each run records it and "
-            "reports show $ per 1,000 inferences from the run's throughput.",
-        ),
-    ] = None,
+    cluster: str | None = None,
+    name: str | None = None,
+    cache: Path | None = None,
+    node_ip: str | None = None,
+    warm: bool = False,
+    price_per_hour: float | None = None,
 ) -> None:
     """Join the cluster as a Ray node and register this machine as a system; stays in the
     foreground until stopped (Ctrl-C), which takes the system out of the cluster."""
@@ -94,11 +100,25 @@ def agent_start(
         price_per_hour=price_per_hour,
         say=_out().print,
     )
-    raise typer.Exit(code)
+    raise click.exceptions.Exit(code)
 
 
 @systems_app.command("list")
-def systems_list(cluster: ClusterOpt = None, as_json: JsonOpt = False) -> None:
+@click.option(
+    "--cluster",
+    "cluster",
+    type=str,
+    help=(
+        "The Ray cluster's address HOST:PORT (default: "
+        "PINBENCH_CLUSTER; without either, the systems recorded in "
+        "the database, alive unknown)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def systems_list(
+    cluster: str | None = None,
+    as_json: bool = False,
+) -> None:
     """Every system: its hardware, whether it is alive (asked of the cluster) and its runs."""
     with workspace() as ws:
         rows = _systems(ws, cluster)
@@ -124,10 +144,22 @@ def systems_list(cluster: ClusterOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @systems_app.command("show")
+@click.argument("name", type=str, help="The system's name")
+@click.option(
+    "--cluster",
+    "cluster",
+    type=str,
+    help=(
+        "The Ray cluster's address HOST:PORT (default: "
+        "PINBENCH_CLUSTER; without either, the systems recorded in "
+        "the database, alive unknown)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def systems_show(
-    name: Annotated[str, typer.Argument(help="The system's name")],
-    cluster: ClusterOpt = None,
-    as_json: JsonOpt = False,
+    name: str,
+    cluster: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """One system's facts as its agent reported them."""
     from pinbench.cluster.systems import show_system

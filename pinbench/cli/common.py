@@ -12,9 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
-
-import typer
+from typing import TYPE_CHECKING, TypeVar
 
 from pinbench.console import err as _err
 from pinbench.errors import UserError
@@ -29,14 +27,6 @@ if TYPE_CHECKING:
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
 T = TypeVar("T")
 
-AllowPickleOpt = Annotated[
-    bool,
-    typer.Option(
-        "--allow-pickle",
-        help="This run may unpickle a torch-pickle model whose manifest says `trusted: true` "
-        "(unpickling runs the publisher's code: only for publishers you trust).",
-    ),
-]
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -52,6 +42,12 @@ def allow_pickle_option(f: F) -> F:
         help="This run may unpickle a torch-pickle model whose manifest says `trusted: true` "
         "(unpickling runs the publisher's code: only for publishers you trust).",
     )(f)
+
+
+def listed(_ctx: object, _param: object, values: tuple[T, ...]) -> list[T] | None:
+    """A repeated option's or a variadic argument's values as a list, or None when none were
+    given (what the commands were written against)."""
+    return list(values) if values else None
 
 
 @contextmanager

@@ -10,10 +10,9 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from pinbench.cli.common import workspace
-from pinbench.console import JsonOpt
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -21,10 +20,18 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
-db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
+db_app = click.Group(
+    "db",
+    help="Database schema migrations.",
+    no_args_is_help=True,
+)
 
 
-def init(as_json: JsonOpt = False) -> None:
+@click.command("init")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def init(
+    as_json: bool = False,
+) -> None:
     """Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and
     this registry's signing keys: Ed25519 for run attestations, EC P-256 for model signatures
     (`pinbench keys list`). On a home that has keys, they are checked, never replaced."""
@@ -63,7 +70,10 @@ def db_upgrade() -> None:
 
 
 @db_app.command("current")
-def db_current(as_json: JsonOpt = False) -> None:
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def db_current(
+    as_json: bool = False,
+) -> None:
     """Print the database's schema revision and the one this pinbench needs."""
     from pinbench.db import schema as db_schema
 

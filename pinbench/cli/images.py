@@ -3,38 +3,48 @@ Docker client and the image builder are imported by the command that uses them."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
-from pinbench.cli.common import progress_lines, workspace
-from pinbench.console import JsonOpt
+from pinbench.cli.common import listed, progress_lines, workspace
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
     from pinbench.registry.names import ArtifactRef
 
-images_app = typer.Typer(
+images_app = click.Group(
+    "images",
     help="Framework images for --runner docker: build (and publish), push, pull.",
     no_args_is_help=True,
 )
 
 
 @images_app.command("build")
+@click.argument(
+    "frameworks",
+    type=str,
+    nargs=-1,
+    required=False,
+    callback=listed,
+    help=("Frameworks to build: onnxruntime, torch, tensorflow (default: all)."),
+)
+@click.option(
+    "--base",
+    "base",
+    type=str,
+    help=(
+        "Base image with CPython 3.11 (e.g. "
+        "python:3.11-slim@sha256:...). Default: Debian bookworm built "
+        "here with debootstrap and imported (needs root)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def images_build(
-    frameworks: Annotated[
-        list[str] | None,
-        typer.Argument(help="Frameworks to build: onnxruntime, torch, tensorflow (default: all)."),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            help="Base image with CPython 3.11 (e.g. python:3.11-slim@sha256:...). Default: "
-            "Debian bookworm built here with debootstrap and imported (needs root)."
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
+    frameworks: list[str] | None = None,
+    base: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Build each framework's evaluation image and publish it as an image artifact.
 
@@ -92,16 +102,21 @@ def _image_ref(text: str) -> ArtifactRef:
     return ArtifactRef.parse(text)
 
 
-RegistryOpt = Annotated[
-    str, typer.Option(help="Registry HOST:PORT, e.g. 127.0.0.1:5000.", show_default=False)
-]
-
-
 @images_app.command("push")
+@click.argument("image", type=str, help="An image artifact, image/NAME@VERSION.")
+@click.option(
+    "--registry",
+    "registry",
+    type=str,
+    required=True,
+    show_default=False,
+    help="Registry HOST:PORT, e.g. 127.0.0.1:5000.",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def images_push(
-    image: Annotated[str, typer.Argument(help="An image artifact, image/NAME@VERSION.")],
-    registry: RegistryOpt,
-    as_json: JsonOpt = False,
+    image: str,
+    registry: str,
+    as_json: bool = False,
 ) -> None:
     """Push an image artifact to a registry as REGISTRY/NAME:VERSION; print its digest there."""
     from pinbench.images.distribution import push
@@ -116,10 +131,20 @@ def images_push(
 
 
 @images_app.command("pull")
+@click.argument("image", type=str, help="An image artifact, image/NAME@VERSION.")
+@click.option(
+    "--registry",
+    "registry",
+    type=str,
+    required=True,
+    show_default=False,
+    help="Registry HOST:PORT, e.g. 127.0.0.1:5000.",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def images_pull(
-    image: Annotated[str, typer.Argument(help="An image artifact, image/NAME@VERSION.")],
-    registry: RegistryOpt,
-    as_json: JsonOpt = False,
+    image: str,
+    registry: str,
+    as_json: bool = False,
 ) -> None:
     """Pull an image artifact from a registry by digest; refuse it unless its image ID is the
     artifact's pinned digest."""

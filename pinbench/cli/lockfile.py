@@ -6,13 +6,13 @@ from __future__ import annotations
 import getpass
 import os
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from pinbench.console import JsonOpt, err, out, print_json
+from pinbench.console import err, out, print_json
 
-lockfile_app = typer.Typer(
+lockfile_app = click.Group(
+    "lockfile",
     help="Lockfiles made elsewhere: import the artifacts they pin from another registry.",
     no_args_is_help=True,
 )
@@ -30,20 +30,29 @@ def _token_for(url: str) -> str | None:
 
 
 @lockfile_app.command("import")
+@click.argument(
+    "lockfile", type=click.Path(path_type=Path), help="A lockfile made by another registry."
+)
+@click.option(
+    "--from",
+    "from_url",
+    type=str,
+    required=True,
+    help=(
+        "The pinbench server that holds its artifacts. Sent as its "
+        "token: PINBENCH_FROM_TOKEN, or PINBENCH_TOKEN when URL is "
+        "PINBENCH_URL."
+    ),
+)
+@click.option(
+    "--publisher", "publisher", type=str, help="Recorded as the publisher here (default: you)."
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def import_(
-    lockfile: Annotated[Path, typer.Argument(help="A lockfile made by another registry.")],
-    from_url: Annotated[
-        str,
-        typer.Option(
-            "--from",
-            help="The pinbench server that holds its artifacts. Sent as its token: "
-            "PINBENCH_FROM_TOKEN, or PINBENCH_TOKEN when URL is PINBENCH_URL.",
-        ),
-    ],
-    publisher: Annotated[
-        str | None, typer.Option(help="Recorded as the publisher here (default: you).")
-    ] = None,
-    as_json: JsonOpt = False,
+    lockfile: Path,
+    from_url: str,
+    publisher: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Trust another registry for exactly the versions LOCKFILE pins, and publish them here.
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from pinbench.console import JsonOpt, err, out, print_json
+from pinbench.cli.common import listed
+from pinbench.console import err, out, print_json
 from pinbench.errors import UserError
 
-manifest_app = typer.Typer(
+manifest_app = click.Group(
+    "manifest",
     help="Write a manifest from files: a model's from the model's own signature, a "
     "framework's from pinbench's hash-pinned environment locks.",
     no_args_is_help=True,
@@ -27,18 +29,6 @@ manifest_app = typer.Typer(
 def _stdout_dash(value: Path | None) -> Path | None:
     """``-o -`` prints, as ``-`` means standard output to most tools (it wrote a file ``-``)."""
     return None if value is not None and str(value) == "-" else value
-
-
-OutputOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--output",
-        "-o",
-        help="Write the manifest to this file (default, or `-`: print it). File paths in the "
-        "manifest are relative to this file's folder (default: the current folder).",
-        callback=_stdout_dash,
-    ),
-]
 
 
 def _emit(
@@ -94,43 +84,74 @@ def _emit(
 
 
 @manifest_app.command("model")
+@click.argument(
+    "files",
+    type=click.Path(path_type=Path),
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help=(
+        "The model (.onnx, TorchScript .pt, torch.export .pt2, "
+        ".keras, or a SavedModel folder) and any other files of the "
+        "artifact (labels...)."
+    ),
+)
+@click.option("--name", "name", type=str, help="Artifact name (default: the model file's stem).")
+@click.option("--version", "version", type=str, default="1.0.0", help="Artifact version.")
+@click.option(
+    "--framework-range",
+    "framework_range",
+    type=str,
+    help=(
+        "The framework versions the model runs on (default: the "
+        "catalog's range for its framework, e.g. '>=1.17 <2' for "
+        "onnxruntime)."
+    ),
+)
+@click.option(
+    "--steps",
+    "steps",
+    type=click.Path(path_type=Path),
+    help=(
+        "A YAML file of the input's preprocessing steps (a list, e.g. "
+        "`- decode: {color_mode: rgb}` ...; for several inputs, a "
+        "mapping from input name to list), written into the manifest "
+        "and validated."
+    ),
+)
+@click.option(
+    "--classification",
+    "classification",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help=(
+        "An output that holds class scores (marked `type: "
+        "classification`, what accuracy is computed from); repeat for "
+        "several."
+    ),
+)
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(path_type=Path),
+    help=(
+        "Write the manifest to this file (default, or `-`: print it). "
+        "File paths in the manifest are relative to this file's "
+        "folder (default: the current folder)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def model(
-    files: Annotated[
-        list[Path],
-        typer.Argument(
-            help="The model (.onnx, TorchScript .pt, torch.export .pt2, .keras, or a "
-            "SavedModel folder) and any other files of the artifact (labels...)."
-        ),
-    ],
-    name: Annotated[
-        str | None, typer.Option(help="Artifact name (default: the model file's stem).")
-    ] = None,
-    version: Annotated[str, typer.Option(help="Artifact version.")] = "1.0.0",
-    framework_range: Annotated[
-        str | None,
-        typer.Option(
-            "--framework-range",
-            help="The framework versions the model runs on (default: the catalog's range "
-            "for its framework, e.g. '>=1.17 <2' for onnxruntime).",
-        ),
-    ] = None,
-    steps: Annotated[
-        Path | None,
-        typer.Option(
-            help="A YAML file of the input's preprocessing steps (a list, e.g. "
-            "`- decode: {color_mode: rgb}` ...; for several inputs, a mapping from input name "
-            "to list), written into the manifest and validated."
-        ),
-    ] = None,
-    classification: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="An output that holds class scores (marked `type: classification`, what "
-            "accuracy is computed from); repeat for several."
-        ),
-    ] = None,
-    output: OutputOpt = None,
-    as_json: JsonOpt = False,
+    files: list[Path],
+    name: str | None = None,
+    version: str = "1.0.0",
+    framework_range: str | None = None,
+    steps: Path | None = None,
+    classification: list[str] | None = None,
+    output: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """A model manifest: format, inputs and outputs read from the model, every file's sha256.
 
@@ -171,10 +192,23 @@ def _steps(path: Path) -> list[Any] | dict[str, Any]:
 
 
 @manifest_app.command("framework")
+@click.argument("pin", type=str, help="NAME==VERSION, e.g. onnxruntime==1.31.0.")
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(path_type=Path),
+    help=(
+        "Write the manifest to this file (default, or `-`: print it). "
+        "File paths in the manifest are relative to this file's "
+        "folder (default: the current folder)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def framework(
-    pin: Annotated[str, typer.Argument(help="NAME==VERSION, e.g. onnxruntime==1.31.0.")],
-    output: OutputOpt = None,
-    as_json: JsonOpt = False,
+    pin: str,
+    output: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """A framework manifest: the hash-pinned environment of a release pinbench has a lock for.
 
@@ -188,78 +222,113 @@ def framework(
 
 
 @manifest_app.command("dataset")
+@click.argument(
+    "data",
+    type=click.Path(path_type=Path),
+    help=(
+        "The folder of samples (JPEG/PNG/WebP/BMP images, PCM WAV "
+        "audio files, or one .npy per sample; class sub-folders for "
+        "imagefolder labels), one .npy array of all samples, or a "
+        ".txt file of texts (one per line)."
+    ),
+)
+@click.option(
+    "--labels",
+    "labels",
+    type=str,
+    help=(
+        "imagefolder (the class is each sample's folder), none, a "
+        "labels file: .txt (one label per line, in sample order), "
+        '.csv (columns file,label), .jsonl ({"file", "label"} per '
+        "line), .npy (class indexes), .tsv (sentence pairs: i, j, "
+        "gold score; the task becomes sentence-similarity) or .json "
+        "(COCO instances: boxes per image, each image's file_name "
+        "relative to the data folder; the task becomes detection), or "
+        "a folder of masks (one single-channel PNG per sample image, "
+        "at its path with .png; the task becomes segmentation). "
+        "Default: imagefolder when every sample is in a sub-folder, "
+        "else none."
+    ),
+)
+@click.option(
+    "--labels-format",
+    "labels_format",
+    type=str,
+    help=(
+        "The labels file's format where its suffix's default is not "
+        "it, e.g. text-txt, text-csv (columns file,text) or "
+        'text-jsonl ({"file", "text"} per line) for each sample\'s '
+        "text (the task becomes text-recognition); any format a task "
+        "reads (README's task table)."
+    ),
+)
+@click.option(
+    "--names",
+    "names",
+    type=click.Path(path_type=Path),
+    help=(
+        "A class-names file: line i names class i (ImageNet synset "
+        "lines 'n01440764 tench, ...' are keyed by their WordNet id). "
+        "Labels that are names, and imagefolder folders, are looked "
+        "up here; without it imagefolder classes are the folder names "
+        "in sorted order."
+    ),
+)
+@click.option("--name", "name", type=str, help="Artifact name (default: the folder's name).")
+@click.option("--version", "version", type=str, default="1.0.0", help="Artifact version.")
+@click.option(
+    "--classes",
+    "classes",
+    type=int,
+    help=(
+        "How many classes the labels index (labels.classes). For a "
+        "masks folder, by default as many as --names lists, else one "
+        "more than the largest mask value."
+    ),
+)
+@click.option(
+    "--ignore-index",
+    "ignore_index",
+    type=int,
+    help=("Masks: the mask value of pixels no metric counts (e.g. 255, Pascal VOC's borders)."),
+)
+@click.option(
+    "--file-index",
+    "file_index",
+    type=click.Path(path_type=Path),
+    help=(
+        "Write the sample files' list (path, sha256, size) to this "
+        "file of the dataset and name it in the manifest "
+        "(`file_index`), which then stays small whatever the number "
+        "of files; done by default beside the manifest (NAME.files) "
+        "for a folder of more than 1,000 files. Outside the data "
+        "folder."
+    ),
+)
+@click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(path_type=Path),
+    help=(
+        "Write the manifest to this file (default, or `-`: print it). "
+        "File paths in the manifest are relative to this file's "
+        "folder (default: the current folder)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def dataset(
-    data: Annotated[
-        Path,
-        typer.Argument(
-            help="The folder of samples (JPEG/PNG/WebP/BMP images, PCM WAV audio files, or one "
-            ".npy per sample; class sub-folders for imagefolder labels), one .npy array of all "
-            "samples, or a .txt file of texts (one per line)."
-        ),
-    ],
-    labels: Annotated[
-        str | None,
-        typer.Option(
-            help="imagefolder (the class is each sample's folder), none, a labels file: "
-            ".txt (one label per line, in sample order), .csv (columns file,label), .jsonl "
-            '({"file", "label"} per line), .npy (class indexes), .tsv (sentence pairs: i, '
-            "j, gold score; the task becomes sentence-similarity) or .json (COCO instances: "
-            "boxes per image, each image's file_name relative to the data folder; the task "
-            "becomes detection), or a folder of masks (one single-channel PNG per sample "
-            "image, at its path with .png; the task becomes segmentation). Default: "
-            "imagefolder when every sample is in a sub-folder, else none."
-        ),
-    ] = None,
-    labels_format: Annotated[
-        str | None,
-        typer.Option(
-            "--labels-format",
-            help="The labels file's format where its suffix's default is not it, e.g. "
-            'text-txt, text-csv (columns file,text) or text-jsonl ({"file", "text"} per '
-            "line) for each sample's text (the task becomes text-recognition); any format a "
-            "task reads (README's task table).",
-        ),
-    ] = None,
-    names: Annotated[
-        Path | None,
-        typer.Option(
-            help="A class-names file: line i names class i (ImageNet synset lines "
-            "'n01440764 tench, ...' are keyed by their WordNet id). Labels that are names, "
-            "and imagefolder folders, are looked up here; without it imagefolder classes are "
-            "the folder names in sorted order."
-        ),
-    ] = None,
-    name: Annotated[
-        str | None, typer.Option(help="Artifact name (default: the folder's name).")
-    ] = None,
-    version: Annotated[str, typer.Option(help="Artifact version.")] = "1.0.0",
-    classes: Annotated[
-        int | None,
-        typer.Option(
-            help="How many classes the labels index (labels.classes). For a masks folder, by "
-            "default as many as --names lists, else one more than the largest mask value."
-        ),
-    ] = None,
-    ignore_index: Annotated[
-        int | None,
-        typer.Option(
-            "--ignore-index",
-            help="Masks: the mask value of pixels no metric counts (e.g. 255, Pascal VOC's "
-            "borders).",
-        ),
-    ] = None,
-    file_index: Annotated[
-        Path | None,
-        typer.Option(
-            "--file-index",
-            help="Write the sample files' list (path, sha256, size) to this file of the "
-            "dataset and name it in the manifest (`file_index`), which then stays small "
-            "whatever the number of files; done by default beside the manifest (NAME.files) "
-            "for a folder of more than 1,000 files. Outside the data folder.",
-        ),
-    ] = None,
-    output: OutputOpt = None,
-    as_json: JsonOpt = False,
+    data: Path,
+    labels: str | None = None,
+    labels_format: str | None = None,
+    names: Path | None = None,
+    name: str | None = None,
+    version: str = "1.0.0",
+    classes: int | None = None,
+    ignore_index: int | None = None,
+    file_index: Path | None = None,
+    output: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """A dataset manifest: every sample file's sha256, the labels format, the sample count.
 

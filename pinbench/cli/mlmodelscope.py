@@ -8,24 +8,34 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
 from pinbench.console import print_json
 
 
+@click.command("import-mlmodelscope")
+@click.argument(
+    "file", type=click.Path(path_type=Path), help="An MLModelScope model manifest (YAML)."
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    help="Write the pinbench manifest here (default: print it).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    default=False,
+    help="Print JSON: the manifest, the notes, the file written.",
+)
 def import_mlmodelscope(
-    file: Annotated[Path, typer.Argument(help="An MLModelScope model manifest (YAML).")],
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "-o", "--output", help="Write the pinbench manifest here (default: print it)."
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON: the manifest, the notes, the file written.")
-    ] = False,
+    file: Path,
+    output: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """Convert an MLModelScope model manifest into a pinbench model manifest.
 

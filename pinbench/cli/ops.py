@@ -7,12 +7,11 @@ The operator library (and NumPy) is imported when a command runs, not for ``--he
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from pinbench.cli.common import remote_or_here
-from pinbench.console import JsonOpt
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import PinbenchError, UserError
@@ -21,7 +20,8 @@ if TYPE_CHECKING:
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
 
-ops_app = typer.Typer(
+ops_app = click.Group(
+    "ops",
     help="Operator benchmarks: one operator (conv2d, matmul, softmax, ...) timed on each "
     "framework on the same seeded inputs and validated against a float64 NumPy reference. "
     "Each framework gets its own lockfile and run record; `pinbench rerun RUN` repeats one.",
@@ -34,36 +34,12 @@ MATMUL_SWEEP = (128, 256, 512, 1024, 2048)
 """Square matmul sizes of ``ops sweep matmul``: the machine's measured compute peak (the roof
 of a report's roofline) is the fastest of them."""
 
-FrameworksOpt = Annotated[
-    str,
-    typer.Option(
-        "--frameworks",
-        help="Comma-separated frameworks, each NAME or NAME@RANGE as published in the "
-        "registry (onnxruntime, torch, tensorflow).",
-    ),
-]
-DtypeOpt = Annotated[str, typer.Option(help="float32, float16 or bfloat16.")]
-DirectionOpt = Annotated[
-    str,
-    typer.Option(help="forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
-]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the input tensors (recorded).")]
-SamplesOpt = Annotated[int, typer.Option(help="Timed calls (raw latencies are kept).")]
-WarmupOpt = Annotated[int, typer.Option(help="Untimed calls before the timed ones.")]
-ThreadsOpt = Annotated[
-    int | None, typer.Option(help="Intra-op threads of the framework (default: its own).")
-]
-RunnerOpt = Annotated[
-    str,
-    typer.Option(
-        help="local | venv | docker | auto: where each framework runs (auto: here if the "
-        "pinned version is installed, else an isolated environment)."
-    ),
-]
-
 
 @ops_app.command("list")
-def list_ops(as_json: JsonOpt = False) -> None:
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def list_ops(
+    as_json: bool = False,
+) -> None:
     """The operators and their parameters (what --shape takes)."""
     from rich.table import Table
     from rich.text import Text
@@ -104,24 +80,70 @@ def list_ops(as_json: JsonOpt = False) -> None:
 
 
 @ops_app.command("run")
+@click.argument("op", type=str, help="The operator (see `pinbench ops list`).")
+@click.option(
+    "--shape",
+    "shape",
+    type=str,
+    default="",
+    help=(
+        "Its parameters as NAME=VALUE,... (dimensions as 8x1024), "
+        "e.g. "
+        "n=1,c=64,h=56,w=56,out_channels=64,kernel_h=3,kernel_w=3,padding=1"
+    ),
+)
+@click.option(
+    "--frameworks",
+    "frameworks",
+    type=str,
+    default=FRAMEWORKS_DEFAULT,
+    help=(
+        "Comma-separated frameworks, each NAME or NAME@RANGE as "
+        "published in the registry (onnxruntime, torch, tensorflow)."
+    ),
+)
+@click.option("--dtype", "dtype", type=str, default="float32", help="float32, float16 or bfloat16.")
+@click.option(
+    "--direction",
+    "direction",
+    type=str,
+    default="forward",
+    help=("forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
+)
+@click.option("--seed", "seed", type=int, default=0, help="Seed of the input tensors (recorded).")
+@click.option(
+    "--samples", "samples", type=int, default=100, help="Timed calls (raw latencies are kept)."
+)
+@click.option(
+    "--warmup", "warmup", type=int, default=10, help="Untimed calls before the timed ones."
+)
+@click.option(
+    "--threads", "threads", type=int, help="Intra-op threads of the framework (default: its own)."
+)
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    default="auto",
+    help=(
+        "local | venv | docker | auto: where each framework runs "
+        "(auto: here if the pinned version is installed, else an "
+        "isolated environment)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def run_op(
-    op: Annotated[str, typer.Argument(help="The operator (see `pinbench ops list`).")],
-    shape: Annotated[
-        str,
-        typer.Option(
-            help="Its parameters as NAME=VALUE,... (dimensions as 8x1024), e.g. "
-            "n=1,c=64,h=56,w=56,out_channels=64,kernel_h=3,kernel_w=3,padding=1"
-        ),
-    ] = "",
-    frameworks: FrameworksOpt = FRAMEWORKS_DEFAULT,
-    dtype: DtypeOpt = "float32",
-    direction: DirectionOpt = "forward",
-    seed: SeedOpt = 0,
-    samples: SamplesOpt = 100,
-    warmup: WarmupOpt = 10,
-    threads: ThreadsOpt = None,
-    runner: RunnerOpt = "auto",
-    as_json: JsonOpt = False,
+    op: str,
+    shape: str = "",
+    frameworks: str = FRAMEWORKS_DEFAULT,
+    dtype: str = "float32",
+    direction: str = "forward",
+    seed: int = 0,
+    samples: int = 100,
+    warmup: int = 10,
+    threads: int | None = None,
+    runner: str = "auto",
+    as_json: bool = False,
 ) -> None:
     """Lock the operator once per framework, run each lockfile, record the runs and print one
     table: median and p90 latency, GFLOP/s and GB/s from the operator's analytical counts, the
@@ -139,24 +161,68 @@ def run_op(
 
 
 @ops_app.command("sweep")
+@click.argument(
+    "table",
+    type=str,
+    help=(
+        "resnet50: the distinct conv2d shapes of ResNet-50 v1.5 "
+        "(224x224); matmul: square GEMMs 128..2048, whose fastest "
+        "gives the machine's compute peak."
+    ),
+)
+@click.option(
+    "--frameworks",
+    "frameworks",
+    type=str,
+    default=FRAMEWORKS_DEFAULT,
+    help=(
+        "Comma-separated frameworks, each NAME or NAME@RANGE as "
+        "published in the registry (onnxruntime, torch, tensorflow)."
+    ),
+)
+@click.option("--batch", "batch", type=int, default=1, help="resnet50: the batch size n.")
+@click.option("--dtype", "dtype", type=str, default="float32", help="float32, float16 or bfloat16.")
+@click.option(
+    "--direction",
+    "direction",
+    type=str,
+    default="forward",
+    help=("forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
+)
+@click.option("--seed", "seed", type=int, default=0, help="Seed of the input tensors (recorded).")
+@click.option(
+    "--samples", "samples", type=int, default=20, help="Timed calls (raw latencies are kept)."
+)
+@click.option(
+    "--warmup", "warmup", type=int, default=3, help="Untimed calls before the timed ones."
+)
+@click.option(
+    "--threads", "threads", type=int, help="Intra-op threads of the framework (default: its own)."
+)
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    default="auto",
+    help=(
+        "local | venv | docker | auto: where each framework runs "
+        "(auto: here if the pinned version is installed, else an "
+        "isolated environment)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def sweep_ops(
-    table: Annotated[
-        str,
-        typer.Argument(
-            help="resnet50: the distinct conv2d shapes of ResNet-50 v1.5 (224x224); "
-            "matmul: square GEMMs 128..2048, whose fastest gives the machine's compute peak."
-        ),
-    ],
-    frameworks: FrameworksOpt = FRAMEWORKS_DEFAULT,
-    batch: Annotated[int, typer.Option(help="resnet50: the batch size n.")] = 1,
-    dtype: DtypeOpt = "float32",
-    direction: DirectionOpt = "forward",
-    seed: SeedOpt = 0,
-    samples: SamplesOpt = 20,
-    warmup: WarmupOpt = 3,
-    threads: ThreadsOpt = None,
-    runner: RunnerOpt = "auto",
-    as_json: JsonOpt = False,
+    table: str,
+    frameworks: str = FRAMEWORKS_DEFAULT,
+    batch: int = 1,
+    dtype: str = "float32",
+    direction: str = "forward",
+    seed: int = 0,
+    samples: int = 20,
+    warmup: int = 3,
+    threads: int | None = None,
+    runner: str = "auto",
+    as_json: bool = False,
 ) -> None:
     """Run a table of operator shapes on each framework: one lockfile and run per shape and
     framework, one table of them all."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from pinbench.cli.common import progress_bars, remote_or_here, workspace
-from pinbench.console import JsonOpt, columns
+from pinbench.cli.common import listed, progress_bars, remote_or_here, workspace
+from pinbench.console import columns
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -32,8 +32,12 @@ if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
 
+@click.command("schema")
+@click.argument(
+    "out_dir", type=click.Path(path_type=Path), help="Directory to write KIND.schema.json into."
+)
 def schema(
-    out_dir: Annotated[Path, typer.Argument(help="Directory to write KIND.schema.json into.")],
+    out_dir: Path,
 ) -> None:
     """Write the JSON Schema of each manifest kind (for editors)."""
     import json
@@ -49,14 +53,21 @@ def schema(
 # ---------------------------------------------------------------- registry
 
 
+@click.command("publish")
+@click.argument("manifest", type=click.Path(path_type=Path), help="The artifact's manifest (YAML).")
+@click.option(
+    "--files",
+    "files",
+    type=click.Path(path_type=Path),
+    help="Directory holding the files (default: the manifest's).",
+)
+@click.option("--publisher", "publisher", type=str, help="Who publishes (default: $USER).")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def publish(
-    manifest: Annotated[Path, typer.Argument(help="The artifact's manifest (YAML).")],
-    files: Annotated[
-        Path | None,
-        typer.Option("--files", help="Directory holding the files (default: the manifest's)."),
-    ] = None,
-    publisher: Annotated[str | None, typer.Option(help="Who publishes (default: $USER).")] = None,
-    as_json: JsonOpt = False,
+    manifest: Path,
+    files: Path | None = None,
+    publisher: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Publish one artifact: validate, hash and store its files, record it.
 
@@ -111,9 +122,12 @@ def _publish_here(
     }
 
 
+@click.command("yank")
+@click.argument("ref", type=str, help="KIND/NAME@VERSION")
+@click.option("--reason", "reason", type=str, required=True, help="Why (shown to users).")
 def yank(
-    ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")],
-    reason: Annotated[str, typer.Option("--reason", help="Why (shown to users).")],
+    ref: str,
+    reason: str,
 ) -> None:
     """Mark a version yanked: ranges skip it, exact pins still resolve it."""
     from pinbench.registry import catalog
@@ -127,10 +141,16 @@ def yank(
     _out().print(f"yanked {parsed}: {reason}")
 
 
+@click.command("list")
+@click.argument(
+    "kind", type=str, required=False, default=None, help="model, framework, dataset or image"
+)
+@click.argument("name", type=str, required=False, default=None, help="Artifact name")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def list_(
-    kind: Annotated[str | None, typer.Argument(help="model, framework, dataset or image")] = None,
-    name: Annotated[str | None, typer.Argument(help="Artifact name")] = None,
-    as_json: JsonOpt = False,
+    kind: str | None = None,
+    name: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """List published artifacts and versions."""
     from pinbench.registry import catalog
@@ -165,17 +185,23 @@ def list_(
     )
 
 
+@click.command("show")
+@click.argument("ref", type=str, help="KIND/NAME@VERSION")
+@click.option(
+    "--signature",
+    "signature",
+    type=click.Path(path_type=Path),
+    help=(
+        "Also write the model's signature (OpenSSF model-signing, "
+        "signed with the registry's model-signing key) to this file, "
+        "for `model_signing verify key`."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def show(
-    ref: Annotated[str, typer.Argument(help="KIND/NAME@VERSION")],
-    signature: Annotated[
-        Path | None,
-        typer.Option(
-            "--signature",
-            help="Also write the model's signature (OpenSSF model-signing, signed with the "
-            "registry's model-signing key) to this file, for `model_signing verify key`.",
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
+    ref: str,
+    signature: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """Show one artifact version: a model's inputs and outputs (each step with its parameters,
     an output's task section), a dataset's samples, labels and task; files with digests; yank
@@ -239,13 +265,23 @@ def _write_signature(ref: ArtifactRef, path: Path) -> dict[str, str]:
     return {"file": str(path), "keyid": bundle_keyid(body)}
 
 
+@click.command("resolve")
+@click.argument(
+    "specs",
+    type=str,
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help="KIND/NAME@RANGE, e.g. 'model/vision/lenet@^1'",
+)
+@click.option("--arch", "arch", type=str, default="amd64", help="Target architecture.")
+@click.option("--device", "device", type=str, default="cpu", help="Target device.")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def resolve_cmd(
-    specs: Annotated[
-        list[str], typer.Argument(help="KIND/NAME@RANGE, e.g. 'model/vision/lenet@^1'")
-    ],
-    arch: Annotated[str, typer.Option(help="Target architecture.")] = "amd64",
-    device: Annotated[str, typer.Option(help="Target device.")] = "cpu",
-    as_json: JsonOpt = False,
+    specs: list[str],
+    arch: str = "amd64",
+    device: str = "cpu",
+    as_json: bool = False,
 ) -> None:
     """Pick the highest version of each artifact so that every constraint holds."""
     from pinbench.registry import catalog
@@ -268,12 +304,23 @@ def resolve_cmd(
             _out().print(f"{r['kind']}/{r['name']}@{r['version']}")
 
 
+@click.command("range")
+@click.argument("range_text", type=str, metavar="RANGE", help="An npm-style range.")
+@click.argument(
+    "versions", type=str, nargs=-1, required=False, metavar="VERSION...", callback=listed
+)
+@click.option(
+    "--include-prerelease",
+    "-p",
+    "include_prerelease",
+    is_flag=True,
+    default=False,
+    help="Let prereleases match any range.",
+)
 def range_cmd(
-    range_text: Annotated[str, typer.Argument(metavar="RANGE", help="An npm-style range.")],
-    versions: Annotated[list[str] | None, typer.Argument(metavar="VERSION...")] = None,
-    include_prerelease: Annotated[
-        bool, typer.Option("--include-prerelease", "-p", help="Let prereleases match any range.")
-    ] = False,
+    range_text: str,
+    versions: list[str] | None = None,
+    include_prerelease: bool = False,
 ) -> None:
     """Print the given versions that satisfy RANGE, one a line (like node-semver's `semver -r`).
 
@@ -297,10 +344,21 @@ def range_cmd(
 # ---------------------------------------------------------------- lockfiles
 
 
+@click.command("lock")
+@click.argument("request", type=click.Path(path_type=Path), help="An evaluation request (YAML).")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Where to write the lockfile.",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def lock_cmd(
-    request: Annotated[Path, typer.Argument(help="An evaluation request (YAML).")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lockfile.")],
-    as_json: JsonOpt = False,
+    request: Path,
+    output: Path,
+    as_json: bool = False,
 ) -> None:
     """Resolve a request and write its lockfile (canonical JSON; its sha256 is its id).
 
@@ -339,15 +397,22 @@ def lock_cmd(
         out.print(f"wrote {point['path']} (lockfile sha256 {point['digest']})")
 
 
+@click.command("verify")
+@click.argument(
+    "lockfile", type=click.Path(path_type=Path), help="A lockfile written by `pinbench lock`."
+)
+@click.option(
+    "--rehash",
+    "rehash",
+    is_flag=True,
+    default=False,
+    help=("Read every file's bytes again, ignoring the verified-state cache."),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def verify(
-    lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
-    rehash: Annotated[
-        bool,
-        typer.Option(
-            "--rehash", help="Read every file's bytes again, ignoring the verified-state cache."
-        ),
-    ] = False,
-    as_json: JsonOpt = False,
+    lockfile: Path,
+    rehash: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read;
     --rehash reads them all).
@@ -426,16 +491,28 @@ def _verify_here(
         )
 
 
+@click.command("digest")
+@click.argument(
+    "files",
+    type=click.Path(path_type=Path),
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help="Files to hash.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    default=False,
+    help=(
+        'Print JSON instead of text: {"files": [{"path", "size", '
+        '"sha256"}, ...], "total": {"files", "size"}}.'
+    ),
+)
 def digest(
-    files: Annotated[list[Path], typer.Argument(help="Files to hash.")],
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help='Print JSON instead of text: {"files": [{"path", "size", "sha256"}, ...], '
-            '"total": {"files", "size"}}.',
-        ),
-    ] = False,
+    files: list[Path],
+    as_json: bool = False,
 ) -> None:
     """Print the sha256 and size of files (for writing manifests): one `SHA256  SIZE  PATH`
     line per file."""

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from pinbench.cli.common import remote_or_here
-from pinbench.console import JsonOpt
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -19,13 +18,23 @@ if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
 
+@click.command("outputs")
+@click.argument("run", type=str, help="An accuracy run's id (or a unique prefix).")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Where to write the outputs (.npy).",
+)
+@click.option("--force", "force", is_flag=True, default=False, help="Replace FILE if it exists.")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_outputs(
-    run: Annotated[str, typer.Argument(help="An accuracy run's id (or a unique prefix).")],
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Where to write the outputs (.npy).")
-    ],
-    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
-    as_json: JsonOpt = False,
+    run: str,
+    output: Path,
+    force: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Write the raw outputs an accuracy run recorded (the array its task scored: class
     scores, embeddings, a detector's output...) to an .npy file, for comparing with another

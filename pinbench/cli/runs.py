@@ -11,18 +11,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
+from pinbench.cli.attest import runs_attest
 from pinbench.cli.common import (
-    AllowPickleOpt,
+    listed,
     progress_lines,
     remote_or_here,
     workspace,
     write_atomic,
 )
-from pinbench.console import JsonOpt
+from pinbench.cli.run_outputs import runs_outputs
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -37,7 +38,11 @@ if TYPE_CHECKING:
     from pinbench.trace.analysis import TraceView
     from pinbench.workspace import Workspace
 
-runs_app = typer.Typer(help="Recorded runs: list, show, compare, parity.", no_args_is_help=True)
+runs_app = click.Group(
+    "runs",
+    help="Recorded runs: list, show, compare, parity.",
+    no_args_is_help=True,
+)
 
 RUNNER_HELP = (
     "Where to run: auto (docker if the lockfile pins an image and a Docker Engine answers, "
@@ -61,41 +66,94 @@ TRACE_HELP = (
 )
 
 
+@click.command("run")
+@click.argument(
+    "lockfile", type=click.Path(path_type=Path), help="A lockfile written by `pinbench lock`."
+)
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    default="auto",
+    help=(
+        "Where to run: auto (docker if the lockfile pins an image and "
+        "a Docker Engine answers, else venv), local (this "
+        "interpreter, as installed), venv (a uv environment from the "
+        "framework's hash-pinned requirements, cached by digest), "
+        "docker (the pinned image)."
+    ),
+)
+@click.option(
+    "--trace",
+    "trace",
+    type=str,
+    default="none",
+    help=(
+        "Trace level: none; model (pipeline spans: load, preprocess, "
+        "cold first predict, warm-up, each timed predict, "
+        "postprocess); framework (model + the framework profiler's "
+        "operators); system (model + CPU, memory and, with NVML, GPU "
+        "samples); full (all). A traced run's latencies include the "
+        "profilers' overhead and are marked traced. See `pinbench "
+        "runs trace`."
+    ),
+)
+@click.option(
+    "--allow-pickle",
+    "allow_pickle",
+    is_flag=True,
+    default=False,
+    help=(
+        "This run may unpickle a torch-pickle model whose manifest "
+        "says `trusted: true` (unpickling runs the publisher's code: "
+        "only for publishers you trust)."
+    ),
+)
+@click.option(
+    "--on",
+    "on",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help=(
+        "Run on cluster systems through the server (PINBENCH_URL, "
+        "started with --cluster): a system's name (repeat it) or "
+        "'all', every live system meeting the lockfile's placement. "
+        "One run per system."
+    ),
+)
+@click.option(
+    "--retries",
+    "retries",
+    type=click.IntRange(min=0, max=3),
+    default=1,
+    help=(
+        "With --on: attempts on another matching system when a run's "
+        "system is lost (each attempt is a run of its own)."
+    ),
+)
+@click.option(
+    "--publish-as",
+    "publish_as",
+    type=str,
+    metavar="model/NAME@VERSION",
+    help=(
+        "A training lockfile: when the run succeeds, publish its "
+        "final weights as this new model version, whose manifest "
+        "names the run (trained_by). Checked before the run starts; "
+        "here only (not through PINBENCH_URL or --on)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def run_cmd(
-    lockfile: Annotated[Path, typer.Argument(help="A lockfile written by `pinbench lock`.")],
-    runner: Annotated[str, typer.Option(help=RUNNER_HELP)] = "auto",
-    trace: Annotated[str, typer.Option(help=TRACE_HELP)] = "none",
-    allow_pickle: AllowPickleOpt = False,
-    on: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--on",
-            help="Run on cluster systems through the server (PINBENCH_URL, started with "
-            "--cluster): a system's name (repeat it) or 'all', every live system meeting the "
-            "lockfile's placement. One run per system.",
-        ),
-    ] = None,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            min=0,
-            max=3,
-            help="With --on: attempts on another matching system when a run's system is "
-            "lost (each attempt is a run of its own).",
-        ),
-    ] = 1,
-    publish_as: Annotated[
-        str | None,
-        typer.Option(
-            "--publish-as",
-            metavar="model/NAME@VERSION",
-            help="A training lockfile: when the run succeeds, publish its final weights as this "
-            "new model version, whose manifest names the run (trained_by). Checked before the "
-            "run starts; here only (not through PINBENCH_URL or --on).",
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
+    lockfile: Path,
+    runner: str = "auto",
+    trace: str = "none",
+    allow_pickle: bool = False,
+    on: list[str] | None = None,
+    retries: int = 1,
+    publish_as: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
     scenario, and record the run.
@@ -361,9 +419,11 @@ def _predictions_table(details: dict[str, Any] | None) -> Table | None:
 
 
 @runs_app.command("list")
+@click.option("--limit", "limit", type=int, help="Show at most this many.")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_list(
-    limit: Annotated[int | None, typer.Option(help="Show at most this many.")] = None,
-    as_json: JsonOpt = False,
+    limit: int | None = None,
+    as_json: bool = False,
 ) -> None:
     """Recorded runs, newest first."""
     from rich.table import Table
@@ -394,12 +454,13 @@ def runs_list(
 
 
 @runs_app.command("cancel")
+@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@click.option("--wait/--no-wait", "wait", default=True, help="Wait until the run has stopped.")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_cancel(
-    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
-    wait: Annotated[
-        bool, typer.Option("--wait/--no-wait", help="Wait until the run has stopped.")
-    ] = True,
-    as_json: JsonOpt = False,
+    run: str,
+    wait: bool = True,
+    as_json: bool = False,
 ) -> None:
     """Cancel a queued run (it never starts) or a running one (its server stops it).
 
@@ -429,13 +490,15 @@ def runs_cancel(
 
 
 @runs_app.command("publish")
+@click.argument("run", type=str, help="A succeeded training run's id (or a unique prefix).")
+@click.argument("target", type=str, metavar="model/NAME@VERSION", help="The new model version.")
+@click.option("--publisher", "publisher", type=str, help="Who publishes (default: $USER).")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_publish(
-    run: Annotated[str, typer.Argument(help="A succeeded training run's id (or a unique prefix).")],
-    target: Annotated[
-        str, typer.Argument(metavar="model/NAME@VERSION", help="The new model version.")
-    ],
-    publisher: Annotated[str | None, typer.Option(help="Who publishes (default: $USER).")] = None,
-    as_json: JsonOpt = False,
+    run: str,
+    target: str,
+    publisher: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Publish a training run's final weights as a new model version.
 
@@ -469,9 +532,11 @@ def runs_publish(
 
 
 @runs_app.command("show")
+@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_show(
-    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
-    as_json: JsonOpt = False,
+    run: str,
+    as_json: bool = False,
 ) -> None:
     """One run: metrics, host facts, the lockfile it ran."""
     from rich.text import Text
@@ -490,24 +555,73 @@ def runs_show(
     _out().print(f"lockfile: {info['lockfile']}")
 
 
+@click.command("rerun")
+@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    help=(
+        "Where to run: auto (docker if the lockfile pins an image and "
+        "a Docker Engine answers, else venv), local (this "
+        "interpreter, as installed), venv (a uv environment from the "
+        "framework's hash-pinned requirements, cached by digest), "
+        "docker (the pinned image). Default: the original run's "
+        "runner."
+    ),
+)
+@click.option(
+    "--trace",
+    "trace",
+    type=str,
+    help=(
+        "Trace level: none; model (pipeline spans: load, preprocess, "
+        "cold first predict, warm-up, each timed predict, "
+        "postprocess); framework (model + the framework profiler's "
+        "operators); system (model + CPU, memory and, with NVML, GPU "
+        "samples); full (all). A traced run's latencies include the "
+        "profilers' overhead and are marked traced. See `pinbench "
+        "runs trace`. Default: the original run's level."
+    ),
+)
+@click.option(
+    "--repeat",
+    "repeat",
+    type=int,
+    default=REPEAT,
+    help=("Performance runs: how many times to rerun (run-to-run noise)."),
+)
+@click.option(
+    "--band",
+    "band",
+    type=float,
+    default=BAND,
+    help=(
+        "How much the reruns' median latencies may disagree with each "
+        "other (largest / smallest - 1) for latency to count as "
+        "reproduced; more is inconclusive."
+    ),
+)
+@click.option(
+    "--allow-pickle",
+    "allow_pickle",
+    is_flag=True,
+    default=False,
+    help=(
+        "This run may unpickle a torch-pickle model whose manifest "
+        "says `trusted: true` (unpickling runs the publisher's code: "
+        "only for publishers you trust)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def rerun_cmd(
-    run: Annotated[str, typer.Argument(help="A run id (or a unique prefix).")],
-    runner: Annotated[str | None, typer.Option(help=RUNNER_HELP + RERUN_DEFAULT)] = None,
-    trace: Annotated[
-        str | None, typer.Option(help=TRACE_HELP + " Default: the original run's level.")
-    ] = None,
-    repeat: Annotated[
-        int, typer.Option(help="Performance runs: how many times to rerun (run-to-run noise).")
-    ] = REPEAT,
-    band: Annotated[
-        float,
-        typer.Option(
-            help="How much the reruns' median latencies may disagree with each other "
-            "(largest / smallest - 1) for latency to count as reproduced; more is inconclusive."
-        ),
-    ] = BAND,
-    allow_pickle: AllowPickleOpt = False,
-    as_json: JsonOpt = False,
+    run: str,
+    runner: str | None = None,
+    trace: str | None = None,
+    repeat: int = REPEAT,
+    band: float = BAND,
+    allow_pickle: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
 
@@ -526,7 +640,7 @@ def rerun_cmd(
     from pinbench.trace.levels import parts
 
     if not 0 < band < 10:
-        raise typer.BadParameter(f"--band must be between 0 and 10, got {band}")
+        raise click.BadParameter(f"--band must be between 0 and 10, got {band}")
     if trace is not None:
         parts(trace)
     say = progress_lines(quiet=as_json)
@@ -553,13 +667,22 @@ def rerun_cmd(
             style = styles.get(line.split(":")[0], "")
             out.print(Text(line, style="bold yellow" if line.startswith("inconclusive") else style))
     if verdict.outcome != "reproduced":
-        raise typer.Exit(4 if verdict.outcome == "inconclusive" else 1)
+        raise click.exceptions.Exit(4 if verdict.outcome == "inconclusive" else 1)
 
 
 @runs_app.command("compare")
+@click.argument(
+    "runs",
+    type=str,
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help="Two or more run ids (or unique prefixes).",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_compare(
-    runs: Annotated[list[str], typer.Argument(help="Two or more run ids (or unique prefixes).")],
-    as_json: JsonOpt = False,
+    runs: list[str],
+    as_json: bool = False,
 ) -> None:
     """Metrics of several runs side by side; what differs in their inputs is named."""
     from pinbench.evaluator.history import compare_runs
@@ -589,21 +712,36 @@ def _print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
 
 
 @runs_app.command("report")
+@click.argument(
+    "runs",
+    type=str,
+    nargs=-1,
+    required=False,
+    callback=listed,
+    help="Run ids (or unique prefixes), one or more.",
+)
+@click.option(
+    "--html", "html", type=click.Path(path_type=Path), help="Write a self-contained HTML page here."
+)
+@click.option("--md", "md", type=click.Path(path_type=Path), help="Write a Markdown report here.")
+@click.option(
+    "--csv",
+    "csv",
+    type=click.Path(path_type=Path),
+    help="Write the raw per-query latencies as CSV.",
+)
+@click.option(
+    "--parquet",
+    "parquet",
+    type=click.Path(path_type=Path),
+    help="Write the raw per-query latencies as Parquet.",
+)
 def runs_report(
-    runs: Annotated[
-        list[str] | None, typer.Argument(help="Run ids (or unique prefixes), one or more.")
-    ] = None,
-    html: Annotated[
-        Path | None, typer.Option("--html", help="Write a self-contained HTML page here.")
-    ] = None,
-    md: Annotated[Path | None, typer.Option("--md", help="Write a Markdown report here.")] = None,
-    csv: Annotated[
-        Path | None, typer.Option("--csv", help="Write the raw per-query latencies as CSV.")
-    ] = None,
-    parquet: Annotated[
-        Path | None,
-        typer.Option("--parquet", help="Write the raw per-query latencies as Parquet."),
-    ] = None,
+    runs: list[str] | None = None,
+    html: Path | None = None,
+    md: Path | None = None,
+    csv: Path | None = None,
+    parquet: Path | None = None,
 ) -> None:
     """A report over recorded runs: HTML (opens with no network), Markdown, CSV, Parquet.
 
@@ -634,18 +772,33 @@ def runs_report(
 
 
 @runs_app.command("trace")
+@click.argument(
+    "runs",
+    type=str,
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help="A traced run; several to compare their breakdowns.",
+)
+@click.option(
+    "--top",
+    "top",
+    type=click.IntRange(min=1, max=None),
+    default=15,
+    help="Show the slowest N operators.",
+)
+@click.option(
+    "--chrome",
+    "chrome",
+    type=click.Path(path_type=Path),
+    help=("Write the (first) run's Chrome trace JSON here (Perfetto, chrome://tracing)."),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_trace(
-    runs: Annotated[
-        list[str], typer.Argument(help="A traced run; several to compare their breakdowns.")
-    ],
-    top: Annotated[int, typer.Option(help="Show the slowest N operators.", min=1)] = 15,
-    chrome: Annotated[
-        Path | None,
-        typer.Option(
-            help="Write the (first) run's Chrome trace JSON here (Perfetto, chrome://tracing)."
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
+    runs: list[str],
+    top: int = 15,
+    chrome: Path | None = None,
+    as_json: bool = False,
 ) -> None:
     """A traced run's inspection: cold start, phases, and the per-layer/operator table (count,
     total, mean, share of model time), slowest first. With several runs (e.g. the same model
@@ -696,10 +849,20 @@ def runs_trace(
 
 
 @runs_app.command("parity")
+@click.argument("reference", type=str, help="The reference accuracy run.")
+@click.argument(
+    "others",
+    type=str,
+    nargs=-1,
+    required=True,
+    callback=listed,
+    help="Accuracy runs to compare with it.",
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
 def runs_parity(
-    reference: Annotated[str, typer.Argument(help="The reference accuracy run.")],
-    others: Annotated[list[str], typer.Argument(help="Accuracy runs to compare with it.")],
-    as_json: JsonOpt = False,
+    reference: str,
+    others: list[str],
+    as_json: bool = False,
 ) -> None:
     """Cross-framework parity: accuracy runs on one dataset compared by what their task scores.
 
@@ -743,11 +906,5 @@ def _exit_now(exc: PinbenchError) -> None:
     os._exit(exc.exit_code)
 
 
-def _more_commands() -> None:
-    from pinbench.cli import attest, run_outputs
-
-    runs_app.command("attest")(attest.runs_attest)
-    runs_app.command("outputs")(run_outputs.runs_outputs)
-
-
-_more_commands()
+runs_app.add_command(runs_attest)
+runs_app.add_command(runs_outputs)

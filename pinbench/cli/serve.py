@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
 
-import typer
+import click
 
-from pinbench.cli.common import workspace
-from pinbench.console import JsonOpt
+from pinbench.cli.common import listed, workspace
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -19,7 +17,11 @@ WORKER_HEALTHCHECK_S = 60
 """How long ``serve --workers N`` lets a worker take to answer uvicorn's health check."""
 
 
-def gc_cmd(as_json: JsonOpt = False) -> None:
+@click.command("gc")
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def gc_cmd(
+    as_json: bool = False,
+) -> None:
     """Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders)
     left by processes that died, and print what it reclaimed.
 
@@ -44,78 +46,126 @@ def gc_cmd(as_json: JsonOpt = False) -> None:
     _out().print(done.summary())
 
 
+@click.command("serve")
+@click.option("--host", "host", type=str, default="127.0.0.1", help="Address to listen on.")
+@click.option("--port", "port", type=int, default=8000, help="Port to listen on.")
+@click.option(
+    "--workers",
+    "workers",
+    type=int,
+    default=1,
+    help="Server processes (uvicorn workers); runs execute in each.",
+)
+@click.option(
+    "--run-workers", "run_workers", type=int, default=1, help="Runs executed at once per process."
+)
+@click.option(
+    "--run-queue", "run_queue", type=int, default=16, help="Runs that may wait; more are refused."
+)
+@click.option(
+    "--max-upload-mb",
+    "max_upload_mb",
+    type=int,
+    default=2048,
+    help="Largest publish upload, in MiB.",
+)
+@click.option(
+    "--private",
+    "private",
+    is_flag=True,
+    default=False,
+    help="Reads need a token with the 'read' scope too.",
+)
+@click.option(
+    "--allow-pickle",
+    "allow_pickle",
+    is_flag=True,
+    default=False,
+    help=(
+        "Let models of format torch-pickle whose manifest says "
+        "`trusted: true` run, in the docker runner only (unpickling "
+        "runs the publisher's code). Off: never."
+    ),
+)
+@click.option(
+    "--runners",
+    "runners",
+    type=str,
+    default="local,venv,docker",
+    help=(
+        "Comma-separated runners queued runs may use. A model's own "
+        "code (TorchScript ops, SavedModel graphs) runs in the "
+        "runner: where publishers are not all trusted, allow only "
+        "docker."
+    ),
+)
+@click.option(
+    "--allowed-host",
+    "allowed_host",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help=(
+        "A Host name the server answers to besides loopback and "
+        "--host (repeat it; *.DOMAIN for subdomains; also "
+        "PINBENCH_ALLOWED_HOSTS, comma-separated). Behind a reverse "
+        "proxy: the public name the proxy forwards in Host."
+    ),
+)
+@click.option(
+    "--cluster",
+    "cluster",
+    type=str,
+    help=(
+        "A Ray cluster's address HOST:PORT (or PINBENCH_CLUSTER): "
+        "runs submitted `on` systems go to its agents (`pinbench run "
+        "LOCK --on all`). Agents download blobs from this server with "
+        "the token in PINBENCH_AGENT_TOKEN ('read' scope)."
+    ),
+)
+@click.option(
+    "--agent-url",
+    "agent_url",
+    type=str,
+    help=("This server's URL as the agents reach it (default: http://HOST:PORT)."),
+)
+@click.option(
+    "--warm",
+    "warm",
+    is_flag=True,
+    default=False,
+    help=(
+        "Keep one evaluator process per environment (venv, docker) "
+        "between runs, its framework imported: saves seconds a run. "
+        "Each run records whether it was warm; pickled models always "
+        "run cold. Off: every run starts its evaluator afresh."
+    ),
+)
+@click.option(
+    "--price-per-hour",
+    "price_per_hour",
+    type=float,
+    help=(
+        "What this machine costs, in US dollars per hour: the "
+        "server's own runs record it (runs on cluster agents record "
+        "the agent's). Default: PINBENCH_PRICE_PER_HOUR, else none."
+    ),
+)
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    workers: Annotated[
-        int, typer.Option(help="Server processes (uvicorn workers); runs execute in each.")
-    ] = 1,
-    run_workers: Annotated[int, typer.Option(help="Runs executed at once per process.")] = 1,
-    run_queue: Annotated[int, typer.Option(help="Runs that may wait; more are refused.")] = 16,
-    max_upload_mb: Annotated[int, typer.Option(help="Largest publish upload, in MiB.")] = 2048,
-    private: Annotated[
-        bool, typer.Option("--private", help="Reads need a token with the 'read' scope too.")
-    ] = False,
-    allow_pickle: Annotated[
-        bool,
-        typer.Option(
-            "--allow-pickle",
-            help="Let models of format torch-pickle whose manifest says `trusted: true` run, "
-            "in the docker runner only (unpickling runs the publisher's code). Off: never.",
-        ),
-    ] = False,
-    runners: Annotated[
-        str,
-        typer.Option(
-            "--runners",
-            help="Comma-separated runners queued runs may use. A model's own code (TorchScript "
-            "ops, SavedModel graphs) runs in the runner: where publishers are not all trusted, "
-            "allow only docker.",
-        ),
-    ] = "local,venv,docker",
-    allowed_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowed-host",
-            help="A Host name the server answers to besides loopback and --host (repeat it; "
-            "*.DOMAIN for subdomains; also PINBENCH_ALLOWED_HOSTS, comma-separated). Behind a "
-            "reverse proxy: the public name the proxy forwards in Host.",
-        ),
-    ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster",
-            help="A Ray cluster's address HOST:PORT (or PINBENCH_CLUSTER): runs submitted `on` "
-            "systems go to its agents (`pinbench run LOCK --on all`). Agents download blobs "
-            "from this server with the token in PINBENCH_AGENT_TOKEN ('read' scope).",
-        ),
-    ] = None,
-    agent_url: Annotated[
-        str | None,
-        typer.Option(
-            "--agent-url",
-            help="This server's URL as the agents reach it (default: http://HOST:PORT).",
-        ),
-    ] = None,
-    warm: Annotated[
-        bool,
-        typer.Option(
-            "--warm",
-            help="Keep one evaluator process per environment (venv, docker) between runs, its "
-            "framework imported: saves seconds a run. Each run records whether it was warm; "
-            "pickled models always run cold. Off: every run starts its evaluator afresh.",
-        ),
-    ] = False,
-    price_per_hour: Annotated[
-        float | None,
-        typer.Option(
-            "--price-per-hour",
-            help="What this machine costs, in US dollars per hour: the server's own runs "
-            "record it (runs on cluster agents record the agent's). Default: "
-            "PINBENCH_PRICE_PER_HOUR, else none.",
-        ),
-    ] = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    run_workers: int = 1,
+    run_queue: int = 16,
+    max_upload_mb: int = 2048,
+    private: bool = False,
+    allow_pickle: bool = False,
+    runners: str = "local,venv,docker",
+    allowed_host: list[str] | None = None,
+    cluster: str | None = None,
+    agent_url: str | None = None,
+    warm: bool = False,
+    price_per_hour: float | None = None,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
