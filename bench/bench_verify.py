@@ -59,7 +59,13 @@ from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import load_request
 from pinbench.workspace import Workspace
-from tests.helpers import dataset_manifest, dump, framework_manifest, model_manifest
+from tests.helpers import (
+    dataset_manifest,
+    dump,
+    framework_manifest,
+    model_manifest,
+    tiny_onnx,
+)
 
 REVERIFY_CALLS = 2000
 FRESH_STORE_CALLS = 200
@@ -79,7 +85,7 @@ def build_home(root: Path, big: Path, big_digest: Digest) -> tuple[Path, Path]:
     """
     data = big.parent
     model_file = data / "model.onnx"
-    model_file.write_bytes(os.urandom(64 * 1024))
+    model_file.write_bytes(tiny_onnx(b"bench"))  # publish checks an ONNX model is one
     labels = data / "labels.npy"
     labels.write_bytes(os.urandom(4096))
     manifests = [

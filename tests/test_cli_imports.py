@@ -108,6 +108,16 @@ def test_startup_commands_load_neither_sqlalchemy_nor_numpy(
     assert _loaded(modules, STARTUP_HEAVY + READ_HEAVY) == []
 
 
+def test_help_imports_no_command_module_and_neither_typer_nor_rich(tmp_path: Path) -> None:
+    """``pinbench --help`` lists every command from the root's table: no command's module (nor
+    Typer, nor Rich, nor pydantic) is imported to print it."""
+    stdout, modules = _run(tmp_path / "home", tmp_path, "--help")
+    assert "verify" in stdout and "import-mlmodelscope" in stdout
+    commands = sorted(m for m in modules if m.startswith("pinbench.cli."))
+    assert commands == []
+    assert _loaded(modules, ["typer", "rich", "pydantic"]) == []
+
+
 READS = [
     pytest.param(["list"], "1.1.0", id="list"),
     pytest.param(["show", "dataset/digits@1.0.0"], "dataset/digits@1.0.0", id="show"),

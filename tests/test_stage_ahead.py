@@ -1,8 +1,8 @@
-"""`pinbench publish MANIFEST` stages the manifest's large local files while it starts up
-(``pinbench.registry.stage_ahead``): the published artifact is the same as without it, only
-files the command itself would open are staged, a file the child could not stage is staged
-again and named the usual way, a child that lies or vanishes changes nothing, and however the
-command ends no scratch is left behind."""
+"""`pinbench publish MANIFEST` stages the manifest's large local files while it imports the
+registry and checks the manifest (``pinbench.registry.stage_ahead``): the published artifact
+is the same as without it, only files the command itself would open are staged, a file the
+child could not stage is staged again and named the usual way, a child that lies or vanishes
+changes nothing, and however the command ends no scratch is left behind."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ import pytest
 
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.store import StagedBlob
-from pinbench.entry import early_stages, started_early
 from pinbench.registry import stage_ahead
 from pinbench.registry.stage_ahead import StagesAhead, planned, stages_ahead
 from pinbench.workspace import Workspace
@@ -71,10 +70,8 @@ def _live_owners() -> Iterator[str]:
 
 
 def _publish_early(cli: Cli, manifest: Path) -> tuple[int, str, str]:
-    """``pinbench publish MANIFEST`` as the console script runs it: started early."""
-    with started_early(["publish", str(manifest)]):
-        done = cli("publish", str(manifest))
-        assert early_stages(manifest) is None  # the command took it
+    """``pinbench publish MANIFEST``: the command stages ahead itself."""
+    done = cli("publish", str(manifest))
     return done.code, done.out, done.err
 
 
@@ -233,33 +230,19 @@ def test_blobs_staged_but_never_taken_are_removed(ws: Workspace, tmp_path: Path)
     assert _scratch(ws) == []
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["publish", "--json", "{m}"],
-        ["publish", "{m}", "--files", "{d}"],
-        ["publish"],
-        ["show", "{m}"],
-    ],
-)
-def test_any_other_argument_list_stages_nothing_early(
-    ws: Workspace, tmp_path: Path, argv: list[str], monkeypatch: pytest.MonkeyPatch
+def test_publish_with_files_elsewhere_stages_nothing_ahead(
+    ws: Workspace, cli: Cli, tmp_path: Path, taken: list[StagedBlob | None]
 ) -> None:
-    monkeypatch.setenv("PINBENCH_HOME", str(ws.settings.home))
+    """``--files DIR``: the files are not where the manifest's folder says; the command stages
+    them itself."""
     manifest = _dataset(tmp_path / "art", {"data.bin": b"d" * BIG})
-    args = [a.format(m=manifest, d=tmp_path) for a in argv]
-    with started_early(args):
-        assert early_stages(manifest) is None
-
-
-def test_publishing_through_a_server_stages_nothing_early(
-    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PINBENCH_HOME", str(ws.settings.home))
-    monkeypatch.setenv("PINBENCH_URL", "http://127.0.0.1:9")
-    manifest = _dataset(tmp_path / "art", {"data.bin": b"d" * BIG})
-    with started_early(["publish", str(manifest)]):
-        assert early_stages(manifest) is None
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "data.bin").write_bytes(b"d" * BIG)
+    done = cli("publish", str(manifest), "--files", str(elsewhere))
+    assert done.code == 0, done.err
+    assert taken == [None]  # offered nothing: staged by the command
+    assert _scratch(ws) == []
 
 
 def test_publish_through_the_console_script(ws: Workspace, tmp_path: Path) -> None:
@@ -284,8 +267,6 @@ def test_a_manifest_that_is_not_a_regular_file_is_left_to_the_command(
     pipe = tmp_path / "manifest.yaml"
     os.mkfifo(pipe)
     assert planned(pipe) == []  # returns at once: nothing opened the pipe
-    with started_early(["publish", str(pipe)]):
-        assert early_stages(pipe) is None
 
 
 def test_only_the_childs_own_scratch_is_reclaimed_and_a_bad_leftover_is_no_error(

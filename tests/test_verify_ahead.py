@@ -1,7 +1,7 @@
-"""`pinbench verify` hashes the pinned blobs while it starts up (``pinbench.artifacts.ahead``):
-the verdict is the same as without it, a blob that fails is checked again and named the usual
-way, a child that reports nothing or the wrong digest changes no verdict, and when the
-verification ends early the hashing child is killed."""
+"""`pinbench verify` hashes the pinned blobs while it checks the lockfile
+(``pinbench.artifacts.ahead``): the verdict is the same as without it, a blob that fails is
+checked again and named the usual way, a child that reports nothing or the wrong digest
+changes no verdict, and when the verification ends early the hashing child is killed."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from pinbench.artifacts import ahead as ahead_module
 from pinbench.artifacts.ahead import hashes_ahead, pins_of
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.store import BlobStore
-from pinbench.entry import early_hashes, started_early
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, forget_verified, in_process_cli, lock_digits, sha
 
@@ -125,49 +124,8 @@ def test_leaving_early_kills_the_child_and_ends_the_reader(tmp_path: Path) -> No
     assert not [t for t in threading.enumerate() if t.name == "pinbench-hash-ahead"]
 
 
-@pytest.mark.parametrize(
-    ("argv", "rehash"),
-    [
-        (["verify", "{lock}"], False),
-        (["verify", "--rehash", "{lock}"], True),
-        (["verify", "{lock}", "--rehash"], True),
-    ],
-)
-def test_the_console_script_starts_verify_before_the_cli_is_imported(
-    digits: Workspace, tmp_path: Path, argv: list[str], rehash: bool
-) -> None:
-    lock_path = _lock(digits, tmp_path)
-    args = [a.format(lock=lock_path) for a in argv]
-    with started_early(args):
-        early = early_hashes(lock_path, rehash=rehash)
-        assert early is not None and early[0] == lock_path.read_bytes()
-        assert early_hashes(lock_path, rehash=rehash) is None  # taken once
-    assert early_hashes(lock_path, rehash=rehash) is None
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["verify", "--json", "{lock}"],
-        ["verify", "--rehash", "--rehash", "{lock}"],
-        ["verify"],
-        ["verify", "{lock}", "{lock}"],
-        ["show", "{lock}"],
-        ["verify", "{missing}"],
-    ],
-)
-def test_any_other_argument_list_starts_nothing_early(
-    digits: Workspace, tmp_path: Path, argv: list[str]
-) -> None:
-    lock_path = _lock(digits, tmp_path)
-    args = [a.format(lock=lock_path, missing=tmp_path / "nope.lock") for a in argv]
-    with started_early(args):
-        assert early_hashes(lock_path, rehash=False) is None
-        assert early_hashes(lock_path, rehash=True) is None
-
-
 def test_verify_through_the_console_script(digits: Workspace, tmp_path: Path) -> None:
-    """The installed script, cache empty: hashed early, verified, and a tampered blob named."""
+    """The installed script, cache empty: hashed ahead, verified, and a tampered blob named."""
     lock_path = _lock(digits, tmp_path)
     forget_verified(digits.store)
     script = Path(sys.executable).parent / "pinbench"

@@ -1,4 +1,4 @@
-"""Hashing a lockfile's blobs while the rest of ``pinbench verify`` starts up.
+"""Hashing a lockfile's blobs while ``pinbench verify`` checks the lockfile against the registry.
 
 The work that must come before any verdict (importing the lockfile and registry code, parsing
 the lockfile, re-deriving it from the registry) keeps one core busy; hashing a large pinned
@@ -18,15 +18,13 @@ content address, the question ``verify`` asks anyway, and nothing is reported fr
 the lockfile has been checked against the registry. Leaving the ``with`` block kills a child
 that is still hashing.
 
-``pinbench digest FILE...`` starts the same child on the files it is given (``files_ahead``):
-each digest the child reports is recorded in the verified-state cache when the file did not
-change meanwhile, and the command then reads it from there.
+Measured (decision 136): this overlap of the hash with the registry check is what remains of
+the start-up work-arounds; the console script no longer starts it before the CLI is imported.
 """
 
 from __future__ import annotations
 
 import json
-import stat
 import subprocess
 import sys
 import threading
@@ -44,8 +42,6 @@ Pin = tuple[str, str, int]
 """(label, sha256 hex, size) of one pinned file."""
 
 REPORT_EVERY = 64 * 1024 * 1024
-FILES_MIN_BYTES = 16 * 1024 * 1024
-"""``digest`` hashes smaller files itself: their hashing costs less than the child's start."""
 
 CHILD = f"""
 import hashlib, sys
@@ -91,8 +87,7 @@ def pins_of(raw: bytes) -> list[Pin]:
 @dataclass
 class _Blob:
     label: str
-    digest: Digest | None
-    """The pin (None: a file given to ``digest``, hashed only to be recorded)."""
+    digest: Digest
     size: int
     path: Path
     state: FileState
@@ -105,7 +100,6 @@ class _Blob:
 class HashesAhead:
     def __init__(self) -> None:
         self._blobs: dict[tuple[str, int], _Blob] = {}
-        self._files: dict[Path, _Blob] = {}
         self._child: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -139,45 +133,6 @@ class HashesAhead:
         if progress is not None:
             self.show(progress)
         self._spawn(store, queued)
-
-    def start_files(self, store: BlobStore, paths: list[Path]) -> None:
-        """Hash files given to ``pinbench digest`` (regular files of ``FILES_MIN_BYTES`` or
-        more that the verified-state cache does not vouch for) and record them there."""
-        queued: list[_Blob] = []
-        for path in paths:
-            try:
-                real = path.resolve()
-                info = real.stat()
-            except (OSError, RuntimeError):
-                continue
-            state = FileState.of(info)
-            if (
-                real in self._files
-                or not stat.S_ISREG(info.st_mode)
-                or info.st_size < FILES_MIN_BYTES
-                or store.cache.lookup(real, state) is not None
-            ):
-                continue
-            blob = _Blob(str(path), None, info.st_size, real, state)
-            self._files[real] = blob
-            queued.append(blob)
-        self._spawn(store, queued)
-
-    def settle(self, path: Path, progress: Progress | None) -> bool:
-        """Wait for the file's hashing ahead (shown on ``progress``); True when it was hashed
-        and recorded in the verified-state cache, which then answers for it."""
-        try:
-            blob = self._files.pop(path.resolve(), None)
-        except (OSError, RuntimeError):
-            return False
-        if blob is None:
-            return False
-        with self._lock:
-            blob.shown = progress
-            if progress is not None and blob.hashed:
-                progress(blob.hashed)
-        blob.done.wait()
-        return blob.intact
 
     def _spawn(self, store: BlobStore, queued: list[_Blob]) -> None:
         if queued:
@@ -219,7 +174,7 @@ class HashesAhead:
             self._child.wait()
         if self._reader is not None:
             self._reader.join()
-        for blob in [*self._blobs.values(), *self._files.values()]:
+        for blob in self._blobs.values():
             blob.done.set()
 
     @staticmethod
@@ -246,29 +201,14 @@ class HashesAhead:
                 unchanged = FileState.of(blob.path.stat()) == blob.state
                 if unchanged:
                     store.cache.record(blob.path.resolve(), blob.state, Digest(hexdigest))
-                if blob.digest is None:  # a file for ``digest``: intact once the cache has it
-                    recorded = store.cache.lookup(blob.path.resolve(), blob.state)
-                    blob.intact = unchanged and recorded == Digest(hexdigest)
-                else:
-                    pinned = hexdigest == blob.digest.hex
-                    blob.intact = unchanged and pinned and int(total) == blob.size
+                pinned = hexdigest == blob.digest.hex
+                blob.intact = unchanged and pinned and int(total) == blob.size
                 blob.done.set()
         except (OSError, ValueError):
             return
         finally:
             for blob in queued:
                 blob.done.set()
-
-
-@contextmanager
-def files_ahead(store: BlobStore, paths: list[Path]) -> Iterator[HashesAhead]:
-    """``pinbench digest FILE...``: the files hashed (``start_files``) while the CLI starts."""
-    ahead = HashesAhead()
-    try:
-        ahead.start_files(store, paths)
-        yield ahead
-    finally:
-        ahead.stop()
 
 
 @contextmanager

@@ -22,12 +22,12 @@ from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from contextlib import AbstractContextManager
 
     from pinbench.artifacts.ahead import HashesAhead
     from pinbench.artifacts.digest import Progress as ProgressCallback
     from pinbench.registry.lockfile import Lockfile
     from pinbench.registry.names import ArtifactRef
+    from pinbench.registry.stage_ahead import StagesAhead
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
 
@@ -95,11 +95,24 @@ def publish(
 def _publish_here(
     ws: Workspace, manifest: Path, files: Path | None, publisher: str | None
 ) -> dict[str, Any]:
-    from pinbench.entry import early_stages
+    from pinbench.registry.stage_ahead import planned, stages_ahead
+
+    # the manifest's large local files are staged while the rest is imported and checked
+    ahead_files = planned(manifest) if files is None else []
+    with stages_ahead(ws.store, ahead_files) as ahead:
+        return _publish_staged(ws, manifest, files, publisher, ahead)
+
+
+def _publish_staged(
+    ws: Workspace,
+    manifest: Path,
+    files: Path | None,
+    publisher: str | None,
+    ahead: StagesAhead,
+) -> dict[str, Any]:
     from pinbench.registry.manifest import load_manifest
     from pinbench.registry.publish import publish as publish_artifact
 
-    ahead = early_stages(manifest) if files is None and publisher is None else None
     parsed = load_manifest(manifest)
     with progress_bars() as progress:
         result = publish_artifact(
@@ -424,32 +437,21 @@ def verify(
     source (https://, or hf:// and dvc:// at the commit the lockfile names) and kept only if
     it matches the pin.
     """
-    from contextlib import nullcontext
-
     from pinbench.artifacts.ahead import hashes_ahead, pins_of
-    from pinbench.entry import early_hashes
 
-    early = early_hashes(lockfile, rehash=rehash)  # started before the CLI was imported
     raw: bytes | None
-    if early is None:
-        try:
-            raw = lockfile.read_bytes()
-        except OSError:
-            raw = None  # Lockfile.read names the problem
-    else:
-        raw = early[0]
-    with workspace() as ws, progress_bars() as progress:
-        started: AbstractContextManager[HashesAhead] = (
-            nullcontext(early[1])
-            if early is not None
-            else hashes_ahead(ws.store, pins_of(raw or b""), rehash=rehash)
-        )
-        with started as ahead:
-            ahead.show(progress)
-            # the pinned blobs are being hashed while the rest is imported and checked
-            _verify_here(
-                ws, lockfile, raw, ahead, progress=progress, rehash=rehash, as_json=as_json
-            )
+    try:
+        raw = lockfile.read_bytes()
+    except OSError:
+        raw = None  # Lockfile.read names the problem
+    with (
+        workspace() as ws,
+        progress_bars() as progress,
+        hashes_ahead(ws.store, pins_of(raw or b""), rehash=rehash) as ahead,
+    ):
+        ahead.show(progress)
+        # the pinned blobs are being hashed while the lockfile is checked
+        _verify_here(ws, lockfile, raw, ahead, progress=progress, rehash=rehash, as_json=as_json)
 
 
 def _verify_here(
@@ -516,18 +518,13 @@ def digest(
 ) -> None:
     """Print the sha256 and size of files (for writing manifests): one `SHA256  SIZE  PATH`
     line per file."""
-    from pinbench.entry import early_digests
-
-    ahead = early_digests(files)
     hashed: list[dict[str, Any]] = []
     with workspace() as ws, progress_bars() as progress:
         for f in files:
             if not f.is_file():
                 raise UserError(f"{f}: not a file")
             bar = progress(str(f), f.stat().st_size)
-            settled = ahead is not None and ahead.settle(f, bar)
-            # hashed ahead and shown: the cache answers now, and the bar is full
-            d, size, _ = ws.store.cache.digest(f, progress=None if settled else bar)
+            d, size, _ = ws.store.cache.digest(f, progress=bar)
             if as_json:  # printed whole once every file is hashed
                 hashed.append({"path": str(f), "size": size, "sha256": d.hex})
             else:

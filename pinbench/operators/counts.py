@@ -1,6 +1,6 @@
 """Analytical work of an operator: FLOPs, bytes moved, arithmetic intensity.
 
-Conventions (docs/decisions.md, entry 107):
+Conventions (docs/decisions/, decision 107):
 
 * A multiply-add is 2 FLOPs. Convolution: ``2 * |y| * C/groups * KH * KW``; matmul ``2MNK``
   (times B when batched). Elementwise and normalising operators count each operation of their

@@ -1,6 +1,7 @@
-"""Staging a manifest's large local files while the rest of ``pinbench publish`` starts up.
+"""Staging a manifest's large local files while ``pinbench publish`` imports the registry and
+checks the manifest.
 
-Importing the CLI, the registry and SQLAlchemy keeps one core busy for about 0.4 s; copying a
+Importing the registry and SQLAlchemy, and checking the manifest, keep one core busy; copying a
 large file into the store can keep the other. ``stages_ahead`` starts, as soon as the
 manifest's YAML is read, one child process (``python -I -S`` with nothing but this package's
 ``artifacts`` modules and the standard library) that stages the files with the same

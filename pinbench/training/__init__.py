@@ -4,7 +4,7 @@
 seed and determinism switches; ``TrainModel``/``TrainData`` (data.py) the start model's files
 and the arrays; ``frameworks/`` one module per framework (imported lazily); ``run.train``
 runs the shared loop and returns a ``TrainingResult`` (per-epoch records, time to accuracy,
-the final weights' bytes and digest). Design: docs/decisions.md entry 108.
+the final weights' bytes and digest). Design: docs/decisions/, decision 108.
 
 The package itself imports nothing, so a request naming a training run is parsed without
 NumPy.

@@ -1,6 +1,6 @@
 """A training run's result: per-epoch records, time to accuracy, the final weights.
 
-``metrics()`` and ``details()`` give what a run records (docs/decisions.md entry 108)."""
+``metrics()`` and ``details()`` give what a run records (docs/decisions/0108-*.md)."""
 
 from __future__ import annotations
 
