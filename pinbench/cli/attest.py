@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import remote_or_here, write_atomic
+from pinbench.cli.common import registry, remote_or_here, write_atomic
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -60,23 +60,8 @@ def runs_attest(
     With PINBENCH_URL: the server's attestation, signed with the server's key.
     """
 
-    def there(remote: Remote) -> tuple[bytes, bool]:
-        from pinbench.remote import RemoteRefused
-
-        path = f"/api/v1/runs/{run}/attestation"
-        try:
-            return remote.call("GET", path).content, False
-        except RemoteRefused as exc:
-            if exc.status != 404:
-                raise
-        return remote.call("POST", path).content, True
-
-    def here(ws: Workspace) -> tuple[bytes, bool]:
-        from pinbench.provenance.attest import attestation_for
-
-        return attestation_for(ws, run)
-
-    line, made = remote_or_here(there, here)
+    with registry() as reg:
+        line, made = reg.attest(run)
     write_atomic(output, line)
     info = {"output": str(output), "sha256": hashlib.sha256(line).hexdigest(), "made_now": made}
     if as_json:

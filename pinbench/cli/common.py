@@ -8,7 +8,6 @@ needs it when a command calls it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
 
     from pinbench.artifacts.digest import Progress as ProgressCallback
     from pinbench.remote import Remote
+    from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
@@ -61,17 +61,21 @@ def workspace() -> Iterator[Workspace]:
         ws.close()
 
 
-def remote_or_here(there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:
-    """Through the server named by PINBENCH_URL when it is set, else on this workspace (the
-    HTTP client is not even imported then)."""
-    if os.environ.get("PINBENCH_URL"):
-        from pinbench.remote import remote_from_env
+@contextmanager
+def registry() -> Iterator[Registry]:
+    """The registry the environment names (``pinbench.Registry.from_env``): the server of
+    PINBENCH_URL, else PINBENCH_HOME; closed afterwards."""
+    from pinbench.sdk.registry import Registry
 
-        with remote_from_env() as remote:
-            if remote is not None:
-                return there(remote)
-    with workspace() as ws:
-        return here(ws)
+    with Registry.from_env() as reg:
+        yield reg
+
+
+def remote_or_here(there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:
+    """Through the server named by PINBENCH_URL when it is set, else on this workspace
+    (``Registry.either``; the HTTP client is not even imported for a local one)."""
+    with registry() as reg:
+        return reg.either(there, here)
 
 
 def local_user(user: str | None) -> str:

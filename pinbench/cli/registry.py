@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import listed, progress_bars, remote_or_here, workspace
+from pinbench.cli.common import listed, progress_bars, registry, workspace
 from pinbench.console import columns
 from pinbench.console import err as _err
 from pinbench.console import out as _out
@@ -25,11 +25,8 @@ if TYPE_CHECKING:
 
     from pinbench.artifacts.ahead import HashesAhead
     from pinbench.artifacts.digest import Progress as ProgressCallback
-    from pinbench.registry.lockfile import Lockfile
     from pinbench.registry.names import ArtifactRef
-    from pinbench.registry.stage_ahead import StagesAhead
-    from pinbench.remote import Remote
-    from pinbench.workspace import Workspace
+    from pinbench.sdk.registry import Published, Registry
 
 
 @click.command("schema")
@@ -77,10 +74,8 @@ def publish(
     manifest gives). A published version never changes: the same manifest again is a no-op,
     another one is refused.
     """
-    info = remote_or_here(
-        lambda remote: remote.publish(manifest, files, say=_err().print),
-        lambda ws: _publish_here(ws, manifest, files, publisher),
-    )
+    with registry() as reg:
+        info = _publish_with(reg, manifest, files, publisher).to_json()
     if as_json:
         _print_json(info)
     elif info["created"]:
@@ -92,47 +87,24 @@ def publish(
         _out().print(f"{info['ref']} is already published with this manifest: nothing to do")
 
 
-def _publish_here(
-    ws: Workspace, manifest: Path, files: Path | None, publisher: str | None
-) -> dict[str, Any]:
+def _publish_with(
+    reg: Registry, manifest: Path, files: Path | None, publisher: str | None
+) -> Published:
+    if reg.remote:
+        return reg.publish(manifest, files=files, say=_err().print)
     from pinbench.registry.stage_ahead import planned, stages_ahead
 
     # the manifest's large local files are staged while the rest is imported and checked
     ahead_files = planned(manifest) if files is None else []
-    with stages_ahead(ws.store, ahead_files) as ahead:
-        return _publish_staged(ws, manifest, files, publisher, ahead)
-
-
-def _publish_staged(
-    ws: Workspace,
-    manifest: Path,
-    files: Path | None,
-    publisher: str | None,
-    ahead: StagesAhead,
-) -> dict[str, Any]:
-    from pinbench.registry.manifest import load_manifest
-    from pinbench.registry.publish import publish as publish_artifact
-
-    parsed = load_manifest(manifest)
-    with progress_bars() as progress:
-        result = publish_artifact(
-            ws,
-            parsed,
-            manifest_dir=manifest.parent,
-            files_dir=files,
+    with stages_ahead(reg.workspace().store, ahead_files) as ahead, progress_bars() as progress:
+        return reg.publish(
+            manifest,
+            files=files,
             publisher=publisher,
             progress=progress,
             say=_err().print,
             ahead=ahead,
         )
-    return {
-        "ref": str(result.ref),
-        "manifest_digest": result.manifest_digest.hex,
-        "created": result.created,
-        "files": result.files,
-        "bytes": result.bytes,
-        "new_blobs": result.new_blobs,
-    }
 
 
 @click.command("yank")
@@ -143,14 +115,11 @@ def yank(
     reason: str,
 ) -> None:
     """Mark a version yanked: ranges skip it, exact pins still resolve it."""
-    from pinbench.registry import catalog
     from pinbench.registry.names import ArtifactRef
 
     parsed = ArtifactRef.parse(ref)
-    remote_or_here(
-        lambda remote: remote.yank(str(parsed), reason),
-        lambda ws: catalog.yank(ws, parsed, reason),
-    )
+    with registry() as reg:
+        reg.yank(str(parsed), reason)
     _out().print(f"yanked {parsed}: {reason}")
 
 
@@ -166,15 +135,8 @@ def list_(
     as_json: bool = False,
 ) -> None:
     """List published artifacts and versions."""
-    from pinbench.registry import catalog
-    from pinbench.registry.names import parse_kind
-
-    parsed_kind = parse_kind(kind) if kind else None
-    params = {k: v for k, v in (("kind", kind), ("name", name)) if v}
-    rows: list[dict[str, Any]] = remote_or_here(
-        lambda remote: remote.json("GET", "/api/v1/artifacts", params=params),
-        lambda ws: [r.to_json() for r in catalog.list_artifacts(ws, parsed_kind, name)],
-    )
+    with registry() as reg:
+        rows = reg.list(kind, name)
     if as_json:
         _print_json(rows)
         return
@@ -222,16 +184,13 @@ def show(
     from rich.text import Text
 
     from pinbench.cli.manifest_text import manifest_lines
-    from pinbench.registry import catalog
     from pinbench.registry.names import ArtifactRef
 
     parsed = ArtifactRef.parse(ref)
-    info: dict[str, Any] = remote_or_here(
-        lambda remote: remote.json("GET", f"/api/v1/artifacts/{parsed}"),
-        lambda ws: catalog.show(ws, parsed),
-    )
-    if signature is not None:
-        info["signature"] = _write_signature(parsed, signature)
+    with registry() as reg:
+        info = reg.show(str(parsed))
+        if signature is not None:
+            info["signature"] = _write_signature(reg, parsed, signature)
     if as_json:
         _print_json(info)
         return
@@ -265,15 +224,12 @@ def show(
         )
 
 
-def _write_signature(ref: ArtifactRef, path: Path) -> dict[str, str]:
+def _write_signature(reg: Registry, ref: ArtifactRef, path: Path) -> dict[str, str]:
     """Write ``ref``'s model-signing bundle to ``path``; its file and key id."""
     from pinbench.cli.common import write_atomic
-    from pinbench.provenance.modelsig import bundle_keyid, signature_of
+    from pinbench.provenance.modelsig import bundle_keyid
 
-    body: bytes = remote_or_here(
-        lambda remote: remote.call("GET", f"/api/v1/artifacts/signature/{ref}").content,
-        lambda ws: signature_of(ws, ref),
-    )
+    body = reg.signature(str(ref))
     write_atomic(path, body)
     return {"file": str(path), "keyid": bundle_keyid(body)}
 
@@ -297,24 +253,13 @@ def resolve_cmd(
     as_json: bool = False,
 ) -> None:
     """Pick the highest version of each artifact so that every constraint holds."""
-    from pinbench.registry import catalog
-    from pinbench.registry.names import Spec
-
-    parsed = [Spec.parse(s) for s in specs]
-
-    def here(ws: Workspace) -> list[dict[str, str]]:
-        resolution = catalog.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
-        return [
-            {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
-            for r in resolution.refs
-        ]
-
-    refs = remote_or_here(lambda remote: remote.resolve(specs, arch=arch, device=device), here)
+    with registry() as reg:
+        refs = reg.resolve(specs, arch=arch, device=device)
     if as_json:
         _print_json(refs)
     else:
-        for r in refs:
-            _out().print(f"{r['kind']}/{r['name']}@{r['version']}")
+        # plain lines: Rich is not imported for them
+        sys.stdout.write("".join(f"{r['kind']}/{r['name']}@{r['version']}\n" for r in refs))
 
 
 @click.command("range")
@@ -378,16 +323,11 @@ def lock_cmd(
     A request whose batch_size is a list is a sweep: one lockfile per batch size, written
     next to OUTPUT as NAME.bsN.lock and grouped by the request's sha256.
     """
-    from pinbench.registry import service
-    from pinbench.registry.request import load_request, read_request_data
+    from pinbench.registry.request import load_request
 
     parsed = load_request(request)
-
-    def there(remote: Remote) -> list[tuple[Lockfile, bool]]:
-        locked = remote.lock(read_request_data(request))
-        return [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
-
-    points = remote_or_here(there, lambda ws: service.lock_points(ws, parsed))
+    with registry() as reg:
+        points = [(lock.body, lock.new) for lock in reg.lock(request)]
     written = []
     for lockfile, created in points:
         path = output
@@ -444,18 +384,20 @@ def verify(
         raw = lockfile.read_bytes()
     except OSError:
         raw = None  # Lockfile.read names the problem
+    from pinbench.sdk.registry import Registry as Here
+
     with (
-        workspace() as ws,
+        Here() as reg,  # this machine's store, also when PINBENCH_URL names a server
         progress_bars() as progress,
-        hashes_ahead(ws.store, pins_of(raw or b""), rehash=rehash) as ahead,
+        hashes_ahead(reg.workspace().store, pins_of(raw or b""), rehash=rehash) as ahead,
     ):
         ahead.show(progress)
         # the pinned blobs are being hashed while the lockfile is checked
-        _verify_here(ws, lockfile, raw, ahead, progress=progress, rehash=rehash, as_json=as_json)
+        _verify_here(reg, lockfile, raw, ahead, progress=progress, rehash=rehash, as_json=as_json)
 
 
 def _verify_here(
-    ws: Workspace,
+    reg: Registry,
     lockfile: Path,
     raw: bytes | None,
     ahead: HashesAhead,
@@ -465,14 +407,13 @@ def _verify_here(
     as_json: bool,
 ) -> None:
     from pinbench.registry.lockfile import Lockfile
-    from pinbench.registry.verify import VerificationFailed, verify_lockfile
+    from pinbench.registry.verify import VerificationFailed
+    from pinbench.sdk.runs import Lockfile as Pinned
 
     source = str(lockfile)
     lock = Lockfile.read(lockfile) if raw is None else Lockfile.from_bytes(raw, source=source)
     try:
-        checks = verify_lockfile(
-            ws,
-            lock,
+        checks = Pinned(lock, reg).verify(
             progress=progress,
             say=lambda text: _err().print(text),
             rehash=rehash,

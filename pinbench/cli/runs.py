@@ -19,6 +19,7 @@ from pinbench.cli.attest import runs_attest
 from pinbench.cli.common import (
     listed,
     progress_lines,
+    registry,
     remote_or_here,
     workspace,
     write_atomic,
@@ -162,8 +163,6 @@ def run_cmd(
     A lockfile this registry would not make (an artifact not published here, a field that
     differs from its manifest) is refused and nothing is recorded.
     """
-    from pinbench.evaluator.history import show_run
-    from pinbench.evaluator.run import run_lockfile
     from pinbench.registry.lockfile import Lockfile
     from pinbench.trace.levels import parts
 
@@ -186,37 +185,22 @@ def run_cmd(
         )
         return
 
-    def there(remote: Remote) -> dict[str, Any]:
-        if allow_pickle:
-            raise UserError(
-                "--allow-pickle is a local decision: a server runs pickles only when its "
-                "operator started it with `pinbench serve --allow-pickle`"
-            )
-        queued = remote.submit(lock, runner, trace)
-        say(f"queued run {queued['id']} on {remote.url}")
-        info = remote.wait(queued["id"], say)
-        if info["status"] != "succeeded":
-            raise UserError(f"run {info['id']} {info['status']}: {info['error']}")
-        return info
+    from pinbench.sdk.runs import Lockfile as Pinned
 
-    def here(ws: Workspace) -> dict[str, Any]:
-        # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 / 143)
-        with stopped_safely() as stop:
-            outcome = run_lockfile(
-                ws,
-                lock,
-                runner=runner,
-                say=say,
-                trace=trace,
-                allow_pickle=allow_pickle,
-                stop=stop,
-            )
-        info = show_run(ws, outcome.id)
-        if publish_as is not None:
-            info["published"] = _publish_weights(ws, outcome.id, publish_as, say)
-        return info
-
-    info = remote_or_here(there, here)
+    with registry() as reg:
+        pinned = Pinned(lock, reg)
+        if reg.remote:
+            info = pinned.run(runner=runner, trace=trace, allow_pickle=allow_pickle, say=say).info
+        else:
+            # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130
+            # / 143)
+            with stopped_safely() as stop:
+                done = pinned.run(
+                    runner=runner, trace=trace, allow_pickle=allow_pickle, say=say, stop=stop
+                )
+            info = done.info
+            if publish_as is not None:
+                info["published"] = _publish_weights(reg.workspace(), done.id, publish_as, say)
     if as_json:
         _print_json(info)
         return
@@ -428,11 +412,11 @@ def runs_list(
     """Recorded runs, newest first."""
     from rich.table import Table
 
-    from pinbench.evaluator.history import list_runs
     from pinbench.run_metrics import headline, kind_label
     from pinbench.tables import fmt_ns
 
-    rows = remote_or_here(lambda remote: remote.runs(limit), lambda ws: list_runs(ws, limit))
+    with registry() as reg:
+        rows = [r.info for r in reg.runs(limit)]
     if as_json:
         _print_json(rows)
         return
@@ -541,9 +525,8 @@ def runs_show(
     """One run: metrics, host facts, the lockfile it ran."""
     from rich.text import Text
 
-    from pinbench.evaluator.history import show_run
-
-    info = remote_or_here(lambda remote: remote.run(run), lambda ws: show_run(ws, run))
+    with registry() as reg:
+        info = reg.run(run).info
     if as_json:
         _print_json(info)
         return
@@ -636,7 +619,7 @@ def rerun_cmd(
     """
     from rich.text import Text
 
-    from pinbench.evaluator.rerun import rerun
+    from pinbench.sdk.registry import Registry
     from pinbench.trace.levels import parts
 
     if not 0 < band < 10:
@@ -644,10 +627,8 @@ def rerun_cmd(
     if trace is not None:
         parts(trace)
     say = progress_lines(quiet=as_json)
-    with workspace() as ws, stopped_safely() as stop:
-        verdict = rerun(
-            ws,
-            run,
+    with Registry() as reg, stopped_safely() as stop:  # this machine's, as its runs are
+        verdict = reg.run(run).rerun(
             repeat=repeat,
             runner=runner,
             say=say,
@@ -685,9 +666,9 @@ def runs_compare(
     as_json: bool = False,
 ) -> None:
     """Metrics of several runs side by side; what differs in their inputs is named."""
-    from pinbench.evaluator.history import compare_runs
 
-    data = remote_or_here(lambda remote: remote.compare(runs), lambda ws: compare_runs(ws, runs))
+    with registry() as reg:
+        data = reg.compare(runs)
     _print_comparison(data, as_json=as_json)
 
 
@@ -751,7 +732,6 @@ def runs_report(
     environments. CSV and Parquet hold one row per query. Runs of different models or
     scenarios may be reported together; the report names what differs.
     """
-    from pinbench import reports
 
     wanted = {f: p for f, p in (("html", html), ("md", md), ("csv", csv), ("parquet", parquet))}
     outputs = {f: p for f, p in wanted.items() if p is not None}
@@ -760,12 +740,8 @@ def runs_report(
             "name at least one output: --html FILE, --md FILE, --csv FILE or --parquet FILE"
         )
     ids = runs or []
-
-    def here(ws: Workspace) -> dict[str, bytes]:
-        report = reports.gather(ws, ids)
-        return {f: reports.render(report, f)[1] for f in outputs}
-
-    made = remote_or_here(lambda remote: {f: remote.report(ids, f) for f in outputs}, here)
+    with registry() as reg:
+        made = reg.report(ids, list(outputs))
     for fmt, path in outputs.items():
         write_atomic(path, made[fmt])
         _err().print(f"wrote {fmt} report to {path} ({len(made[fmt]):,} bytes)")

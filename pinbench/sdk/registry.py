@@ -1,0 +1,370 @@
+"""``Registry``: a pinbench registry, on this machine (a home folder) or behind a server (a URL),
+with one set of methods for both. The CLI and the demo call these; nothing here prints.
+
+Heavy parts (SQLAlchemy, the HTTP client, the evaluator) are imported by the method that needs
+them, so that ``Registry.from_env().list()`` on a local home reads SQLite without loading the
+evaluator.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from pinbench.artifacts.digest import Progress
+    from pinbench.registry.lockfile import Lockfile as LockfileBody
+    from pinbench.registry.stage_ahead import StagesAhead
+    from pinbench.remote import Remote
+    from pinbench.sdk.runs import Lockfile, Run
+    from pinbench.workspace import Workspace
+
+T = TypeVar("T")
+ProgressFactory = Callable[[str, int], "Progress"]
+Say = Callable[[str], None]
+
+
+class LocalOnly(UserError):
+    """An operation a server does not offer through its API (it needs this machine's store)."""
+
+    def __init__(self, *, operation: str, url: str) -> None:
+        super().__init__(
+            f"{operation} works on a local registry only; this one is the server at {url} "
+            "(unset PINBENCH_URL, or run it where the server's PINBENCH_HOME is)"
+        )
+        self.operation = operation
+        self.url = url
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_local_only, (self.operation, self.url))
+
+
+def _local_only(operation: str, url: str) -> LocalOnly:
+    return LocalOnly(operation=operation, url=url)
+
+
+@dataclass(frozen=True)
+class Published:
+    """What ``publish`` did: the version, its manifest digest, and whether it was new."""
+
+    ref: str
+    manifest_digest: str
+    created: bool
+    files: int
+    bytes: int
+    new_blobs: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "ref": self.ref,
+            "manifest_digest": self.manifest_digest,
+            "created": self.created,
+            "files": self.files,
+            "bytes": self.bytes,
+        }
+        if self.new_blobs is not None:
+            out["new_blobs"] = self.new_blobs
+        return out
+
+
+class Registry:
+    """A pinbench registry: ``Registry(home=PATH)`` (``database_url`` defaults to SQLite in the
+    home), ``Registry(url=URL, token=TOKEN)`` for a ``pinbench serve``, or
+    ``Registry.from_env()`` (PINBENCH_URL and PINBENCH_TOKEN when set, else PINBENCH_HOME and
+    PINBENCH_DATABASE_URL). Use it as a context manager, or call ``close()``."""
+
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        url: str | None = None,
+        token: str | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        if url is not None and (home is not None or database_url is not None):
+            raise UserError("a registry is either a home (and database) or a server URL")
+        self.url = url.rstrip("/") if url else None
+        self._token = token
+        self._home = Path(home) if home is not None else None
+        self._database_url = database_url
+        self._ws: Workspace | None = None
+        self._remote: Remote | None = None
+
+    @classmethod
+    def from_env(cls) -> Registry:
+        """The registry the environment names, as the CLI uses it."""
+        url = os.environ.get("PINBENCH_URL")
+        if url:
+            return cls(url=url, token=os.environ.get("PINBENCH_TOKEN") or None)
+        return cls()
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection or the HTTP client (whichever was opened)."""
+        if self._ws is not None:
+            self._ws.close()
+            self._ws = None
+        if self._remote is not None:
+            self._remote.close()
+            self._remote = None
+
+    @property
+    def remote(self) -> bool:
+        """True for a registry behind a server URL."""
+        return self.url is not None
+
+    def workspace(self) -> Workspace:
+        """This machine's workspace (refused for a server URL): for what the API does not
+        wrap, e.g. the evaluator's own functions."""
+        if self.url is not None:
+            raise LocalOnly(operation="a workspace", url=self.url)
+        if self._ws is None:
+            from pinbench.config import Settings
+            from pinbench.workspace import Workspace
+
+            settings = Settings.from_env()
+            if self._home is not None:
+                url = self._database_url or f"sqlite:///{self._home}/pinbench.db"
+                settings = Settings(home=self._home, database_url=url)
+            elif self._database_url is not None:
+                settings = Settings(home=settings.home, database_url=self._database_url)
+            self._ws = Workspace(settings)
+        return self._ws
+
+    def server(self) -> Remote:
+        """The HTTP client of a registry behind a server URL."""
+        assert self.url is not None
+        if self._remote is None:
+            from pinbench.remote import Remote
+
+            self._remote = Remote(self.url, self._token)
+        return self._remote
+
+    def either(self, there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:
+        """``there(server)`` for a registry behind a URL, else ``here(workspace)``: the one
+        place the local-or-remote choice is made (for what this API does not wrap yet)."""
+        return there(self.server()) if self.url is not None else here(self.workspace())
+
+    def _local(self, operation: str) -> Workspace:
+        if self.url is not None:
+            raise LocalOnly(operation=operation, url=self.url)
+        return self.workspace()
+
+    # -- the registry ---------------------------------------------------------------------
+
+    def init(self) -> None:
+        """Create the home: blob store, database at the current schema, signing keys."""
+        self._local("init").init()
+
+    def publish(
+        self,
+        manifest: Path,
+        *,
+        files: Path | None = None,
+        publisher: str | None = None,
+        progress: ProgressFactory | None = None,
+        say: Say | None = None,
+        ahead: StagesAhead | None = None,
+    ) -> Published:
+        """Validate, hash and store a manifest's files and record the version (all or
+        nothing). ``files``: where its files are, if not beside it. ``ahead``: files staged
+        already (``pinbench.registry.stage_ahead``)."""
+        if self.url is not None:
+            info = self.server().publish(manifest, files, say=say or (lambda _: None))
+            return Published(
+                ref=info["ref"],
+                manifest_digest=info["manifest_digest"],
+                created=info["created"],
+                files=info["files"],
+                bytes=info["bytes"],
+                new_blobs=info.get("new_blobs"),
+            )
+        from pinbench.registry.manifest import load_manifest
+        from pinbench.registry.publish import publish
+
+        result = publish(
+            self.workspace(),
+            load_manifest(manifest),
+            manifest_dir=manifest.parent,
+            files_dir=files,
+            publisher=publisher,
+            progress=progress,
+            say=say,
+            ahead=ahead,
+        )
+        return Published(
+            ref=str(result.ref),
+            manifest_digest=result.manifest_digest.hex,
+            created=result.created,
+            files=result.files,
+            bytes=result.bytes,
+            new_blobs=result.new_blobs,
+        )
+
+    def yank(self, ref: str, reason: str) -> None:
+        """Mark a version yanked: ranges skip it, exact pins still resolve it."""
+        from pinbench.registry import catalog
+        from pinbench.registry.names import ArtifactRef
+
+        parsed = ArtifactRef.parse(ref)
+        self.either(
+            lambda remote: remote.yank(str(parsed), reason),
+            lambda ws: catalog.yank(ws, parsed, reason),
+        )
+
+    def list(self, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+        """Published versions (each as the REST API's JSON object), optionally of one kind
+        and name."""
+        from pinbench.registry import catalog
+        from pinbench.registry.names import parse_kind
+
+        parsed_kind = parse_kind(kind) if kind else None
+        params = {k: v for k, v in (("kind", kind), ("name", name)) if v}
+        rows: list[dict[str, Any]] = self.either(
+            lambda remote: remote.json("GET", "/api/v1/artifacts", params=params),
+            lambda ws: [r.to_json() for r in catalog.list_artifacts(ws, parsed_kind, name)],
+        )
+        return rows
+
+    def show(self, ref: str) -> dict[str, Any]:
+        """One version: its manifest, files and record (the REST API's JSON object)."""
+        from pinbench.registry import catalog
+        from pinbench.registry.names import ArtifactRef
+
+        parsed = ArtifactRef.parse(ref)
+        info: dict[str, Any] = self.either(
+            lambda remote: remote.json("GET", f"/api/v1/artifacts/{parsed}"),
+            lambda ws: catalog.show(ws, parsed),
+        )
+        return info
+
+    def signature(self, ref: str) -> bytes:
+        """A model version's OpenSSF model-signing bundle, signed with the registry's
+        model-signing key (for ``model_signing verify key``)."""
+        from pinbench.provenance.modelsig import signature_of
+        from pinbench.registry.names import ArtifactRef
+
+        parsed = ArtifactRef.parse(ref)
+        body: bytes = self.either(
+            lambda remote: remote.call("GET", f"/api/v1/artifacts/signature/{parsed}").content,
+            lambda ws: signature_of(ws, parsed),
+        )
+        return body
+
+    def resolve(
+        self, specs: Sequence[str], *, arch: str = "amd64", device: str = "cpu"
+    ) -> builtins.list[dict[str, str]]:
+        """The highest version of each artifact such that every constraint holds (``specs``:
+        ``KIND/NAME@RANGE``), for a system of ``arch`` and ``device``: ``kind``, ``name`` and
+        ``version`` of each."""
+        from pinbench.registry import catalog
+        from pinbench.registry.names import Spec
+
+        given = list(specs)
+        parsed = [Spec.parse(s) for s in given]
+
+        def here(ws: Workspace) -> builtins.list[dict[str, str]]:
+            resolution = catalog.resolve_specs(ws, parsed, platform=f"{arch}/{device}")
+            return [
+                {"kind": r.kind.value, "name": r.name, "version": str(r.version)}
+                for r in resolution.refs
+            ]
+
+        return self.either(lambda remote: remote.resolve(given, arch=arch, device=device), here)
+
+    def lock(self, request: Path) -> builtins.list[Lockfile]:
+        """Resolve an evaluation request and pin its lockfile: one, or one per batch size of a
+        sweep. Each is recorded in the registry; write it with ``Lockfile.write``."""
+        from pinbench.registry import service
+        from pinbench.registry.request import load_request, read_request_data
+        from pinbench.sdk.runs import Lockfile
+
+        parsed = load_request(request)
+
+        def there(remote: Remote) -> builtins.list[tuple[LockfileBody, bool]]:
+            locked = remote.lock(read_request_data(request))
+            return [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
+
+        points = self.either(there, lambda ws: service.lock_points(ws, parsed))
+        return [Lockfile(body, self, new=created) for body, created in points]
+
+    def lockfile(self, path: Path) -> Lockfile:
+        """A lockfile file, read and checked for canonical form (not yet against this registry:
+        ``verify`` and ``run`` do that)."""
+        from pinbench.registry.lockfile import Lockfile as LockfileBody
+        from pinbench.sdk.runs import Lockfile
+
+        return Lockfile(LockfileBody.read(path), self)
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def runs(self, limit: int | None = 20) -> builtins.list[Run]:
+        """The most recent runs, newest first."""
+        from pinbench.evaluator.history import list_runs
+        from pinbench.sdk.runs import Run
+
+        rows = self.either(lambda remote: remote.runs(limit), lambda ws: list_runs(ws, limit))
+        return [Run(row, self) for row in rows]
+
+    def run(self, run_id: str) -> Run:
+        """One recorded run (an id or a unique prefix), with its details."""
+        from pinbench.evaluator.history import show_run
+        from pinbench.sdk.runs import Run
+
+        info = self.either(lambda remote: remote.run(run_id), lambda ws: show_run(ws, run_id))
+        return Run(info, self)
+
+    def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
+        """Runs side by side: which inputs differ, each metric per run."""
+        from pinbench.evaluator.history import compare_runs
+
+        ids = list(run_ids)
+        return self.either(lambda remote: remote.compare(ids), lambda ws: compare_runs(ws, ids))
+
+    def report(self, run_ids: Sequence[str], formats: Sequence[str]) -> dict[str, bytes]:
+        """A report of runs in each of ``formats`` (``html``, ``md``, ``csv``, ``parquet``):
+        the runs are gathered once."""
+        ids = list(run_ids)
+        if self.url is not None:
+            remote = self.server()
+            return {f: remote.report(ids, f) for f in formats}
+        from pinbench import reports
+
+        gathered = reports.gather(self.workspace(), ids)
+        return {f: reports.render(gathered, f)[1] for f in formats}
+
+    def attest(self, run_id: str) -> tuple[bytes, bool]:
+        """A run's signed in-toto attestation (one JSON line) and whether it was made now (a
+        run recorded before attestations existed is attested after the fact)."""
+        if self.url is not None:
+            from pinbench.remote import RemoteRefused
+
+            remote = self.server()
+            path = f"/api/v1/runs/{run_id}/attestation"
+            try:
+                return remote.call("GET", path).content, False
+            except RemoteRefused as exc:
+                if exc.status != 404:
+                    raise
+            return remote.call("POST", path).content, True
+        from pinbench.provenance.attest import attestation_for
+
+        return attestation_for(self.workspace(), run_id)

@@ -1,0 +1,235 @@
+"""``Lockfile`` (a pinned evaluation, ready to verify and run) and ``Run`` (a recorded run: its
+metrics, its raw latencies, and what can be asked of it next), both bound to the ``Registry``
+they came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from pinbench.artifacts.ahead import HashesAhead
+    from pinbench.evaluator.rerun import Verdict
+    from pinbench.evaluator.stop import Stop
+    from pinbench.registry.lockfile import Lockfile as LockfileBody
+    from pinbench.registry.verify import FileCheck
+    from pinbench.sdk.registry import ProgressFactory, Registry, Say
+
+
+class Lockfile:
+    """A lockfile: every artifact of one evaluation pinned by sha256 (``body``), bound to a
+    registry. ``new``: whether ``Registry.lock`` recorded it for the first time."""
+
+    def __init__(self, body: LockfileBody, registry: Registry, *, new: bool = False) -> None:
+        self.body = body
+        self.registry = registry
+        self.new = new
+
+    @property
+    def digest(self) -> str:
+        """The lockfile's id: the sha256 of its canonical bytes."""
+        return self.body.digest.hex
+
+    @property
+    def artifacts(self) -> list[str]:
+        """``KIND/NAME@VERSION`` of each pinned artifact."""
+        return [a.ref for a in self.body.body.artifacts]
+
+    def write(self, path: Path) -> None:
+        """Write the canonical bytes to ``path``."""
+        self.body.write(path)
+
+    def verify(
+        self,
+        *,
+        rehash: bool = False,
+        progress: ProgressFactory | None = None,
+        say: Say | None = None,
+        ahead: HashesAhead | None = None,
+    ) -> list[FileCheck]:
+        """Check the lockfile against the registry (every section re-derived from the pinned
+        manifests) and every pinned byte against its sha256; raise ``VerificationFailed``
+        naming each failure. Local registries only."""
+        from pinbench.registry.verify import verify_lockfile
+
+        ws = self.registry._local("verify")
+        return verify_lockfile(
+            ws, self.body, progress=progress, say=say, rehash=rehash, ahead=ahead
+        )
+
+    def run(
+        self,
+        *,
+        runner: str = "auto",
+        trace: str = "none",
+        allow_pickle: bool = False,
+        say: Say | None = None,
+        stop: Stop | None = None,
+    ) -> Run:
+        """Verify every pinned byte, run the lockfile's scenario and record the run; on a
+        server, queue it there and wait. Returns the recorded run (raises when it did not
+        succeed)."""
+        from pinbench.errors import UserError
+
+        quiet: Say = say or (lambda _: None)
+        if self.registry.remote:
+            if allow_pickle:
+                raise UserError(
+                    "allow_pickle (--allow-pickle) is a local decision: a server runs "
+                    "pickles only when its operator started it with `pinbench serve "
+                    "--allow-pickle`"
+                )
+            remote = self.registry.server()
+            queued = remote.submit(self.body, runner, trace)
+            quiet(f"queued run {queued['id']} on {remote.url}")
+            info = remote.wait(queued["id"], quiet)
+            if info["status"] != "succeeded":
+                raise UserError(f"run {info['id']} {info['status']}: {info['error']}")
+            return Run(info, self.registry)
+        from pinbench.evaluator.history import show_run
+        from pinbench.evaluator.run import run_lockfile
+
+        ws = self.registry.workspace()
+        outcome = run_lockfile(
+            ws,
+            self.body,
+            runner=runner,
+            say=quiet,
+            trace=trace,
+            allow_pickle=allow_pickle,
+            stop=stop,
+        )
+        return Run(show_run(ws, outcome.id), self.registry)
+
+
+class Run:
+    """A recorded run: ``info`` is its record as the REST API shows it (``id``, ``status``,
+    the metrics by name, ``units``, ``details``, ``lockfile_body``, ...)."""
+
+    def __init__(self, info: dict[str, Any], registry: Registry) -> None:
+        self.info = info
+        self.registry = registry
+
+    def __repr__(self) -> str:
+        return f"Run({self.id[:12]}, {self.status})"
+
+    @property
+    def id(self) -> str:
+        return str(self.info["id"])
+
+    @property
+    def status(self) -> str:
+        return str(self.info["status"])
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """Every recorded metric by name (units in ``units``); a metric the run's task left
+        undefined is None, never 0."""
+        units = self.info.get("units")
+        if units is None:  # a list row: fetch the whole record once
+            self.info = self.registry.run(self.id).info
+            units = self.info["units"]
+        return {name: self.info.get(name) for name in units}
+
+    @property
+    def units(self) -> dict[str, str]:
+        self.metrics  # noqa: B018 (loads the whole record when this is a list row)
+        units: dict[str, str] = self.info["units"]
+        return units
+
+    def lockfile(self) -> Lockfile:
+        """The lockfile this run ran, as the registry recorded it."""
+        from pinbench.registry.lockfile import Lockfile as LockfileBody
+
+        digest = str(self.info["lockfile"])
+        if self.registry.remote:
+            return Lockfile(self.registry.server().lockfile(digest), self.registry)
+        from pinbench.db.models import Lockfile as LockfileRow
+
+        with self.registry.workspace().transaction() as session:
+            row = session.get(LockfileRow, digest)
+            assert row is not None  # a run's lockfile is recorded before the run
+            body = LockfileBody.from_bytes(row.body.encode(), source=f"lockfile {digest[:12]}")
+        return Lockfile(body, self.registry)
+
+    def latencies(self) -> npt.NDArray[np.float64]:
+        """The raw per-query latencies in seconds (read from the blob store and checked
+        against the run's recorded sha256); empty for a run that recorded none."""
+        import numpy as np
+
+        self.metrics  # noqa: B018
+        digest = self.info.get("latencies_sha256")
+        if not digest:
+            return np.zeros(0, dtype=np.float64)
+        if self.registry.remote:
+            ns = _remote_array(self.registry, digest)
+        else:
+            from pinbench.evaluator.run import latencies_of
+
+            ns = latencies_of(self.registry.workspace(), digest)
+        out: npt.NDArray[np.float64] = ns.astype(np.float64) / 1e9
+        return out
+
+    def rerun(
+        self,
+        *,
+        repeat: int | None = None,
+        runner: str | None = None,
+        band: float | None = None,
+        trace: str | None = None,
+        allow_pickle: bool = False,
+        say: Say | None = None,
+        stop: Stop | None = None,
+    ) -> Verdict:
+        """Run this run's lockfile again ``repeat`` times (default 3) and judge whether it
+        reproduced (inputs, exact metrics, latency within ``band``, default 10%). Local
+        registries only."""
+        from pinbench.evaluator.rerun import REPEAT, rerun
+        from pinbench.evaluator.verdict import BAND
+
+        ws = self.registry._local("rerun")
+        return rerun(
+            ws,
+            self.id,
+            repeat=REPEAT if repeat is None else repeat,
+            runner=runner,
+            say=say or (lambda _: None),
+            trace=trace,
+            allow_pickle=allow_pickle,
+            stop=stop,
+            band=BAND if band is None else band,
+        )
+
+    def compare(self, *others: Run | str) -> dict[str, Any]:
+        """This run beside others: which inputs differ, each metric per run."""
+        ids = [self.id, *(o.id if isinstance(o, Run) else o for o in others)]
+        return self.registry.compare(ids)
+
+    def report(self, fmt: str = "html", *, others: tuple[Run, ...] = ()) -> bytes:
+        """A report of this run (and ``others``) as ``html``, ``md``, ``csv`` or ``parquet``
+        (``pinbench runs report``'s formats)."""
+        return self.registry.report([self.id, *(o.id for o in others)], [fmt])[fmt]
+
+    def attest(self) -> tuple[bytes, bool]:
+        """The run's signed in-toto attestation (one JSON line) and whether it was made now."""
+        return self.registry.attest(self.id)
+
+
+def _remote_array(registry: Registry, digest: str) -> npt.NDArray[Any]:
+    """A ``.npy`` blob fetched from the server, checked against its sha256, loaded without
+    pickles."""
+    import hashlib
+    import io
+
+    import numpy as np
+
+    from pinbench.remote import RemoteFailed
+
+    data = b"".join(registry.server().blob(digest))
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise RemoteFailed(f"{registry.url} answered blob {digest[:12]} with other bytes")
+    out: npt.NDArray[Any] = np.load(io.BytesIO(data), allow_pickle=False)
+    return out
