@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME ?= $(CURDIR)/demo-home
 
-.PHONY: demo test dev lint typecheck system-deps venv bench clean
+.PHONY: demo test dev lint typecheck docs system-deps venv bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || bash scripts/install-system-deps.sh
@@ -31,7 +31,10 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
-test: system-deps dev lint typecheck
+docs: dev
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
+
+test: system-deps dev lint typecheck docs
 	$(BIN)/pytest
 
 bench: dev
@@ -39,4 +42,4 @@ bench: dev
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_HOME) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(DEMO_HOME) site .mypy_cache .ruff_cache .pytest_cache

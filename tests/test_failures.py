@@ -222,7 +222,7 @@ def test_a_short_run_records_why_loadgen_found_it_invalid(
 
 
 def test_a_long_enough_run_is_valid_with_no_reasons(digits: Workspace) -> None:
-    """The README's minimum for SingleStream at the 90th percentile: 64 queries."""
+    """The docs' minimum (docs/running.md) for SingleStream at the 90th percentile: 64 queries."""
     scenario = {"min_duration_ms": 0, "min_query_count": 64, "max_query_count": 64}
     outcome = run_lockfile(digits, _lock(digits, scenario), say=lambda _: None)
     info = show_run(digits, outcome.id)

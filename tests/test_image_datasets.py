@@ -755,7 +755,7 @@ def _palette_with_transparency() -> bytes:
     return _pillow(image)
 
 
-# (the file, what it is, its first pixel decoded as RGB): every mode the README lists as read
+# (the file, what it is, its first pixel decoded as RGB): every mode docs/authoring.md lists as read
 READ: list[tuple[str, bytes, tuple[int, int, int]]] = [
     ("1-bit", _pillow(Image.new("1", (4, 4), 1)), (255, 255, 255)),
     ("4-bit grey PNG (scaled to 8 bits)", _png(4, 0, 1), (255, 255, 255)),

@@ -663,7 +663,7 @@ def flat_model() -> bytes:
 
 
 def recogniser(key: str, files: list[dict[str, Any]], output: str, alphabet: Any) -> Path:
-    """A model manifest as the README's walkthrough writes it, in folder ``key``."""
+    """A model manifest as the walkthrough in docs/tasks.md writes it, in folder ``key``."""
     doc = {
         "kind": "model",
         "name": f"test/{key}",
