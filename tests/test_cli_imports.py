@@ -143,11 +143,11 @@ def test_read_commands_load_no_evaluator_reports_server_or_framework(
 def test_defaults_written_out_for_help_agree_with_the_library() -> None:
     # --help shows them without importing the evaluator or the catalog (NumPy)
     from pinbench.catalog.parts import PARTS
-    from pinbench.cli import catalog, runs
+    from pinbench.cli import catalog, run_options
     from pinbench.evaluator.rerun import REPEAT
     from pinbench.evaluator.verdict import BAND
 
-    assert (runs.REPEAT, runs.BAND, catalog.PARTS) == (REPEAT, BAND, PARTS)
+    assert (run_options.REPEAT, run_options.BAND, catalog.PARTS) == (REPEAT, BAND, PARTS)
 
 
 def test_the_console_script_keeps_exit_codes_and_flushes_everything(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.cli import main
 from pinbench.evaluator.history import show_run
-from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import (
     TAIL_BYTES,

@@ -20,7 +20,7 @@ from pinbench.environments import (
     requirements_text,
 )
 from pinbench.evaluator import worker
-from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.results import (
     LATENCIES,
     RESULT,

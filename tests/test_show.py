@@ -170,7 +170,7 @@ def test_show_prints_file_paths_as_they_are_never_as_markup(cli: Cli, tmp_path: 
 def test_recorded_texts_print_as_they_are_in_runs_show(capsys: pytest.CaptureFixture[str]) -> None:
     """A text-recognition run's rows hold the dataset's texts and the model's: ``[/x]`` in a
     reference was a MarkupError when ``runs show`` printed its predictions table."""
-    from pinbench.cli.runs import _predictions_table
+    from pinbench.cli.run_view import _predictions_table
     from pinbench.console import out
 
     row = {"sample": "a.png", "truth": "[/x] a", "text": "[red]b", "right": False}

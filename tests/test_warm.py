@@ -156,7 +156,7 @@ def test_a_pickled_model_never_uses_a_warm_evaluator(digits: Workspace, pool: Wa
     lock = _lock(digits)
     assert lock.body.model is not None and lock.body.model.format != "torch-pickle"
     pickled = _with_model_format(lock, "torch-pickle")
-    from pinbench.evaluator.measure import Evidence
+    from pinbench.evaluator.job import Evidence
     from pinbench.evaluator.stop import Stop
 
     def refuse_to_start(root: Path, idle_s: float) -> Any:
@@ -263,7 +263,7 @@ def test_a_model_format_that_can_carry_its_own_operations_runs_cold(
 ) -> None:
     """Review finding: a SavedModel's WriteFile op could forge a later job's answers in the
     shared folder; only onnx and safetensors models share an evaluator."""
-    from pinbench.evaluator.measure import Evidence
+    from pinbench.evaluator.job import Evidence
     from pinbench.evaluator.stop import Stop
 
     def refuse_to_start(root: Path, idle_s: float) -> Any:

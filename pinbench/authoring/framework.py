@@ -7,7 +7,7 @@ framework's wheel gives an environment the evaluator cannot start in. The locks 
 so a framework manifest is written for a release that has a lock, and refused for any other
 (naming those that have one): resolving and hashing another release's wheels needs the
 network and a resolver run, which is ``scripts/lock_environments.py``'s job (decision 87).
-The manifest is the one the built-in catalog publishes (``pinbench.catalog.frameworks``):
+The manifest is the one the built-in catalog publishes (``pinbench.environments.frameworks``):
 publishing it where the catalog is already published is a no-op.
 """
 
@@ -30,15 +30,15 @@ def parse_pin(spec: str) -> tuple[str, str]:
 
 def locked_versions() -> dict[str, str]:
     """The framework releases pinbench ships an environment lock for."""
-    from pinbench.catalog.frameworks import VERSIONS
     from pinbench.environments import LOCKS
+    from pinbench.environments.frameworks import VERSIONS
 
     return {n: v for n, v in VERSIONS.items() if (LOCKS / f"{n}.txt").is_file()}
 
 
 def framework_manifest(spec: str) -> dict[str, Any]:
     """The framework manifest for ``NAME==VERSION`` (valid), or ``NoFrameworkLock``."""
-    from pinbench.catalog.frameworks import manifest_data
+    from pinbench.environments.frameworks import manifest_data
 
     name, version = parse_pin(spec)
     locked = locked_versions()

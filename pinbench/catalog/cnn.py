@@ -7,10 +7,6 @@ cross-framework parity groups by.
 
 from __future__ import annotations
 
-import io
-import json
-import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.artifacts.digest import hash_file
+from pinbench.artifacts.keras_archive import normalise_keras
 from pinbench.catalog.digits import DIGITS_STEPS, SEED
 from pinbench.catalog.files import model_manifest
 from pinbench.catalog.torch_files import export_onnx, save_safetensors
@@ -86,34 +83,8 @@ def write_keras(path: Path, state: dict[str, Any]) -> None:
     model.get_layer("logits").set_weights([w["7.weight"].T, w["7.bias"]])
     raw = path.with_suffix(".tmp.keras")
     model.save(raw)
-    _normalise_zip(raw, path)
+    normalise_keras(raw, path)
     raw.unlink()
-
-
-def _normalise_zip(src: Path, dst: Path) -> None:
-    """Keras stamps the save time into the archive; drop it so equal weights give equal bytes."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
-        for info in sorted(zin.infolist(), key=lambda i: i.filename):
-            data = zin.read(info.filename)
-            if info.filename == "metadata.json":
-                meta = json.loads(data)
-                meta.pop("date_saved", None)
-                data = json.dumps(meta, sort_keys=True).encode()
-            elif info.filename == "config.json":
-                data = _renumber_shared_ids(data.decode()).encode()
-            zout.writestr(zipfile.ZipInfo(info.filename, (1980, 1, 1, 0, 0, 0)), data)
-    dst.write_bytes(out.getvalue())
-
-
-def _renumber_shared_ids(text: str) -> str:
-    """Keras writes Python ``id()``s as ``shared_object_id``; number them in order instead."""
-    ids: dict[str, str] = {}
-
-    def number(match: re.Match[str]) -> str:
-        return f'"shared_object_id": {ids.setdefault(match.group(1), str(len(ids) + 1))}'
-
-    return re.sub(r'"shared_object_id": (\d+)', number, text)
 
 
 def save_weights(path: Path, state: dict[str, Any]) -> None:

@@ -1,47 +1,14 @@
-"""Framework artifacts for the framework versions pinbench's extras install.
-
-Each pins its evaluation environment twice over: the hash-pinned requirements lock shipped in
-``pinbench/environments`` (one wheel per package, for the venv runner), and an image by name
-(``pinbench images build`` publishes it; the docker runner needs it). The image is linked by
-name and range: until one is published, lockfiles pin the requirements only.
-"""
+"""Framework artifacts of the built-in catalog: the manifests of
+``pinbench.environments.frameworks`` written as YAML files."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from pinbench.catalog.files import dump
-from pinbench.environments import requirements_for
+from pinbench.environments.frameworks import IMAGE_RANGE, VERSIONS, image_name, manifest_data
 
-VERSIONS = {"onnxruntime": "1.31.0", "torch": "2.13.0", "tensorflow": "2.21.0"}
-IMAGE_RANGE = "^1.0.0"
-
-
-def image_name(framework: str) -> str:
-    """The image artifact that provides ``framework`` at its catalog version."""
-    return f"pinbench/{framework}-{VERSIONS[framework]}"
-
-
-def manifest_data(name: str, version: str) -> dict[str, Any]:
-    """The framework manifest of ``name`` at ``version``: its shipped requirements lock (the
-    framework and the evaluator's own dependencies, hash-pinned) and its image by name."""
-    return {
-        "kind": "framework",
-        "name": name,
-        "version": version,
-        "description": f"{name} {version}, CPU, CPython 3.11",
-        "environments": [
-            {
-                "platform": {"arch": "amd64", "device": "cpu"},
-                "python": "3.11",
-                "image": {"name": image_name(name), "range": IMAGE_RANGE},
-                "requirements": [msgspec.to_builtins(r) for r in requirements_for(name)],
-            }
-        ],
-    }
+__all__ = ["IMAGE_RANGE", "VERSIONS", "image_name", "manifest_data", "write"]
 
 
 def write(root: Path, name: str) -> Path:

@@ -79,19 +79,19 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Resolve a request and write its lockfile (canonical JSON; its sha256 is its id).",
     ),
     "verify": (
-        "registry",
+        "hashing",
         "verify",
         "Check every byte the lockfile pins against its sha256 (unchanged files are not "
         "re-read; --rehash reads them all).",
     ),
     "run": (
-        "runs",
+        "run",
         "run_cmd",
         "Check the lockfile against this registry, verify every pinned byte, run the "
         "lockfile's scenario, and record the run.",
     ),
     "rerun": (
-        "runs",
+        "run",
         "rerun_cmd",
         "Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.",
     ),
@@ -101,7 +101,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Find the first pin between two runs' lockfiles at which the metric changes.",
     ),
     "digest": (
-        "registry",
+        "hashing",
         "digest",
         "Print the sha256 and size of files (for writing manifests): one `SHA256 SIZE PATH` "
         "line per file.",

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import click
 
 from pinbench.cli.common import progress_lines, workspace
-from pinbench.cli.runs import BAND, REPEAT, stopped_safely
+from pinbench.cli.run_options import BAND, REPEAT
+from pinbench.cli.stopping import stopped_safely
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 

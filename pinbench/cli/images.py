@@ -55,7 +55,7 @@ def images_build(
     """
     from rich.table import Table
 
-    from pinbench.catalog.frameworks import VERSIONS
+    from pinbench.environments.frameworks import VERSIONS
     from pinbench.images.base import ensure_base
     from pinbench.images.build import build_image
     from pinbench.images.engine import connect

@@ -327,7 +327,7 @@ def _here(
     each lockfile; a failed run is recorded and the next one runs."""
     import uuid
 
-    from pinbench.cli.runs import stopped_safely
+    from pinbench.cli.stopping import stopped_safely
     from pinbench.evaluator.history import show_run
     from pinbench.evaluator.run import run_lockfile
     from pinbench.registry import service

@@ -86,7 +86,7 @@ def run_here(
     answers it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price,
     recorded in the results' details (``cost``)."""
     from pinbench.evaluator.host import host_facts
-    from pinbench.evaluator.measure import Evidence
+    from pinbench.evaluator.job import Evidence
     from pinbench.evaluator.policy import choose_server_runner
     from pinbench.evaluator.results import write_results
     from pinbench.evaluator.runners import runner_named

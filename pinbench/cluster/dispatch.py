@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.cluster.answer import MAX_TEXT, read_error, read_ok
 from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
 from pinbench.errors import PinbenchError, SystemFailure, UserError
-from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace

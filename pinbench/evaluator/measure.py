@@ -10,19 +10,16 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.energy.meter import SYSFS, EnergyMeter
+from pinbench.energy.meter import EnergyMeter
 from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.feed import prepare
+from pinbench.evaluator.job import Evidence, Job, Say, files_of
 from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
@@ -30,13 +27,10 @@ from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import wrap
 from pinbench.evaluator.undefined import UndefinedMetric
-from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.registry.names import Kind
 from pinbench.tasks.base import Context
 from pinbench.tasks.registry import task
 from pinbench.trace.recorder import Recorder
-
-Say = Callable[[str], None]
 
 
 class FrameworkMismatch(UserError):
@@ -49,75 +43,6 @@ class FrameworkMismatch(UserError):
         self.framework = framework
         self.pinned = pinned
         self.seen = seen
-
-
-@dataclass
-class Job:
-    """What one evaluation reads: the lockfile and where its verified files are."""
-
-    lock: Lockfile
-    model_paths: dict[str, Path]
-    data_paths: dict[str, Path]
-    scratch: Path
-    """A writable folder for LoadGen's logs."""
-    cache: Path | None = None
-    """Where preprocessed inputs are cached, or None for no cache."""
-    trace: str = "none"
-    """The trace level (``pinbench.trace.levels``)."""
-    allow_pickle: bool = False
-    """The run's own decision to unpickle a ``trusted`` model (never the lockfile's alone)."""
-    stop: Stop = field(default_factory=Stop)
-    """Asked to stop early (a signal, a cancel, a time limit): checked between phases, and
-    LoadGen's queries are answered without the model once it is set."""
-    validation_paths: dict[str, Path] = field(default_factory=dict)
-    """A training run's validation split's files."""
-    sysfs: Path = SYSFS
-    """Where sysfs is mounted, for the RAPL energy counters (tests lay out their own)."""
-
-
-@dataclass
-class Evidence:
-    """What an evaluation has gathered so far; a failed one keeps what it had."""
-
-    frameworks: dict[str, str] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    latencies: npt.NDArray[np.int64] | None = None
-    outputs: npt.NDArray[np.generic] | None = None
-    environment: dict[str, Any] = field(default_factory=dict)
-    """Provenance of the environment that ran it: ``runner``, ``digest`` (image ID for docker,
-    environment digest for venv, digest of the installed distributions for local) and facts."""
-    trace: bytes | None = None
-    """The Chrome trace (JSON) of a traced run."""
-    weights: bytes | None = None
-    """A training run's final weights (the file's bytes), stored as a blob."""
-
-
-def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:
-    artifact = lock.artifact(kind)
-    if artifact is None:
-        raise UserError(f"the lockfile pins no {kind.value}")
-    return artifact
-
-
-ROLES = ("model", "dataset", "validation")
-"""What a pinned file is for: the model, the dataset (trained on, in a training run) and a
-training run's validation split."""
-
-
-def pinned_files(lock: Lockfile, role: Kind | str) -> list[LockedFile]:
-    """The files of the artifact in ``role`` (a kind names its role); none for a role the
-    lockfile has not (an operator benchmark pins no model or dataset)."""
-    role = role.value if isinstance(role, Kind) else role
-    body = lock.body
-    locked = {"model": body.model, "dataset": body.dataset, "validation": body.validation}[role]
-    if locked is None:
-        return []
-    kind = Kind.MODEL if role == "model" else Kind.DATASET
-    for art in body.artifacts:
-        if art.kind == kind.value and art.name == locked.name:
-            return art.files
-    raise UserError(f"the lockfile pins no {kind.value} {locked.name}")
 
 
 def measure(job: Job, evidence: Evidence, say: Say) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.measure import Evidence, Job
+    from pinbench.evaluator.job import Evidence, Job
     from pinbench.operators.run import OperatorResult
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.job import Evidence
 
 FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
 RESULT = "result.json"

@@ -27,7 +27,7 @@ from pinbench.db.models import Run as RunRow
 from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.host import host_facts
-from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop

@@ -18,7 +18,7 @@ from pinbench.errors import UserError
 from pinbench.registry.names import Kind
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.measure import Evidence, Job
+    from pinbench.evaluator.job import Evidence, Job
     from pinbench.registry.lockfile import LockedArtifact, LockedDataset
 
 Say = Callable[[str], None]

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
-from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.policy import needs_pickle
 from pinbench.evaluator.runners.process import (
     EvaluationFailed,

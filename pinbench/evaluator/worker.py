@@ -28,7 +28,8 @@ import msgspec
 
 from pinbench.artifacts.digest import hash_file
 from pinbench.errors import PinbenchError, UserError
-from pinbench.evaluator.measure import Evidence, Job, measure, pinned_files
+from pinbench.evaluator.job import Evidence, Job, pinned_files
+from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import own_folder
 from pinbench.evaluator.results import JobFile, write_results
 from pinbench.evaluator.source import evaluator_digest

@@ -27,9 +27,9 @@ from docker.errors import ImageNotFound
 from sqlalchemy import select
 
 from pinbench.artifacts.digest import hash_file
-from pinbench.catalog.frameworks import VERSIONS, image_name
 from pinbench.db.models import Artifact
 from pinbench.environments import lock_path, parse_lock, requirements_text
+from pinbench.environments.frameworks import VERSIONS, image_name
 from pinbench.errors import UserError
 from pinbench.evaluator.source import evaluator_digest, stage_evaluator
 from pinbench.registry.manifest import Requirement, load_manifest

@@ -23,15 +23,27 @@ Conventions (docs/decisions/, decision 107):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
 from pinbench.operators.schema import OPS, Params, ParamValue
 from pinbench.operators.shapes import elements, input_shapes, output_shape
 
-if TYPE_CHECKING:
-    from pinbench.operators.spec import OperatorSpec
+
+class Counted(Protocol):
+    """What ``counts`` reads of an operator benchmark (``spec.OperatorSpec`` has it; the spec
+    imports this module to check its FLOPs, so this module does not import the spec)."""
+
+    @property
+    def op(self) -> str: ...
+    @property
+    def params(self) -> Mapping[str, ParamValue]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def direction(self) -> str: ...
+
 
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 """Bytes per element of each dtype."""
@@ -74,7 +86,7 @@ def forward_bytes(op: str, params: Mapping[str, ParamValue], dtype: str) -> int:
     return moved * ITEMSIZE[dtype]
 
 
-def counts(spec: OperatorSpec) -> Counts:
+def counts(spec: Counted) -> Counts:
     """FLOPs and bytes of one call of ``spec`` in its direction (conventions above)."""
     flops = forward_flops(spec.op, spec.params)
     moved = forward_bytes(spec.op, spec.params, spec.dtype)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from pinbench.errors import UserError
-from pinbench.evaluator.measure import Evidence
+from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace

@@ -21,7 +21,7 @@ from requests.exceptions import ReadTimeout
 
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
-from pinbench.evaluator.measure import ROLES, Evidence, Say
+from pinbench.evaluator.job import ROLES, Evidence, Say
 from pinbench.evaluator.model_folder import link_or_copy
 from pinbench.evaluator.runners.local import model_folder, store_paths
 from pinbench.evaluator.runners.process import (

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.evaluator.measure import Evidence, Job, Say, measure, pinned_files
+from pinbench.evaluator.job import Evidence, Job, Say, pinned_files
+from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import FOLDER, materialise
 from pinbench.evaluator.runners.process import RunTimedOut
 from pinbench.evaluator.source import evaluator_digest

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from pinbench.errors import UserError
-from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.results import RESULT, JobFile, read_results
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile

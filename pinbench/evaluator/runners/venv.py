@@ -15,7 +15,7 @@ from pathlib import Path
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
-from pinbench.evaluator.measure import Evidence, Say
+from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.model_folder import FOLDER
 from pinbench.evaluator.runners.local import model_folder, store_paths
 from pinbench.evaluator.runners.process import (

@@ -176,11 +176,11 @@ class _KerasTrainer:
     def weights(self) -> bytes:
         """The model as a ``.keras`` file normalised as the catalog's (no save date, shared
         object ids numbered in order, fixed zip timestamps): equal weights, equal bytes."""
-        from pinbench.catalog.cnn import _normalise_zip
+        from pinbench.artifacts.keras_archive import normalise_keras
 
         raw, final = self._scratch / "raw.keras", self._scratch / "final.keras"
         self._net.save(raw)
-        _normalise_zip(raw, final)
+        normalise_keras(raw, final)
         data = final.read_bytes()
         raw.unlink()
         final.unlink()

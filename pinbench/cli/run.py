@@ -1,0 +1,381 @@
+"""``pinbench run`` and ``pinbench rerun``: a lockfile run (here, on a server, or on cluster
+systems) and a recorded run run again with a verdict, through the Python API.
+
+The evaluator is imported by the command that uses it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from pinbench.cli.common import (
+    listed,
+    progress_lines,
+    registry,
+    workspace,
+)
+from pinbench.cli.run_options import BAND, REPEAT
+from pinbench.cli.run_view import print_run
+from pinbench.cli.stopping import stopped_safely
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.registry.lockfile import Lockfile
+    from pinbench.remote import Remote
+    from pinbench.workspace import Workspace
+
+
+@click.command("run")
+@click.argument(
+    "lockfile", type=click.Path(path_type=Path), help="A lockfile written by `pinbench lock`."
+)
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    default="auto",
+    help=(
+        "Where to run: auto (docker if the lockfile pins an image and "
+        "a Docker Engine answers, else venv), local (this "
+        "interpreter, as installed), venv (a uv environment from the "
+        "framework's hash-pinned requirements, cached by digest), "
+        "docker (the pinned image)."
+    ),
+)
+@click.option(
+    "--trace",
+    "trace",
+    type=str,
+    default="none",
+    help=(
+        "Trace level: none; model (pipeline spans: load, preprocess, "
+        "cold first predict, warm-up, each timed predict, "
+        "postprocess); framework (model + the framework profiler's "
+        "operators); system (model + CPU, memory and, with NVML, GPU "
+        "samples); full (all). A traced run's latencies include the "
+        "profilers' overhead and are marked traced. See `pinbench "
+        "runs trace`."
+    ),
+)
+@click.option(
+    "--allow-pickle",
+    "allow_pickle",
+    is_flag=True,
+    default=False,
+    help=(
+        "This run may unpickle a torch-pickle model whose manifest "
+        "says `trusted: true` (unpickling runs the publisher's code: "
+        "only for publishers you trust)."
+    ),
+)
+@click.option(
+    "--on",
+    "on",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help=(
+        "Run on cluster systems through the server (PINBENCH_URL, "
+        "started with --cluster): a system's name (repeat it) or "
+        "'all', every live system meeting the lockfile's placement. "
+        "One run per system."
+    ),
+)
+@click.option(
+    "--retries",
+    "retries",
+    type=click.IntRange(min=0, max=3),
+    default=1,
+    help=(
+        "With --on: attempts on another matching system when a run's "
+        "system is lost (each attempt is a run of its own)."
+    ),
+)
+@click.option(
+    "--publish-as",
+    "publish_as",
+    type=str,
+    metavar="model/NAME@VERSION",
+    help=(
+        "A training lockfile: when the run succeeds, publish its "
+        "final weights as this new model version, whose manifest "
+        "names the run (trained_by). Checked before the run starts; "
+        "here only (not through PINBENCH_URL or --on)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def run_cmd(
+    lockfile: Path,
+    runner: str = "auto",
+    trace: str = "none",
+    allow_pickle: bool = False,
+    on: list[str] | None = None,
+    retries: int = 1,
+    publish_as: str | None = None,
+    as_json: bool = False,
+) -> None:
+    """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
+    scenario, and record the run.
+
+    The run is recorded whatever happens: succeeded, failed with its reason, or interrupted.
+    A lockfile this registry would not make (an artifact not published here, a field that
+    differs from its manifest) is refused and nothing is recorded.
+    """
+    from pinbench.registry.lockfile import Lockfile
+    from pinbench.trace.levels import parts
+
+    parts(trace)
+    lock = Lockfile.read(lockfile)
+    say = progress_lines(quiet=as_json)
+    if publish_as is not None:
+        _check_publish_as(lock, publish_as, on=bool(on))
+
+    if on:
+        _run_on(
+            lock,
+            runner,
+            trace,
+            on,
+            retries=retries,
+            allow_pickle=allow_pickle,
+            as_json=as_json,
+            say=say,
+        )
+        return
+
+    from pinbench.sdk.runs import Lockfile as Pinned
+
+    with registry() as reg:
+        pinned = Pinned(lock, reg)
+        if reg.remote:
+            info = pinned.run(runner=runner, trace=trace, allow_pickle=allow_pickle, say=say).info
+        else:
+            # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130
+            # / 143)
+            with stopped_safely() as stop:
+                done = pinned.run(
+                    runner=runner, trace=trace, allow_pickle=allow_pickle, say=say, stop=stop
+                )
+            info = done.info
+            if publish_as is not None:
+                info["published"] = _publish_weights(reg.workspace(), done.id, publish_as, say)
+    if as_json:
+        _print_json(info)
+        return
+    print_run(info)
+    if "published" in info:
+        _out().print(f"published {info['published']['ref']} (trained_by run {info['id']})")
+
+
+def _check_publish_as(lock: Lockfile, target: str, *, on: bool) -> None:
+    """``--publish-as``: a training lockfile, a model version not yet taken, run here."""
+    from pinbench.evaluator.trained_model import check_target, target_ref
+
+    ref = target_ref(target)
+    if lock.body.training is None:
+        raise UserError(
+            "--publish-as publishes a training run's weights; this lockfile has no training section"
+        )
+    if on or os.environ.get("PINBENCH_URL"):
+        raise UserError(
+            "--publish-as works on this machine's registry only; unset PINBENCH_URL (and drop "
+            "--on), or publish the weights with the server's `pinbench runs publish`"
+        )
+    with workspace() as ws:
+        check_target(ws, ref)
+
+
+def _publish_weights(
+    ws: Workspace, run_id: str, target: str, say: Callable[[str], None]
+) -> dict[str, Any]:
+    from pinbench.evaluator.trained_model import publish_trained
+
+    result = publish_trained(ws, run_id, target, say=say)
+    return {"ref": str(result.ref), "manifest_digest": result.manifest_digest.hex}
+
+
+def _run_on(
+    lock: Lockfile,
+    runner: str,
+    trace: str,
+    on: list[str],
+    *,
+    retries: int,
+    allow_pickle: bool,
+    as_json: bool,
+    say: Callable[[str], None],
+) -> None:
+    """``run --on``: through the server, one run per system; each followed to its end."""
+    from pinbench.remote import remote_from_env
+
+    if allow_pickle:
+        raise UserError("--allow-pickle is a local decision; runs --on follow the server's")
+    if "all" in on and on != ["all"]:
+        raise UserError("--on all stands alone: every live system meeting the lockfile")
+    with remote_from_env() as remote:
+        if remote is None:
+            raise UserError(
+                "--on runs through a server started with --cluster: set PINBENCH_URL "
+                "(and PINBENCH_TOKEN)"
+            )
+        queued = remote.submit_on(lock, runner, trace, on, retries=retries)
+        for run in queued:
+            say(f"queued run {run['id']} on system {run.get('system') or '?'}")
+        chains = [_follow(remote, run["id"], retries, say) for run in queued]
+    infos = [info for chain in chains for info in chain]
+    if as_json:
+        _print_json(infos)
+    else:
+        for info in infos:
+            print_run(info)
+    failed = [chain[-1] for chain in chains if chain[-1]["status"] != "succeeded"]
+    if failed:
+        raise UserError("; ".join(f"run {i['id']} {i['status']}: {i.get('error')}" for i in failed))
+
+
+RETRY_WAIT_S = 30.0
+LOST = "lost during the run"
+
+
+def _follow(
+    remote: Remote, run_id: str, retries: int, say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """A run and the retries the server made of it (its system lost), each to its end."""
+    import time
+
+    chain = [remote.wait(run_id, say)]
+    while retries > 0 and chain[-1]["status"] == "failed" and LOST in (chain[-1]["error"] or ""):
+        deadline = time.monotonic() + RETRY_WAIT_S
+        found = None
+        while found is None and time.monotonic() < deadline:
+            found = next(
+                (r for r in remote.runs(200) if r.get("retry_of") == chain[-1]["id"]), None
+            )
+            if found is None:
+                time.sleep(0.5)
+        if found is None:
+            break
+        say(f"run {chain[-1]['id'][:8]} retried as {found['id']} on system {found['system']}")
+        chain.append(remote.wait(found["id"], say))
+        retries -= 1
+    return chain
+
+
+@click.command("rerun")
+@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@click.option(
+    "--runner",
+    "runner",
+    type=str,
+    help=(
+        "Where to run: auto (docker if the lockfile pins an image and "
+        "a Docker Engine answers, else venv), local (this "
+        "interpreter, as installed), venv (a uv environment from the "
+        "framework's hash-pinned requirements, cached by digest), "
+        "docker (the pinned image). Default: the original run's "
+        "runner."
+    ),
+)
+@click.option(
+    "--trace",
+    "trace",
+    type=str,
+    help=(
+        "Trace level: none; model (pipeline spans: load, preprocess, "
+        "cold first predict, warm-up, each timed predict, "
+        "postprocess); framework (model + the framework profiler's "
+        "operators); system (model + CPU, memory and, with NVML, GPU "
+        "samples); full (all). A traced run's latencies include the "
+        "profilers' overhead and are marked traced. See `pinbench "
+        "runs trace`. Default: the original run's level."
+    ),
+)
+@click.option(
+    "--repeat",
+    "repeat",
+    type=int,
+    default=REPEAT,
+    help=("Performance runs: how many times to rerun (run-to-run noise)."),
+)
+@click.option(
+    "--band",
+    "band",
+    type=float,
+    default=BAND,
+    help=(
+        "How much the reruns' median latencies may disagree with each "
+        "other (largest / smallest - 1) for latency to count as "
+        "reproduced; more is inconclusive."
+    ),
+)
+@click.option(
+    "--allow-pickle",
+    "allow_pickle",
+    is_flag=True,
+    default=False,
+    help=(
+        "This run may unpickle a torch-pickle model whose manifest "
+        "says `trusted: true` (unpickling runs the publisher's code: "
+        "only for publishers you trust)."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+def rerun_cmd(
+    run: str,
+    runner: str | None = None,
+    trace: str | None = None,
+    repeat: int = REPEAT,
+    band: float = BAND,
+    allow_pickle: bool = False,
+    as_json: bool = False,
+) -> None:
+    """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
+
+    The original's median latency is judged against a 99% prediction interval built from
+    the reruns' medians (run-to-run noise), and the Mann-Whitney U test on the raw per-query
+    latencies: a change counts when the original is outside the interval, p < 0.01 and the
+    medians differ by 5% or more. Accuracy must be identical. When the reruns' medians disagree
+    with each other by more than --band, latency is inconclusive rather than reproduced.
+
+    Exit codes: 0 reproduced, 1 not reproduced (or a user error), 4 inconclusive (inputs and
+    accuracy reproduced, latency undecided).
+    """
+    from rich.text import Text
+
+    from pinbench.sdk.registry import Registry
+    from pinbench.trace.levels import parts
+
+    if not 0 < band < 10:
+        raise click.BadParameter(f"--band must be between 0 and 10, got {band}")
+    if trace is not None:
+        parts(trace)
+    say = progress_lines(quiet=as_json)
+    with Registry() as reg, stopped_safely() as stop:  # this machine's, as its runs are
+        verdict = reg.run(run).rerun(
+            repeat=repeat,
+            runner=runner,
+            say=say,
+            trace=trace,
+            allow_pickle=allow_pickle,
+            stop=stop,
+            band=band,
+        )
+    if as_json:
+        _print_json(verdict.to_json())
+    else:
+        out = _out()
+        ids = ", ".join(r["id"][:8] for r in verdict.reruns)
+        out.print(f"reran {verdict.original['id'][:8]} as {ids}")
+        styles = {"reproduced": "bold green", "not reproduced": "bold red"}
+        for line in verdict.lines:
+            style = styles.get(line.split(":")[0], "")
+            out.print(Text(line, style="bold yellow" if line.startswith("inconclusive") else style))
+    if verdict.outcome != "reproduced":
+        raise click.exceptions.Exit(4 if verdict.outcome == "inconclusive" else 1)

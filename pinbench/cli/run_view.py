@@ -1,0 +1,131 @@
+"""How a run record is printed: its metrics by its task's labels, its predictions, and runs
+side by side (``run``, ``runs show``, ``runs compare``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+METRIC_ROWS = [
+    ("latency p50", "latency_p50_ns"),
+    ("latency p90", "latency_p90_ns"),
+    ("latency p95", "latency_p95_ns"),
+    ("latency p99", "latency_p99_ns"),
+    ("latency p99.9", "latency_p99_9_ns"),
+    ("latency mean", "latency_mean_ns"),
+]
+SHOWN_ABOVE = frozenset(
+    [key for _, key in METRIC_ROWS]
+    + ["throughput_sps", "time_to_accuracy_s", "eval_time_s", "loadgen_valid_bool"]
+    + ["energy_j", "energy_per_inference_j"]
+)
+"""Metrics ``print_run`` shows on rows of their own; every other recorded one follows them
+(``run_metrics.metric_rows``)."""
+
+
+def print_run(info: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from pinbench.energy.show import energy_and_cost
+    from pinbench.run_metrics import metric_rows
+    from pinbench.tables import fmt_ns
+
+    out = _out()
+    out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
+    training = (info.get("details") or {}).get("training")
+    if info.get("operator"):
+        out.print(f"operator {info['operator']} on {info['framework']}")
+    elif isinstance(training, dict):
+        reached = training.get("reached_epoch")
+        out.print(
+            f"training {info['model']} on {info['framework']}, {info['dataset']}: "
+            + (f"target reached at epoch {reached}" if reached else "target not reached")
+        )
+    else:
+        out.print(
+            f"{info['model']} on {info['framework']}, {info['dataset']}, "
+            f"{info['scenario']} {info['mode']}, batch {info['batch_size']}"
+        )
+    table = Table("metric", "value", box=None)
+    for label, key in METRIC_ROWS:
+        if key in info:
+            table.add_row(label, fmt_ns(info[key]))
+    if "throughput_sps" in info:
+        table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
+    for label, key in (
+        ("time to accuracy", "time_to_accuracy_s"),
+        ("eval (excluded)", "eval_time_s"),
+    ):
+        if key in info:
+            table.add_row(label, f"{info[key]:.3f} s")
+    if "loadgen_valid_bool" in info:
+        table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
+    for label, value in energy_and_cost(info):
+        table.add_row(label, value)
+    for label, value in metric_rows(info, shown=SHOWN_ABOVE):  # the task's, then the rest
+        table.add_row(label, value)
+    out.print(table)
+    loadgen = (info.get("details") or {}).get("loadgen") or {}
+    for reason in loadgen.get("invalid_reasons") or []:
+        out.print(Text(f"  INVALID because {reason}", style="yellow"))
+    predictions = _predictions_table(info.get("details"))
+    if predictions is not None:
+        out.print(predictions)
+    if info.get("trace", "none") != "none":
+        out.print(
+            f"traced at level {info['trace']}: latencies include the profilers' overhead; "
+            f"`pinbench runs trace {info['id'][:8]}` shows the trace"
+        )
+
+
+SHOWN_PREDICTIONS = 10
+
+
+def _predictions_table(details: dict[str, Any] | None) -> Table | None:
+    """The first per-sample rows of an accuracy run, as its task recorded them
+    (``reports.samples``: e.g. file, true class, top-1, score); a wrong one marked x."""
+    from rich.table import Table
+
+    from pinbench.reports.samples import sample_rows
+
+    found = sample_rows(details, limit=SHOWN_PREDICTIONS)
+    if found is None:
+        return None
+    recorded = len((details or {}).get("samples") or [])
+    marked = any(r is not None for r in found.right)
+    table = Table(
+        *found.header,
+        *([""] if marked else []),
+        box=None,
+        title=f"first {len(found.rows)} predictions (of {recorded} recorded)",
+    )
+    for cells, right in zip(found.rows, found.right, strict=True):
+        table.add_row(*cells, *(["x" if right is False else ""] if marked else []))
+    return table
+
+
+def print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
+    from rich.table import Table
+
+    from pinbench.evaluator.history import COMPARED
+
+    infos, differs = data.pop("infos"), data["differs"]
+    if as_json:
+        _print_json(data)
+        return
+    table = Table("", *[i["id"][:8] for i in infos], box=None)
+    for k in COMPARED:
+        table.add_row(k + (" *" if k in differs else ""), *[str(i[k]) for i in infos])
+    for m, values in data["metrics"].items():
+        table.add_row(m, *["" if v is None else f"{v:,.4g}" for v in values])
+    out = _out()
+    out.print(table)
+    if differs:
+        out.print(f"* differs between the runs: {', '.join(differs)}")
