@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
-from pinbench.demo_bisect import show_bisect
+from pinbench.demo.bisect import show_bisect
 from pinbench.errors import UserError
 from pinbench.evaluator.bisect import (
     Pin,

@@ -119,7 +119,7 @@ def bisect_cmd(
 
 
 def print_bisection(result: Bisection, out: Console) -> None:
-    """The evidence table, then what was found (``pinbench.demo_bisect`` prints it too)."""
+    """The evidence table, then what was found (``pinbench.demo.bisect`` prints it too)."""
     from rich.table import Table
     from rich.text import Text
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import listed, workspace
+from pinbench.cli.common import listed
 from pinbench.console import err, out, print_json
 
 if TYPE_CHECKING:
@@ -256,7 +256,8 @@ def demo(
     workdir: Path | None = None,
 ) -> None:
     """The whole flow on the built-in catalog: train, publish, resolve, lock, verify, run."""
-    from pinbench.demo import run_demo
+    from pinbench.demo.flow import run_demo
+    from pinbench.sdk.registry import Registry
 
-    with workspace() as ws:
-        run_demo(ws, workdir or ws.settings.home / "demo", out())
+    with Registry() as reg:  # this machine's home: the demo trains and runs here
+        run_demo(reg, workdir or reg.workspace().settings.home / "demo", out())

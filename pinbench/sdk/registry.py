@@ -170,9 +170,10 @@ class Registry:
 
     # -- the registry ---------------------------------------------------------------------
 
-    def init(self) -> None:
-        """Create the home: blob store, database at the current schema, signing keys."""
-        self._local("init").init()
+    def init(self) -> str:
+        """Create the home: blob store, database at the current schema, signing keys; the
+        schema revision."""
+        return self._local("init").init()
 
     def publish(
         self,

@@ -22,27 +22,30 @@ from rich.table import Table
 from rich.text import Text
 
 from pinbench import catalog as builtin
-from pinbench import demo_bisect, demo_levels, demo_trust, reports
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
 from pinbench.catalog import cnn, efficientnet, minilm, nsfw, nudenet, photos
+from pinbench.demo import bisect as demo_bisect
+from pinbench.demo import levels as demo_levels
+from pinbench.demo import trust as demo_trust
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.parity import parity
-from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest
-from pinbench.registry.names import ArtifactRef, Kind, Spec
+from pinbench.registry.names import Kind, Spec
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.trust import LockfileMismatch
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.reports.samples import sample_rows
+from pinbench.sdk.registry import Registry
+from pinbench.sdk.runs import Lockfile as Pinned
 from pinbench.tables import parity_table, print_categories, print_trace
 from pinbench.tasks.registry import task as task_named
 from pinbench.trace.analysis import TraceView
@@ -75,7 +78,12 @@ def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
     return built.manifests
 
 
-def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
+def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
+    """The whole flow, through the Python API where it has the operation (publish, yank,
+    verify, run, show, rerun, report) and the library beneath it for the rest (resolve on
+    every platform, parity, bisect, traces, operators, training, tampering)."""
+    ws = reg.workspace()
+
     def step(text: str) -> None:
         out.print(Text(f"\n== {text}", style="bold cyan"))
 
@@ -83,19 +91,19 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
         pass
 
     step("init")
-    out.print(f"home {ws.settings.home}, schema {ws.init()}")
+    out.print(f"home {ws.settings.home}, schema {reg.init()}")
 
     step("the built-in catalog (offline: no downloads)")
     manifests = _catalog(workdir, out.print)
 
     step("publish")
     for path in manifests:
-        result = publish(ws, load_manifest(path), manifest_dir=path.parent, publisher="demo")
+        result = reg.publish(path, publisher="demo")
         state = "published" if result.created else "already published, unchanged"
-        out.print(f"{result.ref}: {state} (manifest {result.manifest_digest.short})")
+        out.print(f"{result.ref}: {state} (manifest {result.manifest_digest[:12]})")
 
     step(f"yank {LOGREG}@1.2.0")
-    catalog.yank(ws, ArtifactRef.parse(f"{LOGREG}@1.2.0"), "trained with too little regularisation")
+    reg.yank(f"{LOGREG}@1.2.0", "trained with too little regularisation")
     out.print("yanked: ranges now skip 1.2.0; an exact pin still gets it")
 
     step(f"resolve {LOGREG}@^1 (2.0.0-rc.1 is a prerelease, 1.2.0 is yanked)")
@@ -107,7 +115,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     for job in jobs.demo_jobs():
         lockfile = jobs.lock(ws, job)
         lockfile.write(workdir / f"{lockfile.digest.short}.lock")
-        checks = verify_lockfile(ws, lockfile)
+        checks = Pinned(lockfile, reg).verify()
         out.print(
             f"{lockfile.digest.short}.lock  {job.model} {job.scenario}: {len(checks)} verified"
         )
@@ -117,9 +125,9 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     runs: dict[Job, dict[str, Any]] = {}
     for job, lockfile in locks.items():
         out.print(f"{job.framework:<12} {job.model} {job.scenario}", end=" ... ")
-        outcome = run_lockfile(ws, lockfile, say=quiet)
-        runs[job] = show_run(ws, outcome.id)
-        out.print(f"run {outcome.id[:8]}")
+        done = Pinned(lockfile, reg).run(runner="local", say=quiet)
+        runs[job] = done.info
+        out.print(f"run {done.id[:8]}")
     out.print(_table(runs))
 
     step("cross-framework parity: the same weights, outputs compared with ONNX Runtime's")
@@ -130,7 +138,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
         Job(cnn.model_name("onnxruntime"), "onnxruntime", builtin.DATASET_NAME, "SingleStream")
     ]
     step(f"pinbench rerun {reference['id'][:8]} (ONNX Runtime, SingleStream)")
-    verdict = rerun(ws, reference["id"], say=quiet)
+    verdict = reg.run(reference["id"]).rerun(say=quiet)
     for line in verdict.lines:
         style = {"reproduced": "bold green", "inconclusive": "bold yellow"}.get(line.split(" ")[0])
         out.print(Text(line, style=style or ""))
@@ -147,7 +155,7 @@ def run_demo(ws: Workspace, workdir: Path, out: Console) -> None:
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
     step(f"pinbench runs report ({len(digits_runs)} digits CNN runs) --html")
     page = workdir / "report.html"
-    page.write_bytes(reports.render(reports.gather(ws, digits_runs), "html")[1])
+    page.write_bytes(reg.report(digits_runs, ["html"])["html"])
     out.print(f"wrote {page} (opens offline; or see the runs at /ui/ under `pinbench serve`)")
 
     _tamper(ws, locks[next(iter(locks))], out, step)
