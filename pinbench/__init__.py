@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from pinbench import sdk
+        from importlib import import_module
 
-        return getattr(sdk, name)
+        return getattr(import_module("pinbench.sdk"), name)
     raise AttributeError(f"module 'pinbench' has no attribute {name!r}")

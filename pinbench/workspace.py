@@ -13,25 +13,31 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from pinbench.artifacts.store import BlobStore
 from pinbench.config import Settings
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
+    from pinbench.artifacts.store import BlobStore
     from pinbench.db.plain import Rows
 
 
 class Workspace:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.store = BlobStore(settings.home)
         self._checked = False
 
     @classmethod
     def from_env(cls) -> Workspace:
         return cls(Settings.from_env())
+
+    @cached_property
+    def store(self) -> BlobStore:
+        """The blob store, opened on first use (a read of the registry's rows needs none)."""
+        from pinbench.artifacts.store import BlobStore
+
+        return BlobStore(self.settings.home)
 
     @cached_property
     def engine(self) -> Engine:
@@ -90,6 +96,7 @@ class Workspace:
             yield rows
 
     def close(self) -> None:
-        self.store.cache.close()
+        if "store" in self.__dict__:  # opened
+            self.store.cache.close()
         if "engine" in self.__dict__:
             self.engine.dispose()

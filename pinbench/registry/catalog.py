@@ -16,13 +16,13 @@ from pinbench.db.plain import Rows, flag, json_value, when
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.ranges import parse_version
-from pinbench.registry.resolve import Published, Resolution, published_from_row, resolve
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from pinbench.db.models import Artifact
+    from pinbench.registry.resolve import Published, Resolution
 
 
 class NotFound(UserError):
@@ -153,6 +153,8 @@ class SqlCandidateSource:
 
     def versions(self, kind: Kind, name: str) -> Sequence[Published]:
         found = self._rows(CANDIDATES_SQL, {"kind": kind.value, "name": name})
+        from pinbench.registry.resolve import published_from_row
+
         return [published_from_row(v, flag(y), json_value(r)) for v, y, r in found]
 
 
@@ -161,4 +163,6 @@ def resolve_specs(
 ) -> Resolution:
     """Resolve ranges against this registry (no lockfile written)."""
     with ws.reads() as rows:
+        from pinbench.registry.resolve import resolve
+
         return resolve(specs, SqlCandidateSource(rows), platform=platform)

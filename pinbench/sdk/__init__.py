@@ -10,10 +10,29 @@
         print(run.metrics, run.latencies().mean())
 
 The CLI (``pinbench ...``) and the demo are faces of this API. The names are re-exported from
-``pinbench`` itself (``pinbench.Registry``); importing them loads nothing heavy.
+``pinbench`` itself (``pinbench.Registry``); each is imported when first used.
 """
 
-from pinbench.sdk.registry import LocalOnly, Published, Registry
-from pinbench.sdk.runs import Lockfile, Run
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["LocalOnly", "Lockfile", "Published", "Registry", "Run"]
+
+if TYPE_CHECKING:
+    from pinbench.sdk.registry import LocalOnly, Published, Registry
+    from pinbench.sdk.runs import Lockfile, Run
+
+_HOME = {
+    "LocalOnly": "registry",
+    "Published": "registry",
+    "Registry": "registry",
+    "Lockfile": "runs",
+    "Run": "runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        from importlib import import_module
+
+        return getattr(import_module(f"pinbench.sdk.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'pinbench.sdk' has no attribute {name!r}")
