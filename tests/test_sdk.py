@@ -158,3 +158,17 @@ def test_what_a_server_does_not_offer_is_refused_by_name(server: Server, tmp_pat
 def test_a_home_and_a_url_together_are_refused() -> None:
     with pytest.raises(UserError, match="either a home"):
         pinbench.Registry(home="/tmp/x", url="http://127.0.0.1:9")
+
+
+def test_a_servers_latencies_digest_that_is_no_sha256_is_refused_before_any_request() -> None:
+    """A run record from a server names its latencies blob; a value that is not a sha256
+    (a path, a query) is refused, not put into a URL."""
+    from pinbench.remote import RemoteFailed
+    from pinbench.sdk.runs import Run
+
+    with pinbench.Registry(url="http://127.0.0.1:9") as remote:  # nothing listens there
+        run = Run(
+            {"id": "x", "status": "succeeded", "units": {}, "latencies_sha256": "../a"}, remote
+        )
+        with pytest.raises(RemoteFailed, match="no sha256"):
+            run.latencies()

@@ -228,6 +228,11 @@ def _remote_array(registry: Registry, digest: str) -> npt.NDArray[Any]:
 
     from pinbench.remote import RemoteFailed
 
+    if not (len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        # the digest comes from the server's record: it names a blob, never another path
+        raise RemoteFailed(
+            f"{registry.url} named a latencies blob that is no sha256: {digest[:80]!r}"
+        )
     data = b"".join(registry.server().blob(digest))
     if hashlib.sha256(data).hexdigest() != digest:
         raise RemoteFailed(f"{registry.url} answered blob {digest[:12]} with other bytes")
