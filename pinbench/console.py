@@ -19,7 +19,9 @@ def json_option(f: F) -> F:
     """``--json`` (``as_json``): print JSON instead of text."""
     import click
 
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
+    return click.option(
+        "--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text."
+    )(f)
 
 
 def out() -> Console:

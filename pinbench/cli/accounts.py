@@ -9,6 +9,7 @@ import click
 
 from pinbench.cli.common import listed, local_user, remote_or_here, workspace
 from pinbench.console import err as _err
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -74,7 +75,7 @@ def user_grant(
 
 
 @user_app.command("list")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def user_list(
     as_json: bool = False,
 ) -> None:
@@ -115,7 +116,7 @@ SCOPES_HELP = (
         "of PINBENCH_TOKEN, which a new token never exceeds."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def token_create(
     name: str = "cli",
     user: str | None = None,
@@ -147,7 +148,7 @@ def token_create(
 
 @token_app.command("list")
 @click.option("--user", "user", type=str, help="Whose tokens (local database only).")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def token_list(
     user: str | None = None,
     as_json: bool = False,

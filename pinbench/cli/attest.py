@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import registry, remote_or_here, write_atomic
+from pinbench.cli.common import registry, remote_or_here, run_argument, write_atomic
 from pinbench.console import err as _err
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -35,7 +36,7 @@ keys_app = click.Group(
 
 
 @click.command("attest")
-@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@run_argument
 @click.option(
     "-o",
     "--output",
@@ -44,7 +45,7 @@ keys_app = click.Group(
     required=True,
     help="Where to write the envelope (.intoto.jsonl).",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_attest(
     run: str,
     output: Path,
@@ -98,7 +99,7 @@ def runs_attest(
         "hashed here)."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def verify(
     file: Path,
     key: Path | None = None,
@@ -198,7 +199,7 @@ def _server_rows(remote: Remote) -> list[dict[str, Any]]:
 
 
 @keys_app.command("list")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def keys_list(
     as_json: bool = False,
 ) -> None:
@@ -247,7 +248,7 @@ def _broken(row: dict[str, Any], problems: dict[str, str]) -> bool:
     default="all",
     help="Which key: attestation, model-signing, or all (both).",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def keys_rotate(
     kind: str = "all",
     as_json: bool = False,
@@ -300,7 +301,7 @@ def keys_rotate(
     required=True,
     help="Where to write the public key (PEM).",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def keys_export(
     keyid: str,
     output: Path,

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 import click
 
 from pinbench.cli.common import progress_lines, workspace
-from pinbench.cli.run_options import BAND, REPEAT
+from pinbench.cli.run_options import BAND, REPEAT, RUNNER_HELP
 from pinbench.cli.stopping import stopped_safely
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -51,13 +52,7 @@ but classification could be bisected)."""
     "--runner",
     "runner",
     type=str,
-    help=(
-        "Where to run: auto (docker if the lockfile pins an image and "
-        "a Docker Engine answers, else venv), local (this "
-        "interpreter, as installed), venv (a uv environment from the "
-        "framework's hash-pinned requirements, cached by digest), "
-        "docker (the pinned image). Default: the good run's runner."
-    ),
+    help=(RUNNER_HELP + " Default: the good run's runner."),
 )
 @click.option(
     "--band",
@@ -70,7 +65,7 @@ but classification could be bisected)."""
         "`rerun --band`)."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def bisect_cmd(
     good: str,
     bad: str,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinbench.cli.common import listed
-from pinbench.console import err, out, print_json
+from pinbench.console import err, json_option, out, print_json
 
 if TYPE_CHECKING:
     from pinbench.benchmark.stages import Say
@@ -53,9 +53,7 @@ def _say(as_json: bool) -> Say:
     return lambda text: console.print(Text(text, style="dim"))
 
 
-@catalog_app.command("prepare")
-@click.argument("out_dir", type=click.Path(path_type=Path), help="Folder for the data (created).")
-@click.option(
+_parts_option = click.option(
     "--parts",
     "parts",
     type=str,
@@ -64,7 +62,12 @@ def _say(as_json: bool) -> Say:
         "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+
+
+@catalog_app.command("prepare")
+@click.argument("out_dir", type=click.Path(path_type=Path), help="Folder for the data (created).")
+@_parts_option
+@json_option
 def prepare(
     out_dir: Path,
     parts: str = ALL_PARTS,
@@ -86,16 +89,8 @@ def prepare(
 @click.argument(
     "out_dir", type=click.Path(path_type=Path), help="Folder for the weights (created)."
 )
-@click.option(
-    "--parts",
-    "parts",
-    type=str,
-    default=ALL_PARTS,
-    help=(
-        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_parts_option
+@json_option
 def train(
     data_dir: Path,
     out_dir: Path,
@@ -118,16 +113,8 @@ def train(
 @click.argument(
     "out_dir", type=click.Path(path_type=Path), help="Folder for the catalog (created)."
 )
-@click.option(
-    "--parts",
-    "parts",
-    type=str,
-    default=ALL_PARTS,
-    help=(
-        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_parts_option
+@json_option
 def export(
     weights_dir: Path,
     out_dir: Path,
@@ -163,7 +150,7 @@ def export(
     required=True,
     help="Write the refs and manifest digests published here (JSON).",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def publish(
     home: Path,
     folders: list[Path],
@@ -190,16 +177,8 @@ def publish(
     type=click.Path(path_type=Path),
     help=("Folder for home/ (a copy of the registry), locks/, runs.json."),
 )
-@click.option(
-    "--parts",
-    "parts",
-    type=str,
-    default=ALL_PARTS,
-    help=(
-        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_parts_option
+@json_option
 def evaluate(
     registry: Path,
     out_dir: Path,
@@ -228,7 +207,7 @@ def evaluate(
     "out_dir", type=click.Path(path_type=Path), help="Folder for the report files (created)."
 )
 @click.option("--html/--no-html", "html", default=True, help="Write report.html too.")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def report(
     eval_dir: Path,
     out_dir: Path,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinbench.cli.common import workspace
-from pinbench.console import columns
+from pinbench.console import columns, json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -103,8 +103,7 @@ def agent_start(
     raise click.exceptions.Exit(code)
 
 
-@systems_app.command("list")
-@click.option(
+_cluster_option = click.option(
     "--cluster",
     "cluster",
     type=str,
@@ -114,7 +113,11 @@ def agent_start(
         "the database, alive unknown)."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+
+
+@systems_app.command("list")
+@_cluster_option
+@json_option
 def systems_list(
     cluster: str | None = None,
     as_json: bool = False,
@@ -145,17 +148,8 @@ def systems_list(
 
 @systems_app.command("show")
 @click.argument("name", type=str, help="The system's name")
-@click.option(
-    "--cluster",
-    "cluster",
-    type=str,
-    help=(
-        "The Ray cluster's address HOST:PORT (default: "
-        "PINBENCH_CLUSTER; without either, the systems recorded in "
-        "the database, alive unknown)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_cluster_option
+@json_option
 def systems_show(
     name: str,
     cluster: str | None = None,

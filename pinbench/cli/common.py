@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+import click
+
 from pinbench.console import err as _err
 from pinbench.errors import UserError
 
@@ -39,6 +41,7 @@ def allow_pickle_option(f: F) -> F:
         "--allow-pickle",
         "allow_pickle",
         is_flag=True,
+        default=False,
         help="This run may unpickle a torch-pickle model whose manifest says `trusted: true` "
         "(unpickling runs the publisher's code: only for publishers you trust).",
     )(f)
@@ -144,3 +147,15 @@ def write_atomic(path: Path, data: bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# Arguments and options more than one command module takes.
+run_argument = click.argument("run", type=str, help="A run id (or a unique prefix).")
+
+lockfile_argument = click.argument(
+    "lockfile", type=click.Path(path_type=Path), help="A lockfile written by `pinbench lock`."
+)
+
+publisher_option = click.option(
+    "--publisher", "publisher", type=str, help="Who publishes (default: $USER)."
+)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinbench.cli.common import workspace
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -28,7 +29,7 @@ db_app = click.Group(
 
 
 @click.command("init")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def init(
     as_json: bool = False,
 ) -> None:
@@ -70,7 +71,7 @@ def db_upgrade() -> None:
 
 
 @db_app.command("current")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def db_current(
     as_json: bool = False,
 ) -> None:

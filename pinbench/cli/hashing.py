@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import listed, progress_bars, workspace
+from pinbench.cli.common import listed, lockfile_argument, progress_bars, workspace
 from pinbench.console import err as _err
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -24,9 +25,7 @@ if TYPE_CHECKING:
 
 
 @click.command("verify")
-@click.argument(
-    "lockfile", type=click.Path(path_type=Path), help="A lockfile written by `pinbench lock`."
-)
+@lockfile_argument
 @click.option(
     "--rehash",
     "rehash",
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     default=False,
     help=("Read every file's bytes again, ignoring the verified-state cache."),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def verify(
     lockfile: Path,
     rehash: bool = False,

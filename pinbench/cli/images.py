@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinbench.cli.common import listed, progress_lines, workspace
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -40,7 +41,7 @@ images_app = click.Group(
         "here with debootstrap and imported (needs root)."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def images_build(
     frameworks: list[str] | None = None,
     base: str | None = None,
@@ -102,9 +103,7 @@ def _image_ref(text: str) -> ArtifactRef:
     return ArtifactRef.parse(text)
 
 
-@images_app.command("push")
-@click.argument("image", type=str, help="An image artifact, image/NAME@VERSION.")
-@click.option(
+_registry_option = click.option(
     "--registry",
     "registry",
     type=str,
@@ -112,7 +111,14 @@ def _image_ref(text: str) -> ArtifactRef:
     show_default=False,
     help="Registry HOST:PORT, e.g. 127.0.0.1:5000.",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+
+_image_argument = click.argument("image", type=str, help="An image artifact, image/NAME@VERSION.")
+
+
+@images_app.command("push")
+@_image_argument
+@_registry_option
+@json_option
 def images_push(
     image: str,
     registry: str,
@@ -131,16 +137,9 @@ def images_push(
 
 
 @images_app.command("pull")
-@click.argument("image", type=str, help="An image artifact, image/NAME@VERSION.")
-@click.option(
-    "--registry",
-    "registry",
-    type=str,
-    required=True,
-    show_default=False,
-    help="Registry HOST:PORT, e.g. 127.0.0.1:5000.",
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_image_argument
+@_registry_option
+@json_option
 def images_pull(
     image: str,
     registry: str,

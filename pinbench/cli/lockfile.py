@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from pinbench.console import err, out, print_json
+from pinbench.console import err, json_option, out, print_json
 
 lockfile_app = click.Group(
     "lockfile",
@@ -47,7 +47,7 @@ def _token_for(url: str) -> str | None:
 @click.option(
     "--publisher", "publisher", type=str, help="Recorded as the publisher here (default: you)."
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def import_(
     lockfile: Path,
     from_url: str,

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from pinbench.cli.common import listed
-from pinbench.console import err, out, print_json
+from pinbench.console import err, json_option, out, print_json
 from pinbench.errors import UserError
 
 manifest_app = click.Group(
@@ -83,6 +83,23 @@ def _emit(
         out().print(Text(f"wrote {output}"))
 
 
+_output_option = click.option(
+    "--output",
+    "-o",
+    "output",
+    type=click.Path(path_type=Path),
+    help=(
+        "Write the manifest to this file (default, or `-`: print it). "
+        "File paths in the manifest are relative to this file's "
+        "folder (default: the current folder)."
+    ),
+)
+
+_version_option = click.option(
+    "--version", "version", type=str, default="1.0.0", help="Artifact version."
+)
+
+
 @manifest_app.command("model")
 @click.argument(
     "files",
@@ -97,7 +114,7 @@ def _emit(
     ),
 )
 @click.option("--name", "name", type=str, help="Artifact name (default: the model file's stem).")
-@click.option("--version", "version", type=str, default="1.0.0", help="Artifact version.")
+@_version_option
 @click.option(
     "--framework-range",
     "framework_range",
@@ -131,18 +148,8 @@ def _emit(
         "several."
     ),
 )
-@click.option(
-    "--output",
-    "-o",
-    "output",
-    type=click.Path(path_type=Path),
-    help=(
-        "Write the manifest to this file (default, or `-`: print it). "
-        "File paths in the manifest are relative to this file's "
-        "folder (default: the current folder)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_output_option
+@json_option
 def model(
     files: list[Path],
     name: str | None = None,
@@ -193,18 +200,8 @@ def _steps(path: Path) -> list[Any] | dict[str, Any]:
 
 @manifest_app.command("framework")
 @click.argument("pin", type=str, help="NAME==VERSION, e.g. onnxruntime==1.31.0.")
-@click.option(
-    "--output",
-    "-o",
-    "output",
-    type=click.Path(path_type=Path),
-    help=(
-        "Write the manifest to this file (default, or `-`: print it). "
-        "File paths in the manifest are relative to this file's "
-        "folder (default: the current folder)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_output_option
+@json_option
 def framework(
     pin: str,
     output: Path | None = None,
@@ -275,7 +272,7 @@ def framework(
     ),
 )
 @click.option("--name", "name", type=str, help="Artifact name (default: the folder's name).")
-@click.option("--version", "version", type=str, default="1.0.0", help="Artifact version.")
+@_version_option
 @click.option(
     "--classes",
     "classes",
@@ -305,18 +302,8 @@ def framework(
         "folder."
     ),
 )
-@click.option(
-    "--output",
-    "-o",
-    "output",
-    type=click.Path(path_type=Path),
-    help=(
-        "Write the manifest to this file (default, or `-`: print it). "
-        "File paths in the manifest are relative to this file's "
-        "folder (default: the current folder)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_output_option
+@json_option
 def dataset(
     data: Path,
     labels: str | None = None,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinbench.cli.common import remote_or_here
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import PinbenchError, UserError
@@ -36,7 +37,7 @@ of a report's roofline) is the fastest of them."""
 
 
 @ops_app.command("list")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def list_ops(
     as_json: bool = False,
 ) -> None:
@@ -79,6 +80,50 @@ def list_ops(
     _out().print(table)
 
 
+_runner_option = click.option(
+    "--runner",
+    "runner",
+    type=str,
+    default="auto",
+    help=(
+        "local | venv | docker | auto: where each framework runs "
+        "(auto: here if the pinned version is installed, else an "
+        "isolated environment)."
+    ),
+)
+
+_threads_option = click.option(
+    "--threads", "threads", type=int, help="Intra-op threads of the framework (default: its own)."
+)
+
+_seed_option = click.option(
+    "--seed", "seed", type=int, default=0, help="Seed of the input tensors (recorded)."
+)
+
+_direction_option = click.option(
+    "--direction",
+    "direction",
+    type=str,
+    default="forward",
+    help=("forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
+)
+
+_dtype_option = click.option(
+    "--dtype", "dtype", type=str, default="float32", help="float32, float16 or bfloat16."
+)
+
+_frameworks_option = click.option(
+    "--frameworks",
+    "frameworks",
+    type=str,
+    default=FRAMEWORKS_DEFAULT,
+    help=(
+        "Comma-separated frameworks, each NAME or NAME@RANGE as "
+        "published in the registry (onnxruntime, torch, tensorflow)."
+    ),
+)
+
+
 @ops_app.command("run")
 @click.argument("op", type=str, help="The operator (see `pinbench ops list`).")
 @click.option(
@@ -92,46 +137,19 @@ def list_ops(
         "n=1,c=64,h=56,w=56,out_channels=64,kernel_h=3,kernel_w=3,padding=1"
     ),
 )
-@click.option(
-    "--frameworks",
-    "frameworks",
-    type=str,
-    default=FRAMEWORKS_DEFAULT,
-    help=(
-        "Comma-separated frameworks, each NAME or NAME@RANGE as "
-        "published in the registry (onnxruntime, torch, tensorflow)."
-    ),
-)
-@click.option("--dtype", "dtype", type=str, default="float32", help="float32, float16 or bfloat16.")
-@click.option(
-    "--direction",
-    "direction",
-    type=str,
-    default="forward",
-    help=("forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
-)
-@click.option("--seed", "seed", type=int, default=0, help="Seed of the input tensors (recorded).")
+@_frameworks_option
+@_dtype_option
+@_direction_option
+@_seed_option
 @click.option(
     "--samples", "samples", type=int, default=100, help="Timed calls (raw latencies are kept)."
 )
 @click.option(
     "--warmup", "warmup", type=int, default=10, help="Untimed calls before the timed ones."
 )
-@click.option(
-    "--threads", "threads", type=int, help="Intra-op threads of the framework (default: its own)."
-)
-@click.option(
-    "--runner",
-    "runner",
-    type=str,
-    default="auto",
-    help=(
-        "local | venv | docker | auto: where each framework runs "
-        "(auto: here if the pinned version is installed, else an "
-        "isolated environment)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_threads_option
+@_runner_option
+@json_option
 def run_op(
     op: str,
     shape: str = "",
@@ -170,47 +188,20 @@ def run_op(
         "gives the machine's compute peak."
     ),
 )
-@click.option(
-    "--frameworks",
-    "frameworks",
-    type=str,
-    default=FRAMEWORKS_DEFAULT,
-    help=(
-        "Comma-separated frameworks, each NAME or NAME@RANGE as "
-        "published in the registry (onnxruntime, torch, tensorflow)."
-    ),
-)
+@_frameworks_option
 @click.option("--batch", "batch", type=int, default=1, help="resnet50: the batch size n.")
-@click.option("--dtype", "dtype", type=str, default="float32", help="float32, float16 or bfloat16.")
-@click.option(
-    "--direction",
-    "direction",
-    type=str,
-    default="forward",
-    help=("forward, or backward (PyTorch and TensorFlow: forward plus gradients)."),
-)
-@click.option("--seed", "seed", type=int, default=0, help="Seed of the input tensors (recorded).")
+@_dtype_option
+@_direction_option
+@_seed_option
 @click.option(
     "--samples", "samples", type=int, default=20, help="Timed calls (raw latencies are kept)."
 )
 @click.option(
     "--warmup", "warmup", type=int, default=3, help="Untimed calls before the timed ones."
 )
-@click.option(
-    "--threads", "threads", type=int, help="Intra-op threads of the framework (default: its own)."
-)
-@click.option(
-    "--runner",
-    "runner",
-    type=str,
-    default="auto",
-    help=(
-        "local | venv | docker | auto: where each framework runs "
-        "(auto: here if the pinned version is installed, else an "
-        "isolated environment)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@_threads_option
+@_runner_option
+@json_option
 def sweep_ops(
     table: str,
     frameworks: str = FRAMEWORKS_DEFAULT,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinbench.cli.common import listed, progress_bars, registry
-from pinbench.console import columns
+from pinbench.cli.common import listed, progress_bars, publisher_option, registry
+from pinbench.console import columns, json_option
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -53,8 +53,8 @@ def schema(
     type=click.Path(path_type=Path),
     help="Directory holding the files (default: the manifest's).",
 )
-@click.option("--publisher", "publisher", type=str, help="Who publishes (default: $USER).")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@publisher_option
+@json_option
 def publish(
     manifest: Path,
     files: Path | None = None,
@@ -102,8 +102,11 @@ def _publish_with(
         )
 
 
+_ref_argument = click.argument("ref", type=str, help="KIND/NAME@VERSION")
+
+
 @click.command("yank")
-@click.argument("ref", type=str, help="KIND/NAME@VERSION")
+@_ref_argument
 @click.option("--reason", "reason", type=str, required=True, help="Why (shown to users).")
 def yank(
     ref: str,
@@ -123,7 +126,7 @@ def yank(
     "kind", type=str, required=False, default=None, help="model, framework, dataset or image"
 )
 @click.argument("name", type=str, required=False, default=None, help="Artifact name")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def list_(
     kind: str | None = None,
     name: str | None = None,
@@ -156,7 +159,7 @@ def list_(
 
 
 @click.command("show")
-@click.argument("ref", type=str, help="KIND/NAME@VERSION")
+@_ref_argument
 @click.option(
     "--signature",
     "signature",
@@ -167,7 +170,7 @@ def list_(
         "for `model_signing verify key`."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def show(
     ref: str,
     signature: Path | None = None,
@@ -240,7 +243,7 @@ def _write_signature(reg: Registry, ref: ArtifactRef, path: Path) -> dict[str, s
 )
 @click.option("--arch", "arch", type=str, default="amd64", help="Target architecture.")
 @click.option("--device", "device", type=str, default="cpu", help="Target device.")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def resolve_cmd(
     specs: list[str],
     arch: str = "amd64",
@@ -307,7 +310,7 @@ def range_cmd(
     required=True,
     help="Where to write the lockfile.",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def lock_cmd(
     request: Path,
     output: Path,

@@ -14,14 +14,18 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinbench.cli.common import (
+    allow_pickle_option,
     listed,
+    lockfile_argument,
     progress_lines,
     registry,
+    run_argument,
     workspace,
 )
-from pinbench.cli.run_options import BAND, REPEAT
+from pinbench.cli.run_options import BAND, REPEAT, RERUN_DEFAULT, RUNNER_HELP, TRACE_HELP
 from pinbench.cli.run_view import print_run
 from pinbench.cli.stopping import stopped_safely
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -33,48 +37,22 @@ if TYPE_CHECKING:
 
 
 @click.command("run")
-@click.argument(
-    "lockfile", type=click.Path(path_type=Path), help="A lockfile written by `pinbench lock`."
-)
+@lockfile_argument
 @click.option(
     "--runner",
     "runner",
     type=str,
     default="auto",
-    help=(
-        "Where to run: auto (docker if the lockfile pins an image and "
-        "a Docker Engine answers, else venv), local (this "
-        "interpreter, as installed), venv (a uv environment from the "
-        "framework's hash-pinned requirements, cached by digest), "
-        "docker (the pinned image)."
-    ),
+    help=(RUNNER_HELP),
 )
 @click.option(
     "--trace",
     "trace",
     type=str,
     default="none",
-    help=(
-        "Trace level: none; model (pipeline spans: load, preprocess, "
-        "cold first predict, warm-up, each timed predict, "
-        "postprocess); framework (model + the framework profiler's "
-        "operators); system (model + CPU, memory and, with NVML, GPU "
-        "samples); full (all). A traced run's latencies include the "
-        "profilers' overhead and are marked traced. See `pinbench "
-        "runs trace`."
-    ),
+    help=(TRACE_HELP),
 )
-@click.option(
-    "--allow-pickle",
-    "allow_pickle",
-    is_flag=True,
-    default=False,
-    help=(
-        "This run may unpickle a torch-pickle model whose manifest "
-        "says `trusted: true` (unpickling runs the publisher's code: "
-        "only for publishers you trust)."
-    ),
-)
+@allow_pickle_option
 @click.option(
     "--on",
     "on",
@@ -110,7 +88,7 @@ if TYPE_CHECKING:
         "here only (not through PINBENCH_URL or --on)."
     ),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def run_cmd(
     lockfile: Path,
     runner: str = "auto",
@@ -269,33 +247,18 @@ def _follow(
 
 
 @click.command("rerun")
-@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@run_argument
 @click.option(
     "--runner",
     "runner",
     type=str,
-    help=(
-        "Where to run: auto (docker if the lockfile pins an image and "
-        "a Docker Engine answers, else venv), local (this "
-        "interpreter, as installed), venv (a uv environment from the "
-        "framework's hash-pinned requirements, cached by digest), "
-        "docker (the pinned image). Default: the original run's "
-        "runner."
-    ),
+    help=(RUNNER_HELP + RERUN_DEFAULT),
 )
 @click.option(
     "--trace",
     "trace",
     type=str,
-    help=(
-        "Trace level: none; model (pipeline spans: load, preprocess, "
-        "cold first predict, warm-up, each timed predict, "
-        "postprocess); framework (model + the framework profiler's "
-        "operators); system (model + CPU, memory and, with NVML, GPU "
-        "samples); full (all). A traced run's latencies include the "
-        "profilers' overhead and are marked traced. See `pinbench "
-        "runs trace`. Default: the original run's level."
-    ),
+    help=(TRACE_HELP + " Default: the original run's level."),
 )
 @click.option(
     "--repeat",
@@ -315,18 +278,8 @@ def _follow(
         "reproduced; more is inconclusive."
     ),
 )
-@click.option(
-    "--allow-pickle",
-    "allow_pickle",
-    is_flag=True,
-    default=False,
-    help=(
-        "This run may unpickle a torch-pickle model whose manifest "
-        "says `trusted: true` (unpickling runs the publisher's code: "
-        "only for publishers you trust)."
-    ),
-)
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@allow_pickle_option
+@json_option
 def rerun_cmd(
     run: str,
     runner: str | None = None,

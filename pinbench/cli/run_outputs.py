@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinbench.cli.common import remote_or_here
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     help="Where to write the outputs (.npy).",
 )
 @click.option("--force", "force", is_flag=True, default=False, help="Replace FILE if it exists.")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_outputs(
     run: str,
     output: Path,

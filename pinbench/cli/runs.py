@@ -16,14 +16,17 @@ from pinbench.cli.attest import runs_attest
 from pinbench.cli.common import (
     listed,
     progress_lines,
+    publisher_option,
     registry,
     remote_or_here,
+    run_argument,
     workspace,
     write_atomic,
 )
 from pinbench.cli.run_outputs import runs_outputs
 from pinbench.cli.run_view import print_comparison, print_run
 from pinbench.console import err as _err
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -43,7 +46,7 @@ runs_app = click.Group(
 
 @runs_app.command("list")
 @click.option("--limit", "limit", type=int, help="Show at most this many.")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_list(
     limit: int | None = None,
     as_json: bool = False,
@@ -77,9 +80,9 @@ def runs_list(
 
 
 @runs_app.command("cancel")
-@click.argument("run", type=str, help="A run id (or a unique prefix).")
+@run_argument
 @click.option("--wait/--no-wait", "wait", default=True, help="Wait until the run has stopped.")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_cancel(
     run: str,
     wait: bool = True,
@@ -115,8 +118,8 @@ def runs_cancel(
 @runs_app.command("publish")
 @click.argument("run", type=str, help="A succeeded training run's id (or a unique prefix).")
 @click.argument("target", type=str, metavar="model/NAME@VERSION", help="The new model version.")
-@click.option("--publisher", "publisher", type=str, help="Who publishes (default: $USER).")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@publisher_option
+@json_option
 def runs_publish(
     run: str,
     target: str,
@@ -155,8 +158,8 @@ def runs_publish(
 
 
 @runs_app.command("show")
-@click.argument("run", type=str, help="A run id (or a unique prefix).")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@run_argument
+@json_option
 def runs_show(
     run: str,
     as_json: bool = False,
@@ -186,7 +189,7 @@ def runs_show(
     callback=listed,
     help="Two or more run ids (or unique prefixes).",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_compare(
     runs: list[str],
     as_json: bool = False,
@@ -275,7 +278,7 @@ def runs_report(
     type=click.Path(path_type=Path),
     help=("Write the (first) run's Chrome trace JSON here (Perfetto, chrome://tracing)."),
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_trace(
     runs: list[str],
     top: int = 15,
@@ -340,7 +343,7 @@ def runs_trace(
     callback=listed,
     help="Accuracy runs to compare with it.",
 )
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def runs_parity(
     reference: str,
     others: list[str],

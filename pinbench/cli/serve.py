@@ -9,6 +9,7 @@ import click
 
 from pinbench.cli.common import listed, workspace
 from pinbench.console import err as _err
+from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -18,7 +19,7 @@ WORKER_HEALTHCHECK_S = 60
 
 
 @click.command("gc")
-@click.option("--json", "as_json", is_flag=True, default=False, help="Print JSON instead of text.")
+@json_option
 def gc_cmd(
     as_json: bool = False,
 ) -> None:
