@@ -26,7 +26,7 @@ manifest_app = click.Group(
 )
 
 
-def _stdout_dash(value: Path | None) -> Path | None:
+def _stdout_dash(_ctx: object, _param: object, value: Path | None) -> Path | None:
     """``-o -`` prints, as ``-`` means standard output to most tools (it wrote a file ``-``)."""
     return None if value is not None and str(value) == "-" else value
 
@@ -88,6 +88,7 @@ _output_option = click.option(
     "-o",
     "output",
     type=click.Path(path_type=Path),
+    callback=_stdout_dash,
     help=(
         "Write the manifest to this file (default, or `-`: print it). "
         "File paths in the manifest are relative to this file's "
