@@ -19,7 +19,9 @@ import yaml
 
 from pinbench.evaluator import audio
 from pinbench.evaluator import pipeline as p
-from pinbench.registry.manifest import Input, ManifestError, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
+from pinbench.registry.ports import Input
 from tests.helpers import Cli
 
 F32 = npt.NDArray[np.float32]

@@ -24,11 +24,11 @@ from onnx import TensorProto, helper
 from pinbench.catalog import frameworks
 from pinbench.registry.manifest import (
     FrameworkManifest,
-    Input,
     ModelManifest,
     load_manifest,
     manifest_digest,
 )
+from pinbench.registry.ports import Input
 from tests.helpers import Cli, dump, sha
 
 CLASSES = 10
@@ -256,7 +256,8 @@ def test_output_dash_prints_as_no_output_does(
 
 
 def test_a_labels_file_not_among_the_files_says_how_to_list_it(tmp_path: Path) -> None:
-    from pinbench.registry.manifest import ManifestError, parse_manifest
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.manifest_parts import ManifestError
 
     data = {
         "kind": "model",

@@ -22,7 +22,8 @@ from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
 from pinbench.operators.schema import SIZE
 from pinbench.registry.lockfile import Lockfile, LockfileError
-from pinbench.registry.manifest import ManifestError, json_schemas, parse_manifest
+from pinbench.registry.manifest import json_schemas, parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.request import RequestError, parse_request
 from tests.apiserver import Server
 from tests.helpers import DIGITS, Cli, Home, in_process_cli, published_home

@@ -22,8 +22,9 @@ from pinbench.config import Settings
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.registry import service
+from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import DatasetManifest, load_manifest
+from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pinbench.evaluator.labels import LabelProblem, read_labels
-from pinbench.registry.manifest import LabelFormat
+from pinbench.registry.dataset_manifest import LabelFormat
 
 SAMPLES = ["img/a.png", "img/b.png", "img/c.png"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.registry.manifest import Detection, Input, Output
+from pinbench.registry.ports import Detection, Input, Output
 from pinbench.tasks.detection.boxes import (
     FORMATS,
     Crop,
@@ -118,11 +118,11 @@ def test_the_transform_follows_the_pixels_of_the_pipelines_resize(keep_aspect_ra
     # A white rectangle on black, through pinbench's own resize step: where it lands is where
     # the transform puts its box (to a pixel: the resampling blurs the edges).
     from pinbench.evaluator import pipeline
-    from pinbench.registry import manifest
+    from pinbench.registry import steps
 
     image = np.zeros((1, 480, 640, 1), dtype=np.uint8)
     image[0, 200:400, 100:300] = 255  # xyxy [100, 200, 300, 400]
-    step = manifest.Resize(size=(224, 224), method="nearest", keep_aspect_ratio=keep_aspect_ratio)
+    step = steps.Resize(size=(224, 224), method="nearest", keep_aspect_ratio=keep_aspect_ratio)
     out = np.asarray(pipeline.resize(image, step)[0, ..., 0], dtype=np.float64)
     rows, cols = np.nonzero(out > 127)
     landed = [cols.min(), rows.min(), cols.max() + 1, rows.max() + 1]
@@ -157,14 +157,14 @@ def test_the_transform_follows_the_pixels_of_the_pipelines_pad_and_letterbox(
     import msgspec
 
     from pinbench.evaluator import pipeline
-    from pinbench.registry import manifest
+    from pinbench.registry import ports, steps
 
     height, width = size
     image = np.zeros((1, height, width, 1), dtype=np.uint8)
     image[0, 200:400, 100:300] = 255  # xyxy [100, 200, 300, 400]
     key, fields = next(iter(manifest_step.items()))
-    step = msgspec.convert({key: {**fields, "value": 7}}, manifest.InputStep)
-    spec = manifest.Input(name="x", element_type="uint8", steps=[step])
+    step = msgspec.convert({key: {**fields, "value": 7}}, steps.InputStep)
+    spec = ports.Input(name="x", element_type="uint8", steps=[step])
     out = np.asarray(pipeline.preprocess(image, spec)[0, ..., 0], dtype=np.float64)
     t = transform_of(width, height, [box_step])
     assert out.shape == (t.input_height, t.input_width)

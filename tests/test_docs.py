@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from pinbench.registry import manifest
+from pinbench.registry import manifest, manifest_parts
 from pinbench.registry.manifest import json_schemas
 from pinbench.registry.schema_docs import FIELD_DOCS, STRUCT_DOCS, describe, undescribed
 from tests.helpers import Cli
@@ -51,7 +51,7 @@ def test_no_description_names_a_struct_or_field_that_does_not_exist() -> None:
 
 
 _NEW = msgspec.defstruct(
-    "FileEntry", [("mirror", str | None, None)], bases=(manifest.FileEntry,), kw_only=True
+    "FileEntry", [("mirror", str | None, None)], bases=(manifest_parts.FileEntry,), kw_only=True
 )
 
 
@@ -66,7 +66,7 @@ _NEW = msgspec.defstruct(
             ["Unheard", "Unheard.a", "Unheard.b"],
         ),
         # described as they are
-        (manifest.FileEntry, []),
+        (manifest_parts.FileEntry, []),
         (manifest.ModelManifest, []),
     ],
 )

@@ -11,7 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from pinbench.registry.manifest import ManifestError, ModelManifest, parse_manifest
+from pinbench.registry.manifest import ModelManifest, parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.publish import publish
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml
 from pinbench.workspace import Workspace

@@ -774,7 +774,7 @@ def test_every_documented_image_mode_decodes_to_its_pixels(
     tmp_path: Path, raw: bytes, pixel: tuple[int, int, int]
 ) -> None:
     from pinbench.evaluator.pipeline import decode_file, image_header
-    from pinbench.registry.manifest import Decode
+    from pinbench.registry.steps import Decode
 
     path = tmp_path / "image"
     path.write_bytes(raw)

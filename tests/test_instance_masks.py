@@ -27,7 +27,7 @@ from PIL import Image
 from pinbench.catalog import frameworks
 from pinbench.errors import UserError
 from pinbench.evaluator.pipeline import max_dimension
-from pinbench.registry.manifest import MaxDimension as MaxDimensionStep
+from pinbench.registry.steps import MaxDimension as MaxDimensionStep
 from pinbench.tasks.detection.boxes import Letterbox, MaxDimension, transform_of
 from pinbench.tasks.detection.coco import coco_mask_metrics, validate_segmentations
 from pinbench.tasks.detection.errors import BadDetectorOutput, BadGroundTruth
@@ -101,7 +101,7 @@ def test_separate_outputs_read_the_first_count_boxes_in_their_format() -> None:
 
 def test_a_negative_class_is_padding_not_a_detection() -> None:
     """GluonCV pads its fixed number of detections with class -1 and score -1."""
-    from pinbench.registry.manifest import Detection, Input, Output
+    from pinbench.registry.ports import Detection, Input, Output
     from pinbench.tasks.detection.score import CategoryMap, Plan, decoded
 
     detection = Detection(layout="separate", box_format="xyxy", scores="s", classes="c")

@@ -27,8 +27,9 @@ from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
+from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.file_index import FileIndexRefused, format_index, parse_index
-from pinbench.registry.manifest import DatasetManifest, load_manifest, manifest_data
+from pinbench.registry.manifest import load_manifest, manifest_data
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
@@ -368,7 +369,8 @@ BAD_MANIFESTS = [
     ("fields", "words"), [b[1:] for b in BAD_MANIFESTS], ids=[b[0] for b in BAD_MANIFESTS]
 )
 def test_a_manifest_naming_an_index_is_checked(fields: dict[str, Any], words: str) -> None:
-    from pinbench.registry.manifest import ManifestError, parse_manifest
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.manifest_parts import ManifestError
 
     data = _indexed({"path": "x.files", "sha256": "a" * 64})
     for key, value in fields.items():

@@ -62,8 +62,8 @@ UPWARD = {
     "ground truth (decision 124): tasks are plug-ins the registry consults",
     ("pinbench.registry.dataset_files", "evaluator"): "publish reads a dataset's samples as a "
     "run would, to check them",
-    ("pinbench.registry.manifest", "tasks"): "a manifest's task names are checked against the "
-    "task registry",
+    ("pinbench.registry.dataset_manifest", "tasks"): "a dataset manifest's task is asked to "
+    "check its labels",
     ("pinbench.registry.supported", "tasks"): "what a model's outputs can be scored by is the "
     "task's to say",
     ("pinbench.registry.lockfile", "tasks"): "a lockfile's dataset task is checked as the "
@@ -179,7 +179,6 @@ def test_module_level_imports_make_no_circle() -> None:
 
 # Modules still over 400 lines, each to be split (the list only shrinks).
 LONG = {
-    "pinbench.registry.manifest",
     "pinbench.evaluator.pipeline",
     "pinbench.registry.schema_docs",
     "pinbench.evaluator.bisect",

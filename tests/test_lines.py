@@ -13,7 +13,7 @@ import pytest
 from pinbench.evaluator.datasets import read_text_lines
 from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_labels
 from pinbench.evaluator.lines import MAX_LINE_BYTES, read_lines
-from pinbench.registry.manifest import LabelFormat
+from pinbench.registry.dataset_manifest import LabelFormat
 from pinbench.tasks.similarity.pairs import read_pairs
 
 # (why, the file's bytes, its lines)

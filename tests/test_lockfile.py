@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pinbench.registry.dataset_manifest import LabelFormat
 from pinbench.registry.lockfile import (
     SCHEMA_VERSION,
     LockBody,
@@ -19,7 +20,6 @@ from pinbench.registry.lockfile import (
     Lockfile,
     LockfileError,
 )
-from pinbench.registry.manifest import LabelFormat
 from pinbench.registry.request import Request, Scenario, SystemRequest
 
 hexes = st.text("0123456789abcdef", min_size=64, max_size=64)

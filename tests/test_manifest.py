@@ -7,17 +7,16 @@ from typing import Any
 
 import pytest
 
+from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
 from pinbench.registry.manifest import (
-    DatasetManifest,
     FrameworkManifest,
-    ImageManifest,
-    ManifestError,
     ModelManifest,
     json_schemas,
     load_manifest_text,
     manifest_digest,
     parse_manifest,
 )
+from pinbench.registry.manifest_parts import ManifestError
 
 SHA = "ab" * 32
 MODEL: dict[str, Any] = {

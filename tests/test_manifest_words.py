@@ -15,7 +15,8 @@ from sqlalchemy import func, select
 from pinbench.artifacts.sources.errors import Md5Mismatch
 from pinbench.db.models import Artifact
 from pinbench.registry.lockfile import Lockfile, LockfileError
-from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.publish import publish
 from pinbench.registry.request import RequestError, parse_request
 from pinbench.registry.supported import Unsupported

@@ -29,7 +29,8 @@ from semver import Version
 from pinbench.evaluator.predictors import FrameworkUnavailable, predictor_class
 from pinbench.evaluator.predictors.base import ModelLoadError
 from pinbench.evaluator.predictors.config import ModelFiles
-from pinbench.registry.manifest import Scalar, load_manifest, load_manifest_text
+from pinbench.registry.manifest import load_manifest, load_manifest_text
+from pinbench.registry.manifest_parts import Scalar
 from pinbench.registry.mlmodelscope import (
     Imported,
     MLModelScopeError,

@@ -32,7 +32,8 @@ from pinbench.evaluator.predictors.base import ModelLoadError, SignatureMismatch
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.run import array_of
 from pinbench.registry.formats import FormatMismatch
-from pinbench.registry.manifest import Input, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.ports import Input
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, sha, write_files

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from pinbench.evaluator import pipeline as p
-from pinbench.registry.manifest import (
+from pinbench.registry.ports import Input
+from pinbench.registry.steps import (
     ColorMode,
     Crop,
     Decode,
     DType,
-    Input,
     InputStep,
     Layout,
     Normalize,

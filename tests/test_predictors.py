@@ -27,7 +27,7 @@ from pinbench.evaluator.predictors.base import (
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.torch.architectures import digits_cnn
-from pinbench.registry.manifest import Input, Output
+from pinbench.registry.ports import Input, Output
 
 Array = np.ndarray[Any, Any]
 

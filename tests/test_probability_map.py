@@ -112,7 +112,7 @@ def test_a_map_that_is_not_probabilities_of_one_class_is_refused(output: Map, me
 
 
 def map_plan(labels: list[str]) -> Any:
-    from pinbench.registry.manifest import Detection, Input, Output
+    from pinbench.registry.ports import Detection, Input, Output
     from pinbench.tasks.detection.score import CategoryMap, Plan
 
     detection = Detection(layout="probability-map")

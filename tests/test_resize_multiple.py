@@ -23,7 +23,8 @@ from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.feed import _cached
 from pinbench.evaluator.pipeline import InputShape, PipelineError, preprocess
 from pinbench.evaluator.ragged import Ragged, RaggedBatch, prepare_ragged
-from pinbench.registry.manifest import Input, InputStep, ResizeMultiple
+from pinbench.registry.ports import Input
+from pinbench.registry.steps import InputStep, ResizeMultiple
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.score import geometry_of
 from pinbench.tasks.shapes import OutputShapesDiffer, padded, stacked

@@ -33,7 +33,8 @@ from pinbench.evaluator.results import (
 from pinbench.evaluator.runners.local import store_paths
 from pinbench.registry import service
 from pinbench.registry.lockfile import LockedEnvironment
-from pinbench.registry.manifest import Platform, Requirement
+from pinbench.registry.manifest import Requirement
+from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace

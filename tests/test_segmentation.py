@@ -33,7 +33,8 @@ from pinbench.errors import UserError
 from pinbench.evaluator.labels import LabelProblem
 from pinbench.evaluator.verdict import accuracy_verdict
 from pinbench.registry.dataset_layout import mask_path
-from pinbench.registry.manifest import Segmentation, load_manifest
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.ports import Segmentation
 from pinbench.registry.publish import publish
 from pinbench.reports.charts import accuracy_points
 from pinbench.reports.data import Report, RunData

@@ -22,7 +22,8 @@ import pytest
 import torch
 
 from pinbench.authoring.torch_archives import SCALAR_TYPES, read_torch_export, read_torchscript
-from pinbench.registry.manifest import Input, ModelManifest, load_manifest
+from pinbench.registry.manifest import ModelManifest, load_manifest
+from pinbench.registry.ports import Input
 from tests.helpers import Cli
 from tests.torch_archives import Tiny, export_to, hostile_archive
 

@@ -31,7 +31,8 @@ from pinbench.artifacts.store import ChecksumMismatch, SizeMismatch
 from pinbench.db.models import Artifact
 from pinbench.errors import PinbenchError
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import ManifestError, load_manifest, parse_manifest
+from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.mlmodelscope import import_text
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace

@@ -19,7 +19,7 @@ from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.onnxruntime.predictor import OnnxRuntimePredictor
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import StreamError, cut, prepare_stream, wrap
-from pinbench.registry.manifest import Input, Output
+from pinbench.registry.ports import Input, Output
 
 CHUNK, CONTEXT, SCALE = 3, 2, 0.5
 

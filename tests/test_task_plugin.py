@@ -18,7 +18,8 @@ from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.verdict import accuracy_verdict
 from pinbench.registry import service
-from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.tasks import registry

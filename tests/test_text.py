@@ -31,7 +31,8 @@ from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.pipeline import PipelineError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
-from pinbench.registry.manifest import ManifestError, load_manifest, parse_manifest
+from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.tasks.similarity.pairs import spearman

@@ -33,16 +33,11 @@ from pinbench.errors import UserError
 from pinbench.evaluator.lines import LabelProblem
 from pinbench.evaluator.pipeline import PipelineError, pipeline_digest, preprocess
 from pinbench.evaluator.undefined import UndefinedMetric
-from pinbench.registry.manifest import (
-    Ctc,
-    CtcAlphabet,
-    Input,
-    InputStep,
-    LabelFormat,
-    ManifestError,
-    ResizeHeight,
-    parse_manifest,
-)
+from pinbench.registry.dataset_manifest import LabelFormat
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
+from pinbench.registry.ports import Ctc, CtcAlphabet, Input
+from pinbench.registry.steps import InputStep, ResizeHeight
 from pinbench.tasks.text_recognition.ctc import (
     AlphabetProblem,
     NotCtcScores,

@@ -19,7 +19,8 @@ import yaml
 from sklearn import metrics as sk
 
 from pinbench.evaluator.undefined import UndefinedMetric
-from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.tasks.vad.frames import speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from tests.helpers import Cli, dump, write_files

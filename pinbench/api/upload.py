@@ -22,7 +22,8 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from pinbench.api.problems import UploadTooLarge
 from pinbench.artifacts.store import BlobStore, StagedBlob, StageWriter
 from pinbench.errors import UserError
-from pinbench.registry.manifest import FileEntry, Manifest, load_manifest_text
+from pinbench.registry.manifest import Manifest, load_manifest_text
+from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem, check_md5, needs_completion
 from pinbench.registry.yamlsafe import MAX_DOCUMENT_BYTES
 

@@ -67,7 +67,9 @@ def dataset_manifest(
     (default: beside the manifest, ``default_index``) when ``index`` is given or there are
     more than ``INDEX_FROM``; the manifest then names the index and lists only the labels and
     class-names files."""
-    from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
+    from pinbench.registry.dataset_manifest import DatasetManifest
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.manifest_parts import ManifestError
 
     notes: list[str] = []
     label_file = None if labels in (None, "imagefolder", "none") else Path(labels)
@@ -178,7 +180,8 @@ def _indexed(manifest: dict[str, Any], notes: list[str], base: Path, index: Path
     written."""
     from pinbench.registry.dataset_layout import folder_prefix
     from pinbench.registry.file_index import format_index
-    from pinbench.registry.manifest import ManifestError, parse_manifest
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.manifest_parts import ManifestError
 
     folders = [manifest["data"]["path"]]
     if manifest["labels"]["format"] in BY_FOLDER:  # a mask per sample: listed with it
@@ -211,7 +214,7 @@ def _task_of(label_format: str) -> str | None:
     manifest leaves ``task`` out, as it always did)."""
     import msgspec
 
-    from pinbench.registry.manifest import DatasetManifest
+    from pinbench.registry.dataset_manifest import DatasetManifest
     from pinbench.tasks.registry import task_of_label_format
 
     default = next(f.default for f in msgspec.structs.fields(DatasetManifest) if f.name == "task")

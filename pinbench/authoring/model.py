@@ -29,7 +29,8 @@ from pinbench.authoring.listing import Relative, file_entries
 from pinbench.authoring.signatures import Signature, Tensor, read_onnx
 from pinbench.authoring.tensorflow_files import read_keras, read_savedmodel
 from pinbench.authoring.torch_archives import read_torch_export, read_torchscript
-from pinbench.registry.manifest import ElementType, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.steps import ElementType
 
 FRAMEWORKS = {
     "onnx": "onnxruntime",

@@ -32,7 +32,8 @@ from pinbench.console import json_text
 from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import run_lockfile
-from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, load_manifest
+from pinbench.registry.dataset_manifest import DatasetManifest
+from pinbench.registry.manifest import FrameworkManifest, Manifest, load_manifest
 from pinbench.registry.publish import publish as publish_manifest
 from pinbench.workspace import Workspace
 

@@ -32,7 +32,7 @@ from pinbench.evaluator.ragged import per_image, prepare_ragged
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import prepare_stream
 from pinbench.registry.input_kinds import from_samples
-from pinbench.registry.manifest import Input
+from pinbench.registry.ports import Input
 
 Array = npt.NDArray[np.generic]
 Say = Callable[[str], None]

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from pinbench.evaluator.lines import LabelProblem as LabelProblem
 from pinbench.evaluator.lines import json_lines, read_text, split_lines
 from pinbench.registry.dataset_layout import imagefolder_class
-from pinbench.registry.manifest import LabelFormat
+from pinbench.registry.dataset_manifest import LabelFormat
 
 _SYNSET = re.compile(r"(n[0-9]{8})\s+(\S.*)")
 _DIGITS = re.compile(r"-?[0-9]+")

@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from pinbench.registry.manifest import check_relative_path
+from pinbench.registry.manifest_parts import check_relative_path
 
 FOLDER = "model"
 """The model's folder in a run's scratch."""

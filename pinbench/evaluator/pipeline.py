@@ -30,7 +30,9 @@ from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
 from pinbench.evaluator import audio
 from pinbench.evaluator.tokenizing import Encoded, TokenizeProblem, encode_texts
-from pinbench.registry.manifest import (
+from pinbench.registry.manifest import step_name
+from pinbench.registry.ports import Input
+from pinbench.registry.steps import (
     ColorMode,
     Crop,
     Decode,
@@ -38,7 +40,6 @@ from pinbench.registry.manifest import (
     DType,
     ExpandDims,
     FitLength,
-    Input,
     InputStep,
     Layout,
     Letterbox,
@@ -52,7 +53,6 @@ from pinbench.registry.manifest import (
     ResizeHeight,
     ResizeMultiple,
     Tokenize,
-    step_name,
 )
 
 FloatArray = npt.NDArray[np.floating]

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.registry.manifest import Input
+from pinbench.registry.ports import Input
 
 Array = npt.NDArray[np.generic]
 Cached = Callable[[Digest, Callable[[], Array]], tuple[Array, bool]]

@@ -43,7 +43,7 @@ from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.predictors.base import Batch, Outputs, Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.stop import Stop
-from pinbench.registry.manifest import Input, Output
+from pinbench.registry.ports import Input, Output
 from pinbench.trace.events import FrameworkTrace
 
 Array = npt.NDArray[np.generic]

@@ -21,13 +21,8 @@ from pinbench.errors import UserError
 from pinbench.registry.catalog import yank
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.registry.locking import Pinned
-from pinbench.registry.manifest import (
-    FileEntry,
-    Manifest,
-    manifest_data,
-    manifest_digest,
-    parse_manifest,
-)
+from pinbench.registry.manifest import Manifest, manifest_data, manifest_digest, parse_manifest
+from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import VersionConflict, commit_staged, requires_of
 from pinbench.registry.publish import ref_of as publish_ref

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from pinbench.registry.dataset_layout import sample_paths
-from pinbench.registry.manifest import DatasetManifest, FileEntry
+from pinbench.registry.dataset_manifest import DatasetManifest
+from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem
 
 

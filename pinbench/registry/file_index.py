@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from pinbench import bounds as b
 from pinbench.errors import UserError
-from pinbench.registry.manifest import FileEntry, check_relative_path
+from pinbench.registry.manifest_parts import FileEntry, check_relative_path
 
 MAX_FILES = 1_000_000
 """Files one index may list. Each listed file is a row in the registry and an entry in every

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinbench.artifacts.safetensors import KINDS, NotSafetensors, read_header, recognise
-from pinbench.registry.manifest import FileEntry, ModelManifest
+from pinbench.registry.manifest import ModelManifest
+from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem
 
 SUFFIX = ".safetensors"

@@ -25,8 +25,9 @@ import msgspec
 
 from pinbench.artifacts.bulk import BulkStager
 from pinbench.artifacts.store import BlobStore, StagedBlob
+from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.file_index import MAX_INDEX_BYTES, FileIndexRefused, parse_index
-from pinbench.registry.manifest import DatasetManifest, FileEntry
+from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem
 
 

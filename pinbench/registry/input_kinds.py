@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench import bounds as b
 
 if TYPE_CHECKING:
-    from pinbench.registry.manifest import Input, Output
+    from pinbench.registry.ports import Input, Output
 
 _INT_RANGES = {
     "uint8": (0, 2**8 - 1),

@@ -17,21 +17,18 @@ from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
+from pinbench.registry.dataset_manifest import LabelFormat, SampleFiles
 from pinbench.registry.explain import explain
 from pinbench.registry.manifest import (
     LATE_LABEL_FIELDS,
-    Input,
-    LabelFormat,
-    Output,
-    Platform,
     Requirement,
-    SampleFiles,
-    check_relative_path,
     drop_unset,
     drop_unset_inputs,
     drop_unset_outputs,
 )
+from pinbench.registry.manifest_parts import Platform, check_relative_path
 from pinbench.registry.names import Kind
+from pinbench.registry.ports import Input, Output
 from pinbench.registry.request import (
     LATE_SYSTEM_FIELDS,
     BatchSize,
@@ -116,7 +113,7 @@ class LockedDataset(_Frozen, frozen=True, kw_only=True):
     data: SampleFiles | None = None
 
     def __post_init__(self) -> None:
-        from pinbench.registry.manifest import PER_FILE_FORMATS
+        from pinbench.registry.dataset_manifest import PER_FILE_FORMATS
         from pinbench.tasks.registry import check_dataset
 
         per_file = self.data is not None and self.data.format in PER_FILE_FORMATS

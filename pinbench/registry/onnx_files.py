@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pinbench.artifacts.onnx_proto import NotProtobuf, read_onnx
 from pinbench.errors import UserError
-from pinbench.registry.manifest import check_relative_path
+from pinbench.registry.manifest_parts import check_relative_path
 
 SUFFIX = ".onnx"
 SHOWN = 10

@@ -23,17 +23,16 @@ from pinbench.artifacts.store import StagedBlob
 from pinbench.db.errors import Conflict
 from pinbench.db.models import Artifact, ArtifactFile
 from pinbench.errors import UserError
+from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
 from pinbench.registry.formats import check_model_files
 from pinbench.registry.manifest import (
-    DatasetManifest,
-    FileEntry,
     FrameworkManifest,
-    ImageManifest,
     Manifest,
     ModelManifest,
     manifest_data,
     manifest_digest,
 )
+from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.names import ArtifactRef, Kind, namespace_of
 from pinbench.registry.ranges import parse_version, precedence_key
 from pinbench.registry.sourcing import Staged, needs_completion, stage_files

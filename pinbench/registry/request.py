@@ -13,7 +13,8 @@ from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
 from pinbench.registry.explain import explain
-from pinbench.registry.manifest import Platform, drop_unset
+from pinbench.registry.manifest import drop_unset
+from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 from pinbench.training.spec import TrainingSpec

@@ -20,13 +20,10 @@ from pinbench.artifacts.sources.fetch import Fetcher, ProgressFactory
 from pinbench.artifacts.sources.uri import parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
 from pinbench.errors import UserError
-from pinbench.registry.manifest import (
-    DatasetManifest,
-    FileEntry,
-    Manifest,
-    ModelManifest,
-    Output,
-)
+from pinbench.registry.dataset_manifest import DatasetManifest
+from pinbench.registry.manifest import Manifest, ModelManifest
+from pinbench.registry.manifest_parts import FileEntry
+from pinbench.registry.ports import Output
 
 if TYPE_CHECKING:
     from pinbench.registry.stage_ahead import StagesAhead

@@ -13,7 +13,8 @@ import re
 from typing import Any, Final
 
 from pinbench.errors import UserError
-from pinbench.registry.manifest import DatasetManifest, FrameworkManifest, Manifest, ModelManifest
+from pinbench.registry.dataset_manifest import DatasetManifest
+from pinbench.registry.manifest import FrameworkManifest, Manifest, ModelManifest
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
     "input.type": ("image", "tensor", "text"),

@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from pinbench.errors import UserError
-from pinbench.registry.manifest import FileEntry, Manifest, ModelManifest
+from pinbench.registry.manifest import Manifest, ModelManifest
+from pinbench.registry.manifest_parts import FileEntry
 
 FORMAT_OF_WEIGHTS = {"safetensors": "safetensors", "keras": "keras"}
 """A training run's ``weights_format`` -> the model format its weights file is in."""

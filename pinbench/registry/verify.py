@@ -20,7 +20,7 @@ from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.sources.fetch import Fetcher
 from pinbench.errors import PinbenchError, UserError
 from pinbench.registry.lockfile import LockedFile, Lockfile
-from pinbench.registry.manifest import REMOTE_SCHEMES
+from pinbench.registry.manifest_parts import REMOTE_SCHEMES
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -28,8 +28,8 @@ from pinbench.tasks.parity import Agreement, Recorded, raw_parity
 
 if TYPE_CHECKING:
     from pinbench.evaluator.datasets import Samples
+    from pinbench.registry.dataset_manifest import DatasetManifest, LabelFormat
     from pinbench.registry.lockfile import LockedDataset, LockedModel
-    from pinbench.registry.manifest import DatasetManifest, LabelFormat
 
 Array = npt.NDArray[np.generic]
 Answer = dict[str, Array]
@@ -149,7 +149,7 @@ class Task(ABC):
     def check_labels(self, labels: LabelFormat, *, per_file: bool) -> None:
         """Refuse (``ValueError``) a dataset manifest's labels section this task cannot read;
         ``per_file``: the samples are a folder of files. Called whenever a manifest is read."""
-        from pinbench.registry.manifest import PER_FILE_FORMATS
+        from pinbench.registry.dataset_manifest import PER_FILE_FORMATS
 
         if labels.format in self.by_file_name and not per_file:
             raise ValueError(

@@ -15,7 +15,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.named import NamedInputs, describe
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.registry.input_kinds import declared_shape, model_dims
-from pinbench.registry.manifest import Input, Output
+from pinbench.registry.ports import Input, Output
 from pinbench.trace.events import FrameworkTrace
 from pinbench.trace.levels import TraceUnsupported, offers
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pinbench.registry.manifest import Input, Output, check_relative_path
+from pinbench.registry.manifest_parts import check_relative_path
+from pinbench.registry.ports import Input, Output
 
 Device = Literal["cpu", "cuda"]
 

@@ -13,7 +13,7 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.predictors.base import Array, Batch, InputMismatch, Port, bind_inputs
-from pinbench.registry.manifest import Input
+from pinbench.registry.ports import Input
 
 
 class ManyInputs(UserError):

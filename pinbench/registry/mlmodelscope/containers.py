@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from pinbench.registry.manifest import Scalar
+from pinbench.registry.manifest_parts import Scalar
 from pinbench.registry.mlmodelscope.reader import Reader
 
 FACT: Final = "mlmodelscope."

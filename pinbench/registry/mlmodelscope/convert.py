@@ -13,7 +13,8 @@ from typing import Any, Final
 
 import yaml
 
-from pinbench.registry.manifest import ModelManifest, Scalar, parse_manifest
+from pinbench.registry.manifest import ModelManifest, parse_manifest
+from pinbench.registry.manifest_parts import Scalar
 from pinbench.registry.mlmodelscope.containers import FACT, containers
 from pinbench.registry.mlmodelscope.files import IMPORTED_FORMATS, Files, model_files
 from pinbench.registry.mlmodelscope.reader import MLModelScopeError, Note, Reader, kind_of

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any, Final, get_args
 
-from pinbench.registry.manifest import ElementType
 from pinbench.registry.mlmodelscope.detection import LAYERS, detection_outputs
 from pinbench.registry.mlmodelscope.files import Files, labels_file
 from pinbench.registry.mlmodelscope.reader import Reader
+from pinbench.registry.steps import ElementType
 
 IO_KEYS: Final = frozenset({"type", "description", "parameters"})
 INPUT_TYPES: Final = {"image": "image", "raw": "tensor"}

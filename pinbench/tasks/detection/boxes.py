@@ -29,7 +29,7 @@ import numpy.typing as npt
 from pinbench.tasks.detection.errors import BadTransform, UnknownBoxFormat
 
 if TYPE_CHECKING:
-    from pinbench.registry import manifest
+    from pinbench.registry import steps
 
 BoxArray = npt.NDArray[np.float64]
 """``(n, 4)`` boxes, float64."""
@@ -170,7 +170,7 @@ class ResizeMultiple:
     """The manifest's ``resize_multiple``: each image to the size its own size gives
     (``step.size_of``); the sides are rounded apart, so x and y scale differently."""
 
-    step: manifest.ResizeMultiple
+    step: steps.ResizeMultiple
 
     def apply(self, width: int, height: int) -> Affine:
         new_w, new_h = self.step.size_of(width, height)

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
-from pinbench.registry.manifest import PROBABILITY_MAP, Detection, Input, Output, OutputName
+from pinbench.registry.ports import PROBABILITY_MAP, Detection, Input, Output, OutputName
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.coco import (
     coco_mask_metrics,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.registry.manifest import Segmentation
+from pinbench.registry.ports import Segmentation
 from pinbench.tasks.segmentation.errors import BadSegmentationOutput
 
 ClassMap = npt.NDArray[np.int32]

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.evaluator.labels import LabelProblem
-from pinbench.registry.manifest import Input, Output, Segmentation
+from pinbench.registry.ports import Input, Output, Segmentation
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.score import geometry_of
 from pinbench.tasks.segmentation.classes import class_count, class_maps, grid_of

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
 from pinbench.registry.dataset_layout import LayoutError, mask_paths
-from pinbench.registry.manifest import LabelFormat
+from pinbench.registry.dataset_manifest import LabelFormat
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from pinbench.errors import UserError
-from pinbench.registry.manifest import Output
+from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import every_sample, stacked

@@ -10,7 +10,7 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.evaluator.lines import LabelProblem
 from pinbench.evaluator.undefined import UndefinedMetric
-from pinbench.registry.manifest import Output
+from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.text_recognition.ctc import (

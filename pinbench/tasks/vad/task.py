@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.registry.input_kinds import sample_rate
-from pinbench.registry.manifest import Input, Output
+from pinbench.registry.ports import Input, Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.vad.frames import covered_seconds, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics

@@ -1,0 +1,278 @@
+"""A model's inputs and outputs: their steps, constants, states and streams, and the task
+sections an output carries (labels, detection, segmentation, CTC, binary)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from pinbench import bounds as b
+from pinbench.registry.manifest_parts import _SHA256, _Strict, check_relative_path
+from pinbench.registry.steps import ElementType, Fraction, InputStep, OutputStep
+
+
+class LabelsRef(_Strict, frozen=True, kw_only=True):
+    path: str
+    sha256: str | None = None
+    """Left out, it is the labels file's own sha256 (filled in at publish)."""
+
+    def __post_init__(self) -> None:
+        check_relative_path(self.path)
+        if self.sha256 is not None and not _SHA256.fullmatch(self.sha256):
+            raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
+
+
+class Nms(_Strict, frozen=True, kw_only=True):
+    """Greedy non-maximum suppression per class (``pinbench.tasks.detection.nms``)."""
+
+    iou: Fraction = 0.45
+    max_detections: Annotated[int, b.MAX_DETECTIONS.meta] = 100
+
+
+class ProbabilityMap(_Strict, frozen=True, kw_only=True):
+    """DBNet's post-processing of a ``(N, 1, H, W)`` probability map into boxes
+    (``pinbench.tasks.detection.regions``); the defaults are PaddleOCR's (rapidocr's)."""
+
+    threshold: Fraction = 0.3
+    """A pixel is in a region when its probability is above this."""
+    box_threshold: Fraction = 0.5
+    """A region is a detection when its mean probability is at least this."""
+    unclip_ratio: Annotated[float, b.UNCLIP_RATIO.meta] = 1.6
+    """Each box grows on every side by its area x ratio / its perimeter."""
+    min_size: Annotated[int, b.MAP_MIN_SIZE.meta] = 3
+    """A region whose box's shorter side (map pixels, before growing) is below this is dropped."""
+    max_candidates: Annotated[int, b.MAX_CANDIDATES.meta] = 1000
+    """The regions read per map, the first in raster order of their first pixel."""
+
+
+DetectionLayouts = Literal["yolov8", "yolov5", "separate", "probability-map"]
+BoxFormats = Literal["xyxy", "xywh", "cxcywh", "yxyx"]
+PACKED_LAYOUTS = ("yolov8", "yolov5")
+"""Layouts packing boxes and class scores in the one output tensor (boxes as cxcywh)."""
+PROBABILITY_MAP = "probability-map"
+"""The layout of a DBNet-style ``(N, 1, H, W)`` map of one class's per-pixel probability."""
+OutputName = str | Annotated[int, b.PORT_INDEX.meta]
+"""A model output's name, or an index into the model's outputs."""
+
+
+class Detection(_Strict, frozen=True, kw_only=True):
+    """How a detection output is read: its packed layout (or, ``separate``, the outputs that
+    hold the scores, classes, count and masks beside the boxes this output holds; or,
+    ``probability-map``, one class's probability per pixel whose regions become boxes), its
+    boxes, the score threshold and NMS; the output's ``labels`` file names its classes,
+    matched to the dataset's COCO categories by name."""
+
+    layout: DetectionLayouts
+    box_format: BoxFormats = "cxcywh"
+    normalized: bool = False
+    score_threshold: Fraction = 0.0
+    nms: Nms | None = None
+    scores: OutputName | None = None
+    """``separate``: the output of each box's score, ``(N, K)``."""
+    classes: OutputName | None = None
+    """``separate``: the output of each box's class index, ``(N, K)`` (whole numbers, may be
+    float); left out, every box is class 0 (a one-class detector)."""
+    count: OutputName | None = None
+    """``separate``: the output of how many of the K boxes are valid, ``(N,)`` or ``(N, 1)``."""
+    masks: OutputName | None = None
+    """The output of each box's mask (instance segmentation): ``(N, K, h, w)`` scores."""
+    mask_kind: Literal["box", "image"] | None = None
+    """``box``: each mask covers its own box (TensorFlow's and MLModelScope's Mask R-CNN);
+    ``image``: each mask covers the model input (mapped back like the boxes)."""
+    mask_threshold: Fraction | None = None
+    """A mask pixel belongs to the instance when its score is at least this (0.5 if unset)."""
+    probability_map: ProbabilityMap | None = None
+    """``probability-map``: how regions become boxes (filled with the defaults if left out)."""
+
+    def __post_init__(self) -> None:
+        if self.layout == PROBABILITY_MAP or self.probability_map is not None:
+            self._check_map()
+            return
+        packed = self.layout in PACKED_LAYOUTS
+        if packed and self.box_format != "cxcywh":
+            raise ValueError(
+                f"layout {self.layout} packs boxes as cxcywh: box_format {self.box_format!r} "
+                "cannot apply to it"
+            )
+        if packed:
+            for name in ("scores", "classes", "count", "masks"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"layout {self.layout} packs boxes and scores in one tensor: `{name}` "
+                        "names a separate output (layout separate)"
+                    )
+        elif self.scores is None:
+            raise ValueError("layout separate needs `scores`: the output of the boxes' scores")
+        if self.masks is None and (self.mask_kind, self.mask_threshold) != (None, None):
+            raise ValueError("mask_kind and mask_threshold describe `masks`: name that output")
+        if self.masks is not None and self.mask_kind is None:
+            raise ValueError(
+                "masks need `mask_kind`: box (each mask covers its box) or image (the input)"
+            )
+
+    def _check_map(self) -> None:
+        """A probability map makes its own boxes, class 0, scored by their regions."""
+        if self.layout != PROBABILITY_MAP:
+            raise ValueError(f"probability_map describes layout probability-map, not {self.layout}")
+        named = ("scores", "classes", "count", "masks", "mask_kind", "mask_threshold")
+        given = [name for name in named if getattr(self, name) is not None]
+        given += ["normalized"] if self.normalized else []
+        given += ["box_format"] if self.box_format != "cxcywh" else []
+        given += ["score_threshold"] if self.score_threshold != 0.0 else []
+        if given:
+            raise ValueError(
+                f"layout probability-map makes its own boxes from the map, one class, scored by "
+                f"each region's mean probability: `{given[0]}` does not apply to it (threshold "
+                "the regions with `probability_map: {box_threshold: ...}`)"
+            )
+        if self.probability_map is None:
+            msgspec.structs.force_setattr(self, "probability_map", ProbabilityMap())
+
+    @property
+    def extra_outputs(self) -> list[OutputName]:
+        """The other outputs this section reads, in a fixed order."""
+        named = (self.scores, self.classes, self.count, self.masks)
+        return [n for n in named if n is not None]
+
+
+LATE_DETECTION_FIELDS = (
+    "scores",
+    "classes",
+    "count",
+    "masks",
+    "mask_kind",
+    "mask_threshold",
+    "probability_map",
+)
+"""``Detection`` fields added after detection manifests were published: left out while unset."""
+
+
+class Segmentation(_Strict, frozen=True, kw_only=True):
+    """How a semantic segmentation output is read into one class per pixel."""
+
+    form: Literal["logits", "classes", "probability"]
+    """``logits``: a score per class and pixel, the class is the argmax; ``classes``: the
+    class index per pixel; ``probability``: one foreground score per pixel, class 1 where it
+    is at least ``threshold``, else 0."""
+    layout: Literal["NCHW", "NHWC"] = "NCHW"
+    """Where ``logits`` keep the classes: axis 1 (NCHW) or last (NHWC)."""
+    threshold: Fraction = 0.5
+
+
+class CtcAlphabet(_Strict, frozen=True, kw_only=True):
+    """Where a CTC output's characters are, one per line in class order (blank and space
+    left out): a ``file`` of the model (PaddleOCR's dict format) or an ONNX model's metadata
+    entry (``metadata``: its key, ``character`` in rapidocr's PP-OCR recognisers)."""
+
+    file: str | None = None
+    metadata: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.file is None) == (self.metadata is None):
+            raise ValueError(
+                "a CTC alphabet is either a `file` of the model or an ONNX `metadata` key"
+            )
+        if self.file is not None:
+            check_relative_path(self.file)
+
+
+class Ctc(_Strict, frozen=True, kw_only=True):
+    """How a ``type: text`` output ``(N, T, C)`` is read: CTC greedy decoding
+    (``pinbench.tasks.text_recognition``). Class ``blank`` is CTC's blank; the others are the
+    alphabet's characters in order, then a space when ``space`` is set (PaddleOCR's
+    ``use_space_char``), so C = len(alphabet) + 1 (+ 1)."""
+
+    blank: Annotated[int, b.CTC_BLANK.meta]
+    """The blank's class index (0 in PaddleOCR's recognisers): given, never assumed."""
+    alphabet: CtcAlphabet
+    space: bool = False
+
+
+class Binary(_Strict, frozen=True, kw_only=True):
+    """A ``type: binary`` output: each value is the probability of the positive class (a
+    sigmoid's, in [0, 1]), read as positive at or above ``threshold``."""
+
+    threshold: Fraction = 0.5
+
+
+class State(_Strict, frozen=True, kw_only=True):
+    """A state input (``registry.input_kinds``): zeros of the input's ``shape`` with the batch's
+    size inserted at ``batch_axis``, fed with every call; in a streamed run, each chunk's
+    output ``next`` is fed back to it for the next chunk."""
+
+    batch_axis: Annotated[int, b.BATCH_AXIS.meta] | None = None
+    """Required (refused, with why, when left out): where the batch axis goes among the model
+    input's axes (0..len(shape))."""
+    next: OutputName | None = None
+    """The model output carried into this input from one chunk to the next."""
+
+
+class Stream(_Strict, frozen=True, kw_only=True):
+    """The input a sample is streamed through (``pinbench.evaluator.stream``): cut along its
+    first axis into chunks of ``chunk`` rows, each fed with the ``context`` rows before it."""
+
+    chunk: Annotated[int, b.STREAM_CHUNK.meta]
+    context: Annotated[int, b.STREAM_CONTEXT.meta] = 0
+
+
+ConstantValue = int | float | bool | list[Any]
+"""A constant input's value: a number or nested lists of numbers (``input_kinds``)."""
+
+
+class Input(_Strict, frozen=True, kw_only=True):
+    name: OutputName
+    """A layer name, or an index into the model's inputs."""
+    type: Literal["image", "tensor", "text"] = "tensor"
+    element_type: ElementType = "float32"
+    shape: list[Annotated[int, b.DIMENSION.meta]] = msgspec.field(default_factory=list)
+    steps: list[InputStep] = msgspec.field(default_factory=list)
+    value: ConstantValue | None = None
+    """A constant input: fed unchanged with every call (a late field, see
+    ``LATE_INPUT_FIELDS``; as are ``state`` and ``stream``)."""
+    state: State | None = None
+    stream: Stream | None = None
+
+    def __post_init__(self) -> None:
+        from pinbench.registry.input_kinds import check_input
+
+        check_input(self)
+
+
+class Output(_Strict, frozen=True, kw_only=True):
+    name: OutputName
+    type: Literal[
+        "classification", "tensor", "embedding", "detection", "segmentation", "text", "binary"
+    ] = "tensor"
+    steps: list[OutputStep] = msgspec.field(default_factory=list)
+    labels: LabelsRef | None = None
+    detection: Detection | None = None
+    """How a ``type: detection`` output is read (added later: left out of the stored data
+    while unset, see ``LATE_OUTPUT_FIELDS``)."""
+    segmentation: Segmentation | None = None
+    """How a ``type: segmentation`` output is read (likewise a late field)."""
+    ctc: Ctc | None = None
+    """How a ``type: text`` output is decoded (likewise a late field)."""
+    binary: Binary | None = None
+    """How a ``type: binary`` output is read (likewise a late field; filled in when left out)."""
+
+    def __post_init__(self) -> None:
+        if self.type == "binary" and self.binary is None:
+            msgspec.structs.force_setattr(self, "binary", Binary())
+        sections = (
+            ("detection", "detection"),
+            ("segmentation", "segmentation"),
+            ("ctc", "text"),
+            ("binary", "binary"),
+        )
+        for section, kind in sections:
+            if getattr(self, section) is not None and self.type != kind:
+                raise ValueError(
+                    f"output {self.name!r} has a `{section}` section but type {self.type!r}: "
+                    f"give it `type: {kind}`"
+                )
+        if self.type == "text" and self.ctc is None:
+            raise ValueError(
+                f"output {self.name!r} of type text needs a `ctc` section: how it is decoded, "
+                "e.g. `ctc: {blank: 0, alphabet: {file: keys.txt}, space: true}`"
+            )

@@ -1,0 +1,265 @@
+"""The pre- and post-processing steps a model manifest's inputs and outputs declare, each a
+strict struct (docs/steps.md is generated from their schema)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from pinbench import bounds as b
+from pinbench.registry.manifest_parts import _Strict, check_relative_path
+
+# ---------------------------------------------------------------- pre/post-processing steps
+
+
+class Decode(_Strict, frozen=True, kw_only=True):
+    color_mode: Literal["rgb", "bgr", "grayscale"] = "rgb"
+
+
+Pixels = Annotated[int, b.PIXELS.meta]
+Fraction = Annotated[float, b.FRACTION.meta]
+PadValue = Annotated[float, b.PAD_VALUE.meta]
+
+
+class Resize(_Strict, frozen=True, kw_only=True):
+    size: tuple[Pixels, Pixels]
+    """Height, width."""
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+    keep_aspect_ratio: bool = False
+
+
+class Crop(_Strict, frozen=True, kw_only=True):
+    size: tuple[Pixels, Pixels]
+    mode: Literal["center"] = "center"
+
+
+class MaxDimension(_Strict, frozen=True, kw_only=True):
+    """Longest-side resize: the longer side becomes ``size`` (up or down), the aspect ratio
+    kept (MLModelScope's ``max_dimension``); images of different shapes stay different until a
+    pad, letterbox, resize or crop makes them one size."""
+
+    size: Pixels
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+
+class Normalize(_Strict, frozen=True, kw_only=True):
+    """``(x - mean) / std`` per channel, or ``x * scale``."""
+
+    mean: list[Annotated[float, b.NORMALIZE.meta]] = msgspec.field(default_factory=lambda: [0.0])
+    std: list[Annotated[float, b.NORMALIZE.meta]] | None = None
+    scale: Annotated[float, b.NORMALIZE.meta] | None = None
+
+    def __post_init__(self) -> None:
+        if self.std is not None and self.scale is not None:
+            raise ValueError("normalize takes either std or scale, not both")
+        if self.std is not None and any(s == 0 for s in self.std):
+            raise ValueError("normalize std must not contain 0")
+
+
+class Layout(_Strict, frozen=True, kw_only=True):
+    to: Literal["NCHW", "NHWC", "CHW", "HWC"]
+
+
+class ColorMode(_Strict, frozen=True, kw_only=True):
+    to: Literal["rgb", "bgr", "grayscale"]
+
+
+ElementType = Literal["float32", "float16", "float64", "uint8", "int8", "int32", "int64", "bool"]
+
+
+class DType(_Strict, frozen=True, kw_only=True):
+    to: ElementType
+
+
+class Tokenize(_Strict, frozen=True, kw_only=True):
+    """Text to token ids with a Hugging Face ``tokenizers`` file of the model artifact; one
+    of the encoding's fields feeds this input (each text input has its own step)."""
+
+    tokenizer: str
+    """The ``tokenizer.json`` file, among the model's files."""
+    output: Literal["input_ids", "attention_mask", "token_type_ids"] = "input_ids"
+    max_length: Annotated[int, b.MAX_LENGTH.meta]
+    truncation: bool = False
+    padding: Literal["fixed"] = "fixed"
+
+    def __post_init__(self) -> None:
+        check_relative_path(self.tokenizer)
+
+
+Placement = Literal["top-left", "center"]
+
+
+class Pad(_Strict, frozen=True, kw_only=True):
+    """Pad each image to a square of its longer side (no scaling), e.g. NudeNet's pipeline."""
+
+    to: Literal["square"] = "square"
+    placement: Placement = "top-left"
+    value: PadValue = 0
+
+
+class Letterbox(_Strict, frozen=True, kw_only=True):
+    """Scale each image to fit ``size`` (height, width) keeping its aspect ratio, then pad to
+    the size (ultralytics' ``LetterBox``)."""
+
+    size: tuple[Pixels, Pixels]
+    placement: Placement = "center"
+    value: PadValue = 114
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+
+class ResizeHeight(_Strict, frozen=True, kw_only=True):
+    """A text line to ``height`` keeping its aspect ratio, its width ``ceil(height * w / h)``
+    but at most ``max_width``, then padded on the right with ``value`` to ``max_width``
+    (PaddleOCR's ``resize_norm_img`` for its recognisers)."""
+
+    height: Pixels
+    max_width: Pixels
+    value: PadValue = 0
+    """In the samples' values where the step stands: PaddleOCR pads with 0 after its
+    normalize (a grey of 127.5 before it)."""
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+
+class ResizeMultiple(_Strict, frozen=True, kw_only=True):
+    """Each image to its own size, each side a multiple of ``multiple``: PaddleOCR's det
+    resize (``DetResizeForTest``, ``limit_side_len``/``limit_type``), see ``size_of``. Images
+    of different shapes may stay different, and are then fed one at a time."""
+
+    multiple: Annotated[int, b.MULTIPLE.meta] = 32
+    limit_side: Pixels = 960
+    limit_type: Literal["max", "min", "resize_long"] = "max"
+    method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
+
+    def size_of(self, width: int, height: int) -> tuple[int, int]:
+        """The ``(width, height)`` an image of ``width x height`` is resized to, computed as
+        PaddleOCR computes it (``resize_image_type0``), in the same float operations: a ratio
+        of 1 unless the longer side is above ``limit_side`` (``max``: the longer side to it)
+        or the shorter one below it (``min``: the shorter side to it), or always the longer
+        side to it (``resize_long``); each side scaled and truncated (``int``), then rounded to
+        the nearest multiple (Python's ``round``: half to even) and at least one multiple."""
+        h, w, limit = height, width, self.limit_side
+        ratio = 1.0
+        if self.limit_type == "max" and max(h, w) > limit:
+            ratio = float(limit) / h if h > w else float(limit) / w
+        elif self.limit_type == "min" and min(h, w) < limit:
+            ratio = float(limit) / h if h < w else float(limit) / w
+        elif self.limit_type == "resize_long":
+            ratio = float(limit) / max(h, w)
+        m = self.multiple
+        return (
+            max(int(round(int(w * ratio) / m) * m), m),
+            max(int(round(int(h * ratio) / m) * m), m),
+        )
+
+
+class DecodeAudio(_Strict, frozen=True, kw_only=True):
+    """A WAV file to a 1-D float32 waveform in [-1, 1] (``pinbench.evaluator.audio``): its
+    channels mixed down (``mix``, their mean) or one kept (its index from 0), as declared."""
+
+    channel: Literal["mix"] | Annotated[int, b.AUDIO_CHANNEL.meta]
+    """Required: how a file's channels become one (a mono file: ``mix`` or ``0``)."""
+    rate: Annotated[int, b.SAMPLE_RATE.meta] | None = None
+    """The sample rate every file must have (Hz); a file of another is refused. Required
+    unless a ``resample`` step follows (then files may have any rate)."""
+
+
+class Resample(_Strict, frozen=True, kw_only=True):
+    """Each waveform from its file's sample rate to ``rate`` (SciPy's ``resample_poly``
+    computed in NumPy, ``evaluator.polyphase``); it follows ``decode_audio`` directly."""
+
+    rate: Annotated[int, b.SAMPLE_RATE.meta]
+
+
+class FitLength(_Strict, frozen=True, kw_only=True):
+    """Each waveform to ``length`` samples: a shorter one padded at its end with ``value``; a
+    longer one refused, naming its file, unless ``crop`` (then its first ``length`` kept)."""
+
+    length: Annotated[int, b.AUDIO_LENGTH.meta]
+    value: Annotated[float, b.AUDIO_VALUE.meta] = 0.0
+    crop: bool = False
+
+
+class ExpandDims(_Strict, frozen=True, kw_only=True):
+    """A new axis of size 1 in each sample, at ``axis`` of the sample's axes (the batch axis
+    not counted; -1: last): a ``(T,)`` waveform with ``axis: 0`` becomes ``(1, T)``."""
+
+    axis: Annotated[int, b.AXIS.meta]
+
+
+AUDIO_STEPS = ("decode_audio", "resample", "fit_length")
+"""The steps that read waveforms decoded from audio files (``data.format: audio``)."""
+
+
+class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
+    """Exactly one of the fields: ``- resize: {size: [224, 224]}``."""
+
+    tokenize: Tokenize | None = None
+    decode: Decode | None = None
+    resize: Resize | None = None
+    max_dimension: MaxDimension | None = None
+    crop: Crop | None = None
+    pad: Pad | None = None
+    letterbox: Letterbox | None = None
+    normalize: Normalize | None = None
+    layout: Layout | None = None
+    color_mode: ColorMode | None = None
+    dtype: DType | None = None
+    resize_height: ResizeHeight | None = None
+    resize_multiple: ResizeMultiple | None = None
+    decode_audio: DecodeAudio | None = None
+    resample: Resample | None = None
+    fit_length: FitLength | None = None
+    expand_dims: ExpandDims | None = None
+
+    def __post_init__(self) -> None:
+        _exactly_one(self)
+
+
+class Softmax(_Strict, frozen=True, kw_only=True):
+    axis: Annotated[int, b.AXIS.meta] = -1
+
+
+class Argsort(_Strict, frozen=True, kw_only=True):
+    descending: bool = True
+
+
+class TopK(_Strict, frozen=True, kw_only=True):
+    k: Annotated[int, b.TOP_K.meta] = 5
+
+
+class Pool(_Strict, frozen=True, kw_only=True):
+    """Token states ``(N, T, D)`` to one vector per sample: the mean over the tokens the
+    attention mask (an input, by name) keeps, or the first token's (``cls``)."""
+
+    mode: Literal["mean", "cls"] = "mean"
+    mask: str | None = None
+    """The input whose 0/1 values say which tokens count (required for ``mean``)."""
+
+    def __post_init__(self) -> None:
+        if self.mode == "mean" and self.mask is None:
+            raise ValueError("mean pooling needs `mask`: the attention-mask input's name")
+
+
+class L2Normalize(_Strict, frozen=True, kw_only=True):
+    """Each vector divided by its Euclidean norm."""
+
+
+class OutputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
+    softmax: Softmax | None = None
+    argsort: Argsort | None = None
+    topk: TopK | None = None
+    pool: Pool | None = None
+    l2_normalize: L2Normalize | None = None
+
+    def __post_init__(self) -> None:
+        _exactly_one(self)
+
+
+def _exactly_one(step: msgspec.Struct) -> None:
+    names = step.__struct_fields__
+    chosen = [n for n in names if getattr(step, n) is not None]
+    if len(chosen) != 1:
+        raise ValueError(
+            f"a step must have exactly one of {', '.join(names)}; got {chosen or 'none'}"
+        )
