@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pytest
 import yaml
 
-from pinbench.evaluator import audio
+from pinbench.evaluator import audio, pipeline_errors
 from pinbench.evaluator import pipeline as p
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
@@ -234,14 +234,18 @@ def test_fit_length_pads_crops_or_refuses_naming_the_file() -> None:
     cut = spec([DECODE, {"fit_length": {"length": 2, "crop": True}}]).steps[1]
     np.testing.assert_array_equal(p._apply(x, cut), x[:, :2])
     refuse = spec([DECODE, {"fit_length": {"length": 2}}]).steps[1]
-    with pytest.raises(p.PipelineError, match=r"fit_length: clips/a\.wav is 3 samples long"):
+    with pytest.raises(
+        pipeline_errors.PipelineError, match=r"fit_length: clips/a\.wav is 3 samples long"
+    ):
         p._apply(x, refuse, sample="clips/a.wav")
 
 
 def test_waveforms_of_different_lengths_are_never_stacked_silently(tmp_path: Path) -> None:
     a = write_wav(tmp_path / "a.wav", pcm16(np.zeros(100)), width=2)
     b = write_wav(tmp_path / "b.wav", pcm16(np.zeros(120)), width=2)
-    with pytest.raises(p.InputShape, match=r"a.wav: \[100\], b.wav: \[120\]\): add a fit_length"):
+    with pytest.raises(
+        pipeline_errors.InputShape, match=r"a.wav: \[100\], b.wav: \[120\]\): add a fit_length"
+    ):
         p.preprocess_files([("a.wav", a), ("b.wav", b)], "audio", spec([DECODE]))
 
 
@@ -273,7 +277,7 @@ def test_a_shape_changes_only_by_what_the_manifest_says(
     x = spec(**{"steps": [], **fields})
     samples = np.zeros(shape, np.float32)
     if isinstance(want, str):
-        with pytest.raises(p.PipelineError) as caught:
+        with pytest.raises(pipeline_errors.PipelineError) as caught:
             p.preprocess(samples, x)
         assert want in str(caught.value)
         assert "step input" not in str(caught.value) and "step stack" not in str(caught.value)
@@ -454,7 +458,7 @@ def test_the_errors_pickle_with_their_data() -> None:
         audio.AudioRefused(name="clips/a.wav", problem="a truncated file"),
         audio.ResampleRefused(name="a.wav", rate_from=44_101, rate_to=16_000, up=16000, down=1),
         audio.ResampledTooLong(name="a.wav", samples=65_537, rate_from=750, rate_to=768_000),
-        p.InputShape(input="x", step="crop", reason="its step crop reads images"),
+        pipeline_errors.InputShape(input="x", step="crop", reason="its step crop reads images"),
     ]
     for error in errors:
         back = pickle.loads(pickle.dumps(error))

@@ -103,7 +103,7 @@ def test_plain_resize_scales_each_axis() -> None:
 
 
 def test_keep_aspect_resize_then_centre_crop_as_the_pipeline_does() -> None:
-    # pipeline.resize with keep_aspect_ratio: cover 224x224 (scale 224/480), 299x224, crop the
+    # image_steps.resize with keep_aspect_ratio: cover 224x224 (scale 224/480), 299x224, crop the
     # centre 224 columns: 37 columns cut on the left.
     t = transform_of(640, 480, [Resize((224, 224), keep_aspect_ratio=True)])
     assert (t.offset_x, t.offset_y) == (-37.0, 0.0)
@@ -117,13 +117,13 @@ def test_keep_aspect_resize_then_centre_crop_as_the_pipeline_does() -> None:
 def test_the_transform_follows_the_pixels_of_the_pipelines_resize(keep_aspect_ratio: bool) -> None:
     # A white rectangle on black, through pinbench's own resize step: where it lands is where
     # the transform puts its box (to a pixel: the resampling blurs the edges).
-    from pinbench.evaluator import pipeline
+    from pinbench.evaluator import image_steps
     from pinbench.registry import steps
 
     image = np.zeros((1, 480, 640, 1), dtype=np.uint8)
     image[0, 200:400, 100:300] = 255  # xyxy [100, 200, 300, 400]
     step = steps.Resize(size=(224, 224), method="nearest", keep_aspect_ratio=keep_aspect_ratio)
-    out = np.asarray(pipeline.resize(image, step)[0, ..., 0], dtype=np.float64)
+    out = np.asarray(image_steps.resize(image, step)[0, ..., 0], dtype=np.float64)
     rows, cols = np.nonzero(out > 127)
     landed = [cols.min(), rows.min(), cols.max() + 1, rows.max() + 1]
     t = transform_of(640, 480, [Resize((224, 224), keep_aspect_ratio=keep_aspect_ratio)])

@@ -22,7 +22,8 @@ import yaml
 from PIL import Image
 
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.pipeline import PipelineError, preprocess_files
+from pinbench.evaluator.pipeline import preprocess_files
+from pinbench.evaluator.pipeline_errors import PipelineError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import ModelManifest, parse_manifest
@@ -719,9 +720,9 @@ def test_an_image_larger_than_a_sample_may_be_is_refused_at_publish(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Read from the header (no pixel decoded): the cap is far below Pillow's bomb guard."""
-    from pinbench.evaluator import pipeline
+    from pinbench.evaluator import image_files
 
-    monkeypatch.setattr(pipeline, "MAX_SAMPLE_PIXELS", 40 * 40)
+    monkeypatch.setattr(image_files, "MAX_SAMPLE_PIXELS", 40 * 40)
     assert cli("init").code == 0
     root = tmp_path / "colours"
     files = {**photos(), "classes.txt": NAMES}
@@ -773,7 +774,7 @@ READ: list[tuple[str, bytes, tuple[int, int, int]]] = [
 def test_every_documented_image_mode_decodes_to_its_pixels(
     tmp_path: Path, raw: bytes, pixel: tuple[int, int, int]
 ) -> None:
-    from pinbench.evaluator.pipeline import decode_file, image_header
+    from pinbench.evaluator.image_files import decode_file, image_header
     from pinbench.registry.steps import Decode
 
     path = tmp_path / "image"

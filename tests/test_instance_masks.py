@@ -26,7 +26,7 @@ from PIL import Image
 
 from pinbench.catalog import frameworks
 from pinbench.errors import UserError
-from pinbench.evaluator.pipeline import max_dimension
+from pinbench.evaluator.image_steps import max_dimension
 from pinbench.registry.steps import MaxDimension as MaxDimensionStep
 from pinbench.tasks.detection.boxes import Letterbox, MaxDimension, transform_of
 from pinbench.tasks.detection.coco import coco_mask_metrics, validate_segmentations

@@ -21,7 +21,8 @@ from PIL import Image
 
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.feed import _cached
-from pinbench.evaluator.pipeline import InputShape, PipelineError, preprocess
+from pinbench.evaluator.pipeline import preprocess
+from pinbench.evaluator.pipeline_errors import InputShape, PipelineError
 from pinbench.evaluator.ragged import Ragged, RaggedBatch, prepare_ragged
 from pinbench.registry.ports import Input
 from pinbench.registry.steps import InputStep, ResizeMultiple

@@ -31,7 +31,8 @@ from pinbench.artifacts.onnx_proto import metadata_props
 from pinbench.catalog import frameworks
 from pinbench.errors import UserError
 from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.pipeline import PipelineError, pipeline_digest, preprocess
+from pinbench.evaluator.pipeline import pipeline_digest, preprocess
+from pinbench.evaluator.pipeline_errors import PipelineError
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.dataset_manifest import LabelFormat
 from pinbench.registry.manifest import parse_manifest
@@ -566,7 +567,7 @@ def test_resize_height_keeps_the_aspect_and_pads_right(
 
 
 def test_resize_height_refuses_a_pad_value_8_bit_samples_cannot_hold() -> None:
-    from pinbench.evaluator.pipeline import resize_height
+    from pinbench.evaluator.image_steps import resize_height
 
     x = np.zeros((1, 4, 4, 1), np.uint8)
     with pytest.raises(PipelineError, match=r"pad value 127\.5 is not a whole number"):

@@ -19,18 +19,16 @@ from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.datasets import Samples
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.pipeline import (
-    Encodings,
     decoder_of,
     pipeline_digest,
     preprocess,
     preprocess_each,
     preprocess_files,
-    preprocess_texts,
-    tokenizer_version,
 )
 from pinbench.evaluator.ragged import per_image, prepare_ragged
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import prepare_stream
+from pinbench.evaluator.text_inputs import Encodings, preprocess_texts, tokenizer_version
 from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.ports import Input
 

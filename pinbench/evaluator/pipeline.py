@@ -14,79 +14,46 @@ end.
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
 import numpy as np
-import numpy.typing as npt
-from PIL import Image
 
-from pinbench import bounds as b
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.errors import UserError
 from pinbench.evaluator import audio
-from pinbench.evaluator.tokenizing import Encoded, TokenizeProblem, encode_texts
+from pinbench.evaluator.image_files import decode_file
+from pinbench.evaluator.image_steps import (
+    CHANNELS_FIRST,
+    IMAGE_STEPS,
+    as_images,
+    color_mode,
+    crop,
+    decode,
+    dtype,
+    layout,
+    letterbox,
+    max_dimension,
+    normalize,
+    pad,
+    resize,
+    resize_height,
+    resize_multiple,
+)
+from pinbench.evaluator.pipeline_errors import Array, InputShape, PipelineError, _finish
 from pinbench.registry.manifest import step_name
 from pinbench.registry.ports import Input
 from pinbench.registry.steps import (
-    ColorMode,
-    Crop,
-    Decode,
     DecodeAudio,
-    DType,
     ExpandDims,
     FitLength,
     InputStep,
-    Layout,
-    Letterbox,
-    MaxDimension,
-    Normalize,
-    OutputStep,
-    Pad,
-    Pool,
     Resample,
-    Resize,
-    ResizeHeight,
-    ResizeMultiple,
-    Tokenize,
 )
-
-FloatArray = npt.NDArray[np.floating]
-Array = npt.NDArray[np.generic]
 
 PIPELINE_VERSION = 3
 """Bump when a step's reference implementation changes: cached inputs are keyed by it."""
-
-_RESAMPLE = {
-    "nearest": Image.Resampling.NEAREST,
-    "bilinear": Image.Resampling.BILINEAR,
-    "bicubic": Image.Resampling.BICUBIC,
-    "area": Image.Resampling.BOX,
-    "lanczos": Image.Resampling.LANCZOS,
-}
-
-
-class PipelineError(UserError):
-    def __init__(self, *, step: str, reason: str) -> None:
-        super().__init__(f"preprocessing step {step}: {reason}")
-        self.step = step
-        self.reason = reason
-
-
-class InputShape(PipelineError):
-    """Samples of a shape the input does not read as it is declared: names the input and
-    what of its declaration (a step, its type) needs another shape; ``step`` is that step's
-    name, or empty."""
-
-    def __init__(self, *, input: str, step: str, reason: str) -> None:
-        UserError.__init__(self, f"input {input!r}: {reason}")
-        self.input = input
-        self.step = step
-        self.reason = reason
 
 
 def pipeline_digest(
@@ -117,21 +84,6 @@ def decoder_of(data_format: str, specs: Sequence[Input] = ()) -> str | None:
     return f"Pillow {PIL.__version__}"
 
 
-IMAGE_STEPS = (
-    "decode",
-    "resize",
-    "max_dimension",
-    "crop",
-    "pad",
-    "letterbox",
-    "layout",
-    "color_mode",
-    "resize_height",
-    "resize_multiple",
-)
-"""The steps that read images ``(N, H, W, C)``."""
-
-
 def check_order(steps: Sequence[InputStep]) -> None:
     """Image steps read channels last, ``(N, H, W, C)``: after a ``layout`` to ``NCHW`` or
     ``CHW`` they would resize, crop or normalize the wrong axes and give a number for inputs
@@ -151,280 +103,6 @@ def check_order(steps: Sequence[InputStep]) -> None:
                 reason=f"comes after `layout: {to}` but reads images channels last (N, H, W, C): "
                 "put the layout step after it",
             )
-
-
-CHANNELS_FIRST = ("NCHW", "CHW")
-
-
-def as_images(samples: Array, spec: Input) -> Array:
-    """An input's samples as it reads them: for an input of type image or with an image step,
-    images ``(N, H, W, C)``, where ``(N, H, W)`` are images of one channel (the README says
-    so); for any other input, exactly as they are (its steps alone change a shape)."""
-    image_steps = [name for name in map(step_name, spec.steps) if name in IMAGE_STEPS]
-    if spec.type != "image" and not image_steps:
-        return samples
-    if samples.ndim == 3:
-        return samples[..., np.newaxis]
-    if samples.ndim != 4:
-        why = f"its step {image_steps[0]}" if image_steps else "its type image"
-        raise InputShape(
-            input=str(spec.name),
-            step=image_steps[0] if image_steps else "",
-            reason=f"{why} reads images, (H, W) or (H, W, C) per sample; the dataset's "
-            f"samples are {list(samples.shape[1:])}: "
-            + (
-                "give it samples of that shape"
-                if image_steps
-                else "declare it `type: tensor` to feed the samples as they are"
-            ),
-        )
-    return samples
-
-
-def decode(x: Array, step: Decode) -> Array:
-    return color_mode(
-        x, ColorMode(to=step.color_mode), source="rgb" if x.shape[-1] == 3 else "grayscale"
-    )
-
-
-def color_mode(x: Array, step: ColorMode, *, source: str = "rgb") -> Array:
-    channels = x.shape[-1]
-    if step.to == "grayscale":
-        if channels == 1:
-            return x
-        weights = np.array([0.299, 0.587, 0.114], dtype=np.float64)
-        if source == "bgr":
-            weights = weights[::-1]
-        gray = (x.astype(np.float64) @ weights)[..., np.newaxis]
-        return (
-            gray.astype(x.dtype)
-            if np.issubdtype(x.dtype, np.floating)
-            else np.rint(gray).astype(x.dtype)
-        )
-    if channels == 1:
-        return np.repeat(x, 3, axis=-1)
-    if channels != 3:
-        raise PipelineError(step="color_mode", reason=f"expected 1 or 3 channels, got {channels}")
-    return x[..., ::-1] if (step.to == "bgr") != (source == "bgr") else x
-
-
-def resize(x: Array, step: Resize) -> Array:
-    height, width = step.size
-    if step.keep_aspect_ratio:
-        h, w = x.shape[1], x.shape[2]
-        scale = max(height / h, width / w)
-        x = _resize_to(x, max(height, round(h * scale)), max(width, round(w * scale)), step.method)
-        return crop(x, Crop(size=(height, width)))
-    return _resize_to(x, height, width, step.method)
-
-
-def _resize_to(x: Array, height: int, width: int, method: str) -> Array:
-    if x.shape[1:3] == (height, width):
-        return x
-    resample = _RESAMPLE[method]
-    out = np.empty((x.shape[0], height, width, x.shape[3]), dtype=np.float32)
-    for i, sample in enumerate(x):
-        for c in range(sample.shape[-1]):
-            image = Image.fromarray(sample[..., c].astype(np.float32), mode="F")
-            out[i, ..., c] = np.asarray(image.resize((width, height), resample))
-    return (
-        out
-        if np.issubdtype(x.dtype, np.floating)
-        else np.clip(np.rint(out), 0, 255).astype(x.dtype)
-    )
-
-
-def max_dimension(x: Array, step: MaxDimension) -> Array:
-    """The longer side to ``step.size``, the aspect ratio kept (each side rounded, at least 1
-    pixel: ``detection.boxes.MaxDimension`` is the same geometry)."""
-    h, w = x.shape[1], x.shape[2]
-    s = step.size / max(h, w)
-    return _resize_to(x, max(1, round(h * s)), max(1, round(w * s)), step.method)
-
-
-def crop(x: Array, step: Crop) -> Array:
-    height, width = step.size
-    h, w = x.shape[1], x.shape[2]
-    if height > h or width > w:
-        raise PipelineError(step="crop", reason=f"crop {height}x{width} is larger than {h}x{w}")
-    top, left = (h - height) // 2, (w - width) // 2
-    return x[:, top : top + height, left : left + width, :]
-
-
-def _place(x: Array, height: int, width: int, placement: str, value: float) -> Array:
-    """``x`` on a ``height x width`` canvas of ``value``: at the top-left corner, or centred
-    with odd padding's extra pixel right and bottom (``detection.boxes``' geometry)."""
-    h, w = x.shape[1], x.shape[2]
-    top, left = ((height - h) // 2, (width - w) // 2) if placement == "center" else (0, 0)
-    out = np.full((x.shape[0], height, width, x.shape[3]), value, dtype=x.dtype)
-    out[:, top : top + h, left : left + w, :] = x
-    return out
-
-
-def pad(x: Array, step: Pad) -> Array:
-    """Pad to a square of the longer side, no scaling."""
-    side = max(x.shape[1], x.shape[2])
-    return _place(x, side, side, step.placement, step.value)
-
-
-def letterbox(x: Array, step: Letterbox) -> Array:
-    """Scale to fit ``size`` keeping the aspect ratio (each side rounded), then pad to it."""
-    height, width = step.size
-    h, w = x.shape[1], x.shape[2]
-    s = min(height / h, width / w)
-    x = _resize_to(x, max(1, round(h * s)), max(1, round(w * s)), step.method)
-    return _place(x, height, width, step.placement, step.value)
-
-
-def resize_height(x: Array, step: ResizeHeight) -> Array:
-    """PaddleOCR's ``resize_norm_img``: to ``height`` with the width ``ceil(height * w / h)``
-    (at most ``max_width``), then padded on the right with ``value`` to ``max_width``."""
-    h, w = x.shape[1], x.shape[2]
-    width = min(math.ceil(step.height * (w / h)), step.max_width)
-    if np.issubdtype(x.dtype, np.integer) and step.value != int(step.value):
-        raise PipelineError(
-            step="resize_height",
-            reason=f"pad value {step.value} is not a whole number and the samples are "
-            f"{x.dtype}: pad with a whole value, or put the step after normalize",
-        )
-    resized = _resize_to(x, step.height, width, step.method)
-    return _place(resized, step.height, step.max_width, "top-left", step.value)
-
-
-def resize_multiple(x: Array, step: ResizeMultiple, *, sample: str | None = None) -> Array:
-    """PaddleOCR's det resize: to the size ``step.size_of`` gives for the samples' own (a
-    sample file is preprocessed alone, so each image gets its own); a size past
-    ``MAX_SAMPLE_PIXELS`` or a side past 16384 (``limit_type: min`` on a thin image) is
-    refused."""
-    h, w = x.shape[1], x.shape[2]
-    width, height = step.size_of(w, h)
-    if width * height > MAX_SAMPLE_PIXELS or max(width, height) > b.PIXELS.high:
-        what = sample if sample is not None else f"a {w}x{h} sample"
-        raise PipelineError(
-            step="resize_multiple",
-            reason=f"{what} would be resized to {width}x{height}, more than the "
-            f"{MAX_SAMPLE_PIXELS} pixels (and {b.PIXELS.high} a side) a sample may have: "
-            "lower limit_side, or use limit_type max",
-        )
-    return _resize_to(x, height, width, step.method)
-
-
-def normalize(x: Array, step: Normalize) -> FloatArray:
-    out = x.astype(np.float32)
-    if step.scale is not None:
-        return out * np.float32(step.scale)
-    mean = np.asarray(step.mean, dtype=np.float32)
-    std = np.asarray(step.std if step.std is not None else [1.0], dtype=np.float32)
-    for name, values in (("mean", mean), ("std", std)):
-        if values.size not in (1, out.shape[-1]):
-            raise PipelineError(
-                step="normalize",
-                reason=f"{name} has {values.size} values for {out.shape[-1]} channel(s)",
-            )
-    return (out - mean) / std
-
-
-def layout(x: Array, step: Layout) -> Array:
-    if step.to in CHANNELS_FIRST:
-        return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
-    return x
-
-
-def dtype(x: Array, step: DType) -> Array:
-    return x.astype(step.to)
-
-
-IMAGE_FORMATS = ["JPEG", "PNG", "WEBP", "BMP"]
-"""The only Pillow decoders a dataset's image files reach (by content, not by name)."""
-MAX_SAMPLE_PIXELS = 40_000_000
-"""The largest image a dataset may hold (a 7,300 x 5,480 photo); Pillow's own bomb guard is
-at 89 million. A decoded sample is held in memory with all the others."""
-IMAGE_MODES = ("1", "L", "LA", "P", "RGB", "RGBA")
-"""The Pillow modes a sample image may have: 1 to 8 bits per channel, grey, palette or RGB,
-with or without alpha (which ``decode`` drops, as ``convert("RGB")`` in torchvision's and
-Keras' loaders). Others are refused, not converted: 16/32-bit and float (``I;16``, ``I``,
-``F``: 8 bits would saturate), CMYK (no colour profile is applied), YCbCr, LAB, HSV."""
-_PNG_BIT_DEPTH = 24
-"""Where a PNG's bit depth is: its signature (8 bytes), IHDR's length and type (8), width and
-height (8). Pillow opens a 16-bit RGB(A) or grey-alpha PNG in an 8-bit mode."""
-
-
-class ImageRefused(PipelineError):
-    """A sample image file that cannot or may not be decoded: names the file."""
-
-    def __init__(self, *, name: str, problem: str) -> None:
-        super().__init__(step="decode", reason=f"cannot decode {name}: {problem}")
-        self.name = name
-        self.problem = problem
-
-
-def image_header(path: Path, *, name: str) -> tuple[int, int, str]:
-    """Width, height and Pillow mode of an image file, from its header alone; an image that is
-    not JPEG/PNG/WebP/BMP, too large, of more than 8 bits per channel or of a mode not in
-    ``IMAGE_MODES`` is refused."""
-    with _open_image(path, name) as image:
-        return image.width, image.height, image.mode
-
-
-@contextlib.contextmanager
-def _open_image(path: Path, name: str) -> Iterator[Image.Image]:
-    import warnings
-
-    from PIL import UnidentifiedImageError
-
-    def refuse(problem: str) -> ImageRefused:
-        return ImageRefused(name=name, problem=problem)
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path, formats=IMAGE_FORMATS) as image:
-                if image.width * image.height > MAX_SAMPLE_PIXELS:
-                    raise refuse(
-                        f"{image.width}x{image.height} pixels, more than the {MAX_SAMPLE_PIXELS} "
-                        "a sample may have"
-                    )
-                problem = _mode_problem(image, path)
-                if problem is not None:
-                    raise refuse(f"{problem}: convert the image to 8-bit RGB or grayscale")
-                yield image
-    except UnidentifiedImageError:  # its message names the local (blob) path: not useful
-        raise refuse("not a JPEG, PNG, WebP or BMP image") from None
-    except Image.DecompressionBombError as exc:
-        raise refuse(str(exc)) from None
-    except (Image.DecompressionBombWarning, OSError, ValueError, SyntaxError) as exc:
-        raise refuse(str(exc)) from None
-
-
-def _mode_problem(image: Image.Image, path: Path) -> str | None:
-    """Why an image's pixels are not read as they are stored, or None (``IMAGE_MODES``)."""
-    if image.mode.startswith(("I", "F")):
-        return f"mode {image.mode} (more than 8 bits per channel) is not read"
-    if image.format == "PNG":
-        with path.open("rb") as f:
-            header = f.read(_PNG_BIT_DEPTH + 1)
-        depth = header[_PNG_BIT_DEPTH]
-        if depth > 8:
-            return (
-                f"a {depth}-bit PNG (more than 8 bits per channel, which Pillow would read as "
-                f"{image.mode}, cut to 8 bits) is not read"
-            )
-    if image.mode not in IMAGE_MODES:
-        return f"mode {image.mode} is not read (only {', '.join(IMAGE_MODES)})"
-    return None
-
-
-def decode_file(path: Path, step: Decode, *, name: str) -> Array:
-    """One image file as a ``(1, H, W, C)`` uint8 array in the step's colour mode; a file
-    that is not a whole JPEG/PNG/WebP/BMP image, or is a decompression bomb, is refused."""
-    mode = "L" if step.color_mode == "grayscale" else "RGB"
-    with _open_image(path, name) as image:
-        try:
-            pixels = np.asarray(image.convert(mode))
-        except (OSError, ValueError, SyntaxError) as exc:
-            raise ImageRefused(name=name, problem=str(exc)) from None
-    x = pixels[np.newaxis, ..., np.newaxis] if pixels.ndim == 2 else pixels[np.newaxis]
-    return x[..., ::-1] if step.color_mode == "bgr" else x
 
 
 def preprocess_files(
@@ -541,101 +219,12 @@ def _wav_reader(step: DecodeAudio, resample: Resample | None) -> Callable[[Path,
     return read
 
 
-_ENCODING_FIELDS = {
-    "input_ids": "ids",
-    "attention_mask": "attention_mask",
-    "token_type_ids": "type_ids",
-}
-
-
-def tokenizer_version() -> str:
-    import tokenizers
-
-    return f"tokenizers {tokenizers.__version__}, lines split on LF"
-
-
-Encodings = dict[tuple[str, int, bool], Encoded]
-"""Texts already tokenized, by (tokenizer path, max_length, truncation): the inputs of one
-model that read the ids, the attention mask and the token type ids tokenize once."""
-
-
-def preprocess_texts(
-    texts: Sequence[str],
-    spec: Input,
-    files: dict[str, Path],
-    stop: Callable[[], None] | None = None,
-    encodings: Encodings | None = None,
-) -> Array:
-    """Tokenize text samples for one input: its first step is ``tokenize`` (the tokenizer
-    file among the model's ``files``), padded to ``max_length``; a longer text without
-    ``truncation`` is refused, naming it. A ``dtype`` step may follow. Tokenizing runs in a
-    child process that ``stop`` (called while it runs; it raises to stop) ends at once
-    (``pinbench.evaluator.tokenizing``)."""
-    steps = list(spec.steps)
-    if not steps or steps[0].tokenize is None:
-        raise PipelineError(
-            step="tokenize",
-            reason=f"input {spec.name!r} reads text samples: its steps must begin with a "
-            "tokenize step (e.g. `- tokenize: {tokenizer: tokenizer.json, max_length: 128}`)",
-        )
-    step = steps[0].tokenize
-    assert step is not None
-    x: Array = _tokenize(texts, step, files, stop, {} if encodings is None else encodings)
-    for rest in steps[1:]:
-        if rest.dtype is None:
-            raise PipelineError(
-                step="tokenize", reason="only a dtype step may follow tokenize on text samples"
-            )
-        x = dtype(x, rest.dtype)
-    return _finish(x, spec)
-
-
-MAX_TOKENS = 2**28
-"""The most token positions (samples x max_length) one input may hold: 2 GiB as int64."""
-
-
-def _tokenize(
-    texts: Sequence[str],
-    step: Tokenize,
-    files: dict[str, Path],
-    stop: Callable[[], None] | None,
-    encodings: Encodings,
-) -> Array:
-    total = len(texts) * step.max_length
-    if total > MAX_TOKENS:
-        raise PipelineError(
-            step="tokenize",
-            reason=f"{len(texts)} samples x max_length {step.max_length} = {total} tokens, "
-            f"more than the {MAX_TOKENS} an input may hold",
-        )
-    key = (step.tokenizer, step.max_length, step.truncation)
-    if key not in encodings:
-        try:
-            encodings[key] = encode_texts(
-                texts,
-                tokenizer=files[step.tokenizer],
-                name=step.tokenizer,
-                max_length=step.max_length,
-                truncation=step.truncation,
-                stop=stop,
-            )
-        except TokenizeProblem as exc:
-            raise PipelineError(step="tokenize", reason=exc.reason) from None
-    return encodings[key].field(_ENCODING_FIELDS[step.output]).astype(np.int64)
-
-
 def _npy_sample(path: Path, name: str) -> Array:
     try:
         array: Array = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise PipelineError(step="decode", reason=f"cannot read {name}: {exc}") from None
     return array
-
-
-def _finish(x: Array, spec: Input) -> Array:
-    if x.dtype != np.dtype(spec.element_type):
-        x = x.astype(spec.element_type)
-    return np.ascontiguousarray(x)
 
 
 def preprocess(samples: Array, spec: Input) -> Array:
@@ -729,69 +318,3 @@ def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
         return resize_multiple(x, step.resize_multiple, sample=sample)
     assert step.dtype is not None
     return dtype(x, step.dtype)
-
-
-def softmax(x: FloatArray, axis: int = -1) -> FloatArray:
-    shifted = x - np.max(x, axis=axis, keepdims=True)
-    e = np.exp(shifted)
-    out: FloatArray = e / np.sum(e, axis=axis, keepdims=True)
-    return out
-
-
-def pool(x: Array, step: Pool, inputs: dict[str, Array]) -> FloatArray:
-    """Token states ``(N, T, D)`` to ``(N, D)``: the mean over the tokens the mask keeps (the
-    mask input, ``(N, T)`` of 0/1), or the first token's state."""
-    if x.ndim != 3:
-        raise PipelineError(step="pool", reason=f"expected (N, tokens, D) states, got {x.shape}")
-    states = x.astype(np.float32)
-    if step.mode == "cls":
-        out: FloatArray = states[:, 0, :]
-        return out
-    assert step.mask is not None
-    mask = inputs[step.mask].astype(np.float32)
-    if mask.shape != states.shape[:2]:
-        raise PipelineError(
-            step="pool",
-            reason=f"mask {step.mask!r} has shape {list(mask.shape)}, the states "
-            f"{list(states.shape)}",
-        )
-    if not np.isin(mask, (0.0, 1.0)).all() or (mask.sum(axis=1) == 0).any():
-        raise PipelineError(
-            step="pool",
-            reason=f"mask {step.mask!r} must be 0/1 with at least one kept token per sample "
-            "(feed it the tokenizer's attention_mask)",
-        )
-    summed = np.einsum("ntd,nt->nd", states, mask)
-    kept = np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-    pooled: FloatArray = summed / kept
-    return pooled
-
-
-def l2_normalize(x: Array) -> FloatArray:
-    values = x.astype(np.float32)
-    norms = np.linalg.norm(values, axis=-1, keepdims=True)
-    out: FloatArray = values / np.maximum(norms, 1e-12)
-    return out
-
-
-def postprocess(
-    outputs: Array, steps: list[OutputStep], inputs: dict[str, Array] | None = None
-) -> Array:
-    """Apply output steps: to a ``(N, classes)`` array ``topk``/``argsort`` give class
-    indices; ``pool`` (with the named mask among ``inputs``) and ``l2_normalize`` turn token
-    states into sentence embeddings."""
-    x = outputs
-    for step in steps:
-        if step.pool is not None:
-            x = pool(x, step.pool, inputs or {})
-        elif step.l2_normalize is not None:
-            x = l2_normalize(x)
-        elif step.softmax is not None:
-            x = softmax(x.astype(np.float32), step.softmax.axis)
-        elif step.argsort is not None:
-            xf = x.astype(np.float64)
-            order = np.argsort(-xf if step.argsort.descending else xf, axis=-1, kind="stable")
-            x = order
-        elif step.topk is not None:
-            x = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., : step.topk.k]
-    return x

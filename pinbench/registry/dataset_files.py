@@ -35,8 +35,8 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
         return
     from pinbench.evaluator.audio import AudioRefused, wav_info
     from pinbench.evaluator.datasets import read_text_lines
+    from pinbench.evaluator.image_files import ImageRefused, image_header
     from pinbench.evaluator.labels import LabelProblem
-    from pinbench.evaluator.pipeline import ImageRefused, image_header
     from pinbench.tasks.base import TruthSource
     from pinbench.tasks.registry import task
 

@@ -151,7 +151,8 @@ def _check_separate(manifest: ModelManifest, index: int) -> None:
 
 
 def _check_order(steps: Any, at: str) -> None:
-    from pinbench.evaluator.pipeline import PipelineError, check_order
+    from pinbench.evaluator.pipeline import check_order
+    from pinbench.evaluator.pipeline_errors import PipelineError
 
     try:
         check_order(steps)

@@ -270,7 +270,7 @@ def score_detections(
     ``outputs`` are the samples' outputs by name (``plan.names``), in sample order: one
     mapping of them all stacked, or one per sample where they differ in shape (images fed one
     at a time at sizes of their own); ``images`` each sample's (name, local file)."""
-    from pinbench.evaluator.pipeline import image_header
+    from pinbench.evaluator.image_files import image_header
 
     detection, truth, cats = plan.detection, plan.truth, plan.cats
     for part in outputs:

@@ -118,7 +118,7 @@ def score_masks(
     """mIoU and pixel accuracy of every sample's class map against its mask; ``output`` is
     the segmentation output of all samples in order, ``images`` each sample's (name, local
     file)."""
-    from pinbench.evaluator.pipeline import image_header
+    from pinbench.evaluator.image_files import image_header
 
     truth, section = plan.truth, plan.section
     check_answer({plan.name: output}, plan)
