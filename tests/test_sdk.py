@@ -172,3 +172,15 @@ def test_a_servers_latencies_digest_that_is_no_sha256_is_refused_before_any_requ
         )
         with pytest.raises(RemoteFailed, match="no sha256"):
             run.latencies()
+
+
+def test_a_home_given_with_a_tilde_is_the_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PINBENCH_DATABASE_URL", "sqlite:////nonexistent/not-this-one.db")
+    with pinbench.Registry(home="~/bench-home") as reg:
+        reg.init()
+        assert reg.list() == []
+    assert (tmp_path / "bench-home" / "pinbench.db").is_file()
+    assert not (Path.cwd() / "~").exists()

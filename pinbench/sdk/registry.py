@@ -76,8 +76,9 @@ class Published:
 
 
 class Registry:
-    """A pinbench registry: ``Registry(home=PATH)`` (``database_url`` defaults to SQLite in the
-    home), ``Registry(url=URL, token=TOKEN)`` for a ``pinbench serve``, or
+    """A pinbench registry: ``Registry(home=PATH)`` (``~`` expanded; ``database_url`` defaults
+    to SQLite in the home, PINBENCH_DATABASE_URL is not read), ``Registry(url=URL,
+    token=TOKEN)`` for a ``pinbench serve``, or
     ``Registry.from_env()`` (PINBENCH_URL and PINBENCH_TOKEN when set, else PINBENCH_HOME and
     PINBENCH_DATABASE_URL). Use it as a context manager, or call ``close()``."""
 
@@ -141,9 +142,10 @@ class Registry:
             from pinbench.workspace import Workspace
 
             settings = Settings.from_env()
-            if self._home is not None:
-                url = self._database_url or f"sqlite:///{self._home}/pinbench.db"
-                settings = Settings(home=self._home, database_url=url)
+            if self._home is not None:  # PINBENCH_* are not read for a home given here
+                home = self._home.expanduser().resolve()
+                url = self._database_url or f"sqlite:///{home / 'pinbench.db'}"
+                settings = Settings(home=home, database_url=url)
             elif self._database_url is not None:
                 settings = Settings(home=settings.home, database_url=self._database_url)
             self._ws = Workspace(settings)
