@@ -51,7 +51,8 @@ from pinbench.api.deps import (
 from pinbench.api.docs_page import SwaggerPage
 from pinbench.api.headers import add_security_headers
 from pinbench.api.hosts import AllowedHosts, HostCheck
-from pinbench.api.runpool import Cluster, RunPool
+from pinbench.api.run_placement import Cluster
+from pinbench.api.runpool import RunPool
 from pinbench.db import schema
 from pinbench.errors import PinbenchError, UserError
 from pinbench.reports.render import STATIC as SHARED_STATIC

@@ -20,11 +20,10 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pinbench.api.problems import QueueFull
-from pinbench.errors import PinbenchError, UserError
+from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import (
     check_server_pickle,
@@ -41,6 +40,8 @@ if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
     from pinbench.evaluator.warm import WarmPool
 
+from pinbench.api.run_placement import Cluster, NoCluster, submitter
+
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
 CLOSE_GRACE_S = 30.0
@@ -48,32 +49,6 @@ CLOSE_GRACE_S = 30.0
 HEARTBEAT_S = 1.0
 """How often the heartbeat thread looks for cancel requests (it renews the lease and sweeps
 expired ones less often, ``instances.Lease``)."""
-
-
-def _submitter(ws: Workspace, run_id: str) -> str | None:
-    """Who submitted a run (its retries are theirs to cancel too)."""
-    from pinbench.db.models import Run
-
-    with ws.transaction() as session:
-        row = session.get(Run, run_id)
-        return row.submitted_by if row is not None else None
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """``serve --cluster``: the Ray cluster's address, this server's URL as agents reach it,
-    and the token (``read`` scope) agents download blobs with."""
-
-    address: str
-    agent_url: str
-    token: str = field(repr=False)
-
-
-class NoCluster(UserError):
-    def __init__(self) -> None:
-        super().__init__(
-            "this server has no cluster: runs placed on systems need `pinbench serve --cluster`"
-        )
 
 
 class RunPool:
@@ -289,7 +264,7 @@ class RunPool:
         with self._lock:
             self._mine.add(run_id)
         try:
-            user = _submitter(self.ws, lost)
+            user = submitter(self.ws, lost)
             self._queue(lock, run_id, runner, trace, user, system=left[0], retry_of=lost)
         except BaseException:
             with self._lock:
