@@ -183,7 +183,6 @@ LONG = {
     "pinbench.evaluator.bisect",
     "pinbench.registry.ranges",
     "pinbench.provenance.keys",
-    "pinbench.evaluator.predictors.torch.predictor",
 }
 
 

@@ -211,11 +211,8 @@ def test_the_torch_export_reader_says_what_loading_says(
     example: tuple[torch.Tensor, ...],
     dynamic: bool,
 ) -> None:
-    from pinbench.evaluator.predictors.torch.predictor import (
-        _export_inputs,
-        _export_outputs,
-        _no_unpickling,
-    )
+    from pinbench.evaluator.predictors.torch.predictor import _no_unpickling
+    from pinbench.evaluator.predictors.torch.signatures import _export_inputs, _export_outputs
 
     path = tmp_path / "m.pt2"
     batch = torch.export.Dim("batch", min=1)

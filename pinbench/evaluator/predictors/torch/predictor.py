@@ -27,6 +27,13 @@ from pinbench.evaluator.predictors.base import (
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.feeds import Feeds
 from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES, PORTS
+from pinbench.evaluator.predictors.torch.signatures import (
+    _export_inputs,
+    _export_keywords,
+    _export_outputs,
+    _forward_inputs,
+    _script_inputs,
+)
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
@@ -321,86 +328,6 @@ def _model_file(model: ModelFiles) -> tuple[str, Path]:
         raise ModelLoadError(model=model.format, reason=str(exc)) from None
 
 
-def _script_inputs(script: Any, name: str) -> list[Port]:
-    """A scripted module's ``forward`` arguments without a default (after ``self``), each a
-    tensor: a declared input is fed as one (an ``int`` argument, say, is refused here rather
-    than at the first prediction)."""
-    ports = []
-    for arg in script.forward.schema.arguments[1:]:
-        if arg.has_default_value():
-            continue
-        if not isinstance(arg.type, torch.TensorType):
-            raise ModelLoadError(
-                model=name,
-                reason=f"forward's argument {arg.name!r} is {arg.type}, not a Tensor: pinbench "
-                "feeds each declared input as a tensor (a batch of samples)",
-            )
-        ports.append(Port(arg.name))
-    return ports
-
-
 def _numpy(t: Any) -> Array:
     result: Array = t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
     return result
-
-
-def _dim(d: Any) -> int | None:
-    return d if isinstance(d, int) else None
-
-
-def _export_inputs(program: Any) -> list[Port]:
-    """A ``torch.export`` program's user inputs: names, element types, shapes (a symbolic
-    dimension is dynamic)."""
-    user = set(program.graph_signature.user_inputs)
-    ports = []
-    for node in program.graph.nodes:
-        if node.op != "placeholder" or node.name not in user:
-            continue
-        val = node.meta.get("val")
-        if isinstance(val, torch.Tensor):
-            dtype = str(val.dtype).removeprefix("torch.")
-            ports.append(Port(node.name, dtype, tuple(_dim(d) for d in val.shape)))
-        else:
-            ports.append(Port(node.name))
-    return ports
-
-
-def _export_keywords(program: Any, name: str, count: int) -> list[str]:
-    """The keywords of a program's last user inputs, from its call spec ``(args, kwargs)``:
-    exported with ``(x,), {"extra": y}``, it takes ``extra`` by keyword. Inputs nested in a
-    tuple or dict (one argument holding several tensors) are refused: each declared input is
-    one argument."""
-    spec = program.call_spec.in_spec
-    if spec is None:
-        return []
-    args, kwargs = spec.child(0), spec.child(1)
-    leaves = [args.child(i).is_leaf() for i in range(args.num_children)]
-    leaves += [kwargs.child(i).is_leaf() for i in range(kwargs.num_children)]
-    if not all(leaves) or spec.num_leaves != count:
-        raise ModelLoadError(
-            model=name,
-            reason=f"forward takes its {count} inputs nested in {args.num_children} positional "
-            f"and {kwargs.num_children} keyword arguments: pinbench feeds each declared input "
-            "as one tensor argument (export forward(x, y, ...) with one tensor each)",
-        )
-    return [str(k) for k in kwargs.context]
-
-
-def _export_outputs(program: Any) -> int:
-    return len(program.graph_signature.user_outputs)
-
-
-def _forward_inputs(module: Any) -> list[Port]:
-    """The required parameters of a module's ``forward`` (an unpickled module)."""
-    import inspect
-
-    try:
-        params = inspect.signature(module.forward).parameters.values()
-    except (TypeError, ValueError):
-        return [Port("input")]
-    return [
-        Port(p.name)
-        for p in params
-        if p.default is inspect.Parameter.empty
-        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
