@@ -55,7 +55,7 @@ SAMPLES: dict[str, Any] = {
 MARK = yaml.Mark("doc.yaml", 0, 3, 4, None, 0)
 """``Any`` for PyYAML's marks (``_Limit(problem, mark)``)."""
 VALID: dict[str, dict[str, Any]] = {
-    "pinbench.provenance.keys.KeyFileRefused": {"purpose": "attestation"},  # a key it knows
+    "pinbench.provenance.key_material.KeyFileRefused": {"purpose": "attestation"},  # a key it knows
     "pinbench.registry.supported.IncompleteDetection": {"missing": "detection"},  # a field
 }
 """Parameters whose value the constructor looks up: a value it accepts."""

@@ -19,15 +19,8 @@ from pinbench.db import migrate
 from pinbench.db.engine import make_engine
 from pinbench.db.models import Attestation, SigningKey
 from pinbench.provenance.dsse import pae
-from pinbench.provenance.keys import (
-    ATTESTATION,
-    MODEL_SIGNING,
-    KeyFileRefused,
-    key_path,
-    model_signing_key,
-    public_of,
-    signing_key,
-)
+from pinbench.provenance.key_material import ATTESTATION, MODEL_SIGNING, KeyFileRefused, public_of
+from pinbench.provenance.keys import key_path, model_signing_key, signing_key
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, Home, in_process_cli, published_home, run_digits
 

@@ -182,7 +182,6 @@ LONG = {
     "pinbench.registry.schema_docs",
     "pinbench.evaluator.bisect",
     "pinbench.registry.ranges",
-    "pinbench.provenance.keys",
 }
 
 

@@ -18,7 +18,8 @@ from sqlalchemy import delete
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Attestation
 from pinbench.provenance.dsse import pae
-from pinbench.provenance.keys import key_path, public_of, signing_key
+from pinbench.provenance.key_material import public_of
+from pinbench.provenance.keys import key_path, signing_key
 from pinbench.workspace import Workspace
 from tests.apiserver import Server
 from tests.helpers import DIGITS_ACCURACY, Cli, in_process_cli, published_workspace, run_digits

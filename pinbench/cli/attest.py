@@ -18,7 +18,7 @@ from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.provenance.keys import KeyRecord, PublicKey
+    from pinbench.provenance.key_material import KeyRecord, PublicKey
     from pinbench.provenance.verify import BlobBytes, BlobDigest
     from pinbench.remote import Remote
     from pinbench.workspace import Workspace
@@ -110,7 +110,7 @@ def verify(
     the lockfile in the predicate hashes to its id. Exit 1 naming the part that failed."""
     from pinbench.provenance.blobs import folder_blobs, remote_blobs, store_blobs
     from pinbench.provenance.dsse import read_envelopes
-    from pinbench.provenance.keys import parse_public
+    from pinbench.provenance.key_material import parse_public
     from pinbench.provenance.verify import verify_envelope
 
     try:
@@ -179,7 +179,7 @@ def _local_keys(ws: Workspace) -> list[PublicKey]:
 def _remote_keys(remote: Remote) -> list[PublicKey]:
     """A server's attestation keys, each retired one with its date (a server from before
     rotation lists every key as an active attestation key)."""
-    from pinbench.provenance.keys import ATTESTATION, PublicKey
+    from pinbench.provenance.key_material import ATTESTATION, PublicKey
 
     keys = []
     for k in _server_rows(remote):
@@ -263,7 +263,8 @@ def keys_rotate(
     import os
 
     from pinbench.cli.common import workspace
-    from pinbench.provenance.keys import PURPOSES, rotate
+    from pinbench.provenance.key_material import PURPOSES
+    from pinbench.provenance.keys import rotate
 
     if os.environ.get("PINBENCH_URL"):
         raise UserError(
@@ -310,7 +311,8 @@ def keys_export(
     """Write a public key as PEM (SubjectPublicKeyInfo): a model-signing key for `model_signing
     verify key --public_key`, an attestation key for `attest verify --key`. Active or retired;
     PINBENCH_URL: the server's (obtain it apart from the server to trust it independently)."""
-    from pinbench.provenance.keys import find_key, key_records, public_pem
+    from pinbench.provenance.key_material import find_key, public_pem
+    from pinbench.provenance.keys import key_records
 
     def there(remote: Remote) -> tuple[KeyRecord, dict[str, Any]]:
         rows = _server_rows(remote)
@@ -334,7 +336,7 @@ def keys_export(
 
 
 def _record_of(row: dict[str, Any]) -> KeyRecord:
-    from pinbench.provenance.keys import ATTESTATION, KeyRecord
+    from pinbench.provenance.key_material import ATTESTATION, KeyRecord
 
     retired = row.get("retired_at")
     created = row.get("created_at")

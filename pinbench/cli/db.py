@@ -36,7 +36,8 @@ def init(
     """Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and
     this registry's signing keys: Ed25519 for run attestations, EC P-256 for model signatures
     (`pinbench keys list`). On a home that has keys, they are checked, never replaced."""
-    from pinbench.provenance.keys import ATTESTATION, MODEL_SIGNING, ensure_keys
+    from pinbench.provenance.key_material import ATTESTATION, MODEL_SIGNING
+    from pinbench.provenance.keys import ensure_keys
 
     with workspace() as ws:
         revision = ws.init()

@@ -32,7 +32,8 @@ def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
     from pinbench.db.models import Attestation
     from pinbench.evaluator.history import find_run
     from pinbench.provenance.dsse import sign
-    from pinbench.provenance.keys import public_of, signing_key
+    from pinbench.provenance.key_material import public_of
+    from pinbench.provenance.keys import signing_key
     from pinbench.provenance.statement import statement_of
 
     private = signing_key(ws)

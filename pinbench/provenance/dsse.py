@@ -18,7 +18,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from pinbench.provenance.keys import PublicKey
+    from pinbench.provenance.key_material import PublicKey
 
 IN_TOTO = "application/vnd.in-toto+json"
 MAX_ENVELOPE = 64 * 1024 * 1024

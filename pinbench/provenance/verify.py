@@ -21,7 +21,7 @@ from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.provenance.dsse import Envelope
-    from pinbench.provenance.keys import PublicKey
+    from pinbench.provenance.key_material import PublicKey
 
 BlobDigest = Callable[[str, str], "str | None"]
 """(subject name, claimed sha256) -> the sha256 of the bytes found for it, or None."""
