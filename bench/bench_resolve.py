@@ -61,7 +61,8 @@ from pinbench.db.models import Artifact
 from pinbench.errors import UserError
 from pinbench.registry.catalog import resolve_specs
 from pinbench.registry.names import Kind, Spec
-from pinbench.registry.ranges import max_satisfying, parse_version
+from pinbench.registry.ranges import max_satisfying
+from pinbench.registry.versions import parse_version
 from pinbench.workspace import Workspace
 
 MODELS, FRAMEWORKS, DATASETS = 400, 200, 400

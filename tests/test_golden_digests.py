@@ -17,8 +17,8 @@ from pinbench.registry.lockfile import SCHEMA_VERSION, LockBody, Lockfile
 from pinbench.registry.locking import _locked_dataset, _locked_model
 from pinbench.registry.manifest import manifest_digest, parse_manifest
 from pinbench.registry.names import ArtifactRef, Kind
-from pinbench.registry.ranges import parse_version
 from pinbench.registry.request import Request, Scenario, SystemRequest
+from pinbench.registry.versions import parse_version
 
 SHA = "ab" * 32
 

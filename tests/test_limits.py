@@ -26,8 +26,9 @@ from pinbench.registry.names import (
     BadReference,
     check_name,
 )
-from pinbench.registry.ranges import MAX_NUMBER, Range, parse_version
+from pinbench.registry.ranges import Range
 from pinbench.registry.request import MLPERF_PRESET, RequestError, parse_request
+from pinbench.registry.versions import MAX_NUMBER, parse_version
 from pinbench.workspace import Workspace
 from tests.apiserver import Server
 from tests.test_api import REQUEST, manifest_doc, multipart

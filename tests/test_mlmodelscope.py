@@ -40,8 +40,9 @@ from pinbench.registry.mlmodelscope import (
     npm_range,
     semver_text,
 )
-from pinbench.registry.ranges import Range, parse_version
+from pinbench.registry.ranges import Range
 from pinbench.registry.supported import UndeclaredOutput, check_supported
+from pinbench.registry.versions import parse_version
 from tests.helpers import Cli
 
 FIXTURES = Path(__file__).parent / "data" / "mlmodelscope"

@@ -15,13 +15,9 @@ from hypothesis import strategies as st
 from semver import Version
 
 from pinbench.errors import RangeError, VersionError
-from pinbench.registry.ranges import (
-    Comparator,
-    Range,
-    max_satisfying,
-    parse_version,
-    satisfying,
-)
+from pinbench.registry.comparators import Comparator
+from pinbench.registry.ranges import Range, max_satisfying, satisfying
+from pinbench.registry.versions import parse_version
 
 # -- tables -------------------------------------------------------------------------------------
 

@@ -282,7 +282,8 @@ def range_cmd(
 
     With no versions, print the range in normalised form. Exits 1 when no version satisfies.
     """
-    from pinbench.registry.ranges import Range, parse_version, satisfying
+    from pinbench.registry.ranges import Range, satisfying
+    from pinbench.registry.versions import parse_version
 
     rng = Range.parse(range_text)
     if not versions:

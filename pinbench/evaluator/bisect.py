@@ -37,8 +37,8 @@ from pinbench.evaluator.verdict import (
 )
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.ranges import parse_version, precedence_key
 from pinbench.registry.request import Request
+from pinbench.registry.versions import parse_version, precedence_key
 from pinbench.workspace import Workspace
 
 REPEAT = 3

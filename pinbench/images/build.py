@@ -34,7 +34,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.source import evaluator_digest, stage_evaluator
 from pinbench.registry.manifest import Requirement, load_manifest
 from pinbench.registry.publish import publish
-from pinbench.registry.ranges import parse_version
+from pinbench.registry.versions import parse_version
 from pinbench.workspace import Workspace
 
 DOCKERFILE = Path(__file__).resolve().parent / "Dockerfile"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.db.plain import Rows, flag, json_value, when
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec
-from pinbench.registry.ranges import parse_version
+from pinbench.registry.versions import parse_version
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from pinbench.artifacts.sources.uri import parse_source
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.registry.explain import VersionText
 from pinbench.registry.names import check_name
-from pinbench.registry.ranges import Range, parse_version
+from pinbench.registry.ranges import Range
+from pinbench.registry.versions import parse_version
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MD5 = re.compile(r"[0-9a-f]{32}")

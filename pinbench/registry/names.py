@@ -10,7 +10,8 @@ from enum import StrEnum
 import semver
 
 from pinbench.errors import InvalidValue
-from pinbench.registry.ranges import Range, parse_version
+from pinbench.registry.ranges import Range
+from pinbench.registry.versions import parse_version
 
 
 class Kind(StrEnum):

@@ -34,10 +34,10 @@ from pinbench.registry.manifest import (
 )
 from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.names import ArtifactRef, Kind, namespace_of
-from pinbench.registry.ranges import parse_version, precedence_key
 from pinbench.registry.sourcing import Staged, needs_completion, stage_files
 from pinbench.registry.supported import check_supported
 from pinbench.registry.trained import check_trained_by
+from pinbench.registry.versions import parse_version, precedence_key
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

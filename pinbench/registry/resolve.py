@@ -23,7 +23,8 @@ from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, R
 
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec
-from pinbench.registry.ranges import Range, parse_version, precedence_key
+from pinbench.registry.ranges import Range
+from pinbench.registry.versions import parse_version, precedence_key
 
 
 @dataclass(frozen=True, slots=True)

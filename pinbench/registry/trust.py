@@ -22,8 +22,9 @@ from pinbench.errors import UserError
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
 from pinbench.registry.locking import Pinned, lockfile_of
 from pinbench.registry.names import ArtifactRef, Kind
-from pinbench.registry.ranges import Range, parse_version
+from pinbench.registry.ranges import Range
 from pinbench.registry.resolve import published_from_row
+from pinbench.registry.versions import parse_version
 
 
 class NotPublishedHere(UserError):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from pinbench.errors import UserError
-from pinbench.registry.ranges import parse_version
+from pinbench.registry.versions import parse_version
 
 _NUMBER = r"0|[1-9][0-9]*"
 _VERSION: Final = re.compile(
