@@ -20,14 +20,8 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
 from pinbench.demo.bisect import show_bisect
 from pinbench.errors import UserError
-from pinbench.evaluator.bisect import (
-    Pin,
-    bisect,
-    chain,
-    search,
-    side_of,
-    versions_between,
-)
+from pinbench.evaluator.bisect import bisect
+from pinbench.evaluator.bisect_chain import Pin, chain, search, side_of, versions_between
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.stop import Stop
 from pinbench.registry import catalog, service
