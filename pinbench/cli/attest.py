@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import registry, remote_or_here, run_argument, write_atomic
+from pinbench.cli.common import output_option, registry, remote_or_here, run_argument, write_atomic
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -37,14 +37,7 @@ keys_app = click.Group(
 
 @click.command("attest")
 @run_argument
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Where to write the envelope (.intoto.jsonl).",
-)
+@output_option("Where to write the envelope (.intoto.jsonl).")
 @json_option
 def runs_attest(
     run: str,
@@ -294,14 +287,7 @@ def keys_rotate(
 
 @keys_app.command("export")
 @click.argument("keyid", type=str, help="A key id, or its first 8+ hex digits.")
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Where to write the public key (PEM).",
-)
+@output_option("Where to write the public key (PEM).")
 @json_option
 def keys_export(
     keyid: str,

@@ -159,3 +159,10 @@ lockfile_argument = click.argument(
 publisher_option = click.option(
     "--publisher", "publisher", type=str, help="Who publishes (default: $USER)."
 )
+
+
+def output_option(help: str) -> Callable[[F], F]:
+    """``-o/--output FILE`` (``output``, required): where a command writes what it made."""
+    return click.option(
+        "-o", "--output", "output", type=click.Path(path_type=Path), required=True, help=help
+    )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinbench.cli.common import listed, progress_bars, publisher_option, registry
+from pinbench.cli.common import listed, output_option, progress_bars, publisher_option, registry
 from pinbench.console import columns, json_option
 from pinbench.console import err as _err
 from pinbench.console import out as _out
@@ -303,14 +303,7 @@ def range_cmd(
 
 @click.command("lock")
 @click.argument("request", type=click.Path(path_type=Path), help="An evaluation request (YAML).")
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Where to write the lockfile.",
-)
+@output_option("Where to write the lockfile.")
 @json_option
 def lock_cmd(
     request: Path,

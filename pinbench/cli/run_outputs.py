@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinbench.cli.common import remote_or_here
+from pinbench.cli.common import output_option, remote_or_here
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -21,14 +21,7 @@ if TYPE_CHECKING:
 
 @click.command("outputs")
 @click.argument("run", type=str, help="An accuracy run's id (or a unique prefix).")
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Where to write the outputs (.npy).",
-)
+@output_option("Where to write the outputs (.npy).")
 @click.option("--force", "force", is_flag=True, default=False, help="Replace FILE if it exists.")
 @json_option
 def runs_outputs(
