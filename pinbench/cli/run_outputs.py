@@ -8,15 +8,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinbench.cli.common import output_option, remote_or_here
+from pinbench.cli.common import output_option, registry
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.run_outputs import Exported
-    from pinbench.remote import Remote
-    from pinbench.workspace import Workspace
+    pass
 
 
 @click.command("outputs")
@@ -38,19 +36,8 @@ def runs_outputs(
     be a plain .npy array (never a pickle); nothing is written otherwise. A performance run
     records no outputs. With PINBENCH_URL: the server's run and blob.
     """
-    from pinbench.evaluator.run_outputs import export_outputs
-
-    def there(remote: Remote) -> Exported:
-        return export_outputs(remote.run(run), remote.blob, output, force=force)
-
-    def here(ws: Workspace) -> Exported:
-        from pinbench.evaluator.history import show_run
-        from pinbench.evaluator.run_outputs import stored_chunks
-
-        info = show_run(ws, run)
-        return export_outputs(info, lambda d: stored_chunks(ws.store, d), output, force=force)
-
-    done = remote_or_here(there, here)
+    with registry() as reg:
+        done = reg.run(run).export_outputs(output, force=force)
     if as_json:
         _print_json(done.to_json())
         return

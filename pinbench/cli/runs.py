@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -93,21 +93,9 @@ def runs_cancel(
     Recorded `cancelled` with who asked; a finished run cannot be cancelled (exit 1). With
     PINBENCH_URL: through that server, for runs your token's user submitted (admins: any).
     """
-    from pinbench.evaluator.history import show_run
-
     say = progress_lines(quiet=as_json)
-
-    def there(remote: Remote) -> dict[str, Any]:
-        info = remote.cancel(run)
-        return remote.wait(info["id"], say) if wait else info
-
-    def here(ws: Workspace) -> dict[str, Any]:
-        from pinbench.evaluator.cancel import Canceller, request_cancel, wait_finished
-
-        run_id, _ = request_cancel(ws, run, Canceller(None))
-        return wait_finished(ws, run_id, say) if wait else show_run(ws, run_id)
-
-    info = remote_or_here(there, here)
+    with registry() as reg:
+        info = reg.cancel(run, wait=wait, say=say).info
     if as_json:
         _print_json(info)
         return

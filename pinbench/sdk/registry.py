@@ -371,3 +371,24 @@ class Registry:
         from pinbench.provenance.attest import attestation_for
 
         return attestation_for(self.workspace(), run_id)
+
+    def cancel(self, run_id: str, *, wait: bool = True, say: Say | None = None) -> Run:
+        """Cancel a queued run (it never starts) or a running one (its runner stops it):
+        recorded ``cancelled``; a finished run is refused. ``wait``: until it has stopped.
+        Through a server, for the runs its token's user submitted (admins: any)."""
+        from pinbench.evaluator.history import show_run
+        from pinbench.sdk.runs import Run
+
+        quiet: Say = say or (lambda _: None)
+
+        def there(remote: Remote) -> dict[str, Any]:
+            info = remote.cancel(run_id)
+            return remote.wait(info["id"], quiet) if wait else info
+
+        def here(ws: Workspace) -> dict[str, Any]:
+            from pinbench.evaluator.cancel import Canceller, request_cancel, wait_finished
+
+            found, _ = request_cancel(ws, run_id, Canceller(None))
+            return wait_finished(ws, found, quiet) if wait else show_run(ws, found)
+
+        return Run(self.either(there, here), self)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from pinbench.artifacts.ahead import HashesAhead
     from pinbench.evaluator.rerun import Verdict
+    from pinbench.evaluator.run_outputs import Exported
     from pinbench.evaluator.stop import Stop
     from pinbench.registry.lockfile import Lockfile as LockfileBody
     from pinbench.registry.verify import FileCheck
@@ -172,6 +173,21 @@ class Run:
             ns = latencies_of(self.registry.workspace(), digest)
         out: npt.NDArray[np.float64] = ns.astype(np.float64) / 1e9
         return out
+
+    def export_outputs(self, path: Path, *, force: bool = False) -> Exported:
+        """Write the raw outputs an accuracy run recorded to an ``.npy`` file, checked against
+        the run's sha256 while they are copied (never a pickle; nothing written otherwise)."""
+        from pinbench.evaluator.run_outputs import export_outputs
+
+        if self.registry.remote:
+            remote = self.registry.server()
+            return export_outputs(remote.run(self.id), remote.blob, path, force=force)
+        from pinbench.evaluator.history import show_run
+        from pinbench.evaluator.run_outputs import stored_chunks
+
+        ws = self.registry.workspace()
+        info = show_run(ws, self.id)
+        return export_outputs(info, lambda d: stored_chunks(ws.store, d), path, force=force)
 
     def rerun(
         self,
