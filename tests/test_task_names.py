@@ -34,8 +34,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("registry/supported.py", "classification"): "an output type",
     ("registry/supported.py", "detection"): "an output type and its section",
     ("registry/supported.py", "segmentation"): "an output type and its section",
-    ("registry/schema_docs.py", "detection"): "the output section's field name",
-    ("registry/schema_docs.py", "segmentation"): "the output section's field name",
+    ("registry/schema_docs_ports.py", "detection"): "the output section's field name",
+    ("registry/schema_docs_ports.py", "segmentation"): "the output section's field name",
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
     ("cli/manifest.py", "classification"): "the --classification option's parameter name",
 }
