@@ -184,3 +184,10 @@ def test_a_home_given_with_a_tilde_is_the_users_own(
         assert reg.list() == []
     assert (tmp_path / "bench-home" / "pinbench.db").is_file()
     assert not (Path.cwd() / "~").exists()
+
+
+def test_the_rest_bound_on_report_runs_is_the_reports_own() -> None:
+    from pinbench.reports.data import MAX_RUNS
+    from pinbench.sdk.hosting import MAX_REPORT_RUNS
+
+    assert MAX_REPORT_RUNS == MAX_RUNS

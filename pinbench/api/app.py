@@ -43,8 +43,10 @@ from pinbench.api.controllers.systems import SystemController
 from pinbench.api.deps import (
     ServerSettings,
     provide_cache,
+    provide_hosting,
     provide_pool,
     provide_principal,
+    provide_registry,
     provide_settings,
     provide_ws,
 )
@@ -57,6 +59,7 @@ from pinbench.db import schema
 from pinbench.errors import PinbenchError, UserError
 from pinbench.reports.render import STATIC as SHARED_STATIC
 from pinbench.reports.render import templates
+from pinbench.sdk.registry import Registry
 from pinbench.web.pages import WebController
 from pinbench.workspace import Workspace
 
@@ -177,12 +180,21 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
         ],
         dependencies={
             "ws": Provide(provide_ws, sync_to_thread=False),
+            "registry": Provide(provide_registry, sync_to_thread=False),
+            "hosted": Provide(provide_hosting, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
             "pool": Provide(provide_pool, sync_to_thread=False),
             "cache": Provide(provide_cache, sync_to_thread=False),
             "principal": Provide(provide_principal),
         },
-        state=State({"ws": ws, "settings": settings, "cache": ReadCache()}),
+        state=State(
+            {
+                "ws": ws,
+                "registry": Registry.over(ws),
+                "settings": settings,
+                "cache": ReadCache(ws=ws),
+            }
+        ),
         lifespan=[lifespan],
         middleware=[DefineMiddleware(HostCheck, allowed=AllowedHosts.of(settings.allowed_hosts))],
         before_send=[add_security_headers],

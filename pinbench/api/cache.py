@@ -39,7 +39,11 @@ def fingerprint(ws: Workspace) -> Fingerprint:
 
 
 class ReadCache:
-    def __init__(self, maxsize: int = 4096, changes: Changes | None = None) -> None:
+    def __init__(
+        self, maxsize: int = 4096, changes: Changes | None = None, ws: Workspace | None = None
+    ) -> None:
+        self.ws = ws
+        """The workspace whose change counter keys the answers (``answer``)."""
         self.maxsize = maxsize
         self.changes = changes
         self._entries: OrderedDict[Hashable, tuple[Fingerprint, bytes]] = OrderedDict()
@@ -59,6 +63,11 @@ class ReadCache:
                 return None
             self._entries.move_to_end(key)
             return entry[1]
+
+    def answer(self, key: Hashable, compute: Callable[[], bytes]) -> bytes:
+        """``get`` on the server's own workspace."""
+        assert self.ws is not None, "ReadCache(ws=...) answers"
+        return self.get(self.ws, key, compute)
 
     def get(self, ws: Workspace, key: Hashable, compute: Callable[[], bytes]) -> bytes:
         """The encoded answer for ``key``; errors raised by ``compute`` are not kept."""

@@ -14,6 +14,8 @@ from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, au
 from pinbench.api.cache import ReadCache
 from pinbench.api.hosts import LOOPBACK
 from pinbench.api.runpool import RunPool
+from pinbench.sdk.hosting import Hosting
+from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 
 
@@ -41,6 +43,16 @@ class ServerSettings:
 def provide_ws(state: State) -> Workspace:
     ws: Workspace = state.ws
     return ws
+
+
+def provide_registry(state: State) -> Registry:
+    registry: Registry = state.registry
+    return registry
+
+
+def provide_hosting(state: State) -> Hosting:
+    registry: Registry = state.registry
+    return registry.hosting()
 
 
 def provide_settings(state: State) -> ServerSettings:

@@ -24,6 +24,7 @@ from pinbench.evaluator.history import RunNotFound
 from pinbench.evaluator.policy import PickleRefused, RunnerRefused
 from pinbench.registry.catalog import NotFound
 from pinbench.registry.publish import SameVersionConflict, VersionConflict
+from pinbench.sdk.hosting import NotStored
 
 log = logging.getLogger("pinbench.api")
 
@@ -55,6 +56,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (RunNotFound, 404),
     (AccountNotFound, 404),
     (ApiNotFound, 404),
+    (NotStored, 404),
     (UnknownSystem, 404),
     (BlobMissing, 404),
     (VersionConflict, 409),

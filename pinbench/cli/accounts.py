@@ -1,20 +1,15 @@
 """``pinbench user`` and ``pinbench token``: users, namespace members and API tokens
-(``pinbench.accounts``, imported when a command runs)."""
+(``Registry.accounts()``, imported when a command runs)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import click
 
-from pinbench.cli.common import listed, local_user, remote_or_here, workspace
+from pinbench.cli.common import listed, local_registry, registry
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
-
-if TYPE_CHECKING:
-    from pinbench.workspace import Workspace
 
 user_app = click.Group(
     "user",
@@ -50,12 +45,8 @@ def user_add(
     namespace: list[str] | None = None,
 ) -> None:
     """Add a user, optionally a member of namespaces."""
-    from pinbench import accounts
-
-    with workspace() as ws, ws.transaction() as session:
-        accounts.add_user(session, name, admin=admin)
-        for ns in namespace or []:
-            accounts.grant(session, name, ns)
+    with local_registry() as reg:
+        reg.accounts().add_user(name, admin=admin, namespaces=namespace or [])
     _out().print(f"added user {name}" + (" (admin)" if admin else ""))
 
 
@@ -67,10 +58,8 @@ def user_grant(
     namespace: str,
 ) -> None:
     """Make a user a member of a namespace."""
-    from pinbench import accounts
-
-    with workspace() as ws, ws.transaction() as session:
-        accounts.grant(session, name, namespace)
+    with local_registry() as reg:
+        reg.accounts().grant(name, namespace)
     _out().print(f"{name} may publish in {namespace}")
 
 
@@ -82,10 +71,8 @@ def user_list(
     """Users, whether admin, and their namespaces."""
     from rich.table import Table
 
-    from pinbench import accounts
-
-    with workspace() as ws, ws.transaction() as session:
-        rows = accounts.list_users(session)
+    with local_registry() as reg:
+        rows = reg.accounts().users()
     if as_json:
         _print_json(rows)
         return
@@ -124,18 +111,8 @@ def token_create(
     as_json: bool = False,
 ) -> None:
     """Create an API token and print it; it is shown only this once."""
-    from pinbench import accounts
-
-    scopes = scope or list(accounts.DEFAULT_SCOPES)
-
-    def here(ws: Workspace) -> dict[str, Any]:
-        owner = local_user(user)
-        with ws.transaction() as session:
-            row, text = accounts.create_token(session, owner, name=name, scopes=scopes)
-            return {"id": row.id, "token": text, "user": owner, "scopes": list(row.scopes)}
-
-    body = {"name": name, "scopes": scope} if scope else {"name": name}
-    info = remote_or_here(lambda remote: remote.json("POST", "/api/v1/tokens", json=body), here)
+    with registry() as reg:
+        info = reg.accounts().create_token(name=name, scopes=scope, user=user)
     if as_json:
         _print_json(info)
         return
@@ -156,13 +133,8 @@ def token_list(
     """A user's tokens: id, name, scopes, revoked (never the secrets)."""
     from rich.table import Table
 
-    from pinbench import accounts
-
-    def here(ws: Workspace) -> list[dict[str, Any]]:
-        with ws.transaction() as session:
-            return accounts.list_tokens(session, local_user(user))
-
-    rows = remote_or_here(lambda remote: remote.json("GET", "/api/v1/tokens"), here)
+    with registry() as reg:
+        rows = reg.accounts().tokens(user=user)
     if as_json:
         _print_json(rows)
         return
@@ -184,11 +156,6 @@ def token_revoke(
     token_id: str,
 ) -> None:
     """Revoke a token: requests with it are refused from now on."""
-    from pinbench import accounts
-
-    def here(ws: Workspace) -> None:
-        with ws.transaction() as session:
-            accounts.revoke_token(session, token_id)
-
-    remote_or_here(lambda remote: remote.call("DELETE", f"/api/v1/tokens/{token_id}"), here)
+    with registry() as reg:
+        reg.accounts().revoke_token(token_id)
     _out().print(f"revoked token {token_id}")

@@ -74,17 +74,21 @@ def registry() -> Iterator[Registry]:
         yield reg
 
 
+@contextmanager
+def local_registry() -> Iterator[Registry]:
+    """The registry of PINBENCH_HOME / PINBENCH_DATABASE_URL, PINBENCH_URL or not (for what an
+    operator does where the server's database is); closed afterwards."""
+    from pinbench.sdk.registry import Registry
+
+    with Registry() as reg:
+        yield reg
+
+
 def remote_or_here(there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:
     """Through the server named by PINBENCH_URL when it is set, else on this workspace
     (``Registry.either``; the HTTP client is not even imported for a local one)."""
     with registry() as reg:
         return reg.either(there, here)
-
-
-def local_user(user: str | None) -> str:
-    if user is None:
-        raise UserError("--user NAME is needed without PINBENCH_URL")
-    return user
 
 
 @contextmanager

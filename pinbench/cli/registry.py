@@ -21,7 +21,8 @@ from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
     from pinbench.registry.names import ArtifactRef
-    from pinbench.sdk.registry import Published, Registry
+    from pinbench.sdk.records import Published
+    from pinbench.sdk.registry import Registry
 
 
 @click.command("schema")

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 __all__ = ["LocalOnly", "Lockfile", "Published", "Registry", "Run"]
 
 if TYPE_CHECKING:
-    from pinbench.sdk.registry import LocalOnly, Published, Registry
+    from pinbench.sdk.records import LocalOnly, Published
+    from pinbench.sdk.registry import Registry
     from pinbench.sdk.runs import Lockfile, Run
 
 _HOME = {
-    "LocalOnly": "registry",
-    "Published": "registry",
+    "LocalOnly": "records",
+    "Published": "records",
     "Registry": "registry",
     "Lockfile": "runs",
     "Run": "runs",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pinbench.errors import UserError
+from pinbench.sdk.records import LocalOnly, Published
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -24,55 +24,14 @@ if TYPE_CHECKING:
     from pinbench.registry.lockfile import Lockfile as LockfileBody
     from pinbench.registry.stage_ahead import StagesAhead
     from pinbench.remote import Remote
+    from pinbench.sdk.accounts import Accounts
+    from pinbench.sdk.hosting import Hosting
     from pinbench.sdk.runs import Lockfile, Run
     from pinbench.workspace import Workspace
 
 T = TypeVar("T")
 ProgressFactory = Callable[[str, int], "Progress"]
 Say = Callable[[str], None]
-
-
-class LocalOnly(UserError):
-    """An operation a server does not offer through its API (it needs this machine's store)."""
-
-    def __init__(self, *, operation: str, url: str) -> None:
-        super().__init__(
-            f"{operation} works on a local registry only; this one is the server at {url} "
-            "(unset PINBENCH_URL, or run it where the server's PINBENCH_HOME is)"
-        )
-        self.operation = operation
-        self.url = url
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_local_only, (self.operation, self.url))
-
-
-def _local_only(operation: str, url: str) -> LocalOnly:
-    return LocalOnly(operation=operation, url=url)
-
-
-@dataclass(frozen=True)
-class Published:
-    """What ``publish`` did: the version, its manifest digest, and whether it was new."""
-
-    ref: str
-    manifest_digest: str
-    created: bool
-    files: int
-    bytes: int
-    new_blobs: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "ref": self.ref,
-            "manifest_digest": self.manifest_digest,
-            "created": self.created,
-            "files": self.files,
-            "bytes": self.bytes,
-        }
-        if self.new_blobs is not None:
-            out["new_blobs"] = self.new_blobs
-        return out
 
 
 class Registry:
@@ -97,7 +56,16 @@ class Registry:
         self._home = Path(home) if home is not None else None
         self._database_url = database_url
         self._ws: Workspace | None = None
+        self._owns_ws = True
         self._remote: Remote | None = None
+
+    @classmethod
+    def over(cls, ws: Workspace) -> Registry:
+        """A registry on a workspace opened already (a server's); ``close`` leaves it open."""
+        registry = cls()
+        registry._ws = ws
+        registry._owns_ws = False
+        return registry
 
     @classmethod
     def from_env(cls) -> Registry:
@@ -121,7 +89,8 @@ class Registry:
     def close(self) -> None:
         """Close the database connection or the HTTP client (whichever was opened)."""
         if self._ws is not None:
-            self._ws.close()
+            if self._owns_ws:
+                self._ws.close()
             self._ws = None
         if self._remote is not None:
             self._remote.close()
@@ -150,6 +119,18 @@ class Registry:
                 settings = Settings(home=settings.home, database_url=self._database_url)
             self._ws = Workspace(settings)
         return self._ws
+
+    def hosting(self) -> Hosting:
+        """What a server does for its callers over this (local) registry."""
+        from pinbench.sdk.hosting import Hosting
+
+        return Hosting(self, self._local("hosting"))
+
+    def accounts(self) -> Accounts:
+        """Users, namespace members and API tokens."""
+        from pinbench.sdk.accounts import Accounts
+
+        return Accounts(self)
 
     def server(self) -> Remote:
         """The HTTP client of a registry behind a server URL."""
@@ -202,6 +183,7 @@ class Registry:
             )
         from pinbench.registry.manifest import load_manifest
         from pinbench.registry.publish import publish
+        from pinbench.sdk.hosting import published_of
 
         result = publish(
             self.workspace(),
@@ -213,14 +195,7 @@ class Registry:
             say=say,
             ahead=ahead,
         )
-        return Published(
-            ref=str(result.ref),
-            manifest_digest=result.manifest_digest.hex,
-            created=result.created,
-            files=result.files,
-            bytes=result.bytes,
-            new_blobs=result.new_blobs,
-        )
+        return published_of(result)
 
     def yank(self, ref: str, reason: str) -> None:
         """Mark a version yanked: ranges skip it, exact pins still resolve it."""

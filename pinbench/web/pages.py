@@ -31,6 +31,7 @@ from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
+from pinbench.sdk.hosting import Hosting
 from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
 from pinbench.web.origin import require_same_origin
 from pinbench.web.systems import recent_runs, system_view
@@ -245,22 +246,24 @@ class WebController(Controller):
     @get("/report", sync_to_thread=True)
     def report(
         self,
-        ws: Workspace,
+        hosted: Hosting,
         principal: Principal,
         run: Annotated[list[str] | None, Parameter(max_items=reports.data.MAX_RUNS)] = None,
         format: Annotated[str, Parameter(max_length=16)] = "html",
     ) -> Response[bytes]:
         principal.require("read")
-        return report_response(ws, run or [], fmt=format)
+        return report_response(hosted, run or [], fmt=format)
 
     # ------------------------------------------------------------------ systems
 
     @get("/systems", sync_to_thread=True)
-    def systems(self, ws: Workspace, pool: RunPool, principal: Principal) -> Template:
+    def systems(
+        self, ws: Workspace, hosted: Hosting, pool: RunPool, principal: Principal
+    ) -> Template:
         """Every registered system: its hardware, whether Ray says it is alive (unknown when
         this server has no cluster), the runs it did."""
         principal.require("read")
-        rows = list_systems(ws, alive_systems(ws, pool))
+        rows = list_systems(ws, alive_systems(hosted, pool))
         return _page(
             "systems",
             principal=principal,
@@ -269,10 +272,12 @@ class WebController(Controller):
         )
 
     @get("/systems/{name:str}", sync_to_thread=True)
-    def system(self, ws: Workspace, pool: RunPool, principal: Principal, name: str) -> Template:
+    def system(
+        self, ws: Workspace, hosted: Hosting, pool: RunPool, principal: Principal, name: str
+    ) -> Template:
         """One system: every fact its agent reported, and its recent runs."""
         principal.require("read")
-        row = show_system(ws, name, alive_systems(ws, pool))
+        row = show_system(ws, name, alive_systems(hosted, pool))
         return _page(
             "system",
             principal=principal,

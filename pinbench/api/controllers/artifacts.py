@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
 import msgspec
@@ -16,11 +16,13 @@ from pinbench.api.deps import ServerSettings
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
 from pinbench.api.upload import Received, receive_upload
-from pinbench.registry import catalog
-from pinbench.registry.manifest import Manifest
-from pinbench.registry.names import ArtifactRef, parse_kind
-from pinbench.registry.publish import PublishResult, already_published, commit_staged
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import Hosting
+from pinbench.sdk.records import Published as PublishedRecord
+from pinbench.sdk.registry import Registry
+from pinbench.sdk.values import ArtifactRef
+
+if TYPE_CHECKING:
+    from pinbench.registry.manifest import Manifest
 
 UPLOAD_DOC = (
     "multipart/form-data: a part named `manifest` (the manifest's YAML or JSON) first, then "
@@ -30,8 +32,8 @@ UPLOAD_DOC = (
 )
 
 
-def _summary(s: catalog.Summary) -> ArtifactSummary:
-    return ArtifactSummary(**s.to_json())
+def _summary(row: dict[str, Any]) -> ArtifactSummary:
+    return ArtifactSummary(**row)
 
 
 class ArtifactController(Controller):
@@ -41,7 +43,7 @@ class ArtifactController(Controller):
     @get("/", sync_to_thread=True, summary="List and search artifact versions")
     def list_artifacts(
         self,
-        ws: Workspace,
+        registry: Registry,
         principal: Principal,
         kind: str | None = None,
         name: str | None = None,
@@ -50,8 +52,8 @@ class ArtifactController(Controller):
         ] = None,
     ) -> list[ArtifactSummary]:
         principal.require("read")
-        rows = catalog.list_artifacts(ws, parse_kind(kind) if kind else None, name)
-        return [_summary(r) for r in rows if q is None or q.lower() in r.name]
+        rows = registry.list(kind, name)
+        return [_summary(r) for r in rows if q is None or q.lower() in r["name"]]
 
     @get(
         "/{ref:path}",
@@ -61,7 +63,7 @@ class ArtifactController(Controller):
         },
     )
     async def show(
-        self, ws: Workspace, cache: ReadCache, principal: Principal, ref: str
+        self, registry: Registry, cache: ReadCache, principal: Principal, ref: str
     ) -> Response[bytes]:
         """A cached answer is sent from the event loop, keyed by the reference as written (only
         a reference that parsed and was found is ever kept); anything else is read in a
@@ -70,10 +72,11 @@ class ArtifactController(Controller):
         key = ("show", ref)
         body = cache.hit(key)
         if body is None:
-            parsed = ArtifactRef.parse(ref.lstrip("/"))
+            shown = str(ArtifactRef.parse(ref.lstrip("/")))
             body = await anyio.to_thread.run_sync(
-                lambda: cache.get(
-                    ws, key, lambda: msgspec.json.encode(ArtifactDetail(**catalog.show(ws, parsed)))
+                lambda: cache.answer(
+                    key,
+                    lambda: msgspec.json.encode(ArtifactDetail(**registry.show(shown))),
                 )
             )
         return Response(body, media_type=MediaType.JSON)
@@ -90,12 +93,10 @@ class ArtifactController(Controller):
         "`model_signing verify key DIR --signature FILE --public_key KEY.pem` on the files laid "
         "out at their manifest paths. Models only (400 for other kinds).",
     )
-    def signature(self, ws: Workspace, principal: Principal, ref: str) -> Response[bytes]:
-        from pinbench.provenance.modelsig import BUNDLE_MEDIA_TYPE, signature_of
-
+    def signature(self, hosted: Hosting, principal: Principal, ref: str) -> Response[bytes]:
         principal.require("read")
-        body = signature_of(ws, ArtifactRef.parse(ref.lstrip("/")))
-        return Response(body, media_type=BUNDLE_MEDIA_TYPE)
+        media, body = hosted.signature(ref.lstrip("/"))
+        return Response(body, media_type=media)
 
     @get(
         "/versions/{kind:str}/{name:path}",
@@ -103,11 +104,11 @@ class ArtifactController(Controller):
         summary="Every published version of KIND/NAME, lowest first",
     )
     def versions(
-        self, ws: Workspace, principal: Principal, kind: str, name: str
+        self, registry: Registry, principal: Principal, kind: str, name: str
     ) -> list[ArtifactSummary]:
         principal.require("read")
         name = name.lstrip("/")
-        rows = catalog.list_artifacts(ws, parse_kind(kind), name)
+        rows = registry.list(kind, name)
         if not rows:
             raise ApiNotFound(f"no version of {kind}/{name} is published")
         return [_summary(r) for r in rows]
@@ -122,7 +123,7 @@ class ArtifactController(Controller):
     async def publish(
         self,
         request: Request[Any, Any, Any],
-        ws: Workspace,
+        hosted: Hosting,
         principal: Principal,
         settings: ServerSettings,
     ) -> Response[Published]:
@@ -132,48 +133,30 @@ class ArtifactController(Controller):
 
         def authorize(manifest: Manifest) -> None:
             principal.require_namespace(manifest.name, "publish")
-            done = already_published(ws, manifest)
+            done = hosted.published(manifest)
             if done is not None:
                 existing.append(_published(done))
 
         received: Received = await receive_upload(
             request.stream(),
             request.headers.get("content-type"),
-            store=ws.store,
+            store=hosted.store,
             limit=settings.max_upload_bytes,
             authorize=authorize,
         )
         if existing:
-            received.discard(ws.store)
+            hosted.discard(received)
             return Response(existing[0], status_code=200)
 
         def commit() -> Published:
-            try:
-                result = commit_staged(
-                    ws,
-                    received.manifest,
-                    received.checked,
-                    received.staged,
-                    publisher=principal.user,
-                )
-            except BaseException:
-                received.discard(ws.store)
-                raise
-            return _published(result)
+            return _published(hosted.commit_upload(received, publisher=principal.user))
 
         result = await anyio.to_thread.run_sync(commit)
         return Response(result, status_code=201 if result.created else 200)
 
 
-def _published(result: PublishResult) -> Published:
-    return Published(
-        ref=str(result.ref),
-        manifest_digest=result.manifest_digest.hex,
-        created=result.created,
-        files=result.files,
-        bytes=result.bytes,
-        new_blobs=result.new_blobs,
-    )
+def _published(result: PublishedRecord) -> Published:
+    return Published(**result.to_json())
 
 
 class YankController(Controller):
@@ -181,8 +164,8 @@ class YankController(Controller):
     tags = ["artifacts"]  # noqa: RUF012
 
     @post("/", sync_to_thread=True, summary="Yank a version (ranges skip it; pins still work)")
-    def yank(self, ws: Workspace, principal: Principal, data: YankRequest) -> Yanked:
+    def yank(self, registry: Registry, principal: Principal, data: YankRequest) -> Yanked:
         ref = ArtifactRef.parse(data.ref)
         principal.require_namespace(ref.name, "yank")
-        catalog.yank(ws, ref, data.reason)
+        registry.yank(str(ref), data.reason)
         return Yanked(ref=str(ref), reason=data.reason)

@@ -12,8 +12,8 @@ from litestar.response import Stream
 
 from pinbench.accounts import Principal
 from pinbench.api.immutable import headers_for, not_modified
-from pinbench.artifacts.digest import Digest
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import Hosting
+from pinbench.sdk.values import Digest
 
 CHUNK = 1024 * 1024
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")
@@ -67,11 +67,11 @@ class BlobController(Controller):
         media_type="application/octet-stream",
     )
     def download(
-        self, ws: Workspace, principal: Principal, digest: str, request: Request[Any, Any, Any]
+        self, hosted: Hosting, principal: Principal, digest: str, request: Request[Any, Any, Any]
     ) -> Response[Any]:
         principal.require("read")
         d = Digest(digest)
-        path = ws.store.verify(d, label=f"blob {d.hex}")
+        path = hosted.blob(d.hex)
         size = path.stat().st_size
         headers = headers_for(d) | {"Accept-Ranges": "bytes"}
         unchanged = not_modified(request, headers)

@@ -13,18 +13,10 @@ from litestar.params import Parameter
 from pinbench.accounts import Principal
 from pinbench.api.cache import ReadCache
 from pinbench.api.immutable import headers_for, not_modified
-from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import Locked, LockPoint, ResolvedRef
-from pinbench.artifacts.digest import Digest
-from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.errors import UserError
-from pinbench.registry import catalog, service
-from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.locking import store_lockfile
-from pinbench.registry.names import Spec
-from pinbench.registry.request import parse_request
-from pinbench.registry.trust import rederive
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import Hosting
+from pinbench.sdk.registry import Registry
+from pinbench.sdk.values import Digest, Spec
 
 LOCKFILE_MAX_BYTES = 1024 * 1024
 
@@ -44,7 +36,7 @@ class ResolveController(Controller):
     )
     async def resolve(
         self,
-        ws: Workspace,
+        registry: Registry,
         principal: Principal,
         spec: Annotated[
             list[str],
@@ -55,21 +47,17 @@ class ResolveController(Controller):
         device: str = "cpu",
     ) -> Response[bytes]:
         principal.require("read")
-        parsed = [Spec.parse(s) for s in spec]
+        parsed = [str(Spec.parse(s)) for s in spec]
         platform = f"{arch}/{device}"
 
         def compute() -> bytes:
-            resolution = catalog.resolve_specs(ws, parsed, platform=platform)
-            refs = [
-                ResolvedRef(kind=r.kind.value, name=r.name, version=str(r.version))
-                for r in resolution.refs
-            ]
-            return msgspec.json.encode(refs)
+            refs = registry.resolve(parsed, arch=arch, device=device)
+            return msgspec.json.encode([ResolvedRef(**r) for r in refs])
 
-        key = ("resolve", platform, *(str(s) for s in parsed))
+        key = ("resolve", platform, *parsed)
         body = cache.hit(key)  # a cached answer is sent from the event loop
         if body is None:
-            body = await anyio.to_thread.run_sync(lambda: cache.get(ws, key, compute))
+            body = await anyio.to_thread.run_sync(lambda: cache.answer(key, compute))
         return Response(body, media_type=MediaType.JSON)
 
 
@@ -85,18 +73,13 @@ class LockfileController(Controller):
         description="One lockfile per batch size; a list of batch sizes is a sweep. "
         "Needs the `run` scope.",
     )
-    def lock(self, ws: Workspace, principal: Principal, data: dict[str, Any]) -> Locked:
+    def lock(self, hosted: Hosting, principal: Principal, data: dict[str, Any]) -> Locked:
         principal.require("run")
-        request = parse_request(data, source="(request body)")
-        points = service.lock_points(ws, request)
-        first = points[0][0]
+        locked = hosted.lock_request(data)
         return Locked(
-            artifacts=[a.ref for a in first.body.artifacts],
-            points=[
-                LockPoint(digest=lock.digest.hex, batch_size=lock.body.batch_size, new=new)
-                for lock, new in points
-            ],
-            sweep=first.body.sweep if request.is_sweep else None,
+            artifacts=locked["artifacts"],
+            points=[LockPoint(**p) for p in locked["points"]],
+            sweep=locked["sweep"],
         )
 
     @put(
@@ -110,22 +93,11 @@ class LockfileController(Controller):
         request_max_body_size=LOCKFILE_MAX_BYTES,
     )
     async def upload(
-        self, request: Request[Any, Any, Any], ws: Workspace, principal: Principal, digest: str
+        self, request: Request[Any, Any, Any], hosted: Hosting, principal: Principal, digest: str
     ) -> LockPoint:
         principal.require("run")
-        expected = Digest(digest)
-        lock = Lockfile.from_bytes(await request.body(), source="(request body)")
-        if lock.digest != expected:
-            raise UserError(
-                f"the body's sha256 is {lock.digest.hex}, not {expected.hex} as in the URL"
-            )
-
-        def store() -> bool:
-            with ws.transaction() as session:
-                rederive(session, lock)
-                return store_lockfile(session, lock)
-
-        new = await anyio.to_thread.run_sync(store)
+        body = await request.body()
+        lock, new = await anyio.to_thread.run_sync(lambda: hosted.store_lockfile(body, digest))
         return LockPoint(digest=lock.digest.hex, batch_size=lock.body.batch_size, new=new)
 
     @get(
@@ -135,15 +107,11 @@ class LockfileController(Controller):
         media_type="application/json",
     )
     def download(
-        self, ws: Workspace, principal: Principal, digest: str, request: Request[Any, Any, Any]
+        self, hosted: Hosting, principal: Principal, digest: str, request: Request[Any, Any, Any]
     ) -> Response[bytes]:
         principal.require("read")
         d = Digest(digest)
-        with ws.transaction() as session:
-            row = session.get(LockfileRow, d.hex)
-            if row is None:
-                raise ApiNotFound(f"no lockfile {d.hex} is stored here")
-            body = row.body.encode()
+        body = hosted.lockfile_bytes(d.hex)
         headers = headers_for(d)
         return not_modified(request, headers) or Response(
             body + b"\n", media_type="application/json", headers=headers

@@ -9,7 +9,8 @@ from litestar import Controller, Response, get, post
 
 from pinbench.accounts import Principal
 from pinbench.api.problems import ApiNotFound
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import Hosting
+from pinbench.sdk.registry import Registry
 
 ENVELOPE = "application/vnd.dsse.envelope.v1+json"
 
@@ -42,11 +43,9 @@ class KeyController(Controller):
         sync_to_thread=True,
         summary="This registry's public keys: attestation and model-signing, active and retired",
     )
-    def list_keys(self, ws: Workspace, principal: Principal) -> list[KeyView]:
-        from pinbench.provenance.keys import key_records
-
+    def list_keys(self, hosted: Hosting, principal: Principal) -> list[KeyView]:
         principal.require("read")
-        return [KeyView(**k.to_json()) for k in key_records(ws)]
+        return [KeyView(**k) for k in hosted.signing_keys()]
 
 
 class AttestationController(Controller):
@@ -60,11 +59,9 @@ class AttestationController(Controller):
         summary="A run's signed provenance (DSSE envelope over an in-toto Statement)",
         description="404 when the run has none yet: POST makes one after the fact.",
     )
-    def show(self, ws: Workspace, principal: Principal, run_id: str) -> Response[Any]:
-        from pinbench.provenance.attest import recorded_attestation
-
+    def show(self, hosted: Hosting, principal: Principal, run_id: str) -> Response[Any]:
         principal.require("read")
-        line = recorded_attestation(ws, run_id)
+        line = hosted.recorded_attestation(run_id)
         if line is None:
             raise ApiNotFound(
                 f"run {run_id} has no attestation yet: POST this URL to attest it after the fact"
@@ -81,9 +78,7 @@ class AttestationController(Controller):
         "internalParameters.attested is 'after the fact'. Nothing about the run changes. "
         "201 with the new envelope; 200 with the recorded one when the run has one already.",
     )
-    def attest(self, ws: Workspace, principal: Principal, run_id: str) -> Response[Any]:
-        from pinbench.provenance.attest import attestation_for
-
+    def attest(self, registry: Registry, principal: Principal, run_id: str) -> Response[Any]:
         principal.require("run")
-        line, made = attestation_for(ws, run_id)  # one per run: a second POST returns it
+        line, made = registry.attest(run_id)  # one per run: a second POST returns it
         return Response(line, media_type=ENVELOPE, status_code=201 if made else 200)

@@ -7,22 +7,18 @@ from typing import Annotated
 from litestar import Controller, Response, get
 from litestar.params import Parameter
 
-from pinbench import reports
 from pinbench.accounts import Principal
-from pinbench.reports.render import policy
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import MAX_REPORT_RUNS, Hosting
 
 
-def report_response(ws: Workspace, run_ids: list[str], fmt: str) -> Response[bytes]:
+def report_response(hosted: Hosting, run_ids: list[str], fmt: str) -> Response[bytes]:
     """The report as a download named after its first run (``pinbench-report-1a2b3c4d.html``;
     each format's name is its file extension)."""
-    media, make = reports.renderer(fmt)
-    report = reports.gather(ws, run_ids)
-    body = make(report)
-    name = f"pinbench-report-{report.ids[0][:8]}.{fmt}"
+    media, body, first = hosted.report(run_ids, fmt)
+    name = f"pinbench-report-{first[:8]}.{fmt}"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     if fmt == "html":  # its inline scripts run by their hashes (the server's policy has none)
-        headers["Content-Security-Policy"] = f"{policy()}; frame-ancestors 'none'"
+        headers["Content-Security-Policy"] = f"{hosted.report_policy()}; frame-ancestors 'none'"
     return Response(body, media_type=media, headers=headers)
 
 
@@ -40,12 +36,12 @@ class ReportController(Controller):
     )
     def report(
         self,
-        ws: Workspace,
+        hosted: Hosting,
         principal: Principal,
-        run: Annotated[list[str] | None, Parameter(max_items=reports.data.MAX_RUNS)] = None,
+        run: Annotated[list[str] | None, Parameter(max_items=MAX_REPORT_RUNS)] = None,
         format: Annotated[
             str, Parameter(description="html, md, csv or parquet", max_length=16)
         ] = "html",
     ) -> Response[bytes]:
         principal.require("read")
-        return report_response(ws, run or [], fmt=format)
+        return report_response(hosted, run or [], fmt=format)

@@ -7,16 +7,10 @@ from typing import Annotated, Any
 from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 
-from pinbench.accounts import Principal
-from pinbench.api.problems import ApiNotFound
+from pinbench.accounts import AuthError, Principal
 from pinbench.api.runpool import RunPool
 from pinbench.api.schemas import Comparison, RunOnRequest, RunRequest, RunView
-from pinbench.artifacts.digest import Digest
-from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.evaluator.cancel import Canceller, request_cancel
-from pinbench.evaluator.history import compare_runs, list_runs, show_run
-from pinbench.registry.lockfile import Lockfile
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import Hosting
 
 VIEW_FIELDS = set(RunView.__struct_fields__)
 
@@ -30,16 +24,9 @@ def run_view(info: dict[str, Any], *, full: bool) -> RunView:
     return RunView(**fields)
 
 
-def _stored(ws: Workspace, lockfile: str) -> Lockfile:
-    digest = Digest(lockfile)
-    with ws.transaction() as session:
-        row = session.get(LockfileRow, digest.hex)
-        if row is None:
-            raise ApiNotFound(
-                f"no lockfile {digest.hex} is stored here: POST a request to "
-                "/api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
-            )
-        return Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest.short}")
+UNSTORED = (
+    ": POST a request to /api/v1/lockfiles or PUT the lockfile to /api/v1/lockfiles/{digest} first"
+)
 
 
 class RunController(Controller):
@@ -55,12 +42,12 @@ class RunController(Controller):
         "GET /api/v1/runs/{id} until its status is succeeded, failed or interrupted.",
     )
     def submit(
-        self, ws: Workspace, pool: RunPool, principal: Principal, data: RunRequest
+        self, hosted: Hosting, pool: RunPool, principal: Principal, data: RunRequest
     ) -> RunView:
         principal.require("run")
-        lock = _stored(ws, data.lockfile)
+        lock = hosted.stored_lockfile(data.lockfile, hint=UNSTORED)
         run_id = pool.submit(lock, data.runner, data.trace, user=principal.user)
-        return run_view(show_run(ws, run_id, nested=True), full=False)
+        return run_view(hosted.run_view(run_id), full=False)
 
     @post(
         "/on",
@@ -72,29 +59,29 @@ class RunController(Controller):
         '`["all"]`); none is queued unless every named system meets it.',
     )
     def submit_on(
-        self, ws: Workspace, pool: RunPool, principal: Principal, data: RunOnRequest
+        self, hosted: Hosting, pool: RunPool, principal: Principal, data: RunOnRequest
     ) -> list[RunView]:
         principal.require("run")
-        lock = _stored(ws, data.lockfile)
+        lock = hosted.stored_lockfile(data.lockfile, hint=UNSTORED)
         ids = pool.submit_on(
             lock, data.runner, data.trace, data.on, user=principal.user, retries=data.retries
         )
-        return [run_view(show_run(ws, run_id, nested=True), full=False) for run_id in ids]
+        return [run_view(hosted.run_view(run_id), full=False) for run_id in ids]
 
     @get("/", sync_to_thread=True, summary="Recorded runs, newest first")
     def list_runs(
         self,
-        ws: Workspace,
+        hosted: Hosting,
         principal: Principal,
         limit: Annotated[int | None, Parameter(ge=1, le=10_000)] = None,
     ) -> list[RunView]:
         principal.require("read")
-        return [run_view(r, full=False) for r in list_runs(ws, limit, nested=True)]
+        return [run_view(r, full=False) for r in hosted.run_views(limit)]
 
     @get("/{run_id:str}", sync_to_thread=True, summary="One run: status, metrics, host, details")
-    def show(self, ws: Workspace, principal: Principal, run_id: str) -> RunView:
+    def show(self, hosted: Hosting, principal: Principal, run_id: str) -> RunView:
         principal.require("read")
-        return run_view(show_run(ws, run_id, nested=True), full=True)
+        return run_view(hosted.run_view(run_id), full=True)
 
     @delete(
         "/{run_id:str}",
@@ -107,13 +94,15 @@ class RunController(Controller):
         "or container killed) and recorded `cancelled`: poll GET /api/v1/runs/{id}. A finished "
         "run is refused with 409.",
     )
-    def cancel(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> RunView:
+    def cancel(self, hosted: Hosting, pool: RunPool, principal: Principal, run_id: str) -> RunView:
         principal.require("run")
-        by = Canceller(principal.user, admin=principal.is_admin and "admin" in principal.scopes)
-        full_id, status = request_cancel(ws, run_id, by)
+        if principal.user is None:  # the run scope is never anonymous; never the operator's
+            raise AuthError("cancelling a run needs a token (Authorization: Bearer)")
+        admin = principal.is_admin and "admin" in principal.scopes
+        full_id, status, reason = hosted.cancel(run_id, user=principal.user, admin=admin)
         if status == "running":
-            pool.stop_run(full_id, by.reason())  # at once if it runs here; else its heartbeat
-        return run_view(show_run(ws, full_id, nested=True), full=False)
+            pool.stop_run(full_id, reason)  # at once if it runs here; else its heartbeat
+        return run_view(hosted.run_view(full_id), full=False)
 
 
 class CompareController(Controller):
@@ -123,10 +112,10 @@ class CompareController(Controller):
     @get("/", sync_to_thread=True, summary="Runs side by side; what differs is named")
     def compare(
         self,
-        ws: Workspace,
+        hosted: Hosting,
         principal: Principal,
         run: Annotated[list[str], Parameter(min_items=2, max_items=32)],
     ) -> Comparison:
         principal.require("read")
-        data = compare_runs(ws, run)
+        data = hosted.compare(run)
         return Comparison(runs=data["runs"], differs=data["differs"], metrics=data["metrics"])

@@ -9,22 +9,14 @@ from litestar import Controller, get
 
 from pinbench.accounts import Principal
 from pinbench.api.runpool import RunPool
-from pinbench.workspace import Workspace
+from pinbench.sdk.hosting import Hosting
 
 
-def alive_systems(ws: Workspace, pool: RunPool) -> dict[str, bool] | None:
+def alive_systems(hosted: Hosting, pool: RunPool) -> dict[str, bool] | None:
     """Ray's answer on each system (facts refreshed in the table); None: no cluster here."""
     if pool.cluster is None:
         return None
-    from pinbench.cluster.ray_agent import cluster_systems
-    from pinbench.cluster.systems import record
-
-    alive = {}
-    for found in cluster_systems(pool.cluster.address):
-        alive[found.name] = found.alive
-        if found.facts is not None:
-            record(ws, found.name, found.facts, found.node_id)
-    return alive
+    return hosted.refresh_systems(pool.cluster.address)
 
 
 class SystemController(Controller):
@@ -33,16 +25,14 @@ class SystemController(Controller):
 
     @get("/", sync_to_thread=True, summary="Every system: hardware facts, alive, runs done")
     def list_systems(
-        self, ws: Workspace, pool: RunPool, principal: Principal
+        self, hosted: Hosting, pool: RunPool, principal: Principal
     ) -> list[dict[str, Any]]:
-        from pinbench.cluster.systems import list_systems
-
         principal.require("read")
-        return [row.to_json() for row in list_systems(ws, alive_systems(ws, pool))]
+        return hosted.systems(alive_systems(hosted, pool))
 
     @get("/{name:str}", sync_to_thread=True, summary="One system's facts as its agent reported")
-    def show(self, ws: Workspace, pool: RunPool, principal: Principal, name: str) -> dict[str, Any]:
-        from pinbench.cluster.systems import show_system
-
+    def show(
+        self, hosted: Hosting, pool: RunPool, principal: Principal, name: str
+    ) -> dict[str, Any]:
         principal.require("read")
-        return show_system(ws, name, alive_systems(ws, pool)).to_json()
+        return hosted.system(name, alive_systems(hosted, pool))

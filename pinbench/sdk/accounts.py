@@ -1,0 +1,139 @@
+"""``Accounts``: users, namespace members and API tokens of a registry (``Registry.accounts()``).
+
+On a local registry every method acts in its database as the operator, or, given ``as_``
+(the ``Principal`` a server authenticated), on that caller's behalf within what their token
+holds. Through a server URL the token methods act for the token's own user; users and
+namespaces are managed where the server's database is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.accounts import Principal
+    from pinbench.sdk.registry import Registry
+
+
+class Accounts:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    # -- users and namespaces (local) -----------------------------------------------------
+
+    def users(self) -> list[dict[str, Any]]:
+        """Every user: ``name``, ``admin``, ``namespaces``."""
+        from pinbench import accounts
+
+        with self._session("listing users") as session:
+            return accounts.list_users(session)
+
+    def add_user(
+        self, name: str, *, admin: bool = False, namespaces: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Add a user, a member of ``namespaces`` (all or nothing)."""
+        from pinbench import accounts
+
+        with self._session("adding a user") as session:
+            accounts.add_user(session, name, admin=admin)
+            for ns in namespaces:
+                accounts.grant(session, name, ns)
+        return {"name": name, "admin": admin, "namespaces": sorted(namespaces)}
+
+    def grant(self, user: str, namespace: str) -> dict[str, Any]:
+        """Let ``user`` publish in ``namespace`` (created by its first member); the user now."""
+        from pinbench import accounts
+
+        with self._session("granting a namespace") as session:
+            accounts.grant(session, user, namespace)
+            row = accounts.get_user(session, user)
+            return {
+                "name": row.name,
+                "admin": row.is_admin,
+                "namespaces": accounts.namespaces_of(session, row),
+            }
+
+    def revoke_membership(self, user: str, namespace: str) -> None:
+        """Remove ``user`` from ``namespace``."""
+        from pinbench import accounts
+
+        with self._session("removing a member") as session:
+            accounts.revoke_membership(session, user, namespace)
+
+    # -- tokens ---------------------------------------------------------------------------
+
+    def create_token(
+        self,
+        *,
+        name: str = "cli",
+        scopes: Sequence[str] | None = None,
+        user: str | None = None,
+        as_: Principal | None = None,
+    ) -> dict[str, Any]:
+        """A new token (``token``: its secret, shown only now), with ``id``, ``user`` and
+        ``scopes``. Locally for ``user`` (default scopes read, publish, run), or for ``as_``'s
+        own user within its token's scopes (default: all of them); through a server, for the
+        token's user."""
+        if self.registry.remote:
+            body: dict[str, Any] = {"name": name}
+            if scopes:
+                body["scopes"] = list(scopes)
+            info: dict[str, Any] = self.registry.server().json("POST", "/api/v1/tokens", json=body)
+            return info
+        from pinbench import accounts
+
+        owner = self._owner(user, as_, "creating a token")
+        if scopes is None:
+            scopes = sorted(as_.granted) if as_ is not None else list(accounts.DEFAULT_SCOPES)
+        with self._session("creating a token") as session:
+            row, text = accounts.create_token(
+                session, owner, name=name, scopes=list(scopes), within=as_
+            )
+            return {"id": row.id, "token": text, "user": owner, "scopes": list(row.scopes)}
+
+    def tokens(
+        self, *, user: str | None = None, as_: Principal | None = None
+    ) -> list[dict[str, Any]]:
+        """A user's tokens (never their secrets): ``id``, ``name``, ``scopes``,
+        ``created_at``, ``revoked``."""
+        if self.registry.remote:
+            rows: list[dict[str, Any]] = self.registry.server().json("GET", "/api/v1/tokens")
+            return rows
+        from pinbench import accounts
+
+        owner = self._owner(user, as_, "listing tokens")
+        with self._session("listing tokens") as session:
+            return accounts.list_tokens(session, owner)
+
+    def revoke_token(self, token_id: str, *, as_: Principal | None = None) -> None:
+        """Revoke a token: requests with it are refused from now on. ``as_`` must own it or
+        be an admin."""
+        if self.registry.remote:
+            self.registry.server().call("DELETE", f"/api/v1/tokens/{token_id}")
+            return
+        from pinbench import accounts
+
+        if as_ is not None and as_.user is None:
+            raise accounts.AuthError("revoking a token needs a token (Authorization: Bearer)")
+        with self._session("revoking a token") as session:
+            accounts.revoke_token(session, token_id, by=as_)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _session(self, operation: str) -> Any:
+        return self.registry._local(operation).transaction()
+
+    @staticmethod
+    def _owner(user: str | None, as_: Principal | None, what: str) -> str:
+        if as_ is not None:
+            if as_.user is None:
+                from pinbench.accounts import AuthError
+
+                raise AuthError(f"{what} needs a token (Authorization: Bearer)")
+            return as_.user
+        if user is None:
+            raise UserError("--user NAME is needed without PINBENCH_URL")
+        return user
