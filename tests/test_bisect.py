@@ -29,6 +29,7 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, in_process_cli, sha
 
@@ -368,7 +369,7 @@ def test_the_demo_bisect_names_a_logreg_version(digits: Workspace) -> None:
     catalog.yank(digits, ArtifactRef.parse("model/vision/digits-logreg@1.2.0"), "demo")
     for _ in range(2):
         out = Console(record=True, width=200)
-        show_bisect(digits, out, out.print)
+        show_bisect(Registry.over(digits), out, out.print)
         text = out.export_text()
         assert "top1 first changes at step 1: model vision/digits-logreg@1.0.0 -> " in text
     assert "0 new run(s), 1 recorded run(s) reused" in text

@@ -75,24 +75,27 @@ def jobs(parts: Iterable[str]) -> list[Job]:
 
 
 def request(job: Job) -> Request:
+    """The job's evaluation request, parsed."""
+    return parse_request(request_data(job), source=f"benchmark {job.label} {job.scenario}")
+
+
+def request_data(job: Job) -> dict[str, Any]:
+    """The job's evaluation request document."""
     scenario = {**SCENARIOS[job.scenario], "seed": 0}
     threads = None  # ResNet-50: the framework's default (every core)
     if job.dataset == resnet.DATASET:  # 35-70 ms per image on two cores: a short run
         scenario.update(min_duration_ms=1000, min_query_count=16)
     else:  # microseconds per digit: a second thread only adds hand-off time and noise
         threads = 1
-    return parse_request(
-        {
-            "model": f"{job.model}@{job.version}",
-            "framework": f"{job.framework}@*",
-            "dataset": f"{job.dataset}@1",
-            "system": {"arch": "amd64", "device": "cpu"},
-            "scenario": scenario,
-            "batch_size": 1,
-            "threads": threads,
-        },
-        source=f"benchmark {job.label} {job.scenario}",
-    )
+    return {
+        "model": f"{job.model}@{job.version}",
+        "framework": f"{job.framework}@*",
+        "dataset": f"{job.dataset}@1",
+        "system": {"arch": "amd64", "device": "cpu"},
+        "scenario": scenario,
+        "batch_size": 1,
+        "threads": threads,
+    }
 
 
 def lock(ws: Workspace, job: Job) -> Lockfile:

@@ -4,13 +4,12 @@ registry's keys: ``keys list``, ``keys rotate``, ``keys export``."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import output_option, registry, remote_or_here, run_argument, write_atomic
+from pinbench.cli.common import output_option, registry, run_argument, write_atomic
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -18,10 +17,7 @@ from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.provenance.key_material import KeyRecord, PublicKey
-    from pinbench.provenance.verify import BlobBytes, BlobDigest
-    from pinbench.remote import Remote
-    from pinbench.workspace import Workspace
+    pass
 
 attest_app = click.Group(
     "attest",
@@ -101,32 +97,19 @@ def verify(
 ) -> None:
     """Check an attestation: its signature, every subject's bytes against its sha256, and that
     the lockfile in the predicate hashes to its id. Exit 1 naming the part that failed."""
-    from pinbench.provenance.blobs import folder_blobs, remote_blobs, store_blobs
-    from pinbench.provenance.dsse import read_envelopes
-    from pinbench.provenance.key_material import parse_public
-    from pinbench.provenance.verify import verify_envelope
-
     try:
         data = file.read_bytes()
     except OSError as exc:
         raise UserError(f"cannot read {file}: {exc}") from None
-    envelopes = read_envelopes(data, source=str(file))
     given = None
     if key is not None:
         try:
-            given = [parse_public(key.read_text(), source=str(key))]
+            given = key.read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"cannot read key {key}: {exc}") from None
-
-    def check(keys: list[PublicKey], digest_of: BlobDigest, read: BlobBytes) -> list[Any]:
-        return [verify_envelope(e, given or keys, digest_of, read) for e in envelopes]
-
-    if blobs is not None:
-        results = check([], *folder_blobs(blobs)) if given else _with_registry_keys(check, blobs)
-    else:
-        results = remote_or_here(
-            lambda remote: check(_remote_keys(remote) if not given else [], *remote_blobs(remote)),
-            lambda ws: check(_local_keys(ws) if not given else [], *store_blobs(ws)),
+    with registry() as reg:
+        results = reg.verify_attestation(
+            data, source=str(file), key=given, key_source=str(key), blobs=blobs
         )
     import os
 
@@ -153,44 +136,6 @@ def verify(
         )
 
 
-def _with_registry_keys(check: Any, blobs: Path) -> list[Any]:
-    from pinbench.provenance.blobs import folder_blobs
-
-    found: list[Any] = remote_or_here(
-        lambda remote: check(_remote_keys(remote), *folder_blobs(blobs)),
-        lambda ws: check(_local_keys(ws), *folder_blobs(blobs)),
-    )
-    return found
-
-
-def _local_keys(ws: Workspace) -> list[PublicKey]:
-    from pinbench.provenance.keys import known_keys
-
-    return known_keys(ws)
-
-
-def _remote_keys(remote: Remote) -> list[PublicKey]:
-    """A server's attestation keys, each retired one with its date (a server from before
-    rotation lists every key as an active attestation key)."""
-    from pinbench.provenance.key_material import ATTESTATION, PublicKey
-
-    keys = []
-    for k in _server_rows(remote):
-        if k.get("purpose", ATTESTATION) != ATTESTATION:
-            continue
-        retired = k.get("retired_at")
-        when = datetime.fromisoformat(retired) if isinstance(retired, str) else None
-        keys.append(PublicKey(bytes.fromhex(k["public"]), k.get("owner", ""), when))
-    return keys
-
-
-def _server_rows(remote: Remote) -> list[dict[str, Any]]:
-    rows = remote.json("GET", "/api/v1/keys")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise UserError(f"{remote.url} /api/v1/keys: not a list of keys")
-    return rows
-
-
 @keys_app.command("list")
 @json_option
 def keys_list(
@@ -199,15 +144,8 @@ def keys_list(
     """This registry's keys (PINBENCH_URL: the server's), each with its kind and state:
     `active` signs now; `retired DATE` (by `keys rotate`) verifies only what it signed before.
     A key file that does not hold the active key is said (the key is not used)."""
-    problems: dict[str, str] = {}
-
-    def here(ws: Workspace) -> list[dict[str, Any]]:
-        from pinbench.provenance.keys import key_problems, key_records
-
-        problems.update(key_problems(ws))  # a fresh registry's keys are made here
-        return [k.to_json() for k in key_records(ws)]
-
-    rows: list[dict[str, Any]] = remote_or_here(_server_rows, here)
+    with registry() as reg:
+        rows, problems = reg.keys()
     if as_json:
         _print_json(
             [r | {"problem": problems[r["purpose"]]} if _broken(r, problems) else r for r in rows]
@@ -255,24 +193,13 @@ def keys_rotate(
     """
     import os
 
-    from pinbench.cli.common import workspace
-    from pinbench.provenance.key_material import PURPOSES
-    from pinbench.provenance.keys import rotate
-
     if os.environ.get("PINBENCH_URL"):
         raise UserError(
             "keys rotate changes this machine's registry (PINBENCH_HOME): unset PINBENCH_URL "
             "(a server's keys are rotated on its machine)"
         )
-    purposes = PURPOSES if kind == "all" else (kind,)
-    if kind != "all" and kind not in PURPOSES:
-        raise UserError(f"--kind {kind!r}: expected one of {', '.join(PURPOSES)} or all")
-    done: list[dict[str, Any]] = []
-    with workspace() as ws:
-        for purpose in purposes:
-            old, new = rotate(ws, purpose)
-            done.append({"purpose": purpose, "retired": old.to_json() if old else None,
-                         "active": new.to_json()})  # fmt: skip
+    with registry() as reg:
+        done = reg.rotate_keys(kind)
     if as_json:
         _print_json(done)
         return
@@ -297,41 +224,13 @@ def keys_export(
     """Write a public key as PEM (SubjectPublicKeyInfo): a model-signing key for `model_signing
     verify key --public_key`, an attestation key for `attest verify --key`. Active or retired;
     PINBENCH_URL: the server's (obtain it apart from the server to trust it independently)."""
-    from pinbench.provenance.key_material import find_key, public_pem
-    from pinbench.provenance.keys import key_records
-
-    def there(remote: Remote) -> tuple[KeyRecord, dict[str, Any]]:
-        rows = _server_rows(remote)
-        records = [_record_of(r) for r in rows]
-        found = find_key(records, keyid)
-        return found, next(r for r in rows if r["keyid"] == found.keyid)
-
-    def here(ws: Workspace) -> tuple[KeyRecord, dict[str, Any]]:
-        found = find_key(key_records(ws), keyid)
-        return found, found.to_json()
-
-    record, row = remote_or_here(there, here)
-    pem = row.get("pem") or public_pem(record.purpose, record.public)
-    write_atomic(output, str(pem).encode())
-    info = {"output": str(output), "keyid": record.keyid, "purpose": record.purpose,
-            "state": record.state}  # fmt: skip
+    with registry() as reg:
+        record, pem = reg.public_key(keyid)
+    write_atomic(output, pem.encode())
+    info = {"output": str(output), **record}
     if as_json:
         _print_json(info)
         return
-    _out().print(f"wrote {output}: {record.purpose} key {record.keyid[:16]} ({record.state}), PEM")
-
-
-def _record_of(row: dict[str, Any]) -> KeyRecord:
-    from pinbench.provenance.key_material import ATTESTATION, KeyRecord
-
-    retired = row.get("retired_at")
-    created = row.get("created_at")
-    return KeyRecord(
-        keyid=str(row["keyid"]),
-        purpose=str(row.get("purpose", ATTESTATION)),
-        algorithm=str(row.get("algorithm", "")),
-        public=str(row.get("public", "")),
-        owner=str(row.get("owner", "")),
-        created_at=datetime.fromisoformat(created) if isinstance(created, str) else datetime.min,
-        retired_at=datetime.fromisoformat(retired) if isinstance(retired, str) else None,
+    _out().print(
+        f"wrote {output}: {record['purpose']} key {record['keyid'][:16]} ({record['state']}), PEM"
     )

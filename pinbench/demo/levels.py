@@ -17,12 +17,8 @@ from rich.table import Table
 from pinbench.catalog import cnn
 from pinbench.catalog.digits import DATASET_NAME, TRAIN_DATASET_NAME
 from pinbench.errors import UserError
-from pinbench.evaluator.history import show_run
-from pinbench.evaluator.run import run_lockfile
-from pinbench.registry import service
-from pinbench.registry.request import parse_request
+from pinbench.sdk.registry import Registry
 from pinbench.tables import operator_table
-from pinbench.workspace import Workspace
 
 Step = Callable[[str], None]
 FRAMEWORKS = ("onnxruntime", "torch", "tensorflow")
@@ -55,7 +51,7 @@ TRAINING: dict[str, Any] = {
 }
 
 
-def operators(ws: Workspace, out: Console, step: Step) -> None:
+def operators(reg: Registry, out: Console, step: Step) -> None:
     """conv2d (a ResNet-50 layer) and a 512^3 matmul on each framework: one lockfile each."""
     step(
         "operator benchmarks (Deep500 L0): the same seeded tensors in three frameworks, "
@@ -65,13 +61,13 @@ def operators(ws: Workspace, out: Console, step: Step) -> None:
     for op, params in OPERATORS:
         section = {"op": op, "params": params, "samples": 30, "warmup": 5}
         for framework in FRAMEWORKS:
-            request = parse_request({"operator": section, "framework": f"{framework}@*"})
-            outcome = run_lockfile(ws, service.lock(ws, request)[0], say=lambda text: None)
-            infos.append({"name": op, **show_run(ws, outcome.id, nested=True)})
+            request = {"operator": section, "framework": f"{framework}@*"}
+            done = reg.lock(request)[0].run(runner="local")
+            infos.append({"name": op, **done.view()})
     out.print(operator_table(infos))
 
 
-def training(ws: Workspace, workdir: Path, out: Console, step: Step) -> None:
+def training(reg: Registry, workdir: Path, out: Console, step: Step) -> None:
     """The digits CNN trained from its seed to top-1 0.95 in PyTorch and TensorFlow, each in
     a fresh ``pinbench run`` process (TensorFlow fixes its threads at first use)."""
     step(
@@ -90,18 +86,16 @@ def training(ws: Workspace, workdir: Path, out: Console, step: Step) -> None:
         box=None,
     )
     for framework in ("torch", "tensorflow"):
-        request = parse_request(
-            {
-                "model": f"{cnn.model_name(framework)}@^1",
-                "dataset": f"{TRAIN_DATASET_NAME}@^1",
-                "framework": f"{framework}@*",
-                "training": TRAINING,
-            }
-        )
-        lock = service.lock(ws, request)[0]
-        path = workdir / f"{lock.digest.short}.lock"
+        request = {
+            "model": f"{cnn.model_name(framework)}@^1",
+            "dataset": f"{TRAIN_DATASET_NAME}@^1",
+            "framework": f"{framework}@*",
+            "training": TRAINING,
+        }
+        lock = reg.lock(request)[0]
+        path = workdir / f"{lock.digest[:12]}.lock"
         lock.write(path)
-        info = _run_fresh(ws, path)
+        info = _run_fresh(reg, path)
         m, trained = info["metrics"], info["details"]["training"]
         table.add_row(
             framework,
@@ -116,11 +110,11 @@ def training(ws: Workspace, workdir: Path, out: Console, step: Step) -> None:
     out.print(table)
 
 
-def _run_fresh(ws: Workspace, lockfile: Path) -> dict[str, Any]:
-    """``pinbench run LOCKFILE --runner local --json`` in a new process on this workspace."""
+def _run_fresh(reg: Registry, lockfile: Path) -> dict[str, Any]:
+    """``pinbench run LOCKFILE --runner local --json`` in a new process on this registry."""
     env = dict(os.environ)
-    env["PINBENCH_HOME"] = str(ws.settings.home)
-    env["PINBENCH_DATABASE_URL"] = ws.settings.database_url
+    env["PINBENCH_HOME"] = str(reg.home)
+    env["PINBENCH_DATABASE_URL"] = str(reg.database_url)
     env.pop("PINBENCH_URL", None)
     done = subprocess.run(
         [sys.executable, "-m", "pinbench", "run", str(lockfile), "--runner", "local", "--json"],
@@ -131,5 +125,4 @@ def _run_fresh(ws: Workspace, lockfile: Path) -> dict[str, Any]:
     )
     if done.returncode != 0:
         raise UserError(f"training run of {lockfile.name} failed: {done.stderr.strip()[-2000:]}")
-    run_id = json.loads(done.stdout)["id"]
-    return show_run(ws, run_id, nested=True)
+    return reg.run(json.loads(done.stdout)["id"]).view()

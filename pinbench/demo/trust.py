@@ -10,40 +10,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from sqlalchemy import func, select
+
+from pinbench.sdk.errors import AttestationRefused
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pinbench.workspace import Workspace
+    from pinbench.sdk.registry import Registry
 
 
 def attest(
-    ws: Workspace, workdir: Path, out: Console, step: Callable[[str], None], run_id: str
+    reg: Registry, workdir: Path, out: Console, step: Callable[[str], None], run_id: str
 ) -> None:
     """``runs attest RUN -o FILE``, ``attest verify FILE``, then the same with a byte of the
     payload changed."""
-    from pinbench.db.models import Attestation, Run
-    from pinbench.provenance.attest import attestation_for
-    from pinbench.provenance.blobs import store_blobs
-    from pinbench.provenance.dsse import read_envelopes
-    from pinbench.provenance.keys import known_keys
-    from pinbench.provenance.verify import AttestationRefused, verify_envelope
-
     step(f"pinbench runs attest {run_id[:8]} -o run.intoto.jsonl; pinbench attest verify")
-    with ws.transaction() as session:
-        runs = session.scalar(select(func.count()).select_from(Run)) or 0
-        attested = session.scalar(
-            select(func.count(func.distinct(Attestation.run_id))).select_from(Attestation)
-        )
-    out.print(f"{attested} of {runs} recorded runs carry a signed attestation (DSSE, Ed25519)")
-    line, _ = attestation_for(ws, run_id)
+    runs = reg.runs(limit=None)
+    attested = sum(1 for r in runs if r.attestation() is not None)
+    out.print(f"{attested} of {len(runs)} recorded runs carry a signed attestation (DSSE, Ed25519)")
+    line, _ = reg.attest(run_id)
     path = workdir / "run.intoto.jsonl"
     path.write_bytes(line)
 
-    digest_of, read = store_blobs(ws)
-    keys = known_keys(ws)
-    done = verify_envelope(read_envelopes(line, source=str(path))[0], keys, digest_of, read)
+    done = reg.verify_attestation(line, source=str(path))[0]
     out.print(
         Text(
             f"verified: run {done.run[:8]}, lockfile {done.lockfile[:12]}, key {done.keyid[:12]}; "
@@ -57,7 +46,7 @@ def attest(
     envelope["payload"] = base64.b64encode(bytes(payload)).decode()
     forged = (json.dumps(envelope) + "\n").encode()
     try:
-        verify_envelope(read_envelopes(forged, source="forged")[0], keys, digest_of, read)
+        reg.verify_attestation(forged, source="forged")
     except AttestationRefused as exc:
         out.print(Text(f"one payload byte changed -> {exc}", style="yellow"))
     else:

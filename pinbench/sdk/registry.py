@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pinbench.errors import UserError
+from pinbench.sdk.inquiries import Inquiries
 from pinbench.sdk.records import LocalOnly, Published
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ ProgressFactory = Callable[[str, int], "Progress"]
 Say = Callable[[str], None]
 
 
-class Registry:
+class Registry(Inquiries):
     """A pinbench registry: ``Registry(home=PATH)`` (``~`` expanded; ``database_url`` defaults
     to SQLite in the home, PINBENCH_DATABASE_URL is not read), ``Registry(url=URL,
     token=TOKEN)`` for a ``pinbench serve``, or
@@ -95,6 +96,16 @@ class Registry:
         if self._remote is not None:
             self._remote.close()
             self._remote = None
+
+    @property
+    def home(self) -> Path | None:
+        """A local registry's home folder (None behind a URL)."""
+        return None if self.url is not None else self.workspace().settings.home
+
+    @property
+    def database_url(self) -> str | None:
+        """A local registry's database URL (None behind a URL)."""
+        return None if self.url is not None else self.workspace().settings.database_url
 
     @property
     def remote(self) -> bool:
@@ -268,29 +279,39 @@ class Registry:
 
         return self.either(lambda remote: remote.resolve(given, arch=arch, device=device), here)
 
-    def lock(self, request: Path) -> builtins.list[Lockfile]:
-        """Resolve an evaluation request and pin its lockfile: one, or one per batch size of a
-        sweep. Each is recorded in the registry; write it with ``Lockfile.write``."""
+    def lock(self, request: Path | Mapping[str, Any]) -> builtins.list[Lockfile]:
+        """Resolve an evaluation request (a file, or the document as a dict) and pin its
+        lockfile: one, or one per batch size of a sweep. Each is recorded in the registry;
+        write it with ``Lockfile.write``."""
         from pinbench.registry import service
-        from pinbench.registry.request import load_request, read_request_data
+        from pinbench.registry.request import load_request, parse_request, read_request_data
         from pinbench.sdk.runs import Lockfile
 
-        parsed = load_request(request)
+        path = request if isinstance(request, Path) else None
+        given = None if isinstance(request, Path) else dict(request)
+        parsed = load_request(path) if path is not None else parse_request(given)
 
         def there(remote: Remote) -> builtins.list[tuple[LockfileBody, bool]]:
-            locked = remote.lock(read_request_data(request))
+            data = read_request_data(path) if path is not None else given
+            assert data is not None
+            locked = remote.lock(data)
             return [(remote.lockfile(p["digest"]), p["new"]) for p in locked["points"]]
 
         points = self.either(there, lambda ws: service.lock_points(ws, parsed))
         return [Lockfile(body, self, new=created) for body, created in points]
 
-    def lockfile(self, path: Path) -> Lockfile:
-        """A lockfile file, read and checked for canonical form (not yet against this registry:
-        ``verify`` and ``run`` do that)."""
+    def lockfile(self, source: Path | Mapping[str, Any]) -> Lockfile:
+        """A lockfile file, read and checked for canonical form, or a lockfile document (a
+        dict, e.g. an edited ``Lockfile.to_json()``) put in canonical form; not yet checked
+        against this registry: ``verify`` and ``run`` do that."""
         from pinbench.registry.lockfile import Lockfile as LockfileBody
         from pinbench.sdk.runs import Lockfile
 
-        return Lockfile(LockfileBody.read(path), self)
+        if isinstance(source, Path):
+            return Lockfile(LockfileBody.read(source), self)
+        from pinbench.artifacts.canonical import canonical_json
+
+        return Lockfile(LockfileBody.from_bytes(canonical_json(dict(source))), self)
 
     # -- runs -----------------------------------------------------------------------------
 

@@ -39,6 +39,10 @@ class Lockfile:
         """``KIND/NAME@VERSION`` of each pinned artifact."""
         return [a.ref for a in self.body.body.artifacts]
 
+    def to_json(self) -> Any:
+        """The lockfile as a JSON document (a fresh copy: edit it freely)."""
+        return self.body.to_json()
+
     def write(self, path: Path) -> None:
         """Write the canonical bytes to ``path``."""
         self.body.write(path)
@@ -232,6 +236,58 @@ class Run:
     def attest(self) -> tuple[bytes, bool]:
         """The run's signed in-toto attestation (one JSON line) and whether it was made now."""
         return self.registry.attest(self.id)
+
+    def attestation(self) -> bytes | None:
+        """The run's recorded attestation (one DSSE line), or None when it has none (``attest``
+        makes one)."""
+        if self.registry.remote:
+            from pinbench.remote import RemoteRefused
+
+            try:
+                return (
+                    self.registry.server()
+                    .call("GET", f"/api/v1/runs/{self.id}/attestation")
+                    .content
+                )
+            except RemoteRefused as exc:
+                if exc.status == 404:
+                    return None
+                raise
+        return self.registry.hosting().recorded_attestation(self.id)
+
+    def trace(self) -> dict[str, Any]:
+        """The run's Chrome trace (a run at trace level basic or full), checked against its
+        recorded sha256; ``NoTrace`` when it recorded none."""
+        self.metrics  # noqa: B018
+        if self.registry.remote:
+            trace: dict[str, Any] = self.registry.server().trace(self.info)
+            return trace
+        from pinbench.trace.summary import trace_of
+
+        return trace_of(self.registry.workspace(), self.info)
+
+    def shown_metrics(self) -> list[tuple[str, str]]:
+        """(label, value as text) of each metric the run's task defines and recorded, as the
+        task shows them: ``[("top-1", "0.8000"), ...]``."""
+        from pinbench.tasks.registry import task
+
+        body = self.info.get("lockfile_body") or self.registry.run(self.id).info["lockfile_body"]
+        dataset = body.get("dataset")
+        if not dataset:
+            return []
+        metrics = self.metrics
+        return [
+            (m.label, m.show(metrics[m.name]))
+            for m in task(dataset["task"]).metrics
+            if m.name in metrics
+        ]
+
+    def view(self) -> dict[str, Any]:
+        """The run as the REST API shows it: its metrics under ``metrics``."""
+        metrics = self.metrics
+        out = {k: v for k, v in self.info.items() if k not in metrics}
+        out["metrics"] = metrics
+        return out
 
 
 def _remote_array(registry: Registry, digest: str) -> npt.NDArray[Any]:
