@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+COMPARED = ("model", "framework", "dataset", "scenario", "mode", "batch_size", "trace")
+"""Inputs of a run named when they differ; ``trace`` because a traced run's latencies carry
+its profilers' overhead."""
+
 
 def kind_label(run: Mapping[str, Any]) -> str:
     """``training``, ``operator``, or an inference run's scenario and mode

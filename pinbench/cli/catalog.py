@@ -239,4 +239,6 @@ def demo(
     from pinbench.sdk.registry import Registry
 
     with Registry() as reg:  # this machine's home: the demo trains and runs here
-        run_demo(reg, workdir or reg.workspace().settings.home / "demo", out())
+        home = reg.home
+        assert home is not None
+        run_demo(reg, workdir or home / "demo", out())

@@ -7,7 +7,6 @@ The evaluator is imported by the command that uses it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +15,11 @@ import click
 from pinbench.cli.common import (
     allow_pickle_option,
     listed,
+    local_registry,
     lockfile_argument,
     progress_lines,
     registry,
     run_argument,
-    workspace,
 )
 from pinbench.cli.run_options import BAND, REPEAT, RERUN_DEFAULT, RUNNER_HELP, TRACE_HELP
 from pinbench.cli.run_view import print_run
@@ -31,9 +30,8 @@ from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.registry.lockfile import Lockfile
-    from pinbench.remote import Remote
-    from pinbench.workspace import Workspace
+    from pinbench.sdk.registry import Registry
+    from pinbench.sdk.runs import Lockfile
 
 
 @click.command("run")
@@ -106,44 +104,36 @@ def run_cmd(
     A lockfile this registry would not make (an artifact not published here, a field that
     differs from its manifest) is refused and nothing is recorded.
     """
-    from pinbench.registry.lockfile import Lockfile
-    from pinbench.trace.levels import parts
+    from pinbench.sdk.values import trace_parts
 
-    parts(trace)
-    lock = Lockfile.read(lockfile)
+    trace_parts(trace)
     say = progress_lines(quiet=as_json)
-    if publish_as is not None:
-        _check_publish_as(lock, publish_as, on=bool(on))
-
-    if on:
-        _run_on(
-            lock,
-            runner,
-            trace,
-            on,
-            retries=retries,
-            allow_pickle=allow_pickle,
-            as_json=as_json,
-            say=say,
-        )
-        return
-
-    from pinbench.sdk.runs import Lockfile as Pinned
-
     with registry() as reg:
-        pinned = Pinned(lock, reg)
+        lock = reg.lockfile(lockfile)
+        if publish_as is not None:
+            _check_publish_as(reg, lock, publish_as, on=bool(on))
+        if on:
+            if allow_pickle:
+                raise UserError("--allow-pickle is a local decision; runs --on follow the server's")
+            chains = lock.run_on(on, runner=runner, trace=trace, retries=retries, say=say)
+            _print_chains(chains, as_json=as_json)
+            return
         if reg.remote:
-            info = pinned.run(runner=runner, trace=trace, allow_pickle=allow_pickle, say=say).info
+            info = lock.run(runner=runner, trace=trace, allow_pickle=allow_pickle, say=say).info
         else:
             # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130
             # / 143)
             with stopped_safely() as stop:
-                done = pinned.run(
+                done = lock.run(
                     runner=runner, trace=trace, allow_pickle=allow_pickle, say=say, stop=stop
                 )
             info = done.info
             if publish_as is not None:
-                info["published"] = _publish_weights(reg.workspace(), done.id, publish_as, say)
+                published = reg.publish_trained(done.id, publish_as, say=say)
+                info["published"] = {
+                    "ref": published.ref,
+                    "manifest_digest": published.manifest_digest,
+                }
     if as_json:
         _print_json(info)
         return
@@ -152,12 +142,10 @@ def run_cmd(
         _out().print(f"published {info['published']['ref']} (trained_by run {info['id']})")
 
 
-def _check_publish_as(lock: Lockfile, target: str, *, on: bool) -> None:
+def _check_publish_as(reg: Registry, lock: Lockfile, target: str, *, on: bool) -> None:
     """``--publish-as``: a training lockfile, a model version not yet taken, run here."""
-    from pinbench.evaluator.trained_model import check_target, target_ref
-
-    ref = target_ref(target)
-    if lock.body.training is None:
+    reg.check_trained_target(target)  # its form first
+    if lock.body.body.training is None:
         raise UserError(
             "--publish-as publishes a training run's weights; this lockfile has no training section"
         )
@@ -166,47 +154,12 @@ def _check_publish_as(lock: Lockfile, target: str, *, on: bool) -> None:
             "--publish-as works on this machine's registry only; unset PINBENCH_URL (and drop "
             "--on), or publish the weights with the server's `pinbench runs publish`"
         )
-    with workspace() as ws:
-        check_target(ws, ref)
+    with local_registry() as here:
+        here.check_trained_target(target, taken=True)
 
 
-def _publish_weights(
-    ws: Workspace, run_id: str, target: str, say: Callable[[str], None]
-) -> dict[str, Any]:
-    from pinbench.evaluator.trained_model import publish_trained
-
-    result = publish_trained(ws, run_id, target, say=say)
-    return {"ref": str(result.ref), "manifest_digest": result.manifest_digest.hex}
-
-
-def _run_on(
-    lock: Lockfile,
-    runner: str,
-    trace: str,
-    on: list[str],
-    *,
-    retries: int,
-    allow_pickle: bool,
-    as_json: bool,
-    say: Callable[[str], None],
-) -> None:
-    """``run --on``: through the server, one run per system; each followed to its end."""
-    from pinbench.remote import remote_from_env
-
-    if allow_pickle:
-        raise UserError("--allow-pickle is a local decision; runs --on follow the server's")
-    if "all" in on and on != ["all"]:
-        raise UserError("--on all stands alone: every live system meeting the lockfile")
-    with remote_from_env() as remote:
-        if remote is None:
-            raise UserError(
-                "--on runs through a server started with --cluster: set PINBENCH_URL "
-                "(and PINBENCH_TOKEN)"
-            )
-        queued = remote.submit_on(lock, runner, trace, on, retries=retries)
-        for run in queued:
-            say(f"queued run {run['id']} on system {run.get('system') or '?'}")
-        chains = [_follow(remote, run["id"], retries, say) for run in queued]
+def _print_chains(chains: list[list[dict[str, Any]]], *, as_json: bool) -> None:
+    """``run --on``'s runs, each system's chain of retries in turn; exit 1 when one failed."""
     infos = [info for chain in chains for info in chain]
     if as_json:
         _print_json(infos)
@@ -216,34 +169,6 @@ def _run_on(
     failed = [chain[-1] for chain in chains if chain[-1]["status"] != "succeeded"]
     if failed:
         raise UserError("; ".join(f"run {i['id']} {i['status']}: {i.get('error')}" for i in failed))
-
-
-RETRY_WAIT_S = 30.0
-LOST = "lost during the run"
-
-
-def _follow(
-    remote: Remote, run_id: str, retries: int, say: Callable[[str], None]
-) -> list[dict[str, Any]]:
-    """A run and the retries the server made of it (its system lost), each to its end."""
-    import time
-
-    chain = [remote.wait(run_id, say)]
-    while retries > 0 and chain[-1]["status"] == "failed" and LOST in (chain[-1]["error"] or ""):
-        deadline = time.monotonic() + RETRY_WAIT_S
-        found = None
-        while found is None and time.monotonic() < deadline:
-            found = next(
-                (r for r in remote.runs(200) if r.get("retry_of") == chain[-1]["id"]), None
-            )
-            if found is None:
-                time.sleep(0.5)
-        if found is None:
-            break
-        say(f"run {chain[-1]['id'][:8]} retried as {found['id']} on system {found['system']}")
-        chain.append(remote.wait(found["id"], say))
-        retries -= 1
-    return chain
 
 
 @click.command("rerun")

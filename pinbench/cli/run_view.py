@@ -114,7 +114,7 @@ def _predictions_table(details: dict[str, Any] | None) -> Table | None:
 def print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
     from rich.table import Table
 
-    from pinbench.evaluator.history import COMPARED
+    from pinbench.run_metrics import COMPARED
 
     infos, differs = data.pop("infos"), data["differs"]
     if as_json:

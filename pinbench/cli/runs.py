@@ -19,7 +19,6 @@ from pinbench.cli.common import (
     progress_lines,
     publisher_option,
     registry,
-    remote_or_here,
     run_argument,
     write_atomic,
 )
@@ -32,9 +31,7 @@ from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.remote import Remote
-    from pinbench.trace.analysis import TraceView
-    from pinbench.workspace import Workspace
+    pass
 
 
 runs_app = click.Group(
@@ -273,21 +270,12 @@ def runs_trace(
     """
     import json
 
-    from pinbench.evaluator.history import show_run
     from pinbench.tables import print_categories, print_trace
     from pinbench.trace.analysis import TraceView
     from pinbench.trace.analysis import compare as compare_traces
-    from pinbench.trace.summary import trace_of
 
-    def there(remote: Remote) -> list[TraceView]:
-        infos = [remote.run(r) for r in runs]
-        return [TraceView(i, remote.trace(i)) for i in infos]
-
-    def here(ws: Workspace) -> list[TraceView]:
-        infos = [show_run(ws, r) for r in runs]
-        return [TraceView(i, trace_of(ws, i)) for i in infos]
-
-    views = remote_or_here(there, here)
+    with registry() as reg:
+        views = [TraceView(run.info, run.trace()) for run in (reg.run(r) for r in runs)]
     if chrome is not None:
         write_atomic(chrome, json.dumps(views[0].trace).encode())
     categories = compare_traces(views) if len(views) > 1 else []

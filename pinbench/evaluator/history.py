@@ -13,6 +13,7 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import Lockfile
+from pinbench.run_metrics import COMPARED
 from pinbench.workspace import Workspace
 
 _RUN_PREFIX = re.compile(r"[0-9a-f-]{1,36}")
@@ -155,11 +156,6 @@ def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, A
         out["trace_sha256"] = run.trace_sha256
         out["lockfile_body"] = lock.to_json()
         return out
-
-
-COMPARED = ("model", "framework", "dataset", "scenario", "mode", "batch_size", "trace")
-"""Inputs of a run named when they differ; ``trace`` because a traced run's latencies carry
-its profilers' overhead."""
 
 
 def differing(infos: list[dict[str, Any]]) -> list[str]:

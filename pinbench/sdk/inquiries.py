@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
+    from pinbench.artifacts.digest import Progress
     from pinbench.evaluator.bisect import Bisection
     from pinbench.evaluator.parity import Parity
     from pinbench.evaluator.stop import Stop
@@ -122,6 +123,12 @@ class Inquiries:
 
         return self.either(lambda remote: (server_key_rows(remote), {}), here)
 
+    def digest(self, path: Path, *, progress: Progress | None = None) -> tuple[str, int]:
+        """A file's sha256 and size, through this registry's hash cache (a file unchanged
+        since it was last hashed is not read again). Local registries only."""
+        d, size, _ = self._local("digest").store.cache.digest(path, progress=progress)
+        return d.hex, size
+
     def publish_trained(
         self, run: str, target: str, *, publisher: str | None = None, say: Say | None = None
     ) -> Published:
@@ -134,6 +141,16 @@ class Inquiries:
         ws = self._local("publishing a run's weights")
         result = publish_trained(ws, run, target, publisher=publisher, say=say or (lambda _: None))
         return published_of(result)
+
+    def check_trained_target(self, target: str, *, taken: bool = False) -> None:
+        """Refuse a target for a training run's weights (``publish_trained``) that is not
+        ``model/NAME@VERSION``, or, with ``taken``, whose version is published here already:
+        before a training run spends its time."""
+        from pinbench.evaluator.trained_model import check_target, target_ref
+
+        ref = target_ref(target)
+        if taken:
+            check_target(self._local("publish-as"), ref)
 
     def rotate_keys(self, kind: str = "all") -> list[dict[str, Any]]:
         """Make a new key active for ``kind`` (``attestation``, ``model-signing`` or ``all``)

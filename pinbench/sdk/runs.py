@@ -4,6 +4,7 @@ they came from."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,13 +58,41 @@ class Lockfile:
     ) -> list[FileCheck]:
         """Check the lockfile against the registry (every section re-derived from the pinned
         manifests) and every pinned byte against its sha256; raise ``VerificationFailed``
-        naming each failure. Local registries only."""
+        naming each failure. The pinned blobs are hashed in a child process while the
+        lockfile is re-derived (``ahead``: hashing started already). Local registries only."""
         from pinbench.registry.verify import verify_lockfile
 
         ws = self.registry._local("verify")
-        return verify_lockfile(
-            ws, self.body, progress=progress, say=say, rehash=rehash, ahead=ahead
-        )
+        if ahead is not None:
+            return verify_lockfile(
+                ws, self.body, progress=progress, say=say, rehash=rehash, ahead=ahead
+            )
+        from pinbench.artifacts.ahead import hashes_ahead, pins_of
+
+        with hashes_ahead(ws.store, pins_of(self.body.canonical), rehash=rehash) as started:
+            if progress is not None:
+                started.show(progress)
+            return verify_lockfile(
+                ws, self.body, progress=progress, say=say, rehash=rehash, ahead=started
+            )
+
+    def run_on(
+        self,
+        systems: Sequence[str],
+        *,
+        runner: str = "auto",
+        trace: str = "none",
+        retries: int = 0,
+        say: Say | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """Through a server started with ``--cluster``: one run per system named (``["all"]``:
+        every live system meeting the lockfile's placement), each followed to its end with
+        the retries the server made of it (``retries``: when its system is lost); a chain of
+        run records per system."""
+        from pinbench.sdk.placement import run_on
+
+        quiet: Say = say or (lambda _: None)
+        return run_on(self, systems, runner=runner, trace=trace, retries=retries, say=quiet)
 
     def run(
         self,
