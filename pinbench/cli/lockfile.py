@@ -63,23 +63,17 @@ def import_(
     adopted manifests. Only then is anything published; otherwise nothing is. A pickled model
     (torch-pickle) still runs only with `pinbench run --allow-pickle`.
     """
-    from pinbench.registry.adopt import adopt
-    from pinbench.registry.lockfile import Lockfile
-    from pinbench.remote import Remote
-    from pinbench.workspace import Workspace
+    from pinbench.sdk.registry import Registry
 
-    lock = Lockfile.read(lockfile)
-    remote = Remote(from_url, _token_for(from_url))
-    ws = Workspace.from_env()
-    try:
-        adopted = adopt(ws, lock, remote, publisher=publisher or getpass.getuser())
-    finally:
-        ws.close()
-        remote.close()
+    with Registry() as reg:  # this machine's registry, PINBENCH_URL or not
+        lock = reg.lockfile(lockfile)
+        adopted = reg.adopt(
+            lock, from_url, token=_token_for(from_url), publisher=publisher or getpass.getuser()
+        )
     if as_json:
         print_json(
             {
-                "lockfile": lock.digest.hex,
+                "lockfile": lock.digest,
                 "artifacts": [
                     {"ref": a.ref, "created": a.created, "format": a.format} for a in adopted
                 ],
@@ -93,4 +87,4 @@ def import_(
                 f"{a.ref} is a pickle: it runs only with `pinbench run --allow-pickle`, "
                 "and only if you trust its publisher"
             )
-    out().print(f"lockfile {lock.digest.hex[:12]} now verifies here: pinbench verify {lockfile}")
+    out().print(f"lockfile {lock.digest[:12]} now verifies here: pinbench verify {lockfile}")

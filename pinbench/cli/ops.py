@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import remote_or_here
+from pinbench.cli.common import registry
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
-from pinbench.errors import PinbenchError, UserError
+from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.remote import Remote
-    from pinbench.workspace import Workspace
+    from pinbench.sdk.registry import Registry
 
 ops_app = click.Group(
     "ops",
@@ -293,10 +292,8 @@ def _run_and_print(
     from pinbench.cli.common import progress_lines
 
     say = progress_lines(quiet=as_json)
-    infos = remote_or_here(
-        lambda remote: _there(remote, requests, runner, say),
-        lambda ws: _here(ws, requests, runner, say),
-    )
+    with registry() as reg:
+        infos = _run_all(reg, requests, runner, say)
     if as_json:
         _print_json(infos)
     else:
@@ -308,62 +305,26 @@ def _run_and_print(
         raise UserError(f"{len(failed)} of {len(infos)} runs did not succeed (see the table)")
 
 
-def _here(
-    ws: Workspace,
+def _run_all(
+    reg: Registry,
     requests: list[tuple[str, dict[str, Any]]],
     runner: str,
     say: Callable[[str], None],
 ) -> list[dict[str, Any]]:
-    """Lock every request first (a framework that is not published runs nothing), then run
-    each lockfile; a failed run is recorded and the next one runs."""
-    import uuid
-
+    """Lock every request first (a framework that is not published runs nothing; through a
+    server, its registry decides), then run each lockfile; a failed run is recorded and the
+    next one runs."""
     from pinbench.cli.stopping import stopped_safely
-    from pinbench.evaluator.history import show_run
-    from pinbench.evaluator.run import run_lockfile
-    from pinbench.registry import service
-    from pinbench.registry.request import parse_request
 
-    parsed = [(name, parse_request(data, source=f"{name} request")) for name, data in requests]
-    locks = [(name, service.lock(ws, request)[0]) for name, request in parsed]
+    locks = [(name, reg.lock(data, source=f"{name} request")[0]) for name, data in requests]
     infos = []
     for name, lock in locks:
-        run_id = str(uuid.uuid4())
-        try:
-            with stopped_safely() as stop:
-                run_lockfile(ws, lock, runner=runner, say=say, run_id=run_id, stop=stop)
-        except PinbenchError as exc:
-            if not _recorded(ws, run_id):
-                raise
-            say(f"{name}: {exc}")
-        infos.append({"name": name, **show_run(ws, run_id, nested=True)})
-    return infos
-
-
-def _recorded(ws: Workspace, run_id: str) -> bool:
-    from pinbench.db.models import Run
-
-    with ws.transaction() as session:
-        return session.get(Run, run_id) is not None
-
-
-def _there(
-    remote: Remote,
-    requests: list[tuple[str, dict[str, Any]]],
-    runner: str,
-    say: Callable[[str], None],
-) -> list[dict[str, Any]]:
-    """The same through a server: it locks (its registry decides), queues and runs."""
-    locks = []
-    for name, data in requests:
-        locked = remote.lock(data)
-        locks.append((name, remote.lockfile(locked["points"][0]["digest"])))
-    infos = []
-    for name, lock in locks:
-        queued = remote.submit(lock, runner, "none")
-        say(f"{name}: queued run {queued['id']} on {remote.url}")
-        info = remote.wait(queued["id"], say)
-        infos.append({"name": name, **info})
+        if reg.remote:  # the server's record as it answers it (metrics flat)
+            infos.append({"name": name, **lock.run(runner=runner, say=say, check=False).info})
+            continue
+        with stopped_safely() as stop:
+            done = lock.run(runner=runner, say=say, stop=stop, check=False)
+        infos.append({"name": name, **done.view()})
     return infos
 
 

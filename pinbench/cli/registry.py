@@ -20,9 +20,9 @@ from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
-    from pinbench.registry.names import ArtifactRef
     from pinbench.sdk.records import Published
     from pinbench.sdk.registry import Registry
+    from pinbench.sdk.values import ArtifactRef
 
 
 @click.command("schema")
@@ -35,7 +35,7 @@ def schema(
     """Write the JSON Schema of each manifest kind (for editors)."""
     import json
 
-    from pinbench.registry.manifest import json_schemas
+    from pinbench.sdk.values import json_schemas
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for kind, doc in json_schemas().items():
@@ -88,18 +88,9 @@ def _publish_with(
 ) -> Published:
     if reg.remote:
         return reg.publish(manifest, files=files, say=_err().print)
-    from pinbench.registry.stage_ahead import planned, stages_ahead
-
-    # the manifest's large local files are staged while the rest is imported and checked
-    ahead_files = planned(manifest) if files is None else []
-    with stages_ahead(reg.workspace().store, ahead_files) as ahead, progress_bars() as progress:
+    with progress_bars() as progress:
         return reg.publish(
-            manifest,
-            files=files,
-            publisher=publisher,
-            progress=progress,
-            say=_err().print,
-            ahead=ahead,
+            manifest, files=files, publisher=publisher, progress=progress, say=_err().print
         )
 
 
@@ -114,7 +105,7 @@ def yank(
     reason: str,
 ) -> None:
     """Mark a version yanked: ranges skip it, exact pins still resolve it."""
-    from pinbench.registry.names import ArtifactRef
+    from pinbench.sdk.values import ArtifactRef
 
     parsed = ArtifactRef.parse(ref)
     with registry() as reg:
@@ -183,7 +174,7 @@ def show(
     from rich.text import Text
 
     from pinbench.cli.manifest_text import manifest_lines
-    from pinbench.registry.names import ArtifactRef
+    from pinbench.sdk.values import ArtifactRef
 
     parsed = ArtifactRef.parse(ref)
     with registry() as reg:
@@ -226,7 +217,7 @@ def show(
 def _write_signature(reg: Registry, ref: ArtifactRef, path: Path) -> dict[str, str]:
     """Write ``ref``'s model-signing bundle to ``path``; its file and key id."""
     from pinbench.cli.common import write_atomic
-    from pinbench.provenance.modelsig import bundle_keyid
+    from pinbench.sdk.values import bundle_keyid
 
     body = reg.signature(str(ref))
     write_atomic(path, body)
@@ -283,8 +274,7 @@ def range_cmd(
 
     With no versions, print the range in normalised form. Exits 1 when no version satisfies.
     """
-    from pinbench.registry.ranges import Range, satisfying
-    from pinbench.registry.versions import parse_version
+    from pinbench.sdk.values import Range, parse_version, satisfying
 
     rng = Range.parse(range_text)
     if not versions:
@@ -316,21 +306,19 @@ def lock_cmd(
     A request whose batch_size is a list is a sweep: one lockfile per batch size, written
     next to OUTPUT as NAME.bsN.lock and grouped by the request's sha256.
     """
-    from pinbench.registry.request import load_request
-
-    parsed = load_request(request)
     with registry() as reg:
         points = [(lock.body, lock.new) for lock in reg.lock(request)]
+    is_sweep = points[0][0].body.sweep is not None  # set on every point of a sweep only
     written = []
     for lockfile, created in points:
         path = output
-        if parsed.is_sweep:
+        if is_sweep:
             path = output.with_name(f"{output.stem}.bs{lockfile.body.batch_size}{output.suffix}")
         lockfile.write(path)
         written.append({"digest": lockfile.digest.hex, "path": str(path), "new": created})
     pinned = [a.ref for a in points[0][0].body.artifacts]
     if as_json:
-        if parsed.is_sweep:
+        if is_sweep:
             sweep = points[0][0].body.sweep
             _print_json({"sweep": sweep, "points": written, "artifacts": pinned})
         else:

@@ -228,7 +228,7 @@ def rerun_cmd(
     from rich.text import Text
 
     from pinbench.sdk.registry import Registry
-    from pinbench.trace.levels import parts
+    from pinbench.sdk.values import trace_parts as parts
 
     if not 0 < band < 10:
         raise click.BadParameter(f"--band must be between 0 and 10, got {band}")

@@ -1,12 +1,14 @@
-"""What ``Registry`` answers about runs beyond reading them: cross-framework parity, a bisect
-of the pins between two runs, and checking a signed attestation. A mixin of ``Registry``
-(``pinbench.Registry.parity`` and so on), kept apart so that each module stays small."""
+"""What ``Registry`` does with runs beyond reading them (cancel, parity, a bisect of the pins
+between two runs, publishing a training run's weights), with keys and attestations (verify,
+list, rotate, export), with a lockfile from another registry (adopt) and with files (digest).
+A mixin of ``Registry`` (``pinbench.Registry.parity`` and so on), kept apart so that each
+module stays small."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pinbench.errors import UserError
 
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
     from pinbench.provenance.verify import BlobBytes, BlobDigest, Verified
     from pinbench.remote import Remote
     from pinbench.sdk.records import Published
-    from pinbench.sdk.registry import Say
+    from pinbench.sdk.registry import Registry, Say
+    from pinbench.sdk.runs import Lockfile, Run
     from pinbench.workspace import Workspace
 
 T = TypeVar("T")
@@ -35,6 +38,27 @@ class Inquiries:
         def _local(self, operation: str) -> Workspace: ...
 
         def either(self, there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T: ...
+
+    def cancel(self, run_id: str, *, wait: bool = True, say: Say | None = None) -> Run:
+        """Cancel a queued run (it never starts) or a running one (its runner stops it):
+        recorded ``cancelled``; a finished run is refused. ``wait``: until it has stopped.
+        Through a server, for the runs its token's user submitted (admins: any)."""
+        from pinbench.evaluator.history import show_run
+        from pinbench.sdk.runs import Run
+
+        quiet: Say = say or (lambda _: None)
+
+        def there(remote: Remote) -> dict[str, Any]:
+            info = remote.cancel(run_id)
+            return remote.wait(info["id"], quiet) if wait else info
+
+        def here(ws: Workspace) -> dict[str, Any]:
+            from pinbench.evaluator.cancel import Canceller, request_cancel, wait_finished
+
+            found, _ = request_cancel(ws, run_id, Canceller(None))
+            return wait_finished(ws, found, quiet) if wait else show_run(ws, found)
+
+        return Run(self.either(there, here), cast("Registry", self))
 
     def parity(self, reference: str, others: Sequence[str]) -> list[Parity]:
         """Accuracy runs on one dataset compared with ``reference`` by what their task
@@ -151,6 +175,23 @@ class Inquiries:
         ref = target_ref(target)
         if taken:
             check_target(self._local("publish-as"), ref)
+
+    def adopt(
+        self, lockfile: Lockfile, from_url: str, *, token: str | None, publisher: str
+    ) -> list[Any]:
+        """Trust the registry at ``from_url`` for exactly the versions ``lockfile`` pins and
+        publish them here: each manifest must hash to its pinned digest, each file to its
+        sha256, and the lockfile must then re-derive here byte for byte; otherwise nothing is
+        published. One record (``ref``, ``created``, ``format``) per artifact. Local only."""
+        from pinbench.registry.adopt import adopt
+        from pinbench.remote import Remote
+
+        ws = self._local("importing a lockfile")
+        remote = Remote(from_url, token)
+        try:
+            return adopt(ws, lockfile.body, remote, publisher=publisher)
+        finally:
+            remote.close()
 
     def rotate_keys(self, kind: str = "all") -> list[dict[str, Any]]:
         """Make a new key active for ``kind`` (``attestation``, ``model-signing`` or ``all``)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pinbench.registry.stage_ahead import StagesAhead
     from pinbench.remote import Remote
     from pinbench.sdk.accounts import Accounts
+    from pinbench.sdk.admin import Admin
     from pinbench.sdk.hosting import Hosting
     from pinbench.sdk.runs import Lockfile, Run
     from pinbench.workspace import Workspace
@@ -143,6 +144,12 @@ class Registry(Inquiries):
 
         return Accounts(self)
 
+    def admin(self) -> Admin:
+        """The operator's: create the home, migrate and check the database."""
+        from pinbench.sdk.admin import Admin
+
+        return Admin(self)
+
     def server(self) -> Remote:
         """The HTTP client of a registry behind a server URL."""
         assert self.url is not None
@@ -180,8 +187,9 @@ class Registry(Inquiries):
         ahead: StagesAhead | None = None,
     ) -> Published:
         """Validate, hash and store a manifest's files and record the version (all or
-        nothing). ``files``: where its files are, if not beside it. ``ahead``: files staged
-        already (``pinbench.registry.stage_ahead``)."""
+        nothing). ``files``: where its files are, if not beside it. Large local files are
+        staged in a child process while the registry loads and checks the manifest
+        (``ahead``: staged already, by ``pinbench.registry.stage_ahead``)."""
         if self.url is not None:
             info = self.server().publish(manifest, files, say=say or (lambda _: None))
             return Published(
@@ -192,6 +200,13 @@ class Registry(Inquiries):
                 bytes=info["bytes"],
                 new_blobs=info.get("new_blobs"),
             )
+        if ahead is None and files is None:  # stage large local files while the rest loads
+            from pinbench.registry.stage_ahead import planned, stages_ahead
+
+            with stages_ahead(self.workspace().store, planned(manifest)) as started:
+                return self.publish(
+                    manifest, publisher=publisher, progress=progress, say=say, ahead=started
+                )
         from pinbench.registry.manifest import load_manifest
         from pinbench.registry.publish import publish
         from pinbench.sdk.hosting import published_of
@@ -279,8 +294,11 @@ class Registry(Inquiries):
 
         return self.either(lambda remote: remote.resolve(given, arch=arch, device=device), here)
 
-    def lock(self, request: Path | Mapping[str, Any]) -> builtins.list[Lockfile]:
-        """Resolve an evaluation request (a file, or the document as a dict) and pin its
+    def lock(
+        self, request: Path | Mapping[str, Any], *, source: str = "<request>"
+    ) -> builtins.list[Lockfile]:
+        """Resolve an evaluation request (a file, or the document as a dict: ``source`` names it
+        in errors) and pin its
         lockfile: one, or one per batch size of a sweep. Each is recorded in the registry;
         write it with ``Lockfile.write``."""
         from pinbench.registry import service
@@ -289,7 +307,7 @@ class Registry(Inquiries):
 
         path = request if isinstance(request, Path) else None
         given = None if isinstance(request, Path) else dict(request)
-        parsed = load_request(path) if path is not None else parse_request(given)
+        parsed = load_request(path) if path is not None else parse_request(given, source=source)
 
         def there(remote: Remote) -> builtins.list[tuple[LockfileBody, bool]]:
             data = read_request_data(path) if path is not None else given
@@ -367,24 +385,3 @@ class Registry(Inquiries):
         from pinbench.provenance.attest import attestation_for
 
         return attestation_for(self.workspace(), run_id)
-
-    def cancel(self, run_id: str, *, wait: bool = True, say: Say | None = None) -> Run:
-        """Cancel a queued run (it never starts) or a running one (its runner stops it):
-        recorded ``cancelled``; a finished run is refused. ``wait``: until it has stopped.
-        Through a server, for the runs its token's user submitted (admins: any)."""
-        from pinbench.evaluator.history import show_run
-        from pinbench.sdk.runs import Run
-
-        quiet: Say = say or (lambda _: None)
-
-        def there(remote: Remote) -> dict[str, Any]:
-            info = remote.cancel(run_id)
-            return remote.wait(info["id"], quiet) if wait else info
-
-        def here(ws: Workspace) -> dict[str, Any]:
-            from pinbench.evaluator.cancel import Canceller, request_cancel, wait_finished
-
-            found, _ = request_cancel(ws, run_id, Canceller(None))
-            return wait_finished(ws, found, quiet) if wait else show_run(ws, found)
-
-        return Run(self.either(there, here), self)

@@ -1,10 +1,55 @@
 """The value types the API's methods take and give as text, for code that wants them parsed:
 ``ArtifactRef`` (``KIND/NAME@VERSION``), ``Spec`` (``KIND/NAME@RANGE``), ``Kind`` and
 ``parse_kind``, ``Digest`` (a sha256: 64 lower-case hex digits), ``trace_parts`` (what a trace
-level records; an unknown level refused). Parsing one reads nothing and runs nothing."""
+level records; an unknown level refused); versions and npm-style ranges (``parse_version``,
+``Range``, ``satisfying``); ``json_schemas`` (each manifest kind's JSON Schema) and
+``bundle_keyid`` (the key a model-signing bundle names). Each reads nothing and runs nothing:
+they need no registry. Each is imported when first named."""
 
-from pinbench.artifacts.digest import Digest
-from pinbench.registry.names import ArtifactRef, Kind, Spec, parse_kind
-from pinbench.trace.levels import parts as trace_parts
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ArtifactRef", "Digest", "Kind", "Spec", "parse_kind", "trace_parts"]
+__all__ = [
+    "ArtifactRef",
+    "Digest",
+    "Kind",
+    "Range",
+    "Spec",
+    "bundle_keyid",
+    "json_schemas",
+    "parse_kind",
+    "parse_version",
+    "satisfying",
+    "trace_parts",
+]
+
+if TYPE_CHECKING:
+    from pinbench.artifacts.digest import Digest
+    from pinbench.provenance.modelsig import bundle_keyid
+    from pinbench.registry.manifest import json_schemas
+    from pinbench.registry.names import ArtifactRef, Kind, Spec, parse_kind
+    from pinbench.registry.ranges import Range, satisfying
+    from pinbench.registry.versions import parse_version
+    from pinbench.trace.levels import parts as trace_parts
+
+_HOME = {
+    "ArtifactRef": ("pinbench.registry.names", "ArtifactRef"),
+    "Digest": ("pinbench.artifacts.digest", "Digest"),
+    "Kind": ("pinbench.registry.names", "Kind"),
+    "Range": ("pinbench.registry.ranges", "Range"),
+    "Spec": ("pinbench.registry.names", "Spec"),
+    "bundle_keyid": ("pinbench.provenance.modelsig", "bundle_keyid"),
+    "json_schemas": ("pinbench.registry.manifest", "json_schemas"),
+    "parse_kind": ("pinbench.registry.names", "parse_kind"),
+    "parse_version": ("pinbench.registry.versions", "parse_version"),
+    "satisfying": ("pinbench.registry.ranges", "satisfying"),
+    "trace_parts": ("pinbench.trace.levels", "parts"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        from importlib import import_module
+
+        module, attr = _HOME[name]
+        return getattr(import_module(module), attr)
+    raise AttributeError(f"module 'pinbench.sdk.values' has no attribute {name!r}")

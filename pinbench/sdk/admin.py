@@ -1,0 +1,84 @@
+"""``Admin``: what an operator does to a local registry's home and database
+(``Registry.admin()``): create it with its signing keys, migrate its schema, check it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from pinbench.sdk.registry import Registry
+    from pinbench.workspace import Workspace
+
+
+class Admin:
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    def _ws(self, operation: str) -> Workspace:
+        return self.registry._local(operation)
+
+    def init(self) -> dict[str, Any]:
+        """Create the home: the blob store, a database at the current schema, and the signing
+        keys (made once; on a home that has keys they are checked, never replaced): ``home``,
+        ``database`` (its URL, password hidden), ``revision``, ``signing_key``,
+        ``model_signing_key``."""
+        from pinbench.provenance.key_material import ATTESTATION, MODEL_SIGNING
+        from pinbench.provenance.keys import ensure_keys
+
+        ws = self._ws("init")
+        revision = ws.init()
+        keys = ensure_keys(ws)
+        return {
+            "home": str(ws.settings.home),
+            "database": _safe_url(ws),
+            "revision": revision,
+            "signing_key": keys[ATTESTATION],
+            "model_signing_key": keys[MODEL_SIGNING],
+        }
+
+    def upgrade(self) -> tuple[str | None, str]:
+        """Migrate the database to the newest schema revision: (before, after)."""
+        from pinbench.db import schema as db_schema
+
+        ws = self._ws("db upgrade")
+        ws.settings.home.mkdir(parents=True, exist_ok=True)
+        before = db_schema.current_revision(ws.engine)
+        _migrate().upgrade(ws.engine)
+        after = db_schema.current_revision(ws.engine)
+        assert after is not None
+        return before, after
+
+    def revisions(self) -> dict[str, str | None]:
+        """The database's schema revision (``current``; None when empty) and the one this
+        pinbench needs (``head``)."""
+        from pinbench.db import schema as db_schema
+
+        ws = self._ws("db current")
+        return {"current": db_schema.current_revision(ws.engine), "head": db_schema.HEAD_REVISION}
+
+    def check(self) -> None:
+        """Refuse a database that is not at the head revision or differs from the models."""
+        from pinbench.db import schema as db_schema
+
+        ws = self._ws("db check")
+        db_schema.ensure_current(ws.engine)
+        diff = _migrate().schema_diff(ws.engine)
+        if diff:
+            raise UserError(f"the database schema differs from the models: {diff}")
+
+
+def _migrate() -> ModuleType:
+    """Alembic is imported only by the operations that need it (a tenth of a second saved)."""
+    import importlib
+
+    return importlib.import_module("pinbench.db.migrate")
+
+
+def _safe_url(ws: Workspace) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(ws.settings.database_url).render_as_string(hide_password=True)
