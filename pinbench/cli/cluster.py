@@ -8,18 +8,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from pinbench.cli.common import workspace
+from pinbench.cli.common import local_registry
 from pinbench.console import columns, json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
-
-if TYPE_CHECKING:
-    from pinbench.cluster.systems import SystemRow
-    from pinbench.workspace import Workspace
 
 agent_app = click.Group(
     "agent",
@@ -123,23 +119,23 @@ def systems_list(
     as_json: bool = False,
 ) -> None:
     """Every system: its hardware, whether it is alive (asked of the cluster) and its runs."""
-    with workspace() as ws:
-        rows = _systems(ws, cluster)
+    with local_registry() as reg:
+        rows = reg.systems(_address(cluster))
     if as_json:
-        _print_json([r.to_json() for r in rows])
+        _print_json(rows)
         return
     if not rows:
         _out().print("no systems yet: start an agent with `pinbench agent start --cluster ADDR`")
         return
     table = [
         (
-            r.name,
-            _alive(r.alive),
-            str(r.facts.get("arch", "?")),
-            str(r.facts.get("cpu", "?")),
-            str(r.facts.get("cores", "?")),
-            _gpus(r.facts),
-            str(r.runs),
+            r["name"],
+            _alive(r["alive"]),
+            str(r["facts"].get("arch", "?")),
+            str(r["facts"].get("cpu", "?")),
+            str(r["facts"].get("cores", "?")),
+            _gpus(r["facts"]),
+            str(r["runs"]),
         )
         for r in rows
     ]
@@ -156,20 +152,17 @@ def systems_show(
     as_json: bool = False,
 ) -> None:
     """One system's facts as its agent reported them."""
-    from pinbench.cluster.systems import show_system
-
-    with workspace() as ws:
-        alive = _alive_by_name(ws, cluster)
-        row = show_system(ws, name, alive)
+    with local_registry() as reg:
+        row = reg.system(name, _address(cluster))
     if as_json:
-        _print_json(row.to_json())
+        _print_json(row)
         return
-    facts = dict(row.facts)
+    facts = dict(row["facts"])
     flags = facts.pop("cpu_flags", [])
     lines = [
-        f"system {row.name} ({_alive(row.alive)}), Ray node {row.node_id or '?'}",
-        f"registered {row.registered_at.isoformat()}, last seen {row.seen_at.isoformat()}",
-        f"runs: {row.runs}",
+        f"system {row['name']} ({_alive(row['alive'])}), Ray node {row['node_id'] or '?'}",
+        f"registered {row['registered_at']}, last seen {row['seen_at']}",
+        f"runs: {row['runs']}",
         *(f"{key}: {value}" for key, value in facts.items()),
         f"cpu_flags: {' '.join(flags)}",
     ]
@@ -183,28 +176,6 @@ def _address(cluster: str | None, *, required: bool = False) -> str | None:
 
         raise UserError("which cluster? give --cluster HOST:PORT or set PINBENCH_CLUSTER")
     return address
-
-
-def _alive_by_name(ws: Workspace, cluster: str | None) -> dict[str, bool] | None:
-    """Refresh the systems table from the cluster (when one is named); alive by name."""
-    address = _address(cluster)
-    if address is None:
-        return None
-    from pinbench.cluster.ray_agent import cluster_systems
-    from pinbench.cluster.systems import record
-
-    alive = {}
-    for system in cluster_systems(address):
-        alive[system.name] = system.alive
-        if system.facts is not None:
-            record(ws, system.name, system.facts, system.node_id)
-    return alive
-
-
-def _systems(ws: Workspace, cluster: str | None) -> list[SystemRow]:
-    from pinbench.cluster.systems import list_systems
-
-    return list_systems(ws, _alive_by_name(ws, cluster))
 
 
 def _alive(alive: bool | None) -> str:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pinbench.provenance.key_material import KeyRecord, PublicKey
     from pinbench.provenance.verify import BlobBytes, BlobDigest, Verified
     from pinbench.remote import Remote
+    from pinbench.sdk.hosting import Hosting
     from pinbench.sdk.records import Published
     from pinbench.sdk.registry import Registry, Say
     from pinbench.sdk.runs import Lockfile, Run
@@ -38,6 +39,8 @@ class Inquiries:
         def _local(self, operation: str) -> Workspace: ...
 
         def either(self, there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T: ...
+
+        def hosting(self) -> Hosting: ...
 
     def cancel(self, run_id: str, *, wait: bool = True, say: Say | None = None) -> Run:
         """Cancel a queued run (it never starts) or a running one (its runner stops it):
@@ -59,6 +62,19 @@ class Inquiries:
             return wait_finished(ws, found, quiet) if wait else show_run(ws, found)
 
         return Run(self.either(there, here), cast("Registry", self))
+
+    def systems(self, cluster: str | None = None) -> list[dict[str, Any]]:
+        """Every registered system: ``name``, ``facts`` (hardware, as its agent reported),
+        ``node_id``, ``registered_at``, ``seen_at``, ``runs``, ``alive``. With ``cluster`` (a
+        Ray address) each is asked of the cluster and its facts refreshed; without, alive is
+        None (unknown). Local registries only."""
+        hosted = self.hosting()
+        return hosted.systems(hosted.refresh_systems(cluster) if cluster else None)
+
+    def system(self, name: str, cluster: str | None = None) -> dict[str, Any]:
+        """One system, as ``systems`` lists it."""
+        hosted = self.hosting()
+        return hosted.system(name, hosted.refresh_systems(cluster) if cluster else None)
 
     def parity(self, reference: str, others: Sequence[str]) -> list[Parity]:
         """Accuracy runs on one dataset compared with ``reference`` by what their task
