@@ -185,3 +185,102 @@ def test_no_module_is_over_400_lines() -> None:
     long = {m for m, p in MODULES.items() if len(p.read_text().splitlines()) > 400}
     assert sorted(long - LONG) == [], "split it"
     assert sorted(LONG - long) == [], "take it off LONG"
+
+
+# -- the faces stand on the Python API ---------------------------------------------------------
+
+FACES = ("pinbench.cli", "pinbench.api.controllers", "pinbench.demo")
+"""The CLI, the REST controllers and the demo: they call ``pinbench.sdk`` (the Python API)."""
+FACE_MAY_IMPORT = (
+    "pinbench.sdk",  # the API, its value types and errors
+    "pinbench.console",  # printing
+    "pinbench.tables",  # tables of what the API answered
+    "pinbench.errors",  # UserError and friends, to raise and catch
+    "pinbench.cli",  # the faces themselves (and the layer's other faces: the catalog's
+    "pinbench.demo",  # builder, the benchmark's jobs, manifest authoring)
+    "pinbench.catalog",
+    "pinbench.benchmark",
+    "pinbench.authoring",
+)
+REST_MAY_IMPORT = (
+    "pinbench.api",  # the server's own machinery: its schemas, problems, run queue, cache
+    "pinbench.accounts",  # the caller the server authenticated (Principal) and its refusals
+)
+PURE_VIEW = "a pure view of data the API answered (no store, no database)"
+REQUEST_BUILDER = "pure: builds the request document the API locks"
+COMPOSITION = "a composition root: assembles a process (the server or an agent), not a call"
+# (face module, module beneath the API it imports at run time): why, for now.
+BENEATH_API = {
+    ("pinbench.cli.run_view", "pinbench.energy.show"): PURE_VIEW,
+    ("pinbench.cli.run_view", "pinbench.reports.samples"): PURE_VIEW,
+    ("pinbench.cli.run_view", "pinbench.run_metrics"): PURE_VIEW,
+    ("pinbench.cli.runs", "pinbench.run_metrics"): PURE_VIEW,
+    ("pinbench.cli.runs", "pinbench.trace.analysis"): PURE_VIEW,
+    ("pinbench.demo.flow", "pinbench.reports.samples"): PURE_VIEW,
+    ("pinbench.demo.flow", "pinbench.trace.analysis"): PURE_VIEW,
+    ("pinbench.cli.ops", "pinbench.operators.resnet50"): REQUEST_BUILDER,
+    ("pinbench.cli.ops", "pinbench.operators.schema"): REQUEST_BUILDER,
+    ("pinbench.cli.ops", "pinbench.operators.section"): REQUEST_BUILDER,
+    ("pinbench.cli.ops", "pinbench.operators.shape_text"): REQUEST_BUILDER,
+    ("pinbench.cli.mlmodelscope", "pinbench.registry.mlmodelscope"): "pure: converts one "
+    "MLModelScope manifest file to a pinbench manifest's text (authoring, no registry)",
+    ("pinbench.cli.serve", "pinbench.api"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.runpool"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.energy.price"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.evaluator.instances"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.evaluator.runners"): COMPOSITION,
+    ("pinbench.cli.cluster", "pinbench.cluster.facts"): COMPOSITION,
+    ("pinbench.cli.cluster", "pinbench.cluster.ray_agent"): COMPOSITION,
+    ("pinbench.cli.cluster", "pinbench.config"): COMPOSITION,
+    ("pinbench.cli.cluster", "pinbench.energy.price"): COMPOSITION,
+}
+
+
+def _run_time_imports(path: Path) -> set[str]:
+    """The pinbench modules ``path`` imports when it runs: at module level or in functions,
+    not under ``if TYPE_CHECKING`` (annotations name what they like)."""
+
+    def walk(node: ast.AST) -> Iterator[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and ast.unparse(child.test) == "TYPE_CHECKING":
+                continue
+            yield child
+            yield from walk(child)
+
+    found: set[str] = set()
+    for node in walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("pinbench")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "pinbench":
+                found |= {f"pinbench.{a.name}" for a in node.names}
+            elif node.module.startswith("pinbench."):
+                found.add(node.module)
+    return found
+
+
+def test_the_cli_the_rest_controllers_and_the_demo_call_only_the_api() -> None:
+    beneath = set()
+    for module, path in MODULES.items():
+        if not module.startswith(FACES):
+            continue
+        allowed = FACE_MAY_IMPORT
+        if module.startswith("pinbench.api.controllers"):
+            allowed += REST_MAY_IMPORT
+        beneath |= {(module, t) for t in _run_time_imports(path) if not t.startswith(allowed)}
+    assert sorted(beneath - set(BENEATH_API)) == [], "call pinbench.sdk instead"
+    assert sorted(set(BENEATH_API) - beneath) == [], "gone: take them off BENEATH_API"
+
+
+def test_a_face_that_imports_beneath_the_api_is_caught(tmp_path: Path) -> None:
+    """The check above reads real imports: one in a function counts, one for annotations
+    does not."""
+    face = tmp_path / "face.py"
+    face.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pinbench.workspace import Workspace\n"
+        "def f():\n    from pinbench.registry import catalog\n    import pinbench.db\n"
+    )
+    assert _run_time_imports(face) == {"pinbench.registry", "pinbench.db"}

@@ -191,3 +191,83 @@ def test_the_rest_bound_on_report_runs_is_the_reports_own() -> None:
     from pinbench.sdk.hosting import MAX_REPORT_RUNS
 
     assert MAX_REPORT_RUNS == MAX_RUNS
+
+
+def test_a_request_given_as_a_dict_locks_as_its_file_does(
+    local: pinbench.Registry, run: pinbench.Run, tmp_path: Path
+) -> None:
+    (from_dict,) = local.lock(dict(PERFORMANCE))
+    assert from_dict.digest == run.lockfile().digest and not from_dict.new
+    with pytest.raises(UserError, match="notebook cell"):
+        local.lock({"model": "model/vision/digits-logreg@^1"}, source="notebook cell")
+
+
+def test_an_edited_lockfile_document_is_refused_and_an_unedited_one_is_the_same(
+    local: pinbench.Registry, run: pinbench.Run
+) -> None:
+    from pinbench.sdk.errors import LockfileMismatch
+
+    lock = run.lockfile()
+    assert local.lockfile(lock.to_json()).digest == lock.digest
+    edited = lock.to_json()
+    edited["model"]["trusted"] = True
+    forged = local.lockfile(edited)
+    assert forged.digest != lock.digest
+    with pytest.raises(LockfileMismatch, match="trusted"):
+        forged.verify()
+
+
+def test_a_runs_view_is_what_the_rest_api_shows(
+    local: pinbench.Registry, run: pinbench.Run
+) -> None:
+    assert run.view() == local.hosting().run_view(run.id)
+
+
+def test_a_run_carries_the_attestation_it_was_recorded_with(run: pinbench.Run) -> None:
+    recorded = run.attestation()
+    assert recorded is not None
+    assert run.attest() == (recorded, False)
+
+
+def test_the_operator_reads_the_schema_revision_and_checks_it(local: pinbench.Registry) -> None:
+    from pinbench.db.schema import HEAD_REVISION
+
+    assert local.admin().revisions() == {"current": HEAD_REVISION, "head": HEAD_REVISION}
+    local.admin().check()
+
+
+def test_users_and_tokens_through_the_api(local: pinbench.Registry) -> None:
+    from pinbench.accounts import ANONYMOUS, AuthError, authenticate
+
+    accounts = local.accounts()
+    assert accounts.add_user("ann", namespaces=["vision"]) == {
+        "name": "ann",
+        "admin": False,
+        "namespaces": ["vision"],
+    }
+    assert {"name": "ann", "admin": False, "namespaces": ["vision"]} in accounts.users()
+    made = accounts.create_token(user="ann", name="nb", scopes=["read"])
+    with local.workspace().transaction() as session:  # the secret authenticates as ann
+        assert authenticate(session, made["token"]).user == "ann"
+    (listed,) = accounts.tokens(user="ann")
+    assert listed["id"] == made["id"] and not listed["revoked"]
+    assert made["token"] not in json.dumps(listed)
+    accounts.revoke_token(made["id"])
+    assert accounts.tokens(user="ann")[0]["revoked"]
+    with pytest.raises(AuthError, match="needs a token"):
+        accounts.create_token(as_=ANONYMOUS)
+
+
+def test_digest_is_the_files_sha256_and_size(local: pinbench.Registry, tmp_path: Path) -> None:
+    data = np.random.default_rng(7).bytes(100_003)
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    assert local.digest(path) == (hashlib.sha256(data).hexdigest(), len(data))
+
+
+def test_the_registry_lists_both_of_its_keys(local: pinbench.Registry) -> None:
+    rows, problems = local.keys()
+    assert {r["purpose"] for r in rows} == {"attestation", "model-signing"}
+    assert problems == {}
+    info, pem = local.public_key(rows[0]["keyid"][:16])
+    assert info["keyid"] == rows[0]["keyid"] and pem.startswith("-----BEGIN PUBLIC KEY-----")

@@ -1,9 +1,8 @@
-"""What the command modules share: the workspace or the server a command talks to, progress on
-stderr, and the options more than one group takes.
+"""What the command modules share: the registry a command talks to (``pinbench.Registry``, from
+the environment), progress on stderr, and the options more than one group takes.
 
 Nothing heavy is imported here: this module is loaded by every command, ``--help`` included.
-SQLAlchemy comes with ``Workspace`` and httpx with ``Remote``, each imported by the helper that
-needs it when a command calls it.
+The registry imports SQLAlchemy or httpx only when a command first asks it for something.
 """
 
 from __future__ import annotations
@@ -22,9 +21,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from pinbench.artifacts.digest import Progress as ProgressCallback
-    from pinbench.remote import Remote
     from pinbench.sdk.registry import Registry
-    from pinbench.workspace import Workspace
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024
 T = TypeVar("T")
@@ -54,17 +51,6 @@ def listed(_ctx: object, _param: object, values: tuple[T, ...]) -> list[T] | Non
 
 
 @contextmanager
-def workspace() -> Iterator[Workspace]:
-    from pinbench.workspace import Workspace
-
-    ws = Workspace.from_env()
-    try:
-        yield ws
-    finally:
-        ws.close()
-
-
-@contextmanager
 def registry() -> Iterator[Registry]:
     """The registry the environment names (``pinbench.Registry.from_env``): the server of
     PINBENCH_URL, else PINBENCH_HOME; closed afterwards."""
@@ -82,13 +68,6 @@ def local_registry() -> Iterator[Registry]:
 
     with Registry() as reg:
         yield reg
-
-
-def remote_or_here(there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:
-    """Through the server named by PINBENCH_URL when it is set, else on this workspace
-    (``Registry.either``; the HTTP client is not even imported for a local one)."""
-    with registry() as reg:
-        return reg.either(there, here)
 
 
 @contextmanager

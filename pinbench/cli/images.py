@@ -3,17 +3,12 @@ Docker client and the image builder are imported by the command that uses them."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
-from pinbench.cli.common import listed, progress_lines, workspace
+from pinbench.cli.common import listed, local_registry, progress_lines
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
-
-if TYPE_CHECKING:
-    from pinbench.registry.names import ArtifactRef
 
 images_app = click.Group(
     "images",
@@ -56,19 +51,9 @@ def images_build(
     """
     from rich.table import Table
 
-    from pinbench.environments.frameworks import VERSIONS
-    from pinbench.images.base import ensure_base
-    from pinbench.images.build import build_image
-    from pinbench.images.engine import connect
-
     say = progress_lines(quiet=as_json)
-    client = connect()
-    built = []
-    with workspace() as ws:
-        (ws.settings.home / "tmp").mkdir(parents=True, exist_ok=True)
-        base_id = base or ensure_base(client, ws.settings.home / "cache" / "images", say)
-        for framework in frameworks or list(VERSIONS):
-            built.append(build_image(ws, client, framework, base_id, say))
+    with local_registry() as reg:
+        built = reg.images().build(frameworks or (), base=base, say=say)
     if as_json:
         _print_json(
             [
@@ -95,14 +80,6 @@ def images_build(
     _out().print(table)
 
 
-def _image_ref(text: str) -> ArtifactRef:
-    from pinbench.registry.names import ArtifactRef
-
-    if not text.startswith("image/"):
-        text = f"image/{text}"
-    return ArtifactRef.parse(text)
-
-
 _registry_option = click.option(
     "--registry",
     "registry",
@@ -125,11 +102,8 @@ def images_push(
     as_json: bool = False,
 ) -> None:
     """Push an image artifact to a registry as REGISTRY/NAME:VERSION; print its digest there."""
-    from pinbench.images.distribution import push
-    from pinbench.images.engine import connect
-
-    with workspace() as ws:
-        done = push(ws, connect(), _image_ref(image), registry)
+    with local_registry() as reg:
+        done = reg.images().push(image, registry)
     if as_json:
         _print_json({"reference": done.reference, "image_id": done.image_id})
         return
@@ -147,11 +121,8 @@ def images_pull(
 ) -> None:
     """Pull an image artifact from a registry by digest; refuse it unless its image ID is the
     artifact's pinned digest."""
-    from pinbench.images.distribution import pull
-    from pinbench.images.engine import connect
-
-    with workspace() as ws:
-        done = pull(ws, connect(), _image_ref(image), registry)
+    with local_registry() as reg:
+        done = reg.images().pull(image, registry)
     if as_json:
         _print_json({"reference": done.reference, "image_id": done.image_id})
         return

@@ -184,7 +184,7 @@ def model(
 
 def _steps(path: Path) -> list[Any] | dict[str, Any]:
     """The ``--steps`` file: a list of steps, or a mapping from input name to list."""
-    from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
+    from pinbench.sdk.values import YamlRefused, load_yaml, read_yaml_file
 
     try:
         data = load_yaml(read_yaml_file(path))

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from pinbench.cli.common import listed, workspace
+from pinbench.cli.common import listed, local_registry
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -29,10 +29,8 @@ def gc_cmd(
     A live process's scratch is never touched, whichever process or host owns it (each holds
     a lock on its scratch while it lives); `pinbench serve` does the same when it starts.
     """
-    from pinbench.artifacts.scratch import reclaim
-
-    with workspace() as ws:
-        done = reclaim(ws.store.tmp)
+    with local_registry() as reg:
+        done = reg.admin().reclaim_scratch()
     if as_json:
         _print_json(
             {
@@ -179,10 +177,8 @@ def serve(
     from pinbench.api import hosts
     from pinbench.api.runpool import STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
-    from pinbench.artifacts.scratch import reclaim
-    from pinbench.db import schema as db_schema
     from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
-    from pinbench.evaluator.instances import abandon_expired, lease_from_env
+    from pinbench.evaluator.instances import lease_from_env
     from pinbench.evaluator.runners import RUNNERS, UnknownRunner
 
     if price_per_hour is not None:  # the worker processes read it from the environment
@@ -205,10 +201,8 @@ def serve(
                 f"serve --cluster needs {AGENT_TOKEN_ENV}: a token with the 'read' scope "
                 "(pinbench token create --scope read) that agents download blobs with"
             )
-        with workspace() as ws, ws.transaction() as session:
-            from pinbench import accounts
-
-            scopes = accounts.authenticate(session, token).scopes
+        with local_registry() as reg:
+            scopes = reg.admin().scopes_of(token)
         if set(scopes) != {"read"}:
             raise UserError(
                 f"{AGENT_TOKEN_ENV} must be a token with the 'read' scope only (it is handed "
@@ -225,11 +219,8 @@ def serve(
     for name in allowed_runners or ("",):
         if name not in RUNNERS:  # refused before the server starts
             raise UnknownRunner(runner=name)
-    with workspace() as ws:
-        ws.settings.home.mkdir(parents=True, exist_ok=True)
-        db_schema.ensure_current(ws.engine)
-        abandoned = abandon_expired(ws, STOPPED)  # never a live server's runs
-        reclaimed = reclaim(ws.store.tmp)  # never a live process's scratch
+    with local_registry() as reg:  # never a live server's runs, a live process's scratch
+        abandoned, reclaimed = reg.admin().prepare_to_serve(STOPPED)
     if abandoned:
         _err().print(f"marked {abandoned} run(s) of servers that stopped interrupted")
     if reclaimed.removed:

@@ -13,14 +13,14 @@ from pinbench.console import err as _err
 from pinbench.errors import PinbenchError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.stop import Stop
+    from pinbench.sdk.values import Stop
 
 
 @contextmanager
 def stopped_safely() -> Iterator[Stop]:
     """Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130 /
     143); a LoadGen test left running on its thread ends the process without teardown."""
-    from pinbench.evaluator.stop import Stop, stop_on_signals
+    from pinbench.sdk.values import Stop, stop_on_signals
 
     with stop_on_signals(Stop()) as stop:
         try:

@@ -10,6 +10,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from pinbench.artifacts.scratch import Reclaimed
     from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
@@ -69,6 +70,37 @@ class Admin:
         diff = _migrate().schema_diff(ws.engine)
         if diff:
             raise UserError(f"the database schema differs from the models: {diff}")
+
+    def reclaim_scratch(self) -> Reclaimed:
+        """Remove scratch (staged publishes, uploads, fetches, run folders) that processes
+        which died left in the home's ``tmp``; a live process's, on any host, is never
+        touched."""
+        from pinbench.artifacts.scratch import reclaim
+
+        return reclaim(self._ws("gc").store.tmp)
+
+    def prepare_to_serve(self, stopped: str) -> tuple[int, Reclaimed]:
+        """Before a server starts on this home: the database must be at the current schema;
+        runs of servers that stopped are marked interrupted (``stopped``: the reason; never a
+        live server's), and dead processes' scratch reclaimed. (Runs marked, what was
+        reclaimed.)"""
+        from pinbench.artifacts.scratch import reclaim
+        from pinbench.db import schema as db_schema
+        from pinbench.evaluator.instances import abandon_expired
+
+        ws = self._ws("serve")
+        ws.settings.home.mkdir(parents=True, exist_ok=True)
+        db_schema.ensure_current(ws.engine)
+        abandoned = abandon_expired(ws, stopped)
+        return abandoned, reclaim(ws.store.tmp)
+
+    def scopes_of(self, token: str) -> frozenset[str]:
+        """The scopes a token (its secret text) grants; refused when it is unknown or
+        revoked."""
+        from pinbench import accounts
+
+        with self._ws("checking a token").transaction() as session:
+            return frozenset(accounts.authenticate(session, token).scopes)
 
 
 def _migrate() -> ModuleType:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pinbench.sdk.accounts import Accounts
     from pinbench.sdk.admin import Admin
     from pinbench.sdk.hosting import Hosting
+    from pinbench.sdk.images import Images
     from pinbench.sdk.runs import Lockfile, Run
     from pinbench.workspace import Workspace
 
@@ -143,6 +144,12 @@ class Registry(Inquiries):
         from pinbench.sdk.accounts import Accounts
 
         return Accounts(self)
+
+    def images(self) -> Images:
+        """The framework images ``--runner docker`` runs in: build, push, pull."""
+        from pinbench.sdk.images import Images
+
+        return Images(self)
 
     def admin(self) -> Admin:
         """The operator's: create the home, migrate and check the database."""

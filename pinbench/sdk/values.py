@@ -3,8 +3,11 @@
 ``parse_kind``, ``Digest`` (a sha256: 64 lower-case hex digits), ``trace_parts`` (what a trace
 level records; an unknown level refused); versions and npm-style ranges (``parse_version``,
 ``Range``, ``satisfying``); ``json_schemas`` (each manifest kind's JSON Schema) and
-``bundle_keyid`` (the key a model-signing bundle names). Each reads nothing and runs nothing:
-they need no registry. Each is imported when first named."""
+``bundle_keyid`` (the key a model-signing bundle names); ``load_yaml``, ``read_yaml_file`` and
+``YamlRefused`` (YAML read with pinbench's bounds: no aliases bombs, no tags, size-capped).
+Each needs no registry and runs nothing; each is imported when first named. And ``Stop`` with
+``stop_on_signals``: what a run's ``stop`` argument takes, so that Ctrl-C or SIGTERM stops it
+safely (recorded interrupted)."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -14,21 +17,28 @@ __all__ = [
     "Kind",
     "Range",
     "Spec",
+    "Stop",
+    "YamlRefused",
     "bundle_keyid",
     "json_schemas",
+    "load_yaml",
     "parse_kind",
     "parse_version",
+    "read_yaml_file",
     "satisfying",
+    "stop_on_signals",
     "trace_parts",
 ]
 
 if TYPE_CHECKING:
     from pinbench.artifacts.digest import Digest
+    from pinbench.evaluator.stop import Stop, stop_on_signals
     from pinbench.provenance.modelsig import bundle_keyid
     from pinbench.registry.manifest import json_schemas
     from pinbench.registry.names import ArtifactRef, Kind, Spec, parse_kind
     from pinbench.registry.ranges import Range, satisfying
     from pinbench.registry.versions import parse_version
+    from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
     from pinbench.trace.levels import parts as trace_parts
 
 _HOME = {
@@ -43,6 +53,11 @@ _HOME = {
     "parse_version": ("pinbench.registry.versions", "parse_version"),
     "satisfying": ("pinbench.registry.ranges", "satisfying"),
     "trace_parts": ("pinbench.trace.levels", "parts"),
+    "Stop": ("pinbench.evaluator.stop", "Stop"),
+    "stop_on_signals": ("pinbench.evaluator.stop", "stop_on_signals"),
+    "YamlRefused": ("pinbench.registry.yamlsafe", "YamlRefused"),
+    "load_yaml": ("pinbench.registry.yamlsafe", "load_yaml"),
+    "read_yaml_file": ("pinbench.registry.yamlsafe", "read_yaml_file"),
 }
 
 
