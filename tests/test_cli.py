@@ -207,6 +207,28 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     second = cli("demo")
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out
+    _the_quick_start_runs_on_the_demos_home(cli)
+
+
+def _the_quick_start_runs_on_the_demos_home(cli: Cli) -> None:
+    """docs/quickstart.md's commands after `make demo` (whose home this is), RUN being one
+    of the demo's runs: a logistic-regression run, quick to rerun."""
+    import shlex
+
+    page = (Path(__file__).parent.parent / "docs" / "quickstart.md").read_text()
+    block = re.search(r"<!-- run by tests/test_cli.py -->\n```sh\n(.*?)```", page, re.S)
+    assert block is not None
+    lines = [line.split("#")[0].strip() for line in block[1].splitlines()]
+    assert lines[:3] == ["make demo", ". .venv/bin/activate", "export PINBENCH_HOME=$PWD/demo-home"]
+    runs = json.loads(cli("runs", "list", "--json", "--limit", "200").out)
+    run = next(r["id"] for r in runs if (r["model"] or "").startswith("vision/digits-logreg@"))
+    for line in lines[3:]:
+        words = [run if w == "RUN" else w for w in shlex.split(line)]
+        assert words[0] == "pinbench"
+        result = cli(*words[1:])
+        # rerun exits 4 when its verdict is inconclusive (a noisy machine), never 1
+        assert result.code in ((0, 4) if words[1] == "rerun" else (0,)), (line, result.err)
+        assert result.out.strip(), line
 
 
 BAD_MANIFESTS = [
