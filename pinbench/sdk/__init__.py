@@ -13,7 +13,9 @@ The CLI (``pinbench ...``) and the demo are faces of this API. The names are re-
 ``pinbench`` itself (``pinbench.Registry``); each is imported when first used.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pinbench.sdk.lazy import lazy_names
 
 __all__ = ["LocalOnly", "Lockfile", "Published", "Registry", "Run"]
 
@@ -30,10 +32,6 @@ _HOME = {
     "Run": "runs",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        from importlib import import_module
-
-        return getattr(import_module(f"pinbench.sdk.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'pinbench.sdk' has no attribute {name!r}")
+__getattr__ = lazy_names(
+    __name__, {name: (f"pinbench.sdk.{module}", name) for name, module in _HOME.items()}
+)

@@ -10,7 +10,9 @@
 - ``LocalOnly``: an operation a server does not offer through its API
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pinbench.sdk.lazy import lazy_names
 
 __all__ = [
     "AttestationRefused",
@@ -43,11 +45,4 @@ _HOME = {
     "VerificationFailed": "pinbench.registry.verify",
     "VersionConflict": "pinbench.registry.publish",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        from importlib import import_module
-
-        return getattr(import_module(_HOME[name]), name)
-    raise AttributeError(f"module 'pinbench.sdk.errors' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {name: (module, name) for name, module in _HOME.items()})

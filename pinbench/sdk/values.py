@@ -9,7 +9,9 @@ Each needs no registry and runs nothing; each is imported when first named. And 
 ``stop_on_signals``: what a run's ``stop`` argument takes, so that Ctrl-C or SIGTERM stops it
 safely (recorded interrupted)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pinbench.sdk.lazy import lazy_names
 
 __all__ = [
     "ArtifactRef",
@@ -60,11 +62,4 @@ _HOME = {
     "read_yaml_file": ("pinbench.registry.yamlsafe", "read_yaml_file"),
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        from importlib import import_module
-
-        module, attr = _HOME[name]
-        return getattr(import_module(module), attr)
-    raise AttributeError(f"module 'pinbench.sdk.values' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOME)
