@@ -266,7 +266,7 @@ def test_the_cli_the_rest_controllers_and_the_demo_call_only_the_api() -> None:
     for module, path in MODULES.items():
         if not module.startswith(FACES):
             continue
-        allowed = FACE_MAY_IMPORT
+        allowed: tuple[str, ...] = FACE_MAY_IMPORT
         if module.startswith("pinbench.api.controllers"):
             allowed += REST_MAY_IMPORT
         beneath |= {(module, t) for t in _run_time_imports(path) if not t.startswith(allowed)}
