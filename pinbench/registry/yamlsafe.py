@@ -44,6 +44,8 @@ MAX_INT_DIGITS = 64
 """A size in bytes has at most 20 digits; 64 leaves room and stays far below Python's limit."""
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_PARSER_DEPTH_LIMIT = "exceeded maximum nesting depth"
+"""What PyYAML's own scanner says (from 6.0.4) past its nesting limit."""
 
 
 class YamlRefused(UserError):
@@ -256,6 +258,10 @@ def load_yaml(text: str, *, scalars_as_text: bool = False) -> Any:
         raise _refused(f"refused YAML: {exc.problem}", exc.problem_mark) from None
     except yaml.YAMLError as exc:
         mark = exc.problem_mark if isinstance(exc, MarkedYAMLError) else None
+        if isinstance(exc, MarkedYAMLError) and exc.problem == _PARSER_DEPTH_LIMIT:
+            # PyYAML >= 6.0.4's scanner stops at its own nesting limit (1,000 levels) before
+            # the composer counts ours: the same refusal, named as ours is.
+            raise _refused(f"refused YAML: nesting deeper than {MAX_DEPTH} levels", mark) from None
         raise _refused(f"malformed YAML: {exc}", mark, located=True) from None
     finally:
         loader.dispose()

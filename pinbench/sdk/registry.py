@@ -207,12 +207,18 @@ class Registry(Inquiries):
                 bytes=info["bytes"],
                 new_blobs=info.get("new_blobs"),
             )
-        if ahead is None and files is None:  # stage large local files while the rest loads
+        if ahead is None:  # stage large local files while the rest loads
             from pinbench.registry.stage_ahead import planned, stages_ahead
 
-            with stages_ahead(self.workspace().store, planned(manifest)) as started:
+            local = planned(manifest) if files is None else []  # elsewhere: the command stages
+            with stages_ahead(self.workspace().store, local) as started:
                 return self.publish(
-                    manifest, publisher=publisher, progress=progress, say=say, ahead=started
+                    manifest,
+                    files=files,
+                    publisher=publisher,
+                    progress=progress,
+                    say=say,
+                    ahead=started,
                 )
         from pinbench.registry.manifest import load_manifest
         from pinbench.registry.publish import publish
