@@ -70,6 +70,12 @@ HOSTILE: tuple[Hostile, ...] = (
         "PyYAML composes recursively: RecursionError, an HTTP 500",
     ),
     Hostile(
+        "nesting under the parser's limit",
+        manifest(extra="description: " + "[" * 200 + "]" * 200 + "\n"),
+        "nesting deeper than 64 levels",
+        "PyYAML >= 6.0.4 stops at 1,000 levels itself; below that our composer's limit holds",
+    ),
+    Hostile(
         "huge integer",
         manifest().replace(f"size: {len(MODEL_BYTES)}", "size: " + "9" * 5000),
         "an integer of 5000 digits",
