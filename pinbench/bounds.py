@@ -108,6 +108,10 @@ TRAINING_BATCH_SIZE = between(1, 65_536, "as for evaluation")
 EPOCHS = between(1, 1000, "a benchmark trains to a target in far fewer")
 TARGET_TOP1 = Bound(0, 1, "an accuracy", True)
 TRAINING_SEED = between(0, 2**31 - 1, "TensorFlow's and PyTorch's seeds")
+MAX_NEW_TOKENS = between(1, 65_536, "tokens one answer may hold; the longest contexts are 128k")
+TEMPERATURE = Bound(0, 100, "a softmax temperature; 0 is greedy (say sampling: greedy)", True)
+GENERATION_TOP_K = between(1, 1_000_000, "past the largest vocabularies (256k tokens)")
+TOKEN_LATENCY_MS = Bound(0, 3_600_000, "1 h for one token; MLPerf's TTFT bounds are 2-6 s", True)
 
 # ---------------------------------------------------------------- manifests
 
@@ -173,6 +177,11 @@ TABLE: Final[dict[str, Bound]] = {
     "training.epochs": EPOCHS,
     "training.target_top1": TARGET_TOP1,
     "training.seed": TRAINING_SEED,
+    "generation.max_new_tokens": MAX_NEW_TOKENS,
+    "generation.temperature": TEMPERATURE,
+    "generation.top_k": GENERATION_TOP_K,
+    "generation.seed": SEED,
+    "generation.ttft_latency_ms, tpot_latency_ms": TOKEN_LATENCY_MS,
     "files[].size": FILE_SIZE,
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,

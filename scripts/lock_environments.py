@@ -32,6 +32,7 @@ FRAMEWORKS = {
     "onnxruntime": ["onnxruntime"],
     "torch": ["torch", "safetensors"],
     "tensorflow": ["tensorflow-cpu"],
+    "transformers": ["torch", "safetensors", "transformers"],
 }
 
 
@@ -65,7 +66,8 @@ def lock(framework: str, packages: list[str]) -> str:
 
 
 def main() -> None:
-    for framework, packages in FRAMEWORKS.items():
+    chosen = sys.argv[1:] or list(FRAMEWORKS)
+    for framework, packages in ((f, FRAMEWORKS[f]) for f in chosen):
         path = OUT / f"{framework}.txt"
         path.write_text(lock(framework, packages))
         print(f"wrote {path}")

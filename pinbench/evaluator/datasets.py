@@ -98,6 +98,14 @@ def load_samples(
         except LabelProblem as exc:
             raise DatasetError(dataset=ref, reason=str(exc)) from None
         count, listed = len(texts), None
+    elif data.format == "prompts-jsonl":
+        from pinbench.evaluator.prompts import read_prompts
+
+        try:
+            texts = [p.prompt for p in read_prompts(paths[data.path], where=data.path)]
+        except LabelProblem as exc:
+            raise DatasetError(dataset=ref, reason=str(exc)) from None
+        count, listed = len(texts), None
     elif data.format == "npy":
         array = _npy(ref, data.path, paths[data.path])
         count = int(array.shape[0]) if array.ndim else 0

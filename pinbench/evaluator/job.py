@@ -63,6 +63,9 @@ class Evidence:
     """The Chrome trace (JSON) of a traced run."""
     weights: bytes | None = None
     """A training run's final weights (the file's bytes), stored as a blob."""
+    tokens: npt.NDArray[np.int64] | None = None
+    """A text-generation run's raw token times, one row per query beside ``latencies``: its
+    time to first token (ns) and its answer's length in tokens."""
 
 
 def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:

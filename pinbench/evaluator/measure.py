@@ -66,6 +66,12 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
 
         train_run(job, evidence, say)
         return
+    if body.request.generation is not None:
+        from pinbench.evaluator.generation.run import generate_run
+
+        generate_run(job, evidence, say)
+        _no_undefined(evidence)
+        return
 
     recorder = Recorder(job.trace, env.framework, seen)
     recorder.start()
@@ -74,8 +80,13 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     finally:
         recorder.stop()
     evidence.trace = recorder.finish()
+    _no_undefined(evidence)
+
+
+def _no_undefined(evidence: Evidence) -> None:
+    """A metric is a number or the run failed: NaN is neither recorded nor lost."""
     undefined = sorted(k for k, v in evidence.metrics.items() if not math.isfinite(v))
-    if undefined:  # a metric is a number or the run failed: NaN is neither recorded nor lost
+    if undefined:
         raise UndefinedMetric(metric=", ".join(undefined), reason="it came out NaN or infinite")
 
 

@@ -29,7 +29,11 @@ class PickleRefused(UserError):
 
 
 def needs_pickle(lock: Lockfile) -> bool:
+    """A pickle format, or a Hugging Face folder whose weights are pickles (publish lets such
+    a folder in only with ``trusted: true``, and refuses ``trusted`` on one without)."""
     model = lock.body.model
+    if model is not None and model.format == "hf-folder":
+        return model.trusted
     return model is not None and model.format in PICKLE_FORMATS
 
 

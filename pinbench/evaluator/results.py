@@ -23,6 +23,7 @@ FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
 RESULT = "result.json"
 LATENCIES = "latencies.npy"
 OUTPUTS = "outputs.npy"
+TOKENS = "tokens.npy"
 TRACE = "trace.json"
 WEIGHTS = "weights.bin"
 MAX_WEIGHTS_BYTES = 1024 * 1024 * 1024
@@ -74,6 +75,7 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     outputs: bool
     trace: bool = False
     weights: bool = False
+    tokens: bool = False
 
 
 class InvalidResults(UserError):
@@ -94,6 +96,8 @@ def write_results(
         (out / TRACE).write_bytes(evidence.trace)
     if evidence.weights is not None:
         (out / WEIGHTS).write_bytes(evidence.weights)
+    if evidence.tokens is not None:
+        np.save(out / TOKENS, evidence.tokens, allow_pickle=False)
     result = WorkerResult(
         format=FORMAT,
         lockfile=lock_digest,
@@ -107,6 +111,7 @@ def write_results(
         outputs=evidence.outputs is not None,
         trace=evidence.trace is not None,
         weights=evidence.weights is not None,
+        tokens=evidence.tokens is not None,
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -120,6 +125,9 @@ def _drop_claimed_digests(details: dict[str, Any]) -> None:
     training = details.get("training")
     if isinstance(training, dict):
         details["training"] = {k: v for k, v in training.items() if k != "weights_sha256"}
+    generation = details.get("generation")
+    if isinstance(generation, dict):
+        details["generation"] = {k: v for k, v in generation.items() if k != "tokens_sha256"}
 
 
 def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
@@ -170,7 +178,21 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         evidence.trace = raw_trace
     if result.weights:
         evidence.weights = _read_capped(out / WEIGHTS, MAX_WEIGHTS_BYTES)
+    if result.tokens:
+        evidence.tokens = _tokens(_array(out / TOKENS), evidence.latencies)
     return result, evidence
+
+
+def _tokens(tokens: npt.NDArray[Any], latencies: npt.NDArray[Any] | None) -> npt.NDArray[Any]:
+    """A generation run's (TTFT, token count) rows: one per latency, a first token no later
+    than its answer's end, at least one token each."""
+    if latencies is None or tokens.dtype != np.int64 or tokens.shape != (latencies.size, 2):
+        raise InvalidResults(reason=f"{TOKENS} must be int64 (queries, 2) beside the latencies")
+    if (tokens[:, 0] < 0).any() or (tokens[:, 0] > latencies).any() or (tokens[:, 1] < 1).any():
+        raise InvalidResults(
+            reason=f"{TOKENS}: a first token after its answer's end, or an answer of no token"
+        )
+    return tokens
 
 
 def _check_file(path: Path, cap: int) -> None:

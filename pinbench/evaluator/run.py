@@ -75,10 +75,11 @@ class _Attempt:
 def check_trace(lock: Lockfile, trace: str) -> str:
     """``trace`` if the lockfile's framework can provide it (else a clear refusal)."""
     env = lock.body.environment
-    if (lock.body.operator or lock.body.training) and trace != "none":
+    body = lock.body
+    if (body.operator or body.training or body.request.generation) and trace != "none":
         raise UserError(
-            "operator benchmarks and training runs are not traced (their raw per-call or "
-            "per-epoch times are recorded): leave --trace out"
+            "operator benchmarks, training and text-generation runs are not traced (their raw "
+            "per-call, per-epoch or per-token times are recorded): leave --trace out"
         )
     return check_level(trace, env.framework if env is not None else "?")
 
@@ -200,6 +201,7 @@ def run_lockfile(
         if evidence.outputs is not None:
             evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
         _save_weights(ws, evidence, lock)
+        _save_tokens(ws, evidence)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
@@ -275,6 +277,17 @@ def _save_weights(ws: Workspace, evidence: Evidence, lock: Lockfile) -> None:
         training["weights_sha256"] = ws.store.put_bytes(weights).hex
 
 
+def _save_tokens(ws: Workspace, evidence: Evidence) -> None:
+    """A text-generation run's raw token times (``Evidence.tokens``) as a blob, its digest
+    computed here."""
+    generation = evidence.details.get("generation")
+    tokens, evidence.tokens = evidence.tokens, None
+    if isinstance(generation, dict):
+        generation.pop("tokens_sha256", None)
+        if tokens is not None:
+            generation["tokens_sha256"] = _save_array(ws, tokens).hex
+
+
 def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
@@ -288,6 +301,7 @@ UNITS = {
     "_bool": "bool",
     "_flop_per_s": "FLOP/s",
     "_byte_per_s": "B/s",
+    "_tps": "tokens/s",
     "_flop_per_byte": "FLOP/B",
     "_j": "J",
     "_s": "s",

@@ -49,6 +49,10 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
     try:
         if data.format == "text-lines":
             listed, count = None, len(read_text_lines(read(data.path), where=data.path))
+        elif data.format == "prompts-jsonl":
+            from pinbench.evaluator.prompts import read_prompts
+
+            listed, count = None, len(read_prompts(read(data.path), where=data.path))
         elif data.format == "npy":
             listed, count = None, _npy_length(data.path, read(data.path))
         else:

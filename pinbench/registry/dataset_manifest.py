@@ -63,10 +63,11 @@ class SampleFiles(_Strict, frozen=True, kw_only=True):
     """Where the samples are: an ``.npy`` array ``(N, H, W[, C])`` among the files, or a
     folder of sample files (``images``: JPEG/PNG/WebP/BMP decoded by the input's ``decode``
     step; ``npy-files``: one ``.npy`` array per sample; ``text-lines``: a UTF-8 file, one
-    text sample per line; ``audio``: PCM WAV files decoded by the input's ``decode_audio``
+    text sample per line; ``prompts-jsonl``: a UTF-8 file of JSON lines, a prompt (and maybe
+    its reference) each; ``audio``: PCM WAV files decoded by the input's ``decode_audio``
     step)."""
 
-    format: Literal["npy", "images", "npy-files", "text-lines", "audio"] = "npy"
+    format: Literal["npy", "images", "npy-files", "text-lines", "audio", "prompts-jsonl"] = "npy"
     path: str
 
     def __post_init__(self) -> None:

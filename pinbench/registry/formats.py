@@ -54,6 +54,8 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
     _check_alphabets(manifest, where)
     if manifest.format == "torchscript":
         _check_torchscript(manifest, where)
+    if manifest.format == "hf-folder":
+        _check_hf_folder(manifest, where)
     if manifest.format != "safetensors":
         return
     labels = {o.labels.path for o in manifest.outputs if o.labels is not None}
@@ -73,6 +75,42 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
             reason="safetensors weights hold tensors only: name the `architecture` they load "
             "into (pinbench ships the model code; see the README's model formats)",
         )
+
+
+def _check_hf_folder(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """A Hugging Face folder as the transformers predictor reads it before it loads
+    (``artifacts.hf_folder``): one config.json naming one architecture, which the manifest's
+    ``architecture`` must equal; no custom code; safetensors weights whose headers parse, or
+    pickles only with ``trusted: true`` (and ``trusted`` only with pickles)."""
+    from pinbench.artifacts.hf_folder import HfFolderRefused, describe
+
+    try:
+        folder = describe({f.path: where(f) for f in manifest.files})
+    except HfFolderRefused as exc:
+        raise FormatMismatch(
+            path=exc.path, declared="hf-folder", reason=exc.reason, found=None
+        ) from None
+    config = folder.path("config.json")
+    if manifest.architecture != folder.architecture:
+        raise FormatMismatch(
+            path=config,
+            declared="hf-folder",
+            reason=f"config.json names the architecture {folder.architecture!r}; the "
+            f"manifest's `architecture` must say the same (it says {manifest.architecture!r})",
+            found=None,
+        )
+    if folder.pickled != manifest.trusted:
+        reason = (
+            "the weights are pickles, which run code when loaded: convert them to safetensors, "
+            "or say `trusted: true` (runs then need --allow-pickle)"
+            if folder.pickled
+            else "`trusted: true` is for pickled weights; these are safetensors: leave it out"
+        )
+        raise FormatMismatch(
+            path=folder.weights[0], declared="hf-folder", reason=reason, found=None
+        )
+    for entry in manifest.files if not folder.pickled else ():
+        _check_safetensors(entry, where(entry))  # and no other file is a pickle
 
 
 def _check_onnx(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:

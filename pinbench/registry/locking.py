@@ -131,25 +131,51 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
             requirements=list(env.requirements),
             python=env.python,
         )
-    body = LockBody(
+    try:
+        body = _body(
+            request=request,
+            locked=locked,
+            environment=environment,
+            model=None if request.operator else _locked_model(*one(Kind.MODEL)),
+            dataset=None
+            if request.operator
+            else _locked_dataset(*one(Kind.DATASET, trained_on), pinned),
+            validation=_locked_dataset(*one(Kind.DATASET, validation), pinned)
+            if training
+            else None,
+            batch_size=batch_size,
+        )
+    except ValueError as exc:  # LockBody's own checks (a request that does not fit its data)
+        raise UserError(str(exc)) from None
+    return Lockfile(body)
+
+
+def _body(
+    *,
+    request: Request,
+    locked: list[LockedArtifact],
+    environment: LockedEnvironment | None,
+    model: LockedModel | None,
+    dataset: LockedDataset | None,
+    validation: LockedDataset | None,
+    batch_size: int,
+) -> LockBody:
+    return LockBody(
         schema_version=SCHEMA_VERSION,
         request=request,
         artifacts=locked,
         environment=environment,
-        model=None if request.operator else _locked_model(*one(Kind.MODEL)),
-        dataset=None
-        if request.operator
-        else _locked_dataset(*one(Kind.DATASET, trained_on), pinned),
+        model=model,
+        dataset=dataset,
         operator=request.operator,
-        training=training,
-        validation=_locked_dataset(*one(Kind.DATASET, validation), pinned) if training else None,
+        training=request.training,
+        validation=validation,
         scenario=request.scenario,
         batch_size=batch_size,
         threads=request.threads,
         sweep=canonical_digest(request) if request.is_sweep else None,
         system=request.system,
     )
-    return Lockfile(body)
 
 
 def _locked_model(ref: ArtifactRef, model: Any) -> LockedModel:

@@ -71,6 +71,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "torch-pickle",
         "savedmodel",
         "keras",
+        "hf-folder",
         "tf-graphdef",
         "caffe",
         "caffe2",
@@ -81,7 +82,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
     the format."""
     files: list[FileEntry]
     architecture: str | None = None
-    """For safetensors weights: the architecture the weights load into."""
+    """For safetensors weights: the architecture the weights load into; for a Hugging Face
+    folder (``hf-folder``), config.json's (checked at publish)."""
     trusted: bool = False
     """Allow unpickling (format ``torch-pickle``). Never implied."""
     inputs: list[Input] = msgspec.field(default_factory=list)

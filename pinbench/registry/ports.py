@@ -242,7 +242,14 @@ class Input(_Strict, frozen=True, kw_only=True):
 class Output(_Strict, frozen=True, kw_only=True):
     name: OutputName
     type: Literal[
-        "classification", "tensor", "embedding", "detection", "segmentation", "text", "binary"
+        "classification",
+        "tensor",
+        "embedding",
+        "detection",
+        "segmentation",
+        "text",
+        "binary",
+        "generation",
     ] = "tensor"
     steps: list[OutputStep] = msgspec.field(default_factory=list)
     labels: LabelsRef | None = None

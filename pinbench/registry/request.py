@@ -13,6 +13,7 @@ from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
 from pinbench.registry.explain import explain
+from pinbench.registry.generation import GenerationSpec
 from pinbench.registry.manifest import drop_unset
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
@@ -167,7 +168,7 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
         return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
 
 
-LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset")
+LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset", "generation")
 """Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
 frozen, and ``model``/``dataset`` are unset only in an operator request."""
 
@@ -194,6 +195,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     training: TrainingSpec | None = None
     """Train ``model`` (its architecture; its weights with ``init: weights``) on ``dataset``
     (Deep500's level 2) to a target on ``training.validation``, instead of evaluating it."""
+    generation: GenerationSpec | None = None
+    """How a text-generation dataset's answers are generated (required for one, refused for
+    any other task: checked when the request is locked)."""
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -224,6 +228,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
             self._check_operator()
         if self.training is not None:
             self._check_training(self.training)
+        if self.generation is not None:
+            self._check_generation(self.generation)
         for kind in (Kind.MODEL, Kind.DATASET, Kind.FRAMEWORK, Kind.IMAGE):
             text = getattr(self, kind.value)
             if text is not None:
@@ -267,6 +273,21 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
             raise ValueError(
                 "training.validation must be another dataset than the one trained on "
                 "(a held-out split)"
+            )
+
+    def _check_generation(self, generation: GenerationSpec) -> None:
+        if self.operator is not None or self.training is not None:
+            raise ValueError("generation goes with a model evaluated on a prompts dataset")
+        if self.batch_size != 1:
+            raise ValueError(
+                "a text-generation run answers one prompt per query: batch_size 1 (batched "
+                "generation is not supported yet)"
+            )
+        ttft, tpot = generation.latency_bounds()
+        if (ttft is not None or tpot is not None) and self.scenario.name != "Server":
+            raise ValueError(
+                "generation's ttft/tpot latency bounds are the Server scenario's: give "
+                "scenario.name Server, or leave them out"
             )
 
     def batch_sizes(self) -> list[int]:

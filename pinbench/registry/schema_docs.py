@@ -176,10 +176,12 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "by the input's first step, which must be decode; sizes may differ until a resize or "
         "crop), 'npy-files' (a folder of one .npy array per sample), 'audio' (a folder of PCM "
         "WAV files, decoded by the input's first step, which must be decode_audio) or "
-        "'text-lines' (a UTF-8 file, one text sample per line, no blank line). A folder's samples "
+        "'text-lines' (a UTF-8 file, one text sample per line, no blank line) or "
+        '\'prompts-jsonl\' (a UTF-8 file of JSON lines {"prompt": text, "reference": text}, '
+        "the reference optional, for task text-generation). A folder's samples "
         "are its files with those suffixes, in path order; any other file in it is refused.",
-        "path": "The .npy or text file (formats npy, text-lines) or the folder ('.' for the "
-        "artifact's root) holding the sample files; must be among / hold some of the "
+        "path": "The .npy or text file (formats npy, text-lines, prompts-jsonl) or the folder "
+        "('.' for the artifact's root) holding the sample files; must be among / hold some of the "
         "dataset's files.",
     },
     "DatasetManifest": {

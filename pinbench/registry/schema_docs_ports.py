@@ -253,7 +253,10 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "decoded per its `ctc` section and scored on a text-recognition dataset (CER, WER, "
         "exact match); 'binary': the probability of a positive class, e.g. a voice-activity "
         "model's speech per streamed chunk, read per its `binary` section and scored on a "
-        "voice-activity dataset (frame F1, precision, recall, ROC-AUC).",
+        "voice-activity dataset (frame F1, precision, recall, ROC-AUC); 'generation': a causal "
+        "language model's next-token logits (a Hugging Face folder, format hf-folder), from "
+        "which answers are generated token by token for a text-generation dataset (TTFT, TPOT, "
+        "tokens/s; ROUGE, exact match, perplexity).",
         "steps": "The postprocessing, applied in order (softmax/argsort/topk on (N, classes) "
         "scores; pool/l2_normalize on token states); each step has exactly one key.",
         "labels": "The file naming the classes; its path must be among the model's files. "

@@ -26,6 +26,7 @@ SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
         "segmentation",
         "text",
         "binary",
+        "generation",
     ),
 }
 """Per field, the values the evaluator acts on (a dataset's task: one the task registry
@@ -37,7 +38,9 @@ scores, one of type embedding as sentence embeddings, one of type detection as b
 layout names must be declared ``type: tensor`` outputs), one of type segmentation as a class
 per pixel (its ``segmentation`` section is required), one of type text as CTC scores (its
 ``ctc`` section is required by the schema), one of type binary as a probability of the
-positive class (a voice-activity model's speech, at its ``binary.threshold``)."""
+positive class (a voice-activity model's speech, at its ``binary.threshold``), one of type
+generation as a causal language model's next-token logits, generated from token by token
+(a Hugging Face folder's, ``format: hf-folder``)."""
 
 
 class Unsupported(UserError):

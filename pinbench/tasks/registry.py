@@ -20,6 +20,7 @@ TASKS: dict[str, str] = {
     "segmentation": "pinbench.tasks.segmentation.task:Segmentation",
     "text-recognition": "pinbench.tasks.text_recognition.task:TextRecognition",
     "voice-activity": "pinbench.tasks.vad.task:VoiceActivity",
+    "text-generation": "pinbench.tasks.generation.task:TextGeneration",
     "other": "pinbench.tasks.classification.task:Other",
 }
 

@@ -15,6 +15,7 @@ MODULES = {
     "onnxruntime": "pinbench.evaluator.predictors.onnxruntime",
     "torch": "pinbench.evaluator.predictors.torch",
     "tensorflow": "pinbench.evaluator.predictors.tensorflow",
+    "transformers": "pinbench.evaluator.predictors.transformers",
 }
 
 

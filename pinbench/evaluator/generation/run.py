@@ -1,0 +1,166 @@
+"""One text-generation run: prompts tokenized before anything is timed, a warm-up, LoadGen's
+token scenario, then (accuracy mode) the answers scored against the references."""
+
+from __future__ import annotations
+
+import time
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+
+from pinbench.errors import UserError
+from pinbench.evaluator.datasets import DatasetError, load_samples
+from pinbench.evaluator.generation.decoder import TokenGenerator
+from pinbench.evaluator.generation.scenario import run_token_scenario
+from pinbench.evaluator.job import Evidence, Job, Say, files_of
+from pinbench.evaluator.predictors.config import ModelFiles
+from pinbench.registry.names import Kind
+
+WARMUP_MIN_NS = 500_000_000
+WARMUP_MAX_CALLS = 50
+SHOWN = 100
+"""Answers kept in the run's details (prompt, answer, reference)."""
+
+
+def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
+    body = job.lock.body
+    spec = body.request.generation
+    assert spec is not None and body.model is not None and body.dataset is not None
+    model_art = files_of(job.lock, Kind.MODEL)
+    data_art = files_of(job.lock, Kind.DATASET)
+    if not any(o.type == "generation" for o in body.model.outputs):
+        raise UserError(
+            f"model {model_art.ref} declares no output of type generation: a text-generation "
+            "run needs a causal language model (`outputs: [{name: logits, type: generation}]`)"
+        )
+    scenario = body.scenario
+    accuracy = scenario.mode == "accuracy"
+    samples = load_samples(body.dataset, data_art, job.data_paths)
+    assert samples.texts is not None
+    references: list[str | None] = samples.truth or [None] * len(samples.texts)
+    count = min(len(samples.texts), scenario.sample_count or len(samples.texts))
+    if accuracy and any(r is None for r in references[:count]):
+        missing = next(i for i, r in enumerate(references[:count]) if r is None)
+        raise DatasetError(
+            dataset=f"{body.dataset.name}@{body.dataset.version}",
+            reason=f"an accuracy run scores every answer against its reference; prompt "
+            f"{missing} has none",
+        )
+    generator = TokenGenerator()
+    say("loading the model and tokenizing the prompts (outside any timed region)")
+    generator.open(
+        ModelFiles(
+            job.model_paths,
+            body.model.format,
+            body.model.architecture,
+            body.model.trusted and job.allow_pickle,
+            tuple(body.model.inputs),
+            tuple(body.model.outputs),
+        ),
+        body.threads,
+    )
+    try:
+        prompts = []
+        for i, text in enumerate(samples.texts[:count]):
+            ids = generator.encode(text, spec)
+            generator.check_length(i, ids, spec)
+            prompts.append(ids)
+        job.stop.check()
+        expected = _warm_up(generator, prompts[0], spec, job)
+        say(f"running {scenario.name} ({scenario.mode}), token latencies, {count} prompts")
+        measurement = run_token_scenario(
+            lambda index, first: generator.generate(prompts[index], spec, index, first),
+            count,
+            scenario,
+            spec,
+            expected_latency_ns=expected,
+            log_dir=job.scratch / "loadgen",
+            stop=job.stop,
+        )
+        evidence.metrics = measurement.summary()
+        evidence.details["loadgen"] = measurement.loadgen
+        completed = measurement.loadgen.get("result_completed_tokens_per_second")
+        if isinstance(completed, int | float) and completed > 0:
+            evidence.metrics["completed_tps"] = float(completed)
+        valid = measurement.loadgen.get("result_validity")
+        if valid is not None:
+            evidence.metrics["loadgen_valid_bool"] = 1.0 if valid == "VALID" else 0.0
+        evidence.latencies = measurement.latencies_ns
+        evidence.tokens = np.stack([measurement.ttft_ns, measurement.tokens], axis=1)
+        details: dict[str, Any] = {
+            "tokenizer": f"tokenizers {version('tokenizers')}",
+            "prompt_tokens_mean": float(np.mean([len(p) for p in prompts])),
+            "settings": {"max_new_tokens": spec.max_new_tokens, "sampling": spec.sampling},
+        }
+        if accuracy:
+            job.stop.check()
+            _score(generator, prompts, references[:count], measurement.answers, spec, evidence)
+            details["samples"] = [
+                {
+                    "prompt": samples.texts[i],
+                    "answer": generator.answer_text(measurement.answers[i], spec),
+                    "reference": references[i],
+                }
+                for i in range(min(count, SHOWN))
+            ]
+        evidence.details.update(
+            generation=details,
+            batch_size=1,
+            threads=body.threads,
+            scenario=scenario.name,
+            mode=scenario.mode,
+        )
+    finally:
+        generator.close()
+
+
+def _warm_up(generator: TokenGenerator, prompt: list[int], spec: Any, job: Job) -> int:
+    """Untimed answers to the first prompt (at least two and half a second); their median
+    whole time is LoadGen's expected latency."""
+    times: list[int] = []
+    start = time.perf_counter_ns()
+    while not job.stop.is_set() and (
+        len(times) < 2
+        or (time.perf_counter_ns() - start < WARMUP_MIN_NS and len(times) < WARMUP_MAX_CALLS)
+    ):
+        t0 = time.perf_counter_ns()
+        generator.generate(prompt, spec, 0, lambda: None)
+        times.append(time.perf_counter_ns() - t0)
+    job.stop.check()
+    return int(np.median(times))
+
+
+def _score(
+    generator: TokenGenerator,
+    prompts: list[list[int]],
+    references: list[str | None],
+    answers: dict[int, list[int]],
+    spec: Any,
+    evidence: Evidence,
+) -> None:
+    from pinbench.tasks.generation.scores import perplexity, rouge_and_exact
+
+    order = sorted(answers)
+    if order != list(range(len(prompts))):
+        raise UserError(
+            f"an accuracy run answers every prompt once: {len(order)} of {len(prompts)} answered"
+        )
+    texts = [generator.answer_text(answers[i], spec) for i in order]
+    refs = [r for r in references if r is not None]
+    evidence.metrics.update(rouge_and_exact(texts, refs))
+    losses, scored = [], 0
+    for i in order:
+        ref = references[i]
+        assert ref is not None
+        loss, n = generator.reference_loss(prompts[i], ref)
+        losses.append(loss)
+        scored += n
+    evidence.metrics["perplexity"] = perplexity(losses, scored)
+    evidence.metrics["references_count"] = float(len(refs))
+    width = max(len(answers[i]) for i in order)
+    ids = np.full((len(order), width), -1, dtype=np.int64)
+    for row, i in enumerate(order):
+        ids[row, : len(answers[i])] = answers[i]
+    evidence.outputs = ids
+    evidence.details["outputs_name"] = "token_ids"

@@ -1,0 +1,180 @@
+"""LoadGen with token latencies (``use_token_latencies``): one prompt per query.
+
+Per query the SUT calls ``FirstTokenComplete`` as soon as the first token is chosen and
+``QuerySamplesComplete`` with the answer's token count at the end, so LoadGen's own result
+has TTFT and TPOT (``(latency - TTFT) / (tokens - 1)``) and, in the Server scenario, judges
+them against ``ttft_latency`` / ``tpot_latency``. pinbench keeps its own raw times: each
+query's time to first token and whole time, the model's work only (the two LoadGen calls are
+taken out), and its token count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mlperf_loadgen as lg
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.evaluator.scenarios import (
+    PERCENTILES,
+    ScenarioError,
+    _start_test_stoppable,
+    settings_for,
+)
+from pinbench.evaluator.stop import Stop
+from pinbench.registry.generation import GenerationSpec
+from pinbench.registry.request import Scenario
+
+Generate = Callable[[int, Callable[[], None]], list[int]]
+"""``generate(sample index, first)``: the answer's token ids, ``first()`` at the first one."""
+
+
+@dataclass
+class TokenMeasurement:
+    latencies_ns: npt.NDArray[np.int64]
+    """Each query's whole time (prefill and every step), in issue order."""
+    ttft_ns: npt.NDArray[np.int64]
+    """Each query's time to its first token."""
+    tokens: npt.NDArray[np.int64]
+    """Each query's answer length in tokens."""
+    starts_ns: npt.NDArray[np.int64]
+    duration_ns: int
+    loadgen: dict[str, Any]
+    answers: dict[int, list[int]] = field(default_factory=dict)
+    """Accuracy mode: each sample's answer (token ids)."""
+
+    def summary(self) -> dict[str, float]:
+        return token_metrics(self.latencies_ns, self.ttft_ns, self.tokens, self.duration_ns)
+
+
+def token_metrics(
+    latencies: npt.NDArray[np.int64],
+    ttft: npt.NDArray[np.int64],
+    tokens: npt.NDArray[np.int64],
+    duration_ns: int,
+) -> dict[str, float]:
+    """Metrics from the raw per-query arrays: latency, TTFT and TPOT percentiles (TPOT over the
+    queries of two tokens or more: ``(latency - TTFT) / (tokens - 1)``, LoadGen's definition),
+    tokens per sample, tokens/s over the run."""
+    out: dict[str, float] = {}
+    lat = latencies.astype(np.float64)
+    first = ttft.astype(np.float64)
+    for p in PERCENTILES:
+        tag = f"p{p:g}".replace(".", "_")
+        out[f"latency_{tag}_ns"] = float(np.percentile(lat, p))
+        out[f"ttft_{tag}_ns"] = float(np.percentile(first, p))
+    out["latency_mean_ns"] = float(lat.mean())
+    out["ttft_mean_ns"] = float(first.mean())
+    many = tokens > 1
+    if many.any():
+        tpot = (lat[many] - first[many]) / (tokens[many] - 1)
+        for p in PERCENTILES:
+            out[f"tpot_p{p:g}_ns".replace(".", "_")] = float(np.percentile(tpot, p))
+        out["tpot_mean_ns"] = float(tpot.mean())
+    out["queries_count"] = float(lat.size)
+    out["samples_count"] = float(lat.size)
+    out["tokens_count"] = float(tokens.sum())
+    out["tokens_per_sample_mean_count"] = float(tokens.mean())
+    if duration_ns > 0:
+        out["throughput_sps"] = lat.size / (duration_ns / 1e9)
+        out["throughput_tps"] = float(tokens.sum()) / (duration_ns / 1e9)
+    return out
+
+
+def token_settings(scenario: Scenario, spec: GenerationSpec, *, expected_latency_ns: int) -> Any:
+    settings = settings_for(scenario, expected_latency_ns=expected_latency_ns, batch_size=1)
+    settings.use_token_latencies = True
+    ttft, tpot = spec.latency_bounds()
+    if scenario.name == "Server":
+        if ttft is not None:
+            settings.ttft_latency = int(ttft * 1e6)
+        if tpot is not None:
+            settings.tpot_latency = int(tpot * 1e6)
+    return settings
+
+
+class _Query:
+    """One query's first token: when it came, and the time LoadGen's call took (which the
+    query's whole time leaves out)."""
+
+    __slots__ = ("at", "id", "told", "told_ns")
+
+    def __init__(self, query_id: int) -> None:
+        self.id = query_id
+        self.at = 0
+        self.told = False
+        self.told_ns = 0
+
+    def first(self) -> None:
+        self.at = time.perf_counter_ns()
+        lg.FirstTokenComplete([lg.QuerySampleResponse(self.id, 0, 0)])
+        self.told = True
+        self.told_ns = time.perf_counter_ns() - self.at
+
+
+def run_token_scenario(
+    generate: Generate,
+    count: int,
+    scenario: Scenario,
+    spec: GenerationSpec,
+    *,
+    expected_latency_ns: int,
+    log_dir: Path,
+    stop: Stop,
+) -> TokenMeasurement:
+    if count == 0:
+        raise ScenarioError(setting="sample_count", reason="the dataset has no prompts")
+    accuracy = scenario.mode == "accuracy"
+    latencies: list[int] = []
+    firsts: list[int] = []
+    counts: list[int] = []
+    starts: list[int] = []
+    answers: dict[int, list[int]] = {}
+    failure: list[BaseException] = []
+    span = [0, 0]
+    clock = time.perf_counter_ns
+    response = lg.QuerySampleResponse
+
+    def issue(queries: list[Any]) -> None:
+        for q in queries:
+            n = 1
+            query = _Query(q.id)
+            try:
+                if not span[0]:
+                    span[0] = clock()
+                if not failure and not stop.is_set():
+                    t0 = clock()
+                    tokens = generate(q.index, query.first)
+                    t1 = clock()
+                    n = len(tokens)
+                    latencies.append(t1 - t0 - query.told_ns)
+                    firsts.append(query.at - t0)
+                    counts.append(n)
+                    starts.append(t0)
+                    if accuracy:
+                        answers[q.index] = tokens
+                    span[1] = t1
+            except BaseException as exc:  # handed back after LoadGen returns
+                failure.append(exc)
+            if not query.told:
+                lg.FirstTokenComplete([response(q.id, 0, 0)])
+            lg.QuerySamplesComplete([response(q.id, 0, 0, max(1, n))])
+
+    settings = token_settings(scenario, spec, expected_latency_ns=expected_latency_ns)
+    summary = _start_test_stoppable(issue, count, settings, log_dir, stop)
+    if failure:
+        raise failure[0]
+    return TokenMeasurement(
+        latencies_ns=np.asarray(latencies, dtype=np.int64),
+        ttft_ns=np.asarray(firsts, dtype=np.int64),
+        tokens=np.asarray(counts, dtype=np.int64),
+        starts_ns=np.asarray(starts, dtype=np.int64),
+        duration_ns=span[1] - span[0],
+        loadgen=summary,
+        answers=answers,
+    )

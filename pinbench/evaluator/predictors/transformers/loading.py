@@ -1,0 +1,92 @@
+"""Loading a Hugging Face folder with transformers, offline, from its verified files only.
+
+The folder was read as data first (``artifacts.hf_folder``: no custom code, no pickles unless
+trusted); the class is the one ``config.json`` names, looked up among transformers' own
+exports (never a module path), and ``from_pretrained`` runs with ``local_files_only`` and
+``trust_remote_code=False`` on the run's own folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pinbench.artifacts.hf_folder import HfFolder, HfFolderRefused, describe
+from pinbench.evaluator.predictors.base import ModelLoadError
+from pinbench.evaluator.predictors.config import ModelFiles
+
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def import_transformers() -> Any:
+    """transformers, told it is offline and quiet before it is imported."""
+    os.environ.update(OFFLINE)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    return transformers
+
+
+def folder_of(model: ModelFiles) -> tuple[HfFolder, Path]:
+    """The folder's description and where its files are (the run's own folder)."""
+    try:
+        folder = describe(model.files)
+    except HfFolderRefused as exc:
+        raise ModelLoadError(model=model.format, reason=str(exc)) from None
+    config = model.files[folder.path("config.json")]
+    root = config.parent
+    for name, path in model.files.items():
+        inside = name[len(folder.root) + 1 :] if folder.root else name
+        if name.startswith(folder.root) and path.parent != (root / inside).parent:
+            raise ModelLoadError(
+                model=folder.path("config.json"),
+                reason=f"{name} is not at its path in the model's folder",
+            )
+    return folder, root
+
+
+def load_model(model: ModelFiles, *, generation: bool = False) -> tuple[Any, HfFolder]:
+    """The model in eval mode (``ModelLoadError`` with the reason)."""
+    folder, root = folder_of(model)
+    if model.architecture is not None and model.architecture != folder.architecture:
+        raise ModelLoadError(
+            model=folder.path("config.json"),
+            reason=f"the manifest's architecture {model.architecture!r} is not config.json's "
+            f"{folder.architecture!r}",
+        )
+    if folder.pickled and not model.trusted:
+        raise ModelLoadError(
+            model=folder.weights[0],
+            reason="pickled weights run arbitrary code when loaded; pinbench unpickles them "
+            "only when the manifest says `trusted: true` and the run allows it "
+            "(`pinbench run --allow-pickle`); prefer safetensors",
+        )
+    transformers = import_transformers()
+    cls: Any = getattr(transformers, folder.architecture, None)
+    if not isinstance(cls, type) or not issubclass(cls, transformers.PreTrainedModel):
+        raise ModelLoadError(
+            model=folder.path("config.json"),
+            reason=f"transformers {transformers.__version__} has no model class "
+            f"{folder.architecture!r}",
+        )
+    if generation and not issubclass(cls, transformers.GenerationMixin):
+        raise ModelLoadError(
+            model=folder.path("config.json"),
+            reason=f"{folder.architecture} does not generate text (a text-generation run "
+            "needs a causal language model, e.g. *ForCausalLM / *LMHeadModel)",
+        )
+    try:
+        loader: Any = cls
+        loaded = loader.from_pretrained(
+            str(root),
+            local_files_only=True,
+            trust_remote_code=False,
+            use_safetensors=not folder.pickled,
+        )
+    except Exception as exc:  # transformers raises many types for a bad folder
+        reason = f"{type(exc).__name__}: {exc}".replace(str(root), "<model folder>")
+        raise ModelLoadError(model=folder.path("config.json"), reason=reason.strip()) from None
+    return loaded.eval(), folder

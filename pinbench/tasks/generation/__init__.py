@@ -1,0 +1,1 @@
+"""Text generation: prompts answered token by token, scored against references."""

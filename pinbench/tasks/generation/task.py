@@ -1,0 +1,55 @@
+"""Text generation (``task: text-generation``): a ``prompts-jsonl`` dataset, answers generated
+token by token (``pinbench.evaluator.generation``), timed per token through LoadGen's token
+API, scored against each prompt's reference (``scores``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.errors import UserError
+from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
+
+
+class TextGeneration(Task):
+    name = "text-generation"
+    title = "text generation"
+    label_formats = ("prompt-references",)
+    metrics = (
+        Metric("rouge1", "ROUGE-1"),
+        Metric("rouge2", "ROUGE-2"),
+        Metric("rouge_l", "ROUGE-L", headline=True),
+        Metric("exact_match", "exact match"),
+        Metric("perplexity", "perplexity", unit="value", exact=False, higher_is_better=False),
+        Metric("references_count", "references", unit="count"),
+    )
+
+    def check_labels(self, labels: Any, *, per_file: bool) -> None:
+        super().check_labels(labels, per_file=per_file)
+        if labels.path is not None or labels.names is not None or labels.classes is not None:
+            raise ValueError(
+                "prompt-references labels are the `reference` of each line of the prompts "
+                "file: give no path, names or classes"
+            )
+
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        from pinbench.evaluator.lines import LabelProblem
+        from pinbench.evaluator.prompts import read_prompts
+
+        data = source.dataset.data
+        if data is None or data.format != "prompts-jsonl":
+            raise LabelProblem(
+                path="data",
+                reason="a text-generation dataset's samples are a prompts file "
+                "(data.format prompts-jsonl)",
+            )
+        prompts = read_prompts(source.paths[data.path], where=data.path)
+        references = [p.reference for p in prompts]
+        if all(r is None for r in references):
+            return {}
+        return {"truth": references}
+
+    def prepare(self, context: Context) -> Scorer | None:
+        raise UserError(
+            "a text-generation dataset is answered by generating (pinbench.evaluator."
+            "generation), not by one prediction per sample"
+        )
