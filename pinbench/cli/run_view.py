@@ -19,10 +19,18 @@ METRIC_ROWS = [
     ("latency p99", "latency_p99_ns"),
     ("latency p99.9", "latency_p99_9_ns"),
     ("latency mean", "latency_mean_ns"),
+    ("TTFT p50", "ttft_p50_ns"),
+    ("TTFT p90", "ttft_p90_ns"),
+    ("TTFT p99", "ttft_p99_ns"),
+    ("TPOT p50", "tpot_p50_ns"),
+    ("TPOT p90", "tpot_p90_ns"),
+    ("TPOT p99", "tpot_p99_ns"),
 ]
+"""Latencies (and, for a generation run, time to first token and time per output token after
+it) on rows of their own."""
 SHOWN_ABOVE = frozenset(
     [key for _, key in METRIC_ROWS]
-    + ["throughput_sps", "time_to_accuracy_s", "eval_time_s", "loadgen_valid_bool"]
+    + ["throughput_tps", "throughput_sps", "time_to_accuracy_s", "eval_time_s", "loadgen_valid_bool"]
     + ["energy_j", "energy_per_inference_j"]
 )
 """Metrics ``print_run`` shows on rows of their own; every other recorded one follows them
@@ -59,6 +67,8 @@ def print_run(info: dict[str, Any]) -> None:
             table.add_row(label, fmt_ns(info[key]))
     if "throughput_sps" in info:
         table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
+    if "throughput_tps" in info:
+        table.add_row("tokens/s", f"{info['throughput_tps']:,.0f} tokens/s")
     for label, key in (
         ("time to accuracy", "time_to_accuracy_s"),
         ("eval (excluded)", "eval_time_s"),

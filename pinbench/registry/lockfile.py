@@ -147,16 +147,19 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     """The request's platform and placement constraints (``SystemRequest``)."""
 
     def __post_init__(self) -> None:
-        generating = self.dataset is not None and self.dataset.task == "text-generation"
-        if generating and self.request.generation is None:
+        from pinbench.tasks.registry import task
+
+        dataset = self.dataset
+        generating = dataset is not None and task(dataset.task).generates
+        if dataset is not None and generating and self.request.generation is None:
             raise ValueError(
-                f"dataset {self.dataset.name if self.dataset else ''} is a text-generation "
-                "dataset: the request needs a `generation` section (at least max_new_tokens)"
+                f"dataset {dataset.name} is a {dataset.task} dataset, answered by generating: "
+                "the request needs a `generation` section (at least max_new_tokens)"
             )
         if not generating and self.request.generation is not None:
-            task = self.dataset.task if self.dataset is not None else "none"
+            what = dataset.task if dataset is not None else "none"
             raise ValueError(
-                f"`generation` goes with a text-generation dataset; this one's task is {task}"
+                f"`generation` goes with a dataset whose task generates; this one's task is {what}"
             )
 
     @property

@@ -142,6 +142,10 @@ class Task(ABC):
     publishable: ClassVar[bool] = True
     """Datasets of this task can be published (``other`` is read, never published)."""
     metrics: ClassVar[tuple[Metric, ...]] = ()
+    generates: ClassVar[bool] = False
+    """Answered by generating token by token (``pinbench.evaluator.generation``), not by one
+    prediction per sample: a request for it needs a ``generation`` section, scored with
+    ``score_answers``."""
     by_file_name: ClassVar[tuple[str, ...]] = ()
     """Label formats that give each sample file its label by the file's name: they need a
     folder of sample files."""
@@ -181,6 +185,13 @@ class Task(ABC):
         relative difference); a task that scores something derived from them (classes, boxes,
         strings) compares that instead."""
         return raw_parity(reference, other)
+
+    def score_answers(
+        self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
+    ) -> dict[str, float]:
+        """A generating task's metrics: each answer against its reference, and the references'
+        negative log-likelihoods with their token counts."""
+        raise NotImplementedError(f"task {self.name} does not generate")
 
     def metric(self, key: str) -> Metric | None:
         return next((m for m in self.metrics if m.matches(key)), None)

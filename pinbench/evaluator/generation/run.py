@@ -95,7 +95,15 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         }
         if accuracy:
             job.stop.check()
-            _score(generator, prompts, references[:count], measurement.answers, spec, evidence)
+            _score(
+                body.dataset.task,
+                generator,
+                prompts,
+                references[:count],
+                measurement.answers,
+                spec,
+                evidence,
+            )
             details["samples"] = [
                 {
                     "prompt": samples.texts[i],
@@ -132,6 +140,7 @@ def _warm_up(generator: TokenGenerator, prompt: list[int], spec: Any, job: Job) 
 
 
 def _score(
+    task_name: str,
     generator: TokenGenerator,
     prompts: list[list[int]],
     references: list[str | None],
@@ -139,7 +148,7 @@ def _score(
     spec: Any,
     evidence: Evidence,
 ) -> None:
-    from pinbench.tasks.generation.scores import perplexity, rouge_and_exact
+    from pinbench.tasks.registry import task
 
     order = sorted(answers)
     if order != list(range(len(prompts))):
@@ -148,16 +157,8 @@ def _score(
         )
     texts = [generator.answer_text(answers[i], spec) for i in order]
     refs = [r for r in references if r is not None]
-    evidence.metrics.update(rouge_and_exact(texts, refs))
-    losses, scored = [], 0
-    for i in order:
-        ref = references[i]
-        assert ref is not None
-        loss, n = generator.reference_loss(prompts[i], ref)
-        losses.append(loss)
-        scored += n
-    evidence.metrics["perplexity"] = perplexity(losses, scored)
-    evidence.metrics["references_count"] = float(len(refs))
+    losses = [generator.reference_loss(prompts[i], refs[i]) for i in order]
+    evidence.metrics.update(task(task_name).score_answers(texts, refs, losses))
     width = max(len(answers[i]) for i in order)
     ids = np.full((len(order), width), -1, dtype=np.int64)
     for row, i in enumerate(order):

@@ -8,8 +8,8 @@ of the n-gram overlap (counts clipped), ROUGE-L of the longest common subsequenc
 answer's F-measure, averaged over the answers (as MLPerf's evaluation reports it). A reference
 with no such token has no ROUGE (its recall is 0/0): the run fails naming it (decision 115: an
 undefined metric is never a 0.0); an answer with none recalls none of its reference's words,
-which is a defined 0 (as ``rouge-score`` gives it). Exact match compares the texts with surrounding whitespace
-stripped.
+which is a defined 0 (as ``rouge-score`` gives it). Exact match compares the texts with
+surrounding whitespace stripped.
 """
 
 from __future__ import annotations

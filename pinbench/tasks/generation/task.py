@@ -13,6 +13,7 @@ from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
 class TextGeneration(Task):
     name = "text-generation"
     title = "text generation"
+    generates = True
     label_formats = ("prompt-references",)
     metrics = (
         Metric("rouge1", "ROUGE-1"),
@@ -47,6 +48,16 @@ class TextGeneration(Task):
         if all(r is None for r in references):
             return {}
         return {"truth": references}
+
+    def score_answers(
+        self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
+    ) -> dict[str, float]:
+        from pinbench.tasks.generation.scores import perplexity, rouge_and_exact
+
+        metrics = rouge_and_exact(answers, references)
+        metrics["perplexity"] = perplexity([loss for loss, _ in losses], sum(n for _, n in losses))
+        metrics["references_count"] = float(len(references))
+        return metrics
 
     def prepare(self, context: Context) -> Scorer | None:
         raise UserError(
