@@ -118,3 +118,11 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PINBENCH_CACHE", str(root))
         yield root
+
+
+@pytest.fixture(scope="session")
+def gpt_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``gpt`` catalog part: the tiny GPT-2 trained here and its prompts dataset."""
+    root = tmp_path_factory.mktemp("catalog-gpt")
+    builtin.build(root, ["gpt"])
+    return root

@@ -82,8 +82,12 @@ def model_format(path: Path) -> str | None:
     if path.is_dir():
         if (path / "saved_model.pb").is_file():
             return "savedmodel"
+        if (path / "config.json").is_file():
+            return "hf-folder"
         raise NotAModel(
-            path=str(path), reason="a folder that is not a SavedModel (no saved_model.pb)"
+            path=str(path),
+            reason="a folder that is neither a SavedModel (saved_model.pb) nor a Hugging Face "
+            "folder (config.json)",
         )
     if not path.is_file():
         raise NotAModel(path=str(path), reason="no such file")
@@ -202,6 +206,8 @@ def model_manifest(
 
     model, fmt = _pick(paths)
     relative(base, model)  # refused before the model is read
+    if fmt == "hf-folder":
+        return _hf(model, paths, base, name, version, framework_range, steps, classification)
     signature = READERS[fmt](model)
     others = [p for p in paths if p != model]
     files = _entries(base, _files(model, fmt, signature, others))
@@ -229,6 +235,36 @@ def model_manifest(
         notes.append(OUTPUTS_NOTE)
     if steps is None:
         notes.append(STEPS_NOTE)
+    return Authored(data, notes)
+
+
+def _hf(
+    folder: Path,
+    paths: Sequence[Path],
+    base: Path,
+    name: str | None,
+    version: str,
+    framework_range: str | None,
+    steps: list[Any] | dict[str, Any] | None,
+    classification: Sequence[str],
+) -> Authored:
+    from pinbench.authoring.hf_model import hf_manifest
+
+    if len(paths) != 1:
+        raise AuthoringError(
+            "a Hugging Face folder is the whole artifact: give the folder alone (put other "
+            "files in it)"
+        )
+    data, notes = hf_manifest(
+        folder,
+        base=base,
+        name=name if name is not None else default_name(folder),
+        version=version,
+        framework_range=framework_range,
+        steps=steps,
+        classification=list(classification),
+    )
+    parse_manifest(data, source="the manifest written from " + str(folder))
     return Authored(data, notes)
 
 

@@ -30,7 +30,13 @@ METRIC_ROWS = [
 it) on rows of their own."""
 SHOWN_ABOVE = frozenset(
     [key for _, key in METRIC_ROWS]
-    + ["throughput_tps", "throughput_sps", "time_to_accuracy_s", "eval_time_s", "loadgen_valid_bool"]
+    + [
+        "throughput_tps",
+        "throughput_sps",
+        "time_to_accuracy_s",
+        "eval_time_s",
+        "loadgen_valid_bool",
+    ]
     + ["energy_j", "energy_per_inference_j"]
 )
 """Metrics ``print_run`` shows on rows of their own; every other recorded one follows them

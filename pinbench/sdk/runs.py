@@ -223,6 +223,25 @@ class Run:
         out: npt.NDArray[np.float64] = ns.astype(np.float64) / 1e9
         return out
 
+    def token_times(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """A text-generation run's raw per-query times to first token (seconds) and answer
+        lengths (tokens), in the order of ``latencies()`` (checked against the recorded
+        sha256); empty for any other run. TPOT is ``(latency - ttft) / (tokens - 1)``."""
+        import numpy as np
+
+        self.metrics  # noqa: B018
+        generation = (self.info.get("details") or {}).get("generation") or {}
+        digest = generation.get("tokens_sha256")
+        if not digest:
+            return np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+        if self.registry.remote:
+            rows = _remote_array(self.registry, digest)
+        else:
+            from pinbench.evaluator.run import array_of
+
+            rows = array_of(self.registry.workspace(), digest, "token times")
+        return rows[:, 0].astype(np.float64) / 1e9, rows[:, 1].astype(np.int64)
+
     def export_outputs(self, path: Path, *, force: bool = False) -> Exported:
         """Write the raw outputs an accuracy run recorded to an ``.npy`` file, checked against
         the run's sha256 while they are copied (never a pickle; nothing written otherwise)."""

@@ -1,0 +1,151 @@
+"""A model manifest for a Hugging Face folder (``format: hf-folder``), read as data only.
+
+The folder's every file (``.git`` left out) with its sha256; the architecture from
+``config.json``; inputs and outputs from what the architecture is for, by transformers' own
+naming of its heads:
+
+- ``*ForCausalLM`` / ``*LMHeadModel``: a generative model, output ``logits`` of type
+  ``generation`` (prompts are tokenized by the folder's tokenizer at the run; no inputs);
+- ``*ForSequenceClassification``: text inputs (the tokenizer's ``model_input_names``, each a
+  ``tokenize`` step on ``tokenizer.json``), output ``logits`` of type ``classification``;
+- any other (a bare encoder, ``BertModel``): the same inputs, output ``last_hidden_state`` of
+  type ``embedding`` with mean pooling over the attention mask and L2 normalisation (sentence
+  embeddings, as sentence-transformers computes them).
+
+What it cannot know (the sequence length to pad to, other heads' meaning) is said as a note.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pinbench.artifacts.hf_folder import HfFolder, HfFolderRefused, describe
+from pinbench.authoring.errors import AuthoringError, NotAModel
+from pinbench.authoring.listing import Relative, file_entries
+
+TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+DEFAULT_LENGTH = 128
+GENERATIVE = ("ForCausalLM", "LMHeadModel")
+
+
+def is_hf_folder(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def folder_files(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".git") for part in p.relative_to(folder).parts)
+    )
+
+
+def hf_manifest(
+    folder: Path,
+    *,
+    base: Path,
+    name: str,
+    version: str,
+    framework_range: str | None,
+    steps: list[Any] | dict[str, Any] | None,
+    classification: list[str],
+) -> tuple[dict[str, Any], list[str]]:
+    """The manifest's data and the notes for the author (validated by the caller)."""
+    from pinbench.catalog.files import SUPPORTED
+
+    files = folder_files(folder)
+    relative = Relative(base)
+    try:
+        described = describe({relative(p): p for p in files})
+    except HfFolderRefused as exc:
+        raise NotAModel(path=str(folder), reason=str(exc)) from None
+    inputs, outputs, notes = _ports(described)
+    if steps is not None:
+        raise AuthoringError(
+            "--steps: a Hugging Face folder's inputs are written from its tokenizer; edit "
+            "their tokenize steps in the manifest instead"
+        )
+    by_name = {str(o["name"]): o for o in outputs}
+    for wanted in classification:
+        if wanted not in by_name:
+            raise AuthoringError(
+                f"--classification names output {wanted!r}; written: {', '.join(by_name)}"
+            )
+        by_name[wanted]["type"] = "classification"
+        by_name[wanted].pop("steps", None)
+    data: dict[str, Any] = {
+        "kind": "model",
+        "name": name,
+        "version": version,
+        "format": "hf-folder",
+        "architecture": described.architecture,
+        "framework": {
+            "name": "transformers",
+            "range": framework_range or SUPPORTED["transformers"],
+        },
+        "files": file_entries(base, files),
+        "inputs": inputs,
+        "outputs": outputs,
+    }
+    if described.pickled:
+        data["trusted"] = True
+        notes.append(
+            "the weights are pickles: `trusted: true` written (runs need --allow-pickle); "
+            "convert them to safetensors instead if you can"
+        )
+    return data, notes
+
+
+def _ports(folder: HfFolder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    arch = folder.architecture
+    if arch.endswith(GENERATIVE):
+        notes = [
+            f"{arch} generates text: run it on a text-generation dataset (data.format "
+            "prompts-jsonl) with a request's `generation: {max_new_tokens: N}`"
+        ]
+        return [], [{"name": "logits", "type": "generation"}], notes
+    if folder.tokenizer is None:
+        raise NotAModel(
+            path=folder.path("config.json"),
+            reason=f"{arch} takes text but the folder has no tokenizer.json; pinbench reads "
+            "only that tokenizer format (save the tokenizer with a fast tokenizer)",
+        )
+    unknown = [n for n in folder.input_names if n not in TEXT_INPUTS]
+    if unknown:
+        raise NotAModel(
+            path=folder.path("tokenizer_config.json"),
+            reason=f"model input {unknown[0]!r} is not one a tokenize step gives "
+            f"({', '.join(TEXT_INPUTS)})",
+        )
+    length = min(folder.context or DEFAULT_LENGTH, DEFAULT_LENGTH)
+    inputs = [
+        {
+            "name": n,
+            "type": "text",
+            "element_type": "int64",
+            "shape": [length],
+            "steps": [
+                {"tokenize": {"tokenizer": folder.tokenizer, "output": n, "max_length": length}}
+            ],
+        }
+        for n in folder.input_names
+    ]
+    notes = [
+        f"inputs are padded to {length} tokens and a longer text fails the run: change "
+        "max_length (and shape), or add `truncation: true`"
+    ]
+    if arch.endswith("ForSequenceClassification"):
+        return inputs, [{"name": "logits", "type": "classification"}], notes
+    if "attention_mask" not in folder.input_names:
+        raise NotAModel(
+            path=folder.path("config.json"),
+            reason=f"{arch}: an embedding is pooled over the attention mask, which the "
+            "tokenizer does not give",
+        )
+    pooled = [{"pool": {"mode": "mean", "mask": "attention_mask"}}, {"l2_normalize": {}}]
+    notes.append(
+        f"{arch} is read as a sentence-embedding model (mean-pooled last_hidden_state); for "
+        "another head, edit the outputs"
+    )
+    return inputs, [{"name": "last_hidden_state", "type": "embedding", "steps": pooled}], notes

@@ -1,0 +1,216 @@
+"""Text generation: the catalog's tiny GPT-2 answers prompts token by token, timed per token
+through LoadGen's token API. What a run records is checked against direct computations here:
+the greedy answers against transformers' own ``generate``, TTFT/TPOT against the raw per-query
+samples, ROUGE against ``rouge-score``; a Server run whose TTFT bound cannot be met is
+INVALID by LoadGen's own result; bad requests and prompts are refused with the reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pinbench
+from pinbench.errors import PinbenchError
+from pinbench.registry.lockfile import LockfileError
+
+MODEL, DATASET = "text/tiny-gpt@1", "python-doc-prompts@1"
+NEW = 12
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory, gpt_catalog: Path) -> Iterator[Any]:
+    home = tmp_path_factory.mktemp("gpt-home")
+    reg = pinbench.Registry(home)
+    reg.init()
+    for name in ("framework-transformers", "dataset-python-doc-prompts", "model-tiny-gpt"):
+        reg.publish(gpt_catalog / f"{name}.yaml")
+    yield reg
+
+
+def _run(registry: Any, generation: dict[str, Any], **scenario: Any) -> Any:
+    request = {"model": MODEL, "dataset": DATASET, "generation": generation, "scenario": scenario}
+    return registry.lock(request)[0].run(runner="local")
+
+
+def _prompts(catalog: Path) -> list[dict[str, str]]:
+    text = (catalog / "tiny-gpt-prompts" / "prompts.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_greedy_answers_are_transformers_own_generate(registry: Any, gpt_catalog: Path) -> None:
+    """pinbench's decode loop (prefill, then one token a step with the KV cache) gives the
+    token ids ``generate(do_sample=False)`` gives, prompt by prompt."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModelForCausalLM
+
+    run = _run(registry, {"max_new_tokens": NEW, "stop_at_end": False}, mode="accuracy")
+    ids = np.load(_exported(run, gpt_catalog), allow_pickle=False)
+    folder = gpt_catalog / "tiny-gpt"
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
+    prompts = _prompts(gpt_catalog)
+    assert ids.shape == (len(prompts), NEW)
+    for row, prompt in zip(ids, prompts, strict=True):
+        encoded = torch.tensor([tokenizer.encode(prompt["prompt"]).ids])
+        with torch.inference_mode():
+            out = model.generate(
+                encoded, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False, use_cache=True
+            )
+        assert row.tolist() == out[0, encoded.shape[1] :].tolist()
+
+
+def _exported(run: Any, where: Path) -> Path:
+    path = where / f"outputs-{run.id}.npy"
+    run.export_outputs(path)
+    return path
+
+
+def test_ttft_and_tpot_are_what_the_raw_samples_give(registry: Any) -> None:
+    run = _run(
+        registry,
+        {"max_new_tokens": NEW, "stop_at_end": False},
+        name="SingleStream",
+        min_duration_ms=200,
+        min_query_count=30,
+    )
+    assert run.status == "succeeded"
+    latency = run.latencies()
+    ttft, tokens = run.token_times()
+    assert latency.size == ttft.size == tokens.size >= 30
+    assert (ttft > 0).all() and (ttft <= latency).all()
+    assert (tokens == NEW).all()
+    tpot = (latency - ttft) / (tokens - 1)
+    m = run.metrics
+    for p, key in ((50, "p50"), (90, "p90"), (99, "p99")):
+        assert m[f"ttft_{key}_ns"] == pytest.approx(np.percentile(ttft, p) * 1e9, rel=1e-9)
+        assert m[f"tpot_{key}_ns"] == pytest.approx(np.percentile(tpot, p) * 1e9, rel=1e-9)
+    assert m["tokens_count"] == tokens.sum()
+    assert m["throughput_tps"] > 0 and m["completed_tps"] > 0
+    # LoadGen's own TPOT (its detail log) is the same definition over its own clock
+    loadgen = run.view()["details"]["loadgen"]
+    ours = m["tpot_p50_ns"]
+    theirs = loadgen["result_time_per_output_token_50.00_percentile_ns"]
+    assert theirs == pytest.approx(ours, rel=0.25)
+
+
+def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(registry: Any) -> None:
+    from rouge_score import rouge_scorer
+
+    run = _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
+    samples = run.view()["details"]["generation"]["samples"]
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
+    scores = [scorer.score(s["reference"], s["answer"]) for s in samples]
+    m = run.metrics
+    assert m["references_count"] == len(samples)
+    for ours, theirs in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rouge_l", "rougeL")):
+        expected = float(np.mean([s[theirs].fmeasure for s in scores]))
+        assert m[ours] == pytest.approx(expected, abs=1e-12)
+    exact = np.mean([s["answer"].strip() == s["reference"].strip() for s in samples])
+    assert m["exact_match"] == pytest.approx(exact)
+    assert 1.0 < m["perplexity"] < 512  # better than guessing among 512 tokens
+
+
+def test_a_server_run_with_a_ttft_bound_it_cannot_meet_is_invalid_by_loadgen(
+    registry: Any,
+) -> None:
+    run = _run(
+        registry,
+        {"max_new_tokens": 4, "ttft_latency_ms": 0.001, "tpot_latency_ms": 0.001},
+        name="Server",
+        target_qps=50,
+        min_duration_ms=200,
+        min_query_count=20,
+    )
+    assert run.metrics["loadgen_valid_bool"] == 0.0
+    loadgen = run.view()["details"]["loadgen"]
+    assert loadgen["result_validity"] == "INVALID"
+    assert any("TTFT" in r for r in loadgen["invalid_reasons"])
+
+
+def test_seeded_sampling_is_the_same_in_every_run(registry: Any, tmp_path: Path) -> None:
+    spec = {"max_new_tokens": 8, "sampling": "seeded", "temperature": 1.0, "seed": 7}
+    first = np.load(_exported(_run(registry, spec, mode="accuracy"), tmp_path))
+    again = np.load(_exported(_run(registry, spec, mode="accuracy"), tmp_path))
+    greedy = np.load(_exported(_run(registry, {"max_new_tokens": 8}, mode="accuracy"), tmp_path))
+    assert (first == again).all()
+    assert not (first == greedy).all()
+
+
+@pytest.mark.parametrize(
+    ("generation", "message"),
+    [
+        ({"max_new_tokens": 0}, "max_new_tokens must be between 1 and 65536"),
+        ({"max_new_tokens": 4, "temperature": 0.5}, "go with sampling: seeded"),
+        ({"max_new_tokens": 4, "sampling": "seeded"}, "needs a temperature"),
+        ({"max_new_tokens": 4, "ttft_latency_ms": 100}, "Server scenario"),
+        ({"max_new_tokens": 4, "stop": ["x", "x"]}, "lists a text twice"),
+        ({"max_new_tokens": 4, "beams": 4}, "beams"),
+    ],
+)
+def test_bad_generation_settings_are_refused(
+    registry: Any, generation: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(PinbenchError, match=message):
+        registry.lock({"model": MODEL, "dataset": DATASET, "generation": generation})
+
+
+def test_a_prompt_past_the_context_is_refused_not_truncated(registry: Any) -> None:
+    with pytest.raises(PinbenchError, match="passes the model's context of 128 tokens"):
+        _run(registry, {"max_new_tokens": 128}, mode="accuracy")
+
+
+def test_generation_goes_with_a_generating_dataset_only(registry: Any) -> None:
+    with pytest.raises(PinbenchError, match="needs a `generation` section"):
+        registry.lock({"model": MODEL, "dataset": DATASET})
+
+
+def test_a_forged_lockfile_without_generation_settings_is_refused(registry: Any) -> None:
+    lock = registry.lock({"model": MODEL, "dataset": DATASET, "generation": {"max_new_tokens": 2}})
+    data = lock[0].to_json()
+    del data["request"]["generation"]
+    from pinbench.artifacts.canonical import canonical_json
+    from pinbench.registry.lockfile import Lockfile
+
+    with pytest.raises(LockfileError, match="needs a `generation` section"):
+        Lockfile.from_bytes(canonical_json(data))
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"prompt": "a", "answer": "b"}', "unknown key 'answer'"),
+        ('{"prompt": "", "reference": "b"}', "`prompt` must be non-empty text"),
+        ('{"prompt": "a", "prompt": "b"}', "prompt"),
+        ('["a", "b"]', "not a JSON object"),
+        ("", "is blank"),
+    ],
+)
+def test_a_bad_prompts_file_is_refused_at_publish(
+    registry: Any, tmp_path: Path, line: str, message: str
+) -> None:
+    from tests.helpers import dump, sha
+
+    good = '{"prompt": "fine", "reference": "ok"}'
+    data = f"{good}\n{line}\n{good}\n".encode()
+    (tmp_path / "prompts.jsonl").write_bytes(data)
+    manifest = dump(
+        tmp_path / "dataset.yaml",
+        {
+            "kind": "dataset",
+            "name": "bad-prompts",
+            "version": "1.0.0",
+            "task": "text-generation",
+            "data": {"format": "prompts-jsonl", "path": "prompts.jsonl"},
+            "labels": {"format": "prompt-references"},
+            "files": [{"path": "prompts.jsonl", "sha256": sha(data), "size": len(data)}],
+        },
+    )
+    with pytest.raises(PinbenchError, match=message) as caught:
+        registry.publish(manifest)
+    assert "line 2" in str(caught.value)

@@ -1,0 +1,253 @@
+"""Hugging Face folders (``format: hf-folder``, framework transformers): a tiny random-weight
+BERT and ViT built here from a config, written as the field publishes them, described by
+``pinbench manifest model DIR``, published, locked and run, with the same outputs as
+transformers called directly on the same inputs; a folder that would run its publisher's code
+(custom code, pickles) is refused before anything loads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+import pinbench
+from pinbench.artifacts.hf_folder import HfFolderRefused, describe
+from pinbench.catalog.minilm import TOKENIZER
+from tests.helpers import Cli, dump
+
+SENTENCES = [
+    "the cat sat on the mat",
+    "a quick brown fox jumps over the lazy dog",
+    "numbers are not words",
+    "pinbench pins every byte",
+    "short",
+    "the model reads these sentences once",
+]
+LENGTH = 16
+
+
+def _bert_folder(folder: Path, architecture: str = "BertForSequenceClassification") -> Path:
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        num_labels=3,
+    )
+    cls = BertForSequenceClassification if architecture.endswith("Classification") else BertModel
+    cls(config).eval().save_pretrained(folder)
+    shutil.copyfile(TOKENIZER, folder / "tokenizer.json")
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_input_names": names}))
+    return folder
+
+
+def _dataset(root: Path) -> Path:
+    (root / "texts").mkdir()
+    (root / "texts" / "sentences.txt").write_text("".join(s + "\n" for s in SENTENCES))
+    (root / "texts" / "labels.txt").write_text("".join(f"{i % 3}\n" for i in range(6)))
+    from tests.helpers import sha
+
+    def entry(name: str) -> dict[str, Any]:
+        data = (root / "texts" / name).read_bytes()
+        return {"path": name, "sha256": sha(data), "size": len(data)}
+
+    return dump(
+        root / "texts" / "dataset.yaml",
+        {
+            "kind": "dataset",
+            "name": "hf-texts",
+            "version": "1.0.0",
+            "task": "classification",
+            "samples": len(SENTENCES),
+            "data": {"format": "text-lines", "path": "sentences.txt"},
+            "labels": {"format": "class-index-txt", "path": "labels.txt", "classes": 3},
+            "files": [entry("sentences.txt"), entry("labels.txt")],
+        },
+    )
+
+
+def _direct(folder: Path, output: str) -> np.ndarray[Any, Any]:
+    """transformers called directly on the same token ids."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModel, AutoModelForSequenceClassification
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_padding(length=LENGTH)
+    encoded = tokenizer.encode_batch(SENTENCES)
+    kwargs = {
+        "input_ids": torch.tensor([e.ids for e in encoded]),
+        "token_type_ids": torch.tensor([e.type_ids for e in encoded]),
+        "attention_mask": torch.tensor([e.attention_mask for e in encoded]),
+    }
+    auto = AutoModelForSequenceClassification if output == "logits" else AutoModel
+    model = auto.from_pretrained(folder, local_files_only=True).eval()
+    with torch.inference_mode():
+        result: np.ndarray[Any, Any] = model(**kwargs)[output].numpy()
+    return result
+
+
+def _manifest(cli: Cli, folder: Path, name: str) -> dict[str, Any]:
+    out = folder.parent / f"{name}.yaml"
+    done = cli("manifest", "model", str(folder), "--name", f"text/{name}", "-o", str(out))
+    assert done.code == 0, done.err
+    data: dict[str, Any] = yaml.safe_load(out.read_text())
+    for spec in data["inputs"]:  # the sentences are short: pad to LENGTH
+        spec["shape"] = [LENGTH]
+        spec["steps"][0]["tokenize"]["max_length"] = LENGTH
+    dump(out, data)
+    return data
+
+
+def test_a_bert_classifier_folder_runs_with_transformers_own_outputs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = _bert_folder(tmp_path / "bert-cls")
+    data = _manifest(cli, folder, "bert-cls")
+    assert data["format"] == "hf-folder"
+    assert data["architecture"] == "BertForSequenceClassification"
+    assert data["framework"]["name"] == "transformers"
+    assert {f["path"] for f in data["files"]} == {
+        "bert-cls/config.json",
+        "bert-cls/model.safetensors",
+        "bert-cls/tokenizer.json",
+        "bert-cls/tokenizer_config.json",
+    }
+    assert data["outputs"] == [{"name": "logits", "type": "classification"}]
+    assert cli("init").code == 0
+    registry = pinbench.Registry(tmp_path / "home")
+    from pinbench.catalog import frameworks
+
+    registry.publish(frameworks.write(tmp_path, "transformers"))
+    registry.publish(tmp_path / "bert-cls.yaml")
+    registry.publish(_dataset(tmp_path))
+    lock = registry.lock(
+        {"model": "text/bert-cls@1", "dataset": "hf-texts@1", "scenario": {"mode": "accuracy"}}
+    )[0]
+    run = lock.run(runner="local")
+    assert run.status == "succeeded"
+    run.export_outputs(tmp_path / "outputs.npy")
+    recorded = np.load(tmp_path / "outputs.npy", allow_pickle=False)
+    expected = _direct(folder, "logits")
+    assert recorded.shape == expected.shape
+    np.testing.assert_allclose(recorded, expected, rtol=1e-5, atol=1e-6)
+    top1 = float(np.mean(expected.argmax(axis=1) == np.arange(6) % 3))
+    assert run.metrics["top1"] == pytest.approx(top1)
+
+
+def test_manifest_model_on_a_bare_encoder_writes_a_pooled_embedding(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = _bert_folder(tmp_path / "bert", "BertModel")
+    data = _manifest(cli, folder, "bert")
+    assert data["outputs"][0]["name"] == "last_hidden_state"
+    assert data["outputs"][0]["type"] == "embedding"
+    assert [s for s in data["outputs"][0]["steps"]][0] == {
+        "pool": {"mode": "mean", "mask": "attention_mask"}
+    }
+
+
+def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None:
+    """An image model: the predictor binds ``pixel_values`` by name and returns its logits."""
+    import torch
+    from transformers import ViTConfig, ViTForImageClassification
+
+    from pinbench.evaluator.named import NamedInputs
+    from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+    from pinbench.evaluator.predictors.transformers import TransformersPredictor
+    from pinbench.registry.ports import Input, Output
+
+    torch.manual_seed(1)
+    config = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=4,
+    )
+    folder = tmp_path / "vit"
+    model = ViTForImageClassification(config).eval()
+    model.save_pretrained(folder)
+    pixels = np.random.default_rng(0).standard_normal((3, 3, 32, 32)).astype(np.float32)
+    with torch.inference_mode():
+        expected = model(pixel_values=torch.from_numpy(pixels)).logits.numpy()
+    files = {p.name: p for p in folder.iterdir()}
+    predictor = TransformersPredictor()
+    predictor.open(
+        ModelFiles(
+            files,
+            "hf-folder",
+            "ViTForImageClassification",
+            inputs=(Input(name="pixel_values", shape=[3, 32, 32]),),
+            outputs=(Output(name="logits", type="classification"),),
+        ),
+        PredictorOptions(),
+    )
+    got = predictor.predict(NamedInputs({"pixel_values": pixels}))
+    np.testing.assert_allclose(got["logits"], expected, rtol=1e-5, atol=1e-6)
+    predictor.close()
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    return {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_folder_with_custom_code_is_refused(tmp_path: Path) -> None:
+    folder = _bert_folder(tmp_path / "remote")
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModel": "modeling_evil.EvilModel"}
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(HfFolderRefused, match="trust_remote_code"):
+        describe(_files(folder))
+    del config["auto_map"]
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "modeling_evil.py").write_text("import os\n")
+    with pytest.raises(HfFolderRefused, match="custom code"):
+        describe(_files(folder))
+
+
+def test_pickled_weights_need_trusted_and_are_ambiguous_beside_safetensors(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = _bert_folder(tmp_path / "pickled")
+    (folder / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01.")  # a pickle of 1
+    with pytest.raises(HfFolderRefused, match="ambiguous"):
+        describe(_files(folder))
+    (folder / "model.safetensors").unlink()
+    assert describe(_files(folder)).pickled
+    # publishing it without `trusted: true` is refused, naming the file and the way out
+    data = _manifest(cli, folder, "pickled")
+    assert data.get("trusted") is True
+    data.pop("trusted")
+    dump(tmp_path / "pickled.yaml", data)
+    assert cli("init").code == 0
+    done = cli("publish", str(tmp_path / "pickled.yaml"))
+    assert done.code == 1
+    assert "pickled/pytorch_model.bin" in done.err and "trusted: true" in done.err
+
+
+def test_an_architecture_the_manifest_misnames_is_refused_at_publish(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = _bert_folder(tmp_path / "misnamed")
+    data = _manifest(cli, folder, "misnamed")
+    data["architecture"] = "GPT2LMHeadModel"
+    dump(tmp_path / "misnamed.yaml", data)
+    assert cli("init").code == 0
+    done = cli("publish", str(tmp_path / "misnamed.yaml"))
+    assert done.code == 1
+    assert "BertForSequenceClassification" in done.err and "GPT2LMHeadModel" in done.err
