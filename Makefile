@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 venv: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[onnxruntime,torch,tensorflow,catalog]'
+	$(BIN)/pip install --quiet -e '.[onnxruntime,torch,tensorflow,transformers,catalog]'
 
 demo: venv
 	PINBENCH_HOME=$(DEMO_HOME) $(BIN)/pinbench demo

@@ -53,7 +53,7 @@ def test_greedy_answers_are_transformers_own_generate(registry: Any, gpt_catalog
     ids = np.load(_exported(run, gpt_catalog), allow_pickle=False)
     folder = gpt_catalog / "tiny-gpt"
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()  # type: ignore[no-untyped-call]
     prompts = _prompts(gpt_catalog)
     assert ids.shape == (len(prompts), NEW)
     for row, prompt in zip(ids, prompts, strict=True):

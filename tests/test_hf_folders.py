@@ -36,7 +36,7 @@ def _bert_folder(folder: Path, architecture: str = "BertForSequenceClassificatio
     from transformers import BertConfig, BertForSequenceClassification, BertModel
 
     torch.manual_seed(0)
-    config = BertConfig(
+    config = BertConfig(  # type: ignore[call-arg]
         vocab_size=30522,
         hidden_size=32,
         num_hidden_layers=2,
@@ -46,7 +46,7 @@ def _bert_folder(folder: Path, architecture: str = "BertForSequenceClassificatio
         num_labels=3,
     )
     cls = BertForSequenceClassification if architecture.endswith("Classification") else BertModel
-    cls(config).eval().save_pretrained(folder)
+    cls(config).eval().save_pretrained(folder)  # type: ignore[no-untyped-call]
     shutil.copyfile(TOKENIZER, folder / "tokenizer.json")
     names = ["input_ids", "token_type_ids", "attention_mask"]
     (folder / "tokenizer_config.json").write_text(json.dumps({"model_input_names": names}))
@@ -154,9 +154,7 @@ def test_manifest_model_on_a_bare_encoder_writes_a_pooled_embedding(
     data = _manifest(cli, folder, "bert")
     assert data["outputs"][0]["name"] == "last_hidden_state"
     assert data["outputs"][0]["type"] == "embedding"
-    assert [s for s in data["outputs"][0]["steps"]][0] == {
-        "pool": {"mode": "mean", "mask": "attention_mask"}
-    }
+    assert data["outputs"][0]["steps"][0] == {"pool": {"mode": "mean", "mask": "attention_mask"}}
 
 
 def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None:
@@ -170,7 +168,7 @@ def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None
     from pinbench.registry.ports import Input, Output
 
     torch.manual_seed(1)
-    config = ViTConfig(
+    config = ViTConfig(  # type: ignore[call-arg]
         image_size=32,
         patch_size=8,
         hidden_size=32,
@@ -180,7 +178,7 @@ def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None
         num_labels=4,
     )
     folder = tmp_path / "vit"
-    model = ViTForImageClassification(config).eval()
+    model = ViTForImageClassification(config).eval()  # type: ignore[no-untyped-call]
     model.save_pretrained(folder)
     pixels = np.random.default_rng(0).standard_normal((3, 3, 32, 32)).astype(np.float32)
     with torch.inference_mode():
@@ -198,7 +196,9 @@ def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None
         PredictorOptions(),
     )
     got = predictor.predict(NamedInputs({"pixel_values": pixels}))
-    np.testing.assert_allclose(got["logits"], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(got["logits"], np.float32), expected, rtol=1e-5, atol=1e-6
+    )
     predictor.close()
 
 

@@ -27,7 +27,7 @@ catalog_app = click.Group(
     no_args_is_help=True,
 )
 
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt")
 """``pinbench.catalog.parts.PARTS``, written out so that ``--help`` does not import the catalog
 (whose package imports NumPy); ``tests/test_cli_imports.py`` checks they agree."""
 ALL_PARTS = ",".join(PARTS)
@@ -58,9 +58,7 @@ _parts_option = click.option(
     "parts",
     type=str,
     default=ALL_PARTS,
-    help=(
-        "Comma-separated catalog parts: digits, cnn, resnet50, efficientnet, nsfw, minilm, nudenet."
-    ),
+    help=f"Comma-separated catalog parts: {', '.join(PARTS)}.",
 )
 
 
