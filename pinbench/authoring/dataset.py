@@ -83,11 +83,14 @@ def dataset_manifest(
 
         extras = [*mask_files(label_file), *extras]
     if data.is_file():
-        fmt = {".npy": "npy", ".txt": "text-lines"}.get(data.suffix.lower())
+        fmt = {".npy": "npy", ".txt": "text-lines", ".jsonl": "prompts-jsonl"}.get(
+            data.suffix.lower()
+        )
         if fmt is None:
             raise NotADataset(
                 path=str(data),
-                reason="give a folder of samples, an .npy array or a .txt file of texts",
+                reason="give a folder of samples, an .npy array, a .txt file of texts or a "
+                ".jsonl file of prompts",
             )
         files = [data]
     elif data.is_dir():
@@ -110,6 +113,14 @@ def dataset_manifest(
             path=str(labels),
             reason="--labels-format names the format of a labels file: give --labels FILE",
         )
+    if fmt == "prompts-jsonl":  # the references are the prompts file's own `reference`s
+        if label_file is not None or label_format is not None or names is not None:
+            raise NotADataset(
+                path=str(data),
+                reason="a prompts file holds its references (each line's `reference`): give "
+                "no --labels, --labels-format or --names",
+            )
+        label_format = "prompt-references"
     label_format = label_format or _label_format(labels, label_file, data, files, fmt, notes)
     label_data: dict[str, Any] = {"format": label_format}
     if label_file is not None:
@@ -148,6 +159,14 @@ def dataset_manifest(
 
         try:
             manifest["samples"] = len(read_text_lines(data, where=str(data)))
+        except LabelProblem as exc:
+            raise NotADataset(path=exc.path, reason=exc.reason) from None
+    elif fmt == "prompts-jsonl":
+        from pinbench.evaluator.labels import LabelProblem
+        from pinbench.evaluator.prompts import read_prompts
+
+        try:
+            manifest["samples"] = len(read_prompts(data, where=str(data)))
         except LabelProblem as exc:
             raise NotADataset(path=exc.path, reason=exc.reason) from None
     task = _task_of(label_format)

@@ -38,6 +38,7 @@ SHOWN_ABOVE = frozenset(
         "loadgen_valid_bool",
     ]
     + ["energy_j", "energy_per_inference_j"]
+    + [f"{m}_{p}_ns" for m in ("ttft", "tpot") for p in ("mean", "p95", "p99_9")]
 )
 """Metrics ``print_run`` shows on rows of their own; every other recorded one follows them
 (``run_metrics.metric_rows``)."""
