@@ -84,4 +84,6 @@ def _raw(value: float, unit: str) -> str:
         return "yes" if value else "no"
     if unit in ("", "ratio"):
         return f"{value:.4g}"
+    if unit == "B":
+        return f"{value / 2**20:,.1f} MiB"
     return f"{value:,.4g} {unit}"

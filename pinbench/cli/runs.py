@@ -59,7 +59,9 @@ def runs_list(
     if as_json:
         _print_json(rows)
         return
-    table = Table("run", "status", "model", "framework", "kind", "p50", "accuracy", box=None)
+    table = Table(
+        "run", "status", "model", "framework", "kind", "p50", "accuracy", "peak RSS", box=None
+    )
     for r in rows:
         p50 = fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
         if p50 and r.get("trace", "none") != "none":
@@ -72,6 +74,7 @@ def runs_list(
             kind_label(r),
             p50,
             headline(r),  # the task's headline metric: top-1, mIoU, mAP, ...
+            f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB" if "peak_rss_bytes" in r else "",
         )
     _out().print(table if rows else "no runs recorded")
 

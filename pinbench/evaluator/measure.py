@@ -56,6 +56,20 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     evidence.frameworks[env.framework] = seen
     if public_version(seen) != public_version(env.version):  # semver build metadata too
         raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
+    from pinbench.evaluator.memory import PeakMemory
+
+    memory = PeakMemory()
+    try:
+        _measure(job, cls, seen, evidence, say)
+    finally:
+        evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
+        evidence.details["memory"] = {"peak_rss": memory.source}
+
+
+def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say: Say) -> None:
+    body = job.lock.body
+    env = body.environment
+    assert env is not None
     if body.operator is not None:
         from pinbench.evaluator.operate import operate
 

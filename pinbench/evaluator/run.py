@@ -78,8 +78,9 @@ def check_trace(lock: Lockfile, trace: str) -> str:
     body = lock.body
     if (body.operator or body.training or body.request.generation) and trace != "none":
         raise UserError(
-            "operator benchmarks, training and text-generation runs are not traced (their raw "
-            "per-call, per-epoch or per-token times are recorded): leave --trace out"
+            "operator benchmarks and training runs are not traced (their raw per-call or "
+            "per-epoch times are recorded), nor text-generation runs (their raw per-token "
+            "times are): leave --trace out"
         )
     return check_level(trace, env.framework if env is not None else "?")
 
@@ -302,6 +303,7 @@ UNITS = {
     "_flop_per_s": "FLOP/s",
     "_byte_per_s": "B/s",
     "_tps": "tokens/s",
+    "_bytes": "B",
     "_flop_per_byte": "FLOP/B",
     "_j": "J",
     "_s": "s",

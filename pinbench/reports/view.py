@@ -67,13 +67,18 @@ def fmt(value: float | None, unit: str) -> tuple[str, str]:
         return f"{value / 1e6:,.4g}", "ms"
     if unit == "bool":
         return ("yes" if value else "no"), ""
+    if unit == "B":
+        return f"{value / 2**20:,.1f}", "MiB"
     if value.is_integer() and abs(value) < 1e15:
         return f"{value:,.0f}", unit
     return f"{value:,.4g}", unit
 
 
 def label(metric: str, unit: str) -> str:
-    """``latency_p50_ns`` shown in milliseconds is ``latency_p50``."""
+    """``latency_p50_ns`` shown in milliseconds is ``latency_p50``; ``peak_rss_bytes`` in MiB
+    is ``peak_rss``."""
+    if unit == "B":
+        return metric.removesuffix("_bytes")
     return metric.removesuffix("_ns") if unit == "ns" else metric
 
 
