@@ -27,7 +27,13 @@ def registry(tmp_path_factory: pytest.TempPathFactory, gpt_catalog: Path) -> Ite
     home = tmp_path_factory.mktemp("gpt-home")
     reg = pinbench.Registry(home)
     reg.init()
-    for name in ("framework-transformers", "dataset-python-doc-prompts", "model-tiny-gpt"):
+    for name in (
+        "framework-transformers",
+        "framework-onnxruntime",
+        "dataset-python-doc-prompts",
+        "model-tiny-gpt",
+        "model-tiny-gpt-onnx",
+    ):
         reg.publish(gpt_catalog / f"{name}.yaml")
     yield reg
 
@@ -214,3 +220,77 @@ def test_a_bad_prompts_file_is_refused_at_publish(
     with pytest.raises(PinbenchError, match=message) as caught:
         registry.publish(manifest)
     assert "line 2" in str(caught.value)
+
+
+def test_onnx_runtime_generates_the_same_greedy_tokens_and_parity_says_so(
+    registry: Any, tmp_path: Path
+) -> None:
+    """The catalog's ONNX export (one decode step, the KV cache in and out) in ONNX Runtime
+    against the Hugging Face folder in transformers: the same token ids for every answer."""
+    spec = {"max_new_tokens": NEW, "stop_at_end": False}
+    torch_run = _run(registry, spec, mode="accuracy")
+    request = {
+        "model": "text/tiny-gpt-onnx@1",
+        "dataset": DATASET,
+        "generation": spec,
+        "scenario": {"mode": "accuracy"},
+    }
+    ort_run = registry.lock(request)[0].run(runner="local")
+    ours = np.load(_exported(torch_run, tmp_path))
+    theirs = np.load(_exported(ort_run, tmp_path))
+    assert (ours == theirs).all()
+    assert ort_run.metrics["perplexity"] == pytest.approx(torch_run.metrics["perplexity"], rel=1e-4)
+    parity = next(p for p in registry.parity(torch_run.id, [ort_run.id]) if p.run == ort_run.id)
+    assert parity.agreement.agrees
+    figures = {f.name: f.value for f in parity.agreement.figures}
+    assert figures["answers_differing"] == 0 and figures["samples"] == len(ours)
+
+
+def test_parity_of_token_ids_counts_every_differing_answer() -> None:
+    from pinbench.tasks.registry import task
+
+    class Rec:
+        def __init__(self, outputs: Any) -> None:
+            self.outputs, self.run = outputs, "other-run"
+
+    a = np.array([[1, 2, 3], [4, 5, -1]])
+    b = np.array([[1, 2, 3], [4, 6, 7]])
+    agreement = task("text-generation").parity(Rec(a), Rec(b))  # type: ignore[arg-type]
+    figures = {f.name: f.value for f in agreement.figures}
+    assert not agreement.agrees
+    assert figures == {"answers_differing": 1, "tokens_differing": 2, "samples": 2}
+
+
+def test_an_onnx_model_not_in_the_decoder_with_past_layout_is_refused(
+    registry: Any, gpt_catalog: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    import yaml
+
+    from tests.helpers import dump, sha
+
+    folder = tmp_path / "odd"
+    shutil.copytree(gpt_catalog / "tiny-gpt-onnx", folder)
+    import onnx
+
+    graph = onnx.load(str(folder / "model.onnx"))
+    graph.graph.input[1].name = "cache_0"  # not past_key_0
+    for node in graph.graph.node:
+        node.input[:] = ["cache_0" if i == "past_key_0" else i for i in node.input]
+    onnx.save(graph, str(folder / "model.onnx"))
+    data = yaml.safe_load((gpt_catalog / "model-tiny-gpt-onnx.yaml").read_text())
+    data["name"] = "text/odd-gpt"
+    for entry in data["files"]:
+        entry.pop("source", None)
+        body = (folder / entry["path"]).read_bytes()
+        entry["sha256"], entry["size"] = sha(body), len(body)
+    registry.publish(dump(folder / "model.yaml", data))
+    request = {
+        "model": "text/odd-gpt@1",
+        "dataset": DATASET,
+        "generation": {"max_new_tokens": 2},
+        "scenario": {"mode": "accuracy"},
+    }
+    with pytest.raises(PinbenchError, match="decoder-with-past layout"):
+        registry.lock(request)[0].run(runner="local")

@@ -101,6 +101,9 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
             out.append(frameworks.write(root, "transformers"))
             out.append(gpt.write_dataset(root, data))
             out += gpt.export(root, weights / stages.GPT_FOLDER)
+            from pinbench.catalog import gpt_onnx
+
+            out += gpt_onnx.export(root, weights / stages.GPT_FOLDER)
     if "efficientnet" in chosen:
         if not chosen & {"cnn", "resnet50"}:
             out.append(frameworks.write(root, "torch"))

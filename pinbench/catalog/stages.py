@@ -165,5 +165,8 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
     if "nudenet" in chosen:
         manifests += nudenet.export(out)
     if "gpt" in chosen:
+        from pinbench.catalog import gpt_onnx
+
         manifests += gpt.export(out, weights / GPT_FOLDER)
+        manifests += gpt_onnx.export(out, weights / GPT_FOLDER)
     return manifests

@@ -1,17 +1,21 @@
-"""The demo's generative model: the catalog's tiny GPT-2 (a Hugging Face folder) answering
-held-out prompts, timed per token through LoadGen's token API."""
+"""The demo's generative model: the catalog's tiny GPT-2 answering held-out prompts, timed per
+token through LoadGen's token API, as a Hugging Face folder (transformers) and exported to
+ONNX (ONNX Runtime), with the same greedy tokens from both."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from pinbench.catalog import gpt
+from pinbench.catalog.gpt_onnx import ONNX_NAME
 from pinbench.sdk.registry import Registry
 
 NEW_TOKENS = 16
+MODELS = (("transformers (PyTorch)", gpt.NAME), ("ONNX Runtime", ONNX_NAME))
 SCENARIOS = (
     ("accuracy", {"mode": "accuracy"}),
     ("SingleStream", {"name": "SingleStream", "min_duration_ms": 1000, "min_query_count": 48}),
@@ -19,19 +23,20 @@ SCENARIOS = (
 )
 
 
+def _run(reg: Registry, model: str, scenario: dict[str, Any]) -> Any:
+    request = {
+        "model": f"{model}@^1",
+        "dataset": f"{gpt.DATASET}@1",
+        "generation": {"max_new_tokens": NEW_TOKENS, "stop_at_end": False},
+        "scenario": scenario,
+    }
+    return reg.lock(request)[0].run(runner="local", say=lambda _: None)
+
+
 def generation(reg: Registry, out: Console, step: Callable[[str], None]) -> None:
-    """One table: TTFT p50/p99 and TPOT p50 (SingleStream), tokens/s (Offline), ROUGE-L and
-    perplexity (accuracy), per framework the model was published for."""
+    """One row per framework: TTFT p50/p99 and TPOT p50 (SingleStream), tokens/s (Offline),
+    ROUGE-L and perplexity (accuracy); then the two frameworks' answers compared."""
     step(f"text generation: {gpt.NAME} on {gpt.DATASET} ({NEW_TOKENS} new tokens, greedy)")
-    metrics: dict[str, dict[str, float]] = {}
-    for label, scenario in SCENARIOS:
-        request = {
-            "model": f"{gpt.NAME}@^1",
-            "dataset": f"{gpt.DATASET}@1",
-            "generation": {"max_new_tokens": NEW_TOKENS, "stop_at_end": False},
-            "scenario": scenario,
-        }
-        metrics[label] = reg.lock(request)[0].run(runner="local", say=lambda _: None).metrics
     table = Table(
         "framework",
         "TTFT p50",
@@ -39,17 +44,29 @@ def generation(reg: Registry, out: Console, step: Callable[[str], None]) -> None
         "TPOT p50",
         "tokens/s Offline",
         "ROUGE-L",
-        "perplexity",
+        "ppl",
         box=None,
     )
-    single, offline, accuracy = (metrics[s] for s, _ in SCENARIOS[1:] + SCENARIOS[:1])
-    table.add_row(
-        "transformers (PyTorch)",
-        f"{single['ttft_p50_ns'] / 1e6:.2f} ms",
-        f"{single['ttft_p99_ns'] / 1e6:.2f} ms",
-        f"{single['tpot_p50_ns'] / 1e6:.2f} ms",
-        f"{offline['throughput_tps']:,.0f}",
-        f"{accuracy['rouge_l']:.4f}",
-        f"{accuracy['perplexity']:.1f}",
-    )
+    accuracy_runs = []
+    for label, model in MODELS:
+        runs = {name: _run(reg, model, scenario) for name, scenario in SCENARIOS}
+        accuracy_runs.append(runs["accuracy"])
+        single, offline, scored = (runs[n].metrics for n in ("SingleStream", "Offline", "accuracy"))
+        table.add_row(
+            label,
+            f"{single['ttft_p50_ns'] / 1e6:.2f} ms",
+            f"{single['ttft_p99_ns'] / 1e6:.2f} ms",
+            f"{single['tpot_p50_ns'] / 1e6:.2f} ms",
+            f"{offline['throughput_tps']:,.0f}",
+            f"{scored['rouge_l']:.4f}",
+            f"{scored['perplexity']:.1f}",
+        )
     out.print(table)
+    reference, other = accuracy_runs
+    found = next(p for p in reg.parity(reference.id, [other.id]) if p.run == other.id)
+    figures = {f.name: f.value for f in found.agreement.figures}
+    verdict = "the same token ids" if found.agreement.agrees else "DIFFERENT token ids"
+    out.print(
+        f"greedy answers, transformers vs ONNX Runtime: {verdict} "
+        f"({figures['answers_differing']:.0f} of {figures['samples']:.0f} answers differ)"
+    )

@@ -11,7 +11,7 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
-from pinbench.evaluator.generation.decoder import TokenGenerator
+from pinbench.evaluator.generation.decoder import Generator
 from pinbench.evaluator.generation.scenario import run_token_scenario
 from pinbench.evaluator.job import Evidence, Job, Say, files_of
 from pinbench.evaluator.predictors.config import ModelFiles
@@ -47,7 +47,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             reason=f"an accuracy run scores every answer against its reference; prompt "
             f"{missing} has none",
         )
-    generator = TokenGenerator()
+    generator = _generator(job.lock.body.environment.framework if job.lock.body.environment else "")
     say("loading the model and tokenizing the prompts (outside any timed region)")
     generator.open(
         ModelFiles(
@@ -123,7 +123,22 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         generator.close()
 
 
-def _warm_up(generator: TokenGenerator, prompt: list[int], spec: Any, job: Job) -> int:
+def _generator(framework: str) -> Generator:
+    """The generator of the lockfile's framework."""
+    if framework == "transformers":
+        from pinbench.evaluator.generation.torch_generator import TorchGenerator
+
+        return TorchGenerator()
+    if framework == "onnxruntime":
+        from pinbench.evaluator.generation.ort_generator import OrtGenerator
+
+        return OrtGenerator()
+    raise UserError(
+        f"text generation runs on transformers or onnxruntime; the lockfile pins {framework}"
+    )
+
+
+def _warm_up(generator: Generator, prompt: list[int], spec: Any, job: Job) -> int:
     """Untimed answers to the first prompt (at least two and half a second); their median
     whole time is LoadGen's expected latency."""
     times: list[int] = []
@@ -141,7 +156,7 @@ def _warm_up(generator: TokenGenerator, prompt: list[int], spec: Any, job: Job) 
 
 def _score(
     task_name: str,
-    generator: TokenGenerator,
+    generator: Generator,
     prompts: list[list[int]],
     references: list[str | None],
     answers: dict[int, list[int]],

@@ -8,6 +8,7 @@ from typing import Any
 
 from pinbench.errors import UserError
 from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
+from pinbench.tasks.parity import Agreement, Recorded
 
 
 class TextGeneration(Task):
@@ -58,6 +59,32 @@ class TextGeneration(Task):
         metrics["perplexity"] = perplexity([loss for loss, _ in losses], sum(n for _, n in losses))
         metrics["references_count"] = float(len(references))
         return metrics
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """The answers' token ids, one answer per row (-1 past its end): they agree only
+        when every answer is the same token for token (greedy decoding in two frameworks)."""
+        import numpy as np
+
+        from pinbench.tasks.parity import Figure, Incomparable, same_samples
+
+        ours, theirs = reference.outputs, other.outputs
+        same_samples(ours, theirs, run=other.run)
+        if ours.ndim != 2 or theirs.ndim != 2:
+            raise Incomparable(run=other.run, reason="its outputs are not token ids per answer")
+        width = max(ours.shape[1], theirs.shape[1])
+        a = np.pad(ours, ((0, 0), (0, width - ours.shape[1])), constant_values=-1)
+        b = np.pad(theirs, ((0, 0), (0, width - theirs.shape[1])), constant_values=-1)
+        differ = a != b
+        answers = int(differ.any(axis=1).sum())
+        return Agreement(
+            (
+                Figure("answers_differing", "answers differing", float(answers), "count"),
+                Figure("tokens_differing", "tokens differing", float(differ.sum()), "count"),
+                Figure("samples", "samples", float(len(a)), "count"),
+            ),
+            answers == 0,
+            "every answer the same token ids",
+        )
 
     def prepare(self, context: Context) -> Scorer | None:
         raise UserError(

@@ -1,0 +1,119 @@
+"""Generating with transformers (PyTorch): a prefill, then one token a step with the KV cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.evaluator.generation.decoder import First, Generator
+from pinbench.evaluator.predictors.config import ModelFiles
+from pinbench.registry.generation import GenerationSpec
+
+
+class TorchGenerator(Generator):
+    def __init__(self) -> None:
+        super().__init__()
+        self._model: Any = None
+        self._chat: Any = None
+        self._threads: int | None = None
+
+    def open(self, model: ModelFiles, threads: int | None) -> None:
+        import torch
+
+        from pinbench.evaluator.predictors.base import ModelLoadError
+        from pinbench.evaluator.predictors.transformers.loading import load_model
+
+        if threads is not None:
+            self._threads = torch.get_num_threads()
+            torch.set_num_threads(threads)
+        self._model, folder = load_model(model, generation=True)
+        if folder.tokenizer is None:
+            raise ModelLoadError(
+                model=folder.path("config.json"),
+                reason="a text-generation model needs its tokenizer.json in the folder",
+            )
+        end = self._model.generation_config.eos_token_id
+        self.load_tokenizer(
+            model.files[folder.tokenizer],
+            context=folder.context,
+            end={end} if isinstance(end, int) else set(end or []),
+        )
+        self._folder = folder
+        self._files = model.files
+
+    def chat_ids(self, prompt: str) -> list[int]:
+        from pinbench.evaluator.predictors.base import ModelLoadError
+
+        if not self._folder.chat_template:
+            raise ModelLoadError(
+                model=self._folder.path("tokenizer_config.json"),
+                reason="generation.chat_template is set but the model's tokenizer has no chat "
+                "template",
+            )
+        if self._chat is None:
+            from pinbench.evaluator.predictors.transformers.loading import import_transformers
+
+            transformers = import_transformers()
+            root = self._files[self._folder.path("tokenizer_config.json")].parent
+            self._chat = transformers.PreTrainedTokenizerFast.from_pretrained(
+                str(root), local_files_only=True, trust_remote_code=False
+            )
+        ids = self._chat.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=True, add_generation_prompt=True
+        )
+        if isinstance(ids, dict):
+            ids = ids["input_ids"]
+        return [int(i) for i in ids]
+
+    def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
+        import torch
+
+        model = self._model
+        generator = None
+        if spec.sampling == "seeded":
+            generator = torch.Generator().manual_seed((spec.seed + index) % (2**63))
+        with torch.inference_mode():
+            out = model(input_ids=torch.tensor([ids]), use_cache=True)
+            past = out.past_key_values
+            token = _pick(out.logits[0, -1], spec, generator)
+            first()
+            tokens = [token]
+            while len(tokens) < spec.max_new_tokens and not self.ends(tokens, spec):
+                out = model(input_ids=torch.tensor([[token]]), past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                token = _pick(out.logits[0, -1], spec, generator)
+                tokens.append(token)
+        return tokens
+
+    def reference_loss(self, prompt: list[int], reference: str) -> tuple[float, int]:
+        import torch
+
+        ids, ref = self.reference_ids(prompt, reference)
+        if not ref:
+            return 0.0, 0
+        with torch.inference_mode():
+            logits = self._model(input_ids=torch.tensor([ids])).logits[0].float()
+        start = len(prompt)
+        picked = torch.log_softmax(logits[start - 1 : len(ids) - 1], dim=-1)
+        nll = -picked.gather(1, torch.tensor(ref)[:, None]).sum()
+        return float(nll), len(ref)
+
+    def close(self) -> None:
+        self._model = None
+        if self._threads is not None:
+            import torch
+
+            torch.set_num_threads(self._threads)
+
+
+def _pick(logits: Any, spec: GenerationSpec, generator: Any) -> int:
+    import torch
+
+    if spec.sampling == "greedy":
+        return int(torch.argmax(logits))
+    assert spec.temperature is not None
+    scores = logits.float() / spec.temperature
+    if spec.top_k is not None and spec.top_k < scores.numel():
+        kth = torch.topk(scores, spec.top_k).values[-1]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
