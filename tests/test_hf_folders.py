@@ -251,3 +251,10 @@ def test_an_architecture_the_manifest_misnames_is_refused_at_publish(
     done = cli("publish", str(tmp_path / "misnamed.yaml"))
     assert done.code == 1
     assert "BertForSequenceClassification" in done.err and "GPT2LMHeadModel" in done.err
+
+
+def test_tensorflow_weights_alone_are_refused_with_the_way_out(tmp_path: Path) -> None:
+    folder = _bert_folder(tmp_path / "tf")
+    (folder / "model.safetensors").rename(folder / "tf_model.h5")
+    with pytest.raises(HfFolderRefused, match="TensorFlow or Flax weights"):
+        describe(_files(folder))
