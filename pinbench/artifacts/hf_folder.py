@@ -181,5 +181,12 @@ def _weights(inside: dict[str, str]) -> tuple[tuple[str, ...], bool]:
             "leave the pickles out",
         )
     if not safe and not pickles:
+        other = sorted(p for name, p in inside.items() if name.endswith((".h5", ".msgpack")))
+        if other:
+            raise HfFolderRefused(
+                path=other[0],
+                reason="TensorFlow or Flax weights: transformers 5 (pinbench's transformers "
+                "framework) loads PyTorch weights only; convert them to safetensors",
+            )
         raise HfFolderRefused(path="(weights)", reason=f"no weights: expected *{SAFETENSORS} files")
     return (tuple(safe), False) if safe else (tuple(pickles), True)
