@@ -258,3 +258,38 @@ def test_tensorflow_weights_alone_are_refused_with_the_way_out(tmp_path: Path) -
     (folder / "model.safetensors").rename(folder / "tf_model.h5")
     with pytest.raises(HfFolderRefused, match="TensorFlow or Flax weights"):
         describe(_files(folder))
+
+
+def test_a_whole_hub_repository_is_described_pinned_to_its_commit_and_published(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``manifest model hf://ORG/NAME@REV``: the repository's snapshot at the commit the
+    branch names now, every file sourced from that commit; publish fetches and checks them
+    (an offline Hugging Face cache, HF_HUB_OFFLINE=1, as tests/test_sources.py uses)."""
+    from tests.sourcebuilders import hf_commit
+
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = _bert_folder(tmp_path / "local")
+    commit = hf_commit(
+        cache, "acme/bert-cls", {p.name: p.read_bytes() for p in folder.iterdir()}, refs=["main"]
+    )
+    out = tmp_path / "manifests" / "model.yaml"
+    out.parent.mkdir()
+    done = cli("manifest", "model", "hf://acme/bert-cls@main", "-o", str(out))
+    assert done.code == 0, done.err
+    data = yaml.safe_load(out.read_text())
+    assert data["name"] == "bert-cls" and data["architecture"] == "BertForSequenceClassification"
+    assert {f["path"]: f["source"] for f in data["files"]} == {
+        name: f"hf://acme/bert-cls@{commit}/{name}"
+        for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+    }
+    local = {p.name: p.read_bytes() for p in folder.iterdir()}
+    from tests.helpers import sha
+
+    assert all(f["sha256"] == sha(local[f["path"]]) for f in data["files"])
+    assert cli("init").code == 0
+    published = cli("publish", str(out))
+    assert published.code == 0, published.err
+    assert cli("manifest", "model", "hf://acme/bert-cls@nope", "-o", str(out)).code != 0

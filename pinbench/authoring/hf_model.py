@@ -17,6 +17,7 @@ What it cannot know (the sequence length to pad to, other heads' meaning) is sai
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,37 @@ def folder_files(folder: Path) -> list[Path]:
     )
 
 
+HUB = re.compile(
+    r"^hf:/{1,2}(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95})@(?P<rev>[^/]{1,255})/?$"
+)
+"""``hf://ORG/NAME@REVISION``: a whole model repository at a branch, tag or commit (a path
+the shell or ``pathlib`` gave as ``hf:/...`` is the same)."""
+
+
+def hub_folder(text: str) -> tuple[str, str, Path] | None:
+    """``(repo, commit, snapshot folder)`` of ``hf://ORG/NAME@REV``, fetched into the Hugging
+    Face cache (offline from it with ``HF_HUB_OFFLINE=1``); None for anything else."""
+    found = HUB.match(text)
+    if found is None:
+        return None
+    from pinbench.artifacts.sources.uri import COMMIT
+
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise AuthoringError(
+            "hf:// needs huggingface-hub: pip install 'pinbench[sources]'"
+        ) from None
+    repo, rev = found["repo"], found["rev"]
+    try:
+        folder = Path(snapshot_download(repo_id=repo, revision=rev))
+    except Exception as exc:  # the hub client's own errors: offline, not found, no access
+        raise NotAModel(path=text, reason=f"{type(exc).__name__}: {exc}") from None
+    if not COMMIT.fullmatch(folder.name):
+        raise NotAModel(path=text, reason=f"the hub gave no commit for {rev!r}")
+    return repo, folder.name, folder
+
+
 def hf_manifest(
     folder: Path,
     *,
@@ -50,14 +82,23 @@ def hf_manifest(
     framework_range: str | None,
     steps: list[Any] | dict[str, Any] | None,
     classification: list[str],
+    hub: tuple[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The manifest's data and the notes for the author (validated by the caller)."""
+    """The manifest's data and the notes for the author (validated by the caller). ``hub``:
+    the folder is the snapshot of ``(repo, commit)``: every file is sourced from that commit
+    (``hf://REPO@COMMIT/PATH``, fetched and checked at publish), paths relative to it."""
     from pinbench.catalog.files import SUPPORTED
 
     files = folder_files(folder)
-    relative = Relative(base)
+    if hub is not None:
+        entries = _hub_entries(folder, files, *hub)
+        mapping = {e["path"]: folder / e["path"] for e in entries}
+    else:
+        relative = Relative(base)
+        mapping = {relative(p): p for p in files}
+        entries = file_entries(base, files)
     try:
-        described = describe({relative(p): p for p in files})
+        described = describe(mapping)
     except HfFolderRefused as exc:
         raise NotAModel(path=str(folder), reason=str(exc)) from None
     inputs, outputs, notes = _ports(described)
@@ -84,7 +125,7 @@ def hf_manifest(
             "name": "transformers",
             "range": framework_range or SUPPORTED["transformers"],
         },
-        "files": file_entries(base, files),
+        "files": entries,
         "inputs": inputs,
         "outputs": outputs,
     }
@@ -95,6 +136,20 @@ def hf_manifest(
             "convert them to safetensors instead if you can"
         )
     return data, notes
+
+
+def _hub_entries(folder: Path, files: list[Path], repo: str, commit: str) -> list[dict[str, Any]]:
+    """Each snapshot file (a link into the cache's blobs) with its sha256, size and source."""
+    from pinbench.authoring.listing import file_hash
+
+    out = []
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
+        sha256, size = file_hash(path)
+        out.append(
+            {"path": rel, "sha256": sha256, "size": size, "source": f"hf://{repo}@{commit}/{rel}"}
+        )
+    return out
 
 
 def _ports(folder: HfFolder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:

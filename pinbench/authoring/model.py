@@ -204,6 +204,8 @@ def model_manifest(
     names the outputs that hold class scores."""
     from pinbench.catalog.files import SUPPORTED
 
+    if len(paths) == 1 and str(paths[0]).startswith("hf:/"):
+        return _hub(str(paths[0]), name, version, framework_range, steps, classification)
     model, fmt = _pick(paths)
     relative(base, model)  # refused before the model is read
     if fmt == "hf-folder":
@@ -265,6 +267,37 @@ def _hf(
         classification=list(classification),
     )
     parse_manifest(data, source="the manifest written from " + str(folder))
+    return Authored(data, notes)
+
+
+def _hub(
+    text: str,
+    name: str | None,
+    version: str,
+    framework_range: str | None,
+    steps: list[Any] | dict[str, Any] | None,
+    classification: Sequence[str],
+) -> Authored:
+    """``hf://ORG/NAME@REV``: the repository's snapshot at the commit ``REV`` names now."""
+    from pinbench.authoring.hf_model import hf_manifest, hub_folder
+
+    text = "hf://" + text.removeprefix("hf:").lstrip("/")  # pathlib folds the two slashes
+    found = hub_folder(text)
+    if found is None:
+        raise NotAModel(path=text, reason="want hf://ORG/NAME@REVISION (a whole model repository)")
+    repo, commit, folder = found
+    data, notes = hf_manifest(
+        folder,
+        base=folder,
+        name=name if name is not None else repo.split("/")[-1],
+        version=version,
+        framework_range=framework_range,
+        steps=steps,
+        classification=list(classification),
+        hub=(repo, commit),
+    )
+    notes.append(f"every file is sourced from {repo} at commit {commit} (fetched at publish)")
+    parse_manifest(data, source="the manifest written from " + text)
     return Authored(data, notes)
 
 
