@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
@@ -265,3 +266,37 @@ def forget_verified(store: BlobStore) -> BlobStore:
     store.cache.close()
     (store.root / "cache" / "verified.sqlite").unlink()
     return BlobStore(store.root)
+
+
+def doc_block(page: Path, test: str) -> str:
+    """The shell block of ``page`` marked ``<!-- run by TEST -->``."""
+    import re
+
+    text = page.read_text()
+    found = re.search(rf"<!-- run by {re.escape(test)} -->\n```sh\n(.*?)```", text, re.S)
+    assert found, f"{page} has no block run by {test}"
+    return found.group(1)
+
+
+def run_doc_block(page: Path, test: str, cwd: Path, *, timeout: int) -> CompletedProcess[str]:
+    """Run the block as a new user would, in ``cwd``: bash -euo pipefail, the project's
+    environment first on PATH, a home of its own, no server."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PINBENCH_HOME": str(cwd / "home"),
+    }
+    for name in ("PINBENCH_URL", "PINBENCH_DATABASE_URL"):
+        env.pop(name, None)
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", doc_block(page, test)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -39,7 +39,7 @@ def test_a_run_records_and_shows_its_peak_memory(
     assert 10 * MIB < run.metrics["peak_rss_bytes"] < 64 * 1024 * MIB
     assert run.view()["details"]["memory"]["peak_rss"].startswith("VmHWM")
     shown = cli("runs", "show", run.id)
-    assert "peak memory (RSS)" in shown.out and "MiB" in shown.out
+    assert "peak RSS" in shown.out and "MiB" in shown.out
     listed = cli("runs", "list")
     assert "peak RSS" in listed.out
     page = registry.report([run.id], ["md"])["md"].decode()

@@ -55,6 +55,7 @@ def hub_folder(text: str) -> tuple[str, str, Path] | None:
     found = HUB.match(text)
     if found is None:
         return None
+    from pinbench.artifacts.sources.hf import cache_dir, offline
     from pinbench.artifacts.sources.uri import COMMIT
 
     try:
@@ -65,7 +66,11 @@ def hub_folder(text: str) -> tuple[str, str, Path] | None:
         ) from None
     repo, rev = found["repo"], found["rev"]
     try:
-        folder = Path(snapshot_download(repo_id=repo, revision=rev))
+        folder = Path(
+            snapshot_download(
+                repo_id=repo, revision=rev, cache_dir=cache_dir(), local_files_only=offline()
+            )
+        )
     except Exception as exc:  # the hub client's own errors: offline, not found, no access
         raise NotAModel(path=text, reason=f"{type(exc).__name__}: {exc}") from None
     if not COMMIT.fullmatch(folder.name):

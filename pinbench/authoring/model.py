@@ -205,11 +205,11 @@ def model_manifest(
     from pinbench.catalog.files import SUPPORTED
 
     if len(paths) == 1 and str(paths[0]).startswith("hf:/"):
-        return _hub(str(paths[0]), name, version, framework_range, steps, classification)
+        return _hf(paths, base, name, version, framework_range, steps, classification)
     model, fmt = _pick(paths)
     relative(base, model)  # refused before the model is read
     if fmt == "hf-folder":
-        return _hf(model, paths, base, name, version, framework_range, steps, classification)
+        return _hf(paths, base, name, version, framework_range, steps, classification)
     signature = READERS[fmt](model)
     others = [p for p in paths if p != model]
     files = _entries(base, _files(model, fmt, signature, others))
@@ -241,7 +241,6 @@ def model_manifest(
 
 
 def _hf(
-    folder: Path,
     paths: Sequence[Path],
     base: Path,
     name: str | None,
@@ -250,54 +249,39 @@ def _hf(
     steps: list[Any] | dict[str, Any] | None,
     classification: Sequence[str],
 ) -> Authored:
-    from pinbench.authoring.hf_model import hf_manifest
+    """A Hugging Face folder on disk, or ``hf://ORG/NAME@REV``: the repository's snapshot at
+    the commit ``REV`` names now, every file sourced from that commit."""
+    from pinbench.authoring.hf_model import hf_manifest, hub_folder
 
     if len(paths) != 1:
         raise AuthoringError(
             "a Hugging Face folder is the whole artifact: give the folder alone (put other "
             "files in it)"
         )
+    folder, shown, hub = paths[0], str(paths[0]), None
+    default = default_name(folder)
+    if shown.startswith("hf:/"):
+        shown = "hf://" + shown.removeprefix("hf:").lstrip("/")  # pathlib folds the slashes
+        found = hub_folder(shown)
+        if found is None:
+            raise NotAModel(
+                path=shown, reason="want hf://ORG/NAME@REVISION (a whole model repository)"
+            )
+        repo, commit, folder = found
+        base, hub, default = folder, (repo, commit), repo.split("/")[-1]
     data, notes = hf_manifest(
         folder,
         base=base,
-        name=name if name is not None else default_name(folder),
+        name=name if name is not None else default,
         version=version,
         framework_range=framework_range,
         steps=steps,
         classification=list(classification),
+        hub=hub,
     )
-    parse_manifest(data, source="the manifest written from " + str(folder))
-    return Authored(data, notes)
-
-
-def _hub(
-    text: str,
-    name: str | None,
-    version: str,
-    framework_range: str | None,
-    steps: list[Any] | dict[str, Any] | None,
-    classification: Sequence[str],
-) -> Authored:
-    """``hf://ORG/NAME@REV``: the repository's snapshot at the commit ``REV`` names now."""
-    from pinbench.authoring.hf_model import hf_manifest, hub_folder
-
-    text = "hf://" + text.removeprefix("hf:").lstrip("/")  # pathlib folds the two slashes
-    found = hub_folder(text)
-    if found is None:
-        raise NotAModel(path=text, reason="want hf://ORG/NAME@REVISION (a whole model repository)")
-    repo, commit, folder = found
-    data, notes = hf_manifest(
-        folder,
-        base=folder,
-        name=name if name is not None else repo.split("/")[-1],
-        version=version,
-        framework_range=framework_range,
-        steps=steps,
-        classification=list(classification),
-        hub=(repo, commit),
-    )
-    notes.append(f"every file is sourced from {repo} at commit {commit} (fetched at publish)")
-    parse_manifest(data, source="the manifest written from " + text)
+    if hub is not None:
+        notes.append(f"every file is sourced from {hub[0]} at commit {hub[1]} (fetched at publish)")
+    parse_manifest(data, source="the manifest written from " + shown)
     return Authored(data, notes)
 
 

@@ -83,7 +83,7 @@ def print_run(info: dict[str, Any]) -> None:
         if key in info:
             table.add_row(label, f"{info[key]:.3f} s")
     if "peak_rss_bytes" in info:
-        table.add_row("peak memory (RSS)", f"{info['peak_rss_bytes'] / 2**20:,.1f} MiB")
+        table.add_row("peak RSS", f"{info['peak_rss_bytes'] / 2**20:,.1f} MiB")
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
     for label, value in energy_and_cost(info):

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from pinbench.evaluator.predictors.config import ModelFiles
+
 Say = Callable[[str], None]
 
 
@@ -66,6 +68,24 @@ class Evidence:
     tokens: npt.NDArray[np.int64] | None = None
     """A text-generation run's raw token times, one row per query beside ``latencies``: its
     time to first token (ns) and its answer's length in tokens."""
+
+
+def model_files(job: Job) -> ModelFiles:
+    """The lockfile's model as a predictor or generator opens it: its verified files, format,
+    signature and whether it may be unpickled (the manifest's ``trusted`` and the run's own
+    decision, both)."""
+    from pinbench.evaluator.predictors.config import ModelFiles
+
+    model = job.lock.body.model
+    assert model is not None  # an evaluation of a model
+    return ModelFiles(
+        job.model_paths,
+        model.format,
+        model.architecture,
+        model.trusted and job.allow_pickle,
+        tuple(model.inputs),
+        tuple(model.outputs),
+    )
 
 
 def files_of(lock: Lockfile, kind: Kind) -> LockedArtifact:

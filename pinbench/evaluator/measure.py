@@ -19,10 +19,10 @@ from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.feed import prepare
-from pinbench.evaluator.job import Evidence, Job, Say, files_of
+from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
 from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import Predictor
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.config import PredictorOptions
 from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import wrap
@@ -165,14 +165,7 @@ def _evaluate(
     try:
         with recorder.phase("load model", role="load"):
             predictor.open(
-                ModelFiles(
-                    job.model_paths,
-                    body.model.format,
-                    body.model.architecture,
-                    body.model.trusted and job.allow_pickle,
-                    tuple(body.model.inputs),
-                    tuple(body.model.outputs),
-                ),
+                model_files(job),
                 options,
             )
         job.stop.check()

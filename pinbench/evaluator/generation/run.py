@@ -13,8 +13,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.generation.decoder import Generator
 from pinbench.evaluator.generation.scenario import run_token_scenario
-from pinbench.evaluator.job import Evidence, Job, Say, files_of
-from pinbench.evaluator.predictors.config import ModelFiles
+from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
 from pinbench.registry.names import Kind
 
 WARMUP_MIN_NS = 500_000_000
@@ -50,14 +49,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
     generator = _generator(job.lock.body.environment.framework if job.lock.body.environment else "")
     say("loading the model and tokenizing the prompts (outside any timed region)")
     generator.open(
-        ModelFiles(
-            job.model_paths,
-            body.model.format,
-            body.model.architecture,
-            body.model.trusted and job.allow_pickle,
-            tuple(body.model.inputs),
-            tuple(body.model.outputs),
-        ),
+        model_files(job),
         body.threads,
     )
     try:
