@@ -70,7 +70,7 @@ def test_a_wrong_md5_is_refused_through_the_cli(cli: Cli, tmp_path: Path) -> Non
     [
         (  # a top-level Literal
             _with(MODEL, "format", "pt"),
-            "must be one of caffe, caffe2, keras, mxnet, onnx, safetensors, savedmodel, "
+            "must be one of caffe, caffe2, hf-folder, keras, mxnet, onnx, safetensors, savedmodel, "
             "tf-graphdef, torch-export, torch-pickle, torchscript; got 'pt' - at `$.format`",
         ),
         (  # a Literal inside a list of structs
