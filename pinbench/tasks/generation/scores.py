@@ -45,14 +45,26 @@ def rouge_n(answer: list[str], reference: list[str], n: int) -> float:
     return _f(overlap, sum(a.values()), sum(r.values()))
 
 
+def lcs_length(a: list[str], b: list[str]) -> int:
+    """The longest common subsequence's length, bit-parallel (Crochemore et al. 2001): one
+    big-integer step per word of ``a`` over ``len(b)`` bits, so a long answer against a long
+    reference (a published dataset's, up to a MiB a line) costs seconds, not the hours of the
+    quadratic table."""
+    if not a or not b:
+        return 0
+    where: dict[str, int] = {}
+    for i, word in enumerate(b):
+        where[word] = where.get(word, 0) | (1 << i)
+    mask = (1 << len(b)) - 1
+    v = mask
+    for word in a:
+        u = v & where.get(word, 0)
+        v = ((v + u) | (v - u)) & mask
+    return len(b) - v.bit_count()
+
+
 def rouge_l(answer: list[str], reference: list[str]) -> float:
-    previous = [0] * (len(reference) + 1)
-    for word in answer:
-        row = [0]
-        for j, ref in enumerate(reference, start=1):
-            row.append(previous[j - 1] + 1 if word == ref else max(previous[j], row[j - 1]))
-        previous = row
-    return _f(previous[-1], len(answer), len(reference))
+    return _f(lcs_length(answer, reference), len(answer), len(reference))
 
 
 def rouge_and_exact(answers: Sequence[str], references: Sequence[str]) -> dict[str, float]:
