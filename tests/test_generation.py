@@ -294,3 +294,20 @@ def test_an_onnx_model_not_in_the_decoder_with_past_layout_is_refused(
     }
     with pytest.raises(PinbenchError, match="decoder-with-past layout"):
         registry.lock(request)[0].run(runner="local")
+
+
+def test_a_stop_text_ends_the_answer_before_it(registry: Any) -> None:
+    """Answers end at the first stop text and are cut before it; without it they run on."""
+    free = _run(registry, {"max_new_tokens": 24, "stop_at_end": False}, mode="accuracy")
+    answers = [s["answer"] for s in free.view()["details"]["generation"]["samples"]]
+    stop = next(w for a in answers for w in a.split() if len(w) > 2)  # a word they do produce
+    stopped = _run(
+        registry, {"max_new_tokens": 24, "stop_at_end": False, "stop": [stop]}, mode="accuracy"
+    )
+    cut = [s["answer"] for s in stopped.view()["details"]["generation"]["samples"]]
+    for before, after in zip(answers, cut, strict=True):
+        assert stop not in after
+        assert before.startswith(after)
+        if stop in before:
+            assert after == before[: before.index(stop)]
+    assert stopped.metrics["tokens_count"] < free.metrics["tokens_count"]

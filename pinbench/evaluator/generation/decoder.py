@@ -100,8 +100,9 @@ class Generator(ABC):
     def ends(self, tokens: list[int], spec: GenerationSpec) -> bool:
         if spec.stop_at_end and tokens[-1] in self._end:
             return True
-        if spec.stop:
-            text = self.decode(tokens)
+        if spec.stop:  # the earlier text was checked at earlier steps: the tail suffices
+            longest = max(len(s) for s in spec.stop)
+            text = self.decode(tokens[-(4 * longest + 8) :])  # a token is at least one byte
             return any(s in text for s in spec.stop)
         return False
 
