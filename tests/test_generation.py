@@ -311,3 +311,39 @@ def test_a_stop_text_ends_the_answer_before_it(registry: Any) -> None:
         if stop in before:
             assert after == before[: before.index(stop)]
     assert stopped.metrics["tokens_count"] < free.metrics["tokens_count"]
+
+
+TEMPLATE = (
+    "{% for m in messages %}User: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}Answer:{% endif %}"
+)
+
+
+def _generator(folder: Path) -> Any:
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.config import ModelFiles
+
+    generator = TorchGenerator()
+    files = {p.name: p for p in folder.iterdir()}
+    generator.open(ModelFiles(files, "hf-folder", "GPT2LMHeadModel"), None)
+    return generator
+
+
+def test_a_chat_template_wraps_each_prompt_as_the_tokenizer_says(
+    gpt_catalog: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from pinbench.registry.generation import GenerationSpec
+
+    folder = tmp_path / "chat"
+    shutil.copytree(gpt_catalog / "tiny-gpt", folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
+    generator = _generator(folder)
+    chat = GenerationSpec(max_new_tokens=4, chat_template=True)
+    ids = generator.encode("hello there", chat)
+    assert generator.decode(ids) == "User: hello there\nAnswer:"
+    assert ids == generator.encode("User: hello there\nAnswer:", GenerationSpec(max_new_tokens=4))
+    with pytest.raises(PinbenchError, match="has no chat template"):
+        _generator(gpt_catalog / "tiny-gpt").encode("hello", chat)

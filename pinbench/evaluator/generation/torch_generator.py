@@ -57,12 +57,11 @@ class TorchGenerator(Generator):
             self._chat = transformers.PreTrainedTokenizerFast.from_pretrained(
                 str(root), local_files_only=True, trust_remote_code=False
             )
-        ids = self._chat.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=True, add_generation_prompt=True
+        text = self._chat.apply_chat_template(  # transformers' sandboxed Jinja
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
-        if isinstance(ids, dict):
-            ids = ids["input_ids"]
-        return [int(i) for i in ids]
+        ids: list[int] = self._tokenizer.encode(str(text), add_special_tokens=False).ids
+        return ids
 
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
         import torch
