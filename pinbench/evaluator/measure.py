@@ -61,9 +61,11 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     memory = PeakMemory()
     try:
         _measure(job, cls, seen, evidence, say)
-    finally:
-        evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
-        evidence.details["memory"] = {"peak_rss": memory.source}
+    except BaseException:  # a run that did not finish records no metric: the peak is a detail
+        evidence.details["memory"] = {"peak_rss": memory.source, "bytes": memory.peak_bytes()}
+        raise
+    evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
+    evidence.details["memory"] = {"peak_rss": memory.source}
 
 
 def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say: Say) -> None:
