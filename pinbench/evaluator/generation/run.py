@@ -46,13 +46,10 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             reason=f"an accuracy run scores every answer against its reference; prompt "
             f"{missing} has none",
         )
-    generator = _generator(job.lock.body.environment.framework if job.lock.body.environment else "")
+    generator = _generator(body.environment.framework if body.environment else "")
     say("loading the model and tokenizing the prompts (outside any timed region)")
-    generator.open(
-        model_files(job),
-        body.threads,
-    )
     try:
+        generator.open(model_files(job), body.threads)
         prompts = []
         for i, text in enumerate(samples.texts[:count]):
             ids = generator.encode(text, spec)
