@@ -37,6 +37,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("registry/schema_docs_ports.py", "detection"): "the output section's field name",
     ("registry/schema_docs_ports.py", "segmentation"): "the output section's field name",
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
+    ("authoring/hf_model.py", "classification"): "the output type a classifier head is written as",
     ("cli/manifest.py", "classification"): "the --classification option's parameter name",
 }
 
