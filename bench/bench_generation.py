@@ -13,7 +13,9 @@ framework:
   ``InferenceSession`` (prompt fed one token a step, then the answer; no generate() exists
   for it without onnxruntime-genai).
 
-Reported: the medians over ``--runs`` of each side's per-prompt median TTFT and TPOT
+Both sides run with ``--threads`` intra-op threads (default 1: the request's ``threads`` for
+pinbench, ``torch.set_num_threads`` and the session's ``intra_op_num_threads`` for the bare
+loops). Reported: the medians over ``--runs`` of each side's per-prompt median TTFT and TPOT
 (``(latency - TTFT) / (tokens - 1)``), and pinbench's ratio to the bare loop's; target
 (issue 37) <= 1.02 for both, per framework. The two sides alternate within a run.
 
@@ -45,8 +47,11 @@ def _prompts(catalog: Path) -> list[list[int]]:
     return [tokenizer.encode(json.loads(line)["prompt"]).ids for line in lines]
 
 
-def _pinbench(registry: Any, model: str, tokens: int, queries: int) -> tuple[float, float]:
+def _pinbench(
+    registry: Any, model: str, tokens: int, queries: int, threads: int
+) -> tuple[float, float]:
     request = {
+        "threads": threads,
         "model": model,
         "dataset": DATASET,
         "generation": {"max_new_tokens": tokens, "stop_at_end": False},
@@ -97,11 +102,16 @@ def _hf_generate(catalog: Path, prompts: list[list[int]], tokens: int) -> tuple[
     return float(np.median(firsts)), float(np.median(pers))
 
 
-def _ort_loop(catalog: Path, prompts: list[list[int]], tokens: int) -> tuple[float, float]:
+def _ort_loop(
+    catalog: Path, prompts: list[list[int]], tokens: int, threads: int
+) -> tuple[float, float]:
     import onnxruntime as ort
 
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
     session = ort.InferenceSession(
-        str(catalog / "tiny-gpt-onnx" / "model.onnx"), providers=["CPUExecutionProvider"]
+        str(catalog / "tiny-gpt-onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"]
     )
     pasts = [a for a in session.get_inputs() if a.name.startswith("past_")]
     firsts, pers = [], []
@@ -127,6 +137,9 @@ def _ort_loop(catalog: Path, prompts: list[list[int]], tokens: int) -> tuple[flo
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__ or "")
     p.add_argument("--tokens", type=int, default=32, help="new tokens per answer (>= 2)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="intra-op threads, the same on both sides"
+    )
     args = p.parse_args(argv)
     runs = check_runs(args)
     report = Report(
@@ -135,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         runs=runs,
         machine=machine(args.tmp),
     )
+    import torch
+
     import pinbench
     from pinbench import catalog as builtin
+
+    torch.set_num_threads(args.threads)  # generate()'s; pinbench's runs set the request's
 
     with scratch(args.tmp, "generation", keep=args.keep) as root:
         log("training the catalog's tiny GPT-2 and exporting it to ONNX")
@@ -154,17 +171,17 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "onnxruntime": (
                 "text/tiny-gpt-onnx@1",
-                lambda: _ort_loop(root / "catalog", prompts, args.tokens),
+                lambda: _ort_loop(root / "catalog", prompts, args.tokens, args.threads),
                 "bare session loop",
             ),
         }
         for model, bare, _ in sides.values():  # once untimed: warm caches
-            _pinbench(registry, model, args.tokens, len(prompts))
+            _pinbench(registry, model, args.tokens, len(prompts), args.threads)
             bare()
         for run in range(runs):
             log(f"run {run + 1}/{runs}")
             for framework, (model, bare, label) in sides.items():
-                ttft, tpot = _pinbench(registry, model, args.tokens, len(prompts))
+                ttft, tpot = _pinbench(registry, model, args.tokens, len(prompts), args.threads)
                 report.metric(f"{framework} pinbench TTFT", "ms").values.append(ttft * 1e3)
                 report.metric(f"{framework} pinbench TPOT", "ms").values.append(tpot * 1e3)
                 ttft, tpot = bare()
@@ -179,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                 Check(f"{framework} {what} ÷ {label}", ratio, "x", f"<= {TARGET}", ratio <= TARGET)
             )
     report.notes.append(
-        "per-prompt medians, then the median over runs; ratios of medians of the same run"
+        f"intra-op threads {args.threads} on both sides; per-prompt medians, then the median "
+        "over runs; ratios of medians of the same run"
     )
     report.emit(args.json)
     return 0

@@ -123,21 +123,28 @@ class OrtGenerator(Generator):
         return got[0][0], dict(zip(self._past, got[1:], strict=True))
 
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
-        rng = (
-            np.random.default_rng((spec.seed + index) % (2**63))
-            if spec.sampling == "seeded"
-            else None
-        )
-        past = self._empty()
-        logits: Any = None
+        """One feed reused step after step (the token written in place, the cache replaced by
+        what the step gave): the loop holds the session's calls and the token choice only."""
+        greedy = spec.sampling == "greedy"
+        rng = None if greedy else np.random.default_rng((spec.seed + index) % (2**63))
+        run, names, argmax = self._session.run, self._past, np.argmax
+        token_in = np.zeros((1, 1), np.int64)
+        feed = {"input_ids": token_in, **self._empty()}
+        got: Any = None
         for token in ids:
-            logits, past = self._step(token, past)
-        token = _pick(logits, spec, rng)
+            token_in[0, 0] = token
+            got = run(None, feed)
+            feed.update(zip(names, got[1:], strict=True))
+        token = int(argmax(got[0][0])) if greedy else _pick(got[0][0], spec, rng)
         first()
         tokens = [token]
-        while len(tokens) < spec.max_new_tokens and not self.ends(tokens, spec):
-            logits, past = self._step(token, past)
-            token = _pick(logits, spec, rng)
+        plain = not spec.stop and not spec.stop_at_end
+        limit = spec.max_new_tokens
+        while len(tokens) < limit and (plain or not self.ends(tokens, spec)):
+            token_in[0, 0] = token
+            got = run(None, feed)
+            feed.update(zip(names, got[1:], strict=True))
+            token = int(argmax(got[0][0])) if greedy else _pick(got[0][0], spec, rng)
             tokens.append(token)
         return tokens
 
