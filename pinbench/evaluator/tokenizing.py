@@ -67,6 +67,12 @@ class Request(msgspec.Struct, frozen=True):
     max_length: int
     truncation: bool
     texts: list[str]
+    ragged: bool = False
+    """Texts as they encode, unpadded (a generation's prompts): each row holds its ids and
+    then zeros, its attention mask saying how many; no pad token is needed."""
+    special_tokens: bool = True
+    """Add the tokenizer's special tokens (its post-processor's); false for a text a chat
+    template has already laid out."""
 
 
 class Reply(msgspec.Struct, frozen=True):
@@ -97,12 +103,16 @@ def encode_texts(
     max_length: int,
     truncation: bool,
     stop: Callable[[], None] | None = None,
+    ragged: bool = False,
+    special_tokens: bool = True,
 ) -> Encoded:
     """Tokenize ``texts`` in a child process, padded to ``max_length`` (``truncation``: cut
     longer ones, else refuse them); ``stop`` is called while waiting and, when it raises,
     the child is killed and its error raised. A tokenizer that fails, or a text longer than
     ``max_length`` without truncation, raises ``TokenizeProblem``."""
-    request = Request(str(tokenizer), name, max_length, truncation, list(texts))
+    request = Request(
+        str(tokenizer), name, max_length, truncation, list(texts), ragged, special_tokens
+    )
     payload = msgspec.msgpack.encode(request)
     argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(os.getpid())]
     with tempfile.TemporaryFile() as errors:
@@ -236,10 +246,18 @@ def _encode(request: Request) -> Encoded:
     out = Encoded(*(np.zeros((count, length), dtype=np.uint32) for _ in _FIELDS))
     for start, end in _chunks(request.texts):
         try:
-            encodings = tokenizer.encode_batch(request.texts[start:end])
+            encodings = tokenizer.encode_batch(
+                request.texts[start:end], add_special_tokens=request.special_tokens
+            )
         except BaseException as exc:  # a panic in native code is a BaseException
             raise TokenizeProblem(f"the tokenizer failed: {type(exc).__name__}: {exc}") from None
         for i, encoding in enumerate(encodings, start=start):
+            if len(encoding.ids) > length and request.ragged:
+                raise TokenizeProblem(
+                    f"prompt {i} is {len(encoding.ids)} tokens: more than the {length} the "
+                    "model's context leaves beside max_new_tokens (prompts are never "
+                    "truncated: shorten it, or lower max_new_tokens)"
+                )
             if len(encoding.ids) > length:
                 fix = (
                     "max_length cannot hold the tokenizer's special tokens: raise it"
@@ -250,9 +268,10 @@ def _encode(request: Request) -> Encoded:
                     f"sample {i} is {len(encoding.ids)} tokens, more than max_length "
                     f"{length}: {fix}"
                 )
-            out.ids[i] = encoding.ids
-            out.attention_mask[i] = encoding.attention_mask
-            out.type_ids[i] = encoding.type_ids
+            n = len(encoding.ids)  # max_length, unless ragged
+            out.ids[i, :n] = encoding.ids
+            out.attention_mask[i, :n] = encoding.attention_mask
+            out.type_ids[i, :n] = encoding.type_ids
     return out
 
 
@@ -289,6 +308,9 @@ def _tokenizer(request: Request) -> Any:
         )
     else:
         tokenizer.no_truncation()
+    if request.ragged:
+        tokenizer.no_padding()
+        return tokenizer
     pad = tokenizer.padding or {}
     pad_token = pad.get("pad_token") or (
         "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else None

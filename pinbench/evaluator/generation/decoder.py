@@ -10,6 +10,7 @@ arg-max (ties to the lowest id), ``seeded`` samples from ``softmax(logits / temp
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,10 @@ from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
 
 First = Callable[[], None]
+CHUNK = 256
+"""Texts per tokenizing child (its arrays are CHUNK x the longest allowed prompt)."""
+NO_CONTEXT = 8192
+"""The longest prompt (tokens) of a model whose config names no context length."""
 
 
 class PromptTooLong(UserError):
@@ -51,47 +56,93 @@ class Generator(ABC):
         """The answer's token ids; ``first`` is called as soon as the first one is chosen."""
 
     @abstractmethod
-    def reference_loss(self, prompt: list[int], reference: str) -> tuple[float, int]:
-        """The reference's negative log-likelihood after the prompt (teacher forcing), summed,
-        and how many of its tokens were scored."""
+    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
+        """The negative log-likelihood of ``ids[start:]`` after ``ids[:start]`` (teacher
+        forcing), summed, and how many tokens were scored."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""
 
-    def load_tokenizer(self, path: Any, *, context: int | None, end: set[int]) -> None:
+    def load_tokenizer(self, path: Any, *, name: str, context: int | None, end: set[int]) -> None:
+        """The folder's tokenizer: decoding here; encoding in a child a stop can end
+        (``pinbench.evaluator.tokenizing``: a tokenizer's regular expression can run for
+        minutes in native code)."""
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(path))
+        self._tokenizer_path, self._tokenizer_name = path, name
         self.context = context
         self._end = end
 
-    def encode(self, prompt: str, spec: GenerationSpec) -> list[int]:
+    def encode_all(
+        self, texts: list[str], *, limit: int, truncate: bool, special: bool, stop: First
+    ) -> list[list[int]]:
+        """Each text's ids, unpadded, at most ``limit`` of them (more: refused, or cut with
+        ``truncate``), tokenized in a child process ``stop`` can end."""
+        from pinbench.evaluator.tokenizing import TokenizeProblem, encode_texts
+
+        out: list[list[int]] = []
+        for start in range(0, len(texts), CHUNK):
+            try:
+                encoded = encode_texts(
+                    texts[start : start + CHUNK],
+                    tokenizer=self._tokenizer_path,
+                    name=self._tokenizer_name,
+                    max_length=limit,
+                    truncation=truncate,
+                    stop=stop,
+                    ragged=True,
+                    special_tokens=special,
+                )
+            except TokenizeProblem as exc:  # its sample numbers count from the chunk's start
+                raise UserError(_renumbered(exc.reason, start)) from None
+            for row, mask in zip(encoded.ids, encoded.attention_mask, strict=True):
+                out.append([int(i) for i in row[: int(mask.sum())]])
+        return out
+
+    def encode_prompts(
+        self, prompts: list[str], spec: GenerationSpec, stop: First
+    ) -> list[list[int]]:
+        """Every prompt's ids (through the chat template when asked), each checked to leave
+        ``max_new_tokens`` within the context; never truncated."""
         if spec.chat_template:
-            return self.chat_ids(prompt)
-        ids: list[int] = self._tokenizer.encode(prompt).ids
+            prompts = [self.chat_text(p) for p in prompts]
+        limit = (self.context or NO_CONTEXT + spec.max_new_tokens) - spec.max_new_tokens
+        if limit < 1:
+            raise PromptTooLong(
+                sample=0, tokens=1, new=spec.max_new_tokens, context=self.context or 0
+            )
+        ids = self.encode_all(
+            prompts, limit=limit, truncate=False, special=not spec.chat_template, stop=stop
+        )
+        for i, row in enumerate(ids):
+            if not row:
+                raise UserError(f"prompt {i} encodes to no token")
         return ids
 
-    def chat_ids(self, prompt: str) -> list[int]:
+    def chat_text(self, prompt: str) -> str:
         raise UserError(
             "generation.chat_template: this framework's generator applies no chat template "
             "(the transformers one does)"
         )
 
-    def reference_ids(self, prompt: list[int], reference: str) -> tuple[list[int], list[int]]:
-        """The prompt and the reference's tokens after it, cut to the context."""
-        ref: list[int] = self._tokenizer.encode(" " + reference.strip()).ids
-        ids = prompt + ref
-        if self.context is not None and len(ids) > self.context:
-            ids = ids[: self.context]
-        return ids, ids[len(prompt) :]
-
-    def check_length(self, sample: int, ids: list[int], spec: GenerationSpec) -> None:
-        if not ids:
-            raise UserError(f"prompt {sample} encodes to no token")
-        if self.context is not None and len(ids) + spec.max_new_tokens > self.context:
-            raise PromptTooLong(
-                sample=sample, tokens=len(ids), new=spec.max_new_tokens, context=self.context
-            )
+    def reference_ids(
+        self, prompts: list[list[int]], references: list[str], stop: First
+    ) -> list[tuple[list[int], list[int]]]:
+        """Each prompt with its reference's tokens after it, cut to the context."""
+        limit = self.context or NO_CONTEXT
+        refs = self.encode_all(
+            [" " + r.strip() for r in references],
+            limit=limit,
+            truncate=True,
+            special=True,
+            stop=stop,
+        )
+        out = []
+        for prompt, ref in zip(prompts, refs, strict=True):
+            ids = (prompt + ref)[:limit]
+            out.append((ids, ids[len(prompt) :]))
+        return out
 
     def decode(self, ids: list[int]) -> str:
         text: str = self._tokenizer.decode(ids, skip_special_tokens=True)
@@ -122,3 +173,11 @@ def end_tokens(generation_config: dict[str, Any], config: dict[str, Any]) -> set
         if isinstance(end, list) and all(isinstance(e, int) for e in end):
             return set(end)
     return set()
+
+
+def _renumbered(reason: str, offset: int) -> str:
+    """A tokenizing child's message, its sample number counted from the whole list."""
+    found = re.match(r"^(prompt|sample) (\d+)", reason)
+    if found is None:
+        return reason
+    return f"prompt {int(found[2]) + offset}{reason[found.end() :]}"

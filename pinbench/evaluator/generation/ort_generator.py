@@ -70,6 +70,7 @@ class OrtGenerator(Generator):
         )
         self.load_tokenizer(
             model.files[found["tokenizer.json"]],
+            name=found["tokenizer.json"],
             context=context,
             end=end_tokens(generation, config),
         )
@@ -148,20 +149,19 @@ class OrtGenerator(Generator):
             tokens.append(token)
         return tokens
 
-    def reference_loss(self, prompt: list[int], reference: str) -> tuple[float, int]:
-        ids, ref = self.reference_ids(prompt, reference)
-        if not ref:
+    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
+        if start >= len(ids):
             return 0.0, 0
         past = self._empty()
         nll = 0.0
         for position, token in enumerate(ids[:-1]):
             logits, past = self._step(token, past)
-            if position >= len(prompt) - 1:
+            if position >= start - 1:
                 scores = logits.astype(np.float64)
                 top = scores.max()
                 log_norm = top + np.log(np.exp(scores - top).sum())
                 nll -= float(scores[ids[position + 1]] - log_norm)
-        return nll, len(ref)
+        return nll, len(ids) - start
 
     def close(self) -> None:
         self._session = None

@@ -50,11 +50,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
     say("loading the model and tokenizing the prompts (outside any timed region)")
     try:
         generator.open(model_files(job), body.threads)
-        prompts = []
-        for i, text in enumerate(samples.texts[:count]):
-            ids = generator.encode(text, spec)
-            generator.check_length(i, ids, spec)
-            prompts.append(ids)
+        prompts = generator.encode_prompts(samples.texts[:count], spec, job.stop.check)
         job.stop.check()
         expected = _warm_up(generator, prompts[0], spec, job)
         say(f"running {scenario.name} ({scenario.mode}), token latencies, {count} prompts")
@@ -85,6 +81,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         if accuracy:
             job.stop.check()
             _score(
+                job,
                 body.dataset.task,
                 generator,
                 prompts,
@@ -144,6 +141,7 @@ def _warm_up(generator: Generator, prompt: list[int], spec: Any, job: Job) -> in
 
 
 def _score(
+    job: Job,
     task_name: str,
     generator: Generator,
     prompts: list[list[int]],
@@ -161,7 +159,8 @@ def _score(
         )
     texts = [generator.answer_text(answers[i], spec) for i in order]
     refs = [r for r in references if r is not None]
-    losses = [generator.reference_loss(prompts[i], refs[i]) for i in order]
+    pairs = generator.reference_ids(prompts, refs, job.stop.check)
+    losses = [generator.reference_loss(ids, len(prompts[i])) for i, (ids, _) in enumerate(pairs)]
     evidence.metrics.update(task(task_name).score_answers(texts, refs, losses))
     width = max(len(answers[i]) for i in order)
     ids = np.full((len(order), width), -1, dtype=np.int64)

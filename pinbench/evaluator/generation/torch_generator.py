@@ -34,13 +34,14 @@ class TorchGenerator(Generator):
         end = self._model.generation_config.eos_token_id
         self.load_tokenizer(
             model.files[folder.tokenizer],
+            name=folder.tokenizer,
             context=folder.context,
             end={end} if isinstance(end, int) else set(end or []),
         )
         self._folder = folder
         self._files = model.files
 
-    def chat_ids(self, prompt: str) -> list[int]:
+    def chat_text(self, prompt: str) -> str:
         from pinbench.evaluator.predictors.base import ModelLoadError
 
         if not self._folder.chat_template:
@@ -60,8 +61,7 @@ class TorchGenerator(Generator):
         text = self._chat.apply_chat_template(  # transformers' sandboxed Jinja
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
-        ids: list[int] = self._tokenizer.encode(str(text), add_special_tokens=False).ids
-        return ids
+        return str(text)
 
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
         import torch
@@ -83,15 +83,14 @@ class TorchGenerator(Generator):
                 tokens.append(token)
         return tokens
 
-    def reference_loss(self, prompt: list[int], reference: str) -> tuple[float, int]:
+    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
         import torch
 
-        ids, ref = self.reference_ids(prompt, reference)
+        ref = ids[start:]
         if not ref:
             return 0.0, 0
         with torch.inference_mode():
             logits = self._model(input_ids=torch.tensor([ids])).logits[0].float()
-        start = len(prompt)
         picked = torch.log_softmax(logits[start - 1 : len(ids) - 1], dim=-1)
         nll = -picked.gather(1, torch.tensor(ref)[:, None]).sum()
         return float(nll), len(ref)
