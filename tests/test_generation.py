@@ -342,8 +342,85 @@ def test_a_chat_template_wraps_each_prompt_as_the_tokenizer_says(
     (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": TEMPLATE}))
     generator = _generator(folder)
     chat = GenerationSpec(max_new_tokens=4, chat_template=True)
-    ids = generator.encode("hello there", chat)
+    (ids,) = generator.encode_prompts(["hello there"], chat, lambda: None)
     assert generator.decode(ids) == "User: hello there\nAnswer:"
-    assert ids == generator.encode("User: hello there\nAnswer:", GenerationSpec(max_new_tokens=4))
+    plain = GenerationSpec(max_new_tokens=4)
+    assert [ids] == generator.encode_prompts(["User: hello there\nAnswer:"], plain, lambda: None)
     with pytest.raises(PinbenchError, match="has no chat template"):
-        _generator(gpt_catalog / "tiny-gpt").encode("hello", chat)
+        _generator(gpt_catalog / "tiny-gpt").encode_prompts(["hello"], chat, lambda: None)
+
+
+def test_a_tokenizer_that_runs_for_minutes_is_stopped_by_the_time_limit(
+    registry: Any, gpt_catalog: Path, tmp_path: Path
+) -> None:
+    """Prompts are tokenized in a child a stop can end: a pre-tokenizer's catastrophic regex
+    over a crafted prompt fails the run at its time limit instead of hanging it."""
+    import shutil
+    import time
+
+    import yaml
+
+    from tests.helpers import dump, sha
+
+    folder = tmp_path / "slow-gpt"
+    shutil.copytree(gpt_catalog / "tiny-gpt", folder)
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    from tests.test_text import CATASTROPHIC, CRAFTED  # 52 s in the library, measured
+
+    tokenizer["pre_tokenizer"] = CATASTROPHIC
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
+    data = yaml.safe_load((gpt_catalog / "model-tiny-gpt.yaml").read_text())
+    data["name"] = "text/slow-gpt"
+    for entry in data["files"]:
+        entry.pop("source", None)
+        body = (folder / entry["path"]).read_bytes()
+        entry["sha256"], entry["size"] = sha(body), len(body)
+    registry.publish(dump(folder / "model.yaml", data))
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": CRAFTED}) + "\n")
+    body = prompts.read_bytes()
+    registry.publish(
+        dump(
+            tmp_path / "dataset.yaml",
+            {
+                "kind": "dataset",
+                "name": "slow-prompts",
+                "version": "1.0.0",
+                "task": "text-generation",
+                "data": {"format": "prompts-jsonl", "path": "prompts.jsonl"},
+                "labels": {"format": "prompt-references"},
+                "files": [{"path": "prompts.jsonl", "sha256": sha(body), "size": len(body)}],
+            },
+        )
+    )
+    request = {
+        "model": "text/slow-gpt@1",
+        "dataset": "slow-prompts@1",
+        "generation": {"max_new_tokens": 2},
+        "limits": {"timeout_s": 3},
+    }
+    started = time.monotonic()
+    with pytest.raises(PinbenchError, match=r"time limit|timed out"):
+        registry.lock(request)[0].run(runner="local")
+    assert time.monotonic() - started < 60
+
+
+def test_the_demos_generation_table_shows_both_frameworks_and_their_agreement(
+    registry: Any,
+) -> None:
+    """What ``make demo`` prints for generation, run here on the same published catalog: a row
+    per framework with the task's headline (ROUGE-L) and the two frameworks' answers agreeing."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from pinbench.demo.generation import generation
+
+    steps: list[str] = []
+    out = StringIO()
+    generation(registry, Console(file=out, width=200), steps.append)
+    text = out.getvalue()
+    assert steps and "tiny-gpt" in steps[0]
+    assert "transformers (PyTorch)" in text and "ONNX Runtime" in text
+    assert text.count("ROUGE-L ") == 2
+    assert "(0 of " in text

@@ -36,8 +36,6 @@ def _run(reg: Registry, model: str, scenario: dict[str, Any]) -> Any:
 def generation(reg: Registry, out: Console, step: Callable[[str], None]) -> None:
     """One row per framework: TTFT p50/p99 and TPOT p50 (SingleStream), tokens/s (Offline),
     the task's headline accuracy (ROUGE-L); then the two frameworks' answers compared."""
-    from pinbench.run_metrics import headline
-
     step(f"text generation: {gpt.NAME} on {gpt.DATASET} ({NEW_TOKENS} new tokens, greedy)")
     table = Table("framework", "TTFT p50", "TTFT p99", "TPOT p50", "tokens/s Offline", "accuracy")
     table.box = None
@@ -52,7 +50,7 @@ def generation(reg: Registry, out: Console, step: Callable[[str], None]) -> None
             f"{single['ttft_p99_ns'] / 1e6:.2f} ms",
             f"{single['tpot_p50_ns'] / 1e6:.2f} ms",
             f"{offline['throughput_tps']:,.0f}",
-            headline(runs["accuracy"].info),  # the task's own headline: ROUGE-L
+            runs["accuracy"].headline(),  # the task's own headline: ROUGE-L
         )
     out.print(table)
     reference, other = accuracy_runs

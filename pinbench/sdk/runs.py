@@ -346,6 +346,13 @@ class Run:
             if m.name in metrics
         ]
 
+    def headline(self) -> str:
+        """The run's task's headline metric as its label and value (``top-1 0.9689``,
+        ``ROUGE-L 0.5120``); empty where the run recorded none."""
+        from pinbench.run_metrics import headline
+
+        return headline({"task": self.info.get("task"), "metrics": self.metrics})
+
     def view(self) -> dict[str, Any]:
         """The run as the REST API shows it: its metrics under ``metrics``."""
         metrics = self.metrics
