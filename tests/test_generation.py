@@ -424,3 +424,118 @@ def test_the_demos_generation_table_shows_both_frameworks_and_their_agreement(
     assert "transformers (PyTorch)" in text and "ONNX Runtime" in text
     assert text.count("ROUGE-L ") == 2
     assert "(0 of " in text
+
+
+def _batched(registry: Any, generation: dict[str, Any], batch: Any, **scenario: Any) -> Any:
+    request = {
+        "model": MODEL,
+        "dataset": DATASET,
+        "generation": generation,
+        "batch_size": batch,
+        "scenario": {"name": "Offline", **scenario},
+    }
+    return registry.lock(request)[0].run(runner="local")
+
+
+def test_batched_greedy_answers_are_transformers_own_batched_generate(
+    registry: Any, gpt_catalog: Path
+) -> None:
+    """Offline with batch_size 5: the prompts LoadGen issued together are left-padded into one
+    batch; every row's answer is what ``generate`` gives on the same padded batch, and the
+    batches are recorded (which prompts shared one is part of how an answer came about)."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModelForCausalLM
+
+    spec = {"max_new_tokens": NEW, "stop_at_end": False}
+    run = _batched(registry, spec, 5, mode="accuracy")
+    assert run.status == "succeeded"
+    details = run.view()["details"]
+    assert details["batch_size"] == 5
+    batches = details["generation"]["batches"]
+    prompts = _prompts(gpt_catalog)
+    assert sorted(i for b in batches for i in b) == list(range(len(prompts)))
+    assert max(len(b) for b in batches) == 5
+    ids = np.load(_exported(run, gpt_catalog), allow_pickle=False)
+    folder = gpt_catalog / "tiny-gpt"
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()  # type: ignore[no-untyped-call]
+    for batch in batches:
+        rows = [tokenizer.encode(prompts[i]["prompt"]).ids for i in batch]
+        width = max(len(r) for r in rows)
+        encoded = torch.tensor([[0] * (width - len(r)) + r for r in rows])
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+        with torch.inference_mode():
+            out = model.generate(
+                encoded,
+                attention_mask=mask,
+                max_new_tokens=NEW,
+                min_new_tokens=NEW,
+                do_sample=False,
+                pad_token_id=0,
+            )
+        for row, i in enumerate(batch):
+            assert ids[i].tolist() == out[row, width:].tolist(), f"prompt {i}"
+
+
+def test_a_batch_times_each_row_from_its_start_and_completes_it_when_its_answer_ends(
+    registry: Any,
+) -> None:
+    """With answers of different lengths in one batch (end-of-text on), each row's TTFT is the
+    batch's prefill and its latency ends with its own answer: TTFT <= latency for every row,
+    rows of one batch share their TTFT, and TPOT is recomputed from the raw samples."""
+    spec = {"max_new_tokens": 24, "stop": ["the"]}
+    run = _batched(registry, spec, 4, min_duration_ms=200, min_query_count=24)
+    assert run.status == "succeeded"
+    latency = run.latencies()
+    ttft, tokens = run.token_times()
+    assert latency.size == ttft.size == tokens.size >= 24
+    assert (ttft > 0).all() and (ttft <= latency).all()
+    assert len(set(tokens.tolist())) > 1  # answers ended at different lengths
+    assert np.unique(ttft).size <= -(-ttft.size // 4)  # one TTFT per batch
+    many = tokens > 1
+    tpot = (latency[many] - ttft[many]) / (tokens[many] - 1)
+    assert run.metrics["tpot_p50_ns"] == pytest.approx(np.percentile(tpot, 50) * 1e9, rel=1e-9)
+    assert run.metrics["tokens_count"] == tokens.sum()
+
+
+def test_seeded_sampling_in_a_batch_is_each_prompts_own_sampling(registry: Any) -> None:
+    """A row's sampler is seeded by its sample index, as in a run of batch size 1, and a row
+    whose answer meets a stop text leaves the batch: the same prompts sampled in batches of 3
+    give the answers they give one at a time."""
+    spec = {
+        "max_new_tokens": 12,
+        "sampling": "seeded",
+        "temperature": 0.8,
+        "seed": 7,
+        "stop": ["the"],
+    }
+    alone = _run(registry, spec, mode="accuracy")
+    together = _batched(registry, spec, 3, mode="accuracy")
+    assert together.metrics["tokens_count"] < 12 * len(together.latencies())  # some stopped
+    assert (
+        together.view()["details"]["generation"]["samples"]
+        == (alone.view()["details"]["generation"]["samples"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "batch", "scenario", "message"),
+    [
+        (MODEL, 2, {"name": "SingleStream"}, "batched generation is the Offline scenario's"),
+        (MODEL, [1, 4], {"name": "Server", "target_qps": 5}, "the Offline scenario's"),
+        ("text/tiny-gpt-onnx@1", 2, {"name": "Offline"}, "batched generation runs on transf"),
+    ],
+)
+def test_batched_generation_outside_what_can_batch_is_refused(
+    registry: Any, model: str, batch: Any, scenario: dict[str, Any], message: str
+) -> None:
+    request = {
+        "model": model,
+        "dataset": DATASET,
+        "generation": {"max_new_tokens": 2},
+        "batch_size": batch,
+        "scenario": scenario,
+    }
+    with pytest.raises(PinbenchError, match=message):
+        registry.lock(request)

@@ -161,6 +161,13 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
             raise ValueError(
                 f"`generation` goes with a dataset whose task generates; this one's task is {what}"
             )
+        framework = self.environment.framework if self.environment is not None else None
+        if generating and self.batch_size != 1 and framework != "transformers":
+            raise ValueError(
+                f"batched generation runs on transformers; {framework}'s generator (pinbench's "
+                "decoder-with-past layout, no attention mask) answers one prompt at a time: "
+                "batch_size 1"
+            )
 
     @property
     def limits(self) -> Limits:

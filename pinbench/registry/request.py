@@ -278,10 +278,11 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     def _check_generation(self, generation: GenerationSpec) -> None:
         if self.operator is not None or self.training is not None:
             raise ValueError("generation goes with a model evaluated on a prompts dataset")
-        if self.batch_size != 1:
+        if self.batch_sizes() != [1] and self.scenario.name != "Offline":
             raise ValueError(
-                "a text-generation run answers one prompt per query: batch_size 1 (batched "
-                "generation is not supported yet)"
+                f"batched generation is the Offline scenario's: {self.scenario.name} issues one "
+                "prompt per query, so its batches would all be of one (give scenario.name "
+                "Offline, or batch_size 1)"
             )
         ttft, tpot = generation.latency_bounds()
         if (ttft is not None or tpot is not None) and self.scenario.name != "Server":

@@ -55,6 +55,19 @@ class Generator(ABC):
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
         """The answer's token ids; ``first`` is called as soon as the first one is chosen."""
 
+    def generate_batch(
+        self,
+        rows: list[list[int]],
+        spec: GenerationSpec,
+        indexes: list[int],
+        first: First,
+        done: Callable[[int, list[int]], None],
+    ) -> None:
+        """Answers ``rows`` together: ``first`` once every row's first token is chosen, ``done(row,
+        ids)`` as each answer ends. A generator that cannot batch refuses (the lockfile check
+        refuses such a request before any run)."""
+        raise UserError("this framework's generator answers one prompt at a time: batch_size 1")
+
     @abstractmethod
     def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
         """The negative log-likelihood of ``ids[start:]`` after ``ids[:start]`` (teacher

@@ -52,8 +52,12 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         generator.open(model_files(job), body.threads)
         prompts = generator.encode_prompts(samples.texts[:count], spec, job.stop.check)
         job.stop.check()
-        expected = _warm_up(generator, prompts[0], spec, job)
-        say(f"running {scenario.name} ({scenario.mode}), token latencies, {count} prompts")
+        batch = body.batch_size
+        expected = _warm_up(generator, prompts, batch, spec, job)
+        say(
+            f"running {scenario.name} ({scenario.mode}), token latencies, {count} prompts"
+            + (f", {batch} at a time" if batch > 1 else "")
+        )
         measurement = run_token_scenario(
             lambda index, first: generator.generate(prompts[index], spec, index, first),
             count,
@@ -62,6 +66,10 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             expected_latency_ns=expected,
             log_dir=job.scratch / "loadgen",
             stop=job.stop,
+            batch_size=batch,
+            generate_batch=lambda indexes, first, done: generator.generate_batch(
+                [prompts[i] for i in indexes], spec, indexes, first, done
+            ),
         )
         evidence.metrics = measurement.summary()
         evidence.details["loadgen"] = measurement.loadgen
@@ -78,6 +86,8 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             "prompt_tokens_mean": float(np.mean([len(p) for p in prompts])),
             "settings": {"max_new_tokens": spec.max_new_tokens, "sampling": spec.sampling},
         }
+        if measurement.batches:
+            details["batches"] = measurement.batches
         if accuracy:
             job.stop.check()
             _score(
@@ -100,7 +110,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             ]
         evidence.details.update(
             generation=details,
-            batch_size=1,
+            batch_size=batch,
             threads=body.threads,
             scenario=scenario.name,
             mode=scenario.mode,
@@ -124,9 +134,12 @@ def _generator(framework: str) -> Generator:
     )
 
 
-def _warm_up(generator: Generator, prompt: list[int], spec: Any, job: Job) -> int:
-    """Untimed answers to the first prompt (at least two and half a second); their median
-    whole time is LoadGen's expected latency."""
+def _warm_up(
+    generator: Generator, prompts: list[list[int]], batch: int, spec: Any, job: Job
+) -> int:
+    """Untimed answers to the first prompt, or the first batch of them (at least two and half
+    a second); their median whole time is LoadGen's expected latency (of a batch)."""
+    rows = [prompts[i % len(prompts)] for i in range(batch)]
     times: list[int] = []
     start = time.perf_counter_ns()
     while not job.stop.is_set() and (
@@ -134,10 +147,17 @@ def _warm_up(generator: Generator, prompt: list[int], spec: Any, job: Job) -> in
         or (time.perf_counter_ns() - start < WARMUP_MIN_NS and len(times) < WARMUP_MAX_CALLS)
     ):
         t0 = time.perf_counter_ns()
-        generator.generate(prompt, spec, 0, lambda: None)
+        if batch == 1:
+            generator.generate(rows[0], spec, 0, lambda: None)
+        else:
+            generator.generate_batch(rows, spec, list(range(batch)), _nothing, _nothing)
         times.append(time.perf_counter_ns() - t0)
     job.stop.check()
     return int(np.median(times))
+
+
+def _nothing(*_: object) -> None:
+    pass
 
 
 def _score(

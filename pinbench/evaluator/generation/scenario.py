@@ -1,4 +1,5 @@
-"""LoadGen with token latencies (``use_token_latencies``): one prompt per query.
+"""LoadGen with token latencies (``use_token_latencies``): one prompt per query, answered
+alone or, in Offline with a batch size above 1, in batches of the queries issued together.
 
 Per query the SUT calls ``FirstTokenComplete`` as soon as the first token is chosen and
 ``QuerySamplesComplete`` with the answer's token count at the end, so LoadGen's own result
@@ -32,6 +33,11 @@ from pinbench.registry.request import Scenario
 
 Generate = Callable[[int, Callable[[], None]], list[int]]
 """``generate(sample index, first)``: the answer's token ids, ``first()`` at the first one."""
+Done = Callable[[int, list[int]], None]
+"""``done(row, token ids)``: a batch's row has its whole answer."""
+GenerateBatch = Callable[[list[int], Callable[[], None], Done], None]
+"""``generate_batch(sample indexes, first, done)``: answers a batch together; ``first()`` once
+the first token of every row is chosen, ``done`` for each row as its answer ends."""
 
 
 @dataclass
@@ -47,6 +53,10 @@ class TokenMeasurement:
     loadgen: dict[str, Any]
     answers: dict[int, list[int]] = field(default_factory=dict)
     """Accuracy mode: each sample's answer (token ids)."""
+    batches: list[list[int]] = field(default_factory=list)
+    """Accuracy mode, batch size above 1: the sample indexes answered together, batch by
+    batch (padding shifts the arithmetic, so which prompts shared a batch is part of how an
+    answer came about)."""
 
     def summary(self) -> dict[str, float]:
         return token_metrics(self.latencies_ns, self.ttft_ns, self.tokens, self.duration_ns)
@@ -86,8 +96,12 @@ def token_metrics(
     return out
 
 
-def token_settings(scenario: Scenario, spec: GenerationSpec, *, expected_latency_ns: int) -> Any:
-    settings = settings_for(scenario, expected_latency_ns=expected_latency_ns, batch_size=1)
+def token_settings(
+    scenario: Scenario, spec: GenerationSpec, *, expected_latency_ns: int, batch_size: int = 1
+) -> Any:
+    settings = settings_for(
+        scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
+    )
     settings.use_token_latencies = True
     ttft, tpot = spec.latency_bounds()
     if scenario.name == "Server":
@@ -126,7 +140,14 @@ def run_token_scenario(
     expected_latency_ns: int,
     log_dir: Path,
     stop: Stop,
+    batch_size: int = 1,
+    generate_batch: GenerateBatch | None = None,
 ) -> TokenMeasurement:
+    """Batch size 1: each query answered alone by ``generate``. Larger (Offline): the queries
+    LoadGen issues together are answered ``batch_size`` at a time by ``generate_batch``, every
+    row's time counted from the batch's start: its TTFT is the batch's prefill, its latency ends
+    when its own answer does (rows that end early are completed then, not at the batch's end).
+    """
     if count == 0:
         raise ScenarioError(setting="sample_count", reason="the dataset has no prompts")
     accuracy = scenario.mode == "accuracy"
@@ -135,6 +156,7 @@ def run_token_scenario(
     counts: list[int] = []
     starts: list[int] = []
     answers: dict[int, list[int]] = {}
+    batches: list[list[int]] = []
     failure: list[BaseException] = []
     span = [0, 0]
     clock = time.perf_counter_ns
@@ -165,8 +187,39 @@ def run_token_scenario(
                 lg.FirstTokenComplete([response(q.id, 0, 0)])
             lg.QuerySamplesComplete([response(q.id, 0, 0, max(1, n))])
 
-    settings = token_settings(scenario, spec, expected_latency_ns=expected_latency_ns)
-    summary = _start_test_stoppable(issue, count, settings, log_dir, stop)
+    def issue_batched(queries: list[Any]) -> None:
+        assert generate_batch is not None
+        for start in range(0, len(queries), batch_size):
+            chunk = queries[start : start + batch_size]
+            batch = _Batch(chunk, accuracy)
+            try:
+                if not span[0]:
+                    span[0] = clock()
+                if not failure and not stop.is_set():
+                    batch.t0 = clock()
+                    generate_batch([q.index for q in chunk], batch.first, batch.done)
+                    if len(batch.ended) != len(chunk):
+                        raise RuntimeError(
+                            f"the generator ended {len(batch.ended)} of the batch's "
+                            f"{len(chunk)} answers"
+                        )
+                    latencies.extend(batch.latencies)
+                    firsts.extend([batch.at - batch.t0] * len(batch.latencies))
+                    counts.extend(batch.counts)
+                    starts.extend([batch.t0] * len(batch.latencies))
+                    answers.update(batch.answers)
+                    if accuracy:
+                        batches.append([q.index for q in chunk])
+                    span[1] = batch.last
+            except BaseException as exc:  # handed back after LoadGen returns
+                failure.append(exc)
+            batch.finish()
+
+    settings = token_settings(
+        scenario, spec, expected_latency_ns=expected_latency_ns, batch_size=batch_size
+    )
+    chosen = issue if batch_size == 1 else issue_batched
+    summary = _start_test_stoppable(chosen, count, settings, log_dir, stop)
     if failure:
         raise failure[0]
     return TokenMeasurement(
@@ -177,4 +230,52 @@ def run_token_scenario(
         duration_ns=span[1] - span[0],
         loadgen=summary,
         answers=answers,
+        batches=batches,
     )
+
+
+class _Batch:
+    """One batch's queries: the first-token call for all of them at once, each row completed
+    as its answer ends; the time LoadGen's calls take is left out of the rows still going."""
+
+    def __init__(self, queries: list[Any], keep: bool) -> None:
+        self.queries = queries
+        self.keep = keep
+        self.t0 = 0
+        self.at = 0
+        self.last = 0
+        self.told = False
+        self.told_ns = 0
+        self.ended: set[int] = set()
+        self.latencies: list[int] = []
+        self.counts: list[int] = []
+        self.answers: dict[int, list[int]] = {}
+
+    def first(self) -> None:
+        self.at = time.perf_counter_ns()
+        lg.FirstTokenComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in self.queries])
+        self.told = True
+        self.told_ns += time.perf_counter_ns() - self.at
+
+    def done(self, row: int, tokens: list[int]) -> None:
+        at = time.perf_counter_ns()
+        if row in self.ended or not tokens or not self.told:
+            raise RuntimeError(f"the generator ended row {row} twice, empty or before its first")
+        query = self.queries[row]
+        self.latencies.append(at - self.t0 - self.told_ns)
+        self.counts.append(len(tokens))
+        if self.keep:
+            self.answers[query.index] = tokens
+        self.ended.add(row)
+        self.last = at
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(query.id, 0, 0, len(tokens))])
+        self.told_ns += time.perf_counter_ns() - at
+
+    def finish(self) -> None:
+        """After a failure or a stop: every query LoadGen is still owed, answered empty."""
+        response = lg.QuerySampleResponse
+        if not self.told:
+            lg.FirstTokenComplete([response(q.id, 0, 0) for q in self.queries])
+        rest = [response(q.id, 0, 0, 1) for r, q in enumerate(self.queries) if r not in self.ended]
+        if rest:
+            lg.QuerySamplesComplete(rest)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pinbench.evaluator.generation.decoder import First, Generator
@@ -82,6 +83,59 @@ class TorchGenerator(Generator):
                 token = _pick(out.logits[0, -1], spec, generator)
                 tokens.append(token)
         return tokens
+
+    def generate_batch(
+        self,
+        rows: list[list[int]],
+        spec: GenerationSpec,
+        indexes: list[int],
+        first: First,
+        done: Callable[[int, list[int]], None],
+    ) -> None:
+        """The prompts left-padded to one width under an attention mask (positions counted
+        from each prompt's own start, as transformers' ``generate`` does), one step for the
+        whole batch after that; an ended row rides along until the last one ends, its tokens
+        no longer read."""
+        import torch
+
+        model = self._model
+        width = max(len(r) for r in rows)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, row in enumerate(rows):
+            ids[r, width - len(row) :] = torch.tensor(row)
+            mask[r, width - len(row) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        generators: list[Any] = [None] * len(rows)
+        if spec.sampling == "seeded":
+            generators = [torch.Generator().manual_seed((spec.seed + i) % (2**63)) for i in indexes]
+        answers: list[list[int]] = [[] for _ in rows]
+        live = list(range(len(rows)))
+        with torch.inference_mode():
+            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+            step = positions[:, -1:] + 1
+            while True:
+                logits = out.logits[:, -1]
+                for r in live:
+                    answers[r].append(_pick(logits[r], spec, generators[r]))
+                if len(answers[live[0]]) == 1:
+                    first()
+                for r in list(live):
+                    if len(answers[r]) >= spec.max_new_tokens or self.ends(answers[r], spec):
+                        live.remove(r)
+                        done(r, answers[r])
+                if not live:
+                    return
+                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
+                feed = torch.tensor([[a[-1]] for a in answers])
+                out = model(
+                    input_ids=feed,
+                    attention_mask=mask,
+                    position_ids=step,
+                    past_key_values=out.past_key_values,
+                    use_cache=True,
+                )
+                step = step + 1
 
     def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
         import torch
