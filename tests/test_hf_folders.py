@@ -147,6 +147,96 @@ def test_a_bert_classifier_folder_runs_with_transformers_own_outputs(
     assert run.metrics["top1"] == pytest.approx(top1)
 
 
+def _onnx_export(folder: Path, hf: dict[str, Any], root: Path) -> Path:
+    """The folder's weights exported to ONNX (TorchScript exporter), with a manifest of the
+    same inputs and steps as the folder's own."""
+    import warnings
+
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from pinbench.catalog.files import SUPPORTED
+    from tests.helpers import sha
+
+    model = AutoModelForSequenceClassification.from_pretrained(
+        folder, local_files_only=True, attn_implementation="eager"
+    ).eval()
+    names = ["input_ids", "attention_mask", "token_type_ids"]  # forward's order
+    assert sorted(names) == sorted(i["name"] for i in hf["inputs"])
+    mask = torch.ones((2, LENGTH), dtype=torch.long)
+    mask[1, LENGTH // 2 :] = 0  # a padded row: the traced graph keeps the mask
+    example = {
+        "input_ids": torch.randint(0, 1000, (2, LENGTH)),
+        "attention_mask": mask,
+        "token_type_ids": torch.zeros((2, LENGTH), dtype=torch.long),
+    }
+    out = root / "bert-onnx"
+    out.mkdir()
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model,
+            (),
+            str(out / "model.onnx"),
+            kwargs=example,
+            input_names=names,
+            output_names=["logits"],
+            dynamic_axes={n: {0: "batch"} for n in [*names, "logits"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    shutil.copyfile(folder / "tokenizer.json", out / "tokenizer.json")
+    files = []
+    for name in ("model.onnx", "tokenizer.json"):
+        data = (out / name).read_bytes()
+        files.append({"path": f"bert-onnx/{name}", "sha256": sha(data), "size": len(data)})
+    text = json.dumps(hf["inputs"]).replace("bert-cls/tokenizer.json", "bert-onnx/tokenizer.json")
+    return dump(
+        root / "bert-onnx.yaml",
+        {
+            "kind": "model",
+            "name": "text/bert-onnx",
+            "version": "1.0.0",
+            "format": "onnx",
+            "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
+            "files": files,
+            "inputs": json.loads(text),
+            "outputs": hf["outputs"],
+        },
+    )
+
+
+def test_the_folder_and_its_onnx_export_agree_in_runs_parity(cli: Cli, tmp_path: Path) -> None:
+    """The same weights as a Hugging Face folder (transformers) and exported to ONNX (ONNX
+    Runtime), run on the same dataset: ``runs parity`` finds them agreeing, and the logits are
+    within the float tolerance of each other computed here."""
+    from pinbench.catalog import frameworks
+
+    folder = _bert_folder(tmp_path / "bert-cls")
+    hf = _manifest(cli, folder, "bert-cls")
+    exported = _onnx_export(folder, hf, tmp_path)
+    assert cli("init").code == 0
+    registry = pinbench.Registry(tmp_path / "home")
+    for name in ("transformers", "onnxruntime"):
+        registry.publish(frameworks.write(tmp_path, name))
+    registry.publish(tmp_path / "bert-cls.yaml")
+    registry.publish(exported)
+    registry.publish(_dataset(tmp_path))
+    runs = []
+    for model in ("text/bert-cls@1", "text/bert-onnx@1"):
+        request = {"model": model, "dataset": "hf-texts@1", "scenario": {"mode": "accuracy"}}
+        run = registry.lock(request)[0].run(runner="local")
+        assert run.status == "succeeded", run.info.get("error")
+        run.export_outputs(tmp_path / f"{run.id}.npy")
+        runs.append(run)
+    ours, theirs = (np.load(tmp_path / f"{r.id}.npy", allow_pickle=False) for r in runs)
+    np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-5)
+    assert runs[0].metrics["top1"] == runs[1].metrics["top1"]
+    found = registry.parity(runs[0].id, [runs[1].id])
+    parity = next(p for p in found if p.run == runs[1].id)
+    assert parity.agreement.agrees
+
+
 def test_manifest_model_on_a_bare_encoder_writes_a_pooled_embedding(
     cli: Cli, tmp_path: Path
 ) -> None:
