@@ -292,6 +292,168 @@ def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None
     predictor.close()
 
 
+CLASSES = ("ant", "bee", "cat", "dog")
+
+
+def _vit_folder(folder: Path) -> Path:
+    """A random-weight ViT classifier with its image processor, as the field saves them."""
+    import torch
+    from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
+
+    torch.manual_seed(2)
+    config = ViTConfig(  # type: ignore[call-arg]
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=len(CLASSES),
+    )
+    ViTForImageClassification(config).eval().save_pretrained(folder)  # type: ignore[no-untyped-call]
+    ViTImageProcessor(
+        size={"height": 32, "width": 32},
+        resample=3,
+        image_mean=[0.5, 0.4, 0.3],
+        image_std=[0.2, 0.25, 0.3],
+    ).save_pretrained(folder)
+    return folder
+
+
+def _photos(root: Path) -> list[Path]:
+    """Images of several sizes and modes in an imagefolder layout, in sample (path) order."""
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    paths = []
+    for i, label in enumerate(CLASSES * 2):
+        (root / label).mkdir(parents=True, exist_ok=True)
+        size = (int(rng.integers(20, 70)), int(rng.integers(20, 70)))
+        pixels = rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+        image = Image.fromarray(pixels).convert("L" if i == 3 else "RGB")
+        path = root / label / f"{i}.png"
+        image.save(path)
+        paths.append(path)
+    (root.parent / "classes.txt").write_text("".join(c + "\n" for c in CLASSES))
+    return sorted(paths, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _resized(path: Path) -> np.ndarray[Any, Any]:
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(path).convert("RGB"))
+    channels = [
+        np.asarray(
+            Image.fromarray(rgb[..., c].astype(np.float32), mode="F").resize(
+                (32, 32), Image.Resampling.BICUBIC
+            )
+        )
+        for c in range(3)
+    ]
+    resized: np.ndarray[Any, Any] = np.clip(np.rint(np.stack(channels, axis=-1)), 0, 255)
+    return resized
+
+
+def test_a_vit_folder_takes_its_inputs_steps_from_its_image_processor(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """``manifest model DIR`` on an image classifier writes ``pixel_values``' steps from the
+    folder's ``preprocessor_config.json``; run on image files, the logits are transformers' own
+    (the processor's Pillow path, then the model) on the same files."""
+    import torch
+    from PIL import Image
+    from transformers import ViTForImageClassification, ViTImageProcessor
+
+    folder = _vit_folder(tmp_path / "vit")
+    out = tmp_path / "vit.yaml"
+    done = cli("manifest", "model", str(folder), "--name", "vision/vit", "-o", str(out))
+    assert done.code == 0, done.err
+    data = yaml.safe_load(out.read_text())
+    assert data["inputs"] == [
+        {
+            "name": "pixel_values",
+            "type": "image",
+            "element_type": "float32",
+            "shape": [3, 32, 32],
+            "steps": [
+                {"decode": {"color_mode": "rgb"}},
+                {"resize": {"size": [32, 32], "method": "bicubic"}},
+                {
+                    "normalize": {
+                        "mean": pytest.approx([0.5 * 255, 0.4 * 255, 0.3 * 255]),
+                        "std": pytest.approx([0.2 * 255, 0.25 * 255, 0.3 * 255]),
+                    }
+                },
+                {"layout": {"to": "NCHW"}},
+            ],
+        }
+    ]
+    paths = _photos(tmp_path / "photos")
+    dataset = tmp_path / "dataset.yaml"
+    made = cli(
+        "manifest", "dataset", str(tmp_path / "photos"), "--names", str(tmp_path / "classes.txt"),
+        "--name", "photos", "-o", str(dataset),
+    )  # fmt: skip
+    assert made.code == 0, made.err
+    assert cli("init").code == 0
+    registry = pinbench.Registry(tmp_path / "home")
+    from pinbench.catalog import frameworks
+
+    registry.publish(frameworks.write(tmp_path, "transformers"))
+    registry.publish(out)
+    registry.publish(dataset)
+    request = {"model": "vision/vit@1", "dataset": "photos@1", "scenario": {"mode": "accuracy"}}
+    run = registry.lock(request)[0].run(runner="local")
+    assert run.status == "succeeded", run.info.get("error")
+    run.export_outputs(tmp_path / "outputs.npy")
+    recorded = np.load(tmp_path / "outputs.npy", allow_pickle=False)
+    # the steps as docs/steps.md states them: Pillow's float resize per channel, rounded to 8
+    # bits; then (x / 255 - mean) / std, channels first
+    mean, std = np.array([0.5, 0.4, 0.3]), np.array([0.2, 0.25, 0.3])
+    ours = np.stack([_resized(p) for p in paths]).astype(np.float64)
+    pixels = ((ours / 255 - mean) / std).transpose(0, 3, 1, 2).astype(np.float32)
+    model = ViTForImageClassification.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    with torch.inference_mode():
+        expected = model(pixel_values=torch.from_numpy(pixels)).logits.numpy()
+    np.testing.assert_allclose(recorded, expected, rtol=1e-5, atol=1e-6)
+    # transformers' own processor (its Pillow path here: no torchvision) resizes in 8 bits, two
+    # passes clipped between them: on these noise images a pixel can differ by several levels
+    # (stated in the docs), but every key it read is the one the steps follow (a wrong filter,
+    # mean, std or channel order moves the average by far more than a level)
+    processor = ViTImageProcessor.from_pretrained(folder)
+    images = [Image.open(p).convert("RGB") for p in paths]
+    theirs = processor(images=images, return_tensors="np")["pixel_values"]
+    levels = np.abs(theirs - pixels) * (std * 255)[None, :, None, None]
+    assert levels.mean() < 1.0
+    truth = np.array([CLASSES.index(p.parent.name) for p in paths])
+    assert run.metrics["top1"] == pytest.approx(float(np.mean(expected.argmax(1) == truth)))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"size": {"shortest_edge": 32}}, "a shortest_edge or longest_edge size is not written"),
+        ({"resample": 5}, "resample 5: one of"),
+        ({"do_pad": True}, "key 'do_pad' (True) is not one pinbench reads"),
+        ({"image_processor_type": "ConvNextImageProcessor"}, "write this model's image steps"),
+        ({"image_std": [0.5, 0.0, 0.5]}, "image_std holds a 0"),
+        ({"do_resize": "yes"}, "do_resize 'yes': true or false"),
+    ],
+)
+def test_an_image_processor_pinbench_cannot_follow_exactly_is_refused(
+    cli: Cli, tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    folder = _vit_folder(tmp_path / "vit")
+    config_path = folder / "preprocessor_config.json"
+    config = json.loads(config_path.read_text()) | change
+    config_path.write_text(json.dumps(config))
+    out = tmp_path / "vit.yaml"
+    done = cli("manifest", "model", str(folder), "--name", "vision/vit", "-o", str(out))
+    assert done.code != 0
+    assert message in done.err and "preprocessor_config.json" in done.err
+    assert not out.exists()
+
+
 def _files(folder: Path) -> dict[str, Path]:
     return {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
 

@@ -65,6 +65,9 @@ class HfFolder:
     else ``input_ids`` and ``attention_mask``)."""
     chat_template: bool
     config: dict[str, Any]
+    processor: str | None = None
+    """``preprocessor_config.json``'s artifact path, if the folder has one (an image model's
+    processor: what its inputs' steps are written from)."""
 
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if self.root else name
@@ -147,6 +150,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         input_names=tuple(names),
         chat_template=isinstance(template, (str, list)) and bool(template),
         config=config,
+        processor=inside.get("preprocessor_config.json"),
     )
 
 

@@ -8,6 +8,9 @@ naming of its heads:
   ``generation`` (prompts are tokenized by the folder's tokenizer at the run; no inputs);
 - ``*ForSequenceClassification``: text inputs (the tokenizer's ``model_input_names``, each a
   ``tokenize`` step on ``tokenizer.json``), output ``logits`` of type ``classification``;
+- ``*ForImageClassification``: one image input, ``pixel_values``, its steps written from the
+  folder's ``preprocessor_config.json`` (``hf_processor``), output ``logits`` of type
+  ``classification``;
 - any other (a bare encoder, ``BertModel``): the same inputs, output ``last_hidden_state`` of
   type ``embedding`` with mean pooling over the attention mask and L2 normalisation (sentence
   embeddings, as sentence-transformers computes them).
@@ -106,7 +109,7 @@ def hf_manifest(
         described = describe(mapping)
     except HfFolderRefused as exc:
         raise NotAModel(path=str(folder), reason=str(exc)) from None
-    inputs, outputs, notes = _ports(described)
+    inputs, outputs, notes = _ports(described, mapping)
     if steps is not None:
         raise AuthoringError(
             "--steps: a Hugging Face folder's inputs are written from its tokenizer; edit "
@@ -157,7 +160,9 @@ def _hub_entries(folder: Path, files: list[Path], repo: str, commit: str) -> lis
     return out
 
 
-def _ports(folder: HfFolder) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+def _ports(
+    folder: HfFolder, files: dict[str, Path]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     arch = folder.architecture
     if arch.endswith(GENERATIVE):
         notes = [
@@ -165,6 +170,22 @@ def _ports(folder: HfFolder) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
             "prompts-jsonl) with a request's `generation: {max_new_tokens: N}`"
         ]
         return [], [{"name": "logits", "type": "generation"}], notes
+    if arch.endswith("ForImageClassification"):
+        if folder.processor is None:
+            raise NotAModel(
+                path=folder.path("config.json"),
+                reason=f"{arch} takes images but the folder has no preprocessor_config.json "
+                "to write its input steps from (add it, or write the manifest by hand)",
+            )
+        from pinbench.artifacts.hf_folder import read_json
+        from pinbench.authoring.hf_processor import image_input
+
+        try:
+            config = read_json(files[folder.processor], folder.processor)
+        except HfFolderRefused as exc:
+            raise NotAModel(path=folder.processor, reason=exc.reason) from None
+        image, notes = image_input(config, folder.processor)
+        return [image], [{"name": "logits", "type": "classification"}], notes
     if folder.tokenizer is None:
         raise NotAModel(
             path=folder.path("config.json"),
