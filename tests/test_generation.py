@@ -187,6 +187,25 @@ def test_a_forged_lockfile_without_generation_settings_is_refused(registry: Any)
         Lockfile.from_bytes(canonical_json(data))
 
 
+def _prompts_dataset(root: Path, name: str, data: bytes) -> Path:
+    """A text-generation dataset manifest of one prompts file holding ``data``."""
+    from tests.helpers import dump, sha
+
+    (root / "prompts.jsonl").write_bytes(data)
+    return dump(
+        root / "dataset.yaml",
+        {
+            "kind": "dataset",
+            "name": name,
+            "version": "1.0.0",
+            "task": "text-generation",
+            "data": {"format": "prompts-jsonl", "path": "prompts.jsonl"},
+            "labels": {"format": "prompt-references"},
+            "files": [{"path": "prompts.jsonl", "sha256": sha(data), "size": len(data)}],
+        },
+    )
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -200,23 +219,8 @@ def test_a_forged_lockfile_without_generation_settings_is_refused(registry: Any)
 def test_a_bad_prompts_file_is_refused_at_publish(
     registry: Any, tmp_path: Path, line: str, message: str
 ) -> None:
-    from tests.helpers import dump, sha
-
     good = '{"prompt": "fine", "reference": "ok"}'
-    data = f"{good}\n{line}\n{good}\n".encode()
-    (tmp_path / "prompts.jsonl").write_bytes(data)
-    manifest = dump(
-        tmp_path / "dataset.yaml",
-        {
-            "kind": "dataset",
-            "name": "bad-prompts",
-            "version": "1.0.0",
-            "task": "text-generation",
-            "data": {"format": "prompts-jsonl", "path": "prompts.jsonl"},
-            "labels": {"format": "prompt-references"},
-            "files": [{"path": "prompts.jsonl", "sha256": sha(data), "size": len(data)}],
-        },
-    )
+    manifest = _prompts_dataset(tmp_path, "bad-prompts", f"{good}\n{line}\n{good}\n".encode())
     with pytest.raises(PinbenchError, match=message) as caught:
         registry.publish(manifest)
     assert "line 2" in str(caught.value)
@@ -376,23 +380,8 @@ def test_a_tokenizer_that_runs_for_minutes_is_stopped_by_the_time_limit(
         body = (folder / entry["path"]).read_bytes()
         entry["sha256"], entry["size"] = sha(body), len(body)
     registry.publish(dump(folder / "model.yaml", data))
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(json.dumps({"prompt": CRAFTED}) + "\n")
-    body = prompts.read_bytes()
-    registry.publish(
-        dump(
-            tmp_path / "dataset.yaml",
-            {
-                "kind": "dataset",
-                "name": "slow-prompts",
-                "version": "1.0.0",
-                "task": "text-generation",
-                "data": {"format": "prompts-jsonl", "path": "prompts.jsonl"},
-                "labels": {"format": "prompt-references"},
-                "files": [{"path": "prompts.jsonl", "sha256": sha(body), "size": len(body)}],
-            },
-        )
-    )
+    body = (json.dumps({"prompt": CRAFTED}) + "\n").encode()
+    registry.publish(_prompts_dataset(tmp_path, "slow-prompts", body))
     request = {
         "model": "text/slow-gpt@1",
         "dataset": "slow-prompts@1",

@@ -247,51 +247,6 @@ def test_manifest_model_on_a_bare_encoder_writes_a_pooled_embedding(
     assert data["outputs"][0]["steps"][0] == {"pool": {"mode": "mean", "mask": "attention_mask"}}
 
 
-def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None:
-    """An image model: the predictor binds ``pixel_values`` by name and returns its logits."""
-    import torch
-    from transformers import ViTConfig, ViTForImageClassification
-
-    from pinbench.evaluator.named import NamedInputs
-    from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-    from pinbench.evaluator.predictors.transformers import TransformersPredictor
-    from pinbench.registry.ports import Input, Output
-
-    torch.manual_seed(1)
-    config = ViTConfig(  # type: ignore[call-arg]
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=37,
-        num_labels=4,
-    )
-    folder = tmp_path / "vit"
-    model = ViTForImageClassification(config).eval()  # type: ignore[no-untyped-call]
-    model.save_pretrained(folder)
-    pixels = np.random.default_rng(0).standard_normal((3, 3, 32, 32)).astype(np.float32)
-    with torch.inference_mode():
-        expected = model(pixel_values=torch.from_numpy(pixels)).logits.numpy()
-    files = {p.name: p for p in folder.iterdir()}
-    predictor = TransformersPredictor()
-    predictor.open(
-        ModelFiles(
-            files,
-            "hf-folder",
-            "ViTForImageClassification",
-            inputs=(Input(name="pixel_values", shape=[3, 32, 32]),),
-            outputs=(Output(name="logits", type="classification"),),
-        ),
-        PredictorOptions(),
-    )
-    got = predictor.predict(NamedInputs({"pixel_values": pixels}))
-    np.testing.assert_allclose(
-        np.asarray(got["logits"], np.float32), expected, rtol=1e-5, atol=1e-6
-    )
-    predictor.close()
-
-
 CLASSES = ("ant", "bee", "cat", "dog")
 
 
@@ -318,6 +273,40 @@ def _vit_folder(folder: Path) -> Path:
         image_std=[0.2, 0.25, 0.3],
     ).save_pretrained(folder)
     return folder
+
+
+def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None:
+    """An image model: the predictor binds ``pixel_values`` by name and returns its logits."""
+    import torch
+    from transformers import ViTForImageClassification
+
+    from pinbench.evaluator.named import NamedInputs
+    from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+    from pinbench.evaluator.predictors.transformers import TransformersPredictor
+    from pinbench.registry.ports import Input, Output
+
+    folder = _vit_folder(tmp_path / "vit")
+    model = ViTForImageClassification.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    pixels = np.random.default_rng(0).standard_normal((3, 3, 32, 32)).astype(np.float32)
+    with torch.inference_mode():
+        expected = model(pixel_values=torch.from_numpy(pixels)).logits.numpy()
+    files = {p.name: p for p in folder.iterdir()}
+    predictor = TransformersPredictor()
+    predictor.open(
+        ModelFiles(
+            files,
+            "hf-folder",
+            "ViTForImageClassification",
+            inputs=(Input(name="pixel_values", shape=[3, 32, 32]),),
+            outputs=(Output(name="logits", type="classification"),),
+        ),
+        PredictorOptions(),
+    )
+    got = predictor.predict(NamedInputs({"pixel_values": pixels}))
+    np.testing.assert_allclose(
+        np.asarray(got["logits"], np.float32), expected, rtol=1e-5, atol=1e-6
+    )
+    predictor.close()
 
 
 def _photos(root: Path) -> list[Path]:
