@@ -3,6 +3,8 @@ when it begins), shown by ``runs show``."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -45,3 +47,62 @@ def test_a_run_records_and_shows_its_peak_memory(
     page = registry.report([run.id], ["md"])["md"].decode()
     row = next(line for line in page.splitlines() if line.startswith("| peak\\_rss |"))
     assert "MiB" in row and f"{run.metrics['peak_rss_bytes'] / 2**20:,.1f}" in row
+
+
+class _Gpus:
+    """Two GPUs as NVML's device view reports them: each read gives the next sample (bytes in
+    use per GPU), the last one repeating; the sampler must keep the highest sum it saw."""
+
+    def __init__(self, samples: list[list[int]]) -> None:
+        self.handles = [object() for _ in samples[0]]
+        self.samples = samples
+        self.reads = 0
+        self.closed = False
+
+    def memory_used(self) -> list[int]:
+        self.reads += 1
+        return self.samples[min(self.reads - 1, len(self.samples) - 1)]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_gpu_memory_is_the_highest_sum_nvml_reported_and_nothing_without_nvml() -> None:
+    import time
+
+    from pinbench.evaluator.memory import PeakGpuMemory
+
+    gpus = _Gpus([[1 * MIB, 2 * MIB], [900 * MIB, 100 * MIB], [10 * MIB, 10 * MIB]])
+    sampler = PeakGpuMemory(lambda: gpus)
+    while gpus.reads < 3:
+        time.sleep(0.01)
+    assert sampler.finish() == 1000 * MIB and gpus.closed
+    assert "2 GPU(s)" in sampler.source
+
+    def no_driver() -> None:
+        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    none = PeakGpuMemory(no_driver)
+    assert none.finish() is None
+    assert none.source.startswith("no GPU memory: NVML is not available here (libnvidia-ml")
+
+
+def test_a_run_records_gpu_memory_where_nvml_answers_and_says_why_not_where_it_does_not(
+    digits: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """This machine has no GPU: the run records no GPU metric (never a 0), only the reason.
+    With NVML answering (its device view stood in for by ``_Gpus``), the peak is a metric."""
+    import pinbench
+    from pinbench.evaluator import memory
+
+    registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
+    request = {"model": "vision/digits-logreg@1.0.0", "dataset": "sklearn-digits-test@1"}
+    run = registry.lock(request)[0].run(runner="local")
+    assert "peak_gpu_bytes" not in run.metrics
+    assert run.view()["details"]["memory"]["gpu"].startswith("no GPU memory: NVML is not")
+    monkeypatch.setattr(memory, "open_nvml", lambda: _Gpus([[3 * MIB], [5 * MIB]]))
+    run = registry.lock(request)[0].run(runner="local")
+    assert run.metrics["peak_gpu_bytes"] == 5 * MIB
+    assert run.units["peak_gpu_bytes"] == "B"
+    cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
+    assert re.search(r"peak GPU memory\s+5\.0 MiB", cli("runs", "show", run.id).out)

@@ -37,7 +37,7 @@ SHOWN_ABOVE = frozenset(
         "eval_time_s",
         "loadgen_valid_bool",
     ]
-    + ["energy_j", "energy_per_inference_j", "peak_rss_bytes"]
+    + ["energy_j", "energy_per_inference_j", "peak_rss_bytes", "peak_gpu_bytes"]
     + [f"{m}_{p}_ns" for m in ("ttft", "tpot") for p in ("mean", "p95", "p99_9")]
 )
 """Metrics ``print_run`` shows on rows of their own; every other recorded one follows them
@@ -84,6 +84,8 @@ def print_run(info: dict[str, Any]) -> None:
             table.add_row(label, f"{info[key]:.3f} s")
     if "peak_rss_bytes" in info:
         table.add_row("peak RSS", f"{info['peak_rss_bytes'] / 2**20:,.1f} MiB")
+    if "peak_gpu_bytes" in info:
+        table.add_row("peak GPU memory", f"{info['peak_gpu_bytes'] / 2**20:,.1f} MiB")
     if "loadgen_valid_bool" in info:
         table.add_row("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID")
     for label, value in energy_and_cost(info):

@@ -56,16 +56,25 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     evidence.frameworks[env.framework] = seen
     if public_version(seen) != public_version(env.version):  # semver build metadata too
         raise FrameworkMismatch(framework=env.framework, pinned=env.version, seen=seen)
-    from pinbench.evaluator.memory import PeakMemory
+    from pinbench.evaluator.memory import PeakGpuMemory, PeakMemory
 
-    memory = PeakMemory()
+    memory, gpu = PeakMemory(), PeakGpuMemory()
     try:
         _measure(job, cls, seen, evidence, say)
     except BaseException:  # a run that did not finish records no metric: the peak is a detail
-        evidence.details["memory"] = {"peak_rss": memory.source, "bytes": memory.peak_bytes()}
+        gpu_bytes = gpu.finish()
+        evidence.details["memory"] = {
+            "peak_rss": memory.source,
+            "bytes": memory.peak_bytes(),
+            "gpu": gpu.source,
+            "gpu_bytes": gpu_bytes,
+        }
         raise
     evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
-    evidence.details["memory"] = {"peak_rss": memory.source}
+    gpu_peak = gpu.finish()
+    if gpu_peak is not None:
+        evidence.metrics["peak_gpu_bytes"] = float(gpu_peak)
+    evidence.details["memory"] = {"peak_rss": memory.source, "gpu": gpu.source}
 
 
 def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say: Say) -> None:

@@ -12,8 +12,76 @@ from __future__ import annotations
 
 import resource
 from pathlib import Path
+from typing import Any
 
 PROC = Path("/proc/self")
+
+
+GPU_INTERVAL_S = 0.02
+"""How often the GPUs' memory is read (NVML keeps no peak of its own: a spike shorter than this
+can be missed, as in optimum-benchmark's tracker)."""
+
+
+def open_nvml() -> Any:
+    """NVML through ``libnvidia-ml`` (``OSError`` where there is none)."""
+    from pinbench.trace.system import Nvml
+
+    return Nvml()
+
+
+class PeakGpuMemory:
+    """The GPUs' memory in use, at its highest over the evaluation: NVML read on a daemon thread
+    every ``GPU_INTERVAL_S`` (summed over the machine's GPUs, every process's use: NVML's device
+    view, as optimum-benchmark's ``max_global_vram``). Without NVML (no GPU, no driver) nothing is
+    recorded but the reason: an undefined metric is never a 0."""
+
+    def __init__(self, opener: Any = None) -> None:
+        import threading
+
+        self.peak: int | None = None
+        self.source = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        try:
+            self._nvml: Any = (opener or open_nvml)()
+        except OSError as exc:
+            self._nvml = None
+            self.source = f"no GPU memory: NVML is not available here ({exc})"
+            return
+        gpus = len(self._nvml.handles)
+        self.source = (
+            f"NVML: memory in use on the machine's {gpus} GPU(s), every process's, sampled "
+            f"every {GPU_INTERVAL_S * 1000:.0f} ms"
+        )
+        self._read()
+        self._thread = threading.Thread(target=self._loop, name="pinbench-gpu-memory", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            used = sum(self._nvml.memory_used())
+        except OSError as exc:
+            self.source = f"{self.source}; a read failed: {exc}"
+            self._stop.set()
+            return
+        self.peak = used if self.peak is None else max(self.peak, used)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(GPU_INTERVAL_S):
+            self._read()
+
+    def finish(self) -> int | None:
+        """Stop sampling (one last read) and give the peak, or None without NVML."""
+        if self._nvml is None:
+            return None
+        if not self._stop.is_set():
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join()
+            self._read()
+        self._nvml.close()
+        self._nvml = None
+        return self.peak
 
 
 class PeakMemory:

@@ -98,6 +98,16 @@ class Nvml:
             out.append((float(util.gpu), mem.used / 2**20))
         return out
 
+    def memory_used(self) -> list[int]:
+        """Bytes of memory in use on each GPU (every process's: NVML's device view)."""
+        out = []
+        for handle in self.handles:
+            mem = _Memory()
+            if self.lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(mem)) != 0:
+                raise OSError("nvmlDeviceGetMemoryInfo failed")
+            out.append(int(mem.used))
+        return out
+
     def close(self) -> None:
         self.lib.nvmlShutdown()
 
