@@ -86,6 +86,17 @@ def test_gpu_memory_is_the_highest_sum_nvml_reported_and_nothing_without_nvml() 
     assert none.finish() is None
     assert none.source.startswith("no GPU memory: NVML is not available here (libnvidia-ml")
 
+    class Failing(_Gpus):
+        def memory_used(self) -> list[int]:
+            if self.reads >= 1:
+                raise OSError("nvmlDeviceGetMemoryInfo failed")
+            return super().memory_used()
+
+    broken = Failing([[7 * MIB]])
+    gapped = PeakGpuMemory(lambda: broken)
+    assert gapped.finish() is None and broken.closed  # a peak with a gap is no peak
+    assert gapped.source == "no GPU memory: an NVML read failed (nvmlDeviceGetMemoryInfo failed)"
+
 
 def test_a_run_records_gpu_memory_where_nvml_answers_and_says_why_not_where_it_does_not(
     digits: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -42,9 +42,10 @@ class PeakGpuMemory:
         self.source = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failed = False
         try:
             self._nvml: Any = (opener or open_nvml)()
-        except OSError as exc:
+        except (OSError, AttributeError) as exc:  # no library, or one without a call we need
             self._nvml = None
             self.source = f"no GPU memory: NVML is not available here ({exc})"
             return
@@ -60,8 +61,9 @@ class PeakGpuMemory:
     def _read(self) -> None:
         try:
             used = sum(self._nvml.memory_used())
-        except OSError as exc:
-            self.source = f"{self.source}; a read failed: {exc}"
+        except (OSError, AttributeError) as exc:  # a peak with a gap is no peak: none recorded
+            self.source = f"no GPU memory: an NVML read failed ({exc})"
+            self._failed = True
             self._stop.set()
             return
         self.peak = used if self.peak is None else max(self.peak, used)
@@ -71,17 +73,18 @@ class PeakGpuMemory:
             self._read()
 
     def finish(self) -> int | None:
-        """Stop sampling (one last read) and give the peak, or None without NVML."""
+        """Stop sampling (one last read) and give the peak; None without NVML or after a read
+        failed (``source`` says which)."""
         if self._nvml is None:
             return None
-        if not self._stop.is_set():
-            self._stop.set()
-            if self._thread is not None:
-                self._thread.join()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if not self._failed:
             self._read()
         self._nvml.close()
         self._nvml = None
-        return self.peak
+        return None if self._failed else self.peak
 
 
 class PeakMemory:
