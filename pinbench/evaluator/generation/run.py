@@ -53,7 +53,9 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         prompts = generator.encode_prompts(samples.texts[:count], spec, job.stop.check)
         job.stop.check()
         batch = body.batch_size
-        expected = _warm_up(generator, prompts, batch, spec, job)
+        # an accuracy run's one query holds the prompts once: no batch is larger than them
+        widest = min(batch, count) if accuracy else batch
+        expected = _warm_up(generator, prompts, widest, spec, job)
         say(
             f"running {scenario.name} ({scenario.mode}), token latencies, {count} prompts"
             + (f", {batch} at a time" if batch > 1 else "")
