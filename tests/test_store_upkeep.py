@@ -19,7 +19,16 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
-from tests.helpers import dataset_manifest, in_process_cli, run_digits, sha, write_files
+from tests.helpers import (
+    dataset_manifest,
+    in_process_cli,
+    run_digits,
+    run_doc_block,
+    sha,
+    write_files,
+)
+
+PAGE = Path(__file__).resolve().parent.parent / "docs/operations.md"
 
 FILES = {"x.npy": b"x-bytes", "y.npy": b"y-bytes"}
 
@@ -181,3 +190,12 @@ def test_gc_without_blobs_reclaims_the_staging_folder_too(ws: Workspace) -> None
     assert [name for name, _ in done.removed] == [f"stage-{'a' * 16}-deadbeef"]
     assert list(staging.iterdir()) == []
     assert os.listdir(ws.store.blobs) == [".staging"]
+
+
+def test_the_operations_page_block_finds_collects_and_rechecks(tmp_path: Path) -> None:
+    done = run_doc_block(PAGE, "tests/test_store_upkeep.py", tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "unreferenced: blobs/" in done.stdout and "fsck exited 1" in done.stdout
+    assert "would remove 1 unreferenced blob, 37 bytes" in done.stdout
+    assert "removed 1 unreferenced blob, 37 bytes" in done.stdout
+    assert done.stdout.rstrip().endswith("checked 0 blobs, 0 bytes: no problems")
