@@ -150,6 +150,10 @@ ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader 
 
 RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
 
+# ---------------------------------------------------------------- operators' options
+
+GC_GRACE_S = between(0, 366 * 86_400, "a year: past it a blob is old by any measure")
+
 
 TABLE: Final[dict[str, Bound]] = {
     "batch_size": BATCH_SIZE,

@@ -15,7 +15,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from pinbench.accounts import AccountNotFound, AuthError, Forbidden
-from pinbench.artifacts.store import BlobMissing
+from pinbench.artifacts.store import BlobMissing, StoreFull
 from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
@@ -65,6 +65,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (Conflict, 409),
     (UploadTooLarge, 413),
     (QueueFull, 503),
+    (StoreFull, 507),
     (DatabaseUnavailable, 503),
     (UserError, 400),
 )

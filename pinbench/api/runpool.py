@@ -338,12 +338,12 @@ class RunPool:
     def _sweep(self) -> None:
         """Mark interrupted the runs of servers whose lease expired (killed, or stalled past
         it); remove the scratch dead processes left (never a live one's)."""
-        from pinbench.artifacts.scratch import reclaim
+        from pinbench.artifacts.scratch import reclaim_each
 
         abandoned = instances.abandon_expired(self.ws, STOPPED)
         if abandoned:
             log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
-        reclaim(self.ws.store.tmp)
+        reclaim_each(self.ws.store.scratch_folders())
 
     def _beat(self) -> None:
         """Renew the lease; sweep expired ones; stop the runs someone asked (through any
