@@ -150,6 +150,10 @@ ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader 
 
 RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
 
+# ---------------------------------------------------------------- the environment
+
+RETRY_S = between(0, 3600, "an hour of a server away (a restart takes seconds); 0 never retries")
+
 
 TABLE: Final[dict[str, Bound]] = {
     "batch_size": BATCH_SIZE,
@@ -214,5 +218,6 @@ TABLE: Final[dict[str, Bound]] = {
     "samples": SAMPLES,
     "attributes (integers)": ATTRIBUTE_INT,
     "retries (POST /api/v1/runs/on)": RETRIES,
+    "PINBENCH_RETRY_S (seconds a client retries one request)": RETRY_S,
 }
 """Every bound, by the fields it bounds (as the README's table lists them)."""
