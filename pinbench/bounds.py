@@ -154,6 +154,10 @@ RETRIES = between(0, 3, "attempts on another system when a run's system is lost"
 
 GC_GRACE_S = between(0, 366 * 86_400, "a year: past it a blob is old by any measure")
 
+# ---------------------------------------------------------------- the environment
+
+RETRY_S = between(0, 3600, "an hour of a server away (a restart takes seconds); 0 never retries")
+
 
 TABLE: Final[dict[str, Bound]] = {
     "batch_size": BATCH_SIZE,
@@ -218,5 +222,6 @@ TABLE: Final[dict[str, Bound]] = {
     "samples": SAMPLES,
     "attributes (integers)": ATTRIBUTE_INT,
     "retries (POST /api/v1/runs/on)": RETRIES,
+    "PINBENCH_RETRY_S (seconds a client retries one request)": RETRY_S,
 }
 """Every bound, by the fields it bounds (as the README's table lists them)."""
