@@ -150,6 +150,12 @@ ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader 
 
 RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
 
+# ---------------------------------------------------------------- server options
+
+RUNS_PER_USER = between(1, 100_000, "as long as any run queue a server keeps")
+DRAIN_S = between(0, 86_400, "24 h, the longest run; 0 stops at once")
+AUTH_FAILURES = between(1, 100_000, "failed authentications per minute; 1 locks out on a typo")
+
 
 TABLE: Final[dict[str, Bound]] = {
     "batch_size": BATCH_SIZE,
