@@ -158,6 +158,12 @@ GC_GRACE_S = between(0, 366 * 86_400, "a year: past it a blob is old by any meas
 
 RETRY_S = between(0, 3600, "an hour of a server away (a restart takes seconds); 0 never retries")
 
+# ---------------------------------------------------------------- server options
+
+RUNS_PER_USER = between(1, 100_000, "as long as any run queue a server keeps")
+DRAIN_S = between(0, 86_400, "24 h, the longest run; 0 stops at once")
+AUTH_FAILURES = between(1, 100_000, "failed authentications per minute; 1 locks out on a typo")
+
 
 TABLE: Final[dict[str, Bound]] = {
     "batch_size": BATCH_SIZE,

@@ -109,12 +109,14 @@ def serve_process(
     prefix: Sequence[str] = (),
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``pinbench serve ARGS`` on a free loopback port, in a session of its own, with ``env``
-    added to its environment: its URL and process once it answers. On the way out, unless the
-    test has ended it: SIGTERM to its group, SIGKILL after 20 s. ``prefix``: a command that
-    execs the server (``nsenter -t PID -m --``: in another mount namespace)."""
+    added to its environment (``PINBENCH_DRAIN_S`` 0 unless ``env`` sets it: SIGTERM stops it
+    at once): its URL and process once it answers. On the way out, unless the test has ended
+    it: SIGTERM to its group, SIGKILL after 20 s. ``prefix``: a command that execs the server
+    (``nsenter -t PID -m --``: in another mount namespace)."""
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k not in ("PINBENCH_URL", "PINBENCH_TOKEN")}
-    environ |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url, **(env or {})}
+    environ |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url}
+    environ |= {"PINBENCH_DRAIN_S": "0", **(env or {})}  # tests that drain say so
     log = home / "serve.log"
     if log.exists():  # a second server on the same home keeps its own log
         log = home / f"serve-{port}.log"

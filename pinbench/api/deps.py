@@ -12,8 +12,11 @@ from litestar.datastructures import State
 
 from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
 from pinbench.api.cache import ReadCache
+from pinbench.api.drain import DRAIN_S
+from pinbench.api.fairshare import RUNS_PER_USER
 from pinbench.api.hosts import LOOPBACK
 from pinbench.api.runpool import RunPool
+from pinbench.api.throttle import FAILURES, AuthThrottle, token_id_of
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
@@ -37,6 +40,12 @@ class ServerSettings:
     """This server's URL as the agents reach it (their blob downloads)."""
     warm: bool = False
     """``serve --warm``: keep one evaluator per environment between runs."""
+    auth_failures: int = FAILURES
+    """Failed authentications per client address and per token id a minute, then 429."""
+    runs_per_user: int = RUNS_PER_USER
+    """Runs one user may have queued or running in a server process (``--runs-per-user``)."""
+    drain_s: int = DRAIN_S
+    """On SIGTERM, how long running runs may take to finish (``--drain-seconds``)."""
     """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
 
 
@@ -74,26 +83,45 @@ async def provide_principal(request: Request[Any, Any, Any], state: State) -> Pr
     """The caller: from ``Authorization: Bearer TOKEN``, else anonymous (who may read when
     reads are public). A bad token is refused even where none is needed."""
     header = request.headers.get("authorization")
+    address = client_address(request)
     if header is None:
-        return await principal_for(state, None)
+        return await principal_for(state, None, address)
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
+        throttle: AuthThrottle = state.throttle
+        keys = throttle.keys(address, None)
+        throttle.check(keys)
+        throttle.failed(keys, "the Authorization header is not 'Bearer <token>'")
         raise AuthError("the Authorization header must be 'Bearer <token>'")
-    return await principal_for(state, token)
+    return await principal_for(state, token, address)
 
 
-async def principal_for(state: State, token: str | None) -> Principal:
-    """Who holds ``token`` (None: anonymous), with the read scope added when reads are public."""
+def client_address(request: Request[Any, Any, Any]) -> str | None:
+    """The address the connection came from (a reverse proxy's, behind one)."""
+    return request.client.host if request.client is not None else None
+
+
+async def principal_for(state: State, token: str | None, address: str | None) -> Principal:
+    """Who holds ``token`` (None: anonymous), with the read scope added when reads are public.
+    Failed authentications count against ``address`` and the token's id: past the server's
+    limit the caller is refused (429) before the token is looked at (``api/throttle.py``)."""
     settings: ServerSettings = state.settings
     if token is None:
         return PUBLIC_READER if settings.public_read else ANONYMOUS
     ws: Workspace = state.ws
+    throttle: AuthThrottle = state.throttle
+    keys = throttle.keys(address, token_id_of(token))
+    throttle.check(keys)
 
     def lookup() -> Principal:
         with ws.transaction() as session:
             return authenticate(session, token)
 
-    principal: Principal = await anyio.to_thread.run_sync(lookup)
+    try:
+        principal: Principal = await anyio.to_thread.run_sync(lookup)
+    except AuthError as exc:
+        throttle.failed(keys, str(exc))
+        raise
     if settings.public_read:
         return dataclasses.replace(principal, scopes=principal.scopes | {"read"})
     return principal

@@ -7,12 +7,19 @@ import os
 
 import click
 
+from pinbench import bounds
 from pinbench.cli.common import listed, local_registry
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
+
+
+def bounded(bound: bounds.Bound) -> click.IntRange:
+    """An integer option within ``bound`` (refused outside, naming the range)."""
+    return click.IntRange(int(bound.low), int(bound.high))
+
 
 WORKER_HEALTHCHECK_S = 60
 """How long ``serve --workers N`` lets a worker take to answer uvicorn's health check."""
@@ -187,6 +194,42 @@ def gc_cmd(
         "the agent's). Default: PINBENCH_PRICE_PER_HOUR, else none."
     ),
 )
+@click.option(
+    "--runs-per-user",
+    "runs_per_user",
+    type=bounded(bounds.RUNS_PER_USER),
+    default=8,
+    envvar="PINBENCH_RUNS_PER_USER",
+    show_envvar=True,
+    help=(
+        "Runs one user may have queued or running per server process; "
+        "more are refused (429). Waiting runs start round robin across users."
+    ),
+)
+@click.option(
+    "--drain-seconds",
+    "drain_seconds",
+    type=bounded(bounds.DRAIN_S),
+    default=30,
+    envvar="PINBENCH_DRAIN_S",
+    show_envvar=True,
+    help=(
+        "On SIGTERM: take no new run (503), let running runs finish for up "
+        "to this long, then stop (what still runs is interrupted). 0: stop at once."
+    ),
+)
+@click.option(
+    "--auth-failures",
+    "auth_failures",
+    type=bounded(bounds.AUTH_FAILURES),
+    default=20,
+    envvar="PINBENCH_AUTH_FAILURES",
+    show_envvar=True,
+    help=(
+        "Failed authentications one client address, or one token id, may make "
+        "in a minute; past it the server answers 429 with Retry-After."
+    ),
+)
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -202,6 +245,9 @@ def serve(
     agent_url: str | None = None,
     warm: bool = False,
     price_per_hour: float | None = None,
+    runs_per_user: int = 8,
+    drain_seconds: int = 30,
+    auth_failures: int = 20,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -273,6 +319,9 @@ def serve(
         cluster=cluster,
         agent_url=agent_url if cluster is not None else None,
         warm=warm,
+        runs_per_user=runs_per_user,
+        drain_s=drain_seconds,
+        auth_failures=auth_failures,
     )
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"

@@ -20,7 +20,7 @@ from pinbench import reports
 from pinbench.accounts import AuthError, Principal
 from pinbench.api.controllers.reports import report_response
 from pinbench.api.controllers.systems import alive_systems
-from pinbench.api.deps import principal_for, provide_principal
+from pinbench.api.deps import client_address, principal_for, provide_principal
 from pinbench.api.problems import ApiNotFound, http_detail, status_of
 from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
@@ -47,7 +47,7 @@ async def provide_ui_principal(request: Request[Any, Any, Any], state: State) ->
     (HttpOnly, SameSite=Strict, path /ui), else anonymous."""
     if "authorization" in request.headers:
         return await provide_principal(request, state)
-    return await principal_for(state, request.cookies.get(COOKIE) or None)
+    return await principal_for(state, request.cookies.get(COOKIE) or None, client_address(request))
 
 
 def _page(name: str, status_code: int = 200, **context: Any) -> Template:
@@ -302,7 +302,7 @@ class WebController(Controller):
         require_same_origin(request)
         token = data.get("token", "").strip()
         try:
-            who = await principal_for(state, token or None)
+            who = await principal_for(state, token or None, client_address(request))
             if who.user is None:
                 raise AuthError("paste an API token (pbt_...)")
         except AuthError as exc:
