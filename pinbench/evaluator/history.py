@@ -6,12 +6,13 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
 from pinbench.errors import UserError
+from pinbench.evaluator.run_filter import RunFilter
 from pinbench.registry.lockfile import Lockfile
 from pinbench.run_metrics import COMPARED
 from pinbench.workspace import Workspace
@@ -121,23 +122,57 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
 
 
 def list_runs(
-    ws: Workspace, limit: int | None = None, *, nested: bool = False
+    ws: Workspace,
+    limit: int | None = None,
+    *,
+    nested: bool = False,
+    where: RunFilter | None = None,
+    after: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run objects, newest first, each with its metrics as top-level fields (e.g. ``top1``)
-    or, when ``nested``, under ``metrics``."""
+    or, when ``nested``, under ``metrics``. ``where`` keeps the runs it matches; ``after`` (a
+    run id or unique prefix) starts the page with the run listed after that one (keyset
+    paging: the next page of a list is ``after=`` its last run's id)."""
     with ws.transaction() as session:
-        stmt = (
+        stmt = select(Run.id).order_by(Run.started_at.desc(), Run.id.desc())
+        stmt = _filtered(stmt, where or RunFilter())
+        if after is not None:
+            last = find_run(session, after)
+            stmt = stmt.where(tuple_(Run.started_at, Run.id) < tuple_(last.started_at, last.id))
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        ids = list(session.scalars(stmt))  # off one index; the rows themselves for the page only
+        rows = session.execute(
             select(Run, LockfileRow.body)
             .join(LockfileRow, LockfileRow.digest == Run.lockfile_digest)
             .options(selectinload(Run.results))
-            .order_by(Run.started_at.desc(), Run.id)
-        )
-        if limit is not None:
-            stmt = stmt.limit(limit)
-        rows = session.execute(stmt).all()
+            .where(Run.id.in_(ids))
+        ).all()
+        by_id = {run.id: (run, body) for run, body in rows}
         return [
-            _summary(run, Lockfile.from_bytes(body.encode()), nested=nested) for run, body in rows
+            _summary(run, Lockfile.from_bytes(body.encode()), nested=nested)
+            for run, body in (by_id[i] for i in ids)
         ]
+
+
+def _filtered(stmt: Select[tuple[str]], where: RunFilter) -> Select[tuple[str]]:
+    for column, version, wanted in (
+        (Run.model, Run.model_version, where.model),
+        (Run.framework, Run.framework_version, where.framework),
+    ):
+        if wanted is not None:
+            stmt = stmt.where(column == wanted.name)
+            if wanted.version is not None:
+                stmt = stmt.where(version == wanted.version)
+    if where.status is not None:
+        stmt = stmt.where(Run.status == where.status)
+    if where.system is not None:
+        stmt = stmt.where(Run.system == where.system)
+    if where.since is not None:
+        stmt = stmt.where(Run.started_at >= where.since)
+    if where.until is not None:
+        stmt = stmt.where(Run.started_at < where.until)
+    return stmt
 
 
 def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
