@@ -257,9 +257,7 @@ class WebController(Controller):
             if len(runs) == RUNS_PAGE
             else None
         )
-        return _page(
-            "runs", principal=principal, runs=runs, where=where, older=older, after=after
-        )
+        return _page("runs", principal=principal, runs=runs, where=where, older=older, after=after)
 
     @get("/runs/{run_id:str}", sync_to_thread=True)
     def run(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> Template:
