@@ -282,8 +282,16 @@ class Remote:
         """Ask the server to cancel a queued or running run; its view as the server has it."""
         return flatten(self.json("DELETE", f"/api/v1/runs/{run_id}"))
 
-    def runs(self, limit: int | None) -> list[dict[str, Any]]:
-        params = {"limit": limit} if limit else {}
+    def runs(
+        self, limit: int | None, where: dict[str, str] | None = None, after: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Runs newest first, filtered by ``where`` (``RunFilter.words``), the page after the
+        run ``after``."""
+        params: dict[str, Any] = dict(where or {})
+        if limit:
+            params["limit"] = limit
+        if after is not None:
+            params["after"] = after
         return [flatten(r) for r in self.json("GET", "/api/v1/runs", params=params)]
 
     def compare(self, run_ids: list[str]) -> dict[str, Any]:

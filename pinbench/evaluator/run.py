@@ -29,6 +29,7 @@ from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
+from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
@@ -126,6 +127,7 @@ def queue_run(
                 submitted_by=submitted_by,
                 system=system,
                 retry_of=retry_of,
+                **listing_columns(lock),
             )
         )
 
@@ -358,6 +360,7 @@ def _record(ws: Workspace, attempt: _Attempt) -> bool:
                 latencies_sha256=attempt.latencies.hex if attempt.latencies else None,
                 trace_level=attempt.trace_level,
                 trace_sha256=attempt.trace.hex if attempt.trace else None,
+                **listing_columns(attempt.lock),
                 results=[
                     Result(metric=k, value=v, unit=unit_of(k))
                     for k, v in sorted(evidence.metrics.items())

@@ -50,6 +50,10 @@ async def provide_ui_principal(request: Request[Any, Any, Any], state: State) ->
     return await principal_for(state, request.cookies.get(COOKIE) or None, client_address(request))
 
 
+RUNS_PAGE = 200
+"""Runs on one page of /ui/runs; "older runs" pages on (keyset paging, decision 148)."""
+
+
 def _page(name: str, status_code: int = 200, **context: Any) -> Template:
     return Template(template_name=f"web/{name}.html.j2", context=context, status_code=status_code)
 
@@ -225,9 +229,35 @@ class WebController(Controller):
     # ------------------------------------------------------------------ runs
 
     @get("/runs", sync_to_thread=True)
-    def runs(self, ws: Workspace, principal: Principal) -> Template:
+    def runs(
+        self,
+        hosted: Hosting,
+        principal: Principal,
+        model: Annotated[str | None, Parameter(max_length=401)] = None,
+        framework: Annotated[str | None, Parameter(max_length=401)] = None,
+        status: Annotated[str | None, Parameter(max_length=16)] = None,
+        system: Annotated[str | None, Parameter(max_length=63)] = None,
+        since: Annotated[str | None, Parameter(max_length=40)] = None,
+        until: Annotated[str | None, Parameter(max_length=40)] = None,
+        after: Annotated[str | None, Parameter(max_length=36)] = None,
+    ) -> Template:
         principal.require("read")
-        return _page("runs", principal=principal, runs=list_runs(ws, 200, nested=True))
+        where = {
+            "model": model,
+            "framework": framework,
+            "status": status,
+            "system": system,
+            "since": since,
+            "until": until,
+        }
+        runs = hosted.run_views(RUNS_PAGE, where, after)
+        given = {k: v for k, v in where.items() if v}
+        older = (
+            f"/ui/runs?{urlencode({**given, 'after': runs[-1]['id']})}"
+            if len(runs) == RUNS_PAGE
+            else None
+        )
+        return _page("runs", principal=principal, runs=runs, where=where, older=older, after=after)
 
     @get("/runs/{run_id:str}", sync_to_thread=True)
     def run(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> Template:
