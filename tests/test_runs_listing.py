@@ -65,8 +65,8 @@ def _fill(reg: pinbench.Registry, count: int, seed: int) -> list[Row]:
         for lock in locks:
             store_lockfile(session, lock.body)
         for i in range(count):
-            lock = rnd.choice(locks).body
-            cols = listing_columns(lock)
+            locked = rnd.choice(locks).body
+            cols = listing_columns(locked)
             row = Row(
                 id=f"{rnd.getrandbits(128):032x}"[:8] + f"-{i:04d}-4000-8000-{i:012d}",
                 started_at=T0 + timedelta(minutes=rnd.randrange(count // 3)),
@@ -79,7 +79,7 @@ def _fill(reg: pinbench.Registry, count: int, seed: int) -> list[Row]:
             session.add(
                 RunRow(
                     id=row.id,
-                    lockfile_digest=lock.digest.hex,
+                    lockfile_digest=locked.digest.hex,
                     status=row.status,
                     runner="local",
                     started_at=row.started_at,
@@ -138,7 +138,7 @@ def test_every_filter_and_every_page_are_the_rows_it_names_newest_first(
     seen: list[str] = []
     after: str | None = None
     while True:  # pages of 37: every run once, in order, however the pages fall
-        page = [r.id for r in reg.runs(37, after=after, **words)]  # type: ignore[arg-type]
+        page = [r.id for r in reg.runs(37, after=after, **words)]
         seen += page
         if len(page) < 37:
             break

@@ -136,7 +136,7 @@ def list_runs(
     run id or unique prefix) starts the page with the run listed after that one (keyset
     paging: the next page of a list is ``after=`` its last run's id)."""
     with ws.transaction() as session:
-        stmt = select(*_LISTED).order_by(Run.started_at.desc(), Run.id.desc())
+        stmt: Listing = select(*_LISTED).order_by(Run.started_at.desc(), Run.id.desc())
         stmt = _filtered(stmt, where or RunFilter())
         if after is not None:
             last = find_run(session, after)
@@ -187,9 +187,10 @@ _LISTED = (
     Run.error,
 )
 """The columns a run's summary shows (``_summary``): a listing reads these, not whole rows."""
+Listing = Select[*tuple[Any, ...]]
 
 
-def _filtered(stmt: Select[Any], where: RunFilter) -> Select[Any]:
+def _filtered(stmt: Listing, where: RunFilter) -> Listing:
     for column, version, wanted in (
         (Run.model, Run.model_version, where.model),
         (Run.framework, Run.framework_version, where.framework),

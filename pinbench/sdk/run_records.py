@@ -7,10 +7,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from pinbench.remote import Remote
+    from pinbench.sdk.registry import Registry
     from pinbench.sdk.runs import Run
     from pinbench.workspace import Workspace
 
@@ -61,7 +62,7 @@ class RunRecords:
             lambda remote: remote.runs(limit, where.words(), after),
             lambda ws: list_runs(ws, limit, where=where, after=after),
         )
-        return [Run(row, self) for row in rows]
+        return [Run(row, cast("Registry", self)) for row in rows]
 
     def run(self, run_id: str) -> Run:
         """One recorded run (an id or a unique prefix), with its details."""
@@ -69,7 +70,7 @@ class RunRecords:
         from pinbench.sdk.runs import Run
 
         info = self.either(lambda remote: remote.run(run_id), lambda ws: show_run(ws, run_id))
-        return Run(info, self)
+        return Run(info, cast("Registry", self))
 
     def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
         """Runs side by side: which inputs differ, each metric per run."""
