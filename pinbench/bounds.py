@@ -150,6 +150,10 @@ ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader 
 
 RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
 
+# ---------------------------------------------------------------- server options
+
+READY_MIN_FREE_MB = between(0, 1 << 24, "serve --ready-min-free-mb; 2^24 MiB is 16 TiB")
+
 
 TABLE: Final[dict[str, Bound]] = {
     "batch_size": BATCH_SIZE,

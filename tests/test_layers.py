@@ -228,6 +228,8 @@ BENEATH_API = {
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.runpool"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.bounds"): "the bound of --ready-min-free-mb, a number "
+    "the operator gives (every number parsed is bounded in pinbench.bounds)",
     ("pinbench.cli.serve", "pinbench.energy.price"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.evaluator.instances"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.evaluator.runners"): COMPOSITION,

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from pinbench.api.problems import QueueFull
+from pinbench.db.errors import DatabaseUnavailable
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import (
@@ -321,6 +322,12 @@ class RunPool:
                 self._ended.notify_all()
         return False
 
+    def counts(self) -> tuple[int, int]:
+        """Runs held here: (queued, running)."""
+        with self._lock:
+            held, running = len(self._mine), len(self._stops)
+        return held - running, running
+
     def _say(self, run_id: str, text: str) -> None:
         log.info("run %s: %s", run_id[:8], text)
         self.progress[run_id] = text
@@ -362,7 +369,9 @@ class RunPool:
                 if running:
                     for run_id, reason in instances.cancel_requests(self.ws, self.instance).items():
                         self.stop_run(run_id, reason)
-            except Exception:  # a database hiccup: try again next beat
+            except DatabaseUnavailable as exc:  # one line, not a traceback a second
+                log.warning("heartbeat of server instance %s failed: %s", self.instance[:8], exc)
+            except Exception:  # anything else: its traceback (repeats held back, api/logs)
                 log.exception("heartbeat of server instance %s failed", self.instance[:8])
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ import os
 
 import click
 
+from pinbench.bounds import READY_MIN_FREE_MB
 from pinbench.cli.common import listed, local_registry
 from pinbench.console import err as _err
 from pinbench.console import json_option
@@ -150,6 +151,33 @@ def gc_cmd(
         "the agent's). Default: PINBENCH_PRICE_PER_HOUR, else none."
     ),
 )
+@click.option(
+    "--log-level",
+    "log_level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    envvar="PINBENCH_LOG_LEVEL",
+    help=(
+        "Least severe log records written (or PINBENCH_LOG_LEVEL). "
+        "info: the access log and events (publishes, failed logins); "
+        "debug adds the probes and each token's use."
+    ),
+)
+@click.option(
+    "--log-format",
+    "log_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    envvar="PINBENCH_LOG_FORMAT",
+    help="Logs as text lines or JSON lines (or PINBENCH_LOG_FORMAT).",
+)
+@click.option(
+    "--ready-min-free-mb",
+    "ready_min_free_mb",
+    type=click.IntRange(int(READY_MIN_FREE_MB.low), int(READY_MIN_FREE_MB.high)),
+    default=512,
+    help="Free space (MiB) the blob store's disk needs for /api/v1/ready to answer 200.",
+)
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -165,6 +193,9 @@ def serve(
     agent_url: str | None = None,
     warm: bool = False,
     price_per_hour: float | None = None,
+    log_level: str = "info",
+    log_format: str = "text",
+    ready_min_free_mb: int = 512,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -174,7 +205,7 @@ def serve(
     """
     import uvicorn
 
-    from pinbench.api import hosts
+    from pinbench.api import hosts, logs
     from pinbench.api.runpool import STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
     from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
@@ -236,7 +267,11 @@ def serve(
         cluster=cluster,
         agent_url=agent_url if cluster is not None else None,
         warm=warm,
+        log_level=log_level,
+        log_format=log_format,
+        ready_min_free_mb=ready_min_free_mb,
     )
+    logs.configure(log_level, log_format)  # uvicorn's own records, in the workers' format
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"
     )
@@ -251,5 +286,6 @@ def serve(
         # a worker (local runner, preprocessing) may hold the GIL for seconds on a busy host
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         log_level="warning",
-        access_log=False,
+        log_config=None,  # its records go to the root logger, which logs.configure set up
+        access_log=False,  # the app writes its own (pinbench.api.observe)
     )
