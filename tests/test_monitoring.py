@@ -285,3 +285,39 @@ def test_bad_log_and_readiness_options_are_refused_before_serving(
     assert says in " ".join(done.stderr.split())
     assert not (tmp_path / "home").exists()  # nothing created
 
+
+OPERATIONS = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
+
+
+def _section(title: str) -> str:
+    return OPERATIONS.read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_operations_page_commands_work_and_its_metrics_are_the_servers(server: Server) -> None:
+    """docs/operations.md's "Health, readiness and metrics": its ``pinbench serve`` line parses
+    (every option exists, every value is accepted), each ``curl`` gets its answer from a real
+    server (on the test's port), and its table names every metric the server writes."""
+    import shlex
+
+    from pinbench.cli import load
+
+    page = _section("Health, readiness and metrics")
+    block = page.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.rstrip(" &") for line in block.strip().splitlines()]
+    serve = shlex.split(lines[0])
+    assert serve[:2] == ["pinbench", "serve"]
+    command = load("serve")
+    command.make_context("serve", serve[2:])  # raises on an unknown option or a bad value
+    with server.client() as c:
+        for line in lines[1:]:
+            words = shlex.split(line)
+            assert words[:2] == ["curl", "-sS"]
+            path = words[-1].removeprefix("http://127.0.0.1:8000")
+            assert c.get(path).status_code == 200, line
+        deadline = time.monotonic() + 30
+        while "pinbench_blob_store_bytes" not in (text := c.get("/metrics").text):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    written = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
+    table = page.split("| metric |", 1)[1].split("\n\n", 1)[0]
+    assert written == set(re.findall(r"`(pinbench_[a-z_]+)`", table))
