@@ -10,6 +10,8 @@ credential (the full error goes to the server's log), so the probe can stay open
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import logging
 import os
@@ -76,28 +78,34 @@ class OneAtATime:
         ``timeout_s`` or an earlier call is still in flight."""
         if not self._busy.acquire(blocking=False):
             raise TimeoutError(f"an earlier call still waits (> {timeout_s} s)")
-        done = threading.Event()
-        box: list[T] = []
-        failed: list[BaseException] = []
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = loop.create_future()
+
+        def settle(value: T | None, exc: BaseException | None) -> None:
+            if answer.done():  # the caller gave up waiting
+                return
+            if exc is not None:
+                answer.set_exception(exc)
+            else:
+                answer.set_result(value)  # type: ignore[arg-type]
 
         def work() -> None:
+            value: T | None = None
+            error: BaseException | None = None
             try:
-                box.append(fn())
+                value = fn()
             except BaseException as exc:
-                failed.append(exc)
+                error = exc
             finally:
                 self._busy.release()
-                done.set()
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
 
         threading.Thread(target=work, name="pinbench-probe", daemon=True).start()
-        deadline = time.monotonic() + timeout_s
-        while not done.is_set():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no answer within {timeout_s} s")
-            await anyio.sleep(0.01)
-        if failed:
-            raise failed[0]
-        return box[0]
+        try:
+            return await asyncio.wait_for(answer, timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {timeout_s} s") from None
 
 
 def _select_one(ws: Workspace) -> None:
