@@ -1,5 +1,6 @@
-"""A database outage, on a real PostgreSQL server stopped mid-test under a real ``pinbench
-serve`` (issue 38: 6,224 log lines in 50 s, a traceback a second, and health said ok).
+"""Faults under a real ``pinbench serve`` (issue 38: 6,224 log lines in 50 s, a traceback a
+second, and health said ok with the database down and the disk full): a real PostgreSQL
+server stopped mid-test, one whose processes hang (SIGSTOP), a blob store on a full disk.
 
 Before decision 145 the run pool's heartbeat logged SQLAlchemy's and psycopg's chained
 traceback (about 120 lines) at every beat while the database was down (its lease renewal is
@@ -101,3 +102,44 @@ def test_a_database_that_hangs_is_not_ready_within_the_probes_timeout(tmp_path: 
     cause = {k["name"]: k["cause"] for k in second.json()["checks"] if not k["ok"]}
     assert cause == {"database": "an earlier call still waits (> 2.0 s)"}
     assert took_second < 1.5, took_second
+
+
+def test_a_full_disk_is_not_ready_and_says_so(tmp_path: Path) -> None:
+    """The blob store's disk filled to the last byte (a 16 MiB tmpfs, the database elsewhere):
+    readiness names both failures, ENOSPC and the free space, leaves no file of its own, and
+    is ready again once room is made. Needs root (mount), as the cluster tests do."""
+    import subprocess
+
+    assert os.geteuid() == 0, "mounting the small disk needs root"
+    home = tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(home)], check=True)
+    try:
+        url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+        seed_home(home, url)
+        serving = serve_process(home, url, "--ready-min-free-mb", "1")
+        with serving as (address, _proc), httpx.Client(base_url=address, timeout=10) as c:
+            assert c.get("/api/v1/ready").status_code == 200
+            filler = home / "filler"
+            with filler.open("wb") as out:
+                try:
+                    while True:
+                        out.write(b"\0" * (1 << 16))
+                        out.flush()
+                except OSError:
+                    pass
+            before = sorted(p.name for p in (home / "tmp").iterdir())
+            full = c.get("/api/v1/ready")
+            after = sorted(p.name for p in (home / "tmp").iterdir())
+            filler.unlink()
+            again = c.get("/api/v1/ready")
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)
+    assert full.status_code == 503
+    causes = {k["name"]: k["cause"] for k in full.json()["checks"] if not k["ok"]}
+    assert causes == {
+        "blob_store": "not writable: No space left on device (ENOSPC)",
+        "free_space": "0 MiB free, below 1 MiB",
+    }
+    assert after == before  # the write check's file is gone
+    assert again.status_code == 200, again.text
