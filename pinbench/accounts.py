@@ -73,6 +73,10 @@ class Principal:
             return
         namespace = namespace_of(artifact_name)
         if namespace is None:
+            if self.is_admin:  # the user is an admin; the token was not issued as one
+                raise AdminScopeMissing(
+                    user=str(self.user), token_id=self.token_id, name=artifact_name, action=action
+                )
             raise Forbidden(
                 f"{artifact_name!r} has no namespace: only admins {action} names without one"
             )
@@ -81,6 +85,23 @@ class Principal:
                 f"{self.user} is not a member of namespace {namespace!r}: "
                 f"cannot {action} {artifact_name}"
             )
+
+
+class AdminScopeMissing(Forbidden):
+    """An admin user's token without the ``admin`` scope asked for what only that scope
+    allows: the scope is missing, not the right; the message says how to get a token with it."""
+
+    def __init__(self, *, user: str, token_id: str | None, name: str, action: str) -> None:
+        super().__init__(
+            f"{name!r} has no namespace: only a token with the 'admin' scope may {action} names "
+            f"without one, and token {token_id} of {user} (an admin) was created without it; "
+            f"create one with `pinbench token create --user {user} --scope read "
+            "--scope publish --scope run --scope admin` on the server's database"
+        )
+        self.user = user
+        self.token_id = token_id
+        self.name = name
+        self.action = action
 
 
 ANONYMOUS = Principal(user=None, scopes=frozenset(), namespaces=frozenset())

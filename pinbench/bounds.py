@@ -150,8 +150,19 @@ ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader 
 
 RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
 
+# ---------------------------------------------------------------- operators' options
+
+GC_GRACE_S = between(0, 366 * 86_400, "a year: past it a blob is old by any measure")
+
+# ---------------------------------------------------------------- the environment
+
+RETRY_S = between(0, 3600, "an hour of a server away (a restart takes seconds); 0 never retries")
+
 # ---------------------------------------------------------------- server options
 
+RUNS_PER_USER = between(1, 100_000, "as long as any run queue a server keeps")
+DRAIN_S = between(0, 86_400, "24 h, the longest run; 0 stops at once")
+AUTH_FAILURES = between(1, 100_000, "failed authentications per minute; 1 locks out on a typo")
 READY_MIN_FREE_MB = between(0, 1 << 24, "serve --ready-min-free-mb; 2^24 MiB is 16 TiB")
 
 
@@ -218,5 +229,6 @@ TABLE: Final[dict[str, Bound]] = {
     "samples": SAMPLES,
     "attributes (integers)": ATTRIBUTE_INT,
     "retries (POST /api/v1/runs/on)": RETRIES,
+    "PINBENCH_RETRY_S (seconds a client retries one request)": RETRY_S,
 }
 """Every bound, by the fields it bounds (as the README's table lists them)."""

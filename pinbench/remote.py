@@ -2,7 +2,10 @@
 
 Problem details from the server become the same errors the CLI prints locally: a 4xx is a
 user error (exit 1) carrying the server's message, a 5xx or an unreachable server a failure
-of the system (exit 3).
+of the system (exit 3). A request that is safe to send twice (a read, a lockfile's ``PUT``) is
+retried through a server's brief absence (``pinbench.retrying``: connection errors and
+502/503/504, with backoff, ``Retry-After`` and ``PINBENCH_RETRY_S``), each retry said on
+stderr; a ``POST`` or ``DELETE`` never is.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +29,7 @@ from pinbench.errors import SystemFailure, UserError
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest, manifest_data
 from pinbench.registry.sourcing import locate, needs_completion, stage_files
+from pinbench.retrying import RETRIED_STATUSES, Retrying, dice, retry_after
 from pinbench.trace.summary import NoTrace
 
 FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
@@ -43,11 +48,44 @@ class RemoteFailed(SystemFailure):
     pass
 
 
+class RemoteGaveUp(RemoteFailed):
+    """A request retried through the server's absence until its time was spent: the request,
+    how many tries over how long, and the last failure."""
+
+    def __init__(self, *, url: str, request: str, tries: int, seconds: float, last: str) -> None:
+        super().__init__(
+            f"gave up on the pinbench server at {url} after {tries} tries over {seconds:.0f} s "
+            f"({request}): {last}"
+        )
+        self.url = url
+        self.request = request
+        self.tries = tries
+        self.seconds = seconds
+        self.last = last
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 class Remote:
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = 60.0) -> None:
+    """``retrying``: how requests that are safe to repeat are retried (default: from
+    ``PINBENCH_RETRY_S``); ``notice``: where each retry is said (default: stderr)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        retrying: Retrying | None = None,
+        notice: Callable[[str], None] = _stderr,
+    ) -> None:
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.retrying = Retrying.from_env(os.environ) if retrying is None else retrying
+        self.notice = notice
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Remote | None:
@@ -59,12 +97,40 @@ class Remote:
         self.client.close()
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise RemoteFailed(f"cannot reach the pinbench server at {self.url}: {exc}") from exc
-        self._refuse(response)
-        return response
+        """One request; retried while the server is away when it is safe to repeat."""
+        policy, started, tries = self.retrying, time.monotonic(), 0
+        while True:
+            tries += 1
+            after: float | None = None
+            try:
+                response = self.client.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                if not policy.retries(method):
+                    raise RemoteFailed(
+                        f"cannot reach the pinbench server at {self.url}: {exc}"
+                    ) from exc
+                last = f"cannot reach it: {exc or type(exc).__name__}"
+            except httpx.HTTPError as exc:
+                raise RemoteFailed(
+                    f"cannot reach the pinbench server at {self.url}: {exc}"
+                ) from exc
+            else:
+                if response.status_code not in RETRIED_STATUSES or not policy.retries(method):
+                    self._refuse(response)
+                    return response
+                last = f"it answered {response.status_code} {response.reason_phrase}"
+                after = retry_after(response.headers.get("retry-after"))
+            wait = policy.delay(tries, after, dice)
+            spent = time.monotonic() - started
+            if spent + wait > policy.total_s:
+                raise RemoteGaveUp(
+                    url=self.url, request=f"{method} {path}", tries=tries, seconds=spent, last=last
+                )
+            self.notice(
+                f"pinbench: the server at {self.url} is away ({last}); retrying {method} {path} "
+                f"in {wait:.1f} s (for up to {policy.total_s - spent:.0f} s more)"
+            )
+            time.sleep(wait)
 
     def _refuse(self, response: httpx.Response) -> None:
         """Raise for a 4xx/5xx answer, with the server's problem detail."""
@@ -216,8 +282,16 @@ class Remote:
         """Ask the server to cancel a queued or running run; its view as the server has it."""
         return flatten(self.json("DELETE", f"/api/v1/runs/{run_id}"))
 
-    def runs(self, limit: int | None) -> list[dict[str, Any]]:
-        params = {"limit": limit} if limit else {}
+    def runs(
+        self, limit: int | None, where: dict[str, str] | None = None, after: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Runs newest first, filtered by ``where`` (``RunFilter.words``), the page after the
+        run ``after``."""
+        params: dict[str, Any] = dict(where or {})
+        if limit:
+            params["limit"] = limit
+        if after is not None:
+            params["after"] = after
         return [flatten(r) for r in self.json("GET", "/api/v1/runs", params=params)]
 
     def compare(self, run_ids: list[str]) -> dict[str, Any]:

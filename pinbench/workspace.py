@@ -8,12 +8,14 @@ embedded SQLite database go through the standard library's driver instead.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from pinbench.config import Settings
+from pinbench.errors import PinbenchError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -54,12 +56,18 @@ class Workspace:
     def init(self) -> str:
         """Create the home, the blob store and the schema; return the schema revision."""
         self.engine  # noqa: B018 - a URL that cannot be used is refused before the home is made
+        made = not self.settings.home.exists()
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self.store.create()
         # Alembic only where the schema changes (start-up cost)
         from pinbench.db import migrate, schema
 
-        migrate.upgrade(self.engine)
+        try:
+            migrate.upgrade(self.engine)
+        except PinbenchError:  # the database refused (unreachable, a privilege, too new)
+            if made:  # a home this call made is not left half made
+                shutil.rmtree(self.settings.home, ignore_errors=True)
+            raise
         self._checked = True
         return schema.HEAD_REVISION
 

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,20 +102,27 @@ def serve(home: Path, database_url: str, *args: str) -> Iterator[str]:
 
 @contextmanager
 def serve_process(
-    home: Path, database_url: str, *args: str, env: dict[str, str] | None = None
+    home: Path,
+    database_url: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``pinbench serve ARGS`` on a free loopback port, in a session of its own, with ``env``
-    added to its environment: its URL and process once it answers. On the way out, unless the
-    test has ended it: SIGTERM to its group, SIGKILL after 20 s."""
+    added to its environment (``PINBENCH_DRAIN_S`` 0 unless ``env`` sets it: SIGTERM stops it
+    at once): its URL and process once it answers. On the way out, unless the test has ended
+    it: SIGTERM to its group, SIGKILL after 20 s. ``prefix``: a command that execs the server
+    (``nsenter -t PID -m --``: in another mount namespace)."""
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k not in ("PINBENCH_URL", "PINBENCH_TOKEN")}
-    environ |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url, **(env or {})}
+    environ |= {"PINBENCH_HOME": str(home), "PINBENCH_DATABASE_URL": database_url}
+    environ |= {"PINBENCH_DRAIN_S": "0", **(env or {})}  # tests that drain say so
     log = home / "serve.log"
     if log.exists():  # a second server on the same home keeps its own log
         log = home / f"serve-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pinbench", "serve", "--port", str(port), *args],
+            [*prefix, sys.executable, "-m", "pinbench", "serve", "--port", str(port), *args],
             env=environ,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -88,3 +88,67 @@ def test_init_with_a_wrong_password_prints_one_clear_line(guarded: str, tmp_path
         assert "password authentication failed" in " ".join(other.stderr.split())
     right = _pinbench(tmp_path / "home", guarded, "init")
     assert right.returncode == 0, right.stderr
+
+
+@pytest.mark.parametrize("command", [("db", "upgrade"), ("db", "check")])
+def test_the_schema_commands_with_a_wrong_password_print_one_line(
+    guarded: str, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    wrong = guarded.replace("pinbench:right@", f"pinbench:{WRONG}@")
+    result = _pinbench(tmp_path / "home", wrong, *command)
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr and WRONG not in result.stderr
+    assert 'password authentication failed for user "pinbench"' in message
+
+
+@pytest.fixture(scope="module")
+def limited(guarded: str) -> Iterator[tuple[str, str]]:
+    """A role whose password holds ``@`` and ``:``, and a database it does not own: what an
+    operator makes by following a PostgreSQL 14 guide on PostgreSQL 15 or later (the
+    ``public`` schema is the owner's only). (URL with the password encoded, the bare one.)"""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(guarded, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text("CREATE ROLE bench LOGIN PASSWORD 'p@ss:word'"))
+        conn.execute(text("CREATE DATABASE notowned"))
+        conn.execute(text("CREATE DATABASE owned OWNER bench"))
+    engine.dispose()
+    host = guarded.rsplit("@", 1)[1].rsplit("/", 1)[0]
+    yield (
+        f"postgresql+psycopg://bench:p%40ss%3Aword@{host}",
+        f"postgresql+psycopg://bench:p@ss:word@{host}",
+    )
+
+
+def test_a_role_without_the_create_privilege_is_named_with_the_grant(
+    limited: tuple[str, str], tmp_path: Path
+) -> None:
+    encoded, _ = limited
+    home = tmp_path / "home"
+    result = _pinbench(home, f"{encoded}/notowned", "init")
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 3, result.stderr  # was a 114-line traceback, exit 1
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 4, result.stderr
+    assert message.startswith("error: the database role 'bench' lacks a privilege on")
+    assert "permission denied for schema public" in message
+    assert "GRANT CREATE ON SCHEMA public TO bench" in message
+    assert "p@ss" not in message and "word" not in message
+    assert not home.exists()  # nothing left half made
+    made = _pinbench(home, f"{encoded}/owned", "init")  # the database's owner may
+    assert made.returncode == 0, made.stderr
+    assert _pinbench(home, f"{encoded}/owned", "db", "check").returncode == 0
+
+
+def test_a_password_with_a_bare_at_sign_says_to_percent_encode_it(
+    limited: tuple[str, str], tmp_path: Path
+) -> None:
+    _, bare = limited
+    result = _pinbench(tmp_path / "home", f"{bare}/owned", "init")
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1, result.stderr  # the URL is wrong: a user error
+    assert "Traceback" not in result.stderr
+    assert "must be percent-encoded in PINBENCH_DATABASE_URL (@ as %40" in message
+    assert not (tmp_path / "home").exists()

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pinbench"
 
 # Lowest first. A unit is a top-level package or module of pinbench.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "bounds", "config", "quiet", "hardware"}),
+    ("base", {"errors", "bounds", "config", "quiet", "hardware", "retrying"}),
     ("storage", {"artifacts", "db", "migrations", "workspace"}),
     ("registry", {"registry", "accounts"}),
     (
@@ -228,8 +228,9 @@ BENEATH_API = {
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.runpool"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
-    ("pinbench.cli.serve", "pinbench.bounds"): "the bound of --ready-min-free-mb, a number "
-    "the operator gives (every number parsed is bounded in pinbench.bounds)",
+    ("pinbench.cli.serve", "pinbench.bounds"): "the bounds of serve's own numbers "
+    "(--runs-per-user, --drain-seconds, --auth-failures, --ready-min-free-mb), refused before "
+    "the server starts",
     ("pinbench.cli.serve", "pinbench.energy.price"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.evaluator.instances"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.evaluator.runners"): COMPOSITION,

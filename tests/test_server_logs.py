@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from pinbench.api import logs
-from pinbench.api.deps import token_prefix
+from pinbench.api.throttle import token_id_of
 
 
 class Clock:
@@ -32,6 +32,13 @@ def record(
         except OSError:
             info = sys.exc_info()
     return logging.LogRecord("pinbench.t", level, __file__, 1, msg, args or None, info)
+
+
+def event(msg: str) -> logging.LogRecord:
+    """A record as ``logs.event`` makes it: with its fields."""
+    r = record(msg, level=logging.WARNING)
+    r.fields = {"client": "10.0.0.9"}
+    return r
 
 
 def test_a_repeated_failure_is_written_once_then_counted() -> None:
@@ -59,6 +66,7 @@ def test_a_repeated_failure_is_written_once_then_counted() -> None:
         (record("a", level=logging.INFO), record("a", level=logging.INFO), True,
          "below WARNING (the access log, events) nothing is held back"),
         (record("a"), record("a"), False, "the same error again"),
+        (event("a"), event("a"), True, "an event (a failed login) is each kept: audit"),
     ],
 )  # fmt: skip
 def test_what_counts_as_a_repeat(
@@ -106,10 +114,10 @@ def test_configure_refuses_what_it_does_not_know(level: str, fmt: str, says: str
     ("token", "logged"),
     [
         ("pbt_0123456789abcdef_" + "S" * 43, "0123456789abcdef"),
-        ("pbt_0123456789abcdef", "0123456789abcdef"),
+        ("pbt_0123456789abcdef", None),  # no secret part: not a token
         ("secret-without-shape", None),  # not a token's shape: nothing of it is logged
         ("", None),
     ],
 )
 def test_only_a_tokens_id_is_ever_logged(token: str, logged: str | None) -> None:
-    assert token_prefix(token) == logged
+    assert token_id_of(token) == logged

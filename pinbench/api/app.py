@@ -25,7 +25,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 import pinbench
-from pinbench.api import problems
+from pinbench.api import drain, problems
 from pinbench.api.cache import ReadCache
 from pinbench.api.controllers.accounts import (
     MeController,
@@ -57,6 +57,7 @@ from pinbench.api.observe import RequestStats
 from pinbench.api.probes import BlobScan, OneAtATime, metrics, ready
 from pinbench.api.run_placement import Cluster
 from pinbench.api.runpool import RunPool
+from pinbench.api.throttle import WINDOW_S, AuthThrottle
 from pinbench.db import schema
 from pinbench.errors import PinbenchError, UserError
 from pinbench.reports.render import STATIC as SHARED_STATIC
@@ -137,7 +138,9 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             runners=tuple(settings.runners),
             cluster=cluster_of(settings),
             warm=settings.warm,
+            runs_per_user=settings.runs_per_user,
         )
+        drain.install(app.state.pool, settings.drain_s)  # SIGTERM: finish runs, then stop
         try:
             yield
         finally:
@@ -206,6 +209,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
                 "blob_scan": BlobScan(),
                 "db_ready": OneAtATime(),
                 "db_scrape": OneAtATime(),
+                "throttle": AuthThrottle(failures=settings.auth_failures, window_s=WINDOW_S),
             }
         ),
         lifespan=[lifespan],

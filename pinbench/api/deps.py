@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,16 +13,18 @@ from litestar.datastructures import State
 
 from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
 from pinbench.api.cache import ReadCache
+from pinbench.api.drain import DRAIN_S
+from pinbench.api.fairshare import RUNS_PER_USER
 from pinbench.api.hosts import LOOPBACK
 from pinbench.api.logs import event
 from pinbench.api.observe import note_user
 from pinbench.api.runpool import RunPool
+from pinbench.api.throttle import FAILURES, AuthThrottle, token_id_of
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.api.auth")
-_TOKEN_ID = re.compile(r"pbt_([0-9a-f]{16})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,12 @@ class ServerSettings:
     """This server's URL as the agents reach it (their blob downloads)."""
     warm: bool = False
     """``serve --warm``: keep one evaluator per environment between runs."""
+    auth_failures: int = FAILURES
+    """Failed authentications per client address and per token id a minute, then 429."""
+    runs_per_user: int = RUNS_PER_USER
+    """Runs one user may have queued or running in a server process (``--runs-per-user``)."""
+    drain_s: int = DRAIN_S
+    """On SIGTERM, how long running runs may take to finish (``--drain-seconds``)."""
     log_level: str = "info"
     """``serve --log-level``: debug, info, warning or error (``pinbench.api.logs``)."""
     log_format: str = "text"
@@ -87,32 +94,37 @@ async def provide_principal(request: Request[Any, Any, Any], state: State) -> Pr
     """The caller: from ``Authorization: Bearer TOKEN``, else anonymous (who may read when
     reads are public). A bad token is refused even where none is needed."""
     header = request.headers.get("authorization")
+    address = client_address(request)
     if header is None:
-        return await principal_for(state, None)
-    client = request.client.host if request.client else None
+        return await principal_for(state, None, address)
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        event(log, logging.WARNING, "authentication failed", client=client, reason="not Bearer")
+        throttle: AuthThrottle = state.throttle
+        keys = throttle.keys(address, None)
+        throttle.check(keys)
+        throttle.failed(keys, "the Authorization header is not 'Bearer <token>'")
         raise AuthError("the Authorization header must be 'Bearer <token>'")
-    principal = await principal_for(state, token, client=client)
-    state_of_request = request.scope.setdefault("state", {})
-    note_user(state_of_request, principal.user, principal.token_id)
+    principal = await principal_for(state, token, address)
+    note_user(request.scope.setdefault("state", {}), principal.user, principal.token_id)
     return principal
 
 
-def token_prefix(token: str) -> str | None:
-    """The token's id as it may be logged (the 16 hex after ``pbt_``, as ``pinbench token
-    list`` shows it), never its secret; None when the text does not start like a token."""
-    match = _TOKEN_ID.match(token.strip())
-    return match.group(1) if match else None
+def client_address(request: Request[Any, Any, Any]) -> str | None:
+    """The address the connection came from (a reverse proxy's, behind one)."""
+    return request.client.host if request.client is not None else None
 
 
-async def principal_for(state: State, token: str | None, *, client: str | None = None) -> Principal:
-    """Who holds ``token`` (None: anonymous), with the read scope added when reads are public."""
+async def principal_for(state: State, token: str | None, address: str | None) -> Principal:
+    """Who holds ``token`` (None: anonymous), with the read scope added when reads are public.
+    Failed authentications count against ``address`` and the token's id: past the server's
+    limit the caller is refused (429) before the token is looked at (``api/throttle.py``)."""
     settings: ServerSettings = state.settings
     if token is None:
         return PUBLIC_READER if settings.public_read else ANONYMOUS
     ws: Workspace = state.ws
+    throttle: AuthThrottle = state.throttle
+    keys = throttle.keys(address, token_id_of(token))
+    throttle.check(keys)
 
     def lookup() -> Principal:
         with ws.transaction() as session:
@@ -121,14 +133,7 @@ async def principal_for(state: State, token: str | None, *, client: str | None =
     try:
         principal: Principal = await anyio.to_thread.run_sync(lookup)
     except AuthError as exc:
-        event(
-            log,
-            logging.WARNING,
-            "authentication failed",
-            client=client,
-            token_id=token_prefix(token),
-            reason=str(exc),
-        )
+        throttle.failed(keys, str(exc))  # logged there: the address, the token's id
         raise
     event(log, logging.DEBUG, "token used", user=principal.user, token_id=principal.token_id)
     if settings.public_read:

@@ -9,8 +9,8 @@ and in each uvicorn worker. A record's structured fields travel as ``extra={"fie
 A failure that repeats (the database down: every heartbeat and every request fails the same
 way) is logged once; the same warning or error again within ``REPEAT_WINDOW_S`` is counted,
 not written, and the next one written after the window says how many were held back:
-``... (41 more in the last 60 s)``. Records below WARNING (the access log, events) are never
-held back.
+``... (41 more in the last 60 s)``. Records below WARNING and events (a failed
+authentication: each is kept, the server's throttle bounds how many) are never held back.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ class TextFormatter(logging.Formatter):
 
 class RepeatFilter(logging.Filter):
     """Hold back a warning or error written less than ``window_s`` ago (same logger, level
-    and message); the next one written says how many were held back. ``clock``: for tests."""
+    and message; not an ``event``); the next one written says how many were held back.
+    ``clock``: for tests."""
 
     def __init__(
         self, window_s: float = REPEAT_WINDOW_S, clock: Callable[[], float] = time.monotonic
@@ -103,8 +104,8 @@ class RepeatFilter(logging.Filter):
         """Per message: when it was last written, and how many were held back since."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return True
+        if record.levelno < logging.WARNING or hasattr(record, "fields"):
+            return True  # the access log and events (each failed login) are all kept
         key = (record.name, record.levelno, record.getMessage())
         now = self._clock()
         with self._lock:

@@ -15,7 +15,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from pinbench.accounts import AccountNotFound, AuthError, Forbidden
-from pinbench.artifacts.store import BlobMissing
+from pinbench.artifacts.store import BlobMissing, StoreFull
 from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
@@ -47,6 +47,49 @@ class QueueFull(UserError):
         self.queued = queued
 
 
+class TryLater(UserError):
+    """Refused for now: the answer says when to ask again (``Retry-After``, in seconds)."""
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class TooManyFailures(TryLater):
+    """Too many failed authentications from one client address or for one token id (429)."""
+
+    def __init__(self, *, who: str, failures: int, window_s: int, retry_after_s: int) -> None:
+        super().__init__(
+            f"too many failed authentications from {who} ({failures} in {window_s} s): "
+            f"try again in {retry_after_s} s",
+            retry_after_s=retry_after_s,
+        )
+        self.who, self.failures, self.window_s = who, failures, window_s
+
+
+class UserQueueFull(TryLater):
+    """One user already has as many runs queued or running here as each user may (429)."""
+
+    def __init__(self, *, user: str, cap: int, retry_after_s: int = 30) -> None:
+        super().__init__(
+            f"{user} already has {cap} runs queued or running on this server, the cap per user "
+            "(serve --runs-per-user): wait for one to finish",
+            retry_after_s=retry_after_s,
+        )
+        self.user, self.cap = user, cap
+
+
+class Draining(TryLater):
+    """The server got SIGTERM: it finishes its running runs and takes no new one (503)."""
+
+    def __init__(self, *, retry_after_s: int = 5) -> None:
+        super().__init__(
+            "this server is stopping (draining its running runs) and takes no new run: "
+            "submit it to another server, or again once this one is back",
+            retry_after_s=retry_after_s,
+        )
+
+
 STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (AuthError, 401),
     (Forbidden, 403),
@@ -64,7 +107,11 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (RunFinished, 409),
     (Conflict, 409),
     (UploadTooLarge, 413),
+    (TooManyFailures, 429),
+    (UserQueueFull, 429),
+    (Draining, 503),
     (QueueFull, 503),
+    (StoreFull, 507),
     (DatabaseUnavailable, 503),
     (UserError, 400),
 )
@@ -97,6 +144,8 @@ def on_pinbench_error(request: Request[Any, Any, Any], exc: PinbenchError) -> Re
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
     headers = {"WWW-Authenticate": 'Bearer realm="pinbench"'} if status == 401 else None
+    if isinstance(exc, TryLater):
+        headers = {"Retry-After": str(exc.retry_after_s)}
     return problem(status, str(exc), headers=headers, error=type(exc).__name__)
 
 

@@ -5,25 +5,23 @@ a worker with ``run_lockfile``, which records the outcome. When the queue is ful
 refused (HTTP 503). Runs still queued or running when the server stops are marked
 ``interrupted``.
 
-Each pool is a server instance (``pinbench.evaluator.instances``): its runs name it, and a
-heartbeat thread renews its lease and picks up cancel requests for its running runs. A
-starting pool, and the heartbeat every ``Lease.sweep_s`` while it serves, marks interrupted
-only runs whose instance's lease has expired (a server killed outright), and removes the
-scratch of dead processes; so with several server processes (or servers) on one database
-each only ever touches its own runs, and none stays ``running`` after its server died.
+Each pool is a server instance with a heartbeat (``api/heartbeat.py``): it touches only its
+own runs, and those of servers whose lease expired. Runs wait in a fair queue (round robin
+across users, ``api/fairshare.py``), at most ``runs_per_user`` of each user; ``drain``
+(SIGTERM, ``api/drain.py``) takes no new run and lets the running ones finish.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pinbench.api.problems import QueueFull
-from pinbench.db.errors import DatabaseUnavailable
+from pinbench.api import heartbeat
+from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
+from pinbench.api.problems import Draining, QueueFull, UserQueueFull
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import (
@@ -45,11 +43,9 @@ from pinbench.api.run_placement import Cluster, NoCluster, submitter
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
+DRAINED = "the server was stopping (SIGTERM) before this run started: submit it again"
 CLOSE_GRACE_S = 30.0
 """How long a stopping server waits for its stopped runs to record themselves."""
-HEARTBEAT_S = 1.0
-"""How often the heartbeat thread looks for cancel requests (it renews the lease and sweeps
-expired ones less often, ``instances.Lease``)."""
 
 
 class RunPool:
@@ -64,8 +60,10 @@ class RunPool:
         cluster: Cluster | None = None,
         warm: bool = False,
         lease: instances.Lease | None = None,
+        runs_per_user: int = RUNS_PER_USER,
     ) -> None:
-        """``lease``: this instance's timing (default: ``PINBENCH_SERVER_LEASE_S``)."""
+        """``lease``: this instance's timing (default: ``PINBENCH_SERVER_LEASE_S``);
+        ``runs_per_user``: runs one user may have queued or running here."""
         self.ws = ws
         self.lease = lease or instances.lease_from_env()
         self.cluster = cluster
@@ -83,24 +81,32 @@ class RunPool:
 
             self.warm = WarmPool.in_scratch(ws.store.tmp)
         self.capacity = workers + queue
+        self.runs_per_user = runs_per_user
+        self._waiting: FairQueue[tuple[Any, ...]] = FairQueue()
+        """What each executor task runs: the next user's oldest run (``api/fairshare.py``)."""
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="pinbench-run")
         self._lock = threading.Lock()
         self._ended = threading.Condition(self._lock)
         """Notified when a run ends here (``close`` waits for the runs it stopped)."""
-        self._mine: set[str] = set()
-        """Runs submitted here and not finished: queued or running."""
+        self._mine: dict[str, str] = {}
+        """Runs submitted here and not finished (queued or running): who submitted each."""
         self.progress: dict[str, str] = {}
         """A running run's latest progress line (what ``pinbench run`` would print)."""
         self._stops: dict[str, Stop] = {}
         """Runs running here: how to stop each."""
         self.instance = instances.register(ws, lease_s=self.lease.lease_s)
-        self._sweep()
+        heartbeat.sweep(ws, STOPPED)
         self._closing = threading.Event()
         """Set by ``close``: no run starts any more."""
+        self._draining = threading.Event()
+        """Set by ``drain`` (SIGTERM): no run is taken, none queued starts."""
         self._quit = threading.Event()
         """Set by ``close`` once its runs ended: the heartbeat stops."""
         self._heartbeat = threading.Thread(
-            target=self._beat, name="pinbench-heartbeat", daemon=True
+            target=heartbeat.beat,
+            args=(self, self._quit, STOPPED),
+            name="pinbench-heartbeat",
+            daemon=True,
         )
         self._heartbeat.start()
 
@@ -111,18 +117,38 @@ class RunPool:
         runner = choose_server_runner(runner, lock, self.runners)  # once: 'auto' asks Docker
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
         run_id = str(uuid.uuid4())
-        with self._lock:
-            if len(self._mine) >= self.capacity:
-                raise QueueFull(queued=len(self._mine))
-            self._mine.add(run_id)
+        self._take([run_id], user)
         try:
             self._queue(lock, run_id, runner, trace, user)
-            self._executor.submit(self._execute, run_id, lock, runner, trace)
+            self._dispatch(user, (run_id, lock, runner, trace))
         except BaseException:
             with self._lock:
-                self._mine.discard(run_id)
+                self._mine.pop(run_id, None)
             raise
         return run_id
+
+    def _take(self, ids: list[str], user: str | None) -> None:
+        """Hold places for runs ``ids`` of ``user``: refused while draining, when the queue
+        is full, or past the user's share."""
+        with self._lock:
+            if self._draining.is_set() or self._closing.is_set():
+                raise Draining()
+            if len(self._mine) + len(ids) > self.capacity:
+                raise QueueFull(queued=len(self._mine))
+            held = sum(1 for who in self._mine.values() if who == (user or ""))
+            if held + len(ids) > self.runs_per_user:
+                raise UserQueueFull(user=user or "anonymous", cap=self.runs_per_user)
+            self._mine.update(dict.fromkeys(ids, user or ""))
+
+    def _dispatch(self, user: str | None, args: tuple[Any, ...]) -> None:
+        """Queue a run's ``_execute`` arguments; a free worker takes the next user's turn."""
+        self._waiting.put(user or "", args)
+        self._executor.submit(self._next)
+
+    def _next(self) -> None:
+        args = self._waiting.take()
+        if args is not None:
+            self._execute(*args)
 
     def submit_on(
         self,
@@ -157,10 +183,7 @@ class RunPool:
             candidates.append(Candidate(found.name, found.facts or {}, found.alive))
         systems = choose(lock.body.system, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]
-        with self._lock:
-            if len(self._mine) + len(ids) > self.capacity:
-                raise QueueFull(queued=len(self._mine))
-            self._mine.update(ids)
+        self._take(ids, user)
         queued: list[str] = []
         try:
             for run_id, system in zip(ids, systems, strict=True):
@@ -174,12 +197,11 @@ class RunPool:
                     allowed=self.runners,
                 )
                 named = None if on == ["all"] else systems  # a retry stays among these
-                self._executor.submit(
-                    self._execute, run_id, lock, runner, trace, where, retries, named
-                )
+                self._dispatch(user, (run_id, lock, runner, trace, where, retries, named))
         except BaseException:
             with self._lock:
-                self._mine.difference_update(set(ids) - set(queued))
+                for run_id in set(ids) - set(queued):
+                    self._mine.pop(run_id, None)
             raise
         return ids
 
@@ -248,7 +270,7 @@ class RunPool:
         from pinbench.cluster.placement import Candidate, choose
         from pinbench.cluster.ray_agent import cluster_systems
 
-        if self._closing.is_set():
+        if self._closing.is_set() or self._draining.is_set():
             return None
         try:
             found = cluster_systems(on.address)
@@ -262,14 +284,14 @@ class RunPool:
             log.info("run %s: no other system meets it: no retry", lost[:8])
             return None
         run_id = str(uuid.uuid4())
+        user = submitter(self.ws, lost)
         with self._lock:
-            self._mine.add(run_id)
+            self._mine[run_id] = user or ""
         try:
-            user = submitter(self.ws, lost)
             self._queue(lock, run_id, runner, trace, user, system=left[0], retry_of=lost)
         except BaseException:
             with self._lock:
-                self._mine.discard(run_id)
+                self._mine.pop(run_id, None)
             raise
         log.info("run %s retried as %s on system %s", lost[:8], run_id[:8], left[0])
         return run_id, replace(on, system=left[0], host={}, runner=runner)
@@ -283,10 +305,10 @@ class RunPool:
         stop = Stop()
         try:
             with self._lock:  # ``close`` stops every run registered here and waits for it
-                closing = self._closing.is_set()
+                closing = self._closing.is_set() or self._draining.is_set()
                 if not closing:
                     self._stops[run_id] = stop
-            if closing:
+            if closing:  # ``drain`` marked it already, unless ``close`` came first
                 abandon_unfinished(self.ws, STOPPED, only=[run_id])
                 return False
             if not instances.begin(self.ws, run_id):
@@ -316,17 +338,11 @@ class RunPool:
             abandon_unfinished(self.ws, f"{type(exc).__name__}", only=[run_id], status="failed")
         finally:
             with self._lock:
-                self._mine.discard(run_id)
+                self._mine.pop(run_id, None)
                 self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
                 self._ended.notify_all()
         return False
-
-    def counts(self) -> tuple[int, int]:
-        """Runs held here: (queued, running)."""
-        with self._lock:
-            held, running = len(self._mine), len(self._stops)
-        return held - running, running
 
     def _say(self, run_id: str, text: str) -> None:
         log.info("run %s: %s", run_id[:8], text)
@@ -342,37 +358,23 @@ class RunPool:
             log.info("run %s: %s", run_id[:8], reason)
         return True
 
-    def _sweep(self) -> None:
-        """Mark interrupted the runs of servers whose lease expired (killed, or stalled past
-        it); remove the scratch dead processes left (never a live one's)."""
-        from pinbench.artifacts.scratch import reclaim
+    def counts(self) -> tuple[int, int]:
+        """Runs held here: (queued, running); the heartbeat's and ``/metrics``' question."""
+        with self._lock:
+            return len(self._mine) - len(self._stops), len(self._stops)
 
-        abandoned = instances.abandon_expired(self.ws, STOPPED)
-        if abandoned:
-            log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
-        reclaim(self.ws.store.tmp)
+    def drain(self) -> int:
+        """Take no new run and start none of those queued (each is marked interrupted, its
+        caller told to submit it again); the running ones go on. How many were marked."""
+        with self._lock:
+            self._draining.set()
+            waiting = [run_id for run_id in self._mine if run_id not in self._stops]
+        return abandon_unfinished(self.ws, DRAINED, only=waiting) if waiting else 0
 
-    def _beat(self) -> None:
-        """Renew the lease; sweep expired ones; stop the runs someone asked (through any
-        server) to cancel."""
-        renewed = swept = time.monotonic()  # registering and sweeping were just done
-        while not self._quit.wait(min(HEARTBEAT_S, self.lease.renew_s)):
-            try:
-                if time.monotonic() - renewed >= self.lease.renew_s:
-                    instances.renew(self.ws, self.instance, lease_s=self.lease.lease_s)
-                    renewed = time.monotonic()
-                if time.monotonic() - swept >= self.lease.sweep_s:
-                    self._sweep()
-                    swept = time.monotonic()
-                with self._lock:
-                    running = bool(self._stops)
-                if running:
-                    for run_id, reason in instances.cancel_requests(self.ws, self.instance).items():
-                        self.stop_run(run_id, reason)
-            except DatabaseUnavailable as exc:  # one line, not a traceback a second
-                log.warning("heartbeat of server instance %s failed: %s", self.instance[:8], exc)
-            except Exception:  # anything else: its traceback (repeats held back, api/logs)
-                log.exception("heartbeat of server instance %s failed", self.instance[:8])
+    def wait_running(self, timeout_s: float) -> bool:
+        """Wait until no run runs here (True), or ``timeout_s`` passed (False)."""
+        with self._ended:
+            return self._ended.wait_for(lambda: not self._stops, timeout=timeout_s)
 
     def close(self) -> None:
         """Stop serving runs: none queued starts; each running one is asked to stop and given

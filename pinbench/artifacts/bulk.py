@@ -23,7 +23,13 @@ from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_file
-from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
+from pinbench.artifacts.store import (
+    BlobStore,
+    ChecksumMismatch,
+    SizeMismatch,
+    StagedBlob,
+    out_of_space,
+)
 from pinbench.artifacts.verified import FileState
 
 SMALL = 1 << 20
@@ -68,9 +74,11 @@ class BulkStager:
             raise SizeMismatch(path=label, expected=size, actual=len(data))
         if expected.hex in self._pending or self.store.has(expected):
             return len(data)
-        fd, temp = scratch_file(self.store.tmp, "stage")
+        folder = self.store.staging()
+        with out_of_space(folder):
+            fd, temp = scratch_file(folder, "stage")
         try:
-            with os.fdopen(fd, "wb") as out:
+            with out_of_space(folder), os.fdopen(fd, "wb") as out:
                 out.write(data)
         except BaseException:
             temp.unlink(missing_ok=True)
@@ -93,7 +101,7 @@ class BulkStager:
     def flush(self) -> list[StagedBlob]:
         """Make every staged byte durable; the staged blobs, to commit."""
         unsynced = [b for d, b in self._pending.items() if d not in self._synced]
-        if unsynced and not _sync_filesystem(self.store.tmp):
+        if unsynced and not _sync_filesystem(self.store.staging()):
             for blob in unsynced:
                 fd = os.open(blob.temp, os.O_RDONLY)
                 try:
@@ -134,7 +142,8 @@ def commit_blobs(store: BlobStore, staged: list[StagedBlob]) -> list[Digest]:
             blob.temp.unlink(missing_ok=True)
             continue
         if target.parent not in folders:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            with out_of_space(store.blobs):
+                target.parent.mkdir(parents=True, exist_ok=True)
             folders.add(target.parent)
         blob.temp.chmod(0o444)
         os.replace(blob.temp, target)

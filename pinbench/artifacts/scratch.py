@@ -27,7 +27,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,6 +157,17 @@ def reclaim(tmp: Path, *, legacy_min_age_s: float = LEGACY_MIN_AGE_S) -> Reclaim
                 continue
             for entry in entries:
                 _remove(entry, done)
+    return done
+
+
+def reclaim_each(folders: Iterable[Path]) -> Reclaimed:
+    """``reclaim`` in each of ``folders`` (a home's ``tmp`` and its blob store's staging
+    folder, ``BlobStore.scratch_folders``), what each removed and kept added up."""
+    done = Reclaimed()
+    for folder in folders:
+        part = reclaim(folder)
+        done.removed += part.removed
+        done.kept += part.kept
     return done
 
 

@@ -2,11 +2,16 @@
 
 Writes are atomic (temp file in the store, fsync, rename, fsync of the directory); a blob that
 exists is never rewritten. Every read path that feeds a run goes through ``verify``.
+
+The temp file is made on the blobs' own filesystem (``BlobStore.staging``), so that the rename
+never crosses a mount: ``blobs/`` may be a filesystem of its own. A filesystem that runs out
+of space while a blob is written raises ``StoreFull`` with the temp file removed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -49,6 +54,40 @@ class BlobMissing(UserError):
         self.digest = digest
 
 
+class StoreFull(SystemFailure):
+    """The filesystem a blob was being written to ran out of space (or quota): nothing of
+    that write is kept."""
+
+    def __init__(self, *, folder: str, reason: str) -> None:
+        super().__init__(
+            f"the blob store is out of space: {reason} writing in {folder}; nothing was "
+            "stored: free space on that filesystem and try again"
+        )
+        self.folder = folder
+        self.reason = reason
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The errors that say the filesystem is full (ENOSPC) or the user's quota is (EDQUOT)."""
+
+
+@contextlib.contextmanager
+def out_of_space(folder: Path) -> Iterator[None]:
+    """Raise ``StoreFull`` for a write in ``folder`` that failed for want of space; every
+    other ``OSError`` passes unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in FULL:
+            raise
+        raise StoreFull(folder=str(folder), reason=os.strerror(exc.errno)) from None
+
+
+STAGING = ".staging"
+"""The folder in ``blobs/`` holding the staging scratch when ``tmp`` is on another
+filesystem (its ``tmp`` and ``owners``, as in the home); never a blob's two-letter folder."""
+
+
 @dataclass(frozen=True, slots=True)
 class StagedBlob:
     """A file hashed and written into the store's temp area, not yet visible by digest."""
@@ -63,22 +102,27 @@ class StageWriter:
     area as they come; ``finish`` checks them against what was declared."""
 
     def __init__(self, tmp: Path) -> None:
-        fd, self.temp = scratch_file(tmp, "upload")
+        self._tmp = tmp
+        with out_of_space(tmp):
+            fd, self.temp = scratch_file(tmp, "upload")
         self._file = os.fdopen(fd, "wb")
         self._hasher = hashlib.sha256()
         self.size = 0
 
     def write(self, data: bytes) -> None:
-        self._file.write(data)
+        """Write a piece; on a full filesystem ``StoreFull`` (the caller aborts)."""
+        with out_of_space(self._tmp):
+            self._file.write(data)
         self._hasher.update(data)
         self.size += len(data)
 
     def finish(self, *, label: str, expected: Digest, size: int | None) -> StagedBlob:
         """Close and check; on a mismatch the temp file is removed and the error raised."""
         try:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            with out_of_space(self._tmp):
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._file.close()
             actual = Digest(self._hasher.hexdigest())
             if actual != expected:
                 raise ChecksumMismatch(path=label, expected=expected, actual=actual)
@@ -90,7 +134,8 @@ class StageWriter:
         return StagedBlob(self.temp, actual, self.size)
 
     def abort(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # a full filesystem fails the flush on close
+            self._file.close()
         self.temp.unlink(missing_ok=True)
 
 
@@ -106,6 +151,25 @@ class BlobStore:
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
         ensure_key(self.cache_key)
+
+    def staging(self) -> Path:
+        """The scratch folder for bytes bound for the store, on the blobs' filesystem so that
+        committing them is a rename: ``tmp`` when it is on the same filesystem as ``blobs``
+        (the usual home), else ``blobs/.staging/tmp`` (``blobs`` mounted on its own).
+        ``scratch.reclaim`` works on either (its owner locks are beside it)."""
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        if os.stat(self.tmp).st_dev == os.stat(self.blobs).st_dev:
+            return self.tmp
+        own = self.blobs / STAGING / "tmp"
+        own.mkdir(parents=True, exist_ok=True)
+        return own
+
+    def scratch_folders(self) -> list[Path]:
+        """Every folder that holds this home's scratch: ``tmp``, and the staging folder in
+        ``blobs`` when one was made."""
+        own = self.blobs / STAGING / "tmp"
+        return [self.tmp, own] if own.is_dir() else [self.tmp]
 
     def path(self, digest: Digest) -> Path:
         return self.blobs / digest.hex[:2] / digest.hex
@@ -129,10 +193,12 @@ class BlobStore:
 
         Raises ``ChecksumMismatch`` (and leaves nothing behind) when ``expected`` differs.
         """
-        fd, temp = scratch_file(self.tmp, "stage")
+        folder = self.staging()
+        with out_of_space(folder):
+            fd, temp = scratch_file(folder, "stage")
         try:
             try:
-                with source.open("rb", buffering=0) as src:
+                with source.open("rb", buffering=0) as src, out_of_space(folder):
                     digest, size = self._copy(source, src, fd, progress)
             finally:
                 os.close(fd)
@@ -159,7 +225,7 @@ class BlobStore:
 
     def writer(self) -> StageWriter:
         """Stage bytes that arrive in pieces; see ``StageWriter``."""
-        return StageWriter(self.tmp)
+        return StageWriter(self.staging())
 
     def commit(self, staged: StagedBlob) -> bool:
         """Move a staged blob to its address; return False if the store already had it."""
@@ -167,7 +233,8 @@ class BlobStore:
         if target.exists():
             staged.temp.unlink(missing_ok=True)
             return False
-        target.parent.mkdir(parents=True, exist_ok=True)
+        with out_of_space(self.blobs):
+            target.parent.mkdir(parents=True, exist_ok=True)
         staged.temp.chmod(0o444)
         os.replace(staged.temp, target)
         _fsync_dir(target.parent)
@@ -197,12 +264,18 @@ class BlobStore:
     def put_bytes(self, data: bytes) -> Digest:
         digest = Digest.of_bytes(data)
         if not self.has(digest):
-            fd, name = scratch_file(self.tmp, "bytes")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            self.commit(StagedBlob(Path(name), digest, len(data)))
+            folder = self.staging()
+            with out_of_space(folder):
+                fd, name = scratch_file(folder, "bytes")
+            try:
+                with out_of_space(folder), os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.commit(StagedBlob(name, digest, len(data)))
+            except BaseException:
+                name.unlink(missing_ok=True)
+                raise
         return digest
 
     def verify(
@@ -230,6 +303,8 @@ class BlobStore:
         if not self.blobs.is_dir():
             return
         for sub in sorted(self.blobs.iterdir()):
+            if sub.name == STAGING:
+                continue
             for blob in sorted(sub.iterdir()):
                 yield Digest(blob.name)
 

@@ -6,10 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from pinbench.catalog.files import dump
-from pinbench.environments.frameworks import IMAGE_RANGE, VERSIONS, image_name, manifest_data
+from pinbench.environments.frameworks import (
+    IMAGE_RANGE,
+    VERSIONS,
+    artifact_version,
+    image_name,
+    manifest_data,
+)
 
 __all__ = ["IMAGE_RANGE", "VERSIONS", "image_name", "manifest_data", "write"]
 
 
 def write(root: Path, name: str) -> Path:
-    return dump(root / f"framework-{name}.yaml", manifest_data(name, VERSIONS[name]))
+    """``name``'s catalog artifact; under a bumped version it names the release it installs."""
+    version, release = artifact_version(name), VERSIONS[name]
+    data = manifest_data(name, version, installs=release if version != release else None)
+    return dump(root / f"framework-{name}.yaml", data)

@@ -117,6 +117,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders) "
         "left by processes that died,...",
     ),
+    "fsck": (
+        "store",
+        "fsck",
+        "Check the blob store against the database: every blob a row references is present and "
+        "hashes to its name, every blob...",
+    ),
     "serve": (
         "serve",
         "serve",

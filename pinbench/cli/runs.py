@@ -33,6 +33,8 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     pass
 
+PAGE = 100
+"""``runs list``'s page when no --limit is given."""
 
 runs_app = click.Group(
     "runs",
@@ -42,20 +44,63 @@ runs_app = click.Group(
 
 
 @runs_app.command("list")
-@click.option("--limit", "limit", type=int, help="Show at most this many.")
+@click.option(
+    "--limit",
+    "limit",
+    type=click.IntRange(min=1, max=10_000),
+    default=PAGE,
+    show_default=True,
+    help="Show at most this many (a page).",
+)
+@click.option("--model", "model", help="Runs of this model: NAME or NAME@VERSION.")
+@click.option("--framework", "framework", help="Runs on this framework: NAME or NAME@VERSION.")
+@click.option(
+    "--status",
+    "status",
+    help="Runs with this status: queued, running, succeeded, failed, cancelled, interrupted.",
+)
+@click.option("--system", "system", help="Runs on this cluster system.")
+@click.option("--since", "since", help="Runs started at or after this ISO 8601 date (UTC).")
+@click.option("--until", "until", help="Runs started before this ISO 8601 date (UTC).")
+@click.option(
+    "--after", "after", help="The next page: the runs listed after this run id (or prefix)."
+)
 @json_option
 def runs_list(
-    limit: int | None = None,
+    limit: int = PAGE,
+    model: str | None = None,
+    framework: str | None = None,
+    status: str | None = None,
+    system: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    after: str | None = None,
     as_json: bool = False,
 ) -> None:
-    """Recorded runs, newest first."""
+    """Recorded runs, newest first, a page at a time.
+
+    Filters narrow the list (they combine); a full page ends with the command for the next
+    one (--after the last run's id).
+    """
     from rich.table import Table
 
     from pinbench.run_metrics import headline, kind_label
     from pinbench.tables import fmt_ns
 
     with registry() as reg:
-        rows = [r.info for r in reg.runs(limit)]
+        rows = [
+            r.info
+            for r in reg.runs(
+                limit,
+                model=model,
+                framework=framework,
+                status=status,
+                system=system,
+                since=since,
+                until=until,
+                after=after,
+            )
+        ]
     if as_json:
         _print_json(rows)
         return
@@ -77,6 +122,8 @@ def runs_list(
             f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB" if "peak_rss_bytes" in r else "",
         )
     _out().print(table if rows else "no runs recorded")
+    if len(rows) == limit:
+        _err().print(f"more runs may follow: add --after {rows[-1]['id']}")
 
 
 @runs_app.command("cancel")

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from pinbench.bounds import READY_MIN_FREE_MB
+from pinbench import bounds
 from pinbench.cli.common import listed, local_registry
 from pinbench.console import err as _err
 from pinbench.console import json_option
@@ -15,21 +15,64 @@ from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
+
+def bounded(bound: bounds.Bound) -> click.IntRange:
+    """An integer option within ``bound`` (refused outside, naming the range)."""
+    return click.IntRange(int(bound.low), int(bound.high))
+
+
 WORKER_HEALTHCHECK_S = 60
 """How long ``serve --workers N`` lets a worker take to answer uvicorn's health check."""
 
 
 @click.command("gc")
 @json_option
+@click.option(
+    "--blobs",
+    "blobs",
+    is_flag=True,
+    default=False,
+    help="Collect blobs no row references instead of scratch (a dry run unless --delete).",
+)
+@click.option(
+    "--grace",
+    "grace",
+    type=str,
+    default="1h",
+    help="With --blobs: leave blobs stored less than this long ago (30m, 1h, 2d; seconds).",
+)
+@click.option(
+    "--delete",
+    "--yes",
+    "delete",
+    is_flag=True,
+    default=False,
+    help="With --blobs: remove them (without it, print what would go).",
+)
 def gc_cmd(
     as_json: bool = False,
+    blobs: bool = False,
+    grace: str = "1h",
+    delete: bool = False,
 ) -> None:
     """Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders)
     left by processes that died, and print what it reclaimed.
 
     A live process's scratch is never touched, whichever process or host owns it (each holds
     a lock on its scratch while it lives); `pinbench serve` does the same when it starts.
+
+    With --blobs: the blobs no row references (an upload cut short by a database outage),
+    stored longer ago than --grace, listed with their bytes; --delete removes them, under the
+    store's write lock, so a publish in flight is never swept.
     """
+    if not blobs and (delete or grace != "1h"):
+        raise click.UsageError("--grace and --delete go with --blobs")
+    if blobs:
+        from pinbench.cli.store import collect_blobs
+
+        with local_registry() as reg:
+            collect_blobs(reg, grace=grace, delete=delete, as_json=as_json)
+        return
     with local_registry() as reg:
         done = reg.admin().reclaim_scratch()
     if as_json:
@@ -152,6 +195,42 @@ def gc_cmd(
     ),
 )
 @click.option(
+    "--runs-per-user",
+    "runs_per_user",
+    type=bounded(bounds.RUNS_PER_USER),
+    default=8,
+    envvar="PINBENCH_RUNS_PER_USER",
+    show_envvar=True,
+    help=(
+        "Runs one user may have queued or running per server process; "
+        "more are refused (429). Waiting runs start round robin across users."
+    ),
+)
+@click.option(
+    "--drain-seconds",
+    "drain_seconds",
+    type=bounded(bounds.DRAIN_S),
+    default=30,
+    envvar="PINBENCH_DRAIN_S",
+    show_envvar=True,
+    help=(
+        "On SIGTERM: take no new run (503), let running runs finish for up "
+        "to this long, then stop (what still runs is interrupted). 0: stop at once."
+    ),
+)
+@click.option(
+    "--auth-failures",
+    "auth_failures",
+    type=bounded(bounds.AUTH_FAILURES),
+    default=20,
+    envvar="PINBENCH_AUTH_FAILURES",
+    show_envvar=True,
+    help=(
+        "Failed authentications one client address, or one token id, may make "
+        "in a minute; past it the server answers 429 with Retry-After."
+    ),
+)
+@click.option(
     "--log-level",
     "log_level",
     type=click.Choice(["debug", "info", "warning", "error"]),
@@ -174,7 +253,7 @@ def gc_cmd(
 @click.option(
     "--ready-min-free-mb",
     "ready_min_free_mb",
-    type=click.IntRange(int(READY_MIN_FREE_MB.low), int(READY_MIN_FREE_MB.high)),
+    type=bounded(bounds.READY_MIN_FREE_MB),
     default=512,
     help="Free space (MiB) the blob store's disk needs for /api/v1/ready to answer 200.",
 )
@@ -193,6 +272,9 @@ def serve(
     agent_url: str | None = None,
     warm: bool = False,
     price_per_hour: float | None = None,
+    runs_per_user: int = 8,
+    drain_seconds: int = 30,
+    auth_failures: int = 20,
     log_level: str = "info",
     log_format: str = "text",
     ready_min_free_mb: int = 512,
@@ -267,6 +349,9 @@ def serve(
         cluster=cluster,
         agent_url=agent_url if cluster is not None else None,
         warm=warm,
+        runs_per_user=runs_per_user,
+        drain_s=drain_seconds,
+        auth_failures=auth_failures,
         log_level=log_level,
         log_format=log_format,
         ready_min_free_mb=ready_min_free_mb,

@@ -33,3 +33,19 @@ class BadDatabaseUrl(UserError):
         super().__init__(f"the database URL {url} cannot be used: {reason}")
         self.url = url
         self.reason = reason
+
+
+class PrivilegeMissing(SystemFailure):
+    """The database's role may not do what pinbench asked (PostgreSQL's SQLSTATE 42501), e.g.
+    create its tables where PostgreSQL 15 and later let only the database's owner."""
+
+    def __init__(self, *, url: str, role: str, reason: str) -> None:
+        super().__init__(
+            f"the database role {role!r} lacks a privilege on {url}: {reason}; make it the "
+            f"database's owner (`ALTER DATABASE ... OWNER TO {role}`, or `CREATE DATABASE "
+            f"... OWNER {role}`), or `GRANT CREATE ON SCHEMA public TO {role}` "
+            "(PostgreSQL 15 and later grant it to the owner only)"
+        )
+        self.url = url
+        self.role = role
+        self.reason = reason

@@ -17,6 +17,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
+from pinbench.db import schema
 from pinbench.db.models import Base
 
 
@@ -44,6 +45,9 @@ def downgrade(engine: Engine, revision: str) -> None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate to ``revision``; a database a newer pinbench upgraded is refused first
+    (``SchemaTooNew``), not left to Alembic's "Can't locate revision"."""
+    schema.refuse_unknown(schema.current_revision(engine))
     cfg = _config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.db.errors import DatabaseUnavailable
-from pinbench.db.schema import HEAD_REVISION, VERSION_TABLE, SchemaNotCurrent
+from pinbench.db.schema import HEAD_REVISION, VERSION_TABLE, SchemaNotCurrent, refuse_unknown
 
 if TYPE_CHECKING:
     import sqlite3
@@ -89,6 +89,7 @@ def _check_revision(conn: sqlite3.Connection) -> None:
         conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone() if exists else None
     )
     revision = None if current is None else str(current[0])
+    refuse_unknown(revision)
     if revision != HEAD_REVISION:
         raise SchemaNotCurrent(current=revision, head=HEAD_REVISION)
 

@@ -1,11 +1,17 @@
 """Is the database at the schema this code needs? Answered with one query, without Alembic.
 
 A database that is not at ``HEAD_REVISION`` is refused with an error naming the command that
-fixes it. ``tests/test_schema.py`` checks that ``HEAD_REVISION`` is Alembic's single head.
+fixes it: ``pinbench db upgrade`` when it is behind, a newer pinbench when a newer pinbench
+upgraded it past every revision this code knows (``SchemaTooNew``; an upgrade cannot go
+back). ``tests/test_schema.py`` checks that ``HEAD_REVISION`` is Alembic's single head and that
+``known_revisions`` are Alembic's revisions.
 """
 
 from __future__ import annotations
 
+import re
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +21,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-HEAD_REVISION = "0010"
+HEAD_REVISION = "0011"
 VERSION_TABLE = "alembic_version"
 
 
@@ -33,6 +39,50 @@ class SchemaNotCurrent(UserError):
         super().__init__(msg)
         self.current = current
         self.head = head
+
+
+class SchemaTooNew(UserError):
+    """The database is at a revision this pinbench's migrations do not define: a newer
+    pinbench upgraded it. Neither this code nor its ``db upgrade`` can use it."""
+
+    def __init__(self, *, current: str, head: str, version: str) -> None:
+        super().__init__(
+            f"the database schema is at revision {current}, which this pinbench ({version}, "
+            f"schema {head}) does not know: a newer pinbench upgraded it; use that pinbench "
+            "or a newer one with this database (`pinbench db upgrade` cannot take a schema "
+            "back)"
+        )
+        self.current = current
+        self.head = head
+        self.version = version
+
+
+_REVISION_FILE = re.compile(r"([0-9]{4})_[a-z0-9_]+\.py")
+
+
+@cache
+def known_revisions() -> frozenset[str]:
+    """Every revision this pinbench's migrations define, read from their files' names
+    (``NNNN_what.py``) without importing Alembic."""
+    versions = files("pinbench") / "migrations" / "versions"
+    found = (_REVISION_FILE.fullmatch(entry.name) for entry in versions.iterdir())
+    return frozenset(m.group(1) for m in found if m)
+
+
+def pinbench_version() -> str:
+    """This pinbench's version as installed, for messages."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pinbench")
+    except PackageNotFoundError:
+        return "version unknown"
+
+
+def refuse_unknown(current: str | None) -> None:
+    """Raise ``SchemaTooNew`` when ``current`` is a revision this code does not define."""
+    if current is not None and current not in known_revisions():
+        raise SchemaTooNew(current=current, head=HEAD_REVISION, version=pinbench_version())
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -59,5 +109,6 @@ def ensure_current(engine: Engine) -> None:
         raise DatabaseUnavailable(
             f"cannot open database {url.render_as_string(hide_password=True)}: {exc.orig}"
         ) from exc
+    refuse_unknown(current)
     if current != HEAD_REVISION:
         raise SchemaNotCurrent(current=current, head=HEAD_REVISION)

@@ -22,6 +22,16 @@ VERSIONS = {
     "transformers": "5.23.0",
 }
 IMAGE_RANGE = "^1.0.0"
+BUMPED: dict[str, str] = {}
+"""A catalog framework artifact's version where it is not the release's own: its content
+changed after the release's artifact was published (a published version never changes), so
+the catalog publishes it under the next patch, ``installs:`` naming the release (decision
+146). ``tests/test_catalog_versions.py`` records each released version's digest."""
+
+
+def artifact_version(framework: str) -> str:
+    """The version of ``framework``'s catalog artifact: ``BUMPED``, else its release."""
+    return BUMPED.get(framework, VERSIONS[framework])
 
 
 def image_name(framework: str) -> str:
@@ -29,14 +39,17 @@ def image_name(framework: str) -> str:
     return f"pinbench/{framework}-{VERSIONS[framework]}"
 
 
-def manifest_data(name: str, version: str) -> dict[str, Any]:
+def manifest_data(name: str, version: str, installs: str | None = None) -> dict[str, Any]:
     """The framework manifest of ``name`` at ``version``: its shipped requirements lock (the
-    framework and the evaluator's own dependencies, hash-pinned) and its image by name."""
+    framework and the evaluator's own dependencies, hash-pinned) and its image by name.
+    ``installs``: the release its environments install, where ``version`` is not it."""
+    release = installs or version
     return {
         "kind": "framework",
         "name": name,
         "version": version,
-        "description": f"{name} {version}, CPU, CPython 3.11",
+        **({"installs": installs} if installs else {}),
+        "description": f"{name} {release}, CPU, CPython 3.11",
         "environments": [
             {
                 "platform": {"arch": "amd64", "device": "cpu"},

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, Select, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.db.models import Run
+from pinbench.db.models import Result, Run
 from pinbench.errors import UserError
+from pinbench.evaluator.run_filter import RunFilter
 from pinbench.registry.lockfile import Lockfile
 from pinbench.run_metrics import COMPARED
 from pinbench.workspace import Workspace
@@ -83,9 +85,11 @@ def run_kind(lock: Lockfile) -> str:
     return "operator" if body.operator else "training" if body.training else "inference"
 
 
-def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
-    """A run as plain data; its metrics as top-level fields (``top1``...), or under
-    ``metrics`` when ``nested`` (the API's shape)."""
+def _summary(
+    run: Run | Row[Any], lock: Lockfile, metrics: dict[str, float], *, nested: bool
+) -> dict[str, Any]:
+    """A run (its row, or the listing's columns of it) as plain data; its metrics as top-level
+    fields (``top1``...), or under ``metrics`` when ``nested`` (the API's shape)."""
     body = lock.body
     env = body.environment
     out: dict[str, Any] = {
@@ -112,7 +116,6 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
         "finished_at": _iso(run.finished_at),
         "error": run.error,
     }
-    metrics = {r.metric: r.value for r in run.results}
     if nested:
         out["metrics"] = metrics
     else:
@@ -121,23 +124,90 @@ def _summary(run: Run, lock: Lockfile, *, nested: bool) -> dict[str, Any]:
 
 
 def list_runs(
-    ws: Workspace, limit: int | None = None, *, nested: bool = False
+    ws: Workspace,
+    limit: int | None = None,
+    *,
+    nested: bool = False,
+    where: RunFilter | None = None,
+    after: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run objects, newest first, each with its metrics as top-level fields (e.g. ``top1``)
-    or, when ``nested``, under ``metrics``."""
+    or, when ``nested``, under ``metrics``. ``where`` keeps the runs it matches; ``after`` (a
+    run id or unique prefix) starts the page with the run listed after that one (keyset
+    paging: the next page of a list is ``after=`` its last run's id)."""
     with ws.transaction() as session:
-        stmt = (
-            select(Run, LockfileRow.body)
-            .join(LockfileRow, LockfileRow.digest == Run.lockfile_digest)
-            .options(selectinload(Run.results))
-            .order_by(Run.started_at.desc(), Run.id)
-        )
+        stmt: Listing = select(*_LISTED).order_by(Run.started_at.desc(), Run.id.desc())
+        stmt = _filtered(stmt, where or RunFilter())
+        if after is not None:
+            last = find_run(session, after)
+            stmt = stmt.where(tuple_(Run.started_at, Run.id) < tuple_(last.started_at, last.id))
         if limit is not None:
             stmt = stmt.limit(limit)
-        rows = session.execute(stmt).all()
+        rows = session.execute(stmt).all()  # off one index, the page's rows only
+        ids = [row.id for row in rows]
+        metrics: dict[str, dict[str, float]] = {i: {} for i in ids}
+        for run_id, metric, value in session.execute(
+            select(Result.run_id, Result.metric, Result.value)
+            .where(Result.run_id.in_(ids))
+            .order_by(Result.id)
+        ):
+            metrics[run_id][metric] = value
+        digests = {row.lockfile_digest for row in rows}
+        locks = {  # a page's runs share few lockfiles: each is read and parsed once
+            digest: _parsed(digest, body)
+            for digest, body in session.execute(
+                select(LockfileRow.digest, LockfileRow.body).where(LockfileRow.digest.in_(digests))
+            )
+        }
         return [
-            _summary(run, Lockfile.from_bytes(body.encode()), nested=nested) for run, body in rows
+            _summary(row, locks[row.lockfile_digest], metrics[row.id], nested=nested)
+            for row in rows
         ]
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(digest: str, body: str) -> Lockfile:
+    """A stored lockfile, parsed (about 2 ms each): pages of a listing mostly show the same
+    few lockfiles again, and a lockfile (a frozen value, keyed by its digest and its very
+    text) never changes."""
+    return Lockfile.from_bytes(body.encode())
+
+
+_LISTED = (
+    Run.id,
+    Run.status,
+    Run.runner,
+    Run.system,
+    Run.retry_of,
+    Run.environment_digest,
+    Run.lockfile_digest,
+    Run.trace_level,
+    Run.started_at,
+    Run.finished_at,
+    Run.error,
+)
+"""The columns a run's summary shows (``_summary``): a listing reads these, not whole rows."""
+Listing = Select[*tuple[Any, ...]]
+
+
+def _filtered(stmt: Listing, where: RunFilter) -> Listing:
+    for column, version, wanted in (
+        (Run.model, Run.model_version, where.model),
+        (Run.framework, Run.framework_version, where.framework),
+    ):
+        if wanted is not None:
+            stmt = stmt.where(column == wanted.name)
+            if wanted.version is not None:
+                stmt = stmt.where(version == wanted.version)
+    if where.status is not None:
+        stmt = stmt.where(Run.status == where.status)
+    if where.system is not None:
+        stmt = stmt.where(Run.system == where.system)
+    if where.since is not None:
+        stmt = stmt.where(Run.started_at >= where.since)
+    if where.until is not None:
+        stmt = stmt.where(Run.started_at < where.until)
+    return stmt
 
 
 def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
@@ -148,7 +218,7 @@ def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, A
         body = session.get(LockfileRow, run.lockfile_digest)
         assert body is not None
         lock = Lockfile.from_bytes(body.body.encode())
-        out = _summary(run, lock, nested=nested)
+        out = _summary(run, lock, {r.metric: r.value for r in run.results}, nested=nested)
         out["host"] = run.host
         out["details"] = run.details
         out["units"] = {r.metric: r.unit for r in run.results}

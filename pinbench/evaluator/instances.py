@@ -10,8 +10,10 @@ server killed outright are marked within its lease and one sweep of any live ser
 
 Leases are compared with the servers' own UTC clocks: servers sharing a database need clocks
 that agree to within the lease (NTP does). An instance that stalls past its lease (a frozen
-VM) loses its runs to the next server that starts; a run it still finishes is recorded whole
-over the ``interrupted`` mark, as any run record is.
+VM) loses its runs to the next server that starts; a run it still finishes is not recorded
+over the ``interrupted`` mark: a finished record is written once (``evaluator.run._record``),
+and every mark here is an UPDATE whose WHERE names the unfinished statuses, so a run that
+finished meanwhile keeps its record.
 """
 
 from __future__ import annotations
@@ -117,16 +119,19 @@ def abandon_expired(ws: Workspace, reason: str) -> int:
     Return how many runs were marked."""
     now = _now()
     live = select(ServerInstance.id).where(ServerInstance.expires_at >= now)
-    stmt = select(Run).where(
-        Run.status.in_(UNFINISHED),
-        or_(Run.instance_id.is_(None), Run.instance_id.not_in(live)),
+    stmt = (
+        update(Run)
+        .where(
+            Run.status.in_(UNFINISHED),
+            or_(Run.instance_id.is_(None), Run.instance_id.not_in(live)),
+        )
+        .values(status="interrupted", error=reason, finished_at=now)
+        .execution_options(synchronize_session=False)
     )
     with ws.transaction() as session:
-        rows = session.scalars(stmt).all()
-        for row in rows:
-            row.status, row.error, row.finished_at = "interrupted", reason, now
+        marked = session.execute(stmt).rowcount  # type: ignore[attr-defined]
         session.execute(delete(ServerInstance).where(ServerInstance.expires_at < now))
-        return len(rows)
+        return int(marked)
 
 
 def begin(ws: Workspace, run_id: str) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import select
+from sqlalchemy import update
 
 from pinbench.artifacts.digest import Digest
 from pinbench.cluster.placement import check_here
@@ -29,6 +29,7 @@ from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
+from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from pinbench.evaluator.warm import WarmPool
 
 Say = Callable[[str], None]
+UNFINISHED = ("queued", "running")
 
 
 @dataclass
@@ -125,6 +127,7 @@ def queue_run(
                 submitted_by=submitted_by,
                 system=system,
                 retry_of=retry_of,
+                **listing_columns(lock),
             )
         )
 
@@ -134,14 +137,13 @@ def abandon_unfinished(
 ) -> int:
     """Mark queued and running runs (all, or those in ``only``) interrupted: a server stopped
     with work in hand (or ``failed``: a run that ended before it could record itself)."""
-    stmt = select(RunRow).where(RunRow.status.in_(["queued", "running"]))
+    stmt = update(RunRow).where(RunRow.status.in_(UNFINISHED))  # a finished run stays so
     if only is not None:
         stmt = stmt.where(RunRow.id.in_(only))
+    stmt = stmt.values(status=status, error=reason, finished_at=datetime.now(UTC))
     with ws.transaction() as session:
-        rows = session.scalars(stmt).all()
-        for row in rows:
-            row.status, row.error, row.finished_at = status, reason, datetime.now(UTC)
-        return len(rows)
+        marked = session.execute(stmt.execution_options(synchronize_session=False))
+        return int(marked.rowcount)  # type: ignore[attr-defined]
 
 
 def run_lockfile(
@@ -221,8 +223,12 @@ def run_lockfile(
         if on is not None:
             attempt.runner = on.runner
         _keep_cost(evidence.details, price, on is not None)
-        _record(ws, attempt)
-        attest_recorded(ws, attempt.id, say)
+        if _record(ws, attempt):
+            attest_recorded(ws, attempt.id, say)
+        else:
+            say(
+                f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped"
+            )
     url = otel.endpoint()
     if trace_data is not None and url:
         _export_trace(trace_data, attempt, url, say)
@@ -318,12 +324,24 @@ def unit_of(metric: str) -> str:
     return "ratio"
 
 
-def _record(ws: Workspace, attempt: _Attempt) -> None:
+def _record(ws: Workspace, attempt: _Attempt) -> bool:
+    """Write the run's record whole; False (nothing written) when its row is already
+    finished: a record is written once. A server that was thought dead (its lease expired)
+    and had its run marked ``interrupted`` must not turn it into a success afterwards."""
     evidence = attempt.evidence
     details = dict(evidence.details)
     if evidence.environment:
         details["environment"] = evidence.environment
     with ws.transaction() as session:
+        claim = (
+            update(RunRow)
+            .where(RunRow.id == attempt.id, RunRow.status.in_(UNFINISHED))
+            .values(status=attempt.status)
+            .execution_options(synchronize_session=False)
+        )
+        claimed = session.execute(claim).rowcount  # type: ignore[attr-defined]
+        if not claimed and session.get(RunRow, attempt.id) is not None:
+            return False  # finished already: kept as it is
         session.merge(
             RunRow(
                 id=attempt.id,
@@ -342,12 +360,14 @@ def _record(ws: Workspace, attempt: _Attempt) -> None:
                 latencies_sha256=attempt.latencies.hex if attempt.latencies else None,
                 trace_level=attempt.trace_level,
                 trace_sha256=attempt.trace.hex if attempt.trace else None,
+                **listing_columns(attempt.lock),
                 results=[
                     Result(metric=k, value=v, unit=unit_of(k))
                     for k, v in sorted(evidence.metrics.items())
                 ],
             )
         )
+    return True
 
 
 def array_of(ws: Workspace, digest: str, label: str) -> npt.NDArray[Any]:

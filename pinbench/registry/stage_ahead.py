@@ -61,7 +61,7 @@ from pinbench.artifacts.scratch import owner_of
 from pinbench.artifacts.store import BlobStore
 store, out, made = BlobStore(Path(sys.argv[2])), sys.stdout, []
 try:
-    out.write(f"owner {{owner_of(store.tmp)}}\\n")
+    out.write(f"owner {{owner_of(store.staging())}}\\n")
     out.flush()
     pairs = sys.argv[3:]
     for source, expected in zip(pairs[::2], pairs[1::2]):
@@ -196,7 +196,7 @@ class StagesAhead:
         staged = found.staged
         if staged is None or staged.digest != digest:
             return None
-        fd, mine = scratch_file(self._store.tmp, "stage")
+        fd, mine = scratch_file(self._store.staging(), "stage")
         os.close(fd)
         try:
             os.replace(staged.temp, mine)
@@ -227,7 +227,7 @@ class StagesAhead:
             self._reader.join()
         if self._owner is not None:  # the child's owner lock, and its scratch if it was killed
             with contextlib.suppress(OSError):  # (a leftover for a later reclaim, no error)
-                reclaim_owner(self._store.tmp, self._owner)
+                reclaim_owner(self._store.staging(), self._owner)
 
     def _read(self, lines: IO[str], queued: list[_File]) -> None:
         """Take the child's reports in order; a file not reported is not staged ahead."""
@@ -253,7 +253,7 @@ class StagesAhead:
                     return  # the child is gone
                 hexdigest, size, pending, temp = line[2:].rstrip("\n").split(" ", 3)
                 copied(f, int(pending))
-                if Path(temp).parent == self._store.tmp:  # never move anything else
+                if Path(temp).parent == self._store.staging():  # never move anything else
                     f.staged = StagedBlob(Path(temp), Digest(hexdigest), int(size))
                 f.done.set()
         except (OSError, ValueError, DigestError):

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pinbench.artifacts.scratch import Reclaimed
+    from pinbench.db.upkeep import Checked, Collected
     from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
@@ -75,16 +76,32 @@ class Admin:
         """Remove scratch (staged publishes, uploads, fetches, run folders) that processes
         which died left in the home's ``tmp``; a live process's, on any host, is never
         touched."""
-        from pinbench.artifacts.scratch import reclaim
+        from pinbench.artifacts.scratch import reclaim_each
 
-        return reclaim(self._ws("gc").store.tmp)
+        return reclaim_each(self._ws("gc").store.scratch_folders())
+
+    def check_store(self) -> Checked:
+        """``pinbench fsck``: hash every blob and compare the store with the rows that
+        reference it (``db.upkeep.check``): missing, corrupt, unreferenced and stray files."""
+        from pinbench.db.upkeep import check
+
+        return check(self._ws("fsck"))
+
+    def collect_blobs(self, *, grace: str = "1h", delete: bool = False) -> Collected:
+        """``pinbench gc --blobs``: the blobs no row references, stored longer ago than
+        ``grace`` (``30m``, ``1h``, ``2d``; seconds without a unit); removed only when
+        ``delete`` (``db.upkeep.collect``)."""
+        from pinbench.db.upkeep import collect, duration_s
+
+        grace_s = duration_s(grace)
+        return collect(self._ws("gc --blobs"), grace_s=grace_s, delete=delete)
 
     def prepare_to_serve(self, stopped: str) -> tuple[int, Reclaimed]:
         """Before a server starts on this home: the database must be at the current schema;
         runs of servers that stopped are marked interrupted (``stopped``: the reason; never a
         live server's), and dead processes' scratch reclaimed. (Runs marked, what was
         reclaimed.)"""
-        from pinbench.artifacts.scratch import reclaim
+        from pinbench.artifacts.scratch import reclaim_each
         from pinbench.db import schema as db_schema
         from pinbench.evaluator.instances import abandon_expired
 
@@ -92,7 +109,7 @@ class Admin:
         ws.settings.home.mkdir(parents=True, exist_ok=True)
         db_schema.ensure_current(ws.engine)
         abandoned = abandon_expired(ws, stopped)
-        return abandoned, reclaim(ws.store.tmp)
+        return abandoned, reclaim_each(ws.store.scratch_folders())
 
     def scopes_of(self, token: str) -> frozenset[str]:
         """The scopes a token (its secret text) grants; refused when it is unknown or

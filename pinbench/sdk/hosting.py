@@ -10,7 +10,7 @@ user's behalf, runs in the REST shape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -166,11 +166,20 @@ class Hosting:
 
     # -- runs -----------------------------------------------------------------------------
 
-    def run_views(self, limit: int | None) -> list[dict[str, Any]]:
-        """Recorded runs, newest first, metrics under ``metrics`` (the REST shape)."""
+    def run_views(
+        self,
+        limit: int | None,
+        where: Mapping[str, str | None] | None = None,
+        after: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Recorded runs, newest first, metrics under ``metrics`` (the REST shape); ``where``
+        the filter's words as a caller sent them (refused when one is not a filter's value),
+        ``after`` the run whose next page this is."""
         from pinbench.evaluator.history import list_runs
+        from pinbench.evaluator.run_filter import RunFilter
 
-        return list_runs(self._ws, limit, nested=True)
+        filtered = RunFilter.parse(where or {})
+        return list_runs(self._ws, limit, nested=True, where=filtered, after=after)
 
     def run_view(self, run_id: str) -> dict[str, Any]:
         """One run with its host, details and units, metrics under ``metrics``."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pinbench.errors import UserError
 from pinbench.sdk.inquiries import Inquiries
 from pinbench.sdk.records import LocalOnly, Published
+from pinbench.sdk.run_records import RunRecords
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pinbench.sdk.admin import Admin
     from pinbench.sdk.hosting import Hosting
     from pinbench.sdk.images import Images
-    from pinbench.sdk.runs import Lockfile, Run
+    from pinbench.sdk.runs import Lockfile
     from pinbench.workspace import Workspace
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ ProgressFactory = Callable[[str, int], "Progress"]
 Say = Callable[[str], None]
 
 
-class Registry(Inquiries):
+class Registry(Inquiries, RunRecords):
     """A pinbench registry: ``Registry(home=PATH)`` (``~`` expanded; ``database_url`` defaults
     to SQLite in the home, PINBENCH_DATABASE_URL is not read), ``Registry(url=URL,
     token=TOKEN)`` for a ``pinbench serve``, or
@@ -343,58 +344,3 @@ class Registry(Inquiries):
         from pinbench.artifacts.canonical import canonical_json
 
         return Lockfile(LockfileBody.from_bytes(canonical_json(dict(source))), self)
-
-    # -- runs -----------------------------------------------------------------------------
-
-    def runs(self, limit: int | None = 20) -> builtins.list[Run]:
-        """The most recent runs, newest first."""
-        from pinbench.evaluator.history import list_runs
-        from pinbench.sdk.runs import Run
-
-        rows = self.either(lambda remote: remote.runs(limit), lambda ws: list_runs(ws, limit))
-        return [Run(row, self) for row in rows]
-
-    def run(self, run_id: str) -> Run:
-        """One recorded run (an id or a unique prefix), with its details."""
-        from pinbench.evaluator.history import show_run
-        from pinbench.sdk.runs import Run
-
-        info = self.either(lambda remote: remote.run(run_id), lambda ws: show_run(ws, run_id))
-        return Run(info, self)
-
-    def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
-        """Runs side by side: which inputs differ, each metric per run."""
-        from pinbench.evaluator.history import compare_runs
-
-        ids = list(run_ids)
-        return self.either(lambda remote: remote.compare(ids), lambda ws: compare_runs(ws, ids))
-
-    def report(self, run_ids: Sequence[str], formats: Sequence[str]) -> dict[str, bytes]:
-        """A report of runs in each of ``formats`` (``html``, ``md``, ``csv``, ``parquet``):
-        the runs are gathered once."""
-        ids = list(run_ids)
-        if self.url is not None:
-            remote = self.server()
-            return {f: remote.report(ids, f) for f in formats}
-        from pinbench import reports
-
-        gathered = reports.gather(self.workspace(), ids)
-        return {f: reports.render(gathered, f)[1] for f in formats}
-
-    def attest(self, run_id: str) -> tuple[bytes, bool]:
-        """A run's signed in-toto attestation (one JSON line) and whether it was made now (a
-        run recorded before attestations existed is attested after the fact)."""
-        if self.url is not None:
-            from pinbench.remote import RemoteRefused
-
-            remote = self.server()
-            path = f"/api/v1/runs/{run_id}/attestation"
-            try:
-                return remote.call("GET", path).content, False
-            except RemoteRefused as exc:
-                if exc.status != 404:
-                    raise
-            return remote.call("POST", path).content, True
-        from pinbench.provenance.attest import attestation_for
-
-        return attestation_for(self.workspace(), run_id)

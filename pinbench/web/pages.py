@@ -20,7 +20,7 @@ from pinbench import reports
 from pinbench.accounts import AuthError, Principal
 from pinbench.api.controllers.reports import report_response
 from pinbench.api.controllers.systems import alive_systems
-from pinbench.api.deps import principal_for, provide_principal
+from pinbench.api.deps import client_address, principal_for, provide_principal
 from pinbench.api.problems import ApiNotFound, http_detail, status_of
 from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
@@ -47,7 +47,11 @@ async def provide_ui_principal(request: Request[Any, Any, Any], state: State) ->
     (HttpOnly, SameSite=Strict, path /ui), else anonymous."""
     if "authorization" in request.headers:
         return await provide_principal(request, state)
-    return await principal_for(state, request.cookies.get(COOKIE) or None)
+    return await principal_for(state, request.cookies.get(COOKIE) or None, client_address(request))
+
+
+RUNS_PAGE = 200
+"""Runs on one page of /ui/runs; "older runs" pages on (keyset paging, decision 148)."""
 
 
 def _page(name: str, status_code: int = 200, **context: Any) -> Template:
@@ -225,9 +229,35 @@ class WebController(Controller):
     # ------------------------------------------------------------------ runs
 
     @get("/runs", sync_to_thread=True)
-    def runs(self, ws: Workspace, principal: Principal) -> Template:
+    def runs(
+        self,
+        hosted: Hosting,
+        principal: Principal,
+        model: Annotated[str | None, Parameter(max_length=401)] = None,
+        framework: Annotated[str | None, Parameter(max_length=401)] = None,
+        status: Annotated[str | None, Parameter(max_length=16)] = None,
+        system: Annotated[str | None, Parameter(max_length=63)] = None,
+        since: Annotated[str | None, Parameter(max_length=40)] = None,
+        until: Annotated[str | None, Parameter(max_length=40)] = None,
+        after: Annotated[str | None, Parameter(max_length=36)] = None,
+    ) -> Template:
         principal.require("read")
-        return _page("runs", principal=principal, runs=list_runs(ws, 200, nested=True))
+        where = {
+            "model": model,
+            "framework": framework,
+            "status": status,
+            "system": system,
+            "since": since,
+            "until": until,
+        }
+        runs = hosted.run_views(RUNS_PAGE, where, after)
+        given = {k: v for k, v in where.items() if v}
+        older = (
+            f"/ui/runs?{urlencode({**given, 'after': runs[-1]['id']})}"
+            if len(runs) == RUNS_PAGE
+            else None
+        )
+        return _page("runs", principal=principal, runs=runs, where=where, older=older, after=after)
 
     @get("/runs/{run_id:str}", sync_to_thread=True)
     def run(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> Template:
@@ -302,7 +332,7 @@ class WebController(Controller):
         require_same_origin(request)
         token = data.get("token", "").strip()
         try:
-            who = await principal_for(state, token or None)
+            who = await principal_for(state, token or None, client_address(request))
             if who.user is None:
                 raise AuthError("paste an API token (pbt_...)")
         except AuthError as exc:

@@ -13,6 +13,8 @@ from pinbench.api.schemas import Comparison, RunOnRequest, RunRequest, RunView
 from pinbench.sdk.hosting import Hosting
 
 VIEW_FIELDS = set(RunView.__struct_fields__)
+_NAMED = "NAME (every version) or NAME@VERSION."
+_WHEN = "An ISO 8601 date or date and time (UTC unless it names a zone) a run started at."
 
 
 def run_view(info: dict[str, Any], *, full: bool) -> RunView:
@@ -68,15 +70,44 @@ class RunController(Controller):
         )
         return [run_view(hosted.run_view(run_id), full=False) for run_id in ids]
 
-    @get("/", sync_to_thread=True, summary="Recorded runs, newest first")
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Recorded runs, newest first",
+        description="A page of at most `limit` runs (100 unless given), newest first, kept by "
+        "the filters given (model, framework, status, system, since, until). The next page: "
+        "`after` = the last run's id (keyset paging; a page costs the same however many runs "
+        "there are). An unknown status or an unreadable date is refused with 400.",
+    )
     def list_runs(
         self,
         hosted: Hosting,
         principal: Principal,
-        limit: Annotated[int | None, Parameter(ge=1, le=10_000)] = None,
+        limit: Annotated[int, Parameter(ge=1, le=10_000)] = 100,
+        model: Annotated[str | None, Parameter(max_length=401, description=_NAMED)] = None,
+        framework: Annotated[str | None, Parameter(max_length=401, description=_NAMED)] = None,
+        status: Annotated[str | None, Parameter(max_length=16)] = None,
+        system: Annotated[str | None, Parameter(max_length=63)] = None,
+        since: Annotated[str | None, Parameter(max_length=40, description=_WHEN)] = None,
+        until: Annotated[str | None, Parameter(max_length=40, description=_WHEN)] = None,
+        after: Annotated[
+            str | None,
+            Parameter(
+                max_length=36,
+                description="The next page: the runs listed after this run (its id or prefix).",
+            ),
+        ] = None,
     ) -> list[RunView]:
         principal.require("read")
-        return [run_view(r, full=False) for r in hosted.run_views(limit)]
+        where = {
+            "model": model,
+            "framework": framework,
+            "status": status,
+            "system": system,
+            "since": since,
+            "until": until,
+        }
+        return [run_view(r, full=False) for r in hosted.run_views(limit, where, after)]
 
     @get("/{run_id:str}", sync_to_thread=True, summary="One run: status, metrics, host, details")
     def show(self, hosted: Hosting, principal: Principal, run_id: str) -> RunView:

@@ -129,7 +129,7 @@ class Fetcher:
         return Fetched(str(uri), staged.digest, staged.size, md5, staged)
 
     def _download(self, url: str, label: str, size: int | None) -> tuple[StagedBlob, str]:
-        part = https.part_path(self.store.tmp, url)
+        part = https.part_path(self.store.staging(), url)
         try:
             sink = Sink(part, resume=True, progress=self._bar(label, size))
         except SinkBusy:
@@ -159,7 +159,7 @@ class Fetcher:
     # ------------------------------------------------------------ bytes and checks
 
     def _temp(self) -> Path:
-        fd, name = scratch_file(self.store.tmp, "fetch")
+        fd, name = scratch_file(self.store.staging(), "fetch")
         os.close(fd)
         return name
 

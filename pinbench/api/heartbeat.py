@@ -1,0 +1,71 @@
+"""A run pool's heartbeat: its server instance's lease, the sweep of dead servers' runs, and
+cancel requests made through any server.
+
+Each pool is a server instance (``pinbench.evaluator.instances``): its runs name it, and a
+heartbeat thread renews its lease and picks up cancel requests for its running runs. A
+starting pool, and the heartbeat every ``Lease.sweep_s`` while it serves, marks interrupted
+only runs whose instance's lease has expired (a server killed outright), and removes the
+scratch of dead processes; so with several server processes (or servers) on one database
+each only ever touches its own runs, and none stays ``running`` after its server died.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Protocol
+
+from pinbench.db.errors import DatabaseUnavailable
+from pinbench.evaluator import instances
+from pinbench.workspace import Workspace
+
+log = logging.getLogger("pinbench.api.runs")
+HEARTBEAT_S = 1.0
+"""How often the heartbeat thread looks for cancel requests (it renews the lease and sweeps
+expired ones less often, ``instances.Lease``)."""
+
+
+class Beating(Protocol):
+    """What the heartbeat needs of a run pool."""
+
+    ws: Workspace
+    instance: str
+    lease: instances.Lease
+
+    def counts(self) -> tuple[int, int]: ...
+
+    def stop_run(self, run_id: str, reason: str) -> bool: ...
+
+
+def sweep(ws: Workspace, reason: str) -> None:
+    """Mark interrupted the runs of servers whose lease expired (killed, or stalled past
+    it); remove the scratch dead processes left (never a live one's)."""
+    from pinbench.artifacts.scratch import reclaim_each
+
+    abandoned = instances.abandon_expired(ws, reason)
+    if abandoned:
+        log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
+    reclaim_each(ws.store.scratch_folders())
+
+
+def beat(pool: Beating, quit: threading.Event, reason: str) -> None:
+    """Until ``quit``: renew the lease; sweep expired ones (their runs interrupted with
+    ``reason``); stop the runs someone asked (through any server) to cancel."""
+    lease = pool.lease
+    renewed = swept = time.monotonic()  # registering and sweeping were just done
+    while not quit.wait(min(HEARTBEAT_S, lease.renew_s)):
+        try:
+            if time.monotonic() - renewed >= lease.renew_s:
+                instances.renew(pool.ws, pool.instance, lease_s=lease.lease_s)
+                renewed = time.monotonic()
+            if time.monotonic() - swept >= lease.sweep_s:
+                sweep(pool.ws, reason)
+                swept = time.monotonic()
+            if pool.counts()[1]:  # runs running here
+                for run_id, why in instances.cancel_requests(pool.ws, pool.instance).items():
+                    pool.stop_run(run_id, why)
+        except DatabaseUnavailable as exc:  # one line, not a traceback a second (decision 145)
+            log.warning("heartbeat of server instance %s failed: %s", pool.instance[:8], exc)
+        except Exception:  # anything else: its traceback (repeats held back: api/logs)
+            log.exception("heartbeat of server instance %s failed", pool.instance[:8])

@@ -1,0 +1,59 @@
+"""``pinbench fsck`` (the blob store checked against the rows that reference it) and the
+printing of ``pinbench gc --blobs`` (decision 144); both call ``Registry.admin()``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from pinbench.cli.common import local_registry
+from pinbench.console import json_option
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from pinbench.sdk.registry import Registry
+
+
+@click.command("fsck")
+@json_option
+@click.pass_context
+def fsck(ctx: click.Context, as_json: bool = False) -> None:
+    """Check the blob store against the database: every blob a row references is present
+    and hashes to its name, every blob is referenced, nothing else lies among the blobs.
+
+    Reads every blob (the verified-state cache is not trusted). Prints one line per
+    problem (missing, corrupt, unreferenced, stray) and exits 1 when there is any;
+    `pinbench gc --blobs` removes unreferenced blobs.
+    """
+    with local_registry() as reg:
+        checked = reg.admin().check_store()
+    if as_json:
+        _print_json(checked.to_json())
+    else:
+        for p in checked.problems:
+            _out().print(f"{p.kind}: {p.path}: {p.detail}")
+        count = len(checked.problems)
+        _out().print(
+            f"checked {checked.blobs} blobs, {checked.bytes:,} bytes: "
+            + (f"{count} problem{'s' if count != 1 else ''}" if count else "no problems")
+        )
+    if checked.problems:
+        ctx.exit(1)
+
+
+def collect_blobs(reg: Registry, *, grace: str, delete: bool, as_json: bool) -> None:
+    """``gc --blobs``: list (or remove, with ``delete``) the unreferenced blobs past ``grace``."""
+    done = reg.admin().collect_blobs(grace=grace, delete=delete)
+    if as_json:
+        _print_json(done.to_json())
+        return
+    verb = "removed" if delete else "would remove"
+    for g in done.garbage:
+        _out().print(f"{verb} {g.digest} ({g.size:,} bytes, stored {g.age_s:,.0f} s ago)")
+    count = len(done.garbage)
+    summary = f"{verb} {count} unreferenced blob{'s' if count != 1 else ''}, {done.bytes:,} bytes"
+    _out().print(f"{summary}; left {done.young} younger than the grace period {grace}")
+    if not delete and done.garbage:
+        _out().print("dry run: nothing removed; run again with --delete to remove them")

@@ -1,0 +1,274 @@
+"""Checking and collecting the blob store against the rows that reference it (decision 144).
+
+*Referenced* blobs are those a row names: an artifact's files, a run's latencies, trace and
+the blobs its details record (outputs, weights, token times: any ``*sha256`` key), an
+attestation's envelope and the subjects its signed statement names (``results.json``).
+
+``check`` (``pinbench fsck``): every referenced blob is present and hashes to its name, every
+blob in the store is referenced, and nothing else lies among the blobs. ``collect``
+(``pinbench gc --blobs``): the unreferenced blobs older than a grace period, removed only when
+asked. Both read the references and list the blobs under the store's write lock
+(``BlobStore.locked``), which a publish holds from making its blobs visible until its rows are
+written, so a publish in flight never looks unreferenced; a run writes its blobs before its
+row, unlocked, which the grace period covers (a run records its blobs and its row together
+at its end).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.store import STAGING, BlobMissing, ChecksumMismatch
+from pinbench.bounds import GC_GRACE_S
+from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
+from pinbench.errors import InvalidValue
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from pinbench.artifacts.store import BlobStore
+    from pinbench.workspace import Workspace
+
+_HEX = re.compile(r"[0-9a-f]{64}")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+class InvalidDuration(InvalidValue):
+    what = "duration"
+
+
+def duration_s(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``1h``, ``2d`` (or ``1.5h``) in seconds, within
+    ``bounds.GC_GRACE_S``."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None:
+        raise InvalidDuration(
+            text=text, reason="expected a number with an optional unit s, m, h or d (e.g. 1h)"
+        )
+    seconds = float(found.group(1)) * _UNIT_S[found.group(2)]
+    if not GC_GRACE_S.holds(seconds):
+        raise InvalidDuration(text=text, reason=GC_GRACE_S.refusal("the grace period (s)", seconds))
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with the store: ``kind`` is ``missing`` (referenced, absent),
+    ``corrupt`` (its bytes hash to another digest), ``unreferenced`` (no row names it) or
+    ``stray`` (a file among the blobs that is not named by a digest)."""
+
+    kind: str
+    path: str
+    """The blob's (or stray file's) path under the home's ``blobs``."""
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "path": self.path, "detail": self.detail}
+
+
+@dataclass
+class Checked:
+    """What ``check`` found: how many blobs and bytes it hashed, and the problems."""
+
+    blobs: int = 0
+    bytes: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "blobs": self.blobs,
+            "bytes": self.bytes,
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Garbage:
+    """An unreferenced blob: its digest, size and age (seconds since it was stored)."""
+
+    digest: str
+    size: int
+    age_s: float
+
+
+@dataclass
+class Collected:
+    """What ``collect`` found (``removed``: whether it removed them) and kept for the grace."""
+
+    garbage: list[Garbage] = field(default_factory=list)
+    removed: bool = False
+    young: int = 0
+    """Unreferenced blobs left alone: younger than the grace period."""
+
+    @property
+    def bytes(self) -> int:
+        return sum(g.size for g in self.garbage)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "blobs": [
+                {"sha256": g.digest, "bytes": g.size, "age_s": g.age_s} for g in self.garbage
+            ],
+            "bytes": self.bytes,
+            "removed": self.removed,
+            "young": self.young,
+        }
+
+
+def references(session: Session, store: BlobStore) -> dict[str, str]:
+    """Every referenced digest (hex) and what references it first."""
+    found: dict[str, str] = {}
+    rows = session.execute(
+        select(ArtifactFile.sha256, ArtifactFile.path, Artifact.kind, Artifact.name)
+        .join(Artifact, Artifact.id == ArtifactFile.artifact_id)
+        .add_columns(Artifact.version)
+    )
+    for sha256, path, kind, name, version in rows:
+        found.setdefault(sha256, f"{kind}/{name}@{version}:{path}")
+    runs = session.execute(select(Run.id, Run.latencies_sha256, Run.trace_sha256, Run.details))
+    for run_id, latencies, trace, details in runs:
+        for what, digest in (("latencies", latencies), ("trace", trace)):
+            if digest:
+                found.setdefault(digest, f"run {run_id} {what}")
+        for key, digest in _recorded(details):
+            found.setdefault(digest, f"run {run_id} {key}")
+    for run_id, envelope in session.execute(
+        select(Attestation.run_id, Attestation.envelope_sha256)
+    ):
+        found.setdefault(envelope, f"run {run_id} attestation")
+        for name, digest in _subjects(store.path(Digest(envelope))):
+            found.setdefault(digest, f"run {run_id} attestation's {name}")
+    return found
+
+
+def _recorded(value: object, key: str = "") -> Iterator[tuple[str, str]]:
+    """The ``(key, digest)`` pairs of a run's details whose key ends in ``sha256``."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _recorded(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _recorded(v, key)
+    elif isinstance(value, str) and key.endswith("sha256") and _HEX.fullmatch(value):
+        yield key, value
+
+
+def _subjects(envelope: Path) -> list[tuple[str, str]]:
+    """The subjects (name, sha256) of the statement a DSSE envelope signs; none when the
+    envelope is absent or unreadable (``check`` reports that blob itself)."""
+    try:
+        statement = json.loads(base64.b64decode(json.loads(envelope.read_bytes())["payload"]))
+        subjects = statement["subject"]
+        return [
+            (str(s["name"]), s["digest"]["sha256"])
+            for s in subjects
+            if _HEX.fullmatch(str(s.get("digest", {}).get("sha256", "")))
+        ]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+
+
+def _stored(store: BlobStore) -> tuple[list[tuple[str, Path]], list[Path]]:
+    """The blobs in the store (digest hex, path) and the stray files among them."""
+    blobs: list[tuple[str, Path]] = []
+    strays: list[Path] = []
+    if not store.blobs.is_dir():
+        return blobs, strays
+    for sub in sorted(store.blobs.iterdir()):
+        if sub.name == STAGING:
+            continue
+        if not sub.is_dir() or not re.fullmatch(r"[0-9a-f]{2}", sub.name):
+            strays.append(sub)
+            continue
+        for entry in sorted(sub.iterdir()):
+            if entry.is_file() and _HEX.fullmatch(entry.name) and entry.name[:2] == sub.name:
+                blobs.append((entry.name, entry))
+            else:
+                strays.append(entry)
+    return blobs, strays
+
+
+def _snapshot(ws: Workspace) -> tuple[dict[str, str], list[tuple[str, Path]], list[Path]]:
+    with ws.store.locked(), ws.transaction() as session:
+        refs = references(session, ws.store)
+        blobs, strays = _stored(ws.store)
+    return refs, blobs, strays
+
+
+def check(ws: Workspace) -> Checked:
+    """Hash every blob (the verified-state cache not trusted) and compare with the rows."""
+    refs, blobs, strays = _snapshot(ws)
+    done = Checked()
+    relative = ws.store.blobs
+    for path in strays:
+        done.problems.append(Problem("stray", _rel(path, relative), "not a blob's name"))
+    present = {digest for digest, _ in blobs}
+    for digest, path in blobs:
+        label = refs.get(digest, f"blob {digest}")
+        try:
+            ws.store.verify(Digest(digest), label=label, rehash=True)
+        except ChecksumMismatch as exc:
+            done.problems.append(
+                Problem("corrupt", _rel(path, relative), f"{label}: hashes to {exc.actual.hex}")
+            )
+        except BlobMissing:  # removed since it was listed
+            present.discard(digest)
+            continue
+        done.blobs += 1
+        with contextlib.suppress(OSError):
+            done.bytes += path.stat().st_size
+        if digest not in refs:
+            done.problems.append(
+                Problem("unreferenced", _rel(path, relative), "no row references it")
+            )
+    for digest, label in sorted(refs.items()):
+        if digest not in present:
+            where = _rel(ws.store.path(Digest(digest)), relative)
+            done.problems.append(Problem("missing", where, f"{label}: not in the store"))
+    return done
+
+
+def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
+    """The unreferenced blobs stored more than ``grace_s`` seconds ago; removed (under the
+    store's lock, references read again) when ``delete``."""
+    done = Collected(removed=delete)
+    with ws.store.locked():
+        with ws.transaction() as session:
+            refs = references(session, ws.store)
+        blobs, _ = _stored(ws.store)
+        now = time.time()
+        for digest, path in blobs:
+            if digest in refs:
+                continue
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            age = now - max(st.st_mtime, st.st_ctime)
+            if age < grace_s:
+                done.young += 1
+                continue
+            done.garbage.append(Garbage(digest, st.st_size, round(age, 1)))
+            if delete:
+                ws.store.remove(Digest(digest))
+    return done
+
+
+def _rel(path: Path, blobs: Path) -> str:
+    try:
+        return os.path.join("blobs", str(path.relative_to(blobs)))
+    except ValueError:
+        return str(path)

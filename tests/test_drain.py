@@ -1,0 +1,194 @@
+"""SIGTERM drains a real ``pinbench serve``, and a server never overwrites a run record that
+is already finished (issue 38, point 10).
+
+Draining: new runs are refused (503, Retry-After), queued ones are marked interrupted so
+their callers can submit them elsewhere, the running one finishes and is recorded succeeded,
+then the process exits. A rolling upgrade (a new server on the same PostgreSQL database
+beside the old one, then SIGTERM to the old) loses no run. A run marked interrupted while its
+server still ran it (its lease had lapsed) stays interrupted: the late finisher's outcome is
+dropped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text, update
+
+from pinbench.api.runpool import DRAINED
+from pinbench.config import Settings
+from pinbench.db.models import Run
+from pinbench.evaluator.instances import LEASE_ENV
+from pinbench.workspace import Workspace
+from tests.apiserver import seed_home, serve_process, wait_for_status
+
+# A run of a few seconds: LoadGen's Server scenario at 20 queries/s for 6 s.
+SHORT = {
+    "model": "vision/digits-logreg@1.1.0",
+    "dataset": "sklearn-digits-test@^1",
+    "scenario": {"name": "Server", "target_qps": 20, "min_duration_ms": 6_000},
+}
+
+
+@contextmanager
+def serving(home: Path, url: str, drain_s: int) -> Iterator[tuple[str, int]]:
+    env = {LEASE_ENV: "3", "PINBENCH_DRAIN_S": str(drain_s)}
+    with serve_process(home, url, "--run-workers", "1", env=env) as (base, process):
+        yield base, process.pid
+
+
+def _lock(c: httpx.Client) -> str:
+    digest: str = c.post("/api/v1/lockfiles", json=SHORT).json()["points"][0]["digest"]
+    return digest
+
+
+def _submit(c: httpx.Client, digest: str) -> httpx.Response:
+    return c.post("/api/v1/runs", json={"lockfile": digest, "runner": "local"})
+
+
+def _gone(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return True
+        if Path(f"/proc/{pid}/stat").exists():
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def _status(home: Path, url: str, run_id: str) -> tuple[str, str | None]:
+    ws = Workspace(Settings(home=home, database_url=url))
+    try:
+        with ws.transaction() as session:
+            row = session.get(Run, run_id)
+            assert row is not None
+            return row.status, row.error
+    finally:
+        ws.close()
+
+
+@pytest.fixture
+def sqlite_home(tmp_path: Path, catalog_dir: Path) -> tuple[Path, str, dict[str, str]]:
+    url = f"sqlite:///{tmp_path}/db.sqlite"
+    tokens, _ = seed_home(tmp_path / "home", url, catalog_dir)
+    return tmp_path / "home", url, tokens
+
+
+def test_sigterm_drains_the_running_run_refuses_new_ones_and_exits(
+    sqlite_home: tuple[Path, str, dict[str, str]],
+) -> None:
+    home, url, tokens = sqlite_home
+    auth = {"Authorization": f"Bearer {tokens['owner']}"}
+    with (
+        serving(home, url, drain_s=120) as (base, pid),
+        httpx.Client(base_url=base, headers=auth, timeout=30) as c,
+    ):
+        digest = _lock(c)
+        running = _submit(c, digest).json()["id"]
+        wait_for_status(c, running, ("running",))
+        queued = _submit(c, digest).json()["id"]
+        os.killpg(pid, signal.SIGTERM)
+        refused = _submit(c, digest)  # the server still answers while it drains
+        assert refused.status_code == 503, refused.text
+        assert "stopping (draining" in refused.json()["detail"]
+        assert int(refused.headers["retry-after"]) > 0
+        info = wait_for_status(c, queued, ("interrupted",), 30)
+        assert info["error"] == DRAINED
+        assert c.get(f"/api/v1/runs/{running}").json()["status"] == "running"
+        assert _gone(pid, 120), "the drained server did not exit"
+    assert _status(home, url, running) == ("succeeded", None)
+
+
+def test_a_run_still_running_after_the_drain_is_interrupted(
+    sqlite_home: tuple[Path, str, dict[str, str]],
+) -> None:
+    home, url, tokens = sqlite_home
+    long = {**SHORT, "scenario": {**SHORT["scenario"], "min_duration_ms": 600_000}}  # type: ignore[dict-item]
+    auth = {"Authorization": f"Bearer {tokens['owner']}"}
+    with (
+        serving(home, url, drain_s=2) as (base, pid),
+        httpx.Client(base_url=base, headers=auth, timeout=30) as c,
+    ):
+        digest = c.post("/api/v1/lockfiles", json=long).json()["points"][0]["digest"]
+        run_id = _submit(c, digest).json()["id"]
+        wait_for_status(c, run_id, ("running",))
+        os.killpg(pid, signal.SIGTERM)
+        assert _gone(pid, 60)
+    assert _status(home, url, run_id) == (
+        "interrupted",
+        "the server stopped before this run finished",
+    )
+
+
+def _pg_database(request: pytest.FixtureRequest) -> str:
+    server_url: str = request.getfixturevalue("pg_server")
+    name = f"t_{os.urandom(6).hex()}"
+    engine = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def test_a_rolling_upgrade_on_postgresql_loses_no_run(
+    request: pytest.FixtureRequest, tmp_path: Path, catalog_dir: Path
+) -> None:
+    url = _pg_database(request)
+    home = tmp_path / "home"
+    tokens, _ = seed_home(home, url, catalog_dir)
+    auth = {"Authorization": f"Bearer {tokens['owner']}"}
+    with serving(home, url, drain_s=120) as (old, old_pid):
+        with httpx.Client(base_url=old, headers=auth, timeout=30) as c:
+            digest = _lock(c)
+            run_id = _submit(c, digest).json()["id"]
+            wait_for_status(c, run_id, ("running",))
+        with (
+            serving(home, url, drain_s=120) as (new, _),
+            httpx.Client(base_url=new, headers=auth, timeout=30) as c,
+        ):
+            os.killpg(old_pid, signal.SIGTERM)  # the old one drains beside the new one
+            taken = _submit(c, digest)
+            assert taken.status_code == 202, taken.text
+            info = wait_for_status(c, run_id, ("succeeded", "failed", "interrupted"), 120)
+            assert (info["status"], info["error"]) == ("succeeded", None)
+            assert _gone(old_pid, 60)
+            after = wait_for_status(c, taken.json()["id"], ("succeeded", "failed", "interrupted"))
+            assert after["status"] == "succeeded"
+
+
+def test_a_run_marked_interrupted_is_not_overwritten_by_its_late_finisher(
+    sqlite_home: tuple[Path, str, dict[str, str]],
+) -> None:
+    """As when a server's lease lapsed (a stalled heartbeat) and another server's sweep marked
+    its run: the server still finishes the run, and must not record it over the mark."""
+    home, url, tokens = sqlite_home
+    auth = {"Authorization": f"Bearer {tokens['owner']}"}
+    swept = "marked by another server's sweep"
+    with (
+        serving(home, url, drain_s=120) as (base, pid),
+        httpx.Client(base_url=base, headers=auth, timeout=30) as c,
+    ):
+        run_id = _submit(c, _lock(c)).json()["id"]
+        wait_for_status(c, run_id, ("running",))
+        ws = Workspace(Settings(home=home, database_url=url))
+        try:
+            with ws.transaction() as session:
+                session.execute(
+                    update(Run).where(Run.id == run_id).values(status="interrupted", error=swept)
+                )
+        finally:
+            ws.close()
+        os.killpg(pid, signal.SIGTERM)  # drains: the run finishes, then the server exits
+        assert _gone(pid, 120)
+    assert _status(home, url, run_id) == ("interrupted", swept)

@@ -1,0 +1,278 @@
+"""Listing runs at scale (issue 38): filters on the run's own columns (model, framework,
+status, system, start time), keyset pages (``after`` = the last run's id), the same through
+the Python API on SQLite and PostgreSQL, the CLI, REST and the web UI; a recorded run fills
+the columns, and a database upgraded from before them gets them from its lockfiles. The
+expected lists are computed here from the rows the test wrote, never from the listing."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+import pinbench
+from pinbench.db import migrate
+from pinbench.db.models import Run as RunRow
+from pinbench.errors import UserError
+from pinbench.evaluator.run_filter import STATUSES, listing_columns
+from pinbench.registry.locking import store_lockfile
+from tests.apiserver import Server, api_server
+from tests.helpers import Cli
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+SYSTEMS = [None, "node-a", "node-b"]
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    started_at: datetime
+    status: str
+    system: str | None
+    model: str
+    model_version: str
+    framework: str
+
+
+def _requests() -> list[dict[str, Any]]:
+    """Lockfiles of two models, one in two versions, on three frameworks."""
+    reqs = [
+        {"model": f"vision/digits-logreg@{v}", "framework": "onnxruntime@*"}
+        for v in ("1.0.0", "1.1.0")
+    ]
+    reqs += [
+        {"model": f"vision/digits-cnn-{suffix}@^1", "framework": f"{f}@*"}
+        for f, suffix in (("onnxruntime", "onnx"), ("torch", "torch"), ("tensorflow", "keras"))
+    ]
+    return [{**r, "dataset": "sklearn-digits-test@^1"} for r in reqs]
+
+
+def _fill(reg: pinbench.Registry, count: int, seed: int) -> list[Row]:
+    """``count`` run rows over the catalog's lockfiles, statuses, systems and start times
+    (several runs share one start time: the page order must still be total)."""
+    rnd = random.Random(seed)
+    locks = [lock for req in _requests() for lock in reg.lock(req)]
+    ws = reg.workspace()
+    rows: list[Row] = []
+    with ws.transaction() as session:
+        for lock in locks:
+            store_lockfile(session, lock.body)
+        for i in range(count):
+            locked = rnd.choice(locks).body
+            cols = listing_columns(locked)
+            row = Row(
+                id=f"{rnd.getrandbits(128):032x}"[:8] + f"-{i:04d}-4000-8000-{i:012d}",
+                started_at=T0 + timedelta(minutes=rnd.randrange(count // 3)),
+                status=rnd.choice(STATUSES),
+                system=rnd.choice(SYSTEMS),
+                model=str(cols["model"]),
+                model_version=str(cols["model_version"]),
+                framework=str(cols["framework"]),
+            )
+            session.add(
+                RunRow(
+                    id=row.id,
+                    lockfile_digest=locked.digest.hex,
+                    status=row.status,
+                    runner="local",
+                    started_at=row.started_at,
+                    host={},
+                    system=row.system,
+                    **cols,
+                )
+            )
+            rows.append(row)
+    return rows
+
+
+def _newest_first(rows: list[Row]) -> list[str]:
+    return [r.id for r in sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)]
+
+
+@pytest.fixture
+def reg(tmp_path: Path, database_url: str, cnn_catalog_dir: Path) -> Iterator[pinbench.Registry]:
+    with pinbench.Registry(home=tmp_path / "home", database_url=database_url) as registry:
+        registry.init()
+        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
+            registry.publish(manifest, publisher="test")
+        yield registry
+
+
+FILTERS: list[tuple[dict[str, str], Any]] = [
+    ({}, lambda r: True),
+    ({"model": "vision/digits-logreg"}, lambda r: r.model == "vision/digits-logreg"),
+    (
+        {"model": "vision/digits-logreg@1.0.0"},
+        lambda r: r.model == "vision/digits-logreg" and r.model_version == "1.0.0",
+    ),
+    ({"framework": "torch"}, lambda r: r.framework == "torch"),
+    ({"status": "failed"}, lambda r: r.status == "failed"),
+    ({"system": "node-a"}, lambda r: r.system == "node-a"),
+    (
+        {"since": "2026-11-01T00:10:00", "until": "2026-11-01T00:20:00+00:00"},
+        lambda r: T0 + timedelta(minutes=10) <= r.started_at < T0 + timedelta(minutes=20),
+    ),
+    (
+        {"framework": "onnxruntime", "status": "succeeded", "system": "node-b"},
+        lambda r: r.framework == "onnxruntime" and r.status == "succeeded" and r.system == "node-b",
+    ),
+    # a zone given is honoured: 01:15+01:00 is 00:15 UTC
+    ({"since": "2026-11-01T01:15:00+01:00"}, lambda r: r.started_at >= T0 + timedelta(minutes=15)),
+]
+
+
+@pytest.mark.parametrize(("words", "keep"), FILTERS, ids=[str(w) for w, _ in FILTERS])
+def test_every_filter_and_every_page_are_the_rows_it_names_newest_first(
+    reg: pinbench.Registry, words: dict[str, str], keep: Any
+) -> None:
+    rows = _fill(reg, 240, seed=len(words))
+    expected = _newest_first([r for r in rows if keep(r)])
+    assert expected, "the case must keep some rows"
+    seen: list[str] = []
+    after: str | None = None
+    while True:  # pages of 37: every run once, in order, however the pages fall
+        page = [r.id for r in reg.runs(37, after=after, **words)]
+        seen += page
+        if len(page) < 37:
+            break
+        after = page[-1]
+    assert seen == expected
+
+
+def test_a_recorded_run_fills_the_columns_the_filters_read(reg: pinbench.Registry) -> None:
+    request = {
+        "model": "vision/digits-logreg@1.1.0",
+        "framework": "onnxruntime@*",
+        "dataset": "sklearn-digits-test@^1",
+        "scenario": {"name": "SingleStream", "min_query_count": 16},
+    }
+    (lock,) = reg.lock(request)
+    done = lock.run(runner="local")
+    assert [r.id for r in reg.runs(model="vision/digits-logreg@1.1.0")] == [done.id]
+    assert [r.id for r in reg.runs(framework="onnxruntime", status="succeeded")] == [done.id]
+    assert reg.runs(model="vision/digits-logreg@1.0.0") == []
+    assert reg.runs(status="failed") == []
+
+
+@pytest.mark.parametrize(
+    ("words", "says"),
+    [
+        ({"status": "done"}, "status='done': one of queued, running"),
+        ({"since": "yesterday"}, "since='yesterday': an ISO 8601 date"),
+        ({"model": "x" * 201}, "a name of 1 to 200 characters"),
+        ({"framework": "torch@"}, "NAME@VERSION with a version of 1 to 100"),
+        ({"system": "Node A"}, "a system's name"),
+        ({"since": "2026-11-02", "until": "2026-11-01"}, "must be later than since"),
+    ],
+)
+def test_a_filter_that_cannot_match_what_it_says_is_refused(
+    reg: pinbench.Registry, words: dict[str, str], says: str
+) -> None:
+    with pytest.raises(UserError, match=None) as caught:
+        reg.runs(**words)  # type: ignore[arg-type]
+    assert says in str(caught.value)
+
+
+def test_a_database_from_before_the_columns_gets_them_from_its_lockfiles(
+    reg: pinbench.Registry,
+) -> None:
+    rows = _fill(reg, 30, seed=7)
+    engine = reg.workspace().engine
+    migrate.downgrade(engine, "0010")
+    with engine.connect() as conn:
+        names = {c["name"] for c in __import__("sqlalchemy").inspect(conn).get_columns("runs")}
+    assert "model" not in names
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        got = {
+            run_id: (model, version, framework)
+            for run_id, model, version, framework in conn.execute(
+                text("SELECT id, model, model_version, framework FROM runs")
+            )
+        }
+    assert got == {r.id: (r.model, r.model_version, r.framework) for r in rows}
+
+
+# -- the faces: CLI, REST, web UI ---------------------------------------------------------------
+
+
+def test_the_cli_filters_and_pages(cli: Cli, tmp_path: Path, cnn_catalog_dir: Path) -> None:
+    with pinbench.Registry(home=tmp_path / "home") as registry:
+        registry.init()
+        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
+            registry.publish(manifest, publisher="test")
+        rows = _fill(registry, 120, seed=3)
+    expected = _newest_first([r for r in rows if r.framework == "torch"])
+    first = cli("runs", "list", "--framework", "torch", "--limit", "10", "--json")
+    assert first.code == 0, first.err
+    import json
+
+    page = [r["id"] for r in json.loads(first.out)]
+    assert page == expected[:10]
+    table = cli("runs", "list", "--framework", "torch", "--limit", "10")
+    assert f"more runs may follow: add --after {expected[9]}" in table.err
+    second = cli("runs", "list", "--framework", "torch", "--after", expected[9], "--json")
+    assert [r["id"] for r in json.loads(second.out)] == expected[10:110]
+    bad = cli("runs", "list", "--status", "done")
+    assert bad.code == 1 and "status='done'" in bad.err and "Traceback" not in bad.err
+
+
+@pytest.fixture(scope="module")
+def filled_server(
+    tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path
+) -> Iterator[tuple[Server, list[Row]]]:
+    root = tmp_path_factory.mktemp("runs-server")
+    db = f"sqlite:///{root}/db.sqlite"
+    with pinbench.Registry(home=root / "home", database_url=db) as registry:
+        registry.init()
+        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
+            registry.publish(manifest, publisher="test")
+        rows = _fill(registry, 600, seed=11)
+    with api_server(root / "home", db) as srv:
+        yield srv, rows
+
+
+def test_rest_filters_pages_and_refuses(filled_server: tuple[Server, list[Row]]) -> None:
+    srv, rows = filled_server
+    expected = _newest_first([r for r in rows if r.status == "failed"])
+    got: list[str] = []
+    after: str | None = None
+    while True:
+        params = {"status": "failed", "limit": "25", **({"after": after} if after else {})}
+        answer = httpx.get(f"{srv.url}/api/v1/runs", params=params)
+        assert answer.status_code == 200, answer.text
+        page = [r["id"] for r in answer.json()]
+        got += page
+        if len(page) < 25:
+            break
+        after = page[-1]
+    assert got == expected
+    everything = httpx.get(f"{srv.url}/api/v1/runs").json()
+    assert [r["id"] for r in everything] == _newest_first(rows)[:100]  # the default page
+    bad = httpx.get(f"{srv.url}/api/v1/runs", params={"since": "not a date"})
+    assert bad.status_code == 400 and "since" in bad.text
+
+
+def test_the_web_runs_page_filters_and_links_the_older_page(
+    filled_server: tuple[Server, list[Row]],
+) -> None:
+    srv, rows = filled_server
+    expected = _newest_first([r for r in rows if r.model == "vision/digits-logreg"])
+    assert len(expected) > 200
+    page = httpx.get(f"{srv.url}/ui/runs", params={"model": "vision/digits-logreg"})
+    assert page.status_code == 200
+    shown = [i for i in expected if f'value="{i}"' in page.text]
+    assert shown == expected[:200]
+    older = f"/ui/runs?model=vision%2Fdigits-logreg&amp;after={expected[199]}"
+    assert older in page.text
+    rest = httpx.get(
+        f"{srv.url}/ui/runs", params={"model": "vision/digits-logreg", "after": expected[199]}
+    )
+    assert [i for i in expected if f'value="{i}"' in rest.text] == expected[200:400]
