@@ -358,9 +358,10 @@ class RunPool:
             log.info("run %s: %s", run_id[:8], reason)
         return True
 
-    def _running(self) -> bool:  # the heartbeat's question
+    def counts(self) -> tuple[int, int]:
+        """Runs held here: (queued, running); the heartbeat's and ``/metrics``' question."""
         with self._lock:
-            return bool(self._stops)
+            return len(self._mine) - len(self._stops), len(self._stops)
 
     def drain(self) -> int:
         """Take no new run and start none of those queued (each is marked interrupted, its
