@@ -96,7 +96,7 @@ def test_ready_says_503_naming_a_blob_store_it_cannot_write(server: Server) -> N
     body = ready.json()
     assert body["status"] == "not ready"
     failed = {c["name"]: c["cause"] for c in body["checks"] if not c["ok"]}
-    assert failed == {"blob_store": "not writable: Not a directory (ENOTDIR)"}
+    assert failed == {"blob_store": "not writable: File exists (EEXIST)"}
     assert str(server.home) not in ready.text
 
 

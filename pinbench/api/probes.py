@@ -125,9 +125,10 @@ async def database_check(ws: Workspace, once: OneAtATime) -> Checked:
 
 
 def blob_store_check(ws: Workspace) -> Checked:
-    """Write one byte in the store's scratch and remove it."""
-    path = ws.store.tmp / f"ready-{os.getpid()}-{uuid.uuid4().hex}"
+    """Write one byte where the store stages what it takes (on the blobs' filesystem) and
+    remove it."""
     try:
+        path = ws.store.staging() / f"ready-{os.getpid()}-{uuid.uuid4().hex}"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.write(fd, b"r")
@@ -169,6 +170,9 @@ async def ready(state: State) -> Response[Readiness]:
         await anyio.to_thread.run_sync(blob_store_check, ws),
         await anyio.to_thread.run_sync(free_space_check, ws, settings.ready_min_free_mb),
     ]
+    pool: RunPool = state.pool
+    if pool.draining.is_set():  # SIGTERM: it finishes its runs and takes no new one
+        checks.append(Checked("runs", False, "draining: the server is stopping"))
     ok = all(c.ok for c in checks)
     body = Readiness(status="ready" if ok else "not ready", checks=checks)
     return Response(body, status_code=200 if ok else 503)
