@@ -9,6 +9,7 @@ import click
 
 from pinbench import bounds
 from pinbench.cli.common import listed, local_registry
+from pinbench.cli.serve_config import config_option
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -90,6 +91,7 @@ def gc_cmd(
 
 
 @click.command("serve")
+@config_option
 @click.option("--host", "host", type=str, default="127.0.0.1", help="Address to listen on.")
 @click.option("--port", "port", type=int, default=8000, help="Port to listen on.")
 @click.option(
