@@ -131,7 +131,10 @@ def _sync_filesystem(folder: Path) -> bool:
 def commit_blobs(store: BlobStore, staged: list[StagedBlob]) -> list[Digest]:
     """``BlobStore.commit`` for many blobs (each already synced): renamed to their addresses,
     each folder synced once, recorded in the verified-state cache at once. The digests that
-    were new to the store."""
+    were new to the store. A store on object storage uploads them one by one
+    (``S3BlobStore.commit``)."""
+    if type(store) is not BlobStore:
+        return [blob.digest for blob in staged if store.commit(blob)]
     blobs = store.blobs.resolve() if store.blobs.exists() else store.blobs
     made: list[Digest] = []
     folders: set[Path] = set()
