@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,15 @@ class S3Server:
             "AWS_SECRET_ACCESS_KEY": self.secret,
             "AWS_DEFAULT_REGION": "us-east-1",
         }
+
+    def client(self) -> Any:
+        """A boto3 S3 client on this server (to look into the bucket)."""
+        import boto3
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=self.key_id,
+            aws_secret_access_key=self.secret, region_name="us-east-1",
+        )  # fmt: skip
 
 
 def _weed() -> str:

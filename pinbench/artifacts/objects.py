@@ -95,14 +95,19 @@ class Bucket:
 
         self.location = location
         self.multipart_bytes = multipart_bytes
-        self._client: Any = boto3.client(
+        self._bucket_seen = False
+        # a session of its own: credentials read now, not those boto3's default session cached
+        self._client: Any = boto3.session.Session().client(
             "s3",
             endpoint_url=location.endpoint,
             config=Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10),
         )
 
     def _fail(self, action: str, exc: Exception) -> ObjectStoreFailure:
-        return ObjectStoreFailure(where=str(self.location), action=action, reason=str(exc))
+        reason = str(exc)
+        if _status(exc) == 403:
+            reason = f"access denied: check the AWS credentials and the bucket's policy ({exc})"
+        return ObjectStoreFailure(where=str(self.location), action=action, reason=reason)
 
     def exists(self, relative: str) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -117,12 +122,35 @@ class Bucket:
             raise self._fail(f"HEAD {relative}", exc) from None
         return True
 
+    def _bucket_exists(self) -> None:
+        """Refuse to write into a bucket that does not exist (some servers would make one on
+        the first write): pinbench never creates buckets. Asked once per ``Bucket``."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self._bucket_seen:
+            return
+        try:
+            self._client.head_bucket(Bucket=self.location.bucket)
+        except ClientError as exc:
+            if _status(exc) == 404:
+                raise ObjectStoreFailure(
+                    where=str(self.location),
+                    action="a write",
+                    reason=f"no bucket {self.location.bucket!r}: create it first "
+                    "(pinbench never creates buckets)",
+                ) from None
+            raise self._fail("HEAD of the bucket", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail("HEAD of the bucket", exc) from None
+        self._bucket_seen = True
+
     def upload(self, source: Path, relative: str) -> None:
         """Upload a file; in parts of ``multipart_bytes`` when it is larger than that."""
         from boto3.s3.transfer import TransferConfig
         from botocore.exceptions import BotoCoreError, ClientError
         from s3transfer.exceptions import S3UploadFailedError
 
+        self._bucket_exists()
         config = TransferConfig(
             multipart_threshold=self.multipart_bytes,
             multipart_chunksize=self.multipart_bytes,
@@ -189,5 +217,9 @@ class Bucket:
 
 
 def _status(exc: Any) -> int | None:
-    code = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    """The HTTP status of a botocore ``ClientError`` (None for other errors)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return int(code) if code is not None else None

@@ -35,7 +35,7 @@ from pinbench.artifacts.store import (
     Stored,
     out_of_space,
 )
-from pinbench.errors import UserError
+from pinbench.errors import PinbenchError, UserError
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -66,6 +66,24 @@ class S3BlobStore(BlobStore):
         if not super().commit(staged):  # already cached: the upload was all that was missing
             staged.temp.unlink(missing_ok=True)
         return True
+
+    def commit_many(self, staged: list[StagedBlob]) -> list[Digest]:
+        """``commit`` each (``bulk.commit_blobs``); the digests new to the bucket. When one
+        fails, the rest of the staged files are removed and the objects this call uploaded
+        are deleted again (no row references them yet: the caller holds the store's lock)."""
+        made: list[Digest] = []
+        try:
+            for blob in staged:
+                if self.commit(blob):
+                    made.append(blob.digest)
+        except BaseException:
+            for blob in staged:
+                blob.temp.unlink(missing_ok=True)
+            for digest in made:
+                with contextlib.suppress(PinbenchError):
+                    self.remove(digest)
+            raise
+        return made
 
     def remove(self, digest: Digest) -> None:
         self.bucket.delete(self.relative(digest))
