@@ -11,13 +11,17 @@ import os
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import Bucket, Location
 from pinbench.artifacts.s3store import S3BlobStore
+from pinbench.artifacts.store import ChecksumMismatch, StageWriter
+from pinbench.remote import Remote
 from pinbench.workspace import Workspace
+from tests.apiserver import api_server
 from tests.helpers import (
     DIGITS_ACCURACY,
     Cli,
@@ -196,3 +200,36 @@ def test_bad_settings_and_refusals_publish_nothing(
         (ws.settings.home / "blobs").rglob("*-*")
     )
     assert list((ws.settings.home / "tmp").iterdir()) == []
+
+
+def test_a_server_on_s3_redirects_blob_downloads_to_the_bucket_and_the_client_checks_them(
+    tmp_path: Path, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GET /api/v1/blobs/{sha256}`` answers 307 to a presigned URL (the server not in the
+    data path); the client follows it without its token and checks every byte."""
+    home, db = tmp_path / "home", f"sqlite:///{tmp_path / 'db.sqlite'}"
+    settings = s3_settings(s3, home, monkeypatch, db)  # the server inherits the environment
+    with api_server(home, db) as srv, srv.client("reader") as http:
+        store = Workspace(settings).store
+        assert isinstance(store, S3BlobStore)
+        digest = store.put_bytes(b"weights")
+        answer = http.get(f"/api/v1/blobs/{digest.hex}")
+        assert answer.status_code == 307, answer.text
+        url = answer.headers["location"]
+        assert url.startswith(f"{s3.endpoint}/pinbench/") and "Signature" in url
+        assert httpx.get(url).content == b"weights", "no pinbench token: the URL is the grant"
+        assert http.get(f"/api/v1/blobs/{'0' * 64}").status_code == 404
+        remote = Remote(srv.url, srv.tokens["reader"])
+        try:
+            assert b"".join(remote.blob(digest.hex)) == b"weights"
+            key = store.bucket.location.key(store.relative(digest))
+            s3.client().put_object(Bucket="pinbench", Key=key, Body=b"weightz")
+            (tmp_path / "agent").mkdir()
+            writer = StageWriter(tmp_path / "agent")  # what an agent's fetch does with them
+            for chunk in remote.blob(digest.hex):
+                writer.write(chunk)
+            with pytest.raises(ChecksumMismatch):
+                writer.finish(label="model.onnx", expected=digest, size=None)
+        finally:
+            remote.close()
+        assert list((tmp_path / "agent").iterdir()) == []

@@ -23,6 +23,8 @@ _PREFIX = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 MULTIPART_BYTES = 64 * 1024 * 1024
 """Blobs larger than this are uploaded in parts of this size (S3's smallest part is 5 MiB)."""
 CHUNK = 1024 * 1024
+PRESIGNED_S = 900
+"""How long a presigned GET URL a server hands out stays valid (15 minutes)."""
 
 
 class InvalidBlobsLocation(InvalidValue):
@@ -206,6 +208,20 @@ class Bucket:
                     )
         except (BotoCoreError, ClientError) as exc:
             raise self._fail(f"listing {relative}", exc) from None
+
+    def presign(self, relative: str, *, expires_s: int = PRESIGNED_S) -> str:
+        """A URL that GETs the object without credentials for ``expires_s`` seconds."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            url: str = self._client.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self.location.bucket, "Key": self.location.key(relative)},
+                ExpiresIn=expires_s,
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(f"presigning {relative}", exc) from None
+        return url
 
     def delete(self, relative: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

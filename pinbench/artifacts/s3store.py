@@ -67,6 +67,14 @@ class S3BlobStore(BlobStore):
             staged.temp.unlink(missing_ok=True)
         return True
 
+    def presigned(self, digest: Digest, *, label: str) -> str:
+        """A URL from which a client GETs the blob straight from the bucket (it checks the
+        sha256 itself); ``BlobMissing`` when the bucket lacks it."""
+        relative = self.relative(digest)
+        if not self.bucket.exists(relative):
+            raise BlobMissing(path=label, digest=digest)
+        return self.bucket.presign(relative)
+
     def commit_many(self, staged: list[StagedBlob]) -> list[Digest]:
         """``commit`` each (``bulk.commit_blobs``); the digests new to the bucket. When one
         fails, the rest of the staged files are removed and the objects this call uploaded
