@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -18,8 +19,11 @@ import yaml
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import Bucket, Location
 from pinbench.artifacts.s3store import S3BlobStore
-from pinbench.artifacts.store import ChecksumMismatch, StageWriter
+from pinbench.artifacts.store import BlobStore, ChecksumMismatch, StageWriter
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
 from pinbench.remote import Remote
+from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 from tests.apiserver import api_server
 from tests.helpers import (
@@ -233,3 +237,37 @@ def test_a_server_on_s3_redirects_blob_downloads_to_the_bucket_and_the_client_ch
         finally:
             remote.close()
         assert list((tmp_path / "agent").iterdir()) == []
+
+
+def test_the_settings_choose_the_back_end(
+    tmp_path: Path, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PINBENCH_BLOBS`` is read with the rest of the environment, also when the Python API
+    is given only a database URL; unset, the home's folder as before."""
+    s3_settings(s3, tmp_path / "home", monkeypatch)
+    monkeypatch.setenv("PINBENCH_HOME", str(tmp_path / "home"))
+    with Registry(database_url=f"sqlite:///{tmp_path / 'other.db'}") as reg:
+        assert isinstance(reg.workspace().store, S3BlobStore)
+    monkeypatch.delenv("PINBENCH_BLOBS")
+    with Registry() as reg:
+        assert type(reg.workspace().store) is BlobStore
+
+
+def test_a_second_home_on_the_same_bucket_publishes_what_is_already_there(
+    tmp_path: Path, s3: S3Server, catalog_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files the bucket already has are not uploaded again, and their format checks read
+    them through this home's cache (downloaded and verified), not a folder that lacks them."""
+    first = s3_settings(s3, tmp_path / "a", monkeypatch)
+    second = replace(first, home=tmp_path / "b", database_url=f"sqlite:///{tmp_path / 'b.db'}")
+    for settings in (first, second):
+        ws = Workspace(settings)
+        ws.init()
+        try:
+            for manifest in sorted(catalog_dir.glob("*.yaml")):
+                publish(ws, load_manifest(manifest), manifest_dir=catalog_dir, publisher="t")
+        finally:
+            ws.close()
+    with Registry(database_url=second.database_url) as reg:
+        monkeypatch.setenv("PINBENCH_HOME", str(second.home))
+        assert reg.admin().check_store().problems == []
