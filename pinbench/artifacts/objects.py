@@ -156,7 +156,8 @@ class Bucket:
         config = TransferConfig(
             multipart_threshold=self.multipart_bytes,
             multipart_chunksize=self.multipart_bytes,
-            use_threads=False,
+            use_threads=True,
+            max_concurrency=4,
         )
         try:
             self._client.upload_file(
