@@ -223,7 +223,11 @@ class Remote:
     def blob(self, digest: str) -> Iterator[bytes]:
         """A blob's bytes in chunks (checked by the caller against ``digest``)."""
         try:
-            with self.client.stream("GET", f"/api/v1/blobs/{digest}") as response:
+            # a server with its blobs in object storage redirects to a presigned URL (httpx
+            # drops the Authorization header on a redirect to another origin)
+            with self.client.stream(
+                "GET", f"/api/v1/blobs/{digest}", follow_redirects=True
+            ) as response:
                 if response.status_code >= 400:
                     response.read()
                     self._refuse(response)
@@ -306,7 +310,7 @@ class Remote:
         digest = info.get("trace_sha256")
         if not digest:
             raise NoTrace(run=info["id"], level=info.get("trace", "none"), status=info["status"])
-        data = self.call("GET", f"/api/v1/blobs/{digest}").content
+        data = self.call("GET", f"/api/v1/blobs/{digest}", follow_redirects=True).content
         got = Digest.of_bytes(data)
         if got.hex != digest:
             raise ChecksumMismatch(

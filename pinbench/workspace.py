@@ -39,6 +39,12 @@ class Workspace:
         """The blob store, opened on first use (a read of the registry's rows needs none)."""
         from pinbench.artifacts.store import BlobStore
 
+        if self.settings.blobs is not None:
+            from pinbench.artifacts.s3store import open_store
+
+            return open_store(
+                self.settings.home, self.settings.blobs, endpoint=self.settings.s3_endpoint
+            )
         return BlobStore(self.settings.home)
 
     @cached_property

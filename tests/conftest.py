@@ -16,6 +16,7 @@ from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli, in_process_cli, published_workspace
 from tests.pg import postgres_server
+from tests.s3server import S3Server, s3_server
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,14 @@ def pg_server() -> Iterator[str]:
     """A PostgreSQL server for the whole session (started on first use)."""
     with postgres_server() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """A real S3 server (SeaweedFS) on loopback for the session; each test takes a prefix of
+    its own in its bucket ``pinbench`` (``S3Server.env``)."""
+    with s3_server() as server:
+        yield server
 
 
 def _fresh_pg_database(server_url: str) -> str:

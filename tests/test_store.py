@@ -17,6 +17,7 @@ from pinbench.artifacts import store as store_module
 from pinbench.artifacts import verified
 from pinbench.artifacts.copy import copy_plain
 from pinbench.artifacts.digest import Digest, DigestError, hash_file
+from pinbench.artifacts.s3store import S3BlobStore, open_store
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
@@ -28,10 +29,40 @@ from tests.helpers import (
     sha,
     write_files,
 )
+from tests.s3server import s3_settings
+
+StoreOn = Callable[[Path], BlobStore]
 
 
-def test_stage_and_commit_stores_by_digest(tmp_path: Path) -> None:
-    store = BlobStore(tmp_path)
+@pytest.fixture(params=["filesystem", "s3"])
+def store_on(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> StoreOn:
+    """The store's contract, held by both back ends: the home's folder, and a bucket on a
+    real S3 server (SeaweedFS on loopback) with the home's folder as its local cache."""
+    if request.param == "filesystem":
+        return BlobStore
+    conf = s3_settings(request.getfixturevalue("s3"), Path("unused"), monkeypatch)
+    assert conf.blobs is not None
+    blobs, endpoint = conf.blobs, conf.s3_endpoint
+    return lambda root: open_store(root, blobs, endpoint=endpoint)
+
+
+def overwrite(store: BlobStore, digest: Digest, data: bytes) -> None:
+    """Put other bytes under ``digest``'s name: in the folder, or in the bucket (the local
+    cached copy evicted, as on a machine that never read it)."""
+    if isinstance(store, S3BlobStore):
+        other = store.root / "other"
+        other.write_bytes(data)
+        store.bucket.upload(other, store.relative(digest))
+        other.unlink()
+        store.path(digest).unlink()
+        return
+    blob = store.path(digest)
+    blob.chmod(0o644)
+    blob.write_bytes(data)
+
+
+def test_stage_and_commit_stores_by_digest(tmp_path: Path, store_on: StoreOn) -> None:
+    store = store_on(tmp_path)
     src = tmp_path / "src.bin"
     src.write_bytes(b"hello" * 1000)
     staged = store.stage(src, label="src.bin")
@@ -43,8 +74,8 @@ def test_stage_and_commit_stores_by_digest(tmp_path: Path) -> None:
     assert list(store.tmp.iterdir()) == []
 
 
-def test_stage_with_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
-    store = BlobStore(tmp_path)
+def test_stage_with_wrong_digest_leaves_nothing(tmp_path: Path, store_on: StoreOn) -> None:
+    store = store_on(tmp_path)
     src = tmp_path / "src.bin"
     src.write_bytes(b"abc")
     wrong = Digest("0" * 64)
@@ -58,21 +89,37 @@ def test_stage_with_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
     assert list(store.iter_digests()) == []
 
 
-def test_verify_detects_a_flipped_byte(tmp_path: Path) -> None:
-    store = BlobStore(tmp_path)
+def test_verify_detects_a_flipped_byte(tmp_path: Path, store_on: StoreOn) -> None:
+    store = store_on(tmp_path)
     digest = store.put_bytes(b"model bytes")
     assert store.verify(digest, label="m") == store.path(digest)
-    blob = store.path(digest)
-    blob.chmod(0o644)
-    blob.write_bytes(b"Model bytes")
+    overwrite(store, digest, b"Model bytes")
     with pytest.raises(ChecksumMismatch) as info:
         store.verify(digest, label="model.onnx")
     assert info.value.actual.hex == sha(b"Model bytes")
+    assert list(store.tmp.iterdir()) == [], "nothing half-fetched is left behind"
+    if isinstance(store, S3BlobStore):
+        assert not store.path(digest).exists(), "wrong bytes never enter the local cache"
 
 
-def test_verify_of_missing_blob(tmp_path: Path) -> None:
+def test_verify_of_missing_blob(tmp_path: Path, store_on: StoreOn) -> None:
     with pytest.raises(BlobMissing, match=r"model\.onnx"):
-        BlobStore(tmp_path).verify(Digest("1" * 64), label="model.onnx")
+        store_on(tmp_path).verify(Digest("1" * 64), label="model.onnx")
+
+
+def test_remove_and_listing(tmp_path: Path, store_on: StoreOn) -> None:
+    """``has``, ``iter_digests`` and ``remove`` (what ``fsck`` and ``gc --blobs`` use)."""
+    store = store_on(tmp_path)
+    kept, gone = store.put_bytes(b"kept"), store.put_bytes(b"gone")
+    assert store.has(kept) and store.has(gone)
+    assert sorted(d.hex for d in store.iter_digests()) == sorted([kept.hex, gone.hex])
+    assert [s.where for s in store.listing()] == sorted(
+        f"blobs/{d.hex[:2]}/{d.hex}" for d in (kept, gone)
+    )
+    store.remove(gone)
+    store.remove(gone)  # removing what is not there is not an error
+    assert not store.has(gone) and store.has(kept)
+    assert [d.hex for d in store.iter_digests()] == [kept.hex]
 
 
 def test_reverify_of_unchanged_file_does_not_rehash(

@@ -131,7 +131,12 @@ def _sync_filesystem(folder: Path) -> bool:
 def commit_blobs(store: BlobStore, staged: list[StagedBlob]) -> list[Digest]:
     """``BlobStore.commit`` for many blobs (each already synced): renamed to their addresses,
     each folder synced once, recorded in the verified-state cache at once. The digests that
-    were new to the store."""
+    were new to the store. A store on object storage uploads them one by one
+    (``S3BlobStore.commit_many``)."""
+    from pinbench.artifacts.s3store import S3BlobStore
+
+    if isinstance(store, S3BlobStore):
+        return store.commit_many(staged)
     blobs = store.blobs.resolve() if store.blobs.exists() else store.blobs
     made: list[Digest] = []
     folders: set[Path] = set()

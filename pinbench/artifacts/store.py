@@ -15,6 +15,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,9 @@ def out_of_space(folder: Path) -> Iterator[None]:
         raise StoreFull(folder=str(folder), reason=os.strerror(exc.errno)) from None
 
 
+_HEX = re.compile(r"[0-9a-f]{64}")
+_SHARD = re.compile(r"[0-9a-f]{2}")
+
 STAGING = ".staging"
 """The folder in ``blobs/`` holding the staging scratch when ``tmp`` is on another
 filesystem (its ``tmp`` and ``owners``, as in the home); never a blob's two-letter folder."""
@@ -95,6 +99,18 @@ class StagedBlob:
     temp: Path
     digest: Digest
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What lies among the blobs: ``where`` is its name under the store's root
+    (``blobs/ab/abcdef...``), ``digest`` its hex or None for a stray (a name that is not a
+    blob's), ``mtime`` the later of its modification and change times."""
+
+    where: str
+    digest: str | None
+    size: int
+    mtime: float
 
 
 class StageWriter:
@@ -176,6 +192,34 @@ class BlobStore:
 
     def has(self, digest: Digest) -> bool:
         return self.path(digest).is_file()
+
+    def local(self, digest: Digest) -> Path:
+        """Where the blob's bytes are on this machine (not checked: ``verify`` checks them).
+        A store on object storage downloads them into its local cache first."""
+        return self.path(digest)
+
+    def listing(self) -> Iterator[Stored]:
+        """The blobs and the strays among them, in name order (``fsck``, ``gc --blobs``)."""
+        if not self.blobs.is_dir():
+            return
+        for sub in sorted(self.blobs.iterdir()):
+            if sub.name == STAGING:
+                continue
+            if not sub.is_dir() or not _SHARD.fullmatch(sub.name):
+                yield Stored(f"blobs/{sub.name}", None, 0, 0.0)
+                continue
+            for entry in sorted(sub.iterdir()):
+                where = f"blobs/{sub.name}/{entry.name}"
+                if not (entry.is_file() and _HEX.fullmatch(entry.name)) or (
+                    entry.name[:2] != sub.name
+                ):
+                    yield Stored(where, None, 0, 0.0)
+                    continue
+                try:
+                    st = entry.stat()
+                except FileNotFoundError:  # removed since it was listed
+                    continue
+                yield Stored(where, entry.name, st.st_size, max(st.st_mtime, st.st_ctime))
 
     def stage(
         self,

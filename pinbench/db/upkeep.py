@@ -17,7 +17,6 @@ at its end).
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from pinbench.artifacts.digest import Digest
-from pinbench.artifacts.store import STAGING, BlobMissing, ChecksumMismatch
+from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
 from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
 from pinbench.errors import InvalidValue
@@ -38,7 +37,7 @@ from pinbench.errors import InvalidValue
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from pinbench.artifacts.store import BlobStore
+    from pinbench.artifacts.store import BlobStore, Stored
     from pinbench.workspace import Workspace
 
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -149,7 +148,7 @@ def references(session: Session, store: BlobStore) -> dict[str, str]:
         select(Attestation.run_id, Attestation.envelope_sha256)
     ):
         found.setdefault(envelope, f"run {run_id} attestation")
-        for name, digest in _subjects(store.path(Digest(envelope))):
+        for name, digest in _subjects(store.local(Digest(envelope))):
             found.setdefault(digest, f"run {run_id} attestation's {name}")
     return found
 
@@ -181,27 +180,16 @@ def _subjects(envelope: Path) -> list[tuple[str, str]]:
         return []
 
 
-def _stored(store: BlobStore) -> tuple[list[tuple[str, Path]], list[Path]]:
-    """The blobs in the store (digest hex, path) and the stray files among them."""
-    blobs: list[tuple[str, Path]] = []
-    strays: list[Path] = []
-    if not store.blobs.is_dir():
-        return blobs, strays
-    for sub in sorted(store.blobs.iterdir()):
-        if sub.name == STAGING:
-            continue
-        if not sub.is_dir() or not re.fullmatch(r"[0-9a-f]{2}", sub.name):
-            strays.append(sub)
-            continue
-        for entry in sorted(sub.iterdir()):
-            if entry.is_file() and _HEX.fullmatch(entry.name) and entry.name[:2] == sub.name:
-                blobs.append((entry.name, entry))
-            else:
-                strays.append(entry)
+def _stored(store: BlobStore) -> tuple[list[Stored], list[Stored]]:
+    """The blobs in the store and the stray names among them."""
+    blobs: list[Stored] = []
+    strays: list[Stored] = []
+    for entry in store.listing():
+        (strays if entry.digest is None else blobs).append(entry)
     return blobs, strays
 
 
-def _snapshot(ws: Workspace) -> tuple[dict[str, str], list[tuple[str, Path]], list[Path]]:
+def _snapshot(ws: Workspace) -> tuple[dict[str, str], list[Stored], list[Stored]]:
     with ws.store.locked(), ws.transaction() as session:
         refs = references(session, ws.store)
         blobs, strays = _stored(ws.store)
@@ -212,31 +200,28 @@ def check(ws: Workspace) -> Checked:
     """Hash every blob (the verified-state cache not trusted) and compare with the rows."""
     refs, blobs, strays = _snapshot(ws)
     done = Checked()
-    relative = ws.store.blobs
-    for path in strays:
-        done.problems.append(Problem("stray", _rel(path, relative), "not a blob's name"))
-    present = {digest for digest, _ in blobs}
-    for digest, path in blobs:
+    for stray in strays:
+        done.problems.append(Problem("stray", stray.where, "not a blob's name"))
+    present = {blob.digest for blob in blobs}
+    for blob in blobs:
+        digest = str(blob.digest)
         label = refs.get(digest, f"blob {digest}")
         try:
             ws.store.verify(Digest(digest), label=label, rehash=True)
         except ChecksumMismatch as exc:
             done.problems.append(
-                Problem("corrupt", _rel(path, relative), f"{label}: hashes to {exc.actual.hex}")
+                Problem("corrupt", blob.where, f"{label}: hashes to {exc.actual.hex}")
             )
         except BlobMissing:  # removed since it was listed
             present.discard(digest)
             continue
         done.blobs += 1
-        with contextlib.suppress(OSError):
-            done.bytes += path.stat().st_size
+        done.bytes += blob.size
         if digest not in refs:
-            done.problems.append(
-                Problem("unreferenced", _rel(path, relative), "no row references it")
-            )
+            done.problems.append(Problem("unreferenced", blob.where, "no row references it"))
     for digest, label in sorted(refs.items()):
         if digest not in present:
-            where = _rel(ws.store.path(Digest(digest)), relative)
+            where = _rel(ws.store.path(Digest(digest)), ws.store.blobs)
             done.problems.append(Problem("missing", where, f"{label}: not in the store"))
     return done
 
@@ -250,18 +235,15 @@ def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
             refs = references(session, ws.store)
         blobs, _ = _stored(ws.store)
         now = time.time()
-        for digest, path in blobs:
+        for blob in blobs:
+            digest = str(blob.digest)
             if digest in refs:
                 continue
-            try:
-                st = path.stat()
-            except FileNotFoundError:
-                continue
-            age = now - max(st.st_mtime, st.st_ctime)
+            age = now - blob.mtime
             if age < grace_s:
                 done.young += 1
                 continue
-            done.garbage.append(Garbage(digest, st.st_size, round(age, 1)))
+            done.garbage.append(Garbage(digest, blob.size, round(age, 1)))
             if delete:
                 ws.store.remove(Digest(digest))
     return done

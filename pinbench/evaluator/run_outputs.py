@@ -132,7 +132,7 @@ def export_outputs(
 def stored_chunks(store: BlobStore, digest: str) -> Iterator[bytes]:
     """A blob of this home's store, read in chunks (``export_outputs`` checks them)."""
     try:
-        blob = store.path(Digest(digest)).open("rb")
+        blob = store.local(Digest(digest)).open("rb")
     except FileNotFoundError:
         raise BlobMissing(path="the recorded outputs", digest=Digest(digest)) from None
     with blob:

@@ -82,7 +82,7 @@ def publish_trained(
         for path, sha256 in blobs.items():
             dest = Path(tmp, path)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(ws.store.path(Digest.parse(sha256)), dest)
+            shutil.copyfile(ws.store.local(Digest.parse(sha256)), dest)
         return publish(ws, manifest, manifest_dir=Path(tmp), publisher=publisher, say=say)
 
 

@@ -190,7 +190,7 @@ def _where(ws: Workspace, pending: list[StagedBlob]) -> Callable[[FileEntry], Pa
     staged = {b.digest.hex: b.temp for b in pending}
 
     def where(entry: FileEntry) -> Path:
-        return staged.get(entry.digest.hex) or ws.store.path(entry.digest)
+        return staged.get(entry.digest.hex) or ws.store.local(entry.digest)
 
     return where
 

@@ -164,6 +164,18 @@ class Hosting:
         d = Digest(digest)
         return self._ws.store.verify(d, label=f"blob {d.hex}")
 
+    def blob_url(self, digest: str) -> str | None:
+        """Where a client fetches a blob straight from object storage (a presigned GET URL,
+        the client checking the sha256); None when the blobs are in the home's folder."""
+        from pinbench.artifacts.digest import Digest
+        from pinbench.artifacts.s3store import S3BlobStore
+
+        store = self._ws.store
+        if not isinstance(store, S3BlobStore):
+            return None
+        d = Digest(digest)
+        return store.presigned(d, label=f"blob {d.hex}")
+
     # -- runs -----------------------------------------------------------------------------
 
     def run_views(

@@ -121,6 +121,8 @@ class Registry(Inquiries, RunRecords):
         if self.url is not None:
             raise LocalOnly(operation="a workspace", url=self.url)
         if self._ws is None:
+            from dataclasses import replace
+
             from pinbench.config import Settings
             from pinbench.workspace import Workspace
 
@@ -130,7 +132,7 @@ class Registry(Inquiries, RunRecords):
                 url = self._database_url or f"sqlite:///{home / 'pinbench.db'}"
                 settings = Settings(home=home, database_url=url)
             elif self._database_url is not None:
-                settings = Settings(home=settings.home, database_url=self._database_url)
+                settings = replace(settings, database_url=self._database_url)
             self._ws = Workspace(settings)
         return self._ws
 

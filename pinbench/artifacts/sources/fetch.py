@@ -117,7 +117,7 @@ class Fetcher:
         self, uri: HttpsUri, *, label: str, sha256: Digest | None, md5: str | None, size: int | None
     ) -> Fetched:
         if sha256 is not None and self.store.has(sha256):
-            return Fetched(str(uri), sha256, self.store.path(sha256).stat().st_size, md5, None)
+            return Fetched(str(uri), sha256, self.store.local(sha256).stat().st_size, md5, None)
         if uri.member is None:
             staged, got_md5 = self._download(uri.url, label, size)
         else:

@@ -1,0 +1,242 @@
+"""S3-compatible object storage as the blob store's back end (decision 151): where the blobs
+are (``PINBENCH_BLOBS=s3://BUCKET[/PREFIX]``, ``PINBENCH_S3_ENDPOINT``), and the few calls
+the store makes on a bucket (head, upload, download, list, delete, presign), each failure
+turned into ``ObjectStoreFailure`` naming the bucket and what was being done.
+
+boto3 (the ``s3`` extra) is imported here only, and only when a store on S3 is opened.
+Credentials come from boto3's standard chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``,
+``AWS_PROFILE``, an instance role).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pinbench.errors import InvalidValue, SystemFailure
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_PREFIX = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
+MULTIPART_BYTES = 64 * 1024 * 1024
+"""Blobs larger than this are uploaded in parts of this size (S3's smallest part is 5 MiB)."""
+CHUNK = 1024 * 1024
+PRESIGNED_S = 900
+"""How long a presigned GET URL a server hands out stays valid (15 minutes)."""
+
+
+class InvalidBlobsLocation(InvalidValue):
+    what = "PINBENCH_BLOBS"
+
+
+class ObjectStoreFailure(SystemFailure):
+    """The object store refused or did not answer (nothing is recorded as stored)."""
+
+    def __init__(self, *, where: str, action: str, reason: str) -> None:
+        super().__init__(f"object storage {where}: {action} failed: {reason}")
+        self.where = where
+        self.action = action
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A bucket and the key prefix under which ``blobs/ab/abcdef...`` are kept."""
+
+    bucket: str
+    prefix: str
+    endpoint: str | None
+
+    @classmethod
+    def parse(cls, text: str, *, endpoint: str | None) -> Location:
+        if not text.startswith("s3://"):
+            raise InvalidBlobsLocation(
+                text=text, reason="expected s3://BUCKET[/PREFIX] (unset: the home's blobs folder)"
+            )
+        bucket, _, prefix = text.removeprefix("s3://").partition("/")
+        prefix = prefix.strip("/")
+        if not _BUCKET.fullmatch(bucket):
+            raise InvalidBlobsLocation(
+                text=text, reason=f"{bucket!r} is not a bucket name (3-63 of a-z, 0-9, '.', '-')"
+            )
+        if prefix and not _PREFIX.fullmatch(prefix):
+            raise InvalidBlobsLocation(
+                text=text, reason=f"prefix {prefix!r}: use letters, digits, '.', '_', '-' and '/'"
+            )
+        if endpoint is not None and not re.fullmatch(r"https?://[^\s/]+/?", endpoint):
+            raise InvalidBlobsLocation(
+                text=endpoint, reason="PINBENCH_S3_ENDPOINT must be http(s)://HOST[:PORT]"
+            )
+        return cls(bucket, prefix, endpoint or None)
+
+    def key(self, relative: str) -> str:
+        """The object key of ``relative`` (``blobs/ab/abcdef...``) under the prefix."""
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """An object under the prefix: its key relative to the prefix, size and time."""
+
+    relative: str
+    size: int
+    mtime: float
+
+
+class Bucket:
+    """The calls the blob store makes on its bucket."""
+
+    def __init__(self, location: Location, *, multipart_bytes: int = MULTIPART_BYTES) -> None:
+        import boto3
+        from botocore.config import Config
+
+        self.location = location
+        self.multipart_bytes = multipart_bytes
+        self._bucket_seen = False
+        # a session of its own: credentials read now, not those boto3's default session cached
+        self._client: Any = boto3.session.Session().client(
+            "s3",
+            endpoint_url=location.endpoint,
+            config=Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10),
+        )
+
+    def _fail(self, action: str, exc: Exception) -> ObjectStoreFailure:
+        reason = str(exc)
+        if _status(exc) == 403:
+            reason = f"access denied: check the AWS credentials and the bucket's policy ({exc})"
+        return ObjectStoreFailure(where=str(self.location), action=action, reason=reason)
+
+    def exists(self, relative: str) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self._client.head_object(Bucket=self.location.bucket, Key=self.location.key(relative))
+        except ClientError as exc:
+            if _status(exc) == 404:
+                return False
+            raise self._fail(f"HEAD {relative}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"HEAD {relative}", exc) from None
+        return True
+
+    def _bucket_exists(self) -> None:
+        """Refuse to write into a bucket that does not exist (some servers would make one on
+        the first write): pinbench never creates buckets. Asked once per ``Bucket``."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self._bucket_seen:
+            return
+        try:
+            self._client.head_bucket(Bucket=self.location.bucket)
+        except ClientError as exc:
+            if _status(exc) == 404:
+                raise ObjectStoreFailure(
+                    where=str(self.location),
+                    action="a write",
+                    reason=f"no bucket {self.location.bucket!r}: create it first "
+                    "(pinbench never creates buckets)",
+                ) from None
+            raise self._fail("HEAD of the bucket", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail("HEAD of the bucket", exc) from None
+        self._bucket_seen = True
+
+    def upload(self, source: Path, relative: str) -> None:
+        """Upload a file; in parts of ``multipart_bytes`` when it is larger than that."""
+        from boto3.s3.transfer import TransferConfig
+        from botocore.exceptions import BotoCoreError, ClientError
+        from s3transfer.exceptions import S3UploadFailedError
+
+        self._bucket_exists()
+        config = TransferConfig(
+            multipart_threshold=self.multipart_bytes,
+            multipart_chunksize=self.multipart_bytes,
+            use_threads=True,
+            max_concurrency=4,
+        )
+        try:
+            self._client.upload_file(
+                str(source), self.location.bucket, self.location.key(relative), Config=config
+            )
+        except (BotoCoreError, ClientError, S3UploadFailedError) as exc:
+            raise self._fail(f"upload of {relative}", exc) from None
+
+    def chunks(self, relative: str) -> Iterator[bytes] | None:
+        """The object's bytes in pieces, or None when there is no such object."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            got = self._client.get_object(
+                Bucket=self.location.bucket, Key=self.location.key(relative)
+            )
+        except ClientError as exc:
+            if _status(exc) == 404:
+                return None
+            raise self._fail(f"GET {relative}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"GET {relative}", exc) from None
+        return self._read(got["Body"], relative)
+
+    def _read(self, body: Any, relative: str) -> Iterator[bytes]:
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            with body:
+                while chunk := body.read(CHUNK):
+                    yield chunk
+        except BotoCoreError as exc:
+            raise self._fail(f"GET {relative}", exc) from None
+
+    def listing(self, relative: str) -> Iterator[Listed]:
+        """Every object whose key starts with ``relative`` (under the prefix)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        start = self.location.key(relative)
+        cut = len(self.location.key(""))
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.location.bucket, Prefix=start
+            )
+            for page in pages:
+                for item in page.get("Contents", []):
+                    yield Listed(
+                        item["Key"][cut:], int(item["Size"]), item["LastModified"].timestamp()
+                    )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(f"listing {relative}", exc) from None
+
+    def presign(self, relative: str, *, expires_s: int = PRESIGNED_S) -> str:
+        """A URL that GETs the object without credentials for ``expires_s`` seconds."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            url: str = self._client.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self.location.bucket, "Key": self.location.key(relative)},
+                ExpiresIn=expires_s,
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(f"presigning {relative}", exc) from None
+        return url
+
+    def delete(self, relative: str) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self._client.delete_object(Bucket=self.location.bucket, Key=self.location.key(relative))
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(f"delete of {relative}", exc) from None
+
+
+def _status(exc: Any) -> int | None:
+    """The HTTP status of a botocore ``ClientError`` (None for other errors)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return int(code) if code is not None else None

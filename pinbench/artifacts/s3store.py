@@ -1,0 +1,174 @@
+"""The blob store on S3-compatible object storage (decision 151).
+
+The bucket holds the blobs under the same names as a home's folder (``PREFIX/blobs/ab/
+abcdef...``) and is the truth: ``has``, ``listing`` and ``remove`` ask it. The home's
+``blobs`` folder becomes a local cache of verified copies, because a run reads files (its
+runner hard-links them into a model folder):
+
+- a write is staged and hashed locally as on the filesystem (``stage``, ``writer``), then
+  ``commit`` uploads it (in parts above ``Bucket.multipart_bytes``) before it is renamed
+  into the cache, so the object exists before any row that references it is written;
+- a read (``verify``, ``local``) of a blob not in the cache downloads it into the store's
+  staging folder, hashing while it downloads, and renames it into the cache only when its
+  sha256 is its name: wrong bytes raise ``ChecksumMismatch`` and leave nothing behind.
+  ``verify(rehash=True)`` (``fsck``) always hashes the bucket's bytes, not the cache's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from pinbench.artifacts.digest import Digest, Progress
+from pinbench.artifacts.objects import Bucket
+from pinbench.artifacts.scratch import scratch_file
+from pinbench.artifacts.store import (
+    BlobMissing,
+    BlobStore,
+    ChecksumMismatch,
+    SizeMismatch,
+    StagedBlob,
+    Stored,
+    out_of_space,
+)
+from pinbench.errors import PinbenchError, UserError
+
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class S3BlobStore(BlobStore):
+    def __init__(self, root: Path, bucket: Bucket) -> None:
+        super().__init__(root)
+        self.bucket = bucket
+
+    @staticmethod
+    def relative(digest: Digest) -> str:
+        return f"blobs/{digest.hex[:2]}/{digest.hex}"
+
+    def has(self, digest: Digest) -> bool:
+        return self.bucket.exists(self.relative(digest))
+
+    def commit(self, staged: StagedBlob) -> bool:
+        """Upload a staged blob (unless the bucket has it), then keep it in the local cache;
+        return False if the bucket already had it."""
+        try:
+            if self.has(staged.digest):
+                staged.temp.unlink(missing_ok=True)
+                return False
+            self.bucket.upload(staged.temp, self.relative(staged.digest))
+        except BaseException:
+            staged.temp.unlink(missing_ok=True)
+            raise
+        if not super().commit(staged):  # already cached: the upload was all that was missing
+            staged.temp.unlink(missing_ok=True)
+        return True
+
+    def presigned(self, digest: Digest, *, label: str) -> str:
+        """A URL from which a client GETs the blob straight from the bucket (it checks the
+        sha256 itself); ``BlobMissing`` when the bucket lacks it."""
+        relative = self.relative(digest)
+        if not self.bucket.exists(relative):
+            raise BlobMissing(path=label, digest=digest)
+        return self.bucket.presign(relative)
+
+    def commit_many(self, staged: list[StagedBlob]) -> list[Digest]:
+        """``commit`` each (``bulk.commit_blobs``); the digests new to the bucket. When one
+        fails, the rest of the staged files are removed and the objects this call uploaded
+        are deleted again (no row references them yet: the caller holds the store's lock)."""
+        made: list[Digest] = []
+        try:
+            for blob in staged:
+                if self.commit(blob):
+                    made.append(blob.digest)
+        except BaseException:
+            for blob in staged:
+                blob.temp.unlink(missing_ok=True)
+            for digest in made:
+                with contextlib.suppress(PinbenchError):
+                    self.remove(digest)
+            raise
+        return made
+
+    def remove(self, digest: Digest) -> None:
+        self.bucket.delete(self.relative(digest))
+        super().remove(digest)
+
+    def local(self, digest: Digest) -> Path:
+        target = self.path(digest)
+        if not target.is_file():
+            with contextlib.suppress(UserError):  # the caller's read reports what is wrong
+                self._download(digest, label=f"blob {digest.hex}")
+        return target
+
+    def verify(
+        self,
+        digest: Digest,
+        *,
+        label: str,
+        size: int | None = None,
+        progress: Progress | None = None,
+        rehash: bool = False,
+    ) -> Path:
+        """As ``BlobStore.verify``; a blob not in the local cache (or any, with ``rehash``)
+        is downloaded from the bucket and hashed on the way."""
+        if rehash or not self.path(digest).is_file():
+            actual_size = self._download(digest, label=label, progress=progress)
+            if size is not None and actual_size != size:
+                raise SizeMismatch(path=label, expected=size, actual=actual_size)
+            return self.path(digest)
+        return super().verify(digest, label=label, size=size, progress=progress)
+
+    def _download(self, digest: Digest, *, label: str, progress: Progress | None = None) -> int:
+        """Fetch the object into staging, hashing it; rename it into the cache only if it
+        hashes to ``digest``. The size fetched."""
+        chunks = self.bucket.chunks(self.relative(digest))
+        if chunks is None:
+            raise BlobMissing(path=label, digest=digest)
+        folder = self.staging()
+        with out_of_space(folder):
+            fd, temp = scratch_file(folder, "fetch")
+        hasher, size = hashlib.sha256(), 0
+        try:
+            with out_of_space(folder), os.fdopen(fd, "wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+                    hasher.update(chunk)
+                    size += len(chunk)
+                    if progress is not None:
+                        progress(len(chunk))
+                out.flush()
+                os.fsync(out.fileno())
+            actual = Digest(hasher.hexdigest())
+            if actual != digest:
+                raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+            target = self.path(digest)
+            target.unlink(missing_ok=True)  # a cached copy, replaced by the bytes just checked
+            super().commit(StagedBlob(temp, digest, size))
+        finally:
+            temp.unlink(missing_ok=True)
+        return size
+
+    def listing(self) -> Iterator[Stored]:
+        """The bucket's objects under ``PREFIX/blobs/``; a key not named ``ab/abcdef...``
+        (its own two first letters) is a stray."""
+        for item in self.bucket.listing("blobs/"):
+            parts = item.relative.split("/")
+            name = parts[-1]
+            blob = len(parts) == 3 and bool(_HEX.fullmatch(name)) and name[:2] == parts[1]
+            yield Stored(item.relative, name if blob else None, item.size, item.mtime)
+
+    def iter_digests(self) -> Iterator[Digest]:
+        for entry in self.listing():
+            if entry.digest is not None:
+                yield Digest(entry.digest)
+
+
+def open_store(home: Path, blobs: str, *, endpoint: str | None) -> S3BlobStore:
+    """The store of ``home`` with its blobs at ``blobs`` (``s3://BUCKET[/PREFIX]``)."""
+    from pinbench.artifacts.objects import Location
+
+    return S3BlobStore(home, Bucket(Location.parse(blobs, endpoint=endpoint)))

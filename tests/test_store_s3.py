@@ -1,0 +1,273 @@
+"""Blobs in S3-compatible object storage (issue 38, decision 151), against a real S3 server
+(SeaweedFS on loopback, ``tests/s3server.py``): a digits run end to end with its blobs in a
+bucket, a large blob uploaded in parts, ``fsck`` and ``gc --blobs`` over the bucket, and the
+settings and failures refused with nothing recorded. The store's contract on both back ends
+is in tests/test_store.py (``store_on``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.objects import Bucket, Location
+from pinbench.artifacts.s3store import S3BlobStore
+from pinbench.artifacts.store import BlobStore, ChecksumMismatch, StageWriter
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
+from pinbench.remote import Remote
+from pinbench.sdk.registry import Registry
+from pinbench.workspace import Workspace
+from tests.apiserver import api_server
+from tests.helpers import (
+    DIGITS_ACCURACY,
+    Cli,
+    dataset_manifest,
+    dump,
+    in_process_cli,
+    sha,
+    write_files,
+)
+from tests.pg import free_port
+from tests.s3server import S3Server, s3_settings
+
+FILES = {"x.npy": b"x-bytes", "y.npy": b"y-bytes"}
+
+
+def _keys(s3: S3Server, prefix: str) -> list[str]:
+    pages = s3.client().get_paginator("list_objects_v2").paginate(Bucket="pinbench", Prefix=prefix)
+    return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
+
+def _prefix(store: S3BlobStore) -> str:
+    return store.bucket.location.key("")
+
+
+def _cli(
+    tmp_path: Path,
+    s3: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[Cli, Workspace]:
+    """The CLI on a home whose blobs are in a fresh prefix of the bucket, and its workspace."""
+    home = tmp_path / "home"
+    settings = s3_settings(s3, home, monkeypatch)
+    cli = in_process_cli(monkeypatch, capsys, home)
+    assert cli("init").code == 0
+    return cli, Workspace(settings)
+
+
+def test_digits_published_locked_verified_and_run_with_blobs_in_a_bucket(
+    tmp_path: Path,
+    s3: S3Server,
+    catalog_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
+    store = ws.store
+    assert isinstance(store, S3BlobStore)
+    for manifest in sorted(catalog_dir.glob("*.yaml")):
+        published = cli("publish", str(manifest))
+        assert published.code == 0, published.err
+    lock = tmp_path / "digits.lock"
+    locked = cli("lock", str(dump(tmp_path / "request.yaml", DIGITS_ACCURACY)), "-o", str(lock))
+    assert locked.code == 0, locked.err
+    pinned = {
+        f["sha256"] for a in yaml.safe_load(lock.read_text())["artifacts"] for f in a["files"]
+    }
+    keys = set(_keys(s3, _prefix(store)))
+    assert {f"{_prefix(store)}blobs/{d[:2]}/{d}" for d in pinned} <= keys, "same layout as a home"
+
+    shutil.rmtree(store.blobs)  # a machine that has read nothing yet: everything comes from S3
+    verified = cli("verify", str(lock))
+    assert verified.code == 0, verified.err
+    assert all(store.path(Digest(d)).is_file() for d in pinned), "verified copies are cached"
+    ran = cli("run", str(lock), "--runner", "local")
+    assert ran.code == 0, ran.err
+    (run,) = json.loads(cli("runs", "list", "--json").out)
+    assert run["status"] == "succeeded"
+    after = set(_keys(s3, _prefix(store)))
+    assert len(after) > len(keys), "the run's own blobs (latencies, outputs) were uploaded"
+    checked = cli("fsck")
+    assert checked.code == 0, checked.out + checked.err
+    assert "no problems" in checked.out
+
+
+def test_a_blob_larger_than_the_part_size_is_uploaded_in_parts(
+    tmp_path: Path, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = s3_settings(s3, tmp_path / "a", monkeypatch)
+    assert settings.blobs is not None
+    location = Location.parse(settings.blobs, endpoint=settings.s3_endpoint)
+    part = 5 * 1024 * 1024  # S3's smallest part
+    writer = S3BlobStore(tmp_path / "a", Bucket(location, multipart_bytes=part))
+    data = os.urandom(2 * part + 12345)
+    source = tmp_path / "big.bin"
+    source.write_bytes(data)
+    digest = writer.put_bytes(data)
+    head = s3.client().head_object(Bucket="pinbench", Key=location.key(writer.relative(digest)))
+    assert head["ContentLength"] == len(data)
+    assert head["ETag"].strip('"').endswith("-3"), "three parts: 5 MiB, 5 MiB and the rest"
+    reader = S3BlobStore(tmp_path / "b", Bucket(location))  # another machine
+    assert reader.verify(digest, label="big.bin", size=len(data)).read_bytes() == data
+    assert list(reader.tmp.iterdir()) == []
+
+
+def test_fsck_and_gc_blobs_over_the_bucket(
+    tmp_path: Path,
+    s3: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
+    store = ws.store
+    assert isinstance(store, S3BlobStore)
+    src = tmp_path / "src"
+    dump(src / "kept.yaml", dataset_manifest("kept", "1.0.0", write_files(src, FILES)))
+    assert cli("publish", str(src / "kept.yaml")).code == 0
+    assert cli("fsck").code == 0
+    orphan = store.put_bytes(b"an upload whose row was never written").hex
+    x, y = sha(b"x-bytes"), sha(b"y-bytes")
+    bucket = s3.client()
+    bucket.delete_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/{x[:2]}/{x}")
+    bucket.put_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/{y[:2]}/{y}", Body=b"y-bytez")
+    bucket.put_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/ab/notes.txt", Body=b"hand")
+
+    found = cli("fsck", "--json")
+    assert found.code == 1, found.err
+    problems = {(p["kind"], p["path"]) for p in json.loads(found.out)["problems"]}
+    assert problems == {
+        ("unreferenced", f"blobs/{orphan[:2]}/{orphan}"),
+        ("missing", f"blobs/{x[:2]}/{x}"),
+        ("corrupt", f"blobs/{y[:2]}/{y}"),  # the bucket's bytes hashed, not the local copy's
+        ("stray", "blobs/ab/notes.txt"),
+    }
+
+    dry = cli("gc", "--blobs", "--grace", "0")
+    assert dry.code == 0 and f"would remove {orphan}" in dry.out
+    assert store.has(Digest(orphan))
+    done = cli("gc", "--blobs", "--grace", "0", "--yes", "--json")
+    assert done.code == 0, done.err
+    assert [b["sha256"] for b in json.loads(done.out)["blobs"]] == [orphan]
+    assert not store.has(Digest(orphan)) and not store.path(Digest(orphan)).exists()
+    assert f"{_prefix(store)}blobs/{y[:2]}/{y}" in _keys(s3, _prefix(store)), "referenced: kept"
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "needle"),
+    [
+        (
+            {"PINBENCH_BLOBS": "/srv/blobs"},
+            1,
+            "invalid PINBENCH_BLOBS '/srv/blobs': expected s3://",
+        ),
+        ({"PINBENCH_BLOBS": "s3://No_Such"}, 1, "'No_Such' is not a bucket name"),
+        ({"PINBENCH_BLOBS": "s3://pinbench/a b"}, 1, "prefix 'a b'"),
+        ({"PINBENCH_S3_ENDPOINT": "127.0.0.1:9"}, 1, "PINBENCH_S3_ENDPOINT must be http(s)://"),
+        ({"AWS_SECRET_ACCESS_KEY": "wrong"}, 3, "access denied: check the AWS credentials"),
+        ({"PINBENCH_BLOBS": "s3://no-such-bucket"}, 3, "no bucket 'no-such-bucket': create it"),
+        ({"PINBENCH_S3_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, 3, "object storage s3://"),
+    ],
+    ids=["not a url", "bucket", "prefix", "endpoint", "credentials", "no bucket", "no server"],
+)
+def test_bad_settings_and_refusals_publish_nothing(
+    tmp_path: Path,
+    s3: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: dict[str, str],
+    code: int,
+    needle: str,
+) -> None:
+    """A clear error naming the setting or the bucket; no row, no object, no temp file."""
+    cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
+    prefix = str(ws.settings.blobs).removeprefix("s3://pinbench/")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    src = tmp_path / "src"
+    dump(src / "kept.yaml", dataset_manifest("kept", "1.0.0", write_files(src, FILES)))
+    refused = cli("publish", str(src / "kept.yaml"))
+    assert refused.code == code, refused.err
+    assert needle in refused.err and "Traceback" not in refused.err
+    monkeypatch.delenv("PINBENCH_BLOBS")
+    assert json.loads(cli("list", "--json").out) == []
+    assert _keys(s3, prefix) == []
+    assert not (ws.settings.home / "blobs").exists() or not any(
+        (ws.settings.home / "blobs").rglob("*-*")
+    )
+    assert list((ws.settings.home / "tmp").iterdir()) == []
+
+
+def test_a_server_on_s3_redirects_blob_downloads_to_the_bucket_and_the_client_checks_them(
+    tmp_path: Path, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GET /api/v1/blobs/{sha256}`` answers 307 to a presigned URL (the server not in the
+    data path); the client follows it without its token and checks every byte."""
+    home, db = tmp_path / "home", f"sqlite:///{tmp_path / 'db.sqlite'}"
+    settings = s3_settings(s3, home, monkeypatch, db)  # the server inherits the environment
+    with api_server(home, db) as srv, srv.client("reader") as http:
+        store = Workspace(settings).store
+        assert isinstance(store, S3BlobStore)
+        digest = store.put_bytes(b"weights")
+        answer = http.get(f"/api/v1/blobs/{digest.hex}")
+        assert answer.status_code == 307, answer.text
+        url = answer.headers["location"]
+        assert url.startswith(f"{s3.endpoint}/pinbench/") and "Signature" in url
+        assert httpx.get(url).content == b"weights", "no pinbench token: the URL is the grant"
+        assert http.get(f"/api/v1/blobs/{'0' * 64}").status_code == 404
+        remote = Remote(srv.url, srv.tokens["reader"])
+        try:
+            assert b"".join(remote.blob(digest.hex)) == b"weights"
+            key = store.bucket.location.key(store.relative(digest))
+            s3.client().put_object(Bucket="pinbench", Key=key, Body=b"weightz")
+            (tmp_path / "agent").mkdir()
+            writer = StageWriter(tmp_path / "agent")  # what an agent's fetch does with them
+            for chunk in remote.blob(digest.hex):
+                writer.write(chunk)
+            with pytest.raises(ChecksumMismatch):
+                writer.finish(label="model.onnx", expected=digest, size=None)
+        finally:
+            remote.close()
+        assert list((tmp_path / "agent").iterdir()) == []
+
+
+def test_the_settings_choose_the_back_end(
+    tmp_path: Path, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PINBENCH_BLOBS`` is read with the rest of the environment, also when the Python API
+    is given only a database URL; unset, the home's folder as before."""
+    s3_settings(s3, tmp_path / "home", monkeypatch)
+    monkeypatch.setenv("PINBENCH_HOME", str(tmp_path / "home"))
+    with Registry(database_url=f"sqlite:///{tmp_path / 'other.db'}") as reg:
+        assert isinstance(reg.workspace().store, S3BlobStore)
+    monkeypatch.delenv("PINBENCH_BLOBS")
+    with Registry() as reg:
+        assert type(reg.workspace().store) is BlobStore
+
+
+def test_a_second_home_on_the_same_bucket_publishes_what_is_already_there(
+    tmp_path: Path, s3: S3Server, catalog_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files the bucket already has are not uploaded again, and their format checks read
+    them through this home's cache (downloaded and verified), not a folder that lacks them."""
+    first = s3_settings(s3, tmp_path / "a", monkeypatch)
+    second = replace(first, home=tmp_path / "b", database_url=f"sqlite:///{tmp_path / 'b.db'}")
+    for settings in (first, second):
+        ws = Workspace(settings)
+        ws.init()
+        try:
+            for manifest in sorted(catalog_dir.glob("*.yaml")):
+                publish(ws, load_manifest(manifest), manifest_dir=catalog_dir, publisher="t")
+        finally:
+            ws.close()
+    with Registry(database_url=second.database_url) as reg:
+        monkeypatch.setenv("PINBENCH_HOME", str(second.home))
+        assert reg.admin().check_store().problems == []
