@@ -1,5 +1,11 @@
 """How ``pinbench serve`` hands its settings to uvicorn's worker processes: one environment
-variable holding JSON, read by the app factory ``app_from_env``."""
+variable holding JSON, read by the app factory ``app_from_env``.
+
+A reverse proxy's headers are read here, not by uvicorn (``serve`` runs it with
+``proxy_headers=False``): from the addresses in ``FORWARDED_ALLOW_IPS`` (default loopback),
+``X-Forwarded-For`` names the client, and ``X-Forwarded-Proto`` the scheme only when the
+operator said to trust it (``serve --trust-forwarded-proto``); otherwise it is dropped, so a
+plain-HTTP request cannot pass for https (decision 150)."""
 
 from __future__ import annotations
 
@@ -7,8 +13,12 @@ import dataclasses
 import gc
 import json
 import os
+from collections.abc import MutableMapping
+from typing import Any, cast
 
 from litestar import Litestar
+from litestar.types import ASGIApp, Receive, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from pinbench.api.app import create_app
 from pinbench.api.deps import ServerSettings
@@ -21,11 +31,26 @@ def settings_to_env(**values: object) -> str:
     return json.dumps(dataclasses.asdict(ServerSettings(**values)))  # type: ignore[arg-type]
 
 
-def app_from_env() -> Litestar:
+def behind_proxy(app: Litestar, *, trust_forwarded_proto: bool) -> ASGIApp:
+    """``app`` reading a trusted proxy's X-Forwarded-For, and its X-Forwarded-Proto only when
+    ``trust_forwarded_proto``."""
+    trusted = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+    proxied = ProxyHeadersMiddleware(app, trusted_hosts=trusted)  # type: ignore[arg-type]
+
+    async def forwarded(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan" and not trust_forwarded_proto:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"x-forwarded-proto"]
+            scope = {**scope, "headers": headers}
+        await proxied(scope, receive, send)  # type: ignore[arg-type]
+
+    return cast("ASGIApp", forwarded)
+
+
+def app_from_env() -> ASGIApp:
     raw = os.environ.get(SETTINGS_ENV)
     settings = ServerSettings(**json.loads(raw)) if raw else ServerSettings()
     app = create_app(Workspace.from_env(), settings)
     # The modules and the app live as long as the worker: out of the collector's sight, a
     # full collection no longer walks them (tens of milliseconds a time, in a request's way).
     gc.freeze()
-    return app
+    return behind_proxy(app, trust_forwarded_proto=settings.trust_forwarded_proto)

@@ -230,6 +230,19 @@ def gc_cmd(
         "in a minute; past it the server answers 429 with Retry-After."
     ),
 )
+@click.option(
+    "--trust-forwarded-proto",
+    "trust_forwarded_proto",
+    is_flag=True,
+    default=False,
+    envvar="PINBENCH_TRUST_FORWARDED_PROTO",
+    show_envvar=True,
+    help=(
+        "Behind a TLS-terminating reverse proxy (at an address in FORWARDED_ALLOW_IPS, "
+        "default loopback): take the scheme from its X-Forwarded-Proto (the UI's origin "
+        "check, its login cookie's Secure flag). Off: the header is ignored."
+    ),
+)
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -248,6 +261,7 @@ def serve(
     runs_per_user: int = 8,
     drain_seconds: int = 30,
     auth_failures: int = 20,
+    trust_forwarded_proto: bool = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -322,6 +336,7 @@ def serve(
         runs_per_user=runs_per_user,
         drain_s=drain_seconds,
         auth_failures=auth_failures,
+        trust_forwarded_proto=trust_forwarded_proto,
     )
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"
@@ -338,4 +353,5 @@ def serve(
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         log_level="warning",
         access_log=False,
+        proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-Proto only if trusted
     )
