@@ -12,8 +12,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -37,10 +38,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Postgres:
+    """A running throwaway server (``postgres_instance``): its URL, and ``stop``/``start`` for
+    tests of a database outage."""
+
+    url: str
+    ctl: Callable[[str], None]
+    data: Path
+    """Its data folder (``postmaster.pid`` names the server's process)."""
+
+    def stop(self) -> None:
+        """Stop it at once (``pg_ctl -m immediate``): clients see connections refused."""
+        self.ctl("stop")
+
+    def start(self) -> None:
+        self.ctl("start")
+
+    def processes(self) -> list[int]:
+        """The server's process and its children (backends, background workers)."""
+        main = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = Path(f"/proc/{main}/task/{main}/children").read_text().split()
+        return [main, *map(int, children)]
+
+
 @contextmanager
 def postgres_server(password: str | None = None) -> Iterator[str]:
     """Start a throwaway server; yield a SQLAlchemy URL of its ``postgres`` database. With a
     ``password``, TCP connections must give it (SCRAM); without, they are trusted."""
+    with postgres_instance(password) as pg:
+        yield pg.url
+
+
+@contextmanager
+def postgres_instance(password: str | None = None) -> Iterator[Postgres]:
+    """``postgres_server``, yielding the server's handle."""
     bindir = _bindir()
     root = Path(tempfile.mkdtemp(prefix="pinbench-pg-"))
     data, sock = root / "data", root / "sock"
@@ -63,27 +95,25 @@ def postgres_server(password: str | None = None) -> Iterator[str]:
         if prefix:
             shutil.chown(pwfile, "postgres")
         auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
+    opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
+
+    def ctl(action: str) -> None:
+        pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data)]
+        if action == "start":
+            run(*pg_ctl, "-o", opts, "-l", str(root / "log"), "-w", "start")
+        else:
+            run(*pg_ctl, "-m", "immediate", "-w", "stop")
+
     try:
         run(str(bindir / "initdb"), "-D", str(data), "-U", "pinbench", *auth, "-E", "UTF8")
-        opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
-        run(
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            opts,
-            "-l",
-            str(root / "log"),
-            "-w",
-            "start",
-        )
+        ctl("start")
     except (subprocess.CalledProcessError, OSError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"could not start PostgreSQL: {exc} {detail!r}") from exc
     try:
         user = "pinbench" if password is None else f"pinbench:{password}"
-        yield f"postgresql+psycopg://{user}@127.0.0.1:{port}/postgres"
+        yield Postgres(f"postgresql+psycopg://{user}@127.0.0.1:{port}/postgres", ctl, data)
     finally:
         subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],

@@ -98,6 +98,7 @@ PUBLISH = (401, 403, 403, None, None)
 #        label                 call                                             who -> status  ok
 MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("health", get("/api/v1/health"), READ, 200),
+    ("ready", get("/api/v1/ready"), READ, 200),
     ("list artifacts", get("/api/v1/artifacts?kind=model"), READ, 200),
     ("show a version", get(f"/api/v1/artifacts/{MODEL}"), READ, 200),
     ("versions of a name", get("/api/v1/artifacts/versions/model/vision/digits-logreg"), READ, 200),
@@ -187,7 +188,7 @@ def test_private_server_reads_need_a_token(private: World, label: str, call: Cal
         anonymous = c.request(method, path, **kwargs)
     with private.server.client("reader") as c:
         reader = c.request(method, path, **kwargs)
-    if label in ("health", "me"):  # open to all: they reveal nothing stored
+    if label in ("health", "ready", "me"):  # open to all: they reveal nothing stored
         assert (anonymous.status_code, reader.status_code) == (200, 200)
         return
     assert anonymous.status_code == 401, anonymous.text

@@ -106,6 +106,10 @@ def test_sigterm_drains_the_running_run_refuses_new_ones_and_exits(
         info = wait_for_status(c, queued, ("interrupted",), 30)
         assert info["error"] == DRAINED
         assert c.get(f"/api/v1/runs/{running}").json()["status"] == "running"
+        ready = c.get("/api/v1/ready")  # a load balancer sends it nothing more
+        assert ready.status_code == 503
+        failed = {k["name"]: k["cause"] for k in ready.json()["checks"] if not k["ok"]}
+        assert failed == {"runs": "draining: the server is stopping"}
         assert _gone(pid, 120), "the drained server did not exit"
     assert _status(home, url, running) == ("succeeded", None)
 

@@ -229,7 +229,8 @@ BENEATH_API = {
     ("pinbench.cli.serve", "pinbench.api.runpool"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.bounds"): "the bounds of serve's own numbers "
-    "(--runs-per-user, --drain-seconds, --auth-failures), refused before the server starts",
+    "(--runs-per-user, --drain-seconds, --auth-failures, --ready-min-free-mb), refused before "
+    "the server starts",
     ("pinbench.cli.serve", "pinbench.energy.price"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.evaluator.instances"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.evaluator.runners"): COMPOSITION,

@@ -53,6 +53,8 @@ from pinbench.api.deps import (
 from pinbench.api.docs_page import SwaggerPage
 from pinbench.api.headers import add_security_headers
 from pinbench.api.hosts import AllowedHosts, HostCheck
+from pinbench.api.observe import RequestStats
+from pinbench.api.probes import BlobScan, OneAtATime, metrics, ready
 from pinbench.api.run_placement import Cluster
 from pinbench.api.runpool import RunPool
 from pinbench.api.throttle import WINDOW_S, AuthThrottle
@@ -73,7 +75,12 @@ async def index() -> Redirect:
     return Redirect("/ui/")
 
 
-@get("/api/v1/health", summary="The server answers (it checked its database schema at start)")
+@get(
+    "/api/v1/health",
+    summary="Liveness: the process answers (it checked its database schema at start)",
+    description="Cheap: it asks nothing of the database or the disk. Whether the server can "
+    "serve is /api/v1/ready.",
+)
 async def health() -> dict[str, str]:
     return {"status": "ok", "schema": schema.HEAD_REVISION}
 
@@ -163,6 +170,8 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
         route_handlers=[
             index,
             health,
+            ready,
+            metrics,
             ArtifactController,
             YankController,
             ResolveController,
@@ -196,6 +205,10 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
                 "registry": Registry.over(ws),
                 "settings": settings,
                 "cache": ReadCache(ws=ws),
+                "requests": RequestStats(),
+                "blob_scan": BlobScan(),
+                "db_ready": OneAtATime(),
+                "db_scrape": OneAtATime(),
                 "throttle": AuthThrottle(failures=settings.auth_failures, window_s=WINDOW_S),
             }
         ),
@@ -210,4 +223,5 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
         openapi_config=openapi,
         template_config=TemplateConfig(engine=JinjaTemplateEngine.from_environment(templates())),
         request_max_body_size=1024 * 1024,
+        logging_config=None,  # the process's logging is pinbench.api.logs's (serve --log-*)
     )

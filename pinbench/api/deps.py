@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ from pinbench.api.cache import ReadCache
 from pinbench.api.drain import DRAIN_S
 from pinbench.api.fairshare import RUNS_PER_USER
 from pinbench.api.hosts import LOOPBACK
+from pinbench.api.logs import event
+from pinbench.api.observe import note_user
 from pinbench.api.runpool import RunPool
 from pinbench.api.throttle import FAILURES, AuthThrottle, token_id_of
 from pinbench.sdk.hosting import Hosting
@@ -24,6 +27,8 @@ from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
+log = logging.getLogger("pinbench.api.auth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +55,12 @@ class ServerSettings:
     """Runs one user may have queued or running in a server process (``--runs-per-user``)."""
     drain_s: int = DRAIN_S
     """On SIGTERM, how long running runs may take to finish (``--drain-seconds``)."""
+    log_level: str = "info"
+    """``serve --log-level``: debug, info, warning or error (``pinbench.api.logs``)."""
+    log_format: str = "text"
+    """``serve --log-format``: text or json (one JSON object a line)."""
+    ready_min_free_mb: int = 512
+    """``serve --ready-min-free-mb``: below this much free space the server is not ready."""
     trust_forwarded_proto: bool = False
     """``serve --trust-forwarded-proto``: take the scheme from a trusted proxy's
     ``X-Forwarded-Proto`` (the UI's origin check, its cookie's Secure flag); else it is
@@ -101,7 +112,9 @@ async def provide_principal(request: Request[Any, Any, Any], state: State) -> Pr
         throttle.check(keys)
         throttle.failed(keys, "the Authorization header is not 'Bearer <token>'")
         raise AuthError("the Authorization header must be 'Bearer <token>'")
-    return await principal_for(state, token, address)
+    principal = await principal_for(state, token, address)
+    note_user(request.scope.setdefault("state", {}), principal.user, principal.token_id)
+    return principal
 
 
 def client_address(request: Request[Any, Any, Any]) -> str | None:
@@ -143,8 +156,9 @@ async def looked_up(
     try:
         principal: Principal = await anyio.to_thread.run_sync(run)
     except AuthError as exc:
-        throttle.failed(keys, str(exc))
+        throttle.failed(keys, str(exc))  # logged there: the address, the token's id
         raise
+    event(log, logging.DEBUG, "token used", user=principal.user, token_id=principal.token_id)
     if settings.public_read:
         return dataclasses.replace(principal, scopes=principal.scopes | {"read"})
     return principal

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Protocol
 
+from pinbench.db.errors import DatabaseUnavailable
 from pinbench.evaluator import instances
 from pinbench.workspace import Workspace
 
@@ -32,7 +33,7 @@ class Beating(Protocol):
     instance: str
     lease: instances.Lease
 
-    def _running(self) -> bool: ...
+    def counts(self) -> tuple[int, int]: ...
 
     def stop_run(self, run_id: str, reason: str) -> bool: ...
 
@@ -61,8 +62,10 @@ def beat(pool: Beating, quit: threading.Event, reason: str) -> None:
             if time.monotonic() - swept >= lease.sweep_s:
                 sweep(pool.ws, reason)
                 swept = time.monotonic()
-            if pool._running():
+            if pool.counts()[1]:  # runs running here
                 for run_id, why in instances.cancel_requests(pool.ws, pool.instance).items():
                     pool.stop_run(run_id, why)
-        except Exception:  # a database hiccup: try again next beat
+        except DatabaseUnavailable as exc:  # one line, not a traceback a second (decision 145)
+            log.warning("heartbeat of server instance %s failed: %s", pool.instance[:8], exc)
+        except Exception:  # anything else: its traceback (repeats held back: api/logs)
             log.exception("heartbeat of server instance %s failed", pool.instance[:8])

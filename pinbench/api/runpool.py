@@ -98,7 +98,7 @@ class RunPool:
         heartbeat.sweep(ws, STOPPED)
         self._closing = threading.Event()
         """Set by ``close``: no run starts any more."""
-        self._draining = threading.Event()
+        self.draining = threading.Event()
         """Set by ``drain`` (SIGTERM): no run is taken, none queued starts."""
         self._quit = threading.Event()
         """Set by ``close`` once its runs ended: the heartbeat stops."""
@@ -131,7 +131,7 @@ class RunPool:
         """Hold places for runs ``ids`` of ``user``: refused while draining, when the queue
         is full, or past the user's share."""
         with self._lock:
-            if self._draining.is_set() or self._closing.is_set():
+            if self.draining.is_set() or self._closing.is_set():
                 raise Draining()
             if len(self._mine) + len(ids) > self.capacity:
                 raise QueueFull(queued=len(self._mine))
@@ -270,7 +270,7 @@ class RunPool:
         from pinbench.cluster.placement import Candidate, choose
         from pinbench.cluster.ray_agent import cluster_systems
 
-        if self._closing.is_set() or self._draining.is_set():
+        if self._closing.is_set() or self.draining.is_set():
             return None
         try:
             found = cluster_systems(on.address)
@@ -305,7 +305,7 @@ class RunPool:
         stop = Stop()
         try:
             with self._lock:  # ``close`` stops every run registered here and waits for it
-                closing = self._closing.is_set() or self._draining.is_set()
+                closing = self._closing.is_set() or self.draining.is_set()
                 if not closing:
                     self._stops[run_id] = stop
             if closing:  # ``drain`` marked it already, unless ``close`` came first
@@ -358,15 +358,16 @@ class RunPool:
             log.info("run %s: %s", run_id[:8], reason)
         return True
 
-    def _running(self) -> bool:  # the heartbeat's question
+    def counts(self) -> tuple[int, int]:
+        """Runs held here: (queued, running); the heartbeat's and ``/metrics``' question."""
         with self._lock:
-            return bool(self._stops)
+            return len(self._mine) - len(self._stops), len(self._stops)
 
     def drain(self) -> int:
         """Take no new run and start none of those queued (each is marked interrupted, its
         caller told to submit it again); the running ones go on. How many were marked."""
         with self._lock:
-            self._draining.set()
+            self.draining.set()
             waiting = [run_id for run_id in self._mine if run_id not in self._stops]
         return abandon_unfinished(self.ws, DRAINED, only=waiting) if waiting else 0
 

@@ -13,15 +13,14 @@ import dataclasses
 import gc
 import json
 import os
-from collections.abc import MutableMapping
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
-from litestar import Litestar
-from litestar.types import ASGIApp, Receive, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from pinbench.api import logs
 from pinbench.api.app import create_app
 from pinbench.api.deps import ServerSettings
+from pinbench.api.observe import Observe
 from pinbench.workspace import Workspace
 
 SETTINGS_ENV = "PINBENCH_SERVER_SETTINGS"
@@ -31,26 +30,35 @@ def settings_to_env(**values: object) -> str:
     return json.dumps(dataclasses.asdict(ServerSettings(**values)))  # type: ignore[arg-type]
 
 
-def behind_proxy(app: Litestar, *, trust_forwarded_proto: bool) -> ASGIApp:
+if TYPE_CHECKING:
+    from pinbench.api.observe import ASGIApp, Receive, Scope, Send
+
+
+def behind_proxy(app: ASGIApp, *, trust_forwarded_proto: bool) -> ASGIApp:
     """``app`` reading a trusted proxy's X-Forwarded-For, and its X-Forwarded-Proto only when
     ``trust_forwarded_proto``."""
     trusted = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
-    proxied = ProxyHeadersMiddleware(app, trusted_hosts=trusted)  # type: ignore[arg-type]
+    proxied = ProxyHeadersMiddleware(app, trusted_hosts=trusted)
 
-    async def forwarded(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+    async def forwarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan" and not trust_forwarded_proto:
             headers = [(k, v) for k, v in scope["headers"] if k != b"x-forwarded-proto"]
             scope = {**scope, "headers": headers}
         await proxied(scope, receive, send)  # type: ignore[arg-type]
 
-    return cast("ASGIApp", forwarded)
+    return forwarded
 
 
 def app_from_env() -> ASGIApp:
+    """The app a uvicorn worker serves: its logging set up, each request observed (the access
+    log and the metrics: ``Observe`` wraps the whole app, so a request no route matches counts
+    too), behind ``behind_proxy`` (the client and scheme a trusted proxy forwards)."""
     raw = os.environ.get(SETTINGS_ENV)
     settings = ServerSettings(**json.loads(raw)) if raw else ServerSettings()
+    logs.configure(settings.log_level, settings.log_format)
     app = create_app(Workspace.from_env(), settings)
+    observed = Observe(app, app.state.requests)
     # The modules and the app live as long as the worker: out of the collector's sight, a
     # full collection no longer walks them (tens of milliseconds a time, in a request's way).
     gc.freeze()
-    return behind_proxy(app, trust_forwarded_proto=settings.trust_forwarded_proto)
+    return behind_proxy(observed, trust_forwarded_proto=settings.trust_forwarded_proto)

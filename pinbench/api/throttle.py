@@ -23,6 +23,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pinbench.api.logs import event
 from pinbench.api.problems import TooManyFailures
 
 log = logging.getLogger("pinbench.api.auth")
@@ -94,7 +95,16 @@ class AuthThrottle:
                 self._seen[key] = times  # most recent last
             while len(self._seen) > self.max_keys:
                 self._seen.popitem(last=False)
-        log.warning("authentication failed (%s): %s", ", ".join(keys) or "no address", reason)
+        said = {k.partition(" ")[0]: k.partition(" ")[2] for k in keys}
+        event(
+            log,
+            logging.WARNING,
+            f"authentication failed ({', '.join(keys) or 'no address'}): {reason}",
+            in_msg=("client", "token_id", "reason"),
+            client=said.get("address"),
+            token_id=said.get("token"),
+            reason=reason,
+        )
 
     def __len__(self) -> int:
         return len(self._seen)

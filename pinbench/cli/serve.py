@@ -231,6 +231,33 @@ def gc_cmd(
     ),
 )
 @click.option(
+    "--log-level",
+    "log_level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    envvar="PINBENCH_LOG_LEVEL",
+    help=(
+        "Least severe log records written (or PINBENCH_LOG_LEVEL). "
+        "info: the access log and events (publishes, failed logins); "
+        "debug adds the probes and each token's use."
+    ),
+)
+@click.option(
+    "--log-format",
+    "log_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    envvar="PINBENCH_LOG_FORMAT",
+    help="Logs as text lines or JSON lines (or PINBENCH_LOG_FORMAT).",
+)
+@click.option(
+    "--ready-min-free-mb",
+    "ready_min_free_mb",
+    type=bounded(bounds.READY_MIN_FREE_MB),
+    default=512,
+    help="Free space (MiB) the blob store's disk needs for /api/v1/ready to answer 200.",
+)
+@click.option(
     "--trust-forwarded-proto",
     "trust_forwarded_proto",
     is_flag=True,
@@ -261,6 +288,9 @@ def serve(
     runs_per_user: int = 8,
     drain_seconds: int = 30,
     auth_failures: int = 20,
+    log_level: str = "info",
+    log_format: str = "text",
+    ready_min_free_mb: int = 512,
     trust_forwarded_proto: bool = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
@@ -271,7 +301,7 @@ def serve(
     """
     import uvicorn
 
-    from pinbench.api import hosts
+    from pinbench.api import hosts, logs
     from pinbench.api.runpool import STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
     from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
@@ -336,8 +366,12 @@ def serve(
         runs_per_user=runs_per_user,
         drain_s=drain_seconds,
         auth_failures=auth_failures,
+        log_level=log_level,
+        log_format=log_format,
+        ready_min_free_mb=ready_min_free_mb,
         trust_forwarded_proto=trust_forwarded_proto,
     )
+    logs.configure(log_level, log_format)  # uvicorn's own records, in the workers' format
     _err().print(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"
     )
@@ -352,6 +386,7 @@ def serve(
         # a worker (local runner, preprocessing) may hold the GIL for seconds on a busy host
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         log_level="warning",
-        access_log=False,
+        log_config=None,  # its records go to the root logger, which logs.configure set up
+        access_log=False,  # the app writes its own (pinbench.api.observe)
         proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-Proto only if trusted
     )

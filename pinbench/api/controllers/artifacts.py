@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
@@ -13,6 +14,7 @@ from litestar.params import Parameter
 from pinbench.accounts import Principal
 from pinbench.api.cache import ReadCache
 from pinbench.api.deps import ServerSettings
+from pinbench.api.logs import event
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
 from pinbench.api.upload import Received, receive_upload
@@ -20,6 +22,8 @@ from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.records import Published as PublishedRecord
 from pinbench.sdk.registry import Registry
 from pinbench.sdk.values import ArtifactRef
+
+log = logging.getLogger("pinbench.api.publish")
 
 if TYPE_CHECKING:
     from pinbench.registry.manifest import Manifest
@@ -146,12 +150,34 @@ class ArtifactController(Controller):
         )
         if existing:
             hosted.discard(received)
-            return Response(existing[0], status_code=200)
+            same = existing[0]
+            event(
+                log,
+                logging.INFO,
+                f"{same.ref} already published",
+                user=principal.user,
+                token_id=principal.token_id,
+                ref=same.ref,
+                digest=same.manifest_digest,
+                created=False,
+            )
+            return Response(same, status_code=200)
 
         def commit() -> Published:
             return _published(hosted.commit_upload(received, publisher=principal.user))
 
         result = await anyio.to_thread.run_sync(commit)
+        event(
+            log,
+            logging.INFO,
+            f"published {result.ref}" if result.created else f"{result.ref} already published",
+            user=principal.user,
+            token_id=principal.token_id,
+            ref=result.ref,
+            digest=result.manifest_digest,
+            created=result.created,
+            bytes=result.bytes,
+        )
         return Response(result, status_code=201 if result.created else 200)
 
 
@@ -168,4 +194,5 @@ class YankController(Controller):
         ref = ArtifactRef.parse(data.ref)
         principal.require_namespace(ref.name, "yank")
         registry.yank(str(ref), data.reason)
+        event(log, logging.INFO, f"yanked {ref}", user=principal.user, ref=str(ref))
         return Yanked(ref=str(ref), reason=data.reason)

@@ -1,0 +1,298 @@
+"""Readiness (``/api/v1/ready``) and metrics (``/metrics``): what an operator's probes and
+Prometheus ask a server.
+
+Liveness (``/api/v1/health``, in ``app``) only says the process answers. Readiness checks what
+serving needs: the database answers ``SELECT 1`` within ``DB_TIMEOUT_S``, the blob store takes
+a file (written and removed in its scratch), and its disk has ``ready_min_free_mb`` free. A
+failed check answers 503 naming each check and its cause; causes name no host, path or
+credential (the full error goes to the server's log), so the probe can stay open to anyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import anyio
+import anyio.to_thread
+import msgspec
+from litestar import Response, get
+from litestar.openapi.datastructures import ResponseSpec
+from sqlalchemy import func, select, text
+
+from pinbench.accounts import Principal
+from pinbench.api.deps import ServerSettings
+from pinbench.db.models import Run
+
+if TYPE_CHECKING:
+    from litestar.datastructures import State
+
+    from pinbench.api.observe import RequestStats
+    from pinbench.api.runpool import RunPool
+    from pinbench.workspace import Workspace
+
+log = logging.getLogger("pinbench.api.probes")
+T = TypeVar("T")
+
+DB_TIMEOUT_S: Final = 2.0
+"""How long readiness (and a scrape's count of runs) waits for the database."""
+BLOB_SCAN_S: Final = 300.0
+"""How old the blob store's size may get before a scrape starts a new count (in a thread;
+the scrape answers with the last one)."""
+METRICS_TYPE: Final = "text/plain; version=0.0.4"
+"""Prometheus text format; Litestar adds ``charset=utf-8``."""
+
+
+class Checked(msgspec.Struct, frozen=True):
+    name: str
+    ok: bool
+    cause: str | None = None
+
+
+class Readiness(msgspec.Struct, frozen=True):
+    status: str
+    """``ready`` or ``not ready``."""
+    checks: list[Checked]
+
+
+class OneAtATime:
+    """Runs a blocking database call in a thread of its own and waits for it at most a given
+    time; while one call is still in flight (a hung connection) the next is refused at once,
+    so probes and scrapes never pile threads up behind a database that does not answer."""
+
+    def __init__(self) -> None:
+        self._busy = threading.Lock()
+
+    async def call(self, fn: Callable[[], T], timeout_s: float) -> T:
+        """``fn()``'s result or exception; TimeoutError when it takes longer than
+        ``timeout_s`` or an earlier call is still in flight."""
+        if not self._busy.acquire(blocking=False):
+            raise TimeoutError(f"an earlier call still waits (> {timeout_s} s)")
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = loop.create_future()
+
+        def settle(value: T | None, exc: BaseException | None) -> None:
+            if answer.done():  # the caller gave up waiting
+                return
+            if exc is not None:
+                answer.set_exception(exc)
+            else:
+                answer.set_result(value)  # type: ignore[arg-type]
+
+        def work() -> None:
+            value: T | None = None
+            error: BaseException | None = None
+            try:
+                value = fn()
+            except BaseException as exc:
+                error = exc
+            finally:
+                self._busy.release()
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
+
+        threading.Thread(target=work, name="pinbench-probe", daemon=True).start()
+        try:
+            return await asyncio.wait_for(answer, timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {timeout_s} s") from None
+
+
+def _select_one(ws: Workspace) -> None:
+    with ws.engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+
+
+async def database_check(ws: Workspace, once: OneAtATime) -> Checked:
+    try:
+        await once.call(lambda: _select_one(ws), DB_TIMEOUT_S)
+    except TimeoutError as exc:
+        return Checked("database", False, str(exc))
+    except Exception as exc:
+        log.warning("readiness: the database failed: %s", exc)
+        return Checked("database", False, f"unreachable ({type(exc).__name__})")
+    return Checked("database", True)
+
+
+def blob_store_check(ws: Workspace) -> Checked:
+    """Write one byte where the store stages what it takes (on the blobs' filesystem) and
+    remove it."""
+    try:
+        path = ws.store.staging() / f"ready-{os.getpid()}-{uuid.uuid4().hex}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"r")
+        finally:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("readiness: the blob store is not writable: %s", exc)
+        name = errno.errorcode.get(exc.errno or 0, "error")
+        return Checked("blob_store", False, f"not writable: {exc.strerror} ({name})")
+    return Checked("blob_store", True)
+
+
+def free_space_check(ws: Workspace, min_free_mb: int) -> Checked:
+    try:
+        free = shutil.disk_usage(ws.store.root).free
+    except OSError as exc:
+        return Checked("free_space", False, f"cannot be read: {exc.strerror}")
+    if free < min_free_mb * 1024 * 1024:
+        have = free / (1024 * 1024)
+        return Checked("free_space", False, f"{have:.0f} MiB free, below {min_free_mb} MiB")
+    return Checked("free_space", True)
+
+
+@get(
+    "/api/v1/ready",
+    operation_id="ready",
+    summary="Readiness: the database answers, the blob store is writable, its disk has room",
+    description="200 when every check passes, else 503; the body names each check and, when "
+    "it failed, its cause. Open to anyone: it names no host, path or credential.",
+    security=[],
+    responses={503: ResponseSpec(Readiness, description="Not ready: a check failed")},
+)
+async def ready(state: State) -> Response[Readiness]:
+    ws: Workspace = state.ws
+    settings: ServerSettings = state.settings
+    checks = [
+        await database_check(ws, state.db_ready),
+        await anyio.to_thread.run_sync(blob_store_check, ws),
+        await anyio.to_thread.run_sync(free_space_check, ws, settings.ready_min_free_mb),
+    ]
+    pool: RunPool = state.pool
+    if pool.draining.is_set():  # SIGTERM: it finishes its runs and takes no new one
+        checks.append(Checked("runs", False, "draining: the server is stopping"))
+    ok = all(c.ok for c in checks)
+    body = Readiness(status="ready" if ok else "not ready", checks=checks)
+    return Response(body, status_code=200 if ok else 503)
+
+
+class BlobScan:
+    """The blob store's size, counted in a thread at most every ``BLOB_SCAN_S``."""
+
+    def __init__(self) -> None:
+        self.blobs: int | None = None
+        self.bytes: int | None = None
+        self.at: float | None = None
+        """When the last count finished (``time.time()``)."""
+        self._running = threading.Lock()
+
+    def refresh(self, ws: Workspace) -> None:
+        """Start a count unless one runs or the last is recent."""
+        if self.at is not None and time.time() - self.at < BLOB_SCAN_S:
+            return
+        if self._running.acquire(blocking=False):
+            threading.Thread(target=self._count, args=(ws,), daemon=True).start()
+
+    def _count(self, ws: Workspace) -> None:
+        try:
+            count = size = 0
+            for entry in _files(ws.store.blobs):
+                count += 1
+                size += entry
+            self.blobs, self.bytes, self.at = count, size, time.time()
+        except OSError as exc:
+            log.warning("metrics: cannot count the blob store: %s", exc)
+        finally:
+            self._running.release()
+
+
+def _files(root: Path) -> Iterator[int]:
+    """The size of each file in the store's ``blobs/XX/`` folders."""
+    if not root.is_dir():
+        return
+    with os.scandir(root) as subs:
+        for sub in subs:
+            if sub.is_dir(follow_symlinks=False):
+                with os.scandir(sub.path) as blobs:
+                    for blob in blobs:
+                        if blob.is_file(follow_symlinks=False):
+                            yield blob.stat(follow_symlinks=False).st_size
+
+
+def _runs_by_status(ws: Workspace) -> dict[str, int]:
+    with ws.transaction() as session:
+        rows = session.execute(select(Run.status, func.count()).group_by(Run.status)).all()
+    return {status: int(n) for status, n in rows}
+
+
+def _gauge(name: str, help_text: str, values: list[tuple[str, float]]) -> list[str]:
+    out = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+    out += [f"{name}{labels} {value:.17g}" for labels, value in values]
+    return out
+
+
+@get(
+    "/metrics",
+    operation_id="metrics",
+    summary="Prometheus metrics (text exposition format 0.0.4)",
+    description="Needs the `read` scope (which every caller has when reads are public). "
+    "Requests by route template and status, latency histograms, the run queue, runs by "
+    "status, the blob store's size and the database connection pool.",
+    media_type=METRICS_TYPE,
+)
+async def metrics(state: State, principal: Principal) -> Response[str]:
+    principal.require("read")
+    ws: Workspace = state.ws
+    pool: RunPool = state.pool
+    stats: RequestStats = state.requests
+    scan: BlobScan = state.blob_scan
+    lines = stats.lines()
+    queued, running = pool.counts()
+    lines += _gauge(
+        "pinbench_run_pool_runs",
+        "Runs this server process holds, queued or running.",
+        [('{state="queued"}', queued), ('{state="running"}', running)],
+    )
+    lines += _gauge(
+        "pinbench_run_pool_capacity",
+        "Runs this server process takes at once (--run-workers + --run-queue).",
+        [("", pool.capacity)],
+    )
+    try:
+        runs = await state.db_scrape.call(lambda: _runs_by_status(ws), DB_TIMEOUT_S)
+    except Exception as exc:  # the scrape still answers; pinbench_database_up says why not
+        log.warning("metrics: cannot count runs: %s", exc)
+        runs = None
+    lines += _gauge(
+        "pinbench_database_up",
+        "1 if this scrape could count runs in the database.",
+        [("", 0 if runs is None else 1)],
+    )
+    if runs is not None:
+        lines += _gauge(
+            "pinbench_runs",
+            "Runs recorded in the database (all servers), by status.",
+            [(f'{{status="{s}"}}', n) for s, n in sorted(runs.items())],
+        )
+    scan.refresh(ws)
+    if scan.at is not None and scan.blobs is not None and scan.bytes is not None:
+        lines += _gauge("pinbench_blob_store_blobs", "Files in the blob store.", [("", scan.blobs)])
+        lines += _gauge("pinbench_blob_store_bytes", "Bytes in the blob store.", [("", scan.bytes)])
+        lines += _gauge(
+            "pinbench_blob_store_counted_timestamp_seconds",
+            f"When the blob store was last counted (at most every {BLOB_SCAN_S:.0f} s).",
+            [("", scan.at)],
+        )
+    db_pool: Any = ws.engine.pool
+    if hasattr(db_pool, "checkedout") and hasattr(db_pool, "size"):
+        lines += _gauge(
+            "pinbench_db_pool_checked_out",
+            "Database connections in use (SQLAlchemy pool).",
+            [("", db_pool.checkedout())],
+        )
+        lines += _gauge(
+            "pinbench_db_pool_size", "Database connections the pool keeps.", [("", db_pool.size())]
+        )
+    return Response("\n".join(lines) + "\n", media_type=METRICS_TYPE)
