@@ -11,12 +11,14 @@ import html
 import json
 import re
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
 from pinbench import accounts
+from pinbench.db.models import UiSession
 from pinbench.remote import Remote, RemoteRefused
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli, in_process_cli
@@ -307,3 +309,31 @@ def test_the_cookie_is_secure_over_https_from_a_trusted_proxy_only(
     assert refused.status_code == 403
     assert f"its own origin is {server.url}" in html.unescape(refused.text)
     assert "set-cookie" not in refused.headers
+
+
+def test_an_expired_session_is_refused_naming_when_it_expired(server: Server) -> None:
+    token = new_user(server, "jo", ["read"])
+    cookie = session_cookie(login(server, token))[1]
+    session_id = cookie.split("_")[1]
+    ws = server.workspace()
+    try:
+        with ws.transaction() as session:  # twelve hours later
+            row = session.get(UiSession, session_id)
+            assert row is not None
+            row.expires_at = datetime.now(UTC) - timedelta(seconds=1)
+    finally:
+        ws.close()
+    expired = ui_home(server, cookie)
+    assert expired.status_code == 401
+    assert f"UI session {session_id} expired at" in html.unescape(expired.text)
+
+
+def test_bad_session_cookies_count_as_failed_authentications(tmp_path: Path) -> None:
+    """A cookie is a credential: guessing sessions is limited like guessing tokens."""
+    with api_server(tmp_path / "home", f"sqlite:///{tmp_path}/db", "--auth-failures", "3") as srv:
+        forged = f"pbs_{'0' * 16}_{'A' * 43}"
+        for _ in range(3):
+            assert ui_home(srv, forged).status_code == 401
+        limited = ui_home(srv, forged)
+        assert limited.status_code == 429
+        assert "retry-after" in limited.headers

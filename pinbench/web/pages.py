@@ -27,7 +27,7 @@ from pinbench.api.deps import (
     principal_for,
     provide_principal,
 )
-from pinbench.api.problems import ApiNotFound, http_detail, status_of
+from pinbench.api.problems import ApiNotFound, TryLater, http_detail, status_of
 from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
 from pinbench.db.models import Lockfile as LockfileRow
@@ -82,7 +82,10 @@ def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
         request.logger.exception("unexpected error on %s", request.url.path)
         status, message = 500, "the server failed unexpectedly; the error is in its log"
     login = isinstance(exc, AuthError)
-    return _page("error", status, message=message, status=status, login=login, principal=None)
+    page = _page("error", status, message=message, status=status, login=login, principal=None)
+    if isinstance(exc, TryLater):  # as the API says it (problems.py): when to ask again
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+    return page
 
 
 def _kind_counts(ws: Workspace) -> dict[str, int]:
