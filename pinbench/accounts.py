@@ -40,6 +40,42 @@ class Forbidden(UserError):
     """Valid credentials without the right to do this (HTTP 403)."""
 
 
+class UserDisabled(AuthError):
+    """A valid token of a disabled user (said only to whoever holds the token's secret)."""
+
+    def __init__(self, *, user: str, token_id: str) -> None:
+        super().__init__(
+            f"user {user} is disabled: API token {token_id} is refused until an admin runs "
+            f"`pinbench user enable {user}`"
+        )
+        self.user = user
+        self.token_id = token_id
+
+
+class UserDeleted(UserError):
+    """A deleted user's name: kept (it attributes what they published and ran), never reused."""
+
+    def __init__(self, *, user: str, action: str) -> None:
+        super().__init__(
+            f"user {user!r} was deleted: cannot {action} (the name stays attributed to what "
+            "they published and ran, so it is not given again)"
+        )
+        self.user = user
+        self.action = action
+
+
+class LastAdmin(UserError):
+    """Disabling or deleting the only enabled admin would leave nobody to manage accounts."""
+
+    def __init__(self, *, user: str, action: str) -> None:
+        super().__init__(
+            f"cannot {action} {user}: it is the last enabled admin "
+            f"(add another first: `pinbench user add NAME --admin`)"
+        )
+        self.user = user
+        self.action = action
+
+
 class AccountNotFound(UserError):
     def __init__(self, *, what: str) -> None:
         super().__init__(f"{what} does not exist")
@@ -132,12 +168,23 @@ def get_user(session: Session, name: str) -> User:
     return user
 
 
+def live_user(session: Session, name: str, action: str) -> User:
+    """The user ``name``, who must not have been deleted (UserDeleted naming ``action``)."""
+    user = get_user(session, name)
+    if user.deleted_at is not None:
+        raise UserDeleted(user=name, action=action)
+    return user
+
+
 def add_user(session: Session, name: str, *, admin: bool = False) -> User:
     if not _USER.fullmatch(name):
         raise UserError(
             f"invalid user name {name!r}: lowercase letter first, then letters, digits, . _ -"
         )
-    if session.scalar(select(User.id).where(User.name == name)) is not None:
+    existing = session.scalar(select(User).where(User.name == name))
+    if existing is not None and existing.deleted_at is not None:
+        raise UserDeleted(user=name, action="add it again")
+    if existing is not None:
         raise UserError(f"user {name!r} already exists")
     user = User(name=name, is_admin=admin, created_at=_now())
     session.add(user)
@@ -149,7 +196,7 @@ def grant(session: Session, user_name: str, namespace: str) -> None:
     """Make a user a member of a namespace (created by its first member)."""
     if not _NAMESPACE.fullmatch(namespace):
         raise UserError(f"invalid namespace {namespace!r}: letters, digits, . _ - (lowercase)")
-    user = get_user(session, user_name)
+    user = live_user(session, user_name, f"grant it namespace {namespace!r}")
     if session.get(NamespaceMember, (namespace, user.id)) is None:
         session.add(NamespaceMember(namespace=namespace, user_id=user.id))
 
@@ -168,9 +215,21 @@ def namespaces_of(session: Session, user: User) -> list[str]:
     )
 
 
+def status_of(user: User) -> str:
+    """``active``, ``disabled`` or ``deleted``."""
+    if user.deleted_at is not None:
+        return "deleted"
+    return "disabled" if user.disabled_at is not None else "active"
+
+
 def list_users(session: Session) -> list[dict[str, Any]]:
     return [
-        {"name": u.name, "admin": u.is_admin, "namespaces": namespaces_of(session, u)}
+        {
+            "name": u.name,
+            "admin": u.is_admin,
+            "namespaces": namespaces_of(session, u),
+            "status": status_of(u),
+        }
         for u in session.scalars(select(User).order_by(User.name))
     ]
 
@@ -202,7 +261,7 @@ def create_token(
     the scopes that token was issued with, and it is for the same user. None: the operator,
     on the server's own database.
     """
-    user = get_user(session, user_name)
+    user = live_user(session, user_name, "create a token for it")
     scopes = check_scopes(scopes)
     if within is not None:
         if within.user != user_name:
@@ -271,9 +330,17 @@ def authenticate(session: Session, token: str) -> Principal:
     row = session.get(ApiToken, token_id)
     if row is None or not hmac.compare_digest(row.secret_sha256, _hash(secret)):
         raise AuthError(f"unknown API token {token_id}")
+    return principal_of(session, row)
+
+
+def principal_of(session: Session, row: ApiToken) -> Principal:
+    """Who a token whose secret was checked stands for; AuthError if it was revoked or its
+    user is disabled (checked on every request: a disabled user's tokens stop at once)."""
     if row.revoked_at is not None:
-        raise AuthError(f"API token {token_id} was revoked at {row.revoked_at.isoformat()}")
+        raise AuthError(f"API token {row.id} was revoked at {row.revoked_at.isoformat()}")
     user = row.user
+    if user.disabled_at is not None or user.deleted_at is not None:
+        raise UserDisabled(user=user.name, token_id=row.id)
     return Principal(
         user=user.name,
         scopes=frozenset(row.scopes),

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pinbench"
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"errors", "bounds", "config", "quiet", "hardware", "retrying"}),
     ("storage", {"artifacts", "db", "migrations", "workspace"}),
-    ("registry", {"registry", "accounts"}),
+    ("registry", {"registry", "accounts", "users"}),
     (
         "evaluator",
         {

@@ -23,6 +23,7 @@ TABLES = {
     "systems",
     "signing_keys",
     "attestations",
+    "ui_sessions",
     "alembic_version",
 }
 

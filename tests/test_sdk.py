@@ -240,12 +240,9 @@ def test_users_and_tokens_through_the_api(local: pinbench.Registry) -> None:
     from pinbench.accounts import ANONYMOUS, AuthError, authenticate
 
     accounts = local.accounts()
-    assert accounts.add_user("ann", namespaces=["vision"]) == {
-        "name": "ann",
-        "admin": False,
-        "namespaces": ["vision"],
-    }
-    assert {"name": "ann", "admin": False, "namespaces": ["vision"]} in accounts.users()
+    ann = {"name": "ann", "admin": False, "namespaces": ["vision"], "status": "active"}
+    assert accounts.add_user("ann", namespaces=["vision"]) == ann
+    assert ann in accounts.users()
     made = accounts.create_token(user="ann", name="nb", scopes=["read"])
     with local.workspace().transaction() as session:  # the secret authenticates as ann
         assert authenticate(session, made["token"]).user == "ann"

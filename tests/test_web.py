@@ -348,10 +348,16 @@ def test_running_needs_a_token_and_changes_nothing(browser: Browser, server: Ser
     fill_evaluation(page, MODELS[:1])
     page.click("#resolve")  # reading is public
     expect(page.locator("#resolution")).to_contain_text("model/vision/digits-cnn-onnx@1.0.0")
-    page.click("#run")
-    expect(page.locator("#problem")).to_contain_text("needs a token with the 'run' scope")
-    expect(page.locator("text=Log in with an API token")).to_be_visible()
+    expect(page.locator("#run")).to_have_count(0)  # no button that could only answer 401
+    expect(page.locator("#run-needs-scope")).to_contain_text("needs a token with the 'run' scope")
     page.close()
+    posted = httpx.post(  # the form posted anyway (a stale page): refused, nothing queued
+        f"{server.url}/ui/evaluate",
+        data={"models": MODELS[0], "dataset": DATASET, "action": "run", "runner": "local"},
+        headers={"Origin": server.url},
+    )
+    assert posted.status_code == 401
+    assert "needs a token with the 'run' scope" in html.unescape(posted.text)
     with server.client("admin") as c:
         assert len(c.get("/api/v1/runs").json()) == before
 
@@ -549,8 +555,10 @@ def test_serve_refuses_a_bad_allowed_host(cli: Cli, pattern: str) -> None:
 
 def test_behind_a_reverse_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A TLS-terminating proxy on the same machine forwards the public name in Host and the
-    scheme in X-Forwarded-Proto; the operator names the public host (option or environment)."""
+    scheme in X-Forwarded-Proto; the operator names the public host (option or environment)
+    and says to trust the scheme the proxy forwards (decision 150)."""
     monkeypatch.setenv("PINBENCH_ALLOWED_HOSTS", "*.proxy.test")
+    monkeypatch.setenv("PINBENCH_TRUST_FORWARDED_PROTO", "1")
     with api_server(
         tmp_path / "home", f"sqlite:///{tmp_path}/db", "--allowed-host", "bench.example.org"
     ) as srv:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from litestar import Request
@@ -23,6 +24,9 @@ from pinbench.api.throttle import FAILURES, AuthThrottle, token_id_of
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 log = logging.getLogger("pinbench.api.auth")
 
@@ -57,6 +61,10 @@ class ServerSettings:
     """``serve --log-format``: text or json (one JSON object a line)."""
     ready_min_free_mb: int = 512
     """``serve --ready-min-free-mb``: below this much free space the server is not ready."""
+    trust_forwarded_proto: bool = False
+    """``serve --trust-forwarded-proto``: take the scheme from a trusted proxy's
+    ``X-Forwarded-Proto`` (the UI's origin check, its cookie's Secure flag); else it is
+    dropped (api/server.py)."""
     """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
 
 
@@ -121,17 +129,32 @@ async def principal_for(state: State, token: str | None, address: str | None) ->
     settings: ServerSettings = state.settings
     if token is None:
         return PUBLIC_READER if settings.public_read else ANONYMOUS
+    return await looked_up(
+        state, address, token_id_of(token), lambda session: authenticate(session, token)
+    )
+
+
+async def looked_up(
+    state: State,
+    address: str | None,
+    key_id: str | None,
+    lookup: Callable[[Session], Principal],
+) -> Principal:
+    """The principal ``lookup`` finds in one transaction (in a worker thread), its failures
+    counted against ``address`` and ``key_id`` (a token's or a UI session's id), with the read
+    scope added when reads are public."""
+    settings: ServerSettings = state.settings
     ws: Workspace = state.ws
     throttle: AuthThrottle = state.throttle
-    keys = throttle.keys(address, token_id_of(token))
+    keys = throttle.keys(address, key_id)
     throttle.check(keys)
 
-    def lookup() -> Principal:
+    def run() -> Principal:
         with ws.transaction() as session:
-            return authenticate(session, token)
+            return lookup(session)
 
     try:
-        principal: Principal = await anyio.to_thread.run_sync(lookup)
+        principal: Principal = await anyio.to_thread.run_sync(run)
     except AuthError as exc:
         throttle.failed(keys, str(exc))  # logged there: the address, the token's id
         raise

@@ -190,6 +190,8 @@ class UserInfo(Body):
     name: str
     admin: bool
     namespaces: list[str]
+    status: str = "active"
+    """``active``, ``disabled`` (``pinbench user disable``) or ``deleted``."""
 
 
 class MemberRequest(Body):

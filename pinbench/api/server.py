@@ -1,5 +1,11 @@
 """How ``pinbench serve`` hands its settings to uvicorn's worker processes: one environment
-variable holding JSON, read by the app factory ``app_from_env``."""
+variable holding JSON, read by the app factory ``app_from_env``.
+
+A reverse proxy's headers are read here, not by uvicorn (``serve`` runs it with
+``proxy_headers=False``): from the addresses in ``FORWARDED_ALLOW_IPS`` (default loopback),
+``X-Forwarded-For`` names the client, and ``X-Forwarded-Proto`` the scheme only when the
+operator said to trust it (``serve --trust-forwarded-proto``); otherwise it is dropped, so a
+plain-HTTP request cannot pass for https (decision 150)."""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ import gc
 import json
 import os
 from typing import TYPE_CHECKING
+
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from pinbench.api import logs
 from pinbench.api.app import create_app
@@ -23,13 +31,28 @@ def settings_to_env(**values: object) -> str:
 
 
 if TYPE_CHECKING:
-    from pinbench.api.observe import ASGIApp
+    from pinbench.api.observe import ASGIApp, Receive, Scope, Send
+
+
+def behind_proxy(app: ASGIApp, *, trust_forwarded_proto: bool) -> ASGIApp:
+    """``app`` reading a trusted proxy's X-Forwarded-For, and its X-Forwarded-Proto only when
+    ``trust_forwarded_proto``."""
+    trusted = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+    proxied = ProxyHeadersMiddleware(app, trusted_hosts=trusted)
+
+    async def forwarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan" and not trust_forwarded_proto:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"x-forwarded-proto"]
+            scope = {**scope, "headers": headers}
+        await proxied(scope, receive, send)  # type: ignore[arg-type]
+
+    return forwarded
 
 
 def app_from_env() -> ASGIApp:
     """The app a uvicorn worker serves: its logging set up, each request observed (the access
     log and the metrics: ``Observe`` wraps the whole app, so a request no route matches counts
-    too)."""
+    too), behind ``behind_proxy`` (the client and scheme a trusted proxy forwards)."""
     raw = os.environ.get(SETTINGS_ENV)
     settings = ServerSettings(**json.loads(raw)) if raw else ServerSettings()
     logs.configure(settings.log_level, settings.log_format)
@@ -38,4 +61,4 @@ def app_from_env() -> ASGIApp:
     # The modules and the app live as long as the worker: out of the collector's sight, a
     # full collection no longer walks them (tens of milliseconds a time, in a request's way).
     gc.freeze()
-    return observed
+    return behind_proxy(observed, trust_forwarded_proto=settings.trust_forwarded_proto)

@@ -63,6 +63,53 @@ def user_grant(
     _out().print(f"{name} may publish in {namespace}")
 
 
+@user_app.command("revoke")
+@click.argument("name", type=str, help="The user.")
+@click.argument("namespace", type=str, help="The namespace they may no longer publish in.")
+def user_revoke(
+    name: str,
+    namespace: str,
+) -> None:
+    """Remove a user from a namespace (what they published there stays)."""
+    with local_registry() as reg:
+        reg.accounts().revoke_membership(name, namespace)
+    _out().print(f"{name} may no longer publish in {namespace}")
+
+
+@user_app.command("disable")
+@click.argument("name", type=str, help="The user.")
+def user_disable(
+    name: str,
+) -> None:
+    """Refuse every token of a user from now on (each request checks), until enabled."""
+    with local_registry() as reg:
+        before = reg.accounts().disable_user(name)
+    _out().print(f"{name} was already disabled" if before == "disabled" else f"disabled {name}")
+
+
+@user_app.command("enable")
+@click.argument("name", type=str, help="The user.")
+def user_enable(
+    name: str,
+) -> None:
+    """Let a disabled user's tokens (those not revoked) work again."""
+    with local_registry() as reg:
+        before = reg.accounts().enable_user(name)
+    _out().print(f"{name} was not disabled" if before == "active" else f"enabled {name}")
+
+
+@user_app.command("delete")
+@click.argument("name", type=str, help="The user.")
+def user_delete(
+    name: str,
+) -> None:
+    """Delete a user: revoke their tokens, remove their namespaces; what they published and
+    ran stays, attributed to their name, which is not given again. The last admin is kept."""
+    with local_registry() as reg:
+        revoked = reg.accounts().delete_user(name)
+    _out().print(f"deleted {name} ({revoked} token(s) revoked)")
+
+
 @user_app.command("list")
 @json_option
 def user_list(
@@ -76,9 +123,11 @@ def user_list(
     if as_json:
         _print_json(rows)
         return
-    table = Table("user", "admin", "namespaces", box=None)
+    marked = any(r["status"] != "active" for r in rows)  # disabled or deleted: a 4th column
+    table = Table("user", "admin", "namespaces", *([""] if marked else []), box=None)
     for r in rows:
-        table.add_row(r["name"], "yes" if r["admin"] else "", ", ".join(r["namespaces"]))
+        status = [] if not marked else ["" if r["status"] == "active" else r["status"]]
+        table.add_row(r["name"], "yes" if r["admin"] else "", ", ".join(r["namespaces"]), *status)
     _out().print(table if rows else "no users")
 
 

@@ -259,6 +259,19 @@ def gc_cmd(
     default=512,
     help="Free space (MiB) the blob store's disk needs for /api/v1/ready to answer 200.",
 )
+@click.option(
+    "--trust-forwarded-proto",
+    "trust_forwarded_proto",
+    is_flag=True,
+    default=False,
+    envvar="PINBENCH_TRUST_FORWARDED_PROTO",
+    show_envvar=True,
+    help=(
+        "Behind a TLS-terminating reverse proxy (at an address in FORWARDED_ALLOW_IPS, "
+        "default loopback): take the scheme from its X-Forwarded-Proto (the UI's origin "
+        "check, its login cookie's Secure flag). Off: the header is ignored."
+    ),
+)
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -280,6 +293,7 @@ def serve(
     log_level: str = "info",
     log_format: str = "text",
     ready_min_free_mb: int = 512,
+    trust_forwarded_proto: bool = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -357,6 +371,7 @@ def serve(
         log_level=log_level,
         log_format=log_format,
         ready_min_free_mb=ready_min_free_mb,
+        trust_forwarded_proto=trust_forwarded_proto,
     )
     logs.configure(log_level, log_format)  # uvicorn's own records, in the workers' format
     _err().print(
@@ -375,4 +390,5 @@ def serve(
         log_level="warning",
         log_config=None,  # its records go to the root logger, which logs.configure set up
         access_log=False,  # the app writes its own (pinbench.api.observe)
+        proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-Proto only if trusted
     )

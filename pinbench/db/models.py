@@ -215,6 +215,11 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(100))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """``pinbench user disable``: every request with their tokens is refused until enabled."""
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """``pinbench user delete``: tokens revoked, memberships gone; the row stays so that the
+    name (what artifacts and runs are attributed by) is never given to someone else."""
 
 
 class NamespaceMember(Base):
@@ -242,3 +247,21 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     user: Mapped[User] = relationship()
+
+
+class UiSession(Base):
+    """A web UI login: the cookie holds ``pbs_<id>_<secret>``, this row the secret's sha256
+    and the API token it stands for. It lives while the token is unrevoked, its user enabled
+    and ``expires_at`` ahead; logging out deletes it (decision 150)."""
+
+    __tablename__ = "ui_sessions"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    token_id: Mapped[str] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True
+    )
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+    token: Mapped[ApiToken] = relationship()

@@ -25,7 +25,8 @@ class Accounts:
     # -- users and namespaces (local) -----------------------------------------------------
 
     def users(self) -> list[dict[str, Any]]:
-        """Every user: ``name``, ``admin``, ``namespaces``."""
+        """Every user: ``name``, ``admin``, ``namespaces``, ``status`` (``active``,
+        ``disabled`` or ``deleted``)."""
         from pinbench import accounts
 
         with self._session("listing users") as session:
@@ -41,7 +42,12 @@ class Accounts:
             accounts.add_user(session, name, admin=admin)
             for ns in namespaces:
                 accounts.grant(session, name, ns)
-        return {"name": name, "admin": admin, "namespaces": sorted(namespaces)}
+        return {
+            "name": name,
+            "admin": admin,
+            "namespaces": sorted(namespaces),
+            "status": "active",
+        }
 
     def grant(self, user: str, namespace: str) -> dict[str, Any]:
         """Let ``user`` publish in ``namespace`` (created by its first member); the user now."""
@@ -54,6 +60,7 @@ class Accounts:
                 "name": row.name,
                 "admin": row.is_admin,
                 "namespaces": accounts.namespaces_of(session, row),
+                "status": accounts.status_of(row),
             }
 
     def revoke_membership(self, user: str, namespace: str) -> None:
@@ -62,6 +69,31 @@ class Accounts:
 
         with self._session("removing a member") as session:
             accounts.revoke_membership(session, user, namespace)
+
+    def disable_user(self, name: str) -> str:
+        """Refuse every token of ``name`` from now on (checked on every request; their web UI
+        sessions end) until ``enable_user``; the user's status before (``active`` or
+        ``disabled``). The last enabled admin is refused (``LastAdmin``)."""
+        from pinbench import users
+
+        with self._session("disabling a user") as session:
+            return users.disable_user(session, name)
+
+    def enable_user(self, name: str) -> str:
+        """Let a disabled user's unrevoked tokens work again; the status before."""
+        from pinbench import users
+
+        with self._session("enabling a user") as session:
+            return users.enable_user(session, name)
+
+    def delete_user(self, name: str) -> int:
+        """Delete ``name``: their tokens revoked, their memberships removed; what they
+        published and ran stays, attributed by name, and the name is never given again. The
+        last enabled admin is refused. The number of tokens revoked."""
+        from pinbench import users
+
+        with self._session("deleting a user") as session:
+            return users.delete_user(session, name)
 
     # -- tokens ---------------------------------------------------------------------------
 

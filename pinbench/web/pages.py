@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+import anyio.to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import Cookie, State
 from litestar.enums import RequestEncodingType
@@ -20,8 +21,13 @@ from pinbench import reports
 from pinbench.accounts import AuthError, Principal
 from pinbench.api.controllers.reports import report_response
 from pinbench.api.controllers.systems import alive_systems
-from pinbench.api.deps import client_address, principal_for, provide_principal
-from pinbench.api.problems import ApiNotFound, http_detail, status_of
+from pinbench.api.deps import (
+    client_address,
+    looked_up,
+    principal_for,
+    provide_principal,
+)
+from pinbench.api.problems import ApiNotFound, TryLater, http_detail, status_of
 from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
 from pinbench.db.models import Lockfile as LockfileRow
@@ -32,22 +38,30 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
 from pinbench.sdk.hosting import Hosting
+from pinbench.web import sessions
 from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
 from pinbench.web.origin import require_same_origin
 from pinbench.web.systems import recent_runs, system_view
 from pinbench.workspace import Workspace
 
-COOKIE = "pinbench_token"
 UNFINISHED = ("queued", "running")
 FORM = Body(media_type=RequestEncodingType.URL_ENCODED)
 
 
 async def provide_ui_principal(request: Request[Any, Any, Any], state: State) -> Principal:
-    """The caller: a bearer token (scripts), else the token the login page kept in a cookie
-    (HttpOnly, SameSite=Strict, path /ui), else anonymous."""
+    """The caller: a bearer token (scripts), else the login session the UI's cookie names
+    (``web/sessions.py``), else anonymous."""
     if "authorization" in request.headers:
         return await provide_principal(request, state)
-    return await principal_for(state, request.cookies.get(COOKIE) or None, client_address(request))
+    cookie = request.cookies.get(sessions.COOKIE)
+    if not cookie:
+        return await principal_for(state, None, client_address(request))
+    return await looked_up(
+        state,
+        client_address(request),
+        sessions.session_id_of(cookie),
+        lambda session: sessions.session_principal(session, cookie),
+    )
 
 
 RUNS_PAGE = 200
@@ -68,7 +82,10 @@ def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
         request.logger.exception("unexpected error on %s", request.url.path)
         status, message = 500, "the server failed unexpectedly; the error is in its log"
     login = isinstance(exc, AuthError)
-    return _page("error", status, message=message, status=status, login=login, principal=None)
+    page = _page("error", status, message=message, status=status, login=login, principal=None)
+    if isinstance(exc, TryLater):  # as the API says it (problems.py): when to ask again
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+    return page
 
 
 def _kind_counts(ws: Workspace) -> dict[str, int]:
@@ -328,24 +345,48 @@ class WebController(Controller):
         state: State,
         data: Annotated[dict[str, str], FORM],
     ) -> Template | Redirect:
-        """Check the token, then keep it in an HttpOnly cookie for the UI's pages."""
+        """Check the token, then start a session for it: the cookie holds the session's id and
+        secret, never the token (HttpOnly, SameSite=Strict, path /ui, Secure over https)."""
         require_same_origin(request)
         token = data.get("token", "").strip()
         try:
             who = await principal_for(state, token or None, client_address(request))
-            if who.user is None:
+            if who.token_id is None:
                 raise AuthError("paste an API token (pbt_...)")
         except AuthError as exc:
             return _page("login", 401, principal=None, error=str(exc))
+        ws: Workspace = state.ws
+        token_id = who.token_id
+
+        def start() -> str:
+            with ws.transaction() as session:
+                return sessions.open_session(session, token_id)
+
+        cookie = await anyio.to_thread.run_sync(start)
         response = Redirect("/ui/")
         response.cookies.append(
-            Cookie(key=COOKIE, value=token, path="/ui", httponly=True, samesite="strict")
+            Cookie(
+                key=sessions.COOKIE,
+                value=cookie,
+                path="/ui",
+                max_age=sessions.SESSION_S,
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+            )
         )
+        response.delete_cookie(sessions.LEGACY_COOKIE, path="/ui")
         return response
 
-    @post("/logout", status_code=303, sync_to_thread=False)
-    def logout(self, request: Request[Any, Any, Any]) -> Redirect:
+    @post("/logout", status_code=303, sync_to_thread=True)
+    def logout(self, request: Request[Any, Any, Any], ws: Workspace) -> Redirect:
+        """End the session (a copy of the cookie stops working too) and drop the cookie."""
         require_same_origin(request)
+        cookie = request.cookies.get(sessions.COOKIE)
+        if cookie:
+            with ws.transaction() as session:
+                sessions.close_session(session, cookie)
         response = Redirect("/ui/")
-        response.delete_cookie(COOKIE, path="/ui")
+        response.delete_cookie(sessions.COOKIE, path="/ui")
+        response.delete_cookie(sessions.LEGACY_COOKIE, path="/ui")
         return response
