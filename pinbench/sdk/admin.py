@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
 
     from pinbench.artifacts.scratch import Reclaimed
     from pinbench.db.upkeep import Checked, Collected
+    from pinbench.evaluator.retention import Deleted
     from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
@@ -95,6 +97,24 @@ class Admin:
 
         grace_s = duration_s(grace)
         return collect(self._ws("gc --blobs"), grace_s=grace_s, delete=delete)
+
+    def delete_runs(self, run_ids: Sequence[str], *, delete: bool = False) -> Deleted:
+        """``pinbench runs delete``: the runs named (ids or unique prefixes), their rows
+        removed when ``delete`` (else a dry run), all or none; a queued or running one
+        refuses the lot. Their blobs stay until ``collect_blobs`` (decision 149)."""
+        from pinbench.evaluator.retention import delete_runs
+
+        return delete_runs(self._ws("runs delete"), list(run_ids), delete=delete)
+
+    def prune_runs(self, *, keep_days: float, keep_last: int, delete: bool = False) -> Deleted:
+        """``pinbench runs prune``: every finished run that started ``keep_days`` days ago or
+        more and is not among the ``keep_last`` most recent finished runs of its lockfile;
+        removed when ``delete`` (else a dry run)."""
+        from pinbench.evaluator.retention import prune_runs
+
+        return prune_runs(
+            self._ws("runs prune"), keep_days=keep_days, keep_last=keep_last, delete=delete
+        )
 
     def prepare_to_serve(self, stopped: str) -> tuple[int, Reclaimed]:
         """Before a server starts on this home: the database must be at the current schema;
