@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
@@ -12,6 +13,8 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pinbench.artifacts.scratch import Reclaimed
+    from pinbench.db.backup import BackedUp
+    from pinbench.db.restore import Restored
     from pinbench.db.upkeep import Checked, Collected
     from pinbench.evaluator.retention import Deleted
     from pinbench.sdk.registry import Registry
@@ -115,6 +118,22 @@ class Admin:
         return prune_runs(
             self._ws("runs prune"), keep_days=keep_days, keep_last=keep_last, delete=delete
         )
+
+    def backup(self, folder: Path, *, blobs: bool = True) -> BackedUp:
+        """``pinbench backup``: a consistent snapshot of the database (SQLite's backup API,
+        or ``pg_dump``) taken first, then every blob it references (hard links where the
+        filesystem allows, else copies; none when not ``blobs``) with their manifest and the
+        signing keys, into ``folder`` (absent or empty). A failure leaves nothing."""
+        from pinbench.db.backup import backup
+
+        return backup(self._ws("backup"), folder, blobs=blobs)
+
+    def restore(self, folder: Path) -> Restored:
+        """``pinbench restore``: a backup into this empty home and database; every blob is
+        hashed before anything is written; ends with ``check_store``'s findings."""
+        from pinbench.db.restore import restore
+
+        return restore(self._ws("restore"), folder)
 
     def prepare_to_serve(self, stopped: str) -> tuple[int, Reclaimed]:
         """Before a server starts on this home: the database must be at the current schema;
