@@ -113,11 +113,53 @@ def test_a_corrupted_blob_in_the_backup_is_named_and_nothing_is_written(
     cli = in_process_cli(monkeypatch, capsys, target, target_url)
     refused = cli("restore", str(tmp_path / "backup"))
     assert refused.code == 1 and "Traceback" not in refused.err
-    assert f"the backup's blob blobs/{victim[:2]}/{victim} is its bytes hash to" in refused.err
+    assert f"the backup's file blobs/{victim[:2]}/{victim} hashes to " in refused.err
+    assert f"not to its sha256 {victim}: the backup is damaged" in refused.err
     assert "nothing was restored" in refused.err
     assert not target.exists() and _tables(target_url) == []
     source_cli = in_process_cli(monkeypatch, capsys, source.settings.home, database_url)
     assert source_cli("fsck").code == 0  # the live store was not touched
+
+
+def test_a_damaged_database_file_is_refused_before_anything_is_written(
+    source: Workspace,
+    database_url: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli = in_process_cli(monkeypatch, capsys, source.settings.home, database_url)
+    assert cli("backup", str(tmp_path / "backup")).code == 0
+    dump = next(p for p in (tmp_path / "backup").iterdir() if p.name.startswith("database."))
+    with dump.open("r+b") as f:  # a flipped byte in the middle of the dump
+        f.seek(dump.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    target_url = _empty_target(request, tmp_path, database_url)
+    target = tmp_path / "restored-home"
+    cli = in_process_cli(monkeypatch, capsys, target, target_url)
+    refused = cli("restore", str(tmp_path / "backup"))
+    assert refused.code == 1 and "Traceback" not in refused.err
+    assert f"the backup's file {dump.name} hashes to " in refused.err
+    assert not target.exists() and _tables(target_url) == []
+
+
+def test_a_backup_missing_a_referenced_blob_fails_and_leaves_no_folder(
+    source: Workspace,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    blob = next(source.store.iter_digests())
+    source.store.remove(blob)
+    cli = in_process_cli(monkeypatch, capsys, source.settings.home, database_url)
+    failed = cli("backup", str(tmp_path / "backup"))
+    assert failed.code == 1 and "Traceback" not in failed.err
+    assert f"(sha256 {blob.hex}) is missing from the store" in failed.err
+    assert not (tmp_path / "backup").exists()
 
 
 def test_restore_refuses_a_target_that_is_not_empty_and_changes_nothing(
@@ -160,7 +202,7 @@ def test_no_blobs_lists_them_and_restore_checks_the_ones_the_operator_put_back(
     target_url = _empty_target(request, tmp_path, database_url)
     cli = in_process_cli(monkeypatch, capsys, target, target_url)
     missing = cli("restore", str(tmp_path / "backup"))
-    assert missing.code == 1 and "is missing, not sha256" in missing.err
+    assert missing.code == 1 and "is missing (it should hash to sha256" in missing.err
     assert _tables(target_url) == []
     shutil.copytree(source.store.blobs, target / "blobs")  # the operator's own snapshot
     done = cli("restore", str(tmp_path / "backup"), "--json")

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.digest import Digest, hash_file
 from pinbench.artifacts.store import BlobMissing
 from pinbench.db import dumps
 from pinbench.db.upkeep import references
@@ -139,6 +139,7 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
     made = _empty_folder(folder)
     try:
         dump, refs = _snapshot(ws, folder)
+        dump_digest, dump_size = hash_file(folder / dump)
         listed: list[dict[str, Any]] = []
         linked = copied = 0
         for digest in sorted(refs):
@@ -161,6 +162,8 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
                 "dialect": ws.engine.dialect.name,
                 "file": dump,
                 "revision": HEAD_REVISION,
+                "sha256": dump_digest.hex,
+                "size": dump_size,
             },
             "blobs_included": blobs,
             "blobs": listed,

@@ -31,14 +31,17 @@ class BackupRefused(UserError):
 
 
 class BackupBlobBad(UserError):
-    """A blob a backup lists is missing, or its bytes hash to another digest: nothing of the
-    restore was written."""
+    """A blob (or the database's file) a backup lists is missing, or its bytes hash to
+    another digest: nothing of the restore was written."""
 
     def __init__(self, *, path: str, expected: str, actual: str | None, size: int) -> None:
-        found = "missing" if actual is None else f"its bytes hash to {actual} ({size} bytes)"
+        found = (
+            f"is missing (it should hash to sha256 {expected})"
+            if actual is None
+            else f"hashes to {actual} ({size} bytes), not to its sha256 {expected}"
+        )
         super().__init__(
-            f"the backup's blob {path} is {found}, not sha256 {expected}: the backup is damaged; "
-            "nothing was restored"
+            f"the backup's file {path} {found}: the backup is damaged; nothing was restored"
         )
         self.path = path
         self.expected = expected
@@ -138,15 +141,18 @@ def sqlite_copy(source: Path, target: Path) -> None:
     snapshot of ``source`` while writers go on)."""
     if not source.is_file():
         raise BackupRefused(folder=str(source), reason="no such SQLite database")
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     try:
-        dst = sqlite3.connect(target)
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
         try:
-            src.backup(dst)
+            dst = sqlite3.connect(target)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
         finally:
-            dst.close()
-    finally:
-        src.close()
+            src.close()
+    except sqlite3.Error as exc:
+        raise ToolFailed(tool="sqlite3 backup", code=-1, stderr=f"{source}: {exc}") from None
 
 
 def sqlite_tables(path: Path) -> list[str]:

@@ -59,6 +59,8 @@ class Restored:
 class _Manifest:
     dialect: str
     dump: Path
+    dump_sha256: str
+    dump_size: int
     included: bool
     blobs: list[tuple[str, int]]
     keys: list[str]
@@ -98,11 +100,20 @@ def read_manifest(folder: Path) -> _Manifest:
                 raise _refused(folder, f"blob name {digest[:80]!r} is not a sha256")
             if type(size) is not int or not FILE_SIZE.holds(size):
                 raise _refused(folder, f"blob {digest}: {FILE_SIZE.refusal('size', size)}")
+        dump_sha256, dump_size = str(db["sha256"]), db["size"]
+        if not _HEX.fullmatch(dump_sha256) or type(dump_size) is not int:
+            raise _refused(folder, "the database file's sha256 or size is not one")
         keys = [str(k) for k in doc["keys"]]
         if not all(_KEY_NAME.fullmatch(k) for k in keys):
             raise _refused(folder, "a key's file name is not a plain name")
         return _Manifest(
-            dialect, folder / _FILES[dialect], bool(doc["blobs_included"]), blobs, keys
+            dialect,
+            folder / _FILES[dialect],
+            dump_sha256,
+            dump_size,
+            bool(doc["blobs_included"]),
+            blobs,
+            keys,
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise _refused(folder, f"{MANIFEST} lacks or mistypes {exc}") from None
@@ -138,7 +149,17 @@ def _check_target(ws: Workspace, folder: Path, manifest: _Manifest) -> None:
 
 
 def _verify(ws: Workspace, folder: Path, manifest: _Manifest) -> None:
-    """Hash every listed blob where the restore will take it from."""
+    """Hash the database's file and every listed blob where the restore will take it from."""
+    dump = manifest.dump
+    if not dump.is_file():
+        raise dumps.BackupBlobBad(
+            path=dump.name, expected=manifest.dump_sha256, actual=None, size=0
+        )
+    actual, actual_size = hash_file(dump)
+    if actual.hex != manifest.dump_sha256 or actual_size != manifest.dump_size:
+        raise dumps.BackupBlobBad(
+            path=dump.name, expected=manifest.dump_sha256, actual=actual.hex, size=actual_size
+        )
     root = folder / "blobs" if manifest.included else ws.store.blobs
     for digest, size in manifest.blobs:
         path = root / digest[:2] / digest
