@@ -90,14 +90,23 @@ def _doomed(run: Run) -> Doomed:
     return Doomed(run.id, run.status, run.started_at, run.lockfile_digest, run.model)
 
 
+_LISTED = (Run.id, Run.status, Run.started_at, Run.lockfile_digest, Run.model)
+"""A doomed run's columns: read as rows, not as ORM objects (a prune may list a million)."""
+
+
 def _remove(session: Session, ids: list[str]) -> None:
-    """The runs' rows and theirs; only finished runs (a run that started meanwhile stays)."""
+    """The runs' rows and theirs; only finished runs (a run that started meanwhile stays).
+    Plain statements: the session's objects are not searched for each one."""
+    plain = {"synchronize_session": False}
     for start in range(0, len(ids), 500):  # bound each statement's parameters
         chunk = ids[start : start + 500]
         finished = select(Run.id).where(Run.id.in_(chunk), Run.status.not_in(UNFINISHED))
-        session.execute(delete(Result).where(Result.run_id.in_(finished)))
-        session.execute(delete(Attestation).where(Attestation.run_id.in_(finished)))
-        session.execute(delete(Run).where(Run.id.in_(chunk), Run.status.not_in(UNFINISHED)))
+        for stmt in (
+            delete(Result).where(Result.run_id.in_(finished)),
+            delete(Attestation).where(Attestation.run_id.in_(finished)),
+            delete(Run).where(Run.id.in_(chunk), Run.status.not_in(UNFINISHED)),
+        ):
+            session.execute(stmt, execution_options=plain)
 
 
 def delete_runs(ws: Workspace, run_ids: list[str], *, delete: bool) -> Deleted:
@@ -150,10 +159,10 @@ def prune_runs(
         )
         going = select(ranked.c.id).where(ranked.c.rank > keep_last)
         going = going.where(ranked.c.started_at < cutoff)
-        runs = session.scalars(
-            select(Run).where(Run.id.in_(going)).order_by(Run.started_at, Run.id)
+        rows = session.execute(
+            select(*_LISTED).where(Run.id.in_(going)).order_by(Run.started_at, Run.id)
         ).all()
-        doomed = [_doomed(r) for r in runs]
+        doomed = [Doomed(*row) for row in rows]
         if delete:
             _remove(session, [d.id for d in doomed])
     return Deleted(doomed, delete, kept=(finished or 0) - len(doomed))
