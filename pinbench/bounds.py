@@ -153,6 +153,8 @@ RETRIES = between(0, 3, "attempts on another system when a run's system is lost"
 # ---------------------------------------------------------------- operators' options
 
 GC_GRACE_S = between(0, 366 * 86_400, "a year: past it a blob is old by any measure")
+KEEP_DAYS = between(0, 36_500, "a century of runs; 0 keeps none for its age")
+KEEP_LAST = between(0, 1_000_000, "runs kept per lockfile; 0 keeps none for its rank")
 
 # ---------------------------------------------------------------- the environment
 

@@ -123,6 +123,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check the blob store against the database: every blob a row references is present and "
         "hashes to its name, every blob...",
     ),
+    "backup": (
+        "backup",
+        "backup",
+        "Back the registry up into DIR (absent or empty): the database first (SQLite's backup "
+        "API, or pg_dump), then every...",
+    ),
+    "restore": (
+        "backup",
+        "restore",
+        "Restore a backup made by `pinbench backup` into an empty PINBENCH_HOME and database.",
+    ),
     "serve": (
         "serve",
         "serve",

@@ -22,6 +22,7 @@ from pinbench.cli.common import (
     run_argument,
     write_atomic,
 )
+from pinbench.cli.retention import runs_delete, runs_prune
 from pinbench.cli.run_outputs import runs_outputs
 from pinbench.cli.run_view import print_comparison, print_run
 from pinbench.console import err as _err
@@ -386,3 +387,5 @@ def runs_parity(
 
 runs_app.add_command(runs_attest)
 runs_app.add_command(runs_outputs)
+runs_app.add_command(runs_delete)
+runs_app.add_command(runs_prune)

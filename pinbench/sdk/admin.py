@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
@@ -11,7 +13,10 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from pinbench.artifacts.scratch import Reclaimed
+    from pinbench.db.backup import BackedUp
+    from pinbench.db.restore import Restored
     from pinbench.db.upkeep import Checked, Collected
+    from pinbench.evaluator.retention import Deleted
     from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
@@ -95,6 +100,40 @@ class Admin:
 
         grace_s = duration_s(grace)
         return collect(self._ws("gc --blobs"), grace_s=grace_s, delete=delete)
+
+    def delete_runs(self, run_ids: Sequence[str], *, delete: bool = False) -> Deleted:
+        """``pinbench runs delete``: the runs named (ids or unique prefixes), their rows
+        removed when ``delete`` (else a dry run), all or none; a queued or running one
+        refuses the lot. Their blobs stay until ``collect_blobs`` (decision 149)."""
+        from pinbench.evaluator.retention import delete_runs
+
+        return delete_runs(self._ws("runs delete"), list(run_ids), delete=delete)
+
+    def prune_runs(self, *, keep_days: float, keep_last: int, delete: bool = False) -> Deleted:
+        """``pinbench runs prune``: every finished run that started ``keep_days`` days ago or
+        more and is not among the ``keep_last`` most recent finished runs of its lockfile;
+        removed when ``delete`` (else a dry run)."""
+        from pinbench.evaluator.retention import prune_runs
+
+        return prune_runs(
+            self._ws("runs prune"), keep_days=keep_days, keep_last=keep_last, delete=delete
+        )
+
+    def backup(self, folder: Path, *, blobs: bool = True) -> BackedUp:
+        """``pinbench backup``: a consistent snapshot of the database (SQLite's backup API,
+        or ``pg_dump``) taken first, then every blob it references (hard links where the
+        filesystem allows, else copies; none when not ``blobs``) with their manifest and the
+        signing keys, into ``folder`` (absent or empty). A failure leaves nothing."""
+        from pinbench.db.backup import backup
+
+        return backup(self._ws("backup"), folder, blobs=blobs)
+
+    def restore(self, folder: Path) -> Restored:
+        """``pinbench restore``: a backup into this empty home and database; every blob is
+        hashed before anything is written; ends with ``check_store``'s findings."""
+        from pinbench.db.restore import restore
+
+        return restore(self._ws("restore"), folder)
 
     def prepare_to_serve(self, stopped: str) -> tuple[int, Reclaimed]:
         """Before a server starts on this home: the database must be at the current schema;

@@ -1,0 +1,214 @@
+"""``pinbench backup DIR`` (decision 149): the database first, then the blobs it references.
+
+Blobs are immutable and only ever added, so every blob the database snapshot references
+exists when the snapshot has been taken; copying them afterwards makes a consistent pair
+(extra blobs would be harmless). The other order is not: blobs copied first, then a database
+dumped that references a blob published meanwhile, restores a registry missing that blob.
+
+The folder holds ``database.sqlite`` (the ``sqlite3`` backup API) or ``database.pgdump``
+(``pg_dump`` in the snapshot the references were read in), ``blobs/xx/HEX`` (hard links when
+on the blobs' filesystem, else copies; none with ``blobs=False``), ``keys/`` (the signing
+keys: the folder is as secret as the home) and, written last, ``manifest.json``: what it
+holds, and every referenced blob's sha256 and size. A folder without it is no backup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pinbench.artifacts.digest import Digest, hash_file
+from pinbench.artifacts.store import BlobMissing
+from pinbench.db import dumps
+from pinbench.db.upkeep import references
+
+if TYPE_CHECKING:
+    from pinbench.workspace import Workspace
+
+FORMAT = "pinbench-backup/1"
+MANIFEST = "manifest.json"
+CACHE_KEY = "verified-cache.key"
+"""The verified-state cache's key: of this machine's cache, not backed up."""
+
+
+@dataclass(frozen=True)
+class BackedUp:
+    folder: str
+    database: str
+    revision: str
+    blobs: int
+    bytes: int
+    linked: int
+    copied: int
+    included: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "folder": self.folder,
+            "database": self.database,
+            "revision": self.revision,
+            "blobs": self.blobs,
+            "bytes": self.bytes,
+            "linked": self.linked,
+            "copied": self.copied,
+            "blobs_included": self.included,
+        }
+
+
+def place(source: Path, target: Path) -> bool:
+    """``target`` as a hard link to ``source`` (True), or a copy where the filesystem will
+    not link (another device, no links): read-only either way."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+        return True
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+    temp = target.with_name(f".{target.name}.part")
+    shutil.copyfile(source, temp)
+    temp.chmod(0o444)
+    os.replace(temp, target)
+    return False
+
+
+def _empty_folder(folder: Path) -> bool:
+    """Refuse a folder that holds anything; True when this call made it."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise dumps.BackupRefused(folder=str(folder), reason="not a folder")
+        if any(folder.iterdir()):
+            raise dumps.BackupRefused(
+                folder=str(folder), reason="the folder is not empty (back up into a new one)"
+            )
+        return False
+    folder.mkdir(parents=True)
+    return True
+
+
+def _snapshot(ws: Workspace, folder: Path) -> tuple[str, dict[str, str]]:
+    """Write the database's snapshot into ``folder``; its dump's file name and the blobs it
+    references (read from that same snapshot)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.orm import Session
+
+    from pinbench.db.plain import sqlite_file
+
+    with ws.transaction():  # the schema is current (checked on first use)
+        pass
+    dialect = ws.engine.dialect.name
+    if dialect == "sqlite":
+        source = sqlite_file(ws.settings.database_url)
+        if source is None:
+            raise dumps.BackupRefused(
+                folder=str(folder), reason="only a SQLite file given as sqlite:///PATH is backed up"
+            )
+        target = folder / dumps.SQLITE_DUMP
+        dumps.sqlite_copy(source, target)
+        engine = create_engine(f"sqlite:///{target}")
+        try:
+            with Session(engine) as session:
+                return dumps.SQLITE_DUMP, references(session, ws.store)
+        finally:
+            engine.dispose()
+    if dialect != "postgresql":
+        raise dumps.BackupRefused(
+            folder=str(folder), reason=f"a {dialect} database is not backed up"
+        )
+    with ws.engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            snapshot = str(conn.execute(text("SELECT pg_export_snapshot()")).scalar_one())
+            with Session(bind=conn) as session:
+                refs = references(session, ws.store)
+            dumps.pg_dump(ws.settings.database_url, folder / dumps.PG_DUMP, snapshot=snapshot)
+    return dumps.PG_DUMP, refs
+
+
+def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
+    """Back the registry up into ``folder`` (absent or empty); a failure leaves nothing."""
+    from pinbench.db.schema import HEAD_REVISION
+
+    made = _empty_folder(folder)
+    try:
+        dump, refs = _snapshot(ws, folder)
+        dump_digest, dump_size = hash_file(folder / dump)
+        listed: list[dict[str, Any]] = []
+        linked = copied = 0
+        for digest in sorted(refs):
+            source = ws.store.path(Digest(digest))
+            try:
+                size = source.stat().st_size
+            except FileNotFoundError:
+                raise BlobMissing(path=refs[digest], digest=Digest(digest)) from None
+            listed.append({"sha256": digest, "size": size})
+            if blobs:
+                if place(source, folder / "blobs" / digest[:2] / digest):
+                    linked += 1
+                else:
+                    copied += 1
+        keys = _copy_keys(ws.settings.home / "keys", folder / "keys")
+        manifest = {
+            "format": FORMAT,
+            "created_at": datetime.now(UTC).isoformat(),
+            "database": {
+                "dialect": ws.engine.dialect.name,
+                "file": dump,
+                "revision": HEAD_REVISION,
+                "sha256": dump_digest.hex,
+                "size": dump_size,
+            },
+            "blobs_included": blobs,
+            "blobs": listed,
+            "keys": keys,
+        }
+        temp = folder / f".{MANIFEST}.part"
+        temp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        os.replace(temp, folder / MANIFEST)
+    except BaseException:
+        _undo(folder, made)
+        raise
+    return BackedUp(
+        folder=str(folder),
+        database=ws.engine.dialect.name,
+        revision=HEAD_REVISION,
+        blobs=len(listed),
+        bytes=sum(int(b["size"]) for b in listed),
+        linked=linked,
+        copied=copied,
+        included=blobs,
+    )
+
+
+def _copy_keys(source: Path, target: Path) -> list[str]:
+    """The signing keys' files (owner-only), the cache's key left out."""
+    names = (
+        sorted(p.name for p in source.iterdir() if p.is_file() and p.name != CACHE_KEY)
+        if source.is_dir()
+        else []
+    )
+    if names:
+        target.mkdir(mode=0o700)
+    for name in names:
+        shutil.copyfile(source / name, target / name)
+        (target / name).chmod(0o600)
+    return names
+
+
+def _undo(folder: Path, made: bool) -> None:
+    if made:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for entry in list(folder.iterdir()):
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()

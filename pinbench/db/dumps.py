@@ -1,0 +1,166 @@
+"""A consistent copy of the database and its restoring (decision 149): SQLite through the
+``sqlite3`` backup API (a page-by-page copy of one snapshot, never a copy of a live file),
+PostgreSQL through ``pg_dump`` / ``pg_restore`` (custom format) of the configured URL, the
+password passed in the environment, never on a command line. The errors of a backup and a
+restore are here too."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from pinbench.errors import SystemFailure, UserError
+
+SQLITE_DUMP = "database.sqlite"
+PG_DUMP = "database.pgdump"
+DUMP_TIMEOUT_S = 6 * 3600
+"""The longest a dump or restore may take (six hours): a hung server is not waited on for ever."""
+
+
+class BackupRefused(UserError):
+    """A backup or restore that cannot be done as asked: ``folder`` and why; nothing written."""
+
+    def __init__(self, *, folder: str, reason: str) -> None:
+        super().__init__(f"{folder}: {reason}; nothing was written")
+        self.folder = folder
+        self.reason = reason
+
+
+class BackupBlobBad(UserError):
+    """A blob (or the database's file) a backup lists is missing, or its bytes hash to
+    another digest: nothing of the restore was written."""
+
+    def __init__(self, *, path: str, expected: str, actual: str | None, size: int) -> None:
+        found = (
+            f"is missing (it should hash to sha256 {expected})"
+            if actual is None
+            else f"hashes to {actual} ({size} bytes), not to its sha256 {expected}"
+        )
+        super().__init__(
+            f"the backup's file {path} {found}: the backup is damaged; nothing was restored"
+        )
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        self.size = size
+
+
+class ToolMissing(SystemFailure):
+    """``pg_dump`` or ``pg_restore`` is not installed where pinbench looks."""
+
+    def __init__(self, *, tool: str) -> None:
+        super().__init__(
+            f"{tool} not found (looked in /usr/lib/postgresql/*/bin and on PATH): install the "
+            "PostgreSQL client of the server's major version or later (Debian: apt-get install "
+            "postgresql-client)"
+        )
+        self.tool = tool
+
+
+class ToolFailed(SystemFailure):
+    def __init__(self, *, tool: str, code: int, stderr: str) -> None:
+        super().__init__(f"{tool} failed (exit {code}): {stderr.strip()[-2000:]}")
+        self.tool = tool
+        self.code = code
+        self.stderr = stderr
+
+
+def pg_tool(name: str) -> Path:
+    """The newest ``name`` of Debian's PostgreSQL packages, else the one on PATH."""
+    found = glob.glob(f"/usr/lib/postgresql/*/bin/{name}")
+    if found:
+        return Path(max(found, key=lambda p: _major(Path(p).parts[-3])))
+    which = shutil.which(name)
+    if which:
+        return Path(which)
+    raise ToolMissing(tool=name)
+
+
+def _major(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
+def _libpq(url: str) -> tuple[str, dict[str, str]]:
+    """A libpq connection URI for a SQLAlchemy URL, and the environment holding its password."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    env = dict(os.environ)
+    if parsed.password is not None:
+        env["PGPASSWORD"] = str(parsed.password)
+    plain = parsed.set(drivername="postgresql", password=None)
+    return plain.render_as_string(hide_password=False), env
+
+
+def _run(tool: str, args: list[str], url: str) -> None:
+    uri, env = _libpq(url)
+    cmd = [str(pg_tool(tool)), *args, "--dbname", uri]
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise ToolFailed(tool=tool, code=-1, stderr=f"timed out after {exc.timeout} s") from None
+    if done.returncode != 0:
+        raise ToolFailed(tool=tool, code=done.returncode, stderr=done.stderr)
+
+
+def pg_dump(url: str, target: Path, *, snapshot: str) -> None:
+    """Dump the database in one exported ``snapshot`` (``pg_export_snapshot()`` of a
+    transaction the caller holds open)."""
+    _run(
+        "pg_dump",
+        [
+            "--format=custom",
+            "--no-owner",
+            "--no-privileges",
+            f"--snapshot={snapshot}",
+            "--file",
+            str(target),
+        ],
+        url,
+    )
+
+
+def pg_restore(url: str, dump: Path) -> None:
+    """Restore a dump into the (empty) database, in one transaction: all or nothing."""
+    _run(
+        "pg_restore",
+        ["--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error", str(dump)],
+        url,
+    )
+
+
+def sqlite_copy(source: Path, target: Path) -> None:
+    """Copy one SQLite database into another file through the backup API (one consistent
+    snapshot of ``source`` while writers go on)."""
+    if not source.is_file():
+        raise BackupRefused(folder=str(source), reason="no such SQLite database")
+    try:
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        try:
+            dst = sqlite3.connect(target)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+        finally:
+            src.close()
+    except sqlite3.Error as exc:
+        raise ToolFailed(tool="sqlite3 backup", code=-1, stderr=f"{source}: {exc}") from None
+
+
+def sqlite_tables(path: Path) -> list[str]:
+    """The tables of a SQLite file (none when it does not exist)."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    finally:
+        conn.close()
