@@ -271,3 +271,51 @@ def test_a_second_home_on_the_same_bucket_publishes_what_is_already_there(
     with Registry(database_url=second.database_url) as reg:
         monkeypatch.setenv("PINBENCH_HOME", str(second.home))
         assert reg.admin().check_store().problems == []
+
+
+def test_a_bucket_registry_is_backed_up_and_restored_into_another_prefix(
+    tmp_path: Path,
+    s3: S3Server,
+    catalog_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``backup`` reads the referenced blobs from the bucket (through the verified cache, so a
+    machine that has read nothing yet backs up too); ``restore`` into a home on another
+    prefix uploads them there; ``--no-blobs`` lists the bucket's sizes without downloading."""
+    cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
+    store = ws.store
+    assert isinstance(store, S3BlobStore)
+    for manifest in sorted(catalog_dir.glob("*.yaml")):
+        assert cli("publish", str(manifest)).code == 0
+    lock = tmp_path / "digits.lock"
+    assert cli("lock", str(dump(tmp_path / "r.yaml", DIGITS_ACCURACY)), "-o", str(lock)).code == 0
+    assert cli("run", str(lock), "--runner", "local").code == 0
+    shutil.rmtree(store.blobs)
+
+    listed = cli("backup", str(tmp_path / "listed"), "--no-blobs", "--json")
+    assert listed.code == 0, listed.err
+    cached = {p.name for p in store.blobs.glob("*/*")} if store.blobs.exists() else set()
+    made = cli("backup", str(tmp_path / "backup"), "--json")
+    assert made.code == 0, made.err
+    manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
+    sizes = {b["sha256"]: b["size"] for b in manifest["blobs"]}
+    assert sizes == {
+        b["sha256"]: b["size"]
+        for b in json.loads((tmp_path / "listed" / "manifest.json").read_text())["blobs"]
+    }
+    assert len(cached) < len(sizes), "--no-blobs read only the attestations (what they name)"
+    for digest, size in sizes.items():
+        kept = tmp_path / "backup" / "blobs" / digest[:2] / digest
+        assert kept.stat().st_size == size and sha(kept.read_bytes()) == digest
+
+    target = s3_settings(s3, tmp_path / "restored", monkeypatch)
+    restored = in_process_cli(monkeypatch, capsys, target.home)("restore", str(tmp_path / "backup"))
+    assert restored.code == 0, restored.out + restored.err
+    assert restored.out.strip().endswith("no problems")
+    prefix = target.blobs.removeprefix("s3://pinbench/")
+    assert {f"{prefix}/blobs/{d[:2]}/{d}" for d in sizes} <= set(_keys(s3, prefix))
+    again = in_process_cli(monkeypatch, capsys, target.home)
+    shutil.rmtree(target.home / "blobs")
+    assert again("verify", str(lock)).code == 0
+    assert again("fsck").code == 0

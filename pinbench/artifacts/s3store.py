@@ -67,6 +67,14 @@ class S3BlobStore(BlobStore):
             staged.temp.unlink(missing_ok=True)
         return True
 
+    def upload_cached(self, digest: Digest) -> bool:
+        """Upload the local cache's copy of a blob the bucket lacks (``restore`` places the
+        backup's blobs in the cache first); False when the bucket has it already."""
+        if self.has(digest):
+            return False
+        self.bucket.upload(self.path(digest), self.relative(digest))
+        return True
+
     def presigned(self, digest: Digest, *, label: str) -> str:
         """A URL from which a client GETs the blob straight from the bucket (it checks the
         sha256 itself); ``BlobMissing`` when the bucket lacks it."""

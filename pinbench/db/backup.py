@@ -142,8 +142,12 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
         dump_digest, dump_size = hash_file(folder / dump)
         listed: list[dict[str, Any]] = []
         linked = copied = 0
+        sizes = _bucket_sizes(ws) if not blobs else None
         for digest in sorted(refs):
-            source = ws.store.path(Digest(digest))
+            if sizes is not None and digest in sizes:
+                listed.append({"sha256": digest, "size": sizes[digest]})
+                continue
+            source = _source(ws, Digest(digest), label=refs[digest])
             try:
                 size = source.stat().st_size
             except FileNotFoundError:
@@ -185,6 +189,26 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
         copied=copied,
         included=blobs,
     )
+
+
+def _source(ws: Workspace, digest: Digest, *, label: str) -> Path:
+    """Where the blob's bytes are read from: the home's file, or, for a store on object
+    storage, the verified local copy (downloaded and hashed when the cache lacks it)."""
+    from pinbench.artifacts.s3store import S3BlobStore
+
+    if isinstance(ws.store, S3BlobStore):
+        return ws.store.verify(digest, label=label)
+    return ws.store.path(digest)
+
+
+def _bucket_sizes(ws: Workspace) -> dict[str, int] | None:
+    """For ``--no-blobs`` on object storage: each blob's size as the bucket lists it (nothing
+    downloaded); None for a home's folder (its files are stat'ed)."""
+    from pinbench.artifacts.s3store import S3BlobStore
+
+    if not isinstance(ws.store, S3BlobStore):
+        return None
+    return {s.digest: s.size for s in ws.store.listing() if s.digest is not None}
 
 
 def _copy_keys(source: Path, target: Path) -> list[str]:

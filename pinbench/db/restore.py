@@ -25,6 +25,7 @@ from pinbench.artifacts.digest import Digest, hash_file
 from pinbench.bounds import FILE_SIZE
 from pinbench.db import dumps
 from pinbench.db.backup import CACHE_KEY, FORMAT, MANIFEST, place
+from pinbench.errors import PinbenchError
 
 if TYPE_CHECKING:
     from pinbench.db.upkeep import Checked
@@ -148,6 +149,13 @@ def _check_target(ws: Workspace, folder: Path, manifest: _Manifest) -> None:
         raise _refused(folder, f"the target home {ws.settings.home} holds blobs already")
 
 
+def _remote(ws: Workspace) -> bool:
+    """Whether the target home keeps its blobs in object storage (they are uploaded there)."""
+    from pinbench.artifacts.s3store import S3BlobStore
+
+    return isinstance(ws.store, S3BlobStore)
+
+
 def _verify(ws: Workspace, folder: Path, manifest: _Manifest) -> None:
     """Hash the database's file and every listed blob where the restore will take it from."""
     dump = manifest.dump
@@ -161,6 +169,10 @@ def _verify(ws: Workspace, folder: Path, manifest: _Manifest) -> None:
             path=dump.name, expected=manifest.dump_sha256, actual=actual.hex, size=actual_size
         )
     root = folder / "blobs" if manifest.included else ws.store.blobs
+    if not manifest.included and _remote(ws):
+        for digest, size in manifest.blobs:  # in the target's bucket: hash its bytes there
+            ws.store.verify(Digest(digest), label=f"blob {digest}", size=size, rehash=True)
+        return
     for digest, size in manifest.blobs:
         path = root / digest[:2] / digest
         shown = str(path) if not manifest.included else f"blobs/{digest[:2]}/{digest}"
@@ -175,6 +187,7 @@ def _verify(ws: Workspace, folder: Path, manifest: _Manifest) -> None:
 
 def restore(ws: Workspace, folder: Path) -> Restored:
     """Restore the backup in ``folder`` into ``ws`` (empty); see the module's text."""
+    from pinbench.artifacts.s3store import S3BlobStore
     from pinbench.db.plain import sqlite_file
     from pinbench.db.upkeep import check
 
@@ -185,19 +198,22 @@ def restore(ws: Workspace, folder: Path) -> Restored:
     made_home = not home.exists()
     placed: list[Path] = []
     written: list[Path] = []
+    uploaded: list[Digest] = []
+    remote = ws.store if isinstance(ws.store, S3BlobStore) else None
     linked = copied = 0
     try:
         ws.store.create()
         if manifest.included:
             for digest, _ in manifest.blobs:
                 target = ws.store.path(Digest(digest))
-                if target.exists():
-                    continue
-                if place(folder / "blobs" / digest[:2] / digest, target):
-                    linked += 1
-                else:
-                    copied += 1
-                placed.append(target)
+                if not target.exists():
+                    if place(folder / "blobs" / digest[:2] / digest, target):
+                        linked += 1
+                    else:
+                        copied += 1
+                    placed.append(target)
+                if remote is not None and remote.upload_cached(Digest(digest)):
+                    uploaded.append(Digest(digest))
         if manifest.keys:
             (home / "keys").mkdir(mode=0o700, exist_ok=True)
         for name in manifest.keys:
@@ -214,6 +230,9 @@ def restore(ws: Workspace, folder: Path) -> Restored:
         else:
             dumps.pg_restore(ws.settings.database_url, manifest.dump)
     except BaseException:
+        for made in uploaded:  # the bucket as it was: no object this restore put there
+            with contextlib.suppress(PinbenchError):
+                ws.store.remove(made)
         if made_home:
             shutil.rmtree(home, ignore_errors=True)
         else:
