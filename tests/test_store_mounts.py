@@ -233,3 +233,41 @@ def test_a_small_blob_that_does_not_fit_leaves_no_temp_file(tmp_path: Path) -> N
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == str(m.home / "tmp")
         assert m.scratch() == [] and m.blobs() == []
+
+
+def _fill(path: Path) -> None:
+    """Write zeros into ``path`` until its filesystem has no space left."""
+    with path.open("wb") as out, pytest.raises(OSError, match="No space left"):
+        while True:
+            out.write(b"\0" * 65536)
+            out.flush()
+
+
+def test_a_full_home_is_one_line_naming_the_full_disk_and_hashing_still_works(
+    tmp_path: Path,
+) -> None:
+    """The whole home (database, verified-state cache, blobs) on one full filesystem: a
+    command that needs the database says the disk is full, in one line, exit 3; ``digest``
+    (which only consults the verified-state cache) hashes without it instead of a traceback;
+    once space is freed everything works and nothing was half-written."""
+    manifest = _dataset(tmp_path / "src", "after-the-flood", {"x.npy": os.urandom(1000)})
+    loose = tmp_path / "loose.bin"
+    loose.write_bytes(os.urandom(5000))
+    with blobs_mounted(tmp_path / "home", "4m", whole_home=True) as m:
+        filler = m.seen(m.home / "filler")
+        _fill(filler)
+        for args in (["publish", str(manifest)], ["list"], ["runs", "list"]):
+            done = m.pinbench(*args)
+            assert done.returncode == 3, (args, done.stderr)
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+            assert "the disk is full" in lines[0] and str(m.home) in lines[0], lines[0]
+        hashed = m.pinbench("digest", str(loose))
+        assert hashed.returncode == 0 and "Traceback" not in hashed.stderr, hashed.stderr
+        assert hashed.stdout.split()[0] == sha(loose.read_bytes())
+        assert "verified-state cache" in hashed.stderr and "hashed again" in hashed.stderr
+        filler.unlink()
+        assert m.pinbench("publish", str(manifest)).returncode == 0
+        assert len(_listed(m)) == 1 and m.scratch() == []
+        again = m.pinbench("digest", str(loose))
+        assert again.returncode == 0 and again.stderr == "", again.stderr

@@ -313,6 +313,7 @@ def test_a_bucket_registry_is_backed_up_and_restored_into_another_prefix(
     restored = in_process_cli(monkeypatch, capsys, target.home)("restore", str(tmp_path / "backup"))
     assert restored.code == 0, restored.out + restored.err
     assert restored.out.strip().endswith("no problems")
+    assert target.blobs is not None
     prefix = target.blobs.removeprefix("s3://pinbench/")
     assert {f"{prefix}/blobs/{d[:2]}/{d}" for d in sizes} <= set(_keys(s3, prefix))
     again = in_process_cli(monkeypatch, capsys, target.home)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import sqlite3
@@ -89,6 +90,7 @@ class VerifiedCache:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
+        self._broken = False
 
     def _db(self) -> sqlite3.Connection:
         """One connection per thread (sqlite3 connections must stay in their thread)."""
@@ -125,19 +127,36 @@ class VerifiedCache:
             self._conns.clear()
         self._local = threading.local()
 
+    def _unusable(self, exc: sqlite3.Error) -> None:
+        """The cache's file cannot be opened, read or written (a full disk, an I/O error, a
+        read-only home): the cache is skipped from now on in this process, which only costs
+        hashing again; said once, never a failure of the command."""
+        if not self._broken:
+            self._broken = True
+            logging.getLogger(__name__).warning(
+                "the verified-state cache %s is not used (%s): files are hashed again",
+                self._path,
+                exc,
+            )
+
     def lookup(self, path: Path, state: FileState) -> Digest | None:
         """The digest recorded for ``path`` in exactly ``state``, if its MAC checks."""
         key = self._key()
-        if key is None:
+        if key is None or self._broken:
             return None
-        row = (
-            self._db()
-            .execute(
-                "SELECT size, mtime_ns, ctime_ns, inode, digest, mac FROM entries WHERE path = ?",
-                (str(path),),
+        try:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT size, mtime_ns, ctime_ns, inode, digest, mac FROM entries"
+                    " WHERE path = ?",
+                    (str(path),),
+                )
+                .fetchone()
             )
-            .fetchone()
-        )
+        except sqlite3.Error as exc:
+            self._unusable(exc)
+            return None
         if row is None or FileState(row[0], row[1], row[2], row[3]) != state:
             return None
         digest, mac = str(row[4]), str(row[5])
@@ -146,25 +165,27 @@ class VerifiedCache:
         return Digest(digest)
 
     def record(self, path: Path, state: FileState, digest: Digest) -> None:
-        key = self._key()
-        if key is None:
-            return
-        self._db().execute(_INSERT, _row(key, path, state, digest))
+        self.record_many([(path, state, digest)])
 
     def record_many(self, entries: list[tuple[Path, FileState, Digest]]) -> None:
         """``record`` each entry, all in one transaction (one sync for all of them)."""
         key = self._key()
-        if key is None or not entries:
+        if key is None or not entries or self._broken:
             return
         rows = [_row(key, p, s, d) for p, s, d in entries]
-        db = self._db()
-        db.execute("BEGIN")
+        db: sqlite3.Connection | None = None
         try:
+            db = self._db()
+            db.execute("BEGIN")
             db.executemany(_INSERT, rows)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db is not None and db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            if not isinstance(exc, sqlite3.Error):
+                raise
+            self._unusable(exc)
 
     def digest(
         self, path: Path, *, progress: Progress | None = None, rehash: bool = False

@@ -111,7 +111,11 @@ def _unreachable(context: ExceptionContext) -> None:
         )
     if context.connection is not None or context.is_pre_ping:
         return
+    from pinbench.db.fullness import with_free_space
+    from pinbench.db.plain import sqlite_file
+
     reason = " ".join(str(context.original_exception).split())
+    reason = with_free_space(reason, sqlite_file(str(context.engine.url)))
     url = context.engine.url.render_as_string(hide_password=True)
     raise DatabaseUnavailable(f"cannot connect to the database {url}: {reason}")
 

@@ -52,6 +52,8 @@ def sqlite_reads(path: Path) -> Iterator[Rows]:
 
     if not path.is_file():
         raise SchemaNotCurrent(current=None, head=HEAD_REVISION)
+    from pinbench.db.fullness import with_free_space
+
     where = f"cannot open database {path}"
     try:
         conn = sqlite3.connect(
@@ -61,14 +63,14 @@ def sqlite_reads(path: Path) -> Iterator[Rows]:
             isolation_level=None,
         )
     except sqlite3.Error as exc:
-        raise DatabaseUnavailable(f"{where}: {exc}") from exc
+        raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
     try:
         try:
             conn.execute("PRAGMA query_only=ON")
             conn.execute("BEGIN")
             _check_revision(conn)
         except sqlite3.DatabaseError as exc:
-            raise DatabaseUnavailable(f"{where}: {exc}") from exc
+            raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
 
         def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
             try:

@@ -106,8 +106,12 @@ def ensure_current(engine: Engine) -> None:
     try:
         current = current_revision(engine)
     except OperationalError as exc:
+        from pinbench.db.fullness import with_free_space
+        from pinbench.db.plain import sqlite_file
+
+        reason = with_free_space(str(exc.orig), sqlite_file(str(url)))
         raise DatabaseUnavailable(
-            f"cannot open database {url.render_as_string(hide_password=True)}: {exc.orig}"
+            f"cannot open database {url.render_as_string(hide_password=True)}: {reason}"
         ) from exc
     refuse_unknown(current)
     if current != HEAD_REVISION:
