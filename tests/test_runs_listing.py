@@ -276,3 +276,59 @@ def test_the_web_runs_page_filters_and_links_the_older_page(
         f"{srv.url}/ui/runs", params={"model": "vision/digits-logreg", "after": expected[199]}
     )
     assert [i for i in expected if f'value="{i}"' in rest.text] == expected[200:400]
+
+
+COPIES = 70_000
+"""More runs than one statement may bind as parameters: PostgreSQL 65,535 (SQLite: 32,766 by
+default, more in some builds, as in this one)."""
+
+BULK_RUNS = """
+INSERT INTO runs (id, lockfile_digest, status, runner, started_at, host, trace_level,
+                  model, model_version, framework, framework_version)
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :copies)
+SELECT 'bulk-' || n.i, r.lockfile_digest, r.status, r.runner, r.started_at, r.host,
+       r.trace_level, r.model, r.model_version, r.framework, r.framework_version
+FROM runs AS r CROSS JOIN n WHERE r.id = :run
+"""
+BULK_RESULTS = """
+INSERT INTO results (run_id, metric, value, unit)
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :copies)
+SELECT 'bulk-' || n.i, x.metric, x.value + n.i, x.unit
+FROM results AS x CROSS JOIN n WHERE x.run_id = :run AND x.metric = 'top1'
+"""
+
+
+def test_every_run_at_once_lists_more_runs_than_one_statement_binds(
+    tmp_path: Path, database_url: str, catalog_dir: Path
+) -> None:
+    """``list_runs`` without a limit (``runs list --all``, retention's and reports' reads)
+    reads metrics and lockfiles of every run: in pieces, not one ``IN`` of every id."""
+    from pinbench.config import Settings
+    from pinbench.evaluator.history import list_runs
+    from pinbench.registry.manifest import load_manifest
+    from pinbench.registry.publish import publish
+    from pinbench.workspace import Workspace
+    from tests.helpers import run_digits
+
+    ws = Workspace(Settings(home=tmp_path / "home", database_url=database_url))
+    ws.init()
+    try:
+        for path in sorted(catalog_dir.glob("*.yaml")):
+            publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="t")
+        first = run_digits(ws)
+        with ws.engine.begin() as conn:
+            conn.execute(text(BULK_RUNS), {"copies": COPIES, "run": first})
+            conn.execute(text(BULK_RESULTS), {"copies": COPIES, "run": first})
+            (top1,) = conn.execute(
+                text("SELECT value FROM results WHERE run_id = :run AND metric = 'top1'"),
+                {"run": first},
+            ).one()
+        listed = list_runs(ws)
+        assert len(listed) == COPIES + 1
+        by_id = {row["id"]: row for row in listed}
+        for i in (1, 32_767, 65_536, COPIES):  # each reference value computed here, not read back
+            assert by_id[f"bulk-{i}"]["top1"] == pytest.approx(top1 + i)
+            assert by_id[f"bulk-{i}"]["model"] == by_id[first]["model"]
+        assert by_id[first]["top1"] == pytest.approx(top1)
+    finally:
+        ws.close()

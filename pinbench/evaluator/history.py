@@ -141,6 +141,8 @@ def list_runs(
     or, when ``nested``, under ``metrics``. ``where`` keeps the runs it matches; ``after`` (a
     run id or unique prefix) starts the page with the run listed after that one (keyset
     paging: the next page of a list is ``after=`` its last run's id)."""
+    from pinbench.db.chunks import chunked
+
     with ws.transaction() as session:
         stmt: Listing = select(*_LISTED).order_by(Run.started_at.desc(), Run.id.desc())
         stmt = _filtered(stmt, where or RunFilter())
@@ -152,19 +154,19 @@ def list_runs(
         rows = session.execute(stmt).all()  # off one index, the page's rows only
         ids = [row.id for row in rows]
         metrics: dict[str, dict[str, float]] = {i: {} for i in ids}
-        for run_id, metric, value in session.execute(
-            select(Result.run_id, Result.metric, Result.value)
-            .where(Result.run_id.in_(ids))
-            .order_by(Result.id)
-        ):
-            metrics[run_id][metric] = value
-        digests = {row.lockfile_digest for row in rows}
-        locks = {  # a page's runs share few lockfiles: each is read and parsed once
-            digest: _parsed(digest, body)
+        for chunk in chunked(ids):  # every run (no limit) may be more ids than one IN binds
+            for run_id, metric, value in session.execute(
+                select(Result.run_id, Result.metric, Result.value)
+                .where(Result.run_id.in_(chunk))
+                .order_by(Result.id)
+            ):
+                metrics[run_id][metric] = value
+        locks: dict[str, Lockfile] = {}  # a page's runs share few lockfiles: parsed once each
+        for chunk in chunked(sorted({row.lockfile_digest for row in rows})):
             for digest, body in session.execute(
-                select(LockfileRow.digest, LockfileRow.body).where(LockfileRow.digest.in_(digests))
-            )
-        }
+                select(LockfileRow.digest, LockfileRow.body).where(LockfileRow.digest.in_(chunk))
+            ):
+                locks[digest] = _parsed(digest, body)
         return [
             _summary(row, locks[row.lockfile_digest], metrics[row.id], nested=nested)
             for row in rows

@@ -331,17 +331,14 @@ def _refuse_same_precedence(session: Session, ref: ArtifactRef) -> None:
             raise SameVersionConflict(ref=ref, existing_version=version)
 
 
-_IN_CHUNK = 10_000
-"""Digests per ``IN (...)`` query: SQLite binds at most 32,766 parameters in one statement."""
-
-
 def _drop_unreferenced(ws: Workspace, digests: list[Digest]) -> None:
+    from pinbench.db.chunks import chunked
+
     if not digests:
         return
     used: set[str] = set()
     with ws.transaction() as session:
-        for start in range(0, len(digests), _IN_CHUNK):  # within SQLite's bound parameters
-            chunk = [d.hex for d in digests[start : start + _IN_CHUNK]]
+        for chunk in chunked([d.hex for d in digests]):
             used.update(
                 session.scalars(select(ArtifactFile.sha256).where(ArtifactFile.sha256.in_(chunk)))
             )
