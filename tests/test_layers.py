@@ -228,6 +228,7 @@ BENEATH_API = {
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.runpool"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.worker_metrics"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.bounds"): "the bounds of serve's own numbers "
     "(--runs-per-user, --drain-seconds, --auth-failures, --ready-min-free-mb), refused before "
     "the server starts",

@@ -321,3 +321,42 @@ def test_the_operations_page_commands_work_and_its_metrics_are_the_servers(serve
     written = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
     table = page.split("| metric |", 1)[1].split("\n\n", 1)[0]
     assert written == set(re.findall(r"`(pinbench_[a-z_]+)`", table))
+
+
+def test_metrics_of_a_server_with_workers_count_every_workers_requests(
+    tmp_path: Path, catalog_dir: Path
+) -> None:
+    """With ``--workers 2`` a scrape reaches one worker; it answers with both workers'
+    counts (each writes its numbers where the other reads them), so every scrape shows all
+    the requests sent, whichever worker answers it."""
+    sent = 60
+    with api_server(
+        tmp_path / "home", f"sqlite:///{tmp_path / 'home' / 'pinbench.db'}", "--workers", "2",
+        catalog_dir=catalog_dir,
+    ) as srv:  # fmt: skip
+        with httpx.Client(base_url=srv.url) as client:
+            for _ in range(sent):
+                # a fresh connection each time: uvicorn's workers share the listening socket
+                r = httpx.get(f"{srv.url}/api/v1/artifacts", headers={"Connection": "close"})
+                assert r.status_code == 200
+            time.sleep(2.5)  # past the workers' snapshot interval
+            for _ in range(8):
+                text = client.get("/metrics", headers={"Connection": "close"}).text
+                count = re.search(
+                    r'^pinbench_http_requests_total\{method="GET",route="/api/v1/artifacts",'
+                    r'status="200"\} (\d+)$',
+                    text,
+                    re.M,
+                )
+                assert count is not None and int(count[1]) == sent, text
+                workers = re.search(r"^pinbench_server_workers (\d+)$", text, re.M)
+                assert workers is not None and workers[1] == "2"
+                hist = re.search(
+                    r'^pinbench_http_request_duration_seconds_count\{method="GET",'
+                    r'route="/api/v1/artifacts"\} (\d+)$',
+                    text,
+                    re.M,
+                )
+                assert hist is not None and int(hist[1]) == sent
+        folder = tmp_path / "home" / "metrics-workers"
+        assert len(list(folder.glob("*.json"))) == 2

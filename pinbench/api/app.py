@@ -141,9 +141,19 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             runs_per_user=settings.runs_per_user,
         )
         drain.install(app.state.pool, settings.drain_s)  # SIGTERM: finish runs, then stop
+        writer = None
+        if settings.metrics_folder is not None:  # --workers N: /metrics sums every worker's
+            from pinbench.api.probes import own_numbers
+            from pinbench.api.worker_metrics import Writer
+
+            writer = Writer(Path(settings.metrics_folder), lambda: own_numbers(app.state))
+            app.state.metrics_writer = writer
+            writer.start()
         try:
             yield
         finally:
+            if writer is not None:
+                writer.stop()
             app.state.pool.close()
             app.state.cache.close()
 

@@ -61,6 +61,9 @@ class ServerSettings:
     """``serve --log-format``: text or json (one JSON object a line)."""
     ready_min_free_mb: int = 512
     """``serve --ready-min-free-mb``: below this much free space the server is not ready."""
+    metrics_folder: str | None = None
+    """``serve --workers N`` (N > 1): where the workers share their ``/metrics`` numbers
+    (``api.worker_metrics``); None with one worker."""
     trust_forwarded_proto: bool = False
     """``serve --trust-forwarded-proto``: take the scheme from a trusted proxy's
     ``X-Forwarded-Proto`` (the UI's origin check, its cookie's Secure flag); else it is

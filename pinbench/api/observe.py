@@ -69,36 +69,60 @@ class RequestStats:
             hist[-2] += seconds
             hist[-1] += 1
 
-    def lines(self) -> list[str]:
-        """The Prometheus text exposition of the counters and histograms."""
+    def snapshot(self) -> dict[str, Any]:
+        """The counts and histograms as plain data (``worker_metrics`` shares them)."""
         with self._lock:
-            counts = sorted(self._counts.items())
-            hists = sorted((k, list(v)) for k, v in self._hist.items())
-        out = [
-            "# HELP pinbench_http_requests_total HTTP requests answered, by method, route "
-            "template and status.",
-            "# TYPE pinbench_http_requests_total counter",
-        ]
-        for (method, route, status), n in counts:
-            out.append(
-                f'pinbench_http_requests_total{{method="{method}",route="{label(route)}",'
-                f'status="{status}"}} {n}'
-            )
-        name = "pinbench_http_request_duration_seconds"
-        out += [
-            f"# HELP {name} Time from a request's arrival to its response's last byte.",
-            f"# TYPE {name} histogram",
-        ]
-        for (method, route), hist in hists:
-            labels = f'method="{method}",route="{label(route)}"'
-            total = 0
-            for i, in_bucket in enumerate(hist[:-2]):
-                total += int(in_bucket)
-                le = repr(BUCKETS_S[i]) if i < len(BUCKETS_S) else "+Inf"
-                out.append(f'{name}_bucket{{{labels},le="{le}"}} {total}')
-            out.append(f"{name}_sum{{{labels}}} {hist[-2]!r}")
-            out.append(f"{name}_count{{{labels}}} {hist[-1]:.0f}")
-        return out
+            return {
+                "counts": [[m, r, st, n] for (m, r, st), n in self._counts.items()],
+                "hist": [[m, r, list(v)] for (m, r), v in self._hist.items()],
+            }
+
+    def lines(self) -> list[str]:
+        """The Prometheus text exposition of this process's counters and histograms."""
+        return render([self.snapshot()])
+
+
+def render(snapshots: list[dict[str, Any]]) -> list[str]:
+    """The Prometheus text of the counters and histograms of ``snapshots`` summed (the
+    workers of one server)."""
+    counts: dict[tuple[str, str, int], int] = {}
+    hists: dict[tuple[str, str], list[float]] = {}
+    width = len(BUCKETS_S) + 3
+    for snap in snapshots:
+        for method, route, status, n in snap.get("counts", []):
+            key = (str(method), str(route), int(status))
+            counts[key] = counts.get(key, 0) + int(n)
+        for method, route, values in snap.get("hist", []):
+            if len(values) != width:
+                continue  # written by another version's bucket layout
+            into = hists.setdefault((str(method), str(route)), [0.0] * width)
+            for i, v in enumerate(values):
+                into[i] += float(v)
+    out = [
+        "# HELP pinbench_http_requests_total HTTP requests answered, by method, route "
+        "template and status.",
+        "# TYPE pinbench_http_requests_total counter",
+    ]
+    for (method, route, status), n in sorted(counts.items()):
+        out.append(
+            f'pinbench_http_requests_total{{method="{method}",route="{label(route)}",'
+            f'status="{status}"}} {n}'
+        )
+    name = "pinbench_http_request_duration_seconds"
+    out += [
+        f"# HELP {name} Time from a request's arrival to its response's last byte.",
+        f"# TYPE {name} histogram",
+    ]
+    for (method, route), hist in sorted(hists.items()):
+        labels = f'method="{method}",route="{label(route)}"'
+        total = 0
+        for i, in_bucket in enumerate(hist[:-2]):
+            total += int(in_bucket)
+            le = repr(BUCKETS_S[i]) if i < len(BUCKETS_S) else "+Inf"
+            out.append(f'{name}_bucket{{{labels},le="{le}"}} {total}')
+        out.append(f"{name}_sum{{{labels}}} {hist[-2]!r}")
+        out.append(f"{name}_count{{{labels}}} {hist[-1]:.0f}")
+    return out
 
 
 class Observe:

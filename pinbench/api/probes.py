@@ -244,21 +244,35 @@ def _gauge(name: str, help_text: str, values: list[tuple[str, float]]) -> list[s
 )
 async def metrics(state: State, principal: Principal) -> Response[str]:
     principal.require("read")
+    from pinbench.api.observe import render
+    from pinbench.api.worker_metrics import Snapshot, alive, read
+
     ws: Workspace = state.ws
-    pool: RunPool = state.pool
-    stats: RequestStats = state.requests
     scan: BlobScan = state.blob_scan
-    lines = stats.lines()
-    queued, running = pool.counts()
+    writer = getattr(state, "metrics_writer", None)
+    if writer is None:  # one worker: its own numbers are the server's
+        snaps = [Snapshot(os.getpid(), own_numbers(state))]
+    else:
+        writer.write_now()
+        snaps = await anyio.to_thread.run_sync(read, writer.folder)
+    lines = render([s.numbers.get("requests", {}) for s in snaps])
+    live = [s.numbers for s in snaps if s.pid == os.getpid() or alive(s.pid)]
+    pools = [n["pool"] for n in live if isinstance(n.get("pool"), list)]
     lines += _gauge(
         "pinbench_run_pool_runs",
-        "Runs this server process holds, queued or running.",
-        [('{state="queued"}', queued), ('{state="running"}', running)],
+        "Runs the server's processes hold, queued or running.",
+        [
+            ('{state="queued"}', sum(int(p[0]) for p in pools)),
+            ('{state="running"}', sum(int(p[1]) for p in pools)),
+        ],
     )
     lines += _gauge(
         "pinbench_run_pool_capacity",
-        "Runs this server process takes at once (--run-workers + --run-queue).",
-        [("", pool.capacity)],
+        "Runs the server takes at once (--run-workers + --run-queue, times --workers).",
+        [("", sum(int(p[2]) for p in pools))],
+    )
+    lines += _gauge(
+        "pinbench_server_workers", "Server processes counted in this scrape.", [("", len(live))]
     )
     try:
         runs = await state.db_scrape.call(lambda: _runs_by_status(ws), DB_TIMEOUT_S)
@@ -285,14 +299,32 @@ async def metrics(state: State, principal: Principal) -> Response[str]:
             f"When the blob store was last counted (at most every {BLOB_SCAN_S:.0f} s).",
             [("", scan.at)],
         )
-    db_pool: Any = ws.engine.pool
-    if hasattr(db_pool, "checkedout") and hasattr(db_pool, "size"):
+    dbs = [n["db_pool"] for n in live if isinstance(n.get("db_pool"), list)]
+    if dbs:
         lines += _gauge(
             "pinbench_db_pool_checked_out",
-            "Database connections in use (SQLAlchemy pool).",
-            [("", db_pool.checkedout())],
+            "Database connections in use (SQLAlchemy pools of the server's processes).",
+            [("", sum(int(d[0]) for d in dbs))],
         )
         lines += _gauge(
-            "pinbench_db_pool_size", "Database connections the pool keeps.", [("", db_pool.size())]
+            "pinbench_db_pool_size",
+            "Database connections the pools keep.",
+            [("", sum(int(d[1]) for d in dbs))],
         )
     return Response("\n".join(lines) + "\n", media_type=METRICS_TYPE)
+
+
+def own_numbers(state: State) -> dict[str, Any]:
+    """This worker process's share of ``/metrics``: its request counts, its run pool's
+    queued, running and capacity, its database pool's connections in use and size."""
+    ws: Workspace = state.ws
+    pool: RunPool = state.pool
+    stats: RequestStats = state.requests
+    queued, running = pool.counts()
+    db_pool: Any = ws.engine.pool
+    has_db_pool = hasattr(db_pool, "checkedout") and hasattr(db_pool, "size")
+    return {
+        "requests": stats.snapshot(),
+        "pool": [queued, running, pool.capacity],
+        "db_pool": [db_pool.checkedout(), db_pool.size()] if has_db_pool else None,
+    }

@@ -348,8 +348,13 @@ def serve(
     for name in allowed_runners or ("",):
         if name not in RUNNERS:  # refused before the server starts
             raise UnknownRunner(runner=name)
+    metrics_folder: str | None = None
     with local_registry() as reg:  # never a live server's runs, a live process's scratch
         abandoned, reclaimed = reg.admin().prepare_to_serve(STOPPED)
+        if workers > 1 and reg.home is not None:  # the workers share their /metrics numbers
+            from pinbench.api.worker_metrics import prepare
+
+            metrics_folder = str(prepare(reg.home))
     if abandoned:
         _err().print(f"marked {abandoned} run(s) of servers that stopped interrupted")
     if reclaimed.removed:
@@ -372,6 +377,7 @@ def serve(
         log_format=log_format,
         ready_min_free_mb=ready_min_free_mb,
         trust_forwarded_proto=trust_forwarded_proto,
+        metrics_folder=metrics_folder,
     )
     logs.configure(log_level, log_format)  # uvicorn's own records, in the workers' format
     _err().print(
