@@ -249,12 +249,10 @@ async def metrics(state: State, principal: Principal) -> Response[str]:
 
     ws: Workspace = state.ws
     scan: BlobScan = state.blob_scan
+    snaps = [Snapshot(os.getpid(), own_numbers(state))]  # this worker's, from memory
     writer = getattr(state, "metrics_writer", None)
-    if writer is None:  # one worker: its own numbers are the server's
-        snaps = [Snapshot(os.getpid(), own_numbers(state))]
-    else:
-        writer.write_now()
-        snaps = await anyio.to_thread.run_sync(read, writer.folder)
+    if writer is not None:  # --workers N: the others' snapshots
+        snaps += await anyio.to_thread.run_sync(read, writer.folder)
     lines = render([s.numbers.get("requests", {}) for s in snaps])
     live = [s.numbers for s in snaps if s.pid == os.getpid() or alive(s.pid)]
     pools = [n["pool"] for n in live if isinstance(n.get("pool"), list)]
