@@ -298,6 +298,7 @@ def test_a_bucket_registry_is_backed_up_and_restored_into_another_prefix(
     cached = {p.name for p in store.blobs.glob("*/*")} if store.blobs.exists() else set()
     made = cli("backup", str(tmp_path / "backup"), "--json")
     assert made.code == 0, made.err
+    assert {p.name for p in store.blobs.glob("*/*")} == cached, "the cache did not grow by it"
     manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
     sizes = {b["sha256"]: b["size"] for b in manifest["blobs"]}
     assert sizes == {
@@ -317,6 +318,6 @@ def test_a_bucket_registry_is_backed_up_and_restored_into_another_prefix(
     prefix = target.blobs.removeprefix("s3://pinbench/")
     assert {f"{prefix}/blobs/{d[:2]}/{d}" for d in sizes} <= set(_keys(s3, prefix))
     again = in_process_cli(monkeypatch, capsys, target.home)
-    shutil.rmtree(target.home / "blobs")
+    shutil.rmtree(target.home / "blobs")  # restore's own check read the bucket through it
     assert again("verify", str(lock)).code == 0
     assert again("fsck").code == 0

@@ -67,12 +67,12 @@ class S3BlobStore(BlobStore):
             staged.temp.unlink(missing_ok=True)
         return True
 
-    def upload_cached(self, digest: Digest) -> bool:
-        """Upload the local cache's copy of a blob the bucket lacks (``restore`` places the
-        backup's blobs in the cache first); False when the bucket has it already."""
+    def upload_file(self, source: Path, digest: Digest) -> bool:
+        """Upload ``source``, whose bytes the caller has hashed to ``digest`` (``restore``
+        hashes a backup's files first), unless the bucket has the blob; True if uploaded."""
         if self.has(digest):
             return False
-        self.bucket.upload(self.path(digest), self.relative(digest))
+        self.bucket.upload(source, self.relative(digest))
         return True
 
     def presigned(self, digest: Digest, *, label: str) -> str:

@@ -23,6 +23,7 @@ import secrets
 import sqlite3
 import stat
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,10 @@ def read_key(path: Path) -> bytes | None:
     return key if len(key) == KEY_BYTES else None
 
 
+RETRY_S = 60.0
+"""After an error, how long the cache is skipped before it is tried again."""
+
+
 class VerifiedCache:
     """Maps absolute paths to the digest they had in a recorded state; a small SQLite file
     whose entries are authenticated by a key kept beside, not in, it."""
@@ -91,6 +96,7 @@ class VerifiedCache:
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
         self._broken = False
+        self._retry_at = 0.0
 
     def _db(self) -> sqlite3.Connection:
         """One connection per thread (sqlite3 connections must stay in their thread)."""
@@ -127,22 +133,29 @@ class VerifiedCache:
             self._conns.clear()
         self._local = threading.local()
 
+    def _skipped(self) -> bool:
+        """Whether the cache is being skipped after an error (until ``RETRY_S`` has passed)."""
+        if self._broken and time.monotonic() >= self._retry_at:
+            self._broken = False
+        return self._broken
+
     def _unusable(self, exc: sqlite3.Error) -> None:
         """The cache's file cannot be opened, read or written (a full disk, an I/O error, a
-        read-only home): the cache is skipped from now on in this process, which only costs
-        hashing again; said once, never a failure of the command."""
+        read-only home): the cache is skipped for ``RETRY_S`` (then tried again), which only
+        costs hashing again; said once, never a failure of the command."""
         if not self._broken:
-            self._broken = True
             logging.getLogger(__name__).warning(
                 "the verified-state cache %s is not used (%s): files are hashed again",
                 self._path,
                 exc,
             )
+        self._broken = True
+        self._retry_at = time.monotonic() + RETRY_S
 
     def lookup(self, path: Path, state: FileState) -> Digest | None:
         """The digest recorded for ``path`` in exactly ``state``, if its MAC checks."""
         key = self._key()
-        if key is None or self._broken:
+        if key is None or self._skipped():
             return None
         try:
             row = (
@@ -170,7 +183,7 @@ class VerifiedCache:
     def record_many(self, entries: list[tuple[Path, FileState, Digest]]) -> None:
         """``record`` each entry, all in one transaction (one sync for all of them)."""
         key = self._key()
-        if key is None or not entries or self._broken:
+        if key is None or not entries or self._skipped():
             return
         rows = [_row(key, p, s, d) for p, s, d in entries]
         db: sqlite3.Connection | None = None

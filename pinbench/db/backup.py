@@ -147,7 +147,7 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
             if sizes is not None and digest in sizes:
                 listed.append({"sha256": digest, "size": sizes[digest]})
                 continue
-            source = _source(ws, Digest(digest), label=refs[digest])
+            source, fetched = _source(ws, Digest(digest), label=refs[digest])
             try:
                 size = source.stat().st_size
             except FileNotFoundError:
@@ -158,6 +158,8 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
                     linked += 1
                 else:
                     copied += 1
+            if fetched:  # downloaded for this backup only: the cache does not grow by it
+                source.unlink(missing_ok=True)
         keys = _copy_keys(ws.settings.home / "keys", folder / "keys")
         manifest = {
             "format": FORMAT,
@@ -191,14 +193,16 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
     )
 
 
-def _source(ws: Workspace, digest: Digest, *, label: str) -> Path:
-    """Where the blob's bytes are read from: the home's file, or, for a store on object
-    storage, the verified local copy (downloaded and hashed when the cache lacks it)."""
+def _source(ws: Workspace, digest: Digest, *, label: str) -> tuple[Path, bool]:
+    """Where the blob's bytes are read from, and whether they were downloaded for this: the
+    home's file, or, for a store on object storage, the verified local copy (downloaded and
+    hashed when the cache lacks it)."""
     from pinbench.artifacts.s3store import S3BlobStore
 
     if isinstance(ws.store, S3BlobStore):
-        return ws.store.verify(digest, label=label)
-    return ws.store.path(digest)
+        cached = ws.store.path(digest).is_file()
+        return ws.store.verify(digest, label=label), not cached
+    return ws.store.path(digest), False
 
 
 def _bucket_sizes(ws: Workspace) -> dict[str, int] | None:

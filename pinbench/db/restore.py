@@ -25,7 +25,6 @@ from pinbench.artifacts.digest import Digest, hash_file
 from pinbench.bounds import FILE_SIZE
 from pinbench.db import dumps
 from pinbench.db.backup import CACHE_KEY, FORMAT, MANIFEST, place
-from pinbench.errors import PinbenchError
 
 if TYPE_CHECKING:
     from pinbench.db.upkeep import Checked
@@ -191,29 +190,34 @@ def restore(ws: Workspace, folder: Path) -> Restored:
     from pinbench.db.plain import sqlite_file
     from pinbench.db.upkeep import check
 
-    manifest = read_manifest(folder)
-    _check_target(ws, folder, manifest)
-    _verify(ws, folder, manifest)
     home = ws.settings.home
-    made_home = not home.exists()
+    made_home = not home.exists()  # before anything (the checks may download) writes there
+    manifest = read_manifest(folder)
     placed: list[Path] = []
     written: list[Path] = []
     uploaded: list[Digest] = []
     remote = ws.store if isinstance(ws.store, S3BlobStore) else None
     linked = copied = 0
     try:
+        _check_target(ws, folder, manifest)
+        _verify(ws, folder, manifest)
         ws.store.create()
-        if manifest.included:
-            for digest, _ in manifest.blobs:
-                target = ws.store.path(Digest(digest))
-                if not target.exists():
-                    if place(folder / "blobs" / digest[:2] / digest, target):
-                        linked += 1
-                    else:
-                        copied += 1
-                    placed.append(target)
-                if remote is not None and remote.upload_cached(Digest(digest)):
-                    uploaded.append(Digest(digest))
+        for digest, _ in manifest.blobs if manifest.included else []:
+            source = folder / "blobs" / digest[:2] / digest  # hashed by _verify
+            if remote is not None:  # into the bucket, from the backup's own file
+                uploaded.append(Digest(digest))  # before: an interrupted upload is removed too
+                if remote.upload_file(source, Digest(digest)):
+                    copied += 1
+                else:
+                    uploaded.pop()
+                continue
+            target = ws.store.path(Digest(digest))
+            if not target.exists():
+                if place(source, target):
+                    linked += 1
+                else:
+                    copied += 1
+                placed.append(target)
         if manifest.keys:
             (home / "keys").mkdir(mode=0o700, exist_ok=True)
         for name in manifest.keys:
@@ -231,7 +235,7 @@ def restore(ws: Workspace, folder: Path) -> Restored:
             dumps.pg_restore(ws.settings.database_url, manifest.dump)
     except BaseException:
         for made in uploaded:  # the bucket as it was: no object this restore put there
-            with contextlib.suppress(PinbenchError):
+            with contextlib.suppress(Exception):
                 ws.store.remove(made)
         if made_home:
             shutil.rmtree(home, ignore_errors=True)
