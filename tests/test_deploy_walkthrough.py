@@ -86,6 +86,17 @@ echo "--- the walkthrough"
 """
 
 
+EPILOGUE = r"""
+echo; echo "--- after the walkthrough"
+stat -c 'mode %a %n' /etc/pinbench/env /var/lib/pinbench /etc/prometheus/pinbench-token
+test ! -e /var/lib/pinbench/drill && echo "the drill's home is gone"
+drill /opt/pinbench/bin/python -c 'import os, boto3
+s3 = boto3.resource("s3", endpoint_url=os.environ["PINBENCH_S3_ENDPOINT"])
+print("drill objects", len(list(s3.Bucket("pinbench").objects.filter(Prefix="drill/"))))'
+ls /var/lib/pinbench/backups
+"""
+
+
 def test_the_walkthrough_takes_an_empty_machine_to_a_team_server(tmp_path: Path) -> None:
     missing = _needs()
     if missing:
@@ -103,8 +114,7 @@ def test_the_walkthrough_takes_an_empty_machine_to_a_team_server(tmp_path: Path)
             pgbin=pgbin,
         )
         + walkthrough()
-        + '\necho; echo "--- the backups"\n'
-        + "ls /var/backups/pinbench\n"
+        + EPILOGUE
     )
     done = subprocess.run(
         ["unshare", "--mount", "--net", "--pid", "--fork", "--mount-proc", "bash", str(script)],
@@ -123,6 +133,9 @@ def test_the_walkthrough_takes_an_empty_machine_to_a_team_server(tmp_path: Path)
     assert re.search(r"^pinbench_database_up 1$", out, re.M), out
     assert re.search(r"^restored the postgresql database and 1 blobs.*: no problems$", out, re.M)
     assert re.search(r"^\d{8}T\d{6}Z$", out.rstrip().split("\n")[-1]), "one dated backup"
+    assert "mode 640 /etc/pinbench/env" in out and "mode 750 /var/lib/pinbench\n" in out
+    assert "mode 600 /etc/prometheus/pinbench-token" in out
+    assert "the drill's home is gone" in out and "drill objects 0" in out
     assert not Path("/etc/pinbench").exists() and not Path("/opt/pinbench").exists()
 
 
