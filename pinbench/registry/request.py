@@ -18,7 +18,7 @@ from pinbench.registry.manifest import drop_unset
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
-from pinbench.training.spec import TrainingSpec
+from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
 
 
 class RequestError(InvalidDocument):
@@ -181,6 +181,8 @@ def request_data(request: Request) -> dict[str, Any]:
         data.pop("limits", None)  # added after schema 2 was frozen
     drop_unset(data, LATE_REQUEST_FIELDS)
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
+    if isinstance(data.get("training"), dict):
+        drop_unset(data["training"], LATE_TRAINING_FIELDS)
     return data
 
 
@@ -274,6 +276,13 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 "training.validation must be another dataset than the one trained on "
                 "(a held-out split)"
             )
+        if training.transform is not None and self.framework is not None:
+            framework = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name
+            if framework != "torch":
+                raise ValueError(
+                    f"training.transform (micro-batching) runs on torch; framework {framework} "
+                    "has no micro-batched training step here"
+                )
 
     def _check_generation(self, generation: GenerationSpec) -> None:
         if self.operator is not None or self.training is not None:
