@@ -27,7 +27,7 @@ class TransformRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True, k
     ``time_s``/``reference_time_s``: the wall time of the transformed / untransformed network
     over the same work (the N steps, or the N samples' inference); ``peak_bytes`` /
     ``reference_peak_bytes`` their peak memory as ``memory`` says it is measured (None where it
-    is not)."""
+    is not). ``graph_sha256``: the transformed ONNX graph's digest, where one was saved."""
 
     transform: str
     framework: str
@@ -38,6 +38,7 @@ class TransformRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True, k
     peak_bytes: int | None
     reference_peak_bytes: int | None
     memory: str
+    graph_sha256: str | None = None
 
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = msgspec.to_builtins(self)

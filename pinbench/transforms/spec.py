@@ -7,7 +7,7 @@ parsed, so nothing is locked or queued.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -27,11 +27,11 @@ class TransformSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     the transformation, from the same initial weights on the same batches, before its weights
     are compared."""
 
-    micro_batches: int = 1
+    micro_batches: Annotated[int, b.MICRO_BATCHES.meta] = 1
     graph_optimization: GraphLevel | None = None
-    steps: int = 3
+    steps: Annotated[int, b.TRANSFORM_STEPS.meta] = 3
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # msgspec checks the bounds while parsing; this, when built
         _integer("micro_batches", self.micro_batches, b.MICRO_BATCHES)
         _integer("steps", self.steps, b.TRANSFORM_STEPS)
         if self.graph_optimization is not None and self.graph_optimization not in GRAPH_LEVELS:
