@@ -1,0 +1,133 @@
+"""Network transformations (L1) in training runs end to end: ``training.transform`` pinned in
+the lockfile, validated against the untransformed training before the run trains with it,
+recorded (errors, tolerance, time, peak memory) and shown in the report's L1 table; bad input
+refused with nothing locked or recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pinbench import reports
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.request import parse_request
+from pinbench.registry.verify import check_against_registry
+from tests.helpers import Cli, Home, in_process_cli, published_home
+from tests.test_training_runs import TORCH, TRAINING, _counts, _request, quiet
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Iterator[Home]:
+    root = tmp_path_factory.mktemp("transform-runs")
+    with published_home(root, cnn_catalog_dir) as home:
+        yield home
+
+
+@pytest.fixture
+def cli(home: Home, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return in_process_cli(monkeypatch, capsys, home.home, home.db)
+
+
+def _lock(home: Home, **transform: Any) -> Lockfile:
+    request = _request(TORCH, "torch", transform=transform)
+    return service.lock(home.ws, parse_request(request))[0]
+
+
+@pytest.fixture(scope="module")
+def micro_run(home: Home) -> dict[str, Any]:
+    """Batches of 32 in 4 micro-batches, validated over 3 steps, then trained to 0.9."""
+    outcome = run_lockfile(home.ws, _lock(home, micro_batches=4), runner="local", say=quiet)
+    return show_run(home.ws, outcome.id, nested=True)
+
+
+def test_the_lockfile_pins_the_transform_and_leaves_it_out_when_unset(home: Home) -> None:
+    lock = _lock(home, micro_batches=4)
+    data = json.loads(lock.canonical)
+    assert data["training"]["transform"] == {
+        "micro_batches": 4,
+        "graph_optimization": None,
+        "steps": 3,
+    }
+    assert data["request"]["training"]["transform"]["micro_batches"] == 4
+    check_against_registry(home.ws, lock)
+    assert Lockfile.from_bytes(lock.canonical).digest == lock.digest
+    plain = service.lock(home.ws, parse_request(_request(TORCH, "torch")))[0]
+    plain_data = json.loads(plain.canonical)
+    assert "transform" not in plain_data["training"]  # earlier lockfiles keep their digests
+    assert "transform" not in plain_data["request"]["training"]
+    assert plain.digest != lock.digest
+
+
+def test_a_micro_batched_run_records_its_validation_and_trains(
+    micro_run: dict[str, Any],
+) -> None:
+    assert micro_run["status"] == "succeeded", micro_run["error"]
+    t = micro_run["details"]["transform"]
+    c = t["comparison"]
+    assert t["transform"] == "micro_batches=4" and t["framework"] == "torch"
+    assert t["compared"] == "weights after 3 steps"
+    assert c["valid"] is True and c["dtype"] == "float32"
+    assert 0 <= c["max_abs_err"] <= c["atol"]
+    assert t["peak_bytes"] < t["reference_peak_bytes"]  # a quarter of the activations
+    m = micro_run["metrics"]
+    assert m["transform_max_abs_err"] == c["max_abs_err"]
+    assert m["transform_l2_err"] == c["l2_err"]
+    assert m["transform_peak_bytes"] == t["peak_bytes"]
+    assert m["transform_time_s"] == t["time_s"] > 0
+    assert "time_to_accuracy_s" in m  # and the training ran, micro-batched, to its target
+
+
+def test_the_report_has_an_l1_table(home: Home, micro_run: dict[str, Any]) -> None:
+    text = reports.render(reports.gather(home.ws, [micro_run["id"]]), "md")[1].decode()
+    section = text.split("## Network transformations (L1)", 1)[1]
+    row = next(line for line in section.splitlines() if line.startswith("| micro_batches=4"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    t = micro_run["details"]["transform"]
+    assert cells[:3] == ["micro_batches=4", "torch", "weights after 3 steps"]
+    assert cells[3] == format(t["comparison"]["max_abs_err"], ".2e")
+    assert cells[6] == "✓"
+    assert cells[9] == format(t["peak_bytes"] / 1024, ",.1f")
+
+
+MICRO = "training.transform.micro_batches"
+
+
+@pytest.mark.parametrize(
+    ("transform", "framework", "message"),
+    [
+        ({"micro_batches": 3}, "torch", "transform.micro_batches 3 does not divide batch_size 32"),
+        ({"micro_batches": 0}, "torch", f"{MICRO} must be between 1 and 65536, got 0"),
+        ({"micro_batches": -1}, "torch", f"{MICRO} must be between 1 and 65536, got -1"),
+        ({"micro_batches": 2**40}, "torch", f"{MICRO} must be between 1 and 65536, got 1099511"),
+        ({"micro_batches": 64}, "torch", "transform.micro_batches 64 does not divide batch_size"),
+        ({"fold_constants": True}, "torch", "unknown field `fold_constants`"),
+        ({"graph_optimization": "max"}, "torch", "got 'max' - at `$.training.transform.graph_opt"),
+        ({"graph_optimization": "all"}, "torch", "an ONNX inference transformation"),
+        ({"micro_batches": 2}, "tensorflow", "training.transform (micro-batching) runs on torch"),
+    ],
+)
+def test_lock_refuses_a_bad_transform_and_records_nothing(
+    home: Home, cli: Cli, tmp_path: Path, transform: dict[str, Any], framework: str, message: str
+) -> None:
+    data = _request(TORCH, framework, transform=transform)
+    path = tmp_path / "request.yaml"
+    path.write_text(yaml.safe_dump(data))
+    before = _counts(home.ws)
+    result = cli("lock", str(path), "-o", str(tmp_path / "out.lock"))
+    assert result.code == 1, result.out
+    assert message in result.err
+    assert "Traceback" not in result.err
+    assert not (tmp_path / "out.lock").exists()
+    assert _counts(home.ws) == before
+
+
+def test_the_training_fields_stay_as_they_were() -> None:
+    assert TRAINING["batch_size"] == 32  # the divisibility cases above are against it
