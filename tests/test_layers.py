@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "evaluator",
             "operators",
             "training",
+            "transforms",
             "trace",
             "energy",
             "environments",

@@ -20,7 +20,7 @@ from pinbench.transforms.compare import TOLERANCES, compare
 from pinbench.transforms.microbatch import predict_micro, validate_training
 from pinbench.transforms.onnx_graph import validate_graph
 from pinbench.transforms.result import TransformInvalid, TransformRecord
-from pinbench.transforms.spec import TransformSpec
+from pinbench.transforms.spec import GraphLevel, TransformSpec
 from tests.test_training import digits_data, start_model
 
 # ---------------------------------------------------------------- the error metrics
@@ -38,7 +38,8 @@ def test_compare_states_the_errors_as_defined() -> None:
     assert c.rel_l2_err == pytest.approx(c.l2_err / float(np.sqrt(1 + 4 + 16)))
     assert (c.rtol, c.atol) == (TOLERANCES["float32"].rtol, TOLERANCES["float32"].atol)
     assert not c.valid
-    assert c.reason() is not None and c.reason().startswith("outside tolerance: max abs err 0.5")
+    reason = c.reason()
+    assert reason is not None and reason.startswith("outside tolerance: max abs err 0.5")
 
 
 @pytest.mark.parametrize(
@@ -178,7 +179,7 @@ def _direct(path: Path, x: Any, level: Any) -> Any:
 
 @pytest.mark.parametrize("level", ["disabled", "basic", "extended", "all"])
 def test_graph_optimization_levels_are_validated_against_the_unoptimized_graph(
-    onnx_model: Path, level: str
+    onnx_model: Path, level: GraphLevel
 ) -> None:
     import onnxruntime as ort
 
