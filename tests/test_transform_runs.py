@@ -131,3 +131,32 @@ def test_lock_refuses_a_bad_transform_and_records_nothing(
 
 def test_the_training_fields_stay_as_they_were() -> None:
     assert TRAINING["batch_size"] == 32  # the divisibility cases above are against it
+
+
+def test_the_demo_prints_a_validated_l1_table(home: Home, cnn_catalog_dir: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from pinbench.demo.transforms import transforms
+    from pinbench.sdk.registry import Registry
+
+    buffer = io.StringIO()
+    steps: list[str] = []
+    transforms(
+        Registry.over(home.ws), cnn_catalog_dir, Console(file=buffer, width=250), steps.append
+    )
+    text = buffer.getvalue()
+    print(text)
+    assert len(steps) == 1 and "Deep500 L1" in steps[0]
+    lines = [line.split() for line in text.splitlines()]
+    rows = {line[0]: line for line in lines if line and line[0].startswith(("micro", "graph"))}
+    assert set(rows) == {
+        "micro_batches=1",
+        "micro_batches=2",
+        "micro_batches=4",
+        "graph_optimization=all",
+    }
+    assert all(row[1] in ("torch", "onnxruntime") and "✓" in row for row in rows.values())
+    peaks = [float(rows[f"micro_batches={k}"][-2].replace(",", "")) for k in (1, 2, 4)]
+    assert peaks[0] > peaks[1] > peaks[2]  # peak memory falls as k grows

@@ -4,7 +4,8 @@ Training: ``validate_training`` takes ``transform.steps`` optimizer steps twice 
 seeded initial weights on the same batches (the first batches of the training loop's first
 epoch: ``numpy.random.default_rng(seed).permutation``, as ``training.run`` draws them), once
 whole and once in ``transform.micro_batches`` micro-batches, and compares the weights. Each
-side's time is the wall time of its steps; its peak memory the peak bytes autograd holds for
+side's time is the wall time of its steps (after one untimed step, so neither side pays the
+process's first-call costs); its peak memory the peak bytes autograd holds for
 backward (``activations.SavedBytes``).
 """
 
@@ -43,7 +44,9 @@ def validate_training(
     order = np.random.default_rng(spec.seed).permutation(len(data.x_train))
     size = spec.batch_size
     batches = [order[i : i + size] for i in range(0, len(order), size)][: transform.steps]
-    reference = _train(msgspec.structs.replace(spec, transform=None), model, data, batches)
+    plain = msgspec.structs.replace(spec, transform=None)
+    _train(plain, model, data, batches[:1])  # untimed: the process's first steps are slower
+    reference = _train(plain, model, data, batches)
     transformed = _train(spec, model, data, batches)
     return TransformRecord(
         transform=transform.label(),
