@@ -129,6 +129,76 @@ def test_lock_refuses_a_bad_transform_and_records_nothing(
     assert _counts(home.ws) == before
 
 
+# ---------------------------------------------------------------- an inference request
+
+ONNX_REQUEST: dict[str, Any] = {
+    "model": "vision/digits-cnn-onnx@^1",
+    "dataset": "sklearn-digits-test@^1",
+    "framework": "onnxruntime@*",
+    "batch_size": 30,
+    "scenario": {"mode": "accuracy"},
+}
+
+
+def test_an_inference_run_validates_and_measures_at_the_requested_graph_level(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnxruntime as ort
+
+    levels: list[Any] = []
+    session = ort.InferenceSession
+
+    def spy(path: str, options: Any, **kwargs: Any) -> Any:
+        levels.append(options.graph_optimization_level)
+        return session(path, options, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", spy)
+    request = {**ONNX_REQUEST, "transform": {"graph_optimization": "basic"}}
+    lock = service.lock(home.ws, parse_request(request))[0]
+    assert json.loads(lock.canonical)["request"]["transform"]["graph_optimization"] == "basic"
+    outcome = run_lockfile(home.ws, lock, runner="local", say=quiet)
+    info = show_run(home.ws, outcome.id, nested=True)
+    assert info["status"] == "succeeded", info["error"]
+    t = info["details"]["transform"]
+    assert t["transform"] == "graph_optimization=basic" and t["framework"] == "onnxruntime"
+    assert t["compared"] == "outputs of 450 samples"  # the test split, in batches of 30
+    assert t["comparison"]["valid"] is True and len(t["graph_sha256"]) == 64
+    assert info["metrics"]["transform_max_abs_err"] == t["comparison"]["max_abs_err"]
+    basic, disabled = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    )
+    assert levels == [disabled, basic, basic]  # reference, transformed, then the measured run
+    plain = service.lock(home.ws, parse_request(ONNX_REQUEST))[0]
+    assert "transform" not in json.loads(plain.canonical)["request"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"transform": {"micro_batches": 2}}, "micro-batching is trained"),
+        ({"transform": {}}, "transform names no transformation: give graph_optimization"),
+        ({"transform": {"graph_optimization": "max"}}, "got 'max' - at `$.transform.graph_opt"),
+        ({"transform": {"prune": True}}, "unknown field `prune` - at `$.transform`"),
+        (
+            {"framework": "torch@*", "model": TORCH, "transform": {"graph_optimization": "all"}},
+            "transform.graph_optimization is onnxruntime's: name framework onnxruntime@",
+        ),
+    ],
+)
+def test_lock_refuses_a_bad_inference_transform_and_records_nothing(
+    home: Home, cli: Cli, tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "request.yaml"
+    path.write_text(yaml.safe_dump({**ONNX_REQUEST, **change}))
+    before = _counts(home.ws)
+    result = cli("lock", str(path), "-o", str(tmp_path / "out.lock"))
+    assert result.code == 1, result.out
+    assert message in result.err
+    assert not (tmp_path / "out.lock").exists()
+    assert _counts(home.ws) == before
+
+
 def test_the_training_fields_stay_as_they_were() -> None:
     assert TRAINING["batch_size"] == 32  # the divisibility cases above are against it
 

@@ -167,8 +167,17 @@ def _evaluate(
         scenario=scenario.name,
         mode=scenario.mode,
     )
+    transform = body.request.transform
+    if transform is not None:
+        from pinbench.evaluator.transformrun import validate_inference
+
+        validate_inference(job, inputs, evidence, say)
     predictor = wrap(cls(), body.model.inputs, feed.windows)  # constants, states, a stream
-    options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
+    options = PredictorOptions(
+        batch_size=body.batch_size,
+        threads=body.threads,
+        graph_optimization=transform.graph_optimization if transform else None,
+    )
     profiling = recorder.wants("framework")
     if profiling:
         say(f"tracing at level {job.trace}: {cls.TITLE}'s profiler is on")
@@ -216,7 +225,7 @@ def _evaluate(
             with contextlib.suppress(Exception):
                 predictor.stop_profiling()
         predictor.close()
-    evidence.metrics = measurement.summary()
+    evidence.metrics = {**measurement.summary(), **evidence.metrics}  # transform_* kept
     evidence.details["loadgen"] = measurement.loadgen
     record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
     evidence.latencies = measurement.latencies_ns

@@ -19,6 +19,7 @@ from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
+from pinbench.transforms.spec import TransformSpec, check_inference
 
 
 class RequestError(InvalidDocument):
@@ -168,7 +169,7 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
         return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
 
 
-LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset", "generation")
+LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset", "generation", "transform")
 """Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
 frozen, and ``model``/``dataset`` are unset only in an operator request."""
 
@@ -200,6 +201,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     generation: GenerationSpec | None = None
     """How a text-generation dataset's answers are generated (required for one, refused for
     any other task: checked when the request is locked)."""
+    transform: TransformSpec | None = None
+    """A graph transformation of the evaluated ONNX model (Deep500's level 1): validated
+    against the unoptimized graph before the run measures the transformed one."""
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -239,6 +243,14 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                     Spec.parse(text, kind=kind)
                 except UserError as exc:
                     raise ValueError(f"{kind.value}: {exc}") from None
+        if self.transform is not None:
+            if self.operator is not None or self.training is not None:
+                raise ValueError(
+                    "transform goes with a model evaluated on a dataset (a training request "
+                    "takes training.transform)"
+                )
+            name = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name if self.framework else None
+            check_inference(self.transform, framework=name)
 
     def _check_operator(self) -> None:
         """An operator request names a framework and nothing that belongs to a model run."""

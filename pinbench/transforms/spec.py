@@ -59,6 +59,28 @@ class TransformSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             )
 
 
+def check_inference(transform: TransformSpec, *, framework: str | None) -> None:
+    """An inference request's ``transform``: a graph optimization level, run by onnxruntime
+    (``framework`` is the name the request gives, None when it names none). Its measured run
+    takes that level; micro-batching is a training request's (``training.transform``)."""
+    if transform.micro_batches != 1:
+        raise ValueError(
+            "transform.micro_batches in an inference request: micro-batching is trained "
+            "(training.transform.micro_batches); an inference request's transform is "
+            "graph_optimization"
+        )
+    if transform.graph_optimization is None:
+        raise ValueError(
+            "transform names no transformation: give graph_optimization (disabled, basic, "
+            "extended or all)"
+        )
+    if framework != "onnxruntime":
+        raise ValueError(
+            "transform.graph_optimization is onnxruntime's: name framework onnxruntime@... "
+            f"(got {framework or 'none'})"
+        )
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, min(n, 64) + 1) if n % d == 0][:6]
 
