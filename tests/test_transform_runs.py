@@ -203,7 +203,7 @@ def test_the_training_fields_stay_as_they_were() -> None:
     assert TRAINING["batch_size"] == 32  # the divisibility cases above are against it
 
 
-def test_the_demo_prints_a_validated_l1_table(home: Home, cnn_catalog_dir: Path) -> None:
+def test_the_demo_prints_a_validated_l1_table(home: Home) -> None:
     import io
 
     from rich.console import Console
@@ -213,9 +213,7 @@ def test_the_demo_prints_a_validated_l1_table(home: Home, cnn_catalog_dir: Path)
 
     buffer = io.StringIO()
     steps: list[str] = []
-    transforms(
-        Registry.over(home.ws), cnn_catalog_dir, Console(file=buffer, width=250), steps.append
-    )
+    transforms(Registry.over(home.ws), Console(file=buffer, width=250), steps.append)
     text = buffer.getvalue()
     print(text)
     assert len(steps) == 1 and "Deep500 L1" in steps[0]

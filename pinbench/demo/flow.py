@@ -138,7 +138,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     demo_generation.generation(reg, out, step)
     demo_levels.operators(reg, out, step)
     demo_levels.training(reg, workdir, out, step)
-    demo_transforms.transforms(reg, workdir, out, step)
+    demo_transforms.transforms(reg, out, step)
     _trace(workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]
