@@ -44,7 +44,7 @@ def transforms(reg: Registry, out: Console, step: Step) -> None:
         }
         done = reg.lock(request)[0].run(runner="local")
         records.append(done.view()["details"]["transform"])
-    request = {
+    graph: dict[str, Any] = {
         "model": f"{cnn.model_name('onnxruntime')}@^1",
         "dataset": f"{DATASET_NAME}@^1",
         "framework": "onnxruntime@*",
@@ -52,7 +52,7 @@ def transforms(reg: Registry, out: Console, step: Step) -> None:
         "scenario": {"mode": "accuracy"},
         "transform": {"graph_optimization": "all"},
     }
-    done = reg.lock(request)[0].run(runner="local")
+    done = reg.lock(graph)[0].run(runner="local")
     records.append(done.view()["details"]["transform"])
     shown = (0, 1, 3, 5, 6, 7, 8, 9)  # HEAD less "compared", "max rel err", the reference KiB
     table = Table(*[HEAD[i] for i in shown], box=None)
