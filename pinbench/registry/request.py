@@ -289,7 +289,10 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 "(a held-out split)"
             )
         if training.transform is not None and self.framework is not None:
-            framework = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name
+            try:
+                framework = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name
+            except UserError:
+                return  # the framework's own check below says what is wrong with it
             if framework != "torch":
                 raise ValueError(
                     f"training.transform (micro-batching) runs on torch; framework {framework} "
