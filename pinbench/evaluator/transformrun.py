@@ -27,6 +27,8 @@ def validate_inference(
 ) -> None:
     """Fill ``details["transform"]`` and the ``transform_*`` metrics; raise
     ``TransformInvalid`` outside the tolerance."""
+    from pinbench.evaluator.model_folder import own_folder
+    from pinbench.registry.onnx_files import model_file
     from pinbench.transforms.onnx_graph import validate_graph
 
     body = job.lock.body
@@ -37,12 +39,11 @@ def validate_inference(
             f"transform validates a model of one input; {body.model.name} declares "
             f"{len(body.model.inputs)}"
         )
-    onnx = [p for name, p in sorted(job.model_paths.items()) if name.endswith(".onnx")]
-    if len(onnx) != 1:
-        raise UserError(f"transform takes one .onnx file; the model has {sorted(job.model_paths)}")
+    placed = own_folder(job.model_paths, job.scratch / "transform")  # external data beside it
+    onnx = placed[model_file(placed)]
     size = body.batch_size
     count = max(min(len(inputs), SAMPLES) // size * size, min(len(inputs), size))
-    record = validate_graph(onnx[0], inputs[:count], transform, batch_size=size)
+    record = validate_graph(onnx, inputs[:count], transform, batch_size=size)
     c = record.comparison
     say(
         f"transform {record.transform}: {record.compared} vs the unoptimized graph: max abs "
