@@ -136,8 +136,9 @@ def test_lock_refuses_a_bad_transform_and_records_nothing(
 
 # ---------------------------------------------------------------- an inference request
 
+ONNX = "vision/digits-cnn-onnx@^1"
 ONNX_REQUEST: dict[str, Any] = {
-    "model": "vision/digits-cnn-onnx@^1",
+    "model": ONNX,
     "dataset": "sklearn-digits-test@^1",
     "framework": "onnxruntime@*",
     "batch_size": 30,
@@ -173,16 +174,59 @@ def test_an_inference_run_validates_and_measures_at_the_requested_graph_level(
         ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
         ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
     )
-    assert levels == [disabled, basic, basic]  # reference, transformed, then the measured run
+    assert levels == [basic, disabled, basic]  # the measured run's, then the validation's two
     plain = service.lock(home.ws, parse_request(ONNX_REQUEST))[0]
     assert "transform" not in json.loads(plain.canonical)["request"]
+
+
+@pytest.mark.parametrize(("model", "framework"), [(TORCH, "torch"), (ONNX, "onnxruntime")])
+def test_an_inference_run_in_micro_batches_is_validated_and_measured_so(
+    home: Home, model: str, framework: str
+) -> None:
+    from pinbench.transforms import microbatch
+
+    calls: list[int] = []
+    micro = microbatch.micro_outputs
+
+    def counted(predict: Any, k: int) -> Any:
+        run = micro(predict, k)
+
+        def call(batch: Any) -> Any:
+            calls.append(len(batch))
+            return run(batch)
+
+        return call
+
+    request = {**ONNX_REQUEST, "model": model, "framework": f"{framework}@*"}
+    request["transform"] = {"micro_batches": 3}
+    lock = service.lock(home.ws, parse_request(request))[0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(microbatch, "micro_outputs", counted)
+        outcome = run_lockfile(home.ws, lock, runner="local", say=quiet)
+    info = show_run(home.ws, outcome.id, nested=True)
+    assert info["status"] == "succeeded", info["error"]
+    t = info["details"]["transform"]
+    assert t["transform"] == "micro_batches=3" and t["framework"] == framework
+    assert t["compared"] == "outputs of 450 samples" and t["comparison"]["valid"] is True
+    assert t["peak_bytes"] is None and t["memory"] == "not measured for inference"
+    # the validation's 6 passes of 15 batches, then the warm-up's (10 at least) and the
+    # scenario's queries: all through the micro-batched predict
+    assert calls[: 6 * 15] == [30] * (6 * 15) and len(calls) > 6 * 15 + 10 + 15
+    baseline = service.lock(home.ws, parse_request({**request, "transform": None}))[0]
+    plain = run_lockfile(home.ws, baseline, runner="local", say=quiet)
+    top1 = show_run(home.ws, plain.id, nested=True)["metrics"]["top1"]
+    assert info["metrics"]["top1"] == top1  # the same answers, micro-batched
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"transform": {"micro_batches": 2}}, "micro-batching is trained"),
-        ({"transform": {}}, "transform names no transformation: give graph_optimization"),
+        ({"transform": {"micro_batches": 4}}, "micro_batches 4 does not divide batch_size 30"),
+        (  # every size of a sweep
+            {"batch_size": [10, 25], "transform": {"micro_batches": 2}},
+            "micro_batches 2 does not divide batch_size 25",
+        ),
+        ({"transform": {}}, "transform names no transformation: give micro_batches"),
         ({"transform": {"graph_optimization": "max"}}, "got 'max' - at `$.transform.graph_opt"),
         ({"transform": {"prune": True}}, "unknown field `prune` - at `$.transform`"),
         (

@@ -17,7 +17,12 @@ from pinbench.errors import InvalidDocument
 from pinbench.training.data import TrainModel
 from pinbench.training.spec import TrainingSpec, parse_spec
 from pinbench.transforms.compare import TOLERANCES, compare
-from pinbench.transforms.microbatch import predict_micro, validate_training
+from pinbench.transforms.microbatch import (
+    micro_outputs,
+    predict_micro,
+    validate_inference_micro,
+    validate_training,
+)
 from pinbench.transforms.onnx_graph import validate_graph
 from pinbench.transforms.result import TransformInvalid, TransformRecord
 from pinbench.transforms.spec import GraphLevel, TransformSpec
@@ -149,6 +154,31 @@ def test_inference_micro_batches_concatenate_to_the_whole_batch_output() -> None
 
     assert np.array_equal(predict_micro(predict, x, 4), x * 2)
     assert seen == [3, 3, 2, 2]
+
+
+def test_micro_batched_outputs_concatenate_by_name_and_need_one_row_per_sample() -> None:
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    run = micro_outputs(lambda b: {"y": b.sum(1), "z": b * 2}, 3)
+    out = run(x)
+    assert np.array_equal(out["y"], x.sum(1)) and np.array_equal(out["z"], x * 2)
+    pooled = micro_outputs(lambda b: {"mean": b.mean(0)}, 3)  # one row per batch, not sample
+    wide = np.zeros((6, 4), np.float32)
+    with pytest.raises(ValueError, match=r"output mean has shape \(4,\) for a micro-batch of 2"):
+        pooled(wide)
+
+
+def test_inference_micro_validation_compares_every_output() -> None:
+    x = np.linspace(-1, 1, 40, dtype=np.float32).reshape(20, 2)
+    record = validate_inference_micro(
+        lambda b: {"y": b @ np.ones((2, 3), np.float32), "label": b.argmax(1)},
+        x,
+        TransformSpec(micro_batches=5),
+        batch_size=10,
+        framework="numpy",
+    )
+    c = record.comparison
+    assert (c.valid, c.dtype, c.elements, c.max_abs_err) == (True, "float32", 20 * 3 + 20, 0.0)
+    assert record.compared == "outputs of 20 samples" and record.transform == "micro_batches=5"
 
 
 # ---------------------------------------------------------------- onnxruntime graph levels

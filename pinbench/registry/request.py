@@ -202,8 +202,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     """How a text-generation dataset's answers are generated (required for one, refused for
     any other task: checked when the request is locked)."""
     transform: TransformSpec | None = None
-    """A graph transformation of the evaluated ONNX model (Deep500's level 1): validated
-    against the unoptimized graph before the run measures the transformed one."""
+    """A transformation of the evaluated network (Deep500's level 1): micro-batching and/or
+    onnxruntime's graph optimization, validated against the untransformed network before the
+    run measures the transformed one."""
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -244,13 +245,13 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 except UserError as exc:
                     raise ValueError(f"{kind.value}: {exc}") from None
         if self.transform is not None:
-            if self.operator is not None or self.training is not None:
+            if self.operator is not None or self.training is not None or self.generation:
                 raise ValueError(
-                    "transform goes with a model evaluated on a dataset (a training request "
-                    "takes training.transform)"
+                    "transform goes with a model evaluated on a dataset, not generating (a "
+                    "training request takes training.transform)"
                 )
             name = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name if self.framework else None
-            check_inference(self.transform, framework=name)
+            check_inference(self.transform, framework=name, batch_sizes=sizes)
 
     def _check_operator(self) -> None:
         """An operator request names a framework and nothing that belongs to a model run."""

@@ -59,22 +59,20 @@ class TransformSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             )
 
 
-def check_inference(transform: TransformSpec, *, framework: str | None) -> None:
-    """An inference request's ``transform``: a graph optimization level, run by onnxruntime
-    (``framework`` is the name the request gives, None when it names none). Its measured run
-    takes that level; micro-batching is a training request's (``training.transform``)."""
-    if transform.micro_batches != 1:
+def check_inference(
+    transform: TransformSpec, *, framework: str | None, batch_sizes: list[int]
+) -> None:
+    """An inference request's ``transform``: micro-batches that divide every batch size (any
+    framework), and/or a graph optimization level, run by onnxruntime (``framework`` is the
+    name the request gives, None when it names none). Its measured run takes both."""
+    if transform.graph_optimization is None and transform.micro_batches == 1:
         raise ValueError(
-            "transform.micro_batches in an inference request: micro-batching is trained "
-            "(training.transform.micro_batches); an inference request's transform is "
-            "graph_optimization"
+            "transform names no transformation: give micro_batches (> 1) and/or "
+            "graph_optimization (disabled, basic, extended or all)"
         )
-    if transform.graph_optimization is None:
-        raise ValueError(
-            "transform names no transformation: give graph_optimization (disabled, basic, "
-            "extended or all)"
-        )
-    if framework != "onnxruntime":
+    for size in batch_sizes:
+        transform.check_batch(size, field="batch_size")
+    if transform.graph_optimization is not None and framework != "onnxruntime":
         raise ValueError(
             "transform.graph_optimization is onnxruntime's: name framework onnxruntime@... "
             f"(got {framework or 'none'})"
