@@ -198,6 +198,11 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     # Deep500's levels: six operator runs, all valid; two trainings reach the target
     assert len(re.findall(r"(onnxruntime|torch|tensorflow)@[\d.]+ .* ✓ ", first.out)) == 6
     assert len(re.findall(r"^ (torch|tensorflow) +epoch \d+ ", first.out, re.M)) == 2
+    # L1: micro-batching k=1,2,4 and a graph level, each validated against the untransformed
+    assert (
+        len(re.findall(r"^ (micro_batches=[124]|graph_optimization=all) .* ✓ ", first.out, re.M))
+        == 4
+    )
     # issue 23: every run attested, one verified and refused once tampered; a bisect
     attested = re.search(r"(\d+) of (\d+) recorded runs carry a signed attestation", first.out)
     assert attested and attested[1] == attested[2]

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "evaluator",
             "operators",
             "training",
+            "transforms",
             "trace",
             "energy",
             "environments",
@@ -73,6 +74,8 @@ UPWARD = {
     ("pinbench.registry.lockfile", "training"): "a lockfile embeds a training spec (data only)",
     ("pinbench.registry.request", "operators"): "a request names an operator benchmark's spec",
     ("pinbench.registry.request", "training"): "a request names a training spec",
+    ("pinbench.registry.request", "transforms"): "a request names a network transformation "
+    "(data only)",
     ("pinbench.registry.request", "cluster"): "a request's placement uses the cluster's "
     "system names",
     ("pinbench.registry.supported", "evaluator"): "which input steps a model may declare is "
@@ -218,6 +221,7 @@ BENEATH_API = {
     ("pinbench.cli.runs", "pinbench.trace.analysis"): PURE_VIEW,
     ("pinbench.demo.flow", "pinbench.reports.samples"): PURE_VIEW,
     ("pinbench.demo.flow", "pinbench.trace.analysis"): PURE_VIEW,
+    ("pinbench.demo.transforms", "pinbench.reports.transforms"): PURE_VIEW,
     ("pinbench.cli.ops", "pinbench.operators.resnet50"): REQUEST_BUILDER,
     ("pinbench.cli.ops", "pinbench.operators.schema"): REQUEST_BUILDER,
     ("pinbench.cli.ops", "pinbench.operators.section"): REQUEST_BUILDER,

@@ -30,6 +30,7 @@ from pinbench.catalog import cnn, efficientnet, minilm, nsfw, nudenet, photos
 from pinbench.demo import bisect as demo_bisect
 from pinbench.demo import generation as demo_generation
 from pinbench.demo import levels as demo_levels
+from pinbench.demo import transforms as demo_transforms
 from pinbench.demo import trust as demo_trust
 from pinbench.errors import UserError
 from pinbench.reports.samples import sample_rows
@@ -137,6 +138,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     demo_generation.generation(reg, out, step)
     demo_levels.operators(reg, out, step)
     demo_levels.training(reg, workdir, out, step)
+    demo_transforms.transforms(reg, out, step)
     _trace(workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]

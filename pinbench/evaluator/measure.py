@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -167,8 +169,13 @@ def _evaluate(
         scenario=scenario.name,
         mode=scenario.mode,
     )
+    transform = body.request.transform
     predictor = wrap(cls(), body.model.inputs, feed.windows)  # constants, states, a stream
-    options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
+    options = PredictorOptions(
+        batch_size=body.batch_size,
+        threads=body.threads,
+        graph_optimization=transform.graph_optimization if transform else None,
+    )
     profiling = recorder.wants("framework")
     if profiling:
         say(f"tracing at level {job.trace}: {cls.TITLE}'s profiler is on")
@@ -186,8 +193,13 @@ def _evaluate(
             answer = predictor.first_predict(first)
         if scorer is not None:  # in every mode: a declared output is honoured or refused
             scorer.check(answer, {k: v[: len(first)] for k, v in feed.arrays.items()}, len(first))
+        predict: Callable[[Any], Any] = predictor.predict
+        if transform is not None:  # validated before anything is timed; measured transformed
+            from pinbench.evaluator.transformrun import validate_inference
+
+            predict = validate_inference(job, inputs, predictor.predict, evidence, say)
         with recorder.phase("warm-up"):
-            expected, warm_starts, warm_times = _warm_up(predictor, first, options.warmup, job.stop)
+            expected, warm_starts, warm_times = _warm_up(predict, first, options.warmup, job.stop)
         job.stop.check()
         recorder.warm_up(warm_starts, warm_times)
         say(f"running {scenario.name} ({scenario.mode}) with {cls.NAME} {cls.framework_version()}")
@@ -197,7 +209,7 @@ def _evaluate(
         ):
             meter.start()
             measurement = run_scenario(
-                predictor.predict,
+                predict,
                 inputs,
                 scenario,
                 batch_size=body.batch_size,
@@ -216,7 +228,7 @@ def _evaluate(
             with contextlib.suppress(Exception):
                 predictor.stop_profiling()
         predictor.close()
-    evidence.metrics = measurement.summary()
+    evidence.metrics = {**measurement.summary(), **evidence.metrics}  # transform_* kept
     evidence.details["loadgen"] = measurement.loadgen
     record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
     evidence.latencies = measurement.latencies_ns
@@ -243,7 +255,7 @@ WARMUP_MAX_CALLS = 100_000
 
 
 def _warm_up(
-    predictor: Predictor, batch: npt.NDArray[np.generic], count: int, stop: Stop
+    predict: Callable[[Any], Any], batch: npt.NDArray[np.generic], count: int, stop: Stop
 ) -> tuple[int, list[int], list[int]]:
     """Untimed predictions (at least ``count`` and half a second); return the median time of
     the last ``count`` as LoadGen's expected latency, and each call's start and time."""
@@ -255,7 +267,7 @@ def _warm_up(
         or (time.perf_counter_ns() - start < WARMUP_MIN_NS and len(times) < WARMUP_MAX_CALLS)
     ):
         t0 = time.perf_counter_ns()
-        predictor.predict(batch)
+        predict(batch)
         times.append(time.perf_counter_ns() - t0)
         starts.append(t0)
     stop.check()  # stopped during the warm-up

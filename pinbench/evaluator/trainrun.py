@@ -20,6 +20,7 @@ from pinbench.registry.names import Kind
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence, Job
     from pinbench.registry.lockfile import LockedArtifact, LockedDataset
+    from pinbench.training.data import TrainData, TrainModel
 
 Say = Callable[[str], None]
 
@@ -45,11 +46,15 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
     x_train, y_train = _split(job, body.dataset, job.data_paths, "training split", say)
     x_val, y_val = _split(job, body.validation, job.validation_paths, "validation split", say)
     job.stop.check()
+    start = TrainModel(format=model.format, architecture=model.architecture, paths=job.model_paths)
+    data = TrainData(x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val)
+    if spec.transform is not None:
+        _validate_transform(job, evidence, say, start, data)
     result = train(
         spec,
         env.framework,
-        TrainModel(format=model.format, architecture=model.architecture, paths=job.model_paths),
-        TrainData(x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val),
+        start,
+        data,
         threads=body.threads,
         check=job.stop.check,
         say=say,
@@ -57,11 +62,32 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
     evidence.latencies = np.asarray([round(e.train_s * 1e9) for e in result.epochs], np.int64)
     evidence.details["training"] = result.details()
     evidence.details.update(threads=body.threads)
-    evidence.metrics = result.metrics()
+    evidence.metrics = {**result.metrics(), **evidence.metrics}
     evidence.weights = result.weights
     unmet = result.unmet_target()
     if unmet is not None:
         raise TargetNotReached(message=unmet)
+
+
+def _validate_transform(
+    job: Job, evidence: Evidence, say: Say, start: TrainModel, data: TrainData
+) -> None:
+    """Level 1: the training spec's transformation against the untransformed training,
+    before the training run takes it (``details["transform"]``; invalid: a failed run)."""
+    from pinbench.transforms.microbatch import validate_training
+
+    spec, env = job.lock.body.training, job.lock.body.environment
+    assert spec is not None and spec.transform is not None and env is not None
+    record = validate_training(spec, env.framework, start, data)
+    c = record.comparison
+    say(
+        f"transform {record.transform}: {record.compared} vs untransformed: max abs err "
+        f"{c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}, L2 err {c.l2_err:.3g} "
+        f"({'valid' if c.valid else 'INVALID'})"
+    )
+    evidence.details["transform"] = record.details()
+    evidence.metrics.update(record.metrics())
+    record.check()
 
 
 def _split(

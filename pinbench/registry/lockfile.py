@@ -39,7 +39,7 @@ from pinbench.registry.request import (
     Threads,
     request_data,
 )
-from pinbench.training.spec import TrainingSpec
+from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
 
 SCHEMA_VERSION = 2
 
@@ -184,6 +184,8 @@ class Lockfile:
         data = msgspec.to_builtins(body)
         data["request"] = request_data(body.request)
         drop_unset(data, ("operator", "training", "validation"))
+        if isinstance(data.get("training"), dict):
+            drop_unset(data["training"], LATE_TRAINING_FIELDS)
         drop_unset(data["system"], LATE_SYSTEM_FIELDS)
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)

@@ -18,7 +18,8 @@ from pinbench.registry.manifest import drop_unset
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
-from pinbench.training.spec import TrainingSpec
+from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
+from pinbench.transforms.spec import TransformSpec, check_inference
 
 
 class RequestError(InvalidDocument):
@@ -168,7 +169,7 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
         return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
 
 
-LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset", "generation")
+LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset", "generation", "transform")
 """Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
 frozen, and ``model``/``dataset`` are unset only in an operator request."""
 
@@ -181,6 +182,8 @@ def request_data(request: Request) -> dict[str, Any]:
         data.pop("limits", None)  # added after schema 2 was frozen
     drop_unset(data, LATE_REQUEST_FIELDS)
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
+    if isinstance(data.get("training"), dict):
+        drop_unset(data["training"], LATE_TRAINING_FIELDS)
     return data
 
 
@@ -198,6 +201,10 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     generation: GenerationSpec | None = None
     """How a text-generation dataset's answers are generated (required for one, refused for
     any other task: checked when the request is locked)."""
+    transform: TransformSpec | None = None
+    """A transformation of the evaluated network (Deep500's level 1): micro-batching and/or
+    onnxruntime's graph optimization, validated against the untransformed network before the
+    run measures the transformed one."""
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -237,6 +244,14 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                     Spec.parse(text, kind=kind)
                 except UserError as exc:
                     raise ValueError(f"{kind.value}: {exc}") from None
+        if self.transform is not None:
+            if self.operator is not None or self.training is not None or self.generation:
+                raise ValueError(
+                    "transform goes with a model evaluated on a dataset, not generating (a "
+                    "training request takes training.transform)"
+                )
+            name = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name if self.framework else None
+            check_inference(self.transform, framework=name, batch_sizes=sizes)
 
     def _check_operator(self) -> None:
         """An operator request names a framework and nothing that belongs to a model run."""
@@ -274,6 +289,16 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 "training.validation must be another dataset than the one trained on "
                 "(a held-out split)"
             )
+        if training.transform is not None and self.framework is not None:
+            try:
+                framework = Spec.parse(self.framework, kind=Kind.FRAMEWORK).name
+            except UserError:
+                return  # the framework's own check below says what is wrong with it
+            if framework != "torch":
+                raise ValueError(
+                    f"training.transform (micro-batching) runs on torch; framework {framework} "
+                    "has no micro-batched training step here"
+                )
 
     def _check_generation(self, generation: GenerationSpec) -> None:
         if self.operator is not None or self.training is not None:

@@ -14,6 +14,7 @@ import pinbench
 from pinbench.reports.charts import SYSTEM_LATENCIES
 from pinbench.reports.data import Report
 from pinbench.reports.hardware import system_label
+from pinbench.reports.transforms import transform_markdown
 from pinbench.reports.view import ReportView, build
 from pinbench.run_metrics import headline, kind_label
 
@@ -195,7 +196,7 @@ def markdown(report: Report, title: str | None = None) -> str:
     out += _table(
         ["metric", "unit", *labels], [[m.metric, m.unit, *m.values] for m in view.metrics]
     )
-    out += _operators_md(view) + _training_md(view)
+    out += _operators_md(view) + _training_md(view) + transform_markdown(view.transforms)
     if view.accuracy:
         out += ["## Accuracy vs latency", ""]
         out += _table(

@@ -14,6 +14,7 @@ from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
 from pinbench.reports.operators import OpTable, operator_table, roofline
 from pinbench.reports.samples import SampleRows, sample_rows
 from pinbench.reports.training import TrainingRow, training_curves, training_table
+from pinbench.reports.transforms import TransformRow, transform_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,8 @@ class ReportView:
     """Operator (L0) runs: spec x framework; None when the report holds none."""
     training: list[TrainingRow] = field(default_factory=list)
     """Training (L2) runs: time to accuracy and the rest, one row each."""
+    transforms: list[TransformRow] = field(default_factory=list)
+    """Network transformations (L1) validated by runs: one row each."""
 
     @property
     def hardware_differs(self) -> list[str]:
@@ -180,4 +183,5 @@ def build(report: Report, title: str | None = None) -> ReportView:
         across_systems=system_points(report) if len(report.runs) > 1 else [],
         operators=operator_table(report),
         training=training_table(report),
+        transforms=transform_table(report),
     )

@@ -16,6 +16,11 @@ import msgspec
 
 from pinbench import bounds as b
 from pinbench.errors import InvalidDocument
+from pinbench.transforms.spec import TransformSpec
+
+LATE_TRAINING_FIELDS = ("transform",)
+"""Fields added after training lockfiles were first written: left out of the plain data while
+unset, so earlier lockfiles keep their digests."""
 
 
 class TrainingSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -27,7 +32,10 @@ class TrainingSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     cap; with ``target_top1`` set, training stops at the first epoch whose validation top-1
     reaches it. ``seed`` fixes the initialisation and the data order; ``deterministic`` adds
     one thread and deterministic kernels. ``init``: ``seed`` initialises the architecture
-    afresh from the seed, ``weights`` starts from the model artifact's weights."""
+    afresh from the seed, ``weights`` starts from the model artifact's weights.
+    ``transform``: a network transformation trained with and validated against the
+    untransformed network (``pinbench.transforms``); micro-batching only: a graph optimization
+    is an ONNX inference transformation."""
 
     validation: str
     optimizer: Literal["sgd", "adam"] = "adam"
@@ -40,6 +48,7 @@ class TrainingSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     seed: int = 0
     deterministic: bool = True
     init: Literal["seed", "weights"] = "seed"
+    transform: TransformSpec | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.validation, str) or not self.validation.strip():
@@ -62,6 +71,13 @@ class TrainingSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
             _number("target_top1", self.target_top1, b.TARGET_TOP1)
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"deterministic must be true or false, got {self.deterministic!r}")
+        if self.transform is not None:
+            if self.transform.graph_optimization is not None:
+                raise ValueError(
+                    "transform.graph_optimization is an ONNX inference transformation; a "
+                    "training transform takes micro_batches (and steps)"
+                )
+            self.transform.check_batch(self.batch_size, field="batch_size")
 
 
 def parse_spec(data: Mapping[str, Any], *, source: str = "training spec") -> TrainingSpec:

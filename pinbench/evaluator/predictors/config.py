@@ -20,6 +20,10 @@ class PredictorOptions:
     """Intra-op threads; None lets the framework decide."""
     warmup: int = 10
     """Untimed predictions before measurement starts."""
+    graph_optimization: str | None = None
+    """onnxruntime's graph optimization level (``disabled``, ``basic``, ``extended``, ``all``)
+    from a request's ``transform``; None leaves the framework's default. Only onnxruntime takes
+    one: a request naming it for another framework is refused when it is parsed."""
 
     def __post_init__(self) -> None:
         if self.device not in ("cpu", "cuda"):

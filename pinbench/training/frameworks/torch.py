@@ -97,6 +97,7 @@ class _TorchTrainer:
 
         self._module = module
         self._architecture = architecture
+        self._micro_batches = spec.transform.micro_batches if spec.transform else 1
         params = module.parameters()
         lr, decay = spec.learning_rate, spec.weight_decay
         self._optimizer: Any = (
@@ -130,13 +131,24 @@ class _TorchTrainer:
         return int(out.shape[1])
 
     def step(self, x: npt.NDArray[np.float32], y: npt.NDArray[np.int64]) -> float:
+        """With ``transform.micro_batches`` k > 1: the batch in k contiguous micro-batches
+        (``numpy.array_split``: a last partial batch smaller than k gives fewer), each one's
+        mean loss weighted by its share of the batch and back-propagated on its own, the
+        gradients accumulated, then one optimizer step: the full batch's mean-loss gradient,
+        with only one micro-batch's activations held at a time."""
         import torch.nn.functional as F
 
         self._optimizer.zero_grad()
-        loss = F.cross_entropy(self._module(_tensor(x)), _tensor(y))
-        loss.backward()  # type: ignore[no-untyped-call]
+        total = 0.0
+        for part in np.array_split(np.arange(len(x)), min(self._micro_batches, len(x))):
+            begin, end = int(part[0]), int(part[-1]) + 1
+            loss = F.cross_entropy(self._module(_tensor(x[begin:end])), _tensor(y[begin:end]))
+            if end - begin != len(x):
+                loss = loss * ((end - begin) / len(x))
+            loss.backward()  # type: ignore[no-untyped-call]
+            total += float(loss.item())
         self._optimizer.step()
-        return float(loss.item())
+        return total
 
     def evaluate(self, x: npt.NDArray[np.float32], y: npt.NDArray[np.int64]) -> tuple[float, int]:
         import torch

@@ -28,6 +28,13 @@ from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace
 
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+_LEVELS = {
+    "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+"""A request's ``transform.graph_optimization`` (``transforms.spec.GRAPH_LEVELS``)."""
 _DTYPES = {
     "tensor(float)": "float32",
     "tensor(float16)": "float16",
@@ -129,6 +136,8 @@ class OnnxRuntimePredictor(Predictor):
         if options.threads is not None:
             so.intra_op_num_threads = options.threads
             so.inter_op_num_threads = 1
+        if options.graph_optimization is not None:
+            so.graph_optimization_level = _LEVELS[options.graph_optimization]
         try:
             session = ort.InferenceSession(str(path), so, providers=[provider])
         except Exception as exc:  # ORT raises its own exception types for bad models
