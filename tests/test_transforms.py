@@ -62,6 +62,20 @@ def test_the_tolerance_is_per_dtype(dtype: str, error: float, valid: bool) -> No
     assert c.valid is valid
 
 
+def test_a_relative_error_over_an_all_zero_reference_is_undefined_not_zero() -> None:
+    c = compare([np.array([1e-6, 0.0])], [np.array([0.0, 0.0])], dtype="float32")
+    assert c.max_rel_err is None and c.rel_l2_err is None and c.max_abs_err == 1e-6
+    assert "max rel err undefined" in c.errors()
+    record = TransformRecord(
+        transform="graph_optimization=all", framework="onnxruntime", compared="outputs",
+        comparison=c, time_s=0.1, reference_time_s=0.2, peak_bytes=None,
+        reference_peak_bytes=None, memory="test",
+    )  # fmt: skip
+    assert "transform_max_rel_err" not in record.metrics()
+    with pytest.raises(ValueError, match="no values to compare"):
+        compare([np.zeros(0)], [np.zeros(0)], dtype="float32")
+
+
 def test_a_nan_is_never_within_tolerance() -> None:
     c = compare([np.array([np.nan, 1.0])], [np.array([0.0, 1.0])], dtype="float32")
     assert not c.valid

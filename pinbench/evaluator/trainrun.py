@@ -81,8 +81,7 @@ def _validate_transform(
     record = validate_training(spec, env.framework, start, data)
     c = record.comparison
     say(
-        f"transform {record.transform}: {record.compared} vs untransformed: max abs err "
-        f"{c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}, L2 err {c.l2_err:.3g} "
+        f"transform {record.transform}: {record.compared} vs untransformed: {c.errors()} "
         f"({'valid' if c.valid else 'INVALID'})"
     )
     evidence.details["transform"] = record.details()

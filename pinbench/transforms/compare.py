@@ -2,9 +2,10 @@
 
 ``compare`` takes the two networks' outputs (inference) or weights (training) as arrays in
 the same order and states: ``max_abs_err`` = max |t - r|; ``max_rel_err`` = max |t - r| / |r|
-over the elements whose reference is not 0 (0.0 when every reference element is 0: a
-relative error is undefined there and ``max_abs_err`` covers them); ``l2_err`` = ||t - r||_2;
-``rel_l2_err`` = ||t - r||_2 / ||r||_2 (0.0 when both are 0). The run is valid when every
+over the elements whose reference is not 0 (None when every reference element is 0: a
+relative error is undefined there, never a 0.0, and ``max_abs_err`` covers them); ``l2_err``
+= ||t - r||_2; ``rel_l2_err`` = ||t - r||_2 / ||r||_2 (None when ||r||_2 is 0). Comparing no
+numbers at all is refused. The run is valid when every
 element holds ``|t - r| <= atol + rtol * |r|`` (NumPy's ``allclose``) with ``TOLERANCES``
 for the dtype the networks computed in; a NaN or an infinity anywhere in either is invalid.
 """
@@ -45,20 +46,24 @@ class Comparison(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_onl
     dtype: str
     elements: int
     max_abs_err: float
-    max_rel_err: float
+    max_rel_err: float | None
     l2_err: float
-    rel_l2_err: float
+    rel_l2_err: float | None
     rtol: float
     atol: float
     valid: bool
+
+    def errors(self) -> str:
+        """``max abs err A, max rel err R, L2 err L`` (R ``undefined`` where it is)."""
+        rel = "undefined" if self.max_rel_err is None else f"{self.max_rel_err:.3g}"
+        return f"max abs err {self.max_abs_err:.3g}, max rel err {rel}, L2 err {self.l2_err:.3g}"
 
     def reason(self) -> str | None:
         """The failed run's error when outside the tolerance, else None."""
         if self.valid:
             return None
         return (
-            f"outside tolerance: max abs err {self.max_abs_err:.3g}, max rel err "
-            f"{self.max_rel_err:.3g}, L2 err {self.l2_err:.3g} over {self.elements} {self.dtype} "
+            f"outside tolerance: {self.errors()} over {self.elements} {self.dtype} "
             f"values (allowed |t - r| <= {self.atol:g} + {self.rtol:g} * |r|)"
         )
 
@@ -76,6 +81,8 @@ def compare(
             raise ValueError(f"array {i}: shape {t.shape} compared with {r.shape}")
     t64 = _flat(transformed)
     r64 = _flat(reference)
+    if t64.size == 0:
+        raise ValueError("no values to compare")
     tol = TOLERANCES[dtype]
     finite = bool(np.isfinite(t64).all() and np.isfinite(r64).all())
     diff = np.abs(t64 - r64)
@@ -85,10 +92,10 @@ def compare(
     return Comparison(
         dtype=dtype,
         elements=int(t64.size),
-        max_abs_err=float(diff.max()) if diff.size else 0.0,
-        max_rel_err=float((diff[nonzero] / np.abs(r64[nonzero])).max()) if nonzero.any() else 0.0,
+        max_abs_err=float(diff.max()),
+        max_rel_err=float((diff[nonzero] / np.abs(r64[nonzero])).max()) if nonzero.any() else None,
         l2_err=l2,
-        rel_l2_err=l2 / norm if norm > 0 else (0.0 if l2 == 0 else float("inf")),
+        rel_l2_err=l2 / norm if norm > 0 else None,
         rtol=tol.rtol,
         atol=tol.atol,
         valid=finite and bool((diff <= tol.atol + tol.rtol * np.abs(r64)).all()),

@@ -48,11 +48,9 @@ class TransformRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True, k
         """The error, and the time and peak memory (those of a valid run only: an invalid
         transformation is never reported as fast or small)."""
         c = self.comparison
-        out = {
-            "transform_max_abs_err": c.max_abs_err,
-            "transform_max_rel_err": c.max_rel_err,
-            "transform_l2_err": c.l2_err,
-        }
+        out = {"transform_max_abs_err": c.max_abs_err, "transform_l2_err": c.l2_err}
+        if c.max_rel_err is not None:  # undefined where every reference value is 0
+            out["transform_max_rel_err"] = c.max_rel_err
         if c.valid:
             out["transform_time_s"] = self.time_s
             out["transform_reference_time_s"] = self.reference_time_s
