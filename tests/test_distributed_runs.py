@@ -145,3 +145,37 @@ def test_lock_refuses_a_bad_distributed_section_and_records_nothing(
     assert message in result.err and "Traceback" not in result.err
     assert not (tmp_path / "out.lock").exists()
     assert _counts(home.ws) == before
+
+
+# ---------------------------------------------------------------- the report
+
+
+def test_the_report_has_a_scheme_table_and_a_scaling_plot(
+    home: Home, allreduce_run: dict[str, Any]
+) -> None:
+    from pinbench import reports
+    from pinbench.reports.distributed import distributed_table, scaling_chart
+
+    ddp = run_lockfile(home.ws, _lock(home.ws, scheme="ddp"), runner="local", say=quiet)
+    report = reports.gather(home.ws, [allreduce_run["id"], ddp.id])
+    rows = distributed_table(report)
+    assert [(r.scheme, r.workers, r.global_batch) for r in rows] == [
+        ("allreduce", "2", "64"),
+        ("ddp", "2", "64"),
+    ]
+    assert {r.bytes_per_step for r in rows} == {"24,360"}
+    assert all(float(r.time_to_accuracy_s) > 0 for r in rows)
+    chart = scaling_chart(report)
+    assert chart.spec is not None
+    points = chart.spec["data"]["values"]
+    assert {(p["scheme"], p["workers"]) for p in points} == {("allreduce", 2), ("ddp", 2)}
+    assert {p["measure"] for p in points} == {
+        "samples/s (all workers)",
+        "samples/s per worker",
+        "time to accuracy (s)",
+    }
+    page = reports.render(report, "html")[1].decode()
+    assert 'id="distributed"' in page and 'id="chart-distributed"' in page
+    text = reports.render(report, "md")[1].decode()
+    assert "## Distributed training: schemes and workers" in text
+    assert f"| ddp | 2 | {ddp.id[:8]} | 64 | 24,360 |" in text
