@@ -179,3 +179,21 @@ def test_the_report_has_a_scheme_table_and_a_scaling_plot(
     text = reports.render(report, "md")[1].decode()
     assert "## Distributed training: schemes and workers" in text
     assert f"| ddp | 2 | {ddp.id[:8]} | 64 | 24,360 |" in text
+
+
+def test_a_cluster_places_the_workers_on_a_system_with_a_core_each(home: Home) -> None:
+    """On a cluster all of a run's workers start on the one system that runs it: a system
+    with fewer cores is not a candidate, and when none is left nothing is queued."""
+    from pinbench.cluster.placement import Candidate, NoMatchingSystem, choose_for
+
+    facts = {"arch": "x86_64"}
+    small = Candidate("small", {**facts, "cores": 1}, True)
+    big = Candidate("big", {**facts, "cores": 4}, True)
+    body = _lock(home.ws).body
+    assert choose_for(body, [small, big], None) == ["big"]
+    with pytest.raises(NoMatchingSystem, match=r"small: has 1 cores, fewer than distributed"):
+        choose_for(body, [small, big], ["small"])
+    with pytest.raises(NoMatchingSystem):
+        choose_for(_lock(home.ws, workers=8).body, [small, big], None)
+    single = service.lock(home.ws, parse_request(REQUEST))[0].body
+    assert choose_for(single, [small, big], None) == ["big", "small"]
