@@ -71,14 +71,24 @@ class RankSummary:
 
 
 def run_rank(rank: int, job: RankJob, queue: Any) -> None:
-    """The process target: train as ``rank``, report to ``queue``; never raises."""
+    """The process target: train as ``rank``, report to ``queue``, then end the process
+    without tearing anything down (``os._exit`` once the reports are flushed): destroying
+    DDP's reducer drops the last reference to the gloo process group, whose destructor joins
+    gloo's run loop thread while holding the GIL that thread waits for (a deadlock seen here
+    once in a few dozen DDP runs). ``kept`` holds the scheme (and through it DDP) until then,
+    also when training raised. Every collective of the run has completed by then."""
+    kept: list[Any] = []
     try:
-        _train(rank, job, queue)
+        _train(rank, job, queue, kept)
     except BaseException as exc:  # reported to the launcher, which ends the other ranks
         queue.put(("error", rank, _picklable(exc)))
+    finally:
+        queue.close()
+        queue.join_thread()
+        os._exit(0)
 
 
-def _train(rank: int, job: RankJob, queue: Any) -> None:
+def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
@@ -98,58 +108,54 @@ def _train(rank: int, job: RankJob, queue: Any) -> None:
         world_size=workers,
         timeout=CONNECT_TIMEOUT,
     )
-    try:
-        torch.manual_seed(spec.seed)
-        module, architecture = build(spec, job.model)
-        scheme = scheme_for(job.distributed, module, rank=rank)
-        opt = optimizer(spec, module.parameters())
-        forward = scheme.forward_module
-        x, y = job.data.x_train, job.data.y_train
-        order = np.random.default_rng(spec.seed)
-        span, steps = workers * spec.batch_size, 0
-        for epoch in range(1, spec.epochs + 1):
-            permutation = order.permutation(len(x))
-            samples, epoch_steps, loss_sum = 0, 0, 0.0
-            start = perf_counter()
-            for begin in range(0, len(x), span):
-                batch = permutation[begin : begin + span]
-                if len(batch) < workers:
-                    break
-                idx = np.array_split(batch, workers)[rank]
-                opt.zero_grad()
-                loss = F.cross_entropy(forward(_tensor(x[idx])), _tensor(y[idx]))
-                loss.backward()  # type: ignore[no-untyped-call]
-                scheme.after_backward(opt)
-                value = float(loss.item())
-                epoch_steps += 1
-                if not math.isfinite(value):
-                    raise TrainingDiverged(
-                        epoch=epoch, step=epoch_steps, value=value, learning_rate=spec.learning_rate
-                    )
-                loss_sum += value * len(idx)
-                samples += len(idx)
-            scheme.end_epoch()
-            train_s = perf_counter() - start
-            steps += epoch_steps
-            val: tuple[float | None, float | None] = (None, None)
-            start = perf_counter()
-            if rank == 0:
-                val = _evaluate(module, job.data, spec.batch_size)
-            eval_s = perf_counter() - start
-            target = spec.target_top1
-            stop = torch.tensor(
-                [int(val[1] is not None and target is not None and val[1] >= target)]
-            )
-            dist.broadcast(stop, src=0)
-            shard = EpochShard(epoch, samples, epoch_steps, loss_sum, train_s, *val, eval_s)
-            queue.put(("epoch", rank, shard))
-            if int(stop.item()):
+    torch.manual_seed(spec.seed)
+    module, architecture = build(spec, job.model)
+    scheme = scheme_for(job.distributed, module, rank=rank)
+    kept.append(scheme)  # never destroyed in this process (run_rank)
+    opt = optimizer(spec, module.parameters())
+    forward = scheme.forward_module
+    x, y = job.data.x_train, job.data.y_train
+    order = np.random.default_rng(spec.seed)
+    span, steps = workers * spec.batch_size, 0
+    for epoch in range(1, spec.epochs + 1):
+        permutation = order.permutation(len(x))
+        samples, epoch_steps, loss_sum = 0, 0, 0.0
+        start = perf_counter()
+        for begin in range(0, len(x), span):
+            batch = permutation[begin : begin + span]
+            if len(batch) < workers:
                 break
+            idx = np.array_split(batch, workers)[rank]
+            opt.zero_grad()
+            loss = F.cross_entropy(forward(_tensor(x[idx])), _tensor(y[idx]))
+            loss.backward()  # type: ignore[no-untyped-call]
+            scheme.after_backward(opt)
+            value = float(loss.item())
+            epoch_steps += 1
+            if not math.isfinite(value):
+                raise TrainingDiverged(
+                    epoch=epoch, step=epoch_steps, value=value, learning_rate=spec.learning_rate
+                )
+            loss_sum += value * len(idx)
+            samples += len(idx)
+        scheme.end_epoch()
+        train_s = perf_counter() - start
+        steps += epoch_steps
+        val: tuple[float | None, float | None] = (None, None)
+        start = perf_counter()
         if rank == 0:
-            queue.put(("weights", 0, weights_bytes(module, architecture)))
-        queue.put(("done", rank, RankSummary(steps, scheme.sent, parameter_bytes(module))))
-    finally:
-        dist.destroy_process_group()
+            val = _evaluate(module, job.data, spec.batch_size)
+        eval_s = perf_counter() - start
+        target = spec.target_top1
+        stop = torch.tensor([int(val[1] is not None and target is not None and val[1] >= target)])
+        dist.broadcast(stop, src=0)
+        shard = EpochShard(epoch, samples, epoch_steps, loss_sum, train_s, *val, eval_s)
+        queue.put(("epoch", rank, shard))
+        if int(stop.item()):
+            break
+    if rank == 0:
+        queue.put(("weights", 0, weights_bytes(module, architecture)))
+    queue.put(("done", rank, RankSummary(steps, scheme.sent, parameter_bytes(module))))
 
 
 def _evaluate(module: Any, data: TrainData, size: int) -> tuple[float, float]:
