@@ -31,6 +31,7 @@ BENCHMARKS = (
     "bench_verdict",
     "bench_cluster",
     "bench_ops",
+    "bench_distributed",
 )
 
 

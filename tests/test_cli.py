@@ -203,6 +203,10 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
         len(re.findall(r"^ (micro_batches=[124]|graph_optimization=all) .* ✓ ", first.out, re.M))
         == 4
     )
+    # L3: two workers, pinbench's allreduce beside DDP, the same weights (decision 155)
+    l3 = re.findall(r"^ (allreduce|ddp) +2 +epoch \d+ .* ([0-9a-f]{12}) ", first.out, re.M)
+    if "distributed training (Deep500 L3): skipped" not in first.out:  # a one-core machine
+        assert [s for s, _ in l3] == ["allreduce", "ddp"] and l3[0][1] == l3[1][1]
     # issue 23: every run attested, one verified and refused once tampered; a bisect
     attested = re.search(r"(\d+) of (\d+) recorded runs carry a signed attestation", first.out)
     assert attested and attested[1] == attested[2]

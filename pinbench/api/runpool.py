@@ -164,7 +164,7 @@ class RunPool:
         system meeting the lockfile's placement); their ids. Nothing is queued unless every
         named system meets it."""
         from pinbench.cluster.dispatch import OnSystem
-        from pinbench.cluster.placement import Candidate, choose
+        from pinbench.cluster.placement import Candidate, choose_for
         from pinbench.cluster.ray_agent import cluster_systems
         from pinbench.cluster.systems import record
 
@@ -181,7 +181,7 @@ class RunPool:
                 record(self.ws, found.name, found.facts, found.node_id)
                 self._facts[key] = found.facts
             candidates.append(Candidate(found.name, found.facts or {}, found.alive))
-        systems = choose(lock.body.system, candidates, None if on == ["all"] else on)
+        systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]
         self._take(ids, user)
         queued: list[str] = []
@@ -267,7 +267,7 @@ class RunPool:
         """Queue the next attempt of run ``lost`` on a system not ``tried``; None: none left."""
         from dataclasses import replace
 
-        from pinbench.cluster.placement import Candidate, choose
+        from pinbench.cluster.placement import Candidate, choose_for
         from pinbench.cluster.ray_agent import cluster_systems
 
         if self._closing.is_set() or self.draining.is_set():
@@ -275,7 +275,7 @@ class RunPool:
         try:
             found = cluster_systems(on.address)
             candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
-            meets = choose(lock.body.system, candidates, None)
+            meets = choose_for(lock.body, candidates, None)
             left = [s for s in meets if s not in tried and (named is None or s in named)]
         except PinbenchError as exc:
             log.info("run %s: no retry: %s", lost[:8], exc)

@@ -181,9 +181,12 @@ class OnSystem:
             MAX_ARRAY_BYTES,
             MAX_RESULT_BYTES,
             MAX_TRACE_BYTES,
+            MAX_WEIGHTS_BYTES,
             OUTPUTS,
             RESULT,
+            TOKENS,
             TRACE,
+            WEIGHTS,
             read_results,
         )
         from pinbench.evaluator.runners.process import EvaluationFailed
@@ -193,6 +196,8 @@ class OnSystem:
             LATENCIES: MAX_ARRAY_BYTES,
             OUTPUTS: MAX_ARRAY_BYTES,
             TRACE: MAX_TRACE_BYTES,
+            WEIGHTS: MAX_WEIGHTS_BYTES,  # a training run's final weights
+            TOKENS: MAX_ARRAY_BYTES,  # a generation run's per-answer token counts
         }
         if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
             raise AgentAnswerRefused(self.system, "not a packed result")
@@ -226,6 +231,7 @@ class OnSystem:
         evidence.details.update(got.details)
         evidence.metrics = got.metrics
         evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
+        evidence.weights, evidence.tokens = got.weights, got.tokens
         evidence.environment.update(environment)
         if result.status == "failed":
             raise EvaluationFailed(

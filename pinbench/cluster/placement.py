@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 from pinbench.registry.request import SystemRequest
+
+if TYPE_CHECKING:
+    from pinbench.registry.lockfile import LockBody
 
 MACHINE_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
@@ -39,9 +42,15 @@ def describe(system: SystemRequest) -> str:
     return " ".join(parts)
 
 
-def unmet(system: SystemRequest, facts: dict[str, Any], name: str | None) -> list[str]:
-    """What a system (``name``, or this machine: None) lacks to run a lockfile placed so."""
+def unmet(
+    system: SystemRequest, facts: dict[str, Any], name: str | None, *, workers: int = 1
+) -> list[str]:
+    """What a system (``name``, or this machine: None) lacks to run a lockfile placed so;
+    ``workers``: a distributed training run's workers, one core each."""
     lacks: list[str] = []
+    cores = facts.get("cores")
+    if workers > 1 and isinstance(cores, int) and workers > cores:
+        lacks.append(f"has {cores} cores, fewer than distributed.workers = {workers}")
     machine = str(facts.get("arch", "?"))
     if MACHINE_ARCH.get(machine) != system.arch:
         lacks.append(f"arch is {machine}, not {system.arch}")
@@ -86,13 +95,18 @@ class NoMatchingSystem(UserError):
 
 
 def choose(
-    system: SystemRequest, candidates: Sequence[Candidate], on: Sequence[str] | None
+    system: SystemRequest,
+    candidates: Sequence[Candidate],
+    on: Sequence[str] | None,
+    *,
+    workers: int = 1,
 ) -> list[str]:
     """The systems to run on: those named in ``on`` (each must meet the constraints), or every
-    one that does (``on`` None: ``--on all``); never empty."""
+    one that does (``on`` None: ``--on all``); never empty. ``workers``: a distributed
+    training run's, all on the one system that runs it."""
     why: dict[str, list[str]] = {}
     for c in candidates:
-        lacks = unmet(system, c.facts, c.name)
+        lacks = unmet(system, c.facts, c.name, workers=workers)
         why[c.name] = (["gone"] if not c.alive else []) + lacks
     if on is None:
         chosen = [name for name, lacks in why.items() if not lacks]
@@ -105,6 +119,16 @@ def choose(
     if refused:
         raise NoMatchingSystem(describe(system), refused)
     return list(dict.fromkeys(on))
+
+
+def choose_for(
+    body: LockBody, candidates: Sequence[Candidate], on: Sequence[str] | None
+) -> list[str]:
+    """``choose`` for a lockfile: its system constraints, and a distributed training run's
+    workers, all started on the one system that runs it (one core each)."""
+    distributed = body.request.distributed
+    workers = 1 if distributed is None else distributed.workers
+    return choose(body.system, candidates, on, workers=workers)
 
 
 class PlacedElsewhere(UserError):

@@ -28,6 +28,7 @@ from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import HEADER, cells, rows
 from pinbench.catalog import cnn, efficientnet, minilm, nsfw, nudenet, photos
 from pinbench.demo import bisect as demo_bisect
+from pinbench.demo import distributed as demo_distributed
 from pinbench.demo import generation as demo_generation
 from pinbench.demo import levels as demo_levels
 from pinbench.demo import transforms as demo_transforms
@@ -139,6 +140,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     demo_levels.operators(reg, out, step)
     demo_levels.training(reg, workdir, out, step)
     demo_transforms.transforms(reg, out, step)
+    demo_distributed.distributed(reg, out, step)
     _trace(workdir, out, step, locks)
 
     digits_runs = [r["id"] for j, r in runs.items() if j.dataset == builtin.DATASET_NAME]

@@ -38,6 +38,7 @@ from pinbench.registry.verify import check_against_registry, verify_lockfile
 from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
+from pinbench.training.distributed.spec import check_workers_here
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def queue_run(
     check_trace(lock, trace)
     if system is None:
         check_here(lock.body.system)
+        check_workers_here(lock.body.request.distributed)
     check_against_registry(ws, lock)
     with ws.transaction() as session:
         store_lockfile(session, lock)
@@ -172,6 +174,7 @@ def run_lockfile(
     check_trace(lock, trace)
     if on is None:
         check_here(lock.body.system)
+        check_workers_here(lock.body.request.distributed)
     check_against_registry(ws, lock)
     check_pickle(lock, allow=allow_pickle)
     price = price_from_env() if on is None else None  # a bad price is refused before the run

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -50,15 +51,19 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
     data = TrainData(x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val)
     if spec.transform is not None:
         _validate_transform(job, evidence, say, start, data)
-    result = train(
-        spec,
-        env.framework,
-        start,
-        data,
-        threads=body.threads,
-        check=job.stop.check,
-        say=say,
-    )
+    distributed = body.request.distributed
+    if distributed is None:
+        result = train(
+            spec, env.framework, start, data, threads=body.threads, check=job.stop.check, say=say
+        )
+    else:
+        from pinbench.training.distributed.launch import train_distributed
+
+        result, record = train_distributed(
+            spec, distributed, start, data, threads=body.threads, check=job.stop.check, say=say
+        )
+        evidence.details["distributed"] = msgspec.to_builtins(record)
+        evidence.metrics.update(record.metrics())
     evidence.latencies = np.asarray([round(e.train_s * 1e9) for e in result.epochs], np.int64)
     evidence.details["training"] = result.details()
     evidence.details.update(threads=body.threads)

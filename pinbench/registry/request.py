@@ -18,6 +18,7 @@ from pinbench.registry.manifest import drop_unset
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
+from pinbench.training.distributed.spec import DistributedSpec
 from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
 from pinbench.transforms.spec import TransformSpec, check_inference
 
@@ -169,7 +170,15 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
         return any(getattr(self, field) is not None for field in LATE_SYSTEM_FIELDS)
 
 
-LATE_REQUEST_FIELDS = ("operator", "training", "model", "dataset", "generation", "transform")
+LATE_REQUEST_FIELDS = (
+    "operator",
+    "training",
+    "model",
+    "dataset",
+    "generation",
+    "transform",
+    "distributed",
+)
 """Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
 frozen, and ``model``/``dataset`` are unset only in an operator request."""
 
@@ -198,6 +207,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     training: TrainingSpec | None = None
     """Train ``model`` (its architecture; its weights with ``init: weights``) on ``dataset``
     (Deep500's level 2) to a target on ``training.validation``, instead of evaluating it."""
+    distributed: DistributedSpec | None = None
+    """Train with several workers (Deep500's level 3): a training request's communication
+    scheme and worker count (``pinbench.training.distributed``)."""
     generation: GenerationSpec | None = None
     """How a text-generation dataset's answers are generated (required for one, refused for
     any other task: checked when the request is locked)."""
@@ -237,6 +249,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
             self._check_training(self.training)
         if self.generation is not None:
             self._check_generation(self.generation)
+        if self.distributed is not None:
+            self._check_distributed()
         for kind in (Kind.MODEL, Kind.DATASET, Kind.FRAMEWORK, Kind.IMAGE):
             text = getattr(self, kind.value)
             if text is not None:
@@ -299,6 +313,22 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                     f"training.transform (micro-batching) runs on torch; framework {framework} "
                     "has no micro-batched training step here"
                 )
+
+    def _check_distributed(self) -> None:
+        """Distributed training is a training request's, on PyTorch (torch.distributed)."""
+        if self.training is None:
+            raise ValueError("distributed goes with a training section (a training request)")
+        framework = self.framework and Spec.parse(self.framework, kind=Kind.FRAMEWORK).name
+        if framework != "torch":
+            raise ValueError(
+                f"distributed training runs on torch (torch.distributed over gloo); "
+                f"framework {framework or 'unset'} has no distributed schemes here"
+            )
+        if self.training.transform is not None:
+            raise ValueError(
+                "distributed with training.transform: the distributed schemes do not "
+                "micro-batch (train distributed, or micro-batched, in separate runs)"
+            )
 
     def _check_generation(self, generation: GenerationSpec) -> None:
         if self.operator is not None or self.training is not None:

@@ -162,6 +162,21 @@ def _training_md(view: ReportView) -> list[str]:
     return ["## Training: time to accuracy", "", *_table(head, rows)]
 
 
+def _distributed_md(view: ReportView) -> list[str]:
+    if not view.distributed:
+        return []
+    head = ["scheme", "workers", "run", "global batch", "bytes/step per worker", "step (ms)"]
+    head += ["samples/s per worker", "time to accuracy (s)", "weights sha256"]
+    rows = [
+        [
+            *(d.scheme, d.workers, d.run_id[:8], d.global_batch, d.bytes_per_step, d.step_ms),
+            *(d.samples_per_s_per_worker, d.time_to_accuracy_s, d.weights),
+        ]
+        for d in view.distributed
+    ]
+    return ["## Distributed training: schemes and workers", "", *_table(head, rows)]
+
+
 def markdown(report: Report, title: str | None = None) -> str:
     view = build(report, title)
     labels = [r["label"] for r in view.runs]
@@ -196,7 +211,12 @@ def markdown(report: Report, title: str | None = None) -> str:
     out += _table(
         ["metric", "unit", *labels], [[m.metric, m.unit, *m.values] for m in view.metrics]
     )
-    out += _operators_md(view) + _training_md(view) + transform_markdown(view.transforms)
+    out += (
+        _operators_md(view)
+        + _training_md(view)
+        + transform_markdown(view.transforms)
+        + _distributed_md(view)
+    )
     if view.accuracy:
         out += ["## Accuracy vs latency", ""]
         out += _table(

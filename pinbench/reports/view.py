@@ -11,6 +11,7 @@ from pinbench.evaluator.history import differing
 from pinbench.reports.charts import Chart, accuracy_points, charts, system_points
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
+from pinbench.reports.distributed import DistributedRow, distributed_table, scaling_chart
 from pinbench.reports.operators import OpTable, operator_table, roofline
 from pinbench.reports.samples import SampleRows, sample_rows
 from pinbench.reports.training import TrainingRow, training_curves, training_table
@@ -51,6 +52,8 @@ class ReportView:
     """Training (L2) runs: time to accuracy and the rest, one row each."""
     transforms: list[TransformRow] = field(default_factory=list)
     """Network transformations (L1) validated by runs: one row each."""
+    distributed: list[DistributedRow] = field(default_factory=list)
+    """Distributed training (L3) runs: scheme, workers, bytes per step, one row each."""
 
     @property
     def hardware_differs(self) -> list[str]:
@@ -148,6 +151,8 @@ def all_charts(report: Report) -> list[Chart]:
         out.append(roofline(report))
     if "training" in levels:
         out.append(training_curves(report))
+        if any(r.info.get("details", {}).get("distributed") for r in report.runs):
+            out.append(scaling_chart(report))
     return out
 
 
@@ -184,4 +189,5 @@ def build(report: Report, title: str | None = None) -> ReportView:
         operators=operator_table(report),
         training=training_table(report),
         transforms=transform_table(report),
+        distributed=distributed_table(report),
     )

@@ -91,20 +91,38 @@ def _build(spec: TrainingSpec, architecture: str, path: Any) -> Any:
     return module.train()
 
 
+def build(spec: TrainingSpec, model: TrainModel) -> tuple[Any, str]:
+    """The model's module as ``session`` builds it (the caller has set the seed), in training
+    mode, and its architecture's name (distributed training builds one per worker)."""
+    architecture, path = _check_model(model)
+    return _build(spec, architecture, path), architecture
+
+
+def optimizer(spec: TrainingSpec, params: Any) -> Any:
+    """The spec's optimizer over ``params``."""
+    import torch
+
+    lr, decay = spec.learning_rate, spec.weight_decay
+    if spec.optimizer == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=decay)
+    return torch.optim.SGD(params, lr=lr, momentum=spec.momentum or 0.0, weight_decay=decay)
+
+
+def weights_bytes(module: Any, architecture: str) -> bytes:
+    """safetensors bytes as ``catalog.torch_files.save_safetensors`` writes them: the
+    state dict (sorted by the format itself) with ``{"architecture": name}`` metadata."""
+    from safetensors.torch import save
+
+    state = {k: v.detach().clone().contiguous() for k, v in module.state_dict().items()}
+    return bytes(save(state, metadata={"architecture": architecture}))
+
+
 class _TorchTrainer:
     def __init__(self, spec: TrainingSpec, module: Any, architecture: str) -> None:
-        import torch
-
         self._module = module
         self._architecture = architecture
         self._micro_batches = spec.transform.micro_batches if spec.transform else 1
-        params = module.parameters()
-        lr, decay = spec.learning_rate, spec.weight_decay
-        self._optimizer: Any = (
-            torch.optim.Adam(params, lr=lr, weight_decay=decay)
-            if spec.optimizer == "adam"
-            else torch.optim.SGD(params, lr=lr, momentum=spec.momentum or 0.0, weight_decay=decay)
-        )
+        self._optimizer: Any = optimizer(spec, module.parameters())
 
     def bind(self, sample: npt.NDArray[np.float32]) -> int:
         import torch
@@ -166,12 +184,8 @@ class _TorchTrainer:
         return float(loss.item()), int(correct.item())
 
     def weights(self) -> bytes:
-        """safetensors bytes as ``catalog.torch_files.save_safetensors`` writes them: the
-        state dict (sorted by the format itself) with ``{"architecture": name}`` metadata."""
-        from safetensors.torch import save
-
-        state = {k: v.detach().clone().contiguous() for k, v in self._module.state_dict().items()}
-        return bytes(save(state, metadata={"architecture": self._architecture}))
+        """The weights as ``weights_bytes`` writes them."""
+        return weights_bytes(self._module, self._architecture)
 
 
 def _tensor(a: npt.NDArray[Any]) -> Any:

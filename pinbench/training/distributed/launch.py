@@ -1,0 +1,231 @@
+"""``train_distributed``: one training spec run by ``workers`` processes on 127.0.0.1, each a
+rank of one gloo process group (``worker.run_rank``), their records assembled into the
+``TrainingResult`` a single-process run returns and a ``DistributedRecord``.
+
+Processes are started with ``multiprocessing``'s spawn (a fresh interpreter: PyTorch's
+threads do not survive a fork), talk through ``tcp://127.0.0.1:PORT`` on a free port, and
+report through one queue. The first rank to fail ends the others, and its error (pinbench's
+errors pickle with their data) is raised here; so is ``check``'s, polled while they train.
+
+An epoch's ``train_s`` is the slowest rank's (the run advances at its pace), its
+``samples_per_s`` every rank's samples over that time; ``throughput_sps_per_worker`` is each
+rank's own samples over its own training time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import queue as queues
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from pinbench.errors import UserError
+from pinbench.training.data import TrainData, TrainModel, check_arrays
+from pinbench.training.distributed.spec import DistributedSpec, check_workers_here
+from pinbench.training.distributed.worker import EpochShard, RankJob, RankSummary, run_rank
+from pinbench.training.errors import InvalidThreads
+from pinbench.training.result import EpochRecord, TrainingResult
+from pinbench.training.spec import TrainingSpec
+
+POLL_S = 0.2
+
+
+class WorkerFailed(UserError):
+    """A rank ended without reporting (killed, out of memory) or with an error that did not
+    pickle."""
+
+    def __init__(self, *, rank: int, reason: str) -> None:
+        super().__init__(f"distributed training: worker {rank} failed: {reason}")
+        self.rank = rank
+        self.reason = reason
+
+
+class DistributedRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """What a distributed run adds to a training run's record (``details["distributed"]``).
+
+    ``steps`` per worker over the run; ``bytes_per_step`` the payload bytes one worker hands
+    to collectives per step (``schemes``' accounting), ``parameter_bytes`` P;
+    ``throughput_sps_per_worker`` each rank's samples per second of its training time;
+    ``step_time_s`` the run's training time over its steps."""
+
+    scheme: str
+    workers: int
+    average_every: int | None
+    batch_size_per_worker: int
+    global_batch_size: int
+    steps: int
+    parameter_bytes: int
+    bytes_per_step: float
+    bytes_total: int
+    throughput_sps_per_worker: list[float]
+    step_time_s: float
+
+    def metrics(self) -> dict[str, float]:
+        per_worker = self.throughput_sps_per_worker
+        return {
+            "workers": float(self.workers),
+            "bytes_per_step": self.bytes_per_step,
+            "throughput_sps_per_worker": sum(per_worker) / len(per_worker),
+            "step_time_s": self.step_time_s,
+        }
+
+
+def train_distributed(
+    spec: TrainingSpec,
+    distributed: DistributedSpec,
+    model: TrainModel,
+    data: TrainData,
+    *,
+    threads: int | None = None,
+    check: Callable[[], None] = lambda: None,
+    say: Callable[[str], None] = print,
+) -> tuple[TrainingResult, DistributedRecord]:
+    """Train as ``run.train`` does, with ``distributed.workers`` ranks on this machine.
+    Raises ``TooManyWorkers`` and the data/thread errors before any process starts,
+    ``TrainingDiverged`` or ``WorkerFailed`` from a rank."""
+    from pinbench.training.frameworks.torch import version
+
+    check_workers_here(distributed)
+    if threads is not None and (threads < 1 or (spec.deterministic and threads != 1)):
+        reason = "must be >= 1" if threads < 1 else "a deterministic run uses one thread"
+        raise InvalidThreads(threads=threads, reason=reason)
+    check_arrays(data)
+    job = RankJob(spec, distributed, model, data, _free_port(), threads)
+    shards, summaries, weights = _run(job, check, say)
+    epochs = _epochs(shards, distributed.workers)
+    reached = next(
+        (e.epoch for e in epochs if spec.target_top1 and e.val_top1 >= spec.target_top1), None
+    )
+    top1 = [e.val_top1 for e in epochs]
+    train_s = sum(e.train_s for e in epochs)
+    result = TrainingResult(
+        framework="torch",
+        framework_version=version(),
+        epochs=epochs,
+        target_top1=spec.target_top1,
+        reached_epoch=reached,
+        time_to_accuracy_s=None if reached is None else sum(e.train_s for e in epochs[:reached]),
+        train_time_s=train_s,
+        eval_time_s=sum(e.eval_s for e in epochs),
+        final_top1=top1[-1],
+        best_top1=max(top1),
+        deterministic=spec.deterministic,
+        weights=weights,
+        weights_format="safetensors",
+        weights_sha256=hashlib.sha256(weights).hexdigest(),
+    )
+    steps = summaries[0].steps
+    sent = [s.sent_bytes for s in summaries]
+    record = DistributedRecord(
+        scheme=distributed.scheme,
+        workers=distributed.workers,
+        average_every=distributed.average_every,
+        batch_size_per_worker=spec.batch_size,
+        global_batch_size=spec.batch_size * distributed.workers,
+        steps=steps,
+        parameter_bytes=summaries[0].parameter_bytes,
+        bytes_per_step=sum(sent) / len(sent) / max(steps, 1),
+        bytes_total=sum(sent),
+        throughput_sps_per_worker=[
+            sum(s.samples for s in shards[r]) / max(sum(s.train_s for s in shards[r]), 1e-12)
+            for r in range(distributed.workers)
+        ],
+        step_time_s=train_s / max(steps, 1),
+    )
+    return result, record
+
+
+def _run(
+    job: RankJob, check: Callable[[], None], say: Callable[[str], None]
+) -> tuple[list[list[EpochShard]], list[RankSummary], bytes]:
+    workers = job.distributed.workers
+    context = multiprocessing.get_context("spawn")
+    reports: Any = context.Queue()
+    processes = [
+        context.Process(target=run_rank, args=(rank, job, reports), name=f"pinbench-rank-{rank}")
+        for rank in range(workers)
+    ]
+    shards: list[list[EpochShard]] = [[] for _ in range(workers)]
+    summaries: dict[int, RankSummary] = {}
+    weights: bytes | None = None
+    try:
+        for process in processes:
+            process.start()
+        while len(summaries) < workers or weights is None:
+            check()
+            try:
+                kind, rank, payload = reports.get(timeout=POLL_S)
+            except queues.Empty:
+                _check_alive(processes, summaries)
+                continue
+            if kind == "error":
+                raise payload
+            if kind == "epoch":
+                shards[rank].append(payload)
+                _progress(shards, payload.epoch, job.spec.epochs, say)
+            elif kind == "weights":
+                weights = payload
+            else:
+                summaries[rank] = payload
+        for process in processes:
+            process.join(timeout=30)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=10)
+        reports.close()
+    return shards, [summaries[r] for r in range(workers)], weights
+
+
+def _check_alive(processes: list[Any], summaries: dict[int, RankSummary]) -> None:
+    for rank, process in enumerate(processes):
+        if process.exitcode is not None and rank not in summaries:
+            raise WorkerFailed(rank=rank, reason=f"exited with code {process.exitcode}")
+
+
+def _progress(
+    shards: list[list[EpochShard]], epoch: int, cap: int, say: Callable[[str], None]
+) -> None:
+    """One line per epoch, once every rank has reported it."""
+    if any(len(s) < epoch for s in shards):
+        return
+    record = _epochs([s[:epoch] for s in shards], len(shards))[-1]
+    say(
+        f"epoch {epoch}/{cap}: train loss {record.train_loss:.4f}, val loss "
+        f"{record.val_loss:.4f}, top-1 {record.val_top1:.4f}, {record.samples_per_s:,.0f} "
+        f"samples/s over {len(shards)} workers (train {record.train_s:.2f} s, eval "
+        f"{record.eval_s:.2f} s)"
+    )
+
+
+def _epochs(shards: list[list[EpochShard]], workers: int) -> list[EpochRecord]:
+    out = []
+    for epoch, ranks in enumerate(zip(*shards, strict=True), start=1):
+        first = ranks[0]
+        assert first.val_loss is not None and first.val_top1 is not None  # rank 0 evaluates
+        samples = sum(r.samples for r in ranks)
+        train_s = max(r.train_s for r in ranks)
+        out.append(
+            EpochRecord(
+                epoch=epoch,
+                train_loss=sum(r.loss_sum for r in ranks) / max(samples, 1),
+                train_s=train_s,
+                samples_per_s=samples / train_s if train_s > 0 else 0.0,
+                val_loss=first.val_loss,
+                val_top1=first.val_top1,
+                eval_s=first.eval_s,
+            )
+        )
+    assert len(out) and workers == len(shards)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
