@@ -79,19 +79,12 @@ def _validate_transform(
 ) -> None:
     """Level 1: the training spec's transformation against the untransformed training,
     before the training run takes it (``details["transform"]``; invalid: a failed run)."""
+    from pinbench.evaluator.transformrun import keep
     from pinbench.transforms.microbatch import validate_training
 
     spec, env = job.lock.body.training, job.lock.body.environment
     assert spec is not None and spec.transform is not None and env is not None
-    record = validate_training(spec, env.framework, start, data)
-    c = record.comparison
-    say(
-        f"transform {record.transform}: {record.compared} vs untransformed: {c.errors()} "
-        f"({'valid' if c.valid else 'INVALID'})"
-    )
-    evidence.details["transform"] = record.details()
-    evidence.metrics.update(record.metrics())
-    record.check()
+    keep(validate_training(spec, env.framework, start, data), evidence, say)
 
 
 def _split(

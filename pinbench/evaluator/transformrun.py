@@ -20,6 +20,7 @@ from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence, Job
+    from pinbench.transforms.result import TransformRecord
 
 SAMPLES = 512
 Predict = Callable[[Any], dict[str, Any]]
@@ -57,6 +58,14 @@ def validate_inference(
             )
         except ValueError as exc:  # an output that is not one row per sample
             raise UserError(f"transform: {exc}") from None
+    keep(record, evidence, say)
+    k = transform.micro_batches
+    return predict if k == 1 else micro_outputs(predict, k)
+
+
+def keep(record: TransformRecord, evidence: Evidence, say: Callable[[str], None]) -> None:
+    """Say a validation's errors, record them in the run's details and metrics, and fail the
+    run (``TransformInvalid``) when they are outside the tolerance."""
     c = record.comparison
     say(
         f"transform {record.transform}: {record.compared} vs untransformed: {c.errors()} "
@@ -65,5 +74,3 @@ def validate_inference(
     evidence.details["transform"] = record.details()
     evidence.metrics.update(record.metrics())
     record.check()
-    k = transform.micro_batches
-    return predict if k == 1 else micro_outputs(predict, k)
