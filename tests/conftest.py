@@ -135,3 +135,11 @@ def gpt_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("catalog-gpt")
     builtin.build(root, ["gpt"])
     return root
+
+
+@pytest.fixture
+def two_cores() -> None:
+    """``need_two_cores`` as a fixture (``pytest.mark.usefixtures("two_cores")``)."""
+    from tests.helpers import need_two_cores
+
+    need_two_cores()

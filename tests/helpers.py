@@ -4,6 +4,7 @@ catalog published, the CLI run in-process."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -300,3 +301,16 @@ def run_doc_block(page: Path, test: str, cwd: Path, *, timeout: int) -> Complete
         text=True,
         timeout=timeout,
     )
+
+
+def need_two_cores() -> None:
+    """Two workers need two cores: skipped on a smaller machine, except with ``CI=true``,
+    where such a test must run and so fails, naming the cores it lacks."""
+    from pinbench.training.distributed.spec import available_here
+
+    if available_here() >= 2:
+        return
+    reason = f"two workers need two cores; this machine has {available_here()}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: this test must run)")
+    pytest.skip(reason)

@@ -24,7 +24,7 @@ from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
 from tests.cluster import ADDRESS, BIN, Cluster, ray_cluster, served
 
-pytestmark = pytest.mark.skipif(available_here() < 2, reason="two workers need two cores")
+pytestmark = pytest.mark.usefixtures("two_cores")  # with CI=true a failure, never a skip
 
 PORT = 8460
 REQUEST: dict[str, Any] = {

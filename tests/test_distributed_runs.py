@@ -25,7 +25,7 @@ from pinbench.training.distributed.spec import TooManyWorkers, available_here
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, Home, in_process_cli, published_home
 
-pytestmark = pytest.mark.skipif(available_here() < 2, reason="two workers need two cores")
+pytestmark = pytest.mark.usefixtures("two_cores")  # with CI=true a failure, never a skip
 
 REQUEST: dict[str, Any] = {
     "model": "vision/digits-cnn-torch@^1",
