@@ -33,12 +33,13 @@ from pinbench.training.errors import TrainingDiverged
 from pinbench.training.result import TrainingResult
 from pinbench.training.run import train
 from pinbench.training.spec import TrainingSpec
+from tests.helpers import need_two_cores
 from tests.test_training import DIVERGE_SCALE, digits_data, start_model
 
 ALLREDUCE_VS_DDP_ATOL = 1e-5
 PARAMETER_BYTES = 24_360
 """The digits CNN's float32 parameters: (16*9+16 + 32*16*9+32 + 128*10+10) * 4."""
-TWO = pytest.mark.skipif(available_here() < 2, reason="two workers need two cores")
+TWO = pytest.mark.usefixtures("two_cores")  # with CI=true a failure, never a skip
 
 
 def _canonical(data: TrainData) -> TrainData:
@@ -80,8 +81,7 @@ def single(start: TrainModel, data: TrainData) -> TrainingResult:
 @pytest.fixture(scope="module")
 def two(start: TrainModel, data: TrainData) -> dict[str, tuple[TrainingResult, DistributedRecord]]:
     """One epoch with two workers per scheme, and allreduce once more (a rerun)."""
-    if available_here() < 2:
-        pytest.skip("two workers need two cores")
+    need_two_cores()
     runs = {s: _run(start, data, s, 2) for s in ("allreduce", "ddp", "pssgd", "mavg")}
     runs["allreduce_again"] = _run(start, data, "allreduce", 2)
     return runs
@@ -276,3 +276,20 @@ def test_a_request_without_distributed_keeps_its_digest() -> None:
         "workers": 2,
         "average_every": 3,
     }
+
+
+def test_an_epoch_over_no_samples_fails_instead_of_a_zero_loss() -> None:
+    """The epoch record divides the workers' summed loss by their samples; none is an error
+    naming the epoch, never a train loss of 0.0. With samples, the loss is their mean."""
+    from pinbench.training.distributed.launch import WorkerFailed, _epochs
+    from pinbench.training.distributed.worker import EpochShard
+
+    def shard(rank: int, samples: int, loss_sum: float) -> EpochShard:
+        val = (0.5, 0.9) if rank == 0 else (None, None)
+        return EpochShard(1, samples, 1, loss_sum, 0.25 + rank, val[0], val[1], 0.1)
+
+    (record,) = _epochs([[shard(0, 30, 6.0)], [shard(1, 10, 4.0)]], 2)
+    assert record.train_loss == pytest.approx(10.0 / 40) and record.train_s == 1.25
+    assert record.samples_per_s == pytest.approx(40 / 1.25)
+    with pytest.raises(WorkerFailed, match="epoch 1 trained no samples"):
+        _epochs([[shard(0, 0, 0.0)], [shard(1, 0, 0.0)]], 2)

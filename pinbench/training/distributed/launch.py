@@ -209,11 +209,15 @@ def _epochs(shards: list[list[EpochShard]], workers: int) -> list[EpochRecord]:
         first = ranks[0]
         assert first.val_loss is not None and first.val_top1 is not None  # rank 0 evaluates
         samples = sum(r.samples for r in ranks)
+        if samples == 0:  # a loss over no samples is undefined, never a 0.0
+            raise WorkerFailed(
+                rank=0, reason=f"epoch {epoch} trained no samples (fewer samples than workers)"
+            )
         train_s = max(r.train_s for r in ranks)
         out.append(
             EpochRecord(
                 epoch=epoch,
-                train_loss=sum(r.loss_sum for r in ranks) / max(samples, 1),
+                train_loss=sum(r.loss_sum for r in ranks) / samples,
                 train_s=train_s,
                 samples_per_s=samples / train_s if train_s > 0 else 0.0,
                 val_loss=first.val_loss,
