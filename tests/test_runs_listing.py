@@ -6,6 +6,7 @@ expected lists are computed here from the rows the test wrote, never from the li
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -198,6 +199,140 @@ def test_a_database_from_before_the_columns_gets_them_from_its_lockfiles(
             )
         }
     assert got == {r.id: (r.model, r.model_version, r.framework) for r in rows}
+    by_run, _ = _facets(reg)  # and each its facet (migration 0013)
+    assert {i: f[:3] + f[4:] for i, f in by_run.items()} == {
+        r.id: (r.model, r.model_version, r.framework, r.status, r.system) for r in rows
+    }
+    words = {"model": "vision/digits-logreg", "status": rows[0].status}
+    expected = _newest_first([r for r in rows if _keeps(words, r)])
+    assert [r.id for r in reg.runs(None, **words)] == expected
+
+
+# -- two or more filter columns: the runs of the matching facets (decision 158) ---------------
+
+VALUES: dict[str, list[str]] = {
+    # values runs have, and values none has (an unknown model, version, framework, system)
+    "model": [
+        "vision/digits-logreg",
+        "vision/digits-logreg@1.0.0",
+        "vision/digits-logreg@1.1.0",
+        "vision/digits-logreg@9.9.9",
+        "vision/digits-cnn-torch",
+        "vision/none",
+    ],
+    "framework": ["onnxruntime", "torch", "tensorflow", "jax"],
+    "status": list(STATUSES),
+    "system": ["node-a", "node-b", "node-z"],
+}
+
+
+def _keeps(words: dict[str, str], r: Row) -> bool:
+    """Whether a filter keeps a row, computed here from the row's own values."""
+    for key, value in words.items():
+        name, _, version = value.partition("@")
+        if key == "model" and (r.model != name or (version and r.model_version != version)):
+            return False
+        if key in ("framework", "status", "system") and getattr(r, key) != value:
+            return False
+    return True
+
+
+def test_any_combination_of_filters_is_the_rows_it_names(reg: pinbench.Registry) -> None:
+    """Random combinations of two to four filter columns, values that runs have and values
+    none has, against the rows the test wrote; pages of 23 until a short one."""
+    rows = _fill(reg, 300, seed=11)
+    rnd = random.Random(2026)
+    empty = 0
+    for _ in range(40):
+        keys = rnd.sample(sorted(VALUES), rnd.randint(2, 4))
+        words = {k: rnd.choice(VALUES[k]) for k in keys}
+        expected = _newest_first([r for r in rows if _keeps(words, r)])
+        empty += not expected
+        seen: list[str] = []
+        after: str | None = None
+        while True:
+            page = [r.id for r in reg.runs(23, after=after, **words)]
+            seen += page
+            if len(page) < 23:
+                break
+            after = page[-1]
+        assert seen == expected, words
+    assert 0 < empty < 40, "the draw must hold combinations that match and ones that do not"
+
+
+def _facets(reg: pinbench.Registry) -> tuple[dict[str, tuple[Any, ...]], set[tuple[Any, ...]]]:
+    """Each run's facet as the facet row names it, and every facet row."""
+    cols = "model, model_version, framework, framework_version, status, system"
+    with reg.workspace().engine.connect() as conn:
+        facets = {
+            fid: tuple(rest)
+            for fid, *rest in conn.execute(text(f"SELECT id, {cols} FROM run_facets"))
+        }
+        runs = conn.execute(text("SELECT id, facet_id FROM runs")).all()
+    return {run_id: facets[fid] for run_id, fid in runs}, set(facets.values())
+
+
+def test_the_database_files_every_run_under_its_facet_when_written_and_when_changed(
+    reg: pinbench.Registry,
+) -> None:
+    from pinbench.evaluator.run_where import misfiled
+
+    rows = _fill(reg, 60, seed=3)
+    ws = reg.workspace()
+    with ws.transaction() as session:  # through the ORM, as the run pool changes a status
+        run = session.get(RunRow, rows[0].id)
+        assert run is not None
+        run.status, run.system = "cancelled", "node-b"
+    with ws.engine.begin() as conn:  # and in plain SQL
+        conn.execute(text("UPDATE runs SET system = 'node-a' WHERE id = :id"), {"id": rows[1].id})
+    by_run, facets = _facets(reg)
+    changed = {rows[0].id: ("cancelled", "node-b"), rows[1].id: (rows[1].status, "node-a")}
+    for r in rows:
+        status, system = changed.get(r.id, (r.status, r.system))
+        assert by_run[r.id][2] == r.framework and by_run[r.id][4:] == (status, system)
+        assert by_run[r.id][:2] == (r.model, r.model_version)
+    assert facets >= set(by_run.values())  # a facet once had is kept, each combination once
+    assert len(facets) == len(facets | set(by_run.values()))
+    with ws.transaction() as session:
+        assert misfiled(session) == []
+    listed = [r.id for r in reg.runs(None, status="cancelled", system="node-b")]
+    assert rows[0].id in listed
+
+
+def test_a_combination_no_run_has_answers_without_reading_runs(reg: pinbench.Registry) -> None:
+    from sqlalchemy import event
+
+    from pinbench.evaluator.history import list_runs
+    from pinbench.evaluator.run_filter import RunFilter
+
+    rows = _fill(reg, 60, seed=5)
+    had = {(r.framework, r.system, r.status) for r in rows}
+    framework, system, status = next(  # each value some run has, the three together none
+        c
+        for c in itertools.product(("onnxruntime", "torch"), ("node-a", "node-b"), STATUSES)
+        if c not in had
+    )
+    words = {"framework": framework, "system": system, "status": status}
+    assert not [r for r in rows if _keeps(words, r)]
+    ws = reg.workspace()
+    statements: list[str] = []
+    listen = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(ws.engine, "before_cursor_execute", listen)
+    try:
+        assert list_runs(ws, 100, where=RunFilter.parse(words)) == []
+    finally:
+        event.remove(ws.engine, "before_cursor_execute", listen)
+    assert statements and all("FROM runs" not in s for s in statements), statements
+
+
+def test_fsck_names_a_run_whose_facet_is_not_its_own(reg: pinbench.Registry) -> None:
+    rows = _fill(reg, 10, seed=9)
+    assert [p for p in reg.admin().check_store().problems if p.kind == "facet"] == []
+    with reg.workspace().engine.begin() as conn:  # behind the trigger's back
+        conn.execute(text("UPDATE runs SET facet_id = NULL WHERE id = :id"), {"id": rows[4].id})
+    problems = [p for p in reg.admin().check_store().problems if p.kind == "facet"]
+    assert [p.path for p in problems] == [f"runs/{rows[4].id}"]
+    assert "would miss it" in problems[0].detail
 
 
 # -- the faces: CLI, REST, web UI ---------------------------------------------------------------
@@ -263,19 +398,24 @@ def test_rest_filters_pages_and_refuses(filled_server: tuple[Server, list[Row]])
 def test_the_web_runs_page_filters_and_links_the_older_page(
     filled_server: tuple[Server, list[Row]],
 ) -> None:
+    from pinbench.web.pages import RUNS_PAGE
+
     srv, rows = filled_server
     expected = _newest_first([r for r in rows if r.model == "vision/digits-logreg"])
-    assert len(expected) > 200
+    assert len(expected) > 2 * RUNS_PAGE
     page = httpx.get(f"{srv.url}/ui/runs", params={"model": "vision/digits-logreg"})
     assert page.status_code == 200
     shown = [i for i in expected if f'value="{i}"' in page.text]
-    assert shown == expected[:200]
-    older = f"/ui/runs?model=vision%2Fdigits-logreg&amp;after={expected[199]}"
+    assert shown == expected[:RUNS_PAGE]
+    older = f"/ui/runs?model=vision%2Fdigits-logreg&amp;after={expected[RUNS_PAGE - 1]}"
     assert older in page.text
     rest = httpx.get(
-        f"{srv.url}/ui/runs", params={"model": "vision/digits-logreg", "after": expected[199]}
+        f"{srv.url}/ui/runs",
+        params={"model": "vision/digits-logreg", "after": expected[RUNS_PAGE - 1]},
     )
-    assert [i for i in expected if f'value="{i}"' in rest.text] == expected[200:400]
+    assert [i for i in expected if f'value="{i}"' in rest.text] == expected[
+        RUNS_PAGE : 2 * RUNS_PAGE
+    ]
 
 
 COPIES = 70_000

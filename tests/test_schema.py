@@ -15,6 +15,7 @@ TABLES = {
     "artifact_files",
     "lockfiles",
     "runs",
+    "run_facets",
     "results",
     "users",
     "namespace_members",

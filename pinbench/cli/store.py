@@ -21,10 +21,11 @@ if TYPE_CHECKING:
 @click.pass_context
 def fsck(ctx: click.Context, as_json: bool = False) -> None:
     """Check the blob store against the database: every blob a row references is present
-    and hashes to its name, every blob is referenced, nothing else lies among the blobs.
+    and hashes to its name, every blob is referenced, nothing else lies among the blobs,
+    and every run's filter facet names its model, framework, status and system.
 
     Reads every blob (the verified-state cache is not trusted). Prints one line per
-    problem (missing, corrupt, unreferenced, stray) and exits 1 when there is any;
+    problem (missing, corrupt, unreferenced, stray, facet) and exits 1 when there is any;
     `pinbench gc --blobs` removes unreferenced blobs.
     """
     with local_registry() as reg:

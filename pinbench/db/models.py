@@ -18,6 +18,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    column,
+    func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -88,6 +90,9 @@ class Run(Base):
         Index("ix_runs_framework_started", "framework", "started_at", "id"),
         Index("ix_runs_status_started", "status", "started_at", "id"),
         Index("ix_runs_system_started", "system", "started_at", "id"),
+        # filters on two or more of the columns above read the matching facets' runs
+        # through this one (decision 158)
+        Index("ix_runs_facet_started", "facet_id", "started_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -126,8 +131,41 @@ class Run(Base):
     framework: Mapped[str | None] = mapped_column(String(200))
     """The lockfile environment's framework name; ``framework_version`` its version."""
     framework_version: Mapped[str | None] = mapped_column(String(200))
+    facet_id: Mapped[int | None] = mapped_column(Integer)
+    """Its ``run_facets`` row: set by the database's trigger whenever a run is inserted or one
+    of the six columns a facet names changes (migration 0013), never by pinbench's code."""
 
     results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+
+class RunFacet(Base):
+    """One combination of the filter columns some run has had: model, model version,
+    framework, framework version, status, system. The runs table's trigger adds a row the
+    first time a run takes a combination; rows are never removed (a combination no run has
+    any more costs one empty index probe). A listing filtered on two or more columns looks its
+    facets up here and reads only their runs (decision 158)."""
+
+    __tablename__ = "run_facets"
+    __table_args__ = (
+        Index(
+            "uq_run_facets",
+            *(
+                func.coalesce(column(c), "")
+                for c in ("model", "model_version", "framework", "framework_version")
+            ),
+            "status",
+            func.coalesce(column("system"), ""),
+            unique=True,
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model: Mapped[str | None] = mapped_column(String(200))
+    model_version: Mapped[str | None] = mapped_column(String(200))
+    framework: Mapped[str | None] = mapped_column(String(200))
+    framework_version: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16))
+    system: Mapped[str | None] = mapped_column(String(63))
 
 
 class ServerInstance(Base):

@@ -5,7 +5,8 @@ the blobs its details record (outputs, weights, token times: any ``*sha256`` key
 attestation's envelope and the subjects its signed statement names (``results.json``).
 
 ``check`` (``pinbench fsck``): every referenced blob is present and hashes to its name, every
-blob in the store is referenced, and nothing else lies among the blobs. ``collect``
+blob in the store is referenced, nothing else lies among the blobs, and every run's filter
+facet names its columns (decision 158). ``collect``
 (``pinbench gc --blobs``): the unreferenced blobs older than a grace period, removed only when
 asked. Both read the references and list the blobs under the store's write lock
 (``BlobStore.locked``), which a publish holds from making its blobs visible until its rows are
@@ -33,6 +34,7 @@ from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
 from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
 from pinbench.errors import InvalidValue
+from pinbench.evaluator.run_where import misfiled
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -67,7 +69,9 @@ def duration_s(text: str) -> float:
 class Problem:
     """One thing wrong with the store: ``kind`` is ``missing`` (referenced, absent),
     ``corrupt`` (its bytes hash to another digest), ``unreferenced`` (no row names it) or
-    ``stray`` (a file among the blobs that is not named by a digest)."""
+    ``stray`` (a file among the blobs that is not named by a digest); and in the database,
+    ``facet`` (a run whose ``run_facets`` row does not name its columns: its path is
+    ``runs/ID``)."""
 
     kind: str
     path: str
@@ -223,6 +227,16 @@ def check(ws: Workspace) -> Checked:
         if digest not in present:
             where = _rel(ws.store.path(Digest(digest)), ws.store.blobs)
             done.problems.append(Problem("missing", where, f"{label}: not in the store"))
+    with ws.transaction() as session:
+        for run_id in misfiled(session):
+            done.problems.append(
+                Problem(
+                    "facet",
+                    f"runs/{run_id}",
+                    "its filter facet (run_facets) does not name its model, framework, status"
+                    " and system: listings filtered on two or more of them would miss it",
+                )
+            )
     return done
 
 

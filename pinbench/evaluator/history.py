@@ -7,13 +7,14 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, select, tuple_
+from sqlalchemy import Row, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Result, Run
 from pinbench.errors import UserError
 from pinbench.evaluator.run_filter import RunFilter
+from pinbench.evaluator.run_where import Listing, narrowed
 from pinbench.registry.lockfile import Lockfile
 from pinbench.run_metrics import COMPARED
 from pinbench.workspace import Workspace
@@ -144,10 +145,12 @@ def list_runs(
     from pinbench.db.chunks import chunked
 
     with ws.transaction() as session:
-        stmt: Listing = select(*_LISTED).order_by(Run.started_at.desc(), Run.id.desc())
-        stmt = _filtered(stmt, where or RunFilter())
-        if after is not None:
-            last = find_run(session, after)
+        last = find_run(session, after) if after is not None else None
+        listing: Listing = select(*_LISTED).order_by(Run.started_at.desc(), Run.id.desc())
+        stmt = narrowed(session, listing, where or RunFilter())
+        if stmt is None:  # no run has the combination the filter asks for
+            return []
+        if last is not None:
             stmt = stmt.where(tuple_(Run.started_at, Run.id) < tuple_(last.started_at, last.id))
         if limit is not None:
             stmt = stmt.limit(limit)
@@ -195,27 +198,6 @@ _LISTED = (
     Run.error,
 )
 """The columns a run's summary shows (``_summary``): a listing reads these, not whole rows."""
-Listing = Select[*tuple[Any, ...]]
-
-
-def _filtered(stmt: Listing, where: RunFilter) -> Listing:
-    for column, version, wanted in (
-        (Run.model, Run.model_version, where.model),
-        (Run.framework, Run.framework_version, where.framework),
-    ):
-        if wanted is not None:
-            stmt = stmt.where(column == wanted.name)
-            if wanted.version is not None:
-                stmt = stmt.where(version == wanted.version)
-    if where.status is not None:
-        stmt = stmt.where(Run.status == where.status)
-    if where.system is not None:
-        stmt = stmt.where(Run.system == where.system)
-    if where.since is not None:
-        stmt = stmt.where(Run.started_at >= where.since)
-    if where.until is not None:
-        stmt = stmt.where(Run.started_at < where.until)
-    return stmt
 
 
 def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
