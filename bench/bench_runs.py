@@ -18,6 +18,9 @@ the 50th page by ``after``):
   handler call), ``--queries`` times, p50 and p99 in ms;
 * ``GET /api/v1/runs`` and ``GET /ui/runs`` (a page of 100 rendered) through a real
   ``pinbench serve``, one request at a time, p50 and p99;
+* decision 158's baseline: the filters of two or more columns (model@version, model + status +
+  system, rare, no match) the way decision 148 read them, every condition on the run's own
+  columns (the first filter's index range, the others checked per row), ``--queries`` times;
 * the baseline: the same library calls with the six listing indexes dropped (what main had
   before issue 38: no index to read a page off), ``--baseline-queries`` times each; the ratio
   is baseline p50 over indexed p50, both from the same run.
@@ -31,7 +34,8 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +182,7 @@ def one_run(report: Report, catalog_dir: Path, rows: int, queries: int, baseline
     import pinbench
     from pinbench.evaluator.history import list_runs
     from pinbench.evaluator.run_filter import RunFilter
+    from pinbench.evaluator.run_where import equalities
     from pinbench.web.pages import RUNS_PAGE
     from tests.apiserver import serve
     from tests.pg import postgres_server
@@ -207,6 +212,15 @@ def one_run(report: Report, catalog_dir: Path, rows: int, queries: int, baseline
                 got = timings_ms(library(words, start), queries)
                 indexed[name] = statistics.median(got)
                 _record(report, f"list_runs: {name}", got)
+            for name, (words, start) in cases.items():  # decision 158's baseline
+                if len(equalities(RunFilter.parse(words))) >= 2:
+                    with _without_facets():
+                        got = timings_ms(library(words, start), queries)
+                    p50 = statistics.median(got)
+                    _record(report, f"without facets: {name}", got)
+                    report.metric(
+                        f"facets' speed-up: {name} (p50 without / with)", "x", better="higher"
+                    ).values.append(p50 / indexed[name])
             with serve(home, url) as base, httpx.Client(base_url=base, timeout=60) as client:
                 for name in ("newest page", "model", "status", "model+status+system", "no match"):
                     words, _ = cases[name]
@@ -232,6 +246,25 @@ def one_run(report: Report, catalog_dir: Path, rows: int, queries: int, baseline
                     f"speed-up: {name} (p50 without / with)", "x", better="higher"
                 ).values.append(p50 / indexed[name])
                 log(f"no indexes: {name} p50 {p50:.1f} ms ({p50 / indexed[name]:.0f}x)")
+
+
+@contextmanager
+def _without_facets() -> Iterator[None]:
+    """The listing as decision 148 made it: every condition on the run's own columns, so a
+    combination reads its first filter's index range and checks the others per row."""
+    from pinbench.db.models import Run
+    from pinbench.evaluator import history
+    from pinbench.evaluator.run_filter import RunFilter
+    from pinbench.evaluator.run_where import Listing, equalities
+
+    def by_columns(session: object, stmt: Listing, where: RunFilter) -> Listing:
+        assert where.since is None and where.until is None  # not in the combined shapes
+        return stmt.where(*(getattr(Run, c) == v for c, v in equalities(where).items()))
+
+    from unittest import mock
+
+    with mock.patch.object(history, "narrowed", by_columns):
+        yield
 
 
 def _record(report: Report, name: str, got: list[float]) -> None:
@@ -263,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"run {run + 1}/{runs}")
             one_run(report, catalog_dir, args.rows, args.queries, args.baseline_queries)
     for m in list(report.metrics):
-        if m.name.endswith(" p99") and not m.name.startswith("no indexes"):
+        if m.name.endswith(" p99") and not m.name.startswith(("no indexes", "without facets")):
             value = statistics.median(m.values)
             report.checks.append(
                 Check(m.name, value, "ms", f"< {TARGET_MS:g} ms", value < TARGET_MS)
