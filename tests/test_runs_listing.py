@@ -275,7 +275,7 @@ def _facets(reg: pinbench.Registry) -> tuple[dict[str, tuple[Any, ...]], set[tup
 def test_the_database_files_every_run_under_its_facet_when_written_and_when_changed(
     reg: pinbench.Registry,
 ) -> None:
-    from pinbench.evaluator.run_where import misfiled
+    from pinbench.db.facets import misfiled
 
     rows = _fill(reg, 60, seed=3)
     ws = reg.workspace()

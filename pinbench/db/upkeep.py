@@ -32,9 +32,9 @@ from sqlalchemy import select
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
+from pinbench.db.facets import misfiled
 from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
 from pinbench.errors import InvalidValue
-from pinbench.evaluator.run_where import misfiled
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

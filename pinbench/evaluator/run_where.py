@@ -64,28 +64,3 @@ def narrowed(session: Session, stmt: Listing, where: RunFilter) -> Listing | Non
 
 def _equal(table: type[Run] | type[RunFacet], wanted: dict[str, str]) -> list[ColumnElement[bool]]:
     return [getattr(table, column) == value for column, value in wanted.items()]
-
-
-FACET_COLUMNS = ("model", "model_version", "framework", "framework_version", "status", "system")
-
-
-def misfiled(session: Session, limit: int = 100) -> list[str]:
-    """Ids of runs (at most ``limit``) whose facet is missing or names other values than the
-    run's own columns: a filtered listing would show them where they do not belong or miss
-    them. The trigger of migration 0013 keeps this empty; ``pinbench fsck`` reports it."""
-    from sqlalchemy import and_, func, not_, or_
-
-    same = and_(
-        *(
-            func.coalesce(getattr(RunFacet, c), "") == func.coalesce(getattr(Run, c), "")
-            for c in FACET_COLUMNS
-        )
-    )
-    stmt = (
-        select(Run.id)
-        .outerjoin(RunFacet, RunFacet.id == Run.facet_id)
-        .where(or_(RunFacet.id.is_(None), not_(same)))
-        .order_by(Run.id)
-        .limit(limit)
-    )
-    return list(session.scalars(stmt))

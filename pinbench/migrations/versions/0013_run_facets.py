@@ -118,17 +118,13 @@ def upgrade() -> None:
     op.create_index(
         "uq_run_facets",
         "run_facets",
-        [
-            sa.func.coalesce(sa.column(c), "") if c in _NULLABLE else sa.column(c)
-            for c in COLUMNS
-        ],
+        [sa.func.coalesce(sa.column(c), "") if c in _NULLABLE else sa.column(c) for c in COLUMNS],
         unique=True,
     )
     op.add_column("runs", sa.Column("facet_id", sa.Integer(), nullable=True))
     op.execute(f"INSERT INTO run_facets ({_LISTED}) SELECT DISTINCT {_LISTED} FROM runs")
     op.execute(
-        "UPDATE runs SET facet_id = "
-        f"(SELECT f.id FROM run_facets AS f WHERE {_same('f', 'runs')})"
+        f"UPDATE runs SET facet_id = (SELECT f.id FROM run_facets AS f WHERE {_same('f', 'runs')})"
     )
     op.create_index("ix_runs_facet_started", "runs", ["facet_id", "started_at", "id"])
     if op.get_bind().dialect.name == "postgresql":
