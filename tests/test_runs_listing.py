@@ -228,6 +228,8 @@ VALUES: dict[str, list[str]] = {
 
 def _keeps(words: dict[str, str], r: Row) -> bool:
     """Whether a filter keeps a row, computed here from the row's own values."""
+    if "since" in words and r.started_at < datetime.fromisoformat(words["since"]):
+        return False
     for key, value in words.items():
         name, _, version = value.partition("@")
         if key == "model" and (r.model != name or (version and r.model_version != version)):
@@ -237,15 +239,25 @@ def _keeps(words: dict[str, str], r: Row) -> bool:
     return True
 
 
-def test_any_combination_of_filters_is_the_rows_it_names(reg: pinbench.Registry) -> None:
+@pytest.mark.parametrize("listed", [10_000, 1], ids=["facet-ids", "facet-subquery"])
+def test_any_combination_of_filters_is_the_rows_it_names(
+    reg: pinbench.Registry, listed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Random combinations of two to four filter columns, values that runs have and values
-    none has, against the rows the test wrote; pages of 23 until a short one."""
+    none has, some within a start-time window, against the rows the test wrote; pages of 23
+    until a short one. The matching facets sent as ids, and (more than ``FACETS_LISTED``) as
+    a subquery."""
+    from pinbench.evaluator import run_where
+
+    monkeypatch.setattr(run_where, "FACETS_LISTED", listed)
     rows = _fill(reg, 300, seed=11)
     rnd = random.Random(2026)
     empty = 0
     for _ in range(40):
         keys = rnd.sample(sorted(VALUES), rnd.randint(2, 4))
         words = {k: rnd.choice(VALUES[k]) for k in keys}
+        if rnd.random() < 0.3:
+            words["since"] = (T0 + timedelta(minutes=rnd.randrange(50))).isoformat()
         expected = _newest_first([r for r in rows if _keeps(words, r)])
         empty += not expected
         seen: list[str] = []
@@ -279,24 +291,93 @@ def test_the_database_files_every_run_under_its_facet_when_written_and_when_chan
 
     rows = _fill(reg, 60, seed=3)
     ws = reg.workspace()
+    first = (rows[0].model, rows[0].model_version, rows[0].framework)
+    was = _facets(reg)[0][rows[0].id]
     with ws.transaction() as session:  # through the ORM, as the run pool changes a status
         run = session.get(RunRow, rows[0].id)
         assert run is not None
         run.status, run.system = "cancelled", "node-b"
+        session.add(  # an operator's run: no model
+            RunRow(
+                id="operator-run",
+                lockfile_digest=run.lockfile_digest,
+                status="succeeded",
+                runner="local",
+                started_at=T0,
+                host={},
+                framework=rows[0].framework,
+            )
+        )
     with ws.engine.begin() as conn:  # and in plain SQL
         conn.execute(text("UPDATE runs SET system = 'node-a' WHERE id = :id"), {"id": rows[1].id})
     by_run, facets = _facets(reg)
     changed = {rows[0].id: ("cancelled", "node-b"), rows[1].id: (rows[1].status, "node-a")}
     for r in rows:
         status, system = changed.get(r.id, (r.status, r.system))
-        assert by_run[r.id][2] == r.framework and by_run[r.id][4:] == (status, system)
-        assert by_run[r.id][:2] == (r.model, r.model_version)
-    assert facets >= set(by_run.values())  # a facet once had is kept, each combination once
-    assert len(facets) == len(facets | set(by_run.values()))
+        assert by_run[r.id] == (
+            r.model,
+            r.model_version,
+            r.framework,
+            by_run[r.id][3],
+            status,
+            system,
+        )
+    assert by_run["operator-run"] == (None, None, rows[0].framework, None, "succeeded", None)
+    assert was in facets  # a combination no run has any more is kept
+    with ws.engine.connect() as conn:
+        distinct = conn.execute(
+            text(
+                "SELECT count(*) FROM (SELECT DISTINCT model, model_version, framework,"
+                " framework_version, status, system FROM run_facets) AS d"
+            )
+        ).scalar()
+        rows_there = conn.execute(text("SELECT count(*) FROM run_facets")).scalar()
+    assert distinct == rows_there == len(facets)  # each combination once
     with ws.transaction() as session:
-        assert misfiled(session) == []
+        assert misfiled(session) == ([], 0)
     listed = [r.id for r in reg.runs(None, status="cancelled", system="node-b")]
     assert rows[0].id in listed
+    assert "operator-run" in [
+        r.id for r in reg.runs(None, framework=rows[0].framework, status="succeeded")
+    ]
+    assert "operator-run" not in [
+        r.id for r in reg.runs(None, model=str(first[0]), status="succeeded")
+    ]
+
+
+def test_a_run_written_over_in_sqlite_keeps_every_run_filed(
+    tmp_path: Path, cnn_catalog_dir: Path
+) -> None:
+    """``INSERT OR REPLACE`` (SQLite's) overrides the conflict clause of the statements in a
+    trigger: a facet added with ``INSERT OR IGNORE`` would be deleted and added again under a
+    new id, leaving the other runs of its combination filed under nothing."""
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with pinbench.Registry(home=tmp_path / "home", database_url=db) as reg:
+        reg.init()
+        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
+            reg.publish(manifest, publisher="test")
+        _written_over(reg)
+
+
+def _written_over(reg: pinbench.Registry) -> None:
+    from pinbench.db.facets import misfiled
+
+    ws = reg.workspace()
+    rows = _fill(reg, 20, seed=4)
+    with ws.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT OR REPLACE INTO runs (id, lockfile_digest, status, runner, started_at,"
+                " host, trace_level, system, model, model_version, framework, framework_version)"
+                " SELECT id, lockfile_digest, status, runner, started_at, host, trace_level,"
+                " system, model, model_version, framework, framework_version FROM runs"
+            )
+        )
+        conn.execute(text("UPDATE OR REPLACE runs SET status = 'failed'"))
+    with ws.transaction() as session:
+        assert misfiled(session) == ([], 0)
+    words = {"model": rows[0].model, "status": "failed"}
+    assert len(reg.runs(None, **words)) == len([r for r in rows if r.model == rows[0].model])
 
 
 def test_a_combination_no_run_has_answers_without_reading_runs(reg: pinbench.Registry) -> None:
@@ -328,13 +409,21 @@ def test_a_combination_no_run_has_answers_without_reading_runs(reg: pinbench.Reg
 def test_fsck_names_a_run_whose_facet_is_not_its_own(reg: pinbench.Registry) -> None:
     rows = _fill(reg, 10, seed=9)
     assert [p for p in reg.admin().check_store().problems if p.kind == "facet"] == []
-    with reg.workspace().engine.begin() as conn:  # behind the trigger's back
+    other = next(r for r in rows if (r.status, r.system) != (rows[5].status, rows[5].system))
+    with reg.workspace().engine.begin() as conn:  # behind the trigger's back: none, another's
         conn.execute(text("UPDATE runs SET facet_id = NULL WHERE id = :id"), {"id": rows[4].id})
+        borrow = "UPDATE runs SET facet_id = (SELECT facet_id FROM runs WHERE id = :o)"
+        conn.execute(text(f"{borrow} WHERE id = :id"), {"id": rows[5].id, "o": other.id})
     problems = [p for p in reg.admin().check_store().problems if p.kind == "facet"]
-    assert [p.path for p in problems] == [f"runs/{rows[4].id}"]
+    assert sorted(p.path for p in problems) == sorted(f"runs/{r.id}" for r in rows[4:6])
     assert "would miss it" in problems[0].detail
+    from pinbench.db.facets import misfiled
+
+    with reg.workspace().transaction() as session:  # fsck names 100 and counts the rest
+        assert misfiled(session, limit=1) == ([min(r.id for r in rows[4:6])], 2)
     with reg.workspace().engine.begin() as conn:  # the repair docs/operations.md names
-        conn.execute(text("UPDATE runs SET status = status WHERE id = :id"), {"id": rows[4].id})
+        for r in rows[4:6]:
+            conn.execute(text("UPDATE runs SET status = status WHERE id = :id"), {"id": r.id})
     assert [p for p in reg.admin().check_store().problems if p.kind == "facet"] == []
 
 
@@ -404,6 +493,7 @@ def test_the_web_runs_page_filters_and_links_the_older_page(
     from pinbench.web.pages import RUNS_PAGE
 
     srv, rows = filled_server
+    assert RUNS_PAGE == 100  # as many as a REST page (decision 158)
     expected = _newest_first([r for r in rows if r.model == "vision/digits-logreg"])
     assert len(expected) > 2 * RUNS_PAGE
     page = httpx.get(f"{srv.url}/ui/runs", params={"model": "vision/digits-logreg"})

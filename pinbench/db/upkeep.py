@@ -228,15 +228,20 @@ def check(ws: Workspace) -> Checked:
             where = _rel(ws.store.path(Digest(digest)), ws.store.blobs)
             done.problems.append(Problem("missing", where, f"{label}: not in the store"))
     with ws.transaction() as session:
-        for run_id in misfiled(session):
-            done.problems.append(
-                Problem(
-                    "facet",
-                    f"runs/{run_id}",
-                    "its filter facet (run_facets) does not name its model, framework, status"
-                    " and system: listings filtered on two or more of them would miss it",
-                )
+        wrong, count = misfiled(session)
+    for run_id in wrong:
+        done.problems.append(
+            Problem(
+                "facet",
+                f"runs/{run_id}",
+                "its filter facet (run_facets) does not name its model, framework, status and"
+                " system: listings filtered on two or more of them would miss it",
             )
+        )
+    if count > len(wrong):
+        done.problems.append(
+            Problem("facet", "runs", f"and {count - len(wrong):,} more runs like these")
+        )
     return done
 
 

@@ -8,8 +8,10 @@ run, a rare one reads its few runs (decision 158).
 
 ``runs.facet_id`` is set by the database itself, on every insert and on every update of one of
 the six columns: a BEFORE trigger on PostgreSQL, AFTER triggers on SQLite (which cannot assign
-NEW). A later migration that rebuilds ``runs`` on SQLite (``batch_alter_table`` with a
-recreate) drops these triggers and must create them again (``create_triggers``);
+NEW; they add a facet with ``INSERT ... WHERE NOT EXISTS``, not ``INSERT OR IGNORE``, whose
+conflict clause an outer ``INSERT OR REPLACE`` would override, deleting the shared facet). A
+later migration that rebuilds ``runs`` on SQLite (``batch_alter_table`` with a recreate) drops
+these triggers and must create them again (``create_triggers``);
 ``tests/test_runs_listing.py`` checks that a run inserted or updated at head has its facet.
 
 Runs recorded before get theirs here: one INSERT of the distinct combinations, one UPDATE.
@@ -48,9 +50,12 @@ def _same(left: str, right: str) -> str:
 
 _LISTED = ", ".join(COLUMNS)
 _NEW = ", ".join(f"NEW.{c}" for c in COLUMNS)
+_KEY = ", ".join(f"(COALESCE({c}, ''))" if c in _NULLABLE else c for c in COLUMNS)
+"""``uq_run_facets``'s columns, as ``ON CONFLICT`` names the index it may give way to."""
 
 PG_FUNCTION = f"""
-CREATE FUNCTION pinbench_run_facet() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION pinbench_run_facet() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
 DECLARE
     found integer;
 BEGIN
@@ -59,7 +64,7 @@ BEGIN
         EXIT WHEN found IS NOT NULL;
         -- a concurrent transaction adding the same combination wins: look it up again
         INSERT INTO run_facets ({_LISTED}) VALUES ({_NEW})
-        ON CONFLICT DO NOTHING RETURNING id INTO found;
+        ON CONFLICT ({_KEY}) DO NOTHING RETURNING id INTO found;
         EXIT WHEN found IS NOT NULL;
     END LOOP;
     NEW.facet_id := found;
@@ -73,7 +78,8 @@ FOR EACH ROW EXECUTE FUNCTION pinbench_run_facet()
 """
 _SQLITE_BODY = f"""
 BEGIN
-    INSERT OR IGNORE INTO run_facets ({_LISTED}) VALUES ({_NEW});
+    INSERT INTO run_facets ({_LISTED})
+    SELECT {_NEW} WHERE NOT EXISTS (SELECT 1 FROM run_facets AS f WHERE {_same("f", "NEW")});
     UPDATE runs SET facet_id = (SELECT f.id FROM run_facets AS f WHERE {_same("f", "NEW")})
     WHERE id = NEW.id;
 END
@@ -122,7 +128,9 @@ def upgrade() -> None:
         unique=True,
     )
     op.add_column("runs", sa.Column("facet_id", sa.Integer(), nullable=True))
-    op.execute(f"INSERT INTO run_facets ({_LISTED}) SELECT DISTINCT {_LISTED} FROM runs")
+    # NULL and '' are one value to the unique index: DISTINCT must not tell them apart
+    distinct = ", ".join(f"NULLIF({c}, '')" if c in _NULLABLE else c for c in COLUMNS)
+    op.execute(f"INSERT INTO run_facets ({_LISTED}) SELECT DISTINCT {distinct} FROM runs")
     op.execute(
         f"UPDATE runs SET facet_id = (SELECT f.id FROM run_facets AS f WHERE {_same('f', 'runs')})"
     )
