@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -97,12 +98,19 @@ def _newest_first(rows: list[Row]) -> list[str]:
     return [r.id for r in sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)]
 
 
+@contextmanager
+def _published(home: Path, database_url: str | None, catalog: Path) -> Iterator[pinbench.Registry]:
+    """A registry at ``home`` with the catalog's manifests published."""
+    with pinbench.Registry(home=home, database_url=database_url) as registry:
+        registry.init()
+        for manifest in sorted(catalog.glob("*.yaml")):
+            registry.publish(manifest, publisher="test")
+        yield registry
+
+
 @pytest.fixture
 def reg(tmp_path: Path, database_url: str, cnn_catalog_dir: Path) -> Iterator[pinbench.Registry]:
-    with pinbench.Registry(home=tmp_path / "home", database_url=database_url) as registry:
-        registry.init()
-        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
-            registry.publish(manifest, publisher="test")
+    with _published(tmp_path / "home", database_url, cnn_catalog_dir) as registry:
         yield registry
 
 
@@ -351,33 +359,27 @@ def test_a_run_written_over_in_sqlite_keeps_every_run_filed(
     """``INSERT OR REPLACE`` (SQLite's) overrides the conflict clause of the statements in a
     trigger: a facet added with ``INSERT OR IGNORE`` would be deleted and added again under a
     new id, leaving the other runs of its combination filed under nothing."""
-    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    with pinbench.Registry(home=tmp_path / "home", database_url=db) as reg:
-        reg.init()
-        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
-            reg.publish(manifest, publisher="test")
-        _written_over(reg)
-
-
-def _written_over(reg: pinbench.Registry) -> None:
     from pinbench.db.facets import misfiled
 
-    ws = reg.workspace()
-    rows = _fill(reg, 20, seed=4)
-    with ws.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT OR REPLACE INTO runs (id, lockfile_digest, status, runner, started_at,"
-                " host, trace_level, system, model, model_version, framework, framework_version)"
-                " SELECT id, lockfile_digest, status, runner, started_at, host, trace_level,"
-                " system, model, model_version, framework, framework_version FROM runs"
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    with _published(tmp_path / "home", db, cnn_catalog_dir) as reg:
+        ws = reg.workspace()
+        rows = _fill(reg, 20, seed=4)
+        with ws.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT OR REPLACE INTO runs (id, lockfile_digest, status, runner,"
+                    " started_at, host, trace_level, system, model, model_version, framework,"
+                    " framework_version) SELECT id, lockfile_digest, status, runner, started_at,"
+                    " host, trace_level, system, model, model_version, framework,"
+                    " framework_version FROM runs"
+                )
             )
-        )
-        conn.execute(text("UPDATE OR REPLACE runs SET status = 'failed'"))
-    with ws.transaction() as session:
-        assert misfiled(session) == ([], 0)
-    words = {"model": rows[0].model, "status": "failed"}
-    assert len(reg.runs(None, **words)) == len([r for r in rows if r.model == rows[0].model])
+            conn.execute(text("UPDATE OR REPLACE runs SET status = 'failed'"))
+        with ws.transaction() as session:
+            assert misfiled(session) == ([], 0)
+        words = {"model": rows[0].model, "status": "failed"}
+        assert len(reg.runs(None, **words)) == len([r for r in rows if r.model == rows[0].model])
 
 
 def test_a_combination_no_run_has_answers_without_reading_runs(reg: pinbench.Registry) -> None:
@@ -431,10 +433,7 @@ def test_fsck_names_a_run_whose_facet_is_not_its_own(reg: pinbench.Registry) -> 
 
 
 def test_the_cli_filters_and_pages(cli: Cli, tmp_path: Path, cnn_catalog_dir: Path) -> None:
-    with pinbench.Registry(home=tmp_path / "home") as registry:
-        registry.init()
-        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
-            registry.publish(manifest, publisher="test")
+    with _published(tmp_path / "home", None, cnn_catalog_dir) as registry:
         rows = _fill(registry, 120, seed=3)
     expected = _newest_first([r for r in rows if r.framework == "torch"])
     first = cli("runs", "list", "--framework", "torch", "--limit", "10", "--json")
@@ -457,10 +456,7 @@ def filled_server(
 ) -> Iterator[tuple[Server, list[Row]]]:
     root = tmp_path_factory.mktemp("runs-server")
     db = f"sqlite:///{root}/db.sqlite"
-    with pinbench.Registry(home=root / "home", database_url=db) as registry:
-        registry.init()
-        for manifest in sorted(cnn_catalog_dir.glob("*.yaml")):
-            registry.publish(manifest, publisher="test")
+    with _published(root / "home", db, cnn_catalog_dir) as registry:
         rows = _fill(registry, 600, seed=11)
     with api_server(root / "home", db) as srv:
         yield srv, rows
