@@ -179,7 +179,10 @@ def test_accuracy_points_take_latency_from_the_performance_run(runs: Runs) -> No
         assert p["latency_p50_ms"] == pytest.approx(perf["latency_p50_ns"] / 1e6, abs=1e-6)
         assert p["top1"] == show_run(runs.ws, runs.acc[fw])["top1"]
     alone = accuracy_points(reports.gather(runs.ws, [runs.acc["torch"]]))
-    assert [p["latency_from"] for p in alone] == ["accuracy run"]
+    assert [p["latency_from"] for p in alone] == ["accuracy run (framework call)"]
+    own = show_run(runs.ws, runs.acc["torch"])
+    assert "latency_p50_ns" not in own  # LoadGen times no query in accuracy mode
+    assert alone[0]["latency_p50_ms"] == pytest.approx(own["framework_latency_p50_ns"] / 1e6)
 
 
 def test_diff_names_what_differs_between_two_frameworks(runs: Runs) -> None:

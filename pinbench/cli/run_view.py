@@ -12,22 +12,38 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-METRIC_ROWS = [
-    ("latency p50", "latency_p50_ns"),
-    ("latency p90", "latency_p90_ns"),
-    ("latency p95", "latency_p95_ns"),
-    ("latency p99", "latency_p99_ns"),
-    ("latency p99.9", "latency_p99_9_ns"),
-    ("latency mean", "latency_mean_ns"),
-    ("TTFT p50", "ttft_p50_ns"),
-    ("TTFT p90", "ttft_p90_ns"),
-    ("TTFT p99", "ttft_p99_ns"),
-    ("TPOT p50", "tpot_p50_ns"),
-    ("TPOT p90", "tpot_p90_ns"),
-    ("TPOT p99", "tpot_p99_ns"),
+LATENCY_ROWS = [
+    *[
+        (f"latency {shown}", f"latency_{tag}_ns")
+        for shown, tag in (
+            ("p50", "p50"),
+            ("p90", "p90"),
+            ("p95", "p95"),
+            ("p97", "p97"),
+            ("p99", "p99"),
+            ("p99.9", "p99_9"),
+            ("mean", "mean"),
+            ("min", "min"),
+            ("max", "max"),
+        )
+    ],
+    *[
+        (f"{name} {shown}", f"{key}_{tag}_ns")
+        for name, key in (("TTFT", "ttft"), ("TPOT", "tpot"))
+        for shown, tag in (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("mean", "mean"))
+    ],
 ]
 """Latencies (and, for a generation run, time to first token and time per output token after
-it) on rows of their own."""
+it): each row LoadGen's figure (``latency_p90_ns``) beside pinbench's framework-call figure
+(``framework_latency_p90_ns``), both by LoadGen's percentile rule (docs/running.md)."""
+METRIC_ROWS = [
+    *LATENCY_ROWS,
+    *[
+        (f"framework call {label.removeprefix('latency ')}", f"framework_{key}")
+        for label, key in LATENCY_ROWS
+    ],
+]
+"""Every metric the latency table shows."""
 SHOWN_ABOVE = frozenset(
     [key for _, key in METRIC_ROWS]
     + [
@@ -38,7 +54,12 @@ SHOWN_ABOVE = frozenset(
         "loadgen_valid_bool",
     ]
     + ["energy_j", "energy_per_inference_j", "peak_rss_bytes", "peak_gpu_bytes"]
-    + [f"{m}_{p}_ns" for m in ("ttft", "tpot") for p in ("mean", "p95", "p99_9")]
+    + [
+        f"{prefix}{m}_{p}_ns"
+        for prefix in ("", "framework_")
+        for m in ("ttft", "tpot")
+        for p in ("p95", "p97", "p99_9", "min", "max")
+    ]
 )
 """Metrics ``print_run`` shows on rows of their own; every other recorded one follows them
 (``run_metrics.metric_rows``)."""
@@ -50,7 +71,6 @@ def print_run(info: dict[str, Any]) -> None:
 
     from pinbench.energy.show import energy_and_cost
     from pinbench.run_metrics import metric_rows
-    from pinbench.tables import fmt_ns
 
     out = _out()
     out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
@@ -68,10 +88,10 @@ def print_run(info: dict[str, Any]) -> None:
             f"{info['model']} on {info['framework']}, {info['dataset']}, "
             f"{info['scenario']} {info['mode']}, batch {info['batch_size']}"
         )
+    latencies = latency_table(info)
+    if latencies is not None:
+        out.print(latencies)
     table = Table("metric", "value", box=None)
-    for label, key in METRIC_ROWS:
-        if key in info:
-            table.add_row(label, fmt_ns(info[key]))
     if "throughput_sps" in info:
         table.add_row("throughput", f"{info['throughput_sps']:,.0f} samples/s")
     if "throughput_tps" in info:
@@ -104,6 +124,30 @@ def print_run(info: dict[str, Any]) -> None:
             f"traced at level {info['trace']}: latencies include the profilers' overhead; "
             f"`pinbench runs trace {info['id'][:8]}` shows the trace"
         )
+
+
+def latency_table(info: dict[str, Any]) -> Table | None:
+    """LoadGen's latencies beside the framework call's, a row per percentile the run recorded
+    in either (a run measured in accuracy mode has only the framework call's)."""
+    from rich.table import Table
+
+    from pinbench.tables import fmt_ns
+
+    rows = [
+        (label, info.get(key), info.get(f"framework_{key}"))
+        for label, key in LATENCY_ROWS
+        if key in info or f"framework_{key}" in info
+    ]
+    if not rows:
+        return None
+    table = Table("latency", "LoadGen", "framework call", box=None)
+    for label, loadgen, framework in rows:
+        table.add_row(
+            label.removeprefix("latency "),
+            "" if loadgen is None else fmt_ns(loadgen),
+            "" if framework is None else fmt_ns(framework),
+        )
+    return table
 
 
 SHOWN_PREDICTIONS = 10

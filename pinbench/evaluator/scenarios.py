@@ -23,6 +23,11 @@ import numpy.typing as npt
 
 from pinbench import bounds as b
 from pinbench.errors import UserError
+from pinbench.evaluator.latency_metrics import (
+    loadgen_latencies,
+    series,
+    target_percentile_latency,
+)
 from pinbench.evaluator.loadgen_log import invalid_reasons, read_detail_log
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario, planned_refusal
@@ -38,7 +43,6 @@ _SCENARIOS = {
     "Server": lg.TestScenario.Server,
     "Offline": lg.TestScenario.Offline,
 }
-PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 
 
 class ScenarioError(UserError):
@@ -61,19 +65,21 @@ class Measurement:
     duration_ns: int
     """From the first query issued to the last answer."""
     loadgen: dict[str, Any]
+    scenario: str
+    """The LoadGen scenario it ran (MultiStream's headline latencies are per query)."""
+    target: float
+    """The scenario's target percentile as a fraction (``scenario.percentile / 100``)."""
     outputs: dict[int, Outputs] = field(default_factory=dict)
     """Accuracy mode: the model's outputs for each sample index, by name, each with a batch
     axis of one."""
 
     def summary(self) -> dict[str, float]:
-        """Metrics with their units in their names (``latency_p99_ns``, ``throughput_sps``)."""
-        lat = self.latencies_ns.astype(np.float64)
-        out: dict[str, float] = {}
-        if lat.size:
-            for p in PERCENTILES:
-                out[f"latency_p{p:g}_ns".replace(".", "_")] = float(np.percentile(lat, p))
-            out["latency_mean_ns"] = float(lat.mean())
-        out["queries_count"] = float(lat.size)
+        """Metrics with their units in their names: LoadGen's ``latency_p99_ns`` (its
+        summary's), pinbench's ``framework_latency_p99_ns`` (the framework calls), both by
+        LoadGen's percentile rule (``pinbench.evaluator.latency_metrics``); ``throughput_sps``."""
+        out = loadgen_latencies(self.loadgen, self.scenario, self.target)
+        out.update(series(self.latencies_ns, "framework_latency"))
+        out["queries_count"] = float(self.latencies_ns.size)
         out["samples_count"] = float(self.samples)
         if self.duration_ns > 0:
             out["throughput_sps"] = self.samples / (self.duration_ns / 1e9)
@@ -224,6 +230,8 @@ def run_scenario(
         samples=span[2],
         duration_ns=span[1] - span[0],
         loadgen=summary,
+        scenario=scenario.name,
+        target=scenario.percentile / 100.0,
         outputs=outputs,
     )
 
@@ -358,6 +366,12 @@ def start_test(
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)
     summary = read_detail_log(log_dir / "mlperf_log_detail.txt")
+    text = log_dir / "mlperf_log_summary.txt"
+    at_target = (
+        target_percentile_latency(text.read_text(errors="replace")) if text.exists() else None
+    )
+    if at_target is not None:
+        summary["target_percentile_latency_ns"] = at_target
     reasons = invalid_reasons(summary)
     if reasons:
         summary["invalid_reasons"] = reasons

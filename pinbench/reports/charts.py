@@ -55,7 +55,7 @@ def _with_latencies(report: Report) -> list[tuple[RunData, np.ndarray[Any, Any]]
 
 
 def latency_cdf(report: Report) -> Chart:
-    title = "Latency distribution (CDF)"
+    title = "Framework-call latency distribution (CDF)"
     runs = _with_latencies(report)
     if not runs:
         return Chart("cdf", title, None, "none of these runs recorded latencies")
@@ -89,7 +89,7 @@ def latency_histogram(report: Report) -> Chart:
     """Shares of each run's queries in common bins, evenly spaced on a log scale (runs here
     may differ a hundredfold), up to the highest run's 99.9th percentile (a few stragglers
     would otherwise squeeze every bar into one)."""
-    title = "Latency distribution (histogram)"
+    title = "Framework-call latency distribution (histogram)"
     runs = _with_latencies(report)
     if not runs:
         return Chart("histogram", title, None, "none of these runs recorded latencies")
@@ -193,8 +193,9 @@ def sweep(report: Report) -> Chart:
 def accuracy_points(report: Report) -> list[dict[str, Any]]:
     """One point per (model, framework, dataset) with an accuracy (its task's headline
     metric, ``pinbench.tasks``): that accuracy and the p50 latency of its SingleStream
-    performance run when the report has one, else of the accuracy run itself
-    (``latency_from`` says which). Latency never comes from a traced run."""
+    performance run when the report has one (LoadGen's), else of the accuracy run itself (its
+    framework call's: LoadGen times no query in accuracy mode; ``latency_from`` says which).
+    Latency never comes from a traced run."""
     from pinbench.tasks.registry import headline
 
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -208,7 +209,13 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
             slot.setdefault("metric", found[1].name)
             slot.setdefault("task", found[0].title)
             slot.setdefault("accuracy", found[2])
-            slot.setdefault("own_p50", m.get("latency_p50_ns") if run.trace == "none" else None)
+            # an accuracy run has no LoadGen latencies: its own is the framework call's
+            own = m.get("latency_p50_ns", m.get("framework_latency_p50_ns"))
+            slot.setdefault("own_p50", own if run.trace == "none" else None)
+            slot.setdefault(
+                "own_from",
+                "accuracy run" if "latency_p50_ns" in m else "accuracy run (framework call)",
+            )
         if i["mode"] == "performance" and "latency_p50_ns" in m and run.trace == "none":
             rank = 0 if i["scenario"] == "SingleStream" else 1
             if rank < slot.get("rank", 2):
@@ -228,7 +235,7 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
             "task": slot["task"],
             "accuracy": slot["accuracy"],
             "latency_p50_ms": _ms(p50),
-            "latency_from": slot.get("scenario", "accuracy run"),
+            "latency_from": slot.get("scenario", slot.get("own_from", "accuracy run")),
         }
         point[slot["metric"]] = slot["accuracy"]  # also by its own name (e.g. top1)
         points.append(point)

@@ -21,8 +21,8 @@ import mlperf_loadgen as lg
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.evaluator.latency_metrics import loadgen_latencies, series
 from pinbench.evaluator.scenarios import (
-    PERCENTILES,
     ScenarioError,
     _start_test_stoppable,
     settings_for,
@@ -51,6 +51,9 @@ class TokenMeasurement:
     starts_ns: npt.NDArray[np.int64]
     duration_ns: int
     loadgen: dict[str, Any]
+    scenario: str
+    target: float
+    """The scenario's target percentile as a fraction."""
     answers: dict[int, list[int]] = field(default_factory=dict)
     """Accuracy mode: each sample's answer (token ids)."""
     batches: list[list[int]] = field(default_factory=list)
@@ -59,7 +62,11 @@ class TokenMeasurement:
     answer came about)."""
 
     def summary(self) -> dict[str, float]:
-        return token_metrics(self.latencies_ns, self.ttft_ns, self.tokens, self.duration_ns)
+        """LoadGen's ``latency_*``, ``ttft_*`` and ``tpot_*`` (its summary's), then pinbench's
+        own ``framework_*`` series of the model's work (``token_metrics``)."""
+        out = loadgen_latencies(self.loadgen, self.scenario, self.target)
+        out.update(token_metrics(self.latencies_ns, self.ttft_ns, self.tokens, self.duration_ns))
+        return out
 
 
 def token_metrics(
@@ -68,30 +75,24 @@ def token_metrics(
     tokens: npt.NDArray[np.int64],
     duration_ns: int,
 ) -> dict[str, float]:
-    """Metrics from the raw per-query arrays: latency, TTFT and TPOT percentiles (TPOT over the
-    queries of two tokens or more: ``(latency - TTFT) / (tokens - 1)``, LoadGen's definition),
-    tokens per sample, tokens/s over the run."""
+    """pinbench's metrics from the raw per-query arrays (the model's work only), by LoadGen's
+    percentile rule: ``framework_latency_*``, ``framework_ttft_*`` and ``framework_tpot_*``
+    (TPOT over the queries of two tokens or more: ``(latency - TTFT) / (tokens - 1)``,
+    LoadGen's definition), tokens per sample, tokens/s over the run."""
     out: dict[str, float] = {}
-    lat = latencies.astype(np.float64)
-    first = ttft.astype(np.float64)
-    for p in PERCENTILES:
-        tag = f"p{p:g}".replace(".", "_")
-        out[f"latency_{tag}_ns"] = float(np.percentile(lat, p))
-        out[f"ttft_{tag}_ns"] = float(np.percentile(first, p))
-    out["latency_mean_ns"] = float(lat.mean())
-    out["ttft_mean_ns"] = float(first.mean())
+    out.update(series(latencies, "framework_latency"))
+    out.update(series(ttft, "framework_ttft"))
     many = tokens > 1
     if many.any():
-        tpot = (lat[many] - first[many]) / (tokens[many] - 1)
-        for p in PERCENTILES:
-            out[f"tpot_p{p:g}_ns".replace(".", "_")] = float(np.percentile(tpot, p))
-        out["tpot_mean_ns"] = float(tpot.mean())
-    out["queries_count"] = float(lat.size)
-    out["samples_count"] = float(lat.size)
+        lat = latencies.astype(np.float64)
+        tpot = (lat[many] - ttft[many].astype(np.float64)) / (tokens[many] - 1)
+        out.update(series(tpot, "framework_tpot"))
+    out["queries_count"] = float(latencies.size)
+    out["samples_count"] = float(latencies.size)
     out["tokens_count"] = float(tokens.sum())
     out["tokens_per_sample_mean_count"] = float(tokens.mean())
     if duration_ns > 0:
-        out["throughput_sps"] = lat.size / (duration_ns / 1e9)
+        out["throughput_sps"] = latencies.size / (duration_ns / 1e9)
         out["throughput_tps"] = float(tokens.sum()) / (duration_ns / 1e9)
     return out
 
@@ -229,6 +230,8 @@ def run_token_scenario(
         starts_ns=np.asarray(starts, dtype=np.int64),
         duration_ns=span[1] - span[0],
         loadgen=summary,
+        scenario=scenario.name,
+        target=scenario.percentile / 100.0,
         answers=answers,
         batches=batches,
     )

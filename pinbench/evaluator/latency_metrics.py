@@ -1,0 +1,119 @@
+"""A run's latency metrics, as MLPerf defines them and as pinbench measures them.
+
+Two series, two names (decision 159):
+
+- ``latency_*_ns`` are **LoadGen's own**, read from its summary of the run: the time from
+  LoadGen issuing a query to the system under test completing it, for each sample
+  (SingleStream, Server, Offline) or, in MultiStream, for each query (all its samples) — what
+  MLPerf Inference reports. Generation runs add LoadGen's ``ttft_*_ns`` (first token) and
+  ``tpot_*_ns`` (time per output token).
+- ``framework_latency_*_ns`` (and ``framework_ttft_*_ns``, ``framework_tpot_*_ns``) are
+  pinbench's: the framework call alone (``perf_counter_ns`` around ``predict``), one value per
+  call, the series the run's raw-latency blob keeps and the rerun verdict compares.
+
+Both use LoadGen's percentile rule (``results.cc``, ``ProcessLatencies``): sort the values and
+take the one at index ``floor(count * fraction)``, no interpolation, with the fractions written
+as LoadGen writes them (0.999, not 99.9 / 100).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 0.50),
+    ("p90", 0.90),
+    ("p95", 0.95),
+    ("p97", 0.97),
+    ("p99", 0.99),
+    ("p99_9", 0.999),
+)
+"""LoadGen's reported percentiles (``latency_percentiles`` in ``results.h``): tag, fraction."""
+
+_LOG_TAG = {tag: f"{fraction * 100:.2f}" for tag, fraction in PERCENTILES}
+"""Each tag as LoadGen's detail log spells its percentile (``DoubleToString(p * 100)``)."""
+
+
+def series(values: npt.NDArray[Any], prefix: str) -> dict[str, float]:
+    """``{prefix}_pXX_ns`` at LoadGen's percentiles, ``{prefix}_mean_ns`` (the arithmetic
+    mean), ``_min_ns`` and ``_max_ns`` of nanosecond values; nothing for no values (an empty
+    series has no percentile)."""
+    if values.size == 0:
+        return {}
+    ordered = np.sort(values, kind="stable")
+    n = int(ordered.size)
+    out = {f"{prefix}_{tag}_ns": float(ordered[int(n * fraction)]) for tag, fraction in PERCENTILES}
+    out[f"{prefix}_mean_ns"] = float(np.mean(ordered, dtype=np.float64))
+    out[f"{prefix}_min_ns"] = float(ordered[0])
+    out[f"{prefix}_max_ns"] = float(ordered[-1])
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def loadgen_latencies(
+    summary: Mapping[str, Any], scenario: str, target: float | None = None
+) -> dict[str, float]:
+    """The headline ``latency_*_ns`` (and, with token latencies, ``ttft_*_ns`` and
+    ``tpot_*_ns``) from LoadGen's detail-log entries (``loadgen_log.read_detail_log``): per
+    query in MultiStream, per sample otherwise. A value LoadGen did not log (an accuracy run,
+    an Offline TTFT) is absent, never zero. ``target``: the scenario's percentile as a
+    fraction, whose latency LoadGen prints in its summary (``target_percentile_latency_ns``)
+    when it is not one of the fixed ones."""
+    per_query = scenario == "MultiStream"
+    keys: dict[str, str] = {}
+    for tag, _ in PERCENTILES:
+        spelled = _LOG_TAG[tag]
+        keys[f"latency_{tag}_ns"] = (
+            f"result_{spelled}_percentile_per_query_latency_ns"
+            if per_query
+            else f"result_{spelled}_percentile_latency_ns"
+        )
+        keys[f"ttft_{tag}_ns"] = f"result_first_token_{spelled}_percentile_latency_ns"
+        keys[f"tpot_{tag}_ns"] = f"result_time_per_output_token_{spelled}_percentile_ns"
+    for stat in ("mean", "min", "max"):
+        keys[f"latency_{stat}_ns"] = (
+            f"result_{stat}_query_latency_ns" if per_query else f"result_{stat}_latency_ns"
+        )
+        keys[f"ttft_{stat}_ns"] = f"result_first_token_{stat}_latency_ns"
+        keys[f"tpot_{stat}_ns"] = f"result_time_to_output_token_{stat}"
+    out: dict[str, float] = {}
+    for name, key in keys.items():
+        value = _number(summary.get(key))
+        if value is not None:
+            out[name] = value
+    at_target = _number(summary.get("target_percentile_latency_ns"))
+    if at_target is not None and target is not None and 0 < target < 1:
+        out.setdefault(f"latency_{tag_of(target)}_ns", at_target)
+    return out
+
+
+def tag_of(fraction: float) -> str:
+    """``0.9`` → ``p90``, ``0.999`` → ``p99_9``, ``0.875`` → ``p87_5``."""
+    return f"p{round(fraction * 100, 6):g}".replace(".", "_")
+
+
+_TARGET_LINE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)th percentile latency \(ns\) : ([0-9]+)\s*$")
+
+
+def target_percentile_latency(summary_text: str) -> int | None:
+    """The latency on LoadGen's headline line of ``mlperf_log_summary.txt`` (``90.0th
+    percentile latency (ns) : 9207``; SingleStream and MultiStream print one): the scenario's
+    target percentile. The detail log keeps only the fixed percentiles, so a target outside
+    them (``scenario.percentile: 80``) is read here."""
+    for line in summary_text.splitlines():
+        found = _TARGET_LINE.match(line.strip())
+        if found:
+            return int(found.group(2))
+    return None
