@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                     outcome = run_lockfile(ws, lock, runner="local", say=quiet, trace=level)
                     wall = time.perf_counter() - t0
                     info = show_run(ws, outcome.id)
-                    p50[level] = info["latency_p50_ns"]
+                    p50[level] = info["framework_latency_p50_ns"]  # the profiled call
                     report.metric(f"[{fw}] p50 at {level}", "µs").values.append(p50[level] / 1e3)
                     report.metric(f"[{fw}] run wall time at {level}", "s").values.append(wall)
                     if info["trace_sha256"]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import mlperf_loadgen as lg
+import msgspec
 import numpy as np
 import pytest
 from sqlalchemy import text
@@ -50,15 +51,18 @@ def _summary_stats(path: Path) -> dict[str, int]:
 
 def _measure(name: str, log_dir: Path) -> Measurement:
     settings = {"name": name, "min_duration_ms": 150, "min_query_count": 200, "seed": 3}
-    scenario = Scenario(**settings, **SETTINGS[name])
+    scenario = msgspec.convert(settings | SETTINGS[name], Scenario)
     rng = np.random.default_rng(5)
     x = rng.standard_normal((48, 16)).astype(np.float32)
     w = rng.standard_normal((16, 10)).astype(np.float32)
     batch = 4 if name == "Offline" else 1
+
+    def predict(b: Any) -> dict[str, Any]:
+        return {"y": np.asarray(b, dtype=np.float32) @ w}
+
     return run_scenario(
-        lambda b: {"y": b @ w}, x, scenario, batch_size=batch, expected_latency_ns=50_000,
-        log_dir=log_dir,
-    )  # fmt: skip
+        predict, x, scenario, batch_size=batch, expected_latency_ns=50_000, log_dir=log_dir
+    )
 
 
 @pytest.mark.parametrize("name", list(SETTINGS))
@@ -241,3 +245,22 @@ def test_upgrade_renames_the_framework_series_and_reads_loadgens(database_url: s
         assert _results(conn, "multi") == {"latency_p50_ns": 3.0}
         assert _results(conn, "operator") == {"latency_p50_ns": 1.0}
     engine.dispose()
+
+
+def test_runs_show_prints_loadgens_latency_beside_the_framework_calls() -> None:
+    from rich.console import Console
+
+    from pinbench.cli.run_view import latency_table
+
+    info = {"latency_p90_ns": 99_400.0, "framework_latency_p90_ns": 92_100.0,
+            "framework_latency_p99_ns": 3_090_000.0, "ttft_p50_ns": 5_000_000.0}  # fmt: skip
+    table = latency_table(info)
+    assert table is not None
+    console = Console(record=True, width=100)
+    console.print(table)
+    lines = [line.split() for line in console.export_text().splitlines()]
+    assert lines[0] == ["latency", "LoadGen", "framework", "call"]
+    assert ["p90", "99.4", "µs", "92.1", "µs"] in lines
+    assert ["p99", "3.09", "ms"] in lines  # recorded by one series only: the other is blank
+    assert ["TTFT", "p50", "5.00", "ms"] in lines
+    assert latency_table({"top1": 0.5}) is None  # no latency: no table

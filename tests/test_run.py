@@ -72,6 +72,15 @@ def test_performance_scenarios_record_latencies(digits: Workspace, scenario: str
     assert info["units"]["latency_p50_ns"] == "ns"
     raw = digits.store.verify(Digest(info["latencies_sha256"]), label="latencies")
     assert np.load(raw).size == info["queries_count"]
+    # the headline latencies are LoadGen's, as its summary of this run has them (per query in
+    # MultiStream); the raw framework calls have their own names and LoadGen's percentile rule
+    loadgen = info["details"]["loadgen"]
+    per = "_per_query" if scenario == "MultiStream" else ""
+    for tag, spelled in (("p50", "50.00"), ("p90", "90.00"), ("p99", "99.00"), ("p99_9", "99.90")):
+        assert info[f"latency_{tag}_ns"] == loadgen[f"result_{spelled}_percentile{per}_latency_ns"]
+    calls = sorted(np.load(digits.store.path(Digest(info["latencies_sha256"]))).tolist())
+    for tag, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999)):
+        assert info[f"framework_latency_{tag}_ns"] == calls[int(len(calls) * fraction)]
 
 
 def test_second_run_uses_the_preprocessed_cache(digits: Workspace) -> None:

@@ -60,8 +60,12 @@ def _loadgen_keys() -> list[tuple[str, str, str]]:
         rows.append(
             (f"latency_{stat}_ns", f"result_{stat}_latency_ns", f"result_{stat}_query_latency_ns")
         )
-        rows.append((f"ttft_{stat}_ns", *[f"result_first_token_{stat}_latency_ns"] * 2))
-        rows.append((f"tpot_{stat}_ns", *[f"result_time_to_output_token_{stat}"] * 2))
+        first, per_token = (
+            f"result_first_token_{stat}_latency_ns",
+            f"result_time_to_output_token_{stat}",
+        )
+        rows.append((f"ttft_{stat}_ns", first, first))
+        rows.append((f"tpot_{stat}_ns", per_token, per_token))
     return rows
 
 
