@@ -73,8 +73,19 @@ def test_nudenet_accuracy_run_scores_as_the_direct_computation(
     run = latest_run(published)
     assert run["status"] == "succeeded", run["error"]
     direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
-    assert {k: run[k] for k in ("map", "map50", "recall")} == pytest.approx(direct, abs=1e-9)
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-9)
     assert run["map"] == pytest.approx(0.65) and run["map50"] == pytest.approx(1.0)
+    # Both faces are medium: the small and large statistics are undefined, left out of the
+    # metrics with their reasons in the details, and shown as undefined (decision 165).
+    undefined = run["details"]["undefined_metrics"]
+    assert sorted(undefined) == ["ar_large", "ar_small", "map_large", "map_small"]
+    assert not set(undefined) & set(run["units"])
+    shown = published("runs", "show", run["id"])
+    assert shown.code == 0, shown.err
+    assert "AR@100" in shown.out and "mAP@.75" in shown.out
+    assert "mAP small" in shown.out and "undefined: no ground-truth object in the small" in (
+        " ".join(shown.out.split())
+    )
     assert run["accuracy_samples_count"] == len(nudenet.PHOTOS)
     # per photo, its detections on the original image: [category_id, score, x, y, w, h]
     found = run["details"]["detections"]
@@ -84,7 +95,9 @@ def test_nudenet_accuracy_run_scores_as_the_direct_computation(
     assert run["details"]["outputs_name"] == nudenet.OUTPUT
     report = published("runs", "report", run["id"], "--html", str(tmp_path / "r.html"))
     assert report.code == 0, report.err
-    assert "map50" in (tmp_path / "r.html").read_text()
+    html = (tmp_path / "r.html").read_text()
+    assert "mAP@.5 (map50)" in html and "AR@100 (recall)" in html
+    assert '<td class="num">undefined</td>' in html
 
 
 # --- variants of the part's manifests ------------------------------------------------------

@@ -1,7 +1,7 @@
 """Scoring a detection run: the model's packed output (or separate outputs) decoded per its
 ``detection`` section (layout, normalized boxes, score threshold, NMS), instance masks brought
-onto the original image (``masks``), each sample's boxes mapped back onto its
-original image through the geometry of the input's steps, model classes matched to the COCO
+onto the original image (``masks``), each sample's boxes mapped back onto its original image
+through the geometry of the input's steps and clipped to it, model classes matched to the COCO
 categories by name, and COCO metrics computed with pycocotools.
 
 Runs after the scenario, outside any timed region. A sample's geometry is computed from its
@@ -29,11 +29,13 @@ from pinbench.tasks.detection.coco import (
     coco_mask_metrics,
     coco_metrics,
     to_coco,
+    undefined_stats,
     validate_segmentations,
 )
 from pinbench.tasks.detection.errors import BadGroundTruth
 from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
 from pinbench.tasks.detection.masks import box_mask, encode, image_mask
+from pinbench.tasks.detection.stats import MASK_STATS, STATS
 from pinbench.tasks.detection.truth import GroundTruth, check_sizes
 
 DETAIL_LIMIT = 100
@@ -259,6 +261,8 @@ class Scored:
     metrics: dict[str, float]
     details: list[list[list[float]]]
     """Per image, its first detections as ``[category_id, score, x, y, w, h]`` (rounded)."""
+    undefined: dict[str, str]
+    """The COCO statistics left out as undefined, each with its reason."""
 
 
 def score_detections(
@@ -300,12 +304,16 @@ def score_detections(
             ]
         )
     metrics = coco_metrics(truth.coco, results)
+    undefined = undefined_stats(metrics, STATS)
     if detection.masks is not None:
-        metrics |= coco_mask_metrics(truth.coco, masks)
+        mask_metrics = coco_mask_metrics(truth.coco, masks)
+        metrics |= mask_metrics
+        undefined |= undefined_stats(mask_metrics, MASK_STATS)
     return Scored(
         metrics
         | {"detections_count": float(len(results)), "accuracy_samples_count": float(len(images))},
         details,
+        undefined,
     )
 
 
