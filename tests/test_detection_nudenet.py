@@ -27,8 +27,9 @@ from pinbench.tasks.detection.nms import iou
 GROUND_TRUTH = Path(__file__).parent / "data" / "detection" / "skimage-faces.json"
 
 
-def detect(photo: nudenet.FacePhoto) -> tuple[Detections, Transform]:
-    """NudeNet's pipeline on one photo, in model-input coordinates, after NMS."""
+def model_output(photo: nudenet.FacePhoto) -> Any:
+    """NudeNet's ONNX output for one photo through its own pipeline (pad to a square at the
+    top-left, resize), ``(1, 4 + 18, 2100)``."""
     import onnxruntime as ort
     from PIL import Image
 
@@ -42,7 +43,12 @@ def detect(photo: nudenet.FacePhoto) -> tuple[Detections, Transform]:
     session = ort.InferenceSession(str(nudenet.onnx_source()), providers=["CPUExecutionProvider"])
     (output,) = session.run([nudenet.OUTPUT], {nudenet.INPUT: batch})
     assert output.shape == (1, 4 + len(nudenet.LABELS), 2100)
-    (found,) = decode(output, nudenet.LAYOUT)
+    return output
+
+
+def detect(photo: nudenet.FacePhoto) -> tuple[Detections, Transform]:
+    """NudeNet's pipeline on one photo, in model-input coordinates, after NMS."""
+    (found,) = decode(model_output(photo), nudenet.LAYOUT)
     kept = found.suppressed(
         iou_threshold=nudenet.IOU_THRESHOLD,
         score_threshold=nudenet.SCORE_THRESHOLD,
