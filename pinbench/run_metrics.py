@@ -49,10 +49,23 @@ def headline(run: Mapping[str, Any]) -> str:
     return f"{metric.label} {metric.show(value)}"
 
 
+def undefined_of(run: Mapping[str, Any]) -> dict[str, str]:
+    """The metrics the run left out as undefined, each with its reason (its details'
+    ``undefined_metrics``, decision 165); empty where none or no details are at hand."""
+    from pinbench.evaluator.undefined import DETAILS_KEY
+
+    details = run.get("details")
+    found = details.get(DETAILS_KEY) if isinstance(details, Mapping) else None
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in found.items()}
+
+
 def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[tuple[str, str]]:
     """(label, value) for every metric the run recorded but those in ``shown`` (printed
     otherwise): its task's metrics first, in the order the task declares them, with their
-    labels; then any other by its key, the value in its unit."""
+    labels, those it left out as undefined among them (``undefined: reason``); then any other
+    by its key, the value in its unit."""
     from pinbench.tasks.registry import metric_of, names, task
 
     metrics = metrics_of(run)
@@ -71,6 +84,13 @@ def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[
             rows.append((rank, key, label, declared.show(float(value))))
         else:
             rows.append((len(order) + 1, key, key, _raw(float(value), str(units.get(key, "")))))
+    for key, reason in undefined_of(run).items():
+        if key in shown or key in metrics:
+            continue
+        declared = metric_of(key, task_name)
+        label = key if declared is None else declared.label
+        rank = len(order) + 1 if declared is None else order.get(declared.name, len(order))
+        rows.append((rank, key, label, f"undefined: {reason}"))
     return [(label, value) for _, _, label, value in sorted(rows)]
 
 

@@ -21,6 +21,7 @@ from pinbench import catalog as builtin
 from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import nudenet
 from pinbench.tasks.detection.coco import coco_metrics
+from tests import yolox_grid
 from tests.helpers import Cli
 from tests.test_detection_nudenet import GROUND_TRUTH, run_on_all
 
@@ -73,8 +74,19 @@ def test_nudenet_accuracy_run_scores_as_the_direct_computation(
     run = latest_run(published)
     assert run["status"] == "succeeded", run["error"]
     direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
-    assert {k: run[k] for k in ("map", "map50", "recall")} == pytest.approx(direct, abs=1e-9)
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-9)
     assert run["map"] == pytest.approx(0.65) and run["map50"] == pytest.approx(1.0)
+    # Both faces are medium: the small and large statistics are undefined, left out of the
+    # metrics with their reasons in the details, and shown as undefined (decision 165).
+    undefined = run["details"]["undefined_metrics"]
+    assert sorted(undefined) == ["ar_large", "ar_small", "map_large", "map_small"]
+    assert not set(undefined) & set(run["units"])
+    shown = published("runs", "show", run["id"])
+    assert shown.code == 0, shown.err
+    assert "AR@100" in shown.out and "mAP@.75" in shown.out
+    assert "mAP small" in shown.out and "undefined: no ground-truth object in the small" in (
+        " ".join(shown.out.split())
+    )
     assert run["accuracy_samples_count"] == len(nudenet.PHOTOS)
     # per photo, its detections on the original image: [category_id, score, x, y, w, h]
     found = run["details"]["detections"]
@@ -84,7 +96,9 @@ def test_nudenet_accuracy_run_scores_as_the_direct_computation(
     assert run["details"]["outputs_name"] == nudenet.OUTPUT
     report = published("runs", "report", run["id"], "--html", str(tmp_path / "r.html"))
     assert report.code == 0, report.err
-    assert "map50" in (tmp_path / "r.html").read_text()
+    html = (tmp_path / "r.html").read_text()
+    assert "mAP@.5 (map50)" in html and "AR@100 (recall)" in html
+    assert '<td class="num">undefined</td>' in html
 
 
 # --- variants of the part's manifests ------------------------------------------------------
@@ -347,4 +361,39 @@ def test_a_wrong_category_mapping_fails_the_run(
     assert "Traceback" not in err
     run = latest_run(published)
     assert run["status"] == "failed" and message in run["error"]
+    assert "map" not in run
+
+
+def _raw_grid_as_yolov5(data: dict[str, Any]) -> None:
+    output = data["outputs"][0]
+    output["name"] = "raw_grid"
+    output["detection"]["layout"] = "yolov5"
+
+
+def test_a_layout_that_cannot_match_the_output_fails_the_run(
+    published: Cli, nudenet_catalog: Path, tmp_path: Path
+) -> None:
+    """NudeNet's ONNX file with its output re-encoded as a raw YOLOX grid (``yolox_grid``),
+    declared ``layout: yolov5``: its shape fits, its numbers decode to boxes a pixel or two
+    wide, which scored mAP 0 and were recorded as a success. The run now fails, naming the
+    layout, the counts and a box (``detection.plausible``)."""
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.3", change=_raw_grid_as_yolov5)
+    data = yaml.safe_load(path.read_text())
+    (entry,) = [f for f in data["files"] if f["path"] == nudenet.ONNX_FILE]
+    onnx_file = path.parent / entry["source"].removeprefix("file:")
+    onnx_file.write_bytes(
+        yolox_grid.wrap(onnx_file.read_bytes(), output=nudenet.OUTPUT, renamed="raw_grid")
+    )
+    digest, size = hash_file(onnx_file)
+    entry.update(sha256=digest.hex, size=size)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert published("publish", str(path)).code == 0
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.3", f"{nudenet.DATASET}@1")
+    message = "output 'raw_grid' read as layout yolov5 gives boxes that cannot be right"
+    assert code == 1 and message in err, err
+    assert "Traceback" not in err
+    run = latest_run(published)
+    assert run["status"] == "failed" and message in run["error"]
+    assert "narrower or shorter than 2 pixels of the model input" in run["error"]
+    assert "e.g. images/astronaut.png's box [" in run["error"]
     assert "map" not in run

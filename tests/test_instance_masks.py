@@ -184,10 +184,11 @@ def test_perfect_masks_score_one_and_half_masks_do_not() -> None:
         }
         for a in gt["annotations"]
     ]
+    # The square (48 x 32 = 1,536 pixels) is medium, the bar (88 x 8 = 704) small: every
+    # statistic is 1 but those of large objects, which the ground truth has none of.
+    defined = ("map", "map50", "map75", "map_small", "map_medium", "ar1", "ar10", "recall")
     assert coco_mask_metrics(gt, perfect) == {
-        "mask_map": 1.0,
-        "mask_map50": 1.0,
-        "mask_recall": 1.0,
+        f"mask_{name}": 1.0 for name in (*defined, "ar_small", "ar_medium")
     }
     half = []
     for a in gt["annotations"]:

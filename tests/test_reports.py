@@ -200,7 +200,8 @@ def test_markdown_report_tables(runs: Runs) -> None:
     assert "## Accuracy vs latency" in text
     top1 = show_run(runs.ws, runs.acc["torch"])["top1"]
     cell = re.escape(f"{top1:,.4g}")
-    assert re.search(rf"\| top1 \| [^|]* \| {cell} \| {cell} \|", text)  # metric, unit, runs
+    # metric (its task's label beside the key), unit, runs
+    assert re.search(rf"\| top-1 \(top1\) \| [^|]* \| {cell} \| {cell} \|", text)
 
 
 def test_csv_and_parquet_hold_every_query(runs: Runs) -> None:

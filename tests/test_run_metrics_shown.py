@@ -156,6 +156,15 @@ def test_runs_show_prints_the_per_sample_rows_its_task_recorded(cli: Cli, runs: 
             [("mAP", "0.5000"), ("mAP@.5", "0.7500"), ("detections", "12")],
             "mAP 0.5000",
         ),
+        (  # a statistic left out as undefined: in its place, with its reason (decision 165)
+            {
+                "task": "detection",
+                "metrics": {"map": 0.5, "recall": 0.25},
+                "details": {"undefined_metrics": {"map_small": "no small object"}},
+            },
+            [("mAP", "0.5000"), ("mAP small", "undefined: no small object"), ("AR@100", "0.2500")],
+            "mAP 0.5000",
+        ),
         (  # several classification outputs: each metric says its output
             {"task": "classification", "metrics": {"top1_probs": 0.25, "top5_probs": 1.0}},
             [("top-1 (top1_probs)", "0.2500"), ("top-5 (top5_probs)", "1.0000")],
@@ -176,6 +185,38 @@ def test_runs_show_prints_the_per_sample_rows_its_task_recorded(cli: Cli, runs: 
 def test_metric_rows(run: dict[str, Any], rows: list[tuple[str, str]], headline_text: str) -> None:
     assert metric_rows(run) == rows
     assert headline(run) == headline_text
+
+
+def test_report_metrics_follow_the_task_and_say_undefined() -> None:
+    """Reports and the web UI's run page (``reports.view``): a task's metrics in the order it
+    declares them, labelled beside their keys; a run's cell for a metric it left out as
+    undefined says so, one whose run has no such metric is empty."""
+    from pinbench.reports.data import Report, RunData
+    from pinbench.reports.view import metric_table
+
+    def run(metrics: dict[str, float], undefined: dict[str, str]) -> RunData:
+        units = dict.fromkeys(metrics, "ratio") | {"latency_p50_ns": "ns"}
+        info = {
+            "task": "detection",
+            "metrics": metrics | {"latency_p50_ns": 2e6},
+            "units": units,
+            "details": {"undefined_metrics": undefined},
+        }
+        return RunData(info, None)
+
+    both = [
+        run({"map": 0.5, "map_small": 0.25, "recall": 0.75}, {}),
+        run({"map": 0.5, "recall": 0.5}, {"map_small": "no small object"}),
+        run({"top1": 0.5}, {}),
+    ]
+    rows = metric_table(Report(both, "now"))
+    assert [(r.metric, r.values) for r in rows] == [
+        ("mAP (map)", ["0.5", "0.5", ""]),
+        ("mAP small (map_small)", ["0.25", "undefined", ""]),
+        ("AR@100 (recall)", ["0.75", "0.5", ""]),
+        ("latency_p50", ["2", "2", "2"]),
+        ("top1", ["", "", "0.5"]),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -233,7 +233,8 @@ def test_reports_score_each_task_by_its_own_metric(
     spec = accuracy_vs_latency(report).spec
     assert spec is not None and spec["facet"]["row"]["field"] == "task"
     markdown = reports.render(report, "md")[1].decode()
-    assert "| spearman |" in markdown and "| top1 |" in markdown
+    # each task's metrics by their task's label beside the key (decision 165)
+    assert "| Spearman (spearman) |" in markdown and "| top-1 (top1) |" in markdown
 
 
 def test_manifest_dataset_writes_a_sentence_pair_dataset(

@@ -199,10 +199,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "saying the manifest names no sample file).",
         "task": "What the dataset is for: 'classification' (the default; top-1/top-5) or "
         "'sentence-similarity' (Spearman's rho of embedding cosine similarities against the "
-        "gold scores of similarity-pairs labels) or 'detection' (COCO mAP@[.5:.95], mAP@.5 "
-        "and recall with pycocotools against coco-json labels; with a model's masks also "
-        "mask_map and mask_map50) or 'segmentation' (mIoU and pixel accuracy against masks "
-        "labels), the tasks accuracy runs score; 'other' is read but refused at publish.",
+        "gold scores of similarity-pairs labels) or 'detection' (COCOeval's twelve AP and AR "
+        "statistics with pycocotools against coco-json labels; with a model's masks also "
+        "the twelve of its segm evaluation, mask_map ...) or 'segmentation' (mIoU and pixel "
+        "accuracy against masks labels), the tasks accuracy runs score; 'other' is read but "
+        "refused at publish.",
         "samples": "The number of samples: checked at publish and at run time against the "
         "files (the array's first axis, or the data folder's sample files).",
     },

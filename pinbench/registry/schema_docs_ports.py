@@ -316,8 +316,9 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "count": "Layout separate: the output holding how many of the K boxes are valid, (N,) "
         "or (N, 1); left out, all K are read.",
         "masks": "The output holding each box's mask scores, (N, K, h, w) (instance "
-        "segmentation): the run then also scores masks with COCO's segm metrics (mask_map, "
-        "mask_map50), and every annotation of the dataset must have a segmentation.",
+        "segmentation): the run then also scores masks with COCO's twelve segm statistics "
+        "(mask_map, mask_map50, ...), and every annotation of the dataset must have a "
+        "segmentation.",
         "mask_kind": "Required with masks: 'box' (each mask covers its box and is resized to "
         "it, as Mask R-CNN's are) or 'image' (each mask covers the model input and is mapped "
         "back onto the image like the boxes).",

@@ -88,6 +88,55 @@ def label(metric: str, unit: str) -> str:
     return metric.removesuffix("_ns") if unit == "ns" else metric
 
 
+UNDEFINED = "undefined"
+"""A run's cell for a metric it left out as undefined (its details say why)."""
+
+
+def metric_table(report: Report) -> list[MetricRow]:
+    """One row per metric any run recorded or left out as undefined: the runs' tasks' metrics
+    first, in the order their task declares them and named by the task's label beside the key
+    (``mAP small (map_small)``), then the rest by key. A run's cell is empty where it has no
+    such metric, ``undefined`` where it left it out as undefined (decision 165)."""
+    from pinbench.run_metrics import undefined_of
+    from pinbench.tasks.base import Metric
+    from pinbench.tasks.registry import metric_of, names, task
+
+    units: dict[str, str] = {}
+    for run in report.runs:
+        units.update(run.info.get("units") or {})
+    undefined = [undefined_of(run.info) for run in report.runs]
+    tasks = [t for t in dict.fromkeys(run.info.get("task") for run in report.runs) if t in names()]
+    order: dict[str, int] = {}
+    for name in tasks:
+        for m in task(name).metrics:
+            order.setdefault(m.name, len(order))
+    first = tasks[0] if tasks else None
+
+    def declared_as(key: str) -> Metric | None:
+        found = metric_of(key, first) if tasks else None
+        return found if found is not None and found.name in order else None
+
+    def placed(key: str) -> tuple[int, str]:
+        declared = declared_as(key)
+        return (len(order) if declared is None else order[declared.name], key)
+
+    rows = []
+    for metric in sorted(set(units).union(*undefined), key=placed):
+        unit = units.get(metric, "ratio")
+        declared = declared_as(metric)
+        shown = label(metric, unit)
+        if declared is not None and declared.label != metric:
+            shown = f"{declared.label} ({metric})"
+        cells = [
+            UNDEFINED
+            if metric in gone and metric not in r.metrics
+            else fmt(r.metrics.get(metric), unit)[0]
+            for r, gone in zip(report.runs, undefined, strict=True)
+        ]
+        rows.append(MetricRow(shown, fmt(0.0, unit)[1], cells))
+    return rows
+
+
 def _artifact(lock: dict[str, Any], kind: str) -> str:
     for a in lock.get("artifacts", []):
         if a["kind"] == kind:
@@ -157,14 +206,7 @@ def all_charts(report: Report) -> list[Chart]:
 
 
 def build(report: Report, title: str | None = None) -> ReportView:
-    units: dict[str, str] = {}
-    for run in report.runs:
-        units.update(run.info.get("units") or {})
-    rows = []
-    for metric in sorted(units):
-        cells = [fmt(r.metrics.get(metric), units[metric]) for r in report.runs]
-        unit = fmt(0.0, units[metric])[1]
-        rows.append(MetricRow(label(metric, units[metric]), unit, [c[0] for c in cells]))
+    rows = metric_table(report)
     costs = [cost_per_1000(r.info) for r in report.runs]
     if any(c is not None for c in costs):  # derived: declared price over measured throughput
         shown = ["" if c is None else usd(c).removeprefix("$") for c in costs]

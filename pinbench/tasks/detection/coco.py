@@ -8,21 +8,25 @@ inputs it then misreads: an annotation id 0 is never counted as matched (``COCOe
 matches by the matched id, and 0 means none), a missing ``iscrowd`` or ``area`` is a
 ``KeyError`` mid-evaluation, and duplicate ids silently overwrite each other in its index.
 
-Metrics (``COCOeval.stats``, bbox, all areas): ``map`` = AP@[.50:.05:.95] with 100 detections
-per image (stats[0]), ``map50`` = AP@.50 (stats[1]), ``recall`` = AR@[.50:.95] with 100
-detections per image (stats[8]); with instance masks the same from ``iouType="segm"`` as
-``mask_map``, ``mask_map50`` and ``mask_recall`` (``coco_mask_metrics``), every annotation
-then needing a ``segmentation`` (polygons, or an RLE of its image's size:
-``validate_segmentations``).
+Metrics: all twelve of ``COCOeval.stats`` (``stats.STATS``: ``map`` = AP@[.50:.05:.95],
+``map50``, ``map75``, ``map_small``/``_medium``/``_large``, ``ar1``, ``ar10``, ``recall`` =
+AR@100, ``ar_small``/``_medium``/``_large``), each exactly as pycocotools computes it; with
+instance masks the same twelve from ``iouType="segm"`` with a ``mask_`` prefix
+(``coco_mask_metrics``), every annotation then needing a ``segmentation`` (polygons, or an
+RLE of its image's size: ``validate_segmentations``). The boxes are scored as they are given:
+``to_coco`` has already clipped them to the image (``Transform.to_original``).
 
 When a metric is undefined: pycocotools averages AP and AR over the categories that have
 ground truth that counts (an annotation that is not ``iscrowd`` and whose ``area`` lies in
-its "all" range, 0 to 1e10), and gives -1 when no category has any. Validation makes that
-impossible (``area`` a finite number from 0 to its image's pixel count, at least one
-annotation not ``iscrowd``), and a -1 that still comes out fails the run
-(``UndefinedMetric``): it is never recorded as a number. A category without such ground
-truth is left out of the mean, as COCO defines it (its detections change nothing). No
-detections at all is defined: every metric is 0.
+the statistic's area range), and gives -1 when no category has any. For the "all" range
+(0 to 1e10) validation makes that impossible (``area`` a finite number from 0 to its image's
+pixel count, at least one annotation not ``iscrowd``), and a -1 that still comes out fails
+the run (``UndefinedMetric``). A small, medium or large statistic is undefined whenever the
+dataset has no such object (no small faces among large ones): it is left out of the metrics,
+never recorded as a number, and ``undefined_stats`` gives the reason the run records in its
+details (decision 165). A category without ground truth that counts is left out of the mean,
+as COCO defines it (its detections change nothing). No detections at all is defined: every
+defined metric is 0.
 """
 
 from __future__ import annotations
@@ -38,10 +42,10 @@ from pinbench.tasks.detection.boxes import Transform, from_xyxy
 from pinbench.tasks.detection.errors import BadDetections, BadGroundTruth
 from pinbench.tasks.detection.layouts import Detections
 from pinbench.tasks.detection.rle import rle_problem
+from pinbench.tasks.detection.stats import MASK_STATS, STATS, Stat
 
-METRICS = ("map", "map50", "recall")
-MASK_METRICS = ("mask_map", "mask_map50", "mask_recall")
-_STATS = {"map": 0, "map50": 1, "recall": 8}
+METRICS = tuple(s.name for s in STATS)
+MASK_METRICS = tuple(s.name for s in MASK_STATS)
 AREA_LIMIT = 1e5**2
 """The top of pycocotools' "all" area range: an annotation with a larger ``area`` is ignored."""
 
@@ -185,33 +189,38 @@ def _quiet() -> Iterator[None]:
 def coco_metrics(
     ground_truth: Mapping[str, Any], detections: Sequence[Mapping[str, Any]]
 ) -> dict[str, float]:
-    """``map``, ``map50`` and ``recall`` of ``detections`` (COCO results: ``image_id``,
-    ``category_id``, ``bbox`` pixel ``[x, y, w, h]``, ``score``) against COCO ground truth.
-    No detections at all scores 0 on every metric."""
+    """The twelve COCO box statistics (``stats.STATS``) of ``detections`` (COCO results:
+    ``image_id``, ``category_id``, ``bbox`` pixel ``[x, y, w, h]``, ``score``) against COCO
+    ground truth; an area range's statistic that is undefined is left out
+    (``undefined_stats`` says why). No detections at all scores 0 on every defined one."""
     gt = validate_ground_truth(ground_truth)
-    return _evaluate(gt, _checked_detections(gt, detections), "bbox", METRICS)
+    return _evaluate(gt, _checked_detections(gt, detections), "bbox", STATS)
 
 
 def coco_mask_metrics(
     ground_truth: Mapping[str, Any], results: Sequence[Mapping[str, Any]]
 ) -> dict[str, float]:
-    """``mask_map``, ``mask_map50`` and ``mask_recall`` of instance masks (COCO results with
-    ``image_id``, ``category_id``, ``segmentation`` as RLE, ``score``; no ``bbox``: pycocotools
-    would replace the mask by its box) against ground truth with segmentations."""
+    """The twelve COCO statistics of instance masks (``stats.MASK_STATS``: ``mask_map`` ...;
+    COCO results with ``image_id``, ``category_id``, ``segmentation`` as RLE, ``score``; no
+    ``bbox``: pycocotools would replace the mask by its box) against ground truth with
+    segmentations; undefined ones left out, as ``coco_metrics``'s."""
     gt = validate_segmentations(validate_ground_truth(ground_truth))
     images = {image["id"] for image in gt["images"]}
     for i, result in enumerate(results):
         if result.get("image_id") not in images or "bbox" in result:
             raise BadDetections(index=i, reason="a mask result of an unknown image, or with a bbox")
-    return _evaluate(gt, [dict(r) for r in results], "segm", MASK_METRICS)
+    return _evaluate(gt, [dict(r) for r in results], "segm", MASK_STATS)
+
+
+def undefined_stats(metrics: Mapping[str, float], stats: Sequence[Stat]) -> dict[str, str]:
+    """The reason for each of ``stats`` that ``metrics`` (``coco_metrics``' or
+    ``coco_mask_metrics``') left out as undefined, by its name."""
+    return {s.name: s.undefined_reason() for s in stats if s.name not in metrics}
 
 
 def _evaluate(
-    gt: dict[str, Any], dets: list[dict[str, Any]], iou_type: str, names: tuple[str, ...]
+    gt: dict[str, Any], dets: list[dict[str, Any]], iou_type: str, stats: Sequence[Stat]
 ) -> dict[str, float]:
-    if not dets:
-        return dict.fromkeys(names, 0.0)
-
     from pycocotools.coco import COCO  # type: ignore[import-untyped]
     from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]
 
@@ -219,20 +228,28 @@ def _evaluate(
         coco_gt = COCO()
         coco_gt.dataset = gt
         coco_gt.createIndex()
-        coco_dt = coco_gt.loadRes(dets)
+        if dets:
+            coco_dt = coco_gt.loadRes(dets)
+        else:  # loadRes cannot take an empty list; COCOeval scores no detections as 0
+            coco_dt = COCO()
+            coco_dt.dataset = {**gt, "annotations": []}
+            coco_dt.createIndex()
         evaluation = COCOeval(coco_gt, coco_dt, iouType=iou_type)
         evaluation.evaluate()
         evaluation.accumulate()
         evaluation.summarize()
-    stats = evaluation.stats
-    out = {name: float(stats[index]) for name, index in zip(names, _STATS.values(), strict=True)}
-    for name, value in out.items():
-        if not 0.0 <= value <= 1.0:  # -1: no ground truth counts (validation rules it out)
+    out = {}
+    for stat in stats:
+        value = float(evaluation.stats[stat.index])
+        if value == -1.0 and stat.area != "all":
+            continue  # no object of this size: undefined, left out (``undefined_stats``)
+        if not 0.0 <= value <= 1.0:  # -1 over all areas: validation rules it out
             raise UndefinedMetric(
-                metric=name,
+                metric=stat.name,
                 reason="pycocotools counts no ground-truth annotation (each is iscrowd, or its "
                 "area is outside 0 to 1e10)",
             )
+        out[stat.name] = value
     return out
 
 
@@ -276,7 +293,9 @@ def to_coco(
     category_ids: Sequence[int],
 ) -> list[dict[str, Any]]:
     """One sample's detections (model-input ``xyxy``) as COCO results on the original image:
-    mapped back through ``transform``; the class index ``k`` becomes ``category_ids[k]``."""
+    mapped back through ``transform`` and clipped to the image (a box past the border scores
+    as its part on the image, as ultralytics' ``scale_boxes`` and torchvision's detection
+    post-processing clip); the class index ``k`` becomes ``category_ids[k]``."""
     boxes = from_xyxy(transform.to_original(detections.boxes), "xywh")
     out: list[dict[str, Any]] = []
     for box, score, cls in zip(boxes, detections.scores, detections.classes, strict=True):

@@ -1,8 +1,9 @@
 """Scoring a detection run: the model's packed output (or separate outputs) decoded per its
-``detection`` section (layout, normalized boxes, score threshold, NMS), instance masks brought
-onto the original image (``masks``), each sample's boxes mapped back onto its
-original image through the geometry of the input's steps, model classes matched to the COCO
-categories by name, and COCO metrics computed with pycocotools.
+``detection`` section (layout, normalized boxes, score threshold, NMS), the boxes checked to be
+boxes at all (``plausible``: a layout that does not match the output fails the run), instance
+masks brought onto the original image (``masks``), each sample's boxes mapped back onto its
+original image through the geometry of the input's steps and clipped to it, model classes
+matched to the COCO categories by name, and COCO metrics computed with pycocotools.
 
 Runs after the scenario, outside any timed region. A sample's geometry is computed from its
 image file's header (its size) and the input's steps, never cached. Model classes whose name
@@ -29,11 +30,14 @@ from pinbench.tasks.detection.coco import (
     coco_mask_metrics,
     coco_metrics,
     to_coco,
+    undefined_stats,
     validate_segmentations,
 )
 from pinbench.tasks.detection.errors import BadGroundTruth
 from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
 from pinbench.tasks.detection.masks import box_mask, encode, image_mask
+from pinbench.tasks.detection.plausible import BoxCensus
+from pinbench.tasks.detection.stats import MASK_STATS, STATS
 from pinbench.tasks.detection.truth import GroundTruth, check_sizes
 
 DETAIL_LIMIT = 100
@@ -259,6 +263,8 @@ class Scored:
     metrics: dict[str, float]
     details: list[list[list[float]]]
     """Per image, its first detections as ``[category_id, score, x, y, w, h]`` (rounded)."""
+    undefined: dict[str, str]
+    """The COCO statistics left out as undefined, each with its reason."""
 
 
 def score_detections(
@@ -284,9 +290,13 @@ def score_detections(
     masks: list[dict[str, Any]] = []
     details: list[list[list[float]]] = []
     found_all = [found for part in outputs for found in decoded(part, plan)]
-    for image_id, (width, height), found in zip(truth.image_ids, sizes, found_all, strict=True):
+    census = BoxCensus()
+    for (name, _), image_id, (width, height), found in zip(
+        images, truth.image_ids, sizes, found_all, strict=True
+    ):
         transform = geometry.transform_of(width, height, steps)
         ours = kept(found, detection, transform)
+        census.add(name, ours, transform)
         ours = ours.take(np.flatnonzero(matched[ours.classes]))
         coco = to_coco(image_id, ours, transform, category_ids)
         results += coco
@@ -299,13 +309,18 @@ def score_detections(
                 for r in coco[:DETAIL_LIMIT]
             ]
         )
+    census.check(output=plan.name, layout=detection.layout)
     metrics = coco_metrics(truth.coco, results)
+    undefined = undefined_stats(metrics, STATS)
     if detection.masks is not None:
-        metrics |= coco_mask_metrics(truth.coco, masks)
+        mask_metrics = coco_mask_metrics(truth.coco, masks)
+        metrics |= mask_metrics
+        undefined |= undefined_stats(mask_metrics, MASK_STATS)
     return Scored(
         metrics
         | {"detections_count": float(len(results)), "accuracy_samples_count": float(len(images))},
         details,
+        undefined,
     )
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from pinbench.evaluator.undefined import DETAILS_KEY
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.detection.stats import MASK_STATS, STATS
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
 
@@ -18,12 +20,8 @@ class Detection(Task):
     label_formats = ("coco-json",)
     by_file_name = ("coco-json",)
     metrics = (
-        Metric("map", "mAP", headline=True),
-        Metric("map50", "mAP@.5"),
-        Metric("recall", "recall"),
-        Metric("mask_map", "mask mAP"),
-        Metric("mask_map50", "mask mAP@.5"),
-        Metric("mask_recall", "mask recall"),
+        *(Metric(s.name, s.label, headline=s.name == "map") for s in STATS),
+        *(Metric(s.name, s.label) for s in MASK_STATS),
         Metric("detections_count", "detections", unit="count"),
         Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
     )
@@ -90,7 +88,8 @@ class BoxScorer(Scorer):
         check_columns(answer, self.boxes)
 
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
-        """COCO mAP, mAP@.5 and recall of every sample's detections (``score``)."""
+        """The twelve COCO statistics of every sample's detections (and masks), those
+        undefined named with their reasons in the details (``score``)."""
         from pinbench.tasks.detection.score import score_detections
 
         samples = self.context.samples
@@ -106,4 +105,7 @@ class BoxScorer(Scorer):
             each = [answers[i] for i in sorted(answers)]
             scored = score_detections(each, self.boxes, files)
             recorded = padded([np.asarray(answer[name]) for answer in each])
-        return Scored(scored.metrics, recorded, name, {"detections": scored.details})
+        details: dict[str, Any] = {"detections": scored.details}
+        if scored.undefined:
+            details[DETAILS_KEY] = scored.undefined
+        return Scored(scored.metrics, recorded, name, details)
