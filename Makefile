@@ -35,7 +35,7 @@ docs: dev
 	$(BIN)/mkdocs build --strict --quiet --site-dir site
 
 test: system-deps dev lint typecheck docs
-	$(BIN)/pytest --durations=30 --junitxml=test-artifacts/junit.xml
+	$(BIN)/pytest -n auto --dist loadgroup --durations=30 --junitxml=test-artifacts/junit.xml
 
 bench: dev
 	$(BIN)/pip install --quiet -e '.[dev,bench]'

@@ -6,6 +6,11 @@ cluster runs inside a namespace holding only ``lo`` (and its own PID namespace: 
 holder ends every process started in it, however the test ends). Commands are started in it
 with ``nsenter``; the database and blob store are ordinary files, shared with the test. Ray's
 session folders (``/tmp/ray``) are a tmpfs of the namespace's own, gone with it.
+
+Under pytest-xdist the modules that start a cluster are in one group (``ONE_CLUSTER``), so one
+cluster runs at a time: their ports and ``/tmp/ray`` are the namespace's own and would not
+clash, but a head and two agents take this two-core, 23 GiB machine's second core and
+gigabytes of memory, and the agents' 120 s joining deadline is for a cluster that has them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
+
+ONE_CLUSTER = pytest.mark.xdist_group(name="ray-cluster")
+"""``pytestmark`` of each module that starts a Ray cluster: they run on one worker."""
 
 PORT = 6379
 ADDRESS = f"127.0.0.1:{PORT}"

@@ -1,5 +1,10 @@
 """Shared fixtures: workspaces on SQLite and on a real PostgreSQL server started here, and a
-real ``pinbench serve`` per test module."""
+real ``pinbench serve`` per test module.
+
+Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``) the built catalogs and the
+virtual-environment cache are built once for the whole run and read by every worker
+(``tests/sharing.py``); the servers (PostgreSQL, SeaweedFS) are one per worker; a test that
+uses a module-scoped fixture runs on the worker that holds its module's fixture."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from tests.apiserver import Server, api_server
 from tests.helpers import Cli, in_process_cli, published_workspace
 from tests.pg import postgres_server
 from tests.s3server import S3Server, s3_server
+from tests.sharing import built_once, group_module_fixtures, run_folder
 
 # Hypothesis' timing checks measure the machine, not the code: on two cores shared with other
 # work (a parallel suite, a server the tests started) generating inputs can take a second.
@@ -26,6 +32,13 @@ settings.register_profile(
     "shared-machine", suppress_health_check=[HealthCheck.too_slow], deadline=None
 )
 settings.load_profile("shared-machine")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, a test that uses a module-scoped fixture goes to its module's
+    group (``tests/sharing.py``): the fixture is built on one worker, not on each."""
+    if config.pluginmanager.hasplugin("xdist"):
+        group_module_fixtures(items)
 
 
 @pytest.fixture(scope="session")
@@ -89,25 +102,25 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
 
 @pytest.fixture(scope="session")
 def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("catalog")
-    builtin.build(root)
-    return root
+    """The digits catalog, built once for the run (every worker reads it; tests copy before
+    they change anything)."""
+    return built_once(tmp_path_factory, "catalog", builtin.build)
 
 
 @pytest.fixture(scope="session")
 def cnn_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The digits catalog plus the digits CNN in ONNX, PyTorch and Keras (three frameworks)."""
-    root = tmp_path_factory.mktemp("catalog-cnn")
-    builtin.build(root, ["digits", "cnn"])
-    return root
+    return built_once(
+        tmp_path_factory, "catalog-cnn", lambda root: builtin.build(root, ["digits", "cnn"])
+    )
 
 
 @pytest.fixture(scope="session")
 def text_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``minilm`` catalog part: a sentence-embedding model and a sentence-pairs dataset."""
-    root = tmp_path_factory.mktemp("catalog-minilm")
-    builtin.build(root, ["minilm"])
-    return root
+    return built_once(
+        tmp_path_factory, "catalog-minilm", lambda root: builtin.build(root, ["minilm"])
+    )
 
 
 @pytest.fixture
@@ -130,9 +143,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Itera
 
 @pytest.fixture(scope="session", autouse=True)
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Virtual environments (named by digest) shared by every test of the session, in a
-    folder of the session's own."""
-    root = tmp_path_factory.mktemp("pinbench-cache")
+    """Virtual environments (named by digest) shared by every test of the run, in a folder of
+    the run's own: one for all the workers (the cache locks each environment while it is
+    built, as it does for two homes on one machine)."""
+    root = run_folder(tmp_path_factory) / "pinbench-cache"
+    root.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PINBENCH_CACHE", str(root))
         yield root
@@ -141,9 +156,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def gpt_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``gpt`` catalog part: the tiny GPT-2 trained here and its prompts dataset."""
-    root = tmp_path_factory.mktemp("catalog-gpt")
-    builtin.build(root, ["gpt"])
-    return root
+    return built_once(tmp_path_factory, "catalog-gpt", lambda root: builtin.build(root, ["gpt"]))
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@
 listens on a free 127.0.0.1 port. Both need root and the Debian packages that
 ``scripts/install-system-deps.sh`` installs (``make test`` runs it); without them these tests
 fail, as the PostgreSQL ones do, never skip.
+
+Under pytest-xdist the tests that start a Docker Engine are in one group (``ONE_ENGINE``): one
+dockerd at a time on this machine, and the images its module builds, built once.
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
+import pytest
+
 from tests.pg import free_port
+
+ONE_ENGINE = pytest.mark.xdist_group(name="docker")
+"""``pytestmark`` of each module that starts a Docker Engine: they run on one worker."""
 
 
 class ServiceUnavailable(RuntimeError):

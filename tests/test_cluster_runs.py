@@ -24,7 +24,9 @@ from pinbench.config import Settings
 from pinbench.db.models import Run
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
-from tests.cluster import ADDRESS, BIN, Cluster, ray_cluster, served
+from tests.cluster import ADDRESS, BIN, ONE_CLUSTER, Cluster, ray_cluster, served
+
+pytestmark = ONE_CLUSTER  # one Ray cluster at a time (tests/cluster.py)
 
 PORT = 8400
 REQUEST = {

@@ -17,8 +17,10 @@ from pinbench.cluster.names import BadSystemName, check_name
 from pinbench.cluster.systems import UnknownSystem, list_systems, record, show_system
 from pinbench.config import Settings
 from pinbench.workspace import Workspace
-from tests.cluster import ADDRESS, Cluster, ray_cluster
+from tests.cluster import ADDRESS, ONE_CLUSTER, Cluster, ray_cluster
 from tests.helpers import Cli
+
+pytestmark = ONE_CLUSTER  # one Ray cluster at a time (tests/cluster.py)
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,12 @@ from pinbench.evaluator.history import show_run
 from pinbench.training.distributed.spec import available_here
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
-from tests.cluster import ADDRESS, BIN, Cluster, ray_cluster, served
+from tests.cluster import ADDRESS, BIN, ONE_CLUSTER, Cluster, ray_cluster, served
 
-pytestmark = pytest.mark.usefixtures("two_cores")  # with CI=true a failure, never a skip
+pytestmark = [
+    pytest.mark.usefixtures("two_cores"),  # with CI=true a failure, never a skip
+    ONE_CLUSTER,  # one Ray cluster at a time (tests/cluster.py)
+]
 
 PORT = 8460
 REQUEST: dict[str, Any] = {

@@ -47,7 +47,9 @@ from pinbench.registry.resolve import Resolution, resolve
 from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 from tests.helpers import Payload
-from tests.services import docker_engine, image_registry
+from tests.services import ONE_ENGINE, docker_engine, image_registry
+
+pytestmark = ONE_ENGINE  # one Docker Engine at a time (tests/services.py)
 
 DIGITS = {"model": "vision/digits-logreg@1.2.0", "dataset": "sklearn-digits-test@1", "threads": 1}
 
