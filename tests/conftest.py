@@ -34,6 +34,7 @@ settings.register_profile(
 settings.load_profile("shared-machine")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker turns the groups into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist, a test that uses a module-scoped fixture goes to its module's
     group (``tests/sharing.py``): the fixture is built on one worker, not on each."""
