@@ -186,6 +186,17 @@ def test_metric_rows(run: dict[str, Any], rows: list[tuple[str, str]], headline_
             "Offline performance",
         ),
         ({"kind": "training", "scenario": "SingleStream", "mode": "performance"}, "training"),
+        (
+            {"kind": "training", "distributed": {"scheme": "ddp", "workers": 4}},
+            "training (ddp, 4 workers)",
+        ),
+        (
+            {
+                "kind": "training",
+                "distributed": {"scheme": "mavg", "workers": 1, "average_every": 8},
+            },
+            "training (mavg every 8 steps, 1 worker)",
+        ),
         ({"kind": "operator", "scenario": "SingleStream", "mode": "performance"}, "operator"),
     ],
 )
