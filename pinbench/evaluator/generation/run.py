@@ -15,6 +15,7 @@ from pinbench.evaluator.generation.decoder import Generator
 from pinbench.evaluator.generation.scenario import run_token_scenario
 from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
 from pinbench.registry.names import Kind
+from pinbench.registry.output_steps import check_output_steps
 
 WARMUP_MIN_NS = 500_000_000
 WARMUP_MAX_CALLS = 50
@@ -33,6 +34,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             f"model {model_art.ref} declares no output of type generation: a text-generation "
             "run needs a causal language model (`outputs: [{name: logits, type: generation}]`)"
         )
+    check_output_steps(body.model.outputs)  # as publish does: a manifest stored before it
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
     samples = load_samples(body.dataset, data_art, job.data_paths)
