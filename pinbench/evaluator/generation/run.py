@@ -103,6 +103,10 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
                 spec,
                 evidence,
             )
+            from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
+
+            details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
+            details["stemmer"] = STEMMER
             details["samples"] = [
                 {
                     "prompt": samples.texts[i],
