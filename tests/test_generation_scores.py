@@ -117,6 +117,40 @@ def test_the_stemmer_is_nltks_own(sample: list[str]) -> None:
         assert [ours.stem(w) for w in sample] == [theirs.stem(w) for w in sample], mode
 
 
+def _code(source: str) -> str:
+    """A module's ``PorterStemmer`` class as code only: no docstrings, annotations or bases."""
+    import ast
+
+    tree = ast.parse(source)
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "PorterStemmer"]
+    cls.bases = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and ast.get_docstring(node):
+            node.body = node.body[1:] or [ast.Pass()]
+        if isinstance(node, ast.FunctionDef):
+            node.returns = None
+            for arg in node.args.args:
+                arg.annotation = None
+
+    class Plain(ast.NodeTransformer):
+        def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.Assign:
+            assert node.value is not None
+            return ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno)
+
+    return ast.dump(Plain().visit(cls))
+
+
+def test_the_stemmer_is_nltks_code_statement_for_statement() -> None:
+    """The copy is nltk's class, only its docstrings, annotations and base class differ."""
+    import inspect
+
+    from nltk.stem import porter as theirs
+
+    from pinbench.tasks.generation import porter as ours
+
+    assert _code(inspect.getsource(ours)) == _code(inspect.getsource(theirs))
+
+
 def test_stemming_matches_inflections_mlperfs_rouge_counts() -> None:
     """The same words inflected otherwise: equal stems, so MLPerf's ROUGE-1 counts them."""
     got = rouge_and_exact(["the cats were running studies"], ["a cat runs and studied"])
