@@ -71,14 +71,14 @@ def _ids(style: str, words: list[str]) -> list[int]:
     return [vocab[words[0]], *(vocab[f"Ġ{w}"] for w in words[1:])]
 
 
-def _folder(tmp_path: Path, style: str) -> Path:
+def _folder(tmp_path: Path, style: str, context: int = 64) -> Path:
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
     folder = tmp_path / style
     config = GPT2Config(
         vocab_size=len(_vocabulary(style)),
-        n_positions=64,
+        n_positions=context,
         n_embd=16,
         n_layer=1,
         n_head=2,
@@ -138,6 +138,34 @@ def test_perplexity_scores_the_references_own_tokens(tmp_path: Path, style: str)
     total = sum(len(r) for _, r in cases)
     got = perplexity([loss for loss, _ in losses], sum(n for _, n in losses))
     assert got == pytest.approx(math.exp(sum(expected) / total), rel=1e-5)
+
+
+def test_a_text_past_the_context_is_cut_at_its_end_whatever_the_tokenizer_file_says(
+    tmp_path: Path,
+) -> None:
+    """BOS, 5 prompt words and 6 reference words in a context of 8: the first 2 reference
+    words are scored, even with a tokenizer file that truncates on the left."""
+    from tokenizers import Tokenizer
+    from transformers import GPT2LMHeadModel
+
+    from pinbench.registry.generation import GenerationSpec
+
+    style = "legacy-metaspace"
+    folder = _folder(tmp_path, style, context=8)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(8, direction="left")
+    tokenizer.save(str(folder / "tokenizer.json"))
+    generator = _generator(folder)
+    prompt, reference = WORDS[:5], WORDS[5:11]
+    spec = GenerationSpec(max_new_tokens=1)
+    ((ids, start),) = generator.reference_ids(
+        [" ".join(prompt)], [" ".join(reference)], spec, lambda: None
+    )
+    assert (ids, start) == ([BOS, *_ids(style, prompt + reference[:2])], 6)
+    loss, scored = generator.reference_loss(ids, start)
+    model = GPT2LMHeadModel.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    assert scored == 2
+    assert loss == pytest.approx(_direct(model, style, prompt, reference[:2]), rel=1e-5)
 
 
 def _cases(seed: int, count: int) -> list[tuple[list[str], list[str]]]:

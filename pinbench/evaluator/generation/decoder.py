@@ -120,7 +120,7 @@ class Generator(ABC):
                     ragged=True,
                     special_tokens=special,
                     ends=ends,
-                    cut_end=ends,
+                    cut_end=truncate,
                 )
             except TokenizeProblem as exc:  # its sample numbers count from the chunk's start
                 raise UserError(_renumbered(exc.reason, start)) from None
