@@ -39,6 +39,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
     ("authoring/hf_model.py", "classification"): "the output type a classifier head is written as",
     ("cli/manifest.py", "classification"): "the --classification option's parameter name",
+    # a migration is frozen: it names the rows it renames as they were recorded (decision 161)
+    ("migrations/versions/0015_rouge_unstemmed.py", "rouge1"): "the metric it renames",
+    ("migrations/versions/0015_rouge_unstemmed.py", "rouge2"): "the metric it renames",
+    ("migrations/versions/0015_rouge_unstemmed.py", "rouge_l"): "the metric it renames",
 }
 
 

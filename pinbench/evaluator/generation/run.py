@@ -99,11 +99,16 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
                 body.dataset.task,
                 generator,
                 prompts,
+                samples.texts[:count],
                 references[:count],
                 measurement.answers,
                 spec,
                 evidence,
             )
+            from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
+
+            details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
+            details["stemmer"] = STEMMER
             details["samples"] = [
                 {
                     "prompt": samples.texts[i],
@@ -169,6 +174,7 @@ def _score(
     task_name: str,
     generator: Generator,
     prompts: list[list[int]],
+    prompt_texts: list[str],
     references: list[str | None],
     answers: dict[int, list[int]],
     spec: Any,
@@ -183,8 +189,8 @@ def _score(
         )
     texts = [generator.answer_text(answers[i], spec) for i in order]
     refs = [r for r in references if r is not None]
-    pairs = generator.reference_ids(prompts, refs, job.stop.check)
-    losses = [generator.reference_loss(ids, len(prompts[i])) for i, (ids, _) in enumerate(pairs)]
+    pairs = generator.reference_ids(prompt_texts, refs, spec, job.stop.check)
+    losses = [generator.reference_loss(ids, start) for ids, start in pairs]
     evidence.metrics.update(task(task_name).score_answers(texts, refs, losses))
     width = max(len(answers[i]) for i in order)
     ids = np.full((len(order), width), -1, dtype=np.int64)
