@@ -9,6 +9,7 @@ from pinbench.db import migrate, schema
 from pinbench.db.engine import make_engine
 from pinbench.db.schema import SchemaNotCurrent, current_revision
 from pinbench.workspace import Workspace
+from tests.helpers import PLACEHOLDER_LOCKFILE, insert_placeholder_lockfile
 
 TABLES = {
     "artifacts",
@@ -76,13 +77,7 @@ def test_upgrade_from_every_earlier_revision_keeps_data(database_url: str) -> No
         migrate.downgrade(engine, "base")
         migrate.upgrade(engine, revision)
         with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO lockfiles (digest, body, created_at) "
-                    "VALUES (:d, '{}', CURRENT_TIMESTAMP)"
-                ),
-                {"d": "a" * 64},
-            )
+            insert_placeholder_lockfile(conn)
         migrate.upgrade(engine)
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM lockfiles")).scalar() == 1, revision
@@ -100,19 +95,13 @@ def test_rouge_recorded_before_stemming_keeps_its_numbers_as_unstemmed(
     migrate.upgrade(engine, "0014")
     recorded = {"rouge1": 0.0522, "rouge2": 0.01, "rouge_l": 0.05, "exact_match": 0.0}
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO lockfiles (digest, body, created_at) "
-                "VALUES (:d, '{}', CURRENT_TIMESTAMP)"
-            ),
-            {"d": "a" * 64},
-        )
+        insert_placeholder_lockfile(conn)
         conn.execute(
             text(
                 "INSERT INTO runs (id, lockfile_digest, status, runner, started_at, host) "
                 "VALUES ('r1', :d, 'succeeded', 'local', CURRENT_TIMESTAMP, '{}')"
             ),
-            {"d": "a" * 64},
+            {"d": PLACEHOLDER_LOCKFILE},
         )
         for metric, value in recorded.items():
             conn.execute(
