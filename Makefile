@@ -32,7 +32,7 @@ typecheck: dev
 	$(BIN)/mypy
 
 docs: dev
-	$(BIN)/mkdocs build --strict --quiet --site-dir site
+	$(BIN)/mkdocs build --strict --site-dir site
 
 test: system-deps dev lint typecheck docs
 	$(BIN)/pytest -n auto --dist loadgroup --durations=30 --junitxml=test-artifacts/junit.xml

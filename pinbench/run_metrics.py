@@ -18,12 +18,25 @@ its profilers' overhead."""
 
 
 def kind_label(run: Mapping[str, Any]) -> str:
-    """``training``, ``operator``, or an inference run's scenario and mode
-    (``SingleStream performance``)."""
+    """``training`` (a distributed one with its scheme: ``training (allreduce, 2 workers)``),
+    ``operator``, or an inference run's scenario and mode (``SingleStream performance``)."""
     kind = run.get("kind") or "inference"
     if kind != "inference":
-        return str(kind)
+        scheme = distributed_label(run)
+        return f"{kind} ({scheme})" if scheme else str(kind)
     return f"{run.get('scenario')} {run.get('mode')}"
+
+
+def distributed_label(run: Mapping[str, Any]) -> str:
+    """A distributed training run's scheme and workers as its lockfile pins them
+    (``allreduce, 2 workers``; ``mavg every 4 steps, 2 workers``); empty for any other run."""
+    found = run.get("distributed")
+    if not isinstance(found, Mapping) or not found.get("scheme"):
+        return ""
+    every = found.get("average_every")
+    scheme = f"{found['scheme']} every {every} steps" if every else str(found["scheme"])
+    workers = found.get("workers")
+    return f"{scheme}, {workers} worker{'' if workers == 1 else 's'}"
 
 
 def metrics_of(run: Mapping[str, Any]) -> dict[str, Any]:

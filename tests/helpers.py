@@ -43,6 +43,22 @@ class Payload:
         return (exec, (self.code,))
 
 
+PLACEHOLDER_LOCKFILE = "a" * 64
+"""The digest of the lockfile row ``insert_placeholder_lockfile`` writes (runs need one)."""
+
+
+def insert_placeholder_lockfile(conn: Any) -> None:
+    """A lockfile row for runs written with SQL at an older schema revision to reference."""
+    from sqlalchemy import text
+
+    conn.execute(
+        text(
+            "INSERT INTO lockfiles (digest, body, created_at) VALUES (:d, '{}', CURRENT_TIMESTAMP)"
+        ),
+        {"d": PLACEHOLDER_LOCKFILE},
+    )
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

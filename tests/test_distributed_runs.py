@@ -5,6 +5,7 @@ same weights; bad input refused before anything is locked or recorded."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,28 @@ def test_a_two_worker_run_records_scheme_bytes_and_throughput(
         sum(e["train_s"] for e in training["epochs"][: training["reached_epoch"]])
     )
     assert len(training["weights_sha256"]) == 64
+
+
+def test_runs_show_and_list_name_the_scheme_in_text_json_and_the_api(
+    cli: Cli, allreduce_run: dict[str, Any]
+) -> None:
+    """Only the lockfile said which scheme a distributed run trained with."""
+    from pinbench.api.controllers.runs import run_view
+
+    run_id = allreduce_run["id"]
+    pinned = {"scheme": "allreduce", "workers": 2, "average_every": None}
+    shown = cli("runs", "show", run_id)
+    assert shown.code == 0, shown.err
+    assert ", distributed: allreduce, 2 workers: target reached at epoch" in shown.out
+    listed = cli("runs", "list")
+    (row,) = [line for line in listed.out.splitlines() if line.strip().startswith(run_id[:8])]
+    assert "training (allreduce, 2 workers)" in row
+    assert json.loads(cli("runs", "show", run_id, "--json").out)["distributed"] == pinned
+    rows = json.loads(cli("runs", "list", "--json").out)
+    assert next(r for r in rows if r["id"] == run_id)["distributed"] == pinned
+    for full in (True, False):  # GET /api/v1/runs/{id} and the listing
+        view = run_view(allreduce_run, full=full).distributed
+        assert view is not None and (view.scheme, view.workers) == ("allreduce", 2)
 
 
 def test_the_lockfile_pins_the_distributed_section(home: Home) -> None:

@@ -22,14 +22,29 @@ MARK = re.compile(r"<!-- (?:run by (?P<test>tests/\S+\.py)|not run: (?P<reason>[
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     mkdocs = Path(sys.executable).with_name("mkdocs")
     done = subprocess.run(
-        [str(mkdocs), "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+        # no --quiet: it hides the warnings --strict is there to fail on (a dead anchor)
+        [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stdout + done.stderr
     assert (tmp_path / "site" / "steps" / "index.html").is_file()
+
+
+def test_every_code_fence_is_closed() -> None:
+    """A fence left open swallows the headings after it (and the anchors linking to them)."""
+    for page in PAGES:
+        fences = [
+            n
+            for n, line in enumerate(page.read_text().splitlines(), 1)
+            if line.lstrip().startswith("```")
+        ]
+        assert len(fences) % 2 == 0, (
+            f"{page.relative_to(ROOT)}: a fence opened at line {fences[-1]}"
+        )
 
 
 def test_the_step_reference_is_generated_from_the_schema() -> None:

@@ -112,20 +112,86 @@ def test_ttft_and_tpot_are_what_the_raw_samples_give(registry: Any) -> None:
 
 
 def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(registry: Any) -> None:
+    """``rouge1``, ``rouge2``, ``rouge_l`` are MLPerf's (rouge-score with its Porter stemmer),
+    the ``_unstemmed`` ones rouge-score's without; the run says which variant it recorded."""
     from rouge_score import rouge_scorer
 
     run = _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
-    samples = run.view()["details"]["generation"]["samples"]
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
-    scores = [scorer.score(s["reference"], s["answer"]) for s in samples]
+    generation = run.view()["details"]["generation"]
+    samples = generation["samples"]
+    assert generation["rouge_variant"] == "mlperf (rouge-score, use_stemmer=True)"
     m = run.metrics
     assert m["references_count"] == len(samples)
-    for ours, theirs in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rouge_l", "rougeL")):
-        expected = float(np.mean([s[theirs].fmeasure for s in scores]))
-        assert m[ours] == pytest.approx(expected, abs=1e-12)
+    for stemmed, suffix in ((True, ""), (False, "_unstemmed")):
+        scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stemmed)
+        scores = [scorer.score(s["reference"], s["answer"]) for s in samples]
+        for ours, theirs in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rouge_l", "rougeL")):
+            expected = float(np.mean([s[theirs].fmeasure for s in scores]))
+            assert m[ours + suffix] == pytest.approx(expected, abs=1e-12), ours + suffix
+    assert m["rouge1"] != m["rouge1_unstemmed"]  # the catalog's answers differ in inflections
     exact = np.mean([s["answer"].strip() == s["reference"].strip() for s in samples])
     assert m["exact_match"] == pytest.approx(exact)
     assert 1.0 < m["perplexity"] < 512  # better than guessing among 512 tokens
+
+
+def _republished(registry: Any, catalog: Path, root: Path, name: str, tokenizer: Any) -> Path:
+    """The catalog's tiny GPT-2 published again as ``text/NAME`` with another tokenizer."""
+    import shutil
+
+    import yaml
+
+    from tests.helpers import dump, sha
+
+    folder = root / name
+    shutil.copytree(catalog / "tiny-gpt", folder)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    data = yaml.safe_load((catalog / "model-tiny-gpt.yaml").read_text())
+    data["name"] = f"text/{name}"
+    for entry in data["files"]:
+        entry.pop("source", None)
+        body = (folder / entry["path"]).read_bytes()
+        entry["sha256"], entry["size"] = sha(body), len(body)
+    registry.publish(dump(folder / "model.yaml", data))
+    return folder
+
+
+def test_perplexity_with_a_bos_adding_tokenizer_scores_the_references_tokens_only(
+    registry: Any, gpt_catalog: Path, tmp_path: Path
+) -> None:
+    """The issue's case: the tiny GPT-2 with a tokenizer that adds BOS (Llama's style). The
+    recorded perplexity is the teacher-forced one over the reference's tokens as prompt and
+    reference encode together (``whole[len(prompt):]``, the prompt's ids a prefix of the
+    whole's), not over a BOS put between them (59.05 against 76.50 when it was)."""
+    import math
+
+    import torch
+    from tokenizers import Tokenizer, processors
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = Tokenizer.from_file(str(gpt_catalog / "tiny-gpt" / "tokenizer.json"))
+    end = "<|endoftext|>"
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{end} $A", special_tokens=[(end, tokenizer.token_to_id(end))]
+    )
+    folder = _republished(registry, gpt_catalog, tmp_path, "bos-gpt", tokenizer)
+    request = {
+        "model": "text/bos-gpt@1",
+        "dataset": DATASET,
+        "generation": {"max_new_tokens": 2},
+        "scenario": {"mode": "accuracy"},
+    }
+    run = registry.lock(request)[0].run(runner="local")
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()  # type: ignore[no-untyped-call]
+    nll, scored = 0.0, 0
+    for pair in _prompts(gpt_catalog):
+        prompt = tokenizer.encode(pair["prompt"]).ids
+        whole = tokenizer.encode(pair["prompt"] + " " + pair["reference"].strip()).ids
+        assert whole[: len(prompt)] == prompt and prompt[0] == tokenizer.token_to_id(end)
+        with torch.inference_mode():
+            logp = torch.log_softmax(model(input_ids=torch.tensor([whole])).logits[0].double(), -1)
+        nll -= sum(float(logp[i - 1, whole[i]]) for i in range(len(prompt), len(whole)))
+        scored += len(whole) - len(prompt)
+    assert run.metrics["perplexity"] == pytest.approx(math.exp(nll / scored), rel=1e-5)
 
 
 def test_a_server_run_with_a_ttft_bound_it_cannot_meet_is_invalid_by_loadgen(

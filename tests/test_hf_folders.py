@@ -534,3 +534,168 @@ def test_a_whole_hub_repository_is_described_pinned_to_its_commit_and_published(
     published = cli("publish", str(out))
     assert published.code == 0, published.err
     assert cli("manifest", "model", "hf://acme/bert-cls@nope", "-o", str(out)).code != 0
+
+
+T5_WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "numbers", "are", "not", "words"]
+T5_SENTENCES = ["the cat sat on the mat", "a dog", "numbers are not words", "cat", "the dogs"]
+
+
+def _t5_folder(folder: Path, architecture: str, pad: Any = "<pad>") -> Path:
+    """A random-weight T5 (encoder-decoder) as the field saves it: a SentencePiece-style
+    tokenizer.json with no padding settings, its pad token named only in
+    tokenizer_config.json (``pad``: a string or transformers' serialised AddedToken)."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    torch.manual_seed(0)
+    pieces = ["<pad>", "</s>", "<unk>", *(f"▁{w}" for w in T5_WORDS), *"abcdefghijklmnopqrstuvwxyz"]
+    scores = [(p, -1.0 if p.startswith("▁") else -5.0) for p in pieces]
+    tokenizer = Tokenizer(models.Unigram(scores, unk_id=2, byte_fallback=False))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", 1)]
+    )
+    tokenizer.add_special_tokens(["<pad>", "</s>", "<unk>"])
+    config = transformers.T5Config(  # type: ignore[call-arg]
+        vocab_size=len(pieces),
+        d_model=16,
+        d_kv=8,
+        d_ff=32,
+        num_layers=1,
+        num_heads=2,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
+    getattr(transformers, architecture)(config).eval().save_pretrained(folder)
+    tokenizer.save(str(folder / "tokenizer.json"))
+    tokenizer_config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "pad_token": pad,
+        "eos_token": "</s>",
+        "unk_token": "<unk>",
+        "model_input_names": ["input_ids", "attention_mask"],
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    return folder
+
+
+def test_an_encoder_decoder_is_refused_at_manifest_and_publish_naming_its_architecture(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A T5 folder was read as a sentence-embedding model and, declared `type: generation`,
+    published, locked and run into a traceback; it is refused before any of that."""
+    folder = _t5_folder(tmp_path / "t5", "T5ForConditionalGeneration")
+    out = tmp_path / "t5.yaml"
+    done = cli("manifest", "model", str(folder), "--name", "text/t5", "-o", str(out))
+    assert done.code == 1 and not out.exists()
+    assert "T5ForConditionalGeneration is an encoder-decoder" in done.err
+    assert "is_encoder_decoder: true" in done.err
+    from tests.helpers import sha
+
+    files = [
+        {"path": f"t5/{p.name}", "sha256": sha(p.read_bytes()), "size": p.stat().st_size}
+        for p in sorted(folder.iterdir())
+    ]
+    manifest = {
+        "kind": "model",
+        "name": "text/t5",
+        "version": "1.0.0",
+        "format": "hf-folder",
+        "architecture": "T5ForConditionalGeneration",
+        "framework": {"name": "transformers", "range": ">=5 <6"},
+        "files": files,
+        "outputs": [{"name": "logits", "type": "generation"}],
+    }
+    dump(out, manifest)
+    assert cli("init").code == 0
+    done = cli("publish", str(out))
+    assert done.code == 1
+    assert "T5ForConditionalGeneration is an encoder-decoder" in done.err
+    assert "Traceback" not in done.err
+
+
+def test_an_encoder_decoder_whose_config_does_not_say_so_is_refused_before_generating(
+    tmp_path: Path,
+) -> None:
+    """Without `is_encoder_decoder` in config.json the folder reads as any other; the
+    generator's loader still refuses the class, whose forward takes the decoder's ids."""
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.evaluator.predictors.config import ModelFiles
+
+    folder = _t5_folder(tmp_path / "t5", "T5ForConditionalGeneration")
+    config = json.loads((folder / "config.json").read_text())
+    del config["is_encoder_decoder"]
+    (folder / "config.json").write_text(json.dumps(config))
+    assert describe(_files(folder)).architecture == "T5ForConditionalGeneration"
+    generator = TorchGenerator()
+    files = ModelFiles(_files(folder), "hf-folder", "T5ForConditionalGeneration")
+    with pytest.raises(ModelLoadError, match=r"is an encoder-decoder .* decoder_input_ids"):
+        generator.open(files, None)
+
+
+@pytest.mark.parametrize(
+    "pad",
+    [
+        pytest.param("<pad>", id="a string"),
+        pytest.param({"__type": "AddedToken", "content": "<pad>", "special": True}, id="added"),
+    ],
+)
+def test_the_encoder_alone_is_an_encoder_padded_with_the_tokenizer_configs_pad_token(
+    cli: Cli, tmp_path: Path, pad: Any
+) -> None:
+    """T5's encoder alone is an encoder: `manifest model` writes its pooled embedding. Its
+    tokenizer.json names no pad token, tokenizer_config.json does: the inputs are padded with
+    it, as transformers' own tokenizer pads them (they were refused: "names no pad token")."""
+    from transformers import PreTrainedTokenizerFast
+
+    from pinbench.evaluator.text_inputs import preprocess_texts
+    from pinbench.registry.manifest import ModelManifest, load_manifest
+
+    folder = _t5_folder(tmp_path / "t5enc", "T5EncoderModel", pad)
+    data = _manifest(cli, folder, "t5enc")
+    assert data["architecture"] == "T5EncoderModel"
+    assert data["outputs"][0]["type"] == "embedding"
+    manifest = load_manifest(tmp_path / "t5enc.yaml")
+    assert isinstance(manifest, ModelManifest)
+    files = {f"t5enc/{n}": p for n, p in _files(folder).items()}
+    reference = PreTrainedTokenizerFast.from_pretrained(folder)(
+        T5_SENTENCES, padding="max_length", max_length=LENGTH
+    )
+    for spec in manifest.inputs:
+        got = preprocess_texts(T5_SENTENCES, spec, files)
+        np.testing.assert_array_equal(got, np.asarray(reference[spec.name]))
+    assert (np.asarray(reference["input_ids"]) == 0).any()  # "<pad>" is id 0: padding happened
+
+
+@pytest.mark.parametrize(
+    ("architecture", "flag", "refused"),
+    [
+        ("T5ForConditionalGeneration", True, True),  # generating needs decoder inputs
+        ("BartForConditionalGeneration", True, True),
+        ("MarianMTModel", True, True),
+        ("T5Model", True, True),  # the bare encoder-decoder: its decoder needs ids too
+        ("T5EncoderModel", True, False),  # the encoder alone (transformers 4 saved it `true`)
+        ("BartForSequenceClassification", True, False),  # builds its decoder's ids itself
+        ("T5ForConditionalGeneration", False, False),  # the class decides at load (above)
+        ("GPT2LMHeadModel", None, False),
+    ],
+)
+def test_which_encoder_decoder_folders_are_read(
+    tmp_path: Path, architecture: str, flag: bool | None, refused: bool
+) -> None:
+    """The rule on config.json alone (reading is not running): `is_encoder_decoder: true`
+    is refused unless the architecture runs from the tokenizer's inputs alone."""
+    folder = _bert_folder(tmp_path / "folder", "BertModel")
+    config = json.loads((folder / "config.json").read_text())
+    config["architectures"] = [architecture]
+    if flag is not None:
+        config["is_encoder_decoder"] = flag
+    (folder / "config.json").write_text(json.dumps(config))
+    if refused:
+        with pytest.raises(HfFolderRefused, match=f"{architecture} is an encoder-decoder"):
+            describe(_files(folder))
+    else:
+        assert describe(_files(folder)).architecture == architecture

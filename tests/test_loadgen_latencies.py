@@ -20,6 +20,7 @@ from pinbench.db.engine import make_engine
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.registry.request import Scenario
+from tests.helpers import PLACEHOLDER_LOCKFILE, insert_placeholder_lockfile
 
 FRACTIONS = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p97": 0.97, "p99": 0.99, "p99_9": 0.999}
 """LoadGen's ``latency_percentiles`` as its source writes them (``results.h``)."""
@@ -189,7 +190,11 @@ def _insert(
             "trace_level) VALUES (:id, :d, 'succeeded', 'local', CURRENT_TIMESTAMP, '{}', "
             ":details, 'none')"
         ),
-        {"id": run_id, "d": "a" * 64, "details": None if details is None else json.dumps(details)},
+        {
+            "id": run_id,
+            "d": PLACEHOLDER_LOCKFILE,
+            "details": None if details is None else json.dumps(details),
+        },
     )
     for metric, value in results.items():
         conn.execute(
@@ -207,13 +212,7 @@ def test_upgrade_renames_the_framework_series_and_reads_loadgens(database_url: s
     engine = make_engine(database_url)
     migrate.upgrade(engine, "0013")
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO lockfiles (digest, body, created_at) "
-                "VALUES (:d, '{}', CURRENT_TIMESTAMP)"
-            ),
-            {"d": "a" * 64},
-        )
+        insert_placeholder_lockfile(conn)
         _insert(conn, "perf", {"loadgen": LOADGEN}, OLD)
         _insert(conn, "multi", {"loadgen": MULTI}, {"latency_p50_ns": 3.0})
         _insert(conn, "accuracy", {"loadgen": {"effective_test_mode": "AccuracyOnly"}},

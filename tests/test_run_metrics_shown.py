@@ -227,6 +227,17 @@ def test_report_metrics_follow_the_task_and_say_undefined() -> None:
             "Offline performance",
         ),
         ({"kind": "training", "scenario": "SingleStream", "mode": "performance"}, "training"),
+        (
+            {"kind": "training", "distributed": {"scheme": "ddp", "workers": 4}},
+            "training (ddp, 4 workers)",
+        ),
+        (
+            {
+                "kind": "training",
+                "distributed": {"scheme": "mavg", "workers": 1, "average_every": 8},
+            },
+            "training (mavg every 8 steps, 1 worker)",
+        ),
         ({"kind": "operator", "scenario": "SingleStream", "mode": "performance"}, "operator"),
     ],
 )

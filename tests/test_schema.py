@@ -9,6 +9,7 @@ from pinbench.db import migrate, schema
 from pinbench.db.engine import make_engine
 from pinbench.db.schema import SchemaNotCurrent, current_revision
 from pinbench.workspace import Workspace
+from tests.helpers import PLACEHOLDER_LOCKFILE, insert_placeholder_lockfile
 
 TABLES = {
     "artifacts",
@@ -76,15 +77,54 @@ def test_upgrade_from_every_earlier_revision_keeps_data(database_url: str) -> No
         migrate.downgrade(engine, "base")
         migrate.upgrade(engine, revision)
         with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO lockfiles (digest, body, created_at) "
-                    "VALUES (:d, '{}', CURRENT_TIMESTAMP)"
-                ),
-                {"d": "a" * 64},
-            )
+            insert_placeholder_lockfile(conn)
         migrate.upgrade(engine)
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM lockfiles")).scalar() == 1, revision
         assert migrate.schema_diff(engine) == [], revision
+    engine.dispose()
+
+
+def test_rouge_recorded_before_stemming_keeps_its_numbers_as_unstemmed(
+    database_url: str,
+) -> None:
+    """Migration 0015 (decision 161): a run's ``rouge1``... recorded unstemmed are renamed
+    ``*_unstemmed``, every other metric left alone; a downgrade gives the old names back."""
+    engine = make_engine(database_url)
+    migrate.downgrade(engine, "base")
+    migrate.upgrade(engine, "0014")
+    recorded = {"rouge1": 0.0522, "rouge2": 0.01, "rouge_l": 0.05, "exact_match": 0.0}
+    with engine.begin() as conn:
+        insert_placeholder_lockfile(conn)
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, lockfile_digest, status, runner, started_at, host) "
+                "VALUES ('r1', :d, 'succeeded', 'local', CURRENT_TIMESTAMP, '{}')"
+            ),
+            {"d": PLACEHOLDER_LOCKFILE},
+        )
+        for metric, value in recorded.items():
+            conn.execute(
+                text(
+                    "INSERT INTO results (run_id, metric, value, unit) "
+                    "VALUES ('r1', :m, :v, 'fraction')"
+                ),
+                {"m": metric, "v": value},
+            )
+
+    def metrics() -> dict[str, float]:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT metric, value FROM results WHERE run_id = 'r1'"))
+            return {metric: value for metric, value in rows}
+
+    migrate.upgrade(engine, "0015")
+    assert metrics() == {
+        "rouge1_unstemmed": 0.0522,
+        "rouge2_unstemmed": 0.01,
+        "rouge_l_unstemmed": 0.05,
+        "exact_match": 0.0,
+    }
+    migrate.downgrade(engine, "0014")
+    assert metrics() == recorded
+    migrate.upgrade(engine)
     engine.dispose()

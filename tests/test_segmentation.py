@@ -94,6 +94,49 @@ def test_a_class_only_predicted_and_pixels_the_model_never_saw_count_as_wrong() 
     assert confusion.metrics()["pixel_accuracy"] == pytest.approx(2 / 4)
 
 
+def test_miou_and_pixel_accuracy_equal_torchmetrics_jaccard_index_not_mean_iou() -> None:
+    """The reference the docs name: torchmetrics' ``JaccardIndex`` (multiclass, macro, classes
+    with an empty union left out) over the dataset's pixels, with the ignored label, and
+    ``MulticlassAccuracy`` (micro). Its ``segmentation.MeanIoU`` averages per-image IoUs,
+    which is another number; the docs once named it."""
+    import torch
+    from torchmetrics.classification import JaccardIndex, MulticlassAccuracy
+    from torchmetrics.segmentation import MeanIoU
+
+    from pinbench.tasks.segmentation import metrics
+
+    rng = np.random.default_rng(95)
+    classes, ignored = 5, 255
+    confusion = Confusion(classes=classes, ignore_index=ignored)
+    jaccard = JaccardIndex(
+        task="multiclass", num_classes=classes, average="macro", ignore_index=ignored
+    )
+    accuracy = MulticlassAccuracy(num_classes=classes, average="micro", ignore_index=ignored)
+    per_image = MeanIoU(num_classes=classes, input_format="index")  # it has no ignore_index:
+    every_pixel = Confusion(classes=classes)  # compared on the same pixels, none ignored
+    image_mious: list[float] = []
+    for _ in range(6):  # images of different sizes; class 4 in no truth and never predicted
+        shape = tuple(int(d) for d in rng.integers(5, 17, size=2))
+        truth = rng.integers(0, 4, size=shape)
+        predicted = np.where(rng.random(shape) < 0.6, truth, rng.integers(0, 4, size=shape))
+        per_image.update(torch.from_numpy(predicted)[None], torch.from_numpy(truth)[None])
+        every_pixel.add(truth, predicted)
+        one = Confusion(classes=classes)
+        one.add(truth, predicted)
+        image_mious.append(one.metrics()["miou"])
+        truth[rng.random(shape) < 0.1] = ignored
+        confusion.add(truth, predicted)
+        jaccard.update(torch.from_numpy(predicted), torch.from_numpy(truth))
+        accuracy.update(torch.from_numpy(predicted), torch.from_numpy(truth))
+    found = confusion.metrics()
+    assert confusion.ious()[4] is None  # left out of the mean, as JaccardIndex leaves it
+    assert found["miou"] == pytest.approx(float(jaccard.compute()), abs=1e-6)  # its float32
+    assert found["pixel_accuracy"] == pytest.approx(float(accuracy.compute()), abs=1e-6)
+    assert float(per_image.compute()) == pytest.approx(np.mean(image_mious), abs=1e-6)
+    assert abs(every_pixel.metrics()["miou"] - float(per_image.compute())) > 0.02
+    assert "``JaccardIndex``" in str(metrics.__doc__) and "MeanIoU" not in str(metrics.__doc__)
+
+
 # --- reading an output into classes ----------------------------------------------------------
 
 

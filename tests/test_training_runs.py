@@ -219,6 +219,38 @@ def test_a_target_not_reached_is_a_failed_run_with_its_record(home: Home) -> Non
 # ---------------------------------------------------------------- bad input
 
 
+def test_a_model_ranking_its_lowest_score_first_is_refused_before_training(
+    home: Home, cnn_catalog_dir: Path
+) -> None:
+    """Cross-entropy trains the highest score to be the answer, and validation takes the
+    highest: a declared ``argsort: {descending: false}`` would be trained and judged against."""
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.publish import publish
+    from pinbench.training.errors import InvalidModel
+
+    (path,) = [
+        p
+        for p in cnn_catalog_dir.glob("*.yaml")
+        if yaml.safe_load(p.read_text())["name"] == TORCH.split("@")[0]
+    ]
+    data = yaml.safe_load(path.read_text())
+    data["version"] = "1.99.0"
+    for out in data["outputs"]:
+        out["steps"] = [{"argsort": {"descending": False}}]
+    publish(home.ws, parse_manifest(data), manifest_dir=cnn_catalog_dir, publisher="test")
+    lock = _lock(home.ws, model=f"{TORCH.split('@')[0]}@1.99.0")
+    runs_before = _counts(home.ws)[0]
+    with pytest.raises(InvalidModel, match=r"declares `argsort: \{descending: false\}`"):
+        run_lockfile(home.ws, lock, runner="local", say=quiet)
+    assert _counts(home.ws)[0] == runs_before + 1  # recorded failed, nothing trained
+    with home.ws.transaction() as session:
+        run_id = session.scalars(select(Run.id).order_by(Run.started_at.desc())).first()
+    assert run_id is not None
+    info = show_run(home.ws, run_id, nested=True)
+    assert info["status"] == "failed" and "argsort" in info["error"]
+    assert not info["metrics"] and "training" not in (info["details"] or {})
+
+
 def _request_file(tmp_path: Path, data: dict[str, Any]) -> Path:
     path = tmp_path / "request.yaml"
     path.write_text(yaml.safe_dump(data))

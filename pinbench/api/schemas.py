@@ -108,6 +108,16 @@ class RunOnRequest(Body):
         b.RETRIES.check("retries", self.retries)
 
 
+class DistributedView(Body):
+    """A distributed training run's settings, as its lockfile pins them."""
+
+    scheme: str
+    """``allreduce``, ``pssgd``, ``mavg`` or ``ddp`` (docs/levels.md)."""
+    workers: int
+    average_every: int | None = None
+    """``mavg``'s averaging period in steps; None for the other schemes."""
+
+
 class RunView(Body):
     id: str
     status: str
@@ -143,6 +153,8 @@ class RunView(Body):
     ``operator``."""
     task: str | None = None
     """Its dataset's task (what its accuracy metrics mean); None without a dataset."""
+    distributed: DistributedView | None = None
+    """A distributed training run's scheme and workers; None for any other run."""
 
 
 class Comparison(Body):

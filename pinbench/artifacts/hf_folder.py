@@ -13,6 +13,14 @@ predictor before it loads, and it refuses what would run a publisher's code:
   (ambiguous: which loads?) and, alone, unless the manifest says ``trusted: true`` (and the run
   allows pickles: ``pinbench.evaluator.policy``).
 
+It also refuses what pinbench cannot run: an encoder-decoder (``config.json`` says
+``is_encoder_decoder: true``, as transformers writes it for T5, BART, Marian, Whisper...)
+unless its architecture is one that runs from the tokenizer's inputs alone and whose outputs
+pinbench reads as its head says: a sequence classifier (``*ForSequenceClassification``, which
+builds its decoder's inputs from ``input_ids``) or the encoder alone (``*EncoderModel``).
+Generating with an encoder-decoder (``T5ForConditionalGeneration``) needs decoder inputs
+pinbench's generators do not give (decision 162).
+
 Only JSON is parsed here (bounded: ``artifacts.jsonsafe``); nothing is imported or executed.
 """
 
@@ -113,6 +121,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         raise HfFolderRefused(path=configs[0], reason="not a JSON object")
     _no_remote_code(config, configs[0])
     architecture = _architecture(config, configs[0])
+    _runnable(config, architecture, configs[0])
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise HfFolderRefused(path=configs[0], reason="no `model_type` string")
@@ -160,6 +169,22 @@ def _no_remote_code(data: dict[str, Any], label: str) -> None:
             path=label,
             reason="`auto_map` names custom code (trust_remote_code), which pinbench never "
             "runs; publish a model whose architecture transformers ships",
+        )
+
+
+ENCODER_DECODER_RUNS = ("ForSequenceClassification", "EncoderModel")
+"""The architectures of an encoder-decoder that run from the tokenizer's inputs alone."""
+
+
+def _runnable(config: dict[str, Any], architecture: str, label: str) -> None:
+    if config.get("is_encoder_decoder") is True and not architecture.endswith(ENCODER_DECODER_RUNS):
+        raise HfFolderRefused(
+            path=label,
+            reason=f"{architecture} is an encoder-decoder (`is_encoder_decoder: true`), which "
+            "pinbench does not run yet: its decoder needs inputs of its own. Text generation "
+            "takes a decoder-only model (*ForCausalLM, *LMHeadModel); of an encoder-decoder, "
+            "pinbench runs a sequence classifier (*ForSequenceClassification) or the encoder "
+            "alone (*EncoderModel)",
         )
 
 

@@ -70,7 +70,7 @@ def print_run(info: dict[str, Any]) -> None:
     from rich.text import Text
 
     from pinbench.energy.show import energy_and_cost
-    from pinbench.run_metrics import metric_rows
+    from pinbench.run_metrics import distributed_label, metric_rows
 
     out = _out()
     out.print(Text(f"run {info['id']}  {info['status']}", style="bold"))
@@ -79,8 +79,11 @@ def print_run(info: dict[str, Any]) -> None:
         out.print(f"operator {info['operator']} on {info['framework']}")
     elif isinstance(training, dict):
         reached = training.get("reached_epoch")
+        scheme = distributed_label(info)
         out.print(
-            f"training {info['model']} on {info['framework']}, {info['dataset']}: "
+            f"training {info['model']} on {info['framework']}, {info['dataset']}"
+            + (f", distributed: {scheme}" if scheme else "")
+            + ": "
             + (f"target reached at epoch {reached}" if reached else "target not reached")
         )
     else:

@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import Row, select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
@@ -92,6 +93,13 @@ def run_kind(lock: Lockfile) -> str:
     return "operator" if body.operator else "training" if body.training else "inference"
 
 
+def _distributed(lock: Lockfile) -> dict[str, Any] | None:
+    """A distributed training run's ``distributed`` section as its lockfile pins it (scheme,
+    workers, average_every); None for any other run."""
+    spec = lock.body.request.distributed
+    return None if spec is None else dict(msgspec.to_builtins(spec))
+
+
 def _summary(
     run: Run | Row[Any], lock: Lockfile, metrics: dict[str, float], *, nested: bool
 ) -> dict[str, Any]:
@@ -118,6 +126,7 @@ def _summary(
         "batch_size": body.batch_size,
         "threads": body.threads,
         "sweep": body.sweep,
+        "distributed": _distributed(lock),
         "trace": run.trace_level,
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),

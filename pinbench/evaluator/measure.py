@@ -30,6 +30,7 @@ from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import wrap
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.names import Kind
+from pinbench.registry.output_steps import check_output_steps
 from pinbench.tasks.base import Context
 from pinbench.tasks.registry import task
 from pinbench.trace.recorder import Recorder
@@ -126,6 +127,7 @@ def _evaluate(
     data_art = files_of(job.lock, Kind.DATASET)
     if not body.model.inputs:
         raise UserError(f"model {model_art.ref} declares no inputs")
+    check_output_steps(body.model.outputs)  # as publish does: a manifest stored before it
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
     samples = load_samples(body.dataset, data_art, job.data_paths)

@@ -1,8 +1,10 @@
-"""Post-processing from a manifest's output steps: softmax, pooling, L2 normalisation."""
+"""Post-processing from a manifest's output steps: softmax, pooling, L2 normalisation, and
+the exact ranking ``argsort`` and ``topk`` give (``ranked``)."""
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from pinbench.evaluator.pipeline_errors import Array, FloatArray, PipelineError
 from pinbench.registry.steps import (
@@ -47,6 +49,23 @@ def pool(x: Array, step: Pool, inputs: dict[str, Array]) -> FloatArray:
     return pooled
 
 
+def ranked(x: Array, *, descending: bool = True) -> npt.NDArray[np.intp]:
+    """Each row's indices along the last axis by value, highest first (``descending``) or
+    lowest first; equal values keep their index order (the lower index first) either way.
+
+    Compared in the values' own type, never cast: int64 scores above 2**53 are distinct
+    integers a float64 would make equal (or reorder), and negating to sort descending would
+    overflow the smallest integer. Descending is an ascending stable sort of each row
+    reversed, read backwards."""
+    if not descending:
+        return np.argsort(x, axis=-1, kind="stable")
+    width = x.shape[-1]
+    order: npt.NDArray[np.intp] = (width - 1) - np.argsort(x[..., ::-1], axis=-1, kind="stable")[
+        ..., ::-1
+    ]
+    return order
+
+
 def l2_normalize(x: Array) -> FloatArray:
     values = x.astype(np.float32)
     norms = np.linalg.norm(values, axis=-1, keepdims=True)
@@ -69,9 +88,7 @@ def postprocess(
         elif step.softmax is not None:
             x = softmax(x.astype(np.float32), step.softmax.axis)
         elif step.argsort is not None:
-            xf = x.astype(np.float64)
-            order = np.argsort(-xf if step.argsort.descending else xf, axis=-1, kind="stable")
-            x = order
+            x = ranked(x, descending=step.argsort.descending)
         elif step.topk is not None:
-            x = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")[..., : step.topk.k]
+            x = ranked(x)[..., : step.topk.k]
     return x

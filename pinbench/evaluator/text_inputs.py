@@ -92,7 +92,28 @@ def _tokenize(
                 max_length=step.max_length,
                 truncation=step.truncation,
                 stop=stop,
+                pad_token=configured_pad(files, step.tokenizer),
             )
         except TokenizeProblem as exc:
             raise PipelineError(step="tokenize", reason=exc.reason) from None
     return encodings[key].field(_ENCODING_FIELDS[step.output]).astype(np.int64)
+
+
+def configured_pad(files: dict[str, Path], tokenizer: str) -> str | None:
+    """The pad token of the ``tokenizer_config.json`` beside ``tokenizer`` among the model's
+    ``files`` (a string, or transformers' serialised ``AddedToken``: its ``content``), if
+    there is one: where transformers' own tokenizer reads it."""
+    from pinbench.artifacts.hf_folder import HfFolderRefused, read_json
+
+    folder = tokenizer.rpartition("/")[0]
+    name = f"{folder}/tokenizer_config.json" if folder else "tokenizer_config.json"
+    if name not in files:
+        return None
+    try:
+        config = read_json(files[name], name)
+    except HfFolderRefused as exc:
+        raise PipelineError(step="tokenize", reason=str(exc)) from None
+    pad = config.get("pad_token") if isinstance(config, dict) else None
+    if isinstance(pad, dict):
+        pad = pad.get("content")
+    return pad if isinstance(pad, str) and pad else None

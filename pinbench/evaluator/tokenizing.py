@@ -10,7 +10,8 @@ at once and the run ends with the stop's reason. The child dies with its parent 
 
 The child reads one ``Request`` (MessagePack) on stdin and writes one ``Reply`` (MessagePack,
 after its 8-byte length) on stdout, then, when the reply carries no error, the ids, attention
-masks and token type ids as three ``(count, max_length)`` arrays of native ``uint32``.
+masks and token type ids as three ``(count, max_length)`` arrays of native ``uint32`` (and,
+when the request asks for ``ends``, a fourth: the character each token ends at).
 Tokenizing is done in chunks of at most ``CHUNK_TEXTS`` texts and ``CHUNK_CHARS`` characters,
 so memory stays bounded whatever the lines' lengths (a line holds at most 1 MiB:
 ``pinbench.evaluator.lines``).
@@ -73,6 +74,15 @@ class Request(msgspec.Struct, frozen=True):
     special_tokens: bool = True
     """Add the tokenizer's special tokens (its post-processor's); false for a text a chat
     template has already laid out."""
+    ends: bool = False
+    """Also give, per token, the character of the text where its span ends (the library's
+    offsets; a token the post-processor added spans no character: 0)."""
+    cut_end: bool = False
+    """With ``truncation``, cut a longer text at its end whatever the file's truncation
+    direction says (a reference scored after its prompt keeps its prompt whole)."""
+    pad_token: str | None = None
+    """The pad token ``tokenizer_config.json`` beside the file names, used when the file's own
+    padding settings name none."""
 
 
 class Reply(msgspec.Struct, frozen=True):
@@ -88,6 +98,8 @@ class Encoded:
     ids: U32
     attention_mask: U32
     type_ids: U32
+    ends: U32 | None = None
+    """Where each token's span ends in its text (characters), when the request asked."""
 
     def field(self, name: str) -> U32:
         """``ids``, ``attention_mask`` or ``type_ids``."""
@@ -105,21 +117,34 @@ def encode_texts(
     stop: Callable[[], None] | None = None,
     ragged: bool = False,
     special_tokens: bool = True,
+    ends: bool = False,
+    cut_end: bool = False,
+    pad_token: str | None = None,
 ) -> Encoded:
     """Tokenize ``texts`` in a child process, padded to ``max_length`` (``truncation``: cut
     longer ones, else refuse them); ``stop`` is called while waiting and, when it raises,
     the child is killed and its error raised. A tokenizer that fails, or a text longer than
-    ``max_length`` without truncation, raises ``TokenizeProblem``."""
+    ``max_length`` without truncation, raises ``TokenizeProblem``. ``ends``: give each
+    token's end offset too; ``cut_end``: truncate at the end whatever the file says;
+    ``pad_token``: ``tokenizer_config.json``'s, when the file's padding names none."""
     request = Request(
-        str(tokenizer), name, max_length, truncation, list(texts), ragged, special_tokens
+        str(tokenizer),
+        name,
+        max_length,
+        truncation,
+        list(texts),
+        ragged,
+        special_tokens,
+        ends,
+        cut_end,
+        pad_token,
     )
-    payload = msgspec.msgpack.encode(request)
     argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(os.getpid())]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, close_fds=True
         )
-        exchange = _Exchange(proc, payload)
+        exchange = _Exchange(proc, request)
         try:
             while not exchange.done.wait(POLL_S):
                 if stop is not None:
@@ -140,9 +165,10 @@ class _Exchange:
     """Hands the child its request and reads its reply on a thread of its own, so that the
     caller's thread only waits (and a signal handler can run there)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], payload: bytes) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], request: Request) -> None:
         self.proc = proc
-        self.payload = payload
+        self.request = request
+        self.payload = msgspec.msgpack.encode(request)
         self.reply: Reply | None = None
         self.encoded: Encoded | None = None
         self.done = threading.Event()
@@ -157,7 +183,7 @@ class _Exchange:
                 self.proc.stdin.close()
             except OSError:  # the child died first: its exit status says why
                 return
-            self.reply, self.encoded = _read_reply(self.proc.stdout)
+            self.reply, self.encoded = _read_reply(self.proc.stdout, _fields(self.request))
         except (OSError, ValueError, msgspec.DecodeError):
             return
         finally:
@@ -165,7 +191,12 @@ class _Exchange:
             self.done.set()
 
 
-def _read_reply(out: IO[bytes]) -> tuple[Reply | None, Encoded | None]:
+def _fields(request: Request) -> tuple[str, ...]:
+    """The arrays the child writes, in order."""
+    return (*_FIELDS, "ends") if request.ends else _FIELDS
+
+
+def _read_reply(out: IO[bytes], fields: tuple[str, ...]) -> tuple[Reply | None, Encoded | None]:
     size = _read_exactly(out, _HEADER)
     if size is None:
         return None, None
@@ -176,7 +207,7 @@ def _read_reply(out: IO[bytes]) -> tuple[Reply | None, Encoded | None]:
     if reply.error is not None:
         return reply, None
     arrays = []
-    for _ in _FIELDS:
+    for _ in fields:
         array = np.empty((reply.count, reply.length), dtype=np.uint32)
         view = array.data.cast("B")
         done = 0
@@ -218,7 +249,7 @@ def main(parent: int) -> None:
         _write(out, Reply(error=exc.reason))
         return
     _write(out, Reply(count=len(request.texts), length=request.max_length))
-    for name in _FIELDS:
+    for name in _fields(request):
         out.write(np.ascontiguousarray(encoded.field(name)).data.cast("B"))
     out.flush()
 
@@ -243,7 +274,7 @@ def _die_with(parent: int) -> None:
 def _encode(request: Request) -> Encoded:
     tokenizer = _tokenizer(request)
     count, length = len(request.texts), request.max_length
-    out = Encoded(*(np.zeros((count, length), dtype=np.uint32) for _ in _FIELDS))
+    out = Encoded(*(np.zeros((count, length), dtype=np.uint32) for _ in _fields(request)))
     for start, end in _chunks(request.texts):
         try:
             encodings = tokenizer.encode_batch(
@@ -272,6 +303,8 @@ def _encode(request: Request) -> Encoded:
             out.ids[i, :n] = encoding.ids
             out.attention_mask[i, :n] = encoding.attention_mask
             out.type_ids[i, :n] = encoding.type_ids
+            if out.ends is not None:
+                out.ends[i, :n] = [end for _, end in encoding.offsets]
     return out
 
 
@@ -291,8 +324,9 @@ def _chunks(texts: Sequence[str]) -> list[tuple[int, int]]:
 
 def _tokenizer(request: Request) -> Any:
     """The tokenizer file, its own padding and truncation settings kept (direction, pad
-    token and ids) with the length the manifest declares; a tokenizer that names no pad
-    token is refused rather than padded with a guess."""
+    token and ids) with the length the manifest declares; a file whose padding names no pad
+    token pads with ``tokenizer_config.json``'s (the request's), else ``[PAD]`` when it has
+    one; a tokenizer that names none is refused rather than padded with a guess."""
     from tokenizers import Tokenizer
 
     try:
@@ -303,7 +337,7 @@ def _tokenizer(request: Request) -> Any:
     if request.truncation:
         tokenizer.enable_truncation(
             max_length=request.max_length,
-            direction=truncation.get("direction", "right"),
+            direction="right" if request.cut_end else truncation.get("direction", "right"),
             strategy=truncation.get("strategy", "longest_first"),
         )
     else:
@@ -312,13 +346,22 @@ def _tokenizer(request: Request) -> Any:
         tokenizer.no_padding()
         return tokenizer
     pad = tokenizer.padding or {}
+    if not pad.get("pad_token") and request.pad_token is not None:
+        if tokenizer.token_to_id(request.pad_token) is None:
+            raise TokenizeProblem(
+                f"tokenizer_config.json names the pad token {request.pad_token!r:.80}, which "
+                f"tokenizer {request.name} does not have"
+            )
+        pad = {**pad, "pad_token": request.pad_token}
+        pad.pop("pad_id", None)  # the file's pad id goes with the file's pad token
     pad_token = pad.get("pad_token") or (
         "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else None
     )
     if pad_token is None:
         raise TokenizeProblem(
-            f"tokenizer {request.name} names no pad token (no padding settings and no [PAD] "
-            "token): inputs are padded to max_length"
+            f"tokenizer {request.name} names no pad token (no padding settings, no pad_token "
+            "in a tokenizer_config.json beside it and no [PAD] token): inputs are padded to "
+            "max_length"
         )
     tokenizer.enable_padding(
         length=request.max_length,

@@ -44,6 +44,7 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
     spec, env, model = body.training, body.environment, body.model
     assert spec is not None and env is not None and model is not None
     assert body.dataset is not None and body.validation is not None
+    _check_ranking(model.outputs, framework=env.framework)
     x_train, y_train = _split(job, body.dataset, job.data_paths, "training split", say)
     x_val, y_val = _split(job, body.validation, job.validation_paths, "validation split", say)
     job.stop.check()
@@ -85,6 +86,25 @@ def _validate_transform(
     spec, env = job.lock.body.training, job.lock.body.environment
     assert spec is not None and spec.transform is not None and env is not None
     keep(validate_training(spec, env.framework, start, data), evidence, say)
+
+
+def _check_ranking(outputs: list[Any], *, framework: str) -> None:
+    """Training minimises cross-entropy over the model's scores as logits and validates top-1
+    by the highest: a classification output declaring the lowest score first (``argsort:
+    {descending: false}``) would be trained and judged against its declaration. Refused
+    before any data is read (decision 170)."""
+    from pinbench.training.errors import InvalidModel
+
+    for out in outputs:
+        if out.type == "classification" and any(
+            s.argsort is not None and not s.argsort.descending for s in out.steps
+        ):
+            raise InvalidModel(
+                framework=framework,
+                reason=f"output {out.name!r} declares `argsort: {{descending: false}}` (its "
+                "lowest score is its answer), but training minimises cross-entropy over the "
+                "scores as logits and validates top-1 by the highest score",
+            )
 
 
 def _split(

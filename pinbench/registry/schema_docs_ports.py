@@ -165,11 +165,17 @@ PORT_DOCS: dict[str, dict[str, str]] = {
     },
     # ---------------------------------------------------------------- output steps
     "OutputStep": {
-        "softmax": "Turn scores into probabilities along an axis.",
-        "argsort": "Replace each row of scores by the class indices sorted by score.",
-        "topk": "Keep the indices of the k highest scores of each row, highest first.",
-        "pool": "Token states (N, tokens, D) to one vector per sample.",
-        "l2_normalize": "Divide each vector by its Euclidean norm.",
+        "softmax": "Turn scores into probabilities along an axis. On a classification "
+        "output the axis must be the class axis (refused on the first answer otherwise); it "
+        "ranks the classes as the scores do, so top-k is computed from the scores, exactly.",
+        "argsort": "Replace each row of scores by the class indices sorted by score. On a "
+        "classification output: the order its classes are ranked in (descending: false makes "
+        "the lowest score the prediction); its last step.",
+        "topk": "Keep the indices of the k highest scores of each row, highest first. On a "
+        "classification output: the classes its answer keeps (top5 is recorded only where k "
+        "is 5 or more); its last step.",
+        "pool": "Token states (N, tokens, D) to one vector per sample (embedding outputs).",
+        "l2_normalize": "Divide each vector by its Euclidean norm (embedding outputs).",
     },
     "Pool": {
         "mode": "'mean' (the default): the mean over the tokens the mask keeps; 'cls': the "
@@ -257,8 +263,11 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "language model's next-token logits (a Hugging Face folder, format hf-folder), from "
         "which answers are generated token by token for a text-generation dataset (TTFT, TPOT, "
         "tokens/s; ROUGE, exact match, perplexity).",
-        "steps": "The postprocessing, applied in order (softmax/argsort/topk on (N, classes) "
-        "scores; pool/l2_normalize on token states); each step has exactly one key.",
+        "steps": "The postprocessing, as the task reading the output applies it: softmax, "
+        "argsort and topk on a classification output's (N, classes) scores (argsort or topk "
+        "last); every step, in order, on an embedding output; none on the other types. A "
+        "step the output's task does not apply is refused at publish, naming it and the "
+        "task. Each step has exactly one key.",
         "labels": "The file naming the classes; its path must be among the model's files. "
         "For a detection output it is required: one class name per line, in the order of the "
         "output's class columns, each matched to the dataset's COCO category of that name "

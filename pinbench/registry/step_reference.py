@@ -17,6 +17,11 @@ the schema lists them, with each parameter's type, default and meaning. A step i
 list item, e.g. `- resize: {size: [224, 224]}`; the steps of an input run in the order written
 (see [Authoring manifests](authoring.md) for a walkthrough). This page is generated from the
 manifest's JSON Schema (`pinbench schema DIR` writes it for editors).
+
+Output steps are applied by the task that reads the output, or refused at publish naming the
+step and the task (never accepted and ignored; decision 170): a `classification` output takes
+`softmax` (along its class axis), `argsort` and `topk`, the last two as its last step; an
+`embedding` output takes every step, applied in order; the other output types take none.
 """
 
 

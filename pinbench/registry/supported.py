@@ -15,6 +15,7 @@ from typing import Any, Final
 from pinbench.errors import UserError
 from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.manifest import FrameworkManifest, Manifest, ModelManifest
+from pinbench.registry.output_steps import check_output_steps
 
 SUPPORTED: Final[dict[str, tuple[str, ...]]] = {
     "input.type": ("image", "tensor", "text"),
@@ -120,6 +121,7 @@ def check_supported(manifest: Manifest) -> None:
         if manifest.task not in scored:
             raise Unsupported(field="task", value=manifest.task, supported=scored, at="$.task")
     elif isinstance(manifest, ModelManifest):
+        check_output_steps(manifest.outputs)
         for i, inp in enumerate(manifest.inputs):
             _one("input.type", inp.type, f"$.inputs[{i}].type")
             _check_order(inp.steps, f"$.inputs[{i}].steps")

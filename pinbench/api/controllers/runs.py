@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 
 from pinbench.accounts import AuthError, Principal
 from pinbench.api.runpool import RunPool
-from pinbench.api.schemas import Comparison, RunOnRequest, RunRequest, RunView
+from pinbench.api.schemas import (
+    Comparison,
+    DistributedView,
+    RunOnRequest,
+    RunRequest,
+    RunView,
+)
 from pinbench.sdk.hosting import Hosting
 
 VIEW_FIELDS = set(RunView.__struct_fields__)
@@ -21,6 +28,8 @@ def run_view(info: dict[str, Any], *, full: bool) -> RunView:
     """A run as the API shows it (from ``history`` with ``nested=True``): its metrics under
     ``metrics``; host, details and units only for one run (``full``)."""
     fields = {k: v for k, v in info.items() if k in VIEW_FIELDS}
+    if fields.get("distributed") is not None:
+        fields["distributed"] = msgspec.convert(fields["distributed"], DistributedView)
     if not full:
         fields.update(units=None, host=None, details=None)
     return RunView(**fields)

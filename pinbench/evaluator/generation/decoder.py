@@ -92,9 +92,22 @@ class Generator(ABC):
     ) -> list[list[int]]:
         """Each text's ids, unpadded, at most ``limit`` of them (more: refused, or cut with
         ``truncate``), tokenized in a child process ``stop`` can end."""
+        return [ids for ids, _ in self._encode(texts, limit, truncate, special, stop)]
+
+    def _encode(
+        self,
+        texts: list[str],
+        limit: int,
+        truncate: bool,
+        special: bool,
+        stop: First,
+        ends: bool = False,
+    ) -> list[tuple[list[int], list[int]]]:
+        """Each text's ids and (``ends``) where each token's span ends in it; with
+        ``truncate`` a longer text is cut at its end."""
         from pinbench.evaluator.tokenizing import TokenizeProblem, encode_texts
 
-        out: list[list[int]] = []
+        out: list[tuple[list[int], list[int]]] = []
         for start in range(0, len(texts), CHUNK):
             try:
                 encoded = encode_texts(
@@ -106,11 +119,16 @@ class Generator(ABC):
                     stop=stop,
                     ragged=True,
                     special_tokens=special,
+                    ends=ends,
+                    cut_end=truncate,
                 )
             except TokenizeProblem as exc:  # its sample numbers count from the chunk's start
                 raise UserError(_renumbered(exc.reason, start)) from None
-            for row, mask in zip(encoded.ids, encoded.attention_mask, strict=True):
-                out.append([int(i) for i in row[: int(mask.sum())]])
+            for row, mask in enumerate(encoded.attention_mask):
+                n = int(mask.sum())
+                ids = [int(i) for i in encoded.ids[row, :n]]
+                spans = [] if encoded.ends is None else [int(e) for e in encoded.ends[row, :n]]
+                out.append((ids, spans))
         return out
 
     def encode_prompts(
@@ -140,22 +158,25 @@ class Generator(ABC):
         )
 
     def reference_ids(
-        self, prompts: list[list[int]], references: list[str], stop: First
-    ) -> list[tuple[list[int], list[int]]]:
-        """Each prompt with its reference's tokens after it, cut to the context."""
-        limit = self.context or NO_CONTEXT
-        refs = self.encode_all(
-            [" " + r.strip() for r in references],
-            limit=limit,
-            truncate=True,
-            special=True,
-            stop=stop,
+        self, prompts: list[str], references: list[str], spec: GenerationSpec, stop: First
+    ) -> list[tuple[list[int], int]]:
+        """Each prompt with its reference after it, as one text tokenized as the model reads
+        it (``joined``), cut at the context: the ids, and where the reference's tokens begin
+        (``reference_tokens``)."""
+        texts = [self.chat_text(p) for p in prompts] if spec.chat_template else list(prompts)
+        pairs = [joined(t, r) for t, r in zip(texts, references, strict=True)]
+        encoded = self._encode(
+            [text for text, _ in pairs],
+            self.context or NO_CONTEXT,
+            True,
+            not spec.chat_template,
+            stop,
+            ends=True,
         )
-        out = []
-        for prompt, ref in zip(prompts, refs, strict=True):
-            ids = (prompt + ref)[:limit]
-            out.append((ids, ids[len(prompt) :]))
-        return out
+        return [
+            reference_tokens(ids, ends, mark, sample=i)
+            for i, ((ids, ends), (_, mark)) in enumerate(zip(encoded, pairs, strict=True))
+        ]
 
     def decode(self, ids: list[int]) -> str:
         text: str = self._tokenizer.decode(ids, skip_special_tokens=True)
@@ -186,6 +207,32 @@ def end_tokens(generation_config: dict[str, Any], config: dict[str, Any]) -> set
         if isinstance(end, list) and all(isinstance(e, int) for e in end):
             return set(end)
     return set()
+
+
+def joined(prompt: str, reference: str) -> tuple[str, int]:
+    """The text a reference is scored in: the prompt, one space (none when the prompt already
+    ends in whitespace) and the reference stripped; and where the reference's part (the space
+    included) begins."""
+    gap = "" if prompt[-1:].isspace() else " "
+    return prompt + gap + reference.strip(), len(prompt)
+
+
+def reference_tokens(
+    ids: list[int], ends: list[int], mark: int, *, sample: int
+) -> tuple[list[int], int]:
+    """The tokens scored for a reference, from the joined text's encoding: the reference's are
+    those that cover a character of its part (span end past ``mark``), from the first of them
+    on; a token the tokenizer's post-processor added there (an end-of-text, spanning no
+    character) is left out. The tokens before the first are the context (the prompt's, a BOS
+    included). Returns the ids kept and where the reference's begin."""
+    first = next((i for i, end in enumerate(ends) if end > mark), len(ids))
+    if first == 0:
+        raise UserError(
+            f"prompt {sample}: the tokenizer joins all of the prompt into the reference's "
+            "first token, so no token is left to score the reference after"
+        )
+    kept = ids[:first] + [t for t, end in zip(ids[first:], ends[first:], strict=True) if end > mark]
+    return kept, first
 
 
 def _renumbered(reason: str, offset: int) -> str:

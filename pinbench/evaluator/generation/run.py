@@ -15,6 +15,7 @@ from pinbench.evaluator.generation.decoder import Generator
 from pinbench.evaluator.generation.scenario import run_token_scenario
 from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
 from pinbench.registry.names import Kind
+from pinbench.registry.output_steps import check_output_steps
 
 WARMUP_MIN_NS = 500_000_000
 WARMUP_MAX_CALLS = 50
@@ -33,6 +34,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             f"model {model_art.ref} declares no output of type generation: a text-generation "
             "run needs a causal language model (`outputs: [{name: logits, type: generation}]`)"
         )
+    check_output_steps(body.model.outputs)  # as publish does: a manifest stored before it
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
     samples = load_samples(body.dataset, data_art, job.data_paths)
@@ -97,11 +99,16 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
                 body.dataset.task,
                 generator,
                 prompts,
+                samples.texts[:count],
                 references[:count],
                 measurement.answers,
                 spec,
                 evidence,
             )
+            from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
+
+            details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
+            details["stemmer"] = STEMMER
             details["samples"] = [
                 {
                     "prompt": samples.texts[i],
@@ -167,6 +174,7 @@ def _score(
     task_name: str,
     generator: Generator,
     prompts: list[list[int]],
+    prompt_texts: list[str],
     references: list[str | None],
     answers: dict[int, list[int]],
     spec: Any,
@@ -181,8 +189,8 @@ def _score(
         )
     texts = [generator.answer_text(answers[i], spec) for i in order]
     refs = [r for r in references if r is not None]
-    pairs = generator.reference_ids(prompts, refs, job.stop.check)
-    losses = [generator.reference_loss(ids, len(prompts[i])) for i, (ids, _) in enumerate(pairs)]
+    pairs = generator.reference_ids(prompt_texts, refs, spec, job.stop.check)
+    losses = [generator.reference_loss(ids, start) for ids, start in pairs]
     evidence.metrics.update(task(task_name).score_answers(texts, refs, losses))
     width = max(len(answers[i]) for i in order)
     ids = np.full((len(order), width), -1, dtype=np.int64)

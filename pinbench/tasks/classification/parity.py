@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.tasks.classification.ranking import Ranking, ranked_classes, ranking_of
 from pinbench.tasks.parity import (
     Agreement,
     Figure,
@@ -17,19 +18,26 @@ from pinbench.tasks.parity import (
 )
 
 
-def class_scores_of(recorded: Recorded) -> npt.NDArray[np.float64]:
-    """The recorded scores as one row per sample (the recorded output was checked to be one
-    score per class when it was scored)."""
-    x = np.asarray(recorded.outputs, dtype=np.float64)
+def class_scores_of(recorded: Recorded) -> npt.NDArray[np.generic]:
+    """The recorded scores as one row per sample, in their own type (the recorded output was
+    checked to be one score per class when it was scored)."""
+    x = np.asarray(recorded.outputs)
     return x.reshape(len(x), -1)
 
 
-def top1(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
-    """Each row's top-1 class as scoring ranks it: the highest score, the lowest index on a
-    tie (a stable sort, as ``scores.classification_metrics``)."""
+def ranking_recorded(recorded: Recorded) -> Ranking:
+    """How the run ranked its recorded output's classes: as that output's steps declare
+    (highest first where the record does not name its output)."""
+    found = [o for o in recorded.model.outputs if str(o.name) == recorded.outputs_name]
+    return ranking_of(found[0]) if found else Ranking()
+
+
+def top1(scores: npt.NDArray[np.generic], ranking: Ranking | None = None) -> npt.NDArray[np.intp]:
+    """Each row's top-1 class as scoring ranks it (``ranking``, by default the highest score),
+    the lowest index on a tie, compared exactly (as ``scores.classification_metrics``)."""
     if not scores.size:
         return np.empty(len(scores), dtype=np.intp)
-    return np.argsort(-scores, axis=1, kind="stable")[:, 0]
+    return ranked_classes(scores, ranking or Ranking())[:, 0]
 
 
 def class_parity(reference: Recorded, other: Recorded) -> Agreement:
@@ -44,7 +52,7 @@ def class_parity(reference: Recorded, other: Recorded) -> Agreement:
             reason=f"it scores {out.shape[1]} classes, the reference {ref.shape[1]}",
         )
     abs_diff, rel_diff = tensor_difference(ref, out, run=other.run)
-    same = int(np.sum(top1(ref) == top1(out)))
+    same = int(np.sum(top1(ref, ranking_recorded(reference)) == top1(out, ranking_recorded(other))))
     return Agreement(
         (
             Figure("top1_agree", "same top-1", float(same), "count"),

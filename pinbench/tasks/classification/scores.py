@@ -13,12 +13,14 @@ where the dataset declares no class count, every label must be one of its classe
 (``LabelOutsideScores``): a label past the last score can never be predicted, so top-1 would
 count it as a miss and record a number for a model and labels that do not fit.
 
-Metrics, per the scored output:
+Metrics, per the scored output, its classes ranked as its steps declare (``ranking``: highest
+score first unless ``argsort: {descending: false}``, compared exactly in the scores' own type):
 
-- ``top1``: the share of samples whose highest score is their class; on a tie, the lowest
-  class index is the prediction (as NumPy's ``argmax``);
-- ``top5``: the share whose class is among the five highest; only for 5 classes or more
-  (with fewer it would always be 1.0, so it is left out, not recorded);
+- ``top1``: the share of samples whose first-ranked class is their class; on a tie, the lowest
+  class index is the prediction (as NumPy's ``argmax``, or ``argmin`` lowest first);
+- ``top5``: the share whose class is among the five first-ranked; only for 5 classes or more
+  (with fewer it would always be 1.0, so it is left out, not recorded) and where the output
+  keeps five (a ``topk`` of fewer leaves it out too);
 - ``accuracy_samples_count``: the samples scored.
 
 Undefined: a NaN score (its rank is undefined: NumPy sorts it last, PyTorch's argmax takes it
@@ -32,6 +34,10 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.tasks.classification.ranking import Ranking, ranked_classes
+
+HIGHEST_FIRST = Ranking()
+"""The ranking of an output that declares no argsort or topk step."""
 
 
 class NotClassScores(UserError):
@@ -98,15 +104,26 @@ def class_scores(
 
 
 def classification_metrics(
-    outputs: npt.NDArray[np.generic], truth: npt.NDArray[np.int64], *, name: str = "output"
+    outputs: npt.NDArray[np.generic],
+    truth: npt.NDArray[np.int64],
+    *,
+    name: str = "output",
+    ranking: Ranking = HIGHEST_FIRST,
 ) -> dict[str, float]:
-    """``top1`` (and ``top5`` for 5 classes or more) of ``outputs`` (class scores, shaped as
-    ``class_scores`` allows) against each sample's class index ``truth``."""
-    scores = class_scores(outputs, name=name, batch=len(truth)).astype(np.float64)
+    """``top1`` (and ``top5`` for 5 classes or more, five kept) of ``outputs`` (class scores,
+    shaped as ``class_scores`` allows, ranked as ``ranking`` says) against each sample's class
+    index ``truth``."""
+    scores = class_scores(outputs, name=name, batch=len(truth))
+    if scores.dtype.kind not in "biuf":  # booleans, integers, floats: ranked as they are
+        raise NotClassScores(
+            output=name,
+            shape=tuple(int(d) for d in np.shape(outputs)),
+            reason=f"its values are {scores.dtype}, not real numbers to rank",
+        )
     if not len(truth):
         raise UndefinedMetric(metric="top1", reason="no sample was scored")
     check_labels(scores.shape[1], truth, name=name)
-    nan = np.flatnonzero(np.isnan(scores).any(axis=1))
+    nan = np.flatnonzero(np.isnan(scores).any(axis=1) if scores.dtype.kind == "f" else [])
     if nan.size:
         raise UndefinedMetric(
             metric="top1",
@@ -114,8 +131,8 @@ def classification_metrics(
             f"(the first at position {int(nan[0])}): their ranking, so their prediction, is "
             "undefined",
         )
-    order = np.argsort(-scores, axis=1, kind="stable")
+    order = ranked_classes(scores, ranking)
     metrics = {"top1": float(np.mean(order[:, 0] == truth))}
-    if scores.shape[1] >= 5:  # top-5 of a model with fewer classes would always be 1.0
+    if ranking.ranks_top5(scores.shape[1]):  # with fewer classes top-5 would always be 1.0
         metrics["top5"] = float(np.mean(np.any(order[:, :5] == truth[:, None], axis=1)))
     return metrics | {"accuracy_samples_count": float(len(truth))}

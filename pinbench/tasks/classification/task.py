@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from pinbench.errors import UserError
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.classification.ranking import check_softmax_axes, ranking_of
 from pinbench.tasks.classification.rows import sample_rows
 from pinbench.tasks.classification.scores import (
     check_labels,
@@ -119,14 +122,19 @@ class ClassScorer(Scorer):
         self.scored = scored
         self.outputs = list(scored)
         self.context = context
+        declared = {str(o.name): o for o in context.model.outputs}
+        self.rankings = {name: ranking_of(declared[name]) for name in scored}
+        """Each output's classes ranked as its steps declare (``ranking``)."""
 
     def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
         """Each classification output of the first answer is one row of class scores per
-        sample (``scores.class_scores``) and, in accuracy mode, scores as many classes as the
-        dataset declares; where it declares none, one for every label."""
+        sample (``scores.class_scores``), its softmax steps along its class axis, and, in
+        accuracy mode, scores as many classes as the dataset declares; where it declares
+        none, one for every label."""
         samples = self.context.samples if self.context.accuracy else None
         for name in self.outputs:
             scores = class_scores(answer[name], name=name, batch=batch).shape[1]
+            check_softmax_axes(self.rankings[name], np.shape(answer[name]), name=name)
             if samples is not None and samples.classes is not None and scores != samples.classes:
                 raise ClassCountMismatch(
                     output=name,
@@ -144,7 +152,9 @@ class ClassScorer(Scorer):
         truth = samples.labels[indexes]
         metrics: dict[str, float] = {}
         for name, key in self.scored.items():
-            found = classification_metrics(outputs[name], truth, name=name)
+            found = classification_metrics(
+                outputs[name], truth, name=name, ranking=self.rankings[name]
+            )
             if len(self.scored) > 1:  # the metric says which output: top1_<output>
                 found = {
                     (f"{m}_{key}" if m != "accuracy_samples_count" else m): v
@@ -156,7 +166,7 @@ class ClassScorer(Scorer):
             metrics,
             outputs[recorded],
             recorded,
-            {"samples": sample_rows(samples, indexes, outputs[recorded])},
+            {"samples": sample_rows(samples, indexes, outputs[recorded], self.rankings[recorded])},
         )
 
 

@@ -1,5 +1,6 @@
 """Object detection: box formats and the geometry of pre-processing (``boxes``), non-maximum
-suppression (``nms``), packed detector outputs (``layouts``) and COCO metrics with pycocotools
+suppression (``nms``), packed detector outputs (``layouts``), the check that decoded boxes can
+be boxes at all (``plausible``) and COCO's twelve statistics (``stats``) with pycocotools
 (``coco``). NumPy only at module level; pycocotools is imported where it is used.
 
 Coordinates are continuous pixel coordinates: pixel ``(i, j)`` covers ``[j, j + 1) x [i, i + 1)``,

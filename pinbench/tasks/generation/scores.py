@@ -1,15 +1,20 @@
 """Answers against references: ROUGE-1/2/L and exact match; perplexity from per-token losses.
 
-ROUGE as Google's ``rouge-score`` computes it (the implementation MLPerf Inference's LLM
-benchmarks use; it ships no wheel, so an evaluation environment could not pin it, and these
-forty lines are checked against it in ``tests/test_generation_scores.py``): text lower-cased,
-every run of characters other than ``a-z0-9`` a space, no stemming; ROUGE-N is the F-measure
-of the n-gram overlap (counts clipped), ROUGE-L of the longest common subsequence; each
-answer's F-measure, averaged over the answers (as MLPerf's evaluation reports it). A reference
-with no such token has no ROUGE (its recall is 0/0): the run fails naming it (decision 115: an
-undefined metric is never a 0.0); an answer with none recalls none of its reference's words,
-which is a defined 0 (as ``rouge-score`` gives it). Exact match compares the texts with
-surrounding whitespace stripped.
+ROUGE as MLPerf Inference's LLM accuracy scripts compute it: Google's ``rouge-score`` with
+``use_stemmer=True`` (decision 161). Text lower-cased, every run of characters other than
+``a-z0-9`` a space, each word of more than 3 characters stemmed by nltk's Porter stemmer (its
+default mode, as ``rouge_score.tokenizers.DefaultTokenizer`` makes it), words that are not
+``[a-z0-9]+`` then dropped; ROUGE-N is the F-measure of the n-gram overlap (counts clipped),
+ROUGE-L of the longest common subsequence; each answer's F-measure, averaged over the answers
+(as MLPerf's evaluation reports it). These lines are ``rouge-score``'s and the stemmer is
+nltk's, copied (``porter``), so that they run in every evaluation environment as its
+hash-pinned requirements stand (decision 161); ``tests/test_generation_scores.py`` checks both
+against the packages themselves. ``rouge1``, ``rouge2`` and ``rouge_l`` are that
+variant; ``rouge1_unstemmed``... the same without stemming (``use_stemmer=False``, what
+pinbench recorded as ``rouge1``... before). A reference with no such word has no ROUGE (its
+recall is 0/0): the run fails naming it (decision 115: an undefined metric is never a 0.0);
+an answer with none recalls none of its reference's words, which is a defined 0 (as
+``rouge-score`` gives it). Exact match compares the texts with surrounding whitespace stripped.
 """
 
 from __future__ import annotations
@@ -17,16 +22,40 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.tasks.generation.porter import PorterStemmer
+
+ROUGE_VARIANT = "mlperf (rouge-score, use_stemmer=True)"
+"""What ``rouge1``, ``rouge2`` and ``rouge_l`` are (a run's ``details.generation``)."""
+STEMMER = "nltk 3.10.4 PorterStemmer (NLTK_EXTENSIONS), pinbench's copy"
+"""Which stemmer made the stems (a run's ``details.generation``)."""
+UNSTEMMED = "_unstemmed"
+"""The suffix of the same metrics without stemming (``use_stemmer=False``)."""
+STEM_LONGER_THAN = 3
+"""``rouge_score.tokenize``: only words of more characters are stemmed."""
 
 _NOT_WORD = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"[a-z0-9]+")
+
+Stem = Callable[[str], str]
 
 
-def words(text: str) -> list[str]:
-    """``rouge_score.tokenize.tokenize(text, None)``."""
-    return [w for w in _NOT_WORD.sub(" ", text.lower()).split() if w]
+def porter_stemmer() -> Stem:
+    """nltk's Porter stemmer in its default mode (``NLTK_EXTENSIONS``), as rouge-score makes
+    it, each word's stem remembered."""
+    stem: Stem = lru_cache(maxsize=1 << 16)(PorterStemmer().stem)
+    return stem
+
+
+def words(text: str, stem: Stem | None = None) -> list[str]:
+    """``rouge_score.tokenize.tokenize(text, stemmer)``."""
+    tokens = _NOT_WORD.sub(" ", text.lower()).split()
+    if stem is not None:
+        tokens = [stem(t) if len(t) > STEM_LONGER_THAN else t for t in tokens]
+    return [t for t in tokens if _WORD.fullmatch(t)]
 
 
 def _f(overlap: int, predicted: int, target: int) -> float:
@@ -68,23 +97,28 @@ def rouge_l(answer: list[str], reference: list[str]) -> float:
 
 
 def rouge_and_exact(answers: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """``rouge1``, ``rouge2``, ``rouge_l`` (stemmed: MLPerf's), the same ``_unstemmed``, and
+    ``exact_match``, each averaged over the answers."""
     if len(answers) != len(references) or not answers:
         raise ValueError(f"{len(answers)} answers for {len(references)} references")
-    totals = {"rouge1": 0.0, "rouge2": 0.0, "rouge_l": 0.0}
+    stem = porter_stemmer()
+    keys = [k + suffix for suffix in ("", UNSTEMMED) for k in ("rouge1", "rouge2", "rouge_l")]
+    totals = dict.fromkeys(keys, 0.0)
     exact = 0
     for i, (answer, reference) in enumerate(zip(answers, references, strict=True)):
-        a, r = words(answer), words(reference)
-        if not r:
+        if not words(reference):
             raise UndefinedMetric(
                 metric="rouge",
                 reason=f"sample {i}'s reference has no word ROUGE counts ({reference[:40]!r})",
             )
-        totals["rouge1"] += rouge_n(a, r, 1)
-        totals["rouge2"] += rouge_n(a, r, 2)
-        totals["rouge_l"] += rouge_l(a, r)
+        for suffix, stemmer in (("", stem), (UNSTEMMED, None)):
+            a, r = words(answer, stemmer), words(reference, stemmer)
+            totals["rouge1" + suffix] += rouge_n(a, r, 1)
+            totals["rouge2" + suffix] += rouge_n(a, r, 2)
+            totals["rouge_l" + suffix] += rouge_l(a, r)
         exact += answer.strip() == reference.strip()
     n = len(answers)
-    out = {key: value / n for key, value in totals.items()}
+    out = {key: total / n for key, total in totals.items()}
     out["exact_match"] = exact / n
     return out
 

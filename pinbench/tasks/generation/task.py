@@ -17,9 +17,12 @@ class TextGeneration(Task):
     generates = True
     label_formats = ("prompt-references",)
     metrics = (
-        Metric("rouge1", "ROUGE-1"),
+        Metric("rouge1", "ROUGE-1"),  # MLPerf's: rouge-score with use_stemmer=True
         Metric("rouge2", "ROUGE-2"),
         Metric("rouge_l", "ROUGE-L", headline=True),
+        Metric("rouge1_unstemmed", "ROUGE-1 (no stemming)"),
+        Metric("rouge2_unstemmed", "ROUGE-2 (no stemming)"),
+        Metric("rouge_l_unstemmed", "ROUGE-L (no stemming)"),
         Metric("exact_match", "exact match"),
         Metric("perplexity", "perplexity", unit="value", exact=False, higher_is_better=False),
         Metric("references_count", "references", unit="count"),

@@ -3,7 +3,9 @@
 ``matrix[t, p]`` counts the pixels of true class ``t`` predicted as ``p``; the last column
 counts those predicted as no class (outside the model input). Pixels whose truth is the
 dataset's ``ignore_index`` are not counted at all. Then, as mmsegmentation's ``IoUMetric``
-and torchmetrics' ``MeanIoU`` compute them:
+and torchmetrics' ``JaccardIndex`` (``task="multiclass", average="macro"``, with the
+``ignore_index``) compute them (not torchmetrics' ``segmentation`` mean IoU, a mean of
+per-image IoUs; ``tests/test_segmentation.py`` compares with both):
 
 - ``IoU(c) = matrix[c, c] / (row c + column c - matrix[c, c])``, over the whole dataset (not
   a mean of per-image IoUs); a class with an empty union (neither in any truth nor predicted

@@ -48,6 +48,14 @@ def folder_of(model: ModelFiles) -> tuple[HfFolder, Path]:
     return folder, root
 
 
+def _takes_decoder_inputs(cls: Any) -> bool:
+    """An encoder-decoder class: its ``forward`` takes the decoder's own ids (whatever the
+    folder's config.json says; ``artifacts.hf_folder`` refuses those that say so)."""
+    import inspect
+
+    return "decoder_input_ids" in inspect.signature(cls.forward).parameters
+
+
 def load_model(model: ModelFiles, *, generation: bool = False) -> tuple[Any, HfFolder]:
     """The model in eval mode (``ModelLoadError`` with the reason)."""
     folder, root = folder_of(model)
@@ -72,11 +80,19 @@ def load_model(model: ModelFiles, *, generation: bool = False) -> tuple[Any, HfF
             reason=f"transformers {transformers.__version__} has no model class "
             f"{folder.architecture!r}",
         )
-    if generation and not issubclass(cls, transformers.GenerationMixin):
+    if generation and (
+        not issubclass(cls, transformers.GenerationMixin) or _takes_decoder_inputs(cls)
+    ):
+        why = (
+            "is an encoder-decoder (its forward takes decoder_input_ids), which pinbench does "
+            "not generate with yet"
+            if _takes_decoder_inputs(cls)
+            else "does not generate text"
+        )
         raise ModelLoadError(
             model=folder.path("config.json"),
-            reason=f"{folder.architecture} does not generate text (a text-generation run "
-            "needs a causal language model, e.g. *ForCausalLM / *LMHeadModel)",
+            reason=f"{folder.architecture} {why} (a text-generation run needs a decoder-only "
+            "causal language model, e.g. *ForCausalLM / *LMHeadModel)",
         )
     try:
         loader: Any = cls
