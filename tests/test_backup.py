@@ -91,6 +91,38 @@ def test_a_restored_registry_shows_verifies_and_runs_its_lockfile_again(
     assert cli("run", str(lockfile)).code == 0
 
 
+def test_a_run_recorded_before_its_graph_was_stored_does_not_block_a_backup(
+    source: Workspace,
+    database_url: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 48 item 2 (decision 180): a graph-optimization run recorded before the optimized
+    graph was stored holds ``transform.graph_sha256`` of bytes never kept; its home passes
+    fsck, backs up and restores, and its details stay as recorded."""
+    from pinbench.db.models import Run
+
+    run_id = run_digits(source)
+    legacy = {"transform": "graph_optimization=all", "graph_sha256": "b1" * 32}
+    with source.transaction() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.details = {**(run.details or {}), "transform": legacy}
+    cli = in_process_cli(monkeypatch, capsys, source.settings.home, database_url)
+    checked = cli("fsck")
+    assert checked.code == 0, checked.out
+    assert cli("backup", str(tmp_path / "backup")).code == 0
+    target = in_process_cli(
+        monkeypatch, capsys, tmp_path / "restored", _empty_target(request, tmp_path, database_url)
+    )
+    restored = target("restore", str(tmp_path / "backup"))
+    assert restored.code == 0 and restored.out.strip().endswith("no problems"), restored.out
+    shown = json.loads(target("runs", "show", run_id, "--json").out)
+    assert shown["details"]["transform"] == legacy
+
+
 def test_a_corrupted_blob_in_the_backup_is_named_and_nothing_is_written(
     source: Workspace,
     database_url: str,

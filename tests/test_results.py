@@ -155,6 +155,25 @@ def test_digests_a_worker_claims_for_host_stored_outputs_are_dropped(tmp_path: P
     assert got.details == {"training": {"weights_format": "safetensors"}, "scenario": "x"}
 
 
+def test_an_optimized_graph_comes_back_whole_and_its_claimed_digests_are_dropped(
+    tmp_path: Path,
+) -> None:
+    """A graph-optimization run's graph travels as the final weights do (decision 180): the
+    bytes come back, and any graph digest the worker wrote (an evaluator from before, or a
+    forged one) goes: the host records the digest of what it stores."""
+    graph = b"\x08\x07an onnx model's bytes"
+    transform = {"transform": "graph_optimization=all", "graph_sha256": "bb" * 32}
+    evidence = Evidence(
+        latencies=np.array([10], dtype=np.int64),
+        details={"transform": {**transform, "optimized_graph_sha256": "cc" * 32}},
+        graph=graph,
+    )
+    write_results(tmp_path, LOCK, evidence, None, ENV)
+    result, got = read_results(tmp_path, LOCK)
+    assert result.graph and got.graph == graph
+    assert got.details == {"transform": {"transform": "graph_optimization=all"}}
+
+
 def test_a_trace_round_trips_byte_for_byte(tmp_path: Path) -> None:
     trace = b'{"traceEvents":[{"ph":"X","name":"predict","ts":0.5,"dur":1.0}],"pinbench":{}}'
     evidence = Evidence(latencies=np.array([10], dtype=np.int64), trace=trace)

@@ -1,8 +1,9 @@
 """Checking and collecting the blob store against the rows that reference it (decision 144).
 
 *Referenced* blobs are those a row names: an artifact's files, a run's latencies, trace and
-the blobs its details record (outputs, weights, token times: any ``*sha256`` key), an
-attestation's envelope and the subjects its signed statement names (``results.json``).
+the blobs its details record (outputs, weights, token times, an optimized graph: any
+``*sha256`` key but the digests ``NOT_STORED`` names), an attestation's envelope and the
+subjects its signed statement names (``results.json``).
 
 ``check`` (``pinbench fsck``): every referenced blob is present and hashes to its name, every
 blob in the store is referenced, nothing else lies among the blobs, and every run's filter
@@ -157,15 +158,29 @@ def references(session: Session, store: BlobStore) -> dict[str, str]:
     return found
 
 
-def _recorded(value: object, key: str = "") -> Iterator[tuple[str, str]]:
-    """The ``(key, digest)`` pairs of a run's details whose key ends in ``sha256``."""
+NOT_STORED = frozenset({("transform", "graph_sha256")})
+"""Digests a run's details hold of bytes that were never stored, by their path in the details:
+``transform.graph_sha256``, the optimized graph's digest a graph-optimization run recorded
+before decision 180 (the graph was not kept). Since then the graph is a blob, recorded as
+``transform.optimized_graph_sha256``. The runs keep their details as recorded and attested."""
+
+
+def _recorded(value: object, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """The ``(key, digest)`` pairs of a run's details whose key ends in ``sha256``, but for
+    those ``NOT_STORED`` names."""
+    key = path[-1] if path else ""
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _recorded(v, str(k))
+            yield from _recorded(v, (*path, str(k)))
     elif isinstance(value, list):
         for v in value:
-            yield from _recorded(v, key)
-    elif isinstance(value, str) and key.endswith("sha256") and _HEX.fullmatch(value):
+            yield from _recorded(v, path)
+    elif (
+        isinstance(value, str)
+        and key.endswith("sha256")
+        and _HEX.fullmatch(value)
+        and path not in NOT_STORED
+    ):
         yield key, value
 
 
