@@ -4,6 +4,7 @@ a damaged backup or a target that is not empty is refused before anything is wri
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -67,10 +68,22 @@ def test_a_restored_registry_shows_verifies_and_runs_its_lockfile_again(
     report = json.loads(made.out)
     assert report["blobs"] > 5 and report["linked"] == report["blobs"]  # same filesystem
     manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
+    assert manifest["format"] == "pinbench-backup/2"
     assert {b["sha256"] for b in manifest["blobs"]} == {
         p.name for p in (tmp_path / "backup" / "blobs").glob("*/*")
     }
     assert oct((tmp_path / "backup" / "keys").stat().st_mode & 0o777) == "0o700"
+    hashed = {  # every file of the backup but the manifest, with its sha256 (decision 181)
+        manifest["database"]["file"]: manifest["database"]["sha256"],
+        **{f"blobs/{b['sha256'][:2]}/{b['sha256']}": b["sha256"] for b in manifest["blobs"]},
+        **{f"keys/{k['name']}": k["sha256"] for k in manifest["keys"]},
+    }
+    held = {
+        p.relative_to(tmp_path / "backup").as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in (tmp_path / "backup").rglob("*")
+        if p.is_file() and p.name != "manifest.json"
+    }
+    assert held == hashed and manifest["keys"]
 
     target_url = _empty_target(request, tmp_path, database_url)
     target = tmp_path / "restored-home"
@@ -84,7 +97,8 @@ def test_a_restored_registry_shows_verifies_and_runs_its_lockfile_again(
     assert cli("verify", str(lockfile)).code == 0
     again = cli("rerun", run_id, "--json")
     assert again.code == 0, again.err
-    for name in manifest["keys"]:  # the same signing keys: attestations verify as before
+    for key in manifest["keys"]:  # the same signing keys: attestations verify as before
+        name = key["name"]
         assert (target / "keys" / name).read_bytes() == (
             source.settings.home / "keys" / name
         ).read_bytes()
