@@ -241,3 +241,34 @@ def test_a_format_1_backup_still_restores_and_says_its_keys_were_not_hashed(
     )
     assert restored.out.strip().endswith("no problems")
     assert json.loads(cli("runs", "show", run_id, "--json").out)["status"] == "succeeded"
+
+
+@SQLITE
+def test_a_backup_takes_the_keys_as_plain_files_only(
+    source: Workspace,  # noqa: F811
+    database_url: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A key being written (``.NAME.XXXX``, left by a crash) is not taken: its name is none a
+    restore accepts. A key that is a symbolic link refuses the backup (the key loader refuses it
+    too), naming it."""
+    from pinbench.provenance.keys import signing_key
+
+    signing_key(source)  # the registry's first key, made on first use
+    keys = source.settings.home / "keys"
+    (keys / ".signing.ed25519.0123abcd").write_bytes(os.urandom(32))
+    manifest = _backup(source, database_url, tmp_path / "backup", monkeypatch, capsys)
+    names = [k if isinstance(k, str) else k["name"] for k in manifest["keys"]]
+    assert names == ["signing.ed25519"]
+    cli = in_process_cli(
+        monkeypatch, capsys, tmp_path / "restored", _empty_target(request, tmp_path, database_url)
+    )
+    assert cli("restore", str(tmp_path / "backup")).code == 0
+    (keys / "linked").symlink_to(tmp_path / "restored" / "keys" / names[0])
+    source_cli = in_process_cli(monkeypatch, capsys, source.settings.home, database_url)
+    refused = source_cli("backup", str(tmp_path / "again"))
+    assert refused.code == 1 and f"the key {keys / 'linked'} is a symbolic link" in refused.err
+    assert not (tmp_path / "again").exists()

@@ -22,6 +22,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ FORMAT = "pinbench-backup/2"
 FORMATS = ("pinbench-backup/1", FORMAT)
 """The formats ``restore`` reads."""
 MANIFEST = "manifest.json"
+KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""The name of a key file a backup holds (one being written starts with a dot)."""
 CACHE_KEY = "verified-cache.key"
 """The verified-state cache's key: of this machine's cache, not backed up."""
 
@@ -272,8 +275,8 @@ def _copy_keys(source: Path, target: Path) -> list[dict[str, Any]]:
                 folder=str(target.parent),
                 reason=f"the key {path} is a symbolic link: a signing key is a plain file",
             )
-        if not stat.S_ISREG(mode) or path.name == CACHE_KEY:
-            continue
+        if not stat.S_ISREG(mode) or path.name == CACHE_KEY or not KEY_NAME.fullmatch(path.name):
+            continue  # the cache's key, or a key being written (``.NAME.XXXX``)
         if not keys:
             target.mkdir(mode=0o700)
         shutil.copyfile(path, target / path.name)

@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 from pinbench.artifacts.digest import Digest, hash_stream
 from pinbench.bounds import FILE_SIZE
 from pinbench.db import dumps
-from pinbench.db.backup import CACHE_KEY, FORMATS, MANIFEST
+from pinbench.db.backup import CACHE_KEY, FORMATS, KEY_NAME, MANIFEST
 
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 _SHARD = re.compile(r"blobs/[0-9a-f]{2}")
-_KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _FILES = {"sqlite": dumps.SQLITE_DUMP, "postgresql": dumps.PG_DUMP}
 
 
@@ -130,7 +129,7 @@ def _key(folder: Path, entry: Any, names_only: bool) -> KeyFile:
     else:
         name, sha256, size = str(entry["name"]), str(entry["sha256"]), entry["size"]
         _digest_and_size(folder, f"key {name[:80]!r}", sha256, size)
-    if not _KEY_NAME.fullmatch(name) or name == CACHE_KEY:
+    if not KEY_NAME.fullmatch(name) or name == CACHE_KEY:
         raise refused(folder, f"a key's file name {name[:80]!r} is not a plain name")
     return KeyFile(name, sha256, size)
 
