@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -31,6 +32,7 @@ from pinbench.evaluator.results import (
     write_results,
 )
 from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.runners.process import collect
 from pinbench.registry import service
 from pinbench.registry.lockfile import LockedEnvironment
 from pinbench.registry.manifest import Requirement
@@ -172,6 +174,10 @@ def test_an_optimized_graph_comes_back_whole_and_its_claimed_digests_are_dropped
     result, got = read_results(tmp_path, LOCK)
     assert result.graph and got.graph == graph
     assert got.details == {"transform": {"transform": "graph_optimization=all"}}
+    collected = Evidence()  # as the venv and docker runners take it
+    lock: Any = SimpleNamespace(digest=SimpleNamespace(hex=LOCK))
+    collect("venv", tmp_path, lock, collected, status=0, tail=[])
+    assert collected.graph == graph
 
 
 def test_a_trace_round_trips_byte_for_byte(tmp_path: Path) -> None:
