@@ -4,6 +4,7 @@ a damaged backup or a target that is not empty is refused before anything is wri
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -67,10 +68,22 @@ def test_a_restored_registry_shows_verifies_and_runs_its_lockfile_again(
     report = json.loads(made.out)
     assert report["blobs"] > 5 and report["linked"] == report["blobs"]  # same filesystem
     manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
+    assert manifest["format"] == "pinbench-backup/2"
     assert {b["sha256"] for b in manifest["blobs"]} == {
         p.name for p in (tmp_path / "backup" / "blobs").glob("*/*")
     }
     assert oct((tmp_path / "backup" / "keys").stat().st_mode & 0o777) == "0o700"
+    hashed = {  # every file of the backup but the manifest, with its sha256 (decision 181)
+        manifest["database"]["file"]: manifest["database"]["sha256"],
+        **{f"blobs/{b['sha256'][:2]}/{b['sha256']}": b["sha256"] for b in manifest["blobs"]},
+        **{f"keys/{k['name']}": k["sha256"] for k in manifest["keys"]},
+    }
+    held = {
+        p.relative_to(tmp_path / "backup").as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in (tmp_path / "backup").rglob("*")
+        if p.is_file() and p.name != "manifest.json"
+    }
+    assert held == hashed and manifest["keys"]
 
     target_url = _empty_target(request, tmp_path, database_url)
     target = tmp_path / "restored-home"
@@ -84,11 +97,44 @@ def test_a_restored_registry_shows_verifies_and_runs_its_lockfile_again(
     assert cli("verify", str(lockfile)).code == 0
     again = cli("rerun", run_id, "--json")
     assert again.code == 0, again.err
-    for name in manifest["keys"]:  # the same signing keys: attestations verify as before
+    for key in manifest["keys"]:  # the same signing keys: attestations verify as before
+        name = key["name"]
         assert (target / "keys" / name).read_bytes() == (
             source.settings.home / "keys" / name
         ).read_bytes()
     assert cli("run", str(lockfile)).code == 0
+
+
+def test_a_run_recorded_before_its_graph_was_stored_does_not_block_a_backup(
+    source: Workspace,
+    database_url: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 48 item 2 (decision 180): a graph-optimization run recorded before the optimized
+    graph was stored holds ``transform.graph_sha256`` of bytes never kept; its home passes
+    fsck, backs up and restores, and its details stay as recorded."""
+    from pinbench.db.models import Run
+
+    run_id = run_digits(source)
+    legacy = {"transform": "graph_optimization=all", "graph_sha256": "b1" * 32}
+    with source.transaction() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        run.details = {**(run.details or {}), "transform": legacy}
+    cli = in_process_cli(monkeypatch, capsys, source.settings.home, database_url)
+    checked = cli("fsck")
+    assert checked.code == 0, checked.out
+    assert cli("backup", str(tmp_path / "backup")).code == 0
+    target = in_process_cli(
+        monkeypatch, capsys, tmp_path / "restored", _empty_target(request, tmp_path, database_url)
+    )
+    restored = target("restore", str(tmp_path / "backup"))
+    assert restored.code == 0 and restored.out.strip().endswith("no problems"), restored.out
+    shown = json.loads(target("runs", "show", run_id, "--json").out)
+    assert shown["details"]["transform"] == legacy
 
 
 def test_a_corrupted_blob_in_the_backup_is_named_and_nothing_is_written(

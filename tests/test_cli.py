@@ -15,6 +15,7 @@ from tests.helpers import (
     dataset_manifest,
     dump,
     framework_manifest,
+    in_process_cli,
     model_manifest,
     sha,
     tiny_onnx,
@@ -180,7 +181,9 @@ def test_every_command_has_help(cli: Cli, command: list[str]) -> None:
     assert re.search(r"Usage: pinbench", result.out)
 
 
-def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
+def test_demo_runs_twice(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = cli("demo")
     assert first.code == 0, first.err
     assert "demo complete" in first.out
@@ -194,7 +197,8 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     assert re.search(r"photos/sfw/rocket\.jpg +sfw +sfw", first.out)
     # each run's metrics as its task labels and shows them
     assert re.search(r"Spearman 0\.9\d+, pairs 12", first.out)  # a text model, 3 inputs
-    assert re.search(r"mAP 0\.65\d\d, mAP@\.5 1\.0000, recall 0\.65\d\d", first.out)  # a detector
+    # a detector, with COCO's twelve statistics (issue 47 renamed recall AR@100)
+    assert re.search(r"mAP 0\.65\d\d, mAP@\.5 1\.0000, .*AR@100 0\.65\d\d", first.out)
     trace = json.loads((tmp_path / "home" / "demo" / "trace-onnxruntime.json").read_text())
     assert trace["pinbench"]["level"] == "full" and trace["pinbench"]["ops"]
     # Deep500's levels: six operator runs, all valid; two trainings reach the target
@@ -219,6 +223,22 @@ def test_demo_runs_twice(cli: Cli, tmp_path: Path) -> None:
     assert second.code == 0, second.err
     assert "already published, unchanged" in second.out
     _the_quick_start_runs_on_the_demos_home(cli)
+    _the_demos_home_is_clean_and_restores(cli, tmp_path, monkeypatch, capsys)
+
+
+def _the_demos_home_is_clean_and_restores(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 48 item 2: the home `make demo` leaves passes fsck, backs up, and restores with
+    fsck's `no problems` (its L1 graph run recorded a graph it never stored)."""
+    checked = cli("fsck")
+    assert checked.code == 0, checked.out
+    made = cli("backup", str(tmp_path / "demo-backup"))
+    assert made.code == 0, made.err
+    restore = in_process_cli(monkeypatch, capsys, tmp_path / "restored")  # another home
+    restored = restore("restore", str(tmp_path / "demo-backup"))
+    assert restored.code == 0, restored.out + restored.err
+    assert restored.out.strip().endswith("no problems")
 
 
 def _the_quick_start_runs_on_the_demos_home(cli: Cli) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -31,6 +32,7 @@ from pinbench.evaluator.results import (
     write_results,
 )
 from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.runners.process import collect
 from pinbench.registry import service
 from pinbench.registry.lockfile import LockedEnvironment
 from pinbench.registry.manifest import Requirement
@@ -153,6 +155,29 @@ def test_digests_a_worker_claims_for_host_stored_outputs_are_dropped(tmp_path: P
     write_results(tmp_path, LOCK, evidence, None, ENV)
     _, got = read_results(tmp_path, LOCK)
     assert got.details == {"training": {"weights_format": "safetensors"}, "scenario": "x"}
+
+
+def test_an_optimized_graph_comes_back_whole_and_its_claimed_digests_are_dropped(
+    tmp_path: Path,
+) -> None:
+    """A graph-optimization run's graph travels as the final weights do (decision 180): the
+    bytes come back, and any graph digest the worker wrote (an evaluator from before, or a
+    forged one) goes: the host records the digest of what it stores."""
+    graph = b"\x08\x07an onnx model's bytes"
+    transform = {"transform": "graph_optimization=all", "graph_sha256": "bb" * 32}
+    evidence = Evidence(
+        latencies=np.array([10], dtype=np.int64),
+        details={"transform": {**transform, "optimized_graph_sha256": "cc" * 32}},
+        graph=graph,
+    )
+    write_results(tmp_path, LOCK, evidence, None, ENV)
+    result, got = read_results(tmp_path, LOCK)
+    assert result.graph and got.graph == graph
+    assert got.details == {"transform": {"transform": "graph_optimization=all"}}
+    collected = Evidence()  # as the venv and docker runners take it
+    lock: Any = SimpleNamespace(digest=SimpleNamespace(hex=LOCK))
+    collect("venv", tmp_path, lock, collected, status=0, tail=[])
+    assert collected.graph == graph
 
 
 def test_a_trace_round_trips_byte_for_byte(tmp_path: Path) -> None:

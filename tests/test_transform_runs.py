@@ -168,7 +168,7 @@ def test_an_inference_run_validates_and_measures_at_the_requested_graph_level(
     t = info["details"]["transform"]
     assert t["transform"] == "graph_optimization=basic" and t["framework"] == "onnxruntime"
     assert t["compared"] == "outputs of 450 samples"  # the test split, in batches of 30
-    assert t["comparison"]["valid"] is True and len(t["graph_sha256"]) == 64
+    assert t["comparison"]["valid"] is True and len(t["optimized_graph_sha256"]) == 64
     assert info["metrics"]["transform_max_abs_err"] == t["comparison"]["max_abs_err"]
     basic, disabled = (
         ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -177,6 +177,44 @@ def test_an_inference_run_validates_and_measures_at_the_requested_graph_level(
     assert levels == [basic, disabled, basic]  # the measured run's, then the validation's two
     plain = service.lock(home.ws, parse_request(ONNX_REQUEST))[0]
     assert "transform" not in json.loads(plain.canonical)["request"]
+
+
+def test_a_graph_run_stores_its_optimized_graph_and_its_home_backs_up_and_restores(
+    home: Home,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 48 item 2 (decision 180): the optimized graph is a blob an author can open, named
+    in the run's attestation, and the home passes fsck, backs up and restores clean."""
+    import onnxruntime as ort
+
+    from pinbench.artifacts.digest import Digest
+
+    request = {**ONNX_REQUEST, "transform": {"graph_optimization": "extended"}}
+    lock = service.lock(home.ws, parse_request(request))[0]
+    outcome = run_lockfile(home.ws, lock, runner="local", say=quiet)
+    info = show_run(home.ws, outcome.id, nested=True)
+    assert info["status"] == "succeeded", info["error"]
+    t = info["details"]["transform"]
+    assert "graph_sha256" not in t  # no digest of bytes that are not kept
+    graph = home.ws.store.verify(Digest(t["optimized_graph_sha256"]), label="graph").read_bytes()
+    session = ort.InferenceSession(graph, providers=["CPUExecutionProvider"])  # it opens
+    assert [i.name for i in session.get_inputs()] == ["x"]
+    cli = in_process_cli(monkeypatch, capsys, home.home, home.db)
+    envelope = tmp_path / "run.intoto.jsonl"
+    assert cli("runs", "attest", outcome.id, "-o", str(envelope)).code == 0
+    verified = cli("attest", "verify", str(envelope), "--json")
+    assert verified.code == 0, verified.err
+    assert "optimized.onnx" in json.loads(verified.out)[0]["subjects"]
+    checked = cli("fsck")
+    assert checked.code == 0, checked.out
+    made = cli("backup", str(tmp_path / "backup"))
+    assert made.code == 0, made.err
+    target = in_process_cli(monkeypatch, capsys, tmp_path / "restored", None)
+    restored = target("restore", str(tmp_path / "backup"))
+    assert restored.code == 0, restored.out + restored.err
+    assert restored.out.strip().endswith("no problems")
 
 
 @pytest.mark.parametrize(("model", "framework"), [(TORCH, "torch"), (ONNX, "onnxruntime")])

@@ -33,8 +33,10 @@ def backup(folder: Path, no_blobs: bool = False, as_json: bool = False) -> None:
     API, or pg_dump), then every blob it references (hard links on the same filesystem,
     else copies), their manifest and the signing keys.
 
-    DIR is as secret as PINBENCH_HOME (it holds the private keys). `pinbench restore DIR`
-    restores it into an empty home and database.
+    Every blob, key and the database's file is hashed as it is taken: a blob whose bytes are
+    not its name's, or one missing, fails the backup (exit 1) and leaves nothing. DIR must be
+    outside the home and the blob store. It is as secret as PINBENCH_HOME (it holds the
+    private keys). `pinbench restore DIR` restores it into an empty home and database.
     """
     with local_registry() as reg:
         done = reg.admin().backup(folder, blobs=not no_blobs)
@@ -55,9 +57,11 @@ def backup(folder: Path, no_blobs: bool = False, as_json: bool = False) -> None:
 def restore(ctx: click.Context, folder: Path, as_json: bool = False) -> None:
     """Restore a backup made by `pinbench backup` into an empty PINBENCH_HOME and database.
 
-    Every blob is hashed against its name first; a damaged backup or a target that is not
-    empty is refused (exit 1) before anything is written. Ends by checking the store as
-    `pinbench fsck` does (exit 1 on a problem).
+    Every file of the backup is hashed against its manifest first, and the database's
+    references against the blobs it holds; a damaged or incomplete backup, a symbolic link or
+    a file its manifest does not list, or a target that is not empty, is refused (exit 1)
+    before anything is written. Ends by checking the store as `pinbench fsck` does (exit 1 on
+    a problem).
     """
     with local_registry() as reg:
         done = reg.admin().restore(folder)
@@ -67,6 +71,12 @@ def restore(ctx: click.Context, folder: Path, as_json: bool = False) -> None:
     else:
         for p in problems:
             _out().print(f"{p.kind}: {p.path}: {p.detail}")
+        if done.unhashed_keys:
+            _out().print(
+                f"note: keys {', '.join(done.unhashed_keys)} restored unchecked: this format-1 "
+                "backup names its keys without a sha256 (a key other than the one the database "
+                "records is refused when first used)"
+            )
         _out().print(
             f"restored the {done.database} database and {done.blobs} blobs, {done.bytes:,} "
             f"bytes ({done.linked} linked, {done.copied} copied); checked "

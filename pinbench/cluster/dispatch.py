@@ -177,8 +177,10 @@ class OnSystem:
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory
         from pinbench.evaluator.results import (
+            GRAPH,
             LATENCIES,
             MAX_ARRAY_BYTES,
+            MAX_GRAPH_BYTES,
             MAX_RESULT_BYTES,
             MAX_TRACE_BYTES,
             MAX_WEIGHTS_BYTES,
@@ -198,6 +200,7 @@ class OnSystem:
             TRACE: MAX_TRACE_BYTES,
             WEIGHTS: MAX_WEIGHTS_BYTES,  # a training run's final weights
             TOKENS: MAX_ARRAY_BYTES,  # a generation run's per-answer token counts
+            GRAPH: MAX_GRAPH_BYTES,  # a graph-optimization run's optimized graph
         }
         if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
             raise AgentAnswerRefused(self.system, "not a packed result")
@@ -231,7 +234,7 @@ class OnSystem:
         evidence.details.update(got.details)
         evidence.metrics = got.metrics
         evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
-        evidence.weights, evidence.tokens = got.weights, got.tokens
+        evidence.weights, evidence.tokens, evidence.graph = got.weights, got.tokens, got.graph
         evidence.environment.update(environment)
         if result.status == "failed":
             raise EvaluationFailed(

@@ -8,8 +8,12 @@ dumped that references a blob published meanwhile, restores a registry missing t
 The folder holds ``database.sqlite`` (the ``sqlite3`` backup API) or ``database.pgdump``
 (``pg_dump`` in the snapshot the references were read in), ``blobs/xx/HEX`` (hard links when
 on the blobs' filesystem, else copies; none with ``blobs=False``), ``keys/`` (the signing
-keys: the folder is as secret as the home) and, written last, ``manifest.json``: what it
-holds, and every referenced blob's sha256 and size. A folder without it is no backup.
+keys: the folder is as secret as the home) and, written last, ``manifest.json``: every file
+it holds with its sha256 and size (format 2, decision 181). A folder without it is no backup.
+
+What it takes is hashed as it is taken (decision 181): each blob once placed (a blob whose
+bytes are not its name's fails the backup, naming it), the database's file, each key. A folder
+inside the home or the blob store is refused: the backup would be part of what it copies.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,8 +38,13 @@ from pinbench.db.upkeep import references
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
-FORMAT = "pinbench-backup/1"
+FORMAT = "pinbench-backup/2"
+"""Format 2 lists every file with its sha256 (the keys too); format 1 named the keys only."""
+FORMATS = ("pinbench-backup/1", FORMAT)
+"""The formats ``restore`` reads."""
 MANIFEST = "manifest.json"
+KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""The name of a key file a backup holds (one being written starts with a dot)."""
 CACHE_KEY = "verified-cache.key"
 """The verified-state cache's key: of this machine's cache, not backed up."""
 
@@ -79,6 +90,22 @@ def place(source: Path, target: Path) -> bool:
     return False
 
 
+def _outside(ws: Workspace, folder: Path) -> None:
+    """Refuse a folder inside the home or the blob store (its copies would land among what it
+    copies: private keys among the blobs, blobs among the blobs)."""
+    target = folder.resolve()
+    for what, root in (
+        ("the home", ws.settings.home),
+        ("the blob store", ws.store.root),
+        ("the blob store", ws.store.blobs),
+    ):
+        if target.is_relative_to(root.resolve()):
+            raise dumps.BackupRefused(
+                folder=str(folder),
+                reason=f"it is inside {what} ({root}): back up into a folder outside both",
+            )
+
+
 def _empty_folder(folder: Path) -> bool:
     """Refuse a folder that holds anything; True when this call made it."""
     if folder.exists():
@@ -111,7 +138,7 @@ def _snapshot(ws: Workspace, folder: Path) -> tuple[str, dict[str, str]]:
                 folder=str(folder), reason="only a SQLite file given as sqlite:///PATH is backed up"
             )
         target = folder / dumps.SQLITE_DUMP
-        dumps.sqlite_copy(source, target)
+        dumps.sqlite_copy(source, target, backup=True)
         engine = create_engine(f"sqlite:///{target}")
         try:
             with Session(engine) as session:
@@ -136,6 +163,7 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
     """Back the registry up into ``folder`` (absent or empty); a failure leaves nothing."""
     from pinbench.db.schema import HEAD_REVISION
 
+    _outside(ws, folder)
     made = _empty_folder(folder)
     try:
         dump, refs = _snapshot(ws, folder)
@@ -154,7 +182,7 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
                 raise BlobMissing(path=refs[digest], digest=Digest(digest)) from None
             listed.append({"sha256": digest, "size": size})
             if blobs:
-                if place(source, folder / "blobs" / digest[:2] / digest):
+                if _take(source, folder / "blobs" / digest[:2] / digest, refs[digest]):
                     linked += 1
                 else:
                     copied += 1
@@ -193,6 +221,26 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
     )
 
 
+def _take(source: Path, target: Path, label: str) -> bool:
+    """Place a blob in the backup (``place``: linked or not) and hash what the backup now
+    holds; a blob that is not a plain file, or whose bytes are not its name's, fails it."""
+    digest = source.name
+    if not stat.S_ISREG(os.lstat(source).st_mode):
+        raise dumps.BackupRefused(
+            folder=str(target.parents[2]),
+            reason=f"blob {_shown(digest)} ({label}) in the store is not a plain file",
+        )
+    linked = place(source, target)
+    actual, _ = hash_file(target)
+    if actual.hex != digest:
+        raise dumps.BackupSourceBad(path=_shown(digest), label=label, actual=actual.hex)
+    return linked
+
+
+def _shown(digest: str) -> str:
+    return f"blobs/{digest[:2]}/{digest}"
+
+
 def _source(ws: Workspace, digest: Digest, *, label: str) -> tuple[Path, bool]:
     """Where the blob's bytes are read from, and whether they were downloaded for this: the
     home's file, or, for a store on object storage, the verified local copy (downloaded and
@@ -215,19 +263,27 @@ def _bucket_sizes(ws: Workspace) -> dict[str, int] | None:
     return {s.digest: s.size for s in ws.store.listing() if s.digest is not None}
 
 
-def _copy_keys(source: Path, target: Path) -> list[str]:
-    """The signing keys' files (owner-only), the cache's key left out."""
-    names = (
-        sorted(p.name for p in source.iterdir() if p.is_file() and p.name != CACHE_KEY)
-        if source.is_dir()
-        else []
-    )
-    if names:
-        target.mkdir(mode=0o700)
-    for name in names:
-        shutil.copyfile(source / name, target / name)
-        (target / name).chmod(0o600)
-    return names
+def _copy_keys(source: Path, target: Path) -> list[dict[str, Any]]:
+    """The signing keys' files (owner-only, each hashed as copied), the cache's key left out;
+    a key that is a symbolic link is refused (the key loader refuses it too)."""
+    entries = sorted(source.iterdir()) if source.is_dir() else []
+    keys: list[dict[str, Any]] = []
+    for path in entries:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            raise dumps.BackupRefused(
+                folder=str(target.parent),
+                reason=f"the key {path} is a symbolic link: a signing key is a plain file",
+            )
+        if not stat.S_ISREG(mode) or path.name == CACHE_KEY or not KEY_NAME.fullmatch(path.name):
+            continue  # the cache's key, or a key being written (``.NAME.XXXX``)
+        if not keys:
+            target.mkdir(mode=0o700)
+        shutil.copyfile(path, target / path.name)
+        (target / path.name).chmod(0o600)
+        digest, size = hash_file(target / path.name)
+        keys.append({"name": path.name, "sha256": digest.hex, "size": size})
+    return keys
 
 
 def _undo(folder: Path, made: bool) -> None:

@@ -49,6 +49,21 @@ class BackupBlobBad(UserError):
         self.size = size
 
 
+class BackupSourceBad(UserError):
+    """A blob a backup takes hashes to another digest in the store: no backup is made."""
+
+    def __init__(self, *, path: str, label: str, actual: str) -> None:
+        super().__init__(
+            f"{path} ({label}) hashes to {actual}, not to its name: the store is damaged and "
+            "no backup was made. Run `pinbench fsck` to list every damaged blob, then put each "
+            "back from another copy, or delete the runs that reference it (docs/operations.md, "
+            "Backup and restore)"
+        )
+        self.path = path
+        self.label = label
+        self.actual = actual
+
+
 class ToolMissing(SystemFailure):
     """``pg_dump`` or ``pg_restore`` is not installed where pinbench looks."""
 
@@ -136,17 +151,23 @@ def pg_restore(url: str, dump: Path) -> None:
     )
 
 
-def sqlite_copy(source: Path, target: Path) -> None:
+def sqlite_copy(source: Path, target: Path, *, backup: bool = False) -> None:
     """Copy one SQLite database into another file through the backup API (one consistent
-    snapshot of ``source`` while writers go on)."""
+    snapshot of ``source`` while writers go on). ``backup``: from a live database into a
+    backup, whose copy is then made a rollback-journal database (no ``-wal`` or ``-shm`` file
+    is made beside it when it is read); otherwise from a backup, opened ``immutable`` (nothing
+    is written beside it)."""
     if not source.is_file():
         raise BackupRefused(folder=str(source), reason="no such SQLite database")
+    uri = source.resolve().as_uri() + ("?mode=ro" if backup else "?mode=ro&immutable=1")
     try:
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        src = sqlite3.connect(uri, uri=True)
         try:
             dst = sqlite3.connect(target)
             try:
                 src.backup(dst)
+                if backup:
+                    dst.execute("PRAGMA journal_mode=DELETE")
             finally:
                 dst.close()
         finally:

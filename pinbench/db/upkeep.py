@@ -1,8 +1,9 @@
 """Checking and collecting the blob store against the rows that reference it (decision 144).
 
 *Referenced* blobs are those a row names: an artifact's files, a run's latencies, trace and
-the blobs its details record (outputs, weights, token times: any ``*sha256`` key), an
-attestation's envelope and the subjects its signed statement names (``results.json``).
+the blobs its details record (outputs, weights, token times, an optimized graph: any
+``*sha256`` key but the digests ``NOT_STORED`` names), an attestation's envelope and the
+subjects its signed statement names (``results.json``).
 
 ``check`` (``pinbench fsck``): every referenced blob is present and hashes to its name, every
 blob in the store is referenced, nothing else lies among the blobs, and every run's filter
@@ -22,7 +23,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,41 +132,79 @@ class Collected:
         }
 
 
+FileRow = tuple[str, str]
+"""An artifact's file: its sha256 and ``KIND/NAME@VERSION:PATH``."""
+RunRow = tuple[str, str | None, str | None, object]
+"""A run: its id, latencies' and trace's sha256 and its details."""
+AttestationRow = tuple[str, str]
+"""An attestation: its run's id and its envelope's sha256."""
+
+
 def references(session: Session, store: BlobStore) -> dict[str, str]:
     """Every referenced digest (hex) and what references it first."""
-    found: dict[str, str] = {}
+    return references_in(session, store.local)
+
+
+def references_in(session: Session, envelope: Callable[[Digest], Path]) -> dict[str, str]:
+    """``references`` with the attestations' envelopes read where ``envelope`` says."""
     rows = session.execute(
         select(ArtifactFile.sha256, ArtifactFile.path, Artifact.kind, Artifact.name)
         .join(Artifact, Artifact.id == ArtifactFile.artifact_id)
         .add_columns(Artifact.version)
     )
-    for sha256, path, kind, name, version in rows:
-        found.setdefault(sha256, f"{kind}/{name}@{version}:{path}")
+    files = ((sha, f"{kind}/{name}@{version}:{path}") for sha, path, kind, name, version in rows)
     runs = session.execute(select(Run.id, Run.latencies_sha256, Run.trace_sha256, Run.details))
+    envelopes = session.execute(select(Attestation.run_id, Attestation.envelope_sha256))
+    return referenced(files, runs, envelopes, envelope)
+
+
+def referenced(
+    files: Iterable[FileRow],
+    runs: Iterable[RunRow],
+    attestations: Iterable[AttestationRow],
+    envelope: Callable[[Digest], Path],
+) -> dict[str, str]:
+    """``references`` of rows however read (a database, or a backup's dump before it is
+    restored: ``db.dump_rows``); ``envelope`` gives where an attestation's envelope is read."""
+    found: dict[str, str] = {}
+    for sha256, label in files:
+        found.setdefault(sha256, label)
     for run_id, latencies, trace, details in runs:
         for what, digest in (("latencies", latencies), ("trace", trace)):
             if digest:
                 found.setdefault(digest, f"run {run_id} {what}")
         for key, digest in _recorded(details):
             found.setdefault(digest, f"run {run_id} {key}")
-    for run_id, envelope in session.execute(
-        select(Attestation.run_id, Attestation.envelope_sha256)
-    ):
-        found.setdefault(envelope, f"run {run_id} attestation")
-        for name, digest in _subjects(store.local(Digest(envelope))):
+    for run_id, sha256 in attestations:
+        found.setdefault(sha256, f"run {run_id} attestation")
+        for name, digest in _subjects(envelope(Digest(sha256))):
             found.setdefault(digest, f"run {run_id} attestation's {name}")
     return found
 
 
-def _recorded(value: object, key: str = "") -> Iterator[tuple[str, str]]:
-    """The ``(key, digest)`` pairs of a run's details whose key ends in ``sha256``."""
+NOT_STORED = frozenset({("transform", "graph_sha256")})
+"""Digests a run's details hold of bytes that were never stored, by their path in the details:
+``transform.graph_sha256``, the optimized graph's digest a graph-optimization run recorded
+before decision 180 (the graph was not kept). Since then the graph is a blob, recorded as
+``transform.optimized_graph_sha256``. The runs keep their details as recorded and attested."""
+
+
+def _recorded(value: object, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """The ``(key, digest)`` pairs of a run's details whose key ends in ``sha256``, but for
+    those ``NOT_STORED`` names."""
+    key = path[-1] if path else ""
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _recorded(v, str(k))
+            yield from _recorded(v, (*path, str(k)))
     elif isinstance(value, list):
         for v in value:
-            yield from _recorded(v, key)
-    elif isinstance(value, str) and key.endswith("sha256") and _HEX.fullmatch(value):
+            yield from _recorded(v, path)
+    elif (
+        isinstance(value, str)
+        and key.endswith("sha256")
+        and _HEX.fullmatch(value)
+        and path not in NOT_STORED
+    ):
         yield key, value
 
 

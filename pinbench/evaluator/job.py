@@ -65,6 +65,9 @@ class Evidence:
     """The Chrome trace (JSON) of a traced run."""
     weights: bytes | None = None
     """A training run's final weights (the file's bytes), stored as a blob."""
+    graph: bytes | None = None
+    """A graph-optimization run's optimized ONNX graph (onnxruntime's
+    ``optimized_model_filepath``), stored as a blob (decision 180)."""
     tokens: npt.NDArray[np.int64] | None = None
     """A text-generation run's raw token times, one row per query beside ``latencies``: its
     time to first token (ns) and its answer's length in tokens."""

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence
+from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
 
 FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
 RESULT = "result.json"
@@ -26,6 +27,10 @@ OUTPUTS = "outputs.npy"
 TOKENS = "tokens.npy"
 TRACE = "trace.json"
 WEIGHTS = "weights.bin"
+GRAPH = "graph.onnx"
+MAX_GRAPH_BYTES = 2 * 1024 * 1024 * 1024
+"""Cap on a graph-optimization run's optimized graph (read into memory): protobuf's limit on
+one ONNX file, so no graph onnxruntime saves whole is larger."""
 MAX_WEIGHTS_BYTES = 1024 * 1024 * 1024
 """Cap on a training run's final weights read back from an evaluator (read into memory)."""
 MAX_RESULT_BYTES = 4 * 1024 * 1024
@@ -76,6 +81,7 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     trace: bool = False
     weights: bool = False
     tokens: bool = False
+    graph: bool = False
 
 
 class InvalidResults(UserError):
@@ -98,6 +104,8 @@ def write_results(
         (out / WEIGHTS).write_bytes(evidence.weights)
     if evidence.tokens is not None:
         np.save(out / TOKENS, evidence.tokens, allow_pickle=False)
+    if evidence.graph is not None:
+        (out / GRAPH).write_bytes(evidence.graph)
     result = WorkerResult(
         format=FORMAT,
         lockfile=lock_digest,
@@ -112,6 +120,7 @@ def write_results(
         trace=evidence.trace is not None,
         weights=evidence.weights is not None,
         tokens=evidence.tokens is not None,
+        graph=evidence.graph is not None,
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -119,8 +128,9 @@ def write_results(
 
 
 def _drop_claimed_digests(details: dict[str, Any]) -> None:
-    """Digests of outputs the host stores itself (accuracy outputs, final weights) are the
-    host's to record, from the bytes it read: whatever the worker wrote for them goes."""
+    """Digests of outputs the host stores itself (accuracy outputs, final weights, token
+    times, an optimized graph) are the host's to record, from the bytes it read: whatever the
+    worker wrote for them goes."""
     details.pop("outputs_sha256", None)
     training = details.get("training")
     if isinstance(training, dict):
@@ -128,6 +138,10 @@ def _drop_claimed_digests(details: dict[str, Any]) -> None:
     generation = details.get("generation")
     if isinstance(generation, dict):
         details["generation"] = {k: v for k, v in generation.items() if k != "tokens_sha256"}
+    transform = details.get("transform")
+    if isinstance(transform, dict):
+        claimed = (GRAPH_SHA256, LEGACY_GRAPH_SHA256)
+        details["transform"] = {k: v for k, v in transform.items() if k not in claimed}
 
 
 def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
@@ -180,6 +194,8 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         evidence.weights = _read_capped(out / WEIGHTS, MAX_WEIGHTS_BYTES)
     if result.tokens:
         evidence.tokens = _tokens(_array(out / TOKENS), evidence.latencies)
+    if result.graph:
+        evidence.graph = _read_capped(out / GRAPH, MAX_GRAPH_BYTES)
     return result, evidence
 
 

@@ -32,6 +32,7 @@ from pinbench.evaluator.policy import check_pickle
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop
+from pinbench.evaluator.transformrun import store_graph
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.verify import check_against_registry, verify_lockfile
@@ -208,6 +209,7 @@ def run_lockfile(
             evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
         _save_weights(ws, evidence, lock)
         _save_tokens(ws, evidence)
+        store_graph(ws, evidence)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
@@ -218,6 +220,7 @@ def run_lockfile(
     except PinbenchError as exc:
         attempt.error = str(exc)
         _save_weights(ws, evidence, lock)  # a training run short of its target keeps its weights
+        store_graph(ws, evidence)  # an invalid graph optimization keeps its graph, to be opened
         raise
     except BaseException as exc:
         attempt.error = f"{type(exc).__name__}: {exc}"

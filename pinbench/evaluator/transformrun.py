@@ -21,6 +21,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence, Job
     from pinbench.transforms.result import TransformRecord
+    from pinbench.workspace import Workspace
 
 SAMPLES = 512
 Predict = Callable[[Any], dict[str, Any]]
@@ -29,7 +30,8 @@ Predict = Callable[[Any], dict[str, Any]]
 def validate_inference(
     job: Job, inputs: Any, predict: Predict, evidence: Evidence, say: Callable[[str], None]
 ) -> Predict:
-    """Fill ``details["transform"]`` and the ``transform_*`` metrics and return what the
+    """Fill ``details["transform"]`` and the ``transform_*`` metrics (and, for a graph level,
+    ``evidence.graph``: the optimized graph, which the host stores) and return what the
     scenario calls (``predict`` in micro-batches, where asked); raise ``TransformInvalid``
     outside the tolerance."""
     from pinbench.evaluator.model_folder import own_folder
@@ -49,7 +51,9 @@ def validate_inference(
     x = inputs[: max(min(len(inputs), SAMPLES) // size * size, min(len(inputs), size))]
     if transform.graph_optimization is not None:
         placed = own_folder(job.model_paths, job.scratch / "transform")  # external data too
-        record = validate_graph(placed[model_file(placed)], x, transform, batch_size=size)
+        record, evidence.graph = validate_graph(
+            placed[model_file(placed)], x, transform, batch_size=size
+        )
     else:
         framework = body.environment.framework
         try:
@@ -74,3 +78,18 @@ def keep(record: TransformRecord, evidence: Evidence, say: Callable[[str], None]
     evidence.details["transform"] = record.details()
     evidence.metrics.update(record.metrics())
     record.check()
+
+
+def store_graph(ws: Workspace, evidence: Evidence) -> None:
+    """Host side: a graph-optimization run's optimized ONNX graph (``evidence.graph``) as a
+    blob, its digest computed here as ``details["transform"]["optimized_graph_sha256"]``
+    (decision 180); no other graph digest is kept (the evaluator's word is not the host's)."""
+    from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
+
+    transform = evidence.details.get("transform")
+    graph, evidence.graph = evidence.graph, None
+    if isinstance(transform, dict):
+        transform.pop(LEGACY_GRAPH_SHA256, None)
+        transform.pop(GRAPH_SHA256, None)
+        if graph is not None:
+            transform[GRAPH_SHA256] = ws.store.put_bytes(graph).hex

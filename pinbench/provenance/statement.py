@@ -2,7 +2,8 @@
 
 Subjects are the run's outputs by sha256, each a blob in the store: the raw latencies
 (``latencies.npy``), the accuracy outputs (``outputs.npy``), the trace (``trace.json``), a
-training run's final weights (``weights.FORMAT``) and ``results.json``, the run's record
+training run's final weights (``weights.FORMAT``), a graph optimization's optimized graph
+(``optimized.onnx``) and ``results.json``, the run's record
 (status, error, metrics, details, lockfile, runner) as canonical JSON, stored as a blob when
 the statement is made. The predicate's ``buildDefinition`` holds the lockfile (digest and its
 exact canonical text) and the request; ``runDetails`` the builder (this registry's host, and
@@ -28,6 +29,8 @@ STATEMENT: Final = "https://in-toto.io/Statement/v1"
 SLSA_PROVENANCE: Final = "https://slsa.dev/provenance/v1"
 BUILD_TYPE: Final = "urn:pinbench:run:v1"
 RESULTS: Final = "results.json"
+GRAPH_SUBJECT: Final = "optimized.onnx"
+"""A graph-optimization run's optimized graph (``transform.optimized_graph_sha256``)."""
 
 
 def results_record(run: Run) -> dict[str, Any]:
@@ -48,6 +51,8 @@ def results_record(run: Run) -> dict[str, Any]:
 
 
 def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
+    from pinbench.transforms.result import GRAPH_SHA256  # NumPy with it: not for verify
+
     details = run.details or {}
     found: list[tuple[str, str | None]] = [
         ("latencies.npy", run.latencies_sha256),
@@ -57,6 +62,9 @@ def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
     training = details.get("training")
     if isinstance(training, dict):
         found.append((f"weights.{training.get('weights_format')}", training.get("weights_sha256")))
+    transform = details.get("transform")
+    if isinstance(transform, dict):
+        found.append((GRAPH_SUBJECT, transform.get(GRAPH_SHA256)))
     found.append((RESULTS, results_sha256))
     return [
         {"name": name, "digest": {"sha256": sha}} for name, sha in found if isinstance(sha, str)

@@ -123,14 +123,16 @@ class Admin:
         """``pinbench backup``: a consistent snapshot of the database (SQLite's backup API,
         or ``pg_dump``) taken first, then every blob it references (hard links where the
         filesystem allows, else copies; none when not ``blobs``) with their manifest and the
-        signing keys, into ``folder`` (absent or empty). A failure leaves nothing."""
+        signing keys, each hashed as taken, into ``folder`` (absent or empty, outside the home
+        and the blob store). A failure (a blob missing or damaged included) leaves nothing."""
         from pinbench.db.backup import backup
 
         return backup(self._ws("backup"), folder, blobs=blobs)
 
     def restore(self, folder: Path) -> Restored:
-        """``pinbench restore``: a backup into this empty home and database; every blob is
-        hashed before anything is written; ends with ``check_store``'s findings."""
+        """``pinbench restore``: a backup into this empty home and database; every file it
+        holds is hashed, and the database's references checked, before anything is written
+        (``db.backup_check``); ends with ``check_store``'s findings."""
         from pinbench.db.restore import restore
 
         return restore(self._ws("restore"), folder)

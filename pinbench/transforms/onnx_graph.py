@@ -5,14 +5,14 @@ with every graph optimization disabled, run whole, on the same inputs.
 
 Both sessions run on the CPU provider with one intra-op thread, so the difference is the
 graph's. The optimized graph onnxruntime produced is saved (``optimized_model_filepath``) and
-its sha256 recorded: the transformed network, by content. Time is the median wall time of 5 passes
-over the inputs after one untimed pass; peak memory is not measured here (onnxruntime's arena
-keeps no peak counter).
+handed back with the record: the host stores it as a blob and records its sha256
+(``optimized_graph_sha256``, decision 180), the transformed network by content. Time is the
+median wall time of 5 passes over the inputs after one untimed pass; peak memory is not
+measured here (onnxruntime's arena keeps no peak counter).
 """
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from pathlib import Path
 from time import perf_counter
@@ -32,25 +32,25 @@ MEMORY = "not measured (onnxruntime keeps no peak counter)"
 
 def validate_graph(
     model: Path, x: npt.NDArray[Any], transform: TransformSpec, *, batch_size: int
-) -> TransformRecord:
+) -> tuple[TransformRecord, bytes]:
     """Outputs of ``model`` (one input, first output) on ``x`` in batches of ``batch_size``:
     transformed by ``transform`` (its level, default ``disabled``; its micro-batches per
-    batch) against the unoptimized graph run whole. ``ValueError`` when the micro-batches do
-    not divide ``batch_size``."""
+    batch) against the unoptimized graph run whole; the record and the optimized graph's bytes
+    (an ONNX model). ``ValueError`` when the micro-batches do not divide ``batch_size``."""
     transform.check_batch(batch_size, field="batch_size")
     level = transform.graph_optimization or "disabled"
     with tempfile.TemporaryDirectory() as scratch:
         saved = Path(scratch) / "optimized.onnx"
         reference = _session(model, "disabled", None)
         transformed = _session(model, level, saved)
-        graph_sha256 = hashlib.sha256(saved.read_bytes()).hexdigest()
+        graph = saved.read_bytes()
     k = transform.micro_batches
     ref_out, ref_s = _timed(lambda b: _run(reference, b), x, batch_size)
     out, time_s = _timed(
         lambda b: predict_micro(lambda m: _run(transformed, m), b, k), x, batch_size
     )
     dtype = str(ref_out.dtype)
-    return TransformRecord(
+    record = TransformRecord(
         transform=transform.label(),
         framework="onnxruntime",
         compared=f"outputs of {len(x)} samples",
@@ -60,8 +60,8 @@ def validate_graph(
         peak_bytes=None,
         reference_peak_bytes=None,
         memory=MEMORY,
-        graph_sha256=graph_sha256,
     )
+    return record, graph
 
 
 def _session(model: Path, level: GraphLevel, saved: Path | None) -> Any:

@@ -21,13 +21,21 @@ class TransformInvalid(UserError):
         self.reason = reason
 
 
+GRAPH_SHA256 = "optimized_graph_sha256"
+"""The key of ``details["transform"]`` holding the stored optimized graph's sha256 (a blob, the
+digest computed by the host from the bytes it stored). Runs recorded before decision 180 hold
+``graph_sha256`` instead, a digest of a graph that was never stored (``db.upkeep``)."""
+LEGACY_GRAPH_SHA256 = "graph_sha256"
+
+
 class TransformRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """``transform`` the transformation (``TransformSpec.label``) run on ``framework``;
     ``compared``: ``weights after N steps`` (training) or ``outputs of N samples`` (inference);
     ``time_s``/``reference_time_s``: the wall time of the transformed / untransformed network
     over the same work (the N steps, or the N samples' inference); ``peak_bytes`` /
     ``reference_peak_bytes`` their peak memory as ``memory`` says it is measured (None where it
-    is not). ``graph_sha256``: the transformed ONNX graph's digest, where one was saved."""
+    is not). A graph optimization's transformed ONNX graph is not here: the host stores it
+    and adds its digest to the details as ``GRAPH_SHA256`` (decision 180)."""
 
     transform: str
     framework: str
@@ -38,7 +46,6 @@ class TransformRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True, k
     peak_bytes: int | None
     reference_peak_bytes: int | None
     memory: str
-    graph_sha256: str | None = None
 
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = msgspec.to_builtins(self)

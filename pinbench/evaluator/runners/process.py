@@ -134,7 +134,7 @@ def collect(
     evidence.details.update(got.details)
     evidence.metrics = got.metrics
     evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
-    evidence.weights = got.weights
+    evidence.weights, evidence.graph = got.weights, got.graph
     evidence.environment["inside"] = dict(result.environment)
     if result.status == "failed":
         raise EvaluationFailed(runner=runner, error=result.error or "failed without a reason")
