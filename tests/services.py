@@ -1,7 +1,8 @@
 """A Docker Engine and an image registry, started by the tests themselves.
 
-``dockerd`` runs on its own socket in a temporary folder (``--storage-driver=vfs
---iptables=false --bridge=none``) and is stopped afterwards; Debian's ``docker-registry``
+``dockerd`` runs on its own socket in a temporary folder (``--iptables=false --bridge=none``,
+the ``overlay2`` storage driver where the folder's file system takes an overlay mount, else
+``vfs``) and is stopped afterwards; Debian's ``docker-registry``
 listens on a free 127.0.0.1 port. Both need root and the Debian packages that
 ``scripts/install-system-deps.sh`` installs (``make test`` runs it); without them these tests
 fail, as the PostgreSQL ones do, never skip.
@@ -38,6 +39,28 @@ def unavailable(reason: str) -> NoReturn:
     raise ServiceUnavailable(f"{reason}: run `make test` (scripts/install-system-deps.sh) as root")
 
 
+def storage_driver(folder: Path) -> str:
+    """``overlay2`` where ``folder``'s file system takes an overlay mount, else ``vfs``, which
+    works everywhere but copies an image's whole file system for every layer and every
+    container (issue 49: the onnxruntime and torch images built in 45 + 129 s on overlay2 and
+    132 + 218 s on vfs here, and each container of the torch image took a gigabyte's copy)."""
+    probe = Path(tempfile.mkdtemp(prefix="overlay-probe-", dir=folder))
+    try:
+        for name in ("lower", "upper", "work", "merged"):
+            (probe / name).mkdir()
+        options = f"lowerdir={probe / 'lower'},upperdir={probe / 'upper'},workdir={probe / 'work'}"
+        mounted = subprocess.run(
+            ["mount", "-t", "overlay", "overlay", "-o", options, str(probe / "merged")],
+            capture_output=True, check=False,
+        )  # fmt: skip
+        if mounted.returncode != 0:
+            return "vfs"
+        subprocess.run(["umount", str(probe / "merged")], capture_output=True, check=False)
+        return "overlay2"
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
 @contextmanager
 def docker_engine() -> Iterator[str]:
     """Start a private dockerd; yield its ``DOCKER_HOST``."""
@@ -52,7 +75,7 @@ def docker_engine() -> Iterator[str]:
     proc = subprocess.Popen(
         [str(dockerd), "--host", host, "--data-root", str(root / "data"),
          "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid"),
-         "--storage-driver=vfs", "--iptables=false", "--bridge=none"],
+         f"--storage-driver={storage_driver(root)}", "--iptables=false", "--bridge=none"],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -75,8 +98,33 @@ def docker_engine() -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
-        subprocess.run(["umount", "-R", str(root / "exec")], capture_output=True, check=False)
+        _unmount_below(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def rootfs_cache() -> Path:
+    """Where the tests keep the base image's debootstrapped root file system between runs, as
+    pip keeps the wheels it downloads (``$PINBENCH_TEST_CACHE``, else
+    ``~/.cache/pinbench-tests``): a run on a machine that has one imports it (seconds), the
+    first run on a machine debootstraps it from the Debian mirror (72 s on a quiet machine,
+    266 s on a loaded one, issue 49). Named by the suite and its packages, so that a change to
+    either takes a new one; ``pinbench images build`` keeps its own in the home's cache."""
+    from pinbench.images.base import PACKAGES, SUITE
+
+    default = Path.home() / ".cache" / "pinbench-tests"
+    root = Path(os.environ.get("PINBENCH_TEST_CACHE", default)) / "rootfs"
+    folder = root / f"{SUITE}-{'-'.join(PACKAGES)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _unmount_below(root: Path) -> None:
+    """Unmount what the engine left mounted under ``root`` (its exec root; an overlay of a
+    container it could not remove), deepest first, so that the folder can be removed."""
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    below = [m for m in mounts if m == str(root) or m.startswith(f"{root}/")]
+    for mount in sorted(below, key=len, reverse=True):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from filelock import FileLock
 
 from pinbench import catalog as builtin
 from pinbench.catalog import frameworks
@@ -47,7 +48,7 @@ from pinbench.registry.resolve import Resolution, resolve
 from pinbench.trace.summary import trace_of
 from pinbench.workspace import Workspace
 from tests.helpers import Payload
-from tests.services import ONE_ENGINE, docker_engine, image_registry
+from tests.services import ONE_ENGINE, docker_engine, image_registry, rootfs_cache
 
 pytestmark = ONE_ENGINE  # one Docker Engine at a time (tests/services.py)
 
@@ -136,7 +137,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         for path in manifests:
             publish(ws, load_manifest(path), manifest_dir=cat, publisher="test")
         client = connect()
-        base = ensure_base(client, root / "images", quiet)
+        cache = rootfs_cache()
+        with FileLock(str(cache / "lock")):  # another run on this machine may be making it
+            base = ensure_base(client, cache, quiet)
         images = {
             fw: build_image(ws, client, fw, base, quiet).digest for fw in ("onnxruntime", "torch")
         }

@@ -49,8 +49,9 @@ MARKER = "catalog.txt"
 """Lists the built manifests after a first line naming the parts they were built for."""
 
 
-def _catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
-    """The catalog's manifests: built once per work folder (training takes a few seconds)."""
+def build_catalog(workdir: Path, say: Callable[[str], None]) -> list[Path]:
+    """The catalog's manifests: built once per work folder (``MARKER`` lists them), reused by
+    every later demo in that folder."""
     marker = workdir / MARKER
     header = f"# parts: {','.join(PARTS)}"
     if marker.exists():
@@ -83,7 +84,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     out.print(f"home {reg.home}, schema {reg.init()}")
 
     step("the built-in catalog (offline: no downloads)")
-    manifests = _catalog(workdir, out.print)
+    manifests = build_catalog(workdir, out.print)
 
     step("publish")
     for path in manifests:
