@@ -1,6 +1,6 @@
 """What the CLI and the web UI show of a run's metrics: every metric it recorded, by its task's
 label where the task declares it (``pinbench.tasks.registry``), else by its key; the task's
-headline metric for lists; and what kind of run it was.
+headline metric for lists; what kind of run it was; and, for lists, why it failed in short.
 
 A run here is as ``history`` gives it: its metrics flat (``list_runs``/``show_run``) or under
 ``metrics`` (``nested=True``, the API's shape), ``units`` by metric when it is one run, and its
@@ -25,6 +25,23 @@ def kind_label(run: Mapping[str, Any]) -> str:
         scheme = distributed_label(run)
         return f"{kind} ({scheme})" if scheme else str(kind)
     return f"{run.get('scenario')} {run.get('mode')}"
+
+
+REASON_CHARS = 160
+"""The most of a run's reason (its ``error``) a list shows; the run's page shows it whole."""
+
+
+def short_reason(error: str, limit: int = REASON_CHARS) -> str:
+    """Why a run failed or was interrupted, for a list: its first line that says something,
+    cut to ``limit`` characters; an ellipsis says more follows (more lines, or the rest of
+    the line)."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if len(first) > limit:
+        return first[: limit - 1].rstrip() + "…"
+    return first if len(lines) == 1 else f"{first} …"
 
 
 def distributed_label(run: Mapping[str, Any]) -> str:

@@ -9,12 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from pinbench.evaluator.parity import Parity
+from pinbench.run_figures import fmt_ns
 from pinbench.trace.analysis import TraceView
 from pinbench.trace.ops import CategoryRow
-
-
-def fmt_ns(value: float) -> str:
-    return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
 
 
 def parity_table(rows: list[Parity]) -> Table:

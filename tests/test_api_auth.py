@@ -4,6 +4,7 @@ started with --private."""
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -194,6 +195,52 @@ def test_private_server_reads_need_a_token(private: World, label: str, call: Cal
     assert anonymous.status_code == 401, anonymous.text
     assert "needs a token with the 'read' scope" in anonymous.json()["detail"]
     assert reader.status_code == 200, reader.text
+
+
+def test_an_anonymous_visit_to_a_private_servers_pages_gets_the_login_form(
+    private: World,
+) -> None:
+    """It was a bare "401" page: now the login form, saying why, which returns to the page
+    asked for once logged in (a page of this UI only, never another site)."""
+    url = private.server.url
+    run = private.runs[0]
+    asked = f"/ui/runs/{run}"
+    anonymous = httpx.get(url + asked)
+    assert anonymous.status_code == 401
+    text = html.unescape(anonymous.text)
+    assert '<form method="post" action="/ui/login"' in text
+    assert f'<input type="hidden" name="next" value="{asked}">' in text
+    assert "needs a token with the 'read' scope" in text
+    assert "<h1>401</h1>" not in text
+    # the form says what the cookie holds as it is (docs/operations.md): never the token
+    assert "never the token" in text and "kept in a cookie" not in text
+    listing = httpx.get(url + "/ui/runs", params={"status": "succeeded"})
+    assert 'name="next" value="/ui/runs?status=succeeded"' in html.unescape(listing.text)
+
+    def log_in(follow: str) -> httpx.Response:
+        return httpx.post(
+            f"{url}/ui/login",
+            data={"token": private.server.tokens["reader"], "next": follow},
+            headers={"Origin": url},
+        )
+
+    back = log_in(asked)
+    assert back.status_code in (302, 303) and back.headers["location"] == asked
+    cookie = back.cookies["pinbench_session"]
+    again = httpx.get(url + asked, cookies={"pinbench_session": cookie})
+    assert again.status_code == 200 and run[:8] in again.text
+    for elsewhere in (
+        "https://evil.example/ui/",
+        "//evil.example/ui/",
+        "/ui//evil.example",
+        "/api/v1/runs",
+    ):
+        assert log_in(elsewhere).headers["location"] == "/ui/", elsewhere
+    wrong = httpx.post(
+        f"{url}/ui/login", data={"token": "pbt_nope", "next": asked}, headers={"Origin": url}
+    )
+    assert wrong.status_code == 401  # the form again, still returning to the page
+    assert f'name="next" value="{asked}"' in html.unescape(wrong.text)
 
 
 def _token_with(w: World, scopes: list[str]) -> str:

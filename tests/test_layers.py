@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "environments",
             "images",
             "run_metrics",
+            "run_figures",
         },
     ),
     ("runs", {"provenance", "reports"}),
@@ -214,8 +215,8 @@ REQUEST_BUILDER = "pure: builds the request document the API locks"
 COMPOSITION = "a composition root: assembles a process (the server or an agent), not a call"
 # (face module, module beneath the API it imports at run time): why, for now.
 BENEATH_API = {
-    ("pinbench.cli.run_view", "pinbench.energy.show"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.reports.samples"): PURE_VIEW,
+    ("pinbench.cli.run_view", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.trace.analysis"): PURE_VIEW,

@@ -266,6 +266,11 @@ def test_systems_pages_show_each_systems_hardware_and_runs(
     expect(recent.locator("tbody tr")).to_have_count(1)
     expect(recent).to_contain_text(systems["lab-a"][:8])
     shot(page, "system")
+    # a run's id is never broken inside, however narrow the window (it wrapped mid-id)
+    page.set_viewport_size({"width": 360, "height": 900})
+    run_link = recent.locator("td a[href^='/ui/runs/']").first
+    expect(run_link).to_have_text(systems["lab-a"][:8])
+    assert run_link.evaluate("e => e.getClientRects().length") == 1
     page.close()
     assert dialogs == [] and violations == []
 
@@ -622,3 +627,185 @@ def test_run_lists_name_each_runs_kind_and_its_tasks_headline_metric(server: Ser
     assert "SingleStream" not in rows[op_run]
     assert "<td>SingleStream accuracy</td>" in rows[accuracy]
     assert f'<td class="num">top-1 {top1:.4f}</td>' in rows[accuracy]
+
+
+# ---------------------------------------------------------------- what the pages say (issue 48)
+
+
+def _section(text: str, section: str) -> str:
+    """The HTML of ``<section id=SECTION>`` of a page."""
+    start = text.index(f'<section id="{section}">')
+    return text[start : text.index("</section>", start)]
+
+
+def _shown_ns(value: float) -> str:
+    """A latency as ``runs show`` prints it: microseconds below a millisecond, else ms."""
+    return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
+
+
+def test_a_runs_page_labels_its_figures_as_runs_show_does(
+    server: Server,
+    systems: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It showed the keys (``loadgen_valid_bool``, ``latency_p99_9``) and ``0.005458 ms``
+    where ``runs show`` says ``LoadGen verdict VALID``, ``p99.9`` and ``5.5 µs``."""
+    from pinbench.evaluator.history import show_run
+    from tests.helpers import in_process_cli
+
+    run_id = systems["local"]  # an Offline performance run recorded by this server's code
+    ws = server.workspace()
+    try:
+        info = show_run(ws, run_id)
+    finally:
+        ws.close()
+    with server.client("reader") as c:
+        answer = c.get(f"/ui/runs/{run_id}")
+    assert answer.status_code == 200
+    metrics = html.unescape(_section(answer.text, "metrics"))
+    for key in ("latency_p50_ns", "latency_p99_9_ns", "latency_max_ns"):
+        label = key.removeprefix("latency_").removesuffix("_ns").replace("p99_9", "p99.9")
+        framework = info.get(f"framework_{key}")
+        expected = f'<td class="num">{_shown_ns(info[key])}</td>'
+        expected += f'<td class="num">{"" if framework is None else _shown_ns(framework)}</td>'
+        assert f"<tr><th>{label}</th>{expected}</tr>" in metrics
+    verdict = "VALID" if info["loadgen_valid_bool"] else "INVALID"
+    assert f'<tr><th>LoadGen verdict</th><td class="num">{verdict}</td></tr>' in metrics
+    throughput = f"{info['throughput_sps']:,.0f} samples/s"
+    assert f'<tr><th>throughput</th><td class="num">{throughput}</td></tr>' in metrics
+    for raw in ("loadgen_valid_bool", "latency_p99_9", "throughput_sps", "_ns", "<td>ms</td>"):
+        assert raw not in metrics
+
+    # every row the page shows is a line `runs show` prints, label and value alike
+    cli = in_process_cli(monkeypatch, capsys, server.home, server.database_url)
+    shown = cli("runs", "show", run_id)
+    assert shown.code == 0, shown.err
+    printed = " ".join(shown.out.split())  # a long value wraps onto the next line there
+    rows = re.findall(r"<tr><th>([^<]*)</th>((?:<td[^>]*>[^<]*</td>)+)</tr>", metrics)
+    assert len(rows) > 10
+    for label, cells in rows:
+        values = tuple(v.strip() for v in re.findall(r"<td[^>]*>([^<]*)</td>", cells) if v)
+        assert " ".join([label, *values]) in printed, f"{label} {values} not in:\n{shown.out}"
+
+
+def _add_run(server: Server, status: str, error: str) -> str:
+    """A run row of the digits model with ``status`` and ``error``, started now, written as
+    the server writes one (its lockfile stored, its listing columns filled)."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from pinbench.db.models import Run as RunRow
+    from pinbench.evaluator.run_filter import listing_columns
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    run_id = str(uuid.uuid4())
+    ws = server.workspace()
+    try:
+        request = {"model": MODELS[0], "dataset": DATASET}
+        lock = service.lock(ws, parse_request(request))[0]
+        now = datetime.now(UTC)
+        with ws.transaction() as session:  # the lockfile is stored by lock()
+            session.add(
+                RunRow(
+                    id=run_id,
+                    lockfile_digest=lock.digest.hex,
+                    status=status,
+                    runner="local",
+                    started_at=now,
+                    finished_at=now,
+                    host={},
+                    error=error,
+                    **listing_columns(lock),
+                )
+            )
+    finally:
+        ws.close()
+    return run_id
+
+
+def test_the_runs_list_says_why_a_run_ended_in_short(server: Server) -> None:
+    """The list said ``failed`` or ``interrupted`` and nothing more: now the reason's first
+    line (escaped), cut, with the whole of it on the run's page."""
+    tail = 'Traceback (most recent call last):\n  File "<frozen runpy>", line 198\nBoom'
+    failed = _add_run(server, "failed", f"the evaluator <b>died</b> on import\n{tail}")
+    long = "the server stopped before this run finished; " + "x" * 400
+    interrupted = _add_run(server, "interrupted", long)
+    cancelled = _add_run(server, "cancelled", "cancelled by owner")
+    with server.client("reader") as c:
+        listing = c.get("/ui/runs").text
+        page = c.get(f"/ui/runs/{failed}").text
+    table = listing.split('id="runs-table"', 1)[1]
+    rows = {r.split("/ui/runs/", 1)[1][:36]: r for r in table.split("<tr>")[2:]}
+    row = rows[failed]
+    assert "the evaluator &lt;b&gt;died&lt;/b&gt; on import …" in row  # escaped, never markup
+    assert "<b>died" not in row and "Traceback" not in row and "frozen" not in row
+    assert f'<a href="/ui/runs/{failed}#runs">(full reason)</a>' in row
+    assert "&lt;frozen runpy&gt;" in page and "Boom" in page  # the run's page has it all
+    cut = html.unescape(rows[interrupted].split('class="reason">', 1)[1].split(" <a", 1)[0])
+    assert cut == long[:159] + "…"
+    assert "cancelled by owner</div>" in rows[cancelled]  # short: whole, no link
+    assert "(full reason)" not in rows[cancelled]
+
+
+def test_the_registry_page_is_paged_by_names(server: Server) -> None:
+    """3,203 datasets were one page of 590 KB: a page holds NAMES_PAGE names, "more names"
+    goes on past the last one, and every name is on exactly one page."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import delete
+
+    from pinbench.db.models import Artifact
+    from pinbench.registry.catalog import list_artifacts
+    from pinbench.registry.names import Kind
+    from pinbench.web.pages import NAMES_PAGE
+
+    assert NAMES_PAGE == 100  # as many as runs on a page of /ui/runs
+    added = [f"paging/ds-{i:03d}" for i in range(2 * NAMES_PAGE + 17)]
+    ws = server.workspace()
+    try:
+        with ws.transaction() as session:
+            for name in added:
+                session.add(
+                    Artifact(
+                        kind="dataset",
+                        name=name,
+                        namespace="paging",
+                        version="1.0.0",
+                        manifest={},
+                        manifest_digest="0" * 64,
+                        requires=[],
+                        publisher="test",
+                        published_at=datetime.now(UTC),
+                    )
+                )
+        expected = sorted({s.name for s in list_artifacts(ws, Kind.DATASET)})
+        assert len(expected) > 2 * NAMES_PAGE
+        seen: list[str] = []
+        url: str | None = "/ui/artifacts?kind=dataset"
+        pages = 0
+        with server.client("reader") as c:
+            while url is not None:
+                answer = c.get(html.unescape(url))
+                assert answer.status_code == 200
+                names = re.findall(r"<tr><td>dataset</td><td>([^<]+)</td>", answer.text)
+                assert len(names) <= NAMES_PAGE
+                seen += names
+                pages += 1
+                more = re.search(r'<a href="([^"]+)" id="more-names">', answer.text)
+                url = more.group(1) if more else None
+            assert pages == 3 and sorted(seen) == expected and len(seen) == len(expected)
+            found = c.get("/ui/artifacts", params={"kind": "dataset", "q": "ds-01"}).text
+            assert re.findall(r"<td>(paging/ds-01\d)</td>", found) == [
+                f"paging/ds-01{i}" for i in range(10)
+            ]
+            assert 'id="more-names"' not in found
+            literal = c.get("/ui/artifacts", params={"q": "ds_0"}).text  # "_" is no wildcard
+            assert "paging/" not in literal and "Nothing published matches" in literal
+            bad = c.get("/ui/artifacts", params={"after": "widget/x"})
+            assert bad.status_code == 400 and "unknown kind" in html.unescape(bad.text)
+    finally:
+        with ws.transaction() as session:
+            session.execute(delete(Artifact).where(Artifact.namespace == "paging"))
+        ws.close()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.db.plain import Rows, flag, json_value, when
 from pinbench.errors import UserError
-from pinbench.registry.names import ArtifactRef, Kind, Spec
+from pinbench.registry.names import ArtifactRef, Kind, Spec, parse_kind
 from pinbench.registry.versions import parse_version
 from pinbench.workspace import Workspace
 
@@ -74,6 +74,75 @@ def list_artifacts(
     order = list(Kind)
     out.sort(key=lambda s: (order.index(Kind(s.kind)), s.name, parse_version(s.version)))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class NamePage:
+    """One page of published names: each name's versions (highest last), and the ``after``
+    of the next page (``KIND/NAME`` of this page's last name) when more names follow."""
+
+    names: list[tuple[str, str, list[Summary]]]
+    next_after: str | None
+
+
+def name_page(
+    ws: Workspace,
+    kind: Kind | None = None,
+    contains: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+) -> NamePage:
+    """Up to ``limit`` names (kind by kind, names in the database's order) with every version
+    of each; ``contains`` keeps the names holding that text; ``after`` (``KIND/NAME``, the
+    previous page's ``next_after``) starts past that name (keyset paging, as runs are paged:
+    each page reads its own names off the ``(kind, name)`` index, not the whole registry)."""
+    order = list(Kind)
+    kinds = [kind] if kind else order
+    start: tuple[Kind, str] | None = None
+    if after:
+        after_kind, _, after_name = after.partition("/")
+        start = (parse_kind(after_kind), after_name)
+        kinds = [k for k in kinds if order.index(k) >= order.index(start[0])]
+    params: dict[str, Any] = {}
+    where = ["kind = :kind"]
+    if contains:
+        escaped = contains.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params["pattern"] = f"%{escaped}%"
+        where.append("name LIKE :pattern ESCAPE '\\'")
+    picked: list[tuple[str, str]] = []
+    summaries: dict[tuple[str, str], list[Summary]] = {}
+    with ws.reads() as rows:
+        for k in kinds:
+            wanted = limit + 1 - len(picked)  # one more than a page: is there a next one?
+            if wanted <= 0:
+                break
+            past = ["name > :after"] if start is not None and k == start[0] else []
+            sql = (
+                "SELECT DISTINCT name FROM artifacts WHERE "
+                + " AND ".join(where + past)
+                + " ORDER BY name LIMIT :limit"
+            )
+            past_name = start[1] if start is not None else None
+            found = rows(sql, {**params, "kind": k.value, "after": past_name, "limit": wanted})
+            picked += [(k.value, str(n)) for (n,) in found]
+        shown = picked[:limit]
+        for page_kind in dict.fromkeys(k for k, _ in shown):
+            names = [n for kk, n in shown if kk == page_kind]
+            marks = ", ".join(f":n{i}" for i in range(len(names)))
+            sql = SUMMARY_SQL + f" WHERE kind = :kind AND name IN ({marks})"
+            named = {f"n{i}": n for i, n in enumerate(names)}
+            for row in rows(sql, {"kind": page_kind, **named}):
+                kk, n, v, yanked, at, publisher, digest = row
+                summaries.setdefault((kk, n), []).append(
+                    Summary(kk, n, v, flag(yanked), when(at), publisher, digest)
+                )
+    for versions in summaries.values():
+        versions.sort(key=lambda s: parse_version(s.version))
+    more = len(picked) > limit
+    return NamePage(
+        [(k, n, summaries.get((k, n), [])) for k, n in shown],
+        f"{shown[-1][0]}/{shown[-1][1]}" if more else None,
+    )
 
 
 def get_artifact(session: Session, ref: ArtifactRef) -> Artifact:

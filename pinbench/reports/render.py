@@ -16,7 +16,7 @@ from pinbench.reports.data import Report
 from pinbench.reports.hardware import system_label
 from pinbench.reports.transforms import transform_markdown
 from pinbench.reports.view import ReportView, build
-from pinbench.run_metrics import headline, kind_label
+from pinbench.run_metrics import headline, kind_label, short_reason
 
 TEMPLATES = Path(pinbench.__file__).parent / "templates"
 STATIC = Path(pinbench.__file__).parent / "static"
@@ -39,6 +39,7 @@ def templates() -> jinja2.Environment:
     env.globals["system_label"] = system_label
     env.globals["run_kind"] = kind_label
     env.globals["run_headline"] = headline
+    env.globals["run_reason"] = short_reason
     return env
 
 

@@ -27,7 +27,7 @@ from pinbench.api.deps import (
     principal_for,
     provide_principal,
 )
-from pinbench.api.problems import ApiNotFound, TryLater, http_detail, status_of
+from pinbench.api.problems import ApiNotFound, status_of
 from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
 from pinbench.db.models import Lockfile as LockfileRow
@@ -37,8 +37,10 @@ from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
+from pinbench.run_figures import figures
 from pinbench.sdk.hosting import Hosting
 from pinbench.web import sessions
+from pinbench.web.answers import NEXT_MAX_LENGTH, on_error, page, safe_next
 from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
 from pinbench.web.origin import require_same_origin
 from pinbench.web.systems import recent_runs, system_view
@@ -70,24 +72,9 @@ pages on (keyset paging, decision 148). It was 200: at a million runs that page 
 52-56 ms at the 99th percentile, half of it rendering rows (docs/benchmarks.md §13)."""
 
 
-def _page(name: str, status_code: int = 200, **context: Any) -> Template:
-    return Template(template_name=f"web/{name}.html.j2", context=context, status_code=status_code)
-
-
-def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    """Errors on UI pages as a page: the message and status the API would give."""
-    if isinstance(exc, PinbenchError):
-        status, message = status_of(exc), str(exc)
-    elif isinstance(exc, HTTPException):
-        status, message = exc.status_code, http_detail(exc)[0]
-    else:
-        request.logger.exception("unexpected error on %s", request.url.path)
-        status, message = 500, "the server failed unexpectedly; the error is in its log"
-    login = isinstance(exc, AuthError)
-    page = _page("error", status, message=message, status=status, login=login, principal=None)
-    if isinstance(exc, TryLater):  # as the API says it (problems.py): when to ask again
-        page.headers["Retry-After"] = str(exc.retry_after_s)
-    return page
+NAMES_PAGE = 100
+"""Names on one page of /ui/artifacts (each with all its versions), as many as runs on a page
+of /ui/runs: a registry of 3,203 datasets was one page of 590 KB."""
 
 
 def _kind_counts(ws: Workspace) -> dict[str, int]:
@@ -98,15 +85,17 @@ def _kind_counts(ws: Workspace) -> dict[str, int]:
 
 
 def _runs_page(ws: Workspace, pool: RunPool, principal: Principal, run_ids: list[str]) -> Template:
-    """Runs side by side (one run: its own page); it refreshes itself while any is queued or
-    running, showing each one's latest progress line."""
+    """Runs side by side (one run: its own page, its figures as ``runs show`` prints them);
+    it refreshes itself while any is queued or running, showing each one's latest progress
+    line."""
     principal.require("read")
     report = reports.gather(ws, run_ids)
     waiting = [r.id for r in report.runs if r.info["status"] in UNFINISHED]
-    return _page(
+    return page(
         "compare",
         principal=principal,
         view=build(report),
+        figures=figures(report.runs[0].info) if len(report.runs) == 1 else None,
         waiting=waiting,
         progress={r: pool.progress.get(r, "") for r in waiting},
         query=urlencode([("run", r) for r in report.ids]),
@@ -125,7 +114,7 @@ class WebController(Controller):
     @get("/", sync_to_thread=True)
     def home(self, ws: Workspace, principal: Principal) -> Template:
         principal.require("read")
-        return _page(
+        return page(
             "home",
             principal=principal,
             kinds=_kind_counts(ws),
@@ -141,20 +130,24 @@ class WebController(Controller):
         principal: Principal,
         kind: str | None = None,
         q: Annotated[str | None, Parameter(max_length=200)] = None,
+        after: Annotated[str | None, Parameter(max_length=220)] = None,
     ) -> Template:
+        """Published names, ``NAMES_PAGE`` a page with every version of each; "more names"
+        pages on (keyset, as the runs page does)."""
         principal.require("read")
         chosen = parse_kind(kind) if kind else None
-        names: dict[tuple[str, str], list[catalog.Summary]] = defaultdict(list)
-        for s in catalog.list_artifacts(ws, chosen):
-            if not q or q.lower() in s.name:
-                names[(s.kind, s.name)].append(s)
-        return _page(
+        found = catalog.name_page(ws, chosen, q, after, NAMES_PAGE)
+        given = {k: v for k, v in (("kind", kind), ("q", q)) if v}
+        more = found.next_after
+        return page(
             "artifacts",
             principal=principal,
             kind=chosen.value if chosen else "",
             q=q or "",
             kinds=[k.value for k in Kind],
-            names=sorted(names.items()),
+            names=[((k, n), versions) for k, n, versions in found.names],
+            first=f"/ui/artifacts?{urlencode(given)}" if after else None,
+            more=f"/ui/artifacts?{urlencode({**given, 'after': more})}" if more else None,
         )
 
     @get("/artifacts/{ref:path}", sync_to_thread=True)
@@ -162,7 +155,7 @@ class WebController(Controller):
         principal.require("read")
         detail = catalog.show(ws, ArtifactRef.parse(ref.lstrip("/")))
         manifest = json.dumps(detail["manifest"], indent=2, sort_keys=True)
-        return _page("artifact", principal=principal, a=detail, manifest=manifest)
+        return page("artifact", principal=principal, a=detail, manifest=manifest)
 
     @get("/lockfiles/{digest:str}", sync_to_thread=True)
     def lockfile(self, ws: Workspace, principal: Principal, digest: str) -> Template:
@@ -172,7 +165,7 @@ class WebController(Controller):
             if row is None:
                 raise ApiNotFound(f"no lockfile {digest} is stored here")
             lock = Lockfile.from_bytes(row.body.encode(), source=f"lockfile {digest[:12]}")
-        return _page(
+        return page(
             "lockfile",
             principal=principal,
             digest=lock.digest.hex,
@@ -199,7 +192,7 @@ class WebController(Controller):
         for s in catalog.list_artifacts(ws):
             if not s.yanked:
                 names[s.kind].add(s.name)
-        return _page(
+        return page(
             "evaluate",
             status,
             principal=principal,
@@ -276,7 +269,7 @@ class WebController(Controller):
             if len(runs) == RUNS_PAGE
             else None
         )
-        return _page("runs", principal=principal, runs=runs, where=where, older=older, after=after)
+        return page("runs", principal=principal, runs=runs, where=where, older=older, after=after)
 
     @get("/runs/{run_id:str}", sync_to_thread=True)
     def run(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> Template:
@@ -313,7 +306,7 @@ class WebController(Controller):
         this server has no cluster), the runs it did."""
         principal.require("read")
         rows = list_systems(ws, alive_systems(hosted, pool))
-        return _page(
+        return page(
             "systems",
             principal=principal,
             systems=[system_view(r) for r in rows],
@@ -327,7 +320,7 @@ class WebController(Controller):
         """One system: every fact its agent reported, and its recent runs."""
         principal.require("read")
         row = show_system(ws, name, alive_systems(hosted, pool))
-        return _page(
+        return page(
             "system",
             principal=principal,
             s=system_view(row),
@@ -337,8 +330,12 @@ class WebController(Controller):
     # ------------------------------------------------------------------ login
 
     @get("/login", sync_to_thread=False)
-    def login_form(self, principal: Principal) -> Template:
-        return _page("login", principal=principal, error=None)
+    def login_form(
+        self,
+        principal: Principal,
+        back: Annotated[str | None, Parameter(query="next", max_length=NEXT_MAX_LENGTH)] = None,
+    ) -> Template:
+        return page("login", principal=principal, error=None, next=safe_next(back))
 
     @post("/login", status_code=200)
     async def login(
@@ -351,12 +348,13 @@ class WebController(Controller):
         secret, never the token (HttpOnly, SameSite=Strict, path /ui, Secure over https)."""
         require_same_origin(request)
         token = data.get("token", "").strip()
+        follow = safe_next(data.get("next"))
         try:
             who = await principal_for(state, token or None, client_address(request))
             if who.token_id is None:
                 raise AuthError("paste an API token (pbt_...)")
         except AuthError as exc:
-            return _page("login", 401, principal=None, error=str(exc))
+            return page("login", 401, principal=None, error=str(exc), next=follow)
         ws: Workspace = state.ws
         token_id = who.token_id
 
@@ -365,7 +363,7 @@ class WebController(Controller):
                 return sessions.open_session(session, token_id)
 
         cookie = await anyio.to_thread.run_sync(start)
-        response = Redirect("/ui/")
+        response = Redirect(follow or "/ui/")
         response.cookies.append(
             Cookie(
                 key=sessions.COOKIE,
