@@ -89,9 +89,10 @@ def test_digits_published_locked_verified_and_run_with_blobs_in_a_bucket(
     shutil.rmtree(store.blobs)  # a machine that has read nothing yet: everything comes from S3
     verified = cli("verify", str(lock))
     assert verified.code == 0, verified.err
-    assert all(store.path(Digest(d)).is_file() for d in pinned), "verified copies are cached"
+    assert not any(store.path(Digest(d)).exists() for d in pinned), "verify streams, keeps none"
     ran = cli("run", str(lock), "--runner", "local")
     assert ran.code == 0, ran.err
+    assert all(store.path(Digest(d)).is_file() for d in pinned), "a run reads cached copies"
     (run,) = json.loads(cli("runs", "list", "--json").out)
     assert run["status"] == "succeeded"
     after = set(_keys(s3, _prefix(store)))
@@ -99,6 +100,24 @@ def test_digits_published_locked_verified_and_run_with_blobs_in_a_bucket(
     checked = cli("fsck")
     assert checked.code == 0, checked.out + checked.err
     assert "no problems" in checked.out
+
+    # issue 48 item 8: the bucket is the truth, whatever copy is warm here
+    model = next(
+        f for a in yaml.safe_load(lock.read_text())["artifacts"] if a["kind"] == "model"
+        for f in a["files"]
+    )  # fmt: skip
+    key = f"{_prefix(store)}{store.relative(Digest(model['sha256']))}"
+    original = store.path(Digest(model["sha256"])).read_bytes()  # the warm, intact copy
+    s3.client().put_object(Bucket="pinbench", Key=key, Body=original[:-1] + b"!")
+    for rehash in ((), ("--rehash",)):
+        changed = cli("verify", str(lock), *rehash)
+        assert changed.code == 1, changed.out + changed.err
+        assert "all match" not in changed.out
+        said = "".join(changed.err.split())  # the console wraps long lines
+        assert "checksummismatchformodel/" in said
+        assert f":{model['path']}:expectedsha256{model['sha256']},got" in said
+    s3.client().put_object(Bucket="pinbench", Key=key, Body=original)
+    assert cli("verify", str(lock)).code == 0
 
 
 def test_a_blob_larger_than_the_part_size_is_uploaded_in_parts(

@@ -50,11 +50,27 @@ WORKER_HEALTHCHECK_S = 60
     default=False,
     help="With --blobs: remove them (without it, print what would go).",
 )
+@click.option(
+    "--cache",
+    "cache",
+    is_flag=True,
+    default=False,
+    help="Evict local copies of blobs kept in object storage, least recently used first.",
+)
+@click.option(
+    "--keep",
+    "keep",
+    type=str,
+    default=None,
+    help="With --cache: evict down to this size (20G, 500M, 0; default PINBENCH_CACHE_MAX).",
+)
 def gc_cmd(
     as_json: bool = False,
     blobs: bool = False,
     grace: str = "1h",
     delete: bool = False,
+    cache: bool = False,
+    keep: str | None = None,
 ) -> None:
     """Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders)
     left by processes that died, and print what it reclaimed.
@@ -64,10 +80,25 @@ def gc_cmd(
 
     With --blobs: the blobs no row references (an upload cut short by a database outage),
     stored longer ago than --grace, listed with their bytes; --delete removes them, under the
-    store's write lock, so a publish in flight is never swept.
+    store's write lock, so a publish in flight is never swept. With the blobs in object
+    storage, multipart uploads left incomplete longer ago than --grace are aborted too.
+
+    With --cache (blobs in object storage, PINBENCH_BLOBS): remove this machine's copies of
+    them, least recently used first, until they take at most --keep bytes; copies a running
+    run holds stay. The bucket keeps every blob: a copy is downloaded again when read.
     """
     if not blobs and (delete or grace != "1h"):
         raise click.UsageError("--grace and --delete go with --blobs")
+    if keep is not None and not cache:
+        raise click.UsageError("--keep goes with --cache")
+    if cache and blobs:
+        raise click.UsageError("--cache and --blobs are separate collections: give one")
+    if cache:
+        from pinbench.cli.store import evict_cache
+
+        with local_registry() as reg:
+            evict_cache(reg, keep=keep, as_json=as_json)
+        return
     if blobs:
         from pinbench.cli.store import collect_blobs
 
