@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -159,23 +160,48 @@ def test_fsck_and_gc_blobs_over_the_bucket(
     bucket.delete_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/{x[:2]}/{x}")
     bucket.put_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/{y[:2]}/{y}", Body=b"y-bytez")
     bucket.put_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/ab/notes.txt", Body=b"hand")
+    # an upload cut short (its process killed after one part): the bucket keeps the part
+    cut = sha(b"never completed")
+    cut_key = f"{_prefix(store)}blobs/{cut[:2]}/{cut}"
+    begun = bucket.create_multipart_upload(Bucket="pinbench", Key=cut_key)["UploadId"]
+    bucket.upload_part(
+        Bucket="pinbench", Key=cut_key, UploadId=begun, PartNumber=1, Body=b"p" * 4096
+    )
+    shutil.rmtree(store.blobs)  # issue 48 item 8: fsck keeps no copy of what it hashes
 
     found = cli("fsck", "--json")
     assert found.code == 1, found.err
     problems = {(p["kind"], p["path"]) for p in json.loads(found.out)["problems"]}
-    assert problems == {
-        ("unreferenced", f"blobs/{orphan[:2]}/{orphan}"),
-        ("missing", f"blobs/{x[:2]}/{x}"),
-        ("corrupt", f"blobs/{y[:2]}/{y}"),  # the bucket's bytes hashed, not the local copy's
-        ("stray", "blobs/ab/notes.txt"),
-    }
+    assert (
+        problems
+        == {
+            ("unreferenced", f"blobs/{orphan[:2]}/{orphan}"),
+            ("missing", f"blobs/{x[:2]}/{x}"),
+            ("corrupt", f"blobs/{y[:2]}/{y}"),  # the bucket's bytes hashed, not the local copy's
+            ("stray", "blobs/ab/notes.txt"),
+            ("upload", f"blobs/{cut[:2]}/{cut}"),
+        }
+    )
+    (upload,) = [p for p in json.loads(found.out)["problems"] if p["kind"] == "upload"]
+    assert "4,096 bytes" in upload["detail"]
+    assert not store.blobs.exists() or not any(store.blobs.rglob("*")), "no copy was kept"
 
+    young = json.loads(cli("gc", "--blobs", "--json").out)  # the default grace, 1h
+    assert young["uploads"] == [] and young["young_uploads"] == 1
     dry = cli("gc", "--blobs", "--grace", "0")
     assert dry.code == 0 and f"would remove {orphan}" in dry.out
+    assert f"would abort the incomplete upload of blobs/{cut[:2]}/{cut}" in dry.out
     assert store.has(Digest(orphan))
     done = cli("gc", "--blobs", "--grace", "0", "--yes", "--json")
     assert done.code == 0, done.err
     assert [b["sha256"] for b in json.loads(done.out)["blobs"]] == [orphan]
+    assert [(u["path"], u["upload_id"], u["bytes"]) for u in json.loads(done.out)["uploads"]] == [
+        (f"blobs/{cut[:2]}/{cut}", begun, 4096)
+    ]
+    assert (
+        bucket.list_multipart_uploads(Bucket="pinbench", Prefix=_prefix(store)).get("Uploads", [])
+        == []
+    ), "aborted: the bucket dropped its parts"
     assert not store.has(Digest(orphan)) and not store.path(Digest(orphan)).exists()
     assert f"{_prefix(store)}blobs/{y[:2]}/{y}" in _keys(s3, _prefix(store)), "referenced: kept"
 
@@ -340,3 +366,54 @@ def test_a_bucket_registry_is_backed_up_and_restored_into_another_prefix(
     shutil.rmtree(target.home / "blobs")  # restore's own check read the bucket through it
     assert again("verify", str(lock)).code == 0
     assert again("fsck").code == 0
+
+
+def test_local_copies_are_bounded_least_recently_used_first_and_evicted_on_demand(
+    tmp_path: Path,
+    s3: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 48 item 8: every upload and download leaves a local copy; past
+    ``PINBENCH_CACHE_MAX`` the least recently used go (not those used in the last minute, nor
+    those a run holds); ``gc --cache`` evicts on demand; the bucket keeps every blob."""
+    monkeypatch.setenv("PINBENCH_CACHE_MAX", "2500")
+    cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
+    store = Workspace(replace(ws.settings, cache_max="2500")).store  # as the CLI reads it
+    assert isinstance(store, S3BlobStore) and store.copies.max_bytes == 2500
+    a, b, c = (store.put_bytes(os.urandom(1000)) for _ in range(3))
+    copies = lambda: {p.name for p in store.blobs.glob("??/*")}  # noqa: E731
+    assert copies() == {a.hex, b.hex, c.hex}, "over the limit, but all used this minute"
+
+    hour = 3600.0
+    for digest, ago in ((a, 3 * hour), (b, 2 * hour), (c, hour)):  # as if used hours ago
+        then = time.time() - ago
+        for path in (store.path(digest), store.copies.marker(digest)):
+            os.utime(path, (then, then))
+    assert store.local(a).is_file()  # a read is a use: a is now the most recent
+    d = store.put_bytes(os.urandom(1000))
+    assert copies() == {a.hex, d.hex}, "b then c, the least recently used, went"
+    assert all(store.has(x) for x in (a, b, c, d)), "the bucket keeps them all"
+    assert not store.copies.marker(b).exists()
+    assert store.verify(b, label="b", size=1000).is_file(), "read again from the bucket"
+
+    with store.held([a]):  # a run reading a
+        held = cli("gc", "--cache", "--keep", "0", "--json")
+        assert held.code == 0, held.err
+        assert json.loads(held.out) == {
+            "limit": 0, "removed": 2, "removed_bytes": 2000, "kept": 1, "kept_bytes": 1000,
+            "held": 1, "recent": 0,
+        }  # fmt: skip
+        assert copies() == {a.hex}
+    emptied = cli("gc", "--cache", "--keep", "0")
+    assert emptied.code == 0, emptied.err
+    assert "evicted 1 local copy, 1,000 bytes; kept 0, 0 bytes" in emptied.out
+    assert copies() == set() and store.has(a)
+
+    bad = cli("gc", "--cache", "--keep", "lots")
+    assert bad.code == 1 and "invalid --keep 'lots'" in bad.err
+    monkeypatch.setenv("PINBENCH_CACHE_MAX", "3 bytes")
+    assert "invalid PINBENCH_CACHE_MAX '3 bytes'" in cli("gc", "--cache").err
+    monkeypatch.delenv("PINBENCH_BLOBS")
+    own = cli("gc", "--cache")
+    assert own.code == 1 and "which is the blob store itself, not a cache" in own.err

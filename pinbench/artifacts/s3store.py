@@ -245,5 +245,5 @@ def open_store(
     from pinbench.artifacts.copies import cache_size
     from pinbench.artifacts.objects import Location
 
-    location = Location.parse(blobs, endpoint=endpoint)
-    return S3BlobStore(home, Bucket(location), cache_max=cache_size(cache_max))
+    location, limit = Location.parse(blobs, endpoint=endpoint), cache_size(cache_max)
+    return S3BlobStore(home, Bucket(location), cache_max=limit)

@@ -110,6 +110,7 @@ class Admin:
         from pinbench.artifacts.copies import InvalidKeepSize, cache_size
         from pinbench.artifacts.s3store import S3BlobStore
 
+        limit = None if keep is None else cache_size(keep, error=InvalidKeepSize)
         store = self._ws("gc --cache").store
         if not isinstance(store, S3BlobStore):
             raise UserError(
@@ -117,8 +118,7 @@ class Admin:
                 " not a cache: nothing to evict (--cache is for a store on object storage,"
                 " PINBENCH_BLOBS=s3://...)"
             )
-        limit = store.copies.max_bytes if keep is None else cache_size(keep, error=InvalidKeepSize)
-        return store.copies.evict(limit, recent_s=0.0)
+        return store.copies.evict(store.copies.max_bytes if limit is None else limit, recent_s=0.0)
 
     def delete_runs(self, run_ids: Sequence[str], *, delete: bool = False) -> Deleted:
         """``pinbench runs delete``: the runs named (ids or unique prefixes), their rows
