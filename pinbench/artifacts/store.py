@@ -358,25 +358,21 @@ class BlobStore:
         progress: Progress | None = None,
         rehash: bool = False,
     ) -> None:
-        """Check the store's own bytes of the blob, the truth (``pinbench verify``, ``fsck``),
-        making no copy of them: here the home's file, as ``verify`` does. A store on object
-        storage hashes the bucket's bytes as they stream by instead."""
+        """Check the store's own bytes of the blob (``pinbench verify``, ``fsck``), making no
+        copy: here the home's file, as ``verify``; on object storage, the bucket's bytes."""
         self.verify(digest, label=label, size=size, progress=progress, rehash=rehash)
 
     @contextlib.contextmanager
     def held(self, digests: Iterable[Digest]) -> Iterator[None]:
-        """Keep these blobs' files on this machine while the block runs (a run reads them):
-        a home's files always stay. A store on object storage keeps its local copies of them
-        from eviction."""
+        """Keep these blobs' files here while the block runs (a run reads them): a home's
+        files always stay; a store on object storage keeps its copies from eviction."""
         yield
 
     def uploads(self) -> Iterator[Upload]:
-        """Uploads begun and left incomplete (``fsck``, ``gc --blobs``): none in a home's
-        folder, where a write is a rename. A store on object storage lists its bucket's."""
+        """Uploads left incomplete (``fsck``, ``gc --blobs``): none where a write is a rename."""
         return iter(())
 
     def abort(self, upload: Upload) -> None:
-        """Abort an incomplete upload (``uploads`` names them)."""
         raise NotImplementedError("a home's folder has no incomplete uploads")
 
     def iter_digests(self) -> Iterator[Digest]:

@@ -1,5 +1,7 @@
-"""``pinbench fsck`` (the blob store checked against the rows that reference it) and the
-printing of ``pinbench gc --blobs`` (decision 144); both call ``Registry.admin()``."""
+"""``pinbench fsck`` (the blob store checked against the rows that reference it) and
+``pinbench gc``: scratch left by dead processes, ``--blobs`` no row references (decision 144),
+``--cache``d copies of blobs kept in object storage (decision 210); all call
+``Registry.admin()``."""
 
 from __future__ import annotations
 
@@ -44,6 +46,97 @@ def fsck(ctx: click.Context, as_json: bool = False) -> None:
         )
     if checked.problems:
         ctx.exit(1)
+
+
+@click.command("gc")
+@json_option
+@click.option(
+    "--blobs",
+    "blobs",
+    is_flag=True,
+    default=False,
+    help="Collect blobs no row references instead of scratch (a dry run unless --delete).",
+)
+@click.option(
+    "--grace",
+    "grace",
+    type=str,
+    default="1h",
+    help="With --blobs: leave blobs stored less than this long ago (30m, 1h, 2d; seconds).",
+)
+@click.option(
+    "--delete",
+    "--yes",
+    "delete",
+    is_flag=True,
+    default=False,
+    help="With --blobs: remove them (without it, print what would go).",
+)
+@click.option(
+    "--cache",
+    "cache",
+    is_flag=True,
+    default=False,
+    help="Evict local copies of blobs kept in object storage, least recently used first.",
+)
+@click.option(
+    "--keep",
+    "keep",
+    type=str,
+    default=None,
+    help="With --cache: evict down to this size (20G, 500M, 0; default PINBENCH_CACHE_MAX).",
+)
+def gc_cmd(
+    as_json: bool = False,
+    blobs: bool = False,
+    grace: str = "1h",
+    delete: bool = False,
+    cache: bool = False,
+    keep: str | None = None,
+) -> None:
+    """Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders)
+    left by processes that died, and print what it reclaimed.
+
+    A live process's scratch is never touched, whichever process or host owns it (each holds
+    a lock on its scratch while it lives); `pinbench serve` does the same when it starts.
+
+    With --blobs: the blobs no row references (an upload cut short by a database outage),
+    stored longer ago than --grace, listed with their bytes; --delete removes them, under the
+    store's write lock, so a publish in flight is never swept. With the blobs in object
+    storage, multipart uploads left incomplete longer ago than --grace are aborted too.
+
+    With --cache (blobs in object storage, PINBENCH_BLOBS): remove this machine's copies of
+    them, least recently used first, until they take at most --keep bytes; copies a running
+    run holds stay. The bucket keeps every blob: a copy is downloaded again when read.
+    """
+    if not blobs and (delete or grace != "1h"):
+        raise click.UsageError("--grace and --delete go with --blobs")
+    if keep is not None and not cache:
+        raise click.UsageError("--keep goes with --cache")
+    if cache and blobs:
+        raise click.UsageError("--cache and --blobs are separate collections: give one")
+    if cache:
+        with local_registry() as reg:
+            evict_cache(reg, keep=keep, as_json=as_json)
+        return
+    if blobs:
+        with local_registry() as reg:
+            collect_blobs(reg, grace=grace, delete=delete, as_json=as_json)
+        return
+    with local_registry() as reg:
+        done = reg.admin().reclaim_scratch()
+    if as_json:
+        _print_json(
+            {
+                "removed": [{"name": name, "bytes": size} for name, size in done.removed],
+                "bytes": done.bytes,
+                "kept": done.kept,
+            }
+        )
+        return
+    for name, size in done.removed:
+        _out().print(f"removed {name} ({size:,} bytes)")
+    _out().print(done.summary())
 
 
 def collect_blobs(reg: Registry, *, grace: str, delete: bool, as_json: bool) -> None:
