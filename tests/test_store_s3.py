@@ -1,7 +1,9 @@
 """Blobs in S3-compatible object storage (issue 38, decision 151), against a real S3 server
 (SeaweedFS on loopback, ``tests/s3server.py``): a digits run end to end with its blobs in a
 bucket, a large blob uploaded in parts, ``fsck`` and ``gc --blobs`` over the bucket, and the
-settings and failures refused with nothing recorded. The store's contract on both back ends
+settings and failures refused with nothing recorded; ``verify`` and ``fsck`` hashing the
+bucket's bytes without keeping them, incomplete uploads reported and aborted, and the bounded
+local copies (issue 48 item 8, decision 210). The store's contract on both back ends
 is in tests/test_store.py (``store_on``)."""
 
 from __future__ import annotations
@@ -382,7 +384,10 @@ def test_local_copies_are_bounded_least_recently_used_first_and_evicted_on_deman
     store = Workspace(replace(ws.settings, cache_max="2500")).store  # as the CLI reads it
     assert isinstance(store, S3BlobStore) and store.copies.max_bytes == 2500
     a, b, c = (store.put_bytes(os.urandom(1000)) for _ in range(3))
-    copies = lambda: {p.name for p in store.blobs.glob("??/*")}  # noqa: E731
+
+    def copies() -> set[str]:
+        return {p.name for p in store.blobs.glob("??/*")}
+
     assert copies() == {a.hex, b.hex, c.hex}, "over the limit, but all used this minute"
 
     hour = 3600.0
