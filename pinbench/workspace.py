@@ -43,7 +43,10 @@ class Workspace:
             from pinbench.artifacts.s3store import open_store
 
             return open_store(
-                self.settings.home, self.settings.blobs, endpoint=self.settings.s3_endpoint
+                self.settings.home,
+                self.settings.blobs,
+                endpoint=self.settings.s3_endpoint,
+                cache_max=self.settings.cache_max,
             )
         return BlobStore(self.settings.home)
 

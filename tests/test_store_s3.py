@@ -1,7 +1,9 @@
 """Blobs in S3-compatible object storage (issue 38, decision 151), against a real S3 server
 (SeaweedFS on loopback, ``tests/s3server.py``): a digits run end to end with its blobs in a
 bucket, a large blob uploaded in parts, ``fsck`` and ``gc --blobs`` over the bucket, and the
-settings and failures refused with nothing recorded. The store's contract on both back ends
+settings and failures refused with nothing recorded; ``verify`` and ``fsck`` hashing the
+bucket's bytes without keeping them, incomplete uploads reported and aborted, and the bounded
+local copies (issue 48 item 8, decision 210). The store's contract on both back ends
 is in tests/test_store.py (``store_on``)."""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,9 +92,10 @@ def test_digits_published_locked_verified_and_run_with_blobs_in_a_bucket(
     shutil.rmtree(store.blobs)  # a machine that has read nothing yet: everything comes from S3
     verified = cli("verify", str(lock))
     assert verified.code == 0, verified.err
-    assert all(store.path(Digest(d)).is_file() for d in pinned), "verified copies are cached"
+    assert not any(store.path(Digest(d)).exists() for d in pinned), "verify streams, keeps none"
     ran = cli("run", str(lock), "--runner", "local")
     assert ran.code == 0, ran.err
+    assert all(store.path(Digest(d)).is_file() for d in pinned), "a run reads cached copies"
     (run,) = json.loads(cli("runs", "list", "--json").out)
     assert run["status"] == "succeeded"
     after = set(_keys(s3, _prefix(store)))
@@ -99,6 +103,24 @@ def test_digits_published_locked_verified_and_run_with_blobs_in_a_bucket(
     checked = cli("fsck")
     assert checked.code == 0, checked.out + checked.err
     assert "no problems" in checked.out
+
+    # issue 48 item 8: the bucket is the truth, whatever copy is warm here
+    model = next(
+        f for a in yaml.safe_load(lock.read_text())["artifacts"] if a["kind"] == "model"
+        for f in a["files"]
+    )  # fmt: skip
+    key = f"{_prefix(store)}{store.relative(Digest(model['sha256']))}"
+    original = store.path(Digest(model["sha256"])).read_bytes()  # the warm, intact copy
+    s3.client().put_object(Bucket="pinbench", Key=key, Body=original[:-1] + b"!")
+    for rehash in ((), ("--rehash",)):
+        changed = cli("verify", str(lock), *rehash)
+        assert changed.code == 1, changed.out + changed.err
+        assert "all match" not in changed.out
+        said = "".join(changed.err.split())  # the console wraps long lines
+        assert "checksummismatchformodel/" in said
+        assert f":{model['path']}:expectedsha256{model['sha256']},got" in said
+    s3.client().put_object(Bucket="pinbench", Key=key, Body=original)
+    assert cli("verify", str(lock)).code == 0
 
 
 def test_a_blob_larger_than_the_part_size_is_uploaded_in_parts(
@@ -140,23 +162,48 @@ def test_fsck_and_gc_blobs_over_the_bucket(
     bucket.delete_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/{x[:2]}/{x}")
     bucket.put_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/{y[:2]}/{y}", Body=b"y-bytez")
     bucket.put_object(Bucket="pinbench", Key=f"{_prefix(store)}blobs/ab/notes.txt", Body=b"hand")
+    # an upload cut short (its process killed after one part): the bucket keeps the part
+    cut = sha(b"never completed")
+    cut_key = f"{_prefix(store)}blobs/{cut[:2]}/{cut}"
+    begun = bucket.create_multipart_upload(Bucket="pinbench", Key=cut_key)["UploadId"]
+    bucket.upload_part(
+        Bucket="pinbench", Key=cut_key, UploadId=begun, PartNumber=1, Body=b"p" * 4096
+    )
+    shutil.rmtree(store.blobs)  # issue 48 item 8: fsck keeps no copy of what it hashes
 
     found = cli("fsck", "--json")
     assert found.code == 1, found.err
     problems = {(p["kind"], p["path"]) for p in json.loads(found.out)["problems"]}
-    assert problems == {
-        ("unreferenced", f"blobs/{orphan[:2]}/{orphan}"),
-        ("missing", f"blobs/{x[:2]}/{x}"),
-        ("corrupt", f"blobs/{y[:2]}/{y}"),  # the bucket's bytes hashed, not the local copy's
-        ("stray", "blobs/ab/notes.txt"),
-    }
+    assert (
+        problems
+        == {
+            ("unreferenced", f"blobs/{orphan[:2]}/{orphan}"),
+            ("missing", f"blobs/{x[:2]}/{x}"),
+            ("corrupt", f"blobs/{y[:2]}/{y}"),  # the bucket's bytes hashed, not the local copy's
+            ("stray", "blobs/ab/notes.txt"),
+            ("upload", f"blobs/{cut[:2]}/{cut}"),
+        }
+    )
+    (upload,) = [p for p in json.loads(found.out)["problems"] if p["kind"] == "upload"]
+    assert "4,096 bytes" in upload["detail"]
+    assert not store.blobs.exists() or not any(store.blobs.rglob("*")), "no copy was kept"
 
+    young = json.loads(cli("gc", "--blobs", "--json").out)  # the default grace, 1h
+    assert young["uploads"] == [] and young["young_uploads"] == 1
     dry = cli("gc", "--blobs", "--grace", "0")
     assert dry.code == 0 and f"would remove {orphan}" in dry.out
+    assert f"would abort the incomplete upload of blobs/{cut[:2]}/{cut}" in dry.out
     assert store.has(Digest(orphan))
     done = cli("gc", "--blobs", "--grace", "0", "--yes", "--json")
     assert done.code == 0, done.err
     assert [b["sha256"] for b in json.loads(done.out)["blobs"]] == [orphan]
+    assert [(u["path"], u["upload_id"], u["bytes"]) for u in json.loads(done.out)["uploads"]] == [
+        (f"blobs/{cut[:2]}/{cut}", begun, 4096)
+    ]
+    assert (
+        bucket.list_multipart_uploads(Bucket="pinbench", Prefix=_prefix(store)).get("Uploads", [])
+        == []
+    ), "aborted: the bucket dropped its parts"
     assert not store.has(Digest(orphan)) and not store.path(Digest(orphan)).exists()
     assert f"{_prefix(store)}blobs/{y[:2]}/{y}" in _keys(s3, _prefix(store)), "referenced: kept"
 
@@ -321,3 +368,57 @@ def test_a_bucket_registry_is_backed_up_and_restored_into_another_prefix(
     shutil.rmtree(target.home / "blobs")  # restore's own check read the bucket through it
     assert again("verify", str(lock)).code == 0
     assert again("fsck").code == 0
+
+
+def test_local_copies_are_bounded_least_recently_used_first_and_evicted_on_demand(
+    tmp_path: Path,
+    s3: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 48 item 8: every upload and download leaves a local copy; past
+    ``PINBENCH_CACHE_MAX`` the least recently used go (not those used in the last minute, nor
+    those a run holds); ``gc --cache`` evicts on demand; the bucket keeps every blob."""
+    monkeypatch.setenv("PINBENCH_CACHE_MAX", "2500")
+    cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
+    store = Workspace(replace(ws.settings, cache_max="2500")).store  # as the CLI reads it
+    assert isinstance(store, S3BlobStore) and store.copies.max_bytes == 2500
+    a, b, c = (store.put_bytes(os.urandom(1000)) for _ in range(3))
+
+    def copies() -> set[str]:
+        return {p.name for p in store.blobs.glob("??/*")}
+
+    assert copies() == {a.hex, b.hex, c.hex}, "over the limit, but all used this minute"
+
+    hour = 3600.0
+    for digest, ago in ((a, 3 * hour), (b, 2 * hour), (c, hour)):  # as if used hours ago
+        then = time.time() - ago
+        for path in (store.path(digest), store.copies.marker(digest)):
+            os.utime(path, (then, then))
+    assert store.local(a).is_file()  # a read is a use: a is now the most recent
+    d = store.put_bytes(os.urandom(1000))
+    assert copies() == {a.hex, d.hex}, "b then c, the least recently used, went"
+    assert all(store.has(x) for x in (a, b, c, d)), "the bucket keeps them all"
+    assert not store.copies.marker(b).exists()
+    assert store.verify(b, label="b", size=1000).is_file(), "read again from the bucket"
+
+    with store.held([a]):  # a run reading a
+        held = cli("gc", "--cache", "--keep", "0", "--json")
+        assert held.code == 0, held.err
+        assert json.loads(held.out) == {
+            "limit": 0, "removed": 2, "removed_bytes": 2000, "kept": 1, "kept_bytes": 1000,
+            "held": 1, "recent": 0,
+        }  # fmt: skip
+        assert copies() == {a.hex}
+    emptied = cli("gc", "--cache", "--keep", "0")
+    assert emptied.code == 0, emptied.err
+    assert "evicted 1 local copy, 1,000 bytes; kept 0, 0 bytes" in emptied.out
+    assert copies() == set() and store.has(a)
+
+    bad = cli("gc", "--cache", "--keep", "lots")
+    assert bad.code == 1 and "invalid --keep 'lots'" in bad.err
+    monkeypatch.setenv("PINBENCH_CACHE_MAX", "3 bytes")
+    assert "invalid PINBENCH_CACHE_MAX '3 bytes'" in cli("gc", "--cache").err
+    monkeypatch.delenv("PINBENCH_BLOBS")
+    own = cli("gc", "--cache")
+    assert own.code == 1 and "which is the blob store itself, not a cache" in own.err

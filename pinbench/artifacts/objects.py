@@ -1,6 +1,7 @@
 """S3-compatible object storage as the blob store's back end (decision 151): where the blobs
 are (``PINBENCH_BLOBS=s3://BUCKET[/PREFIX]``, ``PINBENCH_S3_ENDPOINT``), and the few calls
-the store makes on a bucket (head, upload, download, list, delete, presign), each failure
+the store makes on a bucket (head, upload, download, list, delete, presign, and the listing and
+aborting of incomplete multipart uploads), each failure
 turned into ``ObjectStoreFailure`` naming the bucket and what was being done.
 
 boto3 (the ``s3`` extra) is imported here only, and only when a store on S3 is opened.
@@ -86,6 +87,18 @@ class Listed:
     relative: str
     size: int
     mtime: float
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """A multipart upload begun under the prefix and neither completed nor aborted: the key
+    it would make (relative to the prefix), its id, when it began and the bytes of the parts
+    it holds (which the bucket keeps, and bills, until the upload is completed or aborted)."""
+
+    relative: str
+    upload_id: str
+    initiated: float
+    size: int
 
 
 class Bucket:
@@ -209,6 +222,52 @@ class Bucket:
                     )
         except (BotoCoreError, ClientError) as exc:
             raise self._fail(f"listing {relative}", exc) from None
+
+    def uploads(self, relative: str) -> Iterator[Upload]:
+        """Every incomplete multipart upload whose key starts with ``relative``, with the
+        bytes its parts hold."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        start = self.location.key(relative)
+        cut = len(self.location.key(""))
+        try:
+            pages = self._client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.location.bucket, Prefix=start
+            )
+            for page in pages:
+                for item in page.get("Uploads", []):
+                    key, upload_id = str(item["Key"]), str(item["UploadId"])
+                    yield Upload(
+                        key[cut:],
+                        upload_id,
+                        item["Initiated"].timestamp(),
+                        self._parts_size(key, upload_id),
+                    )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(f"listing the incomplete uploads under {relative}", exc) from None
+
+    def _parts_size(self, key: str, upload_id: str) -> int:
+        pages = self._client.get_paginator("list_parts").paginate(
+            Bucket=self.location.bucket, Key=key, UploadId=upload_id
+        )
+        return sum(int(part["Size"]) for page in pages for part in page.get("Parts", []))
+
+    def abort(self, upload: Upload) -> None:
+        """Abort an incomplete multipart upload: the bucket drops the parts it holds."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self._client.abort_multipart_upload(
+                Bucket=self.location.bucket,
+                Key=self.location.key(upload.relative),
+                UploadId=upload.upload_id,
+            )
+        except ClientError as exc:
+            if _status(exc) == 404:  # completed or aborted since it was listed
+                return
+            raise self._fail(f"abort of the upload of {upload.relative}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"abort of the upload of {upload.relative}", exc) from None
 
     def presign(self, relative: str, *, expires_s: int = PRESIGNED_S) -> str:
         """A URL that GETs the object without credentials for ``expires_s`` seconds."""

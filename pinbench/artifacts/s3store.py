@@ -1,9 +1,9 @@
 """The blob store on S3-compatible object storage (decision 151).
 
 The bucket holds the blobs under the same names as a home's folder (``PREFIX/blobs/ab/
-abcdef...``) and is the truth: ``has``, ``listing`` and ``remove`` ask it. The home's
-``blobs`` folder becomes a local cache of verified copies, because a run reads files (its
-runner hard-links them into a model folder):
+abcdef...``) and is the truth: ``has``, ``listing``, ``remove`` and ``check`` ask it. The
+home's ``blobs`` folder becomes a local cache of verified copies, because a run reads files
+(its runner hard-links them into a model folder):
 
 - a write is staged and hashed locally as on the filesystem (``stage``, ``writer``), then
   ``commit`` uploads it (in parts above ``Bucket.multipart_bytes``) before it is renamed
@@ -11,7 +11,12 @@ runner hard-links them into a model folder):
 - a read (``verify``, ``local``) of a blob not in the cache downloads it into the store's
   staging folder, hashing while it downloads, and renames it into the cache only when its
   sha256 is its name: wrong bytes raise ``ChecksumMismatch`` and leave nothing behind.
-  ``verify(rehash=True)`` (``fsck``) always hashes the bucket's bytes, not the cache's.
+- ``check`` (``pinbench verify``, ``fsck``, restore's check) hashes the bucket's bytes as they
+  stream by and keeps none of them: a warm copy vouches for nothing there (decision 210).
+- the copies are bounded, least recently used evicted first (``pinbench.artifacts.copies``);
+  a run holds those it reads (``held``).
+- multipart uploads left incomplete (a process killed mid-upload) are listed by ``uploads``
+  and aborted by ``abort`` (``fsck`` reports them, ``gc --blobs`` aborts the stale ones).
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from pinbench.artifacts.copies import DEFAULT_MAX, Copies
 from pinbench.artifacts.digest import Digest, Progress
-from pinbench.artifacts.objects import Bucket
+from pinbench.artifacts.objects import Bucket, Upload
 from pinbench.artifacts.scratch import scratch_file
 from pinbench.artifacts.store import (
     BlobMissing,
@@ -41,9 +47,12 @@ _HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class S3BlobStore(BlobStore):
-    def __init__(self, root: Path, bucket: Bucket) -> None:
+    remote = True
+
+    def __init__(self, root: Path, bucket: Bucket, *, cache_max: int = DEFAULT_MAX) -> None:
         super().__init__(root)
         self.bucket = bucket
+        self.copies = Copies(self.blobs, root / "cache" / "copies", cache_max)
 
     @staticmethod
     def relative(digest: Digest) -> str:
@@ -63,9 +72,17 @@ class S3BlobStore(BlobStore):
         except BaseException:
             staged.temp.unlink(missing_ok=True)
             raise
-        if not super().commit(staged):  # already cached: the upload was all that was missing
-            staged.temp.unlink(missing_ok=True)
+        self._cached(staged)
         return True
+
+    def _cached(self, staged: StagedBlob) -> None:
+        """Move a staged blob the bucket holds into the local copies (unless one is there)."""
+        if super().commit(staged):
+            self.copies.used(staged.digest)
+            self.copies.added(staged.size)
+        else:  # already cached: the upload was all that was missing
+            staged.temp.unlink(missing_ok=True)
+            self.copies.used(staged.digest)
 
     def upload_file(self, source: Path, digest: Digest) -> bool:
         """Upload ``source``, whose bytes the caller has hashed to ``digest`` (``restore``
@@ -104,13 +121,21 @@ class S3BlobStore(BlobStore):
     def remove(self, digest: Digest) -> None:
         self.bucket.delete(self.relative(digest))
         super().remove(digest)
+        self.copies.forget(digest)
 
     def local(self, digest: Digest) -> Path:
         target = self.path(digest)
-        if not target.is_file():
+        if target.is_file():
+            self.copies.used(digest)
+        else:
             with contextlib.suppress(UserError):  # the caller's read reports what is wrong
                 self._download(digest, label=f"blob {digest.hex}")
         return target
+
+    @contextlib.contextmanager
+    def held(self, digests: Iterable[Digest]) -> Iterator[None]:
+        with self.copies.held(digests):
+            yield
 
     def verify(
         self,
@@ -121,14 +146,43 @@ class S3BlobStore(BlobStore):
         progress: Progress | None = None,
         rehash: bool = False,
     ) -> Path:
-        """As ``BlobStore.verify``; a blob not in the local cache (or any, with ``rehash``)
-        is downloaded from the bucket and hashed on the way."""
+        """As ``BlobStore.verify``, on the local copy a caller then reads; a blob not in the
+        local cache (or any, with ``rehash``) is downloaded from the bucket and hashed on the
+        way."""
         if rehash or not self.path(digest).is_file():
             actual_size = self._download(digest, label=label, progress=progress)
             if size is not None and actual_size != size:
                 raise SizeMismatch(path=label, expected=size, actual=actual_size)
             return self.path(digest)
+        self.copies.used(digest)
         return super().verify(digest, label=label, size=size, progress=progress)
+
+    def check(
+        self,
+        digest: Digest,
+        *,
+        label: str,
+        size: int | None = None,
+        progress: Progress | None = None,
+        rehash: bool = False,
+    ) -> None:
+        """Hash the bucket's bytes of the blob as they stream by, keeping none of them (a
+        local copy, warm or not, is neither read nor made); ``rehash`` changes nothing: the
+        bucket's bytes are always read."""
+        chunks = self.bucket.chunks(self.relative(digest))
+        if chunks is None:
+            raise BlobMissing(path=label, digest=digest)
+        hasher, actual_size = hashlib.sha256(), 0
+        for chunk in chunks:
+            hasher.update(chunk)
+            actual_size += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
+        actual = Digest(hasher.hexdigest())
+        if actual != digest:
+            raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+        if size is not None and actual_size != size:
+            raise SizeMismatch(path=label, expected=size, actual=actual_size)
 
     def _download(self, digest: Digest, *, label: str, progress: Progress | None = None) -> int:
         """Fetch the object into staging, hashing it; rename it into the cache only if it
@@ -155,7 +209,7 @@ class S3BlobStore(BlobStore):
                 raise ChecksumMismatch(path=label, expected=digest, actual=actual)
             target = self.path(digest)
             target.unlink(missing_ok=True)  # a cached copy, replaced by the bytes just checked
-            super().commit(StagedBlob(temp, digest, size))
+            self._cached(StagedBlob(temp, digest, size))
         finally:
             temp.unlink(missing_ok=True)
         return size
@@ -174,9 +228,22 @@ class S3BlobStore(BlobStore):
             if entry.digest is not None:
                 yield Digest(entry.digest)
 
+    def uploads(self) -> Iterator[Upload]:
+        """The multipart uploads under ``PREFIX/blobs/`` begun and never completed or aborted
+        (a process killed mid-upload): the bucket keeps their parts until they are aborted."""
+        return self.bucket.uploads("blobs/")
 
-def open_store(home: Path, blobs: str, *, endpoint: str | None) -> S3BlobStore:
-    """The store of ``home`` with its blobs at ``blobs`` (``s3://BUCKET[/PREFIX]``)."""
+    def abort(self, upload: Upload) -> None:
+        self.bucket.abort(upload)
+
+
+def open_store(
+    home: Path, blobs: str, *, endpoint: str | None, cache_max: str | None = None
+) -> S3BlobStore:
+    """The store of ``home`` with its blobs at ``blobs`` (``s3://BUCKET[/PREFIX]``), its local
+    copies bounded by ``cache_max`` (``PINBENCH_CACHE_MAX``'s text; unset: 20 GiB)."""
+    from pinbench.artifacts.copies import cache_size
     from pinbench.artifacts.objects import Location
 
-    return S3BlobStore(home, Bucket(Location.parse(blobs, endpoint=endpoint)))
+    location, limit = Location.parse(blobs, endpoint=endpoint), cache_size(cache_max)
+    return S3BlobStore(home, Bucket(location), cache_max=limit)

@@ -16,16 +16,19 @@ import fcntl
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, ClassVar
 
 from pinbench.artifacts.copy import copy_hashing, copy_plain
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.scratch import scratch_file
 from pinbench.artifacts.verified import FileState, VerifiedCache, ensure_key
 from pinbench.errors import SystemFailure, UserError
+
+if TYPE_CHECKING:
+    from pinbench.artifacts.objects import Upload
 
 
 class ChecksumMismatch(UserError):
@@ -156,6 +159,9 @@ class StageWriter:
 
 
 class BlobStore:
+    remote: ClassVar[bool] = False
+    """True where the blobs are kept elsewhere (a bucket) and the files here are copies."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.blobs = root / "blobs"
@@ -342,6 +348,32 @@ class BlobStore:
         if size is not None and actual_size != size:
             raise SizeMismatch(path=label, expected=size, actual=actual_size)
         return target
+
+    def check(
+        self,
+        digest: Digest,
+        *,
+        label: str,
+        size: int | None = None,
+        progress: Progress | None = None,
+        rehash: bool = False,
+    ) -> None:
+        """Check the store's own bytes of the blob (``pinbench verify``, ``fsck``), making no
+        copy: here the home's file, as ``verify``; on object storage, the bucket's bytes."""
+        self.verify(digest, label=label, size=size, progress=progress, rehash=rehash)
+
+    @contextlib.contextmanager
+    def held(self, digests: Iterable[Digest]) -> Iterator[None]:
+        """Keep these blobs' files here while the block runs (a run reads them): a home's
+        files always stay; a store on object storage keeps its copies from eviction."""
+        yield
+
+    def uploads(self) -> Iterator[Upload]:
+        """Uploads left incomplete (``fsck``, ``gc --blobs``): none where a write is a rename."""
+        return iter(())
+
+    def abort(self, upload: Upload) -> None:
+        raise NotImplementedError("a home's folder has no incomplete uploads")
 
     def iter_digests(self) -> Iterator[Digest]:
         if not self.blobs.is_dir():

@@ -14,6 +14,12 @@ asked. Both read the references and list the blobs under the store's write lock
 written, so a publish in flight never looks unreferenced; a run writes its blobs before its
 row, unlocked, which the grace period covers (a run records its blobs and its row together
 at its end).
+
+With the blobs in object storage, ``check`` hashes the bucket's bytes as they stream by and
+keeps none of them (``BlobStore.check``), and both look at the multipart uploads left
+incomplete under the prefix (a process killed mid-upload: the bucket keeps, and bills, their
+parts): ``check`` reports each, ``collect`` aborts those begun longer ago than the grace
+period (decision 210).
 """
 
 from __future__ import annotations
@@ -70,9 +76,10 @@ def duration_s(text: str) -> float:
 class Problem:
     """One thing wrong with the store: ``kind`` is ``missing`` (referenced, absent),
     ``corrupt`` (its bytes hash to another digest), ``unreferenced`` (no row names it) or
-    ``stray`` (a file among the blobs that is not named by a digest); and in the database,
-    ``facet`` (a run whose ``run_facets`` row does not name its columns: its path is
-    ``runs/ID``)."""
+    ``stray`` (a file among the blobs that is not named by a digest), ``upload`` (a multipart
+    upload into the bucket never completed nor aborted: its path is the key it would make);
+    and in the database, ``facet`` (a run whose ``run_facets`` row does not name its columns:
+    its path is ``runs/ID``)."""
 
     kind: str
     path: str
@@ -108,6 +115,17 @@ class Garbage:
     age_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class StaleUpload:
+    """An incomplete multipart upload: the blob path it would make, its id, the bytes its
+    parts hold and its age (seconds since it began)."""
+
+    path: str
+    upload_id: str
+    size: int
+    age_s: float
+
+
 @dataclass
 class Collected:
     """What ``collect`` found (``removed``: whether it removed them) and kept for the grace."""
@@ -116,6 +134,9 @@ class Collected:
     removed: bool = False
     young: int = 0
     """Unreferenced blobs left alone: younger than the grace period."""
+    uploads: list[StaleUpload] = field(default_factory=list)
+    """Incomplete multipart uploads older than the grace period (aborted when ``removed``)."""
+    young_uploads: int = 0
 
     @property
     def bytes(self) -> int:
@@ -129,6 +150,11 @@ class Collected:
             "bytes": self.bytes,
             "removed": self.removed,
             "young": self.young,
+            "uploads": [
+                {"path": u.path, "upload_id": u.upload_id, "bytes": u.size, "age_s": u.age_s}
+                for u in self.uploads
+            ],
+            "young_uploads": self.young_uploads,
         }
 
 
@@ -250,7 +276,7 @@ def check(ws: Workspace) -> Checked:
         digest = str(blob.digest)
         label = refs.get(digest, f"blob {digest}")
         try:
-            ws.store.verify(Digest(digest), label=label, rehash=True)
+            ws.store.check(Digest(digest), label=label, rehash=True)
         except ChecksumMismatch as exc:
             done.problems.append(
                 Problem("corrupt", blob.where, f"{label}: hashes to {exc.actual.hex}")
@@ -266,6 +292,7 @@ def check(ws: Workspace) -> Checked:
         if digest not in present:
             where = _rel(ws.store.path(Digest(digest)), ws.store.blobs)
             done.problems.append(Problem("missing", where, f"{label}: not in the store"))
+    done.problems.extend(_incomplete(ws.store))
     with ws.transaction() as session:
         wrong, count = misfiled(session)
     for run_id in wrong:
@@ -304,7 +331,39 @@ def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
             done.garbage.append(Garbage(digest, blob.size, round(age, 1)))
             if delete:
                 ws.store.remove(Digest(digest))
+        _abort_stale(ws.store, done, grace_s=grace_s, delete=delete)
     return done
+
+
+def _incomplete(store: BlobStore) -> list[Problem]:
+    """The multipart uploads left incomplete in the bucket, as problems."""
+    now = time.time()
+    return [
+        Problem(
+            "upload",
+            upload.relative,
+            f"a multipart upload begun {max(0.0, now - upload.initiated):,.0f} s ago and never"
+            f" completed, its parts holding {upload.size:,} bytes: `gc --blobs --delete` aborts"
+            " it once older than its grace period (or a lifecycle rule does)",
+        )
+        for upload in store.uploads()
+    ]
+
+
+def _abort_stale(store: BlobStore, done: Collected, *, grace_s: float, delete: bool) -> None:
+    """With the blobs in object storage: the incomplete multipart uploads begun more than
+    ``grace_s`` seconds ago into ``done``, aborted when ``delete``."""
+    now = time.time()
+    for upload in store.uploads():
+        age = max(0.0, now - upload.initiated)
+        if age < grace_s:
+            done.young_uploads += 1
+            continue
+        done.uploads.append(
+            StaleUpload(upload.relative, upload.upload_id, upload.size, round(age, 1))
+        )
+        if delete:
+            store.abort(upload)
 
 
 def _rel(path: Path, blobs: Path) -> str:

@@ -194,9 +194,10 @@ def run_lockfile(
     trace_data: dict[str, Any] | None = None
     try:
         say("verifying every pinned byte")
-        verify_lockfile(ws, lock, fetch=fetch)
-        stop.check()
-        execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop, warm=warm)
+        with ws.store.held(Digest(f.sha256) for a in lock.body.artifacts for f in a.files):
+            verify_lockfile(ws, lock, fetch=fetch, for_run=True)
+            stop.check()
+            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop, warm=warm)
         stop.check()
         assert evidence.latencies is not None
         attempt.latencies = _save_array(ws, evidence.latencies)

@@ -5,7 +5,10 @@ every section is re-derived from the manifests it pins, so nothing is fetched or
 lockfile's say-so.
 
 Unchanged files are not re-hashed (the store's verified-state cache); a changed or tampered
-file is always hashed again and a mismatch names the file and both digests. A file missing from
+file is always hashed again and a mismatch names the file and both digests. What is checked is
+the store's own bytes (``BlobStore.check``): with the blobs in object storage, the bucket's,
+streamed and not kept, whatever copy this machine has (decision 210); a run checks the copies
+it then reads (``for_run``). A file missing from
 the store whose pinned source is remote (``https://``, ``hf://`` or ``dvc://`` at a commit) is
 fetched from it first, and stored only when its bytes match the pin.
 """
@@ -56,13 +59,16 @@ def verify_lockfile(
     say: Callable[[str], None] | None = None,
     rehash: bool = False,
     ahead: HashesAhead | None = None,
+    for_run: bool = False,
 ) -> list[FileCheck]:
     """Check the lockfile against the registry, then every pinned file; raise on any failure.
     With ``fetch``, a file missing from the store is first fetched from its pinned source
     (never on a server: sources are fetched by the publishing client). ``rehash``: read every
     file's bytes, ignoring the verified-state cache. ``ahead``: blobs already hashed (same
     ``rehash``) while this was starting (``pinbench.artifacts.ahead``); those found intact are
-    not read again."""
+    not read again. ``for_run``: the files are read here next (``run``): check the copies this
+    machine will read (a store on object storage downloads those it lacks) rather than the
+    store's own bytes."""
     check_against_registry(ws, lock)
     checks: list[FileCheck] = []
     intact: set[tuple[str, int]] = set()  # blobs checked here; files sharing bytes share one
@@ -76,7 +82,7 @@ def verify_lockfile(
                     checks.append(FileCheck(label, f.sha256, f.size, None))
                     continue
                 failed = _fetch(ws, fetcher, f, label, say) if fetch and _fetchable(ws, f) else None
-                check = failed or _check(ws, f, label, progress, rehash=rehash)
+                check = failed or _check(ws, f, label, progress, rehash=rehash, for_run=for_run)
                 if check.ok:
                     intact.add((f.sha256, f.size))
                 checks.append(check)
@@ -122,9 +128,11 @@ def _check(
     progress: Callable[[str, int], Progress] | None,
     *,
     rehash: bool = False,
+    for_run: bool = False,
 ) -> FileCheck:
+    checked = ws.store.verify if for_run else ws.store.check
     try:
-        ws.store.verify(
+        checked(
             Digest(f.sha256),
             label=label,
             size=f.size,

@@ -12,6 +12,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from types import ModuleType
 
+    from pinbench.artifacts.copies import Evicted
     from pinbench.artifacts.scratch import Reclaimed
     from pinbench.db.backup import BackedUp
     from pinbench.db.restore import Restored
@@ -100,6 +101,24 @@ class Admin:
 
         grace_s = duration_s(grace)
         return collect(self._ws("gc --blobs"), grace_s=grace_s, delete=delete)
+
+    def evict_cache(self, *, keep: str | None = None) -> Evicted:
+        """``pinbench gc --cache``: with the blobs in object storage, remove this machine's
+        local copies of them, least recently used first, until their bytes are within
+        ``keep`` (``20G``, ``500M``, ``0``; unset: ``PINBENCH_CACHE_MAX``), leaving those a
+        run holds (``artifacts.copies``). Refused for a home's own folder: it is the store."""
+        from pinbench.artifacts.copies import InvalidKeepSize, cache_size
+        from pinbench.artifacts.s3store import S3BlobStore
+
+        limit = None if keep is None else cache_size(keep, error=InvalidKeepSize)
+        store = self._ws("gc --cache").store
+        if not isinstance(store, S3BlobStore):
+            raise UserError(
+                f"this home's blobs are kept in {store.blobs}, which is the blob store itself,"
+                " not a cache: nothing to evict (--cache is for a store on object storage,"
+                " PINBENCH_BLOBS=s3://...)"
+            )
+        return store.copies.evict(store.copies.max_bytes if limit is None else limit, recent_s=0.0)
 
     def delete_runs(self, run_ids: Sequence[str], *, delete: bool = False) -> Deleted:
         """``pinbench runs delete``: the runs named (ids or unique prefixes), their rows
