@@ -1,6 +1,6 @@
 """S3-compatible object storage as the blob store's back end (decision 151): where the blobs
 are (``PINBENCH_BLOBS=s3://BUCKET[/PREFIX]``, ``PINBENCH_S3_ENDPOINT``), and the few calls
-the store makes on a bucket (head, upload, download, list, delete, presign), each failure
+the store makes on a bucket (head, upload, download, list, touch, delete, presign), each failure
 turned into ``ObjectStoreFailure`` naming the bucket and what was being done.
 
 boto3 (the ``s3`` extra) is imported here only, and only when a store on S3 is opened.
@@ -223,6 +223,30 @@ class Bucket:
         except (BotoCoreError, ClientError) as exc:
             raise self._fail(f"presigning {relative}", exc) from None
         return url
+
+    def touch(self, relative: str) -> bool:
+        """Make the object's ``LastModified`` now (what ``gc --blobs`` measures a blob's age
+        from) by copying it onto itself with its metadata replaced, as S3 allows; in parts
+        (the managed copy) when it is larger than ``multipart_bytes``. False when there is no
+        such object."""
+        from boto3.s3.transfer import TransferConfig
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        key = self.location.key(relative)
+        source = {"Bucket": self.location.bucket, "Key": key}
+        stamp = {"MetadataDirective": "REPLACE", "Metadata": {"pinbench-touched": "1"}}
+        config = TransferConfig(
+            multipart_threshold=self.multipart_bytes, multipart_chunksize=self.multipart_bytes
+        )
+        try:
+            self._client.copy(source, self.location.bucket, key, ExtraArgs=stamp, Config=config)
+        except ClientError as exc:
+            if _status(exc) == 404:
+                return False
+            raise self._fail(f"touch of {relative}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"touch of {relative}", exc) from None
+        return True
 
     def delete(self, relative: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -53,10 +53,10 @@ class S3BlobStore(BlobStore):
         return self.bucket.exists(self.relative(digest))
 
     def commit(self, staged: StagedBlob) -> bool:
-        """Upload a staged blob (unless the bucket has it), then keep it in the local cache;
-        return False if the bucket already had it."""
+        """Upload a staged blob (unless the bucket has it: then it is touched), then keep it
+        in the local cache; return False if the bucket already had it."""
         try:
-            if self.has(staged.digest):
+            if self.has(staged.digest) and self.touch(staged.digest):
                 staged.temp.unlink(missing_ok=True)
                 return False
             self.bucket.upload(staged.temp, self.relative(staged.digest))
@@ -65,6 +65,14 @@ class S3BlobStore(BlobStore):
             raise
         if not super().commit(staged):  # already cached: the upload was all that was missing
             staged.temp.unlink(missing_ok=True)
+        return True
+
+    def touch(self, digest: Digest) -> bool:
+        """The object's ``LastModified`` made now (``Bucket.touch``), and the cached copy's
+        time with it; False when the bucket lacks it."""
+        if not self.bucket.touch(self.relative(digest)):
+            return False
+        super().touch(digest)  # the local cache's copy, if any
         return True
 
     def upload_file(self, source: Path, digest: Digest) -> bool:
