@@ -15,6 +15,7 @@ The blobs such a record names count as referenced for ``fsck`` and ``gc --blobs`
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from pinbench.db.run_record import BadRecord, RunRecord
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
+log = logging.getLogger("pinbench.db")
 FOLDER = "pending"
 _NAME = re.compile(r"([0-9a-f]{16})-([0-9A-Za-z-]{1,64})\.json")
 
@@ -69,8 +71,8 @@ def drop(path: Path) -> None:
 
 
 def kept(ws: Workspace) -> Iterator[Kept]:
-    """Every record in the folder, in name order; a file that is not one is passed over
-    (``fsck`` reports the blobs it would have held as unreferenced)."""
+    """Every record in the folder, in name order. A file that is not one is passed over, said
+    in the log (``fsck`` reports the blobs it would have held as unreferenced)."""
     where = folder(ws)
     if not where.is_dir():
         return
@@ -80,7 +82,10 @@ def kept(ws: Workspace) -> Iterator[Kept]:
             continue
         try:
             record = RunRecord.from_json(json.loads(path.read_bytes()))
-        except (OSError, ValueError, BadRecord):
+        except FileNotFoundError:  # written meanwhile, and removed
+            continue
+        except (OSError, ValueError, BadRecord) as exc:
+            log.warning("%s is not a run record pinbench can write (%s): left alone", path, exc)
             continue
         if record.id == named.group(2):
             yield Kept(path, named.group(1), record)
