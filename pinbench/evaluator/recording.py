@@ -18,6 +18,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
 from pinbench.db import pending
@@ -42,17 +43,25 @@ class Recorded(enum.Enum):
     """Its row was finished meanwhile (by another server's sweep): kept as it was."""
     WAITING = "waiting"
     """Given up for now: the record is in ``HOME/pending``, written by the next server."""
+    LOST = "lost"
+    """Given up, and the home could not keep it either (a full disk)."""
 
 
 class RecordWaiting(SystemFailure):
     """A run finished but its record could not be written before its process was asked to
-    stop: it waits in the home, and the next server started there writes it."""
+    stop: it waits in the home (``folder``), and the next server started there writes it;
+    ``folder`` None: the home could not keep it either, and it is lost."""
 
-    def __init__(self, *, run: str, status: str, folder: str) -> None:
+    def __init__(self, *, run: str, status: str, folder: str | None) -> None:
+        kept = (
+            f"its record is kept in {folder} and written by the next `pinbench serve` started "
+            "on this home (or the sweep of one serving it now)"
+            if folder
+            else "its record could not be kept in the home either, and is lost"
+        )
         super().__init__(
             f"run {run} {status}, but the database stayed unavailable until this process was "
-            f"asked to stop: its record is kept in {folder} and written by the next "
-            "`pinbench serve` started on this home (or the sweep of one serving it now)"
+            f"asked to stop: {kept}"
         )
         self.run = run
         self.status = status
@@ -71,11 +80,13 @@ def record_run(
     try:
         return Recorded.WRITTEN if write(ws, record) else Recorded.DROPPED
     except DatabaseUnavailable as exc:
-        path = pending.keep(ws, record)
-        say(
-            f"run {record.id[:8]} {record.status} but the database is unavailable ({exc}): "
-            f"its record is kept in {path} and written once the database is back"
-        )
+        unavailable = f"run {record.id[:8]} {record.status} but the database is unavailable ({exc})"
+    try:
+        path: Path | None = pending.keep(ws, record)
+        say(f"{unavailable}: its record is kept in {path} and written once the database is back")
+    except OSError as exc:  # a full disk: it waits in memory only
+        path = None
+        say(f"{unavailable}: its record could not be kept in the home ({exc}): it waits here")
     touched = time.monotonic()
 
     def refresh() -> None:
@@ -92,9 +103,11 @@ def record_run(
             between=refresh,
         )
     except DatabaseUnavailable:
-        say(f"run {record.id[:8]}: stopped waiting for the database; its record waits in {path}")
-        return Recorded.WAITING
-    pending.drop(path)
+        left = f"its record waits in {path}" if path else "its record is lost"
+        say(f"run {record.id[:8]}: stopped waiting for the database; {left}")
+        return Recorded.WAITING if path else Recorded.LOST
+    if path is not None:
+        pending.drop(path)
     say(f"run {record.id[:8]} recorded {record.status} once the database was back")
     return Recorded.WRITTEN if written else Recorded.DROPPED
 
@@ -145,7 +158,15 @@ def record_left(ws: Workspace, attest: Attest) -> int:
     written = 0
     for item in pending.left(ws):
         record = item.record
-        done = write(ws, record)
+        try:
+            done = write(ws, record)
+        except DatabaseUnavailable:
+            raise
+        except PinbenchError as exc:  # the database refused this one: the others go on
+            log.warning(
+                "run %s: its waiting record %s not written: %s", record.id[:8], item.path, exc
+            )
+            continue
         pending.drop(item.path)
         if not done:
             log.warning(

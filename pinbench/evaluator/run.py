@@ -240,8 +240,9 @@ def run_lockfile(
             attempt.runner = on.runner
         _keep_cost(evidence.details, price, on is not None)
         recorded = _record(ws, attempt, say, stop)
-    if recorded is Recorded.WAITING:
-        raise RecordWaiting(run=attempt.id, status=attempt.status, folder=str(pending.folder(ws)))
+    if recorded in (Recorded.WAITING, Recorded.LOST):
+        folder = str(pending.folder(ws)) if recorded is Recorded.WAITING else None
+        raise RecordWaiting(run=attempt.id, status=attempt.status, folder=folder)
     url = otel.endpoint()
     if trace_data is not None and url:
         _export_trace(trace_data, attempt, url, say)
