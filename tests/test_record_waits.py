@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -164,6 +165,19 @@ def test_a_record_the_database_refused_waits_in_the_home_holds_its_blobs_and_is_
     assert attested == ["measured"]
     assert list(pending.kept(ws)) == [] and not dead.exists()
     assert collect(ws, grace_s=0, delete=True).garbage == []  # its row names them now
+
+
+def test_gc_asks_a_blobs_time_again_before_it_removes_it(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing (of a large bucket) is old by the time gc removes what it listed: a blob a
+    run wrote again meanwhile, from a machine that does not share this one's lock, stays."""
+    digest = ws.store.put_bytes(b"outputs a run wrote again")
+    listed = [replace(s, mtime=s.mtime - 7200) for s in ws.store.listing()]  # seen 2 h old
+    monkeypatch.setattr(ws.store, "listing", lambda: iter(listed))
+    done = collect(ws, grace_s=3600, delete=True)
+    assert (done.garbage, done.young) == ([], 1)
+    assert ws.store.has(digest)
 
 
 def test_after_an_outage_the_heartbeat_renews_at_once_and_sweeps_a_lease_later(

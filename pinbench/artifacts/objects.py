@@ -112,17 +112,23 @@ class Bucket:
         return ObjectStoreFailure(where=str(self.location), action=action, reason=reason)
 
     def exists(self, relative: str) -> bool:
+        return self.modified(relative) is not None
+
+    def modified(self, relative: str) -> float | None:
+        """The object's ``LastModified`` (seconds since the epoch); None when there is none."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self._client.head_object(Bucket=self.location.bucket, Key=self.location.key(relative))
+            head = self._client.head_object(
+                Bucket=self.location.bucket, Key=self.location.key(relative)
+            )
         except ClientError as exc:
             if _status(exc) == 404:
-                return False
+                return None
             raise self._fail(f"HEAD {relative}", exc) from None
         except BotoCoreError as exc:
             raise self._fail(f"HEAD {relative}", exc) from None
-        return True
+        return float(head["LastModified"].timestamp())
 
     def _bucket_exists(self) -> None:
         """Refuse to write into a bucket that does not exist (some servers would make one on

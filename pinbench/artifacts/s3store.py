@@ -67,6 +67,10 @@ class S3BlobStore(BlobStore):
             staged.temp.unlink(missing_ok=True)
         return True
 
+    def stored_at(self, digest: Digest) -> float | None:
+        """The object's ``LastModified``; None when the bucket lacks it."""
+        return self.bucket.modified(self.relative(digest))
+
     def touch(self, digest: Digest) -> bool:
         """The object's ``LastModified`` made now (``Bucket.touch``), and the cached copy's
         time with it; False when the bucket lacks it."""

@@ -310,6 +310,14 @@ class BlobStore:
         with contextlib.suppress(FileNotFoundError):
             self.path(digest).unlink()
 
+    def stored_at(self, digest: Digest) -> float | None:
+        """The blob's ``Stored.mtime`` as it is now; None when it is not there."""
+        try:
+            st = self.path(digest).stat()
+        except FileNotFoundError:
+            return None
+        return max(st.st_mtime, st.st_ctime)
+
     def touch(self, digest: Digest) -> bool:
         """Set the blob's modification time to now, the time ``gc --blobs`` measures its age
         from (``Stored.mtime``); False when that cannot be done (the blob removed meanwhile,

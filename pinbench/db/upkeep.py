@@ -302,7 +302,9 @@ def check(ws: Workspace) -> Checked:
 
 def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
     """The unreferenced blobs stored more than ``grace_s`` seconds ago; removed (under the
-    store's lock, references read again) when ``delete``."""
+    store's lock, references read again) when ``delete``, each one's time asked again just
+    before: listing a large bucket takes a while, and a run on another machine (which does
+    not take this one's lock) may have written it meanwhile."""
     done = Collected(removed=delete)
     with ws.store.locked():
         waiting = held(ws)
@@ -315,6 +317,8 @@ def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
             if digest in refs:
                 continue
             age = now - blob.mtime
+            if delete and age >= grace_s:  # asked again: written since it was listed?
+                age = now - (ws.store.stored_at(Digest(digest)) or now)
             if age < grace_s:
                 done.young += 1
                 continue
