@@ -45,7 +45,8 @@ class RemoteRefused(UserError):
 
 
 class RemoteFailed(SystemFailure):
-    pass
+    error: str | None = None
+    """The server's name for the failure (its problem answer's ``error``), when it said one."""
 
 
 class RemoteGaveUp(RemoteFailed):
@@ -62,6 +63,25 @@ class RemoteGaveUp(RemoteFailed):
         self.tries = tries
         self.seconds = seconds
         self.last = last
+
+
+class StoppedWaiting(RemoteFailed):
+    """A client waiting for run ``run`` could not learn its outcome: the server (or its
+    database: ``database``) was away longer than the client waits (``PINBENCH_RETRY_S``).
+    The run goes on there: it is looked up later (decision 190)."""
+
+    def __init__(self, *, url: str, run: str, status: str | None, why: str, database: bool):
+        seen = f"last seen {status}" if status else "not seen yet"
+        what, later = (
+            ("the server's database is unavailable", "a server records the run once it is back")
+            if database
+            else ("the server is away", "the run goes on if the server does")
+        )
+        super().__init__(
+            f"stopped waiting for run {run} ({seen}): {what} ({why}); {later}. Check it "
+            f"later with `pinbench runs show {run}` (PINBENCH_URL={url})"
+        )
+        self.url, self.run, self.status, self.database = url, run, status, database
 
 
 def _stderr(message: str) -> None:
@@ -102,6 +122,7 @@ class Remote:
         while True:
             tries += 1
             after: float | None = None
+            error: str | None = None
             try:
                 response = self.client.request(method, path, **kwargs)
             except httpx.TransportError as exc:
@@ -118,16 +139,24 @@ class Remote:
                 if response.status_code not in RETRIED_STATUSES or not policy.retries(method):
                     self._refuse(response)
                     return response
+                detail, error = _problem(response)
                 last = f"it answered {response.status_code} {response.reason_phrase}"
+                if detail:
+                    last = f"{last}: {detail}"
                 after = retry_after(response.headers.get("retry-after"))
             wait = policy.delay(tries, after, dice)
             spent = time.monotonic() - started
             if spent + wait > policy.total_s:
-                raise RemoteGaveUp(
+                gave_up = RemoteGaveUp(
                     url=self.url, request=f"{method} {path}", tries=tries, seconds=spent, last=last
                 )
+                gave_up.error = error
+                raise gave_up
+            away = (
+                "says its database is unavailable" if error == "DatabaseUnavailable" else "is away"
+            )
             self.notice(
-                f"pinbench: the server at {self.url} is away ({last}); retrying {method} {path} "
+                f"pinbench: the server at {self.url} {away} ({last}); retrying {method} {path} "
                 f"in {wait:.1f} s (for up to {policy.total_s - spent:.0f} s more)"
             )
             time.sleep(wait)
@@ -136,12 +165,12 @@ class Remote:
         """Raise for a 4xx/5xx answer, with the server's problem detail."""
         if response.status_code < 400:
             return
-        detail, error = response.text.strip() or response.reason_phrase, None
-        if response.headers.get("content-type", "").startswith("application/problem+json"):
-            body = response.json()
-            detail, error = str(body.get("detail", detail)), body.get("error")
+        detail, error = _problem(response)
+        detail = detail or response.text.strip() or response.reason_phrase
         if response.status_code >= 500:
-            raise RemoteFailed(f"server error {response.status_code}: {detail}")
+            failed = RemoteFailed(f"server error {response.status_code}: {detail}")
+            failed.error = error
+            raise failed
         raise RemoteRefused(status=response.status_code, detail=detail, error=error)
 
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -268,10 +297,21 @@ class Remote:
     def wait(
         self, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5
     ) -> dict[str, Any]:
-        """Poll a run until it finishes; report each change of status."""
+        """Poll a run until it finishes; report each change of status. A server (or its
+        database) away is waited out as any read is (``retrying``: each try said); past that,
+        ``StoppedWaiting`` names the run and how to look it up later."""
         status = None
         while True:
-            info = self.run(run_id)
+            try:
+                info = self.run(run_id)
+            except RemoteFailed as exc:  # away past PINBENCH_RETRY_S (or it is 0)
+                raise StoppedWaiting(
+                    url=self.url,
+                    run=run_id,
+                    status=status,
+                    why=str(exc),
+                    database=exc.error == "DatabaseUnavailable",
+                ) from None
             if info["status"] != status:
                 status = info["status"]
                 say(f"run {run_id[:8]} {status}")
@@ -323,6 +363,21 @@ class Remote:
         """A report over the runs, made by the server (html, md, csv, parquet)."""
         params = [("run", r) for r in run_ids] + [("format", fmt)]
         return self.call("GET", "/api/v1/reports", params=params).content
+
+
+def _problem(response: httpx.Response) -> tuple[str, str | None]:
+    """A problem answer's detail and error name (``application/problem+json``); empty and
+    None for any other body."""
+    if not response.headers.get("content-type", "").startswith("application/problem+json"):
+        return "", None
+    try:
+        body = response.json()
+    except ValueError:
+        return "", None
+    if not isinstance(body, dict):
+        return "", None
+    error = body.get("error")
+    return str(body.get("detail") or ""), str(error) if error else None
 
 
 def flatten(view: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,32 @@ def overwrite(store: BlobStore, digest: Digest, data: bytes) -> None:
     blob = store.path(digest)
     blob.chmod(0o644)
     blob.write_bytes(data)
+
+
+def _stored_at(store: BlobStore, digest: Digest) -> float:
+    """The time ``gc --blobs`` measures the blob's age from (``Stored.mtime``)."""
+    return next(s.mtime for s in store.listing() if s.digest == digest.hex)
+
+
+def test_writing_a_blob_the_store_has_touches_it(tmp_path: Path, store_on: StoreOn) -> None:
+    """Issue 48 item 1, decision 190: a run that writes bytes the store already has (the
+    outputs of a deleted run, by their digest) refreshes the time gc's grace period is
+    measured from, or ``gc --blobs`` could remove the blob before the run's record names it."""
+    store = store_on(tmp_path)
+    store.create()
+    put = store.put_bytes(b"outputs of a deleted run")
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"a published file")
+    committed = store.stage(src, label="src.bin").digest
+    assert store.commit(store.stage(src, label="src.bin")) is True
+    before = {d: _stored_at(store, d) for d in (put, committed)}
+    time.sleep(1.1)  # an object store's LastModified has whole seconds
+    assert store.put_bytes(b"outputs of a deleted run") == put
+    assert store.commit(store.stage(src, label="src.bin")) is False  # had it: touched
+    after = {d: _stored_at(store, d) for d in (put, committed)}
+    assert all(after[d] >= before[d] + 1 for d in before), (before, after)
+    assert store.touch(Digest(sha(b"never stored"))) is False
+    assert store.path(put).read_bytes() == b"outputs of a deleted run"
 
 
 def test_stage_and_commit_stores_by_digest(tmp_path: Path, store_on: StoreOn) -> None:

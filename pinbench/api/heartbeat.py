@@ -7,6 +7,12 @@ starting pool, and the heartbeat every ``Lease.sweep_s`` while it serves, marks 
 only runs whose instance's lease has expired (a server killed outright), and removes the
 scratch of dead processes; so with several server processes (or servers) on one database
 each only ever touches its own runs, and none stays ``running`` after its server died.
+Before marking, a sweep writes the records that dead processes left waiting for the database
+(``evaluator.recording``): those runs finished, and are recorded as they ended.
+
+A database that was away stopped every server's renewals alike: a lease that lapsed then says
+nothing about its server. After an outage the heartbeat renews at once and sweeps only a full
+lease later, when every live server has renewed (decision 190).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Protocol
 
 from pinbench.db.errors import DatabaseUnavailable
 from pinbench.evaluator import instances
+from pinbench.evaluator.run import record_left
 from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.api.runs")
@@ -38,34 +45,43 @@ class Beating(Protocol):
     def stop_run(self, run_id: str, reason: str) -> bool: ...
 
 
-def sweep(ws: Workspace, reason: str) -> None:
-    """Mark interrupted the runs of servers whose lease expired (killed, or stalled past
-    it); remove the scratch dead processes left (never a live one's)."""
+def sweep(ws: Workspace, stopped: str, not_started: str) -> None:
+    """Write the records dead processes left waiting; mark interrupted the runs of servers
+    whose lease expired (killed, or stalled past it), ``stopped`` the reason for a running run
+    and ``not_started`` for a queued one; remove the scratch dead processes left (never a live
+    one's)."""
     from pinbench.artifacts.scratch import reclaim_each
 
-    abandoned = instances.abandon_expired(ws, reason)
+    recorded = record_left(ws)
+    if recorded:
+        log.warning("recorded %d run(s) whose records waited for the database", recorded)
+    abandoned = instances.abandon_expired(ws, stopped, queued_reason=not_started)
     if abandoned:
         log.warning("marked %d run(s) of stopped servers interrupted", abandoned)
     reclaim_each(ws.store.scratch_folders())
 
 
-def beat(pool: Beating, quit: threading.Event, reason: str) -> None:
-    """Until ``quit``: renew the lease; sweep expired ones (their runs interrupted with
-    ``reason``); stop the runs someone asked (through any server) to cancel."""
+def beat(pool: Beating, quit: threading.Event, stopped: str, not_started: str) -> None:
+    """Until ``quit``: renew the lease; sweep expired ones (``sweep``: their runs marked
+    with these reasons); stop the runs someone asked (through any server) to cancel."""
     lease = pool.lease
     renewed = swept = time.monotonic()  # registering and sweeping were just done
+    away = False
     while not quit.wait(min(HEARTBEAT_S, lease.renew_s)):
         try:
-            if time.monotonic() - renewed >= lease.renew_s:
+            if away or time.monotonic() - renewed >= lease.renew_s:
                 instances.renew(pool.ws, pool.instance, lease_s=lease.lease_s)
                 renewed = time.monotonic()
+                if away:  # back: sweep once every live server has renewed
+                    away, swept = False, renewed + lease.lease_s - lease.sweep_s
             if time.monotonic() - swept >= lease.sweep_s:
-                sweep(pool.ws, reason)
+                sweep(pool.ws, stopped, not_started)
                 swept = time.monotonic()
             if pool.counts()[1]:  # runs running here
                 for run_id, why in instances.cancel_requests(pool.ws, pool.instance).items():
                     pool.stop_run(run_id, why)
         except DatabaseUnavailable as exc:  # one line, not a traceback a second (decision 145)
+            away = True
             log.warning("heartbeat of server instance %s failed: %s", pool.instance[:8], exc)
         except Exception:  # anything else: its traceback (repeats held back: api/logs)
             log.exception("heartbeat of server instance %s failed", pool.instance[:8])

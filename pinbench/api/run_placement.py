@@ -1,12 +1,39 @@
 """Where the server's runs may go beyond itself: its Ray cluster (``serve --cluster``), refused
-when it has none, and whose a run is (a retry is its submitter's to cancel too)."""
+when it has none, the systems a lost run may be retried on, and whose a run is (a retry is
+its submitter's to cancel too)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
-from pinbench.errors import UserError
+from pinbench.errors import PinbenchError, UserError
+from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
+
+log = logging.getLogger("pinbench.api.runs")
+
+
+def other_systems(
+    lost: str, lock: Lockfile, address: str, tried: list[str], named: list[str] | None
+) -> list[str]:
+    """The live systems of the cluster at ``address`` that meet the lockfile, but those
+    ``tried`` (and only those ``named``, when the caller named systems): where run ``lost``
+    may be retried. None found, or the cluster not answering, is said in the log."""
+    from pinbench.cluster.placement import Candidate, choose_for
+    from pinbench.cluster.ray_agent import cluster_systems
+
+    try:
+        found = cluster_systems(address)
+        candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
+        meets = choose_for(lock.body, candidates, None)
+    except PinbenchError as exc:
+        log.info("run %s: no retry: %s", lost[:8], exc)
+        return []
+    left = [s for s in meets if s not in tried and (named is None or s in named)]
+    if not left:
+        log.info("run %s: no other system meets it: no retry", lost[:8])
+    return left
 
 
 def submitter(ws: Workspace, run_id: str) -> str | None:

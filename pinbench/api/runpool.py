@@ -3,7 +3,8 @@
 A submitted run is recorded ``queued`` at once (so its status can be asked for), then run by
 a worker with ``run_lockfile``, which records the outcome. When the queue is full a submit is
 refused (HTTP 503). Runs still queued or running when the server stops are marked
-``interrupted``.
+``interrupted``, each with its reason (it had not started, or had not finished). While the
+database is away, runs wait for it (``api/outage.py``, decision 190).
 
 Each pool is a server instance with a heartbeat (``api/heartbeat.py``): it touches only its
 own runs, and those of servers whose lease expired. Runs wait in a fair queue (round robin
@@ -19,9 +20,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pinbench.api import heartbeat
+from pinbench.api import heartbeat, outage
 from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
 from pinbench.api.problems import Draining, QueueFull, UserQueueFull
+from pinbench.db import pending
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import (
@@ -30,7 +32,8 @@ from pinbench.evaluator.policy import (
     choose_server_runner,
     needs_pickle,
 )
-from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile
+from pinbench.evaluator.recording import RecordWaiting
+from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
@@ -39,10 +42,11 @@ if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
     from pinbench.evaluator.warm import WarmPool
 
-from pinbench.api.run_placement import Cluster, NoCluster, submitter
+from pinbench.api.run_placement import Cluster, NoCluster, other_systems, submitter
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
+NOT_STARTED = "the server stopped before this run started: submit it again"
 DRAINED = "the server was stopping (SIGTERM) before this run started: submit it again"
 CLOSE_GRACE_S = 30.0
 """How long a stopping server waits for its stopped runs to record themselves."""
@@ -95,7 +99,7 @@ class RunPool:
         self._stops: dict[str, Stop] = {}
         """Runs running here: how to stop each."""
         self.instance = instances.register(ws, lease_s=self.lease.lease_s)
-        heartbeat.sweep(ws, STOPPED)
+        heartbeat.sweep(ws, STOPPED, NOT_STARTED)
         self._closing = threading.Event()
         """Set by ``close``: no run starts any more."""
         self.draining = threading.Event()
@@ -104,7 +108,7 @@ class RunPool:
         """Set by ``close`` once its runs ended: the heartbeat stops."""
         self._heartbeat = threading.Thread(
             target=heartbeat.beat,
-            args=(self, self._quit, STOPPED),
+            args=(self, self._quit, STOPPED, NOT_STARTED),
             name="pinbench-heartbeat",
             daemon=True,
         )
@@ -267,21 +271,10 @@ class RunPool:
         """Queue the next attempt of run ``lost`` on a system not ``tried``; None: none left."""
         from dataclasses import replace
 
-        from pinbench.cluster.placement import Candidate, choose_for
-        from pinbench.cluster.ray_agent import cluster_systems
-
-        if self._closing.is_set() or self.draining.is_set():
+        if self._stopping():
             return None
-        try:
-            found = cluster_systems(on.address)
-            candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
-            meets = choose_for(lock.body, candidates, None)
-            left = [s for s in meets if s not in tried and (named is None or s in named)]
-        except PinbenchError as exc:
-            log.info("run %s: no retry: %s", lost[:8], exc)
-            return None
+        left = other_systems(lost, lock, on.address, tried, named)
         if not left:
-            log.info("run %s: no other system meets it: no retry", lost[:8])
             return None
         run_id = str(uuid.uuid4())
         user = submitter(self.ws, lost)
@@ -309,10 +302,10 @@ class RunPool:
                 if not closing:
                     self._stops[run_id] = stop
             if closing:  # ``drain`` marked it already, unless ``close`` came first
-                abandon_unfinished(self.ws, STOPPED, only=[run_id])
+                outage.mark(self.ws, run_id, NOT_STARTED, "interrupted", give_up=self._stopping)
                 return False
-            if not instances.begin(self.ws, run_id):
-                return False  # cancelled while queued
+            if not outage.begin(self.ws, run_id, give_up=self._stopping):
+                return False  # cancelled while queued, or stopping while the database is away
             run_lockfile(
                 self.ws,
                 lock,
@@ -326,16 +319,19 @@ class RunPool:
                 on=on,
                 warm=self.warm,
             )
+        except RecordWaiting as exc:  # its record waits in the home for the next server
+            log.warning("run %s: %s", run_id[:8], exc)
         except SystemLost as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
-            abandon_unfinished(self.ws, str(exc), only=[run_id], status="failed")
+            outage.mark(self.ws, run_id, str(exc), "failed", give_up=self._closing.is_set)
             return True
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
-            abandon_unfinished(self.ws, str(exc), only=[run_id], status="failed")
+            outage.mark(self.ws, run_id, str(exc), "failed", give_up=self._closing.is_set)
         except BaseException as exc:
             log.exception("run %s failed", run_id[:8])
-            abandon_unfinished(self.ws, f"{type(exc).__name__}", only=[run_id], status="failed")
+            why = type(exc).__name__
+            outage.mark(self.ws, run_id, why, "failed", give_up=self._closing.is_set)
         finally:
             with self._lock:
                 self._mine.pop(run_id, None)
@@ -343,6 +339,9 @@ class RunPool:
                 self.progress.pop(run_id, None)
                 self._ended.notify_all()
         return False
+
+    def _stopping(self) -> bool:
+        return self._closing.is_set() or self.draining.is_set()
 
     def _say(self, run_id: str, text: str) -> None:
         log.info("run %s: %s", run_id[:8], text)
@@ -369,7 +368,7 @@ class RunPool:
         with self._lock:
             self.draining.set()
             waiting = [run_id for run_id in self._mine if run_id not in self._stops]
-        return abandon_unfinished(self.ws, DRAINED, only=waiting) if waiting else 0
+        return outage.mark_drained(self.ws, waiting, DRAINED)
 
     def wait_running(self, timeout_s: float) -> bool:
         """Wait until no run runs here (True), or ``timeout_s`` passed (False)."""
@@ -390,10 +389,12 @@ class RunPool:
         with self._ended:
             if not self._ended.wait_for(lambda: not self._stops, timeout=CLOSE_GRACE_S):
                 log.warning("%d run(s) did not stop within %.0f s", len(self._stops), CLOSE_GRACE_S)
-            mine = sorted(self._mine)
-        abandon_unfinished(self.ws, STOPPED, only=mine)
+            mine, running = set(self._mine), set(self._stops)
+        mine -= {k.record.id for k in pending.kept(self.ws)}  # their records wait: kept
         self._quit.set()
         self._heartbeat.join(timeout=CLOSE_GRACE_S)  # no renewal after the retirement
-        instances.retire(self.ws, self.instance)
+        outage.mark_left(
+            self.ws, {NOT_STARTED: mine - running, STOPPED: mine & running}, self.instance
+        )
         if self.warm is not None:
             self.warm.close()

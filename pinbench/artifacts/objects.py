@@ -1,7 +1,7 @@
 """S3-compatible object storage as the blob store's back end (decision 151): where the blobs
 are (``PINBENCH_BLOBS=s3://BUCKET[/PREFIX]``, ``PINBENCH_S3_ENDPOINT``), and the few calls
-the store makes on a bucket (head, upload, download, list, delete, presign, and the listing and
-aborting of incomplete multipart uploads), each failure
+the store makes on a bucket (head, upload, download, list, touch, delete, presign, and the listing
+and aborting of incomplete multipart uploads), each failure
 turned into ``ObjectStoreFailure`` naming the bucket and what was being done.
 
 boto3 (the ``s3`` extra) is imported here only, and only when a store on S3 is opened.
@@ -125,17 +125,23 @@ class Bucket:
         return ObjectStoreFailure(where=str(self.location), action=action, reason=reason)
 
     def exists(self, relative: str) -> bool:
+        return self.modified(relative) is not None
+
+    def modified(self, relative: str) -> float | None:
+        """The object's ``LastModified`` (seconds since the epoch); None when there is none."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self._client.head_object(Bucket=self.location.bucket, Key=self.location.key(relative))
+            head = self._client.head_object(
+                Bucket=self.location.bucket, Key=self.location.key(relative)
+            )
         except ClientError as exc:
             if _status(exc) == 404:
-                return False
+                return None
             raise self._fail(f"HEAD {relative}", exc) from None
         except BotoCoreError as exc:
             raise self._fail(f"HEAD {relative}", exc) from None
-        return True
+        return float(head["LastModified"].timestamp())
 
     def _bucket_exists(self) -> None:
         """Refuse to write into a bucket that does not exist (some servers would make one on
@@ -282,6 +288,30 @@ class Bucket:
         except (BotoCoreError, ClientError) as exc:
             raise self._fail(f"presigning {relative}", exc) from None
         return url
+
+    def touch(self, relative: str) -> bool:
+        """Make the object's ``LastModified`` now (what ``gc --blobs`` measures a blob's age
+        from) by copying it onto itself with its metadata replaced, as S3 allows; in parts
+        (the managed copy) when it is larger than ``multipart_bytes``. False when there is no
+        such object."""
+        from boto3.s3.transfer import TransferConfig
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        key = self.location.key(relative)
+        source = {"Bucket": self.location.bucket, "Key": key}
+        stamp = {"MetadataDirective": "REPLACE", "Metadata": {"pinbench-touched": "1"}}
+        config = TransferConfig(
+            multipart_threshold=self.multipart_bytes, multipart_chunksize=self.multipart_bytes
+        )
+        try:
+            self._client.copy(source, self.location.bucket, key, ExtraArgs=stamp, Config=config)
+        except ClientError as exc:
+            if _status(exc) == 404:
+                return False
+            raise self._fail(f"touch of {relative}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"touch of {relative}", exc) from None
+        return True
 
     def delete(self, relative: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

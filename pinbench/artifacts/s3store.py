@@ -62,10 +62,10 @@ class S3BlobStore(BlobStore):
         return self.bucket.exists(self.relative(digest))
 
     def commit(self, staged: StagedBlob) -> bool:
-        """Upload a staged blob (unless the bucket has it), then keep it in the local cache;
-        return False if the bucket already had it."""
+        """Upload a staged blob (unless the bucket has it: then it is touched), then keep it
+        in the local cache; return False if the bucket already had it."""
         try:
-            if self.has(staged.digest):
+            if self.has(staged.digest) and self.touch(staged.digest):
                 staged.temp.unlink(missing_ok=True)
                 return False
             self.bucket.upload(staged.temp, self.relative(staged.digest))
@@ -83,6 +83,18 @@ class S3BlobStore(BlobStore):
         else:  # already cached: the upload was all that was missing
             staged.temp.unlink(missing_ok=True)
             self.copies.used(staged.digest)
+
+    def stored_at(self, digest: Digest) -> float | None:
+        """The object's ``LastModified``; None when the bucket lacks it."""
+        return self.bucket.modified(self.relative(digest))
+
+    def touch(self, digest: Digest) -> bool:
+        """The object's ``LastModified`` made now (``Bucket.touch``), and the cached copy's
+        time with it; False when the bucket lacks it."""
+        if not self.bucket.touch(self.relative(digest)):
+            return False
+        super().touch(digest)  # the local cache's copy, if any
+        return True
 
     def upload_file(self, source: Path, digest: Digest) -> bool:
         """Upload ``source``, whose bytes the caller has hashed to ``digest`` (``restore``

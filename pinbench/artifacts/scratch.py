@@ -186,6 +186,24 @@ def reclaim_owner(tmp: Path, owner: str) -> Reclaimed:
     return done
 
 
+def owner_alive(tmp: Path, owner: str) -> bool:
+    """Whether the process that owns ``owner`` in scratch folder ``tmp`` lives (holds its
+    lock), on this host or another sharing the home; its lock is left as it is."""
+    if not re.fullmatch(r"[0-9a-f]{16}", owner):
+        return False
+    try:
+        fd = os.open(owners_of(tmp) / f"{owner}.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # the lock, if taken, goes with the descriptor
+    return False
+
+
 @contextlib.contextmanager
 def _if_dead(lock: Path) -> Iterator[bool]:
     """True (holding the dead owner's lock, removed on the way out) when no process holds

@@ -1,7 +1,11 @@
 """The content-addressed blob store: files kept by sha256 under ``HOME/blobs/ab/abcdef...``.
 
 Writes are atomic (temp file in the store, fsync, rename, fsync of the directory); a blob that
-exists is never rewritten. Every read path that feeds a run goes through ``verify``.
+exists is never rewritten, but writing it again *touches* it (``touch``: its modification time
+set to now), because ``gc --blobs`` measures a blob's age from that time: a run that writes a
+blob the store already has (the same outputs as a deleted run) must not find it collected
+before its record names it (decision 190). Every read path that feeds a run goes through
+``verify``.
 
 The temp file is made on the blobs' own filesystem (``BlobStore.staging``), so that the rename
 never crosses a mount: ``blobs/`` may be a filesystem of its own. A filesystem that runs out
@@ -278,9 +282,10 @@ class BlobStore:
         return StageWriter(self.staging())
 
     def commit(self, staged: StagedBlob) -> bool:
-        """Move a staged blob to its address; return False if the store already had it."""
+        """Move a staged blob to its address; return False if the store already had it (then
+        it is touched: ``touch``)."""
         target = self.path(staged.digest)
-        if target.exists():
+        if target.exists() and self.touch(staged.digest):
             staged.temp.unlink(missing_ok=True)
             return False
         with out_of_space(self.blobs):
@@ -311,21 +316,45 @@ class BlobStore:
         with contextlib.suppress(FileNotFoundError):
             self.path(digest).unlink()
 
+    def stored_at(self, digest: Digest) -> float | None:
+        """The blob's ``Stored.mtime`` as it is now; None when it is not there."""
+        try:
+            st = self.path(digest).stat()
+        except FileNotFoundError:
+            return None
+        return max(st.st_mtime, st.st_ctime)
+
+    def touch(self, digest: Digest) -> bool:
+        """Set the blob's modification time to now, the time ``gc --blobs`` measures its age
+        from (``Stored.mtime``); False when that cannot be done (the blob removed meanwhile,
+        or a file this user may not change the time of): the caller writes it anew."""
+        try:
+            os.utime(self.path(digest))
+        except OSError:
+            return False
+        return True
+
     def put_bytes(self, data: bytes) -> Digest:
+        """Store ``data`` (a run's results, an attestation): written when new, touched when the
+        store has it. The check and the touch are made under the store's lock, which
+        ``gc --blobs`` holds from listing the blobs to removing them: a blob it listed as old
+        is either removed before this looks (then written again) or touched before it lists."""
         digest = Digest.of_bytes(data)
-        if not self.has(digest):
-            folder = self.staging()
-            with out_of_space(folder):
-                fd, name = scratch_file(folder, "bytes")
-            try:
-                with out_of_space(folder), os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                self.commit(StagedBlob(name, digest, len(data)))
-            except BaseException:
-                name.unlink(missing_ok=True)
-                raise
+        with self.locked():
+            if self.has(digest) and self.touch(digest):
+                return digest
+        folder = self.staging()
+        with out_of_space(folder):
+            fd, name = scratch_file(folder, "bytes")
+        try:
+            with out_of_space(folder), os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            self.commit(StagedBlob(name, digest, len(data)))
+        except BaseException:
+            name.unlink(missing_ok=True)
+            raise
         return digest
 
     def verify(

@@ -237,7 +237,7 @@ def serve(
     import uvicorn
 
     from pinbench.api import hosts, logs
-    from pinbench.api.runpool import STOPPED
+    from pinbench.api.runpool import NOT_STARTED, STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
     from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
     from pinbench.evaluator.instances import lease_from_env
@@ -283,13 +283,13 @@ def serve(
             raise UnknownRunner(runner=name)
     metrics_folder: str | None = None
     with local_registry() as reg:  # never a live server's runs, a live process's scratch
-        abandoned, reclaimed = reg.admin().prepare_to_serve(STOPPED)
+        done, reclaimed = reg.admin().prepare_to_serve(STOPPED, NOT_STARTED)
         if workers > 1 and reg.home is not None:  # the workers share their /metrics numbers
             from pinbench.api.worker_metrics import prepare
 
             metrics_folder = str(prepare(reg.home))
-    if abandoned:
-        _err().print(f"marked {abandoned} run(s) of servers that stopped interrupted")
+    for line in done:
+        _err().print(line)
     if reclaimed.removed:
         _err().print(reclaimed.summary())
     os.environ[SETTINGS_ENV] = settings_to_env(

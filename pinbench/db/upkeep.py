@@ -13,7 +13,9 @@ asked. Both read the references and list the blobs under the store's write lock
 (``BlobStore.locked``), which a publish holds from making its blobs visible until its rows are
 written, so a publish in flight never looks unreferenced; a run writes its blobs before its
 row, unlocked, which the grace period covers (a run records its blobs and its row together
-at its end).
+at its end; writing a blob the store has touches it, ``BlobStore.touch``). A run whose record
+waits for the database (``db.pending``) holds its blobs: they count as referenced until the
+record is written (decision 190).
 
 With the blobs in object storage, ``check`` hashes the bucket's bytes as they stream by and
 keeps none of them (``BlobStore.check``), and both look at the multipart uploads left
@@ -41,6 +43,7 @@ from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
 from pinbench.db.facets import misfiled
 from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
+from pinbench.db.pending import kept
 from pinbench.errors import InvalidValue
 
 if TYPE_CHECKING:
@@ -171,6 +174,17 @@ def references(session: Session, store: BlobStore) -> dict[str, str]:
     return references_in(session, store.local)
 
 
+def held(ws: Workspace) -> dict[str, str]:
+    """The blobs named by run records that wait for the database (``db.pending``). Read
+    before the rows: a record's file is removed only after its row is written, so a blob is
+    seen in one or the other."""
+    found: dict[str, str] = {}
+    for k in kept(ws):
+        for digest, label in referenced([], [k.record.blob_fields()], [], ws.store.local).items():
+            found.setdefault(digest, f"{label}, whose record waits for the database")
+    return found
+
+
 def references_in(session: Session, envelope: Callable[[Digest], Path]) -> dict[str, str]:
     """``references`` with the attestations' envelopes read where ``envelope`` says."""
     rows = session.execute(
@@ -259,10 +273,12 @@ def _stored(store: BlobStore) -> tuple[list[Stored], list[Stored]]:
 
 
 def _snapshot(ws: Workspace) -> tuple[dict[str, str], list[Stored], list[Stored]]:
-    with ws.store.locked(), ws.transaction() as session:
-        refs = references(session, ws.store)
-        blobs, strays = _stored(ws.store)
-    return refs, blobs, strays
+    with ws.store.locked():
+        waiting = held(ws)
+        with ws.transaction() as session:
+            refs = references(session, ws.store)
+            blobs, strays = _stored(ws.store)
+    return waiting | refs, blobs, strays
 
 
 def check(ws: Workspace) -> Checked:
@@ -313,11 +329,14 @@ def check(ws: Workspace) -> Checked:
 
 def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
     """The unreferenced blobs stored more than ``grace_s`` seconds ago; removed (under the
-    store's lock, references read again) when ``delete``."""
+    store's lock, references read again) when ``delete``, each one's time asked again just
+    before: listing a large bucket takes a while, and a run on another machine (which does
+    not take this one's lock) may have written it meanwhile."""
     done = Collected(removed=delete)
     with ws.store.locked():
+        waiting = held(ws)
         with ws.transaction() as session:
-            refs = references(session, ws.store)
+            refs = waiting | references(session, ws.store)
         blobs, _ = _stored(ws.store)
         now = time.time()
         for blob in blobs:
@@ -325,6 +344,8 @@ def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
             if digest in refs:
                 continue
             age = now - blob.mtime
+            if delete and age >= grace_s:  # asked again: written since it was listed?
+                age = now - (ws.store.stored_at(Digest(digest)) or now)
             if age < grace_s:
                 done.young += 1
                 continue

@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, or_, select, update
 
+from pinbench.db import pending
 from pinbench.db.models import Run, ServerInstance
 from pinbench.errors import InvalidValue
 from pinbench.workspace import Workspace
@@ -114,24 +115,31 @@ def retire(ws: Workspace, instance: str) -> None:
         session.execute(delete(ServerInstance).where(ServerInstance.id == instance))
 
 
-def abandon_expired(ws: Workspace, reason: str) -> int:
-    """Mark interrupted the unfinished runs no live instance owns; forget expired instances.
-    Return how many runs were marked."""
+def abandon_expired(ws: Workspace, reason: str, *, queued_reason: str | None = None) -> int:
+    """Mark interrupted the unfinished runs no live instance owns, with ``reason`` (and a
+    queued one, which never started, with ``queued_reason`` when given); forget expired
+    instances. A run whose record waits in this home (``db.pending``) is left alone: it
+    finished, and its record is written as it ended. Return how many runs were marked."""
     now = _now()
     live = select(ServerInstance.id).where(ServerInstance.expires_at >= now)
-    stmt = (
-        update(Run)
-        .where(
-            Run.status.in_(UNFINISHED),
-            or_(Run.instance_id.is_(None), Run.instance_id.not_in(live)),
-        )
-        .values(status="interrupted", error=reason, finished_at=now)
-        .execution_options(synchronize_session=False)
-    )
+    waiting = sorted({k.record.id for k in pending.kept(ws)})
+    reasons = {"running": reason, "queued": queued_reason or reason}
+    marked = 0
     with ws.transaction() as session:
-        marked = session.execute(stmt).rowcount  # type: ignore[attr-defined]
+        for status, why in reasons.items():
+            stmt = (
+                update(Run)
+                .where(
+                    Run.status == status,
+                    or_(Run.instance_id.is_(None), Run.instance_id.not_in(live)),
+                    Run.id.not_in(waiting),
+                )
+                .values(status="interrupted", error=why, finished_at=now)
+                .execution_options(synchronize_session=False)
+            )
+            marked += session.execute(stmt).rowcount  # type: ignore[attr-defined]
         session.execute(delete(ServerInstance).where(ServerInstance.expires_at < now))
-        return int(marked)
+    return int(marked)
 
 
 def begin(ws: Workspace, run_id: str) -> bool:

@@ -1,8 +1,9 @@
 """Running a lockfile: verify every pinned byte, hand it to a runner, record what came back.
 
 A run record is written whole, in one transaction, when the run ends: succeeded, failed (with
-its reason) or interrupted, with the provenance of the environment that ran it. Nothing is
-measured before every byte is verified.
+its reason) or interrupted, with the provenance of the environment that ran it; a database
+that is away then is waited for, the record kept in the home meanwhile
+(``evaluator.recording``). Nothing is measured before every byte is verified.
 """
 
 from __future__ import annotations
@@ -22,13 +23,22 @@ from sqlalchemy import update
 
 from pinbench.artifacts.digest import Digest
 from pinbench.cluster.placement import check_here
-from pinbench.db.models import Result
+from pinbench.db import pending
 from pinbench.db.models import Run as RunRow
+from pinbench.db.run_record import RunRecord
 from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
+from pinbench.evaluator import recording
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
+from pinbench.evaluator.recording import (
+    Recorded,
+    RecordWaiting,
+    attest_waiting,
+    record_run,
+    stopped_from_now,
+)
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop
@@ -230,16 +240,20 @@ def run_lockfile(
         if on is not None:
             attempt.runner = on.runner
         _keep_cost(evidence.details, price, on is not None)
-        if _record(ws, attempt):
-            attest_recorded(ws, attempt.id, say)
-        else:
-            say(
-                f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped"
-            )
+        recorded = _record(ws, attempt, say, stop)
+    if recorded in (Recorded.WAITING, Recorded.LOST):
+        folder = str(pending.folder(ws)) if recorded is Recorded.WAITING else None
+        raise RecordWaiting(run=attempt.id, status=attempt.status, folder=folder)
     url = otel.endpoint()
     if trace_data is not None and url:
         _export_trace(trace_data, attempt, url, say)
     return RunOutcome(attempt.id, attempt.status, evidence.metrics)
+
+
+def record_left(ws: Workspace) -> int:
+    """Write (and attest) the run records that dead processes left waiting for the database
+    (``evaluator.recording.record_left``); how many."""
+    return recording.record_left(ws, attest_recorded)
 
 
 def attest_recorded(ws: Workspace, run_id: str, say: Say) -> None:
@@ -331,50 +345,46 @@ def unit_of(metric: str) -> str:
     return "ratio"
 
 
-def _record(ws: Workspace, attempt: _Attempt) -> bool:
-    """Write the run's record whole; False (nothing written) when its row is already
-    finished: a record is written once. A server that was thought dead (its lease expired)
-    and had its run marked ``interrupted`` must not turn it into a success afterwards."""
+def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:
+    """Write the run's record whole, through a database outage (``evaluator.recording``),
+    and attest it. A record is written once: a row finished meanwhile (a server thought dead
+    had its run marked ``interrupted``) is not turned into a success afterwards. Waiting for
+    the database ends when the process is asked to stop (a server stopping, a signal) after
+    the wait began: the record then waits in the home for the next server."""
+    give_up = stopped_from_now(stop)
+    recorded = record_run(ws, _record_of(attempt), say, give_up=give_up)
+    if recorded is Recorded.WRITTEN:
+        attest_waiting(ws, attempt.id, say, attest_recorded, give_up=give_up)
+    elif recorded is Recorded.DROPPED:
+        say(f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped")
+    return recorded
+
+
+def _record_of(attempt: _Attempt) -> RunRecord:
+    """The run's record as it is when it ends."""
     evidence = attempt.evidence
     details = dict(evidence.details)
     if evidence.environment:
         details["environment"] = evidence.environment
-    with ws.transaction() as session:
-        claim = (
-            update(RunRow)
-            .where(RunRow.id == attempt.id, RunRow.status.in_(UNFINISHED))
-            .values(status=attempt.status)
-            .execution_options(synchronize_session=False)
-        )
-        claimed = session.execute(claim).rowcount  # type: ignore[attr-defined]
-        if not claimed and session.get(RunRow, attempt.id) is not None:
-            return False  # finished already: kept as it is
-        session.merge(
-            RunRow(
-                id=attempt.id,
-                lockfile_digest=attempt.lock.digest.hex,
-                status=attempt.status,
-                runner=attempt.runner,
-                started_at=attempt.started,
-                finished_at=datetime.now(UTC),
-                host=attempt.on.host
-                if attempt.on and attempt.on.host
-                else host_facts(evidence.frameworks),
-                system=attempt.on.system if attempt.on else None,
-                error=attempt.error,
-                details=details,
-                environment_digest=evidence.environment.get("digest"),
-                latencies_sha256=attempt.latencies.hex if attempt.latencies else None,
-                trace_level=attempt.trace_level,
-                trace_sha256=attempt.trace.hex if attempt.trace else None,
-                **listing_columns(attempt.lock),
-                results=[
-                    Result(metric=k, value=v, unit=unit_of(k))
-                    for k, v in sorted(evidence.metrics.items())
-                ],
-            )
-        )
-    return True
+    on = attempt.on
+    columns = {
+        "lockfile_digest": attempt.lock.digest.hex,
+        "status": attempt.status,
+        "runner": attempt.runner,
+        "started_at": attempt.started,
+        "finished_at": datetime.now(UTC),
+        "host": on.host if on and on.host else host_facts(evidence.frameworks),
+        "system": on.system if on else None,
+        "error": attempt.error,
+        "details": details,
+        "environment_digest": evidence.environment.get("digest"),
+        "latencies_sha256": attempt.latencies.hex if attempt.latencies else None,
+        "trace_level": attempt.trace_level,
+        "trace_sha256": attempt.trace.hex if attempt.trace else None,
+        **listing_columns(attempt.lock),
+    }
+    results = tuple((k, v, unit_of(k)) for k, v in sorted(evidence.metrics.items()))
+    return RunRecord(attempt.id, columns, results)
 
 
 def array_of(ws: Workspace, digest: str, label: str) -> npt.NDArray[Any]:

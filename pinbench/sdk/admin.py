@@ -156,20 +156,26 @@ class Admin:
 
         return restore(self._ws("restore"), folder)
 
-    def prepare_to_serve(self, stopped: str) -> tuple[int, Reclaimed]:
+    def prepare_to_serve(self, stopped: str, not_started: str) -> tuple[list[str], Reclaimed]:
         """Before a server starts on this home: the database must be at the current schema;
-        runs of servers that stopped are marked interrupted (``stopped``: the reason; never a
-        live server's), and dead processes' scratch reclaimed. (Runs marked, what was
-        reclaimed.)"""
+        the run records dead processes left waiting for the database are written; runs of
+        servers that stopped are marked interrupted (``stopped``: the reason for a run that
+        was running, ``not_started`` for a queued one; never a live server's), and dead
+        processes' scratch reclaimed. (What was done, a sentence each; what was reclaimed.)"""
         from pinbench.artifacts.scratch import reclaim_each
         from pinbench.db import schema as db_schema
         from pinbench.evaluator.instances import abandon_expired
+        from pinbench.evaluator.run import record_left
 
         ws = self._ws("serve")
         ws.settings.home.mkdir(parents=True, exist_ok=True)
         db_schema.ensure_current(ws.engine)
-        abandoned = abandon_expired(ws, stopped)
-        return abandoned, reclaim_each(ws.store.scratch_folders())
+        done = []
+        if recorded := record_left(ws):
+            done.append(f"recorded {recorded} run(s) whose records waited for the database")
+        if abandoned := abandon_expired(ws, stopped, queued_reason=not_started):
+            done.append(f"marked {abandoned} run(s) of servers that stopped interrupted")
+        return done, reclaim_each(ws.store.scratch_folders())
 
     def scopes_of(self, token: str) -> frozenset[str]:
         """The scopes a token (its secret text) grants; refused when it is unknown or

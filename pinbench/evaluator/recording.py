@@ -1,0 +1,193 @@
+"""Recording a finished run through a database outage (decision 190).
+
+A run that has measured keeps its result whatever the database does meanwhile: when its
+record cannot be written (``DatabaseUnavailable``), the record is kept in the home
+(``db.pending``), which holds its blobs against ``gc --blobs``, and writing it is retried with
+bounded backoff (``db.waiting``) until the database is back; the blobs it names are touched
+every ``TOUCH_EVERY_S`` meanwhile, so that a grace period measured from their time (an object
+store's collector on another host) still covers them. Once written, the file goes.
+
+A process that stops before then (a server stopped, a CLI run interrupted again) leaves the
+file: ``record_left``, run by each server's start and sweeps, writes the records of dead
+processes, as they would have been written.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pinbench.artifacts.digest import Digest
+from pinbench.db import pending
+from pinbench.db.errors import DatabaseUnavailable
+from pinbench.db.run_record import RunRecord, write
+from pinbench.db.upkeep import referenced
+from pinbench.db.waiting import until_available
+from pinbench.errors import PinbenchError, SystemFailure
+from pinbench.evaluator.stop import RunStopped, Stop
+from pinbench.workspace import Workspace
+
+log = logging.getLogger("pinbench.runs")
+Say = Callable[[str], None]
+Attest = Callable[[Workspace, str, Say], None]
+TOUCH_EVERY_S = 30.0
+"""How often the blobs of a record that waits are touched (``BlobStore.touch``)."""
+
+
+class Recorded(enum.Enum):
+    WRITTEN = "written"
+    DROPPED = "dropped"
+    """Its row was finished meanwhile (by another server's sweep): kept as it was."""
+    WAITING = "waiting"
+    """Given up for now: the record is in ``HOME/pending``, written by the next server."""
+    LOST = "lost"
+    """Given up, and the home could not keep it either (a full disk)."""
+
+
+class RecordWaiting(SystemFailure):
+    """A run finished but its record could not be written before its process was asked to
+    stop: it waits in the home (``folder``), and the next server started there writes it;
+    ``folder`` None: the home could not keep it either, and it is lost."""
+
+    def __init__(self, *, run: str, status: str, folder: str | None) -> None:
+        kept = (
+            f"its record is kept in {folder} and written by the next `pinbench serve` started "
+            "on this home (or the sweep of one serving it now)"
+            if folder
+            else "its record could not be kept in the home either, and is lost"
+        )
+        super().__init__(
+            f"run {run} {status}, but the database stayed unavailable until this process was "
+            f"asked to stop: {kept}"
+        )
+        self.run = run
+        self.status = status
+        self.folder = folder
+
+
+def record_run(
+    ws: Workspace,
+    record: RunRecord,
+    say: Say,
+    *,
+    give_up: Callable[[], bool],
+) -> Recorded:
+    """Write ``record``; while the database is unavailable, keep it in the home and retry
+    until it is written or ``give_up()`` says to stop waiting (asked after each failure)."""
+    try:
+        return Recorded.WRITTEN if write(ws, record) else Recorded.DROPPED
+    except DatabaseUnavailable as exc:
+        unavailable = f"run {record.id[:8]} {record.status} but the database is unavailable ({exc})"
+    try:
+        path: Path | None = pending.keep(ws, record)
+        say(f"{unavailable}: its record is kept in {path} and written once the database is back")
+    except OSError as exc:  # a full disk: it waits in memory only
+        path = None
+        say(f"{unavailable}: its record could not be kept in the home ({exc}): it waits here")
+    touched = time.monotonic()
+
+    def refresh() -> None:
+        nonlocal touched
+        if time.monotonic() - touched >= TOUCH_EVERY_S:
+            touch_blobs(ws, record)
+            touched = time.monotonic()
+
+    try:
+        written = until_available(
+            lambda: write(ws, record),
+            what=f"run {record.id[:8]}'s record",
+            give_up=give_up,
+            between=refresh,
+        )
+    except DatabaseUnavailable:
+        left = f"its record waits in {path}" if path else "its record is lost"
+        say(f"run {record.id[:8]}: stopped waiting for the database; {left}")
+        return Recorded.WAITING if path else Recorded.LOST
+    if path is not None:
+        pending.drop(path)
+    say(f"run {record.id[:8]} recorded {record.status} once the database was back")
+    return Recorded.WRITTEN if written else Recorded.DROPPED
+
+
+def attest_waiting(
+    ws: Workspace, run_id: str, say: Say, attest: Attest, *, give_up: Callable[[], bool]
+) -> None:
+    """Attest a run just recorded, waiting for the database as its record did; given up,
+    the run stands unattested (``pinbench runs attest`` does it later)."""
+    try:
+        until_available(
+            lambda: attest(ws, run_id, say), what=f"run {run_id[:8]}'s attestation", give_up=give_up
+        )
+    except DatabaseUnavailable as exc:
+        say(
+            f"run {run_id} is recorded but not attested ({exc}): `pinbench runs attest "
+            f"{run_id}` once the database is back"
+        )
+
+
+def stopped_from_now(stop: Stop) -> Callable[[], bool]:
+    """When a record stops waiting for the database: once its process is asked to stop (a
+    signal, its server stopping: ``interrupted``) after now; not for a cancel, nor for a
+    stop asked before (the outcome being recorded)."""
+    asked_before = stop.is_set()
+
+    def give_up() -> bool:
+        error = stop.error
+        return not asked_before and isinstance(error, RunStopped) and error.status == "interrupted"
+
+    return give_up
+
+
+def touch_blobs(ws: Workspace, record: RunRecord) -> None:
+    """Touch the blobs ``record`` names; a failure is logged (the record's file holds them
+    for a collector on this home)."""
+    for digest in referenced([], [record.blob_fields()], [], ws.store.local):
+        try:
+            ws.store.touch(Digest(digest))
+        except PinbenchError as exc:
+            log.warning("run %s: could not touch blob %s: %s", record.id[:8], digest[:12], exc)
+
+
+def record_left(ws: Workspace, attest: Attest) -> int:
+    """Write the records that dead processes left waiting (``db.pending.left``) and attest
+    each; how many were written. A record whose row was finished meanwhile is dropped.
+    ``DatabaseUnavailable`` passes: the caller tries again later."""
+    written = 0
+    for item in pending.left(ws):
+        record = item.record
+        try:
+            done = write(ws, record)
+        except DatabaseUnavailable:
+            raise
+        except PinbenchError as exc:  # the database refused this one: the others go on
+            log.warning(
+                "run %s: its waiting record %s not written: %s", record.id[:8], item.path, exc
+            )
+            continue
+        pending.drop(item.path)
+        if not done:
+            log.warning(
+                "run %s: its waiting record dropped: the run was finished meanwhile",
+                record.id[:8],
+            )
+            continue
+        written += 1
+        log.warning(
+            "run %s recorded %s from the record its process left waiting (%s)",
+            record.id[:8],
+            record.status,
+            item.path.name,
+        )
+        try:
+            attest(ws, record.id, lambda text: log.info("%s", text))
+        except PinbenchError as exc:
+            log.warning(
+                "run %s is recorded but not attested (%s): `pinbench runs attest %s`",
+                record.id[:8],
+                exc,
+                record.id,
+            )
+    return written
