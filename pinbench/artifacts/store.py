@@ -15,7 +15,6 @@ of space while a blob is written raises ``StoreFull`` with the temp file removed
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
 import os
@@ -28,67 +27,16 @@ from typing import TYPE_CHECKING, BinaryIO, ClassVar
 from pinbench.artifacts.copy import copy_hashing, copy_plain
 from pinbench.artifacts.digest import Digest, Progress
 from pinbench.artifacts.scratch import scratch_file
+from pinbench.artifacts.store_errors import BlobMissing as BlobMissing
+from pinbench.artifacts.store_errors import ChecksumMismatch as ChecksumMismatch
+from pinbench.artifacts.store_errors import SizeMismatch as SizeMismatch
+from pinbench.artifacts.store_errors import StoreFull as StoreFull
+from pinbench.artifacts.store_errors import out_of_space as out_of_space
 from pinbench.artifacts.verified import FileState, VerifiedCache, ensure_key
-from pinbench.errors import SystemFailure, UserError
+from pinbench.errors import SystemFailure
 
 if TYPE_CHECKING:
     from pinbench.artifacts.objects import Upload
-
-
-class ChecksumMismatch(UserError):
-    """Bytes do not match the digest they were declared or pinned with."""
-
-    def __init__(self, *, path: str, expected: Digest, actual: Digest) -> None:
-        super().__init__(
-            f"checksum mismatch for {path}: expected sha256 {expected.hex}, got {actual.hex}"
-        )
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-
-
-class SizeMismatch(UserError):
-    def __init__(self, *, path: str, expected: int, actual: int) -> None:
-        super().__init__(f"size mismatch for {path}: expected {expected} bytes, got {actual}")
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-
-
-class BlobMissing(UserError):
-    def __init__(self, *, path: str, digest: Digest) -> None:
-        super().__init__(f"blob for {path} (sha256 {digest.hex}) is missing from the store")
-        self.path = path
-        self.digest = digest
-
-
-class StoreFull(SystemFailure):
-    """The filesystem a blob was being written to ran out of space (or quota): nothing of
-    that write is kept."""
-
-    def __init__(self, *, folder: str, reason: str) -> None:
-        super().__init__(
-            f"the blob store is out of space: {reason} writing in {folder}; nothing was "
-            "stored: free space on that filesystem and try again"
-        )
-        self.folder = folder
-        self.reason = reason
-
-
-FULL = (errno.ENOSPC, errno.EDQUOT)
-"""The errors that say the filesystem is full (ENOSPC) or the user's quota is (EDQUOT)."""
-
-
-@contextlib.contextmanager
-def out_of_space(folder: Path) -> Iterator[None]:
-    """Raise ``StoreFull`` for a write in ``folder`` that failed for want of space; every
-    other ``OSError`` passes unchanged."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno not in FULL:
-            raise
-        raise StoreFull(folder=str(folder), reason=os.strerror(exc.errno)) from None
 
 
 _HEX = re.compile(r"[0-9a-f]{64}")
