@@ -8,7 +8,8 @@ refused (HTTP 503). Runs still queued or running when the server stops are marke
 Each pool is a server instance with a heartbeat (``api/heartbeat.py``): it touches only its
 own runs, and those of servers whose lease expired. Runs wait in a fair queue (round robin
 across users, ``api/fairshare.py``), at most ``runs_per_user`` of each user; ``drain``
-(SIGTERM, ``api/drain.py``) takes no new run and lets the running ones finish.
+(SIGTERM, ``api/drain.py``) takes no new run and lets the running ones finish, and the server
+stops once the clients waiting on them have read how they ended (``api/watchers.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.api import heartbeat
 from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
 from pinbench.api.problems import Draining, QueueFull, UserQueueFull
+from pinbench.api.watchers import Watchers
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import (
@@ -94,6 +96,8 @@ class RunPool:
         """A running run's latest progress line (what ``pinbench run`` would print)."""
         self._stops: dict[str, Stop] = {}
         """Runs running here: how to stop each."""
+        self.watchers = Watchers()
+        """Runs held here that a client waits on (``saw``): a drain lets them read the end."""
         self.instance = instances.register(ws, lease_s=self.lease.lease_s)
         heartbeat.sweep(ws, STOPPED)
         self._closing = threading.Event()
@@ -363,18 +367,46 @@ class RunPool:
         with self._lock:
             return len(self._mine) - len(self._stops), len(self._stops)
 
+    def saw(self, run_id: str, status: str) -> None:
+        """A client read run ``run_id``'s status (``GET /api/v1/runs/ID``): one held here
+        read unfinished is watched, and a drain waits until it is read finished."""
+        finished = status not in ("queued", "running")
+        if not finished:
+            with self._lock:
+                if run_id not in self._mine:
+                    return
+        self.watchers.saw(run_id, finished=finished)
+
     def drain(self) -> int:
         """Take no new run and start none of those queued (each is marked interrupted, its
-        caller told to submit it again); the running ones go on. How many were marked."""
+        caller told to submit it again); the running ones go on. The runs held here that a
+        client waits on are awaited (``wait_told``). How many were marked."""
         with self._lock:
             self.draining.set()
             waiting = [run_id for run_id in self._mine if run_id not in self._stops]
+            self.watchers.expect(self._mine)
         return abandon_unfinished(self.ws, DRAINED, only=waiting) if waiting else 0
 
     def wait_running(self, timeout_s: float) -> bool:
         """Wait until no run runs here (True), or ``timeout_s`` passed (False)."""
         with self._ended:
             return self._ended.wait_for(lambda: not self._stops, timeout=timeout_s)
+
+    def wait_told(self, timeout_s: float) -> int:
+        """After a drain: wait until every client waiting on a run held here at SIGTERM has
+        read how it ended, at most ``timeout_s``; how many had not."""
+        return self.watchers.wait_told(timeout_s)
+
+    def stop_running(self) -> None:
+        """Ask each running run to stop (recorded ``interrupted``: the server stopped) and
+        give them ``CLOSE_GRACE_S`` to record themselves and remove their scratch."""
+        with self._lock:
+            stops = list(self._stops.values())
+        for stop in stops:  # kill their children; their records say the server stopped
+            stop.request(RunStopped(status="interrupted", reason=STOPPED))
+        with self._ended:
+            if not self._ended.wait_for(lambda: not self._stops, timeout=CLOSE_GRACE_S):
+                log.warning("%d run(s) did not stop within %.0f s", len(self._stops), CLOSE_GRACE_S)
 
     def close(self) -> None:
         """Stop serving runs: none queued starts; each running one is asked to stop and given
@@ -383,13 +415,8 @@ class RunPool:
         interrupted, and the instance retired."""
         self._closing.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self.stop_running()
         with self._lock:
-            stops = list(self._stops.values())
-        for stop in stops:  # kill their children; their records say the server stopped
-            stop.request(RunStopped(status="interrupted", reason=STOPPED))
-        with self._ended:
-            if not self._ended.wait_for(lambda: not self._stops, timeout=CLOSE_GRACE_S):
-                log.warning("%d run(s) did not stop within %.0f s", len(self._stops), CLOSE_GRACE_S)
             mine = sorted(self._mine)
         abandon_unfinished(self.ws, STOPPED, only=mine)
         self._quit.set()

@@ -221,6 +221,18 @@ def gc_cmd(
     ),
 )
 @click.option(
+    "--drain-grace-seconds",
+    "drain_grace_seconds",
+    type=bounded(bounds.DRAIN_GRACE_S),
+    default=10,
+    envvar="PINBENCH_DRAIN_GRACE_S",
+    show_envvar=True,
+    help=(
+        "After a drain's runs ended: keep answering for up to this long, until the "
+        "clients that were waiting on them have read how they ended. 0: stop at once."
+    ),
+)
+@click.option(
     "--auth-failures",
     "auth_failures",
     type=bounded(bounds.AUTH_FAILURES),
@@ -289,6 +301,7 @@ def serve(
     price_per_hour: float | None = None,
     runs_per_user: int = 8,
     drain_seconds: int = 30,
+    drain_grace_seconds: int = 10,
     auth_failures: int = 20,
     log_level: str = "info",
     log_format: str = "text",
@@ -372,6 +385,7 @@ def serve(
         warm=warm,
         runs_per_user=runs_per_user,
         drain_s=drain_seconds,
+        drain_grace_s=drain_grace_seconds,
         auth_failures=auth_failures,
         log_level=log_level,
         log_format=log_format,

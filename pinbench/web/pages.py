@@ -27,7 +27,8 @@ from pinbench.api.deps import (
     principal_for,
     provide_principal,
 )
-from pinbench.api.problems import ApiNotFound, TryLater, http_detail, status_of
+from pinbench.api.observe import DRAINING, note_refused
+from pinbench.api.problems import ApiNotFound, Draining, http_detail, retry_after_s, status_of
 from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
 from pinbench.db.models import Lockfile as LockfileRow
@@ -78,6 +79,8 @@ def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Errors on UI pages as a page: the message and status the API would give."""
     if isinstance(exc, PinbenchError):
         status, message = status_of(exc), str(exc)
+        if isinstance(exc, Draining):  # expected while the server stops (api/observe.py)
+            note_refused(request.scope.setdefault("state", {}), DRAINING)
     elif isinstance(exc, HTTPException):
         status, message = exc.status_code, http_detail(exc)[0]
     else:
@@ -85,8 +88,9 @@ def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
         status, message = 500, "the server failed unexpectedly; the error is in its log"
     login = isinstance(exc, AuthError)
     page = _page("error", status, message=message, status=status, login=login, principal=None)
-    if isinstance(exc, TryLater):  # as the API says it (problems.py): when to ask again
-        page.headers["Retry-After"] = str(exc.retry_after_s)
+    wait = retry_after_s(exc) if isinstance(exc, PinbenchError) else None
+    if wait is not None:  # as the API says it (problems.py): when to ask again
+        page.headers["Retry-After"] = str(wait)
     return page
 
 
