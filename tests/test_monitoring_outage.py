@@ -101,7 +101,7 @@ def test_a_database_that_hangs_is_not_ready_within_the_probes_timeout(tmp_path: 
         reader = {"Authorization": f"Bearer {tokens['reader']}"}
         with serve_process(home, pg.url) as (url, _proc), httpx.Client(base_url=url) as c:
             assert c.get("/api/v1/ready").status_code == 200
-            assert _database_up(c.get("/metrics", headers=reader)) == 1
+            assert _database_up(c.get("/metrics", headers=reader, timeout=30)) == 1
             stopped = pg.processes()
             for pid in stopped:
                 os.kill(pid, signal.SIGSTOP)
