@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -124,8 +125,8 @@ def test_sigterm_drains_the_running_run_refuses_new_ones_and_exits(
         assert refused.status_code == 503, refused.text
         assert "stopping (draining" in refused.json()["detail"]
         assert int(refused.headers["retry-after"]) > 0
-        info = wait_for_status(c, queued, ("interrupted",), 30)
-        assert info["error"] == DRAINED
+        drained = wait_for_status(c, queued, ("interrupted",), 30)
+        assert drained["error"] == DRAINED
         assert c.get(f"/api/v1/runs/{running}").json()["status"] == "running"
         ready = c.get("/api/v1/ready")  # a load balancer sends it nothing more
         assert ready.status_code == 503
@@ -137,6 +138,7 @@ def test_sigterm_drains_the_running_run_refuses_new_ones_and_exits(
             assert time.monotonic() < deadline, "the run did not finish"
             time.sleep(0.2)
         time.sleep(1.0)  # the server used to be gone by now
+        info: dict[str, Any] | None
         try:  # as the waiting client polls
             info = c.get(f"/api/v1/runs/{running}").json()
         except httpx.ConnectError:
