@@ -23,6 +23,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, Protocol
 
+from pinbench.api.watchers import Watchers
+
 log = logging.getLogger("pinbench.api.drain")
 DRAIN_S = 30
 """On SIGTERM, how long running runs may take to finish (``serve --drain-seconds``)."""
@@ -40,7 +42,8 @@ class Drainable(Protocol):
 
     def stop_running(self) -> None: ...
 
-    def wait_told(self, timeout_s: float) -> int: ...
+    @property
+    def watchers(self) -> Watchers: ...
 
 
 def install(pool: Drainable, drain_s: float, grace_s: float = GRACE_S) -> None:
@@ -82,7 +85,7 @@ def _drain(pool: Drainable, drain_s: float, grace_s: float, after: Handler, sign
         else:
             log.warning("runs still running after %.0f s: stopping them (interrupted)", drain_s)
             pool.stop_running()
-        untold = pool.wait_told(grace_s)
+        untold = pool.watchers.wait_told(grace_s)
         if untold:
             log.warning(
                 "%d client(s) waiting on a run did not read how it ended within %.0f s",

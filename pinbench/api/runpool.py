@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
     from pinbench.evaluator.warm import WarmPool
 
-from pinbench.api.run_placement import Cluster, NoCluster, submitter
+from pinbench.api.run_placement import Cluster, NoCluster, other_systems, submitter, systems_of
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
@@ -97,7 +97,7 @@ class RunPool:
         self._stops: dict[str, Stop] = {}
         """Runs running here: how to stop each."""
         self.watchers = Watchers()
-        """Runs held here that a client waits on (``saw``): a drain lets them read the end."""
+        """Runs a client waits on: a drain lets them read how the ones held here ended."""
         self.instance = instances.register(ws, lease_s=self.lease.lease_s)
         heartbeat.sweep(ws, STOPPED)
         self._closing = threading.Event()
@@ -168,9 +168,7 @@ class RunPool:
         system meeting the lockfile's placement); their ids. Nothing is queued unless every
         named system meets it."""
         from pinbench.cluster.dispatch import OnSystem
-        from pinbench.cluster.placement import Candidate, choose_for
-        from pinbench.cluster.ray_agent import cluster_systems
-        from pinbench.cluster.systems import record
+        from pinbench.cluster.placement import choose_for
 
         cluster = self.cluster
         if cluster is None:
@@ -178,13 +176,7 @@ class RunPool:
         if runner != "auto":
             check_server_runner(runner, self.runners)
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
-        candidates = []
-        for found in cluster_systems(cluster.address, self._facts):
-            key = (found.name, found.node_id or "")
-            if found.facts is not None and key not in self._facts:
-                record(self.ws, found.name, found.facts, found.node_id)
-                self._facts[key] = found.facts
-            candidates.append(Candidate(found.name, found.facts or {}, found.alive))
+        candidates = systems_of(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]
         self._take(ids, user)
@@ -271,21 +263,10 @@ class RunPool:
         """Queue the next attempt of run ``lost`` on a system not ``tried``; None: none left."""
         from dataclasses import replace
 
-        from pinbench.cluster.placement import Candidate, choose_for
-        from pinbench.cluster.ray_agent import cluster_systems
-
         if self._closing.is_set() or self.draining.is_set():
             return None
-        try:
-            found = cluster_systems(on.address)
-            candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
-            meets = choose_for(lock.body, candidates, None)
-            left = [s for s in meets if s not in tried and (named is None or s in named)]
-        except PinbenchError as exc:
-            log.info("run %s: no retry: %s", lost[:8], exc)
-            return None
+        left = other_systems(on.address, lock, lost, tried, named)
         if not left:
-            log.info("run %s: no other system meets it: no retry", lost[:8])
             return None
         run_id = str(uuid.uuid4())
         user = submitter(self.ws, lost)
@@ -367,20 +348,10 @@ class RunPool:
         with self._lock:
             return len(self._mine) - len(self._stops), len(self._stops)
 
-    def saw(self, run_id: str, status: str) -> None:
-        """A client read run ``run_id``'s status (``GET /api/v1/runs/ID``): one held here
-        read unfinished is watched, and a drain waits until it is read finished."""
-        finished = status not in ("queued", "running")
-        if not finished:
-            with self._lock:
-                if run_id not in self._mine:
-                    return
-        self.watchers.saw(run_id, finished=finished)
-
     def drain(self) -> int:
         """Take no new run and start none of those queued (each is marked interrupted, its
         caller told to submit it again); the running ones go on. The runs held here that a
-        client waits on are awaited (``wait_told``). How many were marked."""
+        client waits on are awaited (``watchers``). How many were marked."""
         with self._lock:
             self.draining.set()
             waiting = [run_id for run_id in self._mine if run_id not in self._stops]
@@ -391,11 +362,6 @@ class RunPool:
         """Wait until no run runs here (True), or ``timeout_s`` passed (False)."""
         with self._ended:
             return self._ended.wait_for(lambda: not self._stops, timeout=timeout_s)
-
-    def wait_told(self, timeout_s: float) -> int:
-        """After a drain: wait until every client waiting on a run held here at SIGTERM has
-        read how it ended, at most ``timeout_s``; how many had not."""
-        return self.watchers.wait_told(timeout_s)
 
     def stop_running(self) -> None:
         """Ask each running run to stop (recorded ``interrupted``: the server stopped) and

@@ -4,10 +4,9 @@ their runs ended (or ``drain_grace_s`` has passed).
 A client waiting on a run (``pinbench run``, ``Remote.wait``) polls ``GET /api/v1/runs/ID``
 until the run is finished. A draining server used to stop the moment its last run was
 recorded, so the client found no server and gave up ("cannot reach it", exit 3) on a run
-that had succeeded. Now each run held here whose status was read while it was unfinished is
-watched; at SIGTERM the watched runs held here are awaited, and the server stops once each
-has been read finished (or the grace is over). A run nobody read while it ran is not waited
-for.
+that had succeeded. Now each run whose status was read while it was unfinished is watched;
+at SIGTERM the watched runs held here are awaited, and the server stops once each has been
+read finished (or the grace is over). A run nobody read while it ran is not waited for.
 """
 
 from __future__ import annotations
@@ -22,7 +21,8 @@ MAX_WATCHED: Final = 4096
 
 
 class Watchers:
-    """Runs whose unfinished status a client read here; thread-safe."""
+    """Runs whose unfinished status a client read here (this server's or not: ``expect``
+    keeps those held here); thread-safe."""
 
     def __init__(self, max_watched: int = MAX_WATCHED) -> None:
         self.max_watched = max_watched
@@ -34,7 +34,7 @@ class Watchers:
         """At the drain: the watched runs held here, until each is read finished."""
 
     def saw(self, run_id: str, *, finished: bool) -> None:
-        """A client read run ``run_id`` (held here when not ``finished``) with that status."""
+        """A client read run ``run_id``'s status: ``finished`` or not (queued, running)."""
         with self._lock:
             if finished:
                 self._watched.pop(run_id, None)

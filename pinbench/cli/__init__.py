@@ -112,7 +112,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "The whole flow on the built-in catalog: train, publish, resolve, lock, verify, run.",
     ),
     "gc": (
-        "serve",
+        "gc",
         "gc_cmd",
         "Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders) "
         "left by processes that died,...",

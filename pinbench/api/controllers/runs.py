@@ -122,7 +122,8 @@ class RunController(Controller):
     def show(self, hosted: Hosting, pool: RunPool, principal: Principal, run_id: str) -> RunView:
         principal.require("read")
         view = run_view(hosted.run_view(run_id), full=True)
-        pool.saw(view.id, view.status)  # a client waiting on it: a drain lets it read the end
+        finished = view.status not in ("queued", "running")
+        pool.watchers.saw(view.id, finished=finished)  # a drain lets its client read the end
         return view
 
     @delete(
