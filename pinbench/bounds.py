@@ -168,6 +168,7 @@ RETRY_S = between(0, 3600, "an hour of a server away (a restart takes seconds); 
 
 RUNS_PER_USER = between(1, 100_000, "as long as any run queue a server keeps")
 DRAIN_S = between(0, 86_400, "24 h, the longest run; 0 stops at once")
+DRAIN_GRACE_S = between(0, 3600, "an hour for a waiting client to read its run's end; 0 waits not")
 AUTH_FAILURES = between(1, 100_000, "failed authentications per minute; 1 locks out on a typo")
 READY_MIN_FREE_MB = between(0, 1 << 24, "serve --ready-min-free-mb; 2^24 MiB is 16 TiB")
 

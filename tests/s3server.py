@@ -61,56 +61,88 @@ def _weed() -> str:
     return found
 
 
-@contextmanager
-def s3_server(buckets: tuple[str, ...] = ("pinbench",)) -> Iterator[S3Server]:
-    """Start ``weed mini`` on loopback; yield its S3 endpoint once a bucket answers."""
-    import boto3
+class WeedMini:
+    """A ``weed mini`` on loopback whose data stays in ``root``: a test may ``stop`` it (an
+    object store gone) and ``start`` it again, on the same ports with the same data."""
 
-    root = Path(tempfile.mkdtemp(prefix="pb-weed-", dir="/tmp"))
-    ports = {
-        name: free_port()
-        for name in ("master", "volume", "filer", "s3", "webdav", "admin", "debug", "metrics")
-    }
-    args = [
-        _weed(), "mini", f"-dir={root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-        f"-master.port={ports['master']}", f"-volume.port={ports['volume']}",
-        f"-filer.port={ports['filer']}", f"-s3.port={ports['s3']}",
-        f"-webdav.port={ports['webdav']}", "-webdav=false",
-        f"-admin.port={ports['admin']}", "-admin.ui=false",
-        f"-debug.port={ports['debug']}", f"-metricsPort={ports['metrics']}",
-        "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
-        f"-bucket={','.join(buckets)}",
-    ]  # fmt: skip
-    (root / "data").mkdir()
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET}
-    log = (root / "weed.log").open("wb")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env)
-    endpoint = f"http://127.0.0.1:{ports['s3']}"
-    client = boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=KEY_ID,
-        aws_secret_access_key=SECRET, region_name="us-east-1",
-    )  # fmt: skip
-    try:
+    def __init__(self, root: Path, buckets: tuple[str, ...]) -> None:
+        self.root = root
+        self.buckets = buckets
+        self.ports = {
+            name: free_port()
+            for name in ("master", "volume", "filer", "s3", "webdav", "admin", "debug", "metrics")
+        }
+        self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        (root / "data").mkdir(exist_ok=True)
+
+    def start(self) -> None:
+        """Start it; return once its first bucket answers (90 s at most)."""
+        import boto3
+
+        ports = self.ports
+        args = [
+            _weed(), "mini", f"-dir={self.root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            f"-master.port={ports['master']}", f"-volume.port={ports['volume']}",
+            f"-filer.port={ports['filer']}", f"-s3.port={ports['s3']}",
+            f"-webdav.port={ports['webdav']}", "-webdav=false",
+            f"-admin.port={ports['admin']}", "-admin.ui=false",
+            f"-debug.port={ports['debug']}", f"-metricsPort={ports['metrics']}",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
+            f"-bucket={','.join(self.buckets)}",
+        ]  # fmt: skip
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET}
+        with (self.root / "weed.log").open("ab") as log:
+            self.proc = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, cwd=self.root, env=env
+            )
+        client = boto3.client(
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=KEY_ID,
+            aws_secret_access_key=SECRET, region_name="us-east-1",
+        )  # fmt: skip
         deadline = time.monotonic() + 90
         while True:
             try:
-                client.head_bucket(Bucket=buckets[0])
-                break
+                client.head_bucket(Bucket=self.buckets[0])
+                return
             except Exception:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    tail = (root / "weed.log").read_text(errors="replace")[-3000:]
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    tail = (self.root / "weed.log").read_text(errors="replace")[-3000:]
                     raise RuntimeError(f"weed mini did not start:\n{tail}") from None
                 time.sleep(0.3)
-        yield S3Server(endpoint, KEY_ID, SECRET)
-    finally:
-        proc.terminate()
+
+    def stop(self) -> None:
+        """Stop it (SIGTERM, SIGKILL after 20 s): its S3 port refuses connections."""
+        if self.proc is None:
+            return
+        self.proc.terminate()
         try:
-            proc.wait(timeout=20)
+            self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+
+@contextmanager
+def weed_mini(buckets: tuple[str, ...] = ("pinbench",)) -> Iterator[tuple[S3Server, WeedMini]]:
+    """Start ``weed mini`` on loopback; yield its S3 endpoint once a bucket answers, and the
+    process's handle (``WeedMini.stop``, ``start``); stop it and remove its data after."""
+    root = Path(tempfile.mkdtemp(prefix="pb-weed-", dir="/tmp"))
+    weed = WeedMini(root, buckets)
+    try:
+        weed.start()
+        yield S3Server(weed.endpoint, KEY_ID, SECRET), weed
+    finally:
+        weed.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def s3_server(buckets: tuple[str, ...] = ("pinbench",)) -> Iterator[S3Server]:
+    """Start ``weed mini`` on loopback; yield its S3 endpoint once a bucket answers."""
+    with weed_mini(buckets) as (server, _weed):
+        yield server
 
 
 def s3_settings(

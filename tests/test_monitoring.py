@@ -67,6 +67,7 @@ def test_health_is_liveness_and_ready_checks_each_thing_serving_needs(server: Se
         "status": "ready",
         "checks": [
             {"name": "database", "ok": True, "cause": None},
+            {"name": "database_file", "ok": True, "cause": None},
             {"name": "blob_store", "ok": True, "cause": None},
             {"name": "free_space", "ok": True, "cause": None},
         ],

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from pinbench.api import heartbeat
-from pinbench.api.runpool import NOT_STARTED, STOPPED
+from pinbench.api.outage import NOT_STARTED, STOPPED
 from pinbench.artifacts.digest import Digest
 from pinbench.db import pending
 from pinbench.db.errors import DatabaseUnavailable

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pinbench.api.runpool import STOPPED
+from pinbench.api.outage import STOPPED
 from pinbench.artifacts.scratch import KINDS
 from pinbench.evaluator.instances import LEASE_ENV
 from tests.apiserver import seed_home, serve_process, wait_for_status

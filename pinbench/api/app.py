@@ -53,12 +53,15 @@ from pinbench.api.deps import (
 from pinbench.api.docs_page import SwaggerPage
 from pinbench.api.headers import add_security_headers
 from pinbench.api.hosts import AllowedHosts, HostCheck
+from pinbench.api.metrics_auth import ScrapeTokens
 from pinbench.api.observe import RequestStats
-from pinbench.api.probes import BlobScan, OneAtATime, metrics, ready
+from pinbench.api.probes import BlobScan, metrics, ready
+from pinbench.api.readiness import OneAtATime
 from pinbench.api.run_placement import Cluster
 from pinbench.api.runpool import RunPool
 from pinbench.api.throttle import WINDOW_S, AuthThrottle
 from pinbench.db import schema
+from pinbench.db.identity import OpenedFile
 from pinbench.errors import PinbenchError, UserError
 from pinbench.reports.render import STATIC as SHARED_STATIC
 from pinbench.reports.render import templates
@@ -126,6 +129,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         with ws.transaction():
             pass  # refuse to start on a database whose schema is not current
+        app.state.db_file = OpenedFile.of(ws.engine)  # SQLite: readiness checks it stays
         build_decoders()
         from pinbench.api.changes import changes_for
 
@@ -140,7 +144,8 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             warm=settings.warm,
             runs_per_user=settings.runs_per_user,
         )
-        drain.install(app.state.pool, settings.drain_s)  # SIGTERM: finish runs, then stop
+        # SIGTERM: finish runs, let their waiting clients read how they ended, then stop
+        drain.install(app.state.pool, settings.drain_s, settings.drain_grace_s)
         writer = None
         if settings.metrics_folder is not None:  # --workers N: /metrics sums every worker's
             from pinbench.api.probes import own_numbers
@@ -219,6 +224,9 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
                 "blob_scan": BlobScan(),
                 "db_ready": OneAtATime(),
                 "db_scrape": OneAtATime(),
+                "s3_ready": OneAtATime(),
+                "scrape_tokens": ScrapeTokens(),
+                "db_file": None,
                 "throttle": AuthThrottle(failures=settings.auth_failures, window_s=WINDOW_S),
             }
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ from litestar.datastructures import State
 
 from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
 from pinbench.api.cache import ReadCache
-from pinbench.api.drain import DRAIN_S
+from pinbench.api.drain import DRAIN_S, GRACE_S
 from pinbench.api.fairshare import RUNS_PER_USER
 from pinbench.api.hosts import LOOPBACK
 from pinbench.api.logs import event
@@ -55,6 +55,9 @@ class ServerSettings:
     """Runs one user may have queued or running in a server process (``--runs-per-user``)."""
     drain_s: int = DRAIN_S
     """On SIGTERM, how long running runs may take to finish (``--drain-seconds``)."""
+    drain_grace_s: int = GRACE_S
+    """Then, how long their waiting clients may take to read how they ended
+    (``--drain-grace-seconds``)."""
     log_level: str = "info"
     """``serve --log-level``: debug, info, warning or error (``pinbench.api.logs``)."""
     log_format: str = "text"
@@ -137,15 +140,20 @@ async def principal_for(state: State, token: str | None, address: str | None) ->
     )
 
 
+Runner = Callable[[Callable[[], Principal]], Awaitable[Principal]]
+"""How a blocking lookup is run off the event loop (default: a worker thread of anyio's)."""
+
+
 async def looked_up(
     state: State,
     address: str | None,
     key_id: str | None,
     lookup: Callable[[Session], Principal],
+    runner: Runner | None = None,
 ) -> Principal:
-    """The principal ``lookup`` finds in one transaction (in a worker thread), its failures
-    counted against ``address`` and ``key_id`` (a token's or a UI session's id), with the read
-    scope added when reads are public."""
+    """The principal ``lookup`` finds in one transaction (in a worker thread, or through
+    ``runner``), its failures counted against ``address`` and ``key_id`` (a token's or a UI
+    session's id), with the read scope added when reads are public."""
     settings: ServerSettings = state.settings
     ws: Workspace = state.ws
     throttle: AuthThrottle = state.throttle
@@ -157,7 +165,7 @@ async def looked_up(
             return lookup(session)
 
     try:
-        principal: Principal = await anyio.to_thread.run_sync(run)
+        principal: Principal = await (runner or anyio.to_thread.run_sync)(run)
     except AuthError as exc:
         throttle.failed(keys, str(exc))  # logged there: the address, the token's id
         raise

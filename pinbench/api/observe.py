@@ -8,6 +8,11 @@ token's secret), and hands it to
 ``RequestStats`` (the ``/metrics`` counters and latency histograms) and to the access log
 (``pinbench.api.access``; the probes ``/api/v1/health``, ``/api/v1/ready`` and ``/metrics`` at
 DEBUG, the rest at INFO).
+
+A request the server refused because it is draining (``note_refused``: a run submitted after
+SIGTERM, readiness saying so) is expected, not an error: it is counted in
+``pinbench_http_refused_total`` by its reason, not in ``pinbench_http_requests_total``, whose
+5xx the documented alert watches.
 """
 
 from __future__ import annotations
@@ -36,12 +41,21 @@ UNMATCHED: Final = "unmatched"
 PROBES: Final = frozenset({"/api/v1/health", "/api/v1/ready", "/metrics"})
 _USER: Final = "pinbench.user"
 """Where ``note_user`` leaves the caller's name in the request's scope state."""
+_REFUSED: Final = "pinbench.refused"
+"""Where ``note_refused`` leaves why the server refused a request it expected to refuse."""
+DRAINING: Final = "draining"
 
 
 def note_user(state: dict[str, Any], user: str | None, token_id: str | None) -> None:
     """Remember the authenticated caller of this request and the id of the token it used
     (``scope["state"]``) for its access log line."""
     state[_USER] = (user, token_id)
+
+
+def note_refused(state: dict[str, Any], reason: str) -> None:
+    """This request's answer is an expected refusal (``DRAINING``), not an error: count it
+    apart (``scope["state"]``)."""
+    state[_REFUSED] = reason
 
 
 def label(value: str) -> str:
@@ -58,11 +72,21 @@ class RequestStats:
         self._counts: dict[tuple[str, str, int], int] = {}
         self._hist: dict[tuple[str, str], list[float]] = {}
         """Per (method, route): a count per bucket (not cumulative), then +Inf, sum, count."""
+        self._refused: dict[tuple[str, str, str], int] = {}
+        """Expected refusals by method, route and reason (``note_refused``)."""
 
-    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+    def observe(
+        self, method: str, route: str, status: int, seconds: float, refused: str | None = None
+    ) -> None:
+        """Count a request answered with ``status``, or, when ``refused`` names why, as an
+        expected refusal; its latency either way."""
         with self._lock:
-            key = (method, route, status)
-            self._counts[key] = self._counts.get(key, 0) + 1
+            if refused is None:
+                key = (method, route, status)
+                self._counts[key] = self._counts.get(key, 0) + 1
+            else:
+                why = (method, route, refused)
+                self._refused[why] = self._refused.get(why, 0) + 1
             hist = self._hist.setdefault((method, route), [0.0] * (len(BUCKETS_S) + 3))
             slot = next((i for i, b in enumerate(BUCKETS_S) if seconds <= b), len(BUCKETS_S))
             hist[slot] += 1
@@ -75,6 +99,7 @@ class RequestStats:
             return {
                 "counts": [[m, r, st, n] for (m, r, st), n in self._counts.items()],
                 "hist": [[m, r, list(v)] for (m, r), v in self._hist.items()],
+                "refused": [[m, r, why, n] for (m, r, why), n in self._refused.items()],
             }
 
     def lines(self) -> list[str]:
@@ -86,12 +111,16 @@ def render(snapshots: list[dict[str, Any]]) -> list[str]:
     """The Prometheus text of the counters and histograms of ``snapshots`` summed (the
     workers of one server)."""
     counts: dict[tuple[str, str, int], int] = {}
+    refused: dict[tuple[str, str, str], int] = {}
     hists: dict[tuple[str, str], list[float]] = {}
     width = len(BUCKETS_S) + 3
     for snap in snapshots:
         for method, route, status, n in snap.get("counts", []):
             key = (str(method), str(route), int(status))
             counts[key] = counts.get(key, 0) + int(n)
+        for method, route, why, n in snap.get("refused", []):
+            reason = (str(method), str(route), str(why))
+            refused[reason] = refused.get(reason, 0) + int(n)
         for method, route, values in snap.get("hist", []):
             if len(values) != width:
                 continue  # written by another version's bucket layout
@@ -107,6 +136,16 @@ def render(snapshots: list[dict[str, Any]]) -> list[str]:
         out.append(
             f'pinbench_http_requests_total{{method="{method}",route="{label(route)}",'
             f'status="{status}"}} {n}'
+        )
+    out += [
+        "# HELP pinbench_http_refused_total HTTP requests refused as expected (by a draining "
+        "server), by method, route template and reason; not in pinbench_http_requests_total.",
+        "# TYPE pinbench_http_refused_total counter",
+    ]
+    for (method, route, why), n in sorted(refused.items()):
+        out.append(
+            f'pinbench_http_refused_total{{method="{method}",route="{label(route)}",'
+            f'reason="{label(why)}"}} {n}'
         )
     name = "pinbench_http_request_duration_seconds"
     out += [
@@ -152,7 +191,8 @@ class Observe:
             seconds = time.perf_counter() - start
             method = scope["method"] if scope["method"] in METHODS else "OTHER"
             route = scope.get("path_template") or UNMATCHED
-            self.stats.observe(method, route, status, seconds)
+            refused = state.get(_REFUSED)
+            self.stats.observe(method, route, status, seconds, refused)
             client = scope.get("client")
             caller = state.get(_USER) or (None, None)
             event(
@@ -167,4 +207,5 @@ class Observe:
                 user=caller[0],
                 token_id=caller[1],
                 client=client[0] if client else None,
+                **({"refused": refused} if refused else {}),
             )

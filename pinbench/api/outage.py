@@ -20,6 +20,12 @@ log = logging.getLogger("pinbench.api.runs")
 LATER = "the next server to start marks them, once this one's lease has run out"
 
 
+STOPPED = "the server stopped before this run finished"
+NOT_STARTED = "the server stopped before this run started: submit it again"
+DRAINED = "the server was stopping (SIGTERM) before this run started: submit it again"
+"""The reasons a stopping server marks its runs ``interrupted`` with."""
+
+
 def begin(ws: Workspace, run_id: str, *, give_up: Callable[[], bool]) -> bool:
     """Move a queued run to ``running`` (``instances.begin``), waiting while the database is
     away; False when it was cancelled, or ``give_up()`` ended the wait (it stays queued)."""

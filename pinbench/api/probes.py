@@ -3,15 +3,14 @@ Prometheus ask a server.
 
 Liveness (``/api/v1/health``, in ``app``) only says the process answers. Readiness checks what
 serving needs: the database answers ``SELECT 1`` within ``DB_TIMEOUT_S``, the blob store takes
-a file (written and removed in its scratch), and its disk has ``ready_min_free_mb`` free. A
-failed check answers 503 naming each check and its cause; causes name no host, path or
-credential (the full error goes to the server's log), so the probe can stay open to anyone.
+a file (written and removed in its scratch), and its disk has ``ready_min_free_mb`` free; on
+S3 the bucket answers, on SQLite the file is still the one opened (``readiness``). A failed
+check answers 503 naming each check and its cause; causes name no host, path or credential
+(the full error goes to the server's log), so the probe can stay open to anyone.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import errno
 import logging
 import os
@@ -19,19 +18,27 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.to_thread
 import msgspec
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from sqlalchemy import func, select, text
 
-from pinbench.accounts import Principal
 from pinbench.api.deps import ServerSettings
+from pinbench.api.metrics_auth import metrics_principal
+from pinbench.api.observe import DRAINING, note_refused
+from pinbench.api.readiness import (
+    Checked,
+    OneAtATime,
+    database_file_check,
+    object_store_check,
+)
+from pinbench.artifacts.s3store import S3BlobStore
 from pinbench.db.models import Run
 
 if TYPE_CHECKING:
@@ -39,10 +46,10 @@ if TYPE_CHECKING:
 
     from pinbench.api.observe import RequestStats
     from pinbench.api.runpool import RunPool
+    from pinbench.db.identity import OpenedFile
     from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.api.probes")
-T = TypeVar("T")
 
 DB_TIMEOUT_S: Final = 2.0
 """How long readiness (and a scrape's count of runs) waits for the database."""
@@ -53,59 +60,10 @@ METRICS_TYPE: Final = "text/plain; version=0.0.4"
 """Prometheus text format; Litestar adds ``charset=utf-8``."""
 
 
-class Checked(msgspec.Struct, frozen=True):
-    name: str
-    ok: bool
-    cause: str | None = None
-
-
 class Readiness(msgspec.Struct, frozen=True):
     status: str
     """``ready`` or ``not ready``."""
     checks: list[Checked]
-
-
-class OneAtATime:
-    """Runs a blocking database call in a thread of its own and waits for it at most a given
-    time; while one call is still in flight (a hung connection) the next is refused at once,
-    so probes and scrapes never pile threads up behind a database that does not answer."""
-
-    def __init__(self) -> None:
-        self._busy = threading.Lock()
-
-    async def call(self, fn: Callable[[], T], timeout_s: float) -> T:
-        """``fn()``'s result or exception; TimeoutError when it takes longer than
-        ``timeout_s`` or an earlier call is still in flight."""
-        if not self._busy.acquire(blocking=False):
-            raise TimeoutError(f"an earlier call still waits (> {timeout_s} s)")
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[T] = loop.create_future()
-
-        def settle(value: T | None, exc: BaseException | None) -> None:
-            if answer.done():  # the caller gave up waiting
-                return
-            if exc is not None:
-                answer.set_exception(exc)
-            else:
-                answer.set_result(value)  # type: ignore[arg-type]
-
-        def work() -> None:
-            value: T | None = None
-            error: BaseException | None = None
-            try:
-                value = fn()
-            except BaseException as exc:
-                error = exc
-            finally:
-                self._busy.release()
-            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
-                loop.call_soon_threadsafe(settle, value, error)
-
-        threading.Thread(target=work, name="pinbench-probe", daemon=True).start()
-        try:
-            return await asyncio.wait_for(answer, timeout_s)
-        except TimeoutError:
-            raise TimeoutError(f"no answer within {timeout_s} s") from None
 
 
 def _select_one(ws: Workspace) -> None:
@@ -158,22 +116,29 @@ def free_space_check(ws: Workspace, min_free_mb: int) -> Checked:
     operation_id="ready",
     summary="Readiness: the database answers, the blob store is writable, its disk has room",
     description="200 when every check passes, else 503; the body names each check and, when "
-    "it failed, its cause. Open to anyone: it names no host, path or credential.",
+    "it failed, its cause: the database, the blob store's scratch, free space; on S3 the "
+    "bucket (object_store), on SQLite its file (database_file). Open to anyone: it names no "
+    "host, path or credential.",
     security=[],
     responses={503: ResponseSpec(Readiness, description="Not ready: a check failed")},
 )
-async def ready(state: State) -> Response[Readiness]:
+async def ready(state: State, request: Request[Any, Any, Any]) -> Response[Readiness]:
     ws: Workspace = state.ws
     settings: ServerSettings = state.settings
-    checks = [
-        await database_check(ws, state.db_ready),
-        await anyio.to_thread.run_sync(blob_store_check, ws),
-        await anyio.to_thread.run_sync(free_space_check, ws, settings.ready_min_free_mb),
-    ]
+    checks = [await database_check(ws, state.db_ready)]
+    opened: OpenedFile | None = state.db_file
+    if opened is not None:  # SQLite: still the file this server opened
+        checks.append(await database_file_check(opened))
+    checks.append(await anyio.to_thread.run_sync(blob_store_check, ws))
+    if isinstance(ws.store, S3BlobStore):  # the bucket holds the blobs: does it answer?
+        checks.append(await object_store_check(ws.store.bucket, state.s3_ready))
+    checks.append(await anyio.to_thread.run_sync(free_space_check, ws, settings.ready_min_free_mb))
     pool: RunPool = state.pool
     if pool.draining.is_set():  # SIGTERM: it finishes its runs and takes no new one
         checks.append(Checked("runs", False, "draining: the server is stopping"))
     ok = all(c.ok for c in checks)
+    if [c.name for c in checks if not c.ok] == ["runs"]:  # draining alone: expected, no error
+        note_refused(request.scope.setdefault("state", {}), DRAINING)
     body = Readiness(status="ready" if ok else "not ready", checks=checks)
     return Response(body, status_code=200 if ok else 503)
 
@@ -239,10 +204,13 @@ def _gauge(name: str, help_text: str, values: list[tuple[str, float]]) -> list[s
     summary="Prometheus metrics (text exposition format 0.0.4)",
     description="Needs the `read` scope (which every caller has when reads are public). "
     "Requests by route template and status, latency histograms, the run queue, runs by "
-    "status, the blob store's size and the database connection pool.",
+    "status, the blob store's size and the database connection pool. Answered while the "
+    "database is down (pinbench_database_up 0): a token the database accepted for /metrics "
+    "within a day is let in then.",
     media_type=METRICS_TYPE,
 )
-async def metrics(state: State, principal: Principal) -> Response[str]:
+async def metrics(state: State, request: Request[Any, Any, Any]) -> Response[str]:
+    principal = await metrics_principal(request, state)  # the database may be down
     principal.require("read")
     from pinbench.api.observe import render
     from pinbench.api.worker_metrics import Snapshot, alive, read

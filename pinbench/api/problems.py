@@ -2,6 +2,8 @@
 
 A pinbench error keeps the message the CLI prints; its class picks the HTTP status. Anything
 unexpected is a 500 whose body names no internals (the traceback goes to the server's log).
+A dependency that does not answer (the database, the object store) is a 503 with
+``Retry-After``: the request may succeed once it is back.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from pinbench.accounts import AccountNotFound, AuthError, Forbidden
+from pinbench.api.observe import DRAINING, note_refused
+from pinbench.artifacts.objects import ObjectStoreFailure
 from pinbench.artifacts.store import BlobMissing, StoreFull
 from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
@@ -113,8 +117,12 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (QueueFull, 503),
     (StoreFull, 507),
     (DatabaseUnavailable, 503),
+    (ObjectStoreFailure, 503),
     (UserError, 400),
 )
+OUTAGES: tuple[type[PinbenchError], ...] = (DatabaseUnavailable, ObjectStoreFailure)
+"""A dependency of the server's that failed: 503 with ``Retry-After: OUTAGE_RETRY_S``."""
+OUTAGE_RETRY_S = 5
 
 
 def status_of(exc: PinbenchError) -> int:
@@ -122,6 +130,16 @@ def status_of(exc: PinbenchError) -> int:
         if isinstance(exc, cls):
             return status
     return 500
+
+
+def retry_after_s(exc: PinbenchError) -> int | None:
+    """When to ask again (``Retry-After``, seconds): a refusal's own time, ``OUTAGE_RETRY_S``
+    for an outage; None when asking again would not help."""
+    if isinstance(exc, TryLater):
+        return exc.retry_after_s
+    if isinstance(exc, OUTAGES):
+        return OUTAGE_RETRY_S
+    return None
 
 
 def problem(
@@ -141,11 +159,15 @@ def problem(
 
 def on_pinbench_error(request: Request[Any, Any, Any], exc: PinbenchError) -> Response[bytes]:
     status = status_of(exc)
-    if status >= 500:
+    if isinstance(exc, Draining):  # expected while a server stops: not an error, not a 5xx
+        note_refused(request.scope.setdefault("state", {}), DRAINING)
+        log.info("%s %s refused: %s", request.method, request.url.path, exc)
+    elif status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
     headers = {"WWW-Authenticate": 'Bearer realm="pinbench"'} if status == 401 else None
-    if isinstance(exc, TryLater):
-        headers = {"Retry-After": str(exc.retry_after_s)}
+    wait = retry_after_s(exc)
+    if wait is not None:
+        headers = {"Retry-After": str(wait)}
     return problem(status, str(exc), headers=headers, error=type(exc).__name__)
 
 

@@ -1,25 +1,48 @@
 """Where the server's runs may go beyond itself: its Ray cluster (``serve --cluster``), refused
-when it has none, the systems a lost run may be retried on, and whose a run is (a retry is
-its submitter's to cancel too)."""
+when it has none, its systems (those a run may go to, those a lost run may be retried on),
+and whose a run is (a retry is its submitter's to cancel too)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import PinbenchError, UserError
-from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.cluster.placement import Candidate
+    from pinbench.registry.lockfile import Lockfile
 
 log = logging.getLogger("pinbench.api.runs")
 
 
+def systems_of(
+    ws: Workspace, address: str, facts: dict[tuple[str, str], dict[str, Any]]
+) -> list[Candidate]:
+    """The cluster's systems as placement candidates; each system's facts (by name and Ray
+    node id) recorded the first time they are seen, and kept in ``facts``."""
+    from pinbench.cluster.placement import Candidate
+    from pinbench.cluster.ray_agent import cluster_systems
+    from pinbench.cluster.systems import record
+
+    candidates = []
+    for found in cluster_systems(address, facts):
+        key = (found.name, found.node_id or "")
+        if found.facts is not None and key not in facts:
+            record(ws, found.name, found.facts, found.node_id)
+            facts[key] = found.facts
+        candidates.append(Candidate(found.name, found.facts or {}, found.alive))
+    return candidates
+
+
 def other_systems(
-    lost: str, lock: Lockfile, address: str, tried: list[str], named: list[str] | None
+    address: str, lock: Lockfile, lost: str, tried: list[str], named: list[str] | None
 ) -> list[str]:
-    """The live systems of the cluster at ``address`` that meet the lockfile, but those
-    ``tried`` (and only those ``named``, when the caller named systems): where run ``lost``
-    may be retried. None found, or the cluster not answering, is said in the log."""
+    """The live systems a lost run ``lost`` may be retried on: they meet its placement, were
+    not ``tried``, and are among ``named`` when its caller named systems (each reason for
+    none is logged)."""
     from pinbench.cluster.placement import Candidate, choose_for
     from pinbench.cluster.ray_agent import cluster_systems
 

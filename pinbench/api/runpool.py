@@ -3,13 +3,13 @@
 A submitted run is recorded ``queued`` at once (so its status can be asked for), then run by
 a worker with ``run_lockfile``, which records the outcome. When the queue is full a submit is
 refused (HTTP 503). Runs still queued or running when the server stops are marked
-``interrupted``, each with its reason (it had not started, or had not finished). While the
-database is away, runs wait for it (``api/outage.py``, decision 190).
+``interrupted`` with their reasons; while the database is away they wait (decision 190).
 
 Each pool is a server instance with a heartbeat (``api/heartbeat.py``): it touches only its
 own runs, and those of servers whose lease expired. Runs wait in a fair queue (round robin
 across users, ``api/fairshare.py``), at most ``runs_per_user`` of each user; ``drain``
-(SIGTERM, ``api/drain.py``) takes no new run and lets the running ones finish.
+(SIGTERM, ``api/drain.py``) takes no new run and lets the running ones finish, and the server
+stops once the clients waiting on them have read how they ended (``api/watchers.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.api import heartbeat, outage
 from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
+from pinbench.api.outage import DRAINED, NOT_STARTED, STOPPED
 from pinbench.api.problems import Draining, QueueFull, UserQueueFull
+from pinbench.api.watchers import Watchers
 from pinbench.db import pending
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
@@ -42,12 +44,9 @@ if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
     from pinbench.evaluator.warm import WarmPool
 
-from pinbench.api.run_placement import Cluster, NoCluster, other_systems, submitter
+from pinbench.api.run_placement import Cluster, NoCluster, other_systems, submitter, systems_of
 
 log = logging.getLogger("pinbench.api.runs")
-STOPPED = "the server stopped before this run finished"
-NOT_STARTED = "the server stopped before this run started: submit it again"
-DRAINED = "the server was stopping (SIGTERM) before this run started: submit it again"
 CLOSE_GRACE_S = 30.0
 """How long a stopping server waits for its stopped runs to record themselves."""
 
@@ -98,6 +97,8 @@ class RunPool:
         """A running run's latest progress line (what ``pinbench run`` would print)."""
         self._stops: dict[str, Stop] = {}
         """Runs running here: how to stop each."""
+        self.watchers = Watchers()
+        """Runs a client waits on: a drain lets them read how the ones held here ended."""
         self.instance = instances.register(ws, lease_s=self.lease.lease_s)
         heartbeat.sweep(ws, STOPPED, NOT_STARTED)
         self._closing = threading.Event()
@@ -168,9 +169,7 @@ class RunPool:
         system meeting the lockfile's placement); their ids. Nothing is queued unless every
         named system meets it."""
         from pinbench.cluster.dispatch import OnSystem
-        from pinbench.cluster.placement import Candidate, choose_for
-        from pinbench.cluster.ray_agent import cluster_systems
-        from pinbench.cluster.systems import record
+        from pinbench.cluster.placement import choose_for
 
         cluster = self.cluster
         if cluster is None:
@@ -178,13 +177,7 @@ class RunPool:
         if runner != "auto":
             check_server_runner(runner, self.runners)
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
-        candidates = []
-        for found in cluster_systems(cluster.address, self._facts):
-            key = (found.name, found.node_id or "")
-            if found.facts is not None and key not in self._facts:
-                record(self.ws, found.name, found.facts, found.node_id)
-                self._facts[key] = found.facts
-            candidates.append(Candidate(found.name, found.facts or {}, found.alive))
+        candidates = systems_of(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]
         self._take(ids, user)
@@ -273,7 +266,7 @@ class RunPool:
 
         if self._stopping():
             return None
-        left = other_systems(lost, lock, on.address, tried, named)
+        left = other_systems(on.address, lock, lost, tried, named)
         if not left:
             return None
         run_id = str(uuid.uuid4())
@@ -364,10 +357,12 @@ class RunPool:
 
     def drain(self) -> int:
         """Take no new run and start none of those queued (each is marked interrupted, its
-        caller told to submit it again); the running ones go on. How many were marked."""
+        caller told to submit it again); the running ones go on. The runs held here that a
+        client waits on are awaited (``watchers``). How many were marked."""
         with self._lock:
             self.draining.set()
             waiting = [run_id for run_id in self._mine if run_id not in self._stops]
+            self.watchers.expect(self._mine)
         return outage.mark_drained(self.ws, waiting, DRAINED)
 
     def wait_running(self, timeout_s: float) -> bool:
@@ -375,13 +370,9 @@ class RunPool:
         with self._ended:
             return self._ended.wait_for(lambda: not self._stops, timeout=timeout_s)
 
-    def close(self) -> None:
-        """Stop serving runs: none queued starts; each running one is asked to stop and given
-        ``CLOSE_GRACE_S`` to record itself and remove its scratch (the process may end at
-        once after: uvicorn re-raises the signal that stopped it); the rest are marked
-        interrupted, and the instance retired."""
-        self._closing.set()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    def stop_running(self) -> None:
+        """Ask each running run to stop (recorded ``interrupted``: the server stopped) and
+        give them ``CLOSE_GRACE_S`` to record themselves and remove their scratch."""
         with self._lock:
             stops = list(self._stops.values())
         for stop in stops:  # kill their children; their records say the server stopped
@@ -389,6 +380,15 @@ class RunPool:
         with self._ended:
             if not self._ended.wait_for(lambda: not self._stops, timeout=CLOSE_GRACE_S):
                 log.warning("%d run(s) did not stop within %.0f s", len(self._stops), CLOSE_GRACE_S)
+
+    def close(self) -> None:
+        """Stop serving runs: none queued starts, the running ones are stopped
+        (``stop_running``; the process may end at once after), the rest are marked
+        interrupted with their reasons, and the instance retired."""
+        self._closing.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.stop_running()
+        with self._lock:
             mine, running = set(self._mine), set(self._stops)
         mine -= {k.record.id for k in pending.kept(self.ws)}  # their records wait: kept
         self._quit.set()

@@ -26,6 +26,8 @@ MULTIPART_BYTES = 64 * 1024 * 1024
 CHUNK = 1024 * 1024
 PRESIGNED_S = 900
 """How long a presigned GET URL a server hands out stays valid (15 minutes)."""
+PROBE_S = 1.5
+"""How long a readiness probe's HEAD of the bucket may take to connect, and then to read."""
 
 
 class InvalidBlobsLocation(InvalidValue):
@@ -81,6 +83,15 @@ class Location:
 
 
 @dataclass(frozen=True, slots=True)
+class Probed:
+    """Why a bucket did not answer a probe: ``cause`` names no host, bucket or credential
+    (a public readiness probe may show it), ``full`` is the whole error (for the log)."""
+
+    cause: str
+    full: str
+
+
+@dataclass(frozen=True, slots=True)
 class Listed:
     """An object under the prefix: its key relative to the prefix, size and time."""
 
@@ -111,6 +122,8 @@ class Bucket:
         self.location = location
         self.multipart_bytes = multipart_bytes
         self._bucket_seen = False
+        self._probe_client: Any = None
+        """A client for ``probe`` (made on its first use): one try, short timeouts."""
         # a session of its own: credentials read now, not those boto3's default session cached
         self._client: Any = boto3.session.Session().client(
             "s3",
@@ -164,6 +177,39 @@ class Bucket:
         except BotoCoreError as exc:
             raise self._fail("HEAD of the bucket", exc) from None
         self._bucket_seen = True
+
+    def probe(self) -> Probed | None:
+        """HEAD the bucket once (no retry; ``PROBE_S`` to connect and to read): None when it
+        answers, else what went wrong (a readiness probe's question, asked by one caller at a
+        time)."""
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if self._probe_client is None:
+            self._probe_client = boto3.session.Session().client(
+                "s3",
+                endpoint_url=self.location.endpoint,
+                config=Config(
+                    retries={"max_attempts": 1, "mode": "standard"},
+                    connect_timeout=PROBE_S,
+                    read_timeout=PROBE_S,
+                ),
+            )
+        try:
+            self._probe_client.head_bucket(Bucket=self.location.bucket)
+        except ClientError as exc:
+            status = _status(exc)
+            full = str(self._fail("HEAD of the bucket", exc))
+            if status == 404:
+                return Probed("no such bucket", full)
+            if status == 403:
+                return Probed("access denied (the credentials or the bucket's policy)", full)
+            return Probed(f"it answered HTTP {status}", full)
+        except BotoCoreError as exc:
+            full = str(self._fail("HEAD of the bucket", exc))
+            return Probed(f"unreachable ({type(exc).__name__})", full)
+        return None
 
     def upload(self, source: Path, relative: str) -> None:
         """Upload a file; in parts of ``multipart_bytes`` when it is larger than that."""

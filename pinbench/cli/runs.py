@@ -85,8 +85,8 @@ def runs_list(
     """
     from rich.table import Table
 
+    from pinbench.run_figures import fmt_ns
     from pinbench.run_metrics import headline, kind_label
-    from pinbench.tables import fmt_ns
 
     with registry() as reg:
         rows = [

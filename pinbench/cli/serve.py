@@ -154,6 +154,18 @@ WORKER_HEALTHCHECK_S = 60
     ),
 )
 @click.option(
+    "--drain-grace-seconds",
+    "drain_grace_seconds",
+    type=bounded(bounds.DRAIN_GRACE_S),
+    default=10,
+    envvar="PINBENCH_DRAIN_GRACE_S",
+    show_envvar=True,
+    help=(
+        "After a drain's runs ended: keep answering for up to this long, until the "
+        "clients that were waiting on them have read how they ended. 0: stop at once."
+    ),
+)
+@click.option(
     "--auth-failures",
     "auth_failures",
     type=bounded(bounds.AUTH_FAILURES),
@@ -222,6 +234,7 @@ def serve(
     price_per_hour: float | None = None,
     runs_per_user: int = 8,
     drain_seconds: int = 30,
+    drain_grace_seconds: int = 10,
     auth_failures: int = 20,
     log_level: str = "info",
     log_format: str = "text",
@@ -237,7 +250,7 @@ def serve(
     import uvicorn
 
     from pinbench.api import hosts, logs
-    from pinbench.api.runpool import NOT_STARTED, STOPPED
+    from pinbench.api.outage import NOT_STARTED, STOPPED
     from pinbench.api.server import SETTINGS_ENV, settings_to_env
     from pinbench.energy.price import PRICE_ENV, SOURCE_ENV, parse_price, price_from_env
     from pinbench.evaluator.instances import lease_from_env
@@ -305,6 +318,7 @@ def serve(
         warm=warm,
         runs_per_user=runs_per_user,
         drain_s=drain_seconds,
+        drain_grace_s=drain_grace_seconds,
         auth_failures=auth_failures,
         log_level=log_level,
         log_format=log_format,

@@ -11,7 +11,8 @@ from litestar.exceptions import HTTPException
 from litestar.response import Template
 
 from pinbench.accounts import AuthError
-from pinbench.api.problems import TryLater, http_detail, status_of
+from pinbench.api.observe import DRAINING, note_refused
+from pinbench.api.problems import Draining, http_detail, retry_after_s, status_of
 from pinbench.errors import PinbenchError
 
 
@@ -23,6 +24,8 @@ def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Errors on UI pages as a page: the message and status the API would give."""
     if isinstance(exc, PinbenchError):
         status, message = status_of(exc), str(exc)
+        if isinstance(exc, Draining):  # expected while the server stops (api/observe.py)
+            note_refused(request.scope.setdefault("state", {}), DRAINING)
     elif isinstance(exc, HTTPException):
         status, message = exc.status_code, http_detail(exc)[0]
     else:
@@ -33,8 +36,9 @@ def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
         follow = back if request.method == "GET" else ""
         return page("login", status, principal=None, error=message, next=safe_next(follow))
     shown = page("error", status, message=message, status=status, principal=None)
-    if isinstance(exc, TryLater):  # as the API says it (problems.py): when to ask again
-        shown.headers["Retry-After"] = str(exc.retry_after_s)
+    wait = retry_after_s(exc) if isinstance(exc, PinbenchError) else None
+    if wait is not None:  # as the API says it (problems.py): when to ask again
+        shown.headers["Retry-After"] = str(wait)
     return shown
 
 

@@ -119,9 +119,12 @@ class RunController(Controller):
         return [run_view(r, full=False) for r in hosted.run_views(limit, where, after)]
 
     @get("/{run_id:str}", sync_to_thread=True, summary="One run: status, metrics, host, details")
-    def show(self, hosted: Hosting, principal: Principal, run_id: str) -> RunView:
+    def show(self, hosted: Hosting, pool: RunPool, principal: Principal, run_id: str) -> RunView:
         principal.require("read")
-        return run_view(hosted.run_view(run_id), full=True)
+        view = run_view(hosted.run_view(run_id), full=True)
+        finished = view.status not in ("queued", "running")
+        pool.watchers.saw(view.id, finished=finished)  # a drain lets its client read the end
+        return view
 
     @delete(
         "/{run_id:str}",

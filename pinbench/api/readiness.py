@@ -1,0 +1,106 @@
+"""Readiness checks: what each says (``Checked``), how one that may hang is waited for
+(``OneAtATime``), and the checks of what a server depends on beyond its database's answer
+and its disk (those are in ``probes``): the object store's bucket, the SQLite file it opened.
+
+- ``object_store``: a blob store on S3 (``PINBENCH_BLOBS=s3://...``) keeps every blob in its
+  bucket, so a server whose bucket does not answer cannot publish or serve a blob. The check
+  HEADs the bucket (one try, no retry) and waits for it at most ``READY_TIMEOUT_S``: it says
+  the bucket is reachable, exists and takes the server's credentials, not that a write would
+  succeed (a probe writing an object every few seconds would fill the bucket's history).
+- ``database_file``: the SQLite file the server opened is still the one at its path (device
+  and inode, ``db/identity.py``).
+
+Each cause names no host, bucket, path or credential; the full error goes to the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import anyio.to_thread
+import msgspec
+
+if TYPE_CHECKING:
+    from pinbench.artifacts.objects import Bucket
+    from pinbench.db.identity import OpenedFile
+
+log = logging.getLogger("pinbench.api.probes")
+T = TypeVar("T")
+
+READY_TIMEOUT_S: Final = 2.0
+"""How long readiness waits for the object store's answer."""
+
+
+class Checked(msgspec.Struct, frozen=True):
+    name: str
+    ok: bool
+    cause: str | None = None
+
+
+class OneAtATime:
+    """Runs a blocking call (the database's, the bucket's) in a thread of its own and waits
+    for it at most a given time; while one call is still in flight (a hung connection) the
+    next is refused at once, so probes and scrapes never pile threads up behind a database or
+    an object store that does not answer."""
+
+    def __init__(self) -> None:
+        self._busy = threading.Lock()
+
+    async def call(self, fn: Callable[[], T], timeout_s: float) -> T:
+        """``fn()``'s result or exception; TimeoutError when it takes longer than
+        ``timeout_s`` or an earlier call is still in flight."""
+        if not self._busy.acquire(blocking=False):
+            raise TimeoutError(f"an earlier call still waits (> {timeout_s} s)")
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = loop.create_future()
+
+        def settle(value: T | None, exc: BaseException | None) -> None:
+            if answer.done():  # the caller gave up waiting
+                return
+            if exc is not None:
+                answer.set_exception(exc)
+            else:
+                answer.set_result(value)  # type: ignore[arg-type]
+
+        def work() -> None:
+            value: T | None = None
+            error: BaseException | None = None
+            try:
+                value = fn()
+            except BaseException as exc:
+                error = exc
+            finally:
+                self._busy.release()
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
+
+        threading.Thread(target=work, name="pinbench-probe", daemon=True).start()
+        try:
+            return await asyncio.wait_for(answer, timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"no answer within {timeout_s} s") from None
+
+
+async def object_store_check(bucket: Bucket, once: OneAtATime) -> Checked:
+    try:
+        failed = await once.call(bucket.probe, READY_TIMEOUT_S)
+    except TimeoutError as exc:
+        log.warning("readiness: the object store does not answer: %s", exc)
+        return Checked("object_store", False, str(exc))
+    if failed is not None:
+        log.warning("readiness: the object store failed: %s", failed.full)
+        return Checked("object_store", False, failed.cause)
+    return Checked("object_store", True)
+
+
+async def database_file_check(opened: OpenedFile) -> Checked:
+    problem = await anyio.to_thread.run_sync(opened.problem)
+    if problem is not None:
+        log.warning("readiness: %s (%s)", problem, opened.path)
+        return Checked("database_file", False, problem)
+    return Checked("database_file", True)
