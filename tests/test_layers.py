@@ -218,6 +218,7 @@ BENEATH_API = {
     ("pinbench.cli.run_view", "pinbench.reports.samples"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_metrics"): PURE_VIEW,
+    ("pinbench.cli.runs", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.trace.analysis"): PURE_VIEW,
     ("pinbench.demo.flow", "pinbench.reports.samples"): PURE_VIEW,
@@ -231,7 +232,7 @@ BENEATH_API = {
     "MLModelScope manifest file to a pinbench manifest's text (authoring, no registry)",
     ("pinbench.cli.serve", "pinbench.api"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
-    ("pinbench.cli.serve", "pinbench.api.runpool"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.outage"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.worker_metrics"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.bounds"): "the bounds of serve's own numbers "
