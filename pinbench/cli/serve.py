@@ -272,6 +272,20 @@ def gc_cmd(
         "check, its login cookie's Secure flag). Off: the header is ignored."
     ),
 )
+@click.option(
+    "--trust-forwarded-for",
+    "trust_forwarded_for",
+    is_flag=True,
+    default=False,
+    envvar="PINBENCH_TRUST_FORWARDED_FOR",
+    show_envvar=True,
+    help=(
+        "Behind a reverse proxy (at an address in FORWARDED_ALLOW_IPS, default loopback) "
+        "that sets X-Forwarded-For: take the client's address from it (failed "
+        "authentications are limited per address). Off: the header is ignored and the "
+        "address is the connection's."
+    ),
+)
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -294,6 +308,7 @@ def serve(
     log_format: str = "text",
     ready_min_free_mb: int = 512,
     trust_forwarded_proto: bool = False,
+    trust_forwarded_for: bool = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -377,6 +392,7 @@ def serve(
         log_format=log_format,
         ready_min_free_mb=ready_min_free_mb,
         trust_forwarded_proto=trust_forwarded_proto,
+        trust_forwarded_for=trust_forwarded_for,
         metrics_folder=metrics_folder,
     )
     logs.configure(log_level, log_format)  # uvicorn's own records, in the workers' format
@@ -396,5 +412,5 @@ def serve(
         log_level="warning",
         log_config=None,  # its records go to the root logger, which logs.configure set up
         access_log=False,  # the app writes its own (pinbench.api.observe)
-        proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-Proto only if trusted
+        proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-* only if trusted
     )
