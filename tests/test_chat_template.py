@@ -36,7 +36,8 @@ LLAMA2 = (
 ZEPHYR = (
     "{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
     "{{ '<|user|>\n' + message['content'] + eos_token }}\n"
-    "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
+    "{% elif message['role'] == 'system' %}\n"
+    "{{ '<|system|>\n' + message['content'] + eos_token }}\n"
     "{% elif message['role'] == 'assistant' %}\n"
     "{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
     "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}"
@@ -74,7 +75,7 @@ def _tokenizer() -> Any:
     from transformers import PreTrainedTokenizerFast
 
     vocab = {"<s>": 0, "</s>": 1, "<unk>": 2}
-    return PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="<unk>")),
         bos_token="<s>",
         eos_token="</s>",
@@ -118,30 +119,55 @@ def test_a_templates_own_refusal_is_said_naming_the_template() -> None:
 BOMBS = [
     ("the issue's template", "{{ 'x' * 10**10 }}", "`*` would make 10000000000 characters"),
     ("a list repeated", "{{ ['x'] * 10**9 }}", "`*` would make 1000000000"),
-    ("doubling with ~", "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
-     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "join would make 8388608"),
-    ("doubling with +", "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
-     "{% set ns.s = ns.s + ns.s %}{% endfor %}", "`+` would make 8388608"),
+    (
+        "doubling with ~",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+        "{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+        "join would make 8388608",
+    ),
+    (
+        "doubling with +",
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+        "{% set ns.s = ns.s + ns.s %}{% endfor %}",
+        "`+` would make 8388608",
+    ),
     ("a padding method", "{{ 'x'.ljust(10**9) }}", "str.ljust would make 1000000000"),
     ("a padding filter", "{{ 'x'|center(10**9) }}", "center would make 1000000000"),
     ("an indent of every line", "{{ ('\\n' * 1000)|indent(100000) }}", "indent would make"),
-    ("a replace that multiplies", "{{ ('x' * 3000).replace('', 'y' * 3000) }}", "replace would make"),
+    ("a replace that multiplies", "{{ ('x' * 3000).replace('', 'y' * 3000) }}", "replace would"),
     ("a printf width", "{{ '%999999999d' % 1 }}", "width of 999999999"),
     ("a format width", "{{ '{:999999999}'.format(1) }}", "width of 999999999"),
     ("a format width from an argument", "{{ '{:{w}}'.format(1, w=10**9) }}", "nested field"),
     ("a range", "{{ range(10**9)|list }}", "range() of 1000000000 items"),
     ("a huge integer", "{{ 2 ** 10000000 }}", "more than 64 bits"),
-    ("loops inside loops", "{% for i in range(100000) %}{% for j in range(100000) %}"
-     "{% endfor %}{% endfor %}", "more than 1000000 steps"),
-    ("output in a loop", "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",
-     "its output passes 4194304 characters"),
-    ("a block that collects", "{% set b %}{% for i in range(100000) %}{{ 'y' * 100000 }}"
-     "{% endfor %}{% endset %}{{ b|length }}", "in all"),
-    ("a million references printed", "{{ ['y' * 1000000] * 4000000 }}", "turning a value into text"),
-    ("a million references joined", "{% set xs = ['y' * 1000] * 100000 %}{{ xs|join }}",
-     "join would make"),
-    ("many distinct values kept", "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
-     "{% set ns.l = ns.l + ['x' * 1000000] %}{% endfor %}", "in all"),
+    (
+        "loops inside loops",
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "more than 1000000 steps",
+    ),
+    (
+        "output in a loop",
+        "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",
+        "its output passes 4194304 characters",
+    ),
+    (
+        "a block that collects",
+        "{% set b %}{% for i in range(100000) %}{{ 'y' * 100000 }}"
+        "{% endfor %}{% endset %}{{ b|length }}",
+        "in all",
+    ),
+    ("a million references printed", "{{ ['y' * 1000000] * 4000000 }}", "turning a value into"),
+    (
+        "a million references joined",
+        "{% set xs = ['y' * 1000] * 100000 %}{{ xs|join }}",
+        "join would make",
+    ),
+    (
+        "many distinct values kept",
+        "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
+        "{% set ns.l = ns.l + ['x' * 1000000] %}{% endfor %}",
+        "in all",
+    ),
     ("a sum of lists", "{{ ([[0] * 4000000] * 4000000)|sum(start=[]) }}", "sum would make"),
     ("recursion", "{% macro m(n) %}{{ m(n) }}{% endmacro %}{{ m(1) }}", "recursed too deeply"),
     ("a filter left out", "{{ 'x'|wordwrap(1) }}", "does not compile: No filter named 'wordwrap'"),

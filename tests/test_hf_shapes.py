@@ -34,7 +34,7 @@ def _saved(folder: Path, config: Any, architecture: str) -> Path:
 def _gpt2(folder: Path) -> Path:
     from transformers import GPT2Config
 
-    config = GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=64, n_positions=32)  # type: ignore[call-arg]
+    config = GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=64, n_positions=32)
     _saved(folder, config, "GPT2LMHeadModel")
     (folder / "tokenizer.json").write_text("{}")  # a text model: its vocabulary is checked
     return folder
@@ -63,21 +63,25 @@ def _set(**values: Any) -> Callable[[dict[str, Any]], None]:
 
 # (why, change to the two-layer GPT-2's config.json, what the refusal says)
 REFUSED = [
-    ("the issue's config: a million layers over two", _set(n_layer=1_000_000), "`n_layer: 1000000`"),
-    ("one layer more than the weights hold", _set(n_layer=3), "no numbered stack of the weights holds 3"),
+    ("the issue's config", _set(n_layer=1_000_000), "`n_layer: 1000000`"),
+    ("one layer more than the weights hold", _set(n_layer=3), "no numbered stack of the weights"),
     ("one layer fewer: the rest would be dropped", _set(n_layer=1), "transformer.h (2)"),
     ("a width no tensor has", _set(n_embd=24), "`n_embd: 24`, but no tensor"),
-    ("a width past its bound", _set(n_embd=10**7), "`n_embd: 10000000` must be an integer from 0"),
+    ("a width past its bound", _set(n_embd=10**7), "`n_embd: 10000000` must be an integer"),
     ("a feed-forward far wider than the model", _set(n_inner=16 * 16 + 1), "more than 16 times"),
     ("a vocabulary larger than the embedding", _set(vocab_size=100_000), "`vocab_size: 100000`"),
     ("a vocabulary past its bound", _set(vocab_size=10**9), "must be an integer from 0 to 4194304"),
     ("more positions than the learned table", _set(n_positions=64), "position table holds (32)"),
     ("a context past its bound", _set(n_positions=10**7), "`n_positions: 10000000` must be"),
     ("heads past their bound", _set(n_head=10**6), "`n_head: 1000000` must be an integer"),
-    ("a layer count that is not a number", _set(n_layer="2"), "`n_layer: '2'` must be an integer"),
-    ("any integer past 2**31", _set(summary_first_dropout=2**40), "`summary_first_dropout: 1099511627776` is past"),
-    ("a nested integer past 2**31", _set(task_specific_params={"x": {"y": [2**40]}}), "task_specific_params.x.y[0]"),
-    ("a nested part's layers past their bound", _set(text_config={"num_hidden_layers": 10**6}), "`text_config.num_hidden_layers: 1000000`"),
+    ("a layer count that is not a number", _set(n_layer="2"), "`n_layer: '2'` must be"),
+    ("any integer past 2**31", _set(summary_first_dropout=2**40), "1099511627776` is past"),
+    ("a nested one", _set(task_specific_params={"x": {"y": [2**40]}}), "params.x.y[0]: 1099511"),
+    (
+        "a nested part's layers past their bound",
+        _set(text_config={"num_hidden_layers": 10**6}),
+        "`text_config.num_hidden_layers: 1000000`",
+    ),
     ("head_dim times heads past every tensor", _set(head_dim=4096), "heads of `head_dim: 4096`"),
     ("stages deeper than the weights number", _set(depths=[64, 64]), "make 128 layers"),
 ]
@@ -114,7 +118,8 @@ def test_the_issues_config_is_refused_at_manifest_and_at_publish(
     config = json.loads((folder / "config.json").read_text())
     config["n_layer"] = 1_000_000
     (folder / "config.json").write_text(json.dumps(config))
-    again = cli("manifest", "model", str(folder), "--name", "text/gpt", "-o", str(tmp_path / "x.yaml"))
+    other = tmp_path / "again.yaml"
+    again = cli("manifest", "model", str(folder), "--name", "text/gpt", "-o", str(other))
     assert again.code == 1 and "`n_layer: 1000000`" in again.err
     data = yaml.safe_load(out.read_text())
     body = (folder / "config.json").read_bytes()
@@ -139,48 +144,127 @@ def test_pickled_weights_get_the_bounds_alone(gpt2: Path, tmp_path: Path) -> Non
     assert describe(_files(folder)).pickled
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "n_layer": 10**6}))
-    with pytest.raises(HfFolderRefused, match="`n_layer: 1000000` must be an integer from 0 to 1024"):
+    with pytest.raises(HfFolderRefused, match="`n_layer: 1000000` must be an integer from 0 to"):
         describe(_files(folder))
 
 
-def _architectures() -> list[tuple[str, Callable[[], Any], str]]:
-    import transformers as t
-
-    small = {
-        "vocab_size": 64,
-        "hidden_size": 16,
-        "intermediate_size": 24,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "max_position_embeddings": 32,
-    }
-    return [
-        ("bert", lambda: t.BertConfig(**small, num_labels=3), "BertForSequenceClassification"),
-        ("albert shares its layers", lambda: t.AlbertConfig(**{**small, "num_hidden_layers": 4}, embedding_size=8), "AlbertModel"),
-        ("distilbert", lambda: t.DistilBertConfig(vocab_size=64, dim=16, n_layers=2, n_heads=2, hidden_dim=24, max_position_embeddings=32), "DistilBertModel"),
-        ("t5 encoder: no decoder weights", lambda: t.T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_decoder_layers=3, num_heads=2), "T5EncoderModel"),
-        ("bart classifier: both stacks", lambda: t.BartConfig(vocab_size=64, d_model=16, encoder_layers=2, decoder_layers=3, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=24, max_position_embeddings=32), "BartForSequenceClassification"),
-        ("llama with head_dim", lambda: t.LlamaConfig(**small, num_key_value_heads=1, head_dim=4), "LlamaForCausalLM"),
-        ("mixtral: experts saved one by one", lambda: t.MixtralConfig(**small, num_key_value_heads=1, num_local_experts=3, num_experts_per_tok=2), "MixtralForCausalLM"),
-        ("qwen2-moe: an unused dense width", lambda: t.Qwen2MoeConfig(**small, num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=12, shared_expert_intermediate_size=20), "Qwen2MoeForCausalLM"),
-        ("vit", lambda: t.ViTConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24, image_size=16, patch_size=8), "ViTForImageClassification"),
-        ("convnext stages", lambda: t.ConvNextConfig(hidden_sizes=[8, 16], depths=[1, 2], num_stages=2), "ConvNextForImageClassification"),
-        ("swin stages", lambda: t.SwinConfig(image_size=32, patch_size=4, embed_dim=8, depths=[1, 2], num_heads=[1, 2], window_size=2), "SwinForImageClassification"),
-        ("clip image classifier: the vision tower alone", lambda: t.CLIPConfig(text_config={"hidden_size": 512}, vision_config={"hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 16, "patch_size": 8}), "CLIPForImageClassification"),
-        ("efficientnet: num_hidden_layers counts no blocks", lambda: t.EfficientNetConfig(image_size=32, width_coefficient=0.1, depth_coefficient=0.1), "EfficientNetForImageClassification"),
-    ]
+SMALL = {
+    "vocab_size": 64,
+    "hidden_size": 16,
+    "intermediate_size": 24,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "max_position_embeddings": 32,
+}
+VISION = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2}
+# (why it could be refused, transformers' config class, its arguments, the model class)
+ARCHITECTURES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("bert", "BertConfig", {**SMALL, "num_labels": 3}, "BertForSequenceClassification"),
+    (
+        "albert shares its layers",
+        "AlbertConfig",
+        {**SMALL, "num_hidden_layers": 4, "embedding_size": 8},
+        "AlbertModel",
+    ),
+    (
+        "distilbert names its sizes its own way",
+        "DistilBertConfig",
+        {"vocab_size": 64, "dim": 16, "n_layers": 2, "n_heads": 2, "hidden_dim": 24},
+        "DistilBertModel",
+    ),
+    (
+        "a t5 encoder holds no decoder",
+        "T5Config",
+        {"vocab_size": 64, "d_model": 16, "d_kv": 8, "d_ff": 32, "num_layers": 2},
+        "T5EncoderModel",
+    ),
+    (
+        "a bart classifier holds both stacks",
+        "BartConfig",
+        {
+            "vocab_size": 64,
+            "d_model": 16,
+            "encoder_layers": 2,
+            "decoder_layers": 3,
+            "encoder_ffn_dim": 32,
+            "decoder_ffn_dim": 24,
+            "max_position_embeddings": 32,
+        },
+        "BartForSequenceClassification",
+    ),
+    (
+        "llama with a head_dim of its own",
+        "LlamaConfig",
+        {**SMALL, "num_key_value_heads": 1, "head_dim": 4},
+        "LlamaForCausalLM",
+    ),
+    (
+        "mixtral's experts are saved one by one",
+        "MixtralConfig",
+        {**SMALL, "num_key_value_heads": 1, "num_local_experts": 3, "num_experts_per_tok": 2},
+        "MixtralForCausalLM",
+    ),
+    (
+        "qwen2-moe leaves its dense width unused",
+        "Qwen2MoeConfig",
+        {
+            **SMALL,
+            "num_key_value_heads": 1,
+            "num_experts": 4,
+            "moe_intermediate_size": 12,
+            "shared_expert_intermediate_size": 20,
+        },
+        "Qwen2MoeForCausalLM",
+    ),
+    (
+        "vit",
+        "ViTConfig",
+        {**VISION, "intermediate_size": 24, "image_size": 16, "patch_size": 8},
+        "ViTForImageClassification",
+    ),
+    (
+        "convnext's stages",
+        "ConvNextConfig",
+        {"hidden_sizes": [8, 16], "depths": [1, 2], "num_stages": 2},
+        "ConvNextForImageClassification",
+    ),
+    (
+        "swin's stages",
+        "SwinConfig",
+        {"image_size": 32, "embed_dim": 8, "depths": [1, 2], "num_heads": [1, 2], "window_size": 2},
+        "SwinForImageClassification",
+    ),
+    (
+        "a clip image classifier keeps the vision tower alone",
+        "CLIPConfig",
+        {
+            "text_config": {"hidden_size": 512},
+            "vision_config": {**VISION, "intermediate_size": 24, "image_size": 16, "patch_size": 8},
+        },
+        "CLIPForImageClassification",
+    ),
+    (
+        "efficientnet's num_hidden_layers counts no blocks",
+        "EfficientNetConfig",
+        {"image_size": 32, "width_coefficient": 0.1, "depth_coefficient": 0.1},
+        "EfficientNetForImageClassification",
+    ),
+]
 
 
 def test_architectures_as_transformers_saves_them_pass(tmp_path: Path) -> None:
     """Models as ``save_pretrained`` writes them (tied weights left out, experts one by one)
     are not refused: shared layers, an encoder without its decoder, stages, a vision tower
     without the text config's model, an MoE's unused dense width."""
-    for name, config, architecture in _architectures():
-        folder = _saved(tmp_path / name.split(":")[0].replace(" ", "-"), config(), architecture)
+    import transformers
+
+    for i, (why, config, arguments, architecture) in enumerate(ARCHITECTURES):
+        made = getattr(transformers, config)(**arguments)
+        folder = _saved(tmp_path / f"model-{i}", made, architecture)
         try:
             describe(_files(folder))
         except HfFolderRefused as exc:
-            raise AssertionError(f"{name} ({architecture}) refused: {exc}") from None
+            raise AssertionError(f"{why} ({architecture}) refused: {exc}") from None
 
 
 def test_shapes_are_read_from_the_headers_alone() -> None:
