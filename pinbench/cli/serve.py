@@ -10,6 +10,7 @@ import click
 from pinbench import bounds
 from pinbench.cli.common import listed, local_registry
 from pinbench.cli.serve_config import config_option
+from pinbench.cli.serve_proxy import proxy_options
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -259,33 +260,7 @@ def gc_cmd(
     default=512,
     help="Free space (MiB) the blob store's disk needs for /api/v1/ready to answer 200.",
 )
-@click.option(
-    "--trust-forwarded-proto",
-    "trust_forwarded_proto",
-    is_flag=True,
-    default=False,
-    envvar="PINBENCH_TRUST_FORWARDED_PROTO",
-    show_envvar=True,
-    help=(
-        "Behind a TLS-terminating reverse proxy (at an address in FORWARDED_ALLOW_IPS, "
-        "default loopback): take the scheme from its X-Forwarded-Proto (the UI's origin "
-        "check, its login cookie's Secure flag). Off: the header is ignored."
-    ),
-)
-@click.option(
-    "--trust-forwarded-for",
-    "trust_forwarded_for",
-    is_flag=True,
-    default=False,
-    envvar="PINBENCH_TRUST_FORWARDED_FOR",
-    show_envvar=True,
-    help=(
-        "Behind a reverse proxy (at an address in FORWARDED_ALLOW_IPS, default loopback) "
-        "that sets X-Forwarded-For: take the client's address from it (failed "
-        "authentications are limited per address). Off: the header is ignored and the "
-        "address is the connection's."
-    ),
-)
+@proxy_options
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
