@@ -41,6 +41,7 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK
     """Host names the server answers to (``pinbench serve --allowed-host``); see api/hosts.py."""
     allow_pickle: bool = False
+    """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
     runners: tuple[str, ...] = ("local", "venv", "docker")
     """The runners queued runs may use (``serve --runners``)."""
     cluster: str | None = None
@@ -72,7 +73,6 @@ class ServerSettings:
     """``serve --trust-forwarded-for``: take the client's address from a trusted proxy's
     ``X-Forwarded-For`` (what failed authentications are counted against); else it is
     dropped and the address is the connection's (api/server.py, decision 202)."""
-    """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
 
 
 def provide_ws(state: State) -> Workspace:
