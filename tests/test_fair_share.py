@@ -1,12 +1,14 @@
 """Fair share on a real ``pinbench serve`` with real tokens: failed authentications are
-limited per client address and per token id (429 with Retry-After, logged without the
-secret, in bounded memory), one user may hold at most ``--runs-per-user`` runs, and waiting
-runs start round robin across users (issue 38, point 8)."""
+limited per client address, never per token id alone (429 with Retry-After, logged without
+the secret, in bounded memory; X-Forwarded-For read only when trusted), one user may hold at
+most ``--runs-per-user`` runs, and waiting runs start round robin across users (issue 38,
+point 8; issue 48, item 12)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -40,10 +42,16 @@ def test_failed_authentications_past_the_limit_get_429_and_are_logged_without_th
     token_id = server.token_ids["owner"]
     guessed = f"pbt_{token_id}_{'x' * 43}"  # the right id, a wrong secret
     with httpx.Client(base_url=server.url) as c:
-        for _ in range(5):
-            r = c.get("/api/v1/me", headers={"Authorization": f"Bearer {guessed}"})
+        # each try names another client in X-Forwarded-For, which this server does not trust
+        # (no --trust-forwarded-for): they all count against the connection's address, 16
+        # made-up addresses no longer dodge the limit (issue 48, item 12)
+        tries = ["junk-token", "pbt_nope", "x", guessed, guessed]
+        for i, token in enumerate(tries):
+            headers = {"Authorization": f"Bearer {token}", "X-Forwarded-For": f"10.9.0.{i}"}
+            r = c.get("/api/v1/me", headers=headers)
             assert r.status_code == 401, r.text
-        refused = c.get("/api/v1/me", headers={"Authorization": f"Bearer {guessed}"})
+        headers = {"Authorization": f"Bearer {guessed}", "X-Forwarded-For": "10.9.0.99"}
+        refused = c.get("/api/v1/me", headers=headers)
         assert refused.status_code == 429, refused.text
         assert 1 <= int(refused.headers["retry-after"]) <= 60
         assert "too many failed authentications" in refused.json()["detail"]
@@ -53,21 +61,88 @@ def test_failed_authentications_past_the_limit_get_429_and_are_logged_without_th
         assert c.get("/api/v1/health").status_code == 200  # no token: nothing to throttle
     log = (server.home / "serve.log").read_text()
     assert log.count("authentication failed") == 5, log
+    assert log.count("authentication failed (address 127.0.0.1") == 5, log
+    assert "10.9.0." not in log
     assert f"token {token_id}" in log
     assert "x" * 43 not in log and good.rsplit("_", 1)[1] not in log
 
 
-def test_a_token_id_is_limited_whatever_address_it_comes_from() -> None:
+def test_wrong_secrets_for_a_token_id_hold_back_their_address_not_the_tokens_holder(
+    tmp_path: Path,
+) -> None:
+    """A token id is public: five wrong secrets with someone else's id, sent from one address,
+    held the holder out for a minute from everywhere. Now they hold back only the address they
+    came from. Behind a proxy the server trusts (``--trust-forwarded-for``), the address is
+    the one X-Forwarded-For names (issue 48, item 12)."""
+    args = ("--auth-failures", "5", "--trust-forwarded-for")
+    with api_server(tmp_path / "home", f"sqlite:///{tmp_path}/db.sqlite", *args) as server:
+        token_id = server.token_ids["owner"]
+        guessed = f"pbt_{token_id}_{'x' * 43}"
+        attacker = {"Authorization": f"Bearer {guessed}", "X-Forwarded-For": "10.0.0.66"}
+        with httpx.Client(base_url=server.url) as c:
+            for _ in range(5):
+                assert c.get("/api/v1/me", headers=attacker).status_code == 401
+            refused = c.get("/api/v1/me", headers=attacker)
+            assert refused.status_code == 429, refused.text
+            assert "address 10.0.0.66" in refused.json()["detail"]
+            holder = {"Authorization": f"Bearer {server.tokens['owner']}"}
+            for where in ("10.0.0.7", None):  # elsewhere behind the proxy, or the proxy itself
+                headers = holder | ({"X-Forwarded-For": where} if where else {})
+                mine = c.get("/api/v1/me", headers=headers)
+                assert mine.status_code == 200, mine.text
+                assert mine.json()["user"] == "owner"
+            # the attacker's address stays held back, whatever token it shows
+            assert (
+                c.get("/api/v1/me", headers=holder | {"X-Forwarded-For": "10.0.0.66"}).status_code
+                == 429
+            )
+        log = (server.home / "serve.log").read_text()
+        assert log.count(f"authentication failed (address 10.0.0.66, token {token_id})") == 5
+
+
+def test_failures_count_against_the_address_a_token_id_is_tried_from() -> None:
     now = [0.0]
     throttle = AuthThrottle(failures=3, window_s=60, clock=lambda: now[0])
-    for i in range(3):  # three addresses, one token id
-        throttle.failed(throttle.keys(f"10.0.0.{i}", "0123456789abcdef"), "unknown API token")
+    for _ in range(3):  # someone else's token id, wrong secrets, from one address
+        throttle.failed(throttle.keys("10.0.0.66", "0123456789abcdef"), "wrong secret")
     with pytest.raises(TooManyFailures) as refused:
-        throttle.check(throttle.keys("10.0.0.99", "0123456789abcdef"))
-    assert refused.value.retry_after_s == 60
-    throttle.check(throttle.keys("10.0.0.99", "fedcba9876543210"))  # another token: free
+        throttle.check(throttle.keys("10.0.0.66", "fedcba9876543210"))  # any id from there
+    assert refused.value.retry_after_s == 60 and refused.value.who == "address 10.0.0.66"
+    throttle.check(throttle.keys("10.0.0.7", "0123456789abcdef"))  # the holder, elsewhere: free
+    for i in range(3):  # one id from three addresses: each address has its own count
+        throttle.failed(throttle.keys(f"10.0.1.{i}", "0123456789abcdef"), "wrong secret")
+    throttle.check(throttle.keys("10.0.1.0", "0123456789abcdef"))
+    for _ in range(3):  # where no address is known, the id is the key
+        throttle.failed(throttle.keys(None, "0123456789abcdef"), "wrong secret")
+    with pytest.raises(TooManyFailures):
+        throttle.check(throttle.keys(None, "0123456789abcdef"))
     now[0] = 60.5  # the window passed
-    throttle.check(throttle.keys("10.0.0.99", "0123456789abcdef"))
+    throttle.check(throttle.keys("10.0.0.66", "0123456789abcdef"))
+
+
+def test_forwarded_headers_are_read_only_when_the_operator_trusts_them() -> None:
+    """``behind_proxy``: X-Forwarded-For names the client and X-Forwarded-Proto the scheme
+    only with their own option each (from a FORWARDED_ALLOW_IPS address: loopback here)."""
+    import anyio
+
+    from pinbench.api.server import behind_proxy
+
+    seen: list[tuple[str, str]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append((scope["client"][0], scope["scheme"]))
+
+    headers = [(b"x-forwarded-for", b"10.1.2.3"), (b"x-forwarded-proto", b"https")]
+    scope = {"type": "http", "client": ("127.0.0.1", 5000), "scheme": "http", "headers": headers}
+    for proto, forwarded_for in ((False, False), (True, False), (False, True), (True, True)):
+        wrapped = behind_proxy(app, trust_forwarded_proto=proto, trust_forwarded_for=forwarded_for)
+        anyio.run(wrapped, dict(scope), None, None)
+    assert seen == [
+        ("127.0.0.1", "http"),
+        ("127.0.0.1", "https"),
+        ("10.1.2.3", "http"),
+        ("10.1.2.3", "https"),
+    ]
 
 
 def test_made_up_addresses_cost_bounded_memory() -> None:

@@ -426,6 +426,27 @@ def test_a_chat_template_wraps_each_prompt_as_the_tokenizer_says(
         _generator(gpt_catalog / "tiny-gpt").encode_prompts(["hello"], chat, lambda: None)
 
 
+def test_a_chat_template_that_would_grow_without_bound_is_refused_naming_it(
+    gpt_catalog: Path, tmp_path: Path
+) -> None:
+    """``{{ 'x' * 10**10 }}`` grew until memory ran out in transformers' own sandbox; the
+    generator renders the tokenizer's template in pinbench's bounded one (issue 48, item 11;
+    tests/test_chat_template.py has the other bounds and the parity with transformers)."""
+    import shutil
+
+    from pinbench.registry.generation import GenerationSpec
+
+    folder = tmp_path / "bomb"
+    shutil.copytree(gpt_catalog / "tiny-gpt", folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{{ 'x' * 10**10 }}"
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    chat = GenerationSpec(max_new_tokens=4, chat_template=True)
+    says = r"chat template tokenizer_config.json \(chat_template\): refused: `\*` would make"
+    with pytest.raises(PinbenchError, match=says + " 10000000000 characters"):
+        _generator(folder).encode_prompts(["hello"], chat, lambda: None)
+
+
 def test_a_tokenizer_that_runs_for_minutes_is_stopped_by_the_time_limit(
     registry: Any, gpt_catalog: Path, tmp_path: Path
 ) -> None:

@@ -470,15 +470,30 @@ def test_pickled_weights_need_trusted_and_are_ambiguous_beside_safetensors(
         describe(_files(folder))
     (folder / "model.safetensors").unlink()
     assert describe(_files(folder)).pickled
-    # publishing it without `trusted: true` is refused, naming the file and the way out
-    data = _manifest(cli, folder, "pickled")
-    assert data.get("trusted") is True
-    data.pop("trusted")
-    dump(tmp_path / "pickled.yaml", data)
+    # `manifest model` never vouches for a pickle by itself: it writes `trusted: false`, says
+    # beside it what true would mean, and the author decides (issue 48, item 10)
+    out = tmp_path / "pickled.yaml"
+    done = cli("manifest", "model", str(folder), "--name", "text/pickled", "-o", str(out))
+    assert done.code == 0, done.err
+    written = out.read_text()
+    assert "trusted: false  # pickled weights run code when loaded" in written, written
+    assert yaml.safe_load(written)["trusted"] is False
+    assert "`trusted: false` written" in done.err and "vouch" in done.err
+    # publishing it so (or with `trusted` left out) is refused, naming the file and the way out
     assert cli("init").code == 0
-    done = cli("publish", str(tmp_path / "pickled.yaml"))
-    assert done.code == 1
-    assert "pickled/pytorch_model.bin" in done.err and "trusted: true" in done.err
+    for trusted in (False, None):
+        data = yaml.safe_load(written)
+        if trusted is None:
+            data.pop("trusted")
+        dump(out, data)
+        done = cli("publish", str(out))
+        assert done.code == 1
+        assert "pickled/pytorch_model.bin" in done.err and "trusted: true" in done.err
+        assert "Traceback" not in done.err
+    data["trusted"] = True  # the author's own decision
+    dump(out, data)
+    done = cli("publish", str(out))
+    assert done.code == 0, done.err
 
 
 def test_an_architecture_the_manifest_misnames_is_refused_at_publish(

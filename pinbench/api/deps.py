@@ -41,6 +41,7 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK
     """Host names the server answers to (``pinbench serve --allowed-host``); see api/hosts.py."""
     allow_pickle: bool = False
+    """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
     runners: tuple[str, ...] = ("local", "venv", "docker")
     """The runners queued runs may use (``serve --runners``)."""
     cluster: str | None = None
@@ -71,7 +72,10 @@ class ServerSettings:
     """``serve --trust-forwarded-proto``: take the scheme from a trusted proxy's
     ``X-Forwarded-Proto`` (the UI's origin check, its cookie's Secure flag); else it is
     dropped (api/server.py)."""
-    """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
+    trust_forwarded_for: bool = False
+    """``serve --trust-forwarded-for``: take the client's address from a trusted proxy's
+    ``X-Forwarded-For`` (what failed authentications are counted against); else it is
+    dropped and the address is the connection's (api/server.py, decision 202)."""
 
 
 def provide_ws(state: State) -> Workspace:
@@ -124,14 +128,15 @@ async def provide_principal(request: Request[Any, Any, Any], state: State) -> Pr
 
 
 def client_address(request: Request[Any, Any, Any]) -> str | None:
-    """The address the connection came from (a reverse proxy's, behind one)."""
+    """The address the connection came from (a reverse proxy's, behind one), or the one a
+    trusted proxy forwards (``serve --trust-forwarded-for``)."""
     return request.client.host if request.client is not None else None
 
 
 async def principal_for(state: State, token: str | None, address: str | None) -> Principal:
     """Who holds ``token`` (None: anonymous), with the read scope added when reads are public.
-    Failed authentications count against ``address`` and the token's id: past the server's
-    limit the caller is refused (429) before the token is looked at (``api/throttle.py``)."""
+    Failed authentications count against ``address``: past the server's limit the caller is
+    refused (429) before the token is looked at (``api/throttle.py``)."""
     settings: ServerSettings = state.settings
     if token is None:
         return PUBLIC_READER if settings.public_read else ANONYMOUS
@@ -152,8 +157,9 @@ async def looked_up(
     runner: Runner | None = None,
 ) -> Principal:
     """The principal ``lookup`` finds in one transaction (in a worker thread, or through
-    ``runner``), its failures counted against ``address`` and ``key_id`` (a token's or a UI
-    session's id), with the read scope added when reads are public."""
+    ``runner``), its failures counted against ``address`` (``key_id``, a token's or a UI
+    session's id, only where the address is unknown: ``api/throttle.py``), with the read
+    scope added when reads are public."""
     settings: ServerSettings = state.settings
     ws: Workspace = state.ws
     throttle: AuthThrottle = state.throttle
@@ -167,7 +173,7 @@ async def looked_up(
     try:
         principal: Principal = await (runner or anyio.to_thread.run_sync)(run)
     except AuthError as exc:
-        throttle.failed(keys, str(exc))  # logged there: the address, the token's id
+        throttle.failed(keys, str(exc), token_id=key_id)  # logged: address, token id
         raise
     event(log, logging.DEBUG, "token used", user=principal.user, token_id=principal.token_id)
     if settings.public_read:

@@ -60,7 +60,7 @@ class TryLater(UserError):
 
 
 class TooManyFailures(TryLater):
-    """Too many failed authentications from one client address or for one token id (429)."""
+    """Too many failed authentications from one client address (429)."""
 
     def __init__(self, *, who: str, failures: int, window_s: int, retry_after_s: int) -> None:
         super().__init__(

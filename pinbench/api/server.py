@@ -2,10 +2,12 @@
 variable holding JSON, read by the app factory ``app_from_env``.
 
 A reverse proxy's headers are read here, not by uvicorn (``serve`` runs it with
-``proxy_headers=False``): from the addresses in ``FORWARDED_ALLOW_IPS`` (default loopback),
-``X-Forwarded-For`` names the client, and ``X-Forwarded-Proto`` the scheme only when the
-operator said to trust it (``serve --trust-forwarded-proto``); otherwise it is dropped, so a
-plain-HTTP request cannot pass for https (decision 150)."""
+``proxy_headers=False``), each only when the operator said to trust it, and then only from the
+addresses in ``FORWARDED_ALLOW_IPS`` (default loopback): ``X-Forwarded-Proto`` names the scheme
+(``serve --trust-forwarded-proto``; otherwise a plain-HTTP request could pass for https,
+decision 150) and ``X-Forwarded-For`` the client (``serve --trust-forwarded-for``; otherwise
+any local caller could name a new address with every request, and failed authentications,
+counted per address, would never add up: decision 202). A header not trusted is dropped."""
 
 from __future__ import annotations
 
@@ -34,15 +36,25 @@ if TYPE_CHECKING:
     from pinbench.api.observe import ASGIApp, Receive, Scope, Send
 
 
-def behind_proxy(app: ASGIApp, *, trust_forwarded_proto: bool) -> ASGIApp:
-    """``app`` reading a trusted proxy's X-Forwarded-For, and its X-Forwarded-Proto only when
-    ``trust_forwarded_proto``."""
+def behind_proxy(
+    app: ASGIApp, *, trust_forwarded_proto: bool, trust_forwarded_for: bool = False
+) -> ASGIApp:
+    """``app`` reading a trusted proxy's X-Forwarded-Proto only when ``trust_forwarded_proto``
+    and its X-Forwarded-For only when ``trust_forwarded_for``; the others are dropped."""
     trusted = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
     proxied = ProxyHeadersMiddleware(app, trusted_hosts=trusted)
+    dropped = {
+        name
+        for name, trust in (
+            (b"x-forwarded-proto", trust_forwarded_proto),
+            (b"x-forwarded-for", trust_forwarded_for),
+        )
+        if not trust
+    }
 
     async def forwarded(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan" and not trust_forwarded_proto:
-            headers = [(k, v) for k, v in scope["headers"] if k != b"x-forwarded-proto"]
+        if scope["type"] != "lifespan" and dropped:
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() not in dropped]
             scope = {**scope, "headers": headers}
         await proxied(scope, receive, send)  # type: ignore[arg-type]
 
@@ -61,4 +73,8 @@ def app_from_env() -> ASGIApp:
     # The modules and the app live as long as the worker: out of the collector's sight, a
     # full collection no longer walks them (tens of milliseconds a time, in a request's way).
     gc.freeze()
-    return behind_proxy(observed, trust_forwarded_proto=settings.trust_forwarded_proto)
+    return behind_proxy(
+        observed,
+        trust_forwarded_proto=settings.trust_forwarded_proto,
+        trust_forwarded_for=settings.trust_forwarded_for,
+    )

@@ -1,16 +1,24 @@
-"""Failed authentications, counted per client address and per token id: past a limit in a
-window, the server answers 429 with ``Retry-After`` before it looks at the token.
+"""Failed authentications, counted per client address: past a limit in a window, the server
+answers 429 with ``Retry-After`` before it looks at the token.
 
 A bad token is refused either way; counting stops someone from trying tokens fast (300 in 6 s
-went unnoticed in an operator's trial). Each key (``address 10.0.0.7``, ``token 0123...``)
-keeps the times of its failures within the window, no more than the limit of them, and the
-table holds at most ``max_keys`` keys, the least recently failed dropped first: addresses a
-caller makes up cost a bounded amount of memory. Each failure is logged (logger
-``pinbench.api.auth``) with the address and the token id, never the secret.
+went unnoticed in an operator's trial). Each key (``address 10.0.0.7``) keeps the times of its
+failures within the window, no more than the limit of them, and the table holds at most
+``max_keys`` keys, the least recently failed dropped first: addresses a caller makes up cost a
+bounded amount of memory. Each failure is logged (logger ``pinbench.api.auth``) with the
+address and the token id, never the secret.
+
+A token id is public (it is in logs and listings), so it is no key of its own: a counter of the
+id alone let anyone who sent five wrong secrets with it lock its holder out for a minute from
+every address. Failures with an id count against the id *at the caller's address*, which is
+what the address's own counter already counts (every failure from it), so that counter is the
+one kept: an attacker holds back only their own address, and guessing stays bounded by it (a
+secret is 32 random bytes). Only where the address is unknown is the id the key (decision 202).
 
 The table is per server process (``serve --workers N`` keeps N of them). Behind a reverse
-proxy every caller has the proxy's address: then the per-address limit applies to all of
-them together, and the per-token-id limit still applies to each token.
+proxy every caller has the proxy's address, and the per-address limit applies to all of them
+together, unless the server trusts the proxy's X-Forwarded-For (``serve
+--trust-forwarded-for``, ``api/server.py``).
 """
 
 from __future__ import annotations
@@ -61,8 +69,11 @@ class AuthThrottle:
 
     @staticmethod
     def keys(address: str | None, token_id: str | None) -> list[str]:
-        keys = [f"address {address}"] if address else []
-        return [*keys, f"token {token_id}"] if token_id else keys
+        """What a failure from ``address`` with ``token_id`` counts against: the address (and
+        with it the id at that address); the id alone only where no address is known."""
+        if address:
+            return [f"address {address}"]
+        return [f"token {token_id}"] if token_id else []
 
     def check(self, keys: list[str]) -> None:
         """Refuse (``TooManyFailures``) while any of ``keys`` has used up its failures."""
@@ -83,8 +94,9 @@ class AuthThrottle:
                         retry_after_s=wait,
                     )
 
-    def failed(self, keys: list[str], reason: str) -> None:
-        """Count a failed authentication against each key, and log it."""
+    def failed(self, keys: list[str], reason: str, *, token_id: str | None = None) -> None:
+        """Count a failed authentication against each key, and log it with ``token_id`` (the
+        id the caller gave, never its secret)."""
         now = self.clock()
         with self._lock:
             for key in keys:
@@ -95,14 +107,16 @@ class AuthThrottle:
                 self._seen[key] = times  # most recent last
             while len(self._seen) > self.max_keys:
                 self._seen.popitem(last=False)
-        said = {k.partition(" ")[0]: k.partition(" ")[2] for k in keys}
+        address = next((k.partition(" ")[2] for k in keys if k.startswith("address ")), None)
+        said = [f"address {address}"] if address else []
+        said += [f"token {token_id}"] if token_id else []
         event(
             log,
             logging.WARNING,
-            f"authentication failed ({', '.join(keys) or 'no address'}): {reason}",
+            f"authentication failed ({', '.join(said) or 'no address'}): {reason}",
             in_msg=("client", "token_id", "reason"),
-            client=said.get("address"),
-            token_id=said.get("token"),
+            client=address,
+            token_id=token_id,
             reason=reason,
         )
 

@@ -13,6 +13,10 @@ predictor before it loads, and it refuses what would run a publisher's code:
   (ambiguous: which loads?) and, alone, unless the manifest says ``trusted: true`` (and the run
   allows pickles: ``pinbench.evaluator.policy``).
 
+It refuses a ``config.json`` whose numbers are past their bounds or do not describe the
+weights beside it (layer counts, widths, vocabulary, context: ``artifacts.hf_shapes``, from the
+safetensors headers), since transformers builds what the config says before loading anything.
+
 It also refuses what pinbench cannot run: an encoder-decoder (``config.json`` says
 ``is_encoder_decoder: true``, as transformers writes it for T5, BART, Marian, Whisper...)
 unless its architecture is one that runs from the tokenizer's inputs alone and whose outputs
@@ -32,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinbench.artifacts.hf_shapes import ShapeMismatch, Weights, check_config
+from pinbench.artifacts.safetensors import NotSafetensors, read_header
 from pinbench.errors import UserError
 
 CONFIG = "config.json"
@@ -133,6 +139,12 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         _no_remote_code(loaded, inside["tokenizer_config.json"])
         tok_config = loaded
     weights, pickled = _weights(inside)
+    _sized(
+        config,
+        configs[0],
+        None if pickled else _read(files, weights),
+        text="tokenizer.json" in inside,
+    )
     names = tok_config.get("model_input_names", ["input_ids", "attention_mask"])
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise HfFolderRefused(
@@ -161,6 +173,33 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         config=config,
         processor=inside.get("preprocessor_config.json"),
     )
+
+
+def _read(files: Mapping[str, Path], names: tuple[str, ...]) -> Weights:
+    """The tensors the safetensors files ``names`` hold, from their headers alone."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name in names:
+        try:
+            header = read_header(files[name])
+        except NotSafetensors as exc:
+            raise HfFolderRefused(path=name, reason=str(exc)) from None
+        except OSError as exc:
+            raise HfFolderRefused(path=name, reason=f"cannot read: {exc.strerror}") from None
+        shapes.update({tensor: shape for tensor, (_, shape) in header.tensors.items()})
+    return Weights.of(shapes)
+
+
+def _sized(config: dict[str, Any], label: str, weights: Weights | None, *, text: bool) -> None:
+    """The numbers that size the model bounded, and matched with the weights where their
+    headers were read (``artifacts.hf_shapes``)."""
+    try:
+        check_config(config, weights, text=text)
+    except ShapeMismatch as exc:
+        raise HfFolderRefused(
+            path=label,
+            reason=f"{exc.reason}: a config must describe the weights beside it (transformers "
+            "builds what it says before it loads them)",
+        ) from None
 
 
 def _no_remote_code(data: dict[str, Any], label: str) -> None:

@@ -138,12 +138,25 @@ def hf_manifest(
         "outputs": outputs,
     }
     if described.pickled:
-        data["trusted"] = True
+        data["trusted"] = False
         notes.append(
-            "the weights are pickles: `trusted: true` written (runs need --allow-pickle); "
-            "convert them to safetensors instead if you can"
+            f"the weights are pickles ({described.weights[0]}): `trusted: false` written, and "
+            f"publish refuses it so. {TRUSTED_MEANS}; convert them to safetensors instead if "
+            "you can"
         )
     return data, notes
+
+
+TRUSTED_MEANS = (
+    "Unpickling runs whatever code the pickle holds: set `trusted: true` only if you "
+    "vouch for whoever made these files (runs then also need --allow-pickle)"
+)
+"""What ``trusted`` means, written beside ``trusted: false`` for a pickled folder: the manifest
+never says ``true`` by itself, a person decides (decision 200)."""
+TRUSTED_COMMENT = (
+    "pickled weights run code when loaded; true only if you vouch for their maker "
+    "(runs then need --allow-pickle)"
+)
 
 
 def _hub_entries(folder: Path, files: list[Path], repo: str, commit: str) -> list[dict[str, Any]]:

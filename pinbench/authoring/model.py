@@ -74,6 +74,9 @@ class Authored:
     notes: list[str]
     beside: dict[Path, bytes] = field(default_factory=dict)
     """Files to write with the manifest (a dataset's file index), by where they go."""
+    comments: dict[str, str] = field(default_factory=dict)
+    """A comment for a top-level field, written beside it in the YAML (``trusted: false  #
+    what true means``)."""
 
 
 def model_format(path: Path) -> str | None:
@@ -251,7 +254,7 @@ def _hf(
 ) -> Authored:
     """A Hugging Face folder on disk, or ``hf://ORG/NAME@REV``: the repository's snapshot at
     the commit ``REV`` names now, every file sourced from that commit."""
-    from pinbench.authoring.hf_model import hf_manifest, hub_folder
+    from pinbench.authoring.hf_model import TRUSTED_COMMENT, hf_manifest, hub_folder
 
     if len(paths) != 1:
         raise AuthoringError(
@@ -282,7 +285,8 @@ def _hf(
     if hub is not None:
         notes.append(f"every file is sourced from {hub[0]} at commit {hub[1]} (fetched at publish)")
     parse_manifest(data, source="the manifest written from " + shown)
-    return Authored(data, notes)
+    comments = {"trusted": TRUSTED_COMMENT} if data.get("trusted") is False else {}
+    return Authored(data, notes, comments=comments)
 
 
 def _add_steps(inputs: list[dict[str, Any]], steps: list[Any] | dict[str, Any] | None) -> None:

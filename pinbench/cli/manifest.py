@@ -37,15 +37,17 @@ def _emit(
     output: Path | None,
     as_json: bool,
     beside: dict[Path, bytes] | None = None,
+    comments: dict[str, str] | None = None,
 ) -> None:
-    """Print or write the manifest (YAML, as the catalog writes it) and the notes, with the
-    files that go ``beside`` it (a dataset's file index): each written whole to a temp file
-    beside its place first, and only once all are written renamed into place (the files
-    beside first), so a refusal leaves every file that was there as it was."""
+    """Print or write the manifest (YAML, as the catalog writes it, each of ``comments``
+    beside its top-level field) and the notes, with the files that go ``beside`` it (a
+    dataset's file index): each written whole to a temp file beside its place first, and only
+    once all are written renamed into place (the files beside first), so a refusal leaves
+    every file that was there as it was."""
     import yaml
     from rich.text import Text
 
-    text = yaml.safe_dump(data, sort_keys=False)
+    text = _commented(yaml.safe_dump(data, sort_keys=False), comments or {})
     writes = list((beside or {}).items())
     if output is not None:
         if any(path.resolve() == output.resolve() for path, _ in writes):
@@ -81,6 +83,17 @@ def _emit(
         sys.stdout.write(text)
     else:
         out().print(Text(f"wrote {output}"))
+
+
+def _commented(text: str, comments: dict[str, str]) -> str:
+    """``text`` with ``  # COMMENT`` after the line of each top-level field ``comments``
+    names (a scalar's line: the field and its value)."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        key, sep, value = line.partition(":")
+        if sep and key in comments and value.strip() and not line[:1].isspace():
+            lines[i] = f"{line.rstrip()}  # {' '.join(comments[key].split())}\n"
+    return "".join(lines)
 
 
 _output_option = click.option(
@@ -179,7 +192,7 @@ def model(
         steps=_steps(steps) if steps is not None else None,
         classification=classification or [],
     )
-    _emit(authored.data, authored.notes, output, as_json)
+    _emit(authored.data, authored.notes, output, as_json, comments=authored.comments)
 
 
 def _steps(path: Path) -> list[Any] | dict[str, Any]:

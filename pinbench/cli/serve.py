@@ -10,6 +10,7 @@ import click
 from pinbench import bounds
 from pinbench.cli.common import listed, local_registry
 from pinbench.cli.serve_config import config_option
+from pinbench.cli.serve_proxy import proxy_options
 from pinbench.console import err as _err
 from pinbench.errors import UserError
 
@@ -204,19 +205,7 @@ WORKER_HEALTHCHECK_S = 60
     default=512,
     help="Free space (MiB) the blob store's disk needs for /api/v1/ready to answer 200.",
 )
-@click.option(
-    "--trust-forwarded-proto",
-    "trust_forwarded_proto",
-    is_flag=True,
-    default=False,
-    envvar="PINBENCH_TRUST_FORWARDED_PROTO",
-    show_envvar=True,
-    help=(
-        "Behind a TLS-terminating reverse proxy (at an address in FORWARDED_ALLOW_IPS, "
-        "default loopback): take the scheme from its X-Forwarded-Proto (the UI's origin "
-        "check, its login cookie's Secure flag). Off: the header is ignored."
-    ),
-)
+@proxy_options
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -240,6 +229,7 @@ def serve(
     log_format: str = "text",
     ready_min_free_mb: int = 512,
     trust_forwarded_proto: bool = False,
+    trust_forwarded_for: bool = False,
 ) -> None:
     """Serve the REST API (OpenAPI at /schema/openapi.json, docs page at /schema/swagger).
 
@@ -324,6 +314,7 @@ def serve(
         log_format=log_format,
         ready_min_free_mb=ready_min_free_mb,
         trust_forwarded_proto=trust_forwarded_proto,
+        trust_forwarded_for=trust_forwarded_for,
         metrics_folder=metrics_folder,
     )
     logs.configure(log_level, log_format)  # uvicorn's own records, in the workers' format
@@ -343,5 +334,5 @@ def serve(
         log_level="warning",
         log_config=None,  # its records go to the root logger, which logs.configure set up
         access_log=False,  # the app writes its own (pinbench.api.observe)
-        proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-Proto only if trusted
+        proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-* only if trusted
     )

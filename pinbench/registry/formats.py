@@ -102,7 +102,8 @@ def _check_hf_folder(manifest: ModelManifest, where: Callable[[FileEntry], Path]
     if folder.pickled != manifest.trusted:
         reason = (
             "the weights are pickles, which run code when loaded: convert them to safetensors, "
-            "or say `trusted: true` (runs then need --allow-pickle)"
+            "or, if you vouch for whoever made them, say `trusted: true` (runs then need "
+            "--allow-pickle)"
             if folder.pickled
             else "`trusted: true` is for pickled weights; these are safetensors: leave it out"
         )

@@ -41,6 +41,7 @@ class OrtGenerator(Generator):
         import onnxruntime as ort
 
         from pinbench.artifacts.hf_folder import read_json
+        from pinbench.artifacts.hf_shapes import ShapeMismatch, check_config
         from pinbench.evaluator.model_folder import FOLDER, confined, materialise
         from pinbench.evaluator.predictors.onnxruntime.predictor import check_model
 
@@ -60,6 +61,10 @@ class OrtGenerator(Generator):
         )
         if not isinstance(config, dict) or not isinstance(generation, dict):
             raise ModelLoadError(model=name, reason="config.json is not a JSON object")
+        try:  # its numbers bounded (the context sizes the tokenizer's arrays)
+            check_config(config, None)
+        except ShapeMismatch as exc:
+            raise ModelLoadError(model=found["config.json"], reason=exc.reason) from None
         context = next(
             (
                 v

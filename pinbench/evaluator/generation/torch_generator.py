@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.evaluator.generation.decoder import First, Generator
 from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.generation.chat_template import ChatTemplate
 
 
 class TorchGenerator(Generator):
@@ -52,17 +55,32 @@ class TorchGenerator(Generator):
                 "template",
             )
         if self._chat is None:
-            from pinbench.evaluator.predictors.transformers.loading import import_transformers
+            self._chat = self._chat_template()
+        chat: ChatTemplate = self._chat
+        return chat.render([{"role": "user", "content": prompt}], add_generation_prompt=True)
 
-            transformers = import_transformers()
-            root = self._files[self._folder.path("tokenizer_config.json")].parent
-            self._chat = transformers.PreTrainedTokenizerFast.from_pretrained(
-                str(root), local_files_only=True, trust_remote_code=False
-            )
-        text = self._chat.apply_chat_template(  # transformers' sandboxed Jinja
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    def _chat_template(self) -> ChatTemplate:
+        """The tokenizer's chat template and special tokens as transformers reads them,
+        rendered in pinbench's bounded sandbox (``chat_template``), not transformers' own:
+        its sandbox bounds no template's growth."""
+        from pinbench.evaluator.generation.chat_template import ChatTemplate
+        from pinbench.evaluator.predictors.base import ModelLoadError
+        from pinbench.evaluator.predictors.transformers.loading import import_transformers
+
+        transformers = import_transformers()
+        where = self._folder.path("tokenizer_config.json")
+        tokenizer = transformers.PreTrainedTokenizerFast.from_pretrained(
+            str(self._files[where].parent), local_files_only=True, trust_remote_code=False
         )
-        return str(text)
+        try:
+            source = tokenizer.get_chat_template()
+        except ValueError as exc:  # several templates and none the default
+            raise ModelLoadError(model=where, reason=str(exc)) from None
+        return ChatTemplate(
+            str(source),
+            name=f"{where} (chat_template)",
+            variables=dict(tokenizer.special_tokens_map),
+        )
 
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
         import torch
