@@ -41,6 +41,8 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK
     """Host names the server answers to (``pinbench serve --allowed-host``); see api/hosts.py."""
     allow_pickle: bool = False
+    allow_code: bool = False
+    """The operator's ``serve --allow-code``: a model's processing code may run."""
     runners: tuple[str, ...] = ("local", "venv", "docker")
     """The runners queued runs may use (``serve --runners``)."""
     cluster: str | None = None

@@ -32,6 +32,7 @@ from pinbench.evaluator.policy import (
 )
 from pinbench.evaluator.run import abandon_unfinished, queue_run, run_lockfile
 from pinbench.evaluator.stop import RunStopped, Stop
+from pinbench.processing.consent import check_server_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -56,6 +57,7 @@ class RunPool:
         workers: int,
         queue: int,
         allow_pickle: bool = False,
+        allow_code: bool = False,
         runners: tuple[str, ...] = ("local", "venv", "docker"),
         cluster: Cluster | None = None,
         warm: bool = False,
@@ -70,6 +72,8 @@ class RunPool:
         """Where runs placed ``on`` systems go (``serve --cluster``); None: nowhere."""
         self.allow_pickle = allow_pickle
         """The operator's ``serve --allow-pickle``: pickled models may run, in docker only."""
+        self.allow_code = allow_code
+        """The operator's ``serve --allow-code``: a model's processing code may run."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
         self._facts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -116,6 +120,7 @@ class RunPool:
         """Queue a run (``user`` submitted it: they may cancel it); return its id."""
         runner = choose_server_runner(runner, lock, self.runners)  # once: 'auto' asks Docker
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
+        check_server_code(lock, server_allows=self.allow_code)
         run_id = str(uuid.uuid4())
         self._take([run_id], user)
         try:
@@ -174,6 +179,7 @@ class RunPool:
         if runner != "auto":
             check_server_runner(runner, self.runners)
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
+        check_server_code(lock, server_allows=self.allow_code)
         candidates = []
         for found in cluster_systems(cluster.address, self._facts):
             key = (found.name, found.node_id or "")
@@ -322,6 +328,7 @@ class RunPool:
                 say=lambda text: self._say(run_id, text),
                 fetch=False,  # a server never fetches: publishers upload every byte
                 allow_pickle=needs_pickle(lock),  # submit checked the server's policy
+                allow_code=self.allow_code,  # the operator's decision (submit refused without)
                 stop=stop,
                 on=on,
                 warm=self.warm,

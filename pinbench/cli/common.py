@@ -44,6 +44,20 @@ def allow_pickle_option(f: F) -> F:
     )(f)
 
 
+def allow_code_option(f: F) -> F:
+    """``--allow-code`` (``allow_code``)."""
+    import click
+
+    return click.option(
+        "--allow-code",
+        "allow_code",
+        is_flag=True,
+        default=False,
+        help="This run may execute the model's preprocess/postprocess Python code (the "
+        "publisher's code: only for publishers you trust; --runner docker confines it).",
+    )(f)
+
+
 def listed(_ctx: object, _param: object, values: tuple[T, ...]) -> list[T] | None:
     """A repeated option's or a variadic argument's values as a list, or None when none were
     given (what the commands were written against)."""

@@ -133,6 +133,17 @@ def gc_cmd(
     ),
 )
 @click.option(
+    "--allow-code",
+    "allow_code",
+    is_flag=True,
+    default=False,
+    help=(
+        "Let models whose manifest carries preprocess/postprocess "
+        "Python code run it (the publisher's code; with --runners "
+        "docker it runs confined). Off: never."
+    ),
+)
+@click.option(
     "--runners",
     "runners",
     type=str,
@@ -281,6 +292,7 @@ def serve(
     max_upload_mb: int = 2048,
     private: bool = False,
     allow_pickle: bool = False,
+    allow_code: bool = False,
     runners: str = "local,venv,docker",
     allowed_host: list[str] | None = None,
     cluster: str | None = None,
@@ -365,6 +377,7 @@ def serve(
         run_workers=run_workers,
         run_queue=run_queue,
         allow_pickle=allow_pickle,
+        allow_code=allow_code,
         runners=allowed_runners,
         allowed_hosts=allowed_hosts,
         cluster=cluster,
