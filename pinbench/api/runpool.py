@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pinbench.cluster.dispatch import OnSystem
     from pinbench.evaluator.warm import WarmPool
 
-from pinbench.api.run_placement import Cluster, NoCluster, submitter
+from pinbench.api.run_placement import Cluster, NoCluster, cluster_candidates, submitter
 
 log = logging.getLogger("pinbench.api.runs")
 STOPPED = "the server stopped before this run finished"
@@ -169,9 +169,7 @@ class RunPool:
         system meeting the lockfile's placement); their ids. Nothing is queued unless every
         named system meets it."""
         from pinbench.cluster.dispatch import OnSystem
-        from pinbench.cluster.placement import Candidate, choose_for
-        from pinbench.cluster.ray_agent import cluster_systems
-        from pinbench.cluster.systems import record
+        from pinbench.cluster.placement import choose_for
 
         cluster = self.cluster
         if cluster is None:
@@ -180,13 +178,7 @@ class RunPool:
             check_server_runner(runner, self.runners)
         check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
         check_server_code(lock, server_allows=self.allow_code)
-        candidates = []
-        for found in cluster_systems(cluster.address, self._facts):
-            key = (found.name, found.node_id or "")
-            if found.facts is not None and key not in self._facts:
-                record(self.ws, found.name, found.facts, found.node_id)
-                self._facts[key] = found.facts
-            candidates.append(Candidate(found.name, found.facts or {}, found.alive))
+        candidates = cluster_candidates(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]
         self._take(ids, user)

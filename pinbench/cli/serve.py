@@ -8,7 +8,7 @@ import os
 import click
 
 from pinbench import bounds
-from pinbench.cli.common import listed, local_registry
+from pinbench.cli.common import listed, local_registry, serve_consent_options
 from pinbench.cli.serve_config import config_option
 from pinbench.console import err as _err
 from pinbench.console import json_option
@@ -121,28 +121,7 @@ def gc_cmd(
     default=False,
     help="Reads need a token with the 'read' scope too.",
 )
-@click.option(
-    "--allow-pickle",
-    "allow_pickle",
-    is_flag=True,
-    default=False,
-    help=(
-        "Let models of format torch-pickle whose manifest says "
-        "`trusted: true` run, in the docker runner only (unpickling "
-        "runs the publisher's code). Off: never."
-    ),
-)
-@click.option(
-    "--allow-code",
-    "allow_code",
-    is_flag=True,
-    default=False,
-    help=(
-        "Let models whose manifest carries preprocess/postprocess "
-        "Python code run it (the publisher's code; with --runners "
-        "docker it runs confined). Off: never."
-    ),
-)
+@serve_consent_options
 @click.option(
     "--runners",
     "runners",
