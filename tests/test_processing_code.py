@@ -12,6 +12,7 @@ checked against the declaration before anything is timed, naming the input or ou
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,13 +25,19 @@ from sklearn.metrics import accuracy_score, top_k_accuracy_score
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.job import Evidence
+from pinbench.evaluator.results import RESULT
 from pinbench.evaluator.run import array_of, run_lockfile
+from pinbench.evaluator.runners.local import store_paths
+from pinbench.evaluator.runners.process import collect, write_job
+from pinbench.evaluator.worker import main as worker_main
 from pinbench.processing.checks import CodeOutputMismatch
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import CodeFailed
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.registry.names import Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
@@ -206,6 +213,30 @@ def test_preprocessing_is_cached_by_its_digest_and_post_processing_timed_in_perf
     assert again["details"]["preprocess_cache_hit"] is True
     assert again["postprocess_latency_p50_ns"] > 0
     assert "top1" not in again
+
+
+def test_an_isolated_evaluator_runs_code_only_when_its_job_allows_it_and_hands_back_times(
+    world: World, tmp_path: Path
+) -> None:
+    """The evaluator behind the venv, docker, warm and cluster runners: the job carries the
+    run's consent (checked again inside), and the code's raw times come back to the host."""
+    ws, lock = world.home.ws, world.lock
+    model, data = (
+        {p: str(v) for p, v in store_paths(ws, lock, kind).items()}
+        for kind in (Kind.MODEL, Kind.DATASET)
+    )
+    for allow in (False, True):
+        (tmp_path / str(allow)).mkdir()
+        write_job(tmp_path / f"{allow}.json", lock, model, data, allow_code=allow)
+        status = worker_main([str(tmp_path / f"{allow}.json"), str(tmp_path / str(allow))])
+        assert status == (0 if allow else 1)
+    refused = json.loads((tmp_path / "False" / RESULT).read_bytes())
+    assert "was not allowed to run it (pinbench run --allow-code)" in refused["error"]
+    evidence = Evidence()
+    collect("venv", tmp_path / "True", lock, evidence, status=0, tail=[])
+    assert evidence.postprocess is not None and evidence.postprocess.size == SAMPLES
+    assert evidence.metrics["postprocess_latency_max_ns"] == evidence.postprocess.max()
+    assert evidence.details["processing"]["postprocess"]["sha256"] == sha(CODE.encode())
 
 
 # --- consent --------------------------------------------------------------------------------
