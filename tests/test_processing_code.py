@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -262,6 +263,31 @@ def test_a_run_without_allow_code_is_refused_naming_the_flag_before_anything_run
     done = cli("run", str(path), "--runner", "local", "--allow-code", "--json")
     assert done.code == 0, done.err
     assert mark.read_text() == "imported\n"  # the mark works: the code ran once, at the run
+
+
+def test_a_server_runs_code_only_when_its_operator_allowed_it(world: World) -> None:
+    from pinbench.api.runpool import RunPool
+
+    ws = world.home.ws
+    before = len(list_runs(ws))
+    for allow in (False, True):
+        pool = RunPool(ws, workers=1, queue=1, allow_code=allow)
+        try:
+            if not allow:
+                with pytest.raises(CodeRefused, match="pinbench serve --allow-code"):
+                    pool.submit(world.lock, "local")
+                assert len(list_runs(ws)) == before  # nothing queued
+                continue
+            run_id = pool.submit(world.lock, "local")
+            deadline = time.monotonic() + 60
+            while show_run(ws, run_id)["status"] in ("queued", "running"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            pool.close()
+    info = show_run(ws, run_id)
+    assert info["status"] == "succeeded", info["error"]
+    assert info["details"]["processing"]["preprocess"]["code"] == "proc.py:prepare"
 
 
 def test_the_code_never_runs_at_manifest_publish_lock_verify_or_show(
