@@ -13,6 +13,7 @@ checked against the declaration before anything is timed, naming the input or ou
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from sklearn.metrics import accuracy_score, top_k_accuracy_score
 
 from pinbench import catalog as builtin
@@ -48,32 +50,18 @@ from tests.helpers import Home, in_process_cli, model_manifest, published_home, 
 SAMPLES = 40
 MARK = "PINBENCH_TEST_IMPORT_MARK"
 """The processing code appends a line to the file this names when it is imported."""
-CODE = f'''\
-"""The digits model's processing: raw sample files in, probabilities out."""
-import os
-from pathlib import Path
-
-import numpy as np
-
-if os.environ.get("{MARK}"):  # import-time code: shows when the file was executed
-    with open(os.environ["{MARK}"], "a") as marks:
-        marks.write("imported\\n")
-
-
-def prepare(sample, files):
-    image = np.load(sample, allow_pickle=False)  # uint8 (8, 8), values 0..16
-    return {{"x": (image.astype(np.float32) / 16.0)[np.newaxis]}}
-
-
-def finish(outputs, files):
-    logits = outputs["logits"]
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return {{"probabilities": (e / e.sum(axis=1, keepdims=True)).astype(np.float32)}}
-'''
-INPUTS = [{"name": "x", "element_type": "float32", "shape": [1, 8, 8]}]
-OUTPUTS = [{"name": "probabilities", "type": "classification"}]
-PRE = {"file": "proc.py", "function": "prepare"}
-POST = {"file": "proc.py", "function": "finish"}
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "processing.md").read_text()
+EXAMPLE = re.search(r"```python\n# proc\.py\n(.*?)```", DOC, re.S)
+MANIFEST = re.search(r"```yaml\n(kind: model\n.*?)```", DOC, re.S)
+assert EXAMPLE is not None and MANIFEST is not None, "docs/processing.md's example"
+CODE = (  # the docs' example, which also marks its import
+    f"import os as _os\n\nif _os.environ.get({MARK!r}):\n"
+    f"    with open(_os.environ[{MARK!r}], 'a') as _marks:\n        _marks.write('imported\\n')\n"
+    + EXAMPLE.group(1)
+)
+DECLARED = yaml.safe_load(MANIFEST.group(1))
+INPUTS, OUTPUTS = DECLARED["inputs"], DECLARED["outputs"]
+PRE, POST = DECLARED["preprocess"], DECLARED["postprocess"]
 VERSION = "1.1.0"
 """The catalog's model version whose ONNX file (and weights) the tests use."""
 
@@ -219,7 +207,7 @@ def test_preprocessing_is_cached_by_its_digest_and_post_processing_timed_in_perf
 def test_an_isolated_evaluator_runs_code_only_when_its_job_allows_it_and_hands_back_times(
     world: World, tmp_path: Path
 ) -> None:
-    """The evaluator behind the venv, docker, warm and cluster runners: the job carries the
+    """The evaluator behind the venv, docker and cluster runners: the job carries the
     run's consent (checked again inside), and the code's raw times come back to the host."""
     ws, lock = world.home.ws, world.lock
     model, data = (
@@ -238,6 +226,34 @@ def test_an_isolated_evaluator_runs_code_only_when_its_job_allows_it_and_hands_b
     assert evidence.postprocess is not None and evidence.postprocess.size == SAMPLES
     assert evidence.metrics["postprocess_latency_max_ns"] == evidence.postprocess.max()
     assert evidence.details["processing"]["postprocess"]["sha256"] == sha(CODE.encode())
+
+
+def test_a_model_with_code_never_uses_a_warm_evaluator(world: World, tmp_path: Path) -> None:
+    """The publisher's Python could outlast its run in a shared process (module state,
+    patched libraries): like a pickle, it runs in an evaluator of its own."""
+    from pinbench.evaluator.stop import Stop
+    from pinbench.evaluator.warm import CODE_REASON, WarmPool, run_warm
+
+    def refuse_to_start(root: Path, idle_s: float) -> Any:
+        raise AssertionError("a warm evaluator was started for a model with code")
+
+    pool = WarmPool(tmp_path / "warm")
+    try:
+        evidence = Evidence()
+        used = run_warm(
+            pool,
+            ("venv", "x"),
+            refuse_to_start,
+            world.lock,
+            evidence,
+            quiet,
+            Stop(),
+            lambda *_: None,
+        )
+    finally:
+        pool.close()
+    assert used is False
+    assert evidence.environment == {"warm": False, "warm_cold_because": CODE_REASON}
 
 
 # --- consent --------------------------------------------------------------------------------
@@ -315,8 +331,6 @@ def test_the_code_never_runs_at_manifest_publish_lock_verify_or_show(
     )
     assert written.code == 0, written.err
     assert "proc.py" in (folder / "written.yaml").read_text()
-    import yaml
-
     (folder / "model.yaml").write_text(yaml.safe_dump(data))
     assert cli("publish", str(folder / "model.yaml")).code == 0
     request = tmp_path / "request.yaml"
