@@ -39,7 +39,8 @@ from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import CodeFailed
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import ManifestError, parse_manifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.names import Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request

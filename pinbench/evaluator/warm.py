@@ -31,7 +31,6 @@ from pathlib import Path
 
 from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.policy import needs_pickle
-from pinbench.processing.consent import needs_code
 from pinbench.evaluator.runners.process import (
     EvaluationFailed,
     Relay,
@@ -41,6 +40,7 @@ from pinbench.evaluator.runners.process import (
 )
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.worker import IDLE_S, SERVED
+from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 
 POLL_S = 0.005
