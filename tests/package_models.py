@@ -37,6 +37,10 @@ PINNED: dict[str, tuple[str, str]] = {
         "6.2.3",
         "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
     ),
+    "magika": (  # Apache-2.0; the manylinux x86-64 wheel (its model files are the same in each)
+        "1.0.3",
+        "3e9b49134e8116ee40b431664dcbed9e199413efddcce1a173c734b4e0521529",
+    ),
     "facenet-pytorch": (
         "2.6.0",
         "ecb82b27beb226d106f2219efe8f829b01b87a8595badd01545679bdb9f19cca",

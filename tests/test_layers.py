@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "evaluator",
         {
             "tasks",
+            "processing",
             "evaluator",
             "operators",
             "training",

@@ -139,6 +139,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             workers=settings.run_workers,
             queue=settings.run_queue,
             allow_pickle=settings.allow_pickle,
+            allow_code=settings.allow_code,
             runners=tuple(settings.runners),
             cluster=cluster_of(settings),
             warm=settings.warm,

@@ -42,6 +42,8 @@ class ServerSettings:
     """Host names the server answers to (``pinbench serve --allowed-host``); see api/hosts.py."""
     allow_pickle: bool = False
     """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
+    allow_code: bool = False
+    """The operator's ``serve --allow-code``: a model's processing code may run."""
     runners: tuple[str, ...] = ("local", "venv", "docker")
     """The runners queued runs may use (``serve --runners``)."""
     cluster: str | None = None

@@ -26,6 +26,7 @@ from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.cancel import RunFinished
 from pinbench.evaluator.history import RunNotFound
 from pinbench.evaluator.policy import PickleRefused, RunnerRefused
+from pinbench.processing.consent import CodeRefused
 from pinbench.registry.catalog import NotFound
 from pinbench.registry.publish import SameVersionConflict, VersionConflict
 from pinbench.sdk.hosting import NotStored
@@ -98,6 +99,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (AuthError, 401),
     (Forbidden, 403),
     (PickleRefused, 403),
+    (CodeRefused, 403),
     (RunnerRefused, 403),
     (NotFound, 404),
     (RunNotFound, 404),

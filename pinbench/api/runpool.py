@@ -1,15 +1,12 @@
 """The server's bounded run queue: a fixed number of worker threads, a fixed queue length.
 
-A submitted run is recorded ``queued`` at once (so its status can be asked for), then run by
-a worker with ``run_lockfile``, which records the outcome. When the queue is full a submit is
-refused (HTTP 503). Runs still queued or running when the server stops are marked
-``interrupted`` with their reasons; while the database is away they wait (decision 190).
-
-Each pool is a server instance with a heartbeat (``api/heartbeat.py``): it touches only its
-own runs, and those of servers whose lease expired. Runs wait in a fair queue (round robin
-across users, ``api/fairshare.py``), at most ``runs_per_user`` of each user; ``drain``
-(SIGTERM, ``api/drain.py``) takes no new run and lets the running ones finish, and the server
-stops once the clients waiting on them have read how they ended (``api/watchers.py``).
+A submitted run is recorded ``queued`` at once, then run by a worker with ``run_lockfile``,
+which records the outcome; a full queue refuses (503). Runs left when the server stops are
+marked ``interrupted`` with their reasons; while the database is away they wait (decision 190).
+Each pool is a server instance with a heartbeat (``api/heartbeat.py``) that touches its own
+runs and those of servers whose lease expired. Runs wait in a fair queue (``api/fairshare.py``),
+at most ``runs_per_user`` of each user; ``drain`` (SIGTERM, ``api/drain.py``) takes no new run,
+lets the running ones finish, and waits for their clients to read how they ended.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from pinbench.db import pending
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import (
-    check_server_pickle,
+    check_server_policy,
     check_server_runner,
     choose_server_runner,
     needs_pickle,
@@ -59,6 +56,7 @@ class RunPool:
         workers: int,
         queue: int,
         allow_pickle: bool = False,
+        allow_code: bool = False,
         runners: tuple[str, ...] = ("local", "venv", "docker"),
         cluster: Cluster | None = None,
         warm: bool = False,
@@ -71,8 +69,9 @@ class RunPool:
         self.lease = lease or instances.lease_from_env()
         self.cluster = cluster
         """Where runs placed ``on`` systems go (``serve --cluster``); None: nowhere."""
-        self.allow_pickle = allow_pickle
-        """The operator's ``serve --allow-pickle``: pickled models may run, in docker only."""
+        self.allow_pickle, self.allow_code = allow_pickle, allow_code
+        """The operator's ``serve --allow-pickle`` (pickled models may run, in docker only) and
+        ``--allow-code`` (a model's processing code may run)."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
         self._facts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -120,7 +119,7 @@ class RunPool:
     ) -> str:
         """Queue a run (``user`` submitted it: they may cancel it); return its id."""
         runner = choose_server_runner(runner, lock, self.runners)  # once: 'auto' asks Docker
-        check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
+        check_server_policy(lock, runner, self.allow_pickle, self.allow_code)
         run_id = str(uuid.uuid4())
         self._take([run_id], user)
         try:
@@ -176,7 +175,7 @@ class RunPool:
             raise NoCluster()
         if runner != "auto":
             check_server_runner(runner, self.runners)
-        check_server_pickle(lock, runner=runner, server_allows=self.allow_pickle)
+        check_server_policy(lock, runner, self.allow_pickle, self.allow_code)
         candidates = systems_of(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]
@@ -308,6 +307,7 @@ class RunPool:
                 say=lambda text: self._say(run_id, text),
                 fetch=False,  # a server never fetches: publishers upload every byte
                 allow_pickle=needs_pickle(lock),  # submit checked the server's policy
+                allow_code=self.allow_code,  # the operator's decision (submit refused without)
                 stop=stop,
                 on=on,
                 warm=self.warm,

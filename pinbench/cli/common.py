@@ -44,6 +44,45 @@ def allow_pickle_option(f: F) -> F:
     )(f)
 
 
+def allow_code_option(f: F) -> F:
+    """``--allow-code`` (``allow_code``)."""
+    import click
+
+    return click.option(
+        "--allow-code",
+        "allow_code",
+        is_flag=True,
+        default=False,
+        help="This run may execute the model's preprocess/postprocess Python code (the "
+        "publisher's code: only for publishers you trust; --runner docker confines it).",
+    )(f)
+
+
+def serve_consent_options(f: F) -> F:
+    """``serve``'s ``--allow-pickle`` and ``--allow-code``: the operator's decisions."""
+    import click
+
+    f = click.option(
+        "--allow-code",
+        "allow_code",
+        is_flag=True,
+        default=False,
+        help="Let models whose manifest carries preprocess/postprocess Python code run it "
+        "(the publisher's code; with --runners docker it runs confined). Off: never.",
+    )(f)
+    return click.option(
+        "--allow-pickle",
+        "allow_pickle",
+        is_flag=True,
+        default=False,
+        help=(
+            "Let models of format torch-pickle whose manifest says "
+            "`trusted: true` run, in the docker runner only (unpickling "
+            "runs the publisher's code). Off: never."
+        ),
+    )(f)
+
+
 def listed(_ctx: object, _param: object, values: tuple[T, ...]) -> list[T] | None:
     """A repeated option's or a variadic argument's values as a list, or None when none were
     given (what the commands were written against)."""

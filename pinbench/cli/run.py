@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinbench.cli.common import (
+    allow_code_option,
     allow_pickle_option,
     listed,
     local_registry,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     help=(TRACE_HELP),
 )
 @allow_pickle_option
+@allow_code_option
 @click.option(
     "--on",
     "on",
@@ -92,6 +94,7 @@ def run_cmd(
     runner: str = "auto",
     trace: str = "none",
     allow_pickle: bool = False,
+    allow_code: bool = False,
     on: list[str] | None = None,
     retries: int = 1,
     publish_as: str | None = None,
@@ -113,19 +116,31 @@ def run_cmd(
         if publish_as is not None:
             _check_publish_as(reg, lock, publish_as, on=bool(on))
         if on:
-            if allow_pickle:
-                raise UserError("--allow-pickle is a local decision; runs --on follow the server's")
+            if allow_pickle or allow_code:
+                flag = "--allow-pickle" if allow_pickle else "--allow-code"
+                raise UserError(f"{flag} is a local decision; runs --on follow the server's")
             chains = lock.run_on(on, runner=runner, trace=trace, retries=retries, say=say)
             _print_chains(chains, as_json=as_json)
             return
         if reg.remote:
-            info = lock.run(runner=runner, trace=trace, allow_pickle=allow_pickle, say=say).info
+            info = lock.run(
+                runner=runner,
+                trace=trace,
+                allow_pickle=allow_pickle,
+                allow_code=allow_code,
+                say=say,
+            ).info
         else:
             # Ctrl-C / SIGTERM stop the evaluation safely and record it interrupted (exit 130
             # / 143)
             with stopped_safely() as stop:
                 done = lock.run(
-                    runner=runner, trace=trace, allow_pickle=allow_pickle, say=say, stop=stop
+                    runner=runner,
+                    trace=trace,
+                    allow_pickle=allow_pickle,
+                    allow_code=allow_code,
+                    say=say,
+                    stop=stop,
                 )
             info = done.info
             if publish_as is not None:
@@ -204,6 +219,7 @@ def _print_chains(chains: list[list[dict[str, Any]]], *, as_json: bool) -> None:
     ),
 )
 @allow_pickle_option
+@allow_code_option
 @json_option
 def rerun_cmd(
     run: str,
@@ -212,6 +228,7 @@ def rerun_cmd(
     repeat: int = REPEAT,
     band: float = BAND,
     allow_pickle: bool = False,
+    allow_code: bool = False,
     as_json: bool = False,
 ) -> None:
     """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
@@ -242,6 +259,7 @@ def rerun_cmd(
             say=say,
             trace=trace,
             allow_pickle=allow_pickle,
+            allow_code=allow_code,
             stop=stop,
             band=band,
         )

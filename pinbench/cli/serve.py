@@ -8,7 +8,7 @@ import os
 import click
 
 from pinbench import bounds
-from pinbench.cli.common import listed, local_registry
+from pinbench.cli.common import listed, local_registry, serve_consent_options
 from pinbench.cli.serve_config import config_option
 from pinbench.cli.serve_proxy import proxy_options
 from pinbench.console import err as _err
@@ -55,17 +55,7 @@ WORKER_HEALTHCHECK_S = 60
     default=False,
     help="Reads need a token with the 'read' scope too.",
 )
-@click.option(
-    "--allow-pickle",
-    "allow_pickle",
-    is_flag=True,
-    default=False,
-    help=(
-        "Let models of format torch-pickle whose manifest says "
-        "`trusted: true` run, in the docker runner only (unpickling "
-        "runs the publisher's code). Off: never."
-    ),
-)
+@serve_consent_options
 @click.option(
     "--runners",
     "runners",
@@ -215,6 +205,7 @@ def serve(
     max_upload_mb: int = 2048,
     private: bool = False,
     allow_pickle: bool = False,
+    allow_code: bool = False,
     runners: str = "local,venv,docker",
     allowed_host: list[str] | None = None,
     cluster: str | None = None,
@@ -301,6 +292,7 @@ def serve(
         run_workers=run_workers,
         run_queue=run_queue,
         allow_pickle=allow_pickle,
+        allow_code=allow_code,
         runners=allowed_runners,
         allowed_hosts=allowed_hosts,
         cluster=cluster,

@@ -75,6 +75,7 @@ def run_here(
     allow_pickle: bool,
     allowed: tuple[str, ...],
     say: Say,
+    allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
     price: Price | None = None,
@@ -105,7 +106,17 @@ def run_here(
         error = None
         try:
             execute = runner_named(chosen)
-            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop, warm=warm)
+            execute(
+                ws,
+                lock,
+                evidence,
+                say,
+                trace,
+                allow_pickle=allow_pickle,
+                allow_code=allow_code,
+                stop=stop,
+                warm=warm,
+            )
         except RunStopped:
             raise  # the server asked: it records the run as it ends there
         except PinbenchError as exc:

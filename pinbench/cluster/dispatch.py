@@ -115,6 +115,7 @@ class OnSystem:
         trace: str,
         *,
         allow_pickle: bool = False,
+        allow_code: bool = False,
         stop: Stop | None = None,
         warm: WarmPool | None = None,
     ) -> None:
@@ -129,7 +130,14 @@ class OnSystem:
             raise SystemLost(self.system, "its agent is not in the cluster") from None
         say(f"sent to system {self.system}")
         done = actor.run.remote(
-            lock.canonical, self.server, self.token, self.runner, trace, allow_pickle, self.allowed
+            lock.canonical,
+            self.server,
+            self.token,
+            self.runner,
+            trace,
+            allow_pickle,
+            self.allowed,
+            allow_code,
         )
         shown = ""
         deadline = time.monotonic() + lock.body.limits.timeout_s + FETCH_ALLOWANCE_S
@@ -185,6 +193,7 @@ class OnSystem:
             MAX_TRACE_BYTES,
             MAX_WEIGHTS_BYTES,
             OUTPUTS,
+            POSTPROCESS,
             RESULT,
             TOKENS,
             TRACE,
@@ -201,6 +210,7 @@ class OnSystem:
             WEIGHTS: MAX_WEIGHTS_BYTES,  # a training run's final weights
             TOKENS: MAX_ARRAY_BYTES,  # a generation run's per-answer token counts
             GRAPH: MAX_GRAPH_BYTES,  # a graph-optimization run's optimized graph
+            POSTPROCESS: MAX_ARRAY_BYTES,  # a model's postprocess code's times
         }
         if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
             raise AgentAnswerRefused(self.system, "not a packed result")
@@ -235,6 +245,7 @@ class OnSystem:
         evidence.metrics = got.metrics
         evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
         evidence.weights, evidence.tokens, evidence.graph = got.weights, got.tokens, got.graph
+        evidence.postprocess = got.postprocess
         evidence.environment.update(environment)
         if result.status == "failed":
             raise EvaluationFailed(

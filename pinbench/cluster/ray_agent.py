@@ -201,6 +201,7 @@ class Agent:
         trace: str,
         allow_pickle: bool,
         allowed: tuple[str, ...],
+        allow_code: bool = False,
     ) -> dict[str, Any]:
         """Run a lockfile here; the answer as plain data (``pinbench.cluster.answer``): an
         error is never raised to the server, where Ray would have to unpickle it."""
@@ -223,6 +224,7 @@ class Agent:
                     runner=runner,
                     trace=trace,
                     allow_pickle=allow_pickle,
+                    allow_code=allow_code,
                     allowed=tuple(allowed),
                     say=say,
                     stop=self._stop,

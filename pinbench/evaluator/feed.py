@@ -84,17 +84,17 @@ def prepare(
             return _preprocess(spec, samples, model_files, say, stop, encodings)
 
         if spec.stream is not None:
-            cached = functools.partial(_cached, cache, dataset_digest)
+            cached = functools.partial(cached_array, cache, dataset_digest)
             got = prepare_stream(spec, samples, digest, cached, say, stop)
             arrays[str(spec.name)], windows, hit = got
         elif per_image(spec) and samples.files is not None:  # sizes of their own
-            cached = functools.partial(_cached, cache, dataset_digest)
+            cached = functools.partial(cached_array, cache, dataset_digest)
             each = functools.partial(_each_file, spec, samples, say, stop)
             names = [f.path for f in samples.files]
             got_apart = prepare_ragged(spec, digest, cached, each, names)
             fed[str(spec.name)], arrays[str(spec.name)], hit = got_apart
         else:
-            arrays[str(spec.name)], hit = _cached(cache, dataset_digest, digest, compute)
+            arrays[str(spec.name)], hit = cached_array(cache, dataset_digest, digest, compute)
         fed.setdefault(str(spec.name), arrays[str(spec.name)])
         digests[str(spec.name)] = digest.hex
         hits.append(hit)
@@ -106,7 +106,7 @@ def prepare(
     return Feed(NamedInputs(fed), arrays, all(hits), joined, decoder, windows)
 
 
-def _cached(
+def cached_array(
     cache: Path | None, dataset_digest: str, digest: Digest, compute: Callable[[], Array]
 ) -> tuple[Array, bool]:
     """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit

@@ -40,6 +40,9 @@ class Job:
     """The trace level (``pinbench.trace.levels``)."""
     allow_pickle: bool = False
     """The run's own decision to unpickle a ``trusted`` model (never the lockfile's alone)."""
+    allow_code: bool = False
+    """The run's own decision to run the model's ``preprocess``/``postprocess`` code
+    (``pinbench.processing.consent``)."""
     stop: Stop = field(default_factory=Stop)
     """Asked to stop early (a signal, a cancel, a time limit): checked between phases, and
     LoadGen's queries are answered without the model once it is set."""
@@ -71,12 +74,16 @@ class Evidence:
     tokens: npt.NDArray[np.int64] | None = None
     """A text-generation run's raw token times, one row per query beside ``latencies``: its
     time to first token (ns) and its answer's length in tokens."""
+    postprocess: npt.NDArray[np.int64] | None = None
+    """The raw times (ns) of a model's ``postprocess`` code, one per sample answered
+    (``pinbench.processing.post``), stored as a blob."""
 
 
 def model_files(job: Job) -> ModelFiles:
     """The lockfile's model as a predictor or generator opens it: its verified files, format,
     signature and whether it may be unpickled (the manifest's ``trusted`` and the run's own
-    decision, both)."""
+    decision, both). A model with ``postprocess`` code declares the code's outputs: the
+    predictor gives every output of the model by its own name, for the code."""
     from pinbench.evaluator.predictors.config import ModelFiles
 
     model = job.lock.body.model
@@ -87,7 +94,7 @@ def model_files(job: Job) -> ModelFiles:
         model.architecture,
         model.trusted and job.allow_pickle,
         tuple(model.inputs),
-        tuple(model.outputs),
+        () if model.postprocess is not None else tuple(model.outputs),  # its code reads them all
     )
 
 

@@ -29,6 +29,8 @@ from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import wrap
 from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.processing.runs import open_processing
+from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
 from pinbench.tasks.base import Context
@@ -148,15 +150,26 @@ def _evaluate(
         )
     )
     job.stop.check()
+    model_sha256 = {f.path: f.sha256 for f in model_art.files}
+    code = open_processing(body.model, job.model_paths, model_sha256, allow=job.allow_code, say=say)
+    if code is not None:
+        evidence.details["processing"] = code.record()
     say("preprocessing (outside any timed region)")
     with recorder.phase("preprocess"):
-        feed = prepare(
+        by_code = None
+        if code is not None:
+            fed = [s for s in body.model.inputs if from_samples(s)]
+            digest = body.dataset.manifest_digest
+            by_code = code.prepare(
+                fed, samples, cache=job.cache, dataset_digest=digest, say=say, stop=job.stop
+            )
+        feed = by_code or prepare(
             list(body.model.inputs),
             samples,
             cache=job.cache,
             dataset_digest=body.dataset.manifest_digest,
             model_files=job.model_paths,
-            model_sha256={f.path: f.sha256 for f in model_art.files},
+            model_sha256=model_sha256,
             say=say,
             stop=job.stop,
         )
@@ -193,6 +206,8 @@ def _evaluate(
         predictor.check_input(first)
         with recorder.phase("first predict (cold)", role="cold"):
             answer = predictor.first_predict(first)
+        if code is not None:  # the code's outputs are the declared ones: checked before timing
+            answer = code.first(answer, len(first))
         if scorer is not None:  # in every mode: a declared output is honoured or refused
             scorer.check(answer, {k: v[: len(first)] for k, v in feed.arrays.items()}, len(first))
         predict: Callable[[Any], Any] = predictor.predict
@@ -219,6 +234,7 @@ def _evaluate(
                 log_dir=job.scratch / "loadgen",
                 stop=job.stop,
                 on_caller=profiling and cls.PROFILES_ONE_THREAD,
+                keep_outputs=code is not None and code.post is not None,
             )
             energy = meter.stop()
         recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
@@ -234,6 +250,9 @@ def _evaluate(
     evidence.details["loadgen"] = measurement.loadgen
     record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
     evidence.latencies = measurement.latencies_ns
+    if code is not None:  # timed apart, outside the framework's timed region
+        with recorder.phase("postprocess (code)"):
+            measurement.outputs = code.every(measurement.outputs, job.stop, evidence, say)
     if accuracy and scorer is not None:
         with recorder.phase("postprocess (accuracy)"):
             scored = scorer.score(measurement.outputs, feed.arrays)

@@ -93,6 +93,15 @@ def choose_server_runner(runner: str, lock: Lockfile, allowed: tuple[str, ...]) 
     return usable[0] if usable else allowed[0]
 
 
+def check_server_policy(lock: Lockfile, runner: str, allow_pickle: bool, allow_code: bool) -> None:
+    """What the server's operator allows, asked before a run is queued: pickles
+    (``check_server_pickle``) and a model's processing code (``check_server_code``)."""
+    from pinbench.processing.consent import check_server_code
+
+    check_server_pickle(lock, runner=runner, server_allows=allow_pickle)
+    check_server_code(lock, server_allows=allow_code)
+
+
 def check_server_pickle(lock: Lockfile, *, runner: str, server_allows: bool) -> None:
     """On a server: a pickled model runs only if the operator allowed it, and only in docker."""
     if not needs_pickle(lock):

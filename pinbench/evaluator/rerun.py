@@ -62,6 +62,7 @@ def rerun(
     allow_pickle: bool = False,
     stop: Stop | None = None,
     band: float = BAND,
+    allow_code: bool = False,
 ) -> Verdict:
     """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
     with the original's runner and trace level unless ``runner`` or ``trace`` name others.
@@ -92,6 +93,7 @@ def rerun(
             say=say,
             trace=trace,
             allow_pickle=allow_pickle,
+            allow_code=allow_code,
             stop=stop,
         )
         reruns.append(show_run(ws, outcome.id))

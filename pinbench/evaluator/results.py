@@ -25,6 +25,7 @@ RESULT = "result.json"
 LATENCIES = "latencies.npy"
 OUTPUTS = "outputs.npy"
 TOKENS = "tokens.npy"
+POSTPROCESS = "postprocess.npy"
 TRACE = "trace.json"
 WEIGHTS = "weights.bin"
 GRAPH = "graph.onnx"
@@ -57,6 +58,8 @@ class JobFile(
     trace: str = "none"
     allow_pickle: bool = False
     """Whoever started the run allowed unpickling a ``trusted`` torch-pickle model."""
+    allow_code: bool = False
+    """Whoever started the run allowed the model's processing code to run."""
 
 
 class ChromeTrace(msgspec.Struct, frozen=True):
@@ -82,6 +85,7 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     weights: bool = False
     tokens: bool = False
     graph: bool = False
+    postprocess: bool = False
 
 
 class InvalidResults(UserError):
@@ -106,6 +110,8 @@ def write_results(
         np.save(out / TOKENS, evidence.tokens, allow_pickle=False)
     if evidence.graph is not None:
         (out / GRAPH).write_bytes(evidence.graph)
+    if evidence.postprocess is not None:
+        np.save(out / POSTPROCESS, evidence.postprocess, allow_pickle=False)
     result = WorkerResult(
         format=FORMAT,
         lockfile=lock_digest,
@@ -121,6 +127,7 @@ def write_results(
         weights=evidence.weights is not None,
         tokens=evidence.tokens is not None,
         graph=evidence.graph is not None,
+        postprocess=evidence.postprocess is not None,
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -129,9 +136,10 @@ def write_results(
 
 def _drop_claimed_digests(details: dict[str, Any]) -> None:
     """Digests of outputs the host stores itself (accuracy outputs, final weights, token
-    times, an optimized graph) are the host's to record, from the bytes it read: whatever the
-    worker wrote for them goes."""
+    times, an optimized graph, post-processing times) are the host's to record, from the bytes
+    it read: whatever the worker wrote for them goes."""
     details.pop("outputs_sha256", None)
+    details.pop("postprocess_latencies_sha256", None)
     training = details.get("training")
     if isinstance(training, dict):
         details["training"] = {k: v for k, v in training.items() if k != "weights_sha256"}
@@ -196,6 +204,11 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         evidence.tokens = _tokens(_array(out / TOKENS), evidence.latencies)
     if result.graph:
         evidence.graph = _read_capped(out / GRAPH, MAX_GRAPH_BYTES)
+    if result.postprocess:
+        times = _array(out / POSTPROCESS)
+        if times.dtype != np.int64 or times.ndim != 1 or (times < 0).any():
+            raise InvalidResults(reason=f"{POSTPROCESS} must be a 1-D int64 array of times")
+        evidence.postprocess = times
     return result, evidence
 
 

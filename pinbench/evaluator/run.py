@@ -8,7 +8,6 @@ that is away then is waited for, the record kept in the home meanwhile
 
 from __future__ import annotations
 
-import io
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,10 +38,12 @@ from pinbench.evaluator.recording import (
     record_run,
     stopped_from_now,
 )
+from pinbench.evaluator.run_blobs import save_array, save_postprocess, save_tokens, save_weights
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.evaluator.transformrun import store_graph
+from pinbench.processing.consent import check_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.verify import check_against_registry, verify_lockfile
@@ -172,12 +173,14 @@ def run_lockfile(
     stop: Stop | None = None,
     on: OnSystem | None = None,
     warm: WarmPool | None = None,
+    allow_code: bool = False,
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
     whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
     ``queue_run``. A lockfile this registry would not make is refused before anything is
     recorded. ``fetch``: a missing blob may be fetched from its pinned source (never on a
-    server). ``allow_pickle``: the caller's decision (``pinbench.evaluator.policy``).
+    server). ``allow_pickle``: the caller's decision (``pinbench.evaluator.policy``); as is
+    ``allow_code`` (``pinbench.processing.consent``), checked before anything is recorded.
     ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
     with its status and reason. ``on``: run it on that cluster system instead of here
     (``pinbench.cluster.dispatch``); the record names the system and the agent's host.
@@ -188,6 +191,7 @@ def run_lockfile(
         check_workers_here(lock.body.request.distributed)
     check_against_registry(ws, lock)
     check_pickle(lock, allow=allow_pickle)
+    check_code(lock, allow=allow_code)
     price = price_from_env() if on is None else None  # a bad price is refused before the run
     if on is None:
         runner = choose_runner(runner, lock)
@@ -207,19 +211,30 @@ def run_lockfile(
         with ws.store.held(Digest(f.sha256) for a in lock.body.artifacts for f in a.files):
             verify_lockfile(ws, lock, fetch=fetch, for_run=True)
             stop.check()
-            execute(ws, lock, evidence, say, trace, allow_pickle=allow_pickle, stop=stop, warm=warm)
+            execute(
+                ws,
+                lock,
+                evidence,
+                say,
+                trace,
+                allow_pickle=allow_pickle,
+                allow_code=allow_code,
+                stop=stop,
+                warm=warm,
+            )
         stop.check()
         assert evidence.latencies is not None
-        attempt.latencies = _save_array(ws, evidence.latencies)
+        attempt.latencies = save_array(ws, evidence.latencies)
         if evidence.trace is not None:
             attempt.trace = ws.store.put_bytes(evidence.trace)
             trace_data = msgspec.json.decode(evidence.trace)
             evidence.details["trace"] = summarise(trace_data)
         evidence.details.pop("outputs_sha256", None)  # the host's digest, or none
         if evidence.outputs is not None:
-            evidence.details["outputs_sha256"] = _save_array(ws, evidence.outputs).hex
-        _save_weights(ws, evidence, lock)
-        _save_tokens(ws, evidence)
+            evidence.details["outputs_sha256"] = save_array(ws, evidence.outputs).hex
+        save_weights(ws, evidence, lock)
+        save_tokens(ws, evidence)
+        save_postprocess(ws, evidence)
         store_graph(ws, evidence)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
@@ -230,7 +245,7 @@ def run_lockfile(
         raise
     except PinbenchError as exc:
         attempt.error = str(exc)
-        _save_weights(ws, evidence, lock)  # a training run short of its target keeps its weights
+        save_weights(ws, evidence, lock)  # a training run short of its target keeps its weights
         store_graph(ws, evidence)  # an invalid graph optimization keeps its graph, to be opened
         raise
     except BaseException as exc:
@@ -291,35 +306,6 @@ def _keep_cost(details: dict[str, Any], price: Price | None, on_agent: bool) -> 
     kept = claimed if on_agent else price
     if kept is not None:
         details["cost"] = kept.to_json()
-
-
-def _save_weights(ws: Workspace, evidence: Evidence, lock: Lockfile) -> None:
-    """A training run's final weights as a blob; the digest recorded is the one computed here,
-    whatever the evaluator claimed, and only for a lockfile that trains."""
-    training = evidence.details.get("training")
-    weights, evidence.weights = evidence.weights, None
-    if not isinstance(training, dict):
-        return
-    training.pop("weights_sha256", None)
-    if weights is not None and lock.body.training is not None:
-        training["weights_sha256"] = ws.store.put_bytes(weights).hex
-
-
-def _save_tokens(ws: Workspace, evidence: Evidence) -> None:
-    """A text-generation run's raw token times (``Evidence.tokens``) as a blob, its digest
-    computed here."""
-    generation = evidence.details.get("generation")
-    tokens, evidence.tokens = evidence.tokens, None
-    if isinstance(generation, dict):
-        generation.pop("tokens_sha256", None)
-        if tokens is not None:
-            generation["tokens_sha256"] = _save_array(ws, tokens).hex
-
-
-def _save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:
-    buf = io.BytesIO()
-    np.save(buf, array, allow_pickle=False)
-    return ws.store.put_bytes(buf.getvalue())
 
 
 UNITS = {

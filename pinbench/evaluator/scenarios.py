@@ -70,8 +70,8 @@ class Measurement:
     target: float
     """The scenario's target percentile as a fraction (``scenario.percentile / 100``)."""
     outputs: dict[int, Outputs] = field(default_factory=dict)
-    """Accuracy mode: the model's outputs for each sample index, by name, each with a batch
-    axis of one."""
+    """Accuracy mode (or ``keep_outputs``): the model's outputs for each sample index, by
+    name, each with a batch axis of one."""
 
     def summary(self) -> dict[str, float]:
         """Metrics with their units in their names: LoadGen's ``latency_p99_ns`` (its
@@ -139,17 +139,20 @@ def run_scenario(
     log_dir: Path,
     stop: Stop | None = None,
     on_caller: bool = False,
+    keep_outputs: bool = False,
 ) -> Measurement:
     """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first).
     After ``stop`` is requested every query is answered without the model and, once LoadGen
     has ended its test, the stop's error is raised. ``on_caller``: ``predict`` runs on the
     calling thread, not LoadGen's (a profiler that records only the thread it started on:
-    PyTorch's); the hand-over adds to LoadGen's latencies, not to pinbench's timed region."""
+    PyTorch's); the hand-over adds to LoadGen's latencies, not to pinbench's timed region.
+    ``keep_outputs``: keep each sample's outputs in performance mode too (for a model's
+    ``postprocess`` code, run after the scenario)."""
     total = int(inputs.shape[0])
     if total == 0:
         raise ScenarioError(setting="sample_count", reason="the dataset has no samples")
     count = min(total, scenario.sample_count or total)
-    accuracy = scenario.mode == "accuracy"
+    keep = scenario.mode == "accuracy" or keep_outputs
     latencies: list[int] = []
     starts: list[int] = []
     outputs: dict[int, Outputs] = {}
@@ -181,7 +184,7 @@ def run_scenario(
                     t1 = clock()
                     record(t1 - t0)
                     mark(t0)
-                    if accuracy:
+                    if keep:
                         outputs[q.index] = out
                     span[1] = t1
                     span[2] += 1
@@ -206,7 +209,7 @@ def run_scenario(
                     t1 = clock()
                     record(t1 - t0)
                     mark(t0)
-                    if accuracy:
+                    if keep:
                         for i, index in enumerate(indexes):
                             outputs[index] = {k: v[i : i + 1] for k, v in out.items()}
                     span[1] = t1

@@ -40,6 +40,7 @@ from pinbench.evaluator.runners.process import (
 )
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.worker import IDLE_S, SERVED
+from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 
 POLL_S = 0.005
@@ -55,6 +56,10 @@ of its own (TorchScript, torch.export, SavedModel's ReadFile/WriteFile ops, Kera
 pickles) that could outlast its run in the process or reach the evaluator's answers folder,
 and so touch the runs after it."""
 PICKLE_REASON = "a pickled model runs arbitrary code: it never shares an evaluator process"
+CODE_REASON = (
+    "the model's preprocess/postprocess code is the publisher's Python: it never shares an "
+    "evaluator process"
+)
 BUSY_REASON = "its warm evaluator was serving another run"
 CLOSED_REASON = "the warm evaluators were being shut down"
 OPERATOR_REASON = (
@@ -310,9 +315,12 @@ def run_warm(
     """Run the job on the key's warm evaluator; False (recorded why) when it must run cold."""
     model = lock.body.model
     fresh = lock.body.operator is not None or lock.body.training is not None
-    if model is None or fresh or needs_pickle(lock) or model.format not in WARM_FORMATS:
+    code = needs_code(lock)
+    if model is None or fresh or needs_pickle(lock) or code or model.format not in WARM_FORMATS:
         if model is None or fresh:
             reason = OPERATOR_REASON
+        elif code:
+            reason = CODE_REASON
         else:
             reason = PICKLE_REASON if needs_pickle(lock) else format_reason(model.format)
         evidence.environment.update(warm=False, warm_cold_because=reason)

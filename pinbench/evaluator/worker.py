@@ -157,6 +157,7 @@ def main(argv: list[str]) -> int:
                 cache=Path(spec.cache) if spec.cache else None,
                 trace=spec.trace,
                 allow_pickle=spec.allow_pickle,
+                allow_code=spec.allow_code,
             )
             measure(job, evidence, _say)
     except PinbenchError as exc:

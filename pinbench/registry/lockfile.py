@@ -29,6 +29,7 @@ from pinbench.registry.manifest import (
 from pinbench.registry.manifest_parts import Platform, check_relative_path
 from pinbench.registry.names import Kind
 from pinbench.registry.ports import Input, Output
+from pinbench.registry.processing_code import Code
 from pinbench.registry.request import (
     LATE_SYSTEM_FIELDS,
     BatchSize,
@@ -101,6 +102,10 @@ class LockedModel(_Frozen, frozen=True, kw_only=True):
     trusted: bool
     inputs: list[Input]
     outputs: list[Output]
+    preprocess: Code | None = None
+    postprocess: Code | None = None
+    """The manifest's processing code (a file's bytes are pinned among the model's files); left
+    out when unset, so the lockfiles of models without it keep their digests."""
 
 
 class LockedDataset(_Frozen, frozen=True, kw_only=True):
@@ -190,6 +195,7 @@ class Lockfile:
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         if data["model"] is not None:
+            drop_unset(data["model"], ("preprocess", "postprocess"))
             drop_unset_inputs(data["model"]["inputs"])
             drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)

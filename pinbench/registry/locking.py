@@ -188,6 +188,8 @@ def _locked_model(ref: ArtifactRef, model: Any) -> LockedModel:
         trusted=model.trusted,
         inputs=list(model.inputs),
         outputs=list(model.outputs),
+        preprocess=model.preprocess,
+        postprocess=model.postprocess,
     )
 
 

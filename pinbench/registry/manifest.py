@@ -37,6 +37,7 @@ from pinbench.registry.ports import (
     Input,
     Output,
 )
+from pinbench.registry.processing_code import Code, check_processing
 from pinbench.registry.steps import (
     AUDIO_STEPS,
     InputStep,
@@ -90,6 +91,9 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
     outputs: list[Output] = msgspec.field(default_factory=list)
     trained_by: TrainedBy | None = None
     """The training run these weights come from, checked when published."""
+    preprocess: Code | None = None
+    postprocess: Code | None = None
+    """Python code (``registry.processing_code``): a sample to inputs, outputs to outputs."""
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -117,6 +121,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         from pinbench.registry.input_kinds import check_model_inputs
 
         check_model_inputs(self.inputs, self.outputs)
+        check_processing(self.preprocess, self.postprocess, paths, self.inputs)
         for out in self.outputs:
             for ostep in out.steps:
                 if ostep.pool is None or ostep.pool.mask is None:
@@ -331,14 +336,13 @@ def load_manifest(path: Path) -> Manifest:
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
 unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs", "trained_by", "file_index")
-"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
-dataset's ``file_index``)."""
+LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postprocess")
+"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by`` and
+processing code, a dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
 LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary")
 """A model output's fields added likewise (stripped in lockfiles too)."""
-
 
 LATE_INPUT_FIELDS = ("value", "state", "stream")
 """A model input's fields added likewise (stripped in lockfiles too)."""

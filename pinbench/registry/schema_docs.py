@@ -97,6 +97,22 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "trained_by": "The training run these weights come from (written by `run "
         "--publish-as`); publishing checks it against the run this registry recorded and "
         "refuses a claim that does not hold. Left out of the stored manifest while unset.",
+        "preprocess": "Python that makes one sample into the inputs fed from the samples: "
+        "prepare(sample, files) -> {input name: numpy array} (docs/processing.md). Such "
+        "inputs declare no steps. Never run at manifest, publish, lock or verify; a run needs "
+        "--allow-code (a server, `serve --allow-code`). Left out of the stored manifest while "
+        "unset.",
+        "postprocess": "Python that makes one prediction's raw outputs (every output of the "
+        "model by its own name) into the declared outputs: finish(outputs, files) -> {output "
+        "name: numpy array}, timed apart (postprocess_latency_*_ns). Consent as for "
+        "preprocess. Left out of the stored manifest while unset.",
+    },
+    "Code": {
+        "function": "The name of the function to call, defined at the top level of the code.",
+        "file": "A .py file among the model's files (its sha256 pins it); exactly one of file "
+        "and code.",
+        "code": "The Python source itself, inline (at most 65536 characters; hashed with the "
+        "manifest); exactly one of file and code.",
     },
     "TrainedBy": {
         "run": "The training run's full id, recorded in this registry.",
@@ -227,6 +243,8 @@ STRUCT_DOCS: dict[str, str] = {
     "ImageManifest": "A container image pinned by its content digest.",
     "FileEntry": "One file of the artifact, pinned by its sha256.",
     "TrainedBy": "The training run whose final weights a model version holds.",
+    "Code": "One Python function of a model's processing code: in a file of the artifact or "
+    "inline.",
     "Platform": "A platform: CPU architecture and device.",
     "Decode": "Bring the samples to a colour mode.",
     "Resize": "Resize each sample.",

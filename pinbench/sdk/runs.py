@@ -103,11 +103,14 @@ class Lockfile:
         say: Say | None = None,
         stop: Stop | None = None,
         check: bool = True,
+        allow_code: bool = False,
     ) -> Run:
         """Verify every pinned byte, run the lockfile's scenario and record the run; on a
         server, queue it there and wait. Returns the recorded run; raises when it did not
         succeed, unless ``check`` is False and the run was recorded (failed or interrupted:
-        look at its ``status``)."""
+        look at its ``status``). ``allow_pickle``, ``allow_code``: this run may unpickle a
+        trusted model, run a model's processing code (local registries: a server follows its
+        operator's ``serve --allow-pickle`` / ``--allow-code``)."""
         from pinbench.errors import PinbenchError, UserError
 
         quiet: Say = say or (lambda _: None)
@@ -117,6 +120,12 @@ class Lockfile:
                     "allow_pickle (--allow-pickle) is a local decision: a server runs "
                     "pickles only when its operator started it with `pinbench serve "
                     "--allow-pickle`"
+                )
+            if allow_code:
+                raise UserError(
+                    "allow_code (--allow-code) is a local decision: a server runs a model's "
+                    "processing code only when its operator started it with `pinbench serve "
+                    "--allow-code`"
                 )
             remote = self.registry.server()
             queued = remote.submit(self.body, runner, trace)
@@ -141,6 +150,7 @@ class Lockfile:
                 run_id=run_id,
                 trace=trace,
                 allow_pickle=allow_pickle,
+                allow_code=allow_code,
                 stop=stop,
             )
         except PinbenchError as exc:
@@ -267,6 +277,7 @@ class Run:
         allow_pickle: bool = False,
         say: Say | None = None,
         stop: Stop | None = None,
+        allow_code: bool = False,
     ) -> Verdict:
         """Run this run's lockfile again ``repeat`` times (default 3) and judge whether it
         reproduced (inputs, exact metrics, latency within ``band``, default 10%). Local
@@ -285,6 +296,7 @@ class Run:
             allow_pickle=allow_pickle,
             stop=stop,
             band=BAND if band is None else band,
+            allow_code=allow_code,
         )
 
     def compare(self, *others: Run | str) -> dict[str, Any]:

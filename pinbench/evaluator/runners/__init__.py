@@ -38,12 +38,14 @@ class Runner(Protocol):
         trace: str,
         *,
         allow_pickle: bool = False,
+        allow_code: bool = False,
         stop: Stop | None = None,
         warm: WarmPool | None = None,
     ) -> None:
         """Evaluate the (already verified) lockfile at trace level ``trace``, filling
         ``evidence``; raise on failure. ``allow_pickle``: the caller's decision to let a
-        ``trusted`` torch-pickle model be unpickled (``pinbench.evaluator.policy``). Past
+        ``trusted`` torch-pickle model be unpickled (``pinbench.evaluator.policy``);
+        ``allow_code``: to let the model's processing code run (``pinbench.processing``). Past
         ``stop`` (a signal, a cancel) or the lockfile's ``limits.timeout_s`` the evaluation
         stops (a child process or container is killed) and the stop's error is raised.
         ``warm``: the venv and docker runners may run it on a warm evaluator of that pool

@@ -148,6 +148,7 @@ def run(
     trace: str,
     *,
     allow_pickle: bool = False,
+    allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
 ) -> None:
@@ -180,6 +181,7 @@ def run(
                 trace,
                 allow_pickle,
                 inside["validation"],
+                allow_code=allow_code,
             )
             job.chmod(0o755)
             (job / "job.json").chmod(0o644)
@@ -206,6 +208,7 @@ def run(
             trace=trace,
             allow_pickle=allow_pickle,
             validation=inside["validation"],
+            allow_code=allow_code,
         )
         tmp.chmod(0o755)
         job_dir.chmod(0o755)

@@ -59,6 +59,7 @@ def run(
     trace: str,
     *,
     allow_pickle: bool = False,
+    allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
 ) -> None:
@@ -84,6 +85,7 @@ def run(
             cache=ws.settings.home / "cache" / "inputs",
             trace=trace,
             allow_pickle=allow_pickle,
+            allow_code=allow_code,
             stop=stop,
         )
         measure(job, evidence, say)

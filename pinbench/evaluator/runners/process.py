@@ -106,6 +106,8 @@ def write_job(
     trace: str = "none",
     allow_pickle: bool = False,
     validation: dict[str, str] | None = None,
+    *,
+    allow_code: bool = False,
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
@@ -115,6 +117,7 @@ def write_job(
         cache=cache,
         trace=trace,
         allow_pickle=allow_pickle,
+        allow_code=allow_code,
     )
     path.write_bytes(msgspec.json.encode(job))
 
@@ -135,6 +138,7 @@ def collect(
     evidence.metrics = got.metrics
     evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
     evidence.weights, evidence.graph = got.weights, got.graph
+    evidence.postprocess = got.postprocess
     evidence.environment["inside"] = dict(result.environment)
     if result.status == "failed":
         raise EvaluationFailed(runner=runner, error=result.error or "failed without a reason")

@@ -99,6 +99,7 @@ def run(
     trace: str,
     *,
     allow_pickle: bool = False,
+    allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
 ) -> None:
@@ -123,7 +124,17 @@ def run(
 
         def write(n: int, job: Path, out: Path) -> None:
             models = _strings(model_folder(ws, lock, job / FOLDER))
-            write_job(job / "job.json", lock, models, data, cache, trace, allow_pickle, held_out)
+            write_job(
+                job / "job.json",
+                lock,
+                models,
+                data,
+                cache,
+                trace,
+                allow_pickle,
+                held_out,
+                allow_code=allow_code,
+            )
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
             return VenvWarm(root, venv.python, source, idle_s)
@@ -143,6 +154,7 @@ def run(
             trace=trace,
             allow_pickle=allow_pickle,
             validation=held_out,
+            allow_code=allow_code,
         )
         argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
         status, tail = run_child(

@@ -1,0 +1,51 @@
+"""What a run's evidence holds beyond numbers, stored as blobs as the run is recorded: raw
+arrays (latencies, accuracy outputs, token times, post-processing times) and a training run's
+final weights; each digest is the one computed here, whatever an evaluator claimed."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.artifacts.digest import Digest
+from pinbench.evaluator.job import Evidence
+from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
+
+
+def save_weights(ws: Workspace, evidence: Evidence, lock: Lockfile) -> None:
+    """A training run's final weights as a blob; the digest recorded is the one computed here,
+    whatever the evaluator claimed, and only for a lockfile that trains."""
+    training = evidence.details.get("training")
+    weights, evidence.weights = evidence.weights, None
+    if not isinstance(training, dict):
+        return
+    training.pop("weights_sha256", None)
+    if weights is not None and lock.body.training is not None:
+        training["weights_sha256"] = ws.store.put_bytes(weights).hex
+
+
+def save_tokens(ws: Workspace, evidence: Evidence) -> None:
+    """A text-generation run's raw token times (``Evidence.tokens``) as a blob, its digest
+    computed here."""
+    generation = evidence.details.get("generation")
+    tokens, evidence.tokens = evidence.tokens, None
+    if isinstance(generation, dict):
+        generation.pop("tokens_sha256", None)
+        if tokens is not None:
+            generation["tokens_sha256"] = save_array(ws, tokens).hex
+
+
+def save_postprocess(ws: Workspace, evidence: Evidence) -> None:
+    """A model's ``postprocess`` code's raw times as a blob, its digest computed here."""
+    times, evidence.postprocess = evidence.postprocess, None
+    if times is not None:
+        evidence.details["postprocess_latencies_sha256"] = save_array(ws, times).hex
+
+
+def save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return ws.store.put_bytes(buf.getvalue())

@@ -1,0 +1,68 @@
+"""Whether a run may execute a model's processing code: the decision of whoever runs it.
+
+The code is the publisher's: running it is running their program. A run of a model that
+carries ``preprocess`` or ``postprocess`` is refused before anything executes unless its caller
+allowed it: on the CLI with ``pinbench run --allow-code`` for that run; on a server only when
+its operator started it with ``pinbench serve --allow-code``. A lockfile never decides this.
+The docker runner (no network, a read-only root and model folder, nobody) is the place for
+code from publishers one does not trust.
+"""
+
+from __future__ import annotations
+
+from pinbench.errors import UserError
+from pinbench.registry.lockfile import LockedModel, Lockfile
+
+
+class CodeRefused(UserError):
+    """A run would execute a model's processing code and was not allowed to."""
+
+    def __init__(self, *, model: str, roles: list[str], reason: str) -> None:
+        super().__init__(
+            f"model {model} carries {' and '.join(roles)} code: running it runs the "
+            f"publisher's Python. {reason}"
+        )
+        self.model = model
+        self.roles = roles
+        self.reason = reason
+
+
+def code_roles(model: LockedModel | None) -> list[str]:
+    """``preprocess`` and/or ``postprocess``: the code a model carries (none for no model)."""
+    if model is None:
+        return []
+    return [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
+
+
+def needs_code(lock: Lockfile) -> bool:
+    return bool(code_roles(lock.body.model))
+
+
+def _refuse(lock: Lockfile, reason: str) -> CodeRefused:
+    model = lock.body.model
+    assert model is not None
+    return CodeRefused(
+        model=f"{model.name}@{model.version}", roles=code_roles(model), reason=reason
+    )
+
+
+def check_code(lock: Lockfile, *, allow: bool) -> None:
+    """Every run: a model's code runs only when its caller allowed it (on the CLI, the run's
+    own ``--allow-code``; a server allows it only after ``check_server_code``)."""
+    if needs_code(lock) and not allow:
+        raise _refuse(
+            lock,
+            "Run it only if you trust its publisher, with: pinbench run LOCKFILE --allow-code "
+            "(with --runner docker for a publisher you do not: no network, read-only files)",
+        )
+
+
+def check_server_code(lock: Lockfile, *, server_allows: bool) -> None:
+    """On a server: a model's code runs only if the operator allowed it (``serve
+    --allow-code``; ``serve --runners docker`` keeps it in containers)."""
+    if needs_code(lock) and not server_allows:
+        raise _refuse(
+            lock,
+            "This server never executes processing code (its operator can allow it with "
+            "`pinbench serve --allow-code`)",
+        )
