@@ -320,13 +320,20 @@ def list_tokens(session: Session, user_name: str) -> list[dict[str, Any]]:
     ]
 
 
+def split_token(token: str) -> tuple[str, str] | None:
+    """(id, secret) of a bearer token as ``authenticate`` reads it (surrounding whitespace
+    ignored); None when it is malformed."""
+    match = _TOKEN.fullmatch(token.strip())
+    return None if match is None else (match[1], match[2])
+
+
 def authenticate(session: Session, token: str) -> Principal:
     """The principal a bearer token stands for; AuthError for a malformed, unknown or revoked
     token (the message says which, never echoing the secret)."""
-    match = _TOKEN.fullmatch(token.strip())
-    if match is None:
+    parts = split_token(token)
+    if parts is None:
         raise AuthError("malformed API token: expected pbt_<16 hex>_<43 characters>")
-    token_id, secret = match.groups()
+    token_id, secret = parts
     row = session.get(ApiToken, token_id)
     if row is None or not hmac.compare_digest(row.secret_sha256, _hash(secret)):
         raise AuthError(f"unknown API token {token_id}")

@@ -8,11 +8,14 @@ tests/test_db_outage_runs.py."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -112,6 +115,23 @@ def _rows(ws: Workspace, gone: str, *runs: tuple[str, str]) -> None:
             )
 
 
+def _rows_of(ws: Workspace, instance: str, *runs: tuple[str, str]) -> None:
+    """Rows as ``_rows`` makes, its lockfile already there."""
+    with ws.transaction() as session:
+        for run_id, status in runs:
+            session.add(
+                Run(
+                    id=run_id,
+                    lockfile_digest="a" * 64,
+                    status=status,
+                    runner="local",
+                    started_at=datetime.now(UTC),
+                    host={},
+                    instance_id=instance,
+                )
+            )
+
+
 def _runs(ws: Workspace) -> dict[str, tuple[str, str | None, dict[str, float]]]:
     with ws.transaction() as session:
         return {
@@ -165,6 +185,61 @@ def test_a_record_the_database_refused_waits_in_the_home_holds_its_blobs_and_is_
     assert attested == ["measured"]
     assert list(pending.kept(ws)) == [] and not dead.exists()
     assert collect(ws, grace_s=0, delete=True).garbage == []  # its row names them now
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data))
+
+
+def test_only_a_record_file_for_a_dead_servers_unfinished_run_is_written(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anything running as the service user can write ``HOME/pending`` (decision 190,
+    amended): a link (to /dev/zero), a FIFO, an oversize file, a record with a status or
+    a metric that is not one are set aside unread or refused, without hanging; a record never
+    creates a row nor finishes a run whose server lives; only a dead server's unfinished run
+    gets its record."""
+    dead_owner = "0" * 16  # no process holds this owner's lock
+    gone = instances.register(ws, lease_s=-60)
+    alive = instances.register(ws, lease_s=600)  # another server, serving now
+    _rows(ws, gone, ("mine", "running"))
+    _rows_of(ws, alive, ("theirs", "running"))
+    where = pending.folder(ws)
+    where.mkdir(parents=True, exist_ok=True)
+    os.symlink("/dev/zero", where / f"{dead_owner}-zero.json")
+    os.mkfifo(where / f"{dead_owner}-fifo.json")
+    with open(where / f"{dead_owner}-huge.json", "wb") as huge:
+        huge.truncate(pending.MAX_RECORD_BYTES + 1)  # sparse: nothing written
+    bad_status = _record(ws, "running1").to_json()
+    bad_status["columns"]["status"] = "running"
+    _write_json(where / f"{dead_owner}-running1.json", bad_status)
+    bad_metric = _record(ws, "metric1").to_json()
+    bad_metric["results"] = [["accuracy_top1", "0.75", "ratio"]]
+    _write_json(where / f"{dead_owner}-metric1.json", bad_metric)
+    for run_id in ("mine", "theirs", "norow"):
+        _write_json(where / f"{dead_owner}-{run_id}.json", _record(ws, run_id).to_json())
+
+    attested: list[str] = []
+    monkeypatch.setattr(run_module, "attest_recorded", lambda _ws, rid, _say: attested.append(rid))
+    started = time.monotonic()
+    assert run_module.record_left(ws) == 1
+    assert time.monotonic() - started < 30  # nothing waited on
+    runs = _runs(ws)
+    assert runs["mine"] == ("succeeded", None, {"accuracy_top1": 0.75})
+    assert runs["theirs"] == ("running", None, {})  # its server lives: its own to record
+    assert set(runs) == {"mine", "theirs"} and attested == ["mine"]  # no row created
+    names = {p.name for p in where.iterdir()}
+    assert names == {pending.REFUSED, f"{dead_owner}-theirs.json"}  # left for later
+    aside = {p.name.split("-", 1)[1] for p in (where / pending.REFUSED).iterdir()}
+    assert aside == {
+        "zero.json",
+        "fifo.json",
+        "huge.json",
+        "running1.json",
+        "metric1.json",
+        "norow.json",
+    }
+    assert (where / pending.REFUSED / f"{dead_owner}-zero.json").is_symlink()
 
 
 def test_gc_asks_a_blobs_time_again_before_it_removes_it(

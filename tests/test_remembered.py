@@ -23,30 +23,59 @@ class Clock:
         return self.now
 
 
+def _token(token_id: str, secret: str = "s") -> str:
+    """A token as ``accounts`` issues them: ``pbt_<16 hex>_<43 characters>``."""
+    return f"pbt_{token_id * 16}_{secret * 43}"
+
+
+X, Y = _token("1"), _token("2")
+
+
 def test_a_token_is_remembered_for_its_time_by_its_digest_and_forgotten_when_refused() -> None:
     clock = Clock()
     tokens = ScrapeTokens(memory_s=60, max_tokens=2, clock=clock)
-    assert tokens.recall("pbt_x") is None  # never accepted: never let in
-    tokens.remember("pbt_x", READER)
-    known = tokens.recall("pbt_x")
+    assert tokens.recall(X) is None  # never accepted: never let in
+    tokens.remember(X, READER)
+    known = tokens.recall(X)
     assert known is not None and known.principal == READER
-    assert "pbt_x" not in repr(tokens._known)  # its sha256, never the token
-    assert tokens.recall("pbt_y") is None  # another token is not this one
+    assert X.rsplit("_", 1)[1] not in repr(tokens._known)  # its secret's sha256, never it
+    assert tokens.recall(Y) is None  # another token is not this one
+    assert tokens.recall(_token("1", "t")) is None  # nor another secret under its id
     clock.now += 60
-    assert tokens.recall("pbt_x") is not None  # within its time (inclusive)
+    assert tokens.recall(X) is not None  # within its time (inclusive)
     clock.now += 1
-    assert tokens.recall("pbt_x") is None  # past it: the database must accept it again
-    tokens.remember("pbt_x", READER)  # accepted again: its time starts again
-    assert tokens.recall("pbt_x") is not None
-    tokens.forget("pbt_x")  # the database refused it (revoked, unknown)
-    assert tokens.recall("pbt_x") is None
+    assert tokens.recall(X) is None  # past it: the database must accept it again
+    tokens.remember(X, READER)  # accepted again: its time starts again
+    assert tokens.recall(X) is not None
+    tokens.forget(X)  # the database refused it (revoked, unknown)
+    assert tokens.recall(X) is None
+    tokens.remember("pbt_x", READER)  # malformed: the database never accepts one
+    assert tokens.recall("pbt_x") is None and not tokens._known
+
+
+def test_one_token_written_with_more_or_less_whitespace_is_one_token() -> None:
+    """``authenticate`` strips the token: its variants take one slot (they cannot push the
+    scraper's token out), and one refused is every one refused (a revoked token does not
+    come back in through another variant while the database is away)."""
+    tokens = ScrapeTokens(max_tokens=2, clock=Clock())
+    tokens.remember(Y, READER)  # the scraper's
+    for variant in (X, f" {X}", f"{X} ", f"\t{X}\n", f"  {X}  "):
+        tokens.remember(variant, READER)
+    assert len(tokens._known) == 2 and tokens.recall(Y) is not None
+    assert all(tokens.recall(v) is not None for v in (X, f" {X} "))
+    tokens.forget(f"  {X}")  # refused once, under one variant
+    assert all(tokens.recall(v) is None for v in (X, f" {X}", f"{X} ", f"\t{X}\n"))
+    tokens.remember(X, READER)
+    tokens.forget(_token("1", "t"))  # its id refused with another secret: the id goes
+    assert tokens.recall(X) is None and tokens.recall(Y) is not None
 
 
 def test_the_memory_holds_its_most_recently_accepted_tokens_only() -> None:
     tokens = ScrapeTokens(max_tokens=2, clock=Clock())
-    for token in ("pbt_a", "pbt_b", "pbt_a", "pbt_c"):  # a accepted again before c came
+    a, b, c = _token("a"), _token("b"), _token("c")
+    for token in (a, b, a, c):  # a accepted again before c came
         tokens.remember(token, READER)
-    assert [t for t in ("pbt_a", "pbt_b", "pbt_c") if tokens.recall(t)] == ["pbt_a", "pbt_c"]
+    assert [t for t in (a, b, c) if tokens.recall(t)] == [a, c]
 
 
 def test_a_drain_awaits_only_the_watched_runs_held_here_until_each_is_read_finished() -> None:

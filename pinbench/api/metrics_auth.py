@@ -3,12 +3,14 @@
 On a ``--private`` server ``/metrics`` needs a token with the ``read`` scope, and a token is
 looked up in the database: with the database down every scrape was refused (503), so the
 documented alert ``pinbench_database_up == 0`` could never fire. Now a token the database has
-accepted for ``/metrics`` is remembered in memory (its sha256, never the token; the principal
-it stood for; when) for ``MEMORY_S``. Each scrape still asks the database first, as any
-request does; a remembered token's question waits at most ``DB_TIMEOUT_S`` (one at a time),
-and only when the database cannot answer (``DatabaseUnavailable``, or no answer in time) is
-the remembered answer used. A token the database refuses (unknown, revoked, its user
-disabled) is forgotten at once, and its failure counted as any failed authentication.
+accepted for ``/metrics`` is remembered in memory (keyed by its id and the sha256 of its
+secret, as ``authenticate`` reads them, so that one token written with more or less whitespace
+is one entry; never the token; the principal it stood for; when) for ``MEMORY_S``. Each scrape
+still asks the database first, as any request does; a remembered token's question waits at
+most ``DB_TIMEOUT_S`` (one at a time), and only when the database cannot answer
+(``DatabaseUnavailable``, or no answer in time) is the remembered answer used. A token the
+database refuses (unknown, revoked, its user disabled) is forgotten at once, every entry of its
+id, and its failure counted as any failed authentication.
 
 Nothing is opened wider: a caller without a token is what it always was (anonymous, which a
 private server refuses with 401 without asking the database), a token never seen while the
@@ -31,7 +33,7 @@ from typing import Any, Final
 from litestar import Request
 from litestar.datastructures import State
 
-from pinbench.accounts import AuthError, Principal, authenticate
+from pinbench.accounts import AuthError, Principal, authenticate, split_token
 from pinbench.api.deps import Runner, client_address, looked_up, provide_principal
 from pinbench.api.observe import note_user
 from pinbench.api.readiness import OneAtATime
@@ -59,28 +61,41 @@ class Remembered:
 
 @dataclass
 class ScrapeTokens:
-    """Tokens the database accepted for ``/metrics``, by their sha256; thread-safe."""
+    """Tokens the database accepted for ``/metrics``, by id and secret's sha256; thread-safe."""
 
     memory_s: float = MEMORY_S
     max_tokens: int = MAX_TOKENS
     clock: Callable[[], float] = time.monotonic
-    _known: OrderedDict[str, Remembered] = field(default_factory=OrderedDict, repr=False)
+    _known: OrderedDict[tuple[str, str], Remembered] = field(
+        default_factory=OrderedDict, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @staticmethod
-    def _key(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
+    def _key(token: str) -> tuple[str, str] | None:
+        """(token id, sha256 of its secret) as ``authenticate`` reads the token; None for a
+        malformed one, which the database never accepts."""
+        parts = split_token(token)
+        if parts is None:
+            return None
+        token_id, secret = parts
+        return token_id, hashlib.sha256(secret.encode()).hexdigest()
 
     def recall(self, token: str) -> Remembered | None:
         """The token's memory if the database accepted it within ``memory_s``."""
+        key = self._key(token)
+        if key is None:
+            return None
         with self._lock:
-            known = self._known.get(self._key(token))
+            known = self._known.get(key)
             if known is None or self.clock() - known.at > self.memory_s:
                 return None
             return known
 
     def remember(self, token: str, principal: Principal) -> None:
         key = self._key(token)
+        if key is None:
+            return
         with self._lock:
             known = self._known.pop(key, None)
             if known is None:
@@ -91,8 +106,14 @@ class ScrapeTokens:
                 self._known.popitem(last=False)
 
     def forget(self, token: str) -> None:
+        """The database refused ``token``: every entry of its id goes (its secret, however
+        written, or any other)."""
+        key = self._key(token)
+        if key is None:
+            return
         with self._lock:
-            self._known.pop(self._key(token), None)
+            for stale in [k for k in self._known if k[0] == key[0]]:
+                del self._known[stale]
 
 
 def bearer_token(request: Request[Any, Any, Any]) -> str | None:

@@ -8,6 +8,13 @@ whose owner is dead (the server was stopped or killed while the database was awa
 by the next server that starts on the home, or by a live server's sweep
 (``evaluator.recording.record_left``), never while its own process still tries.
 
+A file there is read as data from a process that may not be pinbench's (anything running as the
+service user can write the folder; decision 190, amended): only a regular file, opened without
+following a link, of at most ``MAX_RECORD_BYTES``, holding a record whose status is a finished
+one and whose results are numbers, is a record; anything else is set aside in
+``HOME/pending/refused`` and said in the log. Who may write a record is checked against its row
+(``db.run_record.write_left``).
+
 The blobs such a record names count as referenced for ``fsck`` and ``gc --blobs``
 (``db.upkeep``) however long it waits, whatever the grace period.
 """
@@ -18,6 +25,7 @@ import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +39,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pinbench.db")
 FOLDER = "pending"
+REFUSED = "refused"
+"""The sub-folder where files that are not records pinbench can write are set aside."""
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+"""The largest record file read (a run's record is its row and metrics: kilobytes)."""
 _NAME = re.compile(r"([0-9a-f]{16})-([0-9A-Za-z-]{1,64})\.json")
 
 
@@ -71,8 +83,9 @@ def drop(path: Path) -> None:
 
 
 def kept(ws: Workspace) -> Iterator[Kept]:
-    """Every record in the folder, in name order. A file that is not one is passed over, said
-    in the log (``fsck`` reports the blobs it would have held as unreferenced)."""
+    """Every record in the folder, in name order. A file that is not one (not a regular file,
+    too large, not a record) is set aside (``set_aside``), said in the log (``fsck`` reports
+    the blobs it would have held as unreferenced)."""
     where = folder(ws)
     if not where.is_dir():
         return
@@ -81,14 +94,54 @@ def kept(ws: Workspace) -> Iterator[Kept]:
         if named is None:
             continue
         try:
-            record = RunRecord.from_json(json.loads(path.read_bytes()))
+            record = RunRecord.from_json(json.loads(read_record(path)))
         except FileNotFoundError:  # written meanwhile, and removed
             continue
         except (OSError, ValueError, BadRecord) as exc:
-            log.warning("%s is not a run record pinbench can write (%s): left alone", path, exc)
+            set_aside(path, f"not a run record pinbench can write ({exc})")
             continue
         if record.id == named.group(2):
             yield Kept(path, named.group(1), record)
+        else:
+            set_aside(path, f"it holds the record of run {record.id[:36]!r}, not its name's")
+
+
+def read_record(path: Path) -> bytes:
+    """The bytes of record file ``path``: a regular file (never a link followed, nor a FIFO
+    or a device waited on) of at most ``MAX_RECORD_BYTES``; ``OSError`` or ``BadRecord``
+    otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadRecord("not a regular file")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise BadRecord(f"{info.st_size} bytes, over the {MAX_RECORD_BYTES} a record may be")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_RECORD_BYTES:  # grown since fstat
+                raise BadRecord(f"over the {MAX_RECORD_BYTES} bytes a record may be")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Move ``path`` (never followed) to ``HOME/pending/refused``, saying ``why`` in the log;
+    left where it is if it cannot be moved (said too)."""
+    aside = path.parent / REFUSED
+    try:
+        aside.mkdir(mode=0o700, exist_ok=True)
+        os.replace(path, aside / path.name)
+    except FileNotFoundError:
+        return  # removed meanwhile
+    except OSError as exc:
+        log.warning("%s: %s; it could not be set aside (%s): left alone", path, why, exc)
+        return
+    log.warning("%s: %s; set aside in %s", path, why, aside)
 
 
 def left(ws: Workspace) -> list[Kept]:

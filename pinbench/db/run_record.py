@@ -7,23 +7,31 @@
 ``write`` claims the row with an ``UPDATE ... WHERE status IN ('queued', 'running')`` first: a
 row finished meanwhile (a server that was thought dead had its run marked ``interrupted``) is
 never turned into another outcome (decision 147).
+
+``write_left`` writes a record that a process left in the home (``db.pending``): a file anything
+running as the service user could have written, so it never creates a row, and it writes only
+a run a server queued (its row names the server instance) whose row is still unfinished and
+whose instance is no longer alive: no process of its own is recording it (decision 190,
+amended).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
-from pinbench.db.models import Result, Run
+from pinbench.db.models import Result, Run, ServerInstance
 
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
 UNFINISHED = ("queued", "running")
+FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+"""The statuses a record may give its run."""
 TIMES = ("started_at", "finished_at")
 """The columns kept as ISO 8601 text in a record's JSON."""
 COLUMNS = frozenset(
@@ -54,6 +62,15 @@ class BadRecord(ValueError):
     """A kept record that is not one (a file cut short, or edited)."""
 
 
+class NotItsRecord(BadRecord):
+    """A kept record that cannot be its run's: no row, or a row no dead server queued."""
+
+
+class RecordNotYet(Exception):
+    """A kept record whose run's server instance still lives: left for its own process (or
+    for a sweep after its lease has run out)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """Run ``id``'s row ``columns`` (``COLUMNS``) and its ``results`` (metric, value, unit)."""
@@ -78,11 +95,17 @@ class RunRecord:
             columns = dict(data["columns"])
             if set(columns) != COLUMNS:
                 raise BadRecord(f"columns {sorted(set(columns) ^ COLUMNS)} differ")
+            if columns["status"] not in FINISHED:
+                raise BadRecord(f"status {str(columns['status'])[:40]!r} is not a finished one")
             for name in TIMES:
                 if columns[name] is not None:
                     columns[name] = datetime.fromisoformat(columns[name])
-            results = tuple((str(m), float(v), str(u)) for m, v, u in data["results"])
-            return cls(str(data["id"]), columns, results)
+            results = tuple(_result(r) for r in data["results"])
+            if not isinstance(data["id"], str):
+                raise BadRecord("its id is not text")
+            return cls(data["id"], columns, results)
+        except BadRecord:
+            raise
         except (KeyError, TypeError, ValueError) as exc:
             raise BadRecord(f"not a run record: {exc}") from None
 
@@ -91,6 +114,16 @@ class RunRecord:
         blobs a run names from."""
         c = self.columns
         return self.id, c["latencies_sha256"], c["trace_sha256"], c["details"]
+
+
+def _result(item: Any) -> tuple[str, float, str]:
+    """One result (metric, value, unit) as kept: two texts around a number."""
+    metric, value, unit = item
+    if not (isinstance(metric, str) and isinstance(unit, str)):
+        raise BadRecord(f"result {str(item)[:80]} does not name its metric and unit in text")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRecord(f"metric {metric[:80]!r}'s value {str(value)[:40]!r} is not a number")
+    return metric, float(value), unit
 
 
 def write(ws: Workspace, record: RunRecord) -> bool:
@@ -106,6 +139,43 @@ def write(ws: Workspace, record: RunRecord) -> bool:
         claimed = session.execute(claim).rowcount  # type: ignore[attr-defined]
         if not claimed and session.get(Run, record.id) is not None:
             return False  # finished already: kept as it is
+        session.merge(
+            Run(
+                id=record.id,
+                **record.columns,
+                results=[Result(metric=m, value=v, unit=u) for m, v, u in record.results],
+            )
+        )
+    return True
+
+
+def write_left(ws: Workspace, record: RunRecord) -> bool:
+    """Write a record a process left in the home (``db.pending``) as ``write`` does, but only
+    onto an existing, unfinished row whose server instance is gone; False (nothing written)
+    when its row is finished already. ``NotItsRecord`` when no row is there, or the row was
+    not queued by a server; ``RecordNotYet`` while its server instance lives."""
+    with ws.transaction() as session:
+        row = session.get(Run, record.id)
+        if row is None:
+            raise NotItsRecord(f"run {record.id} has no row: a kept record never creates one")
+        if row.status not in UNFINISHED:
+            return False  # finished already: kept as it is
+        instance = row.instance_id
+        if instance is None:
+            raise NotItsRecord(f"run {record.id} was not queued by a server")
+        live = select(ServerInstance.id).where(
+            ServerInstance.id == instance, ServerInstance.expires_at >= datetime.now(UTC)
+        )
+        if session.execute(live).first() is not None:
+            raise RecordNotYet(f"run {record.id}'s server instance {instance} is alive")
+        claim = (
+            update(Run)
+            .where(Run.id == record.id, Run.status.in_(UNFINISHED), Run.instance_id == instance)
+            .values(status=record.status)
+            .execution_options(synchronize_session=False)
+        )
+        if not session.execute(claim).rowcount:  # type: ignore[attr-defined]
+            return False  # finished meanwhile
         session.merge(
             Run(
                 id=record.id,

@@ -9,7 +9,8 @@ store's collector on another host) still covers them. Once written, the file goe
 
 A process that stops before then (a server stopped, a CLI run interrupted again) leaves the
 file: ``record_left``, run by each server's start and sweeps, writes the records of dead
-processes, as they would have been written.
+processes, as they would have been written, onto their runs' rows (``write_left``: never a new
+row, never a run finished or still owned by a live server).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from pinbench.artifacts.digest import Digest
 from pinbench.db import pending
 from pinbench.db.errors import DatabaseUnavailable
-from pinbench.db.run_record import RunRecord, write
+from pinbench.db.run_record import NotItsRecord, RecordNotYet, RunRecord, write, write_left
 from pinbench.db.upkeep import referenced
 from pinbench.db.waiting import until_available
 from pinbench.errors import PinbenchError, SystemFailure
@@ -159,9 +160,17 @@ def record_left(ws: Workspace, attest: Attest) -> int:
     for item in pending.left(ws):
         record = item.record
         try:
-            done = write(ws, record)
+            done = write_left(ws, record)
         except DatabaseUnavailable:
             raise
+        except NotItsRecord as exc:  # never its run's: set aside, never written
+            pending.set_aside(item.path, f"not written: {exc}")
+            continue
+        except RecordNotYet as exc:  # its server may still write it: asked again later
+            log.info(
+                "run %s: its waiting record %s left for now: %s", record.id[:8], item.path, exc
+            )
+            continue
         except PinbenchError as exc:  # the database refused this one: the others go on
             log.warning(
                 "run %s: its waiting record %s not written: %s", record.id[:8], item.path, exc
