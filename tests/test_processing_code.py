@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -205,6 +204,48 @@ def test_preprocessing_is_cached_by_its_digest_and_post_processing_timed_in_perf
     assert "top1" not in again
 
 
+SCALED = """\
+import json
+
+import numpy as np
+
+
+def prepare(sample, files):
+    scale = json.loads(files["scale.json"].read_text())["scale"]
+    image = np.load(sample, allow_pickle=False)
+    return {"x": (image.astype(np.float32) / scale)[np.newaxis]}
+"""
+"""A ``preprocess`` whose answer depends on another file of the artifact (``files``)."""
+
+
+def test_preprocessing_is_cached_apart_for_models_whose_other_files_differ(world: World) -> None:
+    """Two versions with the same code but another ``scale.json``: the code reads it through
+    ``files``, so the second never reads the first's arrays from the cache."""
+    ws = world.home.ws
+    onnx = (world.catalog / f"digits-logreg-{VERSION}" / "digits-logreg.onnx").read_bytes()
+    shown = []
+    for version, scale in (("6.0.0", 16.0), ("6.0.1", 1.0)):
+        root = world.root / version
+        files = write_files(
+            root,
+            {
+                "digits-logreg.onnx": onnx,
+                "proc.py": SCALED.encode(),
+                "scale.json": json.dumps({"scale": scale}).encode(),
+            },
+        )
+        manifest = model_manifest("vision/digits-code", version, files, framework_range="^1")
+        outputs = [{"name": "logits", "type": "classification"}]
+        data = {**manifest, "inputs": INPUTS, "outputs": outputs, "preprocess": PRE}
+        publish(ws, parse_manifest(data), manifest_dir=root, publisher="test")
+        lock = _lock(ws, f"vision/digits-code@{version}")
+        shown.append(show_run(ws, run_lockfile(ws, lock, say=quiet, allow_code=True).id))
+    first, second = shown
+    assert second["details"]["preprocess_cache_hit"] is False
+    assert first["details"]["pipeline_digest"] != second["details"]["pipeline_digest"]
+    assert first["details"]["outputs_sha256"] != second["details"]["outputs_sha256"]
+
+
 def test_an_isolated_evaluator_runs_code_only_when_its_job_allows_it_and_hands_back_times(
     world: World, tmp_path: Path
 ) -> None:
@@ -282,29 +323,63 @@ def test_a_run_without_allow_code_is_refused_naming_the_flag_before_anything_run
     assert mark.read_text() == "imported\n"  # the mark works: the code ran once, at the run
 
 
-def test_a_server_runs_code_only_when_its_operator_allowed_it(world: World) -> None:
+def test_a_server_runs_code_only_when_its_operator_allowed_it_and_only_in_docker(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a pickle (``check_server_pickle``): ``local`` would run the publisher's code inside
+    the server's process (an agent's actor), ``venv`` as the server's user; ``auto`` is judged
+    as it resolves on the server, or refused when a cluster's agent would decide it."""
     from pinbench.api.runpool import RunPool
+    from pinbench.evaluator import runners
+    from pinbench.evaluator.policy import check_server_policy
 
     ws = world.home.ws
+    mark = world.root / "server.mark"
+    monkeypatch.setenv(MARK, str(mark))
     before = len(list_runs(ws))
-    for allow in (False, True):
-        pool = RunPool(ws, workers=1, queue=1, allow_code=allow)
+    monkeypatch.setattr(runners, "choose_runner", lambda runner, lock: "venv")  # no Docker
+    for allow, runner, allowed, refused in (
+        (False, "docker", ("docker",), "pinbench serve --allow-code"),
+        (True, "local", ("local", "venv", "docker"), "only in the docker runner, not 'local'"),
+        (True, "venv", ("local", "venv", "docker"), "only in the docker runner, not 'venv'"),
+        (True, "auto", ("local", "venv", "docker"), "only in the docker runner, not 'venv'"),
+        (True, "auto", ("local",), "only in the docker runner, not 'local'"),
+    ):
+        pool = RunPool(ws, workers=1, queue=1, allow_code=allow, runners=allowed)
         try:
-            if not allow:
-                with pytest.raises(CodeRefused, match="pinbench serve --allow-code"):
-                    pool.submit(world.lock, "local")
-                assert len(list_runs(ws)) == before  # nothing queued
-                continue
-            run_id = pool.submit(world.lock, "local")
-            deadline = time.monotonic() + 60
-            while show_run(ws, run_id)["status"] in ("queued", "running"):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            with pytest.raises(CodeRefused, match=refused):
+                pool.submit(world.lock, runner)
         finally:
             pool.close()
-    info = show_run(ws, run_id)
-    assert info["status"] == "succeeded", info["error"]
-    assert info["details"]["processing"]["preprocess"]["code"] == "proc.py:prepare"
+    for runner in ("auto", "local"):  # a run --on a cluster: its agent would decide ``auto``
+        with pytest.raises(CodeRefused, match=f"docker runner, not {runner!r}"):
+            check_server_policy(world.lock, runner, False, True)
+    check_server_policy(world.lock, "docker", False, True)  # the operator's one way: docker
+    assert len(list_runs(ws)) == before  # nothing queued
+    assert not mark.exists()  # nothing executed
+
+
+@pytest.mark.parametrize("run", ["generation", "training"])
+def test_a_generation_or_training_run_of_a_model_with_code_is_refused_naming_the_field(
+    world: World, run: str
+) -> None:
+    """Neither kind of run would call the code (a generation run tokenizes and decodes, a
+    training run feeds its own batches): such a lockfile is refused, never run without it."""
+    from pinbench.artifacts.canonical import canonical_json
+    from pinbench.registry.lockfile import LockfileError
+
+    data = json.loads(world.lock.canonical)
+    if run == "generation":
+        data["request"]["generation"] = {"max_new_tokens": 2}
+        data["dataset"]["task"] = "text-generation"
+        data["dataset"]["labels"] = {"format": "prompt-references"}
+    else:
+        data["training"] = {"validation": "digits-raw@1"}
+    with pytest.raises(LockfileError) as raised:
+        Lockfile.from_bytes(canonical_json(data))
+    said = str(raised.value)
+    assert "declares `preprocess` and `postprocess`" in said
+    assert f"a {run} run never runs a model's processing code" in said
 
 
 def test_the_code_never_runs_at_manifest_publish_lock_verify_or_show(

@@ -71,7 +71,7 @@ class RunPool:
         """Where runs placed ``on`` systems go (``serve --cluster``); None: nowhere."""
         self.allow_pickle, self.allow_code = allow_pickle, allow_code
         """The operator's ``serve --allow-pickle`` (pickled models may run, in docker only) and
-        ``--allow-code`` (a model's processing code may run)."""
+        ``--allow-code`` (a model's processing code may run, in docker only)."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
         self._facts: dict[tuple[str, str], dict[str, Any]] = {}

@@ -67,8 +67,8 @@ def serve_consent_options(f: F) -> F:
         "allow_code",
         is_flag=True,
         default=False,
-        help="Let models whose manifest carries preprocess/postprocess Python code run it "
-        "(the publisher's code; with --runners docker it runs confined). Off: never.",
+        help="Let models whose manifest carries preprocess/postprocess Python code run it, "
+        "in the docker runner only (the publisher's code). Off: never.",
     )(f)
     return click.option(
         "--allow-pickle",

@@ -95,11 +95,13 @@ def choose_server_runner(runner: str, lock: Lockfile, allowed: tuple[str, ...]) 
 
 def check_server_policy(lock: Lockfile, runner: str, allow_pickle: bool, allow_code: bool) -> None:
     """What the server's operator allows, asked before a run is queued: pickles
-    (``check_server_pickle``) and a model's processing code (``check_server_code``)."""
+    (``check_server_pickle``) and a model's processing code (``check_server_code``), both
+    only in the docker runner; ``runner`` as the run will use it (``auto`` resolved here, or
+    ``auto`` left to a cluster's agent, which both refuse)."""
     from pinbench.processing.consent import check_server_code
 
     check_server_pickle(lock, runner=runner, server_allows=allow_pickle)
-    check_server_code(lock, server_allows=allow_code)
+    check_server_code(lock, runner=runner, server_allows=allow_code)
 
 
 def check_server_pickle(lock: Lockfile, *, runner: str, server_allows: bool) -> None:

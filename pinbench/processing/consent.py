@@ -2,10 +2,11 @@
 
 The code is the publisher's: running it is running their program. A run of a model that
 carries ``preprocess`` or ``postprocess`` is refused before anything executes unless its caller
-allowed it: on the CLI with ``pinbench run --allow-code`` for that run; on a server only when
-its operator started it with ``pinbench serve --allow-code``. A lockfile never decides this.
-The docker runner (no network, a read-only root and model folder, nobody) is the place for
-code from publishers one does not trust.
+allowed it: on the CLI with ``pinbench run --allow-code`` for that run; on a server (and its
+cluster agents) only when its operator started it with ``pinbench serve --allow-code``, and then
+only in the docker runner (no network, a read-only root and model folder, nobody), as a pickle
+(``check_server_pickle``): the local runner would run it inside the server's own process (an
+agent's actor), the venv runner as the server's user. A lockfile never decides this.
 """
 
 from __future__ import annotations
@@ -57,12 +58,20 @@ def check_code(lock: Lockfile, *, allow: bool) -> None:
         )
 
 
-def check_server_code(lock: Lockfile, *, server_allows: bool) -> None:
-    """On a server: a model's code runs only if the operator allowed it (``serve
-    --allow-code``; ``serve --runners docker`` keeps it in containers)."""
-    if needs_code(lock) and not server_allows:
+def check_server_code(lock: Lockfile, *, runner: str, server_allows: bool) -> None:
+    """On a server (and its agents): a model's code runs only if the operator allowed it
+    (``serve --allow-code``), and only in docker. ``runner`` is the one the run will use:
+    ``auto`` already resolved on this server, or still ``auto`` for a cluster's agent to decide,
+    which is refused as for a pickle (name ``docker``)."""
+    if not needs_code(lock):
+        return
+    if not server_allows:
         raise _refuse(
             lock,
-            "This server never executes processing code (its operator can allow it with "
-            "`pinbench serve --allow-code`)",
+            "This server never executes processing code (its operator can allow it, in the "
+            "docker runner only, with `pinbench serve --allow-code`)",
+        )
+    if runner != "docker":
+        raise _refuse(
+            lock, f"This server runs processing code only in the docker runner, not {runner!r}"
         )

@@ -1,7 +1,9 @@
 """``preprocess`` over a run's samples, before anything is timed: one call per sample, each
 answer checked (``checks``), the samples stacked, and the arrays cached on disk like the steps'
 (``evaluator.feed``) under (dataset digest, processing digest), so a cache hit calls no code and
-reads no sample."""
+reads no sample. The processing digest covers every file of the model artifact by its sha256:
+the code reads them through ``files``, so two versions that share the code but not a vocabulary
+never share arrays."""
 
 from __future__ import annotations
 
@@ -32,12 +34,14 @@ PROCESSING_VERSION = 1
 it."""
 
 
-def processing_digest(code: Loaded, specs: Sequence[Input]) -> Digest:
-    """What the preprocessed arrays depend on: the code's bytes and function, the inputs it
-    must give, the libraries it imports and Python's version."""
+def processing_digest(code: Loaded, specs: Sequence[Input], pinned: Mapping[str, str]) -> Digest:
+    """What the preprocessed arrays depend on: the code's bytes and function, the model
+    artifact's files (``pinned``: path to sha256, every file ``files`` hands the code), the
+    inputs it must give, the libraries it imports and Python's version."""
     data = {
         "version": PROCESSING_VERSION,
         "code": code.sha256,
+        "files": dict(sorted(pinned.items())),
         "where": code.where,
         "inputs": [msgspec.to_builtins(s) for s in specs],
         "libraries": code.libraries,
@@ -98,11 +102,13 @@ def prepare_by_code(
     cache: Path | None,
     dataset_digest: str,
     files: Mapping[str, Path],
+    pinned: Mapping[str, str],
     say: Say,
     stop: Stop,
 ) -> Feed:
-    """The run's feed from ``preprocess`` (or the cache): every input fed from the samples."""
-    digest = processing_digest(code, specs)
+    """The run's feed from ``preprocess`` (or the cache): every input fed from the samples;
+    ``pinned`` the sha256 of each of ``files`` (the lockfile's)."""
+    digest = processing_digest(code, specs, pinned)
 
     @functools.cache
     def computed() -> dict[str, Array]:  # once, for the inputs the cache does not hold

@@ -31,12 +31,18 @@ class Processing:
     """A run's loaded ``preprocess`` and ``postprocess`` (either may be absent)."""
 
     def __init__(
-        self, loaded: dict[str, Loaded], model: LockedModel, files: Mapping[str, Path]
+        self,
+        loaded: dict[str, Loaded],
+        model: LockedModel,
+        files: Mapping[str, Path],
+        pinned: Mapping[str, str],
     ) -> None:
         self.pre = loaded.get("preprocess")
         post = loaded.get("postprocess")
         self.post = Post(post, model.outputs, files) if post is not None else None
         self.files = files
+        self.pinned = pinned
+        """Each model file's sha256 (the lockfile's): part of the preprocess cache key."""
         self.loaded = loaded
 
     def record(self) -> dict[str, Any]:
@@ -66,6 +72,7 @@ class Processing:
             cache=cache,
             dataset_digest=dataset_digest,
             files=self.files,
+            pinned=self.pinned,
             say=say,
             stop=stop,
         )
@@ -110,4 +117,4 @@ def open_processing(
         )
     say(f"loading the model's {' and '.join(roles)} code (allowed: --allow-code)")
     codes = {role: getattr(model, role) for role in roles}
-    return Processing(load(codes, files, pinned), model, files)
+    return Processing(load(codes, files, pinned), model, files, pinned)

@@ -166,12 +166,30 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
             raise ValueError(
                 f"`generation` goes with a dataset whose task generates; this one's task is {what}"
             )
+        self._check_code_runs()
         framework = self.environment.framework if self.environment is not None else None
         if generating and self.batch_size != 1 and framework != "transformers":
             raise ValueError(
                 f"batched generation runs on transformers; {framework}'s generator (pinbench's "
                 "decoder-with-past layout, no attention mask) answers one prompt at a time: "
                 "batch_size 1"
+            )
+
+    def _check_code_runs(self) -> None:
+        """A model's ``preprocess``/``postprocess`` runs only in an evaluation of its outputs: a
+        generation run feeds the model's tokenizer and decodes its tokens itself, a training
+        run feeds its own batches, so neither would run the code; refused, naming the field,
+        rather than ignored (decision 220)."""
+        model = self.model
+        if model is None or (self.request.generation is None and self.training is None):
+            return
+        roles = [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
+        if roles:
+            what = "a generation" if self.request.generation is not None else "a training"
+            raise ValueError(
+                f"model {model.name}@{model.version} declares `{'` and `'.join(roles)}`: "
+                f"{what} run never runs a model's processing code, so it cannot honour it; "
+                "such a model runs in accuracy and performance evaluations only"
             )
 
     @property
