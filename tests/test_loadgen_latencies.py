@@ -250,10 +250,11 @@ def test_runs_show_prints_loadgens_latency_beside_the_framework_calls() -> None:
     from rich.console import Console
 
     from pinbench.cli.run_view import latency_table
+    from pinbench.run_figures import figures
 
     info = {"latency_p90_ns": 99_400.0, "framework_latency_p90_ns": 92_100.0,
             "framework_latency_p99_ns": 3_090_000.0, "ttft_p50_ns": 5_000_000.0}  # fmt: skip
-    table = latency_table(info)
+    table = latency_table(figures(info).latencies)
     assert table is not None
     console = Console(record=True, width=100)
     console.print(table)
@@ -262,4 +263,4 @@ def test_runs_show_prints_loadgens_latency_beside_the_framework_calls() -> None:
     assert ["p90", "99.4", "µs", "92.1", "µs"] in lines
     assert ["p99", "3.09", "ms"] in lines  # recorded by one series only: the other is blank
     assert ["TTFT", "p50", "5.00", "ms"] in lines
-    assert latency_table({"top1": 0.5}) is None  # no latency: no table
+    assert latency_table(figures({"top1": 0.5}).latencies) is None  # no latency: no table

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.feed import _cached
+from pinbench.evaluator.feed import cached_array
 from pinbench.evaluator.pipeline import preprocess
 from pinbench.evaluator.pipeline_errors import InputShape, PipelineError
 from pinbench.evaluator.ragged import Ragged, RaggedBatch, prepare_ragged
@@ -132,7 +132,7 @@ def test_samples_of_their_own_sizes_are_fed_one_at_a_time_from_the_cache(tmp_pat
     spec = Input(name="x", type="image", steps=[InputStep(resize_multiple=ResizeMultiple())])
     made = samples_of((3, 32, 64), (3, 64, 32), (3, 32, 64))
     names = [name for name, _ in made]
-    cached = functools.partial(_cached, tmp_path, "d" * 64)
+    cached = functools.partial(cached_array, tmp_path, "d" * 64)
     digest = Digest.of_bytes(b"pipeline")
     fed, arrays, hit = prepare_ragged(spec, digest, cached, lambda: iter(made), names)
     again, _, hit_again = prepare_ragged(spec, digest, cached, lambda: iter([]), names)
@@ -154,7 +154,7 @@ def test_samples_of_their_own_sizes_are_fed_one_at_a_time_from_the_cache(tmp_pat
 def test_samples_that_come_out_one_size_are_one_array(tmp_path: Path) -> None:
     spec = Input(name="x", type="image", steps=[InputStep(resize_multiple=ResizeMultiple())])
     made = samples_of((3, 32, 64), (3, 32, 64))
-    cached = functools.partial(_cached, tmp_path, "d" * 64)
+    cached = functools.partial(cached_array, tmp_path, "d" * 64)
     fed, _, _ = prepare_ragged(
         spec, Digest.of_bytes(b"p"), cached, lambda: iter(made), ["0.png", "1.png"]
     )
