@@ -17,6 +17,7 @@ Filters that are not deterministic or that nothing in a chat needs (``random``, 
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -49,6 +50,9 @@ KEPT_FILTERS = TEXT_FILTERS | frozenset(
         *("sum", "unique"),
     }
 )
+ORDERING_FILTERS = frozenset({"dictsort", "groupby", "max", "min", "sort", "unique"})
+"""Filters that lower, compare or hash every item (a reference to one long string each time):
+sized by their value's characters and items first."""
 REFUSED_METHODS = frozenset({"translate", "maketrans", "expandtabs"})
 """String methods whose result cannot be sized from their operands cheaply."""
 
@@ -178,6 +182,9 @@ def _tojson(
     pad = len(indent) if isinstance(indent, str) else indent or 0
     if pad > 64 or any(len(s) > 64 for s in separators or ()):
         raise bounds.Exceeded("tojson's indent and separators are at most 64 characters")
+    seps = separators or ((",", ": ") if indent is not None else (", ", ": "))
+    size = bounds.json_size(x, pad=pad, separators=seps, ensure_ascii=ensure_ascii)
+    bounds.will_make(size, "tojson")  # before json.dumps makes it
     return json.dumps(
         x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
@@ -201,6 +208,15 @@ class _Generator(CodeGenerator):
             self.visit(arg, frame)
             self.write(", ")
         self.write("))")
+
+    def visit_Compare(self, node: nodes.Compare, frame: Frame) -> None:
+        self.write("environment.bounded_compare(")
+        self.visit(node.expr, frame)
+        for operand in node.ops:
+            self.write(f", ({operand.op!r}, ")
+            self.visit(operand.expr, frame)
+            self.write(")")
+        self.write(")")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         counted = nodes.Call(
@@ -248,6 +264,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         bounds.joined(list(values), "")
         return str(bounds.made("".join(bounds.text(v) for v in values)))
 
+    def bounded_compare(self, left: Any, *operands: tuple[str, Any]) -> Any:
+        """``left op1 right1 op2 right2 ...`` as Python chains it, each comparison sized first
+        (``template_bounds.compared``); the operands are evaluated before, not as needed."""
+        result: Any = True
+        for op, right in operands:
+            bounds.compared(op, left, right)
+            result = _COMPARISONS[op](left, right)
+            if not result:
+                return result
+            left = right
+        return result
+
     def bounded_iter(self, items: Any) -> Iterator[Any]:
         spent = bounds.budget()
         for item in items:
@@ -274,6 +302,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 bounds.joined(args[0], method.__self__)
         bounds.budget().tick()
         return bounds.made(super().call(__context, __obj, *args, **kwargs))
+
+
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
 
 
 def _check_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -328,6 +368,10 @@ def _checked_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         bounds.printf(value, params or kwargs)
     elif name in ("batch", "slice"):
         bounds.padded(param(0, "linecount" if name == "batch" else "slices", 0), name)
+    elif name in ORDERING_FILTERS:
+        if not isinstance(value, (str, list, tuple, dict, set, frozenset)):
+            value = bounds.listed(value)  # a generator (``map``, ``select``): its items
+        bounds.ordered(value, name)
     elif name in ("join", "sum"):
         value = bounds.listed(value)
         if name == "sum":
