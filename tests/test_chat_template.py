@@ -228,7 +228,7 @@ def test_a_template_that_would_grow_without_bound_is_refused_naming_it(
 ) -> None:
     started = time.monotonic()
     with pytest.raises(TemplateRefused) as refused:
-        ChatTemplate(template, name=NAME, variables={}).render(
+        ChatTemplate(template, name=NAME, variables={}).render_here(
             [{"role": "user", "content": "hi"}], add_generation_prompt=True
         )
     assert str(refused.value).startswith(f"chat template {NAME}: ")
@@ -253,3 +253,35 @@ def test_comparisons_and_ordering_filters_keep_their_meaning() -> None:
         "True False True False True True ['a', 'b'] B [('a', 2), ('b', 1)] "
         '{"a": [1, "x\\"y", null, true]}'
     )
+
+
+def _rendered(template: str) -> str:
+    return ChatTemplate(template, name=NAME, variables={}).render(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True
+    )
+
+
+def test_a_render_runs_in_a_process_of_its_own_under_its_rules_and_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``render`` is the rules (``render_here``) in a child process, and the child's limits
+    catch what the rules miss: an address space past ``MAX_MEMORY`` is a MemoryError (lists
+    within every rule, made here smaller than the limit allows), a render past its CPU
+    seconds is killed (a limit of 0 s: the next whole second of CPU)."""
+    from pinbench.evaluator.generation import template_worker
+
+    with pytest.raises(TemplateRefused, match="`==` goes over"):
+        _rendered("{% set a = ['x'] * 3000 %}{% set b = a|list %}{{ [b] * 3000 == [a] * 3000 }}")
+    grows = "{% set a = [0] * 4000000 %}{% set b = a|list %}{% set c = a|list %}{{ 'ok' }}"
+    assert _rendered(grows) == "ok"  # 96 MB: within the rules and the limit
+    monkeypatch.setattr(template_worker, "MAX_MEMORY", 48 * 1024**2)
+    with pytest.raises(TemplateRefused) as refused:
+        _rendered(grows)
+    assert str(refused.value) == f"chat template {NAME}: ran out of memory"
+    monkeypatch.setattr(template_worker, "MAX_CPU_SECONDS", 0)
+    with pytest.raises(TemplateRefused) as refused:
+        _rendered(  # 4 million filter calls, each within the rules: seconds of CPU at least
+            "{% set xs = (range(100000)|list) * 40 %}"
+            "{{ xs|map('string')|map('center', 3)|map('length')|sum }}"
+        )
+    assert str(refused.value) == f"chat template {NAME}: killed past its CPU limit (0 s) or memory"

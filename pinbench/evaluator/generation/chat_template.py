@@ -21,7 +21,7 @@ import operator
 import types
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
@@ -33,6 +33,9 @@ from jinja2.utils import Namespace
 
 from pinbench.errors import UserError
 from pinbench.evaluator.generation import template_bounds as bounds
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.generation.template_worker import Worker
 
 TEXT_FILTERS = frozenset(
     {
@@ -74,6 +77,8 @@ class ChatTemplate:
         transformers passes beside the messages (the tokenizer's special tokens)."""
         self.name = name
         self._variables = dict(variables)
+        self._source = source
+        self._worker: Worker | None = None
         try:
             self._template = BoundedSandbox().from_string(source)
         except TemplateError as exc:
@@ -82,7 +87,19 @@ class ChatTemplate:
             raise TemplateRefused(template=name, reason="nested too deeply to compile") from None
 
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
-        """The text transformers' ``apply_chat_template(..., tokenize=False)`` gives."""
+        """The text transformers' ``apply_chat_template(..., tokenize=False)`` gives, rendered
+        in a process of its own under a memory and a CPU limit (``template_worker``)."""
+        from pinbench.evaluator.generation.template_worker import Worker, WorkerRefused
+
+        if self._worker is None:
+            self._worker = Worker(self._source, name=self.name, variables=self._variables)
+        try:
+            return self._worker.render(messages, add_generation_prompt=add_generation_prompt)
+        except WorkerRefused as exc:
+            raise TemplateRefused(template=self.name, reason=exc.reason) from None
+
+    def render_here(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
+        """``render`` in this process: the rules of ``template_bounds`` alone."""
         spent = bounds.Budget()
         token = bounds.CURRENT.set(spent)
         pieces: list[str] = []
