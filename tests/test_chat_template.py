@@ -169,6 +169,51 @@ BOMBS = [
         "in all",
     ),
     ("a sum of lists", "{{ ([[0] * 4000000] * 4000000)|sum(start=[]) }}", "sum would make"),
+    (
+        "a comparison of lists walking one list per reference (quadratic)",
+        "{% set a = ['x'] * 3000 %}{% set b = a|list %}{{ [b] * 3000 == [a] * 3000 }}",
+        "`==` goes over",
+    ),
+    (
+        "an `in` that walks a list of references",
+        "{% set a = ['x' * 1000] * 5000 %}{{ 'y' in a }}",
+        "`in` goes over",
+    ),
+    (
+        "a chained comparison, its second pair the large one",
+        "{% set a = ['x'] * 3000 %}{{ 1 < 2 != [a] * 3000 }}",
+        "`!=` goes over",
+    ),
+    *(
+        (
+            f"{f} lowering a long string per reference",
+            f"{{% set s = 'x' * 2000 %}}{{{{ ([s] * 4000)|{f} }}}}",
+            f"{f.split('(')[0]} goes over",
+        )
+        for f in ("max", "min", "sort", "unique", "groupby(0)")
+    ),
+    (
+        "max over a generator",
+        "{% set s = 'x' * 2000 %}{{ ([s] * 4000)|map('lower')|max }}",
+        "max goes over",
+    ),
+    (
+        "dictsort over long keys",
+        "{% set d = dict.fromkeys(range(3000)|map('string')|map('center', 2000)) %}"
+        "{{ d|dictsort }}",
+        "dictsort goes over",
+    ),
+    (
+        "tojson of a million references, sized before json.dumps",
+        "{% set s = 'x' * 2000 %}{{ ([s] * 4000)|tojson }}",
+        "tojson would make",
+    ),
+    (
+        "tojson's indent at every depth",
+        "{% set ns = namespace(x=1) %}{% for i in range(3000) %}{% set ns.x = [ns.x] %}"
+        "{% endfor %}{{ ns.x|tojson(indent=64)|length }}",
+        "tojson would make",
+    ),
     ("recursion", "{% macro m(n) %}{{ m(n) }}{% endmacro %}{{ m(1) }}", "recursed too deeply"),
     ("a filter left out", "{{ 'x'|wordwrap(1) }}", "does not compile: No filter named 'wordwrap'"),
     ("a global left out", "{{ lipsum(10**6) }}", "'lipsum' is undefined"),
@@ -183,9 +228,60 @@ def test_a_template_that_would_grow_without_bound_is_refused_naming_it(
 ) -> None:
     started = time.monotonic()
     with pytest.raises(TemplateRefused) as refused:
-        ChatTemplate(template, name=NAME, variables={}).render(
+        ChatTemplate(template, name=NAME, variables={}).render_here(
             [{"role": "user", "content": "hi"}], add_generation_prompt=True
         )
     assert str(refused.value).startswith(f"chat template {NAME}: ")
     assert says in str(refused.value), str(refused.value)
     assert time.monotonic() - started < 10
+
+
+def test_comparisons_and_ordering_filters_keep_their_meaning() -> None:
+    """Routed through the bounds, comparisons chain as Python's do and the ordering filters
+    and ``tojson`` give what Jinja's give."""
+    template = (
+        "{{ 1 < 2 < 3 }} {{ 1 < 3 < 2 }} {{ 'a' in 'cab' }} {{ 'x' not in ['x'] }} "
+        "{{ messages[0]['role'] == 'user' }} {{ 'role' in messages[0] }} "
+        "{{ (['b', 'a'] * 3)|sort|unique|list }} {{ ['B', 'a']|max }} "
+        "{{ {'b': 1, 'a': 2}|dictsort }} "
+        "{{ {'a': [1, 'x\"y', none, true]}|tojson }}"
+    )
+    text = ChatTemplate(template, name=NAME, variables={}).render(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True
+    )
+    assert text == (
+        "True False True False True True ['a', 'b'] B [('a', 2), ('b', 1)] "
+        '{"a": [1, "x\\"y", null, true]}'
+    )
+
+
+def _rendered(template: str) -> str:
+    return ChatTemplate(template, name=NAME, variables={}).render(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True
+    )
+
+
+def test_a_render_runs_in_a_process_of_its_own_under_its_rules_and_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``render`` is the rules (``render_here``) in a child process, and the child's limits
+    catch what the rules miss: an address space past ``MAX_MEMORY`` is a MemoryError (lists
+    within every rule, made here smaller than the limit allows), a render past its CPU
+    seconds is killed (a limit of 0 s: the next whole second of CPU)."""
+    from pinbench.evaluator.generation import template_worker
+
+    with pytest.raises(TemplateRefused, match="`==` goes over"):
+        _rendered("{% set a = ['x'] * 3000 %}{% set b = a|list %}{{ [b] * 3000 == [a] * 3000 }}")
+    grows = "{% set a = [0] * 4000000 %}{% set b = a|list %}{% set c = a|list %}{{ 'ok' }}"
+    assert _rendered(grows) == "ok"  # 96 MB: within the rules and the limit
+    monkeypatch.setattr(template_worker, "MAX_MEMORY", 48 * 1024**2)
+    with pytest.raises(TemplateRefused) as refused:
+        _rendered(grows)
+    assert str(refused.value) == f"chat template {NAME}: ran out of memory"
+    monkeypatch.setattr(template_worker, "MAX_CPU_SECONDS", 0)
+    with pytest.raises(TemplateRefused) as refused:
+        _rendered(  # 4 million filter calls, each within the rules: seconds of CPU at least
+            "{% set xs = (range(100000)|list) * 40 %}"
+            "{{ xs|map('string')|map('center', 3)|map('length')|sum }}"
+        )
+    assert str(refused.value) == f"chat template {NAME}: killed past its CPU limit (0 s) or memory"

@@ -288,3 +288,26 @@ def test_shapes_are_read_from_the_headers_alone() -> None:
     check_config({"vocab_size": 1000}, weights)  # no tokenizer: an image model's unused head
     with pytest.raises(ShapeMismatch, match="vocab_size: 1000"):
         check_config({"vocab_size": 1000}, weights, text=True)
+
+
+def test_tensors_past_the_bound_in_all_are_refused_naming_the_file(
+    gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tensors all shards name together are bounded (each name is, by the header's
+    reader), so what the shape rules read is bounded however many shards a folder has."""
+    from pinbench.artifacts import hf_folder
+    from pinbench.artifacts.safetensors import read_header
+
+    count = len(read_header(gpt2 / "model.safetensors").tensors)
+    monkeypatch.setattr(hf_folder, "MAX_TENSORS", count - 1)
+    with pytest.raises(HfFolderRefused, match=f"more than {count - 1} tensors in all") as info:
+        describe(_files(gpt2))
+    assert info.value.path == "model.safetensors"
+
+
+def test_numbered_stacks_are_read_in_time_linear_in_the_names() -> None:
+    """Each numbered part's stack is the name up to it (was ``".".join(parts[:i])`` per part:
+    quadratic in a name's length); long names with many indices give the same stacks."""
+    name = "m" + ".0" * 60 + ".w"
+    weights = Weights.of({name: (1,)})
+    assert weights.stacks == {"m" + ".0" * i: frozenset({0}) for i in range(60)}

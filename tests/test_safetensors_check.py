@@ -140,6 +140,16 @@ BAD: list[tuple[str, Maker, str]] = [
         "needs 12 bytes, its data_offsets [0, 8] hold 8",
     ),
     (
+        "a tensor's name of 1025 bytes (hf_shapes read names in quadratic time)",
+        lambda p: _with_header({"a" * 1025: F32}, b"\x00" * 8),
+        "is over 1024 bytes (1025)",
+    ),
+    (
+        "a tensor's name of 65 dotted parts, each a stack index",
+        lambda p: _with_header({"m" + ".0" * 64: F32}, b"\x00" * 8),
+        "has 65 dotted parts, over 64",
+    ),
+    (
         "an unknown dtype",
         lambda p: _with_header(
             {"w": {"dtype": "F128", "shape": [1], "data_offsets": [0, 16]}}, b"\x00" * 16

@@ -44,6 +44,10 @@ CONFIG = "config.json"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 SAFETENSORS = ".safetensors"
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_TENSORS = 2**20
+"""Tensors all of a folder's safetensors files name together (the largest mixtures of experts
+name under 200,000); with each name at most 1 KiB (``artifacts.safetensors``), what the shape
+rules read is bounded however many shards a folder has."""
 ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9]{0,99}$")
 """A transformers class name: letters and digits, nothing that could name a module path."""
 
@@ -186,6 +190,12 @@ def _read(files: Mapping[str, Path], names: tuple[str, ...]) -> Weights:
         except OSError as exc:
             raise HfFolderRefused(path=name, reason=f"cannot read: {exc.strerror}") from None
         shapes.update({tensor: shape for tensor, (_, shape) in header.tensors.items()})
+        if len(shapes) > MAX_TENSORS:
+            raise HfFolderRefused(
+                path=name,
+                reason=f"the weights' headers name more than {MAX_TENSORS} tensors in all "
+                "(up to this file)",
+            )
     return Weights.of(shapes)
 
 

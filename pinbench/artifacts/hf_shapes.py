@@ -130,9 +130,11 @@ class Weights:
         stacks: dict[str, set[int]] = defaultdict(set)
         for name in shapes:
             parts = name.split(".")
-            for i, part in enumerate(parts[:-1]):
-                if i and _INDEX.match(part):
-                    stacks[".".join(parts[:i])].add(int(part))
+            end = len(parts[0])  # where the prefix before part i ends in ``name``
+            for part in parts[1:-1]:
+                if _INDEX.match(part):
+                    stacks[name[:end]].add(int(part))
+                end += 1 + len(part)
         dims = frozenset(d for shape in shapes.values() for d in shape)
         return cls(shapes, {k: frozenset(v) for k, v in stacks.items()}, dims)
 

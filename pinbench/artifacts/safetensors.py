@@ -5,7 +5,8 @@ UTF-8 JSON, an object mapping each tensor's name to ``{"dtype", "shape", "data_o
 [begin, end]}`` (plus an optional ``"__metadata__"`` of strings); then the data. The header is
 read strictly (``jsonsafe``): a tensor named twice is refused (Python and Rust's serde keep the
 last, other readers the first), as is nesting past the bound or an integer of thousands of
-digits, each of which was a traceback. Offsets are
+digits, each of which was a traceback; so is a tensor's name over ``MAX_NAME_BYTES`` or
+``MAX_NAME_PARTS`` dotted parts (what reads the names stays linear in them). Offsets are
 relative to the data's start; the tensors' byte ranges, in order, must tile the data exactly:
 the first begins at 0, each begins where the one before ended, the last ends at the end of the
 file, and each range holds exactly its shape's elements. Only the header is read; nothing in
@@ -26,6 +27,10 @@ from pinbench.errors import UserError
 
 MAX_HEADER_BYTES = 100_000_000
 """The safetensors library's own limit on the header."""
+MAX_NAME_BYTES = 1024
+"""Bytes (UTF-8) of one tensor's name: transformers' longest are under 200."""
+MAX_NAME_PARTS = 64
+"""Dotted parts of one tensor's name (``model.layers.0.mlp.experts.7.w``: 7)."""
 
 DTYPE_BITS = {
     "BOOL": 8,
@@ -144,6 +149,7 @@ def _checked(doc: dict[str, Any], data_bytes: int) -> Header:
 
 
 def _entry(name: str, info: Any) -> tuple[str, tuple[int, ...], int, int]:
+    _named(name)
     if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
         raise NotSafetensors(
             reason=f"tensor {name!r} must have exactly dtype, shape and data_offsets"
@@ -161,6 +167,21 @@ def _entry(name: str, info: Any) -> tuple[str, tuple[int, ...], int, int]:
     if end < begin:
         raise NotSafetensors(reason=f"tensor {name!r}: data_offsets [{begin}, {end}] end first")
     return dtype, tuple(shape), begin, end
+
+
+def _named(name: str) -> None:
+    """A tensor's name bounded: what reads the names (``hf_shapes``' numbered stacks) is then
+    linear in the header, however the names are made."""
+    if len(name) > MAX_NAME_BYTES or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise NotSafetensors(
+            reason=f"a tensor's name {name[:60]!r}... is over {MAX_NAME_BYTES} bytes "
+            f"({len(name.encode('utf-8', 'surrogatepass'))})"
+        )
+    parts = name.count(".") + 1
+    if parts > MAX_NAME_PARTS:
+        raise NotSafetensors(
+            reason=f"tensor {name[:60]!r}... has {parts} dotted parts, over {MAX_NAME_PARTS}"
+        )
 
 
 def _count(value: Any) -> bool:

@@ -8,7 +8,10 @@ until memory runs out. Here the same template language (the sandbox, ``trim_bloc
 the bounds of ``template_bounds``: every operation that can make a large value from small ones
 is sized first (``*``, ``**``, ``+``, ``%``, ``~``, ``range``, the string methods and filters
 that pad, replace or join), everything else is measured as it is made, loops count their steps,
-output is counted as it is produced, and the render has a time limit. A template past a bound,
+output is counted as it is produced, and the render has a time limit. Operations that walk
+their operands are sized by them first (comparisons, ``max``/``min``/``sort``/``unique``/
+``groupby``/``dictsort``, ``tojson``). ``render`` runs all this in a child process under a
+memory and a CPU limit (``template_worker``), the catch-all. A template past a bound,
 or one that does not compile, fails with ``TemplateRefused`` naming the template and the bound.
 Filters that are not deterministic or that nothing in a chat needs (``random``, ``urlize``,
 ``wordwrap``, ``xmlattr``, ``urlencode``, ``filesizeformat``, ``pprint``) are not there.
@@ -17,10 +20,11 @@ Filters that are not deterministic or that nothing in a chat needs (``random``, 
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
@@ -32,6 +36,9 @@ from jinja2.utils import Namespace
 
 from pinbench.errors import UserError
 from pinbench.evaluator.generation import template_bounds as bounds
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.generation.template_worker import Worker
 
 TEXT_FILTERS = frozenset(
     {
@@ -49,6 +56,9 @@ KEPT_FILTERS = TEXT_FILTERS | frozenset(
         *("sum", "unique"),
     }
 )
+ORDERING_FILTERS = frozenset({"dictsort", "groupby", "max", "min", "sort", "unique"})
+"""Filters that lower, compare or hash every item (a reference to one long string each time):
+sized by their value's characters and items first."""
 REFUSED_METHODS = frozenset({"translate", "maketrans", "expandtabs"})
 """String methods whose result cannot be sized from their operands cheaply."""
 
@@ -70,6 +80,8 @@ class ChatTemplate:
         transformers passes beside the messages (the tokenizer's special tokens)."""
         self.name = name
         self._variables = dict(variables)
+        self._source = source
+        self._worker: Worker | None = None
         try:
             self._template = BoundedSandbox().from_string(source)
         except TemplateError as exc:
@@ -78,7 +90,19 @@ class ChatTemplate:
             raise TemplateRefused(template=name, reason="nested too deeply to compile") from None
 
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
-        """The text transformers' ``apply_chat_template(..., tokenize=False)`` gives."""
+        """The text transformers' ``apply_chat_template(..., tokenize=False)`` gives, rendered
+        in a process of its own under a memory and a CPU limit (``template_worker``)."""
+        from pinbench.evaluator.generation.template_worker import Worker, WorkerRefused
+
+        if self._worker is None:
+            self._worker = Worker(self._source, name=self.name, variables=self._variables)
+        try:
+            return self._worker.render(messages, add_generation_prompt=add_generation_prompt)
+        except WorkerRefused as exc:
+            raise TemplateRefused(template=self.name, reason=exc.reason) from None
+
+    def render_here(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
+        """``render`` in this process: the rules of ``template_bounds`` alone."""
         spent = bounds.Budget()
         token = bounds.CURRENT.set(spent)
         pieces: list[str] = []
@@ -178,6 +202,9 @@ def _tojson(
     pad = len(indent) if isinstance(indent, str) else indent or 0
     if pad > 64 or any(len(s) > 64 for s in separators or ()):
         raise bounds.Exceeded("tojson's indent and separators are at most 64 characters")
+    seps = separators or ((",", ": ") if indent is not None else (", ", ": "))
+    size = bounds.json_size(x, pad=pad, separators=seps, ensure_ascii=ensure_ascii)
+    bounds.will_make(size, "tojson")  # before json.dumps makes it
     return json.dumps(
         x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
     )
@@ -201,6 +228,15 @@ class _Generator(CodeGenerator):
             self.visit(arg, frame)
             self.write(", ")
         self.write("))")
+
+    def visit_Compare(self, node: nodes.Compare, frame: Frame) -> None:
+        self.write("environment.bounded_compare(")
+        self.visit(node.expr, frame)
+        for operand in node.ops:
+            self.write(f", ({operand.op!r}, ")
+            self.visit(operand.expr, frame)
+            self.write(")")
+        self.write(")")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         counted = nodes.Call(
@@ -248,6 +284,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         bounds.joined(list(values), "")
         return str(bounds.made("".join(bounds.text(v) for v in values)))
 
+    def bounded_compare(self, left: Any, *operands: tuple[str, Any]) -> Any:
+        """``left op1 right1 op2 right2 ...`` as Python chains it, each comparison sized first
+        (``template_bounds.compared``); the operands are evaluated before, not as needed."""
+        result: Any = True
+        for op, right in operands:
+            bounds.compared(op, left, right)
+            result = _COMPARISONS[op](left, right)
+            if not result:
+                return result
+            left = right
+        return result
+
     def bounded_iter(self, items: Any) -> Iterator[Any]:
         spent = bounds.budget()
         for item in items:
@@ -274,6 +322,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 bounds.joined(args[0], method.__self__)
         bounds.budget().tick()
         return bounds.made(super().call(__context, __obj, *args, **kwargs))
+
+
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
 
 
 def _check_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -328,6 +388,10 @@ def _checked_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         bounds.printf(value, params or kwargs)
     elif name in ("batch", "slice"):
         bounds.padded(param(0, "linecount" if name == "batch" else "slices", 0), name)
+    elif name in ORDERING_FILTERS:
+        if not isinstance(value, (str, list, tuple, dict, set, frozenset)):
+            value = bounds.listed(value)  # a generator (``map``, ``select``): its items
+        bounds.ordered(value, name)
     elif name in ("join", "sum"):
         value = bounds.listed(value)
         if name == "sum":

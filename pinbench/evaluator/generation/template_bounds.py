@@ -262,3 +262,70 @@ def text(value: Any) -> str:
         return value
     will_make(text_size(value), "turning a value into text")
     return str(made(str(value)))
+
+
+def _bounded_size(value: Any, what: str) -> None:
+    """Refuse an operation whose work is ``value``'s size past ``MAX_VALUE``; spend it."""
+    n = text_size(value)
+    if n > MAX_VALUE:
+        raise Exceeded(f"{what} goes over {n} characters and items (at most {MAX_VALUE})")
+    budget().spend(n)
+
+
+def compared(op: str, left: Any, right: Any) -> None:
+    """A comparison (``==``, ``<``, ``in`` ...) sized by what it walks: both operands, each
+    reference counted (``[b] * n == [a] * n`` walks ``n`` times ``len(a)``); a key looked up in
+    a dict or set is only hashed."""
+    if op in ("in", "notin") and isinstance(right, (dict, set, frozenset)):
+        right = None
+    if isinstance(left, _WALKED) or isinstance(right, _WALKED):
+        _bounded_size((left, right), f"`{_OPERATORS.get(op, op)}`")
+
+
+_WALKED = (str, bytes, list, tuple, dict, set, frozenset)
+_OPERATORS = {"eq": "==", "ne": "!=", "gt": ">", "gteq": ">=", "lt": "<", "lteq": "<="}
+_OPERATORS.update({"in": "in", "notin": "not in"})
+
+
+def ordered(value: Any, what: str) -> None:
+    """``max``, ``min``, ``sort``, ``unique``, ``groupby``, ``dictsort`` sized by their items'
+    characters (each is lowered, compared or hashed; a reference counts each time)."""
+    _bounded_size(value, what)
+
+
+def json_size(
+    value: Any, *, pad: int, separators: tuple[str, str], ensure_ascii: bool, cap: int = MAX_VALUE
+) -> int:
+    """At least the length of ``json.dumps(value, ...)`` (``pad``: its indent, 0 for none),
+    walking no further than ``cap``: strings with their quotes and escapes, each container's
+    separators and, indented, each item's line at its depth."""
+    item_sep, key_sep = separators
+    total, stack = 0, [(value, 0)]
+    while stack and total <= cap:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2 + item.count('"') + item.count("\\")
+            total += 5 * len(_CONTROL.findall(item))
+            if ensure_ascii and not item.isascii():
+                total += 11 * (len(item) - len(item.encode("ascii", "ignore")))
+        elif isinstance(item, (dict, list, tuple)):
+            n = len(item)
+            total += 2 + max(n - 1, 0) * len(item_sep)
+            if pad and n:
+                total += n * (1 + pad * (depth + 1)) + 1 + pad * depth
+            if isinstance(item, dict):
+                total += n * len(key_sep)
+            if total + n > cap:  # each item is a character at least: no need to walk them
+                return total + n
+            if isinstance(item, dict):
+                for k, v in item.items():
+                    stack.append((k, depth + 1))
+                    stack.append((v, depth + 1))
+            else:
+                stack.extend((v, depth + 1) for v in item)
+        else:
+            total += text_size(item, 64)
+    return total
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
