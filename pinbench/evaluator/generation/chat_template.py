@@ -8,11 +8,10 @@ until memory runs out. Here the same template language (the sandbox, ``trim_bloc
 the bounds of ``template_bounds``: every operation that can make a large value from small ones
 is sized first (``*``, ``**``, ``+``, ``%``, ``~``, ``range``, the string methods and filters
 that pad, replace or join), everything else is measured as it is made, loops count their steps,
-output is counted as it is produced, and the render has a time limit. Operations that walk
-their operands are sized by them first (comparisons, ``max``/``min``/``sort``/``unique``/
-``groupby``/``dictsort``, ``tojson``). ``render`` runs all this in a child process under a
-memory and a CPU limit (``template_worker``), the catch-all. A template past a bound,
-or one that does not compile, fails with ``TemplateRefused`` naming the template and the bound.
+output is counted as it is produced, the render has a time limit, and operations that walk
+their operands (comparisons, ordering filters, ``tojson``) are sized by them first. ``render``
+runs in a child process under memory and CPU limits (``template_worker``), the catch-all.
+A template past a bound, or one that does not compile, fails with ``TemplateRefused``.
 Filters that are not deterministic or that nothing in a chat needs (``random``, ``urlize``,
 ``wordwrap``, ``xmlattr``, ``urlencode``, ``filesizeformat``, ``pprint``) are not there.
 """
