@@ -12,8 +12,7 @@ output is counted as it is produced, the render has a time limit, and operations
 their operands (comparisons, ordering filters, ``tojson``) are sized by them first. ``render``
 runs in a child process under memory and CPU limits (``template_worker``), the catch-all.
 A template past a bound, or one that does not compile, fails with ``TemplateRefused``.
-Filters that are not deterministic or that nothing in a chat needs (``random``, ``urlize``,
-``wordwrap``, ``xmlattr``, ``urlencode``, ``filesizeformat``, ``pprint``) are not there.
+Filters not deterministic or that no chat needs (``random``, ``urlize``, ...) are left out.
 """
 
 from __future__ import annotations
