@@ -99,24 +99,14 @@ def _record(ws: Workspace, run_id: str) -> RunRecord:
 
 
 def _rows(ws: Workspace, gone: str, *runs: tuple[str, str]) -> None:
+    """A lockfile row, then ``runs`` (id, status) of server instance ``gone``."""
     with ws.transaction() as session:
         session.add(LockfileRow(digest="a" * 64, body="{}", created_at=datetime.now(UTC)))
-        for run_id, status in runs:
-            session.add(
-                Run(
-                    id=run_id,
-                    lockfile_digest="a" * 64,
-                    status=status,
-                    runner="local",
-                    started_at=datetime.now(UTC),
-                    host={},
-                    instance_id=gone,
-                )
-            )
+    _rows_of(ws, gone, *runs)
 
 
 def _rows_of(ws: Workspace, instance: str, *runs: tuple[str, str]) -> None:
-    """Rows as ``_rows`` makes, its lockfile already there."""
+    """``runs`` (id, status) of server instance ``instance``, their lockfile row already there."""
     with ws.transaction() as session:
         for run_id, status in runs:
             session.add(
