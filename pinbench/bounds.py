@@ -133,6 +133,7 @@ AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
 AUDIO_VALUE = between(-1, 1, "a waveform value, as decode_audio gives them")
 AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
 BATCH_AXIS = between(0, 63, "where a state input's batch axis goes among its axes")
+PERM_AXIS = between(0, 63, "an output's axis; NumPy arrays have at most 64 axes")
 CONSTANT_ELEMENTS = between(1, 4096, "a constant input: a sample rate, a small table")
 STREAM_CHUNK = between(1, 1 << 24, "rows of one chunk; 2^24 is 17 min of 16 kHz audio")
 STREAM_CONTEXT = between(0, 1 << 24, "rows fed again before each chunk")
@@ -222,6 +223,7 @@ TABLE: Final[dict[str, Bound]] = {
     "fit_length.value": AUDIO_VALUE,
     "softmax.axis, expand_dims.axis": AXIS,
     "inputs[].state.batch_axis (at most len(shape))": BATCH_AXIS,
+    "transpose.perm[]": PERM_AXIS,
     "inputs[].value (its element count)": CONSTANT_ELEMENTS,
     "inputs[].stream.chunk": STREAM_CHUNK,
     "inputs[].stream.context": STREAM_CONTEXT,

@@ -117,7 +117,15 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         from pinbench.registry.input_kinds import check_model_inputs
 
         check_model_inputs(self.inputs, self.outputs)
+        streamed = next((i for i in self.inputs if i.stream is not None), None)
         for out in self.outputs:
+            transposed = any(s.transpose is not None for s in out.steps)
+            if streamed is not None and transposed:
+                raise ValueError(
+                    f"output {out.name!r} declares a transpose step but input "
+                    f"{streamed.name!r} is streamed: a streamed sample's chunk answers are "
+                    "stacked along their first axis, the batch's, so they are not transposed"
+                )
             for ostep in out.steps:
                 if ostep.pool is None or ostep.pool.mask is None:
                     continue

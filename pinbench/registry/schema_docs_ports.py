@@ -165,6 +165,11 @@ PORT_DOCS: dict[str, dict[str, str]] = {
     },
     # ---------------------------------------------------------------- output steps
     "OutputStep": {
+        "transpose": "Reorder the model's raw output's axes before anything reads it (every "
+        "output type but generation): axis j of what is read is axis perm[j] of the output, "
+        "so perm[0] is the output's batch axis; a time-first CTC output (T, N, C) with perm "
+        "[1, 0, 2] is read as (N, T, C). The output's first step; refused with a streamed "
+        "input; an output of another rank fails the run on its first answer.",
         "softmax": "Turn scores into probabilities along an axis. On a classification "
         "output the axis must be the class axis (refused on the first answer otherwise); it "
         "ranks the classes as the scores do, so top-k is computed from the scores, exactly.",
@@ -176,6 +181,10 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "is 5 or more); its last step.",
         "pool": "Token states (N, tokens, D) to one vector per sample (embedding outputs).",
         "l2_normalize": "Divide each vector by its Euclidean norm (embedding outputs).",
+    },
+    "Transpose": {
+        "perm": "A permutation of 0..rank-1, one entry per axis of the model's output (at "
+        "least 2), each 0..63.",
     },
     "Pool": {
         "mode": "'mean' (the default): the mean over the tokens the mask keeps; 'cls': the "
