@@ -20,6 +20,14 @@ from pinbench.registry.dataset_manifest import (
     ImageManifest,
 )
 from pinbench.registry.explain import VersionText, explain
+from pinbench.registry.late_fields import (
+    LATE_FIELDS,
+    LATE_FILE_FIELDS,
+    LATE_LABEL_FIELDS,
+    drop_unset,
+    drop_unset_inputs,
+    drop_unset_outputs,
+)
 from pinbench.registry.manifest_parts import (
     _IMAGE_DIGEST,
     _RELEASE,
@@ -33,7 +41,6 @@ from pinbench.registry.manifest_parts import (
 )
 from pinbench.registry.names import KINDS
 from pinbench.registry.ports import (
-    LATE_DETECTION_FIELDS,
     Input,
     Output,
 )
@@ -334,48 +341,6 @@ def load_manifest(path: Path) -> Manifest:
     except YamlRefused as exc:
         raise ManifestError(source=str(path), reason=exc.reason) from None
     return load_manifest_text(text, source=str(path))
-
-
-LATE_FILE_FIELDS = ("md5",)
-"""File fields added after manifests were first published: left out of the stored data while
-unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs", "trained_by", "file_index")
-"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
-dataset's ``file_index``)."""
-LATE_LABEL_FIELDS = ("names", "ignore_index")
-"""A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
-LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary")
-"""A model output's fields added likewise (stripped in lockfiles too)."""
-
-
-LATE_INPUT_FIELDS = ("value", "state", "stream")
-"""A model input's fields added likewise (stripped in lockfiles too)."""
-
-
-def drop_unset_inputs(inputs: object) -> None:
-    """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data."""
-    if isinstance(inputs, list):
-        for spec in inputs:
-            if isinstance(spec, dict):
-                drop_unset(spec, LATE_INPUT_FIELDS)
-
-
-def drop_unset_outputs(outputs: object) -> None:
-    """``drop_unset`` of ``LATE_OUTPUT_FIELDS`` on each output of a model's plain data, and of
-    ``LATE_DETECTION_FIELDS`` in its detection section."""
-    if isinstance(outputs, list):
-        for output in outputs:
-            if isinstance(output, dict):
-                drop_unset(output, LATE_OUTPUT_FIELDS)
-                if isinstance(output.get("detection"), dict):
-                    drop_unset(output["detection"], LATE_DETECTION_FIELDS)
-
-
-def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:
-    """Remove the late fields ``names`` from ``data`` where they are unset (``None``)."""
-    for name in names:
-        if name in data and data[name] is None:
-            del data[name]
 
 
 def manifest_data(manifest: Manifest) -> dict[str, Any]:

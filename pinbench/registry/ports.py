@@ -190,10 +190,22 @@ class Ctc(_Strict, frozen=True, kw_only=True):
 
 
 class Binary(_Strict, frozen=True, kw_only=True):
-    """A ``type: binary`` output: each value is the probability of the positive class (a
-    sigmoid's, in [0, 1]), read as positive at or above ``threshold``."""
+    """A ``type: binary`` output: one value per sample (or frame), the probability of the
+    positive class (a sigmoid's, in [0, 1]) or, ``form: logit``, the sigmoid's input; read as
+    positive where the probability is at or above ``threshold``."""
 
     threshold: Fraction = 0.5
+    form: Literal["probability", "logit"] | None = None
+    """``probability`` (left out: the same) or ``logit`` (the probability is its sigmoid,
+    computed in float64). A late field, left out of the stored data while unset."""
+
+    @property
+    def logit(self) -> bool:
+        return self.form == "logit"
+
+
+LATE_BINARY_FIELDS = ("form",)
+"""``Binary`` fields added after binary outputs were published: left out while unset."""
 
 
 class State(_Strict, frozen=True, kw_only=True):

@@ -252,8 +252,12 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "sample's first; 0 by default.",
     },
     "Binary": {
-        "threshold": "A value at or above this (0..1, 0.5 by default) reads as the positive "
-        "class (for voice activity: speech).",
+        "threshold": "A probability at or above this (0..1, 0.5 by default) reads as the "
+        "positive class (for voice activity: speech; for a binary classifier: class 1).",
+        "form": "'probability' (left out: the same): each value is the positive class's "
+        "probability, in [0, 1] (another value fails the run); 'logit': each value is the "
+        "sigmoid's input, its probability computed in float64 (ROC-AUC ranks the values as "
+        "given). Left out of the stored manifest while unset.",
     },
     "Output": {
         "name": "A model output's name, or an integer index into the model's outputs; "
@@ -268,7 +272,9 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "decoded per its `ctc` section and scored on a text-recognition dataset (CER, WER, "
         "exact match); 'binary': the probability of a positive class, e.g. a voice-activity "
         "model's speech per streamed chunk, read per its `binary` section and scored on a "
-        "voice-activity dataset (frame F1, precision, recall, ROC-AUC); 'generation': a causal "
+        "voice-activity dataset (frame F1, precision, recall, ROC-AUC), or a one-sigmoid "
+        "classifier's one value per sample scored on a classification dataset of classes 0 "
+        "and 1 (accuracy, F1, ROC-AUC); 'generation': a causal "
         "language model's next-token logits (a Hugging Face folder, format hf-folder), from "
         "which answers are generated token by token for a text-generation dataset (TTFT, TPOT, "
         "tokens/s; ROUGE, exact match, perplexity).",
