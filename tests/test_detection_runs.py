@@ -104,6 +104,29 @@ def test_nudenet_accuracy_run_scores_as_the_direct_computation(
 # --- variants of the part's manifests ------------------------------------------------------
 
 
+def _names_from_metadata(data: dict[str, Any]) -> None:
+    data["files"] = [f for f in data["files"] if f["path"] != nudenet.LABELS_FILE]
+    data["outputs"][0]["labels"] = {"metadata": "names"}
+
+
+def test_class_names_from_the_models_own_metadata_score_as_its_labels_file(
+    published: Cli, nudenet_catalog: Path, tmp_path: Path
+) -> None:
+    """NudeNet's ONNX file as ultralytics exported it names its classes in its metadata
+    (``names``: ``{0: 'FEMALE_GENITALIA_COVERED', 1: 'FACE_FEMALE', ...}``): read from there,
+    with no labels file, the run scores as the direct computation (issue 50)."""
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.4", change=_names_from_metadata)
+    done = published("publish", str(path))
+    assert done.code == 0, done.err
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.4", f"{nudenet.DATASET}@1")
+    assert code == 0, err
+    run = latest_run(published)
+    assert run["status"] == "succeeded", run["error"]
+    direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-9)
+    assert run["details"]["detections"][0][0][0] == nudenet.LABELS.index("FACE_FEMALE") + 1
+
+
 def variant(
     catalog: Path,
     tmp_path: Path,

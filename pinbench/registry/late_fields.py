@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinbench.registry.ports import LATE_BINARY_FIELDS, LATE_DETECTION_FIELDS
+from pinbench.registry.ports import (
+    LATE_BINARY_FIELDS,
+    LATE_DETECTION_FIELDS,
+    LATE_LABELS_REF_FIELDS,
+)
 
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
@@ -34,7 +38,7 @@ def drop_unset_inputs(inputs: object) -> None:
 
 def drop_unset_outputs(outputs: object) -> None:
     """``drop_unset`` of ``LATE_OUTPUT_FIELDS`` on each output of a model's plain data, and of
-    ``LATE_DETECTION_FIELDS`` in its detection section."""
+    the late fields of its sections (detection, binary, labels)."""
     if isinstance(outputs, list):
         for output in outputs:
             if isinstance(output, dict):
@@ -43,6 +47,8 @@ def drop_unset_outputs(outputs: object) -> None:
                     drop_unset(output["detection"], LATE_DETECTION_FIELDS)
                 if isinstance(output.get("binary"), dict):
                     drop_unset(output["binary"], LATE_BINARY_FIELDS)
+                if isinstance(output.get("labels"), dict):
+                    drop_unset(output["labels"], LATE_LABELS_REF_FIELDS)
 
 
 def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:

@@ -107,7 +107,13 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                 f"trained_by.weights {self.trained_by.weights!r} is not among the files"
             )
         for out in self.outputs:
-            if out.labels is not None and out.labels.path not in paths:
+            if out.labels is not None and out.labels.metadata is not None:
+                if self.format != "onnx":
+                    raise ValueError(
+                        f"output {out.name!r} reads its class names from ONNX metadata, but the "
+                        f"model's format is {self.format}: give them as a `path` file"
+                    )
+            elif out.labels is not None and out.labels.path not in paths:
                 raise ValueError(
                     f"labels file {out.labels.path!r} of output {out.name!r} is not among the "
                     "files: list it under `files` (`pinbench manifest model MODEL "

@@ -13,14 +13,32 @@ from pinbench.registry.steps import ElementType, Fraction, InputStep, OutputStep
 
 
 class LabelsRef(_Strict, frozen=True, kw_only=True):
-    path: str
+    """Where an output's class names are: a ``path`` among the model's files (one name per
+    line), or an ONNX model's ``metadata`` entry (``tasks.class_names``: its key, such as
+    ``names`` in ultralytics' exports)."""
+
+    path: str | None = None
     sha256: str | None = None
     """Left out, it is the labels file's own sha256 (filled in at publish)."""
+    metadata: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+    """A late field (``LATE_LABELS_REF_FIELDS``): left out of the stored data while unset."""
 
     def __post_init__(self) -> None:
-        check_relative_path(self.path)
+        if (self.path is None) == (self.metadata is None):
+            raise ValueError(
+                "labels are either a `path` among the model's files or an ONNX `metadata` key "
+                "(e.g. `labels: {metadata: names}`), one of the two"
+            )
+        if self.path is not None:
+            check_relative_path(self.path)
+        if self.sha256 is not None and self.path is None:
+            raise ValueError("labels read from metadata have no file: `sha256` does not apply")
         if self.sha256 is not None and not _SHA256.fullmatch(self.sha256):
             raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
+
+
+LATE_LABELS_REF_FIELDS = ("metadata",)
+"""``LabelsRef`` fields added after labelled outputs were published: left out while unset."""
 
 
 class Nms(_Strict, frozen=True, kw_only=True):

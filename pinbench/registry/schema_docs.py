@@ -241,7 +241,7 @@ STRUCT_DOCS: dict[str, str] = {
     "Tokenize": "Text to token ids with the model's tokenizer.",
     "Pool": "Token states to one vector per sample.",
     "L2Normalize": "Each vector divided by its Euclidean norm (no fields).",
-    "LabelsRef": "A file among the model's files that names the classes.",
+    "LabelsRef": "Where an output's class names are: a model file or an ONNX metadata entry.",
     "Input": "One model input and how the dataset's samples are prepared for it.",
     "Output": "One model output and how it is read.",
     "LabelFormat": "A dataset's labels: their format and file.",

@@ -199,10 +199,17 @@ PORT_DOCS: dict[str, dict[str, str]] = {
     "TopK": {"k": "How many class indices to keep per sample, >= 1; 5 by default."},
     # ---------------------------------------------------------------- inputs and outputs
     "LabelsRef": {
-        "path": "The class-names file, one of the model's files (same path rules as a file entry).",
+        "path": "The class-names file, one of the model's files (same path rules as a file "
+        "entry), one name per line. Either this or `metadata`.",
         "sha256": "The labels file's sha256, 64 lowercase hex digits; publishing refuses one "
         "that differs from the file entry's. Left out, the file entry's (filled in at "
-        "publish).",
+        "publish). Not with `metadata`.",
+        "metadata": "The key of an ONNX model's metadata entry that names the classes (format "
+        "onnx only), read as bytes at publish and at a run, never by loading the model: a dict "
+        "literal of class index to name as ultralytics writes `names` ({0: 'person', ...}; "
+        "its indexes exactly 0..n-1), a list literal of names, or one name per line. Refused: "
+        "a key missing or given twice, a value over 1 MiB, two classes of one name. Left out "
+        "of the stored manifest while unset.",
     },
     "Input": {
         "name": "A model input's name, or an integer index into the model's inputs; each "

@@ -23,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
 from pinbench.registry.ports import PROBABILITY_MAP, Detection, Input, Output, OutputName
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.coco import (
@@ -115,14 +114,16 @@ class CategoryMap:
 
 
 def category_map(output: Output, model_files: dict[str, Path], truth: GroundTruth) -> CategoryMap:
-    """The model's classes (its labels file, one name per line) matched to the dataset's
-    COCO categories by name."""
+    """The model's classes (its labels file, one name per line, or its ONNX metadata entry)
+    matched to the dataset's COCO categories by name."""
+    from pinbench.tasks.class_names import ClassNamesProblem, class_names
+
     assert output.labels is not None  # publish requires it of a detection output
-    where = output.labels.path
+    where = output.labels.path or f"ONNX metadata {output.labels.metadata!r}"
     try:
-        names = parse_class_names(read_label_text(model_files[where], where), path=where).names
-    except LabelProblem as exc:
-        raise DetectionSetupError(what=f"output {output.name!r}", reason=str(exc)) from None
+        names = class_names(output.labels, model_files, output=str(output.name))
+    except ClassNamesProblem as exc:
+        raise DetectionSetupError(what=f"output {output.name!r}", reason=exc.reason) from None
     ids = [truth.categories.get(name) for name in names]
     unnamed = sorted(
         name for name, cid in truth.categories.items() if cid in truth.annotated and cid not in ids
