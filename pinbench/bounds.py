@@ -144,6 +144,9 @@ MAX_DETECTIONS = between(1, 100_000, "COCO counts 100 per image")
 UNCLIP_RATIO = between(0, 10, "DBNet uses 1.5-2; at 10 a square grows to 6 times its side")
 MAP_MIN_SIZE = between(0, 16_384, "a region's shorter side in map pixels; 16384 px is any side")
 MAX_CANDIDATES = between(1, 100_000, "regions read per probability map; DBNet reads 1000")
+STRIDE = between(1, 1024, "a head level's stride in input pixels; detectors use 8 to 128")
+GFL_BINS = between(2, 64, "values per box side; PicoDet and NanoDet use 8, GFL's paper 17")
+VARIANCE = Bound(0, 10, "a box coder's variance; SSD's are 0.1 and 0.2", low_open=True)
 CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
 CTC_BLANK = between(0, 999_999, "a class index, below the most classes (labels.classes)")
 MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")
@@ -234,6 +237,9 @@ TABLE: Final[dict[str, Bound]] = {
     "probability_map.unclip_ratio": UNCLIP_RATIO,
     "probability_map.min_size": MAP_MIN_SIZE,
     "probability_map.max_candidates": MAX_CANDIDATES,
+    "yolox.strides[], gfl.heads[].stride": STRIDE,
+    "gfl.bins": GFL_BINS,
+    "ssd.variances[]": VARIANCE,
     "ctc.blank": CTC_BLANK,
     "labels.classes": CLASSES,
     "labels.classes (masks)": MASK_CLASSES,

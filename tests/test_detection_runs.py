@@ -318,7 +318,7 @@ BAD_MODELS = [
     (
         "an unknown layout",
         _boxes_layout,
-        "must be one of probability-map, separate, yolov5, yolov8; got 'boxes'",
+        "must be one of gfl, probability-map, separate, ssd, yolov5, yolov8, yolox; got 'boxes'",
     ),
     ("separate outputs without scores", _separate_without_scores, "layout separate needs"),
     (

@@ -121,6 +121,12 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                 )
             if out.ctc is not None:
                 _check_alphabet(out, self.format, paths)
+            ssd = out.detection.ssd if out.detection is not None else None
+            if ssd is not None and ssd.anchors not in paths:
+                raise ValueError(
+                    f"the ssd anchors file {ssd.anchors!r} of output {out.name!r} is not among "
+                    "the files"
+                )
         _check_keys("inputs", [i.name for i in self.inputs])
         _check_keys("outputs", [o.name for o in self.outputs])
         names = {str(i.name): i for i in self.inputs}

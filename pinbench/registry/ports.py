@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pinbench import bounds as b
+from pinbench.registry.detection_heads import HEADS, Gfl, Ssd, Yolox
+from pinbench.registry.detection_heads import OutputName as OutputName
 from pinbench.registry.manifest_parts import _SHA256, _Strict, check_relative_path
 from pinbench.registry.steps import ElementType, Fraction, InputStep, OutputStep
 
@@ -64,14 +66,12 @@ class ProbabilityMap(_Strict, frozen=True, kw_only=True):
     """The regions read per map, the first in raster order of their first pixel."""
 
 
-DetectionLayouts = Literal["yolov8", "yolov5", "separate", "probability-map"]
+DetectionLayouts = Literal["yolov8", "yolov5", "separate", "probability-map", "yolox", "gfl", "ssd"]
 BoxFormats = Literal["xyxy", "xywh", "cxcywh", "yxyx"]
 PACKED_LAYOUTS = ("yolov8", "yolov5")
 """Layouts packing boxes and class scores in the one output tensor (boxes as cxcywh)."""
 PROBABILITY_MAP = "probability-map"
 """The layout of a DBNet-style ``(N, 1, H, W)`` map of one class's per-pixel probability."""
-OutputName = str | Annotated[int, b.PORT_INDEX.meta]
-"""A model output's name, or an index into the model's outputs."""
 
 
 class Detection(_Strict, frozen=True, kw_only=True):
@@ -102,8 +102,17 @@ class Detection(_Strict, frozen=True, kw_only=True):
     """A mask pixel belongs to the instance when its score is at least this (0.5 if unset)."""
     probability_map: ProbabilityMap | None = None
     """``probability-map``: how regions become boxes (filled with the defaults if left out)."""
+    yolox: Yolox | None = None
+    """``yolox``: its grid's strides (filled with YOLOX's 8, 16, 32 if left out)."""
+    gfl: Gfl | None = None
+    """``gfl``: its heads (required)."""
+    ssd: Ssd | None = None
+    """``ssd``: its anchors and box coder (required)."""
 
     def __post_init__(self) -> None:
+        if self.layout in HEADS or any(getattr(self, h) is not None for h in HEADS):
+            self._check_head()
+            return
         if self.layout == PROBABILITY_MAP or self.probability_map is not None:
             self._check_map()
             return
@@ -147,11 +156,39 @@ class Detection(_Strict, frozen=True, kw_only=True):
         if self.probability_map is None:
             msgspec.structs.force_setattr(self, "probability_map", ProbabilityMap())
 
+    def _check_head(self) -> None:
+        """A raw head's layout has its section (``detection_heads``) and no field it does not
+        read: its boxes are decoded in input pixels (``ssd``: in its anchors' units and
+        format), its classes are its score columns."""
+        wrong = [h for h in HEADS if h != self.layout and getattr(self, h) is not None]
+        if wrong:
+            raise ValueError(
+                f"the `{wrong[0]}` section describes layout {wrong[0]}, not {self.layout}"
+            )
+        if self.layout == "yolox" and self.yolox is None:
+            msgspec.structs.force_setattr(self, "yolox", Yolox())
+        if getattr(self, self.layout) is None:
+            raise ValueError(f"layout {self.layout} needs its `{self.layout}` section")
+        ssd = self.layout == "ssd"
+        named = ("classes", "count", "masks", "mask_kind", "mask_threshold", "probability_map")
+        unread = [name for name in named if getattr(self, name) is not None]
+        unread += ["scores"] if self.scores is not None and not ssd else []
+        unread += ["normalized"] if self.normalized and not ssd else []
+        unread += ["box_format"] if self.box_format != "cxcywh" and not ssd else []
+        if unread:
+            raise ValueError(
+                f"layout {self.layout} decodes its own boxes and classes: `{unread[0]}` does "
+                "not apply to it"
+            )
+        if ssd and self.scores is None:
+            raise ValueError("layout ssd needs `scores`: the output of the anchors' class scores")
+
     @property
     def extra_outputs(self) -> list[OutputName]:
         """The other outputs this section reads, in a fixed order."""
         named = (self.scores, self.classes, self.count, self.masks)
-        return [n for n in named if n is not None]
+        heads = self.gfl.outputs if self.gfl is not None else []
+        return [n for n in named if n is not None] + heads
 
 
 LATE_DETECTION_FIELDS = (
@@ -162,6 +199,9 @@ LATE_DETECTION_FIELDS = (
     "mask_kind",
     "mask_threshold",
     "probability_map",
+    "yolox",
+    "gfl",
+    "ssd",
 )
 """``Detection`` fields added after detection manifests were published: left out while unset."""
 

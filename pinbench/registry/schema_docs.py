@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinbench.registry.schema_docs_heads import DETECTION_HEAD_FIELDS, HEAD_DOCS
 from pinbench.registry.schema_docs_ports import PORT_DOCS
 
 _VERSION = (
@@ -75,6 +76,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "device": "The accelerator the environment runs on: 'cpu' (the default), 'cuda' or 'rocm'.",
     },
     **PORT_DOCS,
+    **HEAD_DOCS,
+    "Detection": PORT_DOCS["Detection"] | DETECTION_HEAD_FIELDS,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
         **_common("model"),

@@ -331,7 +331,9 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "`classes`, `count` and `masks` name the outputs holding the rest, as TensorFlow's "
         "Object Detection API and MLModelScope's boundingbox give them) or 'probability-map' "
         "((N, 1, H, W): one class's probability per pixel, a DBNet text detector's; its "
-        "regions become boxes as `probability_map` says, class 0).",
+        "regions become boxes as `probability_map` says, class 0), or a raw head pinbench "
+        "decodes: 'yolox', 'gfl' (PicoDet, NanoDet) or 'ssd' (anchors and a box coder), each "
+        "with its section of the same name.",
         "box_format": "The boxes' coordinates: 'cxcywh' (the default and, for the packed "
         "layouts, the only one accepted), 'xyxy', 'xywh' or 'yxyx' (TensorFlow's).",
         "normalized": "true: box coordinates are fractions of the model input's width and "
