@@ -57,12 +57,14 @@ def _values(output: npt.ArrayLike, layout: str, what: str) -> Floats:
     return x
 
 
-def _probabilities(x: Floats, layout: str, what: str) -> None:
+def _probabilities(
+    x: Floats, layout: str, what: str, shape: tuple[int, ...] | None = None
+) -> None:
     outside = (x < 0) | (x > 1)
     if outside.any():
         raise BadDetectorOutput(
             layout=layout,
-            shape=x.shape,
+            shape=x.shape if shape is None else shape,
             reason=f"{what}: {float(x[outside][0])!r} is not a probability in [0, 1] (a logit "
             "without its sigmoid?)",
         )
@@ -106,7 +108,7 @@ def decode_yolox(
         x, len(cells), "yolox", "the output",
         f"a {size[0]} x {size[1]} input with strides {list(strides)} gives {len(cells)}",
     )  # fmt: skip
-    _probabilities(x[..., 4:], "yolox", "objectness and class probabilities")
+    _probabilities(x[..., 4:], "yolox", "objectness and class probabilities", x.shape)
     out = []
     for rows in x:
         centre = (rows[:, 0:2] + cells) * steps
