@@ -420,3 +420,36 @@ def test_a_layout_that_cannot_match_the_output_fails_the_run(
     assert "narrower or shorter than 2 pixels of the model input" in run["error"]
     assert "e.g. images/astronaut.png's box [" in run["error"]
     assert "map" not in run
+
+
+def _raw_grid_as_yolox(data: dict[str, Any]) -> None:
+    output = data["outputs"][0]
+    output["name"] = "raw_grid"
+    output["detection"]["layout"] = "yolox"
+    output["detection"]["yolox"] = {"strides": [8, 16, 32]}
+
+
+def test_a_raw_yolox_grid_declared_as_yolox_scores_as_the_decoded_model(
+    published: Cli, nudenet_catalog: Path, tmp_path: Path
+) -> None:
+    """The same raw YOLOX grid, declared ``layout: yolox`` with its strides (issue 50): decoded
+    on the grid of the 320 x 320 input, objectness x class, it scores as NudeNet's own decoded
+    output does in the direct computation (the grid round-trips in float32)."""
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.5", change=_raw_grid_as_yolox)
+    data = yaml.safe_load(path.read_text())
+    (entry,) = [f for f in data["files"] if f["path"] == nudenet.ONNX_FILE]
+    onnx_file = path.parent / entry["source"].removeprefix("file:")
+    onnx_file.write_bytes(
+        yolox_grid.wrap(onnx_file.read_bytes(), output=nudenet.OUTPUT, renamed="raw_grid")
+    )
+    digest, size = hash_file(onnx_file)
+    entry.update(sha256=digest.hex, size=size)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert published("publish", str(path)).code == 0
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.5", f"{nudenet.DATASET}@1")
+    assert code == 0, err
+    run = latest_run(published)
+    assert run["status"] == "succeeded", run["error"]
+    direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-6)
+    assert run["map50"] == pytest.approx(1.0)
