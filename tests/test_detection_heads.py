@@ -387,3 +387,50 @@ def test_a_head_declared_so_it_cannot_be_honoured_is_refused(
 def test_yolox_strides_default_to_yoloxs() -> None:
     section_ = msgspec.convert({"layout": "yolox"}, type=Detection)
     assert section_.yolox is not None and section_.yolox.strides == [8, 16, 32]
+
+
+def _model(outputs: list[dict[str, Any]], files: list[str]) -> dict[str, Any]:
+    return {
+        "kind": "model", "name": "t/heads", "version": "1.0.0", "format": "onnx",
+        "framework": {"name": "onnxruntime"},
+        "files": [{"path": f, "sha256": "0" * 64} for f in files],
+        "inputs": [{"name": "x"}], "outputs": outputs,
+    }  # fmt: skip
+
+
+GFL = {"layout": "gfl", "gfl": {"heads": [{"scores": "s8", "boxes": "b8", "stride": 8}]}}
+SSD = {"layout": "ssd", "scores": "s", "ssd": {"anchors": "a.npy", "activation": "softmax"}}
+LABELS = {"path": "m.onnx"}
+PUBLISH_REFUSED = [
+    # (why, the outputs, the files, the error)
+    ("a gfl output that is none of its heads'",
+     [{"name": "other", "type": "detection", "labels": LABELS, "detection": GFL},
+      {"name": "s8", "type": "tensor"}, {"name": "b8", "type": "tensor"}],
+     ["m.onnx"], "reads GFL heads but is none of their outputs"),
+    ("a gfl level the model does not declare",
+     [{"name": "s8", "type": "detection", "labels": LABELS, "detection": GFL}],
+     ["m.onnx"], "reads its level 0's boxes from output 'b8', which the model does not declare"),
+    ("ssd scores the model does not declare",
+     [{"name": "d", "type": "detection", "labels": LABELS, "detection": SSD}],
+     ["m.onnx", "a.npy"], "reads its scores from output 's'"),
+    ("ssd anchors that are not a file of the model",
+     [{"name": "d", "type": "detection", "labels": LABELS, "detection": SSD},
+      {"name": "s", "type": "tensor"}],
+     ["m.onnx"], "the ssd anchors file 'a.npy' of output 'd' is not among the files"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("outputs", "files", "message"),
+    [c[1:] for c in PUBLISH_REFUSED],
+    ids=[c[0] for c in PUBLISH_REFUSED],
+)
+def test_a_head_reading_outputs_or_files_the_model_lacks_is_refused_at_publish(
+    outputs: list[dict[str, Any]], files: list[str], message: str
+) -> None:
+    from pinbench.errors import UserError
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.supported import check_supported
+
+    with pytest.raises(UserError, match=message):
+        check_supported(parse_manifest(_model(outputs, files)))
