@@ -146,7 +146,7 @@ MAP_MIN_SIZE = between(0, 16_384, "a region's shorter side in map pixels; 16384 
 MAX_CANDIDATES = between(1, 100_000, "regions read per probability map; DBNet reads 1000")
 STRIDE = between(1, 1024, "a head level's stride in input pixels; detectors use 8 to 128")
 GFL_BINS = between(2, 64, "values per box side; PicoDet and NanoDet use 8, GFL's paper 17")
-VARIANCE = Bound(0, 10, "a box coder's variance; SSD's are 0.1 and 0.2", low_open=True)
+VARIANCE = between(0.001, 10, "a box coder's variance; SSD's are 0.1 and 0.2")
 CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
 CTC_BLANK = between(0, 999_999, "a class index, below the most classes (labels.classes)")
 MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")

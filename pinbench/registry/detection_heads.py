@@ -86,7 +86,10 @@ class Ssd(_Strict, frozen=True, kw_only=True):
     anchors: str
     """A ``.npy`` file of the model: ``(A, 4)`` anchors in the section's ``box_format``, in
     the boxes' units (``normalized``: fractions of the input)."""
-    variances: tuple[Variance, Variance, Variance, Variance] = (0.1, 0.1, 0.2, 0.2)
+    variances: Annotated[list[Variance], msgspec.Meta(min_length=4, max_length=4)] = msgspec.field(
+        default_factory=lambda: [0.1, 0.1, 0.2, 0.2]
+    )
+    """``(v0, v1, v2, v3)``: for x, y, w and h."""
     order: Literal["xywh", "yxhw"] = "xywh"
     """The deltas' order: ``xywh`` (Caffe, torchvision), ``yxhw`` (TensorFlow's Object
     Detection API)."""

@@ -47,9 +47,9 @@ HEAD_DOCS: dict[str, dict[str, str]] = {
         "anchors": "A .npy file among the model's files: (anchors, 4) numbers in the "
         "section's box_format, in the boxes' units (normalized: fractions of the input), read "
         "without pickles; every anchor finite with a positive size, at most 2^24.",
-        "variances": "The box coder's variances (v0, v1, v2, v3), each above 0 and at most "
-        "10; (0.1, 0.1, 0.2, 0.2) by default (Caffe's SSD; torchvision's weights (10, 10, 5, "
-        "5) are their inverses).",
+        "variances": "The box coder's variances (v0, v1, v2, v3), each 0.001..10; (0.1, 0.1, "
+        "0.2, 0.2) by default (Caffe's SSD; torchvision's weights (10, 10, 5, 5) are their "
+        "inverses).",
         "order": "The deltas' order: 'xywh' (the default: Caffe, torchvision) or 'yxhw' "
         "(TensorFlow's Object Detection API).",
         "activation": "How the scores become probabilities: 'softmax' over each anchor's "
