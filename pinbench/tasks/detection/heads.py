@@ -57,9 +57,7 @@ def _values(output: npt.ArrayLike, layout: str, what: str) -> Floats:
     return x
 
 
-def _probabilities(
-    x: Floats, layout: str, what: str, shape: tuple[int, ...] | None = None
-) -> None:
+def _probabilities(x: Floats, layout: str, what: str, shape: tuple[int, ...] | None = None) -> None:
     outside = (x < 0) | (x > 1)
     if outside.any():
         raise BadDetectorOutput(
@@ -105,9 +103,12 @@ def decode_yolox(
         )
     cells, steps = yolox_grid(*size, strides)
     _anchor_count(
-        x, len(cells), "yolox", "the output",
+        x,
+        len(cells),
+        "yolox",
+        "the output",
         f"a {size[0]} x {size[1]} input with strides {list(strides)} gives {len(cells)}",
-    )  # fmt: skip
+    )
     _probabilities(x[..., 4:], "yolox", "objectness and class probabilities", x.shape)
     out = []
     for rows in x:
