@@ -132,6 +132,8 @@ AUDIO_LENGTH = between(1, 1 << 26, "waveform samples; 70 min of 16 kHz, a WAV fi
 AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
 AUDIO_VALUE = between(-1, 1, "a waveform value, as decode_audio gives them")
 AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
+BYTES_LENGTH = between(1, 1 << 26, "bytes read from a sample file; 64 MiB per sample")
+BYTES_PAD = between(0, 65_535, "a padding value; magika pads with 256, a token no byte is")
 BATCH_AXIS = between(0, 63, "where a state input's batch axis goes among its axes")
 PERM_AXIS = between(0, 63, "an output's axis; NumPy arrays have at most 64 axes")
 CONSTANT_ELEMENTS = between(1, 4096, "a constant input: a sample rate, a small table")
@@ -225,6 +227,8 @@ TABLE: Final[dict[str, Bound]] = {
     "fit_length.length": AUDIO_LENGTH,
     "fit_length.value": AUDIO_VALUE,
     "softmax.axis, expand_dims.axis": AXIS,
+    "read_bytes.length": BYTES_LENGTH,
+    "read_bytes.pad": BYTES_PAD,
     "inputs[].state.batch_axis (at most len(shape))": BATCH_AXIS,
     "transpose.perm[]": PERM_AXIS,
     "inputs[].value (its element count)": CONSTANT_ELEMENTS,

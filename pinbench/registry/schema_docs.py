@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinbench.registry.schema_docs_heads import DETECTION_HEAD_FIELDS, HEAD_DOCS
+from pinbench.registry.schema_docs_more import (
+    DETECTION_HEAD_FIELDS,
+    HEAD_DOCS,
+    READ_BYTES_DOCS,
+    READ_BYTES_STEP,
+)
 from pinbench.registry.schema_docs_ports import PORT_DOCS
 
 _VERSION = (
@@ -77,7 +82,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     },
     **PORT_DOCS,
     **HEAD_DOCS,
+    **READ_BYTES_DOCS,
     "Detection": PORT_DOCS["Detection"] | DETECTION_HEAD_FIELDS,
+    "InputStep": PORT_DOCS["InputStep"] | READ_BYTES_STEP,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
         **_common("model"),
@@ -179,7 +186,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "by the input's first step, which must be decode; sizes may differ until a resize or "
         "crop), 'npy-files' (a folder of one .npy array per sample), 'audio' (a folder of PCM "
         "WAV files, decoded by the input's first step, which must be decode_audio) or "
-        "'text-lines' (a UTF-8 file, one text sample per line, no blank line) or "
+        "'text-lines' (a UTF-8 file, one text sample per line, no blank line), 'files' (a "
+        "folder of files of any kind, every file a sample, read by the input's first step, "
+        "which must be read_bytes) or "
         '\'prompts-jsonl\' (a UTF-8 file of JSON lines {"prompt": text, "reference": text}, '
         "the reference optional, for task text-generation). A folder's samples "
         "are its files with those suffixes, in path order; any other file in it is refused.",

@@ -187,6 +187,17 @@ class ExpandDims(_Strict, frozen=True, kw_only=True):
     axis: Annotated[int, b.AXIS.meta]
 
 
+class ReadBytes(_Strict, frozen=True, kw_only=True):
+    """A sample file of any kind (``data.format: files``) as one row of ``length`` integers,
+    its bytes 0..255 in file order (``evaluator.file_bytes``): a shorter file padded at its end
+    with ``pad``, a longer one refused, naming its file, unless ``crop`` (then its first
+    ``length`` bytes kept)."""
+
+    length: Annotated[int, b.BYTES_LENGTH.meta]
+    pad: Annotated[int, b.BYTES_PAD.meta] = 0
+    crop: bool = False
+
+
 AUDIO_STEPS = ("decode_audio", "resample", "fit_length")
 """The steps that read waveforms decoded from audio files (``data.format: audio``)."""
 
@@ -211,6 +222,7 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     resample: Resample | None = None
     fit_length: FitLength | None = None
     expand_dims: ExpandDims | None = None
+    read_bytes: ReadBytes | None = None
 
     def __post_init__(self) -> None:
         _exactly_one(self)

@@ -1,5 +1,7 @@
-"""Descriptions of the raw detection heads' fields (``detection_heads``), for
-``schema_docs``; ``DETECTION_HEAD_FIELDS`` joins the ``Detection`` section's own."""
+"""Descriptions, for ``schema_docs``, of the fields that read models as their packages ship
+them (issue 50): the raw detection heads (``detection_heads``; ``DETECTION_HEAD_FIELDS`` joins
+the ``Detection`` section's own) and the ``read_bytes`` input step (``READ_BYTES_STEP`` joins
+``InputStep``'s)."""
 
 from __future__ import annotations
 
@@ -58,5 +60,23 @@ HEAD_DOCS: dict[str, dict[str, str]] = {
         "background": "The scores' column of the background class, dropped after the "
         "activation (0 in Caffe's and torchvision's SSDs); left out, every column is a class "
         "of the labels.",
+    },
+}
+
+READ_BYTES_STEP: dict[str, str] = {
+    "read_bytes": "A sample file of any kind (data.format files) as one row of integers, its "
+    "bytes 0..255 in file order: the input's first step on such a dataset, refused on any "
+    "other. The input's element_type must hold every byte and the pad exactly (uint8 for a "
+    "pad up to 255; int32, int64, float32 for any).",
+}
+
+READ_BYTES_DOCS: dict[str, dict[str, str]] = {
+    "ReadBytes": {
+        "length": "The bytes read from each file, the row's length (1..2^26); at most "
+        "length + 1 bytes of a file are read.",
+        "pad": "What a shorter file's row is padded with at its end (0..65535; 0 by default; "
+        "magika pads with 256, a token no byte is).",
+        "crop": "true: keep a longer file's first length bytes; false (the default): a longer "
+        "file fails the run, naming it.",
     },
 }
