@@ -434,3 +434,48 @@ def test_a_head_reading_outputs_or_files_the_model_lacks_is_refused_at_publish(
 
     with pytest.raises(UserError, match=message):
         check_supported(parse_manifest(_model(outputs, files)))
+
+
+def _plan(detection: dict[str, Any], classes: int, anchors: Array | None = None) -> Any:
+    from pinbench.registry.ports import Input
+    from pinbench.tasks.detection.coco import validate_ground_truth
+    from pinbench.tasks.detection.score import CategoryMap, Plan
+    from pinbench.tasks.detection.truth import GroundTruth
+
+    section = msgspec.convert(detection, type=Detection)
+    output = Output(name="out", type="detection", detection=section, labels=None)
+    one = {
+        "images": [{"id": 1, "file_name": "a.png", "width": 9, "height": 9}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2], "area": 4,
+             "iscrowd": 0}
+        ],
+        "categories": [{"id": 1, "name": "c0"}],
+    }  # fmt: skip
+    truth = GroundTruth(validate_ground_truth(one), [1], [(9, 9)], {"c0": 1})
+    spec = msgspec.convert({"name": "x", "steps": [{"layout": {"to": "NCHW"}}]}, type=Input)
+    names = [f"c{i}" for i in range(classes)]
+    return Plan(output, section, spec, truth, CategoryMap(names, [None] * classes), anchors)
+
+
+def test_the_first_answer_is_checked_against_the_grid_the_anchors_and_the_classes() -> None:
+    """Before anything is timed (``BoxScorer.check``): the input batch's shape gives the grid
+    (NCHW here), a YOLOX answer of another anchor count or class count is refused; an SSD
+    answer is held to its anchors file."""
+    from pinbench.tasks.detection.decoding import check_columns, input_size
+    from pinbench.tasks.detection.score import DetectionSetupError
+
+    size = input_size(_plan({"layout": "yolox"}, 2).spec, np.zeros((1, 3, HEIGHT, WIDTH)))
+    assert size == (WIDTH, HEIGHT)
+    yolox = _plan({"layout": "yolox"}, 2)
+    check_columns({"out": yolox_raw(1, 126, 2)}, yolox, size)
+    with pytest.raises(BadDetectorOutput, match="has 100 anchors, a 96 x 64 input"):
+        check_columns({"out": yolox_raw(1, 100, 2)}, yolox, size)
+    with pytest.raises(DetectionSetupError, match="scores 3 classes but its labels file names 2"):
+        check_columns({"out": yolox_raw(1, 126, 3)}, yolox, size)
+    ssd = {"layout": "ssd", "scores": "s", "ssd": {"anchors": "a.npy", "activation": "softmax",
+                                                   "background": 0}}  # fmt: skip
+    plan = _plan(ssd, 2, ssd_anchors(30))
+    check_columns({"out": RNG.normal(size=(1, 30, 4)), "s": RNG.normal(size=(1, 30, 3))}, plan)
+    with pytest.raises(BadDetectorOutput, match="has 29 anchors, the anchors file holds 30"):
+        check_columns({"out": RNG.normal(size=(1, 29, 4)), "s": RNG.normal(size=(1, 29, 3))}, plan)

@@ -72,11 +72,13 @@ def setup_error(output: str, reason: str) -> Exception:
 
 def check_columns(answer: Answer, plan: Plan, size: tuple[int, int] | None = None) -> None:
     """A first answer's detections fit the declared classes: a packed output or raw head
-    scores as many classes as the labels name (and a raw head's grid or anchors are its
-    answer's, ``size`` being the model input's (w, h) where known); separate classes index
-    into them; a probability map is ``(N, 1, H, W)`` probabilities of the one class named."""
+    scores as many classes as the labels name (and an SSD's anchors, or a grid head's grid
+    where ``size``, the model input's (w, h), is known, are its answer's); separate classes
+    index into them; a probability map is ``(N, 1, H, W)`` probabilities of the one class
+    named."""
     layout = plan.detection.layout
-    if layout == "separate" or (layout in ("yolox", "gfl", "ssd") and size is not None):
+    grid = layout in ("yolox", "gfl")
+    if layout in ("separate", "ssd") or (grid and size is not None):
         decoded(answer, plan, None if size is None else [size] * _batch(answer, plan))
     if layout == "separate":
         return
