@@ -16,8 +16,7 @@ import pytest
 from sklearn import metrics as sk
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.history import list_runs
-from pinbench.evaluator.parity import parity
+from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry import service
@@ -193,13 +192,22 @@ def test_a_value_that_is_not_what_its_form_says_is_refused() -> None:
 # ---------------------------------------------------------------- end to end
 
 
-def eight_detector(logit: bool) -> bytes:
+def trained(catalog: Path) -> tuple[Array, Array]:
+    """The digits catalog's logistic regression 1.0.0, ``W`` and ``b`` as its ONNX file
+    holds them (the catalog is built once per test run; training again takes seconds)."""
+    import onnx
+    from onnx import numpy_helper
+
+    path = catalog / "digits-logreg-1.0.0" / "digits-logreg.onnx"
+    found = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+    return found["W"], found["b"]
+
+
+def eight_detector(weights: Array, bias: Array, logit: bool) -> bytes:
     """The digits logistic regression as a one-output "is it an eight?" classifier: the
     class-8 logit less the best other one, through a sigmoid unless ``logit``: ``(N, 1)``."""
     from onnx import TensorProto, helper, numpy_helper
 
-    x_train, _, y_train, _ = builtin.digits_split()
-    weights, bias = builtin.train_logreg(x_train, y_train, 1.0)
     consts = {"start": [0], "eight": [8], "nine": [9], "ten": [10], "axis": [1]}
     nodes = [
         helper.make_node("Flatten", ["x"], ["flat"], axis=1),
@@ -234,9 +242,9 @@ def quiet(text: str) -> None:
 
 
 def test_an_eight_detector_scores_as_the_reference_in_both_forms(
-    digits: Workspace, tmp_path: Path
+    digits: Workspace, catalog_dir: Path, tmp_path: Path
 ) -> None:
-    x_train, x_test, y_train, y_test = builtin.digits_split()
+    _, x_test, _, y_test = builtin.digits_split()
     eight = (y_test == 8).astype(np.int64)
     arrays = {}
     for name, array in (("images.npy", x_test), ("labels.npy", eight)):
@@ -249,43 +257,34 @@ def test_an_eight_detector_scores_as_the_reference_in_both_forms(
         "files": write_files(tmp_path / "data", arrays),
     }  # fmt: skip
     publish(digits, parse_manifest(dataset), manifest_dir=tmp_path / "data", publisher="test")
-    weights, bias = builtin.train_logreg(x_train, y_train, 1.0)
+    weights, bias = trained(catalog_dir)
     logits = (x_test.reshape(len(x_test), -1).astype(np.float32) / 16.0) @ weights.T + bias
     margin = logits[:, 8] - np.delete(logits, 8, axis=1).max(axis=1)
 
-    for version, logit in (("8.0.0", False), ("8.1.0", True)):
-        binary = {"threshold": 0.6} | ({"form": "logit"} if logit else {})
-        model = publish_digits_model(
-            digits,
-            tmp_path / version,
-            version,
-            {"m.onnx": eight_detector(logit)},
-            inputs=[{**X, "steps": STEPS}],
-            outputs=[{"name": "p", "type": "binary", "binary": binary}],
-        )
-        request = {"model": model, "dataset": "digits-eight@1", "scenario": {"mode": "accuracy"}}
-        run_lockfile(digits, service.lock(digits, parse_request(request))[0], say=quiet)
-        run = list_runs(digits)[0]
-        assert run["status"] == "succeeded", run.get("error")
-        values = margin if logit else 1 / (1 + np.exp(-margin.astype(np.float64)))
-        expected = direct(values, eight, 0.6, logit)
-        assert {k: run[k] for k in expected} == pytest.approx(expected, abs=1e-6)
-        predicted = ((1 / (1 + np.exp(-margin))) >= 0.6).astype(int)
-        assert run["binary_f1"] == pytest.approx(sk.f1_score(eight, predicted), abs=1e-6)
-        assert run["binary_roc_auc"] == pytest.approx(sk.roc_auc_score(eight, margin), abs=1e-6)
-        assert (
-            0.9 < run["binary_accuracy"] < 1.0
-            and 0.5 < run["binary_f1"] < 1.0
-            and run["accuracy_samples_count"] == len(eight)
-        )
-
-    # the two exports compared as the task compares them: each sample's class, each read by
-    # its own form and threshold (the recorded values differ: probabilities and logits)
-    probability_run, logit_run = (r["id"] for r in list_runs(digits)[::-1])
-    (_, row) = parity(digits, probability_run, [logit_run])
-    figures = {f.name: f.value for f in row.agreement.figures}
-    assert row.agreement.agrees and figures["class_agree"] == figures["samples"] == len(eight)
-    assert figures["max_abs_diff"] > 1.0
+    # the logit export (the probability form is the same reading less the sigmoid: above)
+    model = publish_digits_model(
+        digits,
+        tmp_path / "8.1.0",
+        "8.1.0",
+        {"m.onnx": eight_detector(weights, bias, logit=True)},
+        inputs=[{**X, "steps": STEPS}],
+        outputs=[{"name": "p", "type": "binary", "binary": {"threshold": 0.6, "form": "logit"}}],
+    )
+    request = {"model": model, "dataset": "digits-eight@1", "scenario": {"mode": "accuracy"}}
+    run_lockfile(digits, service.lock(digits, parse_request(request))[0], say=quiet)
+    run = list_runs(digits)[0]
+    assert run["status"] == "succeeded", run.get("error")
+    expected = direct(margin, eight, 0.6, True)
+    assert {k: run[k] for k in expected} == pytest.approx(expected, abs=1e-6)
+    predicted = ((1 / (1 + np.exp(-margin))) >= 0.6).astype(int)
+    assert run["binary_f1"] == pytest.approx(sk.f1_score(eight, predicted), abs=1e-6)
+    assert run["binary_roc_auc"] == pytest.approx(sk.roc_auc_score(eight, margin), abs=1e-6)
+    assert 0.9 < run["binary_accuracy"] < 1.0 and 0.5 < run["binary_f1"] < 1.0
+    assert run["accuracy_samples_count"] == len(eight)
+    details = show_run(digits, run["id"])["details"]
+    rows = details["samples"]
+    assert [r["top1"] for r in rows] == predicted[: len(rows)].tolist()
+    assert details["binary"] == {"threshold": 0.6, "form": "logit", "positive_class": 1}
 
     # the same model on the ten-class digits dataset: refused before anything is timed
     request = {
@@ -298,3 +297,32 @@ def test_an_eight_detector_scores_as_the_reference_in_both_forms(
     failed = list_runs(digits)[0]
     assert failed["status"] == "failed" and "declares 10 classes" in failed["error"]
     assert "binary_accuracy" not in failed and "latency_p50_ns" not in failed
+
+
+def test_parity_compares_each_runs_predicted_classes_by_its_own_form() -> None:
+    """A probability export and a logit export of one model: their values differ, their
+    classes (each read by its own form and threshold) agree; a flipped sample disagrees."""
+    from pinbench.tasks import registry
+    from tests.test_parity import _record
+
+    margin = RNG.normal(size=40)
+    probability = 1 / (1 + np.exp(-margin))
+
+    def recorded(values: Array, binary: dict[str, Any]) -> Any:
+        return _record(
+            "classification",
+            values[:, None],
+            model_outputs=[{"name": "out", "type": "binary", "binary": binary}],
+        )
+
+    reference = recorded(probability, {"threshold": 0.5})
+    logit = recorded(margin, {"threshold": 0.5, "form": "logit"})
+    found = registry.task("classification").parity(reference, logit)
+    figures = {f.name: f.value for f in found.figures}
+    assert found.agrees and figures["class_agree"] == figures["samples"] == 40
+    flipped = margin.copy()
+    flipped[3] = -flipped[3]
+    other = registry.task("classification").parity(
+        reference, recorded(flipped, {"threshold": 0.5, "form": "logit"})
+    )
+    assert not other.agrees and {f.name: f.value for f in other.figures}["class_agree"] == 39
