@@ -132,7 +132,10 @@ AUDIO_LENGTH = between(1, 1 << 26, "waveform samples; 70 min of 16 kHz, a WAV fi
 AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
 AUDIO_VALUE = between(-1, 1, "a waveform value, as decode_audio gives them")
 AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
+BYTES_LENGTH = between(1, 1 << 26, "bytes read from a sample file; 64 MiB per sample")
+BYTES_PAD = between(0, 65_535, "a padding value; magika pads with 256, a token no byte is")
 BATCH_AXIS = between(0, 63, "where a state input's batch axis goes among its axes")
+PERM_AXIS = between(0, 63, "an output's axis; NumPy arrays have at most 64 axes")
 CONSTANT_ELEMENTS = between(1, 4096, "a constant input: a sample rate, a small table")
 STREAM_CHUNK = between(1, 1 << 24, "rows of one chunk; 2^24 is 17 min of 16 kHz audio")
 STREAM_CONTEXT = between(0, 1 << 24, "rows fed again before each chunk")
@@ -143,6 +146,9 @@ MAX_DETECTIONS = between(1, 100_000, "COCO counts 100 per image")
 UNCLIP_RATIO = between(0, 10, "DBNet uses 1.5-2; at 10 a square grows to 6 times its side")
 MAP_MIN_SIZE = between(0, 16_384, "a region's shorter side in map pixels; 16384 px is any side")
 MAX_CANDIDATES = between(1, 100_000, "regions read per probability map; DBNet reads 1000")
+STRIDE = between(1, 1024, "a head level's stride in input pixels; detectors use 8 to 128")
+GFL_BINS = between(2, 64, "values per box side; PicoDet and NanoDet use 8, GFL's paper 17")
+VARIANCE = between(0.001, 10, "a box coder's variance; SSD's are 0.1 and 0.2")
 CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
 CTC_BLANK = between(0, 999_999, "a class index, below the most classes (labels.classes)")
 MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")
@@ -222,7 +228,10 @@ TABLE: Final[dict[str, Bound]] = {
     "fit_length.length": AUDIO_LENGTH,
     "fit_length.value": AUDIO_VALUE,
     "softmax.axis, expand_dims.axis": AXIS,
+    "read_bytes.length": BYTES_LENGTH,
+    "read_bytes.pad": BYTES_PAD,
     "inputs[].state.batch_axis (at most len(shape))": BATCH_AXIS,
+    "transpose.perm[]": PERM_AXIS,
     "inputs[].value (its element count)": CONSTANT_ELEMENTS,
     "inputs[].stream.chunk": STREAM_CHUNK,
     "inputs[].stream.context": STREAM_CONTEXT,
@@ -233,6 +242,9 @@ TABLE: Final[dict[str, Bound]] = {
     "probability_map.unclip_ratio": UNCLIP_RATIO,
     "probability_map.min_size": MAP_MIN_SIZE,
     "probability_map.max_candidates": MAX_CANDIDATES,
+    "yolox.strides[], gfl.heads[].stride": STRIDE,
+    "gfl.bins": GFL_BINS,
+    "ssd.variances[]": VARIANCE,
     "ctc.blank": CTC_BLANK,
     "labels.classes": CLASSES,
     "labels.classes (masks)": MASK_CLASSES,

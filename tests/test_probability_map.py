@@ -131,7 +131,7 @@ def map_plan(labels: list[str]) -> Any:
 def test_the_first_answer_is_checked_before_timing(
     labels: list[str], output: Map, message: str
 ) -> None:
-    from pinbench.tasks.detection.score import check_columns
+    from pinbench.tasks.detection.decoding import check_columns
 
     with pytest.raises(UserError, match=re.escape(message)):
         check_columns({"maps": output}, map_plan(labels))

@@ -22,6 +22,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.feed import prepare
 from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
+from pinbench.evaluator.output_axes import batch_axes, perms, reorder
 from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import Predictor
 from pinbench.evaluator.predictors.config import PredictorOptions
@@ -208,6 +209,8 @@ def _evaluate(
             answer = predictor.first_predict(first)
         if code is not None:  # the code's outputs are the declared ones: checked before timing
             answer = code.first(answer, len(first))
+        transposed = perms(body.model.outputs)
+        answer = reorder(answer, transposed)  # a transpose step's, refused here if it can't
         if scorer is not None:  # in every mode: a declared output is honoured or refused
             scorer.check(answer, {k: v[: len(first)] for k, v in feed.arrays.items()}, len(first))
         predict: Callable[[Any], Any] = predictor.predict
@@ -235,6 +238,7 @@ def _evaluate(
                 stop=job.stop,
                 on_caller=profiling and cls.PROFILES_ONE_THREAD,
                 keep_outputs=code is not None and code.post is not None,
+                batch_axes=batch_axes(body.model.outputs),
             )
             energy = meter.stop()
         recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
@@ -255,7 +259,8 @@ def _evaluate(
             measurement.outputs = code.every(measurement.outputs, job.stop, evidence, say)
     if accuracy and scorer is not None:
         with recorder.phase("postprocess (accuracy)"):
-            scored = scorer.score(measurement.outputs, feed.arrays)
+            answers = {i: reorder(a, transposed) for i, a in measurement.outputs.items()}
+            scored = scorer.score(answers, feed.arrays)
         evidence.metrics.update(scored.metrics)
         evidence.outputs = scored.outputs
         if scored.outputs_name is not None:

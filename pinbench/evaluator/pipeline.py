@@ -181,6 +181,12 @@ def _file_reader(
         assert audio.decode_audio is not None
         resample = steps.pop(0).resample if steps and steps[0].resample is not None else None
         return _wav_reader(audio.decode_audio, resample)
+    if data_format == "files":
+        reading = _leading(steps, "read_bytes", "files of any kind", "{length: 2048}").read_bytes
+        assert reading is not None
+        from pinbench.evaluator.file_bytes import read_bytes
+
+        return lambda path, name: read_bytes(path, reading, name=name)
     if data_format == "images":
         image_step = _leading(steps, "decode", "image files", "{color_mode: rgb}").decode
         assert image_step is not None
@@ -277,6 +283,12 @@ def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
     if step.tokenize is not None:
         raise PipelineError(
             step="tokenize", reason="a tokenize step reads text samples: this dataset has none"
+        )
+    if name == "read_bytes":
+        raise PipelineError(
+            step=name,
+            reason="reads sample files of any kind (data.format files) as the input's first "
+            "step: this dataset's samples are not such files, or the step is not first",
         )
     if name in ("decode_audio", "resample"):
         raise PipelineError(

@@ -29,6 +29,7 @@ from pinbench.evaluator.latency_metrics import (
     target_percentile_latency,
 )
 from pinbench.evaluator.loadgen_log import invalid_reasons, read_detail_log
+from pinbench.evaluator.output_axes import one_sample
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario, planned_refusal
 
@@ -140,8 +141,11 @@ def run_scenario(
     stop: Stop | None = None,
     on_caller: bool = False,
     keep_outputs: bool = False,
+    batch_axes: dict[str, int] | None = None,
 ) -> Measurement:
     """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first).
+    ``batch_axes``: the outputs whose answers hold the batch on another axis than the first
+    (a ``transpose`` step's, ``output_axes``): a batch's answer is split along it.
     After ``stop`` is requested every query is answered without the model and, once LoadGen
     has ended its test, the stop's error is raised. ``on_caller``: ``predict`` runs on the
     calling thread, not LoadGen's (a profiler that records only the thread it started on:
@@ -168,6 +172,7 @@ def run_scenario(
     views = [inputs[i : i + 1] for i in range(count)] if batch_size == 1 else []
 
     halted = stop.is_set if stop is not None else (lambda: False)
+    axes = batch_axes or {}
 
     def issue_one(queries: list[Any]) -> None:
         """The hot path (batch size 1): as little Python as possible around ``predict``.
@@ -211,7 +216,9 @@ def run_scenario(
                     mark(t0)
                     if keep:
                         for i, index in enumerate(indexes):
-                            outputs[index] = {k: v[i : i + 1] for k, v in out.items()}
+                            outputs[index] = {
+                                k: one_sample(v, i, axes.get(k, 0)) for k, v in out.items()
+                            }
                     span[1] = t1
                     span[2] += len(chunk)
             except BaseException as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from pinbench.registry.dataset_layout import sample_paths
+from pinbench.registry.dataset_layout import ANY_FILE, sample_paths
 from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem
@@ -64,6 +64,8 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
                     sizes.append(image_header(read(path), name=path)[:2])
                 elif data.format == "audio":
                     wav_info(read(path), name=path)
+                elif data.format == ANY_FILE:
+                    pass  # any bytes are a sample: read_bytes pads, crops or refuses at a run
                 else:
                     _npy_length(path, read(path))
         if manifest.samples is not None and manifest.samples != count:

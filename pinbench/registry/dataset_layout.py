@@ -2,10 +2,11 @@
 layout says their classes are: pure functions of the manifest's paths (no file is read), shared
 by the manifest's validation, publishing and the evaluator.
 
-A per-file dataset (``data.format`` ``images``, ``npy-files`` or ``audio``) names a folder; its
-samples are the files under that folder with the format's suffixes, in code-point order of their
-paths. Any other file under the folder is refused (unless it is the labels or class-names file),
-so a stray file never silently joins or leaves the samples. A ``masks`` layout (segmentation) puts
+A per-file dataset (``data.format`` ``images``, ``npy-files``, ``audio`` or ``files``) names a
+folder; its samples are the files under that folder with the format's suffixes (``files``: every
+file), in code-point order of their paths. Any other file under the folder is refused (unless
+it is the labels or class-names file), so a stray file never silently joins or leaves the
+samples. A ``masks`` layout (segmentation) puts
 one mask PNG per sample file in a folder of its own, likewise nothing else (``mask_paths``).
 """
 
@@ -20,7 +21,9 @@ SUFFIXES = {
 }
 """Sample file suffixes per ``data.format`` (compared case-insensitively)."""
 
-PER_FILE = tuple(SUFFIXES)
+ANY_FILE = "files"
+"""The ``data.format`` whose samples are files of any kind: every file under its folder."""
+PER_FILE = (*SUFFIXES, ANY_FILE)
 """The ``data.format`` values whose samples are files of their own."""
 
 
@@ -39,21 +42,21 @@ def sample_paths(
     """The sample files of a per-file dataset, in order; ``extra`` are the paths allowed under
     the folder without being samples (the labels and class-names files)."""
     prefix = folder_prefix(folder)
-    suffixes = SUFFIXES[data_format]
+    suffixes = SUFFIXES.get(data_format, ())
     out = []
     for path in paths:
         if not path.startswith(prefix) or path in extra:
             continue
-        if not path.lower().endswith(suffixes):
+        if data_format != ANY_FILE and not path.lower().endswith(suffixes):
             raise LayoutError(
                 f"file {path!r} is under the data folder {folder!r} but is not a {data_format} "
                 f"sample ({', '.join(suffixes)}): move it out of the folder"
             )
         out.append(path)
     if not out:
+        kinds = f" ({', '.join(suffixes)})" if suffixes else ""
         raise LayoutError(
-            f"the data folder {folder!r} holds no {data_format} sample "
-            f"({', '.join(suffixes)}) among the files"
+            f"the data folder {folder!r} holds no {data_format} sample{kinds} among the files"
         )
     return sorted(out)
 

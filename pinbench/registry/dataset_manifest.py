@@ -55,7 +55,7 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
             )
 
 
-PER_FILE_FORMATS = ("images", "npy-files", "audio")
+PER_FILE_FORMATS = ("images", "npy-files", "audio", "files")
 """Sample formats whose ``path`` is a folder of one file per sample."""
 
 
@@ -65,9 +65,12 @@ class SampleFiles(_Strict, frozen=True, kw_only=True):
     step; ``npy-files``: one ``.npy`` array per sample; ``text-lines``: a UTF-8 file, one
     text sample per line; ``prompts-jsonl``: a UTF-8 file of JSON lines, a prompt (and maybe
     its reference) each; ``audio``: PCM WAV files decoded by the input's ``decode_audio``
+    step; ``files``: files of any kind, each read as bytes by the input's ``read_bytes``
     step)."""
 
-    format: Literal["npy", "images", "npy-files", "text-lines", "audio", "prompts-jsonl"] = "npy"
+    format: Literal[
+        "npy", "images", "npy-files", "text-lines", "audio", "prompts-jsonl", "files"
+    ] = "npy"
     path: str
 
     def __post_init__(self) -> None:

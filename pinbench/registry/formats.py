@@ -52,13 +52,14 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
     if manifest.format == "torch-export":
         _check_torch_export(manifest, where)
     _check_alphabets(manifest, where)
+    _check_metadata_names(manifest, where)
     if manifest.format == "torchscript":
         _check_torchscript(manifest, where)
     if manifest.format == "hf-folder":
         _check_hf_folder(manifest, where)
     if manifest.format != "safetensors":
         return
-    labels = {o.labels.path for o in manifest.outputs if o.labels is not None}
+    labels = {o.labels.path for o in manifest.outputs if o.labels is not None and o.labels.path}
     weights = [f for f in manifest.files if f.path not in labels]
     for f in weights:
         _check_safetensors(f, where(f))
@@ -164,6 +165,26 @@ def _check_alphabets(manifest: ModelManifest, where: Callable[[FileEntry], Path]
             path = out.ctc.alphabet.file or onnx
             raise FormatMismatch(
                 path=path, declared=manifest.format, reason=str(exc), found=None
+            ) from None
+
+
+def _check_metadata_names(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
+    """Each output's class names read from the ONNX model's metadata as the run reads them
+    (``tasks.class_names``), without loading the model."""
+    outputs = [o for o in manifest.outputs if o.labels is not None and o.labels.metadata]
+    if not outputs:
+        return
+    from pinbench.tasks.class_names import ClassNamesProblem, class_names
+
+    files = {f.path: where(f) for f in manifest.files}
+    for out in outputs:
+        assert out.labels is not None
+        try:
+            class_names(out.labels, files, output=str(out.name))
+        except ClassNamesProblem as exc:
+            onnx = next((p for p in files if p.endswith(".onnx")), "(none)")
+            raise FormatMismatch(
+                path=onnx, declared=manifest.format, reason=str(exc), found=None
             ) from None
 
 

@@ -155,6 +155,26 @@ def check_input(spec: Input) -> None:
                 f"fed as its context and chunk together, {spec.stream.context} + "
                 f"{spec.stream.chunk} = {width} rows: its first dimension must be {width}"
             )
+    _check_bytes(spec)
+
+
+BYTE_HOLDERS = {"uint8": 255, "float16": 2048, "int32": 1 << 31, "int64": 1 << 31}
+"""Element types that hold every byte value and a ``read_bytes`` pad up to the number given
+(exactly); float32 and float64 hold any pad, int8 and bool no byte above 127 or 1."""
+
+
+def _check_bytes(spec: Input) -> None:
+    """A ``read_bytes`` input's element type holds every byte and its pad exactly."""
+    step = next((s.read_bytes for s in spec.steps if s.read_bytes is not None), None)
+    if step is None:
+        return
+    most = BYTE_HOLDERS.get(spec.element_type, 1 << 31 if "float" in spec.element_type else -1)
+    if max(255, step.pad) > most:
+        raise ValueError(
+            f"input {spec.name!r} reads bytes (0..255) padded with {step.pad}, which its "
+            f"element_type {spec.element_type} does not hold exactly: declare uint8 (a pad up "
+            "to 255), int32, int64 or float32"
+        )
 
 
 def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:

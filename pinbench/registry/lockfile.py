@@ -19,13 +19,13 @@ from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
 from pinbench.registry.dataset_manifest import LabelFormat, SampleFiles
 from pinbench.registry.explain import explain
-from pinbench.registry.manifest import (
+from pinbench.registry.late_fields import (
     LATE_LABEL_FIELDS,
-    Requirement,
     drop_unset,
     drop_unset_inputs,
     drop_unset_outputs,
 )
+from pinbench.registry.manifest import Requirement
 from pinbench.registry.manifest_parts import Platform, check_relative_path
 from pinbench.registry.names import Kind
 from pinbench.registry.ports import Input, Output

@@ -20,6 +20,7 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
 from pinbench.registry.catalog import get_artifact
 from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
+from pinbench.registry.late_fields import drop_unset
 from pinbench.registry.lockfile import (
     SCHEMA_VERSION,
     LockBody,
@@ -31,7 +32,7 @@ from pinbench.registry.lockfile import (
     LockedModel,
     Lockfile,
 )
-from pinbench.registry.manifest import FrameworkManifest, ModelManifest, drop_unset, parse_manifest
+from pinbench.registry.manifest import FrameworkManifest, ModelManifest, parse_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.request import LATE_REQUEST_FIELDS, LATE_SYSTEM_FIELDS, Request
 from pinbench.registry.resolve import Resolution

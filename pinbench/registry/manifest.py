@@ -20,6 +20,14 @@ from pinbench.registry.dataset_manifest import (
     ImageManifest,
 )
 from pinbench.registry.explain import VersionText, explain
+from pinbench.registry.late_fields import (
+    LATE_FIELDS,
+    LATE_FILE_FIELDS,
+    LATE_LABEL_FIELDS,
+    drop_unset,
+    drop_unset_inputs,
+    drop_unset_outputs,
+)
 from pinbench.registry.manifest_parts import (
     _IMAGE_DIGEST,
     _RELEASE,
@@ -33,7 +41,6 @@ from pinbench.registry.manifest_parts import (
 )
 from pinbench.registry.names import KINDS
 from pinbench.registry.ports import (
-    LATE_DETECTION_FIELDS,
     Input,
     Output,
 )
@@ -104,7 +111,13 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                 f"trained_by.weights {self.trained_by.weights!r} is not among the files"
             )
         for out in self.outputs:
-            if out.labels is not None and out.labels.path not in paths:
+            if out.labels is not None and out.labels.metadata is not None:
+                if self.format != "onnx":
+                    raise ValueError(
+                        f"output {out.name!r} reads its class names from ONNX metadata, but the "
+                        f"model's format is {self.format}: give them as a `path` file"
+                    )
+            elif out.labels is not None and out.labels.path not in paths:
                 raise ValueError(
                     f"labels file {out.labels.path!r} of output {out.name!r} is not among the "
                     "files: list it under `files` (`pinbench manifest model MODEL "
@@ -112,6 +125,12 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
                 )
             if out.ctc is not None:
                 _check_alphabet(out, self.format, paths)
+            ssd = out.detection.ssd if out.detection is not None else None
+            if ssd is not None and ssd.anchors not in paths:
+                raise ValueError(
+                    f"the ssd anchors file {ssd.anchors!r} of output {out.name!r} is not among "
+                    "the files"
+                )
         _check_keys("inputs", [i.name for i in self.inputs])
         _check_keys("outputs", [o.name for o in self.outputs])
         names = {str(i.name): i for i in self.inputs}
@@ -122,7 +141,15 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
 
         check_model_inputs(self.inputs, self.outputs)
         check_processing(self.preprocess, self.postprocess, paths, self.inputs)
+        streamed = next((i for i in self.inputs if i.stream is not None), None)
         for out in self.outputs:
+            transposed = any(s.transpose is not None for s in out.steps)
+            if streamed is not None and transposed:
+                raise ValueError(
+                    f"output {out.name!r} declares a transpose step but input "
+                    f"{streamed.name!r} is streamed: a streamed sample's chunk answers are "
+                    "stacked along their first axis, the batch's, so they are not transposed"
+                )
             for ostep in out.steps:
                 if ostep.pool is None or ostep.pool.mask is None:
                     continue
@@ -331,47 +358,6 @@ def load_manifest(path: Path) -> Manifest:
     except YamlRefused as exc:
         raise ManifestError(source=str(path), reason=exc.reason) from None
     return load_manifest_text(text, source=str(path))
-
-
-LATE_FILE_FIELDS = ("md5",)
-"""File fields added after manifests were first published: left out of the stored data while
-unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postprocess")
-"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by`` and
-processing code, a dataset's ``file_index``)."""
-LATE_LABEL_FIELDS = ("names", "ignore_index")
-"""A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
-LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary")
-"""A model output's fields added likewise (stripped in lockfiles too)."""
-
-LATE_INPUT_FIELDS = ("value", "state", "stream")
-"""A model input's fields added likewise (stripped in lockfiles too)."""
-
-
-def drop_unset_inputs(inputs: object) -> None:
-    """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data."""
-    if isinstance(inputs, list):
-        for spec in inputs:
-            if isinstance(spec, dict):
-                drop_unset(spec, LATE_INPUT_FIELDS)
-
-
-def drop_unset_outputs(outputs: object) -> None:
-    """``drop_unset`` of ``LATE_OUTPUT_FIELDS`` on each output of a model's plain data, and of
-    ``LATE_DETECTION_FIELDS`` in its detection section."""
-    if isinstance(outputs, list):
-        for output in outputs:
-            if isinstance(output, dict):
-                drop_unset(output, LATE_OUTPUT_FIELDS)
-                if isinstance(output.get("detection"), dict):
-                    drop_unset(output["detection"], LATE_DETECTION_FIELDS)
-
-
-def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:
-    """Remove the late fields ``names`` from ``data`` where they are unset (``None``)."""
-    for name in names:
-        if name in data and data[name] is None:
-            del data[name]
 
 
 def manifest_data(manifest: Manifest) -> dict[str, Any]:

@@ -3,6 +3,11 @@
 An output's ``steps`` are honoured by the task that reads outputs of its type, or refused,
 naming the step and the task, never accepted and ignored (DESIGN invariant 10; decision 170):
 
+- ``transpose`` (every type but ``generation``): applied by the evaluator to the model's raw
+  answer before any task reads it (``evaluator.output_axes``), so it is the output's first
+  step, and it is declared once; the axis it moves to the front is the output's batch axis.
+  A generation run reads next-token logits itself and applies none;
+
 - ``classification`` (the classification task ranks the classes of each sample): ``softmax``
   along the class axis (it ranks the classes as the scores do, so top-k is computed from the
   scores themselves, exactly; another axis is refused on the first answer), ``argsort``
@@ -27,9 +32,17 @@ from pinbench.errors import UserError
 from pinbench.registry.ports import Output
 from pinbench.registry.steps import OutputStep
 
+RAW: Final = ("transpose",)
+"""The steps the evaluator applies to the raw answer, before the task's reading: first."""
+
 APPLIED: Final[dict[str, tuple[str, ...]]] = {
-    "classification": ("softmax", "argsort", "topk"),
-    "embedding": ("softmax", "argsort", "topk", "pool", "l2_normalize"),
+    "classification": (*RAW, "softmax", "argsort", "topk"),
+    "embedding": (*RAW, "softmax", "argsort", "topk", "pool", "l2_normalize"),
+    "tensor": RAW,
+    "detection": RAW,
+    "segmentation": RAW,
+    "text": RAW,
+    "binary": RAW,
 }
 """Per output type, the steps its reading applies; a type not named here applies none."""
 
@@ -37,7 +50,7 @@ READ_BY: Final[dict[str, str]] = {
     "classification": "the classification task ranks its class scores (softmax, argsort and "
     "topk apply)",
     "embedding": "the sentence-similarity task",
-    "tensor": "no task: a tensor output is read as the model gives it",
+    "tensor": "no task: a tensor output is read as the model gives it (after a transpose)",
     "detection": "the detection task reads it as its `detection` section says",
     "segmentation": "the segmentation task reads it as its `segmentation` section says",
     "text": "the text-recognition task decodes it as its `ctc` section says",
@@ -70,9 +83,9 @@ def step_name(step: OutputStep) -> str:
 
 
 def check_output_steps(outputs: Sequence[Output]) -> None:
-    """Refuse (``OutputStepRefused``) an output step its output's reading does not apply, and,
-    on a classification output, a step after ``argsort`` or ``topk`` (it would act on class
-    indices, not scores)."""
+    """Refuse (``OutputStepRefused``) an output step its output's reading does not apply, a
+    ``transpose`` that is not the first step (or a second one), and, on a classification
+    output, a step after ``argsort`` or ``topk`` (it would act on class indices, not scores)."""
     for i, out in enumerate(outputs):
         applied = APPLIED.get(out.type, ())
         names = [step_name(s) for s in out.steps]
@@ -84,6 +97,15 @@ def check_output_steps(outputs: Sequence[Output]) -> None:
                     reason += f"; {name} is not among them"
                 raise OutputStepRefused(
                     output=str(out.name), type=out.type, step=name, reason=reason, at=at
+                )
+            if name in RAW and j != 0:
+                raise OutputStepRefused(
+                    output=str(out.name),
+                    type=out.type,
+                    step=name,
+                    reason="it reorders the model's raw answer before anything else reads it: "
+                    "an output's transpose is its first step, and it has one",
+                    at=at,
                 )
             earlier = [n for n in names[:j] if n in GIVES_INDICES]
             if out.type == "classification" and earlier:

@@ -8,19 +8,39 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pinbench import bounds as b
+from pinbench.registry.detection_heads import HEADS, Gfl, Ssd, Yolox
+from pinbench.registry.detection_heads import OutputName as OutputName
 from pinbench.registry.manifest_parts import _SHA256, _Strict, check_relative_path
 from pinbench.registry.steps import ElementType, Fraction, InputStep, OutputStep
 
 
 class LabelsRef(_Strict, frozen=True, kw_only=True):
-    path: str
+    """Where an output's class names are: a ``path`` among the model's files (one name per
+    line), or an ONNX model's ``metadata`` entry (``tasks.class_names``: its key, such as
+    ``names`` in ultralytics' exports)."""
+
+    path: str | None = None
     sha256: str | None = None
     """Left out, it is the labels file's own sha256 (filled in at publish)."""
+    metadata: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+    """A late field (``LATE_LABELS_REF_FIELDS``): left out of the stored data while unset."""
 
     def __post_init__(self) -> None:
-        check_relative_path(self.path)
+        if (self.path is None) == (self.metadata is None):
+            raise ValueError(
+                "labels are either a `path` among the model's files or an ONNX `metadata` key "
+                "(e.g. `labels: {metadata: names}`), one of the two"
+            )
+        if self.path is not None:
+            check_relative_path(self.path)
+        if self.sha256 is not None and self.path is None:
+            raise ValueError("labels read from metadata have no file: `sha256` does not apply")
         if self.sha256 is not None and not _SHA256.fullmatch(self.sha256):
             raise ValueError(f"sha256 of labels {self.path!r} must be 64 lowercase hex digits")
+
+
+LATE_LABELS_REF_FIELDS = ("metadata",)
+"""``LabelsRef`` fields added after labelled outputs were published: left out while unset."""
 
 
 class Nms(_Strict, frozen=True, kw_only=True):
@@ -46,14 +66,12 @@ class ProbabilityMap(_Strict, frozen=True, kw_only=True):
     """The regions read per map, the first in raster order of their first pixel."""
 
 
-DetectionLayouts = Literal["yolov8", "yolov5", "separate", "probability-map"]
+DetectionLayouts = Literal["yolov8", "yolov5", "separate", "probability-map", "yolox", "gfl", "ssd"]
 BoxFormats = Literal["xyxy", "xywh", "cxcywh", "yxyx"]
 PACKED_LAYOUTS = ("yolov8", "yolov5")
 """Layouts packing boxes and class scores in the one output tensor (boxes as cxcywh)."""
 PROBABILITY_MAP = "probability-map"
 """The layout of a DBNet-style ``(N, 1, H, W)`` map of one class's per-pixel probability."""
-OutputName = str | Annotated[int, b.PORT_INDEX.meta]
-"""A model output's name, or an index into the model's outputs."""
 
 
 class Detection(_Strict, frozen=True, kw_only=True):
@@ -84,8 +102,17 @@ class Detection(_Strict, frozen=True, kw_only=True):
     """A mask pixel belongs to the instance when its score is at least this (0.5 if unset)."""
     probability_map: ProbabilityMap | None = None
     """``probability-map``: how regions become boxes (filled with the defaults if left out)."""
+    yolox: Yolox | None = None
+    """``yolox``: its grid's strides (filled with YOLOX's 8, 16, 32 if left out)."""
+    gfl: Gfl | None = None
+    """``gfl``: its heads (required)."""
+    ssd: Ssd | None = None
+    """``ssd``: its anchors and box coder (required)."""
 
     def __post_init__(self) -> None:
+        if self.layout in HEADS or any(getattr(self, h) is not None for h in HEADS):
+            self._check_head()
+            return
         if self.layout == PROBABILITY_MAP or self.probability_map is not None:
             self._check_map()
             return
@@ -129,11 +156,39 @@ class Detection(_Strict, frozen=True, kw_only=True):
         if self.probability_map is None:
             msgspec.structs.force_setattr(self, "probability_map", ProbabilityMap())
 
+    def _check_head(self) -> None:
+        """A raw head's layout has its section (``detection_heads``) and no field it does not
+        read: its boxes are decoded in input pixels (``ssd``: in its anchors' units and
+        format), its classes are its score columns."""
+        wrong = [h for h in HEADS if h != self.layout and getattr(self, h) is not None]
+        if wrong:
+            raise ValueError(
+                f"the `{wrong[0]}` section describes layout {wrong[0]}, not {self.layout}"
+            )
+        if self.layout == "yolox" and self.yolox is None:
+            msgspec.structs.force_setattr(self, "yolox", Yolox())
+        if getattr(self, self.layout) is None:
+            raise ValueError(f"layout {self.layout} needs its `{self.layout}` section")
+        ssd = self.layout == "ssd"
+        named = ("classes", "count", "masks", "mask_kind", "mask_threshold", "probability_map")
+        unread = [name for name in named if getattr(self, name) is not None]
+        unread += ["scores"] if self.scores is not None and not ssd else []
+        unread += ["normalized"] if self.normalized and not ssd else []
+        unread += ["box_format"] if self.box_format != "cxcywh" and not ssd else []
+        if unread:
+            raise ValueError(
+                f"layout {self.layout} decodes its own boxes and classes: `{unread[0]}` does "
+                "not apply to it"
+            )
+        if ssd and self.scores is None:
+            raise ValueError("layout ssd needs `scores`: the output of the anchors' class scores")
+
     @property
     def extra_outputs(self) -> list[OutputName]:
         """The other outputs this section reads, in a fixed order."""
         named = (self.scores, self.classes, self.count, self.masks)
-        return [n for n in named if n is not None]
+        heads = self.gfl.outputs if self.gfl is not None else []
+        return [n for n in named if n is not None] + heads
 
 
 LATE_DETECTION_FIELDS = (
@@ -144,6 +199,9 @@ LATE_DETECTION_FIELDS = (
     "mask_kind",
     "mask_threshold",
     "probability_map",
+    "yolox",
+    "gfl",
+    "ssd",
 )
 """``Detection`` fields added after detection manifests were published: left out while unset."""
 
@@ -190,10 +248,22 @@ class Ctc(_Strict, frozen=True, kw_only=True):
 
 
 class Binary(_Strict, frozen=True, kw_only=True):
-    """A ``type: binary`` output: each value is the probability of the positive class (a
-    sigmoid's, in [0, 1]), read as positive at or above ``threshold``."""
+    """A ``type: binary`` output: one value per sample (or frame), the probability of the
+    positive class (a sigmoid's, in [0, 1]) or, ``form: logit``, the sigmoid's input; read as
+    positive where the probability is at or above ``threshold``."""
 
     threshold: Fraction = 0.5
+    form: Literal["probability", "logit"] | None = None
+    """``probability`` (left out: the same) or ``logit`` (the probability is its sigmoid,
+    computed in float64). A late field, left out of the stored data while unset."""
+
+    @property
+    def logit(self) -> bool:
+        return self.form == "logit"
+
+
+LATE_BINARY_FIELDS = ("form",)
+"""``Binary`` fields added after binary outputs were published: left out while unset."""
 
 
 class State(_Strict, frozen=True, kw_only=True):

@@ -14,7 +14,7 @@ from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
 from pinbench.registry.explain import explain
 from pinbench.registry.generation import GenerationSpec
-from pinbench.registry.manifest import drop_unset
+from pinbench.registry.late_fields import drop_unset
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file

@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinbench.registry.schema_docs_more import (
+    DETECTION_HEAD_FIELDS,
+    HEAD_DOCS,
+    READ_BYTES_DOCS,
+    READ_BYTES_STEP,
+)
 from pinbench.registry.schema_docs_ports import PORT_DOCS
 
 _VERSION = (
@@ -75,6 +81,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "device": "The accelerator the environment runs on: 'cpu' (the default), 'cuda' or 'rocm'.",
     },
     **PORT_DOCS,
+    **HEAD_DOCS,
+    **READ_BYTES_DOCS,
+    "Detection": PORT_DOCS["Detection"] | DETECTION_HEAD_FIELDS,
+    "InputStep": PORT_DOCS["InputStep"] | READ_BYTES_STEP,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
         **_common("model"),
@@ -192,7 +202,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "by the input's first step, which must be decode; sizes may differ until a resize or "
         "crop), 'npy-files' (a folder of one .npy array per sample), 'audio' (a folder of PCM "
         "WAV files, decoded by the input's first step, which must be decode_audio) or "
-        "'text-lines' (a UTF-8 file, one text sample per line, no blank line) or "
+        "'text-lines' (a UTF-8 file, one text sample per line, no blank line), 'files' (a "
+        "folder of files of any kind, every file a sample, read by the input's first step, "
+        "which must be read_bytes) or "
         '\'prompts-jsonl\' (a UTF-8 file of JSON lines {"prompt": text, "reference": text}, '
         "the reference optional, for task text-generation). A folder's samples "
         "are its files with those suffixes, in path order; any other file in it is refused.",
@@ -259,7 +271,7 @@ STRUCT_DOCS: dict[str, str] = {
     "Tokenize": "Text to token ids with the model's tokenizer.",
     "Pool": "Token states to one vector per sample.",
     "L2Normalize": "Each vector divided by its Euclidean norm (no fields).",
-    "LabelsRef": "A file among the model's files that names the classes.",
+    "LabelsRef": "Where an output's class names are: a model file or an ONNX metadata entry.",
     "Input": "One model input and how the dataset's samples are prepared for it.",
     "Output": "One model output and how it is read.",
     "LabelFormat": "A dataset's labels: their format and file.",

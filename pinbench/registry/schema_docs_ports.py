@@ -165,6 +165,11 @@ PORT_DOCS: dict[str, dict[str, str]] = {
     },
     # ---------------------------------------------------------------- output steps
     "OutputStep": {
+        "transpose": "Reorder the model's raw output's axes before anything reads it (every "
+        "output type but generation): axis j of what is read is axis perm[j] of the output, "
+        "so perm[0] is the output's batch axis; a time-first CTC output (T, N, C) with perm "
+        "[1, 0, 2] is read as (N, T, C). The output's first step; refused with a streamed "
+        "input; an output of another rank fails the run on its first answer.",
         "softmax": "Turn scores into probabilities along an axis. On a classification "
         "output the axis must be the class axis (refused on the first answer otherwise); it "
         "ranks the classes as the scores do, so top-k is computed from the scores, exactly.",
@@ -176,6 +181,10 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "is 5 or more); its last step.",
         "pool": "Token states (N, tokens, D) to one vector per sample (embedding outputs).",
         "l2_normalize": "Divide each vector by its Euclidean norm (embedding outputs).",
+    },
+    "Transpose": {
+        "perm": "A permutation of 0..rank-1, one entry per axis of the model's output (at "
+        "least 2), each 0..63.",
     },
     "Pool": {
         "mode": "'mean' (the default): the mean over the tokens the mask keeps; 'cls': the "
@@ -190,10 +199,17 @@ PORT_DOCS: dict[str, dict[str, str]] = {
     "TopK": {"k": "How many class indices to keep per sample, >= 1; 5 by default."},
     # ---------------------------------------------------------------- inputs and outputs
     "LabelsRef": {
-        "path": "The class-names file, one of the model's files (same path rules as a file entry).",
+        "path": "The class-names file, one of the model's files (same path rules as a file "
+        "entry), one name per line. Either this or `metadata`.",
         "sha256": "The labels file's sha256, 64 lowercase hex digits; publishing refuses one "
         "that differs from the file entry's. Left out, the file entry's (filled in at "
-        "publish).",
+        "publish). Not with `metadata`.",
+        "metadata": "The key of an ONNX model's metadata entry that names the classes (format "
+        "onnx only), read as bytes at publish and at a run, never by loading the model: a dict "
+        "literal of class index to name as ultralytics writes `names` ({0: 'person', ...}; "
+        "its indexes exactly 0..n-1), a list literal of names, or one name per line. Refused: "
+        "a key missing or given twice, a value over 1 MiB, two classes of one name. Left out "
+        "of the stored manifest while unset.",
     },
     "Input": {
         "name": "A model input's name, or an integer index into the model's inputs; each "
@@ -243,8 +259,12 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "sample's first; 0 by default.",
     },
     "Binary": {
-        "threshold": "A value at or above this (0..1, 0.5 by default) reads as the positive "
-        "class (for voice activity: speech).",
+        "threshold": "A probability at or above this (0..1, 0.5 by default) reads as the "
+        "positive class (for voice activity: speech; for a binary classifier: class 1).",
+        "form": "'probability' (left out: the same): each value is the positive class's "
+        "probability, in [0, 1] (another value fails the run); 'logit': each value is the "
+        "sigmoid's input, its probability computed in float64 (ROC-AUC ranks the values as "
+        "given). Left out of the stored manifest while unset.",
     },
     "Output": {
         "name": "A model output's name, or an integer index into the model's outputs; "
@@ -259,7 +279,9 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "decoded per its `ctc` section and scored on a text-recognition dataset (CER, WER, "
         "exact match); 'binary': the probability of a positive class, e.g. a voice-activity "
         "model's speech per streamed chunk, read per its `binary` section and scored on a "
-        "voice-activity dataset (frame F1, precision, recall, ROC-AUC); 'generation': a causal "
+        "voice-activity dataset (frame F1, precision, recall, ROC-AUC), or a one-sigmoid "
+        "classifier's one value per sample scored on a classification dataset of classes 0 "
+        "and 1 (accuracy, F1, ROC-AUC); 'generation': a causal "
         "language model's next-token logits (a Hugging Face folder, format hf-folder), from "
         "which answers are generated token by token for a text-generation dataset (TTFT, TPOT, "
         "tokens/s; ROUGE, exact match, perplexity).",
@@ -309,7 +331,9 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "`classes`, `count` and `masks` name the outputs holding the rest, as TensorFlow's "
         "Object Detection API and MLModelScope's boundingbox give them) or 'probability-map' "
         "((N, 1, H, W): one class's probability per pixel, a DBNet text detector's; its "
-        "regions become boxes as `probability_map` says, class 0).",
+        "regions become boxes as `probability_map` says, class 0), or a raw head pinbench "
+        "decodes: 'yolox', 'gfl' (PicoDet, NanoDet) or 'ssd' (anchors and a box coder), each "
+        "with its section of the same name.",
         "box_format": "The boxes' coordinates: 'cxcywh' (the default and, for the packed "
         "layouts, the only one accepted), 'xyxy', 'xywh' or 'yxyx' (TensorFlow's).",
         "normalized": "true: box coordinates are fractions of the model input's width and "

@@ -51,7 +51,8 @@ def needs_completion(manifest: Manifest) -> bool:
     if not all(_complete(f) for f in manifest.files_list):
         return True
     return isinstance(manifest, ModelManifest) and any(
-        o.labels is not None and o.labels.sha256 is None for o in manifest.outputs
+        o.labels is not None and o.labels.path is not None and o.labels.sha256 is None
+        for o in manifest.outputs
     )
 
 
@@ -224,7 +225,7 @@ def complete(manifest: Manifest, files: list[FileEntry]) -> Manifest:
 
 
 def _labelled(output: Output, files: dict[str, FileEntry]) -> Output:
-    if output.labels is None:
+    if output.labels is None or output.labels.path is None:  # none, or in the model's metadata
         return output
     actual = files[output.labels.path].sha256
     if output.labels.sha256 is None:

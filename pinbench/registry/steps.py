@@ -187,6 +187,17 @@ class ExpandDims(_Strict, frozen=True, kw_only=True):
     axis: Annotated[int, b.AXIS.meta]
 
 
+class ReadBytes(_Strict, frozen=True, kw_only=True):
+    """A sample file of any kind (``data.format: files``) as one row of ``length`` integers,
+    its bytes 0..255 in file order (``evaluator.file_bytes``): a shorter file padded at its end
+    with ``pad``, a longer one refused, naming its file, unless ``crop`` (then its first
+    ``length`` bytes kept)."""
+
+    length: Annotated[int, b.BYTES_LENGTH.meta]
+    pad: Annotated[int, b.BYTES_PAD.meta] = 0
+    crop: bool = False
+
+
 AUDIO_STEPS = ("decode_audio", "resample", "fit_length")
 """The steps that read waveforms decoded from audio files (``data.format: audio``)."""
 
@@ -211,6 +222,7 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     resample: Resample | None = None
     fit_length: FitLength | None = None
     expand_dims: ExpandDims | None = None
+    read_bytes: ReadBytes | None = None
 
     def __post_init__(self) -> None:
         _exactly_one(self)
@@ -245,7 +257,24 @@ class L2Normalize(_Strict, frozen=True, kw_only=True):
     """Each vector divided by its Euclidean norm."""
 
 
+class Transpose(_Strict, frozen=True, kw_only=True):
+    """The model's raw output with its axes reordered, as NumPy's ``transpose(perm)`` and
+    ONNX's ``Transpose`` do: axis ``j`` of the result is axis ``perm[j]`` of the output. The
+    output's own first axis need not be the batch's: a time-first CTC output ``(T, N, C)``
+    with ``perm: [1, 0, 2]`` is read as ``(N, T, C)`` (``evaluator.output_axes``)."""
+
+    perm: list[Annotated[int, b.PERM_AXIS.meta]]
+
+    def __post_init__(self) -> None:
+        if len(self.perm) < 2 or sorted(self.perm) != list(range(len(self.perm))):
+            raise ValueError(
+                f"transpose perm must be a permutation of 0..{len(self.perm) - 1} (each axis "
+                f"of the output once, at least 2 axes), got {self.perm}"
+            )
+
+
 class OutputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
+    transpose: Transpose | None = None
     softmax: Softmax | None = None
     argsort: Argsort | None = None
     topk: TopK | None = None

@@ -84,6 +84,19 @@ class UndeclaredOutput(UserError):
         self.at = at
 
 
+class NotAHeadOutput(UserError):
+    """A ``gfl`` detection output that is none of the outputs its heads name."""
+
+    def __init__(self, *, output: str, at: str) -> None:
+        super().__init__(
+            f"detection output {output!r} reads GFL heads but is none of their outputs: name "
+            f"it as one level's scores or boxes, or make one of those the detection output - "
+            f"at `{at}`"
+        )
+        self.output = output
+        self.at = at
+
+
 _DETECTION_NEEDS = {
     "detection": "declare how its tensor is read, e.g. `detection: {layout: yolov8, "
     "score_threshold: 0.25, nms: {iou: 0.45}}`",
@@ -140,19 +153,33 @@ def check_supported(manifest: Manifest) -> None:
 
 
 def _check_separate(manifest: ModelManifest, index: int) -> None:
-    """The outputs a separate detection layout names are declared, as tensors."""
+    """The outputs a detection section names beside its own (a separate layout's, an SSD's
+    scores, a GFL head's levels) are declared, as tensors; a GFL output is one of its heads'."""
     out = manifest.outputs[index]
     assert out.detection is not None
     tensors = {o.name for o in manifest.outputs if o.type == "tensor"}
+    at = f"$.outputs[{index}].detection"
     for role in ("scores", "classes", "count", "masks"):
         named = getattr(out.detection, role)
         if named is not None and named not in tensors:
             raise UndeclaredOutput(
-                output=str(out.name),
-                role=role,
-                named=str(named),
-                at=f"$.outputs[{index}].detection.{role}",
+                output=str(out.name), role=role, named=str(named), at=f"{at}.{role}"
             )
+    gfl = out.detection.gfl
+    if gfl is None:
+        return
+    if str(out.name) not in {str(n) for n in gfl.outputs}:
+        raise NotAHeadOutput(output=str(out.name), at=f"{at}.gfl.heads")
+    for i, head in enumerate(gfl.heads):
+        for role in ("scores", "boxes"):
+            named = getattr(head, role)
+            if str(named) != str(out.name) and named not in tensors:
+                raise UndeclaredOutput(
+                    output=str(out.name),
+                    role=f"level {i}'s {role}",
+                    named=str(named),
+                    at=f"{at}.gfl.heads[{i}].{role}",
+                )
 
 
 def _check_order(steps: Any, at: str) -> None:

@@ -66,6 +66,9 @@ class Classification(Task):
     metrics = (
         Metric("top1", "top-1", per_output=True, headline=True),
         Metric("top5", "top-5", per_output=True),
+        Metric("binary_accuracy", "accuracy", headline=True),
+        Metric("binary_f1", "F1"),
+        Metric("binary_roc_auc", "ROC-AUC"),
         Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
     )
 
@@ -91,6 +94,18 @@ class Classification(Task):
 
     def prepare(self, context: Context) -> Scorer | None:
         scored = classification_outputs(context.model.outputs)
+        binary = [o for o in context.model.outputs if o.type == "binary"]
+        if binary:  # a one-sigmoid classifier: scored by its probability (``binary``)
+            from pinbench.tasks.classification.binary import BinaryScorer
+
+            if scored or len(binary) > 1:
+                raise UserError(
+                    f"model {context.model_ref} declares {len(scored)} classification and "
+                    f"{len(binary)} binary outputs: a classification run scores either its "
+                    "classification outputs or its one binary output; declare the others as "
+                    "type tensor"
+                )
+            return BinaryScorer(binary[0], context)
         if not scored:
             if context.accuracy:
                 raise NoClassificationOutput(
@@ -102,9 +117,13 @@ class Classification(Task):
 
     def parity(self, reference: Recorded, other: Recorded) -> Agreement:
         """Each sample's top-1 class in both runs, and the scores' differences
-        (``parity.class_parity``)."""
+        (``parity.class_parity``); of a binary output, each sample's predicted class
+        (``binary.binary_parity``)."""
+        from pinbench.tasks.classification.binary import binary_parity, recorded_output
         from pinbench.tasks.classification.parity import class_parity
 
+        if recorded_output(reference) is not None:
+            return binary_parity(reference, other)
         return class_parity(reference, other)
 
 

@@ -23,8 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
-from pinbench.registry.ports import PROBABILITY_MAP, Detection, Input, Output, OutputName
+from pinbench.registry.ports import PROBABILITY_MAP, Detection, Input, Output
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.coco import (
     coco_mask_metrics,
@@ -33,8 +32,9 @@ from pinbench.tasks.detection.coco import (
     undefined_stats,
     validate_segmentations,
 )
+from pinbench.tasks.detection.decoding import check_columns, decoded
 from pinbench.tasks.detection.errors import BadGroundTruth
-from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
+from pinbench.tasks.detection.layouts import Detections
 from pinbench.tasks.detection.masks import box_mask, encode, image_mask
 from pinbench.tasks.detection.plausible import BoxCensus
 from pinbench.tasks.detection.stats import MASK_STATS, STATS
@@ -115,14 +115,16 @@ class CategoryMap:
 
 
 def category_map(output: Output, model_files: dict[str, Path], truth: GroundTruth) -> CategoryMap:
-    """The model's classes (its labels file, one name per line) matched to the dataset's
-    COCO categories by name."""
+    """The model's classes (its labels file, one name per line, or its ONNX metadata entry)
+    matched to the dataset's COCO categories by name."""
+    from pinbench.tasks.class_names import ClassNamesProblem, class_names
+
     assert output.labels is not None  # publish requires it of a detection output
-    where = output.labels.path
+    where = output.labels.path or f"ONNX metadata {output.labels.metadata!r}"
     try:
-        names = parse_class_names(read_label_text(model_files[where], where), path=where).names
-    except LabelProblem as exc:
-        raise DetectionSetupError(what=f"output {output.name!r}", reason=str(exc)) from None
+        names = class_names(output.labels, model_files, output=str(output.name))
+    except ClassNamesProblem as exc:
+        raise DetectionSetupError(what=f"output {output.name!r}", reason=exc.reason) from None
     ids = [truth.categories.get(name) for name in names]
     unnamed = sorted(
         name for name, cid in truth.categories.items() if cid in truth.annotated and cid not in ids
@@ -136,107 +138,6 @@ def category_map(output: Output, model_files: dict[str, Path], truth: GroundTrut
             "name the classes as the COCO categories are named",
         )
     return CategoryMap(list(names), ids)
-
-
-def class_columns(output: npt.NDArray[np.generic], layout: str) -> int:
-    """How many classes a packed output scores (its shape decides)."""
-    shape = np.asarray(output).shape
-    if len(shape) != 3:
-        return -1
-    return int(shape[1] - 4 if layout == "yolov8" else shape[2] - 5)
-
-
-def check_columns(answer: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> None:
-    """A first answer's detections fit the declared classes: a packed output scores as many
-    classes as the labels file names; separate classes index into it; a probability map is
-    ``(N, 1, H, W)`` probabilities of the one class its labels file names."""
-    if plan.detection.layout == "separate":
-        decoded(answer, plan)
-        return
-    if plan.detection.layout == PROBABILITY_MAP:
-        _check_map(answer[plan.name], plan)
-        return
-    output = answer[plan.name]
-    shape = list(np.asarray(output).shape)
-    if len(shape) != 3:
-        yolov8 = plan.detection.layout == "yolov8"
-        packed = "(N, 4 + classes, anchors)" if yolov8 else "(N, anchors, 5 + classes)"
-        raise DetectionSetupError(
-            what=f"output {plan.name!r}",
-            reason=f"layout {plan.detection.layout} reads {packed}, the output has shape {shape}",
-        )
-    columns = class_columns(output, plan.detection.layout)
-    if columns != len(plan.cats.names):
-        raise DetectionSetupError(
-            what=f"output {plan.name!r}",
-            reason=f"layout {plan.detection.layout} of shape {list(np.asarray(output).shape)} "
-            f"scores {columns} classes but its labels file names {len(plan.cats.names)}",
-        )
-
-
-def decoded(outputs: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> list[Detections]:
-    """Every sample's detections, before thresholds and NMS, their classes checked against
-    the labels file."""
-    detection = plan.detection
-    if detection.layout == PROBABILITY_MAP:
-        return _map_regions(outputs[plan.name], detection)
-    if detection.layout != "separate":
-        return decode(outputs[plan.name], detection.layout)
-
-    def named(role: OutputName | None) -> npt.NDArray[np.generic] | None:
-        return None if role is None else outputs[str(role)]
-
-    found = decode_separate(
-        outputs[plan.name],
-        outputs[str(detection.scores)],
-        named(detection.classes),
-        named(detection.count),
-        named(detection.masks),
-        box_format=detection.box_format,
-    )
-    known = len(plan.cats.names)
-    out = []
-    for i, sample in enumerate(found):
-        bad = sample.classes[sample.classes >= known]
-        if bad.size:
-            raise DetectionSetupError(
-                what=f"output {detection.classes!r}",
-                reason=f"sample {i} has class index {int(bad[0])} but the labels file names "
-                f"{known} classes (0..{known - 1})",
-            )
-        # A negative class marks padding, not a detection (GluonCV pads with class -1).
-        out.append(sample.take(np.flatnonzero(sample.classes >= 0)))
-    return out
-
-
-def _check_map(output: npt.NDArray[np.generic], plan: Plan) -> None:
-    from pinbench.tasks.detection.regions import check_map
-
-    check_map(output)
-    if len(plan.cats.names) != 1:
-        raise DetectionSetupError(
-            what=f"output {plan.name!r}",
-            reason=f"layout {PROBABILITY_MAP} scores one class but its labels file names "
-            f"{len(plan.cats.names)}: name the one class the map is of",
-        )
-
-
-def _map_regions(output: npt.NDArray[np.generic], detection: Detection) -> list[Detections]:
-    """A probability map's regions as boxes in fractions of the map (``regions``)."""
-    from pinbench.tasks.detection.regions import Settings, regions
-
-    section = detection.probability_map
-    assert section is not None  # the manifest fills it in for this layout
-    settings = Settings(
-        threshold=section.threshold,
-        box_threshold=section.box_threshold,
-        unclip_ratio=section.unclip_ratio,
-        min_size=section.min_size,
-        max_candidates=section.max_candidates,
-    )
-    height, width = np.asarray(output).shape[2:4]
-    size = np.array([width, height, width, height], dtype=np.float64)
-    return [found.scaled(1.0 / size) for found in regions(output, settings)]
 
 
 def kept(found: Detections, detection: Detection, transform: geometry.Transform) -> Detections:
@@ -279,22 +180,25 @@ def score_detections(
     from pinbench.evaluator.image_files import image_header
 
     detection, truth, cats = plan.detection, plan.truth, plan.cats
-    for part in outputs:
-        check_columns(part, plan)
     sizes = [image_header(local, name=name)[:2] for name, local in images]
     check_sizes(truth, [name for name, _ in images], sizes)
     steps = geometry_of(plan.spec)
+    transforms = [geometry.transform_of(w, h, steps) for w, h in sizes]
+    inputs = [(t.input_width, t.input_height) for t in transforms]
     matched = np.array([cid is not None for cid in cats.ids], dtype=bool)
     category_ids = [cid if cid is not None else -1 for cid in cats.ids]
     results: list[dict[str, Any]] = []
     masks: list[dict[str, Any]] = []
     details: list[list[list[float]]] = []
-    found_all = [found for part in outputs for found in decoded(part, plan)]
+    found_all: list[Detections] = []
+    for part in outputs:  # each part's samples in order: the inputs' sizes are theirs
+        ahead = inputs[len(found_all) :]
+        check_columns(part, plan, ahead[0] if ahead else None)
+        found_all += decoded(part, plan, ahead[: len(np.asarray(part[plan.name]))])
     census = BoxCensus()
-    for (name, _), image_id, (width, height), found in zip(
-        images, truth.image_ids, sizes, found_all, strict=True
+    for (name, _), image_id, transform, found in zip(
+        images, truth.image_ids, transforms, found_all, strict=True
     ):
-        transform = geometry.transform_of(width, height, steps)
         ours = kept(found, detection, transform)
         census.add(name, ours, transform)
         ours = ours.take(np.flatnonzero(matched[ours.classes]))
@@ -360,6 +264,8 @@ class Plan:
     spec: Input
     truth: GroundTruth
     cats: CategoryMap
+    anchors: npt.NDArray[np.float64] | None = None
+    """An SSD's anchors (``heads.read_anchors``: centres and sizes), read before the run."""
 
     @property
     def name(self) -> str:
@@ -367,8 +273,10 @@ class Plan:
 
     @property
     def names(self) -> list[str]:
-        """Every output scoring reads: the detection output, then those its section names."""
-        return [self.name, *(str(n) for n in self.detection.extra_outputs)]
+        """Every output scoring reads: the detection output, then those its section names
+        (each once)."""
+        found = [self.name, *(str(n) for n in self.detection.extra_outputs)]
+        return list(dict.fromkeys(found))
 
 
 def plan(
@@ -391,4 +299,15 @@ def plan(
             raise DetectionSetupError(
                 what=f"output {output.name!r} gives masks, so the dataset", reason=str(exc)
             ) from None
-    return Plan(output, detection, spec, truth, category_map(output, model_files, truth))
+    anchors = None
+    if detection.ssd is not None:
+        from pinbench.tasks.detection.errors import BadDetectorOutput
+        from pinbench.tasks.detection.heads import read_anchors
+
+        where = detection.ssd.anchors
+        try:
+            anchors = read_anchors(model_files[where], detection.box_format, where=where)
+        except BadDetectorOutput as exc:
+            raise DetectionSetupError(what=f"output {output.name!r}", reason=str(exc)) from None
+    cats = category_map(output, model_files, truth)
+    return Plan(output, detection, spec, truth, cats, anchors)

@@ -82,10 +82,11 @@ class BoxScorer(Scorer):
         self.context = context
 
     def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
-        from pinbench.tasks.detection.score import check_columns
+        from pinbench.tasks.detection.decoding import check_columns, input_size
 
         check_batch_axis(answer, self.outputs, batch)
-        check_columns(answer, self.boxes)
+        spec = self.boxes.spec
+        check_columns(answer, self.boxes, input_size(spec, arrays.get(str(spec.name))))
 
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
         """The twelve COCO statistics of every sample's detections (and masks), those

@@ -27,7 +27,7 @@ from pinbench.tasks.segmentation.errors import SegmentationSetupError
 from pinbench.tasks.segmentation.geometry import check_grid, to_original
 from pinbench.tasks.segmentation.masks import check_mask, read_mask
 from pinbench.tasks.segmentation.metrics import Confusion
-from pinbench.tasks.segmentation.truth import MaskTruth, class_names
+from pinbench.tasks.segmentation.truth import MaskTruth
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +82,7 @@ def plan(
         )
     names = truth.names
     if output.labels is not None:
-        where = output.labels.path
-        try:
-            names = class_names(model_files[where], where=where, classes=truth.classes)
-        except LabelProblem as exc:
-            raise SegmentationSetupError(what=f"output {output.name!r}", reason=str(exc)) from None
+        names = _model_names(output, model_files, truth.classes)
     return Plan(output, output.segmentation, inputs[0], geometry_of(inputs[0]), truth, names)
 
 
@@ -103,6 +99,25 @@ def check_answer(answer: Mapping[str, npt.NDArray[np.generic]], plan: Plan) -> N
             f"{list(np.asarray(output).shape)}) but the dataset's masks index "
             f"{plan.truth.classes}: pair the model with a dataset labelled for it",
         )
+
+
+def _model_names(output: Output, model_files: Mapping[str, Path], classes: int) -> list[str]:
+    """The names the output's ``labels`` give (a file or the ONNX model's metadata), exactly
+    one per class the masks index."""
+    from pinbench.tasks.class_names import ClassNamesProblem, class_names
+
+    assert output.labels is not None
+    try:
+        names = class_names(output.labels, model_files, output=str(output.name))
+    except ClassNamesProblem as exc:
+        raise SegmentationSetupError(what=f"output {output.name!r}", reason=str(exc)) from None
+    if len(names) != classes:
+        where = output.labels.path or f"ONNX metadata {output.labels.metadata!r}"
+        raise SegmentationSetupError(
+            what=f"output {output.name!r}",
+            reason=f"{where}: names {len(names)} classes, the masks index {classes}",
+        )
+    return names
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.tasks.binary import mann_whitney_auc
 
 Floats = npt.NDArray[np.float64]
 Flags = npt.NDArray[np.bool_]
@@ -47,18 +48,12 @@ def activity_metrics(probability: Floats, speech: Flags, threshold: float) -> di
 
 
 def roc_auc(score: Floats, positive: Flags) -> float:
-    """The Mann-Whitney statistic: mean rank of the positives (tied scores share their mean
-    rank), less its least value, over positives x negatives."""
-    pos = int(np.count_nonzero(positive))
-    neg = len(positive) - pos
-    if pos == 0 or neg == 0:
-        kind = "speech" if pos else "non-speech"
+    """The Mann-Whitney statistic (``tasks.auc``); undefined unless both classes occur."""
+    found = mann_whitney_auc(score, positive)
+    if found is None:
+        kind = "speech" if np.count_nonzero(positive) else "non-speech"
         raise UndefinedMetric(
             metric="frame_roc_auc",
             reason=f"every frame of the ground truth is {kind}: ROC-AUC needs both classes",
         )
-    _, inverse, counts = np.unique(score, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts, dtype=np.float64)
-    mean_rank = ends - (counts - 1) / 2.0
-    ranks = mean_rank[inverse]
-    return float((ranks[positive].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
+    return found

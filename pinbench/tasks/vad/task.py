@@ -13,6 +13,7 @@ from pinbench.errors import UserError
 from pinbench.registry.input_kinds import sample_rate
 from pinbench.registry.ports import Input, Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.binary import probabilities
 from pinbench.tasks.vad.frames import covered_seconds, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from pinbench.tasks.vad.truth import Span, read_segments
@@ -120,6 +121,7 @@ class ActivityScorer(Scorer):
         self.chunk = streamed.stream.chunk
         self.rate = rate
         self.threshold = output.binary.threshold
+        self.logit = output.binary.logit
         self.context = context
 
     def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
@@ -178,15 +180,8 @@ class ActivityScorer(Scorer):
         return value
 
     def _probabilities(self, frames: Array) -> npt.NDArray[np.float64]:
-        out = frames.astype(np.float64)
-        if out.size and not (np.isfinite(out).all() and out.min() >= 0 and out.max() <= 1):
-            bad = out[~(np.isfinite(out) & (out >= 0) & (out <= 1))][0]
-            raise BadActivityOutput(
-                output=self.outputs[0],
-                reason=f"the value {bad} is not a probability in [0, 1] (a logit without its "
-                "sigmoid?)",
-            )
-        return out
+        """Each frame's speech probability: the value, or its sigmoid (``form: logit``)."""
+        return probabilities(frames, logit=self.logit, output=self.outputs[0])
 
     def _speech(self, index: int, count: int) -> npt.NDArray[np.bool_]:
         spans: list[Span] = self.context.samples.truth[index]

@@ -1,0 +1,58 @@
+"""Fields added to manifests (and lockfiles) after documents without them were published: each
+is left out of the stored data while unset, so the digests of the documents published before
+it do not change (decision 2: a version's identity is its manifest's digest)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.registry.ports import (
+    LATE_BINARY_FIELDS,
+    LATE_DETECTION_FIELDS,
+    LATE_LABELS_REF_FIELDS,
+)
+
+LATE_FILE_FIELDS = ("md5",)
+"""File fields added after manifests were first published: left out of the stored data while
+unset, so the digests of manifests published before them do not change."""
+LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postprocess")
+"""Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
+dataset's ``file_index``)."""
+LATE_LABEL_FIELDS = ("names", "ignore_index")
+"""A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
+LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary")
+"""A model output's fields added likewise (stripped in lockfiles too)."""
+
+
+LATE_INPUT_FIELDS = ("value", "state", "stream")
+"""A model input's fields added likewise (stripped in lockfiles too)."""
+
+
+def drop_unset_inputs(inputs: object) -> None:
+    """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data."""
+    if isinstance(inputs, list):
+        for spec in inputs:
+            if isinstance(spec, dict):
+                drop_unset(spec, LATE_INPUT_FIELDS)
+
+
+def drop_unset_outputs(outputs: object) -> None:
+    """``drop_unset`` of ``LATE_OUTPUT_FIELDS`` on each output of a model's plain data, and of
+    the late fields of its sections (detection, binary, labels)."""
+    if isinstance(outputs, list):
+        for output in outputs:
+            if isinstance(output, dict):
+                drop_unset(output, LATE_OUTPUT_FIELDS)
+                if isinstance(output.get("detection"), dict):
+                    drop_unset(output["detection"], LATE_DETECTION_FIELDS)
+                if isinstance(output.get("binary"), dict):
+                    drop_unset(output["binary"], LATE_BINARY_FIELDS)
+                if isinstance(output.get("labels"), dict):
+                    drop_unset(output["labels"], LATE_LABELS_REF_FIELDS)
+
+
+def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Remove the late fields ``names`` from ``data`` where they are unset (``None``)."""
+    for name in names:
+        if name in data and data[name] is None:
+            del data[name]
