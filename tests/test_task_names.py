@@ -22,6 +22,8 @@ ALLOWED_FOLDERS = {
 ALLOWED: dict[tuple[str, str], str] = {
     # (file under pinbench/, name): why it may name it
     ("trace/ops.py", "other"): "an operator category, not the task",
+    ("evaluator/generation/chat_template.py", "map"): "a Jinja filter a chat template may use, "
+    "not the detection metric",
     ("cli/bisect.py", "top1"): "the CLI contract's earlier name of --metric accuracy",
     # the output types a model manifest declares are spelled as the tasks that read them
     # (decision 124: the output sections are still declared in registry/ports.py)
