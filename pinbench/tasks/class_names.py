@@ -78,29 +78,12 @@ def class_names(labels: LabelsRef, model_files: Mapping[str, Path], *, output: s
 
 def metadata_value(key: str, model_files: Mapping[str, Path], *, output: str) -> tuple[str, str]:
     """``(where, value)`` of the ONNX model's one metadata entry ``key``."""
-    from pinbench.artifacts.onnx_proto import MetadataTooLarge, NotProtobuf, metadata_props
-    from pinbench.registry.onnx_files import OnnxRefused, model_file
+    from pinbench.tasks.onnx_metadata import MetadataProblem, one_value
 
-    source = f"ONNX metadata {key!r}"
     try:
-        name = model_file(list(model_files))
-        source += f" of {name}"
-        found = metadata_props(model_files[name], wanted=key, max_bytes=MAX_BYTES)
-    except OnnxRefused as exc:
-        raise ClassNamesProblem(output=output, source=source, reason=exc.reason) from None
-    except (NotProtobuf, MetadataTooLarge) as exc:
-        raise ClassNamesProblem(output=output, source=source, reason=str(exc)) from None
-    values = [value for k, value in found if k == key]
-    if len(values) != 1:
-        keys = sorted({k for k, _ in found})
-        reason = (
-            f"the key is given {len(values)} times (which one names the classes is ambiguous)"
-            if values
-            else f"the model has no such key (its metadata keys: {', '.join(keys) or 'none'})"
-        )
-        raise ClassNamesProblem(output=output, source=source, reason=reason)
-    assert values[0] is not None
-    return source, values[0]
+        return one_value(key, model_files, max_bytes=MAX_BYTES, holds="names the classes")
+    except MetadataProblem as exc:
+        raise ClassNamesProblem(output=output, source=exc.source, reason=exc.reason) from None
 
 
 def parse_names(text: str, *, output: str, source: str) -> list[str]:

@@ -130,29 +130,13 @@ def read_alphabet(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> 
 
 
 def _from_metadata(key: str, model_files: Mapping[str, Path], *, output: str) -> tuple[str, str]:
-    from pinbench.artifacts.onnx_proto import MetadataTooLarge, NotProtobuf, metadata_props
-    from pinbench.registry.onnx_files import OnnxRefused, model_file
+    """``(where, value)`` of the ONNX model's one metadata entry ``key``."""
+    from pinbench.tasks.onnx_metadata import MetadataProblem, one_value
 
-    source = f"ONNX metadata {key!r}"
     try:
-        name = model_file(list(model_files))
-        source += f" of {name}"
-        found = metadata_props(model_files[name], wanted=key, max_bytes=MAX_FILE_BYTES)
-    except OnnxRefused as exc:
-        raise AlphabetProblem(output=output, source=source, reason=exc.reason) from None
-    except (NotProtobuf, MetadataTooLarge) as exc:
-        raise AlphabetProblem(output=output, source=source, reason=str(exc)) from None
-    values = [value for k, value in found if k == key]
-    if len(values) != 1:
-        keys = sorted({k for k, _ in found})
-        reason = (
-            f"the key is given {len(values)} times (which one holds the alphabet is ambiguous)"
-            if values
-            else f"the model has no such key (its metadata keys: {', '.join(keys) or 'none'})"
-        )
-        raise AlphabetProblem(output=output, source=source, reason=reason)
-    assert values[0] is not None
-    return source, values[0]
+        return one_value(key, model_files, max_bytes=MAX_FILE_BYTES, holds="holds the alphabet")
+    except MetadataProblem as exc:
+        raise AlphabetProblem(output=output, source=exc.source, reason=exc.reason) from None
 
 
 def check_scores(shape: tuple[int, ...], alphabet: Alphabet, *, output: str, batch: int) -> None:
