@@ -48,6 +48,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pinbench.errors import Picklable
+
 MAX_INT = 2**31 - 1
 """Any integer in ``config.json``."""
 MAX_LAYERS = 1024
@@ -107,7 +109,7 @@ is a vision model's ``(1, patches + extra tokens, width)``."""
 _INDEX = re.compile(r"^\d{1,9}$")
 
 
-class ShapeMismatch(ValueError):
+class ShapeMismatch(Picklable, ValueError):
     """A number in ``config.json`` past its bound, or one that does not describe the weights
     beside it: ``reason`` says which and what the weights hold."""
 
