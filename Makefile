@@ -9,7 +9,6 @@ DEMO_HOME ?= $(CURDIR)/demo-home
 $(BIN)/python:
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || bash scripts/install-system-deps.sh
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
 venv: $(BIN)/python
 	VENV=$(VENV) bash scripts/install-venv.sh -e '.[onnxruntime,torch,tensorflow,transformers,catalog]'

