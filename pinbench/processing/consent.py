@@ -36,15 +36,17 @@ def code_roles(model: LockedModel | None) -> list[str]:
 
 
 def needs_code(lock: Lockfile) -> bool:
-    return bool(code_roles(lock.body.model))
+    """The model carries code, or the chain it ends has code between stages."""
+    chain = lock.body.chain
+    return bool(code_roles(lock.body.model)) or (chain is not None and chain.has_code)
 
 
 def _refuse(lock: Lockfile, reason: str) -> CodeRefused:
     model = lock.body.model
     assert model is not None
-    return CodeRefused(
-        model=f"{model.name}@{model.version}", roles=code_roles(model), reason=reason
-    )
+    roles = code_roles(model)
+    name = f"{model.name}@{model.version}" + ("" if roles else "'s chain")
+    return CodeRefused(model=name, roles=roles or ["between-stage"], reason=reason)
 
 
 def check_code(lock: Lockfile, *, allow: bool) -> None:
