@@ -1,0 +1,282 @@
+"""Model chains (issue 50 item 2, decision 240): openwakeword 0.4.0's wake-word detector as
+its wheel ships it, three ONNX models (mel spectrogram -> speech embedding -> "alexa"
+classifier) published unmodified, chained in one lockfile with pinned code between stages,
+run and scored by the last stage's task; the result equals running the three graphs by hand
+with onnxruntime here, each stage's file is the wheel's byte for byte, each stage's latency
+is recorded. Bad wiring is refused at ``pinbench lock`` naming the stage and what is wrong."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pinbench.chains.spec import ChainRefused
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.processing.consent import CodeRefused
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import RequestError, parse_request
+from pinbench.workspace import Workspace
+from tests.helpers import model_manifest, published_workspace, write_files
+from tests.package_models import package_file, wheel
+
+MODELS = "openwakeword/resources/models/"
+SAMPLES = 32000  # two seconds at 16 kHz: 197 mel frames, 16 embedding windows
+WINDOWS = """
+import numpy as np
+
+
+def windows(values, files):
+    mel = np.squeeze(values["input_1"]) / 10 + 2  # openwakeword's own scaling
+    starts = range(0, mel.shape[0] - 76 + 1, 8)
+    return {"input_1": np.stack([mel[s : s + 76] for s in starts])[..., None].astype(np.float32)}
+"""
+LAST16 = """
+def last16(values, files):
+    e = values["onnx::Flatten_0"]
+    return {"onnx::Flatten_0": e.reshape(e.shape[0], 96)[-16:][None]}
+"""
+STAGES = [
+    ("mel", "melspectrogram.onnx", "input", [SAMPLES], "output"),
+    ("embed", "embedding_model.onnx", "input_1", [76, 32, 1], "conv2d_19"),
+    ("alexa", "alexa_v0.1.onnx", "onnx::Flatten_0", [16, 96], "13"),
+]
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+def publish_stages(ws: Workspace, root: Path) -> dict[str, Path]:
+    """The three models, each published from the wheel's file as is; their files by stage."""
+    files = {}
+    for stage, member, input_name, shape, output in STAGES:
+        path = package_file("openwakeword", MODELS + member)
+        described = write_files(root / stage, {member: path.read_bytes()})
+        manifest = model_manifest(f"oww/{stage}", "0.4.0", described, framework_range="^1")
+        out: dict[str, Any] = {"name": output}
+        if stage == "alexa":
+            out = {**out, "type": "binary"}
+        manifest.update(
+            inputs=[{"name": input_name, "element_type": "float32", "shape": shape}],
+            outputs=[out],
+        )
+        publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
+        files[stage] = path
+    return files
+
+
+def audio(count: int) -> np.ndarray[Any, Any]:
+    """Tones and noise at int16 scale, as openwakeword is fed (float32)."""
+    rng = np.random.default_rng(240)
+    t = np.arange(SAMPLES) / 16000
+    rows = [
+        (3000 * np.sin(2 * np.pi * (200 + 150 * i) * t) + rng.normal(0, 300 + 200 * i, SAMPLES))
+        for i in range(count)
+    ]
+    return np.array(rows, dtype=np.float32)
+
+
+def by_hand(files: dict[str, Path], clips: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The three graphs run here with onnxruntime, openwakeword's steps between them."""
+    import onnxruntime as ort
+
+    mel, embed, alexa = (ort.InferenceSession(str(files[s])) for s, *_ in STAGES)
+    scores = []
+    for clip in clips:
+        spec = np.squeeze(mel.run(None, {"input": clip[None]})[0]) / 10 + 2
+        windows = [spec[s : s + 76] for s in range(0, spec.shape[0] - 75, 8)]
+        batch = np.array(windows)[..., None].astype(np.float32)
+        emb = embed.run(None, {"input_1": batch})[0].reshape(len(windows), 96)
+        scores.append(alexa.run(None, {"onnx::Flatten_0": emb[-16:][None]})[0][0, 0])
+    return np.array(scores)
+
+
+def chain(**changes: dict[str, Any]) -> dict[str, Any]:
+    stages = {
+        "mel": {"name": "mel", "model": "oww/mel@0.4.0"},
+        "embed": {
+            "name": "embed",
+            "model": "oww/embed@0.4.0",
+            "inputs": {"input_1": "mel.output"},
+            "code": {"code": WINDOWS, "function": "windows"},
+        },
+        "alexa": {
+            "name": "alexa",
+            "model": "oww/alexa@0.4.0",
+            "inputs": {"onnx::Flatten_0": "embed.conv2d_19"},
+            "code": {"code": LAST16, "function": "last16"},
+        },
+    }
+    for name, change in changes.items():
+        stages[name] = {k: v for k, v in {**stages[name], **change}.items() if v is not None}
+    return {"stages": list(stages.values())}
+
+
+@pytest.fixture(scope="module")
+def wakeword(
+    tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path
+) -> Iterator[tuple[Workspace, dict[str, Path], Any]]:
+    """One workspace for the module (the catalog's onnxruntime, the three stages, a dataset
+    of six clips): the refusals lock in it, one test runs in it."""
+    tmp_path = tmp_path_factory.mktemp("chains")
+    ws = published_workspace(tmp_path, catalog_dir)
+    files = publish_stages(ws, tmp_path / "models")
+    clips = audio(6)
+    truth = np.array([0, 1, 0, 1, 1, 0], dtype=np.int64)
+    arrays = {}
+    for name, array in (("audio.npy", clips), ("labels.npy", truth)):
+        np.save(tmp_path / name, array, allow_pickle=False)
+        arrays[name] = (tmp_path / name).read_bytes()
+    dataset = {
+        "kind": "dataset", "name": "wakeword-clips", "version": "1.0.0",
+        "data": {"format": "npy", "path": "audio.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 2},
+        "files": write_files(tmp_path / "data", arrays),
+    }  # fmt: skip
+    publish(ws, parse_manifest(dataset), manifest_dir=tmp_path / "data", publisher="test")
+    yield ws, files, (clips, truth)
+    ws.close()
+
+
+def request(**fields: Any) -> Any:
+    base = {
+        "model": "oww/alexa@0.4.0",
+        "dataset": "wakeword-clips@1",
+        "scenario": {"mode": "accuracy"},
+        "threads": 1,  # each stage's graph on one thread: the test machine's cores are shared
+        "chain": chain(),
+    }
+    return parse_request({**base, **fields})
+
+
+def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
+    ws, files, (clips, truth) = wakeword
+    lock = service.lock(ws, request())[0]
+    stages = lock.body.chain.stages  # type: ignore[union-attr]
+    assert [s.name for s in stages] == ["mel", "embed", "alexa"]
+    pinned = {a.name: a.files[0].sha256 for a in lock.body.artifacts if a.kind == "model"}
+    with zipfile.ZipFile(wheel("openwakeword")) as whl:
+        for stage, member, *_ in STAGES:
+            upstream = hashlib.sha256(whl.read(MODELS + member)).hexdigest()
+            assert pinned[f"oww/{stage}"] == upstream  # each stage keeps its own digest
+    assert Lockfile.from_bytes(lock.canonical).digest == lock.digest  # canonical, re-read
+
+    with pytest.raises(CodeRefused, match="--allow-code"):  # the code between stages is code
+        run_lockfile(ws, lock, say=quiet)
+    with pytest.raises(ChainRefused, match=r"runs in the local runner.*--runner local"):
+        run_lockfile(ws, lock, runner="venv", say=quiet, allow_code=True)
+    run_lockfile(ws, lock, say=quiet, allow_code=True)
+    run = list_runs(ws)[0]
+    assert run["status"] == "succeeded", run.get("error")
+    scores = by_hand(files, clips)
+    recorded = np.load(show_run(ws, run["id"])["details"]["outputs_sha256"] and _outputs(ws, run))
+    np.testing.assert_allclose(recorded.reshape(-1), scores, rtol=1e-5, atol=1e-6)
+    from sklearn import metrics as sk
+
+    predicted = (scores >= 0.5).astype(int)
+    assert run["binary_accuracy"] == pytest.approx(float(np.mean(predicted == truth)))
+    assert run["binary_roc_auc"] == pytest.approx(sk.roc_auc_score(truth, scores), abs=1e-6)
+    for stage in ("mel", "embed", "alexa"):
+        p50, top = run[f"stage_{stage}_latency_p50_ns"], run[f"stage_{stage}_latency_max_ns"]
+        assert 0 < p50 <= top <= run["framework_latency_max_ns"]
+    assert "stage_embed_code_latency_p50_ns" in run and "stage_mel_code_latency_p50_ns" not in run
+    parts = sum(run[f"stage_{s}_latency_mean_ns"] for s in ("mel", "embed", "alexa"))
+    assert parts < run["framework_latency_mean_ns"]  # the end to end holds every stage
+    details = show_run(ws, run["id"])["details"]["chain"]
+    assert [s["files"] for s in details["stages"]] == [
+        {a.files[0].path: a.files[0].sha256}
+        for s in stages
+        for a in lock.body.artifacts
+        if a.name == f"oww/{s.name}"
+    ]
+    assert details["stages"][1]["code"]["code"] == "<inline>:windows"
+
+
+def _outputs(ws: Workspace, run: dict[str, Any]) -> Path:
+    from pinbench.artifacts.digest import Digest
+
+    digest = show_run(ws, run["id"])["details"]["outputs_sha256"]
+    path: Path = ws.store.verify(Digest(digest), label="outputs")
+    return path
+
+
+BAD = [
+    # (why, changes to the chain, the request's model, what the refusal says)
+    (
+        "a wire to a stage the chain does not have",
+        {"embed": {"inputs": {"input_1": "spectrogram.output"}}},
+        None,
+        "stage 'embed': input 'input_1' is wired to 'spectrogram.output', but the chain has no "
+        "stage 'spectrogram'",
+    ),
+    (
+        "a wire to an output the model does not declare",
+        {"alexa": {"inputs": {"onnx::Flatten_0": "embed.nope"}}},
+        None,
+        "stage 'alexa': input 'onnx::Flatten_0' is wired to 'embed.nope', but stage 'embed' "
+        "declares no output 'nope'",
+    ),
+    (
+        "a cycle between two stages",
+        {"embed": {"inputs": {"input_1": "alexa.13"}}},
+        None,
+        "the wiring makes a cycle: embed -> alexa -> embed",
+    ),
+    (
+        "a shape mismatch on a direct wire, read from the graph",
+        {"embed": {"code": None}},
+        None,
+        "stage 'embed': input 'input_1' is wired to 'mel.output', whose graph gives shape "
+        "['?', 1, '?', 32]; model oww/embed@0.4.0 declares [76, 32, 1]",
+    ),
+    (
+        "an input of the model wired to nothing",
+        {"alexa": {"inputs": {"x": "embed.conv2d_19"}}},
+        None,
+        "stage 'alexa': input 'x' (wired to 'embed.conv2d_19') is not an input model "
+        "oww/alexa@0.4.0 declares",
+    ),
+    (
+        "the request's model is not the last stage",
+        {},
+        "oww/embed@0.4.0",
+        "the last stage to run is model 'oww/alexa@0.4.0', but the request's model is 'oww/embed'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("why", "changes", "model", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_wiring_is_refused_at_lock(
+    wakeword: Any, why: str, changes: dict[str, Any], model: str | None, message: str
+) -> None:
+    ws = wakeword[0]
+    fields: dict[str, Any] = {"chain": chain(**changes)}
+    if model is not None:
+        fields["model"] = model
+    with pytest.raises(ChainRefused) as refused:
+        service.lock(ws, request(**fields))
+    assert message in str(refused.value), why
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"batch_size": 4}, "a chain runs one sample per query: batch_size 1"),
+        ({"model": "oww/other@1"}, "the request's model 'oww/other' is none of the chain's"),
+        ({"chain": {"stages": [{"name": "a", "model": "x@1"}]}}, "of length >= 2"),
+        ({"chain": {"stages": [{"name": "Mel", "model": "x@1"}] * 2}}, "must match"),
+    ],
+)
+def test_a_request_that_cannot_be_a_chain_is_refused(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(RequestError, match=message):
+        request(**fields)
