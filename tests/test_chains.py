@@ -25,29 +25,16 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import RequestError, parse_request
+from pinbench.registry.yamlsafe import load_yaml
 from pinbench.workspace import Workspace
 from tests.helpers import model_manifest, published_workspace, write_files
 from tests.package_models import package_file, wheel
 
 MODELS = "openwakeword/resources/models/"
 SAMPLES = 32000  # two seconds at 16 kHz: 197 mel frames, 16 embedding windows
-WINDOWS = """
-import numpy as np
-
-
-def windows(values, files):
-    mel = np.squeeze(values["input_1"]) / 10 + 2  # openwakeword's own scaling
-    starts = range(0, mel.shape[0] - 76 + 1, 8)
-    return {"input_1": np.stack([mel[s : s + 76] for s in starts])[..., None].astype(np.float32)}
-"""
-LAST16 = """
-def last16(values, files):
-    e = values["onnx::Flatten_0"]
-    return {"onnx::Flatten_0": e.reshape(e.shape[0], 96)[-16:][None]}
-"""
 STAGES = [
     ("mel", "melspectrogram.onnx", "input", [SAMPLES], "output"),
-    ("embed", "embedding_model.onnx", "input_1", [76, 32, 1], "conv2d_19"),
+    ("embedding", "embedding_model.onnx", "input_1", [76, 32, 1], "conv2d_19"),
     ("alexa", "alexa_v0.1.onnx", "onnx::Flatten_0", [16, 96], "13"),
 ]
 
@@ -72,6 +59,10 @@ def publish_stages(ws: Workspace, root: Path) -> dict[str, Path]:
         )
         publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
         files[stage] = path
+        if stage == "embedding":  # the same graph with its own post-processing: refused in a chain
+            post = {"code": "def same(outputs, files):\n    return outputs\n", "function": "same"}
+            manifest.update(name="oww/embedding-post", postprocess=post)
+            publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
     return files
 
 
@@ -101,22 +92,17 @@ def by_hand(files: dict[str, Path], clips: np.ndarray[Any, Any]) -> np.ndarray[A
     return np.array(scores)
 
 
+def documented() -> dict[str, Any]:
+    """The walkthrough's ``chain.yaml`` (docs/chains.md) as the page has it: the request run
+    here, and the base of every refused variant."""
+    page = (Path(__file__).parent.parent / "docs" / "chains.md").read_text()
+    block = page.split("The request, `chain.yaml`", 1)[1].split("```yaml\n", 1)[1]
+    data: dict[str, Any] = load_yaml(block.split("```", 1)[0])
+    return data
+
+
 def chain(**changes: dict[str, Any]) -> dict[str, Any]:
-    stages = {
-        "mel": {"name": "mel", "model": "oww/mel@0.4.0"},
-        "embed": {
-            "name": "embed",
-            "model": "oww/embed@0.4.0",
-            "inputs": {"input_1": "mel.output"},
-            "code": {"code": WINDOWS, "function": "windows"},
-        },
-        "alexa": {
-            "name": "alexa",
-            "model": "oww/alexa@0.4.0",
-            "inputs": {"onnx::Flatten_0": "embed.conv2d_19"},
-            "code": {"code": LAST16, "function": "last16"},
-        },
-    }
+    stages = {stage["name"]: stage for stage in documented()["chain"]["stages"]}
     for name, change in changes.items():
         stages[name] = {k: v for k, v in {**stages[name], **change}.items() if v is not None}
     return {"stages": list(stages.values())}
@@ -138,7 +124,7 @@ def wakeword(
         np.save(tmp_path / name, array, allow_pickle=False)
         arrays[name] = (tmp_path / name).read_bytes()
     dataset = {
-        "kind": "dataset", "name": "wakeword-clips", "version": "1.0.0",
+        "kind": "dataset", "name": "wakeword-clips", "version": "1.0.1",
         "data": {"format": "npy", "path": "audio.npy"},
         "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 2},
         "files": write_files(tmp_path / "data", arrays),
@@ -149,19 +135,12 @@ def wakeword(
 
 
 def request(**fields: Any) -> Any:
-    base = {
-        "model": "oww/alexa@0.4.0",
-        "dataset": "wakeword-clips@1",
-        "scenario": {"mode": "accuracy"},
-        "threads": 1,  # each stage's graph on one thread: the test machine's cores are shared
-        "chain": chain(),
-    }
-    return parse_request({**base, **fields})
+    return parse_request({**documented(), **fields})
 
 
 def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
     ws, files, (clips, truth) = wakeword
-    lock = service.lock(ws, request())[0]
+    lock = service.lock(ws, request())[0]  # the walkthrough's chain.yaml, as the page has it
     stages = lock.body.chain.stages  # type: ignore[union-attr]
     assert [s.name for s in stages] == ["mel", "embed", "alexa"]
     pinned = {a.name: a.files[0].sha256 for a in lock.body.artifacts if a.kind == "model"}
@@ -197,7 +176,7 @@ def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
         {a.files[0].path: a.files[0].sha256}
         for s in stages
         for a in lock.body.artifacts
-        if a.name == f"oww/{s.name}"
+        if a.name == s.model
     ]
     assert details["stages"][1]["code"]["code"] == "<inline>:windows"
 
@@ -237,7 +216,7 @@ BAD = [
         {"embed": {"code": None}},
         None,
         "stage 'embed': input 'input_1' is wired to 'mel.output', whose graph gives shape "
-        "['?', 1, '?', 32]; model oww/embed@0.4.0 declares [76, 32, 1]",
+        "['?', 1, '?', 32]; model oww/embedding@0.4.0 declares [76, 32, 1]",
     ),
     (
         "an input of the model wired to nothing",
@@ -247,10 +226,17 @@ BAD = [
         "oww/alexa@0.4.0 declares",
     ),
     (
+        "a stage whose model carries its own post-processing",
+        {"embed": {"model": "oww/embedding-post@0.4.0"}},
+        None,
+        "stage 'embed': model oww/embedding-post@0.4.0 declares `postprocess`: inside a chain",
+    ),
+    (
         "the request's model is not the last stage",
         {},
-        "oww/embed@0.4.0",
-        "the last stage to run is model 'oww/alexa@0.4.0', but the request's model is 'oww/embed'",
+        "oww/embedding@0.4.0",
+        "the last stage to run is model 'oww/alexa@0.4.0', but the request's model is "
+        "'oww/embedding'",
     ),
 ]
 

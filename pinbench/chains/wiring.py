@@ -4,7 +4,8 @@ registry holds, so ``pinbench verify`` re-derives it as it re-derives the rest o
 Refused, naming the stage: a wire to a stage or an output that does not exist, a cycle, an
 input that is neither wired nor fed otherwise (a constant, a state), a wire to an input the
 model does not declare, a last stage that is not the request's model, a stage's own
-``preprocess``/``postprocess`` (a chain's code goes between stages), and more than one stage
+``preprocess``/``postprocess`` (a chain's code goes between stages), output ``steps`` on a stage
+before the last (the task applies them to the last stage's only), and more than one stage
 fed from the samples."""
 
 from __future__ import annotations
@@ -79,6 +80,15 @@ def lock_chain(
             f"this chain has {len(fed)}: {fed}",
         )
     locked = [_locked(stage, manifests) for stage in order]
+    for stage in locked[:-1]:
+        stepped = [str(o.name) for o in stage.outputs if o.steps]
+        if stepped:
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"output(s) {stepped} of model {stage.model}@{stage.version} declare "
+                "`steps`, which the task applies to the last stage's outputs only: a wired "
+                "output is fed raw (do the work in the next stage's `code`)",
+            )
     outputs = {s.name: {str(o.name) for o in s.outputs} for s in locked}
     for stage in locked:
         _check_wires(stage, outputs)
@@ -89,18 +99,12 @@ def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]
     name = stage.model.partition("@")[0]
     version, model = manifests[name]
     own = [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
-    if own and stage.inputs:
+    if own:
         raise ChainRefused(
             stage=stage.name,
             reason=f"model {name}@{version} declares `{'` and `'.join(own)}`: inside a chain "
-            "a stage's own processing code is not run; put it in the stage's `code` (between "
-            "stages), or publish the model without it",
-        )
-    if "postprocess" in own:
-        raise ChainRefused(
-            stage=stage.name,
-            reason=f"model {name}@{version} declares `postprocess`: inside a chain the next "
-            "stage's `code` reads its raw outputs; publish the model without it",
+            "a stage's own processing code is not run; put the work in the `code` of the stage "
+            "that reads it (between stages), or publish the model without it",
         )
     return LockedStage(
         name=stage.name,
@@ -132,10 +136,11 @@ def _check_wires(stage: LockedStage, outputs: Mapping[str, set[str]]) -> None:
                 reason=f"input {target!r} (wired to {wire!r}) is not an input model "
                 f"{stage.model}@{stage.version} declares; its inputs: {sorted(declared)}",
             )
-        if declared[target].steps:
+        if declared[target].steps or declared[target].stream is not None:
+            what = "`steps`" if declared[target].steps else "`stream`"
             raise ChainRefused(
                 stage=stage.name,
-                reason=f"input {target!r} declares `steps`, which prepare a sample, not a "
+                reason=f"input {target!r} declares {what}, which apply to a sample, not a "
                 "wired output: put the transformation in the stage's `code`",
             )
     if not stage.wires:
