@@ -266,3 +266,22 @@ def test_bad_wiring_is_refused_at_lock(
 def test_a_request_that_cannot_be_a_chain_is_refused(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(RequestError, match=message):
         request(**fields)
+
+
+def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wakeword: Any) -> None:
+    """The code's answer is checked on the first prediction against the receiving model's
+    declared input, naming the stage, the input and the code; nothing is timed."""
+    ws = wakeword[0]
+    embed = documented()["chain"]["stages"][1]
+    code = embed["code"]["code"].replace(".astype(np.float32)", ".astype(np.float64)")
+    assert code != embed["code"]["code"]
+    lock = service.lock(ws, request(chain=chain(embed={"code": {**embed["code"], "code": code}})))
+    with pytest.raises(ChainRefused) as refused:
+        run_lockfile(ws, lock[0], say=quiet, allow_code=True)
+    assert str(refused.value) == (
+        "chain stage 'embed': input 'input_1' (made by <inline>:windows) has dtype float64, "
+        "model oww/embedding@0.4.0 declares element_type float32"
+    )
+    failed = list_runs(ws)[0]
+    assert failed["status"] == "failed" and "has dtype float64" in failed["error"]
+    assert not any(k.startswith(("stage_", "latency_")) for k in failed)
