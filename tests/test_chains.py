@@ -59,11 +59,34 @@ def publish_stages(ws: Workspace, root: Path) -> dict[str, Path]:
         )
         publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
         files[stage] = path
+        if stage == "alexa":  # a float -> int64 cast before it, for a dtype mismatch
+            cast = write_files(root / "cast", {"cast.onnx": int64_cast()})
+            manifest = model_manifest("oww/cast", "0.4.0", cast, framework_range="^1")
+            manifest.update(
+                inputs=[{"name": "x", "element_type": "float32", "shape": shape}],
+                outputs=[{"name": "y"}],
+            )
+            publish(ws, parse_manifest(manifest), manifest_dir=root / "cast", publisher="test")
         if stage == "embedding":  # the same graph with its own post-processing: refused in a chain
             post = {"code": "def same(outputs, files):\n    return outputs\n", "function": "same"}
             manifest.update(name="oww/embedding-post", postprocess=post)
             publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
     return files
+
+
+def int64_cast() -> bytes:
+    """A one-node graph: ``(N, 16, 96)`` float32 in, the same as int64 out."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64)],
+        "cast",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 16, 96])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
 
 
 def audio(count: int) -> np.ndarray[Any, Any]:
@@ -81,7 +104,9 @@ def by_hand(files: dict[str, Path], clips: np.ndarray[Any, Any]) -> np.ndarray[A
     """The three graphs run here with onnxruntime, openwakeword's steps between them."""
     import onnxruntime as ort
 
-    mel, embed, alexa = (ort.InferenceSession(str(files[s])) for s, *_ in STAGES)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # as the request's threads: 1
+    mel, embed, alexa = (ort.InferenceSession(str(files[s]), options) for s, *_ in STAGES)
     scores = []
     for clip in clips:
         spec = np.squeeze(mel.run(None, {"input": clip[None]})[0]) / 10 + 2
@@ -266,6 +291,39 @@ def test_bad_wiring_is_refused_at_lock(
 def test_a_request_that_cannot_be_a_chain_is_refused(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(RequestError, match=message):
         request(**fields)
+
+
+def test_a_dtype_mismatch_on_a_direct_wire_is_refused_at_lock(wakeword: Any) -> None:
+    """A cast stage giving int64 wired straight into the classifier's float32 input: the
+    graph's own output type, read at lock, against the declared input."""
+    last16 = documented()["chain"]["stages"][2]["code"]
+    to_x = {**last16, "code": last16["code"].replace('"onnx::Flatten_0"', '"x"')}
+    cast = {"name": "cast", "model": "oww/cast@0.4.0", "inputs": {"x": "embed.conv2d_19"}}
+    stages = chain(alexa={"inputs": {"onnx::Flatten_0": "cast.y"}, "code": None})["stages"]
+    fields = {"chain": {"stages": [*stages[:2], {**cast, "code": to_x}, stages[2]]}}
+    with pytest.raises(ChainRefused) as refused:
+        service.lock(wakeword[0], request(**fields))
+    assert str(refused.value).startswith(
+        "chain stage 'alexa': input 'onnx::Flatten_0' is wired to 'cast.y', whose graph gives "
+        "int64; model oww/alexa@0.4.0 declares element_type float32"
+    )
+
+
+def test_an_edited_chain_section_is_refused_as_the_registry_would_not_make_it(
+    wakeword: Any,
+) -> None:
+    """The lockfile's chain is re-derived from the request and the stages' manifests: a wire
+    edited in the lockfile (and the lockfile made canonical again) names the field."""
+    from pinbench.artifacts.canonical import canonical_json
+    from pinbench.registry.trust import LockfileMismatch
+    from pinbench.registry.verify import check_against_registry
+
+    ws = wakeword[0]
+    data = service.lock(ws, request())[0].to_json()
+    data["chain"]["stages"][2]["wires"] = {"onnx::Flatten_0": "mel.output"}
+    edited = Lockfile.from_bytes(canonical_json(data))
+    with pytest.raises(LockfileMismatch, match=r"\$\.chain\.stages\[2\]\.wires"):
+        check_against_registry(ws, edited)
 
 
 def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wakeword: Any) -> None:
