@@ -343,3 +343,21 @@ def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wake
     failed = list_runs(ws)[0]
     assert failed["status"] == "failed" and "has dtype float64" in failed["error"]
     assert not any(k.startswith(("stage_", "latency_")) for k in failed)
+
+
+def test_a_server_queues_a_chain_only_for_its_local_runner(wakeword: Any) -> None:
+    """Refused when submitted, nothing queued: another runner, or a cluster system."""
+    import uuid
+
+    from pinbench.evaluator.run import queue_run
+
+    ws = wakeword[0]
+    lock = service.lock(ws, request())[0]
+    for runner, system, where in (
+        ("docker", None, "the docker runner"),
+        ("local", "gpu-box", "a cluster system"),
+    ):
+        run_id = str(uuid.uuid4())
+        with pytest.raises(ChainRefused, match=f"not on {where}"):
+            queue_run(ws, lock, runner=runner, run_id=run_id, system=system)
+        assert run_id not in {r["id"] for r in list_runs(ws)}

@@ -126,6 +126,7 @@ def queue_run(
     if system is None:
         check_here(lock.body.system)
         check_workers_here(lock.body.request.distributed)
+    check_chain_run(lock, runner=runner, trace=trace, on_cluster=system is not None)
     check_against_registry(ws, lock)
     with ws.transaction() as session:
         store_lockfile(session, lock)
