@@ -57,6 +57,10 @@ PINNED: dict[str, tuple[str, str]] = {
         "1.2.1",
         "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf",
     ),
+    "openwakeword": (  # code Apache-2.0; its pre-trained models CC BY-NC-SA 4.0 (its README):
+        "0.4.0",  # used here, unmodified, only to test pinbench, never redistributed
+        "2c353f49a35d384507403efde3db439353d8281a52d08a0e42a5b493e5145075",
+    ),
     "ddddocr": (
         "1.6.1",
         "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",

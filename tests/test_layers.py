@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "tasks",
             "processing",
+            "chains",
             "evaluator",
             "operators",
             "training",
@@ -74,6 +75,12 @@ UPWARD = {
     ("pinbench.registry.lockfile", "operators"): "a lockfile embeds an operator benchmark's "
     "spec (data only)",
     ("pinbench.registry.lockfile", "training"): "a lockfile embeds a training spec (data only)",
+    ("pinbench.registry.request", "chains"): "a request names a chain of models (data only)",
+    ("pinbench.registry.lockfile", "chains"): "a lockfile embeds a chain's stages (data only)",
+    ("pinbench.registry.locking", "chains"): "a chain's wiring is locked from its stages' "
+    "manifests (a pure function, re-derived like the rest)",
+    ("pinbench.registry.service", "chains"): "lock checks a chain's direct wires against its "
+    "ONNX graphs, read as data",
     ("pinbench.registry.request", "operators"): "a request names an operator benchmark's spec",
     ("pinbench.registry.request", "training"): "a request names a training spec",
     ("pinbench.registry.request", "transforms"): "a request names a network transformation "

@@ -48,6 +48,8 @@ class Job:
     LoadGen's queries are answered without the model once it is set."""
     validation_paths: dict[str, Path] = field(default_factory=dict)
     """A training run's validation split's files."""
+    stage_paths: dict[str, dict[str, Path]] = field(default_factory=dict)
+    """A chain's stages' files by stage name (``pinbench.chains``), each as ``model_paths``."""
     sysfs: Path = SYSFS
     """Where sysfs is mounted, for the RAPL energy counters (tests lay out their own)."""
 

@@ -104,6 +104,12 @@ def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say:
         _no_undefined(evidence)
         return
 
+    if body.chain is not None:  # a chain of models (``pinbench.chains``)
+        from pinbench.chains.evaluate import evaluate_chain
+
+        evaluate_chain(job, cls, evidence, say)
+        _no_undefined(evidence)
+        return
     recorder = Recorder(job.trace, env.framework, seen)
     recorder.start()
     try:

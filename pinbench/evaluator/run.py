@@ -21,6 +21,7 @@ import numpy.typing as npt
 from sqlalchemy import update
 
 from pinbench.artifacts.digest import Digest
+from pinbench.chains.policy import check_chain_run
 from pinbench.cluster.placement import check_here
 from pinbench.db import pending
 from pinbench.db.models import Run as RunRow
@@ -125,6 +126,7 @@ def queue_run(
     if system is None:
         check_here(lock.body.system)
         check_workers_here(lock.body.request.distributed)
+    check_chain_run(lock, runner=runner, trace=trace, on_cluster=system is not None)
     check_against_registry(ws, lock)
     with ws.transaction() as session:
         store_lockfile(session, lock)
@@ -198,6 +200,7 @@ def run_lockfile(
         execute: Runner = runner_named(runner)
     else:
         on.runner, execute = runner, on  # the agent decides ``auto`` on its own machine
+    check_chain_run(lock, runner=runner, trace=trace, on_cluster=on is not None)
     with ws.transaction() as session:
         store_lockfile(session, lock)
     attempt = _Attempt(lock, runner, trace_level=trace, on=on)

@@ -36,26 +36,36 @@ def code_roles(model: LockedModel | None) -> list[str]:
 
 
 def needs_code(lock: Lockfile) -> bool:
-    return bool(code_roles(lock.body.model))
+    """The model carries code, or the chain it ends has code between stages."""
+    chain = lock.body.chain
+    return bool(code_roles(lock.body.model)) or (chain is not None and chain.has_code)
 
 
 def _refuse(lock: Lockfile, reason: str) -> CodeRefused:
     model = lock.body.model
     assert model is not None
-    return CodeRefused(
-        model=f"{model.name}@{model.version}", roles=code_roles(model), reason=reason
-    )
+    roles = code_roles(model)
+    name = f"{model.name}@{model.version}" + ("" if roles else "'s chain")
+    return CodeRefused(model=name, roles=roles or ["between-stage"], reason=reason)
 
 
 def check_code(lock: Lockfile, *, allow: bool) -> None:
     """Every run: a model's code runs only when its caller allowed it (on the CLI, the run's
     own ``--allow-code``; a server allows it only after ``check_server_code``)."""
     if needs_code(lock) and not allow:
+        if not code_roles(lock.body.model):  # a chain's code between stages (local runner)
+            raise _refuse(lock, CHAIN_CONSENT)
         raise _refuse(
             lock,
             "Run it only if you trust its publisher, with: pinbench run LOCKFILE --allow-code "
             "(with --runner docker for a publisher you do not: no network, read-only files)",
         )
+
+
+CHAIN_CONSENT = (
+    "Run it only if you trust whoever wrote the request's chain, with: pinbench run LOCKFILE "
+    "--runner local --allow-code (a chain runs in the local runner only, for now)"
+)
 
 
 def check_server_code(lock: Lockfile, *, runner: str, server_allows: bool) -> None:

@@ -121,10 +121,18 @@ def adopt(
         Adopted(
             ref=art.ref,
             created=ref_of(art) in new,
-            format=lock.body.model.format if art.kind == "model" and lock.body.model else None,
+            format=_format_of(lock, art.kind, art.name),
         )
         for art in lock.body.artifacts
     ]
+
+
+def _format_of(lock: Lockfile, kind: str, name: str) -> str | None:
+    """A pinned model's format: its chain stage's, else the lockfile's model's."""
+    if kind != "model" or lock.body.model is None:
+        return None
+    stages = lock.body.chain.stages if lock.body.chain is not None else []
+    return next((s.format for s in stages if s.model == name), lock.body.model.format)
 
 
 def _already_here(ws: Workspace, lock: Lockfile) -> dict[ArtifactRef, Pinned]:

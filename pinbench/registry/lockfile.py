@@ -15,6 +15,7 @@ import msgspec
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
+from pinbench.chains.spec import LockedChain
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
 from pinbench.registry.dataset_manifest import LabelFormat, SampleFiles
@@ -143,6 +144,8 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     validation: LockedDataset | None = None
     """A training run's validation split (``training.validation`` resolved); left out when
     unset."""
+    chain: LockedChain | None = None
+    """A chain's stages (``pinbench.chains``), ``model`` its last; left out when unset."""
     scenario: Scenario
     batch_size: BatchSize
     threads: Threads | None
@@ -206,7 +209,11 @@ class Lockfile:
         self.body = body
         data = msgspec.to_builtins(body)
         data["request"] = request_data(body.request)
-        drop_unset(data, ("operator", "training", "validation"))
+        drop_unset(data, ("operator", "training", "validation", "chain"))
+        for stage in (data.get("chain") or {}).get("stages", []):
+            drop_unset(stage, ("code",))
+            drop_unset_inputs(stage["inputs"])
+            drop_unset_outputs(stage["outputs"])
         if isinstance(data.get("training"), dict):
             drop_unset(data["training"], LATE_TRAINING_FIELDS)
         drop_unset(data["system"], LATE_SYSTEM_FIELDS)

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
+from pinbench.chains.spec import LockedChain
 from pinbench.db.models import Artifact
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
@@ -132,12 +133,15 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
             requirements=list(env.requirements),
             python=env.python,
         )
+    last = (
+        Spec.parse(request.model, kind=Kind.MODEL).name if request.chain and request.model else None
+    )
     try:
         body = _body(
             request=request,
             locked=locked,
             environment=environment,
-            model=None if request.operator else _locked_model(*one(Kind.MODEL)),
+            model=None if request.operator else _locked_model(*one(Kind.MODEL, last)),
             dataset=None
             if request.operator
             else _locked_dataset(*one(Kind.DATASET, trained_on), pinned),
@@ -145,6 +149,7 @@ def lockfile_of(pinned: dict[ArtifactRef, Pinned], request: Request, batch_size:
             if training
             else None,
             batch_size=batch_size,
+            chain=_locked_chain(request, manifests),
         )
     except ValueError as exc:  # LockBody's own checks (a request that does not fit its data)
         raise UserError(str(exc)) from None
@@ -160,6 +165,7 @@ def _body(
     dataset: LockedDataset | None,
     validation: LockedDataset | None,
     batch_size: int,
+    chain: LockedChain | None,
 ) -> LockBody:
     return LockBody(
         schema_version=SCHEMA_VERSION,
@@ -171,12 +177,24 @@ def _body(
         operator=request.operator,
         training=request.training,
         validation=validation,
+        chain=chain,
         scenario=request.scenario,
         batch_size=batch_size,
         threads=request.threads,
         sweep=canonical_digest(request) if request.is_sweep else None,
         system=request.system,
     )
+
+
+def _locked_chain(request: Request, manifests: dict[ArtifactRef, Any]) -> LockedChain | None:
+    """The request's chain locked from its stages' manifests (``chains.wiring``)."""
+    if request.chain is None:
+        return None
+    from pinbench.chains.wiring import lock_chain
+
+    assert request.model is not None  # a chain's request names its last stage
+    models = {r.name: (str(r.version), m) for r, m in manifests.items() if r.kind == Kind.MODEL}
+    return lock_chain(request.chain, Spec.parse(request.model, kind=Kind.MODEL).name, models)
 
 
 def _locked_model(ref: ArtifactRef, model: Any) -> LockedModel:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pinbench import bounds as b
+from pinbench.chains.spec import ChainSpec, check_chain_request
 from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
@@ -171,13 +172,8 @@ class SystemRequest(Platform, frozen=True, kw_only=True):
 
 
 LATE_REQUEST_FIELDS = (
-    "operator",
-    "training",
-    "model",
-    "dataset",
-    "generation",
-    "transform",
-    "distributed",
+    *("operator", "training", "model", "dataset", "generation", "transform", "distributed"),
+    "chain",
 )
 """Left out of lockfiles (and sweep ids) while unset: ``operator`` came after schema 2 was
 frozen, and ``model``/``dataset`` are unset only in an operator request."""
@@ -217,6 +213,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     """A transformation of the evaluated network (Deep500's level 1): micro-batching and/or
     onnxruntime's graph optimization, validated against the untransformed network before the
     run measures the transformed one."""
+    chain: ChainSpec | None = None
+    """``model`` as the last stage of a chain of models (``pinbench.chains``)."""
     framework: str | None = None
     image: str | None = None
     system: SystemRequest = msgspec.field(default_factory=SystemRequest)
@@ -251,6 +249,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
             self._check_generation(self.generation)
         if self.distributed is not None:
             self._check_distributed()
+        if self.chain is not None:
+            check_chain_request(self)
         for kind in (Kind.MODEL, Kind.DATASET, Kind.FRAMEWORK, Kind.IMAGE):
             text = getattr(self, kind.value)
             if text is not None:
@@ -361,7 +361,10 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
                 out.append(Spec.parse(text, kind=kind))
         if self.training is not None:
             out.append(Spec.parse(self.training.validation, kind=Kind.DATASET))
-        return out
+        chain = (
+            [Spec.parse(s.model, kind=Kind.MODEL) for s in self.chain.stages] if self.chain else []
+        )
+        return out + [s for s in chain if not self.model or s.name != out[0].name]
 
 
 def parse_request(data: object, *, source: str = "<request>") -> Request:

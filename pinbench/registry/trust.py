@@ -119,6 +119,9 @@ def check_shape(lock: Lockfile) -> None:
     kinds = [a.kind for a in lock.body.artifacts]
     if lock.body.training is not None and kinds.count("dataset") == 2:
         kinds.remove("dataset")  # a training run pins its validation split too
+    chain = lock.body.chain
+    if chain is not None and kinds.count("model") == len(chain.stages):
+        kinds = [k for k in kinds if k != "model"]  # a chain pins one model per stage
     for kind in sorted(set(kinds)):
         if kinds.count(kind) > 1:
             raise PinsRefused(

@@ -51,6 +51,22 @@ def model_folder(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, Path]:
     return materialise(store_paths(ws, lock, Kind.MODEL), root)
 
 
+def stage_folders(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, dict[str, Path]]:
+    """A chain's stages' files, each stage's in ``root/<stage>`` as ``model_folder`` places
+    the model's; none for a lockfile without a chain."""
+    if lock.body.chain is None:
+        return {}
+    from pinbench.chains.evaluate import stage_artifact
+
+    return {
+        stage.name: materialise(
+            {f.path: ws.store.path(Digest(f.sha256)) for f in stage_artifact(lock, stage).files},
+            root / stage.name,
+        )
+        for stage in lock.body.chain.stages
+    }
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -79,6 +95,7 @@ def run(
         job = Job(
             lock=lock,
             model_paths=model_folder(ws, lock, Path(scratch) / FOLDER),
+            stage_paths=stage_folders(ws, lock, Path(scratch) / "stages"),
             data_paths=store_paths(ws, lock, Kind.DATASET),
             validation_paths=store_paths(ws, lock, "validation"),
             scratch=Path(scratch),

@@ -1,0 +1,188 @@
+"""One evaluation of a chain (``measure`` hands a lockfile with a ``chain`` here): the first
+stage's inputs prepared from the samples before anything is timed, as any model's; every
+stage opened and its code loaded (with the run's consent); the first prediction checked stage
+by stage; then the scenario, each query the whole chain: LoadGen's ``latency_*`` and
+``framework_latency_*`` are the chain's end to end, ``stage_<name>_latency_*_ns`` each
+stage's framework call. The dataset's task scores the last stage's outputs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pinbench.chains.predict import ChainPredictor, Stage
+from pinbench.chains.spec import LockedChain, LockedStage
+from pinbench.errors import UserError
+from pinbench.evaluator.datasets import DatasetError, load_samples
+from pinbench.evaluator.feed import prepare
+from pinbench.evaluator.job import Evidence, Job, Say, files_of
+from pinbench.evaluator.output_axes import batch_axes, perms, reorder
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.scenarios import run_scenario
+from pinbench.evaluator.stream import wrap
+from pinbench.processing.consent import CodeRefused
+from pinbench.processing.loading import load, python_version
+from pinbench.registry.lockfile import LockedArtifact, Lockfile
+from pinbench.registry.names import Kind
+from pinbench.registry.output_steps import check_output_steps
+from pinbench.tasks.base import Context
+from pinbench.tasks.registry import task
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.predictors.base import Predictor
+
+
+def stage_artifact(lock: Lockfile, stage: LockedStage) -> LockedArtifact:
+    """The stage's model artifact among the lockfile's: its files, each with its sha256."""
+    for art in lock.body.artifacts:
+        if art.kind == Kind.MODEL.value and art.name == stage.model:
+            return art
+    raise UserError(f"the lockfile pins no model {stage.model} for chain stage {stage.name!r}")
+
+
+def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say) -> None:
+    body = job.lock.body
+    chain = body.chain
+    assert chain is not None and body.model is not None and body.dataset is not None
+    check_output_steps(body.model.outputs)
+    scenario = body.scenario
+    accuracy = scenario.mode == "accuracy"
+    samples = load_samples(body.dataset, files_of(job.lock, Kind.DATASET), job.data_paths)
+    if accuracy and not samples.has_truth:
+        raise DatasetError(
+            dataset=f"{body.dataset.name}@{body.dataset.version}",
+            reason="an accuracy run needs labels and this dataset has none",
+        )
+    source, last = chain.stages[0], chain.stages[-1]
+    scorer = task(body.dataset.task).prepare(
+        Context(
+            body.model,
+            stage_artifact(job.lock, last).ref,
+            job.stage_paths[last.name],
+            body.dataset,
+            samples,
+            accuracy,
+            scenario.sample_count,
+        )
+    )
+    codes = _load_codes(job, chain, say)
+    say("preprocessing the first stage's inputs (outside any timed region)")
+    pinned = {f.path: f.sha256 for f in stage_artifact(job.lock, source).files}
+    feed = prepare(
+        list(source.inputs),
+        samples,
+        cache=job.cache,
+        dataset_digest=body.dataset.manifest_digest,
+        model_files=job.stage_paths[source.name],
+        model_sha256=pinned,
+        say=say,
+        stop=job.stop,
+    )
+    evidence.details.update(
+        pipeline_digest=feed.digest.hex,
+        preprocess_cache_hit=feed.cached,
+        batch_size=body.batch_size,
+        threads=body.threads,
+        scenario=scenario.name,
+        mode=scenario.mode,
+        chain=_record(job.lock, chain, codes),
+    )
+    options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
+    stages: list[Stage] = []
+    chained = ChainPredictor(stages)
+    try:
+        for stage in chain.stages:
+            predictor = wrap(cls(), stage.inputs, feed.windows if stage is source else None)
+            stages.append(
+                Stage(stage, predictor, codes.get(stage.name), job.stage_paths[stage.name])
+            )
+            say(f"opening stage {stage.name}: {stage.model}@{stage.version}")
+            predictor.open(_files(job, stage), options)
+        job.stop.check()
+        first = feed.inputs[:1]
+        stages[0].predictor.check_input(first)
+        transposed = perms(body.model.outputs)
+        answer = reorder(chained.predict(first), transposed)  # every stage's feed checked
+        if scorer is not None:
+            scorer.check(answer, {k: v[:1] for k, v in feed.arrays.items()}, 1)
+        from pinbench.evaluator.measure import _warm_up
+
+        expected, _, _ = _warm_up(chained.predict, first, options.warmup, job.stop)
+        chained.timing = True
+        say(f"running {scenario.name} ({scenario.mode}) on a chain of {len(stages)} stages")
+        measurement = run_scenario(
+            chained.predict,
+            feed.inputs,
+            scenario,
+            batch_size=1,
+            expected_latency_ns=expected,
+            log_dir=job.scratch / "loadgen",
+            stop=job.stop,
+            batch_axes=batch_axes(body.model.outputs),
+        )
+    finally:
+        chained.close()
+    evidence.metrics = {**measurement.summary(), **chained.metrics()}
+    evidence.details["loadgen"] = measurement.loadgen
+    evidence.latencies = measurement.latencies_ns
+    if accuracy and scorer is not None:
+        answers = {i: reorder(a, transposed) for i, a in measurement.outputs.items()}
+        scored = scorer.score(answers, feed.arrays)
+        evidence.metrics.update(scored.metrics)
+        evidence.outputs = scored.outputs
+        if scored.outputs_name is not None:
+            evidence.details["outputs_name"] = scored.outputs_name
+        evidence.details.update(scored.details)
+
+
+def _files(job: Job, stage: LockedStage) -> ModelFiles:
+    return ModelFiles(
+        job.stage_paths[stage.name],
+        stage.format,
+        stage.architecture,
+        stage.trusted and job.allow_pickle,
+        tuple(stage.inputs),
+        tuple(stage.outputs),
+    )
+
+
+def _load_codes(job: Job, chain: LockedChain, say: Say) -> dict[str, Any]:
+    """Each stage's code loaded (its import-time code runs now, inside the runner); refused
+    unless the run was allowed to run code (the runner checks again what the caller did)."""
+    with_code = [s for s in chain.stages if s.code is not None]
+    if not with_code:
+        return {}
+    if not job.allow_code:
+        model = job.lock.body.model
+        assert model is not None
+        raise CodeRefused(
+            model=f"{model.name}@{model.version}'s chain",
+            roles=["between-stage"],
+            reason="This evaluation was not allowed to run it (pinbench run --allow-code)",
+        )
+    say(f"loading the chain's code of stage(s) {[s.name for s in with_code]} (--allow-code)")
+    out = {}
+    for stage in with_code:
+        assert stage.code is not None
+        pinned = {f.path: f.sha256 for f in stage_artifact(job.lock, stage).files}
+        role = f"chain stage {stage.name}"
+        out[stage.name] = load({role: stage.code}, job.stage_paths[stage.name], pinned)[role]
+    return out
+
+
+def _record(lock: Lockfile, chain: LockedChain, codes: dict[str, Any]) -> dict[str, Any]:
+    """``details.chain``: each stage's model, version, files' sha256 (the lockfile's: each
+    stage keeps its own artifact's digests) and code, in the order they ran."""
+    stages = []
+    for stage in chain.stages:
+        art = stage_artifact(lock, stage)
+        entry: dict[str, Any] = {
+            "name": stage.name,
+            "model": f"{stage.model}@{stage.version}",
+            "manifest_digest": art.manifest_digest,
+            "files": {f.path: f.sha256 for f in art.files},
+            "wires": dict(stage.wires),
+        }
+        if stage.name in codes:
+            entry["code"] = codes[stage.name].record()
+        stages.append(entry)
+    return {"stages": stages, "python": python_version(), "end_to_end": "latency_*"}

@@ -1,0 +1,132 @@
+"""A chain as data: the request's ``chain`` section (``ChainSpec``) and what the lockfile pins
+of it (``LockedChain``). Nothing here reads a file or runs code."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import msgspec
+
+from pinbench.errors import UserError
+from pinbench.registry.ports import Input, Output
+from pinbench.registry.processing_code import Code
+
+STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+MAX_STAGES = 16
+
+
+class ChainRefused(UserError):
+    """A chain that cannot be locked or run as declared: names the stage and what is wrong."""
+
+    def __init__(self, *, stage: str, reason: str) -> None:
+        super().__init__(f"chain stage {stage!r}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    pass
+
+
+class ChainStage(_Strict, frozen=True, kw_only=True):
+    """One stage: a published model, its inputs wired to earlier stages' outputs."""
+
+    name: str
+    """The stage's name (``[a-z][a-z0-9_]*``): its metrics are ``stage_<name>_latency_*_ns``."""
+    model: str
+    """The model (``NAME@RANGE``), resolved like the request's own; the last stage's is the
+    request's ``model``, whose outputs the dataset's task scores."""
+    inputs: dict[str, str] = msgspec.field(default_factory=dict)
+    """This stage's input name -> ``STAGE.OUTPUT`` it is fed from; none for the first stage,
+    which is fed from the dataset's samples (by its manifest's steps)."""
+    code: Code | None = None
+    """Pinned code between the wired outputs and this stage's inputs: ``function(values,
+    files)`` gets the wired arrays by this stage's input names and returns the arrays to feed
+    (``file``: a ``.py`` file of this stage's model artifact; inline ``code``: hashed with the
+    request)."""
+
+    def __post_init__(self) -> None:
+        if not STAGE_NAME.match(self.name):
+            raise ValueError(f"chain stage name {self.name!r} must match {STAGE_NAME.pattern}")
+        for target, source in self.inputs.items():
+            stage, dot, output = source.partition(".")
+            if not dot or not stage or not output:
+                raise ValueError(
+                    f"chain stage {self.name!r} input {target!r}: {source!r} must be "
+                    "STAGE.OUTPUT (an earlier stage's name and one of its outputs)"
+                )
+        if self.code is not None and not self.inputs:
+            raise ValueError(
+                f"chain stage {self.name!r} has `code` but no wired `inputs`: the first stage "
+                "is fed from the samples by its manifest's steps (or its own `preprocess`)"
+            )
+
+
+class ChainSpec(_Strict, frozen=True, kw_only=True):
+    stages: Annotated[list[ChainStage], msgspec.Meta(min_length=2, max_length=MAX_STAGES)]
+
+    def __post_init__(self) -> None:
+        names = [s.name for s in self.stages]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"chain stage names must be unique; given twice: {twice}")
+        models = [s.model.partition("@")[0] for s in self.stages]
+        again = sorted({m for m in models if models.count(m) > 1})
+        if again:
+            raise ValueError(
+                f"chain stages name model {again[0]!r} twice: a lockfile pins one version of "
+                "each model (publish the other under its own name)"
+            )
+
+
+class LockedStage(_Strict, frozen=True, kw_only=True):
+    """A stage as the lockfile pins it: its model's identity and declarations (its files are
+    among the lockfile's artifacts, each with its own sha256), its wiring and code."""
+
+    name: str
+    model: str
+    version: str
+    format: str
+    architecture: str | None
+    trusted: bool
+    inputs: list[Input]
+    outputs: list[Output]
+    wires: dict[str, str]
+    code: Code | None = None
+
+
+class LockedChain(_Strict, frozen=True, kw_only=True):
+    stages: list[LockedStage]
+    """In the order they run (each after every stage it is fed from); the last is scored."""
+
+    @property
+    def has_code(self) -> bool:
+        return any(s.code is not None for s in self.stages)
+
+
+def check_chain_request(request: Any) -> None:
+    """What a request with a ``chain`` must be: a model evaluated on a dataset, one sample per
+    query (the code between stages reshapes one sample's arrays: a stage's batch is not the
+    samples'), its stages' models parsed as the request's own (``ValueError`` naming it)."""
+    from pinbench.registry.names import Kind, Spec
+
+    if request.operator is not None or request.training is not None:
+        raise ValueError("a chain is evaluated on a dataset: no operator or training section")
+    if request.generation is not None or request.transform is not None:
+        raise ValueError("a chain takes no generation or transform section")
+    if request.batch_sizes() != [1]:
+        raise ValueError(
+            f"a chain runs one sample per query: batch_size 1 (got {request.batch_size}); "
+            "its code between stages reshapes one sample's arrays"
+        )
+    for stage in request.chain.stages:
+        try:
+            Spec.parse(stage.model, kind=Kind.MODEL)
+        except UserError as exc:
+            raise ValueError(f"chain stage {stage.name!r} model: {exc}") from None
+    last = Spec.parse(request.model, kind=Kind.MODEL).name
+    if last not in [Spec.parse(s.model, kind=Kind.MODEL).name for s in request.chain.stages]:
+        raise ValueError(
+            f"the request's model {last!r} is none of the chain's stages: it is the last stage"
+        )

@@ -1,0 +1,154 @@
+"""A chain locked from its stages' manifests (``lock_chain``), a pure function of what the
+registry holds, so ``pinbench verify`` re-derives it as it re-derives the rest of a lockfile.
+
+Refused, naming the stage: a wire to a stage or an output that does not exist, a cycle, an
+input that is neither wired nor fed otherwise (a constant, a state), a wire to an input the
+model does not declare, a last stage that is not the request's model, a stage's own
+``preprocess``/``postprocess`` (a chain's code goes between stages), output ``steps`` on a stage
+before the last (the task applies them to the last stage's only), and more than one stage
+fed from the samples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pinbench.chains.spec import ChainRefused, ChainSpec, ChainStage, LockedChain, LockedStage
+from pinbench.registry.input_kinds import from_samples
+from pinbench.registry.manifest import ModelManifest
+
+
+def _source(wire: str) -> tuple[str, str]:
+    stage, _, output = wire.partition(".")
+    return stage, output
+
+
+def run_order(stages: list[ChainStage]) -> list[ChainStage]:
+    """The stages, each after every stage it is fed from (stable: the request's order where it
+    allows); a wire to an unknown stage or a cycle is refused, the cycle named."""
+    by_name = {s.name: s for s in stages}
+    for stage in stages:
+        for target, wire in stage.inputs.items():
+            source, _ = _source(wire)
+            if source not in by_name:
+                raise ChainRefused(
+                    stage=stage.name,
+                    reason=f"input {target!r} is wired to {wire!r}, but the chain has no stage "
+                    f"{source!r} (its stages: {', '.join(by_name)})",
+                )
+    order: list[ChainStage] = []
+    state: dict[str, str] = {}
+
+    def visit(stage: ChainStage, path: list[str]) -> None:
+        if state.get(stage.name) == "done":
+            return
+        if state.get(stage.name) == "on path":
+            cycle = [*path[path.index(stage.name) :], stage.name]
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"the wiring makes a cycle: {' -> '.join(cycle)} (each stage is fed "
+                "from earlier stages only)",
+            )
+        state[stage.name] = "on path"
+        for wire in stage.inputs.values():
+            visit(by_name[_source(wire)[0]], [*path, stage.name])
+        state[stage.name] = "done"
+        order.append(stage)
+
+    for stage in stages:
+        visit(stage, [])
+    return order
+
+
+def lock_chain(
+    spec: ChainSpec, last_model: str, manifests: Mapping[str, tuple[str, ModelManifest]]
+) -> LockedChain:
+    """The locked chain: ``manifests`` maps each stage's model name to its resolved version
+    and manifest; ``last_model`` is the request's model (the stage scored)."""
+    order = run_order(spec.stages)
+    if order[-1].model.partition("@")[0] != last_model:
+        raise ChainRefused(
+            stage=order[-1].name,
+            reason=f"the last stage to run is model {order[-1].model!r}, but the request's "
+            f"model is {last_model!r}: the request's model is the chain's last stage, the one "
+            "its dataset's task scores",
+        )
+    fed = [s.name for s in order if not s.inputs]
+    if len(fed) != 1:
+        raise ChainRefused(
+            stage=fed[-1] if fed else order[0].name,
+            reason=f"exactly one stage is fed from the samples (it has no wired `inputs`); "
+            f"this chain has {len(fed)}: {fed}",
+        )
+    locked = [_locked(stage, manifests) for stage in order]
+    for stage in locked[:-1]:
+        stepped = [str(o.name) for o in stage.outputs if o.steps]
+        if stepped:
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"output(s) {stepped} of model {stage.model}@{stage.version} declare "
+                "`steps`, which the task applies to the last stage's outputs only: a wired "
+                "output is fed raw (do the work in the next stage's `code`)",
+            )
+    outputs = {s.name: {str(o.name) for o in s.outputs} for s in locked}
+    for stage in locked:
+        _check_wires(stage, outputs)
+    return LockedChain(stages=locked)
+
+
+def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]]) -> LockedStage:
+    name = stage.model.partition("@")[0]
+    version, model = manifests[name]
+    own = [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
+    if own:
+        raise ChainRefused(
+            stage=stage.name,
+            reason=f"model {name}@{version} declares `{'` and `'.join(own)}`: inside a chain "
+            "a stage's own processing code is not run; put the work in the `code` of the stage "
+            "that reads it (between stages), or publish the model without it",
+        )
+    return LockedStage(
+        name=stage.name,
+        model=name,
+        version=version,
+        format=model.format,
+        architecture=model.architecture,
+        trusted=model.trusted,
+        inputs=list(model.inputs),
+        outputs=list(model.outputs),
+        wires=dict(sorted(stage.inputs.items())),
+        code=stage.code,
+    )
+
+
+def _check_wires(stage: LockedStage, outputs: Mapping[str, set[str]]) -> None:
+    declared = {str(i.name): i for i in stage.inputs}
+    for target, wire in stage.wires.items():
+        source, output = _source(wire)
+        if output not in outputs[source]:
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"input {target!r} is wired to {wire!r}, but stage {source!r} "
+                f"declares no output {output!r}; its outputs: {sorted(outputs[source])}",
+            )
+        if target not in declared:
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"input {target!r} (wired to {wire!r}) is not an input model "
+                f"{stage.model}@{stage.version} declares; its inputs: {sorted(declared)}",
+            )
+        if declared[target].steps or declared[target].stream is not None:
+            what = "`steps`" if declared[target].steps else "`stream`"
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"input {target!r} declares {what}, which apply to a sample, not a "
+                "wired output: put the transformation in the stage's `code`",
+            )
+    if not stage.wires:
+        return
+    unfed = [n for n, i in declared.items() if from_samples(i) and n not in stage.wires]
+    if unfed:
+        raise ChainRefused(
+            stage=stage.name,
+            reason=f"input(s) {unfed} of model {stage.model}@{stage.version} are wired to "
+            "nothing: wire each to STAGE.OUTPUT in the stage's `inputs`",
+        )

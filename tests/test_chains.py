@@ -1,0 +1,363 @@
+"""Model chains (issue 50 item 2, decision 240): openwakeword 0.4.0's wake-word detector as
+its wheel ships it, three ONNX models (mel spectrogram -> speech embedding -> "alexa"
+classifier) published unmodified, chained in one lockfile with pinned code between stages,
+run and scored by the last stage's task; the result equals running the three graphs by hand
+with onnxruntime here, each stage's file is the wheel's byte for byte, each stage's latency
+is recorded. Bad wiring is refused at ``pinbench lock`` naming the stage and what is wrong."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pinbench.chains.spec import ChainRefused
+from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.processing.consent import CodeRefused
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import RequestError, parse_request
+from pinbench.registry.yamlsafe import load_yaml
+from pinbench.workspace import Workspace
+from tests.helpers import model_manifest, published_workspace, write_files
+from tests.package_models import package_file, wheel
+
+MODELS = "openwakeword/resources/models/"
+SAMPLES = 32000  # two seconds at 16 kHz: 197 mel frames, 16 embedding windows
+STAGES = [
+    ("mel", "melspectrogram.onnx", "input", [SAMPLES], "output"),
+    ("embedding", "embedding_model.onnx", "input_1", [76, 32, 1], "conv2d_19"),
+    ("alexa", "alexa_v0.1.onnx", "onnx::Flatten_0", [16, 96], "13"),
+]
+
+
+def quiet(text: str) -> None:
+    pass
+
+
+def publish_stages(ws: Workspace, root: Path) -> dict[str, Path]:
+    """The three models, each published from the wheel's file as is; their files by stage."""
+    files = {}
+    for stage, member, input_name, shape, output in STAGES:
+        path = package_file("openwakeword", MODELS + member)
+        described = write_files(root / stage, {member: path.read_bytes()})
+        manifest = model_manifest(f"oww/{stage}", "0.4.0", described, framework_range="^1")
+        out: dict[str, Any] = {"name": output}
+        if stage == "alexa":
+            out = {**out, "type": "binary"}
+        manifest.update(
+            inputs=[{"name": input_name, "element_type": "float32", "shape": shape}],
+            outputs=[out],
+        )
+        publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
+        files[stage] = path
+        if stage == "alexa":  # a float -> int64 cast before it, for a dtype mismatch
+            cast = write_files(root / "cast", {"cast.onnx": int64_cast()})
+            manifest = model_manifest("oww/cast", "0.4.0", cast, framework_range="^1")
+            manifest.update(
+                inputs=[{"name": "x", "element_type": "float32", "shape": shape}],
+                outputs=[{"name": "y"}],
+            )
+            publish(ws, parse_manifest(manifest), manifest_dir=root / "cast", publisher="test")
+        if stage == "embedding":  # the same graph with its own post-processing: refused in a chain
+            post = {"code": "def same(outputs, files):\n    return outputs\n", "function": "same"}
+            manifest.update(name="oww/embedding-post", postprocess=post)
+            publish(ws, parse_manifest(manifest), manifest_dir=root / stage, publisher="test")
+    return files
+
+
+def int64_cast() -> bytes:
+    """A one-node graph: ``(N, 16, 96)`` float32 in, the same as int64 out."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64)],
+        "cast",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 16, 96])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
+def audio(count: int) -> np.ndarray[Any, Any]:
+    """Tones and noise at int16 scale, as openwakeword is fed (float32)."""
+    rng = np.random.default_rng(240)
+    t = np.arange(SAMPLES) / 16000
+    rows = [
+        (3000 * np.sin(2 * np.pi * (200 + 150 * i) * t) + rng.normal(0, 300 + 200 * i, SAMPLES))
+        for i in range(count)
+    ]
+    return np.array(rows, dtype=np.float32)
+
+
+def by_hand(files: dict[str, Path], clips: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The three graphs run here with onnxruntime, openwakeword's steps between them."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # as the request's threads: 1
+    mel, embed, alexa = (ort.InferenceSession(str(files[s]), options) for s, *_ in STAGES)
+    scores = []
+    for clip in clips:
+        spec = np.squeeze(mel.run(None, {"input": clip[None]})[0]) / 10 + 2
+        windows = [spec[s : s + 76] for s in range(0, spec.shape[0] - 75, 8)]
+        batch = np.array(windows)[..., None].astype(np.float32)
+        emb = embed.run(None, {"input_1": batch})[0].reshape(len(windows), 96)
+        scores.append(alexa.run(None, {"onnx::Flatten_0": emb[-16:][None]})[0][0, 0])
+    return np.array(scores)
+
+
+def documented() -> dict[str, Any]:
+    """The walkthrough's ``chain.yaml`` (docs/chains.md) as the page has it: the request run
+    here, and the base of every refused variant."""
+    page = (Path(__file__).parent.parent / "docs" / "chains.md").read_text()
+    block = page.split("The request, `chain.yaml`", 1)[1].split("```yaml\n", 1)[1]
+    data: dict[str, Any] = load_yaml(block.split("```", 1)[0])
+    return data
+
+
+def chain(**changes: dict[str, Any]) -> dict[str, Any]:
+    stages = {stage["name"]: stage for stage in documented()["chain"]["stages"]}
+    for name, change in changes.items():
+        stages[name] = {k: v for k, v in {**stages[name], **change}.items() if v is not None}
+    return {"stages": list(stages.values())}
+
+
+@pytest.fixture(scope="module")
+def wakeword(
+    tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path
+) -> Iterator[tuple[Workspace, dict[str, Path], Any]]:
+    """One workspace for the module (the catalog's onnxruntime, the three stages, a dataset
+    of six clips): the refusals lock in it, one test runs in it."""
+    tmp_path = tmp_path_factory.mktemp("chains")
+    ws = published_workspace(tmp_path, catalog_dir)
+    files = publish_stages(ws, tmp_path / "models")
+    clips = audio(6)
+    truth = np.array([0, 1, 0, 1, 1, 0], dtype=np.int64)
+    arrays = {}
+    for name, array in (("audio.npy", clips), ("labels.npy", truth)):
+        np.save(tmp_path / name, array, allow_pickle=False)
+        arrays[name] = (tmp_path / name).read_bytes()
+    dataset = {
+        "kind": "dataset", "name": "wakeword-clips", "version": "1.0.1",
+        "data": {"format": "npy", "path": "audio.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 2},
+        "files": write_files(tmp_path / "data", arrays),
+    }  # fmt: skip
+    publish(ws, parse_manifest(dataset), manifest_dir=tmp_path / "data", publisher="test")
+    yield ws, files, (clips, truth)
+    ws.close()
+
+
+def request(**fields: Any) -> Any:
+    return parse_request({**documented(), **fields})
+
+
+def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
+    ws, files, (clips, truth) = wakeword
+    lock = service.lock(ws, request())[0]  # the walkthrough's chain.yaml, as the page has it
+    stages = lock.body.chain.stages  # type: ignore[union-attr]
+    assert [s.name for s in stages] == ["mel", "embed", "alexa"]
+    pinned = {a.name: a.files[0].sha256 for a in lock.body.artifacts if a.kind == "model"}
+    with zipfile.ZipFile(wheel("openwakeword")) as whl:
+        for stage, member, *_ in STAGES:
+            upstream = hashlib.sha256(whl.read(MODELS + member)).hexdigest()
+            assert pinned[f"oww/{stage}"] == upstream  # each stage keeps its own digest
+    assert Lockfile.from_bytes(lock.canonical).digest == lock.digest  # canonical, re-read
+
+    with pytest.raises(CodeRefused, match="--allow-code"):  # the code between stages is code
+        run_lockfile(ws, lock, say=quiet)
+    with pytest.raises(ChainRefused, match=r"runs in the local runner.*--runner local"):
+        run_lockfile(ws, lock, runner="venv", say=quiet, allow_code=True)
+    run_lockfile(ws, lock, say=quiet, allow_code=True)
+    run = list_runs(ws)[0]
+    assert run["status"] == "succeeded", run.get("error")
+    scores = by_hand(files, clips)
+    recorded = np.load(show_run(ws, run["id"])["details"]["outputs_sha256"] and _outputs(ws, run))
+    np.testing.assert_allclose(recorded.reshape(-1), scores, rtol=1e-5, atol=1e-6)
+    from sklearn import metrics as sk
+
+    predicted = (scores >= 0.5).astype(int)
+    assert run["binary_accuracy"] == pytest.approx(float(np.mean(predicted == truth)))
+    assert run["binary_roc_auc"] == pytest.approx(sk.roc_auc_score(truth, scores), abs=1e-6)
+    for stage in ("mel", "embed", "alexa"):
+        p50, top = run[f"stage_{stage}_latency_p50_ns"], run[f"stage_{stage}_latency_max_ns"]
+        assert 0 < p50 <= top <= run["framework_latency_max_ns"]
+    assert "stage_embed_code_latency_p50_ns" in run and "stage_mel_code_latency_p50_ns" not in run
+    parts = sum(run[f"stage_{s}_latency_mean_ns"] for s in ("mel", "embed", "alexa"))
+    assert parts < run["framework_latency_mean_ns"]  # the end to end holds every stage
+    details = show_run(ws, run["id"])["details"]["chain"]
+    assert [s["files"] for s in details["stages"]] == [
+        {a.files[0].path: a.files[0].sha256}
+        for s in stages
+        for a in lock.body.artifacts
+        if a.name == s.model
+    ]
+    assert details["stages"][1]["code"]["code"] == "<inline>:windows"
+
+
+def _outputs(ws: Workspace, run: dict[str, Any]) -> Path:
+    from pinbench.artifacts.digest import Digest
+
+    digest = show_run(ws, run["id"])["details"]["outputs_sha256"]
+    path: Path = ws.store.verify(Digest(digest), label="outputs")
+    return path
+
+
+BAD = [
+    # (why, changes to the chain, the request's model, what the refusal says)
+    (
+        "a wire to a stage the chain does not have",
+        {"embed": {"inputs": {"input_1": "spectrogram.output"}}},
+        None,
+        "stage 'embed': input 'input_1' is wired to 'spectrogram.output', but the chain has no "
+        "stage 'spectrogram'",
+    ),
+    (
+        "a wire to an output the model does not declare",
+        {"alexa": {"inputs": {"onnx::Flatten_0": "embed.nope"}}},
+        None,
+        "stage 'alexa': input 'onnx::Flatten_0' is wired to 'embed.nope', but stage 'embed' "
+        "declares no output 'nope'",
+    ),
+    (
+        "a cycle between two stages",
+        {"embed": {"inputs": {"input_1": "alexa.13"}}},
+        None,
+        "the wiring makes a cycle: embed -> alexa -> embed",
+    ),
+    (
+        "a shape mismatch on a direct wire, read from the graph",
+        {"embed": {"code": None}},
+        None,
+        "stage 'embed': input 'input_1' is wired to 'mel.output', whose graph gives shape "
+        "['?', 1, '?', 32]; model oww/embedding@0.4.0 declares [76, 32, 1]",
+    ),
+    (
+        "an input of the model wired to nothing",
+        {"alexa": {"inputs": {"x": "embed.conv2d_19"}}},
+        None,
+        "stage 'alexa': input 'x' (wired to 'embed.conv2d_19') is not an input model "
+        "oww/alexa@0.4.0 declares",
+    ),
+    (
+        "a stage whose model carries its own post-processing",
+        {"embed": {"model": "oww/embedding-post@0.4.0"}},
+        None,
+        "stage 'embed': model oww/embedding-post@0.4.0 declares `postprocess`: inside a chain",
+    ),
+    (
+        "the request's model is not the last stage",
+        {},
+        "oww/embedding@0.4.0",
+        "the last stage to run is model 'oww/alexa@0.4.0', but the request's model is "
+        "'oww/embedding'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("why", "changes", "model", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_wiring_is_refused_at_lock(
+    wakeword: Any, why: str, changes: dict[str, Any], model: str | None, message: str
+) -> None:
+    ws = wakeword[0]
+    fields: dict[str, Any] = {"chain": chain(**changes)}
+    if model is not None:
+        fields["model"] = model
+    with pytest.raises(ChainRefused) as refused:
+        service.lock(ws, request(**fields))
+    assert message in str(refused.value), why
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"batch_size": 4}, "a chain runs one sample per query: batch_size 1"),
+        ({"model": "oww/other@1"}, "the request's model 'oww/other' is none of the chain's"),
+        ({"chain": {"stages": [{"name": "a", "model": "x@1"}]}}, "of length >= 2"),
+        ({"chain": {"stages": [{"name": "Mel", "model": "x@1"}] * 2}}, "must match"),
+    ],
+)
+def test_a_request_that_cannot_be_a_chain_is_refused(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(RequestError, match=message):
+        request(**fields)
+
+
+def test_a_dtype_mismatch_on_a_direct_wire_is_refused_at_lock(wakeword: Any) -> None:
+    """A cast stage giving int64 wired straight into the classifier's float32 input: the
+    graph's own output type, read at lock, against the declared input."""
+    last16 = documented()["chain"]["stages"][2]["code"]
+    to_x = {**last16, "code": last16["code"].replace('"onnx::Flatten_0"', '"x"')}
+    cast = {"name": "cast", "model": "oww/cast@0.4.0", "inputs": {"x": "embed.conv2d_19"}}
+    stages = chain(alexa={"inputs": {"onnx::Flatten_0": "cast.y"}, "code": None})["stages"]
+    fields = {"chain": {"stages": [*stages[:2], {**cast, "code": to_x}, stages[2]]}}
+    with pytest.raises(ChainRefused) as refused:
+        service.lock(wakeword[0], request(**fields))
+    assert str(refused.value).startswith(
+        "chain stage 'alexa': input 'onnx::Flatten_0' is wired to 'cast.y', whose graph gives "
+        "int64; model oww/alexa@0.4.0 declares element_type float32"
+    )
+
+
+def test_an_edited_chain_section_is_refused_as_the_registry_would_not_make_it(
+    wakeword: Any,
+) -> None:
+    """The lockfile's chain is re-derived from the request and the stages' manifests: a wire
+    edited in the lockfile (and the lockfile made canonical again) names the field."""
+    from pinbench.artifacts.canonical import canonical_json
+    from pinbench.registry.trust import LockfileMismatch
+    from pinbench.registry.verify import check_against_registry
+
+    ws = wakeword[0]
+    data = service.lock(ws, request())[0].to_json()
+    data["chain"]["stages"][2]["wires"] = {"onnx::Flatten_0": "mel.output"}
+    edited = Lockfile.from_bytes(canonical_json(data))
+    with pytest.raises(LockfileMismatch, match=r"\$\.chain\.stages\[2\]\.wires"):
+        check_against_registry(ws, edited)
+
+
+def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wakeword: Any) -> None:
+    """The code's answer is checked on the first prediction against the receiving model's
+    declared input, naming the stage, the input and the code; nothing is timed."""
+    ws = wakeword[0]
+    embed = documented()["chain"]["stages"][1]
+    code = embed["code"]["code"].replace(".astype(np.float32)", ".astype(np.float64)")
+    assert code != embed["code"]["code"]
+    lock = service.lock(ws, request(chain=chain(embed={"code": {**embed["code"], "code": code}})))
+    with pytest.raises(ChainRefused) as refused:
+        run_lockfile(ws, lock[0], say=quiet, allow_code=True)
+    assert str(refused.value) == (
+        "chain stage 'embed': input 'input_1' (made by <inline>:windows) has dtype float64, "
+        "model oww/embedding@0.4.0 declares element_type float32"
+    )
+    failed = list_runs(ws)[0]
+    assert failed["status"] == "failed" and "has dtype float64" in failed["error"]
+    assert not any(k.startswith(("stage_", "latency_")) for k in failed)
+
+
+def test_a_server_queues_a_chain_only_for_its_local_runner(wakeword: Any) -> None:
+    """Refused when submitted, nothing queued: another runner, or a cluster system."""
+    import uuid
+
+    from pinbench.evaluator.run import queue_run
+
+    ws = wakeword[0]
+    lock = service.lock(ws, request())[0]
+    for runner, system, where in (
+        ("docker", None, "the docker runner"),
+        ("local", "gpu-box", "a cluster system"),
+    ):
+        run_id = str(uuid.uuid4())
+        with pytest.raises(ChainRefused, match=f"not on {where}"):
+            queue_run(ws, lock, runner=runner, run_id=run_id, system=system)
+        assert run_id not in {r["id"] for r in list_runs(ws)}
