@@ -16,7 +16,7 @@ pip=("$venv/bin/python" -m pip)
 if [ "${PINBENCH_INSTALL_WITH:-uv}" = pip ]; then
     exec "${pip[@]}" install --quiet "$@"
 fi
-if ! "${pip[@]}" install --quiet 'uv>=0.5'; then
+if ! "${pip[@]}" install -qq 'uv>=0.5'; then  # -qq: not pip's notes on indexes without uv
     echo "install-venv: uv could not be installed; installing with pip" >&2
     exec "${pip[@]}" install --quiet "$@"
 fi
