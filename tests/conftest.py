@@ -20,7 +20,7 @@ from pinbench import catalog as builtin
 from pinbench.config import Settings
 from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
-from tests.helpers import Cli, in_process_cli, published_workspace
+from tests.helpers import Cli, copied_workspace, in_process_cli, published_workspace
 from tests.pg import postgres_server
 from tests.s3server import S3Server, s3_server
 from tests.sharing import built_once, group_module_fixtures, run_folder
@@ -124,10 +124,22 @@ def text_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
+@pytest.fixture(scope="session")
+def digits_template(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Path:
+    """A home and database with the digits catalog published, made once for the run; each
+    ``digits`` workspace is a copy of it."""
+    return built_once(
+        tmp_path_factory,
+        "digits-home",
+        lambda root: published_workspace(root, catalog_dir).close(),
+    )
+
+
 @pytest.fixture
-def digits(tmp_path: Path, catalog_dir: Path) -> Iterator[Workspace]:
-    """A workspace with the digits catalog published."""
-    ws = published_workspace(tmp_path, catalog_dir)
+def digits(tmp_path: Path, digits_template: Path) -> Iterator[Workspace]:
+    """A workspace with the digits catalog published (a copy of ``digits_template``: the
+    same rows and blobs as publishing it here, issue 49)."""
+    ws = copied_workspace(digits_template, tmp_path)
     yield ws
     ws.close()
 

@@ -186,6 +186,29 @@ def published_workspace(root: Path, catalog: Path) -> Workspace:
     return ws
 
 
+def copied_workspace(template: Path, root: Path) -> Workspace:
+    """A copy under ``root`` of the home and SQLite database ``published_workspace`` made under
+    ``template``, open: what a new published workspace holds, in milliseconds instead of a
+    migration and a publish (issue 49: the ``digits`` fixture, 128 tests). Nothing in the
+    database names the folder; the copy's blobs are recorded as verified in its own cache, as
+    publishing them would have."""
+    import shutil
+
+    from pinbench.artifacts.digest import Digest
+    from pinbench.artifacts.verified import FileState
+
+    shutil.copytree(template / "home", root / "home", symlinks=True)
+    for name in ("db", "db-wal", "db-shm"):
+        if (template / name).exists():
+            shutil.copy2(template / name, root / name)
+    ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
+    for blob in sorted((root / "home" / "blobs").glob("*/*")):
+        digest = hashlib.sha256(blob.read_bytes()).hexdigest()
+        assert digest == blob.name, f"the template's blob {blob.name} holds other bytes"
+        ws.store.cache.record(blob.resolve(), FileState.of(blob.stat()), Digest(digest))
+    return ws
+
+
 @dataclass
 class Home:
     """A test module's workspace: open, with its home and database URL for the CLI."""
