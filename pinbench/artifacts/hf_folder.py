@@ -17,13 +17,15 @@ It refuses a ``config.json`` whose numbers are past their bounds or do not descr
 weights beside it (layer counts, widths, vocabulary, context: ``artifacts.hf_shapes``, from the
 safetensors headers), since transformers builds what the config says before loading anything.
 
-It also refuses what pinbench cannot run: an encoder-decoder (``config.json`` says
-``is_encoder_decoder: true``, as transformers writes it for T5, BART, Marian, Whisper...)
-unless its architecture is one that runs from the tokenizer's inputs alone and whose outputs
-pinbench reads as its head says: a sequence classifier (``*ForSequenceClassification``, which
-builds its decoder's inputs from ``input_ids``) or the encoder alone (``*EncoderModel``).
-Generating with an encoder-decoder (``T5ForConditionalGeneration``) needs decoder inputs
-pinbench's generators do not give (decision 162).
+Of an encoder-decoder (``config.json`` says ``is_encoder_decoder: true``, as transformers
+writes it for T5, BART, Marian, Whisper...) it reads the architectures pinbench runs: a
+sequence classifier (``*ForSequenceClassification``, which builds its decoder's inputs from
+``input_ids``), the encoder alone (``*EncoderModel``), and a generating head
+(``*ForConditionalGeneration``, ``*MTModel``: decision 245), whose decoder starts from the
+``decoder_start_token_id`` that ``generation_config.json`` (else ``config.json``) names, as
+transformers' ``generate`` reads it; a generating head without one is refused. The bare
+models (``T5Model``) are refused: their decoder needs inputs pinbench does not give
+(decision 162).
 
 Only JSON is parsed here (bounded: ``artifacts.jsonsafe``); nothing is imported or executed.
 """
@@ -86,6 +88,9 @@ class HfFolder:
     processor: str | None = None
     """``preprocessor_config.json``'s artifact path, if the folder has one (an image model's
     processor: what its inputs' steps are written from)."""
+    decoder_start: int | None = None
+    """An encoder-decoder that generates (``*ForConditionalGeneration``): the id its decoder
+    starts from (None: not one)."""
 
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if self.root else name
@@ -132,6 +137,9 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
     _no_remote_code(config, configs[0])
     architecture = _architecture(config, configs[0])
     _runnable(config, architecture, configs[0])
+    decoder_start = None
+    if generates_from_encoder(config, architecture):
+        decoder_start = _decoder_start(config, files, inside, configs[0])
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise HfFolderRefused(path=configs[0], reason="no `model_type` string")
@@ -176,6 +184,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         chat_template=isinstance(template, (str, list)) and bool(template),
         config=config,
         processor=inside.get("preprocessor_config.json"),
+        decoder_start=decoder_start,
     )
 
 
@@ -223,18 +232,63 @@ def _no_remote_code(data: dict[str, Any], label: str) -> None:
 
 ENCODER_DECODER_RUNS = ("ForSequenceClassification", "EncoderModel")
 """The architectures of an encoder-decoder that run from the tokenizer's inputs alone."""
+ENCODER_DECODER_GENERATES = ("ForConditionalGeneration", "MTModel")
+"""The architectures of an encoder-decoder that generate (T5's, BART's, Whisper's, Marian's):
+the encoder reads the sample once, the decoder generates from its start token (decision 245)."""
+START_KEY = "decoder_start_token_id"
+
+
+def generates_from_encoder(config: dict[str, Any], architecture: str) -> bool:
+    """An encoder-decoder whose head generates (``T5ForConditionalGeneration``)."""
+    return config.get("is_encoder_decoder") is True and architecture.endswith(
+        ENCODER_DECODER_GENERATES
+    )
 
 
 def _runnable(config: dict[str, Any], architecture: str, label: str) -> None:
-    if config.get("is_encoder_decoder") is True and not architecture.endswith(ENCODER_DECODER_RUNS):
+    if config.get("is_encoder_decoder") is True and not architecture.endswith(
+        ENCODER_DECODER_RUNS + ENCODER_DECODER_GENERATES
+    ):
         raise HfFolderRefused(
             path=label,
-            reason=f"{architecture} is an encoder-decoder (`is_encoder_decoder: true`), which "
-            "pinbench does not run yet: its decoder needs inputs of its own. Text generation "
-            "takes a decoder-only model (*ForCausalLM, *LMHeadModel); of an encoder-decoder, "
-            "pinbench runs a sequence classifier (*ForSequenceClassification) or the encoder "
-            "alone (*EncoderModel)",
+            reason=f"{architecture} is an encoder-decoder (`is_encoder_decoder: true`) without "
+            "a head pinbench runs: its decoder needs inputs of its own. Of an encoder-decoder, "
+            "pinbench generates with a *ForConditionalGeneration or *MTModel head, and runs a "
+            "sequence classifier (*ForSequenceClassification) or the encoder alone "
+            "(*EncoderModel)",
         )
+
+
+def _decoder_start(
+    config: dict[str, Any], files: Mapping[str, Path], inside: dict[str, str], label: str
+) -> int:
+    """The decoder's first id: ``generation_config.json``'s ``decoder_start_token_id`` if it
+    names one, else ``config.json``'s (transformers' ``generate`` reads them in that order),
+    within the vocabulary."""
+    where, value = label, config.get(START_KEY)
+    if "generation_config.json" in inside:
+        name = inside["generation_config.json"]
+        generation = read_json(files[name], name)
+        if not isinstance(generation, dict):
+            raise HfFolderRefused(path=name, reason="not a JSON object")
+        if generation.get(START_KEY) is not None:
+            where, value = name, generation[START_KEY]
+    vocab = config.get("vocab_size")
+    if value is None:
+        raise HfFolderRefused(
+            path=label,
+            reason=f"an encoder-decoder's decoder starts from `{START_KEY}`, which neither "
+            "config.json nor generation_config.json names: add the id its decoder was trained "
+            "to start from",
+        )
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise HfFolderRefused(path=where, reason=f"`{START_KEY}: {value!r:.40}` is not a token id")
+    if isinstance(vocab, int) and not isinstance(vocab, bool) and value >= vocab:
+        raise HfFolderRefused(
+            path=where,
+            reason=f"`{START_KEY}: {value}` is past the vocabulary (`vocab_size: {vocab}`)",
+        )
+    return value
 
 
 def _architecture(config: dict[str, Any], label: str) -> str:
