@@ -61,3 +61,72 @@ def t5_folder(
     }
     (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
     return folder
+
+
+WHISPER_WORDS = [f"w{i}" for i in range(50)]
+"""The tiny Whisper's vocabulary: ids 0-49 are words, 50 starts a transcript, 51 ends it."""
+RATE = 16_000
+
+
+def whisper_folder(folder: Path, seed: int = 0) -> Path:
+    """A random-weight Whisper (speech encoder-decoder) with its WhisperFeatureExtractor's
+    settings: 16 mel channels over one-second windows (100 frames: 2 x 50 source positions),
+    a word-level tokenizer whose special tokens decoding skips. Its matrices are drawn with
+    three times the usual spread: at transformers' own initialisation every sound gets the
+    same answer."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    torch.manual_seed(seed)
+    config = transformers.WhisperConfig(  # type: ignore[call-arg]
+        vocab_size=52,
+        num_mel_bins=16,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_source_positions=50,
+        max_target_positions=32,
+        decoder_start_token_id=50,
+        eos_token_id=51,
+        pad_token_id=51,
+        bos_token_id=51,
+        begin_suppress_tokens=None,
+        suppress_tokens=None,
+    )
+    model = transformers.WhisperForConditionalGeneration(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() > 1:
+                parameter.normal_(0.0, 3.0 / parameter.shape[-1] ** 0.5)
+    model.save_pretrained(folder)
+    extractor = transformers.WhisperFeatureExtractor(
+        feature_size=16, sampling_rate=RATE, hop_length=160, chunk_length=1, n_fft=400
+    )
+    extractor.save_pretrained(folder)
+    vocab = {w: i for i, w in enumerate(WHISPER_WORDS)}
+    vocab.update({"<|startoftranscript|>": 50, "<|endoftext|>": 51})
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.add_special_tokens(["<|startoftranscript|>", "<|endoftext|>"])
+    tokenizer.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def write_wav(path: Path, samples: Any) -> Path:
+    """16-bit mono PCM at ``RATE``."""
+    import wave
+
+    import numpy as np
+
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        out.writeframes(pcm.tobytes())
+    return path

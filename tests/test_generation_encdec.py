@@ -223,7 +223,9 @@ def test_an_encoder_decoder_whose_decoder_cannot_start_or_whose_numbers_lie_is_r
     if change["generation"] is None:
         generation.unlink()
     else:
-        generation.write_text(json.dumps({**json.loads(generation.read_text()), **change["generation"]}))
+        generation.write_text(
+            json.dumps({**json.loads(generation.read_text()), **change["generation"]})
+        )
     with pytest.raises(HfFolderRefused, match=message.replace("(", r"\(").replace("`", "`")):
         describe(_files(folder))
 

@@ -655,7 +655,6 @@ def test_the_encoder_alone_is_an_encoder_padded_with_the_tokenizer_configs_pad_t
         ("T5ForConditionalGeneration", True, False),  # generates from its decoder's start
         ("BartForConditionalGeneration", True, False),
         ("MarianMTModel", True, False),
-        ("WhisperForConditionalGeneration", True, False),
         ("T5Model", True, True),  # the bare encoder-decoder: its decoder needs ids of its own
         ("BartModel", True, True),
         ("T5EncoderModel", True, False),  # the encoder alone (transformers 4 saved it `true`)

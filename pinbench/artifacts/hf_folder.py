@@ -91,6 +91,9 @@ class HfFolder:
     decoder_start: int | None = None
     """An encoder-decoder that generates (``*ForConditionalGeneration``): the id its decoder
     starts from (None: not one)."""
+    speech: bool = False
+    """Its encoder reads log-mel features of audio (Whisper's), computed as ``processor``'s
+    ``WhisperFeatureExtractor`` computes them."""
 
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if self.root else name
@@ -137,9 +140,6 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
     _no_remote_code(config, configs[0])
     architecture = _architecture(config, configs[0])
     _runnable(config, architecture, configs[0])
-    decoder_start = None
-    if generates_from_encoder(config, architecture):
-        decoder_start = _decoder_start(config, files, inside, configs[0])
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise HfFolderRefused(path=configs[0], reason="no `model_type` string")
@@ -157,6 +157,10 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         None if pickled else _read(files, weights),
         text="tokenizer.json" in inside,
     )
+    decoder_start, speech = None, False
+    if generates_from_encoder(config, architecture):
+        speech = _speech_encoder(config, architecture, configs[0], files, inside)
+        decoder_start = _decoder_start(config, files, inside, configs[0])
     names = tok_config.get("model_input_names", ["input_ids", "attention_mask"])
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise HfFolderRefused(
@@ -185,6 +189,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         config=config,
         processor=inside.get("preprocessor_config.json"),
         decoder_start=decoder_start,
+        speech=speech,
     )
 
 
@@ -257,6 +262,48 @@ def _runnable(config: dict[str, Any], architecture: str, label: str) -> None:
             "sequence classifier (*ForSequenceClassification) or the encoder alone "
             "(*EncoderModel)",
         )
+
+
+SPEECH_KEYS = ("num_mel_bins", "input_feat_per_channel", "num_conv_layers")
+"""config.json keys of an encoder that reads audio features (Whisper's, Speech2Text's)."""
+PROCESSOR = "preprocessor_config.json"
+
+
+def _speech_encoder(
+    config: dict[str, Any],
+    architecture: str,
+    label: str,
+    files: Mapping[str, Path],
+    inside: dict[str, str],
+) -> bool:
+    """Whether the encoder reads audio (Whisper's log-mel features, from the folder's
+    ``WhisperFeatureExtractor`` settings, checked by ``hf_speech``); another encoder of audio
+    features (Speech2Text's) is refused naming why, not run into a traceback."""
+    from pinbench.artifacts.hf_speech import FeaturesRefused, check_features
+
+    speech = next((k for k in SPEECH_KEYS if k in config), None)
+    if speech is None:
+        return False
+    if config.get("model_type") != "whisper":
+        raise HfFolderRefused(
+            path=label,
+            reason=f"{architecture}'s encoder reads audio features (`{speech}`): of speech "
+            "encoder-decoders pinbench runs Whisper's (model_type whisper) alone",
+        )
+    if PROCESSOR not in inside:
+        raise HfFolderRefused(
+            path=label,
+            reason=f"{architecture} reads log-mel features: the folder needs its {PROCESSOR} "
+            "(the WhisperFeatureExtractor's settings) to compute them from audio",
+        )
+    pre = read_json(files[inside[PROCESSOR]], inside[PROCESSOR])
+    if not isinstance(pre, dict):
+        raise HfFolderRefused(path=inside[PROCESSOR], reason="not a JSON object")
+    try:
+        check_features(pre, config)
+    except FeaturesRefused as exc:
+        raise HfFolderRefused(path=inside[PROCESSOR], reason=exc.reason) from None
+    return True
 
 
 def _decoder_start(

@@ -179,6 +179,13 @@ def _ports(
     folder: HfFolder, files: dict[str, Path]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     arch = folder.architecture
+    if folder.speech:
+        notes = [
+            f"{arch} is a speech encoder-decoder (log-mel features of audio, computed by its "
+            f"{folder.processor}): run it on a speech-recognition dataset (data.format audio, "
+            "labels transcript-txt/csv/jsonl) with a request's `generation: {max_new_tokens: N}`"
+        ]
+        return [], [{"name": "logits", "type": "generation"}], notes
     if folder.decoder_start is not None:
         notes = [
             f"{arch} is an encoder-decoder that generates from decoder_start_token_id "

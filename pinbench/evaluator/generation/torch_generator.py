@@ -4,13 +4,16 @@ an encoder-decoder's loop is ``encdec``'s."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pinbench.errors import UserError
 from pinbench.evaluator.generation.decoder import NO_CONTEXT, First, Generator
 from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
 
 if TYPE_CHECKING:
+    from pinbench.artifacts.hf_folder import HfFolder
     from pinbench.evaluator.generation.chat_template import ChatTemplate
     from pinbench.evaluator.generation.encdec import EncoderDecoder
 
@@ -48,7 +51,8 @@ class TorchGenerator(Generator):
         self._folder = folder
         self._files = model.files
         if folder.decoder_start is not None:
-            self._open_encoder_decoder(folder.decoder_start, "input_ids")
+            encoder_input = "input_features" if folder.speech else "input_ids"
+            self._open_encoder_decoder(folder.decoder_start, encoder_input)
 
     def _open_encoder_decoder(self, start: int, encoder_input: str) -> None:
         from pinbench.evaluator.generation.encdec import EncoderDecoder, Forced
@@ -64,6 +68,24 @@ class TorchGenerator(Generator):
         self.decoder_context = positions if isinstance(positions, int) else None
         if encoder_input != "input_ids":
             self.context = None
+
+    @property
+    def folder(self) -> HfFolder:
+        return self._folder
+
+    @property
+    def files(self) -> dict[str, Path]:
+        return dict(self._files)
+
+    def encode_prompts(
+        self, prompts: list[str], spec: GenerationSpec, stop: First
+    ) -> list[list[int]]:
+        if self._folder.speech:
+            raise UserError(
+                f"{self._folder.architecture} reads audio (log-mel features), not a prompt's "
+                "tokens: run it on a speech-recognition dataset (data.format audio)"
+            )
+        return super().encode_prompts(prompts, spec, stop)
 
     def chat_text(self, prompt: str) -> str:
         from pinbench.evaluator.predictors.base import ModelLoadError
@@ -181,6 +203,19 @@ class TorchGenerator(Generator):
                     use_cache=True,
                 )
                 step = step + 1
+
+    def generate_features(
+        self, features: Any, spec: GenerationSpec, index: int, first: First
+    ) -> list[int]:
+        """A speech encoder-decoder's answer to one sample's log-mel features."""
+        import torch
+
+        assert self._encdec is not None and self._encdec.encoder_input == "input_features"
+        generator = None
+        if spec.sampling == "seeded":
+            generator = torch.Generator().manual_seed((spec.seed + index) % (2**63))
+        inputs = torch.from_numpy(features).to(self._model.dtype)
+        return self._encdec.generate(inputs, spec, generator, _pick, self.ends, first)
 
     def _encoder_decoder_batch(
         self,
