@@ -135,7 +135,7 @@ def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
     chars = sum(_edits(list(a), list(r)) for a, r in zip(answers, TRANSCRIPTS, strict=True))
     assert metrics["wer"] == pytest.approx(words / sum(len(r.split()) for r in TRANSCRIPTS))
     assert metrics["cer"] == pytest.approx(chars / sum(len(r) for r in TRANSCRIPTS))
-    assert 0 < metrics["wer"] and metrics["references_count"] == len(TRANSCRIPTS)
+    assert metrics["wer"] > 0 and metrics["references_count"] == len(TRANSCRIPTS)
     assert "perplexity" not in metrics
     assert metrics["tokens_count"] == len(TONES) * NEW
     assert metrics["framework_ttft_mean_ns"] > 0 and metrics["framework_tpot_mean_ns"] > 0

@@ -23,9 +23,10 @@ sequence classifier (``*ForSequenceClassification``, which builds its decoder's 
 ``input_ids``), the encoder alone (``*EncoderModel``), and a generating head
 (``*ForConditionalGeneration``, ``*MTModel``: decision 245), whose decoder starts from the
 ``decoder_start_token_id`` that ``generation_config.json`` (else ``config.json``) names, as
-transformers' ``generate`` reads it; a generating head without one is refused. The bare
-models (``T5Model``) are refused: their decoder needs inputs pinbench does not give
-(decision 162).
+transformers' ``generate`` reads it; a generating head without one is refused. Whisper's
+encoder reads log-mel features: its ``preprocessor_config.json`` is checked as data
+(``artifacts.hf_speech``, decision 246); other speech encoders are refused. The bare models
+(``T5Model``) are refused: their decoder needs inputs pinbench does not give (decision 162).
 
 Only JSON is parsed here (bounded: ``artifacts.jsonsafe``); nothing is imported or executed.
 """

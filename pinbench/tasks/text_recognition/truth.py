@@ -43,7 +43,8 @@ def read_texts(
             )
     else:
         assert samples is not None and folder is not None  # by_file_name: a folder of files
-        rows = _csv_rows(text, where) if labels.format.endswith("-csv") else _jsonl_rows(text, where)
+        csv_rows = labels.format.endswith("-csv")
+        rows = _csv_rows(text, where) if csv_rows else _jsonl_rows(text, where)
         texts = _by_file(rows, samples, folder, where)
     for i, found in enumerate(texts):
         if len(found) > MAX_TEXT_CHARS:
