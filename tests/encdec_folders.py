@@ -79,7 +79,7 @@ def whisper_folder(folder: Path, seed: int = 0) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     torch.manual_seed(seed)
-    config = transformers.WhisperConfig(  # type: ignore[call-arg]
+    config = transformers.WhisperConfig(
         vocab_size=52,
         num_mel_bins=16,
         d_model=16,
@@ -98,13 +98,13 @@ def whisper_folder(folder: Path, seed: int = 0) -> Path:
         begin_suppress_tokens=None,
         suppress_tokens=None,
     )
-    model = transformers.WhisperForConditionalGeneration(config).eval()
+    model = transformers.WhisperForConditionalGeneration(config).eval()  # type: ignore[no-untyped-call]
     with torch.no_grad():
         for parameter in model.parameters():
             if parameter.dim() > 1:
                 parameter.normal_(0.0, 3.0 / parameter.shape[-1] ** 0.5)
     model.save_pretrained(folder)
-    extractor = transformers.WhisperFeatureExtractor(
+    extractor = transformers.WhisperFeatureExtractor(  # type: ignore[no-untyped-call]
         feature_size=16, sampling_rate=RATE, hop_length=160, chunk_length=1, n_fft=400
     )
     extractor.save_pretrained(folder)

@@ -115,7 +115,7 @@ def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
     assert ids.shape == (len(TONES), NEW)
 
     extractor = WhisperFeatureExtractor.from_pretrained(folder)
-    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()
+    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     answers = []
     for i, row in enumerate(ids):
