@@ -240,6 +240,32 @@ def test_a_whisper_config_that_does_not_describe_its_weights_is_refused(
         describe({p.name: p for p in folder.iterdir()})
 
 
+@pytest.mark.parametrize(
+    ("where", "key", "value"),
+    [
+        (
+            "generation_config.json",
+            "begin_suppress_tokens",
+            [220, 50256],
+        ),  # WhisperConfig's default
+        ("generation_config.json", "forced_decoder_ids", [[1, 3], [2, 4]]),
+        ("generation_config.json", "lang_to_id", {"<|en|>": 3}),
+        ("config.json", "suppress_tokens", [1, 2]),
+    ],
+)
+def test_a_whisper_prompt_or_suppression_pinbench_does_not_apply_is_refused(
+    whisper: tuple[Any, Path, Path], tmp_path: Path, where: str, key: str, value: Any
+) -> None:
+    """transformers' Whisper ``generate`` would force language/task tokens or suppress some:
+    pinbench's loop does neither yet, so such a folder is refused, not run to other answers."""
+    folder = shutil.copytree(whisper[1], tmp_path / "whisper")
+    data = json.loads((folder / where).read_text())
+    data[key] = value
+    (folder / where).write_text(json.dumps(data))
+    with pytest.raises(HfFolderRefused, match=_escaped(f"{where}: `{key}`: transformers' Whisper")):
+        describe({p.name: p for p in folder.iterdir()})
+
+
 def test_whisper_on_a_text_dataset_is_refused(
     whisper: tuple[Any, Path, Path],
 ) -> None:

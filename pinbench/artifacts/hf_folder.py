@@ -39,29 +39,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinbench.artifacts.hf_encdec import decoder_start as decoder_start_of
+from pinbench.artifacts.hf_encdec import generates_from_encoder, runnable, speech_encoder
+from pinbench.artifacts.hf_json import HfFolderRefused as HfFolderRefused  # re-exported
+from pinbench.artifacts.hf_json import read_json as read_json
 from pinbench.artifacts.hf_shapes import ShapeMismatch, Weights, check_config
 from pinbench.artifacts.safetensors import NotSafetensors, read_header
-from pinbench.errors import UserError
 
 CONFIG = "config.json"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 SAFETENSORS = ".safetensors"
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_TENSORS = 2**20
 """Tensors all of a folder's safetensors files name together (the largest mixtures of experts
 name under 200,000); with each name at most 1 KiB (``artifacts.safetensors``), what the shape
 rules read is bounded however many shards a folder has."""
 ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9]{0,99}$")
 """A transformers class name: letters and digits, nothing that could name a module path."""
-
-
-class HfFolderRefused(UserError):
-    """A Hugging Face folder pinbench will not load: which file, and why."""
-
-    def __init__(self, *, path: str, reason: str) -> None:
-        super().__init__(f"Hugging Face folder, {path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,22 +93,6 @@ class HfFolder:
         return f"{self.root}/{name}" if self.root else name
 
 
-def read_json(path: Path, label: str) -> Any:
-    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
-
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise HfFolderRefused(
-                path=label, reason=f"{size} bytes: at most {MAX_CONFIG_BYTES} for a JSON file"
-            )
-        return load_json(path.read_bytes())
-    except JsonRefused as exc:
-        raise HfFolderRefused(path=label, reason=str(exc)) from None
-    except OSError as exc:
-        raise HfFolderRefused(path=label, reason=f"cannot read: {exc.strerror}") from None
-
-
 def describe(files: Mapping[str, Path]) -> HfFolder:
     """Read the folder whose files (artifact path -> bytes on disk) are ``files``."""
     configs = sorted(p for p in files if p == CONFIG or p.endswith("/" + CONFIG))
@@ -140,7 +117,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         raise HfFolderRefused(path=configs[0], reason="not a JSON object")
     _no_remote_code(config, configs[0])
     architecture = _architecture(config, configs[0])
-    _runnable(config, architecture, configs[0])
+    runnable(config, architecture, configs[0])
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise HfFolderRefused(path=configs[0], reason="no `model_type` string")
@@ -160,8 +137,8 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
     )
     decoder_start, speech = None, False
     if generates_from_encoder(config, architecture):
-        speech = _speech_encoder(config, architecture, configs[0], files, inside)
-        decoder_start = _decoder_start(config, files, inside, configs[0])
+        speech = speech_encoder(config, architecture, configs[0], files, inside)
+        decoder_start = decoder_start_of(config, files, inside, configs[0])
     names = tok_config.get("model_input_names", ["input_ids", "attention_mask"])
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise HfFolderRefused(
@@ -234,109 +211,6 @@ def _no_remote_code(data: dict[str, Any], label: str) -> None:
             reason="`auto_map` names custom code (trust_remote_code), which pinbench never "
             "runs; publish a model whose architecture transformers ships",
         )
-
-
-ENCODER_DECODER_RUNS = ("ForSequenceClassification", "EncoderModel")
-"""The architectures of an encoder-decoder that run from the tokenizer's inputs alone."""
-ENCODER_DECODER_GENERATES = ("ForConditionalGeneration", "MTModel")
-"""The architectures of an encoder-decoder that generate (T5's, BART's, Whisper's, Marian's):
-the encoder reads the sample once, the decoder generates from its start token (decision 245)."""
-START_KEY = "decoder_start_token_id"
-
-
-def generates_from_encoder(config: dict[str, Any], architecture: str) -> bool:
-    """An encoder-decoder whose head generates (``T5ForConditionalGeneration``)."""
-    return config.get("is_encoder_decoder") is True and architecture.endswith(
-        ENCODER_DECODER_GENERATES
-    )
-
-
-def _runnable(config: dict[str, Any], architecture: str, label: str) -> None:
-    if config.get("is_encoder_decoder") is True and not architecture.endswith(
-        ENCODER_DECODER_RUNS + ENCODER_DECODER_GENERATES
-    ):
-        raise HfFolderRefused(
-            path=label,
-            reason=f"{architecture} is an encoder-decoder (`is_encoder_decoder: true`) without "
-            "a head pinbench runs: its decoder needs inputs of its own. Of an encoder-decoder, "
-            "pinbench generates with a *ForConditionalGeneration or *MTModel head, and runs a "
-            "sequence classifier (*ForSequenceClassification) or the encoder alone "
-            "(*EncoderModel)",
-        )
-
-
-SPEECH_KEYS = ("num_mel_bins", "input_feat_per_channel", "num_conv_layers")
-"""config.json keys of an encoder that reads audio features (Whisper's, Speech2Text's)."""
-PROCESSOR = "preprocessor_config.json"
-
-
-def _speech_encoder(
-    config: dict[str, Any],
-    architecture: str,
-    label: str,
-    files: Mapping[str, Path],
-    inside: dict[str, str],
-) -> bool:
-    """Whether the encoder reads audio (Whisper's log-mel features, from the folder's
-    ``WhisperFeatureExtractor`` settings, checked by ``hf_speech``); another encoder of audio
-    features (Speech2Text's) is refused naming why, not run into a traceback."""
-    from pinbench.artifacts.hf_speech import FeaturesRefused, check_features
-
-    speech = next((k for k in SPEECH_KEYS if k in config), None)
-    if speech is None:
-        return False
-    if config.get("model_type") != "whisper":
-        raise HfFolderRefused(
-            path=label,
-            reason=f"{architecture}'s encoder reads audio features (`{speech}`): of speech "
-            "encoder-decoders pinbench runs Whisper's (model_type whisper) alone",
-        )
-    if PROCESSOR not in inside:
-        raise HfFolderRefused(
-            path=label,
-            reason=f"{architecture} reads log-mel features: the folder needs its {PROCESSOR} "
-            "(the WhisperFeatureExtractor's settings) to compute them from audio",
-        )
-    pre = read_json(files[inside[PROCESSOR]], inside[PROCESSOR])
-    if not isinstance(pre, dict):
-        raise HfFolderRefused(path=inside[PROCESSOR], reason="not a JSON object")
-    try:
-        check_features(pre, config)
-    except FeaturesRefused as exc:
-        raise HfFolderRefused(path=inside[PROCESSOR], reason=exc.reason) from None
-    return True
-
-
-def _decoder_start(
-    config: dict[str, Any], files: Mapping[str, Path], inside: dict[str, str], label: str
-) -> int:
-    """The decoder's first id: ``generation_config.json``'s ``decoder_start_token_id`` if it
-    names one, else ``config.json``'s (transformers' ``generate`` reads them in that order),
-    within the vocabulary."""
-    where, value = label, config.get(START_KEY)
-    if "generation_config.json" in inside:
-        name = inside["generation_config.json"]
-        generation = read_json(files[name], name)
-        if not isinstance(generation, dict):
-            raise HfFolderRefused(path=name, reason="not a JSON object")
-        if generation.get(START_KEY) is not None:
-            where, value = name, generation[START_KEY]
-    vocab = config.get("vocab_size")
-    if value is None:
-        raise HfFolderRefused(
-            path=label,
-            reason=f"an encoder-decoder's decoder starts from `{START_KEY}`, which neither "
-            "config.json nor generation_config.json names: add the id its decoder was trained "
-            "to start from",
-        )
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise HfFolderRefused(path=where, reason=f"`{START_KEY}: {value!r:.40}` is not a token id")
-    if isinstance(vocab, int) and not isinstance(vocab, bool) and value >= vocab:
-        raise HfFolderRefused(
-            path=where,
-            reason=f"`{START_KEY}: {value}` is past the vocabulary (`vocab_size: {vocab}`)",
-        )
-    return value
 
 
 def _architecture(config: dict[str, Any], label: str) -> str:

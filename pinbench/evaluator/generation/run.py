@@ -197,7 +197,11 @@ def _features(generator: Generator, files: list[Any], count: int, job: Job) -> l
     from pinbench.evaluator.generation.speech import audio_features, extractor_of
     from pinbench.evaluator.generation.torch_generator import TorchGenerator
 
-    assert isinstance(generator, TorchGenerator)
+    if not isinstance(generator, TorchGenerator):
+        raise UserError(
+            "a speech-recognition dataset is answered by a Whisper folder on transformers; the "
+            "lockfile's framework generates from text prompts alone"
+        )
     folder = generator.folder
     if not folder.speech or folder.processor is None:
         raise UserError(
