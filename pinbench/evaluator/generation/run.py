@@ -123,10 +123,11 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
                 spec,
                 evidence,
             )
-            from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
+            if not speech:  # speech-to-text records WER and CER, no ROUGE
+                from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
 
-            details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
-            details["stemmer"] = STEMMER
+                details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
+                details["stemmer"] = STEMMER
             details["samples"] = [
                 {
                     ("audio" if speech else "prompt"): names[i],
