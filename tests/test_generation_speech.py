@@ -244,27 +244,79 @@ def test_a_whisper_config_that_does_not_describe_its_weights_is_refused(
 @pytest.mark.parametrize(
     ("where", "key", "value"),
     [
-        (
-            "generation_config.json",
-            "begin_suppress_tokens",
-            [220, 50256],
-        ),  # WhisperConfig's default
         ("generation_config.json", "forced_decoder_ids", [[1, 3], [2, 4]]),
         ("generation_config.json", "lang_to_id", {"<|en|>": 3}),
-        ("config.json", "suppress_tokens", [1, 2]),
+        ("config.json", "no_timestamps_token_id", 49),
     ],
 )
-def test_a_whisper_prompt_or_suppression_pinbench_does_not_apply_is_refused(
+def test_a_whisper_prompt_pinbench_does_not_force_is_refused(
     whisper: tuple[Any, Path, Path], tmp_path: Path, where: str, key: str, value: Any
 ) -> None:
-    """transformers' Whisper ``generate`` would force language/task tokens or suppress some:
-    pinbench's loop does neither yet, so such a folder is refused, not run to other answers."""
+    """transformers' Whisper ``generate`` would force language/task/timestamp tokens after the
+    start: pinbench's loop does not yet, so such a folder is refused, not run to other
+    answers."""
     folder = shutil.copytree(whisper[1], tmp_path / "whisper")
     data = json.loads((folder / where).read_text())
     data[key] = value
     (folder / where).write_text(json.dumps(data))
     with pytest.raises(HfFolderRefused, match=_escaped(f"{where}: `{key}`: transformers' Whisper")):
         describe({p.name: p for p in folder.iterdir()})
+
+
+def test_suppressed_tokens_are_never_chosen_as_generate_suppresses_them(
+    whisper: tuple[Any, Path, Path], tmp_path: Path
+) -> None:
+    """``suppress_tokens`` (every step) and ``begin_suppress_tokens`` (the first) of the
+    generation config, as WhisperConfig's defaults set them: the answers are still ``generate``'s,
+    and differ from the unsuppressed ones; an id past the vocabulary is refused naming it."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    from pinbench.evaluator.datasets import SampleFile
+    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.registry.generation import GenerationSpec
+
+    _, source, root = whisper
+    folder = shutil.copytree(source, tmp_path / "whisper")
+    settings = folder / "generation_config.json"
+    plain = json.loads(settings.read_text())
+    clips = [SampleFile(f"clips/{i}.wav", root / "clips" / f"{i}.wav") for i in range(len(TONES))]
+    spec = GenerationSpec(max_new_tokens=NEW)
+    features = audio_features(
+        clips, extractor_of(folder / "preprocessor_config.json", "p"), lambda: None
+    )
+    before = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    with torch.inference_mode():
+        unsuppressed = [
+            before.generate(torch.from_numpy(f), max_new_tokens=NEW)[0] for f in features
+        ]
+    common = [int(a[0]) for a in unsuppressed] + [int(a[1]) for a in unsuppressed]
+    settings.write_text(
+        json.dumps({**plain, "suppress_tokens": common[4:6], "begin_suppress_tokens": common[:2]})
+    )
+    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    generator = TorchGenerator()
+    generator.open(ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None)
+    answers = []
+    try:
+        for i, f in enumerate(features):
+            mine = generator.generate_features(f, spec, i, lambda: None)
+            with torch.inference_mode():
+                theirs = model.generate(torch.from_numpy(f), max_new_tokens=NEW)[0].tolist()
+            assert mine == theirs, f"sample {i}"
+            assert mine[0] not in common[:2] and not set(mine) & set(common[4:6])
+            answers.append(mine)
+    finally:
+        generator.close()
+    assert answers[0] != unsuppressed[0].tolist()  # its first token was suppressed
+    settings.write_text(json.dumps({**plain, "suppress_tokens": [10_000]}))
+    with pytest.raises(ModelLoadError, match=r"`suppress_tokens` names 10000, past the vocabulary"):
+        TorchGenerator().open(
+            ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None
+        )
 
 
 def test_whisper_on_a_text_dataset_is_refused(

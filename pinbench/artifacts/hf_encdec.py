@@ -84,16 +84,14 @@ def speech_encoder(
 
 WHISPER_PROMPT = (
     "forced_decoder_ids",
-    "suppress_tokens",
-    "begin_suppress_tokens",
     "lang_to_id",
     "task_to_id",
     "no_timestamps_token_id",
 )
 """Whisper generation settings with which transformers' ``generate`` forces a prompt after the
-start token (language, task, no timestamps) or suppresses tokens: pinbench's loop starts from
-``decoder_start_token_id`` alone and suppresses nothing, so its answers would not be the
-model's as ``generate`` gives them (decision 246)."""
+start token (language, task, no timestamps): pinbench's loop starts from
+``decoder_start_token_id`` alone, so its answers would not be the model's as ``generate`` gives
+them (decision 246). Suppressed tokens are honoured (``encdec.Forced``)."""
 
 
 def _no_whisper_prompt(
@@ -111,7 +109,7 @@ def _no_whisper_prompt(
             raise HfFolderRefused(
                 path=where,
                 reason=f"`{key}`: transformers' Whisper generate forces a prompt (language, "
-                "task, timestamps) or suppresses tokens with it, which pinbench's decoding "
+                "task, timestamps) after the start token with it, which pinbench's decoding "
                 "loop does not do yet; its answers would not be the model's. Whisper folders "
                 "whose decoder starts from decoder_start_token_id alone are run",
             )

@@ -6,7 +6,8 @@ and kept), as transformers' ``generate`` does (decision 245).
 The first token's moment is the encoder's pass and the decoder's first step (the prefill of a
 decoder-only model): TTFT. The generation config's forced tokens are part of how the model
 answers and are honoured as ``generate`` honours them: ``forced_bos_token_id`` is the first
-token, ``forced_eos_token_id`` the token at the last step ``max_new_tokens`` allows.
+token, ``forced_eos_token_id`` the token at the last step ``max_new_tokens`` allows;
+``suppress_tokens`` are never chosen, ``begin_suppress_tokens`` not as the first token.
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ Ends = Callable[[list[int], GenerationSpec], bool]
 
 @dataclass(frozen=True, slots=True)
 class Forced:
-    """The ids the generation config forces (None: none)."""
+    """The ids the generation config forces (None: none) and those it suppresses: every step's
+    ``suppress_tokens``, the first step's ``begin_suppress_tokens`` (transformers'
+    ``SuppressTokensLogitsProcessor`` and ``SuppressTokensAtBeginLogitsProcessor``)."""
 
     first: int | None
     last: int | None
+    suppress: tuple[int, ...] = ()
+    begin_suppress: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, generation_config: Any) -> Forced:
@@ -36,10 +41,37 @@ class Forced:
                 value = value[0] if value else None
             return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+        def ids(value: Any) -> tuple[int, ...]:
+            return tuple(int(v) for v in value or ())
+
         return cls(
             one(getattr(generation_config, "forced_bos_token_id", None)),
             one(getattr(generation_config, "forced_eos_token_id", None)),
+            ids(getattr(generation_config, "suppress_tokens", None)),
+            ids(getattr(generation_config, "begin_suppress_tokens", None)),
         )
+
+    def check(self, vocabulary: int) -> None:
+        """Every id within the vocabulary (``ValueError`` naming the first that is not)."""
+        named = [
+            ("forced_bos_token_id", [self.first]),
+            ("forced_eos_token_id", [self.last]),
+            ("suppress_tokens", self.suppress),
+            ("begin_suppress_tokens", self.begin_suppress),
+        ]
+        for key, values in named:
+            bad = next((v for v in values if v is not None and not 0 <= v < vocabulary), None)
+            if bad is not None:
+                raise ValueError(f"`{key}` names {bad}, past the vocabulary ({vocabulary} ids)")
+
+    def suppressed(self, logits: Any, step: int) -> Any:
+        """``logits`` with the suppressed ids at minus infinity."""
+        drop = self.suppress + (self.begin_suppress if step == 0 else ())
+        if not drop:
+            return logits
+        logits = logits.clone()
+        logits[list(drop)] = float("-inf")
+        return logits
 
     def token(self, step: int, spec: GenerationSpec) -> int | None:
         """The id forced at ``step`` (0: the first new token), if any."""
@@ -139,7 +171,9 @@ class EncoderDecoder:
         self, logits: Any, step: int, spec: GenerationSpec, generator: Any, pick: Pick
     ) -> int:
         forced = self.forced.token(step, spec)
-        return forced if forced is not None else pick(logits, spec, generator)
+        if forced is not None:
+            return forced
+        return pick(self.forced.suppressed(logits, step), spec, generator)
 
     def reference_loss(self, inputs: Any, reference: list[int]) -> float:
         """The negative log-likelihood of ``reference`` as the decoder's answer to ``inputs``

@@ -56,11 +56,17 @@ class TorchGenerator(Generator):
 
     def _open_encoder_decoder(self, start: int, encoder_input: str) -> None:
         from pinbench.evaluator.generation.encdec import EncoderDecoder, Forced
+        from pinbench.evaluator.predictors.base import ModelLoadError
 
         config = self._model.config
-        self._encdec = EncoderDecoder(
-            self._model, start, Forced.of(self._model.generation_config), encoder_input
-        )
+        forced = Forced.of(self._model.generation_config)
+        try:
+            forced.check(int(self._model.get_output_embeddings().weight.shape[0]))
+        except ValueError as exc:
+            raise ModelLoadError(
+                model=self._folder.path("generation_config.json"), reason=str(exc)
+            ) from None
+        self._encdec = EncoderDecoder(self._model, start, forced, encoder_input)
         self.encoder_decoder = True
         positions = getattr(config, "max_target_positions", None) or getattr(
             config, "max_position_embeddings", None
