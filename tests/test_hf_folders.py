@@ -18,6 +18,7 @@ import yaml
 import pinbench
 from pinbench.artifacts.hf_folder import HfFolderRefused, describe
 from pinbench.catalog.minilm import TOKENIZER
+from tests.encdec_folders import T5_SENTENCES as ENCDEC_SENTENCES
 from tests.helpers import Cli, dump
 
 SENTENCES = [
@@ -551,61 +552,24 @@ def test_a_whole_hub_repository_is_described_pinned_to_its_commit_and_published(
     assert cli("manifest", "model", "hf://acme/bert-cls@nope", "-o", str(out)).code != 0
 
 
-T5_WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "numbers", "are", "not", "words"]
-T5_SENTENCES = ["the cat sat on the mat", "a dog", "numbers are not words", "cat", "the dogs"]
-
-
 def _t5_folder(folder: Path, architecture: str, pad: Any = "<pad>") -> Path:
-    """A random-weight T5 (encoder-decoder) as the field saves it: a SentencePiece-style
-    tokenizer.json with no padding settings, its pad token named only in
-    tokenizer_config.json (``pad``: a string or transformers' serialised AddedToken)."""
-    import torch
-    import transformers
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from tests.encdec_folders import t5_folder
 
-    torch.manual_seed(0)
-    pieces = ["<pad>", "</s>", "<unk>", *(f"▁{w}" for w in T5_WORDS), *"abcdefghijklmnopqrstuvwxyz"]
-    scores = [(p, -1.0 if p.startswith("▁") else -5.0) for p in pieces]
-    tokenizer = Tokenizer(models.Unigram(scores, unk_id=2, byte_fallback=False))
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", 1)]
-    )
-    tokenizer.add_special_tokens(["<pad>", "</s>", "<unk>"])
-    config = transformers.T5Config(  # type: ignore[call-arg]
-        vocab_size=len(pieces),
-        d_model=16,
-        d_kv=8,
-        d_ff=32,
-        num_layers=1,
-        num_heads=2,
-        pad_token_id=0,
-        eos_token_id=1,
-        decoder_start_token_id=0,
-    )
-    getattr(transformers, architecture)(config).eval().save_pretrained(folder)
-    tokenizer.save(str(folder / "tokenizer.json"))
-    tokenizer_config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "pad_token": pad,
-        "eos_token": "</s>",
-        "unk_token": "<unk>",
-        "model_input_names": ["input_ids", "attention_mask"],
-    }
-    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
-    return folder
+    return t5_folder(folder, architecture, pad)
 
 
 def test_an_encoder_decoder_is_refused_at_manifest_and_publish_naming_its_architecture(
     cli: Cli, tmp_path: Path
 ) -> None:
     """A T5 folder was read as a sentence-embedding model and, declared `type: generation`,
-    published, locked and run into a traceback; it is refused before any of that."""
-    folder = _t5_folder(tmp_path / "t5", "T5ForConditionalGeneration")
+    published, locked and run into a traceback; the bare encoder-decoder (no generating head:
+    its decoder needs ids of its own) is refused before any of that (decision 245 reads
+    ``T5ForConditionalGeneration``: tests/test_generation_encdec.py)."""
+    folder = _t5_folder(tmp_path / "t5", "T5Model")
     out = tmp_path / "t5.yaml"
     done = cli("manifest", "model", str(folder), "--name", "text/t5", "-o", str(out))
     assert done.code == 1 and not out.exists()
-    assert "T5ForConditionalGeneration is an encoder-decoder" in done.err
+    assert "T5Model is an encoder-decoder" in done.err
     assert "is_encoder_decoder: true" in done.err
     from tests.helpers import sha
 
@@ -618,7 +582,7 @@ def test_an_encoder_decoder_is_refused_at_manifest_and_publish_naming_its_archit
         "name": "text/t5",
         "version": "1.0.0",
         "format": "hf-folder",
-        "architecture": "T5ForConditionalGeneration",
+        "architecture": "T5Model",
         "framework": {"name": "transformers", "range": ">=5 <6"},
         "files": files,
         "outputs": [{"name": "logits", "type": "generation"}],
@@ -627,7 +591,7 @@ def test_an_encoder_decoder_is_refused_at_manifest_and_publish_naming_its_archit
     assert cli("init").code == 0
     done = cli("publish", str(out))
     assert done.code == 1
-    assert "T5ForConditionalGeneration is an encoder-decoder" in done.err
+    assert "T5Model is an encoder-decoder" in done.err
     assert "Traceback" not in done.err
 
 
@@ -677,10 +641,10 @@ def test_the_encoder_alone_is_an_encoder_padded_with_the_tokenizer_configs_pad_t
     assert isinstance(manifest, ModelManifest)
     files = {f"t5enc/{n}": p for n, p in _files(folder).items()}
     reference = PreTrainedTokenizerFast.from_pretrained(folder)(
-        T5_SENTENCES, padding="max_length", max_length=LENGTH
+        ENCDEC_SENTENCES, padding="max_length", max_length=LENGTH
     )
     for spec in manifest.inputs:
-        got = preprocess_texts(T5_SENTENCES, spec, files)
+        got = preprocess_texts(ENCDEC_SENTENCES, spec, files)
         np.testing.assert_array_equal(got, np.asarray(reference[spec.name]))
     assert (np.asarray(reference["input_ids"]) == 0).any()  # "<pad>" is id 0: padding happened
 
@@ -688,10 +652,11 @@ def test_the_encoder_alone_is_an_encoder_padded_with_the_tokenizer_configs_pad_t
 @pytest.mark.parametrize(
     ("architecture", "flag", "refused"),
     [
-        ("T5ForConditionalGeneration", True, True),  # generating needs decoder inputs
-        ("BartForConditionalGeneration", True, True),
-        ("MarianMTModel", True, True),
-        ("T5Model", True, True),  # the bare encoder-decoder: its decoder needs ids too
+        ("T5ForConditionalGeneration", True, False),  # generates from its decoder's start
+        ("BartForConditionalGeneration", True, False),
+        ("MarianMTModel", True, False),
+        ("T5Model", True, True),  # the bare encoder-decoder: its decoder needs ids of its own
+        ("BartModel", True, True),
         ("T5EncoderModel", True, False),  # the encoder alone (transformers 4 saved it `true`)
         ("BartForSequenceClassification", True, False),  # builds its decoder's ids itself
         ("T5ForConditionalGeneration", False, False),  # the class decides at load (above)
@@ -706,6 +671,7 @@ def test_which_encoder_decoder_folders_are_read(
     folder = _bert_folder(tmp_path / "folder", "BertModel")
     config = json.loads((folder / "config.json").read_text())
     config["architectures"] = [architecture]
+    config["decoder_start_token_id"] = 0
     if flag is not None:
         config["is_encoder_decoder"] = flag
     (folder / "config.json").write_text(json.dumps(config))

@@ -17,13 +17,16 @@ It refuses a ``config.json`` whose numbers are past their bounds or do not descr
 weights beside it (layer counts, widths, vocabulary, context: ``artifacts.hf_shapes``, from the
 safetensors headers), since transformers builds what the config says before loading anything.
 
-It also refuses what pinbench cannot run: an encoder-decoder (``config.json`` says
-``is_encoder_decoder: true``, as transformers writes it for T5, BART, Marian, Whisper...)
-unless its architecture is one that runs from the tokenizer's inputs alone and whose outputs
-pinbench reads as its head says: a sequence classifier (``*ForSequenceClassification``, which
-builds its decoder's inputs from ``input_ids``) or the encoder alone (``*EncoderModel``).
-Generating with an encoder-decoder (``T5ForConditionalGeneration``) needs decoder inputs
-pinbench's generators do not give (decision 162).
+Of an encoder-decoder (``config.json`` says ``is_encoder_decoder: true``, as transformers
+writes it for T5, BART, Marian, Whisper...) it reads the architectures pinbench runs: a
+sequence classifier (``*ForSequenceClassification``, which builds its decoder's inputs from
+``input_ids``), the encoder alone (``*EncoderModel``), and a generating head
+(``*ForConditionalGeneration``, ``*MTModel``: decision 245), whose decoder starts from the
+``decoder_start_token_id`` that ``generation_config.json`` (else ``config.json``) names, as
+transformers' ``generate`` reads it; a generating head without one is refused. Whisper's
+encoder reads log-mel features: its ``preprocessor_config.json`` is checked as data
+(``artifacts.hf_speech``, decision 246); other speech encoders are refused. The bare models
+(``T5Model``) are refused: their decoder needs inputs pinbench does not give (decision 162).
 
 Only JSON is parsed here (bounded: ``artifacts.jsonsafe``); nothing is imported or executed.
 """
@@ -36,29 +39,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinbench.artifacts.hf_encdec import decoder_start as decoder_start_of
+from pinbench.artifacts.hf_encdec import generates_from_encoder, runnable, speech_encoder
+from pinbench.artifacts.hf_json import HfFolderRefused as HfFolderRefused  # re-exported
+from pinbench.artifacts.hf_json import read_json as read_json
 from pinbench.artifacts.hf_shapes import ShapeMismatch, Weights, check_config
 from pinbench.artifacts.safetensors import NotSafetensors, read_header
-from pinbench.errors import UserError
 
 CONFIG = "config.json"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 SAFETENSORS = ".safetensors"
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_TENSORS = 2**20
 """Tensors all of a folder's safetensors files name together (the largest mixtures of experts
 name under 200,000); with each name at most 1 KiB (``artifacts.safetensors``), what the shape
 rules read is bounded however many shards a folder has."""
 ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9]{0,99}$")
 """A transformers class name: letters and digits, nothing that could name a module path."""
-
-
-class HfFolderRefused(UserError):
-    """A Hugging Face folder pinbench will not load: which file, and why."""
-
-    def __init__(self, *, path: str, reason: str) -> None:
-        super().__init__(f"Hugging Face folder, {path}: {reason}")
-        self.path = path
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,25 +82,15 @@ class HfFolder:
     processor: str | None = None
     """``preprocessor_config.json``'s artifact path, if the folder has one (an image model's
     processor: what its inputs' steps are written from)."""
+    decoder_start: int | None = None
+    """An encoder-decoder that generates (``*ForConditionalGeneration``): the id its decoder
+    starts from (None: not one)."""
+    speech: bool = False
+    """Its encoder reads log-mel features of audio (Whisper's), computed as ``processor``'s
+    ``WhisperFeatureExtractor`` computes them."""
 
     def path(self, name: str) -> str:
         return f"{self.root}/{name}" if self.root else name
-
-
-def read_json(path: Path, label: str) -> Any:
-    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
-
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise HfFolderRefused(
-                path=label, reason=f"{size} bytes: at most {MAX_CONFIG_BYTES} for a JSON file"
-            )
-        return load_json(path.read_bytes())
-    except JsonRefused as exc:
-        raise HfFolderRefused(path=label, reason=str(exc)) from None
-    except OSError as exc:
-        raise HfFolderRefused(path=label, reason=f"cannot read: {exc.strerror}") from None
 
 
 def describe(files: Mapping[str, Path]) -> HfFolder:
@@ -131,7 +117,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         raise HfFolderRefused(path=configs[0], reason="not a JSON object")
     _no_remote_code(config, configs[0])
     architecture = _architecture(config, configs[0])
-    _runnable(config, architecture, configs[0])
+    runnable(config, architecture, configs[0])
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise HfFolderRefused(path=configs[0], reason="no `model_type` string")
@@ -149,6 +135,10 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         None if pickled else _read(files, weights),
         text="tokenizer.json" in inside,
     )
+    decoder_start, speech = None, False
+    if generates_from_encoder(config, architecture):
+        speech = speech_encoder(config, architecture, configs[0], files, inside)
+        decoder_start = decoder_start_of(config, files, inside, configs[0])
     names = tok_config.get("model_input_names", ["input_ids", "attention_mask"])
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise HfFolderRefused(
@@ -176,6 +166,8 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         chat_template=isinstance(template, (str, list)) and bool(template),
         config=config,
         processor=inside.get("preprocessor_config.json"),
+        decoder_start=decoder_start,
+        speech=speech,
     )
 
 
@@ -218,22 +210,6 @@ def _no_remote_code(data: dict[str, Any], label: str) -> None:
             path=label,
             reason="`auto_map` names custom code (trust_remote_code), which pinbench never "
             "runs; publish a model whose architecture transformers ships",
-        )
-
-
-ENCODER_DECODER_RUNS = ("ForSequenceClassification", "EncoderModel")
-"""The architectures of an encoder-decoder that run from the tokenizer's inputs alone."""
-
-
-def _runnable(config: dict[str, Any], architecture: str, label: str) -> None:
-    if config.get("is_encoder_decoder") is True and not architecture.endswith(ENCODER_DECODER_RUNS):
-        raise HfFolderRefused(
-            path=label,
-            reason=f"{architecture} is an encoder-decoder (`is_encoder_decoder: true`), which "
-            "pinbench does not run yet: its decoder needs inputs of its own. Text generation "
-            "takes a decoder-only model (*ForCausalLM, *LMHeadModel); of an encoder-decoder, "
-            "pinbench runs a sequence classifier (*ForSequenceClassification) or the encoder "
-            "alone (*EncoderModel)",
         )
 
 

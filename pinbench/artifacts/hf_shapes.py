@@ -25,6 +25,11 @@ safetensors headers name (``artifacts.safetensors``: headers only, nothing loade
   tokenizer) is at most the largest dimension; a context (``n_positions``,
   ``max_position_embeddings``) at most the rows of a learned position table where there is one,
   and an image's patches (``image_size`` / ``patch_size``) at most a vision position table's.
+- **an encoder-decoder's own numbers** (decision 245): T5's ``d_kv`` times its heads at most the
+  largest dimension, its ``relative_attention_num_buckets`` the rows of every
+  ``relative_attention_bias`` table; Whisper's ``num_mel_bins`` the input channels of its
+  encoder's first convolution, ``max_source_positions`` and ``max_target_positions`` the rows of
+  the encoder's and the decoder's position tables.
 - **every integer** in the file is bounded (``MAX_INT``), and each of the numbers above by its
   own bound, whatever the weights (pickled weights, whose headers cannot be read without
   unpickling, get the bounds only).
@@ -61,6 +66,10 @@ MAX_CONTEXT = 2**20
 """The longest context a config may claim (tokens): a generation run's tokenizer sizes its
 arrays by it."""
 MAX_IMAGE = 2**14
+MAX_MEL_BINS = 1024
+"""A speech model's log-mel channels (Whisper: 80 or 128)."""
+MAX_BUCKETS = 2**16
+"""T5's relative-position buckets (32)."""
 FFN_RATIO = 16
 """A feed-forward width is at most this many times the model's (GPT-2: 4, Gemma: 8)."""
 
@@ -266,6 +275,7 @@ def _check_section(
                 f"(their largest dimension: {weights.largest()})"
             )
     _check_positions(section, prefix, weights if top else None)
+    _check_encoder_decoder(section, prefix, weights if top else None)
 
 
 def _check_layers(section: dict[str, Any], prefix: str, weights: Weights | None) -> None:
@@ -310,6 +320,37 @@ def _check_heads(section: dict[str, Any], prefix: str, weights: Weights | None) 
                 reason=f"`{prefix}{key}: {heads}` heads of `head_dim: {head_dim}` make "
                 f"{heads * head_dim}, more than any tensor of the weights holds (their largest "
                 f"dimension: {weights.largest()})"
+            )
+
+
+def _check_encoder_decoder(section: dict[str, Any], prefix: str, weights: Weights | None) -> None:
+    """T5's head width and relative-position buckets; Whisper's mel channels and its encoder's
+    and decoder's positions (each bounded; matched where the weights hold the tensor)."""
+    shapes = weights.shapes if weights is not None else {}
+    d_kv = _count(section, "d_kv", prefix, MAX_WIDTH)
+    for key in HEADS:
+        for heads in _counts(section, key, prefix, MAX_HEADS):
+            if weights is not None and d_kv is not None and heads * d_kv > weights.largest():
+                raise ShapeMismatch(
+                    reason=f"`{prefix}{key}: {heads}` heads of `d_kv: {d_kv}` make "
+                    f"{heads * d_kv}, more than any tensor of the weights holds (their largest "
+                    f"dimension: {weights.largest()})"
+                )
+    _count(section, "relative_attention_max_distance", prefix, MAX_CONTEXT)
+    rules = (
+        ("relative_attention_num_buckets", MAX_BUCKETS, "relative_attention_bias.weight", 2, 0),
+        ("num_mel_bins", MAX_MEL_BINS, "encoder.conv1.weight", 3, 1),
+        ("max_source_positions", MAX_CONTEXT, "encoder.embed_positions.weight", 2, 0),
+        ("max_target_positions", MAX_CONTEXT, "decoder.embed_positions.weight", 2, 0),
+    )
+    for key, bound, tensor, rank, axis in rules:
+        n = _count(section, key, prefix, bound)
+        held = {s[axis] for name, s in shapes.items() if name.endswith(tensor) and len(s) == rank}
+        if n is not None and held and held != {n}:
+            raise ShapeMismatch(
+                reason=f"`{prefix}{key}: {n}`, but the weights' {tensor} "
+                f"{'has' if len(held) == 1 else 'have'} {' and '.join(map(str, sorted(held)))} "
+                f"({'rows' if axis == 0 else 'input channels'})"
             )
 
 

@@ -5,7 +5,9 @@ The folder's every file (``.git`` left out) with its sha256; the architecture fr
 naming of its heads:
 
 - ``*ForCausalLM`` / ``*LMHeadModel``: a generative model, output ``logits`` of type
-  ``generation`` (prompts are tokenized by the folder's tokenizer at the run; no inputs);
+  ``generation`` (prompts are tokenized by the folder's tokenizer at the run; no inputs); an
+  encoder-decoder's generating head (``*ForConditionalGeneration``) the same, its prompt the
+  encoder's input;
 - ``*ForSequenceClassification``: text inputs (the tokenizer's ``model_input_names``, each a
   ``tokenize`` step on ``tokenizer.json``), output ``logits`` of type ``classification``;
 - ``*ForImageClassification``: one image input, ``pixel_values``, its steps written from the
@@ -177,6 +179,21 @@ def _ports(
     folder: HfFolder, files: dict[str, Path]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     arch = folder.architecture
+    if folder.speech:
+        notes = [
+            f"{arch} is a speech encoder-decoder (log-mel features of audio, computed by its "
+            f"{folder.processor}): run it on a speech-recognition dataset (data.format audio, "
+            "labels transcript-txt/csv/jsonl) with a request's `generation: {max_new_tokens: N}`"
+        ]
+        return [], [{"name": "logits", "type": "generation"}], notes
+    if folder.decoder_start is not None:
+        notes = [
+            f"{arch} is an encoder-decoder that generates from decoder_start_token_id "
+            f"{folder.decoder_start}: run it on a text-generation dataset (data.format "
+            "prompts-jsonl: each prompt is the encoder's input) with a request's "
+            "`generation: {max_new_tokens: N}`"
+        ]
+        return [], [{"name": "logits", "type": "generation"}], notes
     if arch.endswith(GENERATIVE):
         notes = [
             f"{arch} generates text: run it on a text-generation dataset (data.format "

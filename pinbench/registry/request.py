@@ -207,8 +207,8 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     """Train with several workers (Deep500's level 3): a training request's communication
     scheme and worker count (``pinbench.training.distributed``)."""
     generation: GenerationSpec | None = None
-    """How a text-generation dataset's answers are generated (required for one, refused for
-    any other task: checked when the request is locked)."""
+    """How a generating task's (text-generation, speech-recognition) answers are generated
+    (required for one, refused for any other task: checked when the request is locked)."""
     transform: TransformSpec | None = None
     """A transformation of the evaluated network (Deep500's level 1): micro-batching and/or
     onnxruntime's graph optimization, validated against the untransformed network before the

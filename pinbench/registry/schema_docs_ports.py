@@ -282,9 +282,10 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "voice-activity dataset (frame F1, precision, recall, ROC-AUC), or a one-sigmoid "
         "classifier's one value per sample scored on a classification dataset of classes 0 "
         "and 1 (accuracy, F1, ROC-AUC); 'generation': a causal "
-        "language model's next-token logits (a Hugging Face folder, format hf-folder), from "
-        "which answers are generated token by token for a text-generation dataset (TTFT, TPOT, "
-        "tokens/s; ROUGE, exact match, perplexity).",
+        "language model's or an encoder-decoder's next-token logits (a Hugging Face folder, "
+        "format hf-folder), from which answers are generated token by token for a "
+        "text-generation dataset (TTFT, TPOT, tokens/s; ROUGE, exact match, perplexity) or, "
+        "by a Whisper folder, a speech-recognition dataset (WER, CER).",
         "steps": "The postprocessing, as the task reading the output applies it: softmax, "
         "argsort and topk on a classification output's (N, classes) scores (argsort or topk "
         "last); every step, in order, on an embedding output; none on the other types. A "

@@ -21,6 +21,7 @@ TASKS: dict[str, str] = {
     "text-recognition": "pinbench.tasks.text_recognition.task:TextRecognition",
     "voice-activity": "pinbench.tasks.vad.task:VoiceActivity",
     "text-generation": "pinbench.tasks.generation.task:TextGeneration",
+    "speech-recognition": "pinbench.tasks.speech.task:SpeechRecognition",
     "other": "pinbench.tasks.classification.task:Other",
 }
 

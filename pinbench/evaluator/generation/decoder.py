@@ -46,6 +46,10 @@ class Generator(ABC):
         self._tokenizer: Any = None
         self._end: set[int] = set()
         self.context: int | None = None
+        self.encoder_decoder = False
+        """The prompt is the encoder's (``context`` bounds it alone) and the answer the
+        decoder's (``decoder_context`` bounds it): decision 245."""
+        self.decoder_context: int | None = None
 
     @abstractmethod
     def open(self, model: ModelFiles, threads: int | None) -> None:
@@ -138,7 +142,15 @@ class Generator(ABC):
         ``max_new_tokens`` within the context; never truncated."""
         if spec.chat_template:
             prompts = [self.chat_text(p) for p in prompts]
-        limit = (self.context or NO_CONTEXT + spec.max_new_tokens) - spec.max_new_tokens
+        if self.encoder_decoder:
+            limit = self.context or NO_CONTEXT
+            if self.decoder_context is not None and spec.max_new_tokens > self.decoder_context:
+                raise UserError(
+                    f"max_new_tokens {spec.max_new_tokens} passes the decoder's context of "
+                    f"{self.decoder_context} tokens: lower it"
+                )
+        else:
+            limit = (self.context or NO_CONTEXT + spec.max_new_tokens) - spec.max_new_tokens
         if limit < 1:
             raise PromptTooLong(
                 sample=0, tokens=1, new=spec.max_new_tokens, context=self.context or 0

@@ -4,6 +4,7 @@ token scenario, then (accuracy mode) the answers scored against the references."
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
-from pinbench.evaluator.generation.decoder import Generator
+from pinbench.evaluator.generation.decoder import First, Generator
 from pinbench.evaluator.generation.scenario import run_token_scenario
 from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
 from pinbench.registry.names import Kind
@@ -38,9 +39,13 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
     samples = load_samples(body.dataset, data_art, job.data_paths)
-    assert samples.texts is not None
-    references: list[str | None] = samples.truth or [None] * len(samples.texts)
-    count = min(len(samples.texts), scenario.sample_count or len(samples.texts))
+    speech = samples.texts is None  # a speech-recognition dataset's audio files
+    names = [f.path for f in samples.files or []] if speech else samples.texts
+    assert names is not None
+    references: list[str | None] = samples.truth or [None] * len(names)
+    count = min(len(names), scenario.sample_count or len(names))
+    if speech and body.batch_size != 1:
+        raise UserError("speech-to-text answers one sample at a time: batch_size 1")
     if accuracy and any(r is None for r in references[:count]):
         missing = next(i for i, r in enumerate(references[:count]) if r is None)
         raise DatasetError(
@@ -49,21 +54,31 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             f"{missing} has none",
         )
     generator = _generator(body.environment.framework if body.environment else "")
-    say("loading the model and tokenizing the prompts (outside any timed region)")
+    say(
+        "loading the model and "
+        + ("computing the audio's features" if speech else "tokenizing the prompts")
+        + " (outside any timed region)"
+    )
     try:
         generator.open(model_files(job), body.threads)
-        prompts = generator.encode_prompts(samples.texts[:count], spec, job.stop.check)
+        if speech:
+            features = _features(generator, samples.files or [], count, job)
+            answer = _speech_answers(generator, features, spec)
+            prompts: list[list[int]] = [[0]] * count  # one place per sample: the features
+        else:
+            prompts = generator.encode_prompts(names[:count], spec, job.stop.check)
+            answer = lambda index, first: generator.generate(prompts[index], spec, index, first)  # noqa: E731
         job.stop.check()
         batch = body.batch_size
         # an accuracy run's one query holds the prompts once: no batch is larger than them
         widest = min(batch, count) if accuracy else batch
-        expected = _warm_up(generator, prompts, widest, spec, job)
+        expected = _warm_up(generator, prompts, widest, spec, job, answer)
         say(
             f"running {scenario.name} ({scenario.mode}), token latencies, {count} prompts"
             + (f", {batch} at a time" if batch > 1 else "")
         )
         measurement = run_token_scenario(
-            lambda index, first: generator.generate(prompts[index], spec, index, first),
+            answer,
             count,
             scenario,
             spec,
@@ -87,9 +102,12 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         evidence.tokens = np.stack([measurement.ttft_ns, measurement.tokens], axis=1)
         details: dict[str, Any] = {
             "tokenizer": f"tokenizers {version('tokenizers')}",
-            "prompt_tokens_mean": float(np.mean([len(p) for p in prompts])),
             "settings": {"max_new_tokens": spec.max_new_tokens, "sampling": spec.sampling},
         }
+        if speech:
+            details["features"] = f"WhisperFeatureExtractor, transformers {version('transformers')}"
+        else:
+            details["prompt_tokens_mean"] = float(np.mean([len(p) for p in prompts]))
         if measurement.batches:
             details["batches"] = measurement.batches
         if accuracy:
@@ -98,20 +116,21 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
                 job,
                 body.dataset.task,
                 generator,
-                prompts,
-                samples.texts[:count],
+                None if speech else prompts,
+                names[:count],
                 references[:count],
                 measurement.answers,
                 spec,
                 evidence,
             )
-            from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
+            if not speech:  # speech-to-text records WER and CER, no ROUGE
+                from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
 
-            details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
-            details["stemmer"] = STEMMER
+                details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
+                details["stemmer"] = STEMMER
             details["samples"] = [
                 {
-                    "prompt": samples.texts[i],
+                    ("audio" if speech else "prompt"): names[i],
                     "answer": generator.answer_text(measurement.answers[i], spec),
                     "reference": references[i],
                 }
@@ -144,7 +163,12 @@ def _generator(framework: str) -> Generator:
 
 
 def _warm_up(
-    generator: Generator, prompts: list[list[int]], batch: int, spec: Any, job: Job
+    generator: Generator,
+    prompts: list[list[int]],
+    batch: int,
+    spec: Any,
+    job: Job,
+    answer: Callable[[int, First], list[int]],
 ) -> int:
     """Untimed answers to the first prompt, or the first batch of them (at least two and half
     a second); their median whole time is LoadGen's expected latency (of a batch)."""
@@ -157,7 +181,7 @@ def _warm_up(
     ):
         t0 = time.perf_counter_ns()
         if batch == 1:
-            generator.generate(rows[0], spec, 0, lambda: None)
+            answer(0, _nothing)
         else:
             generator.generate_batch(rows, spec, list(range(batch)), _nothing, _nothing)
         times.append(time.perf_counter_ns() - t0)
@@ -169,11 +193,40 @@ def _nothing(*_: object) -> None:
     pass
 
 
+def _features(generator: Generator, files: list[Any], count: int, job: Job) -> list[Any]:
+    """The audio samples' log-mel features (``speech``), before anything is timed."""
+    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+
+    if not isinstance(generator, TorchGenerator):
+        raise UserError(
+            "a speech-recognition dataset is answered by a Whisper folder on transformers; the "
+            "lockfile's framework generates from text prompts alone"
+        )
+    folder = generator.folder
+    if not folder.speech or folder.processor is None:
+        raise UserError(
+            f"a speech-recognition dataset is answered by a speech encoder-decoder (Whisper's "
+            f"*ForConditionalGeneration); {folder.architecture} reads text"
+        )
+    extractor = extractor_of(generator.files[folder.processor], folder.processor)
+    return audio_features(files[:count], extractor, job.stop.check)
+
+
+def _speech_answers(
+    generator: Generator, features: list[Any], spec: Any
+) -> Callable[[int, First], list[int]]:
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+
+    assert isinstance(generator, TorchGenerator)
+    return lambda index, first: generator.generate_features(features[index], spec, index, first)
+
+
 def _score(
     job: Job,
     task_name: str,
     generator: Generator,
-    prompts: list[list[int]],
+    prompts: list[list[int]] | None,
     prompt_texts: list[str],
     references: list[str | None],
     answers: dict[int, list[int]],
@@ -183,14 +236,17 @@ def _score(
     from pinbench.tasks.registry import task
 
     order = sorted(answers)
-    if order != list(range(len(prompts))):
+    if order != list(range(len(prompt_texts))):
         raise UserError(
-            f"an accuracy run answers every prompt once: {len(order)} of {len(prompts)} answered"
+            f"an accuracy run answers every prompt once: {len(order)} of {len(prompt_texts)} "
+            "answered"
         )
     texts = [generator.answer_text(answers[i], spec) for i in order]
     refs = [r for r in references if r is not None]
-    pairs = generator.reference_ids(prompt_texts, refs, spec, job.stop.check)
-    losses = [generator.reference_loss(ids, start) for ids, start in pairs]
+    losses: list[tuple[float, int]] = []
+    if prompts is not None:  # speech-to-text scores no perplexity
+        pairs = generator.reference_ids(prompt_texts, refs, spec, job.stop.check)
+        losses = [generator.reference_loss(ids, start) for ids, start in pairs]
     evidence.metrics.update(task(task_name).score_answers(texts, refs, losses))
     width = max(len(answers[i]) for i in order)
     ids = np.full((len(order), width), -1, dtype=np.int64)

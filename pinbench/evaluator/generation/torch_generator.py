@@ -1,16 +1,21 @@
-"""Generating with transformers (PyTorch): a prefill, then one token a step with the KV cache."""
+"""Generating with transformers (PyTorch): a prefill, then one token a step with the KV cache;
+an encoder-decoder's loop is ``encdec``'s."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pinbench.evaluator.generation.decoder import First, Generator
+from pinbench.errors import UserError
+from pinbench.evaluator.generation.decoder import NO_CONTEXT, First, Generator
 from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
 
 if TYPE_CHECKING:
+    from pinbench.artifacts.hf_folder import HfFolder
     from pinbench.evaluator.generation.chat_template import ChatTemplate
+    from pinbench.evaluator.generation.encdec import EncoderDecoder
 
 
 class TorchGenerator(Generator):
@@ -19,6 +24,7 @@ class TorchGenerator(Generator):
         self._model: Any = None
         self._chat: Any = None
         self._threads: int | None = None
+        self._encdec: EncoderDecoder | None = None
 
     def open(self, model: ModelFiles, threads: int | None) -> None:
         import torch
@@ -44,6 +50,48 @@ class TorchGenerator(Generator):
         )
         self._folder = folder
         self._files = model.files
+        if folder.decoder_start is not None:
+            encoder_input = "input_features" if folder.speech else "input_ids"
+            self._open_encoder_decoder(folder.decoder_start, encoder_input)
+
+    def _open_encoder_decoder(self, start: int, encoder_input: str) -> None:
+        from pinbench.evaluator.generation.encdec import EncoderDecoder, Forced
+        from pinbench.evaluator.predictors.base import ModelLoadError
+
+        config = self._model.config
+        forced = Forced.of(self._model.generation_config)
+        try:
+            forced.check(int(self._model.get_output_embeddings().weight.shape[0]))
+        except ValueError as exc:
+            raise ModelLoadError(
+                model=self._folder.path("generation_config.json"), reason=str(exc)
+            ) from None
+        self._encdec = EncoderDecoder(self._model, start, forced, encoder_input)
+        self.encoder_decoder = True
+        positions = getattr(config, "max_target_positions", None) or getattr(
+            config, "max_position_embeddings", None
+        )
+        self.decoder_context = positions if isinstance(positions, int) else None
+        if encoder_input != "input_ids":
+            self.context = None
+
+    @property
+    def folder(self) -> HfFolder:
+        return self._folder
+
+    @property
+    def files(self) -> dict[str, Path]:
+        return dict(self._files)
+
+    def encode_prompts(
+        self, prompts: list[str], spec: GenerationSpec, stop: First
+    ) -> list[list[int]]:
+        if self._folder.speech:
+            raise UserError(
+                f"{self._folder.architecture} reads audio (log-mel features), not a prompt's "
+                "tokens: run it on a speech-recognition dataset (data.format audio)"
+            )
+        return super().encode_prompts(prompts, spec, stop)
 
     def chat_text(self, prompt: str) -> str:
         from pinbench.evaluator.predictors.base import ModelLoadError
@@ -89,6 +137,10 @@ class TorchGenerator(Generator):
         generator = None
         if spec.sampling == "seeded":
             generator = torch.Generator().manual_seed((spec.seed + index) % (2**63))
+        if self._encdec is not None:
+            return self._encdec.generate(
+                torch.tensor([ids]), spec, generator, _pick, self.ends, first
+            )
         with torch.inference_mode():
             out = model(input_ids=torch.tensor([ids]), use_cache=True)
             past = out.past_key_values
@@ -116,6 +168,9 @@ class TorchGenerator(Generator):
         no longer read."""
         import torch
 
+        if self._encdec is not None:
+            self._encoder_decoder_batch(rows, spec, indexes, first, done)
+            return
         model = self._model
         width = max(len(r) for r in rows)
         ids = torch.zeros((len(rows), width), dtype=torch.long)
@@ -155,12 +210,77 @@ class TorchGenerator(Generator):
                 )
                 step = step + 1
 
+    def generate_features(
+        self, features: Any, spec: GenerationSpec, index: int, first: First
+    ) -> list[int]:
+        """A speech encoder-decoder's answer to one sample's log-mel features."""
+        import torch
+
+        assert self._encdec is not None and self._encdec.encoder_input == "input_features"
+        generator = None
+        if spec.sampling == "seeded":
+            generator = torch.Generator().manual_seed((spec.seed + index) % (2**63))
+        inputs = torch.from_numpy(features).to(self._model.dtype)
+        return self._encdec.generate(inputs, spec, generator, _pick, self.ends, first)
+
+    def _encoder_decoder_batch(
+        self,
+        rows: list[list[int]],
+        spec: GenerationSpec,
+        indexes: list[int],
+        first: First,
+        done: Callable[[int, list[int]], None],
+    ) -> None:
+        """The prompts right-padded under an attention mask, as transformers' tokenizer pads
+        an encoder's inputs (the padded places are masked out of every attention)."""
+        import torch
+
+        assert self._encdec is not None
+        width = max(len(r) for r in rows)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = torch.tensor(row)
+            mask[r, : len(row)] = 1
+        generators: list[Any] = [None] * len(rows)
+        if spec.sampling == "seeded":
+            generators = [torch.Generator().manual_seed((spec.seed + i) % (2**63)) for i in indexes]
+        self._encdec.generate_batch(ids, mask, spec, generators, _pick, self.ends, first, done)
+
+    def reference_ids(
+        self, prompts: list[str], references: list[str], spec: GenerationSpec, stop: First
+    ) -> list[tuple[list[int], int]]:
+        """An encoder-decoder's reference is the decoder's answer: the prompt's ids (as the
+        run encoded them) then the reference's, tokenized alone as transformers' tokenizer
+        makes a model's ``labels`` (special tokens included: T5's ``</s>``), cut at the
+        decoder's context; the reference's begin after the prompt's."""
+        if self._encdec is None:
+            return super().reference_ids(prompts, references, spec, stop)
+        texts = [self.chat_text(p) for p in prompts] if spec.chat_template else list(prompts)
+        encoded = self.encode_all(
+            texts,
+            limit=self.context or NO_CONTEXT,
+            truncate=False,
+            special=not spec.chat_template,
+            stop=stop,
+        )
+        answers = self.encode_all(
+            [r.strip() for r in references],
+            limit=self.decoder_context or NO_CONTEXT,
+            truncate=True,
+            special=True,
+            stop=stop,
+        )
+        return [(p + a, len(p)) for p, a in zip(encoded, answers, strict=True)]
+
     def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
         import torch
 
         ref = ids[start:]
         if not ref:
             return 0.0, 0
+        if self._encdec is not None:
+            return self._encdec.reference_loss(torch.tensor([ids[:start]]), ref), len(ref)
         with torch.inference_mode():
             logits = self._model(input_ids=torch.tensor([ids])).logits[0].float()
         picked = torch.log_softmax(logits[start - 1 : len(ids) - 1], dim=-1)
@@ -169,6 +289,7 @@ class TorchGenerator(Generator):
 
     def close(self) -> None:
         self._model = None
+        self._encdec = None
         if self._threads is not None:
             import torch
 

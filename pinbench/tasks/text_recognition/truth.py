@@ -28,7 +28,7 @@ def read_texts(
     where = labels.path
     assert where is not None  # Task.check_labels
     text = read_text(read(where), where)
-    if labels.format == "text-txt":
+    if labels.format.endswith("-txt"):  # text-txt, and speech-recognition's transcript-txt
         texts = split_lines(text, where)
         for number, line in enumerate(texts, start=1):
             if not line.strip():
@@ -43,7 +43,8 @@ def read_texts(
             )
     else:
         assert samples is not None and folder is not None  # by_file_name: a folder of files
-        rows = _csv_rows(text, where) if labels.format == "text-csv" else _jsonl_rows(text, where)
+        csv_rows = labels.format.endswith("-csv")
+        rows = _csv_rows(text, where) if csv_rows else _jsonl_rows(text, where)
         texts = _by_file(rows, samples, folder, where)
     for i, found in enumerate(texts):
         if len(found) > MAX_TEXT_CHARS:

@@ -56,6 +56,26 @@ def _takes_decoder_inputs(cls: Any) -> bool:
     return "decoder_input_ids" in inspect.signature(cls.forward).parameters
 
 
+def _generates(transformers: Any, cls: Any, folder: HfFolder) -> None:
+    """A class that generates text: a decoder-only model, or an encoder-decoder whose folder
+    says it is one and names its decoder's start (``HfFolder.decoder_start``)."""
+    if not issubclass(cls, transformers.GenerationMixin):
+        why = "does not generate text"
+    elif _takes_decoder_inputs(cls) and folder.decoder_start is None:
+        why = (
+            "is an encoder-decoder (its forward takes decoder_input_ids) whose config.json does "
+            "not say `is_encoder_decoder: true`, so its decoder's start was not read"
+        )
+    else:
+        return
+    raise ModelLoadError(
+        model=folder.path("config.json"),
+        reason=f"{folder.architecture} {why} (a text-generation run needs a causal language "
+        "model, *ForCausalLM / *LMHeadModel, or an encoder-decoder's generating head, "
+        "*ForConditionalGeneration)",
+    )
+
+
 def load_model(model: ModelFiles, *, generation: bool = False) -> tuple[Any, HfFolder]:
     """The model in eval mode (``ModelLoadError`` with the reason)."""
     folder, root = folder_of(model)
@@ -80,20 +100,8 @@ def load_model(model: ModelFiles, *, generation: bool = False) -> tuple[Any, HfF
             reason=f"transformers {transformers.__version__} has no model class "
             f"{folder.architecture!r}",
         )
-    if generation and (
-        not issubclass(cls, transformers.GenerationMixin) or _takes_decoder_inputs(cls)
-    ):
-        why = (
-            "is an encoder-decoder (its forward takes decoder_input_ids), which pinbench does "
-            "not generate with yet"
-            if _takes_decoder_inputs(cls)
-            else "does not generate text"
-        )
-        raise ModelLoadError(
-            model=folder.path("config.json"),
-            reason=f"{folder.architecture} {why} (a text-generation run needs a decoder-only "
-            "causal language model, e.g. *ForCausalLM / *LMHeadModel)",
-        )
+    if generation:
+        _generates(transformers, cls, folder)
     try:
         loader: Any = cls
         loaded = loader.from_pretrained(

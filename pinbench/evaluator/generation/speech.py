@@ -1,0 +1,66 @@
+"""Speech-to-text inputs (decision 246): each audio sample's log-mel features, computed before
+anything is timed as the model folder's ``WhisperFeatureExtractor`` computes them (transformers'
+own code, from the settings ``artifacts.hf_speech`` checked), from the sample's waveform
+(``evaluator.audio``: PCM WAV, channels mixed, resampled to the extractor's rate).
+
+A sample longer than the extractor's window (``chunk_length`` seconds) is refused naming it:
+the extractor would cut it silently, and long-form transcription (windows stitched together)
+is not what this runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.errors import UserError
+from pinbench.evaluator.datasets import SampleFile
+
+Features = npt.NDArray[np.float32]
+
+
+class AudioTooLong(UserError):
+    def __init__(self, *, name: str, seconds: float, window: int) -> None:
+        super().__init__(
+            f"audio sample {name} is {seconds:.2f} s: the model's feature extractor reads "
+            f"{window} s windows and would cut the rest (long-form transcription is not run: "
+            "split the file)"
+        )
+        self.name = name
+        self.seconds = seconds
+        self.window = window
+
+
+def extractor_of(processor: Path, name: str) -> Any:
+    """The folder's ``WhisperFeatureExtractor`` from its (checked) settings."""
+    from pinbench.artifacts.hf_folder import read_json
+    from pinbench.evaluator.predictors.transformers.loading import import_transformers
+
+    settings = read_json(processor, name)
+    return import_transformers().WhisperFeatureExtractor.from_dict(settings)
+
+
+def audio_features(
+    files: Sequence[SampleFile], extractor: Any, stop: Callable[[], None]
+) -> list[Features]:
+    """Each file's features ``(1, mel channels, frames)``, float32, in order."""
+    from pinbench.evaluator.audio import read_wav, resample
+
+    rate = int(extractor.sampling_rate)
+    out: list[Features] = []
+    for sample in files:
+        stop()
+        wave, found = read_wav(sample.local, name=sample.path, channel="mix")
+        if found != rate:
+            wave = resample(wave, rate_from=found, rate_to=rate, name=sample.path)
+        if len(wave) > extractor.n_samples:
+            raise AudioTooLong(
+                name=sample.path, seconds=len(wave) / rate, window=int(extractor.chunk_length)
+            )
+        made = extractor(wave, sampling_rate=rate, return_tensors="np").input_features
+        out.append(np.ascontiguousarray(made, dtype=np.float32))
+    return out

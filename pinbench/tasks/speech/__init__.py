@@ -1,0 +1,18 @@
+"""Speech recognition (speech-to-text, decision 246): an encoder-decoder (Whisper) reads each
+sample's audio as log-mel features and generates its transcript token by token; the decoded
+text is scored against the sample's reference with WER and CER.
+
+**Samples**: a folder of PCM WAV files (``data.format: audio``), in path order.
+
+**Ground truth**: one transcript per sample, read as text recognition reads its texts
+(``pinbench.tasks.text_recognition``): ``transcript-txt`` (one line per sample, in sample
+order), ``transcript-csv`` (columns ``file``, ``text``) or ``transcript-jsonl``
+(``{"file": ..., "text": ...}``), the latter two by file name.
+
+**Metrics**: ``wer``, ``cer`` and ``exact_match`` exactly as text recognition defines them
+(corpus-level Levenshtein distances over words, then code points, each sum divided by the
+references' total; the texts as written: no case folding or normalisation, which jiwer's
+``wer``/``cer`` do not do either), over the decoded answers (special tokens skipped, as
+transformers' ``batch_decode(skip_special_tokens=True)`` gives them). Undefined (the run
+fails) where the references hold no word or no character.
+"""

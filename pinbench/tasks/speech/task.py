@@ -1,0 +1,74 @@
+"""Speech recognition: audio samples answered by generating (``evaluator.generation``), the
+answers scored with WER and CER (the package's docstring defines them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.errors import UserError
+from pinbench.evaluator.lines import LabelProblem
+from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
+from pinbench.tasks.parity import Agreement, Recorded
+
+
+class SpeechRecognition(Task):
+    name = "speech-recognition"
+    title = "speech recognition"
+    generates = True
+    label_formats = ("transcript-txt", "transcript-csv", "transcript-jsonl")
+    by_file_name = ("transcript-csv", "transcript-jsonl")
+    metrics = (
+        Metric("wer", "WER", unit="ratio", higher_is_better=False, headline=True),
+        Metric("cer", "CER", unit="ratio", higher_is_better=False),
+        Metric("exact_match", "exact match"),
+        Metric("references_count", "references", unit="count"),
+    )
+
+    def check_labels(self, labels: Any, *, per_file: bool) -> None:
+        super().check_labels(labels, per_file=per_file)
+        if labels.path is None:
+            raise ValueError(f"labels of format {labels.format} need `path`: the transcripts")
+        if labels.classes is not None or labels.names is not None:
+            raise ValueError(
+                "transcripts are each sample's text, not classes: leave out `classes` and `names`"
+            )
+
+    def read_truth(self, source: TruthSource) -> dict[str, Any]:
+        from pinbench.tasks.text_recognition.truth import read_texts
+
+        if source.dataset.data is None or source.dataset.data.format != "audio":
+            raise LabelProblem(
+                path="data",
+                reason="a speech-recognition dataset's samples are a folder of WAV files "
+                "(data.format audio)",
+            )
+        texts = read_texts(
+            source.dataset.labels,
+            samples=source.listed,
+            count=source.count,
+            folder=source.folder,
+            read=source.paths.__getitem__,
+        )
+        return {"truth": texts}
+
+    def score_answers(
+        self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
+    ) -> dict[str, float]:
+        from pinbench.tasks.text_recognition.metrics import text_metrics
+
+        metrics = text_metrics(answers, references)
+        metrics["references_count"] = float(len(references))
+        return metrics
+
+    def parity(self, reference: Recorded, other: Recorded) -> Agreement:
+        """The answers' token ids, as text generation compares them."""
+        from pinbench.tasks.generation.task import TextGeneration
+
+        return TextGeneration().parity(reference, other)
+
+    def prepare(self, context: Context) -> Scorer | None:
+        raise UserError(
+            "a speech-recognition dataset is answered by generating (pinbench.evaluator."
+            "generation, with a request's `generation` section), not by one prediction per "
+            "sample"
+        )

@@ -1,0 +1,343 @@
+"""Speech-to-text (decision 246): a tiny random-weight Whisper built here, described by
+``manifest model``, published with a speech-recognition dataset of WAV files and transcripts,
+locked and run through pinbench. Its answers are the token ids transformers' own
+``generate`` gives on the features its own ``WhisperFeatureExtractor`` computes; WER and CER
+are jiwer's and a direct edit distance's; TTFT/TPOT are LoadGen's. A feature extractor
+pinbench cannot compute with, or one that does not describe the encoder, is refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pinbench
+from pinbench.artifacts.hf_folder import HfFolderRefused, describe
+from pinbench.errors import PinbenchError
+from tests.encdec_folders import RATE, whisper_folder, write_wav
+
+NEW = 5
+TONES = (220, 440, 880, 1760)
+TRANSCRIPTS = ["w8 w31 w46", "w32 w44 w7 w31", "w46 w20", "w8 w31 w8 w31 w49"]
+
+
+@pytest.fixture(scope="module")
+def whisper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path, Path]]:
+    """A registry with the Whisper folder, the transformers framework and the dataset."""
+    from pinbench.authoring.hf_model import hf_manifest
+    from pinbench.catalog import frameworks
+    from tests.helpers import dump, sha
+
+    root = tmp_path_factory.mktemp("whisper")
+    folder = whisper_folder(root / "whisper")
+    data, notes = hf_manifest(
+        folder,
+        base=root,
+        name="speech/whisper",
+        version="1.0.0",
+        framework_range=None,
+        steps=None,
+        classification=[],
+    )
+    assert data["outputs"] == [{"name": "logits", "type": "generation"}]
+    assert "speech-recognition" in notes[0]
+    reg = pinbench.Registry(root / "home")
+    reg.init()
+    reg.publish(frameworks.write(root, "transformers"))
+    reg.publish(dump(root / "whisper.yaml", data))
+    (root / "clips").mkdir()
+    t = np.arange(RATE // 2) / RATE
+    for i, tone in enumerate(TONES):
+        write_wav(root / "clips" / f"{i}.wav", 0.3 * np.sin(2 * np.pi * tone * t))
+    (root / "transcripts.txt").write_text("".join(f"{t}\n" for t in TRANSCRIPTS))
+    files = [*(f"clips/{i}.wav" for i in range(len(TONES))), "transcripts.txt"]
+    entries = [
+        {"path": p, "sha256": sha((root / p).read_bytes()), "size": (root / p).stat().st_size}
+        for p in files
+    ]
+    reg.publish(
+        dump(
+            root / "dataset.yaml",
+            {
+                "kind": "dataset",
+                "name": "tones",
+                "version": "1.0.0",
+                "task": "speech-recognition",
+                "data": {"format": "audio", "path": "clips"},
+                "labels": {"format": "transcript-txt", "path": "transcripts.txt"},
+                "files": entries,
+            },
+        )
+    )
+    yield reg, folder, root
+
+
+def _run(registry: Any, **scenario: Any) -> Any:
+    request = {
+        "model": "speech/whisper@1",
+        "dataset": "tones@1",
+        "generation": {"max_new_tokens": NEW},
+        "scenario": scenario,
+    }
+    run = registry.lock(request)[0].run(runner="local")
+    assert run.status == "succeeded", run.error
+    return run
+
+
+def _edits(a: list[str], b: list[str]) -> int:
+    """Levenshtein distance, the textbook table."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, start=1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, start=1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
+    whisper: tuple[Any, Path, Path], tmp_path: Path
+) -> None:
+    import jiwer
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+    registry, folder, root = whisper
+    run = _run(registry, mode="accuracy")
+    run.export_outputs(tmp_path / "ids.npy")
+    ids = np.load(tmp_path / "ids.npy", allow_pickle=False)
+    assert ids.shape == (len(TONES), NEW)
+
+    extractor = WhisperFeatureExtractor.from_pretrained(folder)
+    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    answers = []
+    for i, row in enumerate(ids):
+        with wave.open(str(root / "clips" / f"{i}.wav")) as clip:
+            pcm = np.frombuffer(clip.readframes(clip.getnframes()), "<i2")
+        features = extractor(pcm / 32768.0, sampling_rate=RATE, return_tensors="pt")
+        with torch.inference_mode():
+            out = model.generate(features.input_features, max_new_tokens=NEW, do_sample=False)
+        assert row[row >= 0].tolist() == out[0].tolist()  # Whisper's leaves its start out
+        answers.append(tokenizer.decode(out[0].tolist(), skip_special_tokens=True))
+    assert len(set(answers)) > 1  # the sounds make a difference
+
+    metrics = run.metrics
+    assert metrics["wer"] == pytest.approx(jiwer.wer(TRANSCRIPTS, answers))
+    assert metrics["cer"] == pytest.approx(jiwer.cer(TRANSCRIPTS, answers))
+    words = sum(_edits(a.split(), r.split()) for a, r in zip(answers, TRANSCRIPTS, strict=True))
+    chars = sum(_edits(list(a), list(r)) for a, r in zip(answers, TRANSCRIPTS, strict=True))
+    assert metrics["wer"] == pytest.approx(words / sum(len(r.split()) for r in TRANSCRIPTS))
+    assert metrics["cer"] == pytest.approx(chars / sum(len(r) for r in TRANSCRIPTS))
+    assert metrics["wer"] > 0 and metrics["references_count"] == len(TRANSCRIPTS)
+    assert "perplexity" not in metrics
+    assert metrics["tokens_count"] == len(TONES) * NEW
+    assert metrics["framework_ttft_mean_ns"] > 0 and metrics["framework_tpot_mean_ns"] > 0
+    assert "rouge_variant" not in run.view()["details"]["generation"]
+    shown = run.view()["details"]["generation"]["samples"]
+    assert shown[0] == {"audio": "clips/0.wav", "answer": answers[0], "reference": TRANSCRIPTS[0]}
+
+    performance = _run(registry, mode="performance", min_query_count=8, min_duration_ms=0)
+    for key in ("ttft_p90_ns", "tpot_p90_ns"):
+        assert performance.metrics[key] > 0, key
+
+
+def test_a_sample_longer_than_the_window_and_a_batch_are_refused(
+    whisper: tuple[Any, Path, Path], tmp_path: Path
+) -> None:
+    """The extractor would cut a sample past its one-second window silently; a batch of
+    samples is not what the speech loop answers. Each is refused naming what is wrong."""
+    from tests.helpers import dump, sha
+
+    registry = whisper[0]
+    request: dict[str, Any] = {
+        "model": "speech/whisper@1",
+        "dataset": "tones@1",
+        "generation": {"max_new_tokens": NEW},
+        "batch_size": 2,
+        "scenario": {"name": "Offline", "mode": "accuracy"},
+    }
+    with pytest.raises(PinbenchError, match="speech-to-text answers one sample at a time"):
+        registry.lock(request)[0].run(runner="local")
+    (tmp_path / "clips").mkdir()
+    clip = write_wav(tmp_path / "clips" / "long.wav", np.zeros(RATE * 2))
+    (tmp_path / "t.txt").write_text("w1\n")
+    entries = [
+        {
+            "path": p,
+            "sha256": sha((tmp_path / p).read_bytes()),
+            "size": (tmp_path / p).stat().st_size,
+        }
+        for p in ("clips/long.wav", "t.txt")
+    ]
+    assert clip.exists()
+    registry.publish(
+        dump(
+            tmp_path / "dataset.yaml",
+            {
+                "kind": "dataset",
+                "name": "long-tone",
+                "version": "1.0.0",
+                "task": "speech-recognition",
+                "data": {"format": "audio", "path": "clips"},
+                "labels": {"format": "transcript-txt", "path": "t.txt"},
+                "files": entries,
+            },
+        )
+    )
+    request.update(dataset="long-tone@1", batch_size=1, scenario={"mode": "accuracy"})
+    with pytest.raises(PinbenchError, match=r"clips/long.wav is 2.00 s: .* reads 1 s windows"):
+        registry.lock(request)[0].run(runner="local")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"dither": 1.0}, "adds random noise"),
+        ({"n_fft": 2**40}, "`n_fft: 1099511627776` must be an integer from 2 to 16384"),
+        ({"chunk_length": 10**6}, "`chunk_length: 1000000` must be an integer"),
+        ({"feature_size": 80}, "`feature_size: 80` mel channels, but config.json's num_mel_bins"),
+        ({"nb_max_frames": 99}, "`nb_max_frames: 99` is not n_samples // hop_length"),
+        ({"feature_extractor_type": "SeamlessM4TFeatureExtractor"}, "WhisperFeatureExtractor only"),
+        ({"chunk_length": 2, "n_samples": 32000, "nb_max_frames": 200}, "2 x max_source_positions"),
+        (None, "needs its preprocessor_config.json"),
+    ],
+)
+def test_a_feature_extractor_pinbench_cannot_compute_with_is_refused(
+    whisper: tuple[Any, Path, Path], tmp_path: Path, change: dict[str, Any] | None, message: str
+) -> None:
+    folder = shutil.copytree(whisper[1], tmp_path / "whisper")
+    settings = folder / "preprocessor_config.json"
+    if change is None:
+        settings.unlink()
+    else:
+        settings.write_text(json.dumps({**json.loads(settings.read_text()), **change}))
+    with pytest.raises(HfFolderRefused, match=_escaped(message)):
+        describe({p.name: p for p in folder.iterdir()})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("num_mel_bins", 80, "encoder.conv1.weight has 16 (input channels)"),
+        ("max_source_positions", 1500, "encoder.embed_positions.weight has 50 (rows)"),
+        ("max_target_positions", 448, "decoder.embed_positions.weight has 32 (rows)"),
+    ],
+)
+def test_a_whisper_config_that_does_not_describe_its_weights_is_refused(
+    whisper: tuple[Any, Path, Path], tmp_path: Path, key: str, value: int, message: str
+) -> None:
+    folder = shutil.copytree(whisper[1], tmp_path / "whisper")
+    config = json.loads((folder / "config.json").read_text())
+    config[key] = value
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(HfFolderRefused, match=_escaped(message)):
+        describe({p.name: p for p in folder.iterdir()})
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value"),
+    [
+        ("generation_config.json", "forced_decoder_ids", [[1, 3], [2, 4]]),
+        ("generation_config.json", "lang_to_id", {"<|en|>": 3}),
+        ("config.json", "no_timestamps_token_id", 49),
+    ],
+)
+def test_a_whisper_prompt_pinbench_does_not_force_is_refused(
+    whisper: tuple[Any, Path, Path], tmp_path: Path, where: str, key: str, value: Any
+) -> None:
+    """transformers' Whisper ``generate`` would force language/task/timestamp tokens after the
+    start: pinbench's loop does not yet, so such a folder is refused, not run to other
+    answers."""
+    folder = shutil.copytree(whisper[1], tmp_path / "whisper")
+    data = json.loads((folder / where).read_text())
+    data[key] = value
+    (folder / where).write_text(json.dumps(data))
+    with pytest.raises(HfFolderRefused, match=_escaped(f"{where}: `{key}`: transformers' Whisper")):
+        describe({p.name: p for p in folder.iterdir()})
+
+
+def test_suppressed_tokens_are_never_chosen_as_generate_suppresses_them(
+    whisper: tuple[Any, Path, Path], tmp_path: Path
+) -> None:
+    """``suppress_tokens`` (every step) and ``begin_suppress_tokens`` (the first) of the
+    generation config, as WhisperConfig's defaults set them: the answers are still ``generate``'s,
+    and differ from the unsuppressed ones; an id past the vocabulary is refused naming it."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    from pinbench.evaluator.datasets import SampleFile
+    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.registry.generation import GenerationSpec
+
+    _, source, root = whisper
+    folder = shutil.copytree(source, tmp_path / "whisper")
+    settings = folder / "generation_config.json"
+    plain = json.loads(settings.read_text())
+    clips = [SampleFile(f"clips/{i}.wav", root / "clips" / f"{i}.wav") for i in range(len(TONES))]
+    spec = GenerationSpec(max_new_tokens=NEW)
+    features = audio_features(
+        clips, extractor_of(folder / "preprocessor_config.json", "p"), lambda: None
+    )
+    before = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    with torch.inference_mode():
+        unsuppressed = [
+            before.generate(torch.from_numpy(f), max_new_tokens=NEW)[0] for f in features
+        ]
+    common = [int(a[0]) for a in unsuppressed] + [int(a[1]) for a in unsuppressed]
+    settings.write_text(
+        json.dumps({**plain, "suppress_tokens": common[4:6], "begin_suppress_tokens": common[:2]})
+    )
+    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    generator = TorchGenerator()
+    generator.open(ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None)
+    answers = []
+    try:
+        for i, f in enumerate(features):
+            mine = generator.generate_features(f, spec, i, lambda: None)
+            with torch.inference_mode():
+                theirs = model.generate(torch.from_numpy(f), max_new_tokens=NEW)[0].tolist()
+            assert mine == theirs, f"sample {i}"
+            assert mine[0] not in common[:2] and not set(mine) & set(common[4:6])
+            answers.append(mine)
+    finally:
+        generator.close()
+    assert answers[0] != unsuppressed[0].tolist()  # its first token was suppressed
+    settings.write_text(json.dumps({**plain, "suppress_tokens": [10_000]}))
+    with pytest.raises(ModelLoadError, match=r"`suppress_tokens` names 10000, past the vocabulary"):
+        TorchGenerator().open(
+            ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None
+        )
+
+
+def test_whisper_on_a_text_dataset_is_refused(
+    whisper: tuple[Any, Path, Path],
+) -> None:
+    """The folder reads audio: a prompts dataset is refused naming the dataset it needs."""
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.registry.generation import GenerationSpec
+
+    folder = whisper[1]
+    generator = TorchGenerator()
+    generator.open(ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None)
+    try:
+        with pytest.raises(PinbenchError, match="run it on a speech-recognition dataset"):
+            generator.encode_prompts(["w1 w2"], GenerationSpec(max_new_tokens=2), lambda: None)
+    finally:
+        generator.close()
+
+
+def _escaped(message: str) -> str:
+    import re
+
+    return re.escape(message)
