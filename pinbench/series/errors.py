@@ -1,40 +1,31 @@
-"""The series package's errors: each names what is wrong; the CLI and the API map them to an
-exit code and an HTTP status (``pinbench.api.problems``)."""
+"""The series package's errors: a threshold or a series that cannot be judged."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from pinbench.errors import InvalidValue, UserError
+from pinbench.errors import UserError
 
 
-class BadSeriesName(InvalidValue):
-    """A series name (or a leading part of one) does not parse."""
-
-    what = "series name"
+class SeriesError(UserError):
+    """Base of the series package's errors."""
 
 
-class SeriesNotFound(UserError):
-    def __init__(self, *, name: str) -> None:
-        super().__init__(
-            f"no series {name!r}: no succeeded, untraced model run measures it "
-            "(see `pinbench series list`)"
-        )
-        self.name = name
+class InvalidThreshold(SeriesError):
+    """A threshold's field is out of bounds or makes no sense with its test: names the
+    metric, the field, the value and what it must be."""
+
+    def __init__(self, *, metric: str, field: str, value: str, reason: str) -> None:
+        super().__init__(f"threshold for {metric!r}: {field} = {value}: {reason}")
+        self.metric = metric
+        self.field = field
+        self.value = value
+        self.reason = reason
 
 
-class AmbiguousSeries(UserError):
-    def __init__(self, *, name: str, matches: Sequence[str]) -> None:
-        shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
-        super().__init__(
-            f"series {name!r} is ambiguous: {len(matches)} series start with it ({shown}); "
-            "give more of the name"
-        )
-        self.name = name
-        self.matches = list(matches)
+class InvalidSeries(SeriesError):
+    """A series' values cannot be judged (not finite, a mean of zero to be relative to):
+    names the position and the reason."""
 
-
-class AlertNotFound(UserError):
-    def __init__(self, *, alert_id: int) -> None:
-        super().__init__(f"no alert {alert_id}")
-        self.alert_id = alert_id
+    def __init__(self, *, index: int, reason: str) -> None:
+        super().__init__(f"series value at position {index}: {reason}")
+        self.index = index
+        self.reason = reason

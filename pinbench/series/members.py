@@ -20,7 +20,7 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
 from pinbench.registry.lockfile import Lockfile
-from pinbench.series.errors import AmbiguousSeries, SeriesNotFound
+from pinbench.series.series_errors import AmbiguousSeries, SeriesNotFound
 from pinbench.series.names import SeriesKey, parse_fields
 from pinbench.workspace import Workspace
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.registry.names import NAME_MAX_LENGTH, NAME_PATTERN
-from pinbench.series.errors import BadSeriesName
+from pinbench.series.series_errors import BadSeriesName
 
 SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline")
 MODES = ("performance", "accuracy")

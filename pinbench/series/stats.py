@@ -1,0 +1,396 @@
+"""Judge a candidate run against a window of a series' past runs under one threshold.
+
+A threshold names a metric, which way is better, and a test:
+
+* ``relative``: the candidate may be worse than the window's median by at most ``max_change``;
+* ``t`` / ``mann-whitney``: a one-sided test in the worse direction at ``alpha`` (Student's
+  t on per-run values, Welch's t on per-query latencies; scipy's Mann-Whitney U), and
+  ``max_change``, when given, as the least change that counts;
+* ``exact``: the candidate may not be worse than the window's median at all (accuracy on a
+  fixed dataset);
+* ``tolerance``: it may be worse by at most ``tolerance``, in the metric's own unit.
+
+Which numbers a test sees (decision 255). When the candidate and every run of the window
+kept their per-query latencies (``Observation.raw``), the test compares the candidate's
+latencies with the window's pooled ones; otherwise the runs' summary figures (one value a
+run). Per-query latencies are not independent of their run (the rerun verdict's docstring,
+``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
+significant. So a pooled test's significance is necessary, not sufficient: the candidate's
+summary must also lie beyond the window's 99% prediction interval for one more run
+(``verdict.prediction_interval``), on the worse side. On per-run values Student's t with one
+candidate run *is* that prediction test, at ``alpha``.
+
+Verdicts: ``regressed`` only when the test says so and the change is worse than
+``max_change`` (when given); ``inconclusive`` when the window holds fewer than ``min_runs``
+runs, or when the candidate is worse by at least the change that counts (``max_change``, or
+the rerun verdict's ``MIN_EFFECT``) and the test cannot show it (too noisy):
+``reruns_needed`` then says how many runs of the candidate would settle it (decision 256);
+``passed`` otherwise. An undefined number (a change relative to zero, a p-value of identical
+samples) is None, never 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from pinbench.series.errors import InvalidSeries, InvalidThreshold
+
+Direction = Literal["lower", "higher"]
+TestName = Literal["relative", "t", "mann-whitney", "exact", "tolerance"]
+Verdict = Literal["passed", "regressed", "inconclusive"]
+STATISTICAL: frozenset[str] = frozenset({"t", "mann-whitney"})
+MAX_RERUNS = 100
+"""The most runs of the candidate ``reruns_needed`` will ask for; beyond, None (the window
+itself is too noisy or too short to settle it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """What may change in one metric of a series, and the test that decides."""
+
+    metric: str
+    test: TestName
+    direction: Direction
+    """Which way is better: ``lower`` (latency) or ``higher`` (throughput, accuracy)."""
+    max_change: float | None = None
+    """Relative bound: 0.05 = may worsen by at most 5% (``relative``); for ``t`` and
+    ``mann-whitney`` the least change that counts as a regression."""
+    alpha: float = 0.01
+    """Significance of ``t`` and ``mann-whitney`` (one-sided, in the worse direction)."""
+    window: int = 10
+    """How many of the latest past runs the test looks at."""
+    min_runs: int = 3
+    """Fewer past runs than this: inconclusive."""
+    tolerance: float | None = None
+    """Absolute bound in the metric's unit, for ``tolerance``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One run's figure of the metric, and its per-query latencies when it has them."""
+
+    value: float
+    raw: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The outcome of ``compare``: the verdict, its numbers, and one sentence saying why."""
+
+    metric: str
+    test: TestName
+    verdict: Verdict
+    baseline: float | None
+    """The window's median of the metric (None: no past runs)."""
+    candidate: float
+    change: float | None
+    """Relative change from the baseline, signed so that > 0 is worse (None: baseline 0)."""
+    p_value: float | None
+    alpha: float | None
+    runs_used: int
+    reruns_needed: int | None
+    """Inconclusive only: runs of the candidate that would settle it, or, when the window is
+    short of ``min_runs``, the past runs it lacks; None when reruns cannot settle it."""
+    reason: str
+
+
+def validate(threshold: Threshold) -> None:
+    """Refuse a threshold whose fields are out of bounds or do not fit its test."""
+    t = threshold
+
+    def bad(field: str, value: object, reason: str) -> InvalidThreshold:
+        return InvalidThreshold(metric=t.metric, field=field, value=repr(value), reason=reason)
+
+    if not isinstance(t.metric, str) or not t.metric.strip():
+        raise bad("metric", t.metric, "must name a metric")
+    if t.test not in get_args(TestName):
+        raise bad("test", t.test, f"must be one of {', '.join(get_args(TestName))}")
+    if t.direction not in get_args(Direction):
+        raise bad("direction", t.direction, "must be 'lower' or 'higher' (which way is better)")
+    if not _number(t.alpha) or not 0.0 < t.alpha <= 0.5:
+        raise bad("alpha", t.alpha, "must be in (0, 0.5]")
+    if not _integer(t.window) or not 2 <= t.window <= 1000:
+        raise bad("window", t.window, "must be an integer from 2 to 1000")
+    if not _integer(t.min_runs) or not 2 <= t.min_runs <= t.window:
+        raise bad("min_runs", t.min_runs, f"must be an integer from 2 to window ({t.window})")
+    if t.max_change is not None and (not _number(t.max_change) or not 0 < t.max_change <= 10):
+        raise bad("max_change", t.max_change, "must be in (0, 10] (0.05 = 5% worse)")
+    if t.tolerance is not None and (not _number(t.tolerance) or t.tolerance < 0):
+        raise bad("tolerance", t.tolerance, "must be a finite number >= 0")
+    if t.test == "relative" and t.max_change is None:
+        raise bad("max_change", None, "the relative test needs a bound (e.g. 0.05)")
+    if t.test == "tolerance" and t.tolerance is None:
+        raise bad("tolerance", None, "the tolerance test needs an absolute bound")
+    if t.test != "tolerance" and t.tolerance is not None:
+        raise bad("tolerance", t.tolerance, f"only the tolerance test uses it, not {t.test!r}")
+    if t.test in {"exact", "tolerance"} and t.max_change is not None:
+        raise bad("max_change", t.max_change, f"the {t.test} test does not use it")
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _integer(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def compare(
+    threshold: Threshold, history: Sequence[Observation], candidate: Observation
+) -> Comparison:
+    """Judge ``candidate`` against the last ``threshold.window`` runs of ``history`` (oldest
+    first)."""
+    validate(threshold)
+    _check_finite(history, candidate)
+    t = threshold
+    window = list(history)[-t.window :]
+    n = len(window)
+    values = np.array([o.value for o in window], dtype=np.float64)
+    baseline = float(np.median(values)) if n else None
+    change = _change(baseline, candidate.value, t.direction)
+    alpha = t.alpha if t.test in STATISTICAL else None
+
+    result = _Outcome(t, baseline, candidate.value, change, alpha, n)
+
+    size = _size(change, baseline)
+    if n < t.min_runs:
+        return result(
+            "inconclusive",
+            f"{t.metric}: only {n} past run{'s' if n != 1 else ''}, the {t.test} test "
+            f"needs {t.min_runs}; {size} (no p-value)",
+            more=t.min_runs - n,
+        )
+    if t.test != "exact" and t.test != "tolerance" and change is None:
+        return result(
+            "inconclusive",
+            f"{t.metric}: the window's median is 0, so no relative change is defined "
+            f"(the {t.test} test; no p-value)",
+        )
+    if t.test == "relative":
+        assert change is not None and t.max_change is not None
+        worse = change > t.max_change
+        return result(
+            "regressed" if worse else "passed",
+            f"{t.metric}: {size}, {'over' if worse else 'within'} the relative bound "
+            f"{t.max_change:.1%} (relative test; no p-value)",
+        )
+    if t.test in {"exact", "tolerance"}:
+        assert baseline is not None
+        worse_by = _worse_by(baseline, candidate.value, t.direction)
+        allowed = 0.0 if t.test == "exact" else float(t.tolerance or 0.0)
+        bound = "equality" if t.test == "exact" else f"the tolerance {allowed:.6g}"
+        verdict: Verdict = "regressed" if worse_by > allowed else "passed"
+        how = f"worse by {worse_by:.6g}" if worse_by > 0 else _better_or_equal(worse_by)
+        return result(
+            verdict,
+            f"{t.metric}: {candidate.value:.6g}, {how} than the window's median "
+            f"{baseline:.6g}, {'beyond' if verdict == 'regressed' else 'within'} {bound} "
+            f"({t.test} test; no p-value)",
+        )
+    assert change is not None
+    return _statistical(t, window, candidate, change, result)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What every verdict of one comparison shares; called with what differs."""
+
+    t: Threshold
+    baseline: float | None
+    candidate: float
+    change: float | None
+    alpha: float | None
+    runs: int
+
+    def __call__(
+        self, verdict: Verdict, reason: str, p: float | None = None, more: int | None = None
+    ) -> Comparison:
+        t = self.t
+        return Comparison(
+            t.metric,
+            t.test,
+            verdict,
+            self.baseline,
+            self.candidate,
+            self.change,
+            p,
+            self.alpha,
+            self.runs,
+            more,
+            reason,
+        )
+
+
+def _statistical(
+    t: Threshold,
+    window: Sequence[Observation],
+    candidate: Observation,
+    change: float,
+    result: _Outcome,
+) -> Comparison:
+    """``t`` and ``mann-whitney``: the test, the practical floor, the run-level guard."""
+    from pinbench.evaluator.verdict import MIN_EFFECT
+
+    a, b, pooled = _samples(window, candidate)
+    if t.test == "mann-whitney" and not pooled and 1.0 / (len(b) + 1) >= t.alpha:
+        # One run among n: Mann-Whitney's smallest one-sided p-value is 1 / (n + 1).
+        least = math.ceil(1.0 / t.alpha)
+        return result(
+            "inconclusive",
+            f"{t.metric}: {_size(change, result.baseline)}; Mann-Whitney on one run's figure "
+            f"vs {len(b)} runs cannot reach p < {t.alpha:g}: it needs per-query latencies on "
+            f"both sides or >= {least} past runs (no p-value)",
+        )
+    p = _p_value(t.test, a, b, t.direction, pooled)
+    name = _test_name(t.test, pooled)
+    on = (
+        f"{len(a):,} per-query latencies vs {len(b):,} pooled from {len(window)} runs"
+        if pooled
+        else f"1 run vs {len(window)} runs"
+    )
+    shown = "undefined (identical samples)" if p is None else f"{p:.3g}"
+    stats = f"{name} on {on}, p = {shown}, alpha {t.alpha:g}"
+    size = _size(change, result.baseline)
+    floor = t.max_change
+    significant = p is not None and p < t.alpha
+    big = change > (floor if floor is not None else 0.0)
+    values = [o.value for o in window]
+    outside = True
+    if pooled:
+        outside = _beyond_interval(values, candidate.value, t.direction)
+        stats += f"; {'beyond' if outside else 'inside'} the window's 99% run-to-run interval"
+    floor_text = f", over the {floor:.1%} bound" if floor is not None and big else ""
+    if significant and big and outside:
+        return result("regressed", f"{t.metric}: {size}{floor_text} ({stats})", p)
+    counts = floor if floor is not None else MIN_EFFECT
+    if change >= counts:
+        more = _reruns_needed(values, change)
+        settle = (
+            f"about {more} more run{'s' if more != 1 else ''} of the candidate would settle it"
+            if more is not None
+            else f"reruns of the candidate alone cannot settle it (over {MAX_RERUNS})"
+        )
+        return result(
+            "inconclusive",
+            f"{t.metric}: {size} but the test cannot show it ({stats}); {settle}",
+            p,
+            more,
+        )
+    return result("passed", f"{t.metric}: {size} ({stats})", p)
+
+
+def _check_finite(history: Sequence[Observation], candidate: Observation) -> None:
+    for i, o in enumerate([*history, candidate]):
+        where = "the candidate" if i == len(history) else f"past run {i}"
+        if not _number(o.value):
+            raise InvalidSeries(index=i, reason=f"{where}'s value {o.value!r} is not finite")
+        if o.raw is not None and not np.all(np.isfinite(np.asarray(o.raw, dtype=np.float64))):
+            raise InvalidSeries(index=i, reason=f"{where}'s raw latencies are not all finite")
+
+
+def _change(baseline: float | None, value: float, direction: Direction) -> float | None:
+    """Relative change from ``baseline``, > 0 when worse; None when it is undefined."""
+    if baseline is None or baseline == 0.0:
+        return None
+    rel = (value - baseline) / abs(baseline)
+    return rel if direction == "lower" else -rel
+
+
+def _worse_by(baseline: float, value: float, direction: Direction) -> float:
+    return value - baseline if direction == "lower" else baseline - value
+
+
+def _better_or_equal(worse_by: float) -> str:
+    return "equal to" if worse_by == 0 else f"better by {-worse_by:.6g}"
+
+
+def _size(change: float | None, baseline: float | None) -> str:
+    if change is None or baseline is None:
+        return "change undefined (no past value to be relative to)"
+    median = f"the window's median {baseline:.6g}"
+    if change > 0:
+        return f"{change:.2%} worse than {median}"
+    return f"no worse than {median}" if change == 0 else f"{-change:.2%} better than {median}"
+
+
+def _samples(
+    window: Sequence[Observation], candidate: Observation
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
+    """Candidate and past samples: pooled per-query latencies when every run has them and
+    none is empty, else one summary figure a run."""
+    raws = [o.raw for o in window]
+    if candidate.raw and all(raws):
+        a = np.asarray(candidate.raw, dtype=np.float64)
+        b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws if r])
+        return a, b, True
+    return (
+        np.array([candidate.value], dtype=np.float64),
+        np.array([o.value for o in window], dtype=np.float64),
+        False,
+    )
+
+
+def _p_value(
+    test: str,
+    a: npt.NDArray[np.float64],
+    b: npt.NDArray[np.float64],
+    direction: Direction,
+    pooled: bool,
+) -> float | None:
+    """scipy's one-sided p-value that ``a`` is worse than ``b``; None when undefined (every
+    value the same)."""
+    from scipy import stats
+
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return None
+    alternative = "greater" if direction == "lower" else "less"
+    if test == "t":
+        # Welch's t needs a spread on both sides: one candidate run has none, and then
+        # Student's t (equal variances) is the prediction test for one more run.
+        res = stats.ttest_ind(a, b, equal_var=not pooled, alternative=alternative)
+    else:
+        res = stats.mannwhitneyu(a, b, alternative=alternative)
+    p = float(res.pvalue)
+    return p if math.isfinite(p) else None
+
+
+def _test_name(test: str, pooled: bool) -> str:
+    if test == "t":
+        return "Welch's t" if pooled else "Student's t"
+    return "Mann-Whitney U"
+
+
+def _beyond_interval(values: Sequence[float], value: float, direction: Direction) -> bool:
+    """Whether ``value`` lies beyond the window's 99% prediction interval for one more run,
+    on the worse side (the rerun verdict's interval; positive figures only)."""
+    from pinbench.evaluator.verdict import prediction_interval
+
+    if value <= 0 or min(values) <= 0:
+        return False
+    lo, hi = prediction_interval(values)
+    return value > hi if direction == "lower" else value < lo
+
+
+def _reruns_needed(values: Sequence[float], change: float) -> int | None:
+    """How many more runs of the candidate would settle a change of ``change``: the fewest
+    ``k`` whose mean, with the candidate's run, the rerun verdict's 99% interval (Student's t
+    at the window's degrees of freedom, the window's log spread floored at ``NOISE_FLOOR``)
+    would tell apart from the window's mean. None when no ``k`` up to ``MAX_RERUNS`` would."""
+    from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
+
+    if min(values) <= 0 or change <= -1.0:
+        return None
+    n = len(values)
+    logs = np.log(np.asarray(values, dtype=np.float64))
+    spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
+    effect = abs(math.log1p(change))
+    for k in range(2, MAX_RERUNS + 2):
+        if t_995(n - 1) * spread * math.sqrt(1.0 / k + 1.0 / n) < effect:
+            return k - 1
+    return None
