@@ -39,6 +39,12 @@ from pinbench.api.controllers.lockfiles import LockfileController, ResolveContro
 from pinbench.api.controllers.provenance import AttestationController, KeyController
 from pinbench.api.controllers.reports import ReportController
 from pinbench.api.controllers.runs import CompareController, RunController
+from pinbench.api.controllers.series import (
+    AlertController,
+    GateController,
+    SeriesController,
+    ThresholdController,
+)
 from pinbench.api.controllers.systems import SystemController
 from pinbench.api.deps import (
     ServerSettings,
@@ -194,6 +200,10 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             LockfileController,
             RunController,
             CompareController,
+            SeriesController,
+            ThresholdController,
+            GateController,
+            AlertController,
             SystemController,
             KeyController,
             AttestationController,

@@ -20,8 +20,8 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
 from pinbench.registry.lockfile import Lockfile
-from pinbench.series.series_errors import AmbiguousSeries, SeriesNotFound
 from pinbench.series.names import SeriesKey, parse_fields
+from pinbench.series.series_errors import AmbiguousSeries, SeriesNotFound
 from pinbench.workspace import Workspace
 
 RAW_PREFIX = "framework_latency_"
@@ -109,7 +109,7 @@ def resolve(ws: Workspace, name: str) -> tuple[SeriesKey, list[Member]]:
     """The one series ``name`` (whole, or its leading fields) names, and its runs."""
     fields = parse_fields(name)
     found = collect(ws, model=fields[0])
-    matches = sorted(key for key in found if key.starts_with(fields))
+    matches = sorted((key for key in found if key.starts_with(fields)), key=str)
     if not matches:
         raise SeriesNotFound(name=name)
     if len(matches) > 1:
@@ -203,7 +203,10 @@ def detail(key: SeriesKey, members: list[Member]) -> dict[str, Any]:
 
 def list_series(ws: Workspace) -> list[dict[str, Any]]:
     """Every series, by name."""
-    return [summary(key, members) for key, members in sorted(collect(ws).items())]
+    return [
+        summary(key, members)
+        for key, members in sorted(collect(ws).items(), key=lambda kv: str(kv[0]))
+    ]
 
 
 def show_series(ws: Workspace, name: str) -> dict[str, Any]:

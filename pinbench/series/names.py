@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.registry.names import NAME_MAX_LENGTH, NAME_PATTERN
 from pinbench.series.series_errors import BadSeriesName
 
@@ -27,11 +26,13 @@ THIS_MACHINE = "-"
 FIELDS = ("model", "dataset", "scenario", "mode", "batch", "system")
 _ARTIFACT = re.compile(NAME_PATTERN)
 _BATCH = re.compile(r"b([1-9][0-9]{0,8})")
+SYSTEM_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+"""``pinbench.cluster.names.NAME`` (a lower layer cannot import it; a test holds them equal)."""
 MAX_LENGTH = 2 * NAME_MAX_LENGTH + len("MultiStream:performance:b999999999:") + 63 + 2
 """The longest name: two artifact names, the longest scenario, mode and batch, a system."""
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class SeriesKey:
     """What a series' runs share; ``str()`` is its name, ``parse`` reads it back."""
 
@@ -46,8 +47,7 @@ class SeriesKey:
     def __str__(self) -> str:
         system = self.system if self.system is not None else THIS_MACHINE
         return (
-            f"{self.model}:{self.dataset}:{self.scenario}:{self.mode}:"
-            f"b{self.batch_size}:{system}"
+            f"{self.model}:{self.dataset}:{self.scenario}:{self.mode}:b{self.batch_size}:{system}"
         )
 
     @classmethod
