@@ -73,6 +73,7 @@ from pinbench.reports.render import STATIC as SHARED_STATIC
 from pinbench.reports.render import templates
 from pinbench.sdk.registry import Registry
 from pinbench.web.pages import WebController
+from pinbench.web.series import SeriesPages
 from pinbench.workspace import Workspace
 
 STATIC = Path(__file__).parent / "static"
@@ -214,6 +215,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             UserController,
             NamespaceController,
             WebController,
+            SeriesPages,
             create_static_files_router(path="/static", directories=[STATIC, SHARED_STATIC]),
         ],
         dependencies={

@@ -109,10 +109,14 @@ def alert_of(ws: Workspace, alert_id: int) -> dict[str, Any]:
         return _json(row)
 
 
-def counts(ws: Workspace) -> dict[str, int]:
-    """Alerts by state (every state, 0 where none), for ``/metrics``."""
-    out = dict.fromkeys(STATES, 0)
+def counts(ws: Workspace) -> tuple[dict[str, int], dict[str, int]]:
+    """Alerts by state and by kind (every one, 0 where none), for ``/metrics``."""
+    by_state, by_kind = dict.fromkeys(STATES, 0), dict.fromkeys(KINDS, 0)
     with ws.transaction() as session:
-        for state, n in session.execute(select(Alert.state, func.count()).group_by(Alert.state)):
-            out[state] = n
-    return out
+        rows = session.execute(
+            select(Alert.state, Alert.kind, func.count()).group_by(Alert.state, Alert.kind)
+        )
+        for state, kind, n in rows:
+            by_state[state] += int(n)
+            by_kind[kind] += int(n)
+    return by_state, by_kind

@@ -140,13 +140,15 @@ class AlertController(Controller):
         ws: Workspace,
         principal: Principal,
         series: Annotated[str | None, Parameter(max_length=600)] = None,
-        state: str | None = None,
+        alert_state: Annotated[
+            str | None, Parameter(query="state", description="open or acknowledged")
+        ] = None,
         limit: int = 100,
     ) -> list[dict[str, Any]]:
         from pinbench.series.alerts import list_alerts
 
         principal.require("read")
-        return list_alerts(ws, series=series, state=state, limit=limit)
+        return list_alerts(ws, series=series, state=alert_state, limit=limit)
 
     @post(
         "/{alert_id:int}/acknowledge",
