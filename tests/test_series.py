@@ -213,9 +213,14 @@ def test_the_gate_passes_fails_and_is_inconclusive_with_its_reasons(
     assert json.loads(cli("series", "alerts", "--state", "open", "--json").out) == []
 
 
-def test_gate_needs_one_candidate(cli: Cli) -> None:
+def test_gate_refuses_what_it_cannot_honour_before_running(cli: Cli, tmp_path: Path) -> None:
     neither = cli("gate")
     assert neither.code == 1 and "give the candidate" in neither.err
+    both = cli("gate", "--run", "x", "--json", "--markdown", "-")
+    assert both.code == 1 and "both print to stdout" in both.err
+    lockfile = tmp_path / "never-read.lock"  # the series name is refused before any run
+    bad = cli("gate", str(lockfile), "--series", "vision/digits-logreg:NOPE")
+    assert bad.code == 1 and "DATASET 'NOPE'" in bad.err and not lockfile.exists()
 
 
 def test_a_shift_in_a_series_is_one_change_point_alert_naming_the_pin_that_moved(

@@ -55,6 +55,12 @@ def gate_cmd(
     """
     if (lockfile is None) == (run_id is None):
         raise UserError("give the candidate: a LOCKFILE to run, or --run ID (not both)")
+    if as_json and markdown == Path("-"):
+        raise UserError("--json and --markdown - both print to stdout: write the summary to a file")
+    if series is not None:  # refused before the candidate runs
+        from pinbench.series.names import parse_fields
+
+        parse_fields(series)
     say = progress_lines(quiet=as_json or markdown == Path("-"))
     with registry() as reg:
         if lockfile is not None:
