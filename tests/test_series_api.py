@@ -99,3 +99,46 @@ def test_series_through_the_server_with_publishing_rights_metrics_and_page(
     finally:
         ws.close()
     assert 'pinbench_alerts{state="acknowledged"} 1' in reader.get("/metrics").text
+
+
+def test_a_run_the_server_records_finds_a_change_point_in_its_series(server: Server) -> None:
+    """The run pool's hook (``series.watch``): a series at batch 2 shifted 40 % after six runs,
+    with a threshold; a real run the server records there raises the change point's alert."""
+    import time
+
+    rng = np.random.default_rng(11)
+    ws = server.workspace()
+    try:
+        old, new = lock(ws, "1.0.0", batch_size=2), lock(ws, "1.1.0", batch_size=2)
+        runs = [record(ws, old, 100 + i, latencies(rng, 100_000)) for i in range(6)]
+        runs += [record(ws, new, 110 + i, latencies(rng, 140_000)) for i in range(6)]
+    finally:
+        ws.close()
+    name = SERIES.replace(":b1:", ":b2:")
+    owner = server.client("owner")
+    body = {"metric": "framework_latency_p50_ns", "test": "relative", "max_change": 0.1}
+    assert owner.post(f"/api/v1/series-thresholds/{name}", json=body).status_code == 200
+    assert owner.get("/api/v1/alerts", params={"series": name}).json() == []
+    request = {
+        "model": "vision/digits-logreg@1.2.0",
+        "framework": "onnxruntime@*",
+        "dataset": "sklearn-digits-test@^1",
+        "batch_size": 2,
+        "scenario": {"min_duration_ms": 100, "min_query_count": 20},
+    }
+    digest = owner.post("/api/v1/lockfiles", json=request).json()["points"][0]["digest"]
+    run = owner.post("/api/v1/runs", json={"lockfile": digest, "runner": "local"}).json()["id"]
+    deadline = time.monotonic() + 120
+    while owner.get(f"/api/v1/runs/{run}").json()["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.2)
+    assert owner.get(f"/api/v1/runs/{run}").json()["status"] == "succeeded"
+    deadline = time.monotonic() + 10  # the hook runs after the record is written
+    while not (alerts := owner.get("/api/v1/alerts", params={"series": name}).json()):
+        assert time.monotonic() < deadline, "no change-point alert"
+        time.sleep(0.2)
+    (alert,) = alerts
+    assert (alert["kind"], alert["run"]) == ("change-point", runs[6])
+    assert alert["detail"]["moved"] == [
+        "model vision/digits-logreg@1.0.0 -> vision/digits-logreg@1.1.0"
+    ]
