@@ -55,7 +55,10 @@ class InvalidChangePointSettings(SeriesError):
 
 
 def change_points(
-    values: Sequence[float], *, significance: float = 0.01, min_size: int = 2
+    values: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    significance: float = 0.01,
+    min_size: int = 2,
 ) -> list[ChangePoint]:
     """The series' change points, in order of position."""
     if isinstance(significance, bool) or not isinstance(significance, int | float):
