@@ -193,10 +193,10 @@ def compare(
         allowed = 0.0 if t.test == "exact" else float(t.tolerance or 0.0)
         bound = "equality" if t.test == "exact" else f"the tolerance {allowed:.6g}"
         verdict: Verdict = "regressed" if worse_by > allowed else "passed"
-        how = f"worse by {worse_by:.6g}" if worse_by > 0 else _better_or_equal(worse_by)
+        how = f"worse by {worse_by:.6g} than" if worse_by > 0 else _better_or_equal(worse_by)
         return result(
             verdict,
-            f"{t.metric}: {candidate.value:.6g}, {how} than the window's median "
+            f"{t.metric}: {candidate.value:.6g}, {how} the window's median "
             f"{baseline:.6g}, {'beyond' if verdict == 'regressed' else 'within'} {bound} "
             f"({t.test} test; no p-value)",
         )
@@ -322,7 +322,7 @@ def _worse_by(baseline: float, value: float, direction: Direction) -> float:
 
 
 def _better_or_equal(worse_by: float) -> str:
-    return "equal to" if worse_by == 0 else f"better by {-worse_by:.6g}"
+    return "equal to" if worse_by == 0 else f"better by {-worse_by:.6g} than"
 
 
 def _size(change: float | None, baseline: float | None) -> str:
