@@ -248,9 +248,11 @@ def test_a_five_percent_shift_is_detected_on_quiet_runs() -> None:
         ({"alpha": 0.0}, "alpha"),
         ({"alpha": 0.6}, "alpha"),
         ({"alpha": float("nan")}, "alpha"),
+        ({"alpha": None}, "alpha"),
         ({"window": 1}, "window"),
         ({"window": 1001}, "window"),
         ({"window": 10.0}, "window"),
+        ({"window": True}, "window"),
         ({"min_runs": 1}, "min_runs"),
         ({"min_runs": 11}, "min_runs"),  # more than the window
         ({"max_change": 0.0}, "max_change"),
@@ -260,6 +262,7 @@ def test_a_five_percent_shift_is_detected_on_quiet_runs() -> None:
         ({"test": "tolerance"}, "tolerance"),  # a tolerance test without its tolerance
         ({"test": "tolerance", "tolerance": -1.0}, "tolerance"),
         ({"test": "tolerance", "tolerance": float("nan")}, "tolerance"),
+        ({"test": "tolerance", "tolerance": 1e19}, "tolerance"),
         ({"tolerance": 0.5}, "tolerance"),  # given to a test that would ignore it
         ({"test": "exact", "max_change": 0.05}, "max_change"),  # ignored by exact
         ({"test": "tolerance", "tolerance": 1.0, "max_change": 0.05}, "max_change"),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench import bounds
 from pinbench.series.errors import InvalidSeries, SeriesError
 
 PERMUTATIONS = 199
@@ -61,20 +62,15 @@ def change_points(
     min_size: int = 2,
 ) -> list[ChangePoint]:
     """The series' change points, in order of position."""
-    if isinstance(significance, bool) or not isinstance(significance, int | float):
-        raise InvalidChangePointSettings(
-            setting="significance", value=repr(significance), reason="must be a number"
-        )
-    if not 0.0 < significance <= 0.5:
-        raise InvalidChangePointSettings(
-            setting="significance", value=repr(significance), reason="must be in (0, 0.5]"
-        )
-    if isinstance(min_size, bool) or not isinstance(min_size, int) or min_size < 2:
-        raise InvalidChangePointSettings(
-            setting="min_size",
-            value=repr(min_size),
-            reason="must be an integer >= 2 (one run alone is an outlier, not a change)",
-        )
+    for setting, bound, value in (
+        ("significance", bounds.SIGNIFICANCE, significance),
+        ("min_size", bounds.SEGMENT_RUNS, min_size),
+    ):
+        kind = (int,) if setting == "min_size" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or not bound.holds(value):
+            raise InvalidChangePointSettings(
+                setting=setting, value=repr(value), reason=f"must be {bound.text()}"
+            )
     x = np.asarray(values, dtype=np.float64)
     for i, v in enumerate(x):
         if not math.isfinite(v):

@@ -38,6 +38,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from pinbench import bounds
 from pinbench.series.errors import InvalidSeries, InvalidThreshold
 from pinbench.series.significance import (
     MAX_RERUNS,
@@ -120,16 +121,21 @@ def validate(threshold: Threshold) -> None:
         raise bad("test", t.test, f"must be one of {', '.join(get_args(TestName))}")
     if t.direction not in get_args(Direction):
         raise bad("direction", t.direction, "must be 'lower' or 'higher' (which way is better)")
-    if not _number(t.alpha) or not 0.0 < t.alpha <= 0.5:
-        raise bad("alpha", t.alpha, "must be in (0, 0.5]")
-    if not _integer(t.window) or not 2 <= t.window <= 1000:
-        raise bad("window", t.window, "must be an integer from 2 to 1000")
-    if not _integer(t.min_runs) or not 2 <= t.min_runs <= t.window:
-        raise bad("min_runs", t.min_runs, f"must be an integer from 2 to window ({t.window})")
-    if t.max_change is not None and (not _number(t.max_change) or not 0 < t.max_change <= 10):
-        raise bad("max_change", t.max_change, "must be in (0, 10] (0.05 = 5% worse)")
-    if t.tolerance is not None and (not _number(t.tolerance) or t.tolerance < 0):
-        raise bad("tolerance", t.tolerance, "must be a finite number >= 0")
+    for field, bound, value, integer in (
+        ("alpha", bounds.SIGNIFICANCE, t.alpha, False),
+        ("window", bounds.WINDOW_RUNS, t.window, True),
+        ("min_runs", bounds.MIN_RUNS, t.min_runs, True),
+        ("max_change", bounds.MAX_CHANGE, t.max_change, False),
+        ("tolerance", bounds.TOLERANCE, t.tolerance, False),
+    ):
+        if value is None and field in {"max_change", "tolerance"}:
+            continue  # optional: whether the test needs it is checked below
+        if value is None or not (_integer(value) if integer else _number(value)):
+            raise bad(field, value, f"must be {'an integer' if integer else 'a finite number'}")
+        if not bound.holds(value):
+            raise bad(field, value, f"must be {bound.text()}")
+    if t.min_runs > t.window:
+        raise bad("min_runs", t.min_runs, f"must be at most window ({t.window})")
     if t.test == "relative" and t.max_change is None:
         raise bad("max_change", None, "the relative test needs a bound (e.g. 0.05)")
     if t.test == "tolerance" and t.tolerance is None:
