@@ -44,6 +44,8 @@ def test_an_injected_shift_is_found_within_one_run(
     assert point.after == pytest.approx(float(np.mean(x[point.index :])))
     assert point.change == pytest.approx((point.after - point.before) / point.before)
     assert np.sign(point.change) == np.sign(shift)
+    # Every one of at least 199 shuffles saved less than the real split: p = 1 / 200.
+    assert point.p_value == pytest.approx(1 / 200)
 
 
 def test_the_split_is_ruptures_own_kernel_change_point() -> None:
@@ -59,8 +61,10 @@ def test_two_shifts_are_both_found() -> None:
     x = _series(5, n=36)
     x[12:] *= 1.12
     x[24:] *= 0.85
-    found = [p.index for p in change_points(x)]
+    points = change_points(x)
+    found = [p.index for p in points]
     assert len(found) == 2 and abs(found[0] - 12) <= 1 and abs(found[1] - 24) <= 1
+    assert change_points(x) == points  # the shuffles are seeded: the same answer every time
 
 
 @pytest.mark.parametrize("position", [0, 1, 14, 28, 29])

@@ -43,6 +43,8 @@ class ChangePoint:
     after: float
     change: float
     """Relative: (after - before) / |before|."""
+    p_value: float | None = None
+    """The permutation test's p-value of the split, within the segment it was found in."""
 
 
 class InvalidChangePointSettings(SeriesError):
@@ -76,7 +78,7 @@ def change_points(
         if not math.isfinite(v):
             raise InvalidSeries(index=i, reason=f"value {values[i]!r} is not finite")
     shuffles = max(PERMUTATIONS, math.ceil(2.0 / significance) - 1)
-    splits: list[int] = []
+    splits: dict[int, float] = {}
     pending = [(0, len(x))]
     while pending:
         start, end = pending.pop()
@@ -86,10 +88,11 @@ def change_points(
         if np.ptp(segment) == 0:
             continue
         at, saved = _best_split(segment, min_size)
-        if _p_value(segment, saved, min_size, shuffles, significance, (start, end)) < significance:
-            splits.append(start + at)
+        p = _p_value(segment, saved, min_size, shuffles, significance, (start, end))
+        if p < significance:
+            splits[start + at] = p
             pending += [(start, start + at), (start + at, end)]
-    return _points(x, sorted(splits))
+    return _points(x, splits)
 
 
 def _best_split(segment: npt.NDArray[np.float64], min_size: int) -> tuple[int, float]:
@@ -123,7 +126,8 @@ def _p_value(
     return (1 + hits) / (1 + shuffles)
 
 
-def _points(x: npt.NDArray[np.float64], splits: list[int]) -> list[ChangePoint]:
+def _points(x: npt.NDArray[np.float64], found: dict[int, float]) -> list[ChangePoint]:
+    splits = sorted(found)
     edges = [0, *splits, len(x)]
     out = []
     for i, at in enumerate(splits):
@@ -134,5 +138,6 @@ def _points(x: npt.NDArray[np.float64], splits: list[int]) -> list[ChangePoint]:
                 index=at,
                 reason="the mean before this change point is 0: no relative change is defined",
             )
-        out.append(ChangePoint(at, before, after, (after - before) / abs(before)))
+        change = (after - before) / abs(before)
+        out.append(ChangePoint(at, before, after, change, found[at]))
     return out
