@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench import bounds
 from pinbench.series.errors import InvalidSeries, SeriesError
 
 PERMUTATIONS = 199
@@ -42,6 +43,8 @@ class ChangePoint:
     after: float
     change: float
     """Relative: (after - before) / |before|."""
+    p_value: float | None = None
+    """The permutation test's p-value of the split, within the segment it was found in."""
 
 
 class InvalidChangePointSettings(SeriesError):
@@ -55,29 +58,27 @@ class InvalidChangePointSettings(SeriesError):
 
 
 def change_points(
-    values: Sequence[float], *, significance: float = 0.01, min_size: int = 2
+    values: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    significance: float = 0.01,
+    min_size: int = 2,
 ) -> list[ChangePoint]:
     """The series' change points, in order of position."""
-    if isinstance(significance, bool) or not isinstance(significance, int | float):
-        raise InvalidChangePointSettings(
-            setting="significance", value=repr(significance), reason="must be a number"
-        )
-    if not 0.0 < significance <= 0.5:
-        raise InvalidChangePointSettings(
-            setting="significance", value=repr(significance), reason="must be in (0, 0.5]"
-        )
-    if isinstance(min_size, bool) or not isinstance(min_size, int) or min_size < 2:
-        raise InvalidChangePointSettings(
-            setting="min_size",
-            value=repr(min_size),
-            reason="must be an integer >= 2 (one run alone is an outlier, not a change)",
-        )
+    for setting, bound, value in (
+        ("significance", bounds.SIGNIFICANCE, significance),
+        ("min_size", bounds.SEGMENT_RUNS, min_size),
+    ):
+        kind = (int,) if setting == "min_size" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or not bound.holds(value):
+            raise InvalidChangePointSettings(
+                setting=setting, value=repr(value), reason=f"must be {bound.text()}"
+            )
     x = np.asarray(values, dtype=np.float64)
     for i, v in enumerate(x):
         if not math.isfinite(v):
             raise InvalidSeries(index=i, reason=f"value {values[i]!r} is not finite")
     shuffles = max(PERMUTATIONS, math.ceil(2.0 / significance) - 1)
-    splits: list[int] = []
+    splits: dict[int, float] = {}
     pending = [(0, len(x))]
     while pending:
         start, end = pending.pop()
@@ -87,10 +88,11 @@ def change_points(
         if np.ptp(segment) == 0:
             continue
         at, saved = _best_split(segment, min_size)
-        if _p_value(segment, saved, min_size, shuffles, significance, (start, end)) < significance:
-            splits.append(start + at)
+        p = _p_value(segment, saved, min_size, shuffles, significance, (start, end))
+        if p < significance:
+            splits[start + at] = p
             pending += [(start, start + at), (start + at, end)]
-    return _points(x, sorted(splits))
+    return _points(x, splits)
 
 
 def _best_split(segment: npt.NDArray[np.float64], min_size: int) -> tuple[int, float]:
@@ -124,7 +126,8 @@ def _p_value(
     return (1 + hits) / (1 + shuffles)
 
 
-def _points(x: npt.NDArray[np.float64], splits: list[int]) -> list[ChangePoint]:
+def _points(x: npt.NDArray[np.float64], found: dict[int, float]) -> list[ChangePoint]:
+    splits = sorted(found)
     edges = [0, *splits, len(x)]
     out = []
     for i, at in enumerate(splits):
@@ -135,5 +138,6 @@ def _points(x: npt.NDArray[np.float64], splits: list[int]) -> list[ChangePoint]:
                 index=at,
                 reason="the mean before this change point is 0: no relative change is defined",
             )
-        out.append(ChangePoint(at, before, after, (after - before) / abs(before)))
+        change = (after - before) / abs(before)
+        out.append(ChangePoint(at, before, after, change, found[at]))
     return out

@@ -15,10 +15,10 @@ kept their per-query latencies (``Observation.raw``), the test compares the cand
 latencies with the window's pooled ones; otherwise the runs' summary figures (one value a
 run). Per-query latencies are not independent of their run (the rerun verdict's docstring,
 ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
-significant. So a pooled test's significance is necessary, not sufficient: the candidate's
-summary must also lie beyond the window's 99% prediction interval for one more run
-(``verdict.prediction_interval``), on the worse side. On per-run values Student's t with one
-candidate run *is* that prediction test, at ``alpha``.
+significant. So a pooled test's significance is necessary, not sufficient: the run-level
+test must agree at ``alpha`` too (``run_p_value``: Student's t of the candidate's figure
+against the window's figures, one run against n, which is the prediction test for one more
+run). On per-run values that test is the t test itself.
 
 Verdicts: ``regressed`` only when the test says so and the change is worse than
 ``max_change`` (when given); ``inconclusive`` when the window holds fewer than ``min_runs``
@@ -37,17 +37,22 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
-import numpy.typing as npt
 
+from pinbench import bounds
 from pinbench.series.errors import InvalidSeries, InvalidThreshold
+from pinbench.series.significance import (
+    MAX_RERUNS,
+    p_value,
+    reruns_needed,
+    samples,
+    shown,
+    test_name,
+)
 
 Direction = Literal["lower", "higher"]
 TestName = Literal["relative", "t", "mann-whitney", "exact", "tolerance"]
 Verdict = Literal["passed", "regressed", "inconclusive"]
 STATISTICAL: frozenset[str] = frozenset({"t", "mann-whitney"})
-MAX_RERUNS = 100
-"""The most runs of the candidate ``reruns_needed`` will ask for; beyond, None (the window
-itself is too noisy or too short to settle it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,9 @@ class Comparison:
     """Inconclusive only: runs of the candidate that would settle it, or, when the window is
     short of ``min_runs``, the past runs it lacks; None when reruns cannot settle it."""
     reason: str
+    run_p_value: float | None = None
+    """With per-query latencies: the run-level test's p-value (Student's t, the candidate's
+    figure against the window's), which must be under alpha too; None otherwise."""
 
 
 def validate(threshold: Threshold) -> None:
@@ -113,16 +121,21 @@ def validate(threshold: Threshold) -> None:
         raise bad("test", t.test, f"must be one of {', '.join(get_args(TestName))}")
     if t.direction not in get_args(Direction):
         raise bad("direction", t.direction, "must be 'lower' or 'higher' (which way is better)")
-    if not _number(t.alpha) or not 0.0 < t.alpha <= 0.5:
-        raise bad("alpha", t.alpha, "must be in (0, 0.5]")
-    if not _integer(t.window) or not 2 <= t.window <= 1000:
-        raise bad("window", t.window, "must be an integer from 2 to 1000")
-    if not _integer(t.min_runs) or not 2 <= t.min_runs <= t.window:
-        raise bad("min_runs", t.min_runs, f"must be an integer from 2 to window ({t.window})")
-    if t.max_change is not None and (not _number(t.max_change) or not 0 < t.max_change <= 10):
-        raise bad("max_change", t.max_change, "must be in (0, 10] (0.05 = 5% worse)")
-    if t.tolerance is not None and (not _number(t.tolerance) or t.tolerance < 0):
-        raise bad("tolerance", t.tolerance, "must be a finite number >= 0")
+    for field, bound, value, integer in (
+        ("alpha", bounds.SIGNIFICANCE, t.alpha, False),
+        ("window", bounds.WINDOW_RUNS, t.window, True),
+        ("min_runs", bounds.MIN_RUNS, t.min_runs, True),
+        ("max_change", bounds.MAX_CHANGE, t.max_change, False),
+        ("tolerance", bounds.TOLERANCE, t.tolerance, False),
+    ):
+        if value is None and field in {"max_change", "tolerance"}:
+            continue  # optional: whether the test needs it is checked below
+        if value is None or not (_integer(value) if integer else _number(value)):
+            raise bad(field, value, f"must be {'an integer' if integer else 'a finite number'}")
+        if not bound.holds(value):
+            raise bad(field, value, f"must be {bound.text()}")
+    if t.min_runs > t.window:
+        raise bad("min_runs", t.min_runs, f"must be at most window ({t.window})")
     if t.test == "relative" and t.max_change is None:
         raise bad("max_change", None, "the relative test needs a bound (e.g. 0.05)")
     if t.test == "tolerance" and t.tolerance is None:
@@ -186,10 +199,10 @@ def compare(
         allowed = 0.0 if t.test == "exact" else float(t.tolerance or 0.0)
         bound = "equality" if t.test == "exact" else f"the tolerance {allowed:.6g}"
         verdict: Verdict = "regressed" if worse_by > allowed else "passed"
-        how = f"worse by {worse_by:.6g}" if worse_by > 0 else _better_or_equal(worse_by)
+        how = f"worse by {worse_by:.6g} than" if worse_by > 0 else _better_or_equal(worse_by)
         return result(
             verdict,
-            f"{t.metric}: {candidate.value:.6g}, {how} than the window's median "
+            f"{t.metric}: {candidate.value:.6g}, {how} the window's median "
             f"{baseline:.6g}, {'beyond' if verdict == 'regressed' else 'within'} {bound} "
             f"({t.test} test; no p-value)",
         )
@@ -209,7 +222,12 @@ class _Outcome:
     runs: int
 
     def __call__(
-        self, verdict: Verdict, reason: str, p: float | None = None, more: int | None = None
+        self,
+        verdict: Verdict,
+        reason: str,
+        p: float | None = None,
+        more: int | None = None,
+        p_run: float | None = None,
     ) -> Comparison:
         t = self.t
         return Comparison(
@@ -224,6 +242,7 @@ class _Outcome:
             self.runs,
             more,
             reason,
+            p_run,
         )
 
 
@@ -237,7 +256,7 @@ def _statistical(
     """``t`` and ``mann-whitney``: the test, the practical floor, the run-level guard."""
     from pinbench.evaluator.verdict import MIN_EFFECT
 
-    a, b, pooled = _samples(window, candidate)
+    a, b, pooled = samples(window, candidate)
     if t.test == "mann-whitney" and not pooled and 1.0 / (len(b) + 1) >= t.alpha:
         # One run among n: Mann-Whitney's smallest one-sided p-value is 1 / (n + 1).
         least = math.ceil(1.0 / t.alpha)
@@ -247,30 +266,31 @@ def _statistical(
             f"vs {len(b)} runs cannot reach p < {t.alpha:g}: it needs per-query latencies on "
             f"both sides or >= {least} past runs (no p-value)",
         )
-    p = _p_value(t.test, a, b, t.direction, pooled)
-    name = _test_name(t.test, pooled)
+    p = p_value(t.test, a, b, t.direction, pooled)
+    name = test_name(t.test, pooled)
     on = (
         f"{len(a):,} per-query latencies vs {len(b):,} pooled from {len(window)} runs"
         if pooled
         else f"1 run vs {len(window)} runs"
     )
-    shown = "undefined (identical samples)" if p is None else f"{p:.3g}"
-    stats = f"{name} on {on}, p = {shown}, alpha {t.alpha:g}"
+    stats = f"{name} on {on}, p = {shown(p)}, alpha {t.alpha:g}"
     size = _size(change, result.baseline)
     floor = t.max_change
     significant = p is not None and p < t.alpha
     big = change > (floor if floor is not None else 0.0)
     values = [o.value for o in window]
-    outside = True
+    p_run = None
     if pooled:
-        outside = _beyond_interval(values, candidate.value, t.direction)
-        stats += f"; {'beyond' if outside else 'inside'} the window's 99% run-to-run interval"
+        values_a = np.array([candidate.value], dtype=np.float64)
+        p_run = p_value("t", values_a, np.asarray(values, dtype=np.float64), t.direction, False)
+        stats += f"; Student's t on the runs' figures, p = {shown(p_run)}"
+    runs_agree = not pooled or (p_run is not None and p_run < t.alpha)
     floor_text = f", over the {floor:.1%} bound" if floor is not None and big else ""
-    if significant and big and outside:
-        return result("regressed", f"{t.metric}: {size}{floor_text} ({stats})", p)
+    if significant and big and runs_agree:
+        return result("regressed", f"{t.metric}: {size}{floor_text} ({stats})", p, None, p_run)
     counts = floor if floor is not None else MIN_EFFECT
     if change >= counts:
-        more = _reruns_needed(values, change)
+        more = reruns_needed(values, change)
         settle = (
             f"about {more} more run{'s' if more != 1 else ''} of the candidate would settle it"
             if more is not None
@@ -281,8 +301,9 @@ def _statistical(
             f"{t.metric}: {size} but the test cannot show it ({stats}); {settle}",
             p,
             more,
+            p_run,
         )
-    return result("passed", f"{t.metric}: {size} ({stats})", p)
+    return result("passed", f"{t.metric}: {size} ({stats})", p, None, p_run)
 
 
 def _check_finite(history: Sequence[Observation], candidate: Observation) -> None:
@@ -307,7 +328,7 @@ def _worse_by(baseline: float, value: float, direction: Direction) -> float:
 
 
 def _better_or_equal(worse_by: float) -> str:
-    return "equal to" if worse_by == 0 else f"better by {-worse_by:.6g}"
+    return "equal to" if worse_by == 0 else f"better by {-worse_by:.6g} than"
 
 
 def _size(change: float | None, baseline: float | None) -> str:
@@ -317,80 +338,3 @@ def _size(change: float | None, baseline: float | None) -> str:
     if change > 0:
         return f"{change:.2%} worse than {median}"
     return f"no worse than {median}" if change == 0 else f"{-change:.2%} better than {median}"
-
-
-def _samples(
-    window: Sequence[Observation], candidate: Observation
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
-    """Candidate and past samples: pooled per-query latencies when every run has them and
-    none is empty, else one summary figure a run."""
-    raws = [o.raw for o in window]
-    if candidate.raw and all(raws):
-        a = np.asarray(candidate.raw, dtype=np.float64)
-        b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws if r])
-        return a, b, True
-    return (
-        np.array([candidate.value], dtype=np.float64),
-        np.array([o.value for o in window], dtype=np.float64),
-        False,
-    )
-
-
-def _p_value(
-    test: str,
-    a: npt.NDArray[np.float64],
-    b: npt.NDArray[np.float64],
-    direction: Direction,
-    pooled: bool,
-) -> float | None:
-    """scipy's one-sided p-value that ``a`` is worse than ``b``; None when undefined (every
-    value the same)."""
-    from scipy import stats
-
-    if np.ptp(np.concatenate([a, b])) == 0:
-        return None
-    alternative = "greater" if direction == "lower" else "less"
-    if test == "t":
-        # Welch's t needs a spread on both sides: one candidate run has none, and then
-        # Student's t (equal variances) is the prediction test for one more run.
-        res = stats.ttest_ind(a, b, equal_var=not pooled, alternative=alternative)
-    else:
-        res = stats.mannwhitneyu(a, b, alternative=alternative)
-    p = float(res.pvalue)
-    return p if math.isfinite(p) else None
-
-
-def _test_name(test: str, pooled: bool) -> str:
-    if test == "t":
-        return "Welch's t" if pooled else "Student's t"
-    return "Mann-Whitney U"
-
-
-def _beyond_interval(values: Sequence[float], value: float, direction: Direction) -> bool:
-    """Whether ``value`` lies beyond the window's 99% prediction interval for one more run,
-    on the worse side (the rerun verdict's interval; positive figures only)."""
-    from pinbench.evaluator.verdict import prediction_interval
-
-    if value <= 0 or min(values) <= 0:
-        return False
-    lo, hi = prediction_interval(values)
-    return value > hi if direction == "lower" else value < lo
-
-
-def _reruns_needed(values: Sequence[float], change: float) -> int | None:
-    """How many more runs of the candidate would settle a change of ``change``: the fewest
-    ``k`` whose mean, with the candidate's run, the rerun verdict's 99% interval (Student's t
-    at the window's degrees of freedom, the window's log spread floored at ``NOISE_FLOOR``)
-    would tell apart from the window's mean. None when no ``k`` up to ``MAX_RERUNS`` would."""
-    from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
-
-    if min(values) <= 0 or change <= -1.0:
-        return None
-    n = len(values)
-    logs = np.log(np.asarray(values, dtype=np.float64))
-    spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
-    effect = abs(math.log1p(change))
-    for k in range(2, MAX_RERUNS + 2):
-        if t_995(n - 1) * spread * math.sqrt(1.0 / k + 1.0 / n) < effect:
-            return k - 1
-    return None
