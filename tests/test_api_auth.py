@@ -177,6 +177,7 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
      {"json": {"metric": "top1", "test": "tolerance", "tolerance": 0.01}}), PUBLISH, 200),
     ("gate a run", gate, RUN, 200),
     ("list alerts", get("/api/v1/alerts"), READ, 200),
+    ("show an alert", get("/api/v1/alerts/999999"), (404,) * 5, 404),  # none such: told so
     ("acknowledge an alert", acknowledge, PUBLISH, 200),
 ]  # fmt: skip
 

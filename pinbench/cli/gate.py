@@ -58,9 +58,9 @@ def gate_cmd(
     if as_json and markdown == Path("-"):
         raise UserError("--json and --markdown - both print to stdout: write the summary to a file")
     if series is not None:  # refused before the candidate runs
-        from pinbench.series.names import parse_fields
+        from pinbench.sdk.values import parse_series_name
 
-        parse_fields(series)
+        parse_series_name(series)
     say = progress_lines(quiet=as_json or markdown == Path("-"))
     with registry() as reg:
         if lockfile is not None:
@@ -69,7 +69,7 @@ def gate_cmd(
         assert run_id is not None
         result = reg.series().gate(run_id, series=series)
     if markdown is not None:
-        from pinbench.series.gate import markdown_of
+        from pinbench.cli.gate_view import markdown_of
 
         text = markdown_of(result)
         if markdown == Path("-"):
@@ -80,7 +80,7 @@ def gate_cmd(
     if as_json:
         _print_json(result)
     elif markdown != Path("-"):
-        from pinbench.series.gate import lines_of
+        from pinbench.cli.gate_view import lines_of
 
         for line in lines_of(result):
             _out().print(line, soft_wrap=True)

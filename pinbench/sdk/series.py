@@ -81,12 +81,16 @@ class Series:
         window: int = 10,
         min_runs: int = 3,
         tolerance: float | None = None,
+        by: str | None = None,
     ) -> dict[str, Any]:
         """Store the next version of the series' threshold on ``metric`` (unchanged when equal
         to the current one: ``added`` says which). ``direction``: which way is better, by
         default ``lower`` for a metric ending ``_ns``/``_ms``/``_s``/``_bytes``, else
-        ``higher``."""
+        ``higher``. ``by``: who sets it (a local registry's; default $USER; a server records
+        its caller)."""
         from pinbench.series.thresholds import default_direction
+
+        self._who(by)
 
         fields: dict[str, Any] = {
             "test": test,
@@ -105,7 +109,7 @@ class Series:
 
             key, members = resolve(ws, name)
             stored, added = set_threshold(
-                ws, key, members, Threshold(metric=metric, **fields), by=getpass.getuser()
+                ws, key, members, Threshold(metric=metric, **fields), by=by or getpass.getuser()
             )
             return {**stored.to_json(), "added": added}
 
@@ -147,12 +151,29 @@ class Series:
         )
         return rows
 
-    def acknowledge(self, alert_id: int) -> dict[str, Any]:
-        """Mark an alert acknowledged (alerts are never deleted)."""
-        from pinbench.series.alerts import acknowledge
+    def alert(self, alert_id: int) -> dict[str, Any]:
+        """One alert."""
+        from pinbench.series.alerts import alert_of
 
         info: dict[str, Any] = self.registry.either(
-            lambda remote: remote.json("POST", f"/api/v1/alerts/{alert_id}/acknowledge"),
-            lambda ws: acknowledge(ws, alert_id, by=getpass.getuser()),
+            lambda remote: remote.json("GET", f"/api/v1/alerts/{alert_id}"),
+            lambda ws: alert_of(ws, alert_id),
         )
         return info
+
+    def acknowledge(self, alert_id: int, *, by: str | None = None) -> dict[str, Any]:
+        """Mark an alert acknowledged (alerts are never deleted). ``by``: as ``set_threshold``."""
+        from pinbench.series.alerts import acknowledge
+
+        self._who(by)
+        info: dict[str, Any] = self.registry.either(
+            lambda remote: remote.json("POST", f"/api/v1/alerts/{alert_id}/acknowledge"),
+            lambda ws: acknowledge(ws, alert_id, by=by or getpass.getuser()),
+        )
+        return info
+
+    def _who(self, by: str | None) -> None:
+        if by is not None and self.registry.remote:
+            from pinbench.errors import UserError
+
+            raise UserError("by= names who acts on a local registry; a server records its caller")

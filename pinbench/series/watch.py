@@ -11,6 +11,7 @@ is logged and never fails the run (the run's record is already written).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pinbench.series.alerts import raise_alert
 from pinbench.series.changepoints import change_points
@@ -21,7 +22,7 @@ from pinbench.workspace import Workspace
 log = logging.getLogger("pinbench.series")
 
 
-def watch_run(ws: Workspace, run_id: str) -> list[dict[str, object]]:
+def watch_run(ws: Workspace, run_id: str) -> list[dict[str, Any]]:
     """The alerts raised for change points in ``run_id``'s series (none when it belongs to
     no series, or its series has no threshold); each alert is raised once."""
     key, members = series_of_run(ws, run_id)

@@ -1,4 +1,4 @@
-"""Series, their thresholds, the gate and alerts (``pinbench.series``; decisions 250-253).
+"""Series, their thresholds, the gate and alerts (``Registry.series()``; decisions 250-253).
 
 Reading needs the ``read`` scope. Setting a threshold and acknowledging an alert follow how the
 registry grants publishing: the ``publish`` scope and membership of the model's namespace (an
@@ -15,7 +15,8 @@ from litestar.params import Parameter
 
 from pinbench.accounts import Principal
 from pinbench.api.schemas import Body
-from pinbench.workspace import Workspace
+from pinbench.sdk.registry import Registry
+from pinbench.sdk.values import SeriesKey
 
 
 class ThresholdRequest(Body):
@@ -42,11 +43,9 @@ class SeriesController(Controller):
     tags = ["series"]  # noqa: RUF012
 
     @get("/", sync_to_thread=True, summary="Every series", operation_id="listSeries")
-    def list_series(self, ws: Workspace, principal: Principal) -> list[dict[str, Any]]:
-        from pinbench.series.members import list_series
-
+    def list_series(self, registry: Registry, principal: Principal) -> list[dict[str, Any]]:
         principal.require("read")
-        return list_series(ws)
+        return registry.series().list()
 
     @get(
         "/{name:path}",
@@ -54,15 +53,9 @@ class SeriesController(Controller):
         summary="One series: each run's metrics, the pins that moved, the thresholds",
         operation_id="showSeries",
     )
-    def show(self, ws: Workspace, principal: Principal, name: str) -> dict[str, Any]:
-        from pinbench.series.members import detail, resolve
-        from pinbench.series.thresholds import thresholds
-
+    def show(self, registry: Registry, principal: Principal, name: str) -> dict[str, Any]:
         principal.require("read")
-        key, members = resolve(ws, name.lstrip("/"))
-        shown = detail(key, members)
-        shown["thresholds"] = [v.to_json() for v in thresholds(ws, key)]
-        return shown
+        return registry.series().show(name.lstrip("/"))
 
 
 class ThresholdController(Controller):
@@ -76,14 +69,10 @@ class ThresholdController(Controller):
         operation_id="listThresholds",
     )
     def list_thresholds(
-        self, ws: Workspace, principal: Principal, name: str, all: bool = False
+        self, registry: Registry, principal: Principal, name: str, all: bool = False
     ) -> list[dict[str, Any]]:
-        from pinbench.series.members import resolve
-        from pinbench.series.thresholds import thresholds
-
         principal.require("read")
-        key, _ = resolve(ws, name.lstrip("/"))
-        return [v.to_json() for v in thresholds(ws, key, every_version=all)]
+        return registry.series().thresholds(name.lstrip("/"), every_version=all)
 
     @post(
         "/{name:path}",
@@ -94,20 +83,15 @@ class ThresholdController(Controller):
         operation_id="setThreshold",
     )
     def set_threshold(
-        self, ws: Workspace, principal: Principal, name: str, data: ThresholdRequest
+        self, registry: Registry, principal: Principal, name: str, data: ThresholdRequest
     ) -> dict[str, Any]:
-        from pinbench.series.members import resolve
-        from pinbench.series.stats import Threshold
-        from pinbench.series.thresholds import default_direction, set_threshold
-
         principal.require("publish")
-        key, members = resolve(ws, name.lstrip("/"))
-        principal.require_namespace(key.model, "set thresholds of")
+        series = registry.series()
+        model = series.show(name.lstrip("/"))["model"]
+        principal.require_namespace(model, "set thresholds of")
         assert principal.user is not None  # a token with the publish scope has a user
         fields = {f: getattr(data, f) for f in ThresholdRequest.__struct_fields__}
-        fields["direction"] = data.direction or default_direction(data.metric)
-        stored, added = set_threshold(ws, key, members, Threshold(**fields), by=principal.user)
-        return {**stored.to_json(), "added": added}
+        return series.set_threshold(name.lstrip("/"), by=principal.user, **fields)
 
 
 class GateController(Controller):
@@ -123,11 +107,9 @@ class GateController(Controller):
         "`outcome` is passed, regressed or inconclusive (`exit_code` 0, 1, 2).",
         operation_id="gate",
     )
-    def gate(self, ws: Workspace, principal: Principal, data: GateRequest) -> dict[str, Any]:
-        from pinbench.series.gate import gate
-
+    def gate(self, registry: Registry, principal: Principal, data: GateRequest) -> dict[str, Any]:
         principal.require("run")
-        return gate(ws, data.run, series=data.series).to_json()
+        return registry.series().gate(data.run, series=data.series)
 
 
 class AlertController(Controller):
@@ -137,7 +119,7 @@ class AlertController(Controller):
     @get("/", sync_to_thread=True, summary="Alerts, newest first", operation_id="listAlerts")
     def list_alerts(
         self,
-        ws: Workspace,
+        registry: Registry,
         principal: Principal,
         series: Annotated[str | None, Parameter(max_length=600)] = None,
         alert_state: Annotated[
@@ -145,10 +127,13 @@ class AlertController(Controller):
         ] = None,
         limit: int = 100,
     ) -> list[dict[str, Any]]:
-        from pinbench.series.alerts import list_alerts
-
         principal.require("read")
-        return list_alerts(ws, series=series, state=alert_state, limit=limit)
+        return registry.series().alerts(series=series, state=alert_state, limit=limit)
+
+    @get("/{alert_id:int}", sync_to_thread=True, summary="One alert", operation_id="showAlert")
+    def show(self, registry: Registry, principal: Principal, alert_id: int) -> dict[str, Any]:
+        principal.require("read")
+        return registry.series().alert(alert_id)
 
     @post(
         "/{alert_id:int}/acknowledge",
@@ -158,12 +143,12 @@ class AlertController(Controller):
         description="Needs the `publish` scope and membership of the model's namespace.",
         operation_id="acknowledgeAlert",
     )
-    def acknowledge(self, ws: Workspace, principal: Principal, alert_id: int) -> dict[str, Any]:
-        from pinbench.series.alerts import acknowledge, alert_of
-        from pinbench.series.names import SeriesKey
-
+    def acknowledge(
+        self, registry: Registry, principal: Principal, alert_id: int
+    ) -> dict[str, Any]:
         principal.require("publish")
-        key = SeriesKey.parse(alert_of(ws, alert_id)["series"])
+        series = registry.series()
+        key = SeriesKey.parse(series.alert(alert_id)["series"])
         principal.require_namespace(key.model, "acknowledge alerts of")
         assert principal.user is not None
-        return acknowledge(ws, alert_id, by=principal.user)
+        return series.acknowledge(alert_id, by=principal.user)
