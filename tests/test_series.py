@@ -155,11 +155,10 @@ def test_thresholds_are_versioned_validated_and_refused_without_change(
     assert usage.code == 2  # Click's usage error
     assert _thresholds(made.ws) == before  # nothing changed
     current = json.loads(cli("series", "threshold", "list", series, "--json").out)
-    assert [(r["metric"], r["version"], r["max_change"]) for r in current] == [
-        ("throughput_sps", 2, 0.2)
-    ]
+    mine = [r for r in current if r["metric"] == "throughput_sps"]  # (the gate test sets one)
+    assert [(r["version"], r["max_change"]) for r in mine] == [(2, 0.2)]
     every = json.loads(cli("series", "threshold", "list", series, "--all", "--json").out)
-    assert [r["version"] for r in every] == [1, 2]
+    assert [r["version"] for r in every if r["metric"] == "throughput_sps"] == [1, 2]
 
 
 def test_the_gate_passes_fails_and_is_inconclusive_with_its_reasons(
