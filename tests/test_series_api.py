@@ -26,7 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Itera
         yield srv
 
 
-def test_series_through_the_server_with_publishing_rights_metrics_and_page(
+def test_series_through_the_server_with_rights_metrics_page_and_change_points(
     server: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rng = np.random.default_rng(7)
@@ -99,9 +99,10 @@ def test_series_through_the_server_with_publishing_rights_metrics_and_page(
     finally:
         ws.close()
     assert 'pinbench_alerts{state="acknowledged"} 1' in reader.get("/metrics").text
+    _a_recorded_run_finds_a_change_point(server)
 
 
-def test_a_run_the_server_records_finds_a_change_point_in_its_series(server: Server) -> None:
+def _a_recorded_run_finds_a_change_point(server: Server) -> None:
     """The run pool's hook (``series.watch``): a series at batch 2 shifted 40 % after six runs,
     with a threshold; a real run the server records there raises the change point's alert."""
     import time
