@@ -160,6 +160,15 @@ ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader 
 
 RETRIES = between(0, 3, "attempts on another system when a run's system is lost")
 
+# ---------------------------------------------------------------- a series' thresholds
+
+SIGNIFICANCE = Bound(0, 0.5, "a one-sided test's alpha; past 0.5 it alarms more than a coin", True)
+WINDOW_RUNS = between(2, 1000, "past runs a test looks at; the spread needs 2")
+MIN_RUNS = between(2, 1000, "at most the window; fewer past runs give an inconclusive verdict")
+MAX_CHANGE = Bound(0, 10, "relative: 0.05 may worsen by 5%; 10 is eleven times as slow", True)
+TOLERANCE = between(0, 1e18, "in the metric's unit: 1e18 ns is 31 years, 1e18 B an exabyte")
+SEGMENT_RUNS = between(2, 1000, "runs either side of a change point; one run is an outlier")
+
 # ---------------------------------------------------------------- operators' options
 
 GC_GRACE_S = between(0, 366 * 86_400, "a year: past it a blob is old by any measure")
@@ -214,6 +223,12 @@ TABLE: Final[dict[str, Bound]] = {
     "generation.top_k": GENERATION_TOP_K,
     "generation.seed": SEED,
     "generation.ttft_latency_ms, tpot_latency_ms": TOKEN_LATENCY_MS,
+    "threshold.alpha, change points' significance": SIGNIFICANCE,
+    "threshold.window": WINDOW_RUNS,
+    "threshold.min_runs (at most window)": MIN_RUNS,
+    "threshold.max_change": MAX_CHANGE,
+    "threshold.tolerance": TOLERANCE,
+    "change points' min_size": SEGMENT_RUNS,
     "files[].size": FILE_SIZE,
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,

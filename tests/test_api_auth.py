@@ -91,6 +91,33 @@ def cancel(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
     return "DELETE", f"/api/v1/runs/{run}", {}
 
 
+SERIES = "vision/digits-logreg"  # the leading field of the world's one series (its runs')
+
+
+def gate(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
+    """The world's second run gated against its series (a threshold set first, by admin)."""
+    with w.server.client("admin") as c:
+        body = {"metric": "top1", "test": "exact"}
+        assert c.post(f"/api/v1/series-thresholds/{SERIES}", json=body).status_code == 200
+    return "POST", "/api/v1/gate", {"json": {"run": w.runs[1]}}
+
+
+def acknowledge(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
+    """An open alert of the world's series (raised here), acknowledged by ``who``."""
+    from pinbench.series.alerts import raise_alert
+
+    with w.server.client("admin") as c:
+        name = c.get(f"/api/v1/series/{SERIES}").json()["name"]
+    ws = w.server.workspace()
+    try:
+        alert = raise_alert(
+            ws, series=name, metric="top1", kind="regression", run_id=who, detail={}
+        )
+    finally:
+        ws.close()
+    return "POST", f"/api/v1/alerts/{alert['id']}/acknowledge", {}
+
+
 READ = (200, 200, 200, 200, 200)
 RUN = (401, 403, None, None, None)  # None: the endpoint's success status
 ADMIN = (401, 403, 403, 403, None)
@@ -143,6 +170,15 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
      {"json": {"user": "reader"}}), ADMIN, 201),
     ("remove a member", lambda w, who: ("DELETE", "/api/v1/namespaces/audio/members/other", {}),
      ADMIN, 204),
+    ("list series", get("/api/v1/series"), READ, 200),
+    ("show a series", get(f"/api/v1/series/{SERIES}"), READ, 200),
+    ("list a series' thresholds", get(f"/api/v1/series-thresholds/{SERIES}"), READ, 200),
+    ("set a threshold", lambda w, who: ("POST", f"/api/v1/series-thresholds/{SERIES}",
+     {"json": {"metric": "top1", "test": "tolerance", "tolerance": 0.01}}), PUBLISH, 200),
+    ("gate a run", gate, RUN, 200),
+    ("list alerts", get("/api/v1/alerts"), READ, 200),
+    ("show an alert", get("/api/v1/alerts/999999"), (404,) * 5, 404),  # none such: told so
+    ("acknowledge an alert", acknowledge, PUBLISH, 200),
 ]  # fmt: skip
 
 CELLS = [

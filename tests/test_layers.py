@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "run_figures",
         },
     ),
-    ("runs", {"provenance", "reports"}),
+    ("runs", {"provenance", "reports", "series"}),
     ("cluster", {"cluster", "remote"}),
     ("sdk", {"sdk"}),
     (

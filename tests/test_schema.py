@@ -26,6 +26,8 @@ TABLES = {
     "signing_keys",
     "attestations",
     "ui_sessions",
+    "series_thresholds",
+    "alerts",
     "alembic_version",
 }
 

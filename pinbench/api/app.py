@@ -39,6 +39,12 @@ from pinbench.api.controllers.lockfiles import LockfileController, ResolveContro
 from pinbench.api.controllers.provenance import AttestationController, KeyController
 from pinbench.api.controllers.reports import ReportController
 from pinbench.api.controllers.runs import CompareController, RunController
+from pinbench.api.controllers.series import (
+    AlertController,
+    GateController,
+    SeriesController,
+    ThresholdController,
+)
 from pinbench.api.controllers.systems import SystemController
 from pinbench.api.deps import (
     ServerSettings,
@@ -67,6 +73,7 @@ from pinbench.reports.render import STATIC as SHARED_STATIC
 from pinbench.reports.render import templates
 from pinbench.sdk.registry import Registry
 from pinbench.web.pages import WebController
+from pinbench.web.series import SeriesPages
 from pinbench.workspace import Workspace
 
 STATIC = Path(__file__).parent / "static"
@@ -194,6 +201,10 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             LockfileController,
             RunController,
             CompareController,
+            SeriesController,
+            ThresholdController,
+            GateController,
+            AlertController,
             SystemController,
             KeyController,
             AttestationController,
@@ -204,6 +215,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             UserController,
             NamespaceController,
             WebController,
+            SeriesPages,
             create_static_files_router(path="/static", directories=[STATIC, SHARED_STATIC]),
         ],
         dependencies={

@@ -192,6 +192,25 @@ def _runs_by_status(ws: Workspace) -> dict[str, int]:
     return {status: int(n) for status, n in rows}
 
 
+def _alerts(ws: Workspace) -> list[str]:
+    """Alerts by state (a gauge: acknowledging moves one) and by kind (a counter: alerts are
+    never deleted), every state and kind present (decision 253)."""
+    from pinbench.series.alerts import counts
+
+    by_state, by_kind = counts(ws)
+    out = _gauge(
+        "pinbench_alerts",
+        "Alerts (regressions, change points) in the database, by state.",
+        [(f'{{state="{s}"}}', n) for s, n in by_state.items()],
+    )
+    out += [
+        "# HELP pinbench_alerts_total Alerts ever raised (never deleted), by kind.",
+        "# TYPE pinbench_alerts_total counter",
+        *(f'pinbench_alerts_total{{kind="{k}"}} {n}' for k, n in by_kind.items()),
+    ]
+    return out
+
+
 def _gauge(name: str, help_text: str, values: list[tuple[str, float]]) -> list[str]:
     out = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
     out += [f"{name}{labels} {value:.17g}" for labels, value in values]
@@ -256,6 +275,10 @@ async def metrics(state: State, request: Request[Any, Any, Any]) -> Response[str
             "Runs recorded in the database (all servers), by status.",
             [(f'{{status="{s}"}}', n) for s, n in sorted(runs.items())],
         )
+        try:
+            lines += await state.db_scrape.call(lambda: _alerts(ws), DB_TIMEOUT_S)
+        except Exception as exc:
+            log.warning("metrics: cannot count alerts: %s", exc)
     scan.refresh(ws)
     if scan.at is not None and scan.blobs is not None and scan.bytes is not None:
         lines += _gauge("pinbench_blob_store_blobs", "Files in the blob store.", [("", scan.blobs)])

@@ -30,6 +30,7 @@ from pinbench.processing.consent import CodeRefused
 from pinbench.registry.catalog import NotFound
 from pinbench.registry.publish import SameVersionConflict, VersionConflict
 from pinbench.sdk.hosting import NotStored
+from pinbench.series.series_errors import AlertNotFound, SeriesNotFound
 
 log = logging.getLogger("pinbench.api")
 
@@ -107,6 +108,8 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (ApiNotFound, 404),
     (NotStored, 404),
     (UnknownSystem, 404),
+    (SeriesNotFound, 404),
+    (AlertNotFound, 404),
     (BlobMissing, 404),
     (VersionConflict, 409),
     (SameVersionConflict, 409),

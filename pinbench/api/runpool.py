@@ -1,13 +1,11 @@
-"""The server's bounded run queue: a fixed number of worker threads, a fixed queue length.
-
-A submitted run is recorded ``queued`` at once, then run by a worker with ``run_lockfile``,
-which records the outcome; a full queue refuses (503). Runs left when the server stops are
-marked ``interrupted`` with their reasons; while the database is away they wait (decision 190).
-Each pool is a server instance with a heartbeat (``api/heartbeat.py``) that touches its own
-runs and those of servers whose lease expired. Runs wait in a fair queue (``api/fairshare.py``),
-at most ``runs_per_user`` of each user; ``drain`` (SIGTERM, ``api/drain.py``) takes no new run,
-lets the running ones finish, and waits for their clients to read how they ended.
-"""
+"""The server's bounded run queue: fixed worker threads, a fixed queue length. A submitted
+run is recorded ``queued`` at once, then run by a worker with ``run_lockfile``, which records
+the outcome (then ``series.watch`` alerts on change points); a full queue refuses (503). Runs
+left when the server stops are marked ``interrupted`` with their reasons; while the database
+is away they wait (decision 190). Each pool is a server instance with a heartbeat
+(``api/heartbeat.py``) that touches its own runs and those of servers whose lease expired.
+Runs wait in a fair queue (``api/fairshare.py``), at most ``runs_per_user`` of each user;
+``drain`` (SIGTERM, ``api/drain.py``) takes no new run, lets runs end, waits for their readers."""
 
 from __future__ import annotations
 
@@ -35,6 +33,7 @@ from pinbench.evaluator.recording import RecordWaiting
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
+from pinbench.series.watch import watch_quietly
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -312,6 +311,7 @@ class RunPool:
                 on=on,
                 warm=self.warm,
             )
+            watch_quietly(self.ws, run_id)
         except RecordWaiting as exc:  # its record waits in the home for the next server
             log.warning("run %s: %s", run_id[:8], exc)
         except SystemLost as exc:

@@ -100,6 +100,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "bisect_cmd",
         "Find the first pin between two runs' lockfiles at which the metric changes.",
     ),
+    "series": (
+        "series",
+        "series_app",
+        "Series of runs that measure the same thing (model, dataset, scenario, system): list, "
+        "show, thresholds, alerts.",
+    ),
+    "gate": (
+        "gate",
+        "gate_cmd",
+        "Judge a candidate against its series' earlier runs under the series' thresholds.",
+    ),
     "digest": (
         "hashing",
         "digest",

@@ -303,3 +303,49 @@ class UiSession(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
     token: Mapped[ApiToken] = relationship()
+
+
+class SeriesThreshold(Base):
+    """One version of a series' threshold on one metric (``pinbench.series.thresholds``):
+    setting it again adds the next version; earlier versions are kept, never updated, so a
+    verdict names the version it was judged under (decision 251)."""
+
+    __tablename__ = "series_thresholds"
+    __table_args__ = (
+        UniqueConstraint("series", "metric", "version", name="uq_series_thresholds_version"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    series: Mapped[str] = mapped_column(String(600))
+    metric: Mapped[str] = mapped_column(String(100))
+    version: Mapped[int] = mapped_column(Integer)
+    test: Mapped[str] = mapped_column(String(16))
+    direction: Mapped[str] = mapped_column(String(8))
+    max_change: Mapped[float | None] = mapped_column(Float)
+    alpha: Mapped[float] = mapped_column(Float)
+    window: Mapped[int] = mapped_column(Integer)
+    min_runs: Mapped[int] = mapped_column(Integer)
+    tolerance: Mapped[float | None] = mapped_column(Float)
+    created_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Alert(Base):
+    """A regression a gate found, or a change point found when a run was recorded on a
+    server: acknowledged, never deleted (decision 253)."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (Index("ix_alerts_series_created", "series", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    series: Mapped[str] = mapped_column(String(600))
+    metric: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(16))
+    """``regression`` (a gate's verdict) or ``change-point``."""
+    run_id: Mapped[str] = mapped_column(String(36), index=True)
+    """The run it was found at (the gated candidate, or the first run after the shift)."""
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16), default="open", index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    acknowledged_by: Mapped[str | None] = mapped_column(String(100))
+    acknowledged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pinbench.sdk.hosting import Hosting
     from pinbench.sdk.images import Images
     from pinbench.sdk.runs import Lockfile
+    from pinbench.sdk.series import Series
     from pinbench.workspace import Workspace
 
 T = TypeVar("T")
@@ -153,6 +154,12 @@ class Registry(Inquiries, RunRecords):
         from pinbench.sdk.images import Images
 
         return Images(self)
+
+    def series(self) -> Series:
+        """Series of runs, their thresholds, the gate and alerts (continuous benchmarking)."""
+        from pinbench.sdk.series import Series
+
+        return Series(self)
 
     def admin(self) -> Admin:
         """The operator's: create the home, migrate and check the database."""

@@ -4,7 +4,8 @@
 level records; an unknown level refused); versions and npm-style ranges (``parse_version``,
 ``Range``, ``satisfying``); ``json_schemas`` (each manifest kind's JSON Schema) and
 ``bundle_keyid`` (the key a model-signing bundle names); ``load_yaml``, ``read_yaml_file`` and
-``YamlRefused`` (YAML read with pinbench's bounds: no aliases bombs, no tags, size-capped).
+``YamlRefused`` (YAML read with pinbench's bounds: no aliases bombs, no tags, size-capped);
+``SeriesKey`` and ``parse_series_name`` (a series' name, whole or its leading fields).
 Each needs no registry and runs nothing; each is imported when first named. And ``Stop`` with
 ``stop_on_signals``: what a run's ``stop`` argument takes, so that Ctrl-C or SIGTERM stops it
 safely (recorded interrupted)."""
@@ -18,6 +19,7 @@ __all__ = [
     "Digest",
     "Kind",
     "Range",
+    "SeriesKey",
     "Spec",
     "Stop",
     "YamlRefused",
@@ -25,6 +27,7 @@ __all__ = [
     "json_schemas",
     "load_yaml",
     "parse_kind",
+    "parse_series_name",
     "parse_version",
     "read_yaml_file",
     "satisfying",
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
     from pinbench.registry.ranges import Range, satisfying
     from pinbench.registry.versions import parse_version
     from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
+    from pinbench.series.names import SeriesKey
+    from pinbench.series.names import parse_fields as parse_series_name
     from pinbench.trace.levels import parts as trace_parts
 
 _HOME = {
@@ -55,6 +60,8 @@ _HOME = {
     "parse_version": ("pinbench.registry.versions", "parse_version"),
     "satisfying": ("pinbench.registry.ranges", "satisfying"),
     "trace_parts": ("pinbench.trace.levels", "parts"),
+    "SeriesKey": ("pinbench.series.names", "SeriesKey"),
+    "parse_series_name": ("pinbench.series.names", "parse_fields"),
     "Stop": ("pinbench.evaluator.stop", "Stop"),
     "stop_on_signals": ("pinbench.evaluator.stop", "stop_on_signals"),
     "YamlRefused": ("pinbench.registry.yamlsafe", "YamlRefused"),

@@ -1,0 +1,154 @@
+"""Series, their thresholds, the gate and alerts (``Registry.series()``; decisions 250-253).
+
+Reading needs the ``read`` scope. Setting a threshold and acknowledging an alert follow how the
+registry grants publishing: the ``publish`` scope and membership of the model's namespace (an
+admin's ``admin`` scope for a name without one). Gating a recorded run records alerts, so it
+needs the ``run`` scope.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, get, post
+from litestar.params import Parameter
+
+from pinbench.accounts import Principal
+from pinbench.api.schemas import Body
+from pinbench.sdk.registry import Registry
+from pinbench.sdk.values import SeriesKey
+
+
+class ThresholdRequest(Body):
+    metric: str
+    test: str
+    direction: str | None = None
+    """Which way is better; default: lower for *_ns, *_ms, *_s, *_bytes, else higher."""
+    max_change: float | None = None
+    alpha: float = 0.01
+    window: int = 10
+    min_runs: int = 3
+    tolerance: float | None = None
+
+
+class GateRequest(Body):
+    run: str
+    """A recorded run's id (or unique prefix): the candidate."""
+    series: str | None = None
+    """The series to judge against; refused when the run is not in it. Default: its own."""
+
+
+class SeriesController(Controller):
+    path = "/api/v1/series"
+    tags = ["series"]  # noqa: RUF012
+
+    @get("/", sync_to_thread=True, summary="Every series", operation_id="listSeries")
+    def list_series(self, registry: Registry, principal: Principal) -> list[dict[str, Any]]:
+        principal.require("read")
+        return registry.series().list()
+
+    @get(
+        "/{name:path}",
+        sync_to_thread=True,
+        summary="One series: each run's metrics, the pins that moved, the thresholds",
+        operation_id="showSeries",
+    )
+    def show(self, registry: Registry, principal: Principal, name: str) -> dict[str, Any]:
+        principal.require("read")
+        return registry.series().show(name.lstrip("/"))
+
+
+class ThresholdController(Controller):
+    path = "/api/v1/series-thresholds"
+    tags = ["series"]  # noqa: RUF012
+
+    @get(
+        "/{name:path}",
+        sync_to_thread=True,
+        summary="A series' thresholds (current, or every version with all=true)",
+        operation_id="listThresholds",
+    )
+    def list_thresholds(
+        self, registry: Registry, principal: Principal, name: str, all: bool = False
+    ) -> list[dict[str, Any]]:
+        principal.require("read")
+        return registry.series().thresholds(name.lstrip("/"), every_version=all)
+
+    @post(
+        "/{name:path}",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Set a series' threshold on a metric (a new version)",
+        description="Needs the `publish` scope and membership of the model's namespace.",
+        operation_id="setThreshold",
+    )
+    def set_threshold(
+        self, registry: Registry, principal: Principal, name: str, data: ThresholdRequest
+    ) -> dict[str, Any]:
+        principal.require("publish")
+        series = registry.series()
+        model = series.show(name.lstrip("/"))["model"]
+        principal.require_namespace(model, "set thresholds of")
+        assert principal.user is not None  # a token with the publish scope has a user
+        fields = {f: getattr(data, f) for f in ThresholdRequest.__struct_fields__}
+        return series.set_threshold(name.lstrip("/"), by=principal.user, **fields)
+
+
+class GateController(Controller):
+    path = "/api/v1/gate"
+    tags = ["series"]  # noqa: RUF012
+
+    @post(
+        "/",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Judge a recorded run against its series under the thresholds",
+        description="Needs the `run` scope. A regression is recorded as an alert. The answer's "
+        "`outcome` is passed, regressed or inconclusive (`exit_code` 0, 1, 2).",
+        operation_id="gate",
+    )
+    def gate(self, registry: Registry, principal: Principal, data: GateRequest) -> dict[str, Any]:
+        principal.require("run")
+        return registry.series().gate(data.run, series=data.series)
+
+
+class AlertController(Controller):
+    path = "/api/v1/alerts"
+    tags = ["series"]  # noqa: RUF012
+
+    @get("/", sync_to_thread=True, summary="Alerts, newest first", operation_id="listAlerts")
+    def list_alerts(
+        self,
+        registry: Registry,
+        principal: Principal,
+        series: Annotated[str | None, Parameter(max_length=600)] = None,
+        alert_state: Annotated[
+            str | None, Parameter(query="state", description="open or acknowledged")
+        ] = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        principal.require("read")
+        return registry.series().alerts(series=series, state=alert_state, limit=limit)
+
+    @get("/{alert_id:int}", sync_to_thread=True, summary="One alert", operation_id="showAlert")
+    def show(self, registry: Registry, principal: Principal, alert_id: int) -> dict[str, Any]:
+        principal.require("read")
+        return registry.series().alert(alert_id)
+
+    @post(
+        "/{alert_id:int}/acknowledge",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Acknowledge an alert (never deleted)",
+        description="Needs the `publish` scope and membership of the model's namespace.",
+        operation_id="acknowledgeAlert",
+    )
+    def acknowledge(
+        self, registry: Registry, principal: Principal, alert_id: int
+    ) -> dict[str, Any]:
+        principal.require("publish")
+        series = registry.series()
+        key = SeriesKey.parse(series.alert(alert_id)["series"])
+        principal.require_namespace(key.model, "acknowledge alerts of")
+        assert principal.user is not None
+        return series.acknowledge(alert_id, by=principal.user)

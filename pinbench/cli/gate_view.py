@@ -1,0 +1,81 @@
+"""The gate's JSON object (``Registry.series().gate``) as text and as a Markdown summary for
+a CI job summary or a pull-request comment: pure views of what the API answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MARK = {"passed": "✅", "regressed": "❌", "inconclusive": "⚠️"}
+
+
+def lines_of(info: dict[str, Any]) -> list[str]:
+    """A gate's JSON object as plain text: one line per metric, then the outcome."""
+    out = [
+        f"gate: run {info['run'][:8]} against {len(info['history'])} earlier run(s) of "
+        f"{info['series']}"
+    ]
+    for c in info["comparisons"]:
+        out.append(f"  {c['verdict']:<12} {c['reason']} [threshold v{c['threshold']['version']}]")
+    settle = settle_of(info)
+    out.append(info["outcome"] + (f" - to settle: {settle}" if settle else ""))
+    return out
+
+
+def markdown_of(info: dict[str, Any]) -> str:
+    """A gate's JSON object as a summary for a CI job summary or a pull-request comment."""
+    rows = [
+        f"### {MARK[info['outcome']]} pinbench gate: {info['outcome']}",
+        "",
+        f"Run `{info['run']}` against {len(info['history'])} earlier run(s) of series "
+        f"`{info['series']}`.",
+        "",
+        "| metric | verdict | test | baseline | candidate | change | p-value | threshold |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in info["comparisons"]:
+        change, p = c["change"], c["p_value"]
+        rows.append(
+            f"| `{c['metric']}` | {MARK[c['verdict']]} {c['verdict']} | {c['test']} | "
+            f"{_num(c['baseline'])} | {_num(c['candidate'])} | "
+            f"{'-' if change is None else f'{change:+.2%}'} | "
+            f"{'-' if p is None else f'{p:.3g}'} | {_bound(c)} |"
+        )
+    rows.append("")
+    rows.extend(f"- {c['reason']}" for c in info["comparisons"])
+    settle = settle_of(info)
+    if settle:
+        rows.extend(["", f"To settle it: {settle}."])
+    return "\n".join(rows) + "\n"
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _bound(comparison: dict[str, Any]) -> str:
+    t = comparison["threshold"]
+    parts = [f"v{t['version']}", f"{t['direction']} is better"]
+    if t["max_change"] is not None:
+        parts.append(f"max change {t['max_change']:.1%}")
+    if comparison["alpha"] is not None:  # a statistical test's
+        parts.append(f"alpha {t['alpha']:g}")
+    if t["tolerance"] is not None:
+        parts.append(f"tolerance {t['tolerance']:g}")
+    parts.append(f"window {t['window']}, min {t['min_runs']}")
+    return ", ".join(parts)
+
+
+def settle_of(info: dict[str, Any]) -> str:
+    """What would settle the inconclusive metrics ('' when none is)."""
+    said = []
+    for c in info["comparisons"]:
+        if c["verdict"] != "inconclusive":
+            continue
+        short = c["threshold"]["min_runs"] - c["runs_used"]
+        if short > 0:
+            said.append(f"{c['metric']}: {short} more earlier run(s) of the series")
+        elif c["reruns_needed"] is None:
+            said.append(f"{c['metric']}: reruns would not settle it (the window is too noisy)")
+        else:
+            said.append(f"{c['metric']}: about {c['reruns_needed']} more run(s) of the candidate")
+    return "; ".join(said)

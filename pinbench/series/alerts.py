@@ -1,0 +1,122 @@
+"""Alerts: a regression a gate found, or a change point found when a run was recorded on a
+server (decision 253). Listed and acknowledged, never deleted; acknowledging one twice is
+refused, naming who did it first."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from pinbench.db.models import Alert
+from pinbench.errors import UserError
+from pinbench.series.series_errors import AlertNotFound
+from pinbench.workspace import Workspace
+
+KINDS = ("regression", "change-point")
+STATES = ("open", "acknowledged")
+
+
+def _json(row: Alert) -> dict[str, Any]:
+    def iso(value: datetime | None) -> str | None:
+        if value is None:
+            return None
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+
+    return {
+        "id": row.id,
+        "series": row.series,
+        "metric": row.metric,
+        "kind": row.kind,
+        "run": row.run_id,
+        "state": row.state,
+        "detail": row.detail,
+        "created_at": iso(row.created_at),
+        "acknowledged_by": row.acknowledged_by,
+        "acknowledged_at": iso(row.acknowledged_at),
+    }
+
+
+def raise_alert(
+    ws: Workspace, *, series: str, metric: str, kind: str, run_id: str, detail: dict[str, Any]
+) -> dict[str, Any]:
+    """Record an alert; one already open for the same series, metric, kind and run is not
+    recorded twice (a gate run again on the same candidate)."""
+    assert kind in KINDS, kind
+    with ws.transaction() as session:
+        same = session.scalars(
+            select(Alert).where(
+                Alert.series == series,
+                Alert.metric == metric,
+                Alert.kind == kind,
+                Alert.run_id == run_id,
+            )
+        ).first()
+        if same is not None:
+            return _json(same)
+        row = Alert(
+            series=series,
+            metric=metric,
+            kind=kind,
+            run_id=run_id,
+            detail=detail,
+            state="open",
+            created_at=datetime.now(UTC),
+        )
+        session.add(row)
+        session.flush()
+        return _json(row)
+
+
+def list_alerts(
+    ws: Workspace, *, series: str | None = None, state: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Alerts, newest first, of one series and in one state when given."""
+    if state is not None and state not in STATES:
+        raise UserError(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    if not 1 <= limit <= 1000:
+        raise UserError(f"limit must be from 1 to 1000, got {limit}")
+    with ws.transaction() as session:
+        stmt = select(Alert).order_by(Alert.created_at.desc(), Alert.id.desc()).limit(limit)
+        if series is not None:
+            stmt = stmt.where(Alert.series == series)
+        if state is not None:
+            stmt = stmt.where(Alert.state == state)
+        return [_json(row) for row in session.scalars(stmt)]
+
+
+def acknowledge(ws: Workspace, alert_id: int, *, by: str) -> dict[str, Any]:
+    """Mark an open alert acknowledged by ``by``."""
+    with ws.transaction() as session:
+        row = session.get(Alert, alert_id)
+        if row is None:
+            raise AlertNotFound(alert_id=alert_id)
+        if row.state == "acknowledged":
+            raise UserError(f"alert {alert_id} was acknowledged already by {row.acknowledged_by}")
+        row.state = "acknowledged"
+        row.acknowledged_by = by
+        row.acknowledged_at = datetime.now(UTC)
+        session.flush()
+        return _json(row)
+
+
+def alert_of(ws: Workspace, alert_id: int) -> dict[str, Any]:
+    with ws.transaction() as session:
+        row = session.get(Alert, alert_id)
+        if row is None:
+            raise AlertNotFound(alert_id=alert_id)
+        return _json(row)
+
+
+def counts(ws: Workspace) -> tuple[dict[str, int], dict[str, int]]:
+    """Alerts by state and by kind (every one, 0 where none), for ``/metrics``."""
+    by_state, by_kind = dict.fromkeys(STATES, 0), dict.fromkeys(KINDS, 0)
+    with ws.transaction() as session:
+        rows = session.execute(
+            select(Alert.state, Alert.kind, func.count()).group_by(Alert.state, Alert.kind)
+        )
+        for state, kind, n in rows:
+            by_state[state] += int(n)
+            by_kind[kind] += int(n)
+    return by_state, by_kind

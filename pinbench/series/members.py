@@ -1,0 +1,214 @@
+"""Which runs form which series, read from the registry (decision 250).
+
+A series is the succeeded, untraced model-evaluation runs that share a ``SeriesKey`` (model
+name, dataset name, scenario and mode, batch size, system), ordered by when they started (then
+by id). Everything else — the model's, framework's and dataset's versions, the image, the
+runner, threads, limits — is free to move along a series; ``moved`` names what moved at each
+step, with bisect's view of a lockfile's pins (``pinbench.evaluator.bisect_chain``). A traced
+run is left out: its latencies carry its profilers' overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.db.models import Result
+from pinbench.db.models import Run as RunRow
+from pinbench.registry.lockfile import Lockfile
+from pinbench.series.names import SeriesKey, parse_fields
+from pinbench.series.series_errors import AmbiguousSeries, SeriesNotFound
+from pinbench.workspace import Workspace
+
+RAW_PREFIX = "framework_latency_"
+"""Metrics computed from a run's raw latencies (the framework-call blob, decision 159): a
+statistical threshold on one of them is judged on those raw values."""
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One run of a series."""
+
+    run_id: str
+    started_at: datetime
+    runner: str
+    lock: Lockfile
+    latencies_sha256: str | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+
+
+def key_of(lock: Lockfile, system: str | None) -> SeriesKey | None:
+    """The series a run of ``lock`` on ``system`` belongs to; None for an operator or training
+    run, or one without a model or dataset."""
+    body = lock.body
+    if body.model is None or body.dataset is None or body.operator or body.training:
+        return None
+    scenario = body.scenario
+    return SeriesKey(
+        body.model.name, body.dataset.name, scenario.name, scenario.mode, body.batch_size, system
+    )
+
+
+def collect(ws: Workspace, *, model: str | None = None) -> dict[SeriesKey, list[Member]]:
+    """Every series (of ``model`` only, when given) and its runs, oldest first."""
+    from pinbench.db.chunks import chunked
+
+    with ws.transaction() as session:
+        stmt = (
+            select(
+                RunRow.id,
+                RunRow.started_at,
+                RunRow.runner,
+                RunRow.system,
+                RunRow.lockfile_digest,
+                RunRow.latencies_sha256,
+            )
+            .where(
+                RunRow.status == "succeeded",
+                RunRow.trace_level == "none",
+                RunRow.model.is_not(None),
+            )
+            .order_by(RunRow.started_at, RunRow.id)
+        )
+        if model is not None:
+            stmt = stmt.where(RunRow.model == model)
+        rows = session.execute(stmt).all()
+        locks: dict[str, Lockfile] = {}
+        for chunk in chunked(sorted({r.lockfile_digest for r in rows})):
+            for digest, body in session.execute(
+                select(LockfileRow.digest, LockfileRow.body).where(LockfileRow.digest.in_(chunk))
+            ):
+                locks[digest] = Lockfile.from_bytes(body.encode())
+        series: dict[SeriesKey, list[Member]] = {}
+        members: dict[str, Member] = {}
+        for row in rows:
+            lock = locks[row.lockfile_digest]
+            key = key_of(lock, row.system)
+            if key is None:
+                continue
+            member = Member(row.id, row.started_at, row.runner, lock, row.latencies_sha256)
+            series.setdefault(key, []).append(member)
+            members[row.id] = member
+        for chunk in chunked(list(members)):
+            for run_id, metric, value, unit in session.execute(
+                select(Result.run_id, Result.metric, Result.value, Result.unit).where(
+                    Result.run_id.in_(chunk)
+                )
+            ):
+                members[run_id].metrics[metric] = value
+                members[run_id].units[metric] = unit
+    return series
+
+
+def resolve(ws: Workspace, name: str) -> tuple[SeriesKey, list[Member]]:
+    """The one series ``name`` (whole, or its leading fields) names, and its runs."""
+    fields = parse_fields(name)
+    found = collect(ws, model=fields[0])
+    matches = sorted((key for key in found if key.starts_with(fields)), key=str)
+    if not matches:
+        raise SeriesNotFound(name=name)
+    if len(matches) > 1:
+        raise AmbiguousSeries(name=name, matches=[str(k) for k in matches])
+    return matches[0], found[matches[0]]
+
+
+def series_of_run(ws: Workspace, run_id: str) -> tuple[SeriesKey, list[Member]]:
+    """The series a recorded run belongs to (its runs up to and including it)."""
+    from pinbench.errors import UserError
+    from pinbench.evaluator.history import find_run
+
+    with ws.transaction() as session:
+        run = find_run(session, run_id)
+        row = session.get(LockfileRow, run.lockfile_digest)
+        assert row is not None
+        key = key_of(Lockfile.from_bytes(row.body.encode()), run.system)
+        status, trace, full_id = run.status, run.trace_level, run.id
+    if key is None:
+        raise UserError(f"run {full_id[:8]} is not a model evaluation: it belongs to no series")
+    if status != "succeeded" or trace != "none":
+        raise UserError(
+            f"run {full_id[:8]} {status} at trace level {trace!r}: a series holds succeeded, "
+            "untraced runs"
+        )
+    members = collect(ws, model=key.model).get(key, [])
+    return key, members
+
+
+def moved(before: Member, after: Member) -> list[str]:
+    """What moved from one run of a series to the next: each pin as ``PIN OLD -> NEW``."""
+    from pinbench.evaluator.bisect_chain import artifact_pins, setting_pins, show_value
+
+    out = []
+    if before.runner != after.runner:
+        out.append(f"runner {before.runner} -> {after.runner}")
+    for pins in (setting_pins, artifact_pins):
+        old, new = pins(before.lock), pins(after.lock)
+        for pin in old:
+            if old[pin] != new[pin]:
+                out.append(f"{pin} {show_value(old[pin])} -> {show_value(new[pin])}")
+    if not out and before.lock.digest != after.lock.digest:
+        out.append(f"lockfile {before.lock.digest.hex[:12]} -> {after.lock.digest.hex[:12]}")
+    return out
+
+
+def summary(key: SeriesKey, members: list[Member]) -> dict[str, Any]:
+    """A series as ``series list`` shows it."""
+    metrics = sorted({m for member in members for m in member.metrics})
+    return {
+        "name": str(key),
+        "model": key.model,
+        "dataset": key.dataset,
+        "scenario": key.scenario,
+        "mode": key.mode,
+        "batch_size": key.batch_size,
+        "system": key.system,
+        "runs": len(members),
+        "first": members[0].started_at.isoformat(),
+        "last": members[-1].started_at.isoformat(),
+        "last_run": members[-1].run_id,
+        "metrics": metrics,
+    }
+
+
+def detail(key: SeriesKey, members: list[Member]) -> dict[str, Any]:
+    """A series as ``series show`` shows it: every run's metrics and what moved before it."""
+    points = []
+    for i, member in enumerate(members):
+        body = member.lock.body
+        env = body.environment
+        assert body.model is not None and body.dataset is not None
+        points.append(
+            {
+                "run": member.run_id,
+                "started_at": member.started_at.isoformat(),
+                "lockfile": member.lock.digest.hex,
+                "model": f"{body.model.name}@{body.model.version}",
+                "dataset": f"{body.dataset.name}@{body.dataset.version}",
+                "framework": f"{env.framework}@{env.version}" if env else None,
+                "runner": member.runner,
+                "moved": moved(members[i - 1], member) if i else [],
+                "metrics": dict(sorted(member.metrics.items())),
+            }
+        )
+    units: dict[str, str] = {}
+    for member in members:
+        units.update(member.units)
+    return {**summary(key, members), "units": dict(sorted(units.items())), "points": points}
+
+
+def list_series(ws: Workspace) -> list[dict[str, Any]]:
+    """Every series, by name."""
+    return [
+        summary(key, members)
+        for key, members in sorted(collect(ws).items(), key=lambda kv: str(kv[0]))
+    ]
+
+
+def show_series(ws: Workspace, name: str) -> dict[str, Any]:
+    key, members = resolve(ws, name)
+    return detail(key, members)

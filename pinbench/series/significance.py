@@ -1,0 +1,92 @@
+"""The numbers a threshold's test sees, scipy's p-value on them, and how many reruns would
+settle an inconclusive comparison (``pinbench.series.stats`` decides with them)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from pinbench.series.stats import Observation
+
+MAX_RERUNS = 100
+"""The most runs of the candidate ``reruns_needed`` will ask for; beyond, None (the window
+itself is too noisy or too short to settle it)."""
+
+
+def samples(
+    window: Sequence[Observation], candidate: Observation
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
+    """Candidate and past samples: pooled per-query latencies when every run has them and
+    none is empty, else one summary figure a run."""
+    raws = [o.raw for o in window]
+    if candidate.raw and all(raws):
+        a = np.asarray(candidate.raw, dtype=np.float64)
+        b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws if r])
+        return a, b, True
+    return (
+        np.array([candidate.value], dtype=np.float64),
+        np.array([o.value for o in window], dtype=np.float64),
+        False,
+    )
+
+
+def p_value(
+    test: str,
+    a: npt.NDArray[np.float64],
+    b: npt.NDArray[np.float64],
+    direction: str,
+    pooled: bool,
+) -> float | None:
+    """scipy's one-sided p-value that ``a`` is worse than ``b``; None when undefined (every
+    value the same)."""
+    from scipy import stats
+
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return None
+    alternative = "greater" if direction == "lower" else "less"
+    with warnings.catch_warnings():
+        # A window of identical figures gives t = inf (p 0 or 1): a number, not a warning.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if test == "t":
+            # Welch's t needs a spread on both sides: one candidate run has none, and then
+            # Student's t (equal variances) is the prediction test for one more run.
+            res = stats.ttest_ind(a, b, equal_var=not pooled, alternative=alternative)
+        else:
+            res = stats.mannwhitneyu(a, b, alternative=alternative)
+    p = float(res.pvalue)
+    return p if math.isfinite(p) else None
+
+
+def test_name(test: str, pooled: bool) -> str:
+    if test == "t":
+        return "Welch's t" if pooled else "Student's t"
+    return "Mann-Whitney U"
+
+
+def shown(p: float | None) -> str:
+    return "undefined (identical samples)" if p is None else f"{p:.3g}"
+
+
+def reruns_needed(values: Sequence[float], change: float) -> int | None:
+    """How many more runs of the candidate would settle a change of ``change``: the fewest
+    ``k`` whose mean, with the candidate's run, the rerun verdict's 99% interval (Student's t
+    at the window's degrees of freedom, the window's log spread floored at ``NOISE_FLOOR``)
+    would tell apart from the window's mean. None when no ``k`` up to ``MAX_RERUNS`` would."""
+    from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
+
+    if min(values) <= 0 or change <= -1.0:
+        return None
+    n = len(values)
+    logs = np.log(np.asarray(values, dtype=np.float64))
+    spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
+    effect = abs(math.log1p(change))
+    for k in range(2, MAX_RERUNS + 2):
+        if t_995(n - 1) * spread * math.sqrt(1.0 / k + 1.0 / n) < effect:
+            return k - 1
+    return None

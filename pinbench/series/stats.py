@@ -1,0 +1,340 @@
+"""Judge a candidate run against a window of a series' past runs under one threshold.
+
+A threshold names a metric, which way is better, and a test:
+
+* ``relative``: the candidate may be worse than the window's median by at most ``max_change``;
+* ``t`` / ``mann-whitney``: a one-sided test in the worse direction at ``alpha`` (Student's
+  t on per-run values, Welch's t on per-query latencies; scipy's Mann-Whitney U), and
+  ``max_change``, when given, as the least change that counts;
+* ``exact``: the candidate may not be worse than the window's median at all (accuracy on a
+  fixed dataset);
+* ``tolerance``: it may be worse by at most ``tolerance``, in the metric's own unit.
+
+Which numbers a test sees (decision 255). When the candidate and every run of the window
+kept their per-query latencies (``Observation.raw``), the test compares the candidate's
+latencies with the window's pooled ones; otherwise the runs' summary figures (one value a
+run). Per-query latencies are not independent of their run (the rerun verdict's docstring,
+``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
+significant. So a pooled test's significance is necessary, not sufficient: the run-level
+test must agree at ``alpha`` too (``run_p_value``: Student's t of the candidate's figure
+against the window's figures, one run against n, which is the prediction test for one more
+run). On per-run values that test is the t test itself.
+
+Verdicts: ``regressed`` only when the test says so and the change is worse than
+``max_change`` (when given); ``inconclusive`` when the window holds fewer than ``min_runs``
+runs, or when the candidate is worse by at least the change that counts (``max_change``, or
+the rerun verdict's ``MIN_EFFECT``) and the test cannot show it (too noisy):
+``reruns_needed`` then says how many runs of the candidate would settle it (decision 256);
+``passed`` otherwise. An undefined number (a change relative to zero, a p-value of identical
+samples) is None, never 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import numpy as np
+
+from pinbench import bounds
+from pinbench.series.errors import InvalidSeries, InvalidThreshold
+from pinbench.series.significance import (
+    MAX_RERUNS,
+    p_value,
+    reruns_needed,
+    samples,
+    shown,
+    test_name,
+)
+
+Direction = Literal["lower", "higher"]
+TestName = Literal["relative", "t", "mann-whitney", "exact", "tolerance"]
+Verdict = Literal["passed", "regressed", "inconclusive"]
+STATISTICAL: frozenset[str] = frozenset({"t", "mann-whitney"})
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """What may change in one metric of a series, and the test that decides."""
+
+    metric: str
+    test: TestName
+    direction: Direction
+    """Which way is better: ``lower`` (latency) or ``higher`` (throughput, accuracy)."""
+    max_change: float | None = None
+    """Relative bound: 0.05 = may worsen by at most 5% (``relative``); for ``t`` and
+    ``mann-whitney`` the least change that counts as a regression."""
+    alpha: float = 0.01
+    """Significance of ``t`` and ``mann-whitney`` (one-sided, in the worse direction)."""
+    window: int = 10
+    """How many of the latest past runs the test looks at."""
+    min_runs: int = 3
+    """Fewer past runs than this: inconclusive."""
+    tolerance: float | None = None
+    """Absolute bound in the metric's unit, for ``tolerance``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One run's figure of the metric, and its per-query latencies when it has them."""
+
+    value: float
+    raw: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The outcome of ``compare``: the verdict, its numbers, and one sentence saying why."""
+
+    metric: str
+    test: TestName
+    verdict: Verdict
+    baseline: float | None
+    """The window's median of the metric (None: no past runs)."""
+    candidate: float
+    change: float | None
+    """Relative change from the baseline, signed so that > 0 is worse (None: baseline 0)."""
+    p_value: float | None
+    alpha: float | None
+    runs_used: int
+    reruns_needed: int | None
+    """Inconclusive only: runs of the candidate that would settle it, or, when the window is
+    short of ``min_runs``, the past runs it lacks; None when reruns cannot settle it."""
+    reason: str
+    run_p_value: float | None = None
+    """With per-query latencies: the run-level test's p-value (Student's t, the candidate's
+    figure against the window's), which must be under alpha too; None otherwise."""
+
+
+def validate(threshold: Threshold) -> None:
+    """Refuse a threshold whose fields are out of bounds or do not fit its test."""
+    t = threshold
+
+    def bad(field: str, value: object, reason: str) -> InvalidThreshold:
+        return InvalidThreshold(metric=t.metric, field=field, value=repr(value), reason=reason)
+
+    if not isinstance(t.metric, str) or not t.metric.strip():
+        raise bad("metric", t.metric, "must name a metric")
+    if t.test not in get_args(TestName):
+        raise bad("test", t.test, f"must be one of {', '.join(get_args(TestName))}")
+    if t.direction not in get_args(Direction):
+        raise bad("direction", t.direction, "must be 'lower' or 'higher' (which way is better)")
+    for field, bound, value, integer in (
+        ("alpha", bounds.SIGNIFICANCE, t.alpha, False),
+        ("window", bounds.WINDOW_RUNS, t.window, True),
+        ("min_runs", bounds.MIN_RUNS, t.min_runs, True),
+        ("max_change", bounds.MAX_CHANGE, t.max_change, False),
+        ("tolerance", bounds.TOLERANCE, t.tolerance, False),
+    ):
+        if value is None and field in {"max_change", "tolerance"}:
+            continue  # optional: whether the test needs it is checked below
+        if value is None or not (_integer(value) if integer else _number(value)):
+            raise bad(field, value, f"must be {'an integer' if integer else 'a finite number'}")
+        if not bound.holds(value):
+            raise bad(field, value, f"must be {bound.text()}")
+    if t.min_runs > t.window:
+        raise bad("min_runs", t.min_runs, f"must be at most window ({t.window})")
+    if t.test == "relative" and t.max_change is None:
+        raise bad("max_change", None, "the relative test needs a bound (e.g. 0.05)")
+    if t.test == "tolerance" and t.tolerance is None:
+        raise bad("tolerance", None, "the tolerance test needs an absolute bound")
+    if t.test != "tolerance" and t.tolerance is not None:
+        raise bad("tolerance", t.tolerance, f"only the tolerance test uses it, not {t.test!r}")
+    if t.test in {"exact", "tolerance"} and t.max_change is not None:
+        raise bad("max_change", t.max_change, f"the {t.test} test does not use it")
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _integer(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def compare(
+    threshold: Threshold, history: Sequence[Observation], candidate: Observation
+) -> Comparison:
+    """Judge ``candidate`` against the last ``threshold.window`` runs of ``history`` (oldest
+    first)."""
+    validate(threshold)
+    _check_finite(history, candidate)
+    t = threshold
+    window = list(history)[-t.window :]
+    n = len(window)
+    values = np.array([o.value for o in window], dtype=np.float64)
+    baseline = float(np.median(values)) if n else None
+    change = _change(baseline, candidate.value, t.direction)
+    alpha = t.alpha if t.test in STATISTICAL else None
+
+    result = _Outcome(t, baseline, candidate.value, change, alpha, n)
+
+    size = _size(change, baseline)
+    if n < t.min_runs:
+        return result(
+            "inconclusive",
+            f"{t.metric}: only {n} past run{'s' if n != 1 else ''}, the {t.test} test "
+            f"needs {t.min_runs}; {size} (no p-value)",
+            more=t.min_runs - n,
+        )
+    if t.test != "exact" and t.test != "tolerance" and change is None:
+        return result(
+            "inconclusive",
+            f"{t.metric}: the window's median is 0, so no relative change is defined "
+            f"(the {t.test} test; no p-value)",
+        )
+    if t.test == "relative":
+        assert change is not None and t.max_change is not None
+        worse = change > t.max_change
+        return result(
+            "regressed" if worse else "passed",
+            f"{t.metric}: {size}, {'over' if worse else 'within'} the relative bound "
+            f"{t.max_change:.1%} (relative test; no p-value)",
+        )
+    if t.test in {"exact", "tolerance"}:
+        assert baseline is not None
+        worse_by = _worse_by(baseline, candidate.value, t.direction)
+        allowed = 0.0 if t.test == "exact" else float(t.tolerance or 0.0)
+        bound = "equality" if t.test == "exact" else f"the tolerance {allowed:.6g}"
+        verdict: Verdict = "regressed" if worse_by > allowed else "passed"
+        how = f"worse by {worse_by:.6g} than" if worse_by > 0 else _better_or_equal(worse_by)
+        return result(
+            verdict,
+            f"{t.metric}: {candidate.value:.6g}, {how} the window's median "
+            f"{baseline:.6g}, {'beyond' if verdict == 'regressed' else 'within'} {bound} "
+            f"({t.test} test; no p-value)",
+        )
+    assert change is not None
+    return _statistical(t, window, candidate, change, result)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What every verdict of one comparison shares; called with what differs."""
+
+    t: Threshold
+    baseline: float | None
+    candidate: float
+    change: float | None
+    alpha: float | None
+    runs: int
+
+    def __call__(
+        self,
+        verdict: Verdict,
+        reason: str,
+        p: float | None = None,
+        more: int | None = None,
+        p_run: float | None = None,
+    ) -> Comparison:
+        t = self.t
+        return Comparison(
+            t.metric,
+            t.test,
+            verdict,
+            self.baseline,
+            self.candidate,
+            self.change,
+            p,
+            self.alpha,
+            self.runs,
+            more,
+            reason,
+            p_run,
+        )
+
+
+def _statistical(
+    t: Threshold,
+    window: Sequence[Observation],
+    candidate: Observation,
+    change: float,
+    result: _Outcome,
+) -> Comparison:
+    """``t`` and ``mann-whitney``: the test, the practical floor, the run-level guard."""
+    from pinbench.evaluator.verdict import MIN_EFFECT
+
+    a, b, pooled = samples(window, candidate)
+    if t.test == "mann-whitney" and not pooled and 1.0 / (len(b) + 1) >= t.alpha:
+        # One run among n: Mann-Whitney's smallest one-sided p-value is 1 / (n + 1).
+        least = math.ceil(1.0 / t.alpha)
+        return result(
+            "inconclusive",
+            f"{t.metric}: {_size(change, result.baseline)}; Mann-Whitney on one run's figure "
+            f"vs {len(b)} runs cannot reach p < {t.alpha:g}: it needs per-query latencies on "
+            f"both sides or >= {least} past runs (no p-value)",
+        )
+    p = p_value(t.test, a, b, t.direction, pooled)
+    name = test_name(t.test, pooled)
+    on = (
+        f"{len(a):,} per-query latencies vs {len(b):,} pooled from {len(window)} runs"
+        if pooled
+        else f"1 run vs {len(window)} runs"
+    )
+    stats = f"{name} on {on}, p = {shown(p)}, alpha {t.alpha:g}"
+    size = _size(change, result.baseline)
+    floor = t.max_change
+    significant = p is not None and p < t.alpha
+    big = change > (floor if floor is not None else 0.0)
+    values = [o.value for o in window]
+    p_run = None
+    if pooled:
+        values_a = np.array([candidate.value], dtype=np.float64)
+        p_run = p_value("t", values_a, np.asarray(values, dtype=np.float64), t.direction, False)
+        stats += f"; Student's t on the runs' figures, p = {shown(p_run)}"
+    runs_agree = not pooled or (p_run is not None and p_run < t.alpha)
+    floor_text = f", over the {floor:.1%} bound" if floor is not None and big else ""
+    if significant and big and runs_agree:
+        return result("regressed", f"{t.metric}: {size}{floor_text} ({stats})", p, None, p_run)
+    counts = floor if floor is not None else MIN_EFFECT
+    if change >= counts:
+        more = reruns_needed(values, change)
+        settle = (
+            f"about {more} more run{'s' if more != 1 else ''} of the candidate would settle it"
+            if more is not None
+            else f"reruns of the candidate alone cannot settle it (over {MAX_RERUNS})"
+        )
+        return result(
+            "inconclusive",
+            f"{t.metric}: {size} but the test cannot show it ({stats}); {settle}",
+            p,
+            more,
+            p_run,
+        )
+    return result("passed", f"{t.metric}: {size} ({stats})", p, None, p_run)
+
+
+def _check_finite(history: Sequence[Observation], candidate: Observation) -> None:
+    for i, o in enumerate([*history, candidate]):
+        where = "the candidate" if i == len(history) else f"past run {i}"
+        if not _number(o.value):
+            raise InvalidSeries(index=i, reason=f"{where}'s value {o.value!r} is not finite")
+        if o.raw is not None and not np.all(np.isfinite(np.asarray(o.raw, dtype=np.float64))):
+            raise InvalidSeries(index=i, reason=f"{where}'s raw latencies are not all finite")
+
+
+def _change(baseline: float | None, value: float, direction: Direction) -> float | None:
+    """Relative change from ``baseline``, > 0 when worse; None when it is undefined."""
+    if baseline is None or baseline == 0.0:
+        return None
+    rel = (value - baseline) / abs(baseline)
+    return rel if direction == "lower" else -rel
+
+
+def _worse_by(baseline: float, value: float, direction: Direction) -> float:
+    return value - baseline if direction == "lower" else baseline - value
+
+
+def _better_or_equal(worse_by: float) -> str:
+    return "equal to" if worse_by == 0 else f"better by {-worse_by:.6g} than"
+
+
+def _size(change: float | None, baseline: float | None) -> str:
+    if change is None or baseline is None:
+        return "change undefined (no past value to be relative to)"
+    median = f"the window's median {baseline:.6g}"
+    if change > 0:
+        return f"{change:.2%} worse than {median}"
+    return f"no worse than {median}" if change == 0 else f"{-change:.2%} better than {median}"

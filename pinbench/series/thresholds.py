@@ -1,0 +1,126 @@
+"""Thresholds kept in the registry: per series and metric, versioned (decision 251).
+
+Setting a threshold adds its next version (1, 2, ...); earlier versions stay, so every verdict
+can name the version it was judged under and ``series threshold list --all`` shows how a bound
+changed. Setting one equal to the current version adds nothing. A threshold is refused,
+naming the field, when ``stats.validate`` refuses it, and when its series has never recorded
+its metric (a bound that would never be checked)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from pinbench.db.models import SeriesThreshold
+from pinbench.errors import UserError
+from pinbench.series.members import Member
+from pinbench.series.names import SeriesKey
+from pinbench.series.stats import Threshold, validate
+from pinbench.workspace import Workspace
+
+LOWER_IS_BETTER_SUFFIXES = ("_ns", "_ms", "_s", "_bytes")
+"""A metric whose name ends so (latencies, durations, memory) is better lower by default."""
+FIELDS = ("test", "direction", "max_change", "alpha", "window", "min_runs", "tolerance")
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """One stored version of a threshold."""
+
+    series: str
+    version: int
+    threshold: Threshold
+    created_by: str
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "series": self.series,
+            "version": self.version,
+            **asdict(self.threshold),
+            "created_by": self.created_by,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+def default_direction(metric: str) -> str:
+    """``lower`` for latencies, durations and memory; ``higher`` for the rest."""
+    return "lower" if metric.endswith(LOWER_IS_BETTER_SUFFIXES) else "higher"
+
+
+def _of(row: SeriesThreshold) -> Versioned:
+    threshold = Threshold(
+        metric=row.metric,
+        test=row.test,  # type: ignore[arg-type]  # stored only after validate
+        direction=row.direction,  # type: ignore[arg-type]
+        max_change=row.max_change,
+        alpha=row.alpha,
+        window=row.window,
+        min_runs=row.min_runs,
+        tolerance=row.tolerance,
+    )
+    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+    return Versioned(row.series, row.version, threshold, row.created_by, created)
+
+
+def set_threshold(
+    ws: Workspace,
+    key: SeriesKey,
+    members: list[Member],
+    threshold: Threshold,
+    *,
+    by: str,
+) -> tuple[Versioned, bool]:
+    """Store ``threshold`` as the next version for ``key``; (the current version, whether it
+    was added). ``members``: the series' runs, to refuse a metric it never recorded."""
+    validate(threshold)
+    recorded = sorted({m for member in members for m in member.metrics})
+    if threshold.metric not in recorded:
+        raise UserError(
+            f"series {key} never recorded {threshold.metric!r}: a threshold on it would never "
+            f"be checked (its metrics: {', '.join(recorded) or 'none'})"
+        )
+    name = str(key)
+    with ws.transaction() as session:
+        latest = session.scalars(
+            select(SeriesThreshold)
+            .where(SeriesThreshold.series == name, SeriesThreshold.metric == threshold.metric)
+            .order_by(SeriesThreshold.version.desc())
+            .limit(1)
+        ).first()
+        if latest is not None and _of(latest).threshold == threshold:
+            return _of(latest), False
+        row = SeriesThreshold(
+            series=name,
+            version=(latest.version + 1) if latest is not None else 1,
+            created_by=by,
+            created_at=datetime.now(UTC),
+            **{"metric": threshold.metric, **{f: getattr(threshold, f) for f in FIELDS}},
+        )
+        session.add(row)
+        session.flush()
+        return _of(row), True
+
+
+def thresholds(ws: Workspace, key: SeriesKey, *, every_version: bool = False) -> list[Versioned]:
+    """The series' thresholds: the current version of each metric's, or every version."""
+    name = str(key)
+    with ws.transaction() as session:
+        stmt = select(SeriesThreshold).where(SeriesThreshold.series == name)
+        if not every_version:
+            newest = (
+                select(SeriesThreshold.metric, func.max(SeriesThreshold.version).label("v"))
+                .where(SeriesThreshold.series == name)
+                .group_by(SeriesThreshold.metric)
+                .subquery()
+            )
+            stmt = stmt.join(
+                newest,
+                (newest.c.metric == SeriesThreshold.metric)
+                & (newest.c.v == SeriesThreshold.version),
+            )
+        rows = session.scalars(stmt.order_by(SeriesThreshold.metric, SeriesThreshold.version)).all()
+        return [_of(row) for row in rows]

@@ -1,0 +1,77 @@
+"""The web UI's series pages: every series, and one series with a plot of each metric over
+it (inline SVG, ``pinbench.series.plot``), its thresholds, what moved at each step and its
+alerts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, get
+from litestar.exceptions import HTTPException
+from litestar.response import Template
+from markupsafe import Markup
+
+from pinbench.accounts import Principal
+from pinbench.errors import PinbenchError
+from pinbench.web.answers import on_error, page
+from pinbench.web.pages import provide_ui_principal
+from pinbench.workspace import Workspace
+
+
+def _bound(threshold: dict[str, Any], values: list[float]) -> float | None:
+    """The relative threshold's limit over the window's median, to draw (None otherwise)."""
+    if threshold["test"] != "relative" or not values:
+        return None
+    from statistics import median as median_of
+
+    median = median_of(values[-int(threshold["window"]) :])
+    change = float(threshold["max_change"])
+    return median * (1 + change) if threshold["direction"] == "lower" else median * (1 - change)
+
+
+class SeriesPages(Controller):
+    path = "/ui/series"
+    include_in_schema = False
+    dependencies = {"principal": provide_ui_principal}  # noqa: RUF012
+    exception_handlers = {PinbenchError: on_error, HTTPException: on_error, Exception: on_error}  # noqa: RUF012
+
+    @get("/", sync_to_thread=True)
+    def series_list(self, ws: Workspace, principal: Principal) -> Template:
+        from pinbench.series.alerts import list_alerts
+        from pinbench.series.members import list_series
+
+        principal.require("read")
+        return page(
+            "series_list",
+            principal=principal,
+            series=list_series(ws),
+            alerts=list_alerts(ws, state="open", limit=50),
+        )
+
+    @get("/{name:path}", sync_to_thread=True)
+    def series(self, ws: Workspace, principal: Principal, name: str) -> Template:
+        from pinbench.series.alerts import list_alerts
+        from pinbench.series.members import detail, resolve
+        from pinbench.series.plot import series_svg
+        from pinbench.series.thresholds import thresholds
+
+        principal.require("read")
+        key, members = resolve(ws, name.lstrip("/"))
+        info = detail(key, members)
+        current = {v.threshold.metric: v.to_json() for v in thresholds(ws, key)}
+        alerts = list_alerts(ws, series=str(key), limit=200)
+        points = info["points"]
+        labels = [f"{p['run'][:8]} {p['model']} {p['framework']}" for p in points]
+        plots = []
+        for metric in info["metrics"]:
+            values = [p["metrics"].get(metric) for p in points]
+            flagged = [
+                i
+                for i, p in enumerate(points)
+                if any(a["run"] == p["run"] and a["metric"] == metric for a in alerts)
+            ]
+            known = [v for v in values if v is not None]
+            bound = _bound(current[metric], known) if metric in current else None
+            svg = series_svg(metric, values, labels, flagged=flagged, bound=bound)
+            plots.append({"metric": metric, "svg": Markup(svg), "threshold": current.get(metric)})
+        return page("series", principal=principal, s=info, plots=plots, alerts=alerts)

@@ -1,0 +1,256 @@
+"""Series, thresholds, the gate and alerts on synthetic runs recorded in a registry (issue 51;
+decisions 250-253). One module home: the digits catalog published, a series of the logreg
+whose model version moves from 1.0.0 to 1.1.0, and runs that must stay out of it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from pinbench.db.models import Alert, SeriesThreshold
+from pinbench.series.names import MAX_LENGTH, SeriesKey, parse_fields
+from pinbench.series.series_errors import BadSeriesName
+from pinbench.workspace import Workspace
+from tests.helpers import Cli, in_process_cli, published_home
+from tests.series_data import SERIES, latencies, lock, record
+
+
+@dataclass
+class Fixture:
+    ws: Workspace
+    home: Path
+    db: str
+    history: list[str]
+    same: str
+    slower: str
+    few: str
+    few_series: str
+    lone: str
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Fixture]:
+    rng = np.random.default_rng(51)
+    with published_home(tmp_path_factory.mktemp("series"), catalog_dir) as home:
+        ws = home.ws
+        old, new = lock(ws, "1.0.0"), lock(ws, "1.1.0")
+        history = [record(ws, old, i, latencies(rng, 100_000)) for i in range(6)]
+        record(ws, old, 6, latencies(rng, 300_000), trace="framework")  # traced: left out
+        record(ws, old, 7, latencies(rng, 300_000), status="failed")  # failed: left out
+        same = record(ws, new, 10, latencies(rng, 100_000))
+        slower = record(ws, new, 11, latencies(rng, 120_000))
+        batch4 = lock(ws, "1.0.0", batch_size=4)
+        record(ws, batch4, 20, latencies(rng, 100_000))
+        few = record(ws, batch4, 21, latencies(rng, 100_000))
+        lone = record(ws, old, 30, latencies(rng, 100_000), system="lab-a")  # no thresholds
+        yield Fixture(
+            ws, home.home, home.db, history, same, slower, few, SERIES.replace(":b1:", ":b4:"), lone
+        )
+
+
+@pytest.fixture
+def cli(made: Fixture, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return in_process_cli(monkeypatch, capsys, made.home, made.db)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("vision/digits-logreg@1.0.0", "without a version"),  # a version is free to move
+        ("m:d:Stream", "SCENARIO 'Stream'"),
+        ("m:d:Offline:fast", "MODE 'fast'"),
+        ("m:d:Offline:accuracy:4", "BATCH '4'"),
+        ("m:d:Offline:accuracy:b0", "BATCH 'b0'"),
+        ("m:d:Offline:accuracy:b1:Lab_A", "SYSTEM 'Lab_A'"),
+        ("m:d:Offline:accuracy:b1:-:x", "7 fields"),
+        ("m" * (MAX_LENGTH + 1), f"at most {MAX_LENGTH}"),
+    ],
+)
+def test_a_bad_series_name_is_refused_naming_the_field(text: str, reason: str) -> None:
+    with pytest.raises(BadSeriesName, match=reason.replace("(", r"\(")):
+        parse_fields(text)
+
+
+def test_a_series_name_round_trips_and_the_system_pattern_is_the_clusters() -> None:
+    from pinbench.cluster.names import NAME
+    from pinbench.series.names import SYSTEM_NAME
+
+    assert SYSTEM_NAME.pattern == NAME.pattern
+    for key in (
+        SeriesKey("vision/a", "d", "Server", "performance", 8, "lab-a"),
+        SeriesKey("a", "ns/d.v2", "Offline", "accuracy", 1, None),
+    ):
+        assert SeriesKey.parse(str(key)) == key
+    assert str(SeriesKey("a", "d", "Offline", "accuracy", 1, None)).endswith(":b1:-")
+    with pytest.raises(BadSeriesName, match="6 fields"):
+        SeriesKey.parse("a:d")  # a leading part names a series only through a registry
+
+
+def test_series_list_and_show_order_runs_and_name_the_pin_that_moved(
+    made: Fixture, cli: Cli
+) -> None:
+    listed = cli("series", "list", "--json")
+    assert listed.code == 0, listed.err
+    names = {row["name"]: row for row in json.loads(listed.out)}
+    assert {SERIES, made.few_series, SERIES[:-1] + "lab-a"} <= set(names)  # (+ lab-b's)
+    assert names[SERIES]["runs"] == 8  # the traced and the failed run are not in it
+    shown = cli("series", "show", SERIES, "--json")
+    assert shown.code == 0, shown.err
+    info = json.loads(shown.out)
+    points = info["points"]
+    assert [p["run"] for p in points] == [*made.history, made.same, made.slower]
+    assert all(p["moved"] == [] for p in points[1:6])
+    assert points[6]["moved"] == ["model vision/digits-logreg@1.0.0 -> vision/digits-logreg@1.1.0"]
+    assert info["units"]["framework_latency_p50_ns"] == "ns"
+    text = cli("series", "show", SERIES, "--metric", "framework_latency_p50_ns")
+    assert text.code == 0 and "digits-logreg@1.1.0" in text.out, text.out
+    # a leading part names the series when one series has it; else it is refused
+    leading = made.few_series.rsplit(":", 1)[0]
+    assert json.loads(cli("series", "show", leading, "--json").out)["name"] == made.few_series
+    ambiguous = cli("series", "show", "vision/digits-logreg")
+    assert ambiguous.code == 1 and "is ambiguous" in ambiguous.err, ambiguous.err
+    missing = cli("series", "show", "vision/nothing")
+    assert missing.code == 1 and "no series 'vision/nothing'" in missing.err
+    bad = cli("series", "show", SERIES, "--metric", "top5")
+    assert bad.code == 1 and "recorded no 'top5'" in bad.err
+
+
+def _thresholds(ws: Workspace) -> int:
+    with ws.transaction() as session:
+        return int(session.scalar(select(func.count()).select_from(SeriesThreshold)) or 0)
+
+
+def test_thresholds_are_versioned_validated_and_refused_without_change(
+    made: Fixture, cli: Cli
+) -> None:
+    series = made.few_series
+    args = ("series", "threshold", "set", series, "throughput_sps", "--json")
+    first = cli(*args, "--test", "relative", "--max-change", "0.1")
+    assert first.code == 0, first.err
+    info = json.loads(first.out)
+    assert (info["version"], info["added"], info["direction"]) == (1, True, "higher")
+    again = json.loads(cli(*args, "--test", "relative", "--max-change", "0.1").out)
+    assert (again["version"], again["added"]) == (1, False)  # equal: no new version
+    changed = json.loads(cli(*args, "--test", "relative", "--max-change", "0.2").out)
+    assert (changed["version"], changed["added"]) == (2, True)
+    before = _thresholds(made.ws)
+    for extra, named in (
+        (("--test", "t", "--alpha", "0.9"), "alpha = 0.9"),
+        (("--test", "relative"), "max_change = None"),
+        (("--test", "exact", "--tolerance", "1"), "tolerance = 1.0"),
+        (("--test", "t", "--window", "3", "--min-runs", "5"), "min_runs = 5"),
+    ):
+        refused = cli(*args, *extra)
+        assert refused.code == 1 and named in refused.err, (extra, refused.err)
+    unknown = cli("series", "threshold", "set", series, "top5", "--test", "exact")
+    assert unknown.code == 1 and "never recorded 'top5'" in unknown.err
+    usage = cli(*args, "--test", "z-score")
+    assert usage.code == 2  # Click's usage error
+    assert _thresholds(made.ws) == before  # nothing changed
+    current = json.loads(cli("series", "threshold", "list", series, "--json").out)
+    mine = [r for r in current if r["metric"] == "throughput_sps"]  # (the gate test sets one)
+    assert [(r["version"], r["max_change"]) for r in mine] == [(2, 0.2)]
+    every = json.loads(cli("series", "threshold", "list", series, "--all", "--json").out)
+    assert [r["version"] for r in every if r["metric"] == "throughput_sps"] == [1, 2]
+
+
+def test_the_gate_passes_fails_and_is_inconclusive_with_its_reasons(
+    made: Fixture, cli: Cli, tmp_path: Path
+) -> None:
+    set_ = ("series", "threshold", "set", SERIES, "framework_latency_p50_ns")
+    assert cli(*set_, "--test", "t", "--alpha", "0.01", "--max-change", "0.02").code == 0
+    no_thresholds = cli("gate", "--run", made.lone, "--json")
+    assert no_thresholds.code == 1 and "has no thresholds" in no_thresholds.err
+    assert no_thresholds.out == ""  # no gate object: a user error, not a regression
+
+    passed = cli("gate", "--run", made.same, "--json")
+    assert passed.code == 0, passed.err
+    info = json.loads(passed.out)
+    assert info["outcome"] == "passed" and info["history"] == made.history
+    (comparison,) = info["comparisons"]
+    assert comparison["threshold"]["version"] == 1 and comparison["test"] == "t"
+
+    summary = tmp_path / "summary.md"
+    regressed = cli("gate", "--run", made.slower, "--series", SERIES, "--markdown", str(summary))
+    assert regressed.code == 1, regressed.err
+    assert "regressed" in regressed.out and "framework_latency_p50_ns" in regressed.out
+    markdown = summary.read_text()
+    assert markdown.startswith("### ❌ pinbench gate: regressed")
+    assert "| `framework_latency_p50_ns` | ❌ regressed | t |" in markdown
+    payload = json.loads(cli("gate", "--run", made.slower, "--json").out)
+    (worse,) = payload["comparisons"]
+    assert worse["change"] == pytest.approx(0.2, abs=0.03) and worse["p_value"] < 0.01
+
+    wrong = cli("gate", "--run", made.slower, "--series", made.few_series)
+    assert wrong.code == 1 and "belongs to series" in wrong.err
+
+    few_set = ("series", "threshold", "set", made.few_series, "framework_latency_p50_ns")
+    assert cli(*few_set, "--test", "relative", "--max-change", "0.05").code == 0
+    undecided = cli("gate", "--run", made.few, "--markdown", "-")
+    assert undecided.code == 2, undecided.err
+    assert "inconclusive" in undecided.out and "2 more earlier run(s)" in undecided.out
+
+    with made.ws.transaction() as session:  # the regression is one alert, however often gated
+        alerts = session.scalars(select(Alert).where(Alert.series == SERIES)).all()
+        assert [(a.run_id, a.metric, a.state) for a in alerts] == [
+            (made.slower, "framework_latency_p50_ns", "open")
+        ]
+        alert_id = alerts[0].id
+    open_ = ("series", "alerts", "--series", SERIES, "--state", "open", "--json")
+    listed = json.loads(cli(*open_).out)
+    assert [a["id"] for a in listed] == [alert_id]
+    assert cli("series", "ack", str(alert_id)).code == 0
+    twice = cli("series", "ack", str(alert_id))
+    assert twice.code == 1 and "acknowledged already" in twice.err
+    assert cli("series", "ack", "999").code == 1
+    assert json.loads(cli(*open_).out) == []
+
+
+def test_gate_refuses_what_it_cannot_honour_before_running(cli: Cli, tmp_path: Path) -> None:
+    neither = cli("gate")
+    assert neither.code == 1 and "give the candidate" in neither.err
+    both = cli("gate", "--run", "x", "--json", "--markdown", "-")
+    assert both.code == 1 and "both print to stdout" in both.err
+    lockfile = tmp_path / "never-read.lock"  # the series name is refused before any run
+    bad = cli("gate", str(lockfile), "--series", "vision/digits-logreg:NOPE")
+    assert bad.code == 1 and "DATASET 'NOPE'" in bad.err and not lockfile.exists()
+
+
+def test_a_shift_in_a_series_is_one_change_point_alert_naming_the_pin_that_moved(
+    made: Fixture,
+) -> None:
+    """What a server does after it records a run (``series.watch``): a 40 % shift after six
+    runs, when the model version moved, is one alert at the first run after it, raised once."""
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+    from pinbench.series.watch import watch_run
+
+    rng = np.random.default_rng(5)
+    ws = made.ws
+    old, new = lock(ws, "1.0.0"), lock(ws, "1.1.0")
+    runs = [record(ws, old, 40 + i, latencies(rng, 100_000), system="lab-b") for i in range(6)]
+    runs += [record(ws, new, 50 + i, latencies(rng, 140_000), system="lab-b") for i in range(6)]
+    name = SERIES[:-1] + "lab-b"
+    assert watch_run(ws, runs[-1]) == []  # no threshold: the series is not searched
+    key, members = resolve(ws, name)
+    metric = "framework_latency_p50_ns"
+    threshold = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, threshold, by="test")
+    (alert,) = watch_run(ws, runs[-1])
+    assert (alert["kind"], alert["run"], alert["metric"]) == ("change-point", runs[6], metric)
+    assert alert["detail"]["moved"] == [
+        "model vision/digits-logreg@1.0.0 -> vision/digits-logreg@1.1.0"
+    ]
+    assert alert["detail"]["change"] == pytest.approx(0.4, abs=0.03)
+    assert [a["id"] for a in watch_run(ws, runs[-1])] == [alert["id"]]  # raised once
+    with ws.transaction() as session:
+        kinds = session.scalars(select(Alert.kind).where(Alert.series == name)).all()
+    assert kinds == ["change-point"]

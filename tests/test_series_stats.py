@@ -1,0 +1,290 @@
+"""The gate's threshold tests (``pinbench.series.stats``): p-values are scipy's on the same
+data, verdicts follow the documented rule, the false-alarm rate on simulated lognormal runs
+holds at alpha, and every bad field of a threshold is refused by name (decisions 255-256)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
+from pinbench.series.errors import InvalidSeries, InvalidThreshold
+from pinbench.series.stats import Observation, Threshold, compare, validate
+
+P90 = Threshold("p90_latency_ns", "t", "lower")
+
+
+def _values(seed: int, n: int, sigma: float = 0.02, centre: float = 1e6) -> list[Observation]:
+    rng = np.random.default_rng(seed)
+    return [Observation(float(v)) for v in centre * rng.lognormal(0.0, sigma, n)]
+
+
+def _run(rng: np.random.Generator, scale: float, sigma_run: float, n: int = 200) -> Observation:
+    """A run as pinbench's latencies look: the run's own median moved by run-to-run noise,
+    lognormal per-query latencies around it; the run's figure is its median."""
+    median = 1e6 * scale * math.exp(rng.normal(0.0, sigma_run))
+    raw = median * rng.lognormal(0.0, 0.2, n)
+    return Observation(float(np.median(raw)), tuple(raw.tolist()))
+
+
+# --- p-values are scipy's, on the same data -------------------------------------------------
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_t_on_per_run_values_is_students_t_one_sided(direction: str) -> None:
+    history = _values(1, 10)
+    candidate = Observation(1.04e6 if direction == "lower" else 0.96e6)
+    got = compare(replace(P90, direction=direction), history, candidate)  # type: ignore[arg-type]
+    want = scipy_stats.ttest_ind(
+        [candidate.value],
+        [o.value for o in history],
+        equal_var=True,
+        alternative="greater" if direction == "lower" else "less",
+    ).pvalue
+    assert got.p_value == pytest.approx(float(want), rel=1e-12)
+    assert got.alpha == 0.01 and got.runs_used == 10
+    assert "Student's t" in got.reason and f"{got.p_value:.3g}" in got.reason
+
+
+def test_t_on_raw_latencies_is_welchs_t_on_the_pooled_window() -> None:
+    rng = np.random.default_rng(2)
+    history = [_run(rng, 1.0, 0.01) for _ in range(12)]
+    candidate = _run(rng, 1.03, 0.01)
+    got = compare(replace(P90, window=8), history, candidate)
+    pooled = np.concatenate([np.asarray(o.raw) for o in history[-8:]])
+    want = scipy_stats.ttest_ind(candidate.raw, pooled, equal_var=False, alternative="greater")
+    assert got.p_value == pytest.approx(float(want.pvalue), rel=1e-9)
+    assert got.runs_used == 8 and "Welch's t on 200 per-query latencies vs 1,600" in got.reason
+
+
+def test_mann_whitney_on_raw_and_on_per_run_values_is_scipys() -> None:
+    rng = np.random.default_rng(3)
+    history = [_run(rng, 1.0, 0.01) for _ in range(5)]
+    candidate = _run(rng, 1.1, 0.01)
+    mw = Threshold("p50_latency_ns", "mann-whitney", "lower")
+    got = compare(mw, history, candidate)
+    pooled = np.concatenate([np.asarray(o.raw) for o in history])
+    want = scipy_stats.mannwhitneyu(candidate.raw, pooled, alternative="greater").pvalue
+    assert got.p_value == pytest.approx(float(want), rel=1e-9)
+    # Per-run figures (the throughput has no per-query values): one run vs 30.
+    qps = Threshold("throughput_qps", "mann-whitney", "higher", alpha=0.05, window=30)
+    history = _values(4, 30, centre=500.0)
+    got = compare(qps, history, Observation(400.0))
+    want = scipy_stats.mannwhitneyu([400.0], [o.value for o in history], alternative="less")
+    assert got.p_value == pytest.approx(float(want.pvalue), rel=1e-12)
+    assert got.verdict == "regressed" and float(want.pvalue) < 0.05  # the least of 31 ranks
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+HISTORY = [Observation(v) for v in (100.0, 102.0, 98.0, 101.0, 99.0)]  # median 100
+
+
+@pytest.mark.parametrize(
+    ("threshold", "value", "verdict", "change"),
+    [
+        (Threshold("p90", "relative", "lower", max_change=0.05), 104.0, "passed", 0.04),
+        (Threshold("p90", "relative", "lower", max_change=0.05), 106.0, "regressed", 0.06),
+        # Throughput: lower is worse; the change is signed so that > 0 is worse.
+        (Threshold("qps", "relative", "higher", max_change=0.05), 94.0, "regressed", 0.06),
+        (Threshold("qps", "relative", "higher", max_change=0.05), 130.0, "passed", -0.30),
+        (Threshold("top1", "exact", "higher"), 100.0, "passed", 0.0),
+        (Threshold("top1", "exact", "higher"), 99.99, "regressed", 0.0001),
+        (Threshold("top1", "exact", "higher"), 100.5, "passed", -0.005),  # better is no regression
+        (Threshold("top1", "tolerance", "higher", tolerance=0.5), 99.6, "passed", 0.004),
+        (Threshold("top1", "tolerance", "higher", tolerance=0.5), 99.4, "regressed", 0.006),
+    ],
+)
+def test_bounds_without_a_p_value(
+    threshold: Threshold, value: float, verdict: str, change: float
+) -> None:
+    got = compare(threshold, HISTORY, Observation(value))
+    assert (got.verdict, got.baseline, got.p_value, got.alpha) == (verdict, 100.0, None, None)
+    assert got.change == pytest.approx(change)
+    assert got.reruns_needed is None
+    assert threshold.metric in got.reason and threshold.test in got.reason
+    assert "than the window's median 100" in got.reason or "equal to the window's" in got.reason
+
+
+def test_too_few_runs_is_inconclusive_and_says_how_many_are_missing() -> None:
+    got = compare(replace(P90, min_runs=5), _values(5, 3), Observation(2e6))
+    assert got.verdict == "inconclusive" and got.reruns_needed == 2 and got.p_value is None
+    assert "only 3 past runs" in got.reason and "needs 5" in got.reason
+    got = compare(P90, [], Observation(2e6))
+    assert (got.baseline, got.change, got.runs_used, got.reruns_needed) == (None, None, 0, 3)
+
+
+def test_a_baseline_of_zero_leaves_the_change_undefined_not_zero() -> None:
+    zeros = [Observation(0.0)] * 4
+    got = compare(Threshold("errors", "relative", "lower", max_change=0.1), zeros, Observation(3))
+    assert got.change is None and got.verdict == "inconclusive"
+    # An absolute tolerance needs no relative change.
+    got = compare(Threshold("errors", "tolerance", "lower", tolerance=1.0), zeros, Observation(3))
+    assert got.verdict == "regressed" and got.change is None
+
+
+def test_identical_samples_have_no_p_value() -> None:
+    same = [Observation(5.0)] * 4
+    got = compare(Threshold("x", "t", "lower"), same, Observation(5.0))
+    assert got.p_value is None and got.verdict == "passed" and "undefined" in got.reason
+
+
+def test_significant_but_under_max_change_passes() -> None:
+    tight = [Observation(1e6 * (1 + 0.001 * i)) for i in range(-3, 4)]
+    got = compare(replace(P90, max_change=0.05), tight, Observation(1.02e6))
+    assert got.p_value is not None and got.p_value < 0.01
+    assert got.verdict == "passed"  # 2% is significant here, but under the 5% that counts
+    got = compare(replace(P90, max_change=0.01), tight, Observation(1.02e6))
+    assert got.verdict == "regressed" and "over the 1.0% bound" in got.reason
+
+
+def test_too_noisy_is_inconclusive_with_the_reruns_the_verdicts_interval_needs() -> None:
+    noisy = _values(6, 8, sigma=0.05)
+    median = float(np.median([o.value for o in noisy]))
+    got = compare(replace(P90, max_change=0.05), noisy, Observation(1.12 * median))
+    assert got.verdict == "inconclusive" and got.p_value is not None and got.p_value >= 0.01
+    # The rerun verdict's interval: Student's t (99%) at the window's degrees of freedom on
+    # the log spread, floored at NOISE_FLOOR; the fewest runs k whose mean it tells apart.
+    logs = np.log([o.value for o in noisy])
+    spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
+    assert got.change is not None
+    k = next(
+        k
+        for k in range(2, 200)
+        if t_995(7) * spread * math.sqrt(1 / k + 1 / 8) < math.log1p(got.change)
+    )
+    assert got.reruns_needed == k - 1
+    assert f"about {k - 1} more runs" in got.reason
+    # Noisier still, no number of candidate runs would do: the window itself must grow.
+    wild = _values(6, 6, sigma=0.2)
+    median = float(np.median([o.value for o in wild]))
+    got = compare(replace(P90, max_change=0.05), wild, Observation(1.12 * median))
+    assert got.verdict == "inconclusive" and got.reruns_needed is None
+    assert "cannot settle it" in got.reason
+
+
+def test_pooled_raw_needs_the_run_level_test_to_agree() -> None:
+    rng = np.random.default_rng(7)
+    history = [_run(rng, 1.0, 0.05) for _ in range(10)]
+    # 8% slower over 2,000 pooled latencies is hugely significant, but runs differ by ~5%.
+    figures = [o.value for o in history]
+    candidate = _run(rng, 1.0, 0.0, n=2000)
+    factor = 1.08 * float(np.median(figures)) / candidate.value
+    candidate = Observation(candidate.value * factor, tuple(np.asarray(candidate.raw) * factor))
+    got = compare(replace(P90, max_change=0.05), history, candidate)
+    run_p = scipy_stats.ttest_ind([candidate.value], figures, alternative="greater").pvalue
+    assert got.p_value is not None and got.p_value < 1e-6
+    assert got.run_p_value == pytest.approx(float(run_p), rel=1e-12) and run_p >= 0.01
+    assert got.verdict == "inconclusive" and "Student's t on the runs' figures" in got.reason
+    # Per-run values have no second test: the t test is the run-level one.
+    assert compare(P90, history[:5], Observation(1e6)).run_p_value is None
+
+
+def test_mann_whitney_on_too_few_runs_cannot_reach_alpha() -> None:
+    got = compare(Threshold("qps", "mann-whitney", "higher"), _values(8, 10), Observation(1.0))
+    assert got.verdict == "inconclusive" and got.p_value is None
+    assert "cannot reach p < 0.01" in got.reason and ">= 100 past runs" in got.reason
+
+
+# --- the false-alarm rate and the power, simulated -------------------------------------------
+
+
+def _margin(alpha: float, trials: int) -> float:
+    """Three binomial standard errors."""
+    return 3.0 * math.sqrt(alpha * (1.0 - alpha) / trials)
+
+
+def test_false_alarm_rate_on_per_run_values_is_at_most_alpha() -> None:
+    rng = np.random.default_rng(11)
+    trials, alpha = 400, 0.05
+    logs = rng.normal(0.0, 0.03, (trials, 11))
+    alarms = 0
+    for row in 1e6 * np.exp(logs):
+        history = [Observation(float(v)) for v in row[:10]]
+        got = compare(replace(P90, alpha=alpha), history, Observation(float(row[10])))
+        alarms += got.verdict == "regressed"
+    assert alarms / trials <= alpha + _margin(alpha, trials)
+
+
+def test_false_alarm_rate_on_raw_latencies_and_why_pooling_alone_is_not_enough() -> None:
+    rng = np.random.default_rng(12)
+    trials, alpha = 200, 0.05
+    alarms = pooled_significant = 0
+    for _ in range(trials):
+        runs = [_run(rng, 1.0, 0.02, n=400) for _ in range(11)]
+        got = compare(replace(P90, alpha=alpha), runs[:10], runs[10])
+        alarms += got.verdict == "regressed"
+        pooled_significant += got.p_value is not None and got.p_value < alpha
+    assert alarms / trials <= alpha + _margin(alpha, trials)
+    # The pooled test alone treats run-to-run noise as a difference (decision 255).
+    assert pooled_significant / trials > 3 * alpha
+
+
+def test_a_five_percent_shift_is_detected_on_quiet_runs() -> None:
+    rng = np.random.default_rng(13)
+    trials, detected = 150, 0
+    for _ in range(trials):
+        history = [_run(rng, 1.0, 0.01, n=1000) for _ in range(10)]
+        got = compare(P90, history, _run(rng, 1.05, 0.01, n=1000))
+        detected += got.verdict == "regressed"
+    assert detected / trials >= 0.5  # bench/bench_gate_simulation.py reports the figures
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"metric": " "}, "metric"),
+        ({"test": "z-score"}, "test"),
+        ({"direction": "up"}, "direction"),
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 0.6}, "alpha"),
+        ({"alpha": float("nan")}, "alpha"),
+        ({"alpha": None}, "alpha"),
+        ({"window": 1}, "window"),
+        ({"window": 1001}, "window"),
+        ({"window": 10.0}, "window"),
+        ({"window": True}, "window"),
+        ({"min_runs": 1}, "min_runs"),
+        ({"min_runs": 11}, "min_runs"),  # more than the window
+        ({"max_change": 0.0}, "max_change"),
+        ({"max_change": 11.0}, "max_change"),
+        ({"max_change": float("inf")}, "max_change"),
+        ({"test": "relative"}, "max_change"),  # a relative test without its bound
+        ({"test": "tolerance"}, "tolerance"),  # a tolerance test without its tolerance
+        ({"test": "tolerance", "tolerance": -1.0}, "tolerance"),
+        ({"test": "tolerance", "tolerance": float("nan")}, "tolerance"),
+        ({"test": "tolerance", "tolerance": 1e19}, "tolerance"),
+        ({"tolerance": 0.5}, "tolerance"),  # given to a test that would ignore it
+        ({"test": "exact", "max_change": 0.05}, "max_change"),  # ignored by exact
+        ({"test": "tolerance", "tolerance": 1.0, "max_change": 0.05}, "max_change"),
+    ],
+)
+def test_each_bad_field_is_refused_by_name(fields: dict[str, Any], field: str) -> None:
+    threshold = replace(P90, **fields)
+    with pytest.raises(InvalidThreshold) as caught:
+        validate(threshold)
+    assert caught.value.field == field and field in str(caught.value)
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert (back.metric, back.field, back.reason) == (
+        caught.value.metric,
+        field,
+        caught.value.reason,
+    )
+    with pytest.raises(InvalidThreshold):
+        compare(threshold, HISTORY, Observation(1.0))
+
+
+def test_values_that_are_not_finite_are_refused_with_their_position() -> None:
+    with pytest.raises(InvalidSeries, match="past run 1's value nan"):
+        compare(P90, [Observation(1.0), Observation(float("nan"))], Observation(1.0))
+    with pytest.raises(InvalidSeries, match="the candidate's raw latencies"):
+        compare(P90, HISTORY, Observation(1.0, (1.0, float("inf"))))
