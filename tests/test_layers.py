@@ -152,6 +152,24 @@ def test_imports_go_down_the_layers() -> None:
     assert sorted(set(UPWARD) - set(upward)) == [], "gone: take them off UPWARD"
 
 
+# The chain modules the registry reaches at lock: they import no evaluator (decision 240).
+CHAIN_LOCK_MODULES = ("pinbench.chains.wiring", "pinbench.chains.signature")
+CHAIN_DATA = {"pinbench.chains", "pinbench.chains.spec", *CHAIN_LOCK_MODULES}
+
+
+def test_lock_imports_no_evaluator_through_a_chain() -> None:
+    """What ``pinbench lock`` runs of a chain (its wiring, its graph check) imports, following
+    the chain modules it reaches, is data and the registry: no evaluator, LoadGen or loader."""
+    seen, todo = set(CHAIN_LOCK_MODULES), list(CHAIN_LOCK_MODULES)
+    while todo:
+        for target in _imports(MODULES[todo.pop()], top_only=False):
+            if _unit(target) == "chains" and target not in seen:
+                seen.add(target)
+                todo.append(target)
+            assert LEVEL[_unit(target)] <= LEVEL["registry"] or target in CHAIN_DATA, target
+    assert seen <= CHAIN_DATA
+
+
 def test_nothing_below_the_faces_imports_the_built_in_catalog() -> None:
     faces = LEVEL["cli"]
     below = [

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pinbench.chains.predict import ChainPredictor, Stage
-from pinbench.chains.spec import LockedChain, LockedStage
-from pinbench.errors import UserError
+from pinbench.chains.spec import LockedChain, LockedStage, stage_artifact
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.feed import prepare
 from pinbench.evaluator.job import Evidence, Job, Say, files_of
@@ -21,7 +20,7 @@ from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stream import wrap
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import load, python_version
-from pinbench.registry.lockfile import LockedArtifact, Lockfile
+from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
 from pinbench.tasks.base import Context
@@ -29,14 +28,6 @@ from pinbench.tasks.registry import task
 
 if TYPE_CHECKING:
     from pinbench.evaluator.predictors.base import Predictor
-
-
-def stage_artifact(lock: Lockfile, stage: LockedStage) -> LockedArtifact:
-    """The stage's model artifact among the lockfile's: its files, each with its sha256."""
-    for art in lock.body.artifacts:
-        if art.kind == Kind.MODEL.value and art.name == stage.model:
-            return art
-    raise UserError(f"the lockfile pins no model {stage.model} for chain stage {stage.name!r}")
 
 
 def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say) -> None:

@@ -76,7 +76,7 @@ def _outputs(
     """The stage's ONNX graph outputs: name -> (element type, dims; None where symbolic)."""
     if stage.format != "onnx":
         return None
-    from pinbench.chains.evaluate import stage_artifact
+    from pinbench.chains.spec import stage_artifact
 
     files = [f for f in stage_artifact(lock, stage).files if f.path.endswith(".onnx")]
     path = locate(files[0].sha256) if len(files) == 1 else None
