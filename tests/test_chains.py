@@ -8,6 +8,7 @@ is recorded. Bad wiring is refused at ``pinbench lock`` naming the stage and wha
 from __future__ import annotations
 
 import hashlib
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,6 +308,60 @@ def test_a_dtype_mismatch_on_a_direct_wire_is_refused_at_lock(wakeword: Any) -> 
         "chain stage 'alexa': input 'onnx::Flatten_0' is wired to 'cast.y', whose graph gives "
         "int64; model oww/alexa@0.4.0 declares element_type float32"
     )
+
+
+def loose_outputs() -> bytes:
+    """A graph whose outputs the lock check cannot type: ``seq`` a sequence of tensors (no
+    element type), ``y`` a tensor with no shape field."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("SequenceConstruct", ["x"], ["seq"]),
+            helper.make_node("Identity", ["x"], ["y"]),
+        ],
+        "loose",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 96])],
+        [
+            helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
+@pytest.mark.parametrize(
+    ("output", "why"),
+    [
+        ("seq", "a sequence output has no element type: was a KeyError (a server's 500)"),
+        ("y", "an output with no shape field: was refused as 'shape []'"),
+    ],
+)
+def test_a_wire_the_graph_does_not_type_is_left_to_the_run(
+    wakeword: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str, why: str
+) -> None:
+    """The graph check reads the graph with pinbench's own reader (a server installed without
+    the ``onnx`` package locks a chain) and checks only what the graph states."""
+    ws = wakeword[0]
+    described = write_files(tmp_path, {"loose.onnx": loose_outputs()})
+    manifest = model_manifest("oww/loose", "0.4.0", described, framework_range="^1")
+    manifest.update(
+        inputs=[{"name": "x", "element_type": "float32", "shape": [16, 96]}],
+        outputs=[{"name": "seq"}, {"name": "y"}],
+    )
+    publish(ws, parse_manifest(manifest), manifest_dir=tmp_path, publisher="test")
+    last16 = documented()["chain"]["stages"][2]["code"]
+    to_x = {**last16, "code": last16["code"].replace('"onnx::Flatten_0"', '"x"')}
+    loose = {"name": "loose", "model": "oww/loose@0.4.0", "inputs": {"x": "embed.conv2d_19"}}
+    stages = chain(alexa={"inputs": {"onnx::Flatten_0": f"loose.{output}"}, "code": None})
+    fields = {
+        "chain": {"stages": [*stages["stages"][:2], {**loose, "code": to_x}, stages["stages"][2]]}
+    }
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` fails, as without the extra
+    lock = service.lock(ws, request(**fields))[0]
+    assert [s.name for s in lock.body.chain.stages] == ["mel", "embed", "loose", "alexa"], why  # type: ignore[union-attr]
 
 
 def test_an_edited_chain_section_is_refused_as_the_registry_would_not_make_it(

@@ -38,7 +38,8 @@ _MODEL_METADATA = 14
 _TRAINING_GRAPHS = (1, 2)
 _FUNCTION_NODE, _FUNCTION_DEFAULTS = 7, 11
 _GRAPH_NODE, _GRAPH_INITIALIZER, _GRAPH_INPUT, _GRAPH_OUTPUT, _GRAPH_SPARSE = 1, 5, 11, 12, 15
-_VALUE_NAME = 1
+_VALUE_NAME, _VALUE_TYPE = 1, 2
+_TYPE_TENSOR, _TENSOR_ELEM, _TENSOR_SHAPE, _SHAPE_DIM, _DIM_VALUE, _DIM_PARAM = 1, 1, 2, 1, 1, 2
 _NODE_ATTRIBUTE = 5
 _ATTR_T, _ATTR_G, _ATTR_TENSORS, _ATTR_GRAPHS, _ATTR_SPARSE, _ATTR_SPARSES = 5, 6, 10, 11, 22, 23
 _SPARSE_VALUES, _SPARSE_INDICES = 1, 2
@@ -261,6 +262,65 @@ class MetadataTooLarge(Picklable, ValueError):
         self.key = key
         self.size = size
         self.limit = limit
+
+
+@dataclass(frozen=True)
+class GraphOutput:
+    """One output of the main graph as its ``ValueInfoProto`` types it."""
+
+    name: str
+    elem_type: int
+    """``TensorProto.DataType`` of a tensor output; 0: not a tensor (a sequence, a map...)."""
+    dims: list[int | None] | None
+    """Each dimension's ``dim_value`` (None: symbolic or unknown); None: no ``shape`` field."""
+
+
+def _int64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _dim(buf: memoryview, start: int, end: int) -> int | None:
+    found = None  # dim_value and dim_param are a oneof: the last one given wins
+    for number, wire, value, _ in _fields(buf, start, end):
+        if number == _DIM_VALUE and wire == 0:
+            found = _int64(value)
+        elif number == _DIM_PARAM and wire == 2:
+            found = None
+    return found
+
+
+def _graph_output(buf: memoryview, start: int, end: int) -> GraphOutput:
+    name, elem, dims = "", 0, None
+    for number, wire, a, b in _fields(buf, start, end):
+        if number == _VALUE_NAME and wire == 2:
+            name = _text(buf, a, b)
+        elif number == _VALUE_TYPE and wire == 2:
+            for x, y in _messages(buf, a, b, _TYPE_TENSOR):
+                for field_no, kind, p, q in _fields(buf, x, y):
+                    if field_no == _TENSOR_ELEM and kind == 0:
+                        elem = p
+                    elif field_no == _TENSOR_SHAPE and kind == 2:
+                        dims = [] if dims is None else dims
+                        dims += [_dim(buf, u, v) for u, v in _messages(buf, p, q, _SHAPE_DIM)]
+    return GraphOutput(name, elem, dims)
+
+
+def graph_outputs(path: Path) -> list[GraphOutput]:
+    """The main graph's outputs of the ONNX file at ``path`` with their types, read as the rest
+    of this module reads (every other field skipped, ``raw_data`` never copied);
+    ``NotProtobuf`` if the file is not a well-formed message."""
+    if path.stat().st_size == 0:
+        return []
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        buf = memoryview(mapped)
+        try:
+            return [
+                _graph_output(buf, x, y)
+                for a, b in _messages(buf, 0, len(buf), _MODEL_GRAPH)
+                for x, y in _messages(buf, a, b, _GRAPH_OUTPUT)
+            ]
+        finally:
+            buf.release()
 
 
 def metadata_props(path: Path, *, wanted: str, max_bytes: int) -> list[tuple[str, str | None]]:

@@ -1,7 +1,9 @@
 """Each direct wire of a chain (an output fed as is to the next stage's input, no code between)
 checked at ``pinbench lock`` against the ONNX graph that gives it: the output's element type
 and its dimensions after the batch axis must be what the receiving stage's model declares for
-the input. The graphs are read as data (protobuf, external data not loaded); nothing runs. A
+the input. The graphs are read as data by ``onnx_proto`` (no ``onnx`` package, no tensor
+copied); nothing runs. A wired output that is not a tensor (a sequence, a map), or whose graph
+gives no shape, is left to the run's check. A
 stage in another format, or a wire through code, is checked on the first prediction of the
 run, before anything is timed (``predict.check_fed``)."""
 
@@ -9,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from pinbench.chains.spec import ChainRefused, LockedStage
+from pinbench.artifacts.onnx_proto import GraphOutput, NotProtobuf, graph_outputs
+from pinbench.chains.spec import ChainRefused, LockedStage, stage_artifact
 from pinbench.registry.lockfile import Lockfile
 
 Locate = Callable[[str], Path | None]
@@ -23,7 +25,7 @@ def check_signatures(lock: Lockfile, locate: Locate) -> None:
     if chain is None:
         return
     by_name = {s.name: s for s in chain.stages}
-    graphs: dict[str, dict[str, tuple[str, list[int | None]]] | None] = {}
+    graphs: dict[str, dict[str, GraphOutput] | None] = {}
     for stage in chain.stages:
         if stage.code is not None:
             continue
@@ -39,7 +41,9 @@ def check_signatures(lock: Lockfile, locate: Locate) -> None:
             name = _graph_name(source, output, list(found))
             if name not in found:
                 continue
-            dtype, dims = found[name]
+            dtype, dims = ELEMENT_TYPES.get(found[name].elem_type), found[name].dims
+            if dtype is None:  # not a tensor (a sequence, a map) or a type no input declares
+                continue  # the run's first prediction checks what the stage is fed
             spec = declared[target]
             if dtype != spec.element_type:
                 raise ChainRefused(
@@ -48,10 +52,15 @@ def check_signatures(lock: Lockfile, locate: Locate) -> None:
                     f"{dtype}; model {stage.model}@{stage.version} declares element_type "
                     f"{spec.element_type} (add `code` to the stage to convert it)",
                 )
+            if dims is None:  # the graph gives no shape: checked on the first prediction
+                continue
             after = dims[1:]
             if spec.shape and (
                 len(after) != len(spec.shape)
-                or any(d is not None and d != s for d, s in zip(after, spec.shape, strict=True))
+                or any(
+                    d is not None and s > 0 and d != s
+                    for d, s in zip(after, spec.shape, strict=True)
+                )
             ):
                 shown = ["?" if d is None else d for d in dims]
                 raise ChainRefused(
@@ -70,26 +79,23 @@ def _graph_name(stage: LockedStage, output: str, names: list[str]) -> str:
     return output
 
 
-def _outputs(
-    lock: Lockfile, stage: LockedStage, locate: Locate
-) -> dict[str, tuple[str, list[int | None]]] | None:
-    """The stage's ONNX graph outputs: name -> (element type, dims; None where symbolic)."""
+# onnx.proto's TensorProto.DataType -> NumPy's name (the types a declared input may have)
+ELEMENT_TYPES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64",
+}  # fmt: skip
+
+
+def _outputs(lock: Lockfile, stage: LockedStage, locate: Locate) -> dict[str, GraphOutput] | None:
+    """The stage's ONNX graph outputs by name, read as data (``onnx_proto``: no ``onnx``
+    package, no tensor copied); None where the stage is not one ONNX file here."""
     if stage.format != "onnx":
         return None
-    from pinbench.chains.spec import stage_artifact
-
     files = [f for f in stage_artifact(lock, stage).files if f.path.endswith(".onnx")]
     path = locate(files[0].sha256) if len(files) == 1 else None
     if path is None:
         return None
-    import onnx
-    from onnx import helper
-
-    graph = onnx.load(str(path), load_external_data=False).graph
-    out: dict[str, tuple[str, list[int | None]]] = {}
-    for value in graph.output:
-        tensor: Any = value.type.tensor_type
-        dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        out[value.name] = (dtype, dims)
-    return out
+    try:
+        return {out.name: out for out in graph_outputs(path)}
+    except NotProtobuf:
+        return None  # not a graph this reader reads: the run's first prediction checks the wire
