@@ -280,18 +280,68 @@ def test_bad_wiring_is_refused_at_lock(
     assert message in str(refused.value), why
 
 
-@pytest.mark.parametrize(
-    ("fields", "message"),
-    [
-        ({"batch_size": 4}, "a chain runs one sample per query: batch_size 1"),
-        ({"model": "oww/other@1"}, "the request's model 'oww/other' is none of the chain's"),
-        ({"chain": {"stages": [{"name": "a", "model": "x@1"}]}}, "of length >= 2"),
-        ({"chain": {"stages": [{"name": "Mel", "model": "x@1"}] * 2}}, "must match"),
-    ],
-)
-def test_a_request_that_cannot_be_a_chain_is_refused(fields: dict[str, Any], message: str) -> None:
-    with pytest.raises(RequestError, match=message):
+NOT_A_CHAIN = [
+    # (why, the request's fields, what the refusal says)
+    ("a chain runs one sample per query", {"batch_size": 4}, "batch_size 1"),
+    (
+        "the request's model is the last stage",
+        {"model": "oww/other@1"},
+        "the request's model 'oww/other' is none of the chain's",
+    ),
+    (
+        "a chain has two stages or more",
+        {"chain": {"stages": [{"name": "a", "model": "x@1"}]}},
+        "of length >= 2",
+    ),
+    (
+        "a stage name is lower case",
+        {"chain": {"stages": [{"name": "Mel", "model": "x@1"}] * 2}},
+        "must match",
+    ),
+    (
+        "the last stage's range was dropped for the request's model's",
+        {"model": "oww/alexa@>=0.4"},
+        "chain stage 'alexa' names model 'oww/alexa@0.4.0' and the request's model is "
+        "'oww/alexa@>=0.4'",
+    ),
+    (
+        "a model named twice, once with a space before its range",
+        {
+            "chain": {
+                "stages": [
+                    {"name": "a", "model": "x@1"},
+                    {"name": "b", "model": "x @2", "inputs": {"i": "a.o"}},
+                ]
+            }
+        },
+        "chain stages name model 'x' twice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("why", "fields", "message"), NOT_A_CHAIN, ids=[n[0] for n in NOT_A_CHAIN])
+def test_a_request_that_cannot_be_a_chain_is_refused(
+    why: str, fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(RequestError) as refused:
         request(**fields)
+    assert message in str(refused.value), why
+
+
+def test_a_stage_model_with_spaces_locks_as_without(wakeword: Any) -> None:
+    """A stage's ``NAME @ RANGE`` is parsed as the request's own model is (spaces dropped):
+    was a KeyError (a server's 500) or a refusal naming the last stage."""
+    spaced = {
+        name: {"model": f" {model.replace('@', ' @ ')} "}
+        for name, model in (
+            ("mel", "oww/mel@0.4.0"),
+            ("embed", "oww/embedding@0.4.0"),
+            ("alexa", "oww/alexa@0.4.0"),
+        )
+    }
+    lock = service.lock(wakeword[0], request(chain=chain(**spaced)))[0]
+    plain = service.lock(wakeword[0], request())[0]
+    assert lock.body.chain.stages == plain.body.chain.stages  # type: ignore[union-attr]
 
 
 def test_a_dtype_mismatch_on_a_direct_wire_is_refused_at_lock(wakeword: Any) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 
 from pinbench.errors import UserError
-from pinbench.registry.names import Kind
+from pinbench.registry.names import Kind, Spec
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.processing_code import Code
 
@@ -60,11 +60,20 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
                     f"chain stage {self.name!r} input {target!r}: {source!r} must be "
                     "STAGE.OUTPUT (an earlier stage's name and one of its outputs)"
                 )
+        try:
+            Spec.parse(self.model, kind=Kind.MODEL)
+        except UserError as exc:
+            raise ValueError(f"chain stage {self.name!r} model: {exc}") from None
         if self.code is not None and not self.inputs:
             raise ValueError(
                 f"chain stage {self.name!r} has `code` but no wired `inputs`: the first stage "
                 "is fed from the samples by its manifest's steps (or its own `preprocess`)"
             )
+
+    @property
+    def model_spec(self) -> Spec:
+        """``model`` parsed as the request's own (spaces around the name and range dropped)."""
+        return Spec.parse(self.model, kind=Kind.MODEL)
 
 
 class ChainSpec(_Strict, frozen=True, kw_only=True):
@@ -75,7 +84,7 @@ class ChainSpec(_Strict, frozen=True, kw_only=True):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"chain stage names must be unique; given twice: {twice}")
-        models = [s.model.partition("@")[0] for s in self.stages]
+        models = [s.model_spec.name for s in self.stages]
         again = sorted({m for m in models if models.count(m) > 1})
         if again:
             raise ValueError(
@@ -120,9 +129,7 @@ def stage_artifact(lock: Lockfile, stage: LockedStage) -> LockedArtifact:
 def check_chain_request(request: Any) -> None:
     """What a request with a ``chain`` must be: a model evaluated on a dataset, one sample per
     query (the code between stages reshapes one sample's arrays: a stage's batch is not the
-    samples'), its stages' models parsed as the request's own (``ValueError`` naming it)."""
-    from pinbench.registry.names import Kind, Spec
-
+    samples'), the stage of the request's model naming the same range (``ValueError``)."""
     if request.operator is not None or request.training is not None:
         raise ValueError("a chain is evaluated on a dataset: no operator or training section")
     if request.generation is not None or request.transform is not None:
@@ -132,13 +139,16 @@ def check_chain_request(request: Any) -> None:
             f"a chain runs one sample per query: batch_size 1 (got {request.batch_size}); "
             "its code between stages reshapes one sample's arrays"
         )
-    for stage in request.chain.stages:
-        try:
-            Spec.parse(stage.model, kind=Kind.MODEL)
-        except UserError as exc:
-            raise ValueError(f"chain stage {stage.name!r} model: {exc}") from None
-    last = Spec.parse(request.model, kind=Kind.MODEL).name
-    if last not in [Spec.parse(s.model, kind=Kind.MODEL).name for s in request.chain.stages]:
+    wanted = Spec.parse(request.model, kind=Kind.MODEL)
+    last = [s for s in request.chain.stages if s.model_spec.name == wanted.name]
+    if not last:
         raise ValueError(
-            f"the request's model {last!r} is none of the chain's stages: it is the last stage"
+            f"the request's model {wanted.name!r} is none of the chain's stages: it is the last "
+            "stage"
+        )
+    if last[0].model_spec.range != wanted.range:
+        raise ValueError(
+            f"chain stage {last[0].name!r} names model {last[0].model!r} and the request's "
+            f"model is {request.model!r}: the last stage is the request's model, resolved once; "
+            "give both the same range"
         )

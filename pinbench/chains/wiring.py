@@ -65,7 +65,7 @@ def lock_chain(
     """The locked chain: ``manifests`` maps each stage's model name to its resolved version
     and manifest; ``last_model`` is the request's model (the stage scored)."""
     order = run_order(spec.stages)
-    if order[-1].model.partition("@")[0] != last_model:
+    if order[-1].model_spec.name != last_model:
         raise ChainRefused(
             stage=order[-1].name,
             reason=f"the last stage to run is model {order[-1].model!r}, but the request's "
@@ -96,7 +96,7 @@ def lock_chain(
 
 
 def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]]) -> LockedStage:
-    name = stage.model.partition("@")[0]
+    name = stage.model_spec.name
     version, model = manifests[name]
     own = [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
     if own:
