@@ -19,7 +19,7 @@ import pytest
 
 from pinbench.chains.spec import ChainRefused
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -195,8 +195,14 @@ def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
         p50, top = run[f"stage_{stage}_latency_p50_ns"], run[f"stage_{stage}_latency_max_ns"]
         assert 0 < p50 <= top <= run["framework_latency_max_ns"]
     assert "stage_embed_code_latency_p50_ns" in run and "stage_mel_code_latency_p50_ns" not in run
+    # framework_latency_* is the framework calls alone (docs/running.md), summed per query:
+    # its mean is the stages' means' sum; the end to end with the code is chain_latency_*
     parts = sum(run[f"stage_{s}_latency_mean_ns"] for s in ("mel", "embed", "alexa"))
-    assert parts < run["framework_latency_mean_ns"]  # the end to end holds every stage
+    assert run["framework_latency_mean_ns"] == pytest.approx(parts, rel=1e-9)
+    with_code = parts + run["stage_embed_code_latency_mean_ns"]
+    assert with_code < run["chain_latency_mean_ns"]  # the end to end holds every stage and code
+    raw = np.sort(latencies_of(ws, show_run(ws, run["id"])["latencies_sha256"]))
+    assert raw[len(raw) // 2] == run["framework_latency_p50_ns"]  # the gate's raw series
     details = show_run(ws, run["id"])["details"]["chain"]
     assert [s["files"] for s in details["stages"]] == [
         {a.files[0].path: a.files[0].sha256}
@@ -297,6 +303,15 @@ NOT_A_CHAIN = [
         "a stage name is lower case",
         {"chain": {"stages": [{"name": "Mel", "model": "x@1"}] * 2}},
         "must match",
+    ),
+    (
+        "stage mid_code's latencies would be stage mid's code's: stage_mid_code_latency_*",
+        {
+            "chain": {
+                "stages": [{"name": "mid", "model": "x@1"}, {"name": "mid_code", "model": "y@1"}]
+            }
+        },
+        "chain stage name 'mid_code' must not end in '_code'",
     ),
     (
         "the last stage's range was dropped for the request's model's",

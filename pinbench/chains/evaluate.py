@@ -2,8 +2,11 @@
 stage's inputs prepared from the samples before anything is timed, as any model's; every
 stage opened and its code loaded (with the run's consent); the first prediction checked stage
 by stage; then the scenario, each query the whole chain: LoadGen's ``latency_*`` and
-``framework_latency_*`` are the chain's end to end, ``stage_<name>_latency_*_ns`` each
-stage's framework call. The dataset's task scores the last stage's outputs."""
+``chain_latency_*_ns`` (the ``predict`` call, code between stages included) are the chain's
+end to end, ``framework_latency_*_ns`` each query's framework calls summed over the stages
+(the framework call alone, as for one model: its raw series is the run's latencies),
+``stage_<name>_latency_*_ns`` each stage's framework call. The dataset's task scores the
+last stage's outputs."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from pinbench.chains.spec import LockedChain, LockedStage, stage_artifact
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.feed import prepare
 from pinbench.evaluator.job import Evidence, Job, Say, files_of
+from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.output_axes import batch_axes, perms, reorder
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.scenarios import run_scenario
@@ -112,9 +116,18 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         )
     finally:
         chained.close()
-    evidence.metrics = {**measurement.summary(), **chained.metrics()}
+    calls = chained.framework_ns()
+    if calls.shape != measurement.latencies_ns.shape:
+        raise RuntimeError(
+            f"the chain's stages were timed {calls.shape} times for "
+            f"{measurement.latencies_ns.size} queries"
+        )
+    whole = series(measurement.latencies_ns, "chain_latency")
+    framework = series(calls, "framework_latency")
+    summary = {k: v for k, v in measurement.summary().items() if k not in framework}
+    evidence.metrics = {**summary, **whole, **framework, **chained.metrics()}
     evidence.details["loadgen"] = measurement.loadgen
-    evidence.latencies = measurement.latencies_ns
+    evidence.latencies = calls  # the raw series of framework_latency_* (gate, rerun verdict)
     if accuracy and scorer is not None:
         answers = {i: reorder(a, transposed) for i, a in measurement.outputs.items()}
         scored = scorer.score(answers, feed.arrays)

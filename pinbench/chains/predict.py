@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pinbench.chains.spec import ChainRefused, LockedStage
+from pinbench.chains.spec import CODE_SUFFIX, ChainRefused, LockedStage
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.named import NamedInputs
 from pinbench.registry.input_kinds import from_samples
@@ -87,15 +87,27 @@ class ChainPredictor:
 
     def metrics(self) -> dict[str, float]:
         """``stage_<name>_latency_*_ns`` (each stage's framework call) and, for a stage with
-        code, ``stage_<name>_code_latency_*_ns``, at LoadGen's percentiles."""
+        code, ``stage_<name>_code_latency_*_ns``, at LoadGen's percentiles (disjoint: no stage
+        name ends in ``_code``)."""
         out: dict[str, float] = {}
         for stage in self.stages:
             name = stage.locked.name
-            out.update(series(np.array(stage.times, dtype=np.int64), f"stage_{name}_latency"))
+            parts = [(stage.times, f"stage_{name}_latency")]
             if stage.code is not None:
-                times = np.array(stage.code_times, dtype=np.int64)
-                out.update(series(times, f"stage_{name}_code_latency"))
+                parts.append((stage.code_times, f"stage_{name}{CODE_SUFFIX}_latency"))
+            for times, prefix in parts:
+                figures = series(np.array(times, dtype=np.int64), prefix)
+                assert not set(figures) & set(out), f"{prefix} named twice"
+                out.update(figures)
         return out
+
+    def framework_ns(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Each timed query's framework calls summed over the stages (the code between them
+        and the chain's own Python left out), in query order."""
+        total = np.zeros(len(self.stages[0].times), dtype=np.int64)
+        for stage in self.stages:
+            total += np.array(stage.times, dtype=np.int64)
+        return total
 
     def close(self) -> None:
         for stage in self.stages:

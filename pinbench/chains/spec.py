@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 MAX_STAGES = 16
+CODE_SUFFIX = "_code"
+"""No stage name ends so: ``stage_<name>_latency_*`` (a stage's framework call) and
+``stage_<name>_code_latency_*`` (its code) are then disjoint for any two stages."""
 
 
 class ChainRefused(UserError):
@@ -37,7 +40,8 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
     """One stage: a published model, its inputs wired to earlier stages' outputs."""
 
     name: str
-    """The stage's name (``[a-z][a-z0-9_]*``): its metrics are ``stage_<name>_latency_*_ns``."""
+    """The stage's name (``[a-z][a-z0-9_]*``, not ending in ``_code``): its metrics are
+    ``stage_<name>_latency_*_ns`` and, with code, ``stage_<name>_code_latency_*_ns``."""
     model: str
     """The model (``NAME@RANGE``), resolved like the request's own; the last stage's is the
     request's ``model``, whose outputs the dataset's task scores."""
@@ -53,6 +57,11 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if not STAGE_NAME.match(self.name):
             raise ValueError(f"chain stage name {self.name!r} must match {STAGE_NAME.pattern}")
+        if self.name.endswith(CODE_SUFFIX):
+            raise ValueError(
+                f"chain stage name {self.name!r} must not end in {CODE_SUFFIX!r}: "
+                f"stage_<name>{CODE_SUFFIX}_latency_* are the latencies of a stage's code"
+            )
         for target, source in self.inputs.items():
             stage, dot, output = source.partition(".")
             if not dot or not stage or not output:
