@@ -429,6 +429,25 @@ def test_a_wire_the_graph_does_not_type_is_left_to_the_run(
     assert [s.name for s in lock.body.chain.stages] == ["mel", "embed", "loose", "alexa"], why  # type: ignore[union-attr]
 
 
+def test_the_graph_check_runs_again_at_verify_and_run(
+    wakeword: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lockfile locked where the graph check did not run (its graph not in this store then,
+    as on S3 uncached) is checked when verify or run re-derive it, the blob fetched from the
+    store as a run fetches it: was checked at lock only."""
+    from pinbench.chains import signature
+    from pinbench.registry.verify import check_against_registry
+
+    ws = wakeword[0]
+    with monkeypatch.context() as patched:
+        patched.setattr(signature, "check_signatures", lambda lock, locate: None)
+        lock = service.lock(ws, request(chain=chain(embed={"code": None})))[0]
+    with pytest.raises(ChainRefused, match="whose graph gives shape"):
+        check_against_registry(ws, lock)
+    with pytest.raises(ChainRefused, match="whose graph gives shape"):
+        run_lockfile(ws, lock, say=quiet, allow_code=True)
+
+
 def test_an_edited_chain_section_is_refused_as_the_registry_would_not_make_it(
     wakeword: Any,
 ) -> None:

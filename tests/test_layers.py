@@ -81,6 +81,8 @@ UPWARD = {
     "manifests (a pure function, re-derived like the rest)",
     ("pinbench.registry.service", "chains"): "lock checks a chain's direct wires against its "
     "ONNX graphs, read as data",
+    ("pinbench.registry.verify", "chains"): "verify and run check a chain's direct wires "
+    "against its ONNX graphs again, read as data",
     ("pinbench.registry.request", "operators"): "a request names an operator benchmark's spec",
     ("pinbench.registry.request", "training"): "a request names a training spec",
     ("pinbench.registry.request", "transforms"): "a request names a network transformation "

@@ -12,12 +12,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.onnx_proto import GraphOutput, NotProtobuf, graph_outputs
 from pinbench.chains.spec import ChainRefused, LockedStage, stage_artifact
 from pinbench.registry.lockfile import Lockfile
+from pinbench.workspace import Workspace
 
 Locate = Callable[[str], Path | None]
 """A pinned file's sha256 -> where its bytes are here (None: not here; checked at run)."""
+
+
+def check_stored(ws: Workspace, lock: Lockfile) -> None:
+    """``check_signatures`` with each graph from the workspace's store (``store.local``: a
+    store on object storage fetches it into its cache): at lock, and again at every re-derivation
+    of the lockfile (``verify``, ``run``)."""
+    if lock.body.chain is None:
+        return
+
+    def locate(sha256: str) -> Path | None:
+        path = ws.store.local(Digest(sha256))
+        return path if path.is_file() else None
+
+    check_signatures(lock, locate)
 
 
 def check_signatures(lock: Lockfile, locate: Locate) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pinbench.artifacts.digest import Digest
 from pinbench.db.plain import connection_rows
 from pinbench.errors import UserError
 from pinbench.registry.catalog import SqlCandidateSource
@@ -28,16 +25,11 @@ def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
         for batch_size in request.batch_sizes():
             lockfile = build_lockfile(session, request, resolution, batch_size)
             if lockfile.body.chain is not None:  # each direct wire against its graph
-                from pinbench.chains.signature import check_signatures
+                from pinbench.chains.signature import check_stored
 
-                check_signatures(lockfile, lambda sha: _here(ws, sha))
+                check_stored(ws, lockfile)
             out.append((lockfile, store_lockfile(session, lockfile)))
     return out
-
-
-def _here(ws: Workspace, sha256: str) -> Path | None:
-    path = ws.store.path(Digest(sha256))
-    return path if path.is_file() else None
 
 
 def lock(ws: Workspace, request: Request) -> tuple[Lockfile, bool]:

@@ -150,3 +150,7 @@ def check_against_registry(ws: Workspace, lock: Lockfile) -> None:
 
     with ws.transaction() as session:
         rederive(session, lock)
+    if lock.body.chain is not None:  # a chain's direct wires against their graphs, as at lock
+        from pinbench.chains.signature import check_stored
+
+        check_stored(ws, lock)
