@@ -75,6 +75,69 @@ def publish_stages(ws: Workspace, root: Path) -> dict[str, Path]:
     return files
 
 
+def publish_variants(ws: Workspace, root: Path) -> None:
+    """Models for the refusals: the classifier with an input step, the embedding with output
+    steps, and a two-input graph (``x + z``)."""
+    alexa = package_file("openwakeword", MODELS + "alexa_v0.1.onnx")
+    embedding = package_file("openwakeword", MODELS + "embedding_model.onnx")
+    shape = [16, 96]
+    for name, member, extra in (
+        (
+            "oww/alexa-scaled",
+            ("alexa_v0.1.onnx", alexa.read_bytes()),
+            {
+                "inputs": [
+                    {
+                        "name": "onnx::Flatten_0",
+                        "element_type": "float32",
+                        "shape": shape,
+                        "steps": [{"normalize": {"mean": [0.0], "std": [2.0]}}],
+                    }
+                ],
+                "outputs": [{"name": "13", "type": "binary"}],
+            },
+        ),
+        (
+            "oww/embedding-soft",
+            ("embedding_model.onnx", embedding.read_bytes()),
+            {
+                "inputs": [{"name": "input_1", "element_type": "float32", "shape": [76, 32, 1]}],
+                "outputs": [
+                    {"name": "conv2d_19", "type": "classification", "steps": [{"softmax": {}}]}
+                ],
+            },
+        ),
+        (
+            "oww/pair",
+            ("pair.onnx", pair_graph()),
+            {
+                "inputs": [
+                    {"name": "x", "element_type": "float32", "shape": shape},
+                    {"name": "z", "element_type": "float32", "shape": shape},
+                ],
+                "outputs": [{"name": "y"}],
+            },
+        ),
+    ):
+        folder = root / name.replace("/", "_")
+        described = write_files(folder, dict([member]))
+        manifest = model_manifest(name, "0.4.0", described, framework_range="^1")
+        manifest.update(extra)
+        publish(ws, parse_manifest(manifest), manifest_dir=folder, publisher="test")
+
+
+def pair_graph() -> bytes:
+    from onnx import TensorProto, helper
+
+    value = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 16, 96]) for n in "xzy"]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "z"], ["y"])], "pair", value[:2], value[2:]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
 def int64_cast() -> bytes:
     """A one-node graph: ``(N, 16, 96)`` float32 in, the same as int64 out."""
     from onnx import TensorProto, helper
@@ -128,7 +191,10 @@ def documented() -> dict[str, Any]:
 
 
 def chain(**changes: dict[str, Any]) -> dict[str, Any]:
+    """The walkthrough's stages with ``changes`` by stage name (a key set to None is left
+    out); a stage it does not have is added, listed first."""
     stages = {stage["name"]: stage for stage in documented()["chain"]["stages"]}
+    stages = {**{n: {} for n in changes if n not in stages}, **stages}
     for name, change in changes.items():
         stages[name] = {k: v for k, v in {**stages[name], **change}.items() if v is not None}
     return {"stages": list(stages.values())}
@@ -143,6 +209,7 @@ def wakeword(
     tmp_path = tmp_path_factory.mktemp("chains")
     ws = published_workspace(tmp_path, catalog_dir)
     files = publish_stages(ws, tmp_path / "models")
+    publish_variants(ws, tmp_path / "variants")
     clips = audio(6)
     truth = np.array([0, 1, 0, 1, 1, 0], dtype=np.int64)
     arrays = {}
@@ -251,11 +318,52 @@ BAD = [
         "['?', 1, '?', 32]; model oww/embedding@0.4.0 declares [76, 32, 1]",
     ),
     (
-        "an input of the model wired to nothing",
+        "a wire to an input the model does not declare",
         {"alexa": {"inputs": {"x": "embed.conv2d_19"}}},
         None,
         "stage 'alexa': input 'x' (wired to 'embed.conv2d_19') is not an input model "
         "oww/alexa@0.4.0 declares",
+    ),
+    (
+        "an input of the model wired to nothing (z of x + z)",
+        {
+            "pair": {"name": "pair", "model": "oww/pair@0.4.0", "inputs": {"x": "embed.conv2d_19"}},
+            "alexa": {"inputs": {"onnx::Flatten_0": "pair.y"}, "code": None},
+        },
+        None,
+        "stage 'pair': input(s) ['z'] of model oww/pair@0.4.0 are wired to nothing",
+    ),
+    (
+        "two stages fed from the samples",
+        {"embed": {"inputs": None, "code": None}},
+        None,
+        "exactly one stage is fed from the samples (it has no wired `inputs`); this chain has "
+        "2: ['mel', 'embed']",
+    ),
+    (
+        "output steps on a stage before the last: the task applies them to the last's only",
+        {"embed": {"model": "oww/embedding-soft@0.4.0"}},
+        None,
+        "stage 'embed': output(s) ['conv2d_19'] of model oww/embedding-soft@0.4.0 declare `steps`",
+    ),
+    (
+        "input steps on a wired input: they apply to a sample",
+        {"alexa": {"model": "oww/alexa-scaled@0.4.0"}},
+        "oww/alexa-scaled@0.4.0",
+        "stage 'alexa': input 'onnx::Flatten_0' declares `steps`, which apply to a sample",
+    ),
+    (
+        "a code file that is not among the stage's model's files",
+        {"embed": {"code": {"function": "windows", "file": "windows.py"}}},
+        None,
+        "stage 'embed': its code's file 'windows.py' is not a file of model "
+        "oww/embedding@0.4.0 (its files: ['embedding_model.onnx'])",
+    ),
+    (
+        "a stage that feeds nothing is run and timed for no score",
+        {"spare": {"name": "spare", "model": "oww/cast@0.4.0", "inputs": {"x": "embed.conv2d_19"}}},
+        None,
+        "stage 'spare': it feeds nothing the last stage 'alexa' is fed from",
     ),
     (
         "a stage whose model carries its own post-processing",
@@ -482,6 +590,15 @@ def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wake
     failed = list_runs(ws)[0]
     assert failed["status"] == "failed" and "has dtype float64" in failed["error"]
     assert not any(k.startswith(("stage_", "latency_")) for k in failed)
+
+
+def test_a_traced_chain_is_refused_before_anything_is_recorded(wakeword: Any) -> None:
+    ws = wakeword[0]
+    lock = service.lock(ws, request())[0]
+    before = len(list_runs(ws))
+    with pytest.raises(ChainRefused, match=r"a chain is not traced \(--trace framework\)"):
+        run_lockfile(ws, lock, say=quiet, allow_code=True, trace="framework")
+    assert len(list_runs(ws)) == before
 
 
 def test_a_server_queues_a_chain_only_for_its_local_runner(wakeword: Any) -> None:

@@ -5,8 +5,9 @@ Refused, naming the stage: a wire to a stage or an output that does not exist, a
 input that is neither wired nor fed otherwise (a constant, a state), a wire to an input the
 model does not declare, a last stage that is not the request's model, a stage's own
 ``preprocess``/``postprocess`` (a chain's code goes between stages), output ``steps`` on a stage
-before the last (the task applies them to the last stage's only), and more than one stage
-fed from the samples."""
+before the last (the task applies them to the last stage's only), more than one stage
+fed from the samples, a stage that feeds nothing the last stage is fed from, and a stage's
+code ``file`` that is not one of its model's files."""
 
 from __future__ import annotations
 
@@ -92,7 +93,29 @@ def lock_chain(
     outputs = {s.name: {str(o.name) for o in s.outputs} for s in locked}
     for stage in locked:
         _check_wires(stage, outputs)
+    _check_all_feed_the_last(order)
     return LockedChain(stages=locked)
+
+
+def _check_all_feed_the_last(order: list[ChainStage]) -> None:
+    """Every stage but the last is one the last is fed from, directly or not: a stage that
+    feeds nothing would be run and timed for no score."""
+    by_name = {s.name: s for s in order}
+    feeding, todo = set(), [order[-1]]
+    while todo:
+        for wire in todo.pop().inputs.values():
+            source = _source(wire)[0]
+            if source not in feeding:
+                feeding.add(source)
+                todo.append(by_name[source])
+    idle = [s.name for s in order[:-1] if s.name not in feeding]
+    if idle:
+        raise ChainRefused(
+            stage=idle[0],
+            reason=f"it feeds nothing the last stage {order[-1].name!r} is fed from (stages "
+            f"that feed nothing: {idle}): it would be run and timed for no score; take it out "
+            "of the chain or wire its outputs",
+        )
 
 
 def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]]) -> LockedStage:
@@ -106,6 +129,15 @@ def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]
             "a stage's own processing code is not run; put the work in the `code` of the stage "
             "that reads it (between stages), or publish the model without it",
         )
+    if stage.code is not None and stage.code.file is not None:
+        files = sorted(f.path for f in model.files)
+        if stage.code.file not in files:
+            raise ChainRefused(
+                stage=stage.name,
+                reason=f"its code's file {stage.code.file!r} is not a file of model "
+                f"{name}@{version} (its files: {files}): a stage's code file is one of its "
+                "model's files, pinned by their sha256",
+            )
     return LockedStage(
         name=stage.name,
         model=name,
