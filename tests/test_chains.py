@@ -592,6 +592,31 @@ def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wake
     assert not any(k.startswith(("stage_", "latency_")) for k in failed)
 
 
+@pytest.mark.parametrize(
+    ("fmt", "trusted", "why"),
+    [
+        ("torch-pickle", True, "a pickled first stage: was looked past (the last model only)"),
+        ("hf-folder", True, "a Hugging Face folder of pickles as a stage"),
+    ],
+)
+def test_a_pickled_stage_is_refused_as_a_pickled_model_is(
+    wakeword: Any, fmt: str, trusted: bool, why: str
+) -> None:
+    """The pickle policy reads every model the run loads, so a chain with a pickled stage is
+    refused before a run row exists (unless the run allows pickles)."""
+    from pinbench.artifacts.canonical import canonical_json
+    from pinbench.evaluator.policy import PickleRefused, check_pickle, needs_pickle
+
+    data = service.lock(wakeword[0], request())[0].to_json()
+    assert not needs_pickle(Lockfile.from_bytes(canonical_json(data)))
+    data["chain"]["stages"][0].update(format=fmt, trusted=trusted)
+    lock = Lockfile.from_bytes(canonical_json(data))
+    assert needs_pickle(lock), why
+    with pytest.raises(PickleRefused, match=r"model oww/mel@0\.4\.0 is a pickle"):
+        check_pickle(lock, allow=False)
+    check_pickle(lock, allow=True)
+
+
 def test_a_traced_chain_is_refused_before_anything_is_recorded(wakeword: Any) -> None:
     ws = wakeword[0]
     lock = service.lock(ws, request())[0]

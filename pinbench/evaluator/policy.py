@@ -28,18 +28,33 @@ class PickleRefused(UserError):
         self.reason = reason
 
 
-def needs_pickle(lock: Lockfile) -> bool:
+def _pickled(fmt: str, trusted: bool) -> bool:
     """A pickle format, or a Hugging Face folder whose weights are pickles (publish lets such
     a folder in only with ``trusted: true``, and refuses ``trusted`` on one without)."""
+    return trusted if fmt == "hf-folder" else fmt in PICKLE_FORMATS
+
+
+def _pickles(lock: Lockfile) -> list[str]:
+    """``NAME@VERSION`` of each model the run loads that is a pickle: the model, and every
+    stage of its chain."""
+    models = []
     model = lock.body.model
-    if model is not None and model.format == "hf-folder":
-        return model.trusted
-    return model is not None and model.format in PICKLE_FORMATS
+    if model is not None:
+        models.append((f"{model.name}@{model.version}", model.format, model.trusted))
+    chain = lock.body.chain
+    for stage in chain.stages if chain is not None else []:
+        models.append((f"{stage.model}@{stage.version}", stage.format, stage.trusted))
+    return list(dict.fromkeys(name for name, fmt, trusted in models if _pickled(fmt, trusted)))
+
+
+def needs_pickle(lock: Lockfile) -> bool:
+    """The run would load a pickle: its model or any stage of its chain."""
+    return bool(_pickles(lock))
 
 
 def _model(lock: Lockfile) -> str:
-    model = lock.body.model
-    return f"{model.name}@{model.version}" if model else "(none)"
+    pickles = _pickles(lock)
+    return ", ".join(pickles) if pickles else "(none)"
 
 
 def check_pickle(lock: Lockfile, *, allow: bool) -> None:
