@@ -47,6 +47,11 @@ class Bound:
             return msgspec.Meta(ge=self.low, lt=self.high)
         return msgspec.Meta(ge=self.low, le=self.high)
 
+    @property
+    def length_meta(self) -> msgspec.Meta:
+        """The bound on a string's, a list's or a mapping's length, as msgspec checks it."""
+        return msgspec.Meta(min_length=int(self.low), max_length=int(self.high))
+
     def text(self) -> str:
         """``between 0 (exclusive) and 10``."""
         low = f"{self.low} (exclusive)" if self.low_open else str(self.low)
@@ -121,6 +126,8 @@ TOKEN_LATENCY_MS = Bound(0, 3_600_000, "1 h for one token; MLPerf's TTFT bounds 
 
 FILE_SIZE = between(0, MAX_JSON_INT, "8 PiB; any size a JSON reader holds exactly")
 PORT_INDEX = between(0, 4095, "an index into a model's inputs or outputs")
+CHAIN_WIRES = between(0, 4096, "a stage's wired inputs: at most as many as an index names")
+CHAIN_WIRE_CHARS = between(1, 1024, "an input name or STAGE.OUTPUT; exported names are < 300")
 DIMENSION = between(1, 2**31 - 1, "a declared dimension after the batch axis")
 PIXELS = between(1, 16_384, "an image side; 16384 px is 268 Mpx, past any model input")
 MULTIPLE = between(1, 1024, "a network's total stride: DBNet's 32; PaddleOCR's largest is 128")
@@ -232,6 +239,8 @@ TABLE: Final[dict[str, Bound]] = {
     "files[].size": FILE_SIZE,
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,
+    "chain.stages[].inputs (its count)": CHAIN_WIRES,
+    "chain.stages[].inputs (each name's and STAGE.OUTPUT's characters)": CHAIN_WIRE_CHARS,
     "resize, crop, letterbox, max_dimension: size; resize_height: height, max_width; "
     "resize_multiple: limit_side": PIXELS,
     "resize_multiple.multiple": MULTIPLE,

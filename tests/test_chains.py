@@ -394,8 +394,40 @@ def test_bad_wiring_is_refused_at_lock(
     assert message in str(refused.value), why
 
 
+def wired(inputs: dict[str, str]) -> dict[str, Any]:
+    """A two-stage chain whose second stage is wired ``inputs``."""
+    return {
+        "chain": {
+            "stages": [
+                {"name": "a", "model": "x@1"},
+                {"name": "b", "model": "y@1", "inputs": inputs},
+            ]
+        }
+    }
+
+
 NOT_A_CHAIN = [
     # (why, the request's fields, what the refusal says)
+    (
+        "more wires than a model has inputs (bounds.CHAIN_WIRES)",
+        wired({f"i{n}": "a.o" for n in range(4097)}),
+        "Expected `object` of length <= 4096 - at `$.chain.stages[1].inputs`",
+    ),
+    (
+        "an input name past 1024 characters (bounds.CHAIN_WIRE_CHARS)",
+        wired({"x" * 1025: "a.o"}),
+        "Expected `str` of length <= 1024 - at `key` in `$.chain.stages[1].inputs`",
+    ),
+    (
+        "a STAGE.OUTPUT past 1024 characters",
+        wired({"x": "a." + "o" * 1023}),
+        "Expected `str` of length <= 1024 - at `$.chain.stages[1].inputs[...]`",
+    ),
+    (
+        "an empty input name",
+        wired({"": "a.o"}),
+        "Expected `str` of length >= 1 - at `key` in `$.chain.stages[1].inputs`",
+    ),
     ("a chain runs one sample per query", {"batch_size": 4}, "batch_size 1"),
     (
         "the request's model is the last stage",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
+from pinbench.bounds import CHAIN_WIRE_CHARS, CHAIN_WIRES
 from pinbench.errors import UserError
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.ports import Input, Output
@@ -21,6 +22,9 @@ MAX_STAGES = 16
 CODE_SUFFIX = "_code"
 """No stage name ends so: ``stage_<name>_latency_*`` (a stage's framework call) and
 ``stage_<name>_code_latency_*`` (its code) are then disjoint for any two stages."""
+
+
+WireText = Annotated[str, CHAIN_WIRE_CHARS.length_meta]
 
 
 class ChainRefused(UserError):
@@ -45,7 +49,9 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
     model: str
     """The model (``NAME@RANGE``), resolved like the request's own; the last stage's is the
     request's ``model``, whose outputs the dataset's task scores."""
-    inputs: dict[str, str] = msgspec.field(default_factory=dict)
+    inputs: Annotated[dict[WireText, WireText], CHAIN_WIRES.length_meta] = msgspec.field(
+        default_factory=dict
+    )
     """This stage's input name -> ``STAGE.OUTPUT`` it is fed from; none for the first stage,
     which is fed from the dataset's samples (by its manifest's steps)."""
     code: Code | None = None
