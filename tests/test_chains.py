@@ -537,6 +537,28 @@ def loose_outputs() -> bytes:
     return bytes(model.SerializeToString())
 
 
+def test_the_graph_reader_types_outputs_as_onnx_does(tmp_path: Path) -> None:
+    """``onnx_proto.graph_outputs`` (what lock reads) against the ``onnx`` package itself, on
+    the wheel's three graphs and on outputs with no tensor type or no shape."""
+    import onnx
+
+    from pinbench.artifacts.onnx_proto import graph_outputs
+
+    (tmp_path / "loose.onnx").write_bytes(loose_outputs())
+    paths = [package_file("openwakeword", MODELS + member) for _, member, *_ in STAGES]
+    for path in [*paths, tmp_path / "loose.onnx"]:
+        expected = []
+        for value in onnx.load(str(path), load_external_data=False).graph.output:
+            tensor = value.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+            typed = value.type.HasField("tensor_type")
+            shaped = typed and tensor.HasField("shape")
+            expected.append(
+                (value.name, tensor.elem_type if typed else 0, dims if shaped else None)
+            )
+        assert [(o.name, o.elem_type, o.dims) for o in graph_outputs(path)] == expected, path.name
+
+
 @pytest.mark.parametrize(
     ("output", "why"),
     [
