@@ -8,9 +8,10 @@ pinbench cannot compute with, or one that does not describe the encoder, is refu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import wave
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def _run(registry: Any, **scenario: Any) -> Any:
     return run
 
 
-def _edits(a: list[str], b: list[str]) -> int:
+def _edits(a: Sequence[str], b: Sequence[str]) -> int:
     """Levenshtein distance, the textbook table."""
     row = list(range(len(b) + 1))
     for i, x in enumerate(a, start=1):
@@ -98,6 +99,62 @@ def _edits(a: list[str], b: list[str]) -> int:
         for j, y in enumerate(b, start=1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
     return row[-1]
+
+
+def _words(text: str) -> list[str]:
+    """jiwer 4's wer_default, written out: whitespace runs to one space, strip, split on " "."""
+    return [w for w in re.sub(r"\s\s+", " ", text).strip().split(" ") if w]
+
+
+# (decoded, references, why): each a way pinbench's WER/CER once differed from jiwer's.
+HOSTILE = [
+    ([" Hello world."], ["Hello world."], "Whisper's answers start with a space"),
+    (["Hello world. "], ["  Hello world."], "trailing and leading whitespace on both"),
+    (["a\tb"], ["a b"], "a lone tab is part of a word for jiwer"),
+    (["a\u00a0b"], ["a b"], "a lone no-break space likewise"),
+    (["hello  world "], ["hello world"], "a run of spaces is one"),
+    (["a \t b", "x\n\ny"], ["a b", "x y"], "a run of mixed whitespace is one space"),
+    (["", "cat"], ["the cat", "a cat sat"], "an empty answer"),
+    (["\u00a0cat\u2003"], ["cat"], "unicode whitespace is stripped"),
+]
+
+
+@pytest.mark.parametrize(("decoded", "references", "why"), HOSTILE)
+def test_speech_wer_and_cer_are_jiwers_on_hostile_texts(
+    decoded: list[str], references: list[str], why: str
+) -> None:
+    import jiwer
+
+    from pinbench.tasks.speech.metrics import speech_metrics
+
+    got = speech_metrics(decoded, references)
+    assert got["wer"] == pytest.approx(jiwer.wer(references, decoded)), why
+    assert got["cer"] == pytest.approx(jiwer.cer(references, decoded)), why
+    pairs = list(zip(decoded, references, strict=True))
+    words = sum(_edits(_words(h), _words(r)) for h, r in pairs)
+    chars = sum(_edits(h.strip(), r.strip()) for h, r in pairs)
+    assert got["wer"] == pytest.approx(words / sum(len(_words(r)) for r in references)), why
+    assert got["cer"] == pytest.approx(chars / sum(len(r.strip()) for r in references)), why
+    assert got["exact_match"] == sum(h.strip() == r.strip() for h, r in pairs) / len(pairs)
+
+
+@pytest.mark.parametrize(
+    ("references", "metric"),
+    [
+        (["", ""], "cer"),  # no character: jiwer returns the insertion count, not a rate
+        ([" \t", "\u00a0"], "cer"),  # whitespace only is no character once stripped
+        ([], "exact_match"),  # nothing scored
+    ],
+)
+def test_speech_metrics_with_no_reference_text_are_undefined(
+    references: list[str], metric: str
+) -> None:
+    from pinbench.evaluator.undefined import UndefinedMetric
+    from pinbench.tasks.speech.metrics import speech_metrics
+
+    with pytest.raises(UndefinedMetric) as raised:
+        speech_metrics(["a"] * len(references), references)
+    assert raised.value.metric == metric
 
 
 def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
@@ -131,10 +188,10 @@ def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
     metrics = run.metrics
     assert metrics["wer"] == pytest.approx(jiwer.wer(TRANSCRIPTS, answers))
     assert metrics["cer"] == pytest.approx(jiwer.cer(TRANSCRIPTS, answers))
-    words = sum(_edits(a.split(), r.split()) for a, r in zip(answers, TRANSCRIPTS, strict=True))
-    chars = sum(_edits(list(a), list(r)) for a, r in zip(answers, TRANSCRIPTS, strict=True))
-    assert metrics["wer"] == pytest.approx(words / sum(len(r.split()) for r in TRANSCRIPTS))
-    assert metrics["cer"] == pytest.approx(chars / sum(len(r) for r in TRANSCRIPTS))
+    words = sum(_edits(_words(a), _words(r)) for a, r in zip(answers, TRANSCRIPTS, strict=True))
+    chars = sum(_edits(a.strip(), r.strip()) for a, r in zip(answers, TRANSCRIPTS, strict=True))
+    assert metrics["wer"] == pytest.approx(words / sum(len(_words(r)) for r in TRANSCRIPTS))
+    assert metrics["cer"] == pytest.approx(chars / sum(len(r.strip()) for r in TRANSCRIPTS))
     assert metrics["wer"] > 0 and metrics["references_count"] == len(TRANSCRIPTS)
     assert "perplexity" not in metrics
     assert metrics["tokens_count"] == len(TONES) * NEW
