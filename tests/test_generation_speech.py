@@ -279,6 +279,107 @@ def test_a_feature_extractor_pinbench_cannot_compute_with_is_refused(
         describe({p.name: p for p in folder.iterdir()})
 
 
+WHISPER_V3: dict[
+    str, Any
+] = {  # openai/whisper-large-v3's preprocessor_config.json, and its config.json
+    "feature_extractor_type": "WhisperFeatureExtractor",
+    "sampling_rate": 16000,
+    "n_fft": 400,
+    "hop_length": 160,
+    "chunk_length": 30,
+    "feature_size": 128,
+    "n_samples": 480000,
+    "nb_max_frames": 3000,
+    "dither": 0.0,
+}
+
+
+def _sized(rate: int, seconds: int, hop: int, **more: int) -> dict[str, int]:
+    """Settings consistent with each other: n_samples and nb_max_frames follow."""
+    return {
+        "sampling_rate": rate,
+        "chunk_length": seconds,
+        "hop_length": hop,
+        "n_samples": rate * seconds,
+        "nb_max_frames": rate * seconds // hop,
+        **more,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (  # the review's: each number within its bound, 39 GB for a one-second clip
+            {
+                **_sized(1000, 600, 1, n_fft=16384, feature_size=1024),
+                "n_samples": 600000,
+                "nb_max_frames": 600000,
+            },
+            "`hop_length: 1` is under a quarter of n_fft (16384)",
+        ),
+        (
+            _sized(2000, 350, 100, n_fft=400, feature_size=1024),
+            "`feature_size`: 1024 mel channels x 7000 frames",
+        ),
+        (
+            _sized(192000, 40, 4096, n_fft=16384),
+            "`n_fft`: 8193 STFT bins (n_fft // 2 + 1) x 1875 frames",
+        ),
+        (_sized(192000, 600, 100), "`n_samples: 115200000` must be an integer from 1 to 7680000"),
+        (_sized(16000, 30, 99), "`hop_length: 99` is under a quarter of n_fft (400)"),
+    ],
+)
+def test_feature_settings_are_bounded_as_products_per_sample(
+    change: dict[str, int], message: str
+) -> None:
+    """Every clip is padded to n_samples and made into mel x frames features through an STFT of
+    bins x frames: each product is bounded at 16 x Whisper large-v3's, checked as data."""
+    from pinbench.artifacts.hf_speech import FeaturesRefused, check_features
+
+    pre = {**WHISPER_V3, **change}
+    config = {
+        "num_mel_bins": pre["feature_size"],
+        "max_source_positions": pre["nb_max_frames"] // 2,
+    }
+    with pytest.raises(FeaturesRefused, match=_escaped(message)):
+        check_features(pre, config)
+
+
+def test_whisper_and_sixteen_times_whisper_are_computed() -> None:
+    from pinbench.artifacts.hf_speech import check_features
+
+    check_features(WHISPER_V3, {"num_mel_bins": 128, "max_source_positions": 1500})
+    largest = {**WHISPER_V3, **_sized(16000, 480, 160)}  # 7,680,000 samples, 48,000 frames
+    check_features(largest, {"num_mel_bins": 128, "max_source_positions": 24000})
+
+
+def test_a_dataset_whose_features_exceed_the_budget_is_refused_before_any_is_computed() -> None:
+    """Every sample's features are kept for the run: 2,797 samples of Whisper large-v3's are
+    over 4 GiB, refused before a file is read or the extractor called."""
+    from types import SimpleNamespace
+
+    from pinbench.evaluator.datasets import SampleFile
+    from pinbench.evaluator.generation.speech import FeaturesTooLarge, audio_features
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("the extractor ran")
+
+    extractor = SimpleNamespace(
+        sampling_rate=16000,
+        feature_size=128,
+        nb_max_frames=3000,
+        n_samples=480000,
+        chunk_length=30,
+        __call__=never,
+    )
+    missing = Path("/nonexistent/clip.wav")
+    fits = 4 * 2**30 // (128 * 3000 * 4)
+    assert fits == 2796
+    files = [SampleFile(path=f"clips/{i}.wav", local=missing) for i in range(fits + 1)]
+    with pytest.raises(FeaturesTooLarge, match=r"2797 audio samples .* at most 2796 samples"):
+        audio_features(files, extractor, lambda: None)
+
+
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
