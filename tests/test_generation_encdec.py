@@ -230,6 +230,47 @@ def test_an_encoder_decoder_whose_decoder_cannot_start_or_whose_numbers_lie_is_r
         describe(_files(folder))
 
 
+def test_a_start_id_past_the_json_integer_bound_is_refused_without_vocab_size() -> None:
+    """``decoder_start`` read alone (the folder's own 2**31 bound on config numbers aside)."""
+    from pinbench.artifacts.hf_encdec import decoder_start
+
+    config = {"decoder_start_token_id": 10**30, "is_encoder_decoder": True}
+    with pytest.raises(HfFolderRefused, match=r"10{30}` is not a token id \(an integer from 0"):
+        decoder_start(config, {}, {}, "config.json")
+
+
+def test_a_start_id_past_the_output_embedding_is_refused_where_the_model_opens(
+    t5: tuple[Any, Path], tmp_path: Path
+) -> None:
+    """Without ``vocab_size`` the folder cannot check ``decoder_start_token_id`` as data (T5's
+    default vocabulary then sizes the weights): the output embedding's rows are checked when
+    the model opens, before anything is generated, naming the key."""
+    import shutil
+
+    from transformers import T5ForConditionalGeneration
+
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.evaluator.predictors.config import ModelFiles
+
+    folder = shutil.copytree(t5[1], tmp_path / "t5")
+    model = T5ForConditionalGeneration.from_pretrained(folder)
+    default_rows = 32128  # T5Config's vocab_size when config.json names none
+    model.resize_token_embeddings(default_rows)
+    model.save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    del config["vocab_size"]
+    (folder / "config.json").write_text(json.dumps(config))
+    generation = folder / "generation_config.json"
+    start = {"decoder_start_token_id": default_rows + 5}
+    generation.write_text(json.dumps({**json.loads(generation.read_text()), **start}))
+    assert describe(_files(folder)).decoder_start == default_rows + 5  # no vocab_size to check
+    with pytest.raises(
+        ModelLoadError, match=r"`decoder_start_token_id: 32133` is past the output embedding"
+    ):
+        TorchGenerator().open(ModelFiles(_files(folder), "hf-folder", None), None)
+
+
 def test_the_sentences_tokenize_without_unknown_pieces() -> None:
     """The builder's tokenizer covers the words the prompts use (an ``<unk>`` would make every
     prompt alike)."""

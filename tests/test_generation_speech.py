@@ -8,9 +8,10 @@ pinbench cannot compute with, or one that does not describe the encoder, is refu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import wave
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def _run(registry: Any, **scenario: Any) -> Any:
     return run
 
 
-def _edits(a: list[str], b: list[str]) -> int:
+def _edits(a: Sequence[str], b: Sequence[str]) -> int:
     """Levenshtein distance, the textbook table."""
     row = list(range(len(b) + 1))
     for i, x in enumerate(a, start=1):
@@ -98,6 +99,62 @@ def _edits(a: list[str], b: list[str]) -> int:
         for j, y in enumerate(b, start=1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
     return row[-1]
+
+
+def _words(text: str) -> list[str]:
+    """jiwer 4's wer_default, written out: whitespace runs to one space, strip, split on " "."""
+    return [w for w in re.sub(r"\s\s+", " ", text).strip().split(" ") if w]
+
+
+# (decoded, references, why): each a way pinbench's WER/CER once differed from jiwer's.
+HOSTILE = [
+    ([" Hello world."], ["Hello world."], "Whisper's answers start with a space"),
+    (["Hello world. "], ["  Hello world."], "trailing and leading whitespace on both"),
+    (["a\tb"], ["a b"], "a lone tab is part of a word for jiwer"),
+    (["a\u00a0b"], ["a b"], "a lone no-break space likewise"),
+    (["hello  world "], ["hello world"], "a run of spaces is one"),
+    (["a \t b", "x\n\ny"], ["a b", "x y"], "a run of mixed whitespace is one space"),
+    (["", "cat"], ["the cat", "a cat sat"], "an empty answer"),
+    (["\u00a0cat\u2003"], ["cat"], "unicode whitespace is stripped"),
+]
+
+
+@pytest.mark.parametrize(("decoded", "references", "why"), HOSTILE)
+def test_speech_wer_and_cer_are_jiwers_on_hostile_texts(
+    decoded: list[str], references: list[str], why: str
+) -> None:
+    import jiwer
+
+    from pinbench.tasks.speech.metrics import speech_metrics
+
+    got = speech_metrics(decoded, references)
+    assert got["wer"] == pytest.approx(jiwer.wer(references, decoded)), why
+    assert got["cer"] == pytest.approx(jiwer.cer(references, decoded)), why
+    pairs = list(zip(decoded, references, strict=True))
+    words = sum(_edits(_words(h), _words(r)) for h, r in pairs)
+    chars = sum(_edits(h.strip(), r.strip()) for h, r in pairs)
+    assert got["wer"] == pytest.approx(words / sum(len(_words(r)) for r in references)), why
+    assert got["cer"] == pytest.approx(chars / sum(len(r.strip()) for r in references)), why
+    assert got["exact_match"] == sum(h.strip() == r.strip() for h, r in pairs) / len(pairs)
+
+
+@pytest.mark.parametrize(
+    ("references", "metric"),
+    [
+        (["", ""], "cer"),  # no character: jiwer returns the insertion count, not a rate
+        ([" \t", "\u00a0"], "cer"),  # whitespace only is no character once stripped
+        ([], "exact_match"),  # nothing scored
+    ],
+)
+def test_speech_metrics_with_no_reference_text_are_undefined(
+    references: list[str], metric: str
+) -> None:
+    from pinbench.evaluator.undefined import UndefinedMetric
+    from pinbench.tasks.speech.metrics import speech_metrics
+
+    with pytest.raises(UndefinedMetric) as raised:
+        speech_metrics(["a"] * len(references), references)
+    assert raised.value.metric == metric
 
 
 def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
@@ -131,10 +188,10 @@ def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
     metrics = run.metrics
     assert metrics["wer"] == pytest.approx(jiwer.wer(TRANSCRIPTS, answers))
     assert metrics["cer"] == pytest.approx(jiwer.cer(TRANSCRIPTS, answers))
-    words = sum(_edits(a.split(), r.split()) for a, r in zip(answers, TRANSCRIPTS, strict=True))
-    chars = sum(_edits(list(a), list(r)) for a, r in zip(answers, TRANSCRIPTS, strict=True))
-    assert metrics["wer"] == pytest.approx(words / sum(len(r.split()) for r in TRANSCRIPTS))
-    assert metrics["cer"] == pytest.approx(chars / sum(len(r) for r in TRANSCRIPTS))
+    words = sum(_edits(_words(a), _words(r)) for a, r in zip(answers, TRANSCRIPTS, strict=True))
+    chars = sum(_edits(a.strip(), r.strip()) for a, r in zip(answers, TRANSCRIPTS, strict=True))
+    assert metrics["wer"] == pytest.approx(words / sum(len(_words(r)) for r in TRANSCRIPTS))
+    assert metrics["cer"] == pytest.approx(chars / sum(len(r.strip()) for r in TRANSCRIPTS))
     assert metrics["wer"] > 0 and metrics["references_count"] == len(TRANSCRIPTS)
     assert "perplexity" not in metrics
     assert metrics["tokens_count"] == len(TONES) * NEW
@@ -220,6 +277,107 @@ def test_a_feature_extractor_pinbench_cannot_compute_with_is_refused(
         settings.write_text(json.dumps({**json.loads(settings.read_text()), **change}))
     with pytest.raises(HfFolderRefused, match=_escaped(message)):
         describe({p.name: p for p in folder.iterdir()})
+
+
+WHISPER_V3: dict[
+    str, Any
+] = {  # openai/whisper-large-v3's preprocessor_config.json, and its config.json
+    "feature_extractor_type": "WhisperFeatureExtractor",
+    "sampling_rate": 16000,
+    "n_fft": 400,
+    "hop_length": 160,
+    "chunk_length": 30,
+    "feature_size": 128,
+    "n_samples": 480000,
+    "nb_max_frames": 3000,
+    "dither": 0.0,
+}
+
+
+def _sized(rate: int, seconds: int, hop: int, **more: int) -> dict[str, int]:
+    """Settings consistent with each other: n_samples and nb_max_frames follow."""
+    return {
+        "sampling_rate": rate,
+        "chunk_length": seconds,
+        "hop_length": hop,
+        "n_samples": rate * seconds,
+        "nb_max_frames": rate * seconds // hop,
+        **more,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (  # the review's: each number within its bound, 39 GB for a one-second clip
+            {
+                **_sized(1000, 600, 1, n_fft=16384, feature_size=1024),
+                "n_samples": 600000,
+                "nb_max_frames": 600000,
+            },
+            "`hop_length: 1` is under a quarter of n_fft (16384)",
+        ),
+        (
+            _sized(2000, 350, 100, n_fft=400, feature_size=1024),
+            "`feature_size`: 1024 mel channels x 7000 frames",
+        ),
+        (
+            _sized(192000, 40, 4096, n_fft=16384),
+            "`n_fft`: 8193 STFT bins (n_fft // 2 + 1) x 1875 frames",
+        ),
+        (_sized(192000, 600, 100), "`n_samples: 115200000` must be an integer from 1 to 7680000"),
+        (_sized(16000, 30, 99), "`hop_length: 99` is under a quarter of n_fft (400)"),
+    ],
+)
+def test_feature_settings_are_bounded_as_products_per_sample(
+    change: dict[str, int], message: str
+) -> None:
+    """Every clip is padded to n_samples and made into mel x frames features through an STFT of
+    bins x frames: each product is bounded at 16 x Whisper large-v3's, checked as data."""
+    from pinbench.artifacts.hf_speech import FeaturesRefused, check_features
+
+    pre = {**WHISPER_V3, **change}
+    config = {
+        "num_mel_bins": pre["feature_size"],
+        "max_source_positions": pre["nb_max_frames"] // 2,
+    }
+    with pytest.raises(FeaturesRefused, match=_escaped(message)):
+        check_features(pre, config)
+
+
+def test_whisper_and_sixteen_times_whisper_are_computed() -> None:
+    from pinbench.artifacts.hf_speech import check_features
+
+    check_features(WHISPER_V3, {"num_mel_bins": 128, "max_source_positions": 1500})
+    largest = {**WHISPER_V3, **_sized(16000, 480, 160)}  # 7,680,000 samples, 48,000 frames
+    check_features(largest, {"num_mel_bins": 128, "max_source_positions": 24000})
+
+
+def test_a_dataset_whose_features_exceed_the_budget_is_refused_before_any_is_computed() -> None:
+    """Every sample's features are kept for the run: 2,797 samples of Whisper large-v3's are
+    over 4 GiB, refused before a file is read or the extractor called."""
+    from types import SimpleNamespace
+
+    from pinbench.evaluator.datasets import SampleFile
+    from pinbench.evaluator.generation.speech import FeaturesTooLarge, audio_features
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("the extractor ran")
+
+    extractor = SimpleNamespace(
+        sampling_rate=16000,
+        feature_size=128,
+        nb_max_frames=3000,
+        n_samples=480000,
+        chunk_length=30,
+        __call__=never,
+    )
+    missing = Path("/nonexistent/clip.wav")
+    fits = 4 * 2**30 // (128 * 3000 * 4)
+    assert fits == 2796
+    files = [SampleFile(path=f"clips/{i}.wav", local=missing) for i in range(fits + 1)]
+    with pytest.raises(FeaturesTooLarge, match=r"2797 audio samples .* at most 2796 samples"):
+        audio_features(files, extractor, lambda: None)
 
 
 @pytest.mark.parametrize(

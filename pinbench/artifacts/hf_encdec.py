@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.artifacts.hf_json import HfFolderRefused, read_json
+from pinbench.bounds import MAX_JSON_INT
 
 ENCODER_DECODER_RUNS = ("ForSequenceClassification", "EncoderModel")
 """The architectures of an encoder-decoder that run from the tokenizer's inputs alone."""
@@ -120,7 +121,8 @@ def decoder_start(
 ) -> int:
     """The decoder's first id: ``generation_config.json``'s ``decoder_start_token_id`` if it
     names one, else ``config.json``'s (transformers' ``generate`` reads them in that order),
-    within the vocabulary."""
+    within the vocabulary where ``vocab_size`` is named (the output embedding's rows are
+    checked where the model opens, ``TorchGenerator``)."""
     where, value = label, config.get(START_KEY)
     if "generation_config.json" in inside:
         name = inside["generation_config.json"]
@@ -137,8 +139,12 @@ def decoder_start(
             "config.json nor generation_config.json names: add the id its decoder was trained "
             "to start from",
         )
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise HfFolderRefused(path=where, reason=f"`{START_KEY}: {value!r:.40}` is not a token id")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_JSON_INT:
+        raise HfFolderRefused(
+            path=where,
+            reason=f"`{START_KEY}: {value!r:.40}` is not a token id (an integer from 0 to "
+            f"{MAX_JSON_INT})",
+        )
     if isinstance(vocab, int) and not isinstance(vocab, bool) and value >= vocab:
         raise HfFolderRefused(
             path=where,

@@ -3,9 +3,12 @@ data before anything is computed from it (decision 246).
 
 The extractor turns each sample's waveform into log-mel features: ``n_fft``-point frames every
 ``hop_length`` samples over ``chunk_length`` seconds at ``sampling_rate``, ``feature_size`` mel
-channels. Every number sizes arrays made per sample, and the encoder takes exactly
-``2 * max_source_positions`` frames (its second convolution halves them), so each is bounded
-and the numbers are matched with each other and with ``config.json``: a config that would make
+channels. Every number sizes arrays made per sample (every clip is padded to ``n_samples``), so
+each is bounded, and so are the products that are allocated (mel channels x frames, STFT bins
+x frames) and the frames' overlap (``hop_length`` at least ``n_fft / 4``), each at
+``MULTIPLE`` times Whisper's own; the encoder takes exactly
+``2 * max_source_positions`` frames (its second convolution halves them), so the numbers are
+matched with each other and with ``config.json``: a config that would make
 gigabytes per sample, or features the encoder refuses mid-run, is refused naming the key.
 ``dither`` adds random noise to every frame (a run would not repeat): refused unless 0.
 """
@@ -21,6 +24,17 @@ MAX_RATE = 192_000
 MAX_FFT = 2**14
 MAX_SECONDS = 600
 MAX_MEL_BINS = 1024
+WHISPER_MELS = 128
+WHISPER_FRAMES = 3000
+WHISPER_SAMPLES = 480_000
+WHISPER_BINS = 201
+MULTIPLE = 16
+"""Each array the extractor makes per sample is bounded at 16 times Whisper's own (large-v3:
+128 mels x 3000 frames, 201 STFT bins, 480,000 samples): every number may be generous alone,
+and their products are what is allocated."""
+MAX_FEATURE_VALUES = MULTIPLE * WHISPER_MELS * WHISPER_FRAMES
+MAX_STFT_VALUES = MULTIPLE * WHISPER_BINS * WHISPER_FRAMES
+MAX_SAMPLES = MULTIPLE * WHISPER_SAMPLES
 
 
 class FeaturesRefused(Picklable, ValueError):
@@ -40,6 +54,14 @@ def _int(pre: dict[str, Any], key: str, low: int, high: int) -> int:
     return value
 
 
+def _product(key: str, per_frame: int, frames: int, bound: int, what: str) -> None:
+    if per_frame * frames > bound:
+        raise FeaturesRefused(
+            reason=f"`{key}`: {per_frame} {what} x {frames} frames (nb_max_frames) is "
+            f"{per_frame * frames:,} values per sample, over {bound:,} ({MULTIPLE} x Whisper's)"
+        )
+
+
 def check_features(pre: dict[str, Any], config: dict[str, Any]) -> None:
     """Refuse (``FeaturesRefused``) an extractor pinbench does not compute, or one whose
     numbers are past their bounds or do not describe the model's encoder."""
@@ -54,8 +76,13 @@ def check_features(pre: dict[str, Any], config: dict[str, Any]) -> None:
     hop = _int(pre, "hop_length", 1, n_fft)
     seconds = _int(pre, "chunk_length", 1, MAX_SECONDS)
     mels = _int(pre, "feature_size", 1, MAX_MEL_BINS)
-    samples = _int(pre, "n_samples", 1, MAX_SECONDS * MAX_RATE)
-    frames = _int(pre, "nb_max_frames", 1, MAX_SECONDS * MAX_RATE)
+    samples = _int(pre, "n_samples", 1, MAX_SAMPLES)
+    frames = _int(pre, "nb_max_frames", 1, MAX_SAMPLES)
+    if 4 * hop < n_fft:
+        raise FeaturesRefused(
+            reason=f"`hop_length: {hop}` is under a quarter of n_fft ({n_fft}): frames would "
+            "overlap more than any speech front end's (Whisper's: 160 of 400)"
+        )
     if samples != seconds * rate:
         raise FeaturesRefused(
             reason=f"`n_samples: {samples}` is not chunk_length x sampling_rate ({seconds * rate})"
@@ -64,6 +91,8 @@ def check_features(pre: dict[str, Any], config: dict[str, Any]) -> None:
         raise FeaturesRefused(
             reason=f"`nb_max_frames: {frames}` is not n_samples // hop_length ({samples // hop})"
         )
+    _product("feature_size", mels, frames, MAX_FEATURE_VALUES, "mel channels")
+    _product("n_fft", n_fft // 2 + 1, frames, MAX_STFT_VALUES, "STFT bins (n_fft // 2 + 1)")
     dither = pre.get("dither", 0.0)
     if dither not in (0, 0.0) or isinstance(dither, bool):
         raise FeaturesRefused(

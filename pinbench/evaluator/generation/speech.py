@@ -5,7 +5,8 @@ own code, from the settings ``artifacts.hf_speech`` checked), from the sample's 
 
 A sample longer than the extractor's window (``chunk_length`` seconds) is refused naming it:
 the extractor would cut it silently, and long-form transcription (windows stitched together)
-is not what this runs.
+is not what this runs. Every sample's features are kept for the run, so their total is
+bounded (``FEATURES_BUDGET``) and a dataset past it refused before anything is computed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,24 @@ from pinbench.errors import UserError
 from pinbench.evaluator.datasets import SampleFile
 
 Features = npt.NDArray[np.float32]
+
+FEATURES_BUDGET = 4 * 2**30
+"""The most bytes every sample's features together may hold: they are all computed before
+anything is timed and kept for the run (4 GiB: 2,796 samples of Whisper large-v3's 128 x 3000
+float32 features, 4,473 of the 80-channel models'; LibriSpeech test-clean has 2,620)."""
+
+
+class FeaturesTooLarge(UserError):
+    def __init__(self, *, samples: int, per_sample: int, budget: int) -> None:
+        super().__init__(
+            f"{samples} audio samples of {per_sample:,} bytes of features each need "
+            f"{samples * per_sample:,} bytes, over the {budget:,} bytes pinbench holds before "
+            f"timing: at most {budget // per_sample} samples (a smaller dataset, or "
+            "`scenario.sample_count`)"
+        )
+        self.samples = samples
+        self.per_sample = per_sample
+        self.budget = budget
 
 
 class AudioTooLong(UserError):
@@ -51,6 +70,9 @@ def audio_features(
     from pinbench.evaluator.audio import read_wav, resample
 
     rate = int(extractor.sampling_rate)
+    per_sample = int(extractor.feature_size) * int(extractor.nb_max_frames) * 4
+    if len(files) * per_sample > FEATURES_BUDGET:
+        raise FeaturesTooLarge(samples=len(files), per_sample=per_sample, budget=FEATURES_BUDGET)
     out: list[Features] = []
     for sample in files:
         stop()

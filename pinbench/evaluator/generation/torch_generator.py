@@ -60,8 +60,15 @@ class TorchGenerator(Generator):
 
         config = self._model.config
         forced = Forced.of(self._model.generation_config)
+        rows = int(self._model.get_output_embeddings().weight.shape[0])
+        if not start < rows:  # decoder_start checked it against vocab_size, where named
+            raise ModelLoadError(
+                model=self._folder.path("config.json"),
+                reason=f"`decoder_start_token_id: {start}` is past the output embedding "
+                f"({rows} rows): the decoder cannot start from it",
+            )
         try:
-            forced.check(int(self._model.get_output_embeddings().weight.shape[0]))
+            forced.check(rows)
         except ValueError as exc:
             raise ModelLoadError(
                 model=self._folder.path("generation_config.json"), reason=str(exc)

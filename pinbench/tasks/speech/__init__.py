@@ -9,10 +9,11 @@ text is scored against the sample's reference with WER and CER.
 order), ``transcript-csv`` (columns ``file``, ``text``) or ``transcript-jsonl``
 (``{"file": ..., "text": ...}``), the latter two by file name.
 
-**Metrics**: ``wer``, ``cer`` and ``exact_match`` exactly as text recognition defines them
-(corpus-level Levenshtein distances over words, then code points, each sum divided by the
-references' total; the texts as written: no case folding or normalisation, which jiwer's
-``wer``/``cer`` do not do either), over the decoded answers (special tokens skipped, as
-transformers' ``batch_decode(skip_special_tokens=True)`` gives them). Undefined (the run
+**Metrics** (``tasks.speech.metrics``, decision 247): ``wer`` and ``cer`` exactly as jiwer 4's
+``wer``/``cer`` with their default transforms compute them (corpus-level; CER over each text
+stripped; WER over words split on single spaces after whitespace runs are collapsed and the
+text stripped; no case folding), not text recognition's (texts as written), and
+``exact_match`` over the stripped texts, all over the decoded answers (special tokens skipped,
+as transformers' ``batch_decode(skip_special_tokens=True)`` gives them). Undefined (the run
 fails) where the references hold no word or no character.
 """

@@ -54,9 +54,9 @@ class SpeechRecognition(Task):
     def score_answers(
         self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
     ) -> dict[str, float]:
-        from pinbench.tasks.text_recognition.metrics import text_metrics
+        from pinbench.tasks.speech.metrics import speech_metrics
 
-        metrics = text_metrics(answers, references)
+        metrics = speech_metrics(answers, references)
         metrics["references_count"] = float(len(references))
         return metrics
 

@@ -31,7 +31,8 @@ def edit_distance(a: Ints, b: Ints) -> int:
     return int(row[-1])
 
 
-def _chars(text: str) -> Ints:
+def char_codes(text: str) -> Ints:
+    """The code points of ``text``."""
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
 
 
@@ -59,7 +60,8 @@ def text_metrics(decoded: Sequence[str], references: Sequence[str]) -> dict[str,
             metric="wer", reason="the references hold no word (every text is whitespace)"
         )
     char_edits = sum(
-        edit_distance(_chars(h), _chars(r)) for h, r in zip(decoded, references, strict=True)
+        edit_distance(char_codes(h), char_codes(r))
+        for h, r in zip(decoded, references, strict=True)
     )
     word_edits = sum(edit_distance(h, r) for h, r in zip(hyp_words, ref_words, strict=True))
     exact = sum(h == r for h, r in zip(decoded, references, strict=True))
