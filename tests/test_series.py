@@ -254,3 +254,57 @@ def test_a_shift_in_a_series_is_one_change_point_alert_naming_the_pin_that_moved
     with ws.transaction() as session:
         kinds = session.scalars(select(Alert.kind).where(Alert.series == name)).all()
     assert kinds == ["change-point"]
+
+
+def test_a_watch_searches_the_newest_runs_at_a_bounded_alpha_after_the_run_is_released(
+    made: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 51, finding 1: a server's watch searches only the newest
+    ``SEARCHED_RUNS`` runs, at the change points' floor when the threshold's alpha is under
+    it, with a deadline; and the run pool watches after the run's slot is released, so
+    ``close`` and ``drain`` never wait on it."""
+    import threading
+
+    from pinbench.api import runpool
+    from pinbench.series import watch
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(9)
+    old = lock(ws, "1.0.0")
+    runs = [record(ws, old, 60 + i, latencies(rng, 100_000), system="lab-c") for i in range(8)]
+    key, members = resolve(ws, SERIES[:-1] + "lab-c")
+    metric = "framework_latency_p50_ns"
+    tiny = Threshold(metric=metric, test="t", direction="lower", alpha=1e-12, window=5)
+    set_threshold(ws, key, members, tiny, by="test")
+    seen: list[tuple[int, float, float | None]] = []
+
+    def spy(values: list[float], *, significance: float, deadline: float | None = None) -> list:  # type: ignore[type-arg]
+        seen.append((len(values), significance, deadline))
+        return []
+
+    monkeypatch.setattr(watch, "SEARCHED_RUNS", 5)
+    monkeypatch.setattr(watch, "change_points", spy)
+    watch.watch_quietly(ws, runs[-1])
+    ((n, significance, deadline),) = seen
+    assert (n, significance) == (5, 0.001) and deadline is not None
+
+    released: list[bool] = []
+    done = threading.Event()
+
+    def watched(_ws: Workspace, run_id: str) -> None:
+        with pool._lock:
+            released.append(run_id not in pool._mine and run_id not in pool._stops)
+        done.set()
+
+    monkeypatch.setattr(runpool, "run_lockfile", lambda *args, **kwargs: None)
+    monkeypatch.setattr(runpool, "watch_quietly", watched)
+    pool = runpool.RunPool(ws, workers=1, queue=1)
+    try:
+        pool.submit(old, "local")
+        assert done.wait(30)
+    finally:
+        pool.close()
+    assert released == [True]
