@@ -308,3 +308,26 @@ def test_a_watch_searches_the_newest_runs_at_a_bounded_alpha_after_the_run_is_re
     finally:
         pool.close()
     assert released == [True]
+
+
+def test_runs_with_other_settings_cannot_shift_a_series_baseline(made: Fixture) -> None:
+    """Review of issue 51, finding 2: runs of the same six fields but other threads (or runner,
+    framework name, limits) are not in a candidate's window: a 40 % regression stays one."""
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(2)
+    team, other = lock(ws, "1.0.0"), lock(ws, "1.0.0", threads=1)
+    ours = [record(ws, team, 70 + i, latencies(rng, 100_000), system="lab-d") for i in range(6)]
+    for i in range(6):
+        record(ws, other, 80 + i, latencies(rng, 150_000), system="lab-d")
+    key, members = resolve(ws, SERIES[:-1] + "lab-d")
+    metric = "framework_latency_p50_ns"
+    relative = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, relative, by="team")
+    candidate = record(ws, team, 90, latencies(rng, 140_000), system="lab-d")
+    result = gate(ws, candidate, alert=False)
+    assert result.outcome == "regressed" and result.history == ours

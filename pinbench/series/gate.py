@@ -8,7 +8,8 @@ passed, 1 regressed, 2 inconclusive (the same numbers as a user error and a usag
 threshold, a candidate that is not in a series or did not record a thresholded metric is
 refused (a user error): a gate that judged nothing never passes.
 
-The history is the series' runs that started before the candidate; a statistical threshold on a
+The history is the series' runs that started before the candidate with the candidate's
+settings (``members.alike``: runner, framework name, threads, limits); a statistical threshold on a
 metric computed from the raw framework-call latencies (``framework_latency_*``) is judged on
 the raw latencies of the candidate and of each run in its window.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.series.members import RAW_PREFIX, Member, resolve, series_of_run
+from pinbench.series.members import RAW_PREFIX, Member, alike, resolve, series_of_run
 from pinbench.series.names import SeriesKey
 from pinbench.series.stats import STATISTICAL, Comparison, Observation, compare
 from pinbench.series.thresholds import Versioned, thresholds
@@ -107,7 +108,8 @@ def judge(
             f"{key} METRIC --test ...`; a gate that judged nothing would pass anything"
         )
     index = next(i for i, m in enumerate(members) if m.run_id == candidate)
-    cand, past = members[index], members[:index]
+    cand = members[index]
+    past = alike(members[:index], cand)
     judged = []
     for versioned in current:
         t = versioned.threshold

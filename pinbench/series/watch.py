@@ -1,10 +1,11 @@
 """Change points found when a run is recorded on a server become alerts (decision 253).
 
 After a server records a succeeded run, each metric of its series that has a threshold is
-searched for change points (``changepoints.change_points``, E-Divisive over the series' values,
-oldest first); every change point not alerted yet is an alert at the first run after it, with
-the pins that moved between the two runs (bisect's view of their lockfiles). Metrics without a
-threshold are not searched: a threshold is how a team says a metric matters. A failure here
+searched for change points (``changepoints.change_points``, E-Divisive over the values of the
+series' runs with the run's settings, ``members.alike``, oldest first); every change point not
+alerted yet is an alert at the first run after it, with the pins that moved between the two
+runs (bisect's view of their lockfiles). Metrics without a threshold are not searched: a
+threshold is how a team says a metric matters. A failure here
 is logged and never fails the run (the run's record is already written).
 
 The work is bounded: only the newest ``SEARCHED_RUNS`` runs having the metric are searched, at
@@ -22,7 +23,7 @@ from typing import Any
 from pinbench import bounds
 from pinbench.series.alerts import raise_alert
 from pinbench.series.changepoints import change_points
-from pinbench.series.members import moved, series_of_run
+from pinbench.series.members import alike, moved, series_of_run
 from pinbench.series.thresholds import thresholds
 from pinbench.workspace import Workspace
 
@@ -40,6 +41,7 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
     no series, or its series has no threshold); each alert is raised once.
     ``ChangePointsTimedOut`` past ``deadline`` (a ``time.monotonic()`` value)."""
     key, members = series_of_run(ws, run_id)
+    members = alike(members, next(m for m in members if m.run_id == run_id))
     raised = []
     for versioned in thresholds(ws, key):
         metric = versioned.threshold.metric
