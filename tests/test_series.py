@@ -331,3 +331,42 @@ def test_runs_with_other_settings_cannot_shift_a_series_baseline(made: Fixture) 
     candidate = record(ws, team, 90, latencies(rng, 140_000), system="lab-d")
     result = gate(ws, candidate, alert=False)
     assert result.outcome == "regressed" and result.history == ours
+
+
+def test_a_gate_reads_each_runs_latencies_once(
+    made: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 51, finding 3: two raw thresholds over the same window read each run's
+    latency blob once a gate call (as a NumPy array), not once a threshold."""
+    from pinbench.evaluator import run
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(4)
+    old = lock(ws, "1.0.0")
+
+    def one(minute: int) -> str:
+        raw = latencies(rng, 100_000)
+        mean = {"framework_latency_mean_ns": float(np.mean(raw))}
+        return record(ws, old, minute, raw, system="lab-e", extra=mean)
+
+    runs = [one(100 + i) for i in range(4)]
+    key, members = resolve(ws, SERIES[:-1] + "lab-e")
+    for metric in ("framework_latency_p50_ns", "framework_latency_mean_ns"):
+        threshold = Threshold(metric=metric, test="t", direction="lower", window=5)
+        set_threshold(ws, key, members, threshold, by="test")
+    candidate = one(110)
+    reads: list[str] = []
+    real = run.latencies_of
+
+    def counted(ws: Workspace, digest: str) -> np.ndarray:
+        reads.append(digest)
+        return real(ws, digest)
+
+    monkeypatch.setattr(run, "latencies_of", counted)
+    result = gate(ws, candidate, alert=False)
+    assert len(result.judged) == 2 and result.history == runs
+    assert len(reads) == len(set(reads)) == 5

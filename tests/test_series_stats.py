@@ -288,3 +288,24 @@ def test_values_that_are_not_finite_are_refused_with_their_position() -> None:
         compare(P90, [Observation(1.0), Observation(float("nan"))], Observation(1.0))
     with pytest.raises(InvalidSeries, match="the candidate's raw latencies"):
         compare(P90, HISTORY, Observation(1.0, (1.0, float("inf"))))
+
+
+def test_a_pooled_side_is_capped_evenly_and_deterministically() -> None:
+    """Review of issue 51, finding 3: a pooled test takes at most ``MAX_POOLED`` latencies a
+    side, every k-th in order, so its memory and time are bounded whatever the window holds;
+    the p-value is scipy's on exactly those."""
+    from pinbench.series.significance import MAX_POOLED, samples, strided
+
+    rng = np.random.default_rng(3)
+    window = [Observation(1e6, 1e6 * rng.lognormal(0.0, 0.2, 60_000)) for _ in range(3)]
+    cand = Observation(1.1e6, 1.1e6 * rng.lognormal(0.0, 0.2, 150_000))
+    a, b, pooled = samples(window, cand)
+    assert pooled and len(a) == len(b) == MAX_POOLED == 100_000
+    whole = np.concatenate([np.asarray(o.raw) for o in window])
+    assert np.array_equal(b, whole[np.arange(MAX_POOLED) * len(whole) // MAX_POOLED])
+    assert np.array_equal(a, strided(np.asarray(cand.raw, dtype=np.float64)))
+    assert len(strided(np.arange(10.0))) == 10  # under the cap: all of it
+    t = replace(P90, metric="framework_latency_p50_ns")
+    got = compare(t, window, cand)
+    want = scipy_stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue
+    assert got.p_value == pytest.approx(want, rel=1e-9)

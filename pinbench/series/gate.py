@@ -11,7 +11,8 @@ refused (a user error): a gate that judged nothing never passes.
 The history is the series' runs that started before the candidate with the candidate's
 settings (``members.alike``: runner, framework name, threads, limits); a statistical threshold on a
 metric computed from the raw framework-call latencies (``framework_latency_*``) is judged on
-the raw latencies of the candidate and of each run in its window.
+the raw latencies of the candidate and of each run in its window (read once a gate call as
+NumPy arrays; a pooled side holds at most ``significance.MAX_POOLED`` of them).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.series.members import RAW_PREFIX, Member, alike, resolve, series_of_run
@@ -84,7 +88,7 @@ class GateResult:
 
 
 def observation(
-    member: Member, metric: str, raw: Callable[[str], tuple[float, ...]] | None
+    member: Member, metric: str, raw: Callable[[str], npt.NDArray[np.float64]] | None
 ) -> Observation:
     """One run's figure, with its raw latencies when ``raw`` reads them for this metric."""
     latencies = None
@@ -98,7 +102,7 @@ def judge(
     members: list[Member],
     candidate: str,
     current: list[Versioned],
-    raw: Callable[[str], tuple[float, ...]],
+    raw: Callable[[str], npt.NDArray[np.float64]],
 ) -> GateResult:
     """Pure over what it is given: ``members`` (the series, oldest first, holding
     ``candidate``), the current thresholds, and ``raw`` (a latency blob's values by digest)."""
@@ -144,8 +148,12 @@ def gate(
             raise UserError(f"run {run_id[:8]} belongs to series {key}, not {named}")
     full = next(m.run_id for m in members if m.run_id.startswith(_full_id(ws, run_id)))
 
-    def raw(digest: str) -> tuple[float, ...]:
-        return tuple(float(v) for v in latencies_of(ws, digest))
+    loaded: dict[str, npt.NDArray[np.float64]] = {}
+
+    def raw(digest: str) -> npt.NDArray[np.float64]:  # each blob read once a gate call
+        if digest not in loaded:
+            loaded[digest] = latencies_of(ws, digest).astype(np.float64)
+        return loaded[digest]
 
     result = judge(key, members, full, thresholds(ws, key), raw)
     if alert:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
+import numpy.typing as npt
 
 from pinbench import bounds
 from pinbench.series.errors import InvalidSeries, InvalidThreshold
@@ -81,7 +82,7 @@ class Observation:
     """One run's figure of the metric, and its per-query latencies when it has them."""
 
     value: float
-    raw: tuple[float, ...] | None = None
+    raw: Sequence[float] | npt.NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, slots=True)
