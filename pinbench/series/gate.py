@@ -9,10 +9,11 @@ threshold, a candidate that is not in a series or did not record a thresholded m
 refused (a user error): a gate that judged nothing never passes.
 
 The history is the series' runs that started before the candidate with the candidate's
-settings (``members.alike``: runner, framework name, threads, limits); a statistical threshold on a
-metric computed from the raw framework-call latencies (``framework_latency_*``) is judged on
-the raw latencies of the candidate and of each run in its window (read once a gate call as
-NumPy arrays; a pooled side holds at most ``significance.MAX_POOLED`` of them).
+settings (``members.alike``: runner, framework name, threads, limits). A statistical threshold
+on a location of the raw framework-call latencies (``stats.POOLED_METRICS``: their median or
+mean) is judged on the raw latencies of the candidate and of each run in its window (read
+once a gate call as NumPy arrays; a pooled side holds at most ``significance.MAX_POOLED`` of
+them); any other metric, a tail percentile included, on the runs' figures.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.series.members import RAW_PREFIX, Member, alike, resolve, series_of_run
+from pinbench.series.members import Member, alike, resolve, series_of_run
 from pinbench.series.names import SeriesKey
-from pinbench.series.stats import STATISTICAL, Comparison, Observation, compare
+from pinbench.series.stats import POOLED_METRICS, STATISTICAL, Comparison, Observation, compare
 from pinbench.series.thresholds import Versioned, thresholds
 from pinbench.workspace import Workspace
 
@@ -92,7 +93,7 @@ def observation(
 ) -> Observation:
     """One run's figure, with its raw latencies when ``raw`` reads them for this metric."""
     latencies = None
-    if raw is not None and metric.startswith(RAW_PREFIX) and member.latencies_sha256:
+    if raw is not None and metric in POOLED_METRICS and member.latencies_sha256:
         latencies = raw(member.latencies_sha256)
     return Observation(member.metrics[metric], latencies)
 

@@ -25,12 +25,12 @@ itself is too noisy or too short to settle it)."""
 
 
 def samples(
-    window: Sequence[Observation], candidate: Observation
+    window: Sequence[Observation], candidate: Observation, *, pool: bool = True
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
-    """Candidate and past samples: pooled per-query latencies when every run has them and
-    none is empty (at most ``MAX_POOLED`` a side), else one summary figure a run."""
+    """Candidate and past samples: pooled per-query latencies when ``pool`` and every run has
+    them and none is empty (at most ``MAX_POOLED`` a side), else one summary figure a run."""
     raws = [o.raw for o in window]
-    if _has(candidate.raw) and all(_has(r) for r in raws):
+    if pool and _has(candidate.raw) and all(_has(r) for r in raws):
         a = np.asarray(candidate.raw, dtype=np.float64)
         b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws])
         return strided(a), strided(b), True
