@@ -370,3 +370,41 @@ def test_a_gate_reads_each_runs_latencies_once(
     result = gate(ws, candidate, alert=False)
     assert len(result.judged) == 2 and result.history == runs
     assert len(reads) == len(set(reads)) == 5
+
+
+def test_gating_an_old_run_records_no_alert_unless_the_caller_publishes(made: Fixture) -> None:
+    """Review of issue 51, finding 5: a regressed gate of a run that is not the newest of its
+    series answers without recording an alert; the newest run's does record one, and a caller
+    whose ``alert_past`` grants the model records one for an old run too."""
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(6)
+    old = lock(ws, "1.0.0")
+    base = [record(ws, old, 120 + i, latencies(rng, 100_000), system="lab-f") for i in range(4)]
+    slow = record(ws, old, 130, latencies(rng, 150_000), system="lab-f")
+    newest = record(ws, old, 131, latencies(rng, 150_000), system="lab-f")
+    name = SERIES[:-1] + "lab-f"
+    key, members = resolve(ws, name)
+    metric = "framework_latency_p50_ns"
+    threshold = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, threshold, by="team")
+
+    def alerted() -> list[str]:
+        with ws.transaction() as session:
+            return list(session.scalars(select(Alert.run_id).where(Alert.series == name)))
+
+    asked: list[str] = []
+
+    def no(model: str) -> bool:
+        asked.append(model)
+        return False
+
+    assert gate(ws, slow, alert_past=no).outcome == "regressed" and alerted() == []
+    assert asked == ["vision/digits-logreg"] and gate(ws, base[-1]).outcome == "passed"
+    assert gate(ws, newest).outcome == "regressed" and alerted() == [newest]
+    assert gate(ws, slow, alert_past=lambda model: True).outcome == "regressed"
+    assert sorted(alerted()) == sorted([newest, slow])

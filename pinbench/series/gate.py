@@ -136,9 +136,13 @@ def gate(
     *,
     series: str | None = None,
     alert: bool = True,
+    alert_past: Callable[[str], bool] | None = None,
 ) -> GateResult:
     """Judge a recorded run against its series; a regression is recorded as an alert per
-    regressed metric (``alert``)."""
+    regressed metric (``alert``) when the run is the newest of its series, or when
+    ``alert_past(model)`` says the caller may alert on the model's past runs (a server: its
+    namespace's publishers). Otherwise the gate answers without recording: gating old runs
+    again would let anyone who may run fill a team's alerts."""
     from pinbench.evaluator.run import latencies_of
     from pinbench.series.alerts import raise_alert
 
@@ -157,7 +161,8 @@ def gate(
         return loaded[digest]
 
     result = judge(key, members, full, thresholds(ws, key), raw)
-    if alert:
+    newest = members[-1].run_id == full
+    if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:
             if j.comparison.verdict == "regressed":
                 raise_alert(
