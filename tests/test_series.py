@@ -408,3 +408,30 @@ def test_gating_an_old_run_records_no_alert_unless_the_caller_publishes(made: Fi
     assert gate(ws, newest).outcome == "regressed" and alerted() == [newest]
     assert gate(ws, slow, alert_past=lambda model: True).outcome == "regressed"
     assert sorted(alerted()) == sorted([newest, slow])
+
+
+def test_one_shift_is_one_change_point_alert_as_the_series_grows(made: Fixture) -> None:
+    """Review of issue 51, finding 6: a +5 % shift at run 15 is placed at run 13 after 21
+    runs and at run 11 after 34 (E-Divisive's split moves as the series grows); the second is
+    inside the first's segments, so it is the same shift: one alert, not two."""
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+    from pinbench.series.watch import watch_run
+
+    ws = made.ws
+    rng = np.random.default_rng(9)  # the review's cp6.py series
+    x = np.round(1000 * np.concatenate([rng.normal(100, 3, 15), rng.normal(105, 3, 25)]))
+    old = lock(ws, "1.0.0")
+    runs = [record(ws, old, 200 + i, [v], system="lab-g") for i, v in enumerate(x[:21])]
+    key, members = resolve(ws, SERIES[:-1] + "lab-g")
+    metric = "framework_latency_p50_ns"
+    threshold = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, threshold, by="team")
+    (first,) = watch_run(ws, runs[-1])
+    assert first["run"] == runs[13]
+    runs += [record(ws, old, 200 + i, [v], system="lab-g") for i, v in enumerate(x[21:34], 21)]
+    assert watch_run(ws, runs[-1]) == []  # found at run 11 now: the same shift
+    with ws.transaction() as session:
+        alerted = session.scalars(select(Alert.run_id).where(Alert.series == str(key))).all()
+    assert alerted == [runs[13]]

@@ -69,6 +69,18 @@ def raise_alert(
         return _json(row)
 
 
+def alerted_runs(ws: Workspace, *, series: str, metric: str, kind: str) -> set[str]:
+    """The runs that already have an alert of ``kind`` for ``series`` and ``metric``."""
+    with ws.transaction() as session:
+        return set(
+            session.scalars(
+                select(Alert.run_id).where(
+                    Alert.series == series, Alert.metric == metric, Alert.kind == kind
+                )
+            )
+        )
+
+
 def list_alerts(
     ws: Workspace, *, series: str | None = None, state: str | None = None, limit: int = 100
 ) -> list[dict[str, Any]]:

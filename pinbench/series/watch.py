@@ -5,8 +5,10 @@ searched for change points (``changepoints.change_points``, E-Divisive over the 
 series' runs with the run's settings, ``members.alike``, oldest first); every change point not
 alerted yet is an alert at the first run after it, with the pins that moved between the two
 runs (bisect's view of their lockfiles). Metrics without a threshold are not searched: a
-threshold is how a team says a metric matters. A failure here
-is logged and never fails the run (the run's record is already written).
+threshold is how a team says a metric matters. A change point whose segments (from the
+change point before it to the one after it) hold a run already alerted for the metric is the
+same shift, placed a run or two apart as the series grew: it is not alerted again. A failure
+here is logged and never fails the run (the run's record is already written).
 
 The work is bounded: only the newest ``SEARCHED_RUNS`` runs having the metric are searched, at
 the threshold's alpha or ``bounds.CHANGE_SIGNIFICANCE``'s floor (0.001) when alpha is smaller,
@@ -21,7 +23,7 @@ import time
 from typing import Any
 
 from pinbench import bounds
-from pinbench.series.alerts import raise_alert
+from pinbench.series.alerts import alerted_runs, raise_alert
 from pinbench.series.changepoints import change_points
 from pinbench.series.members import alike, moved, series_of_run
 from pinbench.series.thresholds import thresholds
@@ -53,8 +55,14 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
             significance=max(versioned.threshold.alpha, bounds.CHANGE_SIGNIFICANCE.low),
             deadline=deadline,
         )
-        for point in found:
+        done = alerted_runs(ws, series=str(key), metric=metric, kind="change-point")
+        where = {m.run_id: i for i, m in enumerate(having)}
+        edges = [0, *(p.index for p in found), len(having)]
+        for k, point in enumerate(found):
             before, after = having[point.index - 1], having[point.index]
+            near = {where[r] for r in done if r in where and r != after.run_id}
+            if any(edges[k] < i < edges[k + 2] for i in near):
+                continue  # the same shift, alerted at a nearby run as the series grew
             raised.append(
                 raise_alert(
                     ws,
