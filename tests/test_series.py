@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -435,3 +437,32 @@ def test_one_shift_is_one_change_point_alert_as_the_series_grows(made: Fixture) 
     with ws.transaction() as session:
         alerted = session.scalars(select(Alert.run_id).where(Alert.series == str(key))).all()
     assert alerted == [runs[13]]
+
+
+def test_the_same_finding_is_one_alert_even_when_two_writers_race(
+    made: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 51, finding 7: the alerts table holds one row per series, metric, kind
+    and run (``uq_alerts_finding``); a writer that checked before the other one inserted gets
+    the other's row back instead of a second alert or an error."""
+    from pinbench.db.errors import Conflict
+    from pinbench.series import alerts
+
+    ws = made.ws
+    finding = {"series": "race:d:Offline:accuracy:b1:-", "metric": "m", "kind": "regression"}
+    first = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 1})
+    real, calls = alerts._same, []
+
+    def late(*args: Any) -> Any:  # the check ran before the other writer's insert
+        calls.append(args)
+        return None if len(calls) == 1 else real(*args)
+
+    monkeypatch.setattr(alerts, "_same", late)
+    again = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 2})
+    assert again["id"] == first["id"] and again["detail"] == {"n": 1} and len(calls) == 2
+    with pytest.raises(Conflict), ws.transaction() as session:
+        session.add(Alert(**finding, run_id="r" * 36, detail={}, state="open",
+                          created_at=datetime.now(UTC)))  # fmt: skip
+    with ws.transaction() as session:
+        count = session.scalar(select(func.count()).where(Alert.series == finding["series"]))
+    assert count == 1
