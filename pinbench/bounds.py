@@ -175,6 +175,9 @@ MIN_RUNS = between(2, 1000, "at most the window; fewer past runs give an inconcl
 MAX_CHANGE = Bound(0, 10, "relative: 0.05 may worsen by 5%; 10 is eleven times as slow", True)
 TOLERANCE = between(0, 1e18, "in the metric's unit: 1e18 ns is 31 years, 1e18 B an exabyte")
 SEGMENT_RUNS = between(2, 1000, "runs either side of a change point; one run is an outlier")
+CHANGE_SIGNIFICANCE = between(
+    0.001, 0.5, "a permutation test's alpha: 0.001 takes 1,999 shuffles a split"
+)
 
 # ---------------------------------------------------------------- operators' options
 
@@ -230,7 +233,8 @@ TABLE: Final[dict[str, Bound]] = {
     "generation.top_k": GENERATION_TOP_K,
     "generation.seed": SEED,
     "generation.ttft_latency_ms, tpot_latency_ms": TOKEN_LATENCY_MS,
-    "threshold.alpha, change points' significance": SIGNIFICANCE,
+    "threshold.alpha": SIGNIFICANCE,
+    "change points' significance (a smaller alpha searches at 0.001)": CHANGE_SIGNIFICANCE,
     "threshold.window": WINDOW_RUNS,
     "threshold.min_runs (at most window)": MIN_RUNS,
     "threshold.max_change": MAX_CHANGE,

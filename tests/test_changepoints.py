@@ -6,13 +6,16 @@ settings and values are refused by name. Seeded, lognormal noise like real laten
 from __future__ import annotations
 
 import pickle
+import time
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from pinbench.series.changepoints import (
+    MAX_SHUFFLES,
     ChangePoint,
+    ChangePointsTimedOut,
     InvalidChangePointSettings,
     change_points,
 )
@@ -107,6 +110,7 @@ def test_a_change_from_a_mean_of_zero_is_refused() -> None:
         ({"significance": 0.0}, "significance"),
         ({"significance": 0.7}, "significance"),
         ({"significance": True}, "significance"),
+        ({"significance": 1e-12}, "significance"),  # 2e12 shuffles a split: refused (finding 1)
         ({"min_size": 1}, "min_size"),  # one run alone would make an outlier a change
         ({"min_size": 2.5}, "min_size"),
     ],
@@ -128,3 +132,25 @@ def test_change_point_is_a_frozen_value() -> None:
     point = ChangePoint(3, 1.0, 1.1, 0.1)
     with pytest.raises(AttributeError):
         point.index = 4  # type: ignore[misc]
+
+
+def test_the_search_is_bounded_in_shuffles_and_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review of issue 51, finding 1: the smallest significance takes 1,999 shuffles a split,
+    never more than ``MAX_SHUFFLES``, and a deadline stops a search that runs past it."""
+    import pinbench.series.changepoints as cp
+
+    shifted = np.concatenate([_series(7, 10), 1.5 * _series(8, 10)])
+    calls = 0
+    real = cp._best_split
+
+    def counted(segment: npt.NDArray[np.float64], min_size: int) -> tuple[int, float]:
+        nonlocal calls
+        calls += 1
+        return real(segment, min_size)
+
+    monkeypatch.setattr(cp, "_best_split", counted)
+    (point,) = change_points(shifted, significance=0.001)
+    assert point.index == 10 and point.p_value == pytest.approx(1 / 2000)
+    assert calls <= 3 * (1 + 1999) < 3 * (1 + MAX_SHUFFLES)  # the split and its two sides
+    with pytest.raises(ChangePointsTimedOut, match="ran past"):
+        change_points(shifted, significance=0.001, deadline=time.monotonic())

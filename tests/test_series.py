@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -254,3 +256,213 @@ def test_a_shift_in_a_series_is_one_change_point_alert_naming_the_pin_that_moved
     with ws.transaction() as session:
         kinds = session.scalars(select(Alert.kind).where(Alert.series == name)).all()
     assert kinds == ["change-point"]
+
+
+def test_a_watch_searches_the_newest_runs_at_a_bounded_alpha_after_the_run_is_released(
+    made: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 51, finding 1: a server's watch searches only the newest
+    ``SEARCHED_RUNS`` runs, at the change points' floor when the threshold's alpha is under
+    it, with a deadline; and the run pool watches after the run's slot is released, so
+    ``close`` and ``drain`` never wait on it."""
+    import threading
+
+    from pinbench.api import runpool
+    from pinbench.series import watch
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(9)
+    old = lock(ws, "1.0.0")
+    runs = [record(ws, old, 60 + i, latencies(rng, 100_000), system="lab-c") for i in range(8)]
+    key, members = resolve(ws, SERIES[:-1] + "lab-c")
+    metric = "framework_latency_p50_ns"
+    tiny = Threshold(metric=metric, test="t", direction="lower", alpha=1e-12, window=5)
+    set_threshold(ws, key, members, tiny, by="test")
+    seen: list[tuple[int, float, float | None]] = []
+
+    def spy(values: list[float], *, significance: float, deadline: float | None = None) -> list:  # type: ignore[type-arg]
+        seen.append((len(values), significance, deadline))
+        return []
+
+    monkeypatch.setattr(watch, "SEARCHED_RUNS", 5)
+    monkeypatch.setattr(watch, "change_points", spy)
+    watch.watch_quietly(ws, runs[-1])
+    ((n, significance, deadline),) = seen
+    assert (n, significance) == (5, 0.001) and deadline is not None
+
+    released: list[bool] = []
+    done = threading.Event()
+
+    def watched(_ws: Workspace, run_id: str) -> None:
+        with pool._lock:
+            released.append(run_id not in pool._mine and run_id not in pool._stops)
+        done.set()
+
+    monkeypatch.setattr(runpool, "run_lockfile", lambda *args, **kwargs: None)
+    monkeypatch.setattr(runpool, "watch_quietly", watched)
+    pool = runpool.RunPool(ws, workers=1, queue=1)
+    try:
+        pool.submit(old, "local")
+        assert done.wait(30)
+    finally:
+        pool.close()
+    assert released == [True]
+
+
+def test_runs_with_other_settings_cannot_shift_a_series_baseline(made: Fixture) -> None:
+    """Review of issue 51, finding 2: runs of the same six fields but other threads (or runner,
+    framework name, limits) are not in a candidate's window: a 40 % regression stays one."""
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(2)
+    team, other = lock(ws, "1.0.0"), lock(ws, "1.0.0", threads=1)
+    ours = [record(ws, team, 70 + i, latencies(rng, 100_000), system="lab-d") for i in range(6)]
+    for i in range(6):
+        record(ws, other, 80 + i, latencies(rng, 150_000), system="lab-d")
+    key, members = resolve(ws, SERIES[:-1] + "lab-d")
+    metric = "framework_latency_p50_ns"
+    relative = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, relative, by="team")
+    candidate = record(ws, team, 90, latencies(rng, 140_000), system="lab-d")
+    result = gate(ws, candidate, alert=False)
+    assert result.outcome == "regressed" and result.history == ours
+
+
+def test_a_gate_reads_each_runs_latencies_once(
+    made: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 51, finding 3: two raw thresholds over the same window read each run's
+    latency blob once a gate call (as a NumPy array), not once a threshold."""
+    from pinbench.evaluator import run
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(4)
+    old = lock(ws, "1.0.0")
+
+    def one(minute: int) -> str:
+        raw = latencies(rng, 100_000)
+        mean = {"framework_latency_mean_ns": float(np.mean(raw))}
+        return record(ws, old, minute, raw, system="lab-e", extra=mean)
+
+    runs = [one(100 + i) for i in range(4)]
+    key, members = resolve(ws, SERIES[:-1] + "lab-e")
+    for metric in ("framework_latency_p50_ns", "framework_latency_mean_ns"):
+        threshold = Threshold(metric=metric, test="t", direction="lower", window=5)
+        set_threshold(ws, key, members, threshold, by="test")
+    candidate = one(110)
+    reads: list[str] = []
+    real = run.latencies_of
+
+    def counted(ws: Workspace, digest: str) -> np.ndarray:
+        reads.append(digest)
+        return real(ws, digest)
+
+    monkeypatch.setattr(run, "latencies_of", counted)
+    result = gate(ws, candidate, alert=False)
+    assert len(result.judged) == 2 and result.history == runs
+    assert len(reads) == len(set(reads)) == 5
+
+
+def test_gating_an_old_run_records_no_alert_unless_the_caller_publishes(made: Fixture) -> None:
+    """Review of issue 51, finding 5: a regressed gate of a run that is not the newest of its
+    series answers without recording an alert; the newest run's does record one, and a caller
+    whose ``alert_past`` grants the model records one for an old run too."""
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(6)
+    old = lock(ws, "1.0.0")
+    base = [record(ws, old, 120 + i, latencies(rng, 100_000), system="lab-f") for i in range(4)]
+    slow = record(ws, old, 130, latencies(rng, 150_000), system="lab-f")
+    newest = record(ws, old, 131, latencies(rng, 150_000), system="lab-f")
+    name = SERIES[:-1] + "lab-f"
+    key, members = resolve(ws, name)
+    metric = "framework_latency_p50_ns"
+    threshold = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, threshold, by="team")
+
+    def alerted() -> list[str]:
+        with ws.transaction() as session:
+            return list(session.scalars(select(Alert.run_id).where(Alert.series == name)))
+
+    asked: list[str] = []
+
+    def no(model: str) -> bool:
+        asked.append(model)
+        return False
+
+    assert gate(ws, slow, alert_past=no).outcome == "regressed" and alerted() == []
+    assert asked == ["vision/digits-logreg"] and gate(ws, base[-1]).outcome == "passed"
+    assert gate(ws, newest).outcome == "regressed" and alerted() == [newest]
+    assert gate(ws, slow, alert_past=lambda model: True).outcome == "regressed"
+    assert sorted(alerted()) == sorted([newest, slow])
+
+
+def test_one_shift_is_one_change_point_alert_as_the_series_grows(made: Fixture) -> None:
+    """Review of issue 51, finding 6: a +5 % shift at run 15 is placed at run 13 after 21
+    runs and at run 11 after 34 (E-Divisive's split moves as the series grows); the second is
+    inside the first's segments, so it is the same shift: one alert, not two."""
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+    from pinbench.series.watch import watch_run
+
+    ws = made.ws
+    rng = np.random.default_rng(9)  # the review's cp6.py series
+    x = np.round(1000 * np.concatenate([rng.normal(100, 3, 15), rng.normal(105, 3, 25)]))
+    old = lock(ws, "1.0.0")
+    runs = [record(ws, old, 200 + i, [v], system="lab-g") for i, v in enumerate(x[:21])]
+    key, members = resolve(ws, SERIES[:-1] + "lab-g")
+    metric = "framework_latency_p50_ns"
+    threshold = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, threshold, by="team")
+    (first,) = watch_run(ws, runs[-1])
+    assert first["run"] == runs[13]
+    runs += [record(ws, old, 200 + i, [v], system="lab-g") for i, v in enumerate(x[21:34], 21)]
+    assert watch_run(ws, runs[-1]) == []  # found at run 11 now: the same shift
+    with ws.transaction() as session:
+        alerted = session.scalars(select(Alert.run_id).where(Alert.series == str(key))).all()
+    assert alerted == [runs[13]]
+
+
+def test_the_same_finding_is_one_alert_even_when_two_writers_race(
+    made: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 51, finding 7: the alerts table holds one row per series, metric, kind
+    and run (``uq_alerts_finding``); a writer that checked before the other one inserted gets
+    the other's row back instead of a second alert or an error."""
+    from pinbench.db.errors import Conflict
+    from pinbench.series import alerts
+
+    ws = made.ws
+    finding = {"series": "race:d:Offline:accuracy:b1:-", "metric": "m", "kind": "regression"}
+    first = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 1})
+    real, calls = alerts._same, []
+
+    def late(*args: Any) -> Any:  # the check ran before the other writer's insert
+        calls.append(args)
+        return None if len(calls) == 1 else real(*args)
+
+    monkeypatch.setattr(alerts, "_same", late)
+    again = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 2})
+    assert again["id"] == first["id"] and again["detail"] == {"n": 1} and len(calls) == 2
+    with pytest.raises(Conflict), ws.transaction() as session:
+        session.add(Alert(**finding, run_id="r" * 36, detail={}, state="open",
+                          created_at=datetime.now(UTC)))  # fmt: skip
+    with ws.transaction() as session:
+        count = session.scalar(select(func.count()).where(Alert.series == finding["series"]))
+    assert count == 1

@@ -17,7 +17,7 @@ from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
 from pinbench.series.errors import InvalidSeries, InvalidThreshold
 from pinbench.series.stats import Observation, Threshold, compare, validate
 
-P90 = Threshold("p90_latency_ns", "t", "lower")
+P50 = Threshold("framework_latency_p50_ns", "t", "lower")
 
 
 def _values(seed: int, n: int, sigma: float = 0.02, centre: float = 1e6) -> list[Observation]:
@@ -40,7 +40,7 @@ def _run(rng: np.random.Generator, scale: float, sigma_run: float, n: int = 200)
 def test_t_on_per_run_values_is_students_t_one_sided(direction: str) -> None:
     history = _values(1, 10)
     candidate = Observation(1.04e6 if direction == "lower" else 0.96e6)
-    got = compare(replace(P90, direction=direction), history, candidate)  # type: ignore[arg-type]
+    got = compare(replace(P50, direction=direction), history, candidate)  # type: ignore[arg-type]
     want = scipy_stats.ttest_ind(
         [candidate.value],
         [o.value for o in history],
@@ -56,7 +56,7 @@ def test_t_on_raw_latencies_is_welchs_t_on_the_pooled_window() -> None:
     rng = np.random.default_rng(2)
     history = [_run(rng, 1.0, 0.01) for _ in range(12)]
     candidate = _run(rng, 1.03, 0.01)
-    got = compare(replace(P90, window=8), history, candidate)
+    got = compare(replace(P50, window=8), history, candidate)
     pooled = np.concatenate([np.asarray(o.raw) for o in history[-8:]])
     want = scipy_stats.ttest_ind(candidate.raw, pooled, equal_var=False, alternative="greater")
     assert got.p_value == pytest.approx(float(want.pvalue), rel=1e-9)
@@ -67,7 +67,7 @@ def test_mann_whitney_on_raw_and_on_per_run_values_is_scipys() -> None:
     rng = np.random.default_rng(3)
     history = [_run(rng, 1.0, 0.01) for _ in range(5)]
     candidate = _run(rng, 1.1, 0.01)
-    mw = Threshold("p50_latency_ns", "mann-whitney", "lower")
+    mw = Threshold("framework_latency_p50_ns", "mann-whitney", "lower")
     got = compare(mw, history, candidate)
     pooled = np.concatenate([np.asarray(o.raw) for o in history])
     want = scipy_stats.mannwhitneyu(candidate.raw, pooled, alternative="greater").pvalue
@@ -113,10 +113,10 @@ def test_bounds_without_a_p_value(
 
 
 def test_too_few_runs_is_inconclusive_and_says_how_many_are_missing() -> None:
-    got = compare(replace(P90, min_runs=5), _values(5, 3), Observation(2e6))
+    got = compare(replace(P50, min_runs=5), _values(5, 3), Observation(2e6))
     assert got.verdict == "inconclusive" and got.reruns_needed == 2 and got.p_value is None
     assert "only 3 past runs" in got.reason and "needs 5" in got.reason
-    got = compare(P90, [], Observation(2e6))
+    got = compare(P50, [], Observation(2e6))
     assert (got.baseline, got.change, got.runs_used, got.reruns_needed) == (None, None, 0, 3)
 
 
@@ -137,17 +137,17 @@ def test_identical_samples_have_no_p_value() -> None:
 
 def test_significant_but_under_max_change_passes() -> None:
     tight = [Observation(1e6 * (1 + 0.001 * i)) for i in range(-3, 4)]
-    got = compare(replace(P90, max_change=0.05), tight, Observation(1.02e6))
+    got = compare(replace(P50, max_change=0.05), tight, Observation(1.02e6))
     assert got.p_value is not None and got.p_value < 0.01
     assert got.verdict == "passed"  # 2% is significant here, but under the 5% that counts
-    got = compare(replace(P90, max_change=0.01), tight, Observation(1.02e6))
+    got = compare(replace(P50, max_change=0.01), tight, Observation(1.02e6))
     assert got.verdict == "regressed" and "over the 1.0% bound" in got.reason
 
 
 def test_too_noisy_is_inconclusive_with_the_reruns_the_verdicts_interval_needs() -> None:
     noisy = _values(6, 8, sigma=0.05)
     median = float(np.median([o.value for o in noisy]))
-    got = compare(replace(P90, max_change=0.05), noisy, Observation(1.12 * median))
+    got = compare(replace(P50, max_change=0.05), noisy, Observation(1.12 * median))
     assert got.verdict == "inconclusive" and got.p_value is not None and got.p_value >= 0.01
     # The rerun verdict's interval: Student's t (99%) at the window's degrees of freedom on
     # the log spread, floored at NOISE_FLOOR; the fewest runs k whose mean it tells apart.
@@ -164,7 +164,7 @@ def test_too_noisy_is_inconclusive_with_the_reruns_the_verdicts_interval_needs()
     # Noisier still, no number of candidate runs would do: the window itself must grow.
     wild = _values(6, 6, sigma=0.2)
     median = float(np.median([o.value for o in wild]))
-    got = compare(replace(P90, max_change=0.05), wild, Observation(1.12 * median))
+    got = compare(replace(P50, max_change=0.05), wild, Observation(1.12 * median))
     assert got.verdict == "inconclusive" and got.reruns_needed is None
     assert "cannot settle it" in got.reason
 
@@ -177,13 +177,13 @@ def test_pooled_raw_needs_the_run_level_test_to_agree() -> None:
     candidate = _run(rng, 1.0, 0.0, n=2000)
     factor = 1.08 * float(np.median(figures)) / candidate.value
     candidate = Observation(candidate.value * factor, tuple(np.asarray(candidate.raw) * factor))
-    got = compare(replace(P90, max_change=0.05), history, candidate)
+    got = compare(replace(P50, max_change=0.05), history, candidate)
     run_p = scipy_stats.ttest_ind([candidate.value], figures, alternative="greater").pvalue
     assert got.p_value is not None and got.p_value < 1e-6
     assert got.run_p_value == pytest.approx(float(run_p), rel=1e-12) and run_p >= 0.01
     assert got.verdict == "inconclusive" and "Student's t on the runs' figures" in got.reason
     # Per-run values have no second test: the t test is the run-level one.
-    assert compare(P90, history[:5], Observation(1e6)).run_p_value is None
+    assert compare(P50, history[:5], Observation(1e6)).run_p_value is None
 
 
 def test_mann_whitney_on_too_few_runs_cannot_reach_alpha() -> None:
@@ -207,7 +207,7 @@ def test_false_alarm_rate_on_per_run_values_is_at_most_alpha() -> None:
     alarms = 0
     for row in 1e6 * np.exp(logs):
         history = [Observation(float(v)) for v in row[:10]]
-        got = compare(replace(P90, alpha=alpha), history, Observation(float(row[10])))
+        got = compare(replace(P50, alpha=alpha), history, Observation(float(row[10])))
         alarms += got.verdict == "regressed"
     assert alarms / trials <= alpha + _margin(alpha, trials)
 
@@ -218,7 +218,7 @@ def test_false_alarm_rate_on_raw_latencies_and_why_pooling_alone_is_not_enough()
     alarms = pooled_significant = 0
     for _ in range(trials):
         runs = [_run(rng, 1.0, 0.02, n=400) for _ in range(11)]
-        got = compare(replace(P90, alpha=alpha), runs[:10], runs[10])
+        got = compare(replace(P50, alpha=alpha), runs[:10], runs[10])
         alarms += got.verdict == "regressed"
         pooled_significant += got.p_value is not None and got.p_value < alpha
     assert alarms / trials <= alpha + _margin(alpha, trials)
@@ -231,7 +231,7 @@ def test_a_five_percent_shift_is_detected_on_quiet_runs() -> None:
     trials, detected = 150, 0
     for _ in range(trials):
         history = [_run(rng, 1.0, 0.01, n=1000) for _ in range(10)]
-        got = compare(P90, history, _run(rng, 1.05, 0.01, n=1000))
+        got = compare(P50, history, _run(rng, 1.05, 0.01, n=1000))
         detected += got.verdict == "regressed"
     assert detected / trials >= 0.5  # bench/bench_gate_simulation.py reports the figures
 
@@ -269,7 +269,7 @@ def test_a_five_percent_shift_is_detected_on_quiet_runs() -> None:
     ],
 )
 def test_each_bad_field_is_refused_by_name(fields: dict[str, Any], field: str) -> None:
-    threshold = replace(P90, **fields)
+    threshold = replace(P50, **fields)
     with pytest.raises(InvalidThreshold) as caught:
         validate(threshold)
     assert caught.value.field == field and field in str(caught.value)
@@ -285,6 +285,56 @@ def test_each_bad_field_is_refused_by_name(fields: dict[str, Any], field: str) -
 
 def test_values_that_are_not_finite_are_refused_with_their_position() -> None:
     with pytest.raises(InvalidSeries, match="past run 1's value nan"):
-        compare(P90, [Observation(1.0), Observation(float("nan"))], Observation(1.0))
+        compare(P50, [Observation(1.0), Observation(float("nan"))], Observation(1.0))
     with pytest.raises(InvalidSeries, match="the candidate's raw latencies"):
-        compare(P90, HISTORY, Observation(1.0, (1.0, float("inf"))))
+        compare(P50, HISTORY, Observation(1.0, (1.0, float("inf"))))
+
+
+def test_a_pooled_side_is_capped_evenly_and_deterministically() -> None:
+    """Review of issue 51, finding 3: a pooled test takes at most ``MAX_POOLED`` latencies a
+    side, every k-th in order, so its memory and time are bounded whatever the window holds;
+    the p-value is scipy's on exactly those."""
+    from pinbench.series.significance import MAX_POOLED, samples, strided
+
+    rng = np.random.default_rng(3)
+    window = [Observation(1e6, 1e6 * rng.lognormal(0.0, 0.2, 60_000)) for _ in range(3)]
+    cand = Observation(1.1e6, 1.1e6 * rng.lognormal(0.0, 0.2, 150_000))
+    a, b, pooled = samples(window, cand)
+    assert pooled and len(a) == len(b) == MAX_POOLED == 100_000
+    whole = np.concatenate([np.asarray(o.raw) for o in window])
+    assert np.array_equal(b, whole[np.arange(MAX_POOLED) * len(whole) // MAX_POOLED])
+    assert np.array_equal(a, strided(np.asarray(cand.raw, dtype=np.float64)))
+    assert len(strided(np.arange(10.0))) == 10  # under the cap: all of it
+    t = replace(P50, metric="framework_latency_p50_ns")
+    got = compare(t, window, cand)
+    want = scipy_stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue
+    assert got.p_value == pytest.approx(want, rel=1e-9)
+
+
+def test_a_tail_percentile_is_judged_on_the_runs_figures_not_a_pooled_location_test() -> None:
+    """Review of issue 51, finding 4: a p99 172 % worse than the window's, median unchanged,
+    regresses: a pooled location test (Mann-Whitney, here p = 0.27) is not asked about a
+    tail; each run's own p99 is, with scipy's p-value on those figures. p50 still pools."""
+    rng = np.random.default_rng(0)
+
+    def run(tail: bool = False) -> tuple[Observation, Observation]:
+        x = 1e5 * np.exp(rng.normal(0.0, 0.03, 5000))
+        if tail:
+            x[rng.choice(5000, 60, replace=False)] *= 3
+        raw = tuple(x.tolist())
+        return Observation(float(np.percentile(x, 99)), raw), Observation(float(np.median(x)), raw)
+
+    runs = [run() for _ in range(10)]
+    cand = run(tail=True)
+    p99 = Threshold("framework_latency_p99_ns", "t", "lower", max_change=0.10)
+    got = compare(p99, [r[0] for r in runs], cand[0])
+    figures = [r[0].value for r in runs]
+    want = scipy_stats.ttest_ind([cand[0].value], figures, alternative="greater").pvalue
+    assert got.verdict == "regressed" and got.run_p_value is None
+    assert got.p_value == pytest.approx(float(want), rel=1e-9)
+    assert "Student's t on 1 run vs 10 runs" in got.reason
+    mw = compare(replace(p99, test="mann-whitney", window=200, min_runs=2), [r[0] for r in runs],
+                 cand[0])  # fmt: skip
+    assert mw.verdict == "inconclusive" and "needs >= 100 past runs" in mw.reason
+    p50 = compare(replace(p99, metric="framework_latency_p50_ns"), [r[1] for r in runs], cand[1])
+    assert "per-query latencies vs 50,000 pooled" in p50.reason

@@ -287,6 +287,7 @@ class RunPool:
         from pinbench.cluster.dispatch import SystemLost
 
         stop = Stop()
+        recorded = False
         try:
             with self._lock:  # ``close`` stops every run registered here and waits for it
                 closing = self._closing.is_set() or self.draining.is_set()
@@ -311,7 +312,7 @@ class RunPool:
                 on=on,
                 warm=self.warm,
             )
-            watch_quietly(self.ws, run_id)
+            recorded = True
         except RecordWaiting as exc:  # its record waits in the home for the next server
             log.warning("run %s: %s", run_id[:8], exc)
         except SystemLost as exc:
@@ -331,6 +332,8 @@ class RunPool:
                 self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
                 self._ended.notify_all()
+        if recorded and not self._closing.is_set():  # released: close and drain never wait on it
+            watch_quietly(self.ws, run_id)  # bounded by WATCH_S, failures logged
         return False
 
     def _stopping(self) -> bool:

@@ -335,7 +335,10 @@ class Alert(Base):
     server: acknowledged, never deleted (decision 253)."""
 
     __tablename__ = "alerts"
-    __table_args__ = (Index("ix_alerts_series_created", "series", "created_at"),)
+    __table_args__ = (
+        Index("ix_alerts_series_created", "series", "created_at"),
+        UniqueConstraint("series", "metric", "kind", "run_id", name="uq_alerts_finding"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     series: Mapped[str] = mapped_column(String(600))

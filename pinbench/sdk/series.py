@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import getpass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -123,16 +124,23 @@ class Series:
         )
         return info
 
-    def gate(self, run_id: str, *, series: str | None = None) -> dict[str, Any]:
+    def gate(
+        self,
+        run_id: str,
+        *,
+        series: str | None = None,
+        alert_past: Callable[[str], bool] | None = None,
+    ) -> dict[str, Any]:
         """Judge a recorded run against its series' earlier runs under its thresholds: the
         gate's JSON object (``outcome``, ``exit_code``, one comparison per threshold). A
-        regression is recorded as an alert."""
+        regression is recorded as an alert when the run is the newest of its series, or when
+        ``alert_past(model)`` (a server's check of the caller's rights; local only)."""
         from pinbench.series.gate import gate
 
         body = {"run": run_id, "series": series}
         info: dict[str, Any] = self.registry.either(
             lambda remote: remote.json("POST", "/api/v1/gate", json=body),
-            lambda ws: gate(ws, run_id, series=series).to_json(),
+            lambda ws: gate(ws, run_id, series=series, alert_past=alert_past).to_json(),
         )
         return info
 

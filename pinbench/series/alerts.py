@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from pinbench.db.models import Alert
 from pinbench.errors import UserError
@@ -41,32 +42,61 @@ def _json(row: Alert) -> dict[str, Any]:
 def raise_alert(
     ws: Workspace, *, series: str, metric: str, kind: str, run_id: str, detail: dict[str, Any]
 ) -> dict[str, Any]:
-    """Record an alert; one already open for the same series, metric, kind and run is not
-    recorded twice (a gate run again on the same candidate)."""
+    """Record an alert; one already recorded for the same series, metric, kind and run is not
+    recorded twice (a gate run again on the same candidate): the table's unique constraint
+    holds that under concurrency too, and the writer that loses the race returns the row the
+    other one wrote."""
+    from pinbench.db.errors import Conflict
+
     assert kind in KINDS, kind
+    finding = (series, metric, kind, run_id)
     with ws.transaction() as session:
-        same = session.scalars(
-            select(Alert).where(
-                Alert.series == series,
-                Alert.metric == metric,
-                Alert.kind == kind,
-                Alert.run_id == run_id,
-            )
-        ).first()
+        same = _same(session, *finding)
         if same is not None:
             return _json(same)
-        row = Alert(
-            series=series,
-            metric=metric,
-            kind=kind,
-            run_id=run_id,
-            detail=detail,
-            state="open",
-            created_at=datetime.now(UTC),
+    try:
+        with ws.transaction() as session:
+            row = Alert(
+                series=series,
+                metric=metric,
+                kind=kind,
+                run_id=run_id,
+                detail=detail,
+                state="open",
+                created_at=datetime.now(UTC),
+            )
+            session.add(row)
+            session.flush()
+            return _json(row)
+    except Conflict:  # another writer recorded the same finding since the check
+        with ws.transaction() as session:
+            same = _same(session, *finding)
+            if same is None:
+                raise
+            return _json(same)
+
+
+def _same(session: Session, series: str, metric: str, kind: str, run_id: str) -> Alert | None:
+    return session.scalars(
+        select(Alert).where(
+            Alert.series == series,
+            Alert.metric == metric,
+            Alert.kind == kind,
+            Alert.run_id == run_id,
         )
-        session.add(row)
-        session.flush()
-        return _json(row)
+    ).first()
+
+
+def alerted_runs(ws: Workspace, *, series: str, metric: str, kind: str) -> set[str]:
+    """The runs that already have an alert of ``kind`` for ``series`` and ``metric``."""
+    with ws.transaction() as session:
+        return set(
+            session.scalars(
+                select(Alert.run_id).where(
+                    Alert.series == series, Alert.metric == metric, Alert.kind == kind
+                )
+            )
+        )
 
 
 def list_alerts(

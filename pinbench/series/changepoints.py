@@ -7,9 +7,16 @@ the split is searched by ``ruptures``' ``KernelCPD`` with a Gaussian (rbf) kerne
 the median heuristic: a kernel change-point search in C, whose bounded kernel keeps one wild
 value from dominating the cost as a squared error would (decision 257). The statistic is the
 kernel cost the best split saves; its p-value is the share of shuffles of the segment whose
-best split saves as much (199 shuffles at least, seeded by the segment's position, so the
-answer is the same every time). A split is kept when p < ``significance``; each side must
-hold ``min_size`` runs, which is what lets one outlier pass: it cannot be a segment alone.
+best split saves as much (199 shuffles at least, ``2 / significance`` when that is more, never
+more than ``MAX_SHUFFLES``; seeded by the segment's position, so the answer is the same every
+time). A split is kept when p < ``significance``; each side must hold ``min_size`` runs, which
+is what lets one outlier pass: it cannot be a segment alone.
+
+The work is bounded (decision 257): ``significance`` is at least ``bounds.CHANGE_SIGNIFICANCE``'s
+0.001 (1,999 shuffles a split), shuffles are capped at ``MAX_SHUFFLES``, so the smallest
+p-value reported is ``1 / (MAX_SHUFFLES + 1)``: a smaller one reads as that bound. A
+``deadline`` (``time.monotonic()``) stops a search that runs past it with
+``ChangePointsTimedOut``.
 
 A slow drift is found as a change point inside it, where the runs before and after differ
 most. ``ChangePoint.change`` is relative to the mean before; a mean of zero there is refused.
@@ -18,6 +25,7 @@ most. ``ChangePoint.change`` is relative to the mean before; a mean of zero ther
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +39,9 @@ from pinbench.series.errors import InvalidSeries, SeriesError
 PERMUTATIONS = 199
 """Shuffles per test at least (E-Divisive's customary count); more when ``significance``
 is so small that 199 could not reach it."""
+
+MAX_SHUFFLES = 9_999
+"""Shuffles per test at most: a p-value below 1 / 10,000 is reported as 1 / 10,000."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +68,25 @@ class InvalidChangePointSettings(SeriesError):
         self.reason = reason
 
 
+class ChangePointsTimedOut(SeriesError):
+    """The search ran past its deadline; nothing is reported."""
+
+    def __init__(self, *, seconds: float) -> None:
+        super().__init__(f"change points: the search ran past its {seconds:g} s")
+        self.seconds = seconds
+
+
 def change_points(
     values: Sequence[float] | npt.NDArray[np.float64],
     *,
     significance: float = 0.01,
     min_size: int = 2,
+    deadline: float | None = None,
 ) -> list[ChangePoint]:
-    """The series' change points, in order of position."""
+    """The series' change points, in order of position; ``ChangePointsTimedOut`` past
+    ``deadline`` (a ``time.monotonic()`` value)."""
     for setting, bound, value in (
-        ("significance", bounds.SIGNIFICANCE, significance),
+        ("significance", bounds.CHANGE_SIGNIFICANCE, significance),
         ("min_size", bounds.SEGMENT_RUNS, min_size),
     ):
         kind = (int,) if setting == "min_size" else (int, float)
@@ -77,7 +98,8 @@ def change_points(
     for i, v in enumerate(x):
         if not math.isfinite(v):
             raise InvalidSeries(index=i, reason=f"value {values[i]!r} is not finite")
-    shuffles = max(PERMUTATIONS, math.ceil(2.0 / significance) - 1)
+    shuffles = min(MAX_SHUFFLES, max(PERMUTATIONS, math.ceil(2.0 / significance) - 1))
+    started = time.monotonic()
     splits: dict[int, float] = {}
     pending = [(0, len(x))]
     while pending:
@@ -88,7 +110,9 @@ def change_points(
         if np.ptp(segment) == 0:
             continue
         at, saved = _best_split(segment, min_size)
-        p = _p_value(segment, saved, min_size, shuffles, significance, (start, end))
+        p = _p_value(segment, saved, min_size, shuffles, significance, (start, end), deadline)
+        if p is None:
+            raise ChangePointsTimedOut(seconds=round(time.monotonic() - started, 1))
         if p < significance:
             splits[start + at] = p
             pending += [(start, start + at), (start + at, end)]
@@ -112,13 +136,16 @@ def _p_value(
     shuffles: int,
     significance: float,
     seed: tuple[int, int],
-) -> float:
+    deadline: float | None,
+) -> float | None:
     """Permutation p-value of ``saved``: (1 + shuffles saving as much) / (1 + shuffles).
-    Stops as soon as the answer cannot fall under ``significance``."""
+    Stops as soon as the answer cannot fall under ``significance``; None past ``deadline``."""
     rng = np.random.default_rng(list(seed))
     hits = 0
     enough = significance * (shuffles + 1) - 1  # more hits than this: p >= significance
     for done in range(1, shuffles + 1):
+        if deadline is not None and time.monotonic() > deadline:
+            return None
         if _best_split(rng.permutation(segment), min_size)[1] >= saved * (1 - 1e-12):
             hits += 1
             if hits > enough:

@@ -8,9 +8,12 @@ passed, 1 regressed, 2 inconclusive (the same numbers as a user error and a usag
 threshold, a candidate that is not in a series or did not record a thresholded metric is
 refused (a user error): a gate that judged nothing never passes.
 
-The history is the series' runs that started before the candidate; a statistical threshold on a
-metric computed from the raw framework-call latencies (``framework_latency_*``) is judged on
-the raw latencies of the candidate and of each run in its window.
+The history is the series' runs that started before the candidate with the candidate's
+settings (``members.alike``: runner, framework name, threads, limits). A statistical threshold
+on a location of the raw framework-call latencies (``stats.POOLED_METRICS``: their median or
+mean) is judged on the raw latencies of the candidate and of each run in its window (read
+once a gate call as NumPy arrays; a pooled side holds at most ``significance.MAX_POOLED`` of
+them); any other metric, a tail percentile included, on the runs' figures.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from pinbench.errors import UserError
-from pinbench.series.members import RAW_PREFIX, Member, resolve, series_of_run
+from pinbench.series.members import Member, alike, resolve, series_of_run
 from pinbench.series.names import SeriesKey
-from pinbench.series.stats import STATISTICAL, Comparison, Observation, compare
+from pinbench.series.stats import POOLED_METRICS, STATISTICAL, Comparison, Observation, compare
 from pinbench.series.thresholds import Versioned, thresholds
 from pinbench.workspace import Workspace
 
@@ -83,11 +89,11 @@ class GateResult:
 
 
 def observation(
-    member: Member, metric: str, raw: Callable[[str], tuple[float, ...]] | None
+    member: Member, metric: str, raw: Callable[[str], npt.NDArray[np.float64]] | None
 ) -> Observation:
     """One run's figure, with its raw latencies when ``raw`` reads them for this metric."""
     latencies = None
-    if raw is not None and metric.startswith(RAW_PREFIX) and member.latencies_sha256:
+    if raw is not None and metric in POOLED_METRICS and member.latencies_sha256:
         latencies = raw(member.latencies_sha256)
     return Observation(member.metrics[metric], latencies)
 
@@ -97,7 +103,7 @@ def judge(
     members: list[Member],
     candidate: str,
     current: list[Versioned],
-    raw: Callable[[str], tuple[float, ...]],
+    raw: Callable[[str], npt.NDArray[np.float64]],
 ) -> GateResult:
     """Pure over what it is given: ``members`` (the series, oldest first, holding
     ``candidate``), the current thresholds, and ``raw`` (a latency blob's values by digest)."""
@@ -107,7 +113,8 @@ def judge(
             f"{key} METRIC --test ...`; a gate that judged nothing would pass anything"
         )
     index = next(i for i, m in enumerate(members) if m.run_id == candidate)
-    cand, past = members[index], members[:index]
+    cand = members[index]
+    past = alike(members[:index], cand)
     judged = []
     for versioned in current:
         t = versioned.threshold
@@ -129,9 +136,13 @@ def gate(
     *,
     series: str | None = None,
     alert: bool = True,
+    alert_past: Callable[[str], bool] | None = None,
 ) -> GateResult:
     """Judge a recorded run against its series; a regression is recorded as an alert per
-    regressed metric (``alert``)."""
+    regressed metric (``alert``) when the run is the newest of its series, or when
+    ``alert_past(model)`` says the caller may alert on the model's past runs (a server: its
+    namespace's publishers). Otherwise the gate answers without recording: gating old runs
+    again would let anyone who may run fill a team's alerts."""
     from pinbench.evaluator.run import latencies_of
     from pinbench.series.alerts import raise_alert
 
@@ -142,11 +153,16 @@ def gate(
             raise UserError(f"run {run_id[:8]} belongs to series {key}, not {named}")
     full = next(m.run_id for m in members if m.run_id.startswith(_full_id(ws, run_id)))
 
-    def raw(digest: str) -> tuple[float, ...]:
-        return tuple(float(v) for v in latencies_of(ws, digest))
+    loaded: dict[str, npt.NDArray[np.float64]] = {}
+
+    def raw(digest: str) -> npt.NDArray[np.float64]:  # each blob read once a gate call
+        if digest not in loaded:
+            loaded[digest] = latencies_of(ws, digest).astype(np.float64)
+        return loaded[digest]
 
     result = judge(key, members, full, thresholds(ws, key), raw)
-    if alert:
+    newest = members[-1].run_id == full
+    if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:
             if j.comparison.verdict == "regressed":
                 raise_alert(

@@ -3,9 +3,14 @@
 A series is the succeeded, untraced model-evaluation runs that share a ``SeriesKey`` (model
 name, dataset name, scenario and mode, batch size, system), ordered by when they started (then
 by id). Everything else — the model's, framework's and dataset's versions, the image, the
-runner, threads, limits — is free to move along a series; ``moved`` names what moved at each
+runner, threads, limits — may differ along a series; ``moved`` names what moved at each
 step, with bisect's view of a lockfile's pins (``pinbench.evaluator.bisect_chain``). A traced
 run is left out: its latencies carry its profilers' overhead.
+
+A run is compared (by the gate's window and the change-point watch) only with the runs of its
+series whose ``settings_of`` equal its own: runner, framework name, threads and limits, the
+settings that change a latency without being what a series tracks (the versions are). Runs with
+other settings cannot shift its baseline.
 """
 
 from __future__ import annotations
@@ -52,6 +57,29 @@ def key_of(lock: Lockfile, system: str | None) -> SeriesKey | None:
     return SeriesKey(
         body.model.name, body.dataset.name, scenario.name, scenario.mode, body.batch_size, system
     )
+
+
+def settings_of(member: Member) -> str:
+    """The settings a run is compared on (canonical JSON): its runner, framework name (not
+    version), threads and limits."""
+    import msgspec
+
+    body = member.lock.body
+    env = body.environment
+    return msgspec.json.encode(
+        {
+            "runner": member.runner,
+            "framework": env.framework if env is not None else None,
+            "threads": body.threads,
+            "limits": body.request.limits,
+        }
+    ).decode()
+
+
+def alike(members: list[Member], like: Member) -> list[Member]:
+    """The runs of ``members`` with ``like``'s settings (``settings_of``), in their order."""
+    same = settings_of(like)
+    return [m for m in members if settings_of(m) == same]
 
 
 def collect(ws: Workspace, *, model: str | None = None) -> dict[SeriesKey, list[Member]]:

@@ -14,26 +14,44 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from pinbench.series.stats import Observation
 
+MAX_POOLED = 100_000
+"""The most per-query latencies a pooled test takes a side: past it, every k-th of the side's
+values in order (``strided``), the same ones every time; scipy's tests then run in
+milliseconds whatever the window holds."""
+
 MAX_RERUNS = 100
 """The most runs of the candidate ``reruns_needed`` will ask for; beyond, None (the window
 itself is too noisy or too short to settle it)."""
 
 
 def samples(
-    window: Sequence[Observation], candidate: Observation
+    window: Sequence[Observation], candidate: Observation, *, pool: bool = True
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
-    """Candidate and past samples: pooled per-query latencies when every run has them and
-    none is empty, else one summary figure a run."""
+    """Candidate and past samples: pooled per-query latencies when ``pool`` and every run has
+    them and none is empty (at most ``MAX_POOLED`` a side), else one summary figure a run."""
     raws = [o.raw for o in window]
-    if candidate.raw and all(raws):
+    if pool and _has(candidate.raw) and all(_has(r) for r in raws):
         a = np.asarray(candidate.raw, dtype=np.float64)
-        b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws if r])
-        return a, b, True
+        b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws])
+        return strided(a), strided(b), True
     return (
         np.array([candidate.value], dtype=np.float64),
         np.array([o.value for o in window], dtype=np.float64),
         False,
     )
+
+
+def _has(raw: Sequence[float] | npt.NDArray[np.float64] | None) -> bool:
+    return raw is not None and len(raw) > 0
+
+
+def strided(x: npt.NDArray[np.float64], most: int = MAX_POOLED) -> npt.NDArray[np.float64]:
+    """``x`` when it holds at most ``most`` values, else ``most`` of them evenly spaced (the
+    i-th is ``x[i * len(x) // most]``): deterministic, and every run of a pooled window keeps
+    its share."""
+    if len(x) <= most:
+        return x
+    return x[np.arange(most, dtype=np.int64) * len(x) // most]
 
 
 def p_value(

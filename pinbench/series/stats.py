@@ -10,11 +10,15 @@ A threshold names a metric, which way is better, and a test:
   fixed dataset);
 * ``tolerance``: it may be worse by at most ``tolerance``, in the metric's own unit.
 
-Which numbers a test sees (decision 255). When the candidate and every run of the window
-kept their per-query latencies (``Observation.raw``), the test compares the candidate's
-latencies with the window's pooled ones; otherwise the runs' summary figures (one value a
-run). Per-query latencies are not independent of their run (the rerun verdict's docstring,
-``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
+Which numbers a test sees (decision 255). When the metric is a location of the per-query
+latencies (``POOLED_METRICS``: their median or mean) and the candidate and every run of the
+window kept their per-query latencies (``Observation.raw``), the test compares the
+candidate's latencies with the window's pooled ones; otherwise the runs' summary figures (one
+value a run). A tail percentile (p90, p99) is never judged by a pooled test: a location test
+on all the latencies asks whether the typical query is slower, not whether the tail is (a p99
+2.7 times the window's, its median unchanged, came out inconclusive there); each run's own
+figure answers it. Per-query latencies are not independent of their run (the rerun verdict's
+docstring, ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
 significant. So a pooled test's significance is necessary, not sufficient: the run-level
 test must agree at ``alpha`` too (``run_p_value``: Student's t of the candidate's figure
 against the window's figures, one run against n, which is the prediction test for one more
@@ -37,6 +41,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
+import numpy.typing as npt
 
 from pinbench import bounds
 from pinbench.series.errors import InvalidSeries, InvalidThreshold
@@ -53,6 +58,10 @@ Direction = Literal["lower", "higher"]
 TestName = Literal["relative", "t", "mann-whitney", "exact", "tolerance"]
 Verdict = Literal["passed", "regressed", "inconclusive"]
 STATISTICAL: frozenset[str] = frozenset({"t", "mann-whitney"})
+POOLED_METRICS: frozenset[str] = frozenset(
+    {"framework_latency_p50_ns", "framework_latency_mean_ns"}
+)
+"""Metrics a location test on pooled per-query latencies judges (the rest: one figure a run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +90,7 @@ class Observation:
     """One run's figure of the metric, and its per-query latencies when it has them."""
 
     value: float
-    raw: tuple[float, ...] | None = None
+    raw: Sequence[float] | npt.NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,15 +265,16 @@ def _statistical(
     """``t`` and ``mann-whitney``: the test, the practical floor, the run-level guard."""
     from pinbench.evaluator.verdict import MIN_EFFECT
 
-    a, b, pooled = samples(window, candidate)
+    a, b, pooled = samples(window, candidate, pool=t.metric in POOLED_METRICS)
     if t.test == "mann-whitney" and not pooled and 1.0 / (len(b) + 1) >= t.alpha:
         # One run among n: Mann-Whitney's smallest one-sided p-value is 1 / (n + 1).
         least = math.ceil(1.0 / t.alpha)
+        need = "per-query latencies on both sides or " if t.metric in POOLED_METRICS else ""
         return result(
             "inconclusive",
             f"{t.metric}: {_size(change, result.baseline)}; Mann-Whitney on one run's figure "
-            f"vs {len(b)} runs cannot reach p < {t.alpha:g}: it needs per-query latencies on "
-            f"both sides or >= {least} past runs (no p-value)",
+            f"vs {len(b)} runs cannot reach p < {t.alpha:g}: it needs {need}>= {least} past "
+            "runs (no p-value)",
         )
     p = p_value(t.test, a, b, t.direction, pooled)
     name = test_name(t.test, pooled)

@@ -2,8 +2,10 @@
 
 Reading needs the ``read`` scope. Setting a threshold and acknowledging an alert follow how the
 registry grants publishing: the ``publish`` scope and membership of the model's namespace (an
-admin's ``admin`` scope for a name without one). Gating a recorded run records alerts, so it
-needs the ``run`` scope.
+admin's ``admin`` scope for a name without one). Gating a recorded run needs the ``run``
+scope; its regressions are recorded as alerts when the run is the newest of its series, or
+when the caller has publishing rights in the model's namespace (otherwise the gate answers
+without recording: re-gating old runs must not let anyone who may run fill a team's alerts).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Annotated, Any
 from litestar import Controller, get, post
 from litestar.params import Parameter
 
-from pinbench.accounts import Principal
+from pinbench.accounts import AuthError, Forbidden, Principal
 from pinbench.api.schemas import Body
 from pinbench.sdk.registry import Registry
 from pinbench.sdk.values import SeriesKey
@@ -103,13 +105,22 @@ class GateController(Controller):
         sync_to_thread=True,
         status_code=200,
         summary="Judge a recorded run against its series under the thresholds",
-        description="Needs the `run` scope. A regression is recorded as an alert. The answer's "
-        "`outcome` is passed, regressed or inconclusive (`exit_code` 0, 1, 2).",
+        description="Needs the `run` scope. A regression is recorded as an alert when the run is "
+        "the newest of its series or the caller publishes in the model's namespace. The "
+        "answer's `outcome` is passed, regressed or inconclusive (`exit_code` 0, 1, 2).",
         operation_id="gate",
     )
     def gate(self, registry: Registry, principal: Principal, data: GateRequest) -> dict[str, Any]:
         principal.require("run")
-        return registry.series().gate(data.run, series=data.series)
+
+        def publishes(model: str) -> bool:
+            try:
+                principal.require_namespace(model, "record alerts of")
+            except (Forbidden, AuthError):
+                return False
+            return True
+
+        return registry.series().gate(data.run, series=data.series, alert_past=publishes)
 
 
 class AlertController(Controller):

@@ -3,7 +3,8 @@
 ``series_thresholds`` holds each version of a series' threshold on a metric (a new row per
 change, older rows kept, decision 251); ``alerts`` holds the regressions a gate found and the
 change points found when a run was recorded on a server, acknowledged and never deleted
-(decision 253). Both are new tables: no existing row changes, and a downgrade drops them.
+(decision 253), one a finding (``uq_alerts_finding``: series, metric, kind, run). Both are new
+tables: no existing row changes, and a downgrade drops them.
 
 Revision ID: 0016
 Revises: 0015
@@ -55,6 +56,7 @@ def upgrade() -> None:
         sa.Column("acknowledged_by", sa.String(length=100), nullable=True),
         sa.Column("acknowledged_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("series", "metric", "kind", "run_id", name="uq_alerts_finding"),
     )
     op.create_index("ix_alerts_series_created", "alerts", ["series", "created_at"])
     op.create_index(op.f("ix_alerts_run_id"), "alerts", ["run_id"])
