@@ -1,11 +1,8 @@
-"""The server's bounded run queue: fixed worker threads, a fixed queue length. A submitted
-run is recorded ``queued`` at once, then run by a worker with ``run_lockfile``, which records
-the outcome (then ``series.watch`` alerts on change points); a full queue refuses (503). Runs
-left when the server stops are marked ``interrupted`` with their reasons; while the database
-is away they wait (decision 190). Each pool is a server instance with a heartbeat
-(``api/heartbeat.py``) that touches its own runs and those of servers whose lease expired.
-Runs wait in a fair queue (``api/fairshare.py``), at most ``runs_per_user`` of each user;
-``drain`` (SIGTERM, ``api/drain.py``) takes no new run, lets runs end, waits for their readers."""
+"""The server's bounded run queue: fixed worker threads and queue length. A run is recorded
+``queued`` at once, run by a worker (``run_lockfile``; then ``series.watch``); a full queue
+refuses (503). Runs left at a stop are ``interrupted`` with their reasons; without a database
+they wait (decision 190). Each pool has a heartbeat (``api/heartbeat.py``), a fair queue
+(``api/fairshare.py``, ``runs_per_user``) and ``drain`` (SIGTERM, ``api/drain.py``)."""
 
 from __future__ import annotations
 
