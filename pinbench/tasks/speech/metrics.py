@@ -21,10 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import numpy as np
-
-from pinbench.evaluator.undefined import UndefinedMetric
-from pinbench.tasks.text_recognition.metrics import Ints, char_codes, edit_distance
+from pinbench.tasks.text_recognition.metrics import error_rates
 
 _RUNS = re.compile(r"\s\s+")
 
@@ -34,37 +31,14 @@ def words_of(text: str) -> list[str]:
     return [w for w in _RUNS.sub(" ", text).strip().split(" ") if w]
 
 
-def _word_ids(texts: Sequence[str], ids: dict[str, int]) -> list[Ints]:
-    return [np.array([ids.setdefault(w, len(ids)) for w in words_of(t)], np.int64) for t in texts]
-
-
 def speech_metrics(decoded: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """``wer``, ``cer`` and ``exact_match`` of ``decoded`` against ``references`` (one each per
     sample, in the same order), as the module defines them."""
-    assert len(decoded) == len(references)
-    if not references:
-        raise UndefinedMetric(metric="exact_match", reason="no sample was scored")
-    hyp_text = [t.strip() for t in decoded]
-    ref_text = [t.strip() for t in references]
-    chars = sum(len(r) for r in ref_text)
-    if not chars:
-        raise UndefinedMetric(
-            metric="cer", reason="the references hold no character once stripped (as jiwer's)"
-        )
-    ids: dict[str, int] = {}
-    ref_words, hyp_words = _word_ids(references, ids), _word_ids(decoded, ids)
-    words = sum(len(w) for w in ref_words)
-    if not words:
-        raise UndefinedMetric(
-            metric="wer", reason="the references hold no word (split as jiwer splits them)"
-        )
-    char_edits = sum(
-        edit_distance(char_codes(h), char_codes(r)) for h, r in zip(hyp_text, ref_text, strict=True)
+    return error_rates(
+        decoded,
+        references,
+        text=str.strip,
+        words=words_of,
+        no_char="the references hold no character once stripped (as jiwer's)",
+        no_word="the references hold no word (split as jiwer splits them)",
     )
-    word_edits = sum(edit_distance(h, r) for h, r in zip(hyp_words, ref_words, strict=True))
-    exact = sum(h == r for h, r in zip(hyp_text, ref_text, strict=True))
-    return {
-        "wer": word_edits / words,
-        "cer": char_edits / chars,
-        "exact_match": exact / len(references),
-    }
