@@ -227,7 +227,9 @@ def test_a_small_blob_that_does_not_fit_leaves_no_temp_file(tmp_path: Path) -> N
     """A run's small blobs (latencies, traces, attestations) are written by ``put_bytes``: on
     a full filesystem it used to leave its empty ``bytes-*`` temp file behind."""
     with blobs_mounted(tmp_path / "home", "1m", whole_home=True) as m:
-        m.seen(m.home / "filler").write_bytes(b"\0" * 800_000)
+        fs = os.statvfs(m.seen(m.home))  # what the initialised home left (its database grows)
+        free = fs.f_bavail * fs.f_frsize
+        m.seen(m.home / "filler").write_bytes(b"\0" * (free - 200_000))  # 400 kB will not fit
         command = [*m.enter(), sys.executable, "-c", PUT_BYTES, str(m.home)]
         done = subprocess.run(command, env=m.env(), capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
