@@ -72,15 +72,10 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         say=say,
         stop=job.stop,
     )
-    evidence.details.update(
-        pipeline_digest=feed.digest.hex,
-        preprocess_cache_hit=feed.cached,
-        batch_size=body.batch_size,
-        threads=body.threads,
-        scenario=scenario.name,
-        mode=scenario.mode,
-        chain=_record(job.lock, chain, codes),
-    )
+    from pinbench.evaluator.measure import feed_details, warm_up
+
+    details = feed_details(feed, body, scenario)
+    evidence.details.update(details, chain=_record(job.lock, chain, codes))
     options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
     stages: list[Stage] = []
     chained = ChainPredictor(stages)
@@ -99,9 +94,8 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         answer = reorder(chained.predict(first), transposed)  # every stage's feed checked
         if scorer is not None:
             scorer.check(answer, {k: v[:1] for k, v in feed.arrays.items()}, 1)
-        from pinbench.evaluator.measure import _warm_up
 
-        expected, _, _ = _warm_up(chained.predict, first, options.warmup, job.stop)
+        expected, _, _ = warm_up(chained.predict, first, options.warmup, job.stop)
         chained.timing = True
         say(f"running {scenario.name} ({scenario.mode}) on a chain of {len(stages)} stages")
         measurement = run_scenario(

@@ -183,14 +183,7 @@ def _evaluate(
     inputs = feed.inputs
     if feed.decoder is not None:
         evidence.details["decoder"] = feed.decoder
-    evidence.details.update(
-        pipeline_digest=feed.digest.hex,
-        preprocess_cache_hit=feed.cached,
-        batch_size=body.batch_size,
-        threads=body.threads,
-        scenario=scenario.name,
-        mode=scenario.mode,
-    )
+    evidence.details.update(feed_details(feed, body, scenario))
     transform = body.request.transform
     predictor = wrap(cls(), body.model.inputs, feed.windows)  # constants, states, a stream
     options = PredictorOptions(
@@ -225,7 +218,7 @@ def _evaluate(
 
             predict = validate_inference(job, inputs, predictor.predict, evidence, say)
         with recorder.phase("warm-up"):
-            expected, warm_starts, warm_times = _warm_up(predict, first, options.warmup, job.stop)
+            expected, warm_starts, warm_times = warm_up(predict, first, options.warmup, job.stop)
         job.stop.check()
         recorder.warm_up(warm_starts, warm_times)
         say(f"running {scenario.name} ({scenario.mode}) with {cls.NAME} {cls.framework_version()}")
@@ -274,6 +267,19 @@ def _evaluate(
         evidence.details.update(scored.details)
 
 
+def feed_details(feed: Any, body: Any, scenario: Any) -> dict[str, Any]:
+    """What every evaluation records of its prepared inputs and settings (one model's run and
+    a chain's)."""
+    return {
+        "pipeline_digest": feed.digest.hex,
+        "preprocess_cache_hit": feed.cached,
+        "batch_size": body.batch_size,
+        "threads": body.threads,
+        "scenario": scenario.name,
+        "mode": scenario.mode,
+    }
+
+
 def public_version(version: str) -> str:
     """``2.13.0+cpu`` -> ``2.13.0``: a PEP 440 local label (like semver build metadata, in a
     framework artifact's version ``1.31.0+venv1``) names a build, not a release."""
@@ -286,7 +292,7 @@ a process up to 1.6x slower than the next ones on the digits model."""
 WARMUP_MAX_CALLS = 100_000
 
 
-def _warm_up(
+def warm_up(
     predict: Callable[[Any], Any], batch: npt.NDArray[np.generic], count: int, stop: Stop
 ) -> tuple[int, list[int], list[int]]:
     """Untimed predictions (at least ``count`` and half a second); return the median time of
