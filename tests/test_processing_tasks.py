@@ -6,8 +6,8 @@ library (scikit-learn, SciPy, jiwer, pycocotools). The tasks that refuse process
 refused as the page says: a voice-activity model's ``preprocess`` when its manifest is read,
 a generating task's lockfile at ``pinbench lock``.
 
-One workspace for the module (a copy of the digits template: ONNX Runtime published); each
-example publishes its own dataset and model in it.
+One home for the module (ONNX Runtime's framework artifact published); each example publishes
+its own dataset and model in it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import re
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from pinbench.evaluator.history import list_runs, show_run
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, copied_workspace, dump, in_process_cli, model_manifest, write_files
+from tests.helpers import Cli, dump, in_process_cli, model_manifest, write_files
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "processing.md"
 Floats = npt.NDArray[np.float64]
@@ -58,10 +59,19 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, digits_template: Path) -> Iterator[World]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A new home with ONNX Runtime's framework artifact published, for the whole module."""
+    from pinbench.catalog import frameworks
+    from pinbench.config import Settings
+    from pinbench.registry.manifest import load_manifest
+    from pinbench.registry.publish import publish
+
     root = tmp_path_factory.mktemp("processing-tasks")
-    ws = copied_workspace(digits_template, root)
+    ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
     try:
+        ws.init()
+        framework = frameworks.write(root, "onnxruntime")
+        publish(ws, load_manifest(framework), manifest_dir=root, publisher="test")
         yield World(ws, root, root / "home", f"sqlite:///{root}/db")
     finally:
         ws.close()
@@ -123,18 +133,23 @@ def publish_model(
     return f"test/{task}-code@1"
 
 
-def run(world: World, cli: Cli, model: str, dataset: str) -> dict[str, Any]:
+def run(
+    world: World, cli: Cli, model: str, dataset: str, *, succeeds: bool = True
+) -> dict[str, Any]:
     """``pinbench lock`` and ``pinbench run --allow-code`` (local runner): the run shown."""
-    request = world.root / f"{dataset.replace('/', '-')}.yaml"
+    request = world.root / "requests" / f"{model}-{dataset}.yaml".replace("/", "-")
     dump(request, {"model": model, "dataset": dataset, "scenario": {"mode": "accuracy"}})
     lock = request.with_suffix(".lock")
     done = cli("lock", str(request), "-o", str(lock))
     assert done.code == 0, done.err
     done = cli("run", str(lock), "--runner", "local", "--allow-code")
-    assert done.code == 0, done.err
+    assert done.code == (0 if succeeds else 1), done.err
     info = show_run(world.ws, list_runs(world.ws)[0]["id"])
-    assert info["status"] == "succeeded"
-    assert set(info["details"]["processing"]) == {"preprocess", "postprocess", "python"}
+    if succeeds:
+        assert info["status"] == "succeeded"
+        fields, _ = example(info["model"].split("/")[1].removesuffix("-code@1.0.0"))
+        roles = {r for r in ("preprocess", "postprocess") if r in fields}
+        assert set(info["details"]["processing"]) == {*roles, "python"}
     return info
 
 
@@ -266,17 +281,18 @@ def test_the_sentence_similarity_example_scores_spearman_as_computed_directly(
 
 # --- detection -------------------------------------------------------------------------------
 
-# (bright square's x0, y0, x1, y1 (exclusive), its grey level): the last is too dim to be found
-SQUARES = [((2, 3, 8, 9), 255), ((5, 4, 14, 12), 230), ((1, 1, 9, 7), 100)]
+# (image width, height, the bright square's x0, y0, x1, y1 (exclusive), its grey level): the
+# squares' edges fall on the 16x16 input's pixels; the last square is too dim to be found
+SQUARES = [
+    ((32, 32), (4, 6, 16, 18), 255),
+    ((48, 32), (6, 4, 18, 12), 230),
+    ((32, 32), (2, 2, 18, 14), 100),
+]
 
 
-def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
-    world: World, cli: Cli
-) -> None:
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
-
-    onnx = graph(
+def detection_graph() -> bytes:
+    """Each 16x16 image's brightest value per row, ``rows`` (N, 16), and per column, ``cols``."""
+    return graph(
         [
             helper.make_node("ReduceMax", ["image"], ["rows"], axes=[1, 3], keepdims=0),
             helper.make_node("ReduceMax", ["image"], ["cols"], axes=[1, 2], keepdims=0),
@@ -284,14 +300,17 @@ def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
         [("image", TensorProto.FLOAT, ["N", 3, 16, 16])],
         [("rows", TensorProto.FLOAT, ["N", 16]), ("cols", TensorProto.FLOAT, ["N", 16])],
     )
-    model = publish_model(world, cli, "detection", onnx, {"labels.txt": b"square\n"})
+
+
+def squares() -> tuple[dict[str, bytes], dict[str, Any]]:
+    """``SQUARES`` drawn, and their COCO ground truth: the dataset's files and the JSON."""
     files: dict[str, bytes] = {}
     images, annotations = [], []
-    for i, ((x0, y0, x1, y1), grey) in enumerate(SQUARES):
-        pixels = np.full((16, 16, 3), 20, dtype=np.uint8)
+    for i, ((width, height), (x0, y0, x1, y1), grey) in enumerate(SQUARES):
+        pixels = np.full((height, width, 3), 20, dtype=np.uint8)
         pixels[y0:y1, x0:x1] = grey
         files[f"images/{i}.png"] = png(pixels)
-        images.append({"id": i + 1, "file_name": f"{i}.png", "width": 16, "height": 16})
+        images.append({"id": i + 1, "file_name": f"{i}.png", "width": width, "height": height})
         box = [x0, y0, x1 - x0, y1 - y0]
         annotations.append(
             {
@@ -309,15 +328,32 @@ def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
         "categories": [{"id": 1, "name": "square"}],
     }
     files["instances.json"] = json.dumps(coco).encode()
-    dataset = publish_dataset(
+    return files, coco
+
+
+def publish_squares(world: World, cli: Cli) -> str:
+    """The squares as a detection dataset (published again by another test: a no-op)."""
+    return publish_dataset(
         world,
         cli,
         "squares",
-        files,
+        squares()[0],
         task="detection",
         data={"format": "images", "path": "images"},
         labels={"format": "coco-json", "path": "instances.json"},
     )
+
+
+def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
+    world: World, cli: Cli
+) -> None:
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    labels = {"labels.txt": b"square\n"}
+    model = publish_model(world, cli, "detection", detection_graph(), labels)
+    dataset = publish_squares(world, cli)
+    coco = squares()[1]
     info = run(world, cli, model, dataset)
     # by hand: the two bright squares found exactly (score 1), the dim one missed: precision 1
     # up to recall 2/3 at every IoU threshold, so AP is the 67 of COCO's 101 recall points
@@ -327,7 +363,7 @@ def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
     # pycocotools on the detections the example should give
     found = [
         {"image_id": i + 1, "category_id": 1, "bbox": [x0, y0, x1 - x0, y1 - y0], "score": 1.0}
-        for i, ((x0, y0, x1, y1), grey) in enumerate(SQUARES)
+        for i, (_, (x0, y0, x1, y1), grey) in enumerate(SQUARES)
         if grey / 255 > 0.5
     ]
     truth = COCO()
@@ -339,7 +375,59 @@ def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
     evaluation.summarize()
     assert info["map"] == pytest.approx(float(evaluation.stats[0]), abs=1e-12)
     assert info["recall"] == pytest.approx(float(evaluation.stats[8]), abs=1e-12)
-    assert info["details"]["detections"][2] == []  # the dim square: nothing scored
+    # each box on its own image: the fractions times the image's width and height
+    assert info["details"]["detections"] == [
+        [[1.0, 1.0, 4.0, 6.0, 12.0, 12.0]],
+        [[1.0, 1.0, 6.0, 4.0, 12.0, 8.0]],
+        [],  # the dim square: nothing scored
+    ]
+
+
+YOLOX_CODE = """\
+import numpy as np
+
+
+def finish(outputs, files):  # YOLOX's raw head for a 16x16 input, strides 8 and 16: 5 anchors
+    return {"raw": np.zeros((len(outputs["rows"]), 5, 6), dtype=np.float32)}
+"""
+
+
+def test_a_grid_head_with_preprocess_is_refused_before_anything_runs(
+    world: World, cli: Cli
+) -> None:
+    """A YOLOX or GFL head is decoded by the model input's size, which only the code knows when
+    ``preprocess`` makes the input (pinbench would take each image's own size): refused, naming
+    the output, with the way out (decode the head in ``postprocess``)."""
+    fields, code = example("detection")
+    raw = {
+        "name": "raw",
+        "type": "detection",
+        "labels": {"path": "labels.txt"},
+        "detection": {"layout": "yolox", "yolox": {"strides": [8, 16]}},
+    }
+    folder = world.root / "models" / "yolox"
+    entries = write_files(
+        folder,
+        {"model.onnx": detection_graph(), "proc.py": code.encode(), "labels.txt": b"square\n"},
+    )
+    manifest = model_manifest("test/yolox-code", "1.0.0", entries, framework_range="^1")
+    fields = {
+        **fields,
+        "outputs": [raw],
+        "postprocess": {"code": YOLOX_CODE, "function": "finish"},
+    }
+    done = cli("publish", str(dump(folder / "model.yaml", {**manifest, **fields})))
+    assert done.code == 0, done.err
+    before = len(list_runs(world.ws))
+    info = run(world, cli, "test/yolox-code@1", publish_squares(world, cli), succeeds=False)
+    assert info["status"] == "failed"
+    assert info["error"] == (
+        "output 'raw': layout yolox is decoded by the model input's size of each image, which "
+        "`preprocess` makes and pinbench does not know: decode the head in `postprocess` into "
+        "`layout: separate` boxes (fractions of the input with `normalized: true`)"
+    )
+    assert info["latencies_sha256"] is None  # nothing timed
+    assert len(list_runs(world.ws)) == before + 1
 
 
 # --- segmentation ----------------------------------------------------------------------------
@@ -466,6 +554,85 @@ def test_the_text_recognition_example_scores_cer_and_wer_as_computed_directly(
         sum(d == t for d, t in zip(decoded, texts, strict=True)) / 5
     )
     assert [row["text"] for row in info["details"]["samples"]] == decoded
+
+
+# --- voice activity --------------------------------------------------------------------------
+
+RATE, CHUNK = 16000, 160
+# each clip's noise bursts (first and last sample) and its labelled speech spans in seconds
+CLIPS = [
+    ([(480, 1120)], [[0.03, 0.07]]),
+    ([(0, 320)], [[0.0, 0.03]]),  # the label runs a frame past the burst
+    ([(800, 1600)], [[0.05, 0.0925]]),  # the label ends a frame early
+    ([], []),
+]
+
+
+def wav(samples: npt.NDArray[np.int16]) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        out.writeframes(samples.tobytes())
+    return buf.getvalue()
+
+
+def test_the_voice_activity_example_scores_frames_as_computed_directly(
+    world: World, cli: Cli
+) -> None:
+    from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
+
+    onnx = graph(
+        [
+            helper.make_node("Mul", ["audio", "audio"], ["square"]),
+            helper.make_node("ReduceMean", ["square"], ["energy"], axes=[1], keepdims=1),
+        ],
+        [("audio", TensorProto.FLOAT, ["N", CHUNK])],
+        [("energy", TensorProto.FLOAT, ["N", 1])],
+    )
+    model = publish_model(world, cli, "voice-activity", onnx)
+    rng = np.random.default_rng(127)
+    files: dict[str, bytes] = {}
+    lines, waves = [], []
+    for i, (bursts, spans) in enumerate(CLIPS):
+        samples = np.zeros(RATE // 10, dtype=np.int16)
+        for start, end in bursts:
+            samples[start:end] = rng.integers(-9000, 9000, end - start)
+        files[f"clips/{i}.wav"] = wav(samples)
+        lines.append(json.dumps({"file": f"{i}.wav", "speech": spans}))
+        waves.append(samples.astype(np.float64) / 32768)
+    files["speech.jsonl"] = "".join(f"{line}\n" for line in lines).encode()
+    dataset = publish_dataset(
+        world,
+        cli,
+        "vad-clips",
+        files,
+        task="voice-activity",
+        data={"format": "audio", "path": "clips"},
+        labels={"format": "speech-segments", "path": "speech.jsonl"},
+    )
+    info = run(world, cli, model, dataset)
+    energy = np.concatenate([(w.reshape(-1, CHUNK) ** 2).mean(axis=1) for w in waves])
+    level = 10.0 * np.log10(energy.astype(np.float32).astype(np.float64) + 1e-10)
+    p = 1.0 / (1.0 + np.exp(-(level + 30.0) / 3.0))
+    predicted = (p >= 0.5).astype(int)
+    centres = [Fraction(2 * k + 1, 2) * CHUNK / RATE for k in range(RATE // 10 // CHUNK)]
+    truth = np.concatenate(  # a frame is speech where its centre lies in a span, exactly
+        [
+            [any(Fraction(a) <= c < Fraction(b) for a, b in spans) for c in centres]
+            for _, spans in CLIPS
+        ]
+    ).astype(int)
+    assert (predicted != truth).any()  # the metrics can fail
+    tp = int((predicted & truth).sum())
+    assert info["frames_count"] == len(truth) == 40
+    assert info["frame_precision"] == pytest.approx(tp / predicted.sum(), abs=1e-12)
+    assert info["frame_recall"] == pytest.approx(tp / truth.sum(), abs=1e-12)
+    assert info["frame_f1"] == pytest.approx(f1_score(truth, predicted), abs=1e-12)
+    assert info["frame_precision"] == pytest.approx(precision_score(truth, predicted), abs=1e-12)
+    assert info["frame_recall"] == pytest.approx(recall_score(truth, predicted), abs=1e-12)
+    assert info["frame_roc_auc"] == pytest.approx(roc_auc_score(truth, p), abs=1e-6)
 
 
 # --- the tasks that refuse processing code ---------------------------------------------------

@@ -14,6 +14,12 @@ from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
 
 
+GRID_LAYOUTS = ("yolox", "gfl")
+"""Raw heads laid out on a grid of the model input's size (``decoding._heads``): with
+``preprocess`` that size is the code's, not known to pinbench (each image's own size would be
+taken), so such a model's run is refused (decision 262)."""
+
+
 class Detection(Task):
     name = "detection"
     title = "detection"
@@ -57,7 +63,7 @@ class Detection(Task):
         samples = context.samples
         if not context.accuracy or samples.detection is None:
             return None
-        from pinbench.tasks.detection.score import plan
+        from pinbench.tasks.detection.score import DetectionSetupError, plan
 
         boxes = plan(
             context.model.inputs,
@@ -66,6 +72,15 @@ class Detection(Task):
             context.model_paths,
             model=context.model_ref,
         )
+        layout = boxes.detection.layout
+        if context.model.preprocess is not None and layout in GRID_LAYOUTS:
+            raise DetectionSetupError(
+                what=f"output {boxes.name!r}",
+                reason=f"layout {layout} is decoded by the model input's size of each image, "
+                "which `preprocess` makes and pinbench does not know: decode the head in "
+                "`postprocess` into `layout: separate` boxes (fractions of the input with "
+                "`normalized: true`)",
+            )
         return BoxScorer(boxes, context)
 
     def parity(self, reference: Recorded, other: Recorded) -> Agreement:
