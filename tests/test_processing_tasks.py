@@ -271,7 +271,7 @@ def test_the_sentence_similarity_example_scores_spearman_as_computed_directly(
     )
     gold = np.array([g for _, _, g in PAIRS])
     ranks = [np.argsort(np.argsort(v)).astype(np.float64) for v in (cosine, gold)]
-    direct = float(np.corrcoef(*ranks)[0, 1])  # no ties: Pearson's r of the ranks
+    direct = float(np.corrcoef(ranks[0], ranks[1])[0, 1])  # no ties: Pearson's r of the ranks
     assert len(set(cosine.round(6))) == len(PAIRS)
     assert -1.0 < direct < 1.0  # the metric can fail
     assert info["spearman"] == pytest.approx(direct, abs=1e-9)
@@ -347,8 +347,8 @@ def publish_squares(world: World, cli: Cli) -> str:
 def test_the_detection_example_scores_map_as_pycocotools_and_by_hand(
     world: World, cli: Cli
 ) -> None:
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
+    from pycocotools.coco import COCO  # type: ignore[import-untyped]
+    from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]
 
     labels = {"labels.txt": b"square\n"}
     model = publish_model(world, cli, "detection", detection_graph(), labels)

@@ -13,7 +13,6 @@ from pinbench.tasks.detection.stats import MASK_STATS, STATS
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
 
-
 GRID_LAYOUTS = ("yolox", "gfl")
 """Raw heads laid out on a grid of the model input's size (``decoding._heads``): with
 ``preprocess`` that size is the code's, not known to pinbench (each image's own size would be
