@@ -35,7 +35,6 @@ from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, in_process_cli, model_manifest, write_files
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "processing.md"
-Floats = npt.NDArray[np.float64]
 
 
 def example(task: str) -> tuple[dict[str, Any], str]:
