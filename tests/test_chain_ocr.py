@@ -29,8 +29,7 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import RequestError, parse_request
 from pinbench.registry.yamlsafe import load_yaml
-from pinbench.workspace import Workspace
-from tests.helpers import model_manifest, published_workspace, write_files
+from tests.helpers import copied_workspace, model_manifest, write_files
 from tests.package_decoders import ddddocr_engines
 from tests.package_models import package_file, wheel
 
@@ -86,10 +85,11 @@ def charset_file(tmp_path: Path) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def ocr(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Any]:
-    """A workspace with the catalog's onnxruntime, both models and a dataset of the images."""
+def ocr(tmp_path_factory: pytest.TempPathFactory, digits_template: Path) -> Iterator[Any]:
+    """A workspace with the catalog's onnxruntime (a copy of the shared published home), both
+    models and a dataset of the images."""
     tmp_path = tmp_path_factory.mktemp("ocr-chain")
-    ws = published_workspace(tmp_path, catalog_dir)
+    ws = copied_workspace(digits_template, tmp_path)
     det, rec = package_file("ddddocr", DET), package_file("ddddocr", OCR)
     det_files = write_files(tmp_path / "det", {"common_det.onnx": det.read_bytes()})
     manifest = model_manifest("ddddocr/det", "1.6.1", det_files, framework_range="^1")
@@ -110,9 +110,9 @@ def ocr(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator
         outputs=[{"name": "output"}],
     )
     publish(ws, parse_manifest(manifest), manifest_dir=tmp_path / "det", publisher="test")
+    charset = charset_file(tmp_path / "doc")
     rec_files = write_files(
-        tmp_path / "ocr",
-        {"common_old.onnx": rec.read_bytes(), "charset.txt": charset_file(tmp_path / "doc")},
+        tmp_path / "ocr", {"common_old.onnx": rec.read_bytes(), "charset.txt": charset}
     )
     manifest = model_manifest("ddddocr/ocr", "1.6.1", rec_files, framework_range="^1")
     manifest.update(
@@ -137,25 +137,34 @@ def ocr(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator
         "files": write_files(tmp_path / "data", {**images, "texts.csv": csv.encode()}),
     }  # fmt: skip
     publish(ws, parse_manifest(dataset), manifest_dir=tmp_path / "data", publisher="test")
-    yield ws, {"det": det, "ocr": rec}, list(images.values())
+    yield (
+        ws,
+        {"det": det, "ocr": rec, "charset": tmp_path / "ocr" / "charset.txt"},
+        list(images.values()),
+    )
     ws.close()
 
 
-def by_hand(files: dict[str, Path], images: list[bytes]) -> list[str]:
-    """Each image's text: ddddocr's detector input made with OpenCV as its ``preproc`` makes
-    it, both graphs run here with onnxruntime, the walkthrough's code and join between them,
-    the joined scores decoded greedily (class 0 the blank)."""
-    import cv2
+def sessions(files: dict[str, Path]) -> tuple[Any, Any]:
+    """The two graphs in onnxruntime, one thread each (as the request's ``threads: 1``)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    det, rec = (ort.InferenceSession(str(files[s]), options) for s in ("det", "ocr"))
+    return tuple(ort.InferenceSession(str(files[s]), options) for s in ("det", "ocr"))  # type: ignore[return-value]
+
+
+def by_hand(det: Any, rec: Any, charset_path: Path, images: list[bytes]) -> list[str]:
+    """Each image's text: ddddocr's detector input made with OpenCV as its ``preproc`` makes
+    it, both graphs run here with onnxruntime, the walkthrough's code and join between them,
+    the joined scores decoded greedily (class 0 the blank)."""
+    import cv2
+
     stage = documented()["chain"]["stages"][1]
     code: dict[str, Any] = {}
     exec(compile(stage["code"]["code"], "crops", "exec"), code)
     exec(compile(stage["join"]["code"], "join", "exec"), code)
-    charset = ["", *files["charset"].read_text(encoding="utf-8").split("\n")]
+    charset = ["", *charset_path.read_text(encoding="utf-8").split("\n")]
     texts = []
     for data in images:
         bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
@@ -171,15 +180,11 @@ def by_hand(files: dict[str, Path], images: list[bytes]) -> list[str]:
     return texts
 
 
-def ddddocr_reads(files: dict[str, Path], images: list[bytes]) -> tuple[list[str], list[int]]:
+def ddddocr_reads(det: Any, rec: Any, images: list[bytes]) -> tuple[list[str], list[int]]:
     """ddddocr's own: ``get_bbox`` on each image's bytes (``DdddOcr(det=True).detection``),
     each box (left to right, the chain's order) cropped with Pillow and read by its
     ``classification`` path; the texts, and the boxes found per image."""
-    import onnxruntime as ort
-
-    detector, recogniser = ddddocr_engines(
-        ort.InferenceSession(str(files["det"])), ort.InferenceSession(str(files["ocr"]))
-    )
+    detector, recogniser = ddddocr_engines(det, rec)
     texts, counts = [], []
     for data in images:
         boxes = sorted(detector.get_bbox(data))
@@ -205,10 +210,9 @@ def test_the_ocr_chain_reads_as_its_graphs_by_hand_and_as_ddddocr(ocr: Any, tmp_
     read = [s["text"] for s in details["samples"]]
     assert [s["truth"] for s in details["samples"]] == TEXTS
 
-    charset = tmp_path / "charset.txt"
-    charset.write_bytes(charset_file(tmp_path / "doc"))
-    assert read == by_hand({**files, "charset": charset}, images)
-    package, boxes = ddddocr_reads(files, images)
+    det, rec = sessions(files)
+    assert read == by_hand(det, rec, files["charset"], images)
+    package, boxes = ddddocr_reads(det, rec, images)
     assert read == package, "the chain reads what ddddocr's own detection and OCR read"
     assert read != TEXTS and all(boxes)  # boxes found in every image, some read wrong
 
@@ -255,7 +259,7 @@ REQUEST_REFUSED = [
                     *documented()["chain"]["stages"][:1],
                     stages()["chain"]["stages"][1] | {"name": "sample"},
                 ]
-            },  # noqa: E501
+            },
         },
         "chain stage name 'sample' is the samples' own",
     ),
@@ -274,35 +278,148 @@ def test_a_fan_out_or_a_sample_wire_that_cannot_be_is_refused_as_the_request_is_
         parse_request(request_data)
 
 
-def test_a_fan_out_whose_code_or_join_answers_otherwise_fails_before_timing(ocr: Any) -> None:
-    """Code that returns one feed where a join expects a list, and a join that names another
-    output: each fails the run at the first prediction, naming the stage and the code."""
-    ws = ocr[0]
-    stage = documented()["chain"]["stages"][1]
-    one = (
-        stage["code"]["code"]
-        + "\n\ndef first(values, files):\n    return crops(values, files)[0]\n"
+class Scores:
+    """A predictor stand-in: ``(2, 1, 3)`` scores for any feed, each feed kept."""
+
+    def __init__(self) -> None:
+        self.fed: list[Any] = []
+
+    def first_predict(self, batch: Any) -> dict[str, Any]:
+        return self.predict(batch)
+
+    def predict(self, batch: Any) -> dict[str, Any]:
+        self.fed.append(batch)
+        return {"387": np.zeros((2, 1, 3), np.float32)}
+
+    def close(self) -> None:
+        pass
+
+
+def fan_out(code: str, join: str) -> tuple[Any, Any]:
+    """A two-stage chain predictor: a first stage that gives its batch as ``out``, and the
+    walkthrough's ``ocr`` stage (its declarations) with ``code`` and ``join``."""
+    import msgspec
+
+    from pinbench.chains.predict import ChainPredictor, Stage
+    from pinbench.chains.spec import LockedStage
+    from pinbench.processing.loading import load
+    from pinbench.registry.processing_code import Code
+
+    class Same(Scores):
+        def predict(self, batch: Any) -> dict[str, Any]:
+            return {"out": batch}
+
+    def locked(name: str, inputs: list[Any], outputs: list[Any], **more: Any) -> LockedStage:
+        return msgspec.convert(
+            {"name": name, "model": f"t/{name}", "version": "1.0.0", "format": "onnx",
+             "architecture": None, "trusted": False, "inputs": inputs, "outputs": outputs,
+             "wires": {}, **more},
+            LockedStage,
+        )  # fmt: skip
+
+    roles = {"code": Code(function="feeds", code=code), "join": Code(function="join", code=join)}
+    loaded = load(roles, {}, {})
+    first = locked("first", [{"name": "x", "element_type": "float32"}], [{"name": "out"}])
+    ocr_stage = locked(
+        "ocr",
+        [{"name": "input1", "element_type": "float32", "shape": [1, 4]}],
+        [{"name": "387"}],
+        wires={"input1": "first.out"},
+        code=roles["code"],
+        join=roles["join"],
     )
-    renamed = stage["join"]["code"].replace(
-        'return {"387": np.concatenate', 'return {"x": np.concatenate'
+    scores = Scores()
+    stages = [
+        Stage(first, Same(), None, {}),  # type: ignore[arg-type]
+        Stage(ocr_stage, scores, loaded["code"], {}, loaded["join"]),  # type: ignore[arg-type]
+    ]
+    return ChainPredictor(stages), scores
+
+
+FEEDS = """
+import numpy as np
+
+def feeds(values, files):
+    count = int(values["input1"][0, 0])  # the sample says how many boxes
+    return [{"input1": np.full((1, 1, 4), i, values["input1"].dtype)} for i in range(count)]
+"""
+JOIN = """
+import numpy as np
+
+def join(outputs, files):
+    return {"387": np.concatenate([o["387"] for o in outputs] or [np.zeros((0, 1, 3), np.float32)])}
+"""
+FAN_OUT_REFUSED = [
+    # (why, code, join, the samples, what the refusal says)
+    (
+        "one feed where a list is due",
+        FEEDS.replace("return [", "return [").replace(
+            "for i in range(count)]", "for i in range(count)][0]"
+        ),
+        JOIN,
+        [1.0],
+        "chain stage 'ocr': its code <inline>:feeds returned a dict; a stage with a `join` is a "
+        "fan-out: its code returns a list of feeds, one dict of inputs per call",
+    ),
+    (
+        "a join that names an output the model does not declare",
+        FEEDS,
+        JOIN.replace('{"387"', '{"x"'),
+        [2.0],
+        "chain stage 'ocr': its join <inline>:join returned {'x': 'ndarray'}; it returns one "
+        "NumPy array per output model t/ocr@1.0.0 declares: ['387']",
+    ),
+    (
+        "a feed of another dtype, after a first sample with no box: was not checked",
+        FEEDS.replace('values["input1"].dtype', "np.float64"),
+        JOIN,
+        [0.0, 2.0],
+        "chain stage 'ocr': input 'input1' (made by <inline>:feeds) has dtype float64, model "
+        "t/ocr@1.0.0 declares element_type float32",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "join", "samples", "message"),
+    [c[1:] for c in FAN_OUT_REFUSED],
+    ids=[c[0] for c in FAN_OUT_REFUSED],
+)
+def test_a_fan_out_whose_code_or_join_answers_otherwise_is_refused_naming_them(
+    code: str, join: str, samples: list[float], message: str
+) -> None:
+    chained, _ = fan_out(code, join)
+    with pytest.raises(ChainRefused) as refused:
+        for value in samples:
+            chained.predict(np.full((1, 1), value, np.float32))
+    assert str(refused.value).startswith(message)
+
+
+def test_a_fan_out_calls_its_stage_once_per_feed_and_times_the_calls_together() -> None:
+    chained, scores = fan_out(FEEDS, JOIN)
+    assert chained.predict(np.full((1, 1), 0.0, np.float32))["387"].shape == (0, 1, 3)
+    chained.timing = True
+    for count in (3, 0, 1):
+        out = chained.predict(np.full((1, 1), float(count), np.float32))
+        assert out["387"].shape == (2 * count, 1, 3)
+    ocr_stage = chained.stages[1]
+    assert ocr_stage.calls == [3, 0, 1]
+    assert [float(f[0, 0, 0]) for f in scores.fed] == [0.0, 1.0, 2.0, 0.0]
+    assert ocr_stage.times[1] == 0 and min(ocr_stage.times[0], ocr_stage.times[2]) > 0
+    assert len(ocr_stage.code_times) == 3 and min(ocr_stage.code_times) > 0
+
+
+def test_sample_bytes_needs_sample_files() -> None:
+    from types import SimpleNamespace
+
+    from pinbench.chains.evaluate import _with_sample
+
+    request = documented()
+    chain = SimpleNamespace(
+        stages=[
+            SimpleNamespace(name=s["name"], wires=s.get("inputs", {}))
+            for s in request["chain"]["stages"]
+        ]
     )
-    assert renamed != stage["join"]["code"]
-    for changes, message in (
-        (
-            {"code": {"function": "first", "code": one}},
-            "chain stage 'ocr': its code <inline>:first returned a dict; a stage with a `join` "
-            "is a fan-out: its code returns a list of feeds",
-        ),
-        (
-            {"join": {**stage["join"], "code": renamed}},
-            "chain stage 'ocr': its join <inline>:reading returned {'x': 'ndarray'}; it returns "
-            "one NumPy array per output model ddddocr/ocr@1.6.1 declares: ['387']",
-        ),
-    ):
-        lock = service.lock(ws, parse_request(stages(**changes)))[0]
-        with pytest.raises(ChainRefused) as refused:
-            run_lockfile(ws, lock, say=quiet, allow_code=True)
-        assert str(refused.value).startswith(message)
-        failed = list_runs(ws)[0]
-        assert failed["status"] == "failed"
-        assert not any(k.startswith(("stage_", "latency_")) for k in failed)
+    with pytest.raises(ChainRefused, match="dataset arrays holds no sample files"):
+        _with_sample(chain, np.zeros((1, 1)), SimpleNamespace(files=None), "arrays", quiet)  # type: ignore[arg-type]
