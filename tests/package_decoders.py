@@ -63,8 +63,11 @@ def _methods(member: str, owner: str, names: tuple[str, ...], scope: dict[str, A
     path = package_file("ddddocr", member)
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner)
-    body = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in names]
-    assert sorted(n.name for n in body) == sorted(names), f"{member}: {owner} lacks a method"
+    body: list[ast.stmt] = [
+        n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in names
+    ]
+    found = sorted(n.name for n in body if isinstance(n, ast.FunctionDef))
+    assert found == sorted(names), f"{member}: {owner} lacks a method"
     only = ast.ClassDef(name=owner, bases=[], keywords=[], body=body, decorator_list=[])
     module = ast.fix_missing_locations(ast.Module(body=[only], type_ignores=[]))
     exec(compile(module, str(path), "exec"), scope)

@@ -93,19 +93,10 @@ def ocr(tmp_path_factory: pytest.TempPathFactory, digits_template: Path) -> Iter
     det, rec = package_file("ddddocr", DET), package_file("ddddocr", OCR)
     det_files = write_files(tmp_path / "det", {"common_det.onnx": det.read_bytes()})
     manifest = model_manifest("ddddocr/det", "1.6.1", det_files, framework_range="^1")
-    manifest.update(
+    steps = load_yaml(page_block("input steps of `det/steps.yaml`", "yaml"))
+    manifest.update(  # what `pinbench manifest model --steps` writes (the page's command)
         inputs=[
-            {
-                "name": "images",
-                "type": "image",
-                "element_type": "float32",
-                "shape": [3, 416, 416],
-                "steps": [
-                    {"decode": {"color_mode": "bgr"}},
-                    {"letterbox": {"size": [416, 416], "placement": "top-left", "value": 114}},
-                    {"layout": {"to": "NCHW"}},
-                ],
-            }
+            {"name": "images", "element_type": "float32", "shape": [3, 416, 416], "steps": steps}
         ],
         outputs=[{"name": "output"}],
     )
@@ -115,17 +106,8 @@ def ocr(tmp_path_factory: pytest.TempPathFactory, digits_template: Path) -> Iter
         tmp_path / "ocr", {"common_old.onnx": rec.read_bytes(), "charset.txt": charset}
     )
     manifest = model_manifest("ddddocr/ocr", "1.6.1", rec_files, framework_range="^1")
-    manifest.update(
-        inputs=[{"name": "input1", "element_type": "float32"}],
-        outputs=[
-            {
-                "name": "387",
-                "type": "text",
-                "steps": [{"transpose": {"perm": [1, 0, 2]}}],
-                "ctc": {"blank": 0, "alphabet": {"file": "charset.txt"}},
-            }
-        ],
-    )
+    outputs = load_yaml(page_block("say so in `ocr/ocr.yaml`", "yaml"))["outputs"]
+    manifest.update(inputs=[{"name": "input1", "element_type": "float32"}], outputs=outputs)
     publish(ws, parse_manifest(manifest), manifest_dir=tmp_path / "ocr", publisher="test")
     images = {f"images/{i}.png": image(t) for i, t in enumerate(TEXTS)}
     csv = "file,text\n" + "".join(f"{i}.png,{t}\n" for i, t in enumerate(TEXTS))
@@ -151,7 +133,8 @@ def sessions(files: dict[str, Path]) -> tuple[Any, Any]:
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    return tuple(ort.InferenceSession(str(files[s]), options) for s in ("det", "ocr"))  # type: ignore[return-value]
+    det, rec = (ort.InferenceSession(str(files[s]), options) for s in ("det", "ocr"))
+    return det, rec
 
 
 def by_hand(det: Any, rec: Any, charset_path: Path, images: list[bytes]) -> list[str]:
@@ -168,6 +151,7 @@ def by_hand(det: Any, rec: Any, charset_path: Path, images: list[bytes]) -> list
     texts = []
     for data in images:
         bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        assert bgr is not None
         padded = np.full((416, 416, 3), 114, np.uint8)
         padded[: bgr.shape[0], : bgr.shape[1]] = bgr  # 416 wide: r = 1, no resize
         found = det.run(None, {"images": padded.transpose(2, 0, 1)[None].astype(np.float32)})[0]
@@ -353,13 +337,18 @@ FAN_OUT_REFUSED = [
     # (why, code, join, the samples, what the refusal says)
     (
         "one feed where a list is due",
-        FEEDS.replace("return [", "return [").replace(
-            "for i in range(count)]", "for i in range(count)][0]"
-        ),
+        FEEDS.replace("for i in range(count)]", "for i in range(count)][0]"),
         JOIN,
         [1.0],
         "chain stage 'ocr': its code <inline>:feeds returned a dict; a stage with a `join` is a "
         "fan-out: its code returns a list of feeds, one dict of inputs per call",
+    ),
+    (
+        "one feed where a list is due, on a later query: was fed the dict's keys",
+        FEEDS.replace("    return [", "    if count == 2:\n        return {}\n    return ["),
+        JOIN,
+        [1.0, 2.0],
+        "chain stage 'ocr': its code <inline>:feeds returned a dict",
     ),
     (
         "a join that names an output the model does not declare",

@@ -96,14 +96,14 @@ class ChainPredictor:
         """The stage once per feed, then its join on the list of outputs: (the joined
         outputs, the calls' time, the code's and the join's time)."""
         assert stage.join is not None and stage.code is not None
+        if not isinstance(feeds, list):  # every query: a dict iterated would feed its keys
+            raise ChainRefused(
+                stage=stage.locked.name,
+                reason=f"its code {stage.code.where} returned a {type(feeds).__name__}; "
+                "a stage with a `join` is a fan-out: its code returns a list of feeds, "
+                "one dict of inputs per call (an empty list: no call)",
+            )
         if not stage.checked:
-            if not isinstance(feeds, list):
-                raise ChainRefused(
-                    stage=stage.locked.name,
-                    reason=f"its code {stage.code.where} returned a {type(feeds).__name__}; "
-                    "a stage with a `join` is a fan-out: its code returns a list of feeds, "
-                    "one dict of inputs per call (an empty list: no call)",
-                )
             for feed in feeds:
                 check_fed(stage, feed)
             stage.checked = bool(feeds)
@@ -117,8 +117,7 @@ class ChainPredictor:
         t0 = time.perf_counter_ns()
         joined = stage.join.call(results, stage.files)
         code_ns += time.perf_counter_ns() - t0
-        if not self.checked:
-            check_joined(stage, joined)
+        check_joined(stage, joined)  # every query: its answer is what later stages read
         return joined, ns, code_ns
 
     @staticmethod
