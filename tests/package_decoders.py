@@ -92,8 +92,12 @@ def ddddocr_engines(det_session: Any, ocr_session: Any) -> tuple[Any, Any]:
     """``(detector, recogniser)``: ``detector.get_bbox(image_bytes)`` is
     ``DdddOcr(det=True).detection(bytes)`` (``DetectionEngine.predict`` calls it for bytes);
     ``recogniser.classify(pil_image)`` is ``DdddOcr().classification(image)`` for a PIL image
-    with ``png_fix`` and ``probability`` false and no colour filter (``OCREngine.predict``:
-    the image copied, ``_preprocess_image``, ``_inference``, ``_process_text_output``)."""
+    with ``png_fix`` and ``probability`` false and no colour filter (``OCREngine.predict``,
+    ``core/ocr_engine.py`` lines 99-157: the image copied by ``load_image_from_input``, every
+    charset index valid (``CharsetManager._update_valid_indices`` with no range, lines 113-124
+    of ``models/charset_manager.py``), ``_preprocess_image``, ``_inference``, whose
+    ``_process_text_output`` decodes). ``DdddOcr()`` loads ``common_old.onnx`` and the old
+    charset (``models/model_loader.py`` lines 139-145, ``charset_manager.py`` lines 37-42)."""
     import typing
 
     import cv2
