@@ -1,6 +1,8 @@
 """Model chains (Triton's ensembles): published models pinned in one lockfile, each stage's
 inputs wired by name to an earlier stage's outputs, with pinned code between stages where the
-shapes need it (issue 50, decision 240).
+shapes need it (issue 50, decision 240); a stage may fan out, called once per feed its code
+returns (a detector's boxes) with a ``join`` gathering the calls' outputs, and code may read
+the sample file itself (``sample.bytes``, decision 258).
 
 - ``spec``: the request's ``chain`` section and the lockfile's, as data.
 - ``wiring``: the chain locked from its stages' manifests, refused at ``pinbench lock`` where

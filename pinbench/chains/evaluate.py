@@ -5,25 +5,37 @@ by stage; then the scenario, each query the whole chain: LoadGen's ``latency_*``
 ``chain_latency_*_ns`` (the ``predict`` call, code between stages included) are the chain's
 end to end, ``framework_latency_*_ns`` each query's framework calls summed over the stages
 (the framework call alone, as for one model: its raw series is the run's latencies),
-``stage_<name>_latency_*_ns`` each stage's framework call. The dataset's task scores the
-last stage's outputs."""
+``stage_<name>_latency_*_ns`` each stage's framework call (a fan-out's calls summed). The
+dataset's task scores the last stage's outputs. A chain wired ``sample.bytes`` reads every
+sample file's bytes here too, before timing."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pinbench.chains.predict import ChainPredictor, Stage
-from pinbench.chains.spec import LockedChain, LockedStage, stage_artifact
-from pinbench.evaluator.datasets import DatasetError, load_samples
+from pinbench.chains.spec import (
+    SAMPLE_BYTES,
+    ChainRefused,
+    LockedChain,
+    LockedStage,
+    stage_artifact,
+)
+from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
 from pinbench.evaluator.job import Evidence, Job, Say, files_of
 from pinbench.evaluator.latency_metrics import series
+from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.output_axes import batch_axes, perms, reorder
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.ragged import Ragged
 from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stream import wrap
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import load, python_version
+from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
@@ -76,20 +88,20 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
 
     details = feed_details(feed, body, scenario)
     evidence.details.update(details, chain=_record(job.lock, chain, codes))
+    inputs, only = _with_sample(chain, feed.inputs, samples, body.dataset.name, say)
     options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
     stages: list[Stage] = []
-    chained = ChainPredictor(stages)
+    chained = ChainPredictor(stages, only)
     try:
         for stage in chain.stages:
             predictor = wrap(cls(), stage.inputs, feed.windows if stage is source else None)
-            stages.append(
-                Stage(stage, predictor, codes.get(stage.name), job.stage_paths[stage.name])
-            )
+            code, join = codes.get(stage.name, (None, None))
+            stages.append(Stage(stage, predictor, code, job.stage_paths[stage.name], join))
             say(f"opening stage {stage.name}: {stage.model}@{stage.version}")
             predictor.open(_files(job, stage), options)
         job.stop.check()
-        first = feed.inputs[:1]
-        stages[0].predictor.check_input(first)
+        first = inputs[:1]
+        stages[0].predictor.check_input(feed.inputs[:1])
         transposed = perms(body.model.outputs)
         answer = reorder(chained.predict(first), transposed)  # every stage's feed checked
         if scorer is not None:
@@ -100,7 +112,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         say(f"running {scenario.name} ({scenario.mode}) on a chain of {len(stages)} stages")
         measurement = run_scenario(
             chained.predict,
-            feed.inputs,
+            inputs,
             scenario,
             batch_size=1,
             expected_latency_ns=expected,
@@ -120,6 +132,12 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     framework = series(calls, "framework_latency")
     summary = {k: v for k, v in measurement.summary().items() if k not in framework}
     evidence.metrics = {**summary, **whole, **framework, **chained.metrics()}
+    for entry, opened in zip(evidence.details["chain"]["stages"], stages, strict=True):
+        if opened.join is not None:
+            calls = np.array(opened.calls, dtype=np.float64)
+            entry["calls_per_query"] = {
+                "min": float(calls.min()), "mean": float(calls.mean()), "max": float(calls.max())
+            }  # fmt: skip
     evidence.details["loadgen"] = measurement.loadgen
     evidence.latencies = calls  # the raw series of framework_latency_* (gate, rerun verdict)
     if accuracy and scorer is not None:
@@ -143,9 +161,10 @@ def _files(job: Job, stage: LockedStage) -> ModelFiles:
     )
 
 
-def _load_codes(job: Job, chain: LockedChain, say: Say) -> dict[str, Any]:
-    """Each stage's code loaded (its import-time code runs now, inside the runner); refused
-    unless the run was allowed to run code (the runner checks again what the caller did)."""
+def _load_codes(job: Job, chain: LockedChain, say: Say) -> dict[str, tuple[Any, Any]]:
+    """Each stage's code and join loaded (their import-time code runs now, inside the
+    runner); refused unless the run was allowed to run code (the runner checks again what the
+    caller did)."""
     with_code = [s for s in chain.stages if s.code is not None]
     if not with_code:
         return {}
@@ -162,9 +181,42 @@ def _load_codes(job: Job, chain: LockedChain, say: Say) -> dict[str, Any]:
     for stage in with_code:
         assert stage.code is not None
         pinned = {f.path: f.sha256 for f in stage_artifact(job.lock, stage).files}
-        role = f"chain stage {stage.name}"
-        out[stage.name] = load({role: stage.code}, job.stage_paths[stage.name], pinned)[role]
+        role, joins = f"chain stage {stage.name}", f"chain stage {stage.name} join"
+        roles = {role: stage.code, **({joins: stage.join} if stage.join is not None else {})}
+        loaded = load(roles, job.stage_paths[stage.name], pinned)
+        out[stage.name] = (loaded[role], loaded.get(joins))
     return out
+
+
+def _with_sample(
+    chain: LockedChain, inputs: Any, samples: Samples, dataset: str, say: Say
+) -> tuple[Any, str | None]:
+    """What the scenario slices: the first stage's inputs, with each sample file's bytes
+    beside them (``NamedInputs``, under ``sample.bytes``) where a stage is wired them; and
+    the name of the first stage's one input (None: it is fed ``NamedInputs``)."""
+    readers = [s.name for s in chain.stages if SAMPLE_BYTES in s.wires.values()]
+    if not readers:
+        return inputs, None
+    if samples.files is None:
+        raise ChainRefused(
+            stage=readers[0],
+            reason=f"it is wired {SAMPLE_BYTES!r}, the query's sample file, but dataset "
+            f"{dataset} holds no sample files (its samples are arrays or texts): wire an "
+            "earlier stage's output instead",
+        )
+    say(f"reading {len(samples.files)} sample files' bytes for stage(s) {readers}")
+    read = [np.frombuffer(f.local.read_bytes(), dtype=np.uint8) for f in samples.files]
+    names = [f.path for f in samples.files]
+    data: Any
+    if len({r.size for r in read}) <= 1:
+        data = np.stack(read) if read else np.zeros((0, 0), np.uint8)
+    else:
+        shapes = np.array([[r.size] for r in read], dtype=np.int64)
+        data = Ragged(np.concatenate(read), shapes, input=SAMPLE_BYTES, names=names)
+    if isinstance(inputs, NamedInputs):
+        return NamedInputs({**inputs.arrays, SAMPLE_BYTES: data}), None
+    only = str(next(i.name for i in chain.stages[0].inputs if from_samples(i)))
+    return NamedInputs({only: inputs, SAMPLE_BYTES: data}), only
 
 
 def _record(lock: Lockfile, chain: LockedChain, codes: dict[str, Any]) -> dict[str, Any]:
@@ -180,7 +232,10 @@ def _record(lock: Lockfile, chain: LockedChain, codes: dict[str, Any]) -> dict[s
             "files": {f.path: f.sha256 for f in art.files},
             "wires": dict(stage.wires),
         }
-        if stage.name in codes:
-            entry["code"] = codes[stage.name].record()
+        code, join = codes.get(stage.name, (None, None))
+        if code is not None:
+            entry["code"] = code.record()
+        if join is not None:
+            entry["join"] = join.record()
         stages.append(entry)
     return {"stages": stages, "python": python_version(), "end_to_end": "latency_*"}

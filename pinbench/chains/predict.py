@@ -1,8 +1,9 @@
 """A chain as one prediction: each stage's framework call in turn, the pinned code between
 stages, every call timed apart (``perf_counter_ns``) once ``timing`` is on (after the
 warm-up), so that each stage has its own latency series beside the scenario's end-to-end one.
-The first call checks what each stage is fed against its model's declared inputs, before
-anything is timed."""
+A fan-out stage (one with a ``join``) is called once per feed its code returns, its latency
+per query the sum of its calls. The first call checks what each stage is fed against its
+model's declared inputs, before anything is timed (a fan-out's feeds until it is first fed)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pinbench.chains.spec import CODE_SUFFIX, ChainRefused, LockedStage
+from pinbench.chains.spec import CODE_SUFFIX, SAMPLE_BYTES, ChainRefused, LockedStage
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.named import NamedInputs
 from pinbench.registry.input_kinds import from_samples
@@ -26,7 +27,7 @@ Array = np.ndarray[Any, Any]
 
 
 class Stage:
-    """One stage opened: its predictor, its loaded code (if any) and its files."""
+    """One stage opened: its predictor, its loaded code and join (if any) and its files."""
 
     def __init__(
         self,
@@ -34,56 +35,109 @@ class Stage:
         predictor: Predictor,
         code: Loaded | None,
         files: Mapping[str, Path],
+        join: Loaded | None = None,
     ) -> None:
         self.locked = locked
         self.predictor = predictor
         self.code = code
+        self.join = join
         self.files = dict(files)
         self.fed = [str(i.name) for i in locked.inputs if from_samples(i)]
         self.times: list[int] = []
         self.code_times: list[int] = []
+        self.calls: list[int] = []
+        """A fan-out's calls per timed query."""
+        self.checked = False
+        """Its feeds checked: at the first prediction (a fan-out's, at the first it is fed)."""
 
 
 class ChainPredictor:
     """``predict(batch)``: the first stage on the batch, every other on what it is wired to;
-    the last stage's outputs are the chain's."""
+    the last stage's outputs are the chain's. Where a stage is wired ``sample.bytes``, the
+    batch is ``NamedInputs`` holding the sample file's bytes under that name beside the first
+    stage's inputs (``first``: the name of its one input, fed as an array)."""
 
-    def __init__(self, stages: list[Stage]) -> None:
+    def __init__(self, stages: list[Stage], first: str | None = None) -> None:
         self.stages = stages
+        self.first = first
         self.timing = False
         self.checked = False
 
     def predict(self, batch: Any) -> dict[str, Array]:
         first, *rest = self.stages
-        outputs = self._call(first, batch)
-        values = {f"{first.locked.name}.{k}": v for k, v in outputs.items()}
+        values: dict[str, Any] = {}
+        if isinstance(batch, NamedInputs) and SAMPLE_BYTES in batch.arrays:
+            arrays = dict(batch.arrays)
+            values[SAMPLE_BYTES] = arrays.pop(SAMPLE_BYTES)
+            batch = arrays[self.first] if self.first is not None else NamedInputs(arrays)
+        outputs, ns = self._call(first, batch)
+        self._took(first, ns)
+        values.update({f"{first.locked.name}.{k}": v for k, v in outputs.items()})
         for stage in rest:
             wired = {target: values[wire] for target, wire in stage.locked.wires.items()}
+            code_ns = 0
             if stage.code is not None:
                 t0 = time.perf_counter_ns()
                 wired = stage.code.call(wired, stage.files)
-                if self.timing:
-                    stage.code_times.append(time.perf_counter_ns() - t0)
-            if not self.checked:
-                check_fed(stage, wired)
-            feed = (
-                wired[stage.fed[0]]
-                if len(stage.fed) == 1
-                else NamedInputs({n: wired[n] for n in stage.fed})
-            )
-            outputs = self._call(stage, feed)
+                code_ns += time.perf_counter_ns() - t0
+            if stage.join is None:
+                if not stage.checked:
+                    check_fed(stage, wired)
+                    stage.checked = True
+                outputs, ns = self._call(stage, self._feed(stage, wired))
+            else:
+                outputs, ns, code_ns = self._fan_out(stage, wired, code_ns)
+            self._took(stage, ns, code_ns)
             values.update({f"{stage.locked.name}.{k}": v for k, v in outputs.items()})
         self.checked = True
         return outputs
 
-    def _call(self, stage: Stage, feed: Any) -> dict[str, Array]:
+    def _fan_out(self, stage: Stage, feeds: Any, code_ns: int) -> tuple[dict[str, Array], int, int]:
+        """The stage once per feed, then its join on the list of outputs: (the joined
+        outputs, the calls' time, the code's and the join's time)."""
+        assert stage.join is not None and stage.code is not None
+        if not isinstance(feeds, list):  # every query: a dict iterated would feed its keys
+            raise ChainRefused(
+                stage=stage.locked.name,
+                reason=f"its code {stage.code.where} returned a {type(feeds).__name__}; "
+                "a stage with a `join` is a fan-out: its code returns a list of feeds, "
+                "one dict of inputs per call (an empty list: no call)",
+            )
+        if not stage.checked:
+            for feed in feeds:
+                check_fed(stage, feed)
+            stage.checked = bool(feeds)
+        results, ns = [], 0
+        for feed in feeds:
+            got, took = self._call(stage, self._feed(stage, feed))
+            results.append(got)
+            ns += took
+        if self.timing:
+            stage.calls.append(len(feeds))
+        t0 = time.perf_counter_ns()
+        joined = stage.join.call(results, stage.files)
+        code_ns += time.perf_counter_ns() - t0
+        check_joined(stage, joined)  # every query: its answer is what later stages read
+        return joined, ns, code_ns
+
+    @staticmethod
+    def _feed(stage: Stage, wired: dict[str, Any]) -> Any:
+        if len(stage.fed) == 1:
+            return wired[stage.fed[0]]
+        return NamedInputs({n: wired[n] for n in stage.fed})
+
+    def _call(self, stage: Stage, feed: Any) -> tuple[dict[str, Array], int]:
         if not self.checked:
-            return dict(stage.predictor.first_predict(feed))
+            return dict(stage.predictor.first_predict(feed)), 0
         t0 = time.perf_counter_ns()
         out = stage.predictor.predict(feed)
+        return dict(out), time.perf_counter_ns() - t0
+
+    def _took(self, stage: Stage, ns: int, code_ns: int = 0) -> None:
         if self.timing:
-            stage.times.append(time.perf_counter_ns() - t0)
-        return dict(out)
+            stage.times.append(ns)
+            if stage.code is not None:
+                stage.code_times.append(code_ns)
 
     def metrics(self) -> dict[str, float]:
         """``stage_<name>_latency_*_ns`` (each stage's framework call) and, for a stage with
@@ -121,14 +175,14 @@ def check_fed(stage: Stage, fed: Any) -> None:
     locked = stage.locked
     where = f"{locked.model}@{locked.version}"
     made = f" (made by {stage.code.where})" if stage.code is not None else ""
-    if not isinstance(fed, dict) or set(fed) != set(locked.wires):
+    if not isinstance(fed, dict) or set(fed) != set(stage.fed):
         got = sorted(fed) if isinstance(fed, dict) else type(fed).__name__
         raise ChainRefused(
             stage=locked.name,
-            reason=f"its inputs{made} are {got}, model {where} is wired {sorted(locked.wires)}",
+            reason=f"its inputs{made} are {got}, model {where} is fed {sorted(stage.fed)}",
         )
     declared = {str(i.name): i for i in locked.inputs}
-    for name in locked.wires:
+    for name in stage.fed:
         value, spec = fed[name], declared[name]
         if not isinstance(value, np.ndarray):
             raise ChainRefused(
@@ -153,3 +207,25 @@ def _fits(shape: list[int], declared: list[int]) -> bool:
     return len(shape) == len(declared) and all(
         d <= 0 or d == s for s, d in zip(shape, declared, strict=True)
     )
+
+
+def check_joined(stage: Stage, joined: Any) -> None:
+    """A fan-out's join returns one NumPy array per output its model declares, by name."""
+    assert stage.join is not None
+    locked = stage.locked
+    names = sorted(str(o.name) for o in locked.outputs)
+    if (
+        not isinstance(joined, dict)
+        or (names and sorted(joined) != names)
+        or not all(isinstance(v, np.ndarray) for v in joined.values())
+    ):
+        got = (
+            {k: type(v).__name__ for k, v in joined.items()}
+            if isinstance(joined, dict)
+            else type(joined).__name__
+        )
+        raise ChainRefused(
+            stage=locked.name,
+            reason=f"its join {stage.join.where} returned {got}; it returns one NumPy array "
+            f"per output model {locked.model}@{locked.version} declares: {names}",
+        )

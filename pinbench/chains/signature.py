@@ -4,7 +4,8 @@ and its dimensions after the batch axis must be what the receiving stage's model
 the input. The graphs are read as data by ``onnx_proto`` (no ``onnx`` package, no tensor
 copied); nothing runs. A wired output that is not a tensor (a sequence, a map), or whose graph
 gives no shape, is left to the run's check. A
-stage in another format, or a wire through code, is checked on the first prediction of the
+stage in another format, a wire through code, from a fan-out's join (its outputs are the
+join's, not the graph's) or from ``sample.bytes`` is checked on the first prediction of the
 run, before anything is timed (``predict.check_fed``)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.onnx_proto import GraphOutput, NotProtobuf, graph_outputs
-from pinbench.chains.spec import ChainRefused, LockedStage, stage_artifact
+from pinbench.chains.spec import SAMPLE, ChainRefused, LockedStage, stage_artifact
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -48,6 +49,8 @@ def check_signatures(lock: Lockfile, locate: Locate) -> None:
         declared = {str(i.name): i for i in stage.inputs}
         for target, wire in stage.wires.items():
             source_name, _, output = wire.partition(".")
+            if source_name == SAMPLE or by_name[source_name].join is not None:
+                continue  # no graph gives it: checked on the first prediction
             source = by_name[source_name]
             if source_name not in graphs:
                 graphs[source_name] = _outputs(lock, source, locate)

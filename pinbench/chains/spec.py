@@ -22,6 +22,11 @@ MAX_STAGES = 16
 CODE_SUFFIX = "_code"
 """No stage name ends so: ``stage_<name>_latency_*`` (a stage's framework call) and
 ``stage_<name>_code_latency_*`` (its code) are then disjoint for any two stages."""
+SAMPLE = "sample"
+"""Not a stage: ``sample.bytes`` wires the query's sample file, its bytes as a ``uint8``
+array ``(1, size)``, read before anything is timed (a detector's image, for the code that
+crops what the detector found)."""
+SAMPLE_BYTES = f"{SAMPLE}.bytes"
 
 
 WireText = Annotated[str, CHAIN_WIRE_CHARS.length_meta]
@@ -58,11 +63,20 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
     """Pinned code between the wired outputs and this stage's inputs: ``function(values,
     files)`` gets the wired arrays by this stage's input names and returns the arrays to feed
     (``file``: a ``.py`` file of this stage's model artifact; inline ``code``: hashed with the
-    request)."""
+    request); with ``join``, a list of them, one per call of the stage (a fan-out)."""
+    join: Code | None = None
+    """A fan-out's join: the stage runs once per feed its ``code`` returns (a detector's boxes,
+    each cropped), and ``function(outputs, files)`` makes the stage's outputs from the list
+    of each call's outputs, in order (the texts read, one after the other)."""
 
     def __post_init__(self) -> None:
         if not STAGE_NAME.match(self.name):
             raise ValueError(f"chain stage name {self.name!r} must match {STAGE_NAME.pattern}")
+        if self.name == SAMPLE:
+            raise ValueError(
+                f"chain stage name {SAMPLE!r} is the samples' own: a wire {SAMPLE_BYTES!r} "
+                "names the query's sample file; name the stage otherwise"
+            )
         if self.name.endswith(CODE_SUFFIX):
             raise ValueError(
                 f"chain stage name {self.name!r} must not end in {CODE_SUFFIX!r}: "
@@ -75,6 +89,11 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
                     f"chain stage {self.name!r} input {target!r}: {source!r} must be "
                     "STAGE.OUTPUT (an earlier stage's name and one of its outputs)"
                 )
+            if stage == SAMPLE and source != SAMPLE_BYTES:
+                raise ValueError(
+                    f"chain stage {self.name!r} input {target!r}: the sample offers "
+                    f"{SAMPLE_BYTES!r} (its file's bytes) and nothing else, not {source!r}"
+                )
         try:
             Spec.parse(self.model, kind=Kind.MODEL)
         except UserError as exc:
@@ -83,6 +102,11 @@ class ChainStage(_Strict, frozen=True, kw_only=True):
             raise ValueError(
                 f"chain stage {self.name!r} has `code` but no wired `inputs`: the first stage "
                 "is fed from the samples by its manifest's steps (or its own `preprocess`)"
+            )
+        if self.join is not None and self.code is None:
+            raise ValueError(
+                f"chain stage {self.name!r} has a `join` but no `code`: a fan-out's code "
+                "returns the list of feeds (one per call) whose outputs the join gathers"
             )
 
     @property
@@ -122,6 +146,7 @@ class LockedStage(_Strict, frozen=True, kw_only=True):
     outputs: list[Output]
     wires: dict[str, str]
     code: Code | None = None
+    join: Code | None = None
 
 
 class LockedChain(_Strict, frozen=True, kw_only=True):

@@ -7,13 +7,25 @@ model does not declare, a last stage that is not the request's model, a stage's 
 ``preprocess``/``postprocess`` (a chain's code goes between stages), output ``steps`` on a stage
 before the last (the task applies them to the last stage's only), more than one stage
 fed from the samples, a stage that feeds nothing the last stage is fed from, and a stage's
-code ``file`` that is not one of its model's files."""
+code or join ``file`` that is not one of its model's files.
+
+``sample.bytes`` is no stage: a wire from it feeds the query's sample file. In a stage with
+``code`` it may be read under a name of the code's choosing (the code makes the model's
+inputs); every other wire names an input the model declares."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pinbench.chains.spec import ChainRefused, ChainSpec, ChainStage, LockedChain, LockedStage
+from pinbench.chains.spec import (
+    SAMPLE,
+    SAMPLE_BYTES,
+    ChainRefused,
+    ChainSpec,
+    ChainStage,
+    LockedChain,
+    LockedStage,
+)
 from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.manifest import ModelManifest
 
@@ -30,7 +42,7 @@ def run_order(stages: list[ChainStage]) -> list[ChainStage]:
     for stage in stages:
         for target, wire in stage.inputs.items():
             source, _ = _source(wire)
-            if source not in by_name:
+            if source != SAMPLE and source not in by_name:
                 raise ChainRefused(
                     stage=stage.name,
                     reason=f"input {target!r} is wired to {wire!r}, but the chain has no stage "
@@ -51,7 +63,8 @@ def run_order(stages: list[ChainStage]) -> list[ChainStage]:
             )
         state[stage.name] = "on path"
         for wire in stage.inputs.values():
-            visit(by_name[_source(wire)[0]], [*path, stage.name])
+            if wire != SAMPLE_BYTES:
+                visit(by_name[_source(wire)[0]], [*path, stage.name])
         state[stage.name] = "done"
         order.append(stage)
 
@@ -105,7 +118,7 @@ def _check_all_feed_the_last(order: list[ChainStage]) -> None:
     while todo:
         for wire in todo.pop().inputs.values():
             source = _source(wire)[0]
-            if source not in feeding:
+            if source != SAMPLE and source not in feeding:
                 feeding.add(source)
                 todo.append(by_name[source])
     idle = [s.name for s in order[:-1] if s.name not in feeding]
@@ -129,12 +142,14 @@ def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]
             "a stage's own processing code is not run; put the work in the `code` of the stage "
             "that reads it (between stages), or publish the model without it",
         )
-    if stage.code is not None and stage.code.file is not None:
+    for role, code in (("code", stage.code), ("join", stage.join)):
+        if code is None or code.file is None:
+            continue
         files = sorted(f.path for f in model.files)
-        if stage.code.file not in files:
+        if code.file not in files:
             raise ChainRefused(
                 stage=stage.name,
-                reason=f"its code's file {stage.code.file!r} is not a file of model "
+                reason=f"its {role}'s file {code.file!r} is not a file of model "
                 f"{name}@{version} (its files: {files}): a stage's code file is one of its "
                 "model's files, pinned by their sha256",
             )
@@ -149,6 +164,7 @@ def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]
         outputs=list(model.outputs),
         wires=dict(sorted(stage.inputs.items())),
         code=stage.code,
+        join=stage.join,
     )
 
 
@@ -156,7 +172,9 @@ def _check_wires(stage: LockedStage, outputs: Mapping[str, set[str]]) -> None:
     declared = {str(i.name): i for i in stage.inputs}
     for target, wire in stage.wires.items():
         source, output = _source(wire)
-        if output not in outputs[source]:
+        if wire == SAMPLE_BYTES and stage.code is not None and target not in declared:
+            continue  # the sample's file, read by the code under a name of its own
+        if wire != SAMPLE_BYTES and output not in outputs[source]:
             raise ChainRefused(
                 stage=stage.name,
                 reason=f"input {target!r} is wired to {wire!r}, but stage {source!r} "

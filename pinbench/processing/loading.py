@@ -6,6 +6,7 @@ it, and the versions of the libraries it imports read from its source (not from 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import platform
 import sys
@@ -165,7 +166,7 @@ def libraries(source: bytes) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
     names -= set(sys.stdlib_module_names)
-    provided = metadata.packages_distributions() if names - {"numpy"} else {"numpy": ["numpy"]}
+    provided = _distributions() if names - {"numpy"} else {"numpy": ["numpy"]}
     out = {}
     for name in sorted(names):
         dists = provided.get(name)
@@ -174,6 +175,16 @@ def libraries(source: bytes) -> dict[str, str]:
         for dist in dists or ():
             out[dist] = metadata.version(dist)
     return dict(sorted(out.items()))
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    """``importlib.metadata.packages_distributions()``, read once per process: it reads every
+    installed distribution's metadata (seconds in a large environment, each time), and what a
+    process imports is what was installed when it first imported it (``sys.modules``)."""
+    from importlib import metadata
+
+    return metadata.packages_distributions()
 
 
 def python_version() -> str:

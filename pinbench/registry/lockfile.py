@@ -211,7 +211,7 @@ class Lockfile:
         data["request"] = request_data(body.request)
         drop_unset(data, ("operator", "training", "validation", "chain"))
         for stage in (data.get("chain") or {}).get("stages", []):
-            drop_unset(stage, ("code",))
+            drop_unset(stage, ("code", "join"))
             drop_unset_inputs(stage["inputs"])
             drop_unset_outputs(stage["outputs"])
         if isinstance(data.get("training"), dict):

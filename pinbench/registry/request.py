@@ -189,6 +189,8 @@ def request_data(request: Request) -> dict[str, Any]:
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
     if isinstance(data.get("training"), dict):
         drop_unset(data["training"], LATE_TRAINING_FIELDS)
+    for stage in (data.get("chain") or {}).get("stages", []):
+        drop_unset(stage, ("join",))  # a late field of a chain's stage
     return data
 
 
