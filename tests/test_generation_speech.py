@@ -450,7 +450,7 @@ TRANSCRIBE, TRANSLATE, NO_STAMPS = SPECIAL["<|transcribe|>"], 55, SPECIAL["<|not
 EN, DE, FR = (SPECIAL[f"<|{c}|>"] for c in ("en", "de", "fr"))
 
 # (language, task, the prompt generate builds, why)
-PROMPTS = [
+PROMPTS: list[tuple[str | None, Any, tuple[int | None, ...], str]] = [
     (None, None, (50, None, TRANSCRIBE, NO_STAMPS), "forced_decoder_ids; the language detected"),
     ("en", "transcribe", (50, EN, TRANSCRIBE, NO_STAMPS), "a code and a task"),
     ("de", "translate", (50, DE, TRANSLATE, NO_STAMPS), "the other task"),

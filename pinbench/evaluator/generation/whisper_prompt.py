@@ -49,6 +49,7 @@ HONOURED = {
     "eos_token_id": "ends an answer",
     "max_length": "replaced by the request's max_new_tokens, as generate's max_new_tokens "
     "replaces it",
+    "max_new_tokens": "replaced by the request's, as generate's argument replaces it",
     "do_sample": "Whisper's generate sets it from its temperature argument, which the "
     "request's sampling stands for",
     "temperature": "Whisper's generate sets it from its temperature argument, which the "
@@ -134,11 +135,11 @@ def whisper_prompt(
             f"generation.{named}: the model is English-only (`is_multilingual: "
             f"{multilingual}`): leave generation.language and generation.task unset"
         )
-    for given, table in ((language, "lang_to_id"), (task, "task_to_id")):
-        if given is not None and table not in settings:
+    for field, given, key in (("language", language, "lang_to_id"), ("task", task, "task_to_id")):
+        if given is not None and key not in settings:
             raise UserError(
-                f"generation.{'language' if table == 'lang_to_id' else 'task'}: the model's "
-                f"generation config has no `{table}` to find the token in"
+                f"generation.{field}: the model's generation config has no `{key}` to find "
+                "the token in"
             )
     language = language if language is not None else settings.get("language")
     task = task if task is not None else settings.get("task")
