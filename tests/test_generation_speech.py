@@ -449,15 +449,17 @@ EOS = 51
 TRANSCRIBE, TRANSLATE, NO_STAMPS = SPECIAL["<|transcribe|>"], 55, SPECIAL["<|notimestamps|>"]
 EN, DE, FR = (SPECIAL[f"<|{c}|>"] for c in ("en", "de", "fr"))
 
-# (language, task, the prompt generate builds, why)
-PROMPTS: list[tuple[str | None, Any, tuple[int | None, ...], str]] = [
-    (None, None, (50, None, TRANSCRIBE, NO_STAMPS), "forced_decoder_ids; the language detected"),
-    ("en", "transcribe", (50, EN, TRANSCRIBE, NO_STAMPS), "a code and a task"),
-    ("de", "translate", (50, DE, TRANSLATE, NO_STAMPS), "the other task"),
-    ("French", None, (50, FR, TRANSCRIBE, NO_STAMPS), "a name, any case; transcribe by default"),
-    (None, "translate", (50, None, TRANSLATE, NO_STAMPS), "a task alone: the language detected"),
-    ("<|de|>", None, (50, DE, TRANSCRIBE, NO_STAMPS), "the token itself"),
+# (language, task, the prompt generate builds, compared with generate's answers, why)
+PROMPTS: list[tuple[str | None, Any, tuple[int | None, ...], bool, str]] = [
+    (None, None, (50, None, TRANSCRIBE, NO_STAMPS), True, "forced_decoder_ids; detection"),
+    ("en", "transcribe", (50, EN, TRANSCRIBE, NO_STAMPS), True, "a code and a task"),
+    ("de", "translate", (50, DE, TRANSLATE, NO_STAMPS), True, "the other language and task"),
+    (None, "translate", (50, None, TRANSLATE, NO_STAMPS), True, "a task alone: detection"),
+    ("French", None, (50, FR, TRANSCRIBE, NO_STAMPS), False, "a name, any case; transcribe"),
+    ("<|de|>", None, (50, DE, TRANSCRIBE, NO_STAMPS), False, "the token itself"),
 ]
+"""Each generate call costs about half a second on two busy cores: four cases are generated
+(two languages, both tasks, detection), two only built."""
 
 
 def test_whisper_prompts_are_generates_for_each_language_and_task(
@@ -473,15 +475,17 @@ def test_whisper_prompts_are_generates_for_each_language_and_task(
     from pinbench.registry.generation import GenerationSpec
 
     _, folder, root = multilingual
-    features = _features(folder, root)
-    batch = torch.from_numpy(np.concatenate(features))  # one generate call per case: 4 rows
+    features = _features(folder, root)[1:3]  # two sounds the languages answer differently
+    batch = torch.from_numpy(np.concatenate(features))  # one generate call per case
     model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
     generator = _opened(folder)
     answers: dict[tuple[str | None, str | None], list[list[int]]] = {}
     try:
-        for language, task, prompt, why in PROMPTS:
+        for language, task, prompt, generated, why in PROMPTS:
             spec = GenerationSpec(max_new_tokens=NEW, language=language, task=task)
             assert generator.speech_prompt(spec) == prompt, why
+            if not generated:
+                continue
             asked = {k: v for k, v in (("language", language), ("task", task)) if v is not None}
             with torch.inference_mode():
                 out = model.generate(batch, max_new_tokens=NEW, **asked).tolist()
@@ -492,7 +496,6 @@ def test_whisper_prompts_are_generates_for_each_language_and_task(
     finally:
         generator.close()
     assert answers[("en", "transcribe")] != answers[("de", "translate")]
-    assert answers[("en", "transcribe")] != answers[("French", None)]
 
 
 def test_a_whisper_run_with_a_language_is_generates_scored_by_jiwer(
