@@ -498,6 +498,72 @@ def test_whisper_prompts_are_generates_for_each_language_and_task(
     assert answers[("en", "transcribe")] != answers[("de", "translate")]
 
 
+DROP = object()
+"""A setting the case removes from the generation config."""
+
+
+@pytest.mark.parametrize(
+    ("change", "language", "task", "prompt"),
+    [  # each a checkpoint shape other than openai/whisper-*'s
+        (  # a fine-tuned checkpoint: its forced_decoder_ids name the language
+            {"forced_decoder_ids": [[1, DE], [2, TRANSLATE], [3, NO_STAMPS]]},
+            *(None, None, (50, DE, TRANSLATE, NO_STAMPS)),
+        ),
+        ({"language": "fr", "task": "translate"}, None, None, (50, FR, TRANSLATE, NO_STAMPS)),
+        ({"language": "fr"}, "de", None, (50, DE, TRANSCRIBE, NO_STAMPS)),  # the request's wins
+        (  # openai/whisper-*.en: English only, no tables, no-timestamps forced at 1
+            {"is_multilingual": False, "lang_to_id": DROP, "task_to_id": DROP}
+            | {"forced_decoder_ids": [[1, NO_STAMPS]]},
+            *(None, None, (50, NO_STAMPS)),
+        ),
+        (  # the language left open with no table to detect it from: generate drops it
+            {"lang_to_id": DROP},
+            *(None, None, (50, TRANSCRIBE, NO_STAMPS)),
+        ),
+        ({"no_timestamps_token_id": DROP}, "en", "transcribe", (50, EN, TRANSCRIBE)),
+        ({"forced_decoder_ids": DROP, "lang_to_id": DROP}, None, None, (50, NO_STAMPS)),
+    ],
+)
+def test_whisper_prompts_of_other_checkpoints_are_transformers_own(
+    multilingual: tuple[Any, Path, Path],
+    change: dict[str, Any],
+    language: str | None,
+    task: str | None,
+    prompt: tuple[int, ...],
+) -> None:
+    """``whisper_prompt`` against transformers' own ``_retrieve_init_tokens`` (after
+    ``_set_language_and_task``, as ``generate`` calls them) on the same generation config."""
+    import torch
+    from transformers import GenerationConfig, WhisperForConditionalGeneration
+    from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
+
+    from pinbench.evaluator.generation.whisper_prompt import whisper_prompt
+    from tests.encdec_folders import whisper_generation_config
+
+    settings = {**whisper_generation_config(), **change}
+    config = GenerationConfig.from_dict({k: v for k, v in settings.items() if v is not DROP})
+    mine = whisper_prompt(
+        config.to_dict(), None, language=language, task=task, codes=TO_LANGUAGE_CODE
+    )
+    assert mine.tokens == prompt and not mine.languages
+    model = WhisperForConditionalGeneration.from_pretrained(multilingual[1]).eval()  # type: ignore[no-untyped-call]
+    model._set_return_timestamps(
+        return_timestamps=None, is_shortform=True, generation_config=config
+    )
+    model._set_language_and_task(
+        language=language, task=task, is_multilingual=None, generation_config=config
+    )
+    theirs = model._retrieve_init_tokens(
+        torch.zeros((1, 16, 100)),
+        batch_size=1,
+        generation_config=config,
+        config=model.config,
+        num_segment_frames=100,
+        kwargs={},
+    )
+    assert tuple(theirs[0].tolist()) == prompt
+
+
 def test_a_whisper_run_with_a_language_is_generates_scored_by_jiwer(
     multilingual: tuple[Any, Path, Path],
 ) -> None:

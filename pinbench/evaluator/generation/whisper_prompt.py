@@ -180,7 +180,7 @@ def whisper_prompt(
                 key="task_to_id", reason="names no `transcribe` token, generate's default"
             )
         tokens.append(table["transcribe"])
-    if "no_timestamps_token_id" in settings:
+    if settings.get("no_timestamps_token_id") is not None:  # generate appends, then drops, None
         stamp = _token_id(settings["no_timestamps_token_id"], "no_timestamps_token_id")
         if tokens[-1] != stamp:
             tokens.append(stamp)
