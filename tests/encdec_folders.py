@@ -68,19 +68,53 @@ WHISPER_WORDS = [f"w{i}" for i in range(50)]
 RATE = 16_000
 
 
-def whisper_folder(folder: Path, seed: int = 0) -> Path:
+WHISPER_SPECIALS = [
+    *("<|en|>", "<|de|>", "<|fr|>", "<|translate|>", "<|transcribe|>", "<|startoflm|>"),
+    *("<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"),
+]
+"""A multilingual tiny Whisper's tokens after its 52 (ids 52-60), in openai/whisper-*'s order:
+languages, tasks, then the rest up to ``<|notimestamps|>``."""
+SPECIAL = {t: 52 + i for i, t in enumerate(WHISPER_SPECIALS)}
+
+
+def whisper_generation_config() -> dict[str, Any]:
+    """A generation_config.json shaped like openai/whisper-tiny's (its keys, its prompt: the
+    language left to detection, then transcribe), with the tiny vocabulary's ids."""
+    return {
+        "alignment_heads": [[0, 0], [0, 1]],
+        "begin_suppress_tokens": [0, 51],  # openai's: [220 (a space), 50257 (end of text)]
+        "bos_token_id": 51,
+        "decoder_start_token_id": 50,
+        "eos_token_id": 51,
+        "forced_decoder_ids": [[1, None], [2, SPECIAL["<|transcribe|>"]]],
+        "is_multilingual": True,
+        "lang_to_id": {t: SPECIAL[t] for t in ("<|en|>", "<|de|>", "<|fr|>")},
+        "max_initial_timestamp_index": 50,
+        "max_length": 32,
+        "no_timestamps_token_id": SPECIAL["<|notimestamps|>"],
+        "pad_token_id": 51,
+        "prev_sot_token_id": SPECIAL["<|startofprev|>"],
+        "return_timestamps": False,
+        "suppress_tokens": [1, 2, 50, *range(55, 60)],  # openai's end with sot, tasks..nospeech
+        "task_to_id": {"transcribe": SPECIAL["<|transcribe|>"], "translate": 55},
+        "transformers_version": "4.31.0.dev0",
+    }
+
+
+def whisper_folder(folder: Path, seed: int = 0, multilingual: bool = False) -> Path:
     """A random-weight Whisper (speech encoder-decoder) with its WhisperFeatureExtractor's
     settings: 16 mel channels over one-second windows (100 frames: 2 x 50 source positions),
     a word-level tokenizer whose special tokens decoding skips. Its matrices are drawn with
     three times the usual spread: at transformers' own initialisation every sound gets the
-    same answer."""
+    same answer. ``multilingual``: language, task and timestamp tokens too, and
+    ``whisper_generation_config`` as its generation_config.json (openai/whisper-*'s shape)."""
     import torch
     import transformers
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     torch.manual_seed(seed)
     config = transformers.WhisperConfig(
-        vocab_size=52,
+        vocab_size=52 + len(WHISPER_SPECIALS) * multilingual,
         num_mel_bins=16,
         d_model=16,
         encoder_layers=1,
@@ -110,9 +144,15 @@ def whisper_folder(folder: Path, seed: int = 0) -> Path:
     extractor.save_pretrained(folder)
     vocab = {w: i for i, w in enumerate(WHISPER_WORDS)}
     vocab.update({"<|startoftranscript|>": 50, "<|endoftext|>": 51})
+    specials = ["<|startoftranscript|>", "<|endoftext|>"]
+    if multilingual:
+        vocab.update(SPECIAL)
+        specials += WHISPER_SPECIALS
+        settings = folder / "generation_config.json"
+        settings.write_text(json.dumps(whisper_generation_config(), indent=2))
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer.add_special_tokens(["<|startoftranscript|>", "<|endoftext|>"])
+    tokenizer.add_special_tokens(specials)
     tokenizer.save(str(folder / "tokenizer.json"))
     return folder
 

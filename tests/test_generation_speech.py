@@ -21,7 +21,7 @@ import pytest
 import pinbench
 from pinbench.artifacts.hf_folder import HfFolderRefused, describe
 from pinbench.errors import PinbenchError
-from tests.encdec_folders import RATE, whisper_folder, write_wav
+from tests.encdec_folders import RATE, SPECIAL, whisper_folder, write_wav
 
 NEW = 5
 TONES = (220, 440, 880, 1760)
@@ -399,26 +399,301 @@ def test_a_whisper_config_that_does_not_describe_its_weights_is_refused(
         describe({p.name: p for p in folder.iterdir()})
 
 
+@pytest.fixture(scope="module")
+def multilingual(whisper: tuple[Any, Path, Path]) -> tuple[Any, Path, Path]:
+    """The registry with a second Whisper: language, task and timestamp tokens, and a
+    generation_config.json shaped like openai/whisper-tiny's (``whisper_generation_config``)."""
+    from pinbench.authoring.hf_model import hf_manifest
+    from tests.helpers import dump
+
+    registry, _, root = whisper
+    folder = whisper_folder(root / "whisper-multi", seed=1, multilingual=True)
+    data, _ = hf_manifest(
+        folder,
+        base=root,
+        name="speech/whisper-multi",
+        version="1.0.0",
+        framework_range=None,
+        steps=None,
+        classification=[],
+    )
+    registry.publish(dump(root / "whisper-multi.yaml", data))
+    return registry, folder, root
+
+
+def _opened(folder: Path) -> Any:
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.evaluator.predictors.config import ModelFiles
+
+    generator = TorchGenerator()
+    generator.open(ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None)
+    return generator
+
+
+def _features(folder: Path, root: Path) -> list[Any]:
+    from pinbench.evaluator.datasets import SampleFile
+    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+
+    clips = [SampleFile(f"clips/{i}.wav", root / "clips" / f"{i}.wav") for i in range(len(TONES))]
+    extractor = extractor_of(folder / "preprocessor_config.json", "p")
+    return audio_features(clips, extractor, lambda: None)
+
+
+def _generated(answer: list[int]) -> list[int]:
+    """An answer without its end token and what follows it: ``generate`` drops the end token
+    and pads a batch's shorter rows with it (``pad_token_id`` is the end token's)."""
+    return answer[: answer.index(EOS)] if EOS in answer else answer
+
+
+EOS = 51
+TRANSCRIBE, TRANSLATE, NO_STAMPS = SPECIAL["<|transcribe|>"], 55, SPECIAL["<|notimestamps|>"]
+EN, DE, FR = (SPECIAL[f"<|{c}|>"] for c in ("en", "de", "fr"))
+
+# (language, task, the prompt generate builds, compared with generate's answers, why)
+PROMPTS: list[tuple[str | None, Any, tuple[int | None, ...], bool, str]] = [
+    (None, None, (50, None, TRANSCRIBE, NO_STAMPS), True, "forced_decoder_ids; detection"),
+    ("en", "transcribe", (50, EN, TRANSCRIBE, NO_STAMPS), True, "a code and a task"),
+    ("de", "translate", (50, DE, TRANSLATE, NO_STAMPS), True, "the other language and task"),
+    (None, "translate", (50, None, TRANSLATE, NO_STAMPS), True, "a task alone: detection"),
+    ("French", None, (50, FR, TRANSCRIBE, NO_STAMPS), False, "a name, any case; transcribe"),
+    ("<|de|>", None, (50, DE, TRANSCRIBE, NO_STAMPS), False, "the token itself"),
+]
+"""Each generate call costs about half a second on two busy cores: four cases are generated
+(two languages, both tasks, detection), two only built."""
+
+
+def test_whisper_prompts_are_generates_for_each_language_and_task(
+    multilingual: tuple[Any, Path, Path],
+) -> None:
+    """The decoder's prompt (start, language, task, no timestamps) built as Whisper's
+    ``generate(language=..., task=...)`` builds it from an openai-shaped generation config: the
+    answers (the tokens after the prompt) are ``generate``'s, sample by sample, and the
+    language and task change them."""
+    import torch
+    from transformers import WhisperForConditionalGeneration
+
+    from pinbench.registry.generation import GenerationSpec
+
+    _, folder, root = multilingual
+    features = _features(folder, root)[1:3]  # two sounds the languages answer differently
+    batch = torch.from_numpy(np.concatenate(features))  # one generate call per case
+    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    generator = _opened(folder)
+    answers: dict[tuple[str | None, str | None], list[list[int]]] = {}
+    try:
+        for language, task, prompt, generated, why in PROMPTS:
+            spec = GenerationSpec(max_new_tokens=NEW, language=language, task=task)
+            assert generator.speech_prompt(spec) == prompt, why
+            if not generated:
+                continue
+            asked = {k: v for k, v in (("language", language), ("task", task)) if v is not None}
+            with torch.inference_mode():
+                out = model.generate(batch, max_new_tokens=NEW, **asked).tolist()
+            for i, f in enumerate(features):
+                mine = generator.generate_features(f, spec, i, lambda: None)
+                assert _generated(mine) == _generated(out[i]), (why, i)
+                answers.setdefault((language, task), []).append(mine)
+    finally:
+        generator.close()
+    assert answers[("en", "transcribe")] != answers[("de", "translate")]
+
+
+DROP = object()
+"""A setting the case removes from the generation config."""
+
+
 @pytest.mark.parametrize(
-    ("where", "key", "value"),
-    [
-        ("generation_config.json", "forced_decoder_ids", [[1, 3], [2, 4]]),
-        ("generation_config.json", "lang_to_id", {"<|en|>": 3}),
-        ("config.json", "no_timestamps_token_id", 49),
+    ("change", "language", "task", "prompt"),
+    [  # each a checkpoint shape other than openai/whisper-*'s
+        (  # a fine-tuned checkpoint: its forced_decoder_ids name the language
+            {"forced_decoder_ids": [[1, DE], [2, TRANSLATE], [3, NO_STAMPS]]},
+            *(None, None, (50, DE, TRANSLATE, NO_STAMPS)),
+        ),
+        ({"language": "fr", "task": "translate"}, None, None, (50, FR, TRANSLATE, NO_STAMPS)),
+        ({"language": "fr"}, "de", None, (50, DE, TRANSCRIBE, NO_STAMPS)),  # the request's wins
+        (  # openai/whisper-*.en: English only, no tables, no-timestamps forced at 1
+            {"is_multilingual": False, "lang_to_id": DROP, "task_to_id": DROP}
+            | {"forced_decoder_ids": [[1, NO_STAMPS]]},
+            *(None, None, (50, NO_STAMPS)),
+        ),
+        (  # the language left open with no table to detect it from: generate drops it
+            {"lang_to_id": DROP},
+            *(None, None, (50, TRANSCRIBE, NO_STAMPS)),
+        ),
+        ({"no_timestamps_token_id": DROP}, "en", "transcribe", (50, EN, TRANSCRIBE)),
+        ({"forced_decoder_ids": DROP, "lang_to_id": DROP}, None, None, (50, NO_STAMPS)),
     ],
 )
-def test_a_whisper_prompt_pinbench_does_not_force_is_refused(
-    whisper: tuple[Any, Path, Path], tmp_path: Path, where: str, key: str, value: Any
+def test_whisper_prompts_of_other_checkpoints_are_transformers_own(
+    multilingual: tuple[Any, Path, Path],
+    change: dict[str, Any],
+    language: str | None,
+    task: str | None,
+    prompt: tuple[int, ...],
 ) -> None:
-    """transformers' Whisper ``generate`` would force language/task/timestamp tokens after the
-    start: pinbench's loop does not yet, so such a folder is refused, not run to other
-    answers."""
-    folder = shutil.copytree(whisper[1], tmp_path / "whisper")
-    data = json.loads((folder / where).read_text())
-    data[key] = value
-    (folder / where).write_text(json.dumps(data))
-    with pytest.raises(HfFolderRefused, match=_escaped(f"{where}: `{key}`: transformers' Whisper")):
-        describe({p.name: p for p in folder.iterdir()})
+    """``whisper_prompt`` against transformers' own ``_retrieve_init_tokens`` (after
+    ``_set_language_and_task``, as ``generate`` calls them) on the same generation config."""
+    import torch
+    from transformers import GenerationConfig, WhisperForConditionalGeneration
+    from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
+
+    from pinbench.evaluator.generation.whisper_prompt import whisper_prompt
+    from tests.encdec_folders import whisper_generation_config
+
+    settings = {**whisper_generation_config(), **change}
+    config = GenerationConfig.from_dict({k: v for k, v in settings.items() if v is not DROP})
+    mine = whisper_prompt(
+        config.to_dict(), None, language=language, task=task, codes=TO_LANGUAGE_CODE
+    )
+    assert mine.tokens == prompt and not mine.languages
+    model = WhisperForConditionalGeneration.from_pretrained(multilingual[1]).eval()  # type: ignore[no-untyped-call]
+    model._set_return_timestamps(
+        return_timestamps=None, is_shortform=True, generation_config=config
+    )
+    model._set_language_and_task(
+        language=language, task=task, is_multilingual=None, generation_config=config
+    )
+    theirs = model._retrieve_init_tokens(
+        torch.zeros((1, 16, 100)),
+        batch_size=1,
+        generation_config=config,
+        config=model.config,
+        num_segment_frames=100,
+        kwargs={},
+    )
+    assert tuple(theirs[0].tolist()) == prompt
+
+
+def test_a_whisper_run_with_a_language_is_generates_scored_by_jiwer(
+    multilingual: tuple[Any, Path, Path],
+) -> None:
+    """The request's ``generation.language``/``task`` through lock and run: the ids are
+    ``generate(language="de", task="translate")``'s, WER and CER jiwer's on their text, and
+    the token counts (TTFT/TPOT's) hold the generated tokens alone, not the prompt."""
+    import jiwer
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import WhisperForConditionalGeneration
+
+    registry, folder, root = multilingual
+    request = {
+        "model": "speech/whisper-multi@1",
+        "dataset": "tones@1",
+        "generation": {"max_new_tokens": NEW, "language": "de", "task": "translate"},
+        "scenario": {"mode": "accuracy"},
+    }
+    lock = registry.lock(request)[0]
+    assert lock.body.body.request.generation.language == "de"
+    run = lock.run(runner="local")
+    assert run.status == "succeeded", run.error
+    run.export_outputs(root / "multi-ids.npy")
+    ids = np.load(root / "multi-ids.npy", allow_pickle=False)
+    model = WhisperForConditionalGeneration.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    batch = torch.from_numpy(np.concatenate(_features(folder, root)))
+    with torch.inference_mode():
+        outs = model.generate(batch, max_new_tokens=NEW, language="de", task="translate")
+    answers, generated = [], 0
+    for row, out in zip(ids, outs.tolist(), strict=True):
+        mine = row[row >= 0].tolist()
+        assert _generated(mine) == _generated(out)
+        generated += len(mine)
+        answers.append(tokenizer.decode(_generated(out), skip_special_tokens=True))
+    metrics = run.metrics
+    assert metrics["wer"] == pytest.approx(jiwer.wer(TRANSCRIPTS, answers))
+    assert metrics["cer"] == pytest.approx(jiwer.cer(TRANSCRIPTS, answers))
+    assert metrics["tokens_count"] == generated  # the 4-token prompt is not counted
+    details = run.view()["details"]["generation"]
+    assert details["decoder_prompt"] == [50, DE, TRANSLATE, NO_STAMPS]
+
+
+def _settings(folder: Path, tmp_path: Path, change: dict[str, Any]) -> Path:
+    copy = shutil.copytree(folder, tmp_path / "whisper")
+    settings = copy / "generation_config.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), **change}))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("change", "generation", "message"),
+    [
+        ({}, {"language": "es"}, "'es': <|es|> is not in the model's `lang_to_id` (3 languages"),
+        ({}, {"language": "klingon"}, "'klingon' is not a language Whisper names"),
+        ({}, {"max_new_tokens": 29}, "after Whisper's prompt of 4 tokens passes the decoder's"),
+        ({"num_beams": 4}, {}, "`num_beams`: 4 changes how transformers' Whisper generate"),
+        ({"no_speech_threshold": 0.6}, {}, "`no_speech_threshold`: 0.6 changes how"),
+        ({"return_timestamps": True}, {}, "`return_timestamps`: timestamp decoding"),
+        ({"is_multilingual": False}, {"language": "en"}, "the model is English-only"),
+        ({"forced_decoder_ids": [[2, TRANSCRIBE]]}, {}, "`forced_decoder_ids`: must be"),
+        ({"lang_to_id": {"<|en|>": 10_000}}, {}, "names token 10000, past the output embedding"),
+    ],
+)
+def test_a_whisper_setting_or_language_pinbench_would_not_honour_is_refused(
+    multilingual: tuple[Any, Path, Path],
+    tmp_path: Path,
+    change: dict[str, Any],
+    generation: dict[str, Any],
+    message: str,
+) -> None:
+    """Each refused before anything is generated, naming the setting or the language."""
+    from pinbench.registry.generation import GenerationSpec
+
+    folder = _settings(multilingual[1], tmp_path, change)
+    spec = GenerationSpec(**{"max_new_tokens": NEW, **generation})
+    with pytest.raises(PinbenchError, match=_escaped(message)):
+        generator = _opened(folder)
+        try:
+            generator.speech_prompt(spec)
+        finally:
+            generator.close()
+
+
+def test_language_and_task_are_left_out_of_lockfiles_while_unset_and_refused_on_text(
+    whisper: tuple[Any, Path, Path], tmp_path: Path
+) -> None:
+    """Lockfiles made before the prompt was honoured keep their digests; a language on a text
+    dataset is refused (it is a Whisper prompt's)."""
+    from pinbench.registry.request import parse_request, request_data
+    from tests.helpers import dump, sha
+
+    base = {"model": "speech/whisper@1", "dataset": "tones@1"}
+    plain = request_data(parse_request({**base, "generation": {"max_new_tokens": 2}}))
+    assert plain["generation"].keys() >= {"max_new_tokens", "stop"}
+    assert not plain["generation"].keys() & {"language", "task"}
+    with pytest.raises(PinbenchError, match=r"generation\.task"):
+        parse_request({**base, "generation": {"max_new_tokens": 2, "task": "summarize"}})
+
+    registry = whisper[0]
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "w1", "reference": "w2"}\n')
+    entry = {
+        "path": "prompts.jsonl",
+        "sha256": sha((tmp_path / "prompts.jsonl").read_bytes()),
+        "size": (tmp_path / "prompts.jsonl").stat().st_size,
+    }
+    registry.publish(
+        dump(
+            tmp_path / "dataset.yaml",
+            {
+                "kind": "dataset",
+                "name": "words",
+                "version": "1.0.0",
+                "task": "text-generation",
+                "data": {"format": "prompts-jsonl", "path": "prompts.jsonl"},
+                "labels": {"format": "prompt-references"},
+                "files": [entry],
+            },
+        )
+    )
+    request = {
+        **base,
+        "dataset": "words@1",
+        "generation": {"max_new_tokens": 2, "language": "en"},
+        "scenario": {"mode": "accuracy"},
+    }
+    with pytest.raises(
+        PinbenchError, match=_escaped("generation.language and generation.task are a")
+    ):
+        registry.lock(request)[0].run(runner="local")
 
 
 def test_suppressed_tokens_are_never_chosen_as_generate_suppresses_them(

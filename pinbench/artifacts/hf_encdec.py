@@ -1,6 +1,7 @@
 """Which encoder-decoders a Hugging Face folder may hold, read as data: the heads pinbench runs,
 the decoder's start token a generating head needs (decision 245), and a speech encoder's
-feature-extractor settings and generation settings (decision 246)."""
+feature-extractor settings (decision 246). Whisper's generation settings are read where the
+model opens (``evaluator.generation.whisper_prompt``, decision 260)."""
 
 from __future__ import annotations
 
@@ -79,41 +80,7 @@ def speech_encoder(
         check_features(pre, config)
     except FeaturesRefused as exc:
         raise HfFolderRefused(path=inside[PROCESSOR], reason=exc.reason) from None
-    _no_whisper_prompt(config, label, files, inside)
     return True
-
-
-WHISPER_PROMPT = (
-    "forced_decoder_ids",
-    "lang_to_id",
-    "task_to_id",
-    "no_timestamps_token_id",
-)
-"""Whisper generation settings with which transformers' ``generate`` forces a prompt after the
-start token (language, task, no timestamps): pinbench's loop starts from
-``decoder_start_token_id`` alone, so its answers would not be the model's as ``generate`` gives
-them (decision 246). Suppressed tokens are honoured (``encdec.Forced``)."""
-
-
-def _no_whisper_prompt(
-    config: dict[str, Any], label: str, files: Mapping[str, Path], inside: dict[str, str]
-) -> None:
-    sources = [(label, config)]
-    if "generation_config.json" in inside:
-        name = inside["generation_config.json"]
-        generation = read_json(files[name], name)
-        if isinstance(generation, dict):
-            sources.append((name, generation))
-    for where, data in sources:
-        key = next((k for k in WHISPER_PROMPT if data.get(k) not in (None, [], {})), None)
-        if key is not None:
-            raise HfFolderRefused(
-                path=where,
-                reason=f"`{key}`: transformers' Whisper generate forces a prompt (language, "
-                "task, timestamps) after the start token with it, which pinbench's decoding "
-                "loop does not do yet; its answers would not be the model's. Whisper folders "
-                "whose decoder starts from decoder_start_token_id alone are run",
-            )
 
 
 def decoder_start(

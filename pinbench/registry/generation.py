@@ -16,6 +16,8 @@ from pinbench import bounds as b
 
 MAX_STOPS = 16
 MAX_STOP_CHARS = 256
+MAX_LANGUAGE_CHARS = 32
+"""Longer than any language Whisper names (``<|haw|>``, ``haitian creole``)."""
 
 LATENCY_PRESETS: Final[dict[str, tuple[float, float]]] = {
     "llama2-70b": (2000.0, 200.0),
@@ -27,6 +29,11 @@ LATENCY_PRESETS: Final[dict[str, tuple[float, float]]] = {
 and ``*.Server.tpot_latency``, in ms)."""
 
 StopText = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_STOP_CHARS)]
+LanguageName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_LANGUAGE_CHARS)]
+
+LATE_GENERATION_FIELDS = ("language", "task")
+"""Left out of lockfiles while unset, so the digests of lockfiles made before Whisper's prompt
+was honoured do not change (decision 260)."""
 
 
 class GenerationSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -57,6 +64,14 @@ class GenerationSpec(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw
     """Server: time to first token at the scenario's percentile must be within this."""
     tpot_latency_ms: Annotated[float, b.TOKEN_LATENCY_MS.meta] | None = None
     """Server: time per output token after the first, likewise."""
+    language: LanguageName | None = None
+    """A Whisper model's language token, as transformers' ``generate(language=...)`` takes it
+    (``en``, ``english`` or ``<|en|>``), from the generation config's ``lang_to_id``; unset:
+    the checkpoint's own (``forced_decoder_ids``, ``language``), else detected as ``generate``
+    detects it (decision 260). Refused on other models."""
+    task: Literal["transcribe", "translate"] | None = None
+    """A Whisper model's task token (``task_to_id``), as ``generate(task=...)``; unset: the
+    checkpoint's own, else ``transcribe`` where a language is given."""
 
     def __post_init__(self) -> None:
         if self.sampling == "greedy" and (self.temperature is not None or self.top_k is not None):

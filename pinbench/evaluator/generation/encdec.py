@@ -1,13 +1,17 @@
 """Generating with an encoder-decoder (T5, BART, Marian, Whisper) in transformers: the encoder
-reads the sample once, then the decoder generates from ``decoder_start_token_id`` one token a
-step with its KV cache (self-attention's grows, cross-attention's is computed at the first step
-and kept), as transformers' ``generate`` does (decision 245).
+reads the sample once, then the decoder reads its prompt (``decoder_start_token_id`` alone, or
+Whisper's start, language, task and no-timestamps tokens: ``whisper_prompt``, decision 260) and
+generates one token a step with its KV cache (self-attention's grows, cross-attention's is
+computed at the first step and kept), as transformers' ``generate`` does (decision 245).
 
-The first token's moment is the encoder's pass and the decoder's first step (the prefill of a
-decoder-only model): TTFT. The generation config's forced tokens are part of how the model
-answers and are honoured as ``generate`` honours them: ``forced_bos_token_id`` is the first
-token, ``forced_eos_token_id`` the token at the last step ``max_new_tokens`` allows;
-``suppress_tokens`` are never chosen, ``begin_suppress_tokens`` not as the first token.
+The first token's moment is the encoder's pass, the language's detection where the prompt
+leaves it open, and the decoder's pass over the prompt (the prefill of a decoder-only model):
+TTFT. The prompt is not the answer: the answer is the tokens after it, and only they are
+counted. The generation config's forced tokens are part of how the model answers and are
+honoured as ``generate`` honours them: ``forced_bos_token_id`` is the first token where the
+prompt is the start token alone (``generate`` forces it at length 1), ``forced_eos_token_id``
+the token at the last step ``max_new_tokens`` allows; ``suppress_tokens`` are never chosen,
+``begin_suppress_tokens`` not as the first token after the prompt.
 """
 
 from __future__ import annotations
@@ -73,11 +77,12 @@ class Forced:
         logits[list(drop)] = float("-inf")
         return logits
 
-    def token(self, step: int, spec: GenerationSpec) -> int | None:
-        """The id forced at ``step`` (0: the first new token), if any."""
+    def token(self, step: int, spec: GenerationSpec, prompt: int) -> int | None:
+        """The id forced at ``step`` (0: the first new token) after a prompt of ``prompt``
+        tokens, if any."""
         if step == spec.max_new_tokens - 1 and self.last is not None:
             return self.last
-        if step == 0 and self.first is not None:
+        if step == 0 and prompt == 1 and self.first is not None:
             return self.first
         return None
 
@@ -87,10 +92,27 @@ class EncoderDecoder:
     """The model and how its decoder starts."""
 
     model: Any
-    start: int
+    prompt: tuple[int | None, ...]
+    """The decoder's first ids: ``decoder_start_token_id``, then Whisper's prompt; ``None``
+    where the language is detected from ``languages``."""
     forced: Forced
     encoder_input: str
     """What the encoder reads: ``input_ids`` (text) or ``input_features`` (Whisper's log-mel)."""
+    languages: tuple[int, ...] = ()
+
+    def _prompt(self, encoded: Any) -> Any:
+        """The prompt as a batch of one, its language detected where it is open, as
+        ``WhisperForConditionalGeneration.detect_language`` does: the decoder's pass over the
+        start token alone, the most likely of the ``lang_to_id`` ids."""
+        import torch
+
+        ids = list(self.prompt)
+        if None in ids:
+            logits = self._step(encoded, None, torch.tensor([ids[:1]]), None).logits[0, -1]
+            others = torch.ones_like(logits, dtype=torch.bool)
+            others[list(self.languages)] = False
+            ids[ids.index(None)] = int(logits.masked_fill(others, float("-inf")).argmax())
+        return torch.tensor([ids])
 
     def _encode(self, inputs: Any, mask: Any) -> Any:
         kwargs = {self.encoder_input: inputs}
@@ -121,7 +143,7 @@ class EncoderDecoder:
 
         with torch.inference_mode():
             encoded = self._encode(inputs, None)
-            out = self._step(encoded, None, torch.tensor([[self.start]]), None)
+            out = self._step(encoded, None, self._prompt(encoded), None)
             tokens = [self._next(out.logits[0, -1], 0, spec, generator, pick)]
             first()
             while len(tokens) < spec.max_new_tokens and not ends(tokens, spec):
@@ -148,9 +170,10 @@ class EncoderDecoder:
         rows = int(inputs.shape[0])
         answers: list[list[int]] = [[] for _ in range(rows)]
         live = list(range(rows))
+        assert None not in self.prompt  # speech, whose language may be detected, is not batched
         with torch.inference_mode():
             encoded = self._encode(inputs, mask)
-            out = self._step(encoded, mask, torch.full((rows, 1), self.start), None)
+            out = self._step(encoded, mask, torch.tensor([list(self.prompt)] * rows), None)
             while True:
                 logits = out.logits[:, -1]
                 for r in live:
@@ -170,21 +193,22 @@ class EncoderDecoder:
     def _next(
         self, logits: Any, step: int, spec: GenerationSpec, generator: Any, pick: Pick
     ) -> int:
-        forced = self.forced.token(step, spec)
+        forced = self.forced.token(step, spec, len(self.prompt))
         if forced is not None:
             return forced
         return pick(self.forced.suppressed(logits, step), spec, generator)
 
     def reference_loss(self, inputs: Any, reference: list[int]) -> float:
         """The negative log-likelihood of ``reference`` as the decoder's answer to ``inputs``
-        (teacher forcing from the start token), summed."""
+        (teacher forcing from the prompt), summed."""
         import torch
 
         with torch.inference_mode():
             encoded = self._encode(inputs, None)
-            decoder = torch.tensor([[self.start, *reference[:-1]]])
+            prompt = self._prompt(encoded)[0].tolist()
+            decoder = torch.tensor([[*prompt, *reference[:-1]]])
             logits = self.model(
                 encoder_outputs=encoded, decoder_input_ids=decoder, use_cache=False
-            ).logits[0]
+            ).logits[0, len(prompt) - 1 :]
         picked = torch.log_softmax(logits.float(), dim=-1)
         return float(-picked.gather(1, torch.tensor(reference)[:, None]).sum())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,10 @@ from pinbench.evaluator.generation.scenario import run_token_scenario
 from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
 from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.generation.torch_generator import TorchGenerator
+    from pinbench.registry.generation import GenerationSpec
 
 WARMUP_MIN_NS = 500_000_000
 WARMUP_MAX_CALLS = 50
@@ -46,6 +50,11 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
     count = min(len(names), scenario.sample_count or len(names))
     if speech and body.batch_size != 1:
         raise UserError("speech-to-text answers one sample at a time: batch_size 1")
+    if not speech and (spec.language is not None or spec.task is not None):
+        raise UserError(
+            "generation.language and generation.task are a Whisper model's prompt: they go "
+            "with a speech-recognition dataset"
+        )
     if accuracy and any(r is None for r in references[:count]):
         missing = next(i for i, r in enumerate(references[:count]) if r is None)
         raise DatasetError(
@@ -61,7 +70,9 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
     )
     try:
         generator.open(model_files(job), body.threads)
+        decoder_prompt: tuple[int | None, ...] = ()
         if speech:
+            decoder_prompt = _speech_prompt(generator, spec)
             features = _features(generator, samples.files or [], count, job)
             answer = _speech_answers(generator, features, spec)
             prompts: list[list[int]] = [[0]] * count  # one place per sample: the features
@@ -106,6 +117,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         }
         if speech:
             details["features"] = f"WhisperFeatureExtractor, transformers {version('transformers')}"
+            details["decoder_prompt"] = list(decoder_prompt)  # null: the language detected
         else:
             details["prompt_tokens_mean"] = float(np.mean([len(p) for p in prompts]))
         if measurement.batches:
@@ -193,9 +205,7 @@ def _nothing(*_: object) -> None:
     pass
 
 
-def _features(generator: Generator, files: list[Any], count: int, job: Job) -> list[Any]:
-    """The audio samples' log-mel features (``speech``), before anything is timed."""
-    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+def _speech_generator(generator: Generator) -> TorchGenerator:
     from pinbench.evaluator.generation.torch_generator import TorchGenerator
 
     if not isinstance(generator, TorchGenerator):
@@ -209,7 +219,22 @@ def _features(generator: Generator, files: list[Any], count: int, job: Job) -> l
             f"a speech-recognition dataset is answered by a speech encoder-decoder (Whisper's "
             f"*ForConditionalGeneration); {folder.architecture} reads text"
         )
-    extractor = extractor_of(generator.files[folder.processor], folder.processor)
+    return generator
+
+
+def _speech_prompt(generator: Generator, spec: GenerationSpec) -> tuple[int | None, ...]:
+    """Whisper's decoder prompt for the request's language and task (decision 260)."""
+    return _speech_generator(generator).speech_prompt(spec)
+
+
+def _features(generator: Generator, files: list[Any], count: int, job: Job) -> list[Any]:
+    """The audio samples' log-mel features (``speech``), before anything is timed."""
+    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+
+    speech = _speech_generator(generator)
+    folder = speech.folder
+    assert folder.processor is not None
+    extractor = extractor_of(speech.files[folder.processor], folder.processor)
     return audio_features(files[:count], extractor, job.stop.check)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 from pinbench.evaluator.generation.decoder import NO_CONTEXT, First, Generator
+from pinbench.evaluator.generation.whisper_prompt import check_settings
 from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
 
@@ -25,6 +26,7 @@ class TorchGenerator(Generator):
         self._chat: Any = None
         self._threads: int | None = None
         self._encdec: EncoderDecoder | None = None
+        self._settings_file = "generation_config.json"
 
     def open(self, model: ModelFiles, threads: int | None) -> None:
         import torch
@@ -73,7 +75,7 @@ class TorchGenerator(Generator):
             raise ModelLoadError(
                 model=self._folder.path("generation_config.json"), reason=str(exc)
             ) from None
-        self._encdec = EncoderDecoder(self._model, start, forced, encoder_input)
+        self._encdec = EncoderDecoder(self._model, (start,), forced, encoder_input)
         self.encoder_decoder = True
         positions = getattr(config, "max_target_positions", None) or getattr(
             config, "max_position_embeddings", None
@@ -81,6 +83,58 @@ class TorchGenerator(Generator):
         self.decoder_context = positions if isinstance(positions, int) else None
         if encoder_input != "input_ids":
             self.context = None
+            self._settings_file = self._folder.path(
+                "generation_config.json"
+                if self._folder.path("generation_config.json") in self._files
+                else "config.json"
+            )
+            try:
+                check_settings(self._model.generation_config.to_diff_dict())
+                self._set_whisper_prompt(None, None, rows)
+            except UserError as exc:
+                raise ModelLoadError(model=self._settings_file, reason=str(exc)) from None
+
+    def _set_whisper_prompt(self, language: str | None, task: str | None, rows: int) -> None:
+        """The decoder's prompt as Whisper's ``generate(language=..., task=...)`` builds it
+        (``whisper_prompt``, decision 260), every id in it within the output embedding."""
+        from dataclasses import replace
+
+        from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE as codes
+
+        from pinbench.evaluator.generation.whisper_prompt import whisper_prompt
+
+        assert self._encdec is not None
+        prompt = whisper_prompt(
+            self._model.generation_config.to_dict(),
+            getattr(self._model.config, "forced_decoder_ids", None),
+            language=language,
+            task=task,
+            codes=codes,
+        )
+        bad = next((i for i in prompt.ids() if i >= rows), None)
+        if bad is not None:
+            raise UserError(
+                f"Whisper's prompt names token {bad}, past the output embedding ({rows} rows)"
+            )
+        self._encdec = replace(self._encdec, prompt=prompt.tokens, languages=prompt.languages)
+
+    def speech_prompt(self, spec: GenerationSpec) -> tuple[int | None, ...]:
+        """Set the prompt for the request's ``language`` and ``task`` (before anything is
+        timed) and return it (``None``: the language detected); ``max_new_tokens`` after it
+        must fit the decoder's positions, as ``generate`` requires."""
+        assert self._encdec is not None
+        rows = int(self._model.get_output_embeddings().weight.shape[0])
+        self._set_whisper_prompt(spec.language, spec.task, rows)
+        prompt = self._encdec.prompt
+        if self.decoder_context is not None and (
+            len(prompt) + spec.max_new_tokens > self.decoder_context
+        ):
+            raise UserError(
+                f"max_new_tokens {spec.max_new_tokens} after Whisper's prompt of {len(prompt)} "
+                f"tokens passes the decoder's {self.decoder_context} positions "
+                f"(max_target_positions): at most {self.decoder_context - len(prompt)}"
+            )
+        return prompt
 
     @property
     def folder(self) -> HfFolder:
