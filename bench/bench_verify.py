@@ -57,7 +57,7 @@ from pinbench.config import Settings
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
-from pinbench.registry.request import load_request
+from pinbench.registry.request_file import load_request
 from pinbench.workspace import Workspace
 from tests.helpers import (
     dataset_manifest,

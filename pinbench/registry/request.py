@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -18,7 +17,6 @@ from pinbench.registry.generation import LATE_GENERATION_FIELDS, GenerationSpec
 from pinbench.registry.late_fields import drop_unset
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
-from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 from pinbench.training.distributed.spec import DistributedSpec
 from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
 from pinbench.transforms.spec import TransformSpec, check_inference
@@ -384,20 +382,3 @@ def parse_request(data: object, *, source: str = "<request>") -> Request:
         raise RequestError(source=source, reason=explain(str(exc), Request, data)) from None
     except UserError as exc:  # the operator section's own check names the field at fault
         raise RequestError(source=source, reason=f"operator: {exc}") from None
-
-
-def read_request_data(path: Path) -> dict[str, Any]:
-    """A request file's YAML as data (within ``yamlsafe``'s limits), not yet validated."""
-    try:
-        data = load_yaml(read_yaml_file(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RequestError(source=str(path), reason=f"cannot read: {exc}") from None
-    except YamlRefused as exc:
-        raise RequestError(source=str(path), reason=exc.reason) from None
-    if not isinstance(data, dict):
-        raise RequestError(source=str(path), reason="expected a mapping at the top level")
-    return data
-
-
-def load_request(path: Path) -> Request:
-    return parse_request(read_request_data(path), source=str(path))

@@ -325,7 +325,8 @@ class Registry(Inquiries, RunRecords):
         lockfile: one, or one per batch size of a sweep. Each is recorded in the registry;
         write it with ``Lockfile.write``."""
         from pinbench.registry import service
-        from pinbench.registry.request import load_request, parse_request, read_request_data
+        from pinbench.registry.request import parse_request
+        from pinbench.registry.request_file import load_request, read_request_data
         from pinbench.sdk.runs import Lockfile
 
         path = request if isinstance(request, Path) else None
