@@ -14,6 +14,11 @@ A setting that changes where packages come from and that uv is not given here (`
 ``client-cert``) makes this exit with ``USE_PIP`` after saying why: the caller installs with
 pip, which reads its configuration itself. ``index`` is ``pip search``'s, not ``install``'s,
 and is left out as pip install leaves it out. Any other exit status is uv's.
+
+uv is told to compile bytecode, as pip does by default. Without it every process this
+environment starts compiles what it imports again when ``PYTHONDONTWRITEBYTECODE`` is set (as
+on this project's machines): issue 49 measured ``import torch`` at 5.9 s of CPU against 2.9 s,
+and the suite at 40 minutes of pytest against 27 before uv.
 """
 
 from __future__ import annotations
@@ -89,6 +94,7 @@ def main(argv: list[str]) -> int:
         print(f"install-venv: {exc}; installing with pip", file=sys.stderr)
         return USE_PIP
     command = [python, "-m", "uv", "pip", "install", "--quiet", "--python", python]
+    command += ["--compile-bytecode"]  # as pip does: see the module's docstring
     command += ["--index-strategy", "unsafe-best-match", *args, *specs]
     return subprocess.run(command, env={**os.environ, **env}, check=False).returncode
 
