@@ -72,3 +72,34 @@ def test_a_setting_uv_is_not_given_means_pip_installs(option: str) -> None:
     uv_install = script()
     with pytest.raises(uv_install.UsePip, match=f"sets `{option}`"):
         uv_install.uv_options(f"global.{option}='x'\n")
+
+
+def test_uv_is_told_to_compile_bytecode_as_pip_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``.pyc`` files, and with ``PYTHONDONTWRITEBYTECODE`` set (as on this project's
+    machines), every process compiles each module it imports again (issue 49)."""
+    module = script()
+    ran: list[list[str]] = []
+
+    class Done:
+        stdout = ""
+        returncode = 0
+
+    def run(command: list[str], **_: object) -> Done:
+        ran.append(command)
+        return Done()
+
+    monkeypatch.setattr(module.subprocess, "run", run)
+    assert module.main(["/venv/bin/python", "-e", ".[dev]"]) == 0
+    install = ran[-1]
+    assert install[1:5] == ["-m", "uv", "pip", "install"] and "--compile-bytecode" in install
+
+
+@pytest.mark.parametrize("package", ["torch", "numpy", "sqlalchemy"])
+def test_the_environment_the_suite_runs_in_holds_bytecode(package: str) -> None:
+    """The venv ``make dev`` installed: its packages' modules come with their ``.pyc``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.origin is not None
+    cached = Path(importlib.util.cache_from_source(spec.origin))
+    assert cached.is_file(), f"{package} has no bytecode ({cached}): install with bytecode"
