@@ -21,7 +21,7 @@ from sklearn import metrics as sk
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
-from pinbench.tasks.vad.frames import speech_frames
+from pinbench.tasks.vad.frames import past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from tests.helpers import Cli, dump, write_files
 from tests.package_models import package_file
@@ -229,6 +229,22 @@ def test_a_frame_is_speech_when_its_centre_lies_in_a_span() -> None:
     ]
     for spans, want in table:
         assert speech_frames(spans, 4, 4, 8).tolist() == [bool(w) for w in want], spans
+
+
+@pytest.mark.parametrize(
+    ("end", "past"),
+    [
+        (0.1, False),  # the clip's length as a labeller writes it: a float a little above 1/10
+        (0.05, False),
+        (0.10000000000000002, True),  # the next float: past the 1,600 samples
+        (0.2, True),
+    ],
+)
+def test_a_span_is_past_its_sample_only_beyond_the_float_of_its_length(
+    end: float, past: bool
+) -> None:
+    """Ten frames of 160 samples at 16 kHz cover exactly 1/10 s."""
+    assert past_end(end, 10, 160, 16_000) is past
 
 
 def test_frame_metrics_equal_scikit_learn_with_tied_probabilities() -> None:

@@ -18,6 +18,13 @@ import numpy.typing as npt
 from pinbench.tasks.vad.truth import Span
 
 
+def past_end(end: float, frames: int, chunk: int, rate: int) -> bool:
+    """Whether a span ending at ``end`` ends after the seconds ``frames`` frames cover. The end
+    is compared with the float nearest those seconds: a label written as the clip's length
+    (``0.1`` for 1,600 samples at 16 kHz, a float a little above 1/10) is not past it."""
+    return end > float(covered_seconds(frames, chunk, rate))
+
+
 def first_frame_at(seconds: float, chunk: int, rate: int) -> int:
     """The first frame whose centre is at or after ``seconds``: the least ``k`` with
     ``(2k + 1) * chunk >= 2 * rate * seconds``."""

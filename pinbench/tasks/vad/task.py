@@ -14,7 +14,7 @@ from pinbench.registry.input_kinds import sample_rate
 from pinbench.registry.ports import Input, Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.binary import probabilities
-from pinbench.tasks.vad.frames import covered_seconds, speech_frames
+from pinbench.tasks.vad.frames import covered_seconds, past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from pinbench.tasks.vad.truth import Span, read_segments
 
@@ -185,10 +185,10 @@ class ActivityScorer(Scorer):
 
     def _speech(self, index: int, count: int) -> npt.NDArray[np.bool_]:
         spans: list[Span] = self.context.samples.truth[index]
-        seconds = covered_seconds(count, self.chunk, self.rate)
         for _, end in spans:
-            if end > seconds:
+            if past_end(end, count, self.chunk, self.rate):
                 files = self.context.samples.files
                 sample = files[index].path if files is not None else f"#{index}"
-                raise SpanPastEnd(sample=sample, end=end, seconds=float(seconds))
+                seconds = float(covered_seconds(count, self.chunk, self.rate))
+                raise SpanPastEnd(sample=sample, end=end, seconds=seconds)
         return speech_frames(spans, count, self.chunk, self.rate)
