@@ -151,7 +151,9 @@ def _lock(ws: Workspace, **request: Any) -> Lockfile:
     return service.lock(ws, parse_request({**DIGITS, **request}))[0]
 
 
-def test_one_lockfile_three_runners_same_accuracy_and_their_provenance(stack: Stack) -> None:
+def test_one_lockfile_three_runners_same_accuracy_and_their_provenance(
+    stack: Stack, shared_cache: Path
+) -> None:
     lock = _lock(stack.ws, scenario={"mode": "accuracy"})
     env = lock.body.environment
     assert env is not None and env.image is not None
@@ -169,6 +171,9 @@ def test_one_lockfile_three_runners_same_accuracy_and_their_provenance(stack: St
     inside = runs["docker"]["details"]["environment"]["inside"]
     assert inside["python"].startswith("3.11") and inside["executable"].startswith("/opt/pinbench")
     assert {r["runner"] for r in list_runs(stack.ws)} >= {"local", "venv", "docker"}
+    # the venv's packages come with their bytecode, as pip installs them (issue 49)
+    numpy = "lib/python3.11/site-packages/numpy/__pycache__/__init__.cpython-311.pyc"
+    assert list(shared_cache.glob(f"envs/*/{numpy}"))
 
 
 @pytest.mark.parametrize("runner", ["venv", "docker"])

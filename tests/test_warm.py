@@ -201,6 +201,8 @@ def test_runs_staging_the_evaluator_at_once_do_not_trip_over_each_other(tmp_path
     assert len(staged) == 1
     (dest,) = staged
     assert (dest / "pinbench" / "evaluator" / "worker.py").is_file()
+    compiled = dest / "pinbench" / "evaluator" / "__pycache__" / "worker.cpython-311.pyc"
+    assert compiled.is_file()  # a worker that may not write bytecode does not compile it
     assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [dest.name]
 
 

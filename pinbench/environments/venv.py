@@ -4,7 +4,9 @@ uv does not read pip's configuration, so the index settings pip uses here (``pip
 list``: index-url, extra-index-url, find-links) are passed to uv explicitly, with
 ``--index-strategy unsafe-best-match`` so a wheel in a local folder or extra index is found.
 Every package is installed with ``--require-hashes --no-deps --only-binary :all:``: exactly the
-pinned wheels, nothing resolved, nothing built.
+pinned wheels, nothing resolved, nothing built; with their bytecode compiled, as pip compiles
+it, so that a worker which may not write ``.pyc`` files does not compile its imports at each
+start (issue 49: 0.5 s of CPU per start in the ONNX Runtime environment).
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def _build(path: Path, env: LockedEnvironment, digest: str) -> None:
             uv, "pip", "install", "--quiet", "--no-config",
             "--python", str(path / "bin" / "python"),
             "--require-hashes", "--no-deps", "--only-binary", ":all:",
-            "--index-strategy", "unsafe-best-match",
+            "--index-strategy", "unsafe-best-match", "--compile-bytecode",
             *pip_index_args(),
             "-r", str(requirements),
         ],

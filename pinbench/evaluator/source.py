@@ -49,6 +49,7 @@ def stage_evaluator(root: Path) -> Path:
             target = tmp / "pinbench" / path.relative_to(PACKAGE)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
+        _compile(tmp / "pinbench", dest / "pinbench")
         tmp.chmod(0o755)
         tmp.rename(dest)
     except OSError:
@@ -57,3 +58,14 @@ def stage_evaluator(root: Path) -> Path:
     finally:  # another run staged it first, or this one failed
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _compile(folder: Path, named: Path) -> None:
+    """Bytecode beside the staged files, as the framework images have it (``compileall`` in
+    their Dockerfile), each named by where the folder will be: a worker that may not write
+    ``.pyc`` files (``PYTHONDONTWRITEBYTECODE``, a read-only cache) would otherwise compile
+    every module it imports at each start (issue 49: 0.2 s of CPU per start, 1.3 s once)."""
+    import compileall
+
+    if not compileall.compile_dir(str(folder), ddir=str(named), quiet=1):
+        raise OSError(f"compiling the staged evaluator in {folder} failed")
