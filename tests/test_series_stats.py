@@ -299,7 +299,7 @@ def test_a_pooled_side_is_capped_evenly_and_deterministically() -> None:
     rng = np.random.default_rng(3)
     window = [Observation(1e6, 1e6 * rng.lognormal(0.0, 0.2, 60_000)) for _ in range(3)]
     cand = Observation(1.1e6, 1.1e6 * rng.lognormal(0.0, 0.2, 150_000))
-    a, b, pooled = samples(window, cand)
+    a, b, pooled = samples(window, [cand])
     assert pooled and len(a) == len(b) == MAX_POOLED == 100_000
     whole = np.concatenate([np.asarray(o.raw) for o in window])
     assert np.array_equal(b, whole[np.arange(MAX_POOLED) * len(whole) // MAX_POOLED])
