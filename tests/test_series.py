@@ -550,3 +550,23 @@ def _raw(ws: Workspace, run_id: str) -> np.ndarray:
         digest = session.scalar(select(RunRow.latencies_sha256).where(RunRow.id == run_id))
     assert digest is not None
     return latencies_of(ws, digest).astype(np.float64)
+
+
+def test_an_inconclusive_gate_of_k_runs_names_the_repeat_that_would_settle_it() -> None:
+    """The text and Markdown views list every candidate run; "about N more runs" becomes the
+    ``--repeat`` that would hold them (K + N), or says it is past the bound of 20."""
+    from pinbench.cli.gate_view import lines_of, markdown_of
+
+    threshold = {"version": 1, "direction": "lower", "max_change": 0.05, "alpha": 0.01}
+    threshold |= {"tolerance": None, "window": 10, "min_runs": 3}
+    base = {"metric": "m", "verdict": "inconclusive", "test": "t", "baseline": 1.0}
+    base |= {"candidate": 1.1, "change": 0.1, "p_value": 0.02, "alpha": 0.01, "runs_used": 10}
+    info = {"series": "s", "run": "c" * 36, "runs": ["a" * 36, "b" * 36, "c" * 36]}
+    info |= {"outcome": "inconclusive", "exit_code": 2, "history": ["h"] * 10}
+    for more, said in ((4, "(gate --repeat 7)"), (18, "(over the 20 a gate takes)")):
+        comparison = {**base, "reruns_needed": more, "reason": "r", "threshold": threshold}
+        text = lines_of({**info, "comparisons": [comparison]})
+        assert text[0].startswith("gate: runs aaaaaaaa, bbbbbbbb, cccccccc against 10")
+        assert text[-1].endswith(f"m: about {more} more run(s) of the candidate {said}")
+        markdown = markdown_of({**info, "comparisons": [comparison]})
+        assert "3 runs of one lockfile (`" + "a" * 36 + "`" in markdown

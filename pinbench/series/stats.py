@@ -1,4 +1,5 @@
-"""Judge a candidate run against a window of a series' past runs under one threshold.
+"""Judge a candidate — one run, or several runs of one lockfile — against a window of a
+series' past runs under one threshold.
 
 A threshold names a metric, which way is better, and a test:
 
@@ -10,27 +11,33 @@ A threshold names a metric, which way is better, and a test:
   fixed dataset);
 * ``tolerance``: it may be worse by at most ``tolerance``, in the metric's own unit.
 
+The candidate's figure is the median of its runs' figures (one run: its figure); the change
+and every bound are judged on it.
+
 Which numbers a test sees (decision 255). When the metric is a location of the per-query
-latencies (``POOLED_METRICS``: their median or mean) and the candidate and every run of the
-window kept their per-query latencies (``Observation.raw``), the test compares the
-candidate's latencies with the window's pooled ones; otherwise the runs' summary figures (one
-value a run). A tail percentile (p90, p99) is never judged by a pooled test: a location test
-on all the latencies asks whether the typical query is slower, not whether the tail is (a p99
-2.7 times the window's, its median unchanged, came out inconclusive there); each run's own
-figure answers it. Per-query latencies are not independent of their run (the rerun verdict's
-docstring, ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
-significant. So a pooled test's significance is necessary, not sufficient: the run-level
-test must agree at ``alpha`` too (``run_p_value``: Student's t of the candidate's figure
-against the window's figures, one run against n, which is the prediction test for one more
-run). On per-run values that test is the t test itself.
+latencies (``POOLED_METRICS``: their median or mean) and every candidate run and every run of
+the window kept their per-query latencies (``Observation.raw``), the test compares the
+candidate runs' latencies, pooled, with the window's pooled ones; otherwise the runs' summary
+figures (one value a run). A tail percentile (p90, p99) is never judged by a pooled test: a
+location test on all the latencies asks whether the typical query is slower, not whether the
+tail is (a p99 2.7 times the window's, its median unchanged, came out inconclusive there);
+each run's own figure answers it. Per-query latencies are not independent of their run (the
+rerun verdict's docstring, ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run
+difference as significant. So a pooled test's significance is necessary, not sufficient: the
+run-level test must agree at ``alpha`` too (``run_p_value``: the K candidate runs' figures
+against the window's n figures, by the threshold's own test — Student's t, with K = 1 the
+prediction test for one more run; Mann-Whitney U where it can reach alpha with K against n,
+``significance.run_test``, else Student's t). On per-run values that test is the test itself;
+Mann-Whitney there, when K against n cannot reach alpha, is inconclusive and says how many
+candidate or past runs it needs (decision 264).
 
 Verdicts: ``regressed`` only when the test says so and the change is worse than
 ``max_change`` (when given); ``inconclusive`` when the window holds fewer than ``min_runs``
 runs, or when the candidate is worse by at least the change that counts (``max_change``, or
 the rerun verdict's ``MIN_EFFECT``) and the test cannot show it (too noisy):
-``reruns_needed`` then says how many runs of the candidate would settle it (decision 256);
-``passed`` otherwise. An undefined number (a change relative to zero, a p-value of identical
-samples) is None, never 0.0.
+``reruns_needed`` then says how many more runs of the candidate would settle it (decision
+256); ``passed`` otherwise. An undefined number (a change relative to zero, a p-value of
+identical samples) is None, never 0.0.
 """
 
 from __future__ import annotations
