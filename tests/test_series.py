@@ -557,11 +557,11 @@ def test_an_inconclusive_gate_of_k_runs_names_the_repeat_that_would_settle_it() 
     ``--repeat`` that would hold them (K + N), or says it is past the bound of 20."""
     from pinbench.cli.gate_view import lines_of, markdown_of
 
-    threshold = {"version": 1, "direction": "lower", "max_change": 0.05, "alpha": 0.01}
-    threshold |= {"tolerance": None, "window": 10, "min_runs": 3}
-    base = {"metric": "m", "verdict": "inconclusive", "test": "t", "baseline": 1.0}
+    threshold: dict[str, Any] = {"version": 1, "direction": "lower", "max_change": 0.05}
+    threshold |= {"alpha": 0.01, "tolerance": None, "window": 10, "min_runs": 3}
+    base: dict[str, Any] = {"metric": "m", "verdict": "inconclusive", "test": "t", "baseline": 1.0}
     base |= {"candidate": 1.1, "change": 0.1, "p_value": 0.02, "alpha": 0.01, "runs_used": 10}
-    info = {"series": "s", "run": "c" * 36, "runs": ["a" * 36, "b" * 36, "c" * 36]}
+    info: dict[str, Any] = {"series": "s", "run": "c" * 36, "runs": ["a" * 36, "b" * 36, "c" * 36]}
     info |= {"outcome": "inconclusive", "exit_code": 2, "history": ["h"] * 10}
     for more, said in ((4, "(gate --repeat 7)"), (18, "(over the 20 a gate takes)")):
         comparison = {**base, "reruns_needed": more, "reason": "r", "threshold": threshold}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -82,12 +83,13 @@ def test_series_through_the_server_with_rights_metrics_page_and_change_points(
     both = json.loads(two.out)
     assert both["runs"] == history[3:] and both["history"] == history[:3]
     assert len(both["comparisons"][0]["candidates"]) == 2
-    for body, named in (
+    refusals: list[tuple[dict[str, Any], str]] = [
         ({"runs": [slower] * 21}, "runs (its length) must be between 1 and 20, got 21"),
         ({"runs": []}, "runs (its length) must be between 1 and 20, got 0"),
         ({"run": slower, "runs": [slower]}, "`run` (one id) or `runs` (a list), not both"),
         ({"runs": [history[4], slower]}, f"run {slower[:8]} ran lockfile"),
-    ):
+    ]
+    for body, named in refusals:
         refused = owner.post("/api/v1/gate", json=body)
         assert refused.status_code == 400 and named in refused.json()["detail"], refused.text
 
