@@ -357,15 +357,13 @@ def _ranks_cannot(t: Threshold, k: int, n: int, size: str) -> str:
 
 
 def _check_finite(history: Sequence[Observation], candidates: Sequence[Observation]) -> None:
+    named = (
+        ["the candidate"]
+        if len(candidates) == 1
+        else [f"candidate run {j}" for j in range(len(candidates))]
+    )
     for i, o in enumerate([*history, *candidates]):
-        j = i - len(history)
-        where = (
-            f"past run {i}"
-            if j < 0
-            else "the candidate"
-            if len(candidates) == 1
-            else (f"candidate run {j}")
-        )
+        where = f"past run {i}" if i < len(history) else named[i - len(history)]
         if not _number(o.value):
             raise InvalidSeries(index=i, reason=f"{where}'s value {o.value!r} is not finite")
         if o.raw is not None and not np.all(np.isfinite(np.asarray(o.raw, dtype=np.float64))):
