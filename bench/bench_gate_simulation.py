@@ -11,6 +11,11 @@ when it is +5%), inconclusive, and how often the pooled per-query test alone was
 (the rule decision 255 rejects). Thresholds: ``t`` and ``mann-whitney`` on the latencies,
 ``t`` on the per-run figures only (no raw), at alpha 0.01 unless named.
 
+Several candidate runs (``gate --repeat K``, decision 264). The same trials with ``K`` runs of
+the candidate (K = 1, 3, 5), each drawn like one run (its own run-to-run noise), judged
+together: the pooled test on their latencies, the run-level test on their K figures against
+the window's 10. ``t`` and ``mann-whitney`` on the latencies, alpha 0.01.
+
 Change points. Each trial is a series of ``SERIES`` runs' figures (log-normal noise sigma)
 with a shift injected at a random position (found: a change point within one run of it),
 nothing (any change point is a false one), a single outlier three times the median (any
@@ -18,7 +23,8 @@ change point is a false one), or a drift of +1% a run over ten runs (found: a ch
 inside the drift, one run either side).
 
 ``--runs`` is the number of trial sets (default 5); each set of a scenario has a fixed seed
-(the scenario's seed, the set's index), so the figures are the same on every run.
+(the scenario's seed, the set's index), so the figures are the same on every run. ``--part``
+runs one table only (``gates``, ``repeat``, ``points``; default all three).
 
 Run: ``.venv/bin/python -m bench.bench_gate_simulation --runs 5`` (``--json``).
 """
@@ -56,6 +62,8 @@ class Gate:
     shift: float
     seed: int
     trials_per_set: int = 100
+    repeat: int = 1
+    """Candidate runs judged together."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +76,8 @@ class Points:
     trials_per_set: int = 10
 
 
-T = Threshold("p50_latency_ns", "t", "lower")
-MW = Threshold("p50_latency_ns", "mann-whitney", "lower")
+T = Threshold("framework_latency_p50_ns", "t", "lower")
+MW = Threshold("framework_latency_p50_ns", "mann-whitney", "lower")
 GATES = [
     Gate(f"{name}, sigma {sigma}, shift {shift:+.0%}", th, raw, sigma, shift, seed)
     for seed, (name, th, raw) in enumerate(
@@ -80,6 +88,15 @@ GATES = [
             ("t, raw, max_change 3%", replace(T, max_change=0.03), True),
         ]
     )
+    for sigma in (0.01, 0.02, 0.05)
+    for shift in (0.0, 0.05)
+]
+REPEATS = [
+    Gate(
+        f"{name}, K={k}, sigma {sigma}, shift {shift:+.0%}", th, True, sigma, shift, seed, repeat=k
+    )
+    for seed, (name, th) in enumerate([("t, raw", T), ("mann-whitney, raw", MW)], start=20)
+    for k in (1, 3, 5)
     for sigma in (0.01, 0.02, 0.05)
     for shift in (0.0, 0.05)
 ]
@@ -96,15 +113,17 @@ POINTS = [
 def _run(rng: np.random.Generator, scale: float, sigma: float, raw: bool) -> Observation:
     latencies = rng.lognormal(math.log(MEDIAN_NS * scale) + rng.normal(0.0, sigma), WITHIN, SAMPLES)
     figure = float(np.median(latencies))
-    return Observation(figure, tuple(latencies.tolist()) if raw else None)
+    return Observation(figure, latencies if raw else None)
 
 
 def gate_set(g: Gate, index: int) -> dict[str, int]:
-    rng = np.random.default_rng([g.seed, int(g.sigma * 1000), int(g.shift * 100), index])
+    key = [g.seed, int(g.sigma * 1000), int(g.shift * 100), index]
+    rng = np.random.default_rng(key + ([g.repeat] if g.repeat != 1 else []))
     counts = {"trials": 0, "regressed": 0, "inconclusive": 0, "pooled_significant": 0}
     for _ in range(g.trials_per_set):
         history = [_run(rng, 1.0, g.sigma, g.raw) for _ in range(WINDOW)]
-        result = compare(g.threshold, history, _run(rng, 1.0 + g.shift, g.sigma, g.raw))
+        cands = [_run(rng, 1.0 + g.shift, g.sigma, g.raw) for _ in range(g.repeat)]
+        result = compare(g.threshold, history, cands)
         counts["trials"] += 1
         counts[result.verdict] = counts.get(result.verdict, 0) + 1
         p = result.p_value
@@ -152,6 +171,10 @@ def measure_gate(g: Gate, sets: int) -> dict[str, Any]:
     share = total["regressed"] / n
     return {
         "scenario": g.name,
+        "test": g.threshold.test,
+        "repeat": g.repeat,
+        "sigma": g.sigma,
+        "shift": g.shift,
         "trials": n,
         "regressed": share,
         "inconclusive": total["inconclusive"] / n,
@@ -198,8 +221,10 @@ def render(report: dict[str, Any]) -> str:
         for r in report["gates"]
     ]
     heads = ["gate", "trials", "regressed", "sets", "inconclusive", "pooled p<alpha"]
-    lines += table([*heads, "target", "met"], rows)
-    lines.append("")
+    if rows:
+        lines += table([*heads, "target", "met"], rows)
+        lines.append("")
+    lines += _render_repeats(report["repeats"])
     rows = [
         [
             r["scenario"],
@@ -209,14 +234,43 @@ def render(report: dict[str, Any]) -> str:
         ]
         for r in report["points"]
     ]
-    lines += table(["change points", "series", "found (+-1 run)", "any false one"], rows)
-    lines.append("")
+    if rows:
+        lines += table(["change points", "series", "found (+-1 run)", "any false one"], rows)
+        lines.append("")
     lines += [f"note: {n}" for n in report["notes"]]
     return "\n".join(lines) + "\n"
 
 
+def _render_repeats(results: list[dict[str, Any]]) -> list[str]:
+    """One row per test, K and sigma: false alarms at +0%, detection and inconclusive at +5%."""
+    if not results:
+        return []
+    by = {(r["test"], r["repeat"], r["sigma"], r["shift"]): r for r in results}
+    rows = []
+    for test, k, sigma, shift in by:
+        if shift != 0.0 or (test, k, sigma, 0.05) not in by:
+            continue
+        null, moved = by[(test, k, sigma, 0.0)], by[(test, k, sigma, 0.05)]
+        rows.append(
+            [
+                test,
+                str(k),
+                f"{sigma:g}",
+                str(null["trials"]),
+                f"{null['regressed']:.4f}",
+                "yes" if null["met"] else "NO",
+                f"{moved['regressed']:.3f}",
+                f"{moved['inconclusive']:.3f}",
+            ]
+        )
+    heads = ["candidate runs: test", "K", "sigma", "trials", "false alarms", "met"]
+    return [*table([*heads, "detected +5%", "inconclusive +5%"], rows), ""]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser(__doc__ or "").parse_args(argv)
+    p = parser(__doc__ or "")
+    p.add_argument("--part", choices=["all", "gates", "repeat", "points"], default="all")
+    args = p.parse_args(argv)
     sets = check_runs(args)
     report: dict[str, Any] = {
         "title": "The gate's statistics in simulation: compare and change_points",
@@ -224,19 +278,24 @@ def main(argv: list[str] | None = None) -> int:
         "runs": sets,
         "machine": machine(args.tmp),
         "gates": [],
+        "repeats": [],
         "points": [],
         "notes": [
             f"gate trials: {WINDOW} past runs and a candidate, {SAMPLES:,} log-normal latencies "
             f"a run (log spread {WITHIN}), run medians log-normal (sigma run to run); alpha 0.01",
             "target for false alarms: alpha + 3 binomial standard errors",
+            "candidate runs: K runs of the candidate, each with its own run-to-run noise, judged "
+            "together (the pooled test on their latencies, the run-level test on their K figures)",
             f"change-point trials: {SERIES} runs, significance 0.01, min_size 2",
         ],
     }
-    for g in GATES:
-        start = time.perf_counter()
-        report["gates"].append(measure_gate(g, sets))
-        log(f"{g.name}: {time.perf_counter() - start:.1f} s")
-    for s in POINTS:
+    wanted = {args.part} if args.part != "all" else {"gates", "repeat", "points"}
+    for part, key, gates in (("gates", "gates", GATES), ("repeat", "repeats", REPEATS)):
+        for g in gates if part in wanted else []:
+            start = time.perf_counter()
+            report[key].append(measure_gate(g, sets))
+            log(f"{g.name}: {time.perf_counter() - start:.1f} s")
+    for s in POINTS if "points" in wanted else []:
         start = time.perf_counter()
         report["points"].append(measure_points(s, sets))
         log(f"{s.name}: {time.perf_counter() - start:.1f} s")

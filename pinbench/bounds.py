@@ -178,6 +178,9 @@ SEGMENT_RUNS = between(2, 1000, "runs either side of a change point; one run is 
 CHANGE_SIGNIFICANCE = between(
     0.001, 0.5, "a permutation test's alpha: 0.001 takes 1,999 shuffles a split"
 )
+GATE_CANDIDATES = between(
+    1, 20, "a candidate's runs judged together; past 20 a window of 10 runs limits the test"
+)
 
 # ---------------------------------------------------------------- operators' options
 
@@ -240,6 +243,7 @@ TABLE: Final[dict[str, Bound]] = {
     "threshold.max_change": MAX_CHANGE,
     "threshold.tolerance": TOLERANCE,
     "change points' min_size": SEGMENT_RUNS,
+    "gate --repeat, gate --run (its count), POST /api/v1/gate runs (its length)": GATE_CANDIDATES,
     "files[].size": FILE_SIZE,
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,

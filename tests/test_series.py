@@ -466,3 +466,107 @@ def test_the_same_finding_is_one_alert_even_when_two_writers_race(
     with ws.transaction() as session:
         count = session.scalar(select(func.count()).where(Alert.series == finding["series"]))
     assert count == 1
+
+
+def test_the_gate_judges_several_runs_of_one_candidate_and_refuses_a_mismatched_one(
+    made: Fixture, cli: Cli, tmp_path: Path
+) -> None:
+    """Decision 264: ``--run`` given three times judges three runs of one lockfile together
+    (Student's t of their figures against the window's, Welch's t on their latencies, both
+    scipy's); a run of another lockfile, of another series, given twice, or more runs than
+    the bound are refused naming what is wrong, before anything is judged."""
+    from scipy import stats as scipy_stats
+
+    ws = made.ws
+    rng = np.random.default_rng(64)
+    old, new = lock(ws, "1.0.0"), lock(ws, "1.1.0")
+
+    def one(locked: Any, minute: int, median: float) -> str:
+        raw = latencies(rng, median * float(np.exp(rng.normal(0.0, 0.01))))
+        return record(ws, locked, minute, raw, system="lab-h")
+
+    past = [one(old, 300 + i, 100_000) for i in range(6)]
+    cands = [one(new, 310 + i, 106_000) for i in range(3)]
+    other = one(old, 320, 100_000)
+    name = SERIES[:-1] + "lab-h"
+    set_ = ("series", "threshold", "set", name, "framework_latency_p50_ns", "--test", "t")
+    assert cli(*set_).code == 0
+    runs = [arg for c in reversed(cands) for arg in ("--run", c[:12])]  # prefixes, any order
+    summary = tmp_path / "k.md"
+    gated = cli("gate", *runs, "--json", "--markdown", str(summary))
+    assert gated.code == 1, gated.err
+    info = json.loads(gated.out)
+    assert info["runs"] == cands and info["run"] == cands[-1] and info["history"] == past
+    (c,) = info["comparisons"]
+    figures = [_p50(ws, r) for r in past]
+    ran = [_p50(ws, r) for r in cands]
+    assert c["candidates"] == ran and c["candidate"] == float(np.median(ran))
+    want = scipy_stats.ttest_ind(ran, figures, equal_var=True, alternative="greater").pvalue
+    assert c["run_p_value"] == pytest.approx(float(want), rel=1e-12) and c["verdict"] == "regressed"
+    pooled = [np.concatenate([_raw(ws, r) for r in rs]) for rs in (cands, past)]
+    welch = scipy_stats.ttest_ind(*pooled, equal_var=False, alternative="greater").pvalue
+    assert c["p_value"] == pytest.approx(float(welch), rel=1e-9)
+    markdown = summary.read_text()
+    assert "3 runs of one lockfile" in markdown and all(r in markdown for r in cands)
+
+    for argv, named in (
+        ((*runs, "--run", other), f"run {other[:8]} ran lockfile"),
+        ((*runs, "--run", made.same), f"run {made.same[:8]} belongs to series {SERIES}"),
+        ((*runs, "--run", cands[0]), f"run {cands[0][:8]} is given twice"),
+        (tuple(a for c in [cands[0]] * 21 for a in ("--run", c)), "--run (given that many"),
+        (("--run", cands[0], "--repeat", "2"), "--repeat runs the LOCKFILE"),
+        (
+            (str(tmp_path / "never-read.lock"), "--repeat", "21"),
+            "--repeat must be between 1 and 20, got 21",
+        ),
+        (
+            (str(tmp_path / "never-read.lock"), "--repeat", "0"),
+            "--repeat must be between 1 and 20, got 0",
+        ),
+    ):
+        refused = cli("gate", *argv, "--json")
+        assert refused.code == 1 and named in refused.err, (argv, refused.err)
+        assert refused.out == ""  # no gate object: refused, not judged
+
+
+def _p50(ws: Workspace, run_id: str) -> float:
+    from pinbench.db.models import Result
+
+    with ws.transaction() as session:
+        value = session.scalar(
+            select(Result.value).where(
+                Result.run_id == run_id, Result.metric == "framework_latency_p50_ns"
+            )
+        )
+    assert value is not None
+    return float(value)
+
+
+def _raw(ws: Workspace, run_id: str) -> np.ndarray:
+    from pinbench.db.models import Run as RunRow
+    from pinbench.evaluator.run import latencies_of
+
+    with ws.transaction() as session:
+        digest = session.scalar(select(RunRow.latencies_sha256).where(RunRow.id == run_id))
+    assert digest is not None
+    return latencies_of(ws, digest).astype(np.float64)
+
+
+def test_an_inconclusive_gate_of_k_runs_names_the_repeat_that_would_settle_it() -> None:
+    """The text and Markdown views list every candidate run; "about N more runs" becomes the
+    ``--repeat`` that would hold them (K + N), or says it is past the bound of 20."""
+    from pinbench.cli.gate_view import lines_of, markdown_of
+
+    threshold: dict[str, Any] = {"version": 1, "direction": "lower", "max_change": 0.05}
+    threshold |= {"alpha": 0.01, "tolerance": None, "window": 10, "min_runs": 3}
+    base: dict[str, Any] = {"metric": "m", "verdict": "inconclusive", "test": "t", "baseline": 1.0}
+    base |= {"candidate": 1.1, "change": 0.1, "p_value": 0.02, "alpha": 0.01, "runs_used": 10}
+    info: dict[str, Any] = {"series": "s", "run": "c" * 36, "runs": ["a" * 36, "b" * 36, "c" * 36]}
+    info |= {"outcome": "inconclusive", "exit_code": 2, "history": ["h"] * 10}
+    for more, said in ((4, "(gate --repeat 7)"), (18, "(over the 20 a gate takes)")):
+        comparison = {**base, "reruns_needed": more, "reason": "r", "threshold": threshold}
+        text = lines_of({**info, "comparisons": [comparison]})
+        assert text[0].startswith("gate: runs aaaaaaaa, bbbbbbbb, cccccccc against 10")
+        assert text[-1].endswith(f"m: about {more} more run(s) of the candidate {said}")
+        markdown = markdown_of({**info, "comparisons": [comparison]})
+        assert "3 runs of one lockfile (`" + "a" * 36 + "`" in markdown

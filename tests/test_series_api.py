@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -76,6 +77,21 @@ def test_series_through_the_server_with_rights_metrics_page_and_change_points(
     assert info["comparisons"][0]["threshold"]["version"] == 1
     alerts = json.loads(cli("series", "alerts", "--json").out)
     assert [(a["kind"], a["run"], a["state"]) for a in alerts] == [("regression", slower, "open")]
+    # several runs of one lockfile (decision 264): `runs` in the body, bounded, one lockfile
+    two = cli("gate", "--run", history[4], "--run", history[3], "--json")
+    assert two.code in (0, 2) and two.out, two.err
+    both = json.loads(two.out)
+    assert both["runs"] == history[3:] and both["history"] == history[:3]
+    assert len(both["comparisons"][0]["candidates"]) == 2
+    refusals: list[tuple[dict[str, Any], str]] = [
+        ({"runs": [slower] * 21}, "runs (its length) must be between 1 and 20, got 21"),
+        ({"runs": []}, "runs (its length) must be between 1 and 20, got 0"),
+        ({"run": slower, "runs": [slower]}, "`run` (one id) or `runs` (a list), not both"),
+        ({"runs": [history[4], slower]}, f"run {slower[:8]} ran lockfile"),
+    ]
+    for body, named in refusals:
+        refused = owner.post("/api/v1/gate", json=body)
+        assert refused.status_code == 400 and named in refused.json()["detail"], refused.text
 
     metrics = reader.get("/metrics").text
     assert 'pinbench_alerts{state="open"} 1' in metrics

@@ -75,6 +75,7 @@ def test_the_ci_recipe_fails_a_model_made_slower(tmp_path: Path, catalog_dir: Pa
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "PINBENCH_HOME": str(home),
         "PINBENCH_RUNNER": "local",
+        "PINBENCH_GATE_REPEAT": "2",  # the recipe's 3, less one run of the slow model
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
     }
     for name in ("PINBENCH_URL", "PINBENCH_DATABASE_URL", "PINBENCH_TOKEN"):
@@ -108,6 +109,8 @@ def test_the_ci_recipe_fails_a_model_made_slower(tmp_path: Path, catalog_dir: Pa
     info = json.loads((tmp_path / "gate.json").read_text())
     (judged,) = info["comparisons"]
     assert info["outcome"] == "regressed" and len(info["history"]) == 3
+    assert len(info["runs"]) == len(set(info["runs"])) == 2  # --repeat: both runs judged
+    assert len(judged["candidates"]) == 2 and info["run"] == info["runs"][-1]
     assert judged["test"] == "relative" and judged["threshold"]["version"] == 1
     assert judged["change"] > 0.5  # a costly chain: far slower, not a little
     summary = (tmp_path / "summary.md").read_text()

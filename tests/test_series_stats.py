@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
-from pinbench.series.errors import InvalidSeries, InvalidThreshold
+from pinbench.series.errors import InvalidCandidates, InvalidSeries, InvalidThreshold
 from pinbench.series.stats import Observation, Threshold, compare, validate
 
 P50 = Threshold("framework_latency_p50_ns", "t", "lower")
@@ -299,7 +299,7 @@ def test_a_pooled_side_is_capped_evenly_and_deterministically() -> None:
     rng = np.random.default_rng(3)
     window = [Observation(1e6, 1e6 * rng.lognormal(0.0, 0.2, 60_000)) for _ in range(3)]
     cand = Observation(1.1e6, 1.1e6 * rng.lognormal(0.0, 0.2, 150_000))
-    a, b, pooled = samples(window, cand)
+    a, b, pooled = samples(window, [cand])
     assert pooled and len(a) == len(b) == MAX_POOLED == 100_000
     whole = np.concatenate([np.asarray(o.raw) for o in window])
     assert np.array_equal(b, whole[np.arange(MAX_POOLED) * len(whole) // MAX_POOLED])
@@ -338,3 +338,89 @@ def test_a_tail_percentile_is_judged_on_the_runs_figures_not_a_pooled_location_t
     assert mw.verdict == "inconclusive" and "needs >= 100 past runs" in mw.reason
     p50 = compare(replace(p99, metric="framework_latency_p50_ns"), [r[1] for r in runs], cand[1])
     assert "per-query latencies vs 50,000 pooled" in p50.reason
+
+
+# --- several candidate runs (gate --repeat K; decision 264) ----------------------------------
+
+
+def test_k_candidate_runs_pooled_p_values_are_scipys_on_their_latencies_and_figures() -> None:
+    """Three runs of one candidate: the pooled test is Welch's t on their latencies together
+    against the window's; the run-level test is Student's t of the three figures against the
+    window's (n + k - 2 degrees of freedom); the candidate's figure is their median."""
+    rng = np.random.default_rng(21)
+    history = [_run(rng, 1.0, 0.02) for _ in range(10)]
+    cands = [_run(rng, 1.06, 0.02) for _ in range(3)]
+    got = compare(P50, history, cands)
+    mine = np.concatenate([np.asarray(c.raw) for c in cands])
+    pooled = np.concatenate([np.asarray(o.raw) for o in history])
+    want = scipy_stats.ttest_ind(mine, pooled, equal_var=False, alternative="greater")
+    figures = [o.value for o in history]
+    ran = [c.value for c in cands]
+    run_p = scipy_stats.ttest_ind(ran, figures, equal_var=True, alternative="greater").pvalue
+    assert got.p_value == pytest.approx(float(want.pvalue), rel=1e-9)
+    assert got.run_p_value == pytest.approx(float(run_p), rel=1e-12)
+    assert got.candidate == float(np.median(ran)) and got.candidates == tuple(ran)
+    assert got.change == pytest.approx(float(np.median(ran)) / float(np.median(figures)) - 1)
+    assert "per-query latencies pooled from 3 runs vs 2,000 from 10 runs" in got.reason
+    assert "Student's t on the runs' figures (3 runs vs 10)" in got.reason
+    assert got.verdict == ("regressed" if max(got.p_value, run_p) < 0.01 else "inconclusive")
+    # A direct reference for Student's t: the pooled-variance statistic on its t distribution.
+    k, n = len(ran), len(figures)
+    sp = ((k - 1) * np.var(ran, ddof=1) + (n - 1) * np.var(figures, ddof=1)) / (k + n - 2)
+    t = (np.mean(ran) - np.mean(figures)) / math.sqrt(sp * (1 / k + 1 / n))
+    assert got.run_p_value == pytest.approx(float(scipy_stats.t.sf(t, k + n - 2)), rel=1e-9)
+
+
+def test_k_runs_let_mann_whitney_on_figures_reach_alpha_where_one_cannot() -> None:
+    """Mann-Whitney on runs' figures: one run against 10 can reach p = 1/11 at best, so it
+    says what it needs (``gate --repeat 3``); three runs against 10 reach 1/286, and the
+    p-value is scipy's. With latencies, the run-level test is then Mann-Whitney too."""
+    qps = Threshold("throughput_sps", "mann-whitney", "higher")
+    history = _values(22, 10, centre=500.0)
+    one = compare(qps, history, Observation(400.0))
+    assert one.verdict == "inconclusive" and one.p_value is None
+    assert "least p-value is 0.0909" in one.reason and "gate --repeat 3" in one.reason
+    ran = [400.0, 410.0, 395.0]
+    got = compare(qps, history, [Observation(v) for v in ran])
+    want = scipy_stats.mannwhitneyu(ran, [o.value for o in history], alternative="less")
+    assert got.p_value == pytest.approx(float(want.pvalue), rel=1e-12)
+    assert float(want.pvalue) == pytest.approx(1 / math.comb(13, 3))  # every rank below
+    assert got.verdict == "regressed" and "Mann-Whitney U on 3 runs vs 10 runs" in got.reason
+    rng = np.random.default_rng(23)
+    raw_history = [_run(rng, 1.0, 0.01) for _ in range(10)]
+    cands = [_run(rng, 1.08, 0.01) for _ in range(3)]
+    mw = Threshold("framework_latency_p50_ns", "mann-whitney", "lower")
+    got = compare(mw, raw_history, cands)
+    figures = [o.value for o in raw_history]
+    want = scipy_stats.mannwhitneyu([c.value for c in cands], figures, alternative="greater")
+    assert got.run_p_value == pytest.approx(float(want.pvalue), rel=1e-12)
+    assert "Mann-Whitney U on the runs' figures (3 runs vs 10)" in got.reason
+    # One run: Mann-Whitney cannot reach alpha on the runs, so Student's t stays the guard.
+    assert (
+        "Student's t on the runs' figures (1 run vs 10)"
+        in compare(mw, raw_history, cands[0]).reason
+    )
+
+
+def test_k_runs_settle_what_one_cannot_and_the_count_of_candidate_runs_is_bounded() -> None:
+    from pinbench.series.significance import reruns_needed
+
+    noisy = _values(6, 8, sigma=0.05)
+    figures = [o.value for o in noisy]
+    median = float(np.median(figures))
+    one = compare(replace(P50, max_change=0.05), noisy, Observation(1.12 * median))
+    assert one.verdict == "inconclusive" and one.reruns_needed is not None
+    assert one.change is not None
+    # ``have`` runs judged already count toward what the interval needs.
+    assert reruns_needed(figures, one.change, have=3) == one.reruns_needed - 2
+    ran = [Observation(1.12 * median * f) for f in (0.99, 1.0, 1.01)]
+    three = compare(replace(P50, max_change=0.05), noisy, ran)
+    want = scipy_stats.ttest_ind([o.value for o in ran], figures, alternative="greater")
+    assert three.p_value == pytest.approx(float(want.pvalue), rel=1e-12)
+    assert float(want.pvalue) < 0.01
+    assert three.verdict == "regressed"
+    for count in (0, 21):
+        with pytest.raises(InvalidCandidates, match=f"between 1 and 20, got {count}"):
+            compare(P50, HISTORY, [Observation(1.0)] * count)
+    with pytest.raises(InvalidSeries, match="candidate run 1's value nan"):
+        compare(P50, HISTORY, [Observation(1.0), Observation(float("nan"))])

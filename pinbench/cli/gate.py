@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pinbench.cli.common import progress_lines, registry
+from pinbench.cli.common import listed, progress_lines, registry
 from pinbench.cli.run_options import RUNNER_HELP
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -21,7 +21,24 @@ from pinbench.errors import UserError
     required=False,
     help="The candidate's lockfile: run now (here, or on the server of PINBENCH_URL).",
 )
-@click.option("--run", "run_id", type=str, help="Take this recorded run as the candidate.")
+@click.option(
+    "--run",
+    "run_ids",
+    type=str,
+    multiple=True,
+    callback=listed,
+    help="Take this recorded run as the candidate; repeat it (up to 20) to judge several runs "
+    "of one lockfile together.",
+)
+@click.option(
+    "--repeat",
+    "repeat",
+    type=int,
+    default=None,
+    help="Run the LOCKFILE this many times (1 to 20, default 1) and judge the runs together: "
+    "the run-level test then has as many candidate runs (run-to-run noise), as `rerun "
+    "--repeat`.",
+)
 @click.option(
     "--series",
     "series",
@@ -39,7 +56,8 @@ from pinbench.errors import UserError
 @json_option
 def gate_cmd(
     lockfile: Path | None = None,
-    run_id: str | None = None,
+    run_ids: list[str] | None = None,
+    repeat: int | None = None,
     series: str | None = None,
     runner: str = "auto",
     markdown: Path | None = None,
@@ -47,14 +65,27 @@ def gate_cmd(
 ) -> None:
     """Judge a candidate against its series' earlier runs under the series' thresholds.
 
+    The candidate is one run, or several runs of one lockfile judged together (--repeat K, or
+    --run given K times): the run-level test then compares K runs with the window's, which
+    is what run-to-run noise needs (docs/continuous.md).
+
     Exit codes: 0 passed, 1 regressed (each regressed metric named with its change, test and
     p-value; recorded as an alert) or a user error, 2 inconclusive (too few runs or too much
     noise: how many reruns would settle it is said) or a usage error, 3 a failure of the
     system. With --json the gate's object (its `outcome`) is printed only when the gate
     judged, which tells a regression from a user error and inconclusive from a usage error.
     """
-    if (lockfile is None) == (run_id is None):
+    from pinbench.bounds import GATE_CANDIDATES
+    from pinbench.series.errors import InvalidCandidates
+
+    if (lockfile is None) == (run_ids is None):
         raise UserError("give the candidate: a LOCKFILE to run, or --run ID (not both)")
+    if repeat is not None and lockfile is None:
+        raise UserError("--repeat runs the LOCKFILE again: with --run, give each recorded run")
+    if repeat is not None and not GATE_CANDIDATES.holds(repeat):  # exit 1, not inconclusive's 2
+        raise InvalidCandidates(count=repeat, field="--repeat")
+    if run_ids is not None and not GATE_CANDIDATES.holds(len(run_ids)):
+        raise InvalidCandidates(count=len(run_ids), field="--run (given that many times)")
     if as_json and markdown == Path("-"):
         raise UserError("--json and --markdown - both print to stdout: write the summary to a file")
     if series is not None:  # refused before the candidate runs
@@ -64,10 +95,14 @@ def gate_cmd(
     say = progress_lines(quiet=as_json or markdown == Path("-"))
     with registry() as reg:
         if lockfile is not None:
-            run = reg.lockfile(lockfile).run(runner=runner, say=say)
-            run_id = run.id
-        assert run_id is not None
-        result = reg.series().gate(run_id, series=series)
+            locked = reg.lockfile(lockfile)
+            run_ids = []
+            for i in range(repeat or 1):
+                if repeat is not None and repeat > 1:
+                    say(f"candidate run {i + 1} of {repeat}")
+                run_ids.append(locked.run(runner=runner, say=say).id)
+        assert run_ids is not None
+        result = reg.series().gate(run_ids, series=series)
     if markdown is not None:
         from pinbench.cli.gate_view import markdown_of
 

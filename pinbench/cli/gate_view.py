@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinbench.bounds import GATE_CANDIDATES
+
 MARK = {"passed": "✅", "regressed": "❌", "inconclusive": "⚠️"}
 
 
 def lines_of(info: dict[str, Any]) -> list[str]:
     """A gate's JSON object as plain text: one line per metric, then the outcome."""
+    runs = _runs(info)
+    shown = ", ".join(r[:8] for r in runs)
     out = [
-        f"gate: run {info['run'][:8]} against {len(info['history'])} earlier run(s) of "
-        f"{info['series']}"
+        f"gate: run{'s' if len(runs) > 1 else ''} {shown} against {len(info['history'])} "
+        f"earlier run(s) of {info['series']}"
     ]
     for c in info["comparisons"]:
         out.append(f"  {c['verdict']:<12} {c['reason']} [threshold v{c['threshold']['version']}]")
@@ -26,7 +30,7 @@ def markdown_of(info: dict[str, Any]) -> str:
     rows = [
         f"### {MARK[info['outcome']]} pinbench gate: {info['outcome']}",
         "",
-        f"Run `{info['run']}` against {len(info['history'])} earlier run(s) of series "
+        f"{_candidates(_runs(info))} against {len(info['history'])} earlier run(s) of series "
         f"`{info['series']}`.",
         "",
         "| metric | verdict | test | baseline | candidate | change | p-value | threshold |",
@@ -46,6 +50,18 @@ def markdown_of(info: dict[str, Any]) -> str:
     if settle:
         rows.extend(["", f"To settle it: {settle}."])
     return "\n".join(rows) + "\n"
+
+
+def _runs(info: dict[str, Any]) -> list[str]:
+    """The candidate runs (a server of an earlier version answers ``run`` alone)."""
+    runs: list[str] = info.get("runs") or [info["run"]]
+    return runs
+
+
+def _candidates(runs: list[str]) -> str:
+    if len(runs) == 1:
+        return f"Run `{runs[0]}`"
+    return f"{len(runs)} runs of one lockfile ({', '.join(f'`{r}`' for r in runs)})"
 
 
 def _num(value: float | None) -> str:
@@ -77,5 +93,9 @@ def settle_of(info: dict[str, Any]) -> str:
         elif c["reruns_needed"] is None:
             said.append(f"{c['metric']}: reruns would not settle it (the window is too noisy)")
         else:
-            said.append(f"{c['metric']}: about {c['reruns_needed']} more run(s) of the candidate")
+            more = c["reruns_needed"]
+            total = len(_runs(info)) + more
+            most = int(GATE_CANDIDATES.high)
+            how = f"gate --repeat {total}" if total <= most else f"over the {most} a gate takes"
+            said.append(f"{c['metric']}: about {more} more run(s) of the candidate ({how})")
     return "; ".join(said)

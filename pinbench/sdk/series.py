@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 import getpass
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -126,21 +126,23 @@ class Series:
 
     def gate(
         self,
-        run_id: str,
+        run_id: str | Sequence[str],
         *,
         series: str | None = None,
         alert_past: Callable[[str], bool] | None = None,
     ) -> dict[str, Any]:
-        """Judge a recorded run against its series' earlier runs under its thresholds: the
-        gate's JSON object (``outcome``, ``exit_code``, one comparison per threshold). A
-        regression is recorded as an alert when the run is the newest of its series, or when
-        ``alert_past(model)`` (a server's check of the caller's rights; local only)."""
+        """Judge a recorded run — or several runs of one lockfile, judged together (at most
+        20) — against their series' earlier runs under its thresholds: the gate's JSON object
+        (``outcome``, ``exit_code``, ``runs``, one comparison per threshold). A regression is
+        recorded as an alert when the newest candidate run is the newest of its series, or
+        when ``alert_past(model)`` (a server's check of the caller's rights; local only)."""
         from pinbench.series.gate import gate
 
-        body = {"run": run_id, "series": series}
+        ids = [run_id] if isinstance(run_id, str) else builtins.list(run_id)
+        body: dict[str, Any] = {"run": ids[0]} if len(ids) == 1 else {"runs": ids}
         info: dict[str, Any] = self.registry.either(
-            lambda remote: remote.json("POST", "/api/v1/gate", json=body),
-            lambda ws: gate(ws, run_id, series=series, alert_past=alert_past).to_json(),
+            lambda remote: remote.json("POST", "/api/v1/gate", json={**body, "series": series}),
+            lambda ws: gate(ws, ids, series=series, alert_past=alert_past).to_json(),
         )
         return info
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pinbench.bounds import GATE_CANDIDATES
 from pinbench.errors import UserError
 
 
@@ -29,3 +30,16 @@ class InvalidSeries(SeriesError):
         super().__init__(f"series value at position {index}: {reason}")
         self.index = index
         self.reason = reason
+
+
+class InvalidCandidates(SeriesError):
+    """A gate given no candidate run, or more runs of it than ``bounds.GATE_CANDIDATES``
+    allows: names the count, the bound and the option that set it."""
+
+    def __init__(self, *, count: int, field: str = "candidate runs") -> None:
+        super().__init__(
+            f"{GATE_CANDIDATES.refusal(field, count)}: a gate judges at most "
+            f"{GATE_CANDIDATES.high} runs of one candidate together"
+        )
+        self.count = count
+        self.field = field

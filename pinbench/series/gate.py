@@ -1,5 +1,6 @@
-"""The gate: a candidate run judged against its series' past runs under the series'
-thresholds (``stats.compare``), with an exit code CI can act on (decision 252).
+"""The gate: a candidate — one run, or several runs of one lockfile — judged against its
+series' past runs under the series' thresholds (``stats.compare``), with an exit code CI can
+act on (decisions 252, 264).
 
 Every current threshold of the series is judged; the gate's outcome is ``regressed`` when one
 metric regressed, else ``inconclusive`` when one is inconclusive, else ``passed``. Exit codes: 0
@@ -8,25 +9,30 @@ passed, 1 regressed, 2 inconclusive (the same numbers as a user error and a usag
 threshold, a candidate that is not in a series or did not record a thresholded metric is
 refused (a user error): a gate that judged nothing never passes.
 
-The history is the series' runs that started before the candidate with the candidate's
-settings (``members.alike``: runner, framework name, threads, limits). A statistical threshold
-on a location of the raw framework-call latencies (``stats.POOLED_METRICS``: their median or
-mean) is judged on the raw latencies of the candidate and of each run in its window (read
-once a gate call as NumPy arrays; a pooled side holds at most ``significance.MAX_POOLED`` of
-them); any other metric, a tail percentile included, on the runs' figures.
+The candidate runs (at most ``bounds.GATE_CANDIDATES``) must be runs of one lockfile, in one
+series, with the same settings (runner, besides what the lockfile pins); a run that is not is
+refused, named. The history is the series' runs that started before the first candidate run
+with the candidate's settings (``members.alike``: runner, framework name, threads, limits).
+A statistical threshold on a location of the raw framework-call latencies
+(``stats.POOLED_METRICS``: their median or mean) is judged on the raw latencies of the
+candidate runs and of each run in its window (read once a gate call as NumPy arrays; a
+pooled side holds at most ``significance.MAX_POOLED`` of them); any other metric, a tail
+percentile included, on the runs' figures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.bounds import GATE_CANDIDATES
 from pinbench.errors import UserError
-from pinbench.series.members import Member, alike, resolve, series_of_run
+from pinbench.series.errors import InvalidCandidates
+from pinbench.series.members import Member, alike, resolve, series_of_run, settings_of
 from pinbench.series.names import SeriesKey
 from pinbench.series.stats import POOLED_METRICS, STATISTICAL, Comparison, Observation, compare
 from pinbench.series.thresholds import Versioned, thresholds
@@ -53,6 +59,8 @@ class Judged:
             "alpha": c.alpha,
             "runs_used": c.runs_used,
             "reruns_needed": c.reruns_needed,
+            "run_p_value": c.run_p_value,
+            "candidates": list(c.candidates),
             "reason": c.reason,
             "threshold": self.threshold.to_json(),
         }
@@ -61,9 +69,15 @@ class Judged:
 @dataclass(frozen=True, slots=True)
 class GateResult:
     series: str
-    run: str
+    runs: list[str]
+    """The candidate runs, in the order they started."""
     history: list[str]
     judged: list[Judged]
+
+    @property
+    def run(self) -> str:
+        """The newest candidate run: the one an alert names."""
+        return self.runs[-1]
 
     @property
     def outcome(self) -> str:
@@ -81,6 +95,7 @@ class GateResult:
         return {
             "series": self.series,
             "run": self.run,
+            "runs": self.runs,
             "outcome": self.outcome,
             "exit_code": self.exit_code,
             "history": self.history,
@@ -101,57 +116,85 @@ def observation(
 def judge(
     key: SeriesKey,
     members: list[Member],
-    candidate: str,
+    candidates: str | list[str],
     current: list[Versioned],
     raw: Callable[[str], npt.NDArray[np.float64]],
 ) -> GateResult:
-    """Pure over what it is given: ``members`` (the series, oldest first, holding
-    ``candidate``), the current thresholds, and ``raw`` (a latency blob's values by digest)."""
+    """Pure over what it is given: ``members`` (the series, oldest first, holding every
+    candidate run), the current thresholds, and ``raw`` (a latency blob's values by digest)."""
     if not current:
         raise UserError(
             f"series {key} has no thresholds: set one with `pinbench series threshold set "
             f"{key} METRIC --test ...`; a gate that judged nothing would pass anything"
         )
-    index = next(i for i, m in enumerate(members) if m.run_id == candidate)
-    cand = members[index]
-    past = alike(members[:index], cand)
+    ids = [candidates] if isinstance(candidates, str) else candidates
+    at = {m.run_id: i for i, m in enumerate(members)}
+    cands = [members[i] for i in sorted(at[r] for r in ids)]
+    first = cands[0]
+    _one_candidate(cands)
+    past = alike(members[: at[first.run_id]], first)
     judged = []
     for versioned in current:
         t = versioned.threshold
-        if t.metric not in cand.metrics:
-            raise UserError(
-                f"run {candidate[:8]} recorded no {t.metric!r}, which series {key}'s threshold "
-                f"v{versioned.version} judges"
-            )
+        for cand in cands:
+            if t.metric not in cand.metrics:
+                raise UserError(
+                    f"run {cand.run_id[:8]} recorded no {t.metric!r}, which series {key}'s "
+                    f"threshold v{versioned.version} judges"
+                )
         having = [m for m in past if t.metric in m.metrics][-t.window :]
         reader = raw if t.test in STATISTICAL else None
         history = [observation(m, t.metric, reader) for m in having]
-        judged.append(Judged(versioned, compare(t, history, observation(cand, t.metric, reader))))
-    return GateResult(str(key), candidate, [m.run_id for m in past], judged)
+        runs = [observation(c, t.metric, reader) for c in cands]
+        judged.append(Judged(versioned, compare(t, history, runs)))
+    return GateResult(str(key), [c.run_id for c in cands], [m.run_id for m in past], judged)
+
+
+def _one_candidate(cands: list[Member]) -> None:
+    """Refuse candidate runs that are not runs of one lockfile with one runner: each is
+    named with what differs from the first."""
+    first = cands[0]
+    for c in cands[1:]:
+        if c.lock.digest != first.lock.digest:
+            raise UserError(
+                f"run {c.run_id[:8]} ran lockfile {c.lock.digest.hex[:12]}, not "
+                f"{first.lock.digest.hex[:12]} as run {first.run_id[:8]}: the runs a gate "
+                "judges together are runs of one lockfile"
+            )
+        if settings_of(c) != settings_of(first):
+            raise UserError(
+                f"run {c.run_id[:8]} ran on runner {c.runner}, not {first.runner} as run "
+                f"{first.run_id[:8]}: the runs a gate judges together share their settings"
+            )
 
 
 def gate(
     ws: Workspace,
-    run_id: str,
+    run_ids: str | Sequence[str],
     *,
     series: str | None = None,
     alert: bool = True,
     alert_past: Callable[[str], bool] | None = None,
 ) -> GateResult:
-    """Judge a recorded run against its series; a regression is recorded as an alert per
-    regressed metric (``alert``) when the run is the newest of its series, or when
+    """Judge recorded runs — one, or several runs of one lockfile (``bounds.GATE_CANDIDATES``)
+    — against their series; a regression is recorded as an alert per regressed metric, on the
+    newest candidate run (``alert``), when it is the newest run of its series, or when
     ``alert_past(model)`` says the caller may alert on the model's past runs (a server: its
     namespace's publishers). Otherwise the gate answers without recording: gating old runs
     again would let anyone who may run fill a team's alerts."""
     from pinbench.evaluator.run import latencies_of
     from pinbench.series.alerts import raise_alert
 
-    key, members = series_of_run(ws, run_id)
+    given = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    if not GATE_CANDIDATES.holds(len(given)):
+        raise InvalidCandidates(count=len(given), field="runs")
+    full = _full_ids(ws, given)
+    key, members = series_of_run(ws, full[0])
     if series is not None:
         named, _ = resolve(ws, series)
         if named != key:
-            raise UserError(f"run {run_id[:8]} belongs to series {key}, not {named}")
-    full = next(m.run_id for m in members if m.run_id.startswith(_full_id(ws, run_id)))
+            raise UserError(f"run {full[0][:8]} belongs to series {key}, not {named}")
+    _in_series(ws, key, members, full)
 
     loaded: dict[str, npt.NDArray[np.float64]] = {}
 
@@ -161,7 +204,7 @@ def gate(
         return loaded[digest]
 
     result = judge(key, members, full, thresholds(ws, key), raw)
-    newest = members[-1].run_id == full
+    newest = members[-1].run_id == result.run
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:
             if j.comparison.verdict == "regressed":
@@ -170,14 +213,31 @@ def gate(
                     series=result.series,
                     metric=j.comparison.metric,
                     kind="regression",
-                    run_id=full,
-                    detail=j.to_json(),
+                    run_id=result.run,
+                    detail={**j.to_json(), "runs": result.runs},
                 )
     return result
 
 
-def _full_id(ws: Workspace, run_id: str) -> str:
+def _full_ids(ws: Workspace, given: list[str]) -> list[str]:
+    """Each run's full id (a prefix resolved); a run given twice is refused."""
     from pinbench.evaluator.history import find_run
 
     with ws.transaction() as session:
-        return find_run(session, run_id).id
+        full = [find_run(session, r).id for r in given]
+    for i, run_id in enumerate(full):
+        if run_id in full[:i]:
+            raise UserError(f"run {run_id[:8]} is given twice: each candidate run counts once")
+    return full
+
+
+def _in_series(ws: Workspace, key: SeriesKey, members: list[Member], full: list[str]) -> None:
+    """Refuse a candidate run that is not in the first one's series, naming it and its own."""
+    held = {m.run_id for m in members}
+    for run_id in full[1:]:
+        if run_id not in held:
+            other, _ = series_of_run(ws, run_id)  # refuses a failed or traced run by itself
+            raise UserError(
+                f"run {run_id[:8]} belongs to series {other}, not {key} as run {full[0][:8]}: "
+                "the runs a gate judges together are runs of one series"
+            )

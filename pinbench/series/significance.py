@@ -25,20 +25,22 @@ itself is too noisy or too short to settle it)."""
 
 
 def samples(
-    window: Sequence[Observation], candidate: Observation, *, pool: bool = True
+    window: Sequence[Observation], candidates: Sequence[Observation], *, pool: bool = True
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
-    """Candidate and past samples: pooled per-query latencies when ``pool`` and every run has
-    them and none is empty (at most ``MAX_POOLED`` a side), else one summary figure a run."""
+    """Candidate and past samples: pooled per-query latencies when ``pool`` and every run,
+    candidate or past, has them and none is empty (at most ``MAX_POOLED`` a side), else one
+    summary figure a run."""
     raws = [o.raw for o in window]
-    if pool and _has(candidate.raw) and all(_has(r) for r in raws):
-        a = np.asarray(candidate.raw, dtype=np.float64)
+    if pool and all(_has(c.raw) for c in candidates) and all(_has(r) for r in raws):
+        a = np.concatenate([np.asarray(c.raw, dtype=np.float64) for c in candidates])
         b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws])
         return strided(a), strided(b), True
-    return (
-        np.array([candidate.value], dtype=np.float64),
-        np.array([o.value for o in window], dtype=np.float64),
-        False,
-    )
+    return figures(candidates), figures(window), False
+
+
+def figures(runs: Sequence[Observation]) -> npt.NDArray[np.float64]:
+    """One summary figure a run."""
+    return np.array([o.value for o in runs], dtype=np.float64)
 
 
 def _has(raw: Sequence[float] | npt.NDArray[np.float64] | None) -> bool:
@@ -87,15 +89,40 @@ def test_name(test: str, pooled: bool) -> str:
     return "Mann-Whitney U"
 
 
+def least_rank_p(k: int, n: int) -> float:
+    """Mann-Whitney U's smallest one-sided p-value with ``k`` runs against ``n`` (every
+    candidate beyond every past run: one ordering of the C(n + k, k))."""
+    return 1.0 / math.comb(n + k, k)
+
+
+def run_test(test: str, k: int, n: int, alpha: float) -> str | None:
+    """The test on the runs' figures, ``k`` candidate runs against ``n`` past ones: the
+    threshold's own (``t``: Student's t; ``mann-whitney``: Mann-Whitney U), or None when
+    Mann-Whitney cannot reach ``alpha`` with so few runs (``least_rank_p``)."""
+    if test == "mann-whitney" and least_rank_p(k, n) >= alpha:
+        return None
+    return test
+
+
+def ranks_reach(k: int, n: int, alpha: float, *, most: int) -> tuple[int | None, int | None]:
+    """What Mann-Whitney on the runs' figures lacks to reach ``alpha``: the fewest candidate
+    runs (at most ``most``) with this window's ``n``, and the fewest past runs with ``k``
+    candidate runs (None: none up to ``most``; at most 1,000 past runs)."""
+    runs = next((j for j in range(k, most + 1) if least_rank_p(j, n) < alpha), None)
+    past = next((m for m in range(n, 1001) if least_rank_p(k, m) < alpha), None)
+    return runs, past
+
+
 def shown(p: float | None) -> str:
     return "undefined (identical samples)" if p is None else f"{p:.3g}"
 
 
-def reruns_needed(values: Sequence[float], change: float) -> int | None:
-    """How many more runs of the candidate would settle a change of ``change``: the fewest
-    ``k`` whose mean, with the candidate's run, the rerun verdict's 99% interval (Student's t
-    at the window's degrees of freedom, the window's log spread floored at ``NOISE_FLOOR``)
-    would tell apart from the window's mean. None when no ``k`` up to ``MAX_RERUNS`` would."""
+def reruns_needed(values: Sequence[float], change: float, have: int = 1) -> int | None:
+    """How many more runs of the candidate would settle a change of ``change``, given the
+    ``have`` runs of it judged already: the fewest ``k`` > ``have`` whose mean the rerun
+    verdict's 99% interval (Student's t at the window's degrees of freedom, the window's log
+    spread floored at ``NOISE_FLOOR``) would tell apart from the window's mean, less ``have``.
+    None when no ``k`` up to ``have`` + ``MAX_RERUNS`` would."""
     from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
 
     if min(values) <= 0 or change <= -1.0:
@@ -104,7 +131,7 @@ def reruns_needed(values: Sequence[float], change: float) -> int | None:
     logs = np.log(np.asarray(values, dtype=np.float64))
     spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
     effect = abs(math.log1p(change))
-    for k in range(2, MAX_RERUNS + 2):
+    for k in range(have + 1, have + MAX_RERUNS + 1):
         if t_995(n - 1) * spread * math.sqrt(1.0 / k + 1.0 / n) < effect:
-            return k - 1
+            return k - have
     return None

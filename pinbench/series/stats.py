@@ -1,4 +1,5 @@
-"""Judge a candidate run against a window of a series' past runs under one threshold.
+"""Judge a candidate — one run, or several runs of one lockfile — against a window of a
+series' past runs under one threshold.
 
 A threshold names a metric, which way is better, and a test:
 
@@ -10,27 +11,33 @@ A threshold names a metric, which way is better, and a test:
   fixed dataset);
 * ``tolerance``: it may be worse by at most ``tolerance``, in the metric's own unit.
 
+The candidate's figure is the median of its runs' figures (one run: its figure); the change
+and every bound are judged on it.
+
 Which numbers a test sees (decision 255). When the metric is a location of the per-query
-latencies (``POOLED_METRICS``: their median or mean) and the candidate and every run of the
-window kept their per-query latencies (``Observation.raw``), the test compares the
-candidate's latencies with the window's pooled ones; otherwise the runs' summary figures (one
-value a run). A tail percentile (p90, p99) is never judged by a pooled test: a location test
-on all the latencies asks whether the typical query is slower, not whether the tail is (a p99
-2.7 times the window's, its median unchanged, came out inconclusive there); each run's own
-figure answers it. Per-query latencies are not independent of their run (the rerun verdict's
-docstring, ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run difference as
-significant. So a pooled test's significance is necessary, not sufficient: the run-level
-test must agree at ``alpha`` too (``run_p_value``: Student's t of the candidate's figure
-against the window's figures, one run against n, which is the prediction test for one more
-run). On per-run values that test is the t test itself.
+latencies (``POOLED_METRICS``: their median or mean) and every candidate run and every run of
+the window kept their per-query latencies (``Observation.raw``), the test compares the
+candidate runs' latencies, pooled, with the window's pooled ones; otherwise the runs' summary
+figures (one value a run). A tail percentile (p90, p99) is never judged by a pooled test: a
+location test on all the latencies asks whether the typical query is slower, not whether the
+tail is (a p99 2.7 times the window's, its median unchanged, came out inconclusive there);
+each run's own figure answers it. Per-query latencies are not independent of their run (the
+rerun verdict's docstring, ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run
+difference as significant. So a pooled test's significance is necessary, not sufficient: the
+run-level test must agree at ``alpha`` too (``run_p_value``: the K candidate runs' figures
+against the window's n figures, by the threshold's own test — Student's t, with K = 1 the
+prediction test for one more run; Mann-Whitney U where it can reach alpha with K against n,
+``significance.run_test``, else Student's t). On per-run values that test is the test itself;
+Mann-Whitney there, when K against n cannot reach alpha, is inconclusive and says how many
+candidate or past runs it needs (decision 264).
 
 Verdicts: ``regressed`` only when the test says so and the change is worse than
 ``max_change`` (when given); ``inconclusive`` when the window holds fewer than ``min_runs``
 runs, or when the candidate is worse by at least the change that counts (``max_change``, or
 the rerun verdict's ``MIN_EFFECT``) and the test cannot show it (too noisy):
-``reruns_needed`` then says how many runs of the candidate would settle it (decision 256);
-``passed`` otherwise. An undefined number (a change relative to zero, a p-value of identical
-samples) is None, never 0.0.
+``reruns_needed`` then says how many more runs of the candidate would settle it (decision
+256); ``passed`` otherwise. An undefined number (a change relative to zero, a p-value of
+identical samples) is None, never 0.0.
 """
 
 from __future__ import annotations
@@ -44,11 +51,15 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench import bounds
-from pinbench.series.errors import InvalidSeries, InvalidThreshold
+from pinbench.series.errors import InvalidCandidates, InvalidSeries, InvalidThreshold
 from pinbench.series.significance import (
     MAX_RERUNS,
+    figures,
+    least_rank_p,
     p_value,
+    ranks_reach,
     reruns_needed,
+    run_test,
     samples,
     shown,
     test_name,
@@ -103,6 +114,7 @@ class Comparison:
     baseline: float | None
     """The window's median of the metric (None: no past runs)."""
     candidate: float
+    """The candidate's figure: the median of its runs' figures (one run: its figure)."""
     change: float | None
     """Relative change from the baseline, signed so that > 0 is worse (None: baseline 0)."""
     p_value: float | None
@@ -113,8 +125,11 @@ class Comparison:
     short of ``min_runs``, the past runs it lacks; None when reruns cannot settle it."""
     reason: str
     run_p_value: float | None = None
-    """With per-query latencies: the run-level test's p-value (Student's t, the candidate's
-    figure against the window's), which must be under alpha too; None otherwise."""
+    """With per-query latencies: the run-level test's p-value (the candidate runs' figures
+    against the window's: Student's t, or Mann-Whitney U where the threshold's test is it and
+    can reach alpha), which must be under alpha too; None otherwise."""
+    candidates: tuple[float, ...] = ()
+    """Each candidate run's figure, in the order given."""
 
 
 def validate(threshold: Threshold) -> None:
@@ -164,21 +179,28 @@ def _integer(x: object) -> bool:
 
 
 def compare(
-    threshold: Threshold, history: Sequence[Observation], candidate: Observation
+    threshold: Threshold,
+    history: Sequence[Observation],
+    candidate: Observation | Sequence[Observation],
 ) -> Comparison:
-    """Judge ``candidate`` against the last ``threshold.window`` runs of ``history`` (oldest
-    first)."""
+    """Judge ``candidate`` (one run, or several runs of the same lockfile: at most
+    ``bounds.GATE_CANDIDATES``) against the last ``threshold.window`` runs of ``history``
+    (oldest first)."""
     validate(threshold)
-    _check_finite(history, candidate)
+    candidates = [candidate] if isinstance(candidate, Observation) else list(candidate)
+    if not bounds.GATE_CANDIDATES.holds(len(candidates)):
+        raise InvalidCandidates(count=len(candidates))
+    _check_finite(history, candidates)
     t = threshold
     window = list(history)[-t.window :]
     n = len(window)
-    values = np.array([o.value for o in window], dtype=np.float64)
+    values = figures(window)
     baseline = float(np.median(values)) if n else None
-    change = _change(baseline, candidate.value, t.direction)
+    value = float(np.median(figures(candidates)))
+    change = _change(baseline, value, t.direction)
     alpha = t.alpha if t.test in STATISTICAL else None
 
-    result = _Outcome(t, baseline, candidate.value, change, alpha, n)
+    result = _Outcome(t, baseline, value, change, alpha, n, tuple(o.value for o in candidates))
 
     size = _size(change, baseline)
     if n < t.min_runs:
@@ -204,19 +226,19 @@ def compare(
         )
     if t.test in {"exact", "tolerance"}:
         assert baseline is not None
-        worse_by = _worse_by(baseline, candidate.value, t.direction)
+        worse_by = _worse_by(baseline, value, t.direction)
         allowed = 0.0 if t.test == "exact" else float(t.tolerance or 0.0)
         bound = "equality" if t.test == "exact" else f"the tolerance {allowed:.6g}"
         verdict: Verdict = "regressed" if worse_by > allowed else "passed"
         how = f"worse by {worse_by:.6g} than" if worse_by > 0 else _better_or_equal(worse_by)
         return result(
             verdict,
-            f"{t.metric}: {candidate.value:.6g}, {how} the window's median "
+            f"{t.metric}: {_figure(candidates, value)}, {how} the window's median "
             f"{baseline:.6g}, {'beyond' if verdict == 'regressed' else 'within'} {bound} "
             f"({t.test} test; no p-value)",
         )
     assert change is not None
-    return _statistical(t, window, candidate, change, result)
+    return _statistical(t, window, candidates, change, result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +251,7 @@ class _Outcome:
     change: float | None
     alpha: float | None
     runs: int
+    candidates: tuple[float, ...]
 
     def __call__(
         self,
@@ -252,55 +275,55 @@ class _Outcome:
             more,
             reason,
             p_run,
+            self.candidates,
         )
 
 
 def _statistical(
     t: Threshold,
     window: Sequence[Observation],
-    candidate: Observation,
+    candidates: Sequence[Observation],
     change: float,
     result: _Outcome,
 ) -> Comparison:
     """``t`` and ``mann-whitney``: the test, the practical floor, the run-level guard."""
     from pinbench.evaluator.verdict import MIN_EFFECT
 
-    a, b, pooled = samples(window, candidate, pool=t.metric in POOLED_METRICS)
-    if t.test == "mann-whitney" and not pooled and 1.0 / (len(b) + 1) >= t.alpha:
-        # One run among n: Mann-Whitney's smallest one-sided p-value is 1 / (n + 1).
-        least = math.ceil(1.0 / t.alpha)
-        need = "per-query latencies on both sides or " if t.metric in POOLED_METRICS else ""
-        return result(
-            "inconclusive",
-            f"{t.metric}: {_size(change, result.baseline)}; Mann-Whitney on one run's figure "
-            f"vs {len(b)} runs cannot reach p < {t.alpha:g}: it needs {need}>= {least} past "
-            "runs (no p-value)",
-        )
+    a, b, pooled = samples(window, candidates, pool=t.metric in POOLED_METRICS)
+    k, n = len(candidates), len(window)
+    size = _size(change, result.baseline)
+    on_runs = run_test(t.test, k, n, t.alpha)
+    if on_runs is None and not pooled:
+        return result("inconclusive", _ranks_cannot(t, k, n, size))
     p = p_value(t.test, a, b, t.direction, pooled)
     name = test_name(t.test, pooled)
-    on = (
-        f"{len(a):,} per-query latencies vs {len(b):,} pooled from {len(window)} runs"
-        if pooled
-        else f"1 run vs {len(window)} runs"
-    )
+    runs = f"{k} run{'s' if k != 1 else ''}"
+    if not pooled:
+        on = f"{runs} vs {n} runs"
+    elif k == 1:
+        on = f"{len(a):,} per-query latencies vs {len(b):,} pooled from {n} runs"
+    else:
+        on = f"{len(a):,} per-query latencies pooled from {runs} vs {len(b):,} from {n} runs"
     stats = f"{name} on {on}, p = {shown(p)}, alpha {t.alpha:g}"
-    size = _size(change, result.baseline)
     floor = t.max_change
     significant = p is not None and p < t.alpha
     big = change > (floor if floor is not None else 0.0)
     values = [o.value for o in window]
     p_run = None
     if pooled:
-        values_a = np.array([candidate.value], dtype=np.float64)
-        p_run = p_value("t", values_a, np.asarray(values, dtype=np.float64), t.direction, False)
-        stats += f"; Student's t on the runs' figures, p = {shown(p_run)}"
+        # The run-level test: the threshold's own on the runs' figures, Student's t where
+        # Mann-Whitney cannot reach alpha with so few runs (decision 255).
+        level = on_runs or "t"
+        p_run = p_value(level, figures(candidates), figures(window), t.direction, False)
+        stats += f"; {test_name(level, False)} on the runs' figures ({runs} vs {n}), "
+        stats += f"p = {shown(p_run)}"
     runs_agree = not pooled or (p_run is not None and p_run < t.alpha)
     floor_text = f", over the {floor:.1%} bound" if floor is not None and big else ""
     if significant and big and runs_agree:
         return result("regressed", f"{t.metric}: {size}{floor_text} ({stats})", p, None, p_run)
     counts = floor if floor is not None else MIN_EFFECT
     if change >= counts:
-        more = reruns_needed(values, change)
+        more = reruns_needed(values, change, have=k)
         settle = (
             f"about {more} more run{'s' if more != 1 else ''} of the candidate would settle it"
             if more is not None
@@ -316,9 +339,31 @@ def _statistical(
     return result("passed", f"{t.metric}: {size} ({stats})", p, None, p_run)
 
 
-def _check_finite(history: Sequence[Observation], candidate: Observation) -> None:
-    for i, o in enumerate([*history, candidate]):
-        where = "the candidate" if i == len(history) else f"past run {i}"
+def _ranks_cannot(t: Threshold, k: int, n: int, size: str) -> str:
+    """Why Mann-Whitney on ``k`` candidate runs' figures against ``n`` cannot regress, and
+    what would let it."""
+    runs, past = ranks_reach(k, n, t.alpha, most=int(bounds.GATE_CANDIDATES.high))
+    need = ["per-query latencies on both sides"] if t.metric in POOLED_METRICS else []
+    if past is not None:
+        need.append(f">= {past} past runs")
+    if runs is not None:
+        need.append(f"{runs} candidate runs (gate --repeat {runs})")
+    one = "one run's figure" if k == 1 else f"{k} runs' figures"
+    return (
+        f"{t.metric}: {size}; Mann-Whitney on {one} vs {n} runs cannot reach "
+        f"p < {t.alpha:g} (its least p-value is {least_rank_p(k, n):.3g}): it needs "
+        f"{' or '.join(need) or 'more runs'} (no p-value)"
+    )
+
+
+def _check_finite(history: Sequence[Observation], candidates: Sequence[Observation]) -> None:
+    named = (
+        ["the candidate"]
+        if len(candidates) == 1
+        else [f"candidate run {j}" for j in range(len(candidates))]
+    )
+    for i, o in enumerate([*history, *candidates]):
+        where = f"past run {i}" if i < len(history) else named[i - len(history)]
         if not _number(o.value):
             raise InvalidSeries(index=i, reason=f"{where}'s value {o.value!r} is not finite")
         if o.raw is not None and not np.all(np.isfinite(np.asarray(o.raw, dtype=np.float64))):
@@ -335,6 +380,13 @@ def _change(baseline: float | None, value: float, direction: Direction) -> float
 
 def _worse_by(baseline: float, value: float, direction: Direction) -> float:
     return value - baseline if direction == "lower" else baseline - value
+
+
+def _figure(candidates: Sequence[Observation], value: float) -> str:
+    """The candidate's figure as a reason states it: its runs' median when several."""
+    if len(candidates) == 1:
+        return f"{value:.6g}"
+    return f"{value:.6g} (the median of {len(candidates)} runs)"
 
 
 def _better_or_equal(worse_by: float) -> str:

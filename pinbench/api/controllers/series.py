@@ -17,6 +17,7 @@ from litestar.params import Parameter
 
 from pinbench.accounts import AuthError, Forbidden, Principal
 from pinbench.api.schemas import Body
+from pinbench.bounds import GATE_CANDIDATES
 from pinbench.sdk.registry import Registry
 from pinbench.sdk.values import SeriesKey
 
@@ -34,10 +35,23 @@ class ThresholdRequest(Body):
 
 
 class GateRequest(Body):
-    run: str
+    run: str | None = None
     """A recorded run's id (or unique prefix): the candidate."""
+    runs: list[str] | None = None
+    """Instead of ``run``: several recorded runs of one lockfile and series, judged together
+    (1 to 20)."""
     series: str | None = None
-    """The series to judge against; refused when the run is not in it. Default: its own."""
+    """The series to judge against; refused when the runs are not in it. Default: theirs."""
+
+    def __post_init__(self) -> None:
+        if (self.run is None) == (self.runs is None):
+            raise ValueError("give the candidate: `run` (one id) or `runs` (a list), not both")
+        if self.runs is not None:
+            GATE_CANDIDATES.check("runs (its length)", len(self.runs))
+
+    @property
+    def candidates(self) -> list[str]:
+        return [self.run] if self.run is not None else list(self.runs or [])
 
 
 class SeriesController(Controller):
@@ -104,10 +118,12 @@ class GateController(Controller):
         "/",
         sync_to_thread=True,
         status_code=200,
-        summary="Judge a recorded run against its series under the thresholds",
-        description="Needs the `run` scope. A regression is recorded as an alert when the run is "
-        "the newest of its series or the caller publishes in the model's namespace. The "
-        "answer's `outcome` is passed, regressed or inconclusive (`exit_code` 0, 1, 2).",
+        summary="Judge a recorded run, or several runs of one lockfile, against their series",
+        description="Needs the `run` scope. `run` names one recorded run; `runs` 1 to 20 runs "
+        "of one lockfile in one series, judged together. A regression is recorded as an alert "
+        "when the newest of them is the newest of its series or the caller publishes in the "
+        "model's namespace. The answer's `outcome` is passed, regressed or inconclusive "
+        "(`exit_code` 0, 1, 2).",
         operation_id="gate",
     )
     def gate(self, registry: Registry, principal: Principal, data: GateRequest) -> dict[str, Any]:
@@ -120,7 +136,7 @@ class GateController(Controller):
                 return False
             return True
 
-        return registry.series().gate(data.run, series=data.series, alert_past=publishes)
+        return registry.series().gate(data.candidates, series=data.series, alert_past=publishes)
 
 
 class AlertController(Controller):
