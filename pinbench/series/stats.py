@@ -69,9 +69,7 @@ Direction = Literal["lower", "higher"]
 TestName = Literal["relative", "t", "mann-whitney", "exact", "tolerance"]
 Verdict = Literal["passed", "regressed", "inconclusive"]
 STATISTICAL: frozenset[str] = frozenset({"t", "mann-whitney"})
-POOLED_METRICS: frozenset[str] = frozenset(
-    {"framework_latency_p50_ns", "framework_latency_mean_ns"}
-)
+POOLED_METRICS = frozenset({"framework_latency_p50_ns", "framework_latency_mean_ns"})
 """Metrics a location test on pooled per-query latencies judges (the rest: one figure a run)."""
 
 
