@@ -75,17 +75,16 @@ def gate_cmd(
     system. With --json the gate's object (its `outcome`) is printed only when the gate
     judged, which tells a regression from a user error and inconclusive from a usage error.
     """
-    from pinbench.bounds import GATE_CANDIDATES
-    from pinbench.series.errors import InvalidCandidates
+    from pinbench.sdk.series import check_candidates
 
     if (lockfile is None) == (run_ids is None):
         raise UserError("give the candidate: a LOCKFILE to run, or --run ID (not both)")
     if repeat is not None and lockfile is None:
         raise UserError("--repeat runs the LOCKFILE again: with --run, give each recorded run")
-    if repeat is not None and not GATE_CANDIDATES.holds(repeat):  # exit 1, not inconclusive's 2
-        raise InvalidCandidates(count=repeat, field="--repeat")
-    if run_ids is not None and not GATE_CANDIDATES.holds(len(run_ids)):
-        raise InvalidCandidates(count=len(run_ids), field="--run (given that many times)")
+    if repeat is not None:  # a user error, exit 1: not inconclusive's 2
+        check_candidates(repeat, "--repeat")
+    if run_ids is not None:
+        check_candidates(len(run_ids), "--run (given that many times)")
     if as_json and markdown == Path("-"):
         raise UserError("--json and --markdown - both print to stdout: write the summary to a file")
     if series is not None:  # refused before the candidate runs

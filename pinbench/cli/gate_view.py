@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinbench.bounds import GATE_CANDIDATES
+from pinbench.sdk.series import most_candidates
 
 MARK = {"passed": "✅", "regressed": "❌", "inconclusive": "⚠️"}
 
@@ -95,7 +95,7 @@ def settle_of(info: dict[str, Any]) -> str:
         else:
             more = c["reruns_needed"]
             total = len(_runs(info)) + more
-            most = int(GATE_CANDIDATES.high)
+            most = most_candidates()
             how = f"gate --repeat {total}" if total <= most else f"over the {most} a gate takes"
             said.append(f"{c['metric']}: about {more} more run(s) of the candidate ({how})")
     return "; ".join(said)

@@ -14,6 +14,26 @@ if TYPE_CHECKING:
     from pinbench.workspace import Workspace
 
 
+def most_candidates() -> int:
+    """The most runs of one candidate a gate judges together (``bounds.GATE_CANDIDATES``)."""
+    from pinbench.bounds import GATE_CANDIDATES
+
+    return int(GATE_CANDIDATES.high)
+
+
+def check_candidates(count: int, field: str, *, user: bool = True) -> None:
+    """Refuse ``count`` candidate runs outside the gate's bound, naming ``field``: an
+    ``InvalidCandidates`` (a user error), or with ``user=False`` the ``ValueError`` a request
+    schema turns into a validation error naming the place."""
+    from pinbench.bounds import GATE_CANDIDATES
+    from pinbench.series.errors import InvalidCandidates
+
+    if not GATE_CANDIDATES.holds(count):
+        if not user:
+            raise ValueError(GATE_CANDIDATES.refusal(field, count))
+        raise InvalidCandidates(count=count, field=field)
+
+
 def _path(name: str) -> str:
     return quote(name, safe="/:@")
 

@@ -17,8 +17,8 @@ from litestar.params import Parameter
 
 from pinbench.accounts import AuthError, Forbidden, Principal
 from pinbench.api.schemas import Body
-from pinbench.bounds import GATE_CANDIDATES
 from pinbench.sdk.registry import Registry
+from pinbench.sdk.series import check_candidates
 from pinbench.sdk.values import SeriesKey
 
 
@@ -47,7 +47,7 @@ class GateRequest(Body):
         if (self.run is None) == (self.runs is None):
             raise ValueError("give the candidate: `run` (one id) or `runs` (a list), not both")
         if self.runs is not None:
-            GATE_CANDIDATES.check("runs (its length)", len(self.runs))
+            check_candidates(len(self.runs), "runs (its length)", user=False)
 
     @property
     def candidates(self) -> list[str]:
