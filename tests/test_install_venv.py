@@ -94,9 +94,10 @@ def test_uv_is_told_to_compile_bytecode_as_pip_does(monkeypatch: pytest.MonkeyPa
     assert install[1:5] == ["-m", "uv", "pip", "install"] and "--compile-bytecode" in install
 
 
-@pytest.mark.parametrize("package", ["torch", "numpy", "sqlalchemy"])
+@pytest.mark.parametrize("package", ["torch", "numpy", "sqlalchemy", "pinbench"])
 def test_the_environment_the_suite_runs_in_holds_bytecode(package: str) -> None:
-    """The venv ``make dev`` installed: its packages' modules come with their ``.pyc``."""
+    """The venv ``make dev`` installed: its packages' modules come with their ``.pyc``, and so
+    does the project's own source (``make dev`` compiles it: an editable install does not)."""
     import importlib.util
 
     spec = importlib.util.find_spec(package)
