@@ -611,3 +611,28 @@ def test_a_model_without_code_keeps_its_manifest_and_lockfile_digests(world: Wor
         parse_request({"model": f"{builtin.MODEL_NAME}@1.1.0", "dataset": "digits-raw@1"}),
     )[0]
     assert b"preprocess" not in catalog_lock.canonical
+
+
+def test_a_library_installed_after_the_first_record_is_recorded_with_its_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed distributions are read once per process for speed; a distribution
+    installed since (a long-lived runner, a ``pip install`` between two runs) is still found,
+    not recorded as ``not installed`` while the code imports it."""
+    import importlib
+
+    from pinbench.processing.loading import libraries
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = b"import pinbench_probe_lib\n"
+    assert libraries(source)["pinbench_probe_lib"] == "not installed"
+    (tmp_path / "pinbench_probe_lib").mkdir()
+    (tmp_path / "pinbench_probe_lib" / "__init__.py").write_text("")
+    info = tmp_path / "pinbench_probe_lib-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pinbench-probe-lib\nVersion: 1.2.3\n"
+    )
+    (info / "top_level.txt").write_text("pinbench_probe_lib\n")
+    importlib.invalidate_caches()
+    assert libraries(source) == {"numpy": np.__version__, "pinbench-probe-lib": "1.2.3"}
