@@ -618,21 +618,34 @@ def test_a_library_installed_after_the_first_record_is_recorded_with_its_version
 ) -> None:
     """The installed distributions are read once per process for speed; a distribution
     installed since (a long-lived runner, a ``pip install`` between two runs) is still found,
-    not recorded as ``not installed`` while the code imports it."""
-    import importlib
+    not recorded as ``not installed`` while the code imports it. (The map of installed
+    distributions is this test's own: the real one takes seconds to read.)"""
+    from importlib import metadata
 
-    from pinbench.processing.loading import libraries
+    from pinbench.processing import loading
+
+    info = tmp_path / "pinbench_probe_lib-1.2.3.dist-info"
+    reads: list[int] = []
+
+    def installed() -> dict[str, list[str]]:
+        reads.append(1)
+        probe = {"pinbench_probe_lib": ["pinbench-probe-lib"]} if info.exists() else {}
+        return {"numpy": ["numpy"], **probe}
 
     monkeypatch.syspath_prepend(str(tmp_path))
-    source = b"import pinbench_probe_lib\n"
-    assert libraries(source)["pinbench_probe_lib"] == "not installed"
-    (tmp_path / "pinbench_probe_lib").mkdir()
-    (tmp_path / "pinbench_probe_lib" / "__init__.py").write_text("")
-    info = tmp_path / "pinbench_probe_lib-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: pinbench-probe-lib\nVersion: 1.2.3\n"
-    )
-    (info / "top_level.txt").write_text("pinbench_probe_lib\n")
-    importlib.invalidate_caches()
-    assert libraries(source) == {"numpy": np.__version__, "pinbench-probe-lib": "1.2.3"}
+    monkeypatch.setattr(metadata, "packages_distributions", installed)
+    loading._distributions.cache_clear()
+    try:
+        source = b"import pinbench_probe_lib\n"
+        assert loading.libraries(source)["pinbench_probe_lib"] == "not installed"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: pinbench-probe-lib\nVersion: 1.2.3\n"
+        )
+        reads.clear()
+        want = {"numpy": np.__version__, "pinbench-probe-lib": "1.2.3"}
+        assert loading.libraries(source) == want
+        assert loading.libraries(source) == want
+        assert len(reads) == 1  # read again once, then kept
+    finally:
+        loading._distributions.cache_clear()  # not this test's map for the next
