@@ -439,7 +439,13 @@ def test_a_fan_out_first_fed_on_a_later_query_makes_its_first_call_cold() -> Non
     outputs' batch axes checked), as every other stage's first call is."""
     chained, scores = fan_out(FEEDS, JOIN)
     cold: list[Any] = []
-    scores.first_predict = lambda batch: cold.append(batch) or Scores.predict(scores, batch)  # type: ignore[method-assign]
+
+    def first_predict(batch: Any) -> dict[str, Any]:
+        cold.append(batch)
+        got: dict[str, Any] = scores.predict(batch)
+        return got
+
+    scores.first_predict = first_predict
     chained.predict(np.full((1, 1), 0.0, np.float32))
     assert cold == []
     chained.predict(np.full((1, 1), 2.0, np.float32))
