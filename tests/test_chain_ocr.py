@@ -412,3 +412,41 @@ def test_sample_bytes_needs_sample_files() -> None:
     )
     with pytest.raises(ChainRefused, match="dataset arrays holds no sample files"):
         _with_sample(chain, np.zeros((1, 1)), SimpleNamespace(files=None), "arrays", quiet)  # type: ignore[arg-type]
+
+
+def test_the_stage_fed_from_the_samples_runs_first_though_a_sample_reader_is_listed_first() -> None:
+    """A stage wired ``sample.bytes`` alone depends on no stage: listed before the stage fed
+    from the samples, the order must still start with that one (the run feeds the samples'
+    inputs to the first stage and skips its code)."""
+    from pinbench.chains.spec import ChainStage
+    from pinbench.chains.wiring import run_order
+    from pinbench.registry.processing_code import Code
+
+    code = Code(function="crop", code="def crop(values, files):\n    return values\n")
+    stages = [
+        ChainStage(name="reader", model="rec@1", inputs={"raw": "sample.bytes"}, code=code),
+        ChainStage(name="det", model="det@1"),
+        ChainStage(name="last", model="cls@1", inputs={"a": "reader.y", "b": "det.w"}),
+    ]
+    order = [s.name for s in run_order(stages)]
+    assert order[0] == "det"
+    assert order.index("reader") < order.index("last")
+
+
+def test_a_fan_out_first_fed_on_a_later_query_makes_its_first_call_cold() -> None:
+    """A fan-out stage whose first query has no box is first called later: that call is its
+    ``first_predict`` (the framework's complaint about the input as an input mismatch, the
+    outputs' batch axes checked), as every other stage's first call is."""
+    chained, scores = fan_out(FEEDS, JOIN)
+    cold: list[Any] = []
+
+    def first_predict(batch: Any) -> dict[str, Any]:
+        cold.append(batch)
+        got: dict[str, Any] = scores.predict(batch)
+        return got
+
+    scores.first_predict = first_predict
+    chained.predict(np.full((1, 1), 0.0, np.float32))
+    assert cold == []
+    chained.predict(np.full((1, 1), 2.0, np.float32))
+    assert len(cold) == 1 and len(scores.fed) == 2

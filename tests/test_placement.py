@@ -209,3 +209,23 @@ def test_sweep_ids_made_before_placement_are_unchanged() -> None:
     )
     placed = canonical_digest(parse_request({**sweep, "system": {"gpu": "H100"}}))
     assert placed != canonical_digest(parse_request(sweep))
+
+
+def test_sweep_ids_made_before_whisper_prompts_and_fan_outs_are_unchanged() -> None:
+    """``generation.language``/``task`` and a chain stage's ``join`` are late fields: unset,
+    a generation sweep's id is the one every pinbench before them made (the lockfile's
+    ``sweep``, shared by the sweep's points)."""
+    from pinbench.registry.locking import canonical_digest
+
+    sweep = {
+        "model": "m@1",
+        "dataset": "d@1",
+        "batch_size": [1, 2],
+        "scenario": {"name": "Offline"},
+        "generation": {"max_new_tokens": 8},
+    }
+    assert canonical_digest(parse_request(sweep)) == (
+        "d494e046d505c268b5df826b386409f5d97a3ac14badf8856e33f2d46f1dd2ba"
+    )
+    french = {**sweep, "generation": {"max_new_tokens": 8, "language": "fr"}}
+    assert canonical_digest(parse_request(french)) != canonical_digest(parse_request(sweep))

@@ -611,3 +611,41 @@ def test_a_model_without_code_keeps_its_manifest_and_lockfile_digests(world: Wor
         parse_request({"model": f"{builtin.MODEL_NAME}@1.1.0", "dataset": "digits-raw@1"}),
     )[0]
     assert b"preprocess" not in catalog_lock.canonical
+
+
+def test_a_library_installed_after_the_first_record_is_recorded_with_its_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed distributions are read once per process for speed; a distribution
+    installed since (a long-lived runner, a ``pip install`` between two runs) is still found,
+    not recorded as ``not installed`` while the code imports it. (The map of installed
+    distributions is this test's own: the real one takes seconds to read.)"""
+    from importlib import metadata
+
+    from pinbench.processing import loading
+
+    info = tmp_path / "pinbench_probe_lib-1.2.3.dist-info"
+    reads: list[int] = []
+
+    def installed() -> dict[str, list[str]]:
+        reads.append(1)
+        probe = {"pinbench_probe_lib": ["pinbench-probe-lib"]} if info.exists() else {}
+        return {"numpy": ["numpy"], **probe}
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(metadata, "packages_distributions", installed)
+    loading._distributions.cache_clear()
+    try:
+        source = b"import pinbench_probe_lib\n"
+        assert loading.libraries(source)["pinbench_probe_lib"] == "not installed"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: pinbench-probe-lib\nVersion: 1.2.3\n"
+        )
+        reads.clear()
+        want = {"numpy": np.__version__, "pinbench-probe-lib": "1.2.3"}
+        assert loading.libraries(source) == want
+        assert loading.libraries(source) == want
+        assert len(reads) == 1  # read again once, then kept
+    finally:
+        loading._distributions.cache_clear()  # not this test's map for the next

@@ -49,6 +49,8 @@ class Stage:
         """A fan-out's calls per timed query."""
         self.checked = False
         """Its feeds checked: at the first prediction (a fan-out's, at the first it is fed)."""
+        self.cold = True
+        """Not called yet: its first call is ``first_predict`` (a fan-out's, when first fed)."""
 
 
 class ChainPredictor:
@@ -61,7 +63,6 @@ class ChainPredictor:
         self.stages = stages
         self.first = first
         self.timing = False
-        self.checked = False
 
     def predict(self, batch: Any) -> dict[str, Array]:
         first, *rest = self.stages
@@ -89,7 +90,6 @@ class ChainPredictor:
                 outputs, ns, code_ns = self._fan_out(stage, wired, code_ns)
             self._took(stage, ns, code_ns)
             values.update({f"{stage.locked.name}.{k}": v for k, v in outputs.items()})
-        self.checked = True
         return outputs
 
     def _fan_out(self, stage: Stage, feeds: Any, code_ns: int) -> tuple[dict[str, Array], int, int]:
@@ -127,10 +127,12 @@ class ChainPredictor:
         return NamedInputs({n: wired[n] for n in stage.fed})
 
     def _call(self, stage: Stage, feed: Any) -> tuple[dict[str, Array], int]:
-        if not self.checked:
-            return dict(stage.predictor.first_predict(feed)), 0
         t0 = time.perf_counter_ns()
-        out = stage.predictor.predict(feed)
+        if stage.cold:  # the chain's first prediction, or a fan-out's first feed after it
+            out = stage.predictor.first_predict(feed)
+            stage.cold = False
+        else:
+            out = stage.predictor.predict(feed)
         return dict(out), time.perf_counter_ns() - t0
 
     def _took(self, stage: Stage, ns: int, code_ns: int = 0) -> None:

@@ -37,7 +37,9 @@ def _source(wire: str) -> tuple[str, str]:
 
 def run_order(stages: list[ChainStage]) -> list[ChainStage]:
     """The stages, each after every stage it is fed from (stable: the request's order where it
-    allows); a wire to an unknown stage or a cycle is refused, the cycle named."""
+    allows), a stage with no wired inputs (fed from the samples) first, even where a stage
+    wired ``sample.bytes`` alone is listed before it; a wire to an unknown stage or a cycle is
+    refused, the cycle named."""
     by_name = {s.name: s for s in stages}
     for stage in stages:
         for target, wire in stage.inputs.items():
@@ -68,8 +70,8 @@ def run_order(stages: list[ChainStage]) -> list[ChainStage]:
         state[stage.name] = "done"
         order.append(stage)
 
-    for stage in stages:
-        visit(stage, [])
+    for stage in sorted(stages, key=lambda s: bool(s.inputs)):  # stable
+        visit(stage, [])  # the stage fed from the samples first: the run feeds stage 0 them
     return order
 
 

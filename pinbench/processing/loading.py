@@ -167,6 +167,9 @@ def libraries(source: bytes) -> dict[str, str]:
             names.add(node.module.split(".")[0])
     names -= set(sys.stdlib_module_names)
     provided = _distributions() if names - {"numpy"} else {"numpy": ["numpy"]}
+    if names - set(provided):  # installed since it was read? (an unknown name is read again)
+        _distributions.cache_clear()
+        provided = _distributions()
     out = {}
     for name in sorted(names):
         dists = provided.get(name)
@@ -179,9 +182,10 @@ def libraries(source: bytes) -> dict[str, str]:
 
 @functools.cache
 def _distributions() -> Mapping[str, list[str]]:
-    """``importlib.metadata.packages_distributions()``, read once per process: it reads every
-    installed distribution's metadata (seconds in a large environment, each time), and what a
-    process imports is what was installed when it first imported it (``sys.modules``)."""
+    """``importlib.metadata.packages_distributions()``, read once per process while every name
+    asked for is in it: it reads every installed distribution's metadata (seconds in a large
+    environment, each time); a name it lacks makes ``libraries`` read it again (a distribution
+    installed since, which the code may import)."""
     from importlib import metadata
 
     return metadata.packages_distributions()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinbench.registry.generation import LATE_GENERATION_FIELDS
 from pinbench.registry.ports import (
     LATE_BINARY_FIELDS,
     LATE_DETECTION_FIELDS,
@@ -49,6 +50,19 @@ def drop_unset_outputs(outputs: object) -> None:
                     drop_unset(output["binary"], LATE_BINARY_FIELDS)
                 if isinstance(output.get("labels"), dict):
                     drop_unset(output["labels"], LATE_LABELS_REF_FIELDS)
+
+
+LATE_STAGE_FIELDS = ("join",)
+"""A chain stage's fields added likewise (stripped in requests and lockfiles)."""
+
+
+def drop_unset_request_parts(data: dict[str, Any]) -> None:
+    """``drop_unset`` of the late fields of a request's ``generation`` and of its chain's
+    stages (plain data), for every digest made of a request (its lockfile's, a sweep's id)."""
+    for stage in (data.get("chain") or {}).get("stages", []):
+        drop_unset(stage, LATE_STAGE_FIELDS)
+    if isinstance(data.get("generation"), dict):
+        drop_unset(data["generation"], LATE_GENERATION_FIELDS)
 
 
 def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:

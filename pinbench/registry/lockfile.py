@@ -22,6 +22,7 @@ from pinbench.registry.dataset_manifest import LabelFormat, SampleFiles
 from pinbench.registry.explain import explain
 from pinbench.registry.late_fields import (
     LATE_LABEL_FIELDS,
+    LATE_STAGE_FIELDS,
     drop_unset,
     drop_unset_inputs,
     drop_unset_outputs,
@@ -211,7 +212,7 @@ class Lockfile:
         data["request"] = request_data(body.request)
         drop_unset(data, ("operator", "training", "validation", "chain"))
         for stage in (data.get("chain") or {}).get("stages", []):
-            drop_unset(stage, ("code", "join"))
+            drop_unset(stage, ("code", *LATE_STAGE_FIELDS))
             drop_unset_inputs(stage["inputs"])
             drop_unset_outputs(stage["outputs"])
         if isinstance(data.get("training"), dict):

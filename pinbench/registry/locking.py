@@ -21,7 +21,7 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
 from pinbench.registry.catalog import get_artifact
 from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
-from pinbench.registry.late_fields import drop_unset
+from pinbench.registry.late_fields import drop_unset, drop_unset_request_parts
 from pinbench.registry.lockfile import (
     SCHEMA_VERSION,
     LockBody,
@@ -235,6 +235,7 @@ def canonical_digest(request: Request) -> str:
     data = msgspec.to_builtins(request)  # (``limits: null`` stays: sweep ids predate it)
     drop_unset(data, LATE_REQUEST_FIELDS)
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
+    drop_unset_request_parts(data)  # generation's language/task, a chain stage's join
     return Digest.of_bytes(canonical_json(data)).hex
 
 

@@ -13,8 +13,8 @@ from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
 from pinbench.operators.section import OperatorRun
 from pinbench.registry.explain import explain
-from pinbench.registry.generation import LATE_GENERATION_FIELDS, GenerationSpec
-from pinbench.registry.late_fields import drop_unset
+from pinbench.registry.generation import GenerationSpec
+from pinbench.registry.late_fields import drop_unset, drop_unset_request_parts
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
 from pinbench.training.distributed.spec import DistributedSpec
@@ -187,10 +187,7 @@ def request_data(request: Request) -> dict[str, Any]:
     drop_unset(data["system"], LATE_SYSTEM_FIELDS)
     if isinstance(data.get("training"), dict):
         drop_unset(data["training"], LATE_TRAINING_FIELDS)
-    for stage in (data.get("chain") or {}).get("stages", []):
-        drop_unset(stage, ("join",))  # a late field of a chain's stage
-    if isinstance(data.get("generation"), dict):
-        drop_unset(data["generation"], LATE_GENERATION_FIELDS)
+    drop_unset_request_parts(data)  # generation's, a chain stage's
     return data
 
 
