@@ -126,6 +126,9 @@ TOKEN_LATENCY_MS = Bound(0, 3_600_000, "1 h for one token; MLPerf's TTFT bounds 
 
 FILE_SIZE = between(0, MAX_JSON_INT, "8 PiB; any size a JSON reader holds exactly")
 PORT_INDEX = between(0, 4095, "an index into a model's inputs or outputs")
+FAN_OUT_FEEDS = between(
+    0, 4096, "a fan-out stage's model calls for one query, their outputs held until its join"
+)
 CHAIN_WIRES = between(0, 4096, "a stage's wired inputs: at most as many as an index names")
 CHAIN_WIRE_CHARS = between(1, 1024, "an input name or STAGE.OUTPUT; exported names are < 300")
 DIMENSION = between(1, 2**31 - 1, "a declared dimension after the batch axis")
@@ -248,6 +251,7 @@ TABLE: Final[dict[str, Bound]] = {
     "inputs[].name, outputs[].name, detection outputs (an index)": PORT_INDEX,
     "inputs[].shape[]": DIMENSION,
     "chain.stages[].inputs (its count)": CHAIN_WIRES,
+    "a fan-out stage's feeds for one query (its code's list)": FAN_OUT_FEEDS,
     "chain.stages[].inputs (each name's and STAGE.OUTPUT's characters)": CHAIN_WIRE_CHARS,
     "resize, crop, letterbox, max_dimension: size; resize_height: height, max_width; "
     "resize_multiple: limit_side": PIXELS,

@@ -351,6 +351,14 @@ FAN_OUT_REFUSED = [
         "chain stage 'ocr': its code <inline>:feeds returned a dict",
     ),
     (
+        "more feeds for one query than a fan-out makes calls (bounds.FAN_OUT_FEEDS)",
+        FEEDS,
+        JOIN,
+        [1.0, 4097.0],
+        "chain stage 'ocr': its code <inline>:feeds returned 4,097 feeds for one query; a "
+        "fan-out makes at most 4,096 calls per query",
+    ),
+    (
         "a join that names an output the model does not declare",
         FEEDS,
         JOIN.replace('{"387"', '{"x"'),

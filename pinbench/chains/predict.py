@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pinbench.bounds import FAN_OUT_FEEDS
 from pinbench.chains.spec import CODE_SUFFIX, SAMPLE_BYTES, ChainRefused, LockedStage
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.named import NamedInputs
@@ -102,6 +103,12 @@ class ChainPredictor:
                 reason=f"its code {stage.code.where} returned a {type(feeds).__name__}; "
                 "a stage with a `join` is a fan-out: its code returns a list of feeds, "
                 "one dict of inputs per call (an empty list: no call)",
+            )
+        if not FAN_OUT_FEEDS.holds(len(feeds)):  # each call's outputs are held until the join
+            raise ChainRefused(
+                stage=stage.locked.name,
+                reason=f"its code {stage.code.where} returned {len(feeds):,} feeds for one "
+                f"query; a fan-out makes at most {int(FAN_OUT_FEEDS.high):,} calls per query",
             )
         if not stage.checked:
             for feed in feeds:
