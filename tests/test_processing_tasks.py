@@ -650,16 +650,6 @@ def test_a_voice_activity_model_cannot_preprocess_its_streamed_input(world: Worl
         parse_manifest({**manifest, **fields, "inputs": [streamed]})
 
 
-def _wav() -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(16000)
-        out.writeframes(np.zeros(160, dtype=np.int16).tobytes())
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("task", ["text-generation", "speech-recognition"])
 def test_a_generating_task_refuses_a_model_with_code_at_lock(
     world: World, cli: Cli, task: str
@@ -681,7 +671,7 @@ def test_a_generating_task_refuses_a_model_with_code_at_lock(
             world,
             cli,
             "clips",
-            {"clips/0.wav": _wav(), "transcripts.txt": b"silence\n"},
+            {"clips/0.wav": wav(np.zeros(160, np.int16)), "transcripts.txt": b"silence\n"},
             task=task,
             data={"format": "audio", "path": "clips"},
             labels={"format": "transcript-txt", "path": "transcripts.txt"},
