@@ -6,6 +6,7 @@ models and bad inputs are refused with the reason."""
 from __future__ import annotations
 
 import re
+import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,10 +34,14 @@ Array = np.ndarray[Any, Any]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> Path:
+    """The catalog's digits CNN folder (the run's shared build, copied: trained once per run,
+    issue 49), plus the formats made here."""
     root = tmp_path_factory.mktemp("cnn")
-    builtin.build(root, ["cnn"])
+    for manifest in cnn_catalog_dir.glob("model-digits-cnn-*.yaml"):
+        shutil.copy2(manifest, root)
     folder = root / "digits-cnn"
+    shutil.copytree(cnn_catalog_dir / "digits-cnn", folder)
     model = digits_cnn().eval()
     from safetensors.torch import load_file
 

@@ -10,6 +10,7 @@ never finish. Each must end in a failed run record with a clear reason.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -22,7 +23,6 @@ import torch
 import yaml
 from filelock import FileLock
 
-from pinbench import catalog as builtin
 from pinbench.catalog import frameworks
 from pinbench.config import Settings
 from pinbench.db.plain import connection_rows
@@ -123,7 +123,7 @@ def _evil_models(root: Path, port: int) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Iterator[Stack]:
     root = tmp_path_factory.mktemp("runners")
     with docker_engine() as host, pytest.MonkeyPatch.context() as mp:
         mp.setenv("DOCKER_HOST", host)
@@ -131,7 +131,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         ws.init()
         (ws.settings.home / "tmp").mkdir(parents=True, exist_ok=True)
         cat = root / "catalog"
-        manifests = [*builtin.build(cat).manifests, frameworks.write(cat, "torch")]
+        shutil.copytree(catalog_dir, cat)  # the run's digits catalog, trained once (issue 49)
+        manifests = [*sorted(cat.glob("*.yaml")), frameworks.write(cat, "torch")]
         listener = Listener()
         manifests += _evil_models(cat, listener.port)
         for path in manifests:
