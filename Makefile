@@ -7,7 +7,7 @@ DEMO_HOME ?= $(CURDIR)/demo-home
 DEV ?= dev
 # what lint, typecheck and docs need first; `make test` installs once and runs them with DEV=
 
-.PHONY: demo test dev lint typecheck docs system-deps venv bench clean
+.PHONY: demo test dev lint typecheck docs collect system-deps venv bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || bash scripts/install-system-deps.sh
@@ -44,10 +44,16 @@ typecheck: $(DEV)
 docs: $(DEV)
 	$(BIN)/mkdocs build --strict --site-dir site
 
-# The three checks run side by side (mypy is one process; ruff and mkdocs fit beside it on a
-# second core), each one's output printed together when it ends; then the suite.
+# pytest's rewritten test modules (its assertion rewriting), written to tests/__pycache__ once.
+# Where PYTHONDONTWRITEBYTECODE is set pytest writes none, so every worker rewrote all 200
+# modules again: collecting took 30 s of CPU per worker instead of 17 (docs/benchmarks.md).
+collect: $(DEV)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest --collect-only -q -p no:cacheprovider > /dev/null
+
+# The checks run side by side (mypy is one process; ruff, mkdocs and the collection fit beside
+# it on a second core), each one's output printed together when it ends; then the suite.
 test: system-deps dev
-	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs DEV=
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck docs collect DEV=
 	$(BIN)/pytest -n auto --dist loadgroup --durations=30 --junitxml=test-artifacts/junit.xml
 
 bench: dev
