@@ -209,6 +209,12 @@ def test_demo_runs_twice(
     assert re.search(r"Spearman 0\.9\d+, pairs 12", first.out)  # a text model, 3 inputs
     # a detector, with COCO's twelve statistics (issue 47 renamed recall AR@100)
     assert re.search(r"mAP 0\.65\d\d, mAP@\.5 1\.0000, .*AR@100 0\.65\d\d", first.out)
+    # generation: a row per framework with the task's headline, the two frameworks' answers
+    # agreeing (was test_generation's own run of the demo's table: the same check, issue 49)
+    assert re.search(r"== text generation: text/tiny-gpt on ", first.out)
+    rows = re.findall(r"^ (transformers \(PyTorch\)|ONNX Runtime) .* ROUGE-L \d", first.out, re.M)
+    assert rows == ["transformers (PyTorch)", "ONNX Runtime"]
+    assert re.search(r"the same token ids \(0 of \d+ answers differ\)", first.out)
     trace = json.loads((tmp_path / "home" / "demo" / "trace-onnxruntime.json").read_text())
     assert trace["pinbench"]["level"] == "full" and trace["pinbench"]["ops"]
     # Deep500's levels: six operator runs, all valid; two trainings reach the target

@@ -487,27 +487,6 @@ def test_a_tokenizer_that_runs_for_minutes_is_stopped_by_the_time_limit(
     assert time.monotonic() - started < 60
 
 
-def test_the_demos_generation_table_shows_both_frameworks_and_their_agreement(
-    registry: Any,
-) -> None:
-    """What ``make demo`` prints for generation, run here on the same published catalog: a row
-    per framework with the task's headline (ROUGE-L) and the two frameworks' answers agreeing."""
-    from io import StringIO
-
-    from rich.console import Console
-
-    from pinbench.demo.generation import generation
-
-    steps: list[str] = []
-    out = StringIO()
-    generation(registry, Console(file=out, width=200), steps.append)
-    text = out.getvalue()
-    assert steps and "tiny-gpt" in steps[0]
-    assert "transformers (PyTorch)" in text and "ONNX Runtime" in text
-    assert text.count("ROUGE-L ") == 2
-    assert "(0 of " in text
-
-
 def _batched(registry: Any, generation: dict[str, Any], batch: Any, **scenario: Any) -> Any:
     request = {
         "model": MODEL,
