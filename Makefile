@@ -50,11 +50,14 @@ docs: $(DEV)
 collect: $(DEV)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest --collect-only -q -p no:cacheprovider > /dev/null
 
+# A worker that crashes ends the run (--max-worker-restart=0): xdist 3.8 replaced one under
+# --dist loadgroup and then waited forever, both workers idle (a fresh clone's run at 99 %,
+# docs/benchmarks.md 15d), where CI would have waited 90 minutes for a red run.
 # The checks run side by side (mypy is one process; ruff, mkdocs and the collection fit beside
 # it on a second core), each one's output printed together when it ends; then the suite.
 test: system-deps dev
 	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck docs collect DEV=
-	$(BIN)/pytest -n auto --dist loadgroup --durations=30 --junitxml=test-artifacts/junit.xml
+	$(BIN)/pytest -n auto --dist loadgroup --max-worker-restart=0 --durations=30 --junitxml=test-artifacts/junit.xml
 
 bench: dev
 	VENV=$(VENV) bash scripts/install-venv.sh -e '.[dev,bench]'
