@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from pinbench import bounds as b
 from pinbench.errors import UserError
+from pinbench.evaluator import loadgen_thread
 from pinbench.evaluator.latency_metrics import (
     loadgen_latencies,
     series,
@@ -261,7 +262,7 @@ class _Handover:
 
     def __init__(self, issue: Callable[[list[Any]], None]) -> None:
         self._issue = issue
-        self._work: queue.SimpleQueue[_Batch] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         self._gone = threading.Event()
 
     def issue(self, queries: list[Any]) -> None:
@@ -281,7 +282,12 @@ class _Handover:
             batch = self._work.get(timeout=timeout)
         except queue.Empty:
             return
-        self._answer(batch)
+        if batch is not None:
+            self._answer(batch)
+
+    def wake(self) -> None:
+        """The test has ended: a ``serve`` waiting for work returns now."""
+        self._work.put(None)
 
     def leave(self) -> None:
         self._gone.set()
@@ -312,7 +318,8 @@ def _start_test_stoppable(
     *,
     on_caller: bool = False,
 ) -> dict[str, Any]:
-    """``start_test`` on its own thread, so that no signal handler ever runs inside LoadGen's
+    """``start_test`` on the process's LoadGen thread (``loadgen_thread``: one for every test,
+    never a new one per test), so that no signal handler ever runs inside LoadGen's
     callbacks (Python runs them on the main thread only) and a stop need not wait for LoadGen:
     once a stop is requested LoadGen gets ``STOP_GRACE_S`` to end its test, after which the
     stop's error is raised and LoadGen's thread is left to finish (``stop.left_running``; a
@@ -330,6 +337,8 @@ def _start_test_stoppable(
             failed.append(exc)
         finally:
             done.set()
+            if handover is not None:
+                handover.wake()
 
     def wait(seconds: float) -> None:
         if handover is not None:
@@ -337,13 +346,9 @@ def _start_test_stoppable(
         else:
             done.wait(seconds)
 
-    thread = threading.Thread(target=target, name="pinbench-loadgen", daemon=True)
-    thread.start()
+    loadgen_thread.submit(target)
     while not done.is_set() and not stop.is_set():
-        if handover is not None:
-            handover.serve(0.2)
-        else:
-            stop.wait(0.2)
+        wait(0.2)  # the test's end wakes it at once; a stop is seen within 0.2 s
     if stop.is_set():
         deadline = time.monotonic() + STOP_GRACE_S
         while not done.is_set() and time.monotonic() < deadline:
