@@ -26,6 +26,7 @@ import msgspec
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch
 from pinbench.errors import SystemFailure, UserError
+from pinbench.polling import intervals
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest, manifest_data
 from pinbench.registry.sourcing import locate, needs_completion, stage_files
@@ -297,9 +298,10 @@ class Remote:
     def wait(
         self, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5
     ) -> dict[str, Any]:
-        """Poll a run until it finishes; report each change of status. A server (or its
-        database) away is waited out as any read is (``retrying``: each try said); past that,
-        ``StoppedWaiting`` names the run and how to look it up later."""
+        """Poll a run (soon, then up to every ``poll_s`` s) until it finishes; report each
+        change of status. A server (or its database) away is waited out as any read is
+        (``retrying``: each try said); past that, ``StoppedWaiting`` names the run."""
+        pauses = intervals(poll_s)
         status = None
         while True:
             try:
@@ -317,7 +319,7 @@ class Remote:
                 say(f"run {run_id[:8]} {status}")
             if status in FINISHED:
                 return info
-            time.sleep(poll_s)
+            time.sleep(next(pauses))
 
     def run(self, run_id: str) -> dict[str, Any]:
         return flatten(self.json("GET", f"/api/v1/runs/{run_id}"))

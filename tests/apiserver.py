@@ -20,6 +20,7 @@ from sqlalchemy import select
 from pinbench import accounts
 from pinbench.config import Settings
 from pinbench.db.models import ServerInstance
+from pinbench.polling import intervals
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.workspace import Workspace
@@ -185,6 +186,7 @@ def _children(pid: int) -> set[int]:
 
 def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 60
+    pauses = intervals(0.2)
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"pinbench serve exited {proc.returncode}: {log.read_text()}")
@@ -193,7 +195,7 @@ def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(0.2)
+        time.sleep(next(pauses))
     raise RuntimeError(f"pinbench serve did not answer within 60 s: {log.read_text()}")
 
 
@@ -202,9 +204,10 @@ def wait_for_status(
 ) -> dict[str, Any]:
     """The run (``GET /api/v1/runs/ID``) once its status is one of ``until``."""
     deadline = time.monotonic() + timeout_s
+    pauses = intervals(0.2)  # soon, then every 0.2 s, as a client waits (issue 49)
     while True:
         info: dict[str, Any] = c.get(f"/api/v1/runs/{run_id}").json()
         if info["status"] in until:
             return info
         assert time.monotonic() < deadline, info
-        time.sleep(0.2)
+        time.sleep(next(pauses))

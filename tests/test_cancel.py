@@ -32,7 +32,12 @@ def _submit(c: httpx.Client) -> str:
 
 
 @pytest.fixture
-def server(tmp_path: Path, catalog_dir: Path) -> Iterator[Server]:
+def server(tmp_path: Path, catalog_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    """A server with one run worker. Its lease is long, so that it sweeps the scratch of
+    dead processes when it starts and not again during a test: what a second server
+    reclaims at its start is then its own to report (a sweep every 10 s of the 30 s default
+    lease could take the dead stage file first, depending on the test's timing)."""
+    monkeypatch.setenv("PINBENCH_SERVER_LEASE_S", "3600")
     with api_server(
         tmp_path / "home",
         f"sqlite:///{tmp_path}/db.sqlite",

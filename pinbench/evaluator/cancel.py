@@ -98,7 +98,11 @@ def _alive(session: Session, instance: str | None, now: datetime) -> bool:
 def wait_finished(
     ws: Workspace, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5
 ) -> dict[str, Any]:
-    """Poll run ``run_id`` until it has finished (its server stopped it); report changes."""
+    """Poll run ``run_id`` until it has finished (its server stopped it); report changes.
+    Polled soon, then less often, up to every ``poll_s`` seconds (``polling.intervals``)."""
+    from pinbench.polling import intervals
+
+    pauses = intervals(poll_s)
     status = None
     while True:
         info = show_run(ws, run_id)
@@ -107,4 +111,4 @@ def wait_finished(
             say(f"run {run_id[:8]} {status}")
         if status not in UNFINISHED:
             return info
-        time.sleep(poll_s)
+        time.sleep(next(pauses))
