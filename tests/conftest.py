@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -23,7 +24,13 @@ from tests.apiserver import Server, api_server
 from tests.helpers import Cli, copied_workspace, in_process_cli, published_workspace
 from tests.pg import postgres_server
 from tests.s3server import S3Server, s3_server
-from tests.sharing import built_once, group_module_fixtures, run_folder
+from tests.sharing import (
+    build_notes,
+    built_once,
+    group_module_fixtures,
+    run_folder,
+    under_xdist,
+)
 
 # Hypothesis' timing checks measure the machine, not the code: on two cores shared with other
 # work (a parallel suite, a server the tests started) generating inputs can take a second.
@@ -40,6 +47,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     group (``tests/sharing.py``): the fixture is built on one worker, not on each."""
     if config.pluginmanager.hasplugin("xdist"):
         group_module_fixtures(items)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The shared builds of the run (``tests/sharing.py``): each one's time, and how long a
+    worker waited for another's build, idle (issue 49)."""
+    if under_xdist():
+        return
+    notes = build_notes(config._tmp_path_factory)  # type: ignore[attr-defined]
+    if notes:
+        terminalreporter.write_sep("-", "builds shared by the workers")
+        for line in notes:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

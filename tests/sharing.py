@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,13 +51,34 @@ def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path
 
     root = run_folder(factory)
     folder, done = root / name, root / f"{name}.done"
+    asked = time.monotonic()
     with FileLock(str(root / f"{name}.lock")):
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)  # a build that failed half-way
             folder.mkdir()
             build(folder)
             done.touch()
+            _note(root, f"{name} built in {time.monotonic() - asked:.1f} s")
+        elif time.monotonic() - asked >= WAIT_NOTED_S:
+            _note(root, f"{name} waited for {time.monotonic() - asked:.1f} s")
     return folder
+
+
+WAIT_NOTED_S = 1.0
+NOTES = "builds.log"
+
+
+def _note(root: Path, what: str) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with (root / NOTES).open("a") as log:
+        log.write(f"{what} ({worker})\n")
+
+
+def build_notes(factory: pytest.TempPathFactory) -> list[str]:
+    """What ``built_once`` built and who waited for it (a worker idle while another builds),
+    for the run's summary (issue 49)."""
+    path = run_folder(factory) / NOTES
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def module_group(item: pytest.Item) -> str | None:
