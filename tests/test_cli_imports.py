@@ -145,9 +145,12 @@ def test_defaults_written_out_for_help_agree_with_the_library() -> None:
     from pinbench.catalog.parts import PARTS
     from pinbench.cli import catalog, run_options
     from pinbench.evaluator.rerun import REPEAT
-    from pinbench.evaluator.verdict import BAND
+    from pinbench.evaluator.verdict import BAND, MIN_EFFECT
+    from pinbench.sdk import inquiries
 
     assert (run_options.REPEAT, run_options.BAND, catalog.PARTS) == (REPEAT, BAND, PARTS)
+    assert run_options.MIN_EFFECT == inquiries.MIN_EFFECT == MIN_EFFECT
+    assert (inquiries.REPEAT, inquiries.BAND) == (REPEAT, BAND)
 
 
 def test_the_console_script_keeps_exit_codes_and_flushes_everything(tmp_path: Path) -> None:

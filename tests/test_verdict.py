@@ -161,3 +161,21 @@ def test_mann_whitney_agrees_with_scipy(seed: int) -> None:
     ref = stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic")
     assert u == pytest.approx(ref.statistic)
     assert p == pytest.approx(ref.pvalue, rel=1e-6)
+
+
+def test_the_least_effect_is_a_fold_either_way_and_can_be_raised() -> None:
+    """A 2.5-fold slowdown and a 2.5-fold speed-up are both changes at the default 5 %; with
+    ``min_effect`` 4 (five-fold), neither is, while a 100-fold speed-up still is (``bisect
+    --min-effect`` on a busy machine, decision 266)."""
+    rng = np.random.default_rng(7)
+    (first,) = _runs(rng, [100.0], 5_000)
+
+    def outcome(median: float, **kw: float) -> str:
+        reruns = _runs(rng, [median * f for f in (0.99, 1.0, 1.01)], 5_000)
+        return compare_latencies(first, reruns, **kw).outcome
+
+    assert outcome(250.0) == outcome(40.0) == "changed"
+    assert outcome(250.0, min_effect=4.0) != "changed"
+    assert outcome(40.0, min_effect=4.0) != "changed"
+    assert outcome(1.0, min_effect=4.0) == "changed"
+    assert outcome(600.0, min_effect=4.0) == "changed"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinbench.cli.common import local_registry, progress_lines
-from pinbench.cli.run_options import BAND, REPEAT, RUNNER_HELP
+from pinbench.cli.run_options import BAND, MIN_EFFECT, REPEAT, RUNNER_HELP
 from pinbench.cli.stopping import stopped_safely
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -65,6 +65,17 @@ but classification could be bisected)."""
         "`rerun --band`)."
     ),
 )
+@click.option(
+    "--min-effect",
+    "min_effect",
+    type=float,
+    default=MIN_EFFECT,
+    help=(
+        "The least relative change of a median latency counted as a change (default 0.05: "
+        "5%). On a busy machine, raise it above the machine's own noise (0.5: a change of "
+        "half the median)."
+    ),
+)
 @json_option
 def bisect_cmd(
     good: str,
@@ -73,6 +84,7 @@ def bisect_cmd(
     repeat: int = REPEAT,
     runner: str | None = None,
     band: float = BAND,
+    min_effect: float = MIN_EFFECT,
     as_json: bool = False,
 ) -> None:
     """Find the first pin between two runs' lockfiles at which the metric changes.
@@ -90,6 +102,8 @@ def bisect_cmd(
         raise click.BadParameter(f"--metric must be one of {', '.join(METRIC_CHOICES)}")
     if not 0 < band < 10:
         raise click.BadParameter(f"--band must be between 0 and 10, got {band}")
+    if not 0 < min_effect < 10:
+        raise click.BadParameter(f"--min-effect must be between 0 and 10, got {min_effect}")
     say = progress_lines(quiet=as_json)
     with local_registry() as reg, stopped_safely() as stop:
         result = reg.bisect(
@@ -101,6 +115,7 @@ def bisect_cmd(
             say=say,
             stop=stop,
             band=band,
+            min_effect=min_effect,
         )
     if as_json:
         _print_json(result.to_json())

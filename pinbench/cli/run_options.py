@@ -15,6 +15,8 @@ REPEAT = 3
 ``--help`` does not import the evaluator (``tests/test_cli_imports.py`` checks they agree)."""
 BAND = 0.10
 """``rerun --band``'s default: ``pinbench.evaluator.verdict.BAND`` (checked the same way)."""
+MIN_EFFECT = 0.05
+"""``bisect --min-effect``'s default: ``pinbench.evaluator.verdict.MIN_EFFECT`` (the same)."""
 
 
 TRACE_HELP = (

@@ -45,6 +45,7 @@ from pinbench.evaluator.runners import choose_runner
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.verdict import (
     BAND,
+    MIN_EFFECT,
 )
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -231,10 +232,12 @@ def bisect(
     say: Say = print,
     stop: Stop | None = None,
     band: float = BAND,
+    min_effect: float = MIN_EFFECT,
 ) -> Bisection:
     """Bisect the pins between two recorded runs for the first that changes ``metric``; each
     state evaluated is locked by this registry and measured ``repeat`` times (an accuracy run
-    once), reusing recorded succeeded runs of the same lockfile first."""
+    once), reusing recorded succeeded runs of the same lockfile first. ``min_effect``: the
+    least relative change of a latency median counted as a change (default 5 %)."""
     if repeat < 1:
         raise UserError(f"repeat must be >= 1, got {repeat}")
     if metric not in METRICS:
@@ -252,7 +255,7 @@ def bisect(
             "nothing evaluated"
         )
         return result
-    judge = Judge(ws, metric, key, good.run, bad.run, band, task_of(good))
+    judge = Judge(ws, metric, key, good.run, bad.run, band, task_of(good), min_effect)
     outcome, why = judge.compare(good.run, [bad.run])
     ends = [
         Evidence("good", "-", good.lock.digest.hex, [g_id], 1, judge.value([good.run]), "good"),

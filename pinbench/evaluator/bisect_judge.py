@@ -11,6 +11,7 @@ from pinbench.evaluator.bisect_chain import ACCURACY, Side, side_of
 from pinbench.evaluator.run import latencies_of
 from pinbench.evaluator.verdict import (
     BAND,
+    MIN_EFFECT,
     LatencyComparison,
     accuracy_verdict,
     compare_latencies,
@@ -69,6 +70,8 @@ class Judge:
     band: float = BAND
     task: str | None = None
     """GOOD's task, whose metric ``key`` is (accuracy)."""
+    min_effect: float = MIN_EFFECT
+    """The least relative change of a latency median counted as a change."""
 
     @property
     def accuracy(self) -> bool:
@@ -96,6 +99,7 @@ class Judge:
             latencies_of(self.ws, original["latencies_sha256"]),
             [latencies_of(self.ws, r["latencies_sha256"]) for r in runs],
             band=self.band,
+            min_effect=self.min_effect,
         )
         return latency.outcome, latency.describe()
 

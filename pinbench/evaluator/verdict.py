@@ -8,7 +8,9 @@ original's median is then judged against a 99% prediction interval for one more 
 built from the reruns' medians on a log scale (Student's t with ``n - 1`` degrees of freedom,
 spread floored at ``NOISE_FLOOR``). The two-sided Mann-Whitney U test on the pooled raw
 latencies and the ratio of medians are reported too, and a difference counts only when it is
-outside the interval, significant (p < ``ALPHA``) and at least ``MIN_EFFECT`` in size. With a
+outside the interval, significant (p < ``ALPHA``) and at least ``MIN_EFFECT`` in size (the
+larger median at least ``1 + MIN_EFFECT`` times the smaller: a slowdown and a speed-up of
+the same fold count alike, decision 266). With a
 single rerun there is no run-to-run spread to go on and the last two conditions decide.
 
 No difference is not the same as reproduced: when the reruns' medians disagree with each other
@@ -173,15 +175,22 @@ def prediction_interval(medians: Sequence[float]) -> tuple[float, float]:
 
 
 def compare_latencies(
-    original: npt.NDArray[Any], reruns: Sequence[npt.NDArray[Any]], *, band: float = BAND
+    original: npt.NDArray[Any],
+    reruns: Sequence[npt.NDArray[Any]],
+    *,
+    band: float = BAND,
+    min_effect: float = MIN_EFFECT,
 ) -> LatencyComparison:
+    """``min_effect``: the least change of the median counted as a difference, as a fold
+    (``bisect --min-effect``: on a busy machine, a step's own effect can be told from the
+    machine's by its size)."""
     if not reruns:
         raise ValueError("compare_latencies needs at least one rerun")
     m0 = float(np.median(original))
     medians = [float(np.median(r)) for r in reruns]
     ratio = float(np.median(medians)) / m0
     u, p = mann_whitney(np.concatenate(list(reruns)), original)
-    differs = p < ALPHA and abs(ratio - 1.0) >= MIN_EFFECT
+    differs = p < ALPHA and max(ratio, 1.0 / ratio) >= 1.0 + min_effect
     interval = None
     if len(reruns) >= 2:
         interval = prediction_interval(medians)

@@ -31,6 +31,8 @@ REPEAT = 3
 """``bisect``'s default measurements per state (``pinbench.evaluator.rerun.REPEAT``)."""
 BAND = 0.10
 """``bisect``'s default band (``pinbench.evaluator.verdict.BAND``)."""
+MIN_EFFECT = 0.05
+"""``bisect``'s least change counted (``pinbench.evaluator.verdict.MIN_EFFECT``)."""
 
 
 class Inquiries:
@@ -95,10 +97,12 @@ class Inquiries:
         band: float = BAND,
         say: Say | None = None,
         stop: Stop | None = None,
+        min_effect: float = MIN_EFFECT,
     ) -> Bisection:
         """The first pin between two runs' lockfiles at which ``metric`` changes: each state
         locked by this registry, run ``repeat`` times (or its recorded runs reused) and judged
-        against ``good`` and ``bad`` within ``band``. Local registries only."""
+        against ``good`` and ``bad`` within ``band``; a latency change smaller than
+        ``min_effect`` (a fraction of the median) is no change. Local registries only."""
         from pinbench.evaluator.bisect import bisect
 
         return bisect(
@@ -111,6 +115,7 @@ class Inquiries:
             say=say or (lambda _: None),
             stop=stop,
             band=band,
+            min_effect=min_effect,
         )
 
     def verify_attestation(
