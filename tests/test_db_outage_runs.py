@@ -67,6 +67,15 @@ def _wait_in_log(log: Path, needle: str, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+def _wait_attested(ws: Workspace, run_id: str) -> None:
+    from pinbench.provenance.attest import recorded_attestation
+
+    deadline = time.monotonic() + 30
+    while recorded_attestation(ws, run_id) is None:
+        assert time.monotonic() < deadline, f"run {run_id[:8]} was never attested"
+        time.sleep(0.05)
+
+
 def test_a_database_outage_while_a_run_finishes_loses_no_result(
     tmp_path: Path, catalog_dir: Path
 ) -> None:
@@ -112,6 +121,8 @@ def test_a_database_outage_while_a_run_finishes_loses_no_result(
                 done = wait_for_status(c, first, FINISHED, 60)
                 after = wait_for_status(c, queued, FINISHED, 120)
                 waiter.join(timeout=60)
+                for run in (first, queued):  # each is signed once it has finished (its blob
+                    _wait_attested(ws, run)  # stored first): fsck before then sees that blob
                 assert all(ws.store.verify(Digest(d), label=d).is_file() for d in blobs)
                 with ws.transaction() as session:
                     row = session.get(Run, first)
