@@ -356,6 +356,15 @@ def test_a_min_effect_out_of_bounds_is_refused_naming_the_option(
     assert counts(slow) == before
 
 
+@pytest.mark.parametrize("value", [0.0, -1.0, 10.0, float("nan")])
+def test_the_library_refuses_a_min_effect_out_of_bounds(slow: Workspace, value: float) -> None:
+    good = run_request(slow)
+    before = counts(slow)
+    with pytest.raises(UserError, match="min_effect must be between 0 and 10"):
+        bisect(slow, good, good, say=_noop, min_effect=value)
+    assert counts(slow) == before
+
+
 def test_a_run_that_did_not_succeed_is_refused(slow: Workspace) -> None:
     good = run_request(slow)
     stop = Stop()

@@ -240,6 +240,8 @@ def bisect(
     least relative change of a latency median counted as a change (default 5 %)."""
     if repeat < 1:
         raise UserError(f"repeat must be >= 1, got {repeat}")
+    if not 0 < min_effect < 10:  # a NaN is refused too: nothing would ever count as a change
+        raise UserError(f"min_effect must be between 0 and 10, got {min_effect}")
     if metric not in METRICS:
         raise UserError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
     good, bad = endpoint(ws, good_run, "GOOD"), endpoint(ws, bad_run, "BAD")
