@@ -50,6 +50,11 @@ docs: $(DEV)
 collect: $(DEV)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest --collect-only -q -p no:cacheprovider > /dev/null
 
+# One worker more than the cores (decision 267): a worker often waits (a container builds in
+# the engine's processes, a server answers, a test waits for a lease), and a third worker on
+# this two-core machine filled that idle time: pytest 24:37 -> 22:08, the workers' CPU 94 % of
+# the two cores instead of 89 % (docs/benchmarks.md 15f). TEST_WORKERS=N overrides it.
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 # A worker that crashes ends the run (--max-worker-restart=0): xdist 3.8 replaced one under
 # --dist loadgroup and then waited forever, both workers idle (a fresh clone's run at 99 %,
 # docs/benchmarks.md 15d), where CI would have waited 90 minutes for a red run.
@@ -57,7 +62,7 @@ collect: $(DEV)
 # it on a second core), each one's output printed together when it ends; then the suite.
 test: system-deps dev
 	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck docs collect DEV=
-	$(BIN)/pytest -n auto --dist loadgroup --max-worker-restart=0 --durations=30 --junitxml=test-artifacts/junit.xml
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0 --durations=30 --junitxml=test-artifacts/junit.xml
 
 bench: dev
 	VENV=$(VENV) bash scripts/install-venv.sh -e '.[dev,bench]'

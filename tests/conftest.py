@@ -1,10 +1,10 @@
 """Shared fixtures: workspaces on SQLite and on a real PostgreSQL server started here, and a
 real ``pinbench serve`` per test module.
 
-Under pytest-xdist (``make test``: ``-n auto --dist loadgroup``) the built catalogs and the
-virtual-environment cache are built once for the whole run and read by every worker
-(``tests/sharing.py``); the servers (PostgreSQL, SeaweedFS) are one per worker; a test that
-uses a module-scoped fixture runs on the worker that holds its module's fixture."""
+Under pytest-xdist (``make test``: ``-n`` one more than the cores, ``--dist loadgroup``) the
+built catalogs and the virtual-environment cache are built once for the whole run and read by
+every worker (``tests/sharing.py``); the servers (PostgreSQL, SeaweedFS) are one per worker; a
+test that uses a module-scoped fixture runs on the worker that holds its module's fixture."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What the workers of one parallel run (pytest-xdist, ``make test``'s ``-n auto --dist
-loadgroup``) share, and what keeps a module's fixtures on one worker.
+"""What the workers of one parallel run (pytest-xdist, ``make test``'s ``-n`` one more than
+the cores, ``--dist loadgroup``) share, and what keeps a module's fixtures on one worker.
 
 - ``run_folder``: a folder every worker of this run sees, and no other run: the controller's
   base temporary folder (each worker's own is a ``popen-gwN`` inside it). Without xdist, the
