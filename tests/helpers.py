@@ -3,6 +3,7 @@ catalog published, the CLI run in-process."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -57,6 +58,23 @@ def insert_placeholder_lockfile(conn: Any) -> None:
         ),
         {"d": PLACEHOLDER_LOCKFILE},
     )
+
+
+@functools.cache
+def _digits_logreg() -> tuple[Any, Any]:
+    from pinbench import catalog
+
+    x_train, _, y_train, _ = catalog.digits_split()
+    return catalog.train_logreg(x_train, y_train, 1.0)
+
+
+def digits_logreg() -> tuple[Any, Any]:
+    """The digits logistic regression (C 1.0, the train split) as (weights (10, 64), bias
+    (10,)), trained once per process and copied to each caller: scikit-learn's lbfgs took
+    2.5-6 s of CPU for it, and the tests that build models from it trained it again for
+    every model (issue 49)."""
+    weights, bias = _digits_logreg()
+    return weights.copy(), bias.copy()
 
 
 def sha(data: bytes) -> str:

@@ -27,7 +27,7 @@ from pinbench.tasks.classification.scores import (
     classification_metrics,
 )
 from pinbench.workspace import Workspace
-from tests.helpers import publish_digits_model, write_files
+from tests.helpers import digits_logreg, publish_digits_model, write_files
 
 Array = np.ndarray[Any, Any]
 
@@ -141,8 +141,7 @@ def _model(tail: str) -> bytes:
     class index per sample) or ``mean-over-batch`` (one row for the whole batch)."""
     from onnx import TensorProto, helper, numpy_helper
 
-    x_train, _, y_train, _ = builtin.digits_split()
-    weights, bias = builtin.train_logreg(x_train, y_train, 1.0)
+    weights, bias = digits_logreg()
     nodes = [
         helper.make_node("Flatten", ["x"], ["flat"], axis=1),
         helper.make_node("Gemm", ["flat", "W", "b"], ["logits"], transB=1),
@@ -240,8 +239,8 @@ def test_class_scores_with_axes_of_length_one_score_as_the_logits_do(
     run_lockfile(digits, _lock(digits, model, "accuracy"), say=quiet)
     (run,) = list_runs(digits)
     assert run["status"] == "succeeded", run.get("error")
-    x_train, x_test, y_train, y_test = builtin.digits_split()
-    weights, bias = builtin.train_logreg(x_train, y_train, 1.0)
+    _, x_test, _, y_test = builtin.digits_split()
+    weights, bias = digits_logreg()
     logits = (x_test.reshape(len(x_test), -1).astype(np.float32) / 16.0) @ weights.T + bias
     assert run["top1"] == pytest.approx(_reference(logits, y_test, 1), abs=1e-12)
     assert run["top5"] == pytest.approx(_reference(logits, y_test, 5), abs=1e-12)

@@ -33,7 +33,7 @@ from pinbench.registry.manifest import load_manifest, manifest_data
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
-from tests.helpers import Cli, Home, in_process_cli, published_home, sha
+from tests.helpers import Cli, Home, digits_logreg, in_process_cli, published_home, sha
 
 MANY = 100_000
 
@@ -179,7 +179,7 @@ def test_a_run_reads_the_samples_an_index_lists(home: Home, tmp_path: Path) -> N
     lock, _ = service.lock(home.ws, parse_request(request))
     outcome = run_lockfile(home.ws, lock, say=lambda text: None)
     assert outcome.status == "succeeded"
-    weights, bias = builtin.train_logreg(*builtin.digits_split()[::2], 1.0)
+    weights, bias = digits_logreg()
     logits = (x_test.reshape(len(x_test), -1).astype(np.float32) / 16.0) @ weights.T + bias
     assert outcome.metrics["top1"] == float(np.mean(logits.argmax(1) == y_test))
     (run,) = list_runs(home.ws)

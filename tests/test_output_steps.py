@@ -26,7 +26,14 @@ from pinbench.tasks import registry
 from pinbench.tasks.classification.ranking import Ranking, SoftmaxAxis, check_softmax_axes
 from pinbench.tasks.classification.scores import classification_metrics
 from pinbench.workspace import Workspace
-from tests.helpers import Cli, Home, in_process_cli, publish_digits_model, published_home
+from tests.helpers import (
+    Cli,
+    Home,
+    digits_logreg,
+    in_process_cli,
+    publish_digits_model,
+    published_home,
+)
 from tests.test_class_scores import STEPS, X, _lock, _model
 from tests.test_parity import _record
 
@@ -220,8 +227,8 @@ def _publish(ws: Workspace, root: Path, version: str, steps: list[dict[str, Any]
 def _logits() -> tuple[Array, Array]:
     """The model's logits on the digits test split (as ``tests/test_class_scores`` computes
     them) and the labels."""
-    x_train, x_test, y_train, y_test = builtin.digits_split()
-    weights, bias = builtin.train_logreg(x_train, y_train, 1.0)
+    _, x_test, _, y_test = builtin.digits_split()
+    weights, bias = digits_logreg()
     logits = (x_test.reshape(len(x_test), -1).astype(np.float32) / 16.0) @ weights.T + bias
     return logits, y_test
 

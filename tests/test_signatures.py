@@ -27,7 +27,7 @@ from pinbench.registry.manifest import ModelManifest, load_manifest
 from pinbench.registry.request import parse_request
 from pinbench.tasks.classification.task import NoClassificationOutput
 from pinbench.workspace import Workspace
-from tests.helpers import publish_digits_model, write_files
+from tests.helpers import digits_logreg, publish_digits_model, write_files
 
 Array = np.ndarray[Any, Any]
 X = {"name": "x", "element_type": "float32", "shape": [1, 8, 8], "steps": []}
@@ -40,8 +40,7 @@ def quiet(text: str) -> None:
 
 
 def _weights() -> tuple[Array, Array]:
-    x_train, _, y_train, _ = builtin.digits_split()
-    return builtin.train_logreg(x_train, y_train, 1.0)
+    return digits_logreg()
 
 
 def _test_logits(weights: Array, bias: Array) -> tuple[Array, Array]:
