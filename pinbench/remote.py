@@ -1,11 +1,11 @@
 """The CLI's client for a remote ``pinbench serve``: ``PINBENCH_URL`` and ``PINBENCH_TOKEN``.
 
 Problem details from the server become the same errors the CLI prints locally: a 4xx is a
-user error (exit 1) carrying the server's message, a 5xx or an unreachable server a failure
-of the system (exit 3). A request that is safe to send twice (a read, a lockfile's ``PUT``) is
+user error (exit 1) carrying the server's message, a 5xx or an unreachable server a failure of
+the system (exit 3). A request that is safe to send twice (a read, a lockfile's ``PUT``) is
 retried through a server's brief absence (``pinbench.retrying``: connection errors and
-502/503/504, with backoff, ``Retry-After`` and ``PINBENCH_RETRY_S``), each retry said on
-stderr; a ``POST`` or ``DELETE`` never is.
+502/503/504, backoff, ``Retry-After``, ``PINBENCH_RETRY_S``), each retry said on stderr; a
+``POST`` or ``DELETE`` never is.
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest, manifest_data
 from pinbench.registry.sourcing import locate, needs_completion, stage_files
 from pinbench.retrying import RETRIED_STATUSES, Retrying, dice, retry_after
+from pinbench.tls import http_client
 from pinbench.trace.summary import NoTrace
 
 FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
+Row = dict[str, Any]
 
 
 class RemoteRefused(UserError):
@@ -103,8 +105,8 @@ class Remote:
         notice: Callable[[str], None] = _stderr,
     ) -> None:
         self.url = url.rstrip("/")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = http_client(self.url, auth, timeout)  # one TLS context per process
         self.retrying = Retrying.from_env(os.environ) if retrying is None else retrying
         self.notice = notice
 
@@ -295,9 +297,7 @@ class Remote:
         result: list[dict[str, Any]] = self.json("POST", "/api/v1/runs/on", json=body)
         return result
 
-    def wait(
-        self, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5
-    ) -> dict[str, Any]:
+    def wait(self, run_id: str, say: Callable[[str], None], *, poll_s: float = 0.5) -> Row:
         """Poll a run (soon, then up to every ``poll_s`` s) until it finishes; report each
         change of status. A server (or its database) away is waited out as any read is
         (``retrying``: each try said); past that, ``StoppedWaiting`` names the run."""

@@ -23,6 +23,7 @@ from pinbench.db.models import ServerInstance
 from pinbench.polling import intervals
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
+from pinbench.tls import client_context, http_client
 from pinbench.workspace import Workspace
 from tests.pg import free_port
 
@@ -48,7 +49,7 @@ class Server:
 
     def client(self, who: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+        return http_client(self.url, headers, 60)
 
 
 def seed(ws: Workspace, catalog_dir: Path | None) -> tuple[dict[str, str], dict[str, str]]:
@@ -191,7 +192,8 @@ def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"pinbench serve exited {proc.returncode}: {log.read_text()}")
         try:
-            if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+            health = httpx.get(f"{url}/api/v1/health", timeout=2, verify=client_context())
+            if health.status_code == 200:
                 return
         except httpx.HTTPError:
             pass
