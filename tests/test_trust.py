@@ -51,7 +51,7 @@ from pinbench.registry.trust import LockfileMismatch, NotPublishedHere
 from pinbench.registry.verify import verify_lockfile
 from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
-from tests.helpers import Cli, Payload, in_process_cli, published_workspace
+from tests.helpers import Cli, Payload, copied_workspace, in_process_cli, published_workspace
 from tests.sourcebuilders import http_site
 
 DIGITS = {"model": "vision/digits-logreg@1.2.0", "dataset": "sklearn-digits-test@1", "threads": 1}
@@ -197,15 +197,24 @@ class Here:
     root: Path
 
 
+@pytest.fixture(scope="module")
+def here_template(tmp_path_factory: pytest.TempPathFactory, catalog: Catalog) -> Path:
+    """A home with the catalog published, once for the module (each test gets a copy)."""
+    root = tmp_path_factory.mktemp("trust-home")
+    published_workspace(root, catalog.root).close()
+    return root
+
+
 @pytest.fixture
 def here(
     tmp_path: Path,
-    catalog: Catalog,
+    here_template: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> Iterator[Here]:
-    """A local home with the same catalog published, and the CLI on it."""
-    ws = published_workspace(tmp_path, catalog.root)
+    """A local home with the same catalog published (a copy of ``here_template``: the same
+    rows and blobs as publishing it here, issue 49), and the CLI on it."""
+    ws = copied_workspace(here_template, tmp_path)
     cli = in_process_cli(monkeypatch, capsys, tmp_path / "home", f"sqlite:///{tmp_path}/db")
     try:
         yield Here(ws, cli, tmp_path)
