@@ -29,14 +29,25 @@ from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed
 from pinbench.workspace import Workspace
+from tests.sharing import built_once
 
 PARTS = ["efficientnet", "nsfw"]
 
 
 @pytest.fixture(scope="session")
 def real_catalog(tmp_path_factory: pytest.TempPathFactory) -> builtin.Catalog:
-    """The two parts built once per session (exports included: about ten seconds)."""
-    return builtin.build(tmp_path_factory.mktemp("catalog-real"), PARTS)
+    """The two parts built once for the run, whichever workers read them (exports included:
+    about ten seconds; issue 49), their manifests' publishing order kept beside them."""
+
+    def build(folder: Path) -> None:
+        built = builtin.build(folder, PARTS)
+        (folder / ORDER).write_text("".join(f"{p.relative_to(folder)}\n" for p in built.manifests))
+
+    folder = built_once(tmp_path_factory, "catalog-real", build)
+    return builtin.Catalog([folder / name for name in (folder / ORDER).read_text().split()])
+
+
+ORDER = "publishing-order.txt"
 
 
 @pytest.fixture
