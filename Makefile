@@ -52,8 +52,8 @@ collect: $(DEV)
 
 # One worker more than the cores (decision 267): a worker often waits (a container builds in
 # the engine's processes, a server answers, a test waits for a lease), and a third worker on
-# this two-core machine filled that idle time: pytest 24:37 -> 22:08, the workers' CPU 94 % of
-# the two cores instead of 89 % (docs/benchmarks.md 15f). TEST_WORKERS=N overrides it.
+# this two-core machine filled that idle time: pytest 24:37 -> 22:08 on a fresh clone
+# (docs/benchmarks.md 15f). TEST_WORKERS=N overrides it.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 # A worker that crashes ends the run (--max-worker-restart=0): xdist 3.8 replaced one under
 # --dist loadgroup and then waited forever, both workers idle (a fresh clone's run at 99 %,
