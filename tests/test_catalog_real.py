@@ -44,7 +44,7 @@ def real_catalog(tmp_path_factory: pytest.TempPathFactory) -> builtin.Catalog:
         (folder / ORDER).write_text("".join(f"{p.relative_to(folder)}\n" for p in built.manifests))
 
     folder = built_once(tmp_path_factory, "catalog-real", build)
-    return builtin.Catalog([folder / name for name in (folder / ORDER).read_text().split()])
+    return builtin.Catalog([folder / name for name in (folder / ORDER).read_text().splitlines()])
 
 
 ORDER = "publishing-order.txt"
