@@ -6,7 +6,7 @@ initialisation; data: scikit-learn's digits train split (1,347 samples) judged o
 split; Adam at 0.01, ``--batch-size`` (32) samples per worker per step, ``--epochs`` (4)
 epochs, no target (every run does the same steps), deterministic (one thread per worker).
 Every training goes through ``pinbench.training.distributed.launch.train_distributed``: the
-ranks are spawned processes on 127.0.0.1 talking over gloo.
+ranks are processes forked from the fork server (decision 268) on 127.0.0.1, talking over gloo.
 
 Each run trains with ``--workers`` (2) workers, allreduce and DDP back to back (which goes
 first alternates from run to run), then pssgd and mavg (``average_every`` 4) for their step

@@ -2,10 +2,15 @@
 rank of one gloo process group (``worker.run_rank``), their records assembled into the
 ``TrainingResult`` a single-process run returns and a ``DistributedRecord``.
 
-Processes are started with ``multiprocessing``'s spawn (a fresh interpreter: PyTorch's
-threads do not survive a fork), talk through ``tcp://127.0.0.1:PORT`` on a free port, and
-report through one queue. The first rank to fail ends the others, and its error (pinbench's
-errors pickle with their data) is raised here; so is ``check``'s, polled while they train.
+Processes are started by ``multiprocessing``'s fork server (``START_METHOD``): a fresh
+interpreter, started once per process that launches trainings, imports PyTorch and the rank's
+code (``PRELOAD``) without running an operation, and forks each rank from there. A rank is thus
+a clean process as spawn's are (PyTorch's threads, which do not survive a fork, start at a
+rank's first operation), without importing PyTorch again: 2.7 s of CPU per rank that spawn
+paid (docs/benchmarks.md §15g, ``bench/bench_rank_start.py``). Ranks talk through
+``tcp://127.0.0.1:PORT`` on a free port, and report through one queue. The first rank to
+fail ends the others, and its error (pinbench's errors pickle with their data) is raised
+here; so is ``check``'s, polled while they train.
 
 An epoch's ``train_s`` is the slowest rank's (the run advances at its pace), its
 ``samples_per_s`` every rank's samples over that time; ``throughput_sps_per_worker`` is each
@@ -32,6 +37,19 @@ from pinbench.training.result import EpochRecord, TrainingResult
 from pinbench.training.spec import TrainingSpec
 
 POLL_S = 0.2
+START_METHOD = "forkserver"
+"""``multiprocessing``'s start method for ranks; ``spawn`` works the same, slower."""
+PRELOAD = (
+    "torch",
+    "torch.distributed",
+    "torch.nn.functional",
+    "pinbench.training.distributed.schemes",
+    "pinbench.training.distributed.worker",
+    "pinbench.training.frameworks.torch",
+)
+"""What the fork server imports before it forks a rank (not ``__main__``: a rank needs only
+``run_rank``). The server takes this process's environment when it starts; a rank sets its
+threads and determinism itself (``worker._train``)."""
 
 
 class WorkerFailed(UserError):
@@ -143,7 +161,9 @@ def _run(
     job: RankJob, check: Callable[[], None], say: Callable[[str], None]
 ) -> tuple[list[list[EpochShard]], list[RankSummary], bytes]:
     workers = job.distributed.workers
-    context = multiprocessing.get_context("spawn")
+    context: Any = multiprocessing.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        context.set_forkserver_preload(list(PRELOAD))  # used when the server starts
     reports: Any = context.Queue()
     processes = [
         context.Process(target=run_rank, args=(rank, job, reports), name=f"pinbench-rank-{rank}")

@@ -36,7 +36,7 @@ CONNECT_TIMEOUT = timedelta(seconds=120)
 
 @dataclass(frozen=True, slots=True)
 class RankJob:
-    """What every rank is handed (pickled by ``multiprocessing``'s spawn)."""
+    """What every rank is handed (pickled by ``multiprocessing`` to the rank's process)."""
 
     spec: TrainingSpec
     distributed: DistributedSpec
