@@ -27,7 +27,7 @@ import pytest
 from pinbench.errors import InvalidDocument
 from pinbench.registry.request import parse_request
 from pinbench.training.data import TrainData, TrainModel
-from pinbench.training.distributed.launch import DistributedRecord, train_distributed
+from pinbench.training.distributed.launch import DistributedRecord, start_method, train_distributed
 from pinbench.training.distributed.spec import DistributedSpec, TooManyWorkers, available_here
 from pinbench.training.errors import TrainingDiverged
 from pinbench.training.result import TrainingResult
@@ -293,3 +293,15 @@ def test_an_epoch_over_no_samples_fails_instead_of_a_zero_loss() -> None:
     assert record.samples_per_s == pytest.approx(40 / 1.25)
     with pytest.raises(WorkerFailed, match="epoch 1 trained no samples"):
         _epochs([[shard(0, 0, 0.0)], [shard(1, 0, 0.0)]], 2)
+
+
+@pytest.mark.parametrize(
+    ("version", "method"),
+    [((3, 11, 0), "spawn"), ((3, 11, 1), "forkserver"), ((3, 12, 0, "final", 0), "forkserver")],
+)
+def test_ranks_fork_from_a_fork_server_only_where_its_socket_is_private(
+    version: tuple[int, ...], method: str
+) -> None:
+    """Decision 268: CPython 3.11.0's fork server listened on an abstract socket any local user
+    could reach (CVE-2022-42919); there the ranks are spawned."""
+    assert start_method(version) == method

@@ -23,6 +23,7 @@ import hashlib
 import multiprocessing
 import queue as queues
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,16 @@ from pinbench.training.result import EpochRecord, TrainingResult
 from pinbench.training.spec import TrainingSpec
 
 POLL_S = 0.2
-START_METHOD = "forkserver"
+
+
+def start_method(version: tuple[int, ...]) -> str:
+    """``forkserver``, except on CPython 3.11.0, whose fork server listened on a Linux abstract
+    socket that any local user could connect to and have it run a pickle as this user
+    (CVE-2022-42919, fixed in 3.11.1 by a socket file in a private folder): ``spawn`` there."""
+    return "forkserver" if tuple(version[:3]) >= (3, 11, 1) else "spawn"
+
+
+START_METHOD = start_method(sys.version_info[:3])
 """``multiprocessing``'s start method for ranks; ``spawn`` works the same, slower."""
 PRELOAD = (
     "torch",
