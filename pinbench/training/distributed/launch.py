@@ -57,9 +57,10 @@ PRELOAD = (
     "pinbench.training.distributed.worker",
     "pinbench.training.frameworks.torch",
 )
-"""What the fork server imports before it forks a rank (not ``__main__``: a rank needs only
-``run_rank``). The server takes this process's environment when it starts; a rank sets its
-threads and determinism itself (``worker._train``)."""
+"""What the fork server imports before it forks a rank (the launcher's ``__main__`` is not
+preloaded; each rank still prepares it, as under spawn). The server takes this process's
+environment when it starts; a rank sets its threads and determinism itself
+(``worker._train``)."""
 
 
 class WorkerFailed(UserError):
