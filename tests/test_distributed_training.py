@@ -297,11 +297,18 @@ def test_an_epoch_over_no_samples_fails_instead_of_a_zero_loss() -> None:
 
 @pytest.mark.parametrize(
     ("version", "method"),
-    [((3, 11, 0), "spawn"), ((3, 11, 1), "forkserver"), ((3, 12, 0, "final", 0), "forkserver")],
+    [
+        ((3, 11, 0), "spawn"),
+        ((3, 11, 1), "forkserver"),
+        ((3, 12, 0, "final", 0), "forkserver"),
+        ((3, 13, 9), "forkserver"),
+        ((3, 14, 0), "spawn"),
+    ],
 )
 def test_ranks_fork_from_a_fork_server_only_where_its_socket_is_private(
     version: tuple[int, ...], method: str
 ) -> None:
     """Decision 268: CPython 3.11.0's fork server listened on an abstract socket any local user
-    could reach (CVE-2022-42919); there the ranks are spawned."""
+    could reach (CVE-2022-42919), and ``server`` starts it the way 3.11.1 to 3.13 do; elsewhere
+    the ranks are spawned."""
     assert start_method(version) == method

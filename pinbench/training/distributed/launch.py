@@ -20,7 +20,6 @@ rank's own samples over its own training time.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import queue as queues
 import socket
 import sys
@@ -31,6 +30,7 @@ import msgspec
 
 from pinbench.errors import UserError
 from pinbench.training.data import TrainData, TrainModel, check_arrays
+from pinbench.training.distributed.server import rank_context
 from pinbench.training.distributed.spec import DistributedSpec, check_workers_here
 from pinbench.training.distributed.worker import EpochShard, RankJob, RankSummary, run_rank
 from pinbench.training.errors import InvalidThreads
@@ -41,10 +41,12 @@ POLL_S = 0.2
 
 
 def start_method(version: tuple[int, ...]) -> str:
-    """``forkserver``, except on CPython 3.11.0, whose fork server listened on a Linux abstract
-    socket that any local user could connect to and have it run a pickle as this user
-    (CVE-2022-42919, fixed in 3.11.1 by a socket file in a private folder): ``spawn`` there."""
-    return "forkserver" if tuple(version[:3]) >= (3, 11, 1) else "spawn"
+    """``forkserver`` from CPython 3.11.1 to 3.13, ``spawn`` elsewhere: 3.11.0's fork server
+    listened on a Linux abstract socket that any local user could connect to and have it run
+    a pickle as this user (CVE-2022-42919, fixed in 3.11.1 by a socket file in a private
+    folder), and ``server`` starts the server with the standard library's private parts as
+    they are up to 3.13 (3.14 added an authentication key to it)."""
+    return "forkserver" if (3, 11, 1) <= tuple(version[:3]) < (3, 14) else "spawn"
 
 
 START_METHOD = start_method(sys.version_info[:3])
@@ -57,10 +59,10 @@ PRELOAD = (
     "pinbench.training.distributed.worker",
     "pinbench.training.frameworks.torch",
 )
-"""What the fork server imports before it forks a rank (the launcher's ``__main__`` is not
-preloaded; each rank still prepares it, as under spawn). The server takes this process's
-environment when it starts; a rank sets its threads and determinism itself
-(``worker._train``)."""
+"""What the fork server imports before it forks a rank, after ``server`` (the launcher's
+``__main__`` is not preloaded; each rank still prepares it, as under spawn). ``server.rank_context``
+starts the server with the launcher's ``sys.path`` and again when what a rank inherits from it
+changed; a rank sets its threads and determinism itself (``worker._train``)."""
 
 
 class WorkerFailed(UserError):
@@ -172,20 +174,20 @@ def _run(
     job: RankJob, check: Callable[[], None], say: Callable[[str], None]
 ) -> tuple[list[list[EpochShard]], list[RankSummary], bytes]:
     workers = job.distributed.workers
-    context: Any = multiprocessing.get_context(START_METHOD)
-    if START_METHOD == "forkserver":
-        context.set_forkserver_preload(list(PRELOAD))  # used when the server starts
-    reports: Any = context.Queue()
-    processes = [
-        context.Process(target=run_rank, args=(rank, job, reports), name=f"pinbench-rank-{rank}")
-        for rank in range(workers)
-    ]
+    processes: list[Any] = []
+    reports: Any = None
     shards: list[list[EpochShard]] = [[] for _ in range(workers)]
     summaries: dict[int, RankSummary] = {}
     weights: bytes | None = None
     try:
-        for process in processes:
-            process.start()
+        with rank_context(START_METHOD, PRELOAD) as context:
+            reports = context.Queue()
+            for rank in range(workers):
+                process = context.Process(
+                    target=run_rank, args=(rank, job, reports), name=f"pinbench-rank-{rank}"
+                )
+                processes.append(process)
+                process.start()
         while len(summaries) < workers or weights is None:
             check()
             try:
@@ -209,7 +211,8 @@ def _run(
             if process.is_alive():
                 process.terminate()
                 process.join(timeout=10)
-        reports.close()
+        if reports is not None:
+            reports.close()
     return shards, [summaries[r] for r in range(workers)], weights
 
 

@@ -77,6 +77,7 @@ def run_rank(rank: int, job: RankJob, queue: Any) -> None:
     gloo's run loop thread while holding the GIL that thread waits for (a deadlock seen here
     once in a few dozen DDP runs). ``kept`` holds the scheme (and through it DDP) until then,
     also when training raised. Every collective of the run has completed by then."""
+    _end_with_launcher()
     kept: list[Any] = []
     try:
         _train(rank, job, queue, kept)
@@ -86,6 +87,26 @@ def run_rank(rank: int, job: RankJob, queue: Any) -> None:
         queue.close()
         queue.join_thread()
         os._exit(0)
+
+
+def _end_with_launcher() -> None:
+    """End this rank when its launcher's end of their pipe closes (the launcher killed, none of
+    its ``finally`` run): a rank waiting in a collective for a peer that ended with it would
+    wait ``CONNECT_TIMEOUT``, and a rank forked from the fork server, not the launcher's child,
+    would keep that server running too."""
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pinbench-launcher-watch", daemon=True).start()
 
 
 def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:

@@ -1,0 +1,147 @@
+"""The fork server that distributed ranks fork from (decision 268), kept to what a rank would
+have inherited from its launcher under spawn.
+
+``multiprocessing`` starts its fork server once per process with ``python -c``: the current
+folder first on the server's ``sys.path`` (a ``torch/`` or a ``numpy.py`` there would be what
+it preloads, where the launcher, a console script, would never import them), and the server
+keeps the environment, umask, resource limits and CPU affinity of the moment it started for
+every later rank (an ``OMP_NUM_THREADS`` or ``ONEDNN_MAX_CPU_ISA`` set afterwards would not
+reach a rank). So ``rank_context`` starts the server itself (``_start``: ``ForkServer``'s own
+start, with ``-P`` and the launcher's ``sys.path`` set before anything is imported, neither
+of which the standard library passes on), and starts it again whenever what a rank would
+inherit from it no longer matches the launcher (``inherited``) or its socket file is gone (a
+``/tmp`` cleaner). That uses ``ForkServer``'s private state, the same from CPython 3.11.1 to
+3.13 (``launch.start_method`` spawns elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+_lock = threading.Lock()
+_started: tuple[object, ...] | None = None
+
+
+def inherited() -> tuple[object, ...]:
+    """What a process forked from the server takes from it and not from its launcher: the
+    environment, ``sys.path`` (and the folder its relative entries mean), the umask, the
+    resource limits and the CPU affinity."""
+    import resource
+
+    relative = any(not os.path.isabs(entry) for entry in sys.path)
+    limits = tuple(
+        (name, resource.getrlimit(getattr(resource, name)))
+        for name in sorted(dir(resource))
+        if name.startswith("RLIMIT_")
+    )
+    return (
+        tuple(sorted(os.environ.items())),
+        tuple(sys.path),
+        os.getcwd() if relative else None,
+        _umask(),
+        limits,
+        tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None,
+    )
+
+
+def _umask() -> str | None:
+    """This process's umask, read without setting it (``os.umask`` would change it for every
+    thread for a moment); None where ``/proc`` does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return line.split()[1]
+    except OSError:
+        pass
+    return None
+
+
+@contextmanager
+def rank_context(method: str, preload: Sequence[str]) -> Iterator[Any]:
+    """Within: the ``multiprocessing`` context to start ranks with. For ``forkserver``, the fork
+    server runs with what this process would hand a spawned rank now, preloading ``preload``:
+    started if none runs, started again if the one running was started under other conditions
+    or lost its socket file (stopping one waits for the ranks it forked that still run, another
+    thread's training)."""
+    import multiprocessing
+
+    if method != "forkserver":
+        yield multiprocessing.get_context(method)
+        return
+    from multiprocessing import forkserver
+
+    server: Any = forkserver._forkserver
+    with _lock, server._lock:
+        _ensure(server, preload)
+    yield multiprocessing.get_context("forkserver")
+
+
+def _ensure(server: Any, preload: Sequence[str]) -> None:
+    global _started
+    now = inherited()
+    pid, address = server._forkserver_pid, server._forkserver_address
+    if pid is not None:
+        if _started == now and address and os.path.exists(address) and _alive(pid):
+            return
+        _stop(server)
+    _start(server, preload)
+    _started = now
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == 0
+    except ChildProcessError:
+        return False
+
+
+def _stop(server: Any) -> None:
+    """``ForkServer._stop_unlocked``: close its lifeline and wait for it (it ends once the
+    ranks it forked have), remove its socket; a server already reaped or a socket file
+    already removed is forgotten all the same."""
+    try:
+        server._stop_unlocked()
+    except OSError:
+        for name in ("_forkserver_pid", "_forkserver_address", "_forkserver_alive_fd"):
+            setattr(server, name, None)
+
+
+def _start(server: Any, preload: Sequence[str]) -> None:
+    """``ForkServer.ensure_running``'s start, but with ``-P`` (no current folder on the path)
+    and this process's ``sys.path`` set before the server imports anything."""
+    import socket
+    from multiprocessing import connection, resource_tracker, spawn, util
+
+    resource_tracker.ensure_running()
+    with socket.socket(socket.AF_UNIX) as listener:
+        address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]
+        if util.is_abstract_socket_namespace(address):  # any local user could connect
+            raise RuntimeError(f"the fork server's socket would be abstract: {address!r}")
+        listener.bind(address)
+        os.chmod(address, 0o600)
+        listener.listen()
+        alive_r, alive_w = os.pipe()
+        try:
+            command = (
+                f"import sys; sys.path[:] = {list(sys.path)!r}; "
+                "from multiprocessing.forkserver import main; "
+                f"main({listener.fileno()}, {alive_r}, {list(preload)!r})"
+            )
+            exe = spawn.get_executable()
+            flags = util._args_from_interpreter_flags()  # type: ignore[attr-defined]
+            argv = [exe, *flags, "-P", "-c", command]
+            pid = util.spawnv_passfds(os.fsencode(exe), argv, [listener.fileno(), alive_r])
+        except BaseException:
+            os.close(alive_w)
+            raise
+        finally:
+            os.close(alive_r)
+    server._forkserver_address = address
+    server._forkserver_alive_fd = alive_w
+    server._forkserver_pid = pid
