@@ -62,7 +62,7 @@ def stage_evaluator(root: Path) -> Path:
 
 def _compile(folder: Path, named: Path) -> None:
     """Bytecode beside the staged files, as the framework images have it (``compileall`` in
-    their Dockerfile), each named by where the folder will be: a worker that may not write
+    ``images.build.INSTALL``), each named by where the folder will be: a worker that may not write
     ``.pyc`` files (``PYTHONDONTWRITEBYTECODE``, a read-only cache) would otherwise compile
     every module it imports at each start (issue 49: 0.2 s of CPU per start, 1.3 s once)."""
     import compileall
