@@ -64,11 +64,11 @@ def _umask() -> str | None:
 
 @contextmanager
 def rank_context(method: str, preload: Sequence[str]) -> Iterator[Any]:
-    """Within: the ``multiprocessing`` context to start ranks with. For ``forkserver``, the fork
-    server runs with what this process would hand a spawned rank now, preloading ``preload``:
-    started if none runs, started again if the one running was started under other conditions
-    or lost its socket file (stopping one waits for the ranks it forked that still run, another
-    thread's training)."""
+    """Within: the ``multiprocessing`` context to start ranks with; start them here. For
+    ``forkserver``, the fork server runs with what this process would hand a spawned rank now,
+    preloading ``preload``: started if none runs, started again if the one running was started
+    under other conditions or lost its socket file (stopping one waits for the ranks it forked
+    that still run, another thread's training, which started them before)."""
     import multiprocessing
 
     if method != "forkserver":
@@ -77,9 +77,10 @@ def rank_context(method: str, preload: Sequence[str]) -> Iterator[Any]:
     from multiprocessing import forkserver
 
     server: Any = forkserver._forkserver
-    with _lock, server._lock:
-        _ensure(server, preload)
-    yield multiprocessing.get_context("forkserver")
+    with _lock:  # held while the ranks start: no other thread starts a server meanwhile
+        with server._lock:  # not while they start: each start takes it (ensure_running)
+            _ensure(server, preload)
+        yield multiprocessing.get_context("forkserver")
 
 
 def _ensure(server: Any, preload: Sequence[str]) -> None:
