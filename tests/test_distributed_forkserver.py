@@ -9,9 +9,11 @@ The probes are processes forked by the same server, preloading what ranks preloa
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -91,6 +93,60 @@ def test_a_module_in_the_current_folder_is_not_what_the_server_preloads(
 
     assert (report["torch"], report["numpy"]) == (torch.__file__, numpy.__file__)
     assert not (tmp_path / "imported").exists()
+
+
+def _held(pipe: Any) -> None:
+    """In a forked process: wait until told to end."""
+    pipe.recv()
+
+
+def _server_pid() -> int:
+    from multiprocessing import forkserver
+
+    pid: int = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    return pid
+
+
+def test_a_new_server_does_not_wait_for_the_ranks_of_the_one_it_replaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread's training may still run on the old server for minutes."""
+    monkeypatch.setenv(MARK, "old")
+    with rank_context("forkserver", PRELOAD) as context:
+        ours, theirs = context.Pipe()
+        held = context.Process(target=_held, args=(theirs,))
+        held.start()
+    try:
+        monkeypatch.setenv(MARK, "new")
+        reports: list[dict[str, Any]] = []
+        probing = threading.Thread(target=lambda: reports.append(_fork_probe()), daemon=True)
+        probing.start()
+        probing.join(timeout=60)
+        assert reports and reports[0]["mark"] == "new"
+        assert held.is_alive()
+    finally:
+        ours.send("end")
+        held.join(timeout=30)
+
+
+def test_a_server_that_died_or_lost_its_folder_is_started_again_the_same_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not by the standard library's own start (the current folder first, no ``-P``), which
+    ``multiprocessing`` would use for a server found dead; and in a new private folder where
+    a ``/tmp`` cleaner removed the old one."""
+    from multiprocessing import util
+
+    _fork_probe()
+    dead = _server_pid()
+    os.kill(dead, signal.SIGKILL)
+    os.waitpid(dead, 0)  # dead by now (a SIGKILL is delivered when the kernel gets to it)
+    assert _fork_probe()["torch"] is not None
+    assert b"-P" in Path(f"/proc/{_server_pid()}/cmdline").read_bytes().split(b"\0")
+    shutil.rmtree(util.get_temp_dir())
+    monkeypatch.setenv(MARK, uuid.uuid4().hex)  # a new server, its socket in a new folder
+    assert _fork_probe()["torch"] is not None
+    assert b"-P" in Path(f"/proc/{_server_pid()}/cmdline").read_bytes().split(b"\0")
 
 
 LAUNCHER = """

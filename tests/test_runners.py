@@ -33,7 +33,7 @@ from pinbench.evaluator.runners.docker import ImageMissing, NoImagePinned, OutOf
 from pinbench.evaluator.runners.local import installed_digest
 from pinbench.evaluator.runners.process import EvaluationFailed, RunTimedOut
 from pinbench.images.base import ensure_base
-from pinbench.images.build import build_image
+from pinbench.images.build import BUILD_LABEL, build_image
 from pinbench.images.distribution import PulledWrongImage, pull, push
 from pinbench.images.engine import connect
 from pinbench.registry import service
@@ -225,6 +225,31 @@ def test_a_warm_container_serves_run_after_run_confined_and_measures_what_a_cold
         pool.close()
     with pytest.raises(NotFound):
         stack.client.containers.get(envs[1]["container"])
+
+
+@pytest.mark.parametrize("framework", ["onnxruntime", "torch"])
+def test_an_image_is_its_venv_and_configuration_and_nothing_of_its_build(
+    stack: Stack, framework: str
+) -> None:
+    """Decision 269: a committed container, configured as the Dockerfile build configured it;
+    no volume declared (a run would leave one behind) and no build context in the layer."""
+    image = stack.client.images.get(stack.images[framework])
+    config = image.attrs["Config"]
+    assert config["User"] == "65534:65534" and config["WorkingDir"] == "/tmp"
+    assert config["Entrypoint"] == [
+        "/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.evaluator.worker"
+    ]  # fmt: skip
+    assert not config.get("Cmd") and not config.get("Volumes")
+    assert "PYTHONPATH=/opt/pinbench/lib" in config["Env"]
+    assert len(image.attrs["RootFS"]["Layers"]) == 2  # the base's and the install's
+    volumes = len(stack.client.volumes.list())
+    out = stack.client.containers.run(
+        image.id, entrypoint=["/bin/sh", "-c"], network_mode="none", remove=True,
+        command=["test ! -e /build && ls /opt/pinbench/venv/bin/python /opt/pinbench/lib"],
+    )  # fmt: skip
+    assert b"/opt/pinbench/venv/bin/python" in out
+    assert len(stack.client.volumes.list()) == volumes
+    assert not stack.client.containers.list(all=True, filters={"label": BUILD_LABEL})
 
 
 def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:

@@ -3,8 +3,8 @@ artifact whose digest is the image ID.
 
 The build context holds the framework's hash-pinned requirements, exactly the wheels they pin
 (downloaded on the host by pip, which knows this machine's indexes, and checked against the
-pins) and a copy of pinbench's evaluator source. It is mounted read-only into a container of
-the base image, with no network, that installs them (``INSTALL``); the container is then
+pins) and a copy of pinbench's evaluator source. It is copied into a container of the base
+image, with no network, that installs them and removes it (``INSTALL``); the container is then
 committed as the image (``CHANGES``), one layer over the base (decision 269). An image
 already published for the same requirements, evaluator and base, and present in the engine, is
 reused rather than rebuilt.
@@ -12,11 +12,13 @@ reused rather than rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -189,12 +191,13 @@ python3 -m venv /opt/pinbench/venv
     --require-hashes --no-deps --only-binary :all: --no-cache-dir --quiet \\
     --disable-pip-version-check -r /build/requirements.txt
 /opt/pinbench/venv/bin/python -m pip uninstall --yes --quiet pip setuptools
-cp -R /build/evaluator /opt/pinbench/lib
+mv /build/evaluator /opt/pinbench/lib
 /opt/pinbench/venv/bin/python -m compileall -q /opt/pinbench/lib
+rm -rf /build
 """
-"""The build, run in a container of the base with the build context mounted read-only at
-``/build`` and no network: a venv with exactly the pinned wheels, and the evaluator's source
-compiled."""
+"""The build, run in a container of the base holding the build context at ``/build`` (copied
+in before it starts), with no network: a venv with exactly the pinned wheels, the evaluator's
+source compiled, and the context removed, so that it is not in the committed layer."""
 CHANGES = [
     "ENV PYTHONPATH=/opt/pinbench/lib PYTHONNOUSERSITE=1 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp "
     "TF_CPP_MIN_LOG_LEVEL=2",
@@ -204,23 +207,39 @@ CHANGES = [
     "CMD []",
 ]
 """The image's configuration, set as the container is committed."""
+BUILD_LABEL = "io.pinbench.image-build"
+"""On a build's container (the framework as its value), so that one left by a killed build can
+be found: ``docker ps -a --filter label=io.pinbench.image-build``."""
+BUILD_TIMEOUT_S = 3600
 
 
 def _docker_build(client: Any, context: Path, base: str, tag: str, framework: str, say: Say) -> str:
-    """Run ``INSTALL`` in a container of ``base`` and commit it with ``CHANGES``: one layer
-    holding ``/opt/pinbench``. (A Dockerfile build, decision 34, sent the wheels to the engine
-    as a context, kept them in a build stage's layers and copied the venv into a final stage:
-    the torch image's 1 GB written three times; decision 269.)"""
+    """Copy the context into a container of ``base``, run ``INSTALL`` in it and commit it with
+    ``CHANGES``: one layer holding ``/opt/pinbench``. (A Dockerfile build, decision 34, kept the
+    wheels in a build stage's layer and copied the venv into a final stage: the torch image's
+    gigabyte written three times; decision 269.)"""
+    import requests
+
     repository, _, version = tag.rpartition(":")
     say(f"building the {framework} image (a container of the base, no network)")
     started = time.monotonic()
     container: Any = client.containers.create(
         base, command=["/bin/sh", "-ec", INSTALL], user="0:0", working_dir="/",
-        network_mode="none", volumes={str(context): {"bind": "/build", "mode": "ro"}},
+        network_mode="none", labels={BUILD_LABEL: framework},
     )  # fmt: skip
     try:
+        with tempfile.TemporaryFile(dir=context.parent) as archive:
+            with tarfile.open(fileobj=archive, mode="w") as tar:
+                tar.add(context, arcname="build")
+            archive.seek(0)
+            container.put_archive("/", archive)
         container.start()
-        status = int(container.wait().get("StatusCode", -1))
+        try:
+            status = int(container.wait(timeout=BUILD_TIMEOUT_S).get("StatusCode", -1))
+        except requests.exceptions.RequestException as exc:
+            raise ImageBuildFailed(
+                framework=framework, reason=f"the install did not end in {BUILD_TIMEOUT_S} s"
+            ) from exc
         if status != 0:
             lines = container.logs().decode(errors="replace").strip().splitlines()[-4:]
             raise ImageBuildFailed(
@@ -228,7 +247,8 @@ def _docker_build(client: Any, context: Path, base: str, tag: str, framework: st
             )
         image: Any = container.commit(repository=repository, tag=version, changes=CHANGES)
     finally:
-        container.remove(force=True)
+        with contextlib.suppress(Exception):  # never in place of the build's own error
+            container.remove(force=True, v=True)
     digest = str(image.id)
     say(f"built {digest[7:19]} in {time.monotonic() - started:.0f} s")
     return digest

@@ -3,8 +3,9 @@ rank of one gloo process group (``worker.run_rank``), their records assembled in
 ``TrainingResult`` a single-process run returns and a ``DistributedRecord``.
 
 Processes are started by ``multiprocessing``'s fork server (``START_METHOD``): a fresh
-interpreter, started once per process that launches trainings, imports PyTorch and the rank's
-code (``PRELOAD``) without running an operation, and forks each rank from there. A rank is thus
+interpreter, started by the process that launches trainings at its first (``server``: again
+when what a rank inherits from it changed), imports PyTorch and the rank's code (``PRELOAD``)
+without running an operation, and forks each rank from there. A rank is thus
 a clean process as spawn's are (PyTorch's threads, which do not survive a fork, start at a
 rank's first operation), without importing PyTorch again: 2.7 s of CPU per rank that spawn
 paid (docs/benchmarks.md §15g, ``bench/bench_rank_start.py``). Ranks talk through
