@@ -11,8 +11,9 @@ start, with ``-P`` and the launcher's ``sys.path`` set before anything is import
 of which the standard library passes on), and starts it again whenever what a rank would
 inherit from it no longer matches the launcher (``inherited``), it died, or its socket file
 is gone (a ``/tmp`` cleaner); the server it replaces is given up, not waited for (``_detach``:
-it ends with the last rank it forked, another thread's training perhaps). That uses ``ForkServer``'s private state, the same from CPython 3.11.1 to
-3.13 (``launch.start_method`` spawns elsewhere).
+it ends with the last rank it forked, another thread's training perhaps). That uses
+``ForkServer``'s private state, the same from CPython 3.11.1 to 3.13 (``launch.start_method``
+spawns elsewhere).
 """
 
 from __future__ import annotations
