@@ -149,6 +149,20 @@ def test_a_server_that_died_or_lost_its_folder_is_started_again_the_same_way(
     assert b"-P" in Path(f"/proc/{_server_pid()}/cmdline").read_bytes().split(b"\0")
 
 
+def test_pytests_note_of_the_running_test_starts_no_new_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``PYTEST_CURRENT_TEST`` changes at every test phase (``server.NOT_COMPARED``)."""
+    _fork_probe()
+    first = _server_pid()
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/elsewhere.py::test_other (call)")
+    _fork_probe()
+    assert _server_pid() == first
+    monkeypatch.setenv(MARK, uuid.uuid4().hex)
+    _fork_probe()
+    assert _server_pid() != first
+
+
 LAUNCHER = """
 import sys
 from pathlib import Path

@@ -26,6 +26,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+NOT_COMPARED = frozenset({"PYTEST_CURRENT_TEST"})
+"""Variables whose change does not start a new server: pytest's note of the test phase running,
+changed at every one, which no rank reads (a server per test would import PyTorch per test)."""
+
 _lock = threading.Lock()
 _started: tuple[tuple[object, ...], int | None] | None = None
 """What ``inherited`` said when this module last started the server, and its process ID."""
@@ -44,7 +48,7 @@ def inherited() -> tuple[object, ...]:
         if name.startswith("RLIMIT_")
     )
     return (
-        tuple(sorted(os.environ.items())),
+        tuple(sorted((k, v) for k, v in os.environ.items() if k not in NOT_COMPARED)),
         tuple(sys.path),
         os.getcwd() if relative else None,
         _umask(),
