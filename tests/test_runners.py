@@ -10,8 +10,10 @@ never finish. Each must end in a failed run record with a clear reason.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import socket
+import tarfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.docker import ImageMissing, NoImagePinned, OutOfMemory
 from pinbench.evaluator.runners.local import installed_digest
 from pinbench.evaluator.runners.process import EvaluationFailed, RunTimedOut
+from pinbench.images import build
 from pinbench.images.base import ensure_base
 from pinbench.images.build import BUILD_LABEL, build_image
 from pinbench.images.distribution import PulledWrongImage, pull, push
@@ -250,6 +253,23 @@ def test_an_image_is_its_venv_and_configuration_and_nothing_of_its_build(
     assert b"/opt/pinbench/venv/bin/python" in out
     assert len(stack.client.volumes.list()) == volumes
     assert not stack.client.containers.list(all=True, filters={"label": BUILD_LABEL})
+
+
+def test_the_context_goes_into_the_build_container_owned_by_root(tmp_path: Path) -> None:
+    """As the engine's ``COPY`` wrote it: the evaluator's files become ``/opt/pinbench/lib``
+    and keep their owner, which must not be whoever ran the build."""
+    context = tmp_path / "context"
+    (context / "evaluator").mkdir(parents=True)
+    (context / "evaluator" / "module.py").write_text("x = 1\n")
+    for path in (context, context / "evaluator", context / "evaluator" / "module.py"):
+        os.chown(path, 1234, 1234)
+    with tarfile.open(tmp_path / "context.tar", "w") as tar:
+        tar.add(context, arcname="build", filter=build._as_root)
+    with tarfile.open(tmp_path / "context.tar") as tar:
+        owners = {(m.name, m.uid, m.gid, m.uname) for m in tar.getmembers()}
+    assert owners == {
+        (name, 0, 0, "root") for name in ("build", "build/evaluator", "build/evaluator/module.py")
+    }
 
 
 def test_auto_runner_picks_docker_when_an_image_is_pinned(stack: Stack) -> None:

@@ -230,7 +230,7 @@ def _docker_build(client: Any, context: Path, base: str, tag: str, framework: st
     try:
         with tempfile.TemporaryFile(dir=context.parent) as archive:
             with tarfile.open(fileobj=archive, mode="w") as tar:
-                tar.add(context, arcname="build")
+                tar.add(context, arcname="build", filter=_as_root)
             archive.seek(0)
             container.put_archive("/", archive)
         container.start()
@@ -252,3 +252,11 @@ def _docker_build(client: Any, context: Path, base: str, tag: str, framework: st
     digest = str(image.id)
     say(f"built {digest[7:19]} in {time.monotonic() - started:.0f} s")
     return digest
+
+
+def _as_root(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A context file as the engine's ``COPY`` wrote it: owned by root, not by whoever builds
+    (the files that become ``/opt/pinbench/lib`` keep their owner)."""
+    member.uid = member.gid = 0
+    member.uname = member.gname = "root"
+    return member

@@ -60,10 +60,10 @@ PRELOAD = (
     "pinbench.training.distributed.worker",
     "pinbench.training.frameworks.torch",
 )
-"""What the fork server imports before it forks a rank, after ``server`` (the launcher's
-``__main__`` is not preloaded; each rank still prepares it, as under spawn). ``server.rank_context``
-starts the server with the launcher's ``sys.path`` and again when what a rank inherits from it
-changed; a rank sets its threads and determinism itself (``worker._train``)."""
+"""What the fork server imports before it forks a rank (the launcher's ``__main__`` is not
+preloaded; each rank still prepares it, as under spawn). ``server.rank_context`` starts the
+server with the launcher's ``sys.path`` and again when what a rank inherits from it changed;
+a rank sets its threads and determinism itself (``worker._train``)."""
 
 
 class WorkerFailed(UserError):

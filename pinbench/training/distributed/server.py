@@ -41,7 +41,8 @@ def inherited() -> tuple[object, ...]:
     resource limits and the CPU affinity."""
     import resource
 
-    relative = any(not os.path.isabs(entry) for entry in sys.path)
+    path = _path()
+    relative = any(not os.path.isabs(entry) for entry in path)
     limits = tuple(
         (name, resource.getrlimit(getattr(resource, name)))
         for name in sorted(dir(resource))
@@ -49,7 +50,7 @@ def inherited() -> tuple[object, ...]:
     )
     return (
         tuple(sorted((k, v) for k, v in os.environ.items() if k not in NOT_COMPARED)),
-        tuple(sys.path),
+        tuple(path),
         os.getcwd() if relative else None,
         _umask(),
         limits,
