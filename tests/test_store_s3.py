@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -38,7 +39,6 @@ from tests.helpers import (
     sha,
     write_files,
 )
-from tests.pg import free_port
 from tests.s3server import S3Server, s3_settings
 
 FILES = {"x.npy": b"x-bytes", "y.npy": b"y-bytes"}
@@ -221,11 +221,12 @@ def test_fsck_and_gc_blobs_over_the_bucket(
         ({"PINBENCH_S3_ENDPOINT": "127.0.0.1:9"}, 1, "PINBENCH_S3_ENDPOINT must be http(s)://"),
         ({"AWS_SECRET_ACCESS_KEY": "wrong"}, 3, "access denied: check the AWS credentials"),
         ({"PINBENCH_BLOBS": "s3://no-such-bucket"}, 3, "no bucket 'no-such-bucket': create it"),
-        ({"PINBENCH_S3_ENDPOINT": f"http://127.0.0.1:{free_port()}"}, 3, "object storage s3://"),
+        ({"PINBENCH_S3_ENDPOINT": "http://127.0.0.1:{CLOSED}"}, 3, "object storage s3://"),
     ],
     ids=["not a url", "bucket", "prefix", "endpoint", "credentials", "no bucket", "no server"],
 )
 def test_bad_settings_and_refusals_publish_nothing(
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     s3: S3Server,
     monkeypatch: pytest.MonkeyPatch,
@@ -237,8 +238,13 @@ def test_bad_settings_and_refusals_publish_nothing(
     """A clear error naming the setting or the bucket; no row, no object, no temp file."""
     cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
     prefix = str(ws.settings.blobs).removeprefix("s3://pinbench/")
+    # "no server": a port held bound and not listening, so that nothing can answer on it (a
+    # free port chosen at collection was once taken by another test's S3 server meanwhile)
+    closed = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    request.addfinalizer(closed.close)
+    closed.bind(("127.0.0.1", 0))
     for name, value in env.items():
-        monkeypatch.setenv(name, value)
+        monkeypatch.setenv(name, value.replace("{CLOSED}", str(closed.getsockname()[1])))
     src = tmp_path / "src"
     dump(src / "kept.yaml", dataset_manifest("kept", "1.0.0", write_files(src, FILES)))
     refused = cli("publish", str(src / "kept.yaml"))
