@@ -163,6 +163,60 @@ def test_a_run_recorded_before_is_attested_after_the_fact(
     assert again.read_bytes() == path.read_bytes()  # recorded: the same envelope again
 
 
+def _attestations(ws: Workspace, run_id: str) -> int:
+    """How many attestations of the run another connection sees (what a client reads)."""
+    from sqlalchemy import func, select
+
+    with ws.engine.connect() as conn:
+        count = select(func.count()).select_from(Attestation).where(Attestation.run_id == run_id)
+        return int(conn.execute(count).scalar_one())
+
+
+def test_a_run_and_its_attestation_are_committed_together(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that sees the run finished finds it attested: the attestation is in the
+    record's own transaction. (It was made just after, and a server's client that asked for
+    it in that moment got one made "after the fact": a run of the suite on a busy machine.)"""
+    from pinbench.evaluator import recording
+
+    seen: dict[str, int] = {}
+    write = recording.write
+
+    def watched(ws: Workspace, record: Any, *also: Any) -> bool:
+        written = write(ws, record, *also)
+        seen[record.id] = _attestations(ws, record.id)  # as soon as the record is committed
+        return written
+
+    monkeypatch.setattr(recording, "write", watched)
+    run = run_digits(home.ws)
+    assert seen == {run: 1}
+
+
+def test_signing_that_fails_leaves_the_run_recorded_and_attestable_later(
+    home: Home, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from pinbench.evaluator.run import run_lockfile
+    from pinbench.provenance import dsse
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("the signer is away")
+
+    said: list[str] = []
+    lock = service.lock(home.ws, parse_request(DIGITS_ACCURACY))[0]
+    with monkeypatch.context() as m:
+        m.setattr(dsse, "sign", broken)
+        outcome = run_lockfile(home.ws, lock, runner="local", say=said.append)
+    assert outcome.status == "succeeded"
+    assert any("recorded but not attested (the signer is away)" in line for line in said), said
+    assert _attestations(home.ws, outcome.id) == 0
+    result = cli("runs", "attest", outcome.id, "-o", str(tmp_path / "late.intoto.jsonl"))
+    assert result.code == 0 and "after the fact" in result.out
+    assert _attestations(home.ws, outcome.id) == 1
+
+
 def test_keys_list_shows_the_registry_key(home: Home, cli: Cli) -> None:
     result = cli("keys", "list", "--json")
     keys = [k for k in json.loads(result.out) if k["purpose"] == "attestation"]

@@ -17,7 +17,7 @@ amended).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,8 @@ from sqlalchemy import select, update
 from pinbench.db.models import Result, Run, ServerInstance
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from pinbench.workspace import Workspace
 
 UNFINISHED = ("queued", "running")
@@ -126,9 +128,12 @@ def _result(item: Any) -> tuple[str, float, str]:
     return metric, float(value), unit
 
 
-def write(ws: Workspace, record: RunRecord) -> bool:
+def write(
+    ws: Workspace, record: RunRecord, also: Callable[[Session, str], None] | None = None
+) -> bool:
     """Write the record whole, in one transaction; False (nothing written) when its row is
-    already finished: a record is written once."""
+    already finished: a record is written once. ``also(session, run id)`` adds to that
+    transaction once the row is written (the run's attestation)."""
     with ws.transaction() as session:
         claim = (
             update(Run)
@@ -146,6 +151,8 @@ def write(ws: Workspace, record: RunRecord) -> bool:
                 results=[Result(metric=m, value=v, unit=u) for m, v, u in record.results],
             )
         )
+        if also is not None:
+            also(session, record.id)
     return True
 
 

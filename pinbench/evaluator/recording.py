@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.db import pending
@@ -31,9 +32,13 @@ from pinbench.errors import PinbenchError, SystemFailure
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
 log = logging.getLogger("pinbench.runs")
 Say = Callable[[str], None]
 Attest = Callable[[Workspace, str, Say], None]
+Also = Callable[["Session", str], None]
 TOUCH_EVERY_S = 30.0
 """How often the blobs of a record that waits are touched (``BlobStore.touch``)."""
 
@@ -75,11 +80,13 @@ def record_run(
     say: Say,
     *,
     give_up: Callable[[], bool],
+    also: Also | None = None,
 ) -> Recorded:
-    """Write ``record``; while the database is unavailable, keep it in the home and retry
-    until it is written or ``give_up()`` says to stop waiting (asked after each failure)."""
+    """Write ``record`` (and what ``also`` adds to its transaction: ``db.run_record.write``);
+    while the database is unavailable, keep it in the home and retry until it is written or
+    ``give_up()`` says to stop waiting (asked after each failure)."""
     try:
-        return Recorded.WRITTEN if write(ws, record) else Recorded.DROPPED
+        return Recorded.WRITTEN if write(ws, record, also) else Recorded.DROPPED
     except DatabaseUnavailable as exc:
         unavailable = f"run {record.id[:8]} {record.status} but the database is unavailable ({exc})"
     try:
@@ -98,7 +105,7 @@ def record_run(
 
     try:
         written = until_available(
-            lambda: write(ws, record),
+            lambda: write(ws, record, also),
             what=f"run {record.id[:8]}'s record",
             give_up=give_up,
             between=refresh,
@@ -111,22 +118,6 @@ def record_run(
         pending.drop(path)
     say(f"run {record.id[:8]} recorded {record.status} once the database was back")
     return Recorded.WRITTEN if written else Recorded.DROPPED
-
-
-def attest_waiting(
-    ws: Workspace, run_id: str, say: Say, attest: Attest, *, give_up: Callable[[], bool]
-) -> None:
-    """Attest a run just recorded, waiting for the database as its record did; given up,
-    the run stands unattested (``pinbench runs attest`` does it later)."""
-    try:
-        until_available(
-            lambda: attest(ws, run_id, say), what=f"run {run_id[:8]}'s attestation", give_up=give_up
-        )
-    except DatabaseUnavailable as exc:
-        say(
-            f"run {run_id} is recorded but not attested ({exc}): `pinbench runs attest "
-            f"{run_id}` once the database is back"
-        )
 
 
 def stopped_from_now(stop: Stop) -> Callable[[], bool]:

@@ -35,7 +35,6 @@ from pinbench.evaluator.policy import check_pickle
 from pinbench.evaluator.recording import (
     Recorded,
     RecordWaiting,
-    attest_waiting,
     record_run,
     stopped_from_now,
 )
@@ -340,11 +339,12 @@ def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:
     had its run marked ``interrupted``) is not turned into a success afterwards. Waiting for
     the database ends when the process is asked to stop (a server stopping, a signal) after
     the wait began: the record then waits in the home for the next server."""
+    from pinbench.provenance.attest import attest_with_record
+
     give_up = stopped_from_now(stop)
-    recorded = record_run(ws, _record_of(attempt), say, give_up=give_up)
-    if recorded is Recorded.WRITTEN:
-        attest_waiting(ws, attempt.id, say, attest_recorded, give_up=give_up)
-    elif recorded is Recorded.DROPPED:
+    also = attest_with_record(ws, say)  # committed with the record: never seen apart
+    recorded = record_run(ws, _record_of(attempt), say, give_up=give_up, also=also)
+    if recorded is Recorded.DROPPED:
         say(f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped")
     return recorded
 
