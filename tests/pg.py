@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 
 class PostgresUnavailable(RuntimeError):
     pass
@@ -36,6 +38,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def closed_port(request: pytest.FixtureRequest) -> int:
+    """A loopback port that refuses connections for the rest of the test: held bound and not
+    listening, so that no server another test starts meanwhile can take it (a port found free
+    and let go was once taken by another test's S3 server while a test counted on it)."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    request.addfinalizer(held.close)
+    held.bind(("127.0.0.1", 0))
+    return int(held.getsockname()[1])
 
 
 @dataclass(frozen=True)

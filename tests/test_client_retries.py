@@ -26,7 +26,7 @@ import pytest
 from pinbench.bounds import RETRY_S
 from pinbench.retrying import InvalidRetryTime, Retrying, retry_after
 from tests.apiserver import Server, api_server
-from tests.pg import free_port
+from tests.pg import closed_port
 from tests.test_api import REQUEST
 
 Pick = Callable[[str, str, int], bool]
@@ -177,11 +177,13 @@ def test_a_post_is_never_sent_twice(world: World) -> None:
     assert world.proxy.count("POST", "/api/v1/runs") == 1
 
 
-def test_a_server_not_listening_is_retried_then_given_up(tmp_path: Path) -> None:
+def test_a_server_not_listening_is_retried_then_given_up(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """A connection refused (nothing listens: the server is restarting) is retried like a
     503, each try said, until PINBENCH_RETRY_S is spent."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
-    env |= {"PINBENCH_URL": f"http://127.0.0.1:{free_port()}", "PINBENCH_RETRY_S": "2"}
+    env |= {"PINBENCH_URL": f"http://127.0.0.1:{closed_port(request)}", "PINBENCH_RETRY_S": "2"}
     refused = subprocess.run(
         [sys.executable, "-m", "pinbench", "list"],
         env=env,

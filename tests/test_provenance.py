@@ -178,10 +178,10 @@ def test_a_run_and_its_attestation_are_committed_together(
     """A client that sees the run finished finds it attested: the attestation is in the
     record's own transaction. (It was made just after, and a server's client that asked for
     it in that moment got one made "after the fact": a run of the suite on a busy machine.)"""
+    from pinbench.db.run_record import write
     from pinbench.evaluator import recording
 
     seen: dict[str, int] = {}
-    write = recording.write
 
     def watched(ws: Workspace, record: Any, *also: Any) -> bool:
         written = write(ws, record, *also)

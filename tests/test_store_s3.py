@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +38,7 @@ from tests.helpers import (
     sha,
     write_files,
 )
+from tests.pg import closed_port
 from tests.s3server import S3Server, s3_settings
 
 FILES = {"x.npy": b"x-bytes", "y.npy": b"y-bytes"}
@@ -238,13 +238,9 @@ def test_bad_settings_and_refusals_publish_nothing(
     """A clear error naming the setting or the bucket; no row, no object, no temp file."""
     cli, ws = _cli(tmp_path, s3, monkeypatch, capsys)
     prefix = str(ws.settings.blobs).removeprefix("s3://pinbench/")
-    # "no server": a port held bound and not listening, so that nothing can answer on it (a
-    # free port chosen at collection was once taken by another test's S3 server meanwhile)
-    closed = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    request.addfinalizer(closed.close)
-    closed.bind(("127.0.0.1", 0))
+    closed = closed_port(request)  # "no server": nothing can answer on it
     for name, value in env.items():
-        monkeypatch.setenv(name, value.replace("{CLOSED}", str(closed.getsockname()[1])))
+        monkeypatch.setenv(name, value.replace("{CLOSED}", str(closed)))
     src = tmp_path / "src"
     dump(src / "kept.yaml", dataset_manifest("kept", "1.0.0", write_files(src, FILES)))
     refused = cli("publish", str(src / "kept.yaml"))
