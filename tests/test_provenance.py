@@ -193,6 +193,38 @@ def test_a_run_and_its_attestation_are_committed_together(
     assert seen == {run: 1}
 
 
+def test_a_run_is_signed_before_its_record_takes_the_databases_write_lock(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signing and storing the envelope wait for the store's lock; a publish holds that lock
+    and then writes to the database. Holding the database's write lock meanwhile (the
+    record's transaction) would make each wait for the other until SQLite's timeout."""
+    import sqlite3
+
+    from pinbench.provenance import dsse
+
+    database = home.db.removeprefix("sqlite:///")
+    free: list[bool] = []
+    sign = dsse.sign
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        other = sqlite3.connect(database, timeout=0.2, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another writer, as a publish would be
+            other.execute("ROLLBACK")
+            free.append(True)
+        except sqlite3.OperationalError:  # "database is locked": the record's transaction
+            free.append(False)
+        finally:
+            other.close()
+        return sign(*args, **kwargs)
+
+    monkeypatch.setattr(dsse, "sign", watched)
+    run = run_digits(home.ws)
+    assert free == [True]
+    assert _attestations(home.ws, run) == 1
+
+
 def test_signing_that_fails_leaves_the_run_recorded_and_attestable_later(
     home: Home, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -210,7 +242,7 @@ def test_signing_that_fails_leaves_the_run_recorded_and_attestable_later(
         m.setattr(dsse, "sign", broken)
         outcome = run_lockfile(home.ws, lock, runner="local", say=said.append)
     assert outcome.status == "succeeded"
-    assert any("recorded but not attested (the signer is away)" in line for line in said), said
+    assert any("recorded without an attestation (the signer is away)" in line for line in said)
     assert _attestations(home.ws, outcome.id) == 0
     result = cli("runs", "attest", outcome.id, "-o", str(tmp_path / "late.intoto.jsonl"))
     assert result.code == 0 and "after the fact" in result.out

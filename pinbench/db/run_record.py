@@ -144,16 +144,20 @@ def write(
         claimed = session.execute(claim).rowcount  # type: ignore[attr-defined]
         if not claimed and session.get(Run, record.id) is not None:
             return False  # finished already: kept as it is
-        session.merge(
-            Run(
-                id=record.id,
-                **record.columns,
-                results=[Result(metric=m, value=v, unit=u) for m, v, u in record.results],
-            )
-        )
+        session.merge(as_row(record))
         if also is not None:
+            session.flush()  # the row first: what ``also`` adds refers to it
             also(session, record.id)
     return True
+
+
+def as_row(record: RunRecord) -> Run:
+    """The run row ``record`` writes (not in a session)."""
+    return Run(
+        id=record.id,
+        **record.columns,
+        results=[Result(metric=m, value=v, unit=u) for m, v, u in record.results],
+    )
 
 
 def write_left(ws: Workspace, record: RunRecord) -> bool:

@@ -80,13 +80,18 @@ def record_run(
     say: Say,
     *,
     give_up: Callable[[], bool],
-    also: Also | None = None,
+    prepare: Callable[[], Also | None] | None = None,
 ) -> Recorded:
-    """Write ``record`` (and what ``also`` adds to its transaction: ``db.run_record.write``);
-    while the database is unavailable, keep it in the home and retry until it is written or
-    ``give_up()`` says to stop waiting (asked after each failure)."""
+    """Write ``record``, and what ``prepare()``, called before each try and outside its
+    transaction, gives to add to that transaction (``db.run_record.write``'s ``also``: the
+    run's attestation); while the database is unavailable, keep it in the home and retry
+    until it is written or ``give_up()`` says to stop waiting (asked after each failure)."""
+
+    def attempt() -> bool:
+        return write(ws, record, prepare() if prepare is not None else None)
+
     try:
-        return Recorded.WRITTEN if write(ws, record, also) else Recorded.DROPPED
+        return Recorded.WRITTEN if attempt() else Recorded.DROPPED
     except DatabaseUnavailable as exc:
         unavailable = f"run {record.id[:8]} {record.status} but the database is unavailable ({exc})"
     try:
@@ -105,7 +110,7 @@ def record_run(
 
     try:
         written = until_available(
-            lambda: write(ws, record, also),
+            attempt,
             what=f"run {record.id[:8]}'s record",
             give_up=give_up,
             between=refresh,

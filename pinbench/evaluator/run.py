@@ -339,11 +339,12 @@ def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:
     had its run marked ``interrupted``) is not turned into a success afterwards. Waiting for
     the database ends when the process is asked to stop (a server stopping, a signal) after
     the wait began: the record then waits in the home for the next server."""
-    from pinbench.provenance.attest import attest_with_record
+    from pinbench.provenance.attest import attestation_of_record
 
     give_up = stopped_from_now(stop)
-    also = attest_with_record(ws, say)  # committed with the record: never seen apart
-    recorded = record_run(ws, _record_of(attempt), say, give_up=give_up, also=also)
+    record = _record_of(attempt)
+    attestation = attestation_of_record(ws, record, attempt.lock, say)  # committed with it
+    recorded = record_run(ws, record, say, give_up=give_up, prepare=attestation)
     if recorded is Recorded.DROPPED:
         say(f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped")
     return recorded

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from sqlalchemy.orm import Session
 
-    from pinbench.db.models import Run
+    from pinbench.db.run_record import RunRecord
+    from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
 
 FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
@@ -33,86 +33,92 @@ class NotAttestable(UserError):
 def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
     """Sign and record a new attestation of the finished run ``run_id`` (id or prefix);
     its envelope as one ``.intoto.jsonl`` line."""
-    from pinbench.evaluator.history import find_run
-    from pinbench.provenance.keys import signing_key
-
-    private = signing_key(ws)  # before the transaction: a new registry's key is recorded
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
-        return attest_in(ws, session, run, private, after_the_fact=after_the_fact)
-
-
-def attest_in(
-    ws: Workspace, session: Session, run: Run, private: Ed25519PrivateKey, *, after_the_fact: bool
-) -> bytes:
-    """Sign ``run``'s statement with ``private`` and add its attestation row to ``session``'s
-    transaction; the envelope line. Nothing is added when signing fails."""
     from pinbench.db.models import Attestation
+    from pinbench.evaluator.history import find_run
     from pinbench.provenance.dsse import sign
     from pinbench.provenance.key_material import public_of
+    from pinbench.provenance.keys import signing_key
     from pinbench.provenance.statement import statement_of
 
-    if run.status not in FINISHED:
-        raise NotAttestable(run=run.id, reason=f"it is {run.status}, not finished")
+    private = signing_key(ws)
     keyid = public_of(private).keyid
-    payload = statement_of(ws, session, run, after_the_fact=after_the_fact)
-    line = sign(payload, private, keyid).line()
-    blob = ws.store.put_bytes(line)
-    session.add(
-        Attestation(
-            run_id=run.id,
-            envelope_sha256=blob.hex,
-            keyid=keyid,
-            after_the_fact=after_the_fact,
-            created_at=datetime.now(UTC),
+    with ws.transaction() as session:
+        run = find_run(session, run_id)
+        if run.status not in FINISHED:
+            raise NotAttestable(run=run.id, reason=f"it is {run.status}, not finished")
+        payload = statement_of(ws, session, run, after_the_fact=after_the_fact)
+        line = sign(payload, private, keyid).line()
+        blob = ws.store.put_bytes(line)
+        session.add(
+            Attestation(
+                run_id=run.id,
+                envelope_sha256=blob.hex,
+                keyid=keyid,
+                after_the_fact=after_the_fact,
+                created_at=datetime.now(UTC),
+            )
         )
-    )
     return line
 
 
-def attest_with_record(
-    ws: Workspace, say: Callable[[str], None]
-) -> Callable[[Session, str], None] | None:
-    """What ``db.run_record.write`` calls in the transaction that writes a run's record: the
-    run's attestation, committed with the record, so that no reader ever sees the run
-    finished and not yet attested (a client that asked for it in between got one made "after
-    the fact"). The key is read before the record's transaction (a new registry records its
-    key), or in it when the database was away then. A key that cannot be had (None), or
-    signing that fails, is said and the record is written without it (``pinbench runs
-    attest`` makes one later); the database's own errors pass, and the record is retried."""
+def attestation_of_record(
+    ws: Workspace, record: RunRecord, lock: Lockfile, say: Callable[[str], None]
+) -> Callable[[], Callable[[Session, str], None] | None]:
+    """The attestation of a run about to be recorded, for ``evaluator.recording.record_run``:
+    called before each try of the record's transaction, outside it, it signs the statement
+    and stores its blobs (once: a later try reuses them) and returns what adds the
+    attestation's row to that transaction, so that no reader ever sees the run finished and
+    not yet attested (decision 270). Nothing here holds the database's write lock while it
+    waits for the store's. A key that cannot be had, or signing that fails, is said and gives
+    None: the record is written without it (``pinbench runs attest`` makes one later). The
+    database's own errors pass: the record waits for the database, and its attestation with
+    it."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from pinbench.db.errors import DatabaseUnavailable
-    from pinbench.db.models import Run
+    from pinbench.db.models import Attestation
+    from pinbench.db.run_record import as_row
+    from pinbench.provenance.dsse import sign
+    from pinbench.provenance.key_material import public_of
     from pinbench.provenance.keys import signing_key
+    from pinbench.provenance.statement import statement_for
 
-    database = (SQLAlchemyError, DatabaseUnavailable)
-    private: Ed25519PrivateKey | None = None
-    try:
-        private = signing_key(ws)
-    except database:  # an outage: the record waits for the database, the key with it
-        pass
-    except Exception as exc:
-        say(f"runs are recorded but not attested ({exc}); `pinbench runs attest` can")
-        return None
+    made: list[Callable[[Session, str], None] | None] = []
 
-    def attest(session: Session, run_id: str) -> None:
-        run = session.get(Run, run_id)
-        assert run is not None  # written just before, in this transaction
-        unattested = f"run {run_id[:8]} recorded but not attested"
-        try:  # on another connection: never this transaction's error
-            key = private if private is not None else signing_key(ws)
-        except Exception as exc:
-            say(f"{unattested} ({exc}); `pinbench runs attest` can")
-            return
+    def prepare() -> Callable[[Session, str], None] | None:
+        if made:
+            return made[0]
         try:
-            attest_in(ws, session, run, key, after_the_fact=False)
-        except database:
+            private = signing_key(ws)
+            keyid = public_of(private).keyid
+            payload = statement_for(ws, as_row(record), lock, after_the_fact=False)
+            blob = ws.store.put_bytes(sign(payload, private, keyid).line())
+        except (SQLAlchemyError, DatabaseUnavailable):
             raise
-        except Exception as exc:  # the run is recorded; its attestation can be made later
-            say(f"{unattested} ({exc}); `pinbench runs attest` can")
+        except Exception as exc:  # the run is recorded all the same; attested later
+            say(
+                f"run {record.id[:8]} is recorded without an attestation ({exc}); "
+                "`pinbench runs attest` makes one"
+            )
+            made.append(None)
+            return None
+        created = datetime.now(UTC)
 
-    return attest
+        def add(session: Session, run_id: str) -> None:
+            session.add(
+                Attestation(
+                    run_id=run_id,
+                    envelope_sha256=blob.hex,
+                    keyid=keyid,
+                    after_the_fact=False,
+                    created_at=created,
+                )
+            )
+
+        made.append(add)
+        return add
+
+    return prepare
 
 
 def recorded_attestation(ws: Workspace, run_id: str) -> bytes | None:

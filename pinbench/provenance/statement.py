@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from pinbench.db.models import Run
+    from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
 
 STATEMENT: Final = "https://in-toto.io/Statement/v1"
@@ -72,14 +73,22 @@ def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
 
 
 def statement_of(ws: Workspace, session: Session, run: Run, *, after_the_fact: bool) -> bytes:
-    """The statement's canonical JSON for ``run`` (its ``results.json`` stored as a blob)."""
-    from pinbench import __version__
+    """The statement's canonical JSON for the recorded ``run``, its lockfile read from the
+    database (``statement_for``)."""
     from pinbench.db.models import Lockfile as LockfileRow
     from pinbench.registry.lockfile import Lockfile
 
     body = session.get(LockfileRow, run.lockfile_digest)
     assert body is not None
     lock = Lockfile.from_bytes(body.body.encode(), source=f"lockfile {run.lockfile_digest[:12]}")
+    return statement_for(ws, run, lock, after_the_fact=after_the_fact)
+
+
+def statement_for(ws: Workspace, run: Run, lock: Lockfile, *, after_the_fact: bool) -> bytes:
+    """The statement's canonical JSON for ``run`` (a row, or a record not yet written) run from
+    ``lock``; its ``results.json`` stored as a blob. Reads no database."""
+    from pinbench import __version__
+
     results = ws.store.put_bytes(canonical_json(results_record(run)))
     builder = f"pinbench://{socket.gethostname()}"
     if run.system:
@@ -92,7 +101,7 @@ def statement_of(ws: Workspace, session: Session, run: Run, *, after_the_fact: b
             "buildDefinition": {
                 "buildType": BUILD_TYPE,
                 "externalParameters": {
-                    "lockfile": {"sha256": run.lockfile_digest, "body": body.body},
+                    "lockfile": {"sha256": run.lockfile_digest, "body": lock.canonical.decode()},
                     "request": lock.to_json()["request"],
                 },
                 "internalParameters": {
