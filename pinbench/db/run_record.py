@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from pinbench.workspace import Workspace
 
+Also = Callable[["Session", str], None]
+"""What ``write`` adds to a record's transaction once its row is written: (session, run id)."""
 UNFINISHED = ("queued", "running")
 FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
 """The statuses a record may give its run."""
@@ -128,9 +130,7 @@ def _result(item: Any) -> tuple[str, float, str]:
     return metric, float(value), unit
 
 
-def write(
-    ws: Workspace, record: RunRecord, also: Callable[[Session, str], None] | None = None
-) -> bool:
+def write(ws: Workspace, record: RunRecord, also: Also | None = None) -> bool:
     """Write the record whole, in one transaction; False (nothing written) when its row is
     already finished: a record is written once. ``also(session, run id)`` adds to that
     transaction once the row is written (the run's attestation)."""

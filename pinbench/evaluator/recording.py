@@ -20,25 +20,27 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.db import pending
 from pinbench.db.errors import DatabaseUnavailable
-from pinbench.db.run_record import NotItsRecord, RecordNotYet, RunRecord, write, write_left
+from pinbench.db.run_record import (
+    Also,
+    NotItsRecord,
+    RecordNotYet,
+    RunRecord,
+    write,
+    write_left,
+)
 from pinbench.db.upkeep import referenced
 from pinbench.db.waiting import until_available
 from pinbench.errors import PinbenchError, SystemFailure
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
 log = logging.getLogger("pinbench.runs")
 Say = Callable[[str], None]
 Attest = Callable[[Workspace, str, Say], None]
-Also = Callable[["Session", str], None]
 TOUCH_EVERY_S = 30.0
 """How often the blobs of a record that waits are touched (``BlobStore.touch``)."""
 

@@ -16,7 +16,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from pinbench.db.run_record import RunRecord
+    from pinbench.db.run_record import Also, RunRecord
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
 
@@ -63,7 +63,7 @@ def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
 
 def attestation_of_record(
     ws: Workspace, record: RunRecord, lock: Lockfile, say: Callable[[str], None]
-) -> Callable[[], Callable[[Session, str], None] | None]:
+) -> Callable[[], Also | None]:
     """The attestation of a run about to be recorded, for ``evaluator.recording.record_run``:
     called before each try of the record's transaction, outside it, it signs the statement
     and stores its blobs (once: a later try reuses them) and returns what adds the
@@ -83,9 +83,9 @@ def attestation_of_record(
     from pinbench.provenance.keys import signing_key
     from pinbench.provenance.statement import statement_for
 
-    made: list[Callable[[Session, str], None] | None] = []
+    made: list[Also | None] = []
 
-    def prepare() -> Callable[[Session, str], None] | None:
+    def prepare() -> Also | None:
         if made:
             return made[0]
         try:
