@@ -208,8 +208,16 @@ def wakeword(
     of six clips): the refusals lock in it, one test runs in it."""
     tmp_path = tmp_path_factory.mktemp("chains")
     ws = published_workspace(tmp_path, catalog_dir)
-    files = publish_stages(ws, tmp_path / "models")
+    files, data = publish_wakeword(ws, tmp_path)
     publish_variants(ws, tmp_path / "variants")
+    yield ws, files, data
+    ws.close()
+
+
+def publish_wakeword(ws: Workspace, tmp_path: Path) -> tuple[dict[str, Path], Any]:
+    """The walkthrough's three stages and a dataset of six clips, published in ``ws`` (its
+    onnxruntime framework already there); the stages' files, and the clips with their labels."""
+    files = publish_stages(ws, tmp_path / "models")
     clips = audio(6)
     truth = np.array([0, 1, 0, 1, 1, 0], dtype=np.int64)
     arrays = {}
@@ -223,8 +231,7 @@ def wakeword(
         "files": write_files(tmp_path / "data", arrays),
     }  # fmt: skip
     publish(ws, parse_manifest(dataset), manifest_dir=tmp_path / "data", publisher="test")
-    yield ws, files, (clips, truth)
-    ws.close()
+    return files, (clips, truth)
 
 
 def request(**fields: Any) -> Any:
@@ -245,14 +252,22 @@ def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
 
     with pytest.raises(CodeRefused, match="--allow-code"):  # the code between stages is code
         run_lockfile(ws, lock, say=quiet)
-    with pytest.raises(ChainRefused, match=r"runs in the local runner.*--runner local"):
-        run_lockfile(ws, lock, runner="venv", say=quiet, allow_code=True)
+    scores = by_hand(files, clips)
+    # the venv runner's evaluator is handed every stage's files (checked there against the
+    # lockfile) and gives the same outputs as this interpreter does
+    isolated = run_lockfile(ws, lock, runner="venv", say=quiet, allow_code=True).id
+    in_venv = show_run(ws, isolated)
+    assert in_venv["status"] == "succeeded" and in_venv["runner"] == "venv", in_venv.get("error")
     run_lockfile(ws, lock, say=quiet, allow_code=True)
     run = list_runs(ws)[0]
     assert run["status"] == "succeeded", run.get("error")
-    scores = by_hand(files, clips)
     recorded = np.load(show_run(ws, run["id"])["details"]["outputs_sha256"] and _outputs(ws, run))
     np.testing.assert_allclose(recorded.reshape(-1), scores, rtol=1e-5, atol=1e-6)
+    assert (
+        in_venv["details"]["outputs_sha256"] == show_run(ws, run["id"])["details"]["outputs_sha256"]
+    )
+    assert in_venv["binary_roc_auc"] == run["binary_roc_auc"]
+    assert in_venv["details"]["chain"] == show_run(ws, run["id"])["details"]["chain"]
     from sklearn import metrics as sk
 
     predicted = (scores >= 0.5).astype(int)
@@ -680,19 +695,62 @@ def test_a_traced_chain_is_refused_before_anything_is_recorded(wakeword: Any) ->
     assert len(list_runs(ws)) == before
 
 
-def test_a_server_queues_a_chain_only_for_its_local_runner(wakeword: Any) -> None:
-    """Refused when submitted, nothing queued: another runner, or a cluster system."""
+def test_a_chain_is_queued_for_any_runner_here_and_refused_for_a_cluster_system(
+    wakeword: Any,
+) -> None:
+    """A server queues a chain for its runners (a chain with code: the docker runner, the one
+    a server runs code in); for a cluster system it is refused when submitted, nothing
+    queued."""
     import uuid
 
+    from pinbench.chains.policy import check_chain_run
     from pinbench.evaluator.run import queue_run
 
     ws = wakeword[0]
     lock = service.lock(ws, request())[0]
-    for runner, system, where in (
-        ("docker", None, "the docker runner"),
-        ("local", "gpu-box", "a cluster system"),
-    ):
-        run_id = str(uuid.uuid4())
-        with pytest.raises(ChainRefused, match=f"not on {where}"):
-            queue_run(ws, lock, runner=runner, run_id=run_id, system=system)
-        assert run_id not in {r["id"] for r in list_runs(ws)}
+    for runner in ("local", "venv", "docker"):
+        check_chain_run(lock, runner=runner, trace="none", on_cluster=False)
+    run_id = str(uuid.uuid4())
+    with pytest.raises(ChainRefused, match=r"not on a cluster system .*leave --on out"):
+        queue_run(ws, lock, runner="local", run_id=run_id, system="gpu-box")
+    assert run_id not in {r["id"] for r in list_runs(ws)}
+
+
+def test_an_isolated_evaluator_checks_every_stages_files_against_the_lockfile(
+    wakeword: Any, tmp_path: Path
+) -> None:
+    """The evaluator behind the venv and docker runners (``pinbench.evaluator.worker``) is
+    handed each stage's files: bytes other than the lockfile's, a file not handed in, or a
+    stage the chain has not fail the run before anything is loaded, naming each."""
+    import json
+
+    from pinbench.evaluator.results import RESULT
+    from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
+    from pinbench.evaluator.runners.process import write_job
+    from pinbench.evaluator.worker import main as worker_main
+    from pinbench.registry.names import Kind
+
+    ws = wakeword[0]
+    lock = service.lock(ws, request())[0]
+    model = {p: str(v) for p, v in model_folder(ws, lock, tmp_path / "model").items()}
+    data = {p: str(v) for p, v in store_paths(ws, lock, Kind.DATASET).items()}
+    placed = stage_folders(ws, lock, tmp_path / "stages")
+    stages = {name: {p: str(v) for p, v in files.items()} for name, files in placed.items()}
+    forged = tmp_path / "forged" / "embedding_model.onnx"  # a copy: the placed ones are links
+    forged.parent.mkdir()
+    forged.write_bytes(placed["embed"]["embedding_model.onnx"].read_bytes()[:-1] + b"\0")
+    stages["embed"] = {"embedding_model.onnx": str(forged)}
+    del stages["alexa"]
+    stages["spare"] = {}
+    write_job(tmp_path / "job.json", lock, model, data, allow_code=True, stages=stages)
+    (tmp_path / "out").mkdir()
+    assert worker_main([str(tmp_path / "job.json"), str(tmp_path / "out")]) == 1
+    error = json.loads((tmp_path / "out" / RESULT).read_bytes())["error"]
+    pinned = hashlib.sha256(placed["embed"]["embedding_model.onnx"].read_bytes()).hexdigest()
+    assert error.startswith("inputs handed to the evaluator failed verification: ")
+    assert error.split(": ", 1)[1].split("; ") == [
+        "chain stage 'spare' is not the lockfile's",
+        f"stage embed model file embedding_model.onnx is sha256 "
+        f"{hashlib.sha256(forged.read_bytes()).hexdigest()[:12]}, pinned {pinned[:12]}",
+        "stage alexa model file alexa_v0.1.onnx was not handed in",
+    ]

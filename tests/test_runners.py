@@ -375,3 +375,29 @@ def test_push_then_pull_by_digest_restores_the_pinned_image(stack: Stack) -> Non
         with pytest.raises(PulledWrongImage, match="refused and removed"):
             pull(stack.ws, stack.client, ref, registry)
         assert stack.client.images.get(digest).id == digest  # the pinned one is untouched
+
+
+def test_a_chain_with_code_runs_in_a_container_as_its_stages_run_by_hand(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Issue 50: a chain whose code comes from a publisher one does not trust runs in the
+    documented sandbox (a server runs code in no other runner): the container is handed every
+    stage's file, read-only, and scores as the three graphs run by hand with onnxruntime."""
+    import numpy as np
+
+    from tests.test_chains import _outputs, by_hand, publish_wakeword
+    from tests.test_chains import request as chain_request
+
+    files, (clips, truth) = publish_wakeword(stack.ws, tmp_path)
+    lock = service.lock(stack.ws, chain_request())[0]
+    assert lock.body.environment is not None and lock.body.environment.image is not None
+    outcome = run_lockfile(stack.ws, lock, runner="docker", say=quiet, allow_code=True)
+    info = show_run(stack.ws, outcome.id)
+    assert info["status"] == "succeeded" and info["runner"] == "docker", info.get("error")
+    scores = by_hand(files, clips)
+    recorded = np.load(_outputs(stack.ws, info)).reshape(-1)
+    np.testing.assert_allclose(recorded, scores, rtol=1e-5, atol=1e-6)
+    assert info["binary_accuracy"] == pytest.approx(float(np.mean((scores >= 0.5) == truth)))
+    stages = info["details"]["chain"]["stages"]
+    assert [s["name"] for s in stages] == ["mel", "embed", "alexa"]
+    assert info["details"]["environment"]["inside"]["executable"].startswith("/opt/pinbench")

@@ -1,7 +1,8 @@
-"""Where a chain runs: in the local runner, untraced, on this machine (for now). The venv,
-docker and cluster runners carry one model's files to their evaluator, and the trace levels
-time one framework's model: a chain is refused there, before anything is recorded, rather
-than run as if it were its last stage alone."""
+"""Where a chain runs: on this machine, in any of its runners (local, venv, docker: each hands
+its evaluator every stage's files, checked there against the lockfile), untraced. A cluster
+system's agent is handed one model's run, and the trace levels time one framework's model: a
+chain is refused there, before anything is recorded, rather than run as if it were its last
+stage alone."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ def check_chain_run(lock: Lockfile, *, runner: str, trace: str, on_cluster: bool
     if chain is None:
         return
     last = chain.stages[-1].name
-    if on_cluster or runner != "local":
-        where = "a cluster system" if on_cluster else f"the {runner} runner"
+    if on_cluster:
         raise ChainRefused(
             stage=last,
-            reason=f"a chain of models runs in the local runner on this machine, not on "
-            f"{where} (yet): run it with --runner local",
+            reason="a chain of models runs on this machine (in the local, venv or docker "
+            "runner), not on a cluster system (yet): leave --on out",
         )
     if trace != "none":
         raise ChainRefused(

@@ -60,6 +60,8 @@ class JobFile(
     """Whoever started the run allowed unpickling a ``trusted`` torch-pickle model."""
     allow_code: bool = False
     """Whoever started the run allowed the model's processing code to run."""
+    stages: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
+    """A chain's stages (``pinbench.chains``): stage name -> its model's files, as ``model``."""
 
 
 class ChromeTrace(msgspec.Struct, frozen=True):

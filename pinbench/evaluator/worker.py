@@ -33,7 +33,7 @@ from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import own_folder
 from pinbench.evaluator.results import JobFile, write_results
 from pinbench.evaluator.source import evaluator_digest
-from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.lockfile import LockedFile, Lockfile
 from pinbench.registry.names import Kind
 
 
@@ -48,8 +48,38 @@ class TamperedInput(UserError):
 def _paths(lock: Lockfile, kind: Kind | str, given: dict[str, str]) -> dict[str, Path]:
     """The handed-in files of one artifact, each checked against the lockfile's sha256."""
     role = kind.value if isinstance(kind, Kind) else kind
+    return _checked(role, pinned_files(lock, kind), given)
+
+
+def _stage_folders(
+    lock: Lockfile, given: dict[str, dict[str, str]], scratch: Path
+) -> dict[str, dict[str, Path]]:
+    """A chain's stages' handed-in files, each checked against the lockfile's sha256 as the
+    model's are (every problem of every stage said at once), each stage in a folder of its own
+    (``own_folder``); a stage handed in that the chain has not is refused too."""
+    from pinbench.chains.spec import stage_artifact
+
+    chain = lock.body.chain
+    stages = chain.stages if chain is not None else []
+    problems = [
+        f"chain stage {name!r} is not the lockfile's"
+        for name in sorted(set(given) - {stage.name for stage in stages})
+    ]
+    checked = {}
+    for stage in stages:
+        files, given_files = stage_artifact(lock, stage).files, given.get(stage.name, {})
+        try:
+            checked[stage.name] = _checked(f"stage {stage.name} model", files, given_files)
+        except TamperedInput as exc:
+            problems += exc.problems
+    if problems:
+        raise TamperedInput(problems=problems)
+    return {name: own_folder(files, scratch / "stages" / name) for name, files in checked.items()}
+
+
+def _checked(role: str, files: list[LockedFile], given: dict[str, str]) -> dict[str, Path]:
     problems, out = [], {}
-    for f in pinned_files(lock, kind):
+    for f in files:
         where = given.get(f.path)
         if where is None:
             problems.append(f"{role} file {f.path} was not handed in")
@@ -146,11 +176,14 @@ def main(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
             model = own_folder(_paths(lock, Kind.MODEL, spec.model), Path(scratch))
-            roots = {str(p)[: -len(n) - 1] for n, p in model.items()}
+            stages = _stage_folders(lock, spec.stages, Path(scratch))
+            placed = [model, *stages.values()]
+            roots = {str(p)[: -len(n) - 1] for files in placed for n, p in files.items()}
             hidden = sorted({*roots, scratch}, key=len, reverse=True)
             job = Job(
                 lock=lock,
                 model_paths=model,
+                stage_paths=stages,
                 data_paths=_paths(lock, Kind.DATASET, spec.dataset),
                 validation_paths=_paths(lock, "validation", spec.validation),
                 scratch=Path(scratch),

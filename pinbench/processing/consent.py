@@ -53,19 +53,12 @@ def check_code(lock: Lockfile, *, allow: bool) -> None:
     """Every run: a model's code runs only when its caller allowed it (on the CLI, the run's
     own ``--allow-code``; a server allows it only after ``check_server_code``)."""
     if needs_code(lock) and not allow:
-        if not code_roles(lock.body.model):  # a chain's code between stages (local runner)
-            raise _refuse(lock, CHAIN_CONSENT)
+        whose = "its publisher" if code_roles(lock.body.model) else "its chain's authors"
         raise _refuse(
             lock,
-            "Run it only if you trust its publisher, with: pinbench run LOCKFILE --allow-code "
-            "(with --runner docker for a publisher you do not: no network, read-only files)",
+            f"Run it only if you trust {whose}, with: pinbench run LOCKFILE --allow-code "
+            "(with --runner docker where you do not: no network, read-only files)",
         )
-
-
-CHAIN_CONSENT = (
-    "Run it only if you trust whoever wrote the request's chain, with: pinbench run LOCKFILE "
-    "--runner local --allow-code (a chain runs in the local runner only, for now)"
-)
 
 
 def check_server_code(lock: Lockfile, *, runner: str, server_allows: bool) -> None:

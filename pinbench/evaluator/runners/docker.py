@@ -20,10 +20,11 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
 from pinbench.artifacts.scratch import scratch_directory
+from pinbench.chains.spec import ChainRefused
 from pinbench.errors import UserError
 from pinbench.evaluator.job import ROLES, Evidence, Say
 from pinbench.evaluator.model_folder import link_or_copy
-from pinbench.evaluator.runners.local import model_folder, store_paths
+from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
     RunTimedOut,
@@ -140,6 +141,18 @@ def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> I
     return inside
 
 
+def _link_stages(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
+    """A chain's stages' files (``stage_folders``), each stage's in ``files/stages/<name>``;
+    where each file is seen in the container, by stage name. None without a chain."""
+    placed = stage_folders(ws, lock, files / "stages")
+    if placed:
+        (files / "stages").chmod(0o755)
+    return {
+        name: {path: f"{inside_at}/stages/{name}/{path}" for path in paths}
+        for name, paths in placed.items()
+    }
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -172,6 +185,7 @@ def run(
 
         def write(n: int, job: Path, out: Path) -> None:
             inside = _link_files(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
+            stages = _link_stages(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
             write_job(
                 job / "job.json",
                 lock,
@@ -182,6 +196,7 @@ def run(
                 allow_pickle,
                 inside["validation"],
                 allow_code=allow_code,
+                stages=stages,
             )
             job.chmod(0o755)
             (job / "job.json").chmod(0o644)
@@ -209,6 +224,7 @@ def run(
             allow_pickle=allow_pickle,
             validation=inside["validation"],
             allow_code=allow_code,
+            stages=_link_stages(ws, lock, job_dir.parent / "files", f"{IN}/files"),
         )
         tmp.chmod(0o755)
         job_dir.chmod(0o755)
@@ -234,6 +250,13 @@ def run(
                         offers=["none"],
                         reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
                         "predates tracing; rebuild the image (`pinbench images build`)",
+                    ) from None
+                if exc.status == 2 and lock.body.chain is not None:  # nor can it a chain's
+                    raise ChainRefused(
+                        stage=lock.body.chain.stages[-1].name,
+                        reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
+                        "predates chains in containers; rebuild the image "
+                        "(`pinbench images build`)",
                     ) from None
                 raise
             collect("docker", out, lock, evidence, status=status, tail=tail)

@@ -108,6 +108,7 @@ def write_job(
     validation: dict[str, str] | None = None,
     *,
     allow_code: bool = False,
+    stages: dict[str, dict[str, str]] | None = None,
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
@@ -118,6 +119,7 @@ def write_job(
         trace=trace,
         allow_pickle=allow_pickle,
         allow_code=allow_code,
+        stages=stages or {},
     )
     path.write_bytes(msgspec.json.encode(job))
 

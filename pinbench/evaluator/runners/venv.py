@@ -17,7 +17,7 @@ from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.model_folder import FOLDER
-from pinbench.evaluator.runners.local import model_folder, store_paths
+from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
     WorkerCrashed,
@@ -91,6 +91,11 @@ def _strings(paths: dict[str, Path]) -> dict[str, str]:
     return {name: str(where) for name, where in paths.items()}
 
 
+def _stages(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, dict[str, str]]:
+    """A chain's stages' folders (``stage_folders``) as a job names them."""
+    return {name: _strings(files) for name, files in stage_folders(ws, lock, root).items()}
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -134,6 +139,7 @@ def run(
                 allow_pickle,
                 held_out,
                 allow_code=allow_code,
+                stages=_stages(ws, lock, job / "stages"),
             )
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
@@ -155,6 +161,7 @@ def run(
             allow_pickle=allow_pickle,
             validation=held_out,
             allow_code=allow_code,
+            stages=_stages(ws, lock, tmp / "stages"),
         )
         argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
         status, tail = run_child(
