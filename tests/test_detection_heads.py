@@ -338,6 +338,31 @@ def test_nms_equals_the_greedy_rule(seed: int) -> None:
     assert got == greedy_reference(boxes, scores, classes, 0.4)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_class_agnostic_nms_equals_opencvs_nmsboxes_as_nudenet_calls_it(seed: int) -> None:
+    """``class_agnostic: true`` is OpenCV's ``cv2.dnn.NMSBoxes`` (NudeNet 3.4.2's NMS, at its
+    0.25 / 0.45), which suppresses across classes: the same boxes in the same order, the greedy
+    rule over one class; per class keeps more."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    corner = rng.integers(0, 50, size=(60, 2))
+    boxes = np.concatenate([corner, corner + rng.integers(5, 30, size=(60, 2))], axis=1)
+    scores = rng.random(60)
+    classes = rng.integers(0, 3, 60)
+    xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)
+    opencv = np.asarray(cv2.dnn.NMSBoxes(xywh.tolist(), scores.tolist(), 0.25, 0.45)).reshape(-1)
+    agnostic = nms(
+        boxes, scores, classes, iou_threshold=0.45, score_threshold=0.25, class_agnostic=True
+    )
+    assert agnostic.tolist() == opencv.tolist()
+    above = scores >= 0.25
+    one_class = greedy_reference(boxes[above], scores[above], np.zeros(int(above.sum())), 0.45)
+    assert agnostic.tolist() == np.flatnonzero(above)[one_class].tolist()
+    per_class = nms(boxes, scores, classes, iou_threshold=0.45, score_threshold=0.25)
+    assert len(per_class) > len(agnostic)  # overlapping boxes of other classes kept
+
+
 # ---------------------------------------------------------------- declarations
 
 DECLARED = [
@@ -434,6 +459,39 @@ def test_a_head_reading_outputs_or_files_the_model_lacks_is_refused_at_publish(
 
     with pytest.raises(UserError, match=message):
         check_supported(parse_manifest(_model(outputs, files)))
+
+
+def test_class_agnostic_is_honoured_when_scored_and_left_out_of_the_digest_while_unset() -> None:
+    """One face answered as FACE_FEMALE and FACE_MALE (NudeNet's overlapping classes): per class
+    keeps both boxes, ``class_agnostic: true`` the better one. A manifest that does not set it
+    keeps the digest it had before the field existed; one that sets it has another."""
+    from pinbench.registry.manifest import manifest_data, manifest_digest, parse_manifest
+    from pinbench.tasks.detection.boxes import transform_of
+    from pinbench.tasks.detection.layouts import Detections
+    from pinbench.tasks.detection.score import kept
+
+    box = np.array([[10.0, 10.0, 40.0, 50.0], [11.0, 10.0, 41.0, 50.0]])
+    found = Detections(box, np.array([0.6, 0.9]), np.array([1, 12]), None)
+    transform = transform_of(64, 64, [])
+    counts = {}
+    for agnostic in (None, False, True):
+        nms = {"iou": 0.45, **({} if agnostic is None else {"class_agnostic": agnostic})}
+        section = msgspec.convert({"layout": "yolov8", "nms": nms}, type=Detection)
+        counts[agnostic] = [int(c) for c in kept(found, section, transform).classes]
+    assert counts == {None: [12, 1], False: [12, 1], True: [12]}
+
+    def model(**nms: Any) -> Any:
+        detection = {"layout": "yolov8", "nms": {"iou": 0.45, **nms}}
+        out = {"name": "o", "type": "detection", "labels": LABELS, "detection": detection}
+        return parse_manifest(_model([out], ["m.onnx"]))
+
+    unset, on = model(), model(class_agnostic=True)
+    assert manifest_data(unset)["outputs"][0]["detection"]["nms"] == {
+        "iou": 0.45,
+        "max_detections": 100,
+    }
+    assert manifest_data(on)["outputs"][0]["detection"]["nms"]["class_agnostic"] is True
+    assert manifest_digest(unset) != manifest_digest(on)
 
 
 def _plan(detection: dict[str, Any], classes: int, anchors: Array | None = None) -> Any:

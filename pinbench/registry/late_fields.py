@@ -11,6 +11,7 @@ from pinbench.registry.ports import (
     LATE_BINARY_FIELDS,
     LATE_DETECTION_FIELDS,
     LATE_LABELS_REF_FIELDS,
+    LATE_NMS_FIELDS,
 )
 
 LATE_FILE_FIELDS = ("md5",)
@@ -46,6 +47,8 @@ def drop_unset_outputs(outputs: object) -> None:
                 drop_unset(output, LATE_OUTPUT_FIELDS)
                 if isinstance(output.get("detection"), dict):
                     drop_unset(output["detection"], LATE_DETECTION_FIELDS)
+                    if isinstance(output["detection"].get("nms"), dict):
+                        drop_unset(output["detection"]["nms"], LATE_NMS_FIELDS)
                 if isinstance(output.get("binary"), dict):
                     drop_unset(output["binary"], LATE_BINARY_FIELDS)
                 if isinstance(output.get("labels"), dict):

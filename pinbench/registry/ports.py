@@ -44,10 +44,19 @@ LATE_LABELS_REF_FIELDS = ("metadata",)
 
 
 class Nms(_Strict, frozen=True, kw_only=True):
-    """Greedy non-maximum suppression per class (``pinbench.tasks.detection.nms``)."""
+    """Greedy non-maximum suppression (``pinbench.tasks.detection.nms``): per class, or over
+    every class at once (``class_agnostic``)."""
 
     iou: Fraction = 0.45
     max_detections: Annotated[int, b.MAX_DETECTIONS.meta] = 100
+    class_agnostic: bool | None = None
+    """True: a box suppresses the boxes of every class (OpenCV's ``NMSBoxes`` as NudeNet calls
+    it, YOLOX's ``multiclass_nms_class_agnostic``, ultralytics' ``agnostic_nms``, torchvision's
+    ``nms``); unset or false: those of its own class only (torchvision's ``batched_nms``)."""
+
+
+LATE_NMS_FIELDS = ("class_agnostic",)
+"""``Nms`` fields added after detection manifests were published (``late_fields``)."""
 
 
 class ProbabilityMap(_Strict, frozen=True, kw_only=True):

@@ -387,9 +387,13 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "threshold": "For probability: the foreground threshold (0..1; 0.5 by default).",
     },
     "Nms": {
-        "iou": "A box is suppressed when its IoU with a better box of its class is greater "
+        "iou": "A box is suppressed when its IoU with a better box of its class (of any class "
+        "with class_agnostic) is greater "
         "than this (0..1; 0.45 by default).",
         "max_detections": "At most this many boxes per image are kept, best first (100 by "
         "default; COCO's metrics read at most 100).",
+        "class_agnostic": "true: a box suppresses the boxes of every class, not only of its "
+        "own (OpenCV's NMSBoxes as NudeNet calls it, YOLOX's multiclass_nms_class_agnostic, "
+        "ultralytics' agnostic_nms); unset or false: per class.",
     },
 }

@@ -56,8 +56,9 @@ class Detections:
         iou_threshold: float,
         score_threshold: float = 0.0,
         max_detections: int | None = None,
+        class_agnostic: bool = False,
     ) -> Detections:
-        """Per-class NMS (see ``nms.nms``), best first."""
+        """Per-class (or class-agnostic) NMS (see ``nms.nms``), best first."""
         keep = nms(
             self.boxes,
             self.scores,
@@ -65,6 +66,7 @@ class Detections:
             iou_threshold=iou_threshold,
             score_threshold=score_threshold,
             max_detections=max_detections,
+            class_agnostic=class_agnostic,
         )
         return self.take(keep)
 

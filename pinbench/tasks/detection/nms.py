@@ -1,10 +1,12 @@
-"""Greedy non-maximum suppression per class, in NumPy, deterministic.
+"""Greedy non-maximum suppression per class (or over every class at once), in NumPy,
+deterministic.
 
 Boxes below ``score_threshold`` are dropped first. Within each class, boxes are visited by score,
 highest first, ties broken by their index (a stable sort), and a box is suppressed when its IoU
-with a box already kept is greater than ``iou_threshold`` (torchvision's ``batched_nms`` rule).
-The kept boxes of every class are then ordered the same way (score, then index) and the first
-``max_detections`` returned.
+with a box already kept is greater than ``iou_threshold`` (torchvision's ``batched_nms`` rule;
+``class_agnostic``: every box is of one group, torchvision's ``nms`` rule). The kept boxes of
+every class are then ordered the same way (score, then index) and the first ``max_detections``
+returned.
 """
 
 from __future__ import annotations
@@ -46,11 +48,14 @@ def nms(
     iou_threshold: float,
     score_threshold: float = 0.0,
     max_detections: int | None = None,
+    class_agnostic: bool = False,
 ) -> IndexArray:
     """Indices of the boxes kept, best first."""
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     c = np.asarray(classes).reshape(-1)
+    if class_agnostic:
+        c = np.zeros(c.shape, dtype=np.int64)
     candidates = np.flatnonzero(s >= score_threshold)
     kept: list[int] = []
     for cls in np.unique(c[candidates]):

@@ -153,6 +153,7 @@ def kept(found: Detections, detection: Detection, transform: geometry.Transform)
             iou_threshold=detection.nms.iou,
             score_threshold=detection.score_threshold,
             max_detections=detection.nms.max_detections,
+            class_agnostic=bool(detection.nms.class_agnostic),
         )
     above = np.flatnonzero(found.scores >= detection.score_threshold)
     order = above[np.argsort(-found.scores[above], kind="stable")]
