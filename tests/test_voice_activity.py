@@ -350,3 +350,16 @@ def test_bad_constant_state_and_stream_declarations_are_refused(
         doc["outputs"] = outputs
     with pytest.raises(ManifestError, match=refusal):
         parse_manifest(doc)
+
+
+def test_a_centre_on_a_labelled_boundary_is_decided_as_the_decimal_label_means() -> None:
+    """256-sample frames at 8 kHz: frame 12's centre is 0.4 s exactly, and a span labelled
+    ``[0.4, 1.2]`` holds it (the float 0.4 is a little above 2/5: read as its binary value the
+    frame was dropped, a user trial's finding). Frame 37's centre is 1.2 s: the span's end
+    does not hold it. Against the rule on decimals, over every frame."""
+    from decimal import Decimal
+
+    speech = speech_frames([(0.4, 1.2)], 40, 256, 8000)
+    centres = [(Decimal(k) + Decimal("0.5")) * 256 / 8000 for k in range(40)]
+    assert speech.tolist() == [Decimal("0.4") <= c < Decimal("1.2") for c in centres]
+    assert speech[12] and not speech[11] and speech[36] and not speech[37]

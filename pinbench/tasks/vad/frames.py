@@ -5,7 +5,9 @@ samples ``[k * chunk, (k + 1) * chunk)``, the seconds ``[k * chunk / rate, (k + 
 rate)``; a sample of ``L`` samples has ``ceil(L / chunk)`` frames, the last padded
 (``pinbench.evaluator.stream``). A frame is speech when its centre, ``(k + 1/2) * chunk /
 rate`` seconds, lies in a span ``[start, end)``. Computed exactly: the centre is a fraction,
-a span's ends the exact values of their floats."""
+a span's ends the decimals they were written as (the shortest decimal of each float: ``0.4``
+is 2/5, not the float's binary value a little above it), so a centre on a labelled boundary
+is decided as the label means it."""
 
 from __future__ import annotations
 
@@ -27,8 +29,9 @@ def past_end(end: float, frames: int, chunk: int, rate: int) -> bool:
 
 def first_frame_at(seconds: float, chunk: int, rate: int) -> int:
     """The first frame whose centre is at or after ``seconds``: the least ``k`` with
-    ``(2k + 1) * chunk >= 2 * rate * seconds``."""
-    return max(0, math.ceil((Fraction(seconds) * 2 * rate / chunk - 1) / 2))
+    ``(2k + 1) * chunk >= 2 * rate * seconds``, ``seconds`` read as the decimal it was written
+    as (``repr``: the shortest one that is this float)."""
+    return max(0, math.ceil((Fraction(repr(float(seconds))) * 2 * rate / chunk - 1) / 2))
 
 
 def speech_frames(spans: list[Span], frames: int, chunk: int, rate: int) -> npt.NDArray[np.bool_]:
