@@ -225,6 +225,43 @@ def test_gate_refuses_what_it_cannot_honour_before_running(cli: Cli, tmp_path: P
     assert bad.code == 1 and "DATASET 'NOPE'" in bad.err and not lockfile.exists()
 
 
+def test_a_gate_refuses_before_its_candidate_runs_what_it_would_refuse_after(
+    made: Fixture, cli: Cli, tmp_path: Path
+) -> None:
+    """A user trial's findings: a lockfile of another series than --series, a series with no
+    runs or no thresholds, and a --markdown file that cannot be written were refused only after
+    the candidate had run and been recorded (the last with a traceback). Each is refused
+    first, naming what is wrong, and no run is recorded."""
+    from pinbench.db.models import Run as RunRow
+
+    def runs() -> int:
+        with made.ws.transaction() as session:
+            return int(session.scalar(select(func.count()).select_from(RunRow)) or 0)
+
+    def locked(name: str, **extra: Any) -> str:
+        path = tmp_path / name
+        lock(made.ws, "1.0.0", **extra).write(path)
+        return str(path)
+
+    before = runs()
+    other = cli("gate", locked("b1.lock"), "--series", made.few_series)
+    assert other.code == 1
+    assert f"the lockfile's runs belong to series {SERIES}, not {made.few_series}" in other.err
+    unknown = cli("gate", locked("b8.lock", batch_size=8))
+    assert unknown.code == 1 and "no series 'vision/digits-logreg" in unknown.err
+    record(
+        made.ws, lock(made.ws, "1.0.0", batch_size=8), 40, latencies(np.random.default_rng(3), 1e5)
+    )
+    before += 1
+    bare = cli("gate", locked("b8.lock", batch_size=8))
+    assert bare.code == 1 and ":b8:- has no thresholds" in bare.err
+    nowhere = tmp_path / "absent" / "summary.md"
+    unwritable = cli("gate", locked("b1.lock"), "--markdown", str(nowhere))
+    assert unwritable.code == 1 and "does not exist" in unwritable.err
+    assert "Traceback" not in unwritable.err and not nowhere.parent.exists()
+    assert runs() == before
+
+
 def test_a_shift_in_a_series_is_one_change_point_alert_naming_the_pin_that_moved(
     made: Fixture,
 ) -> None:
@@ -333,6 +370,43 @@ def test_runs_with_other_settings_cannot_shift_a_series_baseline(made: Fixture) 
     candidate = record(ws, team, 90, latencies(rng, 140_000), system="lab-d")
     result = gate(ws, candidate, alert=False)
     assert result.outcome == "regressed" and result.history == ours
+
+
+def test_a_candidate_a_gate_found_regressed_is_never_the_next_gates_baseline(
+    made: Fixture,
+) -> None:
+    """A user trial's finding: a pull request's slower model, gated on every push, filled the
+    window with its own rejected runs and passed the third time. Each run a gate found
+    regressed is left out of later windows (named in ``left_out``); runs with other settings
+    are counted by runner, never compared."""
+    from pinbench.series.alerts import regressed_runs
+    from pinbench.series.gate import gate, judge
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold, thresholds
+
+    ws = made.ws
+    rng = np.random.default_rng(7)
+    team = lock(ws, "1.0.0")
+    base = [record(ws, team, 100 + i, latencies(rng, 100_000), system="lab-r") for i in range(6)]
+    record(ws, lock(ws, "1.0.0", threads=1), 106, latencies(rng, 100_000), system="lab-r")
+    key, members = resolve(ws, SERIES[:-1] + "lab-r")
+    metric = "framework_latency_p50_ns"
+    bound = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05, window=3)
+    set_threshold(ws, key, members, bound, by="team")
+    slower = []
+    for i in range(4):
+        slower.append(record(ws, team, 110 + i, latencies(rng, 150_000), system="lab-r"))
+        result = gate(ws, slower[-1])
+        assert result.outcome == "regressed", (i, result.to_json())
+        assert result.history == base and result.left_out == slower[:-1]
+        assert result.other_settings == {"local": 1}
+    assert regressed_runs(ws, str(key)) == set(slower)
+    _, members = resolve(ws, str(key))
+    without = judge(key, members, slower[-1], thresholds(ws, key), lambda d: np.zeros(0))
+    assert without.outcome == "passed"  # what the window of its own rejected runs said
+    info = result.to_json()
+    assert info["left_out"] == slower[:3] and info["other_settings"] == {"local": 1}
 
 
 def test_a_gate_reads_each_runs_latencies_once(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,10 @@ from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.registry.lockfile import Lockfile
+    from pinbench.sdk.registry import Registry
 
 
 @click.command("gate")
@@ -91,10 +96,13 @@ def gate_cmd(
         from pinbench.sdk.values import parse_series_name
 
         parse_series_name(series)
+    if markdown is not None and markdown != Path("-"):
+        _check_writable(markdown)
     say = progress_lines(quiet=as_json or markdown == Path("-"))
     with registry() as reg:
         if lockfile is not None:
             locked = reg.lockfile(lockfile)
+            _check_series(reg, locked.body, series)
             run_ids = []
             for i in range(repeat or 1):
                 if repeat is not None and repeat > 1:
@@ -109,8 +117,16 @@ def gate_cmd(
         if markdown == Path("-"):
             click.echo(text, nl=False)
         else:
-            with markdown.open("a", encoding="utf-8") as out:  # a job summary is appended to
-                out.write(text)
+            try:
+                with markdown.open("a", encoding="utf-8") as out:  # a job summary: appended to
+                    out.write(text)
+            except OSError as exc:
+                if as_json:  # the gate judged: its object still tells the job what it found
+                    _print_json(result)
+                raise UserError(
+                    f"cannot write the summary to {markdown}: {exc.strerror} (the gate judged: "
+                    f"{result['outcome']})"
+                ) from None
     if as_json:
         _print_json(result)
     elif markdown != Path("-"):
@@ -119,3 +135,36 @@ def gate_cmd(
         for line in lines_of(result):
             _out().print(line, soft_wrap=True)
     raise click.exceptions.Exit(int(result["exit_code"]))
+
+
+def _check_writable(path: Path) -> None:
+    """``--markdown FILE`` refused before anything runs when it cannot be appended to."""
+    import os
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UserError(f"--markdown {path} is a folder: name a file to append the summary to")
+    if not folder.is_dir():
+        raise UserError(f"--markdown {path}: the folder {folder} does not exist")
+    target = path if path.exists() else folder
+    if not os.access(target, os.W_OK):
+        raise UserError(f"--markdown {path}: {target} is not writable")
+
+
+def _check_series(reg: Registry, lock: Lockfile, series: str | None) -> None:
+    """What the gate would refuse after the candidate ran, refused before it runs (nothing is
+    recorded): a lockfile that is no model evaluation, one whose runs belong to another series
+    than ``--series``, a series with no runs yet or no thresholds."""
+    from pinbench.series.members import key_of
+    from pinbench.series.names import parse_fields
+
+    key = key_of(lock, None)
+    if key is None:
+        raise UserError("the lockfile is not a model evaluation: its runs belong to no series")
+    if series is not None and not key.starts_with(parse_fields(series)):
+        raise UserError(f"the lockfile's runs belong to series {key}, not {series}")
+    if not reg.series().thresholds(str(key)):
+        raise UserError(
+            f"series {key} has no thresholds: set one with `pinbench series threshold set "
+            f"{key} METRIC --test ...`; a gate that judged nothing would pass anything"
+        )

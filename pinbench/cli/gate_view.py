@@ -18,6 +18,7 @@ def lines_of(info: dict[str, Any]) -> list[str]:
         f"gate: run{'s' if len(runs) > 1 else ''} {shown} against {len(info['history'])} "
         f"earlier run(s) of {info['series']}"
     ]
+    out.extend(f"  ({note})" for note in window_notes(info))
     for c in info["comparisons"]:
         out.append(f"  {c['verdict']:<12} {c['reason']} [threshold v{c['threshold']['version']}]")
     settle = settle_of(info)
@@ -31,7 +32,7 @@ def markdown_of(info: dict[str, Any]) -> str:
         f"### {MARK[info['outcome']]} pinbench gate: {info['outcome']}",
         "",
         f"{_candidates(_runs(info))} against {len(info['history'])} earlier run(s) of series "
-        f"`{info['series']}`.",
+        f"`{info['series']}`" + "".join(f"; {note}" for note in window_notes(info)) + ".",
         "",
         "| metric | verdict | test | baseline | candidate | change | p-value | threshold |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -50,6 +51,25 @@ def markdown_of(info: dict[str, Any]) -> str:
     if settle:
         rows.extend(["", f"To settle it: {settle}."])
     return "\n".join(rows) + "\n"
+
+
+def window_notes(info: dict[str, Any]) -> list[str]:
+    """What the window left out, said: runs an earlier gate found regressed, and runs with other
+    settings (a server of an earlier version answers neither)."""
+    notes = []
+    left_out = info.get("left_out") or []
+    if left_out:
+        notes.append(
+            f"{len(left_out)} earlier run(s) a gate found regressed are left out of the window"
+        )
+    others = info.get("other_settings") or {}
+    if others:
+        by = ", ".join(f"{runner}: {count}" for runner, count in sorted(others.items()))
+        notes.append(
+            f"{sum(others.values())} earlier run(s) with other settings (runner, framework, "
+            f"threads or limits) are not compared ({by})"
+        )
+    return notes
 
 
 def _runs(info: dict[str, Any]) -> list[str]:

@@ -12,7 +12,11 @@ refused (a user error): a gate that judged nothing never passes.
 The candidate runs (at most ``bounds.GATE_CANDIDATES``) must be runs of one lockfile, in one
 series, with the same settings (runner, besides what the lockfile pins); a run that is not is
 refused, named. The history is the series' runs that started before the first candidate run
-with the candidate's settings (``members.alike``: runner, framework name, threads, limits).
+with the candidate's settings (``members.alike``: runner, framework name, threads, limits),
+less every run an earlier gate found regressed (``alerts.regressed_runs``): a candidate
+rejected once is never the baseline of the next one (a pull request's slower model, gated
+twice, would otherwise pass the second time against itself). They stay in the series, shown
+and searched for change points; ``left_out`` names them.
 A statistical threshold on a location of the raw framework-call latencies
 (``stats.POOLED_METRICS``: their median or mean) is judged on the raw latencies of the
 candidate runs and of each run in its window (read once a gate call as NumPy arrays; a
@@ -23,7 +27,7 @@ percentile included, on the runs' figures.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,6 +77,12 @@ class GateResult:
     """The candidate runs, in the order they started."""
     history: list[str]
     judged: list[Judged]
+    left_out: list[str] = field(default_factory=list)
+    """Earlier runs with the candidate's settings left out of the window: a gate found each
+    regressed."""
+    other_settings: dict[str, int] = field(default_factory=dict)
+    """Earlier runs of the series never compared with the candidate, by the runner they ran
+    on, because their settings (``members.settings_of``) differ from its."""
 
     @property
     def run(self) -> str:
@@ -99,6 +109,8 @@ class GateResult:
             "outcome": self.outcome,
             "exit_code": self.exit_code,
             "history": self.history,
+            "left_out": self.left_out,
+            "other_settings": self.other_settings,
             "comparisons": [j.to_json() for j in self.judged],
         }
 
@@ -119,9 +131,11 @@ def judge(
     candidates: str | list[str],
     current: list[Versioned],
     raw: Callable[[str], npt.NDArray[np.float64]],
+    rejected: frozenset[str] | set[str] = frozenset(),
 ) -> GateResult:
     """Pure over what it is given: ``members`` (the series, oldest first, holding every
-    candidate run), the current thresholds, and ``raw`` (a latency blob's values by digest)."""
+    candidate run), the current thresholds, ``raw`` (a latency blob's values by digest) and
+    the runs earlier gates found regressed (``rejected``: never in the window)."""
     if not current:
         raise UserError(
             f"series {key} has no thresholds: set one with `pinbench series threshold set "
@@ -132,7 +146,15 @@ def judge(
     cands = [members[i] for i in sorted(at[r] for r in ids)]
     first = cands[0]
     _one_candidate(cands)
-    past = alike(members[: at[first.run_id]], first)
+    earlier = members[: at[first.run_id]]
+    same = alike(earlier, first)
+    past = [m for m in same if m.run_id not in rejected]
+    left_out = [m.run_id for m in same if m.run_id in rejected]
+    others: dict[str, int] = {}
+    alike_ids = {m.run_id for m in same}
+    for m in earlier:
+        if m.run_id not in alike_ids:
+            others[m.runner] = others.get(m.runner, 0) + 1
     judged = []
     for versioned in current:
         t = versioned.threshold
@@ -147,7 +169,9 @@ def judge(
         history = [observation(m, t.metric, reader) for m in having]
         runs = [observation(c, t.metric, reader) for c in cands]
         judged.append(Judged(versioned, compare(t, history, runs)))
-    return GateResult(str(key), [c.run_id for c in cands], [m.run_id for m in past], judged)
+    return GateResult(
+        str(key), [c.run_id for c in cands], [m.run_id for m in past], judged, left_out, others
+    )
 
 
 def _one_candidate(cands: list[Member]) -> None:
@@ -183,7 +207,7 @@ def gate(
     namespace's publishers). Otherwise the gate answers without recording: gating old runs
     again would let anyone who may run fill a team's alerts."""
     from pinbench.evaluator.run import latencies_of
-    from pinbench.series.alerts import raise_alert
+    from pinbench.series.alerts import raise_alert, regressed_runs
 
     given = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not GATE_CANDIDATES.holds(len(given)):
@@ -203,7 +227,7 @@ def gate(
             loaded[digest] = latencies_of(ws, digest).astype(np.float64)
         return loaded[digest]
 
-    result = judge(key, members, full, thresholds(ws, key), raw)
+    result = judge(key, members, full, thresholds(ws, key), raw, regressed_runs(ws, str(key)))
     newest = members[-1].run_id == result.run
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:
