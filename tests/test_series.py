@@ -215,6 +215,21 @@ def test_the_gate_passes_fails_and_is_inconclusive_with_its_reasons(
     assert json.loads(cli(*open_).out) == []
 
 
+def test_an_alerts_filter_names_a_series_or_is_refused(cli: Cli) -> None:
+    """A user trial's finding: ``series alerts --series`` with a name of no series printed
+    nothing, as if it had none. It reads the name as ``series show`` does: a bad field, no
+    series and several series are refused, naming why."""
+    for name, said in (
+        ("nope", "no series 'nope'"),
+        ("x:y:Bogus", "SCENARIO 'Bogus'"),
+        ("vision/digits-logreg", "is ambiguous"),
+    ):
+        refused = cli("series", "alerts", "--series", name, "--json")
+        assert refused.code == 1 and said in refused.err, refused.err
+        assert refused.out == ""
+    assert cli("series", "alerts", "--series", SERIES, "--json").code == 0
+
+
 def test_gate_refuses_what_it_cannot_honour_before_running(cli: Cli, tmp_path: Path) -> None:
     neither = cli("gate")
     assert neither.code == 1 and "give the candidate" in neither.err

@@ -124,6 +124,8 @@ def list_alerts(
         raise UserError(f"state must be one of {', '.join(STATES)}, got {state!r}")
     if not 1 <= limit <= 1000:
         raise UserError(f"limit must be from 1 to 1000, got {limit}")
+    if series is not None:
+        series = _series_named(ws, series)
     with ws.transaction() as session:
         stmt = select(Alert).order_by(Alert.created_at.desc(), Alert.id.desc()).limit(limit)
         if series is not None:
@@ -167,3 +169,23 @@ def counts(ws: Workspace) -> tuple[dict[str, int], dict[str, int]]:
             by_state[state] += int(n)
             by_kind[kind] += int(n)
     return by_state, by_kind
+
+
+def _series_named(ws: Workspace, name: str) -> str:
+    """The series ``name`` names, as ``series show`` reads it (whole, or its leading fields
+    when they name one series; a bad field, no series or several refused, naming why), or a
+    whole name its alerts still carry after its runs were deleted: a filter never silently
+    matches nothing."""
+    from pinbench.series.members import resolve
+    from pinbench.series.names import parse_fields
+    from pinbench.series.series_errors import SeriesNotFound
+
+    parse_fields(name)
+    try:
+        key, _ = resolve(ws, name)
+    except SeriesNotFound:
+        with ws.transaction() as session:
+            if session.scalars(select(Alert.id).where(Alert.series == name).limit(1)).first():
+                return name
+        raise
+    return str(key)
