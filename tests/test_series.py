@@ -230,6 +230,24 @@ def test_an_alerts_filter_names_a_series_or_is_refused(cli: Cli) -> None:
     assert cli("series", "alerts", "--series", SERIES, "--json").code == 0
 
 
+def test_an_option_given_twice_is_refused_not_the_last_one_kept(made: Fixture, cli: Cli) -> None:
+    """A user trial's finding: ``--alpha 0.01 --alpha 0.05`` stored 0.05 and ``--test t --test
+    relative`` a relative threshold, the last of each kept by Click. Every command refuses an
+    option (a flag too, or a flag and its negation) given twice, as a usage error naming it, and stores
+    nothing; an option made to repeat (``--run``) still does."""
+    count = _thresholds(made.ws)
+    args = ("series", "threshold", "set", SERIES, "throughput_sps", "--test", "t")
+    twice = cli(*args, "--alpha", "0.01", "--alpha", "0.05")
+    assert twice.code == 2 and "--alpha is given more than once" in twice.err
+    tests = cli(*args, "--test", "relative", "--max-change", "0.1")
+    assert tests.code == 2 and "--test is given more than once" in tests.err
+    flags = cli("run", "x.lock", "--allow-code", "--allow-code")
+    assert flags.code == 2 and "--allow-code is given more than once" in flags.err
+    assert _thresholds(made.ws) == count
+    repeated = cli("gate", "--run", made.same, "--run", made.same)
+    assert repeated.code == 1 and "is given twice" in repeated.err  # the gate's own refusal
+
+
 def test_gate_refuses_what_it_cannot_honour_before_running(cli: Cli, tmp_path: Path) -> None:
     neither = cli("gate")
     assert neither.code == 1 and "give the candidate" in neither.err

@@ -211,7 +211,9 @@ def load(name: str) -> click.Command:
     module, attr, _ = COMMANDS[name]
     found = getattr(import_module(f"pinbench.cli.{module}"), attr)
     assert isinstance(found, click.Command), f"pinbench.cli.{module}.{attr}"
-    return found
+    from pinbench.cli.once import options_once
+
+    return options_once(found)
 
 
 class _Root(click.Group):
