@@ -60,6 +60,13 @@ def test_series_through_the_server_with_rights_metrics_page_and_change_points(
     assert bad.status_code == 400 and "alpha = 2" in bad.json()["detail"]
     unknown = owner.post(url, json={**body, "windw": 5})
     assert unknown.status_code == 400 and "windw" in unknown.text  # a field never ignored
+    twice = owner.post(  # a key given twice: JSON parsers keep the last one without a word
+        url,
+        content=json.dumps(body)[:-1].encode() + b', "alpha": 0.4}',
+        headers={"content-type": "application/json"},
+    )
+    assert twice.status_code == 400, twice.text
+    assert "gives the key 'alpha' twice in one object" in twice.json()["detail"]
     assert reader.get(url).json() == []  # nothing stored by the refusals
     set_ = owner.post(url, json=body)
     assert set_.status_code == 200 and set_.json()["version"] == 1

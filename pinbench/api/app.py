@@ -57,6 +57,7 @@ from pinbench.api.deps import (
     provide_ws,
 )
 from pinbench.api.docs_page import SwaggerPage
+from pinbench.api.duplicates import refuse_duplicate_keys
 from pinbench.api.headers import add_security_headers
 from pinbench.api.hosts import AllowedHosts, HostCheck
 from pinbench.api.metrics_auth import ScrapeTokens
@@ -245,6 +246,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
         ),
         lifespan=[lifespan],
         middleware=[DefineMiddleware(HostCheck, allowed=AllowedHosts.of(settings.allowed_hosts))],
+        before_request=refuse_duplicate_keys,
         before_send=[add_security_headers],
         exception_handlers={
             PinbenchError: problems.on_pinbench_error,
