@@ -5,6 +5,7 @@ whose model version moves from 1.0.0 to 1.1.0, and runs that must stay out of it
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -186,6 +187,9 @@ def test_the_gate_passes_fails_and_is_inconclusive_with_its_reasons(
     markdown = summary.read_text()
     assert markdown.startswith("### ❌ pinbench gate: regressed")
     assert "| `framework_latency_p50_ns` | ❌ regressed | t |" in markdown
+    # both p-values of a pooled test, each of which must be under alpha (the CI trial's finding)
+    assert "| change (+ worse) | p-value |" in markdown
+    assert re.search(r"\| pooled [0-9.e+-]+, runs [0-9.e+-]+ \|", markdown), markdown
     payload = json.loads(cli("gate", "--run", made.slower, "--json").out)
     (worse,) = payload["comparisons"]
     assert worse["change"] == pytest.approx(0.2, abs=0.03) and worse["p_value"] < 0.01
@@ -233,8 +237,8 @@ def test_an_alerts_filter_names_a_series_or_is_refused(cli: Cli) -> None:
 def test_an_option_given_twice_is_refused_not_the_last_one_kept(made: Fixture, cli: Cli) -> None:
     """A user trial's finding: ``--alpha 0.01 --alpha 0.05`` stored 0.05 and ``--test t --test
     relative`` a relative threshold, the last of each kept by Click. Every command refuses an
-    option (a flag too, or a flag and its negation) given twice, as a usage error naming it, and stores
-    nothing; an option made to repeat (``--run``) still does."""
+    option (a flag too, or a flag and its negation) given twice, as a usage error naming it,
+    and stores nothing; an option made to repeat (``--run``) still does."""
     count = _thresholds(made.ws)
     args = ("series", "threshold", "set", SERIES, "throughput_sps", "--test", "t")
     twice = cli(*args, "--alpha", "0.01", "--alpha", "0.05")

@@ -34,16 +34,17 @@ def markdown_of(info: dict[str, Any]) -> str:
         f"{_candidates(_runs(info))} against {len(info['history'])} earlier run(s) of series "
         f"`{info['series']}`" + "".join(f"; {note}" for note in window_notes(info)) + ".",
         "",
-        "| metric | verdict | test | baseline | candidate | change | p-value | threshold |",
+        "| metric | verdict | test | baseline | candidate | change (+ worse) | p-value | "
+        "threshold |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in info["comparisons"]:
-        change, p = c["change"], c["p_value"]
+        change = c["change"]
         rows.append(
             f"| `{c['metric']}` | {MARK[c['verdict']]} {c['verdict']} | {c['test']} | "
             f"{_num(c['baseline'])} | {_num(c['candidate'])} | "
             f"{'-' if change is None else f'{change:+.2%}'} | "
-            f"{'-' if p is None else f'{p:.3g}'} | {_bound(c)} |"
+            f"{_p_values(c)} | {_bound(c)} |"
         )
     rows.append("")
     rows.extend(f"- {c['reason']}" for c in info["comparisons"])
@@ -82,6 +83,17 @@ def _candidates(runs: list[str]) -> str:
     if len(runs) == 1:
         return f"Run `{runs[0]}`"
     return f"{len(runs)} runs of one lockfile ({', '.join(f'`{r}`' for r in runs)})"
+
+
+def _p_values(comparison: dict[str, Any]) -> str:
+    """The test's p-value, and the run-level one where it differs (a pooled test's verdict needs
+    both under alpha: the run-level one is often what left it inconclusive)."""
+    p, runs = comparison["p_value"], comparison.get("run_p_value")
+    if p is None:
+        return "-"
+    if runs is None or runs == p:
+        return f"{p:.3g}"
+    return f"pooled {p:.3g}, runs {runs:.3g}"
 
 
 def _num(value: float | None) -> str:
