@@ -681,3 +681,35 @@ def test_an_inconclusive_gate_of_k_runs_names_the_repeat_that_would_settle_it() 
         assert text[-1].endswith(f"m: about {more} more run(s) of the candidate {said}")
         markdown = markdown_of({**info, "comparisons": [comparison]})
         assert "3 runs of one lockfile (`" + "a" * 36 + "`" in markdown
+
+
+def test_a_run_recorded_in_a_local_home_is_searched_for_change_points(
+    made: Fixture, cli: Cli, tmp_path: Path
+) -> None:
+    """A user trial's finding: change points were searched only on a server. ``pinbench run``
+    in a local home searches the run's series as a server does and says each alert it raised:
+    here six runs at 100 ms, then real runs of the same lockfile (tens of microseconds)."""
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(11)
+    team = lock(ws, "1.0.0", threads=2, scenario={"min_duration_ms": 200, "min_query_count": 64})
+    for i in range(6):
+        record(ws, team, 200 + i, latencies(rng, 100_000_000))
+    key, members = resolve(ws, SERIES)
+    metric = "framework_latency_p50_ns"
+    bound = Threshold(
+        metric=metric, test="relative", direction="lower", max_change=0.33, alpha=0.05
+    )
+    set_threshold(ws, key, members, bound, by="team")
+    path = tmp_path / "team.lock"
+    team.write(path)
+    said = [cli("run", str(path), "--runner", "local") for _ in range(3)]
+    assert all(r.code == 0 for r in said), [r.err for r in said]
+    shifted = [r for r in said if f"{metric} shifted -" in r.out + r.err]
+    assert len(shifted) == 1, [r.out + r.err for r in said]
+    alerts = json.loads(cli("series", "alerts", "--series", SERIES, "--json").out)
+    found = [a for a in alerts if a["kind"] == "change-point" and a["metric"] == metric]
+    assert len(found) == 1 and found[0]["detail"]["change"] < -0.9

@@ -1,8 +1,9 @@
-"""Change points found when a run is recorded on a server become alerts (decision 253).
+"""Change points found when a run is recorded become alerts (decision 253).
 
-After a server records a succeeded run, each metric of its series that has a threshold is
-searched for change points (``changepoints.change_points``, E-Divisive over the values of the
-series' runs with the run's settings, ``members.alike``, oldest first); every change point not
+After a server records a succeeded run (a local home: after ``pinbench run`` records one),
+each metric of its series that has a threshold is searched for change points
+(``changepoints.change_points``, E-Divisive over the values of the series' runs with the
+run's settings, ``members.alike``, oldest first); every change point not
 alerted yet is an alert at the first run after it, with the pins that moved between the two
 runs (bisect's view of their lockfiles). Metrics without a threshold are not searched: a
 threshold is how a team says a metric matters. A change point whose segments (from the
@@ -85,13 +86,15 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
     return raised
 
 
-def watch_quietly(ws: Workspace, run_id: str) -> None:
-    """``watch_run`` for a server: a run that is in no series is skipped, any error logged."""
+def watch_quietly(ws: Workspace, run_id: str) -> list[dict[str, Any]]:
+    """``watch_run`` for a server, and for a run recorded in a local home (``Lockfile.run``):
+    the alerts raised; a run that is in no series is skipped, any error logged."""
     from pinbench.errors import PinbenchError
 
     try:
-        watch_run(ws, run_id, deadline=time.monotonic() + WATCH_S)
+        return watch_run(ws, run_id, deadline=time.monotonic() + WATCH_S)
     except PinbenchError as exc:
         log.debug("run %s: no change-point watch: %s", run_id[:8], exc)
     except Exception:
         log.exception("run %s: the change-point watch failed", run_id[:8])
+    return []
