@@ -746,7 +746,9 @@ def test_suppressed_tokens_are_never_chosen_as_generate_suppresses_them(
         generator.close()
     assert answers[0] != unsuppressed[0].tolist()  # its first token was suppressed
     settings.write_text(json.dumps({**plain, "suppress_tokens": [10_000]}))
-    with pytest.raises(ModelLoadError, match=r"`suppress_tokens` names 10000, past the vocabulary"):
+    with pytest.raises(
+        ModelLoadError, match=r"`suppress_tokens`: names 10000, past the vocabulary"
+    ):
         TorchGenerator().open(
             ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None
         )

@@ -50,6 +50,9 @@ class Generator(ABC):
         """The prompt is the encoder's (``context`` bounds it alone) and the answer the
         decoder's (``decoder_context`` bounds it): decision 245."""
         self.decoder_context: int | None = None
+        self.applied: dict[str, Any] = {}
+        """The generation config's settings applied to the logits (``processors``), as the
+        run records them."""
 
     @abstractmethod
     def open(self, model: ModelFiles, threads: int | None) -> None:

@@ -7,11 +7,10 @@ computed at the first step and kept), as transformers' ``generate`` does (decisi
 The first token's moment is the encoder's pass, the language's detection where the prompt
 leaves it open, and the decoder's pass over the prompt (the prefill of a decoder-only model):
 TTFT. The prompt is not the answer: the answer is the tokens after it, and only they are
-counted. The generation config's forced tokens are part of how the model answers and are
-honoured as ``generate`` honours them: ``forced_bos_token_id`` is the first token where the
-prompt is the start token alone (``generate`` forces it at length 1), ``forced_eos_token_id``
-the token at the last step ``max_new_tokens`` allows; ``suppress_tokens`` are never chosen,
-``begin_suppress_tokens`` not as the first token after the prompt.
+counted. The generation config's settings that change which token is chosen (forced,
+suppressed and banned tokens, minimum lengths, n-grams, the repetition penalty) are applied to
+each step's logits as ``generate`` applies them, over the decoder's ids (its prompt, then the
+answer): ``processors`` (decision 272).
 """
 
 from __future__ import annotations
@@ -20,71 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pinbench.evaluator.generation.processors import Answer, Processors
 from pinbench.registry.generation import GenerationSpec
 
 Pick = Callable[[Any, GenerationSpec, Any], int]
 """``pick(logits, spec, torch generator)``: the next token."""
 Ends = Callable[[list[int], GenerationSpec], bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Forced:
-    """The ids the generation config forces (None: none) and those it suppresses: every step's
-    ``suppress_tokens``, the first step's ``begin_suppress_tokens`` (transformers'
-    ``SuppressTokensLogitsProcessor`` and ``SuppressTokensAtBeginLogitsProcessor``)."""
-
-    first: int | None
-    last: int | None
-    suppress: tuple[int, ...] = ()
-    begin_suppress: tuple[int, ...] = ()
-
-    @classmethod
-    def of(cls, generation_config: Any) -> Forced:
-        def one(value: Any) -> int | None:
-            if isinstance(value, list):
-                value = value[0] if value else None
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-        def ids(value: Any) -> tuple[int, ...]:
-            return tuple(int(v) for v in value or ())
-
-        return cls(
-            one(getattr(generation_config, "forced_bos_token_id", None)),
-            one(getattr(generation_config, "forced_eos_token_id", None)),
-            ids(getattr(generation_config, "suppress_tokens", None)),
-            ids(getattr(generation_config, "begin_suppress_tokens", None)),
-        )
-
-    def check(self, vocabulary: int) -> None:
-        """Every id within the vocabulary (``ValueError`` naming the first that is not)."""
-        named = [
-            ("forced_bos_token_id", [self.first]),
-            ("forced_eos_token_id", [self.last]),
-            ("suppress_tokens", self.suppress),
-            ("begin_suppress_tokens", self.begin_suppress),
-        ]
-        for key, values in named:
-            bad = next((v for v in values if v is not None and not 0 <= v < vocabulary), None)
-            if bad is not None:
-                raise ValueError(f"`{key}` names {bad}, past the vocabulary ({vocabulary} ids)")
-
-    def suppressed(self, logits: Any, step: int) -> Any:
-        """``logits`` with the suppressed ids at minus infinity."""
-        drop = self.suppress + (self.begin_suppress if step == 0 else ())
-        if not drop:
-            return logits
-        logits = logits.clone()
-        logits[list(drop)] = float("-inf")
-        return logits
-
-    def token(self, step: int, spec: GenerationSpec, prompt: int) -> int | None:
-        """The id forced at ``step`` (0: the first new token) after a prompt of ``prompt``
-        tokens, if any."""
-        if step == spec.max_new_tokens - 1 and self.last is not None:
-            return self.last
-        if step == 0 and prompt == 1 and self.first is not None:
-            return self.first
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +35,7 @@ class EncoderDecoder:
     prompt: tuple[int | None, ...]
     """The decoder's first ids: ``decoder_start_token_id``, then Whisper's prompt; ``None``
     where the language is detected from ``languages``."""
-    forced: Forced
+    processors: Processors
     encoder_input: str
     """What the encoder reads: ``input_ids`` (text) or ``input_features`` (Whisper's log-mel)."""
     languages: tuple[int, ...] = ()
@@ -143,12 +83,14 @@ class EncoderDecoder:
 
         with torch.inference_mode():
             encoded = self._encode(inputs, None)
-            out = self._step(encoded, None, self._prompt(encoded), None)
-            tokens = [self._next(out.logits[0, -1], 0, spec, generator, pick)]
+            prompt = self._prompt(encoded)
+            answer = self.processors.start(prompt[0].tolist(), spec.max_new_tokens)
+            out = self._step(encoded, None, prompt, None)
+            tokens = [_next(answer, out.logits[0, -1], spec, generator, pick)]
             first()
             while len(tokens) < spec.max_new_tokens and not ends(tokens, spec):
                 out = self._step(encoded, None, torch.tensor([[tokens[-1]]]), out.past_key_values)
-                tokens.append(self._next(out.logits[0, -1], len(tokens), spec, generator, pick))
+                tokens.append(_next(answer, out.logits[0, -1], spec, generator, pick))
         return tokens
 
     def generate_batch(
@@ -171,14 +113,15 @@ class EncoderDecoder:
         answers: list[list[int]] = [[] for _ in range(rows)]
         live = list(range(rows))
         assert None not in self.prompt  # speech, whose language may be detected, is not batched
+        prompt = [t for t in self.prompt if t is not None]
+        states = [self.processors.start(prompt, spec.max_new_tokens) for _ in range(rows)]
         with torch.inference_mode():
             encoded = self._encode(inputs, mask)
-            out = self._step(encoded, mask, torch.tensor([list(self.prompt)] * rows), None)
+            out = self._step(encoded, mask, torch.tensor([prompt] * rows), None)
             while True:
                 logits = out.logits[:, -1]
                 for r in live:
-                    step = len(answers[r])
-                    answers[r].append(self._next(logits[r], step, spec, generators[r], pick))
+                    answers[r].append(_next(states[r], logits[r], spec, generators[r], pick))
                 if len(answers[live[0]]) == 1:
                     first()
                 for r in list(live):
@@ -189,14 +132,6 @@ class EncoderDecoder:
                     return
                 feed = torch.tensor([[a[-1]] for a in answers])
                 out = self._step(encoded, mask, feed, out.past_key_values)
-
-    def _next(
-        self, logits: Any, step: int, spec: GenerationSpec, generator: Any, pick: Pick
-    ) -> int:
-        forced = self.forced.token(step, spec, len(self.prompt))
-        if forced is not None:
-            return forced
-        return pick(self.forced.suppressed(logits, step), spec, generator)
 
     def reference_loss(self, inputs: Any, reference: list[int]) -> float:
         """The negative log-likelihood of ``reference`` as the decoder's answer to ``inputs``
@@ -212,3 +147,7 @@ class EncoderDecoder:
             ).logits[0, len(prompt) - 1 :]
         picked = torch.log_softmax(logits.float(), dim=-1)
         return float(-picked.gather(1, torch.tensor(reference)[:, None]).sum())
+
+
+def _next(answer: Answer, logits: Any, spec: GenerationSpec, generator: Any, pick: Pick) -> int:
+    return answer.token(logits, lambda scores: pick(scores, spec, generator))

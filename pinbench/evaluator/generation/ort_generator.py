@@ -7,18 +7,22 @@ token and ``present_key_i`` / ``present_value_i`` with ``T + 1`` positions (the 
 graph (the cache starts empty), then each answer token: the arithmetic of causal attention,
 so greedy answers are the transformers generator's token for token (tested). The artifact
 holds the model's ``tokenizer.json``, ``config.json`` (its context) and
-``generation_config.json`` (its end-of-text token) beside the ``.onnx`` file.
+``generation_config.json`` (its end-of-text token, and the settings ``processors`` applies or
+refuses) beside the ``.onnx`` file.
 """
 
 from __future__ import annotations
 
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pinbench.errors import UserError
 from pinbench.evaluator.generation.decoder import First, Generator, end_tokens
+from pinbench.evaluator.generation.processors import Processors, check_settings
 from pinbench.evaluator.predictors.base import ModelLoadError
 from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
@@ -36,6 +40,7 @@ class OrtGenerator(Generator):
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._past: list[str] = []
         self._shapes: list[tuple[int, int]] = []
+        self._processors = Processors()
 
     def open(self, model: ModelFiles, threads: int | None) -> None:
         import onnxruntime as ort
@@ -96,6 +101,8 @@ class OrtGenerator(Generator):
             raise ModelLoadError(model=name, reason=str(exc).replace(str(root), ".")) from None
         self._bind(session, name)
         self._session = session
+        self._processors = _processors(generation, config, session, found)
+        self.applied = self._processors.applied()
 
     def _bind(self, session: Any, name: str) -> None:
         ins = {a.name: a for a in session.get_inputs()}
@@ -133,7 +140,9 @@ class OrtGenerator(Generator):
         what the step gave): the loop holds the session's calls and the token choice only."""
         greedy = spec.sampling == "greedy"
         rng = None if greedy else np.random.default_rng((spec.seed + index) % (2**63))
-        run, names, argmax = self._session.run, self._past, np.argmax
+        run, names = self._session.run, self._past
+        answer = self._processors.start(ids, spec.max_new_tokens)
+        choose = partial(_pick, spec=spec, rng=rng)
         token_in = np.zeros((1, 1), np.int64)
         feed = {"input_ids": token_in, **self._empty()}
         got: Any = None
@@ -141,7 +150,7 @@ class OrtGenerator(Generator):
             token_in[0, 0] = token
             got = run(None, feed)
             feed.update(zip(names, got[1:], strict=True))
-        token = int(argmax(got[0][0])) if greedy else _pick(got[0][0], spec, rng)
+        token = answer.token(got[0][0], choose)
         first()
         tokens = [token]
         plain = not spec.stop and not spec.stop_at_end
@@ -150,7 +159,7 @@ class OrtGenerator(Generator):
             token_in[0, 0] = token
             got = run(None, feed)
             feed.update(zip(names, got[1:], strict=True))
-            token = int(argmax(got[0][0])) if greedy else _pick(got[0][0], spec, rng)
+            token = answer.token(got[0][0], choose)
             tokens.append(token)
         return tokens
 
@@ -173,6 +182,27 @@ class OrtGenerator(Generator):
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
+
+
+def _processors(
+    generation: dict[str, Any], config: dict[str, Any], session: Any, found: dict[str, str]
+) -> Processors:
+    """generation_config.json's settings checked as data (``processors``, decision 272), its
+    ids within the logits' width (config.json's ``vocab_size``, else the graph's)."""
+    where = found.get("generation_config.json", "generation_config.json")
+    width = config.get("vocab_size")
+    if not isinstance(width, int) or isinstance(width, bool):
+        width = session.get_outputs()[0].shape[-1]
+    try:
+        check_settings(generation)
+        processors = Processors.of(generation)
+        if isinstance(width, int):
+            processors.check(width)
+        elif any(k.endswith(("_ids", "_id", "_tokens")) for k in processors.applied()):
+            raise UserError("its token ids cannot be checked: config.json names no vocab_size")
+    except UserError as exc:
+        raise ModelLoadError(model=where, reason=str(exc)) from None
+    return processors
 
 
 def _pick(logits: Any, spec: GenerationSpec, rng: Any) -> int:

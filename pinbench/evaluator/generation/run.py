@@ -115,6 +115,8 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             "tokenizer": f"tokenizers {version('tokenizers')}",
             "settings": {"max_new_tokens": spec.max_new_tokens, "sampling": spec.sampling},
         }
+        if generator.applied:  # the generation config's, applied as generate applies them
+            details["settings"]["generation_config"] = generator.applied
         if speech:
             details["features"] = f"WhisperFeatureExtractor, transformers {version('transformers')}"
             details["decoder_prompt"] = list(decoder_prompt)  # null: the language detected

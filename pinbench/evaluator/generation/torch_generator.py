@@ -1,14 +1,19 @@
 """Generating with transformers (PyTorch): a prefill, then one token a step with the KV cache;
-an encoder-decoder's loop is ``encdec``'s."""
+an encoder-decoder's loop is ``encdec``'s. The generation config's settings are checked when the
+model opens (every one applied, changing no answer, or refused naming it) and applied to each
+step's logits as ``generate`` applies them (``processors``, decision 272)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 from pinbench.evaluator.generation.decoder import NO_CONTEXT, First, Generator
+from pinbench.evaluator.generation.processors import Processors
+from pinbench.evaluator.generation.processors import check_settings as check_text_settings
 from pinbench.evaluator.generation.whisper_prompt import check_settings
 from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.generation import GenerationSpec
@@ -27,6 +32,7 @@ class TorchGenerator(Generator):
         self._threads: int | None = None
         self._encdec: EncoderDecoder | None = None
         self._settings_file = "generation_config.json"
+        self._processors = Processors()
 
     def open(self, model: ModelFiles, threads: int | None) -> None:
         import torch
@@ -52,30 +58,30 @@ class TorchGenerator(Generator):
         )
         self._folder = folder
         self._files = model.files
+        self._settings_file = folder.path(
+            "generation_config.json"
+            if folder.path("generation_config.json") in model.files
+            else "config.json"
+        )
+        self._processors = self._read_settings(whisper=folder.speech)
+        self.applied = self._processors.applied()
         if folder.decoder_start is not None:
             encoder_input = "input_features" if folder.speech else "input_ids"
             self._open_encoder_decoder(folder.decoder_start, encoder_input)
 
     def _open_encoder_decoder(self, start: int, encoder_input: str) -> None:
-        from pinbench.evaluator.generation.encdec import EncoderDecoder, Forced
+        from pinbench.evaluator.generation.encdec import EncoderDecoder
         from pinbench.evaluator.predictors.base import ModelLoadError
 
         config = self._model.config
-        forced = Forced.of(self._model.generation_config)
-        rows = int(self._model.get_output_embeddings().weight.shape[0])
+        rows = self._rows()
         if not start < rows:  # decoder_start checked it against vocab_size, where named
             raise ModelLoadError(
                 model=self._folder.path("config.json"),
                 reason=f"`decoder_start_token_id: {start}` is past the output embedding "
                 f"({rows} rows): the decoder cannot start from it",
             )
-        try:
-            forced.check(rows)
-        except ValueError as exc:
-            raise ModelLoadError(
-                model=self._folder.path("generation_config.json"), reason=str(exc)
-            ) from None
-        self._encdec = EncoderDecoder(self._model, (start,), forced, encoder_input)
+        self._encdec = EncoderDecoder(self._model, (start,), self._processors, encoder_input)
         self.encoder_decoder = True
         positions = getattr(config, "max_target_positions", None) or getattr(
             config, "max_position_embeddings", None
@@ -83,16 +89,32 @@ class TorchGenerator(Generator):
         self.decoder_context = positions if isinstance(positions, int) else None
         if encoder_input != "input_ids":
             self.context = None
-            self._settings_file = self._folder.path(
-                "generation_config.json"
-                if self._folder.path("generation_config.json") in self._files
-                else "config.json"
-            )
             try:
-                check_settings(self._model.generation_config.to_diff_dict())
                 self._set_whisper_prompt(None, None, rows)
             except UserError as exc:
                 raise ModelLoadError(model=self._settings_file, reason=str(exc)) from None
+
+    def _rows(self) -> int:
+        """The logits' width: the output embedding's rows."""
+        head = self._model.get_output_embeddings()
+        if head is None:
+            return int(self._model.config.get_text_config().vocab_size)
+        return int(head.weight.shape[0])
+
+    def _read_settings(self, *, whisper: bool) -> Processors:
+        """The generation config's settings, checked (Whisper's by ``whisper_prompt``, which
+        also builds its prompt; every other model's by ``processors``), before anything is
+        timed: refused naming the setting and the file."""
+        from pinbench.evaluator.predictors.base import ModelLoadError
+
+        settings = self._model.generation_config.to_diff_dict()
+        try:
+            (check_settings if whisper else check_text_settings)(settings)
+            processors = Processors.of(settings, begin_after_forced=not whisper)
+            processors.check(self._rows())
+        except UserError as exc:
+            raise ModelLoadError(model=self._settings_file, reason=str(exc)) from None
+        return processors
 
     def _set_whisper_prompt(self, language: str | None, task: str | None, rows: int) -> None:
         """The decoder's prompt as Whisper's ``generate(language=..., task=...)`` builds it
@@ -123,8 +145,7 @@ class TorchGenerator(Generator):
         timed) and return it (``None``: the language detected); ``max_new_tokens`` after it
         must fit the decoder's positions, as ``generate`` requires."""
         assert self._encdec is not None
-        rows = int(self._model.get_output_embeddings().weight.shape[0])
-        self._set_whisper_prompt(spec.language, spec.task, rows)
+        self._set_whisper_prompt(spec.language, spec.task, self._rows())
         prompt = self._encdec.prompt
         if self.decoder_context is not None and (
             len(prompt) + spec.max_new_tokens > self.decoder_context
@@ -202,16 +223,18 @@ class TorchGenerator(Generator):
             return self._encdec.generate(
                 torch.tensor([ids]), spec, generator, _pick, self.ends, first
             )
+        answer = self._processors.start(ids, spec.max_new_tokens)
+        choose = partial(_pick, spec=spec, generator=generator)
         with torch.inference_mode():
             out = model(input_ids=torch.tensor([ids]), use_cache=True)
             past = out.past_key_values
-            token = _pick(out.logits[0, -1], spec, generator)
+            token = answer.token(out.logits[0, -1], choose)
             first()
             tokens = [token]
             while len(tokens) < spec.max_new_tokens and not self.ends(tokens, spec):
                 out = model(input_ids=torch.tensor([[token]]), past_key_values=past, use_cache=True)
                 past = out.past_key_values
-                token = _pick(out.logits[0, -1], spec, generator)
+                token = answer.token(out.logits[0, -1], choose)
                 tokens.append(token)
         return tokens
 
@@ -244,6 +267,7 @@ class TorchGenerator(Generator):
         if spec.sampling == "seeded":
             generators = [torch.Generator().manual_seed((spec.seed + i) % (2**63)) for i in indexes]
         answers: list[list[int]] = [[] for _ in rows]
+        states = [self._processors.start(row, spec.max_new_tokens) for row in rows]
         live = list(range(len(rows)))
         with torch.inference_mode():
             out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
@@ -251,7 +275,8 @@ class TorchGenerator(Generator):
             while True:
                 logits = out.logits[:, -1]
                 for r in live:
-                    answers[r].append(_pick(logits[r], spec, generators[r]))
+                    choose = partial(_pick, spec=spec, generator=generators[r])
+                    answers[r].append(states[r].token(logits[r], choose))
                 if len(answers[live[0]]) == 1:
                     first()
                 for r in list(live):

@@ -42,8 +42,8 @@ PROMPT_KEYS = (
 
 HONOURED = {
     **dict.fromkeys(PROMPT_KEYS, "the decoder's prompt"),
-    "suppress_tokens": "never chosen (encdec.Forced)",
-    "begin_suppress_tokens": "not chosen first (encdec.Forced)",
+    "suppress_tokens": "never chosen (processors)",
+    "begin_suppress_tokens": "not chosen first (processors)",
     "forced_bos_token_id": "the first token where the prompt is the start token alone",
     "forced_eos_token_id": "the token at the last step max_new_tokens allows",
     "eos_token_id": "ends an answer",
