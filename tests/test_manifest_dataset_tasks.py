@@ -238,3 +238,37 @@ def test_refused_as_publishing_would_refuse_it_and_nothing_written(
         assert word in done.err, done.err
     assert not out.exists()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_folder_of_any_files_is_written_with_format_files_and_publishes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A user trial's finding: a folder of raw files (magika's kind: source code, Markdown,
+    archives) could not be written by ``manifest dataset`` (its suffixes are no sample format),
+    only by hand. ``--format files`` makes every file a sample, in path order, and publishes;
+    without it the folder is refused as before, and ``--format`` on a file is refused."""
+    root = tmp_path / "raw"
+    for name, body in {
+        "a.py": b"print(1)\n",
+        "b.md": b"# title\n",
+        "c/d.gz": b"\x1f\x8b\x08",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(body)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file,label\na.py,python\nb.md,markdown\nc/d.gz,gzip\n")
+    names = tmp_path / "names.txt"
+    names.write_text("python\nmarkdown\ngzip\n")
+    out = tmp_path / "raw.yaml"
+    args = ("manifest", "dataset", str(root), "--labels", str(labels), "--names", str(names))
+    refused = cli(*args, "-o", str(out))
+    assert refused.code == 1 and "holds no sample files" in refused.err and not out.exists()
+    made = cli(*args, "--format", "files", "-o", str(out))
+    assert made.code == 0, made.err
+    manifest = yaml.safe_load(out.read_text())
+    assert manifest["data"] == {"format": "files", "path": "raw"} and manifest["samples"] == 3
+    assert cli("init").code == 0
+    published = cli("publish", str(out))
+    assert published.code == 0, published.err
+    on_file = cli("manifest", "dataset", str(labels), "--format", "files")
+    assert on_file.code == 1 and "names a folder's format" in on_file.err

@@ -16,7 +16,7 @@ from typing import Any
 
 from pinbench.authoring.errors import AuthoringError
 from pinbench.authoring.model import Authored, _entries, default_name, relative
-from pinbench.registry.dataset_layout import SUFFIXES
+from pinbench.registry.dataset_layout import ANY_FILE, SUFFIXES
 
 LABEL_SUFFIXES = {
     ".tsv": "similarity-pairs",
@@ -55,13 +55,16 @@ def dataset_manifest(
     classes: int | None = None,
     ignore_index: int | None = None,
     label_format: str | None = None,
+    data_format: str | None = None,
 ) -> Authored:
     """The manifest of the samples at ``data`` (a folder, an ``.npy`` array, or a ``.txt``
     file of texts, one per line), labelled by ``labels`` (``imagefolder``, ``none``, a labels
     file, a folder of masks, or None to infer), with the class names in ``names`` and
     ``classes`` classes (for masks, ``masks.masks_classes`` when not given), ``ignore_index``
     the mask value no metric counts, ``label_format`` the labels file's format where its
-    suffix's default is not it (``text-csv`` for a ``.csv`` of texts); file paths relative to
+    suffix's default is not it (``text-csv`` for a ``.csv`` of texts), ``data_format`` a
+    folder's per-file format where the suffixes do not say it (``files``: every file a sample,
+    of any kind, as read by processing code); file paths relative to
     ``base``; the task is the one that reads the labels format. A folder's sample files (and
     masks) are listed in a file index (``registry.file_index``) written at ``index``
     (default: beside the manifest, ``default_index``) when ``index`` is given or there are
@@ -82,6 +85,10 @@ def dataset_manifest(
         from pinbench.authoring.masks import mask_files
 
         extras = [*mask_files(label_file), *extras]
+    if data_format is not None and not data.is_dir():
+        raise NotADataset(
+            path=str(data), reason=f"--format {data_format} names a folder's format: give a folder"
+        )
     if data.is_file():
         fmt = {".npy": "npy", ".txt": "text-lines", ".jsonl": "prompts-jsonl"}.get(
             data.suffix.lower()
@@ -104,9 +111,10 @@ def dataset_manifest(
             ),
             key=lambda p: p.parts,  # Path's own order, without its cost per comparison
         )
-        fmt = _sample_format(data, files)
+        fmt = _sample_format(data, files) if data_format is None else data_format
     else:
         raise NotADataset(path=str(data), reason="no such file or folder")
+
     rel_data = relative(base, data) if data != base else "."
     if label_format is not None and (label_file is None or masks):
         raise NotADataset(
@@ -153,6 +161,8 @@ def dataset_manifest(
     }
     if fmt in SUFFIXES:
         manifest["samples"] = sum(1 for p in files if p.suffix.lower() in SUFFIXES[fmt])
+    elif fmt == ANY_FILE:
+        manifest["samples"] = len(files)
     elif fmt == "text-lines":
         from pinbench.evaluator.datasets import read_text_lines
         from pinbench.evaluator.labels import LabelProblem

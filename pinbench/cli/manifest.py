@@ -285,6 +285,17 @@ def framework(
         "in sorted order."
     ),
 )
+@click.option(
+    "--format",
+    "data_format",
+    type=click.Choice(["images", "npy-files", "audio", "files"]),
+    help=(
+        "The folder's sample format where the suffixes do not say it: "
+        "files makes every file under the folder a sample of any kind "
+        "(raw bytes, read by the model's processing code, or a "
+        "read_bytes step); default: the suffixes' format."
+    ),
+)
 @click.option("--name", "name", type=str, help="Artifact name (default: the folder's name).")
 @_version_option
 @click.option(
@@ -330,6 +341,7 @@ def dataset(
     file_index: Path | None = None,
     output: Path | None = None,
     as_json: bool = False,
+    data_format: str | None = None,
 ) -> None:
     """A dataset manifest: every sample file's sha256, the labels format, the sample count.
 
@@ -351,5 +363,6 @@ def dataset(
         classes=classes,
         ignore_index=ignore_index,
         label_format=labels_format,
+        data_format=data_format,
     )
     _emit(authored.data, authored.notes, output, as_json, authored.beside)
