@@ -713,3 +713,37 @@ def test_a_run_recorded_in_a_local_home_is_searched_for_change_points(
     alerts = json.loads(cli("series", "alerts", "--series", SERIES, "--json").out)
     found = [a for a in alerts if a["kind"] == "change-point" and a["metric"] == metric]
     assert len(found) == 1 and found[0]["detail"]["change"] < -0.9
+
+
+def test_a_threshold_is_retired_by_a_new_version_and_set_again_after(
+    made: Fixture, cli: Cli
+) -> None:
+    """A user trial's finding: a threshold could not be retired. ``threshold retire`` adds a
+    version that retires it: the series no longer judges the metric (a gate with no other
+    threshold is refused), every version stays listed, and setting it again adds the next."""
+    rng = np.random.default_rng(5)
+    team = lock(made.ws, "1.0.0")
+    runs = [
+        record(made.ws, team, 300 + i, latencies(rng, 100_000), system="lab-t") for i in range(4)
+    ]
+    name = SERIES[:-1] + "lab-t"
+    metric = "framework_latency_p50_ns"
+    never = cli("series", "threshold", "retire", name, metric)
+    assert never.code == 1 and "has no threshold on" in never.err
+    set_ = ("series", "threshold", "set", name, metric, "--test", "relative", "--max-change", "0.1")
+    assert cli(*set_).code == 0
+    assert cli("gate", "--run", runs[-1]).code == 0
+    retired = cli("series", "threshold", "retire", name, metric, "--json")
+    assert retired.code == 0, retired.err
+    assert json.loads(retired.out)["version"] == 2 and json.loads(retired.out)["test"] == "retired"
+    again = cli("series", "threshold", "retire", name, metric)
+    assert again.code == 1 and "a retired (v2) threshold" in again.err
+    assert json.loads(cli("series", "threshold", "list", name, "--json").out) == []
+    every = json.loads(cli("series", "threshold", "list", name, "--all", "--json").out)
+    assert [(t["version"], t["test"]) for t in every] == [(1, "relative"), (2, "retired")]
+    judged = cli("gate", "--run", runs[-1])
+    assert judged.code == 1 and "has no thresholds" in judged.err
+    assert cli(*set_).code == 0
+    assert [
+        t["version"] for t in json.loads(cli("series", "threshold", "list", name, "--json").out)
+    ] == [3]

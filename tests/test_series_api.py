@@ -166,3 +166,31 @@ def _a_recorded_run_finds_a_change_point(server: Server) -> None:
     assert alert["detail"]["moved"] == [
         "model vision/digits-logreg@1.0.0 -> vision/digits-logreg@1.1.0"
     ]
+
+
+def test_a_threshold_is_retired_through_the_server_with_publishing_rights(server: Server) -> None:
+    """``DELETE /api/v1/series-thresholds/{name}?metric=``: a new version that retires the
+    metric's threshold, under the rights that set it; earlier versions stay."""
+    ws = server.workspace()
+    try:
+        rng = np.random.default_rng(3)
+        for i in range(3):
+            record(ws, lock(ws, "1.0.0"), 400 + i, latencies(rng, 100_000), system="lab-t")
+    finally:
+        ws.close()
+    path = quote(SERIES[:-1] + "lab-t", safe="/:")
+    url = f"/api/v1/series-thresholds/{path}"
+    metric = "framework_latency_p50_ns"
+    owner, reader, other = server.client("owner"), server.client("reader"), server.client("other")
+    body = {"metric": metric, "test": "relative", "max_change": 0.1}
+    assert owner.post(url, json=body).status_code == 200
+    assert reader.delete(url, params={"metric": metric}).status_code == 403
+    assert other.delete(url, params={"metric": metric}).status_code == 403
+    retired = owner.delete(url, params={"metric": metric})
+    assert retired.status_code == 200, retired.text
+    assert (retired.json()["version"], retired.json()["test"]) == (2, "retired")
+    assert retired.json()["created_by"] == "owner"
+    assert owner.get(url).json() == []
+    assert [t["version"] for t in owner.get(url, params={"all": "true"}).json()] == [1, 2]
+    twice = owner.delete(url, params={"metric": metric})
+    assert twice.status_code == 400 and "nothing to retire" in twice.json()["detail"]

@@ -101,7 +101,7 @@ def _describe(row: dict[str, Any]) -> str:
 
 
 threshold_app = click.Group(
-    "threshold", help="A series' thresholds, versioned: set, list.", no_args_is_help=True
+    "threshold", help="A series' thresholds, versioned: set, list, retire.", no_args_is_help=True
 )
 series_app.add_command(threshold_app)
 
@@ -132,7 +132,13 @@ series_app.add_command(threshold_app)
     help="How much worse it may get, relative (0.05 = 5 %); with t/mann-whitney the least "
     "change that counts.",
 )
-@click.option("--alpha", "alpha", type=float, default=0.01, help="Significance (t, mann-whitney).")
+@click.option(
+    "--alpha",
+    "alpha",
+    type=float,
+    default=0.01,
+    help="Significance: of t and mann-whitney, and (every test) of the change-point search.",
+)
 @click.option("--window", "window", type=int, default=10, help="The last N runs compared with.")
 @click.option("--min-runs", "min_runs", type=int, default=3, help="Fewer past runs: inconclusive.")
 @click.option("--tolerance", "tolerance", type=float, help="Absolute bound (tolerance test).")
@@ -167,6 +173,21 @@ def threshold_set(
         return
     what = "set" if info["added"] else "unchanged"
     _out().print(f"{what}: {info['series']} threshold v{info['version']} {_describe(info)}")
+
+
+@threshold_app.command("retire")
+@name_argument
+@click.argument("metric", type=str, help="The metric whose threshold to retire.")
+@json_option
+def threshold_retire(name: str, metric: str, as_json: bool = False) -> None:
+    """Stop judging METRIC in the series: a new version retires its threshold (earlier versions
+    are kept; `threshold set` adds the next one again)."""
+    with registry() as reg:
+        info = reg.series().retire_threshold(name, metric)
+    if as_json:
+        _print_json(info)
+        return
+    _out().print(f"retired: {info['series']} threshold v{info['version']} on {info['metric']}")
 
 
 @threshold_app.command("list")

@@ -144,6 +144,27 @@ class Series:
         )
         return info
 
+    def retire_threshold(self, name: str, metric: str, *, by: str | None = None) -> dict[str, Any]:
+        """Stop judging ``metric`` in the series: the next version of its threshold retires it
+        (the earlier versions stay; setting one again adds the version after). ``by``: who
+        retires it (a local registry's; default $USER; a server records its caller)."""
+        self._who(by)
+
+        def here(ws: Workspace) -> dict[str, Any]:
+            from pinbench.series.members import resolve
+            from pinbench.series.thresholds import retire_threshold
+
+            key, _ = resolve(ws, name)
+            return retire_threshold(ws, key, metric, by=by or getpass.getuser()).to_json()
+
+        info: dict[str, Any] = self.registry.either(
+            lambda remote: remote.json(
+                "DELETE", f"/api/v1/series-thresholds/{_path(name)}", params={"metric": metric}
+            ),
+            here,
+        )
+        return info
+
     def gate(
         self,
         run_id: str | Sequence[str],

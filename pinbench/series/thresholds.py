@@ -21,6 +21,10 @@ from pinbench.series.names import SeriesKey
 from pinbench.series.stats import Threshold, validate
 from pinbench.workspace import Workspace
 
+RETIRED = "retired"
+"""The ``test`` of a version that retires its metric's threshold (``retire_threshold``): the
+series no longer judges the metric; the earlier versions stay, and setting it again adds the
+next version."""
 LOWER_IS_BETTER_SUFFIXES = ("_ns", "_ms", "_s", "_bytes")
 """A metric whose name ends so (latencies, durations, memory) is better lower by default."""
 FIELDS = ("test", "direction", "max_change", "alpha", "window", "min_runs", "tolerance")
@@ -105,8 +109,41 @@ def set_threshold(
         return _of(row), True
 
 
+def retire_threshold(ws: Workspace, key: SeriesKey, metric: str, *, by: str) -> Versioned:
+    """Stop judging ``metric`` in ``key``'s series: a next version whose test is ``RETIRED``
+    (its other fields the current version's); the earlier versions stay. Refused when the
+    metric has no current threshold."""
+    name = str(key)
+    with ws.transaction() as session:
+        latest = session.scalars(
+            select(SeriesThreshold)
+            .where(SeriesThreshold.series == name, SeriesThreshold.metric == metric)
+            .order_by(SeriesThreshold.version.desc())
+            .limit(1)
+        ).first()
+        if latest is None or latest.test == RETIRED:
+            state = "no" if latest is None else f"a retired (v{latest.version})"
+            raise UserError(
+                f"series {key} has {state} threshold on {metric!r}: nothing to retire "
+                f"(`pinbench series threshold list {key}`)"
+            )
+        row = SeriesThreshold(
+            series=name,
+            metric=metric,
+            version=latest.version + 1,
+            created_by=by,
+            created_at=datetime.now(UTC),
+            **{f: getattr(latest, f) for f in FIELDS if f != "test"},
+            test=RETIRED,
+        )
+        session.add(row)
+        session.flush()
+        return _of(row)
+
+
 def thresholds(ws: Workspace, key: SeriesKey, *, every_version: bool = False) -> list[Versioned]:
-    """The series' thresholds: the current version of each metric's, or every version."""
+    """The series' thresholds: the current version of each metric's (a retired one left out),
+    or every version (the retiring ones included)."""
     name = str(key)
     with ws.transaction() as session:
         stmt = select(SeriesThreshold).where(SeriesThreshold.series == name)
@@ -123,4 +160,4 @@ def thresholds(ws: Workspace, key: SeriesKey, *, every_version: bool = False) ->
                 & (newest.c.v == SeriesThreshold.version),
             )
         rows = session.scalars(stmt.order_by(SeriesThreshold.metric, SeriesThreshold.version)).all()
-        return [_of(row) for row in rows]
+        return [_of(row) for row in rows if every_version or row.test != RETIRED]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, get, post
+from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 
 from pinbench.accounts import AuthError, Forbidden, Principal
@@ -108,6 +108,30 @@ class ThresholdController(Controller):
         assert principal.user is not None  # a token with the publish scope has a user
         fields = {f: getattr(data, f) for f in ThresholdRequest.__struct_fields__}
         return series.set_threshold(name.lstrip("/"), by=principal.user, **fields)
+
+    @delete(
+        "/{name:path}",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Retire a series' threshold on a metric (a new version; earlier ones are kept)",
+        description="Needs the `publish` scope and membership of the model's namespace. The "
+        "series no longer judges the metric; setting a threshold on it again adds the next "
+        "version.",
+        operation_id="retireThreshold",
+    )
+    def retire_threshold(
+        self,
+        registry: Registry,
+        principal: Principal,
+        name: str,
+        metric: Annotated[str, Parameter(max_length=100)],
+    ) -> dict[str, Any]:
+        principal.require("publish")
+        series = registry.series()
+        model = series.show(name.lstrip("/"))["model"]
+        principal.require_namespace(model, "retire thresholds of")
+        assert principal.user is not None  # a token with the publish scope has a user
+        return series.retire_threshold(name.lstrip("/"), metric, by=principal.user)
 
 
 class GateController(Controller):
