@@ -66,10 +66,10 @@ def test_the_ci_recipe_fails_a_model_made_slower(tmp_path: Path, catalog_dir: Pa
     _publish_slow(ws, catalog_dir, tmp_path)
     ws.close()
     request = {"dataset": "sklearn-digits-test@^1", "framework": "onnxruntime@*"}
-    (tmp_path / "bench").mkdir()
+    (tmp_path / "benchmarks").mkdir()
     for name, version in (("baseline", "1.2.0"), ("candidate", "3.0.0")):
         body = {**request, "model": f"vision/digits-logreg@{version}", "scenario": SCENARIO}
-        (tmp_path / "bench" / f"{name}.yaml").write_text(yaml.safe_dump(body))
+        (tmp_path / "benchmarks" / f"{name}.yaml").write_text(yaml.safe_dump(body))
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -84,7 +84,7 @@ def test_the_ci_recipe_fails_a_model_made_slower(tmp_path: Path, catalog_dir: Pa
     # bound (a statistical test over three noisy runs on a shared machine is inconclusive by
     # design: the window's run-to-run interval at 99 % is wide)
     with pinbench.Registry(home=home) as registry:
-        (baseline,) = registry.lock(tmp_path / "bench" / "baseline.yaml")
+        (baseline,) = registry.lock(tmp_path / "benchmarks" / "baseline.yaml")
         for _ in range(3):
             baseline.run(runner="local")
         registry.series().set_threshold(
