@@ -101,13 +101,9 @@ class ThresholdController(Controller):
     def set_threshold(
         self, registry: Registry, principal: Principal, name: str, data: ThresholdRequest
     ) -> dict[str, Any]:
-        principal.require("publish")
-        series = registry.series()
-        model = series.show(name.lstrip("/"))["model"]
-        principal.require_namespace(model, "set thresholds of")
-        assert principal.user is not None  # a token with the publish scope has a user
+        by = _publisher(registry, principal, name, "set thresholds of")
         fields = {f: getattr(data, f) for f in ThresholdRequest.__struct_fields__}
-        return series.set_threshold(name.lstrip("/"), by=principal.user, **fields)
+        return registry.series().set_threshold(name.lstrip("/"), by=by, **fields)
 
     @delete(
         "/{name:path}",
@@ -126,12 +122,18 @@ class ThresholdController(Controller):
         name: str,
         metric: Annotated[str, Parameter(max_length=100)],
     ) -> dict[str, Any]:
-        principal.require("publish")
-        series = registry.series()
-        model = series.show(name.lstrip("/"))["model"]
-        principal.require_namespace(model, "retire thresholds of")
-        assert principal.user is not None  # a token with the publish scope has a user
-        return series.retire_threshold(name.lstrip("/"), metric, by=principal.user)
+        by = _publisher(registry, principal, name, "retire thresholds of")
+        return registry.series().retire_threshold(name.lstrip("/"), metric, by=by)
+
+
+def _publisher(registry: Registry, principal: Principal, name: str, doing: str) -> str:
+    """The caller's user, when they may change the series' thresholds: the ``publish`` scope
+    and membership of the model's namespace (``doing`` says what in the refusal)."""
+    principal.require("publish")
+    model = registry.series().show(name.lstrip("/"))["model"]
+    principal.require_namespace(model, doing)
+    assert principal.user is not None  # a token with the publish scope has a user
+    return principal.user
 
 
 class GateController(Controller):
