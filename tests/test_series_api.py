@@ -67,6 +67,14 @@ def test_series_through_the_server_with_rights_metrics_page_and_change_points(
     )
     assert twice.status_code == 400, twice.text
     assert "gives the key 'alpha' twice in one object" in twice.json()["detail"]
+    for kind in ("Application/JSON", "text/plain", "application/merge-patch+json"):
+        other_type = owner.post(  # Litestar decodes these as JSON too: checked alike
+            url, content=json.dumps(body)[:-1].encode() + b', "alpha": 0.4}',
+            headers={"content-type": kind},
+        )  # fmt: skip
+        assert other_type.status_code == 400 and "twice" in other_type.text, (kind, other_type.text)
+    deep = owner.post(url, content=b"[" * 5000, headers={"content-type": "application/json"})
+    assert deep.status_code == 400 and "nests too deep" in deep.text, deep.text
     assert reader.get(url).json() == []  # nothing stored by the refusals
     set_ = owner.post(url, json=body)
     assert set_.status_code == 200 and set_.json()["version"] == 1
