@@ -747,3 +747,32 @@ def test_a_threshold_is_retired_by_a_new_version_and_set_again_after(
     assert [
         t["version"] for t in json.loads(cli("series", "threshold", "list", name, "--json").out)
     ] == [3]
+
+
+def test_only_the_newest_runs_of_a_series_are_alerted_and_left_out_of_later_windows(
+    made: Fixture,
+) -> None:
+    """The review of decision 273: a gate's candidates are never a baseline again once alerted,
+    so a caller who may only run must not get a team's earlier good runs alerted by judging
+    them with slow runs of their own. A regression is recorded (and its runs left out) only
+    when the candidates are the newest runs of their series."""
+    from pinbench.series.alerts import regressed_runs
+    from pinbench.series.gate import gate
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(13)
+    team = lock(ws, "1.0.0")
+    good = [record(ws, team, 500 + i, latencies(rng, 100_000), system="lab-q") for i in range(6)]
+    slow = [record(ws, team, 510 + i, latencies(rng, 200_000), system="lab-q") for i in range(3)]
+    key, members = resolve(ws, SERIES[:-1] + "lab-q")
+    metric = "framework_latency_p50_ns"
+    bound = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, bound, by="team")
+    mixed = gate(ws, [good[-1], slow[1], slow[2]])  # a team run judged with newer slow ones
+    assert mixed.outcome == "regressed" and regressed_runs(ws, str(key)) == set()
+    tail = gate(ws, slow[1:])
+    assert tail.outcome == "regressed" and regressed_runs(ws, str(key)) == set(slow[1:])
+    assert good[-1] in gate(ws, slow[1:]).history

@@ -202,10 +202,12 @@ def gate(
 ) -> GateResult:
     """Judge recorded runs — one, or several runs of one lockfile (``bounds.GATE_CANDIDATES``)
     — against their series; a regression is recorded as an alert per regressed metric, on the
-    newest candidate run (``alert``), when it is the newest run of its series, or when
-    ``alert_past(model)`` says the caller may alert on the model's past runs (a server: its
-    namespace's publishers). Otherwise the gate answers without recording: gating old runs
-    again would let anyone who may run fill a team's alerts."""
+    newest candidate run (``alert``), when the candidate runs are the newest runs of their
+    series (none other after the first of them), or when ``alert_past(model)`` says the caller
+    may alert on the model's past runs (a server: its namespace's publishers). Otherwise the
+    gate answers without recording: gating old runs again would let anyone who may run fill a
+    team's alerts, and take a team's earlier runs out of every later window (the runs an alert
+    names are never a baseline again)."""
     from pinbench.evaluator.run import latencies_of
     from pinbench.series.alerts import raise_alert, regressed_runs
 
@@ -228,7 +230,7 @@ def gate(
         return loaded[digest]
 
     result = judge(key, members, full, thresholds(ws, key), raw, regressed_runs(ws, str(key)))
-    newest = members[-1].run_id == result.run
+    newest = {m.run_id for m in members[-len(result.runs) :]} == set(result.runs)
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:
             if j.comparison.verdict == "regressed":

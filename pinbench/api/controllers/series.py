@@ -3,7 +3,7 @@
 Reading needs the ``read`` scope. Setting a threshold and acknowledging an alert follow how the
 registry grants publishing: the ``publish`` scope and membership of the model's namespace (an
 admin's ``admin`` scope for a name without one). Gating a recorded run needs the ``run``
-scope; its regressions are recorded as alerts when the run is the newest of its series, or
+scope; its regressions are recorded as alerts when the runs are the newest of their series, or
 when the caller has publishing rights in the model's namespace (otherwise the gate answers
 without recording: re-gating old runs must not let anyone who may run fill a team's alerts).
 """
@@ -147,7 +147,7 @@ class GateController(Controller):
         summary="Judge a recorded run, or several runs of one lockfile, against their series",
         description="Needs the `run` scope. `run` names one recorded run; `runs` 1 to 20 runs "
         "of one lockfile in one series, judged together. A regression is recorded as an alert "
-        "when the newest of them is the newest of its series or the caller publishes in the "
+        "when they are the newest runs of their series or the caller publishes in the "
         "model's namespace. The answer's `outcome` is passed, regressed or inconclusive "
         "(`exit_code` 0, 1, 2).",
         operation_id="gate",
