@@ -754,3 +754,39 @@ def test_an_isolated_evaluator_checks_every_stages_files_against_the_lockfile(
         f"{hashlib.sha256(forged.read_bytes()).hexdigest()[:12]}, pinned {pinned[:12]}",
         "stage alexa model file alexa_v0.1.onnx was not handed in",
     ]
+
+
+def test_a_chain_runs_warm_only_when_every_stage_may(wakeword: Any, tmp_path: Path) -> None:
+    """The review of decision 271: a warm evaluator's format rule read the last stage's format
+    alone, so a chain with a TorchScript stage before an ONNX one could share a warm process
+    once chains ran in the venv and docker runners. Every stage's format counts."""
+    import msgspec
+
+    from pinbench.evaluator.job import Evidence
+    from pinbench.evaluator.stop import Stop
+    from pinbench.evaluator.warm import WarmPool, format_reason, run_warm
+
+    lock = service.lock(ws := wakeword[0], request())[0]
+    chain = lock.body.chain
+    assert chain is not None and ws is not None
+    stages = [msgspec.structs.replace(s, code=None) for s in chain.stages]
+    stages[0] = msgspec.structs.replace(stages[0], format="torchscript")
+    body = msgspec.structs.replace(lock.body, chain=msgspec.structs.replace(chain, stages=stages))
+    mixed = Lockfile(body)
+
+    def refuse_to_start(root: Path, idle_s: float) -> Any:
+        raise AssertionError("a warm evaluator was started for a TorchScript stage")
+
+    pool = WarmPool(tmp_path / "warm")
+    try:
+        evidence = Evidence()
+        used = run_warm(
+            pool, ("venv", "x"), refuse_to_start, mixed, evidence, quiet, Stop(), lambda *_: None
+        )
+    finally:
+        pool.close()
+    assert used is False
+    assert evidence.environment == {
+        "warm": False,
+        "warm_cold_because": format_reason("torchscript"),
+    }

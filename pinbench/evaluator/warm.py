@@ -316,13 +316,20 @@ def run_warm(
     model = lock.body.model
     fresh = lock.body.operator is not None or lock.body.training is not None
     code = needs_code(lock)
-    if model is None or fresh or needs_pickle(lock) or code or model.format not in WARM_FORMATS:
+    chain = lock.body.chain  # every stage's format counts, not the last stage's alone
+    formats = [s.format for s in chain.stages] if chain is not None else []
+    cold = next(
+        (f for f in [model.format if model else "", *formats] if f not in WARM_FORMATS), None
+    )
+    if model is None or fresh or needs_pickle(lock) or code or cold is not None:
         if model is None or fresh:
             reason = OPERATOR_REASON
         elif code:
             reason = CODE_REASON
+        elif needs_pickle(lock):
+            reason = PICKLE_REASON
         else:
-            reason = PICKLE_REASON if needs_pickle(lock) else format_reason(model.format)
+            reason = format_reason(str(cold))
         evidence.environment.update(warm=False, warm_cold_because=reason)
         return False
     with pool.take(key, start) as held:
