@@ -33,6 +33,8 @@ def options_once(command: click.Command) -> click.Command:
 
 
 def _refuse_repeats(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    if ctx.resilient_parsing:  # shell completion: no error, whatever was typed
+        return
     try:
         _, _, order = command.make_parser(ctx).parse_args(args=list(args))
     except click.UsageError:
@@ -40,6 +42,8 @@ def _refuse_repeats(command: click.Command, ctx: click.Context, args: list[str])
     seen: set[Any] = set()
     for param in order:
         if not isinstance(param, click.Option) or param.multiple or param.count:
+            continue
+        if param.is_eager:  # --help, --version: acted on at once, harmless twice
             continue
         if param.name in seen:
             names = " / ".join(param.opts + param.secondary_opts)

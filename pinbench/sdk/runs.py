@@ -162,9 +162,10 @@ class Lockfile:
                 raise exc from None
             quiet(f"run {run_id[:8]} {recorded['status']}: {exc}")
             return Run(recorded, self.registry)
-        from pinbench.series.watch import watch_quietly
+        from pinbench.series.watch import LOCAL_WATCH_S, watch_quietly
 
-        for alert in watch_quietly(ws, run_id):  # as a server does after it records a run
+        found = watch_quietly(ws, run_id, seconds=LOCAL_WATCH_S, say=quiet)  # as a server does
+        for alert in found:
             quiet(f"alert {alert['id']}: {alert['detail']['reason']}")
         return Run(show_run(ws, run_id), self.registry)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pinbench import bounds
@@ -37,6 +38,8 @@ SEARCHED_RUNS = 200
 
 WATCH_S = 60.0
 """Seconds a server's watch of one recorded run may take, all its metrics together."""
+LOCAL_WATCH_S = 20.0
+"""The same after ``pinbench run`` in a local home, whose user waits for it."""
 
 
 def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> list[dict[str, Any]]:
@@ -61,6 +64,8 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
         edges = [0, *(p.index for p in found), len(having)]
         for k, point in enumerate(found):
             before, after = having[point.index - 1], having[point.index]
+            if after.run_id in done:
+                continue  # alerted already: not said again as a new one
             near = {where[r] for r in done if r in where and r != after.run_id}
             if any(edges[k] < i < edges[k + 2] for i in near):
                 continue  # the same shift, alerted at a nearby run as the series grew
@@ -86,13 +91,25 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
     return raised
 
 
-def watch_quietly(ws: Workspace, run_id: str) -> list[dict[str, Any]]:
-    """``watch_run`` for a server, and for a run recorded in a local home (``Lockfile.run``):
-    the alerts raised; a run that is in no series is skipped, any error logged."""
+def watch_quietly(
+    ws: Workspace,
+    run_id: str,
+    *,
+    seconds: float = WATCH_S,
+    say: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """``watch_run`` for a server, and for a run recorded in a local home (``Lockfile.run``,
+    with ``LOCAL_WATCH_S`` and its ``say``): the alerts raised; a run that is in no series is
+    skipped, any error logged; a search past ``seconds`` is said (``say``), not only logged."""
     from pinbench.errors import PinbenchError
+    from pinbench.series.changepoints import ChangePointsTimedOut
 
     try:
-        return watch_run(ws, run_id, deadline=time.monotonic() + WATCH_S)
+        return watch_run(ws, run_id, deadline=time.monotonic() + seconds)
+    except ChangePointsTimedOut as exc:
+        log.info("run %s: %s", run_id[:8], exc)
+        if say is not None:
+            say(f"the change-point search of run {run_id[:8]}'s series stopped: {exc}")
     except PinbenchError as exc:
         log.debug("run %s: no change-point watch: %s", run_id[:8], exc)
     except Exception:
