@@ -245,13 +245,15 @@ def test_a_folder_of_any_files_is_written_with_format_files_and_publishes(
 ) -> None:
     """A user trial's finding: a folder of raw files (magika's kind: source code, Markdown,
     archives) could not be written by ``manifest dataset`` (its suffixes are no sample format),
-    only by hand. ``--format files`` makes every file a sample, in path order, and publishes;
+    only by hand. ``--format files`` makes every file a sample (a hidden one left out, said),
+    in path order, and publishes; the manifest is never written inside the folder;
     without it the folder is refused as before, and ``--format`` on a file is refused."""
     root = tmp_path / "raw"
     for name, body in {
         "a.py": b"print(1)\n",
         "b.md": b"# title\n",
         "c/d.gz": b"\x1f\x8b\x08",
+        ".DS_Store": b"x",  # hidden: no sample
     }.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(body)
@@ -267,6 +269,10 @@ def test_a_folder_of_any_files_is_written_with_format_files_and_publishes(
     assert made.code == 0, made.err
     manifest = yaml.safe_load(out.read_text())
     assert manifest["data"] == {"format": "files", "path": "raw"} and manifest["samples"] == 3
+    assert "left out 1 hidden file(s)" in made.out + made.err
+    inside = cli(*args, "--format", "files", "-o", str(root / "raw.yaml"))
+    assert inside.code == 1 and "outside the data folder" in inside.err
+    assert not (root / "raw.yaml").exists()
     assert cli("init").code == 0
     published = cli("publish", str(out))
     assert published.code == 0, published.err

@@ -363,3 +363,17 @@ def test_a_centre_on_a_labelled_boundary_is_decided_as_the_decimal_label_means()
     centres = [(Decimal(k) + Decimal("0.5")) * 256 / 8000 for k in range(40)]
     assert speech.tolist() == [Decimal("0.4") <= c < Decimal("1.2") for c in centres]
     assert speech[12] and not speech[11] and speech[36] and not speech[37]
+
+
+@pytest.mark.parametrize(
+    "span", [[0, 10**400], [-1, 2], [2, 1], [0, float("nan")], [0, "1"], [0.5]], ids=str
+)
+def test_a_span_that_is_no_time_is_refused_naming_its_line(span: list[Any]) -> None:
+    """A span past the floats (an integer of 400 digits: an uncaught ``OverflowError`` before,
+    a review's finding), negative, reversed, not a number or not a pair: a label problem
+    naming the line, never a crash."""
+    from pinbench.evaluator.lines import LabelProblem
+    from pinbench.tasks.vad.truth import _spans
+
+    with pytest.raises(LabelProblem, match="line 3: span"):
+        _spans([span], "speech.jsonl", 3)

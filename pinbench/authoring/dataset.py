@@ -111,6 +111,14 @@ def dataset_manifest(
             ),
             key=lambda p: p.parts,  # Path's own order, without its cost per comparison
         )
+        if data_format == ANY_FILE:  # a hidden file (.DS_Store, .git/) is no sample
+            hidden = [p for p in files if any(n.startswith(".") for n in p.relative_to(data).parts)]
+            if hidden:
+                notes.append(
+                    f"left out {len(hidden)} hidden file(s) under {data} (first: "
+                    f"{hidden[0].relative_to(data)}): a name starting with '.' is no sample"
+                )
+                files = [p for p in files if p not in set(hidden)]
         fmt = _sample_format(data, files) if data_format is None else data_format
     else:
         raise NotADataset(path=str(data), reason="no such file or folder")

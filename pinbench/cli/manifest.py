@@ -351,6 +351,11 @@ def dataset(
     """
     from pinbench.authoring.dataset import dataset_manifest
 
+    if output is not None and data.is_dir() and output.resolve().is_relative_to(data.resolve()):
+        raise UserError(
+            f"write the manifest outside the data folder {data}: inside it, {output} would be "
+            "one of the dataset's own files the next time"
+        )
     base = output.parent if output is not None else Path.cwd()
     authored = dataset_manifest(
         data,

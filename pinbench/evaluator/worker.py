@@ -175,6 +175,7 @@ def main(argv: list[str]) -> int:
     hidden: list[str] = []
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
+            hidden = [scratch]  # an error while the folders are placed names no host path
             model = own_folder(_paths(lock, Kind.MODEL, spec.model), Path(scratch))
             stages = _stage_folders(lock, spec.stages, Path(scratch))
             placed = [model, *stages.values()]

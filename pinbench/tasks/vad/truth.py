@@ -58,7 +58,10 @@ def _spans(raw: object, where: str, number: int) -> list[Span]:
                 path=where,
                 reason=f"line {number}: span {span!r} is not [start, end] in seconds",
             )
-        start, end = float(span[0]), float(span[1])
+        try:  # an integer past the floats (10**400) is no time either
+            start, end = float(span[0]), float(span[1])
+        except OverflowError:
+            start = end = math.nan
         if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
             raise LabelProblem(
                 path=where,
