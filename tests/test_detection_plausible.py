@@ -82,7 +82,8 @@ def test_boxes_that_cannot_be_boxes_fail_the_run(samples: list[Detections], fail
 
 
 def census_of(outputs: list[Any], layout: str) -> BoxCensus:
-    """NudeNet's settings (threshold 0.2, NMS at 0.45) over the photos' outputs."""
+    """NudeNet's settings (threshold 0.25, NMS over every class at 0.45) over the photos'
+    outputs."""
     census = BoxCensus()
     for photo, output in zip(nudenet.PHOTOS, outputs, strict=True):
         (decoded,) = decode(output, layout)
@@ -90,6 +91,7 @@ def census_of(outputs: list[Any], layout: str) -> BoxCensus:
             iou_threshold=nudenet.IOU_THRESHOLD,
             score_threshold=nudenet.SCORE_THRESHOLD,
             max_detections=100,
+            class_agnostic=True,
         )
         steps: list[Step] = [PadToSquare("top-left"), Resize((nudenet.SIZE, nudenet.SIZE))]
         census.add(photo.name, kept, transform_of(photo.width, photo.height, steps))
@@ -103,8 +105,9 @@ def test_a_raw_yolox_grid_read_as_yolov5_fails_and_the_real_output_passes() -> N
     with pytest.raises(ImplausibleBoxes) as caught:
         raw.check(output="output0", layout="yolov5")
     error = caught.value
-    # Every box kept is a pixel or two wide, at the input's top-left corner.
-    assert error.boxes > 0 and error.degenerate == error.boxes and error.outside == 0
+    # Every box kept is a pixel or two wide, at the input's top-left corner: all but three of
+    # the 22 under 2 pixels (the astronaut's three best are 2.1 wide or tall).
+    assert error.boxes > 0 and error.degenerate >= 0.8 * error.boxes and error.outside == 0
     message = str(error)
     assert message.startswith("output 'output0' read as layout yolov5 gives boxes that cannot")
     assert f"{error.degenerate} are narrower or shorter than 2 pixels of the model input" in message

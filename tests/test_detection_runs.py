@@ -1,10 +1,11 @@
 """Object detection through pinbench end to end: the catalog part ``nudenet`` (NudeNet 3.4.2's
 YOLOv8n ONNX file, five scikit-image photos with faces annotated as COCO JSON) published,
 locked and run in accuracy mode through the CLI; the run's COCO metrics must equal those of
-the direct computation in ``tests/test_detection_nudenet.py`` (plain onnxruntime, NudeNet's
-own pipeline in Pillow). Bad ground truth is refused at publish, a detection output that does
-not say how to read it is refused at publish, and a model whose classes do not match the
-dataset's categories fails its run (recorded as failed, never as a success)."""
+the direct computation in ``tests/test_detection_nudenet.py`` (plain onnxruntime fed the
+package's own input, ``nudenet.nudenet._read_image``: OpenCV, BGR). Bad ground truth is
+refused at publish, a detection output that does not say how to read it is refused at
+publish, and a model whose classes do not match the dataset's categories fails its run
+(recorded as failed, never as a success)."""
 
 from __future__ import annotations
 
@@ -465,7 +466,11 @@ def _ssd(data: dict[str, Any]) -> None:
         "box_format": "cxcywh",
         "normalized": True,
         "score_threshold": nudenet.SCORE_THRESHOLD,
-        "nms": {"iou": nudenet.IOU_THRESHOLD, "max_detections": nudenet.MAX_DETECTIONS},
+        "nms": {
+            "iou": nudenet.IOU_THRESHOLD,
+            "max_detections": nudenet.MAX_DETECTIONS,
+            "class_agnostic": True,
+        },
         "ssd": {
             "anchors": "anchors.npy",
             "variances": list(ssd_grid.VARIANCES),

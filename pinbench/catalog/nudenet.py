@@ -6,13 +6,23 @@ Catalog part ``nudenet`` (decisions 91 and 93): a ``type: detection`` output (la
 dataset's COCO categories, and a ``task: detection`` dataset with ``coco-json`` labels.
 
 The model (``nudenet/320n.onnx``): an ultralytics YOLOv8n export (its metadata: ultralytics
-8.2.46, ``imgsz [320, 320]``, stride 32), input ``images`` float32 ``(N, 3, H, W)`` RGB in
-[0, 1], output ``output0`` ``(N, 22, A)``: per anchor ``cx, cy, w, h`` in input pixels then 18
-class scores, no objectness (layout ``yolov8``; A = 2100 at 320x320). Its pipeline
-(``nudenet/nudenet.py``): pad the image to a square of its longer side at the bottom and right
-with black (the image at the top-left), resize the square to 320x320 (OpenCV's bilinear through
-``cv2.dnn.blobFromImage``), scale by 1/255, BGR to RGB; boxes with a best score >= 0.2, then
-OpenCV's NMS at score 0.25, IoU 0.45 (class-agnostic).
+8.2.46, ``imgsz [320, 320]``, stride 32), input ``images`` float32 ``(N, 3, H, W)`` in [0, 1],
+output ``output0`` ``(N, 22, A)``: per anchor ``cx, cy, w, h`` in input pixels then 18 class
+scores, no objectness (layout ``yolov8``; A = 2100 at 320x320). Its pipeline as the package runs
+it (``nudenet/nudenet.py``, ``NudeDetector.detect``): ``cv2.imread`` (BGR), then
+``cvtColor(RGBA2BGR)``, which on three channels swaps them to RGB, and ``blobFromImage(...,
+swapRB=True)``, which swaps them back, so the model is fed **BGR** (measured: the blob is the
+BGR image's to float32 rounding, 0.5 to 0.85 away from the RGB one on the colour photos); the
+image padded to a square of its longer side at the bottom and right with black (the image at the
+top-left), the square resized to 320x320 by OpenCV's bilinear without antialiasing
+(``blobFromImage`` -> ``cv2.resize`` ``INTER_LINEAR``: ``resize: {antialias: false}``, within 1
+grey level of it), scaled by 1/255; boxes with a best score >= 0.2, then
+``cv2.dnn.NMSBoxes(boxes, scores, 0.25, 0.45)``: a score above 0.25, one greedy NMS over every
+class (``nms: {class_agnostic: true}``). Declared so: ``score_threshold`` 0.25 (pinbench keeps a
+score of exactly 0.25, OpenCV drops it), NMS at IoU 0.45. NudeNet clips each box to the image
+before its NMS and truncates the box it returns with ``int()``; pinbench suppresses in input
+pixels, clips after, and keeps the fractions (``tests/test_detection_nudenet.py`` holds the two
+within a couple of pixels and a small score tolerance).
 
 Licences: the ONNX file's own metadata says ``AGPL-3.0 License (https://ultralytics.com/license)``
 (ultralytics' weights licence), and the wheel ships the AGPL-3.0 as ``LICENSE`` although its
@@ -64,7 +74,7 @@ LABELS = (
 )
 """The output's class columns, in order (``nudenet.py``'s ``__labels`` and the ONNX metadata's
 ``names``). COCO category ids are the column + 1."""
-SCORE_THRESHOLD = 0.2
+SCORE_THRESHOLD = 0.25
 IOU_THRESHOLD = 0.45
 LICENCE = "LicenseRef-public-domain AND CC0-1.0"
 
@@ -155,9 +165,16 @@ PHOTOS = (
 )
 
 STEPS: list[dict[str, Any]] = [
-    {"decode": {"color_mode": "rgb"}},
+    {"decode": {"color_mode": "bgr"}},
     {"pad": {"to": "square", "placement": "top-left", "value": 0}},
-    {"resize": {"size": [SIZE, SIZE], "method": "bilinear", "keep_aspect_ratio": False}},
+    {
+        "resize": {
+            "size": [SIZE, SIZE],
+            "method": "bilinear",
+            "keep_aspect_ratio": False,
+            "antialias": False,
+        }
+    },
     {"normalize": {"scale": 1 / 255}},
     {"layout": {"to": "NCHW"}},
 ]
@@ -301,7 +318,11 @@ def export(root: Path) -> list[Path]:
                         "box_format": "cxcywh",
                         "normalized": False,
                         "score_threshold": SCORE_THRESHOLD,
-                        "nms": {"iou": IOU_THRESHOLD, "max_detections": MAX_DETECTIONS},
+                        "nms": {
+                            "iou": IOU_THRESHOLD,
+                            "max_detections": MAX_DETECTIONS,
+                            "class_agnostic": True,
+                        },
                     },
                 }
             ],

@@ -109,9 +109,48 @@ def resize(x: Array, step: Resize) -> Array:
     if step.keep_aspect_ratio:
         h, w = x.shape[1], x.shape[2]
         scale = max(height / h, width / w)
-        x = _resize_to(x, max(height, round(h * scale)), max(width, round(w * scale)), step.method)
+        x = _scaled(x, max(height, round(h * scale)), max(width, round(w * scale)), step)
         return crop(x, Crop(size=(height, width)))
+    return _scaled(x, height, width, step)
+
+
+def _scaled(x: Array, height: int, width: int, step: Resize) -> Array:
+    if step.antialias is False:  # method bilinear: ``Resize`` refuses any other
+        return resize_linear(x, height, width)
     return _resize_to(x, height, width, step.method)
+
+
+def _linear_taps(size: int, out: int) -> tuple[Array, Array, FloatArray]:
+    """Along one axis of ``size`` pixels resized to ``out``: each output pixel's two source
+    pixels and the second one's weight, as OpenCV's ``INTER_LINEAR`` maps them (half-pixel
+    centres, ``src = (dst + 0.5) * size / out - 0.5``, clamped to the first and last pixel)."""
+    src = (np.arange(out, dtype=np.float64) + 0.5) * (size / out) - 0.5
+    src = np.clip(src, 0.0, size - 1.0)
+    first = np.floor(src).astype(np.intp)
+    return first, np.minimum(first + 1, size - 1), (src - first).astype(np.float32)
+
+
+def resize_linear(x: Array, height: int, width: int) -> Array:
+    """Bilinear without antialiasing, as ``cv2.resize(..., interpolation=cv2.INTER_LINEAR)``
+    and ``cv2.dnn.blobFromImage`` resize: each output pixel from the two nearest source pixels
+    on each axis (``_linear_taps``), whatever the scale, in float32 (across, then down) on the
+    samples' values; integer samples are rounded back (``rint``, clipped to 0..255) as
+    ``_resize_to`` rounds Pillow's. OpenCV's 8-bit path is fixed-point and rounds differently
+    in its SIMD and scalar code: the two agree within 1 grey level (the tests hold them so)."""
+    if x.shape[1:3] == (height, width):
+        return x
+    top, bottom, wy = _linear_taps(x.shape[1], height)
+    left, right, wx = _linear_taps(x.shape[2], width)
+    f = x.astype(np.float32)
+    across = wx[np.newaxis, np.newaxis, :, np.newaxis]
+    rows = f[:, :, left] * (np.float32(1) - across) + f[:, :, right] * across
+    down = wy[np.newaxis, :, np.newaxis, np.newaxis]
+    out = rows[:, top] * (np.float32(1) - down) + rows[:, bottom] * down
+    return (
+        out
+        if np.issubdtype(x.dtype, np.floating)
+        else np.clip(np.rint(out), 0, 255).astype(x.dtype)
+    )
 
 
 def _resize_to(x: Array, height: int, width: int, method: str) -> Array:

@@ -13,6 +13,7 @@ from pinbench.registry.ports import (
     LATE_LABELS_REF_FIELDS,
     LATE_NMS_FIELDS,
 )
+from pinbench.registry.steps import LATE_RESIZE_FIELDS
 
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
@@ -31,11 +32,15 @@ LATE_INPUT_FIELDS = ("value", "state", "stream")
 
 
 def drop_unset_inputs(inputs: object) -> None:
-    """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data."""
+    """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data, and of
+    the late fields of its steps (``resize``'s ``antialias``)."""
     if isinstance(inputs, list):
         for spec in inputs:
             if isinstance(spec, dict):
                 drop_unset(spec, LATE_INPUT_FIELDS)
+                for step in spec.get("steps") or []:
+                    if isinstance(step, dict) and isinstance(step.get("resize"), dict):
+                        drop_unset(step["resize"], LATE_RESIZE_FIELDS)
 
 
 def drop_unset_outputs(outputs: object) -> None:

@@ -18,6 +18,7 @@ from pinbench.registry.schema_docs_more import (
     HEAD_DOCS,
     READ_BYTES_DOCS,
     READ_BYTES_STEP,
+    RESIZE_FIELDS,
 )
 from pinbench.registry.schema_docs_ports import PORT_DOCS
 
@@ -85,6 +86,7 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     **READ_BYTES_DOCS,
     "Detection": PORT_DOCS["Detection"] | DETECTION_HEAD_FIELDS,
     "InputStep": PORT_DOCS["InputStep"] | READ_BYTES_STEP,
+    "Resize": PORT_DOCS["Resize"] | RESIZE_FIELDS,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
         **_common("model"),

@@ -1,7 +1,7 @@
 """Descriptions, for ``schema_docs``, of the fields that read models as their packages ship
 them (issue 50): the raw detection heads (``detection_heads``; ``DETECTION_HEAD_FIELDS`` joins
-the ``Detection`` section's own) and the ``read_bytes`` input step (``READ_BYTES_STEP`` joins
-``InputStep``'s)."""
+the ``Detection`` section's own), the ``read_bytes`` input step (``READ_BYTES_STEP`` joins
+``InputStep``'s) and ``resize``'s ``antialias`` (``RESIZE_FIELDS`` joins ``Resize``'s)."""
 
 from __future__ import annotations
 
@@ -79,4 +79,13 @@ READ_BYTES_DOCS: dict[str, dict[str, str]] = {
         "crop": "true: keep a longer file's first length bytes; false (the default): a longer "
         "file fails the run, naming it.",
     },
+}
+
+RESIZE_FIELDS: dict[str, str] = {
+    "antialias": "false: bilinear without antialiasing, as OpenCV's cv2.resize INTER_LINEAR "
+    "and cv2.dnn.blobFromImage resize (each pixel from the two nearest source pixels on each "
+    "axis, half-pixel centres, whatever the scale; computed in float32 and rounded back to "
+    "8 bits, within 1 grey level of OpenCV's fixed-point result); refused with any method but "
+    "bilinear. Left out or true: Pillow's filter, which widens to cover every source pixel "
+    "when shrinking (antialiasing). Left out of the stored manifest while unset.",
 }

@@ -12,7 +12,7 @@ PORT_DOCS: dict[str, dict[str, str]] = {
         "decode": "Decode image files with Pillow (JPEG/PNG/WebP/BMP; the first step, required "
         "for image-file datasets), or bring array samples to a colour mode, taking 3-channel "
         "samples as RGB and 1-channel ones as grayscale.",
-        "resize": "Resize each sample's height and width (Pillow, per channel).",
+        "resize": "Resize each sample's height and width (Pillow's filters, or OpenCV's linear).",
         "max_dimension": "Resize each image so its longer side is the given size, keeping its "
         "aspect ratio (MLModelScope's max_dimension); images of different shapes must be "
         "brought to one size by a later step (pad, letterbox, resize or crop) before they are "

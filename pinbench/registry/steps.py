@@ -27,6 +27,24 @@ class Resize(_Strict, frozen=True, kw_only=True):
     """Height, width."""
     method: Literal["nearest", "bilinear", "bicubic", "area", "lanczos"] = "bilinear"
     keep_aspect_ratio: bool = False
+    antialias: bool | None = None
+    """False: bilinear without antialiasing, OpenCV's ``INTER_LINEAR`` geometry
+    (``image_steps.resize_linear``; ``cv2.resize`` and ``cv2.dnn.blobFromImage`` feed models
+    so); unset or true: Pillow's filter, which widens when shrinking. A late field
+    (``LATE_RESIZE_FIELDS``)."""
+
+    def __post_init__(self) -> None:
+        if self.antialias is False and self.method != "bilinear":
+            raise ValueError(
+                f"resize antialias: false is OpenCV's bilinear (INTER_LINEAR) and needs "
+                f"method bilinear, got {self.method}: use method bilinear, or leave antialias "
+                "out for Pillow's filter"
+            )
+
+
+LATE_RESIZE_FIELDS = ("antialias",)
+"""``Resize`` fields added after manifests with resize steps were published: left out of the
+stored data while unset (``late_fields.drop_unset_inputs``)."""
 
 
 class Crop(_Strict, frozen=True, kw_only=True):
