@@ -94,6 +94,14 @@ def cancel(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
 SERIES = "vision/digits-logreg"  # the leading field of the world's one series (its runs')
 
 
+def retire(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
+    """The series' threshold on top1 retired (one set first, by admin, so there is one)."""
+    with w.server.client("admin") as c:
+        body = {"metric": "top1", "test": "tolerance", "tolerance": 0.02}
+        assert c.post(f"/api/v1/series-thresholds/{SERIES}", json=body).status_code == 200
+    return "DELETE", f"/api/v1/series-thresholds/{SERIES}", {"params": {"metric": "top1"}}
+
+
 def gate(w: World, who: str) -> tuple[str, str, dict[str, Any]]:
     """The world's second run gated against its series (a threshold set first, by admin)."""
     with w.server.client("admin") as c:
@@ -175,6 +183,7 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("list a series' thresholds", get(f"/api/v1/series-thresholds/{SERIES}"), READ, 200),
     ("set a threshold", lambda w, who: ("POST", f"/api/v1/series-thresholds/{SERIES}",
      {"json": {"metric": "top1", "test": "tolerance", "tolerance": 0.01}}), PUBLISH, 200),
+    ("retire a threshold", retire, PUBLISH, 200),
     ("gate a run", gate, RUN, 200),
     ("list alerts", get("/api/v1/alerts"), READ, 200),
     ("show an alert", get("/api/v1/alerts/999999"), (404,) * 5, 404),  # none such: told so

@@ -136,7 +136,7 @@ def test_gc_blobs_is_a_dry_run_until_told_and_spares_young_and_referenced_blobs(
         (["--blobs", "--grace", "5x"], 1, "invalid duration '5x': expected a number"),
         (["--blobs", "--grace", "400d"], 1, "the grace period (s) must be between 0 and"),
         (["--blobs", "--grace", "-1h"], 1, "invalid duration '-1h'"),
-        (["--delete"], 2, "--grace and --delete go with --blobs"),
+        ([], 2, "--grace and --delete go with --blobs"),  # with the --delete every case adds
     ],
     ids=["unknown unit", "over a year", "negative", "delete without blobs"],
 )

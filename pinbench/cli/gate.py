@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -13,10 +12,6 @@ from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
-
-if TYPE_CHECKING:
-    from pinbench.registry.lockfile import Lockfile
-    from pinbench.sdk.registry import Registry
 
 
 @click.command("gate")
@@ -102,7 +97,7 @@ def gate_cmd(
     with registry() as reg:
         if lockfile is not None:
             locked = reg.lockfile(lockfile)
-            _check_series(reg, locked.body, series)
+            reg.series().check_gate_lockfile(locked.body, series)
             run_ids = []
             for i in range(repeat or 1):
                 if repeat is not None and repeat > 1:
@@ -149,22 +144,3 @@ def _check_writable(path: Path) -> None:
     target = path if path.exists() else folder
     if not os.access(target, os.W_OK):
         raise UserError(f"--markdown {path}: {target} is not writable")
-
-
-def _check_series(reg: Registry, lock: Lockfile, series: str | None) -> None:
-    """What the gate would refuse after the candidate ran, refused before it runs (nothing is
-    recorded): a lockfile that is no model evaluation, one whose runs belong to another series
-    than ``--series``, a series with no runs yet or no thresholds."""
-    from pinbench.series.members import key_of
-    from pinbench.series.names import parse_fields
-
-    key = key_of(lock, None)
-    if key is None:
-        raise UserError("the lockfile is not a model evaluation: its runs belong to no series")
-    if series is not None and not key.starts_with(parse_fields(series)):
-        raise UserError(f"the lockfile's runs belong to series {key}, not {series}")
-    if not reg.series().thresholds(str(key)):
-        raise UserError(
-            f"series {key} has no thresholds: set one with `pinbench series threshold set "
-            f"{key} METRIC --test ...`; a gate that judged nothing would pass anything"
-        )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 if TYPE_CHECKING:
+    from pinbench.registry.lockfile import Lockfile as LockfileBody
     from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
@@ -164,6 +165,26 @@ class Series:
             here,
         )
         return info
+
+    def check_gate_lockfile(self, lock: LockfileBody, series: str | None = None) -> str:
+        """What a gate of ``lock``'s runs would refuse after running them, refused before: a
+        lockfile that is no model evaluation, one whose runs belong to another series than
+        ``series``, a series with no runs yet or no thresholds. The series' name."""
+        from pinbench.errors import UserError
+        from pinbench.series.members import key_of
+        from pinbench.series.names import parse_fields
+
+        key = key_of(lock, None)
+        if key is None:
+            raise UserError("the lockfile is not a model evaluation: its runs belong to no series")
+        if series is not None and not key.starts_with(parse_fields(series)):
+            raise UserError(f"the lockfile's runs belong to series {key}, not {series}")
+        if not self.thresholds(str(key)):
+            raise UserError(
+                f"series {key} has no thresholds: set one with `pinbench series threshold set "
+                f"{key} METRIC --test ...`; a gate that judged nothing would pass anything"
+            )
+        return str(key)
 
     def gate(
         self,
