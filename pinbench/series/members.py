@@ -147,6 +147,13 @@ def resolve(ws: Workspace, name: str) -> tuple[SeriesKey, list[Member]]:
 
 def series_of_run(ws: Workspace, run_id: str) -> tuple[SeriesKey, list[Member]]:
     """The series a recorded run belongs to (its runs up to and including it)."""
+    key = key_of_run(ws, run_id)
+    return key, collect(ws, model=key.model).get(key, [])
+
+
+def key_of_run(ws: Workspace, run_id: str) -> SeriesKey:
+    """The series a recorded run belongs to, its runs not read; refused for a run that is in
+    none (not a model evaluation, failed or traced)."""
     from pinbench.errors import UserError
     from pinbench.evaluator.history import find_run
 
@@ -163,8 +170,7 @@ def series_of_run(ws: Workspace, run_id: str) -> tuple[SeriesKey, list[Member]]:
             f"run {full_id[:8]} {status} at trace level {trace!r}: a series holds succeeded, "
             "untraced runs"
         )
-    members = collect(ws, model=key.model).get(key, [])
-    return key, members
+    return key
 
 
 def moved(before: Member, after: Member) -> list[str]:

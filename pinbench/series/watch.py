@@ -27,7 +27,7 @@ from typing import Any
 from pinbench import bounds
 from pinbench.series.alerts import alerted_runs, raise_alert
 from pinbench.series.changepoints import change_points
-from pinbench.series.members import alike, moved, series_of_run
+from pinbench.series.members import alike, key_of_run, moved, series_of_run
 from pinbench.series.thresholds import thresholds
 from pinbench.workspace import Workspace
 
@@ -46,10 +46,14 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
     """The alerts raised for change points in ``run_id``'s series (none when it belongs to
     no series, or its series has no threshold); each alert is raised once.
     ``ChangePointsTimedOut`` past ``deadline`` (a ``time.monotonic()`` value)."""
-    key, members = series_of_run(ws, run_id)
+    key = key_of_run(ws, run_id)
+    current = thresholds(ws, key)
+    if not current:  # nothing to search: the series' runs are not read (every local run)
+        return []
+    _, members = series_of_run(ws, run_id)
     members = alike(members, next(m for m in members if m.run_id == run_id))
     raised = []
-    for versioned in thresholds(ws, key):
+    for versioned in current:
         metric = versioned.threshold.metric
         having = [m for m in members if metric in m.metrics][-SEARCHED_RUNS:]
         if len(having) < 4:  # two runs each side at least
