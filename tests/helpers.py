@@ -371,3 +371,28 @@ def need_two_cores() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: this test must run)")
     pytest.skip(reason)
+
+
+def cold_reason(lock: Any, tmp_path: Path) -> str:
+    """Why ``run_warm`` runs ``lock`` cold (``warm_cold_because``): a warm evaluator that it
+    starts fails the test, and so does a warm run."""
+    from pinbench.evaluator.job import Evidence
+    from pinbench.evaluator.stop import Stop
+    from pinbench.evaluator.warm import WarmPool, run_warm
+
+    def refuse_to_start(root: Path, idle_s: float) -> Any:
+        raise AssertionError("a warm evaluator was started for a lockfile that must run cold")
+
+    pool = WarmPool(tmp_path / "warm")
+    try:
+        evidence = Evidence()
+        used = run_warm(
+            pool, ("venv", "x"), refuse_to_start, lock, evidence, lambda _: None, Stop(),
+            lambda *_: None,
+        )  # fmt: skip
+    finally:
+        pool.close()
+    assert used is False and evidence.environment["warm"] is False
+    assert set(evidence.environment) == {"warm", "warm_cold_because"}
+    reason: str = evidence.environment["warm_cold_because"]
+    return reason

@@ -762,9 +762,8 @@ def test_a_chain_runs_warm_only_when_every_stage_may(wakeword: Any, tmp_path: Pa
     once chains ran in the venv and docker runners. Every stage's format counts."""
     import msgspec
 
-    from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.stop import Stop
-    from pinbench.evaluator.warm import WarmPool, format_reason, run_warm
+    from pinbench.evaluator.warm import format_reason
+    from tests.helpers import cold_reason
 
     lock = service.lock(ws := wakeword[0], request())[0]
     chain = lock.body.chain
@@ -774,19 +773,4 @@ def test_a_chain_runs_warm_only_when_every_stage_may(wakeword: Any, tmp_path: Pa
     body = msgspec.structs.replace(lock.body, chain=msgspec.structs.replace(chain, stages=stages))
     mixed = Lockfile(body)
 
-    def refuse_to_start(root: Path, idle_s: float) -> Any:
-        raise AssertionError("a warm evaluator was started for a TorchScript stage")
-
-    pool = WarmPool(tmp_path / "warm")
-    try:
-        evidence = Evidence()
-        used = run_warm(
-            pool, ("venv", "x"), refuse_to_start, mixed, evidence, quiet, Stop(), lambda *_: None
-        )
-    finally:
-        pool.close()
-    assert used is False
-    assert evidence.environment == {
-        "warm": False,
-        "warm_cold_because": format_reason("torchscript"),
-    }
+    assert cold_reason(mixed, tmp_path) == format_reason("torchscript")

@@ -273,29 +273,10 @@ def test_an_isolated_evaluator_runs_code_only_when_its_job_allows_it_and_hands_b
 def test_a_model_with_code_never_uses_a_warm_evaluator(world: World, tmp_path: Path) -> None:
     """The publisher's Python could outlast its run in a shared process (module state,
     patched libraries): like a pickle, it runs in an evaluator of its own."""
-    from pinbench.evaluator.stop import Stop
-    from pinbench.evaluator.warm import CODE_REASON, WarmPool, run_warm
+    from pinbench.evaluator.warm import CODE_REASON
+    from tests.helpers import cold_reason
 
-    def refuse_to_start(root: Path, idle_s: float) -> Any:
-        raise AssertionError("a warm evaluator was started for a model with code")
-
-    pool = WarmPool(tmp_path / "warm")
-    try:
-        evidence = Evidence()
-        used = run_warm(
-            pool,
-            ("venv", "x"),
-            refuse_to_start,
-            world.lock,
-            evidence,
-            quiet,
-            Stop(),
-            lambda *_: None,
-        )
-    finally:
-        pool.close()
-    assert used is False
-    assert evidence.environment == {"warm": False, "warm_cold_because": CODE_REASON}
+    assert cold_reason(world.lock, tmp_path) == CODE_REASON
 
 
 # --- consent --------------------------------------------------------------------------------
