@@ -190,20 +190,25 @@ def test_a_warm_worker_ends_after_its_idle_time(tmp_path: Path) -> None:
     assert worker_main(["--serve", str(tmp_path), str(tmp_path), "0.05"]) == 0
 
 
-def test_runs_staging_the_evaluator_at_once_do_not_trip_over_each_other(tmp_path: Path) -> None:
-    """Found by the busy case above: two runs starting together shared one temp folder."""
-    from concurrent.futures import ThreadPoolExecutor
+def test_each_worker_starts_with_a_copy_of_the_evaluator_of_its_own_and_an_empty_folder(
+    tmp_path: Path,
+) -> None:
+    """Two workers never share the evaluator they import (what one run's code writes there no
+    other run reads; issue 63); each copy has the host's bytecode (a worker that may not write
+    ``.pyc`` files does not compile what it imports), and starts in an empty folder."""
+    import sys
 
-    from pinbench.evaluator.source import stage_evaluator
+    from pinbench.evaluator.runners.process import worker_start
 
-    with ThreadPoolExecutor(4) as workers:
-        staged = set(workers.map(lambda _: stage_evaluator(tmp_path / "ev"), range(8)))
-    assert len(staged) == 1
-    (dest,) = staged
+    first, second = (worker_start(sys.executable, tmp_path / n, ["JOB", "OUT"]) for n in "ab")
+    assert first.env["PYTHONPATH"] != second.env["PYTHONPATH"]
+    dest = Path(first.env["PYTHONPATH"])
     assert (dest / "pinbench" / "evaluator" / "worker.py").is_file()
     compiled = dest / "pinbench" / "evaluator" / "__pycache__" / "worker.cpython-311.pyc"
-    assert compiled.is_file()  # a worker that may not write bytecode does not compile it
-    assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == [dest.name]
+    assert compiled.is_file()
+    assert list(Path(first.cwd).iterdir()) == [] and Path(first.cwd).parent == tmp_path / "a"
+    assert first.argv == [sys.executable, "-s", "-m", "pinbench.evaluator.worker", "JOB", "OUT"]
+    assert first.env["PYTHONNOUSERSITE"] == "1" and "HOME" not in first.env
 
 
 SHORT = {

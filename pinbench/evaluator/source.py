@@ -3,13 +3,20 @@
 The venv runner and the framework images run the same pinbench source as the host: its Python
 files are copied (never the host's site-packages), and their digest goes into each run's
 provenance, so a run names the exact evaluator code that measured it.
+
+Each worker process gets a copy of its own (``copy_evaluator``), made when it starts and removed
+with its scratch: a worker runs code a user allowed for one run (processing code, a chain's
+stages, a model's own operations), and nothing that code writes may be imported by a later
+worker (issue 63: a shared staged copy, reused by name, ran a wrapper a model's code had
+appended to it in every later run of the home).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
-import tempfile
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,36 +43,29 @@ def evaluator_digest() -> str:
     return h.hexdigest()
 
 
-def stage_evaluator(root: Path) -> Path:
-    """Copy the package's files to ``root/<digest>/pinbench`` once; return the folder to put on
-    ``PYTHONPATH``."""
-    dest = root / evaluator_digest()[:32]
-    if (dest / "pinbench" / "__init__.py").exists():
-        return dest
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=root))
-    try:  # a folder of its own: two runs staging at once must not write into each other's
-        for path in _files():
-            target = tmp / "pinbench" / path.relative_to(PACKAGE)
+def copy_evaluator(dest: Path, *, bytecode: bool = True) -> Path:
+    """A new copy of the package's files in ``dest/pinbench`` (``dest`` must not exist); return
+    ``dest``, the folder to put on ``PYTHONPATH``.
+
+    The host's own bytecode is copied beside each source where the host has it, with the
+    source's times, so that a worker that may not write ``.pyc`` files (``PYTHONDONTWRITEBYTECODE``)
+    does not compile every module it imports at each start (issue 49: 0.2 s of CPU per start);
+    Python checks it against the copied source as it checks the host's. ``bytecode=False``: the
+    sources alone (an image build compiles them with the image's own Python)."""
+    tag = sys.implementation.cache_tag
+    dest.mkdir(parents=True)
+    made: set[Path] = set()
+    for path in _files():
+        target = dest / "pinbench" / path.relative_to(PACKAGE)
+        if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-        _compile(tmp / "pinbench", dest / "pinbench")
-        tmp.chmod(0o755)
-        tmp.rename(dest)
-    except OSError:
-        if not (dest / "pinbench" / "__init__.py").exists():
-            raise
-    finally:  # another run staged it first, or this one failed
-        shutil.rmtree(tmp, ignore_errors=True)
+            made.add(target.parent)
+        shutil.copy2(path, target)
+        compiled = path.parent / "__pycache__" / f"{path.stem}.{tag}.pyc"
+        if bytecode and tag is not None and path.suffix == ".py" and os.path.isfile(compiled):
+            cache = target.parent / "__pycache__"
+            if cache not in made:
+                cache.mkdir(exist_ok=True)
+                made.add(cache)
+            shutil.copy2(compiled, cache / compiled.name)
     return dest
-
-
-def _compile(folder: Path, named: Path) -> None:
-    """Bytecode beside the staged files, as the framework images have it (``compileall`` in
-    ``images.build.INSTALL``), each named by where the folder will be: a worker that may not write
-    ``.pyc`` files (``PYTHONDONTWRITEBYTECODE``, a read-only cache) would otherwise compile
-    every module it imports at each start (issue 49: 0.2 s of CPU per start, 1.3 s once)."""
-    import compileall
-
-    if not compileall.compile_dir(str(folder), ddir=str(named), quiet=1):
-        raise OSError(f"compiling the staged evaluator in {folder} failed")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -35,7 +34,7 @@ from pinbench.db.models import Artifact
 from pinbench.environments import lock_path, parse_lock, requirements_text
 from pinbench.environments.frameworks import VERSIONS, image_name
 from pinbench.errors import UserError
-from pinbench.evaluator.source import evaluator_digest, stage_evaluator
+from pinbench.evaluator.source import copy_evaluator, evaluator_digest
 from pinbench.registry.manifest import Requirement, load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.versions import parse_version
@@ -148,8 +147,7 @@ def _context(
     wheels.mkdir()
     for wheel in _wheels(framework, requirements, wheelhouse, say):
         (wheels / wheel.name).hardlink_to(wheel)
-    staged = stage_evaluator(wheelhouse.parent / "evaluator")  # the venv runner's stage too
-    shutil.copytree(staged / "pinbench", context / "evaluator" / "pinbench")
+    copy_evaluator(context / "evaluator", bytecode=False)  # compiled by INSTALL
 
 
 def _wheels(

@@ -1,8 +1,11 @@
-"""What the venv and docker runners share: the job file they hand the worker, a child process
-whose progress is relayed and whose time is limited, and the results it leaves."""
+"""What the runners that start a worker process share: the job file they hand it, how it is
+started (``worker_start``: its own copy of the evaluator, an empty working directory, a chosen
+environment), a child process whose progress is relayed and whose time is limited, and the
+results it leaves."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
@@ -15,6 +18,7 @@ import msgspec
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.results import RESULT, JobFile, read_results
+from pinbench.evaluator.source import copy_evaluator
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 
@@ -95,6 +99,37 @@ class WorkerCrashed(UserError):
         self.status = status
         self.tail = tail
         self.missing_module = missing
+
+
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "OMP_NUM_THREADS")
+"""The host's environment variables a worker sees; every other one is left out."""
+
+
+class WorkerStart(msgspec.Struct, frozen=True, kw_only=True):
+    """How a worker process is started: ``argv``, ``env`` and ``cwd`` for ``subprocess``."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+def worker_start(python: Path | str, root: Path, args: Sequence[str]) -> WorkerStart:
+    """The one way a worker process is started on this machine (the venv runner, cold and warm,
+    and the local runner's child for code): ``python -s -m pinbench.evaluator.worker ARGS``,
+    importing pinbench from a new copy of the evaluator in ``root/evaluator`` (its own: what a
+    run's code writes there is never imported by another worker, and it is removed with
+    ``root``), run in ``root/cwd``, a new empty folder (``-m`` puts the working directory first
+    on ``sys.path``: started in the caller's folder, a ``pinbench/`` package there was imported
+    instead of the evaluator; issue 63), with only ``PASSED_ENV`` of the host's environment, no
+    user site-packages and no bytecode written."""
+    source = copy_evaluator(root / "evaluator")
+    cwd = root / "cwd"
+    cwd.mkdir()
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env.update(PYTHONPATH=str(source), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    argv = [str(python), "-s", "-m", "pinbench.evaluator.worker", *args]
+    return WorkerStart(argv=argv, env=env, cwd=str(cwd))
 
 
 def write_job(
@@ -180,6 +215,7 @@ def run_child(
     argv: Sequence[str],
     *,
     env: dict[str, str],
+    cwd: str | None = None,
     timeout_s: float,
     say: Say,
     runner: str,
@@ -190,7 +226,9 @@ def run_child(
     or when ``stop`` is requested (then raise the stop's error, even if the child ended first:
     a terminal's Ctrl-C reaches the child too)."""
     stop = stop or Stop()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     assert proc.stdout is not None
     relay = Relay(proc.stdout, say)
     deadline = time.monotonic() + timeout_s

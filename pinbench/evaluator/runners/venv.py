@@ -1,9 +1,9 @@
 """The venv runner: the framework artifact's hash-pinned requirements, materialised by uv into
 a virtual environment cached by its digest, run as a child process.
 
-The child sees only that environment plus a copy of pinbench's own source (never the host's
-site-packages); its time is limited by the lockfile's ``limits.timeout_s``. Memory and CPU
-limits need a container (``--runner docker``).
+The child sees only that environment plus a copy of pinbench's own source of its own (never the
+host's site-packages; ``process.worker_start``); its time is limited by the lockfile's
+``limits.timeout_s``. Memory and CPU limits need a container (``--runner docker``).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from pinbench.evaluator.runners.process import (
     WorkerCrashed,
     collect,
     run_child,
+    worker_start,
     write_job,
 )
-from pinbench.evaluator.source import evaluator_digest, stage_evaluator
+from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
@@ -42,27 +43,20 @@ def shared_cache() -> Path:
     return Path(root)
 
 
-PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "OMP_NUM_THREADS")
-
-
-def child_env(pythonpath: Path) -> dict[str, str]:
-    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    env.update(PYTHONPATH=str(pythonpath), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    return env
-
-
 class VenvWarm(WarmEvaluator):
     """A warm evaluator in the environment's interpreter (``pinbench.evaluator.warm``)."""
 
     runner = "venv"
 
-    def __init__(self, root: Path, python: Path, source: Path, idle_s: float) -> None:
+    def __init__(self, root: Path, python: Path, idle_s: float) -> None:
         super().__init__(root)
-        argv = [str(python), "-s", "-m", "pinbench.evaluator.worker", "--serve"]
+        start = worker_start(
+            python, root, ["--serve", str(self.jobs), str(self.out), f"{idle_s:g}"]
+        )
         self.proc = subprocess.Popen(
-            [*argv, str(self.jobs), str(self.out), f"{idle_s:g}"],
-            env=child_env(source),
+            start.argv,
+            env=start.env,
+            cwd=start.cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -120,7 +114,6 @@ def run(
         "built": venv.built,
         "evaluator": evaluator_digest(),
     }
-    source = stage_evaluator(home / "cache" / "evaluator")
     data = _strings(store_paths(ws, lock, Kind.DATASET))
     held_out = _strings(store_paths(ws, lock, "validation"))
     cache = str(home / "cache" / "inputs")
@@ -143,7 +136,7 @@ def run(
             )
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
-            return VenvWarm(root, venv.python, source, idle_s)
+            return VenvWarm(root, venv.python, idle_s)
 
         key = ("venv", venv.digest, evaluator_digest())
         if run_warm(warm, key, start, lock, evidence, say, stop, write):
@@ -163,10 +156,11 @@ def run(
             allow_code=allow_code,
             stages=_stages(ws, lock, tmp / "stages"),
         )
-        argv = [str(venv.python), "-s", "-m", "pinbench.evaluator.worker", str(job), str(out)]
+        child = worker_start(venv.python, tmp / "worker", [str(job), str(out)])
         status, tail = run_child(
-            argv,
-            env=child_env(source),
+            child.argv,
+            env=child.env,
+            cwd=child.cwd,
             timeout_s=lock.body.limits.timeout_s,
             say=say,
             runner="venv",
