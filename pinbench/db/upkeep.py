@@ -1,9 +1,10 @@
 """Checking and collecting the blob store against the rows that reference it (decision 144).
 
 *Referenced* blobs are those a row names: an artifact's files, a run's latencies, trace and
-the blobs its details record (outputs, weights, token times, an optimized graph: any
-``*sha256`` key but the digests ``NOT_STORED`` names), an attestation's envelope and the
-subjects its signed statement names (``results.json``).
+the blobs its details record (outputs, weights, token times, post-processing times, an
+optimized graph: the paths the host lists, ``db.blob_keys.RUN_BLOBS``; no key names a blob
+by its name alone), an attestation's envelope and the subjects its signed statement names
+(``results.json``).
 
 ``check`` (``pinbench fsck``): every referenced blob is present and hashes to its name, every
 blob in the store is referenced, nothing else lies among the blobs, and every run's filter
@@ -31,7 +32,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ from sqlalchemy import select
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
+from pinbench.db.blob_keys import blobs_in
 from pinbench.db.facets import misfiled
 from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
 from pinbench.db.pending import kept
@@ -213,39 +215,13 @@ def referenced(
         for what, digest in (("latencies", latencies), ("trace", trace)):
             if digest:
                 found.setdefault(digest, f"run {run_id} {what}")
-        for key, digest in _recorded(details):
+        for key, digest in blobs_in(details):
             found.setdefault(digest, f"run {run_id} {key}")
     for run_id, sha256 in attestations:
         found.setdefault(sha256, f"run {run_id} attestation")
         for name, digest in _subjects(envelope(Digest(sha256))):
             found.setdefault(digest, f"run {run_id} attestation's {name}")
     return found
-
-
-NOT_STORED = frozenset({("transform", "graph_sha256")})
-"""Digests a run's details hold of bytes that were never stored, by their path in the details:
-``transform.graph_sha256``, the optimized graph's digest a graph-optimization run recorded
-before decision 180 (the graph was not kept). Since then the graph is a blob, recorded as
-``transform.optimized_graph_sha256``. The runs keep their details as recorded and attested."""
-
-
-def _recorded(value: object, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
-    """The ``(key, digest)`` pairs of a run's details whose key ends in ``sha256``, but for
-    those ``NOT_STORED`` names."""
-    key = path[-1] if path else ""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _recorded(v, (*path, str(k)))
-    elif isinstance(value, list):
-        for v in value:
-            yield from _recorded(v, path)
-    elif (
-        isinstance(value, str)
-        and key.endswith("sha256")
-        and _HEX.fullmatch(value)
-        and path not in NOT_STORED
-    ):
-        yield key, value
 
 
 def _subjects(envelope: Path) -> list[tuple[str, str]]:

@@ -16,9 +16,10 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.db.blob_keys import RUN_BLOBS, BlobKey, drop
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence
-from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
+from pinbench.transforms.result import LEGACY_GRAPH_SHA256
 
 FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
 RESULT = "result.json"
@@ -136,22 +137,17 @@ def write_results(
     tmp.replace(out / RESULT)
 
 
+CLAIMED: tuple[BlobKey, ...] = (*RUN_BLOBS, ("transform", LEGACY_GRAPH_SHA256))
+"""The details' keys a worker may not write: the blobs the host stores for a run
+(``db.blob_keys.RUN_BLOBS``) and the graph digest an evaluator from before decision 180
+wrote."""
+
+
 def _drop_claimed_digests(details: dict[str, Any]) -> None:
     """Digests of outputs the host stores itself (accuracy outputs, final weights, token
-    times, an optimized graph, post-processing times) are the host's to record, from the bytes
-    it read: whatever the worker wrote for them goes."""
-    details.pop("outputs_sha256", None)
-    details.pop("postprocess_latencies_sha256", None)
-    training = details.get("training")
-    if isinstance(training, dict):
-        details["training"] = {k: v for k, v in training.items() if k != "weights_sha256"}
-    generation = details.get("generation")
-    if isinstance(generation, dict):
-        details["generation"] = {k: v for k, v in generation.items() if k != "tokens_sha256"}
-    transform = details.get("transform")
-    if isinstance(transform, dict):
-        claimed = (GRAPH_SHA256, LEGACY_GRAPH_SHA256)
-        details["transform"] = {k: v for k, v in transform.items() if k not in claimed}
+    times, an optimized graph, post-processing times: ``CLAIMED``) are the host's to record,
+    from the bytes it read: whatever the worker wrote for them goes."""
+    drop(details, CLAIMED)
 
 
 def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
