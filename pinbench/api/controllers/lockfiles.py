@@ -12,6 +12,7 @@ from litestar.params import Parameter
 
 from pinbench.accounts import Principal
 from pinbench.api.cache import ReadCache
+from pinbench.api.code_scope import check_lockfile_code, check_request_code
 from pinbench.api.immutable import headers_for, not_modified
 from pinbench.api.schemas import Locked, LockPoint, ResolvedRef
 from pinbench.sdk.hosting import Hosting
@@ -71,10 +72,13 @@ class LockfileController(Controller):
         status_code=201,
         summary="Lock an evaluation request (the request document as JSON)",
         description="One lockfile per batch size; a list of batch sizes is a sweep. "
-        "Needs the `run` scope.",
+        "Needs the `run` scope; a chain stage's inline code (code the registry did not "
+        "publish) also needs the `publish` scope in the namespace of the stage's model (403, "
+        "nothing stored).",
     )
     def lock(self, hosted: Hosting, principal: Principal, data: dict[str, Any]) -> Locked:
         principal.require("run")
+        check_request_code(principal, data)
         locked = hosted.lock_request(data)
         return Locked(
             artifacts=locked["artifacts"],
@@ -89,6 +93,8 @@ class LockfileController(Controller):
         description="Needs the `run` scope. Accepted only when this registry re-derives the "
         "lockfile byte for byte from the manifests it pins (every artifact published here, "
         "every field as its manifest says); otherwise 400 naming the differing fields. "
+        "A chain stage's inline code (code the registry did not publish) also needs the "
+        "`publish` scope in the namespace of the stage's model (403, nothing stored). "
         "Nothing is fetched.",
         request_max_body_size=LOCKFILE_MAX_BYTES,
     )
@@ -97,6 +103,7 @@ class LockfileController(Controller):
     ) -> LockPoint:
         principal.require("run")
         body = await request.body()
+        await anyio.to_thread.run_sync(lambda: check_lockfile_code(principal, body))
         lock, new = await anyio.to_thread.run_sync(lambda: hosted.store_lockfile(body, digest))
         return LockPoint(digest=lock.digest.hex, batch_size=lock.body.batch_size, new=new)
 

@@ -9,6 +9,7 @@ from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 
 from pinbench.accounts import AuthError, Principal
+from pinbench.api.code_scope import check_stored_code
 from pinbench.api.runpool import RunPool
 from pinbench.api.schemas import (
     Comparison,
@@ -49,7 +50,9 @@ class RunController(Controller):
         sync_to_thread=True,
         status_code=202,
         summary="Queue a run of a stored lockfile",
-        description="Needs the `run` scope. The run is recorded `queued` at once; poll "
+        description="Needs the `run` scope (and, for a chain stage's inline code, code the "
+        "registry did not publish, the `publish` scope in the namespace of the stage's model: "
+        "403 otherwise, nothing queued). The run is recorded `queued` at once; poll "
         "GET /api/v1/runs/{id} until its status is succeeded, failed or interrupted.",
     )
     def submit(
@@ -57,6 +60,7 @@ class RunController(Controller):
     ) -> RunView:
         principal.require("run")
         lock = hosted.stored_lockfile(data.lockfile, hint=UNSTORED)
+        check_stored_code(principal, lock)  # before the runner is chosen: nothing queued
         run_id = pool.submit(lock, data.runner, data.trace, user=principal.user)
         return run_view(hosted.run_view(run_id), full=False)
 
@@ -65,7 +69,8 @@ class RunController(Controller):
         sync_to_thread=True,
         status_code=202,
         summary="Queue runs of a stored lockfile on cluster systems",
-        description="Needs the `run` scope and a server started with `--cluster`. One run per "
+        description="Needs the `run` scope (inline chain code as for POST /api/v1/runs) and a "
+        "server started with `--cluster`. One run per "
         "system named in `on` (or every live system meeting the lockfile's placement: "
         '`["all"]`); none is queued unless every named system meets it.',
     )
@@ -74,6 +79,7 @@ class RunController(Controller):
     ) -> list[RunView]:
         principal.require("run")
         lock = hosted.stored_lockfile(data.lockfile, hint=UNSTORED)
+        check_stored_code(principal, lock)
         ids = pool.submit_on(
             lock, data.runner, data.trace, data.on, user=principal.user, retries=data.retries
         )
