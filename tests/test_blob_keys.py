@@ -1,5 +1,5 @@
 """Only the host names blobs (issue 63 item 6, DESIGN 15): which keys of a run's ``details``
-refer to stored blobs is the host's list (``db.blob_keys.RUN_BLOBS``), read by ``fsck``,
+refer to stored blobs is the host's list (``artifacts.blob_keys.RUN_BLOBS``), read by ``fsck``,
 ``gc --blobs`` and ``backup`` alike (``db.upkeep.referenced``). A digest the details hold of
 bytes never stored (inline processing code, a chain stage's inline code) or a key a worker's
 ``result.json`` planted names no blob: after a run of inline code the home passes ``fsck`` and
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pinbench.artifacts.blob_keys import RUN_BLOBS
 from pinbench.artifacts.digest import Digest
 from pinbench.db.backup import backup
-from pinbench.db.blob_keys import RUN_BLOBS
 from pinbench.db.upkeep import check, referenced
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.job import Evidence

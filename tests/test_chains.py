@@ -20,6 +20,7 @@ import pytest
 from pinbench.chains.spec import ChainRefused
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -650,7 +651,7 @@ def test_code_that_feeds_a_stage_other_than_it_declares_fails_before_timing(wake
     code = embed["code"]["code"].replace(".astype(np.float32)", ".astype(np.float64)")
     assert code != embed["code"]["code"]
     lock = service.lock(ws, request(chain=chain(embed={"code": {**embed["code"], "code": code}})))
-    with pytest.raises(ChainRefused) as refused:
+    with pytest.raises(EvaluationFailed) as refused:  # the code's own process said it
         run_lockfile(ws, lock[0], say=quiet, allow_code=True)
     assert str(refused.value) == (
         "chain stage 'embed': input 'input_1' (made by <inline>:windows) has dtype float64, "

@@ -124,3 +124,124 @@ def test_code_allowed_for_one_run_cannot_change_the_evaluator_of_a_later_run(
     recorded: dict[str, Any] = show_run(ws, later.id)
     assert recorded["status"] == "succeeded"
     assert recorded["top1"] == pytest.approx(HONEST_TOP1, abs=5e-5)
+
+
+# --- what a run's code may not change ---------------------------------------------------------
+
+CHANGES_ITS_ENVIRONMENT = (
+    "import os as _os\n"
+    "import numpy as _numpy\n\n"
+    "with open(_os.path.join(_os.path.dirname(_numpy.__file__), 'version.py'), 'a') as _f:\n"
+    "    _f.write('\\n# a run of digits-code was here\\n')\n\n" + CODE
+)
+
+POISONS_THE_CACHE = (
+    "import json as _json\n"
+    "import sys as _sys\n"
+    "from pathlib import Path as _Path\n\n"
+    "_cache = _Path(_json.loads(_Path(_sys.argv[1]).read_text())['cache'])\n"
+    "_cache.parent.mkdir(parents=True, exist_ok=True)\n"
+    "(_cache.parent / 'planted.npy').write_bytes(b'not the inputs of any run')\n\n" + CODE
+)
+
+
+def test_code_that_changes_its_environment_fails_its_run_and_the_environment_is_rebuilt(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash-pinned environments are shared by every home of the machine: a change a run's
+    code made there would run in every later run. The run fails naming the file; the
+    environment is removed, and the next run builds it again from its pinned wheels."""
+    from pinbench.evaluator.runners.guard import CodeChangedFiles
+
+    monkeypatch.setenv("PINBENCH_CACHE", str(tmp_path / "envs-of-this-test"))
+    ws = world.home.ws
+    hostile = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        "9.1.0",
+        preprocess=PRE,
+        postprocess=POST,
+        code=CHANGES_ITS_ENVIRONMENT,
+    )
+    with pytest.raises(CodeChangedFiles, match=r"its environment .*numpy/version\.py") as info:
+        run_lockfile(ws, _lock(ws, hostile), runner="venv", say=quiet, allow_code=True)
+    assert "was removed; the next run builds it again" in str(info.value)
+    assert not list((tmp_path / "envs-of-this-test" / "envs").glob("*/lib"))
+    later = run_lockfile(ws, _digits_lock(ws), runner="venv", say=quiet)
+    environment = show_run(ws, later.id)["details"]["environment"]
+    assert environment["built"] is True
+    # each file its own copy: uv's hard links shared one inode between its cache and every
+    # environment, so the change reached the wheels the rebuild installed
+    (version,) = Path(environment["path"]).glob("lib/python*/site-packages/numpy/version.py")
+    assert "digits-code was here" not in version.read_text()
+    shared = [
+        p for p in Path(environment["path"]).rglob("*") if p.is_file() and p.stat().st_nlink > 1
+    ]
+    assert shared == []
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_code_that_writes_the_inputs_cached_for_other_runs_fails_and_its_file_is_removed(
+    world: World, tmp_path: Path, runner: str
+) -> None:
+    """A run with code caches its inputs in a folder of its own; a file it makes beside the
+    other runs' cached inputs (a poisoned entry for a pipeline it does not run) fails the run
+    and is removed."""
+    from pinbench.evaluator.runners.guard import CodeChangedFiles
+
+    ws = world.home.ws
+    hostile = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        f"9.2.{runner == 'venv':d}",
+        preprocess=PRE,
+        postprocess=POST,
+        code=POISONS_THE_CACHE,
+    )
+    with pytest.raises(CodeChangedFiles, match=r"inputs cached for other runs, .*: planted\.npy"):
+        run_lockfile(ws, _lock(ws, hostile), runner=runner, say=quiet, allow_code=True)
+    assert not (ws.settings.home / "cache" / "inputs" / "planted.npy").exists()
+
+
+def test_the_local_runner_runs_code_in_a_process_of_its_own(world: World, tmp_path: Path) -> None:
+    """Code never runs in the process that scores and records: under the local runner too."""
+    import os
+
+    where = tmp_path / "pid"
+    code = f"import os as _os\n\nopen({str(where)!r}, 'w').write(str(_os.getpid()))\n\n" + CODE
+    ws = world.home.ws
+    model = _publish(
+        ws, tmp_path, world.catalog, "9.3.0", preprocess=PRE, postprocess=POST, code=code
+    )
+    outcome = run_lockfile(ws, _lock(ws, model), runner="local", say=quiet, allow_code=True)
+    recorded = show_run(ws, outcome.id)
+    assert recorded["status"] == "succeeded"
+    assert int(where.read_text()) != os.getpid()
+    assert recorded["details"]["environment"]["process"] == "child"
+
+
+# --- cached inputs ----------------------------------------------------------------------------
+
+
+def test_a_cached_array_that_is_not_the_one_written_is_computed_again_never_scored(
+    world: World,
+) -> None:
+    """Issue 63's second reproduction: the digits' cached inputs rolled by one sample made the
+    same lockfile record top-1 0.0867 as a cache hit. Each entry's sha256 is written with it."""
+    import numpy as np
+
+    ws = world.home.ws
+    lock = _digits_lock(ws)
+    first = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    entries = sorted((ws.settings.home / "cache" / "inputs").glob("*.npy"))
+    assert entries and all(e.with_name(e.name + ".sha256").is_file() for e in entries)
+    for entry in entries:
+        array = np.load(entry, allow_pickle=False)
+        np.save(entry, np.roll(array, 1, axis=0), allow_pickle=False)
+    again = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    assert again["details"]["preprocess_cache_hit"] is False
+    assert again["top1"] == first["top1"] == pytest.approx(HONEST_TOP1, abs=5e-5)
+    third = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    assert third["details"]["preprocess_cache_hit"] is True

@@ -2,7 +2,7 @@
 
 *Referenced* blobs are those a row names: an artifact's files, a run's latencies, trace and
 the blobs its details record (outputs, weights, token times, post-processing times, an
-optimized graph: the paths the host lists, ``db.blob_keys.RUN_BLOBS``; no key names a blob
+optimized graph: the paths the host lists, ``artifacts.blob_keys.RUN_BLOBS``; no key names a blob
 by its name alone), an attestation's envelope and the subjects its signed statement names
 (``results.json``).
 
@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from pinbench.artifacts.blob_keys import blobs_in
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
-from pinbench.db.blob_keys import blobs_in
 from pinbench.db.facets import misfiled
 from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
 from pinbench.db.pending import kept

@@ -26,6 +26,12 @@ from pinbench.errors import UserError
 from pinbench.registry.lockfile import LockedEnvironment
 
 COMPLETE = ".pinbench-complete"
+BUILT_AS = "files copied (uv --link-mode copy)"
+"""How an environment's files were placed, written in ``COMPLETE`` after its digest: each file
+its own copy. uv links files from its cache by default (hard links on Linux): one inode was then
+shared by uv's cache and every environment holding the wheel, so a run's code that changed a
+file of its environment changed it in all of them and in the wheels uv installs next (issue 63).
+An environment built otherwise (before this) is built again."""
 Say = Callable[[str], None]
 
 
@@ -109,15 +115,22 @@ def materialise(cache: Path, env: LockedEnvironment, say: Say) -> VirtualEnv:
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{digest[:32]}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        if (path / COMPLETE).exists():
+        if _complete(path, digest):
             return VirtualEnv(path, digest, built=False)
         shutil.rmtree(path, ignore_errors=True)
         say(f"building environment {digest[:12]} ({len(env.requirements)} pinned wheels, uv)")
         started = time.monotonic()
         _build(path, env, digest)
-        (path / COMPLETE).write_text(digest + "\n")
+        (path / COMPLETE).write_text(f"{digest}\n{BUILT_AS}\n")
         say(f"environment {digest[:12]} ready in {time.monotonic() - started:.1f} s")
         return VirtualEnv(path, digest, built=True)
+
+
+def _complete(path: Path, digest: str) -> bool:
+    try:
+        return (path / COMPLETE).read_text() == f"{digest}\n{BUILT_AS}\n"
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _build(path: Path, env: LockedEnvironment, digest: str) -> None:
@@ -131,6 +144,7 @@ def _build(path: Path, env: LockedEnvironment, digest: str) -> None:
             "--python", str(path / "bin" / "python"),
             "--require-hashes", "--no-deps", "--only-binary", ":all:",
             "--index-strategy", "unsafe-best-match", "--compile-bytecode",
+            "--link-mode", "copy",
             *pip_index_args(),
             "-r", str(requirements),
         ],

@@ -5,6 +5,7 @@ pipeline (image and audio files decoded, texts tokenized, arrays transformed), c
 from __future__ import annotations
 
 import functools
+import io
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -110,22 +111,51 @@ def cached_array(
     cache: Path | None, dataset_digest: str, digest: Digest, compute: Callable[[], Array]
 ) -> tuple[Array, bool]:
     """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit
-    reads no sample file."""
+    reads no sample file. Each entry's sha256 is written beside it (``.npy.sha256``) when it is
+    written, and checked when it is read: an entry whose bytes are not those written (issue 63:
+    a cached array rolled by one sample was scored as the run's inputs) is computed again,
+    never used. Runs that carry code cache in a folder of their own that nothing else reads
+    (``runners.guard`` fails a run whose code changed another)."""
     if cache is None:
         return compute(), False
     path = cache / f"{dataset_digest[:32]}-{digest.hex[:32]}.npy"
-    if path.exists():
-        try:
-            cached: Array = np.load(path, allow_pickle=False)
-            return cached, True
-        except (ValueError, OSError):
-            path.unlink(missing_ok=True)
+    sidecar = path.with_name(path.name + SHA256_SUFFIX)
+    cached = _read_cached(path, sidecar)
+    if cached is not None:
+        return cached, True
     inputs = compute()
     cache.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{time.monotonic_ns()}.tmp.npy")
-    np.save(tmp, inputs, allow_pickle=False)
+    buf = io.BytesIO()
+    np.save(buf, inputs, allow_pickle=False)
+    stamp = time.monotonic_ns()
+    tmp, tmp_sum = path.with_suffix(f".{stamp}.tmp.npy"), path.with_suffix(f".{stamp}.tmp.sum")
+    tmp.write_bytes(buf.getvalue())
+    tmp_sum.write_text(Digest.of_bytes(buf.getvalue()).hex)
+    tmp_sum.replace(sidecar)  # the digest first: an entry is never without the one it had
     tmp.replace(path)
     return inputs, False
+
+
+SHA256_SUFFIX = ".sha256"
+"""Beside each cached array: the sha256 of its bytes, written with it."""
+
+
+def _read_cached(path: Path, sidecar: Path) -> Array | None:
+    """The cached array at ``path`` when its bytes hash to ``sidecar``'s digest; else none (and
+    the entry removed: it is computed again)."""
+    try:
+        raw, recorded = path.read_bytes(), sidecar.read_text().strip()
+    except (FileNotFoundError, UnicodeDecodeError, OSError):
+        raw, recorded = None, ""
+    if raw is not None and Digest.of_bytes(raw).hex == recorded:
+        try:
+            found: Array = np.load(io.BytesIO(raw), allow_pickle=False)
+            return found
+        except (ValueError, OSError):
+            pass
+    path.unlink(missing_ok=True)
+    sidecar.unlink(missing_ok=True)
+    return None
 
 
 def _preprocess(

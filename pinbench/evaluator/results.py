@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.db.blob_keys import RUN_BLOBS, BlobKey, drop
+from pinbench.artifacts.blob_keys import RUN_BLOBS, BlobKey, drop
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence
 from pinbench.transforms.result import LEGACY_GRAPH_SHA256
@@ -139,7 +139,7 @@ def write_results(
 
 CLAIMED: tuple[BlobKey, ...] = (*RUN_BLOBS, ("transform", LEGACY_GRAPH_SHA256))
 """The details' keys a worker may not write: the blobs the host stores for a run
-(``db.blob_keys.RUN_BLOBS``) and the graph digest an evaluator from before decision 180
+(``artifacts.blob_keys.RUN_BLOBS``) and the graph digest an evaluator from before decision 180
 wrote."""
 
 

@@ -1,7 +1,7 @@
 """What a run's evidence holds beyond numbers, stored as blobs as the run is recorded: raw
 arrays (latencies, accuracy outputs, token times, post-processing times) and a training run's
 final weights; each digest is the one computed here, whatever an evaluator claimed. Each key
-they write is one of ``db.blob_keys.RUN_BLOBS``, the list ``fsck``, ``gc --blobs`` and
+they write is one of ``artifacts.blob_keys.RUN_BLOBS``, the list ``fsck``, ``gc --blobs`` and
 ``backup`` read: a blob stored for a run under a new key is added there."""
 
 from __future__ import annotations

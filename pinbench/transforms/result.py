@@ -23,7 +23,7 @@ class TransformInvalid(UserError):
 
 GRAPH_SHA256 = "optimized_graph_sha256"
 """The key of ``details["transform"]`` holding the stored optimized graph's sha256 (a blob, the
-digest computed by the host from the bytes it stored; ``db.blob_keys.RUN_BLOBS`` lists it).
+digest computed by the host from the bytes it stored; ``artifacts.blob_keys.RUN_BLOBS`` lists it).
 Runs recorded before decision 180 hold ``graph_sha256`` instead, a digest of a graph that was
 never stored: no blob reference."""
 LEGACY_GRAPH_SHA256 = "graph_sha256"

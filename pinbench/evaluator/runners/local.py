@@ -1,5 +1,10 @@
 """The local runner: evaluate in this interpreter, with whatever is installed here.
 
+A run that executes code its user allowed (a model's processing code, a chain's code) runs it
+in a child process of this interpreter instead (``process.run_worker``): code never runs in the
+process that scores and records (issue 63), and the host watches what it may not change
+(``consented.code_watch``).
+
 Its time is limited by the lockfile's ``limits.timeout_s`` like the isolated runners': a
 watchdog asks the evaluation to stop (``pinbench.evaluator.stop``), which it does at the next
 phase or, inside LoadGen, once LoadGen ends its test (queries are then answered without the
@@ -19,9 +24,11 @@ from pinbench.artifacts.scratch import scratch_directory
 from pinbench.evaluator.job import Evidence, Job, Say, pinned_files
 from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import FOLDER, materialise
-from pinbench.evaluator.runners.process import RunTimedOut
+from pinbench.evaluator.runners.consented import code_watch, inputs_cache
+from pinbench.evaluator.runners.process import RunTimedOut, run_worker, write_job
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop, time_limit
+from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
@@ -67,6 +74,39 @@ def stage_folders(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, dict[s
     }
 
 
+def _strings(paths: dict[str, Path]) -> dict[str, str]:
+    return {name: str(where) for name, where in paths.items()}
+
+
+def write_host_job(
+    ws: Workspace,
+    lock: Lockfile,
+    path: Path,
+    cache: Path | None,
+    trace: str,
+    allow_pickle: bool,
+    allow_code: bool,
+) -> None:
+    """The job file at ``path`` for a worker on this machine (the venv runner's, the local
+    runner's child for code): the model's and the stages' folders placed beside it, the data
+    read from the blob store."""
+    write_job(
+        path,
+        lock,
+        _strings(model_folder(ws, lock, path.parent / FOLDER)),
+        _strings(store_paths(ws, lock, Kind.DATASET)),
+        cache=str(cache) if cache is not None else None,
+        trace=trace,
+        allow_pickle=allow_pickle,
+        validation=_strings(store_paths(ws, lock, "validation")),
+        allow_code=allow_code,
+        stages={
+            name: _strings(files)
+            for name, files in stage_folders(ws, lock, path.parent / "stages").items()
+        },
+    )
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -87,6 +127,18 @@ def run(
         "evaluator": evaluator_digest(),
     }
     stop = stop or Stop()
+    cache = inputs_cache(ws, lock)
+    if allow_code and needs_code(lock):  # never in the process that scores and records
+        evidence.environment["process"] = "child"
+        with scratch_directory(ws.store.tmp, "run") as tmp:
+
+            def write(job: Path) -> None:
+                write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code)
+
+            watch = code_watch(ws, lock, None)
+            python = sys.executable  # where the host runs, its environment inherited
+            run_worker(python, tmp, write, lock, evidence, say, stop, "local", watch, inherit=True)
+        return
     limit = lock.body.limits.timeout_s
     with (
         time_limit(stop, limit, RunTimedOut(runner="local", timeout_s=limit)),
@@ -99,7 +151,7 @@ def run(
             data_paths=store_paths(ws, lock, Kind.DATASET),
             validation_paths=store_paths(ws, lock, "validation"),
             scratch=Path(scratch),
-            cache=ws.settings.home / "cache" / "inputs",
+            cache=cache,
             trace=trace,
             allow_pickle=allow_pickle,
             allow_code=allow_code,

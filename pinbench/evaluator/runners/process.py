@@ -18,6 +18,7 @@ import msgspec
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.results import RESULT, JobFile, read_results
+from pinbench.evaluator.runners.guard import Watched, watched
 from pinbench.evaluator.source import copy_evaluator
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
@@ -101,6 +102,8 @@ class WorkerCrashed(UserError):
         self.missing_module = missing
 
 
+JOB = "job.json"
+"""The job file's name in its folder (``write_job``)."""
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "OMP_NUM_THREADS")
 """The host's environment variables a worker sees; every other one is left out."""
 
@@ -113,23 +116,69 @@ class WorkerStart(msgspec.Struct, frozen=True, kw_only=True):
     cwd: str
 
 
-def worker_start(python: Path | str, root: Path, args: Sequence[str]) -> WorkerStart:
+def worker_start(
+    python: Path | str, root: Path, args: Sequence[str], *, inherit: bool = False
+) -> WorkerStart:
     """The one way a worker process is started on this machine (the venv runner, cold and warm,
     and the local runner's child for code): ``python -s -m pinbench.evaluator.worker ARGS``,
     importing pinbench from a new copy of the evaluator in ``root/evaluator`` (its own: what a
     run's code writes there is never imported by another worker, and it is removed with
     ``root``), run in ``root/cwd``, a new empty folder (``-m`` puts the working directory first
     on ``sys.path``: started in the caller's folder, a ``pinbench/`` package there was imported
-    instead of the evaluator; issue 63), with only ``PASSED_ENV`` of the host's environment, no
-    user site-packages and no bytecode written."""
+    instead of the evaluator; issue 63), with only ``PASSED_ENV`` of the host's environment
+    (``inherit``: all of it, the copy first on ``PYTHONPATH``: the local runner's child runs
+    where the host runs, as an in-process run would), no user site-packages and no bytecode
+    written."""
     source = copy_evaluator(root / "evaluator")
     cwd = root / "cwd"
     cwd.mkdir()
-    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    env.update(PYTHONPATH=str(source), PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+    if inherit:
+        env = dict(os.environ)
+        path = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)
+    else:
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        path = str(source)
+    env.update(PYTHONPATH=path, PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     argv = [str(python), "-s", "-m", "pinbench.evaluator.worker", *args]
     return WorkerStart(argv=argv, env=env, cwd=str(cwd))
+
+
+def run_worker(
+    python: Path | str,
+    root: Path,
+    write: Callable[[Path], None],
+    lock: Lockfile,
+    evidence: Evidence,
+    say: Say,
+    stop: Stop,
+    runner: str,
+    watch: list[Watched],
+    *,
+    inherit: bool = False,
+) -> None:
+    """One worker process on this machine, for one job: ``write`` writes the job file at the
+    path it is given; the worker (``worker_start`` in ``root``) runs it within the lockfile's
+    time limit, while the host watches ``watch`` (``guard.watched``), and its results are read
+    into ``evidence``. ``inherit``: as ``worker_start``'s."""
+    job, out = root / JOB, root / "out"
+    out.mkdir()
+    write(job)
+    child = worker_start(python, root / "worker", [str(job), str(out)], inherit=inherit)
+    with watched(watch):
+        status, tail = run_child(
+            child.argv,
+            env=child.env,
+            cwd=child.cwd,
+            timeout_s=lock.body.limits.timeout_s,
+            say=say,
+            runner=runner,
+            stop=stop,
+        )
+        if status not in (0, 1):
+            reason = "was killed" if status < 0 else "stopped"
+            raise WorkerCrashed(runner=runner, status=status, reason=reason, tail=tail)
+        collect(runner, out, lock, evidence, status=status, tail=tail)
 
 
 def write_job(

@@ -16,21 +16,13 @@ from pinbench.artifacts.scratch import scratch_directory
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.model_folder import FOLDER
-from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
-from pinbench.evaluator.runners.process import (
-    Relay,
-    WorkerCrashed,
-    collect,
-    run_child,
-    worker_start,
-    write_job,
-)
+from pinbench.evaluator.runners.consented import code_watch, inputs_cache
+from pinbench.evaluator.runners.local import write_host_job
+from pinbench.evaluator.runners.process import JOB, Relay, run_worker, worker_start
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
 
 
@@ -81,15 +73,6 @@ class VenvWarm(WarmEvaluator):
         return self.crashed(-1 if code is None else code, ENDED, tail)
 
 
-def _strings(paths: dict[str, Path]) -> dict[str, str]:
-    return {name: str(where) for name, where in paths.items()}
-
-
-def _stages(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, dict[str, str]]:
-    """A chain's stages' folders (``stage_folders``) as a job names them."""
-    return {name: _strings(files) for name, files in stage_folders(ws, lock, root).items()}
-
-
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -105,7 +88,6 @@ def run(
     env = lock.body.environment
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
-    home = ws.settings.home
     venv = materialise(shared_cache() / "envs", env, say)
     evidence.environment = {
         "runner": "venv",
@@ -114,59 +96,22 @@ def run(
         "built": venv.built,
         "evaluator": evaluator_digest(),
     }
-    data = _strings(store_paths(ws, lock, Kind.DATASET))
-    held_out = _strings(store_paths(ws, lock, "validation"))
-    cache = str(home / "cache" / "inputs")
+    cache = inputs_cache(ws, lock)
     stop = stop or Stop()
-    if warm is not None:
 
-        def write(n: int, job: Path, out: Path) -> None:
-            models = _strings(model_folder(ws, lock, job / FOLDER))
-            write_job(
-                job / "job.json",
-                lock,
-                models,
-                data,
-                cache,
-                trace,
-                allow_pickle,
-                held_out,
-                allow_code=allow_code,
-                stages=_stages(ws, lock, job / "stages"),
-            )
+    def write(job: Path) -> None:
+        write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code)
+
+    if warm is not None:
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
             return VenvWarm(root, venv.python, idle_s)
 
         key = ("venv", venv.digest, evaluator_digest())
-        if run_warm(warm, key, start, lock, evidence, say, stop, write):
+        if run_warm(
+            warm, key, start, lock, evidence, say, stop, lambda _, job, __: write(job / JOB)
+        ):
             return
     with scratch_directory(ws.store.tmp, "run") as tmp:
-        job, out = tmp / "job.json", tmp / "out"
-        out.mkdir()
-        write_job(
-            job,
-            lock,
-            _strings(model_folder(ws, lock, tmp / FOLDER)),
-            data,
-            cache=cache,
-            trace=trace,
-            allow_pickle=allow_pickle,
-            validation=held_out,
-            allow_code=allow_code,
-            stages=_stages(ws, lock, tmp / "stages"),
-        )
-        child = worker_start(venv.python, tmp / "worker", [str(job), str(out)])
-        status, tail = run_child(
-            child.argv,
-            env=child.env,
-            cwd=child.cwd,
-            timeout_s=lock.body.limits.timeout_s,
-            say=say,
-            runner="venv",
-            stop=stop,
-        )
-        if status not in (0, 1):
-            reason = "was killed" if status < 0 else "stopped"
-            raise WorkerCrashed(runner="venv", status=status, reason=reason, tail=tail)
-        collect("venv", out, lock, evidence, status=status, tail=tail)
+        watch = code_watch(ws, lock, venv.path)
+        run_worker(venv.python, tmp, write, lock, evidence, say, stop, runner="venv", watch=watch)

@@ -9,9 +9,9 @@ worker's ``result.json`` wrote. Only the paths ``RUN_BLOBS`` lists are blob refe
 of them is dropped before the host records its own (``evaluator.results``). A blob the host
 comes to store for a run is added here with the code that stores it.
 
-The storage layer holds the list so that ``db.upkeep`` can read it (the evaluator is a layer
-above); it imports nothing of pinbench, and an isolated worker's ``evaluator.results`` reads it
-without the database.
+The artifacts layer (digests, the blob store) holds the list so that ``db.upkeep`` can read it
+(the evaluator is a layer above); it imports nothing of pinbench, and an isolated worker's
+``evaluator.results`` reads it without the database.
 """
 
 from __future__ import annotations
