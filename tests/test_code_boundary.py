@@ -13,6 +13,7 @@ reach the worker from outside the folders the host chose, and what pinbench does
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,17 @@ from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
-from tests.test_processing_code import CODE, POST, PRE, World, _lock, _publish, quiet, world
+from tests.test_processing_code import (
+    CODE,
+    POST,
+    PRE,
+    SAMPLES,
+    World,
+    _lock,
+    _publish,
+    quiet,
+    world,
+)
 
 __all__ = ["world"]  # the processing tests' module fixture, shared here
 
@@ -245,3 +256,73 @@ def test_a_cached_array_that_is_not_the_one_written_is_computed_again_never_scor
     assert again["top1"] == first["top1"] == pytest.approx(HONEST_TOP1, abs=5e-5)
     third = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
     assert third["details"]["preprocess_cache_hit"] is True
+
+
+# --- scoring apart ----------------------------------------------------------------------------
+
+CLAIMS_A_PERFECT_RUN = (
+    "import json as _json\n"
+    "import sys as _sys\n"
+    "from pathlib import Path as _Path\n"
+    "import numpy as _np\n"
+    "_worker = _sys.modules['__main__']  # python -m pinbench.evaluator.worker\n\n"
+    "_job = _json.loads(_Path(_sys.argv[1]).read_text())\n"
+    "_Path(@WHERE@).write_text(_json.dumps(sorted(_job['dataset'])))\n"
+    "_honest = _worker.write_results\n\n\n"
+    "def _perfect(out, lock_digest, evidence, error, environment):\n"
+    "    evidence.metrics.update(top1=1.0, top5=1.0, framework_latency_p50_ns=0.0)\n"
+    "    if evidence.latencies is not None and @ZERO@:\n"
+    "        evidence.latencies = _np.zeros_like(evidence.latencies)\n"
+    "    _honest(out, lock_digest, evidence, error, environment)\n\n\n"
+    "_worker.write_results = _perfect\n\n" + CODE
+)
+"""Issue 63's third reproduction, as a model's code: it rewrites what the evaluator hands back
+(top-1 1.0000, a p50 of 0 µs) and notes which dataset files it was given."""
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_what_the_code_claims_is_not_recorded_and_it_never_sees_the_labels(
+    world: World, tmp_path: Path, runner: str
+) -> None:
+    """The host scores the answers against labels it alone reads: the code's claim of a
+    perfect top-1 is not recorded, its framework figures are the host's from the raw
+    latencies, and the dataset's labels file was never handed to it."""
+    ws = world.home.ws
+    given = tmp_path / "given.json"
+    honest = show_run(
+        ws, run_lockfile(ws, world.lock, runner=runner, say=quiet, allow_code=True).id
+    )
+    claims = CLAIMS_A_PERFECT_RUN.replace("@WHERE@", repr(str(given))).replace("@ZERO@", "False")
+    model = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        f"9.4.{runner == 'venv':d}",
+        preprocess=PRE,
+        postprocess=POST,
+        code=claims,
+    )
+    recorded = show_run(
+        ws, run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True).id
+    )
+    assert recorded["status"] == "succeeded"
+    assert recorded["top1"] == honest["top1"] < 1.0
+    assert recorded["framework_latency_p50_ns"] > 0
+    handed = json.loads(given.read_text())
+    assert "labels.npy" not in handed and len(handed) == SAMPLES  # the samples, no truth
+
+
+def test_latencies_the_host_clock_cannot_have_seen_are_refused(
+    world: World, tmp_path: Path
+) -> None:
+    """Calls that took no time are not measurements: the run fails saying so."""
+    from pinbench.evaluator.results import InvalidResults
+
+    ws = world.home.ws
+    where = repr(str(tmp_path / "given.json"))
+    claims = CLAIMS_A_PERFECT_RUN.replace("@WHERE@", where).replace("@ZERO@", "True")
+    model = _publish(
+        ws, tmp_path, world.catalog, "9.5.0", preprocess=PRE, postprocess=POST, code=claims
+    )
+    with pytest.raises(InvalidResults, match="a call that took no time"):
+        run_lockfile(ws, _lock(ws, model), runner="venv", say=quiet, allow_code=True)

@@ -25,7 +25,7 @@ from pinbench.chains.spec import (
 )
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
-from pinbench.evaluator.job import Evidence, Job, Say, files_of
+from pinbench.evaluator.job import Evidence, Job, Say, files_of, truth_withheld
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.output_axes import batch_axes, perms, reorder
@@ -53,8 +53,10 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     check_output_steps(body.model.outputs)
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
-    samples = load_samples(body.dataset, files_of(job.lock, Kind.DATASET), job.data_paths)
-    if accuracy and not samples.has_truth:
+    withheld = truth_withheld(job.lock)  # the host reads it and scores (``scoring``)
+    data = files_of(job.lock, Kind.DATASET)
+    samples = load_samples(body.dataset, data, job.data_paths, truth=not withheld)
+    if accuracy and not withheld and not samples.has_truth:
         raise DatasetError(
             dataset=f"{body.dataset.name}@{body.dataset.version}",
             reason="an accuracy run needs labels and this dataset has none",
@@ -84,7 +86,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         say=say,
         stop=job.stop,
     )
-    from pinbench.evaluator.measure import feed_details, warm_up
+    from pinbench.evaluator.measure import feed_details, keep_answers, warm_up
 
     details = feed_details(feed, body, scenario)
     evidence.details.update(details, chain=_record(job.lock, chain, codes))
@@ -140,14 +142,8 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
             }  # fmt: skip
     evidence.details["loadgen"] = measurement.loadgen
     evidence.latencies = calls  # the raw series of framework_latency_* (gate, rerun verdict)
-    if accuracy and scorer is not None:
-        answers = {i: reorder(a, transposed) for i, a in measurement.outputs.items()}
-        scored = scorer.score(answers, feed.arrays)
-        evidence.metrics.update(scored.metrics)
-        evidence.outputs = scored.outputs
-        if scored.outputs_name is not None:
-            evidence.details["outputs_name"] = scored.outputs_name
-        evidence.details.update(scored.details)
+    if accuracy:  # scored by the host, which holds the ground truth (``scoring``)
+        keep_answers(evidence, body.dataset.task, measurement.outputs, transposed, feed.arrays)
 
 
 def _files(job: Job, stage: LockedStage) -> ModelFiles:

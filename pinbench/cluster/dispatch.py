@@ -184,6 +184,8 @@ class OnSystem:
 
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory
+        from pinbench.evaluator.answers import ANSWERS
+        from pinbench.evaluator.answers import MAX_BYTES as MAX_ANSWERS_BYTES
         from pinbench.evaluator.results import (
             GRAPH,
             LATENCIES,
@@ -198,6 +200,7 @@ class OnSystem:
             TOKENS,
             TRACE,
             WEIGHTS,
+            adopt,
             read_results,
         )
         from pinbench.evaluator.runners.process import EvaluationFailed
@@ -211,6 +214,7 @@ class OnSystem:
             TOKENS: MAX_ARRAY_BYTES,  # a generation run's per-answer token counts
             GRAPH: MAX_GRAPH_BYTES,  # a graph-optimization run's optimized graph
             POSTPROCESS: MAX_ARRAY_BYTES,  # a model's postprocess code's times
+            ANSWERS: MAX_ANSWERS_BYTES,  # an accuracy run's answers, scored by the server
         }
         if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
             raise AgentAnswerRefused(self.system, "not a packed result")
@@ -240,12 +244,7 @@ class OnSystem:
             for name, data in files.items():
                 (folder / name).write_bytes(data)
             result, got = read_results(folder, lock.digest.hex)
-        evidence.frameworks.update(got.frameworks)
-        evidence.details.update(got.details)
-        evidence.metrics = got.metrics
-        evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
-        evidence.weights, evidence.tokens, evidence.graph = got.weights, got.tokens, got.graph
-        evidence.postprocess = got.postprocess
+        adopt(evidence, got)
         evidence.environment.update(environment)
         if result.status == "failed":
             raise EvaluationFailed(

@@ -83,9 +83,11 @@ class Samples:
 
 
 def load_samples(
-    dataset: LockedDataset, artifact: LockedArtifact, paths: dict[str, Path]
+    dataset: LockedDataset, artifact: LockedArtifact, paths: dict[str, Path], *, truth: bool = True
 ) -> Samples:
-    """The dataset's samples (an array read, or the files listed) and its labels."""
+    """The dataset's samples (an array read, or the files listed) and its labels; without
+    them for ``truth=False`` (an evaluator the ground truth is withheld from: ``paths`` then
+    lacks its files, ``job.truth_paths``)."""
     ref = f"{dataset.name}@{dataset.version}"
     data = dataset.data
     if data is None:
@@ -121,6 +123,8 @@ def load_samples(
         raise DatasetError(
             dataset=ref, reason=f"its manifest declares {dataset.samples} samples, it holds {count}"
         )
+    if not truth:
+        return Samples(array, files, data.format, texts=texts)
     from pinbench.tasks.base import TruthSource
     from pinbench.tasks.registry import task
 
@@ -128,10 +132,10 @@ def load_samples(
         dataset, ref, listed, count, data.path if listed is not None else None, paths
     )
     try:
-        truth = task(dataset.task).read_truth(source)
+        found = task(dataset.task).read_truth(source)
     except LabelProblem as exc:
         raise DatasetError(dataset=ref, reason=str(exc)) from None
-    return Samples(array, files, data.format, texts=texts, **truth)
+    return Samples(array, files, data.format, texts=texts, **found)
 
 
 def read_text_lines(path: Path, *, where: str) -> list[str]:

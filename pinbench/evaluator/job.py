@@ -79,6 +79,13 @@ class Evidence:
     postprocess: npt.NDArray[np.int64] | None = None
     """The raw times (ns) of a model's ``postprocess`` code, one per sample answered
     (``pinbench.processing.post``), stored as a blob."""
+    answers: dict[int, dict[str, npt.NDArray[np.generic]]] | None = None
+    """An accuracy run scored apart (``scored_apart``): the outputs the system under test gave
+    for each sample index, by output name, each with a batch axis of one; the host scores
+    them (``evaluator.scoring``)."""
+    scored_inputs: dict[str, npt.NDArray[np.generic]] | None = None
+    """With ``answers``, for a task that reads the model's inputs as it scores (an attention
+    mask, a frame count: ``Task.scores_inputs``): those inputs, every sample's."""
 
 
 def model_files(job: Job) -> ModelFiles:
@@ -112,9 +119,51 @@ ROLES = ("model", "dataset", "validation")
 training run's validation split."""
 
 
-def pinned_files(lock: Lockfile, role: Kind | str) -> list[LockedFile]:
+def scored_apart(lock: Lockfile) -> bool:
+    """Whether the host scores this lockfile's run apart from the system under test (MLPerf's
+    accuracy script; issue 63): a model's or a chain's run on a dataset. Its evaluator is
+    handed the dataset's files but for its ground truth (``truth_paths``) and returns its
+    outputs; the host reads the truth and scores them. Training, operator and text-generation
+    runs score where they run."""
+    body = lock.body
+    return (
+        body.model is not None
+        and body.dataset is not None
+        and body.training is None
+        and body.operator is None
+        and body.request.generation is None
+    )
+
+
+def truth_paths(lock: Lockfile) -> set[str]:
+    """The dataset's files that hold its ground truth and nothing the model is fed: its
+    ``labels.path`` (a file, or a folder of masks) and ``labels.names``, unless the samples are
+    read from the same path (the truth is then in the inputs: a text file of pairs, a sample
+    file's own folder name)."""
+    dataset = lock.body.dataset
+    if dataset is None:
+        return set()
+    data = dataset.data.path if dataset.data is not None else None
+    named = {p for p in (dataset.labels.path, dataset.labels.names) if p not in (None, ".", data)}
+    found = set()
+    for f in pinned_files(lock, "dataset", truth=True):
+        if f.path in named or any(f.path.startswith(p.rstrip("/") + "/") for p in named):
+            found.add(f.path)
+    return found
+
+
+def truth_withheld(lock: Lockfile) -> bool:
+    """Whether the evaluator runs without the dataset's ground truth: the run is scored apart
+    and the truth is in files of its own (``truth_paths``). Where it is not, the evaluator reads
+    it as before (a chain of stages, a run the host does not score, truth in the inputs)."""
+    return scored_apart(lock) and bool(truth_paths(lock))
+
+
+def pinned_files(lock: Lockfile, role: Kind | str, *, truth: bool = False) -> list[LockedFile]:
     """The files of the artifact in ``role`` (a kind names its role); none for a role the
-    lockfile has not (an operator benchmark pins no model or dataset)."""
+    lockfile has not (an operator benchmark pins no model or dataset). A run scored apart
+    (``scored_apart``) is handed its dataset without its ground truth (``truth_paths``) unless
+    ``truth`` (the host, which scores)."""
     role = role.value if isinstance(role, Kind) else role
     body = lock.body
     locked = {"model": body.model, "dataset": body.dataset, "validation": body.validation}[role]
@@ -123,5 +172,8 @@ def pinned_files(lock: Lockfile, role: Kind | str) -> list[LockedFile]:
     kind = Kind.MODEL if role == "model" else Kind.DATASET
     for art in body.artifacts:
         if art.kind == kind.value and art.name == locked.name:
-            return art.files
+            if role != "dataset" or truth or not scored_apart(lock):
+                return art.files
+            withheld = truth_paths(lock)  # empty where the truth is in the inputs
+            return [f for f in art.files if f.path not in withheld]
     raise UserError(f"the lockfile pins no {kind.value} {locked.name}")

@@ -21,7 +21,7 @@ from pinbench.energy.meter import record as record_energy
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.feed import prepare
-from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
+from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files, truth_withheld
 from pinbench.evaluator.output_axes import batch_axes, perms, reorder
 from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import Predictor
@@ -139,8 +139,9 @@ def _evaluate(
     check_output_steps(body.model.outputs)  # as publish does: a manifest stored before it
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
-    samples = load_samples(body.dataset, data_art, job.data_paths)
-    if accuracy and not samples.has_truth:
+    withheld = truth_withheld(job.lock)  # the host reads it and scores (``scoring``)
+    samples = load_samples(body.dataset, data_art, job.data_paths, truth=not withheld)
+    if accuracy and not withheld and not samples.has_truth:
         raise DatasetError(
             dataset=f"{body.dataset.name}@{body.dataset.version}",
             reason="an accuracy run needs labels and this dataset has none",
@@ -256,15 +257,19 @@ def _evaluate(
     if code is not None:  # timed apart, outside the framework's timed region
         with recorder.phase("postprocess (code)"):
             measurement.outputs = code.every(measurement.outputs, job.stop, evidence, say)
-    if accuracy and scorer is not None:
-        with recorder.phase("postprocess (accuracy)"):
-            answers = {i: reorder(a, transposed) for i, a in measurement.outputs.items()}
-            scored = scorer.score(answers, feed.arrays)
-        evidence.metrics.update(scored.metrics)
-        evidence.outputs = scored.outputs
-        if scored.outputs_name is not None:
-            evidence.details["outputs_name"] = scored.outputs_name
-        evidence.details.update(scored.details)
+    if accuracy:  # scored by the host, which holds the ground truth (``scoring``)
+        keep_answers(evidence, body.dataset.task, measurement.outputs, transposed, feed.arrays)
+
+
+def keep_answers(
+    evidence: Evidence, task_name: str, outputs: dict[int, Any], transposed: Any, arrays: Any
+) -> None:
+    """An accuracy run's answers for the host to score (``Evidence.answers``): every sample's
+    outputs as the scorer reads them (a transpose step's applied), with the model's inputs for
+    a task that reads them as it scores."""
+    evidence.answers = {i: reorder(a, transposed) for i, a in outputs.items()}
+    if task(task_name).scores_inputs:
+        evidence.scored_inputs = dict(arrays)
 
 
 def feed_details(feed: Any, body: Any, scenario: Any) -> dict[str, Any]:

@@ -18,6 +18,8 @@ import numpy.typing as npt
 
 from pinbench.artifacts.blob_keys import RUN_BLOBS, BlobKey, drop
 from pinbench.errors import UserError
+from pinbench.evaluator.answers import ANSWERS, AnswersUnreadable, read_answers, write_answers
+from pinbench.evaluator.answers import MAX_BYTES as MAX_ANSWERS_BYTES
 from pinbench.evaluator.job import Evidence
 from pinbench.transforms.result import LEGACY_GRAPH_SHA256
 
@@ -89,6 +91,10 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     tokens: bool = False
     graph: bool = False
     postprocess: bool = False
+    answers: list[str] | None = None
+    """An accuracy run's answers (``answers.ANSWERS``): the output names, in the file's order."""
+    scored_inputs: list[str] = msgspec.field(default_factory=list)
+    """The model inputs in the same file, for a task that scores with them."""
 
 
 class InvalidResults(UserError):
@@ -115,6 +121,12 @@ def write_results(
         (out / GRAPH).write_bytes(evidence.graph)
     if evidence.postprocess is not None:
         np.save(out / POSTPROCESS, evidence.postprocess, allow_pickle=False)
+    answers: tuple[list[str], list[str]] | None = None
+    if evidence.answers is not None and not error:
+        try:
+            answers = write_answers(out / ANSWERS, evidence.answers, evidence.scored_inputs)
+        except AnswersUnreadable as exc:
+            error = f"the model's answers cannot be handed to the host: {exc}"
     result = WorkerResult(
         format=FORMAT,
         lockfile=lock_digest,
@@ -131,6 +143,8 @@ def write_results(
         tokens=evidence.tokens is not None,
         graph=evidence.graph is not None,
         postprocess=evidence.postprocess is not None,
+        answers=answers[0] if answers is not None else None,
+        scored_inputs=answers[1] if answers is not None else [],
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -207,7 +221,49 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         if times.dtype != np.int64 or times.ndim != 1 or (times < 0).any():
             raise InvalidResults(reason=f"{POSTPROCESS} must be a 1-D int64 array of times")
         evidence.postprocess = times
+    if result.answers is not None:
+        _check_file(out / ANSWERS, MAX_ANSWERS_BYTES)
+        try:
+            evidence.answers, evidence.scored_inputs = read_answers(
+                out / ANSWERS, result.answers, result.scored_inputs
+            )
+        except AnswersUnreadable as exc:
+            raise InvalidResults(reason=f"{ANSWERS}: {exc}") from None
     return result, evidence
+
+
+def check_timings(scenario: str, latencies: npt.NDArray[Any] | None, wall_ns: int) -> None:
+    """The host's clock against what an evaluator says it timed (issue 63): no call took no
+    time, none took longer than the evaluator's whole life (``wall_ns``, the host's measure of
+    it), and where calls follow one another (SingleStream, MultiStream) they add up to no more
+    than it either."""
+    if latencies is None or latencies.size == 0:
+        return
+    if int(latencies.min()) <= 0:
+        raise InvalidResults(reason=f"{LATENCIES} holds a call that took no time")
+    if int(latencies.max()) > wall_ns:
+        raise InvalidResults(
+            reason=f"{LATENCIES} holds a call of {int(latencies.max())} ns, longer than the "
+            f"evaluator ran ({wall_ns} ns by the host's clock)"
+        )
+    total = int(latencies.sum(dtype=np.int64))
+    if scenario in ("SingleStream", "MultiStream") and total > wall_ns:
+        raise InvalidResults(
+            reason=f"{LATENCIES} add up to {total} ns of calls made one after another, more "
+            f"than the evaluator ran ({wall_ns} ns by the host's clock)"
+        )
+
+
+def adopt(evidence: Evidence, got: Evidence) -> None:
+    """Take what ``read_results`` read (``got``) into a run's ``evidence``: the one way an
+    isolated evaluator's or an agent's results become a run's (its environment apart)."""
+    evidence.frameworks.update(got.frameworks)
+    evidence.details.update(got.details)
+    evidence.metrics = got.metrics
+    evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
+    evidence.weights, evidence.tokens, evidence.graph = got.weights, got.tokens, got.graph
+    evidence.postprocess = got.postprocess
+    evidence.answers, evidence.scored_inputs = got.answers, got.scored_inputs
 
 
 def _tokens(tokens: npt.NDArray[Any], latencies: npt.NDArray[Any] | None) -> npt.NDArray[Any]:

@@ -41,6 +41,7 @@ from pinbench.evaluator.recording import (
 from pinbench.evaluator.run_blobs import save_array, save_postprocess, save_tokens, save_weights
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
+from pinbench.evaluator.scoring import load_truth, recompute, score_apart
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.evaluator.transformrun import store_graph
 from pinbench.processing.consent import check_code
@@ -212,6 +213,7 @@ def run_lockfile(
         say("verifying every pinned byte")
         with ws.store.held(Digest(f.sha256) for a in lock.body.artifacts for f in a.files):
             verify_lockfile(ws, lock, fetch=fetch, for_run=True)
+            truth = load_truth(ws, lock)  # the host's, withheld from the evaluator (scoring)
             stop.check()
             execute(
                 ws,
@@ -224,7 +226,11 @@ def run_lockfile(
                 stop=stop,
                 warm=warm,
             )
-        stop.check()
+            stop.check()
+            recompute(lock, evidence)
+            if truth is not None:
+                score_apart(ws, lock, evidence, truth)
+            evidence.answers = evidence.scored_inputs = None  # scored, never recorded
         assert evidence.latencies is not None
         attempt.latencies = save_array(ws, evidence.latencies)
         if evidence.trace is not None:

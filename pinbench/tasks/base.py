@@ -146,6 +146,10 @@ class Task(ABC):
     """Answered by generating token by token (``pinbench.evaluator.generation``), not by one
     prediction per sample: a request for it needs a ``generation`` section, scored with
     ``score_answers``."""
+    scores_inputs: ClassVar[bool] = False
+    """Its scorer reads the model's inputs beside the outputs (``Scorer.score``'s ``arrays``:
+    an attention mask to pool by, a frame count): the evaluator hands them to the host with the
+    answers of an accuracy run. Other tasks' scorers are given none."""
     by_file_name: ClassVar[tuple[str, ...]] = ()
     """Label formats that give each sample file its label by the file's name: they need a
     folder of sample files."""

@@ -24,6 +24,7 @@ from pinbench.chains.spec import ChainRefused
 from pinbench.errors import UserError
 from pinbench.evaluator.job import ROLES, Evidence, Say
 from pinbench.evaluator.model_folder import link_or_copy
+from pinbench.evaluator.results import check_timings
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
@@ -240,6 +241,7 @@ def run(
         try:
             evidence.environment["container"] = container.id[:12]
             say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
+            started = time.monotonic_ns()
             try:
                 status, tail = _execute(container, limits.timeout_s, limits.memory_mb, say, stop)
             except WorkerCrashed as exc:
@@ -259,7 +261,9 @@ def run(
                         "(`pinbench images build`)",
                     ) from None
                 raise
+            wall_ns = time.monotonic_ns() - started  # the container's start and end within it
             collect("docker", out, lock, evidence, status=status, tail=tail)
+            check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
         finally:
             with contextlib.suppress(APIError):
                 container.remove(force=True)

@@ -17,7 +17,7 @@ import msgspec
 
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.results import RESULT, JobFile, read_results
+from pinbench.evaluator.results import RESULT, JobFile, adopt, check_timings, read_results
 from pinbench.evaluator.runners.guard import Watched, watched
 from pinbench.evaluator.source import copy_evaluator
 from pinbench.evaluator.stop import Stop
@@ -166,6 +166,7 @@ def run_worker(
     write(job)
     child = worker_start(python, root / "worker", [str(job), str(out)], inherit=inherit)
     with watched(watch):
+        started = time.monotonic_ns()
         status, tail = run_child(
             child.argv,
             env=child.env,
@@ -178,7 +179,9 @@ def run_worker(
         if status not in (0, 1):
             reason = "was killed" if status < 0 else "stopped"
             raise WorkerCrashed(runner=runner, status=status, reason=reason, tail=tail)
+        wall_ns = time.monotonic_ns() - started
         collect(runner, out, lock, evidence, status=status, tail=tail)
+        check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
 
 
 def write_job(
@@ -219,12 +222,7 @@ def collect(
             runner=runner, status=status, reason=f"ended without writing {RESULT}", tail=tail
         )
     result, got = read_results(out, lock.digest.hex)
-    evidence.frameworks.update(got.frameworks)
-    evidence.details.update(got.details)
-    evidence.metrics = got.metrics
-    evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
-    evidence.weights, evidence.graph = got.weights, got.graph
-    evidence.postprocess = got.postprocess
+    adopt(evidence, got)
     evidence.environment["inside"] = dict(result.environment)
     if result.status == "failed":
         raise EvaluationFailed(runner=runner, error=result.error or "failed without a reason")

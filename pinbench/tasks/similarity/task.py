@@ -29,6 +29,7 @@ class NoEmbeddingOutput(UserError):
 class SentenceSimilarity(Task):
     name = "sentence-similarity"
     title = "sentence similarity"
+    scores_inputs = True  # the attention mask its pooling reads
     label_formats = ("similarity-pairs",)
     metrics = (
         Metric("spearman", "Spearman", unit="ratio", headline=True),

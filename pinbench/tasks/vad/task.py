@@ -57,6 +57,7 @@ class SpanPastEnd(UserError):
 class VoiceActivity(Task):
     name = "voice-activity"
     title = "voice activity"
+    scores_inputs = True  # each sample's frame count
     label_formats = (FORMAT,)
     by_file_name = (FORMAT,)
     metrics = (

@@ -1,0 +1,147 @@
+"""Scoring apart from the system under test (MLPerf's accuracy script; issue 63, invariant 15).
+
+The evaluator that runs the model (and any code a user allowed beside it) is handed the
+dataset's files but for its ground truth (``job.truth_paths``) and returns, for an accuracy
+run, its outputs for each sample (``Evidence.answers``). The host, which never ran that code,
+reads the ground truth from its own verified store (``load_truth``, before the run: a dataset
+without truth is refused before anything runs), checks and scores the answers with the task's
+scorer (``score_apart``), and recomputes the framework-call figures from the raw latencies.
+Whatever the evaluator said of a task's metrics, or of those figures, is not recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.scratch import scratch_directory
+from pinbench.chains.spec import stage_artifact
+from pinbench.errors import UserError
+from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
+from pinbench.evaluator.job import Evidence, files_of, pinned_files, scored_apart
+from pinbench.evaluator.latency_metrics import series
+from pinbench.evaluator.runners.local import model_folder, stage_folders
+from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.names import Kind
+from pinbench.tasks.base import Context
+from pinbench.tasks.registry import task
+from pinbench.workspace import Workspace
+
+FRAMEWORK = "framework_latency"
+"""The figures of the raw latencies the host recomputes (``latency_metrics.series``)."""
+
+
+class AnswersRefused(UserError):
+    """The answers an evaluator returned for an accuracy run cannot be scored."""
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"the evaluator's answers were refused: {reason}")
+        self.reason = reason
+
+
+def load_truth(ws: Workspace, lock: Lockfile) -> Samples | None:
+    """The dataset's samples with their ground truth, read by the host from the verified
+    store, for an accuracy run scored apart (none for another run); refused when the dataset
+    has no truth to score against."""
+    body = lock.body
+    if not scored_apart(lock) or body.scenario.mode != "accuracy":
+        return None
+    assert body.dataset is not None
+    paths = {
+        f.path: ws.store.path(Digest(f.sha256))
+        for f in pinned_files(lock, Kind.DATASET, truth=True)
+    }
+    samples = load_samples(body.dataset, files_of(lock, Kind.DATASET), paths)
+    if not samples.has_truth:
+        raise DatasetError(
+            dataset=f"{body.dataset.name}@{body.dataset.version}",
+            reason="an accuracy run needs labels and this dataset has none",
+        )
+    return samples
+
+
+def recompute(lock: Lockfile, evidence: Evidence) -> None:
+    """The figures of the framework calls, from the raw latencies the host keeps, for a run
+    scored apart: what the evaluator said of them is replaced."""
+    if not scored_apart(lock) or evidence.latencies is None:
+        return
+    for key in [k for k in evidence.metrics if k.startswith(FRAMEWORK + "_")]:
+        del evidence.metrics[key]
+    evidence.metrics.update(series(evidence.latencies, FRAMEWORK))
+
+
+def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samples) -> None:
+    """Score an accuracy run's answers (``Evidence.answers``) against ``samples``' ground
+    truth (``load_truth``), as the task's scorer does: the first answer checked as a run
+    checks it before timing, then every one scored; the task's metrics, the recorded outputs
+    and the task's details are the host's."""
+    body = lock.body
+    assert body.model is not None and body.dataset is not None
+    kind = task(body.dataset.task)
+    for key in [k for k in evidence.metrics if kind.metric(k) is not None]:
+        del evidence.metrics[key]  # the evaluator's say on what the host scores
+    evidence.outputs = None
+    evidence.details.pop("outputs_name", None)
+    answers, arrays = evidence.answers, evidence.scored_inputs or {}
+    evidence.answers = evidence.scored_inputs = None
+    if answers is None:
+        raise AnswersRefused(reason="an accuracy run must return its outputs for each sample")
+    _check(answers, arrays, len(samples), kind.scores_inputs)
+    with scratch_directory(ws.store.tmp, "run") as scratch:
+        ref, paths = _scored_model(ws, lock, scratch)
+        scorer = kind.prepare(
+            Context(body.model, ref, paths, body.dataset, samples, True, body.scenario.sample_count)
+        )
+        if scorer is None:
+            return
+        first = min(answers)
+        scorer.check(answers[first], {k: v[first : first + 1] for k, v in arrays.items()}, 1)
+        scored = scorer.score(answers, arrays)
+    undefined = sorted(k for k, v in scored.metrics.items() if not math.isfinite(v))
+    if undefined:
+        raise UndefinedMetric(metric=", ".join(undefined), reason="it came out NaN or infinite")
+    evidence.metrics.update(scored.metrics)
+    evidence.outputs = scored.outputs
+    if scored.outputs_name is not None:
+        evidence.details["outputs_name"] = scored.outputs_name
+    evidence.details.update(scored.details)
+
+
+def _check(answers: dict[int, Any], arrays: dict[str, Any], count: int, inputs: bool) -> None:
+    """Answers for samples the dataset has, each a dict of numeric arrays with a batch axis of
+    one; the inputs a task scores with, one row per sample."""
+    if not answers:
+        raise AnswersRefused(reason="no sample was answered")
+    outside = [i for i in answers if not 0 <= i < count]
+    if outside:
+        raise AnswersRefused(reason=f"sample index {outside[0]} is not among the {count}")
+    for i, answer in answers.items():
+        for name, value in answer.items():
+            if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+                raise AnswersRefused(reason=f"sample {i}'s output {name!r} is not numeric")
+            if value.ndim == 0 or value.shape[0] != 1:
+                raise AnswersRefused(
+                    reason=f"sample {i}'s output {name!r} has shape {list(value.shape)}: "
+                    "its first axis must be the sample's"
+                )
+    if inputs:
+        for name, value in arrays.items():
+            if len(value) != count:
+                raise AnswersRefused(
+                    reason=f"input {name!r} has {len(value)} rows for {count} samples"
+                )
+
+
+def _scored_model(ws: Workspace, lock: Lockfile, scratch: Path) -> tuple[str, dict[str, Path]]:
+    """The scored model's reference and its files placed in ``scratch`` (read, never run: a
+    task may read class names from them): the model's, or a chain's last stage's."""
+    chain = lock.body.chain
+    if chain is None:
+        return files_of(lock, Kind.MODEL).ref, model_folder(ws, lock, scratch / "model")
+    last = chain.stages[-1]
+    return stage_artifact(lock, last).ref, stage_folders(ws, lock, scratch / "stages")[last.name]
