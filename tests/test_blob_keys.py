@@ -23,8 +23,12 @@ from pinbench.evaluator.history import show_run
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.results import read_results, write_results
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.run_blobs import save_postprocess, save_tokens, save_weights
-from pinbench.evaluator.transformrun import store_graph
+from pinbench.evaluator.run_blobs import (
+    save_postprocess,
+    save_tokens,
+    save_weights,
+    store_graph,
+)
 from pinbench.workspace import Workspace
 from tests.test_processing_code import CODE, _lock, _publish, _raw_dataset
 
@@ -108,7 +112,7 @@ BLOBS = [
     ("a training run's final weights (run_blobs.save_weights)", ("training", "weights_sha256")),
     ("a generation run's token times (run_blobs.save_tokens)", ("generation", "tokens_sha256")),
     (
-        "a graph optimization's optimized graph (transformrun.store_graph, decision 180)",
+        "a graph optimization's optimized graph (run_blobs.store_graph, decision 180)",
         ("transform", "optimized_graph_sha256"),
     ),
 ]

@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from pinbench.chains.spec import ChainRefused
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
@@ -190,7 +190,13 @@ def test_the_ocr_chain_reads_as_its_graphs_by_hand_and_as_ddddocr(ocr: Any, tmp_
     run_lockfile(ws, lock, say=quiet, allow_code=True)
     run = list_runs(ws)[0]
     assert run["status"] == "succeeded", run.get("error")
-    details = show_run(ws, run["id"])["details"]
+    shown = show_run(ws, run["id"])
+    details = shown["details"]
+    # the raw latencies are the framework calls' nanoseconds, one a query (a fan-out's count
+    # of calls per query was recorded in their place, as float64, before they were checked)
+    latencies = latencies_of(ws, shown["latencies_sha256"])
+    assert latencies.dtype == np.int64 and latencies.size == len(TEXTS)
+    assert shown["framework_latency_max_ns"] == float(latencies.max())
     read = [s["text"] for s in details["samples"]]
     assert [s["truth"] for s in details["samples"]] == TEXTS
 

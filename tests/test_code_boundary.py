@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pinbench import catalog as builtin
+from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.warm import WarmPool
@@ -231,6 +232,12 @@ def test_the_local_runner_runs_code_in_a_process_of_its_own(world: World, tmp_pa
     assert recorded["status"] == "succeeded"
     assert int(where.read_text()) != os.getpid()
     assert recorded["details"]["environment"]["process"] == "child"
+    # labelled wherever a report names it: its timings are those of a system that ran code
+    from pinbench.reports.data import gather
+
+    (shown,) = gather(ws, [outcome.id]).runs
+    assert shown.label.endswith(" +code")
+    assert shown.code == [Digest.of_bytes(code.encode()).hex] * 2  # preprocess, postprocess
 
 
 # --- cached inputs ----------------------------------------------------------------------------
@@ -326,3 +333,44 @@ def test_latencies_the_host_clock_cannot_have_seen_are_refused(
     )
     with pytest.raises(InvalidResults, match="a call that took no time"):
         run_lockfile(ws, _lock(ws, model), runner="venv", say=quiet, allow_code=True)
+
+
+OUTLIVES_ITS_WORKER = (
+    "import os as _os\n"
+    "import subprocess as _subprocess\n"
+    "import sys as _sys\n\n"
+    "_subprocess.Popen([_sys.executable, '-c', '''\n"
+    "import os, time\n"
+    "parent = os.getppid()\n"
+    "while os.getppid() == parent:\n"
+    "    time.sleep(0.01)\n"
+    "time.sleep(0.5)\n"
+    "open(@MARK@, 'w').write('outlived the run')\n"
+    "'''], stdin=_subprocess.DEVNULL, stdout=_subprocess.DEVNULL, stderr=_subprocess.DEVNULL)\n\n"
+    + CODE
+)
+"""Code that leaves a process behind to act once its worker has ended (and the host has
+looked at what it changed)."""
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_a_process_the_code_started_ends_with_its_worker(
+    world: World, tmp_path: Path, runner: str
+) -> None:
+    import time
+
+    mark = tmp_path / "outlived.mark"
+    code = OUTLIVES_ITS_WORKER.replace("@MARK@", repr(str(mark)))
+    ws = world.home.ws
+    model = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        f"9.6.{runner == 'venv':d}",
+        preprocess=PRE,
+        postprocess=POST,
+        code=code,
+    )
+    run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True)
+    time.sleep(1.5)
+    assert not mark.exists()

@@ -128,7 +128,14 @@ def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(registry: Any) -> 
         for ours, theirs in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rouge_l", "rougeL")):
             expected = float(np.mean([s[theirs].fmeasure for s in scores]))
             assert m[ours + suffix] == pytest.approx(expected, abs=1e-12), ours + suffix
-    assert m["rouge1"] != m["rouge1_unstemmed"]  # the catalog's answers differ in inflections
+    # the two variants are told apart whatever the catalog's answers (they differed in
+    # inflections where the catalog's weights were trained with AVX2, not with AVX-512)
+    from pinbench.tasks.registry import task
+
+    inflected = task("text-generation").score_answers(
+        ["the cats were running"], ["the cat runs"], [(1.0, 1)]
+    )
+    assert inflected["rouge1"] > inflected["rouge1_unstemmed"]
     exact = np.mean([s["answer"].strip() == s["reference"].strip() for s in samples])
     assert m["exact_match"] == pytest.approx(exact)
     assert 1.0 < m["perplexity"] < 512  # better than guessing among 512 tokens

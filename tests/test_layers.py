@@ -322,3 +322,41 @@ def test_a_face_that_imports_beneath_the_api_is_caught(tmp_path: Path) -> None:
         "def f():\n    from pinbench.registry import catalog\n    import pinbench.db\n"
     )
     assert _run_time_imports(face) == {"pinbench.registry", "pinbench.db"}
+
+
+SYSTEM_UNDER_TEST = "pinbench.evaluator.worker"
+"""The evaluator process: it runs the model and the code a user allowed beside it."""
+HOST_ONLY = (
+    "pinbench.db",
+    "pinbench.workspace",
+    "pinbench.evaluator.scoring",
+    "pinbench.evaluator.run",
+    "pinbench.evaluator.recording",
+    "pinbench.provenance",
+)
+"""What judges and records a run: the database, the scorer that holds the ground truth, the
+recorder, the signed provenance (issue 63; docs/architecture.md)."""
+
+
+def test_the_evaluator_imports_nothing_that_scores_or_records() -> None:
+    """MLPerf keeps the system under test apart from its accuracy script: everything the
+    evaluator process can import (following every import, in functions too) is on the side
+    that runs beside the model; the host's scoring and recording, and the database, are not."""
+    seen, todo, by = {SYSTEM_UNDER_TEST}, [SYSTEM_UNDER_TEST], {}
+    while todo:
+        module = todo.pop()
+        for target in _imports(MODULES[module], top_only=False):
+            if target not in seen:
+                seen.add(target)
+                by[target] = module
+                todo.append(target)
+    reached = {}
+    for module in seen:
+        if not any(module == h or module.startswith(h + ".") for h in HOST_ONLY):
+            continue
+        path, at = [module], module
+        while at in by:
+            at = by[at]
+            path.append(at)
+        reached[module] = " <- ".join(path)
+    assert reached == {}

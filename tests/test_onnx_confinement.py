@@ -763,7 +763,7 @@ def test_every_runner_hands_the_model_a_folder_of_its_own(
             _own_folder(seen[-1], digits)  # checked while the run's folder exists
             real_write(path, lock, model, *rest, **named)
 
-        monkeypatch.setattr("pinbench.evaluator.runners.venv.write_job", spy_write)
+        monkeypatch.setattr("pinbench.evaluator.runners.local.write_job", spy_write)
     pool = WarmPool.in_scratch(digits.store.tmp) if runner == "venv-warm" else None
     try:
         outcome = run_lockfile(

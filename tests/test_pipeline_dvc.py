@@ -76,11 +76,15 @@ AMX_OUTS: dict[str, dict[str, Any]] = {
 
 
 def _has_amx() -> bool:
-    """An x86-64 CPU with Intel's AMX tiles (``amx_tile`` among /proc/cpuinfo's flags)."""
+    """An Intel x86-64 CPU with AVX-512 (``GenuineIntel`` and ``avx512f`` in /proc/cpuinfo):
+    Sapphire Rapids with AMX tiles, where the AMX outputs were first seen, and an Intel Xeon
+    with AVX-512 and no AMX (2026-11-27, at 29aa808: the same four digests). The AMD EPYC
+    machines the committed lock comes from wrote the AVX2 outputs."""
     try:
-        return " amx_tile" in Path("/proc/cpuinfo").read_text()
+        info = Path("/proc/cpuinfo").read_text()
     except OSError:
         return False
+    return "GenuineIntel" in info and " avx512f" in info
 
 
 def _fresh_copy(dest: Path) -> None:

@@ -29,7 +29,7 @@ RUN_BLOBS: tuple[BlobKey, ...] = (
     ("postprocess_latencies_sha256",),  # postprocess code's times (run_blobs.save_postprocess)
     ("training", "weights_sha256"),  # a training run's final weights (run_blobs.save_weights)
     ("generation", "tokens_sha256"),  # a generation run's token times (run_blobs.save_tokens)
-    ("transform", "optimized_graph_sha256"),  # the optimized graph (transformrun.store_graph)
+    ("transform", "optimized_graph_sha256"),  # the optimized graph (run_blobs.store_graph)
 )
 """Every key of a run's details whose value the host stores as a blob when it records the run,
 by its path in the details. The run's latencies and trace are columns of their own."""

@@ -86,7 +86,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         say=say,
         stop=job.stop,
     )
-    from pinbench.evaluator.measure import feed_details, keep_answers, warm_up
+    from pinbench.evaluator.measure import check_first, feed_details, keep_answers, warm_up
 
     details = feed_details(feed, body, scenario)
     evidence.details.update(details, chain=_record(job.lock, chain, codes))
@@ -106,8 +106,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         stages[0].predictor.check_input(feed.inputs[:1])
         transposed = perms(body.model.outputs)
         answer = reorder(chained.predict(first), transposed)  # every stage's feed checked
-        if scorer is not None:
-            scorer.check(answer, {k: v[:1] for k, v in feed.arrays.items()}, 1)
+        check_first(scorer, answer, feed.arrays, 1, body.model.outputs, accuracy)
 
         expected, _, _ = warm_up(chained.predict, first, options.warmup, job.stop)
         chained.timing = True
@@ -135,10 +134,10 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     summary = {k: v for k, v in measurement.summary().items() if k not in framework}
     evidence.metrics = {**summary, **whole, **framework, **chained.metrics()}
     for entry, opened in zip(evidence.details["chain"]["stages"], stages, strict=True):
-        if opened.join is not None:
-            calls = np.array(opened.calls, dtype=np.float64)
+        if opened.join is not None:  # not ``calls``: those are the run's latencies
+            fanned = np.array(opened.calls, dtype=np.float64)
             entry["calls_per_query"] = {
-                "min": float(calls.min()), "mean": float(calls.mean()), "max": float(calls.max())
+                "min": float(fanned.min()), "mean": float(fanned.mean()), "max": float(fanned.max())
             }  # fmt: skip
     evidence.details["loadgen"] = measurement.loadgen
     evidence.latencies = calls  # the raw series of framework_latency_* (gate, rerun verdict)

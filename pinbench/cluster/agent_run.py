@@ -22,7 +22,7 @@ from pinbench.artifacts.store import BlobStore
 from pinbench.config import Settings
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.stop import RunStopped, Stop
-from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -34,6 +34,21 @@ Say = Callable[[str], None]
 MAX_RESULT_FILES = 8
 
 
+def handed(lock: Lockfile) -> list[tuple[LockedArtifact, LockedFile]]:
+    """The pinned files an agent fetches and verifies: every artifact's but the dataset's
+    ground truth of a run the server scores (``job.truth_paths``): the agent's machine runs the
+    system under test, and the truth stays with the server."""
+    from pinbench.evaluator.job import scored_apart, truth_paths
+
+    withheld = truth_paths(lock) if scored_apart(lock) else set()
+    return [
+        (art, f)
+        for art in lock.body.artifacts
+        for f in art.files
+        if not (art.kind == "dataset" and f.path in withheld)
+    ]
+
+
 def fetch_pinned(store: BlobStore, lock: Lockfile, server: str, token: str, say: Say) -> int:
     """Download the pinned blobs ``store`` lacks from ``server``; return how many."""
     from pinbench.remote import Remote
@@ -41,24 +56,23 @@ def fetch_pinned(store: BlobStore, lock: Lockfile, server: str, token: str, say:
     fetched = 0
     remote = Remote(server, token)
     try:
-        for art in lock.body.artifacts:
-            for f in art.files:
-                digest = Digest(f.sha256)
-                if store.has(digest):
-                    continue
-                label = f"{art.ref}:{f.path}"
-                say(f"fetching {label} ({f.size:,} bytes) by digest")
-                writer = store.writer()
-                try:
-                    for chunk in remote.blob(digest.hex):
-                        writer.write(chunk)
-                    staged = writer.finish(label=label, expected=digest, size=f.size)
-                except BaseException:
-                    writer.abort()
-                    raise
-                with store.locked():
-                    store.commit(staged)
-                fetched += 1
+        for art, f in handed(lock):
+            digest = Digest(f.sha256)
+            if store.has(digest):
+                continue
+            label = f"{art.ref}:{f.path}"
+            say(f"fetching {label} ({f.size:,} bytes) by digest")
+            writer = store.writer()
+            try:
+                for chunk in remote.blob(digest.hex):
+                    writer.write(chunk)
+                staged = writer.finish(label=label, expected=digest, size=f.size)
+            except BaseException:
+                writer.abort()
+                raise
+            with store.locked():
+                store.commit(staged)
+            fetched += 1
     finally:
         remote.close()
     return fetched
@@ -98,9 +112,8 @@ def run_here(
         ws.store.create()
         fetched = fetch_pinned(ws.store, lock, server, token, say)
         say("verifying every pinned byte on this agent")
-        for art in lock.body.artifacts:
-            for f in art.files:
-                ws.store.verify(Digest(f.sha256), label=f"{art.ref}:{f.path}")
+        for art, f in handed(lock):
+            ws.store.verify(Digest(f.sha256), label=f"{art.ref}:{f.path}")
         chosen = choose_server_runner(runner, lock, allowed)  # ``auto``: this machine's answer
         evidence = Evidence()
         error = None

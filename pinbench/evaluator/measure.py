@@ -36,6 +36,7 @@ from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
 from pinbench.tasks.base import Context
 from pinbench.tasks.registry import task
+from pinbench.tasks.shapes import check_batch_axis
 from pinbench.trace.recorder import Recorder
 
 
@@ -211,8 +212,7 @@ def _evaluate(
             answer = code.first(answer, len(first))
         transposed = perms(body.model.outputs)
         answer = reorder(answer, transposed)  # a transpose step's, refused here if it can't
-        if scorer is not None:  # in every mode: a declared output is honoured or refused
-            scorer.check(answer, {k: v[: len(first)] for k, v in feed.arrays.items()}, len(first))
+        check_first(scorer, answer, feed.arrays, len(first), body.model.outputs, accuracy)
         predict: Callable[[Any], Any] = predictor.predict
         if transform is not None:  # validated before anything is timed; measured transformed
             from pinbench.evaluator.transformrun import validate_inference
@@ -259,6 +259,19 @@ def _evaluate(
             measurement.outputs = code.every(measurement.outputs, job.stop, evidence, say)
     if accuracy:  # scored by the host, which holds the ground truth (``scoring``)
         keep_answers(evidence, body.dataset.task, measurement.outputs, transposed, feed.arrays)
+
+
+def check_first(
+    scorer: Any, answer: Any, arrays: Any, batch: int, outputs: Any, accuracy: bool
+) -> None:
+    """The first answer checked before anything is timed, in every mode: by the task's scorer
+    (a declared output is honoured or refused), or, where the scorer needs the ground truth the
+    host holds (``truth_withheld``: the host checks the rest as it scores), each declared
+    output's batch axis."""
+    if scorer is not None:
+        scorer.check(answer, {k: v[:batch] for k, v in arrays.items()}, batch)
+    elif accuracy:
+        check_batch_axis(answer, [str(o.name) for o in outputs], batch)
 
 
 def keep_answers(

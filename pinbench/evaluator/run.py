@@ -38,13 +38,18 @@ from pinbench.evaluator.recording import (
     record_run,
     stopped_from_now,
 )
-from pinbench.evaluator.run_blobs import save_array, save_postprocess, save_tokens, save_weights
+from pinbench.evaluator.run_blobs import (
+    save_array,
+    save_postprocess,
+    save_tokens,
+    save_weights,
+    store_graph,
+)
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
-from pinbench.evaluator.scoring import load_truth, recompute, score_apart
+from pinbench.evaluator.scoring import judge, load_truth
 from pinbench.evaluator.stop import RunStopped, Stop
-from pinbench.evaluator.transformrun import store_graph
-from pinbench.processing.consent import check_code
+from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
 from pinbench.registry.verify import check_against_registry, verify_lockfile
@@ -227,10 +232,7 @@ def run_lockfile(
                 warm=warm,
             )
             stop.check()
-            recompute(lock, evidence)
-            if truth is not None:
-                score_apart(ws, lock, evidence, truth)
-            evidence.answers = evidence.scored_inputs = None  # scored, never recorded
+            judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))
         assert evidence.latencies is not None
         attempt.latencies = save_array(ws, evidence.latencies)
         if evidence.trace is not None:

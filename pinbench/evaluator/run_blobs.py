@@ -14,6 +14,7 @@ import numpy.typing as npt
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.job import Evidence
 from pinbench.registry.lockfile import Lockfile
+from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
 from pinbench.workspace import Workspace
 
 
@@ -51,3 +52,16 @@ def save_array(ws: Workspace, array: npt.NDArray[np.generic]) -> Digest:
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
     return ws.store.put_bytes(buf.getvalue())
+
+
+def store_graph(ws: Workspace, evidence: Evidence) -> None:
+    """Host side: a graph-optimization run's optimized ONNX graph (``evidence.graph``) as a
+    blob, its digest computed here as ``details["transform"]["optimized_graph_sha256"]``
+    (decision 180); no other graph digest is kept (the evaluator's word is not the host's)."""
+    transform = evidence.details.get("transform")
+    graph, evidence.graph = evidence.graph, None
+    if isinstance(transform, dict):
+        transform.pop(LEGACY_GRAPH_SHA256, None)
+        transform.pop(GRAPH_SHA256, None)
+        if graph is not None:
+            transform[GRAPH_SHA256] = ws.store.put_bytes(graph).hex

@@ -24,6 +24,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.job import Evidence, files_of, pinned_files, scored_apart
 from pinbench.evaluator.latency_metrics import series
+from pinbench.evaluator.runners.consented import code_digests
 from pinbench.evaluator.runners.local import model_folder, stage_folders
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import Lockfile
@@ -63,6 +64,22 @@ def load_truth(ws: Workspace, lock: Lockfile) -> Samples | None:
             reason="an accuracy run needs labels and this dataset has none",
         )
     return samples
+
+
+def judge(
+    ws: Workspace, lock: Lockfile, evidence: Evidence, truth: Samples | None, *, code_ran: bool
+) -> None:
+    """What the host does with what an evaluator returned, before it is recorded: it names the
+    code that ran beside the model from the lockfile (``details.code_sha256``), recomputes the
+    framework figures, and scores an accuracy run's answers against ``truth``
+    (``load_truth``); the answers themselves are never recorded."""
+    evidence.details.pop("code_sha256", None)
+    if code_ran:
+        evidence.details["code_sha256"] = code_digests(lock)
+    recompute(lock, evidence)
+    if truth is not None:
+        score_apart(ws, lock, evidence, truth)
+    evidence.answers = evidence.scored_inputs = None
 
 
 def recompute(lock: Lockfile, evidence: Evidence) -> None:

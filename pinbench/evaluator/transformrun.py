@@ -21,7 +21,6 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence, Job
     from pinbench.transforms.result import TransformRecord
-    from pinbench.workspace import Workspace
 
 SAMPLES = 512
 Predict = Callable[[Any], dict[str, Any]]
@@ -78,18 +77,3 @@ def keep(record: TransformRecord, evidence: Evidence, say: Callable[[str], None]
     evidence.details["transform"] = record.details()
     evidence.metrics.update(record.metrics())
     record.check()
-
-
-def store_graph(ws: Workspace, evidence: Evidence) -> None:
-    """Host side: a graph-optimization run's optimized ONNX graph (``evidence.graph``) as a
-    blob, its digest computed here as ``details["transform"]["optimized_graph_sha256"]``
-    (decision 180); no other graph digest is kept (the evaluator's word is not the host's)."""
-    from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
-
-    transform = evidence.details.get("transform")
-    graph, evidence.graph = evidence.graph, None
-    if isinstance(transform, dict):
-        transform.pop(LEGACY_GRAPH_SHA256, None)
-        transform.pop(GRAPH_SHA256, None)
-        if graph is not None:
-            transform[GRAPH_SHA256] = ws.store.put_bytes(graph).hex

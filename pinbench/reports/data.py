@@ -57,7 +57,18 @@ class RunData:
             op = (result.get("spec") or {}).get("op", "operator")
             return f"{i['id'][:8]} {op} {result.get('framework') or framework}{traced}"
         model = i["model"].split("@")[0].rsplit("/", 1)[-1]
-        return f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}{traced}"
+        code = " +code" if self.code else ""
+        label = f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}"
+        return label + traced + code
+
+    @property
+    def code(self) -> list[str]:
+        """The sha256 of each piece of code a user allowed that ran beside the model (a
+        manifest's processing, a chain's code between stages; docs/security.md), as the host
+        recorded it from the lockfile: its label says ``+code``, its timings are those of a
+        system that ran it."""
+        found = (self.info.get("details") or {}).get("code_sha256") or []
+        return [str(d) for d in found] if isinstance(found, list) else []
 
     @property
     def level(self) -> str:

@@ -21,6 +21,7 @@ from pinbench.evaluator.source import PACKAGE
 from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
+from pinbench.registry.processing_code import Code
 from pinbench.workspace import Workspace
 
 
@@ -50,3 +51,28 @@ def code_watch(ws: Workspace, lock: Lockfile, environment: Path | None) -> list[
     root = ws.settings.home / "cache" / "inputs"
     trees.append(Watched("the inputs cached for other runs", root, "files", inputs_cache(ws, lock)))
     return trees
+
+
+def code_digests(lock: Lockfile) -> list[str]:
+    """The sha256 of every piece of code ``lock`` runs beside its model, from the lockfile
+    alone (a file's pinned digest, an inline code's UTF-8): a manifest's ``preprocess`` and
+    ``postprocess``, a chain's stage code and join. What a run that carried code records of it
+    (``details.code_sha256``), whatever its evaluator said."""
+    from pinbench.chains.spec import stage_artifact
+
+    def digest(code: Code, files: dict[str, str]) -> str:
+        if code.file is not None:
+            return files[code.file]
+        assert code.code is not None
+        return Digest.of_bytes(code.code.encode("utf-8")).hex
+
+    found = []
+    model, art = lock.body.model, lock.artifact(Kind.MODEL)
+    if model is not None and art is not None:
+        files = {f.path: f.sha256 for f in art.files}
+        found += [digest(c, files) for c in (model.preprocess, model.postprocess) if c]
+    chain = lock.body.chain
+    for stage in chain.stages if chain is not None else []:
+        files = {f.path: f.sha256 for f in stage_artifact(lock, stage).files}
+        found += [digest(c, files) for c in (stage.code, stage.join) if c]
+    return found

@@ -132,7 +132,7 @@ class ActivityScorer(Scorer):
         probabilities = self._per_frame(answer, batch, int(counts.max()))
         for row, count in enumerate(counts):
             self._probabilities(probabilities[row, :count])
-        if self.context.accuracy:
+        if self.context.accuracy and self.context.samples.truth is not None:  # the host's
             for index, count in enumerate(counts):
                 self._speech(index, int(count))
 
