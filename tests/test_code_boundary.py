@@ -14,7 +14,6 @@ reach the worker from outside the folders the host chose, and what pinbench does
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,9 @@ from tests.test_processing_code import (
     quiet,
     world,
 )
+from tests.test_warm import pool
 
-__all__ = ["world"]  # the processing tests' module fixture, shared here
+__all__ = ["pool", "world"]  # the warm and processing tests' fixtures, shared here
 
 HONEST_TOP1 = 0.9689
 """The catalog's digits model on its test split (``docs/benchmarks.md``; the issue's figure)."""
@@ -54,13 +54,6 @@ def _digits_lock(ws: Workspace) -> Lockfile:
         "scenario": {"mode": "accuracy"},
     }
     return service.lock(ws, parse_request(request))[0]
-
-
-@pytest.fixture
-def pool(tmp_path: Path) -> Iterator[WarmPool]:
-    warm = WarmPool(tmp_path / "warm")
-    yield warm
-    warm.close()
 
 
 # --- where a worker imports pinbench from -----------------------------------------------------
