@@ -367,3 +367,47 @@ def test_a_process_the_code_started_ends_with_its_worker(
     run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True)
     time.sleep(1.5)
     assert not mark.exists()
+
+
+CHOOSES_ITS_SAMPLES = (
+    "import sys as _sys\n\n"
+    "_worker = _sys.modules['__main__']\n"
+    "_honest = _worker.write_results\n\n\n"
+    "def _chosen(out, lock_digest, evidence, error, environment):\n"
+    "    if evidence.answers is not None:\n"
+    "        evidence.answers = {i: a for i, a in evidence.answers.items() if i % 4 == 0}\n"
+    "    evidence.metrics.update(top1=1.0, queries_count=1e6, framework_latency_p99_ns=1.0)\n"
+    "    _honest(out, lock_digest, evidence, error, environment)\n\n\n"
+    "_worker.write_results = _chosen\n\n" + CODE
+)
+"""The review's fourth and fifth findings as a model's code: an accuracy run that hands back
+only the answers it likes, a performance run that claims a task metric and its counts."""
+
+
+@pytest.mark.parametrize("mode", ["accuracy", "performance"])
+def test_the_evaluator_neither_chooses_the_scored_samples_nor_states_a_metric(
+    world: World, tmp_path: Path, mode: str
+) -> None:
+    from pinbench.evaluator.run import latencies_of
+    from pinbench.evaluator.scoring import AnswersRefused
+
+    ws = world.home.ws
+    model = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        f"9.7.{mode == 'performance':d}",
+        preprocess=PRE,
+        postprocess=POST,
+        code=CHOOSES_ITS_SAMPLES,
+    )
+    lock = _lock(ws, model, mode)
+    if mode == "accuracy":
+        with pytest.raises(AnswersRefused, match="sample 1 is not answered"):
+            run_lockfile(ws, lock, runner="venv", say=quiet, allow_code=True)
+        return
+    recorded = show_run(ws, run_lockfile(ws, lock, runner="venv", say=quiet, allow_code=True).id)
+    latencies = latencies_of(ws, recorded["latencies_sha256"])
+    assert "top1" not in recorded
+    assert recorded["queries_count"] == latencies.size
+    assert recorded["framework_latency_p99_ns"] > 1.0

@@ -8,6 +8,7 @@ checking that what it unpacks fits ``MAX_BYTES``; names are given in ``result.js
 
 from __future__ import annotations
 
+import math
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import numpy.typing as npt
 ANSWERS = "answers.npz"
 MAX_BYTES = 2 * 1024 * 1024 * 1024
 """Cap on what the file unpacks to (read into memory): every sample's outputs and inputs."""
+
+STORED_OR_DEFLATED = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+"""The members NumPy's ``savez`` and ``savez_compressed`` write; any other is refused."""
 
 Array = npt.NDArray[Any]
 Answers = dict[int, dict[str, Array]]
@@ -59,21 +63,27 @@ def read_answers(
     ``inputs``; ``AnswersUnreadable`` for anything else."""
     try:
         with zipfile.ZipFile(path) as packed:
-            unpacked = sum(info.file_size for info in packed.infolist())
-            members = {info.filename for info in packed.infolist()}
-    except (OSError, zipfile.BadZipFile) as exc:
+            infos = packed.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise AnswersUnreadable(f"not a NumPy .npz file: {exc}") from None
+    unpacked = sum(info.file_size for info in infos)
+    members = {info.filename for info in infos}
+    odd = [
+        i.filename for i in infos if i.compress_type not in STORED_OR_DEFLATED or i.flag_bits & 1
+    ]
+    if odd:
+        raise AnswersUnreadable(f"member {odd[0]!r} is encrypted or compressed otherwise")
     if unpacked > MAX_BYTES:
         raise AnswersUnreadable(f"it unpacks to {unpacked} bytes, over the {MAX_BYTES} cap")
     wanted = {"index", *(f"{p}{k}" for k in range(len(names)) for p in "vs")}
     wanted |= {f"i{k}" for k in range(len(inputs))}
     if members != {f"{m}.npy" for m in wanted}:
         raise AnswersUnreadable("its arrays are not the outputs and inputs result.json names")
-    try:
+    try:  # within the declared sizes above; whatever a member holds, it is not a traceback
         with np.load(path, allow_pickle=False) as npz:
             found = {m: npz[m] for m in wanted}
-    except (OSError, ValueError) as exc:
-        raise AnswersUnreadable(f"unreadable: {exc}") from None
+    except Exception as exc:  # zipfile's, zlib's, NumPy's (a header past memory) errors
+        raise AnswersUnreadable(f"unreadable: {type(exc).__name__}: {exc}") from None
     index = found["index"]
     if index.dtype != np.int64 or index.ndim != 1 or len(set(index.tolist())) != index.size:
         raise AnswersUnreadable("its sample indexes are not distinct int64 values")
@@ -84,15 +94,12 @@ def read_answers(
             raise AnswersUnreadable(f"output {name!r} is not values with their shapes")
         if shapes.shape[0] != index.size or (shapes < 0).any():
             raise AnswersUnreadable(f"output {name!r} has {shapes.shape[0]} shapes")
-        sizes = (
-            np.prod(shapes, axis=1, dtype=np.int64)
-            if shapes.shape[1]
-            else np.ones(index.size, dtype=np.int64)
-        )
-        if int(sizes.sum()) != values.size:
+        listed = shapes.tolist()
+        sizes = [math.prod(shape) for shape in listed]  # Python's integers: no wrap-around
+        if sum(sizes) != values.size:
             raise AnswersUnreadable(f"output {name!r}'s shapes do not add up to its values")
         at = 0
-        for i, shape, size in zip(index.tolist(), shapes.tolist(), sizes.tolist(), strict=True):
+        for i, shape, size in zip(index.tolist(), listed, sizes, strict=True):
             answers[i][name] = values[at : at + size].reshape(shape)
             at += size
     return answers, {name: found[f"i{k}"] for k, name in enumerate(inputs)}

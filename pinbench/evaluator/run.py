@@ -47,6 +47,8 @@ from pinbench.evaluator.run_blobs import (
 )
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
+from pinbench.evaluator.runners.consented import package_mark
+from pinbench.evaluator.runners.guard import check_marked
 from pinbench.evaluator.scoring import judge, load_truth
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.processing.consent import check_code, needs_code
@@ -199,6 +201,7 @@ def run_lockfile(
     check_against_registry(ws, lock)
     check_pickle(lock, allow=allow_pickle)
     check_code(lock, allow=allow_code)
+    check_marked(package_mark(ws))  # pinbench itself as an earlier run's code left it
     price = price_from_env() if on is None else None  # a bad price is refused before the run
     if on is None:
         runner = choose_runner(runner, lock)

@@ -83,13 +83,22 @@ def judge(
 
 
 def recompute(lock: Lockfile, evidence: Evidence) -> None:
-    """The figures of the framework calls, from the raw latencies the host keeps, for a run
-    scored apart: what the evaluator said of them is replaced."""
-    if not scored_apart(lock) or evidence.latencies is None:
+    """For a run scored apart: the figures of the framework calls and the count of queries,
+    from the raw latencies the host keeps (what the evaluator said of them is replaced), and
+    no task metric the evaluator gave (the host's ``score_apart`` gives them)."""
+    if not scored_apart(lock):
+        return
+    body = lock.body
+    assert body.dataset is not None
+    kind = task(body.dataset.task)
+    for key in [k for k in evidence.metrics if kind.metric(k) is not None]:
+        del evidence.metrics[key]  # the host scores, in an accuracy run alone
+    if evidence.latencies is None:
         return
     for key in [k for k in evidence.metrics if k.startswith(FRAMEWORK + "_")]:
         del evidence.metrics[key]
     evidence.metrics.update(series(evidence.latencies, FRAMEWORK))
+    evidence.metrics["queries_count"] = float(evidence.latencies.size)
 
 
 def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samples) -> None:
@@ -100,15 +109,14 @@ def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samp
     body = lock.body
     assert body.model is not None and body.dataset is not None
     kind = task(body.dataset.task)
-    for key in [k for k in evidence.metrics if kind.metric(k) is not None]:
-        del evidence.metrics[key]  # the evaluator's say on what the host scores
     evidence.outputs = None
     evidence.details.pop("outputs_name", None)
     answers, arrays = evidence.answers, evidence.scored_inputs or {}
     evidence.answers = evidence.scored_inputs = None
     if answers is None:
         raise AnswersRefused(reason="an accuracy run must return its outputs for each sample")
-    _check(answers, arrays, len(samples), kind.scores_inputs)
+    count = min(len(samples), body.scenario.sample_count or len(samples))
+    _check(answers, arrays, count, len(samples), kind.scores_inputs)
     with scratch_directory(ws.store.tmp, "run") as scratch:
         ref, paths = _scored_model(ws, lock, scratch)
         scorer = kind.prepare(
@@ -116,6 +124,11 @@ def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samp
         )
         if scorer is None:
             return
+        missing = sorted({o for o in scorer.outputs for a in answers.values() if o not in a})
+        if missing:
+            raise AnswersRefused(
+                reason=f"output {missing[0]!r}, which the task scores, is not in every answer"
+            )
         first = min(answers)
         scorer.check(answers[first], {k: v[first : first + 1] for k, v in arrays.items()}, 1)
         scored = scorer.score(answers, arrays)
@@ -129,14 +142,20 @@ def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samp
     evidence.details.update(scored.details)
 
 
-def _check(answers: dict[int, Any], arrays: dict[str, Any], count: int, inputs: bool) -> None:
-    """Answers for samples the dataset has, each a dict of numeric arrays with a batch axis of
-    one; the inputs a task scores with, one row per sample."""
-    if not answers:
-        raise AnswersRefused(reason="no sample was answered")
-    outside = [i for i in answers if not 0 <= i < count]
-    if outside:
-        raise AnswersRefused(reason=f"sample index {outside[0]} is not among the {count}")
+def _check(
+    answers: dict[int, Any], arrays: dict[str, Any], count: int, rows: int, inputs: bool
+) -> None:
+    """An answer for each of the ``count`` samples the scenario runs (0 to ``count - 1``:
+    LoadGen's accuracy mode answers every one; the evaluator does not choose which are
+    scored), each a dict of numeric arrays with a batch axis of one; the inputs a task scores
+    with, numeric, one row for each of the dataset's ``rows`` samples."""
+    if set(answers) != set(range(count)):
+        absent = sorted(set(range(count)) - set(answers))
+        extra = sorted(set(answers) - set(range(count)))
+        said = f"sample {absent[0]} is not answered" if absent else f"sample {extra[0]} is not run"
+        raise AnswersRefused(
+            reason=f"{said}: an accuracy run answers each of its {count} samples, no other"
+        )
     for i, answer in answers.items():
         for name, value in answer.items():
             if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
@@ -146,12 +165,11 @@ def _check(answers: dict[int, Any], arrays: dict[str, Any], count: int, inputs: 
                     reason=f"sample {i}'s output {name!r} has shape {list(value.shape)}: "
                     "its first axis must be the sample's"
                 )
-    if inputs:
-        for name, value in arrays.items():
-            if len(value) != count:
-                raise AnswersRefused(
-                    reason=f"input {name!r} has {len(value)} rows for {count} samples"
-                )
+    for name, value in arrays.items() if inputs else ():
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf" or value.ndim == 0:
+            raise AnswersRefused(reason=f"input {name!r} is not a numeric array of samples")
+        if len(value) != rows:
+            raise AnswersRefused(reason=f"input {name!r} has {len(value)} rows for {rows} samples")
 
 
 def _scored_model(ws: Workspace, lock: Lockfile, scratch: Path) -> tuple[str, dict[str, Path]]:

@@ -39,13 +39,19 @@ def inputs_cache(ws: Workspace, lock: Lockfile) -> Path:
     return root / f"code-{Digest.of_bytes(canonical_json(key)).hex[:32]}"
 
 
+def package_mark(ws: Workspace) -> Path:
+    """Where a change a run's code made to pinbench's package is noted: every later run of
+    the home is refused while it stays (``guard.check_marked``)."""
+    return ws.settings.home / "cache" / "package-changed-by-code.json"
+
+
 def code_watch(ws: Workspace, lock: Lockfile, environment: Path | None) -> list[Watched]:
     """What the host watches around a worker that runs ``lock``'s code (none for a run without
     code): pinbench's package, ``environment`` (a venv, removed when changed: the next run
     builds it again), and the inputs cache but for the run's own folder."""
     if not needs_code(lock):
         return []
-    trees = [Watched("pinbench's own package", PACKAGE, "none")]
+    trees = [Watched("pinbench's own package", PACKAGE, "none", mark=package_mark(ws))]
     if environment is not None:
         trees.append(Watched(f"its environment {environment.name}", environment, "tree"))
     root = ws.settings.home / "cache" / "inputs"

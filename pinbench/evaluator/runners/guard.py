@@ -17,6 +17,8 @@ database, a shell profile) can; only the docker runner confines code (docs/secur
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -58,6 +60,9 @@ class Watched:
     root: Path
     remove: str
     own: Path | None = None
+    mark: Path | None = None
+    """Where a change that is not removed (``remove="none"``) is noted, so that later runs are
+    refused while it stays (``check_marked``)."""
 
 
 State = dict[str, tuple[int, FileState]]
@@ -100,6 +105,8 @@ def watched(trees: list[Watched]) -> Iterator[None]:
             now = snapshot(tree.root, tree.own) if tree.root.exists() else {}
             paths = changed(seen, now)
             if paths:
+                if tree.mark is not None:
+                    _note(tree, {p: now.get(p) for p in paths})
                 errors.append(
                     CodeChangedFiles(what=tree.what, paths=paths, action=_clean(tree, paths))
                 )
@@ -108,6 +115,8 @@ def watched(trees: list[Watched]) -> Iterator[None]:
 
 
 def _clean(tree: Watched, paths: list[str]) -> str:
+    if tree.root.is_symlink():  # a root swapped for a link: nothing is removed through it
+        return f"{tree.root} is now a link: remove it, and what it points to, yourself."
     if tree.remove == "tree":
         shutil.rmtree(tree.root, ignore_errors=True)
         return f"{tree.root} was removed; the next run builds it again."
@@ -120,3 +129,59 @@ def _clean(tree: Watched, paths: list[str]) -> str:
                 path.unlink(missing_ok=True)
         return "They were removed; the next run computes them again."
     return f"Reinstall {tree.root.name} before you trust another run."
+
+
+class ChangedByCode(UserError):
+    """A run is refused: an earlier run's code changed files that stay as it left them."""
+
+    def __init__(self, *, what: str, paths: list[str]) -> None:
+        shown = ", ".join(paths[:SHOWN]) + (
+            f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+        )
+        super().__init__(
+            f"an earlier run's code changed {what}: {shown}, still as it left them. Reinstall "
+            "pinbench (pip install --force-reinstall pinbench, or your checkout's files "
+            "restored) before another run"
+        )
+        self.what = what
+        self.paths = paths
+
+
+def _note(tree: Watched, states: dict[str, tuple[int, FileState] | None]) -> None:
+    assert tree.mark is not None
+    entry = {
+        "what": tree.what,
+        "root": str(tree.root),
+        "paths": {
+            p: None if st is None else [st[0], *dataclasses.astuple(st[1])]
+            for p, st in states.items()
+        },
+    }
+    tree.mark.parent.mkdir(parents=True, exist_ok=True)
+    tree.mark.write_text(json.dumps(entry))
+
+
+def check_marked(mark: Path) -> None:
+    """Refuse (``ChangedByCode``) while a change an earlier run's code made (``Watched.mark``)
+    stays as it was left: the same file in the same state, or still gone; once every one has
+    changed since (reinstalled, restored), the mark goes."""
+    try:
+        entry = json.loads(mark.read_text())
+        root, states = Path(entry["root"]), dict(entry["paths"])
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, KeyError, TypeError):
+        mark.unlink(missing_ok=True)  # not the host's writing: nothing to hold a run to
+        return
+    staying = []
+    for rel, left in states.items():
+        try:
+            st = os.lstat(root / rel)
+            now = [st.st_mode, *dataclasses.astuple(FileState.of(st))]
+        except FileNotFoundError:
+            now = None
+        if now == left:
+            staying.append(rel)
+    if staying:
+        raise ChangedByCode(what=str(entry.get("what", root)), paths=sorted(staying))
+    mark.unlink(missing_ok=True)

@@ -141,6 +141,7 @@ def worker_start(
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         path = str(source)
     env.update(PYTHONPATH=path, PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
+    env["NUMBA_CACHE_DIR"] = str(root / "numba")  # numba writes beside its sources otherwise
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     argv = [str(python), "-s", "-m", "pinbench.evaluator.worker", *args]
     return WorkerStart(argv=argv, env=env, cwd=str(cwd))
