@@ -14,7 +14,9 @@ import pytest
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch
 from pinbench.cluster.agent_run import fetch_pinned
+from pinbench.evaluator.job import pinned_files
 from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
 from tests.helpers import lock_digits, sha
 
@@ -79,7 +81,12 @@ def test_honest_bytes_are_kept_and_not_fetched_twice(
     blob_server.honest = digits.store
     store = BlobStore(tmp_path / "agent")
     store.create()
-    pinned = {f.sha256 for art in lock.body.artifacts for f in art.files}
+    every = {f.sha256 for art in lock.body.artifacts for f in art.files}
+    truth = {f.sha256 for f in pinned_files(lock, Kind.DATASET, truth=True)} - {
+        f.sha256 for f in pinned_files(lock, Kind.DATASET)
+    }
+    assert truth  # the dataset's labels: the server scores, the agent never holds them
+    pinned = every - truth
     assert fetch_pinned(store, lock, _url(blob_server), "t", lambda text: None) == len(pinned)
     assert {p.name for p in store.blobs.glob("*/*")} == pinned
     assert fetch_pinned(store, lock, _url(blob_server), "t", lambda text: None) == 0
