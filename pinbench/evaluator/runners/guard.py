@@ -33,13 +33,17 @@ SHOWN = 5
 """How many changed paths an error names (then how many more)."""
 
 
+def _shown(paths: list[str]) -> str:
+    """The first ``SHOWN`` paths, then how many more."""
+    more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
+
+
 class CodeChangedFiles(UserError):
     """A worker that ran a user's code changed files that later runs read."""
 
     def __init__(self, *, what: str, paths: list[str], action: str) -> None:
-        shown = ", ".join(paths[:SHOWN]) + (
-            f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-        )
+        shown = _shown(paths)
         super().__init__(
             f"the run's code changed {what}, which later runs read: {shown}. {action} "
             "Code you allowed may change nothing outside its run; run code you do not trust "
@@ -135,9 +139,7 @@ class ChangedByCode(UserError):
     """A run is refused: an earlier run's code changed files that stay as it left them."""
 
     def __init__(self, *, what: str, paths: list[str]) -> None:
-        shown = ", ".join(paths[:SHOWN]) + (
-            f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
-        )
+        shown = _shown(paths)
         super().__init__(
             f"an earlier run's code changed {what}: {shown}, still as it left them. Reinstall "
             "pinbench (pip install --force-reinstall pinbench, or your checkout's files "
