@@ -38,9 +38,9 @@ def handed(lock: Lockfile) -> list[tuple[LockedArtifact, LockedFile]]:
     """The pinned files an agent fetches and verifies: every artifact's but the dataset's
     ground truth of a run the server scores (``job.truth_paths``): the agent's machine runs the
     system under test, and the truth stays with the server."""
-    from pinbench.evaluator.job import scored_apart, truth_paths
+    from pinbench.evaluator.job import withheld_paths
 
-    withheld = truth_paths(lock) if scored_apart(lock) else set()
+    withheld = withheld_paths(lock)
     return [
         (art, f)
         for art in lock.body.artifacts

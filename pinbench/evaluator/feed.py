@@ -5,7 +5,6 @@ pipeline (image and audio files decoded, texts tokenized, arrays transformed), c
 from __future__ import annotations
 
 import functools
-import io
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.artifacts.canonical import canonical_json
-from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.digest import Digest, hash_file, hash_stream
 from pinbench.evaluator.datasets import Samples
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.pipeline import (
@@ -125,12 +124,10 @@ def cached_array(
         return cached, True
     inputs = compute()
     cache.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    np.save(buf, inputs, allow_pickle=False)
     stamp = time.monotonic_ns()
     tmp, tmp_sum = path.with_suffix(f".{stamp}.tmp.npy"), path.with_suffix(f".{stamp}.tmp.sum")
-    tmp.write_bytes(buf.getvalue())
-    tmp_sum.write_text(Digest.of_bytes(buf.getvalue()).hex)
+    np.save(tmp, inputs, allow_pickle=False)
+    tmp_sum.write_text(hash_file(tmp)[0].hex)
     tmp_sum.replace(sidecar)  # the digest first: an entry is never without the one it had
     tmp.replace(path)
     return inputs, False
@@ -143,16 +140,15 @@ SHA256_SUFFIX = ".sha256"
 def _read_cached(path: Path, sidecar: Path) -> Array | None:
     """The cached array at ``path`` when its bytes hash to ``sidecar``'s digest; else none (and
     the entry removed: it is computed again)."""
-    try:
-        raw, recorded = path.read_bytes(), sidecar.read_text().strip()
-    except (FileNotFoundError, UnicodeDecodeError, OSError):
-        raw, recorded = None, ""
-    if raw is not None and Digest.of_bytes(raw).hex == recorded:
-        try:
-            found: Array = np.load(io.BytesIO(raw), allow_pickle=False)
-            return found
-        except (ValueError, OSError):
-            pass
+    try:  # hashed and loaded through one open file: the bytes hashed are the bytes loaded
+        recorded = sidecar.read_text().strip()
+        with path.open("rb") as f:
+            if hash_stream(f)[0].hex == recorded:
+                f.seek(0)
+                found: Array = np.load(f, allow_pickle=False)
+                return found
+    except (ValueError, OSError):  # missing, unreadable, not UTF-8, not an array
+        pass
     path.unlink(missing_ok=True)
     sidecar.unlink(missing_ok=True)
     return None

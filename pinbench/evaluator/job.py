@@ -152,11 +152,17 @@ def truth_paths(lock: Lockfile) -> set[str]:
     return found
 
 
+def withheld_paths(lock: Lockfile) -> set[str]:
+    """The dataset's files an evaluator (or a cluster agent) is not handed: its ground truth
+    (``truth_paths``) in a run scored apart; none otherwise."""
+    return truth_paths(lock) if scored_apart(lock) else set()
+
+
 def truth_withheld(lock: Lockfile) -> bool:
     """Whether the evaluator runs without the dataset's ground truth: the run is scored apart
     and the truth is in files of its own (``truth_paths``). Where it is not, the evaluator reads
     it as before (a chain of stages, a run the host does not score, truth in the inputs)."""
-    return scored_apart(lock) and bool(truth_paths(lock))
+    return bool(withheld_paths(lock))
 
 
 def pinned_files(lock: Lockfile, role: Kind | str, *, truth: bool = False) -> list[LockedFile]:
@@ -172,8 +178,8 @@ def pinned_files(lock: Lockfile, role: Kind | str, *, truth: bool = False) -> li
     kind = Kind.MODEL if role == "model" else Kind.DATASET
     for art in body.artifacts:
         if art.kind == kind.value and art.name == locked.name:
-            if role != "dataset" or truth or not scored_apart(lock):
+            if role != "dataset" or truth:
                 return art.files
-            withheld = truth_paths(lock)  # empty where the truth is in the inputs
+            withheld = withheld_paths(lock)
             return [f for f in art.files if f.path not in withheld]
     raise UserError(f"the lockfile pins no {kind.value} {locked.name}")

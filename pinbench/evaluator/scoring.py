@@ -17,15 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.chains.spec import stage_artifact
 from pinbench.errors import UserError
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
-from pinbench.evaluator.job import Evidence, files_of, pinned_files, scored_apart
+from pinbench.evaluator.job import Evidence, files_of, scored_apart
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.runners.consented import code_digests
-from pinbench.evaluator.runners.local import model_folder, stage_folders
+from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
@@ -53,10 +52,7 @@ def load_truth(ws: Workspace, lock: Lockfile) -> Samples | None:
     if not scored_apart(lock) or body.scenario.mode != "accuracy":
         return None
     assert body.dataset is not None
-    paths = {
-        f.path: ws.store.path(Digest(f.sha256))
-        for f in pinned_files(lock, Kind.DATASET, truth=True)
-    }
+    paths = store_paths(ws, lock, Kind.DATASET, truth=True)
     samples = load_samples(body.dataset, files_of(lock, Kind.DATASET), paths)
     if not samples.has_truth:
         raise DatasetError(

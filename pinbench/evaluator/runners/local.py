@@ -45,10 +45,13 @@ def installed_digest() -> str:
     return Digest.of_bytes("\n".join(names).encode()).hex
 
 
-def store_paths(ws: Workspace, lock: Lockfile, kind: Kind | str) -> dict[str, Path]:
-    """Where the pinned files of ``kind`` are in the blob store (none in an operator run).
-    Data files are read from there; a model's never are (``model_folder``)."""
-    return {f.path: ws.store.path(Digest(f.sha256)) for f in pinned_files(lock, kind)}
+def store_paths(
+    ws: Workspace, lock: Lockfile, kind: Kind | str, *, truth: bool = False
+) -> dict[str, Path]:
+    """Where the pinned files of ``kind`` are in the blob store (none in an operator run);
+    ``truth``: the dataset's ground truth too (``job.pinned_files``). Data files are read from
+    there; a model's never are (``model_folder``)."""
+    return {f.path: ws.store.path(Digest(f.sha256)) for f in pinned_files(lock, kind, truth=truth)}
 
 
 def model_folder(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, Path]:
