@@ -1,5 +1,6 @@
-"""What the tasks that read ``type: binary`` outputs share: a logit's probability, and the
-area under the ROC curve as scikit-learn's ``roc_auc_score`` computes it, in NumPy."""
+"""What the tasks that read ``type: binary`` outputs share: a logit's probability, which
+values are positive at the output's threshold, and the area under the ROC curve as
+scikit-learn's ``roc_auc_score`` computes it, in NumPy."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
+from pinbench.tasks.threshold import at_least
 
 
 class NotProbabilities(UserError):
@@ -60,3 +62,13 @@ def probabilities(values: npt.ArrayLike, *, logit: bool, output: str) -> npt.NDA
     if not good.all():
         raise NotProbabilities(output=output, value=float(x[~good][0]), logit=logit)
     return sigmoid(x) if logit else x
+
+
+def positives(
+    values: npt.ArrayLike, *, threshold: float, logit: bool, output: str
+) -> npt.NDArray[np.bool_]:
+    """Where a binary output's values are positive: their probability (``probabilities``) at
+    or above ``threshold``, compared in the output's own precision (``threshold``: a float32
+    0.7 meets threshold 0.7; a logit's sigmoid is rounded to that precision first)."""
+    x = np.asarray(values)
+    return at_least(probabilities(x, logit=logit, output=output), threshold, dtype=x.dtype)

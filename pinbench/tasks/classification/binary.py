@@ -9,7 +9,8 @@ else is refused on the first answer, naming the output (a two-column softmax is 
 0 or 1: another label is refused before anything is timed.
 
 Metrics, with a sample predicted positive where its probability is at or above the output's
-``binary.threshold`` and TP, FP, TN, FN counted over the scored samples:
+``binary.threshold`` (compared in the output's own precision, ``tasks.threshold``: a float32
+0.7 meets threshold 0.7) and TP, FP, TN, FN counted over the scored samples:
 
 - ``binary_accuracy`` = (TP + TN) / N: undefined with no sample (the run fails);
 - ``binary_f1`` = 2 TP / (2 TP + FP + FN) (scikit-learn's ``f1_score``): undefined when
@@ -35,7 +36,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.undefined import DETAILS_KEY, UndefinedMetric
 from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
-from pinbench.tasks.binary import mann_whitney_auc, probabilities
+from pinbench.tasks.binary import mann_whitney_auc, positives, probabilities
 from pinbench.tasks.classification.rows import SAMPLE_ROWS
 from pinbench.tasks.parity import (
     Agreement,
@@ -109,11 +110,10 @@ def binary_metrics(
 ) -> tuple[dict[str, float], dict[str, str]]:
     """The metrics of one value per sample against each sample's class (0 or 1), and those
     undefined with their reasons."""
-    x = np.asarray(values, dtype=np.float64)
     if not len(truth):
         raise UndefinedMetric(metric="binary_accuracy", reason="no sample was scored")
-    probability = probabilities(x, logit=logit, output=name)
-    predicted = probability >= threshold
+    predicted = positives(values, threshold=threshold, logit=logit, output=name)
+    x = np.asarray(values, dtype=np.float64)
     positive = np.asarray(truth) == 1
     tp = int(np.count_nonzero(predicted & positive))
     fp = int(np.count_nonzero(predicted & ~positive))
@@ -195,7 +195,7 @@ class BinaryScorer(Scorer):
         assert samples.labels is not None
         shown = indexes[:SAMPLE_ROWS]
         kept = values[: len(shown)]
-        predicted = probabilities(kept, logit=self.logit, output=self.name) >= self.threshold
+        predicted = positives(kept, threshold=self.threshold, logit=self.logit, output=self.name)
         names = samples.class_names
         rows = []
         for at, index in enumerate(shown):
@@ -226,10 +226,8 @@ def predicted_classes(recorded: Recorded) -> npt.NDArray[np.bool_]:
         raise Incomparable(run=recorded.run, reason="it recorded no binary output")
     name = str(output.name)
     values = one_value_per_sample(recorded.outputs, name=name)
-    found: npt.NDArray[np.bool_] = (
-        probabilities(values, logit=output.binary.logit, output=name) >= output.binary.threshold
-    )
-    return found
+    binary = output.binary
+    return positives(values, threshold=binary.threshold, logit=binary.logit, output=name)
 
 
 def binary_parity(reference: Recorded, other: Recorded) -> Agreement:

@@ -15,10 +15,11 @@ scores and classes, before the score threshold and NMS, each as its own package 
   ``order``; scores through the declared activation, the background column dropped.
 
 GFL and SSD score every class of every anchor (PaddleDetection's and torchvision's
-multi-class NMS): each (anchor, class) pair whose probability reaches the score threshold is
-a candidate of its class. A head's probabilities must be probabilities (in [0, 1]; a logit
-without its sigmoid fails the run, naming the output), its anchor count the one the grid
-gives for the model input's size, and every value finite.
+multi-class NMS): each (anchor, class) pair whose probability reaches the score threshold
+(compared in the scores output's precision, ``tasks.threshold``) is a candidate of its class.
+A head's probabilities must be probabilities (in [0, 1]; a logit without its sigmoid fails the
+run, naming the output), its anchor count the one the grid gives for the model input's size,
+and every value finite.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pinbench.registry.detection_heads import Gfl, Ssd
 from pinbench.tasks.detection.boxes import BoxArray, to_xyxy
 from pinbench.tasks.detection.errors import BadDetectorOutput
 from pinbench.tasks.detection.layouts import Detections
+from pinbench.tasks.threshold import at_least, precision
 
 Floats = npt.NDArray[np.float64]
 MAX_ANCHORS = 1 << 24
@@ -110,6 +112,7 @@ def decode_yolox(
         f"a {size[0]} x {size[1]} input with strides {list(strides)} gives {len(cells)}",
     )
     _probabilities(x[..., 4:], "yolox", "objectness and class probabilities", x.shape)
+    kind = precision(np.asarray(output).dtype)
     out = []
     for rows in x:
         centre = (rows[:, 0:2] + cells) * steps
@@ -120,7 +123,7 @@ def decode_yolox(
         scores = rows[:, 5:] * rows[:, 4:5]
         classes = np.argmax(scores, axis=1).astype(np.int64)
         best = np.take_along_axis(scores, classes[:, None], axis=1)[:, 0]
-        out.append(Detections(to_xyxy(boxes, "cxcywh"), best, classes))
+        out.append(Detections(to_xyxy(boxes, "cxcywh"), best, classes, None, kind))
     return out
 
 
@@ -185,14 +188,19 @@ def decode_gfl(
         boxes_all.append(corners[None] + np.array([-1.0, -1.0, 1.0, 1.0]) * distance)
         scores_all.append(s)
     boxes_n, scores_n = np.concatenate(boxes_all, axis=1), np.concatenate(scores_all, axis=1)
-    return [every_class(b, s, floor) for b, s in zip(boxes_n, scores_n, strict=True)]
+    kind = precision(np.result_type(*(np.asarray(scores).dtype for scores, _ in levels)))
+    return [every_class(b, s, floor, kind) for b, s in zip(boxes_n, scores_n, strict=True)]
 
 
-def every_class(boxes: BoxArray, scores: Floats, floor: float) -> Detections:
+def every_class(
+    boxes: BoxArray, scores: Floats, floor: float, dtype: npt.DTypeLike = np.float64
+) -> Detections:
     """Each (anchor, class) pair scoring at least ``floor`` as a detection of that class, in
-    anchor order then class order."""
-    anchor, cls = np.nonzero(scores >= floor)
-    return Detections(boxes[anchor], scores[anchor, cls], cls.astype(np.int64))
+    anchor order then class order; ``dtype``: the scores output's, which ``floor`` is compared
+    in."""
+    anchor, cls = np.nonzero(at_least(scores, floor, dtype=dtype))
+    kind = precision(dtype)
+    return Detections(boxes[anchor], scores[anchor, cls], cls.astype(np.int64), None, kind)
 
 
 # ---------------------------------------------------------------- ssd
@@ -235,6 +243,7 @@ def decode_ssd(
     candidates scoring at least ``floor``, boxes ``xyxy`` in the anchors' units."""
     d = _values(deltas, "ssd", f"output {names[0]!r}")
     s = _values(scores, "ssd", f"output {names[1]!r}")
+    kind = precision(np.asarray(scores).dtype)
     why = f"the anchors file holds {len(anchors)}"
     _anchor_count(d, len(anchors), "ssd", f"output {names[0]!r}", why)
     _anchor_count(s, len(anchors), "ssd", f"output {names[1]!r}", why)
@@ -267,5 +276,5 @@ def decode_ssd(
     for c, e, sample in zip(centre, extent, s, strict=True):
         boxes = np.concatenate([c, e], axis=1)
         _finite_boxes(boxes, "ssd", d.shape)
-        out.append(every_class(to_xyxy(boxes, "cxcywh"), sample, floor))
+        out.append(every_class(to_xyxy(boxes, "cxcywh"), sample, floor, kind))
     return out

@@ -11,7 +11,8 @@ or separate outputs (``decode_separate``, layout ``separate``): boxes ``(N, K, 4
 ``boxes.FORMATS``, scores ``(N, K)``, classes ``(N, K)`` (else all 0), a valid count ``(N,)``
 and masks ``(N, K, h, w)`` (instance segmentation), as TensorFlow's Object Detection API and
 MLModelScope's ``boundingbox``/``instancesegment`` outputs give them. A packed box's class is its
-best-scoring column; NMS and thresholds come after (``nms``).
+best-scoring column; NMS and thresholds come after (``nms``), compared in the precision of the
+output the scores are read from (``Detections.precision``, ``tasks.threshold``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import numpy.typing as npt
 from pinbench.tasks.detection.boxes import BoxArray, to_xyxy
 from pinbench.tasks.detection.errors import BadDetectorOutput, UnknownLayout
 from pinbench.tasks.detection.nms import nms
+from pinbench.tasks.threshold import precision
+
+FLOAT64 = np.dtype(np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +42,28 @@ class Detections:
     classes: npt.NDArray[np.int64]
     masks: npt.NDArray[np.float32] | None = None
     """``(n, h, w)`` mask scores, one per box (instance segmentation), or none."""
+    precision: np.dtype[Any] = FLOAT64
+    """The dtype of the output the scores are read from, which a score threshold is compared
+    in (``tasks.threshold``); the scores themselves are held in float64."""
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
 
     def take(self, indices: npt.NDArray[np.intp]) -> Detections:
         masks = None if self.masks is None else self.masks[indices]
-        return Detections(self.boxes[indices], self.scores[indices], self.classes[indices], masks)
+        return Detections(
+            self.boxes[indices],
+            self.scores[indices],
+            self.classes[indices],
+            masks,
+            self.precision,
+        )
 
     def scaled(self, factors: BoxArray) -> Detections:
         """The boxes multiplied by ``factors`` (x, y, x, y): normalized boxes to pixels."""
-        return Detections(self.boxes * factors, self.scores, self.classes, self.masks)
+        return Detections(
+            self.boxes * factors, self.scores, self.classes, self.masks, self.precision
+        )
 
     def suppressed(
         self,
@@ -67,6 +82,7 @@ class Detections:
             score_threshold=score_threshold,
             max_detections=max_detections,
             class_agnostic=class_agnostic,
+            dtype=self.precision,
         )
         return self.take(keep)
 
@@ -110,20 +126,22 @@ def _finite(x: npt.NDArray[np.floating[Any]], layout: str) -> None:
 
 def decode_yolov8(output: npt.ArrayLike) -> list[Detections]:
     x = _packed(output, "yolov8", 4)
+    kind = precision(np.asarray(output).dtype)
     out = []
     for sample in x:
         rows = sample.T  # (A, 4 + C)
         scores, classes = _best_class(rows[:, 4:])
-        out.append(Detections(to_xyxy(rows[:, :4], "cxcywh"), scores, classes))
+        out.append(Detections(to_xyxy(rows[:, :4], "cxcywh"), scores, classes, None, kind))
     return out
 
 
 def decode_yolov5(output: npt.ArrayLike) -> list[Detections]:
     x = _packed(output, "yolov5", 5)
+    kind = precision(np.asarray(output).dtype)
     out = []
     for rows in x:  # (A, 5 + C)
         scores, classes = _best_class(rows[:, 5:] * rows[:, 4:5])
-        out.append(Detections(to_xyxy(rows[:, :4], "cxcywh"), scores, classes))
+        out.append(Detections(to_xyxy(rows[:, :4], "cxcywh"), scores, classes, None, kind))
     return out
 
 
@@ -166,6 +184,7 @@ def decode_separate(
         raise BadDetectorOutput(
             layout="separate", shape=c.shape, reason="classes are not whole numbers"
         )
+    kind = precision(np.asarray(scores).dtype)  # a score threshold is compared in it
     valid = np.full(n, k, dtype=np.int64) if count is None else _counts(count, n, k)
     m = None if masks is None else np.asarray(masks, dtype=np.float32)
     if m is not None and (m.ndim != 4 or m.shape[:2] != (n, k)):
@@ -184,6 +203,7 @@ def decode_separate(
                 s[i, keep],
                 c[i, keep].astype(np.int64),
                 None if m is None else m[i, keep],
+                kind,
             )
         )
     return out

@@ -3,7 +3,9 @@
 A detector's mask for one box is a grid of scores, either covering the box itself (``box``:
 Mask R-CNN's 15x15 or 28x28 masks, TensorFlow's ``detection_masks``) or covering the model
 input (``image``). Either way it is brought onto the original image, thresholded and encoded
-with pycocotools' ``mask.encode`` so that ``COCOeval(iouType="segm")`` can score it:
+with pycocotools' ``mask.encode`` so that ``COCOeval(iouType="segm")`` can score it. Mask scores
+are read as float32 (and resized in it), and a pixel is on where its score is at least the
+mask threshold, compared in float32 (``tasks.threshold``: a float32 0.5 meets threshold 0.5):
 
 - ``box``: the scores are resized (bilinear) to the box's whole-pixel extent on the original
   image (``floor`` of its left/top, ``ceil`` of its right/bottom, at least one pixel), then
@@ -23,6 +25,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from pinbench.tasks.detection.boxes import Transform
+from pinbench.tasks.threshold import at_least
 
 Mask = npt.NDArray[np.uint8]
 """``(height, width)`` of 0/1 on the original image."""
@@ -40,7 +43,7 @@ def box_mask(
     x1, y1 = max(math.ceil(box[2]), x0 + 1), max(math.ceil(box[3]), y0 + 1)
     grid = Image.fromarray(np.asarray(scores, dtype=np.float32), mode="F")
     resized = np.asarray(grid.resize((x1 - x0, y1 - y0), Image.Resampling.BILINEAR))
-    on = (resized >= threshold).astype(np.uint8)
+    on = at_least(resized, threshold).astype(np.uint8)
     cx0, cy0 = max(x0, 0), max(y0, 0)
     cx1, cy1 = min(x1, transform.width), min(y1, transform.height)
     if cx1 > cx0 and cy1 > cy0:
@@ -53,7 +56,7 @@ def image_mask(scores: npt.NDArray[np.float32], transform: Transform, threshold:
     rows, cols = original_to_grid(transform, scores.shape[0], scores.shape[1])
     inside = (rows >= 0)[:, None] & (cols >= 0)[None, :]
     picked = scores[np.clip(rows, 0, None)[:, None], np.clip(cols, 0, None)[None, :]]
-    return ((picked >= threshold) & inside).astype(np.uint8)
+    return (at_least(picked, threshold) & inside).astype(np.uint8)
 
 
 def original_to_grid(

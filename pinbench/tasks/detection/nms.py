@@ -1,12 +1,13 @@
 """Greedy non-maximum suppression per class (or over every class at once), in NumPy,
 deterministic.
 
-Boxes below ``score_threshold`` are dropped first. Within each class, boxes are visited by score,
-highest first, ties broken by their index (a stable sort), and a box is suppressed when its IoU
-with a box already kept is greater than ``iou_threshold`` (torchvision's ``batched_nms`` rule;
-``class_agnostic``: every box is of one group, torchvision's ``nms`` rule). The kept boxes of
-every class are then ordered the same way (score, then index) and the first ``max_detections``
-returned.
+Boxes below ``score_threshold`` are dropped first (compared in the precision of the output the
+scores are read from, ``tasks.threshold``: a float32 0.7 meets threshold 0.7). Within each
+class, boxes are visited by score, highest first, ties broken by their index (a stable sort),
+and a box is suppressed when its IoU with a box already kept is greater than
+``iou_threshold`` (torchvision's ``batched_nms`` rule; ``class_agnostic``: every box is of one
+group, torchvision's ``nms`` rule). The kept boxes of every class are then ordered the same way
+(score, then index) and the first ``max_detections`` returned.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.tasks.detection.boxes import BoxArray
+from pinbench.tasks.threshold import at_least
 
 IndexArray = npt.NDArray[np.intp]
 
@@ -49,14 +51,17 @@ def nms(
     score_threshold: float = 0.0,
     max_detections: int | None = None,
     class_agnostic: bool = False,
+    dtype: npt.DTypeLike | None = None,
 ) -> IndexArray:
-    """Indices of the boxes kept, best first."""
+    """Indices of the boxes kept, best first; ``dtype``: the output's the scores are read
+    from, which ``score_threshold`` is compared in (by default the scores' own)."""
+    kind = np.asarray(scores).dtype if dtype is None else dtype
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     s = np.asarray(scores, dtype=np.float64).reshape(-1)
     c = np.asarray(classes).reshape(-1)
     if class_agnostic:
         c = np.zeros(c.shape, dtype=np.int64)
-    candidates = np.flatnonzero(s >= score_threshold)
+    candidates = np.flatnonzero(at_least(s, score_threshold, dtype=kind))
     kept: list[int] = []
     for cls in np.unique(c[candidates]):
         order = _by_score(s, candidates[c[candidates] == cls])

@@ -3,13 +3,15 @@ with axis-aligned boxes. NumPy only.
 
 A map ``(N, 1, H, W)`` holds one class's probability per pixel (a text detector's). Per sample:
 
-1. pixels whose probability is above ``threshold`` are foreground;
+1. pixels whose probability is above ``threshold`` are foreground (DBNet's ``pred > thresh``,
+   compared in the map's own precision as NumPy compares it there, ``tasks.threshold``);
 2. each 8-connected foreground region is a candidate (8-connected: the outer contours OpenCV's
    ``findContours`` traces, as DBNet finds its regions), the first ``max_candidates`` in raster
    order of their first pixel;
 3. a region's box is the axis-aligned box covering its pixels (pixel ``(i, j)`` covers
    ``[j, j + 1) x [i, i + 1)``); one whose shorter side is below ``min_size`` is dropped;
-4. its score is the mean probability of its pixels; one below ``box_threshold`` is dropped;
+4. its score is the mean probability of its pixels, in float64 (PaddleOCR's ``cv2.mean``);
+   one below ``box_threshold``, compared in float64 as PaddleOCR compares it, is dropped;
 5. the box is unclipped as DBNet does: grown on every side by ``area * unclip_ratio /
    perimeter`` of the box. DBNet offsets a rotated rectangle (the region's minimum-area one)
    and takes the minimum-area rectangle of the rounded result; for a rectangle that is exactly
@@ -32,6 +34,7 @@ import numpy.typing as npt
 
 from pinbench.tasks.detection.errors import BadDetectorOutput
 from pinbench.tasks.detection.layouts import Detections
+from pinbench.tasks.threshold import above, at_least
 
 LAYOUT = "probability-map"
 
@@ -70,7 +73,8 @@ def check_map(output: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 def regions(output: npt.ArrayLike, settings: Settings) -> list[Detections]:
     """One ``Detections`` per sample: boxes ``xyxy`` in map pixels, best first."""
-    return [_sample(m[0], settings) for m in check_map(output)]
+    kind = np.asarray(output).dtype
+    return [_sample(m[0], settings, kind) for m in check_map(output)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +127,8 @@ def label(foreground: npt.NDArray[np.bool_]) -> Runs:
     return Runs(rows, starts, ends, region.reshape(-1), int(region.max(initial=-1)) + 1)
 
 
-def _sample(prob: npt.NDArray[np.float64], settings: Settings) -> Detections:
-    runs = label(prob > settings.threshold)
+def _sample(prob: npt.NDArray[np.float64], settings: Settings, dtype: npt.DTypeLike) -> Detections:
+    runs = label(above(prob, settings.threshold, dtype=dtype))
     keep = runs.region < settings.max_candidates
     k = min(runs.count, settings.max_candidates)
     rows, starts, ends, region = (
@@ -149,7 +153,9 @@ def _sample(prob: npt.NDArray[np.float64], settings: Settings) -> Detections:
         pixels, 1
     )
     width, height = x2 - x1, y2 - y1
-    chosen = (np.minimum(width, height) >= settings.min_size) & (scores >= settings.box_threshold)
+    chosen = (np.minimum(width, height) >= settings.min_size) & at_least(
+        scores, settings.box_threshold
+    )
     grow = width * height * settings.unclip_ratio / (2.0 * (width + height))
     boxes = np.stack([x1 - grow, y1 - grow, x2 + grow, y2 + grow], axis=1)[chosen]
     scores = scores[chosen]

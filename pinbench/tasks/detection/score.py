@@ -39,6 +39,7 @@ from pinbench.tasks.detection.masks import box_mask, encode, image_mask
 from pinbench.tasks.detection.plausible import BoxCensus
 from pinbench.tasks.detection.stats import MASK_STATS, STATS
 from pinbench.tasks.detection.truth import GroundTruth, check_sizes
+from pinbench.tasks.threshold import at_least
 
 DETAIL_LIMIT = 100
 """Detections kept per image in the run's details (the metrics use up to NMS's limit)."""
@@ -155,7 +156,7 @@ def kept(found: Detections, detection: Detection, transform: geometry.Transform)
             max_detections=detection.nms.max_detections,
             class_agnostic=bool(detection.nms.class_agnostic),
         )
-    above = np.flatnonzero(found.scores >= detection.score_threshold)
+    above = np.flatnonzero(at_least(found.scores, detection.score_threshold, dtype=found.precision))
     order = above[np.argsort(-found.scores[above], kind="stable")]
     return found.take(order)
 

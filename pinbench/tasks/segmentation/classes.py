@@ -9,7 +9,8 @@ Shapes, per sample (the leading batch axis is the samples'):
 - ``classes``: ``(H, W)``, or with a channel axis of 1 where the layout puts it; whole numbers
   (a float tensor of whole numbers is accepted), each below the class count;
 - ``probability``: ``(H, W)`` (or a channel axis of 1) of foreground scores; class 1 where the
-  score is at least the threshold, else 0 (a two-class dataset).
+  score is at least the threshold, compared in the output's own precision
+  (``tasks.threshold``: a float32 0.7 meets threshold 0.7), else 0 (a two-class dataset).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy.typing as npt
 
 from pinbench.registry.ports import Segmentation
 from pinbench.tasks.segmentation.errors import BadSegmentationOutput
+from pinbench.tasks.threshold import at_least
 
 ClassMap = npt.NDArray[np.int32]
 """``(N, H, W)`` class indexes on the output's grid."""
@@ -81,9 +83,7 @@ def class_maps(
     if x.ndim == 4:
         x = np.squeeze(x, axis=channel)
     if section.form == "probability":
-        # compared in the output's own precision: a float32 score of 0.7 meets threshold 0.7
-        kind = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
-        return (x.astype(kind) >= np.asarray(section.threshold, dtype=kind)).astype(np.int32)
+        return at_least(x, section.threshold).astype(np.int32)
     values = x.astype(np.float64)
     bad = (values != np.floor(values)) | (values < 0) | (values >= classes)
     if bad.any():

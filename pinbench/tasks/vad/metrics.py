@@ -2,7 +2,8 @@
 the case where it is undefined: the run then fails (``UndefinedMetric``), never records 0.
 
 A frame is predicted speech when its probability is at or above the output's threshold
-(silero-vad's ``speech_prob >= threshold``). With TP, FP, FN counted over frames:
+(silero-vad's ``speech_prob >= threshold``), compared in the output's own precision
+(``tasks.threshold``: a float32 0.7 meets threshold 0.7). With TP, FP, FN counted over frames:
 
 - ``frame_precision`` = TP / (TP + FP), undefined when no frame is predicted speech;
 - ``frame_recall`` = TP / (TP + FN), undefined when no frame is speech;
@@ -20,14 +21,19 @@ import numpy.typing as npt
 
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.binary import mann_whitney_auc
+from pinbench.tasks.threshold import at_least
 
 Floats = npt.NDArray[np.float64]
 Flags = npt.NDArray[np.bool_]
 
 
-def activity_metrics(probability: Floats, speech: Flags, threshold: float) -> dict[str, float]:
-    """The metrics of frames' speech ``probability`` against whether each ``speech``."""
-    predicted = probability >= threshold
+def activity_metrics(
+    probability: Floats, speech: Flags, threshold: float, *, dtype: npt.DTypeLike | None = None
+) -> dict[str, float]:
+    """The metrics of frames' speech ``probability`` against whether each ``speech``;
+    ``dtype``: the output's, which the threshold is compared in (by default the
+    probabilities' own)."""
+    predicted = at_least(probability, threshold, dtype=dtype)
     tp = int(np.count_nonzero(predicted & speech))
     fp = int(np.count_nonzero(predicted & ~speech))
     fn = int(np.count_nonzero(~predicted & speech))

@@ -139,14 +139,20 @@ class ActivityScorer(Scorer):
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
         counts = self._counts(arrays)
         indexes = sorted(answers)
-        scored, truth = [], []
+        scored, truth, kinds = [], [], []
         for index in indexes:
             count = int(counts[index])
             frames = self._per_frame(answers[index], 1, None)[0, :count]
             scored.append(self._probabilities(frames))
             truth.append(self._speech(index, count))
+            kinds.append(frames.dtype)
         probability = np.concatenate(scored)
-        metrics = activity_metrics(probability, np.concatenate(truth), self.threshold)
+        metrics = activity_metrics(
+            probability,
+            np.concatenate(truth),
+            self.threshold,
+            dtype=np.result_type(*kinds),  # compared in the output's precision
+        )
         details = {
             "voice_activity": {
                 "frame_samples": self.chunk,
