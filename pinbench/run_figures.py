@@ -44,11 +44,23 @@ METRIC_ROWS = [
     ],
 ]
 """Every metric the latency table shows."""
+COUNT_ROWS = (
+    ("throughput", "throughput_sps", "samples/s"),
+    ("tokens/s", "throughput_tps", "tokens/s"),
+    ("queries", "queries_count", ""),
+    ("framework throughput", "framework_throughput_sps", "samples/s"),
+    ("framework tokens/s", "framework_throughput_tps", "tokens/s"),
+    ("framework calls", "framework_calls_count", ""),
+)
+"""Throughputs and counts: (label, metric, unit). The first three are LoadGen's in a run under
+LoadGen (labelled so), the ``framework`` ones pinbench's (decision 275); a training run's
+``throughput_sps`` is its own (no LoadGen), an operator run's ``queries_count`` its calls."""
+
+
 SHOWN_ABOVE = frozenset(
     [key for _, key in METRIC_ROWS]
     + [
-        "throughput_tps",
-        "throughput_sps",
+        *(key for _, key, _ in COUNT_ROWS),
         "time_to_accuracy_s",
         "eval_time_s",
         "loadgen_valid_bool",
@@ -63,6 +75,23 @@ SHOWN_ABOVE = frozenset(
 )
 """Metrics shown on rows of their own (the latency table, the named rows of ``figures``);
 every other recorded one follows them (``run_metrics.metric_rows``)."""
+
+
+INVALID = "INVALID"
+"""The mark beside every figure of a run LoadGen called INVALID, wherever one is shown."""
+
+
+def loadgen_invalid(metrics: Mapping[str, Any]) -> bool:
+    """LoadGen called the run INVALID (``loadgen_valid_bool`` 0): its figures are not a
+    result (too few queries, too short, over its latency bound). Accuracy runs and runs not
+    under LoadGen have no verdict: never INVALID."""
+    return metrics.get("loadgen_valid_bool") == 0.0
+
+
+def marked(text: str, metrics: Mapping[str, Any]) -> str:
+    """``text`` (a figure of the run) with ``INVALID`` beside it when LoadGen called the run
+    so; empty stays empty."""
+    return f"{text} {INVALID}" if text and loadgen_invalid(metrics) else text
 
 
 def fmt_ns(value: float) -> str:
@@ -92,6 +121,17 @@ class Figures:
     """Why LoadGen called the run INVALID, as it said it; empty for a valid run."""
 
 
+def counts(info: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) of each figure of ``COUNT_ROWS`` the run recorded, naming whose it is."""
+    loadgen = "loadgen_valid_bool" in info or "framework_calls_count" in info
+    rows = []
+    for label, key, unit in COUNT_ROWS:
+        if isinstance(info.get(key), int | float):
+            whose = " (LoadGen)" if loadgen and not key.startswith("framework_") else ""
+            rows.append((label + whose, f"{info[key]:,.0f}" + (f" {unit}" if unit else "")))
+    return rows
+
+
 def figures(run: Mapping[str, Any]) -> Figures:
     """What ``runs show`` prints of a run's measurements, as text."""
     from pinbench.energy.show import energy_and_cost
@@ -108,11 +148,7 @@ def figures(run: Mapping[str, Any]) -> Figures:
         for label, key in LATENCY_ROWS
         if key in info or f"framework_{key}" in info
     ]
-    rows: list[tuple[str, str]] = []
-    if "throughput_sps" in info:
-        rows.append(("throughput", f"{info['throughput_sps']:,.0f} samples/s"))
-    if "throughput_tps" in info:
-        rows.append(("tokens/s", f"{info['throughput_tps']:,.0f} tokens/s"))
+    rows = counts(info)
     for label, key in (
         ("time to accuracy", "time_to_accuracy_s"),
         ("eval (excluded)", "eval_time_s"),

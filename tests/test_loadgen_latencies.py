@@ -93,7 +93,7 @@ def test_framework_series_has_its_own_name_and_loadgens_rule(name: str, tmp_path
     assert metrics["framework_latency_mean_ns"] == pytest.approx(sum(ordered) / len(ordered))
     assert metrics["framework_latency_min_ns"] == ordered[0]
     assert metrics["framework_latency_max_ns"] == ordered[-1]
-    assert metrics["queries_count"] == len(ordered)
+    assert metrics["framework_calls_count"] == len(ordered)
 
 
 @pytest.mark.parametrize(
@@ -219,7 +219,7 @@ def test_upgrade_renames_the_framework_series_and_reads_loadgens(database_url: s
                 {"latency_p50_ns": 2.0, "top1": 0.5})  # fmt: skip
         _insert(conn, "operator", {"validation": {}}, {"latency_p50_ns": 1.0})  # no LoadGen
         _insert(conn, "failed", None, {})
-    migrate.upgrade(engine)
+    migrate.upgrade(engine, "0016")  # 0017 renames queries_count (test_loadgen_throughput)
     with engine.connect() as conn:
         perf = _results(conn, "perf")
         multi = _results(conn, "multi")

@@ -264,7 +264,7 @@ def test_rerun_of_an_operator_run_states_a_latency_verdict(home: Home, cli: Cli)
     verdict = json.loads(result.out)
     text = "\n".join(verdict["verdict"])
     assert "inputs verified identical" in text
-    assert "latency" in text and "original median" in text
+    assert "latency" in text and "original's framework-call median" in text
     assert verdict["outcome"] in ("reproduced", "not reproduced", "inconclusive")
     assert len(verdict["reruns"]) == 2
 

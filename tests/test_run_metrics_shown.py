@@ -115,7 +115,8 @@ def test_run_runs_show_and_runs_list_show_the_tasks_metrics(cli: Cli, runs: Runs
         assert _row(text, "samples scored") == "3"
     assert "miou" not in shown.out  # its label, not its key
     # a metric no task declares is printed by its key, in its unit
-    assert _row(shown.out, "queries_count") == "3"
+    assert _row(shown.out, "samples_count") == "3"
+    assert _row(shown.out, "framework calls") == "3"  # a count named by whose it is
 
     listed = cli("runs", "list")
     assert listed.code == 0, listed.err

@@ -189,7 +189,9 @@ def test_a_full_trace_comes_back_across_the_isolation_boundary(stack: Stack, run
     info = show_run(stack.ws, outcome.id)
     assert info["status"] == "succeeded" and info["trace"] == "full"
     meta = trace_of(stack.ws, info)["pinbench"]
-    assert meta["framework"] == "onnxruntime" and meta["predictions"] == info["queries_count"]
+    assert (
+        meta["framework"] == "onnxruntime" and meta["predictions"] == info["framework_calls_count"]
+    )
     assert meta["ops"] and meta["framework_trace"]["in_spans"] > 0
     assert meta["system"]["samples"] > 0 and "memory.rss_mb" in meta["system"]["counters"]
     assert info["details"]["trace"]["level"] == "full"

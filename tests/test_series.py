@@ -782,3 +782,55 @@ def test_only_the_newest_runs_of_a_series_are_alerted_and_left_out_of_later_wind
     tail = gate(ws, slow[1:])
     assert tail.outcome == "regressed" and regressed_runs(ws, str(key)) == set(slow[1:])
     assert good[-1] in gate(ws, slow[1:]).history
+
+
+def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture, cli: Cli) -> None:
+    """Issue 64, item 6: a run LoadGen called INVALID (too few queries, too short) is not a
+    result. A gate leaves such runs out of its window unless asked (``--include-invalid``),
+    names an INVALID candidate, and ``series show`` marks every figure of one; the change
+    points are searched without them."""
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+
+    ws = made.ws
+    rng = np.random.default_rng(64)
+    team = lock(ws, "1.0.0")
+    ok, bad = {"loadgen_valid_bool": 1.0}, {"loadgen_valid_bool": 0.0}
+    valid = [
+        record(ws, team, 200 + i, latencies(rng, 100_000), system="lab-v", extra=ok)
+        for i in range(4)
+    ]
+    invalid = [
+        record(ws, team, 210 + i, latencies(rng, 150_000), system="lab-v", extra=bad)
+        for i in range(3)
+    ]
+    candidate = record(ws, team, 220, latencies(rng, 150_000), system="lab-v", extra=ok)
+    name = SERIES[:-1] + "lab-v"
+    key, members = resolve(ws, name)
+    metric = "framework_latency_p50_ns"
+    bound = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05, window=3)
+    set_threshold(ws, key, members, bound, by="team")
+
+    judged = cli("gate", "--run", candidate, "--json")
+    info = json.loads(judged.out)
+    assert judged.code == 1 and info["outcome"] == "regressed", info  # against valid runs
+    assert info["history"] == valid and info["invalid"] == invalid
+    text = cli("gate", "--run", candidate)
+    assert "3 earlier run(s) LoadGen called INVALID are left out" in text.out, text.out
+
+    asked = cli("gate", "--run", candidate, "--include-invalid", "--json")
+    info = json.loads(asked.out)
+    assert asked.code == 0 and info["outcome"] == "passed", info  # the slow INVALID window
+    assert info["history"] == valid + invalid and info["invalid"] == []
+
+    named = json.loads(cli("gate", "--run", invalid[-1], "--json").out)
+    assert named["invalid_candidates"] == [invalid[-1]]
+
+    shown = cli("series", "show", name, "--metric", metric)
+    assert shown.code == 0, shown.err
+    rows = {line.split("│")[1].strip(): line for line in shown.out.splitlines() if "│" in line}
+    assert all("INVALID" in rows[r[:8]] for r in invalid)
+    assert not any("INVALID" in rows[r[:8]] for r in [*valid, candidate])
+    points = json.loads(cli("series", "show", name, "--json").out)["points"]
+    assert [p["invalid"] for p in points] == [False] * 4 + [True] * 3 + [False]

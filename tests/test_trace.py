@@ -154,7 +154,7 @@ def test_a_full_trace_nests_operators_in_model_spans(traced: Traced, framework: 
     assert meta["format"] == "pinbench-trace/1" and meta["traced_latency"] is True
     assert meta["framework"] == framework and meta["level"] == "full"
     # Every timed predict is counted; the file shows the first ones.
-    assert meta["predictions"] == info["queries_count"]
+    assert meta["predictions"] == info["framework_calls_count"]
     predicts = _spans(trace, "predict")
     assert len(predicts) == meta["timeline"]["predictions_shown"] > 0
     latencies = np.load(traced.ws.store.path(Digest(info["latencies_sha256"])))

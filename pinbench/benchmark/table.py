@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pinbench.benchmark.jobs import Job
+from pinbench.run_figures import INVALID, fmt_ns, loadgen_invalid
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +33,11 @@ class Row:
     """Samples the accuracy run answered (its ``samples_count``); None without one."""
     latency_p50_ns: float | None
     latency_p99_ns: float | None
+    """LoadGen's, of the SingleStream run."""
     throughput_sps: float | None
+    """LoadGen's samples per second, of the Offline run."""
+    invalid: tuple[str, ...] = ()
+    """The performance scenarios whose run LoadGen called INVALID: their figures are marked."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +64,11 @@ def rows(runs: Iterable[tuple[Job, dict[str, Any]]]) -> list[Row]:
                 latency_p50_ns=ss.get("latency_p50_ns"),
                 latency_p99_ns=ss.get("latency_p99_ns"),
                 throughput_sps=off.get("throughput_sps"),
+                invalid=tuple(
+                    name
+                    for name, run in (("SingleStream", ss), ("Offline", off))
+                    if loadgen_invalid(run)
+                ),
             )
         )
     return out
@@ -95,17 +105,24 @@ def accuracy_cell(row: Row) -> str:
     return f"{metric.label} {metric.show(row.accuracy[row.headline])}{samples}"
 
 
-def us(ns: float | None) -> str:
+def latency_cell(row: Row, ns: float | None) -> str:
+    """A SingleStream latency as the CLI shows one, marked when its run is INVALID."""
     if ns is None:
         return ""
-    return f"{ns / 1e6:.1f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
+    return f"{fmt_ns(ns)} {INVALID}" if "SingleStream" in row.invalid else fmt_ns(ns)
 
 
 def throughput_cell(row: Row) -> str:
-    return "" if row.throughput_sps is None else f"{row.throughput_sps:,.0f} samples/s"
+    if row.throughput_sps is None:
+        return ""
+    shown = f"{row.throughput_sps:,.0f} samples/s"
+    return f"{shown} {INVALID}" if "Offline" in row.invalid else shown
 
 
-HEADER = ("framework", "model", "accuracy", "SingleStream p50", "p99", "Offline")
+HEADER = (
+    "framework", "model", "accuracy", "SingleStream p50 (LoadGen)", "p99 (LoadGen)",
+    "Offline (LoadGen)",
+)  # fmt: skip
 
 
 def cells(row: Row) -> tuple[str, ...]:
@@ -114,8 +131,8 @@ def cells(row: Row) -> tuple[str, ...]:
         f"{row.framework} {row.framework_version}".strip(),
         row.model,
         accuracy_cell(row),
-        us(row.latency_p50_ns),
-        us(row.latency_p99_ns),
+        latency_cell(row, row.latency_p50_ns),
+        latency_cell(row, row.latency_p99_ns),
         throughput_cell(row),
     )
 

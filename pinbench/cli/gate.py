@@ -48,6 +48,13 @@ from pinbench.errors import UserError
 )
 @click.option("--runner", "runner", type=str, default="auto", help=RUNNER_HELP)
 @click.option(
+    "--include-invalid",
+    "include_invalid",
+    is_flag=True,
+    help="Compare with earlier runs LoadGen called INVALID too (by default they are left out "
+    "of the baseline: their numbers are not a result).",
+)
+@click.option(
     "--markdown",
     "markdown",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -62,6 +69,7 @@ def gate_cmd(
     runner: str = "auto",
     markdown: Path | None = None,
     as_json: bool = False,
+    include_invalid: bool = False,
 ) -> None:
     """Judge a candidate against its series' earlier runs under the series' thresholds.
 
@@ -104,7 +112,7 @@ def gate_cmd(
                     say(f"candidate run {i + 1} of {repeat}")
                 run_ids.append(locked.run(runner=runner, say=say).id)
         assert run_ids is not None
-        result = reg.series().gate(run_ids, series=series)
+        result = reg.series().gate(run_ids, series=series, include_invalid=include_invalid)
     if markdown is not None:
         from pinbench.cli.gate_view import markdown_of
 

@@ -55,9 +55,22 @@ def markdown_of(info: dict[str, Any]) -> str:
 
 
 def window_notes(info: dict[str, Any]) -> list[str]:
-    """What the window left out, said: runs an earlier gate found regressed, and runs with other
-    settings (a server of an earlier version answers neither)."""
+    """What the window left out, said: runs an earlier gate found regressed, runs LoadGen called
+    INVALID, and runs with other settings (a server of an earlier version answers none); and
+    an INVALID candidate."""
     notes = []
+    bad = info.get("invalid_candidates") or []
+    if bad:
+        notes.append(
+            f"LoadGen called candidate run(s) {', '.join(r[:8] for r in bad)} INVALID: "
+            "their numbers are not a valid result"
+        )
+    unread = info.get("invalid") or []
+    if unread:
+        notes.append(
+            f"{len(unread)} earlier run(s) LoadGen called INVALID are left out of the window "
+            "(--include-invalid compares them)"
+        )
     left_out = info.get("left_out") or []
     if left_out:
         notes.append(

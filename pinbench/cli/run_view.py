@@ -41,7 +41,7 @@ def print_run(info: dict[str, Any]) -> None:
             f"{info['scenario']} {info['mode']}, batch {info['batch_size']}"
         )
     shown = figures(info)
-    latencies = latency_table(shown.latencies)
+    latencies = latency_table(shown.latencies, invalid=bool(shown.invalid))
     if latencies is not None:
         out.print(latencies)
     table = Table("metric", "value", box=None)
@@ -60,13 +60,17 @@ def print_run(info: dict[str, Any]) -> None:
         )
 
 
-def latency_table(rows: list[LatencyRow]) -> Table | None:
-    """``figures``' latencies: LoadGen's beside the framework call's, a row per percentile."""
+def latency_table(rows: list[LatencyRow], *, invalid: bool = False) -> Table | None:
+    """``figures``' latencies: LoadGen's beside the framework call's, a row per percentile;
+    titled INVALID for a run LoadGen called so."""
     from rich.table import Table
+
+    from pinbench.run_figures import INVALID
 
     if not rows:
         return None
-    table = Table("latency", "LoadGen", "framework call", box=None)
+    title = f"{INVALID}: LoadGen's verdict, these figures are not a result" if invalid else None
+    table = Table("latency", "LoadGen", "framework call", box=None, title=title)
     for row in rows:
         table.add_row(row.label, row.loadgen, row.framework)
     return table

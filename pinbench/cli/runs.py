@@ -85,7 +85,7 @@ def runs_list(
     """
     from rich.table import Table
 
-    from pinbench.run_figures import fmt_ns
+    from pinbench.run_figures import fmt_ns, marked
     from pinbench.run_metrics import headline, kind_label
 
     with registry() as reg:
@@ -106,10 +106,18 @@ def runs_list(
         _print_json(rows)
         return
     table = Table(
-        "run", "status", "model", "framework", "kind", "p50", "accuracy", "peak RSS", box=None
+        "run",
+        "status",
+        "model",
+        "framework",
+        "kind",
+        "p50 (LoadGen)",
+        "accuracy",
+        "peak RSS",
+        box=None,
     )
     for r in rows:
-        p50 = fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
+        p50 = marked(fmt_ns(r["latency_p50_ns"]), r) if "latency_p50_ns" in r else ""
         if p50 and r.get("trace", "none") != "none":
             p50 += f" (traced: {r['trace']})"
         table.add_row(

@@ -59,6 +59,7 @@ def series_show(name: str, metrics: tuple[str, ...] = (), as_json: bool = False)
     from rich.table import Table
 
     from pinbench.errors import UserError
+    from pinbench.run_figures import marked
 
     with registry() as reg:
         info = reg.series().show(name)
@@ -70,12 +71,14 @@ def series_show(name: str, metrics: tuple[str, ...] = (), as_json: bool = False)
         return
     shown = list(metrics) or info["metrics"]
     table = Table(title=f"{info['name']} ({info['runs']} runs)")
-    for column in ("run", "started", *shown, "moved"):
+    for column in ("run", "started", "min ms", *shown, "moved"):
         table.add_column(column)
     for point in info["points"]:
-        values = [_value(point["metrics"].get(m)) for m in shown]
+        values = [marked(_value(point["metrics"].get(m)), point["metrics"]) for m in shown]
         moved = "; ".join(point["moved"]) or "-"
-        table.add_row(point["run"][:8], point["started_at"][:19], *values, moved)
+        least = point.get("min_duration_ms")  # a server before 0017's figures sends none
+        started = point["started_at"][:19]
+        table.add_row(point["run"][:8], started, _value(least), *values, moved)
     _out().print(table)
     _print_thresholds(info["thresholds"])
 

@@ -21,7 +21,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-HEAD_REVISION = "0016"
+HEAD_REVISION = "0017"
 VERSION_TABLE = "alembic_version"
 
 

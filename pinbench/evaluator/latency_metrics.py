@@ -99,9 +99,91 @@ def loadgen_latencies(
     return out
 
 
+THROUGHPUT_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "SingleStream": (
+        ("throughput_sps", "result_qps_with_loadgen_overhead"),
+        ("throughput_tps", "result_completed_tokens_per_second"),
+    ),
+    "Server": (
+        ("throughput_sps", "result_completed_samples_per_sec"),
+        ("throughput_tps", "result_completed_tokens_per_second"),
+    ),
+    "Offline": (
+        ("throughput_sps", "result_samples_per_second"),
+        ("throughput_tps", "result_tokens_per_second"),
+    ),
+    "MultiStream": (),
+}
+"""Per scenario, LoadGen's own throughput (its summary's headline in Offline, "Completed
+samples per second" in Server, "QPS w/ loadgen overhead" in SingleStream, where a query is one
+sample; MultiStream reports none) and, with token latencies, its tokens per second: the
+metric each is recorded as and the detail-log entry it is read from (decision 275)."""
+
+
+def loadgen_counts(summary: Mapping[str, Any], scenario: str) -> dict[str, float]:
+    """LoadGen's ``throughput_sps`` and ``throughput_tps`` for ``scenario`` (``THROUGHPUT_KEYS``)
+    and its ``queries_count`` (``result_query_count``: the queries it issued, one in Offline),
+    from its detail-log entries, a throughput as its summary prints it where that was read
+    (``PRINTED``); a figure LoadGen did not log is absent, never zero."""
+    out: dict[str, float] = {}
+    printed = summary.get(PRINTED)
+    printed = printed if isinstance(printed, Mapping) else {}
+    for name, key in (*THROUGHPUT_KEYS.get(scenario, ()), ("queries_count", "result_query_count")):
+        value = _number(printed.get(key, summary.get(key)))
+        if value is not None:
+            out[name] = value
+    return out
+
+
+LOADGEN_FIGURES = ("throughput_sps", "throughput_tps", "queries_count", "loadgen_valid_bool")
+LOADGEN_SERIES = ("latency_", "ttft_", "tpot_")
+"""What ``loadgen_figures`` gives: these metrics, and those whose names start so."""
+
+
+def loadgen_figures(
+    summary: Mapping[str, Any], scenario: str, target: float | None = None
+) -> dict[str, float]:
+    """Every figure a run records from LoadGen's detail-log entries: its latencies
+    (``loadgen_latencies``), throughput and query count (``loadgen_counts``) and its verdict
+    (``loadgen_valid_bool``: 1 VALID, 0 INVALID; absent where LoadGen gave none)."""
+    out = loadgen_latencies(summary, scenario, target)
+    out.update(loadgen_counts(summary, scenario))
+    valid = summary.get("result_validity")
+    if valid is not None:
+        out["loadgen_valid_bool"] = 1.0 if valid == "VALID" else 0.0
+    return out
+
+
 def tag_of(fraction: float) -> str:
     """``0.9`` → ``p90``, ``0.999`` → ``p99_9``, ``0.875`` → ``p87_5``."""
     return f"p{round(fraction * 100, 6):g}".replace(".", "_")
+
+
+PRINTED = "summary_printed"
+"""The key, among the detail-log entries a run keeps, of the throughputs as LoadGen's summary
+prints them (``printed_throughputs``): its detail log rounds some (SingleStream's QPS to a
+whole number: 111636 where the summary says 111635.82)."""
+
+_PRINTED_LINES = {
+    "Samples per second": "result_samples_per_second",
+    "Completed samples per second": "result_completed_samples_per_sec",
+    "QPS w/ loadgen overhead": "result_qps_with_loadgen_overhead",
+    "Tokens per second": "result_tokens_per_second",
+    "Completed tokens per second": "result_completed_tokens_per_second",
+}
+_PRINTED = re.compile(r"^([A-Za-z/ ]+?) *: *([0-9]+(?:\.[0-9]+)?)$")
+
+
+def printed_throughputs(summary_text: str) -> dict[str, float]:
+    """The throughputs of ``mlperf_log_summary.txt`` (``Samples per second: 11934.5``), each
+    under the detail-log entry it prints (``result_samples_per_second``); the first line of
+    each wins (Server prints "Completed tokens per second" twice)."""
+    out: dict[str, float] = {}
+    for line in summary_text.splitlines():
+        found = _PRINTED.match(line.strip())
+        if found and found.group(1) in _PRINTED_LINES:
+            out.setdefault(_PRINTED_LINES[found.group(1)], float(found.group(2)))
+    return out
 
 
 _TARGET_LINE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)th percentile latency \(ns\) : ([0-9]+)\s*$")

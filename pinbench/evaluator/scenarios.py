@@ -25,7 +25,9 @@ from pinbench import bounds as b
 from pinbench.errors import UserError
 from pinbench.evaluator import loadgen_thread
 from pinbench.evaluator.latency_metrics import (
-    loadgen_latencies,
+    PRINTED,
+    loadgen_figures,
+    printed_throughputs,
     series,
     target_percentile_latency,
 )
@@ -76,18 +78,18 @@ class Measurement:
     name, each with a batch axis of one."""
 
     def summary(self) -> dict[str, float]:
-        """Metrics with their units in their names: LoadGen's ``latency_p99_ns`` (its
-        summary's), pinbench's ``framework_latency_p99_ns`` (the framework calls), both by
-        LoadGen's percentile rule (``pinbench.evaluator.latency_metrics``); ``throughput_sps``."""
-        out = loadgen_latencies(self.loadgen, self.scenario, self.target)
+        """Metrics with their units in their names: LoadGen's ``latency_p99_ns``,
+        ``throughput_sps`` and ``queries_count`` (its summary's), pinbench's
+        ``framework_latency_p99_ns`` (the framework calls), both by LoadGen's percentile rule
+        (``pinbench.evaluator.latency_metrics``), ``framework_calls_count`` and
+        ``framework_throughput_sps`` (samples answered over first query received → last call
+        returned; decision 275)."""
+        out = loadgen_figures(self.loadgen, self.scenario, self.target)
         out.update(series(self.latencies_ns, "framework_latency"))
-        out["queries_count"] = float(self.latencies_ns.size)
+        out["framework_calls_count"] = float(self.latencies_ns.size)
         out["samples_count"] = float(self.samples)
         if self.duration_ns > 0:
-            out["throughput_sps"] = self.samples / (self.duration_ns / 1e9)
-        valid = self.loadgen.get("result_validity")
-        if valid is not None:
-            out["loadgen_valid_bool"] = 1.0 if valid == "VALID" else 0.0
+            out["framework_throughput_sps"] = self.samples / (self.duration_ns / 1e9)
         return out
 
 
@@ -382,11 +384,13 @@ def start_test(
         lg.DestroySUT(sut)
     summary = read_detail_log(log_dir / "mlperf_log_detail.txt")
     text = log_dir / "mlperf_log_summary.txt"
-    at_target = (
-        target_percentile_latency(text.read_text(errors="replace")) if text.exists() else None
-    )
+    printed = text.read_text(errors="replace") if text.exists() else ""
+    at_target = target_percentile_latency(printed)
     if at_target is not None:
         summary["target_percentile_latency_ns"] = at_target
+    throughputs = printed_throughputs(printed)
+    if throughputs:
+        summary[PRINTED] = throughputs
     reasons = invalid_reasons(summary)
     if reasons:
         summary["invalid_reasons"] = reasons

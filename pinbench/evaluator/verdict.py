@@ -113,12 +113,12 @@ class LatencyComparison:
         if self.interval is not None:
             lo, hi = self.interval
             where = (
-                f"original median {_t(self.original_median)}; "
+                f"original's framework-call median {_t(self.original_median)}; "
                 f"{runs} reruns' 99% interval {_t(lo)} - {_t(hi)}, "
                 f"run-to-run spread {self.spread:.1%}"
             )
         else:
-            where = f"original median {_t(self.original_median)}, 1 rerun"
+            where = f"original's framework-call median {_t(self.original_median)}, 1 rerun"
         stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney p = {self.p_value:.3g}"
         if self.inconclusive:
             if self.disagreement is not None and self.disagreement > self.band:
@@ -137,7 +137,9 @@ class LatencyComparison:
 
 
 def _t(ns: float) -> str:
-    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs"
+    from pinbench.run_figures import fmt_ns
+
+    return fmt_ns(ns)
 
 
 def mann_whitney(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[float, float]:

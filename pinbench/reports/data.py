@@ -15,6 +15,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import latencies_of
 from pinbench.reports.hardware import hardware, system_label
+from pinbench.run_figures import marked
 from pinbench.workspace import Workspace
 
 MAX_RUNS = 32
@@ -48,7 +49,9 @@ class RunData:
     @property
     def label(self) -> str:
         """Short and unique within a report: the id's first 8 characters, then what ran; a
-        traced run says so (its latencies carry the profilers' overhead)."""
+        traced run says so (its latencies carry the profilers' overhead), a run LoadGen called
+        INVALID too (its figures are not a result: the label marks it in every table and
+        plot)."""
         i = self.info
         framework = (i["framework"] or "").split("@")[0]
         traced = f" traced:{self.trace}" if self.trace != "none" else ""
@@ -59,7 +62,7 @@ class RunData:
         model = i["model"].split("@")[0].rsplit("/", 1)[-1]
         code = " +code" if self.code else ""
         label = f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}"
-        return label + traced + code
+        return marked(label + traced + code, self.metrics)
 
     @property
     def code(self) -> list[str]:

@@ -1,9 +1,11 @@
-"""Where a metric shifted along a series: change points by E-Divisive's bisection.
+"""Where a metric shifted along a series: ``ruptures``' ``KernelCPD``, one permutation-tested
+split at a time.
 
-E-Divisive means (Matteson and James 2014; the method MongoDB's performance CI runs, through
-its ``signal-processing-algorithms``) splits a series where two segments differ most, keeps
-the split when a permutation test says it is significant, and goes on in each part. Here
-the split is searched by ``ruptures``' ``KernelCPD`` with a Gaussian (rbf) kernel, gamma by
+What runs is a kernel change-point search, not E-Divisive: it borrows E-Divisive's shape
+(Matteson and James 2014; the method MongoDB's performance CI runs, through its
+``signal-processing-algorithms``: split a series where two segments differ most, keep the
+split when a permutation test says it is significant, go on in each part) but not its energy
+statistic. The split is searched by ``ruptures``' ``KernelCPD`` with a Gaussian (rbf) kernel, gamma by
 the median heuristic: a kernel change-point search in C, whose bounded kernel keeps one wild
 value from dominating the cost as a squared error would (decision 257). The statistic is the
 kernel cost the best split saves; its p-value is the share of shuffles of the segment whose

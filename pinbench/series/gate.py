@@ -16,7 +16,10 @@ with the candidate's settings (``members.alike``: runner, framework name, thread
 less every run an earlier gate found regressed (``alerts.regressed_runs``): a candidate
 rejected once is never the baseline of the next one (a pull request's slower model, gated
 twice, would otherwise pass the second time against itself). They stay in the series, shown
-and searched for change points; ``left_out`` names them.
+and searched for change points; ``left_out`` names them. A run LoadGen called INVALID
+(``loadgen_valid_bool`` 0: its numbers are not a result) is left out of the window too unless
+the gate is asked to include such runs (``invalid`` names them); an INVALID candidate is
+judged and named (``invalid_candidates``).
 A statistical threshold on a location of the raw framework-call latencies
 (``stats.POOLED_METRICS``: their median or mean) is judged on the raw latencies of the
 candidate runs and of each run in its window (read once a gate call as NumPy arrays; a
@@ -36,7 +39,14 @@ import numpy.typing as npt
 from pinbench.bounds import GATE_CANDIDATES
 from pinbench.errors import UserError
 from pinbench.series.errors import InvalidCandidates
-from pinbench.series.members import Member, alike, resolve, series_of_run, settings_of
+from pinbench.series.members import (
+    Member,
+    alike,
+    invalid,
+    resolve,
+    series_of_run,
+    settings_of,
+)
 from pinbench.series.names import SeriesKey
 from pinbench.series.stats import POOLED_METRICS, STATISTICAL, Comparison, Observation, compare
 from pinbench.series.thresholds import Versioned, thresholds
@@ -80,6 +90,11 @@ class GateResult:
     left_out: list[str] = field(default_factory=list)
     """Earlier runs with the candidate's settings left out of the window: a gate found each
     regressed."""
+    invalid: list[str] = field(default_factory=list)
+    """Earlier runs with the candidate's settings left out of the window because LoadGen
+    called them INVALID (``members.invalid``), unless the gate was asked to include them."""
+    invalid_candidates: list[str] = field(default_factory=list)
+    """The candidate runs LoadGen called INVALID: judged, and said."""
     other_settings: dict[str, int] = field(default_factory=dict)
     """Earlier runs of the series never compared with the candidate, by the runner they ran
     on, because their settings (``members.settings_of``) differ from its."""
@@ -110,6 +125,8 @@ class GateResult:
             "exit_code": self.exit_code,
             "history": self.history,
             "left_out": self.left_out,
+            "invalid": self.invalid,
+            "invalid_candidates": self.invalid_candidates,
             "other_settings": self.other_settings,
             "comparisons": [j.to_json() for j in self.judged],
         }
@@ -132,10 +149,13 @@ def judge(
     current: list[Versioned],
     raw: Callable[[str], npt.NDArray[np.float64]],
     rejected: frozenset[str] | set[str] = frozenset(),
+    *,
+    include_invalid: bool = False,
 ) -> GateResult:
     """Pure over what it is given: ``members`` (the series, oldest first, holding every
     candidate run), the current thresholds, ``raw`` (a latency blob's values by digest) and
-    the runs earlier gates found regressed (``rejected``: never in the window)."""
+    the runs earlier gates found regressed (``rejected``: never in the window). A run LoadGen
+    called INVALID is not in the window unless ``include_invalid``."""
     if not current:
         raise UserError(
             f"series {key} has no thresholds: set one with `pinbench series threshold set "
@@ -150,6 +170,8 @@ def judge(
     same = alike(earlier, first)
     past = [m for m in same if m.run_id not in rejected]
     left_out = [m.run_id for m in same if m.run_id in rejected]
+    unread = [] if include_invalid else [m.run_id for m in past if invalid(m)]
+    past = [m for m in past if m.run_id not in unread]
     others: dict[str, int] = {}
     alike_ids = {m.run_id for m in same}
     for m in earlier:
@@ -170,7 +192,14 @@ def judge(
         runs = [observation(c, t.metric, reader) for c in cands]
         judged.append(Judged(versioned, compare(t, history, runs)))
     return GateResult(
-        str(key), [c.run_id for c in cands], [m.run_id for m in past], judged, left_out, others
+        str(key),
+        [c.run_id for c in cands],
+        [m.run_id for m in past],
+        judged,
+        left_out=left_out,
+        other_settings=others,
+        invalid=unread,
+        invalid_candidates=[c.run_id for c in cands if invalid(c)],
     )
 
 
@@ -199,6 +228,7 @@ def gate(
     series: str | None = None,
     alert: bool = True,
     alert_past: Callable[[str], bool] | None = None,
+    include_invalid: bool = False,
 ) -> GateResult:
     """Judge recorded runs — one, or several runs of one lockfile (``bounds.GATE_CANDIDATES``)
     — against their series; a regression is recorded as an alert per regressed metric, on the
@@ -207,7 +237,8 @@ def gate(
     may alert on the model's past runs (a server: its namespace's publishers). Otherwise the
     gate answers without recording: gating old runs again would let anyone who may run fill a
     team's alerts, and take a team's earlier runs out of every later window (the runs an alert
-    names are never a baseline again)."""
+    names are never a baseline again). ``include_invalid``: runs LoadGen called INVALID
+    are in the window too (by default they are left out, ``GateResult.invalid``)."""
     from pinbench.evaluator.run import latencies_of
     from pinbench.series.alerts import raise_alert, regressed_runs
 
@@ -229,7 +260,9 @@ def gate(
             loaded[digest] = latencies_of(ws, digest).astype(np.float64)
         return loaded[digest]
 
-    result = judge(key, members, full, thresholds(ws, key), raw, regressed_runs(ws, str(key)))
+    rejected = regressed_runs(ws, str(key))
+    current = thresholds(ws, key)
+    result = judge(key, members, full, current, raw, rejected, include_invalid=include_invalid)
     newest = {m.run_id for m in members[-len(result.runs) :]} == set(result.runs)
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:

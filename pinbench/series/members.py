@@ -47,6 +47,14 @@ class Member:
     units: dict[str, str] = field(default_factory=dict)
 
 
+def invalid(member: Member) -> bool:
+    """LoadGen called the run INVALID (``loadgen_valid_bool`` 0): its numbers are not a
+    result, and it is no baseline unless a caller asks for it."""
+    from pinbench.run_figures import loadgen_invalid
+
+    return loadgen_invalid(member.metrics)
+
+
 def key_of(lock: Lockfile, system: str | None) -> SeriesKey | None:
     """The series a run of ``lock`` on ``system`` belongs to; None for an operator or training
     run, or one without a model or dataset."""
@@ -210,7 +218,8 @@ def summary(key: SeriesKey, members: list[Member]) -> dict[str, Any]:
 
 
 def detail(key: SeriesKey, members: list[Member]) -> dict[str, Any]:
-    """A series as ``series show`` shows it: every run's metrics and what moved before it."""
+    """A series as ``series show`` shows it: every run's metrics and what moved before it,
+    whether LoadGen called it INVALID, and how long its scenario ran at least."""
     points = []
     for i, member in enumerate(members):
         body = member.lock.body
@@ -226,6 +235,8 @@ def detail(key: SeriesKey, members: list[Member]) -> dict[str, Any]:
                 "framework": f"{env.framework}@{env.version}" if env else None,
                 "runner": member.runner,
                 "moved": moved(members[i - 1], member) if i else [],
+                "invalid": invalid(member),
+                "min_duration_ms": body.scenario.min_duration_ms,
                 "metrics": dict(sorted(member.metrics.items())),
             }
         )

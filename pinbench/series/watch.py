@@ -2,10 +2,10 @@
 
 After a server records a succeeded run (a local home: after ``pinbench run`` records one),
 each metric of its series that has a threshold is searched for change points
-(``changepoints.change_points``, E-Divisive over the values of the series' runs with the
-run's settings, ``members.alike``, oldest first); every change point not
-alerted yet is an alert at the first run after it, with the pins that moved between the two
-runs (bisect's view of their lockfiles). Metrics without a threshold are not searched: a
+(``changepoints.change_points``: ruptures' KernelCPD, permutation-tested, over the values of
+the series' runs with the run's settings, ``members.alike``, oldest first, less the runs
+LoadGen called INVALID); every change point not alerted yet is an alert at the first run
+after it, with the pins that moved between the two runs (bisect's view of their lockfiles). Metrics without a threshold are not searched: a
 threshold is how a team says a metric matters. A change point whose segments (from the
 change point before it to the one after it) hold a run already alerted for the metric is the
 same shift, placed a run or two apart as the series grew: it is not alerted again. A failure
@@ -27,7 +27,7 @@ from typing import Any
 from pinbench import bounds
 from pinbench.series.alerts import alerted_runs, raise_alert
 from pinbench.series.changepoints import change_points
-from pinbench.series.members import alike, key_of_run, moved, series_of_run
+from pinbench.series.members import alike, invalid, key_of_run, moved, series_of_run
 from pinbench.series.thresholds import thresholds
 from pinbench.workspace import Workspace
 
@@ -52,6 +52,7 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
         return []
     _, members = series_of_run(ws, run_id)
     members = alike(members, next(m for m in members if m.run_id == run_id))
+    members = [m for m in members if not invalid(m)]  # LoadGen's INVALID runs are no result
     raised = []
     for versioned in current:
         metric = versioned.threshold.metric

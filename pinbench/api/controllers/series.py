@@ -42,6 +42,8 @@ class GateRequest(Body):
     (1 to 20)."""
     series: str | None = None
     """The series to judge against; refused when the runs are not in it. Default: theirs."""
+    include_invalid: bool = False
+    """Runs LoadGen called INVALID in the window too (by default they are left out)."""
 
     def __post_init__(self) -> None:
         if (self.run is None) == (self.runs is None):
@@ -162,7 +164,12 @@ class GateController(Controller):
                 return False
             return True
 
-        return registry.series().gate(data.candidates, series=data.series, alert_past=publishes)
+        return registry.series().gate(
+            data.candidates,
+            series=data.series,
+            alert_past=publishes,
+            include_invalid=data.include_invalid,
+        )
 
 
 class AlertController(Controller):

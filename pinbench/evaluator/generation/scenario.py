@@ -21,7 +21,7 @@ import mlperf_loadgen as lg
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.latency_metrics import loadgen_latencies, series
+from pinbench.evaluator.latency_metrics import loadgen_figures, series
 from pinbench.evaluator.scenarios import (
     ScenarioError,
     _start_test_stoppable,
@@ -64,7 +64,7 @@ class TokenMeasurement:
     def summary(self) -> dict[str, float]:
         """LoadGen's ``latency_*``, ``ttft_*`` and ``tpot_*`` (its summary's), then pinbench's
         own ``framework_*`` series of the model's work (``token_metrics``)."""
-        out = loadgen_latencies(self.loadgen, self.scenario, self.target)
+        out = loadgen_figures(self.loadgen, self.scenario, self.target)
         out.update(token_metrics(self.latencies_ns, self.ttft_ns, self.tokens, self.duration_ns))
         return out
 
@@ -78,7 +78,7 @@ def token_metrics(
     """pinbench's metrics from the raw per-query arrays (the model's work only), by LoadGen's
     percentile rule: ``framework_latency_*``, ``framework_ttft_*`` and ``framework_tpot_*``
     (TPOT over the queries of two tokens or more: ``(latency - TTFT) / (tokens - 1)``,
-    LoadGen's definition), tokens per sample, tokens/s over the run."""
+    LoadGen's definition), calls, tokens per sample, samples/s and tokens/s over the run."""
     out: dict[str, float] = {}
     out.update(series(latencies, "framework_latency"))
     out.update(series(ttft, "framework_ttft"))
@@ -87,13 +87,13 @@ def token_metrics(
         lat = latencies.astype(np.float64)
         tpot = (lat[many] - ttft[many].astype(np.float64)) / (tokens[many] - 1)
         out.update(series(tpot, "framework_tpot"))
-    out["queries_count"] = float(latencies.size)
+    out["framework_calls_count"] = float(latencies.size)
     out["samples_count"] = float(latencies.size)
     out["tokens_count"] = float(tokens.sum())
     out["tokens_per_sample_mean_count"] = float(tokens.mean())
     if duration_ns > 0:
-        out["throughput_sps"] = latencies.size / (duration_ns / 1e9)
-        out["throughput_tps"] = float(tokens.sum()) / (duration_ns / 1e9)
+        out["framework_throughput_sps"] = latencies.size / (duration_ns / 1e9)
+        out["framework_throughput_tps"] = float(tokens.sum()) / (duration_ns / 1e9)
     return out
 
 
