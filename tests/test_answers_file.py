@@ -168,3 +168,37 @@ def test_answers_come_back_as_written_ragged_or_not(tmp_path: Path) -> None:
             got = evidence.answers[i][name]
             assert got.dtype == value.dtype and np.array_equal(got, value)
     assert np.array_equal(evidence.scored_inputs["attention_mask"], mask)
+
+
+def test_a_generated_answer_crosses_as_its_text_and_anything_else_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A generating run's answers are texts (issue 64): each comes back as written, empty or
+    not ASCII; an answer with another output, another dtype or shape, more bytes than an answer
+    may hold, or bytes that are not UTF-8, is refused naming why."""
+    from pinbench.evaluator.answers import (
+        MAX_TEXT_BYTES,
+        TEXT,
+        AnswersUnreadable,
+        as_answer,
+        text_of,
+    )
+
+    texts = ["", " Grüße, 世界 🎙", "a\nb\tc"]
+    names, inputs = write_answers(tmp_path / ANSWERS, dict(enumerate(map(as_answer, texts))), None)
+    _result(tmp_path, names, inputs)
+    _, evidence = read_results(tmp_path, LOCK)
+    assert evidence.answers is not None
+    assert [text_of(evidence.answers[i]) for i in range(3)] == texts
+    u8 = np.uint8
+    refused = [
+        ({TEXT: np.frombuffer(b"\xff\xfe", u8).reshape(1, -1)}, "not UTF-8"),
+        ({TEXT: np.frombuffer(b"\xed\xa0\x80", u8).reshape(1, -1)}, "not UTF-8"),  # a surrogate
+        ({**as_answer("a"), "logits": np.zeros((1, 2), np.float32)}, "not one text"),
+        ({TEXT: np.zeros((1, 3), np.int32)}, "not one text"),
+        ({TEXT: np.zeros((2, 3), u8)}, "2 rows"),
+        ({TEXT: np.full((1, MAX_TEXT_BYTES + 1), 97, u8)}, f"at most {MAX_TEXT_BYTES}"),
+    ]
+    for answer, says in refused:
+        with pytest.raises(AnswersUnreadable, match=says):
+            text_of(answer)

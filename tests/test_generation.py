@@ -99,7 +99,7 @@ def test_ttft_and_tpot_are_what_the_raw_samples_give(registry: Any) -> None:
         assert m[f"framework_ttft_{key}_ns"] == pytest.approx(np.sort(ttft)[at] * 1e9, rel=1e-9)
         assert m[f"framework_tpot_{key}_ns"] == pytest.approx(np.sort(tpot)[at] * 1e9, rel=1e-9)
     assert m["tokens_count"] == tokens.sum()
-    assert m["throughput_tps"] > 0 and m["completed_tps"] > 0
+    assert m["throughput_tps"] > 0 and m["framework_throughput_tps"] > 0
     # the headline TTFT and TPOT are LoadGen's own (its detail log): the same definition over
     # its own clock, so close to pinbench's
     loadgen = run.view()["details"]["loadgen"]
@@ -111,20 +111,25 @@ def test_ttft_and_tpot_are_what_the_raw_samples_give(registry: Any) -> None:
     assert m["tpot_p50_ns"] == pytest.approx(m["framework_tpot_p50_ns"], rel=0.25)
 
 
-def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(registry: Any) -> None:
+def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(
+    registry: Any, gpt_catalog: Path
+) -> None:
     """``rouge1``, ``rouge2``, ``rouge_l`` are MLPerf's (rouge-score with its Porter stemmer),
-    the ``_unstemmed`` ones rouge-score's without; the run says which variant it recorded."""
+    the ``_unstemmed`` ones rouge-score's without, against the dataset's own references; the
+    run says which variant it recorded."""
     from rouge_score import rouge_scorer
 
     run = _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
     generation = run.view()["details"]["generation"]
     samples = generation["samples"]
     assert generation["rouge_variant"] == "mlperf (rouge-score, use_stemmer=True)"
+    references = [p["reference"] for p in _prompts(gpt_catalog)]
+    assert [s["reference"] for s in samples] == references
     m = run.metrics
-    assert m["references_count"] == len(samples)
+    assert m["references_count"] == len(references)
     for stemmed, suffix in ((True, ""), (False, "_unstemmed")):
         scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stemmed)
-        scores = [scorer.score(s["reference"], s["answer"]) for s in samples]
+        scores = [scorer.score(r, s["answer"]) for s, r in zip(samples, references, strict=True)]
         for ours, theirs in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rouge_l", "rougeL")):
             expected = float(np.mean([s[theirs].fmeasure for s in scores]))
             assert m[ours + suffix] == pytest.approx(expected, abs=1e-12), ours + suffix
@@ -132,13 +137,94 @@ def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(registry: Any) -> 
     # inflections where the catalog's weights were trained with AVX2, not with AVX-512)
     from pinbench.tasks.registry import task
 
-    inflected = task("text-generation").score_answers(
-        ["the cats were running"], ["the cat runs"], [(1.0, 1)]
-    )
-    assert inflected["rouge1"] > inflected["rouge1_unstemmed"]
+    inflected = task("text-generation").score_answers(["the cats were running"], ["the cat runs"])
+    assert inflected.metrics["rouge1"] > inflected.metrics["rouge1_unstemmed"]
     exact = np.mean([s["answer"].strip() == s["reference"].strip() for s in samples])
     assert m["exact_match"] == pytest.approx(exact)
     assert 1.0 < m["perplexity"] < 512  # better than guessing among 512 tokens
+
+
+SCORERS = ("rouge_score", "nltk", "jiwer")
+"""What the host scores generated texts with; no evaluation environment has them."""
+CLAIMS = {"rouge1": 1.0, "rouge_l": 1.0, "rouge2_unstemmed": 1.0, "exact_match": 1.0}
+
+
+def _tampered(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
+    """The local runner's evaluator (in this process) runs the honest generation with the
+    scorers unimportable, as in an evaluation environment, then ``change``s what it returns."""
+    import sys
+
+    from pinbench.evaluator.generation import run as generation
+
+    honest = generation.generate_run
+
+    def evaluate(job: Any, evidence: Any, say: Any) -> None:
+        with monkeypatch.context() as scope:
+            for name in [m for m in sys.modules if m.split(".")[0] in SCORERS] + list(SCORERS):
+                scope.setitem(sys.modules, name, None)  # import fails
+            honest(job, evidence, say)
+        change(evidence)
+
+    monkeypatch.setattr(generation, "generate_run", evaluate)
+
+
+def _claims(evidence: Any) -> None:
+    evidence.metrics.update(CLAIMS, references_count=99.0, perplexity=2.0, wer=0.0)
+    shown = [{"prompt": "p", "answer": "a", "reference": "a"}]
+    evidence.details["generation"].update(samples=shown, rouge_variant="its own", scorer="x")
+
+
+def test_the_host_scores_the_answer_texts_whatever_the_evaluator_claims(
+    registry: Any, gpt_catalog: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 64: the evaluator, which imports no scorer, returns its answers' texts; ROUGE,
+    exact match, the count and the answers shown are the host's, against the references it
+    reads; perplexity, from losses only the model gives, is the evaluator's (its claim kept),
+    and a performance run records no task metric at all."""
+    from pinbench.tasks.generation.scores import rouge_and_exact
+
+    _tampered(monkeypatch, _claims)
+    run = _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
+    generation = run.view()["details"]["generation"]
+    references = [p["reference"] for p in _prompts(gpt_catalog)]
+    assert [s["reference"] for s in generation["samples"]] == references
+    answers = [s["answer"] for s in generation["samples"]]
+    expected = rouge_and_exact(answers, references).metrics
+    assert {k: run.metrics[k] for k in expected} == expected
+    assert expected["rouge1"] < 1.0 and run.metrics["references_count"] == len(references)
+    assert run.metrics["perplexity"] == 2.0 and "wer" not in run.metrics
+    assert generation["rouge_variant"] == "mlperf (rouge-score, use_stemmer=True)"
+
+    performance = _run(
+        registry, {"max_new_tokens": NEW}, mode="performance", min_query_count=4, min_duration_ms=0
+    )
+    from pinbench.tasks.registry import task
+
+    kind = task("text-generation")
+    assert [k for k in performance.metrics if kind.metric(k) is not None] == []
+    assert "samples" not in performance.view()["details"]["generation"]
+
+
+def _dropped(evidence: Any) -> None:
+    del evidence.answers[1]
+
+
+def _not_utf8(evidence: Any) -> None:
+    evidence.answers[2]["text"] = np.frombuffer(b"ok \xff", np.uint8).reshape(1, -1)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [(_dropped, "sample 1 is not answered"), (_not_utf8, "sample 2's answer: it is not UTF-8")],
+)
+def test_answer_texts_the_host_cannot_score_fail_the_run(
+    registry: Any, monkeypatch: pytest.MonkeyPatch, change: Any, says: str
+) -> None:
+    from pinbench.evaluator.scoring import AnswersRefused
+
+    _tampered(monkeypatch, change)
+    with pytest.raises(AnswersRefused, match=says):
+        _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
 
 
 def _republished(registry: Any, catalog: Path, root: Path, name: str, tokenizer: Any) -> Path:

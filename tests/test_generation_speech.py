@@ -127,7 +127,7 @@ def test_speech_wer_and_cer_are_jiwers_on_hostile_texts(
 
     from pinbench.tasks.speech.metrics import speech_metrics
 
-    got = speech_metrics(decoded, references)
+    got = speech_metrics(decoded, references).metrics
     assert got["wer"] == pytest.approx(jiwer.wer(references, decoded)), why
     assert got["cer"] == pytest.approx(jiwer.cer(references, decoded)), why
     pairs = list(zip(decoded, references, strict=True))
@@ -203,6 +203,34 @@ def test_whisper_answers_are_transformers_own_generate_scored_by_jiwer(
     performance = _run(registry, mode="performance", min_query_count=8, min_duration_ms=0)
     for key in ("ttft_p90_ns", "tpot_p90_ns"):
         assert performance.metrics[key] > 0, key
+
+
+def test_the_transcripts_stay_with_the_host_which_scores_the_answers(
+    whisper: tuple[Any, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 64: the evaluator is handed the clips without the transcripts and returns its
+    answers' texts; WER, CER and exact match are the host's, against the transcripts it reads,
+    whatever the evaluator claims."""
+    import jiwer
+
+    from pinbench.evaluator.generation import run as generation
+
+    honest, handed = generation.generate_run, []
+
+    def evaluate(job: Any, evidence: Any, say: Any) -> None:
+        handed.append(sorted(job.data_paths))
+        honest(job, evidence, say)
+        evidence.metrics.update(wer=0.0, cer=0.0, exact_match=1.0, rouge1=1.0)
+
+    monkeypatch.setattr(generation, "generate_run", evaluate)
+    run = _run(whisper[0], mode="accuracy")
+    assert handed == [[f"clips/{i}.wav" for i in range(len(TONES))]]
+    shown = run.view()["details"]["generation"]["samples"]
+    answers = [s["answer"] for s in shown]
+    assert [s["reference"] for s in shown] == TRANSCRIPTS
+    assert run.metrics["wer"] == pytest.approx(jiwer.wer(TRANSCRIPTS, answers))
+    assert run.metrics["cer"] == pytest.approx(jiwer.cer(TRANSCRIPTS, answers))
+    assert run.metrics["wer"] > 0 and run.metrics["exact_match"] < 1 and "rouge1" not in run.metrics
 
 
 def test_a_sample_longer_than_the_window_and_a_batch_are_refused(

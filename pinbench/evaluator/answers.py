@@ -3,7 +3,8 @@
 Each output's values for every sample answered, flattened into one array, with each sample's
 shape beside them and the sample indexes in order: one array per output however ragged its
 samples (a detector's boxes). The host reads the file with NumPy, never unpickling, after
-checking that what it unpacks fits ``MAX_BYTES``; names are given in ``result.json``.
+checking that what it unpacks fits ``MAX_BYTES``; names are given in ``result.json``. A
+generating run's answer to a sample is its text (``as_answer``, ``text_of``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,42 @@ MAX_BYTES = 2 * 1024 * 1024 * 1024
 STORED_OR_DEFLATED = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 """The members NumPy's ``savez`` and ``savez_compressed`` write; any other is refused."""
 
+TEXT = "text"
+"""The output a generating run's answer is given under (``evaluator.generation``)."""
+MAX_TEXT_BYTES = 1024 * 1024
+"""The longest answer text the host reads, in UTF-8 bytes: as a prompt's line
+(``lines.MAX_LINE_BYTES``), some 250,000 tokens, four times the most ``max_new_tokens``
+allows."""
+
 Array = npt.NDArray[Any]
 Answers = dict[int, dict[str, Array]]
 
 
 class AnswersUnreadable(ValueError):
     """The answers file is not one this module writes; its message says why."""
+
+
+def as_answer(text: str) -> dict[str, Array]:
+    """A generated answer as it crosses to the host: its text's UTF-8 bytes, one row, under
+    ``TEXT``."""
+    return {TEXT: np.frombuffer(text.encode("utf-8"), dtype=np.uint8).reshape(1, -1)}
+
+
+def text_of(answer: dict[str, Array]) -> str:
+    """The text of an answer ``as_answer`` made; ``AnswersUnreadable`` for anything else: other
+    outputs, another dtype or shape, more than ``MAX_TEXT_BYTES``, bytes that are not UTF-8."""
+    value = answer.get(TEXT)
+    if set(answer) != {TEXT} or value is None or value.dtype != np.uint8 or value.ndim != 2:
+        raise AnswersUnreadable(f"it is not one text (UTF-8 bytes under {TEXT!r}, one row)")
+    if value.shape[0] != 1 or value.size > MAX_TEXT_BYTES:
+        raise AnswersUnreadable(
+            f"it holds {value.size} bytes in {value.shape[0]} rows: one text of at most "
+            f"{MAX_TEXT_BYTES} bytes"
+        )
+    try:
+        return value.tobytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AnswersUnreadable(f"it is not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
 def write_answers(

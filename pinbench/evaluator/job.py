@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from pinbench.evaluator.memory import PeakMemory
     from pinbench.evaluator.predictors.config import ModelFiles
 
 Say = Callable[[str], None]
@@ -52,6 +53,9 @@ class Job:
     """A chain's stages' files by stage name (``pinbench.chains``), each as ``model_paths``."""
     sysfs: Path = SYSFS
     """Where sysfs is mounted, for the RAPL energy counters (tests lay out their own)."""
+    memory: PeakMemory | None = None
+    """The evaluation's peak memory (``measure``): an evaluator marks where its model's loading
+    begins (``PeakMemory.model_loading``)."""
 
 
 @dataclass
@@ -81,8 +85,9 @@ class Evidence:
     (``pinbench.processing.post``), stored as a blob."""
     answers: dict[int, dict[str, npt.NDArray[np.generic]]] | None = None
     """An accuracy run scored apart (``scored_apart``): the outputs the system under test gave
-    for each sample index, by output name, each with a batch axis of one; the host scores
-    them (``evaluator.scoring``)."""
+    for each sample index, by output name, each with a batch axis of one; a generating run's
+    (``texts_scored_apart``): each answer's text (``answers.as_answer``). The host scores them
+    (``evaluator.scoring``)."""
     scored_inputs: dict[str, npt.NDArray[np.generic]] | None = None
     """With ``answers``, for a task that reads the model's inputs as it scores (an attention
     mask, a frame count: ``Task.scores_inputs``): those inputs, every sample's."""
@@ -123,8 +128,8 @@ def scored_apart(lock: Lockfile) -> bool:
     """Whether the host scores this lockfile's run apart from the system under test (MLPerf's
     accuracy script; issue 63): a model's or a chain's run on a dataset. Its evaluator is
     handed the dataset's files but for its ground truth (``truth_paths``) and returns its
-    outputs; the host reads the truth and scores them. Training, operator and text-generation
-    runs score where they run."""
+    outputs; the host reads the truth and scores them. Training and operator runs score where
+    they run; a generating run's texts are scored apart (``texts_scored_apart``)."""
     body = lock.body
     return (
         body.model is not None
@@ -132,6 +137,19 @@ def scored_apart(lock: Lockfile) -> bool:
         and body.training is None
         and body.operator is None
         and body.request.generation is None
+    )
+
+
+def texts_scored_apart(lock: Lockfile) -> bool:
+    """Whether the host scores this run's answer texts (issue 64): a model generating for a
+    dataset (text generation, speech recognition). Its evaluator is handed the dataset but for
+    its ground truth (``truth_paths``: a speech dataset's transcripts; a prompts file keeps its
+    references beside the prompts, and perplexity is computed from them beside the model) and
+    returns each answer's text; the host scores them against the references it reads. Its
+    figures, and perplexity, are the evaluator's."""
+    body = lock.body
+    return (
+        body.model is not None and body.dataset is not None and body.request.generation is not None
     )
 
 
@@ -154,8 +172,8 @@ def truth_paths(lock: Lockfile) -> set[str]:
 
 def withheld_paths(lock: Lockfile) -> set[str]:
     """The dataset's files an evaluator (or a cluster agent) is not handed: its ground truth
-    (``truth_paths``) in a run scored apart; none otherwise."""
-    return truth_paths(lock) if scored_apart(lock) else set()
+    (``truth_paths``) in a run scored apart, or whose texts are; none otherwise."""
+    return truth_paths(lock) if scored_apart(lock) or texts_scored_apart(lock) else set()
 
 
 def truth_withheld(lock: Lockfile) -> bool:

@@ -7,6 +7,12 @@ reads the ground truth from its own verified store (``load_truth``, before the r
 without truth is refused before anything runs), checks and scores the answers with the task's
 scorer (``score_apart``), and recomputes the framework-call figures from the raw latencies.
 Whatever the evaluator said of a task's metrics, or of those figures, is not recorded.
+
+A generating run (``job.texts_scored_apart``: text generation, speech recognition; issue 64)
+returns each answer's text; the host scores the texts against the references it reads, with
+the task's reference library (rouge-score, jiwer: ``score_texts``). Its figures, and the
+references' perplexity (from losses only the model gives: ``Metric.by_model``), are the
+evaluator's.
 """
 
 from __future__ import annotations
@@ -20,20 +26,30 @@ import numpy as np
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.chains.spec import stage_artifact
 from pinbench.errors import UserError
+from pinbench.evaluator.answers import AnswersUnreadable, text_of
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
-from pinbench.evaluator.job import Evidence, files_of, scored_apart
-from pinbench.evaluator.latency_metrics import series
+from pinbench.evaluator.job import Evidence, files_of, scored_apart, texts_scored_apart
+from pinbench.evaluator.latency_metrics import (
+    LOADGEN_FIGURES,
+    LOADGEN_SERIES,
+    loadgen_figures,
+    series,
+)
 from pinbench.evaluator.runners.consented import code_digests
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.tasks.base import Context
-from pinbench.tasks.registry import task
+from pinbench.tasks.registry import task, tasks
 from pinbench.workspace import Workspace
 
 FRAMEWORK = "framework_latency"
 """The figures of the raw latencies the host recomputes (``latency_metrics.series``)."""
+SHOWN = 100
+"""A generating run's answers kept in its details (``details.generation.samples``)."""
+TEXT_DETAILS = ("samples", "rouge_variant", "scorer", "stemmer")
+"""A generating run's details (``details.generation``) the host writes as it scores."""
 
 
 class AnswersRefused(UserError):
@@ -46,10 +62,10 @@ class AnswersRefused(UserError):
 
 def load_truth(ws: Workspace, lock: Lockfile) -> Samples | None:
     """The dataset's samples with their ground truth, read by the host from the verified
-    store, for an accuracy run scored apart (none for another run); refused when the dataset
-    has no truth to score against."""
+    store, for an accuracy run scored apart, or whose texts are (none for another run);
+    refused when the dataset has no truth to score against."""
     body = lock.body
-    if not scored_apart(lock) or body.scenario.mode != "accuracy":
+    if not (scored_apart(lock) or texts_scored_apart(lock)) or body.scenario.mode != "accuracy":
         return None
     assert body.dataset is not None
     paths = store_paths(ws, lock, Kind.DATASET, truth=True)
@@ -67,21 +83,24 @@ def judge(
 ) -> None:
     """What the host does with what an evaluator returned, before it is recorded: it names the
     code that ran beside the model from the lockfile (``details.code_sha256``), recomputes the
-    framework figures, and scores an accuracy run's answers against ``truth``
-    (``load_truth``); the answers themselves are never recorded."""
+    framework figures, and scores an accuracy run's answers (or answer texts) against
+    ``truth`` (``load_truth``); the answers themselves are never recorded."""
     evidence.details.pop("code_sha256", None)
     if code_ran:
         evidence.details["code_sha256"] = code_digests(lock)
     recompute(lock, evidence)
-    if truth is not None:
+    if texts_scored_apart(lock):
+        score_texts(lock, evidence, truth)
+    elif truth is not None:
         score_apart(ws, lock, evidence, truth)
     evidence.answers = evidence.scored_inputs = None
 
 
 def recompute(lock: Lockfile, evidence: Evidence) -> None:
-    """For a run scored apart: the figures of the framework calls and the count of queries,
-    from the raw latencies the host keeps (what the evaluator said of them is replaced), and
-    no task metric the evaluator gave (the host's ``score_apart`` gives them)."""
+    """For a run scored apart: the figures of the framework calls and their count, from the
+    raw latencies the host keeps, and LoadGen's figures, from the LoadGen log the run keeps
+    (``details.loadgen``; what the evaluator said of either is replaced), and no task metric
+    the evaluator gave (the host's ``score_apart`` gives them)."""
     if not scored_apart(lock):
         return
     body = lock.body
@@ -89,12 +108,22 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
     kind = task(body.dataset.task)
     for key in [k for k in evidence.metrics if kind.metric(k) is not None]:
         del evidence.metrics[key]  # the host scores, in an accuracy run alone
+    loadgen = evidence.details.get("loadgen")
+    if isinstance(loadgen, dict):  # the figures as the kept log says, not as the metrics say
+        for key in [k for k in evidence.metrics if k in LOADGEN_FIGURES]:
+            del evidence.metrics[key]
+        for key in [k for k in evidence.metrics if k.startswith(LOADGEN_SERIES)]:
+            del evidence.metrics[key]
+        scenario = body.scenario
+        evidence.metrics.update(
+            loadgen_figures(loadgen, scenario.name, scenario.percentile / 100.0)
+        )
     if evidence.latencies is None:
         return
     for key in [k for k in evidence.metrics if k.startswith(FRAMEWORK + "_")]:
         del evidence.metrics[key]
     evidence.metrics.update(series(evidence.latencies, FRAMEWORK))
-    evidence.metrics["queries_count"] = float(evidence.latencies.size)
+    evidence.metrics["framework_calls_count"] = float(evidence.latencies.size)
 
 
 def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samples) -> None:
@@ -136,6 +165,63 @@ def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samp
     if scored.outputs_name is not None:
         evidence.details["outputs_name"] = scored.outputs_name
     evidence.details.update(scored.details)
+
+
+def score_texts(lock: Lockfile, evidence: Evidence, samples: Samples | None) -> None:
+    """A generating run (``texts_scored_apart``) as the host records it: no metric of any task
+    the evaluator gave but its own task's that only the model gives (``Metric.by_model``, in an
+    accuracy run), and in an accuracy run (``samples``: ``load_truth``'s) its answer texts
+    scored against the references by the task (``Task.score_answers``), the first answers kept
+    beside their prompt (or audio file) and reference, all three the host's."""
+    body = lock.body
+    assert body.dataset is not None
+    kind = task(body.dataset.task)
+    every = tasks()
+    for key in list(evidence.metrics):
+        ours = kind.metric(key)
+        if ours is not None and ours.by_model and samples is not None:
+            continue
+        if any(other.metric(key) is not None for other in every):
+            del evidence.metrics[key]
+    generation = evidence.details.get("generation")
+    if not isinstance(generation, dict):
+        generation = evidence.details["generation"] = {}
+    for key in TEXT_DETAILS:
+        generation.pop(key, None)
+    answers = evidence.answers
+    evidence.answers = evidence.scored_inputs = None
+    if samples is None:
+        return
+    if answers is None:
+        raise AnswersRefused(
+            reason="an accuracy run must return its answer's text for each sample (an image's "
+            "evaluator from before the host scored texts returns none: `pinbench images build`)"
+        )
+    count = min(len(samples), body.scenario.sample_count or len(samples))
+    _check(answers, {}, count, 0, False)
+    texts: list[str] = []
+    for i in range(count):
+        try:
+            texts.append(text_of(answers[i]))
+        except AnswersUnreadable as exc:
+            raise AnswersRefused(reason=f"sample {i}'s answer: {exc}") from None
+    references = list(samples.truth[:count])
+    if None in references:
+        raise DatasetError(
+            dataset=f"{body.dataset.name}@{body.dataset.version}",
+            reason=f"an accuracy run scores every answer against its reference; sample "
+            f"{references.index(None)} has none",
+        )
+    scored = kind.score_answers(texts, references)
+    evidence.metrics.update(scored.metrics)
+    generation.update(scored.details)
+    speech = samples.texts is None
+    names = [f.path for f in samples.files or []] if speech else samples.texts
+    assert names is not None
+    generation["samples"] = [
+        {("audio" if speech else "prompt"): names[i], "answer": texts[i], "reference": ref}
+        for i, ref in enumerate(references[:SHOWN])
+    ]
 
 
 def _check(

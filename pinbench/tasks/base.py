@@ -54,6 +54,10 @@ class Metric:
     """Recorded once per scored output as ``<name>_<output>`` when a task scores several."""
     headline: bool = False
     """What lists (``runs list``, the web UI's tables, report charts) show for the task."""
+    by_model: bool = False
+    """Computed beside the model from what only it gives (text generation's perplexity, from
+    the references' per-token losses): the one kind of task metric the host records as the
+    evaluator gave it (``evaluator.scoring``; decision 277)."""
 
     def matches(self, key: str) -> bool:
         """Whether a recorded metric ``key`` is this metric (or one output's copy of it)."""
@@ -190,11 +194,10 @@ class Task(ABC):
         strings) compares that instead."""
         return raw_parity(reference, other)
 
-    def score_answers(
-        self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
-    ) -> dict[str, float]:
-        """A generating task's metrics: each answer against its reference, and the references'
-        negative log-likelihoods with their token counts."""
+    def score_answers(self, answers: list[str], references: list[str]) -> Scored:
+        """A generating task's metrics of its answer texts, each against its reference (by the
+        host: ``evaluator.scoring.score_texts``), and the details that say how they were
+        computed."""
         raise NotImplementedError(f"task {self.name} does not generate")
 
     def metric(self, key: str) -> Metric | None:

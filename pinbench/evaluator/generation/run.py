@@ -1,5 +1,6 @@
 """One text-generation run: prompts tokenized before anything is timed, a warm-up, LoadGen's
-token scenario, then (accuracy mode) the answers scored against the references."""
+token scenario, then (accuracy mode) the answers' texts returned for the host to score
+(``evaluator.scoring.score_texts``) and the references' perplexity computed."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pinbench.errors import UserError
+from pinbench.evaluator.answers import as_answer
 from pinbench.evaluator.datasets import DatasetError, load_samples
 from pinbench.evaluator.generation.decoder import First, Generator
 from pinbench.evaluator.generation.scenario import run_token_scenario
-from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files
+from pinbench.evaluator.job import Evidence, Job, Say, files_of, model_files, truth_withheld
 from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
 
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 
 WARMUP_MIN_NS = 500_000_000
 WARMUP_MAX_CALLS = 50
-SHOWN = 100
-"""Answers kept in the run's details (prompt, answer, reference)."""
 
 
 def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
@@ -42,7 +42,8 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
     check_output_steps(body.model.outputs)  # as publish does: a manifest stored before it
     scenario = body.scenario
     accuracy = scenario.mode == "accuracy"
-    samples = load_samples(body.dataset, data_art, job.data_paths)
+    withheld = truth_withheld(job.lock)  # a speech dataset's transcripts: the host scores
+    samples = load_samples(body.dataset, data_art, job.data_paths, truth=not withheld)
     speech = samples.texts is None  # a speech-recognition dataset's audio files
     names = [f.path for f in samples.files or []] if speech else samples.texts
     assert names is not None
@@ -55,9 +56,9 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             "generation.language and generation.task are a Whisper model's prompt: they go "
             "with a speech-recognition dataset"
         )
-    if accuracy and any(r is None for r in references[:count]):
+    if accuracy and not speech and any(r is None for r in references[:count]):
         missing = next(i for i, r in enumerate(references[:count]) if r is None)
-        raise DatasetError(
+        raise DatasetError(  # the host refuses it too; perplexity is computed from them here
             dataset=f"{body.dataset.name}@{body.dataset.version}",
             reason=f"an accuracy run scores every answer against its reference; prompt "
             f"{missing} has none",
@@ -69,6 +70,8 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         + " (outside any timed region)"
     )
     try:
+        if job.memory is not None:
+            job.memory.model_loading()
         generator.open(model_files(job), body.threads)
         decoder_prompt: tuple[int | None, ...] = ()
         if speech:
@@ -103,12 +106,6 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
         )
         evidence.metrics = measurement.summary()
         evidence.details["loadgen"] = measurement.loadgen
-        completed = measurement.loadgen.get("result_completed_tokens_per_second")
-        if isinstance(completed, int | float) and completed > 0:
-            evidence.metrics["completed_tps"] = float(completed)
-        valid = measurement.loadgen.get("result_validity")
-        if valid is not None:
-            evidence.metrics["loadgen_valid_bool"] = 1.0 if valid == "VALID" else 0.0
         evidence.latencies = measurement.latencies_ns
         evidence.tokens = np.stack([measurement.ttft_ns, measurement.tokens], axis=1)
         details: dict[str, Any] = {
@@ -128,7 +125,6 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             job.stop.check()
             _score(
                 job,
-                body.dataset.task,
                 generator,
                 None if speech else prompts,
                 names[:count],
@@ -137,19 +133,6 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
                 spec,
                 evidence,
             )
-            if not speech:  # speech-to-text records WER and CER, no ROUGE
-                from pinbench.tasks.generation.scores import ROUGE_VARIANT, STEMMER
-
-                details["rouge_variant"] = ROUGE_VARIANT  # of rouge1, rouge2, rouge_l
-                details["stemmer"] = STEMMER
-            details["samples"] = [
-                {
-                    ("audio" if speech else "prompt"): names[i],
-                    "answer": generator.answer_text(measurement.answers[i], spec),
-                    "reference": references[i],
-                }
-                for i in range(min(count, SHOWN))
-            ]
         evidence.details.update(
             generation=details,
             batch_size=batch,
@@ -251,7 +234,6 @@ def _speech_answers(
 
 def _score(
     job: Job,
-    task_name: str,
     generator: Generator,
     prompts: list[list[int]] | None,
     prompt_texts: list[str],
@@ -260,7 +242,10 @@ def _score(
     spec: Any,
     evidence: Evidence,
 ) -> None:
-    from pinbench.tasks.registry import task
+    """An accuracy run's answers as the host scores them (their texts: ``Evidence.answers``)
+    and recorded (their token ids, one row each, -1 past an answer's end), and the references'
+    perplexity given their prompts: the losses only the model gives (speech scores none)."""
+    from pinbench.tasks.generation.scores import model_metrics
 
     order = sorted(answers)
     if order != list(range(len(prompt_texts))):
@@ -268,13 +253,11 @@ def _score(
             f"an accuracy run answers every prompt once: {len(order)} of {len(prompt_texts)} "
             "answered"
         )
-    texts = [generator.answer_text(answers[i], spec) for i in order]
-    refs = [r for r in references if r is not None]
-    losses: list[tuple[float, int]] = []
-    if prompts is not None:  # speech-to-text scores no perplexity
+    evidence.answers = {i: as_answer(generator.answer_text(answers[i], spec)) for i in order}
+    if prompts is not None:
+        refs = [r for r in references if r is not None]
         pairs = generator.reference_ids(prompt_texts, refs, spec, job.stop.check)
-        losses = [generator.reference_loss(ids, start) for ids, start in pairs]
-    evidence.metrics.update(task(task_name).score_answers(texts, refs, losses))
+        evidence.metrics.update(model_metrics([generator.reference_loss(*p) for p in pairs]))
     width = max(len(answers[i]) for i in order)
     ids = np.full((len(order), width), -1, dtype=np.int64)
     for row, i in enumerate(order):

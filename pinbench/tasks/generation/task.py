@@ -1,13 +1,14 @@
 """Text generation (``task: text-generation``): a ``prompts-jsonl`` dataset, answers generated
 token by token (``pinbench.evaluator.generation``), timed per token through LoadGen's token
-API, scored against each prompt's reference (``scores``)."""
+API, scored against each prompt's reference by the host (``scores``; perplexity beside the
+model, from the losses only it gives)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
+from pinbench.tasks.base import Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 
 
@@ -24,7 +25,14 @@ class TextGeneration(Task):
         Metric("rouge2_unstemmed", "ROUGE-2 (no stemming)"),
         Metric("rouge_l_unstemmed", "ROUGE-L (no stemming)"),
         Metric("exact_match", "exact match"),
-        Metric("perplexity", "perplexity", unit="value", exact=False, higher_is_better=False),
+        Metric(  # from the references' per-token losses, which only the model gives
+            "perplexity",
+            "perplexity",
+            unit="value",
+            exact=False,
+            higher_is_better=False,
+            by_model=True,
+        ),
         Metric("references_count", "references", unit="count"),
     )
 
@@ -53,15 +61,12 @@ class TextGeneration(Task):
             return {}
         return {"truth": references}
 
-    def score_answers(
-        self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
-    ) -> dict[str, float]:
-        from pinbench.tasks.generation.scores import perplexity, rouge_and_exact
+    def score_answers(self, answers: list[str], references: list[str]) -> Scored:
+        from pinbench.tasks.generation.scores import rouge_and_exact
 
-        metrics = rouge_and_exact(answers, references)
-        metrics["perplexity"] = perplexity([loss for loss, _ in losses], sum(n for _, n in losses))
-        metrics["references_count"] = float(len(references))
-        return metrics
+        scored = rouge_and_exact(answers, references)
+        scored.metrics["references_count"] = float(len(references))
+        return scored
 
     def parity(self, reference: Recorded, other: Recorded) -> Agreement:
         """The answers' token ids, one answer per row (-1 past its end): they agree only

@@ -9,8 +9,8 @@ text is scored against the sample's reference with WER and CER.
 order), ``transcript-csv`` (columns ``file``, ``text``) or ``transcript-jsonl``
 (``{"file": ..., "text": ...}``), the latter two by file name.
 
-**Metrics** (``tasks.speech.metrics``, decision 247): ``wer`` and ``cer`` exactly as jiwer 4's
-``wer``/``cer`` with their default transforms compute them (corpus-level; CER over each text
+**Metrics** (``tasks.speech.metrics``, decisions 247 and 277), by the host: ``wer`` and ``cer``
+by jiwer 4's ``wer``/``cer`` with their default transforms (corpus-level; CER over each text
 stripped; WER over words split on single spaces after whitespace runs are collapsed and the
 text stripped; no case folding), not text recognition's (texts as written), and
 ``exact_match`` over the stripped texts, all over the decoded answers (special tokens skipped,

@@ -1,5 +1,5 @@
 """Speech recognition: audio samples answered by generating (``evaluator.generation``), the
-answers scored with WER and CER (the package's docstring defines them)."""
+answers scored by the host with WER and CER (the package's docstring defines them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from pinbench.errors import UserError
 from pinbench.evaluator.lines import LabelProblem
-from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
+from pinbench.tasks.base import Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 
 
@@ -51,14 +51,12 @@ class SpeechRecognition(Task):
         )
         return {"truth": texts}
 
-    def score_answers(
-        self, answers: list[str], references: list[str], losses: list[tuple[float, int]]
-    ) -> dict[str, float]:
+    def score_answers(self, answers: list[str], references: list[str]) -> Scored:
         from pinbench.tasks.speech.metrics import speech_metrics
 
-        metrics = speech_metrics(answers, references)
-        metrics["references_count"] = float(len(references))
-        return metrics
+        scored = speech_metrics(answers, references)
+        scored.metrics["references_count"] = float(len(references))
+        return scored
 
     def parity(self, reference: Recorded, other: Recorded) -> Agreement:
         """The answers' token ids, as text generation compares them."""

@@ -3,7 +3,7 @@ package's docstring), with a Levenshtein distance vectorised over one string per
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -38,53 +38,33 @@ def char_codes(text: str) -> Ints:
 
 def text_metrics(decoded: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """``cer``, ``wer`` and ``exact_match`` of ``decoded`` against ``references`` (one each per
-    sample, in the same order); ``UndefinedMetric`` where the references hold no character,
-    or no word."""
-    return error_rates(
-        decoded,
-        references,
-        text=lambda t: t,
-        words=str.split,
-        no_char="the references hold no character (every text is empty)",
-        no_word="the references hold no word (every text is whitespace)",
-    )
-
-
-def error_rates(
-    decoded: Sequence[str],
-    references: Sequence[str],
-    *,
-    text: Callable[[str], str],
-    words: Callable[[str], list[str]],
-    no_char: str,
-    no_word: str,
-) -> dict[str, float]:
-    """Corpus-level ``cer`` over ``text(t)`` in code points, ``wer`` over ``words(t)`` and
-    ``exact_match`` of the ``text(t)`` forms: one computation for the definitions of text
-    recognition (texts as written) and speech (jiwer's transforms); ``no_char`` and ``no_word``
-    say why a rate is undefined."""
+    sample, in the same order), corpus-level, over the texts as written: ``cer`` in code points,
+    ``wer`` over ``str.split()``'s words; ``UndefinedMetric`` where the references hold no
+    character, or no word. Not jiwer's defaults, which strip each text and split words on
+    single spaces only (speech recognition's, decision 247)."""
     assert len(decoded) == len(references)
     if not references:
         raise UndefinedMetric(metric="exact_match", reason="no sample was scored")
-    hyp_text, ref_text = [text(t) for t in decoded], [text(t) for t in references]
-    chars = sum(len(r) for r in ref_text)
+    chars = sum(len(r) for r in references)
     if not chars:
-        raise UndefinedMetric(metric="cer", reason=no_char)
+        raise UndefinedMetric(
+            metric="cer", reason="the references hold no character (every text is empty)"
+        )
     ids: dict[str, int] = {}
-    ref_words = [_ids(words(t), ids) for t in references]
-    hyp_words = [_ids(words(t), ids) for t in decoded]
+    ref_words = [_ids(t.split(), ids) for t in references]
+    hyp_words = [_ids(t.split(), ids) for t in decoded]
     total_words = sum(len(w) for w in ref_words)
     if not total_words:
-        raise UndefinedMetric(metric="wer", reason=no_word)
-    char_edits = sum(
-        edit_distance(char_codes(h), char_codes(r)) for h, r in zip(hyp_text, ref_text, strict=True)
-    )
+        raise UndefinedMetric(
+            metric="wer", reason="the references hold no word (every text is whitespace)"
+        )
+    pairs = list(zip(decoded, references, strict=True))
+    char_edits = sum(edit_distance(char_codes(h), char_codes(r)) for h, r in pairs)
     word_edits = sum(edit_distance(h, r) for h, r in zip(hyp_words, ref_words, strict=True))
-    exact = sum(h == r for h, r in zip(hyp_text, ref_text, strict=True))
     return {
         "cer": char_edits / chars,
         "wer": word_edits / total_words,
-        "exact_match": exact / len(references),
+        "exact_match": sum(h == r for h, r in pairs) / len(references),
     }
 
 
