@@ -43,7 +43,7 @@ def child(mode: str, seconds: float) -> None:
     import msgspec
     import numpy as np
 
-    from pinbench.evaluator import scenarios
+    from pinbench.evaluator import loadgen_test, scenarios
     from pinbench.registry.request import Scenario
 
     rng = np.random.default_rng(5)
@@ -55,7 +55,7 @@ def child(mode: str, seconds: float) -> None:
 
     def own_thread(*args: Any) -> dict[str, Any]:  # the way before decision 265
         got: list[dict[str, Any]] = []
-        thread = threading.Thread(target=lambda: got.append(scenarios.start_test(*args)))
+        thread = threading.Thread(target=lambda: got.append(loadgen_test.start_test(*args)))
         thread.start()
         thread.join()
         return got[0]
@@ -135,7 +135,7 @@ def wait_times(count: int = 30) -> dict[str, float]:
     import msgspec
     import numpy as np
 
-    from pinbench.evaluator import scenarios
+    from pinbench.evaluator import loadgen_test, scenarios
     from pinbench.registry.request import Scenario
 
     x = np.ones((48, 16), dtype=np.float32)
@@ -149,7 +149,7 @@ def wait_times(count: int = 30) -> dict[str, float]:
     def bare(folder: Path) -> None:
         settings = scenarios.settings_for(scenario, expected_latency_ns=50_000, batch_size=1)
         thread = threading.Thread(
-            target=scenarios.start_test, args=(_issue(predict, x, 1), len(x), settings, folder)
+            target=loadgen_test.start_test, args=(_issue(predict, x, 1), len(x), settings, folder)
         )
         thread.start()
         thread.join()

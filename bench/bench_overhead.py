@@ -35,10 +35,11 @@ import numpy as np
 
 from bench._common import Check, Report, check_runs, command_line, log, machine, parser, scratch
 from pinbench import catalog
+from pinbench.evaluator.loadgen_test import start_test
 from pinbench.evaluator.pipeline import preprocess
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
-from pinbench.evaluator.scenarios import run_scenario, settings_for, start_test
+from pinbench.evaluator.scenarios import run_scenario, settings_for
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.request import Scenario
 

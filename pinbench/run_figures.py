@@ -45,27 +45,29 @@ METRIC_ROWS = [
 ]
 """Every metric the latency table shows."""
 COUNT_ROWS = (
-    ("throughput", "throughput_sps", "samples/s"),
-    ("tokens/s", "throughput_tps", "tokens/s"),
-    ("queries", "queries_count", ""),
-    ("framework throughput", "framework_throughput_sps", "samples/s"),
-    ("framework tokens/s", "framework_throughput_tps", "tokens/s"),
-    ("framework calls", "framework_calls_count", ""),
+    ("throughput_sps", "samples/s"),
+    ("throughput_tps", "tokens/s"),
+    ("queries_count", ""),
+    ("framework_throughput_sps", "samples/s"),
+    ("framework_throughput_tps", "tokens/s"),
+    ("framework_calls_count", ""),
 )
-"""Throughputs and counts: (label, metric, unit). The first three are LoadGen's in a run under
-LoadGen (labelled so), the ``framework`` ones pinbench's (decision 275); a training run's
-``throughput_sps`` is its own (no LoadGen), an operator run's ``queries_count`` its calls."""
+"""Throughputs and counts: (metric, unit), each named as ``metric_names.words`` names it for
+the run's kind: LoadGen's and pinbench's (decision 275), a training run's throughput, an
+operator's calls."""
 
 
 SHOWN_ABOVE = frozenset(
     [key for _, key in METRIC_ROWS]
     + [
-        *(key for _, key, _ in COUNT_ROWS),
+        *(key for key, _ in COUNT_ROWS),
         "time_to_accuracy_s",
         "eval_time_s",
         "loadgen_valid_bool",
     ]
     + ["energy_j", "energy_per_inference_j", "peak_rss_bytes", "peak_gpu_bytes"]
+    + ["model_added_rss_bytes"]
+    + ["machine_others_cpu_ratio", "machine_steal_ratio", "contended_bool"]
     + [
         f"{prefix}{m}_{p}_ns"
         for prefix in ("", "framework_")
@@ -79,6 +81,9 @@ every other recorded one follows them (``run_metrics.metric_rows``)."""
 
 INVALID = "INVALID"
 """The mark beside every figure of a run LoadGen called INVALID, wherever one is shown."""
+BUSY = "BUSY"
+"""The mark beside a figure of a run timed while other work took the machine
+(``contended_bool``, ``evaluator.contention``)."""
 
 
 def loadgen_invalid(metrics: Mapping[str, Any]) -> bool:
@@ -88,15 +93,44 @@ def loadgen_invalid(metrics: Mapping[str, Any]) -> bool:
     return metrics.get("loadgen_valid_bool") == 0.0
 
 
+def contended(metrics: Mapping[str, Any]) -> bool:
+    """The run was timed while other work took the machine (``contended_bool`` 1)."""
+    return metrics.get("contended_bool") == 1.0
+
+
+def marks(metrics: Mapping[str, Any]) -> list[str]:
+    """What a run's figures carry beside them: ``INVALID``, ``BUSY``, neither or both."""
+    return [m for m, on in ((INVALID, loadgen_invalid(metrics)), (BUSY, contended(metrics))) if on]
+
+
 def marked(text: str, metrics: Mapping[str, Any]) -> str:
-    """``text`` (a figure of the run) with ``INVALID`` beside it when LoadGen called the run
-    so; empty stays empty."""
-    return f"{text} {INVALID}" if text and loadgen_invalid(metrics) else text
+    """``text`` (a figure of the run) with its ``marks`` beside it; empty stays empty."""
+    found = marks(metrics) if text else []
+    return " ".join([text, *found])
+
+
+def busy_said(metrics: Mapping[str, Any], details: Mapping[str, Any] | None) -> str:
+    """A contended run's machine in one line (``other processes took 37% of the machine's CPU
+    while it was timed (load 2.31)``); empty for a run that was not flagged."""
+    if not contended(metrics):
+        return ""
+    parts = [f"other processes took {metrics.get('machine_others_cpu_ratio', 0.0):.0%}"]
+    steal = metrics.get("machine_steal_ratio", 0.0)
+    if steal:
+        parts.append(f"a hypervisor stole {steal:.0%}")
+    machine = (details or {}).get("machine") or {}
+    load = machine.get("load_1m") if isinstance(machine, Mapping) else None
+    shown = f" (load {load[-1]:.2f})" if load and load[-1] is not None else ""
+    return f"{' and '.join(parts)} of the machine's CPU while it was timed{shown}"
 
 
 def fmt_ns(value: float) -> str:
-    """Nanoseconds for people: microseconds below a millisecond, else milliseconds."""
-    return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
+    """Nanoseconds for people: microseconds below a millisecond, else milliseconds, at the
+    precision every face shows them (``metric_names.in_unit``)."""
+    from pinbench.metric_names import in_unit, ns_unit
+
+    unit = ns_unit([value])
+    return f"{in_unit(value, unit)} {unit}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,16 +153,21 @@ class Figures:
     cost, then its task's metrics and every other it recorded."""
     invalid: list[str]
     """Why LoadGen called the run INVALID, as it said it; empty for a valid run."""
+    busy: str = ""
+    """What else took the machine while the run was timed (``busy_said``); empty unless it
+    was flagged."""
 
 
 def counts(info: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(label, value) of each figure of ``COUNT_ROWS`` the run recorded, naming whose it is."""
-    loadgen = "loadgen_valid_bool" in info or "framework_calls_count" in info
+    from pinbench.metric_names import words
+
+    kind = info.get("kind")
     rows = []
-    for label, key, unit in COUNT_ROWS:
+    for key, unit in COUNT_ROWS:
         if isinstance(info.get(key), int | float):
-            whose = " (LoadGen)" if loadgen and not key.startswith("framework_") else ""
-            rows.append((label + whose, f"{info[key]:,.0f}" + (f" {unit}" if unit else "")))
+            value = f"{info[key]:,.0f}" + (f" {unit}" if unit else "")
+            rows.append((words(key, kind=kind if isinstance(kind, str) else None), value))
     return rows
 
 
@@ -157,12 +196,22 @@ def figures(run: Mapping[str, Any]) -> Figures:
             rows.append((label, f"{info[key]:.3f} s"))
     if "peak_rss_bytes" in info:
         rows.append(("peak RSS", f"{info['peak_rss_bytes'] / 2**20:,.1f} MiB"))
+    if "model_added_rss_bytes" in info:
+        rows.append(
+            ("model memory (RSS added)", f"{info['model_added_rss_bytes'] / 2**20:,.1f} MiB")
+        )
     if "peak_gpu_bytes" in info:
         rows.append(("peak GPU memory", f"{info['peak_gpu_bytes'] / 2**20:,.1f} MiB"))
     if "loadgen_valid_bool" in info:
         rows.append(("LoadGen verdict", "VALID" if info["loadgen_valid_bool"] else "INVALID"))
+    if "contended_bool" in info:
+        others, steal = info.get("machine_others_cpu_ratio"), info.get("machine_steal_ratio")
+        shown = f"{BUSY}" if contended(info) else "quiet"
+        if isinstance(others, int | float) and isinstance(steal, int | float):
+            shown += f" (others {others:.0%} of its CPU, steal {steal:.0%})"
+        rows.append(("machine while timed", shown))
     rows += energy_and_cost(info)
     rows += metric_rows(run, shown=SHOWN_ABOVE)  # the task's, then the rest
     loadgen = (info.get("details") or {}).get("loadgen") or {}
     invalid = [str(reason) for reason in loadgen.get("invalid_reasons") or []]
-    return Figures(latencies, rows, invalid)
+    return Figures(latencies, rows, invalid, busy_said(info, info.get("details")))

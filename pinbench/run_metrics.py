@@ -95,10 +95,12 @@ def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[
     """(label, value) for every metric the run recorded but those in ``shown`` (printed
     otherwise): its task's metrics first, in the order the task declares them, with their
     labels, those it left out as undefined among them (``undefined: reason``); then any other
-    by its key, the value in its unit."""
+    in words with its key beside (``metric_names.named``), the value in its unit."""
+    from pinbench.metric_names import named
     from pinbench.tasks.registry import metric_of, names, task
 
     metrics = metrics_of(run)
+    kind = run.get("kind") if isinstance(run.get("kind"), str) else None
     units = run.get("units") or {}
     task_name = run.get("task")
     known = isinstance(task_name, str) and task_name in names()
@@ -113,7 +115,8 @@ def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[
             rank = order.get(declared.name, len(order))
             rows.append((rank, key, label, declared.show(float(value))))
         else:
-            rows.append((len(order) + 1, key, key, _raw(float(value), str(units.get(key, "")))))
+            label = named(key, kind=kind)
+            rows.append((len(order) + 1, key, label, _raw(float(value), str(units.get(key, "")))))
     for key, reason in undefined_of(run).items():
         if key in shown or key in metrics:
             continue
@@ -127,7 +130,9 @@ def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[
 def _raw(value: float, unit: str) -> str:
     """A metric no task declares, in its recorded unit (``history``'s ``units``)."""
     if unit == "ns":
-        return f"{value / 1e3:,.1f} µs" if value < 1e6 else f"{value / 1e6:,.2f} ms"
+        from pinbench.run_figures import fmt_ns
+
+        return fmt_ns(value)
     if unit == "count":
         return f"{value:,.0f}"
     if unit == "bool":

@@ -114,8 +114,8 @@ def test_run_runs_show_and_runs_list_show_the_tasks_metrics(cli: Cli, runs: Runs
         assert _row(text, "pixel accuracy") == f"{pixel_accuracy:.4f}"
         assert _row(text, "samples scored") == "3"
     assert "miou" not in shown.out  # its label, not its key
-    # a metric no task declares is printed by its key, in its unit
-    assert _row(shown.out, "samples_count") == "3"
+    # a metric no task declares is printed in words with its key beside, in its unit
+    assert _row(shown.out, "samples answered (samples_count)") == "3"  # words, key beside
     assert _row(shown.out, "framework calls") == "3"  # a count named by whose it is
 
     listed = cli("runs", "list")
@@ -215,8 +215,8 @@ def test_report_metrics_follow_the_task_and_say_undefined() -> None:
         ("mAP (map)", ["0.5", "0.5", ""]),
         ("mAP small (map_small)", ["0.25", "undefined", ""]),
         ("AR@100 (recall)", ["0.75", "0.5", ""]),
-        ("latency_p50", ["2", "2", "2"]),
-        ("top1", ["", "", "0.5"]),
+        ("p50 latency, LoadGen (latency_p50_ns)", ["2.00", "2.00", "2.00"]),  # in ms
+        ("top-1 (top1)", ["", "", "0.5"]),  # a metric named by the task that declares it
     ]
 
 

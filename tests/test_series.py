@@ -797,8 +797,11 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     rng = np.random.default_rng(64)
     team = lock(ws, "1.0.0")
     ok, bad = {"loadgen_valid_bool": 1.0}, {"loadgen_valid_bool": 0.0}
+    busy = {**ok, "contended_bool": 1.0, "machine_others_cpu_ratio": 0.4}
     valid = [
-        record(ws, team, 200 + i, latencies(rng, 100_000), system="lab-v", extra=ok)
+        record(
+            ws, team, 200 + i, latencies(rng, 100_000), system="lab-v", extra=busy if i == 3 else ok
+        )
         for i in range(4)
     ]
     invalid = [
@@ -818,6 +821,9 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     assert info["history"] == valid and info["invalid"] == invalid
     text = cli("gate", "--run", candidate)
     assert "3 earlier run(s) LoadGen called INVALID are left out" in text.out, text.out
+    # a run timed on a busy machine (item 7) is compared, and said
+    assert info["contended"] == [valid[3]]
+    assert f"timed while other work took the machine ({valid[3][:8]})" in text.out, text.out
 
     asked = cli("gate", "--run", candidate, "--include-invalid", "--json")
     info = json.loads(asked.out)
@@ -832,5 +838,18 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     rows = {line.split("│")[1].strip(): line for line in shown.out.splitlines() if "│" in line}
     assert all("INVALID" in rows[r[:8]] for r in invalid)
     assert not any("INVALID" in rows[r[:8]] for r in [*valid, candidate])
+    assert "BUSY" in rows[valid[3][:8]] and "BUSY" not in rows[valid[0][:8]]
     points = json.loads(cli("series", "show", name, "--json").out)["points"]
     assert [p["invalid"] for p in points] == [False] * 4 + [True] * 3 + [False]
+
+
+def test_a_plots_axis_names_the_measured_range_in_full() -> None:
+    """Issue 64, item 10 (the series page): the axis read ``-25.16`` under latencies that are
+    never negative (the plot's padding) and ``003e+04`` (1.003e+04 cut at the left edge)."""
+    from pinbench.series.plot import series_svg
+
+    svg = series_svg("throughput_sps", [10_030.0, 25_000.5, 9_000.0], ["a", "b", "c"])
+    axis = re.findall(r'text-anchor="end" font-size="10">([^<]*)<', svg)
+    assert axis == ["25,000", "9,000"]  # the largest and smallest measured, no exponent
+    low = series_svg("latency_p50_ns", [1295.0, 40.6, 41.0], ["a", "b", "c"])
+    assert re.findall(r'font-size="10">([^<]*)<', low) == ["1,295", "40.6"]

@@ -94,6 +94,8 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     options = PredictorOptions(batch_size=body.batch_size, threads=body.threads)
     stages: list[Stage] = []
     chained = ChainPredictor(stages, only)
+    if job.memory is not None:
+        job.memory.model_loading()  # every stage's model: what the chain's loading added
     try:
         for stage in chain.stages:
             predictor = wrap(cls(), stage.inputs, feed.windows if stage is source else None)
@@ -139,7 +141,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
             entry["calls_per_query"] = {
                 "min": float(fanned.min()), "mean": float(fanned.mean()), "max": float(fanned.max())
             }  # fmt: skip
-    evidence.details["loadgen"] = measurement.loadgen
+    evidence.details.update(measurement.details())  # LoadGen's log, the machine's readings
     evidence.latencies = calls  # the raw series of framework_latency_* (gate, rerun verdict)
     if accuracy:  # scored by the host, which holds the ground truth (``scoring``)
         keep_answers(evidence, body.dataset.task, measurement.outputs, transposed, feed.arrays)

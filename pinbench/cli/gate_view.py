@@ -54,28 +54,27 @@ def markdown_of(info: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+RUN_NOTES = (
+    ("invalid_candidates", "LoadGen called candidate run(s) {ids} INVALID: their numbers are "
+     "not a valid result"),
+    ("contended", "{n} compared run(s) were timed while other work took the machine ({ids}): "
+     "their timings may carry it"),
+    ("invalid", "{n} earlier run(s) LoadGen called INVALID are left out of the window "
+     "(--include-invalid compares them)"),
+    ("left_out", "{n} earlier run(s) a gate found regressed are left out of the window"),
+)  # fmt: skip
+"""The gate object's lists of runs, each said in a note when it names any."""
+
+
 def window_notes(info: dict[str, Any]) -> list[str]:
     """What the window left out, said: runs an earlier gate found regressed, runs LoadGen called
     INVALID, and runs with other settings (a server of an earlier version answers none); and
     an INVALID candidate."""
     notes = []
-    bad = info.get("invalid_candidates") or []
-    if bad:
-        notes.append(
-            f"LoadGen called candidate run(s) {', '.join(r[:8] for r in bad)} INVALID: "
-            "their numbers are not a valid result"
-        )
-    unread = info.get("invalid") or []
-    if unread:
-        notes.append(
-            f"{len(unread)} earlier run(s) LoadGen called INVALID are left out of the window "
-            "(--include-invalid compares them)"
-        )
-    left_out = info.get("left_out") or []
-    if left_out:
-        notes.append(
-            f"{len(left_out)} earlier run(s) a gate found regressed are left out of the window"
-        )
+    for key, said in RUN_NOTES:
+        runs = info.get(key) or []
+        if runs:
+            notes.append(said.format(n=len(runs), ids=", ".join(r[:8] for r in runs)))
     others = info.get("other_settings") or {}
     if others:
         by = ", ".join(f"{runner}: {count}" for runner, count in sorted(others.items()))

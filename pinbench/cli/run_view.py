@@ -50,6 +50,8 @@ def print_run(info: dict[str, Any]) -> None:
     out.print(table)
     for reason in shown.invalid:
         out.print(Text(f"  INVALID because {reason}", style="yellow"))
+    if shown.busy:
+        out.print(Text(f"  BUSY: {shown.busy}; rerun on a quiet machine", style="yellow"))
     predictions = _predictions_table(info.get("details"))
     if predictions is not None:
         out.print(predictions)

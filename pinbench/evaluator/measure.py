@@ -66,6 +66,7 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
     from pinbench.evaluator.memory import PeakGpuMemory, PeakMemory
 
     memory, gpu = PeakMemory(), PeakGpuMemory()
+    job.memory = memory
     try:
         _measure(job, cls, seen, evidence, say)
     except BaseException:  # a run that did not finish records no metric: the peak is a detail
@@ -78,10 +79,17 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
         }
         raise
     evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
+    added = memory.model_added_bytes()
+    if added is not None:
+        evidence.metrics["model_added_rss_bytes"] = float(added)
     gpu_peak = gpu.finish()
     if gpu_peak is not None:
         evidence.metrics["peak_gpu_bytes"] = float(gpu_peak)
-    evidence.details["memory"] = {"peak_rss": memory.source, "gpu": gpu.source}
+    evidence.details["memory"] = {
+        "peak_rss": memory.source,
+        "model_added_rss": memory.model_source,
+        "gpu": gpu.source,
+    }
 
 
 def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say: Say) -> None:
@@ -198,6 +206,8 @@ def _evaluate(
         say(f"tracing at level {job.trace}: {cls.TITLE}'s profiler is on")
         predictor.start_profiling(job.scratch / "profile")
     try:
+        if job.memory is not None:
+            job.memory.model_loading()
         with recorder.phase("load model", role="load"):
             predictor.open(
                 model_files(job),
@@ -251,7 +261,7 @@ def _evaluate(
                 predictor.stop_profiling()
         predictor.close()
     evidence.metrics = {**measurement.summary(), **evidence.metrics}  # transform_* kept
-    evidence.details["loadgen"] = measurement.loadgen
+    evidence.details.update(measurement.details())  # LoadGen's log, the machine's readings
     record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
     evidence.latencies = measurement.latencies_ns
     if code is not None:  # timed apart, outside the framework's timed region

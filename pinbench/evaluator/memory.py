@@ -88,19 +88,69 @@ class PeakGpuMemory:
 
 
 class PeakMemory:
+    """The evaluator process's peak resident memory over the evaluation (``peak_bytes``) and,
+    once an evaluator marks where its model's loading begins (``model_loading``), what loading
+    and running the model added (``model_added_bytes``): the peak from that mark on, less the
+    resident memory at the mark. The process's peak is what it held, whatever else it held
+    (a demo's process, 1,483 MiB); the model's is what the model cost (108 MiB in a fresh
+    process for the same model and data)."""
+
     def __init__(self, proc: Path = PROC) -> None:
         self._proc = proc
         self.source = "VmHWM since the evaluation began (/proc/self/clear_refs)"
-        try:
-            (proc / "clear_refs").write_text("5")
-        except OSError:
+        self._before_model: int | None = None
+        """The process's peak up to the model's mark (its high-water mark is reset there)."""
+        self._at_mark: int | None = None
+        """The resident memory at the mark."""
+        self.model_source = "no model was loaded"
+        if not self._reset():
             self.source = "ru_maxrss: the evaluator process's peak since it started"
 
-    def peak_bytes(self) -> int:
+    def _reset(self) -> bool:
+        try:
+            (self._proc / "clear_refs").write_text("5")
+        except OSError:
+            return False
+        return True
+
+    def _status(self, field: str) -> int | None:
+        """``/proc/self/status``'s ``field`` (``VmHWM``, ``VmRSS``) in bytes, where it reads."""
         try:
             for line in (self._proc / "status").read_text().splitlines():
-                if line.startswith("VmHWM:") and self.source.startswith("VmHWM"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
         except (OSError, ValueError, IndexError):
+            return None
+        return None
+
+    def model_loading(self) -> None:
+        """The model's loading begins: keep the peak so far, reset the high-water mark and
+        note the resident memory now. Where the mark cannot be reset, the model's own memory
+        is not measured (``model_source`` says why) and the process's peak is unchanged."""
+        if not self.source.startswith("VmHWM"):
+            self.model_source = "not measured: this kernel does not reset the peak (clear_refs)"
+            return
+        before, now = self._status("VmHWM"), self._status("VmRSS")
+        if before is None or now is None or not self._reset():
+            self.model_source = "not measured: /proc/self/status or clear_refs did not answer"
+            return
+        self._before_model, self._at_mark = before, now
+        self.model_source = (
+            "VmHWM from the model's loading to the end of the run, less VmRSS when it began"
+        )
+
+    def model_added_bytes(self) -> int | None:
+        """What loading and running the model added (``model_loading``); None unmeasured."""
+        if self._at_mark is None:
+            return None
+        peak = self._status("VmHWM")
+        return None if peak is None else max(0, peak - self._at_mark)
+
+    def peak_bytes(self) -> int:
+        """The process's peak over the evaluation (across the model's mark)."""
+        if self.source.startswith("VmHWM"):
+            found = self._status("VmHWM")
+            if found is not None:
+                return max(found, self._before_model or 0)
             self.source = "ru_maxrss: the evaluator process's peak since it started"
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux

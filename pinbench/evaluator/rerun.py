@@ -51,6 +51,13 @@ def recorded_lockfile(ws: Workspace, run_id: str) -> tuple[str, Lockfile]:
         return run.id, Lockfile.from_bytes(body.body.encode())
 
 
+def contended(run: dict[str, Any]) -> bool:
+    """``show_run``'s run was timed while other work took the machine."""
+    from pinbench.run_figures import contended as flagged
+
+    return flagged(run)
+
+
 def rerun(
     ws: Workspace,
     run_id: str,
@@ -133,6 +140,12 @@ def rerun(
             band=band,
         )
         lines.append(latency.describe())
+        busy = [r["id"][:8] for r in (original, *reruns) if contended(r)]
+        if busy:
+            lines.append(
+                f"note: run(s) {', '.join(busy)} were timed while other work took the machine "
+                "(BUSY in `runs show`): the latencies compared carry it; rerun on a quiet machine"
+            )
         if not latency.reproduced:
             failed.append("latency")
         undecided = latency.inconclusive

@@ -9,8 +9,6 @@ summary (its percentiles, throughput and validity verdict) is read from its deta
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,15 +21,10 @@ import numpy.typing as npt
 
 from pinbench import bounds as b
 from pinbench.errors import UserError
-from pinbench.evaluator import loadgen_thread
-from pinbench.evaluator.latency_metrics import (
-    PRINTED,
-    loadgen_figures,
-    printed_throughputs,
-    series,
-    target_percentile_latency,
-)
-from pinbench.evaluator.loadgen_log import invalid_reasons, read_detail_log
+from pinbench.evaluator import contention
+from pinbench.evaluator.contention import Activity
+from pinbench.evaluator.latency_metrics import loadgen_figures, series
+from pinbench.evaluator.loadgen_test import metered_test
 from pinbench.evaluator.output_axes import one_sample
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario, planned_refusal
@@ -56,8 +49,31 @@ class ScenarioError(UserError):
         self.reason = reason
 
 
+class Tested:
+    """What a LoadGen test leaves beside its timings (``Measurement``, a generation's
+    ``TokenMeasurement``): LoadGen's log and what the machine did meanwhile."""
+
+    loadgen: dict[str, Any]
+    machine: Activity | str
+    """What else the machine did while LoadGen's test ran (``contention``), or why unread."""
+    performance: bool
+    """A performance run: its timings count, and so does what the machine did meanwhile."""
+
+    def details(self) -> dict[str, Any]:
+        """What a run's details keep of the test: LoadGen's log (``loadgen``) and, in a
+        performance run, the machine's readings (``machine``: ``contention.details``)."""
+        out: dict[str, Any] = {"loadgen": self.loadgen}
+        if self.performance:
+            out["machine"] = contention.details(self.machine)
+        return out
+
+    def machine_figures(self) -> dict[str, float]:
+        """A performance run's machine metrics (``contention.figures``); none else."""
+        return contention.figures(self.machine) if self.performance else {}
+
+
 @dataclass
-class Measurement:
+class Measurement(Tested):
     """What one scenario run measured."""
 
     latencies_ns: npt.NDArray[np.int64]
@@ -76,6 +92,8 @@ class Measurement:
     outputs: dict[int, Outputs] = field(default_factory=dict)
     """Accuracy mode (or ``keep_outputs``): the model's outputs for each sample index, by
     name, each with a batch axis of one."""
+    machine: Activity | str = "not read"
+    performance: bool = True
 
     def summary(self) -> dict[str, float]:
         """Metrics with their units in their names: LoadGen's ``latency_p99_ns``,
@@ -83,13 +101,15 @@ class Measurement:
         ``framework_latency_p99_ns`` (the framework calls), both by LoadGen's percentile rule
         (``pinbench.evaluator.latency_metrics``), ``framework_calls_count`` and
         ``framework_throughput_sps`` (samples answered over first query received → last call
-        returned; decision 275)."""
+        returned; decision 275); in a performance run, what else the machine did meanwhile
+        (``contention.figures``)."""
         out = loadgen_figures(self.loadgen, self.scenario, self.target)
         out.update(series(self.latencies_ns, "framework_latency"))
         out["framework_calls_count"] = float(self.latencies_ns.size)
         out["samples_count"] = float(self.samples)
         if self.duration_ns > 0:
             out["framework_throughput_sps"] = self.samples / (self.duration_ns / 1e9)
+        out.update(self.machine_figures())
         return out
 
 
@@ -232,7 +252,7 @@ def run_scenario(
     settings = settings_for(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
-    summary = _start_test_stoppable(
+    summary, activity = metered_test(
         issue, count, settings, log_dir, stop or Stop(), on_caller=on_caller
     )
     if failure:
@@ -246,152 +266,6 @@ def run_scenario(
         scenario=scenario.name,
         target=scenario.percentile / 100.0,
         outputs=outputs,
+        machine=activity,
+        performance=scenario.mode == "performance",
     )
-
-
-def _nothing(*args: object) -> None:
-    pass
-
-
-STOP_GRACE_S = 2.0
-"""After a stop, how long LoadGen may take to end its test (answered without the model)."""
-
-
-class _Handover:
-    """Queries LoadGen issued on its thread, answered on the calling thread. Each batch of
-    queries is answered exactly once: by the caller, or, once the caller has gone (a stop
-    past its grace), by LoadGen's thread itself (without the model: the stop is set)."""
-
-    def __init__(self, issue: Callable[[list[Any]], None]) -> None:
-        self._issue = issue
-        self._work: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
-        self._gone = threading.Event()
-
-    def issue(self, queries: list[Any]) -> None:
-        """LoadGen's callback: hand the queries over and wait until they are answered."""
-        batch = _Batch(queries)
-        if self._gone.is_set():
-            self._answer(batch)
-            return
-        self._work.put(batch)
-        while not batch.done.wait(0.05):
-            if self._gone.is_set():
-                self._answer(batch)
-
-    def serve(self, timeout: float) -> None:
-        """On the calling thread: answer what LoadGen has issued, waiting up to ``timeout``."""
-        try:
-            batch = self._work.get(timeout=timeout)
-        except queue.Empty:
-            return
-        if batch is not None:
-            self._answer(batch)
-
-    def wake(self) -> None:
-        """The test has ended: a ``serve`` waiting for work returns now."""
-        self._work.put(None)
-
-    def leave(self) -> None:
-        self._gone.set()
-
-    def _answer(self, batch: _Batch) -> None:
-        with batch.lock:
-            if batch.taken:
-                return
-            batch.taken = True
-        self._issue(batch.queries)  # never raises: failures are kept for after the test
-        batch.done.set()
-
-
-@dataclass
-class _Batch:
-    queries: list[Any]
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    taken: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-
-
-def _start_test_stoppable(
-    issue: Callable[[list[Any]], None],
-    count: int,
-    settings: Any,
-    log_dir: Path,
-    stop: Stop,
-    *,
-    on_caller: bool = False,
-) -> dict[str, Any]:
-    """``start_test`` on the process's LoadGen thread (``loadgen_thread``: one for every test,
-    never a new one per test), so that no signal handler ever runs inside LoadGen's
-    callbacks (Python runs them on the main thread only) and a stop need not wait for LoadGen:
-    once a stop is requested LoadGen gets ``STOP_GRACE_S`` to end its test, after which the
-    stop's error is raised and LoadGen's thread is left to finish (``stop.left_running``; a
-    CLI then exits without tearing the interpreter down under it). ``on_caller``: the
-    queries are answered on this thread (``_Handover``)."""
-    done = threading.Event()
-    got: list[dict[str, Any]] = []
-    failed: list[BaseException] = []
-    handover = _Handover(issue) if on_caller else None
-
-    def target() -> None:
-        try:
-            got.append(start_test(handover.issue if handover else issue, count, settings, log_dir))
-        except BaseException as exc:
-            failed.append(exc)
-        finally:
-            done.set()
-            if handover is not None:
-                handover.wake()
-
-    def wait(seconds: float) -> None:
-        if handover is not None:
-            handover.serve(seconds)
-        else:
-            done.wait(seconds)
-
-    loadgen_thread.submit(target)
-    while not done.is_set() and not stop.is_set():
-        wait(0.2)  # the test's end wakes it at once; a stop is seen within 0.2 s
-    if stop.is_set():
-        deadline = time.monotonic() + STOP_GRACE_S
-        while not done.is_set() and time.monotonic() < deadline:
-            wait(0.05)
-        if not done.is_set():
-            stop.left_running = True
-            if handover is not None:
-                handover.leave()
-    stop.check()
-    if failed:
-        raise failed[0]
-    return got[0]
-
-
-def start_test(
-    issue: Callable[[list[Any]], None], count: int, settings: Any, log_dir: Path
-) -> dict[str, Any]:
-    """One LoadGen test: a SUT calling ``issue``, ``count`` samples already in memory; return
-    LoadGen's summary from its detail log in ``log_dir``."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_settings = lg.LogSettings()
-    log_settings.log_output.outdir = str(log_dir)
-    log_settings.log_output.copy_summary_to_stdout = False
-    log_settings.enable_trace = False
-    sut = lg.ConstructSUT(issue, _nothing)
-    qsl = lg.ConstructQSL(count, count, _nothing, _nothing)
-    try:
-        lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
-    finally:
-        lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
-    summary = read_detail_log(log_dir / "mlperf_log_detail.txt")
-    text = log_dir / "mlperf_log_summary.txt"
-    printed = text.read_text(errors="replace") if text.exists() else ""
-    at_target = target_percentile_latency(printed)
-    if at_target is not None:
-        summary["target_percentile_latency_ns"] = at_target
-    throughputs = printed_throughputs(printed)
-    if throughputs:
-        summary[PRINTED] = throughputs
-    reasons = invalid_reasons(summary)
-    if reasons:
-        summary["invalid_reasons"] = reasons
-    return summary

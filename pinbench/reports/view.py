@@ -80,14 +80,6 @@ def fmt(value: float | None, unit: str) -> tuple[str, str]:
     return f"{value:,.4g}", unit
 
 
-def label(metric: str, unit: str) -> str:
-    """``latency_p50_ns`` shown in milliseconds is ``latency_p50``; ``peak_rss_bytes`` in MiB
-    is ``peak_rss``."""
-    if unit == "B":
-        return metric.removesuffix("_bytes")
-    return metric.removesuffix("_ns") if unit == "ns" else metric
-
-
 UNDEFINED = "undefined"
 """A run's cell for a metric it left out as undefined (its details say why)."""
 
@@ -95,8 +87,10 @@ UNDEFINED = "undefined"
 def metric_table(report: Report) -> list[MetricRow]:
     """One row per metric any run recorded or left out as undefined: the runs' tasks' metrics
     first, in the order their task declares them and named by the task's label beside the key
-    (``mAP small (map_small)``), then the rest by key. A run's cell is empty where it has no
+    (``mAP small (map_small)``), then the rest in words beside their keys
+    (``metric_names.named``), nanoseconds in one unit a row. A run's cell is empty where it has no
     such metric, ``undefined`` where it left it out as undefined (decision 165)."""
+    from pinbench.metric_names import in_unit, named, ns_unit
     from pinbench.run_metrics import undefined_of
     from pinbench.tasks.base import Metric
     from pinbench.tasks.registry import metric_of, names, task
@@ -124,16 +118,22 @@ def metric_table(report: Report) -> list[MetricRow]:
     for metric in sorted(set(units).union(*undefined), key=placed):
         unit = units.get(metric, "ratio")
         declared = declared_as(metric)
-        shown = label(metric, unit)
+        shown = named(metric, task=first)
         if declared is not None and declared.label != metric:
             shown = f"{declared.label} ({metric})"
-        cells = [
-            UNDEFINED
-            if metric in gone and metric not in r.metrics
-            else fmt(r.metrics.get(metric), unit)[0]
-            for r, gone in zip(report.runs, undefined, strict=True)
-        ]
-        rows.append(MetricRow(shown, fmt(0.0, unit)[1], cells))
+        values = [r.metrics.get(metric) for r in report.runs]
+        shown_unit = fmt(0.0, unit)[1]
+        if unit == "ns":  # one unit a row, as the CLI prints each value (``metric_names``)
+            shown_unit = ns_unit([v for v in values if v is not None])
+        cells = []
+        for value, gone in zip(values, undefined, strict=True):
+            if metric in gone and value is None:
+                cells.append(UNDEFINED)
+            elif unit == "ns":
+                cells.append("" if value is None else in_unit(value, shown_unit))
+            else:
+                cells.append(fmt(value, unit)[0])
+        rows.append(MetricRow(shown, shown_unit, cells))
     return rows
 
 

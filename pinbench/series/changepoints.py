@@ -3,12 +3,12 @@ split at a time.
 
 What runs is a kernel change-point search, not E-Divisive: it borrows E-Divisive's shape
 (Matteson and James 2014; the method MongoDB's performance CI runs, through its
-``signal-processing-algorithms``: split a series where two segments differ most, keep the
-split when a permutation test says it is significant, go on in each part) but not its energy
-statistic. The split is searched by ``ruptures``' ``KernelCPD`` with a Gaussian (rbf) kernel, gamma by
-the median heuristic: a kernel change-point search in C, whose bounded kernel keeps one wild
-value from dominating the cost as a squared error would (decision 257). The statistic is the
-kernel cost the best split saves; its p-value is the share of shuffles of the segment whose
+``signal-processing-algorithms``: split a series where two segments differ most, keep the split
+when a permutation test says it is significant, go on in each part) but not its energy
+statistic. The split is searched by ``ruptures``' ``KernelCPD`` with a Gaussian (rbf) kernel,
+gamma by the median heuristic: a kernel change-point search in C, whose bounded kernel keeps one
+wild value from dominating the cost as a squared error would (decision 257). The statistic is
+the kernel cost the best split saves; its p-value is the share of shuffles of the segment whose
 best split saves as much (199 shuffles at least, ``2 / significance`` when that is more, never
 more than ``MAX_SHUFFLES``; seeded by the segment's position, so the answer is the same every
 time). A split is kept when p < ``significance``; each side must hold ``min_size`` runs, which

@@ -19,7 +19,8 @@ twice, would otherwise pass the second time against itself). They stay in the se
 and searched for change points; ``left_out`` names them. A run LoadGen called INVALID
 (``loadgen_valid_bool`` 0: its numbers are not a result) is left out of the window too unless
 the gate is asked to include such runs (``invalid`` names them); an INVALID candidate is
-judged and named (``invalid_candidates``).
+judged and named (``invalid_candidates``). A compared run timed while other work took the
+machine (``contended_bool``) is compared and named (``contended``).
 A statistical threshold on a location of the raw framework-call latencies
 (``stats.POOLED_METRICS``: their median or mean) is judged on the raw latencies of the
 candidate runs and of each run in its window (read once a gate call as NumPy arrays; a
@@ -38,11 +39,15 @@ import numpy.typing as npt
 
 from pinbench.bounds import GATE_CANDIDATES
 from pinbench.errors import UserError
+from pinbench.run_figures import contended
 from pinbench.series.errors import InvalidCandidates
 from pinbench.series.members import (
+    INVALID_RUN,
+    OTHER_SETTINGS,
+    REGRESSED,
     Member,
-    alike,
     invalid,
+    left_out_because,
     resolve,
     series_of_run,
     settings_of,
@@ -95,6 +100,9 @@ class GateResult:
     called them INVALID (``members.invalid``), unless the gate was asked to include them."""
     invalid_candidates: list[str] = field(default_factory=list)
     """The candidate runs LoadGen called INVALID: judged, and said."""
+    contended: list[str] = field(default_factory=list)
+    """The runs compared (window and candidates) that were timed while other work took the
+    machine (``contended_bool``): compared, and said."""
     other_settings: dict[str, int] = field(default_factory=dict)
     """Earlier runs of the series never compared with the candidate, by the runner they ran
     on, because their settings (``members.settings_of``) differ from its."""
@@ -127,6 +135,7 @@ class GateResult:
             "left_out": self.left_out,
             "invalid": self.invalid,
             "invalid_candidates": self.invalid_candidates,
+            "contended": self.contended,
             "other_settings": self.other_settings,
             "comparisons": [j.to_json() for j in self.judged],
         }
@@ -167,15 +176,17 @@ def judge(
     first = cands[0]
     _one_candidate(cands)
     earlier = members[: at[first.run_id]]
-    same = alike(earlier, first)
-    past = [m for m in same if m.run_id not in rejected]
-    left_out = [m.run_id for m in same if m.run_id in rejected]
-    unread = [] if include_invalid else [m.run_id for m in past if invalid(m)]
-    past = [m for m in past if m.run_id not in unread]
+    compared_on = settings_of(first)
+    why = {
+        m.run_id: left_out_because(m, compared_on, rejected, include_invalid=include_invalid)
+        for m in earlier
+    }
+    past = [m for m in earlier if not why[m.run_id]]
+    left_out = [m.run_id for m in earlier if why[m.run_id] == REGRESSED]
+    unread = [m.run_id for m in earlier if why[m.run_id] == INVALID_RUN]
     others: dict[str, int] = {}
-    alike_ids = {m.run_id for m in same}
     for m in earlier:
-        if m.run_id not in alike_ids:
+        if why[m.run_id] == OTHER_SETTINGS:
             others[m.runner] = others.get(m.runner, 0) + 1
     judged = []
     for versioned in current:
@@ -200,6 +211,7 @@ def judge(
         other_settings=others,
         invalid=unread,
         invalid_candidates=[c.run_id for c in cands if invalid(c)],
+        contended=[m.run_id for m in [*past, *cands] if contended(m.metrics)],
     )
 
 

@@ -15,6 +15,7 @@ other settings cannot shift its baseline.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -53,6 +54,27 @@ def invalid(member: Member) -> bool:
     from pinbench.run_figures import loadgen_invalid
 
     return loadgen_invalid(member.metrics)
+
+
+OTHER_SETTINGS = "other settings"
+REGRESSED = "a gate found it regressed"
+INVALID_RUN = "LoadGen called it INVALID"
+
+
+def left_out_because(
+    member: Member, settings: str, rejected: Collection[str], *, include_invalid: bool = False
+) -> str:
+    """Why a gate of a run with ``settings`` (``settings_of``) leaves ``member``, an earlier
+    run of its series, out of its window: ``OTHER_SETTINGS``, ``REGRESSED`` (in ``rejected``,
+    ``alerts.regressed_runs``) or ``INVALID_RUN`` (unless ``include_invalid``); empty for a
+    run it compares with. The one rule ``gate.judge`` and the web UI's series page apply."""
+    if settings_of(member) != settings:
+        return OTHER_SETTINGS
+    if member.run_id in rejected:
+        return REGRESSED
+    if invalid(member) and not include_invalid:
+        return INVALID_RUN
+    return ""
 
 
 def key_of(lock: Lockfile, system: str | None) -> SeriesKey | None:
@@ -182,7 +204,11 @@ def key_of_run(ws: Workspace, run_id: str) -> SeriesKey:
 
 
 def moved(before: Member, after: Member) -> list[str]:
-    """What moved from one run of a series to the next: each pin as ``PIN OLD -> NEW``."""
+    """What moved from one run of a series to the next: each pin as ``PIN OLD -> NEW``; a pin
+    that holds settings (the scenario) by the settings that moved
+    (``scenario.min_duration_ms 8000 -> 100``)."""
+    import msgspec
+
     from pinbench.evaluator.bisect_chain import artifact_pins, setting_pins, show_value
 
     out = []
@@ -191,7 +217,15 @@ def moved(before: Member, after: Member) -> list[str]:
     for pins in (setting_pins, artifact_pins):
         old, new = pins(before.lock), pins(after.lock)
         for pin in old:
-            if old[pin] != new[pin]:
+            if old[pin] == new[pin]:
+                continue
+            was, now = msgspec.to_builtins(old[pin]), msgspec.to_builtins(new[pin])
+            if isinstance(was, dict) and isinstance(now, dict):
+                for k in sorted(set(was) | set(now)):
+                    if was.get(k) != now.get(k):
+                        said = f"{show_value(was.get(k))} -> {show_value(now.get(k))}"
+                        out.append(f"{pin}.{k} {said}")
+            else:
                 out.append(f"{pin} {show_value(old[pin])} -> {show_value(new[pin])}")
     if not out and before.lock.digest != after.lock.digest:
         out.append(f"lockfile {before.lock.digest.hex[:12]} -> {after.lock.digest.hex[:12]}")

@@ -1,15 +1,16 @@
 """Change points found when a run is recorded become alerts (decision 253).
 
-After a server records a succeeded run (a local home: after ``pinbench run`` records one),
-each metric of its series that has a threshold is searched for change points
-(``changepoints.change_points``: ruptures' KernelCPD, permutation-tested, over the values of
-the series' runs with the run's settings, ``members.alike``, oldest first, less the runs
-LoadGen called INVALID); every change point not alerted yet is an alert at the first run
-after it, with the pins that moved between the two runs (bisect's view of their lockfiles). Metrics without a threshold are not searched: a
-threshold is how a team says a metric matters. A change point whose segments (from the
-change point before it to the one after it) hold a run already alerted for the metric is the
-same shift, placed a run or two apart as the series grew: it is not alerted again. A failure
-here is logged and never fails the run (the run's record is already written).
+After a server records a succeeded run (a local home: after ``pinbench run`` records one), each
+metric of its series that has a threshold is searched for change points
+(``changepoints.change_points``: ruptures' KernelCPD, permutation-tested, over the values of the
+series' runs with the run's settings, ``members.alike``, oldest first, less the runs LoadGen
+called INVALID); every change point not alerted yet is an alert at the first run after it, with
+the pins that moved between the two runs (bisect's view of their lockfiles). Metrics without a
+threshold are not searched: a threshold is how a team says a metric matters. A change point
+whose segments (from the change point before it to the one after it) hold a run already alerted
+for the metric is the same shift, placed a run or two apart as the series grew: it is not
+alerted again. A failure here is logged and never fails the run (the run's record is already
+written).
 
 The work is bounded: only the newest ``SEARCHED_RUNS`` runs having the metric are searched, at
 the threshold's alpha or ``bounds.CHANGE_SIGNIFICANCE``'s floor (0.001) when alpha is smaller,

@@ -37,12 +37,13 @@ from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
-from pinbench.run_figures import figures
+from pinbench.run_figures import figures, loadgen_invalid
 from pinbench.sdk.hosting import Hosting
 from pinbench.web import sessions
 from pinbench.web.answers import NEXT_MAX_LENGTH, on_error, page, safe_next
 from pinbench.web.forms import MODES, RUNNERS, SCENARIOS, EvaluateForm
 from pinbench.web.origin import require_same_origin
+from pinbench.web.run_rows import runs_table
 from pinbench.web.systems import recent_runs, system_view
 from pinbench.workspace import Workspace
 
@@ -85,17 +86,19 @@ def _kind_counts(ws: Workspace) -> dict[str, int]:
 
 
 def _runs_page(ws: Workspace, pool: RunPool, principal: Principal, run_ids: list[str]) -> Template:
-    """Runs side by side (one run: its own page, its figures as ``runs show`` prints them);
-    it refreshes itself while any is queued or running, showing each one's latest progress
-    line."""
+    """Runs side by side (one run: its own page, its figures as ``runs show`` prints them),
+    each run LoadGen called INVALID named first with its reasons; it refreshes itself while
+    any is queued or running, showing each one's latest progress line."""
     principal.require("read")
     report = reports.gather(ws, run_ids)
     waiting = [r.id for r in report.runs if r.info["status"] in UNFINISHED]
+    invalid = [r for r in report.runs if loadgen_invalid(r.metrics)]
     return page(
         "compare",
         principal=principal,
         view=build(report),
         figures=figures(report.runs[0].info) if len(report.runs) == 1 else None,
+        invalid=[(r.id, figures(r.info).invalid) for r in invalid],
         waiting=waiting,
         progress={r: pool.progress.get(r, "") for r in waiting},
         query=urlencode([("run", r) for r in report.ids]),
@@ -118,7 +121,7 @@ class WebController(Controller):
             "home",
             principal=principal,
             kinds=_kind_counts(ws),
-            runs=list_runs(ws, 10, nested=True),
+            table=runs_table(list_runs(ws, 10, nested=True)),
         )
 
     # ------------------------------------------------------------------ registry
@@ -269,7 +272,8 @@ class WebController(Controller):
             if len(runs) == RUNS_PAGE
             else None
         )
-        return page("runs", principal=principal, runs=runs, where=where, older=older, after=after)
+        table = runs_table(runs)
+        return page("runs", principal=principal, table=table, where=where, older=older, after=after)
 
     @get("/runs/{run_id:str}", sync_to_thread=True)
     def run(self, ws: Workspace, pool: RunPool, principal: Principal, run_id: str) -> Template:
@@ -324,7 +328,7 @@ class WebController(Controller):
             "system",
             principal=principal,
             s=system_view(row),
-            runs=recent_runs(ws, row.name),
+            table=runs_table(recent_runs(ws, row.name)),
         )
 
     # ------------------------------------------------------------------ login

@@ -13,8 +13,10 @@ from markupsafe import Markup
 
 from pinbench.accounts import Principal
 from pinbench.errors import PinbenchError
+from pinbench.metric_names import words
 from pinbench.web.answers import on_error, page
 from pinbench.web.pages import provide_ui_principal
+from pinbench.web.series_rows import named_alerts, named_metrics, plot_unit, series_runs
 from pinbench.workspace import Workspace
 
 
@@ -44,13 +46,13 @@ class SeriesPages(Controller):
         return page(
             "series_list",
             principal=principal,
-            series=list_series(ws),
-            alerts=list_alerts(ws, state="open", limit=50),
+            series=named_metrics(list_series(ws)),
+            alerts=named_alerts(list_alerts(ws, state="open", limit=50)),
         )
 
     @get("/{name:path}", sync_to_thread=True)
     def series(self, ws: Workspace, principal: Principal, name: str) -> Template:
-        from pinbench.series.alerts import list_alerts
+        from pinbench.series.alerts import list_alerts, regressed_runs
         from pinbench.series.members import detail, resolve
         from pinbench.series.plot import series_svg
         from pinbench.series.thresholds import thresholds
@@ -61,7 +63,12 @@ class SeriesPages(Controller):
         current = {v.threshold.metric: v.to_json() for v in thresholds(ws, key)}
         alerts = list_alerts(ws, series=str(key), limit=200)
         points = info["points"]
-        labels = [f"{p['run'][:8]} {p['model']} {p['framework']}" for p in points]
+        runs = series_runs(members, points, regressed_runs(ws, str(key)))
+        labels = [
+            f"{p['run'][:8]} {p['model']} {p['framework']}" + (" INVALID" if row.invalid else "")
+            for p, row in zip(points, runs.rows, strict=True)
+        ]
+        task = members[0].lock.body.dataset.task if members[0].lock.body.dataset else None
         plots = []
         for metric in info["metrics"]:
             values = [p["metrics"].get(metric) for p in points]
@@ -71,7 +78,30 @@ class SeriesPages(Controller):
                 if any(a["run"] == p["run"] and a["metric"] == metric for a in alerts)
             ]
             known = [v for v in values if v is not None]
+            unit, per = plot_unit(metric, known, info["units"].get(metric, ""))
             bound = _bound(current[metric], known) if metric in current else None
-            svg = series_svg(metric, values, labels, flagged=flagged, bound=bound)
-            plots.append({"metric": metric, "svg": Markup(svg), "threshold": current.get(metric)})
-        return page("series", principal=principal, s=info, plots=plots, alerts=alerts)
+            said = words(metric, task=task)
+            svg = series_svg(
+                f"{said} ({unit})" if unit else said,
+                [None if v is None else v / per for v in values],
+                labels,
+                flagged=flagged,
+                bound=None if bound is None else bound / per,
+            )
+            plots.append(
+                {
+                    "metric": metric,
+                    "words": said,
+                    "unit": unit,
+                    "svg": Markup(svg),
+                    "threshold": current.get(metric),
+                }
+            )
+        return page(
+            "series",
+            principal=principal,
+            s=info,
+            runs=runs,
+            plots=plots,
+            alerts=named_alerts(alerts),
+        )

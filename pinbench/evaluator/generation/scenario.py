@@ -21,12 +21,10 @@ import mlperf_loadgen as lg
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.evaluator.contention import Activity
 from pinbench.evaluator.latency_metrics import loadgen_figures, series
-from pinbench.evaluator.scenarios import (
-    ScenarioError,
-    _start_test_stoppable,
-    settings_for,
-)
+from pinbench.evaluator.loadgen_test import metered_test
+from pinbench.evaluator.scenarios import ScenarioError, Tested, settings_for
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.generation import GenerationSpec
 from pinbench.registry.request import Scenario
@@ -41,7 +39,7 @@ the first token of every row is chosen, ``done`` for each row as its answer ends
 
 
 @dataclass
-class TokenMeasurement:
+class TokenMeasurement(Tested):
     latencies_ns: npt.NDArray[np.int64]
     """Each query's whole time (prefill and every step), in issue order."""
     ttft_ns: npt.NDArray[np.int64]
@@ -56,6 +54,8 @@ class TokenMeasurement:
     """The scenario's target percentile as a fraction."""
     answers: dict[int, list[int]] = field(default_factory=dict)
     """Accuracy mode: each sample's answer (token ids)."""
+    machine: Activity | str = "not read"
+    performance: bool = True
     batches: list[list[int]] = field(default_factory=list)
     """Accuracy mode, batch size above 1: the sample indexes answered together, batch by
     batch (padding shifts the arithmetic, so which prompts shared a batch is part of how an
@@ -66,6 +66,7 @@ class TokenMeasurement:
         own ``framework_*`` series of the model's work (``token_metrics``)."""
         out = loadgen_figures(self.loadgen, self.scenario, self.target)
         out.update(token_metrics(self.latencies_ns, self.ttft_ns, self.tokens, self.duration_ns))
+        out.update(self.machine_figures())
         return out
 
 
@@ -220,7 +221,7 @@ def run_token_scenario(
         scenario, spec, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
     chosen = issue if batch_size == 1 else issue_batched
-    summary = _start_test_stoppable(chosen, count, settings, log_dir, stop)
+    summary, activity = metered_test(chosen, count, settings, log_dir, stop)
     if failure:
         raise failure[0]
     return TokenMeasurement(
@@ -234,6 +235,8 @@ def run_token_scenario(
         target=scenario.percentile / 100.0,
         answers=answers,
         batches=batches,
+        machine=activity,
+        performance=scenario.mode == "performance",
     )
 
 
