@@ -22,6 +22,7 @@ TASKS: dict[str, str] = {
     "voice-activity": "pinbench.tasks.vad.task:VoiceActivity",
     "text-generation": "pinbench.tasks.generation.task:TextGeneration",
     "speech-recognition": "pinbench.tasks.speech.task:SpeechRecognition",
+    "speaker-verification": "pinbench.tasks.speaker.task:SpeakerVerification",
     "other": "pinbench.tasks.classification.task:Other",
 }
 
