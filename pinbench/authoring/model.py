@@ -124,11 +124,52 @@ def model_format(path: Path) -> str | None:
         return "torchscript"
     if suffix in (".pt2", *TORCHSCRIPT_SUFFIXES):
         raise NotAModel(path=str(path), reason="not a TorchScript or torch.export archive")
-    return None
+    return _by_bytes(path)
+
+
+def _named_right(path: Path, fmt: str) -> str:
+    """``fmt``, which the file's name gave, unless its bytes are another model format
+    (``artifacts.model_formats``): an HDF5 file named ``.keras`` is named as what it is."""
+    from pinbench.artifacts.model_formats import identify
+
+    if path.is_dir():
+        return fmt
+    found = identify(path)
+    if found is None or found.format == fmt:
+        return fmt
+    raise NotAModel(
+        path=str(path),
+        reason=f"{found.what}, not {fmt} as its name says: declare format: {found.format} "
+        "and name the file as that format's run loads it",
+    )
+
+
+def _by_bytes(path: Path) -> str | None:
+    """A model file in a format this module does not describe, named by its bytes
+    (``artifacts.model_formats``) with the format to declare; None for a file that is no
+    model at all."""
+    from pinbench.artifacts.model_formats import identify
+
+    found = identify(path)
+    if found is None:
+        return None
+    if found.format in READERS:  # a format described here, under another name
+        from pinbench.registry.declared_format import LOADS
+
+        names = " or ".join(LOADS[found.format][0])
+        raise NotAModel(
+            path=str(path),
+            reason=f"{found.what}: name it as its format's run finds it ({names})",
+        )
+    raise NotAModel(
+        path=str(path),
+        reason=f"{found.what}: declare format: {found.format}; pinbench manifest model does not "
+        "read this format's signature: write the manifest by hand",
+    )
 
 
 def _pick(paths: Sequence[Path]) -> tuple[Path, str]:
-    models = [(p, fmt) for p in paths if (fmt := model_format(p)) is not None]
+    models = [(p, _named_right(p, fmt)) for p in paths if (fmt := model_format(p)) is not None]
     if len(models) != 1:
         raise ModelCountError(models=[str(p) for p, _ in models])
     return models[0]

@@ -47,6 +47,9 @@ class SafetensorsLayout(FileProblem):
 def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
     """Refuse ``manifest`` when its files are not in its declared format; ``where`` gives the
     (already verified) bytes of each file."""
+    from pinbench.registry.declared_format import check_declared_format
+
+    check_declared_format(manifest, where)
     if manifest.format == "onnx":
         _check_onnx(manifest, where)
     if manifest.format == "torch-export":
