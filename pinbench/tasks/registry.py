@@ -23,6 +23,7 @@ TASKS: dict[str, str] = {
     "text-generation": "pinbench.tasks.generation.task:TextGeneration",
     "speech-recognition": "pinbench.tasks.speech.task:SpeechRecognition",
     "speaker-verification": "pinbench.tasks.speaker.task:SpeakerVerification",
+    "note-transcription": "pinbench.tasks.notes.task:NoteTranscription",
     "other": "pinbench.tasks.classification.task:Other",
 }
 
