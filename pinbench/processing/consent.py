@@ -12,7 +12,7 @@ agent's actor), the venv runner as the server's user. A lockfile never decides t
 from __future__ import annotations
 
 from pinbench.errors import UserError
-from pinbench.registry.lockfile import LockedModel, Lockfile
+from pinbench.registry.lockfile import CODE_ROLES, LockedModel, Lockfile
 
 
 class CodeRefused(UserError):
@@ -29,10 +29,11 @@ class CodeRefused(UserError):
 
 
 def code_roles(model: LockedModel | None) -> list[str]:
-    """``preprocess`` and/or ``postprocess``: the code a model carries (none for no model)."""
+    """``preprocess``, ``postprocess`` and/or ``builder`` (a ``torch-state-dict`` model's):
+    the code a model carries (none for no model). Each runs only with the run's consent."""
     if model is None:
         return []
-    return [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
+    return [r for r in CODE_ROLES if getattr(model, r) is not None]
 
 
 def needs_code(lock: Lockfile) -> bool:

@@ -115,6 +115,9 @@ def open_processing(
             roles=roles,
             reason="This evaluation was not allowed to run it (pinbench run --allow-code)",
         )
-    say(f"loading the model's {' and '.join(roles)} code (allowed: --allow-code)")
-    codes = {role: getattr(model, role) for role in roles}
+    processing = [r for r in roles if r != "builder"]  # the predictor loads a builder
+    if not processing:
+        return None
+    say(f"loading the model's {' and '.join(processing)} code (allowed: --allow-code)")
+    codes = {role: getattr(model, role) for role in processing}
     return Processing(load(codes, files, pinned), model, files, pinned)

@@ -18,7 +18,7 @@ from pinbench.registry.steps import LATE_RESIZE_FIELDS
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
 unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postprocess")
+LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postprocess", "builder")
 """Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
 dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")

@@ -31,7 +31,7 @@ from pinbench.registry.manifest import Requirement
 from pinbench.registry.manifest_parts import Platform, check_relative_path
 from pinbench.registry.names import Kind
 from pinbench.registry.ports import Input, Output
-from pinbench.registry.processing_code import Code
+from pinbench.registry.processing_code import Builder, Code
 from pinbench.registry.request import (
     LATE_SYSTEM_FIELDS,
     BatchSize,
@@ -108,6 +108,13 @@ class LockedModel(_Frozen, frozen=True, kw_only=True):
     postprocess: Code | None = None
     """The manifest's processing code (a file's bytes are pinned among the model's files); left
     out when unset, so the lockfiles of models without it keep their digests."""
+    builder: Builder | None = None
+    """A ``torch-state-dict`` model's builder (consented code like the above); left out when
+    unset."""
+
+
+CODE_ROLES = ("preprocess", "postprocess", "builder")
+"""A locked model's code, each run only with the run's consent (``processing.consent``)."""
 
 
 class LockedDataset(_Frozen, frozen=True, kw_only=True):
@@ -180,19 +187,21 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
             )
 
     def _check_code_runs(self) -> None:
-        """A model's ``preprocess``/``postprocess`` runs only in an evaluation of its outputs: a
-        generation run feeds the model's tokenizer and decodes its tokens itself, a training
-        run feeds its own batches, so neither would run the code; refused, naming the field,
-        rather than ignored (decision 220)."""
+        """A model's ``preprocess``/``postprocess`` (and ``builder``) runs only in an evaluation
+        of its outputs: a generation run feeds the model's tokenizer and decodes its tokens
+        itself, a training run feeds its own batches and builds its own module, so neither
+        would run the code; refused, naming the field, rather than ignored (decision 220)."""
         model = self.model
         if model is None or (self.request.generation is None and self.training is None):
             return
-        roles = [r for r in ("preprocess", "postprocess") if getattr(model, r) is not None]
+        roles = [r for r in CODE_ROLES if getattr(model, r) is not None]
         if roles:
             what = "a generation" if self.request.generation is not None else "a training"
             raise ValueError(
                 f"model {model.name}@{model.version} declares `{'` and `'.join(roles)}`: "
-                f"{what} run never runs a model's processing code, so it cannot honour it; "
+                f"{what} run never runs a model's "
+                f"{'builder' if roles == ['builder'] else 'processing code'}, so it cannot "
+                "honour it; "
                 "such a model runs in accuracy and performance evaluations only"
             )
 
@@ -221,7 +230,7 @@ class Lockfile:
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         if data["model"] is not None:
-            drop_unset(data["model"], ("preprocess", "postprocess"))
+            drop_unset(data["model"], CODE_ROLES)
             drop_unset_inputs(data["model"]["inputs"])
             drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)

@@ -209,6 +209,7 @@ def _locked_model(ref: ArtifactRef, model: Any) -> LockedModel:
         outputs=list(model.outputs),
         preprocess=model.preprocess,
         postprocess=model.postprocess,
+        builder=model.builder,
     )
 
 

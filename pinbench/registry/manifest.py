@@ -44,7 +44,7 @@ from pinbench.registry.ports import (
     Input,
     Output,
 )
-from pinbench.registry.processing_code import Code, check_processing
+from pinbench.registry.processing_code import Builder, Code, check_builder, check_processing
 from pinbench.registry.steps import (
     AUDIO_STEPS,
     InputStep,
@@ -77,6 +77,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "torch-export",
         "safetensors",
         "torch-pickle",
+        "torch-state-dict",
         "savedmodel",
         "keras",
         "hf-folder",
@@ -101,6 +102,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
     preprocess: Code | None = None
     postprocess: Code | None = None
     """Python code (``registry.processing_code``): a sample to inputs, outputs to outputs."""
+    builder: Builder | None = None
+    """For ``torch-state-dict``: the function that builds the module its weights load into."""
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -141,6 +144,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
 
         check_model_inputs(self.inputs, self.outputs)
         check_processing(self.preprocess, self.postprocess, paths, self.inputs)
+        check_builder(self.format, self.builder, paths, self.architecture, self.trusted)
         streamed = next((i for i in self.inputs if i.stream is not None), None)
         for out in self.outputs:
             transposed = any(s.transpose is not None for s in out.steps)

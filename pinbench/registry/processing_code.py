@@ -1,5 +1,7 @@
-"""A model manifest's processing code, as data: ``preprocess`` and ``postprocess`` (MLModelScope's
-names), each one Python function in a file of the artifact or inline in the manifest.
+"""A model manifest's code, as data: ``preprocess`` and ``postprocess`` (MLModelScope's names),
+each one Python function in a file of the artifact or inline in the manifest; and a
+``torch-state-dict`` model's ``builder``, the function that builds the network its weights load
+into (TorchServe's model file beside its serialized file).
 
 This module only describes and checks the declaration; nothing here reads, imports or runs the
 code (reading is not running, invariant 12). ``pinbench.processing`` runs it, inside a runner,
@@ -52,6 +54,81 @@ class Code(_Strict, frozen=True, kw_only=True):
     def where(self) -> str:
         """``proc.py:prepare``, or ``<inline>:prepare``, for messages."""
         return f"{self.file or '<inline>'}:{self.function}"
+
+
+STATE_DICT_FORMAT = "torch-state-dict"
+"""The model format whose weights a ``builder`` builds the module for."""
+WEIGHTS_SUFFIXES = (".pt", ".pth", ".safetensors")
+"""The weights file of a ``torch-state-dict`` model: the one file of the artifact ending so."""
+
+
+class Builder(Code, frozen=True, kw_only=True):
+    """``{file: model.py, function: build, state_dict_key: model_state}``: the function that
+    builds a ``torch-state-dict`` model's ``torch.nn.Module``, called as ``function(files)``
+    (each model file's path in the artifact to a readable local path), whose weights are then
+    loaded with ``load_state_dict(strict=True)``. Run only as processing code is: inside a
+    runner, with the run's consent (``--allow-code``)."""
+
+    state_dict_key: str | None = None
+    """For a checkpoint (a dict holding more than the weights): the key whose value is the
+    state dict (``model_state``). Left out, the file is the state dict itself."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        key = self.state_dict_key
+        if key is not None and not (0 < len(key) <= 256 and key.isprintable()):
+            raise ValueError(
+                f"builder state_dict_key {key!r} must be 1 to 256 printable characters"
+            )
+
+
+def check_builder(
+    model_format: str,
+    builder: Builder | None,
+    paths: set[str],
+    architecture: str | None,
+    trusted: bool,
+) -> None:
+    """A ``torch-state-dict`` model names its ``builder`` (a file among the files), one weights
+    file, and neither ``architecture`` nor ``trusted``; no other format names a builder
+    (``ValueError`` naming what is wrong)."""
+    if model_format != STATE_DICT_FORMAT:
+        if builder is not None:
+            raise ValueError(
+                f"`builder` builds the module of a {STATE_DICT_FORMAT} model; this model's "
+                f"format is {model_format}: leave it out, or declare format {STATE_DICT_FORMAT}"
+            )
+        return
+    if builder is None:
+        raise ValueError(
+            f"a {STATE_DICT_FORMAT} model holds weights only: name the `builder` that makes its "
+            "torch.nn.Module, e.g. `builder: {file: model.py, function: build}` (a file among "
+            "the files, run with the run's consent, --allow-code)"
+        )
+    if builder.file is not None and builder.file not in paths:
+        raise ValueError(
+            f"builder file {builder.file!r} is not among the files: list it under `files` "
+            "(its sha256 pins it like every byte)"
+        )
+    for field, value in (("architecture", architecture), ("trusted", trusted)):
+        if value:
+            raise ValueError(
+                f"`{field}` is not for a {STATE_DICT_FORMAT} model: its `builder` makes the "
+                "module and its weights load with torch.load(weights_only=True), which "
+                "unpickles tensors only: leave it out"
+            )
+    weights = sorted(p for p in paths if p.endswith(WEIGHTS_SUFFIXES))
+    if len(weights) != 1:
+        raise ValueError(
+            f"a {STATE_DICT_FORMAT} model has exactly one weights file ending in "
+            f"{', '.join(WEIGHTS_SUFFIXES)}; it has {len(weights)}"
+            + (f" ({', '.join(weights)})" if weights else "")
+        )
+    if builder.state_dict_key is not None and weights[0].endswith(".safetensors"):
+        raise ValueError(
+            f"builder state_dict_key {builder.state_dict_key!r} names a key of a checkpoint, "
+            f"but {weights[0]} is safetensors, a flat state dict: leave it out"
+        )
 
 
 def check_processing(

@@ -93,7 +93,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "framework": "The framework artifact that runs the model: its name and allowed "
         "versions, resolved when a benchmark is locked.",
         "format": "The serialisation of the model files. The predictors load onnx, "
-        "torchscript, torch-export, safetensors, torch-pickle, savedmodel, keras and "
+        "torchscript, torch-export, safetensors, torch-pickle, torch-state-dict (weights "
+        "built by the model's own `builder`), savedmodel, keras and "
         "tf-graphdef; caffe, caffe2, mxnet and the like come from MLModelScope manifests "
         "(import-mlmodelscope): described and published, but a run stops with an error "
         "naming the framework or the format.",
@@ -118,6 +119,21 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "model by its own name) into the declared outputs: finish(outputs, files) -> {output "
         "name: numpy array}, timed apart (postprocess_latency_*_ns). Consent as for "
         "preprocess. Left out of the stored manifest while unset.",
+        "builder": "For format torch-state-dict (required there, refused elsewhere): the "
+        "Python function that builds the torch.nn.Module its weights load into, "
+        "build(files) -> module; the weights are read with torch.load(weights_only=True) and "
+        "loaded with load_state_dict(strict=True). Consent as for preprocess. Left out of the "
+        "stored manifest while unset.",
+    },
+    "Builder": {
+        "function": "The name of the function to call, build(files) -> torch.nn.Module.",
+        "file": "A .py file among the model's files (its sha256 pins it); exactly one of file "
+        "and code.",
+        "code": "The Python source itself, inline (at most 65536 characters; hashed with the "
+        "manifest); exactly one of file and code.",
+        "state_dict_key": "For a checkpoint dict (weights beside a step, an optimizer's state): "
+        "the key whose value is the state dict, e.g. 'model_state'. Left out: the weights file "
+        "is the state dict. Not for safetensors.",
     },
     "Code": {
         "function": "The name of the function to call, defined at the top level of the code.",
@@ -260,6 +276,8 @@ STRUCT_DOCS: dict[str, str] = {
     "TrainedBy": "The training run whose final weights a model version holds.",
     "Code": "One Python function of a model's processing code: in a file of the artifact or "
     "inline.",
+    "Builder": "The function that builds a torch-state-dict model's module (TorchServe's model "
+    "file): run only with the run's consent, like processing code.",
     "Platform": "A platform: CPU architecture and device.",
     "Decode": "Bring the samples to a colour mode.",
     "Resize": "Resize each sample.",

@@ -24,6 +24,7 @@ TASKS: dict[str, str] = {
     "speech-recognition": "pinbench.tasks.speech.task:SpeechRecognition",
     "speaker-verification": "pinbench.tasks.speaker.task:SpeakerVerification",
     "note-transcription": "pinbench.tasks.notes.task:NoteTranscription",
+    "token-classification": "pinbench.tasks.tokens.task:TokenClassification",
     "other": "pinbench.tasks.classification.task:Other",
 }
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pinbench.registry.manifest_parts import check_relative_path
 from pinbench.registry.ports import Input, Output
+from pinbench.registry.processing_code import Builder
 
 Device = Literal["cpu", "cuda"]
 
@@ -49,6 +50,13 @@ class ModelFiles:
     index, and refuses a mismatch (``base.bind_inputs``)."""
     outputs: tuple[Output, ...] = ()
     """The manifest's declared outputs: ``predict`` returns these, by name, in this order."""
+    builder: Builder | None = None
+    """A ``torch-state-dict`` model's builder: the publisher's code that makes its module."""
+    allow_code: bool = False
+    """The run's own consent to run ``builder`` (``--allow-code``; never the lockfile's)."""
+    sha256: dict[str, str] = field(default_factory=dict)
+    """Each file's pinned sha256 (the lockfile's): code is executed only from bytes that
+    match it, read again as they are executed."""
 
     def layout(self, root: Path) -> Path:
         """Symlinks under ``root`` that give each blob its artifact path; return ``root``.

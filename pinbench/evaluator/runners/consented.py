@@ -63,7 +63,8 @@ def code_digests(lock: Lockfile) -> list[str]:
     """The sha256 of every piece of code ``lock`` runs beside its model, from the lockfile
     alone (a file's pinned digest, an inline code's UTF-8): a manifest's ``preprocess`` and
     ``postprocess``, a chain's stage code and join. What a run that carried code records of it
-    (``details.code_sha256``), whatever its evaluator said."""
+    (``details.code_sha256``), whatever its evaluator said. A ``torch-state-dict`` model's
+    ``builder`` is such code too."""
     from pinbench.chains.spec import stage_artifact
 
     def digest(code: Code, files: dict[str, str]) -> str:
@@ -76,7 +77,8 @@ def code_digests(lock: Lockfile) -> list[str]:
     model, art = lock.body.model, lock.artifact(Kind.MODEL)
     if model is not None and art is not None:
         files = {f.path: f.sha256 for f in art.files}
-        found += [digest(c, files) for c in (model.preprocess, model.postprocess) if c]
+        codes = (model.preprocess, model.postprocess, model.builder)
+        found += [digest(c, files) for c in codes if c]
     chain = lock.body.chain
     for stage in chain.stages if chain is not None else []:
         files = {f.path: f.sha256 for f in stage_artifact(lock, stage).files}

@@ -1,5 +1,6 @@
-"""PyTorch: TorchScript, ``torch.export`` programs, or safetensors weights in a named
-architecture. Pickled modules (``torch-pickle``) load only when the manifest says ``trusted``.
+"""PyTorch: TorchScript, ``torch.export`` programs, safetensors weights in a named
+architecture, or weights built by the model's own code (``torch-state-dict``: ``state_dicts``).
+Pickled modules (``torch-pickle``) load only when the manifest says ``trusted``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from unittest import mock
 
 import torch
 
+from pinbench.errors import UserError
 from pinbench.evaluator.predictors.base import (
     Array,
     Batch,
@@ -34,6 +36,7 @@ from pinbench.evaluator.predictors.torch.signatures import (
     _forward_inputs,
     _script_inputs,
 )
+from pinbench.registry.processing_code import WEIGHTS_SUFFIXES
 from pinbench.trace.clock import wall_minus_perf
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
@@ -43,6 +46,7 @@ _SUFFIXES = {
     "torch-export": (".pt2",),
     "safetensors": (".safetensors",),
     "torch-pickle": (".pt", ".pth"),
+    "torch-state-dict": WEIGHTS_SUFFIXES,
 }
 
 
@@ -102,10 +106,10 @@ class TorchPredictor(Predictor):
 
     - ``torch-export``: the graph signature's input names, element types, ranks and static
       dims, and its output count;
-    - ``torchscript`` / ``torch-pickle``: ``forward``'s argument names (those without a
-      default must all be declared; TorchScript's must be tensors); element types and shapes
-      are not recorded, so a wrong one is the framework's complaint at the first (cold)
-      prediction;
+    - ``torchscript`` / ``torch-pickle`` / ``torch-state-dict``: ``forward``'s argument names
+      (those without a default must all be declared; TorchScript's must be tensors); element
+      types and shapes are not recorded, so a wrong one is the framework's complaint at the
+      first (cold) prediction;
     - ``safetensors``: the architecture is pinbench's own (``architectures.PORTS``): the
       names are whatever the manifest says, the counts must match the architecture's.
 
@@ -154,7 +158,7 @@ class TorchPredictor(Predictor):
         self._keywords = []
         try:
             module, inputs, outputs = self._load(model, name, str(path))
-        except ModelLoadError:
+        except UserError:  # ModelLoadError; a builder's CodeRefused or CodeFailed
             raise
         except Exception as exc:  # torch raises many types for a bad file
             reason = f"{type(exc).__name__}: {exc}".replace(str(path), name).strip()
@@ -214,6 +218,11 @@ class TorchPredictor(Predictor):
             names = [str(d.name) for d in model.inputs] or ["0"]
             ports = [Port(n) for n in names[:ins]] + [Port(f"#{i}") for i in range(len(names), ins)]
             return self._from_weights(model, name, path), ports, outs
+        if model.format == "torch-state-dict":
+            from pinbench.evaluator.predictors.torch.state_dicts import build
+
+            built = build(model, name, Path(path))
+            return built, _forward_inputs(built), None
         if not model.trusted:
             raise ModelLoadError(
                 model=name,

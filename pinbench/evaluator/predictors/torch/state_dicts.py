@@ -1,0 +1,177 @@
+"""``torch-state-dict``: weights as PyTorch research code ships them (a state dict, or a checkpoint
+dict holding one under a key the manifest names; ``.pt``/``.pth``, or safetensors) loaded into the
+module the model's own ``builder`` makes (TorchServe's model file beside its serialized file).
+
+The weights are read first, with ``torch.load(weights_only=True)``: PyTorch's restricted
+unpickler, which rebuilds tensors and plain containers and refuses any other global, so no
+pickle code ever runs; a checkpoint that needs more is refused naming what it needs. Then the
+builder, the publisher's code, runs as a manifest's processing code does (``processing.loading``:
+only with the run's consent, from bytes checked against their pinned sha256), is called as
+``function(files)``, and must give a ``torch.nn.Module`` into which every tensor loads with
+``load_state_dict(strict=True)``: no key missing, none left over, every shape equal.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pinbench.evaluator.predictors.base import ModelLoadError
+from pinbench.evaluator.predictors.config import ModelFiles
+
+_SHOWN = 5
+"""Keys named in a message, at most."""
+
+
+def _keys(keys: Any) -> str:
+    """Up to ``_SHOWN`` keys, each at most 80 characters as repr gives it, and how many more."""
+    names = [repr(k)[:80] for k in list(keys)[:_SHOWN]]
+    more = len(keys) - len(names)
+    return "[" + ", ".join(names) + (f", ... {more} more" if more > 0 else "") + "]"
+
+
+def _refused_global(exc: Exception) -> str:
+    """What ``weights_only`` refused, from PyTorch's message (its ``WeightsUnpickler error``
+    line: ``Unsupported global: GLOBAL numpy.core.multiarray.scalar was not an allowed ...``)."""
+    text = str(exc)
+    if "WeightsUnpickler error:" in text:
+        found = text.split("WeightsUnpickler error:", 1)[1].split("Check the documentation")[0]
+        return " ".join(found.split(" was not an allowed global")[0].split())[:300]
+    return " ".join(text.split())[:300] or type(exc).__name__
+
+
+def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor]:
+    """The state dict of weights file ``name`` (its blob ``path``): the file itself, or its
+    value under ``key`` (a checkpoint's ``model_state``). Refused, naming why, when it needs more
+    than ``weights_only`` allows, is not a mapping of names to tensors, or lacks ``key``."""
+    if name.endswith(".safetensors"):
+        from safetensors.torch import load_file
+
+        try:
+            return dict(load_file(str(path), device="cpu"))
+        except Exception as exc:  # safetensors raises its own error types for a bad header
+            raise ModelLoadError(model=name, reason=f"not safetensors: {exc}"[:400]) from None
+    with path.open("rb") as f:
+        head = f.read(4)
+    if head != b"PK\x03\x04" and head[:1] != b"\x80":
+        raise ModelLoadError(
+            model=name,
+            reason="not a PyTorch weights file: neither torch.save's zip archive nor a pickle "
+            f"(it starts {head!r})",
+        )
+    try:
+        loaded = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ModelLoadError(
+            model=name,
+            reason=f"the file needs more than torch.load(weights_only=True) allows "
+            f"({_refused_global(exc)}); pinbench never runs pickle code from a torch-state-dict "
+            "model: save the tensors alone (torch.save(model.state_dict(), f), or "
+            "safetensors), not objects of other classes",
+        ) from None
+    except Exception as exc:  # not a torch file at all: torch raises many types
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise ModelLoadError(
+            model=name, reason=f"not a PyTorch weights file: {type(exc).__name__}: {first}"
+        ) from None
+    if key is not None:
+        if not isinstance(loaded, Mapping):
+            raise ModelLoadError(
+                model=name,
+                reason=f"builder.state_dict_key {key!r} names a key of a checkpoint dict, but "
+                f"the file holds a {type(loaded).__name__}",
+            )
+        if key not in loaded:
+            raise ModelLoadError(
+                model=name,
+                reason=f"the checkpoint has no key {key!r} (builder.state_dict_key); its keys: "
+                f"{_keys(loaded)}",
+            )
+        loaded = loaded[key]
+    return _state(name, loaded, key)
+
+
+def _state(name: str, loaded: object, key: str | None) -> dict[str, torch.Tensor]:
+    where = f"its {key!r}" if key is not None else "the file"
+    if not isinstance(loaded, Mapping):
+        raise ModelLoadError(
+            model=name, reason=f"{where} holds a {type(loaded).__name__}, not a state dict"
+        )
+    others = [k for k, v in loaded.items() if not isinstance(k, str) or not torch.is_tensor(v)]
+    if others:
+        nested = [k for k in others if isinstance(loaded[k], Mapping)]
+        hint = (
+            f": a checkpoint? name the key that holds the weights as `builder.state_dict_key` "
+            f"(keys holding dicts: {_keys(nested)})"
+            if nested and key is None
+            else ""
+        )
+        raise ModelLoadError(
+            model=name,
+            reason=f"{where} is not a state dict (names to tensors): {_keys(others)} are not{hint}",
+        )
+    return {str(k): v for k, v in loaded.items()}
+
+
+def fit(module: torch.nn.Module, state: dict[str, torch.Tensor], name: str, where: str) -> None:
+    """``state`` loaded into ``module`` with ``strict=True``; a mismatch is refused naming the
+    missing, unexpected and misshapen keys (the builder ``where`` made the module)."""
+    expected = module.state_dict()
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    shapes = [
+        f"{k!r} {list(state[k].shape)} (the module's {list(v.shape)})"
+        for k, v in expected.items()
+        if k in state and tuple(state[k].shape) != tuple(v.shape)
+    ]
+    if missing or unexpected or shapes:
+        problems = [
+            f"missing {_keys(missing)}" if missing else "",
+            f"unexpected {_keys(unexpected)}" if unexpected else "",
+            f"of another shape {'; '.join(shapes[:_SHOWN])}" if shapes else "",
+        ]
+        raise ModelLoadError(
+            model=name,
+            reason=f"the weights do not fit the module {where} builds "
+            f"(load_state_dict(strict=True)): {', '.join(p for p in problems if p)}",
+        )
+    try:
+        module.load_state_dict(state, strict=True)
+    except Exception as exc:  # a tensor the module cannot take (a dtype it refuses)
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise ModelLoadError(model=name, reason=f"load_state_dict(strict=True): {first}") from None
+
+
+def build(model: ModelFiles, name: str, path: Path) -> torch.nn.Module:
+    """The module of a ``torch-state-dict`` model, its weights (file ``name``, blob ``path``)
+    loaded. The weights are read before the builder runs: a file that is refused runs no code.
+    Without the run's consent (``ModelFiles.allow_code``) nothing runs (``CodeRefused``)."""
+    from pinbench.processing.consent import CodeRefused
+    from pinbench.processing.loading import load
+
+    builder = model.builder
+    if builder is None:
+        raise ModelLoadError(
+            model=name, reason="a torch-state-dict model needs the `builder` that makes it"
+        )
+    if not model.allow_code:
+        raise CodeRefused(
+            model=name,
+            roles=["builder"],
+            reason="This evaluation was not allowed to run it (pinbench run --allow-code)",
+        )
+    state = read_state(name, path, builder.state_dict_key)
+    loaded = load({"builder": builder}, model.files, model.sha256)["builder"]
+    module = loaded.call(model.files)
+    if not isinstance(module, torch.nn.Module):
+        raise ModelLoadError(
+            model=name,
+            reason=f"the builder {builder.where} returned a {type(module).__name__}, not a "
+            "torch.nn.Module",
+        )
+    fit(module, state, name, builder.where)
+    return module.eval()

