@@ -65,7 +65,7 @@ def _torch_files(root: Path) -> None:
     torch.save(net.state_dict(), root / "legacy.pth", _use_new_zipfile_serialization=False)
     torch.save(net, root / "module.pt")
     torch.save(net, root / "legacy-module.pth", _use_new_zipfile_serialization=False)
-    torch.jit.script(net).save(str(root / "script.pt"))
+    torch.jit.script(net).save(str(root / "script.pt"))  # type: ignore[no-untyped-call]
     torch.export.save(torch.export.export(net, (torch.zeros(1, 3),)), root / "program.pt2")
     from safetensors.torch import save_file
 
@@ -88,8 +88,8 @@ def _tensorflow_files(root: Path) -> None:
     model.save(root / "model.keras")
     model.save(root / "keras2.h5")
 
-    class Double(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([1, 3], tf.float32)])
+    class Double(tf.Module):  # type: ignore[misc]
+        @tf.function(input_signature=[tf.TensorSpec([1, 3], tf.float32)])  # type: ignore[untyped-decorator]
         def __call__(self, x: Any) -> Any:
             return {"y": x * 2.0}
 

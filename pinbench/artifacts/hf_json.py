@@ -34,3 +34,23 @@ def read_json(path: Path, label: str) -> Any:
         raise HfFolderRefused(path=label, reason=str(exc)) from None
     except OSError as exc:
         raise HfFolderRefused(path=label, reason=f"cannot read: {exc.strerror}") from None
+
+
+TOKENIZER_CONFIG = "tokenizer_config.json"
+
+
+def word_delimiter(files: dict[str, Path]) -> tuple[str, str] | None:
+    """``(path, token)``: the word delimiter a CTC tokenizer's ``tokenizer_config.json`` among
+    ``files`` names (``word_delimiter_token``: a string, or transformers' ``AddedToken``
+    object), or None where no such file names one (a folder has one config at most)."""
+    configs = sorted(
+        p for p in files if p == TOKENIZER_CONFIG or p.endswith("/" + TOKENIZER_CONFIG)
+    )
+    for label in configs:
+        doc = read_json(files[label], label)
+        token = doc.get("word_delimiter_token") if isinstance(doc, dict) else None
+        if isinstance(token, dict):
+            token = token.get("content")
+        if isinstance(token, str) and token:
+            return label, token
+    return None

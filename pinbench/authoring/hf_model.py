@@ -13,6 +13,8 @@ naming of its heads:
 - ``*ForImageClassification``: one image input, ``pixel_values``, its steps written from the
   folder's ``preprocessor_config.json`` (``hf_processor``), output ``logits`` of type
   ``classification``;
+- a speech model over a waveform (``*ForCTC``; an audio classifier), ``*ForTokenClassification``
+  and ``*ForQuestionAnswering``: as their heads (``hf_heads``);
 - any other (a bare encoder, ``BertModel``): the same inputs, output ``last_hidden_state`` of
   type ``embedding`` with mean pooling over the attention mask and L2 normalisation (sentence
   embeddings, as sentence-transformers computes them).
@@ -139,6 +141,11 @@ def hf_manifest(
         "inputs": inputs,
         "outputs": outputs,
     }
+    from pinbench.authoring.hf_heads import text_head
+
+    head = text_head(described.architecture)
+    if head is not None:
+        data["attributes"] = {"task": head[0]}
     if described.pickled:
         data["trusted"] = False
         notes.append(
@@ -216,6 +223,11 @@ def _ports(
             raise NotAModel(path=folder.processor, reason=exc.reason) from None
         image, notes = image_input(config, folder.processor)
         return [image], [{"name": "logits", "type": "classification"}], notes
+    from pinbench.authoring.hf_heads import audio_head, text_head, text_head_notes
+
+    audio = audio_head(folder, files)
+    if audio is not None:
+        return audio
     if folder.tokenizer is None:
         raise NotAModel(
             path=folder.path("config.json"),
@@ -248,6 +260,14 @@ def _ports(
     ]
     if arch.endswith("ForSequenceClassification"):
         return inputs, [{"name": "logits", "type": "classification"}], notes
+    head = text_head(arch)
+    if head is not None:
+        task, names = head
+        return (
+            inputs,
+            [{"name": n, "type": "tensor"} for n in names],
+            notes + text_head_notes(folder, task),
+        )
     if "attention_mask" not in folder.input_names:
         raise NotAModel(
             path=folder.path("config.json"),

@@ -50,6 +50,7 @@ from pinbench.registry.steps import (
     FitLength,
     InputStep,
     Resample,
+    ZeroMeanUnitVar,
 )
 
 PIPELINE_VERSION = 3
@@ -246,6 +247,20 @@ def preprocess(samples: Array, spec: Input) -> Array:
     return _finish(x, spec)
 
 
+def zero_mean_unit_var(x: Array, step: ZeroMeanUnitVar) -> Array:
+    """Waveforms ``(N, T)``, each to zero mean and unit variance in float32, as transformers'
+    ``Wav2Vec2FeatureExtractor.zero_mean_unit_var_norm`` computes one unpadded waveform."""
+    if x.ndim != 2:
+        raise PipelineError(
+            step="zero_mean_unit_var",
+            reason=f"reads waveforms, one axis per sample; the samples here are "
+            f"{list(x.shape[1:])}",
+        )
+    rows = np.asarray(x, dtype=np.float32)
+    out = [(r - r.mean()) / np.sqrt(r.var() + np.float32(step.epsilon)) for r in rows]
+    return np.stack(out).astype(np.float32) if out else rows
+
+
 def fit_length(x: Array, step: FitLength, *, sample: str | None = None) -> Array:
     """Waveforms ``(N, T)`` to ``(N, length)``: padded at the end with ``value``, or cut to
     their first ``length`` samples when ``crop`` (else a longer one is refused)."""
@@ -308,6 +323,8 @@ def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
         )
     if step.fit_length is not None:
         return fit_length(x, step.fit_length, sample=sample)
+    if step.zero_mean_unit_var is not None:
+        return zero_mean_unit_var(x, step.zero_mean_unit_var)
     if step.expand_dims is not None:
         return expand_dims(x, step.expand_dims)
     if step.decode is not None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinbench.artifacts.safetensors import KINDS, NotSafetensors, read_header, recognise
+from pinbench.registry.lite_files import check_lite_files
 from pinbench.registry.manifest import ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem
@@ -60,6 +61,7 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
         _check_torchscript(manifest, where)
     if manifest.format == "hf-folder":
         _check_hf_folder(manifest, where)
+    check_lite_files(manifest, where)
     if manifest.format != "safetensors":
         return
     labels = {o.labels.path for o in manifest.outputs if o.labels is not None and o.labels.path}
@@ -156,19 +158,36 @@ def _check_alphabets(manifest: ModelManifest, where: Callable[[FileEntry], Path]
     outputs = [o for o in manifest.outputs if o.ctc is not None]
     if not outputs:
         return
+    from pinbench.artifacts.hf_json import HfFolderRefused, word_delimiter
     from pinbench.tasks.text_recognition.ctc import AlphabetProblem, read_alphabet
 
     files = {f.path: where(f) for f in manifest.files}
     for out in outputs:
         assert out.ctc is not None
         try:
-            read_alphabet(out.ctc, files, output=str(out.name))
+            alphabet = read_alphabet(out.ctc, files, output=str(out.name))
         except AlphabetProblem as exc:
             onnx = next((p for p in files if p.endswith(".onnx")), "(none)")
-            path = out.ctc.alphabet.file or onnx
+            path = out.ctc.alphabet.file or out.ctc.alphabet.vocab or onnx
             raise FormatMismatch(
                 path=path, declared=manifest.format, reason=str(exc), found=None
             ) from None
+        try:
+            named = word_delimiter(files)
+        except HfFolderRefused as exc:
+            raise FormatMismatch(
+                path=exc.path, declared=manifest.format, reason=exc.reason, found=None
+            ) from None
+        if named and out.ctc.word_delimiter is None and named[1] in alphabet.classes:
+            raise FormatMismatch(
+                path=named[0],
+                declared=manifest.format,
+                reason=f"output {str(out.name)!r}'s alphabet holds the tokenizer's word "
+                f"delimiter {named[1]!r} (word_delimiter_token): declare it, `ctc: "
+                f"{{word_delimiter: {named[1]!r}}}`, so that it decodes as a space; as a "
+                "character every word boundary is an error (WER 1.0 on a perfect answer)",
+                found=None,
+            )
 
 
 def _check_metadata_names(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 from pinbench.registry.generation import LATE_GENERATION_FIELDS
 from pinbench.registry.ports import (
     LATE_BINARY_FIELDS,
+    LATE_CTC_ALPHABET_FIELDS,
+    LATE_CTC_FIELDS,
     LATE_DETECTION_FIELDS,
     LATE_LABELS_REF_FIELDS,
     LATE_NMS_FIELDS,
@@ -56,6 +58,10 @@ def drop_unset_outputs(outputs: object) -> None:
                         drop_unset(output["detection"]["nms"], LATE_NMS_FIELDS)
                 if isinstance(output.get("binary"), dict):
                     drop_unset(output["binary"], LATE_BINARY_FIELDS)
+                if isinstance(output.get("ctc"), dict):
+                    drop_unset(output["ctc"], LATE_CTC_FIELDS)
+                    if isinstance(output["ctc"].get("alphabet"), dict):
+                        drop_unset(output["ctc"]["alphabet"], LATE_CTC_ALPHABET_FIELDS)
                 if isinstance(output.get("labels"), dict):
                     drop_unset(output["labels"], LATE_LABELS_REF_FIELDS)
 

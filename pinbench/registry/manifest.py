@@ -188,10 +188,11 @@ def _check_keys(side: str, names: list[str | int]) -> None:
 def _check_alphabet(out: Output, model_format: str, paths: set[str]) -> None:
     assert out.ctc is not None
     alphabet = out.ctc.alphabet
-    if alphabet.file is not None and alphabet.file not in paths:
-        raise ValueError(
-            f"the alphabet file {alphabet.file!r} of output {out.name!r} is not among the files"
-        )
+    for path in (alphabet.file, alphabet.vocab):
+        if path is not None and path not in paths:
+            raise ValueError(
+                f"the alphabet file {path!r} of output {out.name!r} is not among the files"
+            )
     if alphabet.metadata is not None and model_format != "onnx":
         raise ValueError(
             f"output {out.name!r} reads its alphabet from ONNX metadata, but the model's "

@@ -234,14 +234,21 @@ class CtcAlphabet(_Strict, frozen=True, kw_only=True):
 
     file: str | None = None
     metadata: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+    vocab: str | None = None
+    """A JSON file of the model mapping each token to its class id (a Hugging Face CTC
+    tokenizer's ``vocab.json``): the classes are its tokens in id order, the blank's among
+    them (a late field, see ``LATE_CTC_FIELDS``)."""
 
     def __post_init__(self) -> None:
-        if (self.file is None) == (self.metadata is None):
+        given = [n for n in ("file", "metadata", "vocab") if getattr(self, n) is not None]
+        if len(given) != 1:
             raise ValueError(
-                "a CTC alphabet is either a `file` of the model or an ONNX `metadata` key"
+                "a CTC alphabet is either a `file` of the model or an ONNX `metadata` key, or "
+                f"a `vocab` JSON file of the model: one of them; given {', '.join(given) or 'none'}"
             )
-        if self.file is not None:
-            check_relative_path(self.file)
+        for path in (self.file, self.vocab):
+            if path is not None:
+                check_relative_path(path)
 
 
 class Ctc(_Strict, frozen=True, kw_only=True):
@@ -254,6 +261,23 @@ class Ctc(_Strict, frozen=True, kw_only=True):
     """The blank's class index (0 in PaddleOCR's recognisers): given, never assumed."""
     alphabet: CtcAlphabet
     space: bool = False
+    word_delimiter: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+    """The alphabet's entry that separates words (a Hugging Face CTC tokenizer's
+    ``word_delimiter_token``, ``|``): decoded as a space, the text then stripped of spaces at
+    its ends, as the tokenizer decodes (a late field, see ``LATE_CTC_FIELDS``)."""
+
+    def __post_init__(self) -> None:
+        if self.word_delimiter is not None and self.space:
+            raise ValueError(
+                "a CTC output's words are separated by its `word_delimiter` or by a `space` "
+                "class, not both"
+            )
+
+
+LATE_CTC_FIELDS = ("word_delimiter",)
+"""``Ctc`` fields added after CTC outputs were published: left out of the stored data while
+unset; ``LATE_CTC_ALPHABET_FIELDS`` likewise for its alphabet."""
+LATE_CTC_ALPHABET_FIELDS = ("vocab",)
 
 
 class Binary(_Strict, frozen=True, kw_only=True):

@@ -198,6 +198,15 @@ class FitLength(_Strict, frozen=True, kw_only=True):
     crop: bool = False
 
 
+class ZeroMeanUnitVar(_Strict, frozen=True, kw_only=True):
+    """Each waveform made zero-mean and unit-variance over its own samples, ``(x - mean) /
+    sqrt(var + epsilon)`` in float32, as a Hugging Face ``Wav2Vec2FeatureExtractor`` with
+    ``do_normalize`` computes it; before any padding (a ``fit_length`` after it pads with 0, as
+    the extractor pads its normalised values)."""
+
+    epsilon: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 1e-7
+
+
 class ExpandDims(_Strict, frozen=True, kw_only=True):
     """A new axis of size 1 in each sample, at ``axis`` of the sample's axes (the batch axis
     not counted; -1: last): a ``(T,)`` waveform with ``axis: 0`` becomes ``(1, T)``."""
@@ -216,7 +225,7 @@ class ReadBytes(_Strict, frozen=True, kw_only=True):
     crop: bool = False
 
 
-AUDIO_STEPS = ("decode_audio", "resample", "fit_length")
+AUDIO_STEPS = ("decode_audio", "resample", "fit_length", "zero_mean_unit_var")
 """The steps that read waveforms decoded from audio files (``data.format: audio``)."""
 
 
@@ -239,6 +248,7 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     decode_audio: DecodeAudio | None = None
     resample: Resample | None = None
     fit_length: FitLength | None = None
+    zero_mean_unit_var: ZeroMeanUnitVar | None = None
     expand_dims: ExpandDims | None = None
     read_bytes: ReadBytes | None = None
 

@@ -61,6 +61,9 @@ class Alphabet:
     blank: int
     source: str
     """Where the entries came from, for messages."""
+    delimited: bool = False
+    """A word delimiter is one of the classes, decoded as a space: a decoded text is stripped
+    of spaces at its ends, as a Hugging Face CTC tokenizer strips it."""
 
     @property
     def entries(self) -> int:
@@ -71,6 +74,8 @@ class Alphabet:
 def read_alphabet(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> Alphabet:
     """The classes of a CTC output from its ``ctc`` section; ``model_files`` are the model's
     verified files by artifact path. Reads bytes only: nothing of the model is executed."""
+    if ctc.alphabet.vocab is not None:
+        return _delimited(ctc, _from_vocab(ctc, model_files, output=output), output=output)
     if ctc.alphabet.file is not None:
         name = ctc.alphabet.file
         source = f"file {name}"
@@ -126,7 +131,66 @@ def read_alphabet(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> 
             f"{len(entries)} characters and the blank",
         )
     entries.insert(ctc.blank, "")
-    return Alphabet(tuple(entries), ctc.blank, source)
+    return _delimited(ctc, Alphabet(tuple(entries), ctc.blank, source), output=output)
+
+
+def _delimited(ctc: Ctc, alphabet: Alphabet, *, output: str) -> Alphabet:
+    """``alphabet`` with its word delimiter's class decoded as a space, where one is declared:
+    exactly one class other than the blank must be that entry."""
+    if ctc.word_delimiter is None:
+        return alphabet
+    at = [i for i, c in enumerate(alphabet.classes) if c == ctc.word_delimiter and i != ctc.blank]
+    if len(at) != 1:
+        raise AlphabetProblem(
+            output=output,
+            source=alphabet.source,
+            reason=f"the word delimiter {ctc.word_delimiter!r} must be exactly one class of the "
+            f"alphabet; it is {len(at)}",
+        )
+    classes = list(alphabet.classes)
+    classes[at[0]] = " "
+    return Alphabet(tuple(classes), alphabet.blank, alphabet.source, delimited=True)
+
+
+def _from_vocab(ctc: Ctc, model_files: Mapping[str, Path], *, output: str) -> Alphabet:
+    """The classes a ``vocab`` file maps, in id order (the blank's text ``""``): a JSON object
+    of token to id whose ids are exactly 0 .. n - 1, each once."""
+    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
+
+    name = ctc.alphabet.vocab
+    assert name is not None
+    source = f"vocab {name}"
+
+    def refused(reason: str) -> AlphabetProblem:
+        return AlphabetProblem(output=output, source=source, reason=reason)
+
+    path = model_files[name]
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise refused(f"over {MAX_FILE_BYTES} bytes")
+    try:
+        doc = load_json(path.read_bytes())
+    except JsonRefused as exc:
+        raise refused(f"not JSON pinbench accepts: {exc.reason}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise refused("not a JSON object of tokens to class ids")
+    if len(doc) > MAX_CLASSES:
+        raise refused(f"{len(doc)} tokens: an output scores at most {MAX_CLASSES} classes")
+    by_id: dict[int, str] = {}
+    for token, index in doc.items():
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(doc):
+            raise refused(f"token {token[:40]!r} has id {index!r:.40}: ids are 0 to {len(doc) - 1}")
+        if index in by_id:
+            raise refused(f"tokens {by_id[index][:40]!r} and {token[:40]!r} both have id {index}")
+        if not token or len(token) > MAX_ENTRY_CHARS:
+            raise refused(f"token {token[:40]!r} at id {index}: 1 to {MAX_ENTRY_CHARS} characters")
+        by_id[index] = token
+    if ctc.space:
+        raise refused("a vocabulary holds every class: `space` adds none to it")
+    if ctc.blank >= len(by_id):
+        raise refused(f"blank {ctc.blank} is past its {len(by_id)} classes")
+    classes = [by_id[i] for i in range(len(by_id))]
+    classes[ctc.blank] = ""
+    return Alphabet(tuple(classes), ctc.blank, source)
 
 
 def _from_metadata(key: str, model_files: Mapping[str, Path], *, output: str) -> tuple[str, str]:
@@ -187,4 +251,5 @@ def decode(path: npt.NDArray[np.int64], alphabet: Alphabet) -> str:
     kept = np.ones(path.shape, dtype=bool)
     kept[1:] = path[1:] != path[:-1]
     kept &= path != alphabet.blank
-    return "".join(alphabet.classes[int(c)] for c in path[kept])
+    text = "".join(alphabet.classes[int(c)] for c in path[kept])
+    return text.strip(" ") if alphabet.delimited else text

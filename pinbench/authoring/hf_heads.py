@@ -1,0 +1,186 @@
+"""A Hugging Face folder's head read as what it is (issue 65, item 5; decision 281): a speech
+model that takes a waveform (``Wav2Vec2FeatureExtractor``: ``input_values``) and gives CTC
+logits or class scores, and the text heads that are not embeddings (token classification,
+extractive question answering). Only JSON is read; nothing of the model is run.
+
+- ``*ForCTC``: input ``input_values`` written from ``preprocessor_config.json``
+  (``decode_audio`` at its ``sampling_rate``, ``zero_mean_unit_var`` where ``do_normalize``,
+  ``fit_length`` padding with its ``padding_value``), output ``logits`` of ``type: text``
+  decoded by CTC over the tokenizer's ``vocab.json`` (the blank: ``config.json``'s
+  ``pad_token_id``) with the tokenizer's ``word_delimiter_token`` decoded as a space: a
+  text-recognition dataset of audio files scores it;
+- ``*ForSequenceClassification`` / ``*ForAudioClassification`` over such an extractor: the same
+  input, output ``logits`` of ``type: classification``;
+- ``*ForTokenClassification``: the text inputs, output ``logits`` ``(N, T, labels)``, task
+  ``token-classification``; ``*ForQuestionAnswering``: ``start_logits`` and ``end_logits``,
+  task ``question-answering``. The task is written as the manifest's ``attributes.task``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pinbench.artifacts.hf_folder import HfFolder, HfFolderRefused, read_json
+from pinbench.authoring.errors import NotAModel
+
+WAVEFORM_EXTRACTORS = ("Wav2Vec2FeatureExtractor",)
+"""Feature extractors whose ``input_values`` are the waveform itself (normalised or not)."""
+AUDIO_HEADS = ("ForCTC", "ForAudioClassification", "ForSequenceClassification")
+TEXT_HEADS = {
+    "ForTokenClassification": ("token-classification", ("logits",)),
+    "ForQuestionAnswering": ("question-answering", ("start_logits", "end_logits")),
+}
+"""Each text head pinbench reads: its task and its outputs."""
+DEFAULT_SECONDS = 10
+"""Clips are padded to this many seconds (``fit_length``); a longer one is refused."""
+MAX_RATE = 768_000
+
+
+Ports = tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]
+
+
+def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
+    """Inputs, outputs and notes of a speech model over a waveform, or None where the folder
+    is not one (its architecture names no audio head, or no extractor reads waveforms)."""
+    arch = folder.architecture
+    extractor = _extractor(folder, files)
+    if not arch.endswith(AUDIO_HEADS):
+        return None
+    if extractor is None:
+        if arch.endswith("ForSequenceClassification"):
+            return None  # a text classifier
+        raise NotAModel(
+            path=folder.processor or folder.path("config.json"),
+            reason=f"{arch} takes audio, but no preprocessor_config.json of a "
+            f"{' or '.join(WAVEFORM_EXTRACTORS)} says how its input_values are made from a "
+            "waveform (another extractor's features are not computed by pinbench's steps: "
+            "write a preprocess function, docs/processing.md)",
+        )
+    waveform, notes = _waveform_input(extractor, folder.processor or "")
+    if arch.endswith("ForCTC"):
+        output, said = _ctc_output(folder, files)
+        notes += said
+        notes.append(
+            f"{arch} transcribes speech by CTC: run it on a text-recognition dataset whose "
+            "samples are WAV files (data.format audio, labels text-csv/text-jsonl): CER, WER"
+        )
+        return [waveform], [output], notes
+    labels = folder.config.get("id2label")
+    count = len(labels) if isinstance(labels, dict) else "its"
+    notes.append(
+        f"{arch} classifies each clip into {count} classes (config.json's id2label): run it "
+        "on a classification dataset of WAV files (data.format audio)"
+    )
+    return [waveform], [{"name": "logits", "type": "classification"}], notes
+
+
+def _extractor(folder: HfFolder, files: dict[str, Path]) -> dict[str, Any] | None:
+    if folder.processor is None:
+        return None
+    try:
+        config = read_json(files[folder.processor], folder.processor)
+    except HfFolderRefused as exc:
+        raise NotAModel(path=folder.processor, reason=exc.reason) from None
+    if not isinstance(config, dict):
+        raise NotAModel(path=folder.processor, reason="not a JSON object")
+    if config.get("feature_extractor_type") not in WAVEFORM_EXTRACTORS:
+        return None
+    return config
+
+
+def _waveform_input(pre: dict[str, Any], label: str) -> tuple[dict[str, Any], list[str]]:
+    """``input_values`` as the extractor makes them from one clip, padded as
+    ``padding="max_length"`` pads them."""
+    rate = pre.get("sampling_rate")
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 0 < rate <= MAX_RATE:
+        raise NotAModel(
+            path=label,
+            reason=f"`sampling_rate: {rate!r:.40}` must be an integer Hz, 1 to {MAX_RATE}",
+        )
+    if pre.get("feature_size", 1) != 1:
+        raise NotAModel(path=label, reason="`feature_size` must be 1: one waveform per clip")
+    normalize = pre.get("do_normalize", True)
+    pad = pre.get("padding_value", 0.0)
+    if not isinstance(normalize, bool) or not isinstance(pad, (int, float)) or not -1 <= pad <= 1:
+        raise NotAModel(
+            path=label,
+            reason="`do_normalize` must be true or false and `padding_value` a number in [-1, 1]",
+        )
+    length = rate * DEFAULT_SECONDS
+    steps: list[dict[str, Any]] = [{"decode_audio": {"channel": "mix", "rate": rate}}]
+    if normalize:
+        steps.append({"zero_mean_unit_var": {}})
+    steps.append({"fit_length": {"length": length, "value": float(pad)}})
+    notes = [
+        f"input_values: each WAV file at {rate} Hz (resample others: a `resample: {{rate: "
+        f"{rate}}}` step after decode_audio), "
+        + ("made zero-mean and unit-variance (do_normalize), " if normalize else "")
+        + f"then padded with {float(pad)} to {length} samples ({DEFAULT_SECONDS} s) as the "
+        "extractor pads with padding='max_length'; a longer clip is refused: raise `length`"
+    ]
+    if pre.get("return_attention_mask") is True:
+        notes.append(
+            "the extractor returns an attention mask; pinbench feeds input_values alone, so "
+            "the model sees the padding as audio (compare with the unmasked call)"
+        )
+    return {
+        "name": "input_values",
+        "element_type": "float32",
+        "shape": [length],
+        "steps": steps,
+    }, notes
+
+
+def _ctc_output(folder: HfFolder, files: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:
+    """``logits`` decoded by CTC over ``vocab.json``, the blank ``pad_token_id``."""
+    from pinbench.artifacts.hf_json import word_delimiter
+
+    vocab = folder.path("vocab.json")
+    if vocab not in files:
+        raise NotAModel(
+            path=folder.path("config.json"),
+            reason=f"{folder.architecture} gives CTC logits over its tokenizer's vocabulary: "
+            "the folder needs the tokenizer's vocab.json (save the processor with it)",
+        )
+    blank = folder.config.get("pad_token_id")
+    if isinstance(blank, bool) or not isinstance(blank, int) or blank < 0:
+        raise NotAModel(
+            path=folder.path("config.json"),
+            reason="`pad_token_id` (CTC's blank, as the model's CTC loss reads it) must be a "
+            "class index",
+        )
+    ctc: dict[str, Any] = {"blank": blank, "alphabet": {"vocab": vocab}}
+    notes: list[str] = []
+    try:
+        named = word_delimiter(files)
+    except HfFolderRefused as exc:
+        raise NotAModel(path=exc.path, reason=exc.reason) from None
+    if named is not None:
+        ctc["word_delimiter"] = named[1]
+        notes.append(
+            f"the tokenizer's word delimiter {named[1]!r} ({named[0]}) is decoded as a space, "
+            "the text stripped at its ends, as the tokenizer decodes"
+        )
+    return {"name": "logits", "type": "text", "ctc": ctc}, notes
+
+
+def text_head(arch: str) -> tuple[str, tuple[str, ...]] | None:
+    """The task and outputs of a text head that is not an embedding model, or None."""
+    return next((v for k, v in TEXT_HEADS.items() if arch.endswith(k)), None)
+
+
+def text_head_notes(folder: HfFolder, task: str) -> list[str]:
+    from pinbench.tasks.registry import TASKS
+
+    labels = folder.config.get("id2label")
+    what = {
+        "token-classification": "labels each token (logits (N, T, labels), config.json's "
+        f"id2label: {len(labels) if isinstance(labels, dict) else '?'} labels)",
+        "question-answering": "gives each token's answer-start and answer-end scores "
+        "(start_logits, end_logits); the question and the context are one tokenized pair",
+    }[task]
+    notes = [f"{folder.architecture} {what}: the task is {task} (attributes.task)"]
+    if task not in TASKS:
+        notes.append(f"this pinbench has no task {task!r} yet: no run scores these outputs")
+    return notes
