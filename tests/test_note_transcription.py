@@ -342,3 +342,36 @@ def test_the_walkthrough_s_code_is_the_code_this_module_runs() -> None:
     section = page[page.index("## Note transcription") :]
     block = section[section.index("```python\n# proc.py\n") :].split("\n", 2)[2]
     assert block[: block.index("```")].strip() == PROC.strip()
+
+
+def test_a_model_without_one_tensor_output_is_refused_naming_its_outputs() -> None:
+    from types import SimpleNamespace
+
+    import msgspec
+
+    from pinbench.registry.ports import Output
+    from pinbench.tasks.notes.task import BadNotes, NotANoteModel, NoteTranscription
+
+    def context(outputs: list[dict[str, Any]], accuracy: bool = True) -> Any:
+        model = SimpleNamespace(outputs=[msgspec.convert(o, Output) for o in outputs])
+        files = [SimpleNamespace(path="wavs/a.wav"), SimpleNamespace(path="wavs/b.wav")]
+        return SimpleNamespace(
+            model=model, model_ref="m@1", accuracy=accuracy, samples=SimpleNamespace(files=files)
+        )
+
+    raw = [{"name": "note"}, {"name": "onset"}, {"name": "contour"}]  # basic-pitch's, no code
+    with pytest.raises(NotANoteModel, match=r"note \(tensor\), onset \(tensor\), contour"):
+        NoteTranscription().prepare(context(raw))
+    assert NoteTranscription().prepare(context(raw, accuracy=False)) is None
+    scorer = NoteTranscription().prepare(context([{"name": "notes"}]))
+    assert scorer is not None
+    with pytest.raises(BadNotes, match=r"shape \[2, 4\] for a batch of 2"):
+        scorer.check({"notes": np.zeros((2, 4))}, {}, 2)
+    bad = np.full((2, 2, 3), np.nan)
+    bad[1, 0] = [0.5, 0.2, 60]  # ends before it starts
+    with pytest.raises(BadNotes, match=r"sample wavs/b.wav: note \[0.5, 0.2, 60.0\] is not 0"):
+        scorer.check({"notes": bad}, {}, 2)
+    half = np.full((1, 1, 3), np.nan)
+    half[0, 0, 2] = 60.0  # a row partly NaN is no padding
+    with pytest.raises(BadNotes, match="non-finite"):
+        scorer.check({"notes": half}, {}, 1)

@@ -190,7 +190,7 @@ def embedder() -> bytes:
 
 
 def voices() -> dict[str, bytes]:
-    """Three 'speakers' (fundamentals 140, 175 and 210 Hz, in noise) with two clips each, and noise."""
+    """Three 'speakers' (fundamentals 140, 175 and 210 Hz), two noisy clips each."""
     rng = np.random.default_rng(65)
     t = np.arange(LENGTH) / RATE
     out = {}
@@ -280,3 +280,48 @@ def test_a_speaker_verification_run_scores_trials_end_to_end(cli: Cli, tmp_path:
     assert 0 < run["eer"] < 0.5
     assert run["trials_count"] == len(rows) == 15
     assert run["target_trials_count"] == 3
+
+
+def context(outputs: list[dict[str, Any]], *, accuracy: bool = True, samples: int = 6) -> Any:
+    """What ``prepare`` reads of a run: the model's declared outputs, its mode and samples."""
+    from types import SimpleNamespace
+
+    import msgspec
+
+    from pinbench.registry.ports import Output
+
+    model = SimpleNamespace(outputs=[msgspec.convert(o, Output) for o in outputs], inputs=[])
+    return SimpleNamespace(
+        model=model, model_ref="audio/m@1.0.0", accuracy=accuracy, sample_count=None,
+        samples=[None] * samples, model_paths={},
+    )  # fmt: skip
+
+
+def test_a_model_without_one_embedding_output_is_refused_for_accuracy() -> None:
+    from pinbench.tasks.speaker.task import NotASpeakerModel, SpeakerVerification
+
+    task = SpeakerVerification()
+    two = [{"name": "a", "type": "embedding"}, {"name": "b", "type": "embedding"}]
+    with pytest.raises(NotASpeakerModel, match=r"declares a \(embedding\), b \(embedding\)"):
+        task.prepare(context(two))
+    assert task.prepare(context([{"name": "s", "type": "tensor"}], accuracy=False)) is None
+
+
+def test_an_embedding_that_is_not_one_vector_per_file_fails_on_the_first_answer() -> None:
+    from pinbench.tasks.speaker.task import BadEmbeddings, SpeakerVerification
+
+    scorer = SpeakerVerification().prepare(context([{"name": "e", "type": "embedding"}]))
+    assert scorer is not None
+    with pytest.raises(BadEmbeddings, match=r"shape \[2, 5, 8\] is \[2, 5, 8\] after its steps"):
+        scorer.check({"e": np.zeros((2, 5, 8), np.float32)}, {}, 2)
+
+
+def test_a_zero_or_non_finite_embedding_in_a_trial_fails_naming_the_sample() -> None:
+    from pinbench.tasks.speaker.task import BadEmbeddings, cosine
+    from pinbench.tasks.speaker.trials import Trials
+
+    trials = Trials(np.array([0]), np.array([1]), np.array([True]))
+    with pytest.raises(BadEmbeddings, match="sample 1's embedding is all zeros"):
+        cosine(np.array([[1.0, 0.0], [0.0, 0.0]]), trials, output="e")
+    with pytest.raises(BadEmbeddings, match="sample 0's embedding holds a non-finite value"):
+        cosine(np.array([[np.nan, 0.0], [1.0, 0.0]]), trials, output="e")

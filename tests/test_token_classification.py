@@ -279,3 +279,45 @@ def test_a_token_classification_run_scores_entities_end_to_end(cli: Cli, tmp_pat
     assert run["entity_recall"] == recall_score(truth, guess) == 7 / 9
     assert run["entity_f1"] == f1_score(truth, guess)
     assert run["entities_count"] == 9
+
+
+def test_models_this_task_cannot_read_are_refused_naming_why(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    import msgspec
+
+    from pinbench.registry.ports import Input, Output
+    from pinbench.tasks.tokens.task import BadTokenScores, NotATokenModel, TokenClassification
+
+    (tmp_path / "labels.txt").write_text("O\nB-PER\nI-PER\n")
+    (tmp_path / "bioes.txt").write_text("O\nS-PER\n")
+    ids = {
+        "name": "input_ids",
+        "type": "text",
+        "element_type": "int64",
+        "shape": [4],
+        "steps": [{"tokenize": {"tokenizer": "tokenizer.json", "max_length": 4}}],
+    }
+
+    def context(output: dict[str, Any], inputs: list[dict[str, Any]]) -> Any:
+        model = SimpleNamespace(
+            outputs=[msgspec.convert(output, Output)],
+            inputs=[msgspec.convert(i, Input) for i in inputs],
+        )
+        paths = {"labels.txt": tmp_path / "labels.txt", "bioes.txt": tmp_path / "bioes.txt"}
+        return SimpleNamespace(model=model, model_ref="m@1", accuracy=True, model_paths=paths)
+
+    logits: dict[str, Any] = {"name": "logits", "labels": {"path": "labels.txt"}}
+    cases: list[tuple[dict[str, Any], list[dict[str, Any]], str]] = [
+        ({"name": "logits"}, [ids], "declares 0 outputs with a `labels` file"),
+        ({**logits, "type": "classification", "steps": [{"softmax": {}}]}, [ids], "steps"),
+        (logits, [], "no input of token ids"),
+        ({**logits, "labels": {"path": "bioes.txt"}}, [ids], "label 'S-PER' .* is not O"),
+    ]
+    for output, inputs, reason in cases:
+        with pytest.raises(NotATokenModel, match=reason):
+            TokenClassification().prepare(context(output, inputs))
+    scorer = TokenClassification().prepare(context(logits, [ids]))
+    assert scorer is not None
+    with pytest.raises(BadTokenScores, match=r"shape \[2, 4, 5\] .* here \[2, 4, 3\]"):
+        scorer.check({"logits": np.zeros((2, 4, 5))}, {}, 2)
