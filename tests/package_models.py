@@ -73,6 +73,14 @@ PINNED: dict[str, tuple[str, str]] = {
         "0.1.4",
         "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
     ),
+    "fer": (  # MIT; emotion_model.hdf5 (Keras 2.0.5) and emotion_model_quantized.tflite
+        "25.10.3",
+        "84e05d6a2bf800ac1c4566da16e1862fc9e893ea88fe91907d32d2f5a24a3671",
+    ),
+    "pymicro-wakeword": (  # Apache-2.0; microWakeWord's int8 streaming models (.tflite)
+        "2.5.0",
+        "3869f536402b1254e3be3549d3a462ecd6ed21ce2c3e77ec8eb501c3c700417c",
+    ),
 }
 
 

@@ -242,6 +242,11 @@ def _refuse_lambdas(config: dict[str, Any]) -> None:
             )
 
 
+def layer_objects(value: Any) -> Iterator[dict[str, Any]]:
+    """Every JSON object in a parsed config, without recursion (a Lambda is one of them)."""
+    return _objects(value)
+
+
 def _objects(value: Any) -> Iterator[dict[str, Any]]:
     """Every JSON object in ``value``, without recursion."""
     stack = [value]

@@ -27,7 +27,12 @@ from pinbench.authoring.errors import (
 )
 from pinbench.authoring.listing import Relative, file_entries
 from pinbench.authoring.signatures import Signature, Tensor, read_onnx
-from pinbench.authoring.tensorflow_files import read_keras, read_savedmodel
+from pinbench.authoring.tensorflow_files import (
+    read_keras,
+    read_keras_h5,
+    read_savedmodel,
+    read_tflite,
+)
 from pinbench.authoring.torch_archives import read_torch_export, read_torchscript
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.steps import ElementType
@@ -37,7 +42,9 @@ FRAMEWORKS = {
     "torchscript": "torch",
     "torch-export": "torch",
     "keras": "tensorflow",
+    "keras-h5": "tensorflow",
     "savedmodel": "tensorflow",
+    "tflite": "tensorflow",
 }
 """The framework that runs each format this module reads."""
 
@@ -46,7 +53,9 @@ READERS: dict[str, Callable[[Path], Signature]] = {
     "torchscript": read_torchscript,
     "torch-export": read_torch_export,
     "keras": read_keras,
+    "keras-h5": read_keras_h5,
     "savedmodel": read_savedmodel,
+    "tflite": read_tflite,
 }
 
 DEFAULT_VERSION = "1.0.0"
@@ -95,7 +104,7 @@ def model_format(path: Path) -> str | None:
     if not path.is_file():
         raise NotAModel(path=str(path), reason="no such file")
     suffix = path.suffix.lower()
-    if suffix != path.suffix and suffix in (".onnx", ".keras", ".pt2"):
+    if suffix != path.suffix and suffix in (".onnx", ".keras", ".pt2", ".tflite", ".h5", ".hdf5"):
         raise NotAModel(
             path=str(path),
             reason=f"name it {path.stem}{suffix}: a run finds its model file by the suffix "
@@ -105,6 +114,10 @@ def model_format(path: Path) -> str | None:
         return "onnx"
     if suffix == ".keras":
         return "keras"
+    if suffix == ".tflite":
+        return "tflite"
+    if suffix in (".h5", ".hdf5"):
+        return "keras-h5"
     if suffix == ".safetensors":
         raise NotAModel(
             path=str(path),
@@ -229,7 +242,16 @@ def _input(tensor: Tensor) -> tuple[dict[str, Any], list[str]]:
         )
     else:
         shape = [int(d) for d in tensor.shape[1:] if d is not None]
-    return {"name": tensor.name, "element_type": element, "shape": shape}, notes
+    declared: dict[str, Any] = {"name": tensor.name, "element_type": element, "shape": shape}
+    return declared | _quantization(tensor), notes
+
+
+def _quantization(tensor: Tensor) -> dict[str, Any]:
+    """A quantized TFLite tensor's ``quantization`` as the file has it (decision 280)."""
+    if tensor.quantization is None:
+        return {}
+    scale, zero_point = tensor.quantization
+    return {"quantization": {"scale": scale, "zero_point": zero_point}}
 
 
 def model_manifest(
@@ -272,7 +294,7 @@ def model_manifest(
         "framework": {"name": framework, "range": framework_range or SUPPORTED[framework]},
         "files": files,
         "inputs": inputs,
-        "outputs": [{"name": t.name} for t in signature.outputs],
+        "outputs": [{"name": t.name} | _quantization(t) for t in signature.outputs],
     }
     _add_steps(inputs, steps)
     _mark_classification(data["outputs"], classification)

@@ -33,6 +33,8 @@ class Tensor:
     name: str | int
     element_type: str | None = None
     shape: tuple[Dim, ...] | None = None
+    quantization: tuple[float, int] | None = None
+    """A quantized TensorFlow Lite tensor's (scale, zero point): declared as the file has it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,11 @@
 Loading runs code: ``tf.saved_model.load`` runs a SavedModel's initializers (an asset
 initializer, a resource's ``_initialize``, a TF1 ``main_op``: any op, ``WriteFile`` or
 ``PyFunc`` included) and Keras builds every layer. Here a SavedModel's ``saved_model.pb`` is
-parsed as the protocol buffer it is (``SavedModel`` -> ``MetaGraphDef`` -> ``SignatureDef``)
-and a ``.keras`` file's ``config.json`` as JSON (``pinbench.artifacts.keras``); nothing in
-either is executed. Only the run loads the model, in the confinement its runner gives.
+parsed as the protocol buffer it is (``SavedModel`` -> ``MetaGraphDef`` -> ``SignatureDef``),
+a ``.keras`` file's ``config.json`` and a Keras 2 HDF5 file's ``model_config`` attribute as
+JSON (``pinbench.artifacts.keras``, ``keras_h5``), and a TensorFlow Lite file's FlatBuffer as
+the tables it is (``pinbench.artifacts.tflite``); nothing in any of them is executed. Only the
+run loads the model, in the confinement its runner gives.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pinbench.artifacts.keras import KerasConfigError, read_keras_signature
+from pinbench.artifacts.keras import KerasConfigError, keras_signature, read_keras_signature
+from pinbench.artifacts.keras_h5 import read_h5_config
+from pinbench.artifacts.tflite import TfliteError, TfliteTensor, read_tflite_signature
 from pinbench.authoring.errors import NotAModel
 from pinbench.authoring.signatures import Signature, Tensor, require
 from pinbench.quiet import quiet_native_stderr
@@ -34,6 +38,72 @@ def read_keras(path: Path) -> Signature:
         ) from None
     inputs = [Tensor(i.name, i.dtype, i.shape) for i in signature.inputs]
     return Signature("keras", inputs, [Tensor(name=name) for name in signature.outputs])
+
+
+def read_keras_h5(path: Path) -> Signature:
+    """A Keras 2 HDF5 model's signature, from its ``model_config`` attribute (h5py reads it;
+    the model is not built): what ``read_keras`` reads from a ``.keras`` file's config."""
+    require("h5py", "tensorflow", "a Keras HDF5 model")
+    try:
+        signature = keras_signature(read_h5_config(path))
+    except KerasConfigError as exc:
+        raise NotAModel(
+            path=str(path), reason=f"not a Keras HDF5 model pinbench reads ({exc})"
+        ) from None
+    inputs = [Tensor(i.name, i.dtype, i.shape) for i in signature.inputs]
+    return Signature("keras-h5", inputs, [Tensor(name=name) for name in signature.outputs])
+
+
+def read_tflite(path: Path) -> Signature:
+    """A TensorFlow Lite model's first subgraph: inputs and outputs by their tensors' names,
+    element types and shapes; a quantized one as the float32 it is fed or read as, with the
+    file's scale and zero point to declare (a per-channel one is refused, as the run refuses
+    it: ``predictors.tensorflow.tflite``)."""
+    try:
+        signature = read_tflite_signature(path)
+    except TfliteError as exc:
+        raise NotAModel(path=str(path), reason=f"not a TensorFlow Lite model ({exc})") from None
+    for side, tensors in (("input", signature.inputs), ("output", signature.outputs)):
+        for t in tensors:
+            _refuse_per_channel(path, side, t)
+    doing = {
+        "input": "the float32 values its steps make are quantized",
+        "output": "its values are dequantized to float32",
+    }
+    notes = [
+        f"{side} {t.name!r} is quantized ({t.dtype}): its `quantization` is written as the "
+        f"file has it, with which {doing[side]}"
+        for side, tensors in (("input", signature.inputs), ("output", signature.outputs))
+        for t in tensors
+        if t.quantization is not None
+    ]
+    if signature.variables:
+        notes.append(
+            f"the model holds {signature.variables} variables (a streaming model's state): "
+            "each call starts from their initial values"
+        )
+    return Signature(
+        "tflite",
+        [_lite_tensor(t) for t in signature.inputs],
+        [_lite_tensor(t) for t in signature.outputs],
+        notes=notes,
+    )
+
+
+def _lite_tensor(t: TfliteTensor) -> Tensor:
+    q = t.quantization
+    if q is None:
+        return Tensor(t.name, t.dtype, t.shape)
+    return Tensor(t.name, "float32", t.shape, (q.scale, q.zero_point))
+
+
+def _refuse_per_channel(path: Path, side: str, t: TfliteTensor) -> None:
+    if t.per_channel:
+        raise NotAModel(
+            path=str(path),
+            reason=f"its {side} {t.name!r} is quantized per channel ({t.dtype}): pinbench "
+            "quantizes and dequantizes with one scale and zero point",
+        )
 
 
 def _saved_model_pb2() -> Any:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinbench.artifacts.safetensors import KINDS, NotSafetensors, read_header, recognise
+from pinbench.registry.lite_files import check_lite_files
 from pinbench.registry.manifest import ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.sourcing import FileProblem
@@ -60,6 +61,7 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
         _check_torchscript(manifest, where)
     if manifest.format == "hf-folder":
         _check_hf_folder(manifest, where)
+    check_lite_files(manifest, where)
     if manifest.format != "safetensors":
         return
     labels = {o.labels.path for o in manifest.outputs if o.labels is not None and o.labels.path}

@@ -25,11 +25,11 @@ LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postproces
 dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
-LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary")
+LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary", "quantization")
 """A model output's fields added likewise (stripped in lockfiles too)."""
 
 
-LATE_INPUT_FIELDS = ("value", "state", "stream")
+LATE_INPUT_FIELDS = ("value", "state", "stream", "quantization")
 """A model input's fields added likewise (stripped in lockfiles too)."""
 
 

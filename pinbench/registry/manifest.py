@@ -43,6 +43,7 @@ from pinbench.registry.names import KINDS
 from pinbench.registry.ports import (
     Input,
     Output,
+    check_quantization,
 )
 from pinbench.registry.processing_code import Builder, Code, check_builder, check_processing
 from pinbench.registry.steps import (
@@ -80,6 +81,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "torch-state-dict",
         "savedmodel",
         "keras",
+        "keras-h5",
+        "tflite",
         "hf-folder",
         "tf-graphdef",
         "caffe",
@@ -145,6 +148,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         check_model_inputs(self.inputs, self.outputs)
         check_processing(self.preprocess, self.postprocess, paths, self.inputs)
         check_builder(self.format, self.builder, paths, self.architecture, self.trusted)
+        check_quantization(self.format, [*self.inputs, *self.outputs])
         streamed = next((i for i in self.inputs if i.stream is not None), None)
         for out in self.outputs:
             transposed = any(s.transpose is not None for s in out.steps)

@@ -319,6 +319,15 @@ class Stream(_Strict, frozen=True, kw_only=True):
     context: Annotated[int, b.STREAM_CONTEXT.meta] = 0
 
 
+class Quantization(_Strict, frozen=True, kw_only=True):
+    """A quantized TensorFlow Lite tensor's affine map as its file records it: ``real = (q -
+    zero_point) * scale`` (decision 280). Declared on an input, the float values the steps make
+    are quantized to the tensor's integers; on an output, its integers are dequantized."""
+
+    scale: Annotated[float, msgspec.Meta(gt=0.0, lt=3.4e38)]
+    zero_point: Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+
+
 ConstantValue = int | float | bool | list[Any]
 """A constant input's value: a number or nested lists of numbers (``input_kinds``)."""
 
@@ -335,8 +344,15 @@ class Input(_Strict, frozen=True, kw_only=True):
     ``LATE_INPUT_FIELDS``; as are ``state`` and ``stream``)."""
     state: State | None = None
     stream: Stream | None = None
+    quantization: Quantization | None = None
+    """A quantized TFLite input's scale and zero point (a late field)."""
 
     def __post_init__(self) -> None:
+        if self.quantization is not None and self.element_type != "float32":
+            raise ValueError(
+                f"input {self.name!r} declares a quantization: its element type is the "
+                f"float32 its steps make before quantizing, not {self.element_type}"
+            )
         from pinbench.registry.input_kinds import check_input
 
         check_input(self)
@@ -365,6 +381,8 @@ class Output(_Strict, frozen=True, kw_only=True):
     """How a ``type: text`` output is decoded (likewise a late field)."""
     binary: Binary | None = None
     """How a ``type: binary`` output is read (likewise a late field; filled in when left out)."""
+    quantization: Quantization | None = None
+    """A quantized TFLite output's scale and zero point (likewise a late field)."""
 
     def __post_init__(self) -> None:
         if self.type == "binary" and self.binary is None:
@@ -385,4 +403,15 @@ class Output(_Strict, frozen=True, kw_only=True):
             raise ValueError(
                 f"output {self.name!r} of type text needs a `ctc` section: how it is decoded, "
                 "e.g. `ctc: {blank: 0, alphabet: {file: keys.txt}, space: true}`"
+            )
+
+
+def check_quantization(model_format: str, ports: list[Input | Output]) -> None:
+    """A declared ``quantization`` is applied by the TensorFlow Lite predictor alone."""
+    for port in ports:
+        if port.quantization is not None and model_format != "tflite":
+            side = "input" if isinstance(port, Input) else "output"
+            raise ValueError(
+                f"{side} {port.name!r} declares a quantization, which only a TensorFlow Lite "
+                f"model's quantized tensors take; the model's format is {model_format}"
             )

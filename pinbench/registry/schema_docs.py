@@ -13,6 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinbench.registry.schema_docs_lite import (
+    INPUT_QUANTIZATION,
+    OUTPUT_QUANTIZATION,
+    QUANTIZATION_DOCS,
+)
 from pinbench.registry.schema_docs_more import (
     DETECTION_HEAD_FIELDS,
     HEAD_DOCS,
@@ -87,6 +92,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     "Detection": PORT_DOCS["Detection"] | DETECTION_HEAD_FIELDS,
     "InputStep": PORT_DOCS["InputStep"] | READ_BYTES_STEP,
     "Resize": PORT_DOCS["Resize"] | RESIZE_FIELDS,
+    **QUANTIZATION_DOCS,
+    "Input": PORT_DOCS["Input"] | INPUT_QUANTIZATION,
+    "Output": PORT_DOCS["Output"] | OUTPUT_QUANTIZATION,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
         **_common("model"),
@@ -94,8 +102,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "versions, resolved when a benchmark is locked.",
         "format": "The serialisation of the model files. The predictors load onnx, "
         "torchscript, torch-export, safetensors, torch-pickle, torch-state-dict (weights "
-        "built by the model's own `builder`), savedmodel, keras and "
-        "tf-graphdef; caffe, caffe2, mxnet and the like come from MLModelScope manifests "
+        "built by the model's own `builder`), savedmodel, keras, keras-h5 "
+        "(a Keras 2 HDF5 file, .h5/.hdf5), tflite (TensorFlow Lite) and tf-graphdef; caffe, "
+        "caffe2, mxnet and the like come from MLModelScope manifests "
         "(import-mlmodelscope): described and published, but a run stops with an error "
         "naming the framework or the format.",
         "files": "The model's files with their sha256 (at least one, each path once); for "

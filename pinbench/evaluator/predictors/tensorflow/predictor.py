@@ -1,5 +1,7 @@
-"""TensorFlow: a Keras ``.keras`` file (loaded with Keras' safe mode: no Python lambdas) or a
-SavedModel directory, called through one traced function with a fixed input signature.
+"""TensorFlow: a Keras ``.keras`` file or a Keras 2 HDF5 file (``.h5``/``.hdf5``, read by Keras'
+legacy loader; both with Keras' safe mode: no Python lambdas) or a SavedModel directory, called
+through one traced function with a fixed input signature; or a TensorFlow Lite file, run by
+TensorFlow's interpreter (``tflite``).
 """
 
 from __future__ import annotations
@@ -7,11 +9,14 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import tensorflow as tf
 
+from pinbench.artifacts.keras import read_keras_config
+from pinbench.artifacts.keras_h5 import read_h5_config
 from pinbench.evaluator.predictors.base import (
     Batch,
     DeviceUnavailable,
@@ -25,9 +30,11 @@ from pinbench.evaluator.predictors.base import (
 )
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.predictors.feeds import Feeds
+from pinbench.evaluator.predictors.tensorflow.tflite import TfliteModel
 from pinbench.trace.clock import bracketed_offset
 from pinbench.trace.events import FrameworkEvent, FrameworkTrace, mark_top_level
 
+H5_SUFFIXES = (".h5", ".hdf5")
 ANCHOR = "pinbench.anchor"
 ANCHORS = 7
 """Anchor events, each between two ``perf_counter_ns`` readings: a thread preempted around
@@ -42,10 +49,11 @@ class TensorFlowPredictor(Predictor):
 
     NAME: ClassVar[str] = "tensorflow"
     TITLE: ClassVar[str] = "TensorFlow"
-    FORMATS: ClassVar[tuple[str, ...]] = ("keras", "savedmodel")
+    FORMATS: ClassVar[tuple[str, ...]] = ("keras", "keras-h5", "savedmodel", "tflite")
 
     def __init__(self) -> None:
         self._fn: Any = None
+        self._tflite: TfliteModel | None = None
         self._loaded: Any = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._device = "/CPU:0"
@@ -75,7 +83,13 @@ class TensorFlowPredictor(Predictor):
         try:
             if model.format == "keras":
                 name, _ = model.single((".keras",))
-                self._open_keras(model, str(root / name))
+                self._open_keras(model, str(root / name), read_keras_config)
+            elif model.format == "keras-h5":
+                name, _ = model.single(H5_SUFFIXES)
+                self._open_keras(model, str(root / name), read_h5_config)
+            elif model.format == "tflite":
+                name, _ = model.single((".tflite",))
+                self._open_tflite(model, root / name, options.threads)
             else:
                 self._open_savedmodel(model, str(root))
         except (ModelLoadError, SignatureMismatch):
@@ -84,16 +98,17 @@ class TensorFlowPredictor(Predictor):
             reason = f"{type(exc).__name__}: {exc}".replace(str(root) + "/", "").strip()
             raise ModelLoadError(model=model.format, reason=reason.splitlines()[0]) from None
 
-    def _open_keras(self, model: ModelFiles, path: str) -> None:
+    def _open_keras(self, model: ModelFiles, path: str, config: Callable[[Path], Any]) -> None:
         """Output names from the file's config (``artifacts.keras``: the layer that makes
-        each, for functional and Sequential models alike), as ``pinbench manifest`` reads
-        them; inputs, element types and shapes from the loaded model."""
+        each, for functional and Sequential models alike; a Lambda layer refused), as
+        ``pinbench manifest`` reads them; inputs, element types and shapes from the loaded
+        model. An HDF5 file (``.h5``) is loaded by Keras' legacy HDF5 loader."""
         import keras
 
-        from pinbench.artifacts.keras import KerasConfigError, read_keras_signature
+        from pinbench.artifacts.keras import KerasConfigError, keras_signature
 
         try:
-            names = read_keras_signature(Path(path)).outputs
+            names = keras_signature(config(Path(path))).outputs
         except KerasConfigError as exc:
             raise ModelLoadError(model=model.format, reason=str(exc)) from None
         with tf.device(self._device):
@@ -122,6 +137,17 @@ class TensorFlowPredictor(Predictor):
         with tf.device(self._device):
             traced = tf.function(call, input_signature=signature)
             self._fn = traced.get_concrete_function()
+
+    def _open_tflite(self, model: ModelFiles, path: Path, threads: int | None) -> None:
+        """The interpreter on the file (``tflite.TfliteModel``), bound by the file's names."""
+        if self._device != "/CPU:0":
+            raise DeviceUnavailable(framework="tensorflow lite", device="cuda", available=["cpu"])
+        lite = TfliteModel(path, threads, model.inputs, model.outputs)
+        self._feeds = Feeds.bind(model.inputs, lite.inputs)
+        outs = bind_outputs(model.outputs, lite.outputs)
+        self._keys = output_keys(model.outputs, lite.outputs)
+        lite.bind([p.name for p in self._feeds.ports], [p.name for p in outs])
+        self._tflite = lite
 
     def _open_savedmodel(self, model: ModelFiles, root: str) -> None:
         pb = next((name for name in model.files if name.endswith("saved_model.pb")), None)
@@ -154,11 +180,14 @@ class TensorFlowPredictor(Predictor):
         self._feeds.check(batch)
 
     def predict(self, batch: Batch) -> Outputs:
+        if self._tflite is not None:
+            rows = self._tflite.call(*self._feeds.arrays(batch))
+            return dict(zip(self._keys, rows, strict=True))
         got = self._fn(*[tf.constant(a) for a in self._feeds.arrays(batch)])
         return {key: t.numpy() for key, t in zip(self._keys, got, strict=True)}
 
     def close(self) -> None:
-        self._fn = self._loaded = None
+        self._fn = self._loaded = self._tflite = None
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
