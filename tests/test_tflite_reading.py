@@ -254,3 +254,29 @@ def test_publish_refuses_a_keras_h5_with_a_lambda(cli: Cli, tmp_path: Path) -> N
     }  # fmt: skip
     err = _publish_refused(cli, tmp_path, manifest)
     assert "file 'lambda.h5'" in err and "Lambda layer 'f'" in err
+
+
+def test_a_custom_or_flex_operator_is_refused_by_name(cli: Cli, tmp_path: Path) -> None:
+    """A model converted with TensorFlow's Flex ops (``SELECT_TF_OPS``: here ``WriteFile``,
+    which would write where the model says): refused when read, by ``manifest model`` too."""
+    import tensorflow as tf
+
+    class Writer(tf.Module):  # type: ignore[misc]
+        @tf.function(input_signature=[tf.TensorSpec([1], tf.float32)])  # type: ignore[untyped-decorator]
+        def f(self, x: Any) -> Any:
+            tf.io.write_file(str(tmp_path / "written.txt"), tf.strings.as_string(x[0]))
+            return x * 2.0
+
+    module = Writer()
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [module.f.get_concrete_function()], module
+    )
+    ops = tf.lite.OpsSet
+    converter.target_spec.supported_ops = [ops.TFLITE_BUILTINS, ops.SELECT_TF_OPS]
+    path = tmp_path / "flex.tflite"
+    path.write_bytes(converter.convert())
+    with pytest.raises(TfliteError, match="custom operator 'Flex"):
+        read_tflite_signature(path)
+    made = cli("manifest", "model", str(path), "-o", str(tmp_path / "m.yaml"))
+    assert made.code != 0 and "custom operator 'Flex" in made.err
+    assert not (tmp_path / "written.txt").exists() and not (tmp_path / "m.yaml").exists()

@@ -9,7 +9,10 @@ index its ``tensors``, each with a name, an element type, a shape (``shape_signa
 ``zero_point`` per tensor, or per channel). A model that keeps state between calls holds
 variables (tensors of type ``RESOURCE``, or ``is_variable``); the first subgraph's ``CALL_ONCE``
 operators name the subgraphs that give the resource variables their initial values
-(``init_subgraphs``), which the predictor runs again to start a sample afresh.
+(``init_subgraphs``), which the predictor runs again to start a sample afresh. A custom
+operator (``CUSTOM``, or a ``custom_code``: TensorFlow's Flex ops, ``WriteFile`` among them,
+which an interpreter with the Flex delegate linked runs; TensorFlow 2.21's pip interpreter
+refuses them when it allocates) is refused here, before any interpreter sees the file.
 
 Every offset is checked against the file before it is followed, every vector's length against
 what the file can hold and a cap; the tables nest a fixed four levels deep (model, subgraph,
@@ -58,7 +61,9 @@ TYPES = {
 # field numbers of the tables read (schema.fbs)
 _MODEL_OPCODES, _MODEL_SUBGRAPHS = 1, 2
 _SUBGRAPH_TENSORS, _SUBGRAPH_INPUTS, _SUBGRAPH_OUTPUTS, _SUBGRAPH_OPERATORS = 0, 1, 2, 3
-_OPCODE_DEPRECATED, _OPCODE_BUILTIN = 0, 3
+_OPCODE_DEPRECATED, _OPCODE_CUSTOM, _OPCODE_BUILTIN = 0, 1, 3
+CUSTOM = 32
+"""``BuiltinOperator.CUSTOM``: an operator the file names by a string (``custom_code``)."""
 _OPERATOR_OPCODE, _OPERATOR_OPTIONS = 0, 4
 CALL_ONCE = 129
 """``BuiltinOperator.CALL_ONCE``; its ``CallOnceOptions`` has ``init_subgraph_index`` first."""
@@ -170,6 +175,13 @@ class _Reader:
         for code in self._tables(model, _MODEL_OPCODES, MAX_OPCODES, "operator codes"):
             old = self._field_scalar(code, _OPCODE_DEPRECATED, "<b", 0)
             codes.append(max(old, self._field_scalar(code, _OPCODE_BUILTIN, "<i", 0)))
+            custom = self._string(code, _OPCODE_CUSTOM)
+            if codes[-1] == CUSTOM or custom:
+                raise TfliteError(
+                    f"it uses the custom operator {custom or '(unnamed)'!r}: custom and Flex "
+                    "operators are code outside TensorFlow Lite's builtins (Flex ops are "
+                    "TensorFlow's own, WriteFile among them); pinbench runs builtins only"
+                )
         found = []
         for op in self._tables(graph, _SUBGRAPH_OPERATORS, MAX_OPERATORS, "operators"):
             index = self._field_scalar(op, _OPERATOR_OPCODE, "<I", 0)
