@@ -109,3 +109,9 @@ def in_unit(value_ns: float, unit: str) -> str:
     the column's heading: ``in_unit(34_800, "µs")`` is ``34.8``."""
     divisor, decimals = NS_UNITS[unit]
     return f"{value_ns / divisor:,.{decimals}f}"
+
+
+def fmt_rate(value: float) -> str:
+    """A throughput or a count for people: whole from 100 up (``11,934``), else three
+    significant digits (``0.4``, ``12.3``): a slow model's 0.4 samples/s is never ``0``."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"

@@ -114,13 +114,16 @@ def busy_said(metrics: Mapping[str, Any], details: Mapping[str, Any] | None) -> 
     while it was timed (load 2.31)``); empty for a run that was not flagged."""
     if not contended(metrics):
         return ""
-    parts = [f"other processes took {metrics.get('machine_others_cpu_ratio', 0.0):.0%}"]
+    others = metrics.get("machine_others_cpu_ratio")
+    parts = [f"other processes took {others:.0%}" if isinstance(others, float) else "others took"]
     steal = metrics.get("machine_steal_ratio", 0.0)
     if steal:
         parts.append(f"a hypervisor stole {steal:.0%}")
     machine = (details or {}).get("machine") or {}
     load = machine.get("load_1m") if isinstance(machine, Mapping) else None
-    shown = f" (load {load[-1]:.2f})" if load and load[-1] is not None else ""
+    last = load[-1] if isinstance(load, list) and load else None
+    ok = isinstance(last, int | float) and not isinstance(last, bool)
+    shown = f" (load {last:.2f})" if ok else ""
     return f"{' and '.join(parts)} of the machine's CPU while it was timed{shown}"
 
 
@@ -160,13 +163,13 @@ class Figures:
 
 def counts(info: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(label, value) of each figure of ``COUNT_ROWS`` the run recorded, naming whose it is."""
-    from pinbench.metric_names import words
+    from pinbench.metric_names import fmt_rate, words
 
     kind = info.get("kind")
     rows = []
     for key, unit in COUNT_ROWS:
         if isinstance(info.get(key), int | float):
-            value = f"{info[key]:,.0f}" + (f" {unit}" if unit else "")
+            value = fmt_rate(info[key]) + (f" {unit}" if unit else "")
             rows.append((words(key, kind=kind if isinstance(kind, str) else None), value))
     return rows
 
@@ -212,6 +215,10 @@ def figures(run: Mapping[str, Any]) -> Figures:
         rows.append(("machine while timed", shown))
     rows += energy_and_cost(info)
     rows += metric_rows(run, shown=SHOWN_ABOVE)  # the task's, then the rest
-    loadgen = (info.get("details") or {}).get("loadgen") or {}
-    invalid = [str(reason) for reason in loadgen.get("invalid_reasons") or []]
-    return Figures(latencies, rows, invalid, busy_said(info, info.get("details")))
+    details = info.get("details")
+    loadgen = details.get("loadgen") if isinstance(details, Mapping) else None
+    reasons = loadgen.get("invalid_reasons") if isinstance(loadgen, Mapping) else None
+    invalid = [str(reason) for reason in reasons] if isinstance(reasons, list) else []
+    return Figures(
+        latencies, rows, invalid, busy_said(info, details if isinstance(details, Mapping) else None)
+    )

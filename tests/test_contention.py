@@ -25,7 +25,10 @@ def _stat(tmp: Path, name: str, user: int, system: int, idle: int, steal: int) -
     proc = tmp / name
     proc.mkdir()
     first = f"cpu  {user} 0 {system} {idle} 0 0 0 {steal} 0 0"
-    (proc / "stat").write_text(f"{first}\ncpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
+    half = f"{user // 2} 0 {system // 2} {idle // 2} 0 0 0 {steal // 2} 0 0"
+    rest = f"{user - user // 2} 0 {system - system // 2} {idle - idle // 2} 0 0 0"
+    rest += f" {steal - steal // 2} 0 0"
+    (proc / "stat").write_text(f"{first}\ncpu0 {half}\ncpu1 {rest}\n")
     (proc / "loadavg").write_text("2.50 1.00 0.50 3/90 100\n")
     return proc
 
@@ -50,7 +53,9 @@ def test_others_and_steal_are_shares_of_the_machine(
         before,
         contention.Reading(before.at_s + window, after.jiffies, 2, before.own_cpu_s, 2.5, []),
     )
-    assert activity.others_ratio == pytest.approx(busy_ticks / HZ / (2 * window)), why
+    rounding = 2 * 2  # two ticks a CPU, two CPUs
+    others = max(0, busy_ticks - rounding) / HZ
+    assert activity.others_ratio == pytest.approx(others / (2 * window)), why
     assert activity.steal_ratio == pytest.approx(steal_ticks / HZ / (2 * window)), why
     assert activity.contended is flagged, why
     assert contention.figures(activity)["contended_bool"] == float(flagged)
@@ -105,3 +110,34 @@ def test_an_accuracy_run_records_no_machine_figures(tmp_path: Path) -> None:
     )
     assert not any(k.startswith("machine_") or k == "contended_bool" for k in m.summary())
     assert "machine" not in m.details()
+
+
+def test_only_the_cpus_the_run_may_use_count(tmp_path: Path) -> None:
+    """An attacker's review: a run pinned to one CPU of many (a cpuset, ``--cpuset-cpus``) is
+    contended by what runs on that CPU, not diluted by every idle one, nor flagged by work on
+    CPUs it never touches."""
+    mine = min(os.sched_getaffinity(0))
+    other = mine + 1
+    kept = os.sched_getaffinity(0)
+
+    def stat(name: str, busy_mine: int, busy_other: int) -> Path:
+        proc = tmp_path / name
+        proc.mkdir()
+        lines = [f"cpu  {busy_mine + busy_other} 0 0 1000 0 0 0 0 0 0"]
+        for cpu in range(other + 1):
+            busy = busy_mine if cpu == mine else busy_other if cpu == other else 0
+            lines.append(f"cpu{cpu} {busy} 0 0 500 0 0 0 0 0 0")
+        (proc / "stat").write_text("\n".join(lines) + "\n")
+        return proc
+
+    os.sched_setaffinity(0, {mine})
+    try:
+        before = contention.read(stat("a", 0, 0), tmp_path)
+        after = contention.read(stat("b", 5 * HZ, 10 * HZ), tmp_path)
+    finally:
+        os.sched_setaffinity(0, kept)
+    assert before.cpus == after.cpus == 1
+    window = contention.Reading(before.at_s + 10.0, after.jiffies, 1, before.own_cpu_s, None, [])
+    activity = contention.between(before, window)
+    assert activity.others_ratio == pytest.approx((5 * HZ - 2) / HZ / 10.0)  # its CPU's alone
+    assert activity.contended

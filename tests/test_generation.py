@@ -123,6 +123,7 @@ def test_accuracy_is_rouge_scores_own_on_the_recorded_answers(
     generation = run.view()["details"]["generation"]
     samples = generation["samples"]
     assert generation["rouge_variant"] == "mlperf (rouge-score, use_stemmer=True)"
+    _forged_away(run)
     references = [p["reference"] for p in _prompts(gpt_catalog)]
     assert [s["reference"] for s in samples] == references
     m = run.metrics
@@ -168,8 +169,24 @@ def _tampered(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     monkeypatch.setattr(generation, "generate_run", evaluate)
 
 
+FORGED = {"rouge_lsum": 0.99, "map": 0.5, "throughput_tps": 1e12, "latency_p50_ns": 1.0,
+          "loadgen_valid_bool": 1.0, "queries_count": 1e9}  # fmt: skip
+
+
+def _forged_away(run: Any) -> None:
+    """None of ``FORGED`` is recorded: LoadGen's figures are the kept log's, the rest none."""
+    loadgen = run.view()["details"].get("loadgen") or {}
+    for key, claimed in FORGED.items():
+        assert run.metrics.get(key) != claimed or key == "loadgen_valid_bool", key
+    assert "rouge_lsum" not in run.metrics and "map" not in run.metrics
+    if "loadgen_valid_bool" in run.metrics:
+        assert run.metrics["loadgen_valid_bool"] == float(loadgen["result_validity"] == "VALID")
+
+
 def _claims(evidence: Any) -> None:
     evidence.metrics.update(CLAIMS, references_count=99.0, perplexity=2.0, wer=0.0)
+    # an attacker's review of issue 64: LoadGen's figures, and names no task declares here
+    evidence.metrics.update(FORGED)
     shown = [{"prompt": "p", "answer": "a", "reference": "a"}]
     evidence.details["generation"].update(samples=shown, rouge_variant="its own", scorer="x")
 
@@ -203,6 +220,7 @@ def test_the_host_scores_the_answer_texts_whatever_the_evaluator_claims(
     kind = task("text-generation")
     assert [k for k in performance.metrics if kind.metric(k) is not None] == []
     assert "samples" not in performance.view()["details"]["generation"]
+    _forged_away(performance)
 
 
 def _dropped(evidence: Any) -> None:

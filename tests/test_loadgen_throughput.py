@@ -80,7 +80,8 @@ RUNS: dict[str, tuple[dict[str, Any] | None, dict[str, float], dict[str, float]]
                 "result_scheduled_samples_per_sec": 492.0,
                 "result_query_count": 900,
                 "result_completed_tokens_per_second": 2000.5,
-            }
+            },
+            "generation": {},
         },
         {**BEFORE, "throughput_tps": 2100.0, "completed_tps": 2000.5},
         {"throughput_sps": 491.77, "queries_count": 900.0, "throughput_tps": 2000.5},
@@ -106,9 +107,38 @@ RUNS: dict[str, tuple[dict[str, Any] | None, dict[str, float], dict[str, float]]
         {"queries_count": 5.0, "top1": 0.5},
         {},
     ),
+    "multistream generation": (  # LoadGen logs completed tokens/s here too: kept, not doubled
+        {
+            "loadgen": {
+                "effective_scenario": "MultiStream",
+                "result_completed_tokens_per_second": 70,
+                "result_query_count": 10,
+            },
+            "generation": {},
+        },
+        {**BEFORE, "throughput_tps": 80.0, "completed_tps": 70.0},
+        {"queries_count": 10.0},
+    ),
+    "an answer holding U+0000": (  # PostgreSQL's JSON operators refuse it; Python reads it
+        {
+            "loadgen": {"effective_scenario": "Offline", "result_samples_per_second": 5.0},
+            "generation": {"samples": [{"answer": "a\u0000b"}]},
+        },
+        BEFORE,
+        {"throughput_sps": 5.0},
+    ),
 }
-OWN = {"operator": {"queries_count": 5.0}, "training": {"throughput_sps": 80.0}}
-"""Runs that never ran LoadGen: their figures are their own, and keep their names."""
+OWN: dict[str, tuple[dict[str, Any] | None, dict[str, float]]] = {
+    "operator": ({"validation": {}}, {"queries_count": 5.0}),
+    "training": ({"training": {}}, {"throughput_sps": 80.0}),
+    "loadgen null": ({"loadgen": None}, {"throughput_sps": 3.0, "queries_count": 2.0}),
+    "span figures, no LoadGen log": (
+        {"generation": {}},
+        {"throughput_tps": 10.0, "completed_tps": 10.0},
+    ),
+}
+"""Runs that never ran LoadGen (or kept no log of it): their figures are their own, and keep
+their names."""
 NEW_NAMES = {"throughput_sps": "framework_throughput_sps",
              "throughput_tps": "framework_throughput_tps",
              "queries_count": "framework_calls_count"}  # fmt: skip
@@ -121,22 +151,24 @@ def test_upgrade_keeps_pinbenchs_figures_and_reads_loadgens(database_url: str) -
         insert_placeholder_lockfile(conn)
         for run_id, (details, before, _) in RUNS.items():
             _insert(conn, run_id, details, before)
-        _insert(conn, "operator", {"validation": {}}, OWN["operator"])
-        _insert(conn, "training", {"training": {}}, OWN["training"])
+        for run_id, (details, results) in OWN.items():
+            _insert(conn, run_id, details, results)
     migrate.upgrade(engine, "0017")
     with engine.connect() as conn:
         after = {run_id: _results(conn, run_id) for run_id in [*RUNS, *OWN]}
     for run_id, (_, before, added) in RUNS.items():
-        kept = {NEW_NAMES.get(k, k): v for k, v in before.items() if k != "completed_tps"}
+        kept = {NEW_NAMES.get(k, k): v for k, v in before.items()}
+        if "completed_tps" in kept and added.get("throughput_tps") == kept["completed_tps"]:
+            del kept["completed_tps"]  # the same number, under LoadGen's own name
         assert after[run_id] == {**kept, **added}, run_id
-    assert "completed_tps" not in after["server"]  # the same number as throughput_tps
-    for run_id, results in OWN.items():
+    assert "completed_tps" not in after["server"]
+    for run_id, (_, results) in OWN.items():
         assert after[run_id] == results, run_id
     migrate.downgrade(engine, "0016")  # and back: the names the old code reads
     with engine.connect() as conn:
         for run_id, (_, before, _) in RUNS.items():
             assert _results(conn, run_id) == before, run_id
-        for run_id, results in OWN.items():
+        for run_id, (_, results) in OWN.items():
             assert _results(conn, run_id) == results, run_id
     engine.dispose()
 

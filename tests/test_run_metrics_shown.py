@@ -244,3 +244,25 @@ def test_report_metrics_follow_the_task_and_say_undefined() -> None:
 )
 def test_kind_label(run: dict[str, Any], label: str) -> None:
     assert kind_label(run) == label
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"loadgen": "x"},
+        {"loadgen": [1]},
+        {"loadgen": {"invalid_reasons": "one"}},
+        {"machine": {"load_1m": "ab"}},
+        {"machine": {"load_1m": [None, "x"]}},
+        {"machine": {"load_1m": 5}},
+        {"machine": "x"},
+    ],
+)
+def test_a_runs_figures_survive_details_of_the_wrong_shape(details: dict[str, object]) -> None:
+    """An attacker's review of issue 64: a worker writes a run's details; a LoadGen log or
+    machine readings of another shape must not break `runs show` or the web UI's run page."""
+    from pinbench.run_figures import figures
+
+    shown = figures({"contended_bool": 1.0, "machine_others_cpu_ratio": 0.3, "details": details})
+    assert shown.busy.startswith("other processes took 30%")
+    assert all(isinstance(r, str) for r in shown.invalid)

@@ -829,6 +829,14 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     info = json.loads(asked.out)
     assert asked.code == 0 and info["outcome"] == "passed", info  # the slow INVALID window
     assert info["history"] == valid + invalid and info["invalid"] == []
+    assert info["include_invalid"] is True
+    from pinbench.series.alerts import regressed_runs
+
+    before = regressed_runs(ws, name)
+    slower = record(ws, team, 230, latencies(rng, 400_000), system="lab-v", extra=ok)
+    judged = json.loads(cli("gate", "--run", slower, "--include-invalid", "--json").out)
+    assert judged["outcome"] == "regressed"  # against the INVALID window too, yet ...
+    assert regressed_runs(ws, name) == before  # ... no alert: that window is no result
 
     named = json.loads(cli("gate", "--run", invalid[-1], "--json").out)
     assert named["invalid_candidates"] == [invalid[-1]]
@@ -840,7 +848,7 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     assert not any("INVALID" in rows[r[:8]] for r in [*valid, candidate])
     assert "BUSY" in rows[valid[3][:8]] and "BUSY" not in rows[valid[0][:8]]
     points = json.loads(cli("series", "show", name, "--json").out)["points"]
-    assert [p["invalid"] for p in points] == [False] * 4 + [True] * 3 + [False]
+    assert [p["invalid"] for p in points] == [False] * 4 + [True] * 3 + [False] * 2
 
 
 def test_a_plots_axis_names_the_measured_range_in_full() -> None:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pinbench.benchmark.jobs import Job
+from pinbench.metric_names import fmt_rate
 from pinbench.run_figures import INVALID, fmt_ns, loadgen_invalid
 
 
@@ -115,7 +116,7 @@ def latency_cell(row: Row, ns: float | None) -> str:
 def throughput_cell(row: Row) -> str:
     if row.throughput_sps is None:
         return ""
-    shown = f"{row.throughput_sps:,.0f} samples/s"
+    shown = f"{fmt_rate(row.throughput_sps)} samples/s"
     return f"{shown} {INVALID}" if "Offline" in row.invalid else shown
 
 

@@ -52,7 +52,7 @@ from pinbench.errors import UserError
     "include_invalid",
     is_flag=True,
     help="Compare with earlier runs LoadGen called INVALID too (by default they are left out "
-    "of the baseline: their numbers are not a result).",
+    "of the baseline: their numbers are not a result); such a gate records no alert.",
 )
 @click.option(
     "--markdown",

@@ -4,9 +4,11 @@
 The same lockfile recorded p50 525.55 ms beside other work and 90.66 ms alone, both VALID by
 LoadGen's rules: LoadGen judges how many queries ran and for how long, not what else ran. So
 around the timed region (LoadGen's test) the evaluator reads what Linux keeps of the machine
-(``/proc/stat``'s CPU time, in every state, summed over the CPUs; the 1-minute load; each
-CPU's frequency where ``cpufreq`` is readable) and its own CPU time (``getrusage``, every
-thread of the evaluator process). From the two readings:
+(``/proc/stat``'s CPU time, in every state, summed over the CPUs the evaluator may run on,
+its affinity; the 1-minute load; each CPU's frequency where ``cpufreq`` is readable) and its
+own CPU time (``getrusage``, every thread of the evaluator process: in a server's in-process
+``local`` runner, other runs' threads count as its own). From the two readings, less two clock
+ticks a CPU (each reading may be a tick off):
 
 - ``machine_others_cpu_ratio``: the CPU time every other process (and the kernel's
   interrupts) took while the region ran, over what the machine had (its CPUs x the region's
@@ -92,11 +94,24 @@ def read(proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> Reading:
     first = lines[0].split() if lines else []
     if len(first) < 1 + len(_FIELDS) or first[0] != "cpu":
         raise Unread(f"{proc / 'stat'} does not start with Linux's cpu line")
+    allowed = _allowed()
+    jiffies = dict.fromkeys(_FIELDS, 0)
+    cpus = 0
     try:
-        jiffies = {name: int(v) for name, v in zip(_FIELDS, first[1:], strict=False)}
+        for line in lines[1:]:
+            parts = line.split()
+            if not parts or not parts[0].startswith("cpu") or not parts[0][3:].isdigit():
+                continue
+            if allowed is not None and int(parts[0][3:]) not in allowed:
+                continue  # a CPU this process may not run on: its work contends with nobody
+            cpus += 1
+            for name, value in zip(_FIELDS, parts[1:], strict=False):
+                jiffies[name] += int(value)
+        if not cpus:  # no per-CPU lines: the machine's totals
+            jiffies = {name: int(v) for name, v in zip(_FIELDS, first[1:], strict=False)}
+            cpus = 1 if allowed is None else len(allowed)
     except ValueError:
-        raise Unread(f"{proc / 'stat'}'s cpu line is not numbers") from None
-    cpus = sum(1 for line in lines[1:] if line.startswith("cpu") and line[3:4].isdigit())
+        raise Unread(f"{proc / 'stat'}'s cpu lines are not numbers") from None
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return Reading(
         time.monotonic(),
@@ -106,6 +121,15 @@ def read(proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> Reading:
         _load(proc),
         _freqs(sysfs),
     )
+
+
+def _allowed() -> set[int] | None:
+    """The CPUs this process may run on (its affinity: a cpuset, ``taskset``, Docker's
+    ``--cpuset-cpus``); None where Linux does not say."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
 
 
 def _load(proc: Path) -> float | None:
@@ -132,11 +156,12 @@ def between(before: Reading, after: Reading) -> Activity:
     delta = {k: max(0, after.jiffies[k] - before.jiffies[k]) for k in before.jiffies}
     busy_s = sum(delta.get(k, 0) for k in _BUSY) / hz
     own = max(0.0, after.own_cpu_s - before.own_cpu_s)
+    rounding = 2 * after.cpus / hz  # each CPU's ticks may be one off at either reading
     return Activity(
         window_s=max(after.at_s - before.at_s, 1e-9),
         cpus=after.cpus,
         own_cpu_s=own,
-        others_cpu_s=max(0.0, busy_s - own),  # tick rounding can put own above busy
+        others_cpu_s=max(0.0, busy_s - own - rounding),
         steal_s=delta.get("steal", 0) / hz,
         load_1m=(before.load_1m, after.load_1m),
         freq_mhz=(before.freq_mhz, after.freq_mhz),

@@ -102,7 +102,7 @@ def loadgen_latencies(
 THROUGHPUT_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
     "SingleStream": (
         ("throughput_sps", "result_qps_with_loadgen_overhead"),
-        ("throughput_tps", "result_completed_tokens_per_second"),
+        ("throughput_tps", "result_token_throughput_with_loadgen_overhead"),
     ),
     "Server": (
         ("throughput_sps", "result_completed_samples_per_sec"),
@@ -116,8 +116,9 @@ THROUGHPUT_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 """Per scenario, LoadGen's own throughput (its summary's headline in Offline, "Completed
 samples per second" in Server, "QPS w/ loadgen overhead" in SingleStream, where a query is one
-sample; MultiStream reports none) and, with token latencies, its tokens per second: the
-metric each is recorded as and the detail-log entry it is read from (decision 275)."""
+sample; MultiStream reports none) and, with token latencies, its tokens per second ("Tokens
+per second", "Completed tokens per second", "TPS w/ loadgen overhead"): the metric each is
+recorded as and the detail-log entry it is read from (decision 275)."""
 
 
 def loadgen_counts(summary: Mapping[str, Any], scenario: str) -> dict[str, float]:
@@ -129,15 +130,17 @@ def loadgen_counts(summary: Mapping[str, Any], scenario: str) -> dict[str, float
     printed = summary.get(PRINTED)
     printed = printed if isinstance(printed, Mapping) else {}
     for name, key in (*THROUGHPUT_KEYS.get(scenario, ()), ("queries_count", "result_query_count")):
-        value = _number(printed.get(key, summary.get(key)))
-        if value is not None:
-            out[name] = value
+        logged, shown = _number(summary.get(key)), _number(printed.get(key))
+        if logged is None:
+            continue  # what the summary printed counts only beside what the log holds
+        out[name] = shown if shown is not None and _same(shown, logged) else logged
     return out
 
 
-LOADGEN_FIGURES = ("throughput_sps", "throughput_tps", "queries_count", "loadgen_valid_bool")
-LOADGEN_SERIES = ("latency_", "ttft_", "tpot_")
-"""What ``loadgen_figures`` gives: these metrics, and those whose names start so."""
+def _same(printed: float, logged: float) -> bool:
+    """The summary's figure is the detail log's, printed with other rounding: within half a
+    unit (the log rounds SingleStream's QPS to a whole number) or a millionth of it."""
+    return abs(printed - logged) <= max(0.5, 1e-6 * abs(logged))
 
 
 def loadgen_figures(
@@ -162,7 +165,9 @@ def tag_of(fraction: float) -> str:
 PRINTED = "summary_printed"
 """The key, among the detail-log entries a run keeps, of the throughputs as LoadGen's summary
 prints them (``printed_throughputs``): its detail log rounds some (SingleStream's QPS to a
-whole number: 111636 where the summary says 111635.82)."""
+whole number: 111636 where the summary says 111635.82). A printed figure is taken only where
+it is the logged one differently rounded (``loadgen_counts``): the summary is a file code
+beside the model could have rewritten."""
 
 _PRINTED_LINES = {
     "Samples per second": "result_samples_per_second",
@@ -170,6 +175,7 @@ _PRINTED_LINES = {
     "QPS w/ loadgen overhead": "result_qps_with_loadgen_overhead",
     "Tokens per second": "result_tokens_per_second",
     "Completed tokens per second": "result_completed_tokens_per_second",
+    "TPS w/ loadgen overhead": "result_token_throughput_with_loadgen_overhead",
 }
 _PRINTED = re.compile(r"^([A-Za-z/ ]+?) *: *([0-9]+(?:\.[0-9]+)?)$")
 

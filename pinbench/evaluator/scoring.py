@@ -29,12 +29,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.answers import AnswersUnreadable, text_of
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.job import Evidence, files_of, scored_apart, texts_scored_apart
-from pinbench.evaluator.latency_metrics import (
-    LOADGEN_FIGURES,
-    LOADGEN_SERIES,
-    loadgen_figures,
-    series,
-)
+from pinbench.evaluator.latency_metrics import loadgen_figures, series
 from pinbench.evaluator.runners.consented import code_digests
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.undefined import UndefinedMetric
@@ -47,6 +42,15 @@ from pinbench.workspace import Workspace
 FRAMEWORK = "framework_latency"
 """The figures of the raw latencies the host recomputes (``latency_metrics.series``)."""
 SHOWN = 100
+SHOWN_CHARS = 2000
+"""The most of each kept answer and reference (``details.generation.samples``): 100 answers of
+up to a MiB each would be 100 MiB in a run's row; the scores count every character."""
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
 """A generating run's answers kept in its details (``details.generation.samples``)."""
 TEXT_DETAILS = ("samples", "rouge_variant", "scorer", "stemmer")
 """A generating run's details (``details.generation``) the host writes as it scores."""
@@ -96,24 +100,52 @@ def judge(
     evidence.answers = evidence.scored_inputs = None
 
 
+EVALUATOR_SAYS = (
+    "framework_",
+    "chain_latency_",
+    "stage_",
+    "postprocess_latency_",
+    "transform_",
+    "machine_",
+    "energy_",
+)
+EVALUATOR_NAMES = frozenset(
+    {
+        "contended_bool",
+        "peak_rss_bytes",
+        "peak_gpu_bytes",
+        "model_added_rss_bytes",
+        "samples_count",
+        "tokens_count",
+        "tokens_per_sample_mean_count",
+    }
+)
+"""What the host records of an evaluator's own metrics for a run it scores: its measurements
+of itself (timings of its calls, memory, the machine, energy) by these prefixes and names.
+Everything else is the host's (a task's metrics) or re-derived by it (LoadGen's figures from
+the kept log, the framework figures from the raw latencies); any other key is dropped, so an
+evaluator cannot add a figure under a name a reader takes for the field's."""
+
+
 def recompute(lock: Lockfile, evidence: Evidence) -> None:
-    """For a run scored apart: the figures of the framework calls and their count, from the
-    raw latencies the host keeps, and LoadGen's figures, from the LoadGen log the run keeps
-    (``details.loadgen``; what the evaluator said of either is replaced), and no task metric
-    the evaluator gave (the host's ``score_apart`` gives them)."""
-    if not scored_apart(lock):
+    """For a run the host scores (``scored_apart``, ``texts_scored_apart``): only the
+    evaluator's own measurements (``EVALUATOR_SAYS``; a generating run's figures only its
+    model gives are kept by ``score_texts``), LoadGen's figures re-derived from the LoadGen log
+    the run keeps (``details.loadgen``; none when it kept none), and the framework figures and
+    their count from the raw latencies the host keeps."""
+    if not (scored_apart(lock) or texts_scored_apart(lock)):
         return
     body = lock.body
     assert body.dataset is not None
     kind = task(body.dataset.task)
-    for key in [k for k in evidence.metrics if kind.metric(k) is not None]:
-        del evidence.metrics[key]  # the host scores, in an accuracy run alone
+    for key in list(evidence.metrics):
+        own = key in EVALUATOR_NAMES or key.startswith(EVALUATOR_SAYS)
+        metric = kind.metric(key)
+        model_only = metric is not None and metric.by_model and texts_scored_apart(lock)
+        if not (own and metric is None) and not model_only:
+            del evidence.metrics[key]  # the host scores, re-derives, or does not record
     loadgen = evidence.details.get("loadgen")
     if isinstance(loadgen, dict):  # the figures as the kept log says, not as the metrics say
-        for key in [k for k in evidence.metrics if k in LOADGEN_FIGURES]:
-            del evidence.metrics[key]
-        for key in [k for k in evidence.metrics if k.startswith(LOADGEN_SERIES)]:
-            del evidence.metrics[key]
         scenario = body.scenario
         evidence.metrics.update(
             loadgen_figures(loadgen, scenario.name, scenario.percentile / 100.0)
@@ -219,7 +251,11 @@ def score_texts(lock: Lockfile, evidence: Evidence, samples: Samples | None) -> 
     names = [f.path for f in samples.files or []] if speech else samples.texts
     assert names is not None
     generation["samples"] = [
-        {("audio" if speech else "prompt"): names[i], "answer": texts[i], "reference": ref}
+        {
+            ("audio" if speech else "prompt"): names[i],
+            "answer": _shown(texts[i]),
+            "reference": _shown(ref),
+        }
         for i, ref in enumerate(references[:SHOWN])
     ]
 

@@ -100,6 +100,8 @@ class GateResult:
     called them INVALID (``members.invalid``), unless the gate was asked to include them."""
     invalid_candidates: list[str] = field(default_factory=list)
     """The candidate runs LoadGen called INVALID: judged, and said."""
+    include_invalid: bool = False
+    """The gate was asked to compare with runs LoadGen called INVALID: it records no alert."""
     contended: list[str] = field(default_factory=list)
     """The runs compared (window and candidates) that were timed while other work took the
     machine (``contended_bool``): compared, and said."""
@@ -136,6 +138,7 @@ class GateResult:
             "invalid": self.invalid,
             "invalid_candidates": self.invalid_candidates,
             "contended": self.contended,
+            "include_invalid": self.include_invalid,
             "other_settings": self.other_settings,
             "comparisons": [j.to_json() for j in self.judged],
         }
@@ -212,6 +215,7 @@ def judge(
         invalid=unread,
         invalid_candidates=[c.run_id for c in cands if invalid(c)],
         contended=[m.run_id for m in [*past, *cands] if contended(m.metrics)],
+        include_invalid=include_invalid,
     )
 
 
@@ -250,7 +254,9 @@ def gate(
     gate answers without recording: gating old runs again would let anyone who may run fill a
     team's alerts, and take a team's earlier runs out of every later window (the runs an alert
     names are never a baseline again). ``include_invalid``: runs LoadGen called INVALID
-    are in the window too (by default they are left out, ``GateResult.invalid``)."""
+    are in the window too (by default they are left out, ``GateResult.invalid``), and the
+    gate answers without recording an alert: a baseline of runs that are no result must not
+    take a candidate out of every later window."""
     from pinbench.evaluator.run import latencies_of
     from pinbench.series.alerts import raise_alert, regressed_runs
 
@@ -276,6 +282,7 @@ def gate(
     current = thresholds(ws, key)
     result = judge(key, members, full, current, raw, rejected, include_invalid=include_invalid)
     newest = {m.run_id for m in members[-len(result.runs) :]} == set(result.runs)
+    alert = alert and not include_invalid  # a window of runs that are no result raises none
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
         for j in result.judged:
             if j.comparison.verdict == "regressed":

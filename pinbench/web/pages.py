@@ -37,7 +37,7 @@ from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind
 from pinbench.reports.view import build
-from pinbench.run_figures import figures, loadgen_invalid
+from pinbench.run_figures import contended, figures, loadgen_invalid
 from pinbench.sdk.hosting import Hosting
 from pinbench.web import sessions
 from pinbench.web.answers import NEXT_MAX_LENGTH, on_error, page, safe_next
@@ -99,6 +99,7 @@ def _runs_page(ws: Workspace, pool: RunPool, principal: Principal, run_ids: list
         view=build(report),
         figures=figures(report.runs[0].info) if len(report.runs) == 1 else None,
         invalid=[(r.id, figures(r.info).invalid) for r in invalid],
+        busy=[(r.id, figures(r.info).busy) for r in report.runs if contended(r.metrics)],
         waiting=waiting,
         progress={r: pool.progress.get(r, "") for r in waiting},
         query=urlencode([("run", r) for r in report.ids]),

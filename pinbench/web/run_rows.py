@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pinbench.metric_names import in_unit, ns_unit, words
-from pinbench.run_figures import loadgen_invalid
+from pinbench.metric_names import fmt_rate, in_unit, ns_unit, words
+from pinbench.run_figures import contended, loadgen_invalid
 from pinbench.run_metrics import metrics_of
 
 P50 = "latency_p50_ns"
@@ -33,6 +33,8 @@ class RunLine:
     throughput: str
     invalid: bool
     """LoadGen called it INVALID (``loadgen_valid_bool`` 0): its figures are marked."""
+    busy: bool = False
+    """It was timed while other work took the machine (``contended_bool``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +56,8 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> RunsTable:
         p50 = _whose(in_unit(m[P50], unit), P50, run) if P50 in m else ""
         if p50 and run.get("trace", "none") != "none":
             p50 += f" (traced: {run['trace']})"
-        throughput = _whose(f"{m[THROUGHPUT]:,.0f}", THROUGHPUT, run) if THROUGHPUT in m else ""
-        lines.append(RunLine(run, p50, throughput, loadgen_invalid(m)))
+        throughput = _whose(fmt_rate(m[THROUGHPUT]), THROUGHPUT, run) if THROUGHPUT in m else ""
+        lines.append(RunLine(run, p50, throughput, loadgen_invalid(m), contended(m)))
     return RunsTable(
         Heading(words(P50), P50, unit),
         Heading(words(THROUGHPUT), THROUGHPUT, "samples/s"),

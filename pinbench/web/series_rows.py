@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.metric_names import NS_UNITS, VERDICT, ns_unit, words
+from pinbench.run_figures import contended
 from pinbench.series.members import Member, invalid, left_out_because, settings_of
 
 ALWAYS = ("min_duration_ms",)
@@ -28,6 +29,8 @@ class SeriesRow:
     settings: list[str]
     """The values of ``SeriesRuns.settings``, in order."""
     invalid: bool
+    busy: bool
+    """Timed while other work took the machine (``contended_bool``)."""
     baseline: str
     """``yes``, or ``no:`` and why."""
     moved: list[str]
@@ -81,6 +84,7 @@ def series_runs(
                 point["framework"] or "",
                 [values[c] for c in columns],
                 invalid(member),
+                contended(member.metrics),
                 baseline,
                 point["moved"],
             )
