@@ -280,3 +280,14 @@ def test_a_custom_or_flex_operator_is_refused_by_name(cli: Cli, tmp_path: Path) 
     made = cli("manifest", "model", str(path), "-o", str(tmp_path / "m.yaml"))
     assert made.code != 0 and "custom operator 'Flex" in made.err
     assert not (tmp_path / "written.txt").exists() and not (tmp_path / "m.yaml").exists()
+
+
+def test_the_tensors_read_over_all_subgraphs_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Subgraphs may share one vector of tensors: the count is over all of them, so a small
+    file cannot make each subgraph's cap's worth of reads per subgraph."""
+    from pinbench.artifacts import tflite
+
+    shipped = package_file(*WAKE)
+    monkeypatch.setattr(tflite, "MAX_ALL_TENSORS", 20)
+    with pytest.raises(TfliteError, match="its subgraphs hold over 20 tensors"):
+        read_tflite_signature(shipped)

@@ -30,6 +30,9 @@ IDENTIFIER = b"TFL3"
 MAX_TENSORS = 1 << 20
 """Tensors in one subgraph: the largest published models have some ten thousand."""
 MAX_SUBGRAPHS = 1 << 12
+MAX_ALL_TENSORS = 1 << 22
+"""Tensors over all subgraphs (their variables are counted): subgraphs may share one vector of
+tensors, so each subgraph's cap alone would let a small file make 2^32 reads."""
 MAX_RANK = 32
 MAX_NAME = 4096
 MAX_CHANNELS = 1 << 20
@@ -152,8 +155,12 @@ class _Reader:
             raise TfliteError("the model has no subgraph")
         variables = resources = 0
         first: tuple[list[TfliteTensor], list[TfliteTensor]] | None = None
+        seen = 0
         for index, graph in enumerate(subgraphs):
             tensors = self._tables(graph, _SUBGRAPH_TENSORS, MAX_TENSORS, "tensors")
+            seen += len(tensors)
+            if seen > MAX_ALL_TENSORS:
+                raise TfliteError(f"its subgraphs hold over {MAX_ALL_TENSORS} tensors")
             for t in tensors:
                 kind = self._field_scalar(t, _TENSOR_TYPE, "<b", 0)
                 resources += kind == 13
