@@ -429,6 +429,27 @@ def test_a_checkpoint_whose_pickle_would_run_code_is_refused_and_runs_nothing(
     assert not mark.exists()
 
 
+def test_a_compressed_archive_is_refused_before_torch_inflates_it(tmp_path: Path) -> None:
+    """torch.save stores its members; a deflated one (4 MiB of zeros in a few KiB here) would
+    be inflated into memory of its declared size by PyTorch's reader: refused from the zip's
+    directory alone."""
+    import io
+    import zipfile
+
+    saved = io.BytesIO()
+    torch.save({"0.weight": torch.zeros(1024, 1024), "0.bias": torch.zeros(3)}, saved)
+    packed = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(saved.getvalue())) as source,
+        zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for info in source.infolist():
+            target.writestr(info.filename, source.read(info))
+    assert len(packed.getvalue()) < 64 * 1024
+    with pytest.raises(ModelLoadError, match="is compressed or declares"):
+        _open(tmp_path, packed.getvalue())
+
+
 def test_the_builder_runs_only_with_consent_and_only_its_pinned_bytes(tmp_path: Path) -> None:
     mark = tmp_path / "imported.txt"
     marking = f"from pathlib import Path\nPath({str(mark)!r}).write_text('ran')\n" + LINEAR

@@ -44,6 +44,29 @@ def _refused_global(exc: Exception) -> str:
     return " ".join(text.split())[:300] or type(exc).__name__
 
 
+def _check_archive(name: str, path: Path) -> None:
+    """A ``torch.save`` zip as torch.save writes it, its central directory read alone: every
+    member stored uncompressed and within the file. PyTorch's reader allocates a member's
+    declared size and inflates into it, so a deflated member could expand far past the file
+    (a few MiB of zeros to GiBs); torch.save never compresses."""
+    import zipfile
+
+    size = path.stat().st_size
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ModelLoadError(model=name, reason=f"not a readable zip archive: {exc}") from None
+    for info in members:
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size > size:
+            raise ModelLoadError(
+                model=name,
+                reason=f"member {info.filename[:200]!r} is compressed or declares "
+                f"{info.file_size} bytes in a file of {size}: torch.save stores its members "
+                "uncompressed, and a compressed one could expand far past the file's size",
+            )
+
+
 def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor]:
     """The state dict of weights file ``name`` (its blob ``path``): the file itself, or its
     value under ``key`` (a checkpoint's ``model_state``). Refused, naming why, when it needs more
@@ -63,6 +86,8 @@ def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor
             reason="not a PyTorch weights file: neither torch.save's zip archive nor a pickle "
             f"(it starts {head!r})",
         )
+    if head == b"PK\x03\x04":
+        _check_archive(name, path)
     try:
         loaded = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
