@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -299,3 +300,70 @@ def fresh_interpreters(
         (q,) = it.get_tensor(it.get_output_details()[0]["index"])[0]
         out.append((np.float32(q) - 0) * np.float32(WAKE_STEP))
     return np.asarray(out, dtype=np.float32)
+
+
+def test_a_streamed_sample_carries_the_models_own_state_from_chunk_to_chunk() -> None:
+    """``stream: {chunk: 3}`` on microWakeWord's features: the model's variables carried from
+    stride to stride of one clip (``begin_stream``), started afresh for each clip, as the
+    package streams a clip after ``reset()`` (every stride's probability kept here, before its
+    sliding-window mean)."""
+    import tensorflow as tf
+    from pymicro_wakeword import MicroWakeWord, Model
+
+    from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+    from pinbench.evaluator.predictors.tensorflow.predictor import TensorFlowPredictor
+    from pinbench.evaluator.stream import cut, wrap
+    from pinbench.registry.ports import Input, Output, Quantization, Stream
+
+    shipped = package_file("pymicro-wakeword", "pymicro_wakeword/models/hey_mycroft.tflite")
+    clip = wake_features().reshape(-1, 40)  # (T, 40): one clip of 99 strides
+    inputs = (
+        Input(
+            name="serving_default_input_audio:0",
+            shape=[3, 40],
+            stream=Stream(chunk=3),
+            quantization=Quantization(scale=SCALE_IN, zero_point=-128),
+        ),
+    )
+    outputs = (
+        Output(
+            name="StatefulPartitionedCall:0",
+            quantization=Quantization(scale=WAKE_STEP, zero_point=0),
+        ),
+    )
+    windows: npt.NDArray[np.float32] = np.asarray(cut(clip, 3, 0), dtype=np.float32)
+    quantized: npt.NDArray[np.int8] = np.round(windows.astype(np.float64) / SCALE_IN - 128).astype(
+        np.int8
+    )
+    predictor = wrap(TensorFlowPredictor(), inputs, windows)
+    model = ModelFiles({"w.tflite": shipped}, "tflite", inputs=inputs, outputs=outputs)
+    predictor.open(model, PredictorOptions())
+    offsets = np.array([[0, len(windows)]], dtype=np.int64)
+    key = "StatefulPartitionedCall:0"
+    first = np.asarray(predictor.first_predict(offsets)[key], dtype=np.float32).reshape(-1)
+    again = np.asarray(predictor.predict(offsets)[key], dtype=np.float32).reshape(-1)
+    predictor.close()
+    assert np.array_equal(first, again)  # each stream starts from the initial state
+
+    wake = MicroWakeWord.from_builtin(Model.HEY_MYCROFT)
+    wake._probabilities = deque()  # every stride's, not the last five
+    wake.reset()
+    for row in clip.astype(np.float64):
+        wake.process_streaming_prob(row.reshape(1, 1, 40))
+    package = np.asarray(wake._probabilities, dtype=np.float32)
+
+    interpreter = tf.lite.Interpreter(model_path=str(shipped))  # one, carried: the stream
+    interpreter.allocate_tensors()
+    index = interpreter.get_input_details()[0]["index"]
+    out = interpreter.get_output_details()[0]["index"]
+    streamed = []
+    for stride in quantized:
+        interpreter.set_tensor(index, stride[None])
+        interpreter.invoke()
+        streamed.append(np.float32(interpreter.get_tensor(out)[0, 0]) * np.float32(WAKE_STEP))
+    np.testing.assert_array_equal(first, np.asarray(streamed, dtype=np.float32))
+    assert first.shape == package.shape == (99,)
+    np.testing.assert_allclose(first, package, rtol=0, atol=WAKE_STEP)  # XNNPACK, as above
+    assert np.count_nonzero(first != package) <= len(package) // 10
+    alone = fresh_interpreters(shipped, quantized, True)
+    assert not np.array_equal(first, alone)  # the carried state changes the answers

@@ -14,7 +14,9 @@ sample order; the input's per-sample array, what LoadGen's samples index, holds 
 **Streaming** (``Fed.predict``, the timed call): one LoadGen sample is one dataset sample, a
 whole stream, and one query's latency is the time to stream all of it: the model is called
 once per chunk, each state input starting as zeros and then fed the output its ``next``
-names, every constant and per-sample input fed unchanged with each chunk. The answer holds
+names, every constant and per-sample input fed unchanged with each chunk; a model that keeps
+state of its own (a TensorFlow Lite model's variables) is told the stream begins
+(``Predictor.begin_stream``) and carries it from chunk to chunk. The answer holds
 every other output of each chunk, stacked along a new axis 1 (``(B, frames, ...)``). A batch
 of samples is streamed together, for as many chunks as its longest sample has; a shorter
 sample's rows repeat its last window past its end, and those frames are not its own (a task
@@ -312,6 +314,7 @@ class Fed(Predictor):
             index = np.minimum(first[:, None] + np.arange(frames), (offsets[:, 1] - 1)[:, None])
             chunks = (windows[index[:, k]] for k in range(frames))
         carried = [(s.name, s.next) for s in self.plan.states if s.next is not None]
+        self.inner.begin_stream(rows)  # a model's own state starts afresh with each stream
         answers: dict[str, list[Array]] = {}
         call = {**per_sample, **fixed}
         for x in chunks:

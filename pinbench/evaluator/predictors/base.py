@@ -245,6 +245,11 @@ class Predictor(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""
 
+    def begin_stream(self, rows: int) -> None:  # noqa: B027 - optional hook
+        """A streamed batch of ``rows`` samples begins (``evaluator.stream``): a model that
+        keeps state of its own between calls (a TensorFlow Lite model's variables) starts it
+        afresh now and carries it from chunk to chunk until the next stream begins."""
+
     PROFILES_ONE_THREAD: ClassVar[bool] = False
     """The framework's profiler records only the thread that started it: while it runs,
     predictions are made on that thread (``run_scenario(on_caller=True)``)."""

@@ -176,6 +176,10 @@ class TensorFlowPredictor(Predictor):
 
         self._fn = call
 
+    def begin_stream(self, rows: int) -> None:
+        if self._tflite is not None:
+            self._tflite.begin_stream(rows)
+
     def check_input(self, batch: Batch) -> None:
         self._feeds.check(batch)
 

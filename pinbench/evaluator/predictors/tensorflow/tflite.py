@@ -18,7 +18,9 @@ quantized inputs and outputs are refused.
 
 **State**: a model that holds variables (a streaming model's state: microWakeWord's ring
 buffers) starts every invoke from their initial values, so each sample is answered alone,
-whatever ran before it. ``reset_all_variables`` resets ``is_variable`` tensors only (measured:
+whatever ran before it; a streamed input (``stream``) carries them from chunk to chunk of one
+sample instead, started afresh when each sample's stream begins (``begin_stream``; one sample
+at a time). ``reset_all_variables`` resets ``is_variable`` tensors only (measured:
 a resource variable kept its value), so the subgraphs the file's ``CALL_ONCE`` operators run to
 initialise resource variables are allocated and invoked again (through the interpreter's
 wrapper, ``_interpreter``: the public API has no call for it), some 2 us inside the timed call.
@@ -87,6 +89,7 @@ class TfliteModel:
             )
         self._inits = signature.init_subgraphs
         self._stateful = signature.variables > 0
+        self._carry = False
         it: Any = tf.lite.Interpreter(model_path=str(path), num_threads=threads)
         it.allocate_tensors()
         details = it.get_input_details()
@@ -110,6 +113,27 @@ class TfliteModel:
         self._feed = [(*self._in[n], self._quant_in[n]) for n in feeds]
         self._read = [(self._out[n], self._qout.get(n)) for n in outputs]
 
+    def begin_stream(self, rows: int) -> None:
+        """From now on the model's state is carried from invoke to invoke, started afresh
+        here, for each streamed batch; a stateful model streams one sample at a time."""
+        if not self._stateful:
+            return
+        if rows != 1:
+            raise ModelLoadError(
+                model=FORMAT,
+                reason=f"it holds its streaming state in its own variables, one sample's: "
+                f"stream with batch_size 1, not {rows}",
+            )
+        self._carry = True
+        self._reset()
+
+    def _reset(self) -> None:
+        it = self._interpreter
+        it.reset_all_variables()
+        for k in self._inits:  # an invoke of subgraph 0 leaves them unallocated
+            it._interpreter.AllocateTensors(k)
+            it._interpreter.Invoke(k)
+
     def call(self, *xs: Any) -> list[Any]:
         rows = int(xs[0].shape[0]) if xs else 1
         if rows == 1 or not self._batch1:
@@ -119,11 +143,8 @@ class TfliteModel:
 
     def _invoke(self, xs: Any) -> list[Any]:
         it = self._interpreter
-        if self._stateful:
-            it.reset_all_variables()
-            for k in self._inits:  # an invoke of subgraph 0 leaves them unallocated
-                it._interpreter.AllocateTensors(k)
-                it._interpreter.Invoke(k)
+        if self._stateful and not self._carry:
+            self._reset()
         for (index, dtype, q), x in zip(self._feed, xs, strict=True):
             value = quantize(x, q, dtype) if q is not None else x
             if tuple(it.get_tensor(index).shape) != tuple(value.shape):
