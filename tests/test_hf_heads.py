@@ -18,6 +18,7 @@ import pytest
 
 from pinbench.authoring.model import model_manifest
 from pinbench.registry.manifest import parse_manifest
+from tests.helpers import sha
 
 RATE = 16_000
 LETTERS = "ABCDEHILNORST"
@@ -328,6 +329,12 @@ def test_text_heads_are_written_as_their_heads_with_their_task(
     assert [o["name"] for o in data["outputs"]] == outputs
     assert all(o["type"] == "tensor" and "steps" not in o for o in data["outputs"])
     assert data["attributes"] == {"task": task}
+    if task == "token-classification":  # id2label, one name a line, beside the manifest
+        assert data["outputs"][0]["labels"] == {"path": "bert-labels.txt"}
+        assert authored.beside == {tmp_path / "bert-labels.txt": b"O\nB-PER\nI-PER\n"}
+        assert {"path": "bert-labels.txt", "sha256": sha(b"O\nB-PER\nI-PER\n"), "size": 14} in (
+            data["files"]
+        )
     assert [i["name"] for i in data["inputs"]] == ["input_ids", "token_type_ids", "attention_mask"]
     assert any(f"the task is {task}" in n for n in authored.notes)
     assert not any("sentence-embedding" in n for n in authored.notes)
@@ -435,3 +442,100 @@ def test_a_ctc_folder_runs_on_audio_with_the_processor_s_texts_and_jiwer_s_wer(
     assert recorded == texts
     assert run.metrics["wer"] == pytest.approx(jiwer.wer(TRANSCRIPTS, texts), abs=1e-12)
     assert run.metrics["cer"] == pytest.approx(jiwer.cer(TRANSCRIPTS, texts), abs=1e-12)
+
+
+def test_a_token_classifier_folder_runs_as_its_head_with_seqeval_s_numbers(
+    tmp_path: Path,
+) -> None:
+    """`manifest model` on a BertForTokenClassification folder (the token-classification
+    tests' tokenizer and tags, random weights) to a recorded token-classification run whose
+    entity precision, recall and F1 are seqeval's on transformers' own logits."""
+    import torch
+    import transformers
+    from seqeval.metrics import f1_score, precision_score, recall_score
+    from tokenizers import Tokenizer
+
+    import pinbench
+    from pinbench.catalog import frameworks
+    from tests.helpers import dump, write_files
+    from tests.test_token_classification import MAX_LENGTH, SAMPLES, TAGS, VOCAB, tokenizer_json
+
+    folder = tmp_path / "tagger"
+    torch.manual_seed(1)
+    config = transformers.BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=24,
+        max_position_embeddings=32,
+        id2label=dict(enumerate(TAGS)),
+        label2id={t: i for i, t in enumerate(TAGS)},
+    )
+    transformers.BertForTokenClassification(config).eval().save_pretrained(folder)  # type: ignore[no-untyped-call]
+    (folder / "tokenizer.json").write_bytes(tokenizer_json())
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_input_names": names}))
+    authored = model_manifest([folder], base=tmp_path, name="text/bert-tagger")
+    for path, content in authored.beside.items():
+        path.write_bytes(content)
+    data = authored.data
+    for spec in data["inputs"]:
+        spec["shape"] = [MAX_LENGTH]
+        spec["steps"][0]["tokenize"]["max_length"] = MAX_LENGTH
+    dump(tmp_path / "model.yaml", data)
+    texts = list(SAMPLES)
+    files = {
+        "texts.txt": "".join(t + "\n" for t in texts).encode(),
+        "tags.txt": "".join(SAMPLES[t] + "\n" for t in texts).encode(),
+    }
+    dataset = dump(
+        tmp_path / "d" / "d.yaml",
+        {
+            "kind": "dataset",
+            "name": "text/entities",
+            "version": "1.0.0",
+            "task": "token-classification",
+            "files": write_files(tmp_path / "d", files),
+            "data": {"format": "text-lines", "path": "texts.txt"},
+            "labels": {"format": "iob2-tags", "path": "tags.txt"},
+        },
+    )
+    registry = pinbench.Registry(tmp_path / "home")
+    registry.init()
+    registry.publish(frameworks.write(tmp_path, "transformers"))
+    registry.publish(tmp_path / "model.yaml")
+    registry.publish(dataset)
+    lock = registry.lock(
+        {
+            "model": "text/bert-tagger@1",
+            "dataset": "text/entities@1",
+            "scenario": {"mode": "accuracy"},
+        }
+    )[0]
+    run = lock.run(runner="local")
+    assert run.status == "succeeded", run.info.get("error")
+
+    tokenizer = Tokenizer.from_str(tokenizer_json().decode())
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]", length=MAX_LENGTH)
+    model = transformers.BertForTokenClassification.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    truth, guess = [], []
+    for text in texts:
+        e = tokenizer.encode(text)
+        with torch.inference_mode():
+            logits = model(
+                input_ids=torch.tensor([e.ids]),
+                token_type_ids=torch.tensor([e.type_ids]),
+                attention_mask=torch.tensor([e.attention_mask]),
+            ).logits.numpy()
+        firsts: dict[int, int] = {}
+        for k, w in enumerate(e.word_ids):
+            if w is not None:
+                firsts.setdefault(w, k)
+        guess.append([TAGS[int(np.argmax(logits[0, firsts[w]]))] for w in sorted(firsts)])
+        truth.append(SAMPLES[text].split(" "))
+    assert run.metrics["entity_precision"] == pytest.approx(
+        precision_score(truth, guess), abs=1e-12
+    )
+    assert run.metrics["entity_recall"] == pytest.approx(recall_score(truth, guess), abs=1e-12)
+    assert run.metrics["entity_f1"] == pytest.approx(f1_score(truth, guess), abs=1e-12)

@@ -184,3 +184,49 @@ def text_head_notes(folder: HfFolder, task: str) -> list[str]:
     if task not in TASKS:
         notes.append(f"this pinbench has no task {task!r} yet: no run scores these outputs")
     return notes
+
+
+MAX_LABEL_CHARS = 256
+
+
+def label_names(
+    folder: HfFolder,
+    path: Path,
+    base: Path,
+    hub: tuple[str, str] | None,
+    beside: dict[Path, bytes] | None,
+) -> dict[str, Any] | None:
+    """A file of ``config.json``'s ``id2label`` names, one a line in id order (what a
+    token-classification run reads as the output's ``labels``), to be written beside the
+    manifest (``beside``): its file entry, or None where it cannot be (a Hub snapshot, whose
+    files are its commit's; no ``beside``; an id2label that is not ids 0..n-1 to names)."""
+    import hashlib
+
+    from pinbench.authoring.listing import Relative
+
+    labels = folder.config.get("id2label")
+    if hub is not None or beside is None or not isinstance(labels, dict) or not labels:
+        return None
+    names = [labels.get(str(i)) for i in range(len(labels))]
+    if not all(
+        isinstance(n, str) and n and "\n" not in n and "\r" not in n and len(n) <= MAX_LABEL_CHARS
+        for n in names
+    ):
+        raise NotAModel(
+            path=folder.path("config.json"),
+            reason="`id2label` must map the ids 0 to n - 1 each to a name of one line (at most "
+            f"{MAX_LABEL_CHARS} characters)",
+        )
+    data = "".join(f"{n}\n" for n in names).encode("utf-8")
+    target = base / f"{path.name}-labels.txt"
+    if target.exists() and target.read_bytes() != data:
+        raise NotAModel(
+            path=str(target),
+            reason="the label names would be written here, where another file is: move it",
+        )
+    beside[target] = data
+    return {
+        "path": Relative(base)(target),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+    }

@@ -95,6 +95,7 @@ def hf_manifest(
     steps: list[Any] | dict[str, Any] | None,
     classification: list[str],
     hub: tuple[str, str] | None = None,
+    beside: dict[Path, bytes] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The manifest's data and the notes for the author (validated by the caller). ``hub``:
     the folder is the snapshot of ``(repo, commit)``: every file is sourced from that commit
@@ -146,6 +147,14 @@ def hf_manifest(
     head = text_head(described.architecture)
     if head is not None:
         data["attributes"] = {"task": head[0]}
+    if head is not None and head[0] == "token-classification":
+        from pinbench.authoring.hf_heads import label_names
+
+        named = label_names(described, folder, base, hub, beside)
+        if named is not None:
+            entries.append(named)
+            data["outputs"][0]["labels"] = {"path": named["path"]}
+            notes.append(f"the label names are config.json's id2label, in {named['path']}")
     if described.pickled:
         data["trusted"] = False
         notes.append(

@@ -351,6 +351,7 @@ def _hf(
             )
         repo, commit, folder = found
         base, hub, default = folder, (repo, commit), repo.split("/")[-1]
+    beside: dict[Path, bytes] = {}
     data, notes = hf_manifest(
         folder,
         base=base,
@@ -360,12 +361,13 @@ def _hf(
         steps=steps,
         classification=list(classification),
         hub=hub,
+        beside=beside,
     )
     if hub is not None:
         notes.append(f"every file is sourced from {hub[0]} at commit {hub[1]} (fetched at publish)")
     parse_manifest(data, source="the manifest written from " + shown)
     comments = {"trusted": TRUSTED_COMMENT} if data.get("trusted") is False else {}
-    return Authored(data, notes, comments=comments)
+    return Authored(data, notes, beside=beside, comments=comments)
 
 
 def _add_steps(inputs: list[dict[str, Any]], steps: list[Any] | dict[str, Any] | None) -> None:

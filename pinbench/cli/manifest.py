@@ -192,7 +192,9 @@ def model(
         steps=_steps(steps) if steps is not None else None,
         classification=classification or [],
     )
-    _emit(authored.data, authored.notes, output, as_json, comments=authored.comments)
+    _emit(
+        authored.data, authored.notes, output, as_json, authored.beside, comments=authored.comments
+    )
 
 
 def _steps(path: Path) -> list[Any] | dict[str, Any]:

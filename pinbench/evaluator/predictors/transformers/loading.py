@@ -39,8 +39,10 @@ def folder_of(model: ModelFiles) -> tuple[HfFolder, Path]:
     config = model.files[folder.path("config.json")]
     root = config.parent
     for name, path in model.files.items():
+        if folder.root and not name.startswith(folder.root + "/"):
+            continue  # a file of the artifact beside the folder (a labels file)
         inside = name[len(folder.root) + 1 :] if folder.root else name
-        if name.startswith(folder.root) and path.parent != (root / inside).parent:
+        if path.parent != (root / inside).parent:
             raise ModelLoadError(
                 model=folder.path("config.json"),
                 reason=f"{name} is not at its path in the model's folder",
