@@ -30,10 +30,11 @@ from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
-from pinbench.reports.charts import charts, system_points
+from pinbench.reports.charts import charts
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.hardware import hardware, system_label
 from pinbench.reports.render import md_text
+from pinbench.reports.systems_chart import system_points
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, published_workspace
 
@@ -146,7 +147,8 @@ def test_the_plot_shows_one_model_per_system(setup: Setup) -> None:
     chart = next(c for c in charts(report) if c.key == "systems")
     assert chart.spec is not None
     (panel,) = chart.spec["vconcat"]  # one model, so one row of panels
-    assert [p["encoding"]["y"]["title"] for p in panel["hconcat"]] == ["latency (ms)", "samples/s"]
+    titles = [p["encoding"]["y"]["title"] for p in panel["hconcat"]]
+    assert titles == ["latency, LoadGen (ms)", "throughput, LoadGen (samples/s)"]
     rows = chart.spec["data"]["values"]
     assert [r["system"] for r in rows if r["measure"] == "throughput"] == ["lab-a", "lab-b", LOCAL]
     for where in ("lab-a", "lab-b", "local"):
@@ -210,6 +212,11 @@ POINTS: list[tuple[list[RunData], list[tuple[str, int, dict[str, float]]], str]]
      [("here (local)", 1, {"latency_p50_ms": 1.0}), ("b", 1, {"latency_p50_ms": 3.0})],
      "a run made outside a cluster is a system of its own"),
     ([_run("a", top1=0.9), _run("b", top1=0.8)], [], "accuracy runs have nothing to draw"),
+    ([_run("a", latency_p50_ns=MS, loadgen_valid_bool=1.0),
+      _run("a", 1, "none", latency_p50_ns=9 * MS, loadgen_valid_bool=0.0),
+      _run("b", latency_p50_ns=3 * MS, loadgen_valid_bool=0.0)],
+     [("a", 1, {"latency_p50_ms": 1.0}), ("b", 1, {"latency_p50_ms": 3.0})],
+     "an INVALID run is left out of a system's median where it has a valid one (issue 64)"),
 ]  # fmt: skip
 
 

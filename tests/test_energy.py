@@ -282,7 +282,7 @@ def test_energy_and_cost_in_runs_show_and_reports(
     assert info["details"]["cost"] == {"usd_per_hour": 3.6, "source": PRICE_ENV}
     cost = 3.6 / 3600 / info["throughput_sps"] * 1000
     assert f"| cost per 1,000 inferences | USD | {usd(cost)[1:]} |" in text
-    assert "| energy\\_per\\_inference\\_j | J | 0 |" in text
+    assert "| energy per inference (energy\\_per\\_inference\\_j) | J | 0 |" in text
     assert "cost per 1,000 inferences" in page and usd(cost)[1:] in page
 
     cli: Cli = in_process_cli(monkeypatch, capsys, tmp_path / "home", f"sqlite:///{tmp_path}/db")

@@ -153,13 +153,17 @@ def test_new_user_evaluates_two_frameworks_compares_and_downloads_the_report(
     statuses = page.locator("#runs td.status-succeeded")
     expect(statuses).to_have_count(2)
     p50 = page.locator(
-        "#metrics-table tr", has=page.locator("th", has_text=re.compile("^latency_p50$"))
+        "#metrics-table tr",
+        has=page.locator("th", has_text=re.compile(r"^p50 latency, LoadGen \(latency_p50_ns\)$")),
     ).locator("td.num")
     expect(p50).to_have_count(2)
     assert all(float(v.replace(",", "")) > 0 for v in p50.all_inner_texts())
     # LoadGen's latencies and the framework call's, each under its own name, both defined
     framework = page.locator(
-        "#metrics-table tr", has=page.locator("th", has_text=re.compile("^framework_latency_p50$"))
+        "#metrics-table tr",
+        has=page.locator(
+            "th", has_text=re.compile(r"^p50 latency, framework call \(framework_latency_p50_ns\)$")
+        ),
     ).locator("td.num")
     expect(framework).to_have_count(2)
     expect(page.locator("#latency-definitions")).to_contain_text("LoadGen's percentile")

@@ -118,13 +118,16 @@ def task_of(end: Endpoint) -> str | None:
 
 
 def recorded_key(end: Endpoint, metric: str) -> str | None:
-    """The recorded metric ``--metric`` reads in ``end``'s run: a latency figure (p50: the
-    framework call's, whose raw latencies the judge compares; an operator run's own), or the
+    """The recorded metric ``--metric`` reads in ``end``'s run: a latency figure (p50 and
+    throughput: the framework calls', whose raw latencies the judge compares; an operator
+    run's own), or the
     headline metric of its task (None where it recorded none)."""
     from pinbench.tasks.registry import headline
 
     if metric == "p50" and "framework_latency_p50_ns" in end.run:
         return "framework_latency_p50_ns"  # what the raw latencies it judges are (decision 159)
+    if metric == "throughput" and "framework_throughput_sps" in end.run:
+        return "framework_throughput_sps"  # the framework calls' span, as p50's (decision 275)
     if metric != ACCURACY:
         return LATENCY_METRICS[metric]
     found = headline(end.run, task_of(end))

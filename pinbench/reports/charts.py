@@ -174,8 +174,16 @@ def sweep(report: Report) -> Chart:
         )
     spec = _base(title, rows) | {
         "encoding": {
-            "x": {"field": "throughput_sps", "type": "quantitative", "title": "samples/s"},
-            "y": {"field": "latency_p50_ms", "type": "quantitative", "title": "p50 latency (ms)"},
+            "x": {
+                "field": "throughput_sps",
+                "type": "quantitative",
+                "title": "throughput, LoadGen (samples/s)",
+            },
+            "y": {
+                "field": "latency_p50_ms",
+                "type": "quantitative",
+                "title": "p50 latency, LoadGen (ms)",
+            },
             "color": {"field": "group", "type": "nominal", "legend": LEGEND},
             "order": {"field": "batch_size", "type": "quantitative"},
         },
@@ -280,109 +288,6 @@ def accuracy_vs_latency(report: Report) -> Chart:
     return Chart("accuracy", title, spec)
 
 
-SYSTEM_LATENCIES = ("p50", "p90", "p99")
-"""The latency percentiles drawn per system, each where the runs recorded it."""
-
-
-def spans_systems(report: Report) -> bool:
-    return len({run.system for run in report.runs}) > 1
-
-
-def system_points(report: Report) -> list[dict[str, Any]]:
-    """One point per (what ran, system) for each group of runs (one model, framework,
-    dataset, scenario, mode and batch size; traced runs apart) that ran on two or more
-    systems: its latency percentiles (ms) and throughput. A system with several runs of the
-    group gets the median of each figure, ``runs`` saying how many."""
-    groups: dict[str, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
-    for run in _inference(report):
-        m = run.metrics
-        if "latency_p50_ns" in m or "throughput_sps" in m:
-            groups[f"{_group(run)} b{run.info['batch_size']}"][run.system].append(run)
-    points = []
-    for group, systems in groups.items():
-        if len(systems) < 2:
-            continue
-        for system, members in systems.items():
-            point: dict[str, Any] = {"group": group, "system": system, "runs": len(members)}
-            for p in SYSTEM_LATENCIES:
-                if all(f"latency_{p}_ns" in r.metrics for r in members):
-                    values = [r.metrics[f"latency_{p}_ns"] for r in members]
-                    point[f"latency_{p}_ms"] = _ms(float(np.median(values)))
-            if all("throughput_sps" in r.metrics for r in members):
-                values = [r.metrics["throughput_sps"] for r in members]
-                point["throughput_sps"] = float(np.median(values))
-            points.append(point)
-    return points
-
-
-THROUGHPUT = {"field": "measure", "equal": "throughput"}
-
-
-def _system_panels(group: str) -> dict[str, Any]:
-    """One group's latency bars (a bar per percentile) beside its throughput bars."""
-    mine = {"filter": {"field": "group", "equal": group}}
-    system = {"field": "system", "type": "nominal", "title": "system", "sort": None}
-    latency = {
-        "width": WIDTH // 2,
-        "height": HEIGHT,
-        "transform": [mine, {"filter": {"not": THROUGHPUT}}],
-        "mark": "bar",
-        "encoding": {
-            "x": system,
-            "xOffset": {"field": "measure", "sort": list(SYSTEM_LATENCIES)},
-            "y": {"field": "value", "type": "quantitative", "title": "latency (ms)"},
-            "color": {"field": "measure", "type": "nominal", "title": "percentile"},
-            "tooltip": [
-                {"field": "system"},
-                {"field": "measure"},
-                {"field": "value"},
-                {"field": "runs"},
-            ],
-        },
-    }
-    throughput = {
-        "width": WIDTH // 3,
-        "height": HEIGHT,
-        "transform": [mine, {"filter": THROUGHPUT}],
-        "mark": {"type": "bar", "color": "#6f42c1"},
-        "encoding": {
-            "x": system,
-            "y": {"field": "value", "type": "quantitative", "title": "samples/s"},
-            "tooltip": [{"field": "system"}, {"field": "value"}, {"field": "runs"}],
-        },
-    }
-    return {"title": group, "hconcat": [latency, throughput]}
-
-
-def across_systems(report: Report) -> Chart:
-    """One model's latency (p50, p90, p99 as recorded) and throughput, x = system: the
-    figure a cross-system comparison leads with (MLModelScope's). One row of panels per group
-    of runs (``system_points``)."""
-    title = "One model across systems: latency and throughput"
-    points = system_points(report)
-    if not points:
-        return Chart(
-            "systems",
-            title,
-            None,
-            "no model here ran on two or more systems with the same framework, dataset, "
-            "scenario and batch size",
-        )
-    rows = [
-        {"group": p["group"], "system": p["system"], "runs": p["runs"], "measure": m, "value": v}
-        for p in points
-        for m, v in (
-            *((q, p.get(f"latency_{q}_ms")) for q in SYSTEM_LATENCIES),
-            ("throughput", p.get("throughput_sps")),
-        )
-        if v is not None
-    ]
-    groups = list(dict.fromkeys(p["group"] for p in points))
-    spec = {k: v for k, v in _base(title, rows).items() if k not in ("width", "height")}
-    spec["vconcat"] = [_system_panels(g) for g in groups]
-    return Chart("systems", title, spec)
-
-
 def charts(report: Report) -> list[Chart]:
     """Every plot of the report; the one across systems only when its runs ran on more than
     one system (a report of one machine's runs does not mention systems)."""
@@ -392,6 +297,8 @@ def charts(report: Report) -> list[Chart]:
         sweep(report),
         accuracy_vs_latency(report),
     ]
+    from pinbench.reports.systems_chart import across_systems, spans_systems
+
     if spans_systems(report):
         out.append(across_systems(report))
     return out

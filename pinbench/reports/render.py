@@ -6,14 +6,15 @@ import base64
 import hashlib
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
 import pinbench
-from pinbench.reports.charts import SYSTEM_LATENCIES
 from pinbench.reports.data import Report
 from pinbench.reports.hardware import system_label
+from pinbench.reports.systems_chart import SYSTEM_LATENCIES
 from pinbench.reports.transforms import transform_markdown
 from pinbench.reports.view import ReportView, build
 from pinbench.run_metrics import headline, kind_label, short_reason
@@ -121,6 +122,16 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(md_text(h) for h in head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in rows]
     return [*lines, ""]
+
+
+def _runs_of(point: dict[str, Any]) -> str:
+    """A system's runs of a group, those LoadGen called INVALID said (``charts.system_points``)."""
+    invalid = point.get("invalid") or 0
+    if not invalid:
+        return str(point["runs"])
+    if invalid >= point["runs"]:
+        return f"{point['runs']} INVALID"
+    return f"{point['runs']} ({invalid} INVALID left out)"
 
 
 def _num(value: float | None) -> str:
@@ -232,12 +243,12 @@ def markdown(report: Report, title: str | None = None) -> str:
         )
     if view.across_systems:
         out += ["## One model across systems", ""]
-        latencies = [f"{q} latency (ms)" for q in SYSTEM_LATENCIES]
+        latencies = [f"{q} latency, LoadGen (ms)" for q in SYSTEM_LATENCIES]
         out += _table(
-            ["what ran", "system", "runs", *latencies, "samples/s"],
+            ["what ran", "system", "runs", *latencies, "throughput, LoadGen (samples/s)"],
             [
                 [
-                    *(p["group"], p["system"], str(p["runs"])),
+                    *(p["group"], p["system"], _runs_of(p)),
                     *(_num(p.get(f"latency_{q}_ms")) for q in SYSTEM_LATENCIES),
                     _num(p.get("throughput_sps")),
                 ]

@@ -8,12 +8,13 @@ from typing import Any
 
 from pinbench.energy.show import cost_per_1000, usd
 from pinbench.evaluator.history import differing
-from pinbench.reports.charts import Chart, accuracy_points, charts, system_points
+from pinbench.reports.charts import Chart, accuracy_points, charts
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
 from pinbench.reports.distributed import DistributedRow, distributed_table, scaling_chart
 from pinbench.reports.operators import OpTable, operator_table, roofline
 from pinbench.reports.samples import SampleRows, sample_rows
+from pinbench.reports.systems_chart import system_points
 from pinbench.reports.training import TrainingRow, training_curves, training_table
 from pinbench.reports.transforms import TransformRow, transform_table
 
@@ -21,8 +22,11 @@ from pinbench.reports.transforms import TransformRow, transform_table
 @dataclass(frozen=True, slots=True)
 class MetricRow:
     metric: str
+    """How the row is named: words with the key beside (``metric_names.named``)."""
     unit: str
     values: list[str]
+    key: str = ""
+    """The recorded metric's key (``framework_latency_p50_ns``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,7 @@ def metric_table(report: Report) -> list[MetricRow]:
                 cells.append("" if value is None else in_unit(value, shown_unit))
             else:
                 cells.append(fmt(value, unit)[0])
-        rows.append(MetricRow(shown, shown_unit, cells))
+        rows.append(MetricRow(shown, shown_unit, cells, metric))
     return rows
 
 
