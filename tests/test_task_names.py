@@ -44,6 +44,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("registry/schema_docs_ports.py", "segmentation"): "the output section's field name",
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
     ("authoring/hf_model.py", "classification"): "the output type a classifier head is written as",
+    ("authoring/hf_heads.py", "classification"): "the output type an audio classifier is written as",
+    ("authoring/hf_heads.py", "token-classification"): "the task a *ForTokenClassification head's "
+    "manifest names (attributes.task): transformers' head, read as what it is",
+    ("authoring/hf_model.py", "token-classification"): "the head's task, as hf_heads.py names it",
     ("cli/manifest.py", "classification"): "the --classification option's parameter name",
     # a migration is frozen: it names the rows it renames as they were recorded (decision 161)
     ("migrations/versions/0015_rouge_unstemmed.py", "rouge1"): "the metric it renames",

@@ -3,12 +3,11 @@ against the file's reference notes (``metrics``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from pinbench.errors import UserError
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
+from pinbench.tasks.file_labels import FileLabelsTask, Reader
 from pinbench.tasks.notes.truth import FORMAT, Notes, note_problem, read_notes
 from pinbench.tasks.shapes import padded
 
@@ -39,7 +38,7 @@ class BadNotes(UserError):
         self.reason = reason
 
 
-class NoteTranscription(Task):
+class NoteTranscription(FileLabelsTask):
     name = "note-transcription"
     title = "note transcription"
     label_formats = (FORMAT,)
@@ -55,21 +54,11 @@ class NoteTranscription(Task):
         Metric("estimated_notes_count", "estimated notes", unit="count"),
     )
 
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"{FORMAT} labels need `path`: the JSON-lines file of notes")
-        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
-        if given:
-            raise ValueError(f"{FORMAT} labels have no classes: `{given[0]}` does not apply")
+    labels_file = "the JSON-lines file of notes"
 
-    def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        path = source.dataset.labels.path
-        assert path is not None and source.listed is not None and source.folder is not None
-        notes = read_notes(
-            path, samples=source.listed, folder=source.folder, read=source.paths.__getitem__
-        )
-        return {"truth": notes}
+    @staticmethod
+    def reader() -> Reader:
+        return read_notes
 
     def prepare(self, context: Context) -> Scorer | None:
         outputs = context.model.outputs

@@ -4,14 +4,13 @@ its two files' embeddings, and the scores judged by ``metrics``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.registry.ports import Output
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
+from pinbench.tasks.file_labels import FileLabelsTask, Reader
 from pinbench.tasks.shapes import every_sample, stacked
 from pinbench.tasks.speaker.metrics import DCF, verification_metrics
 from pinbench.tasks.speaker.trials import FORMAT, Trials, read_trials
@@ -39,7 +38,7 @@ class BadEmbeddings(UserError):
         self.reason = reason
 
 
-class SpeakerVerification(Task):
+class SpeakerVerification(FileLabelsTask):
     name = "speaker-verification"
     title = "speaker verification"
     label_formats = (FORMAT,)
@@ -52,21 +51,11 @@ class SpeakerVerification(Task):
         Metric("target_trials_count", "target trials", unit="count"),
     )
 
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"{FORMAT} labels need `path`: the trial list")
-        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
-        if given:
-            raise ValueError(f"{FORMAT} labels have no classes: `{given[0]}` does not apply")
+    labels_file = "the trial list"
 
-    def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        path = source.dataset.labels.path
-        assert path is not None and source.listed is not None and source.folder is not None
-        trials = read_trials(
-            path, samples=source.listed, folder=source.folder, read=source.paths.__getitem__
-        )
-        return {"truth": trials}
+    @staticmethod
+    def reader() -> Reader:
+        return read_trials
 
     def prepare(self, context: Context) -> Scorer | None:
         found = [o for o in context.model.outputs if o.type == "embedding"]

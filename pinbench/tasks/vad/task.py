@@ -4,16 +4,15 @@ each sample's speech spans (``truth``, ``frames``, ``metrics``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.registry.input_kinds import sample_rate
 from pinbench.registry.ports import Input, Output
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
 from pinbench.tasks.binary import probabilities
+from pinbench.tasks.file_labels import FileLabelsTask, Reader
 from pinbench.tasks.vad.frames import covered_seconds, past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from pinbench.tasks.vad.truth import Span, read_segments
@@ -54,7 +53,7 @@ class SpanPastEnd(UserError):
         self.seconds = seconds
 
 
-class VoiceActivity(Task):
+class VoiceActivity(FileLabelsTask):
     name = "voice-activity"
     title = "voice activity"
     scores_inputs = True  # each sample's frame count
@@ -68,21 +67,11 @@ class VoiceActivity(Task):
         Metric("frames_count", "frames scored", unit="count"),
     )
 
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"{FORMAT} labels need `path`: the JSON-lines file of speech spans")
-        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
-        if given:
-            raise ValueError(f"{FORMAT} labels have no classes: `{given[0]}` does not apply")
+    labels_file = "the JSON-lines file of speech spans"
 
-    def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        path = source.dataset.labels.path
-        assert path is not None and source.listed is not None and source.folder is not None
-        spans = read_segments(
-            path, samples=source.listed, folder=source.folder, read=source.paths.__getitem__
-        )
-        return {"truth": spans}
+    @staticmethod
+    def reader() -> Reader:
+        return read_segments
 
     def prepare(self, context: Context) -> Scorer | None:
         model = context.model_ref
