@@ -44,7 +44,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("registry/schema_docs_ports.py", "segmentation"): "the output section's field name",
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",
     ("authoring/hf_model.py", "classification"): "the output type a classifier head is written as",
-    ("authoring/hf_heads.py", "classification"): "the output type an audio classifier is written as",
+    ("authoring/hf_heads.py", "classification"): "the output type of an audio classifier",
     ("authoring/hf_heads.py", "token-classification"): "the task a *ForTokenClassification head's "
     "manifest names (attributes.task): transformers' head, read as what it is",
     ("authoring/hf_model.py", "token-classification"): "the head's task, as hf_heads.py names it",
