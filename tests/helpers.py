@@ -396,3 +396,36 @@ def cold_reason(lock: Any, tmp_path: Path) -> str:
     assert set(evidence.environment) == {"warm", "warm_cold_because"}
     reason: str = evidence.environment["warm_cold_because"]
     return reason
+
+
+def onnx_accuracy_run(
+    cli: Cli, home: Path, manifests: list[Path], model: str, dataset: str, *code: str
+) -> str:
+    """Through the CLI: an ONNX Runtime framework manifest for the installed version, ``init``,
+    ``publish`` it and ``manifests`` (a model and a dataset), lock ``model`` on ``dataset`` in
+    accuracy mode and run it on the local runner (``code``: ``--allow-code``); the run's
+    ``pinbench run`` output."""
+    import onnxruntime as ort
+
+    fw_yaml = home / "framework.yaml"
+    made = cli("manifest", "framework", f"onnxruntime=={ort.__version__}", "-o", str(fw_yaml))
+    assert made.code == 0, made.err
+    assert cli("init").code == 0
+    for path in (fw_yaml, *manifests):
+        published = cli("publish", str(path))
+        assert published.code == 0, published.err
+    framework = yaml.safe_load(fw_yaml.read_text())["name"]
+    request = dump(
+        home / "request.yaml",
+        {
+            "model": model,
+            "framework": f"{framework}@*",
+            "dataset": dataset,
+            "scenario": {"mode": "accuracy"},
+        },
+    )
+    locked = home / "accuracy.lock"
+    assert cli("lock", str(request), "-o", str(locked)).code == 0
+    ran = cli("run", str(locked), "--runner", "local", *code)
+    assert ran.code == 0, ran.err
+    return ran.out

@@ -17,7 +17,6 @@ from typing import Any
 import mir_eval
 import numpy as np
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -27,7 +26,7 @@ from pinbench.evaluator.lines import LabelProblem
 from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.notes.metrics import note_metrics
 from pinbench.tasks.notes.truth import read_notes
-from tests.helpers import Cli, dump, write_files
+from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 
 
 def as_mir_eval(notes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -289,25 +288,10 @@ def test_a_note_transcription_run_scores_the_code_s_notes_end_to_end(
         "data": {"format": "audio", "path": "wavs"},
         "labels": {"format": "note-events", "path": "notes.jsonl"},
     }
-    fw_yaml = tmp_path / "framework.yaml"
-    made = cli("manifest", "framework", f"onnxruntime=={ort.__version__}", "-o", str(fw_yaml))
-    assert made.code == 0, made.err
-    assert cli("init").code == 0
-    for path in (fw_yaml, dump(model_dir / "m.yaml", model), dump(data_dir / "d.yaml", dataset)):
-        published = cli("publish", str(path))
-        assert published.code == 0, published.err
-    request = dump(
-        tmp_path / "request.yaml",
-        {
-            "model": "audio/tiny-notes@1",
-            "framework": f"{yaml.safe_load(fw_yaml.read_text())['name']}@*",
-            "dataset": "audio/tiny-tunes@1",
-            "scenario": {"mode": "accuracy"},
-        },
+    manifests = [dump(model_dir / "m.yaml", model), dump(data_dir / "d.yaml", dataset)]
+    onnx_accuracy_run(
+        cli, tmp_path, manifests, "audio/tiny-notes@1", "audio/tiny-tunes@1", "--allow-code"
     )
-    assert cli("lock", str(request), "-o", str(tmp_path / "n.lock")).code == 0
-    ran = cli("run", str(tmp_path / "n.lock"), "--runner", "local", "--allow-code")
-    assert ran.code == 0, ran.err
     (run,) = json.loads(cli("runs", "list", "--json").out)
     assert run["status"] == "succeeded"
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -29,7 +28,7 @@ from pinbench.tasks.speaker.metrics import (
     verification_metrics,
 )
 from pinbench.tasks.speaker.trials import read_trials
-from tests.helpers import Cli, dump, write_files
+from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 
 RATE, LENGTH = 16_000, 1_600
 
@@ -237,31 +236,8 @@ def test_a_speaker_verification_run_scores_trials_end_to_end(cli: Cli, tmp_path:
         "data": {"format": "audio", "path": "wavs"},
         "labels": {"format": "speaker-trials", "path": "trials.txt"},
     }
-    fw_yaml = tmp_path / "framework.yaml"
-    assert (
-        cli("manifest", "framework", f"onnxruntime=={ort.__version__}", "-o", str(fw_yaml)).code
-        == 0
-    )
-    assert cli("init").code == 0
-    for path in (
-        fw_yaml,
-        dump(model_dir / "model.yaml", model),
-        dump(data_dir / "d.yaml", dataset),
-    ):
-        published = cli("publish", str(path))
-        assert published.code == 0, published.err
-    request = dump(
-        tmp_path / "request.yaml",
-        {
-            "model": "audio/tiny-speaker@1",
-            "framework": f"{yaml.safe_load(fw_yaml.read_text())['name']}@*",
-            "dataset": "audio/tiny-voices@1",
-            "scenario": {"mode": "accuracy"},
-        },
-    )
-    assert cli("lock", str(request), "-o", str(tmp_path / "sv.lock")).code == 0
-    ran = cli("run", str(tmp_path / "sv.lock"), "--runner", "local")
-    assert ran.code == 0, ran.err
+    manifests = [dump(model_dir / "model.yaml", model), dump(data_dir / "d.yaml", dataset)]
+    onnx_accuracy_run(cli, tmp_path, manifests, "audio/tiny-speaker@1", "audio/tiny-voices@1")
     (run,) = json.loads(cli("runs", "list", "--json").out)
     assert run["status"] == "succeeded"
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -24,7 +23,7 @@ from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.tokens.entities import entity_metrics
 from pinbench.tasks.tokens.truth import read_tags
 from pinbench.tasks.tokens.words import Unaligned, first_tokens
-from tests.helpers import Cli, dump, write_files
+from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -240,25 +239,8 @@ def test_a_token_classification_run_scores_entities_end_to_end(cli: Cli, tmp_pat
         "data": {"format": "text-lines", "path": "texts.txt"},
         "labels": {"format": "iob2-tags", "path": "tags.txt"},
     }
-    fw_yaml = tmp_path / "framework.yaml"
-    made = cli("manifest", "framework", f"onnxruntime=={ort.__version__}", "-o", str(fw_yaml))
-    assert made.code == 0, made.err
-    assert cli("init").code == 0
-    for path in (fw_yaml, dump(model_dir / "m.yaml", model), dump(data_dir / "d.yaml", dataset)):
-        published = cli("publish", str(path))
-        assert published.code == 0, published.err
-    request = dump(
-        tmp_path / "request.yaml",
-        {
-            "model": "text/tiny-tagger@1",
-            "framework": f"{yaml.safe_load(fw_yaml.read_text())['name']}@*",
-            "dataset": "text/tiny-entities@1",
-            "scenario": {"mode": "accuracy"},
-        },
-    )
-    assert cli("lock", str(request), "-o", str(tmp_path / "t.lock")).code == 0
-    ran = cli("run", str(tmp_path / "t.lock"), "--runner", "local")
-    assert ran.code == 0, ran.err
+    manifests = [dump(model_dir / "m.yaml", model), dump(data_dir / "d.yaml", dataset)]
+    onnx_accuracy_run(cli, tmp_path, manifests, "text/tiny-tagger@1", "text/tiny-entities@1")
     (run,) = json.loads(cli("runs", "list", "--json").out)
     assert run["status"] == "succeeded"
 

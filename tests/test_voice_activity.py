@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 from sklearn import metrics as sk
 
 from pinbench.evaluator.undefined import UndefinedMetric
@@ -23,7 +22,7 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.tasks.vad.frames import past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
-from tests.helpers import Cli, dump, write_files
+from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 from tests.package_models import package_file
 
 RATE = 16_000
@@ -163,26 +162,8 @@ def test_silero_vad_streams_with_its_state_carried_and_scores_frames(
     files = clips()
     model_yaml = dump(tmp_path / "m" / "model.yaml", silero_manifest(_copy(silero, tmp_path / "m")))
     data_yaml = dump(tmp_path / "d" / "dataset.yaml", dataset_manifest(tmp_path / "d", files))
-    fw_yaml = tmp_path / "framework.yaml"
-    fw = cli("manifest", "framework", f"onnxruntime=={ort.__version__}", "-o", str(fw_yaml))
-    assert fw.code == 0, fw.err
-    assert cli("init").code == 0
-    for path in (fw_yaml, model_yaml, data_yaml):
-        published = cli("publish", str(path))
-        assert published.code == 0, published.err
-    framework = yaml.safe_load(fw_yaml.read_text())["name"]
-    request = dump(
-        tmp_path / "request.yaml",
-        {
-            "model": "audio/silero-vad@6",
-            "framework": f"{framework}@*",
-            "dataset": "audio/speech-clips@1",
-            "scenario": {"mode": "accuracy"},
-        },
-    )
-    assert cli("lock", str(request), "-o", str(tmp_path / "vad.lock")).code == 0
-    ran = cli("run", str(tmp_path / "vad.lock"), "--runner", "local")
-    assert ran.code == 0, ran.err
+    manifests = [model_yaml, data_yaml]
+    onnx_accuracy_run(cli, tmp_path, manifests, "audio/silero-vad@6", "audio/speech-clips@1")
     (run,) = json.loads(cli("runs", "list", "--json").out)
     assert run["status"] == "succeeded"
 
