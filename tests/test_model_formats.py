@@ -190,6 +190,29 @@ def test_a_hostile_pickle_is_recognised_without_running(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+@pytest.mark.parametrize(
+    ("pickled", "names"),
+    [
+        # STACK_GLOBAL fed by byte strings (str under protocol 2 and up): eval("1+1")
+        (b"\x80\x04U\x08builtinsU\x04eval\x93X\x03\x00\x00\x001+1\x85R.", "builtins.eval"),
+        # a global from copyreg's extension registry
+        (b"\x80\x02\x82\x01)R.", "(extension 1).global"),
+        # STACK_GLOBAL with nothing this reading saw on the stack
+        (b"\x80\x04\x93.", "(unseen).global"),
+    ],
+)
+def test_a_global_the_unicode_opcodes_do_not_name_is_still_foreign(
+    tmp_path: Path, pickled: bytes, names: str
+) -> None:
+    """An attacker's review of issue 65: a pickle naming ``builtins.eval`` through byte-string
+    opcodes was taken for a state dict (publish accepted a ``torch-state-dict`` that no run can
+    load, and the sniffer's word is not a safety signal)."""
+    (tmp_path / "evil.pt").write_bytes(pickled)
+    found = identify(tmp_path / "evil.pt")
+    assert found is not None and found.format == "torch-pickle"
+    assert found.detail == f"it names {names}"
+
+
 # ---------------------------------------------------------------- declared vs found
 
 ACCEPTS: dict[str, set[str]] = {

@@ -359,3 +359,19 @@ def test_a_model_without_one_tensor_output_is_refused_naming_its_outputs() -> No
     half[0, 0, 2] = 60.0  # a row partly NaN is no padding
     with pytest.raises(BadNotes, match="non-finite"):
         scorer.check({"notes": half}, {}, 1)
+
+
+def test_the_host_compares_only_notes_close_in_time_and_bounds_them() -> None:
+    """An attacker's review of issue 65: the estimated notes are the system under test's
+    answer; matching built every (reference, estimated) pair, so a million answered notes
+    against a file's ten thousand were 10^10 cells on the host. Only pairs within the onset
+    tolerance are compared, at most ``MAX_PAIRS`` of them."""
+    from pinbench.tasks.notes.matching import MAX_PAIRS, TooManyPairs, matched_count
+
+    spread = np.arange(200_000, dtype=np.float64) * 0.2  # a note every 200 ms
+    reference = np.stack([spread, spread + 0.1, np.full_like(spread, 60.0)], axis=1)
+    # 200,000 x 200,000 pairs held densely are 320 GB a matrix: this ran out of memory
+    assert matched_count(reference, reference.copy(), offsets=True) == len(reference)
+    crowd = np.tile([[1.0, 1.5, 60.0]], (4_000, 1))  # every onset the same: all pairs compared
+    with pytest.raises(TooManyPairs, match=f"over the {MAX_PAIRS}"):
+        matched_count(crowd, crowd, offsets=False)

@@ -13,6 +13,7 @@ tensor; a manifest declaring one for another format is refused when it is parsed
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -291,3 +292,102 @@ def test_the_tensors_read_over_all_subgraphs_are_bounded(monkeypatch: pytest.Mon
     monkeypatch.setattr(tflite, "MAX_ALL_TENSORS", 20)
     with pytest.raises(TfliteError, match="its subgraphs hold over 20 tensors"):
         read_tflite_signature(shipped)
+
+
+def _one_tensor(n_inputs: int, channels: int) -> bytes:
+    """A hand-built TFLite file (an attacker's review of issue 65): one int8 tensor with
+    ``channels`` per-channel scales, named as every one of ``n_inputs`` inputs."""
+    b = bytearray()
+    patches: list[tuple[int, str]] = []  # (where an offset goes, what it points to)
+    targets: dict[str, int] = {}
+
+    def put(fmt: str, *values: int | float) -> None:
+        b.extend(struct.pack(fmt, *values))
+
+    def align(n: int = 4) -> None:
+        while len(b) % n:
+            b.append(0)
+
+    def ref(name: str) -> None:
+        patches.append((len(b), name))
+        put("<I", 0)
+
+    def table(fields: list[tuple[int, str, Any]]) -> int:
+        count = max(f for f, _, _ in fields) + 1
+        align()
+        vtable = len(b)
+        put("<H", 4 + 2 * count)
+        put("<H", 0)  # the table's size: not read
+        slots = len(b)
+        b.extend(b"\0" * (2 * count))
+        align()
+        start = len(b)
+        put("<i", start - vtable)
+        for field, kind, value in fields:
+            align()
+            struct.pack_into("<H", b, slots + 2 * field, len(b) - start)
+            if kind == "ref":
+                ref(value)
+            else:
+                put("<b", value)
+        return start
+
+    def refs(name: str, names: list[str]) -> None:
+        align()
+        targets[name] = len(b)
+        put("<I", len(names))
+        for each in names:
+            ref(each)
+
+    put("<I", 0)
+    b.extend(b"TFL3")
+    struct.pack_into("<I", b, 0, table([(1, "ref", "opcodes"), (2, "ref", "subgraphs")]))
+    refs("opcodes", [])
+    refs("subgraphs", ["sg"])
+    targets["sg"] = table([(0, "ref", "tensors"), (1, "ref", "ins"), (2, "ref", "outs")])
+    refs("tensors", ["t0"])
+    align()
+    targets["ins"] = len(b)
+    put("<I", n_inputs)
+    b.extend(b"\0" * (4 * n_inputs))
+    align()
+    targets["outs"] = len(b)
+    put("<I", 0)
+    targets["t0"] = table([(0, "ref", "shape"), (1, "i8", 9), (4, "ref", "q")])
+    align()
+    targets["shape"] = len(b)
+    put("<I", 1)
+    put("<i", 1)
+    targets["q"] = table([(2, "ref", "scale"), (3, "ref", "zp")])
+    align()
+    targets["scale"] = len(b)
+    put("<I", channels)
+    b.extend(struct.pack("<f", 0.5) * channels)
+    if (len(b) + 4) % 8:
+        put("<I", 0)  # the zero points' int64s start 8-aligned
+    targets["zp"] = len(b)
+    put("<I", channels)
+    b.extend(b"\0" * (8 * channels))
+    for pos, name in patches:
+        struct.pack_into("<I", b, pos, targets[name] - pos)
+    return bytes(b)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "says"),
+    [
+        (3, "names one tensor as two inputs"),  # each repeat read its whole scale vector again
+        (5000, "inputs: a vector of 5000 entries"),  # past MAX_PORTS
+    ],
+)
+def test_a_small_file_cannot_make_the_reader_work_for_hours(
+    tmp_path: Path, inputs: int, says: str
+) -> None:
+    """A 5 MiB file of 2^20 inputs naming one tensor of 65,536 per-channel scales took about an
+    hour of CPU to read (each input unpacked every scale and zero point)."""
+    path = tmp_path / "many.tflite"
+    path.write_bytes(_one_tensor(inputs, 1 << 16))
+    with pytest.raises(TfliteError, match=says):
+        read_tflite_signature(path)
+    path.write_bytes(_one_tensor(1, 1 << 20))  # one input: per-channel, read by its counts
+    assert read_tflite_signature(path).inputs[0].per_channel

@@ -221,9 +221,21 @@ def _globals(data: bytes, at: int) -> tuple[list[str] | None, int]:
             if name == "GLOBAL" or name == "INST":
                 module, _, attr = str(arg).partition(" ")
                 names.append(f"{_PY2_MODULES.get(module, module)}.{attr}")
-            elif name == "STACK_GLOBAL" and len(strings) >= 2:
-                names.append(f"{strings[-2]}.{strings[-1]}")
-            elif name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"):
+            elif name == "STACK_GLOBAL":
+                # two strings it can name, or a global this reading cannot see: foreign
+                known = len(strings) >= 2
+                names.append(f"{strings[-2]}.{strings[-1]}" if known else "(unseen).global")
+            elif name in ("EXT1", "EXT2", "EXT4"):  # a global from copyreg's registry
+                names.append(f"(extension {arg}).global")
+            elif name in (
+                "SHORT_BINUNICODE",
+                "BINUNICODE",
+                "BINUNICODE8",
+                "UNICODE",
+                "SHORT_BINSTRING",  # unpickled as str under protocol 2 and up
+                "BINSTRING",
+                "STRING",
+            ):
                 strings.append(str(arg))
                 last = str(arg)
                 continue

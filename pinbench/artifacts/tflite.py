@@ -37,6 +37,9 @@ MAX_RANK = 32
 MAX_NAME = 4096
 MAX_CHANNELS = 1 << 20
 """Per-channel quantization parameters of one tensor."""
+MAX_PORTS = 4096
+"""The most inputs, and the most outputs, the first subgraph may list: each is read whole
+(its shape, name and quantization), so their number bounds the reader's work."""
 
 TYPES = {
     0: "float32",
@@ -167,8 +170,11 @@ class _Reader:
                 if kind == 13 or self._field_scalar(t, _TENSOR_IS_VARIABLE, "<B", 0):
                     variables += 1
             if index == 0:
-                ins = self._ints(graph, _SUBGRAPH_INPUTS, MAX_TENSORS, "inputs", "<i")
-                outs = self._ints(graph, _SUBGRAPH_OUTPUTS, MAX_TENSORS, "outputs", "<i")
+                ins = self._ints(graph, _SUBGRAPH_INPUTS, MAX_PORTS, "inputs", "<i")
+                outs = self._ints(graph, _SUBGRAPH_OUTPUTS, MAX_PORTS, "outputs", "<i")
+                for side, found in (("input", ins), ("output", outs)):
+                    if len(set(found)) != len(found):
+                        raise TfliteError(f"the first subgraph names one tensor as two {side}s")
                 first = (
                     [self._tensor(tensors, i, "input") for i in ins],
                     [self._tensor(tensors, i, "output") for i in outs],
@@ -231,15 +237,18 @@ class _Reader:
         q = self._field_offset(tensor, _TENSOR_QUANT)
         if q is None:
             return None, False
-        scales = self._floats(q, _QUANT_SCALE)
-        zeros = self._ints(q, _QUANT_ZERO_POINT, MAX_CHANNELS, "zero points", "<q")
+        # the counts, and the first of each only: a per-channel tensor is not read further
+        first_scale, scales = self._vector(q, _QUANT_SCALE, 4, MAX_CHANNELS, "scales")
+        first_zero, zeros = self._vector(q, _QUANT_ZERO_POINT, 8, MAX_CHANNELS, "zero points")
         if not scales:
             return None, False
-        if len(zeros) not in (0, len(scales)):
-            raise TfliteError(f"{what}: {len(scales)} scales but {len(zeros)} zero points")
-        if len(scales) > 1:
+        if zeros not in (0, scales):
+            raise TfliteError(f"{what}: {scales} scales but {zeros} zero points")
+        if scales > 1:
             return None, True
-        return Quantization(scales[0], zeros[0] if zeros else 0), False
+        (scale,) = struct.unpack_from("<f", self.data, first_scale)
+        zero = struct.unpack_from("<q", self.data, first_zero)[0] if zeros else 0
+        return Quantization(scale, zero), False
 
     # ------------------------------------------------------------ FlatBuffer primitives
 
@@ -280,10 +289,6 @@ class _Reader:
         width = struct.calcsize(fmt)
         first, count = self._vector(table, field, width, cap, what)
         return list(struct.unpack_from(f"<{count}{fmt[1]}", self.data, first)) if count else []
-
-    def _floats(self, table: int, field: int) -> list[float]:
-        first, count = self._vector(table, field, 4, MAX_CHANNELS, "scales")
-        return list(struct.unpack_from(f"<{count}f", self.data, first)) if count else []
 
     def _string(self, table: int, field: int) -> str:
         first, count = self._vector(table, field, 1, MAX_NAME, "a name")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pinbench.errors import UserError
 from pinbench.tasks.notes.truth import Notes
 
 ONSET_TOLERANCE = 0.05
@@ -33,25 +34,62 @@ def hertz(midi: Notes) -> Notes:
     return out
 
 
+MAX_PAIRS = 10_000_000
+"""The most (reference, estimated) pairs whose onsets are close enough to be compared, per
+file: what the host holds while it matches (a few arrays of this many numbers)."""
+SLACK = 1e-4
+"""Onsets this much past the tolerance are still compared: a distance is rounded to 4 decimals
+before it is judged, so 0.05004 matches."""
+
+
+class TooManyPairs(UserError):
+    """A file's notes pair up past ``MAX_PAIRS`` within the onset tolerance."""
+
+    def __init__(self, *, pairs: int) -> None:
+        super().__init__(
+            f"{pairs} note pairs lie within {ONSET_TOLERANCE * 1000:.0f} ms of each other in one "
+            f"file, over the {MAX_PAIRS} the host compares"
+        )
+        self.pairs = pairs
+
+
 def matched_count(reference: Notes, estimated: Notes, *, offsets: bool) -> int:
-    """How many notes a maximum matching of ``estimated`` to ``reference`` pairs."""
+    """How many notes a maximum matching of ``estimated`` to ``reference`` pairs. Only the pairs
+    whose onsets lie within the tolerance are compared (found by sorting the estimated onsets),
+    never every pair: the estimated notes are the system under test's answer, and their number
+    must not set the host's memory (``MAX_PAIRS``)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import maximum_bipartite_matching
 
     if not len(reference) or not len(estimated):
         return 0
-    onset = np.around(np.abs(np.subtract.outer(reference[:, 0], estimated[:, 0])), DECIMALS)
-    hit = onset <= ONSET_TOLERANCE
-    cents = np.abs(
-        1200 * np.subtract.outer(np.log2(hertz(reference[:, 2])), np.log2(hertz(estimated[:, 2])))
-    )
+    order = np.argsort(estimated[:, 0], kind="stable")
+    onsets = estimated[order, 0]
+    reach = ONSET_TOLERANCE + SLACK
+    lo = np.searchsorted(onsets, reference[:, 0] - reach, side="left")
+    hi = np.searchsorted(onsets, reference[:, 0] + reach, side="right")
+    counts = hi - lo
+    total = int(counts.sum())
+    if total > MAX_PAIRS:
+        raise TooManyPairs(pairs=total)
+    if not total:
+        return 0
+    rows = np.repeat(np.arange(len(reference)), counts)
+    within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    cols = order[np.repeat(lo, counts) + within]
+    ref, est = reference[rows], estimated[cols]
+    hit = np.around(np.abs(ref[:, 0] - est[:, 0]), DECIMALS) <= ONSET_TOLERANCE
+    cents = np.abs(1200 * (np.log2(hertz(ref[:, 2])) - np.log2(hertz(est[:, 2]))))
     hit &= cents <= PITCH_TOLERANCE
     if offsets:
-        offset = np.around(np.abs(np.subtract.outer(reference[:, 1], estimated[:, 1])), DECIMALS)
-        durations = reference[:, 1] - reference[:, 0]
-        tolerance = np.maximum(OFFSET_RATIO * durations, OFFSET_MIN_TOLERANCE)
-        hit &= offset <= tolerance[:, None]
+        offset = np.around(np.abs(ref[:, 1] - est[:, 1]), DECIMALS)
+        tolerance = np.maximum(OFFSET_RATIO * (ref[:, 1] - ref[:, 0]), OFFSET_MIN_TOLERANCE)
+        hit &= offset <= tolerance
     if not hit.any():
         return 0
-    matching = maximum_bipartite_matching(csr_matrix(hit.astype(np.int8)), perm_type="column")
+    graph = csr_matrix(
+        (np.ones(int(hit.sum()), dtype=np.int8), (rows[hit], cols[hit])),
+        shape=(len(reference), len(estimated)),
+    )
+    matching = maximum_bipartite_matching(graph, perm_type="column")
     return int(np.count_nonzero(matching >= 0))

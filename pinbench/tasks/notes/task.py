@@ -8,7 +8,7 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
-from pinbench.tasks.notes.truth import FORMAT, Notes, note_problem, read_notes
+from pinbench.tasks.notes.truth import FORMAT, MAX_NOTES, Notes, note_problem, read_notes
 from pinbench.tasks.shapes import padded
 
 SHAPE = "(N, K, 3): K notes per file, each [onset s, offset s, MIDI pitch], rows of NaN padding"
@@ -124,6 +124,12 @@ class NoteScorer(Scorer):
         """One file's notes, ``(K, 3)``, its all-NaN rows (padding) left out."""
         rows = np.asarray(value, dtype=np.float64)
         kept = rows[~np.isnan(rows).all(axis=1)]
+        if len(kept) > MAX_NOTES:  # as many as a reference file may hold
+            raise BadNotes(
+                output=self.outputs[0],
+                sample=self._sample(index),
+                reason=f"{len(kept)} notes, more than {MAX_NOTES}",
+            )
         for note in kept:
             problem = note_problem([float(v) for v in note])
             if problem is not None:
