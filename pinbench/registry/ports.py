@@ -270,12 +270,18 @@ class Stream(_Strict, frozen=True, kw_only=True):
     context: Annotated[int, b.STREAM_CONTEXT.meta] = 0
 
 
+FLOAT32_TINY = 1.1754943508222875e-38
+FLOAT32_MAX = 3.4028234663852886e38
+"""``numpy.finfo(numpy.float32)``'s ``tiny`` and ``max``: the range of a normal float32."""
+
+
 class Quantization(_Strict, frozen=True, kw_only=True):
     """A quantized TensorFlow Lite tensor's affine map as its file records it: ``real = (q -
     zero_point) * scale`` (decision 280). Declared on an input, the float values the steps make
     are quantized to the tensor's integers; on an output, its integers are dequantized."""
 
-    scale: Annotated[float, msgspec.Meta(gt=0.0, lt=3.4e38)]
+    scale: Annotated[float, msgspec.Meta(ge=FLOAT32_TINY, le=FLOAT32_MAX)]
+    """A float32's positive normal range, closed (a manifest's bounds have no open end)."""
     zero_point: Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 CTC_DOCS: dict[str, dict[str, str]] = {
     "ZeroMeanUnitVar": {
         "epsilon": "Added to the variance before its square root: 1e-7 (transformers' "
-        "constant), above 0 and at most 1.",
+        "constant), 1e-12 to 1.",
     },
     "Ctc": {
         "blank": "The class index of CTC's blank (0 in PaddleOCR's recognisers), 0..999999; "

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 QUANTIZATION_DOCS: dict[str, dict[str, str]] = {
     "Quantization": {
-        "scale": "The tensor's scale as the .tflite file records it (a float32; written as "
-        "`pinbench manifest model` reads it): real = (q - zero_point) * scale. Must equal the "
-        "file's, else the run is refused naming both.",
+        "scale": "The tensor's scale as the .tflite file records it (a positive normal "
+        "float32; written as `pinbench manifest model` reads it): real = (q - zero_point) * "
+        "scale. Must equal the file's, else the run is refused naming both.",
         "zero_point": "The tensor's zero point as the file records it; must equal the file's.",
     },
 }

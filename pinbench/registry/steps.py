@@ -204,7 +204,7 @@ class ZeroMeanUnitVar(_Strict, frozen=True, kw_only=True):
     ``do_normalize`` computes it; before any padding (a ``fit_length`` after it pads with 0, as
     the extractor pads its normalised values)."""
 
-    epsilon: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 1e-7
+    epsilon: Annotated[float, msgspec.Meta(ge=1e-12, le=1.0)] = 1e-7
 
 
 class ExpandDims(_Strict, frozen=True, kw_only=True):
