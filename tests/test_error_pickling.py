@@ -21,6 +21,7 @@ import yaml
 
 import pinbench
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.model_formats import Found
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.verify import FileCheck
 
@@ -51,6 +52,7 @@ SAMPLES: dict[str, Any] = {
     "list[tuple[str, str, str]]": [("$.model.trusted", "False", "True")],
     "list[FileCheck]": [FileCheck("model/x@1.0.0:a.onnx", "ab" * 32, 10, "missing")],
     "Mapping[str, tuple[list[str], list[str]]]": {"model/x": (["^1"], ["1.0.0"])},
+    "Found | None": Found("keras-h5"),
 }
 MARK = yaml.Mark("doc.yaml", 0, 3, 4, None, 0)
 """``Any`` for PyYAML's marks (``_Limit(problem, mark)``)."""

@@ -70,8 +70,9 @@ def test_a_wrong_md5_is_refused_through_the_cli(cli: Cli, tmp_path: Path) -> Non
     [
         (  # a top-level Literal
             _with(MODEL, "format", "pt"),
-            "must be one of caffe, caffe2, hf-folder, keras, mxnet, onnx, safetensors, savedmodel, "
-            "tf-graphdef, torch-export, torch-pickle, torchscript; got 'pt' - at `$.format`",
+            "must be one of caffe, caffe2, hf-folder, keras, keras-h5, mxnet, onnx, safetensors, "
+            "savedmodel, tf-graphdef, tflite, torch-export, torch-pickle, torch-state-dict, "
+            "torchscript; got 'pt' - at `$.format`",
         ),
         (  # a Literal inside a list of structs
             _with(MODEL, "inputs.0.type", "video"),
@@ -93,7 +94,7 @@ def test_a_wrong_md5_is_refused_through_the_cli(cli: Cli, tmp_path: Path) -> Non
             _with(DATASET, "labels.format", "xml"),
             # the formats are the tasks' (``pinbench.tasks``): every one any task reads
             "`labels.format` must be one of class-index-csv, class-index-jsonl, "
-            "class-index-npy, class-index-txt, coco-json, imagefolder, masks, ",
+            "class-index-npy, class-index-txt, coco-json, imagefolder, iob2-tags, masks, ",
         ),
     ],
 )

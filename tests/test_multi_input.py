@@ -350,12 +350,15 @@ def test_a_torchscript_model_without_one_archive_is_refused_at_publish(
     ws: Workspace, tmp_path: Path, models: dict[str, Any]
 ) -> None:
     """The run loads the one file that is a TorchScript archive by its content: a manifest
-    with none (a pickle named .pt), or with two, is refused when published, nothing stored."""
+    with none (a state dict named .pt: named as what it is, decision 281), or with two, is
+    refused when published, nothing stored."""
+    from pinbench.registry.declared_format import DeclaredFormatMismatch
+
     weights = tmp_path / "weights.pt"
     torch.save(TwoInputs().state_dict(), weights)
     script = models["torchscript"][0].read_bytes()
     for files, found in (
-        ({"weights.pt": weights.read_bytes()}, "found none"),
+        ({"weights.pt": weights.read_bytes()}, "declare format: torch-state-dict"),
         ({"a.jit": script, "b.pt": script}, "found 2 (a.jit, b.pt)"),
     ):
         manifest = {
@@ -366,7 +369,7 @@ def test_a_torchscript_model_without_one_archive_is_refused_at_publish(
             "framework": {"name": "torch"},
             "files": write_files(tmp_path / "m", files),
         }
-        with pytest.raises(FormatMismatch, match=re.escape(found)):
+        with pytest.raises((FormatMismatch, DeclaredFormatMismatch), match=re.escape(found)):
             publish(ws, parse_manifest(manifest), manifest_dir=tmp_path / "m", publisher="test")
     assert list(ws.store.iter_digests()) == []
 

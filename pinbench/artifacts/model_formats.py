@@ -106,9 +106,10 @@ class Found:
         return WHAT[self.format] + (f" ({self.detail})" if self.detail else "")
 
 
-def identify(path: Path) -> Found | None:
+def identify(path: Path, name: str | None = None) -> Found | None:
     """The format of the model file at ``path`` by its bytes; None for a file in none of them
-    (labels, a config, a vocabulary)."""
+    (labels, a config, a vocabulary). ``name``: the file's name in its manifest, where ``path``
+    is a stored blob's (a SavedModel's graph is known by its name, ``saved_model.pb``)."""
     with path.open("rb") as f:
         head = f.read(16)
         if head.startswith(HDF5_SIGNATURE) or _hdf5_later(f):
@@ -121,7 +122,7 @@ def identify(path: Path) -> Found | None:
         return _pickle_stream(path)
     if len(head) >= 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") >= 2:
         return Found("safetensors")
-    if path.name == "saved_model.pb" and _proto(path, _SAVED_MODEL_FIELDS, required=(2,)):
+    if (name or path.name) == "saved_model.pb" and _proto(path, _SAVED_MODEL_FIELDS, required=(2,)):
         return Found("savedmodel")
     if head[:1] == b"\x08" and _proto(path, _ONNX_FIELDS, required=(1, 7)):
         return Found("onnx")

@@ -69,9 +69,14 @@ def check_declared_format(manifest: ModelManifest, where: Callable[[FileEntry], 
     if rule is None:
         return
     names, allowed = rule
-    found = {f.path: identify(where(f)) for f in manifest.files if _loaded(f.path, names)}
+    found = {
+        f.path: identify(where(f), PurePosixPath(f.path).name)
+        for f in manifest.files
+        if _loaded(f.path, names)
+    }
     if manifest.format == "torchscript" and any(
-        (fmt := identify(where(f))) is not None and fmt.format == "torchscript"
+        (fmt := identify(where(f), PurePosixPath(f.path).name)) is not None
+        and fmt.format == "torchscript"
         for f in manifest.files
     ):
         return  # found by its content whatever its name (``registry.formats`` counts them)
@@ -84,6 +89,6 @@ def check_declared_format(manifest: ModelManifest, where: Callable[[FileEntry], 
     if found:
         return
     for entry in manifest.files:
-        what = identify(where(entry))
+        what = identify(where(entry), PurePosixPath(entry.path).name)
         if what is not None and what.format not in allowed:
             raise DeclaredFormatMismatch(path=entry.path, declared=manifest.format, found=what)
