@@ -213,3 +213,13 @@ def wait_for_status(
             return info
         assert time.monotonic() < deadline, info
         time.sleep(next(pauses))
+
+
+def token_secret(token: str) -> str:
+    """The whole secret of a token as the server reads it: a urlsafe secret may itself hold
+    underscores, so a split on ``_`` may give a two-letter piece found anywhere in a log."""
+    from pinbench.accounts import split_token
+
+    parts = split_token(token)
+    assert parts is not None, "not a pinbench token"
+    return parts[1]

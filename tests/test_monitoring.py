@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.apiserver import Server, api_server, seed_home, serve_process
+from tests.apiserver import Server, api_server, seed_home, serve_process, token_secret
 from tests.test_api import manifest_text, multipart
 
 SAMPLE = re.compile(
@@ -235,7 +235,7 @@ def test_json_logs_carry_access_lines_and_events_but_no_secret(private_json_serv
     time.sleep(0.5)  # the log is the child's stderr: give it a moment to flush
     records = _json_lines(srv.home)
     text = (srv.home / "serve.log").read_text()
-    assert owner.split("_")[2] not in text and "s" * 43 not in text  # no secret, ever
+    assert token_secret(owner) not in text and "s" * 43 not in text  # no secret, ever
     for r in records:
         assert {"ts", "level", "logger", "msg"} <= r.keys()
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["ts"])
