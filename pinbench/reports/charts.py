@@ -35,12 +35,13 @@ class Chart:
     """What a drawn plot's readers must know beside it (e.g. which runs set a roof)."""
 
 
-def _ms(ns: float) -> float:
+def to_ms(ns: float) -> float:
     """Milliseconds, to the nanosecond."""
     return round(ns / 1e6, 6)
 
 
-def _base(title: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def chart_spec(title: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Vega-Lite spec of the report's size over ``rows``, its marks left to the caller."""
     return {
         "$schema": SCHEMA,
         "title": title,
@@ -63,8 +64,8 @@ def latency_cdf(report: Report) -> Chart:
     for run, lat in runs:
         q = np.linspace(0.0, 1.0, min(CDF_POINTS, lat.size))
         for fraction, value in zip(q, np.quantile(lat.astype(np.float64), q), strict=True):
-            rows.append({"run": run.label, "latency_ms": _ms(value), "fraction": float(fraction)})
-    spec = _base(title, rows) | {
+            rows.append({"run": run.label, "latency_ms": to_ms(value), "fraction": float(fraction)})
+    spec = chart_spec(title, rows) | {
         "mark": {"type": "line", "interpolate": "step-after"},
         "encoding": {
             "x": {
@@ -103,12 +104,12 @@ def latency_histogram(report: Report) -> Chart:
             rows.append(
                 {
                     "run": run.label,
-                    "from_ms": _ms(edges[i]),
-                    "to_ms": _ms(edges[i + 1]),
+                    "from_ms": to_ms(edges[i]),
+                    "to_ms": to_ms(edges[i + 1]),
                     "share": float(count) / lat.size,
                 }
             )
-    spec = _base(title, rows) | {
+    spec = chart_spec(title, rows) | {
         "mark": {"type": "rect", "opacity": 0.55},
         "encoding": {
             "x": {
@@ -131,12 +132,12 @@ def latency_histogram(report: Report) -> Chart:
     return Chart("histogram", title, spec)
 
 
-def _inference(report: Report) -> list[RunData]:
+def inference_runs(report: Report) -> list[RunData]:
     """The runs of models (not operator or training runs): what the inference plots draw."""
     return [run for run in report.runs if run.level == "inference"]
 
 
-def _group(run: RunData) -> str:
+def line_of(run: RunData) -> str:
     """Runs drawn as one line: traced and untraced runs never share one."""
     i = run.info
     traced = f" traced:{run.trace}" if run.trace != "none" else ""
@@ -148,17 +149,19 @@ def sweep(report: Report) -> Chart:
     batch sizes (a sweep's points, or runs made one by one), one line per group."""
     title = "Latency vs throughput across batch sizes"
     groups: dict[str, list[RunData]] = defaultdict(list)
-    for run in _inference(report):
+    for run in inference_runs(report):
         m = run.metrics
         if "throughput_sps" in m and "latency_p50_ns" in m:
-            groups[_group(run)].append(run)
+            groups[line_of(run)].append(run)
     rows = [
         {
             "group": key,
             "batch_size": run.info["batch_size"],
             "throughput_sps": run.metrics["throughput_sps"],
-            "latency_p50_ms": _ms(run.metrics["latency_p50_ns"]),
-            "latency_p90_ms": _ms(run.metrics.get("latency_p90_ns", run.metrics["latency_p50_ns"])),
+            "latency_p50_ms": to_ms(run.metrics["latency_p50_ns"]),
+            "latency_p90_ms": to_ms(
+                run.metrics.get("latency_p90_ns", run.metrics["latency_p50_ns"])
+            ),
         }
         for key, members in sorted(groups.items())
         if len({r.info["batch_size"] for r in members}) > 1
@@ -172,7 +175,7 @@ def sweep(report: Report) -> Chart:
             "no batch-size sweep here: it needs runs of one model, framework and scenario "
             "at two or more batch sizes",
         )
-    spec = _base(title, rows) | {
+    spec = chart_spec(title, rows) | {
         "encoding": {
             "x": {
                 "field": "throughput_sps",
@@ -207,7 +210,7 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
     from pinbench.tasks.registry import headline
 
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for run in _inference(report):
+    for run in inference_runs(report):
         i = run.info
         key = (i["model"] or "", i["framework"] or "", i["dataset"] or "")
         slot = by_key.setdefault(key, {})
@@ -242,7 +245,7 @@ def accuracy_points(report: Report) -> list[dict[str, Any]]:
             "metric": slot["metric"],
             "task": slot["task"],
             "accuracy": slot["accuracy"],
-            "latency_p50_ms": _ms(p50),
+            "latency_p50_ms": to_ms(p50),
             "latency_from": slot.get("scenario", slot.get("own_from", "accuracy run")),
         }
         point[slot["metric"]] = slot["accuracy"]  # also by its own name (e.g. top1)
@@ -278,8 +281,8 @@ def accuracy_vs_latency(report: Report) -> Chart:
         },
     }
     if len({r["task"] for r in rows}) == 1:
-        return Chart("accuracy", title, _base(title, rows) | layer)
-    base = {k: v for k, v in _base(title, rows).items() if k not in ("width", "height")}
+        return Chart("accuracy", title, chart_spec(title, rows) | layer)
+    base = {k: v for k, v in chart_spec(title, rows).items() if k not in ("width", "height")}
     spec = base | {
         "facet": {"row": {"field": "task", "type": "nominal", "title": None}},
         "spec": layer | {"width": WIDTH, "height": HEIGHT // 2},

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pinbench.reports.charts import HEIGHT, WIDTH, Chart, _base, _group, _inference, _ms
+from pinbench.reports.charts import HEIGHT, WIDTH, Chart, chart_spec, inference_runs, line_of, to_ms
 from pinbench.reports.data import Report, RunData
 from pinbench.run_figures import loadgen_invalid
 
@@ -30,10 +30,10 @@ def system_points(report: Report) -> list[dict[str, Any]]:
     INVALID are left out of it where the system has a valid one (``invalid`` counts them), else
     its figures are theirs (``invalid`` equals ``runs``)."""
     groups: dict[str, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
-    for run in _inference(report):
+    for run in inference_runs(report):
         m = run.metrics
         if "latency_p50_ns" in m or "throughput_sps" in m:
-            groups[f"{_group(run)} b{run.info['batch_size']}"][run.system].append(run)
+            groups[f"{line_of(run)} b{run.info['batch_size']}"][run.system].append(run)
     points = []
     for group, systems in groups.items():
         if len(systems) < 2:
@@ -46,7 +46,7 @@ def system_points(report: Report) -> list[dict[str, Any]]:
             for p in SYSTEM_LATENCIES:
                 if all(f"latency_{p}_ns" in r.metrics for r in members):
                     values = [r.metrics[f"latency_{p}_ns"] for r in members]
-                    point[f"latency_{p}_ms"] = _ms(float(np.median(values)))
+                    point[f"latency_{p}_ms"] = to_ms(float(np.median(values)))
             if all("throughput_sps" in r.metrics for r in members):
                 values = [r.metrics["throughput_sps"] for r in members]
                 point["throughput_sps"] = float(np.median(values))
@@ -121,6 +121,6 @@ def across_systems(report: Report) -> Chart:
         if v is not None
     ]
     groups = list(dict.fromkeys(p["group"] for p in points))
-    spec = {k: v for k, v in _base(title, rows).items() if k not in ("width", "height")}
+    spec = {k: v for k, v in chart_spec(title, rows).items() if k not in ("width", "height")}
     spec["vconcat"] = [_system_panels(g) for g in groups]
     return Chart("systems", title, spec)
