@@ -23,7 +23,7 @@ from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli, copied_workspace, in_process_cli, published_workspace
 from tests.pg import postgres_server
-from tests.s3server import S3Server, s3_server
+from tests.s3server import S3Server, WeedMini, weed_mini
 from tests.sharing import (
     build_notes,
     built_once,
@@ -69,11 +69,18 @@ def pg_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def s3() -> Iterator[S3Server]:
-    """A real S3 server (SeaweedFS) on loopback for the session; each test takes a prefix of
-    its own in its bucket ``pinbench`` (``S3Server.env``)."""
-    with s3_server() as server:
-        yield server
+def s3_weed() -> Iterator[tuple[S3Server, WeedMini]]:
+    """A real S3 server (SeaweedFS) on loopback for the session, and its process's handle: a
+    test that stops it (an outage) starts it again before it ends."""
+    with weed_mini() as pair:
+        yield pair
+
+
+@pytest.fixture(scope="session")
+def s3(s3_weed: tuple[S3Server, WeedMini]) -> S3Server:
+    """The session's S3 server; each test takes a prefix of its own in its bucket
+    ``pinbench`` (``S3Server.env``)."""
+    return s3_weed[0]
 
 
 def _fresh_pg_database(server_url: str) -> str:

@@ -12,7 +12,9 @@ home's ``blobs`` folder becomes a local cache of verified copies, because a run 
   staging folder, hashing while it downloads, and renames it into the cache only when its
   sha256 is its name: wrong bytes raise ``ChecksumMismatch`` and leave nothing behind.
 - ``check`` (``pinbench verify``, ``fsck``, restore's check) hashes the bucket's bytes as they
-  stream by and keeps none of them: a warm copy vouches for nothing there (decision 210).
+  stream by and keeps none of them: a warm copy vouches for nothing there (decision 210);
+  ``copy_out`` (``pinbench backup``) writes them into a backup as they are hashed, the local
+  copies neither read nor made (decision 284).
 - the copies are bounded, least recently used evicted first (``pinbench.artifacts.copies``);
   a run holds those it reads (``held``).
 - multipart uploads left incomplete (a process killed mid-upload) are listed by ``uploads``
@@ -195,6 +197,38 @@ class S3BlobStore(BlobStore):
             raise ChecksumMismatch(path=label, expected=digest, actual=actual)
         if size is not None and actual_size != size:
             raise SizeMismatch(path=label, expected=size, actual=actual_size)
+
+    def copy_out(
+        self, digest: Digest, target: Path, *, label: str, progress: Progress | None = None
+    ) -> int:
+        """Write the bucket's bytes of the blob to ``target`` (made new, read-only), hashing
+        them as they stream by (a backup takes what the bucket holds, decision 284); the size.
+        A local copy is neither read nor made. ``BlobMissing`` when the bucket lacks it,
+        ``ChecksumMismatch`` when its bytes are not its name's: then no file is left."""
+        chunks = self.bucket.chunks(self.relative(digest))
+        if chunks is None:
+            raise BlobMissing(path=label, digest=digest)
+        temp = target.with_name(f".{target.name}.part")
+        hasher, size = hashlib.sha256(), 0
+        try:
+            with temp.open("xb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+                    hasher.update(chunk)
+                    size += len(chunk)
+                    if progress is not None:
+                        progress(len(chunk))
+                out.flush()
+                os.fsync(out.fileno())
+            actual = Digest(hasher.hexdigest())
+            if actual != digest:
+                raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+            temp.chmod(0o444)
+            os.replace(temp, target)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        return size
 
     def _download(self, digest: Digest, *, label: str, progress: Progress | None = None) -> int:
         """Fetch the object into staging, hashing it; rename it into the cache only if it

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from pinbench.cli.common import local_registry
+from pinbench.cli.common import local_registry, progress_lines
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
@@ -31,19 +31,26 @@ folder_argument = click.argument(
 def backup(folder: Path, no_blobs: bool = False, as_json: bool = False) -> None:
     """Back the registry up into DIR (absent or empty): the database first (SQLite's backup
     API, or pg_dump), then every blob it references (hard links on the same filesystem,
-    else copies), their manifest and the signing keys.
+    else copies; with the blobs in object storage, read from the bucket), their manifest and
+    the signing keys.
 
     Every blob, key and the database's file is hashed as it is taken: a blob whose bytes are
-    not its name's, or one missing, fails the backup (exit 1) and leaves nothing. DIR must be
-    outside the home and the blob store. It is as secret as PINBENCH_HOME (it holds the
-    private keys). `pinbench restore DIR` restores it into an empty home and database.
+    not its name's, or one missing (from the bucket, for blobs in object storage), fails the
+    backup (exit 1) and leaves nothing. DIR must be outside the home and the blob store. It is
+    as secret as PINBENCH_HOME (it holds the private keys). `pinbench restore DIR` restores
+    it into an empty home and database.
     """
     with local_registry() as reg:
-        done = reg.admin().backup(folder, blobs=not no_blobs)
+        say = progress_lines(quiet=as_json)
+        done = reg.admin().backup(folder, blobs=not no_blobs, say=say)
     if as_json:
         _print_json(done.to_json())
         return
-    how = f"{done.linked} linked, {done.copied} copied" if done.included else "not included"
+    how = (
+        f"{done.linked} linked, {done.copied} copied from {done.source}"
+        if done.included
+        else "not included"
+    )
     _out().print(
         f"backed up the {done.database} database (schema {done.revision}) and "
         f"{done.blobs} blobs, {done.bytes:,} bytes ({how}) to {done.folder}"

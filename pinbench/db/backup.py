@@ -14,6 +14,11 @@ it holds with its sha256 and size (format 2, decision 181). A folder without it 
 What it takes is hashed as it is taken (decision 181): each blob once placed (a blob whose
 bytes are not its name's fails the backup, naming it), the database's file, each key. A folder
 inside the home or the blob store is refused: the backup would be part of what it copies.
+
+With the blobs in object storage the bucket is the truth (decision 284): each blob's bytes are
+read from the bucket and hashed as they stream into the backup (``S3BlobStore.copy_out``);
+this machine's local copies are neither read nor linked, so a copy damaged here changes
+nothing, and a blob the bucket lacks, or holds with other bytes, fails the backup naming it.
 """
 
 from __future__ import annotations
@@ -25,17 +30,20 @@ import os
 import re
 import shutil
 import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.artifacts.digest import Digest, hash_file
-from pinbench.artifacts.store import BlobMissing
+from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.db import dumps
 from pinbench.db.upkeep import references
 
 if TYPE_CHECKING:
+    from pinbench.artifacts.s3store import S3BlobStore
     from pinbench.workspace import Workspace
 
 FORMAT = "pinbench-backup/2"
@@ -47,6 +55,8 @@ KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """The name of a key file a backup holds (one being written starts with a dot)."""
 CACHE_KEY = "verified-cache.key"
 """The verified-state cache's key: of this machine's cache, not backed up."""
+SAY_EVERY_S = 5.0
+"""How often a backup says how far it has got."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,8 @@ class BackedUp:
     linked: int
     copied: int
     included: bool
+    source: str
+    """Where the blobs' bytes were read: the home's folder, or the bucket (``s3://...``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +82,7 @@ class BackedUp:
             "linked": self.linked,
             "copied": self.copied,
             "blobs_included": self.included,
+            "blobs_from": self.source,
         }
 
 
@@ -159,35 +172,47 @@ def _snapshot(ws: Workspace, folder: Path) -> tuple[str, dict[str, str]]:
     return dumps.PG_DUMP, refs
 
 
-def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
-    """Back the registry up into ``folder`` (absent or empty); a failure leaves nothing."""
+def backup(
+    ws: Workspace, folder: Path, *, blobs: bool = True, say: Callable[[str], None] | None = None
+) -> BackedUp:
+    """Back the registry up into ``folder`` (absent or empty); a failure leaves nothing.
+    ``say`` is told how far it has got, every ``SAY_EVERY_S`` while blobs are taken."""
+    from pinbench.artifacts.s3store import S3BlobStore
     from pinbench.db.schema import HEAD_REVISION
 
     _outside(ws, folder)
+    remote = ws.store if isinstance(ws.store, S3BlobStore) else None
+    source = str(remote.bucket.location) if remote is not None else str(ws.store.blobs)
     made = _empty_folder(folder)
     try:
         dump, refs = _snapshot(ws, folder)
         dump_digest, dump_size = hash_file(folder / dump)
         listed: list[dict[str, Any]] = []
         linked = copied = 0
-        sizes = _bucket_sizes(ws) if not blobs else None
+        told = _Told(say, len(refs), source)
+        sizes = _bucket_sizes(remote) if remote is not None and not blobs else None
         for digest in sorted(refs):
-            if sizes is not None and digest in sizes:
-                listed.append({"sha256": digest, "size": sizes[digest]})
-                continue
-            source, fetched = _source(ws, Digest(digest), label=refs[digest])
-            try:
-                size = source.stat().st_size
-            except FileNotFoundError:
-                raise BlobMissing(path=refs[digest], digest=Digest(digest)) from None
+            label = refs[digest]
+            if sizes is not None:  # listed from the bucket, nothing read
+                if digest not in sizes:
+                    raise BlobMissing(path=label, digest=Digest(digest))
+                size = sizes[digest]
+            elif remote is not None:  # read from the bucket, hashed as it is written here
+                size = _from_bucket(remote, digest, folder, label)
+                copied += 1
+            else:
+                path = ws.store.path(Digest(digest))
+                try:
+                    size = path.stat().st_size
+                except FileNotFoundError:
+                    raise BlobMissing(path=label, digest=Digest(digest)) from None
+                if blobs:
+                    if _take(path, folder / "blobs" / digest[:2] / digest, label):
+                        linked += 1
+                    else:
+                        copied += 1
             listed.append({"sha256": digest, "size": size})
-            if blobs:
-                if _take(source, folder / "blobs" / digest[:2] / digest, refs[digest]):
-                    linked += 1
-                else:
-                    copied += 1
-            if fetched:  # downloaded for this backup only: the cache does not grow by it
-                source.unlink(missing_ok=True)
+            told.one(size)
         keys = _copy_keys(ws.settings.home / "keys", folder / "keys")
         manifest = {
             "format": FORMAT,
@@ -218,7 +243,41 @@ def backup(ws: Workspace, folder: Path, *, blobs: bool = True) -> BackedUp:
         linked=linked,
         copied=copied,
         included=blobs,
+        source=source,
     )
+
+
+class _Told:
+    """A backup's progress, said every ``SAY_EVERY_S`` (and at its end when it was said)."""
+
+    def __init__(self, say: Callable[[str], None] | None, total: int, source: str) -> None:
+        self.say, self.total, self.source = say, total, source
+        self.done = self.bytes = 0
+        self.said = time.monotonic()
+
+    def one(self, size: int) -> None:
+        self.done += 1
+        self.bytes += size
+        now = time.monotonic()
+        if self.say is not None and (now - self.said >= SAY_EVERY_S):
+            self.say(
+                f"backup: {self.done:,} of {self.total:,} blobs ({self.bytes:,} bytes) taken "
+                f"from {self.source}"
+            )
+            self.said = now
+
+
+def _from_bucket(store: S3BlobStore, digest: str, folder: Path, label: str) -> int:
+    """The bucket's bytes of a blob written into the backup as they are hashed; a blob the
+    bucket lacks (``BlobMissing``) or holds with other bytes (``BackupSourceBad``) fails it."""
+    target = folder / "blobs" / digest[:2] / digest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return store.copy_out(Digest(digest), target, label=label)
+    except ChecksumMismatch as exc:
+        raise dumps.BackupSourceBad(
+            path=f"{store.bucket.location}/{_shown(digest)}", label=label, actual=exc.actual.hex
+        ) from None
 
 
 def _take(source: Path, target: Path, label: str) -> bool:
@@ -241,26 +300,10 @@ def _shown(digest: str) -> str:
     return f"blobs/{digest[:2]}/{digest}"
 
 
-def _source(ws: Workspace, digest: Digest, *, label: str) -> tuple[Path, bool]:
-    """Where the blob's bytes are read from, and whether they were downloaded for this: the
-    home's file, or, for a store on object storage, the verified local copy (downloaded and
-    hashed when the cache lacks it)."""
-    from pinbench.artifacts.s3store import S3BlobStore
-
-    if isinstance(ws.store, S3BlobStore):
-        cached = ws.store.path(digest).is_file()
-        return ws.store.verify(digest, label=label), not cached
-    return ws.store.path(digest), False
-
-
-def _bucket_sizes(ws: Workspace) -> dict[str, int] | None:
+def _bucket_sizes(store: S3BlobStore) -> dict[str, int]:
     """For ``--no-blobs`` on object storage: each blob's size as the bucket lists it (nothing
-    downloaded); None for a home's folder (its files are stat'ed)."""
-    from pinbench.artifacts.s3store import S3BlobStore
-
-    if not isinstance(ws.store, S3BlobStore):
-        return None
-    return {s.digest: s.size for s in ws.store.listing() if s.digest is not None}
+    downloaded)."""
+    return {s.digest: s.size for s in store.listing() if s.digest is not None}
 
 
 def _copy_keys(source: Path, target: Path) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,15 +138,18 @@ class Admin:
             self._ws("runs prune"), keep_days=keep_days, keep_last=keep_last, delete=delete
         )
 
-    def backup(self, folder: Path, *, blobs: bool = True) -> BackedUp:
+    def backup(
+        self, folder: Path, *, blobs: bool = True, say: Callable[[str], None] | None = None
+    ) -> BackedUp:
         """``pinbench backup``: a consistent snapshot of the database (SQLite's backup API,
         or ``pg_dump``) taken first, then every blob it references (hard links where the
-        filesystem allows, else copies; none when not ``blobs``) with their manifest and the
-        signing keys, each hashed as taken, into ``folder`` (absent or empty, outside the home
-        and the blob store). A failure (a blob missing or damaged included) leaves nothing."""
+        filesystem allows, else copies; with the blobs in object storage, the bucket's bytes;
+        none when not ``blobs``) with their manifest and the signing keys, each hashed as
+        taken, into ``folder`` (absent or empty, outside the home and the blob store). A
+        failure (a blob missing or damaged included) leaves nothing. ``say``: progress."""
         from pinbench.db.backup import backup
 
-        return backup(self._ws("backup"), folder, blobs=blobs)
+        return backup(self._ws("backup"), folder, blobs=blobs, say=say)
 
     def restore(self, folder: Path) -> Restored:
         """``pinbench restore``: a backup into this empty home and database; every file it
