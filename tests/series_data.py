@@ -50,7 +50,7 @@ def record(
     """A run of ``locked`` started at T0 + ``minute``: its raw latencies as a blob, their
     median as ``framework_latency_p50_ns``, throughput as its inverse; the id."""
     raw = np.asarray(latencies_ns, dtype=np.int64)
-    digest = save_array(ws, raw).hex
+    digest = save_array(ws.store.put_bytes, raw).hex
     run_id = str(uuid.uuid4())
     metrics = {
         "framework_latency_p50_ns": float(np.median(raw)),

@@ -157,10 +157,11 @@ def test_every_key_the_host_writes_for_a_stored_blob_is_listed(ws: Workspace) ->
         graph=b"an optimized graph",
     )
     trains: Any = SimpleNamespace(body=SimpleNamespace(training=object()))
-    save_weights(ws, evidence, trains)
-    save_tokens(ws, evidence)
-    save_postprocess(ws, evidence)
-    store_graph(ws, evidence)
+    put = ws.store.put_bytes
+    save_weights(put, evidence, trains)
+    save_tokens(put, evidence)
+    save_postprocess(put, evidence)
+    store_graph(put, evidence)
     written = _digests(evidence.details)
     assert written == set(RUN_BLOBS) - {("outputs_sha256",)}
     labels = _referenced(evidence.details)

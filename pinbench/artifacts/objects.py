@@ -44,6 +44,12 @@ class ObjectStoreFailure(SystemFailure):
         self.reason = reason
 
 
+class ObjectStoreUnavailable(ObjectStoreFailure):
+    """The object store did not answer (no connection, a timeout, a dropped connection) or
+    answered that it cannot now (HTTP 5xx): an outage, which a run's blobs wait out
+    (decision 284), as ``DatabaseUnavailable`` is one of the database's."""
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     """A bucket and the key prefix under which ``blobs/ab/abcdef...`` are kept."""
@@ -135,7 +141,8 @@ class Bucket:
         reason = str(exc)
         if _status(exc) == 403:
             reason = f"access denied: check the AWS credentials and the bucket's policy ({exc})"
-        return ObjectStoreFailure(where=str(self.location), action=action, reason=reason)
+        kind = ObjectStoreUnavailable if _outage(exc) else ObjectStoreFailure
+        return kind(where=str(self.location), action=action, reason=reason)
 
     def exists(self, relative: str) -> bool:
         return self.modified(relative) is not None
@@ -375,3 +382,19 @@ def _status(exc: Any) -> int | None:
         return None
     code = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return int(code) if code is not None else None
+
+
+def _outage(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what it wraps: s3transfer's upload error wraps the client's) says
+    the store is away rather than refusing: no connection, a timeout or a connection cut
+    short (botocore's ``ConnectionError``, ``HTTPClientError``), or an HTTP 5xx answer."""
+    from botocore.exceptions import ConnectionError as Unreachable
+    from botocore.exceptions import HTTPClientError
+
+    seen = 0
+    while exc is not None and seen < 8:  # a chain of causes, bounded
+        status = _status(exc)
+        if isinstance(exc, (Unreachable, HTTPClientError)) or (status or 0) >= 500:
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False

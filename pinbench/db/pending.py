@@ -17,6 +17,11 @@ one and whose results are numbers, is a record; anything else is set aside in
 
 The blobs such a record names count as referenced for ``fsck`` and ``gc --blobs``
 (``db.upkeep``) however long it waits, whatever the grace period.
+
+A run whose blobs the blob store could not take before its process was asked to stop (an
+object store away, decision 284) keeps their bytes here too, ``HOME/pending/blobs/HEX``
+(``keep_blob``), and its record with them: the record is written only once they are stored
+(``store_kept``, before ``write_left``), each hashed again on the way.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import owner_alive, owner_of
 from pinbench.db.run_record import BadRecord, RunRecord
 
@@ -40,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("pinbench.db")
 FOLDER = "pending"
 REFUSED = "refused"
+BLOBS = "blobs"
+"""The sub-folder holding the bytes of run blobs the blob store could not take (decision 284)."""
 """The sub-folder where files that are not records pinbench can write are set aside."""
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 """The largest record file read (a run's record is its row and metrics: kilobytes)."""
@@ -65,16 +73,63 @@ def keep(ws: Workspace, record: RunRecord) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     owner = owner_of(ws.store.tmp)
     path = where / f"{owner}-{record.id}.json"
-    temp = where / f".{path.name}.new"
-    data = json.dumps(record.to_json(), sort_keys=True).encode()
+    _write(path, json.dumps(record.to_json(), sort_keys=True).encode())
+    return path
+
+
+def _write(path: Path, data: bytes) -> None:
+    """``data`` as ``path``, whole: a temporary name beside it, fsync, rename."""
+    temp = path.with_name(f".{path.name}.new")
     fd = os.open(temp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(temp, path)
-    return path
+
+
+def keep_blob(ws: Workspace, data: bytes) -> Digest:
+    """Keep a run blob's bytes in ``HOME/pending/blobs`` until the store takes them; its
+    digest (the name it is kept under)."""
+    digest = Digest.of_bytes(data)
+    where = folder(ws) / BLOBS
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _write(where / digest.hex, data)
+    return digest
+
+
+def kept_blobs(ws: Workspace, digests: list[str]) -> list[str]:
+    """Those of ``digests`` (hex) whose bytes wait here for the store (a regular file each)."""
+    where = folder(ws) / BLOBS
+    return [d for d in digests if _plain(where / d)] if where.is_dir() else []
+
+
+def _plain(path: Path) -> bool:
+    """A regular file, not followed through a link (a FIFO is never waited on)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def store_kept(ws: Workspace, digests: list[str]) -> int:
+    """Put the kept bytes of ``digests`` into the store (staged and hashed against their name:
+    a file that does not hash to it is refused with ``ChecksumMismatch``), removing each kept
+    file once stored; how many were stored. The store's errors pass (an outage: the record
+    waits on)."""
+    stored = 0
+    for hex_digest in kept_blobs(ws, digests):
+        path = folder(ws) / BLOBS / hex_digest
+        digest = Digest(hex_digest)
+        staged = ws.store.stage(path, label=f"kept run blob {path}", expected=digest)
+        with ws.store.locked():
+            ws.store.commit(staged)
+        path.unlink(missing_ok=True)
+        stored += 1
+    return stored
 
 
 def drop(path: Path) -> None:

@@ -50,32 +50,38 @@ def until_available(
     give_up: Callable[[], bool] = _never,
     between: Callable[[], None] | None = None,
     pause: Callable[[float], object] = time.sleep,
+    outage: type[Exception] = DatabaseUnavailable,
+    of: str = "the database",
+    say: Callable[[str], None] | None = None,
 ) -> T:
-    """``call()``'s result, retried while it raises ``DatabaseUnavailable``. ``what`` names
-    the work in the log; ``give_up``, asked after each failure, ends the wait (the last
-    ``DatabaseUnavailable`` raised); ``between`` runs before each retry (a run refreshes its
-    blobs there)."""
+    """``call()``'s result, retried while it raises ``outage`` (``DatabaseUnavailable``; a
+    run's blobs wait out the object store's, decision 284). ``what`` names the work in the
+    log, ``of`` what is waited for; ``give_up``, asked after each failure, ends the wait (the
+    last ``outage`` raised); ``between`` runs before each retry (a run refreshes its blobs
+    there); ``say`` is told each line the log is (a run's progress)."""
     policy = backoff or Backoff()
     started = said = time.monotonic()
     tries = 0
+
+    def tell(text: str) -> None:
+        log.warning("%s", text)
+        if say is not None:
+            say(text)
+
     while True:
         tries += 1
         try:
             result = call()
-        except DatabaseUnavailable as exc:
+        except outage as exc:
             if give_up():
-                log.warning("%s: gave up after %d tries: %s", what, tries, exc)
+                tell(f"{what}: gave up waiting for {of} after {tries} tries: {exc}")
                 raise
             wait = policy.delay(tries)
             now = time.monotonic()
             if tries == 1 or now - said >= SAID_EVERY_S:
-                log.warning(
-                    "%s waits for the database (%s): try %d, %.0f s so far, next in %.1f s",
-                    what,
-                    exc,
-                    tries,
-                    now - started,
-                    wait,
+                tell(
+                    f"{what} waits for {of} ({exc}): try {tries}, {now - started:.0f} s so "
+                    f"far, next in {wait:.1f} s"
                 )
                 said = now
             pause(wait)
@@ -83,10 +89,8 @@ def until_available(
                 between()
             continue
         if tries > 1:
-            log.warning(
-                "%s: done once the database was back (%d tries over %.0f s)",
-                what,
-                tries,
-                time.monotonic() - started,
+            tell(
+                f"{what}: done once {of} was back ({tries} tries over "
+                f"{time.monotonic() - started:.0f} s)"
             )
         return result

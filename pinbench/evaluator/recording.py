@@ -11,6 +11,10 @@ A process that stops before then (a server stopped, a CLI run interrupted again)
 file: ``record_left``, run by each server's start and sweeps, writes the records of dead
 processes, as they would have been written, onto their runs' rows (``write_left``: never a new
 row, never a run finished or still owned by a live server).
+
+A record whose blobs wait in the home for the blob store (``evaluator.blob_wait``, decision
+284) is not tried: it is kept there at once, and ``record_left`` stores its blobs before it
+writes it (a store still away leaves it for the next sweep).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.objects import ObjectStoreUnavailable
+from pinbench.artifacts.store_errors import ChecksumMismatch
 from pinbench.db import pending
 from pinbench.db.errors import DatabaseUnavailable
 from pinbench.db.run_record import (
@@ -53,6 +59,9 @@ class Recorded(enum.Enum):
     """Given up for now: the record is in ``HOME/pending``, written by the next server."""
     LOST = "lost"
     """Given up, and the home could not keep it either (a full disk)."""
+    BLOBS_WAITING = "blobs waiting"
+    """Its blobs wait in the home for the blob store (decision 284), and the record with
+    them: written by the next server, once it has stored them."""
 
 
 class RecordWaiting(SystemFailure):
@@ -60,7 +69,9 @@ class RecordWaiting(SystemFailure):
     stop: it waits in the home (``folder``), and the next server started there writes it;
     ``folder`` None: the home could not keep it either, and it is lost."""
 
-    def __init__(self, *, run: str, status: str, folder: str | None) -> None:
+    def __init__(
+        self, *, run: str, status: str, folder: str | None, waited_for: str = "the database"
+    ) -> None:
         kept = (
             f"its record is kept in {folder} and written by the next `pinbench serve` started "
             "on this home (or the sweep of one serving it now)"
@@ -68,12 +79,22 @@ class RecordWaiting(SystemFailure):
             else "its record could not be kept in the home either, and is lost"
         )
         super().__init__(
-            f"run {run} {status}, but the database stayed unavailable until this process was "
+            f"run {run} {status}, but {waited_for} stayed unavailable until this process was "
             f"asked to stop: {kept}"
         )
         self.run = run
         self.status = status
         self.folder = folder
+        self.waited_for = waited_for
+
+
+def still_waiting(ws: Workspace, recorded: Recorded, run: str, status: str) -> None:
+    """Raise ``RecordWaiting`` for a record ``record_run`` left waiting (or lost)."""
+    if recorded in (Recorded.WRITTEN, Recorded.DROPPED):
+        return
+    folder = None if recorded is Recorded.LOST else str(pending.folder(ws))
+    waited_for = "the blob store" if recorded is Recorded.BLOBS_WAITING else "the database"
+    raise RecordWaiting(run=run, status=status, folder=folder, waited_for=waited_for)
 
 
 def record_run(
@@ -92,6 +113,17 @@ def record_run(
     def attempt() -> bool:
         return write(ws, record, prepare() if prepare is not None else None)
 
+    if pending.kept_blobs(ws, named(ws, record)):
+        try:
+            kept_at = pending.keep(ws, record)
+        except OSError as exc:
+            say(f"run {record.id[:8]}: its record could not be kept in the home ({exc}): lost")
+            return Recorded.LOST
+        say(
+            f"run {record.id[:8]} {record.status}, but its blobs wait for the blob store: "
+            f"its record is kept in {kept_at} with them, written once they are stored"
+        )
+        return Recorded.BLOBS_WAITING
     try:
         return Recorded.WRITTEN if attempt() else Recorded.DROPPED
     except DatabaseUnavailable as exc:
@@ -143,11 +175,16 @@ def stopped_from_now(stop: Stop) -> Callable[[], bool]:
 def touch_blobs(ws: Workspace, record: RunRecord) -> None:
     """Touch the blobs ``record`` names; a failure is logged (the record's file holds them
     for a collector on this home)."""
-    for digest in referenced([], [record.blob_fields()], [], ws.store.local):
+    for digest in named(ws, record):
         try:
             ws.store.touch(Digest(digest))
         except PinbenchError as exc:
             log.warning("run %s: could not touch blob %s: %s", record.id[:8], digest[:12], exc)
+
+
+def named(ws: Workspace, record: RunRecord) -> list[str]:
+    """The blobs (hex) ``record`` names."""
+    return sorted(referenced([], [record.blob_fields()], [], ws.store.local))
 
 
 def record_left(ws: Workspace, attest: Attest) -> int:
@@ -157,6 +194,17 @@ def record_left(ws: Workspace, attest: Attest) -> int:
     written = 0
     for item in pending.left(ws):
         record = item.record
+        try:
+            pending.store_kept(ws, named(ws, record))  # its blobs before the row naming them
+        except ChecksumMismatch as exc:  # a kept file that is not its blob: never written
+            pending.set_aside(item.path, f"not written: {exc}")
+            continue
+        except ObjectStoreUnavailable as exc:
+            log.info("run %s: its waiting record left for now: %s", record.id[:8], exc)
+            continue
+        except PinbenchError as exc:  # the store refused (a full disk, access denied)
+            log.warning("run %s: its waiting record's blobs not stored: %s", record.id[:8], exc)
+            continue
         try:
             done = write_left(ws, record)
         except DatabaseUnavailable:

@@ -23,28 +23,17 @@ from sqlalchemy import update
 from pinbench.artifacts.digest import Digest
 from pinbench.chains.policy import check_chain_run
 from pinbench.cluster.placement import check_here
-from pinbench.db import pending
 from pinbench.db.models import Run as RunRow
 from pinbench.db.run_record import RunRecord
 from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator import recording
+from pinbench.evaluator.blob_wait import waiting_put
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
-from pinbench.evaluator.recording import (
-    Recorded,
-    RecordWaiting,
-    record_run,
-    stopped_from_now,
-)
-from pinbench.evaluator.run_blobs import (
-    save_array,
-    save_postprocess,
-    save_tokens,
-    save_weights,
-    store_graph,
-)
+from pinbench.evaluator.recording import Recorded, record_run, stopped_from_now
+from pinbench.evaluator.run_blobs import save_evidence, save_weights, store_graph
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.runners.consented import package_mark
@@ -236,19 +225,11 @@ def run_lockfile(
             )
             stop.check()
             judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))
-        assert evidence.latencies is not None
-        attempt.latencies = save_array(ws, evidence.latencies)
+        put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop))
+        attempt.latencies, attempt.trace = save_evidence(put, evidence, lock)
         if evidence.trace is not None:
-            attempt.trace = ws.store.put_bytes(evidence.trace)
             trace_data = msgspec.json.decode(evidence.trace)
             evidence.details["trace"] = summarise(trace_data)
-        evidence.details.pop("outputs_sha256", None)  # the host's digest, or none
-        if evidence.outputs is not None:
-            evidence.details["outputs_sha256"] = save_array(ws, evidence.outputs).hex
-        save_weights(ws, evidence, lock)
-        save_tokens(ws, evidence)
-        save_postprocess(ws, evidence)
-        store_graph(ws, evidence)
         attempt.status = "succeeded"
     except KeyboardInterrupt:
         attempt.status, attempt.error = "interrupted", "interrupted (SIGINT)"
@@ -258,8 +239,9 @@ def run_lockfile(
         raise
     except PinbenchError as exc:
         attempt.error = str(exc)
-        save_weights(ws, evidence, lock)  # a training run short of its target keeps its weights
-        store_graph(ws, evidence)  # an invalid graph optimization keeps its graph, to be opened
+        put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop))
+        save_weights(put, evidence, lock)  # a training run short of its target keeps its weights
+        store_graph(put, evidence)  # an invalid graph optimization keeps its graph, to be opened
         raise
     except BaseException as exc:
         attempt.error = f"{type(exc).__name__}: {exc}"
@@ -269,9 +251,7 @@ def run_lockfile(
             attempt.runner = on.runner
         _keep_cost(evidence.details, price, on is not None)
         recorded = _record(ws, attempt, say, stop)
-    if recorded in (Recorded.WAITING, Recorded.LOST):
-        folder = str(pending.folder(ws)) if recorded is Recorded.WAITING else None
-        raise RecordWaiting(run=attempt.id, status=attempt.status, folder=folder)
+    recording.still_waiting(ws, recorded, attempt.id, attempt.status)
     url = otel.endpoint()
     if trace_data is not None and url:
         _export_trace(trace_data, attempt, url, say)
@@ -354,7 +334,8 @@ def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:
 
     give_up = stopped_from_now(stop)
     record = _record_of(attempt)
-    attestation = attestation_of_record(ws, record, attempt.lock, say)  # committed with it
+    put = waiting_put(ws, attempt.id, say, give_up=give_up, keep=False)  # else attested later
+    attestation = attestation_of_record(ws, record, attempt.lock, say, put)  # committed with it
     recorded = record_run(ws, record, say, give_up=give_up, prepare=attestation)
     if recorded is Recorded.DROPPED:
         say(f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped")

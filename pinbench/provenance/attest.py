@@ -16,6 +16,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from pinbench.artifacts.digest import Digest
     from pinbench.db.run_record import Also, RunRecord
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
@@ -62,7 +63,11 @@ def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
 
 
 def attestation_of_record(
-    ws: Workspace, record: RunRecord, lock: Lockfile, say: Callable[[str], None]
+    ws: Workspace,
+    record: RunRecord,
+    lock: Lockfile,
+    say: Callable[[str], None],
+    put: Callable[[bytes], Digest] | None = None,
 ) -> Callable[[], Also | None]:
     """The attestation of a run about to be recorded, for ``evaluator.recording.record_run``:
     called before each try of the record's transaction, outside it, it signs the statement
@@ -72,7 +77,8 @@ def attestation_of_record(
     waits for the store's. A key that cannot be had, or signing that fails, is said and gives
     None: the record is written without it (``pinbench runs attest`` makes one later). The
     database's own errors pass: the record waits for the database, and its attestation with
-    it."""
+    it. ``put`` stores its blobs (a run's waits out a blob-store outage, decision 284; unset:
+    ``ws.store.put_bytes``)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from pinbench.db.errors import DatabaseUnavailable
@@ -91,8 +97,9 @@ def attestation_of_record(
         try:
             private = signing_key(ws)
             keyid = public_of(private).keyid
-            payload = statement_for(ws, as_row(record), lock, after_the_fact=False)
-            blob = ws.store.put_bytes(sign(payload, private, keyid).line())
+            store = put or ws.store.put_bytes
+            payload = statement_for(ws, as_row(record), lock, after_the_fact=False, put=store)
+            blob = store(sign(payload, private, keyid).line())
         except (SQLAlchemyError, DatabaseUnavailable):
             raise
         except Exception as exc:  # the run is recorded all the same; attested later

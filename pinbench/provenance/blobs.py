@@ -23,7 +23,7 @@ def store_blobs(ws: Workspace) -> tuple[BlobDigest, BlobBytes]:
     from pinbench.artifacts.digest import Digest
 
     def path(sha: str) -> Path | None:
-        p = ws.store.path(Digest(sha))
+        p = ws.store.local(Digest(sha))  # blobs in a bucket: its bytes, into the local copies
         return p if p.is_file() else None
 
     return files_by(path)

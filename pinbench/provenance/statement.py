@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING, Any, Final
 from pinbench.artifacts.canonical import canonical_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy.orm import Session
 
+    from pinbench.artifacts.digest import Digest
     from pinbench.db.models import Run
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
@@ -84,12 +87,20 @@ def statement_of(ws: Workspace, session: Session, run: Run, *, after_the_fact: b
     return statement_for(ws, run, lock, after_the_fact=after_the_fact)
 
 
-def statement_for(ws: Workspace, run: Run, lock: Lockfile, *, after_the_fact: bool) -> bytes:
+def statement_for(
+    ws: Workspace,
+    run: Run,
+    lock: Lockfile,
+    *,
+    after_the_fact: bool,
+    put: Callable[[bytes], Digest] | None = None,
+) -> bytes:
     """The statement's canonical JSON for ``run`` (a row, or a record not yet written) run from
-    ``lock``; its ``results.json`` stored as a blob. Reads no database."""
+    ``lock``; its ``results.json`` stored as a blob (through ``put``, else
+    ``ws.store.put_bytes``). Reads no database."""
     from pinbench import __version__
 
-    results = ws.store.put_bytes(canonical_json(results_record(run)))
+    results = (put or ws.store.put_bytes)(canonical_json(results_record(run)))
     builder = f"pinbench://{socket.gethostname()}"
     if run.system:
         builder += f"/systems/{run.system}"

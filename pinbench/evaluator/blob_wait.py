@@ -1,0 +1,66 @@
+"""A run's blobs through a blob-store outage (decision 284).
+
+A run that has measured keeps what it measured whatever the blob store does meanwhile, as its
+record does through a database outage (``evaluator.recording``): each blob it stores (its raw
+latencies, trace, outputs, weights, token and post-processing times, optimized graph, the
+attestation's results and envelope) is put through ``waiting_put``, which retries while the
+object store is away (``ObjectStoreUnavailable``: no connection, a timeout, an HTTP 5xx) with
+the database's backoff (``db.waiting``), said in the log and in the run's progress, until the
+store takes it. A store that refuses (access denied, no bucket) is not waited for.
+
+When the process is asked to stop while it waits (a server stopping, a signal), the blob's
+bytes are kept in the home (``db.pending.keep_blob``) and the run's record waits with them
+(``recording.record_run``): the next server started on the home stores them, then writes the
+record (``recording.record_left``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.objects import ObjectStoreUnavailable
+from pinbench.db import pending
+from pinbench.db.waiting import until_available
+from pinbench.evaluator.run_blobs import Put
+from pinbench.workspace import Workspace
+
+OF = "the blob store"
+
+
+def waiting_put(
+    ws: Workspace,
+    run_id: str,
+    say: Callable[[str], None],
+    *,
+    give_up: Callable[[], bool],
+    keep: bool = True,
+) -> Put:
+    """``ws.store.put_bytes`` for run ``run_id``'s blobs, waiting out an object store's outage
+    until it takes them or ``give_up()`` (asked after each failed try) says to stop waiting:
+    then the bytes are kept in ``HOME/pending/blobs`` and their digest returned all the same
+    (``keep``), or the outage raised (not ``keep``: the attestation's blobs, whose run is
+    attested later, ``runs attest`` or the next server's ``record_left``)."""
+
+    def put(data: bytes) -> Digest:
+        what = f"run {run_id[:8]}'s blob of {len(data):,} bytes"
+        try:
+            return until_available(
+                lambda: ws.store.put_bytes(data),
+                what=what,
+                outage=ObjectStoreUnavailable,
+                of=OF,
+                give_up=give_up,
+                say=say,
+            )
+        except ObjectStoreUnavailable:
+            if not keep:
+                raise
+            digest = pending.keep_blob(ws, data)
+            say(
+                f"{what} ({digest.hex[:12]}) kept in {pending.folder(ws) / pending.BLOBS}: "
+                "stored, and its run recorded, by the next server started on this home"
+            )
+            return digest
+
+    return put
