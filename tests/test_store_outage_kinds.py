@@ -1,0 +1,131 @@
+"""Which object-store failures are an outage a run's blobs wait out, and which are refusals
+that fail the run (decision 284), as ``Bucket._fail`` tells them apart; and the bytes a run
+kept in the home for a store that stayed away are read back only as what they claim to be.
+The waits themselves, against a real SeaweedFS stopped and started, are in
+tests/test_store_outage_runs.py."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+)
+from s3transfer.exceptions import S3UploadFailedError
+
+from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.objects import (
+    Bucket,
+    Location,
+    ObjectStoreFailure,
+    ObjectStoreUnavailable,
+)
+from pinbench.db import pending
+from pinbench.db.run_record import RunRecord
+from pinbench.evaluator import instances
+from pinbench.evaluator import run as run_module
+from pinbench.workspace import Workspace
+from tests.test_record_waits import _record, _rows, _runs
+
+
+def _answered(status: int, code: str) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "PutObject",
+    )
+
+
+def _wrapped(cause: Exception) -> S3UploadFailedError:
+    """s3transfer's upload error, raised while handling the client's (as boto3 raises it)."""
+    try:
+        raise cause
+    except Exception:
+        try:
+            raise S3UploadFailedError(f"Failed to upload x: {cause}")
+        except S3UploadFailedError as exc:
+            return exc
+
+
+URL = "http://127.0.0.1:9"
+CASES: list[tuple[str, Exception, bool]] = [
+    ("no server listening", EndpointConnectionError(endpoint_url=URL), True),
+    ("connecting timed out", ConnectTimeoutError(endpoint_url=URL), True),
+    ("an answer that never came", ReadTimeoutError(endpoint_url=URL), True),
+    ("the connection cut mid-answer", ConnectionClosedError(endpoint_url=URL), True),
+    ("503 Slow Down: the store sheds load", _answered(503, "SlowDown"), True),
+    ("500: the store's own failure", _answered(500, "InternalError"), True),
+    ("an upload's 503, wrapped by s3transfer", _wrapped(_answered(503, "SlowDown")), True),
+    ("403: the credentials or the policy refuse", _answered(403, "AccessDenied"), False),
+    ("404: no such bucket", _answered(404, "NoSuchBucket"), False),
+    ("an upload's 403, wrapped by s3transfer", _wrapped(_answered(403, "AccessDenied")), False),
+    ("no credentials at all", NoCredentialsError(), False),
+]
+
+
+@pytest.mark.parametrize(("why", "cause", "outage"), CASES, ids=[c[0] for c in CASES])
+def test_an_outage_is_told_from_a_refusal(why: str, cause: Exception, outage: bool) -> None:
+    bucket: Any = object.__new__(Bucket)  # no client made: only ``_fail`` is asked
+    bucket.location = Location.parse("s3://pinbench/p", endpoint=None)
+    failure = bucket._fail("PUT blobs/ab/ab12", cause)
+    assert isinstance(failure, ObjectStoreFailure), why
+    assert isinstance(failure, ObjectStoreUnavailable) is outage, why
+    assert str(failure).startswith("object storage s3://pinbench/p: PUT blobs/ab/ab12 failed: ")
+
+
+def _kept_run(ws: Workspace, run_id: str) -> tuple[RunRecord, str]:
+    """Run ``run_id``'s record waiting in the home, its process gone, with its latencies' bytes
+    kept there (as ``blob_wait`` leaves them); the record and the latencies' digest."""
+    data = f"raw latencies of {run_id}, kept while the store was away".encode()
+    digest = pending.keep_blob(ws, data)
+    record = _record(ws, run_id)
+    record.columns["latencies_sha256"] = digest.hex
+    path = pending.keep(ws, record)
+    path.rename(path.with_name(f"{'0' * 16}-{run_id}.json"))  # its process gone
+    return record, digest.hex
+
+
+def test_kept_bytes_are_stored_before_the_record_is_written(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep stores the kept bytes, hashed against their name, removes them, then writes
+    the record; a kept file whose bytes are not its name's sets the record aside, unwritten."""
+    monkeypatch.setattr(run_module, "attest_recorded", lambda *_: None)
+    gone = instances.register(ws, lease_s=-60)  # the server that ran them, its lease run out
+    _rows(ws, gone, ("kept", "running"), ("swapped", "running"))
+    _, good = _kept_run(ws, "kept")
+    assert run_module.record_left(ws) == 1
+    assert _runs(ws)["kept"][0] == "succeeded"
+    assert ws.store.has(Digest(good)) and pending.kept_blobs(ws, [good]) == []
+
+    _, bad = _kept_run(ws, "swapped")
+    where = pending.folder(ws) / pending.BLOBS / bad
+    os.chmod(where, 0o600)
+    where.write_bytes(b"other bytes under the kept name")
+    assert run_module.record_left(ws) == 0
+    assert _runs(ws)["swapped"][0] == "running"  # never written with a blob it lacks
+    assert not ws.store.has(Digest(bad))
+    aside = [p.name for p in (pending.folder(ws) / pending.REFUSED).iterdir()]
+    assert aside == [f"{'0' * 16}-swapped.json"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda path: os.mkfifo(path), id="a FIFO: never waited on"),
+        pytest.param(lambda path: os.symlink("/etc/hostname", path), id="a link: never followed"),
+    ],
+)
+def test_a_kept_name_that_is_not_a_regular_file_is_not_read(ws: Workspace, make: Any) -> None:
+    where = pending.folder(ws) / pending.BLOBS
+    where.mkdir(parents=True)
+    name = "ab" * 32
+    make(where / name)
+    assert pending.kept_blobs(ws, [name]) == []
+    assert pending.store_kept(ws, [name]) == 0
