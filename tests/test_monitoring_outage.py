@@ -246,7 +246,7 @@ def test_an_object_store_outage_and_a_replaced_sqlite_file_are_said_not_ready(
     for answer in (refused, blob):
         assert answer.status_code == 503, answer.text
         assert answer.headers["retry-after"] == "5"
-        assert answer.json()["error"] == "ObjectStoreFailure"
+        assert answer.json()["error"] == "ObjectStoreUnavailable"  # an outage (decision 284)
         assert "object storage s3://pinbench/outage" in answer.json()["detail"]
     assert again.status_code == 200, again.text
     assert after.status_code == 201, after.text
