@@ -137,6 +137,8 @@ MULTIPLE = between(1, 1024, "a network's total stride: DBNet's 32; PaddleOCR's l
 NORMALIZE = between(-1_000_000, 1_000_000, "pixel, token or audio-sample values")
 PAD_VALUE = between(0, 255, "a pixel value")
 MAX_LENGTH = between(1, 65_536, "tokens of one sample; the longest context windows are 128k")
+DOC_STRIDE = between(1, 65_536, "context tokens between two windows' starts; MLPerf's BERT: 128")
+QUERY_TOKENS = between(1, 65_536, "a question's tokens kept; MLPerf's BERT keeps 64")
 SAMPLE_RATE = between(1, 768_000, "samples per second; 768 kHz is the highest any DAC takes")
 AUDIO_LENGTH = between(1, 1 << 26, "waveform samples; 70 min of 16 kHz, a WAV file's most")
 AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
@@ -259,6 +261,8 @@ TABLE: Final[dict[str, Bound]] = {
     "normalize: mean, std, scale": NORMALIZE,
     "pad, letterbox, resize_height: value": PAD_VALUE,
     "tokenize.max_length": MAX_LENGTH,
+    "tokenize.doc_stride": DOC_STRIDE,
+    "tokenize.max_query_length": QUERY_TOKENS,
     "decode_audio.rate, resample.rate": SAMPLE_RATE,
     "decode_audio.channel": AUDIO_CHANNEL,
     "fit_length.length": AUDIO_LENGTH,

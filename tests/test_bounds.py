@@ -350,6 +350,8 @@ MANIFEST_FIELDS = [
     (STD,       f"{STEP}.normalize.std.0",                  b.NORMALIZE,       FLOAT),
     (SCALE,     f"{STEP}.normalize.scale",                  b.NORMALIZE,       FLOAT),
     (TEXT,      f"{STEP}.tokenize.max_length",              b.MAX_LENGTH,      INT),
+    (TEXT,      f"{STEP}.tokenize.doc_stride",              b.DOC_STRIDE,      INT),
+    (TEXT,      f"{STEP}.tokenize.max_query_length",        b.QUERY_TOKENS,    INT),
     (SOFTMAX,   "outputs.0.steps.0.softmax.axis",           b.AXIS,            INT),
     (TOPK,      "outputs.0.steps.0.topk.k",                 b.TOP_K,           INT),
     (DETECT,    "outputs.0.detection.nms.iou",              b.FRACTION,        FLOAT),

@@ -48,6 +48,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("authoring/hf_heads.py", "token-classification"): "the task a *ForTokenClassification head's "
     "manifest names (attributes.task): transformers' head, read as what it is",
     ("authoring/hf_model.py", "token-classification"): "the head's task, as hf_heads.py names it",
+    ("authoring/hf_heads.py", "question-answering"): "the task a *ForQuestionAnswering head's "
+    "manifest names (attributes.task): transformers' head, read as what it is",
     ("cli/manifest.py", "classification"): "the --classification option's parameter name",
     # a migration is frozen: it names the rows it renames as they were recorded (decision 161)
     ("migrations/versions/0015_rouge_unstemmed.py", "rouge1"): "the metric it renames",

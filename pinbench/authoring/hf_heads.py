@@ -186,6 +186,30 @@ def text_head_notes(folder: HfFolder, task: str) -> list[str]:
     return notes
 
 
+QA_LENGTH, QA_STRIDE, QA_QUERY = 384, 128, 64
+"""MLPerf's BERT: features of 384 tokens, windows 128 context tokens apart, questions cut to 64
+tokens (decision 283)."""
+
+
+def question_inputs(inputs: list[dict[str, Any]], context: int | None) -> list[str]:
+    """The text inputs of a question-answering head made MLPerf's (``QA_LENGTH``...), scaled
+    down to a shorter context window (``max_position_embeddings``); the notes that say so."""
+    length = min(context or QA_LENGTH, QA_LENGTH)
+    stride = min(QA_STRIDE, max(1, length // 3))
+    query = min(QA_QUERY, max(1, length // 6))
+    for spec in inputs:
+        spec["shape"] = [length]
+        step = spec["steps"][0]["tokenize"]
+        step.update(max_length=length, doc_stride=stride, max_query_length=query)
+    return [
+        f"each question and its context are one pair of {length} tokens (a feature); a longer "
+        f"context is cut into windows {stride} context tokens apart and a question to its "
+        f"first {query} tokens, as MLPerf's BERT does at {QA_LENGTH}, {QA_STRIDE} and "
+        f"{QA_QUERY}: run it on a question-answering dataset (data.format questions-jsonl, "
+        "labels squad-answers)"
+    ]
+
+
 MAX_LABEL_CHARS = 256
 
 

@@ -272,6 +272,10 @@ def _ports(
     head = text_head(arch)
     if head is not None:
         task, names = head
+        if names == ("start_logits", "end_logits"):  # spans over a question's context
+            from pinbench.authoring.hf_heads import question_inputs
+
+            notes = question_inputs(inputs, folder.context)
         return (
             inputs,
             [{"name": n, "type": "tensor"} for n in names],

@@ -21,6 +21,7 @@ from pinbench.registry.dataset_layout import LayoutError, sample_paths
 from pinbench.registry.lockfile import LockedArtifact, LockedDataset
 
 if TYPE_CHECKING:
+    from pinbench.evaluator.questions import Question
     from pinbench.tasks.detection.truth import GroundTruth
     from pinbench.tasks.segmentation.truth import MaskTruth
     from pinbench.tasks.similarity.pairs import Pairs
@@ -66,6 +67,9 @@ class Samples:
     """A segmentation dataset's masks, one per sample file."""
     truth: Any = None
     """Another task's ground truth, as its ``read_truth`` gives it."""
+    questions: list[Question] | None = None
+    """A question-answering dataset's questions, each with its context (``questions-jsonl``):
+    each becomes one or more features, the rows the model is fed."""
 
     @property
     def has_truth(self) -> bool:
@@ -78,6 +82,8 @@ class Samples:
             return len(self.files)
         if self.texts is not None:
             return len(self.texts)
+        if self.questions is not None:
+            return len(self.questions)
         assert self.data is not None
         return int(self.data.shape[0])
 
@@ -93,7 +99,7 @@ def load_samples(
     if data is None:
         raise DatasetError(dataset=ref, reason="its manifest names no sample file (`data`)")
     extra = {p for p in (dataset.labels.path, dataset.labels.names) if p is not None}
-    array, files, texts = None, None, None
+    array, files, texts, questions = None, None, None, None
     if data.format == "text-lines":
         try:
             texts = read_text_lines(paths[data.path], where=data.path)
@@ -108,6 +114,14 @@ def load_samples(
         except LabelProblem as exc:
             raise DatasetError(dataset=ref, reason=str(exc)) from None
         count, listed = len(texts), None
+    elif data.format == "questions-jsonl":
+        from pinbench.evaluator.questions import read_questions
+
+        try:
+            questions = read_questions(paths[data.path], where=data.path)
+        except LabelProblem as exc:
+            raise DatasetError(dataset=ref, reason=str(exc)) from None
+        count, listed = len(questions), None
     elif data.format == "npy":
         array = _npy(ref, data.path, paths[data.path])
         count = int(array.shape[0]) if array.ndim else 0
@@ -124,7 +138,7 @@ def load_samples(
             dataset=ref, reason=f"its manifest declares {dataset.samples} samples, it holds {count}"
         )
     if not truth:
-        return Samples(array, files, data.format, texts=texts)
+        return Samples(array, files, data.format, texts=texts, questions=questions)
     from pinbench.tasks.base import TruthSource
     from pinbench.tasks.registry import task
 
@@ -135,7 +149,7 @@ def load_samples(
         found = task(dataset.task).read_truth(source)
     except LabelProblem as exc:
         raise DatasetError(dataset=ref, reason=str(exc)) from None
-    return Samples(array, files, data.format, texts=texts, **found)
+    return Samples(array, files, data.format, texts=texts, questions=questions, **found)
 
 
 def read_text_lines(path: Path, *, where: str) -> list[str]:

@@ -65,8 +65,10 @@ def prepare(
 ) -> Feed:
     """Every declared input fed from the samples preprocessed (or read from the cache); a
     constant or state input is the predictor's (``stream.Fed``)."""
-    texts = samples.texts is not None
+    texts = samples.texts is not None or samples.questions is not None
     decoder = tokenizer_version() if texts else decoder_of(samples.format, specs)
+    if samples.questions is not None:
+        decoder = f"{decoder}, questions as MLPerf BERT's features"
     arrays: dict[str, Array] = {}
     fed: dict[str, Any] = {}  # as the scenario slices them: an array, or a Ragged
     digests: dict[str, str] = {}
@@ -165,6 +167,14 @@ def _preprocess(
     if samples.texts is not None:  # in a child process a stop kills (a time limit holds)
         say(f"tokenizing {len(samples.texts)} texts for input {spec.name!r}")
         return preprocess_texts(samples.texts, spec, model_files, stop.check, encodings)
+    if samples.questions is not None:  # likewise: each question becomes one or more features
+        from pinbench.evaluator.qa_features import preprocess_questions
+
+        say(f"tokenizing {len(samples.questions)} questions for input {spec.name!r}")
+        found: Array = preprocess_questions(
+            samples.questions, spec, model_files, stop.check, encodings
+        )
+        return found
     if samples.files is None:
         assert samples.data is not None
         return preprocess(samples.data, spec)

@@ -172,13 +172,15 @@ def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samp
     evidence.answers = evidence.scored_inputs = None
     if answers is None:
         raise AnswersRefused(reason="an accuracy run must return its outputs for each sample")
-    count = min(len(samples), body.scenario.sample_count or len(samples))
-    _check(answers, arrays, count, len(samples), kind.scores_inputs)
     with scratch_directory(ws.store.tmp, "run") as scratch:
         ref, paths = _scored_model(ws, lock, scratch)
         scorer = kind.prepare(
             Context(body.model, ref, paths, body.dataset, samples, True, body.scenario.sample_count)
         )
+        rows = scorer.rows() if scorer is not None else None
+        rows = len(samples) if rows is None else rows  # a row per sample, unless the task says
+        count = min(rows, body.scenario.sample_count or rows)
+        _check(answers, arrays, count, rows, kind.scores_inputs)
         if scorer is None:
             return
         missing = sorted({o for o in scorer.outputs for a in answers.values() if o not in a})

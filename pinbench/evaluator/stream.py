@@ -216,7 +216,7 @@ def _samples(spec: Input, samples: Samples, stop: Stop) -> list[tuple[str, Array
     """Each sample through the input's steps, one at a time (they differ in length)."""
     from pinbench.evaluator.pipeline import preprocess, preprocess_files
 
-    if samples.texts is not None:
+    if samples.texts is not None or samples.questions is not None:
         raise StreamError(name=str(spec.name), reason="text samples are not cut into chunks")
     if samples.files is None:
         assert samples.data is not None

@@ -54,6 +54,12 @@ def preprocess_texts(
         )
     step = steps[0].tokenize
     assert step is not None
+    if step.doc_stride is not None or step.max_query_length is not None:
+        raise PipelineError(
+            step="tokenize",
+            reason=f"input {spec.name!r}: doc_stride and max_query_length window a question's "
+            "context (samples of data.format questions-jsonl); these samples are texts",
+        )
     x: Array = _tokenize(texts, step, files, stop, {} if encodings is None else encodings)
     for rest in steps[1:]:
         if rest.dtype is None:

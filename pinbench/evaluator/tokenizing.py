@@ -11,7 +11,8 @@ at once and the run ends with the stop's reason. The child dies with its parent 
 The child reads one ``Request`` (MessagePack) on stdin and writes one ``Reply`` (MessagePack,
 after its 8-byte length) on stdout, then, when the reply carries no error, the ids, attention
 masks and token type ids as three ``(count, max_length)`` arrays of native ``uint32`` (and,
-when the request asks for ``ends``, a fourth: the character each token ends at).
+when the request asks for ``ends``, a fourth: the character each token ends at; question and
+context pairs give the fields of ``qa_features``).
 Tokenizing is done in chunks of at most ``CHUNK_TEXTS`` texts and ``CHUNK_CHARS`` characters,
 so memory stays bounded whatever the lines' lengths (a line holds at most 1 MiB:
 ``pinbench.evaluator.lines``).
@@ -83,6 +84,10 @@ class Request(msgspec.Struct, frozen=True):
     pad_token: str | None = None
     """The pad token ``tokenizer_config.json`` beside the file names, used when the file's own
     padding settings name none."""
+    contexts: list[str] | None = None
+    """Each text's context: ``texts`` are questions, encoded as features (``qa_features``)."""
+    doc_stride: int = 0
+    max_query_length: int = 0
 
 
 class Reply(msgspec.Struct, frozen=True):
@@ -100,6 +105,11 @@ class Encoded:
     type_ids: U32
     ends: U32 | None = None
     """Where each token's span ends in its text (characters), when the request asked."""
+    starts: U32 | None = None
+    """Question answering's features (``qa_features``): where each token starts, ``context``
+    (1 + its index among its context's tokens; 0 for another) and each row's ``example``."""
+    context: U32 | None = None
+    example: U32 | None = None
 
     def field(self, name: str) -> U32:
         """``ids``, ``attention_mask`` or ``type_ids``."""
@@ -139,6 +149,11 @@ def encode_texts(
         cut_end,
         pad_token,
     )
+    return run_request(request, stop)
+
+
+def run_request(request: Request, stop: Callable[[], None] | None) -> Encoded:
+    """``request`` answered by a child process (see ``encode_texts``)."""
     argv = [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path), str(os.getpid())]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(
@@ -192,7 +207,9 @@ class _Exchange:
 
 
 def _fields(request: Request) -> tuple[str, ...]:
-    """The arrays the child writes, in order."""
+    """The arrays the child writes, in order (``example``: one value per row)."""
+    if request.contexts is not None:
+        return (*_FIELDS, "ends", "starts", "context", "example")
     return (*_FIELDS, "ends") if request.ends else _FIELDS
 
 
@@ -207,8 +224,9 @@ def _read_reply(out: IO[bytes], fields: tuple[str, ...]) -> tuple[Reply | None, 
     if reply.error is not None:
         return reply, None
     arrays = []
-    for _ in fields:
-        array = np.empty((reply.count, reply.length), dtype=np.uint32)
+    for name in fields:
+        shape = (reply.count,) if name == "example" else (reply.count, reply.length)
+        array = np.empty(shape, dtype=np.uint32)
         view = array.data.cast("B")
         done = 0
         while done < len(view):
@@ -248,7 +266,8 @@ def main(parent: int) -> None:
     except TokenizeProblem as exc:
         _write(out, Reply(error=exc.reason))
         return
-    _write(out, Reply(count=len(request.texts), length=request.max_length))
+    count = len(request.texts) if encoded.example is None else len(encoded.example)
+    _write(out, Reply(count=count, length=request.max_length))
     for name in _fields(request):
         out.write(np.ascontiguousarray(encoded.field(name)).data.cast("B"))
     out.flush()
@@ -273,6 +292,10 @@ def _die_with(parent: int) -> None:
 
 def _encode(request: Request) -> Encoded:
     tokenizer = _tokenizer(request)
+    if request.contexts is not None:
+        from pinbench.evaluator.qa_features import pair_features
+
+        return pair_features(tokenizer, request)
     count, length = len(request.texts), request.max_length
     out = Encoded(*(np.zeros((count, length), dtype=np.uint32) for _ in _fields(request)))
     for start, end in _chunks(request.texts):

@@ -59,6 +59,11 @@ def each_sample(samples: Samples) -> Iterator[tuple[str, Any]]:
     elif samples.texts is not None:
         for i, text in enumerate(samples.texts):
             yield f"#{i}", text
+    elif samples.questions is not None:
+        raise UserError(
+            "a question-answering dataset's questions become features by the tokenize steps "
+            "(each context cut into windows); a preprocess function is not given them"
+        )
     else:
         assert samples.data is not None
         for i in range(samples.data.shape[0]):

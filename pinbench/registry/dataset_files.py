@@ -53,6 +53,10 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
             from pinbench.evaluator.prompts import read_prompts
 
             listed, count = None, len(read_prompts(read(data.path), where=data.path))
+        elif data.format == "questions-jsonl":
+            from pinbench.evaluator.questions import read_questions
+
+            listed, count = None, len(read_questions(read(data.path), where=data.path))
         elif data.format == "npy":
             listed, count = None, _npy_length(data.path, read(data.path))
         else:

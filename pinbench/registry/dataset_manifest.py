@@ -64,12 +64,20 @@ class SampleFiles(_Strict, frozen=True, kw_only=True):
     folder of sample files (``images``: JPEG/PNG/WebP/BMP decoded by the input's ``decode``
     step; ``npy-files``: one ``.npy`` array per sample; ``text-lines``: a UTF-8 file, one
     text sample per line; ``prompts-jsonl``: a UTF-8 file of JSON lines, a prompt (and maybe
-    its reference) each; ``audio``: PCM WAV files decoded by the input's ``decode_audio``
-    step; ``files``: files of any kind, each read as bytes by the input's ``read_bytes``
-    step)."""
+    its reference) each; ``questions-jsonl``: a UTF-8 file of JSON lines, a question and its
+    context each (``pinbench.evaluator.questions``); ``audio``: PCM WAV files decoded by the
+    input's ``decode_audio`` step; ``files``: files of any kind, each read as bytes by the
+    input's ``read_bytes`` step)."""
 
     format: Literal[
-        "npy", "images", "npy-files", "text-lines", "audio", "prompts-jsonl", "files"
+        "npy",
+        "images",
+        "npy-files",
+        "text-lines",
+        "audio",
+        "prompts-jsonl",
+        "files",
+        "questions-jsonl",
     ] = "npy"
     path: str
 

@@ -15,7 +15,7 @@ from pinbench.registry.ports import (
     LATE_LABELS_REF_FIELDS,
     LATE_NMS_FIELDS,
 )
-from pinbench.registry.steps import LATE_RESIZE_FIELDS
+from pinbench.registry.steps import LATE_RESIZE_FIELDS, LATE_TOKENIZE_FIELDS
 
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
@@ -35,7 +35,8 @@ LATE_INPUT_FIELDS = ("value", "state", "stream", "quantization")
 
 def drop_unset_inputs(inputs: object) -> None:
     """``drop_unset`` of ``LATE_INPUT_FIELDS`` on each input of a model's plain data, and of
-    the late fields of its steps (``resize``'s ``antialias``)."""
+    the late fields of its steps (``resize``'s ``antialias``, ``tokenize``'s windows of a
+    question's context)."""
     if isinstance(inputs, list):
         for spec in inputs:
             if isinstance(spec, dict):
@@ -43,6 +44,8 @@ def drop_unset_inputs(inputs: object) -> None:
                 for step in spec.get("steps") or []:
                     if isinstance(step, dict) and isinstance(step.get("resize"), dict):
                         drop_unset(step["resize"], LATE_RESIZE_FIELDS)
+                    if isinstance(step, dict) and isinstance(step.get("tokenize"), dict):
+                        drop_unset(step["tokenize"], LATE_TOKENIZE_FIELDS)
 
 
 def drop_unset_outputs(outputs: object) -> None:

@@ -234,9 +234,13 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "folder of files of any kind, every file a sample, read by the input's first step, "
         "which must be read_bytes) or "
         '\'prompts-jsonl\' (a UTF-8 file of JSON lines {"prompt": text, "reference": text}, '
-        "the reference optional, for task text-generation). A folder's samples "
+        "the reference optional, for task text-generation) or 'questions-jsonl' (a UTF-8 "
+        'file of JSON lines {"question": text, "context": text}, one question about its '
+        "context each, for task question-answering; the answers are the labels). A folder's "
+        "samples "
         "are its files with those suffixes, in path order; any other file in it is refused.",
-        "path": "The .npy or text file (formats npy, text-lines, prompts-jsonl) or the folder "
+        "path": "The .npy or text file (formats npy, text-lines, prompts-jsonl, questions-jsonl) "
+        "or the folder "
         "('.' for the artifact's root) holding the sample files; must be among / hold some of the "
         "dataset's files.",
     },

@@ -109,6 +109,12 @@ _PORTS: dict[str, dict[str, str]] = {
         "text fails the run, naming it.",
         "padding": "'fixed' (the only mode): pad every sample to max_length, so inputs are "
         "prepared once before any timed region.",
+        "doc_stride": "Question answering only (questions-jsonl samples): a context longer "
+        "than one window is cut into windows this many context tokens apart, each one feature "
+        "fed to the model, as MLPerf's BERT does (unset: its 128).",
+        "max_query_length": "Question answering only: the question's tokens kept, the rest cut "
+        "(unset: MLPerf's 64); max_length holds the question, the special tokens and at least "
+        "one context token.",
     },
     "Decode": {
         "color_mode": "The colour mode to decode to: 'rgb' (the default), 'bgr' or "

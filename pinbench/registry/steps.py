@@ -100,9 +100,20 @@ class Tokenize(_Strict, frozen=True, kw_only=True):
     max_length: Annotated[int, b.MAX_LENGTH.meta]
     truncation: bool = False
     padding: Literal["fixed"] = "fixed"
+    doc_stride: Annotated[int, b.DOC_STRIDE.meta] | None = None
+    """Question answering (``questions-jsonl`` samples): the context tokens from one window's
+    start to the next's, as MLPerf's BERT windows a long context (unset: its 128). A late
+    field, as is ``max_query_length``: refused for other samples."""
+    max_query_length: Annotated[int, b.QUERY_TOKENS.meta] | None = None
+    """Question answering: a question's tokens kept, the rest cut (unset: MLPerf's 64)."""
 
     def __post_init__(self) -> None:
         check_relative_path(self.tokenizer)
+
+
+LATE_TOKENIZE_FIELDS = ("doc_stride", "max_query_length")
+"""``Tokenize`` fields added after manifests with tokenize steps were published: left out of
+the stored data while unset (``late_fields.drop_unset_inputs``)."""
 
 
 Placement = Literal["top-left", "center"]

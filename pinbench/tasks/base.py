@@ -19,20 +19,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
-
-import numpy as np
-import numpy.typing as npt
-
-from pinbench.tasks.parity import Agreement, Recorded, raw_parity
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from pinbench.evaluator.datasets import Samples
     from pinbench.registry.dataset_manifest import DatasetManifest, LabelFormat
     from pinbench.registry.lockfile import LockedDataset, LockedModel
+    from pinbench.tasks.parity import Agreement, Recorded
 
-Array = npt.NDArray[np.generic]
-Answer = dict[str, Array]
+# Aliases spelled as strings: asking for a task (``registry.task``, as a lockfile's dataset
+# does) imports no NumPy; the modules that score import it themselves.
+Array: TypeAlias = "npt.NDArray[np.generic]"
+Answer: TypeAlias = "dict[str, Array]"
 """One ``predict`` call's outputs, by name, each with the batch's samples on axis 0."""
 
 
@@ -134,6 +135,12 @@ class Scorer(ABC):
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
         """Score every sample's outputs (by sample index) against the ground truth."""
 
+    def rows(self) -> int | None:
+        """How many rows the model is fed, where the task makes several of one sample
+        (question answering's features: answers and inputs are then by row); None: one row
+        per sample."""
+        return None
+
 
 class Task(ABC):
     """A kind of model: see the module's docstring."""
@@ -192,6 +199,8 @@ class Task(ABC):
         compared. By default the raw recorded outputs, element by element (max absolute and
         relative difference); a task that scores something derived from them (classes, boxes,
         strings) compares that instead."""
+        from pinbench.tasks.parity import raw_parity
+
         return raw_parity(reference, other)
 
     def score_answers(self, answers: list[str], references: list[str]) -> Scored:

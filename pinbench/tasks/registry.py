@@ -25,6 +25,7 @@ TASKS: dict[str, str] = {
     "speaker-verification": "pinbench.tasks.speaker.task:SpeakerVerification",
     "note-transcription": "pinbench.tasks.notes.task:NoteTranscription",
     "token-classification": "pinbench.tasks.tokens.task:TokenClassification",
+    "question-answering": "pinbench.tasks.question_answering.task:QuestionAnswering",
     "other": "pinbench.tasks.classification.task:Other",
 }
 

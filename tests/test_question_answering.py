@@ -1,0 +1,333 @@
+"""Extractive question answering (decision 283): SQuAD v1.1's exact match and F1 equal to the
+official script's (vendored from MLPerf's BERT, ``tests/squad_reference.py``) and to
+torchmetrics' ``squad`` on texts Hypothesis chooses; the features of questions about contexts
+a seeded generator writes equal to MLPerf's ``convert_examples_to_features`` (BERT's slow
+tokenizer over the same vocabulary), windows and max-context flags included; each question's
+answer from random logits equal to MLPerf's ``write_predictions``; the files' and settings'
+refusals; and a ``BertForQuestionAnswering`` folder from ``manifest model`` to a recorded run
+whose figures are the reference pipeline's over transformers' own logits."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pinbench.evaluator.lines import LabelProblem
+from pinbench.evaluator.qa_features import encode_questions
+from pinbench.evaluator.questions import Question, read_questions
+from pinbench.evaluator.tokenizing import TokenizeProblem
+from pinbench.registry.steps import Tokenize
+from pinbench.tasks.question_answering.spans import QuestionFeatures, answer, max_context
+from pinbench.tasks.question_answering.squad import squad_scores
+from pinbench.tasks.question_answering.truth import read_answers
+from tests import squad_reference
+
+ref: Any = squad_reference  # vendored as it is, untyped
+
+# --- the scores ------------------------------------------------------------------------------
+
+PIECES = ["a", "an", "the", "The", "An", "cat", "Cat", "dog", "x", "café", "Zürich", "naïve",
+          "ß", "日本", "1,000", "9.5", "'s", "-", ",", ".", "!", "“", "”", "(", ")",
+          "—"]  # fmt: skip
+SPACES = [" ", " ", " ", "  ", "\t", "\n", "\u00a0", ""]
+
+
+@st.composite
+def texts(draw: Any) -> str:
+    words = draw(st.lists(st.sampled_from(PIECES), min_size=0, max_size=6))
+    gaps = draw(st.lists(st.sampled_from(SPACES), min_size=len(words), max_size=len(words)))
+    return "".join(w + g for w, g in zip(words, gaps, strict=True))
+
+
+@st.composite
+def scored(draw: Any) -> tuple[list[str], list[list[str]]]:
+    count = draw(st.integers(1, 6))
+    answers = [draw(texts()) for _ in range(count)]
+    references = [draw(st.lists(texts(), min_size=1, max_size=3)) for _ in range(count)]
+    for i in range(count):  # an answer that is one of its references, now and then
+        if draw(st.booleans()):
+            references[i][0] = answers[i] + draw(st.sampled_from(["", ".", " the", "  "]))
+    return answers, references
+
+
+@settings(max_examples=300, deadline=None)
+@given(scored())
+def test_scores_equal_the_official_script_and_torchmetrics(case: Any) -> None:
+    from torchmetrics.functional.text import squad
+
+    answers, references = case
+    found = squad_scores(answers, references)
+    data = [
+        {
+            "paragraphs": [
+                {
+                    "qas": [
+                        {"id": str(i), "answers": [{"text": t} for t in refs]}
+                        for i, refs in enumerate(references)
+                    ]
+                }
+            ]
+        }
+    ]
+    official = ref.evaluate(data, {str(i): a for i, a in enumerate(answers)})
+    assert found["squad_exact_match_pct"] == official["exact_match"]
+    assert found["squad_f1_pct"] == official["f1"]
+    assert found["questions_count"] == len(answers)
+    texts = [*answers, *(t for refs in references for t in refs)]
+    if any(not ref.normalize_answer(t) for t in texts):
+        return  # torchmetrics scores F1 of texts that normalise to nothing as SQuAD v2 does
+    theirs = squad(
+        [{"prediction_text": a, "id": str(i)} for i, a in enumerate(answers)],
+        [
+            {"answers": {"answer_start": [0] * len(r), "text": r}, "id": str(i)}
+            for i, r in enumerate(references)
+        ],
+    )
+    assert found["squad_exact_match_pct"] == pytest.approx(float(theirs["exact_match"]), abs=1e-4)
+    assert found["squad_f1_pct"] == pytest.approx(float(theirs["f1"]), abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "em", "f1"),
+    [
+        ("The Cat!", "cat", 100.0, 100.0),  # case, article, punctuation
+        ("a cat sat", "the cat", 0.0, 100 * 2 * (1 / 2) * 1 / (1 / 2 + 1)),  # partial: 2/3
+        ("Zürich", "zürich", 100.0, 100.0),  # lower-cased, accents kept
+        ("“cat”", "cat", 0.0, 0.0),  # curly quotes are not ASCII punctuation
+        ("the", "a", 100.0, 0.0),  # both normalise to nothing: equal, yet no word in common
+    ],
+)
+def test_normalisation_as_the_official_script_does_it(
+    answer: str, reference: str, em: float, f1: float
+) -> None:
+    found = squad_scores([answer], [[reference]])
+    assert found["squad_exact_match_pct"] == em
+    assert found["squad_f1_pct"] == pytest.approx(f1, abs=1e-12)
+
+
+# --- features and spans against MLPerf's reference ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The catalog's BERT uncased WordPiece tokenizer as a ``vocab.txt`` (BERT's slow tokenizer
+    reads that) and the whole words it holds."""
+    from pinbench.catalog.minilm import TOKENIZER
+
+    table = json.loads(Path(TOKENIZER).read_text())["model"]["vocab"]
+    words = sorted(table, key=table.__getitem__)
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("".join(w + "\n" for w in words))
+    whole = [w for w in words if w.isascii() and w.isalpha() and len(w) > 2]
+    return path, whole
+
+
+EXTRA = ["café", "Zürich", "naïve", "résumé", "1,000", "9.5", "U.S.", "don't", "(see", "it)"]
+
+
+def writes(rng: random.Random, whole: list[str], count: int) -> str:
+    """``count`` words: vocabulary words, some capitalised, some glued to another (split into
+    word pieces), some with punctuation, a few with accents; one space between words."""
+    out = []
+    for _ in range(count):
+        roll = rng.random()
+        word = rng.choice(EXTRA) if roll < 0.08 else rng.choice(whole)
+        if roll > 0.85:
+            word += rng.choice(whole)
+        if rng.random() < 0.2:
+            word = word.capitalize()
+        if rng.random() < 0.15:
+            word += rng.choice([",", ".", "'s", ";", "?"])
+        out.append(word)
+    return " ".join(out)
+
+
+def examples(seed: int, whole: list[str], count: int) -> list[Question]:
+    rng = random.Random(seed)
+    return [
+        Question(
+            writes(rng, whole, rng.randint(1, 14)) + "?", writes(rng, whole, rng.randint(1, 90))
+        )
+        for _ in range(count)
+    ]
+
+
+def mlperf_features(
+    questions: list[Question], vocab: Path, max_length: int, stride: int, query: int
+) -> list[Any]:
+    from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
+
+    # the pure-Python WordPiece tokenizer, as MLPerf's BertTokenizer was (no ``tokenizers``)
+    tokenizer = BertTokenizerLegacy(str(vocab), do_lower_case=True)  # type: ignore[no-untyped-call]
+    data = [
+        {
+            "paragraphs": [
+                {"context": q.context, "qas": [{"id": str(i), "question": q.question}]}
+                for i, q in enumerate(questions)
+            ]
+        }
+    ]
+    out: list[Any] = []
+    ref.convert_examples_to_features(
+        ref.read_squad_examples(data), tokenizer, max_length, stride, query, out.append
+    )
+    return out
+
+
+SETTINGS = [  # (max_length, doc_stride, max_query_length): why
+    (48, 16, 12),  # windows overlap: most contexts give several features
+    (40, 64, 8),  # a stride past the room: windows side by side
+    (64, 1, 30),  # one token apart: many windows, max context decides every token
+    (384, 128, 64),  # MLPerf's: one feature each
+]
+
+
+@pytest.mark.parametrize(("max_length", "stride", "query"), SETTINGS)
+def test_features_equal_mlperf_s(
+    vocab: tuple[Path, list[str]], max_length: int, stride: int, query: int
+) -> None:
+    from pinbench.catalog.minilm import TOKENIZER
+
+    questions = examples(max_length + stride, vocab[1], 30)
+    step = Tokenize(
+        tokenizer="tokenizer.json",
+        max_length=max_length,
+        doc_stride=stride,
+        max_query_length=query,
+    )
+    ours = encode_questions(questions, step, tokenizer=Path(TOKENIZER), pad_token=None)
+    theirs = mlperf_features(questions, vocab[0], max_length, stride, query)
+    assert ours.example is not None and ours.context is not None
+    assert list(ours.example) == [f.example_index for f in theirs]
+    assert ours.ids.tolist() == [f.input_ids for f in theirs]
+    assert ours.type_ids.tolist() == [f.segment_ids for f in theirs]
+    assert ours.attention_mask.tolist() == [f.input_mask for f in theirs]
+    for q in range(len(questions)):
+        rows = np.flatnonzero(ours.example == q)
+        flags = max_context(ours.context[rows])
+        for row, f in zip(rows, (theirs[int(r)] for r in rows), strict=True):
+            held = np.flatnonzero(ours.context[row])
+            assert held.tolist() == sorted(f.token_to_orig_map)
+            k = row - rows[0]
+            assert flags[k, held].tolist() == [f.token_is_max_context[p] for p in held]
+    if max_length < 384:
+        assert len(theirs) > len(questions) + 10  # several features for many questions
+
+
+@pytest.mark.parametrize(("max_length", "stride", "query"), SETTINGS[:3])
+def test_answers_from_random_logits_equal_mlperf_s(
+    vocab: tuple[Path, list[str]], max_length: int, stride: int, query: int
+) -> None:
+    from pinbench.catalog.minilm import TOKENIZER
+
+    questions = examples(7 * max_length + stride, vocab[1], 40)
+    step = Tokenize(
+        tokenizer="tokenizer.json", max_length=max_length, doc_stride=stride, max_query_length=query
+    )
+    ours = encode_questions(questions, step, tokenizer=Path(TOKENIZER), pad_token=None)
+    theirs = mlperf_features(questions, vocab[0], max_length, stride, query)
+    rng = np.random.default_rng(max_length)
+    shape = (len(theirs), max_length)
+    # one decimal: equal logits, so ties are broken as MLPerf breaks them
+    starts = np.round(rng.normal(size=shape), 1).astype(np.float32)
+    ends = np.round(rng.normal(size=shape), 1).astype(np.float32)
+    data = [
+        {
+            "paragraphs": [
+                {"context": q.context, "qas": [{"id": str(i), "question": q.question}]}
+                for i, q in enumerate(questions)
+            ]
+        }
+    ]
+    results = [
+        ref.RawResult(f.unique_id, starts[i].astype(np.float64).tolist(), ends[i].tolist())
+        for i, f in enumerate(theirs)
+    ]
+    expected = ref.write_predictions(ref.read_squad_examples(data), theirs, results, 20, 30, True)
+    assert ours.context is not None and ours.example is not None
+    for q, question in enumerate(questions):
+        rows = np.flatnonzero(ours.example == q)
+        got, _ = answer(
+            question.context,
+            QuestionFeatures(
+                starts[rows].astype(np.float64),
+                ends[rows].astype(np.float64),
+                ours.context[rows],
+                ours.starts[rows],  # type: ignore[index]
+                ours.ends[rows],  # type: ignore[index]
+            ),
+        )
+        assert got == expected[str(q)], q
+
+
+def test_a_question_with_no_span_among_the_n_best_is_answered_empty_as_mlperf_does() -> None:
+    context = np.zeros((1, 24), dtype=np.uint32)
+    context[0, 22] = 1  # one context token, at position 22: "ab"
+    starts, ends = np.zeros((1, 24), dtype=np.uint32), np.zeros((1, 24), dtype=np.uint32)
+    ends[0, 22] = 2
+    logits = np.concatenate([np.ones(22), [-1.0, -1.0]])[None]  # the 20 best: positions 0-19
+    found = answer("ab", QuestionFeatures(logits, logits, context, starts, ends))
+    assert found == ("empty", False)
+    logits[0, 22] = 2.0  # now among them
+    assert answer("ab", QuestionFeatures(logits, logits, context, starts, ends)) == ("ab", True)
+
+
+# --- what is refused ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "reason"),
+    [
+        ('["x"]\n', "1 lines of answers for 2 questions"),  # one line per question
+        ('["x"]\n[]\n', "question 1 has no answer; .*v2's unanswerable"),  # SQuAD v2: refused
+        ('["x"]\n{"text": "y"}\n', "line 2: not a JSON array"),
+        ('["x"]\n["  "]\n', "answer 0 must be non-blank text"),
+        ('["x"]\n[' + ",".join(['"a"'] * 65) + "]\n", "65 answers, more than 64"),
+        ('["x"]\n["' + "a" * 4097 + '"]\n', "at most 4096 characters"),
+    ],
+)
+def test_answer_files_are_refused_naming_why(tmp_path: Path, lines: str, reason: str) -> None:
+    (tmp_path / "a.jsonl").write_text(lines)
+    with pytest.raises(LabelProblem, match=reason):
+        read_answers(tmp_path / "a.jsonl", where="a.jsonl", count=2)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"question": "q", "context": "c", "answers": ["c"]}', "unknown key 'answers'"),
+        ('{"question": " ", "context": "c"}', "`question` must be non-blank text"),
+        ('{"question": "q"}', "`context` must be non-blank text"),
+        ('{"question": "q", "context": "' + "c" * 262_145 + '"}', "more than 262144"),
+        ('{"question": "q", "context": "c", "id": 3}', "`id` must be text"),
+        ('["q", "c"]', "not a JSON object"),
+    ],
+)
+def test_question_files_are_refused_naming_why(tmp_path: Path, line: str, reason: str) -> None:
+    (tmp_path / "q.jsonl").write_text(line + "\n")
+    with pytest.raises(LabelProblem, match=reason):
+        read_questions(tmp_path / "q.jsonl", where="q.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("step", "reason"),
+    [
+        ({"max_length": 8, "max_query_length": 5}, "holds its 5 tokens .* no context token"),
+        ({"max_length": 64, "doc_stride": 1}, "gives 1... windows .* more than the 1024"),
+        ({"max_length": 64, "truncation": True}, "takes no `truncation`"),
+    ],
+)
+def test_settings_that_cannot_make_features_are_refused(step: dict[str, Any], reason: str) -> None:
+    from pinbench.catalog.minilm import TOKENIZER
+
+    long = Question("what is it in the end here?", " ".join(["word"] * 1100))
+    made = Tokenize(tokenizer="tokenizer.json", **step)
+    with pytest.raises(TokenizeProblem, match=reason):
+        encode_questions([long], made, tokenizer=Path(TOKENIZER), pad_token=None)
