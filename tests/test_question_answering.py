@@ -331,3 +331,129 @@ def test_settings_that_cannot_make_features_are_refused(step: dict[str, Any], re
     made = Tokenize(tokenizer="tokenizer.json", **step)
     with pytest.raises(TokenizeProblem, match=reason):
         encode_questions([long], made, tokenizer=Path(TOKENIZER), pad_token=None)
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+
+def squad_json(questions: list[Question], answers: list[list[str]] | None = None) -> list[Any]:
+    """SQuAD's JSON layout of ``questions`` (one paragraph each), as MLPerf's scripts read it."""
+    return [
+        {
+            "paragraphs": [
+                {
+                    "context": q.context,
+                    "qas": [
+                        {
+                            "id": str(i),
+                            "question": q.question,
+                            "answers": [{"text": t} for t in (answers[i] if answers else [])],
+                        }
+                    ],
+                }
+                for i, q in enumerate(questions)
+            ]
+        }
+    ]
+
+
+def test_a_question_answering_folder_runs_end_to_end_with_mlperf_s_figures(
+    tmp_path: Path, vocab: tuple[Path, list[str]]
+) -> None:
+    """`manifest model` on a BertForQuestionAnswering folder (random weights from a seed, the
+    catalog's BERT tokenizer) to a recorded run: its exact match and F1 are what MLPerf's
+    reference pipeline gives over transformers' own logits (its features from BERT's
+    pure-Python tokenizer, its write_predictions, SQuAD's evaluate script)."""
+    import shutil
+
+    import torch
+    import transformers
+
+    import pinbench
+    from pinbench.authoring.model import model_manifest
+    from pinbench.catalog import frameworks
+    from pinbench.catalog.minilm import TOKENIZER
+    from tests.helpers import dump, write_files
+
+    folder = tmp_path / "bert-qa"
+    torch.manual_seed(3)
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
+    transformers.BertForQuestionAnswering(config).eval().save_pretrained(folder)  # type: ignore[no-untyped-call]
+    shutil.copyfile(TOKENIZER, folder / "tokenizer.json")
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_input_names": names}))
+    authored = model_manifest([folder], base=tmp_path, name="text/bert-qa")
+    settings = [s["steps"][0]["tokenize"] for s in authored.data["inputs"]]
+    # MLPerf's 384, 128 and 64 scaled to the model's 64 positions
+    assert {(s["max_length"], s["doc_stride"], s["max_query_length"]) for s in settings} == {
+        (64, 21, 10)
+    }
+    dump(tmp_path / "model.yaml", authored.data)
+
+    questions = examples(11, vocab[1], 12)
+    features = mlperf_features(questions, vocab[0], 64, 21, 10)
+    assert len(features) > 2 * len(questions)  # most contexts take several windows
+    model = transformers.BertForQuestionAnswering.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    results = []
+    with torch.inference_mode():
+        for f in features:
+            out = model(
+                input_ids=torch.tensor([f.input_ids]),
+                token_type_ids=torch.tensor([f.segment_ids]),
+                attention_mask=torch.tensor([f.input_mask]),
+            )
+            starts, ends = (x[0].double().tolist() for x in (out.start_logits, out.end_logits))
+            results.append(ref.RawResult(f.unique_id, starts, ends))
+    examples_ = ref.read_squad_examples(squad_json(questions))
+    predicted = ref.write_predictions(examples_, features, results, 20, 30, True)
+    rng = random.Random(5)
+    answers = [  # the model's own answer for some, a word of the context or none for others
+        [predicted[str(i)] + rng.choice(["", "."])]
+        if i % 3 == 0
+        else [rng.choice(q.context.split()), "no such thing"]
+        for i, q in enumerate(questions)
+    ]
+    official = ref.evaluate(squad_json(questions, answers), predicted)
+    assert 0 < official["exact_match"] < 100
+
+    lines = {
+        "questions.jsonl": "".join(
+            json.dumps({"question": q.question, "context": q.context, "id": str(i)}) + "\n"
+            for i, q in enumerate(questions)
+        ).encode(),
+        "answers.jsonl": "".join(json.dumps(a) + "\n" for a in answers).encode(),
+    }
+    dataset = dump(
+        tmp_path / "d" / "d.yaml",
+        {
+            "kind": "dataset",
+            "name": "text/squad-like",
+            "version": "1.0.0",
+            "task": "question-answering",
+            "files": write_files(tmp_path / "d", lines),
+            "data": {"format": "questions-jsonl", "path": "questions.jsonl"},
+            "labels": {"format": "squad-answers", "path": "answers.jsonl"},
+        },
+    )
+    registry = pinbench.Registry(tmp_path / "home")
+    registry.init()
+    registry.publish(frameworks.write(tmp_path, "transformers"))
+    registry.publish(tmp_path / "model.yaml")
+    registry.publish(dataset)
+    request = {"model": "text/bert-qa@1", "dataset": "text/squad-like@1"}
+    lock = registry.lock({**request, "scenario": {"mode": "accuracy"}})[0]
+    run = lock.run(runner="local")
+    assert run.status == "succeeded", run.info.get("error")
+    assert run.metrics["squad_exact_match_pct"] == official["exact_match"]
+    assert run.metrics["squad_f1_pct"] == official["f1"]
+    assert run.metrics["questions_count"] == len(questions)
+    assert run.metrics["features_count"] == len(features)
+    shown = run.info["details"]["question_answering"]["answers"]
+    assert [a["answer"] for a in shown] == [predicted[str(i)] for i in range(len(questions))]
