@@ -12,7 +12,6 @@ import click
 from pinbench.cli.common import listed, local_registry, lockfile_argument, progress_bars
 from pinbench.console import err as _err
 from pinbench.console import json_option
-from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
@@ -58,10 +57,10 @@ def verify(
     if as_json:
         _print_json({"digest": lock.digest, "ok": True, "checked": len(checks)})
     else:
-        nbytes = sum(c.size for c in checks)
-        _out().print(
+        nbytes = sum(c.size for c in checks)  # one plain line: Rich is not imported for it
+        sys.stdout.write(
             f"verified lockfile {lock.digest[:12]}: {len(checks)} item(s), {nbytes} bytes, "
-            "all match"
+            "all match\n"
         )
 
 

@@ -26,7 +26,7 @@ from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import VersionConflict, commit_staged, requires_of
 from pinbench.registry.publish import ref_of as publish_ref
-from pinbench.registry.trust import check_pinned, check_shape, published_row, ref_of
+from pinbench.registry.trust import check_pinned, check_shape, published, ref_of
 from pinbench.workspace import Workspace
 
 
@@ -137,18 +137,18 @@ def _format_of(lock: Lockfile, kind: str, name: str) -> str | None:
 
 def _already_here(ws: Workspace, lock: Lockfile) -> dict[ArtifactRef, Pinned]:
     out = {}
-    with ws.transaction() as session:
+    with ws.reads() as rows:
         for art in lock.body.artifacts:
-            row = published_row(session, art)
-            if row is None:
+            pin = published(rows, art)
+            if pin is None:
                 continue
-            if row.manifest_digest != art.manifest_digest:
+            if pin.manifest_digest != art.manifest_digest:
                 raise VersionConflict(
                     ref=ref_of(art),
-                    existing_digest=row.manifest_digest,
+                    existing_digest=pin.manifest_digest,
                     new_digest=art.manifest_digest,
                 )
-            out[ref_of(art)] = Pinned.of_row(row)
+            out[ref_of(art)] = pin
     return out
 
 

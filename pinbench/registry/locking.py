@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from sqlalchemy.orm import Session
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.chains.spec import LockedChain
-from pinbench.db.models import Artifact
-from pinbench.db.models import Lockfile as LockfileRow
+from pinbench.db.plain import Rows, connection_rows, flag, json_value
 from pinbench.errors import UserError
-from pinbench.registry.catalog import get_artifact
+from pinbench.registry.catalog import FILES_SQL, NotFound
 from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
 from pinbench.registry.late_fields import drop_unset, drop_unset_request_parts
 from pinbench.registry.lockfile import (
@@ -38,6 +36,9 @@ from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.request import LATE_REQUEST_FIELDS, LATE_SYSTEM_FIELDS, Request
 from pinbench.registry.resolve import Resolution
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
 
 @dataclass(frozen=True, slots=True)
 class Pinned:
@@ -50,21 +51,34 @@ class Pinned:
     requires: list[dict[str, Any]]
     yanked: bool
 
-    @classmethod
-    def of_row(cls, row: Artifact) -> Pinned:
-        md5s = _md5s(row.manifest)
-        return cls(
-            manifest=row.manifest,
-            manifest_digest=row.manifest_digest,
-            files=tuple(
-                LockedFile(
-                    path=f.path, sha256=f.sha256, size=f.size, source=f.source, md5=md5s.get(f.path)
-                )
-                for f in row.files
-            ),
-            requires=row.requires,
-            yanked=row.yanked,
-        )
+
+PINNED_SQL = (
+    "SELECT id, manifest, manifest_digest, requires, yanked FROM artifacts"
+    " WHERE kind = :kind AND name = :name AND version = :version"
+)
+
+
+def read_pinned(rows: Rows, kind: str, name: str, version: str) -> Pinned | None:
+    """What a lockfile reads of ``KIND/NAME@VERSION`` (its files by path), if it is published:
+    plain SQL (``pinbench.db.plain``), so that ``verify`` re-derives a lockfile from the
+    embedded SQLite database without importing SQLAlchemy, and ``lock`` reads the same way
+    through its session."""
+    found = rows(PINNED_SQL, {"kind": kind, "name": name, "version": version})
+    if not found:
+        return None
+    ((row_id, manifest, digest, requires, yanked),) = found
+    stored: dict[str, Any] = json_value(manifest)
+    md5s = _md5s(stored)
+    return Pinned(
+        manifest=stored,
+        manifest_digest=str(digest),
+        files=tuple(
+            LockedFile(path=p, sha256=sha, size=int(size), source=source, md5=md5s.get(p))
+            for p, sha, size, source in rows(FILES_SQL, {"artifact": row_id})
+        ),
+        requires=json_value(requires),
+        yanked=flag(yanked),
+    )
 
 
 def build_lockfile(
@@ -72,7 +86,13 @@ def build_lockfile(
 ) -> Lockfile:
     """Pin the resolved artifacts, their files and the environment for the request's platform,
     for one batch size of the request."""
-    pinned = {ref: Pinned.of_row(get_artifact(session, ref)) for ref in resolution.refs}
+    rows = connection_rows(session)
+    pinned = {}
+    for ref in resolution.refs:
+        pin = read_pinned(rows, ref.kind.value, ref.name, str(ref.version))
+        if pin is None:
+            raise NotFound(what=str(ref))
+        pinned[ref] = pin
     return lockfile_of(pinned, request, batch_size)
 
 
@@ -242,6 +262,8 @@ def canonical_digest(request: Request) -> str:
 
 def store_lockfile(session: Session, lock: Lockfile) -> bool:
     """Record the lockfile; return False when it was already recorded."""
+    from pinbench.db.models import Lockfile as LockfileRow
+
     if session.get(LockfileRow, lock.digest.hex) is not None:
         return False
     session.add(

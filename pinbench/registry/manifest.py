@@ -50,7 +50,6 @@ from pinbench.registry.steps import (
     AUDIO_STEPS,
     InputStep,
 )
-from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
 # ---------------------------------------------------------------- the four kinds
 
@@ -352,6 +351,8 @@ def parse_manifest(data: object, *, source: str = "<manifest>") -> Manifest:
 
 def load_manifest_text(text: str, *, source: str = "<manifest>") -> Manifest:
     """Parse (YAML within ``yamlsafe``'s limits) and validate a manifest."""
+    from pinbench.registry.yamlsafe import YamlRefused, load_yaml  # not for stored manifests
+
     try:
         data = load_yaml(text)
     except YamlRefused as exc:
@@ -360,6 +361,8 @@ def load_manifest_text(text: str, *, source: str = "<manifest>") -> Manifest:
 
 
 def load_manifest(path: Path) -> Manifest:
+    from pinbench.registry.yamlsafe import YamlRefused, read_yaml_file
+
     try:
         text = read_yaml_file(path)
     except (OSError, UnicodeDecodeError) as exc:

@@ -14,13 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
-
-from pinbench.db.models import Artifact
+from pinbench.db.plain import Rows
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
-from pinbench.registry.locking import Pinned, lockfile_of
+from pinbench.registry.locking import Pinned, lockfile_of, read_pinned
 from pinbench.registry.names import ArtifactRef, Kind
 from pinbench.registry.ranges import Range
 from pinbench.registry.resolve import published_from_row
@@ -70,31 +67,24 @@ _SHOWN = 8
 """At most this many differing fields are named in the message (all are kept on the error)."""
 
 
-def rederive(session: Session, lock: Lockfile) -> Lockfile:
+def rederive(rows: Rows, lock: Lockfile) -> Lockfile:
     """The lockfile this registry makes from ``lock``'s request, pins and batch size; raise
     ``NotPublishedHere``, ``PinsRefused`` or ``LockfileMismatch`` unless it is ``lock``
-    byte for byte."""
+    byte for byte. ``rows``: reads of this registry (``Workspace.reads``, or a session's
+    ``connection_rows``)."""
     check_shape(lock)
     pinned: dict[ArtifactRef, Pinned] = {}
     for art in lock.body.artifacts:
-        row = published_row(session, art)
-        if row is None:
+        pin = published(rows, art)
+        if pin is None:
             raise NotPublishedHere(ref=art.ref, lockfile=lock.digest.hex)
-        pinned[ref_of(art)] = Pinned.of_row(row)
+        pinned[ref_of(art)] = pin
     return check_pinned(lock, pinned)
 
 
-def published_row(session: Session, art: LockedArtifact) -> Artifact | None:
-    """The registry's row of the version ``art`` pins (its files loaded), if published."""
-    return session.scalar(
-        select(Artifact)
-        .options(selectinload(Artifact.files))
-        .where(
-            Artifact.kind == art.kind,
-            Artifact.name == art.name,
-            Artifact.version == art.version,
-        )
-    )
+def published(rows: Rows, art: LockedArtifact) -> Pinned | None:
+    """What the registry holds of the version ``art`` pins, if it is published."""
+    return read_pinned(rows, art.kind, art.name, art.version)
 
 
 def ref_of(art: LockedArtifact) -> ArtifactRef:

@@ -148,8 +148,8 @@ def check_against_registry(ws: Workspace, lock: Lockfile) -> None:
     """Refuse a lockfile this registry would not make (see ``pinbench.registry.trust``)."""
     from pinbench.registry.trust import rederive
 
-    with ws.transaction() as session:
-        rederive(session, lock)
+    with ws.reads() as rows:
+        rederive(rows, lock)
     if lock.body.chain is not None:  # a chain's direct wires against their graphs, as at lock
         from pinbench.chains.signature import check_stored
 

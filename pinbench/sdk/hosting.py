@@ -151,8 +151,10 @@ class Hosting:
             raise UserError(
                 f"the body's sha256 is {lock.digest.hex}, not {expected.hex} as in the URL"
             )
+        from pinbench.db.plain import connection_rows
+
         with self._ws.transaction() as session:
-            rederive(session, lock)
+            rederive(connection_rows(session), lock)
             return lock, store_lockfile(session, lock)
 
     # -- blobs ----------------------------------------------------------------------------

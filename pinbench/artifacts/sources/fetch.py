@@ -6,16 +6,13 @@ discards it."""
 from __future__ import annotations
 
 import os
-import tarfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pinbench.artifacts.digest import CHUNK_SIZE, Digest, Progress
 from pinbench.artifacts.scratch import scratch_file
-from pinbench.artifacts.sources import dvc, hf, https
 from pinbench.artifacts.sources.errors import (
     DownloadInterrupted,
     Md5Mismatch,
@@ -25,6 +22,10 @@ from pinbench.artifacts.sources.errors import (
 from pinbench.artifacts.sources.sink import Sink, SinkBusy
 from pinbench.artifacts.sources.uri import DvcUri, HfUri, HttpsUri, parse_source
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch, SizeMismatch, StagedBlob
+
+if TYPE_CHECKING:  # a scheme's client (HTTP, DVC, the Hub) is imported when it fetches
+    import tarfile
+    import zipfile
 
 ProgressFactory = Callable[[str, int], Progress]
 """Given a label and a total size (0 when unknown), return a progress callback."""
@@ -84,6 +85,8 @@ class Fetcher:
         if isinstance(uri, HfUri):
             return self._hf(uri, label=label, sha256=sha256, md5=md5, size=size)
         if isinstance(uri, DvcUri):
+            from pinbench.artifacts.sources import dvc
+
             commit = dvc.resolve_commit(uri)
             pinned = uri.at(commit)
             with dvc.open_file(pinned) as (handle, dvc_md5):
@@ -99,6 +102,8 @@ class Fetcher:
     def _hf(
         self, uri: HfUri, *, label: str, sha256: Digest | None, md5: str | None, size: int | None
     ) -> Fetched:
+        from pinbench.artifacts.sources import hf
+
         path, commit = hf.download(uri)
         pinned = str(uri.at(commit))
         if sha256 is not None and self.store.has(sha256) and md5 is None:
@@ -129,6 +134,8 @@ class Fetcher:
         return Fetched(str(uri), staged.digest, staged.size, md5, staged)
 
     def _download(self, url: str, label: str, size: int | None) -> tuple[StagedBlob, str]:
+        from pinbench.artifacts.sources import https
+
         part = https.part_path(self.store.staging(), url)
         try:
             sink = Sink(part, resume=True, progress=self._bar(label, size))
@@ -219,6 +226,9 @@ class _Member:
         self._closers: list[IO[bytes] | tarfile.TarFile | zipfile.ZipFile] = []
 
     def __enter__(self) -> IO[bytes]:
+        import tarfile
+        import zipfile
+
         name = self.uri.member or ""
         if zipfile.is_zipfile(self.archive):
             zf = zipfile.ZipFile(self.archive)
