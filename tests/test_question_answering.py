@@ -57,7 +57,7 @@ def scored(draw: Any) -> tuple[list[str], list[list[str]]]:
     return answers, references
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(scored())
 def test_scores_equal_the_official_script_and_torchmetrics(case: Any) -> None:
     from torchmetrics.functional.text import squad
@@ -457,3 +457,120 @@ def test_a_question_answering_folder_runs_end_to_end_with_mlperf_s_figures(
     assert run.metrics["features_count"] == len(features)
     shown = run.info["details"]["question_answering"]["answers"]
     assert [a["answer"] for a in shown] == [predicted[str(i)] for i in range(len(questions))]
+
+
+def _scorer_context(tmp_path: Path, outputs: list[dict[str, Any]], ids: bool) -> Any:
+    from types import SimpleNamespace
+
+    import msgspec
+
+    from pinbench.registry.ports import Input, Output
+
+    step = {"tokenize": {"tokenizer": "tokenizer.json", "max_length": 8, "max_query_length": 2}}
+    ids_input = {"name": "input_ids", "type": "text", "element_type": "int64", "shape": [8]}
+    inputs = [{**ids_input, "steps": [step]}]
+    model = SimpleNamespace(
+        outputs=[msgspec.convert(o, Output) for o in outputs],
+        inputs=[msgspec.convert(i, Input) for i in inputs] if ids else [],
+    )
+    return SimpleNamespace(model=model, model_ref="m@1", accuracy=True, model_paths={})
+
+
+START = {"name": "start_logits", "type": "tensor"}
+END = {"name": "end_logits", "type": "tensor"}
+
+
+@pytest.mark.parametrize(
+    ("outputs", "ids", "reason"),
+    [
+        ([START], True, "want one output named \\*start_logits and one named \\*end_logits"),
+        ([START, END, {**END, "name": "x_end_logits"}], True, "want one output"),  # ambiguous
+        ([START, {**END, "steps": [{"softmax": {}}]}], True, "declare steps"),
+        ([START, END], False, "no input of token ids"),
+    ],
+)
+def test_models_this_task_cannot_read_are_refused_naming_why(
+    tmp_path: Path, outputs: list[dict[str, Any]], ids: bool, reason: str
+) -> None:
+    from pinbench.tasks.question_answering.task import (
+        NotAQuestionAnsweringModel,
+        QuestionAnswering,
+    )
+
+    with pytest.raises(NotAQuestionAnsweringModel, match=reason):
+        QuestionAnswering().prepare(_scorer_context(tmp_path, outputs, ids))
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (np.zeros((2, 9), dtype=np.float32), r"shape \[2, 9\] .* here \[2, 8\]"),  # not T wide
+        (np.zeros((2, 8), dtype=np.int64), "of floats"),  # class ids, not logits
+        (np.full((2, 8), np.nan, dtype=np.float32), "a NaN or an infinity"),
+    ],
+)
+def test_logits_that_cannot_be_read_are_refused_on_the_first_answer(
+    tmp_path: Path, answer: Any, reason: str
+) -> None:
+    from pinbench.tasks.question_answering.task import BadSpanScores, QuestionAnswering
+
+    scorer = QuestionAnswering().prepare(_scorer_context(tmp_path, [START, END], True))
+    assert scorer is not None
+    fine = np.zeros((2, 8), dtype=np.float32)
+    with pytest.raises(BadSpanScores, match=reason):
+        scorer.check({"start_logits": fine, "end_logits": answer}, {}, 2)
+
+
+def test_the_host_refuses_logits_of_token_ids_it_did_not_make(tmp_path: Path) -> None:
+    """An evaluator that fed the model other ids (another tokenizer, a shifted row) answers
+    for other tokens: its logits cannot be placed in the context, and the run fails."""
+    from types import SimpleNamespace
+
+    from pinbench.catalog.minilm import TOKENIZER
+    from pinbench.tasks.question_answering.task import BadSpanScores, QuestionAnswering
+
+    context = _scorer_context(tmp_path, [START, END], True)
+    context.model_paths = {"tokenizer.json": Path(TOKENIZER)}
+    questions = [Question("who?", "anna and bob"), Question("where?", "in paris")]
+    context.samples = SimpleNamespace(questions=questions, truth=[["anna"], ["paris"]])
+    scorer = QuestionAnswering().prepare(context)
+    assert scorer is not None and scorer.rows() == 2
+    encoded = scorer.features()  # type: ignore[attr-defined]
+    logits = np.zeros((1, 8), dtype=np.float32)
+    answers: dict[int, Any] = {i: {"start_logits": logits, "end_logits": logits} for i in range(2)}
+    fed = encoded.ids.astype(np.int64)
+    scored = scorer.score(answers, {"input_ids": fed})
+    assert scored.metrics["questions_count"] == 2
+    fed[1, 3] += 1
+    with pytest.raises(BadSpanScores, match="feature 1's token ids differ"):
+        scorer.score(answers, {"input_ids": fed})
+
+
+def test_windows_are_refused_on_samples_that_are_not_questions() -> None:
+    import msgspec
+
+    from pinbench.evaluator.pipeline_errors import PipelineError
+    from pinbench.evaluator.text_inputs import preprocess_texts
+    from pinbench.registry.ports import Input
+
+    spec = msgspec.convert(
+        {
+            "name": "input_ids",
+            "type": "text",
+            "element_type": "int64",
+            "steps": [{"tokenize": {"tokenizer": "t.json", "max_length": 8, "doc_stride": 4}}],
+        },
+        Input,
+    )
+    with pytest.raises(PipelineError, match="doc_stride and max_query_length window a question"):
+        preprocess_texts(["a text"], spec, {})
+
+
+def test_a_tokenize_step_without_windows_is_stored_as_before() -> None:
+    """The two fields are late: a manifest published before them keeps its digest."""
+    from pinbench.registry.late_fields import drop_unset_inputs
+
+    step = {"tokenizer": "t.json", "max_length": 8, "doc_stride": None, "max_query_length": None}
+    inputs: list[Any] = [{"name": "ids", "steps": [{"tokenize": step}]}]
+    drop_unset_inputs(inputs)
+    assert inputs[0]["steps"][0]["tokenize"] == {"tokenizer": "t.json", "max_length": 8}
