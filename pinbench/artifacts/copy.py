@@ -10,13 +10,12 @@ copy costs about as much as the slower of hashing and writing rather than their 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import os
 import queue
 import threading
 from collections.abc import Callable
+from functools import cache
 from typing import BinaryIO
 
 from pinbench.artifacts.digest import CHUNK_SIZE, Digest, Prefetcher, Progress
@@ -25,17 +24,19 @@ PIPELINE_DEPTH = 4
 SYNC_FILE_RANGE_WRITE = 2
 
 
+@cache
 def _sync_file_range() -> Callable[[int, int, int], None]:
-    """Start asynchronous write-back of a range (Linux); a no-op where unavailable."""
+    """Start asynchronous write-back of a range (Linux); a no-op where unavailable. Looked up
+    at the first copy, not at import (``find_library`` runs ``ldconfig``)."""
+    import ctypes
+    import ctypes.util
+
     name = ctypes.util.find_library("c")
     func = getattr(ctypes.CDLL(name, use_errno=True), "sync_file_range", None) if name else None
     if func is None:
         return lambda fd, offset, length: None
     func.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
     return lambda fd, offset, length: func(fd, offset, length, SYNC_FILE_RANGE_WRITE)
-
-
-_start_writeback = _sync_file_range()
 
 
 def _write_all(fd: int, view: memoryview) -> None:
@@ -53,6 +54,7 @@ def copy_hashing(
     for _ in range(PIPELINE_DEPTH):
         free.put(bytearray(CHUNK_SIZE))
     failure: list[BaseException] = []
+    writeback = _sync_file_range()
 
     def writer() -> None:
         offset = 0
@@ -61,7 +63,7 @@ def copy_hashing(
             if not failure:
                 try:
                     _write_all(dst_fd, memoryview(buf)[:n])
-                    _start_writeback(dst_fd, offset, n)
+                    writeback(dst_fd, offset, n)
                     offset += n
                 except BaseException as exc:  # handed to the reading thread
                     failure.append(exc)
@@ -103,11 +105,12 @@ def copy_plain(src_fd: int, dst_fd: int, *, progress: Progress | None = None) ->
     no pass through Python's memory: the caller vouches for the digest."""
     total = 0
     copy = _kernel_copy()
+    writeback = _sync_file_range()
     while True:
         n = copy(src_fd, dst_fd, total)
         if n == 0:
             break
-        _start_writeback(dst_fd, total, n)
+        writeback(dst_fd, total, n)
         total += n
         if progress is not None:
             progress(n)

@@ -21,10 +21,6 @@ import contextlib
 import fcntl
 import os
 import re
-import secrets
-import shutil
-import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -70,6 +66,9 @@ def owners_of(tmp: Path) -> Path:
 
 def _take(owners: Path) -> tuple[str, int]:
     """A new owner id and the descriptor holding its lock (never closed: the process's life)."""
+    import secrets
+    import socket
+
     owners.mkdir(parents=True, exist_ok=True)
     owner = secrets.token_hex(8)
     fresh = owners / f".new-{owner}"
@@ -90,6 +89,8 @@ def owner_of(tmp: Path) -> str:
 
 def scratch_file(tmp: Path, kind: str) -> tuple[int, Path]:
     """A new file ``KIND-OWNER-xxxxxxxx`` in ``tmp``, opened for writing: (descriptor, path)."""
+    import tempfile  # (with shutil and random) when a command first writes scratch
+
     tmp.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=tmp, prefix=f"{_kind(kind)}-{owner_of(tmp)}-")
     return fd, Path(name)
@@ -98,6 +99,8 @@ def scratch_file(tmp: Path, kind: str) -> tuple[int, Path]:
 @contextlib.contextmanager
 def scratch_directory(tmp: Path, kind: str) -> Iterator[Path]:
     """A new folder ``KIND-OWNER-xxxxxxxx`` in ``tmp``, removed on the way out."""
+    import tempfile
+
     tmp.mkdir(parents=True, exist_ok=True)
     prefix = f"{_kind(kind)}-{owner_of(tmp)}-"
     with tempfile.TemporaryDirectory(prefix=prefix, dir=tmp) as name:
@@ -233,6 +236,8 @@ def _idle_for(entry: Path) -> float:
 
 
 def _remove(entry: Path, done: Reclaimed) -> None:
+    import shutil
+
     size = _size(entry)
     try:
         if entry.is_dir() and not entry.is_symlink():

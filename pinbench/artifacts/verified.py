@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import logging
 import os
 import secrets
 import sqlite3
@@ -144,6 +143,8 @@ class VerifiedCache:
         read-only home): the cache is skipped for ``RETRY_S`` (then tried again), which only
         costs hashing again; said once, never a failure of the command."""
         if not self._broken:
+            import logging
+
             logging.getLogger(__name__).warning(
                 "the verified-state cache %s is not used (%s): files are hashed again",
                 self._path,

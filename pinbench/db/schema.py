@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +63,8 @@ _REVISION_FILE = re.compile(r"([0-9]{4})_[a-z0-9_]+\.py")
 def known_revisions() -> frozenset[str]:
     """Every revision this pinbench's migrations define, read from their files' names
     (``NNNN_what.py``) without importing Alembic."""
+    from importlib.resources import files
+
     versions = files("pinbench") / "migrations" / "versions"
     found = (_REVISION_FILE.fullmatch(entry.name) for entry in versions.iterdir())
     return frozenset(m.group(1) for m in found if m)
@@ -80,8 +81,9 @@ def pinbench_version() -> str:
 
 
 def refuse_unknown(current: str | None) -> None:
-    """Raise ``SchemaTooNew`` when ``current`` is a revision this code does not define."""
-    if current is not None and current not in known_revisions():
+    """Raise ``SchemaTooNew`` when ``current`` is a revision this code does not define (the head
+    is one it defines: the migrations' files are listed only for another revision)."""
+    if current is not None and current != HEAD_REVISION and current not in known_revisions():
         raise SchemaTooNew(current=current, head=HEAD_REVISION, version=pinbench_version())
 
 

@@ -222,7 +222,7 @@ class SqlCandidateSource:
 
     def versions(self, kind: Kind, name: str) -> Sequence[Published]:
         found = self._rows(CANDIDATES_SQL, {"kind": kind.value, "name": name})
-        from pinbench.registry.resolve import published_from_row
+        from pinbench.registry.published import published_from_row
 
         return [published_from_row(v, flag(y), json_value(r)) for v, y, r in found]
 

@@ -34,10 +34,11 @@ from pinbench.registry.lockfile import (
 from pinbench.registry.manifest import FrameworkManifest, ModelManifest, parse_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
 from pinbench.registry.request import LATE_REQUEST_FIELDS, LATE_SYSTEM_FIELDS, Request
-from pinbench.registry.resolve import Resolution
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
+    from pinbench.registry.resolve import Resolution
 
 
 @dataclass(frozen=True, slots=True)

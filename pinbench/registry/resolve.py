@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -23,28 +23,11 @@ from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, R
 
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec
+from pinbench.registry.published import Dependency as Dependency
+from pinbench.registry.published import Published as Published
+from pinbench.registry.published import published_from_row as published_from_row
 from pinbench.registry.ranges import Range
 from pinbench.registry.versions import parse_version, precedence_key
-
-
-@dataclass(frozen=True, slots=True)
-class Dependency:
-    kind: Kind
-    name: str
-    range: str
-
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    """What resolution knows of one published version."""
-
-    version: semver.Version
-    yanked: bool = False
-    requires: tuple[Dependency, ...] = ()
-    platforms: frozenset[str] | None = None
-    """Platforms (``arch/device``) it is available on; None means all."""
-    platform_requires: Mapping[str, tuple[Dependency, ...]] = field(default_factory=dict)
-    """Extra dependencies that apply on one platform only (a framework's image)."""
 
 
 class CandidateSource(Protocol):
@@ -244,31 +227,3 @@ def _failure(causes: Collection[_Info], provider: _Provider) -> ResolutionFailed
             versions.append(label)
         conflicts[ident] = (texts, versions)
     return ResolutionFailed(conflicts=conflicts)
-
-
-def published_from_row(version: str, yanked: bool, requires: list[dict[str, Any]]) -> Published:
-    """Build ``Published`` from the ``requires`` JSON kept on each artifact row."""
-    plain: list[Dependency] = []
-    per_platform: dict[str, list[Dependency]] = defaultdict(list)
-    platforms: set[str] = set()
-    for entry in requires:
-        platform = entry.get("platform")
-        dep = (
-            Dependency(Kind(entry["kind"]), entry["name"], entry["range"])
-            if entry.get("kind")
-            else None
-        )
-        if platform is None:
-            if dep is not None:
-                plain.append(dep)
-            continue
-        platforms.add(platform)
-        if dep is not None:
-            per_platform[platform].append(dep)
-    return Published(
-        version=_version(version),
-        yanked=yanked,
-        requires=tuple(plain),
-        platforms=frozenset(platforms) if platforms else None,
-        platform_requires={k: tuple(v) for k, v in per_platform.items()},
-    )

@@ -19,8 +19,8 @@ from pinbench.errors import UserError
 from pinbench.registry.lockfile import LockedArtifact, Lockfile
 from pinbench.registry.locking import Pinned, lockfile_of, read_pinned
 from pinbench.registry.names import ArtifactRef, Kind
+from pinbench.registry.published import published_from_row
 from pinbench.registry.ranges import Range
-from pinbench.registry.resolve import published_from_row
 from pinbench.registry.versions import parse_version
 
 
