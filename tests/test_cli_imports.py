@@ -4,7 +4,9 @@ a fresh interpreter and the modules it left in ``sys.modules`` are checked (neve
 ``--help``, ``--version``, ``range`` and ``digest`` load neither SQLAlchemy nor NumPy; a read
 command (``list``, ``show``, ``resolve``) loads none of the evaluator, the reports, the web
 server or a framework, reads the embedded SQLite database without SQLAlchemy, and PostgreSQL
-through SQLAlchemy's Core without its ORM.
+through SQLAlchemy's Core without its ORM. ``verify`` of a lockfile whose files are all in the
+verified-state cache (nothing to hash) still re-derives the lockfile from the registry, and
+loads only what that takes (``VERIFY_UNLOADED``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Cli, dataset_manifest, dump, in_process_cli, write_files
+from tests.helpers import (
+    Cli,
+    dataset_manifest,
+    dump,
+    framework_manifest,
+    in_process_cli,
+    model_manifest,
+    tiny_onnx,
+    write_files,
+)
 
 STARTUP_HEAVY = ["sqlalchemy", "numpy"]
 READ_HEAVY = [
@@ -141,6 +152,56 @@ def test_read_commands_load_no_evaluator_reports_server_or_framework(
         assert _loaded(modules, ["sqlalchemy"]) == []
     else:
         assert _loaded(modules, ["sqlalchemy"]) == ["sqlalchemy"]
+
+
+# (package, why a cache-hit ``verify`` has no use for it): the verify tests hold what it checks
+VERIFY_UNLOADED = [
+    ("sqlalchemy.orm", "the pinned versions are read with plain SQL (Workspace.reads)"),
+    ("numpy", "a lockfile's dataset task is looked up, not its scorer (tasks.base's aliases)"),
+    ("pinbench.evaluator", "nothing is run"),
+    ("rich", "the verdict is one plain line; a progress bar only for a file being hashed"),
+    ("http.client", "no file is missing: no source is fetched (Fetcher imports a scheme's client)"),
+    ("yaml", "the manifests are the registry's stored JSON, not YAML files"),
+    ("resolvelib", "the pins are checked against their ranges, nothing is resolved"),
+]
+VERIFY_UNLOADED_ON_SQLITE = [  # SQLAlchemy and psycopg, which read PostgreSQL, import these
+    ("sqlalchemy", "SQLite is read with the standard library's sqlite3"),
+    ("tempfile", "nothing is written to scratch (artifacts.scratch)"),
+    ("ctypes", "nothing is copied into the store (artifacts.copy)"),
+]
+
+
+def test_a_cache_hit_verify_loads_only_what_rederiving_the_lockfile_takes(
+    home: Path,
+    tmp_path: Path,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli: Cli = in_process_cli(monkeypatch, capsys, home, database_url)
+    files = write_files(tmp_path / "model", {"m.onnx": tiny_onnx(b"imports")})
+    for manifest in (
+        framework_manifest("onnxruntime", "1.17.3"),
+        model_manifest("digits-model", "1.0.0", files),
+    ):
+        assert cli("publish", str(dump(tmp_path / "model" / "m.yaml", manifest))).code == 0
+    request = {
+        "model": "digits-model@^1",
+        "framework": "onnxruntime@>=1.17 <2",
+        "dataset": "digits@^1",
+        "system": {"arch": "amd64", "device": "cpu"},
+    }
+    lock = tmp_path / "digits.lock"
+    assert cli("lock", str(dump(tmp_path / "request.yaml", request)), "-o", str(lock)).code == 0
+    first = cli("verify", str(lock))  # hashes every file: the verified-state cache is filled
+    assert first.code == 0, first.err
+    stdout, modules = _run(home, tmp_path, "verify", str(lock), database_url=database_url)
+    assert stdout.startswith("verified lockfile") and "3 item(s)" in stdout
+    unloaded = VERIFY_UNLOADED + (
+        VERIFY_UNLOADED_ON_SQLITE if database_url.startswith("sqlite") else []
+    )
+    loaded = {p: why for p, why in unloaded if _loaded(modules, [p])}
+    assert loaded == {}
 
 
 def test_defaults_written_out_for_help_agree_with_the_library() -> None:
