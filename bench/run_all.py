@@ -31,6 +31,7 @@ BENCHMARKS = (
     "bench_resolve",
     "bench_overhead",
     "bench_runners",
+    "bench_run_phases",
     "bench_api",
     "bench_trace",
     "bench_cli",
