@@ -26,7 +26,7 @@ import socket
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 
@@ -123,7 +123,7 @@ def _owner() -> str:
 def _active_secret(ws: Workspace, purpose: str) -> bytes:
     """The private key bytes of this registry's active ``purpose`` key, checked against the
     record; made (and recorded) only when the registry never had a key of that purpose."""
-    from pinbench.db.errors import Conflict
+    from pinbench.db.absent import insert_absent
     from pinbench.db.models import SigningKey
 
     path = key_path(ws, purpose)
@@ -138,9 +138,9 @@ def _active_secret(ws: Workspace, purpose: str) -> bytes:
             temp.unlink(missing_ok=True)
         secret = _read_secret(path, purpose)
         keyid, public = _checked_public(purpose, secret)
-        with contextlib.suppress(Conflict), ws.transaction() as session:
-            if session.get(SigningKey, keyid) is None:
-                session.add(_row(purpose, keyid, public, datetime.now(UTC)))
+        values = _values(purpose, keyid, public, datetime.now(UTC))
+        with ws.transaction() as session:  # each process of a fresh registry: one row
+            insert_absent(session, SigningKey, values)
         rows = _rows(ws, purpose)
     active = [r for r in rows if r.retired_at is None]
     if not active:
@@ -178,15 +178,19 @@ def _active_secret(ws: Workspace, purpose: str) -> bytes:
 def _row(purpose: str, keyid: str, public: str, now: datetime) -> SigningKey:
     from pinbench.db.models import SigningKey
 
-    return SigningKey(
-        keyid=keyid,
-        purpose=purpose,
-        algorithm=_ALGORITHMS[purpose],
-        public=public,
-        owner=_owner(),
-        created_at=now,
-        retired_at=None,
-    )
+    return SigningKey(**_values(purpose, keyid, public, now))
+
+
+def _values(purpose: str, keyid: str, public: str, now: datetime) -> dict[str, Any]:
+    return {
+        "keyid": keyid,
+        "purpose": purpose,
+        "algorithm": _ALGORITHMS[purpose],
+        "public": public,
+        "owner": _owner(),
+        "created_at": now,
+        "retired_at": None,
+    }
 
 
 def signing_key(ws: Workspace) -> Ed25519PrivateKey:

@@ -262,16 +262,14 @@ def canonical_digest(request: Request) -> str:
 
 
 def store_lockfile(session: Session, lock: Lockfile) -> bool:
-    """Record the lockfile; return False when it was already recorded."""
+    """Record the lockfile; return False when it was already recorded (also by a concurrent
+    writer of the same lockfile: ``db.absent``)."""
+    from pinbench.db.absent import insert_absent
     from pinbench.db.models import Lockfile as LockfileRow
 
-    if session.get(LockfileRow, lock.digest.hex) is not None:
-        return False
-    session.add(
-        LockfileRow(
-            digest=lock.digest.hex,
-            body=lock.canonical.decode("utf-8"),
-            created_at=datetime.now(UTC),
-        )
-    )
-    return True
+    row = {
+        "digest": lock.digest.hex,
+        "body": lock.canonical.decode("utf-8"),
+        "created_at": datetime.now(UTC),
+    }
+    return insert_absent(session, LockfileRow, row)
