@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pinbench.evaluator.tokenizing import (
+    U32,
     Encoded,
     Request,
     TokenizeProblem,
@@ -48,9 +49,14 @@ MAX_QUERY_LENGTH = 64
 """MLPerf's BERT: a question's tokens kept."""
 MAX_FEATURES = 1024
 """Features of one question: SQuAD's longest paragraph gives 3 at MLPerf's settings."""
-MAX_TOKENS = 2**28
-"""The most token positions (features x max_length) of one input, as for any text
-(``text_inputs.MAX_TOKENS``)."""
+MAX_TOKENS = 2**26
+"""The most token positions (features x max_length) of one input: 1.75 GiB of the seven
+arrays the tokenizer's process makes (SQuAD v1.1's training set at MLPerf's settings is some
+34 million). A quarter of ``text_inputs.MAX_TOKENS``: a feature carries seven arrays, a text
+three or four (decision 285)."""
+MAX_QUESTION_TOKENS = 2**22
+"""The most token positions one question's features may hold: the library's encodings of one
+question's windows are held at once, some 300 bytes a position (1.2 GiB here; decision 285)."""
 
 
 def settings(step: Tokenize) -> tuple[int, int]:
@@ -93,13 +99,17 @@ def encode_questions(
 
 
 def pair_features(tokenizer: Any, request: Request) -> Encoded:
-    """The features of every question of ``request`` and its context (see the module)."""
+    """The features of every question of ``request`` and its context (see the module). Each
+    question's windows are written into arrays as they are joined (28 bytes a position), never
+    kept as the library's encodings (some 300 bytes a position): memory is bounded by
+    ``MAX_TOKENS`` before it is spent, and by ``MAX_QUESTION_TOKENS`` for one question."""
     assert request.contexts is not None
     length = request.max_length
     pad = dict(tokenizer.padding)  # as ``tokenizing._tokenizer`` set it: the file's, or found
     tokenizer.no_padding()
     special = tokenizer.num_special_tokens_to_add(True)
-    rows: list[tuple[Any, int, list[int]]] = []
+    blocks: list[dict[str, U32]] = []
+    made = 0
     texts = [f"{q}\n{c}" for q, c in zip(request.texts, request.contexts, strict=True)]
     for start, end in _chunks(texts):  # bounded memory, whatever the lengths
         try:
@@ -108,58 +118,84 @@ def pair_features(tokenizer: Any, request: Request) -> Encoded:
         except BaseException as exc:  # a panic in native code is a BaseException
             raise TokenizeProblem(f"the tokenizer failed: {type(exc).__name__}: {exc}") from None
         for i, (q, c) in enumerate(zip(questions, contexts, strict=True), start=start):
-            rows += _windows(tokenizer, request, i, q, c, special)
-            if len(rows) * length > MAX_TOKENS:
-                raise TokenizeProblem(
-                    f"the first {i + 1} questions give {len(rows)} features of {length} "
-                    f"tokens, more than the {MAX_TOKENS} token positions an input may hold"
-                )
+            block = _question_block(tokenizer, request, i, q, c, special, pad, made)
+            made += len(block["example"])
+            blocks.append(block)
+        del questions, contexts
+    arrays: dict[str, U32] = {n: np.empty((made, length), dtype=np.uint32) for n in QA_FIELDS}
+    arrays["example"] = np.empty(made, dtype=np.uint32)
+    row = 0
+    blocks.reverse()
+    while blocks:  # each block freed once copied: the arrays are held once, not twice
+        block = blocks.pop()
+        n = len(block["example"])
+        for name, values in block.items():
+            arrays[name][row : row + n] = values
+        row += n
+    return Encoded(**arrays)
 
-    def zeros() -> Any:
-        return np.zeros((len(rows), length), dtype=np.uint32)
 
-    out = Encoded(
-        zeros(),
-        zeros(),
-        zeros(),
-        ends=zeros(),
-        starts=zeros(),
-        context=zeros(),
-        example=np.array([r[1] for r in rows], dtype=np.uint32),
-    )
-    assert out.ends is not None and out.starts is not None and out.context is not None
-    assert out.example is not None
-    for row, (encoding, _, index) in enumerate(rows):
-        encoding.pad(
+def _question_block(
+    tokenizer: Any,
+    request: Request,
+    i: int,
+    question: Any,
+    context: Any,
+    special: int,
+    pad: dict[str, Any],
+    made: int,
+) -> dict[str, U32]:
+    """Question ``i``'s features as arrays, one row each (``made``: the rows before it)."""
+    length = request.max_length
+    windows, step = _windows(request, i, question, context, special)
+    count = len(windows)
+    if (made + count) * length > MAX_TOKENS:
+        raise TokenizeProblem(
+            f"the first {i + 1} questions give {made + count} features of {length} tokens, "
+            f"more than the {MAX_TOKENS} token positions an input may hold"
+        )
+    block: dict[str, U32] = {n: np.zeros((count, length), dtype=np.uint32) for n in QA_FIELDS}
+    block["example"] = np.full(count, i, dtype=np.uint32)
+    for k, window in enumerate(windows):
+        joined = tokenizer.post_process(question, window, add_special_tokens=True)
+        joined.pad(
             length,
             direction=pad.get("direction", "right"),
             pad_id=pad["pad_id"],
             pad_type_id=pad.get("pad_type_id", 0),
             pad_token=pad["pad_token"],
         )
-        out.ids[row] = encoding.ids
-        out.attention_mask[row] = encoding.attention_mask
-        out.type_ids[row] = encoding.type_ids
-        k = 0
-        for position, (sequence, (begin, finish)) in enumerate(
-            zip(encoding.sequence_ids, encoding.offsets, strict=True)
-        ):
-            if sequence == 1:
-                out.context[row, position] = index[k] + 1
-                out.starts[row, position], out.ends[row, position] = begin, finish
-                k += 1
-        if k != len(index):
+        if len(joined.ids) != length:
             raise TokenizeProblem(
-                f"question {int(out.example[row])}: the tokenizer's post-processor changed the "
-                "context's tokens as it joined them to the question"
+                f"question {i}: the tokenizer's post-processor made {len(joined.ids)} tokens of "
+                f"a window, more than max_length {length}"
             )
-    return out
+        block["ids"][k] = joined.ids
+        block["attention_mask"][k] = joined.attention_mask
+        block["type_ids"][k] = joined.type_ids
+        first, held = k * step, len(window.ids)
+        sequence = np.array([s == 1 for s in joined.sequence_ids], dtype=np.bool_)
+        if int(sequence.sum()) != held:
+            raise TokenizeProblem(
+                f"question {i}: the tokenizer's post-processor changed the context's tokens as "
+                "it joined them to the question"
+            )
+        offsets = np.array(joined.offsets, dtype=np.int64).reshape(length, 2)[sequence]
+        block["context"][k, sequence] = np.arange(first + 1, first + held + 1)
+        block["starts"][k, sequence] = offsets[:, 0]
+        block["ends"][k, sequence] = offsets[:, 1]
+    return block
+
+
+QA_FIELDS = ("ids", "attention_mask", "type_ids", "ends", "starts", "context")
+"""The ``(features, max_length)`` arrays of ``pair_features`` (``example`` beside them)."""
 
 
 def _windows(
-    tokenizer: Any, request: Request, i: int, question: Any, context: Any, special: int
-) -> list[tuple[Any, int, list[int]]]:
-    """Question ``i``'s features: (the joined encoding, ``i``, each context token's index)."""
+    request: Request, i: int, question: Any, context: Any, special: int
+) -> tuple[list[Any], int]:
+    """Question ``i``'s context windows (each the library's encoding of its tokens) and the
+    context tokens from one window's start to the next's."""
     question.truncate(request.max_query_length)
     room = request.max_length - len(question.ids) - special
     if room < 1:
@@ -181,23 +217,19 @@ def _windows(
     total = len(context.ids)
     step = min(room, request.doc_stride)
     count = 1 if total <= room else 1 + -(-(total - room) // step)
-    if count > MAX_FEATURES:
+    if count > MAX_FEATURES or count * request.max_length > MAX_QUESTION_TOKENS:
         raise TokenizeProblem(
             f"question {i}: its context of {total} tokens gives {count} windows of {room} "
-            f"tokens {step} apart, more than the {MAX_FEATURES} a question may give: raise "
-            "doc_stride or max_length"
+            f"tokens {step} apart, more than the {MAX_FEATURES} windows or "
+            f"{MAX_QUESTION_TOKENS} token positions a question may give: raise doc_stride, "
+            "or lower max_length"
         )
     windows = [context]
     if total > room:
         context.truncate(room, stride=room - step)
         windows += context.overflowing
     assert len(windows) == count, (len(windows), count)
-    out = []
-    for k, window in enumerate(windows):
-        joined = tokenizer.post_process(question, window, add_special_tokens=True)
-        first = k * step
-        out.append((joined, i, list(range(first, first + len(window.ids)))))
-    return out
+    return windows, step
 
 
 # --- the model's inputs --------------------------------------------------------------------------

@@ -50,23 +50,27 @@ class QuestionFeatures:
 
 
 def max_context(context: U32) -> npt.NDArray[np.bool_]:
-    """Whether each context token of each feature is in its max-context window there."""
+    """Whether each context token of each feature is in its max-context window there. Each
+    token's best window is found in one pass over the windows, each scored over its tokens at
+    once: work in proportion to the features' positions, not to their square."""
     spans = []
     for row in context:
         held = row[row > 0].astype(np.int64) - 1
         spans.append((int(held.min()), len(held)) if len(held) else (0, 0))
+    tokens = max((start + length for start, length in spans), default=0)
+    best = np.full(tokens, -1.0)
+    owner = np.full(tokens, -1, dtype=np.int64)
+    for w, (start, length) in enumerate(spans):
+        token = np.arange(start, start + length)
+        end = start + length - 1
+        score = np.minimum(token - start, end - token) + 0.01 * length
+        better = score > best[start : start + length]  # the first window on a tie
+        best[start : start + length][better] = score[better]
+        owner[start : start + length][better] = w
     out = np.zeros(context.shape, dtype=np.bool_)
     for f, row in enumerate(context):
-        for position in np.flatnonzero(row):
-            token = int(row[position]) - 1
-            best_score, best_window = -1.0, -1
-            for w, (start, length) in enumerate(spans):
-                end = start + length - 1
-                if start <= token <= end:
-                    score = min(token - start, end - token) + 0.01 * length
-                    if score > best_score:
-                        best_score, best_window = score, w
-            out[f, position] = best_window == f
+        positions = np.flatnonzero(row)
+        out[f, positions] = owner[row[positions].astype(np.int64) - 1] == f
     return out
 
 

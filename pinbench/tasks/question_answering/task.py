@@ -148,7 +148,16 @@ class SpanScorer(Scorer):
 
         encoded = self.features()
         count = len(answers)
-        fed = np.asarray(arrays[str(self.fed.name)])[:count].astype(np.int64)
+        given = arrays.get(str(self.fed.name))
+        fed = np.asarray(given if given is not None else ())
+        if fed.ndim != 2 or fed.shape[1:] != encoded.ids.shape[1:] or len(fed) < count:
+            raise BadSpanScores(
+                output=self.outputs[0],
+                reason=f"the token ids fed to input {str(self.fed.name)!r} were not returned as "
+                f"[{len(encoded.ids)}, {self.step.max_length}] (got {list(fed.shape)}): its "
+                "logits cannot be matched to the context",
+            )
+        fed = fed[:count].astype(np.int64)
         differ = np.flatnonzero((fed != encoded.ids[:count].astype(np.int64)).any(axis=1))
         if len(differ):
             raise BadSpanScores(
@@ -173,8 +182,9 @@ class SpanScorer(Scorer):
                 reason=f"the {count} features run hold no question's every feature",
             )
         predicted, spanless = [], 0
+        bounds = np.searchsorted(example, np.arange(len(questions) + 1))  # rows in order
         for q in scored:
-            rows = np.flatnonzero(example == q)
+            rows = np.arange(bounds[q], bounds[q + 1])
             got, found = answer(
                 questions[q].context,
                 QuestionFeatures(
