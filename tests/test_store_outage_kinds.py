@@ -53,6 +53,18 @@ def _wrapped(cause: Exception) -> S3UploadFailedError:
             return exc
 
 
+def _during(url: str) -> ClientError:
+    """A 403 answered to a retry, raised while handling the connection the first try lost:
+    the answer decides, not what it was raised beside."""
+    try:
+        raise ConnectionClosedError(endpoint_url=url)
+    except ConnectionClosedError:
+        try:
+            raise _answered(403, "AccessDenied")
+        except ClientError as exc:
+            return exc
+
+
 URL = "http://127.0.0.1:9"
 CASES: list[tuple[str, Exception, bool]] = [
     ("no server listening", EndpointConnectionError(endpoint_url=URL), True),
@@ -66,6 +78,9 @@ CASES: list[tuple[str, Exception, bool]] = [
     ("404: no such bucket", _answered(404, "NoSuchBucket"), False),
     ("an upload's 403, wrapped by s3transfer", _wrapped(_answered(403, "AccessDenied")), False),
     ("no credentials at all", NoCredentialsError(), False),
+    ("501: the store does not implement the request", _answered(501, "NotImplemented"), False),
+    ("505: nor the HTTP version", _answered(505, "HTTPVersionNotSupported"), False),
+    ("a 403 raised while handling a dropped connection", _during(URL), False),
 ]
 
 
@@ -129,3 +144,95 @@ def test_a_kept_name_that_is_not_a_regular_file_is_not_read(ws: Workspace, make:
     make(where / name)
     assert pending.kept_blobs(ws, [name]) == []
     assert pending.store_kept(ws, [name]) == 0
+
+
+def test_a_file_the_run_did_not_keep_holds_its_record_up_nowhere(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose blobs the store took is recorded at once, whatever the folder of kept blobs
+    holds under their names: another run's kept copy of the same bytes (a deterministic
+    model's outputs) or a file put there by another hand. Its record waited for a server
+    restart, and a file of other bytes then set it aside unwritten."""
+    from pinbench.evaluator.recording import Recorded, record_run
+
+    gone = instances.register(ws, lease_s=-60)
+    _rows(ws, gone, ("stored", "running"), ("waited", "running"))
+    record = _record(ws, "stored")
+    outputs = record.columns["details"]["outputs_sha256"]
+    where = pending.folder(ws) / pending.BLOBS
+    where.mkdir(parents=True)
+    (where / outputs).write_bytes(b"planted under a blob's name")
+    said: list[str] = []
+    got = record_run(ws, record, said.append, give_up=lambda: True)
+    assert got is Recorded.WRITTEN, said
+    assert _runs(ws)["stored"][0] == "succeeded"
+
+    # a record that waited for the database, naming the same blob: written by the sweep,
+    # the planted file set aside, never stored
+    monkeypatch.setattr(run_module, "attest_recorded", lambda *_: None)
+    waited = _record(ws, "waited")
+    waited.columns["details"] = {"outputs_sha256": outputs}
+    path = pending.keep(ws, waited)
+    path.rename(path.with_name(f"{'0' * 16}-waited.json"))
+    assert run_module.record_left(ws) == 1
+    assert _runs(ws)["waited"][0] == "succeeded"
+    assert (where / pending.REFUSED / outputs).is_file() and not (where / outputs).exists()
+    assert ws.store.verify(Digest(outputs), label="outputs")  # the store's bytes untouched
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda path: os.mkfifo(path), id="a FIFO: never waited on"),
+        pytest.param(lambda path: os.symlink("/etc/hostname", path), id="a link: never followed"),
+    ],
+)
+def test_a_kept_name_swapped_after_it_was_looked_at_is_not_read(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, make: Any
+) -> None:
+    """The sweep reads a kept file by its descriptor, opened without following a link or
+    waiting on a FIFO: a name swapped between the look and the read (another hand writes the
+    folder) is set aside, and its record, whose blob nobody has, is not written."""
+    gone = instances.register(ws, lease_s=-60)
+    _rows(ws, gone, ("raced", "running"))
+    _, name = _kept_run(ws, "raced")
+    where = pending.folder(ws) / pending.BLOBS
+    (where / name).unlink()
+    make(where / name)
+    monkeypatch.setattr(pending, "kept_blobs", lambda _ws, digests: list(digests))  # the race
+    monkeypatch.setattr(run_module, "attest_recorded", lambda *_: None)
+    assert run_module.record_left(ws) == 0
+    assert _runs(ws)["raced"][0] == "running"
+    assert not ws.store.has(Digest(name))
+    assert (where / pending.REFUSED / name).is_symlink() or (
+        where / pending.REFUSED / name
+    ).exists()
+
+
+def test_a_try_under_way_is_given_up_when_the_process_is_asked_to_stop(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that takes the connection and never answers holds one try for its client's
+    timeouts and retries (3 x 60 s), past the 30 s a stopping server gives its runs: the run
+    was then marked interrupted and its measurement lost. Asked to stop, the wait keeps the
+    bytes without waiting for the try to end."""
+    import threading
+
+    from pinbench.evaluator.blob_wait import waiting_put
+
+    release, ended = threading.Event(), threading.Event()
+
+    def hanging(data: bytes) -> Digest:
+        release.wait(30)  # bounds the wait of a put that is not given up
+        ended.set()
+        raise ObjectStoreUnavailable(where="s3://b", action="PUT", reason="read timed out")
+
+    monkeypatch.setattr(ws.store, "put_bytes", hanging)
+    kept: set[str] = set()
+    try:
+        put = waiting_put(ws, "run-1", lambda _: None, give_up=lambda: True, kept=kept)
+        digest = put(b"raw latencies")
+        assert not ended.is_set()  # given up while the try was under way
+    finally:
+        release.set()
+    assert kept == {digest.hex} and pending.kept_blobs(ws, [digest.hex]) == [digest.hex]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pinbench.artifacts.object_answers import outage as _outage
+from pinbench.artifacts.object_answers import status as _status
 from pinbench.errors import InvalidValue, SystemFailure
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -373,28 +375,3 @@ class Bucket:
             self._client.delete_object(Bucket=self.location.bucket, Key=self.location.key(relative))
         except (BotoCoreError, ClientError) as exc:
             raise self._fail(f"delete of {relative}", exc) from None
-
-
-def _status(exc: Any) -> int | None:
-    """The HTTP status of a botocore ``ClientError`` (None for other errors)."""
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict):
-        return None
-    code = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return int(code) if code is not None else None
-
-
-def _outage(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (or what it wraps: s3transfer's upload error wraps the client's) says
-    the store is away rather than refusing: no connection, a timeout or a connection cut
-    short (botocore's ``ConnectionError``, ``HTTPClientError``), or an HTTP 5xx answer."""
-    from botocore.exceptions import ConnectionError as Unreachable
-    from botocore.exceptions import HTTPClientError
-
-    seen = 0
-    while exc is not None and seen < 8:  # a chain of causes, bounded
-        status = _status(exc)
-        if isinstance(exc, (Unreachable, HTTPClientError)) or (status or 0) >= 500:
-            return True
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return False

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import owner_alive, owner_of
+from pinbench.artifacts.store import StagedBlob
+from pinbench.artifacts.store_errors import ChecksumMismatch
 from pinbench.db.run_record import BadRecord, RunRecord
 
 if TYPE_CHECKING:
@@ -115,21 +117,63 @@ def _plain(path: Path) -> bool:
         return False
 
 
+class KeptBlobLost(Exception):
+    """A blob a waiting record names is neither in the store nor kept here as its bytes: the
+    record cannot be written (its row would name a blob nobody has)."""
+
+    def __init__(self, *, digest: str, reason: str) -> None:
+        super().__init__(f"kept blob {digest[:12]}: {reason}, and the store lacks it")
+        self.digest = digest
+        self.reason = reason
+
+
 def store_kept(ws: Workspace, digests: list[str]) -> int:
-    """Put the kept bytes of ``digests`` into the store (staged and hashed against their name:
-    a file that does not hash to it is refused with ``ChecksumMismatch``), removing each kept
-    file once stored; how many were stored. The store's errors pass (an outage: the record
-    waits on)."""
+    """Put the kept bytes of ``digests`` into the store (read without following a link or
+    waiting on a FIFO, hashed against their name), removing each kept file once stored; how
+    many were stored. A kept file that is not its blob's bytes is set aside in
+    ``blobs/refused`` and held up nothing if the store has that blob already (another run
+    stored it); else ``KeptBlobLost``. The store's errors pass (an outage: the record waits
+    on)."""
     stored = 0
     for hex_digest in kept_blobs(ws, digests):
         path = folder(ws) / BLOBS / hex_digest
         digest = Digest(hex_digest)
-        staged = ws.store.stage(path, label=f"kept run blob {path}", expected=digest)
+        try:
+            staged = _stage_kept(ws, path, digest)
+        except FileNotFoundError:  # stored meanwhile by another sweep, and removed
+            staged = None
+        except (OSError, ChecksumMismatch) as exc:
+            set_aside(path, f"not the bytes of blob {hex_digest[:12]} ({exc})")
+            if not ws.store.has(digest):
+                why = f"its kept file was refused ({exc})"
+                raise KeptBlobLost(digest=hex_digest, reason=why) from None
+            continue
+        if staged is None:
+            if not ws.store.has(digest):
+                raise KeptBlobLost(digest=hex_digest, reason="its kept file is gone")
+            continue
         with ws.store.locked():
             ws.store.commit(staged)
         path.unlink(missing_ok=True)
         stored += 1
     return stored
+
+
+def _stage_kept(ws: Workspace, path: Path, digest: Digest) -> StagedBlob:
+    """The kept file ``path`` staged in the store, hashed: a regular file opened without
+    following a link, never a FIFO waited on; ``ChecksumMismatch`` for other bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb", buffering=0) as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        writer = ws.store.writer()
+        try:
+            while chunk := source.read(1 << 20):
+                writer.write(chunk)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.finish(label=f"kept run blob {path}", expected=digest, size=None)
 
 
 def drop(path: Path) -> None:

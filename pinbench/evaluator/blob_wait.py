@@ -8,7 +8,8 @@ object store is away (``ObjectStoreUnavailable``: no connection, a timeout, an H
 the database's backoff (``db.waiting``), said in the log and in the run's progress, until the
 store takes it. A store that refuses (access denied, no bucket) is not waited for.
 
-When the process is asked to stop while it waits (a server stopping, a signal), the blob's
+When the process is asked to stop while it waits (a server stopping, a signal; asked during a
+try, too: ``_tried``), the blob's
 bytes are kept in the home (``db.pending.keep_blob``) and the run's record waits with them
 (``recording.record_run``): the next server started on the home stores them, then writes the
 record (``recording.record_left``).
@@ -16,7 +17,9 @@ record (``recording.record_left``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import ObjectStoreUnavailable
@@ -26,6 +29,9 @@ from pinbench.evaluator.run_blobs import Put
 from pinbench.workspace import Workspace
 
 OF = "the blob store"
+POLL_S = 0.25
+"""How often a try under way is asked whether to give up."""
+T = TypeVar("T")
 
 
 def waiting_put(
@@ -35,18 +41,21 @@ def waiting_put(
     *,
     give_up: Callable[[], bool],
     keep: bool = True,
+    kept: set[str] | None = None,
 ) -> Put:
     """``ws.store.put_bytes`` for run ``run_id``'s blobs, waiting out an object store's outage
     until it takes them or ``give_up()`` (asked after each failed try) says to stop waiting:
     then the bytes are kept in ``HOME/pending/blobs`` and their digest returned all the same
     (``keep``), or the outage raised (not ``keep``: the attestation's blobs, whose run is
-    attested later, ``runs attest`` or the next server's ``record_left``)."""
+    attested later, ``runs attest`` or the next server's ``record_left``). The digests (hex)
+    kept are added to ``kept``: the run's record waits for those, and for no other file the
+    folder holds (another run's, or one put there by another hand)."""
 
     def put(data: bytes) -> Digest:
         what = f"run {run_id[:8]}'s blob of {len(data):,} bytes"
         try:
             return until_available(
-                lambda: ws.store.put_bytes(data),
+                lambda: _tried(lambda: ws.store.put_bytes(data), give_up),
                 what=what,
                 outage=ObjectStoreUnavailable,
                 of=OF,
@@ -57,6 +66,8 @@ def waiting_put(
             if not keep:
                 raise
             digest = pending.keep_blob(ws, data)
+            if kept is not None:
+                kept.add(digest.hex)
             say(
                 f"{what} ({digest.hex[:12]}) kept in {pending.folder(ws) / pending.BLOBS}: "
                 "stored, and its run recorded, by the next server started on this home"
@@ -64,3 +75,32 @@ def waiting_put(
             return digest
 
     return put
+
+
+def _tried(call: Callable[[], T], give_up: Callable[[], bool]) -> T:
+    """``call()`` on a thread of its own, its caller asking ``give_up`` as it waits: one try
+    of a store that accepts a connection and never answers lasts its client's timeouts and
+    retries (minutes), longer than a stopping server gives its runs, which would then be
+    marked interrupted with their measurements lost. Given up, the try is left to end alone
+    (what it stores is addressed by its bytes: harmless) and the bytes are kept (decision
+    285)."""
+    done = threading.Event()
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="blob-put", daemon=True).start()
+    while not done.wait(POLL_S):
+        if give_up():
+            raise ObjectStoreUnavailable(
+                where=OF, action="a put", reason="asked to stop while a try was under way"
+            )
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]

@@ -22,12 +22,11 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import ObjectStoreUnavailable
-from pinbench.artifacts.store_errors import ChecksumMismatch
 from pinbench.db import pending
 from pinbench.db.errors import DatabaseUnavailable
 from pinbench.db.run_record import (
@@ -104,16 +103,20 @@ def record_run(
     *,
     give_up: Callable[[], bool],
     prepare: Callable[[], Also | None] | None = None,
+    kept: Collection[str] = (),
 ) -> Recorded:
     """Write ``record``, and what ``prepare()``, called before each try and outside its
     transaction, gives to add to that transaction (``db.run_record.write``'s ``also``: the
     run's attestation); while the database is unavailable, keep it in the home and retry
-    until it is written or ``give_up()`` says to stop waiting (asked after each failure)."""
+    until it is written or ``give_up()`` says to stop waiting (asked after each failure).
+    ``kept``: the blobs (hex) its run kept in the home (``blob_wait``); while one of them waits
+    there, the record waits with it. A file there that the run did not keep holds nothing up:
+    the run stored that blob itself."""
 
     def attempt() -> bool:
         return write(ws, record, prepare() if prepare is not None else None)
 
-    if pending.kept_blobs(ws, named(ws, record)):
+    if pending.kept_blobs(ws, [d for d in named(ws, record) if d in kept]):
         try:
             kept_at = pending.keep(ws, record)
         except OSError as exc:
@@ -196,7 +199,7 @@ def record_left(ws: Workspace, attest: Attest) -> int:
         record = item.record
         try:
             pending.store_kept(ws, named(ws, record))  # its blobs before the row naming them
-        except ChecksumMismatch as exc:  # a kept file that is not its blob: never written
+        except pending.KeptBlobLost as exc:  # a blob it names nobody has: never written
             pending.set_aside(item.path, f"not written: {exc}")
             continue
         except ObjectStoreUnavailable as exc:

@@ -82,6 +82,8 @@ class _Attempt:
     trace: Digest | None = None
     on: OnSystem | None = None
     """The cluster system it ran on (None: this machine)."""
+    kept: set[str] = field(default_factory=set)
+    """Its blobs kept in the home, the blob store away (``blob_wait``): its record waits."""
 
 
 def check_trace(lock: Lockfile, trace: str) -> str:
@@ -225,7 +227,7 @@ def run_lockfile(
             )
             stop.check()
             judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))
-        put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop))
+        put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop), kept=attempt.kept)
         attempt.latencies, attempt.trace = save_evidence(put, evidence, lock)
         if evidence.trace is not None:
             trace_data = msgspec.json.decode(evidence.trace)
@@ -239,7 +241,7 @@ def run_lockfile(
         raise
     except PinbenchError as exc:
         attempt.error = str(exc)
-        put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop))
+        put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop), kept=attempt.kept)
         save_weights(put, evidence, lock)  # a training run short of its target keeps its weights
         store_graph(put, evidence)  # an invalid graph optimization keeps its graph, to be opened
         raise
@@ -336,7 +338,7 @@ def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:
     record = _record_of(attempt)
     put = waiting_put(ws, attempt.id, say, give_up=give_up, keep=False)  # else attested later
     attestation = attestation_of_record(ws, record, attempt.lock, say, put)  # committed with it
-    recorded = record_run(ws, record, say, give_up=give_up, prepare=attestation)
+    recorded = record_run(ws, record, say, give_up=give_up, prepare=attestation, kept=attempt.kept)
     if recorded is Recorded.DROPPED:
         say(f"run {attempt.id} was recorded finished meanwhile: its {attempt.status} is dropped")
     return recorded
