@@ -8,7 +8,6 @@ embedded SQLite database go through the standard library's driver instead.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -75,6 +74,8 @@ class Workspace:
             migrate.upgrade(self.engine)
         except PinbenchError:  # the database refused (unreachable, a privilege, too new)
             if made:  # a home this call made is not left half made
+                import shutil
+
                 shutil.rmtree(self.settings.home, ignore_errors=True)
             raise
         self._checked = True

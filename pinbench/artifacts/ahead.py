@@ -25,18 +25,20 @@ the start-up work-arounds; the console script no longer starts it before the CLI
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest, DigestError, Progress
 from pinbench.artifacts.store import BlobStore
 from pinbench.artifacts.verified import FileState
+
+if TYPE_CHECKING:
+    import subprocess
 
 Pin = tuple[str, str, int]
 """(label, sha256 hex, size) of one pinned file."""
@@ -137,7 +139,9 @@ class HashesAhead:
         self._spawn(store, queued)
 
     def _spawn(self, store: BlobStore, queued: list[_Blob]) -> None:
-        if queued:
+        if queued:  # (subprocess imported only when something is left to hash)
+            import subprocess
+
             self._child = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", CHILD, *(str(b.path) for b in queued)],
                 stdout=subprocess.PIPE,

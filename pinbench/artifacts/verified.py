@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import hmac
 import os
-import secrets
 import sqlite3
 import stat
 import threading
@@ -50,6 +49,8 @@ def ensure_key(path: Path) -> None:
     two processes creating it at once agree on one."""
     if path.exists():
         return
+    import secrets
+
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temp = path.parent / f".{path.name}.{secrets.token_hex(8)}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

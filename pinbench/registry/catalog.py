@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.db.plain import Rows, flag, json_value, when
 from pinbench.errors import UserError
 from pinbench.registry.names import ArtifactRef, Kind, Spec, parse_kind
+from pinbench.registry.published import FILES_SQL
 from pinbench.registry.versions import parse_version
 from pinbench.workspace import Workspace
 
@@ -168,10 +169,6 @@ def get_artifact(session: Session, ref: ArtifactRef) -> Artifact:
 SHOW_SQL = (
     "SELECT id, manifest_digest, publisher, published_at, yanked, yank_reason, manifest"
     " FROM artifacts WHERE kind = :kind AND name = :name AND version = :version"
-)
-FILES_SQL = (
-    "SELECT path, sha256, size, source FROM artifact_files"
-    " WHERE artifact_id = :artifact ORDER BY path"
 )
 
 

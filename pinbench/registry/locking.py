@@ -17,7 +17,6 @@ from pinbench.artifacts.digest import Digest
 from pinbench.chains.spec import LockedChain
 from pinbench.db.plain import Rows, connection_rows, flag, json_value
 from pinbench.errors import UserError
-from pinbench.registry.catalog import FILES_SQL, NotFound
 from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
 from pinbench.registry.late_fields import drop_unset, drop_unset_request_parts
 from pinbench.registry.lockfile import (
@@ -33,6 +32,7 @@ from pinbench.registry.lockfile import (
 )
 from pinbench.registry.manifest import FrameworkManifest, ModelManifest, parse_manifest
 from pinbench.registry.names import ArtifactRef, Kind, Spec
+from pinbench.registry.published import FILES_SQL
 from pinbench.registry.request import LATE_REQUEST_FIELDS, LATE_SYSTEM_FIELDS, Request
 
 if TYPE_CHECKING:
@@ -92,6 +92,8 @@ def build_lockfile(
     for ref in resolution.refs:
         pin = read_pinned(rows, ref.kind.value, ref.name, str(ref.version))
         if pin is None:
+            from pinbench.registry.catalog import NotFound
+
             raise NotFound(what=str(ref))
         pinned[ref] = pin
     return lockfile_of(pinned, request, batch_size)

@@ -1,7 +1,7 @@
 """What resolution knows of one published version (``Published``), built from the ``requires``
-JSON an artifact row keeps. Apart from the resolver (``resolve``, resolvelib's) so that checking a
-lockfile against the registry (``trust``: every pin within the ranges that name it) reads these
-without importing the resolver.
+JSON an artifact row keeps, and the SQL that reads a version's files. Apart from the resolver
+(``resolve``, resolvelib's) and the catalog's listings so that checking a lockfile against the
+registry (``trust``: every pin within the ranges that name it) imports neither.
 """
 
 from __future__ import annotations
@@ -15,6 +15,13 @@ import semver
 
 from pinbench.registry.names import Kind
 from pinbench.registry.versions import parse_version
+
+FILES_SQL = (
+    "SELECT path, sha256, size, source FROM artifact_files"
+    " WHERE artifact_id = :artifact ORDER BY path"
+)
+"""A published version's files (``artifacts.id``), by path: what ``show`` lists and a lockfile
+pins."""
 
 
 @dataclass(frozen=True, slots=True)

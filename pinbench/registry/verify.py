@@ -16,11 +16,11 @@ fetched from it first, and stored only when its bytes match the pin.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest, Progress
-from pinbench.artifacts.sources.fetch import Fetcher
 from pinbench.errors import PinbenchError, UserError
 from pinbench.registry.lockfile import LockedFile, Lockfile
 from pinbench.registry.manifest_parts import REMOTE_SCHEMES
@@ -28,6 +28,7 @@ from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
     from pinbench.artifacts.ahead import HashesAhead
+    from pinbench.artifacts.sources.fetch import Fetcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,8 @@ def verify_lockfile(
     check_against_registry(ws, lock)
     checks: list[FileCheck] = []
     intact: set[tuple[str, int]] = set()  # blobs checked here; files sharing bytes share one
-    with Fetcher(ws.store, progress=progress, say=say) as fetcher:
+    with ExitStack() as stack:
+        fetcher: Fetcher | None = None  # made (its clients imported) for a file to fetch
         for art in lock.body.artifacts:
             for f in art.files:
                 label = f"{art.ref}:{f.path}"
@@ -81,7 +83,13 @@ def verify_lockfile(
                 ):
                     checks.append(FileCheck(label, f.sha256, f.size, None))
                     continue
-                failed = _fetch(ws, fetcher, f, label, say) if fetch and _fetchable(ws, f) else None
+                failed = None
+                if fetch and _fetchable(ws, f):
+                    if fetcher is None:
+                        from pinbench.artifacts.sources.fetch import Fetcher
+
+                        fetcher = stack.enter_context(Fetcher(ws.store, progress=progress, say=say))
+                    failed = _fetch(ws, fetcher, f, label, say)
                 check = failed or _check(ws, f, label, progress, rehash=rehash, for_run=for_run)
                 if check.ok:
                     intact.add((f.sha256, f.size))
