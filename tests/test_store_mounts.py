@@ -212,6 +212,26 @@ def test_a_full_blob_store_answers_an_upload_507_and_leaves_no_temp_file(
             assert m.blobs() == [sha(files["x.npy"])] and m.scratch() == []
 
 
+def test_readiness_watches_the_blob_store_s_own_disk(tmp_path: Path) -> None:
+    """Blobs on a disk of their own with 296 KiB left, the home's disk roomy: not ready, the
+    cause naming the blobs' disk alone and what it has (it once said 200 while publishes got
+    507); ready again once the blobs' disk has room."""
+    home, url = tmp_path / "home", f"sqlite:///{tmp_path / 'home' / 'pinbench.sqlite'}"
+    with blobs_mounted(home, "1m") as m:
+        seed_home(home, url)
+        filler = m.seen(home / "blobs" / "filler")
+        filler.write_bytes(b"\0" * (1024 - 296) * 1024)
+        serving = serve_process(home, url, "--ready-min-free-mb", "1", prefix=m.enter())
+        with serving as (server, _proc), httpx.Client(base_url=server, timeout=30) as c:
+            short = c.get("/api/v1/ready")
+            filler.unlink()
+            roomy = c.get("/api/v1/ready")
+    assert short.status_code == 503, short.text
+    failed = {k["name"]: k["cause"] for k in short.json()["checks"] if not k["ok"]}
+    assert failed == {"free_space": "blobs: 296 KiB free, below 1 MiB"}
+    assert roomy.status_code == 200, roomy.text
+
+
 PUT_BYTES = """
 import sys
 from pathlib import Path

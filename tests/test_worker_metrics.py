@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+
+import httpx
 
 from pinbench.api.observe import RequestStats, render
 from pinbench.api.worker_metrics import prepare, read, well_formed, write
+from pinbench.tls import http_client
+from tests.apiserver import seed_home, serve_process
 
 
 def _numbers(stats: RequestStats, pool: tuple[int, int, int] = (0, 1, 17)) -> dict[str, object]:
@@ -99,3 +105,46 @@ def test_each_server_has_its_own_folder_and_gone_servers_folders_are_removed(
     assert mine.is_dir() and not any(mine.iterdir())
     assert live.is_dir() and other_host.is_dir() and not dead.exists()
     assert oct((tmp_path / "metrics-workers").stat().st_mode & 0o777) == "0o700"
+
+
+def _workers_gauge(client: httpx.Client) -> int:
+    text = client.get("/metrics").text
+    line = next(x for x in text.splitlines() if x.startswith("pinbench_server_workers "))
+    return int(float(line.split()[1]))
+
+
+def _until(client: httpx.Client, want: int, within_s: float) -> list[int]:
+    """The gauge read every half second until it reads ``want`` (or ``within_s`` passed)."""
+    seen = [_workers_gauge(client)]
+    deadline = time.monotonic() + within_s
+    while seen[-1] != want and time.monotonic() < deadline:
+        time.sleep(0.5)
+        seen.append(_workers_gauge(client))
+    return seen
+
+
+def test_the_workers_gauge_counts_a_stopped_worker_out_once_its_lease_lapses(
+    tmp_path: Path,
+) -> None:
+    """A worker whose process lives but does nothing (SIGSTOP: hung) is counted out once its
+    heartbeat is a lease old, the age at which other servers mark its runs interrupted (the
+    gauge read 2 for as long as its process existed), and counted in again once it beats."""
+    home, url = tmp_path / "home", f"sqlite:///{tmp_path / 'db.sqlite'}"
+    tokens, _ = seed_home(home, url)
+    env = {"PINBENCH_SERVER_LEASE_S": "2"}
+    with serve_process(home, url, "--workers", "2", env=env) as (address, _proc):
+        folder = next((home / "metrics-workers").iterdir())
+        deadline = time.monotonic() + 60
+        while len(list(folder.glob("*.json"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)  # each worker has written its first snapshot
+        stopped = min(int(p.stem) for p in folder.glob("*.json"))
+        with http_client(address, {"Authorization": f"Bearer {tokens['reader']}"}, 30) as c:
+            assert _until(c, 2, 30)[-1] == 2
+            os.kill(stopped, signal.SIGSTOP)
+            try:
+                out = _until(c, 1, 30)
+            finally:
+                os.kill(stopped, signal.SIGCONT)
+            back = _until(c, 2, 30)
+    assert out[-1] == 1, out
+    assert back[-1] == 2, back

@@ -61,13 +61,40 @@ def sweep(ws: Workspace, stopped: str, not_started: str) -> None:
     reclaim_each(ws.store.scratch_folders())
 
 
-def beat(pool: Beating, quit: threading.Event, stopped: str, not_started: str) -> None:
+class Heartbeat(threading.Thread):
+    """A pool's heartbeat thread (``beat``) and when it last beat (``at``, wall time): the
+    age ``/metrics`` counts a worker live by (``pinbench_server_workers``)."""
+
+    def __init__(self, pool: Beating, quit: threading.Event, stopped: str, not_started: str):
+        super().__init__(name="pinbench-heartbeat", daemon=True)
+        self.pool, self.quit, self.reasons = pool, quit, (stopped, not_started)
+        self.at = time.time()
+
+    def run(self) -> None:
+        beat(self.pool, self.quit, *self.reasons, pulse=self)
+
+    def live(self) -> bool:
+        """Beaten within a lease: the age past which other servers take this one for gone
+        (its lease, renewed by these beats, expires) and mark its runs interrupted."""
+        return time.time() - self.at < self.pool.lease.lease_s
+
+
+def beat(
+    pool: Beating,
+    quit: threading.Event,
+    stopped: str,
+    not_started: str,
+    pulse: Heartbeat | None = None,
+) -> None:
     """Until ``quit``: renew the lease; sweep expired ones (``sweep``: their runs marked
-    with these reasons); stop the runs someone asked (through any server) to cancel."""
+    with these reasons); stop the runs someone asked (through any server) to cancel. Each
+    beat, whether the database answered or not, sets ``pulse.at``."""
     lease = pool.lease
     renewed = swept = time.monotonic()  # registering and sweeping were just done
     away = False
     while not quit.wait(min(HEARTBEAT_S, lease.renew_s)):
+        if pulse is not None:
+            pulse.at = time.time()
         try:
             if away or time.monotonic() - renewed >= lease.renew_s:
                 instances.renew(pool.ws, pool.instance, lease_s=lease.lease_s)

@@ -3,7 +3,8 @@ Prometheus ask a server.
 
 Liveness (``/api/v1/health``, in ``app``) only says the process answers. Readiness checks what
 serving needs: the database answers ``SELECT 1`` within ``DB_TIMEOUT_S``, the blob store takes
-a file (written and removed in its scratch), and its disk has ``ready_min_free_mb`` free; on
+a file (written and removed in its scratch), and each disk it writes to (the blobs', the
+home's, the SQLite file's) has ``ready_min_free_mb`` free; on
 S3 the bucket answers, on SQLite the file is still the one opened (``readiness``). A failed
 check answers 503 naming each check and its cause; causes name no host, path or credential
 (the full error goes to the server's log), so the probe can stay open to anyone.
@@ -14,7 +15,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import shutil
 import threading
 import time
 import uuid
@@ -36,7 +36,9 @@ from pinbench.api.readiness import (
     Checked,
     OneAtATime,
     database_file_check,
+    free_space_check,
     object_store_check,
+    written_folders,
 )
 from pinbench.artifacts.s3store import S3BlobStore
 from pinbench.db.models import Run
@@ -100,23 +102,13 @@ def blob_store_check(ws: Workspace) -> Checked:
     return Checked("blob_store", True)
 
 
-def free_space_check(ws: Workspace, min_free_mb: int) -> Checked:
-    try:
-        free = shutil.disk_usage(ws.store.root).free
-    except OSError as exc:
-        return Checked("free_space", False, f"cannot be read: {exc.strerror}")
-    if free < min_free_mb * 1024 * 1024:
-        have = free / (1024 * 1024)
-        return Checked("free_space", False, f"{have:.0f} MiB free, below {min_free_mb} MiB")
-    return Checked("free_space", True)
-
-
 @get(
     "/api/v1/ready",
     operation_id="ready",
-    summary="Readiness: the database answers, the blob store is writable, its disk has room",
+    summary="Readiness: the database answers, the blob store is writable, its disks have room",
     description="200 when every check passes, else 503; the body names each check and, when "
-    "it failed, its cause: the database, the blob store's scratch, free space; on S3 the "
+    "it failed, its cause: the database, the blob store's scratch, free space on each disk "
+    "it writes to (named blobs, home or database); on S3 the "
     "bucket (object_store), on SQLite its file (database_file). Open to anyone: it names no "
     "host, path or credential.",
     security=[],
@@ -132,7 +124,10 @@ async def ready(state: State, request: Request[Any, Any, Any]) -> Response[Readi
     checks.append(await anyio.to_thread.run_sync(blob_store_check, ws))
     if isinstance(ws.store, S3BlobStore):  # the bucket holds the blobs: does it answer?
         checks.append(await object_store_check(ws.store.bucket, state.s3_ready))
-    checks.append(await anyio.to_thread.run_sync(free_space_check, ws, settings.ready_min_free_mb))
+    folders = written_folders(ws)
+    checks.append(
+        await anyio.to_thread.run_sync(free_space_check, folders, settings.ready_min_free_mb)
+    )
     pool: RunPool = state.pool
     if pool.draining.is_set():  # SIGTERM: it finishes its runs and takes no new one
         checks.append(Checked("runs", False, "draining: the server is stopping"))
@@ -232,7 +227,7 @@ async def metrics(state: State, request: Request[Any, Any, Any]) -> Response[str
     principal = await metrics_principal(request, state)  # the database may be down
     principal.require("read")
     from pinbench.api.observe import render
-    from pinbench.api.worker_metrics import Snapshot, alive, read
+    from pinbench.api.worker_metrics import Snapshot, alive, beating, read
 
     ws: Workspace = state.ws
     scan: BlobScan = state.blob_scan
@@ -241,7 +236,12 @@ async def metrics(state: State, request: Request[Any, Any, Any]) -> Response[str
     if writer is not None:  # --workers N: the others' snapshots
         snaps += await anyio.to_thread.run_sync(read, writer.folder)
     lines = render([s.numbers.get("requests", {}) for s in snaps])
-    live = [s.numbers for s in snaps if s.pid == os.getpid() or alive(s.pid)]
+    now = time.time()  # live: its process exists and its heartbeat beat within the lease
+    live = [
+        s.numbers
+        for s in snaps
+        if (s.pid == os.getpid() or alive(s.pid)) and beating(s.numbers, now)
+    ]
     pools = [n["pool"] for n in live if isinstance(n.get("pool"), list)]
     lines += _gauge(
         "pinbench_run_pool_runs",
@@ -257,7 +257,9 @@ async def metrics(state: State, request: Request[Any, Any, Any]) -> Response[str
         [("", sum(int(p[2]) for p in pools))],
     )
     lines += _gauge(
-        "pinbench_server_workers", "Server processes counted in this scrape.", [("", len(live))]
+        "pinbench_server_workers",
+        "Server processes alive whose heartbeat beat within the lease.",
+        [("", len(live))],
     )
     try:
         runs = await state.db_scrape.call(lambda: _runs_by_status(ws), DB_TIMEOUT_S)
@@ -305,7 +307,8 @@ async def metrics(state: State, request: Request[Any, Any, Any]) -> Response[str
 
 def own_numbers(state: State) -> dict[str, Any]:
     """This worker process's share of ``/metrics``: its request counts, its run pool's
-    queued, running and capacity, its database pool's connections in use and size."""
+    queued, running and capacity, its database pool's connections in use and size, when its
+    run pool's heartbeat last beat (``beat``, wall time) and its lease (``lease_s``)."""
     ws: Workspace = state.ws
     pool: RunPool = state.pool
     stats: RequestStats = state.requests
@@ -316,4 +319,6 @@ def own_numbers(state: State) -> dict[str, Any]:
         "requests": stats.snapshot(),
         "pool": [queued, running, pool.capacity],
         "db_pool": [db_pool.checkedout(), db_pool.size()] if has_db_pool else None,
+        "beat": pool.heartbeat.at,
+        "lease_s": pool.lease.lease_s,
     }

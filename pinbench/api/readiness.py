@@ -9,6 +9,11 @@ and its disk (those are in ``probes``): the object store's bucket, the SQLite fi
   succeed (a probe writing an object every few seconds would fill the bucket's history).
 - ``database_file``: the SQLite file the server opened is still the one at its path (device
   and inode, ``db/identity.py``).
+- ``free_space``: each filesystem the server writes to has ``ready_min_free_mb`` free: the one
+  the blobs are written to (``HOME/blobs``, which may be a mount of its own, and where an
+  upload is staged), the home's (scratch, runs kept for a store that was away) and the SQLite
+  file's folder; a short one is named by what it holds (``blobs``, ``home``, ``database``),
+  those sharing one disk together.
 
 Each cause names no host, bucket, path or credential; the full error goes to the log.
 """
@@ -18,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
@@ -28,6 +35,7 @@ import msgspec
 if TYPE_CHECKING:
     from pinbench.artifacts.objects import Bucket
     from pinbench.db.identity import OpenedFile
+    from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.api.probes")
 T = TypeVar("T")
@@ -104,3 +112,41 @@ async def database_file_check(opened: OpenedFile) -> Checked:
         log.warning("readiness: %s (%s)", problem, opened.path)
         return Checked("database_file", False, problem)
     return Checked("database_file", True)
+
+
+def written_folders(ws: Workspace) -> dict[str, Path]:
+    """Where the server writes, by what it holds: ``blobs`` first (what a publish fills)."""
+    from pinbench.db.plain import sqlite_file
+
+    folders = {"blobs": ws.store.blobs, "home": ws.settings.home}
+    database = sqlite_file(ws.settings.database_url)
+    if database is not None:
+        folders["database"] = database.parent
+    return folders
+
+
+def free_space_check(folders: dict[str, Path], min_free_mb: int) -> Checked:
+    """Each distinct filesystem among ``folders`` has ``min_free_mb`` free; the cause names
+    each short one by what it holds and its free space."""
+    disks: dict[int, tuple[list[str], int]] = {}
+    for name, folder in folders.items():
+        try:
+            st = os.statvfs(folder)
+            device = os.stat(folder).st_dev
+        except OSError as exc:
+            log.warning("readiness: cannot read the free space of %s: %s", folder, exc)
+            return Checked("free_space", False, f"{name}: cannot be read: {exc.strerror}")
+        names, _ = disks.setdefault(device, ([], st.f_bavail * st.f_frsize))
+        names.append(name)
+    short = [
+        f"{', '.join(names)}: {_size(free)} free, below {min_free_mb} MiB"
+        for names, free in disks.values()
+        if free < min_free_mb * 1024 * 1024
+    ]
+    if short:
+        return Checked("free_space", False, "; ".join(short))
+    return Checked("free_space", True)
+
+
+def _size(free: int) -> str:
+    return f"{free // 1024} KiB" if free < 1024 * 1024 else f"{free // (1024 * 1024)} MiB"

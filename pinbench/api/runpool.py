@@ -102,13 +102,9 @@ class RunPool:
         """Set by ``drain`` (SIGTERM): no run is taken, none queued starts."""
         self._quit = threading.Event()
         """Set by ``close`` once its runs ended: the heartbeat stops."""
-        self._heartbeat = threading.Thread(
-            target=heartbeat.beat,
-            args=(self, self._quit, STOPPED, NOT_STARTED),
-            name="pinbench-heartbeat",
-            daemon=True,
-        )
-        self._heartbeat.start()
+        self.heartbeat = heartbeat.Heartbeat(self, self._quit, STOPPED, NOT_STARTED)
+        """Its thread, and when it last beat (``/metrics`` counts live workers by it)."""
+        self.heartbeat.start()
 
     def submit(
         self, lock: Lockfile, runner: str, trace: str = "none", *, user: str | None = None
@@ -392,7 +388,7 @@ class RunPool:
             mine, running = set(self._mine), set(self._stops)
         mine -= {k.record.id for k in pending.kept(self.ws)}  # their records wait: kept
         self._quit.set()
-        self._heartbeat.join(timeout=CLOSE_GRACE_S)  # no renewal after the retirement
+        self.heartbeat.join(timeout=CLOSE_GRACE_S)  # no renewal after the retirement
         outage.mark_left(
             self.ws, {NOT_STARTED: mine - running, STOPPED: mine & running}, self.instance
         )

@@ -9,8 +9,12 @@ servers on one home, as in a rolling upgrade, never sum each other's numbers) ev
 answering worker sums its own numbers (taken in memory) and the other snapshots in the
 folder. Counters and histograms sum every worker's, also of one that has died since (its
 counts stay counted: a counter never goes back while the server lives); gauges (the run and
-database pools) sum only the live workers'. A snapshot of the wrong shape is skipped. With
-one worker there is no folder and nothing is written.
+database pools, the workers themselves) sum only the live workers'. A worker is live while its
+process exists and its run pool's heartbeat beat within its lease (``PINBENCH_SERVER_LEASE_S``,
+30 s by default): past that age the other servers take it for gone (its lease, which those
+beats renew, expired) and mark its runs interrupted, so a worker that hangs or is stopped is
+counted out when its runs are, not while its process merely exists. A snapshot of the wrong
+shape is skipped. With one worker there is no folder and nothing is written.
 """
 
 from __future__ import annotations
@@ -96,6 +100,7 @@ def well_formed(numbers: Any) -> bool:
         return False
     counts, hist = requests.get("counts", []), requests.get("hist", [])
     pool, db = numbers.get("pool"), numbers.get("db_pool")
+    pulse = [numbers[k] for k in ("beat", "lease_s") if k in numbers]
     return (
         isinstance(counts, list)
         and all(_row(c, (str, str, int, int)) for c in counts)
@@ -103,7 +108,17 @@ def well_formed(numbers: Any) -> bool:
         and all(_row(h, (str, str, list)) and _numbers(h[2]) for h in hist)
         and _ints(pool, 3)
         and (db is None or _ints(db, 2))
+        and _numbers(pulse)
     )
+
+
+def beating(numbers: dict[str, Any], now: float) -> bool:
+    """Whether a snapshot's worker beat within its lease at ``now`` (wall time); one that
+    does not say (written by another version) is not counted live."""
+    beat, lease = numbers.get("beat"), numbers.get("lease_s")
+    if not _numbers([beat, lease]) or beat is None or lease is None:
+        return False
+    return bool(now - beat < lease)
 
 
 def _row(value: Any, kinds: tuple[type, ...]) -> bool:
