@@ -17,7 +17,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pinbench"
 
 # Lowest first. A unit is a top-level package or module of pinbench.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "bounds", "config", "quiet", "hardware", "retrying", "polling", "tls"}),
+    (
+        "base",
+        {"errors", "bounds", "config", "quiet", "hardware", "retrying", "polling", "tls", "typed"},
+    ),
     ("storage", {"artifacts", "db", "migrations", "workspace"}),
     ("registry", {"registry", "accounts", "users"}),
     (

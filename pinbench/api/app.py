@@ -97,20 +97,21 @@ async def health() -> dict[str, str]:
 
 
 def build_decoders() -> None:
-    """Build msgspec's decoder of every type the server converts in worker threads, before
-    it accepts a request. msgspec builds a type's decoder on first use, and two threads doing
-    so at once can crash the process: 50 uploads parsing their first manifests in parallel
-    segfaulted a worker in msgspec's annotation resolution (seen under load in
-    tests/test_api_race.py, with ``PYTHONFAULTHANDLER=1``)."""
-    import msgspec
-
+    """Build msgspec's information of every type the server converts in worker threads,
+    before it accepts a request: each typed decode prepares its type on first use anyway
+    (``pinbench.typed``, under a lock: 50 uploads parsing their first manifests in parallel
+    once segfaulted a worker in msgspec's annotation resolution), so this only spares the
+    first requests the wait."""
+    from pinbench import typed
+    from pinbench.api.schemas import DistributedView
     from pinbench.evaluator.results import ChromeTrace, JobFile, WorkerResult
     from pinbench.registry.lockfile import LockBody
     from pinbench.registry.manifest import MANIFEST_TYPES
     from pinbench.registry.request import Request
 
-    for kind in (*MANIFEST_TYPES.values(), Request, LockBody, JobFile, WorkerResult, ChromeTrace):
-        msgspec.json.Decoder(kind)
+    kinds = (*MANIFEST_TYPES.values(), Request, LockBody, JobFile, WorkerResult, ChromeTrace)
+    for kind in (*kinds, DistributedView):  # the last: a run's view (controllers/runs.py)
+        typed.prepared(kind)
 
 
 AGENT_TOKEN_ENV = "PINBENCH_AGENT_TOKEN"

@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from pinbench import typed
 from pinbench.artifacts.blob_keys import RUN_BLOBS, BlobKey, drop
 from pinbench.errors import UserError
 from pinbench.evaluator.answers import ANSWERS, AnswersUnreadable, read_answers, write_answers
@@ -171,7 +172,7 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         raise InvalidResults(reason=f"no {RESULT} was written")
     raw = _read_capped(path, MAX_RESULT_BYTES)
     try:
-        result = msgspec.json.decode(raw, type=WorkerResult, strict=True)
+        result = typed.decode_json(raw, WorkerResult)
     except msgspec.ValidationError as exc:
         raise InvalidResults(reason=f"{RESULT}: {exc}") from None
     except msgspec.DecodeError as exc:
@@ -206,7 +207,7 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
     if result.trace:
         raw_trace = _read_capped(out / TRACE, MAX_TRACE_BYTES)
         try:
-            msgspec.json.decode(raw_trace, type=ChromeTrace, strict=True)
+            typed.decode_json(raw_trace, ChromeTrace)
         except msgspec.DecodeError as exc:  # ValidationError is one
             raise InvalidResults(reason=f"{TRACE} is not a Chrome trace: {exc}") from None
         evidence.trace = raw_trace

@@ -36,6 +36,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from pinbench import typed
+
 CHUNK_TEXTS = 1024
 """The most texts per call into the tokenizer."""
 CHUNK_CHARS = 1024 * 1024
@@ -220,7 +222,7 @@ def _read_reply(out: IO[bytes], fields: tuple[str, ...]) -> tuple[Reply | None, 
     raw = _read_exactly(out, int.from_bytes(size, "little"))
     if raw is None:
         return None, None
-    reply = msgspec.msgpack.decode(raw, type=Reply)
+    reply = typed.decode_msgpack(raw, Reply)
     if reply.error is not None:
         return reply, None
     arrays = []
@@ -259,7 +261,7 @@ def main(parent: int) -> None:
     """The child: one request on stdin, its reply on stdout (see the module's docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the parent's to act on
     _die_with(parent)
-    request = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=Request)
+    request = typed.decode_msgpack(sys.stdin.buffer.read(), Request)
     out = sys.stdout.buffer
     try:
         encoded = _encode(request)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 
+from pinbench import typed
 from pinbench.artifacts.digest import hash_file
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.job import Evidence, Job, pinned_files
@@ -166,7 +167,7 @@ def main(argv: list[str]) -> int:
         return 2
     out = Path(argv[1])
     try:
-        spec = msgspec.json.decode(Path(argv[0]).read_bytes(), type=JobFile, strict=True)
+        spec = typed.decode_json(Path(argv[0]).read_bytes(), JobFile)
         lock = Lockfile.from_bytes(spec.lockfile.encode("utf-8"), source="job lockfile")
     except (OSError, msgspec.DecodeError, PinbenchError) as exc:
         print(f"pinbench worker: cannot read the job: {exc}", file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import Any, Final
 import msgspec
 
 from pinbench import bounds as b
+from pinbench import typed
 from pinbench.errors import InvalidDocument
 from pinbench.operators.counts import forward_flops
 from pinbench.operators.errors import (
@@ -98,7 +99,7 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "operator spec") -> Ope
     """A spec from plain data (JSON, TOML, a lockfile section): msgspec's own type errors
     become ``InvalidDocument``; the spec's validation raises its own errors."""
     try:
-        return msgspec.convert(data, OperatorSpec)
+        return typed.convert(data, OperatorSpec)
     except msgspec.ValidationError as exc:
         raise InvalidDocument(source=source, reason=str(exc)) from exc
 

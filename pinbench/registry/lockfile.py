@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from pinbench import typed
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.chains.spec import LockedChain
@@ -254,7 +255,7 @@ class Lockfile:
                 reason=f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})",
             )
         try:
-            body = msgspec.convert(parsed, type=LockBody, strict=True)
+            body = typed.convert(parsed, LockBody)
             lock = cls(body)
         except msgspec.ValidationError as exc:
             reason = explain(str(exc), LockBody, parsed)

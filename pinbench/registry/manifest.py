@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from pinbench import typed
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.registry.dataset_manifest import (
@@ -338,7 +339,7 @@ def parse_manifest(data: object, *, source: str = "<manifest>") -> Manifest:
             reason=f"`kind` must be one of {', '.join(KINDS)}, got {shown} - at `$.kind`",
         )
     try:
-        manifest = msgspec.convert(data, type=MANIFEST_TYPES[kind], strict=True)
+        manifest = typed.convert(data, MANIFEST_TYPES[kind])
     except msgspec.ValidationError as exc:
         reason = explain(str(exc), MANIFEST_TYPES[kind], data)
         raise ManifestError(source=source, reason=reason) from None

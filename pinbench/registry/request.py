@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pinbench import bounds as b
+from pinbench import typed
 from pinbench.chains.spec import ChainSpec, check_chain_request
 from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
@@ -374,7 +375,7 @@ def parse_request(data: object, *, source: str = "<request>") -> Request:
         preset = MLPERF_PRESET.get(str(scenario.get("name", "SingleStream")), {})
         data = {**data, "scenario": {**preset, **scenario}}
     try:
-        return msgspec.convert(data, type=Request, strict=True)
+        return typed.convert(data, Request)
     except msgspec.ValidationError as exc:
         raise RequestError(source=source, reason=explain(str(exc), Request, data)) from None
     except UserError as exc:  # the operator section's own check names the field at fault

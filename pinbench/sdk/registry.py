@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -63,6 +64,9 @@ class Registry(Inquiries, RunRecords):
         self._ws: Workspace | None = None
         self._owns_ws = True
         self._remote: Remote | None = None
+        self._opening = threading.Lock()
+        """Held while the workspace or the HTTP client is made: threads making their first
+        calls at once share one (decision 288)."""
 
     @classmethod
     def over(cls, ws: Workspace) -> Registry:
@@ -121,21 +125,26 @@ class Registry(Inquiries, RunRecords):
         wrap, e.g. the evaluator's own functions."""
         if self.url is not None:
             raise LocalOnly(operation="a workspace", url=self.url)
-        if self._ws is None:
-            from dataclasses import replace
-
-            from pinbench.config import Settings
-            from pinbench.workspace import Workspace
-
-            settings = Settings.from_env()
-            if self._home is not None:  # PINBENCH_* are not read for a home given here
-                home = self._home.expanduser().resolve()
-                url = self._database_url or f"sqlite:///{home / 'pinbench.db'}"
-                settings = Settings(home=home, database_url=url)
-            elif self._database_url is not None:
-                settings = replace(settings, database_url=self._database_url)
-            self._ws = Workspace(settings)
+        with self._opening:
+            if self._ws is None:
+                self._ws = self._open_workspace()
         return self._ws
+
+    def _open_workspace(self) -> Workspace:
+        """The workspace this registry names (made once, under ``_opening``)."""
+        from dataclasses import replace
+
+        from pinbench.config import Settings
+        from pinbench.workspace import Workspace
+
+        settings = Settings.from_env()
+        if self._home is not None:  # PINBENCH_* are not read for a home given here
+            home = self._home.expanduser().resolve()
+            url = self._database_url or f"sqlite:///{home / 'pinbench.db'}"
+            settings = Settings(home=home, database_url=url)
+        elif self._database_url is not None:
+            settings = replace(settings, database_url=self._database_url)
+        return Workspace(settings)
 
     def hosting(self) -> Hosting:
         """What a server does for its callers over this (local) registry."""
@@ -170,10 +179,11 @@ class Registry(Inquiries, RunRecords):
     def server(self) -> Remote:
         """The HTTP client of a registry behind a server URL."""
         assert self.url is not None
-        if self._remote is None:
-            from pinbench.remote import Remote
+        with self._opening:
+            if self._remote is None:
+                from pinbench.remote import Remote
 
-            self._remote = Remote(self.url, self._token)
+                self._remote = Remote(self.url, self._token)
         return self._remote
 
     def either(self, there: Callable[[Remote], T], here: Callable[[Workspace], T]) -> T:

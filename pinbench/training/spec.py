@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from pinbench import bounds as b
+from pinbench import typed
 from pinbench.errors import InvalidDocument
 from pinbench.transforms.spec import TransformSpec
 
@@ -84,7 +85,7 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "training spec") -> Tra
     """A spec from plain data (JSON, TOML, a lockfile section); every error is an
     ``InvalidDocument`` naming the field."""
     try:
-        return msgspec.convert(data, TrainingSpec)
+        return typed.convert(data, TrainingSpec)
     except msgspec.ValidationError as exc:
         raise InvalidDocument(source=source, reason=str(exc)) from exc
 
