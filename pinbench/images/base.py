@@ -17,6 +17,7 @@ from typing import Any
 from docker.errors import ImageNotFound
 
 from pinbench.errors import UserError
+from pinbench.images.retried import TRIES, run_retried
 
 BASE_REPOSITORY = "pinbench/base"
 SUITE = "bookworm"
@@ -55,7 +56,11 @@ def ensure_base(client: Any, cache: Path, say: Say) -> str:
     return str(client.images.get(base_tag()).id)
 
 
-def _debootstrap(tarball: Path, say: Say) -> None:
+def _debootstrap(
+    tarball: Path, say: Say, *, tries: int = TRIES, sleep: Callable[[float], None] = time.sleep
+) -> None:
+    """Debootstrap into a fresh folder per try (``images.retried``: a mirror's transient
+    failure is tried again), clear the caches out, tar it as ``tarball``."""
     if shutil.which("debootstrap") is None:
         raise BaseImageFailed(reason="debootstrap is not installed (apt-get install debootstrap)")
     if os.geteuid() != 0:
@@ -64,16 +69,24 @@ def _debootstrap(tarball: Path, say: Say) -> None:
     say(f"debootstrap {SUITE} (minbase + {', '.join(PACKAGES)}) from {MIRROR}")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rootfs-", dir=tarball.parent) as tmp:
-        root = Path(tmp) / "root"
         argv = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}"]
-        proc = subprocess.run(
-            [*argv, SUITE, str(root), MIRROR], capture_output=True, text=True, check=False
-        )
+
+        def command(attempt: int) -> list[str]:
+            return [*argv, SUITE, str(Path(tmp) / f"root-{attempt}"), MIRROR]
+
+        done = run_retried(command, what="debootstrap", say=say, tries=tries, sleep=sleep)
+        proc = done.process
         if proc.returncode != 0:
             tail = " | ".join(
                 proc.stdout.strip().splitlines()[-3:] + proc.stderr.strip().splitlines()[-3:]
             )
-            raise BaseImageFailed(reason=f"debootstrap failed: {tail}")
+            why = (
+                f"still failing after {done.tries} tries ({done.transient})"
+                if done.transient is not None
+                else "not tried again (not a transient mirror error)"
+            )
+            raise BaseImageFailed(reason=f"debootstrap failed, {why}: {tail}")
+        root = Path(tmp) / f"root-{done.tries}"
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "var/log", "usr/share/doc",
                      "usr/share/man", "usr/share/locale"):  # fmt: skip
             shutil.rmtree(root / junk, ignore_errors=True)
