@@ -29,7 +29,9 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_committed_json_schemas_match_the_code() -> None:
     for kind, schema in json_schemas().items():
         committed = json.loads((ROOT / "docs" / "schemas" / f"{kind}.schema.json").read_text())
-        assert committed == schema, f"regenerate with `pinbench schema docs/schemas` ({kind})"
+        assert committed == schema, (
+            f"regenerate with `pinbench schema --force docs/schemas` ({kind})"
+        )
 
 
 def test_every_struct_and_field_of_every_schema_is_described() -> None:

@@ -301,5 +301,5 @@ def test_export_writes_the_public_key_as_pem(home: Home, cli: Cli, tmp_path: Pat
     )
     assert out.read_bytes() == expected
     attestation = public_of(signing_key(home.ws))
-    assert cli("keys", "export", attestation.keyid, "-o", str(out)).code == 0
+    assert cli("keys", "export", attestation.keyid, "-o", str(out), "--force").code == 0
     assert out.read_text() == attestation.pem()

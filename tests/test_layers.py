@@ -253,7 +253,7 @@ BENEATH_API = {
     ("pinbench.cli.series", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.run_metrics"): PURE_VIEW,
-    ("pinbench.cli.runs", "pinbench.trace.analysis"): PURE_VIEW,
+    ("pinbench.cli.run_trace", "pinbench.trace.analysis"): PURE_VIEW,
     ("pinbench.demo.flow", "pinbench.reports.samples"): PURE_VIEW,
     ("pinbench.demo.flow", "pinbench.trace.analysis"): PURE_VIEW,
     ("pinbench.demo.transforms", "pinbench.reports.transforms"): PURE_VIEW,

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pinbench.artifacts.destination import DestinationRefused
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import queue_run, run_lockfile
@@ -144,8 +146,9 @@ def test_an_object_array_is_never_written_even_with_its_sha256(tmp_path: Path) -
     assert list(tmp_path.iterdir()) == []
 
 
-def test_force_replaces_a_file_never_a_pipe_or_a_device(tmp_path: Path) -> None:
-    """``--force`` replaced a FIFO (so also ``/dev/null``, as root) with a regular file."""
+def test_force_replaces_a_file_and_writes_through_a_pipe(tmp_path: Path) -> None:
+    """``--force`` replaced a FIFO (so also ``/dev/null``, as root) with a regular file; a
+    pipe is written through in place, force or not (decision 289)."""
     buffer = io.BytesIO()
     np.save(buffer, np.arange(3), allow_pickle=False)
     data = buffer.getvalue()
@@ -157,10 +160,16 @@ def test_force_replaces_a_file_never_a_pipe_or_a_device(tmp_path: Path) -> None:
     }
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
-    with pytest.raises(OutputsRefused, match="not a regular file"):
-        export_outputs(info, lambda _: [data], pipe, force=True)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()))
+    reader.start()
+    export_outputs(info, lambda _: [data], pipe, force=True)
+    reader.join(timeout=60)
+    assert got == [data]
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"] and stat.S_ISFIFO(pipe.lstat().st_mode)
     (tmp_path / "o.npy").write_bytes(b"old")
+    with pytest.raises(DestinationRefused, match="give --force"):
+        export_outputs(info, lambda _: [data], tmp_path / "o.npy")
     export_outputs(info, lambda _: [data], tmp_path / "o.npy", force=True)
     assert (tmp_path / "o.npy").read_bytes() == data
 

@@ -14,6 +14,7 @@ import io
 import math
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_BYTES = 65_536 + 12
@@ -24,20 +25,26 @@ MAX_HEADER_BYTES = 65_536 + 12
 def npy_shape(path: Path) -> tuple[int, ...]:
     """The array's shape; ``ValueError`` saying what is wrong otherwise."""
     with path.open("rb") as handle:
-        preamble = handle.read(12)
-        if len(preamble) < 10 or not preamble.startswith(MAGIC):
-            raise ValueError("not an .npy file (no NUMPY magic)")
-        major = preamble[6]
-        if major == 1:
-            end = 10 + int.from_bytes(preamble[8:10], "little")
-        elif major in (2, 3) and len(preamble) == 12:
-            end = 12 + int.from_bytes(preamble[8:12], "little")
-        else:
-            raise ValueError(f"unknown .npy format version {major}.{preamble[7]}")
-        if end > MAX_HEADER_BYTES:
-            raise ValueError(f"its header is {end} bytes: at most {MAX_HEADER_BYTES}")
-        header = preamble + handle.read(end - len(preamble))
-        size = os.fstat(handle.fileno()).st_size
+        return npy_shape_of(handle)
+
+
+def npy_shape_of(handle: BinaryIO) -> tuple[int, ...]:
+    """``npy_shape`` of a file open for reading (read from its start)."""
+    handle.seek(0)
+    preamble = handle.read(12)
+    if len(preamble) < 10 or not preamble.startswith(MAGIC):
+        raise ValueError("not an .npy file (no NUMPY magic)")
+    major = preamble[6]
+    if major == 1:
+        end = 10 + int.from_bytes(preamble[8:10], "little")
+    elif major in (2, 3) and len(preamble) == 12:
+        end = 12 + int.from_bytes(preamble[8:12], "little")
+    else:
+        raise ValueError(f"unknown .npy format version {major}.{preamble[7]}")
+    if end > MAX_HEADER_BYTES:
+        raise ValueError(f"its header is {end} bytes: at most {MAX_HEADER_BYTES}")
+    header = preamble + handle.read(end - len(preamble))
+    size = os.fstat(handle.fileno()).st_size
     if len(header) < end:
         raise ValueError("the file ends inside its header")
     shape, itemsize = _parse(header)

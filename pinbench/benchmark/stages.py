@@ -84,9 +84,10 @@ def catalog_manifests(folders: Iterable[Path]) -> list[tuple[Path, Manifest]]:
     return sorted(found, key=lambda pm: (_rank(pm[1]), pm[1].name, pm[1].version))
 
 
-def publish(home: Path, folders: Iterable[Path], record: Path, say: Say) -> list[dict[str, Any]]:
-    """Publish the folders' manifests into the registry at ``home`` (created if need be); write
-    and return the record: each artifact's ref and manifest digest, in publishing order."""
+def publish(home: Path, folders: Iterable[Path], say: Say) -> list[dict[str, Any]]:
+    """Publish the folders' manifests into the registry at ``home`` (created if need be);
+    return the record (``catalog publish --record`` writes it): each artifact's ref and
+    manifest digest, in publishing order."""
     manifests = catalog_manifests(folders)
     ws = workspace_at(home)
     try:
@@ -99,7 +100,6 @@ def publish(home: Path, folders: Iterable[Path], record: Path, say: Say) -> list
             published.append({"ref": str(result.ref), "manifest_digest": digest})
     finally:
         ws.close()
-    write_json(record, published)
     return published
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import output_option, registry, run_argument, write_atomic
+from pinbench.cli.common import output_option, registry, run_argument
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -38,6 +38,7 @@ keys_app = click.Group(
 def runs_attest(
     run: str,
     output: Path,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """Write a run's signed provenance: a DSSE envelope (Ed25519) over an in-toto Statement v1
@@ -51,9 +52,12 @@ def runs_attest(
     With PINBENCH_URL: the server's attestation, signed with the server's key.
     """
 
+    from pinbench.sdk.files import destination, write
+
+    dest = destination(output, option="-o", force=force)
     with registry() as reg:
         line, made = reg.attest(run)
-    write_atomic(output, line)
+    write(dest, line)
     info = {"output": str(output), "sha256": hashlib.sha256(line).hexdigest(), "made_now": made}
     if as_json:
         _print_json(info)
@@ -220,14 +224,18 @@ def keys_rotate(
 def keys_export(
     keyid: str,
     output: Path,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """Write a public key as PEM (SubjectPublicKeyInfo): a model-signing key for `model_signing
     verify key --public_key`, an attestation key for `attest verify --key`. Active or retired;
     PINBENCH_URL: the server's (obtain it apart from the server to trust it independently)."""
+    from pinbench.sdk.files import destination, write
+
+    dest = destination(output, option="-o", force=force)
     with registry() as reg:
         record, pem = reg.public_key(keyid)
-    write_atomic(output, pem.encode())
+    write(dest, pem.encode())
     info = {"output": str(output), **record}
     if as_json:
         _print_json(info)

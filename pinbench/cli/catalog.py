@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import listed
-from pinbench.console import err, json_option, out, print_json
+from pinbench.cli.common import force_option, listed
+from pinbench.console import err, json_option, json_text, out, print_json
 
 if TYPE_CHECKING:
     from pinbench.benchmark.stages import Say
@@ -148,11 +148,13 @@ def export(
     required=True,
     help="Write the refs and manifest digests published here (JSON).",
 )
+@force_option
 @json_option
 def publish(
     home: Path,
     folders: list[Path],
     record: Path,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """Stage 4: a registry with the catalog published.
@@ -161,8 +163,11 @@ def publish(
     HOME, with SQLite in it whatever PINBENCH_DATABASE_URL or PINBENCH_URL say.
     """
     from pinbench.benchmark import stages as bench
+    from pinbench.sdk.files import destination, write
 
-    done = bench.publish(home, folders, record, _say(as_json))
+    dest = destination(record, option="--record", force=force)
+    done = bench.publish(home, folders, _say(as_json))
+    write(dest, json_text(done).encode())
     _done(done, [f"published {len(done)} artifacts to {home}; wrote {record}"], as_json=as_json)
 
 

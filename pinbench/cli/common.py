@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from pinbench.console import err as _err
-from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -160,17 +159,6 @@ def progress_lines(*, quiet: bool) -> Callable[[str], None]:
     return lambda text: _err().print(Text(text, style="dim"))
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole (a temp file renamed into place), or UserError."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 # Arguments and options more than one command module takes.
 run_argument = click.argument("run", type=str, help="A run id (or a unique prefix).")
 
@@ -183,8 +171,17 @@ publisher_option = click.option(
 )
 
 
+FORCE_HELP = "Replace a file it writes that exists (never a folder, a device or a pipe)."
+
+force_option = click.option("--force", "force", is_flag=True, default=False, help=FORCE_HELP)
+"""``--force`` (``force``): a command that writes files may replace one that exists
+(``pinbench.artifacts.destination``, decision 289)."""
+
+
 def output_option(help: str) -> Callable[[F], F]:
-    """``-o/--output FILE`` (``output``, required): where a command writes what it made."""
-    return click.option(
+    """``-o/--output FILE`` (``output``, required): where a command writes what it made, and
+    ``--force`` (``force``) to replace it."""
+    option = click.option(
         "-o", "--output", "output", type=click.Path(path_type=Path), required=True, help=help
     )
+    return lambda f: option(force_option(f))

@@ -57,7 +57,7 @@ from pinbench.errors import UserError
 @click.option(
     "--markdown",
     "markdown",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path),
     help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY); '-' for stdout.",
 )
 @json_option
@@ -99,8 +99,11 @@ def gate_cmd(
         from pinbench.sdk.values import parse_series_name
 
         parse_series_name(series)
-    if markdown is not None and markdown != Path("-"):
-        _check_writable(markdown)
+    summary = None
+    if markdown is not None:  # a job summary: appended to, never replaced
+        from pinbench.sdk.files import destination
+
+        summary = destination(markdown, option="--markdown", dash=True, append=True)
     say = progress_lines(quiet=as_json or markdown == Path("-"))
     with registry() as reg:
         if lockfile is not None:
@@ -113,23 +116,19 @@ def gate_cmd(
                 run_ids.append(locked.run(runner=runner, say=say).id)
         assert run_ids is not None
         result = reg.series().gate(run_ids, series=series, include_invalid=include_invalid)
-    if markdown is not None:
+    if summary is not None:
         from pinbench.cli.gate_view import markdown_of
+        from pinbench.sdk.files import DestinationRefused, write
 
-        text = markdown_of(result)
-        if markdown == Path("-"):
-            click.echo(text, nl=False)
-        else:
-            try:
-                with markdown.open("a", encoding="utf-8") as out:  # a job summary: appended to
-                    out.write(text)
-            except OSError as exc:
-                if as_json:  # the gate judged: its object still tells the job what it found
-                    _print_json(result)
-                raise UserError(
-                    f"cannot write the summary to {markdown}: {exc.strerror} (the gate judged: "
-                    f"{result['outcome']})"
-                ) from None
+        try:
+            write(summary, markdown_of(result).encode("utf-8"))
+        except DestinationRefused as exc:
+            if as_json:  # the gate judged: its object still tells the job what it found
+                _print_json(result)
+            raise UserError(
+                f"cannot write the summary to {markdown}: {exc.reason} (the gate judged: "
+                f"{result['outcome']})"
+            ) from None
     if as_json:
         _print_json(result)
     elif markdown != Path("-"):
@@ -138,17 +137,3 @@ def gate_cmd(
         for line in lines_of(result):
             _out().print(line, soft_wrap=True)
     raise click.exceptions.Exit(int(result["exit_code"]))
-
-
-def _check_writable(path: Path) -> None:
-    """``--markdown FILE`` refused before anything runs when it cannot be appended to."""
-    import os
-
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise UserError(f"--markdown {path} is a folder: name a file to append the summary to")
-    if not folder.is_dir():
-        raise UserError(f"--markdown {path}: the folder {folder} does not exist")
-    target = path if path.exists() else folder
-    if not os.access(target, os.W_OK):
-        raise UserError(f"--markdown {path}: {target} is not writable")

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinbench.cli.common import listed
+from pinbench.cli.common import F, force_option, listed
 from pinbench.console import err, json_option, out, print_json
 from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.sdk.files import Destination
 
 manifest_app = click.Group(
     "manifest",
@@ -34,55 +37,48 @@ def _stdout_dash(_ctx: object, _param: object, value: Path | None) -> Path | Non
 def _emit(
     data: dict[str, Any],
     notes: list[str],
-    output: Path | None,
+    output: Destination | None,
     as_json: bool,
     beside: dict[Path, bytes] | None = None,
     comments: dict[str, str] | None = None,
 ) -> None:
     """Print or write the manifest (YAML, as the catalog writes it, each of ``comments``
     beside its top-level field) and the notes, with the files that go ``beside`` it (a
-    dataset's file index): each written whole to a temp file beside its place first, and only
-    once all are written renamed into place (the files beside first), so a refusal leaves
-    every file that was there as it was."""
+    dataset's file index), each through ``pinbench.sdk.files`` (with ``output``'s --force):
+    all made whole first and only then put in place (the files beside first), so a refusal
+    leaves every file that was there as it was."""
     import yaml
     from rich.text import Text
 
+    from pinbench.sdk.files import destination, distinct, write_all
+
     text = _commented(yaml.safe_dump(data, sort_keys=False), comments or {})
-    writes = list((beside or {}).items())
+    force = output is not None and output.force
+    writes = [
+        (destination(path, option="beside the manifest:", force=force), content)
+        for path, content in (beside or {}).items()
+    ]
     if output is not None:
-        if any(path.resolve() == output.resolve() for path, _ in writes):
-            raise UserError(f"{output} would be both the manifest and its file index")
         writes.append((output, text.encode("utf-8")))
-    temps: list[tuple[Path, Path]] = []
-    try:
-        for path, content in writes:
-            what = "the manifest to " if path == output else ""
-            if path.is_dir():
-                raise UserError(f"cannot write {what}{path}: it is a folder")
-            temp = path.with_name(f".{path.name}.tmp")
-            temps.append((temp, path))
-            try:
-                temp.write_bytes(content)
-            except OSError as exc:
-                raise UserError(f"cannot write {what}{path}: {exc.strerror or exc}") from None
-        for temp, path in temps:
-            try:
-                temp.replace(path)
-            except OSError as exc:
-                raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        for temp, _ in temps:
-            temp.unlink(missing_ok=True)
-        raise
+    distinct([dest for dest, _ in writes])
+    write_all(writes)
     console = err()
     for note in notes:
         console.print(Text.assemble(("note: ", "bold yellow"), note))
     if as_json:
-        print_json({"manifest": data, "notes": notes, "output": str(output) if output else None})
+        written = output.given if output else None
+        print_json({"manifest": data, "notes": notes, "output": written})
     elif output is None:
         sys.stdout.write(text)
     else:
-        out().print(Text(f"wrote {output}"))
+        out().print(Text(f"wrote {output.given}"))
+
+
+def _destination(output: Path | None, force: bool) -> Destination | None:
+    """``-o FILE`` checked before the manifest is made (None: print it)."""
+    from pinbench.sdk.files import destination
+
+    return None if output is None else destination(output, option="-o", force=force)
 
 
 def _commented(text: str, comments: dict[str, str]) -> str:
@@ -96,7 +92,7 @@ def _commented(text: str, comments: dict[str, str]) -> str:
     return "".join(lines)
 
 
-_output_option = click.option(
+_output = click.option(
     "--output",
     "-o",
     "output",
@@ -108,6 +104,12 @@ _output_option = click.option(
         "folder (default: the current folder)."
     ),
 )
+
+
+def _output_option(f: F) -> F:
+    """``-o/--output FILE`` (``output``) and ``--force`` (``force``)."""
+    return _output(force_option(f))
+
 
 _version_option = click.option(
     "--version", "version", type=str, default="1.0.0", help="Artifact version."
@@ -172,6 +174,7 @@ def model(
     steps: Path | None = None,
     classification: list[str] | None = None,
     output: Path | None = None,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """A model manifest: format, inputs and outputs read from the model, every file's sha256.
@@ -182,6 +185,7 @@ def model(
     """
     from pinbench.authoring.model import model_manifest
 
+    dest = _destination(output, force)
     base = output.parent if output is not None else Path.cwd()
     authored = model_manifest(
         files,
@@ -192,9 +196,7 @@ def model(
         steps=_steps(steps) if steps is not None else None,
         classification=classification or [],
     )
-    _emit(
-        authored.data, authored.notes, output, as_json, authored.beside, comments=authored.comments
-    )
+    _emit(authored.data, authored.notes, dest, as_json, authored.beside, authored.comments)
 
 
 def _steps(path: Path) -> list[Any] | dict[str, Any]:
@@ -221,6 +223,7 @@ def _steps(path: Path) -> list[Any] | dict[str, Any]:
 def framework(
     pin: str,
     output: Path | None = None,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """A framework manifest: the hash-pinned environment of a release pinbench has a lock for.
@@ -231,7 +234,8 @@ def framework(
     """
     from pinbench.authoring.framework import framework_manifest
 
-    _emit(framework_manifest(pin), [], output, as_json)
+    dest = _destination(output, force)
+    _emit(framework_manifest(pin), [], dest, as_json)
 
 
 @manifest_app.command("dataset")
@@ -342,6 +346,7 @@ def dataset(
     ignore_index: int | None = None,
     file_index: Path | None = None,
     output: Path | None = None,
+    force: bool = False,
     as_json: bool = False,
     data_format: str | None = None,
 ) -> None:
@@ -358,6 +363,9 @@ def dataset(
             f"write the manifest outside the data folder {data}: inside it, {output} would be "
             "one of the dataset's own files the next time"
         )
+    if output is not None and file_index is not None and output.resolve() == file_index.resolve():
+        raise UserError(f"{output} would be both the manifest and its file index")
+    dest = _destination(output, force)
     base = output.parent if output is not None else Path.cwd()
     authored = dataset_manifest(
         data,
@@ -372,4 +380,4 @@ def dataset(
         label_format=labels_format,
         data_format=data_format,
     )
-    _emit(authored.data, authored.notes, output, as_json, authored.beside)
+    _emit(authored.data, authored.notes, dest, as_json, authored.beside)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from pinbench.cli.common import force_option
 from pinbench.console import print_json
 
 
@@ -32,10 +33,12 @@ from pinbench.console import print_json
     default=False,
     help="Print JSON: the manifest, the notes, the file written.",
 )
+@force_option
 def import_mlmodelscope(
     file: Path,
     output: Path | None = None,
     as_json: bool = False,
+    force: bool = False,
 ) -> None:
     """Convert an MLModelScope model manifest into a pinbench model manifest.
 
@@ -46,11 +49,13 @@ def import_mlmodelscope(
     the field and why (exit 1, nothing written). Notes go to stderr.
     """
     from pinbench.registry.mlmodelscope import import_file
+    from pinbench.sdk.files import destination, write
 
+    dest = None if output is None else destination(output, option="-o", force=force)
     imported = import_file(file)
     text = imported.yaml(file.name)
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
+    if dest is not None:
+        write(dest, text.encode("utf-8"))
     if as_json:
         notes = [{"field": n.field, "message": n.message} for n in imported.notes]
         written = None if output is None else str(output)

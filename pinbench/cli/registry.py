@@ -13,13 +13,21 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinbench.cli.common import listed, output_option, progress_bars, publisher_option, registry
+from pinbench.cli.common import (
+    force_option,
+    listed,
+    output_option,
+    progress_bars,
+    publisher_option,
+    registry,
+)
 from pinbench.console import columns, json_option
 from pinbench.console import err as _err
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
+    from pinbench.sdk.files import Destination
     from pinbench.sdk.records import Published
     from pinbench.sdk.registry import Registry
     from pinbench.sdk.values import ArtifactRef
@@ -29,18 +37,25 @@ if TYPE_CHECKING:
 @click.argument(
     "out_dir", type=click.Path(path_type=Path), help="Directory to write KIND.schema.json into."
 )
+@force_option
 def schema(
     out_dir: Path,
+    force: bool = False,
 ) -> None:
     """Write the JSON Schema of each manifest kind (for editors)."""
     import json
 
+    from pinbench.sdk.files import destination, folder, write_all
     from pinbench.sdk.values import json_schemas
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for kind, doc in json_schemas().items():
-        (out_dir / f"{kind}.schema.json").write_text(json.dumps(doc, indent=2) + "\n")
-        _out().print(f"wrote {out_dir / f'{kind}.schema.json'}")
+    docs = json_schemas()
+    names = [f"{kind}.schema.json" for kind in docs]
+    found = folder(out_dir, option="DIR")  # a new folder holds none of the files yet
+    dests = [destination(found / name, option="DIR", force=force) for name in names]
+    texts = [(json.dumps(doc, indent=2) + "\n").encode() for doc in docs.values()]
+    write_all(list(zip(dests, texts, strict=True)))
+    for dest in dests:
+        _out().print(f"wrote {dest.given}")
 
 
 # ---------------------------------------------------------------- registry
@@ -162,10 +177,12 @@ def list_(
         "for `model_signing verify key`."
     ),
 )
+@force_option
 @json_option
 def show(
     ref: str,
     signature: Path | None = None,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """Show one artifact version: a model's inputs and outputs (each step with its parameters,
@@ -174,13 +191,15 @@ def show(
     from rich.text import Text
 
     from pinbench.cli.manifest_text import manifest_lines
+    from pinbench.sdk.files import destination
     from pinbench.sdk.values import ArtifactRef
 
     parsed = ArtifactRef.parse(ref)
+    dest = None if signature is None else destination(signature, option="--signature", force=force)
     with registry() as reg:
         info = reg.show(str(parsed))
-        if signature is not None:
-            info["signature"] = _write_signature(reg, parsed, signature)
+        if dest is not None:
+            info["signature"] = _write_signature(reg, parsed, dest)
     if as_json:
         _print_json(info)
         return
@@ -214,14 +233,14 @@ def show(
         )
 
 
-def _write_signature(reg: Registry, ref: ArtifactRef, path: Path) -> dict[str, str]:
-    """Write ``ref``'s model-signing bundle to ``path``; its file and key id."""
-    from pinbench.cli.common import write_atomic
+def _write_signature(reg: Registry, ref: ArtifactRef, dest: Destination) -> dict[str, str]:
+    """Write ``ref``'s model-signing bundle to ``dest``; its file and key id."""
+    from pinbench.sdk.files import write
     from pinbench.sdk.values import bundle_keyid
 
     body = reg.signature(str(ref))
-    write_atomic(path, body)
-    return {"file": str(path), "keyid": bundle_keyid(body)}
+    write(dest, body)
+    return {"file": dest.given, "keyid": bundle_keyid(body)}
 
 
 @click.command("resolve")
@@ -299,6 +318,7 @@ def range_cmd(
 def lock_cmd(
     request: Path,
     output: Path,
+    force: bool = False,
     as_json: bool = False,
 ) -> None:
     """Resolve a request and write its lockfile (canonical JSON; its sha256 is its id).
@@ -306,16 +326,19 @@ def lock_cmd(
     A request whose batch_size is a list is a sweep: one lockfile per batch size, written
     next to OUTPUT as NAME.bsN.lock and grouped by the request's sha256.
     """
+    from pinbench.sdk.files import write_all
+
+    dests = _lock_destinations(request, output, force)  # refused before anything is locked
     with registry() as reg:
         points = [(lock.body, lock.new) for lock in reg.lock(request)]
     is_sweep = points[0][0].body.sweep is not None  # set on every point of a sweep only
-    written = []
+    written, writes = [], []
     for lockfile, created in points:
-        path = output
-        if is_sweep:
-            path = output.with_name(f"{output.stem}.bs{lockfile.body.batch_size}{output.suffix}")
-        lockfile.write(path)
-        written.append({"digest": lockfile.digest.hex, "path": str(path), "new": created})
+        size = lockfile.body.batch_size if is_sweep else None
+        dest = dests.get(size) or _lock_destination(output, size, force)
+        writes.append((dest, lockfile.canonical + b"\n"))
+        written.append({"digest": lockfile.digest.hex, "path": dest.given, "new": created})
+    write_all(writes)
     pinned = [a.ref for a in points[0][0].body.artifacts]
     if as_json:
         if is_sweep:
@@ -329,3 +352,32 @@ def lock_cmd(
         out.print(f"pinned {ref}")
     for point in written:
         out.print(f"wrote {point['path']} (lockfile sha256 {point['digest']})")
+
+
+def _lock_destinations(request: Path, output: Path, force: bool) -> dict[int | None, Destination]:
+    """Where ``lock`` writes: OUTPUT, or for a sweep (its batch sizes read from the request
+    ahead of locking) NAME.bsN.lock beside it, each checked (``pinbench.sdk.files``)."""
+    from pinbench.sdk.values import YamlRefused, load_yaml, read_yaml_file
+
+    try:
+        data = load_yaml(read_yaml_file(request))
+    except (OSError, UnicodeDecodeError, YamlRefused):  # `lock` itself says why
+        data = None
+    sizes = data.get("batch_size") if isinstance(data, dict) else None
+    if not isinstance(sizes, list):
+        return {None: _lock_destination(output, None, force)}
+    return {n: _lock_destination(output, n, force) for n in sizes if isinstance(n, int)}
+
+
+def _lock_destination(output: Path, size: int | None, force: bool) -> Destination:
+    """OUTPUT, or a sweep's point ``size`` beside it (OUTPUT then must name a file)."""
+    from pinbench.sdk.files import destination
+
+    if size is None:
+        return destination(output, option="-o", force=force)
+    base = destination(output, option="-o", force=True)
+    if base.kind != "file":
+        raise base.refused("a sweep writes a lockfile per batch size beside OUTPUT: name a file")
+    return destination(
+        output.with_name(f"{output.stem}.bs{size}{output.suffix}"), option="-o", force=force
+    )

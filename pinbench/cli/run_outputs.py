@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -13,14 +12,10 @@ from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
-if TYPE_CHECKING:
-    pass
-
 
 @click.command("outputs")
 @click.argument("run", type=str, help="An accuracy run's id (or a unique prefix).")
 @output_option("Where to write the outputs (.npy).")
-@click.option("--force", "force", is_flag=True, default=False, help="Replace FILE if it exists.")
 @json_option
 def runs_outputs(
     run: str,
@@ -36,6 +31,9 @@ def runs_outputs(
     be a plain .npy array (never a pickle); nothing is written otherwise. A performance run
     records no outputs. With PINBENCH_URL: the server's run and blob.
     """
+    from pinbench.sdk.files import destination
+
+    destination(output, option="-o", force=force)  # refused before the run is read
     with registry() as reg:
         done = reg.run(run).export_outputs(output, force=force)
     if as_json:

@@ -14,16 +14,17 @@ import click
 
 from pinbench.cli.attest import runs_attest
 from pinbench.cli.common import (
+    force_option,
     listed,
     local_registry,
     progress_lines,
     publisher_option,
     registry,
     run_argument,
-    write_atomic,
 )
 from pinbench.cli.retention import runs_delete, runs_prune
 from pinbench.cli.run_outputs import runs_outputs
+from pinbench.cli.run_trace import runs_trace
 from pinbench.cli.run_view import print_comparison, print_run
 from pinbench.console import err as _err
 from pinbench.console import json_option
@@ -264,12 +265,14 @@ def runs_compare(
     type=click.Path(path_type=Path),
     help="Write the raw per-query latencies as Parquet.",
 )
+@force_option
 def runs_report(
     runs: list[str] | None = None,
     html: Path | None = None,
     md: Path | None = None,
     csv: Path | None = None,
     parquet: Path | None = None,
+    force: bool = False,
 ) -> None:
     """A report over recorded runs: HTML (opens with no network), Markdown, CSV, Parquet.
 
@@ -286,80 +289,16 @@ def runs_report(
         raise UserError(
             "name at least one output: --html FILE, --md FILE, --csv FILE or --parquet FILE"
         )
+    from pinbench.sdk.files import destination, distinct, write_all
+
+    dests = {f: destination(p, option=f"--{f}", force=force) for f, p in outputs.items()}
+    distinct(list(dests.values()))
     ids = runs or []
     with registry() as reg:
         made = reg.report(ids, list(outputs))
+    write_all([(dest, made[fmt]) for fmt, dest in dests.items()])
     for fmt, path in outputs.items():
-        write_atomic(path, made[fmt])
         _err().print(f"wrote {fmt} report to {path} ({len(made[fmt]):,} bytes)")
-
-
-@runs_app.command("trace")
-@click.argument(
-    "runs",
-    type=str,
-    nargs=-1,
-    required=True,
-    callback=listed,
-    help="A traced run; several to compare their breakdowns.",
-)
-@click.option(
-    "--top",
-    "top",
-    type=click.IntRange(min=1, max=None),
-    default=15,
-    help="Show the slowest N operators.",
-)
-@click.option(
-    "--chrome",
-    "chrome",
-    type=click.Path(path_type=Path),
-    help=("Write the (first) run's Chrome trace JSON here (Perfetto, chrome://tracing)."),
-)
-@json_option
-def runs_trace(
-    runs: list[str],
-    top: int = 15,
-    chrome: Path | None = None,
-    as_json: bool = False,
-) -> None:
-    """A traced run's inspection: cold start, phases, and the per-layer/operator table (count,
-    total, mean, share of model time), slowest first. With several runs (e.g. the same model
-    on ONNX Runtime and PyTorch) their operator time per prediction is compared by category.
-    """
-    import json
-
-    from pinbench.tables import print_categories, print_trace
-    from pinbench.trace.analysis import TraceView
-    from pinbench.trace.analysis import compare as compare_traces
-
-    with registry() as reg:
-        views = [TraceView(run.info, run.trace()) for run in (reg.run(r) for r in runs)]
-    if chrome is not None:
-        write_atomic(chrome, json.dumps(views[0].trace).encode())
-    categories = compare_traces(views) if len(views) > 1 else []
-    if as_json:
-        _print_json(
-            {
-                "runs": [v.to_json(top) for v in views],
-                "categories": [
-                    {
-                        "category": c.category,
-                        "per_prediction_ns": c.per_prediction_ns,
-                        "shares": c.shares,
-                    }
-                    for c in categories
-                ],
-            }
-        )
-        return
-    out = _out()
-    for view in views:
-        print_trace(out, view, top)
-    if categories:
-        print_categories(out, views, categories)
-    if chrome is not None:
-        _err().print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
 @runs_app.command("parity")
@@ -395,5 +334,6 @@ def runs_parity(
 
 runs_app.add_command(runs_attest)
 runs_app.add_command(runs_outputs)
+runs_app.add_command(runs_trace)
 runs_app.add_command(runs_delete)
 runs_app.add_command(runs_prune)

@@ -5,21 +5,22 @@ embeddings, a detector's raw output...) as a blob, its sha256 in ``details.outpu
 and the output's name in ``details.outputs_name``. Here the blob's bytes, from this home's
 store or a server's (``GET /api/v1/blobs/{sha256}``), are hashed while they are written to a
 temp file beside the destination; only bytes whose sha256 is the one the run recorded, and
-that make a plain ``.npy`` array (never a pickle: an object dtype is refused), are renamed into
-place. An existing file is replaced only when asked (``force``), and never what is not a
-regular file (a device such as ``/dev/null``, a pipe); anything refused leaves nothing behind.
+that make a plain ``.npy`` array (never a pickle: an object dtype is refused), reach the
+destination, through ``pinbench.artifacts.destination`` as every file a command writes
+(decision 289): an existing file is replaced only when asked (``force``), a device such as
+``/dev/null`` or a pipe is written through, never replaced; anything refused leaves nothing
+behind.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import secrets
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from pinbench.artifacts.destination import Destination, destination, staged
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
 from pinbench.errors import UserError
@@ -85,48 +86,32 @@ def recorded_digest(info: dict[str, Any]) -> str:
 def export_outputs(
     info: dict[str, Any],
     read: Callable[[str], Iterable[bytes]],
-    dest: Path,
+    dest: Path | Destination,
     *,
     force: bool = False,
 ) -> Exported:
-    """Write the outputs run ``info`` recorded to ``dest``; ``read(sha256)`` gives the blob's
-    bytes in chunks (unchecked: they are checked here)."""
+    """Write the outputs run ``info`` recorded to ``dest`` (a path is checked here, with
+    ``force``; ``pinbench.artifacts.destination``); ``read(sha256)`` gives the blob's bytes in
+    chunks (unchecked: they are checked here, before anything reaches ``dest``)."""
     run = str(info["id"])
     digest = recorded_digest(info)
-
-    def refused(reason: str) -> OutputsRefused:
-        return OutputsRefused(run=run, path=str(dest), reason=reason)
-
-    if dest.is_dir():
-        raise refused("it is a folder")
-    if dest.exists() and not dest.is_file():  # --force replaces a file, not /dev/null or a pipe
-        raise refused("it is not a regular file (a device, a pipe or a socket)")
-    if dest.exists() and not force:
-        raise refused("the file exists (give --force to replace it)")
-    temp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as exc:
-        raise refused(exc.strerror or str(exc)) from None
-    try:
+    if not isinstance(dest, Destination):
+        dest = destination(dest, option="", force=force)
+    with staged(dest) as out:
         hasher, size = hashlib.sha256(), 0
-        with os.fdopen(fd, "wb") as out:
-            for chunk in read(digest):
-                hasher.update(chunk)
-                out.write(chunk)
-                size += len(chunk)
+        for chunk in read(digest):
+            hasher.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
         actual = Digest(hasher.hexdigest())
         if actual.hex != digest:
             raise ChecksumMismatch(
                 path=f"the outputs of run {run[:8]}", expected=Digest(digest), actual=actual
             )
-        shape = _plain_array(temp, refused)
-        _place(temp, dest, force=force, refused=refused)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+        shape = _plain_array(out, run, dest.given)
     name = (info.get("details") or {}).get("outputs_name")
-    return Exported(run, dest, digest, size, shape, name if isinstance(name, str) else None)
+    path = Path(dest.given)
+    return Exported(run, path, digest, size, shape, name if isinstance(name, str) else None)
 
 
 def stored_chunks(store: BlobStore, digest: str) -> Iterator[bytes]:
@@ -140,33 +125,11 @@ def stored_chunks(store: BlobStore, digest: str) -> Iterator[bytes]:
             yield chunk
 
 
-def _plain_array(path: Path, refused: Callable[[str], OutputsRefused]) -> tuple[int, ...]:
-    from pinbench.artifacts.npy_header import npy_shape
+def _plain_array(out: BinaryIO, run: str, path: str) -> tuple[int, ...]:
+    from pinbench.artifacts.npy_header import npy_shape_of
 
     try:
-        return npy_shape(path)
+        return npy_shape_of(out)
     except (ValueError, OSError) as exc:
-        raise refused(f"the recorded outputs are not a plain .npy array ({exc})") from None
-
-
-def _place(
-    temp: Path, dest: Path, *, force: bool, refused: Callable[[str], OutputsRefused]
-) -> None:
-    """``temp`` renamed to ``dest``; without ``force``, never over a file that appeared
-    meanwhile (a hard link fails where the name is taken)."""
-    try:
-        if force:
-            os.replace(temp, dest)
-            return
-        try:
-            os.link(temp, dest)
-        except FileExistsError:
-            raise refused("the file exists (give --force to replace it)") from None
-        except OSError:  # no hard links on this file system: the check before is all there is
-            if dest.exists():
-                raise refused("the file exists (give --force to replace it)") from None
-            os.replace(temp, dest)
-            return
-        temp.unlink()
-    except OSError as exc:
-        raise refused(exc.strerror or str(exc)) from None
+        reason = f"the recorded outputs are not a plain .npy array ({exc})"
+        raise OutputsRefused(run=run, path=path, reason=reason) from None
