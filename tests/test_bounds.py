@@ -460,7 +460,7 @@ def test_pinbench_lock_takes_each_bound_and_refuses_beyond_writing_nothing(
     request = tmp_path / "request.yaml"
     for value in inside:
         request.write_text(yaml.safe_dump(_set(DIGITS, path, value)))
-        result = cli("lock", str(request), "-o", str(tmp_path / "ok.lock"))
+        result = cli("lock", str(request), "-o", str(tmp_path / "ok.lock"), "--force")
         assert result.code == 0, result.err
     before = recorded_here(home)
     for value in outside:

@@ -41,6 +41,7 @@ from pinbench.artifacts.scratch import owner_alive, owner_of
 from pinbench.artifacts.store import StagedBlob
 from pinbench.artifacts.store_errors import ChecksumMismatch
 from pinbench.db.run_record import BadRecord, RunRecord
+from pinbench.errors import SystemFailure
 
 if TYPE_CHECKING:
     from pinbench.workspace import Workspace
@@ -117,7 +118,7 @@ def _plain(path: Path) -> bool:
         return False
 
 
-class KeptBlobLost(Exception):
+class KeptBlobLost(SystemFailure):
     """A blob a waiting record names is neither in the store nor kept here as its bytes: the
     record cannot be written (its row would name a blob nobody has)."""
 
