@@ -29,6 +29,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pinbench.artifacts.copies import DEFAULT_MAX, Copies
 from pinbench.artifacts.digest import Digest, Progress
@@ -209,20 +210,9 @@ class S3BlobStore(BlobStore):
         if chunks is None:
             raise BlobMissing(path=label, digest=digest)
         temp = target.with_name(f".{target.name}.part")
-        hasher, size = hashlib.sha256(), 0
         try:
             with temp.open("xb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
-                    hasher.update(chunk)
-                    size += len(chunk)
-                    if progress is not None:
-                        progress(len(chunk))
-                out.flush()
-                os.fsync(out.fileno())
-            actual = Digest(hasher.hexdigest())
-            if actual != digest:
-                raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+                size = _written_hashed(out, chunks, digest, label=label, progress=progress)
             temp.chmod(0o444)
             os.replace(temp, target)
         except BaseException:
@@ -239,20 +229,9 @@ class S3BlobStore(BlobStore):
         folder = self.staging()
         with out_of_space(folder):
             fd, temp = scratch_file(folder, "fetch")
-        hasher, size = hashlib.sha256(), 0
         try:
             with out_of_space(folder), os.fdopen(fd, "wb") as out:
-                for chunk in chunks:
-                    out.write(chunk)
-                    hasher.update(chunk)
-                    size += len(chunk)
-                    if progress is not None:
-                        progress(len(chunk))
-                out.flush()
-                os.fsync(out.fileno())
-            actual = Digest(hasher.hexdigest())
-            if actual != digest:
-                raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+                size = _written_hashed(out, chunks, digest, label=label, progress=progress)
             target = self.path(digest)
             target.unlink(missing_ok=True)  # a cached copy, replaced by the bytes just checked
             self._cached(StagedBlob(temp, digest, size))
@@ -293,3 +272,28 @@ def open_store(
 
     location, limit = Location.parse(blobs, endpoint=endpoint), cache_size(cache_max)
     return S3BlobStore(home, Bucket(location), cache_max=limit)
+
+
+def _written_hashed(
+    out: BinaryIO,
+    chunks: Iterable[bytes],
+    digest: Digest,
+    *,
+    label: str,
+    progress: Progress | None,
+) -> int:
+    """Write ``chunks`` to ``out``, hashing them as they go, and sync it; the size.
+    ``ChecksumMismatch`` when the bytes are not ``digest``'s (the caller removes the file)."""
+    hasher, size = hashlib.sha256(), 0
+    for chunk in chunks:
+        out.write(chunk)
+        hasher.update(chunk)
+        size += len(chunk)
+        if progress is not None:
+            progress(len(chunk))
+    out.flush()
+    os.fsync(out.fileno())
+    actual = Digest(hasher.hexdigest())
+    if actual != digest:
+        raise ChecksumMismatch(path=label, expected=digest, actual=actual)
+    return size
