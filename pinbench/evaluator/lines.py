@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """A line-based (or labels) file is read whole: at most this many bytes (64 MiB holds a label
@@ -117,6 +118,36 @@ def json_lines(text: str, where: str) -> list[tuple[int, object]]:
             ) from None
         except (ValueError, RecursionError) as exc:
             raise LabelProblem(path=where, reason=f"line {number} is not JSON: {exc}") from None
+    return out
+
+
+def json_objects(
+    lines: list[str], where: str, *, keys: tuple[str, ...], hint: str = ""
+) -> list[tuple[str, dict[str, Any]]]:
+    """The JSON objects of a file of one object per line (``prompts-jsonl``,
+    ``questions-jsonl``), each with its place ("line N"): read with ``jsonsafe`` (a key given
+    twice refused, nesting at most 2 deep); a blank line, a line that is not an object, or a
+    key not in ``keys`` (never ignored; ``hint`` said after the keys) refused naming the line."""
+    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    for number, line in enumerate(lines, start=1):
+        at = f"line {number}"
+        if not line.strip():
+            raise LabelProblem(path=where, reason=f"{at} is blank (one JSON object per line)")
+        try:
+            row = load_json(line, max_depth=2)
+        except JsonRefused as exc:
+            raise LabelProblem(path=where, reason=f"{at}: {exc}") from None
+        if not isinstance(row, dict):
+            raise LabelProblem(path=where, reason=f"{at}: not a JSON object")
+        unknown = sorted(set(row) - set(keys))
+        if unknown:
+            raise LabelProblem(
+                path=where,
+                reason=f"{at}: unknown key {unknown[0][:64]!r} (keys: {', '.join(keys)}{hint})",
+            )
+        out.append((at, row))
     return out
 
 

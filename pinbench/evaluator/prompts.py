@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, read_lines
+from pinbench.evaluator.lines import LabelProblem, json_objects, read_lines
 
 KEYS = ("prompt", "reference")
 
@@ -23,24 +23,8 @@ class Prompt:
 
 
 def read_prompts(path: Path, *, where: str) -> list[Prompt]:
-    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
-
     out: list[Prompt] = []
-    for number, line in enumerate(read_lines(path, where), start=1):
-        at = f"line {number}"
-        if not line.strip():
-            raise LabelProblem(path=where, reason=f"{at} is blank (one JSON object per line)")
-        try:
-            row = load_json(line, max_depth=2)
-        except JsonRefused as exc:
-            raise LabelProblem(path=where, reason=f"{at}: {exc}") from None
-        if not isinstance(row, dict):
-            raise LabelProblem(path=where, reason=f"{at}: not a JSON object")
-        unknown = sorted(set(row) - set(KEYS))
-        if unknown:
-            raise LabelProblem(
-                path=where, reason=f"{at}: unknown key {unknown[0]!r} (keys: prompt, reference)"
-            )
+    for at, row in json_objects(read_lines(path, where), where, keys=KEYS):
         prompt, reference = row.get("prompt"), row.get("reference")
         if not isinstance(prompt, str) or not prompt:
             raise LabelProblem(path=where, reason=f"{at}: `prompt` must be non-empty text")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, read_lines
+from pinbench.evaluator.lines import LabelProblem, json_objects, read_lines
 
 KEYS = ("question", "context", "id")
 MAX_QUESTIONS = 1_000_000
@@ -36,31 +36,13 @@ class Question:
 
 
 def read_questions(path: Path, *, where: str) -> list[Question]:
-    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
-
     lines = read_lines(path, where)
     if len(lines) > MAX_QUESTIONS:
         raise LabelProblem(
             path=where, reason=f"{len(lines)} lines: a file holds at most {MAX_QUESTIONS} questions"
         )
     out: list[Question] = []
-    for number, line in enumerate(lines, start=1):
-        at = f"line {number}"
-        if not line.strip():
-            raise LabelProblem(path=where, reason=f"{at} is blank (one JSON object per line)")
-        try:
-            row = load_json(line, max_depth=2)
-        except JsonRefused as exc:
-            raise LabelProblem(path=where, reason=f"{at}: {exc}") from None
-        if not isinstance(row, dict):
-            raise LabelProblem(path=where, reason=f"{at}: not a JSON object")
-        unknown = sorted(set(row) - set(KEYS))
-        if unknown:
-            raise LabelProblem(
-                path=where,
-                reason=f"{at}: unknown key {unknown[0][:64]!r} (keys: {', '.join(KEYS)}; the "
-                "answers are the labels file)",
-            )
+    for at, row in json_objects(lines, where, keys=KEYS, hint="; the answers are the labels file"):
         for key, most in (("question", MAX_QUESTION_CHARS), ("context", MAX_CONTEXT_CHARS)):
             value = row.get(key)
             if not isinstance(value, str) or not value.strip():
