@@ -366,3 +366,25 @@ def test_a_descriptor_name_writes_the_open_descriptor(tmp_path: Path) -> None:
         log.flush()
         write(destination(f"/dev/fd/{log.fileno()}", option="-o"), b"after\n")
     assert (tmp_path / "log").read_bytes() == b"before\nafter\n"
+
+
+def test_the_python_api_writes_a_lockfile_through_the_same_function(
+    made: Made, tmp_path: Path
+) -> None:
+    """``Lockfile.write`` (the SDK's ``lock(...).write``, the demo's, a benchmark's) takes its
+    path through the one function too: a device stays a device, a folder is refused with
+    nothing made, a regular file is replaced whole (calling it is asking)."""
+    from pinbench.artifacts.destination import DestinationRefused
+
+    lock = service.lock(made.home.ws, parse_request({**DIGITS, "scenario": QUICK}))[0]
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    lock.write(device)
+    assert stat.S_ISCHR(device.stat().st_mode)
+    with pytest.raises(DestinationRefused, match="folder"):
+        lock.write(tmp_path)
+    out = tmp_path / "x.lock"
+    lock.write(out)
+    lock.write(out)
+    assert out.read_bytes() == lock.canonical + b"\n"
+    assert sorted(os.listdir(tmp_path)) == ["null", "x.lock"]

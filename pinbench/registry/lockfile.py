@@ -281,10 +281,13 @@ class Lockfile:
         return cls.from_bytes(data, source=str(path))
 
     def write(self, path: Path) -> None:
-        """Write the canonical bytes plus one trailing newline (ignored when read back)."""
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(self.canonical + b"\n")
-        tmp.replace(path)
+        """Write the canonical bytes plus one trailing newline (ignored when read back), as
+        every file pinbench writes (``artifacts.destination``, decision 289): a regular file
+        replaced whole, a device or FIFO written through, anything else refused. The Python
+        API replaces a regular file (calling is asking); the CLI asks for ``--force``."""
+        from pinbench.artifacts.destination import destination, write
+
+        write(destination(path, option="lockfile path", force=True), self.canonical + b"\n")
 
     def artifact(self, kind: Kind) -> LockedArtifact | None:
         for a in self.body.artifacts:
