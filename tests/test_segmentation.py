@@ -661,7 +661,7 @@ def run(
         )
     )
     lock = request.with_suffix(".lock")
-    locked = cli("lock", str(request), "-o", str(lock))
+    locked = cli("lock", str(request), "-o", str(lock), "--force")  # called again per batch
     assert locked.code == 0, locked.err
     ran = cli("run", str(lock), "--runner", "local")
     assert "Traceback" not in ran.err
