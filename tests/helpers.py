@@ -367,7 +367,18 @@ def need_two_cores() -> None:
 
     if available_here() >= 2:
         return
-    reason = f"two workers need two cores; this machine has {available_here()}"
+    cannot_run(f"two workers need two cores; this machine has {available_here()}")
+
+
+def need_root(what: str) -> None:
+    """``what`` needs root (a device node, debootstrap): skipped for another user, except with
+    ``CI=true``, where such a test must run and so fails."""
+    if os.geteuid() != 0:
+        cannot_run(f"{what} needs root")
+
+
+def cannot_run(reason: str) -> None:
+    """Skip naming ``reason``; with ``CI=true`` nothing skips: the test fails naming it."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: this test must run)")
     pytest.skip(reason)

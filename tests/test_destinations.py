@@ -30,7 +30,16 @@ import pytest
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
-from tests.helpers import DIGITS, Cli, CliResult, Home, in_process_cli, published_home, run_digits
+from tests.helpers import (
+    DIGITS,
+    Cli,
+    CliResult,
+    Home,
+    in_process_cli,
+    need_root,
+    published_home,
+    run_digits,
+)
 
 CONTRACT: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "cli_contract.json").read_text()
@@ -226,8 +235,7 @@ def _ids(writers: list[Writer]) -> list[str]:
 
 @pytest.fixture
 def root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("making a device node needs root (the suite runs as root)")
+    need_root("making a device node")
 
 
 @pytest.mark.parametrize("writer", WRITERS, ids=_ids(WRITERS))

@@ -15,6 +15,7 @@ import pytest
 
 from pinbench.images import base
 from pinbench.images.retried import BACKOFF, TRANSIENT, run_retried
+from tests.helpers import need_root
 
 FLAKY = r"""#!/bin/sh
 # fails its first $FAILS runs printing $SAYS on stderr, then makes the target folder: like
@@ -103,8 +104,7 @@ def test_the_base_image_s_rootfs_survives_a_mirror_sync_and_says_so(
 ) -> None:
     """Through ``images.base`` with the flaky program first on PATH: the tarball is made
     from the try that succeeded, and each retry is one line of progress (stderr in the CLI)."""
-    if os.geteuid() != 0:
-        pytest.skip("the base image is built as root")
+    need_root("building the base image")
     counter = _flaky(tmp_path, 2, MIRROR_SYNC, monkeypatch)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     said: list[str] = []
@@ -120,8 +120,7 @@ def test_the_base_image_s_rootfs_survives_a_mirror_sync_and_says_so(
 def test_a_permanent_failure_is_refused_at_once_naming_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the base image is built as root")
+    need_root("building the base image")
     counter = _flaky(
         tmp_path, 9, "E: No such script: /usr/share/debootstrap/scripts/x", monkeypatch
     )
