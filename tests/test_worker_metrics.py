@@ -138,7 +138,9 @@ def test_the_workers_gauge_counts_a_stopped_worker_out_once_its_lease_lapses(
         while len(list(folder.glob("*.json"))) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)  # each worker has written its first snapshot
         stopped = min(int(p.stem) for p in folder.glob("*.json"))
-        with http_client(address, {"Authorization": f"Bearer {tokens['reader']}"}, 30) as c:
+        with http_client(
+            address, {"Authorization": f"Bearer {tokens['reader']}", "Connection": "close"}, 30
+        ) as c:
             assert _until(c, 2, 30)[-1] == 2
             os.kill(stopped, signal.SIGSTOP)
             try:
