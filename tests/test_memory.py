@@ -5,28 +5,49 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
-from pinbench.evaluator.memory import PeakMemory
 from pinbench.workspace import Workspace
 from tests.helpers import in_process_cli
 
 MIB = 2**20
 
 
+def measured_alone(code: str) -> None:
+    """Run ``code`` (a measurement and its assertions) in a fresh Python process: a peak or a
+    resident-memory difference read in pytest's process also counts what its other threads
+    (servers, samplers and collectors left by earlier tests) allocate or free meanwhile; at
+    e1fe995 one freeing beside the model's 64 MiB made them read as 0 added bytes."""
+    import subprocess
+    import sys
+    import textwrap
+
+    prelude = "import numpy as np\nfrom pinbench.evaluator.memory import PeakMemory\nMIB = 2**20\n"
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_peak_is_the_regions_own_and_sees_an_allocation() -> None:
-    block = np.ones(256 * MIB // 8)  # 256 MiB touched
-    del block
-    memory = PeakMemory()  # the peak is reset: the freed block no longer counts
-    assert memory.source.startswith("VmHWM")
-    quiet = memory.peak_bytes()
-    memory = PeakMemory()
-    block = np.ones(128 * MIB // 8)
-    grown = memory.peak_bytes()
-    del block
-    assert quiet < 200 * MIB + grown - 128 * MIB  # not the 256 MiB block of before the reset
-    assert grown >= 128 * MIB  # this region's 128 MiB are in its peak
+    measured_alone(
+        """
+        block = np.ones(256 * MIB // 8)  # 256 MiB touched
+        del block
+        memory = PeakMemory()  # the peak is reset: the freed block no longer counts
+        assert memory.source.startswith("VmHWM")
+        quiet = memory.peak_bytes()
+        memory = PeakMemory()
+        block = np.ones(128 * MIB // 8)
+        grown = memory.peak_bytes()
+        del block
+        assert quiet < 200 * MIB + grown - 128 * MIB  # not the 256 MiB block of before the reset
+        assert grown >= 128 * MIB  # this region's 128 MiB are in its peak
+        """
+    )
 
 
 def test_a_run_records_and_shows_its_peak_memory(
@@ -40,8 +61,9 @@ def test_a_run_records_and_shows_its_peak_memory(
     run = registry.lock(request)[0].run(runner="local")
     assert 10 * MIB < run.metrics["peak_rss_bytes"] < 64 * 1024 * MIB
     assert run.view()["details"]["memory"]["peak_rss"].startswith("VmHWM")
-    # in this (pytest's) process the model's own memory is a part of the process's peak
-    assert 0 < run.metrics["model_added_rss_bytes"] < run.metrics["peak_rss_bytes"]
+    # in this (pytest's) process the model's own memory is a part of the process's peak (its
+    # value beside other threads' frees is not exact: measured_alone's tests check the figure)
+    assert 0 <= run.metrics["model_added_rss_bytes"] < run.metrics["peak_rss_bytes"]
     shown = cli("runs", "show", run.id)
     assert "peak RSS" in shown.out and "MiB" in shown.out
     assert "model memory (RSS added)" in shown.out
@@ -128,14 +150,18 @@ def test_the_models_memory_is_what_its_loading_and_running_added() -> None:
     """Issue 64, item 8: the process's peak counts what it held before the model (a demo's
     process: 1,483 MiB where a fresh run of the same model shows 108 MiB); the model's own
     memory is the peak from its loading on, less what was resident when it began."""
-    held = np.ones(192 * MIB // 8)  # the process's, before the model: 192 MiB touched
-    memory = PeakMemory()
-    assert memory.model_added_bytes() is None  # no model marked: not measured, never a 0
-    memory.model_loading()
-    model = np.ones(64 * MIB // 8)  # what "loading and running the model" adds
-    added, peak = memory.model_added_bytes(), memory.peak_bytes()
-    del model, held
-    assert added is not None
-    assert 64 * MIB <= added < 96 * MIB  # its 64 MiB, not the 192 MiB held before it
-    assert peak >= (192 + 64) * MIB  # the process's peak holds both
-    assert memory.model_source.startswith("VmHWM from the model's loading")
+    measured_alone(
+        """
+        held = np.ones(192 * MIB // 8)  # the process's, before the model: 192 MiB touched
+        memory = PeakMemory()
+        assert memory.model_added_bytes() is None  # no model marked: not measured, never a 0
+        memory.model_loading()
+        model = np.ones(64 * MIB // 8)  # what "loading and running the model" adds
+        added, peak = memory.model_added_bytes(), memory.peak_bytes()
+        del model, held
+        assert added is not None
+        assert 64 * MIB <= added < 96 * MIB, added  # its 64 MiB, not the 192 MiB held before it
+        assert peak >= (192 + 64) * MIB, peak  # the process's peak holds both
+        assert memory.model_source.startswith("VmHWM from the model's loading")
+        """
+    )
