@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from pinbench.workspace import Workspace
 from tests.helpers import (
+    DIGITS_ACCURACY,
     Cli,
     dataset_manifest,
     dump,
@@ -236,3 +238,24 @@ def test_the_console_script_keeps_exit_codes_and_flushes_everything(tmp_path: Pa
     assert "no pinbench schema: run `pinbench init`" in refused.stderr
     usage = subprocess.run([str(script), "show"], env=env, capture_output=True, text=True)
     assert usage.returncode == 2
+
+
+def test_runs_show_loads_no_report_renderer(digits: Workspace, tmp_path: Path) -> None:
+    """``runs show`` prints a run's per-sample rows (``run_samples``) without the reports'
+    renderers, their data gathering or Jinja2 (decision 290: before ``run_samples`` left the
+    reports package, reading the rows imported all three)."""
+    import pinbench
+
+    registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
+    run = registry.lock(DIGITS_ACCURACY)[0].run(runner="local")
+    stdout, modules = _run(
+        digits.settings.home,
+        tmp_path,
+        "runs",
+        "show",
+        run.id,
+        database_url=digits.settings.database_url,
+    )
+    assert run.id in stdout and "top-1" in stdout  # the rows were shown
+    assert "pinbench.run_samples" in modules
+    assert _loaded(modules, ["pinbench.reports", "jinja2", "litestar"]) == []

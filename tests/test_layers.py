@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "images",
             "run_metrics",
             "run_figures",
+            "run_samples",
             "metric_names",
         },
     ),
@@ -247,14 +248,14 @@ REQUEST_BUILDER = "pure: builds the request document the API locks"
 COMPOSITION = "a composition root: assembles a process (the server or an agent), not a call"
 # (face module, module beneath the API it imports at run time): why, for now.
 BENEATH_API = {
-    ("pinbench.cli.run_view", "pinbench.reports.samples"): PURE_VIEW,
+    ("pinbench.cli.run_view", "pinbench.run_samples"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.series", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.runs", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.run_trace", "pinbench.trace.analysis"): PURE_VIEW,
-    ("pinbench.demo.flow", "pinbench.reports.samples"): PURE_VIEW,
+    ("pinbench.demo.flow", "pinbench.run_samples"): PURE_VIEW,
     ("pinbench.demo.flow", "pinbench.trace.analysis"): PURE_VIEW,
     ("pinbench.demo.transforms", "pinbench.reports.transforms"): PURE_VIEW,
     ("pinbench.cli.ops", "pinbench.operators.resnet50"): REQUEST_BUILDER,

@@ -1,9 +1,9 @@
-"""A run's per-sample rows are shown as its task recorded them (``reports/samples.py``):
+"""A run's per-sample rows are shown as its task recorded them (``run_samples.py``):
 whatever the task, each key a column, ``K_name`` in ``K``'s cell, ``right`` marking the row."""
 
 from __future__ import annotations
 
-from pinbench.reports.samples import sample_rows
+from pinbench.run_samples import sample_rows
 
 
 def test_recorded_rows_become_columns_with_names_and_marks() -> None:

@@ -83,10 +83,10 @@ SHOWN_PREDICTIONS = 10
 
 def _predictions_table(details: dict[str, Any] | None) -> Table | None:
     """The first per-sample rows of an accuracy run, as its task recorded them
-    (``reports.samples``: e.g. file, true class, top-1, score); a wrong one marked x."""
+    (``run_samples``: e.g. file, true class, top-1, score); a wrong one marked x."""
     from rich.table import Table
 
-    from pinbench.reports.samples import sample_rows
+    from pinbench.run_samples import sample_rows
 
     found = sample_rows(details, limit=SHOWN_PREDICTIONS)
     if found is None:

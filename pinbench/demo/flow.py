@@ -34,7 +34,7 @@ from pinbench.demo import levels as demo_levels
 from pinbench.demo import transforms as demo_transforms
 from pinbench.demo import trust as demo_trust
 from pinbench.errors import UserError
-from pinbench.reports.samples import sample_rows
+from pinbench.run_samples import sample_rows
 from pinbench.sdk.errors import LockfileMismatch, VerificationFailed
 from pinbench.sdk.registry import Registry
 from pinbench.sdk.runs import Lockfile, Run

@@ -29,7 +29,7 @@ def sample_rows(
     the dataset, or its index), ``truth`` and ``top1`` class indexes (``top1`` ranked as the
     metrics rank it), ``score`` (the top-1 output value, None when not finite), ``right`` (the
     top-1 is the true class) and, with class names, ``truth_name`` and ``top1_name`` (reports
-    show the rows as recorded: ``reports/samples.py``)."""
+    show the rows as recorded: ``run_samples.py``)."""
     assert samples.labels is not None
     scores = outputs.reshape(len(outputs), -1)[:SAMPLE_ROWS]
     best = ranked_classes(scores, ranking)[:, 0] if scores.size else np.empty(0, dtype=np.int64)
