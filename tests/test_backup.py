@@ -226,6 +226,16 @@ def test_restore_refuses_a_target_that_is_not_empty_and_changes_nothing(
     assert (tmp_path / "backup" / "manifest.json").is_file()  # the first backup kept whole
     no_backup = cli("restore", str(tmp_path))
     assert no_backup.code == 1 and "no manifest.json: not a pinbench backup" in no_backup.err
+    # a regular file as DIR: each command's own one-line refusal (exit 1), the file as it was
+    # (before, Click's usage error, exit 2, for both)
+    plain = tmp_path / "notes.txt"
+    plain.write_bytes(b"kept")
+    for command in ("backup", "restore"):
+        file_refused = cli(command, str(plain))
+        assert file_refused.code == 1, (command, file_refused.err)
+        assert f"error: {plain}: not a folder" in file_refused.err
+        assert file_refused.err.count("\n") == 1 and "Usage" not in file_refused.err
+        assert plain.read_bytes() == b"kept"
 
 
 def test_no_blobs_lists_them_and_restore_checks_the_ones_the_operator_put_back(

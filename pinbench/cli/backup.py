@@ -12,9 +12,7 @@ from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
-folder_argument = click.argument(
-    "folder", type=click.Path(path_type=Path, file_okay=False), metavar="DIR"
-)
+folder_argument = click.argument("folder", type=click.Path(path_type=Path), metavar="DIR")
 
 
 @click.command("backup")

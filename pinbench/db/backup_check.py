@@ -64,6 +64,8 @@ def refused(folder: Path, reason: str) -> dumps.BackupRefused:
 
 def check_backup(ws: Workspace, folder: Path) -> BackupManifest:
     """Every check of the module's text, in its order; the manifest, once all hold."""
+    if folder.exists() and not folder.is_dir():
+        raise refused(folder, "not a folder (a backup is the folder `pinbench backup` made)")
     manifest = read_manifest(folder)
     _inventory(folder, manifest)
     _check_target(ws, folder, manifest)
