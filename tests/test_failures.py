@@ -219,6 +219,16 @@ def test_a_short_run_records_why_loadgen_found_it_invalid(
     shown = " ".join(cli("runs", "show", outcome.id).out.split())
     assert "LoadGen verdict INVALID" in shown
     assert all(r in shown for r in reasons), shown
+    # issue 64, item 6: marked wherever one of its figures is shown (the list's p50, the
+    # report's label for its every table and plot)
+    row = next(line for line in cli("runs", "list").out.splitlines() if outcome.id[:8] in line)
+    assert "INVALID" in row, row
+    import pinbench
+
+    registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
+    page = registry.report([outcome.id], ["md"])["md"].decode()
+    labels = [line for line in page.splitlines() if f"{outcome.id[:8]} " in line]
+    assert labels and all(" INVALID" in line for line in labels), labels
 
 
 def test_a_long_enough_run_is_valid_with_no_reasons(digits: Workspace) -> None:

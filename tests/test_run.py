@@ -259,6 +259,30 @@ def test_rerun_of_a_performance_run_judges_latency_over_repeats(digits: Workspac
     assert verdict.outcome == verdict.lines[-1].split(":")[0].split(" (")[0]
 
 
+def test_a_rerun_says_when_it_compared_a_run_timed_on_a_busy_machine(digits: Workspace) -> None:
+    """Issue 64, item 7: a flag is not a verdict; the latencies are still compared, and the
+    verdict names the run that was timed beside other work."""
+    from sqlalchemy import update
+    from sqlalchemy.orm import Session
+
+    from pinbench.db.models import Result
+
+    lock = _lock(digits, scenario={"min_duration_ms": 50, "min_query_count": 50})
+    first = run_lockfile(digits, lock, say=quiet)
+    with Session(digits.engine) as session, session.begin():  # as a busy machine records it
+        flagged = session.execute(
+            update(Result)
+            .where(Result.run_id == first.id, Result.metric == "contended_bool")
+            .values(value=1.0)
+        )
+        assert flagged.rowcount == 1  # type: ignore[attr-defined]
+    verdict = rerun(digits, first.id, repeat=1, say=quiet)
+    assert "Mann-Whitney p = " in verdict.lines[1]  # compared all the same
+    notes = [line for line in verdict.lines if line.startswith("note: ")]
+    assert len(notes) == 1 and first.id[:8] in notes[0]
+    assert "timed while other work took the machine" in notes[0]
+
+
 def test_rerun_repeat_must_be_positive(digits: Workspace) -> None:
     first = run_lockfile(digits, _lock(digits, scenario={"mode": "accuracy"}), say=quiet)
     with pytest.raises(UserError, match="repeat must be >= 1"):
