@@ -12,6 +12,7 @@ import numpy as np
 
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
+from pinbench.evaluator.run import unit_of
 from pinbench.evaluator.run_blobs import save_array
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.registry import service
@@ -75,8 +76,8 @@ def record(
             )
         )
         for metric, value in metrics.items():
-            unit = "ns" if metric.endswith("_ns") else "fraction" if metric == "top1" else "1/s"
-            session.add(Result(run_id=run_id, metric=metric, value=value, unit=unit))
+            # each unit as a run records it (its name's suffix: ns, bool, ratio, samples/s)
+            session.add(Result(run_id=run_id, metric=metric, value=value, unit=unit_of(metric)))
     return run_id
 
 

@@ -45,7 +45,6 @@ def runs(server: Server) -> dict[str, str]:
     import numpy as np
     from sqlalchemy import update
 
-    from pinbench.db.models import Result
     from pinbench.db.models import Run as RunRow
     from pinbench.series.alerts import raise_alert
 
@@ -70,11 +69,6 @@ def runs(server: Server) -> dict[str, str]:
             )
             out[name] = run_id
             with ws.transaction() as session:
-                session.execute(  # record() names every unit but ns "1/s"
-                    update(Result)
-                    .where(Result.run_id == run_id, Result.metric == "loadgen_valid_bool")
-                    .values(unit="bool")
-                )
                 if valid == 0.0:
                     loadgen = {"result_validity": "INVALID", "invalid_reasons": [REASON]}
                     session.execute(
@@ -165,6 +159,14 @@ def test_the_series_page_names_its_metrics_settings_baseline_and_invalid_runs(
     assert "p50 latency, framework call (µs)" in shown  # whose each latency is
     assert "LoadGen verdict" in shown
     assert "loadgen_valid_bool over the series" not in shown  # the plot's title is words too
+    # a flag's plot says what its 1 and 0 mean; a share has no unit (not a rate: "1/s")
+    titles = dict(re.findall(r'id="metric-([a-z0-9_]+)">\s*<h2>([^<]*)<', shown))
+    assert titles["loadgen_valid_bool"] == "LoadGen verdict (1 = VALID, 0 = INVALID)"
+    assert titles["contended_bool"] == "timed on a busy machine (1 = yes, 0 = no)"
+    assert titles["machine_others_cpu_ratio"] == (
+        "other processes' share of the machine's CPU while timed"
+    )
+    assert titles["throughput_sps"] == "throughput, LoadGen (samples/s)"
     rows = _rows(text, "series-runs")
     assert list(rows) == list(runs.values())  # oldest first
     head = text.split('id="series-runs"', 1)[1].split("</thead>", 1)[0]

@@ -100,9 +100,9 @@ def plot_unit(metric: str, values: Sequence[float], recorded: str) -> tuple[str,
         unit = ns_unit(values)
         return unit, NS_UNITS[unit][0]
     if metric == VERDICT:
-        return "1 VALID, 0 INVALID", 1.0
+        return "1 = VALID, 0 = INVALID", 1.0
     if recorded == "bool":
-        return "1 yes, 0 no", 1.0
+        return "1 = yes, 0 = no", 1.0
     return ("" if recorded == "ratio" else recorded), 1.0
 
 
