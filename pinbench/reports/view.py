@@ -13,10 +13,10 @@ from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
 from pinbench.reports.distributed import DistributedRow, distributed_table, scaling_chart
 from pinbench.reports.operators import OpTable, operator_table, roofline
-from pinbench.run_samples import SampleRows, sample_rows
 from pinbench.reports.systems_chart import system_points
 from pinbench.reports.training import TrainingRow, training_curves, training_table
 from pinbench.reports.transforms import TransformRow, transform_table
+from pinbench.run_samples import SampleRows, sample_rows
 
 
 @dataclass(frozen=True, slots=True)
