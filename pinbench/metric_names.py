@@ -111,6 +111,15 @@ def in_unit(value_ns: float, unit: str) -> str:
     return f"{value_ns / divisor:,.{decimals}f}"
 
 
+def fmt_sig(value: float, digits: int = 4) -> str:
+    """A figure for people in ``digits`` significant digits with thousands separators, and
+    never as an exponent from ``10**digits`` up: ``fmt_sig(11_750.3)`` is ``11,750`` where
+    ``{:,.4g}`` printed ``1.175e+04`` beside a ``4,114`` in the same row of a comparison.
+    Below that, ``g``'s own: ``0.557``, ``1.2e-05`` for a tiny value."""
+    shown = f"{value:,.{digits}g}"
+    return f"{value:,.0f}" if "e+" in shown else shown
+
+
 def fmt_rate(value: float) -> str:
     """A throughput or a count for people: whole from 100 up (``11,934``), else three
     significant digits (``0.4``, ``12.3``): a slow model's 0.4 samples/s is never ``0``."""

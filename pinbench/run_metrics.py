@@ -137,8 +137,10 @@ def _raw(value: float, unit: str) -> str:
         return f"{value:,.0f}"
     if unit == "bool":
         return "yes" if value else "no"
+    from pinbench.metric_names import fmt_sig
+
     if unit in ("", "ratio"):
-        return f"{value:.4g}"
+        return fmt_sig(value)
     if unit == "B":
         return f"{value / 2**20:,.1f} MiB"
-    return f"{value:,.4g} {unit}"
+    return f"{fmt_sig(value)} {unit}"

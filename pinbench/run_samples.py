@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pinbench.metric_names import fmt_sig
+
 SHOWN = 20
 """Rows shown per run."""
 RIGHT = "right"
@@ -59,5 +61,5 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.4g}" if math.isfinite(value) else str(value)
+        return fmt_sig(value) if math.isfinite(value) else str(value)
     return str(value)

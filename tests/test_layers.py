@@ -249,6 +249,7 @@ COMPOSITION = "a composition root: assembles a process (the server or an agent),
 # (face module, module beneath the API it imports at run time): why, for now.
 BENEATH_API = {
     ("pinbench.cli.run_view", "pinbench.run_samples"): PURE_VIEW,
+    ("pinbench.cli.run_view", "pinbench.metric_names"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.series", "pinbench.run_figures"): PURE_VIEW,

@@ -325,7 +325,10 @@ def test_diff_rows_are_exactly_the_differing_leaves(a: Any, b: Any) -> None:
         (1_234_567.0, "ns", ("1.235", "ms")),
         (2830.0, "count", ("2,830", "count")),
         (0.986666, "ratio", ("0.9867", "ratio")),
-        (67_680.5, "samples/s", ("6.768e+04", "samples/s")),
+        (67_680.5, "samples/s", ("67,680", "samples/s")),  # not 6.768e+04 beside a 4,114
+        (9_999.6, "samples/s", ("10,000", "samples/s")),  # rounds up to 10**4: not 1e+04
+        (12_345_678_901.0, "ns", ("12,346", "ms")),
+        (0.000012345, "ratio", ("1.234e-05", "ratio")),
         (1.0, "bool", ("yes", "")),
         (0.0, "bool", ("no", "")),
         (None, "ns", ("", "ns")),

@@ -107,6 +107,7 @@ def _predictions_table(details: dict[str, Any] | None) -> Table | None:
 def print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
     from rich.table import Table
 
+    from pinbench.metric_names import fmt_sig
     from pinbench.run_metrics import COMPARED
 
     infos, differs = data.pop("infos"), data["differs"]
@@ -117,7 +118,7 @@ def print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
     for k in COMPARED:
         table.add_row(k + (" *" if k in differs else ""), *[str(i[k]) for i in infos])
     for m, values in data["metrics"].items():
-        table.add_row(m, *["" if v is None else f"{v:,.4g}" for v in values])
+        table.add_row(m, *["" if v is None else fmt_sig(v) for v in values])
     out = _out()
     out.print(table)
     if differs:

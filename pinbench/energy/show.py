@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.energy.price import recorded_price, usd_per_1000
+from pinbench.metric_names import fmt_sig
 
 
 def cost_per_1000(info: dict[str, Any]) -> float | None:
@@ -29,14 +30,14 @@ def energy_and_cost(info: dict[str, Any]) -> list[tuple[str, str]]:
     energy = details.get("energy") or {}
     if "energy_j" in info:
         counters = ", ".join(str(c) for c in energy.get("counters") or [])
-        rows.append(("energy", f"{info['energy_j']:,.4g} J ({counters})"))
+        rows.append(("energy", f"{fmt_sig(info['energy_j'])} J ({counters})"))
     if "energy_per_inference_j" in info:
-        rows.append(("energy per inference", f"{info['energy_per_inference_j']:.4g} J"))
+        rows.append(("energy per inference", f"{fmt_sig(info['energy_per_inference_j'])} J"))
     elif isinstance(energy.get("reason"), str):
         rows.append(("energy", energy["reason"]))
     price = recorded_price(details.get("cost"))
     if price is not None:
-        rows.append(("price", f"${price.usd_per_hour:,.4g}/hour ({price.source})"))
+        rows.append(("price", f"${fmt_sig(price.usd_per_hour)}/hour ({price.source})"))
         cost = cost_per_1000(info)
         if cost is not None:
             rows.append(("$ per 1,000 inferences", usd(cost)))

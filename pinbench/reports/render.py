@@ -135,7 +135,9 @@ def _runs_of(point: dict[str, Any]) -> str:
 
 
 def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:,.4g}"
+    from pinbench.metric_names import fmt_sig
+
+    return "" if value is None else fmt_sig(value)
 
 
 def _operators_md(view: ReportView) -> list[str]:

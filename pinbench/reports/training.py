@@ -33,8 +33,13 @@ def curve_label(run: RunData, training: dict[str, Any]) -> str:
     return f"{framework_of(run, training)} {run.id[:8]}"
 
 
-def _num(value: Any, digits: str = ",.4g") -> str:
-    return "" if value is None else format(float(value), digits)
+def _num(value: Any, digits: str | None = None) -> str:
+    """``value`` in ``digits`` (a format spec), else in four significant digits (``fmt_sig``)."""
+    from pinbench.metric_names import fmt_sig
+
+    if value is None:
+        return ""
+    return fmt_sig(float(value)) if digits is None else format(float(value), digits)
 
 
 @dataclass(frozen=True, slots=True)

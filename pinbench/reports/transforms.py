@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pinbench.metric_names import fmt_sig
 from pinbench.reports.data import Report
 
 HEAD = ["transformation", "framework", "compared", "max abs err", "max rel err", "L2 err"]
@@ -51,8 +52,14 @@ def transform_row(record: dict[str, Any]) -> TransformRow:
     valid = bool(c.get("valid"))
     mark = "✓" if valid else "✗ " + _reason(c)
 
-    def shown(value: Any, digits: str = ",.4g", scale: float = 1.0) -> str:
-        return "" if value is None or not valid else format(float(value) / scale, digits)
+    def shown(value: Any, digits: str | None = None, scale: float = 1.0) -> str:
+        if value is None or not valid:
+            return ""
+        return (
+            fmt_sig(float(value) / scale)
+            if digits is None
+            else format(float(value) / scale, digits)
+        )
 
     return TransformRow(
         transform=str(record.get("transform", "")),

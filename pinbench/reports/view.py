@@ -70,18 +70,21 @@ COST_ROW = "cost per 1,000 inferences"
 
 
 def fmt(value: float | None, unit: str) -> tuple[str, str]:
-    """A metric for people: nanoseconds as milliseconds, 4 significant digits."""
+    """A metric for people: nanoseconds as milliseconds, 4 significant digits, never an
+    exponent from 10,000 up (``fmt_sig``)."""
+    from pinbench.metric_names import fmt_sig
+
     if value is None:
         return "", unit
     if unit == "ns":
-        return f"{value / 1e6:,.4g}", "ms"
+        return fmt_sig(value / 1e6), "ms"
     if unit == "bool":
         return ("yes" if value else "no"), ""
     if unit == "B":
         return f"{value / 2**20:,.1f}", "MiB"
     if value.is_integer() and abs(value) < 1e15:
         return f"{value:,.0f}", unit
-    return f"{value:,.4g}", unit
+    return fmt_sig(value), unit
 
 
 UNDEFINED = "undefined"

@@ -69,7 +69,9 @@ class Metric:
             return f"{value:.0f}"
         if self.unit == "fraction":
             return f"{value:.4f}"
-        return f"{value:.4g}"
+        from pinbench.metric_names import fmt_sig
+
+        return fmt_sig(value)
 
 
 @dataclass(frozen=True, slots=True)
