@@ -236,6 +236,17 @@ def test_restore_refuses_a_target_that_is_not_empty_and_changes_nothing(
         assert f"error: {plain}: not a folder" in file_refused.err
         assert file_refused.err.count("\n") == 1 and "Usage" not in file_refused.err
         assert plain.read_bytes() == b"kept"
+    # a folder backup cannot make: a link to nothing (was a FileExistsError traceback), a
+    # path under a regular file; refused in one line, nothing made
+    dangling = tmp_path / "gone"
+    dangling.symlink_to(tmp_path / "nowhere")
+    for target, why in (
+        (dangling, "a symbolic link to nothing"),
+        (plain / "sub", "cannot be made"),
+    ):
+        made = cli("backup", str(target))
+        assert made.code == 1 and why in made.err and "Traceback" not in made.err, made.err
+    assert dangling.is_symlink() and not (tmp_path / "nowhere").exists()
 
 
 def test_no_blobs_lists_them_and_restore_checks_the_ones_the_operator_put_back(

@@ -129,7 +129,14 @@ def _empty_folder(folder: Path) -> bool:
                 folder=str(folder), reason="the folder is not empty (back up into a new one)"
             )
         return False
-    folder.mkdir(parents=True)
+    if folder.is_symlink():  # a link to nothing: mkdir would fail on the link's own name
+        raise dumps.BackupRefused(folder=str(folder), reason="a symbolic link to nothing")
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:  # a parent that is a file, no permission, a read-only filesystem
+        raise dumps.BackupRefused(
+            folder=str(folder), reason=f"it cannot be made ({exc.strerror})"
+        ) from None
     return True
 
 
