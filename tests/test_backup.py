@@ -241,7 +241,7 @@ def test_restore_refuses_a_target_that_is_not_empty_and_changes_nothing(
     dangling = tmp_path / "gone"
     dangling.symlink_to(tmp_path / "nowhere")
     for target, why in (
-        (dangling, "a symbolic link to nothing"),
+        (dangling, "which does not exist"),
         (plain / "sub", "cannot be made"),
     ):
         made = cli("backup", str(target))

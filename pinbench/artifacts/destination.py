@@ -125,9 +125,10 @@ def destination(
     return made("file", Path(os.path.realpath(given)), None, True)
 
 
-def folder(path: Path | str, *, option: str) -> Path:
+def folder(path: Path | str, *, option: str, parents: bool = False) -> Path:
     """A folder a command writes files into: an existing folder, or one created now in an
-    existing folder; anything else ``DestinationRefused``."""
+    existing folder (with ``parents``, its missing folders too); anything else, a dangling
+    link included, ``DestinationRefused`` naming why."""
     given = str(path)
 
     def refused(reason: str) -> DestinationRefused:
@@ -138,11 +139,16 @@ def folder(path: Path | str, *, option: str) -> Path:
     try:
         mode = os.stat(given).st_mode
     except (FileNotFoundError, NotADirectoryError):
-        _check_missing(given, refused)
+        if not parents:
+            _check_missing(given, refused)
+        elif os.path.islink(given):
+            raise refused(
+                f"it is a symbolic link to {os.readlink(given)}, which does not exist"
+            ) from None
         try:
-            os.mkdir(given)
+            os.makedirs(given) if parents else os.mkdir(given)
         except OSError as exc:
-            raise refused(_reason(exc)) from None
+            raise refused(f"it cannot be made ({_reason(exc)})") from None
         return Path(given)
     except OSError as exc:
         raise refused(_reason(exc)) from None

@@ -35,6 +35,7 @@ from pinbench.evaluator.run import run_lockfile
 from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.manifest import FrameworkManifest, Manifest, load_manifest
 from pinbench.registry.publish import publish as publish_manifest
+from pinbench.sdk.files import folder as out_folder
 from pinbench.workspace import Workspace
 
 Say = Callable[[str], None]
@@ -123,7 +124,8 @@ def evaluate(
     lockfile to ``out/locks/`` and the runs to ``out/runs.json``; return (job, run) pairs."""
     chosen = jobs.jobs(parts)
     copy_registry(registry, out / HOME)
-    (out / LOCKS).mkdir(parents=True, exist_ok=True)
+    out_folder(out, option="OUT_DIR", parents=True)
+    (out / LOCKS).mkdir(exist_ok=True)
     ws = workspace_at(out / HOME)
     done = []
     try:
@@ -165,7 +167,7 @@ def report(evaluation: Path, out: Path, *, html: bool = True) -> list[Path]:
     HTML report of every run, under ``out``; return the files written."""
     runs = load_runs(evaluation)
     table = rows(runs)
-    out.mkdir(parents=True, exist_ok=True)
+    out_folder(out, option="OUT_DIR", parents=True)
     (out / TABLE_MD).write_text(_page(table, runs))
     write_json(out / TABLE_JSON, [r.to_json() for r in table])
     write_json(out / METRICS, accuracy(table))

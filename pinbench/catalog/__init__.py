@@ -77,7 +77,9 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
     what the stages of ``pinbench.catalog.stages`` write (training through a temporary folder,
     in the pinned numeric environment), manifests in publishing order."""
     chosen = check_parts(parts)
-    root.mkdir(parents=True, exist_ok=True)
+    from pinbench.sdk.files import folder
+
+    folder(root, option="", parents=True)
     x_train, x_test, y_train, y_test = digits_split()
     out = [frameworks.write(root, "onnxruntime"), write_dataset(root, x_test, y_test)]
     with tempfile.TemporaryDirectory(prefix="pinbench-train-") as tmp:

@@ -33,6 +33,7 @@ from pinbench.catalog import (
 from pinbench.catalog.parts import TRAINED, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 from pinbench.errors import UserError
+from pinbench.sdk.files import folder
 
 CNN_WEIGHTS = "digits-cnn.safetensors"
 RESNET_WEIGHTS = "resnet50.safetensors"
@@ -60,7 +61,7 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
     """The digits train split (for ``train``), the digits test split as a dataset and, with
     ``resnet50``, the synthetic images; return the dataset manifests."""
     chosen = check_parts(parts)
-    out.mkdir(parents=True, exist_ok=True)
+    folder(out, option="OUT_DIR", parents=True)
     x_train, x_test, y_train, y_test = digits.digits_split()
     digits.save_train(out, x_train, y_train)
     manifests = [digits.write_dataset(out, x_test, y_test)]
@@ -93,7 +94,7 @@ def train(data: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         names = ",".join(sorted(chosen))
         numerics.run_pinned(["catalog", "train", str(data), str(out), "--parts", names])
         return [out / name for name in weight_files(chosen)]
-    out.mkdir(parents=True, exist_ok=True)
+    folder(out, option="OUT_DIR", parents=True)
     x_train, y_train = digits.load_train(data)
     written = []
     if "digits" in chosen:
@@ -148,7 +149,7 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
     manifests and the framework artifacts they need; return the manifests."""
     chosen = check_parts(parts)
     _require(weights, weight_files(chosen), "train")
-    out.mkdir(parents=True, exist_ok=True)
+    folder(out, option="OUT_DIR", parents=True)
     manifests = [frameworks.write(out, name) for name in framework_names(chosen)]
     if "digits" in chosen:
         manifests += digits.export_logreg(out, digits.load_weights(weights))

@@ -253,7 +253,9 @@ def start_agent(
     ``warm``: the agent keeps warm evaluators (``pinbench.evaluator.warm``).
     ``price_per_hour``: the price its runs record (``pinbench.energy.price``)."""
     check_name(name)
-    cache.mkdir(parents=True, exist_ok=True)
+    from pinbench.artifacts.destination import folder
+
+    folder(cache, option="--cache", parents=True)
     command = [
         str(Path(sys.executable).with_name("ray")),
         "start",

@@ -129,14 +129,9 @@ def _empty_folder(folder: Path) -> bool:
                 folder=str(folder), reason="the folder is not empty (back up into a new one)"
             )
         return False
-    if folder.is_symlink():  # a link to nothing: mkdir would fail on the link's own name
-        raise dumps.BackupRefused(folder=str(folder), reason="a symbolic link to nothing")
-    try:
-        folder.mkdir(parents=True)
-    except OSError as exc:  # a parent that is a file, no permission, a read-only filesystem
-        raise dumps.BackupRefused(
-            folder=str(folder), reason=f"it cannot be made ({exc.strerror})"
-        ) from None
+    from pinbench.artifacts.destination import folder as made_folder
+
+    made_folder(folder, option="", parents=True)  # a dangling link or a file's path: refused
     return True
 
 
