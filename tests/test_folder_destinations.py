@@ -2,7 +2,7 @@
 the catalog's and the benchmark's stages, the catalog's build, an agent's cache and a backup)
 is made or refused in one line naming why, nothing made: a dangling link as the folder ended
 in a ``FileExistsError`` traceback (``backup``, ``catalog prepare``), a path under a regular
-file in a ``NotADirectoryError`` one."""
+file in a ``NotADirectoryError`` one (``catalog evaluate``: after copying its registry)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,11 @@ def _unchanged(root: Path) -> None:
     assert (root / "notes.txt").read_bytes() == b"kept" and not (root / "nowhere").exists()
 
 
-COMMANDS: list[tuple[str, Callable[[Path], list[str]]]] = [
-    ("backup", lambda dest: ["backup", str(dest)]),
-    ("catalog prepare", lambda dest: ["catalog", "prepare", str(dest), "--parts", "digits"]),
+COMMANDS: list[tuple[str, Callable[[Path, Path], list[str]]]] = [
+    ("backup", lambda dest, home: ["backup", str(dest)]),
+    ("catalog prepare", lambda dest, home: ["catalog", "prepare", str(dest), "--parts", "digits"]),
+    # its input (a registry: the home) checked first, then its output folder
+    ("catalog evaluate", lambda dest, home: ["catalog", "evaluate", str(home), str(dest)]),
 ]
 
 
@@ -45,12 +47,12 @@ def test_a_command_refuses_a_folder_it_cannot_make_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     command: str,
-    argv: Callable[[Path], list[str]],
+    argv: Callable[[Path, Path], list[str]],
 ) -> None:
     cli: Cli = in_process_cli(monkeypatch, capsys, tmp_path / "home")
     assert cli("init").code == 0
     for case, dest, why in _cases(tmp_path):
-        done = cli(*argv(dest))
+        done = cli(*argv(dest, tmp_path / "home"))
         assert done.code == 1, (command, case, done.out, done.err)
         assert why in done.err and "Traceback" not in done.err, (command, case, done.err)
         assert done.err.strip().count("\n") == 0, (command, case, done.err)

@@ -110,7 +110,8 @@ def copy_registry(registry: Path, home: Path) -> None:
         raise MissingStageInput(folder=registry, missing=[DATABASE], stage="publish")
     if home.exists():
         raise FolderInUse(folder=home)
-    home.mkdir(parents=True)
+    out_folder(home.parent, option="OUT_DIR", parents=True)  # inputs checked first
+    home.mkdir()
     for name in (DATABASE, f"{DATABASE}-wal"):
         if (registry / name).is_file():
             shutil.copy2(registry / name, home / name)
@@ -124,7 +125,6 @@ def evaluate(
     lockfile to ``out/locks/`` and the runs to ``out/runs.json``; return (job, run) pairs."""
     chosen = jobs.jobs(parts)
     copy_registry(registry, out / HOME)
-    out_folder(out, option="OUT_DIR", parents=True)
     (out / LOCKS).mkdir(exist_ok=True)
     ws = workspace_at(out / HOME)
     done = []

@@ -238,7 +238,7 @@ def markdown(report: Report, title: str | None = None) -> str:
             [
                 [
                     *(p["model"], p["framework"], p["dataset"], p["metric"]),
-                    *(f"{p['accuracy']:.4f}", f"{p['latency_p50_ms']:.4g}", p["latency_from"]),
+                    *(f"{p['accuracy']:.4f}", _num(p["latency_p50_ms"]), p["latency_from"]),
                 ]
                 for p in view.accuracy
             ],
