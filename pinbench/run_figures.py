@@ -98,9 +98,27 @@ def contended(metrics: Mapping[str, Any]) -> bool:
     return metrics.get("contended_bool") == 1.0
 
 
+UNSANDBOXED = "UNSANDBOXED"
+"""The mark of a run whose system under test ran code or operations of its own outside a
+sandbox (``unsandboxed_bool`` 1, ``runners.sandbox``): whatever it ran could reach its clock
+and its user's files."""
+CODE = "+code"
+"""The mark of a run that ran code its user allowed beside the model (``code_bool`` 1)."""
+
+
 def marks(metrics: Mapping[str, Any]) -> list[str]:
-    """What a run's figures carry beside them: ``INVALID``, ``BUSY``, neither or both."""
-    return [m for m, on in ((INVALID, loadgen_invalid(metrics)), (BUSY, contended(metrics))) if on]
+    """What a run's figures carry beside them: ``INVALID``, ``BUSY``, ``UNSANDBOXED``,
+    ``+code``, in that order, each when it holds."""
+    return [
+        m
+        for m, on in (
+            (INVALID, loadgen_invalid(metrics)),
+            (BUSY, contended(metrics)),
+            (UNSANDBOXED, metrics.get("unsandboxed_bool") == 1.0),
+            (CODE, metrics.get("code_bool") == 1.0),
+        )
+        if on
+    ]
 
 
 def marked(text: str, metrics: Mapping[str, Any]) -> str:

@@ -53,7 +53,25 @@ def allow_code_option(f: F) -> F:
         is_flag=True,
         default=False,
         help="This run may execute the model's preprocess/postprocess Python code (the "
-        "publisher's code: only for publishers you trust; --runner docker confines it).",
+        "publisher's code: only for publishers you trust; it runs in the sandbox, see "
+        "--sandbox).",
+    )(f)
+
+
+def sandbox_option(f: F) -> F:
+    """``--sandbox bwrap|none`` (``sandbox``)."""
+    import click
+
+    return click.option(
+        "--sandbox",
+        "sandbox",
+        type=click.Choice(["bwrap", "none"]),
+        default="bwrap",
+        show_default=True,
+        help="Where each evaluator process runs: bwrap, a bubblewrap sandbox that sees only the "
+        "model's files and the samples (no home, keys, labels, network or host processes); "
+        "none, as your own user (the run is recorded and shown UNSANDBOXED when it ran code or "
+        "a model's own operations).",
     )(f)
 
 

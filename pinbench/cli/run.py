@@ -21,6 +21,7 @@ from pinbench.cli.common import (
     progress_lines,
     registry,
     run_argument,
+    sandbox_option,
 )
 from pinbench.cli.run_options import BAND, REPEAT, RERUN_DEFAULT, RUNNER_HELP, TRACE_HELP
 from pinbench.cli.run_view import print_run
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 )
 @allow_pickle_option
 @allow_code_option
+@sandbox_option
 @click.option(
     "--on",
     "on",
@@ -95,6 +97,7 @@ def run_cmd(
     trace: str = "none",
     allow_pickle: bool = False,
     allow_code: bool = False,
+    sandbox: str = "bwrap",
     on: list[str] | None = None,
     retries: int = 1,
     publish_as: str | None = None,
@@ -115,6 +118,11 @@ def run_cmd(
         lock = reg.lockfile(lockfile)
         if publish_as is not None:
             _check_publish_as(reg, lock, publish_as, on=bool(on))
+        if (on or reg.remote) and sandbox != "bwrap":
+            raise UserError(
+                f"--sandbox {sandbox} is a local decision: a server's and an agent's runs are "
+                "sandboxed"
+            )
         if on:
             if allow_pickle or allow_code:
                 flag = "--allow-pickle" if allow_pickle else "--allow-code"
@@ -141,6 +149,7 @@ def run_cmd(
                     allow_code=allow_code,
                     say=say,
                     stop=stop,
+                    sandbox=sandbox,
                 )
             info = done.info
             if publish_as is not None:
@@ -220,6 +229,7 @@ def _print_chains(chains: list[list[dict[str, Any]]], *, as_json: bool) -> None:
 )
 @allow_pickle_option
 @allow_code_option
+@sandbox_option
 @json_option
 def rerun_cmd(
     run: str,
@@ -229,6 +239,7 @@ def rerun_cmd(
     band: float = BAND,
     allow_pickle: bool = False,
     allow_code: bool = False,
+    sandbox: str = "bwrap",
     as_json: bool = False,
 ) -> None:
     """Run a recorded run's lockfile again and print a verdict: inputs, accuracy, latency.
@@ -262,6 +273,7 @@ def rerun_cmd(
             allow_code=allow_code,
             stop=stop,
             band=band,
+            sandbox=sandbox,
         )
     if as_json:
         _print_json(verdict.to_json())

@@ -118,9 +118,11 @@ class OnSystem:
         allow_code: bool = False,
         stop: Stop | None = None,
         warm: WarmPool | None = None,
+        sandbox: str = "bwrap",
     ) -> None:
         """``warm`` is the server's: an agent keeps warm evaluators of its own (``pinbench agent
-        start --warm``), so it is not used here."""
+        start --warm``), so it is not used here; nor is ``sandbox``: an agent runs every worker
+        in its sandbox."""
         stop = stop or Stop()
         ray = ray_module()
         connect(self.address)

@@ -70,6 +70,7 @@ def rerun(
     stop: Stop | None = None,
     band: float = BAND,
     allow_code: bool = False,
+    sandbox: str = "bwrap",
 ) -> Verdict:
     """Run the same lockfile ``repeat`` times (every byte verified each time) and compare;
     with the original's runner and trace level unless ``runner`` or ``trace`` name others.
@@ -102,6 +103,7 @@ def rerun(
             allow_pickle=allow_pickle,
             allow_code=allow_code,
             stop=stop,
+            sandbox=sandbox,
         )
         reruns.append(show_run(ws, outcome.id))
     lines = [f"inputs verified identical (lockfile sha256 {lock.digest.hex})"]

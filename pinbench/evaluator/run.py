@@ -38,6 +38,7 @@ from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.runners.consented import package_mark
 from pinbench.evaluator.runners.guard import check_marked
+from pinbench.evaluator.runners.sandbox import check_mode, sandbox_marks
 from pinbench.evaluator.scoring import judge, load_truth
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.processing.consent import check_code, needs_code
@@ -174,6 +175,7 @@ def run_lockfile(
     on: OnSystem | None = None,
     warm: WarmPool | None = None,
     allow_code: bool = False,
+    sandbox: str = "bwrap",
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
     whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
@@ -184,8 +186,12 @@ def run_lockfile(
     ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
     with its status and reason. ``on``: run it on that cluster system instead of here
     (``pinbench.cluster.dispatch``); the record names the system and the agent's host.
-    ``warm``: a pool of warm evaluators this run may use (``pinbench.evaluator.warm``)."""
+    ``warm``: a pool of warm evaluators this run may use (``pinbench.evaluator.warm``).
+    ``sandbox``: ``bwrap`` (every worker confined, ``runners.sandbox``) or ``none``; a run whose
+    system under test ran code or operations of its own outside a sandbox is recorded
+    ``unsandboxed_bool`` 1 (``sandbox_marks``)."""
     check_trace(lock, trace)
+    check_mode(sandbox)
     if on is None:
         check_here(lock.body.system)
         check_workers_here(lock.body.request.distributed)
@@ -224,9 +230,11 @@ def run_lockfile(
                 allow_code=allow_code,
                 stop=stop,
                 warm=warm,
+                sandbox=sandbox,
             )
             stop.check()
             judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))
+            sandbox_marks(lock, evidence, allow_code=allow_code, allow_pickle=allow_pickle)
         put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop), kept=attempt.kept)
         attempt.latencies, attempt.trace = save_evidence(put, evidence, lock)
         if evidence.trace is not None:

@@ -297,7 +297,7 @@ class WarmPool:
         self._scratch.close()
 
 
-WriteJob = Callable[[int, Path, Path], None]
+WriteJob = Callable[[int, Path, Path, "WarmEvaluator"], None]
 """A runner's part of warm job ``N``: write ``job.json`` (and what it names) into the job's
 folder, given its answers folder."""
 
@@ -345,7 +345,7 @@ def run_warm(
         try:  # a folder already there was not made by this pool: the process is dropped
             job.mkdir()
             out.mkdir()
-            write(n, job, out)
+            write(n, job, out, held)
             held.run_job(n, lock, evidence, say, stop)
         except EvaluationFailed:
             raise  # the model failed; the process answered as it should and is kept

@@ -104,13 +104,16 @@ class Lockfile:
         stop: Stop | None = None,
         check: bool = True,
         allow_code: bool = False,
+        sandbox: str = "bwrap",
     ) -> Run:
         """Verify every pinned byte, run the lockfile's scenario and record the run; on a
         server, queue it there and wait. Returns the recorded run; raises when it did not
         succeed, unless ``check`` is False and the run was recorded (failed or interrupted:
         look at its ``status``). ``allow_pickle``, ``allow_code``: this run may unpickle a
         trusted model, run a model's processing code (local registries: a server follows its
-        operator's ``serve --allow-pickle`` / ``--allow-code``)."""
+        operator's ``serve --allow-pickle`` / ``--allow-code``). ``sandbox``: ``bwrap``
+        (every evaluator process confined: ``pinbench run --sandbox``) or ``none`` (recorded
+        unsandboxed); local registries only."""
         from pinbench.errors import PinbenchError, UserError
 
         quiet: Say = say or (lambda _: None)
@@ -126,6 +129,10 @@ class Lockfile:
                     "allow_code (--allow-code) is a local decision: a server runs a model's "
                     "processing code only when its operator started it with `pinbench serve "
                     "--allow-code`"
+                )
+            if sandbox != "bwrap":
+                raise UserError(
+                    f"sandbox={sandbox!r} is a local decision: a server's runs are sandboxed"
                 )
             remote = self.registry.server()
             queued = remote.submit(self.body, runner, trace)
@@ -152,6 +159,7 @@ class Lockfile:
                 allow_pickle=allow_pickle,
                 allow_code=allow_code,
                 stop=stop,
+                sandbox=sandbox,
             )
         except PinbenchError as exc:
             if check:
@@ -283,6 +291,7 @@ class Run:
         say: Say | None = None,
         stop: Stop | None = None,
         allow_code: bool = False,
+        sandbox: str = "bwrap",
     ) -> Verdict:
         """Run this run's lockfile again ``repeat`` times (default 3) and judge whether it
         reproduced (inputs, exact metrics, latency within ``band``, default 10%). Local
@@ -302,6 +311,7 @@ class Run:
             stop=stop,
             band=BAND if band is None else band,
             allow_code=allow_code,
+            sandbox=sandbox,
         )
 
     def compare(self, *others: Run | str) -> dict[str, Any]:

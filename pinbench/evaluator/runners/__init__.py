@@ -41,6 +41,7 @@ class Runner(Protocol):
         allow_code: bool = False,
         stop: Stop | None = None,
         warm: WarmPool | None = None,
+        sandbox: str = "bwrap",
     ) -> None:
         """Evaluate the (already verified) lockfile at trace level ``trace``, filling
         ``evidence``; raise on failure. ``allow_pickle``: the caller's decision to let a
@@ -49,7 +50,9 @@ class Runner(Protocol):
         ``stop`` (a signal, a cancel) or the lockfile's ``limits.timeout_s`` the evaluation
         stops (a child process or container is killed) and the stop's error is raised.
         ``warm``: the venv and docker runners may run it on a warm evaluator of that pool
-        (``pinbench.evaluator.warm``); the local runner already runs in its caller's process."""
+        (``pinbench.evaluator.warm``); the local runner already runs in its caller's process.
+        ``sandbox``: ``bwrap`` (every worker process in the sandbox, ``runners.sandbox``) or
+        ``none`` (the run is recorded unsandboxed); a container is a sandbox of its own."""
         ...
 
 

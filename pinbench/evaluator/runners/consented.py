@@ -10,12 +10,15 @@ inputs cache: a change there fails the run (issue 63: consent is for one run).
 
 from __future__ import annotations
 
+import re
+import shutil
+import stat
 from pathlib import Path
 
 import msgspec
 
 from pinbench.artifacts.canonical import canonical_json
-from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.digest import Digest, hash_file
 from pinbench.evaluator.runners.guard import Watched
 from pinbench.evaluator.source import PACKAGE
 from pinbench.processing.consent import needs_code
@@ -26,9 +29,13 @@ from pinbench.workspace import Workspace
 
 
 def inputs_cache(ws: Workspace, lock: Lockfile) -> Path:
-    """The folder a run's preprocessed inputs are cached in (``evaluator.feed.cached_array``)."""
+    """The folder a run's preprocessed inputs are cached in (``evaluator.feed.cached_array``):
+    one shared by runs of data-only models, one per model for a model that carries code or
+    operations of its own (``sandbox.runs_its_own_operations``)."""
+    from pinbench.evaluator.runners.sandbox import runs_its_own_operations
+
     root = ws.settings.home / "cache" / "inputs"
-    if not needs_code(lock):
+    if not needs_code(lock) and not runs_its_own_operations(lock):
         return root
     model = lock.artifact(Kind.MODEL)
     chain = lock.body.chain
@@ -84,3 +91,52 @@ def code_digests(lock: Lockfile) -> list[str]:
         files = {f.path: f.sha256 for f in stage_artifact(lock, stage).files}
         found += [digest(c, files) for c in (stage.code, stage.join) if c]
     return found
+
+
+_ENTRY = re.compile(r"[0-9a-f]{32}-[0-9a-f]{32}\.npy")
+"""A cached array's name (``feed.cached_array``): the dataset's and the pipeline's digests."""
+
+
+def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
+    """A sandboxed worker's cache for one run (``run_cache``, writable inside the sandbox)
+    holds copies of the entries cached for this dataset in the run's folder
+    (``inputs_cache``): copies, so that what the worker writes there reaches no other run.
+    Returns the names copied."""
+    from pinbench.evaluator.feed import SHA256_SUFFIX
+
+    dataset = lock.body.dataset
+    trusted = inputs_cache(ws, lock)
+    if dataset is None or not trusted.is_dir():
+        return set()
+    prefix = dataset.manifest_digest[:32]
+    copied = set()
+    for entry in trusted.glob(f"{prefix}-*.npy"):
+        sidecar = entry.with_name(entry.name + SHA256_SUFFIX)
+        if _ENTRY.fullmatch(entry.name) and entry.is_file() and sidecar.is_file():
+            shutil.copyfile(sidecar, run_cache / sidecar.name)
+            shutil.copyfile(entry, run_cache / entry.name)
+            copied.add(entry.name)
+    return copied
+
+
+def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]) -> None:
+    """After a sandboxed worker ended: the entries it computed (not ``seeded``) kept in the
+    run's cache folder, each a plain file whose bytes hash to its sidecar; anything else it
+    left is dropped with the run's folder."""
+    from pinbench.evaluator.feed import SHA256_SUFFIX
+
+    trusted = inputs_cache(ws, lock)
+    for entry in run_cache.iterdir():
+        if entry.name in seeded or not _ENTRY.fullmatch(entry.name):
+            continue
+        sidecar = entry.with_name(entry.name + SHA256_SUFFIX)
+        if not all(stat.S_ISREG(p.lstat().st_mode) for p in (entry, sidecar) if p.exists()):
+            continue
+        if not sidecar.exists() or sidecar.stat().st_size > 128:
+            continue
+        if hash_file(entry)[0].hex != sidecar.read_text(errors="replace").strip():
+            continue
+        trusted.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sidecar, trusted / sidecar.name)
+        shutil.copyfile(entry, trusted / (entry.name + ".tmp"))
+        (trusted / (entry.name + ".tmp")).replace(trusted / entry.name)

@@ -165,7 +165,10 @@ def run(
     allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
+    sandbox: str = "bwrap",
 ) -> None:
+    """``sandbox``: the container is the sandbox (no network, read-only files, ``nobody``),
+    whatever is asked."""
     pinned = pinned_image(lock)
     client = connect()
     image = verified_image(client, pinned)
@@ -180,11 +183,12 @@ def run(
             "cpus": limits.cpus,
             "timeout_s": limits.timeout_s,
         },
+        "sandbox": "container",
     }
     stop = stop or Stop()
     if warm is not None:
 
-        def write(n: int, job: Path, out: Path) -> None:
+        def write(n: int, job: Path, out: Path, _: WarmEvaluator) -> None:
             inside = _link_files(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
             stages = _link_stages(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
             write_job(

@@ -16,7 +16,7 @@ import platform
 import sys
 from functools import lru_cache
 from importlib.metadata import distributions
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
@@ -24,8 +24,14 @@ from pinbench.artifacts.scratch import scratch_directory
 from pinbench.evaluator.job import Evidence, Job, Say, pinned_files
 from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import FOLDER, materialise
-from pinbench.evaluator.runners.consented import code_watch, inputs_cache
+from pinbench.evaluator.runners.consented import (
+    adopt_cache,
+    code_watch,
+    inputs_cache,
+    seed_cache,
+)
 from pinbench.evaluator.runners.process import RunTimedOut, run_worker, write_job
+from pinbench.evaluator.runners.sandbox import runs_its_own_operations
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop, time_limit
 from pinbench.processing.consent import needs_code
@@ -34,6 +40,7 @@ from pinbench.registry.names import Kind
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
+    from pinbench.evaluator.runners.sandbox import Confinement
     from pinbench.evaluator.warm import WarmPool
 
 
@@ -81,6 +88,18 @@ def _strings(paths: dict[str, Path]) -> dict[str, str]:
     return {name: str(where) for name, where in paths.items()}
 
 
+def _placed(files: dict[str, Path], root: Path) -> dict[str, Path]:
+    """``files`` (a dataset's, from the blob store) linked into ``root`` under neutral names
+    (``000001.npy``): in a sandbox a sample's path says nothing of its class folder. Its
+    suffix is kept (a decoder may read it)."""
+    names = {}
+    for i, name in enumerate(sorted(files)):
+        suffix = PurePosixPath(name).suffix
+        names[name] = f"{i:06d}{suffix if len(suffix) <= 12 and suffix[1:].isalnum() else ''}"
+    placed = materialise({names[name]: where for name, where in files.items()}, root)
+    return {name: placed[names[name]] for name in files}
+
+
 def write_host_job(
     ws: Workspace,
     lock: Lockfile,
@@ -89,25 +108,51 @@ def write_host_job(
     trace: str,
     allow_pickle: bool,
     allow_code: bool,
-) -> None:
+    confine: Confinement | None = None,
+) -> set[str]:
     """The job file at ``path`` for a worker on this machine (the venv runner's, the local
-    runner's child for code): the model's and the stages' folders placed beside it, the data
-    read from the blob store."""
+    runner's child): the model's and the stages' folders placed beside it, the data read from
+    the blob store. ``confine``: for a worker in that sandbox: the data linked beside the job
+    too (the blob store is not in the sandbox), at neutral names, every path the one the
+    worker sees, and the sandbox's own cache for the run, seeded with copies of the entries
+    cached for its dataset (``consented.seed_cache``; returned: ``adopt_cache`` takes the
+    rest when it ends)."""
+    data = store_paths(ws, lock, Kind.DATASET)
+    validation = store_paths(ws, lock, "validation")
+    seeded: set[str] = set()
+    if confine is not None:
+        data = _placed(data, path.parent / "data")
+        validation = _placed(validation, path.parent / "validation")
+        cache = confine.root / "cache"
+        seeded = seed_cache(ws, lock, cache)
+
+    def seen(paths: dict[str, Path]) -> dict[str, str]:
+        if confine is None:
+            return _strings(paths)
+        return {name: confine.inside(where) for name, where in paths.items()}
+
     write_job(
         path,
         lock,
-        _strings(model_folder(ws, lock, path.parent / FOLDER)),
-        _strings(store_paths(ws, lock, Kind.DATASET)),
-        cache=str(cache) if cache is not None else None,
+        seen(model_folder(ws, lock, path.parent / FOLDER)),
+        seen(data),
+        cache=None if cache is None else (confine.inside(cache) if confine else str(cache)),
         trace=trace,
         allow_pickle=allow_pickle,
-        validation=_strings(store_paths(ws, lock, "validation")),
+        validation=seen(validation),
         allow_code=allow_code,
         stages={
-            name: _strings(files)
+            name: seen(files)
             for name, files in stage_folders(ws, lock, path.parent / "stages").items()
         },
     )
+    return seeded
+
+
+def hidden(ws: Workspace) -> list[Path]:
+    """What a sandboxed worker's interpreter folders may not hold (``sandbox.wrap``): the home
+    (its keys, database, caches), the blob store, the user's home folder."""
+    return [ws.settings.home, ws.store.root, Path.home()]
 
 
 def run(
@@ -121,6 +166,7 @@ def run(
     allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
+    sandbox: str = "bwrap",
 ) -> None:
     evidence.environment = {
         "runner": "local",
@@ -131,17 +177,38 @@ def run(
     }
     stop = stop or Stop()
     cache = inputs_cache(ws, lock)
-    if allow_code and needs_code(lock):  # never in the process that scores and records
+    code = allow_code and needs_code(lock)
+    if code or (sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)):
+        # never in the process that scores and records; in the sandbox unless told otherwise
         evidence.environment["process"] = "child"
         with scratch_directory(ws.store.tmp, "run") as tmp:
+            seeded: set[str] = set()
 
-            def write(job: Path) -> None:
-                write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code)
+            def write(job: Path, confine: Confinement | None) -> None:
+                seeded.update(
+                    write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code, confine)
+                )
 
-            watch = code_watch(ws, lock, None)
+            watch = code_watch(ws, lock, None) if sandbox == "none" else []
             python = sys.executable  # where the host runs, its environment inherited
-            run_worker(python, tmp, write, lock, evidence, say, stop, "local", watch, inherit=True)
+            run_worker(
+                python,
+                tmp,
+                write,
+                lock,
+                evidence,
+                say,
+                stop,
+                "local",
+                watch,
+                inherit=True,
+                sandboxed=sandbox != "none",
+                hidden=hidden(ws),
+            )
+            if sandbox != "none":
+                adopt_cache(ws, lock, tmp / "cache", seeded)
         return
+    evidence.environment["sandbox"] = "none"
     limit = lock.body.limits.timeout_s
     with (
         time_limit(stop, limit, RunTimedOut(runner="local", timeout_s=limit)),

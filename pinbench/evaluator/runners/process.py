@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -24,6 +25,9 @@ from pinbench.evaluator.runners.guard import Watched, watched
 from pinbench.evaluator.source import copy_evaluator
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.runners.sandbox import Confinement
 
 TAIL_LINES = 20
 TAIL_BYTES = 4096
@@ -119,10 +123,16 @@ class WorkerStart(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def worker_start(
-    python: Path | str, root: Path, args: Sequence[str], *, inherit: bool = False
+    python: Path | str,
+    root: Path,
+    args: Sequence[str],
+    *,
+    inherit: bool = False,
+    confine: Confinement | None = None,
+    hidden: Sequence[Path] = (),
 ) -> WorkerStart:
     """The one way a worker process is started on this machine (the venv runner, cold and warm,
-    and the local runner's child for code): ``python -s -m pinbench.evaluator.worker ARGS``,
+    and the local runner's child): ``python -s -m pinbench.evaluator.worker ARGS``,
     importing pinbench from a new copy of the evaluator in ``root/evaluator`` (its own: what a
     run's code writes there is never imported by another worker, and it is removed with
     ``root``), run in ``root/cwd``, a new empty folder (``-m`` puts the working directory first
@@ -130,10 +140,27 @@ def worker_start(
     instead of the evaluator; issue 63), with only ``PASSED_ENV`` of the host's environment
     (``inherit``: all of it, the copy first on ``PYTHONPATH``: the local runner's child runs
     where the host runs, as an in-process run would), no user site-packages and no bytecode
-    written."""
+    written.
+
+    ``confine``: in that sandbox (``sandbox.wrap``; ``root`` under its folder, ``ARGS`` host
+    paths under it, translated), with the sandbox's environment whatever ``inherit`` says;
+    ``hidden``: what the interpreter's folders may not hold (the home, the blob store)."""
     source = copy_evaluator(root / "evaluator")
     cwd = root / "cwd"
     cwd.mkdir()
+    if confine is not None:
+        from pinbench.evaluator.runners.sandbox import wrap
+
+        inside = [confine.inside(a) if Path(a).is_relative_to(confine.root) else a for a in args]
+        argv, env = wrap(
+            confine,
+            python,
+            [str(python), "-s", "-m", "pinbench.evaluator.worker", *inside],
+            hidden=list(hidden),
+            pythonpath=confine.inside(source),
+            cwd=confine.inside(cwd),
+        )
+        return WorkerStart(argv=argv, env=env, cwd=str(cwd))
     if inherit:
         env = dict(os.environ)
         path = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)
@@ -150,7 +177,7 @@ def worker_start(
 def run_worker(
     python: Path | str,
     root: Path,
-    write: Callable[[Path], None],
+    write: Callable[[Path, Confinement | None], None],
     lock: Lockfile,
     evidence: Evidence,
     say: Say,
@@ -159,15 +186,33 @@ def run_worker(
     watch: list[Watched],
     *,
     inherit: bool = False,
+    sandboxed: bool = True,
+    hidden: Sequence[Path] = (),
 ) -> None:
     """One worker process on this machine, for one job: ``write`` writes the job file at the
-    path it is given; the worker (``worker_start`` in ``root``) runs it within the lockfile's
-    time limit, while the host watches ``watch`` (``guard.watched``), and its results are read
-    into ``evidence``. ``inherit``: as ``worker_start``'s."""
+    path it is given (with the paths the worker sees: inside the sandbox when one is given);
+    the worker (``worker_start`` in ``root``) runs it within the lockfile's time limit, while
+    the host watches ``watch`` (``guard.watched``; a sandboxed worker can change none of it),
+    and its results are read into ``evidence``. ``inherit``: as ``worker_start``'s.
+    ``sandboxed``: in the sandbox (``runners.sandbox``) over ``root``, hiding ``hidden``."""
+    from pinbench.evaluator.runners.sandbox import Confinement, failed_to_start
+
     job, out = root / JOB, root / "out"
-    out.mkdir()
-    write(job)
-    child = worker_start(python, root / "worker", [str(job), str(out)], inherit=inherit)
+    confine = Confinement(root) if sandboxed else None
+    if confine is not None:
+        confine.prepare()
+    else:
+        out.mkdir()
+    write(job, confine)
+    child = worker_start(
+        python,
+        root / "worker",
+        [str(job), str(out)],
+        inherit=inherit,
+        confine=confine,
+        hidden=hidden,
+    )
+    evidence.environment["sandbox"] = "bwrap" if confine is not None else "none"
     with watched(watch):
         started = time.monotonic_ns()
         status, tail = run_child(
@@ -179,10 +224,14 @@ def run_worker(
             runner=runner,
             stop=stop,
         )
+        wall_ns = time.monotonic_ns() - started
+        if confine is not None and not (out / RESULT).exists():
+            refused = failed_to_start(status, tail)
+            if refused is not None:
+                raise refused
         if status not in (0, 1):
             reason = "was killed" if status < 0 else "stopped"
             raise WorkerCrashed(runner=runner, status=status, reason=reason, tail=tail)
-        wall_ns = time.monotonic_ns() - started
         collect(runner, out, lock, evidence, status=status, tail=tail)
         check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
 

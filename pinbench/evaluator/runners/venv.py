@@ -16,9 +16,10 @@ from pinbench.artifacts.scratch import scratch_directory
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.runners.consented import code_watch, inputs_cache
-from pinbench.evaluator.runners.local import write_host_job
+from pinbench.evaluator.runners.consented import adopt_cache, code_watch, inputs_cache
+from pinbench.evaluator.runners.local import hidden, write_host_job
 from pinbench.evaluator.runners.process import JOB, Relay, run_worker, worker_start
+from pinbench.evaluator.runners.sandbox import Confinement
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
@@ -40,10 +41,20 @@ class VenvWarm(WarmEvaluator):
 
     runner = "venv"
 
-    def __init__(self, root: Path, python: Path, idle_s: float) -> None:
+    def __init__(
+        self, root: Path, python: Path, idle_s: float, hidden: list[Path], sandboxed: bool
+    ) -> None:
         super().__init__(root)
+        self.confine = Confinement(root, ("out", "cache")) if sandboxed else None
+        if self.confine is not None:
+            self.confine.prepare()
+            self.jobs.mkdir(exist_ok=True)
         start = worker_start(
-            python, root, ["--serve", str(self.jobs), str(self.out), f"{idle_s:g}"]
+            python,
+            root,
+            ["--serve", str(self.jobs), str(self.out), f"{idle_s:g}"],
+            confine=self.confine,
+            hidden=hidden,
         )
         self.proc = subprocess.Popen(
             start.argv,
@@ -84,6 +95,7 @@ def run(
     allow_code: bool = False,
     stop: Stop | None = None,
     warm: WarmPool | None = None,
+    sandbox: str = "bwrap",
 ) -> None:
     env = lock.body.environment
     if env is None:
@@ -99,19 +111,50 @@ def run(
     cache = inputs_cache(ws, lock)
     stop = stop or Stop()
 
-    def write(job: Path) -> None:
-        write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code)
-
+    sandboxed = sandbox != "none"
     if warm is not None:
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
-            return VenvWarm(root, venv.python, idle_s)
+            return VenvWarm(root, venv.python, idle_s, hidden(ws), sandboxed)
 
-        key = ("venv", venv.digest, evaluator_digest())
-        if run_warm(
-            warm, key, start, lock, evidence, say, stop, lambda _, job, __: write(job / JOB)
-        ):
+        warm_cache: list[tuple[Path, set[str]]] = []
+
+        def write_warm(_: int, job: Path, __: Path, held: WarmEvaluator) -> None:
+            confine = held.confine if isinstance(held, VenvWarm) else None
+            copied = write_host_job(
+                ws, lock, job / JOB, cache, trace, allow_pickle, allow_code, confine
+            )
+            if confine is not None:
+                warm_cache.append((confine.root / "cache", copied))
+
+        key = ("venv", venv.digest, evaluator_digest(), sandbox)
+        if run_warm(warm, key, start, lock, evidence, say, stop, write_warm):
+            evidence.environment["sandbox"] = "bwrap" if sandboxed else "none"
+            for folder, copied in warm_cache:
+                adopt_cache(ws, lock, folder, copied)
             return
+
+    seeded: set[str] = set()
+
+    def write(job: Path, confine: Confinement | None) -> None:
+        seeded.update(
+            write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code, confine)
+        )
+
     with scratch_directory(ws.store.tmp, "run") as tmp:
-        watch = code_watch(ws, lock, venv.path)
-        run_worker(venv.python, tmp, write, lock, evidence, say, stop, runner="venv", watch=watch)
+        watch = code_watch(ws, lock, venv.path) if not sandboxed else []
+        run_worker(
+            venv.python,
+            tmp,
+            write,
+            lock,
+            evidence,
+            say,
+            stop,
+            runner="venv",
+            watch=watch,
+            sandboxed=sandboxed,
+            hidden=hidden(ws),
+        )
+        if sandboxed:
+            adopt_cache(ws, lock, tmp / "cache", seeded)

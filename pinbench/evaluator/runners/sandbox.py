@@ -1,0 +1,280 @@
+"""The sandbox every worker process runs in (issue 71, invariant 17): bubblewrap.
+
+Confine, don't watch: a worker runs the system under test (a framework, a model whose format
+carries operations of its own, code a user allowed for one run), and what it could write or
+read beside its inputs cannot all be listed and checked afterwards. So it is started in a
+filesystem that holds nothing else:
+
+- its own user, PID, IPC, UTS, network and cgroup namespaces (``--unshare-all``), as uid and
+  gid 65534 with no capabilities, no further user namespaces (``--disable-userns``), a new
+  terminal session, and killed with the process that started it (``--die-with-parent``); its
+  PID namespace ends every process it started when its first one ends, so nothing outlives
+  the run;
+- read-only: the system's libraries (``/usr`` and the merged-usr links), the few ``/etc``
+  files the dynamic linker and the C library read, the CPU topology under ``/sys``, the
+  interpreter's own prefix and its environment (the venv), and the run's folder at
+  ``MOUNT`` (``/pinbench``): the job file, the model's files, the samples (at neutral names,
+  ``data/NNNNNN``), the worker's own copy of the evaluator;
+- writable: the run's ``out`` folder (its answers, checked by the host before it reads them:
+  ``results.read_results``), a cache of its own for the run (``cache``) and an empty ``/tmp``;
+- never: ``PINBENCH_HOME`` (its keys, database, blob store and caches), the dataset's ground
+  truth, other environments, ``$HOME``, the host's ``/proc`` and processes, the network.
+
+Where bubblewrap is missing or cannot start (no unprivileged user namespaces), the run refuses
+in one line naming the fix; ``--sandbox none`` runs it as before and the run is recorded
+``unsandboxed``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.job import Evidence
+    from pinbench.registry.lockfile import Lockfile
+
+MOUNT = "/pinbench"
+"""Where the run's folder is seen inside the sandbox."""
+UID = 65534
+"""The sandbox's user and group: ``nobody``, with no capabilities."""
+SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
+"""The system's programs and libraries, read-only (on a merged-usr system all but ``/usr`` are
+links into it, and are made as links)."""
+ETC = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/etc/nsswitch.conf",
+)
+"""What of ``/etc`` a worker reads: the dynamic linker's cache and the time zone."""
+SYS = ("/sys/devices/system/cpu",)
+"""What of ``/sys`` a worker reads: the CPU topology thread pools size themselves by."""
+ENV = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS")
+"""The host's environment variables a sandboxed worker sees; every other one is left out."""
+PASSWD = "nobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n"
+GROUP = "nogroup:x:65534:\n"
+MODES = ("bwrap", "none")
+"""``--sandbox``: bubblewrap (the default), or none (the run is recorded unsandboxed)."""
+FIX = (
+    "install bubblewrap (Debian: apt install bubblewrap, as scripts/install-system-deps.sh "
+    "does) and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; "
+    "on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or run with --sandbox none "
+    "(the run is recorded unsandboxed)"
+)
+
+
+class SandboxUnavailable(UserError):
+    """The sandbox could not start here; ``reason`` says why (bubblewrap's own words)."""
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"the sandbox could not start: {reason}; {FIX}")
+        self.reason = reason
+
+
+class UnknownSandbox(UserError):
+    def __init__(self, *, sandbox: str) -> None:
+        super().__init__(f"--sandbox must be one of {', '.join(MODES)}, got {sandbox!r}")
+        self.sandbox = sandbox
+
+
+def check_mode(sandbox: str) -> str:
+    if sandbox not in MODES:
+        raise UnknownSandbox(sandbox=sandbox)
+    return sandbox
+
+
+def bwrap() -> str:
+    """bubblewrap's path, or the refusal naming the fix."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailable(reason="bubblewrap (bwrap) is not installed")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """One sandbox: the host folder ``root`` seen read-only at ``MOUNT``, ``writable`` folders
+    under it (made here) the worker may write, and what else it must read (``hidden``: the
+    folders whose presence among the read-only binds refuses the sandbox)."""
+
+    root: Path
+    writable: tuple[str, ...] = ("out", "cache")
+
+    def inside(self, path: Path | str) -> str:
+        """Where the host's ``path`` (under ``root``) is inside the sandbox."""
+        rel = Path(path).relative_to(self.root)
+        return MOUNT if rel == Path(".") else f"{MOUNT}/{rel.as_posix()}"
+
+    def prepare(self) -> None:
+        """The writable folders and the sandbox's own ``passwd`` and ``group`` files."""
+        for name in self.writable:
+            (self.root / name).mkdir(exist_ok=True)
+        etc = self.root / "etc"
+        etc.mkdir(exist_ok=True)
+        (etc / "passwd").write_text(PASSWD)
+        (etc / "group").write_text(GROUP)
+
+
+def interpreter_roots(python: Path | str) -> list[Path]:
+    """The folders an interpreter needs besides the system's: its environment (a venv: the
+    folder of its ``pyvenv.cfg``) and the installation it was made from, found without
+    running it."""
+    exe = Path(python)
+    roots: list[Path] = []
+    venv = exe.parent.parent
+    cfg = venv / "pyvenv.cfg"
+    if cfg.is_file():
+        roots.append(venv.resolve())
+        for line in cfg.read_text(errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                roots.append(Path(value.strip()).resolve().parent)
+    roots.append(Path(os.path.realpath(exe)).parent.parent)
+    if Path(python) == Path(sys.executable):
+        roots += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    unique: list[Path] = []
+    for root in (r.resolve() for r in roots):
+        if root not in unique and not any(root.is_relative_to(s) for s in map(Path, SYSTEM)):
+            unique.append(root)
+    return unique
+
+
+def _check_roots(roots: list[Path], hidden: list[Path]) -> None:
+    """An interpreter folder that holds what the sandbox hides (the home, the blob store) or is
+    the filesystem's root would hand it over: refused."""
+    for root in roots:
+        if root == Path("/"):
+            raise SandboxUnavailable(reason="the interpreter's prefix is the filesystem's root")
+        for secret in hidden:
+            if secret.is_relative_to(root):
+                raise SandboxUnavailable(
+                    reason=f"the interpreter's folder {root} holds {secret}, which a worker may "
+                    "not see; use an interpreter installed elsewhere"
+                )
+
+
+def wrap(
+    confinement: Confinement,
+    python: Path | str,
+    argv: list[str],
+    *,
+    hidden: list[Path],
+    pythonpath: str,
+    cwd: str,
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run ``argv`` (the interpreter first) in the sandbox:
+    ``pythonpath`` and ``cwd`` are paths inside it."""
+    roots = interpreter_roots(python)
+    _check_roots(roots, [h.resolve() for h in hidden])
+    root = confinement.root
+    args = [
+        bwrap(),
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--uid",
+        str(UID),
+        "--gid",
+        str(UID),
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+    for top in SYSTEM:
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in (*ETC, *SYS):
+        args += ["--ro-bind-try", path, path]
+    args += ["--ro-bind", str(root / "etc" / "passwd"), "/etc/passwd"]
+    args += ["--ro-bind", str(root / "etc" / "group"), "/etc/group"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for prefix in roots:  # after /tmp's tmpfs: an environment may live under /tmp
+        args += ["--ro-bind", str(prefix), str(prefix)]
+    args += ["--ro-bind", str(root), MOUNT]
+    for name in confinement.writable:
+        args += ["--bind", str(root / name), f"{MOUNT}/{name}"]
+    args += ["--chdir", cwd, "--", *argv]
+    env = {k: os.environ[k] for k in ENV if k in os.environ}
+    env.update(
+        PYTHONPATH=pythonpath,
+        PYTHONNOUSERSITE="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        HOME="/tmp",
+        TMPDIR="/tmp",
+        NUMBA_CACHE_DIR="/tmp/numba",
+        TF_CPP_MIN_LOG_LEVEL="2",
+    )
+    return args, env
+
+
+BWRAP_LINE = "bwrap: "
+"""How bubblewrap's own errors begin (it exits 1 before the worker starts)."""
+
+
+def failed_to_start(status: int, tail: list[str]) -> SandboxUnavailable | None:
+    """The refusal for a sandbox that did not start: bubblewrap's own error line in the output
+    of a worker that ended with status 1 before writing anything."""
+    if status != 1:
+        return None
+    line = next((t for t in tail if t.startswith(BWRAP_LINE)), None)
+    return SandboxUnavailable(reason=line[len(BWRAP_LINE) :].strip()) if line else None
+
+
+DATA_ONLY = frozenset({"onnx", "safetensors", "hf-folder", "tflite", "torch-state-dict"})
+"""Model formats that are data a framework reads: a graph of the framework's own operators,
+tensors for an architecture pinbench or transformers defines. Every other format runs
+operations of its own (TorchScript and torch.export programs, SavedModel's and GraphDef's file
+operations, Keras layers, pickles), and so does a ``torch-state-dict`` model's ``builder``."""
+
+
+def runs_its_own_operations(lock: Lockfile, *, allow_pickle: bool = False) -> bool:
+    """Whether ``lock``'s system under test runs operations its publisher wrote (beside
+    processing code, ``processing.consent.needs_code``): a model or chain stage in a format
+    other than ``DATA_ONLY``, a builder, a pickle the run may unpickle. The local runner runs
+    such a model in the sandbox, never in the process that scores and records."""
+    model = lock.body.model
+    chain = lock.body.chain
+    formats = [model.format] if model is not None else []
+    formats += [stage.format for stage in chain.stages] if chain is not None else []
+    builder = model is not None and model.builder is not None
+    pickled = allow_pickle and model is not None and model.trusted
+    return builder or pickled or any(f not in DATA_ONLY for f in formats)
+
+
+UNSANDBOXED_METRIC = "unsandboxed_bool"
+"""1 on a run whose system under test ran code or operations of its own outside a sandbox
+(``--sandbox none``, or the local runner's process): shown ``UNSANDBOXED`` wherever its figures
+are (``run_figures.marks``). Absent otherwise."""
+CODE_METRIC = "code_bool"
+"""1 on a run that ran code its user allowed beside the model: shown ``+code``."""
+
+
+def sandbox_marks(
+    lock: Lockfile, evidence: Evidence, *, allow_code: bool, allow_pickle: bool
+) -> None:
+    """The host's marks of how the system under test ran; whatever the worker sent under these
+    names goes."""
+    from pinbench.processing.consent import needs_code
+
+    for name in (UNSANDBOXED_METRIC, CODE_METRIC):
+        evidence.metrics.pop(name, None)
+    code = allow_code and needs_code(lock)
+    own = code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
+    if own and evidence.environment.get("sandbox") not in ("bwrap", "container"):
+        evidence.metrics[UNSANDBOXED_METRIC] = 1.0
+    if code:
+        evidence.metrics[CODE_METRIC] = 1.0

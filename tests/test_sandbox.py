@@ -1,0 +1,247 @@
+"""The system under test is confined, not watched (issue 71, invariant 17).
+
+Each reproduction of the issue's attack round is a probe that a model's processing code makes
+from inside its worker, in the local and the venv runner: what it can see, read, write,
+signal or reach. One run per runner makes every probe and fails on purpose with what it found
+(the run's error is the only way out of the sandbox a test can read), and the table says what
+each must find. With ``--sandbox none`` the same probes reach the user's files: the sandbox,
+not luck, is what stops them, and such a run is marked ``UNSANDBOXED``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinbench.artifacts.digest import Digest
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.job import truth_paths
+from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
+from pinbench.evaluator.runners.venv import shared_cache
+from pinbench.provenance.key_material import KEY_FILE
+from pinbench.provenance.keys import ensure_keys
+from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.names import Kind
+from tests.test_processing_code import CODE, POST, PRE, World, _lock, _publish, quiet, world
+
+__all__ = ["world"]
+
+PROBES = r"""
+import json as _json, os as _os, socket as _socket, sys as _sys
+from pathlib import Path as _Path
+
+_seen = {}
+
+
+def _probe(name, act):
+    try:
+        _seen[name] = act()
+    except BaseException as exc:  # what stopped it, by kind
+        _seen[name] = type(exc).__name__
+
+
+def _write(path):
+    if @ONLY_ASK@:  # outside the sandbox: asked, never done (the user's own files)
+        return "writable" if _os.access(_os.path.dirname(path), _os.W_OK) else "not writable"
+    with open(path, "a") as f:
+        f.write("# written by a run's code\n")
+    return "written"
+
+
+def _read(path):
+    return "read %d bytes" % len(_Path(path).read_bytes())
+
+
+def _connect():
+    s = _socket.create_connection(("127.0.0.1", @PORT@), timeout=2)
+    s.close()
+    return "connected"
+
+
+def _signal():
+    _os.kill(@HOST_PID@, 0)
+    return "signalled"
+
+
+def _daemon():
+    import subprocess
+    subprocess.Popen(
+        [_sys.executable, "-c", "import time; time.sleep(60)  # @MARK@"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return "started"
+
+
+_job = _json.loads(_Path(_sys.argv[1]).read_text())
+_probe("truth blob", lambda: _read(@TRUTH@))
+_probe("signing key", lambda: _read(@KEY@))
+_probe("database", lambda: _read(@DB@))
+_probe("home", lambda: sorted(_os.listdir(@HOME@)))
+_probe("blob store", lambda: sorted(_os.listdir(@BLOBS@)))
+_probe("user's home", lambda: _read(@USER_FILE@))
+_probe("environment .pth", lambda: _write(_os.path.join(_os.path.dirname(_json.__file__), "x.pth")))
+_probe("site-packages", lambda: _write(_os.path.join(_os.path.dirname(_os.path.dirname(__import__("numpy").__file__)), "planted.pth")))
+_probe("evaluator", lambda: _write(__import__("pinbench.evaluator.results").evaluator.results.__file__))
+_probe("other environments", lambda: sorted(_os.listdir(@ENVS@)))
+_probe("host processes", lambda: _signal())
+_probe("network", _connect)
+_probe("uid", lambda: _os.getuid())
+_probe("dataset paths", lambda: sorted(set(_os.path.dirname(p) for p in _job["dataset"].values())))
+_probe("daemon", _daemon)
+raise RuntimeError("probes: " + _json.dumps(_seen, sort_keys=True))
+"""
+"""A model's ``proc.py`` that tries each of the issue's reproductions from inside its worker
+and says what happened (the value, or the exception's kind that stopped it)."""
+
+NOT_FOUND = "FileNotFoundError"
+READ_ONLY = "OSError"  # EROFS: a read-only file system
+CONFINED: list[tuple[str, Any, str]] = [
+    ("truth blob", NOT_FOUND, "the labels' blob, found through the blob store's path"),
+    ("signing key", NOT_FOUND, "keys/signing.ed25519: a forged results.json signed with it"),
+    ("database", NOT_FOUND, "the SQLite file: a recorded top-1 edited"),
+    ("home", NOT_FOUND, "PINBENCH_HOME and everything in it (keys, caches, verified-cache key)"),
+    ("blob store", NOT_FOUND, "the blob store: a blob rewritten in place and re-approved"),
+    ("user's home", NOT_FOUND, "a file in the user's own home folder"),
+    ("environment .pth", READ_ONLY, "the interpreter's standard library: a stdlib shadow"),
+    ("site-packages", READ_ONLY, "a .pth in the environment: code in every later run"),
+    ("evaluator", READ_ONLY, "the evaluator's own results.py: a wrapper every run imports"),
+    ("host processes", "ProcessLookupError", "the host's pytest process: signalled or traced"),
+    ("network", "ConnectionRefusedError", "a server on the host's loopback (its own is empty)"),
+    ("uid", 65534, "an unprivileged user of its own"),
+    ("dataset paths", ["/pinbench/data"], "samples at neutral paths, not the blob store's"),
+    ("daemon", "started", "it may start a process (which ends with the run: test below)"),
+]
+
+
+class Host:
+    """What the probes aim at on the host: real files of the test's home."""
+
+    def __init__(self, world: World, lock: Lockfile, tmp: Path) -> None:
+        ws = world.home.ws
+        (truth,) = truth_paths(lock)
+        dataset = lock.artifact(Kind.DATASET)
+        assert dataset is not None
+        (entry,) = [f for f in dataset.files if f.path == truth]
+        self.truth = ws.store.path(Digest(entry.sha256))
+        ensure_keys(ws)
+        (self.key,) = ws.settings.home.rglob(KEY_FILE)
+        self.db = Path(ws.settings.database_url.removeprefix("sqlite:///"))
+        self.home = ws.settings.home
+        self.blobs = ws.store.root
+        self.user_file = Path.home() / f".pinbench-sandbox-probe-{uuid.uuid4().hex}"
+        self.envs = shared_cache() / "envs"
+        self.mark = uuid.uuid4().hex
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+
+    def code(self, *, only_ask: bool = False) -> str:
+        values = {
+            "@ONLY_ASK@": repr(only_ask),
+            "@TRUTH@": repr(str(self.truth)),
+            "@KEY@": repr(str(self.key)),
+            "@DB@": repr(str(self.db)),
+            "@HOME@": repr(str(self.home)),
+            "@BLOBS@": repr(str(self.blobs)),
+            "@USER_FILE@": repr(str(self.user_file)),
+            "@ENVS@": repr(str(self.envs)),
+            "@PORT@": str(self.listener.getsockname()[1]),
+            "@HOST_PID@": str(os.getpid()),
+            "@MARK@": self.mark,
+        }
+        text = PROBES
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text + CODE
+
+
+@pytest.fixture
+def host(world: World, tmp_path: Path) -> Iterator[Host]:
+    made = Host(world, world.lock, tmp_path)
+    made.user_file.write_text("the user's own file\n")
+    for path in (made.truth, made.key, made.db):
+        assert path.is_file(), path  # each probe aims at a real file
+    try:
+        yield made
+    finally:
+        made.user_file.unlink(missing_ok=True)
+        made.listener.close()
+
+
+def _probed(world: World, host: Host, tmp: Path, version: str, runner: str, **run: Any) -> Any:
+    ws = world.home.ws
+    code = host.code(only_ask=run.get("sandbox") == "none")
+    model = _publish(ws, tmp, world.catalog, version, preprocess=PRE, postprocess=POST, code=code)
+    with pytest.raises(EvaluationFailed, match="probes: ") as info:
+        run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True, **run)
+    found: dict[str, Any] = json.loads(
+        str(info.value).split("probes: ", 1)[1].split(" (proc.py")[0]
+    )
+    return found
+
+
+def _processes_marked(mark: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_code_in_the_sandbox_reaches_nothing_but_its_inputs(
+    world: World, host: Host, tmp_path: Path, runner: str
+) -> None:
+    found = _probed(world, host, tmp_path, f"11.0.{runner == 'venv':d}", runner)
+    expected = {name: value for name, value, _ in CONFINED}
+    if runner == "venv":  # its own environment only, under the shared cache
+        assert len(found.pop("other environments")) == 1
+    else:
+        assert found.pop("other environments") == NOT_FOUND
+    assert found == expected
+    time.sleep(0.5)
+    assert _processes_marked(host.mark) == []  # its PID namespace ended with the worker
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_without_the_sandbox_the_same_code_reaches_the_users_files_and_is_marked(
+    world: World, host: Host, tmp_path: Path, runner: str
+) -> None:
+    """``--sandbox none``: what the sandbox stopped is open again (the probes are not blind),
+    and a run is recorded, listed and shown ``UNSANDBOXED`` (and ``+code``)."""
+    found = _probed(world, host, tmp_path, f"11.1.{runner == 'venv':d}", runner, sandbox="none")
+    assert found["signing key"].startswith("read ")
+    assert found["truth blob"].startswith("read ")
+    assert found["user's home"].startswith("read ")
+    assert found["host processes"] == "signalled"
+    assert found["site-packages"] == "writable"
+    assert found["uid"] == os.getuid()
+    for pid in _processes_marked(host.mark):
+        os.kill(pid, 9)
+    ws = world.home.ws
+    outcome = run_lockfile(
+        ws, world.lock, runner=runner, say=quiet, allow_code=True, sandbox="none"
+    )
+    recorded = show_run(ws, outcome.id)
+    assert recorded["unsandboxed_bool"] == 1.0 and recorded["code_bool"] == 1.0
+    assert recorded["details"]["environment"]["sandbox"] == "none"
+    confined = show_run(
+        ws, run_lockfile(ws, world.lock, runner=runner, say=quiet, allow_code=True).id
+    )
+    assert "unsandboxed_bool" not in confined and confined["code_bool"] == 1.0
+    assert confined["details"]["environment"]["sandbox"] == "bwrap"
+    assert confined["top1"] == recorded["top1"]
