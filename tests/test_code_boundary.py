@@ -108,23 +108,33 @@ TAMPERS_WITH_THE_EVALUATOR = (
 )
 
 
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 def test_code_allowed_for_one_run_cannot_change_the_evaluator_of_a_later_run(
-    world: World, tmp_path: Path
+    world: World, tmp_path: Path, sandbox: str
 ) -> None:
     """Issue 63's first reproduction: a model's code, allowed once in the venv runner, appended
     a wrapper to the staged evaluator that every later run of the home imported; the catalog's
-    digits model then recorded top-1 1.0000 (honest 0.9689), without ``--allow-code``."""
+    digits model then recorded top-1 1.0000 (honest 0.9689), without ``--allow-code``. In the
+    sandbox the evaluator is read-only (the run fails saying so); outside it, each worker's
+    copy is its own."""
+    from pinbench.evaluator.runners.process import EvaluationFailed
+
     ws = world.home.ws
     hostile = _publish(
         ws,
         tmp_path,
         world.catalog,
-        "9.0.0",
+        f"9.0.{sandbox == 'none':d}",
         preprocess=PRE,
         postprocess=POST,
         code=TAMPERS_WITH_THE_EVALUATOR,
     )
-    run_lockfile(ws, _lock(ws, hostile), runner="venv", say=quiet, allow_code=True)
+    hostile_run = {"runner": "venv", "say": quiet, "allow_code": True, "sandbox": sandbox}
+    if sandbox == "bwrap":
+        with pytest.raises(EvaluationFailed, match=r"Read-only file system.*results\.py"):
+            run_lockfile(ws, _lock(ws, hostile), **hostile_run)  # type: ignore[arg-type]
+    else:
+        run_lockfile(ws, _lock(ws, hostile), **hostile_run)  # type: ignore[arg-type]
     later = run_lockfile(ws, _digits_lock(ws), runner="venv", say=quiet)
     recorded: dict[str, Any] = show_run(ws, later.id)
     assert recorded["status"] == "succeeded"
@@ -150,12 +160,33 @@ POISONS_THE_CACHE = (
 )
 
 
+def test_code_that_changes_its_environment_in_the_sandbox_fails_on_a_read_only_file(
+    world: World, tmp_path: Path
+) -> None:
+    """The environment is read-only in the sandbox: the write fails, and so does the run."""
+    from pinbench.evaluator.runners.process import EvaluationFailed
+
+    ws = world.home.ws
+    hostile = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        "9.1.1",
+        preprocess=PRE,
+        postprocess=POST,
+        code=CHANGES_ITS_ENVIRONMENT,
+    )
+    with pytest.raises(EvaluationFailed, match=r"Read-only file system: .*numpy/version\.py"):
+        run_lockfile(ws, _lock(ws, hostile), runner="venv", say=quiet, allow_code=True)
+
+
 def test_code_that_changes_its_environment_fails_its_run_and_the_environment_is_rebuilt(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hash-pinned environments are shared by every home of the machine: a change a run's
-    code made there would run in every later run. The run fails naming the file; the
-    environment is removed, and the next run builds it again from its pinned wheels."""
+    """Outside the sandbox (``--sandbox none``), the hash-pinned environments are shared by
+    every home of the machine: a change a run's code made there would run in every later run.
+    The run fails naming the file; the environment is removed, and the next run builds it
+    again from its pinned wheels."""
     from pinbench.evaluator.runners.guard import CodeChangedFiles
 
     monkeypatch.setenv("PINBENCH_CACHE", str(tmp_path / "envs-of-this-test"))
@@ -170,7 +201,9 @@ def test_code_that_changes_its_environment_fails_its_run_and_the_environment_is_
         code=CHANGES_ITS_ENVIRONMENT,
     )
     with pytest.raises(CodeChangedFiles, match=r"its environment .*numpy/version\.py") as info:
-        run_lockfile(ws, _lock(ws, hostile), runner="venv", say=quiet, allow_code=True)
+        run_lockfile(
+            ws, _lock(ws, hostile), runner="venv", say=quiet, allow_code=True, sandbox="none"
+        )
     assert "was removed; the next run builds it again" in str(info.value)
     assert not list((tmp_path / "envs-of-this-test" / "envs").glob("*/lib"))
     later = run_lockfile(ws, _digits_lock(ws), runner="venv", say=quiet)
@@ -190,12 +223,25 @@ def test_code_that_changes_its_environment_fails_its_run_and_the_environment_is_
 def test_code_that_writes_the_inputs_cached_for_other_runs_fails_and_its_file_is_removed(
     world: World, tmp_path: Path, runner: str
 ) -> None:
-    """A run with code caches its inputs in a folder of its own; a file it makes beside the
-    other runs' cached inputs (a poisoned entry for a pipeline it does not run) fails the run
-    and is removed."""
+    """A run with code caches its inputs in a folder of its own; in the sandbox that folder is
+    a copy for the run and nothing beside it is writable (the run fails on a read-only file);
+    outside it (``--sandbox none``), a file it makes beside the other runs' cached inputs (a
+    poisoned entry for a pipeline it does not run) fails the run and is removed."""
     from pinbench.evaluator.runners.guard import CodeChangedFiles
+    from pinbench.evaluator.runners.process import EvaluationFailed
 
     ws = world.home.ws
+    confined = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        f"9.2.{2 + (runner == 'venv'):d}",
+        preprocess=PRE,
+        postprocess=POST,
+        code=POISONS_THE_CACHE,
+    )
+    with pytest.raises(EvaluationFailed, match=r"Read-only file system: '/pinbench/planted"):
+        run_lockfile(ws, _lock(ws, confined), runner=runner, say=quiet, allow_code=True)
     hostile = _publish(
         ws,
         tmp_path,
@@ -206,12 +252,16 @@ def test_code_that_writes_the_inputs_cached_for_other_runs_fails_and_its_file_is
         code=POISONS_THE_CACHE,
     )
     with pytest.raises(CodeChangedFiles, match=r"inputs cached for other runs, .*: planted\.npy"):
-        run_lockfile(ws, _lock(ws, hostile), runner=runner, say=quiet, allow_code=True)
+        run_lockfile(
+            ws, _lock(ws, hostile), runner=runner, say=quiet, allow_code=True, sandbox="none"
+        )
     assert not (ws.settings.home / "cache" / "inputs" / "planted.npy").exists()
 
 
 def test_the_local_runner_runs_code_in_a_process_of_its_own(world: World, tmp_path: Path) -> None:
-    """Code never runs in the process that scores and records: under the local runner too."""
+    """Code never runs in the process that scores and records: under the local runner too,
+    even outside the sandbox (``--sandbox none``, where the code can write the file that says
+    so)."""
     import os
 
     where = tmp_path / "pid"
@@ -220,7 +270,9 @@ def test_the_local_runner_runs_code_in_a_process_of_its_own(world: World, tmp_pa
     model = _publish(
         ws, tmp_path, world.catalog, "9.3.0", preprocess=PRE, postprocess=POST, code=code
     )
-    outcome = run_lockfile(ws, _lock(ws, model), runner="local", say=quiet, allow_code=True)
+    outcome = run_lockfile(
+        ws, _lock(ws, model), runner="local", say=quiet, allow_code=True, sandbox="none"
+    )
     recorded = show_run(ws, outcome.id)
     assert recorded["status"] == "succeeded"
     assert int(where.read_text()) != os.getpid()
@@ -302,8 +354,11 @@ def test_what_the_code_claims_is_not_recorded_and_it_never_sees_the_labels(
         postprocess=POST,
         code=claims,
     )
-    recorded = show_run(
-        ws, run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True).id
+    recorded = show_run(  # unsandboxed, so that it can say what it was handed (given.json)
+        ws,
+        run_lockfile(
+            ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True, sandbox="none"
+        ).id,
     )
     assert recorded["status"] == "succeeded"
     assert recorded["top1"] == honest["top1"] < 1.0
@@ -325,7 +380,9 @@ def test_latencies_the_host_clock_cannot_have_seen_are_refused(
         ws, tmp_path, world.catalog, "9.5.0", preprocess=PRE, postprocess=POST, code=claims
     )
     with pytest.raises(InvalidResults, match="a call that took no time"):
-        run_lockfile(ws, _lock(ws, model), runner="venv", say=quiet, allow_code=True)
+        run_lockfile(
+            ws, _lock(ws, model), runner="venv", say=quiet, allow_code=True, sandbox="none"
+        )
 
 
 OUTLIVES_ITS_WORKER = (
@@ -364,7 +421,9 @@ def test_a_process_the_code_started_ends_with_its_worker(
         postprocess=POST,
         code=code,
     )
-    run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True)
+    # outside the sandbox, where the mark could be written (in it, its PID namespace ends the
+    # process: tests/test_sandbox.py)
+    run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True, sandbox="none")
     time.sleep(1.5)
     assert not mark.exists()
 
