@@ -10,6 +10,7 @@ set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)   # the sandbox every evaluator runs in
 command -v runuser >/dev/null 2>&1 || need+=(util-linux)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)   # the Ray cluster's namespace (tests)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)

@@ -66,7 +66,10 @@ def test_a_restored_registry_shows_verifies_and_runs_its_lockfile_again(
     made = cli("backup", str(tmp_path / "backup"), "--json")
     assert made.code == 0, made.err
     report = json.loads(made.out)
-    assert report["blobs"] > 5 and report["linked"] == report["blobs"]  # same filesystem
+    # copies, never links (issue 71): a blob rewritten in the home leaves the backup as taken
+    assert report["blobs"] > 5 and report["linked"] == 0 and report["copied"] == report["blobs"]
+    backed = tmp_path / "backup" / "blobs"
+    assert all(p.stat().st_nlink == 1 for p in backed.glob("*/*"))
     manifest = json.loads((tmp_path / "backup" / "manifest.json").read_text())
     assert manifest["format"] == "pinbench-backup/2"
     assert {b["sha256"] for b in manifest["blobs"]} == {

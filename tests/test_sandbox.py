@@ -248,3 +248,41 @@ def test_without_the_sandbox_the_same_code_reaches_the_users_files_and_is_marked
     assert "unsandboxed_bool" not in confined and confined["code_bool"] == 1.0
     assert confined["details"]["environment"]["sandbox"] == "bwrap"
     assert confined["top1"] == recorded["top1"]
+
+
+def test_a_record_edited_in_the_database_is_named_by_fsck(world: World) -> None:
+    """The issue's database edit: a run's top-1 set to 0.9999 in SQL showed in ``runs list``
+    while ``fsck`` said "no problems". ``fsck`` now compares every run's record with the
+    ``results.json`` signed when it was recorded, and names the run and the figure."""
+    from sqlalchemy import update
+
+    from pinbench.db.models import Result
+    from pinbench.sdk.registry import Registry
+
+    ws = world.home.ws
+    outcome = run_lockfile(ws, world.lock, runner="local", say=quiet, allow_code=True)
+    honest = show_run(ws, outcome.id)["top1"]
+
+    def set_top1(value: float) -> None:
+        with ws.transaction() as session:
+            session.execute(
+                update(Result)
+                .where(Result.run_id == outcome.id, Result.metric == "top1")
+                .values(value=value)
+            )
+
+    def problems() -> list[str]:
+        with Registry(home=world.home.home, database_url=world.home.db) as reg:
+            checked = reg.admin().check_store()
+        return [p.detail for p in checked.problems if p.path == f"runs/{outcome.id}"]
+
+    assert problems() == []
+    set_top1(0.9999)
+    try:
+        assert show_run(ws, outcome.id)["top1"] == 0.9999  # what the listings now show
+        assert problems() == [
+            f"changed after it was signed: metric top1: 0.9999 recorded, {honest!r} signed"
+        ]
+    finally:
+        set_top1(honest)
+    assert problems() == []

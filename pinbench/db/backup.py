@@ -6,8 +6,8 @@ exists when the snapshot has been taken; copying them afterwards makes a consist
 dumped that references a blob published meanwhile, restores a registry missing that blob.
 
 The folder holds ``database.sqlite`` (the ``sqlite3`` backup API) or ``database.pgdump``
-(``pg_dump`` in the snapshot the references were read in), ``blobs/xx/HEX`` (hard links when
-on the blobs' filesystem, else copies; none with ``blobs=False``), ``keys/`` (the signing
+(``pg_dump`` in the snapshot the references were read in), ``blobs/xx/HEX`` (copies, never
+hard links: issue 71; none with ``blobs=False``), ``keys/`` (the signing
 keys: the folder is as secret as the home) and, written last, ``manifest.json``: every file
 it holds with its sha256 and size (format 2, decision 181). A folder without it is no backup.
 
@@ -24,7 +24,6 @@ nothing, and a blob the bucket lacks, or holds with other bytes, fails the backu
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -87,15 +86,10 @@ class BackedUp:
 
 
 def place(source: Path, target: Path) -> bool:
-    """``target`` as a hard link to ``source`` (True), or a copy where the filesystem will
-    not link (another device, no links): read-only either way."""
+    """``target`` as a read-only copy of ``source``; False (never linked, issue 71). A hard
+    link shared the blob's inode between the home and the backup: a blob rewritten in place in
+    the home changed the backup taken before, which then restored it as it was rewritten."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-        return True
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-            raise
     temp = target.with_name(f".{target.name}.part")
     shutil.copyfile(source, temp)
     temp.chmod(0o444)

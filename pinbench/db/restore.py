@@ -1,7 +1,7 @@
 """``pinbench restore DIR`` (decisions 149 and 181): a backup (``db.backup``) into an empty home
 and database, checked in full before anything is written (``db.backup_check``).
 
-Once every check holds, the blobs are placed (hard links, else copies; uploaded to a target
+Once every check holds, the blobs are placed (copies, never hard links; uploaded to a target
 on object storage), the keys copied and the database written (SQLite through the backup API,
 PostgreSQL through ``pg_restore`` in one transaction); a failure on the way removes what was
 written. Last, the store is checked as ``pinbench fsck`` does.

@@ -84,7 +84,8 @@ class Problem:
     ``stray`` (a file among the blobs that is not named by a digest), ``upload`` (a multipart
     upload into the bucket never completed nor aborted: its path is the key it would make);
     and in the database, ``facet`` (a run whose ``run_facets`` row does not name its columns:
-    its path is ``runs/ID``)."""
+    its path is ``runs/ID``) and ``record`` (a run whose record differs from the results
+    signed for it: ``provenance.records``)."""
 
     kind: str
     path: str

@@ -88,10 +88,15 @@ class Admin:
 
     def check_store(self) -> Checked:
         """``pinbench fsck``: hash every blob and compare the store with the rows that
-        reference it (``db.upkeep.check``): missing, corrupt, unreferenced and stray files."""
+        reference it (``db.upkeep.check``): missing, corrupt, unreferenced and stray files; and
+        every run's record with the results signed for it (``provenance.records``)."""
         from pinbench.db.upkeep import check
+        from pinbench.provenance.records import altered_problems
 
-        return check(self._ws("fsck"))
+        ws = self._ws("fsck")
+        checked = check(ws)
+        checked.problems.extend(altered_problems(ws))
+        return checked
 
     def collect_blobs(self, *, grace: str = "1h", delete: bool = False) -> Collected:
         """``pinbench gc --blobs``: the blobs no row references, stored longer ago than
@@ -142,8 +147,8 @@ class Admin:
         self, folder: Path, *, blobs: bool = True, say: Callable[[str], None] | None = None
     ) -> BackedUp:
         """``pinbench backup``: a consistent snapshot of the database (SQLite's backup API,
-        or ``pg_dump``) taken first, then every blob it references (hard links where the
-        filesystem allows, else copies; with the blobs in object storage, the bucket's bytes;
+        or ``pg_dump``) taken first, then every blob it references (copies, never hard
+        links; with the blobs in object storage, the bucket's bytes;
         none when not ``blobs``) with their manifest and the signing keys, each hashed as
         taken, into ``folder`` (absent or empty, outside the home and the blob store). A
         failure (a blob missing or damaged included) leaves nothing. ``say``: progress."""

@@ -118,22 +118,9 @@ class Lockfile:
 
         quiet: Say = say or (lambda _: None)
         if self.registry.remote:
-            if allow_pickle:
-                raise UserError(
-                    "allow_pickle (--allow-pickle) is a local decision: a server runs "
-                    "pickles only when its operator started it with `pinbench serve "
-                    "--allow-pickle`"
-                )
-            if allow_code:
-                raise UserError(
-                    "allow_code (--allow-code) is a local decision: a server runs a model's "
-                    "processing code only when its operator started it with `pinbench serve "
-                    "--allow-code`"
-                )
-            if sandbox != "bwrap":
-                raise UserError(
-                    f"sandbox={sandbox!r} is a local decision: a server's runs are sandboxed"
-                )
+            from pinbench.sdk.local_decisions import check_local_decisions
+
+            check_local_decisions(allow_pickle, allow_code, sandbox)
             remote = self.registry.server()
             queued = remote.submit(self.body, runner, trace)
             quiet(f"queued run {queued['id']} on {remote.url}")

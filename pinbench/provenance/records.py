@@ -1,0 +1,128 @@
+"""Recorded runs against what was signed for them (issue 71: a database edit of a run's
+top-1 showed in ``runs list`` while ``attest verify`` said verified and ``fsck`` no problems).
+
+A run's attestation is made when its record is committed (decision 270), over ``results.json``:
+the record as canonical JSON (``statement.results_record``). ``altered`` recomputes that JSON
+from the database as it is now and compares it with the signed one: a record changed after it
+was signed (by hand, by a process with the user's rights) is named with what differs. The
+signature itself is ``attest verify``'s to check; this compares the rows with the bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pinbench.artifacts.canonical import canonical_json
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from pinbench.db.upkeep import Problem
+    from pinbench.workspace import Workspace
+
+SHOWN = 3
+"""How many differing fields a problem names (then how many more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Altered:
+    """A run whose record differs from its signed ``results.json``: ``detail`` says how."""
+
+    run_id: str
+    detail: str
+
+
+def _signed_results(payload: bytes) -> str | None:
+    """The sha256 of the ``results.json`` subject of a statement's payload, if it has one."""
+    from pinbench.provenance.statement import RESULTS
+
+    try:
+        statement = json.loads(payload)
+    except ValueError:
+        return None
+    for entry in statement.get("subject") or [] if isinstance(statement, dict) else []:
+        if isinstance(entry, dict) and entry.get("name") == RESULTS:
+            digest = entry.get("digest")
+            sha = digest.get("sha256") if isinstance(digest, dict) else None
+            return sha if isinstance(sha, str) else None
+    return None
+
+
+def _differences(recorded: dict[str, Any], signed: dict[str, Any]) -> list[str]:
+    found = []
+    metrics_now, metrics_then = recorded.get("metrics", {}), signed.get("metrics", {})
+    for name in sorted(set(metrics_now) | set(metrics_then)):
+        now, then = metrics_now.get(name), metrics_then.get(name)
+        if now != then:
+            found.append(f"metric {name}: {now!r} recorded, {then!r} signed")
+    for key in sorted(set(recorded) | set(signed)):
+        if key != "metrics" and recorded.get(key) != signed.get(key):
+            found.append(f"{key} differs from what was signed")
+    return found
+
+
+def altered(session: Session, read: Callable[[str], bytes | None]) -> list[Altered]:
+    """Every run whose newest attestation's ``results.json`` is not its record now. ``read``
+    gives a blob's bytes by sha256 (None when the store lacks it: ``fsck`` reports that
+    apart)."""
+    from sqlalchemy import select
+
+    from pinbench.db.models import Attestation, Run
+    from pinbench.provenance.dsse import BadEnvelope, read_envelopes
+    from pinbench.provenance.statement import results_record
+
+    newest: dict[str, str] = {}
+    rows = session.execute(
+        select(Attestation.run_id, Attestation.envelope_sha256).order_by(
+            Attestation.created_at, Attestation.id
+        )
+    )
+    for run_id, sha256 in rows:
+        newest[run_id] = sha256
+    found = []
+    for run_id, envelope_sha256 in sorted(newest.items()):
+        data = read(envelope_sha256)
+        if data is None:
+            continue
+        try:
+            (envelope,) = read_envelopes(data, source="attestation")
+        except (BadEnvelope, ValueError):
+            found.append(Altered(run_id, "its attestation is not one readable DSSE envelope"))
+            continue
+        signed_sha = _signed_results(envelope.payload)
+        run = session.get(Run, run_id)
+        if signed_sha is None or run is None:
+            continue
+        now = canonical_json(results_record(run))
+        if hashlib.sha256(now).hexdigest() == signed_sha:
+            continue
+        signed_bytes = read(signed_sha)
+        signed = json.loads(signed_bytes) if signed_bytes is not None else {}
+        diffs = _differences(json.loads(now), signed) or ["its record differs"]
+        more = f" and {len(diffs) - SHOWN} more" if len(diffs) > SHOWN else ""
+        found.append(
+            Altered(run_id, "changed after it was signed: " + "; ".join(diffs[:SHOWN]) + more)
+        )
+    return found
+
+
+def altered_problems(ws: Workspace) -> list[Problem]:
+    """``fsck``'s ``record`` problems: ``altered`` over the workspace's runs, each blob read
+    and checked against its name (one missing or corrupt is reported by ``fsck`` apart)."""
+    from pinbench.artifacts.digest import Digest
+    from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
+    from pinbench.db.upkeep import Problem
+
+    def read(sha256: str) -> bytes | None:
+        try:
+            return ws.store.verify(Digest(sha256), label=f"blob {sha256[:12]}").read_bytes()
+        except (BlobMissing, ChecksumMismatch):
+            return None  # reported above as missing or corrupt
+
+    with ws.transaction() as session:
+        changed = altered(session, read)
+    return [Problem("record", f"runs/{a.run_id}", a.detail) for a in changed]
