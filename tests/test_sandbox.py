@@ -286,3 +286,43 @@ def test_a_record_edited_in_the_database_is_named_by_fsck(world: World) -> None:
     finally:
         set_top1(honest)
     assert problems() == []
+
+
+INJECTS_FIGURES = (
+    "import sys as _sys\n\n"
+    "_worker = _sys.modules['__main__']\n"
+    "_honest = _worker.write_results\n\n\n"
+    "def _injected(out, lock_digest, evidence, error, environment):\n"
+    "    evidence.metrics.update(machine_top1=1.0, energy_j=0.001, top1=1.0)\n"
+    "    _honest(out, lock_digest, evidence, error, environment)\n\n\n"
+    "_worker.write_results = _injected\n\n" + CODE
+)
+"""The issue's injected figures: a ``machine_`` name the host kept by its prefix, an energy
+figure from a sandbox that reads no energy counter, and the task's own metric."""
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_figures_the_evaluator_injects_are_dropped_and_named(
+    world: World, tmp_path: Path, runner: str
+) -> None:
+    ws = world.home.ws
+    model = _publish(
+        ws,
+        tmp_path,
+        world.catalog,
+        f"11.2.{runner == 'venv':d}",
+        preprocess=PRE,
+        postprocess=POST,
+        code=INJECTS_FIGURES,
+    )
+    recorded = show_run(
+        ws, run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True).id
+    )
+    honest = show_run(
+        ws, run_lockfile(ws, world.lock, runner=runner, say=quiet, allow_code=True).id
+    )
+    assert "machine_top1" not in recorded and "energy_j" not in recorded
+    assert recorded["top1"] == honest["top1"] < 1.0
+    # each named, the task's own metric too (the host scored its own in its place)
+    assert recorded["details"]["dropped_metrics"] == ["energy_j", "machine_top1", "top1"]
+    assert "dropped_metrics" not in honest["details"]

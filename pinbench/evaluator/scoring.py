@@ -106,11 +106,13 @@ EVALUATOR_SAYS = (
     "stage_",
     "postprocess_latency_",
     "transform_",
-    "machine_",
-    "energy_",
 )
 EVALUATOR_NAMES = frozenset(
     {
+        "machine_others_cpu_ratio",
+        "machine_steal_ratio",
+        "energy_j",
+        "energy_per_inference_j",
         "contended_bool",
         "peak_rss_bytes",
         "peak_gpu_bytes",
@@ -124,7 +126,8 @@ EVALUATOR_NAMES = frozenset(
 of itself (timings of its calls, memory, the machine, energy) by these prefixes and names.
 Everything else is the host's (a task's metrics) or re-derived by it (LoadGen's figures from
 the kept log, the framework figures from the raw latencies); any other key is dropped, so an
-evaluator cannot add a figure under a name a reader takes for the field's."""
+evaluator cannot add a figure under a name a reader takes for the field's, and is named in
+the run's ``details.dropped_metrics`` (``machine_top1`` was kept by a ``machine_`` prefix)."""
 
 
 def recompute(lock: Lockfile, evidence: Evidence) -> None:
@@ -138,12 +141,39 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
     body = lock.body
     assert body.dataset is not None
     kind = task(body.dataset.task)
+    deleted = []
     for key in list(evidence.metrics):
         own = key in EVALUATOR_NAMES or key.startswith(EVALUATOR_SAYS)
         metric = kind.metric(key)
         model_only = metric is not None and metric.by_model and texts_scored_apart(lock)
         if not (own and metric is None) and not model_only:
             del evidence.metrics[key]  # the host scores, re-derives, or does not record
+            deleted.append(key)
+    evidence.details.pop(DROPPED, None)
+    try:
+        _rederive(lock, evidence)
+    finally:
+        dropped = sorted(k for k in deleted if k not in evidence.metrics and not derived(k))
+        if dropped:
+            evidence.details[DROPPED] = dropped
+
+
+DROPPED = "dropped_metrics"
+"""Where a run names the figures its evaluator sent that the host does not record."""
+
+
+LOADGEN_PREFIXES = ("latency_", "throughput_", "queries_", "ttft_", "tpot_", "target_", "loadgen_")
+"""The names of LoadGen's figures, which the host re-derives from the kept log."""
+
+
+def derived(name: str) -> bool:
+    """A figure the host re-derives from LoadGen's log (``latency_metrics.loadgen_figures``):
+    not news when an evaluator sent it too."""
+    return name.startswith(LOADGEN_PREFIXES)
+
+
+def _rederive(lock: Lockfile, evidence: Evidence) -> None:
+    body = lock.body
     loadgen = evidence.details.get("loadgen")
     if isinstance(loadgen, dict):  # the figures as the kept log says, not as the metrics say
         scenario = body.scenario

@@ -272,6 +272,13 @@ def sandbox_marks(
 
     for name in (UNSANDBOXED_METRIC, CODE_METRIC):
         evidence.metrics.pop(name, None)
+    if evidence.environment.get("sandbox") == "bwrap":  # it reads no energy counter in there
+        injected = sorted(k for k in evidence.metrics if k.startswith("energy_"))
+        for name in injected:
+            del evidence.metrics[name]
+        if injected:
+            named = set(evidence.details.get("dropped_metrics") or []) | set(injected)
+            evidence.details["dropped_metrics"] = sorted(named)
     code = allow_code and needs_code(lock)
     own = code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
     if own and evidence.environment.get("sandbox") not in ("bwrap", "container"):
