@@ -52,6 +52,9 @@ def print_run(info: dict[str, Any]) -> None:
         out.print(Text(f"  INVALID because {reason}", style="yellow"))
     if shown.busy:
         out.print(Text(f"  BUSY: {shown.busy}; rerun on a quiet machine", style="yellow"))
+    for said in sandbox_said(info):
+        out.print(Text(f"  {said}", style="yellow"))
+
     predictions = _predictions_table(info.get("details"))
     if predictions is not None:
         out.print(predictions)
@@ -114,7 +117,10 @@ def print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
         _print_json(data)
         return
-    table = Table("", *[i["id"][:8] for i in infos], box=None)
+    from pinbench.run_figures import marks
+
+    heads = [" ".join([i["id"][:8], *marks(i)]) for i in infos]
+    table = Table("", *heads, box=None)
     for k in COMPARED:
         table.add_row(k + (" *" if k in differs else ""), *[str(i[k]) for i in infos])
     for m, values in data["metrics"].items():
@@ -123,3 +129,18 @@ def print_comparison(data: dict[str, Any], *, as_json: bool) -> None:
     out.print(table)
     if differs:
         out.print(f"* differs between the runs: {', '.join(differs)}")
+
+
+def sandbox_said(info: dict[str, Any]) -> list[str]:
+    """What ``runs show`` says of a run marked ``UNSANDBOXED`` or ``+code``."""
+    from pinbench.run_figures import CODE, UNSANDBOXED
+
+    said = []
+    if info.get("unsandboxed_bool") == 1.0:
+        said.append(
+            f"{UNSANDBOXED}: code or the model's own operations ran outside the sandbox "
+            "(--sandbox none), with its user's rights: its figures are its own word"
+        )
+    if info.get("code_bool") == 1.0:
+        said.append(f"{CODE}: code its user allowed ran beside the model (details.code_sha256)")
+    return said

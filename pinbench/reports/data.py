@@ -60,7 +60,8 @@ class RunData:
             op = (result.get("spec") or {}).get("op", "operator")
             return f"{i['id'][:8]} {op} {result.get('framework') or framework}{traced}"
         model = i["model"].split("@")[0].rsplit("/", 1)[-1]
-        code = " +code" if self.code else ""
+        said = self.metrics.get("code_bool") == 1.0  # ``marked`` adds it (runs before had none)
+        code = " +code" if self.code and not said else ""
         label = f"{i['id'][:8]} {model} {framework} {i['scenario']} b{i['batch_size']}"
         return marked(label + traced + code, self.metrics)
 
