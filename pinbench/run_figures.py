@@ -106,14 +106,11 @@ CODE = "+code"
 """The mark of a run that ran code its user allowed beside the model (``code_bool`` 1)."""
 
 
-def marks(metrics: Mapping[str, Any]) -> list[str]:
-    """What a run's figures carry beside them: ``INVALID``, ``BUSY``, ``UNSANDBOXED``,
-    ``+code``, in that order, each when it holds."""
+def run_marks(metrics: Mapping[str, Any]) -> list[str]:
+    """What the run itself is marked by, whatever figure is shown: ``UNSANDBOXED``, ``+code``."""
     return [
         m
         for m, on in (
-            (INVALID, loadgen_invalid(metrics)),
-            (BUSY, contended(metrics)),
             (UNSANDBOXED, metrics.get("unsandboxed_bool") == 1.0),
             (CODE, metrics.get("code_bool") == 1.0),
         )
@@ -121,9 +118,16 @@ def marks(metrics: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def marked(text: str, metrics: Mapping[str, Any]) -> str:
+def marks(metrics: Mapping[str, Any], *, figures_only: bool = False) -> list[str]:
+    """What a run's figures carry beside them: ``INVALID``, ``BUSY``, then (unless
+    ``figures_only``: where the run's own marks are shown apart) ``run_marks``."""
+    found = [m for m, on in ((INVALID, loadgen_invalid(metrics)), (BUSY, contended(metrics))) if on]
+    return found if figures_only else [*found, *run_marks(metrics)]
+
+
+def marked(text: str, metrics: Mapping[str, Any], *, figures_only: bool = False) -> str:
     """``text`` (a figure of the run) with its ``marks`` beside it; empty stays empty."""
-    found = marks(metrics) if text else []
+    found = marks(metrics, figures_only=figures_only) if text else []
     return " ".join([text, *found])
 
 

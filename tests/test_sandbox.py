@@ -31,6 +31,7 @@ from pinbench.provenance.key_material import KEY_FILE
 from pinbench.provenance.keys import ensure_keys
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
+from tests.helpers import in_process_cli
 from tests.test_processing_code import CODE, POST, PRE, World, _lock, _publish, quiet, world
 
 __all__ = ["world"]
@@ -222,7 +223,12 @@ def test_code_in_the_sandbox_reaches_nothing_but_its_inputs(
 
 @pytest.mark.parametrize("runner", ["local", "venv"])
 def test_without_the_sandbox_the_same_code_reaches_the_users_files_and_is_marked(
-    world: World, host: Host, tmp_path: Path, runner: str
+    world: World,
+    host: Host,
+    tmp_path: Path,
+    runner: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--sandbox none``: what the sandbox stopped is open again (the probes are not blind),
     and a run is recorded, listed and shown ``UNSANDBOXED`` (and ``+code``)."""
@@ -248,6 +254,25 @@ def test_without_the_sandbox_the_same_code_reaches_the_users_files_and_is_marked
     assert "unsandboxed_bool" not in confined and confined["code_bool"] == 1.0
     assert confined["details"]["environment"]["sandbox"] == "bwrap"
     assert confined["top1"] == recorded["top1"]
+    # wherever the runs are shown, each is marked for what it was
+    monkeypatch.setenv("COLUMNS", "200")  # one line per run
+    cli = in_process_cli(monkeypatch, capsys, world.home.home, world.home.db)
+    one, other = outcome.id[:8], confined["id"][:8]
+    listed = cli("runs", "list", "--limit", "200").out
+    (line,) = [x for x in listed.splitlines() if one in x]
+    assert "succeeded UNSANDBOXED +code" in line
+    (line,) = [x for x in listed.splitlines() if other in x]
+    assert "+code" in line and "UNSANDBOXED" not in line
+    shown = cli("runs", "show", one).out
+    assert "UNSANDBOXED: code or the model's own operations ran outside the sandbox" in shown
+    assert "UNSANDBOXED" not in cli("runs", "show", other).out
+    compared = cli("runs", "compare", one, other).out.splitlines()[0]
+    assert f"{one} UNSANDBOXED +code" in compared and f"{other} +code" in compared
+    from pinbench.reports.data import gather
+
+    labels = [r.label for r in gather(ws, [outcome.id, confined["id"]]).runs]
+    assert labels[0].endswith(" UNSANDBOXED +code") and labels[1].endswith(" +code")
+    assert labels[1].count("+code") == 1
 
 
 def test_a_record_edited_in_the_database_is_named_by_fsck(world: World) -> None:

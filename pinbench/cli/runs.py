@@ -86,7 +86,7 @@ def runs_list(
     """
     from rich.table import Table
 
-    from pinbench.run_figures import fmt_ns, marked
+    from pinbench.run_figures import fmt_ns, marked, run_marks
     from pinbench.run_metrics import headline, kind_label
 
     with registry() as reg:
@@ -118,12 +118,13 @@ def runs_list(
         box=None,
     )
     for r in rows:
-        p50 = marked(fmt_ns(r["latency_p50_ns"]), r) if "latency_p50_ns" in r else ""
+        p50 = fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
+        p50 = marked(p50, r, figures_only=True)
         if p50 and r.get("trace", "none") != "none":
             p50 += f" (traced: {r['trace']})"
         table.add_row(
             r["id"][:8],
-            r["status"],
+            " ".join([r["status"], *run_marks(r)]),  # UNSANDBOXED, +code
             r["model"] or r.get("operator") or "",
             r["framework"] or "",
             kind_label(r),
