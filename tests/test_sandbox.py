@@ -351,3 +351,48 @@ def test_figures_the_evaluator_injects_are_dropped_and_named(
     # each named, the task's own metric too (the host scored its own in its place)
     assert recorded["details"]["dropped_metrics"] == ["energy_j", "machine_top1", "top1"]
     assert "dropped_metrics" not in honest["details"]
+
+
+REFUSALS = [
+    ("bubblewrap is not installed", None, "bubblewrap (bwrap) is not installed"),
+    (
+        "user namespaces are not allowed",
+        "echo 'bwrap: No permissions to create new namespace, likely because the kernel does "
+        "not allow non-privileged user namespaces.' >&2; exit 1",
+        "No permissions to create new namespace",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "fake", "said"), REFUSALS, ids=[c for c, _, _ in REFUSALS])
+def test_a_sandbox_that_cannot_start_refuses_the_run_in_one_line_naming_the_fix(
+    world: World,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    fake: str | None,
+    said: str,
+) -> None:
+    from pinbench.evaluator.runners.sandbox import SandboxUnavailable
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if fake is not None:
+        (bin_dir / "bwrap").write_text(f"#!/bin/sh\n{fake}\n")
+        (bin_dir / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    ws = world.home.ws
+    with pytest.raises(SandboxUnavailable) as info:
+        run_lockfile(ws, world.lock, runner="local", say=quiet, allow_code=True)
+    message = str(info.value)
+    assert said in message and "\n" not in message
+    assert "apt install bubblewrap" in message and "--sandbox none" in message
+    recorded = show_run(ws, _newest(ws))  # recorded failed, with the same reason
+    assert recorded["status"] == "failed" and said in recorded["error"]
+
+
+def _newest(ws: Any) -> str:
+    from pinbench.evaluator.history import list_runs
+
+    newest: str = list_runs(ws)[0]["id"]
+    return newest
