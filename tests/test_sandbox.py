@@ -323,7 +323,7 @@ INJECTS_FIGURES = (
     "_worker.write_results = _injected\n\n" + CODE
 )
 """The issue's injected figures: a ``machine_`` name the host kept by its prefix, an energy
-figure from a sandbox that reads no energy counter, and the task's own metric."""
+figure on a machine where the host reads no energy counter, and the task's own metric."""
 
 
 @pytest.mark.parametrize("runner", ["local", "venv"])

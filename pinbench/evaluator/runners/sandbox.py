@@ -56,8 +56,12 @@ ETC = (
     "/etc/nsswitch.conf",
 )
 """What of ``/etc`` a worker reads: the dynamic linker's cache and the time zone."""
-SYS = ("/sys/devices/system/cpu",)
-"""What of ``/sys`` a worker reads: the CPU topology thread pools size themselves by."""
+SYS = ("/sys/devices/system/cpu", "/sys/class/powercap")
+"""What of ``/sys`` a worker reads: the CPU topology thread pools size themselves by, and the
+RAPL energy counters (``energy.rapl``), read-only."""
+DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/dri")
+"""Accelerator devices bound where present (with each ``/dev/nvidiaN``): a framework on a GPU
+machine needs them, and they give no way to the host's files."""
 ENV = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS")
 """The host's environment variables a sandboxed worker sees; every other one is left out."""
 PASSWD = "nobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n"
@@ -202,6 +206,9 @@ def wrap(
     args += ["--ro-bind", str(root / "etc" / "passwd"), "/etc/passwd"]
     args += ["--ro-bind", str(root / "etc" / "group"), "/etc/group"]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    gpus = sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))
+    for device in (*gpus, *DEVICES):
+        args += ["--dev-bind-try", device, device]
     for prefix in roots:  # after /tmp's tmpfs: an environment may live under /tmp
         args += ["--ro-bind", str(prefix), str(prefix)]
     args += ["--ro-bind", str(root), MOUNT]
@@ -255,6 +262,14 @@ def runs_its_own_operations(lock: Lockfile, *, allow_pickle: bool = False) -> bo
     return builder or pickled or any(f not in DATA_ONLY for f in formats)
 
 
+def _counters_here() -> bool:
+    """Whether this machine has an energy counter the host can read."""
+    from pinbench.energy.meter import EnergyMeter
+
+    with EnergyMeter.open() as meter:
+        return bool(meter.counters)
+
+
 UNSANDBOXED_METRIC = "unsandboxed_bool"
 """1 on a run whose system under test ran code or operations of its own outside a sandbox
 (``--sandbox none``, or the local runner's process): shown ``UNSANDBOXED`` wherever its figures
@@ -264,15 +279,16 @@ CODE_METRIC = "code_bool"
 
 
 def sandbox_marks(
-    lock: Lockfile, evidence: Evidence, *, allow_code: bool, allow_pickle: bool
+    lock: Lockfile, evidence: Evidence, *, allow_code: bool, allow_pickle: bool, here: bool
 ) -> None:
     """The host's marks of how the system under test ran; whatever the worker sent under these
-    names goes."""
+    names goes. ``here``: the run ran on this machine, whose energy counters the host reads: an
+    evaluator's energy figure where the host reads none is dropped (and named)."""
     from pinbench.processing.consent import needs_code
 
     for name in (UNSANDBOXED_METRIC, CODE_METRIC):
         evidence.metrics.pop(name, None)
-    if evidence.environment.get("sandbox") == "bwrap":  # it reads no energy counter in there
+    if here and any(k.startswith("energy_") for k in evidence.metrics) and not _counters_here():
         injected = sorted(k for k in evidence.metrics if k.startswith("energy_"))
         for name in injected:
             del evidence.metrics[name]
