@@ -358,3 +358,30 @@ def test_a_span_that_is_no_time_is_refused_naming_its_line(span: list[Any]) -> N
 
     with pytest.raises(LabelProblem, match="line 3: span"):
         _spans([span], "speech.jsonl", 3)
+
+
+def test_frame_offsets_the_evaluator_states_are_checked_against_the_hosts_own_decoding(
+    cli: Cli, tmp_path: Path, silero: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 71: the host took a voice-activity run's frame offsets from the evaluator, which
+    widened each sample's frames (232 scored became 6,144; ROC-AUC 0.9913 became 0.9998, no
+    truth needed). The host decodes the same files through the input's steps and counts the
+    frames itself: offsets that are not its own fail the run, naming the sample."""
+    from pinbench.evaluator import measure
+
+    honest_keep = measure.keep_answers
+
+    def widened(evidence: Any, task_name: str, outputs: Any, transposed: Any, arrays: Any) -> None:
+        honest_keep(evidence, task_name, outputs, transposed, arrays)
+        offsets = np.array(evidence.scored_inputs["input"], copy=True)
+        offsets[:, 1] = offsets[:, 0] + (offsets[:, 1] - offsets[:, 0]) * 26
+        evidence.scored_inputs["input"] = offsets
+
+    monkeypatch.setattr(measure, "keep_answers", widened)
+    files = clips()
+    model_yaml = dump(tmp_path / "m" / "model.yaml", silero_manifest(_copy(silero, tmp_path / "m")))
+    data_yaml = dump(tmp_path / "d" / "dataset.yaml", dataset_manifest(tmp_path / "d", files))
+    with pytest.raises(AssertionError, match="frame offsets are not the host's: sample 0 has"):
+        onnx_accuracy_run(
+            cli, tmp_path, [model_yaml, data_yaml], "audio/silero-vad@6", "audio/speech-clips@1"
+        )

@@ -190,7 +190,7 @@ def _cut_all(spec: Input, samples: Samples, say: Say, stop: Stop) -> tuple[Array
         f"cutting {len(samples)} samples of input {name!r} into chunks of {chunk} rows"
         + (f" (each with the {context} before it)" if context else "")
     )
-    rows = _samples(spec, samples, stop)
+    rows = decoded_samples(spec, samples, stop)
     total = 0
     for sample_name, sample in rows:
         if sample.ndim == 0 or sample.shape[0] == 0:
@@ -212,7 +212,7 @@ def _cut_all(spec: Input, samples: Samples, say: Say, stop: Stop) -> tuple[Array
     return np.ascontiguousarray(np.concatenate(cuts)), offsets
 
 
-def _samples(spec: Input, samples: Samples, stop: Stop) -> list[tuple[str, Array]]:
+def decoded_samples(spec: Input, samples: Samples, stop: Stop) -> list[tuple[str, Array]]:
     """Each sample through the input's steps, one at a time (they differ in length)."""
     from pinbench.evaluator.pipeline import preprocess, preprocess_files
 

@@ -113,6 +113,7 @@ class ActivityScorer(Scorer):
         self.threshold = output.binary.threshold
         self.logit = output.binary.logit
         self.context = context
+        self._own: Array | None = None
 
     def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
         """The first batch's answer holds one probability in [0, 1] per frame of each
@@ -153,9 +154,46 @@ class ActivityScorer(Scorer):
         return Scored(metrics, probability.astype(np.float32), self.outputs[0], details)
 
     def _counts(self, arrays: dict[str, Array]) -> Array:
+        """Each sample's frame count: the host's own, from its decoding of the same files
+        through the input's declared steps (issue 71: frame offsets taken from the evaluator
+        scored 6,144 frames for 232); the evaluator's offsets must agree with it. A model whose
+        ``preprocess`` code makes the streamed input leaves the host no steps to follow: its
+        evaluator's offsets are taken."""
         from pinbench.evaluator.stream import frame_counts
 
-        return frame_counts(arrays, self.context.model.inputs)
+        given = frame_counts(arrays, self.context.model.inputs)
+        own = self._own_counts()
+        if own is None:
+            return given
+        if len(given) > len(own):
+            raise BadActivityOutput(
+                output=str(self.streamed.name),
+                reason=f"frame offsets for {len(given)} samples, of a dataset of {len(own)}",
+            )
+        differs = np.flatnonzero(given != own[: len(given)])
+        if differs.size:
+            i = int(differs[0])
+            raise BadActivityOutput(
+                output=str(self.streamed.name),
+                reason=f"its frame offsets are not the host's: sample {i} has {int(given[i])} "
+                f"frames by the evaluator, {int(own[i])} by the host's decoding of its file",
+            )
+        return own[: len(given)]
+
+    def _own_counts(self) -> Array | None:
+        """The frame count of every sample by the host's own decoding (made once); None for a
+        model whose ``preprocess`` code makes its inputs."""
+        from pinbench.evaluator.stop import Stop
+        from pinbench.evaluator.stream import decoded_samples
+
+        if self.context.model.preprocess is not None:
+            return None
+        if self._own is None:
+            rows = [
+                a.shape[0] for _, a in decoded_samples(self.streamed, self.context.samples, Stop())
+            ]
+            self._own = -(-np.asarray(rows, dtype=np.int64) // self.chunk)
+        return self._own
 
     def _per_frame(self, answer: Answer, batch: int, frames: int | None) -> Array:
         """The answer as ``(batch, frames)``: a streamed chunk's output is one value per
