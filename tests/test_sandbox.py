@@ -396,3 +396,16 @@ def _newest(ws: Any) -> str:
 
     newest: str = list_runs(ws)[0]["id"]
     return newest
+
+
+def test_the_web_uis_runs_table_marks_a_run_unsandboxed_and_code() -> None:
+    from pinbench.web.run_rows import runs_table
+
+    table = runs_table(
+        [
+            {"id": "a", "metrics": {"unsandboxed_bool": 1.0, "code_bool": 1.0}},
+            {"id": "b", "metrics": {"code_bool": 1.0}},
+            {"id": "c", "metrics": {"top1": 0.9}},
+        ]
+    )
+    assert [line.marks for line in table.lines] == [("UNSANDBOXED", "+code"), ("+code",), ()]

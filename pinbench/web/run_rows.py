@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.metric_names import fmt_rate, in_unit, ns_unit, words
-from pinbench.run_figures import contended, loadgen_invalid
+from pinbench.run_figures import contended, loadgen_invalid, run_marks
 from pinbench.run_metrics import metrics_of
 
 P50 = "latency_p50_ns"
@@ -35,6 +35,8 @@ class RunLine:
     """LoadGen called it INVALID (``loadgen_valid_bool`` 0): its figures are marked."""
     busy: bool = False
     """It was timed while other work took the machine (``contended_bool``)."""
+    marks: tuple[str, ...] = ()
+    """``UNSANDBOXED``, ``+code`` (``run_figures.run_marks``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,8 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> RunsTable:
         if p50 and run.get("trace", "none") != "none":
             p50 += f" (traced: {run['trace']})"
         throughput = _whose(fmt_rate(m[THROUGHPUT]), THROUGHPUT, run) if THROUGHPUT in m else ""
-        lines.append(RunLine(run, p50, throughput, loadgen_invalid(m), contended(m)))
+        marks = tuple(run_marks(m))
+        lines.append(RunLine(run, p50, throughput, loadgen_invalid(m), contended(m), marks))
     return RunsTable(
         Heading(words(P50), P50, unit),
         Heading(words(THROUGHPUT), THROUGHPUT, "samples/s"),
