@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import distributions
 from pathlib import Path, PurePosixPath
@@ -149,6 +150,63 @@ def write_host_job(
     return seeded
 
 
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """What a worker's job says besides its files (``write_host_job``)."""
+
+    cache: Path | None
+    trace: str
+    allow_pickle: bool
+    allow_code: bool
+
+
+def run_in_worker(
+    ws: Workspace,
+    lock: Lockfile,
+    python: Path | str,
+    evidence: Evidence,
+    say: Say,
+    stop: Stop,
+    settings: JobSettings,
+    runner: str,
+    environment: Path | None,
+    sandbox: str,
+    inherit: bool = False,
+) -> None:
+    """One cold worker for ``lock`` on this machine (the local runner's child, the venv
+    runner): in the sandbox unless ``sandbox`` is ``none`` (then watched: ``code_watch`` over
+    ``environment``), its job written as the sandbox sees it, and the inputs it cached kept
+    for the next runs of its model once it ends (``adopt_cache``)."""
+    sandboxed = sandbox != "none"
+    with scratch_directory(ws.store.tmp, "run") as tmp:
+        seeded: set[str] = set()
+
+        def write(job: Path, confine: Confinement | None) -> None:
+            s = settings
+            written = write_host_job(
+                ws, lock, job, s.cache, s.trace, s.allow_pickle, s.allow_code, confine
+            )
+            seeded.update(written)
+
+        watch = [] if sandboxed else code_watch(ws, lock, environment)
+        run_worker(
+            python,
+            tmp,
+            write,
+            lock,
+            evidence,
+            say,
+            stop,
+            runner,
+            watch,
+            inherit=inherit,
+            sandboxed=sandboxed,
+            hidden=hidden(ws),
+        )
+        if sandboxed:
+            adopt_cache(ws, lock, tmp / "cache", seeded)
+
+
 def hidden(ws: Workspace) -> list[Path]:
     """What a sandboxed worker's interpreter folders may not hold (``sandbox.wrap``): the home
     (its keys, database, caches), the blob store, the user's home folder."""
@@ -181,32 +239,9 @@ def run(
     if code or (sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)):
         # never in the process that scores and records; in the sandbox unless told otherwise
         evidence.environment["process"] = "child"
-        with scratch_directory(ws.store.tmp, "run") as tmp:
-            seeded: set[str] = set()
-
-            def write(job: Path, confine: Confinement | None) -> None:
-                seeded.update(
-                    write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code, confine)
-                )
-
-            watch = code_watch(ws, lock, None) if sandbox == "none" else []
-            python = sys.executable  # where the host runs, its environment inherited
-            run_worker(
-                python,
-                tmp,
-                write,
-                lock,
-                evidence,
-                say,
-                stop,
-                "local",
-                watch,
-                inherit=True,
-                sandboxed=sandbox != "none",
-                hidden=hidden(ws),
-            )
-            if sandbox != "none":
-                adopt_cache(ws, lock, tmp / "cache", seeded)
+        python = sys.executable  # where the host runs, its environment inherited
+        settings = JobSettings(cache, trace, allow_pickle, allow_code)
+        run_in_worker(ws, lock, python, evidence, say, stop, settings, "local", None, sandbox, True)
         return
     evidence.environment["sandbox"] = "none"
     limit = lock.body.limits.timeout_s

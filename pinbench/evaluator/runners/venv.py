@@ -12,13 +12,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from pinbench.artifacts.scratch import scratch_directory
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.runners.consented import adopt_cache, code_watch, inputs_cache
-from pinbench.evaluator.runners.local import hidden, write_host_job
-from pinbench.evaluator.runners.process import JOB, Relay, run_worker, worker_start
+from pinbench.evaluator.runners.consented import adopt_cache, inputs_cache
+from pinbench.evaluator.runners.local import JobSettings, hidden, run_in_worker, write_host_job
+from pinbench.evaluator.runners.process import JOB, Relay, worker_start
 from pinbench.evaluator.runners.sandbox import Confinement
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop
@@ -134,27 +133,5 @@ def run(
                 adopt_cache(ws, lock, folder, copied)
             return
 
-    seeded: set[str] = set()
-
-    def write(job: Path, confine: Confinement | None) -> None:
-        seeded.update(
-            write_host_job(ws, lock, job, cache, trace, allow_pickle, allow_code, confine)
-        )
-
-    with scratch_directory(ws.store.tmp, "run") as tmp:
-        watch = code_watch(ws, lock, venv.path) if not sandboxed else []
-        run_worker(
-            venv.python,
-            tmp,
-            write,
-            lock,
-            evidence,
-            say,
-            stop,
-            runner="venv",
-            watch=watch,
-            sandboxed=sandboxed,
-            hidden=hidden(ws),
-        )
-        if sandboxed:
-            adopt_cache(ws, lock, tmp / "cache", seeded)
+    settings = JobSettings(cache, trace, allow_pickle, allow_code)
+    run_in_worker(ws, lock, venv.python, evidence, say, stop, settings, "venv", venv.path, sandbox)
