@@ -759,7 +759,12 @@ def test_every_runner_hands_the_model_a_folder_of_its_own(
         def spy_write(
             path: Path, lock: Lockfile, model: dict[str, str], *rest: Any, **named: Any
         ) -> None:
-            seen.append({p: Path(v) for p, v in model.items()})
+            # the paths the sandbox sees (/pinbench/.../model/...), where they are on the host:
+            # in the job's folder
+            seen.append(
+                {p: path.parent / "model" / v.split("/model/", 1)[1] for p, v in model.items()}
+            )
+            assert all(v.startswith("/pinbench/") for v in model.values()), model
             _own_folder(seen[-1], digits)  # checked while the run's folder exists
             real_write(path, lock, model, *rest, **named)
 

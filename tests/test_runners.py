@@ -347,12 +347,16 @@ def test_a_hostile_model_fails_safely_in_the_container(
     assert stack.client.containers.list(all=True) == []  # removed, whatever happened
 
 
-def test_the_network_payload_does_connect_outside_a_container(stack: Stack) -> None:
-    """The control for the test above: run locally, the same model reaches the listener."""
+def test_the_network_payload_connects_only_outside_any_sandbox(stack: Stack) -> None:
+    """The control for the test above: run locally with ``--sandbox none``, the same model
+    reaches the listener; in the local runner's sandbox (its own network), it does not."""
     lock = _lock(stack.ws, model="evil/network@1", framework="torch@2.13.0")
     before = stack.listener.accepted
-    with pytest.raises(Exception):  # noqa: B017 - it connects, then is no module
+    with pytest.raises(Exception):  # noqa: B017 - it fails to connect, then is no module
         run_lockfile(stack.ws, lock, runner="local", say=quiet, allow_pickle=True)
+    assert stack.listener.accepted == before
+    with pytest.raises(Exception):  # noqa: B017 - it connects, then is no module
+        run_lockfile(stack.ws, lock, runner="local", say=quiet, allow_pickle=True, sandbox="none")
     assert stack.listener.accepted == before + 1
 
 

@@ -444,11 +444,15 @@ def test_a_pickle_runs_on_the_cli_only_with_allow_pickle(here: Here, catalog: Ca
     assert refused.code == 1 and "--allow-pickle" in refused.err
     assert not catalog.marker.exists() and _counts(here.ws) == before
 
-    # the control: allowed, the payload runs (it is no model, so the run fails, recorded)
+    # the control: allowed, the payload runs (it is no model, so the run fails, recorded): in
+    # the sandbox it cannot write its mark (its error says it tried); outside it, it does
     allowed = here.cli("run", str(path), "--runner", "local", "--allow-pickle")
-    assert allowed.code == 1 and catalog.marker.exists()
+    assert allowed.code == 1 and str(catalog.marker) in allowed.err
+    assert not catalog.marker.exists()
+    unsandboxed = ("run", str(path), "--runner", "local", "--allow-pickle", "--sandbox", "none")
+    assert here.cli(*unsandboxed).code == 1 and catalog.marker.exists()
     catalog.marker.unlink()
-    assert _counts(here.ws)[0] == before[0] + 1
+    assert _counts(here.ws)[0] == before[0] + 2
 
 
 def test_a_torch_export_archive_holding_a_pickle_never_unpickles(

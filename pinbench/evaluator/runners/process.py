@@ -197,6 +197,7 @@ def run_worker(
     ``sandboxed``: in the sandbox (``runners.sandbox``) over ``root``, hiding ``hidden``."""
     from pinbench.evaluator.runners.sandbox import Confinement, failed_to_start
 
+    root = root.absolute()  # bubblewrap starts in the worker's folder: a relative home's paths
     job, out = root / JOB, root / "out"
     confine = Confinement(root) if sandboxed else None
     if confine is not None:

@@ -77,11 +77,22 @@ FIX = (
 
 
 class SandboxUnavailable(UserError):
-    """The sandbox could not start here; ``reason`` says why (bubblewrap's own words)."""
+    """The sandbox could not start here; ``reason`` says why (bubblewrap's own words), and the
+    message how to let it (``fix``: ``FIX`` by default)."""
 
-    def __init__(self, *, reason: str) -> None:
-        super().__init__(f"the sandbox could not start: {reason}; {FIX}")
+    def __init__(self, *, reason: str, fix: str = FIX) -> None:
+        super().__init__(f"the sandbox could not start: {reason}; {fix}")
         self.reason = reason
+        self.fix = fix
+
+
+NOT_ALLOWED = ("namespace", "not permitted", "No permissions", "Permission denied")
+"""Words of bubblewrap's errors that say the machine does not let it make a sandbox (``FIX``);
+any other error of its is about what pinbench asked of it."""
+OTHER = (
+    "this is pinbench's error, not your machine's: please report it, and meanwhile run with "
+    "--sandbox none (the run is recorded unsandboxed)"
+)
 
 
 class UnknownSandbox(UserError):
@@ -238,7 +249,11 @@ def failed_to_start(status: int, tail: list[str]) -> SandboxUnavailable | None:
     if status != 1:
         return None
     line = next((t for t in tail if t.startswith(BWRAP_LINE)), None)
-    return SandboxUnavailable(reason=line[len(BWRAP_LINE) :].strip()) if line else None
+    if line is None:
+        return None
+    reason = line[len(BWRAP_LINE) :].strip()
+    fix = FIX if any(w.lower() in reason.lower() for w in NOT_ALLOWED) else OTHER
+    return SandboxUnavailable(reason=reason, fix=fix)
 
 
 DATA_ONLY = frozenset({"onnx", "safetensors", "hf-folder", "tflite", "torch-state-dict"})

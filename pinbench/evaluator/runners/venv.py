@@ -43,6 +43,7 @@ class VenvWarm(WarmEvaluator):
     def __init__(
         self, root: Path, python: Path, idle_s: float, hidden: list[Path], sandboxed: bool
     ) -> None:
+        root = root.absolute()  # bubblewrap reads its binds from the worker's own folder
         super().__init__(root)
         self.confine = Confinement(root, ("out", "cache")) if sandboxed else None
         if self.confine is not None:
