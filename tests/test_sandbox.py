@@ -409,3 +409,69 @@ def test_the_web_uis_runs_table_marks_a_run_unsandboxed_and_code() -> None:
         ]
     )
     assert [line.marks for line in table.lines] == [("UNSANDBOXED", "+code"), ("+code",), ()]
+
+
+LEAVES = r"""
+import hashlib as _hashlib, json as _json, os as _os, sys as _sys
+from pathlib import Path as _Path
+
+_job = _json.loads(_Path(_sys.argv[1]).read_text())
+_cache, _out = _Path(_job["cache"]), _Path(_sys.argv[2])
+_ours = @DATASET@[:32]
+
+
+def _entry(name, data):
+    (_cache / name).write_bytes(data)
+    (_cache / (name + ".sha256")).write_text(_hashlib.sha256(data).hexdigest())
+
+
+_entry(_ours + "-" + "f" * 32 + ".npy", b"a pipeline of this dataset's, computed here")
+_entry("e" * 32 + "-" + "1" * 32 + ".npy", b"an entry for another dataset")
+_os.symlink("/nonexistent", _cache / (_ours + "-" + "d" * 32 + ".npy"))
+(_cache / (_ours + "-" + "d" * 32 + ".npy.sha256")).write_text("0" * 64)
+_os.mkfifo(_cache / (_ours + "-" + "c" * 32 + ".npy"))
+(_cache / (_ours + "-" + "c" * 32 + ".npy.sha256")).write_text("0" * 64)
+_os.symlink("/etc/passwd", _cache / (_ours + "-" + "b" * 32 + ".npy"))
+(_cache / (_ours + "-" + "b" * 32 + ".npy.sha256")).write_text(@PASSWD@)
+_fd = _os.open(_out, _os.O_RDONLY)
+for _ in range(3000):  # deeper than shutil.rmtree recurses
+    _os.mkdir("a", dir_fd=_fd)
+    _next = _os.open("a", _os.O_RDONLY, dir_fd=_fd)
+    _os.close(_fd)
+    _fd = _next
+_os.close(_fd)
+"""
+"""What a run's code leaves in the two folders it may write (the review of the sandbox): an
+entry for its own dataset, one for another dataset, a dangling link, a FIFO and a link to a
+host file (with that file's right digest) as cached arrays, and 3,000 nested folders."""
+
+
+def test_what_the_code_leaves_in_its_folders_is_neither_followed_nor_kept_but_its_own(
+    world: World, tmp_path: Path
+) -> None:
+    import hashlib
+
+    from pinbench.evaluator.runners.consented import sandboxed_cache
+
+    ws = world.home.ws
+    dataset = world.lock.body.dataset
+    assert dataset is not None
+    passwd = hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
+    code = LEAVES.replace("@DATASET@", repr(dataset.manifest_digest)).replace(
+        "@PASSWD@", repr(passwd)
+    )
+    model = _publish(
+        ws, tmp_path, world.catalog, "11.3.0", preprocess=PRE, postprocess=POST, code=code + CODE
+    )
+    lock = _lock(ws, model)
+    shared = ws.settings.home / "cache" / "inputs"
+    before = sorted(p.name for p in shared.glob("*.npy"))
+    outcome = run_lockfile(ws, lock, runner="local", say=quiet, allow_code=True)
+    assert show_run(ws, outcome.id)["status"] == "succeeded"
+    kept = sorted(p.name for p in sandboxed_cache(ws, lock).glob("*.npy"))
+    ours = dataset.manifest_digest[:32]
+    assert f"{ours}-{'f' * 32}.npy" in kept  # its own dataset's entry, bytes as hashed
+    assert not [k for k in kept if not k.startswith(ours)]  # another dataset's: not kept
+    assert not [k for k in kept if k.split("-")[1][:1] in "bcd"]  # no link, no FIFO
+    assert sorted(p.name for p in shared.glob("*.npy")) == before  # the shared cache: as it was
+    assert not list((ws.settings.home / "tmp").glob("run-*"))  # its folder went, 3,000 deep

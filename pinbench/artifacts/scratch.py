@@ -103,8 +103,54 @@ def scratch_directory(tmp: Path, kind: str) -> Iterator[Path]:
 
     tmp.mkdir(parents=True, exist_ok=True)
     prefix = f"{_kind(kind)}-{owner_of(tmp)}-"
-    with tempfile.TemporaryDirectory(prefix=prefix, dir=tmp) as name:
-        yield Path(name)
+    made = Path(tempfile.mkdtemp(prefix=prefix, dir=tmp))
+    try:
+        yield made
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            remove_tree(made)
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def remove_tree(path: Path) -> None:
+    """``path`` and everything below it, however deep: a run's sandbox writes its answers
+    folder as it likes, and 3,000 nested folders made ``shutil.rmtree`` (recursive, by paths
+    longer than the system allows) raise ``RecursionError`` and leave it all (issue 71's
+    review). Each pass moves the folders one level down up into ``path`` (by descriptors:
+    no long paths, a bounded number open) and removes what it emptied; links are removed,
+    never followed."""
+    top = os.open(path, _DIRECTORY)
+    moved = 0
+    try:
+        while True:
+            with os.scandir(top) as entries:
+                listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+            folders = [name for name, folder in listed if folder]
+            for name, folder in listed:
+                if not folder:
+                    os.unlink(name, dir_fd=top)
+            if not folders:
+                break
+            for name in folders:
+                inner = os.open(name, _DIRECTORY, dir_fd=top)
+                try:
+                    with os.scandir(inner) as entries:
+                        below = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+                    for child, folder in below:
+                        if folder:
+                            moved += 1
+                            flat = f".flat-{moved}"
+                            os.rename(child, flat, src_dir_fd=inner, dst_dir_fd=top)
+                        else:
+                            os.unlink(child, dir_fd=inner)
+                finally:
+                    os.close(inner)
+                os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(path)
 
 
 def _kind(kind: str) -> str:
@@ -236,12 +282,10 @@ def _idle_for(entry: Path) -> float:
 
 
 def _remove(entry: Path, done: Reclaimed) -> None:
-    import shutil
-
     size = _size(entry)
     try:
         if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
+            remove_tree(entry)
         else:
             entry.unlink()
     except FileNotFoundError:
@@ -259,5 +303,5 @@ def _size(entry: Path) -> int:
                 with contextlib.suppress(OSError):
                     total += os.lstat(os.path.join(root, name)).st_size
         return total
-    except OSError:
+    except (OSError, RecursionError):  # os.walk recurses: a tree too deep for it counts 0
         return 0

@@ -10,6 +10,8 @@ inputs cache: a change there fails the run (issue 63: consent is for one run).
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import stat
@@ -18,7 +20,7 @@ from pathlib import Path
 import msgspec
 
 from pinbench.artifacts.canonical import canonical_json
-from pinbench.artifacts.digest import Digest, hash_file
+from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.runners.guard import Watched
 from pinbench.evaluator.source import PACKAGE
 from pinbench.processing.consent import needs_code
@@ -97,15 +99,23 @@ _ENTRY = re.compile(r"[0-9a-f]{32}-[0-9a-f]{32}\.npy")
 """A cached array's name (``feed.cached_array``): the dataset's and the pipeline's digests."""
 
 
+def sandboxed_cache(ws: Workspace, lock: Lockfile) -> Path:
+    """Where the inputs a sandboxed worker computed are kept: never where a run in pinbench's
+    own process reads (``inputs_cache``'s shared folder), but in ``sandboxed/`` under it; a
+    model's own folder (code, operations of its own) is read only by that model's runs."""
+    trusted = inputs_cache(ws, lock)
+    root = ws.settings.home / "cache" / "inputs"
+    return trusted / "sandboxed" if trusted == root else trusted
+
+
 def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
     """A sandboxed worker's cache for one run (``run_cache``, writable inside the sandbox)
-    holds copies of the entries cached for this dataset in the run's folder
-    (``inputs_cache``): copies, so that what the worker writes there reaches no other run.
-    Returns the names copied."""
+    holds copies of the entries kept for this dataset (``sandboxed_cache``): copies, so that
+    what the worker writes there reaches no other run. Returns the names copied."""
     from pinbench.evaluator.feed import SHA256_SUFFIX
 
     dataset = lock.body.dataset
-    trusted = inputs_cache(ws, lock)
+    trusted = sandboxed_cache(ws, lock)
     if dataset is None or not trusted.is_dir():
         return set()
     prefix = dataset.manifest_digest[:32]
@@ -119,24 +129,77 @@ def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
     return copied
 
 
+MAX_SIDECAR = 128
+"""An honest sidecar holds one sha256 in hex."""
+
+
+def _plain(folder: int, name: str, cap: int) -> bytes | None:
+    """The bytes of ``name`` in the folder open at ``folder`` when it is a plain file (never a
+    link followed, a FIFO waited on or a device read) of at most ``cap`` bytes; else None."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(cap + 1)
+    finally:
+        os.close(fd)
+
+
 def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]) -> None:
-    """After a sandboxed worker ended: the entries it computed (not ``seeded``) kept in the
-    run's cache folder, each a plain file whose bytes hash to its sidecar; anything else it
-    left is dropped with the run's folder."""
+    """After a sandboxed worker ended: the entries it computed for this run's dataset (its
+    digest their prefix, not ``seeded``, not kept already), each a plain file whose bytes hash
+    to its sidecar, kept in ``sandboxed_cache`` (read by sandboxed runs only); anything else
+    it left goes with the run's folder. Nothing it names is followed or waited on."""
     from pinbench.evaluator.feed import SHA256_SUFFIX
 
-    trusted = inputs_cache(ws, lock)
-    for entry in run_cache.iterdir():
-        if entry.name in seeded or not _ENTRY.fullmatch(entry.name):
-            continue
-        sidecar = entry.with_name(entry.name + SHA256_SUFFIX)
-        if not all(stat.S_ISREG(p.lstat().st_mode) for p in (entry, sidecar) if p.exists()):
-            continue
-        if not sidecar.exists() or sidecar.stat().st_size > 128:
-            continue
-        if hash_file(entry)[0].hex != sidecar.read_text(errors="replace").strip():
-            continue
-        trusted.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(sidecar, trusted / sidecar.name)
-        shutil.copyfile(entry, trusted / (entry.name + ".tmp"))
-        (trusted / (entry.name + ".tmp")).replace(trusted / entry.name)
+    dataset = lock.body.dataset
+    if dataset is None or not run_cache.is_dir():
+        return
+    trusted = sandboxed_cache(ws, lock)
+    prefix = dataset.manifest_digest[:32] + "-"
+    folder = os.open(run_cache, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        names = sorted(os.listdir(folder))
+        for name in names:
+            ours = _ENTRY.fullmatch(name) and name.startswith(prefix) and name not in seeded
+            if not ours or (trusted / name).exists():
+                continue
+            sidecar = _plain(folder, name + SHA256_SUFFIX, MAX_SIDECAR)
+            if sidecar is not None:
+                trusted.mkdir(parents=True, exist_ok=True)
+                _copy_checked(folder, name, sidecar.decode("ascii", "replace").strip(), trusted)
+    finally:
+        os.close(folder)
+
+
+def _copy_checked(folder: int, name: str, digest: str, trusted: Path) -> None:
+    """``name`` (in the folder open at ``folder``) copied into ``trusted`` with its sidecar when
+    it is a plain file whose bytes hash to ``digest``, hashed as they are copied; else
+    nothing."""
+    from pinbench.evaluator.feed import SHA256_SUFFIX
+
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return
+    temp = trusted / f".{name}.part"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        hashed = hashlib.sha256()
+        with os.fdopen(os.dup(fd), "rb") as source, temp.open("wb") as target:
+            while chunk := source.read(1 << 20):
+                hashed.update(chunk)
+                target.write(chunk)
+        if hashed.hexdigest() != digest:
+            return
+        (trusted / (name + SHA256_SUFFIX)).write_text(digest)
+        temp.replace(trusted / name)
+    finally:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
