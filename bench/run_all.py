@@ -49,6 +49,7 @@ BENCHMARKS = (
     "bench_image_build",
     "bench_tls_context",
     "bench_test_engine",
+    "bench_sandbox",
 )
 
 OWN_ARGUMENTS: dict[str, Callable[[int, bool], list[str]]] = {
