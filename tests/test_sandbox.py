@@ -275,10 +275,12 @@ def test_without_the_sandbox_the_same_code_reaches_the_users_files_and_is_marked
     assert labels[1].count("+code") == 1
 
 
-def test_a_record_edited_in_the_database_is_named_by_fsck(world: World) -> None:
+def test_a_record_edited_in_the_database_is_named_by_fsck_and_attest_verify(
+    world: World,
+) -> None:
     """The issue's database edit: a run's top-1 set to 0.9999 in SQL showed in ``runs list``
-    while ``fsck`` said "no problems". ``fsck`` now compares every run's record with the
-    ``results.json`` signed when it was recorded, and names the run and the figure."""
+    while ``fsck`` said "no problems" and ``attest verify`` "verified". Both now compare the
+    run's record with the ``results.json`` signed when it was recorded, and name the figure."""
     from sqlalchemy import update
 
     from pinbench.db.models import Result
@@ -301,16 +303,27 @@ def test_a_record_edited_in_the_database_is_named_by_fsck(world: World) -> None:
             checked = reg.admin().check_store()
         return [p.detail for p in checked.problems if p.path == f"runs/{outcome.id}"]
 
+    from pinbench.provenance.verify import AttestationRefused
+
+    def attest_verify() -> None:
+        with Registry(home=world.home.home, database_url=world.home.db) as reg:
+            line, made_now = reg.run(outcome.id).attest()
+            assert not made_now  # the one signed when the run was recorded
+            reg.verify_attestation(line)
+
     assert problems() == []
+    attest_verify()
     set_top1(0.9999)
+    said = f"changed after it was signed: metric top1: 0.9999 recorded, {honest!r} signed"
     try:
         assert show_run(ws, outcome.id)["top1"] == 0.9999  # what the listings now show
-        assert problems() == [
-            f"changed after it was signed: metric top1: 0.9999 recorded, {honest!r} signed"
-        ]
+        assert problems() == [said]
+        with pytest.raises(AttestationRefused, match="record in this registry: " + said):
+            attest_verify()
     finally:
         set_top1(honest)
     assert problems() == []
+    attest_verify()
 
 
 INJECTS_FIGURES = (

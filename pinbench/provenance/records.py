@@ -65,15 +65,35 @@ def _differences(recorded: dict[str, Any], signed: dict[str, Any]) -> list[str]:
     return found
 
 
+def differs(
+    session: Session, run_id: str, signed_sha: str, read: Callable[[str], bytes | None]
+) -> str | None:
+    """How run ``run_id``'s record here differs from the ``results.json`` of sha256
+    ``signed_sha`` (None when it does not, or the run is not in this registry)."""
+    from pinbench.db.models import Run
+    from pinbench.provenance.statement import results_record
+
+    run = session.get(Run, run_id)
+    if run is None:
+        return None
+    now = canonical_json(results_record(run))
+    if hashlib.sha256(now).hexdigest() == signed_sha:
+        return None
+    signed_bytes = read(signed_sha)
+    signed = json.loads(signed_bytes) if signed_bytes is not None else {}
+    diffs = _differences(json.loads(now), signed) or ["its record differs"]
+    more = f" and {len(diffs) - SHOWN} more" if len(diffs) > SHOWN else ""
+    return "changed after it was signed: " + "; ".join(diffs[:SHOWN]) + more
+
+
 def altered(session: Session, read: Callable[[str], bytes | None]) -> list[Altered]:
     """Every run whose newest attestation's ``results.json`` is not its record now. ``read``
     gives a blob's bytes by sha256 (None when the store lacks it: ``fsck`` reports that
     apart)."""
     from sqlalchemy import select
 
-    from pinbench.db.models import Attestation, Run
+    from pinbench.db.models import Attestation
     from pinbench.provenance.dsse import BadEnvelope, read_envelopes
-    from pinbench.provenance.statement import results_record
 
     newest: dict[str, str] = {}
     rows = session.execute(
@@ -94,19 +114,9 @@ def altered(session: Session, read: Callable[[str], bytes | None]) -> list[Alter
             found.append(Altered(run_id, "its attestation is not one readable DSSE envelope"))
             continue
         signed_sha = _signed_results(envelope.payload)
-        run = session.get(Run, run_id)
-        if signed_sha is None or run is None:
-            continue
-        now = canonical_json(results_record(run))
-        if hashlib.sha256(now).hexdigest() == signed_sha:
-            continue
-        signed_bytes = read(signed_sha)
-        signed = json.loads(signed_bytes) if signed_bytes is not None else {}
-        diffs = _differences(json.loads(now), signed) or ["its record differs"]
-        more = f" and {len(diffs) - SHOWN} more" if len(diffs) > SHOWN else ""
-        found.append(
-            Altered(run_id, "changed after it was signed: " + "; ".join(diffs[:SHOWN]) + more)
-        )
+        said = differs(session, run_id, signed_sha, read) if signed_sha is not None else None
+        if said is not None:
+            found.append(Altered(run_id, said))
     return found
 
 
@@ -126,3 +136,28 @@ def altered_problems(ws: Workspace) -> list[Problem]:
     with ws.transaction() as session:
         changed = altered(session, read)
     return [Problem("record", f"runs/{a.run_id}", a.detail) for a in changed]
+
+
+def record_agrees(ws: Workspace, run_id: str, payload: bytes) -> None:
+    """``attest verify`` on this registry: the run's record here must be what the attestation
+    signed (a database edit of its top-1 showed in ``runs list`` while the attestation still
+    verified); refused, naming what differs. A run this registry does not hold is not
+    compared."""
+    from pinbench.artifacts.digest import Digest
+    from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
+    from pinbench.provenance.verify import AttestationRefused
+
+    signed_sha = _signed_results(payload)
+    if signed_sha is None:
+        return
+
+    def read(sha256: str) -> bytes | None:
+        try:
+            return ws.store.verify(Digest(sha256), label=f"blob {sha256[:12]}").read_bytes()
+        except (BlobMissing, ChecksumMismatch):
+            return None
+
+    with ws.transaction() as session:
+        said = differs(session, run_id, signed_sha, read)
+    if said is not None:
+        raise AttestationRefused(part=f"run {run_id[:8]}'s record in this registry", reason=said)

@@ -151,9 +151,18 @@ class Inquiries:
                 lambda remote: check(_remote_keys(remote), *folder_blobs(blobs)),
                 lambda ws: check(_local_keys(ws), *folder_blobs(blobs)),
             )
+
+        def here(ws: Workspace) -> list[Verified]:
+            from pinbench.provenance.records import record_agrees
+
+            verified = check(_local_keys(ws) if not given else [], *store_blobs(ws))
+            for envelope, done in zip(envelopes, verified, strict=True):
+                record_agrees(ws, done.run, envelope.payload)
+            return verified
+
         return self.either(
             lambda remote: check(_remote_keys(remote) if not given else [], *remote_blobs(remote)),
-            lambda ws: check(_local_keys(ws) if not given else [], *store_blobs(ws)),
+            here,
         )
 
     def keys(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
