@@ -332,11 +332,13 @@ INJECTS_FIGURES = (
     "_honest = _worker.write_results\n\n\n"
     "def _injected(out, lock_digest, evidence, error, environment):\n"
     "    evidence.metrics.update(machine_top1=1.0, energy_j=0.001, top1=1.0)\n"
+    "    evidence.metrics.update(samples_count=99999.0)\n"
     "    _honest(out, lock_digest, evidence, error, environment)\n\n\n"
     "_worker.write_results = _injected\n\n" + CODE
 )
 """The issue's injected figures: a ``machine_`` name the host kept by its prefix, an energy
-figure on a machine where the host reads no energy counter, and the task's own metric."""
+figure on a machine where the host reads no energy counter, a count of samples no run of its
+calls answered, and the task's own metric."""
 
 
 @pytest.mark.parametrize("runner", ["local", "venv"])
@@ -362,7 +364,12 @@ def test_figures_the_evaluator_injects_are_dropped_and_named(
     assert "machine_top1" not in recorded and "energy_j" not in recorded
     assert recorded["top1"] == honest["top1"] < 1.0
     # each named, the task's own metric too (the host scored its own in its place)
-    assert recorded["details"]["dropped_metrics"] == ["energy_j", "machine_top1", "top1"]
+    assert recorded["details"]["dropped_metrics"] == [
+        "energy_j",
+        "machine_top1",
+        "samples_count",  # more samples than its calls could answer
+        "top1",
+    ]
     assert "dropped_metrics" not in honest["details"]
 
 

@@ -152,6 +152,9 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
     evidence.details.pop(DROPPED, None)
     try:
         _rederive(lock, evidence)
+        if not _samples_counted(lock, evidence):
+            del evidence.metrics[SAMPLES]
+            deleted.append(SAMPLES)
     finally:
         dropped = sorted(k for k in deleted if k not in evidence.metrics and not derived(k))
         if dropped:
@@ -160,6 +163,18 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
 
 DROPPED = "dropped_metrics"
 """Where a run names the figures its evaluator sent that the host does not record."""
+SAMPLES = "samples_count"
+
+
+def _samples_counted(lock: Lockfile, evidence: Evidence) -> bool:
+    """Whether the samples the evaluator says it answered are as many as its calls could have
+    answered (issue 71: ``samples_count`` 99,999 was recorded as given): at least one per call,
+    at most a batch per call. A chain's stages call as their wiring says: not checked."""
+    count = evidence.metrics.get(SAMPLES)
+    if count is None or evidence.latencies is None or lock.body.chain is not None:
+        return True
+    calls = int(evidence.latencies.size)
+    return calls <= count <= calls * max(1, lock.body.batch_size)
 
 
 LOADGEN_PREFIXES = ("latency_", "throughput_", "queries_", "ttft_", "tpot_", "target_", "loadgen_")
