@@ -16,7 +16,8 @@ filesystem that holds nothing else:
   ``MOUNT`` (``/pinbench``): the job file, the model's files, the samples (at neutral names,
   ``data/NNNNNN``), the worker's own copy of the evaluator;
 - writable: the run's ``out`` folder (its answers, checked by the host before it reads them:
-  ``results.read_results``), a cache of its own for the run (``cache``) and an empty ``/tmp``;
+  ``results.read_results``), a cache of its own for the run (``cache``: copies in, its own
+  dataset's new entries kept by ``consented.adopt_cache``) and an empty ``/tmp``;
 - never: ``PINBENCH_HOME`` (its keys, database, blob store and caches), the dataset's ground
   truth, other environments, ``$HOME``, the host's ``/proc`` and processes, the network.
 
@@ -117,9 +118,8 @@ def bwrap() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Confinement:
-    """One sandbox: the host folder ``root`` seen read-only at ``MOUNT``, ``writable`` folders
-    under it (made here) the worker may write, and what else it must read (``hidden``: the
-    folders whose presence among the read-only binds refuses the sandbox)."""
+    """One sandbox: the host folder ``root`` (absolute) seen read-only at ``MOUNT``, and the
+    ``writable`` folders under it (made by ``prepare``) the worker may write."""
 
     root: Path
     writable: tuple[str, ...] = ("out", "cache")
