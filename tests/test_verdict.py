@@ -179,3 +179,30 @@ def test_the_least_effect_is_a_fold_either_way_and_can_be_raised() -> None:
     assert outcome(40.0, min_effect=4.0) != "changed"
     assert outcome(1.0, min_effect=4.0) == "changed"
     assert outcome(600.0, min_effect=4.0) == "changed"
+
+
+P_SAID = [
+    ("an ordinary p-value", 0.0123, "p = 0.0123"),
+    ("one that underflowed to zero (issue 72: printed p = 0)", 0.0, "p < 1e-300"),
+    ("one below the bound", 1e-320, "p < 1e-300"),
+    ("the bound itself", 1e-300, "p = 1e-300"),
+    ("a test that has none", None, "p undefined (identical samples)"),
+]
+
+
+@pytest.mark.parametrize(("case", "p", "said"), P_SAID, ids=[c for c, _, _ in P_SAID])
+def test_a_p_value_is_printed_as_a_bound_where_it_underflows(
+    case: str, p: float | None, said: str
+) -> None:
+    from pinbench.series.significance import p_said
+
+    assert p_said(p) == said, case
+
+
+def test_a_rerun_verdict_far_from_its_original_prints_the_bound_not_zero() -> None:
+    rng = np.random.default_rng(0)
+    (first,) = _runs(rng, [10_000.0], 20_000)
+    result = compare_latencies(first, _runs(rng, [80.0, 100.0, 130.0], 20_000))
+    assert result.p_value < 1e-300  # SciPy's Mann-Whitney underflows this far apart
+    assert "Mann-Whitney p < 1e-300" in result.describe()
+    assert "p = 0" not in result.describe()

@@ -119,7 +119,9 @@ class LatencyComparison:
             )
         else:
             where = f"original's framework-call median {_t(self.original_median)}, 1 rerun"
-        stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney p = {self.p_value:.3g}"
+        from pinbench.series.significance import p_said
+
+        stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney {p_said(self.p_value)}"
         if self.inconclusive:
             if self.disagreement is not None and self.disagreement > self.band:
                 why = f"the reruns disagree with each other by {self.disagreement:.0%}"

@@ -56,12 +56,12 @@ from pinbench.series.significance import (
     MAX_RERUNS,
     figures,
     least_rank_p,
+    p_said,
     p_value,
     ranks_reach,
     reruns_needed,
     run_test,
     samples,
-    shown,
     test_name,
 )
 
@@ -302,7 +302,7 @@ def _statistical(
         on = f"{len(a):,} per-query latencies vs {len(b):,} pooled from {n} runs"
     else:
         on = f"{len(a):,} per-query latencies pooled from {runs} vs {len(b):,} from {n} runs"
-    stats = f"{name} on {on}, p = {shown(p)}, alpha {t.alpha:g}"
+    stats = f"{name} on {on}, {p_said(p)}, alpha {t.alpha:g}"
     floor = t.max_change
     significant = p is not None and p < t.alpha
     big = change > (floor if floor is not None else 0.0)
@@ -314,7 +314,7 @@ def _statistical(
         level = on_runs or "t"
         p_run = p_value(level, figures(candidates), figures(window), t.direction, False)
         stats += f"; {test_name(level, False)} on the runs' figures ({runs} vs {n}), "
-        stats += f"p = {shown(p_run)}"
+        stats += p_said(p_run)
     runs_agree = not pooled or (p_run is not None and p_run < t.alpha)
     floor_text = f", over the {floor:.1%} bound" if floor is not None and big else ""
     if significant and big and runs_agree:
