@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinbench.errors import UserError
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -36,3 +38,31 @@ class Settings:
             s3_endpoint=env.get("PINBENCH_S3_ENDPOINT") or None,
             cache_max=env.get("PINBENCH_CACHE_MAX") or None,
         )
+
+
+def check_home(home: Path) -> None:
+    """Refuse a home that is not a folder and cannot become one: a file, or a path under a
+    file (issue 72: ``init`` ended in a ``FileExistsError`` traceback, ``restore`` in a
+    ``NotADirectoryError`` one, ``list`` blamed the database's schema)."""
+    at = home
+    while True:
+        if at.is_dir():
+            return
+        if at.exists() or at.is_symlink():
+            raise HomeNotAFolder(home=home, blocker=at)
+        if at.parent == at:
+            return
+        at = at.parent
+
+
+class HomeNotAFolder(UserError):
+    def __init__(self, *, home: Path, blocker: Path) -> None:
+        what = (
+            "is not a folder" if blocker == home else f"is under {blocker}, which is not a folder"
+        )
+        super().__init__(
+            f"PINBENCH_HOME {home} {what}: set PINBENCH_HOME to a folder (it is made if it does "
+            "not exist)"
+        )
+        self.home = str(home)
+        self.blocker = str(blocker)

@@ -31,7 +31,11 @@ class Workspace:
 
     @classmethod
     def from_env(cls) -> Workspace:
-        return cls(Settings.from_env())
+        from pinbench.config import check_home
+
+        settings = Settings.from_env()
+        check_home(settings.home)
+        return cls(settings)
 
     @cached_property
     def store(self) -> BlobStore:

@@ -134,7 +134,7 @@ class Registry(Inquiries, RunRecords):
         """The workspace this registry names (made once, under ``_opening``)."""
         from dataclasses import replace
 
-        from pinbench.config import Settings
+        from pinbench.config import Settings, check_home
         from pinbench.workspace import Workspace
 
         settings = Settings.from_env()
@@ -144,6 +144,7 @@ class Registry(Inquiries, RunRecords):
             settings = Settings(home=home, database_url=url)
         elif self._database_url is not None:
             settings = replace(settings, database_url=self._database_url)
+        check_home(settings.home)
         return Workspace(settings)
 
     def hosting(self) -> Hosting:
