@@ -194,7 +194,7 @@ P_SAID = [
 def test_a_p_value_is_printed_as_a_bound_where_it_underflows(
     case: str, p: float | None, said: str
 ) -> None:
-    from pinbench.series.significance import p_said
+    from pinbench.run_figures import p_said
 
     assert p_said(p) == said, case
 

@@ -119,7 +119,7 @@ class LatencyComparison:
             )
         else:
             where = f"original's framework-call median {_t(self.original_median)}, 1 rerun"
-        from pinbench.series.significance import p_said
+        from pinbench.run_figures import p_said
 
         stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney {p_said(self.p_value)}"
         if self.inconclusive:

@@ -113,19 +113,6 @@ def ranks_reach(k: int, n: int, alpha: float, *, most: int) -> tuple[int | None,
     return runs, past
 
 
-SMALLEST_P = 1e-300
-"""Below this a p-value is printed as a bound: SciPy's underflows to 0 for samples that far
-apart, and "p = 0" claims a certainty no test gives."""
-
-
-def p_said(p: float | None) -> str:
-    """A p-value as every verdict and gate prints it: ``p = 0.0123``, ``p < 1e-300`` where it
-    underflows, ``p undefined (identical samples)`` where the test has none."""
-    if p is None:
-        return "p undefined (identical samples)"
-    return f"p < {SMALLEST_P:g}" if p < SMALLEST_P else f"p = {p:.3g}"
-
-
 def reruns_needed(values: Sequence[float], change: float, have: int = 1) -> int | None:
     """How many more runs of the candidate would settle a change of ``change``, given the
     ``have`` runs of it judged already: the fewest ``k`` > ``have`` whose mean the rerun

@@ -51,12 +51,12 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench import bounds
+from pinbench.run_figures import p_said
 from pinbench.series.errors import InvalidCandidates, InvalidSeries, InvalidThreshold
 from pinbench.series.significance import (
     MAX_RERUNS,
     figures,
     least_rank_p,
-    p_said,
     p_value,
     ranks_reach,
     reruns_needed,
