@@ -27,7 +27,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-DEFAULT_TMP = Path(os.environ.get("PINBENCH_BENCH_TMP", "/work/.bench-tmp"))
+DEFAULT_TMP = Path(
+    os.environ.get("PINBENCH_BENCH_TMP") or Path.home() / ".cache" / "pinbench-bench"
+)
+"""Disk-backed scratch (``/tmp`` may be memory): ``$PINBENCH_BENCH_TMP``, else under the user's
+cache folder."""
 GIB = 1024**3
 MIB = 1024**2
 
@@ -35,12 +39,15 @@ MIB = 1024**2
 # ---------------------------------------------------------------- arguments
 
 
-def parser(description: str) -> argparse.ArgumentParser:
+def parser(
+    description: str, *, runs_help: str = "repetitions; the median is reported"
+) -> argparse.ArgumentParser:
+    """The options every benchmark takes; ``runs_help`` where its ``--runs`` means otherwise."""
     p = argparse.ArgumentParser(
         description=description.strip().splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--runs", type=int, default=5, help="repetitions; the median is reported")
+    p.add_argument("--runs", type=int, default=5, help=runs_help)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
         "--tmp",

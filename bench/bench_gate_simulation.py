@@ -268,7 +268,11 @@ def _render_repeats(results: list[dict[str, Any]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser(__doc__ or "")
+    p = parser(
+        __doc__ or "",
+        runs_help="trial sets, each of fixed seeds; their trials are pooled into each row's "
+        "counts (not medianed)",
+    )
     p.add_argument("--part", choices=["all", "gates", "repeat", "points"], default="all")
     args = p.parse_args(argv)
     sets = check_runs(args)

@@ -48,3 +48,44 @@ def test_each_option_run_all_passes_is_one_the_benchmark_takes(quick: bool, reas
             if f'"{option}"' not in source and f'"{option}"' not in common:
                 unknown.append(f"{name} {option}")
     assert unknown == [], reason
+
+
+def _bench_python(code: str, **env: str) -> str:
+    """What ``python -c CODE`` prints from the repository root (``bench`` importable)."""
+    import os
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k != "PINBENCH_BENCH_TMP"} | env
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def test_the_default_scratch_is_no_one_machines_path() -> None:
+    """Issue 72, item 8: the benchmarks' default scratch was ``/work/.bench-tmp``, one
+    machine's absolute path; it is under the user's cache folder unless
+    ``PINBENCH_BENCH_TMP`` names another."""
+    code = "from bench._common import DEFAULT_TMP; print(DEFAULT_TMP)"
+    assert _bench_python(code) == str(Path.home() / ".cache" / "pinbench-bench")
+    assert _bench_python(code, PINBENCH_BENCH_TMP="/elsewhere") == "/elsewhere"
+
+
+def test_the_gate_simulations_runs_say_its_trials_are_pooled() -> None:
+    """Its ``--runs`` help said the median of repetitions is reported; its sets' trials are
+    pooled into each row's counts (issue 72, item 8)."""
+    shown = _bench_python(
+        "import sys; sys.argv = ['x', '--help']\n"
+        "from bench.bench_gate_simulation import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    runs = " ".join(shown.split("--runs RUNS")[-1].split("--json")[0].split())
+    assert (
+        runs == "trial sets, each of fixed seeds; their trials are pooled into each row's "
+        "counts (not medianed)"
+    ), runs
