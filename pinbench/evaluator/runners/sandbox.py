@@ -297,13 +297,16 @@ def sandbox_marks(
     lock: Lockfile, evidence: Evidence, *, allow_code: bool, allow_pickle: bool, here: bool
 ) -> None:
     """The host's marks of how the system under test ran; whatever the worker sent under these
-    names goes. ``here``: the run ran on this machine, whose energy counters the host reads: an
-    evaluator's energy figure where the host reads none is dropped (and named)."""
+    names goes. ``here``: the run ran on this machine, whose energy counters the host reads: a
+    worker process's energy figure where the host reads none is dropped (and named); an
+    in-process run's are the host's own measure."""
     from pinbench.processing.consent import needs_code
 
     for name in (UNSANDBOXED_METRIC, CODE_METRIC):
         evidence.metrics.pop(name, None)
-    if here and any(k.startswith("energy_") for k in evidence.metrics) and not _counters_here():
+    worker = "inside" in evidence.environment  # measured by another process (a worker's word)
+    energy = any(k.startswith("energy_") for k in evidence.metrics)
+    if here and worker and energy and not _counters_here():
         injected = sorted(k for k in evidence.metrics if k.startswith("energy_"))
         for name in injected:
             del evidence.metrics[name]

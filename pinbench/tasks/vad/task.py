@@ -182,11 +182,15 @@ class ActivityScorer(Scorer):
 
     def _own_counts(self) -> Array | None:
         """The frame count of every sample by the host's own decoding (made once); None for a
-        model whose ``preprocess`` code makes its inputs."""
+        model whose ``preprocess`` code makes its inputs, or a scorer handed no samples (a test
+        of the scorer alone; a run's host always holds its dataset's files)."""
         from pinbench.evaluator.stop import Stop
         from pinbench.evaluator.stream import decoded_samples
 
-        if self.context.model.preprocess is not None:
+        samples = self.context.samples
+        if self.context.model.preprocess is not None or (
+            samples.files is None and samples.data is None  # a scorer given no samples to read
+        ):
             return None
         if self._own is None:
             rows = [
