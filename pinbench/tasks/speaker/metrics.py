@@ -13,9 +13,11 @@ the scores against whether each trial is a target trial (one speaker), as
 - ``min_dcf``: NIST's detection cost ``C_miss * P_miss * P_target + C_fa * P_fa * (1 -
   P_target)`` at the threshold that makes it least, over every point of the ROC, divided by
   the cost of the better of accepting or rejecting every trial, ``min(C_miss * P_target, C_fa
-  * (1 - P_target))`` (the normalised minDCF that VoxSRC and voxceleb_trainer's
-  ``ComputeMinDcf`` report), with the parameters ``DCF`` declares: ``P_target`` 0.05,
-  ``C_miss`` 1, ``C_fa`` 1 (VoxSRC's).
+  * (1 - P_target))`` (VoxSRC's normalisation, as voxceleb_trainer's ``ComputeMinDcf``
+  divides), with the parameters ``DCF`` declares: ``P_target`` 0.05, ``C_miss`` 1, ``C_fa`` 1
+  (VoxSRC's). Not voxceleb_trainer's points: its ``ComputeErrorRates`` takes a point after
+  each trial in score order, so tied scores are split by the order the trials came in and its
+  least cost can fall between them; here a point is a distinct score, as ``roc_curve`` gives.
 
 Both are undefined (``UndefinedMetric``; the run fails) unless the trials hold target and
 non-target trials.
