@@ -46,3 +46,39 @@ def test_the_demos_table_names_loadgens_figures_and_marks_an_invalid_run() -> No
     )
     assert HEADER[3:] == ("SingleStream p50 (LoadGen)", "p99 (LoadGen)", "Offline (LoadGen)")
     assert cells(table[0])[3:] == ("42.8 µs INVALID", "1.25 ms INVALID", "11,934 samples/s")
+
+
+def test_an_invalid_figure_is_said_under_the_table_with_loadgens_reason() -> None:
+    """Issue 72, item 6: the demo's headline table showed INVALID for both ResNet-50
+    SingleStream figures with no word of why. Each INVALID figure gets a line under the table
+    (the demo's and the Markdown one): whose, which scenario, and LoadGen's reason with the
+    setting that governs it, as the run recorded it."""
+    from pinbench.benchmark.table import invalid_notes, markdown
+
+    reason = (
+        "min_queries not met: LoadGen issued fewer queries than scenario.min_query_count "
+        "(raise min_duration_ms)"
+    )
+    job = Job("vision/resnet50", "onnxruntime", "imagenet", "SingleStream")
+    invalid = {
+        "loadgen_valid_bool": 0.0,
+        "latency_p50_ns": 42_800.0,
+        "details": {"loadgen": {"invalid_reasons": [reason]}},
+    }
+    unexplained = {"loadgen_valid_bool": 0.0, "latency_p50_ns": 1.0}
+    valid = Job("vision/digits", "onnxruntime", "digits", "SingleStream")
+    table = rows(
+        [
+            (job, invalid),
+            (Job("vision/cnn", "torch", "digits", "Offline"), unexplained),
+            (valid, {"loadgen_valid_bool": 1.0, "latency_p50_ns": 2.0}),
+        ]
+    )
+    assert invalid_notes(table) == [
+        f"INVALID: onnxruntime vision/resnet50 SingleStream: {reason}",
+        "INVALID: torch vision/cnn Offline: no reason logged",
+    ]
+    assert markdown(table).endswith(
+        f"\n\n- INVALID: onnxruntime vision/resnet50 SingleStream: {reason}\n"
+        "- INVALID: torch vision/cnn Offline: no reason logged\n"
+    )

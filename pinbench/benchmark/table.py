@@ -39,6 +39,9 @@ class Row:
     """LoadGen's samples per second, of the Offline run."""
     invalid: tuple[str, ...] = ()
     """The performance scenarios whose run LoadGen called INVALID: their figures are marked."""
+    invalid_why: tuple[str, ...] = ()
+    """Why, as the runs record LoadGen's reasons: ``SingleStream: min_duration not met: ...``
+    (``invalid_notes`` prints them under the table)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,9 +73,29 @@ def rows(runs: Iterable[tuple[Job, dict[str, Any]]]) -> list[Row]:
                     for name, run in (("SingleStream", ss), ("Offline", off))
                     if loadgen_invalid(run)
                 ),
+                invalid_why=tuple(
+                    f"{name}: {reason}"
+                    for name, run in (("SingleStream", ss), ("Offline", off))
+                    if loadgen_invalid(run)
+                    for reason in _reasons(run)
+                ),
             )
         )
     return out
+
+
+def _reasons(run: dict[str, Any]) -> list[str]:
+    """LoadGen's reasons for calling ``run`` INVALID, as the run records them."""
+    loadgen = (run.get("details") or {}).get("loadgen") or {}
+    found = loadgen.get("invalid_reasons") if isinstance(loadgen, dict) else None
+    return [str(r) for r in found] if isinstance(found, list) and found else ["no reason logged"]
+
+
+def invalid_notes(table: list[Row]) -> list[str]:
+    """A line under the table for each figure marked INVALID: whose, which scenario, and
+    LoadGen's reason with the setting that governs it (issue 72: the demo's first screen
+    showed INVALID with no word of why)."""
+    return [f"{INVALID}: {r.framework} {r.model} {why}" for r in table for why in r.invalid_why]
 
 
 def _scored(run: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +164,8 @@ def cells(row: Row) -> tuple[str, ...]:
 def markdown(table: list[Row]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(cells(r)) + " |" for r in table]
+    notes = invalid_notes(table)
+    lines += ["", *(f"- {note}" for note in notes)] if notes else []
     return "\n".join(lines) + "\n"
 
 

@@ -25,7 +25,7 @@ from rich.text import Text
 from pinbench import catalog as builtin
 from pinbench.benchmark import jobs
 from pinbench.benchmark.jobs import Job
-from pinbench.benchmark.table import HEADER, cells, rows
+from pinbench.benchmark.table import HEADER, cells, invalid_notes, rows
 from pinbench.catalog import cnn, efficientnet, minilm, nsfw, nudenet, photos
 from pinbench.demo import bisect as demo_bisect
 from pinbench.demo import distributed as demo_distributed
@@ -118,6 +118,8 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
         runs[job] = done.info
         out.print(f"run {done.id[:8]}")
     out.print(_table(runs))
+    for note in invalid_notes(rows(runs.items())):  # why, and the setting that governs it
+        out.print(note)
 
     step("cross-framework parity: the same weights, outputs compared with ONNX Runtime's")
     accuracy = [r for j, r in runs.items() if j.scenario == "accuracy"]
