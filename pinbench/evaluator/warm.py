@@ -19,9 +19,7 @@ that finds its key's process busy runs cold.
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -29,6 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
+from pinbench.artifacts.plain_file import plain_bytes
 from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.policy import needs_pickle
 from pinbench.evaluator.runners.process import (
@@ -82,17 +81,10 @@ def read_exit(path: Path) -> int | None:
     """The status in a job's exit file, read without trusting it: the folder is writable from
     inside the evaluator, so a link, a FIFO, a device or anything but a few digits is refused
     (None) rather than followed, waited on or read whole."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    found = plain_bytes(path, EXIT_BYTES)
+    if found is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > EXIT_BYTES:
-            return None
-        text = os.read(fd, EXIT_BYTES).decode("ascii", "replace").strip()
-    finally:
-        os.close(fd)
+    text = found.decode("ascii", "replace").strip()
     return int(text) if text.lstrip("-").isdigit() else None
 
 

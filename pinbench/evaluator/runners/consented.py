@@ -21,6 +21,7 @@ import msgspec
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
+from pinbench.artifacts.plain_file import plain_bytes
 from pinbench.evaluator.runners.guard import Watched
 from pinbench.evaluator.source import PACKAGE
 from pinbench.processing.consent import needs_code
@@ -133,23 +134,6 @@ MAX_SIDECAR = 128
 """An honest sidecar holds one sha256 in hex."""
 
 
-def _plain(folder: int, name: str, cap: int) -> bytes | None:
-    """The bytes of ``name`` in the folder open at ``folder`` when it is a plain file (never a
-    link followed, a FIFO waited on or a device read) of at most ``cap`` bytes; else None."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(cap + 1)
-    finally:
-        os.close(fd)
-
-
 def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]) -> None:
     """After a sandboxed worker ended: the entries it computed for this run's dataset (its
     digest their prefix, not ``seeded``, not kept already), each a plain file whose bytes hash
@@ -169,7 +153,7 @@ def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]
             ours = _ENTRY.fullmatch(name) and name.startswith(prefix) and name not in seeded
             if not ours or (trusted / name).exists():
                 continue
-            sidecar = _plain(folder, name + SHA256_SUFFIX, MAX_SIDECAR)
+            sidecar = plain_bytes(name + SHA256_SUFFIX, MAX_SIDECAR, dir_fd=folder)
             if sidecar is not None:
                 trusted.mkdir(parents=True, exist_ok=True)
                 _copy_checked(folder, name, sidecar.decode("ascii", "replace").strip(), trusted)
