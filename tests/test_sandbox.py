@@ -182,10 +182,17 @@ def host(world: World, tmp_path: Path) -> Iterator[Host]:
         made.listener.close()
 
 
+def _with_code(world: World, root: Path, version: str, code: str) -> str:
+    """``vision/digits-code@version`` published with ``code`` as its processing code."""
+    return _publish(
+        world.home.ws, root, world.catalog, version, preprocess=PRE, postprocess=POST, code=code
+    )
+
+
 def _probed(world: World, host: Host, tmp: Path, version: str, runner: str, **run: Any) -> Any:
     ws = world.home.ws
     code = host.code(only_ask=run.get("sandbox") == "none")
-    model = _publish(ws, tmp, world.catalog, version, preprocess=PRE, postprocess=POST, code=code)
+    model = _with_code(world, tmp, version, code)
     with pytest.raises(EvaluationFailed, match="probes: ") as info:
         run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True, **run)
     found: dict[str, Any] = json.loads(
@@ -346,15 +353,7 @@ def test_figures_the_evaluator_injects_are_dropped_and_named(
     world: World, tmp_path: Path, runner: str
 ) -> None:
     ws = world.home.ws
-    model = _publish(
-        ws,
-        tmp_path,
-        world.catalog,
-        f"11.2.{runner == 'venv':d}",
-        preprocess=PRE,
-        postprocess=POST,
-        code=INJECTS_FIGURES,
-    )
+    model = _with_code(world, tmp_path, f"11.2.{runner == 'venv':d}", INJECTS_FIGURES)
     recorded = show_run(
         ws, run_lockfile(ws, _lock(ws, model), runner=runner, say=quiet, allow_code=True).id
     )
@@ -480,9 +479,7 @@ def test_what_the_code_leaves_in_its_folders_is_neither_followed_nor_kept_but_it
     code = LEAVES.replace("@DATASET@", repr(dataset.manifest_digest)).replace(
         "@PASSWD@", repr(passwd)
     )
-    model = _publish(
-        ws, tmp_path, world.catalog, "11.3.0", preprocess=PRE, postprocess=POST, code=code + CODE
-    )
+    model = _with_code(world, tmp_path, "11.3.0", code + CODE)
     lock = _lock(ws, model)
     shared = ws.settings.home / "cache" / "inputs"
     before = sorted(p.name for p in shared.glob("*.npy"))
