@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,11 @@ class Unread(OSError):
     """What Linux keeps of the machine could not be read here; the message says what."""
 
 
-def read(proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> Reading:
-    """The machine and this process now (``Unread`` where ``/proc/stat`` is not Linux's)."""
+def read(
+    proc: Path = Path("/proc"), sysfs: Path = Path("/sys"), own: Callable[[], float] | None = None
+) -> Reading:
+    """The machine and this process now (``Unread`` where ``/proc/stat`` is not Linux's);
+    ``own``: what counts as the run's own CPU seconds (default: this process's)."""
     try:
         lines = (proc / "stat").read_text().splitlines()
     except OSError as exc:
@@ -112,12 +116,16 @@ def read(proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> Reading:
             cpus = 1 if allowed is None else len(allowed)
     except ValueError:
         raise Unread(f"{proc / 'stat'}'s cpu lines are not numbers") from None
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    if own is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        own_s = usage.ru_utime + usage.ru_stime
+    else:
+        own_s = own()
     return Reading(
         time.monotonic(),
         jiffies,
         max(cpus, 1),
-        usage.ru_utime + usage.ru_stime,
+        own_s,
         _load(proc),
         _freqs(sysfs),
     )
@@ -169,16 +177,22 @@ def between(before: Reading, after: Reading) -> Activity:
 
 
 class MachineMeter:
-    """Reads the machine at ``start`` and ``stop`` (around LoadGen's test)."""
+    """Reads the machine at ``start`` and ``stop`` (around LoadGen's test); ``own``: as
+    ``read``'s (a host-timed test's: the host's and its worker's processes)."""
 
-    def __init__(self, proc: Path = Path("/proc"), sysfs: Path = Path("/sys")) -> None:
-        self._proc, self._sysfs = proc, sysfs
+    def __init__(
+        self,
+        proc: Path = Path("/proc"),
+        sysfs: Path = Path("/sys"),
+        own: Callable[[], float] | None = None,
+    ) -> None:
+        self._proc, self._sysfs, self._own = proc, sysfs, own
         self._before: Reading | None = None
         self.unread = ""
 
     def start(self) -> None:
         try:
-            self._before = read(self._proc, self._sysfs)
+            self._before = read(self._proc, self._sysfs, self._own)
         except Unread as exc:
             self.unread = str(exc)
 
@@ -187,7 +201,7 @@ class MachineMeter:
         if self._before is None:
             return self.unread or "the meter was not started"
         try:
-            return between(self._before, read(self._proc, self._sysfs))
+            return between(self._before, read(self._proc, self._sysfs, self._own))
         except Unread as exc:
             return str(exc)
 

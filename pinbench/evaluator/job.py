@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from pinbench.evaluator.memory import PeakMemory
     from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.evaluator.remote_test import RemoteTest
 
 Say = Callable[[str], None]
 
@@ -53,6 +54,8 @@ class Job:
     """A chain's stages' files by stage name (``pinbench.chains``), each as ``model_paths``."""
     sysfs: Path = SYSFS
     """Where sysfs is mounted, for the RAPL energy counters (tests lay out their own)."""
+    remote: RemoteTest | None = None
+    """The host times the test (``runners.host_clock``): LoadGen's queries come across this."""
     memory: PeakMemory | None = None
     """The evaluation's peak memory (``measure``): an evaluator marks where its model's loading
     begins (``PeakMemory.model_loading``)."""

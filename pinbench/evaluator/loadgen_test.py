@@ -98,10 +98,12 @@ def metered_test(
     stop: Stop,
     *,
     on_caller: bool = False,
+    own_cpu: Callable[[], float] | None = None,
 ) -> tuple[dict[str, Any], Activity | str]:
     """``_start_test_stoppable`` with the machine read before and after it
-    (``contention.MachineMeter``): LoadGen's summary and what else the machine did."""
-    machine = contention.MachineMeter()
+    (``contention.MachineMeter``; ``own_cpu``: the run's own CPU seconds, as ``own`` there):
+    LoadGen's summary and what else the machine did."""
+    machine = contention.MachineMeter(own=own_cpu)
     machine.start()
     summary = _start_test_stoppable(issue, count, settings, log_dir, stop, on_caller=on_caller)
     return summary, machine.stop()

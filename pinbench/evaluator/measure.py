@@ -96,6 +96,11 @@ def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say:
     body = job.lock.body
     env = body.environment
     assert env is not None
+    if job.remote is not None:
+        from pinbench.evaluator.clock_wire import fits
+
+        if not fits(body):
+            raise UserError("the host keeps the clock of one model's LoadGen test only")
     if body.operator is not None:
         from pinbench.evaluator.operate import operate
 
@@ -249,6 +254,7 @@ def _evaluate(
                 on_caller=profiling and cls.PROFILES_ONE_THREAD,
                 keep_outputs=code is not None and code.post is not None,
                 batch_axes=batch_axes(body.model.outputs),
+                remote=job.remote,
             )
             energy = meter.stop()
         recorder.scenario(measurement.starts_ns, measurement.latencies_ns)
@@ -262,8 +268,9 @@ def _evaluate(
         predictor.close()
     evidence.metrics = {**measurement.summary(), **evidence.metrics}  # transform_* kept
     evidence.details.update(measurement.details())  # LoadGen's log, the machine's readings
-    record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
-    evidence.latencies = measurement.latencies_ns
+    if job.remote is None:  # else the host measures it around its own test
+        record_energy(energy, measurement.samples, evidence.metrics, evidence.details)
+    evidence.latencies = measurement.latencies_ns  # a host-timed run's are the host's
     if code is not None:  # timed apart, outside the framework's timed region
         with recorder.phase("postprocess (code)"):
             measurement.outputs = code.every(measurement.outputs, job.stop, evidence, say)

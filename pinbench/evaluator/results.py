@@ -66,6 +66,9 @@ class JobFile(
     """Whoever started the run allowed the model's processing code to run."""
     stages: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
     """A chain's stages (``pinbench.chains``): stage name -> its model's files, as ``model``."""
+    clock: list[int] = msgspec.field(default_factory=list)
+    """The host keeps the clock (``runners.host_clock``): the pipes' descriptors the worker
+    reads the host's queries from and writes its answers to; empty: LoadGen runs here."""
 
 
 class ChromeTrace(msgspec.Struct, frozen=True):
@@ -161,8 +164,10 @@ wrote."""
 def _drop_claimed_digests(details: dict[str, Any]) -> None:
     """Digests of outputs the host stores itself (accuracy outputs, final weights, token
     times, an optimized graph, post-processing times: ``CLAIMED``) are the host's to record,
-    from the bytes it read: whatever the worker wrote for them goes."""
+    from the bytes it read: whatever the worker wrote for them goes; so does a list of dropped
+    figures (``scoring.DROPPED``: the host names what it dropped)."""
     drop(details, CLAIMED)
+    details.pop("dropped_metrics", None)
 
 
 def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:

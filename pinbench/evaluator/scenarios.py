@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlperf_loadgen as lg
 import numpy as np
@@ -29,10 +29,16 @@ from pinbench.evaluator.output_axes import one_sample
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario, planned_refusal
 
+if TYPE_CHECKING:
+    from pinbench.evaluator.remote_test import RemoteTest
+
 Array = npt.NDArray[np.generic]
 Outputs = dict[str, Array]
 """One prediction: each declared output by name (``predictors.base.Outputs``)."""
 Predict = Callable[[Array], Outputs]
+
+HOST_TIMED = "timed by the host (runners.host_clock)"
+"""A remote test's machine reading: the host's is recorded."""
 
 _SCENARIOS = {
     "SingleStream": lg.TestScenario.SingleStream,
@@ -94,6 +100,9 @@ class Measurement(Tested):
     name, each with a batch axis of one."""
     machine: Activity | str = "not read"
     performance: bool = True
+    timed_here: bool = True
+    """LoadGen ran beside the model; else the host timed the test (``remote``) and records its
+    figures: this measurement's summary has none of its own timings."""
 
     def summary(self) -> dict[str, float]:
         """Metrics with their units in their names: LoadGen's ``latency_p99_ns``,
@@ -103,6 +112,8 @@ class Measurement(Tested):
         ``framework_throughput_sps`` (samples answered over first query received → last call
         returned; decision 275); in a performance run, what else the machine did meanwhile
         (``contention.figures``)."""
+        if not self.timed_here:
+            return {}
         out = loadgen_figures(self.loadgen, self.scenario, self.target)
         out.update(series(self.latencies_ns, "framework_latency"))
         out["framework_calls_count"] = float(self.latencies_ns.size)
@@ -165,6 +176,7 @@ def run_scenario(
     on_caller: bool = False,
     keep_outputs: bool = False,
     batch_axes: dict[str, int] | None = None,
+    remote: RemoteTest | None = None,
 ) -> Measurement:
     """Run one LoadGen test over ``inputs`` (``N`` preprocessed samples, batch axis first).
     ``batch_axes``: the outputs whose answers hold the batch on another axis than the first
@@ -174,7 +186,9 @@ def run_scenario(
     calling thread, not LoadGen's (a profiler that records only the thread it started on:
     PyTorch's); the hand-over adds to LoadGen's latencies, not to pinbench's timed region.
     ``keep_outputs``: keep each sample's outputs in performance mode too (for a model's
-    ``postprocess`` code, run after the scenario)."""
+    ``postprocess`` code, run after the scenario). ``remote``: LoadGen runs in the host, which
+    times the test (``runners.host_clock``): the queries come across its pipe, and the
+    measurement holds no LoadGen figure and no timing of the worker's own."""
     total = int(inputs.shape[0])
     if total == 0:
         raise ScenarioError(setting="sample_count", reason="the dataset has no samples")
@@ -189,8 +203,10 @@ def run_scenario(
     clock = time.perf_counter_ns
     record = latencies.append
     mark = starts.append
-    complete = lg.QuerySamplesComplete
-    response = lg.QuerySampleResponse
+    complete: Callable[[list[Any]], None] = lg.QuerySamplesComplete
+    response: Callable[[int, int, int], Any] = lg.QuerySampleResponse
+    if remote is not None:
+        complete, response = remote.complete, remote.response
     # Batch size 1: one view per sample, sliced once here rather than once per query.
     views = [inputs[i : i + 1] for i in range(count)] if batch_size == 1 else []
 
@@ -252,9 +268,14 @@ def run_scenario(
     settings = settings_for(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
-    summary, activity = metered_test(
-        issue, count, settings, log_dir, stop or Stop(), on_caller=on_caller
-    )
+    if remote is not None:
+        remote.run(issue, count, expected_latency_ns)
+        summary: dict[str, Any] = {}
+        activity: Activity | str = HOST_TIMED
+    else:
+        summary, activity = metered_test(
+            issue, count, settings, log_dir, stop or Stop(), on_caller=on_caller
+        )
     if failure:
         raise failure[0]
     return Measurement(
@@ -268,4 +289,5 @@ def run_scenario(
         outputs=outputs,
         machine=activity,
         performance=scenario.mode == "performance",
+        timed_here=remote is None,
     )

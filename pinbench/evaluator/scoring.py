@@ -149,20 +149,29 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
         if not (own and metric is None) and not model_only:
             del evidence.metrics[key]  # the host scores, re-derives, or does not record
             deleted.append(key)
-    evidence.details.pop(DROPPED, None)
     try:
         _rederive(lock, evidence)
         if not _samples_counted(lock, evidence):
             del evidence.metrics[SAMPLES]
             deleted.append(SAMPLES)
     finally:
-        dropped = sorted(k for k in deleted if k not in evidence.metrics and not derived(k))
-        if dropped:
-            evidence.details[DROPPED] = dropped
+        name_dropped(
+            evidence.details, [k for k in deleted if k not in evidence.metrics and not derived(k)]
+        )
 
 
 DROPPED = "dropped_metrics"
 """Where a run names the figures its evaluator sent that the host does not record."""
+
+
+def name_dropped(details: dict[str, Any], names: list[str]) -> None:
+    """Name ``names`` among the figures the host dropped (``DROPPED``: every host step that
+    drops one adds to the list; a worker's own list never reaches it: ``results``)."""
+    named = set(details.get(DROPPED) or []) | set(names)
+    if named:
+        details[DROPPED] = sorted(named)
+
+
 SAMPLES = "samples_count"
 
 

@@ -174,6 +174,14 @@ def main(argv: list[str]) -> int:
         return 2
     evidence, error = Evidence(), None
     hidden: list[str] = []
+    if len(spec.clock) not in (0, 2):
+        print("pinbench worker: the job's clock names two descriptors or none", file=sys.stderr)
+        return 2
+    remote = None
+    if spec.clock:
+        from pinbench.evaluator.remote_test import RemoteTest
+
+        remote = RemoteTest(spec.clock[0], spec.clock[1])
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
             hidden = [scratch]  # an error while the folders are placed names no host path
@@ -193,6 +201,7 @@ def main(argv: list[str]) -> int:
                 trace=spec.trace,
                 allow_pickle=spec.allow_pickle,
                 allow_code=spec.allow_code,
+                remote=remote,
             )
             measure(job, evidence, _say)
     except PinbenchError as exc:

@@ -12,8 +12,10 @@ model), and the run is recorded failed with the time limit as its reason."""
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import distributions
@@ -110,6 +112,7 @@ def write_host_job(
     allow_pickle: bool,
     allow_code: bool,
     confine: Confinement | None = None,
+    clock: Sequence[int] = (),
 ) -> set[str]:
     """The job file at ``path`` for a worker on this machine (the venv runner's, the local
     runner's child): the model's and the stages' folders placed beside it, the data read from
@@ -117,7 +120,7 @@ def write_host_job(
     too (the blob store is not in the sandbox), at neutral names, every path the one the
     worker sees, and the sandbox's own cache for the run, seeded with copies of the entries
     cached for its dataset (``consented.seed_cache``; returned: ``adopt_cache`` takes the
-    rest when it ends)."""
+    rest when it ends). ``clock``: the descriptors of a host-timed test (``host_clock``)."""
     data = store_paths(ws, lock, Kind.DATASET)
     validation = store_paths(ws, lock, "validation")
     seeded: set[str] = set()
@@ -146,6 +149,7 @@ def write_host_job(
             name: seen(files)
             for name, files in stage_folders(ws, lock, path.parent / "stages").items()
         },
+        clock=clock,
     )
     return seeded
 
@@ -177,14 +181,26 @@ def run_in_worker(
     runner): in the sandbox unless ``sandbox`` is ``none`` (then watched: ``code_watch`` over
     ``environment``), its job written as the sandbox sees it, and the inputs it cached kept
     for the next runs of its model once it ends (``adopt_cache``)."""
+    from pinbench.evaluator.runners.host_clock import HostClock, keeps_clock
+
     sandboxed = sandbox != "none"
-    with scratch_directory(ws.store.tmp, "run") as tmp:
+    code = settings.allow_code and needs_code(lock)
+    timed = sandboxed and keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
+    with (
+        scratch_directory(ws.store.tmp, "run") as tmp,
+        scratch_directory(ws.store.tmp, "run") as logs,
+        contextlib.ExitStack() as ending,
+    ):
         seeded: set[str] = set()
+        clock = HostClock(lock, Path(logs), stop) if timed else None
+        if clock is not None:
+            ending.callback(clock.close)
 
         def write(job: Path, confine: Confinement | None) -> None:
             s = settings
+            fds = clock.worker_fds() if clock is not None else ()
             written = write_host_job(
-                ws, lock, job, s.cache, s.trace, s.allow_pickle, s.allow_code, confine
+                ws, lock, job, s.cache, s.trace, s.allow_pickle, s.allow_code, confine, fds
             )
             seeded.update(written)
 
@@ -202,6 +218,7 @@ def run_in_worker(
             inherit=inherit,
             sandboxed=sandboxed,
             hidden=hidden(ws),
+            clock=clock,
         )
         if sandboxed:
             adopt_cache(ws, lock, tmp / "cache", seeded)

@@ -27,6 +27,7 @@ from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
 
 if TYPE_CHECKING:
+    from pinbench.evaluator.runners.host_clock import HostClock
     from pinbench.evaluator.runners.sandbox import Confinement
 
 TAIL_LINES = 20
@@ -188,13 +189,15 @@ def run_worker(
     inherit: bool = False,
     sandboxed: bool = True,
     hidden: Sequence[Path] = (),
+    clock: HostClock | None = None,
 ) -> None:
     """One worker process on this machine, for one job: ``write`` writes the job file at the
     path it is given (with the paths the worker sees: inside the sandbox when one is given);
     the worker (``worker_start`` in ``root``) runs it within the lockfile's time limit, while
     the host watches ``watch`` (``guard.watched``; a sandboxed worker can change none of it),
     and its results are read into ``evidence``. ``inherit``: as ``worker_start``'s.
-    ``sandboxed``: in the sandbox (``runners.sandbox``) over ``root``, hiding ``hidden``."""
+    ``sandboxed``: in the sandbox (``runners.sandbox``) over ``root``, hiding ``hidden``.
+    ``clock``: the host times the test (``host_clock``); its figures replace the worker's."""
     from pinbench.evaluator.runners.sandbox import Confinement, failed_to_start
 
     root = root.absolute()  # bubblewrap starts in the worker's folder: a relative home's paths
@@ -224,6 +227,8 @@ def run_worker(
             say=say,
             runner=runner,
             stop=stop,
+            pass_fds=clock.worker_fds() if clock is not None else (),
+            on_start=clock.start if clock is not None else None,
         )
         wall_ns = time.monotonic_ns() - started
         if confine is not None and not (out / RESULT).exists():
@@ -233,7 +238,11 @@ def run_worker(
         if status not in (0, 1):
             reason = "was killed" if status < 0 else "stopped"
             raise WorkerCrashed(runner=runner, status=status, reason=reason, tail=tail)
+        if clock is not None:
+            clock.settle()
         collect(runner, out, lock, evidence, status=status, tail=tail)
+        if clock is not None:
+            clock.apply(evidence)
         check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
 
 
@@ -249,6 +258,7 @@ def write_job(
     *,
     allow_code: bool = False,
     stages: dict[str, dict[str, str]] | None = None,
+    clock: Sequence[int] = (),
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
@@ -260,6 +270,7 @@ def write_job(
         allow_pickle=allow_pickle,
         allow_code=allow_code,
         stages=stages or {},
+        clock=list(clock),
     )
     path.write_bytes(msgspec.json.encode(job))
 
@@ -321,10 +332,13 @@ def run_child(
     runner: str,
     on_timeout: Callable[[], None] | None = None,
     stop: Stop | None = None,
+    pass_fds: Sequence[int] = (),
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[int, list[str]]:
     """Run ``argv`` relaying its output; kill it (and call ``on_timeout``) past ``timeout_s``,
     or when ``stop`` is requested (then raise the stop's error, even if the child ended first:
-    a terminal's Ctrl-C reaches the child too)."""
+    a terminal's Ctrl-C reaches the child too). ``pass_fds``: descriptors the child inherits;
+    ``on_start``: called with the child's pid once it is started."""
     stop = stop or Stop()
     proc = subprocess.Popen(
         argv,
@@ -333,8 +347,11 @@ def run_child(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its group ends with it: ``_end_group``
+        pass_fds=tuple(pass_fds),
     )
     assert proc.stdout is not None
+    if on_start is not None:
+        on_start(proc.pid)
     relay = Relay(proc.stdout, say)
     deadline = time.monotonic() + timeout_s
     try:

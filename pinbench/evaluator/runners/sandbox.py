@@ -310,9 +310,9 @@ def sandbox_marks(
         injected = sorted(k for k in evidence.metrics if k.startswith("energy_"))
         for name in injected:
             del evidence.metrics[name]
-        if injected:
-            named = set(evidence.details.get("dropped_metrics") or []) | set(injected)
-            evidence.details["dropped_metrics"] = sorted(named)
+        from pinbench.evaluator.scoring import name_dropped
+
+        name_dropped(evidence.details, injected)
     code = allow_code and needs_code(lock)
     own = code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
     if own and evidence.environment.get("sandbox") not in ("bwrap", "container"):

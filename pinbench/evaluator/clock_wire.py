@@ -1,0 +1,102 @@
+"""The frames a sandboxed worker and the host exchange when the host keeps the clock
+(``runners.host_clock``; the worker's side is ``remote_test``): LoadGen runs in the host, the
+model answers across two pipes.
+
+Every frame is a kind byte and a count (``<cI``), then its body:
+
+- ``H`` (worker → host, once): the samples it holds and its expected latency (``<QQ``), sent
+  when its model is loaded and warmed up;
+- ``P`` (host → worker, answered with ``P``): a ping, to measure the crossing;
+- ``I`` (host → worker): ``n`` queries, each its id and sample index (``<QI``);
+- ``C`` (worker → host): ``n`` ids answered (``<Q`` each), one frame per model call;
+- ``E`` (host → worker): the test has ended.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any, ClassVar
+
+HEAD = struct.Struct("<cI")
+HELLO = struct.Struct("<QQ")
+QUERY = struct.Struct("<QI")
+ID = struct.Struct("<Q")
+
+MAX_FRAME = 1 << 22
+"""The most entries one frame may carry (a reader refuses a larger count before reading)."""
+
+
+class WireError(Exception):
+    """The other side sent what the protocol does not allow, or went away."""
+
+
+def frame(kind: bytes, count: int, body: bytes = b"") -> bytes:
+    return HEAD.pack(kind, count) + body
+
+
+def queries(pairs: list[tuple[int, int]]) -> bytes:
+    return frame(b"I", len(pairs), b"".join(QUERY.pack(i, x) for i, x in pairs))
+
+
+def answered(ids: list[int]) -> bytes:
+    return frame(b"C", len(ids), struct.pack(f"<{len(ids)}Q", *ids))
+
+
+def send(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class Frames:
+    """Frames read from ``fd``: ``next`` returns a kind, a count and the body's bytes."""
+
+    SIZES: ClassVar[dict[bytes, int]] = {
+        b"H": HELLO.size,
+        b"P": 0,
+        b"I": QUERY.size,
+        b"C": ID.size,
+        b"E": 0,
+    }
+    FIXED: ClassVar[frozenset[bytes]] = frozenset({b"H", b"P", b"E"})
+
+    def __init__(self, fd: int, kinds: bytes) -> None:
+        self._fd = fd
+        self._kinds = {kinds[i : i + 1] for i in range(len(kinds))}
+        self._buffer = bytearray()
+
+    def _exactly(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            chunk = os.read(self._fd, max(65536, size - len(self._buffer)))
+            if not chunk:
+                raise WireError("the other side closed its pipe")
+            self._buffer += chunk
+        out = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return out
+
+    def next(self) -> tuple[bytes, int, bytes]:
+        kind, count = HEAD.unpack(self._exactly(HEAD.size))
+        if kind not in self._kinds:
+            raise WireError(f"a frame of kind {kind!r} where {sorted(self._kinds)} are allowed")
+        if kind in self.FIXED:
+            size = self.SIZES[kind]
+        elif count > MAX_FRAME:
+            raise WireError(f"a frame of {count} entries (at most {MAX_FRAME})")
+        else:
+            size = count * self.SIZES[kind]
+        return kind, count, self._exactly(size)
+
+
+def fits(body: Any) -> bool:
+    """Whether the host can keep the clock of a lockfile's run (its ``LockBody``): one model's
+    LoadGen test; a chain's, a generation's, an operator's or a training run's keep LoadGen
+    beside the model (docs/security.md)."""
+    return (
+        body.model is not None
+        and body.chain is None
+        and body.request.generation is None
+        and body.operator is None
+        and body.training is None
+    )

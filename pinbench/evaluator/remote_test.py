@@ -1,0 +1,52 @@
+"""The worker's side of a test the host times (``runners.host_clock``): the system under test
+answers queries that LoadGen, in the host, issued across a pipe (``clock_wire``). The worker
+never sees LoadGen, its log or its clock; what it says of its own timings is not recorded."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from pinbench.evaluator import clock_wire as w
+
+
+class Query:
+    """What ``scenarios``' answering functions read of a LoadGen query."""
+
+    __slots__ = ("id", "index")
+
+    def __init__(self, ident: int, index: int) -> None:
+        self.id = ident
+        self.index = index
+
+
+class RemoteTest:
+    """A test run over the pipes ``read_fd`` (from the host) and ``write_fd`` (to it)."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self._frames = w.Frames(read_fd, b"PIE")
+        self._write = write_fd
+
+    @staticmethod
+    def response(ident: int, _data: int, _size: int) -> int:
+        """``lg.QuerySampleResponse``'s stand-in: the answer is the query's id."""
+        return ident
+
+    def complete(self, ids: list[int]) -> None:
+        """``lg.QuerySamplesComplete``'s stand-in: the ids go to the host."""
+        w.send(self._write, w.answered(ids))
+
+    def run(self, issue: Callable[[list[Any]], None], count: int, expected_ns: int) -> None:
+        """Say the worker is ready (``count`` samples, ``expected_ns`` per call), then answer
+        what the host sends until it says the test ended."""
+        w.send(self._write, w.frame(b"H", 0, w.HELLO.pack(count, max(1, expected_ns))))
+        while True:
+            kind, _, body = self._frames.next()
+            if kind == b"E":
+                return
+            if kind == b"P":
+                w.send(self._write, w.frame(b"P", 0))
+                continue
+            pairs = struct.iter_unpack("<QI", body)
+            issue([Query(ident, index) for ident, index in pairs])

@@ -1,0 +1,330 @@
+"""The clock is the host's (issue 71, item 2; decision 293): for a run whose system under test
+carries Python code (its processing code, a builder, a pickle), LoadGen runs here, in the
+process that records, and the sandboxed worker answers its queries across two pipes
+(``clock_wire``; the worker's side is ``remote_test``): the code cannot reach LoadGen's timer,
+its log or its reading of the machine.
+
+The host records what it measured: LoadGen's figures from its own log; the machine's
+contention with the worker's processes counted as the run's own; the energy its counters
+read around the test; and, per model call, the time from the later of its queries' issue and
+the previous answer to the answer's arrival (``framework_*``, the crossing included). Before
+the test it measures the crossing itself: the median round trip of ``PINGS`` empty frames
+(``details.clock.crossing_ns``). Whatever the worker sent under those names is dropped and
+named (``details.dropped_metrics``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pinbench.errors import UserError
+from pinbench.evaluator import clock_wire as w
+from pinbench.evaluator.job import Evidence
+from pinbench.evaluator.stop import Stop
+from pinbench.registry.lockfile import Lockfile
+
+PINGS = 200
+"""Round trips measured before the test (the crossing's cost)."""
+EXPECTED_MAX_NS = 600 * 10**9
+"""The most a worker may say one call takes (LoadGen plans its queries from it)."""
+WORKER_TIMED = (
+    "framework_",
+    "latency_",
+    "ttft_",
+    "tpot_",
+    "throughput_",
+    "queries_",
+    "loadgen_",
+    "target_",
+    "machine_",
+    "contended_",
+    "samples_",
+    "energy_",
+)
+"""What a host-timed run's worker cannot say: every figure of time, throughput, the machine
+and energy. The host records its own."""
+LATENCIES = (
+    "per model call, on the host's clock: from the later of its queries' issue and the previous "
+    "answer to its answer's arrival, the crossing included"
+)
+
+
+class ClockBroken(UserError):
+    """The worker broke the host's test: it answered what it was not asked, or left mid-test."""
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"the host's timed test failed: {reason}")
+        self.reason = reason
+
+
+def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
+    """Whether the host keeps the clock of ``lock``'s sandboxed run: its system under test runs
+    Python its publisher wrote (``code``: processing code it may run; a builder; a pickle it
+    may unpickle), in one model's LoadGen test (``clock_wire.fits``)."""
+    model = lock.body.model
+    if model is None or not w.fits(lock.body):
+        return False
+    return code or model.builder is not None or (allow_pickle and model.trusted)
+
+
+class HostClock:
+    """One host-timed test: ``worker_fds`` go to the worker (``JobFile.clock``), ``start``
+    once it is started, ``apply`` once it has ended and its results are read."""
+
+    def __init__(self, lock: Lockfile, log_dir: Path, stop: Stop) -> None:
+        self._lock, self._log_dir, self._stop = lock, log_dir, stop
+        self._to_worker, self._to_host = os.pipe(), os.pipe()
+        self._frames = w.Frames(self._to_host[0], b"HPC")
+        self._guard = threading.Lock()
+        self._waiting: dict[int, int] = {}  # query id -> when the host issued it
+        self._broken = ""
+        self._ended = False
+        self._calls: list[int] = []
+        self._samples = 0
+        self._first_issue = self._last_answer = 0
+        self._pid = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._tested: dict[str, Any] | None = None
+        self._failed: BaseException | None = None
+
+    def worker_fds(self) -> tuple[int, int]:
+        """The descriptors the worker reads queries from and writes answers to."""
+        return self._to_worker[0], self._to_host[1]
+
+    def start(self, pid: int) -> None:
+        """The worker (process ``pid``, its sandbox's first process) has started."""
+        self._pid = pid
+        os.close(self._to_worker[0])
+        os.close(self._to_host[1])
+        self._thread.start()
+
+    def close(self) -> None:
+        """After the worker ended: the thread's end is waited for, every pipe closed (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        ours = [self._to_worker[1], self._to_host[0]]
+        if not self._pid:  # never started: the worker's ends are still open here
+            ours += [self._to_worker[0], self._to_host[1]]
+        for fd in ours:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def settle(self) -> None:
+        """Once the worker has ended, before its results are read: how the test went (the
+        run fails here if the worker broke it, whatever its results say)."""
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        if self._failed is not None:
+            raise self._failed
+        if self._broken:
+            raise ClockBroken(reason=self._broken)
+
+    def apply(self, evidence: Evidence) -> None:
+        """The host's figures in place of whatever the worker said of time and the machine."""
+        self.settle()
+        if self._tested is None:
+            raise ClockBroken(reason="the worker ended its run without the host's test")
+        import numpy as np
+
+        from pinbench.energy.meter import record as record_energy
+        from pinbench.evaluator import contention
+        from pinbench.evaluator.latency_metrics import loadgen_figures, series
+        from pinbench.evaluator.scoring import name_dropped
+
+        t = self._tested
+        dropped = sorted(k for k in evidence.metrics if k.startswith(WORKER_TIMED))
+        for key in dropped:
+            del evidence.metrics[key]
+        name_dropped(evidence.details, dropped)
+        scenario = self._lock.body.scenario
+        performance = scenario.mode == "performance"
+        latencies = np.asarray(self._calls, dtype=np.int64)
+        figures = loadgen_figures(t["summary"], scenario.name, scenario.percentile / 100.0)
+        figures.update(series(latencies, "framework_latency"))
+        figures["framework_calls_count"] = float(latencies.size)
+        figures["samples_count"] = float(self._samples)
+        span = self._last_answer - self._first_issue
+        if span > 0:
+            figures["framework_throughput_sps"] = self._samples / (span / 1e9)
+        if performance:
+            figures.update(contention.figures(t["machine"]))
+            evidence.details["machine"] = contention.details(t["machine"])
+        evidence.metrics.update(figures)
+        evidence.details.pop("energy", None)
+        record_energy(t["energy"], self._samples, evidence.metrics, evidence.details)
+        evidence.details["loadgen"] = t["summary"]
+        evidence.details["clock"] = {
+            "side": "host",
+            "crossing_ns": t["crossing_ns"],
+            "pings": PINGS,
+            "samples": t["count"],
+            "latencies": LATENCIES,
+        }
+        evidence.latencies = latencies
+
+    # --- the test, on the host's own thread -------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            try:
+                kind, _, body = self._frames.next()
+            except (w.WireError, OSError):
+                return  # the worker ended before its test: its own error is the run's
+            if kind != b"H":
+                raise w.WireError(f"a {kind!r} frame before the worker said it was ready")
+            count, expected = w.HELLO.unpack(body)
+            self._check(count, expected)
+            crossing = self._ping()
+            self._tested = self._test(count, expected, crossing)
+        except w.WireError as exc:
+            self._broken = self._broken or str(exc)
+        except BaseException as exc:  # the stop's error, LoadGen's refusal: the run's
+            self._failed = exc
+        finally:
+            self._ended = True
+            with contextlib.suppress(OSError):
+                w.send(self._to_worker[1], w.frame(b"E", 0))
+
+    def _check(self, count: int, expected: int) -> None:
+        dataset = self._lock.body.dataset
+        declared = dataset.samples if dataset is not None else None
+        wanted = self._lock.body.scenario.sample_count
+        if declared is not None:
+            need = min(declared, wanted or declared)
+            if count != need:
+                raise w.WireError(f"the worker holds {count} samples where the run has {need}")
+        if not 1 <= count <= 1_000_000_000:
+            raise w.WireError(f"the worker holds {count} samples")
+        if not 1 <= expected <= EXPECTED_MAX_NS:
+            raise w.WireError(f"the worker expects {expected} ns per call")
+
+    def _ping(self) -> int:
+        times = []
+        ping = w.frame(b"P", 0)
+        for _ in range(PINGS):
+            t0 = time.perf_counter_ns()
+            w.send(self._to_worker[1], ping)
+            kind, _, _ = self._frames.next()
+            if kind != b"P":
+                raise w.WireError(f"a {kind!r} frame where a ping's answer was due")
+            times.append(time.perf_counter_ns() - t0)
+        return int(statistics.median(times))
+
+    def _test(self, count: int, expected: int, crossing: int) -> dict[str, Any]:
+        from pinbench.energy.meter import EnergyMeter
+        from pinbench.evaluator.loadgen_test import metered_test
+        from pinbench.evaluator.scenarios import settings_for
+
+        body = self._lock.body
+        settings = settings_for(
+            body.scenario, expected_latency_ns=expected, batch_size=body.batch_size
+        )
+        self._reader.start()
+        with EnergyMeter.open() as meter:
+            meter.start()
+            summary, machine = metered_test(
+                self._issue, count, settings, self._log_dir, self._stop, own_cpu=self._own_cpu
+            )
+            energy = meter.stop()
+        return {
+            "summary": summary,
+            "machine": machine,
+            "energy": energy,
+            "crossing_ns": crossing,
+            "count": count,
+        }
+
+    def _own_cpu(self) -> float:
+        """The CPU time of this process and of the worker's processes (its sandbox's)."""
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime + tree_cpu_s(self._pid)
+
+    # --- LoadGen's callbacks and the answers' reader ----------------------------------
+
+    def _issue(self, queries: list[Any]) -> None:
+        import mlperf_loadgen as lg
+
+        now = time.perf_counter_ns()
+        with self._guard:
+            if not self._broken:
+                if not self._first_issue:
+                    self._first_issue = now
+                for q in queries:
+                    self._waiting[q.id] = now
+        if self._broken:
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
+            return
+        try:
+            w.send(self._to_worker[1], w.queries([(q.id, q.index) for q in queries]))
+        except OSError as exc:
+            self._break(f"the worker's pipe: {exc.strerror or exc}")
+
+    def _read(self) -> None:
+        import mlperf_loadgen as lg
+
+        previous = 0
+        try:
+            while True:
+                kind, n, body = self._frames.next()
+                arrived = time.perf_counter_ns()
+                if kind != b"C" or n == 0:
+                    raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
+                ids = struct.unpack(f"<{n}Q", body)
+                with self._guard:
+                    issued = [self._waiting.pop(i, 0) for i in ids]
+                if not all(issued):
+                    raise w.WireError("the worker answered a query it was not asked (or twice)")
+                self._calls.append(arrived - max(min(issued), previous))
+                previous = self._last_answer = arrived
+                self._samples += n
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in ids])
+        except (w.WireError, OSError) as exc:
+            if not (self._ended and not self._waiting):
+                self._break(str(exc))
+
+    def _break(self, reason: str) -> None:
+        """Every query waiting is answered without the worker (LoadGen ends its test) and the
+        run fails with ``reason``."""
+        import mlperf_loadgen as lg
+
+        with self._guard:
+            self._broken = self._broken or reason
+            waiting = list(self._waiting)
+            self._waiting.clear()
+        if waiting:
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in waiting])
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User and system seconds of process ``pid`` and its descendants (those ended and waited
+    for included), from Linux's ``/proc``; 0 where it cannot be read."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen or p <= 0:
+            continue
+        seen.add(p)
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total / hz

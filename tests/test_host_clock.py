@@ -1,0 +1,123 @@
+"""The clock is the host's (issue 71, item 2): a run whose model carries code is timed by
+LoadGen in the host, and the sandboxed worker answers across a pipe.
+
+Each reproduction is code a model ships (imported in the worker before its test): it halves
+the worker's clock while every model call sleeps, it looks for LoadGen's log to rewrite, it
+says it holds fewer samples, it answers a query nobody asked. Timings are asserted only as
+floors a sleep guarantees, never as speed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.host_clock import LATENCIES, ClockBroken
+from tests.test_processing_code import CODE, World, _lock, quiet, world
+from tests.test_sandbox import _with_code
+
+__all__ = ["world"]
+
+SLEEP_S = 0.004
+"""What every model call of the slowed model sleeps: a floor under every honest latency."""
+
+SLOWS_AND_HIDES = f"""
+import os as _os, time as _time
+import onnxruntime as _ort
+
+_run = _ort.InferenceSession.run
+
+
+def _slow(self, *args, **kwargs):
+    _time.sleep({SLEEP_S})
+    return _run(self, *args, **kwargs)
+
+
+_ort.InferenceSession.run = _slow
+_real = _time.perf_counter_ns
+_time.perf_counter_ns = lambda: _real() // 64  # every call looks 64 times faster
+
+from pinbench.evaluator import measure as _measure
+
+_scenario = _measure.run_scenario
+
+
+def _then_look(*args, **kwargs):
+    measured = _scenario(*args, **kwargs)
+    found = []
+    for root in ("/pinbench", "/tmp", _os.getcwd()):
+        for folder, _, names in _os.walk(root):
+            found += [_os.path.join(folder, n) for n in names if n.startswith("mlperf_log")]
+    if found:
+        raise RuntimeError("LoadGen's log is within reach: " + ", ".join(found))
+    return measured
+
+
+_measure.run_scenario = _then_look
+"""
+"""Code that makes every model call slower and the worker's clock report it faster, and, once
+the test has run, fails its run if LoadGen's log is anywhere it can see (to rewrite it)."""
+
+FEWER_SAMPLES = """
+from pinbench.evaluator import remote_test as _remote
+
+_real_run = _remote.RemoteTest.run
+_remote.RemoteTest.run = lambda self, issue, count, expected: _real_run(self, issue, 1, expected)
+"""
+ANSWERS_UNASKED = """
+from pinbench.evaluator import remote_test as _remote
+
+_real_complete = _remote.RemoteTest.complete
+_remote.RemoteTest.complete = lambda self, ids: _real_complete(self, [i + 1 for i in ids])
+"""
+
+
+def _performance(world: World, tmp: Path, version: str, code: str, runner: str) -> Any:
+    ws = world.home.ws
+    model = _with_code(world, tmp, version, code + CODE)
+    lock = _lock(ws, model, mode="performance")
+    return lock, run_lockfile(ws, lock, runner=runner, say=quiet, allow_code=True)
+
+
+@pytest.mark.parametrize("runner", ["local", "venv"])
+def test_a_code_run_is_timed_by_the_hosts_loadgen_which_the_code_cannot_reach(
+    world: World, tmp_path: Path, runner: str
+) -> None:
+    ws = world.home.ws
+    _, run = _performance(world, tmp_path, f"12.0.{runner == 'venv':d}", SLOWS_AND_HIDES, runner)
+    shown = show_run(ws, run.id)
+    floor = SLEEP_S * 1e9
+    # every latency the run records is at least the sleep: the worker's halved clock is not read
+    for name in ("latency_p50_ns", "latency_min_ns", "framework_latency_min_ns"):
+        assert shown[name] >= floor, name
+    assert shown["throughput_sps"] <= 1e9 / floor
+    clock = shown["details"]["clock"]
+    assert clock["side"] == "host" and clock["latencies"] == LATENCIES
+    assert 0 < clock["crossing_ns"] < floor  # a round trip, measured before the test
+    assert shown["details"]["loadgen"]["result_min_latency_ns"] >= floor
+    assert shown["samples_count"] == shown["framework_calls_count"]
+    assert shown["details"]["machine"]["own_cpu_s"] > 0  # the worker's CPU counts as the run's
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "said"),
+    [
+        ("fewer samples", FEWER_SAMPLES, "the worker holds 1 samples where the run has"),
+        ("an unasked answer", ANSWERS_UNASKED, "answered a query it was not asked"),
+    ],
+)
+def test_a_worker_that_breaks_the_hosts_test_fails_its_run(
+    world: World, tmp_path: Path, case: str, code: str, said: str
+) -> None:
+    ws = world.home.ws
+    version = "12.1.0" if case == "fewer samples" else "12.1.1"
+    with pytest.raises(ClockBroken, match=said):
+        _performance(world, tmp_path, version, code, "local")
+    from tests.test_sandbox import _newest
+
+    recorded = show_run(ws, _newest(ws))
+    assert recorded["status"] == "failed" and said in recorded["error"]
