@@ -62,6 +62,26 @@ _measure.run_scenario = _then_look
 """Code that makes every model call slower and the worker's clock report it faster, and, once
 the test has run, fails its run if LoadGen's log is anywhere it can see (to rewrite it)."""
 
+CACHES_ANSWERS = f"""
+import time as _time
+import onnxruntime as _ort
+
+_run = _ort.InferenceSession.run
+_answers = {{}}
+
+
+def _cached(self, names, feed, *args, **kwargs):
+    key = b"".join(v.tobytes() for v in feed.values())
+    if key not in _answers:
+        _time.sleep({SLEEP_S})
+        _answers[key] = _run(self, names, feed, *args, **kwargs)
+    return _answers[key]
+
+
+_ort.InferenceSession.run = _cached
+"""
+"""Code that remembers each sample's answer: a sample seen before is answered at once."""
+
 FEWER_SAMPLES = """
 from pinbench.evaluator import remote_test as _remote
 
@@ -101,6 +121,25 @@ def test_a_code_run_is_timed_by_the_hosts_loadgen_which_the_code_cannot_reach(
     assert shown["details"]["loadgen"]["result_min_latency_ns"] >= floor
     assert shown["samples_count"] == shown["framework_calls_count"]
     assert shown["details"]["machine"]["own_cpu_s"] > 0  # the worker's CPU counts as the run's
+    test04 = shown["details"]["audits"]["TEST04"]  # every sample as slow as the others
+    assert shown["audit_test04_passed_bool"] == 1.0 and test04["passed"] is True
+    assert test04["unique"] >= floor and test04["same"] >= floor
+    reasons = shown["details"]["loadgen"].get("invalid_reasons") or []
+    assert not [r for r in reasons if "TEST04" in r]
+
+
+def test_answers_cached_across_samples_fail_test04_and_make_the_run_invalid(
+    world: World, tmp_path: Path
+) -> None:
+    ws = world.home.ws
+    _, run = _performance(world, tmp_path, "12.2.0", CACHES_ANSWERS, "local")
+    shown = show_run(ws, run.id)
+    test04 = shown["details"]["audits"]["TEST04"]
+    assert test04["passed"] is False and test04["unique"] >= SLEEP_S * 1e9 > test04["same"]
+    assert shown["audit_test04_passed_bool"] == 0.0
+    assert shown["loadgen_valid_bool"] == 0.0  # INVALID: never a baseline
+    (why,) = [r for r in shown["details"]["loadgen"]["invalid_reasons"] if "TEST04" in r]
+    assert "answers cached across samples" in why
 
 
 @pytest.mark.parametrize(

@@ -161,6 +161,10 @@ CLAIMED: tuple[BlobKey, ...] = (*RUN_BLOBS, ("transform", LEGACY_GRAPH_SHA256))
 wrote."""
 
 
+HOST_ONLY = ("audit_",)
+"""Metric names only the host writes (``runners.audits``): a worker's are dropped and named."""
+
+
 def _drop_claimed_digests(details: dict[str, Any]) -> None:
     """Digests of outputs the host stores itself (accuracy outputs, final weights, token
     times, an optimized graph, post-processing times: ``CLAIMED``) are the host's to record,
@@ -195,6 +199,11 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         metrics=dict(result.metrics),
     )
     _drop_claimed_digests(evidence.details)
+    audits = sorted(k for k in evidence.metrics if k.startswith(HOST_ONLY))
+    for name in audits:  # the host's verdicts on the worker: never the worker's word
+        del evidence.metrics[name]
+    if audits:
+        evidence.details["dropped_metrics"] = audits
     if result.latencies:
         latencies = _array(out / LATENCIES)
         if latencies.dtype != np.int64 or latencies.ndim != 1 or latencies.size == 0:

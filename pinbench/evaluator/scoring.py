@@ -30,6 +30,7 @@ from pinbench.evaluator.answers import AnswersUnreadable, text_of
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.job import Evidence, files_of, scored_apart, texts_scored_apart
 from pinbench.evaluator.latency_metrics import loadgen_figures, series
+from pinbench.evaluator.results import HOST_ONLY
 from pinbench.evaluator.runners.consented import code_digests
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.undefined import UndefinedMetric
@@ -143,7 +144,7 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
     kind = task(body.dataset.task)
     deleted = []
     for key in list(evidence.metrics):
-        own = key in EVALUATOR_NAMES or key.startswith(EVALUATOR_SAYS)
+        own = key in EVALUATOR_NAMES or key.startswith((*EVALUATOR_SAYS, *HOST_ONLY))
         metric = kind.metric(key)
         model_only = metric is not None and metric.by_model and texts_scored_apart(lock)
         if not (own and metric is None) and not model_only:

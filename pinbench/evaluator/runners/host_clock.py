@@ -144,26 +144,28 @@ class HostClock:
         from pinbench.evaluator.scoring import name_dropped
 
         t = self._tested
+        calls, samples = t["calls"], t["samples"]
         dropped = sorted(k for k in evidence.metrics if k.startswith(WORKER_TIMED))
         for key in dropped:
             del evidence.metrics[key]
         name_dropped(evidence.details, dropped)
         scenario = self._lock.body.scenario
         performance = scenario.mode == "performance"
-        latencies = np.asarray(self._calls, dtype=np.int64)
+        latencies = np.asarray(calls, dtype=np.int64)
         figures = loadgen_figures(t["summary"], scenario.name, scenario.percentile / 100.0)
         figures.update(series(latencies, "framework_latency"))
         figures["framework_calls_count"] = float(latencies.size)
-        figures["samples_count"] = float(self._samples)
-        span = self._last_answer - self._first_issue
-        if span > 0:
-            figures["framework_throughput_sps"] = self._samples / (span / 1e9)
+        figures["samples_count"] = float(samples)
+        if t["span_ns"] > 0:
+            figures["framework_throughput_sps"] = samples / (t["span_ns"] / 1e9)
         if performance:
             figures.update(contention.figures(t["machine"]))
             evidence.details["machine"] = contention.details(t["machine"])
         evidence.metrics.update(figures)
         evidence.details.pop("energy", None)
-        record_energy(t["energy"], self._samples, evidence.metrics, evidence.details)
+        record_energy(t["energy"], samples, evidence.metrics, evidence.details)
+        if "TEST04" in t:
+            audited(t["TEST04"], t["summary"], evidence)
         evidence.details["loadgen"] = t["summary"]
         evidence.details["clock"] = {
             "side": "host",
@@ -238,13 +240,42 @@ class HostClock:
                 self._issue, count, settings, self._log_dir, self._stop, own_cpu=self._own_cpu
             )
             energy = meter.stop()
-        return {
+        tested = {
             "summary": summary,
             "machine": machine,
             "energy": energy,
             "crossing_ns": crossing,
             "count": count,
+            "calls": self._calls,
+            "samples": self._samples,
+            "span_ns": self._last_answer - self._first_issue,
         }
+        if body.scenario.mode == "performance" and not self._broken:
+            tested["TEST04"] = self._test04(count, expected)
+        return tested
+
+    def _test04(self, count: int, expected: int) -> dict[str, Any]:
+        """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample."""
+        from pinbench.evaluator.loadgen_test import metered_test
+        from pinbench.evaluator.runners import audits
+        from pinbench.evaluator.scenarios import settings_for
+
+        scenario, batch = self._lock.body.scenario, self._lock.body.batch_size
+        logs = {}
+        for name, setting in (
+            ("unique", audits.unique),
+            ("same", lambda s: audits.same(s, count)),
+        ):
+            self._calls, self._samples = [], 0
+            settings = setting(
+                settings_for(scenario, expected_latency_ns=expected, batch_size=batch)
+            )
+            logs[name], _ = metered_test(
+                self._issue, count, settings, self._log_dir / f"TEST04-{name}", self._stop
+            )
+        return audits.verdict(
+            scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"]
+        )
 
     def _own_cpu(self) -> float:
         """The CPU time of this process and of the worker's processes (its sandbox's)."""
@@ -328,3 +359,22 @@ def tree_cpu_s(pid: int) -> float:
         except (OSError, ValueError):
             continue
     return total / hz
+
+
+def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence) -> None:
+    """TEST04's verdict in the run (``audits``): its figures, its details, and, failed, the
+    run made INVALID with the audit's reason among LoadGen's."""
+    evidence.details["audits"] = {"TEST04": test04}
+    evidence.metrics["audit_test04_passed_bool"] = 1.0 if test04["passed"] else 0.0
+    if "speedup" in test04:
+        evidence.metrics["audit_test04_speedup_ratio"] = float(test04["speedup"])
+    if test04["passed"]:
+        return
+    why = test04.get("reason") or (
+        f"the repeated sample was {test04['speedup']:.2f}x as fast as unique samples "
+        f"({test04['score']}), past MLPerf's {1 + test04['threshold']:.2f}x: answers cached "
+        "across samples"
+    )
+    summary["result_validity"] = "INVALID"
+    summary["invalid_reasons"] = [*(summary.get("invalid_reasons") or []), f"TEST04 failed: {why}"]
+    evidence.metrics["loadgen_valid_bool"] = 0.0

@@ -1,0 +1,76 @@
+"""MLPerf's TEST04 audit, run by the host after a host-timed performance test (issue 71,
+item 3; decision 293): does the system under test answer a sample it has seen before faster
+than one it has not (a cache of answers across samples)?
+
+As MLPerf's original TEST04-A and TEST04-B (compliance/nvidia/TEST04 up to v0.7), two more
+LoadGen tests on the host's clock: every sample issued once (``performance_issue_unique``),
+then one sample issued again and again (``performance_issue_same``, MLPerf's index 3). The
+same sample may be at most ``threshold`` faster: 10%, 20% where the unique test's latency is
+short (SingleStream ≤ 200 µs, MultiStream ≤ 1.6 ms), as verify_performance.py allows. Speed
+is the scenario's score as MLPerf reads it: SingleStream's p90 and MultiStream's p99 latency
+(faster: lower), Server's completed and Offline's samples per second (faster: higher).
+MLPerf's script compares latencies with the throughputs' inequality (a latency under 1.1x the
+reference passes); pinbench compares speeds, so the faster repeat fails in every scenario.
+
+A failed audit makes the run INVALID (``loadgen_valid_bool`` 0, its reason with LoadGen's in
+``details.loadgen.invalid_reasons``): its figures are never a baseline (``series.gate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SAME_INDEX = 3
+"""The sample MLPerf's audit.config repeats (the last one where a dataset has fewer)."""
+
+_SCORES = {
+    "SingleStream": ("latency_p90_ns", False),
+    "MultiStream": ("latency_p99_ns", False),
+    "Server": ("throughput_sps", True),
+    "Offline": ("throughput_sps", True),
+}
+"""Each scenario's score and whether a higher one is faster."""
+
+SHORT_NS = {"SingleStream": 200_000, "MultiStream": 1_600_000}
+"""Below these latencies MLPerf's threshold is 20%, not 10% (run-to-run noise)."""
+
+
+def unique(settings: Any) -> Any:
+    """TEST04-A: every sample issued once."""
+    settings.performance_issue_unique = True
+    settings.performance_issue_same = False
+    return settings
+
+
+def same(settings: Any, count: int) -> Any:
+    """TEST04-B: one sample issued again and again."""
+    settings.performance_issue_unique = False
+    settings.performance_issue_same = True
+    settings.performance_issue_same_index = min(SAME_INDEX, count - 1)
+    return settings
+
+
+def verdict(
+    scenario: str, target: float, unique_log: dict[str, Any], same_log: dict[str, Any]
+) -> dict[str, Any]:
+    """TEST04's verdict from the two tests' LoadGen summaries: the scores, the speed-up of the
+    repeated sample over the unique ones, the threshold, and whether it passed."""
+    from pinbench.evaluator.latency_metrics import loadgen_figures
+
+    name, higher = _SCORES[scenario]
+    a = loadgen_figures(unique_log, scenario, target).get(name)
+    b = loadgen_figures(same_log, scenario, target).get(name)
+    if a is None or b is None or a <= 0 or b <= 0:
+        return {"score": name, "passed": False, "reason": f"LoadGen logged no {name}"}
+    speedup = b / a if higher else a / b
+    short = not higher and a <= SHORT_NS.get(scenario, 0)
+    threshold = 0.20 if short else 0.10
+    return {
+        "score": name,
+        "unique": a,
+        "same": b,
+        "same_index": same_log.get("effective_performance_issue_same_index"),
+        "speedup": speedup,
+        "threshold": threshold,
+        "passed": speedup <= 1 + threshold,
+    }
