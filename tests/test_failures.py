@@ -20,6 +20,7 @@ from pinbench.cli import main
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.child import run_child
 from pinbench.evaluator.runners.process import (
     TAIL_BYTES,
     TAIL_LINES,
@@ -27,7 +28,6 @@ from pinbench.evaluator.runners.process import (
     WorkerCrashed,
     clean_tail,
     collect,
-    run_child,
 )
 from pinbench.registry import service
 from pinbench.registry.request import parse_request

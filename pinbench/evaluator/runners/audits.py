@@ -18,7 +18,10 @@ A failed audit makes the run INVALID (``loadgen_valid_bool`` 0, its reason with 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.job import Evidence
 
 SAME_INDEX = 3
 """The sample MLPerf's audit.config repeats (the last one where a dataset has fewer)."""
@@ -74,3 +77,22 @@ def verdict(
         "threshold": threshold,
         "passed": speedup <= 1 + threshold,
     }
+
+
+def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence) -> None:
+    """TEST04's verdict in the run (``audits``): its figures, its details, and, failed, the
+    run made INVALID with the audit's reason among LoadGen's."""
+    evidence.details["audits"] = {"TEST04": test04}
+    evidence.metrics["audit_test04_passed_bool"] = 1.0 if test04["passed"] else 0.0
+    if "speedup" in test04:
+        evidence.metrics["audit_test04_speedup_ratio"] = float(test04["speedup"])
+    if test04["passed"]:
+        return
+    why = test04.get("reason") or (
+        f"the repeated sample was {test04['speedup']:.2f}x as fast as unique samples "
+        f"({test04['score']}), past MLPerf's {1 + test04['threshold']:.2f}x: answers cached "
+        "across samples"
+    )
+    summary["result_validity"] = "INVALID"
+    summary["invalid_reasons"] = [*(summary.get("invalid_reasons") or []), f"TEST04 failed: {why}"]
+    evidence.metrics["loadgen_valid_bool"] = 0.0

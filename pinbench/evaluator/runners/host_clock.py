@@ -165,6 +165,8 @@ class HostClock:
         evidence.details.pop("energy", None)
         record_energy(t["energy"], samples, evidence.metrics, evidence.details)
         if "TEST04" in t:
+            from pinbench.evaluator.runners.audits import audited
+
             audited(t["TEST04"], t["summary"], evidence)
         evidence.details["loadgen"] = t["summary"]
         evidence.details["clock"] = {
@@ -281,6 +283,8 @@ class HostClock:
         """The CPU time of this process and of the worker's processes (its sandbox's)."""
         import resource
 
+        from pinbench.evaluator.contention import tree_cpu_s
+
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime + tree_cpu_s(self._pid)
 
@@ -338,43 +342,3 @@ class HostClock:
             self._waiting.clear()
         if waiting:
             lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in waiting])
-
-
-def tree_cpu_s(pid: int) -> float:
-    """User and system seconds of process ``pid`` and its descendants (those ended and waited
-    for included), from Linux's ``/proc``; 0 where it cannot be read."""
-    hz = os.sysconf("SC_CLK_TCK")
-    total, todo, seen = 0, [pid], set()
-    while todo:
-        p = todo.pop()
-        if p in seen or p <= 0:
-            continue
-        seen.add(p)
-        try:
-            stat = Path(f"/proc/{p}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-    return total / hz
-
-
-def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence) -> None:
-    """TEST04's verdict in the run (``audits``): its figures, its details, and, failed, the
-    run made INVALID with the audit's reason among LoadGen's."""
-    evidence.details["audits"] = {"TEST04": test04}
-    evidence.metrics["audit_test04_passed_bool"] = 1.0 if test04["passed"] else 0.0
-    if "speedup" in test04:
-        evidence.metrics["audit_test04_speedup_ratio"] = float(test04["speedup"])
-    if test04["passed"]:
-        return
-    why = test04.get("reason") or (
-        f"the repeated sample was {test04['speedup']:.2f}x as fast as unique samples "
-        f"({test04['score']}), past MLPerf's {1 + test04['threshold']:.2f}x: answers cached "
-        "across samples"
-    )
-    summary["result_validity"] = "INVALID"
-    summary["invalid_reasons"] = [*(summary.get("invalid_reasons") or []), f"TEST04 failed: {why}"]
-    evidence.metrics["loadgen_valid_bool"] = 0.0

@@ -5,11 +5,8 @@ results it leaves."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -219,6 +216,8 @@ def run_worker(
     evidence.environment["sandbox"] = "bwrap" if confine is not None else "none"
     with watched(watch):
         started = time.monotonic_ns()
+        from pinbench.evaluator.runners.child import run_child
+
         status, tail = run_child(
             child.argv,
             env=child.env,
@@ -320,89 +319,3 @@ class Relay:
     def join(self) -> list[str]:
         self._thread.join(timeout=5)
         return self.tail
-
-
-def run_child(
-    argv: Sequence[str],
-    *,
-    env: dict[str, str],
-    cwd: str | None = None,
-    timeout_s: float,
-    say: Say,
-    runner: str,
-    on_timeout: Callable[[], None] | None = None,
-    stop: Stop | None = None,
-    pass_fds: Sequence[int] = (),
-    on_start: Callable[[int], None] | None = None,
-) -> tuple[int, list[str]]:
-    """Run ``argv`` relaying its output; kill it (and call ``on_timeout``) past ``timeout_s``,
-    or when ``stop`` is requested (then raise the stop's error, even if the child ended first:
-    a terminal's Ctrl-C reaches the child too). ``pass_fds``: descriptors the child inherits;
-    ``on_start``: called with the child's pid once it is started."""
-    stop = stop or Stop()
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its group ends with it: ``_end_group``
-        pass_fds=tuple(pass_fds),
-    )
-    assert proc.stdout is not None
-    if on_start is not None:
-        on_start(proc.pid)
-    relay = Relay(proc.stdout, say)
-    deadline = time.monotonic() + timeout_s
-    try:
-        return _wait(proc, relay, deadline, timeout_s, runner, on_timeout, stop)
-    finally:
-        _end_group(proc.pid)
-
-
-def _end_group(pid: int) -> None:
-    """Kill what the child left in its process group (a process a run's code started to act
-    after its worker ended, once the host had looked at what it changed; issue 63). A process
-    that made a session of its own escapes this; a container does not outlive its run."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _wait(
-    proc: subprocess.Popen[bytes],
-    relay: Relay,
-    deadline: float,
-    timeout_s: float,
-    runner: str,
-    on_timeout: Callable[[], None] | None,
-    stop: Stop,
-) -> tuple[int, list[str]]:
-    try:
-        while True:
-            try:
-                status = proc.wait(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
-                break
-            except subprocess.TimeoutExpired:
-                if stop.is_set():
-                    raise _Stopped() from None
-                if time.monotonic() >= deadline:
-                    proc.kill()
-                    if on_timeout is not None:
-                        on_timeout()
-                    proc.wait()
-                    relay.join()
-                    raise RunTimedOut(runner=runner, timeout_s=timeout_s) from None
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        relay.join()
-        stop.check()
-        raise
-    _end_group(proc.pid)  # before the relay's end: what it left may hold the child's output
-    tail = relay.join()
-    stop.check()
-    return status, tail
-
-
-class _Stopped(Exception):
-    """Internal: leave the wait loop to kill the child and raise the stop's error."""
