@@ -16,6 +16,10 @@ Each run, for each model, alternating which goes first:
   pinbench's reported p50 (its timed region around ``predict``) and LoadGen's own p50 (issue
   to completion: LoadGen's C++ queueing, its Python binding, pinbench's callback).
 
+* host-timed: the same model in a child process answering LoadGen in this one across two pipes
+  (``runners.host_clock``, as a run whose model carries code is timed: ``_host_timed``); its
+  LoadGen p50 less pinbench's is the crossing's cost per query.
+
 Reported (median over runs): each p50; the floor (a minimal SUT, see ``_floor``); overhead =
 LoadGen p50 - bare p50 (the whole harness) and pinbench p50 - bare p50 (what pinbench's timed
 region adds). Targets: digits, absolute overhead per query <= 2 µs (LoadGen's Python binding
@@ -136,7 +140,67 @@ def _floor(
     return float(summary["result_50.00_percentile_latency_ns"])
 
 
+def _queries_scenario(queries: int) -> Scenario:
+    return Scenario(
+        name="SingleStream", min_duration_ms=0, min_query_count=queries, max_query_count=queries
+    )
+
+
+def _host_timed(root: Path, label: str, queries: int, log_dir: Path) -> tuple[float, float]:
+    """LoadGen p50 of the model answering from a child process across the host clock's pipes,
+    and the crossing's round trip the host measured before the test (both ns)."""
+    import subprocess
+    import sys
+
+    from pinbench.evaluator.job import Evidence
+    from pinbench.evaluator.runners.host_clock import HostClock
+    from pinbench.evaluator.stop import Stop
+
+    clock = HostClock(_queries_scenario(queries), 1, None, log_dir, Stop())
+    fds = clock.worker_fds()
+    argv = [sys.executable, "-m", "bench.bench_overhead", "--answer", str(root), label]
+    child = subprocess.Popen([*argv, *map(str, fds)], pass_fds=fds)
+    clock.start(child.pid)
+    if child.wait() != 0:
+        clock.close()
+        raise SystemExit(f"the answering process failed ({child.returncode})")
+    evidence = Evidence()
+    try:
+        clock.apply(evidence)
+    finally:
+        clock.close()
+    p50 = float(evidence.details["loadgen"]["result_50.00_percentile_latency_ns"])
+    return p50, float(evidence.details["clock"]["crossing_ns"])
+
+
+def _answer(root: Path, label: str, read_fd: int, write_fd: int) -> int:
+    """The child of ``_host_timed``: the model opened and warmed up as the parent's, then its
+    queries answered as a host-timed worker answers them."""
+    from pinbench.evaluator.remote_test import RemoteTest
+
+    model, dataset, threads, queries = MODELS[label]
+    predictor, inputs = _open(root, model, dataset, threads)
+    for i in range(WARMUP):
+        predictor.predict(inputs[i % len(inputs) : i % len(inputs) + 1])
+    run_scenario(
+        predictor.predict,
+        inputs,
+        _queries_scenario(queries),
+        batch_size=1,
+        expected_latency_ns=10_000,
+        log_dir=root / "unused",
+        remote=RemoteTest(read_fd, write_fd),
+    )
+    predictor.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["--answer"]:
+        return _answer(Path(given[1]), given[2], int(given[3]), int(given[4]))
     p = parser(__doc__ or "")
     args = p.parse_args(argv)
     runs = check_runs(args)
@@ -160,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                     ours, loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
                     bare = _bare(predictor, inputs, queries)
                 floor = _floor(predictor, inputs, queries, root / "floor")
+                timed, crossing = _host_timed(root, label, queries, root / "host-timed")
                 unit = "µs"
                 scale = 1e3
                 report.metric(f"[{label}] bare p50", unit).values.append(bare / scale)
@@ -182,6 +247,15 @@ def main(argv: list[str] | None = None) -> int:
                 report.metric(
                     f"[{label}] pinbench's share: LoadGen p50 - floor", unit
                 ).values.append((loadgen - floor) / scale)
+                report.metric(f"[{label}] host-timed LoadGen p50", unit).values.append(
+                    timed / scale
+                )
+                report.metric(
+                    f"[{label}] crossing per query: host-timed - LoadGen p50", unit
+                ).values.append((timed - loadgen) / scale)
+                report.metric(
+                    f"[{label}] crossing: the host's ping round trip", unit
+                ).values.append(crossing / scale)
             predictor.close()
     for label in ("digits-logreg", "digits-cnn"):
         value = report.metric(f"[{label}] overhead LoadGen - bare", "µs").median
@@ -214,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         "floor: the same LoadGen test with the least possible Python SUT (session.run and "
         "QuerySamplesComplete in the callback, nothing else), measured after both sides; "
         "LoadGen p50 - floor is what pinbench's own callback adds",
+        "host-timed: the same model and queries in a child process (not sandboxed: the "
+        "namespaces change no pipe's cost), LoadGen in this one (runners.host_clock); "
+        "host-timed - LoadGen p50 is what a run whose model carries code pays per query; "
+        "its TEST04 audit runs after the test and is not timed here",
     ]
     report.emit(args.json)
     return 0

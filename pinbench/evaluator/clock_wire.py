@@ -15,13 +15,18 @@ Every frame is a kind byte and a count (``<cI``), then its body:
 from __future__ import annotations
 
 import os
+import select
 import struct
+import time
 from typing import Any, ClassVar
 
 HEAD = struct.Struct("<cI")
 HELLO = struct.Struct("<QQ")
 QUERY = struct.Struct("<QI")
 ID = struct.Struct("<Q")
+
+SPIN_NS = 200_000
+"""How long a side polls for the other's next frame before it waits (``Frames``)."""
 
 MAX_FRAME = 1 << 22
 """The most entries one frame may carry (a reader refuses a larger count before reading)."""
@@ -61,14 +66,30 @@ class Frames:
     }
     FIXED: ClassVar[frozenset[bytes]] = frozenset({b"H", b"P", b"E"})
 
-    def __init__(self, fd: int, kinds: bytes) -> None:
+    def __init__(self, fd: int, kinds: bytes, spin_ns: int = 0) -> None:
         self._fd = fd
         self._kinds = {kinds[i : i + 1] for i in range(len(kinds))}
         self._buffer = bytearray()
+        self._spin_ns = spin_ns
+        if spin_ns:
+            os.set_blocking(fd, False)
+
+    def _read(self, size: int) -> bytes:
+        """Up to ``size`` bytes: polled for ``spin_ns`` first, then waited for (a process woken
+        from a blocking read took 80 µs a round trip where one polling took 4.5 µs)."""
+        if not self._spin_ns:
+            return os.read(self._fd, size)
+        end = time.perf_counter_ns() + self._spin_ns
+        while True:
+            try:
+                return os.read(self._fd, size)
+            except BlockingIOError:
+                if time.perf_counter_ns() > end:
+                    select.select([self._fd], [], [])
 
     def _exactly(self, size: int) -> bytes:
         while len(self._buffer) < size:
-            chunk = os.read(self._fd, max(65536, size - len(self._buffer)))
+            chunk = self._read(max(65536, size - len(self._buffer)))
             if not chunk:
                 raise WireError("the other side closed its pipe")
             self._buffer += chunk

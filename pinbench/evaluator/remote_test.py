@@ -25,7 +25,7 @@ class RemoteTest:
     """A test run over the pipes ``read_fd`` (from the host) and ``write_fd`` (to it)."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._frames = w.Frames(read_fd, b"PIE")
+        self._frames = w.Frames(read_fd, b"PIE", w.SPIN_NS)
         self._write = write_fd
 
     @staticmethod

@@ -29,6 +29,7 @@ from pinbench.evaluator import clock_wire as w
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.request import Scenario
 
 PINGS = 200
 """Round trips measured before the test (the crossing's cost)."""
@@ -74,14 +75,24 @@ def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
     return code or model.builder is not None or (allow_pickle and model.trusted)
 
 
+def for_run(lock: Lockfile, log_dir: Path, stop: Stop) -> HostClock:
+    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples)."""
+    body = lock.body
+    samples = body.dataset.samples if body.dataset is not None else None
+    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop)
+
+
 class HostClock:
     """One host-timed test: ``worker_fds`` go to the worker (``JobFile.clock``), ``start``
     once it is started, ``apply`` once it has ended and its results are read."""
 
-    def __init__(self, lock: Lockfile, log_dir: Path, stop: Stop) -> None:
-        self._lock, self._log_dir, self._stop = lock, log_dir, stop
+    def __init__(
+        self, scenario: Scenario, batch_size: int, samples: int | None, log_dir: Path, stop: Stop
+    ) -> None:
+        self._scenario, self._batch, self._declared = scenario, batch_size, samples
+        self._log_dir, self._stop = log_dir, stop
         self._to_worker, self._to_host = os.pipe(), os.pipe()
-        self._frames = w.Frames(self._to_host[0], b"HPC")
+        self._frames = w.Frames(self._to_host[0], b"HPC", w.SPIN_NS)
         self._guard = threading.Lock()
         self._waiting: dict[int, int] = {}  # query id -> when the host issued it
         self._broken = ""
@@ -149,7 +160,7 @@ class HostClock:
         for key in dropped:
             del evidence.metrics[key]
         name_dropped(evidence.details, dropped)
-        scenario = self._lock.body.scenario
+        scenario = self._scenario
         performance = scenario.mode == "performance"
         latencies = np.asarray(calls, dtype=np.int64)
         figures = loadgen_figures(t["summary"], scenario.name, scenario.percentile / 100.0)
@@ -202,9 +213,8 @@ class HostClock:
                 w.send(self._to_worker[1], w.frame(b"E", 0))
 
     def _check(self, count: int, expected: int) -> None:
-        dataset = self._lock.body.dataset
-        declared = dataset.samples if dataset is not None else None
-        wanted = self._lock.body.scenario.sample_count
+        declared = self._declared
+        wanted = self._scenario.sample_count
         if declared is not None:
             need = min(declared, wanted or declared)
             if count != need:
@@ -231,9 +241,8 @@ class HostClock:
         from pinbench.evaluator.loadgen_test import metered_test
         from pinbench.evaluator.scenarios import settings_for
 
-        body = self._lock.body
         settings = settings_for(
-            body.scenario, expected_latency_ns=expected, batch_size=body.batch_size
+            self._scenario, expected_latency_ns=expected, batch_size=self._batch
         )
         self._reader.start()
         with EnergyMeter.open() as meter:
@@ -252,7 +261,7 @@ class HostClock:
             "samples": self._samples,
             "span_ns": self._last_answer - self._first_issue,
         }
-        if body.scenario.mode == "performance" and not self._broken:
+        if self._scenario.mode == "performance" and not self._broken:
             tested["TEST04"] = self._test04(count, expected)
         return tested
 
@@ -262,7 +271,7 @@ class HostClock:
         from pinbench.evaluator.runners import audits
         from pinbench.evaluator.scenarios import settings_for
 
-        scenario, batch = self._lock.body.scenario, self._lock.body.batch_size
+        scenario, batch = self._scenario, self._batch
         logs = {}
         for name, setting in (
             ("unique", audits.unique),

@@ -181,7 +181,7 @@ def run_in_worker(
     runner): in the sandbox unless ``sandbox`` is ``none`` (then watched: ``code_watch`` over
     ``environment``), its job written as the sandbox sees it, and the inputs it cached kept
     for the next runs of its model once it ends (``adopt_cache``)."""
-    from pinbench.evaluator.runners.host_clock import HostClock, keeps_clock
+    from pinbench.evaluator.runners.host_clock import for_run, keeps_clock
 
     sandboxed = sandbox != "none"
     code = settings.allow_code and needs_code(lock)
@@ -192,7 +192,7 @@ def run_in_worker(
         contextlib.ExitStack() as ending,
     ):
         seeded: set[str] = set()
-        clock = HostClock(lock, Path(logs), stop) if timed else None
+        clock = for_run(lock, Path(logs), stop) if timed else None
         if clock is not None:
             ending.callback(clock.close)
 
