@@ -1,0 +1,128 @@
+"""TEST04's verdict (``runners.audits``) and the host clock's frames (``clock_wire``), alone.
+
+The verdict is checked against MLPerf's rule written out here: the repeated sample may be at
+most 10% faster than unique samples (20% where SingleStream's unique p90 is at most 200 µs or
+MultiStream's p99 at most 1.6 ms); faster is a lower latency or a higher throughput.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from pinbench.evaluator import clock_wire as w
+from pinbench.evaluator.runners import audits
+
+
+def _log(scenario: str, score: float) -> dict[str, Any]:
+    """A LoadGen detail log holding only the score MLPerf's TEST04 reads for ``scenario``."""
+    key = {
+        "SingleStream": "result_90.00_percentile_latency_ns",
+        "MultiStream": "result_99.00_percentile_per_query_latency_ns",
+        "Server": "result_completed_samples_per_sec",
+        "Offline": "result_samples_per_second",
+    }[scenario]
+    return {key: score}
+
+
+def _mlperf(scenario: str, unique: float, same: float) -> bool:
+    """The rule, written from MLPerf's README (speed, not its script's latency inequality)."""
+    latency = scenario in ("SingleStream", "MultiStream")
+    short = {"SingleStream": 200_000, "MultiStream": 1_600_000}.get(scenario, -1)
+    threshold = 0.20 if latency and unique <= short else 0.10
+    speedup = unique / same if latency else same / unique
+    return speedup <= 1 + threshold
+
+
+CASES = [
+    ("SingleStream", 1_000_000, 1_000_000),
+    ("SingleStream", 1_000_000, 950_000),  # 5% faster
+    ("SingleStream", 1_000_000, 880_000),  # 13.6% faster: over 10%
+    ("SingleStream", 150_000, 130_000),  # 15% faster, but short: 20% allowed
+    ("SingleStream", 150_000, 110_000),  # 36% faster
+    ("SingleStream", 1_000_000, 3_000),  # a cache
+    ("MultiStream", 1_500_000, 1_300_000),  # short: 20%
+    ("MultiStream", 5_000_000, 4_400_000),  # 13.6%
+    ("Server", 100.0, 109.0),
+    ("Server", 100.0, 111.0),
+    ("Offline", 7_854.0, 253_392.0),  # the issue's cached answers
+    ("Offline", 7_854.0, 7_000.0),  # slower is never a failure
+]
+
+
+@pytest.mark.parametrize(("scenario", "unique", "same"), CASES)
+def test_test04_passes_exactly_where_mlperfs_rule_does(
+    scenario: str, unique: float, same: float
+) -> None:
+    found = audits.verdict(scenario, 0.9, _log(scenario, unique), _log(scenario, same))
+    assert found["passed"] is _mlperf(scenario, unique, same)
+    assert found["unique"] == unique and found["same"] == same
+
+
+def test_a_test04_with_no_score_fails_and_says_why() -> None:
+    found = audits.verdict("Offline", 0.9, {}, _log("Offline", 10.0))
+    assert found == {
+        "score": "throughput_sps",
+        "passed": False,
+        "reason": "LoadGen logged no throughput_sps",
+    }
+
+
+def test_a_failed_test04_makes_the_run_invalid_with_its_reason() -> None:
+    from pinbench.evaluator.job import Evidence
+
+    evidence = Evidence(metrics={"loadgen_valid_bool": 1.0})
+    summary: dict[str, Any] = {"result_validity": "VALID"}
+    verdict = audits.verdict("Offline", 0.9, _log("Offline", 100.0), _log("Offline", 200.0))
+    audits.audited(verdict, summary, evidence)
+    assert evidence.metrics["loadgen_valid_bool"] == 0.0
+    assert evidence.metrics["audit_test04_passed_bool"] == 0.0
+    assert evidence.metrics["audit_test04_speedup_ratio"] == 2.0
+    assert summary["result_validity"] == "INVALID"
+    (why,) = summary["invalid_reasons"]
+    assert why.startswith("TEST04 failed: the repeated sample was 2.00x as fast")
+
+
+def _frames_of(data: bytes, kinds: bytes) -> w.Frames:
+    r, wr = os.pipe()
+    os.write(wr, data)
+    os.close(wr)
+    return w.Frames(r, kinds)
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (w.frame(b"X", 0), "a frame of kind b'X'"),
+        (w.frame(b"I", 1), "a frame of kind b'I'"),  # a worker's reader takes no queries
+        (w.frame(b"C", w.MAX_FRAME + 1), f"a frame of {w.MAX_FRAME + 1} entries"),
+        (w.frame(b"C", 2, b"\0" * 8), "closed its pipe"),  # cut short
+        (b"C", "closed its pipe"),
+    ],
+)
+def test_a_frame_the_protocol_does_not_allow_is_refused_before_its_body_is_read(
+    data: bytes, said: str
+) -> None:
+    frames = _frames_of(data, b"HPC")
+    with pytest.raises(w.WireError, match=said):
+        frames.next()
+
+
+def test_frames_round_trip_with_and_without_polling() -> None:
+    for spin in (0, w.SPIN_NS):
+        r, wr = os.pipe()
+        frames = w.Frames(r, b"IE", spin)
+        w.send(wr, w.queries([(7, 3), (2**64 - 1, 0)]) + w.frame(b"E", 0))
+        kind, n, body = frames.next()
+        assert (kind, n) == (b"I", 2)
+        assert [w.QUERY.unpack_from(body, i * w.QUERY.size) for i in range(n)] == [
+            (7, 3),
+            (2**64 - 1, 0),
+        ]
+        assert frames.next() == (b"E", 0, b"")
+        os.close(wr)
+        with pytest.raises(w.WireError, match="closed"):
+            frames.next()
+        os.close(r)
