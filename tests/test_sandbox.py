@@ -25,7 +25,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.job import truth_paths
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.runners.process import EvaluationFailed
+from pinbench.evaluator.runners.process import HOST_PEAK, EvaluationFailed
 from pinbench.evaluator.runners.venv import shared_cache
 from pinbench.provenance.key_material import KEY_FILE
 from pinbench.provenance.keys import ensure_keys
@@ -333,19 +333,24 @@ def test_a_record_edited_in_the_database_is_named_by_fsck_and_attest_verify(
     attest_verify()
 
 
+HELD_BYTES = 192 * 2**20
 INJECTS_FIGURES = (
     "import sys as _sys\n\n"
+    f"_held = bytearray({HELD_BYTES})\n"
+    "_held[::4096] = b'x' * len(_held[::4096])  # resident, page by page\n"
     "_worker = _sys.modules['__main__']\n"
     "_honest = _worker.write_results\n\n\n"
     "def _injected(out, lock_digest, evidence, error, environment):\n"
     "    evidence.metrics.update(machine_top1=1.0, energy_j=0.001, top1=1.0)\n"
     "    evidence.metrics.update(samples_count=99999.0)\n"
+    "    evidence.metrics.update(peak_rss_bytes=0.0, contended_bool=0.0)\n"
     "    _honest(out, lock_digest, evidence, error, environment)\n\n\n"
     "_worker.write_results = _injected\n\n" + CODE
 )
 """The issue's injected figures: a ``machine_`` name the host kept by its prefix, an energy
 figure on a machine where the host reads no energy counter, a count of samples no run of its
-calls answered, and the task's own metric."""
+calls answered, a peak memory of 0 while it holds ``HELD_BYTES``, an uncontended machine, and
+the task's own metric."""
 
 
 @pytest.mark.parametrize("runner", ["local", "venv"])
@@ -364,11 +369,17 @@ def test_figures_the_evaluator_injects_are_dropped_and_named(
     assert recorded["top1"] == honest["top1"] < 1.0
     # each named, the task's own metric too (the host scored its own in its place)
     assert recorded["details"]["dropped_metrics"] == [
+        "contended_bool",
         "energy_j",
         "machine_top1",
+        "peak_rss_bytes",
         "samples_count",  # more samples than its calls could answer
         "top1",
     ]
+    # the host read the worker's memory from /proc: what the code held, not the 0 it said
+    assert recorded["peak_rss_bytes"] >= HELD_BYTES
+    assert recorded["details"]["memory"]["peak_rss"] == HOST_PEAK
+    assert honest["details"]["memory"]["peak_rss"] == HOST_PEAK  # a worker on this machine
     assert "dropped_metrics" not in honest["details"]
 
 

@@ -233,24 +233,3 @@ def details(found: Activity | str) -> dict[str, Any]:
         "freq_mhz": {"before": before, "after": after} if before or after else "unreadable",
         "bounds": {"others": OTHERS_BOUND, "steal": STEAL_BOUND},
     }
-
-
-def tree_cpu_s(pid: int) -> float:
-    """User and system seconds of process ``pid`` and its descendants (those ended and waited
-    for included), from Linux's ``/proc``; 0 where it cannot be read."""
-    hz = os.sysconf("SC_CLK_TCK")
-    total, todo, seen = 0, [pid], set()
-    while todo:
-        p = todo.pop()
-        if p in seen or p <= 0:
-            continue
-        seen.add(p)
-        try:
-            stat = Path(f"/proc/{p}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-    return total / hz

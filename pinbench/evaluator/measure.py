@@ -78,13 +78,14 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
             "gpu_bytes": gpu_bytes,
         }
         raise
-    evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
-    added = memory.model_added_bytes()
-    if added is not None:
-        evidence.metrics["model_added_rss_bytes"] = float(added)
     gpu_peak = gpu.finish()
-    if gpu_peak is not None:
-        evidence.metrics["peak_gpu_bytes"] = float(gpu_peak)
+    if job.remote is None:  # a host-timed run's memory is the host's (``runners.host_memory``)
+        evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
+        added = memory.model_added_bytes()
+        if added is not None:
+            evidence.metrics["model_added_rss_bytes"] = float(added)
+        if gpu_peak is not None:
+            evidence.metrics["peak_gpu_bytes"] = float(gpu_peak)
     evidence.details["memory"] = {
         "peak_rss": memory.source,
         "model_added_rss": memory.model_source,

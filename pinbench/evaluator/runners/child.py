@@ -28,11 +28,13 @@ def run_child(
     stop: Stop | None = None,
     pass_fds: Sequence[int] = (),
     on_start: Callable[[int], None] | None = None,
+    peak: list[int] | None = None,
 ) -> tuple[int, list[str]]:
     """Run ``argv`` relaying its output; kill it (and call ``on_timeout``) past ``timeout_s``,
     or when ``stop`` is requested (then raise the stop's error, even if the child ended first:
     a terminal's Ctrl-C reaches the child too). ``pass_fds``: descriptors the child inherits;
-    ``on_start``: called with the child's pid once it is started."""
+    ``on_start``: called with the child's pid once it is started; ``peak``: where the largest
+    resident size (bytes) of the child's processes is kept, read while it runs (``_reap``)."""
     stop = stop or Stop()
     proc = subprocess.Popen(
         argv,
@@ -49,7 +51,7 @@ def run_child(
     relay = Relay(proc.stdout, say)
     deadline = time.monotonic() + timeout_s
     try:
-        return _wait(proc, relay, deadline, timeout_s, runner, on_timeout, stop)
+        return _wait(proc, relay, deadline, timeout_s, runner, on_timeout, stop, peak)
     finally:
         _end_group(proc.pid)
 
@@ -70,11 +72,13 @@ def _wait(
     runner: str,
     on_timeout: Callable[[], None] | None,
     stop: Stop,
+    peak: list[int] | None = None,
 ) -> tuple[int, list[str]]:
     try:
         while True:
             try:
-                status = proc.wait(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
+                wait_s = min(POLL_S, max(0.0, deadline - time.monotonic()))
+                status = _reap(proc, wait_s, peak)
                 break
             except subprocess.TimeoutExpired:
                 if stop.is_set():
@@ -96,6 +100,26 @@ def _wait(
     tail = relay.join()
     stop.check()
     return status, tail
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout_s: float, peak: list[int] | None) -> int:
+    """``proc.wait(timeout_s)``, reading, while it waits, the largest resident size of the
+    child's processes (``proc_tree.peak_rss_bytes``) into ``peak[0]``: ``wait4``'s figure
+    leaves out a sandbox's processes (bubblewrap's first process in the sandbox reaps them)."""
+    delay, end = 0.001, time.monotonic() + timeout_s
+    while True:
+        if peak is not None:
+            from pinbench.evaluator.proc_tree import peak_rss_bytes
+
+            seen = peak_rss_bytes(proc.pid)
+            peak[:] = [max([seen, *peak])]
+        status = proc.poll()
+        if status is not None:
+            return status
+        if time.monotonic() >= end:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        time.sleep(min(delay, max(0.0, end - time.monotonic())))
+        delay = min(delay * 2, 0.05)
 
 
 class _Stopped(Exception):

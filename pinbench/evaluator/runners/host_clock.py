@@ -48,9 +48,11 @@ WORKER_TIMED = (
     "contended_",
     "samples_",
     "energy_",
+    "peak_",
+    "model_added_",
 )
-"""What a host-timed run's worker cannot say: every figure of time, throughput, the machine
-and energy. The host records its own."""
+"""What a host-timed run's worker cannot say: every figure of time, throughput, the machine,
+energy and memory. The host records its own (memory: ``process.host_memory``)."""
 LATENCIES = (
     "per model call, on the host's clock: from the later of its queries' issue and the previous "
     "answer to its answer's arrival, the crossing included"
@@ -292,10 +294,10 @@ class HostClock:
         """The CPU time of this process and of the worker's processes (its sandbox's)."""
         import resource
 
-        from pinbench.evaluator.contention import tree_cpu_s
+        from pinbench.evaluator.proc_tree import cpu_s
 
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime + tree_cpu_s(self._pid)
+        return usage.ru_utime + usage.ru_stime + cpu_s(self._pid)
 
     # --- LoadGen's callbacks and the answers' reader ----------------------------------
 

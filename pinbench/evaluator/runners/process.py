@@ -218,6 +218,7 @@ def run_worker(
         started = time.monotonic_ns()
         from pinbench.evaluator.runners.child import run_child
 
+        peak: list[int] = []
         status, tail = run_child(
             child.argv,
             env=child.env,
@@ -228,6 +229,7 @@ def run_worker(
             stop=stop,
             pass_fds=clock.worker_fds() if clock is not None else (),
             on_start=clock.start if clock is not None else None,
+            peak=peak,
         )
         wall_ns = time.monotonic_ns() - started
         if confine is not None and not (out / RESULT).exists():
@@ -242,7 +244,28 @@ def run_worker(
         collect(runner, out, lock, evidence, status=status, tail=tail)
         if clock is not None:
             clock.apply(evidence)
+        host_memory(evidence, peak[0] if peak else 0)
         check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
+
+
+HOST_PEAK = (
+    "the host's reading: the largest peak resident size (VmHWM) among the worker's processes, "
+    "read from /proc while they ran"
+)
+
+
+def host_memory(evidence: Evidence, peak_bytes: int) -> None:
+    """The worker's peak resident size as the host read it (``child.run_child``'s ``peak``), in
+    place of the worker's own; where the host read none, the worker's figure goes too."""
+    memory = evidence.details.get("memory")
+    memory = dict(memory) if isinstance(memory, dict) else {}
+    if peak_bytes > 0:
+        evidence.metrics["peak_rss_bytes"] = float(peak_bytes)
+        memory["peak_rss"] = HOST_PEAK
+    else:
+        evidence.metrics.pop("peak_rss_bytes", None)
+        memory["peak_rss"] = "unread: /proc did not show the worker's processes"
+    evidence.details["memory"] = memory
 
 
 def write_job(

@@ -1,0 +1,59 @@
+"""A worker's processes as the host sees them in Linux's ``/proc``: the tree under the process
+it started (a sandbox's processes included: the host's ``/proc`` shows them), its CPU time and
+its largest resident size, read by the host, never said by the worker (issue 71, item 4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants alive now (none where ``/proc`` cannot say)."""
+    found, todo, seen = [], [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen or p <= 0:
+            continue
+        seen.add(p)
+        try:
+            children = [
+                int(c)
+                for task in Path(f"/proc/{p}/task").iterdir()
+                for c in (task / "children").read_text().split()
+            ]
+        except (OSError, ValueError):
+            continue
+        found.append(p)
+        todo += children
+    return found
+
+
+def cpu_s(pid: int) -> float:
+    """User and system seconds of process ``pid`` and its descendants (those ended and waited
+    for included); 0 where it cannot be read."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in tree(pid):
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        except (OSError, ValueError):
+            continue
+    return total / hz
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The largest peak resident size (``VmHWM``) among ``pid`` and its descendants alive now;
+    0 where none can be read."""
+    peak = 0
+    for p in tree(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) * 1024)
+                    break
+        except (OSError, ValueError, IndexError):
+            continue
+    return peak
