@@ -126,3 +126,47 @@ def test_frames_round_trip_with_and_without_polling() -> None:
         with pytest.raises(w.WireError, match="closed"):
             frames.next()
         os.close(r)
+
+
+def _real_log(tmp_path: Any, scenario: str) -> tuple[dict[str, Any], int]:
+    """A real LoadGen test's log (each query answered after 1 ms) and the wall time around it."""
+    import time
+
+    import mlperf_loadgen as lg
+
+    from pinbench.evaluator.loadgen_test import start_test
+    from pinbench.evaluator.scenarios import settings_for
+    from pinbench.registry.request import Scenario
+
+    def issue(queries: list[Any]) -> None:
+        time.sleep(0.001)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
+
+    settings = settings_for(
+        Scenario(name=scenario, min_duration_ms=50, min_query_count=20),
+        expected_latency_ns=1_000_000,
+        batch_size=1,
+    )
+    started = time.monotonic_ns()
+    log = start_test(issue, 16, settings, tmp_path / scenario)
+    return log, time.monotonic_ns() - started
+
+
+@pytest.mark.parametrize("scenario", ["SingleStream", "Offline"])
+def test_a_loadgen_log_that_says_more_time_than_the_evaluator_lived_is_refused(
+    tmp_path: Any, scenario: str
+) -> None:
+    from pinbench.evaluator.results import InvalidResults, check_log
+
+    log, wall = _real_log(tmp_path, scenario)
+    check_log(scenario, log, wall)  # the truth passes
+    longest = int(log["result_max_latency_ns"])
+    with pytest.raises(InvalidResults, match=r"latency_ns [0-9]+, longer than the evaluator ran"):
+        check_log(scenario, log, longest - 1)
+    if scenario == "SingleStream":  # queries one after another: their sum is bounded too
+        total = int(log["result_query_count"] * log["result_mean_latency_ns"])
+        with pytest.raises(InvalidResults, match="queries one after another"):
+            check_log(scenario, log, (total + longest) // 2)
+        tripled = {**log, "result_query_count": log["result_query_count"] * 3}
+        with pytest.raises(InvalidResults, match="evaluator ran"):
+            check_log(scenario, tripled, wall)

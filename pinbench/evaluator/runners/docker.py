@@ -267,7 +267,12 @@ def run(
                 raise
             wall_ns = time.monotonic_ns() - started  # the container's start and end within it
             collect("docker", out, lock, evidence, status=status, tail=tail)
-            check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
+            check_timings(
+                lock.body.scenario.name,
+                evidence.latencies,
+                wall_ns,
+                evidence.details.get("loadgen"),
+            )
         finally:
             with contextlib.suppress(APIError):
                 container.remove(force=True)

@@ -245,7 +245,9 @@ def run_worker(
         if clock is not None:
             clock.apply(evidence)
         host_memory(evidence, peak[0] if peak else 0)
-        check_timings(lock.body.scenario.name, evidence.latencies, wall_ns)
+        check_timings(
+            lock.body.scenario.name, evidence.latencies, wall_ns, evidence.details.get("loadgen")
+        )
 
 
 HOST_PEAK = (
