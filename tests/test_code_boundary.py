@@ -310,6 +310,33 @@ def test_a_cached_array_that_is_not_the_one_written_is_computed_again_never_scor
     assert third["details"]["preprocess_cache_hit"] is True
 
 
+@pytest.mark.parametrize("sidecar", ["its sha256", "its sha256 and the old MAC"])
+def test_a_cached_array_rolled_with_its_digest_rewritten_is_computed_again(
+    world: World, sidecar: str
+) -> None:
+    """Issue 71's reproduction: the entry rolled by one sample and its unkeyed ``.sha256``
+    rewritten to match was accepted (0.0867). The host's sidecar carries a MAC under a key
+    kept in ``keys/``: rewriting the digest without the key is a miss."""
+    import numpy as np
+
+    from pinbench.artifacts.digest import hash_file
+
+    ws = world.home.ws
+    lock = _digits_lock(ws)
+    first = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    entries = sorted((ws.settings.home / "cache" / "inputs").glob("*.npy"))
+    assert entries
+    for entry in entries:
+        side = entry.with_name(entry.name + ".sha256")
+        old_mac = side.read_text().split()[1]  # the host's: a digest and its MAC
+        np.save(entry, np.roll(np.load(entry, allow_pickle=False), 1, axis=0), allow_pickle=False)
+        rolled = hash_file(entry)[0].hex
+        side.write_text(rolled if sidecar == "its sha256" else f"{rolled} {old_mac}")
+    again = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    assert again["details"]["preprocess_cache_hit"] is False
+    assert again["top1"] == first["top1"] == pytest.approx(HONEST_TOP1, abs=5e-5)
+
+
 # --- scoring apart ----------------------------------------------------------------------------
 
 CLAIMS_A_PERFECT_RUN = (

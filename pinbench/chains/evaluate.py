@@ -85,6 +85,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         model_sha256=pinned,
         say=say,
         stop=job.stop,
+        seal=job.seal,
     )
     from pinbench.evaluator.measure import check_first, feed_details, keep_answers, warm_up
 

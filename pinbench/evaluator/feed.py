@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,9 @@ from pinbench.evaluator.stream import prepare_stream
 from pinbench.evaluator.text_inputs import Encodings, preprocess_texts, tokenizer_version
 from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.ports import Input
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.seal import Seal
 
 Array = npt.NDArray[np.generic]
 Say = Callable[[str], None]
@@ -62,9 +65,11 @@ def prepare(
     model_sha256: dict[str, str],
     say: Say,
     stop: Stop,
+    seal: Seal | None = None,
 ) -> Feed:
-    """Every declared input fed from the samples preprocessed (or read from the cache); a
-    constant or state input is the predictor's (``stream.Fed``)."""
+    """Every declared input fed from the samples preprocessed (or read from the cache, keyed
+    by ``seal`` where the host reads it: ``cached_array``); a constant or state input is the
+    predictor's (``stream.Fed``)."""
     texts = samples.texts is not None or samples.questions is not None
     decoder = tokenizer_version() if texts else decoder_of(samples.format, specs)
     if samples.questions is not None:
@@ -86,17 +91,19 @@ def prepare(
             return _preprocess(spec, samples, model_files, say, stop, encodings)
 
         if spec.stream is not None:
-            cached = functools.partial(cached_array, cache, dataset_digest)
+            cached = functools.partial(cached_array, cache, dataset_digest, seal=seal)
             got = prepare_stream(spec, samples, digest, cached, say, stop)
             arrays[str(spec.name)], windows, hit = got
         elif per_image(spec) and samples.files is not None:  # sizes of their own
-            cached = functools.partial(cached_array, cache, dataset_digest)
+            cached = functools.partial(cached_array, cache, dataset_digest, seal=seal)
             each = functools.partial(_each_file, spec, samples, say, stop)
             names = [f.path for f in samples.files]
             got_apart = prepare_ragged(spec, digest, cached, each, names)
             fed[str(spec.name)], arrays[str(spec.name)], hit = got_apart
         else:
-            arrays[str(spec.name)], hit = cached_array(cache, dataset_digest, digest, compute)
+            arrays[str(spec.name)], hit = cached_array(
+                cache, dataset_digest, digest, compute, seal=seal
+            )
         fed.setdefault(str(spec.name), arrays[str(spec.name)])
         digests[str(spec.name)] = digest.hex
         hits.append(hit)
@@ -109,19 +116,25 @@ def prepare(
 
 
 def cached_array(
-    cache: Path | None, dataset_digest: str, digest: Digest, compute: Callable[[], Array]
+    cache: Path | None,
+    dataset_digest: str,
+    digest: Digest,
+    compute: Callable[[], Array],
+    *,
+    seal: Seal | None = None,
 ) -> tuple[Array, bool]:
     """Preprocessed inputs, cached on disk by (dataset digest, pipeline digest): a cache hit
     reads no sample file. Each entry's sha256 is written beside it (``.npy.sha256``) when it is
     written, and checked when it is read: an entry whose bytes are not those written (issue 63:
     a cached array rolled by one sample was scored as the run's inputs) is computed again,
-    never used. Runs that carry code cache in a folder of their own that nothing else reads
-    (``runners.guard`` fails a run whose code changed another)."""
+    never used. ``seal``: the host's key (``seal``): the sidecar holds the digest's MAC too,
+    and an entry whose MAC does not check is computed again. Runs that carry code cache in a
+    folder of their own that nothing else reads."""
     if cache is None:
         return compute(), False
     path = cache / f"{dataset_digest[:32]}-{digest.hex[:32]}.npy"
     sidecar = path.with_name(path.name + SHA256_SUFFIX)
-    cached = _read_cached(path, sidecar)
+    cached = _read_cached(path, sidecar, seal)
     if cached is not None:
         return cached, True
     inputs = compute()
@@ -129,27 +142,30 @@ def cached_array(
     stamp = time.monotonic_ns()
     tmp, tmp_sum = path.with_suffix(f".{stamp}.tmp.npy"), path.with_suffix(f".{stamp}.tmp.sum")
     np.save(tmp, inputs, allow_pickle=False)
-    tmp_sum.write_text(hash_file(tmp)[0].hex)
+    sha256 = hash_file(tmp)[0].hex
+    tmp_sum.write_text(seal.sidecar(path.name, sha256) if seal is not None else sha256)
     tmp_sum.replace(sidecar)  # the digest first: an entry is never without the one it had
     tmp.replace(path)
     return inputs, False
 
 
 SHA256_SUFFIX = ".sha256"
-"""Beside each cached array: the sha256 of its bytes, written with it."""
+"""Beside each cached array: the sha256 of its bytes, written with it (and its MAC, where the
+host wrote it: ``seal``)."""
 
 
-def _read_cached(path: Path, sidecar: Path) -> Array | None:
-    """The cached array at ``path`` when its bytes hash to ``sidecar``'s digest; else none (and
-    the entry removed: it is computed again)."""
+def _read_cached(path: Path, sidecar: Path, seal: Seal | None) -> Array | None:
+    """The cached array at ``path`` when its bytes hash to ``sidecar``'s digest (vouched for by
+    its MAC, with ``seal``); else none (and the entry removed: it is computed again)."""
     try:  # hashed and loaded through one open file: the bytes hashed are the bytes loaded
-        recorded = sidecar.read_text().strip()
+        text = sidecar.read_text()
+        recorded = seal.digest_of(path.name, text) if seal is not None else text.split()[0]
         with path.open("rb") as f:
-            if hash_stream(f)[0].hex == recorded:
+            if recorded is not None and hash_stream(f)[0].hex == recorded:
                 f.seek(0)
                 found: Array = np.load(f, allow_pickle=False)
                 return found
-    except (ValueError, OSError):  # missing, unreadable, not UTF-8, not an array
+    except (ValueError, OSError, IndexError):  # missing, unreadable, not UTF-8, not an array
         pass
     path.unlink(missing_ok=True)
     sidecar.unlink(missing_ok=True)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pinbench.evaluator.memory import PeakMemory
     from pinbench.evaluator.predictors.config import ModelFiles
     from pinbench.evaluator.remote_test import RemoteTest
+    from pinbench.evaluator.seal import Seal
 
 Say = Callable[[str], None]
 
@@ -54,6 +55,8 @@ class Job:
     """A chain's stages' files by stage name (``pinbench.chains``), each as ``model_paths``."""
     sysfs: Path = SYSFS
     """Where sysfs is mounted, for the RAPL energy counters (tests lay out their own)."""
+    seal: Seal | None = None
+    """The host's key for the inputs cache it reads (``seal``); a worker has none."""
     remote: RemoteTest | None = None
     """The host times the test (``runners.host_clock``): LoadGen's queries come across this."""
     memory: PeakMemory | None = None

@@ -195,6 +195,7 @@ def _evaluate(
             model_sha256=model_sha256,
             say=say,
             stop=job.stop,
+            seal=job.seal,
         )
     inputs = feed.inputs
     if feed.decoder is not None:

@@ -136,6 +136,7 @@ def _split(
         model_sha256={f.path: f.sha256 for f in model_art.files},
         say=say,
         stop=job.stop,
+        seal=job.seal,
     )
     x = np.ascontiguousarray(np.asarray(feed.inputs), dtype=np.float32)
     return x, np.asarray(samples.labels, dtype=np.int64)

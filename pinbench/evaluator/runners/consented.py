@@ -114,17 +114,22 @@ def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
     holds copies of the entries kept for this dataset (``sandboxed_cache``): copies, so that
     what the worker writes there reaches no other run. Returns the names copied."""
     from pinbench.evaluator.feed import SHA256_SUFFIX
+    from pinbench.evaluator.seal import host_seal
 
     dataset = lock.body.dataset
     trusted = sandboxed_cache(ws, lock)
-    if dataset is None or not trusted.is_dir():
+    seal = host_seal(ws.store.cache_key)
+    if dataset is None or seal is None or not trusted.is_dir():
         return set()
     prefix = dataset.manifest_digest[:32]
     copied = set()
     for entry in trusted.glob(f"{prefix}-*.npy"):
         sidecar = entry.with_name(entry.name + SHA256_SUFFIX)
-        if _ENTRY.fullmatch(entry.name) and entry.is_file() and sidecar.is_file():
-            shutil.copyfile(sidecar, run_cache / sidecar.name)
+        if not (_ENTRY.fullmatch(entry.name) and entry.is_file() and sidecar.is_file()):
+            continue
+        digest = seal.digest_of(entry.name, sidecar.read_text(errors="replace"))
+        if digest is not None:  # the worker checks the bytes against it (``feed``)
+            (run_cache / sidecar.name).write_text(digest)
             shutil.copyfile(entry, run_cache / entry.name)
             copied.add(entry.name)
     return copied
@@ -140,9 +145,11 @@ def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]
     to its sidecar, kept in ``sandboxed_cache`` (read by sandboxed runs only); anything else
     it left goes with the run's folder. Nothing it names is followed or waited on."""
     from pinbench.evaluator.feed import SHA256_SUFFIX
+    from pinbench.evaluator.seal import host_seal
 
     dataset = lock.body.dataset
-    if dataset is None or not run_cache.is_dir():
+    seal = host_seal(ws.store.cache_key)
+    if dataset is None or seal is None or not run_cache.is_dir():
         return
     trusted = sandboxed_cache(ws, lock)
     prefix = dataset.manifest_digest[:32] + "-"
@@ -156,15 +163,16 @@ def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]
             sidecar = plain_bytes(name + SHA256_SUFFIX, MAX_SIDECAR, dir_fd=folder)
             if sidecar is not None:
                 trusted.mkdir(parents=True, exist_ok=True)
-                _copy_checked(folder, name, sidecar.decode("ascii", "replace").strip(), trusted)
+                digest = sidecar.decode("ascii", "replace").strip()
+                _copy_checked(folder, name, digest, trusted, seal.sidecar(name, digest))
     finally:
         os.close(folder)
 
 
-def _copy_checked(folder: int, name: str, digest: str, trusted: Path) -> None:
-    """``name`` (in the folder open at ``folder``) copied into ``trusted`` with its sidecar when
-    it is a plain file whose bytes hash to ``digest``, hashed as they are copied; else
-    nothing."""
+def _copy_checked(folder: int, name: str, digest: str, trusted: Path, sidecar: str) -> None:
+    """``name`` (in the folder open at ``folder``) copied into ``trusted`` with ``sidecar``
+    (its digest and the host's MAC) when it is a plain file whose bytes hash to ``digest``,
+    hashed as they are copied; else nothing."""
     from pinbench.evaluator.feed import SHA256_SUFFIX
 
     try:
@@ -182,7 +190,7 @@ def _copy_checked(folder: int, name: str, digest: str, trusted: Path) -> None:
                 target.write(chunk)
         if hashed.hexdigest() != digest:
             return
-        (trusted / (name + SHA256_SUFFIX)).write_text(digest)
+        (trusted / (name + SHA256_SUFFIX)).write_text(sidecar)
         temp.replace(trusted / name)
     finally:
         os.close(fd)

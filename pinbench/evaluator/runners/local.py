@@ -266,6 +266,9 @@ def run(
         time_limit(stop, limit, RunTimedOut(runner="local", timeout_s=limit)),
         scratch_directory(ws.store.tmp, "run") as scratch,
     ):
+        from pinbench.evaluator.seal import host_seal
+
+        seal = host_seal(ws.store.cache_key)  # no trusted key: no cache read or written
         job = Job(
             lock=lock,
             model_paths=model_folder(ws, lock, Path(scratch) / FOLDER),
@@ -273,10 +276,11 @@ def run(
             data_paths=store_paths(ws, lock, Kind.DATASET),
             validation_paths=store_paths(ws, lock, "validation"),
             scratch=Path(scratch),
-            cache=cache,
+            cache=cache if seal is not None else None,
             trace=trace,
             allow_pickle=allow_pickle,
             allow_code=allow_code,
             stop=stop,
+            seal=seal,
         )
         measure(job, evidence, say)
