@@ -343,8 +343,8 @@ HOST_ONLY = (
     "pinbench.evaluator.runners",
 )
 """What judges, times and records a run: the runners (among them the host's clock and its
-audits, ``runners.host_clock``), the database, the scorer that holds the ground truth, the recorder, the signed provenance (issue 63, issue 71;
-docs/architecture.md)."""
+audits, ``runners.host_clock``), the database, the scorer that holds the ground truth, the
+recorder, the signed provenance (issue 63, issue 71; docs/architecture.md)."""
 
 
 def test_the_evaluator_imports_nothing_that_scores_or_records() -> None:
