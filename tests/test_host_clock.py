@@ -96,6 +96,23 @@ _remote.RemoteTest.complete = lambda self, ids: _real_complete(self, [i + 1 for 
 """
 
 
+def _without_code(ws: Any, mode: str) -> Any:
+    """The catalog's digits model, which carries no code, on its test split."""
+    from pinbench import catalog as builtin
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    scenario: dict[str, Any] = {"mode": mode}
+    if mode == "performance":
+        scenario.update(min_duration_ms=0, min_query_count=64)
+    request = {
+        "model": f"{builtin.MODEL_NAME}@1.1.0",
+        "dataset": f"{builtin.DATASET_NAME}@1",
+        "scenario": scenario,
+    }
+    return service.lock(ws, parse_request(request))[0]
+
+
 def _performance(world: World, tmp: Path, version: str, code: str, runner: str) -> Any:
     ws = world.home.ws
     model = _with_code(world, tmp, version, code + CODE)
@@ -160,3 +177,43 @@ def test_a_worker_that_breaks_the_hosts_test_fails_its_run(
 
     recorded = show_run(ws, _newest(ws))
     assert recorded["status"] == "failed" and said in recorded["error"]
+
+
+def test_audit_keeps_the_clock_and_runs_test04_for_a_model_without_code(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """``pinbench run --audit``: the digits model, which carries no code, timed by the host and
+    audited; it ran no code, so it is marked neither ``+code`` nor ``UNSANDBOXED``."""
+    import json
+
+    from tests.helpers import in_process_cli
+
+    ws = world.home.ws
+    lock = _without_code(ws, "performance")
+    path = tmp_path / "audited.lock"
+    path.write_bytes(lock.canonical)
+    cli = in_process_cli(monkeypatch, capsys, world.home.home, world.home.db)
+    shown = json.loads(cli("run", str(path), "--runner", "local", "--audit", "--json").out)
+    assert shown["details"]["clock"]["side"] == "host"
+    assert "passed" in shown["details"]["audits"]["TEST04"]
+    assert "code_bool" not in shown and "unsandboxed_bool" not in shown
+
+
+@pytest.mark.parametrize(
+    ("mode", "runner", "said"),
+    [
+        ("accuracy", "local", "TEST04 audits a performance run"),
+        ("performance", "docker", "not the docker runner"),
+    ],
+)
+def test_audit_is_refused_where_the_host_cannot_keep_the_clock(
+    world: World, mode: str, runner: str, said: str
+) -> None:
+    from pinbench.evaluator.history import list_runs
+    from pinbench.evaluator.runners.audits import AuditRefused
+
+    ws = world.home.ws
+    before = len(list_runs(ws, limit=10_000))
+    with pytest.raises(AuditRefused, match=said):
+        run_lockfile(ws, _without_code(ws, mode), runner=runner, say=quiet, audit=True)
+    assert len(list_runs(ws, limit=10_000)) == before  # refused before anything is recorded

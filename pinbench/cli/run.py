@@ -56,6 +56,19 @@ if TYPE_CHECKING:
 @allow_code_option
 @sandbox_option
 @click.option(
+    "--audit",
+    "audit",
+    is_flag=True,
+    default=False,
+    help=(
+        "Keep the clock on this side: LoadGen runs in pinbench's process, the model answers "
+        "from its sandboxed worker, and MLPerf's TEST04 (a repeated sample may not be "
+        "answered faster than unique ones) is run after the test; a failed audit makes the "
+        "run INVALID. Always done for a model that carries code. Local and venv runners, "
+        "performance runs, here only."
+    ),
+)
+@click.option(
     "--on",
     "on",
     type=str,
@@ -98,6 +111,7 @@ def run_cmd(
     allow_pickle: bool = False,
     allow_code: bool = False,
     sandbox: str = "bwrap",
+    audit: bool = False,
     on: list[str] | None = None,
     retries: int = 1,
     publish_as: str | None = None,
@@ -122,6 +136,11 @@ def run_cmd(
             raise UserError(
                 f"--sandbox {sandbox} is a local decision: a server's and an agent's runs are "
                 "sandboxed"
+            )
+        if (on or reg.remote) and audit:
+            raise UserError(
+                "--audit is a local decision: the host that keeps the clock is the one that "
+                "runs it (the local and venv runners here)"
             )
         if on:
             if allow_pickle or allow_code:
@@ -150,6 +169,7 @@ def run_cmd(
                     say=say,
                     stop=stop,
                     sandbox=sandbox,
+                    audit=audit,
                 )
             info = done.info
             if publish_as is not None:

@@ -119,10 +119,11 @@ class OnSystem:
         stop: Stop | None = None,
         warm: WarmPool | None = None,
         sandbox: str = "bwrap",
+        audit: bool = False,
     ) -> None:
         """``warm`` is the server's: an agent keeps warm evaluators of its own (``pinbench agent
         start --warm``), so it is not used here; nor is ``sandbox``: an agent runs every worker
-        in its sandbox."""
+        in its sandbox. ``audit`` is refused before a run is sent (``run.check_audit``)."""
         stop = stop or Stop()
         ray = ray_module()
         connect(self.address)

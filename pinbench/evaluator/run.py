@@ -36,6 +36,7 @@ from pinbench.evaluator.recording import Recorded, record_run, stopped_from_now
 from pinbench.evaluator.run_blobs import save_evidence, save_weights, store_graph
 from pinbench.evaluator.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
+from pinbench.evaluator.runners.audits import check_audit
 from pinbench.evaluator.runners.consented import package_mark
 from pinbench.evaluator.runners.guard import check_marked
 from pinbench.evaluator.runners.sandbox import check_mode, sandbox_marks
@@ -176,6 +177,7 @@ def run_lockfile(
     warm: WarmPool | None = None,
     allow_code: bool = False,
     sandbox: str = "bwrap",
+    audit: bool = False,
 ) -> RunOutcome:
     """Run ``lock`` with ``runner`` (or ``auto``) at trace level ``trace`` and record the run,
     whatever its outcome; raise if it did not succeed. ``run_id`` fills in a run recorded by
@@ -189,7 +191,9 @@ def run_lockfile(
     ``warm``: a pool of warm evaluators this run may use (``pinbench.evaluator.warm``).
     ``sandbox``: ``bwrap`` (every worker confined, ``runners.sandbox``) or ``none``; a run whose
     system under test ran code or operations of its own outside a sandbox is recorded
-    ``unsandboxed_bool`` 1 (``sandbox_marks``)."""
+    ``unsandboxed_bool`` 1 (``sandbox_marks``). ``audit``: the host keeps the clock and runs
+    MLPerf's TEST04 (``runners.host_clock``), as for every run whose model carries code
+    (``check_audit``)."""
     check_trace(lock, trace)
     check_mode(sandbox)
     if on is None:
@@ -205,6 +209,8 @@ def run_lockfile(
         execute: Runner = runner_named(runner)
     else:
         on.runner, execute = runner, on  # the agent decides ``auto`` on its own machine
+    if audit:
+        check_audit(lock, runner, on_cluster=on is not None)
     check_chain_run(lock, runner=runner, trace=trace, on_cluster=on is not None)
     with ws.transaction() as session:
         store_lockfile(session, lock)
@@ -231,6 +237,7 @@ def run_lockfile(
                 stop=stop,
                 warm=warm,
                 sandbox=sandbox,
+                audit=audit,
             )
             stop.check()
             judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))

@@ -105,6 +105,7 @@ class Lockfile:
         check: bool = True,
         allow_code: bool = False,
         sandbox: str = "bwrap",
+        audit: bool = False,
     ) -> Run:
         """Verify every pinned byte, run the lockfile's scenario and record the run; on a
         server, queue it there and wait. Returns the recorded run; raises when it did not
@@ -113,14 +114,16 @@ class Lockfile:
         trusted model, run a model's processing code (local registries: a server follows its
         operator's ``serve --allow-pickle`` / ``--allow-code``). ``sandbox``: ``bwrap``
         (every evaluator process confined: ``pinbench run --sandbox``) or ``none`` (recorded
-        unsandboxed); local registries only."""
+        unsandboxed); ``audit``: the host keeps the clock and runs MLPerf's TEST04
+        (``pinbench run --audit``), as for every run whose model carries code; local
+        registries only."""
         from pinbench.errors import PinbenchError, UserError
 
         quiet: Say = say or (lambda _: None)
         if self.registry.remote:
             from pinbench.sdk.local_decisions import check_local_decisions
 
-            check_local_decisions(allow_pickle, allow_code, sandbox)
+            check_local_decisions(allow_pickle, allow_code, sandbox, audit)
             remote = self.registry.server()
             queued = remote.submit(self.body, runner, trace)
             quiet(f"queued run {queued['id']} on {remote.url}")
@@ -147,6 +150,7 @@ class Lockfile:
                 allow_code=allow_code,
                 stop=stop,
                 sandbox=sandbox,
+                audit=audit,
             )
         except PinbenchError as exc:
             if check:

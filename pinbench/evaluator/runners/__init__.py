@@ -42,6 +42,7 @@ class Runner(Protocol):
         stop: Stop | None = None,
         warm: WarmPool | None = None,
         sandbox: str = "bwrap",
+        audit: bool = False,
     ) -> None:
         """Evaluate the (already verified) lockfile at trace level ``trace``, filling
         ``evidence``; raise on failure. ``allow_pickle``: the caller's decision to let a
@@ -52,7 +53,9 @@ class Runner(Protocol):
         ``warm``: the venv and docker runners may run it on a warm evaluator of that pool
         (``pinbench.evaluator.warm``); the local runner already runs in its caller's process.
         ``sandbox``: ``bwrap`` (every worker process in the sandbox, ``runners.sandbox``) or
-        ``none`` (the run is recorded unsandboxed); a container is a sandbox of its own."""
+        ``none`` (the run is recorded unsandboxed); a container is a sandbox of its own.
+        ``audit``: the host keeps the clock and audits the run (``host_clock``; the local and
+        venv runners only, ``run.check_audit``), as it does for every run with code."""
         ...
 
 

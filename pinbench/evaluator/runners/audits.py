@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pinbench.errors import UserError
+
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence
+    from pinbench.registry.lockfile import Lockfile
 
 SAME_INDEX = 3
 """The sample MLPerf's audit.config repeats (the last one where a dataset has fewer)."""
@@ -96,3 +99,28 @@ def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence)
     summary["result_validity"] = "INVALID"
     summary["invalid_reasons"] = [*(summary.get("invalid_reasons") or []), f"TEST04 failed: {why}"]
     evidence.metrics["loadgen_valid_bool"] = 0.0
+
+
+class AuditRefused(UserError):
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"--audit: {reason}")
+        self.reason = reason
+
+
+def check_audit(lock: Lockfile, runner: str, *, on_cluster: bool) -> None:
+    """``--audit`` where the host can keep the clock (``host_clock``): one model's performance
+    test, on this machine, by the local or venv runner; refused before anything is recorded."""
+    from pinbench.evaluator.clock_wire import fits
+
+    if on_cluster or runner not in ("local", "venv"):
+        where = "a cluster system" if on_cluster else f"the {runner} runner"
+        raise AuditRefused(
+            reason=f"the host keeps the clock of the local and venv runners only, not {where}"
+        )
+    if not fits(lock.body):
+        raise AuditRefused(
+            reason="the host keeps the clock of one model's LoadGen test only (not a chain, "
+            "a generation, an operator or a training run)"
+        )
+    if lock.body.scenario.mode != "performance":
+        raise AuditRefused(reason="TEST04 audits a performance run; this lockfile's is accuracy")

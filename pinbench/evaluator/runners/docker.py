@@ -166,9 +166,10 @@ def run(
     stop: Stop | None = None,
     warm: WarmPool | None = None,
     sandbox: str = "bwrap",
+    audit: bool = False,
 ) -> None:
     """``sandbox``: the container is the sandbox (no network, read-only files, ``nobody``),
-    whatever is asked."""
+    whatever is asked. ``audit`` is refused before a docker run starts (``run.check_audit``)."""
     pinned = pinned_image(lock)
     client = connect()
     image = verified_image(client, pinned)

@@ -68,7 +68,7 @@ class ClockBroken(UserError):
 
 
 def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
-    """Whether the host keeps the clock of ``lock``'s sandboxed run: its system under test runs
+    """Whether the host keeps the clock of ``lock``'s run in a worker: its system under test runs
     Python its publisher wrote (``code``: processing code it may run; a builder; a pickle it
     may unpickle), in one model's LoadGen test (``clock_wire.fits``)."""
     model = lock.body.model

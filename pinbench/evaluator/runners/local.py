@@ -176,16 +176,18 @@ def run_in_worker(
     environment: Path | None,
     sandbox: str,
     inherit: bool = False,
+    audit: bool = False,
 ) -> None:
     """One cold worker for ``lock`` on this machine (the local runner's child, the venv
     runner): in the sandbox unless ``sandbox`` is ``none`` (then watched: ``code_watch`` over
     ``environment``), its job written as the sandbox sees it, and the inputs it cached kept
-    for the next runs of its model once it ends (``adopt_cache``)."""
+    for the next runs of its model once it ends (``adopt_cache``). The host keeps the clock
+    (``host_clock``) of a run whose model carries code, and of any run with ``audit``."""
     from pinbench.evaluator.runners.host_clock import for_run, keeps_clock
 
     sandboxed = sandbox != "none"
     code = settings.allow_code and needs_code(lock)
-    timed = sandboxed and keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
+    timed = audit or keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
     with (
         scratch_directory(ws.store.tmp, "run") as tmp,
         scratch_directory(ws.store.tmp, "run") as logs,
@@ -242,6 +244,7 @@ def run(
     stop: Stop | None = None,
     warm: WarmPool | None = None,
     sandbox: str = "bwrap",
+    audit: bool = False,
 ) -> None:
     evidence.environment = {
         "runner": "local",
@@ -253,12 +256,15 @@ def run(
     stop = stop or Stop()
     cache = inputs_cache(ws, lock)
     code = allow_code and needs_code(lock)
-    if code or (sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)):
+    own = sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)
+    if code or own or audit:
         # never in the process that scores and records; in the sandbox unless told otherwise
         evidence.environment["process"] = "child"
         python = sys.executable  # where the host runs, its environment inherited
         settings = JobSettings(cache, trace, allow_pickle, allow_code)
-        run_in_worker(ws, lock, python, evidence, say, stop, settings, "local", None, sandbox, True)
+        run_in_worker(
+            ws, lock, python, evidence, say, stop, settings, "local", None, sandbox, True, audit
+        )
         return
     evidence.environment["sandbox"] = "none"
     limit = lock.body.limits.timeout_s

@@ -96,6 +96,7 @@ def run(
     stop: Stop | None = None,
     warm: WarmPool | None = None,
     sandbox: str = "bwrap",
+    audit: bool = False,
 ) -> None:
     env = lock.body.environment
     if env is None:
@@ -112,7 +113,7 @@ def run(
     stop = stop or Stop()
 
     sandboxed = sandbox != "none"
-    if warm is not None:
+    if warm is not None and not audit:  # a warm evaluator keeps LoadGen beside its model
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
             return VenvWarm(root, venv.python, idle_s, hidden(ws), sandboxed)
@@ -135,4 +136,16 @@ def run(
             return
 
     settings = JobSettings(cache, trace, allow_pickle, allow_code)
-    run_in_worker(ws, lock, venv.python, evidence, say, stop, settings, "venv", venv.path, sandbox)
+    run_in_worker(
+        ws,
+        lock,
+        venv.python,
+        evidence,
+        say,
+        stop,
+        settings,
+        "venv",
+        venv.path,
+        sandbox,
+        audit=audit,
+    )
