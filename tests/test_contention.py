@@ -141,3 +141,32 @@ def test_only_the_cpus_the_run_may_use_count(tmp_path: Path) -> None:
     activity = contention.between(before, window)
     assert activity.others_ratio == pytest.approx((5 * HZ - 2) / HZ / 10.0)  # its CPU's alone
     assert activity.contended
+
+
+@pytest.mark.parametrize(
+    ("stepped", "absent"),
+    [
+        ("steal", {"machine_steal_ratio", "contended_bool"}),
+        ("user", {"machine_others_cpu_ratio", "contended_bool"}),
+    ],
+)
+def test_a_share_made_of_a_counter_that_stepped_back_is_absent_with_its_reason(
+    tmp_path: Path, stepped: str, absent: set[str]
+) -> None:
+    """Issue 72: the comparison page showed machine_steal_ratio -0.0088. A hypervisor's steal
+    counter can step back on one CPU while the others go on: the share is undefined, never a
+    clamped 0 or a negative."""
+    before = contention.read(_stat(tmp_path, "a", 1000, 500, 9000, 70), tmp_path)
+    after = contention.read(_stat(tmp_path, "b", 1100, 500, 9000, 80), tmp_path)
+    cpu1 = list(after.per_cpu["cpu1"])
+    cpu1[contention._FIELDS.index(stepped)] -= 300 if stepped == "user" else 30  # went back
+    per_cpu = {**after.per_cpu, "cpu1": tuple(cpu1)}
+    activity = contention.between(
+        before,
+        contention.Reading(before.at_s + 10, after.jiffies, 2, before.own_cpu_s, 2.5, [], per_cpu),
+    )
+    assert activity.backwards == (stepped,)
+    figures = contention.figures(activity)
+    assert absent.isdisjoint(figures) and figures  # the other share is still there
+    assert all(v >= 0 for v in figures.values())
+    assert stepped in contention.details(activity)["undefined"]

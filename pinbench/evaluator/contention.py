@@ -31,7 +31,7 @@ import os
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ class Reading:
     """This process's user and system time, every thread's."""
     load_1m: float | None
     freq_mhz: list[float]
+    per_cpu: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Each CPU's ticks in ``_FIELDS``' order, to tell a counter that stepped back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,9 @@ class Activity:
     steal_s: float
     load_1m: tuple[float | None, float | None]
     freq_mhz: tuple[list[float], list[float]]
+    backwards: tuple[str, ...] = ()
+    """The states whose counter stepped back on some CPU between the readings (a hypervisor's
+    ``steal`` can): the figures made of them are undefined (``figures``)."""
 
     @property
     def others_ratio(self) -> float:
@@ -100,6 +105,7 @@ def read(
         raise Unread(f"{proc / 'stat'} does not start with Linux's cpu line")
     allowed = _allowed()
     jiffies = dict.fromkeys(_FIELDS, 0)
+    per_cpu: dict[str, tuple[int, ...]] = {}
     cpus = 0
     try:
         for line in lines[1:]:
@@ -109,8 +115,10 @@ def read(
             if allowed is not None and int(parts[0][3:]) not in allowed:
                 continue  # a CPU this process may not run on: its work contends with nobody
             cpus += 1
-            for name, value in zip(_FIELDS, parts[1:], strict=False):
-                jiffies[name] += int(value)
+            ticks = tuple(int(v) for v in parts[1 : 1 + len(_FIELDS)])
+            per_cpu[parts[0]] = ticks
+            for name, value in zip(_FIELDS, ticks, strict=False):
+                jiffies[name] += value
         if not cpus:  # no per-CPU lines: the machine's totals
             jiffies = {name: int(v) for name, v in zip(_FIELDS, first[1:], strict=False)}
             cpus = 1 if allowed is None else len(allowed)
@@ -128,6 +136,7 @@ def read(
         own_s,
         _load(proc),
         _freqs(sysfs),
+        per_cpu,
     )
 
 
@@ -161,6 +170,13 @@ def _freqs(sysfs: Path) -> list[float]:
 def between(before: Reading, after: Reading) -> Activity:
     """What the machine did from ``before`` to ``after``."""
     hz = os.sysconf("SC_CLK_TCK")
+    backwards = {
+        name
+        for cpu, ticks in after.per_cpu.items()
+        for name, was, now in zip(_FIELDS, before.per_cpu.get(cpu, ()), ticks, strict=False)
+        if now < was
+    }
+    backwards |= {k for k in before.jiffies if after.jiffies[k] < before.jiffies[k]}
     delta = {k: max(0, after.jiffies[k] - before.jiffies[k]) for k in before.jiffies}
     busy_s = sum(delta.get(k, 0) for k in _BUSY) / hz
     own = max(0.0, after.own_cpu_s - before.own_cpu_s)
@@ -173,6 +189,7 @@ def between(before: Reading, after: Reading) -> Activity:
         steal_s=delta.get("steal", 0) / hz,
         load_1m=(before.load_1m, after.load_1m),
         freq_mhz=(before.freq_mhz, after.freq_mhz),
+        backwards=tuple(name for name in _FIELDS if name in backwards),
     )
 
 
@@ -208,14 +225,23 @@ class MachineMeter:
 
 def figures(found: Activity | str) -> dict[str, float]:
     """A performance run's machine metrics (``found``: ``MachineMeter.stop``'s); none where
-    nothing was read."""
+    nothing was read. A share made of a counter that stepped back is undefined and absent
+    (never a 0 or a negative share, issue 72); ``contended_bool`` then stands only where the
+    other share alone is past its bound."""
     if isinstance(found, str):
         return {}
-    return {
-        "machine_others_cpu_ratio": found.others_ratio,
-        "machine_steal_ratio": found.steal_ratio,
-        "contended_bool": 1.0 if found.contended else 0.0,
-    }
+    out = {}
+    others = not set(found.backwards) & set(_BUSY)
+    steal = "steal" not in found.backwards
+    if others:
+        out["machine_others_cpu_ratio"] = found.others_ratio
+    if steal:
+        out["machine_steal_ratio"] = found.steal_ratio
+    if (others and steal) or (others and found.others_ratio > OTHERS_BOUND):
+        out["contended_bool"] = 1.0 if found.contended else 0.0
+    elif steal and found.steal_ratio > STEAL_BOUND:
+        out["contended_bool"] = 1.0
+    return out
 
 
 def details(found: Activity | str) -> dict[str, Any]:
@@ -232,4 +258,12 @@ def details(found: Activity | str) -> dict[str, Any]:
         "load_1m": list(found.load_1m),
         "freq_mhz": {"before": before, "after": after} if before or after else "unreadable",
         "bounds": {"others": OTHERS_BOUND, "steal": STEAL_BOUND},
+        **(
+            {
+                "undefined": f"a CPU's {', '.join(found.backwards)} counter stepped back between "
+                "the readings: the figures made of it are not recorded"
+            }
+            if found.backwards
+            else {}
+        ),
     }
