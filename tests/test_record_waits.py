@@ -333,3 +333,28 @@ def test_a_client_waiting_on_a_run_is_told_the_database_is_away_and_stops_naming
     finished = httpx.Response(200, json={"id": run_id, "status": "succeeded"})
     back = _remote([running, _unavailable(), _unavailable(), finished], [])
     assert back.wait(run_id, said.append, poll_s=0.01)["status"] == "succeeded"
+
+
+def test_a_wait_with_a_progress_sink_says_each_line_once(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 72, item 5: a local run printed each "waits for the blob store" line twice, once
+    through its progress and once through the log's last-resort handler on the same terminal."""
+    tries: list[int] = []
+
+    def call() -> str:
+        tries.append(1)
+        if len(tries) <= 2:
+            raise DOWN
+        return "stored"
+
+    said: list[str] = []
+    with caplog.at_level(logging.DEBUG):
+        got = until_available(call, what="run abc's blob", pause=lambda _: None, say=said.append)
+    assert got == "stored"
+    assert [line.split(" (")[0] for line in said] == [
+        "run abc's blob waits for the database",
+        "run abc's blob: done once the database was back",
+    ]
+    assert caplog.records == []  # not logged beside: the log's handler printed it again
+    assert capsys.readouterr().err == ""

@@ -58,15 +58,18 @@ def until_available(
     run's blobs wait out the object store's, decision 284). ``what`` names the work in the
     log, ``of`` what is waited for; ``give_up``, asked after each failure, ends the wait (the
     last ``outage`` raised); ``between`` runs before each retry (a run refreshes its blobs
-    there); ``say`` is told each line the log is (a run's progress)."""
+    there); ``say``: where each line goes instead of the log (a run's progress: the terminal
+    of a local run, which the log's last-resort handler wrote to as well, so each line came
+    twice; a server's run pool, which logs it with the run's id)."""
     policy = backoff or Backoff()
     started = said = time.monotonic()
     tries = 0
 
     def tell(text: str) -> None:
-        log.warning("%s", text)
         if say is not None:
             say(text)
+        else:
+            log.warning("%s", text)
 
     while True:
         tries += 1
