@@ -238,3 +238,33 @@ def test_a_run_marked_interrupted_is_not_overwritten_by_its_late_finisher(
         os.killpg(pid, signal.SIGTERM)  # drains: the run finishes, then the server exits
         assert _gone(pid, 120)
     assert _status(home, url, run_id) == ("interrupted", swept)
+
+
+def test_a_second_sigterm_to_a_serve_with_two_workers_stops_it_at_once(
+    sqlite_home: tuple[Path, str, dict[str, str]],
+) -> None:
+    """Issue 72, item 1: the first SIGTERM to ``serve --workers 2``'s parent drains its
+    workers; a second one (docs/operations.md: it stops at once) waited for the run in flight,
+    here for the whole 600 s drain. The parent now passes it on to its workers."""
+    home, url, tokens = sqlite_home
+    long = {**SHORT, "scenario": {**SHORT["scenario"], "min_duration_ms": 600_000}}  # type: ignore[dict-item]
+    auth = {"Authorization": f"Bearer {tokens['owner']}"}
+    env = {LEASE_ENV: "3", "PINBENCH_DRAIN_S": "600", "PINBENCH_DRAIN_GRACE_S": "1"}
+    with (
+        serve_process(home, url, "--workers", "2", "--run-workers", "1", env=env) as (base, proc),
+        httpx.Client(base_url=base, headers=auth, timeout=30) as c,
+    ):
+        digest = c.post("/api/v1/lockfiles", json=long).json()["points"][0]["digest"]
+        run_id = _submit(c, digest).json()["id"]
+        wait_for_status(c, run_id, ("running",))
+        os.kill(proc.pid, signal.SIGTERM)  # the parent only, as `kill PID` sends it
+        log = home / "serve.log"
+        deadline = time.monotonic() + 30
+        while "SIGTERM: draining" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "SIGTERM: draining" in log.read_text()
+        assert proc.poll() is None  # draining: the run in flight may take its 600 s
+        os.kill(proc.pid, signal.SIGTERM)
+        assert _gone(proc.pid, 30), "a second SIGTERM did not stop the server"
+    assert "a further stop signal: stopping the workers now" in log.read_text()
+    assert _status(home, url, run_id)[0] == "interrupted"

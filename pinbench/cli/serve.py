@@ -228,7 +228,6 @@ def serve(
     whose user is a member of the name's namespace; locking and running need 'run'. Create
     users and tokens with `pinbench user add` and `pinbench token create`.
     """
-    import uvicorn
 
     from pinbench.api import hosts, logs
     from pinbench.api.outage import NOT_STARTED, STOPPED
@@ -314,7 +313,9 @@ def serve(
         f"pinbench serving on http://{host}:{port} (docs: http://{host}:{port}/schema/swagger)"
     )
     _err().print(f"answering to Host {', '.join(allowed_hosts)}")
-    uvicorn.run(
+    from pinbench.api.supervisor import run as run_server
+
+    run_server(
         "pinbench.api.server:app_from_env",
         factory=True,
         host=host,
