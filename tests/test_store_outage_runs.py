@@ -199,3 +199,39 @@ def test_a_run_asked_to_stop_while_the_store_is_away_keeps_its_blobs_for_the_nex
     assert _in_bucket(ws.store, latencies)  # type: ignore[arg-type]
     assert os.listdir(pending.folder(ws) / pending.BLOBS) == []
     assert "latencies.npy" in _verified_from_bucket(ws, run_id)
+
+
+def test_a_run_whose_files_the_store_cannot_give_waits_for_it_and_says_so(
+    tmp_path: Path,
+    s3_weed: tuple[S3Server, WeedMini],
+    catalog_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 72, item 4: the store down and the local cache emptied, a run was recorded failed
+    at once with "3 pinned item(s) failed verification", which reads like corrupted artifacts.
+    It now says the store cannot be reached and waits for it, as its blobs do."""
+    s3, weed = s3_weed
+    cli, ws, lock = _home(tmp_path, s3, catalog_dir, monkeypatch, capsys)
+    shutil.rmtree(ws.store.blobs)  # every pinned file must come from the bucket
+    weed.stop()
+
+    def back() -> None:
+        time.sleep(DOWN_S)
+        weed.start()
+
+    helper = threading.Thread(target=back, daemon=True)
+    helper.start()
+    try:
+        ran = cli("run", str(lock), "--runner", "local")
+    finally:
+        helper.join(timeout=120)
+        if weed.proc is None:
+            weed.start()
+    said = " ".join(ran.err.split())
+    assert ran.code == 0, ran.err
+    assert "pinned files waits for the blob store" in said, said
+    assert "pinned files: done once the blob store was back" in said, said
+    assert "failed verification" not in said
+    (listed,) = json.loads(cli("runs", "list", "--json").out)
+    assert listed["status"] == "succeeded"

@@ -223,7 +223,7 @@ def run_lockfile(
     try:
         say("verifying every pinned byte")
         with ws.store.held(Digest(f.sha256) for a in lock.body.artifacts for f in a.files):
-            verify_lockfile(ws, lock, fetch=fetch, for_run=True)
+            _verify_waiting(ws, lock, fetch, attempt.id, say, stop)
             truth = load_truth(ws, lock)  # the host's, withheld from the evaluator (scoring)
             stop.check()
             execute(
@@ -341,6 +341,29 @@ def unit_of(metric: str) -> str:
         if metric.endswith(suffix):
             return unit
     return "ratio"
+
+
+def _verify_waiting(
+    ws: Workspace, lock: Lockfile, fetch: bool, run_id: str, say: Say, stop: Stop
+) -> None:
+    """``verify_lockfile`` for the run, waiting out an object store that cannot be reached as
+    the run's blobs do (decision 284; issue 72, item 4: it was recorded as pinned items that
+    failed verification), until the run is asked to stop."""
+    from pinbench.artifacts.objects import ObjectStoreUnavailable
+    from pinbench.db.waiting import until_available
+
+    try:
+        until_available(
+            lambda: verify_lockfile(ws, lock, fetch=fetch, for_run=True),
+            what=f"run {run_id[:8]}'s pinned files",
+            outage=ObjectStoreUnavailable,
+            of="the blob store",
+            give_up=stop.is_set,
+            say=say,
+        )
+    except ObjectStoreUnavailable:
+        stop.check()  # a stop asked while it waited is the run's outcome
+        raise
 
 
 def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:

@@ -69,7 +69,8 @@ def verify_lockfile(
     ``rehash``) while this was starting (``pinbench.artifacts.ahead``); those found intact are
     not read again. ``for_run``: the files are read here next (``run``): check the copies this
     machine will read (a store on object storage downloads those it lacks) rather than the
-    store's own bytes."""
+    store's own bytes. An object store that cannot be reached (``ObjectStoreUnavailable``) or a
+    full disk (``StoreFull``) is raised as itself, never counted as files that failed."""
     check_against_registry(ws, lock)
     checks: list[FileCheck] = []
     intact: set[tuple[str, int]] = set()  # blobs checked here; files sharing bytes share one
@@ -138,6 +139,9 @@ def _check(
     rehash: bool = False,
     for_run: bool = False,
 ) -> FileCheck:
+    from pinbench.artifacts.objects import ObjectStoreUnavailable
+    from pinbench.artifacts.store_errors import StoreFull
+
     checked = ws.store.verify if for_run else ws.store.check
     try:
         checked(
@@ -147,6 +151,8 @@ def _check(
             progress=progress(label, f.size) if progress else None,
             rehash=rehash,
         )
+    except (ObjectStoreUnavailable, StoreFull):
+        raise  # the store away, the cache full: no file's fault (issue 72, item 4)
     except PinbenchError as exc:
         return FileCheck(label, f.sha256, f.size, str(exc))
     return FileCheck(label, f.sha256, f.size, None)
