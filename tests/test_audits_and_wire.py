@@ -143,7 +143,7 @@ def _real_log(tmp_path: Any, scenario: str) -> tuple[dict[str, Any], int]:
         lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
 
     settings = settings_for(
-        Scenario(name=scenario, min_duration_ms=50, min_query_count=20),
+        Scenario(name=scenario, min_duration_ms=50, min_query_count=20),  # type: ignore[arg-type]
         expected_latency_ns=1_000_000,
         batch_size=1,
     )
