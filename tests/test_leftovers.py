@@ -291,3 +291,31 @@ def test_a_stop_ends_a_long_scenario_within_its_grace(tmp_path: Path, on_caller:
     assert (set(calls) == {threading.get_ident()}) == on_caller
     # the test left running answers alone and ends; the process's LoadGen thread is then free
     assert loadgen_thread.wait_idle(timeout=60)
+
+
+def test_a_full_disk_leaves_no_owner_lock_half_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 72, item 2: on a full blob disk each scratch a worker tried to make left an empty
+    ``owners/.new-<id>`` file, its lock held by the live worker (``gc`` could not reclaim it).
+    The write that fails now takes the file and its descriptor with it."""
+    import errno
+
+    from pinbench.artifacts import scratch
+
+    tmp = tmp_path / "blobs" / "tmp"
+    tmp.mkdir(parents=True)
+    real = os.write
+
+    def full(fd: int, data: Any) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").split("/")[-1].startswith(".new-"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    before = set(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(OSError, match="No space left"):
+            scratch._take(owners_of(tmp))
+    assert list(owners_of(tmp).iterdir()) == []
+    assert set(os.listdir("/proc/self/fd")) <= before  # no descriptor kept either

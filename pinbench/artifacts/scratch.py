@@ -73,9 +73,14 @@ def _take(owners: Path) -> tuple[str, int]:
     owner = secrets.token_hex(8)
     fresh = owners / f".new-{owner}"
     fd = os.open(fresh, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
-    os.replace(fresh, owners / f"{owner}.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        os.replace(fresh, owners / f"{owner}.lock")
+    except BaseException:  # a full disk (issue 72, item 2): neither the file nor its lock kept
+        os.close(fd)
+        fresh.unlink(missing_ok=True)
+        raise
     return owner, fd
 
 
