@@ -302,7 +302,7 @@ class Remote:
         change of status. A server (or its database) away is waited out as any read is
         (``retrying``: each try said); past that, ``StoppedWaiting`` names the run."""
         pauses = intervals(poll_s)
-        status = None
+        status = line = None
         while True:
             try:
                 info = self.run(run_id)
@@ -317,6 +317,10 @@ class Remote:
             if info["status"] != status:
                 status = info["status"]
                 say(f"run {run_id[:8]} {status}")
+            said = info.get("progress")
+            if isinstance(said, str) and said != line and status == "running":
+                line = said
+                say(said)  # the server's progress line: a wait for the blob store among them
             if status in FINISHED:
                 return info
             time.sleep(next(pauses))

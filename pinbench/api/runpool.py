@@ -325,6 +325,9 @@ class RunPool:
                 self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
                 self._ended.notify_all()
+            from pinbench.api import progress
+
+            progress.forget(self.ws.settings.home, run_id)
         if recorded and not self._closing.is_set():  # released: close and drain never wait on it
             watch_quietly(self.ws, run_id)  # bounded by WATCH_S, failures logged
         return False
@@ -333,8 +336,11 @@ class RunPool:
         return self._closing.is_set() or self.draining.is_set()
 
     def _say(self, run_id: str, text: str) -> None:
+        from pinbench.api import progress
+
         log.info("run %s: %s", run_id[:8], text)
         self.progress[run_id] = text
+        progress.said(self.ws.settings.home, run_id, text)  # for a poll any process answers
 
     def stop_run(self, run_id: str, reason: str) -> bool:
         """Stop a run running here (``cancelled`` with ``reason``); False if none is."""

@@ -155,6 +155,9 @@ class RunView(Body):
     """Its dataset's task (what its accuracy metrics mean); None without a dataset."""
     distributed: DistributedView | None = None
     """A distributed training run's scheme and workers; None for any other run."""
+    progress: str | None = None
+    """A running run's latest progress line, as ``pinbench run`` prints it here (``run X's
+    blob ... waits for the blob store ...``); None once it ended, or where unknown."""
 
 
 class Comparison(Body):

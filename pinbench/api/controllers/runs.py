@@ -128,6 +128,11 @@ class RunController(Controller):
     def show(self, hosted: Hosting, pool: RunPool, principal: Principal, run_id: str) -> RunView:
         principal.require("read")
         view = run_view(hosted.run_view(run_id), full=True)
+        if view.status == "running":
+            from pinbench.api import progress
+
+            said = progress.latest(pool.ws.settings.home, view.id)
+            view = msgspec.structs.replace(view, progress=said)
         finished = view.status not in ("queued", "running")
         pool.watchers.saw(view.id, finished=finished)  # a drain lets its client read the end
         return view
