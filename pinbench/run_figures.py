@@ -98,6 +98,11 @@ def contended(metrics: Mapping[str, Any]) -> bool:
     return metrics.get("contended_bool") == 1.0
 
 
+def unsandboxed(metrics: Mapping[str, Any]) -> bool:
+    """Its system under test ran code or operations of its own outside a sandbox."""
+    return metrics.get("unsandboxed_bool") == 1.0
+
+
 UNSANDBOXED = "UNSANDBOXED"
 """The mark of a run whose system under test ran code or operations of its own outside a
 sandbox (``unsandboxed_bool`` 1, ``runners.sandbox``): whatever it ran could reach its clock

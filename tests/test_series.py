@@ -798,10 +798,10 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     team = lock(ws, "1.0.0")
     ok, bad = {"loadgen_valid_bool": 1.0}, {"loadgen_valid_bool": 0.0}
     busy = {**ok, "contended_bool": 1.0, "machine_others_cpu_ratio": 0.4}
+    loose = {**ok, "unsandboxed_bool": 1.0}  # issue 71: --sandbox none, marked in a gate too
+    extras = [ok, ok, loose, busy]
     valid = [
-        record(
-            ws, team, 200 + i, latencies(rng, 100_000), system="lab-v", extra=busy if i == 3 else ok
-        )
+        record(ws, team, 200 + i, latencies(rng, 100_000), system="lab-v", extra=extras[i])
         for i in range(4)
     ]
     invalid = [
@@ -824,6 +824,8 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     # a run timed on a busy machine (item 7) is compared, and said
     assert info["contended"] == [valid[3]]
     assert f"timed while other work took the machine ({valid[3][:8]})" in text.out, text.out
+    assert info["unsandboxed"] == [valid[2]]
+    assert f"were UNSANDBOXED ({valid[2][:8]})" in text.out, text.out
 
     asked = cli("gate", "--run", candidate, "--include-invalid", "--json")
     info = json.loads(asked.out)

@@ -59,6 +59,8 @@ RUN_NOTES = (
      "not a valid result"),
     ("contended", "{n} compared run(s) were timed while other work took the machine ({ids}): "
      "their timings may carry it"),
+    ("unsandboxed", "{n} compared run(s) were UNSANDBOXED ({ids}): code or the model's own "
+     "operations ran outside the sandbox (--sandbox none), their figures are their own word"),
     ("invalid", "{n} earlier run(s) LoadGen called INVALID are left out of the window "
      "(--include-invalid compares them)"),
     ("left_out", "{n} earlier run(s) a gate found regressed are left out of the window"),

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from pinbench.bounds import GATE_CANDIDATES
 from pinbench.errors import UserError
-from pinbench.run_figures import contended
+from pinbench.run_figures import contended, unsandboxed
 from pinbench.series.errors import InvalidCandidates
 from pinbench.series.members import (
     INVALID_RUN,
@@ -105,6 +105,9 @@ class GateResult:
     contended: list[str] = field(default_factory=list)
     """The runs compared (window and candidates) that were timed while other work took the
     machine (``contended_bool``): compared, and said."""
+    unsandboxed: list[str] = field(default_factory=list)
+    """The runs compared (window and candidates) whose system under test ran code or
+    operations of its own outside a sandbox (``unsandboxed_bool``): compared, and said."""
     other_settings: dict[str, int] = field(default_factory=dict)
     """Earlier runs of the series never compared with the candidate, by the runner they ran
     on, because their settings (``members.settings_of``) differ from its."""
@@ -138,6 +141,7 @@ class GateResult:
             "invalid": self.invalid,
             "invalid_candidates": self.invalid_candidates,
             "contended": self.contended,
+            "unsandboxed": self.unsandboxed,
             "include_invalid": self.include_invalid,
             "other_settings": self.other_settings,
             "comparisons": [j.to_json() for j in self.judged],
@@ -215,6 +219,7 @@ def judge(
         invalid=unread,
         invalid_candidates=[c.run_id for c in cands if invalid(c)],
         contended=[m.run_id for m in [*past, *cands] if contended(m.metrics)],
+        unsandboxed=[m.run_id for m in [*past, *cands] if unsandboxed(m.metrics)],
         include_invalid=include_invalid,
     )
 
