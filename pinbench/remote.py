@@ -1,12 +1,9 @@
 """The CLI's client for a remote ``pinbench serve``: ``PINBENCH_URL`` and ``PINBENCH_TOKEN``.
-
-Problem details from the server become the same errors the CLI prints locally: a 4xx is a
-user error (exit 1) carrying the server's message, a 5xx or an unreachable server a failure of
-the system (exit 3). A request that is safe to send twice (a read, a lockfile's ``PUT``) is
-retried through a server's brief absence (``pinbench.retrying``: connection errors and
-502/503/504, backoff, ``Retry-After``, ``PINBENCH_RETRY_S``), each retry said on stderr; a
-``POST`` or ``DELETE`` never is.
-"""
+A server's problem details become the CLI's own errors: a 4xx a user error (exit 1) with the
+server's message, a 5xx or an unreachable server a system failure (exit 3). A request safe to
+send twice (a read, a lockfile's ``PUT``) is retried through a server's brief absence
+(``pinbench.retrying``: connection errors and 502/503/504, backoff, ``Retry-After``,
+``PINBENCH_RETRY_S``), each retry said on stderr; a ``POST`` or ``DELETE`` never is."""
 
 from __future__ import annotations
 
@@ -317,10 +314,9 @@ class Remote:
             if info["status"] != status:
                 status = info["status"]
                 say(f"run {run_id[:8]} {status}")
-            said = info.get("progress")
-            if isinstance(said, str) and said != line and status == "running":
-                line = said
-                say(said)  # the server's progress line: a wait for the blob store among them
+            if status == "running" and info.get("progress") not in (None, line):
+                line = info["progress"]
+                say(str(line))  # the server's progress line: a wait for the blob store among them
             if status in FINISHED:
                 return info
             time.sleep(next(pauses))

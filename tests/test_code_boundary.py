@@ -397,8 +397,13 @@ def test_what_the_code_claims_is_not_recorded_and_it_never_sees_the_labels(
 def test_latencies_the_host_clock_cannot_have_seen_are_refused(
     world: World, tmp_path: Path
 ) -> None:
-    """Calls that took no time are not measurements: the run fails saying so."""
-    from pinbench.evaluator.results import InvalidResults
+    """Calls that took no time are not measurements. A run whose model carries code is timed
+    by the host (issue 71, ``runners.host_clock``): the zeros its code writes are never read,
+    its raw latencies are the host's. Where a worker's own latencies are read (a run without
+    code), the host refuses calls that took no time."""
+    import numpy as np
+
+    from pinbench.evaluator.results import InvalidResults, check_timings
 
     ws = world.home.ws
     where = repr(str(tmp_path / "given.json"))
@@ -406,10 +411,14 @@ def test_latencies_the_host_clock_cannot_have_seen_are_refused(
     model = _publish(
         ws, tmp_path, world.catalog, "9.5.0", preprocess=PRE, postprocess=POST, code=claims
     )
+    run = run_lockfile(
+        ws, _lock(ws, model), runner="venv", say=quiet, allow_code=True, sandbox="none"
+    )
+    shown = show_run(ws, run.id)
+    assert shown["details"]["clock"]["side"] == "host"
+    assert shown["framework_latency_min_ns"] > 0
     with pytest.raises(InvalidResults, match="a call that took no time"):
-        run_lockfile(
-            ws, _lock(ws, model), runner="venv", say=quiet, allow_code=True, sandbox="none"
-        )
+        check_timings("SingleStream", np.zeros(SAMPLES, dtype=np.int64), 10**9)
 
 
 OUTLIVES_ITS_WORKER = (

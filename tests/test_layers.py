@@ -269,6 +269,7 @@ BENEATH_API = {
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.outage"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.supervisor"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.worker_metrics"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.bounds"): "the bounds of serve's own numbers "
     "(--runs-per-user, --drain-seconds, --auth-failures, --ready-min-free-mb), refused before "

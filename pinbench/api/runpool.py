@@ -12,7 +12,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pinbench.api import heartbeat, outage
+from pinbench.api import heartbeat, outage, progress
 from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
 from pinbench.api.outage import DRAINED, NOT_STARTED, STOPPED
 from pinbench.api.problems import Draining, QueueFull, UserQueueFull
@@ -325,8 +325,6 @@ class RunPool:
                 self._stops.pop(run_id, None)
                 self.progress.pop(run_id, None)
                 self._ended.notify_all()
-            from pinbench.api import progress
-
             progress.forget(self.ws.settings.home, run_id)
         if recorded and not self._closing.is_set():  # released: close and drain never wait on it
             watch_quietly(self.ws, run_id)  # bounded by WATCH_S, failures logged
@@ -336,8 +334,6 @@ class RunPool:
         return self._closing.is_set() or self.draining.is_set()
 
     def _say(self, run_id: str, text: str) -> None:
-        from pinbench.api import progress
-
         log.info("run %s: %s", run_id[:8], text)
         self.progress[run_id] = text
         progress.said(self.ws.settings.home, run_id, text)  # for a poll any process answers

@@ -25,7 +25,10 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import ObjectStoreUnavailable
 from pinbench.db import pending
 from pinbench.db.waiting import until_available
+from pinbench.evaluator.job import Say
 from pinbench.evaluator.run_blobs import Put
+from pinbench.evaluator.stop import Stop
+from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
 OF = "the blob store"
@@ -104,3 +107,25 @@ def _tried(call: Callable[[], T], give_up: Callable[[], bool]) -> T:
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
+
+
+def verify_waiting(
+    ws: Workspace, lock: Lockfile, fetch: bool, run_id: str, say: Say, stop: Stop
+) -> None:
+    """``verify_lockfile`` for the run, waiting out an object store that cannot be reached as
+    the run's blobs do (decision 284; issue 72, item 4: it was recorded as pinned items that
+    failed verification), until the run is asked to stop."""
+    from pinbench.registry.verify import verify_lockfile  # the registry's, on the run's path
+
+    try:
+        until_available(
+            lambda: verify_lockfile(ws, lock, fetch=fetch, for_run=True),
+            what=f"run {run_id[:8]}'s pinned files",
+            outage=ObjectStoreUnavailable,
+            of="the blob store",
+            give_up=stop.is_set,
+            say=say,
+        )
+    except ObjectStoreUnavailable:
+        stop.check()  # a stop asked while it waited is the run's outcome
+        raise

@@ -28,7 +28,7 @@ from pinbench.db.run_record import RunRecord
 from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator import recording
-from pinbench.evaluator.blob_wait import waiting_put
+from pinbench.evaluator.blob_wait import verify_waiting, waiting_put
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
@@ -45,7 +45,7 @@ from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
-from pinbench.registry.verify import check_against_registry, verify_lockfile
+from pinbench.registry.verify import check_against_registry
 from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
@@ -223,7 +223,7 @@ def run_lockfile(
     try:
         say("verifying every pinned byte")
         with ws.store.held(Digest(f.sha256) for a in lock.body.artifacts for f in a.files):
-            _verify_waiting(ws, lock, fetch, attempt.id, say, stop)
+            verify_waiting(ws, lock, fetch, attempt.id, say, stop)
             truth = load_truth(ws, lock)  # the host's, withheld from the evaluator (scoring)
             stop.check()
             execute(
@@ -341,29 +341,6 @@ def unit_of(metric: str) -> str:
         if metric.endswith(suffix):
             return unit
     return "ratio"
-
-
-def _verify_waiting(
-    ws: Workspace, lock: Lockfile, fetch: bool, run_id: str, say: Say, stop: Stop
-) -> None:
-    """``verify_lockfile`` for the run, waiting out an object store that cannot be reached as
-    the run's blobs do (decision 284; issue 72, item 4: it was recorded as pinned items that
-    failed verification), until the run is asked to stop."""
-    from pinbench.artifacts.objects import ObjectStoreUnavailable
-    from pinbench.db.waiting import until_available
-
-    try:
-        until_available(
-            lambda: verify_lockfile(ws, lock, fetch=fetch, for_run=True),
-            what=f"run {run_id[:8]}'s pinned files",
-            outage=ObjectStoreUnavailable,
-            of="the blob store",
-            give_up=stop.is_set,
-            say=say,
-        )
-    except ObjectStoreUnavailable:
-        stop.check()  # a stop asked while it waited is the run's outcome
-        raise
 
 
 def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:

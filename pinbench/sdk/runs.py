@@ -114,9 +114,8 @@ class Lockfile:
         trusted model, run a model's processing code (local registries: a server follows its
         operator's ``serve --allow-pickle`` / ``--allow-code``). ``sandbox``: ``bwrap``
         (every evaluator process confined: ``pinbench run --sandbox``) or ``none`` (recorded
-        unsandboxed); ``audit``: the host keeps the clock and runs MLPerf's TEST04
-        (``pinbench run --audit``), as for every run whose model carries code; local
-        registries only."""
+        unsandboxed); ``audit``: the host keeps the clock and audits (``pinbench run --audit``);
+        local registries only."""
         from pinbench.errors import PinbenchError, UserError
 
         quiet: Say = say or (lambda _: None)
