@@ -189,3 +189,29 @@ def test_a_loadgen_log_that_says_more_time_than_the_evaluator_lived_is_refused(
         tripled = {**log, "result_query_count": log["result_query_count"] * 3}
         with pytest.raises(InvalidResults, match="evaluator ran"):
             check_log(scenario, tripled, wall)
+
+
+@pytest.mark.parametrize(
+    ("name", "dropped"),
+    [
+        ("latency_p50_ns", True),
+        ("framework_latency_p99_ns", True),
+        ("throughput_sps", True),
+        ("samples_count", True),
+        ("contended_bool", True),
+        ("machine_top1", True),
+        ("energy_j", True),
+        ("peak_rss_bytes", True),
+        ("model_added_rss_bytes", True),
+        ("top1", False),
+        ("target_trials_count", False),  # speaker verification's own count, not LoadGen's
+        ("samples_agree", False),  # a segmentation parity figure
+        ("eer", False),
+    ],
+)
+def test_a_host_timed_worker_says_no_figure_of_time_machine_energy_or_memory(
+    name: str, dropped: bool
+) -> None:
+    from pinbench.evaluator.runners.host_clock import worker_timed
+
+    assert worker_timed(name) is dropped

@@ -43,16 +43,22 @@ WORKER_TIMED = (
     "throughput_",
     "queries_",
     "loadgen_",
-    "target_",
     "machine_",
-    "contended_",
-    "samples_",
     "energy_",
     "peak_",
     "model_added_",
 )
-"""What a host-timed run's worker cannot say: every figure of time, throughput, the machine,
-energy and memory. The host records its own (memory: ``process.host_memory``)."""
+WORKER_TIMED_NAMES = frozenset({"contended_bool", "samples_count"})
+"""What a host-timed run's worker cannot say, by these prefixes and names: every figure of
+time, throughput, the machine, energy and memory (not a task's own, ``target_trials_count``).
+The host records its own (memory: ``process.host_memory``)."""
+
+
+def worker_timed(name: str) -> bool:
+    """A figure a host-timed run's worker cannot say (``WORKER_TIMED``)."""
+    return name.startswith(WORKER_TIMED) or name in WORKER_TIMED_NAMES
+
+
 LATENCIES = (
     "per model call, on the host's clock: from the later of its queries' issue and the previous "
     "answer to its answer's arrival, the crossing included"
@@ -91,6 +97,9 @@ class HostClock:
     def __init__(
         self, scenario: Scenario, batch_size: int, samples: int | None, log_dir: Path, stop: Stop
     ) -> None:
+        import mlperf_loadgen
+
+        self._lg: Any = mlperf_loadgen  # imported once, off LoadGen's hot path
         self._scenario, self._batch, self._declared = scenario, batch_size, samples
         self._log_dir, self._stop = log_dir, stop
         self._to_worker, self._to_host = os.pipe(), os.pipe()
@@ -158,7 +167,7 @@ class HostClock:
 
         t = self._tested
         calls, samples = t["calls"], t["samples"]
-        dropped = sorted(k for k in evidence.metrics if k.startswith(WORKER_TIMED))
+        dropped = sorted(k for k in evidence.metrics if worker_timed(k))
         for key in dropped:
             del evidence.metrics[key]
         name_dropped(evidence.details, dropped)
@@ -302,16 +311,16 @@ class HostClock:
     # --- LoadGen's callbacks and the answers' reader ----------------------------------
 
     def _issue(self, queries: list[Any]) -> None:
-        import mlperf_loadgen as lg
-
         now = time.perf_counter_ns()
-        with self._guard:
-            if not self._broken:
+        with self._guard:  # decided under the lock: ``_break`` completes what waits, once
+            taken = not self._broken
+            if taken:
                 if not self._first_issue:
                     self._first_issue = now
                 for q in queries:
                     self._waiting[q.id] = now
-        if self._broken:
+        if not taken:
+            lg = self._lg
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
             return
         try:
@@ -320,8 +329,7 @@ class HostClock:
             self._break(f"the worker's pipe: {exc.strerror or exc}")
 
     def _read(self) -> None:
-        import mlperf_loadgen as lg
-
+        lg = self._lg
         previous = 0
         try:
             while True:
@@ -345,8 +353,7 @@ class HostClock:
     def _break(self, reason: str) -> None:
         """Every query waiting is answered without the worker (LoadGen ends its test) and the
         run fails with ``reason``."""
-        import mlperf_loadgen as lg
-
+        lg = self._lg
         with self._guard:
             self._broken = self._broken or reason
             waiting = list(self._waiting)
