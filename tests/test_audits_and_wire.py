@@ -215,3 +215,28 @@ def test_a_host_timed_worker_says_no_figure_of_time_machine_energy_or_memory(
     from pinbench.evaluator.runners.host_clock import worker_timed
 
     assert worker_timed(name) is dropped
+
+
+def test_on_a_busy_machine_a_small_speedup_is_inconclusive_a_cache_still_fails() -> None:
+    """The suite's full run on two busy cores failed an honest model's TEST04 twice: beside
+    other work a repeat less than 2x as fast says nothing (no figure, not INVALID); a cache is
+    still a failure."""
+    from pinbench.evaluator.job import Evidence
+
+    noise = audits.verdict(
+        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 7e5), contended=True
+    )
+    assert noise["passed"] is None and "inconclusive" in noise["reason"]
+    evidence = Evidence(metrics={"loadgen_valid_bool": 1.0})
+    summary: dict[str, Any] = {"result_validity": "VALID"}
+    audits.audited(noise, summary, evidence)
+    assert "audit_test04_passed_bool" not in evidence.metrics  # undefined, never a 0
+    assert evidence.metrics["loadgen_valid_bool"] == 1.0 and summary["result_validity"] == "VALID"
+    quiet = audits.verdict(
+        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 7e5)
+    )
+    assert quiet["passed"] is False
+    cache = audits.verdict(
+        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 3e3), contended=True
+    )
+    assert cache["passed"] is False

@@ -278,12 +278,13 @@ class HostClock:
 
     def _test04(self, count: int, expected: int) -> dict[str, Any]:
         """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample."""
+        from pinbench.evaluator import contention
         from pinbench.evaluator.loadgen_test import metered_test
         from pinbench.evaluator.runners import audits
         from pinbench.evaluator.scenarios import settings_for
 
         scenario, batch = self._scenario, self._batch
-        logs = {}
+        logs, busy = {}, False
         for name, setting in (
             ("unique", audits.unique),
             ("same", lambda s: audits.same(s, count)),
@@ -292,11 +293,17 @@ class HostClock:
             settings = setting(
                 settings_for(scenario, expected_latency_ns=expected, batch_size=batch)
             )
-            logs[name], _ = metered_test(
-                self._issue, count, settings, self._log_dir / f"TEST04-{name}", self._stop
+            logs[name], machine = metered_test(
+                self._issue,
+                count,
+                settings,
+                self._log_dir / f"TEST04-{name}",
+                self._stop,
+                own_cpu=self._own_cpu,
             )
+            busy = busy or contention.figures(machine).get("contended_bool") == 1.0
         return audits.verdict(
-            scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"]
+            scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"], busy
         )
 
     def _own_cpu(self) -> float:
