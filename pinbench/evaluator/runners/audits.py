@@ -1,4 +1,4 @@
-"""MLPerf's TEST04 audit, run by the host after a host-timed performance test (issue 71,
+"""MLPerf's TEST04 audit, run by the host before a host-timed performance test (issue 71,
 item 3; decision 293): does the system under test answer a sample it has seen before faster
 than one it has not (a cache of answers across samples)?
 
@@ -51,11 +51,16 @@ def unique(settings: Any) -> Any:
     return settings
 
 
+def same_index(count: int) -> int:
+    """The sample TEST04-B repeats among ``count``."""
+    return min(SAME_INDEX, count - 1)
+
+
 def same(settings: Any, count: int) -> Any:
     """TEST04-B: one sample issued again and again."""
     settings.performance_issue_unique = False
     settings.performance_issue_same = True
-    settings.performance_issue_same_index = min(SAME_INDEX, count - 1)
+    settings.performance_issue_same_index = same_index(count)
     return settings
 
 
@@ -70,11 +75,12 @@ def verdict(
     unique_log: dict[str, Any],
     same_log: dict[str, Any],
     contended: bool = False,
+    repeated: int | None = None,
 ) -> dict[str, Any]:
     """TEST04's verdict from the two tests' LoadGen summaries: the scores, the speed-up of the
     repeated sample over the unique ones, the threshold, and whether it passed: True, False,
     or None (inconclusive) where either test ran ``contended`` and the repeat was less than
-    ``BUSY_FACTOR`` faster."""
+    ``BUSY_FACTOR`` faster. ``repeated``: the sample TEST04-B repeated."""
     from pinbench.evaluator.latency_metrics import loadgen_figures
 
     name, higher = _SCORES[scenario]
@@ -90,7 +96,7 @@ def verdict(
         "score": name,
         "unique": a,
         "same": b,
-        "same_index": same_log.get("effective_performance_issue_same_index"),
+        "same_index": repeated,
         "speedup": speedup,
         "threshold": threshold,
         "passed": speedup <= 1 + threshold,
@@ -98,7 +104,7 @@ def verdict(
     a50, b50 = unique_figures.get("latency_p50_ns"), same_figures.get("latency_p50_ns")
     least = speedup
     if not higher and a50 and b50:  # a tail's noise alone fails no run: the median must agree
-        out["median_speedup"] = a50 / b50
+        out.update(unique_p50=a50, same_p50=b50, median_speedup=a50 / b50)
         out["passed"] = out["passed"] or a50 / b50 <= 1 + threshold
         least = min(speedup, a50 / b50)
     if contended and not out["passed"] and least < BUSY_FACTOR:

@@ -256,6 +256,11 @@ class HostClock:
             self._scenario, expected_latency_ns=expected, batch_size=self._batch
         )
         self._reader.start()
+        audit = None
+        if self._scenario.mode == "performance":  # first: no sample seen but the warm-up's
+            audit = self._test04(count, expected)
+            self._calls, self._samples = [], 0
+            self._first_issue = self._last_answer = 0
         with EnergyMeter.open() as meter:
             meter.start()
             summary, machine = metered_test(
@@ -272,12 +277,15 @@ class HostClock:
             "samples": self._samples,
             "span_ns": self._last_answer - self._first_issue,
         }
-        if self._scenario.mode == "performance" and not self._broken:
-            tested["TEST04"] = self._test04(count, expected)
+        if audit is not None and not self._broken:
+            tested["TEST04"] = audit
         return tested
 
     def _test04(self, count: int, expected: int) -> dict[str, Any]:
-        """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample."""
+        """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample,
+        before the run's own test, as MLPerf's TEST04-A met a fresh system: after the test
+        had issued most samples, a cache of answers made the unique test as fast as the
+        repeat (a full suite's run passed the caching model)."""
         from pinbench.evaluator import contention
         from pinbench.evaluator.loadgen_test import metered_test
         from pinbench.evaluator.runners import audits
@@ -303,7 +311,12 @@ class HostClock:
             )
             busy = busy or contention.figures(machine).get("contended_bool") == 1.0
         return audits.verdict(
-            scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"], busy
+            scenario.name,
+            scenario.percentile / 100.0,
+            logs["unique"],
+            logs["same"],
+            busy,
+            audits.same_index(count),
         )
 
     def _own_cpu(self) -> float:
