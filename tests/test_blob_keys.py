@@ -24,6 +24,7 @@ from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.results import read_results, write_results
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.run_blobs import (
+    save_logs,
     save_postprocess,
     save_tokens,
     save_weights,
@@ -115,6 +116,9 @@ BLOBS = [
         "a graph optimization's optimized graph (run_blobs.store_graph, decision 180)",
         ("transform", "optimized_graph_sha256"),
     ),
+    ("LoadGen's summary log (run_blobs.save_logs)", ("loadgen_logs", "summary")),
+    ("LoadGen's detail log (run_blobs.save_logs)", ("loadgen_logs", "detail")),
+    ("LoadGen's accuracy log (run_blobs.save_logs)", ("loadgen_logs", "accuracy")),
 ]
 
 
@@ -155,6 +159,7 @@ def test_every_key_the_host_writes_for_a_stored_blob_is_listed(ws: Workspace) ->
         tokens=np.array([[1, 2, 3]], dtype=np.int64),
         postprocess=np.array([4, 5, 6], dtype=np.int64),
         graph=b"an optimized graph",
+        logs={"summary": b"Result is : VALID", "detail": b":::MLLOG {}", "accuracy": b"[]"},
     )
     trains: Any = SimpleNamespace(body=SimpleNamespace(training=object()))
     put = ws.store.put_bytes
@@ -162,6 +167,7 @@ def test_every_key_the_host_writes_for_a_stored_blob_is_listed(ws: Workspace) ->
     save_tokens(put, evidence)
     save_postprocess(put, evidence)
     store_graph(put, evidence)
+    save_logs(put, evidence)
     written = _digests(evidence.details)
     assert written == set(RUN_BLOBS) - {("outputs_sha256",)}
     labels = _referenced(evidence.details)

@@ -101,7 +101,8 @@ def test_a_recorded_run_is_attested_when_it_is_recorded(home: Home, attested: Pa
     assert s["_type"] == "https://in-toto.io/Statement/v1"
     assert s["predicateType"] == "https://slsa.dev/provenance/v1"
     names = [x["name"] for x in s["subject"]]
-    assert names == ["latencies.npy", "outputs.npy", "results.json"]
+    logs = ["mlperf_log_summary.txt", "mlperf_log_detail.txt", "mlperf_log_accuracy.json"]
+    assert names == ["latencies.npy", "outputs.npy", *logs, "results.json"]  # LoadGen's logs
     build = s["predicate"]["buildDefinition"]
     assert build["internalParameters"]["attested"] == "when recorded"
     lock = build["externalParameters"]["lockfile"]
@@ -121,7 +122,8 @@ def test_verify_accepts_an_untouched_attestation(cli: Cli, attested: Path, home:
     assert result.code == 0, result.err
     assert f"verified: run {home.run} (succeeded)" in result.out
     assert "attested when recorded" in result.out
-    assert "latencies.npy, outputs.npy, results.json" in result.out
+    logs = "mlperf_log_summary.txt, mlperf_log_detail.txt, mlperf_log_accuracy.json"
+    assert f"latencies.npy, outputs.npy, {logs}, results.json" in result.out
 
 
 def test_an_independent_dsse_verifier_accepts_the_envelope(home: Home, attested: Path) -> None:

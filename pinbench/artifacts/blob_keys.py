@@ -30,6 +30,9 @@ RUN_BLOBS: tuple[BlobKey, ...] = (
     ("training", "weights_sha256"),  # a training run's final weights (run_blobs.save_weights)
     ("generation", "tokens_sha256"),  # a generation run's token times (run_blobs.save_tokens)
     ("transform", "optimized_graph_sha256"),  # the optimized graph (run_blobs.store_graph)
+    ("loadgen_logs", "summary"),  # LoadGen's own logs (run_blobs.save_logs)
+    ("loadgen_logs", "detail"),
+    ("loadgen_logs", "accuracy"),
 )
 """Every key of a run's details whose value the host stores as a blob when it records the run,
 by its path in the details. The run's latencies and trace are columns of their own."""

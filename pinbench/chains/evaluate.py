@@ -120,7 +120,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
             scenario,
             batch_size=1,
             expected_latency_ns=expected,
-            log_dir=job.scratch / "loadgen",
+            log_dir=job.log_dir,
             stop=job.stop,
             batch_axes=batch_axes(body.model.outputs),
         )

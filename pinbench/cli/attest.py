@@ -45,8 +45,9 @@ def runs_attest(
     whose predicate is SLSA Provenance v1.
 
     Subjects are the run's outputs by sha256 (raw latencies, outputs, trace, final weights,
-    an optimized graph, results.json); the predicate holds the lockfile (digest and text),
-    the request, the builder, start and finish, runner, environment digest and host facts.
+    an optimized graph, LoadGen's logs, results.json); the predicate holds the lockfile
+    (digest and text), the request, the builder, start and finish, runner, environment digest
+    and host facts.
     A run is attested when it is recorded; a run recorded before that is attested now, marked
     "after the fact".
     With PINBENCH_URL: the server's attestation, signed with the server's key.

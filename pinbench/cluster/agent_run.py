@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 
-MAX_RESULT_FILES = 8
-
 
 def handed(lock: Lockfile) -> list[tuple[LockedArtifact, LockedFile]]:
     """The pinned files an agent fetches and verifies: every artifact's but the dataset's

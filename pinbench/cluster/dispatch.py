@@ -187,38 +187,10 @@ class OnSystem:
 
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory
-        from pinbench.evaluator.answers import ANSWERS
-        from pinbench.evaluator.answers import MAX_BYTES as MAX_ANSWERS_BYTES
-        from pinbench.evaluator.results import (
-            GRAPH,
-            LATENCIES,
-            MAX_ARRAY_BYTES,
-            MAX_GRAPH_BYTES,
-            MAX_RESULT_BYTES,
-            MAX_TRACE_BYTES,
-            MAX_WEIGHTS_BYTES,
-            OUTPUTS,
-            POSTPROCESS,
-            RESULT,
-            TOKENS,
-            TRACE,
-            WEIGHTS,
-            adopt,
-            read_results,
-        )
+        from pinbench.evaluator.results import CAPS as caps
+        from pinbench.evaluator.results import adopt, read_results
         from pinbench.evaluator.runners.process import EvaluationFailed
 
-        caps = {
-            RESULT: MAX_RESULT_BYTES,
-            LATENCIES: MAX_ARRAY_BYTES,
-            OUTPUTS: MAX_ARRAY_BYTES,
-            TRACE: MAX_TRACE_BYTES,
-            WEIGHTS: MAX_WEIGHTS_BYTES,  # a training run's final weights
-            TOKENS: MAX_ARRAY_BYTES,  # a generation run's per-answer token counts
-            GRAPH: MAX_GRAPH_BYTES,  # a graph-optimization run's optimized graph
-            POSTPROCESS: MAX_ARRAY_BYTES,  # a model's postprocess code's times
-            ANSWERS: MAX_ANSWERS_BYTES,  # an accuracy run's answers, scored by the server
-        }
         if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
             raise AgentAnswerRefused(self.system, "not a packed result")
         files = packed["files"]

@@ -63,6 +63,11 @@ class Job:
     """The evaluation's peak memory (``measure``): an evaluator marks where its model's loading
     begins (``PeakMemory.model_loading``)."""
 
+    @property
+    def log_dir(self) -> Path:
+        """Where LoadGen writes its logs when it runs beside the model (``loadgen_files``)."""
+        return self.scratch / "loadgen"
+
 
 @dataclass
 class Evidence:
@@ -97,6 +102,9 @@ class Evidence:
     scored_inputs: dict[str, npt.NDArray[np.generic]] | None = None
     """With ``answers``, for a task that reads the model's inputs as it scores (an attention
     mask, a frame count: ``Task.scores_inputs``): those inputs, every sample's."""
+    logs: dict[str, bytes] | None = None
+    """LoadGen's own logs of the run's test, by ``loadgen_files.LOGS``' names, read by whoever
+    ran LoadGen; stored as blobs (``run_blobs.save_logs``)."""
 
 
 def model_files(job: Job) -> ModelFiles:

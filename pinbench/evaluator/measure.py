@@ -79,7 +79,10 @@ def measure(job: Job, evidence: Evidence, say: Say) -> None:
         }
         raise
     gpu_peak = gpu.finish()
-    if job.remote is None:  # a host-timed run's memory is the host's (``runners.host_memory``)
+    if job.remote is None:  # a host-timed run's memory and logs are the host's
+        from pinbench.evaluator.loadgen_files import read_logs
+
+        evidence.logs = read_logs(job.log_dir) or None
         evidence.metrics["peak_rss_bytes"] = float(memory.peak_bytes())
         added = memory.model_added_bytes()
         if added is not None:
@@ -251,7 +254,7 @@ def _evaluate(
                 scenario,
                 batch_size=body.batch_size,
                 expected_latency_ns=expected,
-                log_dir=job.scratch / "loadgen",
+                log_dir=job.log_dir,
                 stop=job.stop,
                 on_caller=profiling and cls.PROFILES_ONE_THREAD,
                 keep_outputs=code is not None and code.post is not None,

@@ -22,6 +22,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.answers import ANSWERS, AnswersUnreadable, read_answers, write_answers
 from pinbench.evaluator.answers import MAX_BYTES as MAX_ANSWERS_BYTES
 from pinbench.evaluator.job import Evidence
+from pinbench.evaluator.loadgen_files import LOGS, MAX_LOG_BYTES, LogUnreadable, read_log
 from pinbench.transforms.result import LEGACY_GRAPH_SHA256
 
 FORMAT: Literal["pinbench-result/1"] = "pinbench-result/1"
@@ -42,6 +43,20 @@ MAX_RESULT_BYTES = 4 * 1024 * 1024
 MAX_ARRAY_BYTES = 1024 * 1024 * 1024
 MAX_TRACE_BYTES = 256 * 1024 * 1024
 _METRIC = re.compile(r"[a-z0-9_]{1,100}")
+CAPS = {
+    RESULT: MAX_RESULT_BYTES,
+    LATENCIES: MAX_ARRAY_BYTES,
+    OUTPUTS: MAX_ARRAY_BYTES,
+    TRACE: MAX_TRACE_BYTES,
+    WEIGHTS: MAX_WEIGHTS_BYTES,  # a training run's final weights
+    TOKENS: MAX_ARRAY_BYTES,  # a generation run's per-answer token counts
+    GRAPH: MAX_GRAPH_BYTES,  # a graph-optimization run's optimized graph
+    POSTPROCESS: MAX_ARRAY_BYTES,  # a model's postprocess code's times
+    ANSWERS: MAX_ANSWERS_BYTES,  # an accuracy run's answers, scored by the host
+    **dict.fromkeys(LOGS.values(), MAX_LOG_BYTES),  # LoadGen's own logs
+}
+"""Every file an evaluator may hand back, with the most bytes it may hold (an agent's answer
+is checked against it before it is unpacked: ``cluster.dispatch``)."""
 
 
 class JobFile(
@@ -99,6 +114,8 @@ class WorkerResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
     """An accuracy run's answers (``answers.ANSWERS``): the output names, in the file's order."""
     scored_inputs: list[str] = msgspec.field(default_factory=list)
     """The model inputs in the same file, for a task that scores with them."""
+    logs: list[str] = msgspec.field(default_factory=list)
+    """LoadGen's logs handed back beside, by ``loadgen_files.LOGS``' names."""
 
 
 class InvalidResults(UserError):
@@ -125,6 +142,8 @@ def write_results(
         (out / GRAPH).write_bytes(evidence.graph)
     if evidence.postprocess is not None:
         np.save(out / POSTPROCESS, evidence.postprocess, allow_pickle=False)
+    for kind, data in (evidence.logs or {}).items():
+        (out / LOGS[kind]).write_bytes(data)
     answers: tuple[list[str], list[str]] | None = None
     if evidence.answers is not None and not error:
         try:
@@ -149,6 +168,7 @@ def write_results(
         postprocess=evidence.postprocess is not None,
         answers=answers[0] if answers is not None else None,
         scored_inputs=answers[1] if answers is not None else [],
+        logs=sorted(evidence.logs or {}),
     )
     tmp = out / f".{RESULT}.tmp"
     tmp.write_bytes(msgspec.json.encode(result))
@@ -172,6 +192,7 @@ def _drop_claimed_digests(details: dict[str, Any]) -> None:
     figures (``scoring.DROPPED``: the host names what it dropped)."""
     drop(details, CLAIMED)
     details.pop("dropped_metrics", None)
+    details.pop("loadgen_logs", None)  # the host's alone (``run_blobs.save_logs``)
 
 
 def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
@@ -236,6 +257,8 @@ def read_results(out: Path, lock_digest: str) -> tuple[WorkerResult, Evidence]:
         if times.dtype != np.int64 or times.ndim != 1 or (times < 0).any():
             raise InvalidResults(reason=f"{POSTPROCESS} must be a 1-D int64 array of times")
         evidence.postprocess = times
+    if result.logs:
+        evidence.logs = _logs(out, result.logs)
     if result.answers is not None:
         _check_file(out / ANSWERS, MAX_ANSWERS_BYTES)
         try:
@@ -315,14 +338,15 @@ def check_log(scenario: str, log: dict[str, Any], wall_ns: int) -> None:
 
 def adopt(evidence: Evidence, got: Evidence) -> None:
     """Take what ``read_results`` read (``got``) into a run's ``evidence``: the one way an
-    isolated evaluator's or an agent's results become a run's (its environment apart)."""
+    isolated evaluator's or an agent's results become a run's (its environment apart): every
+    field of ``Evidence``, so that one added there is never lost here."""
+    import dataclasses
+
     evidence.frameworks.update(got.frameworks)
     evidence.details.update(got.details)
-    evidence.metrics = got.metrics
-    evidence.latencies, evidence.outputs, evidence.trace = got.latencies, got.outputs, got.trace
-    evidence.weights, evidence.tokens, evidence.graph = got.weights, got.tokens, got.graph
-    evidence.postprocess = got.postprocess
-    evidence.answers, evidence.scored_inputs = got.answers, got.scored_inputs
+    for field in dataclasses.fields(Evidence):
+        if field.name not in ("frameworks", "details", "environment"):
+            setattr(evidence, field.name, getattr(got, field.name))
 
 
 def _tokens(tokens: npt.NDArray[Any], latencies: npt.NDArray[Any] | None) -> npt.NDArray[Any]:
@@ -344,6 +368,20 @@ def _check_file(path: Path, cap: int) -> None:
     size = path.stat().st_size
     if size > cap:
         raise InvalidResults(reason=f"{path.name} is {size} bytes, over the {cap}-byte cap")
+
+
+def _logs(out: Path, kinds: list[str]) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for kind in kinds:
+        if kind not in LOGS or kind in found:
+            raise InvalidResults(
+                reason=f"{RESULT} names LoadGen's log {kind!r} (twice, or unknown)"
+            )
+        try:
+            found[kind] = read_log(out / LOGS[kind])
+        except LogUnreadable as exc:
+            raise InvalidResults(reason=exc.reason) from None
+    return found
 
 
 def _read_capped(path: Path, cap: int) -> bytes:

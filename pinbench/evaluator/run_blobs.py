@@ -1,8 +1,9 @@
 """What a run's evidence holds beyond numbers, stored as blobs as the run is recorded: raw
-arrays (latencies, accuracy outputs, token times, post-processing times) and a training run's
-final weights; each digest is the one computed here, whatever an evaluator claimed. Each key
-they write is one of ``artifacts.blob_keys.RUN_BLOBS``, the list ``fsck``, ``gc --blobs`` and
-``backup`` read: a blob stored for a run under a new key is added there.
+arrays (latencies, accuracy outputs, token times, post-processing times), a training run's
+final weights and LoadGen's own logs; each digest is the one computed here, whatever an
+evaluator claimed. Each key they write is one of ``artifacts.blob_keys.RUN_BLOBS``, the list
+``fsck``, ``gc --blobs`` and ``backup`` read: a blob stored for a run under a new key is added
+there.
 
 Each is written through ``put`` (``evaluator.blob_wait.waiting_put``: a blob-store outage is
 waited out, decision 284), never straight into the store."""
@@ -27,8 +28,8 @@ Put = Callable[[bytes], Digest]
 def save_evidence(put: Put, evidence: Evidence, lock: Lockfile) -> tuple[Digest, Digest | None]:
     """A finished run's blobs: its raw latencies (their digest returned), its trace (its
     digest, or None: the trace's bytes stay in ``evidence`` for its summary), its accuracy
-    outputs, and what ``save_weights``, ``save_tokens``, ``save_postprocess`` and
-    ``store_graph`` keep; each digest computed here."""
+    outputs, and what ``save_weights``, ``save_tokens``, ``save_postprocess``,
+    ``store_graph`` and ``save_logs`` keep; each digest computed here."""
     assert evidence.latencies is not None
     latencies = save_array(put, evidence.latencies)
     trace = put(evidence.trace) if evidence.trace is not None else None
@@ -39,7 +40,19 @@ def save_evidence(put: Put, evidence: Evidence, lock: Lockfile) -> tuple[Digest,
     save_tokens(put, evidence)
     save_postprocess(put, evidence)
     store_graph(put, evidence)
+    save_logs(put, evidence)
     return latencies, trace
+
+
+def save_logs(put: Put, evidence: Evidence) -> None:
+    """LoadGen's own logs (``Evidence.logs``) as blobs, ``details.loadgen_logs``: each log's
+    digest by its name (``loadgen_files.LOGS``), computed here."""
+    logs, evidence.logs = evidence.logs, None
+    evidence.details.pop("loadgen_logs", None)
+    if logs:
+        evidence.details["loadgen_logs"] = {
+            kind: put(data).hex for kind, data in sorted(logs.items())
+        }
 
 
 def save_weights(put: Put, evidence: Evidence, lock: Lockfile) -> None:

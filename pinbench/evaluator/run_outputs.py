@@ -1,4 +1,5 @@
-"""A run's recorded outputs copied out as an ``.npy`` file (``pinbench runs outputs``).
+"""A run's recorded outputs copied out as an ``.npy`` file (``pinbench runs outputs``), or
+one of LoadGen's own logs the run kept (``--log``: ``loadgen_files``, as LoadGen wrote it).
 
 An accuracy run records the array its task keeps of the model's outputs (class scores,
 embeddings, a detector's raw output...) as a blob, its sha256 in ``details.outputs_sha256``
@@ -44,6 +45,23 @@ class NoOutputs(UserError):
         self.mode = mode
 
 
+class NoLog(UserError):
+    """The run kept no such LoadGen log."""
+
+    def __init__(self, *, run: str, log: str, status: str) -> None:
+        if status != "succeeded":
+            why = f"its status is {status}; a succeeded run keeps the logs of its LoadGen test"
+        else:
+            why = (
+                "its test was not LoadGen's (an operator, a training run), or it was recorded "
+                "before runs kept LoadGen's logs"
+            )
+        super().__init__(f"run {run[:8]} kept no LoadGen {log} log: {why}")
+        self.run = run
+        self.log = log
+        self.status = status
+
+
 class OutputsRefused(UserError):
     """The outputs cannot be written where asked, or are not a plain ``.npy`` array."""
 
@@ -60,9 +78,11 @@ class Exported:
     path: Path
     sha256: str
     size: int
-    shape: tuple[int, ...]
+    shape: tuple[int, ...] | None
+    """The array's shape; None for a log."""
     name: str | None
-    """The model output the array holds (``details.outputs_name``), when recorded."""
+    """The model output the array holds (``details.outputs_name``), when recorded; a log's
+    file name as LoadGen wrote it."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,14 +90,22 @@ class Exported:
             "path": str(self.path),
             "sha256": self.sha256,
             "size": self.size,
-            "shape": list(self.shape),
+            "shape": None if self.shape is None else list(self.shape),
             "name": self.name,
         }
 
 
-def recorded_digest(info: dict[str, Any]) -> str:
-    """The sha256 of the outputs the run ``info`` (as ``show_run`` gives it) recorded."""
-    digest = (info.get("details") or {}).get("outputs_sha256")
+def recorded_digest(info: dict[str, Any], log: str | None = None) -> str:
+    """The sha256 of the outputs the run ``info`` (as ``show_run`` gives it) recorded, or of
+    its LoadGen ``log`` (a name of ``loadgen_files.LOGS``)."""
+    details = info.get("details") or {}
+    if log is not None:
+        logs = details.get("loadgen_logs")
+        digest = logs.get(log) if isinstance(logs, dict) else None
+        if not isinstance(digest, str) or not digest:
+            raise NoLog(run=info["id"], log=log, status=info["status"])
+        return Digest(digest).hex
+    digest = details.get("outputs_sha256")
     if not isinstance(digest, str) or not digest:
         raise NoOutputs(run=info["id"], status=info["status"], mode=str(info.get("mode")))
     return Digest(digest).hex
@@ -89,12 +117,19 @@ def export_outputs(
     dest: Path | Destination,
     *,
     force: bool = False,
+    log: str | None = None,
 ) -> Exported:
     """Write the outputs run ``info`` recorded to ``dest`` (a path is checked here, with
-    ``force``; ``pinbench.artifacts.destination``); ``read(sha256)`` gives the blob's bytes in
-    chunks (unchecked: they are checked here, before anything reaches ``dest``)."""
+    ``force``; ``pinbench.artifacts.destination``), or its LoadGen ``log`` (``loadgen_files``);
+    ``read(sha256)`` gives the blob's bytes in chunks (unchecked: they are checked here,
+    before anything reaches ``dest``)."""
+    from pinbench.evaluator.loadgen_files import LOGS
+
     run = str(info["id"])
-    digest = recorded_digest(info)
+    if log is not None and log not in LOGS:
+        raise UserError(f"no LoadGen log {log!r}: one of {', '.join(LOGS)}")
+    digest = recorded_digest(info, log)
+    what = f"the outputs of run {run[:8]}" if log is None else f"the {log} log of run {run[:8]}"
     if not isinstance(dest, Destination):
         dest = destination(dest, option="", force=force)
     with staged(dest) as out:
@@ -105,12 +140,12 @@ def export_outputs(
             size += len(chunk)
         actual = Digest(hasher.hexdigest())
         if actual.hex != digest:
-            raise ChecksumMismatch(
-                path=f"the outputs of run {run[:8]}", expected=Digest(digest), actual=actual
-            )
-        shape = _plain_array(out, run, dest.given)
-    name = (info.get("details") or {}).get("outputs_name")
+            raise ChecksumMismatch(path=what, expected=Digest(digest), actual=actual)
+        shape = _plain_array(out, run, dest.given) if log is None else None
     path = Path(dest.given)
+    if log is not None:
+        return Exported(run, path, digest, size, None, LOGS[log])
+    name = (info.get("details") or {}).get("outputs_name")
     return Exported(run, path, digest, size, shape, name if isinstance(name, str) else None)
 
 

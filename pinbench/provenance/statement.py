@@ -3,7 +3,8 @@
 Subjects are the run's outputs by sha256, each a blob in the store: the raw latencies
 (``latencies.npy``), the accuracy outputs (``outputs.npy``), the trace (``trace.json``), a
 training run's final weights (``weights.FORMAT``), a graph optimization's optimized graph
-(``optimized.onnx``) and ``results.json``, the run's record
+(``optimized.onnx``), LoadGen's own logs (``mlperf_log_summary.txt``, ``mlperf_log_detail.txt``,
+``mlperf_log_accuracy.json``) and ``results.json``, the run's record
 (status, error, metrics, details, lockfile, runner) as canonical JSON, stored as a blob when
 the statement is made. The predicate's ``buildDefinition`` holds the lockfile (digest and its
 exact canonical text) and the request; ``runDetails`` the builder (this registry's host, and
@@ -69,6 +70,11 @@ def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
     transform = details.get("transform")
     if isinstance(transform, dict):
         found.append((GRAPH_SUBJECT, transform.get(GRAPH_SHA256)))
+    logs = details.get("loadgen_logs")
+    if isinstance(logs, dict):
+        from pinbench.evaluator.loadgen_files import LOGS
+
+        found += [(name, logs.get(kind)) for kind, name in LOGS.items()]
     found.append((RESULTS, results_sha256))
     return [
         {"name": name, "digest": {"sha256": sha}} for name, sha in found if isinstance(sha, str)

@@ -255,20 +255,26 @@ class Run:
             rows = array_of(self.registry.workspace(), digest, "token times")
         return rows[:, 0].astype(np.float64) / 1e9, rows[:, 1].astype(np.int64)
 
-    def export_outputs(self, path: Path, *, force: bool = False) -> Exported:
+    def export_outputs(
+        self, path: Path, *, force: bool = False, log: str | None = None
+    ) -> Exported:
         """Write the raw outputs an accuracy run recorded to an ``.npy`` file, checked against
-        the run's sha256 while they are copied (never a pickle; nothing written otherwise)."""
+        the run's sha256 while they are copied (never a pickle; nothing written otherwise);
+        with ``log`` (``summary``, ``detail``, ``accuracy``), LoadGen's own log of the run."""
         from pinbench.evaluator.run_outputs import export_outputs
 
         if self.registry.remote:
             remote = self.registry.server()
-            return export_outputs(remote.run(self.id), remote.blob, path, force=force)
+            return export_outputs(remote.run(self.id), remote.blob, path, force=force, log=log)
+        import functools
+
         from pinbench.evaluator.history import show_run
         from pinbench.evaluator.run_outputs import stored_chunks
 
         ws = self.registry.workspace()
         info = show_run(ws, self.id)
-        return export_outputs(info, lambda d: stored_chunks(ws.store, d), path, force=force)
+        read = functools.partial(stored_chunks, ws.store)
+        return export_outputs(info, read, path, force=force, log=log)
 
     def rerun(
         self,

@@ -97,7 +97,7 @@ def generate_run(job: Job, evidence: Evidence, say: Say) -> None:
             scenario,
             spec,
             expected_latency_ns=expected,
-            log_dir=job.scratch / "loadgen",
+            log_dir=job.log_dir,
             stop=job.stop,
             batch_size=batch,
             generate_batch=lambda indexes, first, done: generator.generate_batch(

@@ -163,6 +163,7 @@ class HostClock:
         from pinbench.energy.meter import record as record_energy
         from pinbench.evaluator import contention
         from pinbench.evaluator.latency_metrics import loadgen_figures, series
+        from pinbench.evaluator.loadgen_files import read_logs
         from pinbench.evaluator.scoring import name_dropped
 
         t = self._tested
@@ -191,6 +192,7 @@ class HostClock:
 
             audited(t["TEST04"], t["summary"], evidence)
         evidence.details["loadgen"] = t["summary"]
+        evidence.logs = read_logs(self._log_dir) or None  # the host's LoadGen's, never the worker's
         evidence.details["clock"] = {
             "side": "host",
             "crossing_ns": t["crossing_ns"],
