@@ -183,7 +183,8 @@ def test_through_a_server(
     ws = server.workspace()
     try:
         run_id = run_digits(ws)
-        digest = show_run(ws, run_id)["details"]["outputs_sha256"]
+        details = show_run(ws, run_id)["details"]
+        digest, summary = details["outputs_sha256"], details["loadgen_logs"]["summary"]
     finally:
         ws.close()
     cli = in_process_cli(monkeypatch, capsys, tmp_path / "no-home")
@@ -194,4 +195,8 @@ def test_through_a_server(
     assert done.code == 0, done.err
     assert sha(out.read_bytes()) == digest
     assert np.load(out, allow_pickle=False).shape == (450, 10)
+    log = tmp_path / "summary.txt"
+    done = cli("runs", "outputs", run_id[:8], "--log", "summary", "-o", str(log))
+    assert done.code == 0, done.err
+    assert sha(log.read_bytes()) == summary and "No errors encountered" in log.read_text()
     assert not (tmp_path / "no-home").exists()  # the server's, not a home here
