@@ -99,10 +99,15 @@ def test_ttft_and_tpot_are_what_the_raw_samples_give(registry: Any) -> None:
         assert m[f"framework_ttft_{key}_ns"] == pytest.approx(np.sort(ttft)[at] * 1e9, rel=1e-9)
         assert m[f"framework_tpot_{key}_ns"] == pytest.approx(np.sort(tpot)[at] * 1e9, rel=1e-9)
     assert m["tokens_count"] == tokens.sum()
-    assert m["throughput_tps"] > 0 and m["framework_throughput_tps"] > 0
+    assert m["framework_throughput_tps"] > 0
+    # tokens per second is LoadGen's where its log gave a number of it, else named undefined
+    # with the reason (a full suite once recorded none on a loaded machine; issue 72, item 10)
+    details = run.view()["details"]
+    why = details.get("undefined_metrics", {}).get("throughput_tps")
+    assert (m.get("throughput_tps", 0) > 0) != (why is not None), why
     # the headline TTFT and TPOT are LoadGen's own (its detail log): the same definition over
     # its own clock, so close to pinbench's
-    loadgen = run.view()["details"]["loadgen"]
+    loadgen = details["loadgen"]
     for spelled, key in (("50.00", "p50"), ("90.00", "p90"), ("99.00", "p99")):
         assert m[f"ttft_{key}_ns"] == loadgen[f"result_first_token_{spelled}_percentile_latency_ns"]
         assert (

@@ -184,3 +184,97 @@ def test_details_kept_json_is_what_the_migration_reads() -> None:
     current = {(s, m): e for s, pairs in THROUGHPUT_KEYS.items() for m, e in pairs}
     assert frozen == current
     assert json.dumps(sorted(frozen)) == json.dumps(sorted(current))
+
+
+# -- a throughput LoadGen gave no number of: absent, with its reason (issue 72, item 10) -------
+
+TPS = "result_token_throughput_with_loadgen_overhead"
+UNLOGGED = [
+    # (case, scenario, a token run, the detail log's entries, the reasons)
+    ("logged", "SingleStream", True, {"result_qps_with_loadgen_overhead": 40.0, TPS: 480.0}, {}),
+    (
+        "no token entry",
+        "SingleStream",
+        True,
+        {"result_qps_with_loadgen_overhead": 40.0},
+        {"throughput_tps": f"LoadGen's detail log holds no {TPS}"},
+    ),
+    (
+        "a division by zero, kept as text",
+        "Server",
+        True,
+        {"result_completed_samples_per_sec": 3.0, "result_completed_tokens_per_second": "Infinity"},
+        {
+            "throughput_tps": "LoadGen logged result_completed_tokens_per_second as 'Infinity', "
+            "not a number of throughput_tps"
+        },
+    ),
+    (
+        "no tokens asked of a run without them",
+        "Offline",
+        False,
+        {"result_samples_per_second": 9.0},
+        {},
+    ),
+    (
+        "one query: LoadGen's 0 is no throughput",
+        "SingleStream",
+        False,
+        {"result_qps_with_loadgen_overhead": 0, "result_query_count": 1},
+        {"throughput_sps": "one query: LoadGen's result_qps_with_loadgen_overhead counts"},
+    ),
+    ("MultiStream defines none", "MultiStream", True, {}, {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "tokens", "entries", "reasons"),
+    [case[1:] for case in UNLOGGED],
+    ids=[case[0] for case in UNLOGGED],
+)
+def test_a_throughput_loadgen_did_not_give_is_absent_with_its_reason(
+    scenario: str, tokens: bool, entries: dict[str, Any], reasons: dict[str, str]
+) -> None:
+    from pinbench.evaluator.latency_metrics import loadgen_counts, unlogged
+
+    found = unlogged(entries, scenario, tokens=tokens)
+    assert sorted(found) == sorted(reasons)
+    for name, reason in reasons.items():
+        assert found[name].startswith(reason)
+    counts = loadgen_counts(entries, scenario)
+    assert not set(found) & set(counts)  # never a number where a reason is given
+    assert all(v > 0 for k, v in counts.items() if k.startswith("throughput_"))
+
+
+def test_a_non_finite_entry_is_read_as_text_a_json_column_takes(tmp_path: Path) -> None:
+    """LoadGen writes a division by zero as ``Infinity`` or ``NaN`` (logging.cc)."""
+    log = tmp_path / "mlperf_log_detail.txt"
+    lines = [
+        ':::MLLOG {"key": "result_completed_tokens_per_second", "value": Infinity}',
+        ':::MLLOG {"key": "result_token_throughput", "value": NaN}',
+        ':::MLLOG {"key": "result_query_count", "value": 3}',
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    read = read_detail_log(log)
+    assert read == {
+        "result_completed_tokens_per_second": "Infinity",
+        "result_token_throughput": "NaN",
+        "result_query_count": 3,
+    }
+    json.dumps(read, allow_nan=False)  # plain JSON: PostgreSQL's JSON column refuses NaN
+
+
+def test_a_one_query_run_records_no_throughput_and_says_why(digits: Any) -> None:
+    from pinbench.evaluator.history import show_run
+    from pinbench.evaluator.run import run_lockfile
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+    from tests.helpers import DIGITS
+
+    one = {"mode": "performance", "min_duration_ms": 0, "min_query_count": 1, "max_query_count": 1}
+    lock = service.lock(digits, parse_request({**DIGITS, "scenario": one}))[0]
+    shown = show_run(digits, run_lockfile(digits, lock, say=lambda _: None).id)
+    assert shown["details"]["loadgen"]["result_qps_with_loadgen_overhead"] == 0  # LoadGen's
+    assert "throughput_sps" not in shown  # never its 0.0
+    assert "one query" in shown["details"]["undefined_metrics"]["throughput_sps"]
+    assert shown["queries_count"] == 1.0

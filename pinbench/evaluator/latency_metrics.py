@@ -125,15 +125,38 @@ def loadgen_counts(summary: Mapping[str, Any], scenario: str) -> dict[str, float
     """LoadGen's ``throughput_sps`` and ``throughput_tps`` for ``scenario`` (``THROUGHPUT_KEYS``)
     and its ``queries_count`` (``result_query_count``: the queries it issued, one in Offline),
     from its detail-log entries, a throughput as its summary prints it where that was read
-    (``PRINTED``); a figure LoadGen did not log is absent, never zero."""
+    (``PRINTED``); a figure LoadGen did not log, or logged as no number of it, is absent, never
+    zero (``unlogged`` says why)."""
     out: dict[str, float] = {}
     printed = summary.get(PRINTED)
     printed = printed if isinstance(printed, Mapping) else {}
+    undefined = unlogged(summary, scenario, tokens=True)
     for name, key in (*THROUGHPUT_KEYS.get(scenario, ()), ("queries_count", "result_query_count")):
         logged, shown = _number(summary.get(key)), _number(printed.get(key))
-        if logged is None:
+        if logged is None or name in undefined:
             continue  # what the summary printed counts only beside what the log holds
         out[name] = shown if shown is not None and _same(shown, logged) else logged
+    return out
+
+
+def unlogged(summary: Mapping[str, Any], scenario: str, *, tokens: bool) -> dict[str, str]:
+    """Each LoadGen throughput a performance run of ``scenario`` defines (``THROUGHPUT_KEYS``;
+    tokens per second only for a run of ``tokens``) that ``loadgen_counts`` could not take
+    from its detail-log entries, with the reason: never a 0.0 where LoadGen had no number."""
+    out: dict[str, str] = {}
+    for name, key in THROUGHPUT_KEYS.get(scenario, ()):
+        if name == "throughput_tps" and not tokens:
+            continue
+        value = summary.get(key)
+        if key not in summary:
+            out[name] = f"LoadGen's detail log holds no {key}"
+        elif _number(value) is None:
+            out[name] = f"LoadGen logged {key} as {value!r}, not a number of {name}"
+        elif key == "result_qps_with_loadgen_overhead" and summary.get("result_query_count") == 1:
+            out[name] = (
+                f"one query: LoadGen's {key} counts the intervals between queries' issue "
+                "((queries - 1) / the last one's issue time), 0 for a single query"
+            )
     return out
 
 

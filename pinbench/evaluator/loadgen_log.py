@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,17 @@ def read_detail_log(path: Path) -> dict[str, Any]:
             "effective_test_mode",
             *_EARLY_STOPPING,
         ):
-            out[key] = entry.get("value")
+            out[key] = _plain(entry.get("value"))
     return out
+
+
+def _plain(value: Any) -> Any:
+    """A value as plain JSON keeps it: LoadGen logs a division by zero as ``Infinity`` or
+    ``NaN``, which no JSON column takes; kept as that text (a figure read from it is absent,
+    with its reason: ``latency_metrics.unlogged``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
 
 
 def invalid_reasons(log: dict[str, Any]) -> list[str]:

@@ -94,11 +94,30 @@ def judge(
     if code_ran:
         evidence.details["code_sha256"] = code_digests(lock)
     recompute(lock, evidence)
+    _unlogged(lock, evidence)
     if texts_scored_apart(lock):
         score_texts(lock, evidence, truth)
     elif truth is not None:
         score_apart(ws, lock, evidence, truth)
     evidence.answers = evidence.scored_inputs = None
+
+
+def _unlogged(lock: Lockfile, evidence: Evidence) -> None:
+    """A performance run's LoadGen throughputs that its log gave no number of, each named
+    undefined with its reason (``latency_metrics.unlogged``; decision 165's details key)."""
+    from pinbench.evaluator.latency_metrics import unlogged
+    from pinbench.evaluator.undefined import DETAILS_KEY
+
+    body, loadgen = lock.body, evidence.details.get("loadgen")
+    if body.scenario.mode != "performance" or not isinstance(loadgen, dict):
+        return
+    tokens = body.request.generation is not None
+    found = unlogged(loadgen, body.scenario.name, tokens=tokens)
+    for name in found:
+        evidence.metrics.pop(name, None)
+    if found:
+        kept = evidence.details.get(DETAILS_KEY)
+        evidence.details[DETAILS_KEY] = {**(kept if isinstance(kept, dict) else {}), **found}
 
 
 EVALUATOR_SAYS = (
