@@ -539,3 +539,57 @@ def test_a_token_classifier_folder_runs_as_its_head_with_seqeval_s_numbers(
     )
     assert run.metrics["entity_recall"] == pytest.approx(recall_score(truth, guess), abs=1e-12)
     assert run.metrics["entity_f1"] == pytest.approx(f1_score(truth, guess), abs=1e-12)
+
+
+def _saved_as_a_processor(folder: Path, out: Path) -> Path:
+    """The CTC folder as transformers 5 saves a ``Wav2Vec2Processor``: its extractor's
+    settings in ``processor_config.json`` (under ``feature_extractor``), no
+    ``preprocessor_config.json``."""
+    from transformers import Wav2Vec2Processor
+
+    processor = Wav2Vec2Processor.from_pretrained(folder)
+    shutil.copytree(folder, out)
+    for name in ("preprocessor_config.json", "tokenizer_config.json", "vocab.json"):
+        (out / name).unlink(missing_ok=True)
+    processor.save_pretrained(out)
+    return out
+
+
+def test_a_folder_transformers_5_saved_with_its_processor_is_read_alike(
+    ctc_folder: Path, tmp_path: Path
+) -> None:
+    """transformers 5.23 writes a processor's extractor into ``processor_config.json``; the
+    folder is read as the one with ``preprocessor_config.json`` (issue 73, item 5)."""
+    saved = _saved_as_a_processor(ctc_folder, tmp_path / "wav2vec2")
+    assert not (saved / "preprocessor_config.json").exists()
+    held = json.loads((saved / "processor_config.json").read_text())
+    assert held["feature_extractor"]["feature_extractor_type"] == "Wav2Vec2FeatureExtractor"
+    before = model_manifest([ctc_folder], base=ctc_folder.parent).data
+    after = model_manifest([saved], base=saved.parent).data
+    assert after["inputs"] == before["inputs"]
+    assert after["outputs"][0]["ctc"]["blank"] == before["outputs"][0]["ctc"]["blank"]
+    assert "processor_config.json" in {f["path"].rsplit("/", 1)[-1] for f in after["files"]}
+
+
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        ("both, differing", "they differ"),
+        ("neither key", "found neither"),
+    ],
+)
+def test_a_processor_file_read_two_ways_is_refused(
+    ctc_folder: Path, tmp_path: Path, case: str, said: str
+) -> None:
+    from pinbench.authoring.errors import NotAModel
+
+    folder = _saved_as_a_processor(ctc_folder, tmp_path / "w2v")
+    processor = folder / "processor_config.json"
+    held = json.loads(processor.read_text())
+    if case == "both, differing":
+        older = {**held["feature_extractor"], "sampling_rate": 8000}
+        (folder / "preprocessor_config.json").write_text(json.dumps(older))
+    else:
+        processor.write_text(json.dumps({"processor_class": "Wav2Vec2Processor"}))
+    with pytest.raises(NotAModel, match=said):
+        model_manifest([folder], base=tmp_path)

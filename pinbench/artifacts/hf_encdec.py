@@ -56,6 +56,7 @@ def speech_encoder(
     """Whether the encoder reads audio (Whisper's log-mel features, from the folder's
     ``WhisperFeatureExtractor`` settings, checked by ``hf_speech``); another encoder of audio
     features (Speech2Text's) is refused naming why, not run into a traceback."""
+    from pinbench.artifacts.hf_processor_file import processor_file, settings
     from pinbench.artifacts.hf_speech import FeaturesRefused, check_features
 
     speech = next((k for k in SPEECH_KEYS if k in config), None)
@@ -67,19 +68,17 @@ def speech_encoder(
             reason=f"{architecture}'s encoder reads audio features (`{speech}`): of speech "
             "encoder-decoders pinbench runs Whisper's (model_type whisper) alone",
         )
-    if PROCESSOR not in inside:
+    where = processor_file(files, inside)
+    if where is None:
         raise HfFolderRefused(
             path=label,
             reason=f"{architecture} reads log-mel features: the folder needs its {PROCESSOR} "
             "(the WhisperFeatureExtractor's settings) to compute them from audio",
         )
-    pre = read_json(files[inside[PROCESSOR]], inside[PROCESSOR])
-    if not isinstance(pre, dict):
-        raise HfFolderRefused(path=inside[PROCESSOR], reason="not a JSON object")
     try:
-        check_features(pre, config)
+        check_features(settings(files[where], where), config)
     except FeaturesRefused as exc:
-        raise HfFolderRefused(path=inside[PROCESSOR], reason=exc.reason) from None
+        raise HfFolderRefused(path=where, reason=exc.reason) from None
     return True
 
 

@@ -43,6 +43,7 @@ from pinbench.artifacts.hf_encdec import decoder_start as decoder_start_of
 from pinbench.artifacts.hf_encdec import generates_from_encoder, runnable, speech_encoder
 from pinbench.artifacts.hf_json import HfFolderRefused as HfFolderRefused  # re-exported
 from pinbench.artifacts.hf_json import read_json as read_json
+from pinbench.artifacts.hf_processor_file import processor_file
 from pinbench.artifacts.hf_shapes import ShapeMismatch, Weights, check_config
 from pinbench.artifacts.safetensors import NotSafetensors, read_header
 
@@ -80,8 +81,9 @@ class HfFolder:
     chat_template: bool
     config: dict[str, Any]
     processor: str | None = None
-    """``preprocessor_config.json``'s artifact path, if the folder has one (an image model's
-    processor: what its inputs' steps are written from)."""
+    """The artifact path of the file holding the processor's settings, if the folder has one
+    (``preprocessor_config.json``, or transformers 5's ``processor_config.json``:
+    ``hf_processor_file``): what an image or audio model's input steps are written from."""
     decoder_start: int | None = None
     """An encoder-decoder that generates (``*ForConditionalGeneration``): the id its decoder
     starts from (None: not one)."""
@@ -165,7 +167,7 @@ def describe(files: Mapping[str, Path]) -> HfFolder:
         input_names=tuple(names),
         chat_template=isinstance(template, (str, list)) and bool(template),
         config=config,
-        processor=inside.get("preprocessor_config.json"),
+        processor=processor_file(files, inside),
         decoder_start=decoder_start,
         speech=speech,
     )

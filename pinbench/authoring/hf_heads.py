@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pinbench.artifacts.hf_folder import HfFolder, HfFolderRefused, read_json
+from pinbench.artifacts.hf_folder import HfFolder, HfFolderRefused
 from pinbench.authoring.errors import NotAModel
 
 WAVEFORM_EXTRACTORS = ("Wav2Vec2FeatureExtractor",)
@@ -52,7 +52,8 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
             return None  # a text classifier
         raise NotAModel(
             path=folder.processor or folder.path("config.json"),
-            reason=f"{arch} takes audio, but no preprocessor_config.json of a "
+            reason=f"{arch} takes audio, but no preprocessor_config.json (or "
+            f"processor_config.json) of a "
             f"{' or '.join(WAVEFORM_EXTRACTORS)} says how its input_values are made from a "
             "waveform (another extractor's features are not computed by pinbench's steps: "
             "write a preprocess function, docs/processing.md)",
@@ -78,12 +79,12 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
 def _extractor(folder: HfFolder, files: dict[str, Path]) -> dict[str, Any] | None:
     if folder.processor is None:
         return None
+    from pinbench.artifacts.hf_processor_file import settings
+
     try:
-        config = read_json(files[folder.processor], folder.processor)
+        config = settings(files[folder.processor], folder.processor)
     except HfFolderRefused as exc:
         raise NotAModel(path=folder.processor, reason=exc.reason) from None
-    if not isinstance(config, dict):
-        raise NotAModel(path=folder.processor, reason="not a JSON object")
     if config.get("feature_extractor_type") not in WAVEFORM_EXTRACTORS:
         return None
     return config

@@ -220,14 +220,15 @@ def _ports(
         if folder.processor is None:
             raise NotAModel(
                 path=folder.path("config.json"),
-                reason=f"{arch} takes images but the folder has no preprocessor_config.json "
+                reason=f"{arch} takes images but the folder has no preprocessor_config.json (nor "
+                "processor_config.json) "
                 "to write its input steps from (add it, or write the manifest by hand)",
             )
-        from pinbench.artifacts.hf_folder import read_json
+        from pinbench.artifacts.hf_processor_file import settings
         from pinbench.authoring.hf_processor import image_input
 
         try:
-            config = read_json(files[folder.processor], folder.processor)
+            config = settings(files[folder.processor], folder.processor)
         except HfFolderRefused as exc:
             raise NotAModel(path=folder.processor, reason=exc.reason) from None
         image, notes = image_input(config, folder.processor)

@@ -56,11 +56,10 @@ class AudioTooLong(UserError):
 
 def extractor_of(processor: Path, name: str) -> Any:
     """The folder's ``WhisperFeatureExtractor`` from its (checked) settings."""
-    from pinbench.artifacts.hf_folder import read_json
+    from pinbench.artifacts.hf_processor_file import settings
     from pinbench.evaluator.predictors.transformers.loading import import_transformers
 
-    settings = read_json(processor, name)
-    return import_transformers().WhisperFeatureExtractor.from_dict(settings)
+    return import_transformers().WhisperFeatureExtractor.from_dict(settings(processor, name))
 
 
 def audio_features(
