@@ -574,3 +574,41 @@ def test_a_tokenize_step_without_windows_is_stored_as_before() -> None:
     inputs: list[Any] = [{"name": "ids", "steps": [{"tokenize": step}]}]
     drop_unset_inputs(inputs)
     assert inputs[0]["steps"][0]["tokenize"] == {"tokenizer": "t.json", "max_length": 8}
+
+
+def test_manifest_dataset_writes_a_question_answering_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``manifest dataset questions.jsonl --labels answers.jsonl`` (issue 73, item 7): a
+    questions file is read as questions, its answers as SQuAD's, the task question answering;
+    the manifest publishes. Without the answers, or with class names, it is refused."""
+    from tests.helpers import in_process_cli
+
+    rows = [("Who wrote it?", "It was written by Ada."), ("Where?", "In London, in 1843.")]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps({"question": q, "context": c}) + "\n" for q, c in rows))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps(["Ada"]) + "\n" + json.dumps(["London", "in London"]) + "\n")
+    cli = in_process_cli(monkeypatch, capsys, tmp_path / "home")
+    out = tmp_path / "qa.yaml"
+    done = cli("manifest", "dataset", str(questions), "--labels", str(answers), "-o", str(out))
+    assert done.code == 0, done.err
+    import yaml
+
+    manifest = yaml.safe_load(out.read_text())
+    assert manifest["task"] == "question-answering" and manifest["samples"] == 2
+    assert manifest["data"] == {"format": "questions-jsonl", "path": "questions.jsonl"}
+    assert manifest["labels"] == {"format": "squad-answers", "path": "answers.jsonl"}
+    assert cli("init").code == 0
+    published = cli("publish", str(out))
+    assert published.code == 0, published.err
+    for extra, said in (
+        ([], "give --labels answers.jsonl"),
+        (["--names", str(answers)], "no --names"),
+    ):
+        args = ["--labels", str(answers)] if extra else []
+        refused = cli(
+            "manifest", "dataset", str(questions), *args, *extra, "-o", str(tmp_path / "x.yaml")
+        )
+        assert refused.code == 1 and said in refused.err and "Traceback" not in refused.err
+    assert not (tmp_path / "x.yaml").exists()

@@ -97,8 +97,10 @@ def dataset_manifest(
             raise NotADataset(
                 path=str(data),
                 reason="give a folder of samples, an .npy array, a .txt file of texts or a "
-                ".jsonl file of prompts",
+                ".jsonl file of prompts or of questions",
             )
+        if fmt == "prompts-jsonl" and _holds_questions(data):
+            fmt = "questions-jsonl"
         files = [data]
     elif data.is_dir():
         skip = {p.resolve() for p in extras}
@@ -137,6 +139,15 @@ def dataset_manifest(
                 "no --labels, --labels-format or --names",
             )
         label_format = "prompt-references"
+    if fmt == "questions-jsonl":  # question answering: the answers are the labels file
+        if label_file is None or masks or names is not None:
+            raise NotADataset(
+                path=str(data),
+                reason="a questions file's answers are a labels file: give --labels "
+                "answers.jsonl (one JSON array of the question's answer texts per line), no "
+                "--names",
+            )
+        label_format = label_format or "squad-answers"
     label_format = label_format or _label_format(labels, label_file, data, files, fmt, notes)
     label_data: dict[str, Any] = {"format": label_format}
     if label_file is not None:
@@ -179,12 +190,14 @@ def dataset_manifest(
             manifest["samples"] = len(read_text_lines(data, where=str(data)))
         except LabelProblem as exc:
             raise NotADataset(path=exc.path, reason=exc.reason) from None
-    elif fmt == "prompts-jsonl":
+    elif fmt in ("prompts-jsonl", "questions-jsonl"):
         from pinbench.evaluator.labels import LabelProblem
         from pinbench.evaluator.prompts import read_prompts
+        from pinbench.evaluator.questions import read_questions
 
+        read = read_prompts if fmt == "prompts-jsonl" else read_questions
         try:
-            manifest["samples"] = len(read_prompts(data, where=str(data)))
+            manifest["samples"] = len(read(data, where=str(data)))
         except LabelProblem as exc:
             raise NotADataset(path=exc.path, reason=exc.reason) from None
     task = _task_of(label_format)
@@ -204,6 +217,20 @@ def dataset_manifest(
     if data.is_dir() and (index is not None or len(files) > INDEX_FROM):
         return _indexed(manifest, notes, base, index or default_index(base, manifest["name"]))
     return Authored(manifest, notes)
+
+
+def _holds_questions(path: Path) -> bool:
+    """Whether a ``.jsonl`` file's first line is a question about a context (its keys
+    ``question`` and ``context``: ``questions-jsonl``), not a prompt."""
+    import json
+
+    try:
+        with path.open("rb") as f:
+            first = f.readline(1 << 20)
+        row = json.loads(first)
+    except (OSError, ValueError):
+        return False  # read as prompts, which names what is wrong with the line
+    return isinstance(row, dict) and "question" in row and "context" in row
 
 
 def default_index(base: Path, name: str) -> Path:

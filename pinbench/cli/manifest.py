@@ -245,8 +245,11 @@ def framework(
     help=(
         "The folder of samples (JPEG/PNG/WebP/BMP images, PCM WAV "
         "audio files, or one .npy per sample; class sub-folders for "
-        "imagefolder labels), one .npy array of all samples, or a "
-        ".txt file of texts (one per line)."
+        "imagefolder labels), one .npy array of all samples, a "
+        ".txt file of texts (one per line), or a .jsonl file of prompts "
+        '({"prompt", "reference"} per line) or of questions '
+        '({"question", "context"} per line: question answering, its '
+        "answers the --labels file)."
     ),
 )
 @click.option(
@@ -263,6 +266,8 @@ def framework(
         "relative to the data folder; the task becomes detection), or "
         "a folder of masks (one single-channel PNG per sample image, "
         "at its path with .png; the task becomes segmentation). "
+        "With a questions file: its answers (.jsonl, one JSON array of "
+        "answer texts per line; the task becomes question-answering). "
         "Default: imagefolder when every sample is in a sub-folder, "
         "else none."
     ),
