@@ -8,7 +8,8 @@ pickle code ever runs; a checkpoint that needs more is refused naming what it ne
 builder, the publisher's code, runs as a manifest's processing code does (``processing.loading``:
 only with the run's consent, from bytes checked against their pinned sha256), is called as
 ``function(files)``, and must give a ``torch.nn.Module`` into which every tensor loads with
-``load_state_dict(strict=True)``: no key missing, none left over, every shape equal.
+PyTorch's own ``load_state_dict(strict=True)`` (its compatibility hooks first): no key missing,
+none left over, every shape equal.
 """
 
 from __future__ import annotations
@@ -143,32 +144,26 @@ def _state(name: str, loaded: object, key: str | None) -> dict[str, torch.Tensor
 
 
 def fit(module: torch.nn.Module, state: dict[str, torch.Tensor], name: str, where: str) -> None:
-    """``state`` loaded into ``module`` with ``strict=True``; a mismatch is refused naming the
-    missing, unexpected and misshapen keys (the builder ``where`` made the module)."""
-    expected = module.state_dict()
-    missing = [k for k in expected if k not in state]
-    unexpected = [k for k in state if k not in expected]
-    shapes = [
-        f"{k!r} {list(state[k].shape)} (the module's {list(v.shape)})"
-        for k, v in expected.items()
-        if k in state and tuple(state[k].shape) != tuple(v.shape)
-    ]
-    if missing or unexpected or shapes:
-        problems = [
-            f"missing {_keys(missing)}" if missing else "",
-            f"unexpected {_keys(unexpected)}" if unexpected else "",
-            f"of another shape {'; '.join(shapes[:_SHOWN])}" if shapes else "",
-        ]
+    """``state`` loaded into ``module`` by PyTorch's own ``load_state_dict(strict=True)``, whose
+    compatibility hooks run first (an old ``weight_norm``'s ``weight_g``/``weight_v`` read into
+    today's parametrization); a mismatch is refused with every line PyTorch gives (missing,
+    unexpected and misshapen keys), the builder ``where`` named."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except Exception as exc:  # keys or shapes that do not fit, a dtype the module refuses
+        lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+        said = "; ".join(lines)
+        if len(said) > MESSAGE_CHARS:
+            said = said[:MESSAGE_CHARS] + " ..."
         raise ModelLoadError(
             model=name,
             reason=f"the weights do not fit the module {where} builds "
-            f"(load_state_dict(strict=True)): {', '.join(p for p in problems if p)}",
-        )
-    try:
-        module.load_state_dict(state, strict=True)
-    except Exception as exc:  # a tensor the module cannot take (a dtype it refuses)
-        first = (str(exc).splitlines() or [""])[0][:300]
-        raise ModelLoadError(model=name, reason=f"load_state_dict(strict=True): {first}") from None
+            f"(load_state_dict(strict=True)): {said}",
+        ) from None
+
+
+MESSAGE_CHARS = 1200
+"""PyTorch's message, at most (it names every missing key of a large model)."""
 
 
 def build(model: ModelFiles, name: str, path: Path) -> torch.nn.Module:
