@@ -164,6 +164,27 @@ def test_fer_models_run_as_fer_computes_them(
     np.testing.assert_allclose(recorded, expected, rtol=0, atol=TOLERANCE)
     assert np.ptp(expected, axis=0).max() > 0.01  # the faces are told apart
 
+    # its outputs renamed by postprocess code (the code's outputs, not the model's: issue 73,
+    # item 2), the model's own scores under the new name
+    renamed = {
+        **manifest,
+        "version": "1.1.0",
+        "outputs": [{"name": "emotions", "type": "classification"}],
+        "postprocess": {
+            "code": f"def finish(outputs, files):\n    return {{'emotions': outputs[{output_name!r}]}}\n",
+            "function": "finish",
+        },
+    }
+    done = cli("publish", str(dump(Path("m/renamed.yaml"), renamed)))
+    assert done.code == 0, done.err
+    request["model"] = "test/fer@1.1"
+    assert cli("lock", str(dump(Path("request.yaml"), request)), "-o", "r.lock").code == 0
+    ran = cli("run", "r.lock", "--runner", "local", "--allow-code", "--json")
+    assert ran.code == 0, ran.err
+    run_id = json.loads(ran.out)["id"]
+    assert cli("runs", "outputs", run_id, "-o", "renamed.npy").code == 0
+    np.testing.assert_array_equal(np.load("renamed.npy", allow_pickle=False), recorded)
+
 
 WAKE_WORDS = ["hey_mycroft", "alexa"]
 """Two of pymicro-wakeword's four models: on the synthetic audio below their first answers

@@ -7,7 +7,9 @@ the file's scale and zero point (``quantization_of``, which the predictor calls 
 declared quantization on a float tensor, a per-channel quantized tensor, or resource variables
 no ``CALL_ONCE`` initialises are refused. ``keras-h5``: one ``.h5``/``.hdf5`` file whose
 ``model_config`` attribute gives a functional or Sequential model without a ``Lambda``, with
-every declared output among its outputs.
+every declared output among its outputs. A model with ``postprocess`` code declares the code's
+outputs, not the model's: they are not looked for in the file (every output of the model goes
+to the code by its own name).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def _check_tflite(manifest: ModelManifest, name: str, path: Path) -> None:
         raise FileProblem(path=name, reason=f"not a TensorFlow Lite model: {exc}") from None
     sides: tuple[tuple[str, Sequence[Input | Output], list[TfliteTensor]], ...] = (
         ("input", manifest.inputs, signature.inputs),
-        ("output", manifest.outputs, signature.outputs),
+        ("output", _model_outputs(manifest), signature.outputs),
     )
     for side, specs, tensors in sides:
         names = [t.name for t in tensors]
@@ -143,9 +145,16 @@ def _check_h5(manifest: ModelManifest, name: str, path: Path) -> None:
     except ImportError:
         return
     outputs = signature.outputs
-    for spec in manifest.outputs:
+    for spec in _model_outputs(manifest):
         named = isinstance(spec.name, str) and spec.name in outputs
         if not named and not (isinstance(spec.name, int) and 0 <= spec.name < len(outputs)):
             raise FileProblem(
                 path=name, reason=f"the model has no output {spec.name!r}; it has {outputs}"
             )
+
+
+def _model_outputs(manifest: ModelManifest) -> Sequence[Output]:
+    """The outputs a manifest declares of the model itself: none where ``postprocess`` code
+    reads them (every output of the model, by its own name), whose outputs the manifest
+    declares instead (docs/processing.md; issue 73, item 2)."""
+    return () if manifest.postprocess is not None else manifest.outputs
