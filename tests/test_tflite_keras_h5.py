@@ -171,7 +171,8 @@ def test_fer_models_run_as_fer_computes_them(
         "version": "1.1.0",
         "outputs": [{"name": "emotions", "type": "classification"}],
         "postprocess": {
-            "code": f"def finish(outputs, files):\n    return {{'emotions': outputs[{output_name!r}]}}\n",
+            "code": "def finish(outputs, files):\n"
+            f"    return {{'emotions': outputs[{output_name!r}]}}\n",
             "function": "finish",
         },
     }
