@@ -175,7 +175,8 @@ def _real_log(tmp_path: Any, scenario: str) -> tuple[dict[str, Any], int]:
 def test_a_loadgen_log_that_says_more_time_than_the_evaluator_lived_is_refused(
     tmp_path: Any, scenario: str
 ) -> None:
-    from pinbench.evaluator.results import InvalidResults, check_log
+    from pinbench.evaluator.results import InvalidResults
+    from pinbench.evaluator.timing_checks import check_log
 
     log, wall = _real_log(tmp_path, scenario)
     check_log(scenario, log, wall)  # the truth passes

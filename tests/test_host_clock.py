@@ -39,7 +39,7 @@ def _slow(self, *args, **kwargs):
 
 _ort.InferenceSession.run = _slow
 _real = _time.perf_counter_ns
-_time.perf_counter_ns = lambda: _real() // 64  # every call looks 64 times faster
+_time.perf_counter_ns = lambda: _real() // 8  # every call looks 8 times faster
 
 from pinbench.evaluator import measure as _measure
 
@@ -92,8 +92,27 @@ ANSWERS_UNASKED = """
 from pinbench.evaluator import remote_test as _remote
 
 _real_complete = _remote.RemoteTest.complete
-_remote.RemoteTest.complete = lambda self, ids: _real_complete(self, [i + 1 for i in ids])
+_remote.RemoteTest.complete = lambda self, answers: _real_complete(
+    self, [(i + 1, sealed) for i, sealed in answers]
+)
 """
+ANSWERS_CHEAPLY_WHEN_TIMED = """
+import numpy as _np
+from pinbench.evaluator import measure as _measure
+
+_scenario = _measure.run_scenario
+
+
+def _cheap(predict, inputs, scenario, **kwargs):
+    if scenario.mode == "performance":  # timed: the model once, then zeros of its shapes
+        first = predict(inputs[:1])
+        predict = lambda x: {k: _np.zeros_like(v) for k, v in first.items()}
+    return _scenario(predict, inputs, scenario, **kwargs)
+
+
+_measure.run_scenario = _cheap
+"""
+"""Code that answers at once with zeros while timed and with the model in accuracy mode."""
 
 
 def _without_code(ws: Any, mode: str) -> Any:
@@ -144,6 +163,29 @@ def test_a_code_run_is_timed_by_the_hosts_loadgen_which_the_code_cannot_reach(
     assert test04["unique"] >= floor and test04["same"] >= floor
     reasons = shown["details"]["loadgen"].get("invalid_reasons") or []
     assert not [r for r in reasons if "TEST04" in r]
+    # TEST01: every sample answered while timed, answered alike by a new worker in accuracy mode
+    test01 = shown["details"]["audits"]["TEST01"]
+    assert test01["passed"] is True and test01["differ"] == 0
+    assert test01["compared"] == shown["details"]["clock"]["samples"]
+    assert shown["audit_test01_passed_bool"] == 1.0
+
+
+def test_answers_given_otherwise_while_timed_fail_test01_and_make_the_run_invalid(
+    world: World, tmp_path: Path
+) -> None:
+    """MLPerf's TEST01: the code answers zeros at once while timed (a performance run), the
+    model's own answers in accuracy mode; every seal the timed worker sent differs from the
+    accuracy pass's."""
+    ws = world.home.ws
+    _, run = _performance(world, tmp_path, "12.3.0", ANSWERS_CHEAPLY_WHEN_TIMED, "local")
+    shown = show_run(ws, run.id)
+    test01 = shown["details"]["audits"]["TEST01"]
+    assert test01["passed"] is False
+    assert test01["differ"] >= test01["compared"] - 1 > 0  # the first sample's may agree
+    assert "answered otherwise than in accuracy mode" in test01["reason"]
+    assert shown["audit_test01_passed_bool"] == 0.0 and shown["loadgen_valid_bool"] == 0.0
+    (why,) = [r for r in shown["details"]["loadgen"]["invalid_reasons"] if "TEST01" in r]
+    assert why.startswith("TEST01 failed: ")
 
 
 def test_answers_cached_across_samples_fail_test04_and_make_the_run_invalid(

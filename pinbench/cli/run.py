@@ -62,9 +62,10 @@ if TYPE_CHECKING:
     default=False,
     help=(
         "Keep the clock on this side: LoadGen runs in pinbench's process, the model answers "
-        "from its sandboxed worker, and MLPerf's TEST04 (a repeated sample may not be "
-        "answered faster than unique ones) is run after the test; a failed audit makes the "
-        "run INVALID. Always done for a model that carries code. Local and venv runners, "
+        "from its sandboxed worker, MLPerf's TEST04 (a repeated sample may not be answered "
+        "faster than unique ones) is run before the test and TEST01 (a new worker in accuracy "
+        "mode must answer every sample as the timed one did) after it; a failed audit makes "
+        "the run INVALID. Always done for a model that carries code. Local and venv runners, "
         "performance runs, here only."
     ),
 )

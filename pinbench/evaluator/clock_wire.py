@@ -8,7 +8,8 @@ Every frame is a kind byte and a count (``<cI``), then its body:
   when its model is loaded and warmed up;
 - ``P`` (host → worker, answered with ``P``): a ping, to measure the crossing;
 - ``I`` (host → worker): ``n`` queries, each its id and sample index (``<QI``);
-- ``C`` (worker → host): ``n`` ids answered (``<Q`` each), one frame per model call;
+- ``C`` (worker → host): ``n`` samples answered, each its query's id and its answer's seal
+  (``<Q16s``: ``answer_seal``), one frame per model call;
 - ``E`` (host → worker): the test has ended.
 """
 
@@ -23,7 +24,7 @@ from typing import Any, ClassVar
 HEAD = struct.Struct("<cI")
 HELLO = struct.Struct("<QQ")
 QUERY = struct.Struct("<QI")
-ID = struct.Struct("<Q")
+ANSWER = struct.Struct("<Q16s")
 
 SPIN_NS = 200_000
 """How long a side polls for the other's next frame before it waits (``Frames``)."""
@@ -44,8 +45,8 @@ def queries(pairs: list[tuple[int, int]]) -> bytes:
     return frame(b"I", len(pairs), b"".join(QUERY.pack(i, x) for i, x in pairs))
 
 
-def answered(ids: list[int]) -> bytes:
-    return frame(b"C", len(ids), struct.pack(f"<{len(ids)}Q", *ids))
+def answered(answers: list[tuple[int, bytes]]) -> bytes:
+    return frame(b"C", len(answers), b"".join(ANSWER.pack(i, s) for i, s in answers))
 
 
 def send(fd: int, data: bytes) -> None:
@@ -61,7 +62,7 @@ class Frames:
         b"H": HELLO.size,
         b"P": 0,
         b"I": QUERY.size,
-        b"C": ID.size,
+        b"C": ANSWER.size,
         b"E": 0,
     }
     FIXED: ClassVar[frozenset[bytes]] = frozenset({b"H", b"P", b"E"})

@@ -29,13 +29,14 @@ class RemoteTest:
         self._write = write_fd
 
     @staticmethod
-    def response(ident: int, _data: int, _size: int) -> int:
-        """``lg.QuerySampleResponse``'s stand-in: the answer is the query's id."""
-        return ident
+    def response(ident: int, sealed: bytes, _size: int) -> tuple[int, bytes]:
+        """``lg.QuerySampleResponse``'s stand-in: the query's id and its answer's seal
+        (``answer_seal``)."""
+        return ident, sealed
 
-    def complete(self, ids: list[int]) -> None:
-        """``lg.QuerySamplesComplete``'s stand-in: the ids go to the host."""
-        w.send(self._write, w.answered(ids))
+    def complete(self, answers: list[tuple[int, bytes]]) -> None:
+        """``lg.QuerySamplesComplete``'s stand-in: the ids and seals go to the host."""
+        w.send(self._write, w.answered(answers))
 
     def run(self, issue: Callable[[list[Any]], None], count: int, expected_ns: int) -> None:
         """Say the worker is ready (``count`` samples, ``expected_ns`` per call), then answer

@@ -192,8 +192,8 @@ def run_lockfile(
     ``sandbox``: ``bwrap`` (every worker confined, ``runners.sandbox``) or ``none``; a run whose
     system under test ran code or operations of its own outside a sandbox is recorded
     ``unsandboxed_bool`` 1 (``sandbox_marks``). ``audit``: the host keeps the clock and runs
-    MLPerf's TEST04 (``runners.host_clock``), as for every run whose model carries code
-    (``check_audit``)."""
+    MLPerf's TEST04 and TEST01 (``runners.host_clock``, ``runners.test01``), as for every run
+    whose model carries code (``check_audit``)."""
     check_trace(lock, trace)
     check_mode(sandbox)
     if on is None:

@@ -15,16 +15,20 @@ behind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pinbench.artifacts.destination import Destination, destination, staged
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobMissing, BlobStore, ChecksumMismatch
 from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.workspace import Workspace
 
 CHUNK = 1 << 20
 
@@ -147,6 +151,16 @@ def export_outputs(
         return Exported(run, path, digest, size, None, LOGS[log])
     name = (info.get("details") or {}).get("outputs_name")
     return Exported(run, path, digest, size, shape, name if isinstance(name, str) else None)
+
+
+def export_here(
+    ws: Workspace, run: str, dest: Path, *, force: bool = False, log: str | None = None
+) -> Exported:
+    """``export_outputs`` of run ``run`` of this home, from its store."""
+    from pinbench.evaluator.history import show_run
+
+    read = functools.partial(stored_chunks, ws.store)
+    return export_outputs(show_run(ws, run), read, dest, force=force, log=log)
 
 
 def stored_chunks(store: BlobStore, digest: str) -> Iterator[bytes]:

@@ -164,6 +164,11 @@ def settings_for(scenario: Scenario, *, expected_latency_ns: int, batch_size: in
     return s
 
 
+def _no_seal(_: Any) -> int:
+    """LoadGen beside the model: no response data is handed to it."""
+    return 0
+
+
 def run_scenario(
     predict: Predict,
     inputs: Array,
@@ -204,9 +209,12 @@ def run_scenario(
     record = latencies.append
     mark = starts.append
     complete: Callable[[list[Any]], None] = lg.QuerySamplesComplete
-    response: Callable[[int, int, int], Any] = lg.QuerySampleResponse
-    if remote is not None:
-        complete, response = remote.complete, remote.response
+    response: Callable[[int, Any, int], Any] = lg.QuerySampleResponse
+    sealed: Callable[[Any], Any] = _no_seal  # LoadGen here: no data handed to it
+    if remote is not None:  # the host keeps the clock: each answer's seal goes with its id
+        from pinbench.evaluator.answer_seal import seal
+
+        complete, response, sealed = remote.complete, remote.response, seal
     # Batch size 1: one view per sample, sliced once here rather than once per query.
     views = [inputs[i : i + 1] for i in range(count)] if batch_size == 1 else []
 
@@ -218,6 +226,7 @@ def run_scenario(
         Nothing may propagate into LoadGen (see ``pinbench.evaluator.stop``): after a failure
         or a stop, queries are answered without calling the model."""
         for q in queries:
+            out = None
             try:
                 if not span[0]:
                     span[0] = clock()
@@ -234,11 +243,12 @@ def run_scenario(
                     span[2] += 1
             except BaseException as exc:  # handed back to the caller after LoadGen returns
                 failure.append(exc)
-            complete([response(q.id, 0, 0)])
+            complete([response(q.id, sealed(out), 0)])
 
     def issue_batched(queries: list[Any]) -> None:
         for start in range(0, len(queries), batch_size):
             chunk = queries[start : start + batch_size]
+            each: list[Any] = [None] * len(chunk)
             try:
                 if not span[0]:
                     span[0] = clock()
@@ -253,16 +263,16 @@ def run_scenario(
                     t1 = clock()
                     record(t1 - t0)
                     mark(t0)
-                    if keep:
+                    if keep or remote is not None:
                         for i, index in enumerate(indexes):
-                            outputs[index] = {
-                                k: one_sample(v, i, axes.get(k, 0)) for k, v in out.items()
-                            }
+                            each[i] = {k: one_sample(v, i, axes.get(k, 0)) for k, v in out.items()}
+                            if keep:
+                                outputs[index] = each[i]
                     span[1] = t1
                     span[2] += len(chunk)
             except BaseException as exc:
                 failure.append(exc)
-            complete([response(q.id, 0, 0) for q in chunk])
+            complete([response(q.id, sealed(a), 0) for q, a in zip(chunk, each, strict=True)])
 
     issue = issue_one if batch_size == 1 else issue_batched
     settings = settings_for(

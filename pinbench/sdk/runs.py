@@ -261,20 +261,12 @@ class Run:
         """Write the raw outputs an accuracy run recorded to an ``.npy`` file, checked against
         the run's sha256 while they are copied (never a pickle; nothing written otherwise);
         with ``log`` (``summary``, ``detail``, ``accuracy``), LoadGen's own log of the run."""
-        from pinbench.evaluator.run_outputs import export_outputs
+        from pinbench.evaluator.run_outputs import export_here, export_outputs
 
         if self.registry.remote:
             remote = self.registry.server()
             return export_outputs(remote.run(self.id), remote.blob, path, force=force, log=log)
-        import functools
-
-        from pinbench.evaluator.history import show_run
-        from pinbench.evaluator.run_outputs import stored_chunks
-
-        ws = self.registry.workspace()
-        info = show_run(ws, self.id)
-        read = functools.partial(stored_chunks, ws.store)
-        return export_outputs(info, read, path, force=force, log=log)
+        return export_here(self.registry.workspace(), self.id, path, force=force, log=log)
 
     def rerun(
         self,

@@ -119,7 +119,8 @@ def verdict(
 def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence) -> None:
     """TEST04's verdict in the run (``audits``): its figures, its details, and, failed, the
     run made INVALID with the audit's reason among LoadGen's."""
-    evidence.details["audits"] = {"TEST04": test04}
+    audits = evidence.details.get("audits")
+    evidence.details["audits"] = {**(audits if isinstance(audits, dict) else {}), "TEST04": test04}
     if test04["passed"] is None:  # undefined, never a 0: said in the details, not INVALID
         return
     evidence.metrics["audit_test04_passed_bool"] = 1.0 if test04["passed"] else 0.0

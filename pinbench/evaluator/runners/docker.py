@@ -24,7 +24,6 @@ from pinbench.chains.spec import ChainRefused
 from pinbench.errors import UserError
 from pinbench.evaluator.job import ROLES, Evidence, Say
 from pinbench.evaluator.model_folder import link_or_copy
-from pinbench.evaluator.results import check_timings
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
@@ -34,6 +33,7 @@ from pinbench.evaluator.runners.process import (
     write_job,
 )
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.timing_checks import check_timings
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.images.engine import connect
 from pinbench.registry.lockfile import LockedImage, Lockfile

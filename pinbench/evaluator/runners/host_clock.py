@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
-import struct
 import threading
 import time
 from pathlib import Path
@@ -105,7 +104,11 @@ class HostClock:
         self._to_worker, self._to_host = os.pipe(), os.pipe()
         self._frames = w.Frames(self._to_host[0], b"HPC", w.SPIN_NS)
         self._guard = threading.Lock()
-        self._waiting: dict[int, int] = {}  # query id -> when the host issued it
+        self._waiting: dict[int, tuple[int, int]] = {}  # query id -> (issued when, sample)
+        self.seals: dict[int, bytes] = {}
+        """Each sample's answer, sealed by the worker (``answer_seal``): the first it gave."""
+        self.unsteady: set[int] = set()
+        """The samples the worker answered twice, differently."""
         self._broken = ""
         self._ended = False
         self._calls: list[int] = []
@@ -340,7 +343,7 @@ class HostClock:
                 if not self._first_issue:
                     self._first_issue = now
                 for q in queries:
-                    self._waiting[q.id] = now
+                    self._waiting[q.id] = (now, q.index)
         if not taken:
             lg = self._lg
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
@@ -351,7 +354,7 @@ class HostClock:
             self._break(f"the worker's pipe: {exc.strerror or exc}")
 
     def _read(self) -> None:
-        lg = self._lg
+        lg, seals = self._lg, self.seals
         previous = 0
         try:
             while True:
@@ -359,15 +362,19 @@ class HostClock:
                 arrived = time.perf_counter_ns()
                 if kind != b"C" or n == 0:
                     raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
-                ids = struct.unpack(f"<{n}Q", body)
+                answers = list(w.ANSWER.iter_unpack(body))
                 with self._guard:
-                    issued = [self._waiting.pop(i, 0) for i in ids]
-                if not all(issued):
+                    issued = [self._waiting.pop(i, None) for i, _ in answers]
+                if None in issued:
                     raise w.WireError("the worker answered a query it was not asked (or twice)")
-                self._calls.append(arrived - max(min(issued), previous))
+                first = min(when for when, _ in issued)  # type: ignore[misc]
+                self._calls.append(arrived - max(first, previous))
                 previous = self._last_answer = arrived
                 self._samples += n
-                lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in ids])
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i, _ in answers])
+                for (_, index), (_, sealed) in zip(issued, answers, strict=True):  # type: ignore[misc]
+                    if seals.setdefault(index, sealed) != sealed:
+                        self.unsteady.add(index)
         except (w.WireError, OSError) as exc:
             if not (self._ended and not self._waiting):
                 self._break(str(exc))

@@ -182,48 +182,86 @@ def run_in_worker(
     runner): in the sandbox unless ``sandbox`` is ``none`` (then watched: ``code_watch`` over
     ``environment``), its job written as the sandbox sees it, and the inputs it cached kept
     for the next runs of its model once it ends (``adopt_cache``). The host keeps the clock
-    (``host_clock``) of a run whose model carries code, and of any run with ``audit``."""
-    from pinbench.evaluator.runners.host_clock import for_run, keeps_clock
+    (``host_clock``) of a run whose model carries code, and of any run with ``audit``; after
+    such a performance test a second worker answers in accuracy mode for TEST01 (``test01``)."""
+    from pinbench.evaluator.runners import test01
+    from pinbench.evaluator.runners.host_clock import keeps_clock
 
-    sandboxed = sandbox != "none"
     code = settings.allow_code and needs_code(lock)
     timed = audit or keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
-    with (
-        scratch_directory(ws.store.tmp, "run") as tmp,
-        scratch_directory(ws.store.tmp, "run") as logs,
-        contextlib.ExitStack() as ending,
-    ):
-        seeded: set[str] = set()
-        clock = for_run(lock, Path(logs), stop) if timed else None
-        if clock is not None:
-            ending.callback(clock.close)
+    one = _Worker(ws, python, say, stop, settings, runner, environment, sandbox, inherit)
+    seals = one.run(lock, evidence, timed)
+    if seals is None or not test01.wanted(lock):
+        return
+    if lock.body.batch_size != 1:
+        test01.audited(test01.not_run(test01.BATCHED), evidence)
+        return
+    say("TEST01: a new worker answers every sample in accuracy mode")
+    twin = test01.twin(lock)
+    again = one.run(twin, Evidence(), True)
+    assert again is not None
+    test01.audited(test01.verdict(seals[0], seals[1], again[0]), evidence)
 
-        def write(job: Path, confine: Confinement | None) -> None:
-            s = settings
-            fds = clock.worker_fds() if clock is not None else ()
-            written = write_host_job(
-                ws, lock, job, s.cache, s.trace, s.allow_pickle, s.allow_code, confine, fds
+
+@dataclass
+class _Worker:
+    """How ``run_in_worker`` starts a worker, for the run's lockfile and its TEST01 twin."""
+
+    ws: Workspace
+    python: Path | str
+    say: Say
+    stop: Stop
+    settings: JobSettings
+    runner: str
+    environment: Path | None
+    sandbox: str
+    inherit: bool
+
+    def run(
+        self, lock: Lockfile, evidence: Evidence, timed: bool
+    ) -> tuple[dict[int, bytes], set[int]] | None:
+        """One worker for ``lock`` into ``evidence``; with ``timed``, the seals of its answers
+        the host's clock read (and the samples answered twice, differently)."""
+        from pinbench.evaluator.runners.host_clock import for_run
+
+        ws, sandboxed = self.ws, self.sandbox != "none"
+        with (
+            scratch_directory(ws.store.tmp, "run") as tmp,
+            scratch_directory(ws.store.tmp, "run") as logs,
+            contextlib.ExitStack() as ending,
+        ):
+            seeded: set[str] = set()
+            clock = for_run(lock, Path(logs), self.stop) if timed else None
+            if clock is not None:
+                ending.callback(clock.close)
+
+            def write(job: Path, confine: Confinement | None) -> None:
+                s = self.settings
+                fds = clock.worker_fds() if clock is not None else ()
+                written = write_host_job(
+                    ws, lock, job, s.cache, s.trace, s.allow_pickle, s.allow_code, confine, fds
+                )
+                seeded.update(written)
+
+            watch = [] if sandboxed else code_watch(ws, lock, self.environment)
+            run_worker(
+                self.python,
+                tmp,
+                write,
+                lock,
+                evidence,
+                self.say,
+                self.stop,
+                self.runner,
+                watch,
+                inherit=self.inherit,
+                sandboxed=sandboxed,
+                hidden=hidden(ws),
+                clock=clock,
             )
-            seeded.update(written)
-
-        watch = [] if sandboxed else code_watch(ws, lock, environment)
-        run_worker(
-            python,
-            tmp,
-            write,
-            lock,
-            evidence,
-            say,
-            stop,
-            runner,
-            watch,
-            inherit=inherit,
-            sandboxed=sandboxed,
-            hidden=hidden(ws),
-            clock=clock,
-        )
-        if sandboxed:
-            adopt_cache(ws, lock, tmp / "cache", seeded)
+            if sandboxed:
+                adopt_cache(ws, lock, tmp / "cache", seeded)
+            return (clock.seals, clock.unsteady) if clock is not None else None
 
 
 def hidden(ws: Workspace) -> list[Path]:

@@ -17,10 +17,11 @@ import msgspec
 
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.results import RESULT, JobFile, adopt, check_timings, read_results
+from pinbench.evaluator.results import RESULT, JobFile, adopt, read_results
 from pinbench.evaluator.runners.guard import Watched, watched
 from pinbench.evaluator.source import copy_evaluator
 from pinbench.evaluator.stop import Stop
+from pinbench.evaluator.timing_checks import check_timings
 from pinbench.registry.lockfile import Lockfile
 
 if TYPE_CHECKING:

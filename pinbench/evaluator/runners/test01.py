@@ -1,0 +1,105 @@
+"""MLPerf's TEST01, as the host runs it after a host-timed performance test (issue 71, item 3;
+decision 294): does the system under test answer otherwise while it is timed than in accuracy
+mode?
+
+MLPerf's TEST01 logs a seeded share of the performance run's responses
+(``accuracy_log_probability``) and compares them with the accuracy run's (``verify_accuracy.py``:
+the same bytes, else the accuracy within a threshold). Here the worker seals every answer it
+gives while timed (``answer_seal``: sent with the answer, so fixed before the host asks
+anything more), and after the test a second worker, started afresh for the same lockfile in
+accuracy mode (``twin``: its job says accuracy, as an accuracy run's does), answers every sample
+once, sealing each the same way. Every sample the timed tests answered must carry the seal the
+accuracy pass gives it; one that differs (or a sample the timed worker answered twice,
+differently) fails the run, INVALID, its reason with LoadGen's. Every answer is compared, not a
+share: a seal is 16 bytes.
+
+Only where each sample is answered alone (batch size 1): a batch's answers may differ in their
+last bits with the batch they were in, so at a larger batch size TEST01 is not run and the run
+says so (``details.audits.TEST01.passed`` null, with the reason).
+
+What it cannot catch: a system under test that computed every answer before it said it was
+ready (while loading) and answers from that table in both modes. MLPerf's rules forbid it; no
+audit of answers sees it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.job import Evidence
+    from pinbench.registry.lockfile import Lockfile
+
+BATCHED = (
+    "not run: the batch size is over 1, and a batch's answers may differ in their last bits "
+    "with the batch they were in"
+)
+SHOWN = 5
+"""Samples named in a failed verdict, at most."""
+
+
+def wanted(lock: Lockfile) -> bool:
+    """Whether a host-timed run of ``lock`` is audited by TEST01: a performance test."""
+    return lock.body.scenario.mode == "performance"
+
+
+def twin(lock: Lockfile) -> Lockfile:
+    """``lock`` in accuracy mode: the same model, inputs, environment and batch size."""
+    import msgspec
+
+    from pinbench.registry.lockfile import Lockfile
+
+    body = lock.body
+    scenario = msgspec.structs.replace(body.scenario, mode="accuracy")
+    request = msgspec.structs.replace(body.request, scenario=scenario)
+    return Lockfile(msgspec.structs.replace(body, scenario=scenario, request=request))
+
+
+def not_run(reason: str) -> dict[str, Any]:
+    return {"passed": None, "reason": reason}
+
+
+def verdict(
+    timed: dict[int, bytes], unsteady: set[int], accuracy: dict[int, bytes]
+) -> dict[str, Any]:
+    """TEST01's verdict from the seals of the timed tests' answers (``timed``, sample index to
+    seal; ``unsteady``: samples answered twice, differently) and of the accuracy pass's."""
+    differ = sorted(i for i, s in timed.items() if accuracy.get(i) != s)
+    out: dict[str, Any] = {
+        "compared": len(timed),
+        "differ": len(differ),
+        "unsteady": len(unsteady),
+        "passed": not differ and not unsteady and bool(timed),
+    }
+    if not timed:
+        out["reason"] = "the timed tests answered no sample"
+    elif differ or unsteady:
+        named = sorted(set(differ) | unsteady)[:SHOWN]
+        out["samples"] = named
+        what = []
+        if differ:
+            what.append(
+                f"{len(differ)} of {len(timed)} samples answered otherwise than in accuracy mode"
+            )
+        if unsteady:
+            what.append(f"{len(unsteady)} answered twice, differently, while timed")
+        out["reason"] = "; ".join(what) + f" (samples {', '.join(map(str, named))})"
+    return out
+
+
+def audited(test01: dict[str, Any], evidence: Evidence) -> None:
+    """TEST01's verdict in the run (``details.audits``): its figure and, failed, the run
+    INVALID with the reason among LoadGen's."""
+    audits = evidence.details.get("audits")
+    evidence.details["audits"] = {**(audits if isinstance(audits, dict) else {}), "TEST01": test01}
+    if test01["passed"] is None:  # not run: said, never a 0
+        return
+    evidence.metrics["audit_test01_passed_bool"] = 1.0 if test01["passed"] else 0.0
+    if test01["passed"]:
+        return
+    summary = evidence.details.get("loadgen")
+    if isinstance(summary, dict):
+        summary["result_validity"] = "INVALID"
+        reasons = summary.get("invalid_reasons") or []
+        summary["invalid_reasons"] = [*reasons, f"TEST01 failed: {test01['reason']}"]
+    evidence.metrics["loadgen_valid_bool"] = 0.0
