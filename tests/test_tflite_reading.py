@@ -280,6 +280,17 @@ def test_a_custom_or_flex_operator_is_refused_by_name(cli: Cli, tmp_path: Path) 
         read_tflite_signature(path)
     made = cli("manifest", "model", str(path), "-o", str(tmp_path / "m.yaml"))
     assert made.code != 0 and "custom operator 'Flex" in made.err
+    # named as a TensorFlow Lite model refused for its operator (issue 73, item 9)
+    assert "a TensorFlow Lite model refused" in made.err
+    assert "not a TensorFlow Lite model" not in made.err
+    manifest = {
+        "kind": "model", "name": "test/flex", "version": "1.0.0", "format": "tflite",
+        "framework": {"name": "tensorflow"},
+        "files": write_files(tmp_path / "m", {"flex.tflite": path.read_bytes()}),
+        "inputs": [{"name": 0, "shape": [1]}], "outputs": [{"name": 0}],
+    }  # fmt: skip
+    err = _publish_refused(cli, tmp_path, manifest)
+    assert "a TensorFlow Lite model refused: it uses the custom operator 'Flex" in err
     assert not (tmp_path / "written.txt").exists() and not (tmp_path / "m.yaml").exists()
 
 

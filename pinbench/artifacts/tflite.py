@@ -89,6 +89,19 @@ class TfliteError(ValueError):
         return str(self)
 
 
+class CustomOperator(TfliteError):
+    """A TensorFlow Lite model pinbench refuses: it uses a custom or Flex operator (named in
+    the message), code outside TensorFlow Lite's builtins."""
+
+
+def refusal(exc: TfliteError) -> str:
+    """What a reader of ``exc`` says: a custom operator's model is a TensorFlow Lite model
+    refused for that operator, anything else is not a TensorFlow Lite model it can read."""
+    if isinstance(exc, CustomOperator):
+        return f"a TensorFlow Lite model refused: {exc}"
+    return f"not a TensorFlow Lite model: {exc}"
+
+
 @dataclass(frozen=True, slots=True)
 class Quantization:
     """A tensor's affine quantization: ``real = (q - zero_point) * scale``."""
@@ -190,7 +203,7 @@ class _Reader:
             codes.append(max(old, self._field_scalar(code, _OPCODE_BUILTIN, "<i", 0)))
             custom = self._string(code, _OPCODE_CUSTOM)
             if codes[-1] == CUSTOM or custom:
-                raise TfliteError(
+                raise CustomOperator(
                     f"it uses the custom operator {custom or '(unnamed)'!r}: custom and Flex "
                     "operators are code outside TensorFlow Lite's builtins (Flex ops are "
                     "TensorFlow's own, WriteFile among them); pinbench runs builtins only"

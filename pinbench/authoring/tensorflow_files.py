@@ -17,7 +17,7 @@ from typing import Any
 
 from pinbench.artifacts.keras import KerasConfigError, keras_signature, read_keras_signature
 from pinbench.artifacts.keras_h5 import read_h5_config
-from pinbench.artifacts.tflite import TfliteError, TfliteTensor, read_tflite_signature
+from pinbench.artifacts.tflite import TfliteError, TfliteTensor, read_tflite_signature, refusal
 from pinbench.authoring.errors import NotAModel
 from pinbench.authoring.signatures import Signature, Tensor, require
 from pinbench.quiet import quiet_native_stderr
@@ -62,7 +62,7 @@ def read_tflite(path: Path) -> Signature:
     try:
         signature = read_tflite_signature(path)
     except TfliteError as exc:
-        raise NotAModel(path=str(path), reason=f"not a TensorFlow Lite model ({exc})") from None
+        raise NotAModel(path=str(path), reason=refusal(exc)) from None
     for side, tensors in (("input", signature.inputs), ("output", signature.outputs)):
         for t in tensors:
             _refuse_per_channel(path, side, t)

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pinbench.artifacts.tflite import TfliteError, TfliteTensor, read_tflite_signature
+from pinbench.artifacts.tflite import TfliteError, TfliteTensor, read_tflite_signature, refusal
 from pinbench.registry.manifest import ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.ports import Input, Output, Quantization
@@ -100,7 +100,7 @@ def _check_tflite(manifest: ModelManifest, name: str, path: Path) -> None:
     try:
         signature = read_tflite_signature(path)
     except TfliteError as exc:
-        raise FileProblem(path=name, reason=f"not a TensorFlow Lite model: {exc}") from None
+        raise FileProblem(path=name, reason=refusal(exc)) from None
     sides: tuple[tuple[str, Sequence[Input | Output], list[TfliteTensor]], ...] = (
         ("input", manifest.inputs, signature.inputs),
         ("output", _model_outputs(manifest), signature.outputs),
