@@ -53,8 +53,17 @@ def _wav2vec2_folder(folder: Path, head: str = "ForCTC", *, normalize: bool = Tr
         pad_token_id=0,
         num_labels=3,
         classifier_proj_size=8,
+        tdnn_dim=(8, 8),
+        tdnn_kernel=(3, 1),
+        tdnn_dilation=(1, 1),
+        xvector_output_dim=8,
     )
-    cls = Wav2Vec2ForCTC if head == "ForCTC" else Wav2Vec2ForSequenceClassification
+    import transformers
+
+    cls = {
+        "ForCTC": Wav2Vec2ForCTC,
+        "ForSequenceClassification": Wav2Vec2ForSequenceClassification,
+    }.get(head) or getattr(transformers, f"Wav2Vec2{head}")
     cls(config).eval().save_pretrained(folder)  # type: ignore[no-untyped-call]
     Wav2Vec2FeatureExtractor(  # type: ignore[no-untyped-call]
         feature_size=1,
@@ -348,6 +357,35 @@ def test_an_audio_classifier_takes_a_waveform_and_gives_class_scores(tmp_path: P
     assert data["inputs"][0]["name"] == "input_values"
     assert data["inputs"][0]["steps"][0] == {"decode_audio": {"channel": "mix", "rate": RATE}}
     assert data["outputs"] == [{"name": "logits", "type": "classification"}]
+
+
+@pytest.mark.parametrize(
+    ("head", "output", "said"),
+    [
+        ("ForXVector", {"name": "embeddings", "type": "embedding"}, "speaker-verification"),
+        ("Model", {"name": "last_hidden_state", "type": "tensor"}, "each frame's hidden state"),
+    ],
+)
+def test_speaker_and_audio_embedding_heads_take_a_waveform(
+    tmp_path: Path, head: str, output: dict[str, Any], said: str
+) -> None:
+    """Not "takes text but the folder has no tokenizer.json" (issue 73, item 4): an x-vector
+    head gives a speaker embedding per clip, the bare encoder each frame's state."""
+    folder = _wav2vec2_folder(tmp_path / head, head)
+    authored = model_manifest([folder], base=tmp_path)
+    data = authored.data
+    assert data["architecture"] == f"Wav2Vec2{head}"
+    assert data["inputs"][0]["name"] == "input_values"
+    assert data["inputs"][0]["steps"][0] == {"decode_audio": {"channel": "mix", "rate": RATE}}
+    assert data["outputs"] == [output]
+    assert any(said in n for n in authored.notes)
+    assert not any("takes text" in n for n in authored.notes)
+    parse_manifest(data)  # a manifest pinbench reads
+    (folder / "preprocessor_config.json").unlink()  # no extractor: said to take audio still
+    from pinbench.authoring.errors import NotAModel
+
+    with pytest.raises(NotAModel, match=f"Wav2Vec2{head} takes audio"):
+        model_manifest([folder], base=tmp_path)
 
 
 def test_an_audio_head_over_features_pinbench_does_not_compute_is_refused(

@@ -11,6 +11,10 @@ extractive question answering). Only JSON is read; nothing of the model is run.
   text-recognition dataset of audio files scores it;
 - ``*ForSequenceClassification`` / ``*ForAudioClassification`` over such an extractor: the same
   input, output ``logits`` of ``type: classification``;
+- ``*ForXVector`` over such an extractor: the same input, output ``embeddings`` of ``type:
+  embedding`` (a speaker-verification dataset scores it); a bare ``*Model`` of the wav2vec 2.0
+  family (its ``config.json`` has ``conv_dim``): the same input, ``last_hidden_state`` (each
+  frame's state) of ``type: tensor``;
 - ``*ForTokenClassification``: the text inputs, output ``logits`` ``(N, T, labels)``, task
   ``token-classification``; ``*ForQuestionAnswering``: ``start_logits`` and ``end_logits``,
   task ``question-answering``. The task is written as the manifest's ``attributes.task``.
@@ -26,7 +30,10 @@ from pinbench.authoring.errors import NotAModel
 
 WAVEFORM_EXTRACTORS = ("Wav2Vec2FeatureExtractor",)
 """Feature extractors whose ``input_values`` are the waveform itself (normalised or not)."""
-AUDIO_HEADS = ("ForCTC", "ForAudioClassification", "ForSequenceClassification")
+AUDIO_HEADS = ("ForCTC", "ForAudioClassification", "ForSequenceClassification", "ForXVector")
+AUDIO_ENCODER_KEY = "conv_dim"
+"""A ``config.json`` key of the wav2vec 2.0 family's convolutional feature encoder (wav2vec 2.0,
+HuBERT, WavLM, UniSpeech, data2vec-audio): a bare ``*Model`` with it takes a waveform."""
 TEXT_HEADS = {
     "ForTokenClassification": ("token-classification", ("logits",)),
     "ForQuestionAnswering": ("question-answering", ("start_logits", "end_logits")),
@@ -45,10 +52,11 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
     is not one (its architecture names no audio head, or no extractor reads waveforms)."""
     arch = folder.architecture
     extractor = _extractor(folder, files)
-    if not arch.endswith(AUDIO_HEADS):
+    bare = arch.endswith("Model") and AUDIO_ENCODER_KEY in folder.config
+    if not arch.endswith(AUDIO_HEADS) and not bare:
         return None
     if extractor is None:
-        if arch.endswith("ForSequenceClassification"):
+        if arch.endswith("ForSequenceClassification") and AUDIO_ENCODER_KEY not in folder.config:
             return None  # a text classifier
         raise NotAModel(
             path=folder.processor or folder.path("config.json"),
@@ -67,6 +75,20 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
             "samples are WAV files (data.format audio, labels text-csv/text-jsonl): CER, WER"
         )
         return [waveform], [output], notes
+    if arch.endswith("ForXVector"):
+        notes.append(
+            f"{arch} gives one speaker embedding per clip (`embeddings`, the x-vector): run it "
+            "on a speaker-verification dataset of WAV files (labels speaker-trials): EER, minDCF"
+        )
+        return [waveform], [{"name": "embeddings", "type": "embedding"}], notes
+    if bare:
+        notes.append(
+            f"{arch} gives each frame's hidden state (`last_hidden_state`: frames x "
+            "hidden_size), read as a tensor: a clip's embedding pools the frames, which the "
+            "declarative steps do not do over a waveform (a `postprocess` function does: "
+            "docs/processing.md)"
+        )
+        return [waveform], [{"name": "last_hidden_state", "type": "tensor"}], notes
     labels = folder.config.get("id2label")
     count = len(labels) if isinstance(labels, dict) else "its"
     notes.append(
