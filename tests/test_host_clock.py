@@ -9,6 +9,7 @@ floors a sleep guarantees, never as speed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,13 @@ _remote.RemoteTest.complete = lambda self, answers: _real_complete(
     self, [(i + 1, sealed) for i, sealed in answers]
 )
 """
+ANSWERS_TWICE = """
+from pinbench.evaluator import remote_test as _remote
+
+_real_complete = _remote.RemoteTest.complete
+_remote.RemoteTest.complete = lambda self, answers: _real_complete(self, answers + answers)
+"""
+"""Code that sends each answer twice in one frame: the id it was asked, then again."""
 ANSWERS_CHEAPLY_WHEN_TIMED = """
 import numpy as _np
 from pinbench.evaluator import measure as _measure
@@ -211,19 +219,30 @@ def test_answers_cached_across_samples_fail_test04_and_make_the_run_invalid(
     [
         ("fewer samples", FEWER_SAMPLES, "the worker holds 1 samples where the run has"),
         ("an unasked answer", ANSWERS_UNASKED, "answered a query it was not asked"),
+        ("an answer twice", ANSWERS_TWICE, "answered a query it was not asked (or twice)"),
     ],
 )
 def test_a_worker_that_breaks_the_hosts_test_fails_its_run(
     world: World, tmp_path: Path, case: str, code: str, said: str
 ) -> None:
+    import threading
+
     ws = world.home.ws
-    version = "12.1.0" if case == "fewer samples" else "12.1.1"
-    with pytest.raises(ClockBroken, match=said):
+    version = {"fewer samples": "12.1.0", "an unasked answer": "12.1.1"}.get(case, "12.1.2")
+    with pytest.raises(ClockBroken, match=re.escape(said)):
         _performance(world, tmp_path, version, code, "local")
     from tests.test_sandbox import _newest
 
     recorded = show_run(ws, _newest(ws))
     assert recorded["status"] == "failed" and said in recorded["error"]
+    # every query LoadGen issued was completed: the process's LoadGen thread runs the next test
+    # (a frame's ids were taken before they were checked, and one LoadGen test waited forever)
+    later = threading.Thread(
+        target=run_lockfile, args=(ws, _without_code(ws, "performance")), kwargs={"say": quiet}
+    )
+    later.start()
+    later.join(timeout=300)
+    assert not later.is_alive(), "LoadGen's thread is still held by the broken test"
 
 
 def test_audit_keeps_the_clock_and_runs_test04_for_a_model_without_code(

@@ -363,16 +363,18 @@ class HostClock:
                 if kind != b"C" or n == 0:
                     raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
                 answers = list(w.ANSWER.iter_unpack(body))
-                with self._guard:
-                    issued = [self._waiting.pop(i, None) for i, _ in answers]
-                if None in issued:
+                with self._guard:  # all checked before any is taken: ``_break`` completes
+                    ids = [i for i, _ in answers]  # every query still waiting, once
+                    asked = len(set(ids)) == n and all(i in self._waiting for i in ids)
+                    issued = [self._waiting.pop(i) for i in ids] if asked else []
+                if not asked:
                     raise w.WireError("the worker answered a query it was not asked (or twice)")
-                first = min(when for when, _ in issued)  # type: ignore[misc]
+                first = min(when for when, _ in issued)
                 self._calls.append(arrived - max(first, previous))
                 previous = self._last_answer = arrived
                 self._samples += n
                 lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i, _ in answers])
-                for (_, index), (_, sealed) in zip(issued, answers, strict=True):  # type: ignore[misc]
+                for (_, index), (_, sealed) in zip(issued, answers, strict=True):
                     if seals.setdefault(index, sealed) != sealed:
                         self.unsteady.add(index)
         except (w.WireError, OSError) as exc:
