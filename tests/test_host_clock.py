@@ -121,6 +121,29 @@ def _cheap(predict, inputs, scenario, **kwargs):
 _measure.run_scenario = _cheap
 """
 """Code that answers at once with zeros while timed and with the model in accuracy mode."""
+SEALS_WHAT_IT_DID_NOT_HAND_BACK = """
+import numpy as _np
+from pinbench.evaluator import measure as _measure
+from pinbench.evaluator import remote_test as _remote
+
+_scenario = _measure.run_scenario
+_seal = _remote.RemoteTest.seal
+
+
+def _cheap(predict, inputs, scenario, **kwargs):
+    first = predict(inputs[:1])
+    zeros = lambda x: {k: _np.zeros_like(v) for k, v in first.items()}
+    if scenario.mode == "performance":  # timed: zeros at once
+        predict = zeros
+    else:  # the model's answers handed back to be scored, sealed as the zeros were
+        _remote.RemoteTest.seal = lambda self, out: _seal(self, None if out is None else zeros(out))
+    return _scenario(predict, inputs, scenario, **kwargs)
+
+
+_measure.run_scenario = _cheap
+"""
+"""Code that answers zeros while timed and, in accuracy mode, hands back the model's answers
+while it sends the zeros' seals: the seals agree, the answers scored do not."""
 
 
 def _without_code(ws: Any, mode: str) -> Any:
@@ -175,6 +198,7 @@ def test_a_code_run_is_timed_by_the_hosts_loadgen_which_the_code_cannot_reach(
     test01 = shown["details"]["audits"]["TEST01"]
     assert test01["passed"] is True and test01["differ"] == 0
     assert test01["compared"] == shown["details"]["clock"]["samples"]
+    assert test01["bound"] is False and "postprocess code" in test01["unbound"]
     assert shown["audit_test01_passed_bool"] == 1.0
 
 
@@ -283,3 +307,30 @@ def test_audit_is_refused_where_the_host_cannot_keep_the_clock(
     with pytest.raises(AuditRefused, match=said):
         run_lockfile(ws, _without_code(ws, mode), runner=runner, say=quiet, audit=True)
     assert len(list_runs(ws, limit=10_000)) == before  # refused before anything is recorded
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "version"),
+    [("honest", CODE, "12.4.0"), ("cheat", SEALS_WHAT_IT_DID_NOT_HAND_BACK + CODE, "12.4.1")],
+)
+def test_each_seal_is_checked_against_the_answer_handed_back_to_be_scored(
+    world: World, tmp_path: Path, case: str, code: str, version: str
+) -> None:
+    """A model whose answers are its own outputs (preprocess code, no postprocess): the host
+    seals each answer the accuracy worker hands back and compares it with the seal that
+    worker sent; one whose postprocess code makes the answers says its seals are unbound."""
+    from tests.test_processing_code import PRE, _publish
+
+    ws = world.home.ws
+    outputs = [{"name": "logits", "type": "classification"}]
+    model = _publish(
+        ws, tmp_path, world.catalog, version, preprocess=PRE, code=code, outputs=outputs
+    )
+    run = run_lockfile(ws, _lock(ws, model, mode="performance"), say=quiet, allow_code=True)
+    test01 = show_run(ws, run.id)["details"]["audits"]["TEST01"]
+    assert test01["bound"] is True and "unbound" not in test01
+    if case == "honest":
+        assert test01["passed"] is True and test01["differ"] == 0
+    else:
+        assert test01["passed"] is False and test01["differ"] == 0  # the seals agree
+        assert "not of the answers it handed back to be scored" in test01["reason"]

@@ -27,6 +27,18 @@ class RemoteTest:
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self._frames = w.Frames(read_fd, b"PIE", w.SPIN_NS)
         self._write = write_fd
+        self._as: Callable[[Any], Any] | None = None
+
+    def answers_as(self, shape: Callable[[Any], Any]) -> None:
+        """Seal each answer as ``shape`` makes it: as the worker hands it back to be scored
+        (a transpose step's applied), so that the host can check a seal against it."""
+        self._as = shape
+
+    def seal(self, out: Any) -> bytes:
+        """One sample's answer sealed (``answer_seal``), as ``answers_as`` shapes it."""
+        from pinbench.evaluator.answer_seal import seal
+
+        return seal(out if out is None or self._as is None else self._as(out))
 
     @staticmethod
     def response(ident: int, sealed: bytes, _size: int) -> tuple[int, bytes]:

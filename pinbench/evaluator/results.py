@@ -181,9 +181,10 @@ CLAIMED: tuple[BlobKey, ...] = (*RUN_BLOBS, ("transform", LEGACY_GRAPH_SHA256))
 wrote."""
 
 
-HOST_DETAILS = ("dropped_metrics", "loadgen_logs", "audits")
+HOST_DETAILS = ("dropped_metrics", "loadgen_logs", "audits", "clock")
 """Details only the host writes: the figures it dropped (``scoring.DROPPED``), LoadGen's logs
-it stored (``run_blobs.save_logs``), its audits' verdicts (``runners.audits``, ``test01``)."""
+it stored (``run_blobs.save_logs``), its audits' verdicts (``runners.audits``, ``test01``),
+whose clock timed the run (``runners.host_clock``)."""
 
 HOST_ONLY = ("audit_",)
 """Metric names only the host writes (``runners.audits``): a worker's are dropped and named."""

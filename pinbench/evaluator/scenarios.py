@@ -212,9 +212,7 @@ def run_scenario(
     response: Callable[[int, Any, int], Any] = lg.QuerySampleResponse
     sealed: Callable[[Any], Any] = _no_seal  # LoadGen here: no data handed to it
     if remote is not None:  # the host keeps the clock: each answer's seal goes with its id
-        from pinbench.evaluator.answer_seal import seal
-
-        complete, response, sealed = remote.complete, remote.response, seal
+        complete, response, sealed = remote.complete, remote.response, remote.seal
     # Batch size 1: one view per sample, sliced once here rather than once per query.
     views = [inputs[i : i + 1] for i in range(count)] if batch_size == 1 else []
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pinbench.errors import UserError
+
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence
     from pinbench.registry.lockfile import Lockfile
@@ -34,8 +36,20 @@ BATCHED = (
     "not run: the batch size is over 1, and a batch's answers may differ in their last bits "
     "with the batch they were in"
 )
+UNBOUND = (
+    "what an accuracy run scores is the model's postprocess code's answers, not the model's "
+    "outputs the seals are of: the seals are the worker's word, compared with each other only"
+)
 SHOWN = 5
 """Samples named in a failed verdict, at most."""
+
+
+class TwinFailed(UserError):
+    """The worker answering in accuracy mode for TEST01 failed: the run fails with its reason."""
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"TEST01: the worker answering in accuracy mode failed: {reason}")
+        self.reason = reason
 
 
 def wanted(lock: Lockfile) -> bool:
@@ -60,19 +74,41 @@ def not_run(reason: str) -> dict[str, Any]:
 
 
 def verdict(
-    timed: dict[int, bytes], unsteady: set[int], accuracy: dict[int, bytes]
+    timed: dict[int, bytes],
+    unsteady: set[int],
+    accuracy: dict[int, bytes],
+    handed: dict[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """TEST01's verdict from the seals of the timed tests' answers (``timed``, sample index to
-    seal; ``unsteady``: samples answered twice, differently) and of the accuracy pass's."""
+    seal; ``unsteady``: samples answered twice, differently) and of the accuracy pass's, each
+    of those checked against the answer the accuracy worker handed back to be scored
+    (``handed``); None where what is scored is not what was sealed (a model's postprocess
+    code's answers): the seals are then the worker's word (``bound`` false)."""
+    from pinbench.evaluator.answer_seal import seal
+
     differ = sorted(i for i, s in timed.items() if accuracy.get(i) != s)
     out: dict[str, Any] = {
         "compared": len(timed),
         "differ": len(differ),
         "unsteady": len(unsteady),
+        "bound": handed is not None,
         "passed": not differ and not unsteady and bool(timed),
     }
+    false = (
+        sorted(i for i, s in accuracy.items() if i not in handed or seal(handed[i]) != s)
+        if handed is not None
+        else []
+    )
+    if handed is None:
+        out["unbound"] = UNBOUND
     if not timed:
         out["reason"] = "the timed tests answered no sample"
+    elif false:
+        out["passed"] = False
+        out["reason"] = (
+            f"the accuracy worker's seals of {len(false)} samples are not of the answers it "
+            f"handed back to be scored (samples {', '.join(map(str, false[:SHOWN]))})"
+        )
     elif differ or unsteady:
         named = sorted(set(differ) | unsteady)[:SHOWN]
         out["samples"] = named

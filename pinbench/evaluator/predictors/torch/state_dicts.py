@@ -45,7 +45,7 @@ def _refused_global(exc: Exception) -> str:
     return " ".join(text.split())[:300] or type(exc).__name__
 
 
-def _check_archive(name: str, path: Path) -> None:
+def check_archive(name: str, path: Path) -> None:
     """A ``torch.save`` zip as torch.save writes it, its central directory read alone: every
     member stored uncompressed and within the file. PyTorch's reader allocates a member's
     declared size and inflates into it, so a deflated member could expand far past the file
@@ -88,7 +88,7 @@ def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor
             f"(it starts {head!r})",
         )
     if head == b"PK\x03\x04":
-        _check_archive(name, path)
+        check_archive(name, path)
     try:
         loaded = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

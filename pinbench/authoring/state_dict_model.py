@@ -1,0 +1,186 @@
+"""``pinbench manifest model weights.pt builder.py``: a ``torch-state-dict`` model's manifest
+(issue 73, item 6), as for every other format: the files hashed, ``format: torch-state-dict``,
+the ``builder`` named, its ``state_dict_key`` where the weights are a checkpoint.
+
+The weights are read with ``torch.load(weights_only=True)`` (PyTorch's restricted unpickler: no
+code runs; a compressed archive refused first, as the run refuses it) only to find the key that
+holds the tensors; the builder is parsed (``ast``), never run: its function is ``build`` (or its
+only top-level function), and the inputs are the arguments of ``forward`` of the class it
+returns, where the file defines it. Element types, shapes, steps and outputs are not in either
+file: they are left for the author, and said."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pinbench.authoring.errors import NotAModel
+
+PREFERRED_KEYS = ("state_dict", "model_state_dict", "model_state", "model", "net", "weights")
+"""Checkpoint keys read as the weights' where more than one holds tensors (the field's names)."""
+
+
+def state_dict_pair(paths: Sequence[Path]) -> tuple[Path, Path] | None:
+    """The state dict (by its bytes: ``artifacts.model_formats``) and the builder's ``.py`` file
+    among ``paths``; None where no file is a state dict."""
+    from pinbench.artifacts.model_formats import identify
+
+    states = []
+    for p in paths:
+        if p.is_file() and p.suffix.lower() != ".py":
+            found = identify(p)
+            if found is not None and found.format == "torch-state-dict":
+                states.append(p)
+    if not states:
+        return None
+    code = [p for p in paths if p.is_file() and p.suffix == ".py"]
+    if len(states) != 1 or len(code) != 1:
+        raise NotAModel(
+            path=str(states[0]),
+            reason="a PyTorch state dict: its manifest is written from the weights file and "
+            "the builder's .py file that makes its module (docs/processing.md: a model's own "
+            f"builder); give one of each (found {len(states)} state dicts, {len(code)} .py "
+            "files)",
+        )
+    return states[0], code[0]
+
+
+def checkpoint_key(path: Path) -> str | None:
+    """None where the file is a state dict itself; else the key of the checkpoint dict that
+    holds one (the only one, or the first of ``PREFERRED_KEYS``)."""
+    import pickle
+
+    import torch
+
+    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.evaluator.predictors.torch.state_dicts import check_archive
+
+    try:
+        check_archive(path.name, path) if _is_zip(path) else None
+        loaded = torch.load(str(path), map_location="cpu", weights_only=True)
+    except ModelLoadError as exc:
+        raise NotAModel(path=str(path), reason=exc.reason) from None
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as exc:
+        first = " ".join(str(exc).split())[:300]
+        raise NotAModel(
+            path=str(path), reason=f"torch.load(weights_only=True) refused it: {first}"
+        ) from None
+    if not isinstance(loaded, Mapping):
+        raise NotAModel(path=str(path), reason=f"it holds a {type(loaded).__name__}, not a dict")
+    if loaded and all(isinstance(k, str) and torch.is_tensor(v) for k, v in loaded.items()):
+        return None
+    held = [k for k, v in loaded.items() if isinstance(k, str) and _tensors(v)]
+    if len(held) == 1:
+        return held[0]
+    preferred = [k for k in PREFERRED_KEYS if k in held]
+    if preferred:
+        return preferred[0]
+    raise NotAModel(
+        path=str(path),
+        reason="a checkpoint whose weights pinbench cannot tell: "
+        + (
+            f"{len(held)} keys hold tensors ({', '.join(map(repr, held[:8]))})"
+            if held
+            else "no key holds a dict of tensors"
+        )
+        + "; write `builder.state_dict_key` by hand",
+    )
+
+
+def _is_zip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == b"PK\x03\x04"
+
+
+def _tensors(value: Any) -> bool:
+    import torch
+
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(k, str) and torch.is_tensor(v) for k, v in value.items())
+    )
+
+
+def builder_of(code: Path) -> tuple[str, list[str]]:
+    """The builder's function (``build``, or the file's only top-level function) and the
+    arguments ``forward`` takes (without defaults) of the class it returns, where the file
+    defines it (else none)."""
+    try:
+        tree = ast.parse(code.read_text(encoding="utf-8"), filename=code.name)
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        raise NotAModel(path=str(code), reason=f"not Python source: {exc}") from None
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if "build" in functions:
+        name = "build"
+    elif len(functions) == 1:
+        (name,) = functions
+    else:
+        raise NotAModel(
+            path=str(code),
+            reason="the builder is the function that makes the module: name it `build` (the "
+            f"file's top-level functions: {', '.join(functions) or 'none'})",
+        )
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    made = [
+        r.value.func.id
+        for r in ast.walk(functions[name])
+        if isinstance(r, ast.Return)
+        and isinstance(r.value, ast.Call)
+        and isinstance(r.value.func, ast.Name)
+    ]
+    cls = classes.get(made[0]) if len(set(made)) == 1 else None
+    forward = (
+        next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+        if cls is not None
+        else None
+    )
+    if forward is None:
+        return name, []
+    args = forward.args.posonlyargs + forward.args.args
+    required = args[: len(args) - len(forward.args.defaults)]
+    return name, [a.arg for a in required[1:]]  # without self
+
+
+def state_dict_manifest(
+    weights: Path,
+    code: Path,
+    others: Sequence[Path],
+    *,
+    files: list[dict[str, Any]],
+    name: str,
+    version: str,
+    framework_range: str,
+) -> tuple[dict[str, Any], list[str]]:
+    """The manifest's data and the notes for the author."""
+    key = checkpoint_key(weights)
+    function, forward = builder_of(code)
+    builder: dict[str, Any] = {"file": files[1]["path"], "function": function}
+    if key is not None:
+        builder["state_dict_key"] = key
+    notes = []
+    if forward:
+        notes.append(
+            f"inputs {forward} are forward's arguments: their element type (float32 written), "
+            "shape and steps are in neither file: check them"
+        )
+    else:
+        notes.append(
+            f"{code.name}: no forward of a class {function} returns was found in the file: "
+            "declare the inputs forward takes"
+        )
+    notes.append("declare the outputs forward returns, in order (a name each; `type` for accuracy)")
+    data = {
+        "kind": "model",
+        "name": name,
+        "version": version,
+        "format": "torch-state-dict",
+        "framework": {"name": "torch", "range": framework_range},
+        "files": files,
+        "builder": builder,
+        "inputs": [{"name": n, "element_type": "float32"} for n in forward],
+        "outputs": [],
+    }
+    return data, notes
