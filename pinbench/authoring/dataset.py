@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.authoring.errors import AuthoringError
-from pinbench.authoring.model import Authored, _entries, default_name, relative
+from pinbench.authoring.listing import file_entries
+from pinbench.authoring.model import Authored, default_name, relative
 from pinbench.registry.dataset_layout import ANY_FILE, SUFFIXES
 
 LABEL_SUFFIXES = {
@@ -176,7 +177,7 @@ def dataset_manifest(
         "version": version,
         "data": {"format": fmt, "path": rel_data},
         "labels": label_data,
-        "files": _entries(base, [*files, *extras]),
+        "files": file_entries(base, [*files, *extras]),
     }
     if fmt in SUFFIXES:
         manifest["samples"] = sum(1 for p in files if p.suffix.lower() in SUFFIXES[fmt])

@@ -150,9 +150,8 @@ def _state_dict(path: Path) -> None:
     if found is not None and found.format == "torch-state-dict":
         raise NotAModel(
             path=str(path),
-            reason=f"{found.what}: declare format: torch-state-dict with the `builder` that makes "
-            "its module (docs/processing.md: a model's own builder); pinbench manifest model "
-            "does not read a state dict's signature: write the manifest by hand",
+            reason=f"{found.what}: give the builder's .py file that makes its module beside it "
+            "(format: torch-state-dict; docs/processing.md: a model's own builder)",
         )
 
 
@@ -229,10 +228,6 @@ def _files(model: Path, fmt: str, signature: Signature, others: Sequence[Path]) 
     return [*first, *extra]
 
 
-def _entries(base: Path, files: Sequence[Path]) -> list[dict[str, Any]]:
-    return file_entries(base, files)
-
-
 def _input(tensor: Tensor) -> tuple[dict[str, Any], list[str]]:
     label = repr(tensor.name)
     notes = []
@@ -288,13 +283,18 @@ def model_manifest(
 
     if len(paths) == 1 and str(paths[0]).startswith("hf:/"):
         return _hf(paths, base, name, version, framework_range, steps, classification)
+    from pinbench.authoring.state_dict_model import state_dict_authored, state_dict_pair
+
+    pair = state_dict_pair(paths)
+    if pair is not None:  # weights and the builder that makes their module
+        return state_dict_authored(pair, paths, base, name, version, framework_range)
     model, fmt = _pick(paths)
     relative(base, model)  # refused before the model is read
     if fmt == "hf-folder":
         return _hf(paths, base, name, version, framework_range, steps, classification)
     signature = READERS[fmt](model)
     others = [p for p in paths if p != model]
-    files = _entries(base, _files(model, fmt, signature, others))
+    files = file_entries(base, _files(model, fmt, signature, others))
     notes = list(signature.notes)
     inputs = []
     for tensor in signature.inputs:

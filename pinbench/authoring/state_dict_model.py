@@ -14,9 +14,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.authoring.errors import NotAModel
+
+if TYPE_CHECKING:
+    from pinbench.authoring.model import Authored
 
 PREFERRED_KEYS = ("state_dict", "model_state_dict", "model_state", "model", "net", "weights")
 """Checkpoint keys read as the weights' where more than one holds tensors (the field's names)."""
@@ -144,43 +147,47 @@ def builder_of(code: Path) -> tuple[str, list[str]]:
     return name, [a.arg for a in required[1:]]  # without self
 
 
-def state_dict_manifest(
-    weights: Path,
-    code: Path,
-    others: Sequence[Path],
-    *,
-    files: list[dict[str, Any]],
-    name: str,
+def state_dict_authored(
+    pair: tuple[Path, Path],
+    paths: Sequence[Path],
+    base: Path,
+    name: str | None,
     version: str,
-    framework_range: str,
-) -> tuple[dict[str, Any], list[str]]:
-    """The manifest's data and the notes for the author."""
+    framework_range: str | None,
+) -> Authored:
+    """The manifest of the state dict and builder ``pair`` (``state_dict_pair``) with the other
+    files of ``paths``, their paths relative to ``base``."""
+    from pinbench.authoring.listing import file_entries
+    from pinbench.authoring.model import Authored, default_name
+    from pinbench.catalog.files import SUPPORTED
+    from pinbench.registry.manifest import parse_manifest
+
+    weights, code = pair
+    others = [p for p in paths if p not in pair]
+    files = file_entries(base, [weights, code, *others])
     key = checkpoint_key(weights)
     function, forward = builder_of(code)
     builder: dict[str, Any] = {"file": files[1]["path"], "function": function}
     if key is not None:
         builder["state_dict_key"] = key
-    notes = []
-    if forward:
-        notes.append(
-            f"inputs {forward} are forward's arguments: their element type (float32 written), "
-            "shape and steps are in neither file: check them"
-        )
-    else:
-        notes.append(
-            f"{code.name}: no forward of a class {function} returns was found in the file: "
-            "declare the inputs forward takes"
-        )
-    notes.append("declare the outputs forward returns, in order (a name each; `type` for accuracy)")
-    data = {
+    notes = [
+        f"inputs {forward} are forward's arguments: their element type (float32 written), "
+        "shape and steps are in neither file: check them"
+        if forward
+        else f"{code.name}: no forward of the class {function} returns was found in the file: "
+        "declare the inputs forward takes",
+        "declare the outputs forward returns, in order (a name each; `type` for accuracy)",
+    ]
+    data: dict[str, Any] = {
         "kind": "model",
-        "name": name,
+        "name": name if name is not None else default_name(weights),
         "version": version,
         "format": "torch-state-dict",
-        "framework": {"name": "torch", "range": framework_range},
+        "framework": {"name": "torch", "range": framework_range or SUPPORTED["torch"]},
         "files": files,
         "builder": builder,
         "inputs": [{"name": n, "element_type": "float32"} for n in forward],
         "outputs": [],
     }
-    return data, notes
+    parse_manifest(data, source=f"the manifest written from {weights}")
+    return Authored(data, notes)

@@ -191,20 +191,23 @@ def run_in_worker(
     code = settings.allow_code and needs_code(lock)
     timed = audit or keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
     one = _Worker(ws, python, say, stop, settings, runner, environment, sandbox, inherit)
-    twin = timed and test01.wanted(lock) and lock.body.batch_size == 1
+    why_not = test01.why_not(ws, lock) if timed and test01.wanted(lock) else "not wanted"
     # the timed worker's cache is not the twin's: it could leave the twin a sign it is one
-    seals = one.run(lock, evidence, timed, adopt=not twin)
+    seals = one.run(lock, evidence, timed, adopt=why_not is not None)
     if seals is None or not test01.wanted(lock):
         return
-    if not twin:
-        test01.audited(test01.not_run(test01.BATCHED), evidence)
+    if why_not is not None:
+        test01.audited(test01.not_run(why_not), evidence)
         return
     say("TEST01: a new worker answers every sample in accuracy mode")
     handed = Evidence()
     try:
         again = one.run(test01.twin(lock), handed, True)
-    except PinbenchError as exc:  # the run fails, saying it was the audit's worker
-        raise test01.TwinFailed(reason=str(exc)) from None
+    except PinbenchError as exc:
+        if one.answered:  # it answered, then failed: the run fails, saying so
+            raise test01.TwinFailed(reason=str(exc)) from None
+        test01.audited(test01.not_run(test01.refused(str(exc))), evidence)
+        return
     assert again is not None and lock.body.model is not None
     bound = handed.answers if lock.body.model.postprocess is None else None
     test01.audited(test01.verdict(seals[0], seals[1], again[0], bound), evidence)
@@ -223,6 +226,8 @@ class _Worker:
     environment: Path | None
     sandbox: str
     inherit: bool
+    answered: int = 0
+    """The samples the last timed worker answered (counted when it failed too)."""
 
     def run(
         self, lock: Lockfile, evidence: Evidence, timed: bool, adopt: bool = True
@@ -252,21 +257,24 @@ class _Worker:
                 seeded.update(written)
 
             watch = [] if sandboxed else code_watch(ws, lock, self.environment)
-            run_worker(
-                self.python,
-                tmp,
-                write,
-                lock,
-                evidence,
-                self.say,
-                self.stop,
-                self.runner,
-                watch,
-                inherit=self.inherit,
-                sandboxed=sandboxed,
-                hidden=hidden(ws),
-                clock=clock,
-            )
+            try:
+                run_worker(
+                    self.python,
+                    tmp,
+                    write,
+                    lock,
+                    evidence,
+                    self.say,
+                    self.stop,
+                    self.runner,
+                    watch,
+                    inherit=self.inherit,
+                    sandboxed=sandboxed,
+                    hidden=hidden(ws),
+                    clock=clock,
+                )
+            finally:
+                self.answered = len(clock.seals) if clock is not None else 0
             if sandboxed and adopt:
                 adopt_cache(ws, lock, tmp / "cache", seeded)
             return (clock.seals, clock.unsteady) if clock is not None else None

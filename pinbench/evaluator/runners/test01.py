@@ -31,10 +31,15 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from pinbench.evaluator.job import Evidence
     from pinbench.registry.lockfile import Lockfile
+    from pinbench.workspace import Workspace
 
 BATCHED = (
     "not run: the batch size is over 1, and a batch's answers may differ in their last bits "
     "with the batch they were in"
+)
+NO_LABELS = (
+    "not run: the dataset has no labels, so no accuracy run of it exists to answer as (a "
+    "worker in accuracy mode needs them)"
 )
 UNBOUND = (
     "what an accuracy run scores is the model's postprocess code's answers, not the model's "
@@ -55,6 +60,30 @@ class TwinFailed(UserError):
 def wanted(lock: Lockfile) -> bool:
     """Whether a host-timed run of ``lock`` is audited by TEST01: a performance test."""
     return lock.body.scenario.mode == "performance"
+
+
+def why_not(ws: Workspace, lock: Lockfile) -> str | None:
+    """Why TEST01 cannot be run for ``lock`` (None: it can): a batch size over 1, or a
+    dataset without labels (no accuracy run of it exists to answer as)."""
+    from pinbench.evaluator.datasets import load_samples
+    from pinbench.evaluator.job import files_of
+    from pinbench.evaluator.runners.local import store_paths
+    from pinbench.registry.names import Kind
+
+    body = lock.body
+    if body.batch_size != 1:
+        return BATCHED
+    assert body.dataset is not None
+    paths = store_paths(ws, lock, Kind.DATASET, truth=True)
+    if not load_samples(body.dataset, files_of(lock, Kind.DATASET), paths).has_truth:
+        return NO_LABELS
+    return None
+
+
+def refused(reason: str) -> str:
+    """Why TEST01 was not run where the worker in accuracy mode refused the lockfile before it
+    answered a sample (a model no accuracy run of this dataset can score)."""
+    return f"not run: a worker in accuracy mode refused this lockfile before it answered: {reason}"
 
 
 def twin(lock: Lockfile) -> Lockfile:
