@@ -11,7 +11,17 @@ from typing import Any
 from pinbench.reports.hardware import FACTS
 
 MISSING = "(absent)"
-RESULT_DETAILS = frozenset({"loadgen", "outputs_sha256", "preprocess_cache_hit", "trace"})
+RESULT_DETAILS = frozenset(
+    {
+        "loadgen",
+        "loadgen_logs",
+        "audits",
+        "clock",
+        "outputs_sha256",
+        "preprocess_cache_hit",
+        "trace",
+    }
+)
 """Details that are outcomes of the run, not inputs or environment: left out of the diff."""
 
 
