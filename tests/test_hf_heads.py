@@ -64,7 +64,7 @@ def _wav2vec2_folder(folder: Path, head: str = "ForCTC", *, normalize: bool = Tr
         "ForCTC": Wav2Vec2ForCTC,
         "ForSequenceClassification": Wav2Vec2ForSequenceClassification,
     }.get(head) or getattr(transformers, f"Wav2Vec2{head}")
-    cls(config).eval().save_pretrained(folder)  # type: ignore[no-untyped-call]
+    cls(config).eval().save_pretrained(folder)
     Wav2Vec2FeatureExtractor(  # type: ignore[no-untyped-call]
         feature_size=1,
         sampling_rate=RATE,
