@@ -40,12 +40,14 @@ def state_dict_pair(paths: Sequence[Path]) -> tuple[Path, Path] | None:
         return None
     code = [p for p in paths if p.is_file() and p.suffix == ".py"]
     if len(states) != 1 or len(code) != 1:
+        found = identify(states[0])
+        what = found.what if found is not None else "a PyTorch state dict"
         raise NotAModel(
             path=str(states[0]),
-            reason="a PyTorch state dict: its manifest is written from the weights file and "
-            "the builder's .py file that makes its module (docs/processing.md: a model's own "
-            f"builder); give one of each (found {len(states)} state dicts, {len(code)} .py "
-            "files)",
+            reason=f"{what}: declare format: torch-state-dict with the `builder` that makes its "
+            "module (docs/processing.md: a model's own builder); its manifest is written from "
+            "the weights file and the builder's .py file: give one of each (found "
+            f"{len(states)} state dicts, {len(code)} .py files)",
         )
     return states[0], code[0]
 
