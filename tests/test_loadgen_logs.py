@@ -98,15 +98,20 @@ def _returned(tmp_path: Path, logs: dict[str, bytes]) -> Path:
     out.mkdir()
     evidence = Evidence(latencies=np.array([5], dtype=np.int64), logs=logs)
     evidence.details["loadgen_logs"] = {"summary": "0" * 64}  # a digest the host never stored
+    evidence.details["audits"] = {"TEST01": {"passed": True}}  # a verdict only the host gives
+    evidence.details["clock"] = {"side": "host"}  # the host's clock, claimed
     write_results(out, "a" * 64, evidence, None, {})
     return out
 
 
-def test_a_workers_logs_are_read_as_plain_files_and_its_digests_dropped(tmp_path: Path) -> None:
+def test_a_workers_logs_are_read_as_plain_files_and_the_hosts_details_dropped(
+    tmp_path: Path,
+) -> None:
     out = _returned(tmp_path, {"summary": b"Result is : VALID\n"})
     _, got = read_results(out, "a" * 64)
     assert got.logs == {"summary": b"Result is : VALID\n"}
-    assert "loadgen_logs" not in got.details  # the host's digests, from the bytes it stores
+    for key in ("loadgen_logs", "audits", "clock"):  # the host's alone (results.HOST_DETAILS)
+        assert key not in got.details, key
 
 
 @pytest.mark.parametrize(
