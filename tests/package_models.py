@@ -81,6 +81,10 @@ PINNED: dict[str, tuple[str, str]] = {
         "2.5.0",
         "3869f536402b1254e3be3549d3a462ecd6ed21ce2c3e77ec8eb501c3c700417c",
     ),
+    "pesto-pitch": (  # LGPL-3.0; mir-1k_g7.ckpt, a Lightning checkpoint (omegaconf hparams)
+        "2.0.1",
+        "2eb1e5ac1c2f78f7563f4800cccd73daf04d52717ff0d95ea30257a56f3f9d37",
+    ),
 }
 
 

@@ -114,7 +114,9 @@ def test_what_cannot_be_written_is_refused_naming_why(
 ) -> None:
     saved: Any = {f"fc.{k}": v for k, v in _weights().items()}
     if case == "an object in the checkpoint":
-        saved = {"state_dict": saved, "hparams": Path("anything")}
+        import datetime
+
+        saved = {"state_dict": saved, "trained": datetime.timedelta(hours=1)}
     weights = _state(tmp_path, saved)
     args = [str(weights)] if case == "no builder" else [str(weights), str(tmp_path / "net.py")]
     if case == "two functions, none build":

@@ -20,8 +20,10 @@ model executed or unpickled:
   ``ROOT/data.pkl``, or the legacy stream of pickles) or a bare pickle, told apart by the
   globals its pickle names, read by ``pickletools.genops`` (which parses opcodes and runs
   nothing): only tensors, storages, dtypes and containers (what ``torch.load(weights_only=
-  True)`` allows) make a state dict (or a checkpoint of them); any other global (a module's
-  class) makes a pickled object, which only unpickling with its code can load.
+  True)`` allows), with the plain data a checkpoint keeps beside them (``pickle_data``: a
+  Lightning checkpoint's omegaconf hyper-parameters), make a state dict (or a checkpoint of
+  them); any other global (a module's class) makes a pickled object, which only unpickling
+  with its code can load.
 """
 
 from __future__ import annotations
@@ -188,7 +190,13 @@ def _classified(data: bytes, at: int) -> Found:
 
 
 def _verdict(names: list[str]) -> Found:
-    foreign = [n for n in names if n not in _WEIGHTS_ONLY and not _TORCH_NAMES.fullmatch(n)]
+    from pinbench.artifacts.pickle_data import plain_data
+
+    foreign = [
+        n
+        for n in names
+        if n not in _WEIGHTS_ONLY and not _TORCH_NAMES.fullmatch(n) and not plain_data(n)
+    ]
     if foreign:
         return Found("torch-pickle", f"it names {foreign[0]}")
     return Found("torch-state-dict")
@@ -221,7 +229,7 @@ def _globals(data: bytes, at: int) -> tuple[list[str] | None, int]:
             name = op.name
             if name == "GLOBAL" or name == "INST":
                 module, _, attr = str(arg).partition(" ")
-                names.append(f"{_PY2_MODULES.get(module, module)}.{attr}")
+                names.append(_python3_name(module, attr))
             elif name == "STACK_GLOBAL":
                 # two strings it can name, or a global this reading cannot see: foreign
                 known = len(strings) >= 2
@@ -255,8 +263,16 @@ def _globals(data: bytes, at: int) -> tuple[list[str] | None, int]:
     return names, stream.tell()
 
 
-_PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}
-"""Protocol 2's names for Python 3's modules, as unpickling maps them."""
+def _python3_name(module: str, attr: str) -> str:
+    """A protocol 2 global's name as unpickling maps it (``fix_imports``: Python's own
+    ``_compat_pickle`` tables): ``__builtin__ long`` is ``builtins.int``."""
+    import _compat_pickle
+
+    if (module, attr) in _compat_pickle.NAME_MAPPING:
+        module, attr = _compat_pickle.NAME_MAPPING[(module, attr)]
+    elif module in _compat_pickle.IMPORT_MAPPING:
+        module = _compat_pickle.IMPORT_MAPPING[module]
+    return f"{module}.{attr}"
 
 
 def _varint(f: io.BufferedReader) -> int | None:

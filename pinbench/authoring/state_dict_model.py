@@ -2,12 +2,13 @@
 (issue 73, item 6), as for every other format: the files hashed, ``format: torch-state-dict``,
 the ``builder`` named, its ``state_dict_key`` where the weights are a checkpoint.
 
-The weights are read with ``torch.load(weights_only=True)`` (PyTorch's restricted unpickler: no
-code runs; a compressed archive refused first, as the run refuses it) only to find the key that
-holds the tensors; the builder is parsed (``ast``), never run: its function is ``build`` (or its
-only top-level function), and the inputs are the arguments of ``forward`` of the class it
-returns, where the file defines it. Element types, shapes, steps and outputs are not in either
-file: they are left for the author, and said."""
+The weights are read as the run reads them (``torch.load(weights_only=True)``, PyTorch's
+restricted unpickler: no code runs; a compressed archive refused first; a Lightning
+checkpoint's hyper-parameters as inert stand-ins) only to find the key that holds the tensors;
+the builder is parsed (``ast``), never run: its function is ``build`` (or its only top-level
+function), and the inputs are the arguments of ``forward`` of the class it returns, where the
+file defines it. Element types, shapes, steps and outputs are not in either file: they are left
+for the author, and said."""
 
 from __future__ import annotations
 
@@ -55,23 +56,15 @@ def state_dict_pair(paths: Sequence[Path]) -> tuple[Path, Path] | None:
 def checkpoint_key(path: Path) -> str | None:
     """None where the file is a state dict itself; else the key of the checkpoint dict that
     holds one (the only one, or the first of ``PREFERRED_KEYS``)."""
-    import pickle
-
     import torch
 
     from pinbench.evaluator.predictors.base import ModelLoadError
-    from pinbench.evaluator.predictors.torch.state_dicts import check_archive
+    from pinbench.evaluator.predictors.torch.state_dicts import read_checkpoint
 
     try:
-        check_archive(path.name, path) if _is_zip(path) else None
-        loaded = torch.load(str(path), map_location="cpu", weights_only=True)
+        loaded = read_checkpoint(path.name, path)
     except ModelLoadError as exc:
         raise NotAModel(path=str(path), reason=exc.reason) from None
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as exc:
-        first = " ".join(str(exc).split())[:300]
-        raise NotAModel(
-            path=str(path), reason=f"torch.load(weights_only=True) refused it: {first}"
-        ) from None
     if not isinstance(loaded, Mapping):
         raise NotAModel(path=str(path), reason=f"it holds a {type(loaded).__name__}, not a dict")
     if loaded and all(isinstance(k, str) and torch.is_tensor(v) for k, v in loaded.items()):
@@ -92,11 +85,6 @@ def checkpoint_key(path: Path) -> str | None:
         )
         + "; write `builder.state_dict_key` by hand",
     )
-
-
-def _is_zip(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(4) == b"PK\x03\x04"
 
 
 def _tensors(value: Any) -> bool:

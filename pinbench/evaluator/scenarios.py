@@ -164,11 +164,6 @@ def settings_for(scenario: Scenario, *, expected_latency_ns: int, batch_size: in
     return s
 
 
-def _no_seal(_: Any) -> int:
-    """LoadGen beside the model: no response data is handed to it."""
-    return 0
-
-
 def run_scenario(
     predict: Predict,
     inputs: Array,
@@ -210,7 +205,7 @@ def run_scenario(
     mark = starts.append
     complete: Callable[[list[Any]], None] = lg.QuerySamplesComplete
     response: Callable[[int, Any, int], Any] = lg.QuerySampleResponse
-    sealed: Callable[[Any], Any] = _no_seal  # LoadGen here: no data handed to it
+    sealed: Callable[[Any], Any] | None = None  # LoadGen here: no data handed to it
     if remote is not None:  # the host keeps the clock: each answer's seal goes with its id
         complete, response, sealed = remote.complete, remote.response, remote.seal
     # Batch size 1: one view per sample, sliced once here rather than once per query.
@@ -241,7 +236,7 @@ def run_scenario(
                     span[2] += 1
             except BaseException as exc:  # handed back to the caller after LoadGen returns
                 failure.append(exc)
-            complete([response(q.id, sealed(out), 0)])
+            complete([response(q.id, sealed(out) if sealed else 0, 0)])
 
     def issue_batched(queries: list[Any]) -> None:
         for start in range(0, len(queries), batch_size):
@@ -270,7 +265,12 @@ def run_scenario(
                     span[2] += len(chunk)
             except BaseException as exc:
                 failure.append(exc)
-            complete([response(q.id, sealed(a), 0) for q, a in zip(chunk, each, strict=True)])
+            complete(
+                [
+                    response(q.id, sealed(a) if sealed else 0, 0)
+                    for q, a in zip(chunk, each, strict=True)
+                ]
+            )
 
     issue = issue_one if batch_size == 1 else issue_batched
     settings = settings_for(

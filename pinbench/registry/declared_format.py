@@ -31,7 +31,7 @@ LOADS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "torch-pickle": ((".pt", ".pth"), frozenset({"torch-pickle"})),
     "torchscript": ((".pt", ".ts", ".torchscript", ".jit", ".pth"), frozenset({"torchscript"})),
     "torch-state-dict": (
-        (".pt", ".pth", ".safetensors"),  # registry.processing_code's WEIGHTS_SUFFIXES
+        (".pt", ".pth", ".ckpt", ".safetensors"),  # registry.processing_code's WEIGHTS_SUFFIXES
         frozenset({"torch-state-dict", "safetensors"}),
     ),
 }

@@ -58,7 +58,7 @@ class Code(_Strict, frozen=True, kw_only=True):
 
 STATE_DICT_FORMAT = "torch-state-dict"
 """The model format whose weights a ``builder`` builds the module for."""
-WEIGHTS_SUFFIXES = (".pt", ".pth", ".safetensors")
+WEIGHTS_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors")
 """The weights file of a ``torch-state-dict`` model: the one file of the artifact ending so."""
 
 

@@ -117,24 +117,41 @@ def verdict(
 
 
 def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence) -> None:
-    """TEST04's verdict in the run (``audits``): its figures, its details, and, failed, the
-    run made INVALID with the audit's reason among LoadGen's."""
-    audits = evidence.details.get("audits")
-    evidence.details["audits"] = {**(audits if isinstance(audits, dict) else {}), "TEST04": test04}
-    if test04["passed"] is None:  # undefined, never a 0: said in the details, not INVALID
-        return
-    evidence.metrics["audit_test04_passed_bool"] = 1.0 if test04["passed"] else 0.0
-    if "speedup" in test04:
+    """TEST04's verdict in the run (``recorded``), with the repeat's speed-up as a figure."""
+    if "speedup" in test04 and test04["passed"] is not None:
         evidence.metrics["audit_test04_speedup_ratio"] = float(test04["speedup"])
-    if test04["passed"]:
+    why = test04.get("reason")
+    if test04["passed"] is False and not why:
+        why = (
+            f"the repeated sample was {test04['speedup']:.2f}x as fast as unique samples "
+            f"({test04['score']}), past MLPerf's {1 + test04['threshold']:.2f}x: answers cached "
+            "across samples"
+        )
+    recorded("TEST04", test04, evidence, summary, why or "")
+
+
+def recorded(
+    name: str,
+    verdict: dict[str, Any],
+    evidence: Evidence,
+    summary: dict[str, Any] | None,
+    why: str,
+) -> None:
+    """An audit's verdict in the run, as every audit records it: in ``details.audits`` under
+    ``name``; passed or failed as ``audit_<name>_passed_bool`` (not run or inconclusive:
+    said in the details, never a 0); failed, the run INVALID (``loadgen_valid_bool`` 0) with
+    ``why`` among LoadGen's reasons (``summary``: the run's LoadGen summary, where it has one)."""
+    audits = evidence.details.get("audits")
+    evidence.details["audits"] = {**(audits if isinstance(audits, dict) else {}), name: verdict}
+    if verdict["passed"] is None:
         return
-    why = test04.get("reason") or (
-        f"the repeated sample was {test04['speedup']:.2f}x as fast as unique samples "
-        f"({test04['score']}), past MLPerf's {1 + test04['threshold']:.2f}x: answers cached "
-        "across samples"
-    )
-    summary["result_validity"] = "INVALID"
-    summary["invalid_reasons"] = [*(summary.get("invalid_reasons") or []), f"TEST04 failed: {why}"]
+    evidence.metrics[f"audit_{name.lower()}_passed_bool"] = 1.0 if verdict["passed"] else 0.0
+    if verdict["passed"]:
+        return
+    if summary is not None:
+        summary["result_validity"] = "INVALID"
+        reasons = summary.get("invalid_reasons") or []
+        summary["invalid_reasons"] = [*reasons, f"{name} failed: {why}"]
     evidence.metrics["loadgen_valid_bool"] = 0.0
 
 

@@ -153,18 +153,9 @@ def verdict(
 
 
 def audited(test01: dict[str, Any], evidence: Evidence) -> None:
-    """TEST01's verdict in the run (``details.audits``): its figure and, failed, the run
-    INVALID with the reason among LoadGen's."""
-    audits = evidence.details.get("audits")
-    evidence.details["audits"] = {**(audits if isinstance(audits, dict) else {}), "TEST01": test01}
-    if test01["passed"] is None:  # not run: said, never a 0
-        return
-    evidence.metrics["audit_test01_passed_bool"] = 1.0 if test01["passed"] else 0.0
-    if test01["passed"]:
-        return
+    """TEST01's verdict in the run (``audits.recorded``)."""
+    from pinbench.evaluator.runners.audits import recorded
+
     summary = evidence.details.get("loadgen")
-    if isinstance(summary, dict):
-        summary["result_validity"] = "INVALID"
-        reasons = summary.get("invalid_reasons") or []
-        summary["invalid_reasons"] = [*reasons, f"TEST01 failed: {test01['reason']}"]
-    evidence.metrics["loadgen_valid_bool"] = 0.0
+    loadgen = summary if isinstance(summary, dict) else None
+    recorded("TEST01", test01, evidence, loadgen, str(test01.get("reason", "")))

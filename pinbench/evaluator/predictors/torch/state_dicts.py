@@ -4,7 +4,9 @@ module the model's own ``builder`` makes (TorchServe's model file beside its ser
 
 The weights are read first, with ``torch.load(weights_only=True)``: PyTorch's restricted
 unpickler, which rebuilds tensors and plain containers and refuses any other global, so no
-pickle code ever runs; a checkpoint that needs more is refused naming what it needs. Then the
+pickle code ever runs; a checkpoint that needs more is refused naming what it needs. The plain
+data beside a checkpoint's tensors (a Lightning ``.ckpt``'s omegaconf hyper-parameters) reads
+as inert stand-ins (``artifacts.pickle_data``), never as its classes. Then the
 builder, the publisher's code, runs as a manifest's processing code does (``processing.loading``:
 only with the run's consent, from bytes checked against their pinned sha256), is called as
 ``function(files)``, and must give a ``torch.nn.Module`` into which every tensor loads with
@@ -79,31 +81,7 @@ def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor
             return dict(load_file(str(path), device="cpu"))
         except Exception as exc:  # safetensors raises its own error types for a bad header
             raise ModelLoadError(model=name, reason=f"not safetensors: {exc}"[:400]) from None
-    with path.open("rb") as f:
-        head = f.read(4)
-    if head != b"PK\x03\x04" and head[:1] != b"\x80":
-        raise ModelLoadError(
-            model=name,
-            reason="not a PyTorch weights file: neither torch.save's zip archive nor a pickle "
-            f"(it starts {head!r})",
-        )
-    if head == b"PK\x03\x04":
-        check_archive(name, path)
-    try:
-        loaded = torch.load(str(path), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        raise ModelLoadError(
-            model=name,
-            reason=f"the file needs more than torch.load(weights_only=True) allows "
-            f"({_refused_global(exc)}); pinbench never runs pickle code from a torch-state-dict "
-            "model: save the tensors alone (torch.save(model.state_dict(), f), or "
-            "safetensors), not objects of other classes",
-        ) from None
-    except Exception as exc:  # not a torch file at all: torch raises many types
-        first = (str(exc).splitlines() or [""])[0][:300]
-        raise ModelLoadError(
-            model=name, reason=f"not a PyTorch weights file: {type(exc).__name__}: {first}"
-        ) from None
+    loaded = read_checkpoint(name, path)
     if key is not None:
         if not isinstance(loaded, Mapping):
             raise ModelLoadError(
@@ -119,6 +97,59 @@ def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor
             )
         loaded = loaded[key]
     return _state(name, loaded, key)
+
+
+def read_checkpoint(name: str, path: Path) -> object:
+    """What ``torch.save`` wrote to weights file ``name`` (its blob ``path``), read with
+    ``torch.load(weights_only=True)``; in a zip archive, the plain data beside the tensors that
+    PyTorch's allowlist lacks (a Lightning checkpoint's omegaconf hyper-parameters:
+    ``artifacts.pickle_data``) reads as inert stand-ins, never as its classes. Refused, naming
+    why, when it is not a PyTorch file or needs any other global."""
+    with path.open("rb") as f:
+        head = f.read(4)
+    if head != b"PK\x03\x04" and head[:1] != b"\x80":
+        raise ModelLoadError(
+            model=name,
+            reason="not a PyTorch weights file: neither torch.save's zip archive nor a pickle "
+            f"(it starts {head!r})",
+        )
+    stand_ins: list[tuple[Any, str]] = []
+    if head == b"PK\x03\x04":
+        check_archive(name, path)
+        stand_ins = _plain_data(name, path)
+    try:
+        with torch.serialization.safe_globals(stand_ins):
+            return torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ModelLoadError(
+            model=name,
+            reason=f"the file needs more than torch.load(weights_only=True) allows "
+            f"({_refused_global(exc)}); pinbench never runs pickle code from a torch-state-dict "
+            "model: save the tensors alone (torch.save(model.state_dict(), f), or "
+            "safetensors), not objects of other classes",
+        ) from None
+    except Exception as exc:  # not a torch file at all: torch raises many types
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise ModelLoadError(
+            model=name, reason=f"not a PyTorch weights file: {type(exc).__name__}: {first}"
+        ) from None
+
+
+def _plain_data(name: str, path: Path) -> list[tuple[Any, str]]:
+    """Stand-ins for the globals of the archive's pickle that PyTorch's allowlist lacks and
+    that are plain data (``artifacts.pickle_data``), found by reading its opcodes (PyTorch's
+    ``get_unsafe_globals_in_checkpoint``: nothing is unpickled); the others are left for the
+    restricted unpickler to refuse by name."""
+    from pinbench.artifacts.pickle_data import plain_data, stand_ins
+
+    try:
+        needed = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
+    except Exception as exc:  # a TorchScript archive, a pickle the scan cannot parse
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise ModelLoadError(
+            model=name, reason=f"not a torch.save checkpoint: {type(exc).__name__}: {first}"
+        ) from None
+    return stand_ins(sorted(n for n in needed if plain_data(n)))
 
 
 def _state(name: str, loaded: object, key: str | None) -> dict[str, torch.Tensor]:
