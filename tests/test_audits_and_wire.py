@@ -241,3 +241,49 @@ def test_on_a_busy_machine_a_small_speedup_is_inconclusive_a_cache_still_fails()
         "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 3e3), contended=True
     )
     assert cache["passed"] is False
+
+
+@pytest.mark.parametrize(
+    ("queries", "same", "passed"),
+    [
+        (64, 7e5, None),  # 1.43x in a short audit: within its noise, inconclusive
+        (64, 3e3, False),  # a cache: orders of magnitude, whatever the length
+        (1024, 7e5, False),  # MLPerf's SingleStream minimum: the threshold holds
+        (None, 7e5, False),  # length not known: the threshold holds
+    ],
+)
+def test_a_short_audit_fails_only_a_repeat_at_least_twice_as_fast(
+    queries: int | None, same: float, passed: bool | None
+) -> None:
+    """TEST04-A issues each sample once: a dataset of 64 samples gives a burst of 64 queries,
+    whose percentiles an honest 10 µs model moved by up to 1.8x from audit to audit."""
+    found = audits.verdict(
+        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", same), queries=queries
+    )
+    assert found["passed"] is passed
+    if passed is None:
+        assert found["reason"].startswith("inconclusive: the unique test issued 64 queries")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "per_query", "queries"),
+    [("SingleStream", 1, 40), ("MultiStream", 8, 5), ("Server", 1, 40)],
+)
+def test_the_repeat_test_issues_as_many_queries_as_the_unique_test(
+    scenario: str, per_query: int, queries: int
+) -> None:
+    """A short burst of unique samples is compared with a burst as short, not with a second of
+    warm repeats; Offline's one query is left as LoadGen plans it."""
+    import mlperf_loadgen as lg
+
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, scenario)
+    settings.min_duration_ms, settings.min_query_count = 1000, 100
+    audits.same(settings, 40, per_query)
+    assert (settings.min_query_count, settings.max_query_count) == (queries, queries)
+    assert settings.min_duration_ms == 0 and settings.performance_issue_same_index == 3
+    offline = lg.TestSettings()
+    offline.scenario = lg.TestScenario.Offline
+    offline.min_duration_ms, offline.min_query_count = 1000, 1
+    audits.same(offline, 40)
+    assert (offline.min_duration_ms, offline.min_query_count) == (1000, 1)

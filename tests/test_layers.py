@@ -265,6 +265,8 @@ BENEATH_API = {
     ("pinbench.cli.ops", "pinbench.operators.shape_text"): REQUEST_BUILDER,
     ("pinbench.cli.mlmodelscope", "pinbench.registry.mlmodelscope"): "pure: converts one "
     "MLModelScope manifest file to a pinbench manifest's text (authoring, no registry)",
+    ("pinbench.cli.registry", "pinbench.registry.scenario_notes"): "pure: what the locked "
+    "scenario's settings make LoadGen call INVALID, read from the lockfile the API returned",
     ("pinbench.cli.serve", "pinbench.api"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.outage"): COMPOSITION,

@@ -14,6 +14,7 @@ model's code: a pickle that would run code)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 MAPPINGS = frozenset(
@@ -83,7 +84,7 @@ class PlainDict:
         return {}
 
 
-def stand_ins(names: list[str]) -> list[tuple[Any, str]]:
+def stand_ins(names: list[str]) -> list[Callable[..., Any] | tuple[Callable[..., Any], str]]:
     """The stand-ins for ``names`` (all ``plain_data``), as ``torch.serialization.safe_globals``
     takes them: each object with the global's name."""
     return [(PlainDict if n in MAPPINGS else Inert, n) for n in names]

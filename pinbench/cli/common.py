@@ -7,6 +7,7 @@ The registry imports SQLAlchemy or httpx only when a command first asks it for s
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -169,11 +170,16 @@ def _bar() -> Progress:
 
 
 def progress_lines(*, quiet: bool) -> Callable[[str], None]:
-    """Progress messages on stderr (none with --json)."""
+    """Progress messages on stderr; with --json (``quiet``) only notes (``note: ...``: what
+    the user should know before the work is done, as a setting that makes a run INVALID)."""
     from rich.text import Text
 
+    def notes_only(text: str) -> None:
+        if text.startswith("note: "):
+            sys.stderr.write(text + "\n")
+
     if quiet:
-        return lambda text: None
+        return notes_only
     return lambda text: _err().print(Text(text, style="dim"))
 
 

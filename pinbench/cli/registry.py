@@ -27,6 +27,7 @@ from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
+    from pinbench.registry.request import Scenario
     from pinbench.sdk.files import Destination
     from pinbench.sdk.records import Published
     from pinbench.sdk.registry import Registry
@@ -339,6 +340,7 @@ def lock_cmd(
         writes.append((dest, lockfile.canonical + b"\n"))
         written.append({"digest": lockfile.digest.hex, "path": dest.given, "new": created})
     write_all(writes)
+    _invalid_ahead(points[0][0].body.scenario)
     pinned = [a.ref for a in points[0][0].body.artifacts]
     if as_json:
         if is_sweep:
@@ -352,6 +354,14 @@ def lock_cmd(
         out.print(f"pinned {ref}")
     for point in written:
         out.print(f"wrote {point['path']} (lockfile sha256 {point['digest']})")
+
+
+def _invalid_ahead(scenario: Scenario) -> None:
+    """What the scenario asks for that LoadGen will call INVALID, on stderr before any run."""
+    from pinbench.registry.scenario_notes import invalid_ahead
+
+    for note in invalid_ahead(scenario):
+        sys.stderr.write(f"note: {note}\n")
 
 
 def _lock_destinations(request: Path, output: Path, force: bool) -> dict[int | None, Destination]:

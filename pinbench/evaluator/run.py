@@ -1,9 +1,9 @@
 """Running a lockfile: verify every pinned byte, hand it to a runner, record what came back.
 
-A run record is written whole, in one transaction, when the run ends: succeeded, failed (with
-its reason) or interrupted, with the provenance of the environment that ran it; a database
-that is away then is waited for, the record kept in the home meanwhile
-(``evaluator.recording``). Nothing is measured before every byte is verified.
+A run record is written whole, in one transaction, when the run ends (succeeded, failed with
+its reason, or interrupted) with the provenance of its environment; a database away then is
+waited for, the record kept in the home (``evaluator.recording``). Nothing is measured before
+every byte is verified.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
+from pinbench.registry.scenario_notes import invalid_ahead
 from pinbench.registry.verify import check_against_registry
 from pinbench.trace import otel
 from pinbench.trace.levels import check_level
@@ -113,13 +114,11 @@ def queue_run(
     system: str | None = None,
     retry_of: str | None = None,
 ) -> None:
-    """Record a run that will start later (a server's queue) with status ``queued``;
-    ``runner`` is a runner's name (``choose_runner`` has resolved ``auto``), checked now, as
-    is the trace level, and the lockfile against the registry. ``run_lockfile(run_id=...)``
-    fills the record in. ``instance``: the server instance that owns it (``instances``: while
-    its lease is renewed no other server marks the run interrupted); ``submitted_by``: the
-    user who may cancel it (besides admins); ``system``: the cluster system it will run on
-    (placement was checked by the caller), else this machine, which must meet it."""
+    """Record a run that will start later (a server's queue) as ``queued``; ``runner`` (a
+    runner's name: ``auto`` resolved), the trace level and the lockfile checked now;
+    ``run_lockfile(run_id=...)`` fills it in. ``instance``: the server that owns it (while its
+    lease is renewed no other marks it interrupted); ``submitted_by``: who may cancel it
+    (besides admins); ``system``: the cluster system it will run on, else this machine."""
     if runner != "auto" or system is None:  # an agent decides ``auto`` on its machine
         runner_named(runner)
     check_trace(lock, trace)
@@ -221,6 +220,8 @@ def run_lockfile(
     stop = stop or Stop()
     trace_data: dict[str, Any] | None = None
     try:
+        for note in invalid_ahead(lock.body.scenario):  # told before it runs
+            say(f"note: {note}")
         say("verifying every pinned byte")
         with ws.store.held(Digest(f.sha256) for a in lock.body.artifacts for f in a.files):
             verify_waiting(ws, lock, fetch, attempt.id, say, stop)

@@ -297,10 +297,11 @@ class HostClock:
         from pinbench.evaluator.scenarios import settings_for
 
         scenario, batch = self._scenario, self._batch
+        per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
         logs, busy = {}, False
         for name, setting in (
             ("unique", audits.unique),
-            ("same", lambda s: audits.same(s, count)),
+            ("same", lambda s: audits.same(s, count, per_query)),
         ):
             self._calls, self._samples = [], 0
             settings = setting(
@@ -322,6 +323,7 @@ class HostClock:
             logs["same"],
             busy,
             audits.same_index(count),
+            count // per_query,
         )
 
     def _own_cpu(self) -> float:

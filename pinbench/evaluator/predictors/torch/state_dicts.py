@@ -17,7 +17,7 @@ none left over, every shape equal.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,7 @@ def read_checkpoint(name: str, path: Path) -> object:
             reason="not a PyTorch weights file: neither torch.save's zip archive nor a pickle "
             f"(it starts {head!r})",
         )
-    stand_ins: list[tuple[Any, str]] = []
+    stand_ins: list[Callable[..., Any] | tuple[Callable[..., Any], str]] = []
     if head == b"PK\x03\x04":
         check_archive(name, path)
         stand_ins = _plain_data(name, path)
@@ -135,7 +135,7 @@ def read_checkpoint(name: str, path: Path) -> object:
         ) from None
 
 
-def _plain_data(name: str, path: Path) -> list[tuple[Any, str]]:
+def _plain_data(name: str, path: Path) -> list[Callable[..., Any] | tuple[Callable[..., Any], str]]:
     """Stand-ins for the globals of the archive's pickle that PyTorch's allowlist lacks and
     that are plain data (``artifacts.pickle_data``), found by reading its opcodes (PyTorch's
     ``get_unsafe_globals_in_checkpoint``: nothing is unpickled); the others are left for the
