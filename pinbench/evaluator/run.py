@@ -45,6 +45,7 @@ from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
+from pinbench.registry.model_requirements import check_runner
 from pinbench.registry.scenario_notes import invalid_ahead
 from pinbench.registry.verify import check_against_registry
 from pinbench.trace import otel
@@ -184,10 +185,8 @@ def run_lockfile(
     recorded. ``fetch``: a missing blob may be fetched from its pinned source (never on a
     server). ``allow_pickle``: the caller's decision (``pinbench.evaluator.policy``); as is
     ``allow_code`` (``pinbench.processing.consent``), checked before anything is recorded.
-    ``stop``: a request to stop early (a signal, a cancel; ``pinbench.evaluator.stop``), recorded
-    with its status and reason. ``on``: run it on that cluster system instead of here
-    (``pinbench.cluster.dispatch``); the record names the system and the agent's host.
-    ``warm``: a pool of warm evaluators this run may use (``pinbench.evaluator.warm``).
+    ``stop``: a request to stop early (a signal, a cancel), recorded so. ``on``: run it on that
+    cluster system (``cluster.dispatch``). ``warm``: a pool of warm evaluators it may use.
     ``sandbox``: ``bwrap`` (every worker confined, ``runners.sandbox``) or ``none``; a run whose
     system under test ran code or operations of its own outside a sandbox is recorded
     ``unsandboxed_bool`` 1 (``sandbox_marks``). ``audit``: the host keeps the clock and runs
@@ -205,6 +204,7 @@ def run_lockfile(
     price = price_from_env() if on is None else None  # a bad price is refused before the run
     if on is None:
         runner = choose_runner(runner, lock)
+        check_runner(lock, runner)  # a model's own requirements: the venv runner's alone
         execute: Runner = runner_named(runner)
     else:
         on.runner, execute = runner, on  # the agent decides ``auto`` on its own machine

@@ -60,7 +60,7 @@ class Loaded:
         return CodeFailed(
             role=self.role,
             where=self.where,
-            reason=f"failed{on}: {type(exc).__name__}: {exc}{at}",
+            reason=f"failed{on}: {type(exc).__name__}: {exc}{at}{missing(exc)}",
         )
 
     def record(self) -> dict[str, Any]:
@@ -142,9 +142,18 @@ def _execute(
         raise CodeFailed(
             role=role,
             where=code.where,
-            reason=f"failed as it was loaded: {type(exc).__name__}: {exc}{at}",
+            reason=f"failed as it was loaded: {type(exc).__name__}: {exc}{at}{missing(exc)}",
         ) from None
     return module
+
+
+def missing(exc: Exception) -> str:
+    """Where to declare the module a ``ModuleNotFoundError`` names (``model_requirements``)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return ""
+    from pinbench.registry.model_requirements import WHERE
+
+    return f"; the run's environment lacks {exc.name.split('.')[0]!r}: {WHERE}"
 
 
 def libraries(source: bytes) -> dict[str, str]:

@@ -20,7 +20,10 @@ from pinbench.registry.steps import LATE_RESIZE_FIELDS, LATE_TOKENIZE_FIELDS
 LATE_FILE_FIELDS = ("md5",)
 """File fields added after manifests were first published: left out of the stored data while
 unset, so the digests of manifests published before them do not change."""
-LATE_FIELDS = ("installs", "trained_by", "file_index", "preprocess", "postprocess", "builder")
+LATE_FIELDS = (
+    *("installs", "trained_by", "file_index", "preprocess", "postprocess", "builder"),
+    "requirements",  # a model's own (a framework's are per environment, never unset)
+)
 """Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
 dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index")

@@ -112,6 +112,9 @@ class LockedModel(_Frozen, frozen=True, kw_only=True):
     builder: Builder | None = None
     """A ``torch-state-dict`` model's builder (consented code like the above); left out when
     unset."""
+    requirements: list[Requirement] | None = None
+    """The packages the model's code imports, hash-pinned (``registry.model_requirements``):
+    the venv runner installs them beside the framework's; left out when unset."""
 
 
 CODE_ROLES = ("preprocess", "postprocess", "builder")
@@ -179,6 +182,9 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
                 f"`generation` goes with a dataset whose task generates; this one's task is {what}"
             )
         self._check_code_runs()
+        from pinbench.registry.model_requirements import check_environment
+
+        check_environment(self.model, self.environment)
         framework = self.environment.framework if self.environment is not None else None
         if generating and self.batch_size != 1 and framework != "transformers":
             raise ValueError(
@@ -231,7 +237,7 @@ class Lockfile:
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         if data["model"] is not None:
-            drop_unset(data["model"], CODE_ROLES)
+            drop_unset(data["model"], (*CODE_ROLES, "requirements"))
             drop_unset_inputs(data["model"]["inputs"])
             drop_unset_outputs(data["model"]["outputs"])
         self.canonical = canonical_json(data)

@@ -233,6 +233,7 @@ def _locked_model(ref: ArtifactRef, model: Any) -> LockedModel:
         preprocess=model.preprocess,
         postprocess=model.postprocess,
         builder=model.builder,
+        requirements=model.requirements,
     )
 
 

@@ -16,10 +16,7 @@ import msgspec
 from pinbench import typed
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.registry.dataset_manifest import (
-    DatasetManifest,
-    ImageManifest,
-)
+from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
 from pinbench.registry.explain import VersionText, explain
 from pinbench.registry.late_fields import (
     LATE_FIELDS,
@@ -40,12 +37,9 @@ from pinbench.registry.manifest_parts import (
     _Common,
     _Strict,
 )
+from pinbench.registry.model_requirements import check_requirements
 from pinbench.registry.names import KINDS
-from pinbench.registry.ports import (
-    Input,
-    Output,
-    check_quantization,
-)
+from pinbench.registry.ports import Input, Output, check_quantization
 from pinbench.registry.processing_code import Builder, Code, check_builder, check_processing
 from pinbench.registry.steps import (
     AUDIO_STEPS,
@@ -107,6 +101,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
     """Python code (``registry.processing_code``): a sample to inputs, outputs to outputs."""
     builder: Builder | None = None
     """For ``torch-state-dict``: the function that builds the module its weights load into."""
+    requirements: list[Requirement] | None = None
+    """Hash-pinned packages the model's own code imports (``registry.model_requirements``)."""
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -148,6 +144,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         check_model_inputs(self.inputs, self.outputs)
         check_processing(self.preprocess, self.postprocess, paths, self.inputs)
         check_builder(self.format, self.builder, paths, self.architecture, self.trusted)
+        code = (self.builder, self.preprocess, self.postprocess)
+        check_requirements(self.requirements, has_code=any(c is not None for c in code))
         check_quantization(self.format, [*self.inputs, *self.outputs])
         streamed = next((i for i in self.inputs if i.stream is not None), None)
         for out in self.outputs:

@@ -67,10 +67,13 @@ class UnknownRunner(UserError):
 
 def choose_runner(name: str, lock: Lockfile) -> str:
     """``auto``: docker when the lockfile pins an image and a Docker Engine answers, else venv
-    (the embedded default); any other name is taken as given."""
+    (the embedded default; always for a model with requirements of its own); any other name
+    is taken as given."""
     if name != "auto":
         return name
-    env = lock.body.environment
+    env, model = lock.body.environment, lock.body.model
+    if model is not None and model.requirements:  # only the venv runner installs them
+        return "venv"
     if env is not None and env.image is not None:
         from pinbench.images.engine import DockerUnavailable, connect
 

@@ -96,7 +96,8 @@ class WorkerCrashed(UserError):
             text += (
                 f". Its environment lacks the module {missing!r}: a framework manifest's "
                 "requirements must pin the evaluator's own dependencies (msgspec, numpy, pyyaml, "
-                "pillow, semver, mlcommons-loadgen) besides the framework"
+                "pillow, semver, mlcommons-loadgen) besides the framework; a package the "
+                "model's own code imports goes in the model's `requirements` (venv runner)"
             )
         if tail:
             text += ". Its last output:\n  " + "\n  ".join(tail)

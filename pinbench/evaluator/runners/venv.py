@@ -23,6 +23,7 @@ from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
+from pinbench.registry.model_requirements import with_model
 from pinbench.workspace import Workspace
 
 
@@ -101,7 +102,7 @@ def run(
     env = lock.body.environment
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
-    venv = materialise(shared_cache() / "envs", env, say)
+    venv = materialise(shared_cache() / "envs", with_model(env, lock.body.model), say)
     evidence.environment = {
         "runner": "venv",
         "digest": venv.digest,

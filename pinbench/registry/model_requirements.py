@@ -1,0 +1,114 @@
+"""A model's own requirements (issue 73, item 8): the packages its code imports (a builder's
+``einops``, processing code's ``scipy``), hash-pinned like a framework's (``name==version``
+with the sha256 of each wheel allowed), installed beside the framework's requirements in the
+environment the venv runner builds, and only there.
+
+A model's ``requirements`` are for its own code: a model without ``builder``, ``preprocess``
+or ``postprocess`` that declares any is refused at publish, as are a package named twice and
+an empty list. At lock, a package the framework's environment pins too is refused (one
+environment, one version of each package: which one would run is not the model's to choose).
+A run of such a model needs the venv runner (``auto`` picks it); the local runner (pinbench's
+own environment) and the docker runner (an image of the framework's requirements) refuse it
+before anything runs, naming ``--runner venv``. (A chain's stage runs no model code of its
+own, so a model with requirements is refused as a stage for its code, at lock.)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from pinbench.errors import UserError
+
+if TYPE_CHECKING:
+    from pinbench.registry.lockfile import LockedEnvironment, LockedModel, Lockfile
+    from pinbench.registry.manifest import Requirement
+
+NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$")
+"""A package's name as PEP 508 allows it (at most 100 characters)."""
+
+WHERE = (
+    "declare it in the model's `requirements` (name==version with the sha256 of its wheel, "
+    "as a framework's: docs/processing.md, a model's own requirements; run with --runner venv), "
+    "or, for the evaluator's own dependencies, in the framework manifest's requirements"
+)
+"""Where a package a run's code imports is declared, for the messages of a missing module."""
+
+
+def canonical(name: str) -> str:
+    """A package's name as pip compares names (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_requirements(requirements: list[Requirement] | None, *, has_code: bool) -> None:
+    """A model manifest's ``requirements``: refused (``ValueError``, naming why) where empty,
+    a name is not a package's, a package is named twice, or the model runs no code of its own."""
+    if requirements is None:
+        return
+    if not requirements:
+        raise ValueError("`requirements` is empty: leave it out")
+    if not has_code:
+        raise ValueError(
+            "`requirements` are the packages the model's own code imports (its builder, "
+            "preprocess or postprocess); this model has none: leave them out"
+        )
+    seen: set[str] = set()
+    for r in requirements:
+        if not NAME.fullmatch(r.name):
+            raise ValueError(f"requirement {r.name[:100]!r} is not a package name (PEP 508)")
+        if canonical(r.name) in seen:
+            raise ValueError(f"requirement {r.name} is named twice")
+        seen.add(canonical(r.name))
+
+
+def check_environment(model: LockedModel | None, env: LockedEnvironment | None) -> None:
+    """At lock: the model's requirements beside the framework environment's, none pinned by
+    both (``ValueError`` naming them)."""
+    extra = model.requirements if model is not None else None
+    if not extra:
+        return
+    if env is None or not env.requirements:
+        raise ValueError(
+            f"model {model.name if model else ''} declares requirements, which only the venv "
+            "runner installs, from the framework's hash-pinned requirements: this framework "
+            "environment has none (an image only)"
+        )
+    pinned = {canonical(r.name): r for r in env.requirements}
+    both = [r for r in extra if canonical(r.name) in pinned]
+    if both:
+        named = ", ".join(f"{r.name} ({pinned[canonical(r.name)].version} there)" for r in both)
+        raise ValueError(
+            f"the model's requirements name packages the framework environment "
+            f"{env.framework} {env.version} pins too: {named}; leave them out of the model's"
+        )
+
+
+def with_model(env: LockedEnvironment, model: LockedModel | None) -> LockedEnvironment:
+    """The environment the venv runner builds for ``model``: the framework's requirements
+    and the model's own (its digest names the pair)."""
+    if model is None or not model.requirements:
+        return env
+    return msgspec.structs.replace(env, requirements=[*env.requirements, *model.requirements])
+
+
+class NeedsVenv(UserError):
+    """A model with its own requirements asked of a runner that cannot install them."""
+
+    def __init__(self, *, runner: str, packages: list[str]) -> None:
+        super().__init__(
+            f"the model declares requirements of its own ({', '.join(packages)}), which only "
+            f"the venv runner installs (beside the framework's); the {runner} runner cannot: "
+            "run with --runner venv"
+        )
+        self.runner = runner
+        self.packages = packages
+
+
+def check_runner(lock: Lockfile, runner: str) -> None:
+    """Before anything runs: a model with its own requirements runs in the venv runner."""
+    model = lock.body.model
+    if model is not None and model.requirements and runner != "venv":
+        packages = [f"{r.name}=={r.version}" for r in model.requirements]
+        raise NeedsVenv(runner=runner, packages=packages)
