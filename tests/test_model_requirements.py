@@ -61,6 +61,16 @@ POST = {"postprocess": {"file": "proc.py", "function": "finish"}}
         ({**POST, "requirements": [EINOPS, {**EINOPS, "name": "Einops"}]}, "named twice"),
         ({**POST, "requirements": [{**EINOPS, "name": "ein ops"}]}, "not a package name"),
         ({**POST, "requirements": [{**EINOPS, "hashes": []}]}, "at least one sha256"),
+        # one token each in the requirements file uv reads: never a line or an option
+        (
+            {**POST, "requirements": [{**EINOPS, "version": "0.8.1\n--index-url=http://x"}]},
+            "is not a version",
+        ),
+        (
+            {**POST, "requirements": [{**EINOPS, "version": "0.8.1 --no-binary=:all:"}]},
+            "is not a version",
+        ),
+        ({**POST, "requirements": [{**EINOPS, "name": "einops\n-e ."}]}, "not a package name"),
     ],
 )
 def test_a_models_requirements_that_cannot_be_honoured_are_refused(

@@ -37,7 +37,7 @@ from pinbench.registry.manifest_parts import (
     _Common,
     _Strict,
 )
-from pinbench.registry.model_requirements import check_requirements
+from pinbench.registry.model_requirements import check_pin, check_requirements
 from pinbench.registry.names import KINDS
 from pinbench.registry.ports import Input, Output, check_quantization
 from pinbench.registry.processing_code import Builder, Code, check_builder, check_processing
@@ -256,6 +256,7 @@ class Requirement(_Strict, frozen=True, kw_only=True):
     hashes: list[str]
 
     def __post_init__(self) -> None:
+        check_pin(self.name, self.version)
         if not self.hashes:
             raise ValueError(f"requirement {self.name} must list at least one sha256 hash")
         for h in self.hashes:

@@ -42,6 +42,20 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}$")
+"""A version as PEP 440 spells one (its public and local parts): no space, no line break, so a
+pin written into the requirements file uv reads is one requirement, never an option."""
+
+
+def check_pin(name: str, version: str) -> None:
+    """A requirement's name and version (every manifest's, a framework's too), each one token
+    of a ``name==version --hash=...`` line (``ValueError`` naming which is not)."""
+    if not NAME.fullmatch(name):
+        raise ValueError(f"requirement {name[:100]!r} is not a package name (PEP 508)")
+    if not VERSION.fullmatch(version):
+        raise ValueError(f"requirement {name}'s version {version[:100]!r} is not a version")
+
+
 def check_requirements(requirements: list[Requirement] | None, *, has_code: bool) -> None:
     """A model manifest's ``requirements``: refused (``ValueError``, naming why) where empty,
     a name is not a package's, a package is named twice, or the model runs no code of its own."""
@@ -56,8 +70,6 @@ def check_requirements(requirements: list[Requirement] | None, *, has_code: bool
         )
     seen: set[str] = set()
     for r in requirements:
-        if not NAME.fullmatch(r.name):
-            raise ValueError(f"requirement {r.name[:100]!r} is not a package name (PEP 508)")
         if canonical(r.name) in seen:
             raise ValueError(f"requirement {r.name} is named twice")
         seen.add(canonical(r.name))
