@@ -214,10 +214,14 @@ def test_the_ocr_chain_reads_as_its_graphs_by_hand_and_as_ddddocr(ocr: Any, tmp_
     assert ocr_stage["calls_per_query"]["max"] == max(boxes)
     assert ocr_stage["calls_per_query"]["mean"] == pytest.approx(np.mean(boxes))
     assert ocr_stage["join"]["code"] == "<inline>:reading"
+    # code between the stages: the host keeps the clock; the stages' times are the worker's
+    # account (its clock), in the details, never the run's figures
+    assert details["clock"]["side"] == "host"
+    own = details["chain"]["worker_clock"]
     for stage in ("det", "ocr"):
-        assert 0 < run[f"stage_{stage}_latency_p50_ns"] <= run[f"stage_{stage}_latency_max_ns"]
-    parts = run["stage_det_latency_mean_ns"] + run["stage_ocr_latency_mean_ns"]
-    assert run["framework_latency_mean_ns"] == pytest.approx(parts, rel=1e-9)
+        assert 0 < own[f"stage_{stage}_latency_p50_ns"] <= own[f"stage_{stage}_latency_max_ns"]
+    parts = own["stage_det_latency_mean_ns"] + own["stage_ocr_latency_mean_ns"]
+    assert parts <= own["chain_latency_mean_ns"] <= run["framework_latency_mean_ns"]
 
 
 def stages(**changes: Any) -> dict[str, Any]:

@@ -5,8 +5,10 @@ by stage; then the scenario, each query the whole chain: LoadGen's ``latency_*``
 ``chain_latency_*_ns`` (the ``predict`` call, code between stages included) are the chain's
 end to end, ``framework_latency_*_ns`` each query's framework calls summed over the stages
 (the framework call alone, as for one model: its raw series is the run's latencies),
-``stage_<name>_latency_*_ns`` each stage's framework call (a fan-out's calls summed). The
-dataset's task scores the last stage's outputs. A chain wired ``sample.bytes`` reads every
+``stage_<name>_latency_*_ns`` each stage's framework call (a fan-out's calls summed). A
+chain with code between its stages is timed by the host (``runners.host_clock``): its figures
+are the host's, and the worker's own times are its account in ``details.chain.worker_clock``,
+never figures. The dataset's task scores the last stage's outputs. A chain wired ``sample.bytes`` reads every
 sample file's bytes here too, before timing."""
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         check_first(scorer, answer, feed.arrays, 1, body.model.outputs, accuracy)
 
         expected, _, _ = warm_up(chained.predict, first, options.warmup, job.stop)
+        if job.remote is not None:  # the host keeps the clock: answers sealed as handed back
+            job.remote.answers_as(lambda out: reorder(out, transposed))
         chained.timing = True
         say(f"running {scenario.name} ({scenario.mode}) on a chain of {len(stages)} stages")
         measurement = run_scenario(
@@ -123,6 +127,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
             log_dir=job.log_dir,
             stop=job.stop,
             batch_axes=batch_axes(body.model.outputs),
+            remote=job.remote,
         )
     finally:
         chained.close()
@@ -135,7 +140,10 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     whole = series(measurement.latencies_ns, "chain_latency")
     framework = series(calls, "framework_latency")
     summary = {k: v for k, v in measurement.summary().items() if k not in framework}
-    evidence.metrics = {**summary, **whole, **framework, **chained.metrics()}
+    if job.remote is None:
+        evidence.metrics = {**summary, **whole, **framework, **chained.metrics()}
+    else:  # the host keeps the clock: the worker's times are its account, never the figures
+        evidence.details["chain"]["worker_clock"] = {**whole, **chained.metrics()}
     for entry, opened in zip(evidence.details["chain"]["stages"], stages, strict=True):
         if opened.join is not None:  # not ``calls``: those are the run's latencies
             fanned = np.array(opened.calls, dtype=np.float64)

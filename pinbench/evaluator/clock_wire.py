@@ -113,11 +113,11 @@ class Frames:
 
 def fits(body: Any) -> bool:
     """Whether the host can keep the clock of a lockfile's run (its ``LockBody``): one model's
-    LoadGen test; a chain's, a generation's, an operator's or a training run's keep LoadGen
-    beside the model (docs/security.md)."""
+    LoadGen test, or one chain's (its stages and the code between them answer each query as
+    one system); a generation's, an operator's or a training run's keep LoadGen beside the
+    model (docs/security.md)."""
     return (
         body.model is not None
-        and body.chain is None
         and body.request.generation is None
         and body.operator is None
         and body.training is None

@@ -104,7 +104,7 @@ def _measure(job: Job, cls: type[Predictor], seen: str, evidence: Evidence, say:
         from pinbench.evaluator.clock_wire import fits
 
         if not fits(body):
-            raise UserError("the host keeps the clock of one model's LoadGen test only")
+            raise UserError("the host keeps the clock of one model's or chain's LoadGen test only")
     if body.operator is not None:
         from pinbench.evaluator.operate import operate
 

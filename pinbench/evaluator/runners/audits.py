@@ -205,8 +205,8 @@ def check_audit(lock: Lockfile, runner: str, *, on_cluster: bool) -> None:
         )
     if not fits(lock.body):
         raise AuditRefused(
-            reason="the host keeps the clock of one model's LoadGen test only (not a chain, "
-            "a generation, an operator or a training run)"
+            reason="the host keeps the clock of one model's or one chain's LoadGen test only "
+            "(not a generation, an operator or a training run)"
         )
     if lock.body.scenario.mode != "performance":
         raise AuditRefused(reason="TEST04 audits a performance run; this lockfile's is accuracy")

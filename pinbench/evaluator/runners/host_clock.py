@@ -46,11 +46,15 @@ WORKER_TIMED = (
     "energy_",
     "peak_",
     "model_added_",
+    "chain_",
+    "stage_",
 )
 WORKER_TIMED_NAMES = frozenset({"contended_bool", "samples_count"})
 """What a host-timed run's worker cannot say, by these prefixes and names: every figure of
-time, throughput, the machine, energy and memory (not a task's own, ``target_trials_count``).
-The host records its own (memory: ``process.host_memory``)."""
+time, throughput, the machine, energy and memory (not a task's own, ``target_trials_count``),
+a chain's end to end and its stages' times (the worker's clock: a host-timed chain's
+``framework_latency_*`` is the host's, each query's whole chain across the pipe). The host
+records its own (memory: ``process.host_memory``)."""
 
 
 def worker_timed(name: str) -> bool:
