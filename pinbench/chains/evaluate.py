@@ -8,8 +8,8 @@ end to end, ``framework_latency_*_ns`` each query's framework calls summed over 
 ``stage_<name>_latency_*_ns`` each stage's framework call (a fan-out's calls summed). A
 chain with code between its stages is timed by the host (``runners.host_clock``): its figures
 are the host's, and the worker's own times are its account in ``details.chain.worker_clock``,
-never figures. The dataset's task scores the last stage's outputs. A chain wired ``sample.bytes`` reads every
-sample file's bytes here too, before timing."""
+never figures. The dataset's task scores the last stage's outputs. A chain wired
+``sample.bytes`` reads every sample file's bytes here too, before timing."""
 
 from __future__ import annotations
 
