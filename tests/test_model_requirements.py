@@ -9,6 +9,7 @@ pure-Python wheel the onnxruntime environment does not pin).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,74 @@ def test_a_package_the_framework_pins_too_is_refused_at_lock(
     assert locked.code == 1 and "Traceback" not in locked.err
     assert "pins too: NumPy (2.4.6 there)" in locked.err
     assert not (tmp_path / "r3.lock").exists()
+
+
+def _wheel(folder: Path, name: str, members: dict[str, str]) -> Path:
+    """A wheel as a publisher may write one: ``members`` beside its ``.dist-info``."""
+    import zipfile
+
+    path = folder / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in members.items():
+            archive.writestr(member, text)
+        info = f"{name}-1.0.dist-info"
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        archive.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        archive.writestr(f"{info}/RECORD", "")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("members", "said"),
+    [
+        ({"evil.pth": "import os"}, "is a .pth file, run at every start"),
+        ({"sitecustomize.py": "import os"}, "is imported at every start"),
+        ({"usercustomize/__init__.py": ""}, "is imported at every start"),
+        ({"evil-1.0.data/data/pyvenv.cfg": "home = /x"}, "under its .data folder"),
+        ({"evil-1.0.data/scripts/python": "#!/bin/sh"}, "under its .data folder"),
+        ({"../outside.py": ""}, "is not a plain path"),
+        ({"/etc/evil.py": ""}, "is not a plain path"),
+        ({"json.py": "x = 1"}, "has the name of Python's own json"),
+    ],
+)
+def test_a_model_wheel_that_would_run_at_start_or_write_outside_its_packages_is_refused(
+    tmp_path: Path, members: dict[str, str], said: str
+) -> None:
+    """An attacker's review ran a wheel's .pth and sitecustomize.py while uv compiled the
+    environment (on the host, outside the sandbox) and replaced pyvenv.cfg through .data: the
+    model's wheels are now read before anything of them is installed."""
+    from pinbench.environments.model_wheels import ModelWheelRefused, top_level
+
+    with pytest.raises(ModelWheelRefused, match=re.escape(said)):
+        top_level(_wheel(tmp_path, "evil", members))
+    assert top_level(_wheel(tmp_path, "fine", {"fine/__init__.py": "", "fine.py": ""})) == {
+        "fine",
+        "fine.py",
+    }
+
+
+def test_a_model_wheel_may_not_replace_the_frameworks_files(tmp_path: Path) -> None:
+    """A wheel named otherwise (``shadow``) held ``fakefw/__init__.py`` and replaced the
+    framework's package: distribution names differed, so the lock's check passed."""
+    from pinbench.environments.model_wheels import ModelWheelRefused, check_beside
+
+    site = tmp_path / "site-packages"
+    (site / "onnxruntime").mkdir(parents=True)
+    (site / "numpy").mkdir()
+    shadow = _wheel(tmp_path, "shadow", {"onnxruntime/__init__.py": "WHO = 'model'"})
+    with pytest.raises(ModelWheelRefused, match="installs onnxruntime, which the framework"):
+        check_beside([shadow], site)
+    check_beside([_wheel(tmp_path, "own", {"own/__init__.py": ""})], site)
+
+
+def test_uv_and_pip_see_none_of_this_processs_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pinbench.environments.venv import build_env
+
+    monkeypatch.setenv("PINBENCH_DB_SECRET", "hunter2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "k")
+    monkeypatch.setenv("PIP_INDEX_URL", "https://index.example/simple")
+    kept = build_env()
+    assert "PINBENCH_DB_SECRET" not in kept and "AWS_SECRET_ACCESS_KEY" not in kept
+    assert kept["PIP_INDEX_URL"] == "https://index.example/simple" and "PATH" in kept

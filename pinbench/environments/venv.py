@@ -21,9 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from pinbench.environments import environment_digest, requirements_text
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import LockedEnvironment
+from pinbench.registry.manifest import Requirement
 
 COMPLETE = ".pinbench-complete"
 BUILT_AS = "files copied (uv --link-mode copy)"
@@ -103,13 +106,20 @@ def base_python(wanted: str | None) -> str:
     return found
 
 
-def materialise(cache: Path, env: LockedEnvironment, say: Say) -> VirtualEnv:
-    """The environment for ``env``, built once under ``cache/<digest>`` and reused after."""
+def materialise(
+    cache: Path, env: LockedEnvironment, say: Say, own: list[Requirement] | None = None
+) -> VirtualEnv:
+    """The environment for ``env``, built once under ``cache/<digest>`` and reused after;
+    with ``own``, a model's own requirements beside the framework's (``model_wheels``: read
+    before they are installed), the digest naming both."""
     if not env.requirements:
         raise UserError(
             f"the lockfile pins no requirements for {env.framework} {env.version}, "
             "so there is nothing to build a virtual environment from"
         )
+    framework = env
+    if own:
+        env = msgspec.structs.replace(env, requirements=[*env.requirements, *own])
     digest = environment_digest(env)
     path = cache / digest[:32]
     cache.mkdir(parents=True, exist_ok=True)
@@ -120,7 +130,7 @@ def materialise(cache: Path, env: LockedEnvironment, say: Say) -> VirtualEnv:
         shutil.rmtree(path, ignore_errors=True)
         say(f"building environment {digest[:12]} ({len(env.requirements)} pinned wheels, uv)")
         started = time.monotonic()
-        _build(path, env, digest)
+        _build(path, framework, digest, own or [])
         (path / COMPLETE).write_text(f"{digest}\n{BUILT_AS}\n")
         say(f"environment {digest[:12]} ready in {time.monotonic() - started:.1f} s")
         return VirtualEnv(path, digest, built=True)
@@ -133,25 +143,59 @@ def _complete(path: Path, digest: str) -> bool:
         return False
 
 
-def _build(path: Path, env: LockedEnvironment, digest: str) -> None:
+def _build(path: Path, env: LockedEnvironment, digest: str, own: list[Requirement]) -> None:
+    """The framework's wheels installed, then the model's own (``own``), each read first."""
+    import tempfile
+
     uv = uv_binary()
     requirements = path.parent / f"{digest[:32]}.requirements.txt"
     requirements.write_text(requirements_text(list(env.requirements)))
-    steps = [
-        [uv, "venv", "--quiet", "--no-config", "--python", base_python(env.python), str(path)],
-        [
-            uv, "pip", "install", "--quiet", "--no-config",
-            "--python", str(path / "bin" / "python"),
-            "--require-hashes", "--no-deps", "--only-binary", ":all:",
-            "--index-strategy", "unsafe-best-match", "--compile-bytecode",
-            "--link-mode", "copy",
-            *pip_index_args(),
-            "-r", str(requirements),
-        ],
+    install = [
+        uv, "pip", "install", "--quiet", "--no-config",
+        "--python", str(path / "bin" / "python"),
+        "--require-hashes", "--no-deps", "--only-binary", ":all:",
+        "--index-strategy", "unsafe-best-match", "--compile-bytecode",
+        "--link-mode", "copy",
     ]  # fmt: skip
-    for argv in steps:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
+    _step(path, digest, [uv, "venv", "--quiet", "--no-config", "--python",
+                         base_python(env.python), str(path)])  # fmt: skip
+    _step(path, digest, [*install, *pip_index_args(), "-r", str(requirements)])
+    if not own:
+        return
+    from pinbench.environments.model_wheels import check_beside, download, top_level
+
+    theirs = path.parent / f"{digest[:32]}.model-requirements.txt"
+    theirs.write_text(requirements_text(own))
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".wheels-") as folder:
+        try:
+            wheels = download(theirs, Path(folder), build_env())
+            for wheel in wheels:
+                top_level(wheel)  # refused before anything of it is installed
+            site = next((path / "lib").glob("python*/site-packages"))
+            check_beside(wheels, site)
+        except UserError:
             shutil.rmtree(path, ignore_errors=True)
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-            raise EnvironmentBuildFailed(digest=digest, reason=f"{argv[1]} failed:\n{tail}")
+            raise
+        local = ["--no-index", "--find-links", folder]
+        _step(path, digest, [*install, *local, "-r", str(theirs)])
+
+
+def _step(path: Path, digest: str, argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=build_env())
+    if proc.returncode != 0:
+        shutil.rmtree(path, ignore_errors=True)
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+        raise EnvironmentBuildFailed(digest=digest, reason=f"{argv[1]} failed:\n{tail}")
+
+
+KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
+"""What a build's processes see of this process's environment (``build_env``)."""
+KEPT_PREFIXES = ("UV_", "PIP_", "XDG_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "REQUESTS_CA")
+
+
+def build_env() -> dict[str, str]:
+    """The environment uv and pip run in: their own settings, paths, proxies and
+    certificates, nothing else of this process's (no database URL, key or token)."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if k in KEPT or k.upper().startswith(KEPT_PREFIXES)}

@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
@@ -95,14 +93,6 @@ def check_environment(model: LockedModel | None, env: LockedEnvironment | None) 
             f"the model's requirements name packages the framework environment "
             f"{env.framework} {env.version} pins too: {named}; leave them out of the model's"
         )
-
-
-def with_model(env: LockedEnvironment, model: LockedModel | None) -> LockedEnvironment:
-    """The environment the venv runner builds for ``model``: the framework's requirements
-    and the model's own (its digest names the pair)."""
-    if model is None or not model.requirements:
-        return env
-    return msgspec.structs.replace(env, requirements=[*env.requirements, *model.requirements])
 
 
 class NeedsVenv(UserError):

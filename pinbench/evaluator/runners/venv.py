@@ -23,7 +23,6 @@ from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.model_requirements import with_model
 from pinbench.workspace import Workspace
 
 
@@ -102,7 +101,9 @@ def run(
     env = lock.body.environment
     if env is None:
         raise UserError("the lockfile pins no framework environment for its platform")
-    venv = materialise(shared_cache() / "envs", with_model(env, lock.body.model), say)
+    model = lock.body.model
+    own = model.requirements if model is not None else None
+    venv = materialise(shared_cache() / "envs", env, say, own)
     evidence.environment = {
         "runner": "venv",
         "digest": venv.digest,
