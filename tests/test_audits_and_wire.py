@@ -287,3 +287,32 @@ def test_the_repeat_test_issues_as_many_queries_as_the_unique_test(
     offline.min_duration_ms, offline.min_query_count = 1000, 1
     audits.same(offline, 40)
     assert (offline.min_duration_ms, offline.min_query_count) == (1000, 1)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "passed", "said"),
+    [
+        ((1.6, 0.02), False, ""),  # a cache: the repeat spared the work
+        ((1.6, 1.5), None, "the repeat took as much of the worker's CPU"),  # the machine's
+        ((0.04, 0.01), None, "below what the host resolves"),  # too little to tell
+    ],
+)
+def test_beside_other_work_a_repeat_faster_by_the_clock_must_spare_the_workers_cpu(
+    cpu: tuple[float, float], passed: bool | None, said: str
+) -> None:
+    """A model that sleeps 4 ms a call, beside a full suite on two cores, had a repeat twice
+    as fast by the clock: scheduling delays, not a cache, which would spare its CPU."""
+    found = audits.verdict(
+        "SingleStream",
+        0.9,
+        _log("SingleStream", 9e6),
+        _log("SingleStream", 4e6),
+        contended=True,
+        cpu=cpu,
+    )
+    assert found["passed"] is passed
+    assert said in found.get("reason", "")
+    quiet = audits.verdict(
+        "SingleStream", 0.9, _log("SingleStream", 9e6), _log("SingleStream", 4e6), cpu=cpu
+    )
+    assert quiet["passed"] is False  # a quiet, long audit: MLPerf's rule, by the clock alone

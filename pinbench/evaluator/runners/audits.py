@@ -16,6 +16,10 @@ the score is a latency, the medians must agree that the repeat is faster beyond 
 too: pinbench's tests are seconds, not MLPerf's ten minutes, and on a busy machine a p90 of
 tens of queries moved past 10% while the medians did not (a cache moves both).
 
+On a busy machine or in a short audit, a repeat that is faster by the clock must also have
+taken less of the worker's CPU (``cpu_spared``, read by the host from /proc): a cache spares
+work; a machine's scheduling delays do not.
+
 A failed audit makes the run INVALID (``loadgen_valid_bool`` 0, its reason with LoadGen's in
 ``details.loadgen.invalid_reasons``): its figures are never a baseline (``series.gate``).
 """
@@ -101,12 +105,15 @@ def verdict(
     contended: bool = False,
     repeated: int | None = None,
     queries: int | None = None,
+    cpu: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """TEST04's verdict from the two tests' LoadGen summaries: the scores, the speed-up of the
     repeated sample over the unique ones, the threshold, and whether it passed: True, False,
     or None (inconclusive) where either test ran ``contended``, or the unique test issued
     fewer than ``SHORT_AUDIT`` ``queries``, and the repeat was less than ``BUSY_FACTOR``
-    faster. ``repeated``: the sample TEST04-B repeated."""
+    faster, or was that much faster but took as much of the worker's CPU (``cpu``: seconds
+    over the unique and the repeat test; ``cpu_spared``). ``repeated``: the sample TEST04-B
+    repeated."""
     from pinbench.evaluator.latency_metrics import loadgen_figures
 
     name, higher = _SCORES[scenario]
@@ -145,7 +152,37 @@ def verdict(
         out["reason"] = (
             f"inconclusive: {why}, and the repeat was less than {BUSY_FACTOR:g}x as fast; {fix}"
         )
+    elif (contended or few) and not out["passed"] and cpu is not None:
+        unspared = cpu_spared(*cpu, threshold)
+        out.update(unique_cpu_s=cpu[0], same_cpu_s=cpu[1])
+        if unspared:
+            out["passed"] = None
+            out["reason"] = f"inconclusive: {unspared}; rerun on a quiet machine"
     return out
+
+
+CPU_RESOLVED_S = 0.1
+"""The least CPU time of the worker's over the unique test the host reads as a measure (its
+/proc counts ticks of 10 ms)."""
+
+
+def cpu_spared(unique_s: float, same_s: float, threshold: float) -> str:
+    """Why the worker's CPU time does not confirm a cache (empty where it does): a cache
+    spares the work of answering, so the repeat test takes less of the worker's CPU than the
+    unique test (as many queries each); scheduling delays on a busy machine do not. A model
+    that sleeps 4 ms a call, beside a full suite on two cores, had a repeat twice as fast by
+    the clock at the same CPU."""
+    if unique_s < CPU_RESOLVED_S:
+        return (
+            f"the worker's CPU time over the unique test ({unique_s:.3f} s) is below what "
+            f"the host resolves ({CPU_RESOLVED_S:g} s), so it cannot confirm the clock"
+        )
+    if same_s * (1 + threshold) >= unique_s:
+        return (
+            f"the repeat took as much of the worker's CPU as unique samples ({same_s:.3f} s "
+            f"against {unique_s:.3f} s): the clock's difference is the machine's, not a cache"
+        )
+    return ""
 
 
 def audited(test04: dict[str, Any], summary: dict[str, Any], evidence: Evidence) -> None:

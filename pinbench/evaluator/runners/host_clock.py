@@ -292,17 +292,17 @@ class HostClock:
 
     def _test04(self, count: int, expected: int) -> dict[str, Any]:
         """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample,
-        before the run's own test, as MLPerf's TEST04-A met a fresh system: after the test
-        had issued most samples, a cache of answers made the unique test as fast as the
-        repeat (a full suite's run passed the caching model)."""
+        before the run's own test (as MLPerf's TEST04-A met a fresh system: after it a cache
+        made the unique test as fast as the repeat), each with the worker's CPU time."""
         from pinbench.evaluator import contention
         from pinbench.evaluator.loadgen_test import metered_test
+        from pinbench.evaluator.proc_tree import cpu_s
         from pinbench.evaluator.runners import audits
         from pinbench.evaluator.scenarios import settings_for
 
         scenario, batch = self._scenario, self._batch
         per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
-        logs, busy = {}, False
+        logs, cpu, busy = {}, {}, False
         for name, setting in (
             ("unique", audits.unique),
             ("same", lambda s: audits.same(s, count, per_query)),
@@ -311,24 +311,18 @@ class HostClock:
             settings = setting(
                 settings_for(scenario, expected_latency_ns=expected, batch_size=batch)
             )
+            before = cpu_s(self._pid)
             logs[name], machine = metered_test(
-                self._issue,
-                count,
-                settings,
-                self._log_dir / f"TEST04-{name}",
-                self._stop,
+                self._issue, count, settings, self._log_dir / f"TEST04-{name}", self._stop,
                 own_cpu=self._own_cpu,
-            )
+            )  # fmt: skip
+            cpu[name] = cpu_s(self._pid) - before
             busy = busy or contention.figures(machine).get("contended_bool") == 1.0
+        queries = count // per_query
         return audits.verdict(
-            scenario.name,
-            scenario.percentile / 100.0,
-            logs["unique"],
-            logs["same"],
-            busy,
-            audits.same_index(count),
-            count // per_query,
-        )
+            scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"], busy,
+            audits.same_index(count), queries, (cpu["unique"], cpu["same"]),
+        )  # fmt: skip
 
     def _own_cpu(self) -> float:
         """The CPU time of this process and of the worker's processes (its sandbox's)."""
