@@ -12,7 +12,6 @@ from pinbench.catalog.parts import check_parts
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import Request, parse_request
-from pinbench.registry.scenario_notes import early_stopping_queries
 from pinbench.workspace import Workspace
 
 FRAMEWORKS = ("onnxruntime", "torch", "tensorflow")
@@ -85,9 +84,7 @@ def request_data(job: Job) -> dict[str, Any]:
     scenario = {**SCENARIOS[job.scenario], "seed": 0}
     threads = None  # ResNet-50: the framework's default (every core)
     if job.dataset == resnet.DATASET:  # 35-70 ms per image on two cores: a short run
-        # SingleStream: the 64 queries LoadGen's early stopping needs at p90 (16 were INVALID)
-        queries = early_stopping_queries("SingleStream", 90.0) if job.scenario != "Offline" else 16
-        scenario.update(min_duration_ms=1000, min_query_count=queries)
+        scenario.update(min_duration_ms=1000, min_query_count=16)
     else:  # microseconds per digit: a second thread only adds hand-off time and noise
         threads = 1
     return {

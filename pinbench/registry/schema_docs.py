@@ -133,6 +133,12 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "build(files) -> module; the weights are read with torch.load(weights_only=True) and "
         "loaded with load_state_dict(strict=True). Consent as for preprocess. Left out of the "
         "stored manifest while unset.",
+        "requirements": "Packages the model's own code (builder, preprocess, postprocess) "
+        "imports beyond the framework's environment, each name==version with the sha256 of its "
+        "wheel; the venv runner installs them beside the framework's after reading each wheel "
+        "(refused: a .pth, sitecustomize, .data, a name the framework's wheels install). "
+        "Refused without code of its own, or naming a package the framework pins. Left out of "
+        "the stored manifest while unset.",
     },
     "Builder": {
         "function": "The name of the function to call, build(files) -> torch.nn.Module.",
