@@ -1,4 +1,4 @@
-"""A model's own requirements (issue 73, item 8): the packages its code imports (a builder's
+"""A model's own requirements (issue 73, item 8; decision 295): the packages its code imports (a builder's
 ``einops``, processing code's ``scipy``), hash-pinned like a framework's (``name==version``
 with the sha256 of each wheel allowed), installed beside the framework's requirements in the
 environment the venv runner builds, and only there.

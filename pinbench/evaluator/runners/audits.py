@@ -18,7 +18,7 @@ tens of queries moved past 10% while the medians did not (a cache moves both).
 
 On a busy machine or in a short audit, a repeat that is faster by the clock must also have
 taken less of the worker's CPU (``cpu_spared``, read by the host from /proc): a cache spares
-work; a machine's scheduling delays do not.
+work; a machine's scheduling delays do not (decision 296).
 
 A failed audit makes the run INVALID (``loadgen_valid_bool`` 0, its reason with LoadGen's in
 ``details.loadgen.invalid_reasons``): its figures are never a baseline (``series.gate``).
