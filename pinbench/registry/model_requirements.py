@@ -1,7 +1,7 @@
-"""A model's own requirements (issue 73, item 8; decision 295): the packages its code imports (a builder's
-``einops``, processing code's ``scipy``), hash-pinned like a framework's (``name==version``
-with the sha256 of each wheel allowed), installed beside the framework's requirements in the
-environment the venv runner builds, and only there.
+"""A model's own requirements (issue 73, item 8; decision 295): the packages its code
+imports (a builder's ``einops``, processing code's ``scipy``), hash-pinned like a framework's
+(``name==version`` with the sha256 of each wheel allowed), installed beside the framework's
+requirements in the environment the venv runner builds, and only there.
 
 A model's ``requirements`` are for its own code: a model without ``builder``, ``preprocess``
 or ``postprocess`` that declares any is refused at publish, as are a package named twice and
