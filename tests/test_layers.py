@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "metric_names",
         },
     ),
-    ("runs", {"provenance", "reports", "series"}),
+    ("runs", {"provenance", "reports", "series", "studies"}),
     ("cluster", {"cluster", "remote"}),
     ("sdk", {"sdk"}),
     (
@@ -250,6 +250,7 @@ COMPOSITION = "a composition root: assembles a process (the server or an agent),
 BENEATH_API = {
     ("pinbench.cli.run_view", "pinbench.run_samples"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.metric_names"): PURE_VIEW,
+    ("pinbench.cli.study", "pinbench.metric_names"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_figures"): PURE_VIEW,
     ("pinbench.cli.run_view", "pinbench.run_metrics"): PURE_VIEW,
     ("pinbench.cli.series", "pinbench.run_figures"): PURE_VIEW,

@@ -28,6 +28,8 @@ TABLES = {
     "ui_sessions",
     "series_thresholds",
     "alerts",
+    "studies",
+    "study_cells",
     "alembic_version",
 }
 

@@ -106,6 +106,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Series of runs that measure the same thing (model, dataset, scenario, system): list, "
         "show, thresholds, alerts.",
     ),
+    "study": (
+        "study",
+        "study_app",
+        "Studies: models x frameworks x scenarios x systems, one lockfile and run per cell: "
+        "run, show, report, rerun.",
+    ),
     "gate": (
         "gate",
         "gate_cmd",

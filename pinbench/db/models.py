@@ -21,11 +21,12 @@ from sqlalchemy import (
     column,
     func,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from pinbench.db import study_models
+from pinbench.db.base import Base
 
-class Base(DeclarativeBase):
-    pass
+__all__ = ["Base", "study_models"]
 
 
 class Artifact(Base):

@@ -20,7 +20,7 @@ from pinbench.errors import UserError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-HEAD_REVISION = "0017"
+HEAD_REVISION = "0018"
 VERSION_TABLE = "alembic_version"
 
 

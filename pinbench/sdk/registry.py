@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pinbench.sdk.images import Images
     from pinbench.sdk.runs import Lockfile
     from pinbench.sdk.series import Series
+    from pinbench.sdk.studies import Studies
     from pinbench.workspace import Workspace
 
 T = TypeVar("T")
@@ -170,6 +171,12 @@ class Registry(Inquiries, RunRecords):
         from pinbench.sdk.series import Series
 
         return Series(self)
+
+    def studies(self) -> Studies:
+        """Studies: models x frameworks x scenarios x systems, run, shown, reported."""
+        from pinbench.sdk.studies import Studies
+
+        return Studies(self)
 
     def admin(self) -> Admin:
         """The operator's: create the home, migrate and check the database."""

@@ -1,0 +1,184 @@
+"""``pinbench study``: a matrix of models x frameworks x scenarios x systems, one lockfile and
+one run per cell (``Registry.studies()``; docs/study.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pinbench.cli.common import force_option, registry
+from pinbench.console import err as _err
+from pinbench.console import json_option
+from pinbench.console import out as _out
+from pinbench.console import print_json as _print_json
+
+study_app = click.Group(
+    "study",
+    help=(
+        "Studies: models x frameworks x scenarios x systems, one lockfile and run per cell: "
+        "run, show, report, rerun."
+    ),
+    no_args_is_help=True,
+)
+STUDY_HELP = "A study file (YAML, docs/study.md), or a built-in study's name: seed, seed-quick."
+NAME_HELP = "A study's name (as run), or a study file or built-in name (not yet run: planned)."
+
+
+def _say(as_json: bool) -> Any:
+    from rich.text import Text
+
+    if as_json:
+        return lambda text: None
+    console = _err()
+    return lambda text: console.print(Text(text))
+
+
+@study_app.command("run")
+@click.argument("study", type=str, help=STUDY_HELP)
+@click.option(
+    "--runner",
+    type=click.Choice(["local", "venv"]),
+    default=None,
+    help="Run every cell with this runner (default: the study's, else local).",
+)
+@json_option
+def study_run(study: str, runner: str | None = None, as_json: bool = False) -> None:
+    """Lock and run every cell of STUDY not done before, in turn, printing each one's outcome;
+    a study stopped part-way (Ctrl-C) resumes where it stopped when run again."""
+    from pinbench.cli.stopping import stopped_safely
+
+    with registry() as reg, stopped_safely() as stop:
+        ran = reg.studies().run(study, runner=runner, say=_say(as_json), stop=stop)
+    if as_json:
+        _print_json(ran)
+        return
+    _out().print(
+        f"study {ran['name']}: {ran['ran']} ran, {ran['skipped']} done before, "
+        f"{ran['failed']} failed, {ran['refused']} refused; `pinbench study show {ran['name']}`"
+    )
+
+
+def _figure(cell: dict[str, Any], notes: list[str]) -> str:
+    """What a cell shows: its figure, or its state and the number of its reason's note."""
+    from pinbench.metric_names import fmt_sig
+
+    if "accuracy" in cell:
+        return f"{cell['accuracy_metric']} {cell['accuracy']:.4f}"
+    if "latency_p90_ns" in cell:
+        text = f"p90 {fmt_sig(cell['latency_p90_ns'] / 1e6)} ms"
+        if cell["scenario_name"] == "Offline":
+            text = f"{fmt_sig(cell['throughput_sps'])}/s"
+        return text + ("" if cell.get("loadgen_valid_bool") == 1.0 else " INVALID")
+    if cell["reason"]:
+        if cell["reason"] not in notes:
+            notes.append(cell["reason"])
+        return f"{cell['state']} [{notes.index(cell['reason']) + 1}]"
+    return str(cell["state"])
+
+
+@study_app.command("show")
+@click.argument("name", type=str, help=NAME_HELP)
+@json_option
+def study_show(name: str, as_json: bool = False) -> None:
+    """The study's matrix, a table per system: a row per model and framework, a column per
+    scenario (and batch size); each cell its accuracy, p90 latency or Offline throughput, or
+    its state and a note saying why it could not run."""
+    from rich.table import Table
+
+    with registry() as reg:
+        matrix = reg.studies().show(name)
+    if as_json:
+        _print_json(matrix)
+        return
+    notes: list[str] = []
+    console = _out()
+    console.print(f"study {matrix['name']}: {len(matrix['cells'])} cells")
+    for system in matrix["systems"]:
+        mine = [c for c in matrix["cells"] if c["system"] == system["name"]]
+        columns: list[tuple[str, int]] = []
+        rows: dict[tuple[str, str], dict[tuple[str, int], str]] = {}
+        labels: dict[tuple[str, str], str] = {}
+        for cell in mine:
+            column = (cell["scenario"], cell["batch_size"])
+            if column not in columns:
+                columns.append(column)
+            entry = (cell["model"], cell["framework"])
+            if cell.get("framework_resolved") or entry not in labels:
+                labels[entry] = f"{entry[0]} {cell.get('framework_resolved') or entry[1]}"
+            rows.setdefault(entry, {})[column] = _figure(cell, notes)
+        threads = system["threads"] or "framework's"
+        cpus = ",".join(map(str, system["cpus"])) if system["cpus"] else "all"
+        table = Table(title=f"{system['name']} (threads {threads}, cpus {cpus})")
+        table.add_column("model")
+        for scenario, batch in columns:
+            table.add_column(scenario + (f" b{batch}" if batch != 1 else ""))
+        for entry, found in rows.items():
+            table.add_row(labels[entry], *(found.get(c, "no cell") for c in columns))
+        console.print(table)
+    for n, note in enumerate(notes, 1):
+        console.print(f"[{n}] {note}", markup=False)
+
+
+@study_app.command("list")
+@json_option
+def study_list(as_json: bool = False) -> None:
+    """Every recorded study with its cells counted by state."""
+    with registry() as reg:
+        rows = reg.studies().list()
+    if as_json:
+        _print_json(rows)
+        return
+    for row in rows:
+        counts = ", ".join(f"{n} {state}" for state, n in sorted(row["cells"].items()))
+        _out().print(f"{row['name']}  {row['created_at'][:19]}  {counts}")
+
+
+@study_app.command("report")
+@click.argument("name", type=str, help=NAME_HELP)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Write the report here: one self-contained HTML page.",
+)
+@force_option
+def study_report(name: str, html_path: Path, force: bool = False) -> None:
+    """The study's analyses as one HTML page: accuracy against latency per system (the
+    Pareto front), speed-ups across frameworks and systems, SingleStream latency against
+    Offline throughput, batch sweeps, and the outliers each flags."""
+    from pinbench.sdk.files import destination, write_all
+
+    dest = destination(html_path, option="--html", force=force)
+    with registry() as reg:
+        page = reg.studies().report(name)
+    write_all([(dest, page)])
+    _err().print(f"wrote the study's report to {html_path} ({len(page):,} bytes)")
+
+
+@study_app.command("rerun")
+@click.argument("name", type=str, help="A study's name, as run.")
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="Runs of each cell's lockfile (an accuracy cell runs once).",
+)
+@json_option
+def study_rerun(name: str, repeat: int = 1, as_json: bool = False) -> None:
+    """Run every done cell's lockfile again on its system and print each cell's rerun
+    verdict; exit 1 when a cell did not reproduce."""
+    from pinbench.cli.stopping import stopped_safely
+
+    with registry() as reg, stopped_safely() as stop:
+        found = reg.studies().rerun(name, repeat=repeat, say=_say(as_json), stop=stop)
+    if as_json:
+        _print_json(found)
+    else:
+        for item in found:
+            _out().print(f"{item['outcome']:<14} {item['label']}")
+    if any(i["outcome"] not in ("reproduced", "not run") for i in found):
+        raise SystemExit(1)

@@ -1,0 +1,105 @@
+"""``Registry.studies()``: run a study on this machine, show its matrix, report its analyses,
+rerun its cells; shown and reported through a server's REST API too (``pinbench.studies``)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.stop import Stop
+    from pinbench.sdk.registry import Registry
+
+Say = Callable[[str], None]
+
+
+class Studies:
+    """A study file names models, frameworks, datasets, scenarios and systems; each cell is
+    one lockfile and one recorded run (docs/study.md)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    def run(
+        self,
+        where: str,
+        *,
+        runner: str | None = None,
+        say: Say | None = None,
+        stop: Stop | None = None,
+    ) -> dict[str, Any]:
+        """Run the study in the file ``where`` (or a built-in one by name): every cell not done
+        before, in turn; how many ran, were skipped as done, failed and were refused. Local
+        registries only."""
+        from dataclasses import asdict
+
+        from pinbench.studies.execute import run_study
+        from pinbench.studies.spec import load_study
+
+        ws = self.registry._local("study run")
+        study, source = load_study(where)
+        ran = run_study(ws, study, source, say=say or (lambda _: None), runner=runner, stop=stop)
+        return asdict(ran)
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        """Every recorded study, newest first, with its cells counted by state."""
+        from pinbench.studies.store import list_studies
+
+        rows: builtins.list[dict[str, Any]] = self.registry.either(
+            lambda remote: remote.json("GET", "/api/v1/studies"), list_studies
+        )
+        return rows
+
+    def show(self, name: str) -> dict[str, Any]:
+        """The study's matrix: every cell with its state, lockfile, run and figures. A study
+        not run yet (a file, or a built-in study's name) lists its cells as planned."""
+        from pinbench.studies.errors import StudyNotFound
+
+        def here(ws: Any) -> dict[str, Any]:
+            from pinbench.studies.matrix import planned_matrix, study_matrix
+            from pinbench.studies.spec import load_study
+
+            try:
+                return study_matrix(ws, name)
+            except StudyNotFound:
+                if not _looks_like_file_or_builtin(name):
+                    raise
+            study, source = load_study(name)
+            try:
+                return study_matrix(ws, study.name)
+            except StudyNotFound:
+                return planned_matrix(study, source)
+
+        found: dict[str, Any] = self.registry.either(
+            lambda remote: remote.json("GET", f"/api/v1/studies/{quote(name, safe='')}"), here
+        )
+        return found
+
+    def report(self, name: str) -> bytes:
+        """The study's analyses as a self-contained HTML page."""
+        from pinbench.studies.report import study_html
+
+        if self.registry.url is not None:
+            path = f"/api/v1/studies/{quote(name, safe='')}/report"
+            return bytes(self.registry.server().call("GET", path).content)
+        return study_html(self.show(name)).encode()
+
+    def rerun(
+        self, name: str, *, repeat: int = 1, say: Say | None = None, stop: Stop | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Rerun every done cell's lockfile ``repeat`` times on its system; each cell's
+        verdict (reproduced or not, and why). Local registries only."""
+        from pinbench.studies.reruns import rerun_study
+
+        ws = self.registry._local("study rerun")
+        return rerun_study(ws, name, repeat=repeat, say=say or (lambda _: None), stop=stop)
+
+
+def _looks_like_file_or_builtin(name: str) -> bool:
+    from pathlib import Path
+
+    from pinbench.studies.spec import BUILTIN
+
+    return Path(name).exists() or (BUILTIN / f"{name}.yaml").exists()

@@ -1,0 +1,126 @@
+"""``study report NAME --html FILE``: the study's matrix and analyses as one self-contained
+page (the report's plotting scripts inlined and allowed by hash, no network), its plots
+Vega-Lite specifications as every pinbench report draws them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.reports.charts import Chart, chart_spec
+
+LATENCY = {
+    "field": "latency_p90_ms",
+    "type": "quantitative",
+    "title": "p90 latency (ms)",
+    "scale": {"type": "log"},
+}
+
+
+def _point_chart(
+    key: str, title: str, rows: list[dict[str, Any]], enc: dict[str, Any], reason: str
+) -> Chart:
+    if not rows:
+        return Chart(key, title, None, reason)
+    layer = {"mark": {"type": "point", "filled": True, "size": 90}, "encoding": enc}
+    return Chart(key, title, chart_spec(title, rows) | layer)
+
+
+def charts(found: dict[str, Any]) -> list[Chart]:
+    """The study's plots, each saying why it is absent when the study cannot make it."""
+    pareto = _point_chart(
+        "pareto",
+        "Accuracy vs p90 latency per system (filled: on the Pareto front)",
+        [p | {"on_front": "front" if p["front"] else "behind"} for p in found["pareto"]],
+        {
+            "x": LATENCY,
+            "y": {"field": "accuracy", "type": "quantitative", "scale": {"zero": False}},
+            "color": {"field": "system", "type": "nominal"},
+            "shape": {"field": "on_front", "type": "nominal", "title": "front"},
+            "tooltip": [
+                {"field": "model"},
+                {"field": "system"},
+                {"field": "accuracy"},
+                {"field": "latency_p90_ms"},
+            ],
+        },
+        "no model has both an accuracy cell and a VALID SingleStream cell on one system",
+    )
+    speed = Chart(
+        "speedups", "Speed-up over the family's slowest", None, "no VALID SingleStream cell"
+    )
+    if found["speedups"]:
+        title = speed.title
+        speed = Chart(
+            "speedups",
+            title,
+            chart_spec(title, found["speedups"])
+            | {
+                "mark": "bar",
+                "encoding": {
+                    "y": {"field": "model", "type": "nominal"},
+                    "x": {"field": "speedup", "type": "quantitative", "title": "speed-up (x)"},
+                    "color": {"field": "system", "type": "nominal"},
+                    "yOffset": {"field": "system"},
+                    "tooltip": [{"field": "framework"}, {"field": "latency_p90_ms"}],
+                },
+            },
+        )
+    streams = _point_chart(
+        "streams",
+        "SingleStream p90 latency vs Offline throughput",
+        found["streams"]["rows"],
+        {
+            "x": LATENCY,
+            "y": {
+                "field": "throughput_sps",
+                "type": "quantitative",
+                "title": "samples/s",
+                "scale": {"type": "log"},
+            },
+            "color": {"field": "system", "type": "nominal"},
+            "shape": {"field": "model", "type": "nominal"},
+            "tooltip": [{"field": "label"}, {"field": "offline_gain"}],
+        },
+        "no model has both a VALID SingleStream cell and a VALID Offline cell at batch 1",
+    )
+    sweep = Chart(
+        "batches",
+        "Offline throughput per batch size",
+        None,
+        "no model sweeps batch sizes (batch_sizes: in the study file)",
+    )
+    if found["batches"]:
+        title = sweep.title
+        sweep = Chart(
+            "batches",
+            title,
+            chart_spec(title, found["batches"])
+            | {
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    "x": {"field": "batch_size", "type": "quantitative", "scale": {"type": "log"}},
+                    "y": {"field": "throughput_sps", "type": "quantitative", "title": "samples/s"},
+                    "color": {"field": "model", "type": "nominal"},
+                    "strokeDash": {"field": "system", "type": "nominal"},
+                },
+            },
+        )
+    return [pareto, speed, streams, sweep]
+
+
+def study_html(matrix: dict[str, Any]) -> str:
+    import pinbench
+    from pinbench.reports.render import _inline_css, _inline_scripts, policy, templates
+    from pinbench.studies.analyses import analyse
+
+    found = analyse(matrix)
+    page = templates().get_template("report/study.html.j2")
+    return page.render(
+        study=matrix,
+        found=found,
+        charts=charts(found),
+        version=pinbench.__version__,
+        scripts=_inline_scripts(),
+        css=_inline_css(),
+        policy=policy(),
+    )
