@@ -151,6 +151,20 @@ def _alert(ws: Workspace, tmp: Path, rnd: int) -> Writer:
     return write
 
 
+def _study(ws: Workspace, tmp: Path, rnd: int) -> Writer:
+    from pinbench.studies.cells import cells
+    from pinbench.studies.spec import parse_study
+    from pinbench.studies.store import open_study
+    from tests.test_study import study_data
+
+    study = parse_study(study_data(f"study-{rnd}"), source="test")
+
+    def write() -> tuple[str, bool | None]:
+        return str(open_study(ws, study, "test", cells(study))), None
+
+    return write
+
+
 def _count(table: str) -> Callable[[Workspace], int]:
     def count(ws: Workspace) -> int:
         from pinbench.db.models import Base
@@ -173,6 +187,8 @@ CASES: list[tuple[str, Callable[[Workspace, Path, int], Writer], str, bool, str]
      "keyed by KIND/NAME@VERSION: the same manifest published at once is one no-op each"),
     ("alert", _alert, "alerts", True,
      "keyed by its finding: a gate run at once on one candidate records one alert"),
+    ("study", _study, "studies", True,
+     "keyed by its name: one new study run at once from two shells is recorded once"),
 ]  # fmt: skip
 
 

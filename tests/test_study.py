@@ -1,0 +1,379 @@
+"""Studies (issue 74): a study file's cells each locked and run on this machine's
+configurations, recorded, resumed, shown as a matrix and reported with the case-study analyses.
+
+The end-to-end study is the digits logistic regressions (two versions) on two configurations
+and one that names a CPU this machine lacks: accuracy, SingleStream and an Offline batch sweep.
+The analyses are checked against direct computations on the matrix's own figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from pinbench.sdk.registry import Registry
+from pinbench.sdk.values import Stop
+from pinbench.studies.analyses import analyse, tukey
+from pinbench.workspace import Workspace
+from tests.helpers import Cli, in_process_cli
+
+CPU = min(os.sched_getaffinity(0))
+ABSENT_CPU = 4095  # within the bound, on no machine this runs on
+MODELS = ("vision/digits-logreg@1.0.0", "vision/digits-logreg@1.1.0")
+
+
+def study_data(name: str = "tiny") -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": "two logistic regressions on two configurations",
+        "models": [
+            {
+                "model": MODELS[0],
+                "framework": "onnxruntime@*",
+                "dataset": "sklearn-digits-test@1",
+                "family": "logreg",
+                "batch_sizes": [1, 4],
+            },
+            {"model": MODELS[1], "framework": "onnxruntime@*", "dataset": "sklearn-digits-test@1"},
+        ],
+        "scenarios": {
+            "accuracy": {"name": "SingleStream", "mode": "accuracy"},
+            "SingleStream": {"name": "SingleStream", "min_duration_ms": 0, "min_query_count": 64},
+            "Offline": {"name": "Offline", "min_duration_ms": 0},
+        },
+        "systems": [
+            {"name": "one-cpu", "threads": 1, "cpus": [CPU]},
+            {"name": "two-threads", "threads": 2},
+            {"name": "absent-cpu", "threads": 1, "cpus": [ABSENT_CPU]},
+        ],
+    }
+
+
+def write(path: Path, data: Any) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def cli_on(
+    digits: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Cli:
+    return in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
+
+
+@pytest.fixture
+def reg(digits: Workspace) -> Iterator[Registry]:
+    with Registry.over(digits) as registry:
+        yield registry
+
+
+def test_a_study_runs_every_cell_resumes_and_reports_what_it_measured(
+    cli_on: Cli, reg: Registry, tmp_path: Path
+) -> None:
+    study = write(tmp_path / "tiny.yaml", study_data())
+    planned = json.loads(cli_on("study", "show", str(study), "--json").out)
+    assert {c["state"] for c in planned["cells"]} == {"planned"} and planned["created_at"] is None
+    # 2 models x 3 systems x (accuracy, SingleStream, Offline) + the first model's batch 4
+    assert len(planned["cells"]) == 2 * 3 * 3 + 3
+
+    before = os.sched_getaffinity(0)
+    ran = cli_on("study", "run", str(study))
+    assert ran.code == 0, ran.err
+    assert os.sched_getaffinity(0) == before  # a system's CPUs are given back
+    assert "[ 1/21] vision/digits-logreg@1.0.0 onnxruntime@* accuracy on one-cpu: done" in ran.err
+    assert "14 ran, 0 done before, 0 failed, 7 refused" in ran.out
+
+    matrix = json.loads(cli_on("study", "show", "tiny", "--json").out)
+    cells = matrix["cells"]
+    assert [c["key"] for c in cells] == [c["key"] for c in planned["cells"]]
+    for cell in cells:
+        if cell["system"] == "absent-cpu":  # refused, saying why; never a blank
+            assert cell["state"] == "refused" and cell["run"] is None
+            assert (
+                f"cpus [{ABSENT_CPU}] are not among the CPUs this process may use"
+                in (cell["reason"])
+            )
+            continue
+        assert cell["state"] == "done" and cell["status"] == "succeeded", cell
+        run = reg.run(cell["run"])
+        lockfile = run.lockfile()
+        assert lockfile.digest == cell["lockfile"]
+        assert lockfile.verify()  # every pinned byte of every cell's lockfile
+        assert run.info["model"] == cell["model"] and run.info["batch_size"] == cell["batch_size"]
+        threads = {"one-cpu": 1, "two-threads": 2}[cell["system"]]
+        assert run.info["threads"] == threads
+        if cell["mode"] == "accuracy":
+            assert cell["accuracy"] == run.metrics["top1"] and cell["accuracy_metric"] == "top1"
+        else:
+            assert cell["latency_p90_ns"] == run.metrics["latency_p90_ns"]
+            assert cell["throughput_sps"] == run.metrics["throughput_sps"]
+            # the system's CPUs were the run's: LoadGen's region read them as its own
+            if cell["system"] == "one-cpu":
+                assert run.info["details"]["machine"]["cpus"] == 1
+
+    again = cli_on("study", "run", str(study))
+    assert again.code == 0 and "0 ran, 14 done before, 0 failed, 7 refused" in again.out
+    assert len(reg.runs()) == 14  # nothing ran twice
+
+    text = cli_on("study", "show", "tiny")
+    assert text.code == 0
+    assert "one-cpu (threads 1, cpus " in text.out and "refused [1]" in text.out
+    assert f"[1] system absent-cpu: cpus [{ABSENT_CPU}]" in text.out
+
+    listed = json.loads(cli_on("study", "list", "--json").out)
+    assert [(s["name"], s["cells"]) for s in listed] == [("tiny", {"done": 14, "refused": 7})]
+
+    page = tmp_path / "tiny.html"
+    made = cli_on("study", "report", "tiny", "--html", str(page))
+    assert made.code == 0, made.err
+    html = page.read_text()
+    for cell in cells:
+        if cell["run"]:
+            assert cell["run"][:8] in html
+    _the_report_draws_its_plots(page)
+
+
+def _the_report_draws_its_plots(page_file: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_web import chromium, rendered_charts, watch_policy
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            violations = watch_policy(page)
+            page.goto(page_file.as_uri())
+            assert rendered_charts(page) == ["pareto", "speedups", "streams", "batches"]
+            assert violations == []
+        finally:
+            browser.close()
+
+
+def test_the_analyses_are_what_their_definitions_compute(reg: Registry, tmp_path: Path) -> None:
+    """Each analysis recomputed here from the matrix's own figures: the Pareto front by
+    brute force, speed-ups over the family's slowest, each system's ratio to the first, the
+    Offline gain; outliers by Tukey's fences with NumPy's quantiles."""
+    study = write(tmp_path / "tiny.yaml", study_data())
+    reg.studies().run(str(study))
+    matrix = reg.studies().show("tiny")
+    found = analyse(matrix)
+    done = [c for c in matrix["cells"] if c["state"] == "done"]
+
+    def single(model: str, system: str) -> dict[str, Any]:
+        (c,) = [
+            c for c in done
+            if (c["model"], c["system"], c["scenario"]) == (model, system, "SingleStream")
+        ]  # fmt: skip
+        return c
+
+    for p in found["pareto"]:
+        model = p["model"].split(" ")[0]
+        assert p["latency_p90_ms"] == single(model, p["system"])["latency_p90_ns"] / 1e6
+    for system in ("one-cpu", "two-threads"):
+        points = [p for p in found["pareto"] if p["system"] == system]
+        assert len(points) == 2
+        a, b = points
+        beats = (
+            a["accuracy"] >= b["accuracy"] and a["latency_p90_ms"] <= b["latency_p90_ms"]
+        ) and (a["accuracy"] > b["accuracy"] or a["latency_p90_ms"] < b["latency_p90_ms"])
+        beaten = (
+            b["accuracy"] >= a["accuracy"] and b["latency_p90_ms"] <= a["latency_p90_ms"]
+        ) and (b["accuracy"] > a["accuracy"] or b["latency_p90_ms"] < a["latency_p90_ms"])
+        assert (a["front"], b["front"]) == (not beaten, not beats)
+        assert a["front"] or b["front"]  # a front is never empty
+    families = {"logreg": [MODELS[0]], MODELS[1].split("@")[0]: [MODELS[1]]}
+    for row in found["speedups"]:
+        members = [
+            single(m, s)["latency_p90_ns"]
+            for m in families[row["family"]]
+            for s in ("one-cpu", "two-threads")
+        ]
+        assert row["speedup"] == pytest.approx(max(members) / (row["latency_p90_ms"] * 1e6))
+    for row in found["systems"]["rows"]:
+        model = row["model"].split(" ")[0]
+        assert row["against"] == "one-cpu" and row["system"] == "two-threads"
+        expected = (
+            single(model, "two-threads")["latency_p90_ns"]
+            / single(model, "one-cpu")["latency_p90_ns"]
+        )
+        assert row["ratio"] == pytest.approx(expected)
+    for row in found["streams"]["rows"]:
+        model = row["model"].split(" ")[0]
+        (offline,) = [
+            c for c in done
+            if (c["model"], c["system"], c["scenario"], c["batch_size"])
+            == (model, row["system"], "Offline", 1)
+        ]  # fmt: skip
+        p50 = single(model, row["system"])["latency_p50_ns"]
+        assert row["offline_gain"] == pytest.approx(offline["throughput_sps"] * p50 / 1e9)
+    assert [(b["system"], b["batch_size"]) for b in found["batches"]] == [
+        ("one-cpu", 1), ("one-cpu", 4), ("two-threads", 1), ("two-threads", 4)
+    ]  # fmt: skip
+
+
+def test_tukeys_fences_flag_what_lies_beyond_one_and_a_half_iqr() -> None:
+    values = {"a": 1.0, "b": 1.1, "c": 0.9, "d": 1.05, "e": 9.0}
+    q1, q3 = np.percentile(list(values.values()), [25, 75])
+    low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+    flagged = tukey(values)
+    assert flagged["outliers"] == ["e"] and flagged["fences"] == pytest.approx([low, high])
+    too_few = tukey({"a": 1.0, "b": 50.0, "c": 1.0})
+    assert too_few["outliers"] == [] and "3 values: the fences need 4" in too_few["reason"]
+
+
+def test_a_stopped_study_resumes_where_it_stopped(reg: Registry, tmp_path: Path) -> None:
+    data = study_data("stopped")
+    data["systems"] = data["systems"][:1]
+    study = write(tmp_path / "stopped.yaml", data)
+    stop = Stop()
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if len(said) == 2:  # Ctrl-C while the second cell's outcome is printed
+            from pinbench.evaluator.stop import interrupted_by
+
+            stop.request(interrupted_by(2))
+
+    with pytest.raises(Exception, match="interrupted by SIGINT"):
+        reg.studies().run(str(study), say=say, stop=stop)
+    assert "stopped: run it again to resume" in said[-1]
+    states = [c["state"] for c in reg.studies().show("stopped")["cells"]]
+    assert states[:2] == ["done", "done"] and set(states[2:]) == {"planned"}
+    ran = reg.studies().run(str(study))
+    assert (ran["ran"], ran["skipped"]) == (len(states) - 2, 2)
+    assert {c["state"] for c in reg.studies().show("stopped")["cells"]} == {"done"}
+
+
+def test_a_study_rerun_gives_each_cell_its_verdict(cli_on: Cli, tmp_path: Path) -> None:
+    data = study_data("again")
+    data["scenarios"] = {"accuracy": data["scenarios"]["accuracy"]}
+    data["models"][0].pop("batch_sizes")
+    data["systems"] = data["systems"][1:]  # two-threads, and the absent CPU's
+    assert cli_on("study", "run", str(write(tmp_path / "again.yaml", data))).code == 0
+    found = cli_on("study", "rerun", "again", "--json")
+    assert found.code == 0, found.err
+    verdicts = json.loads(found.out)
+    assert [v["outcome"] for v in verdicts] == ["reproduced", "not run"] * 2
+    assert all(len(v["reruns"]) == 1 for v in verdicts if v["outcome"] == "reproduced")
+    assert verdicts[1]["reason"] == "the cell is refused"
+
+
+def test_a_changed_study_under_the_same_name_is_refused_and_changes_nothing(
+    cli_on: Cli, reg: Registry, tmp_path: Path
+) -> None:
+    data = study_data("named")
+    data["scenarios"] = {"accuracy": data["scenarios"]["accuracy"]}
+    data["models"][0].pop("batch_sizes")
+    data["systems"] = data["systems"][1:2]
+    assert cli_on("study", "run", str(write(tmp_path / "a.yaml", data))).code == 0
+    runs = len(reg.runs())
+    data["systems"][0]["threads"] = 1
+    refused = cli_on("study", "run", str(write(tmp_path / "b.yaml", data)))
+    assert refused.code == 1
+    assert "study 'named' was run from another definition" in refused.err
+    assert "give this one another name" in refused.err
+    assert len(reg.runs()) == runs
+    assert reg.studies().show("named")["systems"][0]["threads"] == 2
+
+
+def _with(change: Any) -> dict[str, Any]:
+    data = study_data()
+    change(data)
+    return data
+
+
+BAD_STUDIES = [
+    # (case, the study's data, what the refusal says)
+    ("unknown key", _with(lambda d: d["models"][0].update(runs=3)),
+     "unknown field `runs` - at `$.models[0]`"),
+    ("a model twice", _with(lambda d: d["models"].append(dict(d["models"][1]))),
+     "models[2] repeats models[1]"),
+    ("a system twice", _with(lambda d: d["systems"].append(dict(d["systems"][0]))),
+     "systems[3] repeats the name 'one-cpu'"),
+    ("a system's name", _with(lambda d: d["systems"][0].update(name="One CPU")),
+     "systems[0].name 'One CPU'"),
+    ("threads 0", _with(lambda d: d["systems"][0].update(threads=0)),
+     "systems[0].threads must be between 1 and 1024, got 0"),
+    ("a CPU twice", _with(lambda d: d["systems"][0].update(cpus=[0, 0])),
+     "systems[0].cpus repeats a CPU"),
+    ("a CPU past the bound", _with(lambda d: d["systems"][0].update(cpus=[4096])),
+     "systems[0].cpus[0]"),
+    ("an agent", _with(lambda d: d["systems"][0].update(agent="lab-a")),
+     "systems[0].agent: a study on a cluster's agents is not built yet"),
+    ("a scenario the study lacks", _with(lambda d: d["models"][1].update(scenarios=["Server"])),
+     "models[1].scenarios names 'Server', which the study's scenarios do not"),
+    ("a sweep without Offline", _with(lambda d: d["models"][0].update(scenarios=["accuracy"])),
+     "models[0].batch_sizes: the model runs in no Offline scenario"),
+    ("a batch size twice", _with(lambda d: d["models"][0].update(batch_sizes=[4, 4])),
+     "models[0].batch_sizes repeats a size"),
+    ("a bad scenario", _with(lambda d: d["scenarios"].update(bad={"name": "Bogus"})),
+     "invalid request models[0] in scenario 'bad' on one-cpu"),
+    ("a bad name", _with(lambda d: d.update(name="Tiny Study")), "name 'Tiny Study'"),
+    ("no systems", _with(lambda d: d.update(systems=[])), "systems"),
+    ("the runner", _with(lambda d: d.update(runner="docker")), "runner"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "data", "said"), BAD_STUDIES, ids=[c[0] for c in BAD_STUDIES])
+def test_a_bad_study_is_refused_naming_what_is_wrong_and_changes_nothing(
+    cli_on: Cli, tmp_path: Path, case: str, data: dict[str, Any], said: str
+) -> None:
+    refused = cli_on("study", "run", str(write(tmp_path / "bad.yaml", data)))
+    assert refused.code == 1, refused.err
+    assert "invalid study" in refused.err and said in refused.err, refused.err
+    assert "Traceback" not in refused.err
+    assert json.loads(cli_on("study", "list", "--json").out) == []
+    assert json.loads(cli_on("runs", "list", "--json").out) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("study", "run", "no-such-study"), "no such file, and no built-in study of that name"),
+        (("study", "show", "never-run"), "no study 'never-run'"),
+        (("study", "rerun", "never-run"), "no study 'never-run'"),
+        (("study", "report", "never-run", "--html", "x.html"), "no study 'never-run'"),
+    ],
+)
+def test_a_study_that_is_not_there_is_named(
+    cli_on: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], said: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    refused = cli_on(*args)
+    assert refused.code == 1 and said in refused.err, refused.err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_the_built_in_studies_parse_and_plan_at_least_four_systems(cli_on: Cli) -> None:
+    for name, models in (("seed-quick", 4), ("seed", 11)):
+        planned = json.loads(cli_on("study", "show", name, "--json").out)
+        assert planned["name"] == name and len(planned["models"]) == models
+        assert len(planned["systems"]) >= 4
+        assert {c["state"] for c in planned["cells"]} == {"planned"}
+
+
+def test_a_study_is_recorded_and_read_back_on_either_database(ws_any: Workspace) -> None:
+    from pinbench.studies.cells import cells
+    from pinbench.studies.spec import parse_study
+    from pinbench.studies.store import list_studies, open_study, read_study, record_cell
+
+    study = parse_study(study_data(), source="test")
+    planned = cells(study)
+    sid = open_study(ws_any, study, "tiny.yaml", planned)
+    assert open_study(ws_any, study, "tiny.yaml", planned) == sid  # again: the same study
+    record_cell(ws_any, sid, planned[0].key, state="refused", reason="why")
+    read = read_study(ws_any, "tiny")
+    assert read["definition"] == study.to_data() and read["digest"] == study.digest
+    assert read["cells"][planned[0].key] == {
+        "position": 0, "state": "refused", "lockfile": None, "run": None, "reason": "why"
+    }  # fmt: skip
+    assert list_studies(ws_any)[0]["cells"] == {"planned": len(planned) - 1, "refused": 1}
