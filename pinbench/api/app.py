@@ -45,6 +45,7 @@ from pinbench.api.controllers.series import (
     SeriesController,
     ThresholdController,
 )
+from pinbench.api.controllers.studies import StudyController
 from pinbench.api.controllers.systems import SystemController
 from pinbench.api.deps import (
     ServerSettings,
@@ -75,6 +76,7 @@ from pinbench.reports.render import templates
 from pinbench.sdk.registry import Registry
 from pinbench.web.pages import WebController
 from pinbench.web.series import SeriesPages
+from pinbench.web.studies import StudyPages
 from pinbench.workspace import Workspace
 
 STATIC = Path(__file__).parent / "static"
@@ -207,6 +209,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             ThresholdController,
             GateController,
             AlertController,
+            StudyController,
             SystemController,
             KeyController,
             AttestationController,
@@ -218,6 +221,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             NamespaceController,
             WebController,
             SeriesPages,
+            StudyPages,
             create_static_files_router(path="/static", directories=[STATIC, SHARED_STATIC]),
         ],
         dependencies={

@@ -31,6 +31,7 @@ from pinbench.registry.catalog import NotFound
 from pinbench.registry.publish import SameVersionConflict, VersionConflict
 from pinbench.sdk.hosting import NotStored
 from pinbench.series.series_errors import AlertNotFound, SeriesNotFound
+from pinbench.studies.errors import StudyNotFound
 
 log = logging.getLogger("pinbench.api")
 
@@ -110,6 +111,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (UnknownSystem, 404),
     (SeriesNotFound, 404),
     (AlertNotFound, 404),
+    (StudyNotFound, 404),
     (BlobMissing, 404),
     (VersionConflict, 409),
     (SameVersionConflict, 409),

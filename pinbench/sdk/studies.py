@@ -52,9 +52,10 @@ class Studies:
         )
         return rows
 
-    def show(self, name: str) -> dict[str, Any]:
+    def show(self, name: str, *, files: bool = True) -> dict[str, Any]:
         """The study's matrix: every cell with its state, lockfile, run and figures. A study
-        not run yet (a file, or a built-in study's name) lists its cells as planned."""
+        not run yet (a built-in study's name, or with ``files`` a study file) lists its cells
+        as planned. A server passes ``files=False``: a caller's name never opens a file."""
         from pinbench.studies.errors import StudyNotFound
 
         def here(ws: Any) -> dict[str, Any]:
@@ -64,7 +65,7 @@ class Studies:
             try:
                 return study_matrix(ws, name)
             except StudyNotFound:
-                if not _looks_like_file_or_builtin(name):
+                if not _file_or_builtin(name, files=files):
                     raise
             study, source = load_study(name)
             try:
@@ -77,14 +78,14 @@ class Studies:
         )
         return found
 
-    def report(self, name: str) -> bytes:
-        """The study's analyses as a self-contained HTML page."""
+    def report(self, name: str, *, files: bool = True) -> bytes:
+        """The study's analyses as a self-contained HTML page (``files`` as for ``show``)."""
         from pinbench.studies.report import study_html
 
         if self.registry.url is not None:
             path = f"/api/v1/studies/{quote(name, safe='')}/report"
             return bytes(self.registry.server().call("GET", path).content)
-        return study_html(self.show(name)).encode()
+        return study_html(self.show(name, files=files)).encode()
 
     def rerun(
         self, name: str, *, repeat: int = 1, say: Say | None = None, stop: Stop | None = None
@@ -97,9 +98,12 @@ class Studies:
         return rerun_study(ws, name, repeat=repeat, say=say or (lambda _: None), stop=stop)
 
 
-def _looks_like_file_or_builtin(name: str) -> bool:
+def _file_or_builtin(name: str, *, files: bool) -> bool:
+    """Whether ``name`` is a built-in study's name, or (``files``) a file that exists."""
     from pathlib import Path
 
-    from pinbench.studies.spec import BUILTIN
+    from pinbench.studies.spec import BUILTIN, NAME
 
-    return Path(name).exists() or (BUILTIN / f"{name}.yaml").exists()
+    if NAME.match(name) and (BUILTIN / f"{name}.yaml").exists():
+        return True
+    return files and Path(name).exists()

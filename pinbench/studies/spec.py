@@ -183,7 +183,7 @@ def load_study(where: str) -> tuple[Study, str]:
     from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
     path = Path(where)
-    if not path.exists() and NAME.match(where) and (BUILTIN / f"{where}.yaml").exists():
+    if NAME.match(where) and (BUILTIN / f"{where}.yaml").exists() and not path.is_file():
         path = BUILTIN / f"{where}.yaml"
     try:
         text = read_yaml_file(path)
