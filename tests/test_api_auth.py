@@ -188,6 +188,9 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("list alerts", get("/api/v1/alerts"), READ, 200),
     ("show an alert", get("/api/v1/alerts/999999"), (404,) * 5, 404),  # none such: told so
     ("acknowledge an alert", acknowledge, PUBLISH, 200),
+    ("list studies", get("/api/v1/studies"), READ, 200),
+    ("show a study", get("/api/v1/studies/seed-quick"), READ, 200),  # built in: its plan
+    ("report on a study", get("/api/v1/studies/seed-quick/report"), READ, 200),
 ]  # fmt: skip
 
 CELLS = [
