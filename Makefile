@@ -7,7 +7,7 @@ DEMO_HOME ?= $(CURDIR)/demo-home
 DEV ?= dev
 # what lint, typecheck and docs need first; `make test` installs once and runs them with DEV=
 
-.PHONY: demo test dev lint typecheck docs collect system-deps venv bench clean
+.PHONY: demo study test dev lint typecheck docs collect system-deps venv bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || bash scripts/install-system-deps.sh
@@ -18,6 +18,12 @@ venv: $(BIN)/python
 
 demo: venv
 	PINBENCH_HOME=$(DEMO_HOME) $(BIN)/pinbench demo
+
+# The seed study (docs/study.md): the catalog built and published into study-work/STUDY once,
+# then every cell run (resumed where it stopped), shown and reported. STUDY=seed-quick: the
+# quick subset.
+study: venv
+	BIN=$(BIN) bash scripts/study.sh
 
 system-deps:
 	bash scripts/install-system-deps.sh

@@ -90,6 +90,7 @@ WRITERS = [
     Writer("gate",                "markdown",   "gate --run {measured} --markdown {dest}", ok=2,
            append=True),  # inconclusive with one run (exit 2), its summary written
     Writer("schema",              "out_dir",    "schema {dest}", inside="model.schema.json"),
+    Writer("study report",        "html_path",  "study report seed-quick --html {dest}"),
 ]  # fmt: skip
 
 #        command             parameter    why it is no file destination

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make study`: the built-in catalog built offline and published into a registry of its own
+# (once per study), then the built-in study STUDY (seed, or seed-quick) run there, shown as its
+# matrix and reported as an HTML page. Run again, it resumes: cells done are not run again.
+#
+#   STUDY=seed-quick make study        # the quick subset (a few minutes)
+#   STUDY_WORK=/big/disk make study    # where the catalog, the registry and the report go
+set -euo pipefail
+bin=${BIN:-.venv/bin}
+study=${STUDY:-seed}
+work=${STUDY_WORK:-$PWD/study-work}/$study
+case "$study" in
+    seed-quick) parts=digits,cnn ;;
+    seed) parts=digits,cnn,resnet50,efficientnet,nsfw,minilm,nudenet ;;
+    *) echo "STUDY=$study: a built-in study is seed or seed-quick" >&2; exit 2 ;;
+esac
+unset PINBENCH_URL PINBENCH_DATABASE_URL
+export PINBENCH_HOME=$work/registry
+if [ ! -e "$work/published.json" ]; then
+    echo "== the catalog ($parts), built offline in $work" >&2
+    rm -rf "$work/data" "$work/weights" "$work/catalog" "$PINBENCH_HOME"
+    "$bin/pinbench" catalog prepare "$work/data" --parts "$parts" > /dev/null
+    "$bin/pinbench" catalog train "$work/data" "$work/weights" --parts "$parts" > /dev/null
+    "$bin/pinbench" catalog export "$work/weights" "$work/catalog" --parts "$parts" > /dev/null
+    "$bin/pinbench" catalog publish "$PINBENCH_HOME" "$work/data" "$work/catalog" \
+        --record "$work/published.json.tmp" > /dev/null
+    mv "$work/published.json.tmp" "$work/published.json"
+fi
+echo "== study $study in $PINBENCH_HOME" >&2
+"$bin/pinbench" study run "$study"
+"$bin/pinbench" study show "$study"
+"$bin/pinbench" study report "$study" --html "$work/report.html" --force
+echo "open $work/report.html; PINBENCH_HOME=$PINBENCH_HOME pinbench study show $study --json" >&2
