@@ -33,6 +33,4 @@ class StudyPages(Controller):
         principal.require("read")
         matrix = registry.studies().show(name, files=False)
         found = analyse(matrix)
-        return page(
-            "study", principal=principal, study=matrix, found=found, charts=charts(found)
-        )
+        return page("study", principal=principal, study=matrix, found=found, charts=charts(found))
