@@ -11,7 +11,7 @@ study=${STUDY:-seed}
 work=${STUDY_WORK:-$PWD/study-work}/$study
 case "$study" in
     seed-quick) parts=digits,cnn ;;
-    seed) parts=digits,cnn,resnet50,efficientnet,nsfw,minilm,nudenet ;;
+    seed) parts=digits,cnn,resnet50,efficientnet,nsfw,minilm,nudenet,ppocr ;;
     *) echo "STUDY=$study: a built-in study is seed or seed-quick" >&2; exit 2 ;;
 esac
 unset PINBENCH_URL PINBENCH_DATABASE_URL

