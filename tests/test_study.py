@@ -190,12 +190,8 @@ def test_the_analyses_are_what_their_definitions_compute(reg: Registry, tmp_path
         assert (a["front"], b["front"]) == (not beaten, not beats)
         assert a["front"] or b["front"]  # a front is never empty
     families = {"logreg": [MODELS[0]], MODELS[1].split("@")[0]: [MODELS[1]]}
-    for row in found["speedups"]:
-        members = [
-            single(m, s)["latency_p90_ns"]
-            for m in families[row["family"]]
-            for s in ("one-cpu", "two-threads")
-        ]
+    for row in found["speedups"]:  # over the family's slowest on the same system
+        members = [single(m, row["system"])["latency_p90_ns"] for m in families[row["family"]]]
         assert row["speedup"] == pytest.approx(max(members) / (row["latency_p90_ms"] * 1e6))
     for row in found["systems"]["rows"]:
         model = row["model"].split(" ")[0]
@@ -318,6 +314,12 @@ BAD_STUDIES = [
     ("a bad scenario", _with(lambda d: d["scenarios"].update(bad={"name": "Bogus"})),
      "invalid request models[0] in scenario 'bad' on one-cpu"),
     ("a bad name", _with(lambda d: d.update(name="Tiny Study")), "name 'Tiny Study'"),
+    ("a scenario's name", _with(lambda d: d["scenarios"].update({"\x1b[31mred": {}})),
+     "scenarios: the name '\\x1b[31mred' is letters, digits and _.@/-"),
+    ("a family's name", _with(lambda d: d["models"][0].update(family="a b")),
+     "models[0].family 'a b'"),
+    ("a control character", _with(lambda d: d.update(description="ok\x1b]0;pwned\x07")),
+     "description holds a control character"),
     ("no systems", _with(lambda d: d.update(systems=[])), "systems"),
     ("the runner", _with(lambda d: d.update(runner="docker")), "runner"),
 ]  # fmt: skip
@@ -377,3 +379,151 @@ def test_a_study_is_recorded_and_read_back_on_either_database(ws_any: Workspace)
         "position": 0, "state": "refused", "lockfile": None, "run": None, "reason": "why"
     }  # fmt: skip
     assert list_studies(ws_any)[0]["cells"] == {"planned": len(planned) - 1, "refused": 1}
+
+
+def _cell(model: str, system: str, scenario: str, mode: str, **figures: Any) -> dict[str, Any]:
+    return {
+        "key": f"{model}|{system}|{scenario}|{mode}", "model": model, "framework": "f@*",
+        "family": model, "dataset": "d@1", "dataset_resolved": "d@1.0.0",
+        "scenario": scenario, "scenario_name": scenario, "mode": mode, "system": system,
+        "batch_size": 1, "status": "succeeded", "run": f"run-{model}-{scenario}-{mode}",
+        "framework_resolved": "f@1.0.0", **figures,
+    }  # fmt: skip
+
+
+def _matrix(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"systems": [{"name": "one"}], "cells": cells}
+
+
+def _valid(p50: float, p90: float, tps: float) -> dict[str, Any]:
+    return {"latency_p50_ns": p50, "latency_p90_ns": p90, "throughput_sps": tps,
+            "loadgen_valid_bool": 1.0}  # fmt: skip
+
+
+def test_the_pareto_front_follows_each_metrics_direction_and_group() -> None:
+    """WER is better lower: A (WER 0.1 at 10 ms) beats B (WER 0.5 at 20 ms), never both on
+    the front; C, scored by top-1 on the same dataset, is a front of its own metric."""
+    wer = {"accuracy_metric": "wer", "task": "speech-recognition"}
+    cells = [
+        _cell("a", "one", "accuracy", "accuracy", accuracy=0.1, **wer),
+        _cell("a", "one", "SingleStream", "performance", **_valid(9e6, 10e6, 100.0)),
+        _cell("b", "one", "accuracy", "accuracy", accuracy=0.5, **wer),
+        _cell("b", "one", "SingleStream", "performance", **_valid(19e6, 20e6, 50.0)),
+        _cell(
+            "c",
+            "one",
+            "accuracy",
+            "accuracy",
+            accuracy=0.2,
+            accuracy_metric="top1",
+            task="classification",
+        ),
+        _cell("c", "one", "SingleStream", "performance", **_valid(29e6, 30e6, 30.0)),
+    ]
+    front = {p["model"].split(" ")[0]: p["front"] for p in analyse(_matrix(cells))["pareto"]}
+    assert front == {"a": True, "b": False, "c": True}
+
+
+def test_analyses_leave_out_accuracy_runs_and_runs_without_positive_figures() -> None:
+    """An accuracy-mode Offline cell records LoadGen's throughput too: it is no Offline
+    measurement. A VALID run whose p90 is 0 would divide by zero: it is left out, saying so."""
+    cells = [
+        _cell("a", "one", "SingleStream", "performance", **_valid(9e6, 10e6, 100.0)),
+        _cell("a", "one", "Offline", "performance", **_valid(5e6, 8e6, 500.0)),
+        _cell("a", "one", "Offline", "accuracy", throughput_sps=5.0),
+        _cell("z", "one", "SingleStream", "performance", **_valid(0.0, 0.0, 10.0)),
+    ]
+    found = analyse(_matrix(cells))
+    assert [r["throughput_sps"] for r in found["streams"]["rows"]] == [500.0]
+    assert [r["model"] for r in found["speedups"]] == ["a"]  # z's p90 of 0 is left out
+    (left,) = found["left_out"]
+    assert left["reason"] == "its run recorded no positive latency_p50_ns, latency_p90_ns"
+
+
+def test_a_systems_cpus_pin_every_thread_of_the_process_and_are_given_back() -> None:
+    """A framework's thread pool made before a cell (or by an earlier cell) runs on the
+    cell's CPUs too: on Linux each thread has its own affinity."""
+    import threading
+
+    from pinbench.studies.execute import affinity
+
+    before = os.sched_getaffinity(0)
+    seen: dict[str, set[int]] = {}
+    go, done = threading.Event(), threading.Event()
+
+    def pool() -> None:
+        go.wait()
+        seen["inside"] = os.sched_getaffinity(0)
+        done.set()
+
+    thread = threading.Thread(target=pool)
+    thread.start()  # made before the cell, as a framework's pool
+    with affinity([CPU]):
+        go.set()
+        done.wait(10)
+    thread.join(10)
+    assert seen["inside"] == {CPU}
+    assert os.sched_getaffinity(0) == before
+
+
+def test_a_study_running_elsewhere_is_refused_and_changes_nothing(
+    cli_on: Cli, digits: Workspace, reg: Registry, tmp_path: Path
+) -> None:
+    from pinbench.studies.execute import study_lock
+
+    study = write(tmp_path / "tiny.yaml", study_data())
+    with study_lock(digits, "tiny"):  # another `study run` of it, holding the lock
+        busy = cli_on("study", "run", str(study))
+    assert busy.code == 1 and "study 'tiny' is running in another process" in busy.err
+    assert reg.runs() == [] and json.loads(cli_on("study", "list", "--json").out) == []
+
+
+def test_a_resumed_study_never_mixes_versions_in_a_row(reg: Registry, tmp_path: Path) -> None:
+    """The range ^1 resolved to 1.2.0 for the cells that ran; 1.2.0 yanked since, the rest
+    would run 1.1.0: they are refused, naming both."""
+    data = study_data("ranged")
+    data["models"] = [
+        {"model": "vision/digits-logreg@^1", "framework": "onnxruntime@*",
+         "dataset": "sklearn-digits-test@1"}
+    ]  # fmt: skip
+    data["systems"] = data["systems"][:1]
+    study = write(tmp_path / "ranged.yaml", data)
+    stop = Stop()
+
+    def say(line: str) -> None:
+        from pinbench.evaluator.stop import interrupted_by
+
+        stop.request(interrupted_by(2))  # stopped after its first cell
+
+    with pytest.raises(Exception, match="interrupted"):
+        reg.studies().run(str(study), say=say, stop=stop)
+    reg.yank("model/vision/digits-logreg@1.2.0", "test: a version gone since")
+    ran = reg.studies().run(str(study))
+    assert (ran["skipped"], ran["refused"]) == (1, 2)
+    cells = reg.studies().show("ranged")["cells"]
+    assert cells[0]["model_resolved"] == "vision/digits-logreg@1.2.0"
+    for cell in cells[1:]:
+        assert cell["state"] == "refused"
+        assert "vision/digits-logreg@1.1.0" in cell["reason"]
+        assert "this model's other cells ran vision/digits-logreg@1.2.0" in cell["reason"]
+
+
+def test_a_name_both_built_in_and_a_file_is_refused_and_a_server_reads_no_file(
+    cli_on: Cli, reg: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pinbench.studies.errors import StudyError, StudyNotFound
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "seed-quick", study_data("secret") | {"description": "SECRET"})
+    write(tmp_path / "mine", study_data("mine"))
+    refused = cli_on("study", "run", "seed-quick")
+    assert refused.code == 1 and "say ./seed-quick for the file" in refused.err
+    with pytest.raises(StudyError, match="names both the built-in study and a file"):
+        reg.studies().show("seed-quick")
+    served = reg.studies().show("seed-quick", files=False)  # what a server answers
+    assert served["name"] == "seed-quick" and "SECRET" not in json.dumps(served)
+    assert served["source"] == "built-in seed-quick"
+    assert reg.studies().show("./seed-quick")["name"] == "secret"
+    assert reg.studies().show("mine")["source"] == "mine"
+    with pytest.raises(StudyNotFound):
+        reg.studies().show("mine", files=False)

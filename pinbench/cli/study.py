@@ -68,7 +68,7 @@ def _figure(cell: dict[str, Any], notes: list[str]) -> str:
         return f"{cell['accuracy_metric']} {cell['accuracy']:.4f}"
     if "latency_p90_ns" in cell:
         text = f"p90 {fmt_sig(cell['latency_p90_ns'] / 1e6)} ms"
-        if cell["scenario_name"] == "Offline":
+        if cell["scenario_name"] == "Offline" and "throughput_sps" in cell:
             text = f"{fmt_sig(cell['throughput_sps'])}/s"
         return text + ("" if cell.get("loadgen_valid_bool") == 1.0 else " INVALID")
     if cell["reason"]:

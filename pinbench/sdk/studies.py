@@ -67,7 +67,7 @@ class Studies:
             except StudyNotFound:
                 if not _file_or_builtin(name, files=files):
                     raise
-            study, source = load_study(name)
+            study, source = load_study(name, files=files)
             try:
                 return study_matrix(ws, study.name)
             except StudyNotFound:

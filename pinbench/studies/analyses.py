@@ -1,21 +1,23 @@
 """The analyses MLModelScope's case studies draw, computed from a study's matrix
 (``matrix.study_matrix``) and nothing else:
 
-- ``pareto``: per system and dataset, each model's accuracy (its accuracy-mode cell) against
-  its SingleStream p90 latency; the front is every model no other beats on both (higher
-  accuracy and lower latency, one of them strictly);
-- ``speedups``: per family, each (model, framework, system)'s SingleStream p90 latency and its
-  speed-up over the family's slowest;
+- ``pareto``: per system, dataset (the version the runs used) and metric, each model's accuracy
+  (its accuracy-mode cell, the task's headline metric) against its SingleStream p90 latency;
+  the front is every model no other beats on both (a better metric, by the metric's own
+  direction, and a lower latency, one of them strictly);
+- ``speedups``: per family and system, each model's (its framework's) SingleStream p90
+  latency and its speed-up over the family's slowest on that system;
 - ``systems``: per model, its p90 on each system over its p90 on the study's first system;
 - ``streams``: per model and system, SingleStream p90 latency against Offline throughput
   (batch 1), and the Offline gain: throughput x p50 latency (how many samples Offline keeps
   in flight where SingleStream has one);
 - ``batches``: Offline throughput per batch size where a model sweeps them.
 
-Only succeeded cells count, and of performance cells only those LoadGen called VALID: the
-others are listed as left out, with the reason. Outliers are Tukey's (outside 1.5 times the
-interquartile range beyond the quartiles, NumPy's linear quantiles) among at least
-``MIN_FOR_OUTLIERS`` values: the system ratios per system, and the Offline gains.
+Only succeeded cells count, of performance cells only those LoadGen called VALID whose p50,
+p90 and throughput are positive: the others are listed as left out, with the reason.
+Outliers are Tukey's (outside 1.5 times the interquartile range beyond the quartiles, NumPy's
+linear quantiles) among at least ``MIN_FOR_OUTLIERS`` values: the system ratios per system,
+and the Offline gains.
 """
 
 from __future__ import annotations
@@ -41,16 +43,29 @@ def tukey(values: dict[str, float]) -> dict[str, Any]:
     return {"outliers": out, "fences": [low, high], "reason": None}
 
 
+PERFORMANCE = ("latency_p50_ns", "latency_p90_ns", "throughput_sps")
+
+
 def _usable(cells: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     keep, left = [], []
     for c in cells:
         if c.get("status") != "succeeded":
             continue
-        if c["mode"] == "performance" and c.get("loadgen_valid_bool") != 1.0:
-            left.append({"key": c["key"], "reason": "LoadGen called the run INVALID"})
-            continue
+        if c["mode"] == "performance":
+            if c.get("loadgen_valid_bool") != 1.0:
+                left.append({"key": c["key"], "reason": "LoadGen called the run INVALID"})
+                continue
+            lacking = [k for k in PERFORMANCE if not (c.get(k) or 0) > 0]
+            if lacking:
+                reason = f"its run recorded no positive {', '.join(lacking)}"
+                left.append({"key": c["key"], "reason": reason})
+                continue
         keep.append(c)
     return keep, left
+
+
+def _performance(c: dict[str, Any], scenario: str) -> bool:
+    return bool(c["scenario_name"] == scenario and c["mode"] == "performance")
 
 
 def _entry(c: dict[str, Any]) -> str:
@@ -61,9 +76,24 @@ def _single(cells: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]
     """Each (model entry, system)'s first SingleStream performance cell."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for c in cells:
-        if c["scenario_name"] == "SingleStream" and c["mode"] == "performance":
+        if _performance(c, "SingleStream"):
             out.setdefault((_entry(c), c["system"]), c)
     return out
+
+
+def _higher_is_better(metric: str, task: str | None) -> bool:
+    from pinbench.tasks.registry import metric_of
+
+    found = metric_of(metric, task)
+    return True if found is None else found.higher_is_better
+
+
+def _beats(q: dict[str, Any], p: dict[str, Any]) -> bool:
+    """``q`` is at least as good as ``p`` on both axes and better on one."""
+    sign = 1.0 if q["higher_is_better"] else -1.0
+    a, b = sign * q["accuracy"], sign * p["accuracy"]
+    ql, pl = q["latency_p90_ms"], p["latency_p90_ms"]
+    return a >= b and ql <= pl and (a > b or ql < pl)
 
 
 def pareto(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,31 +106,28 @@ def pareto(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "model": _entry(c),
                     "system": c["system"],
-                    "dataset": c["dataset"],
+                    "dataset": c.get("dataset_resolved") or c["dataset"],
                     "metric": c["accuracy_metric"],
                     "accuracy": c["accuracy"],
+                    "higher_is_better": _higher_is_better(c["accuracy_metric"], c.get("task")),
                     "latency_p90_ms": s["latency_p90_ns"] / 1e6,
                     "run": s["run"],
                     "accuracy_run": c["run"],
                 }
             )
+    group = ("system", "dataset", "metric")
     for p in points:
-        rivals = [q for q in points if (q["system"], q["dataset"]) == (p["system"], p["dataset"])]
-        p["front"] = not any(
-            q["accuracy"] >= p["accuracy"]
-            and q["latency_p90_ms"] <= p["latency_p90_ms"]
-            and (q["accuracy"] > p["accuracy"] or q["latency_p90_ms"] < p["latency_p90_ms"])
-            for q in rivals
-        )
+        rivals = [q for q in points if all(q[k] == p[k] for k in group)]
+        p["front"] = not any(_beats(q, p) for q in rivals)
     return points
 
 
 def speedups(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for (_, _), c in _single(cells).items():
-        by_family[c["family"]].append(c)
+    by_family: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for (_, system), c in _single(cells).items():
+        by_family[(c["family"], system)].append(c)
     rows = []
-    for family, members in sorted(by_family.items()):
+    for (family, _), members in sorted(by_family.items()):
         slowest = max(c["latency_p90_ns"] for c in members)
         for c in members:
             rows.append(
@@ -140,7 +167,7 @@ def streams(cells: list[dict[str, Any]]) -> dict[str, Any]:
     single = _single(cells)
     rows, gains = [], {}
     for c in cells:
-        if c["scenario_name"] != "Offline" or c["batch_size"] != 1 or "throughput_sps" not in c:
+        if not _performance(c, "Offline") or c["batch_size"] != 1:
             continue
         s = single.get((_entry(c), c["system"]))
         if s is None:
@@ -164,7 +191,7 @@ def streams(cells: list[dict[str, Any]]) -> dict[str, Any]:
 def batches(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     sizes: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
-        if c["scenario_name"] == "Offline" and "throughput_sps" in c:
+        if _performance(c, "Offline"):
             sizes[(_entry(c), c["system"])].append(c)
     return [
         {

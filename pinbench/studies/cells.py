@@ -33,6 +33,11 @@ class Cell:
         )
 
     @property
+    def entry_key(self) -> str:
+        """Its model entry: every cell of one entry runs the same resolved versions."""
+        return f"{self.entry.model}|{self.entry.framework}|{self.entry.dataset}"
+
+    @property
     def label(self) -> str:
         batch = f" batch {self.batch_size}" if self.batch_size != 1 else ""
         entry = f"{self.entry.model} {self.entry.framework}"

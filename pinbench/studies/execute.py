@@ -2,22 +2,33 @@
 turn on this machine, in the configuration its system names, and recorded in the study.
 
 A cell already ``done`` (its run succeeded and is still recorded) is not run again, so a study
-stopped part-way resumes where it stopped; a ``failed`` or ``refused`` cell is tried again. A
-system's ``cpus`` become this process's CPU affinity for the cell's run, which the worker
-inherits (the run records the affinity it had: ``host.affinity``), and are given back after
-it; CPUs this machine does not offer refuse the cell, naming them.
+stopped part-way resumes where it stopped; a ``failed`` or ``refused`` cell is tried again.
+One process runs a study at a time (a lock in the home, held while it runs; a second is
+refused, naming it). Every cell of a model entry runs the versions its first cell resolved
+to: a cell whose ranges now resolve to others (a version published since) is refused, naming
+both, so no row of the matrix compares two versions.
+
+A system's ``cpus`` become the CPU affinity of every thread of this process for the cell's run
+(framework thread pools made by an earlier cell included; on Linux each thread has its own)
+and of the worker processes it starts, which inherit it; the run records how many CPUs its
+timed region had (``details.machine.cpus``). After the cell every thread gets this process's
+CPUs back. CPUs this machine does not offer refuse the cell, naming them.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.evaluator.stop import Stop
+    from pinbench.registry.lockfile import Lockfile
     from pinbench.studies.cells import Cell
     from pinbench.studies.spec import Study
     from pinbench.workspace import Workspace
@@ -41,9 +52,32 @@ class CpusAbsent(Exception):
         super().__init__(f"cpus {missing} are not among the CPUs this process may use ({offered})")
 
 
+class StudyBusy(UserError):
+    def __init__(self, *, name: str, lock: Path) -> None:
+        super().__init__(
+            f"study {name!r} is running in another process (it holds {lock}): wait for it to "
+            "end, or stop it; cells done are kept"
+        )
+        self.name = name
+        self.lock = str(lock)
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: this thread only
+        return [0]
+
+
+def _pin(tid: int, cpus: set[int]) -> None:
+    with suppress(ProcessLookupError):  # the thread ended meanwhile
+        os.sched_setaffinity(tid, cpus)
+
+
 @contextmanager
 def affinity(cpus: list[int] | None) -> Iterator[None]:
-    """This process on ``cpus`` (None: as it is) until the block ends."""
+    """Every thread of this process on ``cpus`` (None: as they are) until the block ends; then
+    every thread on this process's CPUs as they were."""
     if cpus is None or not hasattr(os, "sched_setaffinity"):
         yield
         return
@@ -51,27 +85,43 @@ def affinity(cpus: list[int] | None) -> Iterator[None]:
     missing = sorted(set(cpus) - before)
     if missing:
         raise CpusAbsent(missing, sorted(before))
-    os.sched_setaffinity(0, cpus)
+    for tid in _threads():
+        _pin(tid, set(cpus))
     try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        for tid in _threads():
+            _pin(tid, before)
 
 
-def _done_before(ws: Workspace, recorded: dict[str, object] | None) -> bool:
-    from pinbench.evaluator.history import RunNotFound, show_run
+@contextmanager
+def study_lock(ws: Workspace, name: str) -> Iterator[None]:
+    """Hold the study's lock (``PINBENCH_HOME/locks/study-NAME.lock``, ``flock``: released when
+    this process ends however it ends); another holder refuses with ``StudyBusy``."""
+    import fcntl
 
-    if not isinstance(recorded, dict) or recorded.get("state") != "done" or not recorded["run"]:
-        return False
-    try:
-        return bool(show_run(ws, str(recorded["run"]))["status"] == "succeeded")
-    except RunNotFound:  # removed since (runs rm, retention): run it again
-        return False
+    folder = ws.settings.home / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"study-{name}.lock"
+    with open(path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StudyBusy(name=name, lock=path) from None
+        yield
 
 
-def run_cell(ws: Workspace, study_id: int, cell: Cell, runner: str, stop: Stop | None) -> str:
+def resolved(lock: Lockfile) -> str:
+    """The model, framework and dataset versions a lockfile pins, as one text."""
+    refs = {a.kind: f"{a.name}@{a.version}" for a in lock.body.artifacts}
+    return " ".join(refs.get(k, "-") for k in ("model", "framework", "dataset"))
+
+
+def run_cell(
+    ws: Workspace, study_id: int, cell: Cell, runner: str, stop: Stop | None, pins: dict[str, str]
+) -> str:
     """Lock and run one cell; record and return its state (``done``, ``failed``,
-    ``refused``)."""
+    ``refused``). ``pins``: what each model entry's cells resolved to, by entry."""
     import uuid
 
     from pinbench.errors import PinbenchError
@@ -81,49 +131,61 @@ def run_cell(ws: Workspace, study_id: int, cell: Cell, runner: str, stop: Stop |
     from pinbench.registry.request import parse_request
     from pinbench.studies.store import record_cell
 
+    def refused(reason: str, lock: Lockfile | None = None) -> str:
+        digest = lock.digest.hex if lock is not None else None
+        record_cell(ws, study_id, cell.key, state="refused", lockfile_digest=digest, reason=reason)
+        return "refused"
+
     try:
         request = parse_request(cell.request, source=cell.label)
         lock, _ = service.lock(ws, request)
     except PinbenchError as exc:
-        record_cell(ws, study_id, cell.key, state="refused", reason=str(exc))
-        return "refused"
+        return refused(str(exc))
+    entry, now = cell.entry_key, resolved(lock)
+    if pins.setdefault(entry, now) != now:
+        return refused(
+            f"its ranges resolve to {now} now, where this model's other cells ran "
+            f"{pins[entry]}: a row compares one version (pin it, or run the study under a new "
+            "name)",
+            lock,
+        )
     run_id = str(uuid.uuid4())
     try:
         with affinity(cell.system.cpus):
             run_lockfile(ws, lock, runner=runner, say=lambda _: None, run_id=run_id, stop=stop)
     except CpusAbsent as exc:
-        reason = f"system {cell.system.name}: {exc}"
-        record_cell(
-            ws, study_id, cell.key, state="refused", lockfile_digest=lock.digest.hex, reason=reason
-        )
-        return "refused"
+        return refused(f"system {cell.system.name}: {exc}", lock)
     except PinbenchError as exc:
         try:
             show_run(ws, run_id)
         except RunNotFound:  # refused before anything was recorded
-            record_cell(
-                ws,
-                study_id,
-                cell.key,
-                state="refused",
-                lockfile_digest=lock.digest.hex,
-                reason=str(exc),
-            )
-            return "refused"
-        record_cell(
-            ws,
-            study_id,
-            cell.key,
-            state="failed",
-            lockfile_digest=lock.digest.hex,
-            run_id=run_id,
-            reason=str(exc),
-        )
+            return refused(str(exc), lock)
+        record_cell(ws, study_id, cell.key, state="failed", lockfile_digest=lock.digest.hex,
+                    run_id=run_id, reason=str(exc))  # fmt: skip
         return "failed"
     record_cell(
         ws, study_id, cell.key, state="done", lockfile_digest=lock.digest.hex, run_id=run_id
     )
     return "done"
+
+
+def _done(ws: Workspace, row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recorded run of a cell that is done and whose run still is; else None."""
+    from pinbench.evaluator.history import RunNotFound, show_run
+
+    if row is None or row["state"] != "done" or not row["run"]:
+        return None
+    try:
+        run = show_run(ws, str(row["run"]))
+    except RunNotFound:  # removed since (runs rm, retention): run it again
+        return None
+    return run if run["status"] == "succeeded" else None
+
+
+def _pinned(run: dict[str, Any]) -> str:
+    """What a recorded run's lockfile pinned, as ``resolved`` says it."""
+    refs = {a["kind"]: f"{a['name']}@{a['version']}" for a in run["lockfile_body"]["artifacts"]}
+    return " ".join(refs.get(k, "-") for k in ("model", "framework", "dataset"))
 
 
 def run_study(
@@ -137,27 +199,35 @@ def run_study(
 ) -> Ran:
     """Run every cell of ``study`` not done before, in order, saying each one's outcome."""
     from pinbench.studies.cells import cells as cells_of
-    from pinbench.studies.store import open_study, read_study
+    from pinbench.studies.store import open_study, read_cell, read_study
 
     cells = cells_of(study, source=source)
-    study_id = open_study(ws, study, source, cells)
-    recorded = read_study(ws, study.name)["cells"]
-    chosen = runner or study.runner
-    counts = {"done": 0, "failed": 0, "refused": 0, "skipped": 0}
-    width = len(str(len(cells)))
-    for n, cell in enumerate(cells, 1):
-        head = f"[{n:>{width}}/{len(cells)}] {cell.label}"
-        if _done_before(ws, recorded.get(cell.key)):
-            counts["skipped"] += 1
-            say(f"{head}: done before (run {str(recorded[cell.key]['run'])[:8]})")
-            continue
-        state = run_cell(ws, study_id, cell, chosen, stop)
-        counts[state] += 1
-        after = read_study(ws, study.name)["cells"][cell.key]
-        said = f"run {str(after['run'])[:8]}" if after["run"] else ""
-        why = f" {after['reason']}" if after["reason"] and state != "done" else ""
-        say(f"{head}: {state} {said}{why}".rstrip())
-        if stop is not None and stop.is_set():
-            say(f"study {study.name} stopped: run it again to resume (cells done are kept)")
-            stop.check()
+    with study_lock(ws, study.name):
+        study_id = open_study(ws, study, source, cells)
+        recorded = read_study(ws, study.name)["cells"]
+        done = {c.key: _done(ws, recorded.get(c.key)) for c in cells}
+        pins: dict[str, str] = {}
+        for cell in cells:
+            run = done[cell.key]
+            if run is not None:
+                pins.setdefault(cell.entry_key, _pinned(run))
+        chosen = runner or study.runner
+        counts = {"done": 0, "failed": 0, "refused": 0, "skipped": 0}
+        width = len(str(len(cells)))
+        for n, cell in enumerate(cells, 1):
+            head = f"[{n:>{width}}/{len(cells)}] {cell.label}"
+            run = done[cell.key]
+            if run is not None:
+                counts["skipped"] += 1
+                say(f"{head}: done before (run {run['id'][:8]})")
+                continue
+            state = run_cell(ws, study_id, cell, chosen, stop, pins)
+            counts[state] += 1
+            after = read_cell(ws, study_id, cell.key)
+            said = f" run {str(after['run'])[:8]}" if after["run"] else ""
+            why = f" {after['reason']}" if after["reason"] and state != "done" else ""
+            say(f"{head}: {state}{said}{why}")
+            if stop is not None and stop.is_set():
+                say(f"study {study.name} stopped: run it again to resume (cells done are kept)")
+                stop.check()
     return Ran(study.name, counts["done"], counts["skipped"], counts["failed"], counts["refused"])

@@ -29,6 +29,7 @@ def _figures(run: dict[str, Any]) -> dict[str, Any]:
     out |= {
         "framework_resolved": run.get("framework"),
         "model_resolved": run.get("model"),
+        "dataset_resolved": run.get("dataset"),
         "mode": run.get("mode"),
     }
     return out

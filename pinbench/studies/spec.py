@@ -31,9 +31,11 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from pinbench.registry.request import BatchSize, Threads
-from pinbench.studies.errors import StudyError
+from pinbench.studies.errors import StudyError, StudyNotFound
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@/-]{0,99}$")
+"""A scenario's or a family's name: what the matrix prints as a column or a group."""
 MAX_MODELS = 200
 MAX_SCENARIOS = 8
 MAX_SYSTEMS = 16
@@ -165,6 +167,20 @@ def parse_study(data: object, *, source: str) -> Study:
         study = typed.convert(data, Study)
     except msgspec.ValidationError as exc:
         raise StudyError(source=source, reason=explain(str(exc), Study, data)) from None
+    for key in study.scenarios:
+        if not LABEL.match(key):
+            raise StudyError(
+                source=source,
+                reason=f"scenarios: the name {key!r} is letters, digits and _.@/- (a column)",
+            )
+    for n, entry in enumerate(study.models):
+        if entry.family is not None and not LABEL.match(entry.family):
+            raise StudyError(
+                source=source,
+                reason=f"models[{n}].family {entry.family!r}: letters, digits and _.@/-",
+            )
+    if any((ord(c) < 32 and c not in "\n\t") or ord(c) == 127 for c in study.description):
+        raise StudyError(source=source, reason="description holds a control character")
     if not NAME.match(study.name):
         raise StudyError(
             source=source,
@@ -178,13 +194,29 @@ def parse_study(data: object, *, source: str) -> Study:
     return study
 
 
-def load_study(where: str) -> tuple[Study, str]:
-    """The study a file names, or a built-in study by its name; with where it came from."""
+def _path(where: str, *, files: bool) -> tuple[Path, str]:
+    """The file ``where`` names and how a study records its source: a built-in study by its
+    name, else (``files``) a file, by its name only (never its folders). A name that is both a
+    built-in study and a file here is refused: say ``./NAME`` for the file."""
+    builtin = NAME.match(where) is not None and (BUILTIN / f"{where}.yaml").is_file()
+    if builtin and files and Path(where).exists():
+        raise StudyError(
+            source=where,
+            reason=f"names both the built-in study and a file here: say ./{where} for the file",
+        )
+    if builtin:
+        return BUILTIN / f"{where}.yaml", f"built-in {where}"
+    if not files:
+        raise StudyNotFound(name=where)
+    return Path(where), Path(where).name
+
+
+def load_study(where: str, *, files: bool = True) -> tuple[Study, str]:
+    """The study a file names (``files``), or a built-in study by its name; with its source
+    as recorded (a built-in study's name, or the file's name)."""
     from pinbench.registry.yamlsafe import YamlRefused, load_yaml, read_yaml_file
 
-    path = Path(where)
-    if NAME.match(where) and (BUILTIN / f"{where}.yaml").exists() and not path.is_file():
-        path = BUILTIN / f"{where}.yaml"
+    path, recorded = _path(where, files=files)
     try:
         text = read_yaml_file(path)
     except FileNotFoundError:
@@ -198,7 +230,7 @@ def load_study(where: str) -> tuple[Study, str]:
         data = load_yaml(text)
     except YamlRefused as exc:
         raise StudyError(source=where, reason=str(exc)) from None
-    return parse_study(data, source=str(path)), str(path)
+    return parse_study(data, source=where), recorded
 
 
 __all__ = ["BUILTIN", "ModelEntry", "Study", "System", "load_study", "parse_study"]

@@ -134,6 +134,18 @@ def read_study(ws: Workspace, name: str) -> dict[str, Any]:
     }
 
 
+def read_cell(ws: Workspace, study_id: int, key: str) -> dict[str, Any]:
+    """One cell of a recorded study: its state, lockfile, run and reason."""
+    with ws.reads() as rows:
+        found = rows(
+            "SELECT state, lockfile_digest, run_id, reason FROM study_cells "
+            "WHERE study_id = :sid AND key = :key",
+            {"sid": study_id, "key": key},
+        )
+    state, lock, run, why = found[0]
+    return {"state": state, "lockfile": lock, "run": run, "reason": why}
+
+
 def list_studies(ws: Workspace) -> list[dict[str, Any]]:
     """Every recorded study with its cells counted by state, newest first."""
     from pinbench.db.plain import when
