@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ def wheels_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]
     ws.close()
 
 
-def _accuracy(ws: Workspace, model: str, dataset: str) -> dict[str, object]:
+def _accuracy(ws: Workspace, model: str, dataset: str) -> dict[str, Any]:
     request = {"model": f"{model}@1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
     lock, _ = service.lock(ws, parse_request(request))
     outcome = run_lockfile(ws, lock, say=lambda text: None)

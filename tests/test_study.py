@@ -172,7 +172,7 @@ def test_the_analyses_are_what_their_definitions_compute(reg: Registry, tmp_path
             c for c in done
             if (c["model"], c["system"], c["scenario"]) == (model, system, "SingleStream")
         ]  # fmt: skip
-        return c
+        return dict(c)
 
     for p in found["pareto"]:
         model = p["model"].split(" ")[0]

@@ -85,14 +85,14 @@ def _higher_is_better(metric: str, task: str | None) -> bool:
     from pinbench.tasks.registry import metric_of
 
     found = metric_of(metric, task)
-    return True if found is None else found.higher_is_better
+    return True if found is None else bool(found.higher_is_better)
 
 
 def _beats(q: dict[str, Any], p: dict[str, Any]) -> bool:
     """``q`` is at least as good as ``p`` on both axes and better on one."""
     sign = 1.0 if q["higher_is_better"] else -1.0
-    a, b = sign * q["accuracy"], sign * p["accuracy"]
-    ql, pl = q["latency_p90_ms"], p["latency_p90_ms"]
+    a, b = sign * float(q["accuracy"]), sign * float(p["accuracy"])
+    ql, pl = float(q["latency_p90_ms"]), float(p["latency_p90_ms"])
     return a >= b and ql <= pl and (a > b or ql < pl)
 
 
