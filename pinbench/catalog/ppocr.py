@@ -1,12 +1,18 @@
-"""PP-OCR's text direction classifier from the PyPI package ``rapidocr-onnxruntime`` 1.4.4:
-``ch_ppocr_mobile_v2.0_cls_infer.onnx`` taken out of the pinned wheel as data (its bytes
-unmodified, pinned by sha256; nothing of the package installed), and a dataset of text lines
-rendered here, upright (class ``0``) and turned half a turn (``180``).
+"""Two of PP-OCR's models from the PyPI package ``rapidocr-onnxruntime`` 1.4.4, taken out of
+the pinned wheel as data (their bytes unmodified, pinned by sha256; nothing of the package
+installed), and text lines rendered here:
 
-The model's preprocessing is rapidocr's ``TextClassifier.resize_norm_img`` as manifest steps:
-BGR, ``(x / 255 - 0.5) / 0.5``, height 48 keeping the aspect ratio, width at most 192, padded
-right with 0 (decision 125 for the class names). ``tests/test_catalog_wheels.py`` checks a
-run's top-1 and every sample's class against ONNX Runtime on the package's own preprocessing.
+- the text direction classifier ``ch_ppocr_mobile_v2.0_cls_infer.onnx`` on the lines upright
+  (class ``0``) and turned half a turn (``180``): ``text-lines-direction``. Its preprocessing is
+  rapidocr's ``TextClassifier.resize_norm_img`` as manifest steps: BGR, ``(x / 255 - 0.5) /
+  0.5``, height 48 keeping the aspect ratio, width at most 192, padded right with 0 (decision
+  125 for the class names);
+- the PP-OCRv4 recogniser ``ch_PP-OCRv4_rec_infer.onnx`` on the lines upright with their texts
+  (``text-lines``, scored by CER, WER and exact match): the same preprocessing to width 320,
+  its CTC alphabet read from the ONNX file's own metadata, the space class after it.
+
+``tests/test_catalog_wheels.py`` checks each run against ONNX Runtime on the package's own
+preprocessing and decoding.
 
 Licences: rapidocr-onnxruntime is Apache-2.0 (its models are PaddleOCR's, Apache-2.0); the
 lines are rendered with Pillow's bundled font (Aileron, CC0) by this module.
@@ -24,6 +30,11 @@ from pinbench.catalog.photos import nested_entry
 
 NAME = "vision/ppocr-direction-cls"
 DATASET = "text-lines-direction"
+REC_NAME = "vision/ppocr-v4-rec"
+REC_DATASET = "text-lines"
+REC_MEMBER = "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"
+REC_FILE = "ch_PP-OCRv4_rec_infer.onnx"
+REC_OUTPUT = "softmax_11.tmp_0"
 VERSION = "1.0.0"
 PACKAGE = "rapidocr-onnxruntime"
 MEMBER = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
@@ -68,6 +79,44 @@ def samples() -> dict[str, bytes]:
     }
 
 
+def write_datasets(root: Path) -> list[Path]:
+    """Both datasets' files and manifests under ``root``."""
+    return [write_dataset(root), write_texts(root)]
+
+
+def write_texts(root: Path) -> Path:
+    """The lines upright under ``root/text-lines/lines/`` with ``texts.csv``, and their
+    dataset manifest (text recognition)."""
+    base = root / REC_DATASET
+    if base.exists():
+        shutil.rmtree(base)
+    (base / "lines").mkdir(parents=True)
+    files = []
+    for n, text in enumerate(TEXTS):
+        path = base / "lines" / f"{n:02d}.png"
+        path.write_bytes(rendered(text, 0))
+        files.append(nested_entry(root, base, path))
+    (base / "texts.csv").write_text(
+        "file,text\n" + "".join(f"{n:02d}.png,{text}\n" for n, text in enumerate(TEXTS))
+    )
+    files.append(nested_entry(root, base, base / "texts.csv"))
+    return dump(
+        root / f"dataset-{REC_DATASET}.yaml",
+        {
+            "kind": "dataset",
+            "name": REC_DATASET,
+            "version": VERSION,
+            "description": f"{len(TEXTS)} short lines of text rendered with Pillow's bundled font",
+            "license": "CC0-1.0",
+            "task": "text-recognition",
+            "samples": len(TEXTS),
+            "data": {"format": "images", "path": "lines"},
+            "labels": {"format": "text-csv", "path": "texts.csv"},
+            "files": files,
+        },
+    )
+
+
 def write_dataset(root: Path) -> Path:
     """The rendered lines under ``root/text-lines-direction/`` and their dataset manifest."""
     base = root / DATASET
@@ -101,6 +150,47 @@ def write_dataset(root: Path) -> Path:
 
 
 def export(root: Path) -> list[Path]:
+    """Both models' files and manifests under ``root``."""
+    return [export_cls(root), export_rec(root)]
+
+
+def export_rec(root: Path) -> Path:
+    """The wheel's recogniser under ``root/ppocr-rec/`` and its model manifest."""
+    from pinbench.catalog.wheels import fetch
+
+    folder = root / "ppocr-rec"
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(fetch(PACKAGE, REC_MEMBER), folder / REC_FILE)
+    steps = [*STEPS]
+    steps[2] = {"resize_height": {"height": 48, "max_width": 320, "value": 0}}
+    return dump(
+        root / "model-ppocr-v4-rec.yaml",
+        {
+            "kind": "model",
+            "name": REC_NAME,
+            "version": VERSION,
+            "description": (
+                "PP-OCRv4 text recogniser (CTC over its own alphabet) as the PyPI package "
+                "rapidocr-onnxruntime 1.4.4 ships it"
+            ),
+            "license": "Apache-2.0",
+            "references": ["https://pypi.org/project/rapidocr-onnxruntime/1.4.4/"],
+            "format": "onnx",
+            "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
+            "files": [entry(root, folder / REC_FILE)],
+            "inputs": [{"name": INPUT, "type": "image", "shape": [3, 48, 320], "steps": steps}],
+            "outputs": [
+                {
+                    "name": REC_OUTPUT,
+                    "type": "text",
+                    "ctc": {"blank": 0, "alphabet": {"metadata": "character"}, "space": True},
+                }
+            ],
+        },
+    )
+
+
+def export_cls(root: Path) -> Path:
     """The wheel's ONNX file under ``root/ppocr-cls/`` and its model manifest."""
     from pinbench.catalog.wheels import fetch
 
@@ -126,4 +216,4 @@ def export(root: Path) -> list[Path]:
             "outputs": [{"name": OUTPUT, "type": "classification"}],
         },
     )
-    return [manifest]
+    return manifest

@@ -71,7 +71,7 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
         manifests.append(photos.write_imagenet(out))
     for part, module in PACKAGED.items():
         if part in chosen:
-            manifests.append(module.write_dataset(out))
+            manifests += module.write_datasets(out)
     if "gpt" in chosen:
         gpt.write_text(out)
         manifests.append(gpt.write_dataset(out, out))
