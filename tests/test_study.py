@@ -527,3 +527,16 @@ def test_a_name_both_built_in_and_a_file_is_refused_and_a_server_reads_no_file(
     assert reg.studies().show("mine")["source"] == "mine"
     with pytest.raises(StudyNotFound):
         reg.studies().show("mine", files=False)
+
+
+def test_the_study_file_docs_study_md_shows_is_a_study() -> None:
+    from pinbench.registry.yamlsafe import load_yaml
+    from pinbench.studies.cells import cells
+    from pinbench.studies.spec import parse_study
+
+    page = (Path(__file__).parent.parent / "docs" / "study.md").read_text()
+    block = page.split("## A study file", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    study = parse_study(load_yaml(block), source="docs/study.md")
+    assert study.name == "my-study" and len(study.systems) == 2
+    # the CNN in ONNX sweeps 3 batch sizes; ResNet-50 runs in SingleStream only
+    assert len(cells(study)) == 2 * (3 + 2) + 2 * 3 + 2 * 1
