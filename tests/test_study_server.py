@@ -81,6 +81,26 @@ def test_the_web_ui_shows_a_studys_matrix_with_its_plots_and_links(server: Serve
             assert f'href="/ui/runs/{cell["run"]}"' in page
             assert f'href="/ui/lockfiles/{cell["lockfile"]}"' in page
     assert missing.status_code == 404 and "no study &#39;nothing&#39;" in missing.text
+    _drawn_in_a_browser(server.url + "/ui/studies/tiny")
+
+
+def _drawn_in_a_browser(url: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_web import chromium, rendered_charts, watch_policy
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            violations = watch_policy(page)
+            page.goto(url)
+            # no Offline cell here: those two plots say why instead
+            assert rendered_charts(page) == ["pareto", "speedups"]
+            assert "no model sweeps batch sizes" in page.content()
+            assert violations == []
+        finally:
+            browser.close()
 
 
 def test_a_caller_reads_studies_with_the_read_scope_and_never_a_file(
