@@ -47,6 +47,7 @@ SAMPLES: dict[str, Any] = {
     "tuple[str, ...]": ("first", "second"),
     "tuple[int, ...]": (1, 10, 100),
     "tuple[int, int]": (1, 2),
+    "list[int]": [0, 3],
     "dict[str, str]": {"key": "value"},
     "list[tuple[str, list[str]]]": [("lab-a", ["no GPU"])],
     "list[tuple[str, str, str]]": [("$.model.trusted", "False", "True")],

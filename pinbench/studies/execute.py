@@ -47,9 +47,11 @@ class Ran:
     refused: int
 
 
-class CpusAbsent(Exception):
-    def __init__(self, missing: list[int], offered: list[int]) -> None:
+class CpusAbsent(UserError):
+    def __init__(self, *, missing: list[int], offered: list[int]) -> None:
         super().__init__(f"cpus {missing} are not among the CPUs this process may use ({offered})")
+        self.missing = missing
+        self.offered = offered
 
 
 class StudyBusy(UserError):
@@ -84,7 +86,7 @@ def affinity(cpus: list[int] | None) -> Iterator[None]:
     before = os.sched_getaffinity(0)
     missing = sorted(set(cpus) - before)
     if missing:
-        raise CpusAbsent(missing, sorted(before))
+        raise CpusAbsent(missing=missing, offered=sorted(before))
     for tid in _threads():
         _pin(tid, set(cpus))
     try:
