@@ -420,8 +420,14 @@ def test_the_pareto_front_follows_each_metrics_direction_and_group() -> None:
         ),
         _cell("c", "one", "SingleStream", "performance", **_valid(29e6, 30e6, 30.0)),
     ]
-    front = {p["model"].split(" ")[0]: p["front"] for p in analyse(_matrix(cells))["pareto"]}
+    found = analyse(_matrix(cells))
+    front = {p["model"].split(" ")[0]: p["front"] for p in found["pareto"]}
     assert front == {"a": True, "b": False, "c": True}
+    from pinbench.studies.report import charts
+
+    plot = charts(found)[0].spec  # a row per metric, each its own y axis: a WER is no top-1
+    assert plot is not None and plot["facet"]["row"]["field"] == "metric"
+    assert plot["resolve"]["scale"]["y"] == "independent"
 
 
 def test_analyses_leave_out_accuracy_runs_and_runs_without_positive_figures() -> None:

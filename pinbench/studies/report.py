@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinbench.reports.charts import Chart, chart_spec
+from pinbench.reports.charts import WIDTH, Chart, chart_spec
 
 LATENCY = {
     "field": "latency_p90_ms",
@@ -25,26 +25,45 @@ def _point_chart(
     return Chart(key, title, chart_spec(title, rows) | layer)
 
 
+def _by_metric(spec: dict[str, Any]) -> dict[str, Any]:
+    """One row of the plot per metric, each its own y axis (a CER is no top-1)."""
+    base = {k: v for k, v in spec.items() if k not in ("width", "height", "mark", "encoding")}
+    inner = {"mark": spec["mark"], "encoding": spec["encoding"], "width": WIDTH, "height": 160}
+    return base | {
+        "facet": {"row": {"field": "metric", "type": "nominal", "title": None}},
+        "spec": inner,
+        "resolve": {"scale": {"y": "independent"}},
+    }
+
+
 def charts(found: dict[str, Any]) -> list[Chart]:
     """The study's plots, each saying why it is absent when the study cannot make it."""
     pareto = _point_chart(
         "pareto",
-        "Accuracy vs p90 latency per system (filled: on the Pareto front)",
+        "Each task's headline metric vs p90 latency per system (squares: on the Pareto front)",
         [p | {"on_front": "front" if p["front"] else "behind"} for p in found["pareto"]],
         {
             "x": LATENCY,
             "y": {"field": "accuracy", "type": "quantitative", "scale": {"zero": False}},
             "color": {"field": "system", "type": "nominal"},
-            "shape": {"field": "on_front", "type": "nominal", "title": "front"},
+            "shape": {
+                "field": "on_front",
+                "type": "nominal",
+                "title": "Pareto front",
+                "scale": {"domain": ["front", "behind"], "range": ["square", "circle"]},
+            },
             "tooltip": [
                 {"field": "model"},
                 {"field": "system"},
+                {"field": "metric"},
                 {"field": "accuracy"},
                 {"field": "latency_p90_ms"},
             ],
         },
         "no model has both an accuracy cell and a VALID SingleStream cell on one system",
     )
+    if pareto.spec is not None and len({p["metric"] for p in found["pareto"]}) > 1:
+        pareto = Chart(pareto.key, pareto.title, _by_metric(pareto.spec))
     speed = Chart(
         "speedups", "Speed-up over the family's slowest", None, "no VALID SingleStream cell"
     )
