@@ -33,12 +33,10 @@ DATASET = "text-lines-direction"
 REC_NAME = "vision/ppocr-v4-rec"
 REC_DATASET = "text-lines"
 REC_MEMBER = "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"
-REC_FILE = "ch_PP-OCRv4_rec_infer.onnx"
 REC_OUTPUT = "softmax_11.tmp_0"
 VERSION = "1.0.0"
 PACKAGE = "rapidocr-onnxruntime"
 MEMBER = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
-ONNX_FILE = "ch_ppocr_mobile_v2.0_cls_infer.onnx"
 INPUT = "x"
 OUTPUT = "save_infer_model/scale_0.tmp_1"
 """(N, 2) probabilities of 0 and 180 degrees."""
@@ -151,69 +149,55 @@ def write_dataset(root: Path) -> Path:
 
 def export(root: Path) -> list[Path]:
     """Both models' files and manifests under ``root``."""
-    return [export_cls(root), export_rec(root)]
+    rec_steps = [*STEPS]
+    rec_steps[2] = {"resize_height": {"height": 48, "max_width": 320, "value": 0}}
+    ctc = {"blank": 0, "alphabet": {"metadata": "character"}, "space": True}
+    return [
+        _export(
+            root, "ppocr-direction-cls", MEMBER, NAME,
+            "PP-OCR mobile v2.0 text direction classifier (0 or 180 degrees)",
+            {"name": INPUT, "type": "image", "shape": [3, 48, 192], "steps": STEPS},
+            {"name": OUTPUT, "type": "classification"},
+        ),
+        _export(
+            root, "ppocr-v4-rec", REC_MEMBER, REC_NAME,
+            "PP-OCRv4 text recogniser (CTC over its own alphabet)",
+            {"name": INPUT, "type": "image", "shape": [3, 48, 320], "steps": rec_steps},
+            {"name": REC_OUTPUT, "type": "text", "ctc": ctc},
+        ),
+    ]  # fmt: skip
 
 
-def export_rec(root: Path) -> Path:
-    """The wheel's recogniser under ``root/ppocr-rec/`` and its model manifest."""
+def _export(
+    root: Path,
+    key: str,
+    member: str,
+    name: str,
+    what: str,
+    model_input: dict[str, Any],
+    output: dict[str, Any],
+) -> Path:
+    """The wheel's ``member`` under ``root/KEY/`` (its own file name) and its manifest
+    ``root/model-KEY.yaml``."""
     from pinbench.catalog.wheels import fetch
 
-    folder = root / "ppocr-rec"
+    folder = root / key
     folder.mkdir(exist_ok=True)
-    shutil.copyfile(fetch(PACKAGE, REC_MEMBER), folder / REC_FILE)
-    steps = [*STEPS]
-    steps[2] = {"resize_height": {"height": 48, "max_width": 320, "value": 0}}
+    path = folder / member.rsplit("/", 1)[1]
+    shutil.copyfile(fetch(PACKAGE, member), path)
     return dump(
-        root / "model-ppocr-v4-rec.yaml",
+        root / f"model-{key}.yaml",
         {
             "kind": "model",
-            "name": REC_NAME,
+            "name": name,
             "version": VERSION,
-            "description": (
-                "PP-OCRv4 text recogniser (CTC over its own alphabet) as the PyPI package "
-                "rapidocr-onnxruntime 1.4.4 ships it"
-            ),
+            "description": f"{what} as the PyPI package rapidocr-onnxruntime 1.4.4 ships it",
             "license": "Apache-2.0",
             "references": ["https://pypi.org/project/rapidocr-onnxruntime/1.4.4/"],
             "format": "onnx",
             "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
-            "files": [entry(root, folder / REC_FILE)],
-            "inputs": [{"name": INPUT, "type": "image", "shape": [3, 48, 320], "steps": steps}],
-            "outputs": [
-                {
-                    "name": REC_OUTPUT,
-                    "type": "text",
-                    "ctc": {"blank": 0, "alphabet": {"metadata": "character"}, "space": True},
-                }
-            ],
+            "files": [entry(root, path)],
+            "inputs": [model_input],
+            "outputs": [output],
         },
     )
-
-
-def export_cls(root: Path) -> Path:
-    """The wheel's ONNX file under ``root/ppocr-cls/`` and its model manifest."""
-    from pinbench.catalog.wheels import fetch
-
-    folder = root / "ppocr-cls"
-    folder.mkdir(exist_ok=True)
-    shutil.copyfile(fetch(PACKAGE, MEMBER), folder / ONNX_FILE)
-    manifest = dump(
-        root / "model-ppocr-direction-cls.yaml",
-        {
-            "kind": "model",
-            "name": NAME,
-            "version": VERSION,
-            "description": (
-                "PP-OCR mobile v2.0 text direction classifier (0 or 180 degrees) as the PyPI "
-                "package rapidocr-onnxruntime 1.4.4 ships it"
-            ),
-            "license": "Apache-2.0",
-            "references": ["https://pypi.org/project/rapidocr-onnxruntime/1.4.4/"],
-            "format": "onnx",
-            "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
-            "files": [entry(root, folder / ONNX_FILE)],
-            "inputs": [{"name": INPUT, "type": "image", "shape": [3, 48, 192], "steps": STEPS}],
-            "outputs": [{"name": OUTPUT, "type": "classification"}],
-        },
-    )
-    return manifest
