@@ -27,7 +27,9 @@ if [ ! -e "$work/published.json" ]; then
     mv "$work/published.json.tmp" "$work/published.json"
 fi
 echo "== study $study in $PINBENCH_HOME" >&2
-"$bin/pinbench" study run "$study"
+status=0
+"$bin/pinbench" study run "$study" || status=$?   # 1: a cell failed or was refused (shown below)
 "$bin/pinbench" study show "$study"
 "$bin/pinbench" study report "$study" --html "$work/report.html" --force
-echo "open $work/report.html; PINBENCH_HOME=$PINBENCH_HOME pinbench study show $study --json" >&2
+echo "open $work/report.html; PINBENCH_HOME=$PINBENCH_HOME $bin/pinbench study show $study --json" >&2
+exit "$status"

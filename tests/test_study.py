@@ -85,7 +85,7 @@ def test_a_study_runs_every_cell_resumes_and_reports_what_it_measured(
 
     before = os.sched_getaffinity(0)
     ran = cli_on("study", "run", str(study))
-    assert ran.code == 0, ran.err
+    assert ran.code == 1, ran.err  # cells were refused: the study is not complete
     assert os.sched_getaffinity(0) == before  # a system's CPUs are given back
     assert "[ 1/21] vision/digits-logreg@1.0.0 onnxruntime@* accuracy on one-cpu: done" in ran.err
     assert "14 ran, 0 done before, 0 failed, 7 refused" in ran.out
@@ -119,7 +119,7 @@ def test_a_study_runs_every_cell_resumes_and_reports_what_it_measured(
                 assert run.info["details"]["machine"]["cpus"] == 1
 
     again = cli_on("study", "run", str(study))
-    assert again.code == 0 and "0 ran, 14 done before, 0 failed, 7 refused" in again.out
+    assert again.code == 1 and "0 ran, 14 done before, 0 failed, 7 refused" in again.out
     assert len(reg.runs()) == 14  # nothing ran twice
 
     text = cli_on("study", "show", "tiny")
@@ -254,13 +254,21 @@ def test_a_study_rerun_gives_each_cell_its_verdict(cli_on: Cli, tmp_path: Path) 
     data["scenarios"] = {"accuracy": data["scenarios"]["accuracy"]}
     data["models"][0].pop("batch_sizes")
     data["systems"] = data["systems"][1:]  # two-threads, and the absent CPU's
-    assert cli_on("study", "run", str(write(tmp_path / "again.yaml", data))).code == 0
+    assert cli_on("study", "run", str(write(tmp_path / "again.yaml", data))).code == 1  # refused
     found = cli_on("study", "rerun", "again", "--json")
     assert found.code == 0, found.err
     verdicts = json.loads(found.out)
     assert [v["outcome"] for v in verdicts] == ["reproduced", "not run"] * 2
     assert all(len(v["reruns"]) == 1 for v in verdicts if v["outcome"] == "reproduced")
     assert verdicts[1]["reason"] == "the cell is refused"
+    text = cli_on("study", "rerun", "again")  # each verdict with its reasons, once
+    assert text.code == 0
+    lines = text.out.splitlines()
+    first = lines.index(f"reproduced     {verdicts[0]['label']}")
+    assert lines[first + 1 : first + 1 + len(verdicts[0]["lines"])] == [
+        f"  {line}" for line in verdicts[0]["lines"]
+    ]
+    assert "  the cell is refused" in lines and text.err == ""
 
 
 def test_a_changed_study_under_the_same_name_is_refused_and_changes_nothing(
@@ -277,8 +285,17 @@ def test_a_changed_study_under_the_same_name_is_refused_and_changes_nothing(
     assert refused.code == 1
     assert "study 'named' was run from another definition" in refused.err
     assert "give this one another name" in refused.err
+    assert "or `pinbench study forget named` first" in refused.err
     assert len(reg.runs()) == runs
     assert reg.studies().show("named")["systems"][0]["threads"] == 2
+    # forgotten, the name runs the new definition; the old study's runs stay recorded
+    forgot = cli_on("study", "forget", "named")
+    assert forgot.code == 0 and "forgot study named (2 cells)" in forgot.out
+    assert cli_on("study", "run", str(tmp_path / "b.yaml")).code == 0
+    assert reg.studies().show("named")["systems"][0]["threads"] == 1
+    assert len(reg.runs()) == runs + 2
+    gone = cli_on("study", "forget", "nothing")
+    assert gone.code == 1 and "no study 'nothing'" in gone.err
 
 
 def _with(change: Any) -> dict[str, Any]:

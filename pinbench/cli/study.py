@@ -46,18 +46,22 @@ def _say(as_json: bool) -> Any:
 @json_option
 def study_run(study: str, runner: str | None = None, as_json: bool = False) -> None:
     """Lock and run every cell of STUDY not done before, in turn, printing each one's outcome;
-    a study stopped part-way (Ctrl-C) resumes where it stopped when run again."""
+    a study stopped part-way (Ctrl-C) resumes where it stopped when run again. Exit 0 when every
+    cell is done, 1 when a cell failed or was refused (its reason in `study show`)."""
     from pinbench.cli.stopping import stopped_safely
 
     with registry() as reg, stopped_safely() as stop:
         ran = reg.studies().run(study, runner=runner, say=_say(as_json), stop=stop)
     if as_json:
         _print_json(ran)
-        return
-    _out().print(
-        f"study {ran['name']}: {ran['ran']} ran, {ran['skipped']} done before, "
-        f"{ran['failed']} failed, {ran['refused']} refused; `pinbench study show {ran['name']}`"
-    )
+    else:
+        _out().print(
+            f"study {ran['name']}: {ran['ran']} ran, {ran['skipped']} done before, "
+            f"{ran['failed']} failed, {ran['refused']} refused; "
+            f"`pinbench study show {ran['name']}`"
+        )
+    if ran["failed"] or ran["refused"]:
+        raise SystemExit(1)
 
 
 def _figure(cell: dict[str, Any], notes: list[str]) -> str:
@@ -83,8 +87,8 @@ def _figure(cell: dict[str, Any], notes: list[str]) -> str:
 @json_option
 def study_show(name: str, as_json: bool = False) -> None:
     """The study's matrix, a table per system: a row per model and framework, a column per
-    scenario (and batch size); each cell its accuracy, p90 latency or Offline throughput, or
-    its state and a note saying why it could not run."""
+    scenario (and batch size), the versions its cells ran; each cell its accuracy, p90 latency
+    or Offline throughput, or its state and a note saying why it could not run."""
     from rich.table import Table
 
     with registry() as reg:
@@ -106,7 +110,8 @@ def study_show(name: str, as_json: bool = False) -> None:
                 columns.append(column)
             entry = (cell["model"], cell["framework"])
             if cell.get("framework_resolved") or entry not in labels:
-                labels[entry] = f"{entry[0]} {cell.get('framework_resolved') or entry[1]}"
+                model = cell.get("model_resolved") or entry[0]
+                labels[entry] = f"{model} {cell.get('framework_resolved') or entry[1]}"
             rows.setdefault(entry, {})[column] = _figure(cell, notes)
         threads = system["threads"] or "framework's"
         cpus = ",".join(map(str, system["cpus"])) if system["cpus"] else "all"
@@ -163,22 +168,35 @@ def study_report(name: str, html_path: Path, force: bool = False) -> None:
 @click.option(
     "--repeat",
     type=click.IntRange(1, 20),
-    default=1,
+    default=3,
     show_default=True,
-    help="Runs of each cell's lockfile (an accuracy cell runs once).",
+    help="Runs of each cell's lockfile, as `pinbench rerun --repeat` (an accuracy cell runs once).",
 )
 @json_option
-def study_rerun(name: str, repeat: int = 1, as_json: bool = False) -> None:
+def study_rerun(name: str, repeat: int = 3, as_json: bool = False) -> None:
     """Run every done cell's lockfile again on its system and print each cell's rerun
-    verdict; exit 1 when a cell did not reproduce."""
+    verdict with its reasons (`pinbench rerun`'s); exit 1 when a cell did not reproduce or
+    was inconclusive."""
     from pinbench.cli.stopping import stopped_safely
 
     with registry() as reg, stopped_safely() as stop:
-        found = reg.studies().rerun(name, repeat=repeat, say=_say(as_json), stop=stop)
+        found = reg.studies().rerun(name, repeat=repeat, say=lambda _: None, stop=stop)
     if as_json:
         _print_json(found)
     else:
         for item in found:
-            _out().print(f"{item['outcome']:<14} {item['label']}")
+            _out().print(f"{item['outcome']:<14} {item['label']}", markup=False)
+            for line in item.get("lines") or ([item["reason"]] if item.get("reason") else []):
+                _out().print(f"  {line}", markup=False)
     if any(i["outcome"] not in ("reproduced", "not run") for i in found):
         raise SystemExit(1)
+
+
+@study_app.command("forget")
+@click.argument("name", type=str, help="A study's name, as run.")
+def study_forget(name: str) -> None:
+    """Remove a recorded study and its cells, so that its name may be run from another
+    definition; its runs and lockfiles stay recorded."""
+    with registry() as reg:
+        cells = reg.studies().forget(name)
+    _out().print(f"forgot study {name} ({cells} cells); its runs and lockfiles are kept")

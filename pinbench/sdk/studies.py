@@ -87,8 +87,15 @@ class Studies:
             return bytes(self.registry.server().call("GET", path).content)
         return study_html(self.show(name, files=files)).encode()
 
+    def forget(self, name: str) -> int:
+        """Remove the recorded study ``name`` and its cells (its runs and lockfiles stay);
+        how many cells it had. Local registries only."""
+        from pinbench.studies.store import forget_study
+
+        return forget_study(self.registry._local("study forget"), name)
+
     def rerun(
-        self, name: str, *, repeat: int = 1, say: Say | None = None, stop: Stop | None = None
+        self, name: str, *, repeat: int = 3, say: Say | None = None, stop: Stop | None = None
     ) -> builtins.list[dict[str, Any]]:
         """Rerun every done cell's lockfile ``repeat`` times on its system; each cell's
         verdict (reproduced or not, and why). Local registries only."""

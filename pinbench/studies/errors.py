@@ -24,7 +24,8 @@ class StudyChanged(UserError):
     def __init__(self, *, name: str, recorded: str, given: str) -> None:
         super().__init__(
             f"study {name!r} was run from another definition (sha256 {recorded[:12]}, this "
-            f"file's is {given[:12]}): give this one another name"
+            f"file's is {given[:12]}): give this one another name, or `pinbench study forget "
+            f"{name}` first (its runs are kept)"
         )
         self.name = name
         self.recorded = recorded

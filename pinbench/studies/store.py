@@ -166,3 +166,21 @@ def list_studies(ws: Workspace) -> list[dict[str, Any]]:
         if state is not None:
             entry["cells"][state] = int(count)
     return list(out.values())
+
+
+def forget_study(ws: Workspace, name: str) -> int:
+    """Delete the study ``name`` and its cells; how many cells it had."""
+    from sqlalchemy import delete, func, select
+
+    from pinbench.db.study_models import StudyCellRow, StudyRow
+
+    with ws.transaction() as session:
+        row = session.scalars(select(StudyRow).where(StudyRow.name == name)).first()
+        if row is None:
+            raise StudyNotFound(name=name)
+        count = session.scalar(
+            select(func.count()).select_from(StudyCellRow).where(StudyCellRow.study_id == row.id)
+        )
+        session.execute(delete(StudyCellRow).where(StudyCellRow.study_id == row.id))
+        session.delete(row)
+    return int(count or 0)
