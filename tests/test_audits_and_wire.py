@@ -316,3 +316,80 @@ def test_beside_other_work_a_repeat_faster_by_the_clock_must_spare_the_workers_c
         "SingleStream", 0.9, _log("SingleStream", 9e6), _log("SingleStream", 4e6), cpu=cpu
     )
     assert quiet["passed"] is False  # a quiet, long audit: MLPerf's rule, by the clock alone
+
+
+def test_a_containers_clock_socket_accepts_only_the_workers_processes(tmp_path: Any) -> None:
+    """The docker runner's clock is a Unix socket bound into the container: the first peer
+    that is the container's first process or its descendant is the worker; any other (here
+    this test's own process, which connects first) is refused, and the socket then goes."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    from pinbench.evaluator.runners.clock_link import SocketLink
+
+    link = SocketLink(tmp_path)
+    assert link.path.stat().st_mode & 0o777 == 0o666  # the container's nobody connects
+    stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stranger.connect(str(link.path))
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys, time\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            "s.connect(sys.argv[1]); s.sendall(b'H'); time.sleep(30)",
+            str(link.path),
+        ]
+    )
+    try:
+        link.started(worker.pid)
+        fds = link.connect(threading.Event())
+        assert fds is not None and fds[0] == fds[1]
+        assert os.read(fds[0], 1) == b"H"
+        assert link.refused == [os.getpid()]
+        assert not link.path.exists()  # nobody else connects once the worker is there
+        assert stranger.recv(1) == b""  # closed on it
+    finally:
+        worker.kill()
+        worker.wait()
+        link.close()
+        stranger.close()
+
+
+def test_a_clock_socket_whose_worker_ended_without_connecting_gives_up(tmp_path: Any) -> None:
+    import threading
+
+    from pinbench.evaluator.runners.clock_link import SocketLink
+
+    link = SocketLink(tmp_path)
+    gone = threading.Event()
+    gone.set()
+    assert link.connect(gone) is None
+    link.close()
+    assert not link.path.exists()
+
+
+def test_a_full_socket_is_waited_out_by_send() -> None:
+    """A socket whose reads poll is non-blocking for its writes too: ``send`` waits for room
+    rather than failing with ``BlockingIOError``."""
+    import socket
+    import threading
+
+    here, there = socket.socketpair()
+    here.setblocking(False)
+    data = b"x" * (8 << 20)  # more than any socket buffer
+    got = bytearray()
+
+    def read() -> None:
+        while len(got) < len(data):
+            got.extend(there.recv(1 << 20))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    w.send(here.fileno(), data)
+    reader.join(timeout=30)
+    assert bytes(got) == data
+    here.close()
+    there.close()

@@ -791,7 +791,7 @@ def test_the_docker_runner_mounts_the_model_in_a_folder_of_its_own(
     version = _sidecar_model(digits, tmp_path / "src")
     lock = _lock(digits, version)
     files = tmp_path / "files"
-    inside = docker_runner._link_files(digits, lock, files, "/pinbench/files")
+    inside = docker_runner.link_files(digits, lock, files, "/pinbench/files")
     assert inside["model"] == {
         "net/c.bin": "/pinbench/files/model/net/c.bin",
         "net/m.onnx": "/pinbench/files/model/net/m.onnx",

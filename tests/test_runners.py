@@ -197,6 +197,40 @@ def test_a_full_trace_comes_back_across_the_isolation_boundary(stack: Stack, run
     assert info["details"]["trace"]["level"] == "full"
 
 
+def test_a_code_run_in_a_container_is_timed_by_the_hosts_loadgen_across_a_socket(
+    stack: Stack, tmp_path: Path, catalog_dir: Path
+) -> None:
+    """Issue 71, item 2, in the docker runner: the code halves the container's clock while every
+    model call sleeps and looks for LoadGen's log; the host's LoadGen, across a Unix socket bound
+    into the container, records latencies no shorter than the sleep, audits the run (TEST04 on
+    the same container, TEST01 with a new one in accuracy mode) and reads its peak memory."""
+    from pinbench.evaluator.runners.process import HOST_PEAK
+    from tests.test_host_clock import SLEEP_S, SLOWS_AND_HIDES
+    from tests.test_processing_code import CODE, POST, PRE, _publish, _raw_dataset
+    from tests.test_processing_code import _lock as code_lock
+
+    _raw_dataset(stack.ws, tmp_path / "raw")
+    model = _publish(
+        stack.ws, tmp_path, catalog_dir, "12.9.0", preprocess=PRE, postprocess=POST,
+        code=SLOWS_AND_HIDES + CODE,
+    )  # fmt: skip
+    lock = code_lock(stack.ws, model, mode="performance")
+    run = run_lockfile(stack.ws, lock, runner="docker", say=quiet, allow_code=True)
+    shown = show_run(stack.ws, run.id)
+    assert shown["runner"] == "docker" and shown["status"] == "succeeded"
+    floor = SLEEP_S * 1e9
+    for name in ("latency_p50_ns", "latency_min_ns", "framework_latency_min_ns"):
+        assert shown[name] >= floor, name
+    clock = shown["details"]["clock"]
+    assert clock["side"] == "host" and 0 < clock["crossing_ns"] < floor
+    assert shown["details"]["machine"]["own_cpu_s"] > 0  # the container's CPU is the run's
+    assert shown["details"]["audits"]["TEST04"]["passed"] is not False
+    test01 = shown["details"]["audits"]["TEST01"]
+    assert test01["passed"] is True and test01["compared"] == clock["samples"]
+    assert shown["peak_rss_bytes"] > 0 and shown["details"]["memory"]["peak_rss"] == HOST_PEAK
+    assert stack.client.containers.list(all=True) == []  # the run's and its twin's, removed
+
+
 def test_a_warm_container_serves_run_after_run_confined_and_measures_what_a_cold_one_does(
     stack: Stack,
 ) -> None:

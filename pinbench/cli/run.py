@@ -141,7 +141,7 @@ def run_cmd(
         if (on or reg.remote) and audit:
             raise UserError(
                 "--audit is a local decision: the host that keeps the clock is the one that "
-                "runs it (the local and venv runners here)"
+                "runs it (any runner on this machine)"
             )
         if on:
             if allow_pickle or allow_code:

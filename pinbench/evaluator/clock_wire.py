@@ -50,9 +50,14 @@ def answered(answers: list[tuple[int, bytes]]) -> bytes:
 
 
 def send(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd``; a socket whose reads poll (``Frames``) writes without waiting
+    too, so a full buffer is waited out here."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [])
 
 
 class Frames:

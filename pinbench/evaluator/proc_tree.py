@@ -57,3 +57,36 @@ def peak_rss_bytes(pid: int) -> int:
         except (OSError, ValueError, IndexError):
             continue
     return peak
+
+
+class PeakReader:
+    """``peak_rss_bytes`` of a process read on a thread of its own every ``every_s`` from
+    ``start`` to ``stop``: for a worker the host does not wait for itself (a container's first
+    process); ``bytes`` the largest seen (0: none read)."""
+
+    def __init__(self, every_s: float = 0.05) -> None:
+        import threading
+
+        self.bytes = 0
+        self._every_s = every_s
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, pid: int) -> None:
+        import threading
+
+        if pid <= 0:
+            return
+        self._thread = threading.Thread(target=self._read, args=(pid,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pid: int) -> None:
+        while True:
+            self.bytes = max(self.bytes, peak_rss_bytes(pid))
+            if self._done.wait(self._every_s):
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

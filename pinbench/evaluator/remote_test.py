@@ -21,6 +21,17 @@ class Query:
         self.index = index
 
 
+def connected(path: str) -> list[int]:
+    """The descriptors of a connection to the host's socket at ``path`` (a container's clock:
+    ``runners.clock_link``), read from and written to alike; open until the process ends."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    fd = sock.detach()
+    return [fd, fd]
+
+
 class RemoteTest:
     """A test run over the pipes ``read_fd`` (from the host) and ``write_fd`` (to it)."""
 

@@ -84,6 +84,9 @@ class JobFile(
     clock: list[int] = msgspec.field(default_factory=list)
     """The host keeps the clock (``runners.host_clock``): the pipes' descriptors the worker
     reads the host's queries from and writes its answers to; empty: LoadGen runs here."""
+    clock_socket: str = ""
+    """The host keeps the clock across a Unix socket at this path (a container, which inherits
+    no descriptor: ``runners.clock_link``); empty: not."""
 
 
 class ChromeTrace(msgspec.Struct, frozen=True):

@@ -209,7 +209,7 @@ def run_lockfile(
     else:
         on.runner, execute = runner, on  # the agent decides ``auto`` on its own machine
     if audit:
-        check_audit(lock, runner, on_cluster=on is not None)
+        check_audit(lock, on_cluster=on is not None)
     check_chain_run(lock, runner=runner, trace=trace, on_cluster=on is not None)
     with ws.transaction() as session:
         store_lockfile(session, lock)

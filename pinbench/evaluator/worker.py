@@ -174,14 +174,22 @@ def main(argv: list[str]) -> int:
         return 2
     evidence, error = Evidence(), None
     hidden: list[str] = []
-    if len(spec.clock) not in (0, 2):
-        print("pinbench worker: the job's clock names two descriptors or none", file=sys.stderr)
+    if len(spec.clock) not in (0, 2) or (spec.clock and spec.clock_socket):
+        print(
+            "pinbench worker: the job's clock names two descriptors, a socket or neither",
+            file=sys.stderr,
+        )
         return 2
     remote = None
-    if spec.clock:
-        from pinbench.evaluator.remote_test import RemoteTest
+    if spec.clock or spec.clock_socket:
+        from pinbench.evaluator.remote_test import RemoteTest, connected
 
-        remote = RemoteTest(spec.clock[0], spec.clock[1])
+        try:
+            fds = spec.clock or connected(spec.clock_socket)
+        except OSError as exc:
+            print(f"pinbench worker: the host's clock cannot be reached: {exc}", file=sys.stderr)
+            return 2
+        remote = RemoteTest(fds[0], fds[1])
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
             hidden = [scratch]  # an error while the folders are placed names no host path

@@ -25,7 +25,7 @@ def check_local_decisions(
     if audit:
         raise UserError(
             "audit (--audit) is a local decision: the host that keeps the clock is the one "
-            "that runs it (the local and venv runners here)"
+            "that runs it (any runner on this machine)"
         )
     if sandbox != "bwrap":
         raise UserError(f"sandbox={sandbox!r} is a local decision: a server's runs are sandboxed")

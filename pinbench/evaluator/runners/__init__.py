@@ -54,8 +54,8 @@ class Runner(Protocol):
         (``pinbench.evaluator.warm``); the local runner already runs in its caller's process.
         ``sandbox``: ``bwrap`` (every worker process in the sandbox, ``runners.sandbox``) or
         ``none`` (the run is recorded unsandboxed); a container is a sandbox of its own.
-        ``audit``: the host keeps the clock and audits the run (``host_clock``; the local and
-        venv runners only, ``run.check_audit``), as it does for every run with code."""
+        ``audit``: the host keeps the clock and audits the run (``host_clock``; every runner on
+        this machine, ``run.check_audit``), as it does for every run with code."""
         ...
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docker.errors import APIError, ImageNotFound
 from docker.types import Mount
@@ -24,21 +26,27 @@ from pinbench.chains.spec import ChainRefused
 from pinbench.errors import UserError
 from pinbench.evaluator.job import ROLES, Evidence, Say
 from pinbench.evaluator.model_folder import link_or_copy
+from pinbench.evaluator.runners.clock_link import SOCKET
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.process import (
     Relay,
     RunTimedOut,
     WorkerCrashed,
     collect,
+    host_memory,
     write_job,
 )
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.timing_checks import check_timings
-from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.images.engine import connect
+from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.trace.levels import TraceUnsupported
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.runners.test01 import Seals
+    from pinbench.evaluator.warm import WarmPool
 
 IN = "/pinbench"
 NOBODY = "65534:65534"
@@ -118,10 +126,10 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
         Mount(f"{IN}/out", str(out), type="bind", read_only=False),
         Mount(f"{IN}/files", str(files), type="bind", read_only=True),
     ]
-    return mounts, _link_files(ws, lock, files, f"{IN}/files")
+    return mounts, link_files(ws, lock, files, f"{IN}/files")
 
 
-def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
+def link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
     """Link the pinned files into ``files`` (seen in the container at ``inside_at``): the
     model's at their artifact paths in a folder of their own (``files/model``, where it is
     loaded from), the datasets' as numbered files."""
@@ -142,7 +150,7 @@ def _link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> I
     return inside
 
 
-def _link_stages(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
+def link_stages(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
     """A chain's stages' files (``stage_folders``), each stage's in ``files/stages/<name>``;
     where each file is seen in the container, by stage name. None without a chain."""
     placed = stage_folders(ws, lock, files / "stages")
@@ -169,7 +177,11 @@ def run(
     audit: bool = False,
 ) -> None:
     """``sandbox``: the container is the sandbox (no network, read-only files, ``nobody``),
-    whatever is asked. ``audit`` is refused before a docker run starts (``run.check_audit``)."""
+    whatever is asked. The host keeps the clock (``host_clock``, across a socket bound into
+    the container: ``clock_link``) of a run whose model carries code, and of any run with
+    ``audit``, and audits it as the local and venv runners do (TEST04, TEST01's twin)."""
+    from pinbench.evaluator.runners.clock_link import keeps_clock
+
     pinned = pinned_image(lock)
     client = connect()
     image = verified_image(client, pinned)
@@ -187,99 +199,148 @@ def run(
         "sandbox": "container",
     }
     stop = stop or Stop()
-    if warm is not None:
+    code = allow_code and needs_code(lock)
+    timed = audit or keeps_clock(lock, code=code, allow_pickle=allow_pickle)
+    if warm is not None and not timed:
+        from pinbench.evaluator.runners.docker_warm import warm_run
 
-        def write(n: int, job: Path, out: Path, _: WarmEvaluator) -> None:
-            inside = _link_files(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
-            stages = _link_stages(ws, lock, job / "files", f"{IN}/jobs/{n}/files")
+        if warm_run(ws, lock, evidence, say, stop, warm, client, image.id, pinned, trace,
+                    allow_pickle, allow_code):  # fmt: skip
+            return
+    cold = _Cold(ws, client, image.id, pinned, say, stop, trace, allow_pickle, allow_code)
+    if not timed:
+        cold.run(lock, evidence, False)
+        return
+    from pinbench.evaluator.runners import test01
+
+    test01.run_and_audit(
+        ws, lock, evidence, say, lambda lk, ev, _: cold.run(lk, ev, True), lambda: cold.answered
+    )
+
+
+@dataclass
+class _Cold:
+    """One container for one job: the run's, or its TEST01 twin's."""
+
+    ws: Workspace
+    client: Any
+    image_id: str
+    pinned: LockedImage
+    say: Say
+    stop: Stop
+    trace: str
+    allow_pickle: bool
+    allow_code: bool
+    answered: int = 0
+    """The samples the last host-timed container answered (counted when it failed too)."""
+
+    def run(self, lock: Lockfile, evidence: Evidence, timed: bool) -> Seals | None:
+        """Run ``lock`` in a new container into ``evidence``; with ``timed``, across the host's
+        clock, returning the seals of its answers (and the samples answered twice, otherwise)."""
+        from pinbench.evaluator.runners.clock_link import for_run
+
+        ws = self.ws
+        with (
+            scratch_directory(ws.store.tmp, "run") as tmp,
+            scratch_directory(ws.store.tmp, "run") as logs,
+            contextlib.ExitStack() as ending,
+        ):
+            job_dir, out = tmp / "job", tmp / "out"
+            job_dir.mkdir()
+            out.mkdir()
+            mounts, inside = _mounts(ws, lock, job_dir, out)
+            clock = None
+            if timed:
+                (tmp / "clock").mkdir(mode=0o755)
+                clock = for_run(lock, Path(logs), self.stop, tmp / "clock")
+                ending.callback(clock.close)
+                socket_dir = str(tmp / "clock")
+                mounts.append(Mount(f"{IN}/clock", socket_dir, type="bind", read_only=True))
             write_job(
-                job / "job.json",
+                job_dir / "job.json",
                 lock,
                 inside["model"],
                 inside["dataset"],
-                None,
-                trace,
-                allow_pickle,
-                inside["validation"],
-                allow_code=allow_code,
-                stages=stages,
+                trace=self.trace,
+                allow_pickle=self.allow_pickle,
+                validation=inside["validation"],
+                allow_code=self.allow_code,
+                stages=link_stages(ws, lock, job_dir.parent / "files", f"{IN}/files"),
+                clock_socket=f"{IN}/clock/{SOCKET}" if timed else "",
             )
-            job.chmod(0o755)
-            (job / "job.json").chmod(0o644)
-            out.chmod(0o777)
-
-        label = f"image/{pinned.name}@{pinned.version}"
-
-        def start(root: Path, idle_s: float) -> WarmEvaluator:
-            return DockerWarm(root, client, image.id, lock, idle_s, label)
-
-        key = ("docker", image.id, str(limits.memory_mb), str(limits.cpus))
-        if run_warm(warm, key, start, lock, evidence, say, stop, write):
-            return
-    with scratch_directory(ws.store.tmp, "run") as tmp:
-        job_dir, out = tmp / "job", tmp / "out"
-        job_dir.mkdir()
-        out.mkdir()
-        mounts, inside = _mounts(ws, lock, job_dir, out)
-        write_job(
-            job_dir / "job.json",
-            lock,
-            inside["model"],
-            inside["dataset"],
-            trace=trace,
-            allow_pickle=allow_pickle,
-            validation=inside["validation"],
-            allow_code=allow_code,
-            stages=_link_stages(ws, lock, job_dir.parent / "files", f"{IN}/files"),
-        )
-        tmp.chmod(0o755)
-        job_dir.chmod(0o755)
-        (job_dir / "job.json").chmod(0o644)
-        out.chmod(0o777)  # the container's user (nobody) writes here
-        container = client.containers.create(
-            image.id,
-            command=[f"{IN}/job/job.json", f"{IN}/out"],
-            mounts=mounts,
-            labels={"org.pinbench.lockfile": lock.digest.hex},
-            **_confined(lock),
-        )
-        try:
-            evidence.environment["container"] = container.id[:12]
-            say(f"container {container.id[:12]} from {image.id[7:19]} (no network, read-only)")
-            started = time.monotonic_ns()
+            tmp.chmod(0o755)
+            job_dir.chmod(0o755)
+            (job_dir / "job.json").chmod(0o644)
+            out.chmod(0o777)  # the container's user (nobody) writes here
+            container = self.client.containers.create(
+                self.image_id,
+                command=[f"{IN}/job/job.json", f"{IN}/out"],
+                mounts=mounts,
+                labels={"org.pinbench.lockfile": lock.digest.hex},
+                **confined(lock),
+            )
             try:
-                status, tail = _execute(container, limits.timeout_s, limits.memory_mb, say, stop)
-            except WorkerCrashed as exc:
-                if exc.status == 2 and trace != "none":  # the job has a field it cannot read
-                    raise TraceUnsupported(
-                        framework=pinned.name,
-                        level=trace,
-                        offers=["none"],
-                        reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
-                        "predates tracing; rebuild the image (`pinbench images build`)",
-                    ) from None
-                if exc.status == 2 and lock.body.chain is not None:  # nor can it a chain's
-                    raise ChainRefused(
-                        stage=lock.body.chain.stages[-1].name,
-                        reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
-                        "predates chains in containers; rebuild the image "
-                        "(`pinbench images build`)",
-                    ) from None
-                raise
-            wall_ns = time.monotonic_ns() - started  # the container's start and end within it
-            collect("docker", out, lock, evidence, status=status, tail=tail)
-            check_timings(
-                lock.body.scenario.name,
-                evidence.latencies,
-                wall_ns,
-                evidence.details.get("loadgen"),
+                self._in(container, lock, evidence, out, clock)
+            finally:
+                if clock is not None:
+                    self.answered = len(clock.seals)
+                with contextlib.suppress(APIError):
+                    container.remove(force=True)
+            return (clock.seals, clock.unsteady) if clock is not None else None
+
+    def _in(
+        self, container: Any, lock: Lockfile, evidence: Evidence, out: Path, clock: Any
+    ) -> None:
+        from pinbench.evaluator.proc_tree import PeakReader
+
+        limits, pinned = lock.body.limits, self.pinned
+        evidence.environment["container"] = container.id[:12]
+        self.say(
+            f"container {container.id[:12]} from {self.image_id[7:19]} (no network, read-only)"
+        )
+        peak = PeakReader()
+
+        def begun(pid: int) -> None:
+            peak.start(pid)
+            if clock is not None:
+                clock.start(pid)
+
+        started = time.monotonic_ns()
+        try:
+            status, tail = _execute(
+                container, limits.timeout_s, limits.memory_mb, self.say, self.stop, begun
             )
+        except WorkerCrashed as exc:
+            if exc.status == 2 and self.trace != "none":  # the job has a field it cannot read
+                raise TraceUnsupported(
+                    framework=pinned.name,
+                    level=self.trace,
+                    offers=["none"],
+                    reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
+                    "predates tracing; rebuild the image (`pinbench images build`)",
+                ) from None
+            if exc.status == 2 and lock.body.chain is not None:  # nor can it a chain's
+                raise ChainRefused(
+                    stage=lock.body.chain.stages[-1].name,
+                    reason=f"the evaluator inside image/{pinned.name}@{pinned.version} "
+                    "predates chains in containers; rebuild the image (`pinbench images build`)",
+                ) from None
+            raise
         finally:
-            with contextlib.suppress(APIError):
-                container.remove(force=True)
+            peak.stop()
+        wall_ns = time.monotonic_ns() - started  # the container's start and end within it
+        if clock is not None:
+            clock.settle()
+        collect("docker", out, lock, evidence, status=status, tail=tail)
+        if clock is not None:
+            clock.apply(evidence)
+            host_memory(evidence, peak.bytes)
+        check_timings(
+            lock.body.scenario.name, evidence.latencies, wall_ns, evidence.details.get("loadgen")
+        )
 
 
-def _confined(lock: Lockfile) -> dict[str, Any]:
+def confined(lock: Lockfile) -> dict[str, Any]:
     """What every evaluator container gets: no network, a read-only root, nobody, no
     capabilities, no new privileges, and the lockfile's memory and CPU limits."""
     limits = lock.body.limits
@@ -297,78 +358,21 @@ def _confined(lock: Lockfile) -> dict[str, Any]:
     }
 
 
-class DockerWarm(WarmEvaluator):
-    """A warm evaluator in one long-lived container (``pinbench.evaluator.warm``), confined as
-    a cold one is; its jobs folder is mounted read-only, its answers folder writable."""
-
-    runner = "docker"
-
-    def __init__(
-        self, root: Path, client: Any, image_id: str, lock: Lockfile, idle_s: float, label: str
-    ) -> None:
-        super().__init__(root)
-        self.memory_mb = lock.body.limits.memory_mb
-        self.label = label
-        root.chmod(0o755)
-        self.jobs.chmod(0o755)
-        self.out.chmod(0o777)  # the container's user (nobody) writes here
-        self.container = client.containers.create(
-            image_id,
-            command=["--serve", f"{IN}/jobs", f"{IN}/out", f"{idle_s:g}"],
-            mounts=[
-                Mount(f"{IN}/jobs", str(self.jobs), type="bind", read_only=True),
-                Mount(f"{IN}/out", str(self.out), type="bind", read_only=False),
-            ],
-            labels={"org.pinbench.warm": "1"},
-            **_confined(lock),
-        )
-        try:
-            self.container.start()
-            self.relay = Relay(self.container.logs(stream=True, follow=True), self.route)
-        except BaseException:
-            self.kill()
-            raise
-
-    @property
-    def ident(self) -> str:
-        return f"container {self.container.id[:12]}"
-
-    def recorded(self) -> dict[str, str]:
-        return {**super().recorded(), "container": self.container.id[:12]}
-
-    def alive(self) -> bool:
-        try:
-            self.container.reload()
-        except APIError:
-            return False
-        return bool(self.container.status == "running")
-
-    def kill(self) -> None:
-        with contextlib.suppress(APIError, RequestsConnectionError, ReadTimeout):
-            self.container.remove(force=True)
-
-    def died(self, tail: list[str]) -> Exception:
-        state: dict[str, Any] = {}
-        with contextlib.suppress(APIError):
-            self.container.reload()
-            state = self.container.attrs.get("State") or {}
-        if state.get("OOMKilled"):
-            return OutOfMemory(memory_mb=self.memory_mb)
-        code = int(state.get("ExitCode", -1))
-        if code == 2 and self.served == 0 and any("usage:" in line for line in tail):
-            return UserError(
-                f"the evaluator inside {self.label} predates warm evaluators: rebuild the "
-                "image (`pinbench images build`), or run without --warm"
-            )
-        return self.crashed(code, ENDED, tail)
-
-
 def _execute(
-    container: Any, timeout_s: int, memory_mb: int, say: Say, stop: Stop
+    container: Any,
+    timeout_s: int,
+    memory_mb: int,
+    say: Say,
+    stop: Stop,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[int, list[str]]:
     """Run the container to its end: its exit status (0 or 1: results written) and its last
-    output lines; raise past the time limit, on a stop request, or when it died."""
+    output lines; raise past the time limit, on a stop request, or when it died. ``on_start``:
+    called with the container's first process's id as the host sees it, once started."""
     container.start()
+    if on_start is not None:
+        container.reload()
+        on_start(int(container.attrs.get("State", {}).get("Pid") or 0))
     relay = Relay(container.logs(stream=True, follow=True), say)
     deadline = time.monotonic() + timeout_s
     while True:  # wait in slices, so a stop request (a signal, a cancel) is seen

@@ -16,19 +16,20 @@ named (``details.dropped_metrics``).
 from __future__ import annotations
 
 import contextlib
-import os
 import statistics
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 from pinbench.evaluator import clock_wire as w
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.stop import Stop
-from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import Scenario
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
 
 PINGS = 200
 """Round trips measured before the test (the crossing's cost)."""
@@ -76,37 +77,29 @@ class ClockBroken(UserError):
         self.reason = reason
 
 
-def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
-    """Whether the host keeps the clock of ``lock``'s run in a worker: its system under test runs
-    Python its publisher wrote (``code``: processing code it may run; a builder; a pickle it
-    may unpickle), in one model's LoadGen test (``clock_wire.fits``)."""
-    model = lock.body.model
-    if model is None or not w.fits(lock.body):
-        return False
-    return code or model.builder is not None or (allow_pickle and model.trusted)
-
-
-def for_run(lock: Lockfile, log_dir: Path, stop: Stop) -> HostClock:
-    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples)."""
-    body = lock.body
-    samples = body.dataset.samples if body.dataset is not None else None
-    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop)
-
-
 class HostClock:
-    """One host-timed test: ``worker_fds`` go to the worker (``JobFile.clock``), ``start``
-    once it is started, ``apply`` once it has ended and its results are read."""
+    """One host-timed test over ``link`` (``clock_link``: its pipes' worker ends go to the
+    worker, ``JobFile.clock``; or its socket, ``JobFile.clock_socket``), ``start`` once the
+    worker is started, ``apply`` once it has ended and its results are read."""
 
     def __init__(
-        self, scenario: Scenario, batch_size: int, samples: int | None, log_dir: Path, stop: Stop
+        self,
+        scenario: Scenario,
+        batch_size: int,
+        samples: int | None,
+        log_dir: Path,
+        stop: Stop,
+        link: PipeLink | SocketLink,
     ) -> None:
         import mlperf_loadgen
 
         self._lg: Any = mlperf_loadgen  # imported once, off LoadGen's hot path
         self._scenario, self._batch, self._declared = scenario, batch_size, samples
         self._log_dir, self._stop = log_dir, stop
-        self._to_worker, self._to_host = os.pipe(), os.pipe()
-        self._frames = w.Frames(self._to_host[0], b"HPC", w.SPIN_NS)
+        self.link = link
+        self._gone = threading.Event()  # the worker has ended: a link waiting for it gives up
+        self._write_fd = -1
+        self._frames: w.Frames | None = None
         self._guard = threading.Lock()
         self._waiting: dict[int, tuple[int, int]] = {}  # query id -> (issued when, sample)
         self.seals: dict[int, bytes] = {}
@@ -125,15 +118,15 @@ class HostClock:
         self._tested: dict[str, Any] | None = None
         self._failed: BaseException | None = None
 
-    def worker_fds(self) -> tuple[int, int]:
-        """The descriptors the worker reads queries from and writes answers to."""
-        return self._to_worker[0], self._to_host[1]
+    def worker_fds(self) -> tuple[int, ...]:
+        """The pipes' descriptors the worker inherits (none: it connects to a socket)."""
+        return self.link.worker_fds()
 
     def start(self, pid: int) -> None:
-        """The worker (process ``pid``, its sandbox's first process) has started."""
+        """The worker (process ``pid``, its sandbox's or container's first process) has
+        started."""
         self._pid = pid
-        os.close(self._to_worker[0])
-        os.close(self._to_host[1])
+        self.link.started(pid)
         self._thread.start()
 
     def close(self) -> None:
@@ -141,18 +134,15 @@ class HostClock:
         if self._closed:
             return
         self._closed = True
+        self._gone.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
-        ours = [self._to_worker[1], self._to_host[0]]
-        if not self._pid:  # never started: the worker's ends are still open here
-            ours += [self._to_worker[0], self._to_host[1]]
-        for fd in ours:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.link.close()
 
     def settle(self) -> None:
         """Once the worker has ended, before its results are read: how the test went (the
         run fails here if the worker broke it, whatever its results say)."""
+        self._gone.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         if self._failed is not None:
@@ -212,9 +202,14 @@ class HostClock:
     # --- the test, on the host's own thread -------------------------------------------
 
     def _run(self) -> None:
+        fds = self.link.connect(self._gone)
+        if fds is None:
+            return  # the worker ended before it connected: its own error is the run's
+        self._write_fd = fds[0]
+        self._frames = frames = w.Frames(fds[1], b"HPC", w.SPIN_NS)
         try:
             try:
-                kind, _, body = self._frames.next()
+                kind, _, body = frames.next()
             except (w.WireError, OSError):
                 return  # the worker ended before its test: its own error is the run's
             if kind != b"H":
@@ -230,7 +225,7 @@ class HostClock:
         finally:
             self._ended = True
             with contextlib.suppress(OSError):
-                w.send(self._to_worker[1], w.frame(b"E", 0))
+                w.send(self._write_fd, w.frame(b"E", 0))
 
     def _check(self, count: int, expected: int) -> None:
         declared = self._declared
@@ -249,8 +244,8 @@ class HostClock:
         ping = w.frame(b"P", 0)
         for _ in range(PINGS):
             t0 = time.perf_counter_ns()
-            w.send(self._to_worker[1], ping)
-            kind, _, _ = self._frames.next()
+            w.send(self._write_fd, ping)
+            kind, _, _ = self._next()
             if kind != b"P":
                 raise w.WireError(f"a {kind!r} frame where a ping's answer was due")
             times.append(time.perf_counter_ns() - t0)
@@ -333,6 +328,10 @@ class HostClock:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime + cpu_s(self._pid)
 
+    def _next(self) -> tuple[bytes, int, bytes]:
+        assert self._frames is not None  # made once the link connected, before any test
+        return self._frames.next()
+
     # --- LoadGen's callbacks and the answers' reader ----------------------------------
 
     def _issue(self, queries: list[Any]) -> None:
@@ -349,7 +348,7 @@ class HostClock:
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
             return
         try:
-            w.send(self._to_worker[1], w.queries([(q.id, q.index) for q in queries]))
+            w.send(self._write_fd, w.queries([(q.id, q.index) for q in queries]))
         except OSError as exc:
             self._break(f"the worker's pipe: {exc.strerror or exc}")
 
@@ -358,7 +357,7 @@ class HostClock:
         previous = 0
         try:
             while True:
-                kind, n, body = self._frames.next()
+                kind, n, body = self._next()
                 arrived = time.perf_counter_ns()
                 if kind != b"C" or n == 0:
                     raise w.WireError(f"a {kind!r} frame of {n} entries during the test")

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.errors import PinbenchError
 from pinbench.evaluator.job import Evidence, Job, Say, pinned_files
 from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import FOLDER, materialise
@@ -45,6 +44,7 @@ from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
     from pinbench.evaluator.runners.sandbox import Confinement
+    from pinbench.evaluator.runners.test01 import Seals
     from pinbench.evaluator.warm import WarmPool
 
 
@@ -186,31 +186,23 @@ def run_in_worker(
     (``host_clock``) of a run whose model carries code, and of any run with ``audit``; after
     such a performance test a second worker answers in accuracy mode for TEST01 (``test01``)."""
     from pinbench.evaluator.runners import test01
-    from pinbench.evaluator.runners.host_clock import keeps_clock
+    from pinbench.evaluator.runners.clock_link import keeps_clock
 
     code = settings.allow_code and needs_code(lock)
     timed = audit or keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
     one = _Worker(ws, python, say, stop, settings, runner, environment, sandbox, inherit)
-    why_not = test01.why_not(ws, lock) if timed and test01.wanted(lock) else "not wanted"
+    if not timed:
+        one.run(lock, evidence, False)
+        return
     # the timed worker's cache is not the twin's: it could leave the twin a sign it is one
-    seals = one.run(lock, evidence, timed, adopt=why_not is not None)
-    if seals is None or not test01.wanted(lock):
-        return
-    if why_not is not None:
-        test01.audited(test01.not_run(why_not), evidence)
-        return
-    say("TEST01: a new worker answers every sample in accuracy mode")
-    handed = Evidence()
-    try:
-        again = one.run(test01.twin(lock), handed, True)
-    except PinbenchError as exc:
-        if one.answered:  # it answered, then failed: the run fails, saying so
-            raise test01.TwinFailed(reason=str(exc)) from None
-        test01.audited(test01.not_run(test01.refused(str(exc))), evidence)
-        return
-    assert again is not None and lock.body.model is not None
-    bound = handed.answers if lock.body.model.postprocess is None else None
-    test01.audited(test01.verdict(seals[0], seals[1], again[0], bound), evidence)
+    test01.run_and_audit(
+        ws,
+        lock,
+        evidence,
+        say,
+        lambda lk, ev, twin_follows: one.run(lk, ev, True, adopt=not twin_follows),
+        lambda: one.answered,
+    )
 
 
 @dataclass
@@ -231,11 +223,11 @@ class _Worker:
 
     def run(
         self, lock: Lockfile, evidence: Evidence, timed: bool, adopt: bool = True
-    ) -> tuple[dict[int, bytes], set[int]] | None:
+    ) -> Seals | None:
         """One worker for ``lock`` into ``evidence``; with ``timed``, the seals of its answers
         the host's clock read (and the samples answered twice, differently); with ``adopt``,
         the inputs it cached kept for the next runs."""
-        from pinbench.evaluator.runners.host_clock import for_run
+        from pinbench.evaluator.runners.clock_link import for_run
 
         ws, sandboxed = self.ws, self.sandbox != "none"
         with (

@@ -285,6 +285,7 @@ def write_job(
     allow_code: bool = False,
     stages: dict[str, dict[str, str]] | None = None,
     clock: Sequence[int] = (),
+    clock_socket: str = "",
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
@@ -297,6 +298,7 @@ def write_job(
         allow_code=allow_code,
         stages=stages or {},
         clock=list(clock),
+        clock_socket=clock_socket,
     )
     path.write_bytes(msgspec.json.encode(job))
 

@@ -24,12 +24,13 @@ audit of answers sees it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.job import Evidence
+    from pinbench.evaluator.job import Evidence, Say
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
 
@@ -47,6 +48,13 @@ UNBOUND = (
 )
 SHOWN = 5
 """Samples named in a failed verdict, at most."""
+
+Seals = tuple[dict[int, bytes], set[int]]
+"""A host-timed worker's answers' seals by sample (the first each sample was given), and the
+samples it answered twice, differently (``HostClock.seals``, ``.unsteady``)."""
+TimedRun = Callable[["Lockfile", "Evidence", bool], "Seals | None"]
+"""One host-timed worker for a lockfile into its evidence, told whether TEST01's twin follows
+it (a worker's inputs cache is not adopted before its twin starts); its answers' seals."""
 
 
 class TwinFailed(UserError):
@@ -159,3 +167,41 @@ def audited(test01: dict[str, Any], evidence: Evidence) -> None:
     summary = evidence.details.get("loadgen")
     loadgen = summary if isinstance(summary, dict) else None
     recorded("TEST01", test01, evidence, loadgen, str(test01.get("reason", "")))
+
+
+def run_and_audit(
+    ws: Workspace,
+    lock: Lockfile,
+    evidence: Evidence,
+    say: Say,
+    timed_run: TimedRun,
+    answered: Callable[[], int],
+) -> None:
+    """A host-timed run of ``lock`` (``timed_run``; TEST04 in its clock) then, after a
+    performance test, TEST01: a new worker for ``lock`` in accuracy mode (``twin``) answers
+    every sample, and its seals are compared with the timed worker's, the verdict in
+    ``evidence``. ``answered``: the samples the last worker answered (a twin that answered,
+    then failed, fails the run; one that refused first leaves TEST01 not run, saying why). The
+    same for every runner: the local runner's child, the venv runner, a container."""
+    from pinbench.errors import PinbenchError
+    from pinbench.evaluator.job import Evidence
+
+    why = why_not(ws, lock) if wanted(lock) else "not wanted"
+    seals = timed_run(lock, evidence, why is None)
+    if seals is None or not wanted(lock):
+        return
+    if why is not None:
+        audited(not_run(why), evidence)
+        return
+    say("TEST01: a new worker answers every sample in accuracy mode")
+    handed = Evidence()
+    try:
+        again = timed_run(twin(lock), handed, False)
+    except PinbenchError as exc:
+        if answered():  # it answered, then failed: the run fails, saying so
+            raise TwinFailed(reason=str(exc)) from None
+        audited(not_run(refused(str(exc))), evidence)
+        return
+    assert again is not None and lock.body.model is not None
+    bound = handed.answers if lock.body.model.postprocess is None else None
+    audited(verdict(seals[0], seals[1], again[0], bound), evidence)

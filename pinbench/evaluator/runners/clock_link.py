@@ -1,0 +1,138 @@
+"""How the host's clock reaches its worker (``host_clock``): two pipes a worker on this machine
+inherits (the local and venv runners' sandboxes), or a Unix socket a container connects to
+(the docker runner: a container inherits no descriptor, but sees a folder bound into it).
+
+Which runs the host times is ``keeps_clock``'s to say; ``for_run`` makes a run's clock. A link
+gives the host two descriptors, one it writes queries to and one it reads answers from,
+once the worker is there (``connect``); it closes what it opened, once (``close``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pinbench.evaluator.proc_tree import tree
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.runners.host_clock import HostClock
+    from pinbench.evaluator.stop import Stop
+    from pinbench.registry.lockfile import Lockfile
+
+SOCKET = "clock.sock"
+"""The socket's name in the folder the container sees."""
+ACCEPT_SLICE_S = 0.2
+"""How often a socket link waiting for its worker looks whether the worker has ended."""
+
+
+class PipeLink:
+    """Two pipes: the worker's ends (``worker_fds``) are inherited by its process, then closed
+    here (``started``); a worker that ends closes its ends, which the host reads as the end."""
+
+    def __init__(self) -> None:
+        self._to_worker, self._to_host = os.pipe(), os.pipe()
+        self._started = False
+
+    def worker_fds(self) -> tuple[int, ...]:
+        """The descriptors the worker reads queries from and writes answers to."""
+        return self._to_worker[0], self._to_host[1]
+
+    def started(self, pid: int) -> None:
+        del pid
+        self._started = True
+        os.close(self._to_worker[0])
+        os.close(self._to_host[1])
+
+    def connect(self, gone: threading.Event) -> tuple[int, int] | None:
+        """The host's ends: where it writes queries, where it reads answers."""
+        del gone
+        return self._to_worker[1], self._to_host[0]
+
+    def close(self) -> None:
+        ours = [self._to_worker[1], self._to_host[0]]
+        if not self._started:  # never started: the worker's ends are still open here
+            ours += [self._to_worker[0], self._to_host[1]]
+        for fd in ours:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class SocketLink:
+    """A Unix socket in ``folder`` (bound into the container), listening for one connection:
+    the first whose peer is the worker's process or one of its descendants (``SO_PEERCRED``,
+    checked against the host's ``/proc``), accepted once the worker has started; any other
+    peer is refused, and the socket is removed once the worker is there."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / SOCKET
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.path))
+        self.path.chmod(0o666)  # the container's user (nobody) connects
+        self._listener.listen(4)
+        self._conn: socket.socket | None = None
+        self._pid = 0
+        self.refused: list[int] = []
+        """The peers that connected and were not the worker (their process ids)."""
+
+    def worker_fds(self) -> tuple[int, ...]:
+        """None: the worker connects to ``path``."""
+        return ()
+
+    def started(self, pid: int) -> None:
+        self._pid = pid
+
+    def connect(self, gone: threading.Event) -> tuple[int, int] | None:
+        """Wait for the worker's connection; None once ``gone`` is set without one."""
+        while not gone.is_set():
+            ready, _, _ = select.select([self._listener], [], [], ACCEPT_SLICE_S)
+            if not ready:
+                continue
+            conn, _ = self._listener.accept()
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            peer = int.from_bytes(creds[:4], "little", signed=True)
+            if not self._pid or peer not in tree(self._pid):
+                self.refused.append(peer)
+                conn.close()
+                continue
+            self._conn = conn
+            self._listener.close()
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            return conn.fileno(), conn.fileno()
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.close()
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
+    """Whether the host keeps the clock of ``lock``'s run in a worker: its system under test runs
+    Python its publisher wrote (``code``: processing code it may run; a builder; a pickle it
+    may unpickle), in one model's LoadGen test (``clock_wire.fits``)."""
+    from pinbench.evaluator.clock_wire import fits
+
+    model = lock.body.model
+    if model is None or not fits(lock.body):
+        return False
+    return code or model.builder is not None or (allow_pickle and model.trusted)
+
+
+def for_run(lock: Lockfile, log_dir: Path, stop: Stop, socket_dir: Path | None = None) -> HostClock:
+    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples):
+    across pipes the worker inherits, or a socket in ``socket_dir`` (a container's)."""
+    from pinbench.evaluator.runners.host_clock import HostClock
+
+    body = lock.body
+    samples = body.dataset.samples if body.dataset is not None else None
+    link = PipeLink() if socket_dir is None else SocketLink(socket_dir)
+    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop, link)
