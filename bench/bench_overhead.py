@@ -18,7 +18,8 @@ Each run, for each model, alternating which goes first:
 
 * host-timed: the same model in a child process answering LoadGen in this one across two pipes
   (``runners.host_clock``, as a run whose model carries code is timed: ``_host_timed``); its
-  LoadGen p50 less pinbench's is the crossing's cost per query.
+  LoadGen p50 less pinbench's is the crossing's cost per query; and again across a Unix socket
+  (``runners.clock_link``, as the docker runner's container answers).
 
 Reported (median over runs): each p50; the floor (a minimal SUT, see ``_floor``); overhead =
 LoadGen p50 - bare p50 (the whole harness) and pinbench p50 - bare p50 (what pinbench's timed
@@ -146,20 +147,29 @@ def _queries_scenario(queries: int) -> Scenario:
     )
 
 
-def _host_timed(root: Path, label: str, queries: int, log_dir: Path) -> tuple[float, float]:
-    """LoadGen p50 of the model answering from a child process across the host clock's pipes,
-    and the crossing's round trip the host measured before the test (both ns)."""
+def _host_timed(
+    root: Path, label: str, queries: int, log_dir: Path, socket_dir: Path | None = None
+) -> tuple[float, float]:
+    """LoadGen p50 of the model answering from a child process across the host clock's pipes
+    (or, with ``socket_dir``, its Unix socket there, as a container answers:
+    ``runners.clock_link``), and the crossing's round trip the host measured before the test
+    (both ns)."""
     import subprocess
     import sys
 
     from pinbench.evaluator.job import Evidence
+    from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
     from pinbench.evaluator.runners.host_clock import HostClock
     from pinbench.evaluator.stop import Stop
 
-    clock = HostClock(_queries_scenario(queries), 1, None, log_dir, Stop())
+    if socket_dir is not None:
+        socket_dir.mkdir(parents=True, exist_ok=True)
+    link = PipeLink() if socket_dir is None else SocketLink(socket_dir)
+    clock = HostClock(_queries_scenario(queries), 1, None, log_dir, Stop(), link)
     fds = clock.worker_fds()
     argv = [sys.executable, "-m", "bench.bench_overhead", "--answer", str(root), label]
-    child = subprocess.Popen([*argv, *map(str, fds)], pass_fds=fds)
+    where = [str(fd) for fd in fds] if fds else [str(getattr(link, "path", ""))]
+    child = subprocess.Popen([*argv, *where], pass_fds=fds)
     clock.start(child.pid)
     if child.wait() != 0:
         clock.close()
@@ -173,15 +183,17 @@ def _host_timed(root: Path, label: str, queries: int, log_dir: Path) -> tuple[fl
     return p50, float(evidence.details["clock"]["crossing_ns"])
 
 
-def _answer(root: Path, label: str, read_fd: int, write_fd: int) -> int:
+def _answer(root: Path, label: str, where: list[str]) -> int:
     """The child of ``_host_timed``: the model opened and warmed up as the parent's, then its
-    queries answered as a host-timed worker answers them."""
-    from pinbench.evaluator.remote_test import RemoteTest
+    queries answered as a host-timed worker answers them, across the pipes' descriptors or
+    the socket ``where`` names."""
+    from pinbench.evaluator.remote_test import RemoteTest, connected
 
     model, dataset, threads, queries = MODELS[label]
     predictor, inputs = _open(root, model, dataset, threads)
     for i in range(WARMUP):
         predictor.predict(inputs[i % len(inputs) : i % len(inputs) + 1])
+    fds = [int(w) for w in where] if len(where) == 2 else connected(where[0])
     run_scenario(
         predictor.predict,
         inputs,
@@ -189,7 +201,7 @@ def _answer(root: Path, label: str, read_fd: int, write_fd: int) -> int:
         batch_size=1,
         expected_latency_ns=10_000,
         log_dir=root / "unused",
-        remote=RemoteTest(read_fd, write_fd),
+        remote=RemoteTest(fds[0], fds[1]),
     )
     predictor.close()
     return 0
@@ -200,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["--answer"]:
-        return _answer(Path(given[1]), given[2], int(given[3]), int(given[4]))
+        return _answer(Path(given[1]), given[2], given[3:])
     p = parser(__doc__ or "")
     args = p.parse_args(argv)
     runs = check_runs(args)
@@ -225,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
                     bare = _bare(predictor, inputs, queries)
                 floor = _floor(predictor, inputs, queries, root / "floor")
                 timed, crossing = _host_timed(root, label, queries, root / "host-timed")
+                over_socket, _ = _host_timed(
+                    root, label, queries, root / "host-timed", root / f"socket-{run}"
+                )
                 unit = "µs"
                 scale = 1e3
                 report.metric(f"[{label}] bare p50", unit).values.append(bare / scale)
@@ -256,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
                 report.metric(
                     f"[{label}] crossing: the host's ping round trip", unit
                 ).values.append(crossing / scale)
+                report.metric(
+                    f"[{label}] crossing per query over a socket (docker)", unit
+                ).values.append((over_socket - loadgen) / scale)
             predictor.close()
     for label in ("digits-logreg", "digits-cnn"):
         value = report.metric(f"[{label}] overhead LoadGen - bare", "µs").median
@@ -291,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         "host-timed: the same model and queries in a child process (not sandboxed: the "
         "namespaces change no pipe's cost), LoadGen in this one (runners.host_clock); "
         "host-timed - LoadGen p50 is what a run whose model carries code pays per query; "
-        "its TEST04 audit runs after the test and is not timed here",
+        "its TEST04 audit runs after the test and is not timed here; 'over a socket' is "
+        "the same across the Unix socket the docker runner binds into its container "
+        "(runners.clock_link), the child a process of this machine",
     ]
     report.emit(args.json)
     return 0
