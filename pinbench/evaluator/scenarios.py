@@ -238,6 +238,27 @@ def run_scenario(
                 failure.append(exc)
             complete([response(q.id, sealed(out) if sealed else 0, 0)])
 
+    def issue_here(queries: list[Any]) -> None:
+        """``issue_one`` where LoadGen runs beside the model (no seal, no answer to send): the
+        least Python around ``predict`` (``bench/bench_overhead.py``: pinbench's share over
+        LoadGen's minimal system under test). Its span's end and count are read from what it
+        recorded, once the test has ended."""
+        for q in queries:
+            if not span[0]:
+                span[0] = clock()
+            try:
+                if not failure and not halted():
+                    t0 = clock()
+                    out = predict(views[q.index])
+                    t1 = clock()
+                    record(t1 - t0)
+                    mark(t0)
+                    if keep:
+                        outputs[q.index] = out
+            except BaseException as exc:  # handed back to the caller after LoadGen returns
+                failure.append(exc)
+            complete([response(q.id, 0, 0)])
+
     def issue_batched(queries: list[Any]) -> None:
         for start in range(0, len(queries), batch_size):
             chunk = queries[start : start + batch_size]
@@ -272,7 +293,8 @@ def run_scenario(
                 ]
             )
 
-    issue = issue_one if batch_size == 1 else issue_batched
+    here = batch_size == 1 and remote is None
+    issue = issue_here if here else issue_one if batch_size == 1 else issue_batched
     settings = settings_for(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
@@ -286,6 +308,8 @@ def run_scenario(
         )
     if failure:
         raise failure[0]
+    if here and latencies:  # to the last call's end
+        span[1:] = [starts[-1] + latencies[-1], len(latencies)]
     return Measurement(
         latencies_ns=np.asarray(latencies, dtype=np.int64),
         starts_ns=np.asarray(starts, dtype=np.int64),
