@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import Check, Report, check_runs, command_line, log, machine, parser
+from pinbench.specs.distributed import DistributedSpec
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainData, TrainModel
 from pinbench.training.distributed.launch import DistributedRecord, train_distributed
-from pinbench.training.distributed.spec import DistributedSpec
 from pinbench.training.result import TrainingResult
-from pinbench.training.spec import TrainingSpec
 
 TARGET_RATIO = 1.10
 SCHEMES = ("allreduce", "ddp", "pssgd", "mavg")

@@ -50,8 +50,8 @@ from bench._common import Check, Report, check_runs, command_line, log, machine,
 from pinbench.operators.frameworks import FRAMEWORKS, load
 from pinbench.operators.inputs import OperatorInputs, generate
 from pinbench.operators.resnet50 import resnet50_conv_specs
-from pinbench.operators.spec import OperatorSpec
 from pinbench.operators.timing import time_calls
+from pinbench.specs.operators.spec import OperatorSpec
 
 TARGET = 1.02
 THREADS = 1

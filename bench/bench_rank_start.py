@@ -28,9 +28,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     from bench.bench_distributed import _data, _model
+    from pinbench.specs.distributed import DistributedSpec
+    from pinbench.specs.training import TrainingSpec
     from pinbench.training.distributed import launch
-    from pinbench.training.distributed.spec import DistributedSpec
-    from pinbench.training.spec import TrainingSpec
 
     spec = TrainingSpec(
         validation="sklearn/digits@test", epochs=1, batch_size=32, learning_rate=0.01

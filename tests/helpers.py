@@ -363,7 +363,7 @@ def run_doc_block(page: Path, test: str, cwd: Path, *, timeout: int) -> Complete
 def need_two_cores() -> None:
     """Two workers need two cores: skipped on a smaller machine, except with ``CI=true``,
     where such a test must run and so fails, naming the cores it lacks."""
-    from pinbench.training.distributed.spec import available_here
+    from pinbench.specs.distributed import available_here
 
     if available_here() >= 2:
         return

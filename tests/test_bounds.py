@@ -20,11 +20,11 @@ from pinbench import bounds as b
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.operators.schema import SIZE
 from pinbench.registry.lockfile import Lockfile, LockfileError
 from pinbench.registry.manifest import json_schemas, parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.request import RequestError, parse_request
+from pinbench.specs.operators.schema import SIZE
 from tests.apiserver import Server
 from tests.helpers import DIGITS, Cli, Home, in_process_cli, published_home
 from tests.test_api import REQUEST

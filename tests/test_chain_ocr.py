@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from pinbench.chains.spec import ChainRefused
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.registry import service
+from pinbench.registry.chain_spec import ChainRefused
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import RequestError, parse_request
@@ -295,8 +295,8 @@ def fan_out(code: str, join: str) -> tuple[Any, Any]:
     import msgspec
 
     from pinbench.chains.predict import ChainPredictor, Stage
-    from pinbench.chains.spec import LockedStage
     from pinbench.processing.loading import load
+    from pinbench.registry.chain_spec import LockedStage
     from pinbench.registry.processing_code import Code
 
     class Same(Scores):
@@ -436,8 +436,8 @@ def test_the_stage_fed_from_the_samples_runs_first_though_a_sample_reader_is_lis
     """A stage wired ``sample.bytes`` alone depends on no stage: listed before the stage fed
     from the samples, the order must still start with that one (the run feeds the samples'
     inputs to the first stage and skips its code)."""
-    from pinbench.chains.spec import ChainStage
-    from pinbench.chains.wiring import run_order
+    from pinbench.registry.chain_spec import ChainStage
+    from pinbench.registry.chain_wiring import run_order
     from pinbench.registry.processing_code import Code
 
     code = Code(function="crop", code="def crop(values, files):\n    return values\n")

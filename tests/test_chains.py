@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.chains.spec import ChainRefused
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry import service
+from pinbench.registry.chain_spec import ChainRefused
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
@@ -639,7 +639,7 @@ def test_the_graph_check_runs_again_at_verify_and_run(
     """A lockfile locked where the graph check did not run (its graph not in this store then,
     as on S3 uncached) is checked when verify or run re-derive it, the blob fetched from the
     store as a run fetches it: was checked at lock only."""
-    from pinbench.chains import signature
+    from pinbench.registry import chain_signature as signature
     from pinbench.registry.verify import check_against_registry
 
     ws = wakeword[0]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pinbench.training.distributed.spec import available_here
+from pinbench.specs.distributed import available_here
 from tests.helpers import (
     Cli,
     dataset_manifest,

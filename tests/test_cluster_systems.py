@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pinbench.cluster.facts import default_name, system_facts
-from pinbench.cluster.names import BadSystemName, check_name
 from pinbench.cluster.systems import UnknownSystem, list_systems, record, show_system
 from pinbench.config import Settings
+from pinbench.specs.system_names import BadSystemName, check_name
 from pinbench.workspace import Workspace
 from tests.cluster import ADDRESS, ONE_CLUSTER, Cluster, ray_cluster
 from tests.helpers import Cli

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from pinbench.config import Settings
 from pinbench.db.models import Run
 from pinbench.evaluator.history import show_run
-from pinbench.training.distributed.spec import available_here
+from pinbench.specs.distributed import available_here
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
 from tests.cluster import ADDRESS, BIN, ONE_CLUSTER, Cluster, ray_cluster, served

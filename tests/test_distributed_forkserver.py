@@ -167,8 +167,8 @@ LAUNCHER = """
 import sys
 from pathlib import Path
 from pinbench.training.distributed.launch import train_distributed
-from pinbench.training.distributed.spec import DistributedSpec
-from pinbench.training.spec import TrainingSpec
+from pinbench.specs.distributed import DistributedSpec
+from pinbench.specs.training import TrainingSpec
 from tests.test_training import digits_data, start_model
 
 spec = TrainingSpec(validation="sklearn/digits@test", epochs=500, batch_size=8, learning_rate=0.01)

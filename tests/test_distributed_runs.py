@@ -22,7 +22,7 @@ from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
-from pinbench.training.distributed.spec import TooManyWorkers, available_here
+from pinbench.specs.distributed import TooManyWorkers, available_here
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, Home, in_process_cli, published_home
 

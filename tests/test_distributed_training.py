@@ -26,13 +26,13 @@ import pytest
 
 from pinbench.errors import InvalidDocument
 from pinbench.registry.request import parse_request
+from pinbench.specs.distributed import DistributedSpec, TooManyWorkers, available_here
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainData, TrainModel
 from pinbench.training.distributed.launch import DistributedRecord, start_method, train_distributed
-from pinbench.training.distributed.spec import DistributedSpec, TooManyWorkers, available_here
 from pinbench.training.errors import TrainingDiverged
 from pinbench.training.result import TrainingResult
 from pinbench.training.run import train
-from pinbench.training.spec import TrainingSpec
 from tests.helpers import need_two_cores
 from tests.test_training import DIVERGE_SCALE, digits_data, start_model
 

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "base",
         {"errors", "bounds", "config", "quiet", "hardware", "retrying", "polling", "tls", "typed"},
     ),
+    ("specs", {"specs"}),
     ("storage", {"artifacts", "db", "migrations", "workspace"}),
     ("registry", {"registry", "accounts", "users"}),
     (
@@ -77,23 +78,6 @@ UPWARD = {
     "task's to say",
     ("pinbench.registry.lockfile", "tasks"): "a lockfile's dataset task is checked as the "
     "manifest's is",
-    ("pinbench.registry.lockfile", "operators"): "a lockfile embeds an operator benchmark's "
-    "spec (data only)",
-    ("pinbench.registry.lockfile", "training"): "a lockfile embeds a training spec (data only)",
-    ("pinbench.registry.request", "chains"): "a request names a chain of models (data only)",
-    ("pinbench.registry.lockfile", "chains"): "a lockfile embeds a chain's stages (data only)",
-    ("pinbench.registry.locking", "chains"): "a chain's wiring is locked from its stages' "
-    "manifests (a pure function, re-derived like the rest)",
-    ("pinbench.registry.service", "chains"): "lock checks a chain's direct wires against its "
-    "ONNX graphs, read as data",
-    ("pinbench.registry.verify", "chains"): "verify and run check a chain's direct wires "
-    "against its ONNX graphs again, read as data",
-    ("pinbench.registry.request", "operators"): "a request names an operator benchmark's spec",
-    ("pinbench.registry.request", "training"): "a request names a training spec",
-    ("pinbench.registry.request", "transforms"): "a request names a network transformation "
-    "(data only)",
-    ("pinbench.registry.request", "cluster"): "a request's placement uses the cluster's "
-    "system names",
     ("pinbench.registry.supported", "evaluator"): "which input steps a model may declare is "
     "the evaluator's pipeline's to say",
     ("pinbench.registry.formats", "tasks"): "a text output's CTC alphabet is read and checked "
@@ -157,24 +141,6 @@ def test_imports_go_down_the_layers() -> None:
                 upward[(module, unit)] = f"{LAYERS[mine][0]} -> {LAYERS[LEVEL[unit]][0]}"
     assert sorted(set(upward) - set(UPWARD)) == [], "new imports up the layers"
     assert sorted(set(UPWARD) - set(upward)) == [], "gone: take them off UPWARD"
-
-
-# The chain modules the registry reaches at lock: they import no evaluator (decision 240).
-CHAIN_LOCK_MODULES = ("pinbench.chains.wiring", "pinbench.chains.signature")
-CHAIN_DATA = {"pinbench.chains", "pinbench.chains.spec", *CHAIN_LOCK_MODULES}
-
-
-def test_lock_imports_no_evaluator_through_a_chain() -> None:
-    """What ``pinbench lock`` runs of a chain (its wiring, its graph check) imports, following
-    the chain modules it reaches, is data and the registry: no evaluator, LoadGen or loader."""
-    seen, todo = set(CHAIN_LOCK_MODULES), list(CHAIN_LOCK_MODULES)
-    while todo:
-        for target in _imports(MODULES[todo.pop()], top_only=False):
-            if _unit(target) == "chains" and target not in seen:
-                seen.add(target)
-                todo.append(target)
-            assert LEVEL[_unit(target)] <= LEVEL["registry"] or target in CHAIN_DATA, target
-    assert seen <= CHAIN_DATA
 
 
 def test_nothing_below_the_faces_imports_the_built_in_catalog() -> None:
@@ -261,8 +227,8 @@ BENEATH_API = {
     ("pinbench.demo.flow", "pinbench.trace.analysis"): PURE_VIEW,
     ("pinbench.demo.transforms", "pinbench.reports.transforms"): PURE_VIEW,
     ("pinbench.cli.ops", "pinbench.operators.resnet50"): REQUEST_BUILDER,
-    ("pinbench.cli.ops", "pinbench.operators.schema"): REQUEST_BUILDER,
-    ("pinbench.cli.ops", "pinbench.operators.section"): REQUEST_BUILDER,
+    ("pinbench.cli.ops", "pinbench.specs.operators.schema"): REQUEST_BUILDER,
+    ("pinbench.cli.ops", "pinbench.specs.operators.section"): REQUEST_BUILDER,
     ("pinbench.cli.ops", "pinbench.operators.shape_text"): REQUEST_BUILDER,
     ("pinbench.cli.mlmodelscope", "pinbench.registry.mlmodelscope"): "pure: converts one "
     "MLModelScope manifest file to a pinbench manifest's text (authoring, no registry)",

@@ -16,8 +16,14 @@ import numpy as np
 import pytest
 
 from pinbench.errors import InvalidDocument, UserError
-from pinbench.operators.counts import counts
-from pinbench.operators.errors import (
+from pinbench.operators.frameworks import FRAMEWORKS
+from pinbench.operators.inputs import generate, round_bfloat16
+from pinbench.operators.reference import TOLERANCES, reference, validate, validate_all
+from pinbench.operators.resnet50 import RESNET50_CONVS, resnet50_conv_specs
+from pinbench.operators.run import OperatorResult, run_operator
+from pinbench.operators.timing import time_calls
+from pinbench.specs.operators.counts import counts
+from pinbench.specs.operators.errors import (
     InvalidParameter,
     TooLarge,
     UnknownFramework,
@@ -25,15 +31,9 @@ from pinbench.operators.errors import (
     UnknownParameter,
     UnsupportedOperation,
 )
-from pinbench.operators.frameworks import FRAMEWORKS
-from pinbench.operators.inputs import generate, round_bfloat16
-from pinbench.operators.loop import BadLoop
-from pinbench.operators.reference import TOLERANCES, reference, validate, validate_all
-from pinbench.operators.resnet50 import RESNET50_CONVS, resnet50_conv_specs
-from pinbench.operators.run import OperatorResult, run_operator
-from pinbench.operators.schema import OPS
-from pinbench.operators.spec import OperatorSpec, parse_spec
-from pinbench.operators.timing import time_calls
+from pinbench.specs.operators.loop import BadLoop
+from pinbench.specs.operators.schema import OPS
+from pinbench.specs.operators.spec import OperatorSpec, parse_spec
 
 CONV: dict[str, Any] = {
     "n": 2, "c": 4, "h": 7, "w": 6, "out_channels": 6, "kernel_h": 3, "kernel_w": 2,
@@ -512,7 +512,7 @@ def test_the_onnx_model_is_the_one_onnx_helper_builds(op: str, params: dict[str,
     from onnx import TensorProto, helper
 
     from pinbench.operators.frameworks import onnxruntime as ort_ops
-    from pinbench.operators.shapes import input_shapes, output_shape
+    from pinbench.specs.operators.shapes import input_shapes, output_shape
 
     spec = OperatorSpec(op=op, params=params)
     ours = onnx.load_from_string(ort_ops._model(spec))

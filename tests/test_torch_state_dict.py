@@ -527,8 +527,8 @@ def test_a_run_without_consent_is_refused_before_anything_runs(
 
 def test_a_chain_stage_with_a_builder_is_refused_at_lock() -> None:
     """A chain's stage runs no builder (yet): refused naming it, not loaded without it."""
-    from pinbench.chains.spec import ChainRefused
-    from pinbench.chains.wiring import lock_chain
+    from pinbench.registry.chain_spec import ChainRefused
+    from pinbench.registry.chain_wiring import lock_chain
 
     request = parse_request(
         {

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pytest
 
 from pinbench.errors import InvalidDocument, UserError
+from pinbench.specs.training import TrainingSpec, parse_spec
 from pinbench.training.data import TrainData, TrainModel
 from pinbench.training.errors import (
     InvalidData,
@@ -31,7 +32,6 @@ from pinbench.training.errors import (
 )
 from pinbench.training.result import TrainingResult
 from pinbench.training.run import train
-from pinbench.training.spec import TrainingSpec, parse_spec
 
 FRAMEWORKS = ["torch", "tensorflow"]
 VALIDATION = "sklearn/digits@test"

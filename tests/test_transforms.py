@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from pinbench.errors import InvalidDocument
+from pinbench.specs.training import TrainingSpec, parse_spec
+from pinbench.specs.transforms import GraphLevel, TransformSpec
 from pinbench.training.data import TrainModel
-from pinbench.training.spec import TrainingSpec, parse_spec
 from pinbench.transforms.compare import TOLERANCES, compare
 from pinbench.transforms.microbatch import (
     micro_outputs,
@@ -25,7 +26,6 @@ from pinbench.transforms.microbatch import (
 )
 from pinbench.transforms.onnx_graph import validate_graph
 from pinbench.transforms.result import TransformInvalid, TransformRecord
-from pinbench.transforms.spec import GraphLevel, TransformSpec
 from tests.test_training import digits_data, start_model
 
 # ---------------------------------------------------------------- the error metrics
@@ -291,7 +291,7 @@ def test_a_spec_built_directly_is_checked_too() -> None:
 
 
 def test_a_training_spec_without_transform_encodes_as_before() -> None:
-    from pinbench.training.spec import LATE_TRAINING_FIELDS
+    from pinbench.specs.training import LATE_TRAINING_FIELDS
 
     assert LATE_TRAINING_FIELDS == ("transform",)
     spec = parse_spec({"validation": "a@1"})

@@ -33,13 +33,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pinbench.accounts import AuthError, Forbidden, Principal
-from pinbench.chains.spec import ChainStage
+from pinbench.registry.chain_spec import ChainStage
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import namespace_of
 from pinbench.registry.request import parse_request
 
 if TYPE_CHECKING:
-    from pinbench.chains.spec import ChainSpec, LockedChain, LockedStage
+    from pinbench.registry.chain_spec import ChainSpec, LockedChain, LockedStage
 
 
 class UnpublishedCode(Forbidden):

@@ -18,13 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pinbench.chains.predict import ChainPredictor, Stage
-from pinbench.chains.spec import (
-    SAMPLE_BYTES,
-    ChainRefused,
-    LockedChain,
-    LockedStage,
-    stage_artifact,
-)
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.feed import prepare
 from pinbench.evaluator.job import Evidence, Job, Say, files_of, truth_withheld
@@ -37,6 +30,13 @@ from pinbench.evaluator.scenarios import run_scenario
 from pinbench.evaluator.stream import wrap
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import load, python_version
+from pinbench.registry.chain_spec import (
+    SAMPLE_BYTES,
+    ChainRefused,
+    LockedChain,
+    LockedStage,
+    stage_artifact,
+)
 from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind

@@ -6,7 +6,7 @@ stage alone."""
 
 from __future__ import annotations
 
-from pinbench.chains.spec import ChainRefused
+from pinbench.registry.chain_spec import ChainRefused
 from pinbench.registry.lockfile import Lockfile
 
 

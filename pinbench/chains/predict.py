@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pinbench.bounds import FAN_OUT_FEEDS
-from pinbench.chains.spec import CODE_SUFFIX, SAMPLE_BYTES, ChainRefused, LockedStage
 from pinbench.evaluator.latency_metrics import series
 from pinbench.evaluator.named import NamedInputs
+from pinbench.registry.chain_spec import CODE_SUFFIX, SAMPLE_BYTES, ChainRefused, LockedStage
 from pinbench.registry.input_kinds import from_samples
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ def list_ops(
     from rich.table import Table
     from rich.text import Text
 
-    from pinbench.operators.schema import OPS, REQUIRED
+    from pinbench.specs.operators.schema import OPS, REQUIRED
     from pinbench.tables import tick
 
     rows: list[dict[str, Any]] = [
@@ -251,7 +251,7 @@ def _section(
     """The request's operator section, checked now (a bad shape runs nothing)."""
     import msgspec
 
-    from pinbench.operators.section import OperatorRun
+    from pinbench.specs.operators.section import OperatorRun
 
     section = {
         "op": op,

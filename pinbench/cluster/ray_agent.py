@@ -28,8 +28,8 @@ from types import FrameType
 from typing import Any
 
 from pinbench.cluster.facts import checked_facts, system_facts
-from pinbench.cluster.names import check_name
 from pinbench.errors import UserError
+from pinbench.specs.system_names import check_name
 
 NAMESPACE = "pinbench"
 RESOURCE_PREFIX = "pinbench-system:"

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pinbench.cluster.names import check_name
 from pinbench.db.plain import json_value, when
 from pinbench.errors import UserError
+from pinbench.specs.system_names import check_name
 from pinbench.workspace import Workspace
 
 

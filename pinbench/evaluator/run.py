@@ -48,10 +48,10 @@ from pinbench.registry.locking import store_lockfile
 from pinbench.registry.model_requirements import check_runner
 from pinbench.registry.scenario_notes import invalid_ahead
 from pinbench.registry.verify import check_against_registry
+from pinbench.specs.distributed import check_workers_here
 from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
-from pinbench.training.distributed.spec import check_workers_here
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.chains.spec import stage_artifact
 from pinbench.errors import UserError
 from pinbench.evaluator.answers import AnswersUnreadable, text_of
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
@@ -34,6 +33,7 @@ from pinbench.evaluator.results import HOST_ONLY
 from pinbench.evaluator.runners.consented import code_digests
 from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
 from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.registry.chain_spec import stage_artifact
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.tasks.base import Context

@@ -58,7 +58,7 @@ def _stage_folders(
     """A chain's stages' handed-in files, each checked against the lockfile's sha256 as the
     model's are (every problem of every stage said at once), each stage in a folder of its own
     (``own_folder``); a stage handed in that the chain has not is refused too."""
-    from pinbench.chains.spec import stage_artifact
+    from pinbench.registry.chain_spec import stage_artifact
 
     chain = lock.body.chain
     stages = chain.stages if chain is not None else []

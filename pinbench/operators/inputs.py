@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.operators.schema import OPS
-from pinbench.operators.shapes import Shape, input_shapes, output_shape
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.schema import OPS
+from pinbench.specs.operators.shapes import Shape, input_shapes, output_shape
+from pinbench.specs.operators.spec import OperatorSpec
 
 Array = npt.NDArray[np.floating]
 F64 = npt.NDArray[np.float64]

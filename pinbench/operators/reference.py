@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.operators.inputs import F64, OperatorInputs
-from pinbench.operators.shapes import output_shape
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.shapes import output_shape
+from pinbench.specs.operators.spec import OperatorSpec
 
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-5),

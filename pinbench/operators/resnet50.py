@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.spec import OperatorSpec
 
 # (name, c, h=w, out_channels, kernel, stride, padding, count)
 RESNET50_CONVS: Final[tuple[tuple[str, int, int, int, int, int, int, int], ...]] = (

@@ -9,14 +9,14 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from pinbench.operators.counts import counts
-from pinbench.operators.errors import UnsupportedOperation
 from pinbench.operators.frameworks import load
 from pinbench.operators.inputs import generate
-from pinbench.operators.loop import check_loop
 from pinbench.operators.reference import Validation, reference, validate_all
-from pinbench.operators.spec import OperatorSpec
 from pinbench.operators.timing import time_calls
+from pinbench.specs.operators.counts import counts
+from pinbench.specs.operators.errors import UnsupportedOperation
+from pinbench.specs.operators.loop import check_loop
+from pinbench.specs.operators.spec import OperatorSpec
 
 
 class OperatorResult(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -7,8 +7,8 @@ Each value is read as its parameter's kind says (``schema.OPS``): an int, a floa
 from __future__ import annotations
 
 from pinbench.errors import UserError
-from pinbench.operators.errors import UnknownOperator, UnknownParameter
-from pinbench.operators.schema import OPS, ParamValue
+from pinbench.specs.operators.errors import UnknownOperator, UnknownParameter
+from pinbench.specs.operators.schema import OPS, ParamValue
 
 
 class BadShapeText(UserError):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.operators.loop import check_loop
+from pinbench.specs.operators.loop import check_loop
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,8 @@ import msgspec
 from pinbench import typed
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.chains.spec import LockedChain
 from pinbench.errors import InvalidDocument, UserError
-from pinbench.operators.section import OperatorRun
+from pinbench.registry.chain_spec import LockedChain
 from pinbench.registry.dataset_manifest import LabelFormat, SampleFiles
 from pinbench.registry.explain import explain
 from pinbench.registry.late_fields import (
@@ -43,7 +42,8 @@ from pinbench.registry.request import (
     Threads,
     request_data,
 )
-from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
+from pinbench.specs.operators.section import OperatorRun
+from pinbench.specs.training import LATE_TRAINING_FIELDS, TrainingSpec
 
 SCHEMA_VERSION = 2
 

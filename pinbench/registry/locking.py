@@ -14,9 +14,9 @@ import msgspec
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
-from pinbench.chains.spec import LockedChain
 from pinbench.db.plain import Rows, connection_rows, flag, json_value
 from pinbench.errors import UserError
+from pinbench.registry.chain_spec import LockedChain
 from pinbench.registry.dataset_manifest import DatasetManifest, ImageManifest
 from pinbench.registry.late_fields import drop_unset, drop_unset_request_parts
 from pinbench.registry.lockfile import (
@@ -213,7 +213,7 @@ def _locked_chain(request: Request, manifests: dict[ArtifactRef, Any]) -> Locked
     """The request's chain locked from its stages' manifests (``chains.wiring``)."""
     if request.chain is None:
         return None
-    from pinbench.chains.wiring import lock_chain
+    from pinbench.registry.chain_wiring import lock_chain
 
     assert request.model is not None  # a chain's request names its last stage
     models = {r.name: (str(r.version), m) for r, m in manifests.items() if r.kind == Kind.MODEL}

@@ -9,18 +9,18 @@ import msgspec
 
 from pinbench import bounds as b
 from pinbench import typed
-from pinbench.chains.spec import ChainSpec, check_chain_request
-from pinbench.cluster.names import NAME as SYSTEM_NAME
 from pinbench.errors import InvalidDocument, UserError
-from pinbench.operators.section import OperatorRun
+from pinbench.registry.chain_spec import ChainSpec, check_chain_request
 from pinbench.registry.explain import explain
 from pinbench.registry.generation import GenerationSpec
 from pinbench.registry.late_fields import drop_unset, drop_unset_request_parts
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind, Spec
-from pinbench.training.distributed.spec import DistributedSpec
-from pinbench.training.spec import LATE_TRAINING_FIELDS, TrainingSpec
-from pinbench.transforms.spec import TransformSpec, check_inference
+from pinbench.specs.distributed import DistributedSpec
+from pinbench.specs.operators.section import OperatorRun
+from pinbench.specs.system_names import NAME as SYSTEM_NAME
+from pinbench.specs.training import LATE_TRAINING_FIELDS, TrainingSpec
+from pinbench.specs.transforms import TransformSpec, check_inference
 
 
 class RequestError(InvalidDocument):

@@ -25,7 +25,7 @@ def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
         for batch_size in request.batch_sizes():
             lockfile = build_lockfile(session, request, resolution, batch_size)
             if lockfile.body.chain is not None:  # each direct wire against its graph
-                from pinbench.chains.signature import check_stored
+                from pinbench.registry.chain_signature import check_stored
 
                 check_stored(ws, lockfile)
             out.append((lockfile, store_lockfile(session, lockfile)))

@@ -165,6 +165,6 @@ def check_against_registry(ws: Workspace, lock: Lockfile) -> None:
     with ws.reads() as rows:
         rederive(rows, lock)
     if lock.body.chain is not None:  # a chain's direct wires against their graphs, as at lock
-        from pinbench.chains.signature import check_stored
+        from pinbench.registry.chain_signature import check_stored
 
         check_stored(ws, lock)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pinbench.registry.names import NAME_MAX_LENGTH, NAME_PATTERN
 from pinbench.series.series_errors import BadSeriesName
+from pinbench.specs.system_names import NAME as SYSTEM_NAME
 
 SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline")
 MODES = ("performance", "accuracy")
@@ -26,8 +27,6 @@ THIS_MACHINE = "-"
 FIELDS = ("model", "dataset", "scenario", "mode", "batch", "system")
 _ARTIFACT = re.compile(NAME_PATTERN)
 _BATCH = re.compile(r"b([1-9][0-9]{0,8})")
-SYSTEM_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-"""``pinbench.cluster.names.NAME`` (a lower layer cannot import it; a test holds them equal)."""
 MAX_LENGTH = 2 * NAME_MAX_LENGTH + len("MultiStream:performance:b999999999:") + 63 + 2
 """The longest name: two artifact names, the longest scenario, mode and batch, a system."""
 

@@ -19,11 +19,11 @@ from typing import Literal
 
 import numpy as np
 
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainData, TrainModel, check_arrays, check_labels
 from pinbench.training.errors import InvalidThreads, TrainingDiverged
 from pinbench.training.frameworks import Trainer, load
 from pinbench.training.result import EpochRecord, TrainingResult
-from pinbench.training.spec import TrainingSpec
 
 
 def train(

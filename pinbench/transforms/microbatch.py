@@ -19,14 +19,14 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.specs.training import TrainingSpec
+from pinbench.specs.transforms import TransformSpec
 from pinbench.training.data import TrainData, TrainModel
 from pinbench.training.errors import UnknownFramework
 from pinbench.training.frameworks import load
-from pinbench.training.spec import TrainingSpec
 from pinbench.transforms.activations import SavedBytes
 from pinbench.transforms.compare import compare
 from pinbench.transforms.result import TransformRecord
-from pinbench.transforms.spec import TransformSpec
 
 MEMORY = (
     "peak bytes of tensors autograd held for backward at once (activations and the weights "

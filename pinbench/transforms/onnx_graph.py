@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.specs.transforms import GraphLevel, TransformSpec
 from pinbench.transforms.compare import compare
 from pinbench.transforms.microbatch import predict_micro
 from pinbench.transforms.result import TransformRecord
-from pinbench.transforms.spec import GraphLevel, TransformSpec
 
 PASSES = 5
 MEMORY = "not measured (onnxruntime keeps no peak counter)"

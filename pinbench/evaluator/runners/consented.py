@@ -75,7 +75,7 @@ def code_digests(lock: Lockfile) -> list[str]:
     ``postprocess``, a chain's stage code and join. What a run that carried code records of it
     (``details.code_sha256``), whatever its evaluator said. A ``torch-state-dict`` model's
     ``builder`` is such code too."""
-    from pinbench.chains.spec import stage_artifact
+    from pinbench.registry.chain_spec import stage_artifact
 
     def digest(code: Code, files: dict[str, str]) -> str:
         if code.file is not None:

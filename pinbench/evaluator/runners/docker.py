@@ -22,7 +22,6 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.chains.spec import ChainRefused
 from pinbench.errors import UserError
 from pinbench.evaluator.job import ROLES, Evidence, Say
 from pinbench.evaluator.model_folder import link_or_copy
@@ -40,6 +39,7 @@ from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.timing_checks import check_timings
 from pinbench.images.engine import connect
 from pinbench.processing.consent import needs_code
+from pinbench.registry.chain_spec import ChainRefused
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.trace.levels import TraceUnsupported
 from pinbench.workspace import Workspace

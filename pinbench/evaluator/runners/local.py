@@ -77,7 +77,7 @@ def stage_folders(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, dict[s
     the model's; none for a lockfile without a chain."""
     if lock.body.chain is None:
         return {}
-    from pinbench.chains.spec import stage_artifact
+    from pinbench.registry.chain_spec import stage_artifact
 
     return {
         stage.name: materialise(

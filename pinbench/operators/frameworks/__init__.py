@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from pinbench.operators.errors import UnknownFramework
 from pinbench.operators.frameworks.base import OperatorFramework
+from pinbench.specs.operators.errors import UnknownFramework
 
 FRAMEWORKS: Final = ("onnxruntime", "tensorflow", "torch")
 

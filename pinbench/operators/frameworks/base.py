@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.operators.inputs import OperatorInputs
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.spec import OperatorSpec
 
 Fetched = tuple[npt.NDArray[np.float64], ...]
 

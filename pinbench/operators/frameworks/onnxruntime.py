@@ -15,8 +15,8 @@ import numpy as np
 
 from pinbench.operators.frameworks.base import Fetched
 from pinbench.operators.inputs import OperatorInputs
-from pinbench.operators.shapes import input_shapes, output_shape
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.shapes import input_shapes, output_shape
+from pinbench.specs.operators.spec import OperatorSpec
 
 NAME = "onnxruntime"
 OPSET = 20

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from pinbench.operators.errors import UnsupportedOperation
 from pinbench.operators.frameworks.base import Fetched
 from pinbench.operators.inputs import OperatorInputs
-from pinbench.operators.schema import OPS
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.errors import UnsupportedOperation
+from pinbench.specs.operators.schema import OPS
+from pinbench.specs.operators.spec import OperatorSpec
 
 NAME = "tensorflow"
 _SPATIAL = ("conv2d", "max_pool2d", "avg_pool2d")

@@ -13,8 +13,8 @@ import numpy as np
 
 from pinbench.operators.frameworks.base import Fetched
 from pinbench.operators.inputs import OperatorInputs
-from pinbench.operators.schema import OPS
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.schema import OPS
+from pinbench.specs.operators.spec import OperatorSpec
 
 NAME = "torch"
 

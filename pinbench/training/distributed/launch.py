@@ -30,13 +30,13 @@ from typing import Any
 import msgspec
 
 from pinbench.errors import UserError
+from pinbench.specs.distributed import DistributedSpec, check_workers_here
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainData, TrainModel, check_arrays
 from pinbench.training.distributed.server import rank_context
-from pinbench.training.distributed.spec import DistributedSpec, check_workers_here
 from pinbench.training.distributed.worker import EpochShard, RankJob, RankSummary, run_rank
 from pinbench.training.errors import InvalidThreads
 from pinbench.training.result import EpochRecord, TrainingResult
-from pinbench.training.spec import TrainingSpec
 
 POLL_S = 0.2
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinbench.training.distributed.spec import DistributedSpec
+from pinbench.specs.distributed import DistributedSpec
 
 
 def parameter_bytes(module: Any) -> int:

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from pinbench.specs.distributed import DistributedSpec
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainData, TrainModel
-from pinbench.training.distributed.spec import DistributedSpec
 from pinbench.training.errors import TrainingDiverged
-from pinbench.training.spec import TrainingSpec
 
 CONNECT_TIMEOUT = timedelta(seconds=120)
 """How long a collective waits for the other ranks before it fails."""

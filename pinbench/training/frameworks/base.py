@@ -19,8 +19,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainModel
-from pinbench.training.spec import TrainingSpec
 
 
 class Trainer(Protocol):

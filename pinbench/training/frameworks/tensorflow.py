@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainModel
 from pinbench.training.errors import InvalidData, InvalidModel, ThreadsFixed
-from pinbench.training.spec import TrainingSpec
 
 NAME = "tensorflow"
 WEIGHTS_FORMAT = "keras"

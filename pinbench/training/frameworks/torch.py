@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainModel
 from pinbench.training.errors import InvalidData, InvalidModel
-from pinbench.training.spec import TrainingSpec
 
 NAME = "torch"
 WEIGHTS_FORMAT = "safetensors"

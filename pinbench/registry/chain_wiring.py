@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pinbench.chains.spec import (
+from pinbench.registry.chain_spec import (
     SAMPLE,
     SAMPLE_BYTES,
     ChainRefused,

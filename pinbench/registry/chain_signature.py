@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.onnx_proto import GraphOutput, NotProtobuf, graph_outputs
-from pinbench.chains.spec import SAMPLE, ChainRefused, LockedStage, stage_artifact
+from pinbench.registry.chain_spec import SAMPLE, ChainRefused, LockedStage, stage_artifact
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 

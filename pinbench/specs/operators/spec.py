@@ -16,15 +16,15 @@ import msgspec
 from pinbench import bounds as b
 from pinbench import typed
 from pinbench.errors import InvalidDocument
-from pinbench.operators.counts import forward_flops
-from pinbench.operators.errors import (
+from pinbench.specs.operators.counts import forward_flops
+from pinbench.specs.operators.errors import (
     InvalidParameter,
     OutOfRange,
     TooLarge,
     UnknownOperator,
     UnknownParameter,
 )
-from pinbench.operators.schema import (
+from pinbench.specs.operators.schema import (
     DIRECTIONS,
     DTYPES,
     OPS,
@@ -34,7 +34,7 @@ from pinbench.operators.schema import (
     Params,
     ParamValue,
 )
-from pinbench.operators.shapes import elements, input_shapes, output_shape
+from pinbench.specs.operators.shapes import elements, input_shapes, output_shape
 
 MAX_RANK: Final = 8
 MAX_ELEMENTS: Final = 1 << 28

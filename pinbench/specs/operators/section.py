@@ -6,8 +6,8 @@ instead of a model on a dataset; decision 109 says how it is pinned and recorded
 
 from __future__ import annotations
 
-from pinbench.operators.loop import check_loop
-from pinbench.operators.spec import OperatorSpec
+from pinbench.specs.operators.loop import check_loop
+from pinbench.specs.operators.spec import OperatorSpec
 
 
 class OperatorRun(OperatorSpec, frozen=True, kw_only=True):

@@ -17,7 +17,7 @@ import msgspec
 from pinbench import bounds as b
 from pinbench import typed
 from pinbench.errors import InvalidDocument
-from pinbench.transforms.spec import TransformSpec
+from pinbench.specs.transforms import TransformSpec
 
 LATE_TRAINING_FIELDS = ("transform",)
 """Fields added after training lockfiles were first written: left out of the plain data while

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from pinbench.operators.schema import Params, ParamValue
+from pinbench.specs.operators.schema import Params, ParamValue
 
 Shape = tuple[int, ...]
 

@@ -27,8 +27,8 @@ from typing import Protocol
 
 import msgspec
 
-from pinbench.operators.schema import OPS, Params, ParamValue
-from pinbench.operators.shapes import elements, input_shapes, output_shape
+from pinbench.specs.operators.schema import OPS, Params, ParamValue
+from pinbench.specs.operators.shapes import elements, input_shapes, output_shape
 
 
 class Counted(Protocol):
