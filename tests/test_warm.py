@@ -286,6 +286,29 @@ def test_a_model_format_that_can_carry_its_own_operations_runs_cold(
     assert fmt in format_reason(fmt) and "onnx and safetensors" in format_reason(fmt)
 
 
+@pytest.mark.parametrize(
+    ("fmt", "timed"),
+    [
+        ("onnx", False),
+        ("safetensors", False),
+        ("torchscript", True),
+        ("torch-export", True),
+        ("savedmodel", True),
+        ("keras", True),
+    ],
+)
+def test_a_model_format_that_can_carry_its_own_operations_is_timed_by_the_host(
+    digits: Workspace, fmt: str, timed: bool
+) -> None:
+    """A SavedModel's WriteFile op (or any operation a model's file carries) could rewrite
+    LoadGen's log beside it, as code could (issue 71): such a model's LoadGen runs in the host
+    (``host_clock``), in every runner; a model that is data keeps LoadGen beside it."""
+    from pinbench.evaluator.runners.clock_link import keeps_clock
+
+    lock = _with_model_format(_lock(digits), fmt)
+    assert keeps_clock(lock, code=False, allow_pickle=False) is timed
+
+
 def test_an_exit_file_is_read_without_trusting_it(tmp_path: Path) -> None:
     """Review finding: the answers folder is writable from inside the evaluator, so its exit
     file may be a link to a host file, a FIFO that blocks, or a huge file."""

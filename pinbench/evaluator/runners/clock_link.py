@@ -117,14 +117,16 @@ class SocketLink:
 
 def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
     """Whether the host keeps the clock of ``lock``'s run in a worker: its system under test runs
-    Python its publisher wrote (``code``: processing code it may run; a builder; a pickle it
-    may unpickle), in one model's LoadGen test (``clock_wire.fits``)."""
+    what its publisher wrote — Python (``code``: processing code it may run; a builder; a pickle
+    it may unpickle) or operations of its own (a TorchScript or torch.export program, a
+    SavedModel's or GraphDef's file operations, Keras layers: ``sandbox.runs_its_own_operations``)
+    — in one model's or chain's LoadGen test (``clock_wire.fits``)."""
     from pinbench.evaluator.clock_wire import fits
+    from pinbench.evaluator.runners.sandbox import runs_its_own_operations
 
-    model = lock.body.model
-    if model is None or not fits(lock.body):
+    if lock.body.model is None or not fits(lock.body):
         return False
-    return code or model.builder is not None or (allow_pickle and model.trusted)
+    return code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
 
 
 def for_run(lock: Lockfile, log_dir: Path, stop: Stop, socket_dir: Path | None = None) -> HostClock:
