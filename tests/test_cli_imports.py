@@ -259,3 +259,8 @@ def test_runs_show_loads_no_report_renderer(digits: Workspace, tmp_path: Path) -
     assert run.id in stdout and "top-1" in stdout  # the rows were shown
     assert "pinbench.run_samples" in modules
     assert _loaded(modules, ["pinbench.reports", "jinja2", "litestar"]) == []
+    # the run is read with plain SQL (``evaluator.run_view``, issue 75): no ORM, and on SQLite
+    # no SQLAlchemy at all
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.history"]) == []
+    if digits.settings.database_url.startswith("sqlite:///"):
+        assert _loaded(modules, ["sqlalchemy"]) == []

@@ -24,7 +24,7 @@ from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.cancel import RunFinished
-from pinbench.evaluator.history import RunNotFound
+from pinbench.evaluator.run_view import RunNotFound
 from pinbench.evaluator.policy import PickleRefused, RunnerRefused
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry.catalog import NotFound

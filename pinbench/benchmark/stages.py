@@ -30,7 +30,7 @@ from pinbench.catalog.stages import MissingStageInput
 from pinbench.config import Settings
 from pinbench.console import json_text
 from pinbench.errors import UserError
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.manifest import FrameworkManifest, Manifest, load_manifest

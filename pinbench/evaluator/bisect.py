@@ -38,7 +38,7 @@ from pinbench.evaluator.bisect_chain import (
     versions_between,
 )
 from pinbench.evaluator.bisect_judge import Endpoint, Evidence, Judge
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run_view import show_run
 from pinbench.evaluator.rerun import recorded_lockfile
 from pinbench.evaluator.run import Say, run_lockfile
 from pinbench.evaluator.runners import choose_runner

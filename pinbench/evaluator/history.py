@@ -3,59 +3,25 @@
 from __future__ import annotations
 
 import functools
-import re
-from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
-from sqlalchemy import Row, select, tuple_
+from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Result, Run
 from pinbench.errors import UserError
 from pinbench.evaluator.run_filter import RunFilter
+from pinbench.evaluator.run_view import RUN_ID_LEN, summary
+from pinbench.evaluator.run_view import AmbiguousRun as AmbiguousRun
+from pinbench.evaluator.run_view import RunNotFound as RunNotFound
+from pinbench.evaluator.run_view import run_id_prefix as run_id_prefix
+from pinbench.evaluator.run_view import run_kind as run_kind
+from pinbench.evaluator.run_view import show_run as show_run
 from pinbench.evaluator.run_where import Listing, narrowed
 from pinbench.registry.lockfile import Lockfile
 from pinbench.run_metrics import COMPARED
 from pinbench.workspace import Workspace
-
-_RUN_PREFIX = re.compile(r"[0-9a-f-]{1,36}")
-RUN_ID_LEN = 36
-RUN_ID_RULE = "a run id, or its prefix, is 1 to 36 of 0-9, a-f and '-'"
-
-
-class RunNotFound(UserError):
-    """No run has this id or prefix (or several have the prefix); ``reason`` when the text
-    cannot be a run id at all."""
-
-    def __init__(self, *, run: str, reason: str | None = None) -> None:
-        why = reason or "see `pinbench runs list`"
-        super().__init__(f"no run {run!r} ({why})")
-        self.run = run
-        self.reason = reason
-
-
-class AmbiguousRun(RunNotFound):
-    """Several runs have ids that begin with the prefix given."""
-
-    def __init__(self, *, run: str, ids: list[str]) -> None:
-        UserError.__init__(
-            self,
-            f"run {run!r} is ambiguous: the ids of several runs begin with it "
-            f"({', '.join(ids)}, ...): give more of the id",
-        )
-        self.run = run
-        self.reason = "ambiguous"
-        self.ids = ids
-
-
-def run_id_prefix(text: str) -> str:
-    """``text`` if it can begin a run id (a UUID), else RunNotFound saying why. Nothing else
-    reaches the SQL prefix match, so ``%`` and ``_`` never act as LIKE wildcards."""
-    if not _RUN_PREFIX.fullmatch(text):
-        raise RunNotFound(run=text[:80], reason=RUN_ID_RULE)
-    return text
 
 
 def find_run(session: Session, run_id: str) -> Run:
@@ -78,65 +44,6 @@ def find_run(session: Session, run_id: str) -> Run:
     if not matches:
         raise RunNotFound(run=run_id)
     return matches[0]
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
-
-
-def run_kind(lock: Lockfile) -> str:
-    """What a run measured: ``inference`` of a model (its scenario and mode say how),
-    ``training``, or an ``operator`` benchmark."""
-    body = lock.body
-    return "operator" if body.operator else "training" if body.training else "inference"
-
-
-def _distributed(lock: Lockfile) -> dict[str, Any] | None:
-    """A distributed training run's ``distributed`` section as its lockfile pins it (scheme,
-    workers, average_every); None for any other run."""
-    spec = lock.body.request.distributed
-    return None if spec is None else dict(msgspec.to_builtins(spec))
-
-
-def _summary(
-    run: Run | Row[Any], lock: Lockfile, metrics: dict[str, float], *, nested: bool
-) -> dict[str, Any]:
-    """A run (its row, or the listing's columns of it) as plain data; its metrics as top-level
-    fields (``top1``...), or under ``metrics`` when ``nested`` (the API's shape)."""
-    body = lock.body
-    env = body.environment
-    out: dict[str, Any] = {
-        "id": run.id,
-        "status": run.status,
-        "runner": run.runner,
-        "system": run.system,
-        "retry_of": run.retry_of,
-        "environment": run.environment_digest,
-        "lockfile": run.lockfile_digest,
-        "kind": run_kind(lock),
-        "task": body.dataset.task if body.dataset else None,
-        "model": f"{body.model.name}@{body.model.version}" if body.model else None,
-        "operator": body.operator.describe() if body.operator else None,
-        "framework": f"{env.framework}@{env.version}" if env else None,
-        "dataset": f"{body.dataset.name}@{body.dataset.version}" if body.dataset else None,
-        "scenario": body.scenario.name,
-        "mode": body.scenario.mode,
-        "batch_size": body.batch_size,
-        "threads": body.threads,
-        "sweep": body.sweep,
-        "distributed": _distributed(lock),
-        "trace": run.trace_level,
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
-        "error": run.error,
-    }
-    if nested:
-        out["metrics"] = metrics
-    else:
-        out.update(metrics)
-    return out
 
 
 def list_runs(
@@ -180,8 +87,7 @@ def list_runs(
             ):
                 locks[digest] = _parsed(digest, body)
         return [
-            _summary(row, locks[row.lockfile_digest], metrics[row.id], nested=nested)
-            for row in rows
+            summary(row, locks[row.lockfile_digest], metrics[row.id], nested=nested) for row in rows
         ]
 
 
@@ -207,24 +113,6 @@ _LISTED = (
     Run.error,
 )
 """The columns a run's summary shows (``_summary``): a listing reads these, not whole rows."""
-
-
-def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
-    """One run: its summary plus host facts, details, units and the lockfile (metrics as in
-    ``list_runs``)."""
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
-        body = session.get(LockfileRow, run.lockfile_digest)
-        assert body is not None
-        lock = Lockfile.from_bytes(body.body.encode())
-        out = _summary(run, lock, {r.metric: r.value for r in run.results}, nested=nested)
-        out["host"] = run.host
-        out["details"] = run.details
-        out["units"] = {r.metric: r.unit for r in run.results}
-        out["latencies_sha256"] = run.latencies_sha256
-        out["trace_sha256"] = run.trace_sha256
-        out["lockfile_body"] = lock.to_json()
-        return out
 
 
 def differing(infos: list[dict[str, Any]]) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.run_view import show_run
 from pinbench.evaluator.rerun import recorded_lockfile
 from pinbench.evaluator.run import array_of
 from pinbench.tasks.parity import Agreement, Recorded

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.history import RunNotFound
+    from pinbench.evaluator.run_view import RunNotFound
     from pinbench.provenance.verify import AttestationRefused
     from pinbench.registry.catalog import NotFound
     from pinbench.registry.publish import VersionConflict

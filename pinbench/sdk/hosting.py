@@ -197,7 +197,7 @@ class Hosting:
 
     def run_view(self, run_id: str) -> dict[str, Any]:
         """One run with its host, details and units, metrics under ``metrics``."""
-        from pinbench.evaluator.history import show_run
+        from pinbench.evaluator.run_view import show_run
 
         return show_run(self._ws, run_id, nested=True)
 

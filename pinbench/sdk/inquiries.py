@@ -48,7 +48,7 @@ class Inquiries:
         """Cancel a queued run (it never starts) or a running one (its runner stops it):
         recorded ``cancelled``; a finished run is refused. ``wait``: until it has stopped.
         Through a server, for the runs its token's user submitted (admins: any)."""
-        from pinbench.evaluator.history import show_run
+        from pinbench.evaluator.run_view import show_run
         from pinbench.sdk.runs import Run
 
         quiet: Say = say or (lambda _: None)

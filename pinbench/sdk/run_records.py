@@ -66,7 +66,7 @@ class RunRecords:
 
     def run(self, run_id: str) -> Run:
         """One recorded run (an id or a unique prefix), with its details."""
-        from pinbench.evaluator.history import show_run
+        from pinbench.evaluator.run_view import show_run
         from pinbench.sdk.runs import Run
 
         info = self.either(lambda remote: remote.run(run_id), lambda ws: show_run(ws, run_id))

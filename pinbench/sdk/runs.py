@@ -132,7 +132,7 @@ class Lockfile:
             return Run(info, self.registry)
         import uuid
 
-        from pinbench.evaluator.history import RunNotFound, show_run
+        from pinbench.evaluator.run_view import RunNotFound, show_run
         from pinbench.evaluator.run import run_lockfile
 
         ws = self.registry.workspace()
