@@ -264,3 +264,39 @@ def test_runs_show_loads_no_report_renderer(digits: Workspace, tmp_path: Path) -
     assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.history"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
+
+
+def test_series_show_reads_with_plain_sql_and_no_numpy(digits: Workspace, tmp_path: Path) -> None:
+    """``series show`` reads the series' runs and thresholds with plain SQL (issue 75, item 3):
+    no ORM, no NumPy or SciPy (a threshold is data: ``series.threshold``), and on SQLite no
+    SQLAlchemy at all; what it prints is the series' runs and its threshold."""
+    import numpy as np
+
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+    from tests.series_data import latencies, lock, record
+
+    rng = np.random.default_rng(75)
+    locked = lock(digits, "1.1.0")
+    runs = [record(digits, locked, i, latencies(rng, 100_000)) for i in range(3)]
+    key, members = resolve(digits, "vision/digits-logreg")
+    metric = "framework_latency_p50_ns"
+    set_threshold(digits, key, members, Threshold(metric, "relative", "lower", 0.1), by="t")
+    stdout, modules = _run(
+        digits.settings.home,
+        tmp_path,
+        "series",
+        "show",
+        str(key),
+        "--json",
+        database_url=digits.settings.database_url,
+    )
+    shown = json.loads(stdout)
+    assert [p["run"] for p in shown["points"]] == runs
+    assert [(t["metric"], t["test"], t["version"]) for t in shown["thresholds"]] == [
+        (metric, "relative", 1)
+    ]
+    assert _loaded(modules, ["sqlalchemy.orm", "numpy", "scipy"]) == []
+    if digits.settings.database_url.startswith("sqlite:///"):
+        assert _loaded(modules, ["sqlalchemy"]) == []

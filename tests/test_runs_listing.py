@@ -565,3 +565,42 @@ def test_every_run_at_once_lists_more_runs_than_one_statement_binds(
         assert by_id[first]["top1"] == pytest.approx(top1)
     finally:
         ws.close()
+
+
+def test_a_run_and_a_series_read_with_plain_sql_on_each_engine(reg: pinbench.Registry) -> None:
+    """``runs show`` (``evaluator.run_view``) and ``series show`` (``series.members.collect``,
+    ``series.thresholds.thresholds``) read with plain SQL (issue 75, item 3): the same
+    statements on SQLite's own driver and on PostgreSQL through SQLAlchemy Core (``window``,
+    a word PostgreSQL reserves, quoted), a run found by a prefix of its id, a prefix that
+    several ids begin with refused, a threshold's newest version shown."""
+    import collections
+
+    import numpy as np
+
+    from pinbench.evaluator.run_view import AmbiguousRun, RunNotFound, show_run
+    from tests.series_data import latencies, lock, record
+
+    ws = reg.workspace()
+    rng = np.random.default_rng(75)
+    locked = lock(ws, "1.1.0")
+    # 17 runs: two of them begin with the same hex digit, whatever their random ids
+    runs = [record(ws, locked, i, latencies(rng, 1_000)) for i in range(17)]
+    shown = show_run(ws, runs[1][:13])
+    assert shown["id"] == runs[1] and shown["lockfile"] == locked.digest.hex
+    assert shown["framework_latency_p50_ns"] > 0 and shown["units"]["throughput_sps"]
+    assert shown["started_at"].endswith("+00:00") and shown["host"] == {}
+    with pytest.raises(RunNotFound):
+        show_run(ws, "0" * 36)
+    shared = next(c for c, n in collections.Counter(r[0] for r in runs).items() if n > 1)
+    with pytest.raises(AmbiguousRun):
+        show_run(ws, shared)
+    series = reg.series()
+    (name,) = [s["name"] for s in series.list()]
+    for max_change in (0.1, 0.2):  # two versions: the newest is shown
+        series.set_threshold(
+            name, "framework_latency_p50_ns", test="relative", max_change=max_change, by="t"
+        )
+    info = series.show(name)
+    assert [p["run"] for p in info["points"]] == runs
+    (threshold,) = info["thresholds"]
+    assert (threshold["version"], threshold["max_change"], threshold["window"]) == (2, 0.2, 10)

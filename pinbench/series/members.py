@@ -15,16 +15,11 @@ other settings cannot shift its baseline.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-
-from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.db.models import Result
-from pinbench.db.models import Run as RunRow
 from pinbench.registry.lockfile import Lockfile
 from pinbench.series.names import SeriesKey, parse_fields
 from pinbench.series.series_errors import AmbiguousSeries, SeriesNotFound
@@ -112,54 +107,52 @@ def alike(members: list[Member], like: Member) -> list[Member]:
     return [m for m in members if settings_of(m) == same]
 
 
-def collect(ws: Workspace, *, model: str | None = None) -> dict[SeriesKey, list[Member]]:
-    """Every series (of ``model`` only, when given) and its runs, oldest first."""
-    from pinbench.db.chunks import chunked
+def _in(column: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """``column IN (:v0, :v1, ...)`` and its parameters (plain SQL: ``db.plain``)."""
+    names = {f"v{i}": v for i, v in enumerate(values)}
+    return f"{column} IN ({', '.join(':' + n for n in names)})", names
 
-    with ws.transaction() as session:
-        stmt = (
-            select(
-                RunRow.id,
-                RunRow.started_at,
-                RunRow.runner,
-                RunRow.system,
-                RunRow.lockfile_digest,
-                RunRow.latencies_sha256,
-            )
-            .where(
-                RunRow.status == "succeeded",
-                RunRow.trace_level == "none",
-                RunRow.model.is_not(None),
-            )
-            .order_by(RunRow.started_at, RunRow.id)
+
+def collect(ws: Workspace, *, model: str | None = None) -> dict[SeriesKey, list[Member]]:
+    """Every series (of ``model`` only, when given) and its runs, oldest first: read with plain
+    SQL (``Workspace.reads``), so that ``series show`` imports no ORM (issue 75, item 3)."""
+    from pinbench.db.chunks import chunked
+    from pinbench.db.plain import when
+
+    where = "status = 'succeeded' AND trace_level = 'none' AND model IS NOT NULL"
+    params: dict[str, Any] = {}
+    if model is not None:
+        where += " AND model = :model"
+        params["model"] = model
+    with ws.reads() as read:
+        rows = read(
+            "SELECT id, started_at, runner, system, lockfile_digest, latencies_sha256 FROM runs "
+            f"WHERE {where} ORDER BY started_at, id",
+            params,
         )
-        if model is not None:
-            stmt = stmt.where(RunRow.model == model)
-        rows = session.execute(stmt).all()
         locks: dict[str, Lockfile] = {}
-        for chunk in chunked(sorted({r.lockfile_digest for r in rows})):
-            for digest, body in session.execute(
-                select(LockfileRow.digest, LockfileRow.body).where(LockfileRow.digest.in_(chunk))
-            ):
-                locks[digest] = Lockfile.from_bytes(body.encode())
+        for chunk in chunked(sorted({str(r[4]) for r in rows})):
+            clause, names = _in("digest", chunk)
+            for digest, body in read(f"SELECT digest, body FROM lockfiles WHERE {clause}", names):
+                locks[str(digest)] = Lockfile.from_bytes(str(body).encode())
         series: dict[SeriesKey, list[Member]] = {}
         members: dict[str, Member] = {}
-        for row in rows:
-            lock = locks[row.lockfile_digest]
-            key = key_of(lock, row.system)
+        for run_id, started_at, runner, system, digest, latencies in rows:
+            lock = locks[str(digest)]
+            key = key_of(lock, system)
             if key is None:
                 continue
-            member = Member(row.id, row.started_at, row.runner, lock, row.latencies_sha256)
+            member = Member(str(run_id), when(started_at), str(runner), lock, latencies)
             series.setdefault(key, []).append(member)
-            members[row.id] = member
+            members[member.run_id] = member
         for chunk in chunked(list(members)):
-            for run_id, metric, value, unit in session.execute(
-                select(Result.run_id, Result.metric, Result.value, Result.unit).where(
-                    Result.run_id.in_(chunk)
-                )
+            clause, names = _in("run_id", chunk)
+            for run_id, metric, value, unit in read(
+                f"SELECT run_id, metric, value, unit FROM results WHERE {clause} ORDER BY id",
+                names,
             ):
-                members[run_id].metrics[metric] = value
-                members[run_id].units[metric] = unit
+                members[str(run_id)].metrics[str(metric)] = float(value)
+                members[str(run_id)].units[str(metric)] = str(unit)
     return series
 
 
@@ -184,6 +177,7 @@ def series_of_run(ws: Workspace, run_id: str) -> tuple[SeriesKey, list[Member]]:
 def key_of_run(ws: Workspace, run_id: str) -> SeriesKey:
     """The series a recorded run belongs to, its runs not read; refused for a run that is in
     none (not a model evaluation, failed or traced)."""
+    from pinbench.db.models import Lockfile as LockfileRow
     from pinbench.errors import UserError
     from pinbench.evaluator.history import find_run
 

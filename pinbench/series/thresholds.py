@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
-
-from pinbench.db.models import SeriesThreshold
 from pinbench.errors import UserError
 from pinbench.series.members import Member
 from pinbench.series.names import SeriesKey
-from pinbench.series.stats import Threshold, validate
+from pinbench.series.threshold import Threshold
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.db.models import SeriesThreshold
 
 RETIRED = "retired"
 """The ``test`` of a version that retires its metric's threshold (``retire_threshold``): the
@@ -80,6 +80,11 @@ def set_threshold(
 ) -> tuple[Versioned, bool]:
     """Store ``threshold`` as the next version for ``key``; (the current version, whether it
     was added). ``members``: the series' runs, to refuse a metric it never recorded."""
+    from sqlalchemy import select
+
+    from pinbench.db.models import SeriesThreshold
+    from pinbench.series.stats import validate
+
     validate(threshold)
     recorded = sorted({m for member in members for m in member.metrics})
     if threshold.metric not in recorded:
@@ -113,6 +118,10 @@ def retire_threshold(ws: Workspace, key: SeriesKey, metric: str, *, by: str) -> 
     """Stop judging ``metric`` in ``key``'s series: a next version whose test is ``RETIRED``
     (its other fields the current version's); the earlier versions stay. Refused when the
     metric has no current threshold."""
+    from sqlalchemy import select
+
+    from pinbench.db.models import SeriesThreshold
+
     name = str(key)
     with ws.transaction() as session:
         latest = session.scalars(
@@ -141,23 +150,45 @@ def retire_threshold(ws: Workspace, key: SeriesKey, metric: str, *, by: str) -> 
         return _of(row)
 
 
+COLUMNS = (
+    'series, version, metric, test, direction, max_change, alpha, "window", min_runs, tolerance, '
+    "created_by, created_at"
+)
+"""A stored threshold's columns, in ``thresholds``' order (``window`` quoted: PostgreSQL
+reserves the word)."""
+
+
 def thresholds(ws: Workspace, key: SeriesKey, *, every_version: bool = False) -> list[Versioned]:
     """The series' thresholds: the current version of each metric's (a retired one left out),
-    or every version (the retiring ones included)."""
-    name = str(key)
-    with ws.transaction() as session:
-        stmt = select(SeriesThreshold).where(SeriesThreshold.series == name)
-        if not every_version:
-            newest = (
-                select(SeriesThreshold.metric, func.max(SeriesThreshold.version).label("v"))
-                .where(SeriesThreshold.series == name)
-                .group_by(SeriesThreshold.metric)
-                .subquery()
-            )
-            stmt = stmt.join(
-                newest,
-                (newest.c.metric == SeriesThreshold.metric)
-                & (newest.c.v == SeriesThreshold.version),
-            )
-        rows = session.scalars(stmt.order_by(SeriesThreshold.metric, SeriesThreshold.version)).all()
-        return [_of(row) for row in rows if every_version or row.test != RETIRED]
+    or every version (the retiring ones included); read with plain SQL (``Workspace.reads``)."""
+    from pinbench.db.plain import when
+
+    newest = (
+        ""
+        if every_version
+        else " AND version = (SELECT MAX(version) FROM series_thresholds "
+        "AS newer WHERE newer.series = t.series AND newer.metric = t.metric)"
+    )
+    with ws.reads() as read:
+        rows = read(
+            f"SELECT {COLUMNS} FROM series_thresholds AS t WHERE series = :series{newest} "
+            "ORDER BY metric, version",
+            {"series": str(key)},
+        )
+    found = []
+    for series, version, metric, test, direction, *bounds, window, min_runs, tol, by, at in rows:
+        if not every_version and test == RETIRED:
+            continue
+        max_change, alpha = bounds
+        threshold = Threshold(
+            metric=str(metric),
+            test=test,
+            direction=direction,
+            max_change=max_change,
+            alpha=float(alpha),
+            window=int(window),
+            min_runs=int(min_runs),
+            tolerance=tol,
+        )
+        found.append(Versioned(str(series), int(version), threshold, str(by), when(at)))
+    return found
