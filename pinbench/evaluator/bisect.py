@@ -38,9 +38,9 @@ from pinbench.evaluator.bisect_chain import (
     versions_between,
 )
 from pinbench.evaluator.bisect_judge import Endpoint, Evidence, Judge
-from pinbench.evaluator.run_view import show_run
 from pinbench.evaluator.rerun import recorded_lockfile
 from pinbench.evaluator.run import Say, run_lockfile
+from pinbench.evaluator.run_view import show_run
 from pinbench.evaluator.runners import choose_runner
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.verdict import (

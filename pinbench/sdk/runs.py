@@ -132,8 +132,8 @@ class Lockfile:
             return Run(info, self.registry)
         import uuid
 
-        from pinbench.evaluator.run_view import RunNotFound, show_run
         from pinbench.evaluator.run import run_lockfile
+        from pinbench.evaluator.run_view import RunNotFound, show_run
 
         ws = self.registry.workspace()
         run_id = str(uuid.uuid4())

@@ -127,8 +127,8 @@ def run_cell(
     import uuid
 
     from pinbench.errors import PinbenchError
-    from pinbench.evaluator.run_view import RunNotFound, show_run
     from pinbench.evaluator.run import run_lockfile
+    from pinbench.evaluator.run_view import RunNotFound, show_run
     from pinbench.registry import service
     from pinbench.registry.request import parse_request
     from pinbench.studies.store import record_cell
