@@ -8,6 +8,7 @@ MultiStream's p99 at most 1.6 ms); faster is a lower latency or a higher through
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -213,7 +214,7 @@ def test_a_loadgen_log_that_says_more_time_than_the_evaluator_lived_is_refused(
 def test_a_host_timed_worker_says_no_figure_of_time_machine_energy_or_memory(
     name: str, dropped: bool
 ) -> None:
-    from pinbench.evaluator.runners.host_clock import worker_timed
+    from pinbench.evaluator.runners.host_figures import worker_timed
 
     assert worker_timed(name) is dropped
 
@@ -393,3 +394,68 @@ def test_a_full_socket_is_waited_out_by_send() -> None:
     assert bytes(got) == data
     here.close()
     there.close()
+
+
+def test_a_clock_socket_refuses_a_process_of_the_workers_tree_run_as_another_user() -> None:
+    """The peer must be of the worker's tree *and* its user (fixed when it connected): a child
+    of the worker that became another user (as a process id reused by another user's would
+    be) is refused; the worker itself is then accepted."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import threading
+
+    from pinbench.evaluator.runners.clock_link import SocketLink
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start a process as another user")  # CI runs as root
+    folder = Path(tempfile.mkdtemp(prefix="pinbench-clock-", dir="/tmp"))  # others traverse
+    folder.chmod(0o755)
+    link = SocketLink(folder)
+    script = (
+        "import os, socket, sys, time\n"
+        "def connect():\n"
+        "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])\n"
+        "    return s\n"
+        "if os.fork() == 0:\n"
+        "    os.setgid(65534); os.setuid(65534); s = connect(); time.sleep(30); os._exit(0)\n"
+        "time.sleep(1); s = connect(); s.sendall(b'H'); time.sleep(30)\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script, str(link.path)], start_new_session=True
+    )
+    try:
+        link.started(worker.pid)
+        fds = link.connect(threading.Event())
+        assert fds is not None and os.read(fds[0], 1) == b"H"
+        assert len(link.refused) == 1 and link.refused[0] != worker.pid
+    finally:
+        os.killpg(worker.pid, 9)  # the worker and the child it made
+        worker.wait()
+        link.close()
+        shutil.rmtree(folder)
+
+
+def test_a_clock_socket_binds_under_a_folder_past_a_sockets_path_limit(tmp_path: Any) -> None:
+    """A socket's path is at most 107 bytes; a long PINBENCH_HOME's run folder is longer. The
+    host binds through the folder's descriptor; the container connects by its own short path."""
+    import socket
+
+    from pinbench.evaluator.runners.clock_link import SocketLink
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    link = SocketLink(deep)
+    try:
+        assert len(str(link.path)) > 108 and link.path.exists()
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        where = os.open(deep, os.O_PATH | os.O_DIRECTORY)
+        try:
+            client.connect(f"/proc/self/fd/{where}/clock.sock")
+        finally:
+            os.close(where)
+        client.close()
+    finally:
+        link.close()
+    assert not link.path.exists()

@@ -17,7 +17,8 @@ import pytest
 
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.runners.host_clock import LATENCIES, ClockBroken
+from pinbench.evaluator.runners.host_clock import ClockBroken
+from pinbench.evaluator.runners.host_figures import LATENCIES
 from tests.test_processing_code import CODE, World, _lock, quiet, world
 from tests.test_sandbox import _with_code
 

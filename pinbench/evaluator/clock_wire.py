@@ -57,7 +57,15 @@ def send(fd: int, data: bytes) -> None:
         try:
             view = view[os.write(fd, view) :]
         except BlockingIOError:
-            select.select([], [fd], [])
+            wait_for(fd, select.POLLOUT)
+
+
+def wait_for(fd: int, events: int, timeout_ms: int | None = None) -> bool:
+    """Wait until ``fd`` is ready for ``events`` (``select.POLLIN``/``POLLOUT``); whether it is.
+    ``poll``, not ``select``: a descriptor numbered 1024 or more is refused by ``select``."""
+    poller = select.poll()
+    poller.register(fd, events)
+    return bool(poller.poll(timeout_ms))
 
 
 class Frames:
@@ -91,7 +99,7 @@ class Frames:
                 return os.read(self._fd, size)
             except BlockingIOError:
                 if time.perf_counter_ns() > end:
-                    select.select([self._fd], [], [])
+                    wait_for(self._fd, select.POLLIN)
 
     def _exactly(self, size: int) -> bytes:
         while len(self._buffer) < size:

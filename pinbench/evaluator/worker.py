@@ -11,7 +11,8 @@ lockfile (the bytes are checked again inside the isolation boundary), loads the 
 folder that holds its files and nothing else (the one it was handed when it is one, else one
 it makes in its scratch: ``pinbench.evaluator.model_folder``), evaluates, and writes
 ``OUT/result.json`` plus arrays. Exit status: 0 succeeded, 1 the evaluation failed (the
-reason is in ``result.json``), 2 the job itself could not be read. Imports no database code.
+reason is in ``result.json``), 2 the job itself could not be read, 3 the host's clock it
+names could not be reached. Imports no database code.
 """
 
 from __future__ import annotations
@@ -186,9 +187,9 @@ def main(argv: list[str]) -> int:
 
         try:
             fds = spec.clock or connected(spec.clock_socket)
-        except OSError as exc:
+        except OSError as exc:  # 3, not 2: the job was read (2 tells an image too old for it)
             print(f"pinbench worker: the host's clock cannot be reached: {exc}", file=sys.stderr)
-            return 2
+            return 3
         remote = RemoteTest(fds[0], fds[1])
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:

@@ -27,6 +27,8 @@ SOCKET = "clock.sock"
 """The socket's name in the folder the container sees."""
 ACCEPT_SLICE_S = 0.2
 """How often a socket link waiting for its worker looks whether the worker has ended."""
+REFUSED_KEPT = 16
+"""The refused peers a socket link remembers, at most."""
 
 
 class PipeLink:
@@ -70,7 +72,13 @@ class SocketLink:
     def __init__(self, folder: Path) -> None:
         self.path = folder / SOCKET
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(self.path))
+        # bound through the folder's descriptor: a socket's path is at most 107 bytes, which a
+        # long PINBENCH_HOME's run folders pass
+        where = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+        try:
+            self._listener.bind(f"/proc/self/fd/{where}/{SOCKET}")
+        finally:
+            os.close(where)
         self.path.chmod(0o666)  # the container's user (nobody) connects
         self._listener.listen(4)
         self._conn: socket.socket | None = None
@@ -87,15 +95,18 @@ class SocketLink:
 
     def connect(self, gone: threading.Event) -> tuple[int, int] | None:
         """Wait for the worker's connection; None once ``gone`` is set without one."""
+        from pinbench.evaluator.clock_wire import wait_for
+
         while not gone.is_set():
-            ready, _, _ = select.select([self._listener], [], [], ACCEPT_SLICE_S)
-            if not ready:
+            if not wait_for(self._listener.fileno(), select.POLLIN, int(ACCEPT_SLICE_S * 1000)):
                 continue
             conn, _ = self._listener.accept()
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
             peer = int.from_bytes(creds[:4], "little", signed=True)
-            if not self._pid or peer not in tree(self._pid):
-                self.refused.append(peer)
+            uid = int.from_bytes(creds[4:8], "little")
+            if not self._worker(peer, uid):
+                if len(self.refused) < REFUSED_KEPT:
+                    self.refused.append(peer)
                 conn.close()
                 continue
             self._conn = conn
@@ -104,6 +115,18 @@ class SocketLink:
                 self.path.unlink()
             return conn.fileno(), conn.fileno()
         return None
+
+    def _worker(self, peer: int, uid: int) -> bool:
+        """Whether a peer (its process and user when it connected) is the worker: a process of
+        the container's first process's tree, of that process's user (the user is fixed at
+        connect time, so a process id reused since cannot pass for another user's)."""
+        if not self._pid:
+            return False
+        try:
+            owner = os.stat(f"/proc/{self._pid}").st_uid
+        except OSError:
+            return False
+        return uid == owner and peer in tree(self._pid)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -1,11 +1,8 @@
-"""The docker runner: the evaluator in a container whose image is pinned by digest.
-
-Before starting, the engine's image is looked up by the lockfile's digest (the image ID), so
-no other image can stand in for it; a tag that now names another image is reported as such.
-The container gets the model and dataset files read-only, one writable output folder, no
-network, a read-only root filesystem, a non-root user, no capabilities, no new privileges,
-and the lockfile's memory / CPU / time limits. What it writes is validated by the host.
-"""
+"""The docker runner: the evaluator in a container whose image is pinned by digest (looked up
+by the image ID, so no other image stands in for it; a tag that now names another is reported).
+The container gets the model's and dataset's files read-only, one writable output folder, no
+network, a read-only root, a non-root user, no capabilities, no new privileges and the
+lockfile's memory / CPU / time limits; what it writes is validated by the host."""
 
 from __future__ import annotations
 
@@ -240,6 +237,7 @@ class _Cold:
         from pinbench.evaluator.runners.clock_link import for_run
 
         ws = self.ws
+        self.answered = 0
         with (
             scratch_directory(ws.store.tmp, "run") as tmp,
             scratch_directory(ws.store.tmp, "run") as logs,
@@ -251,7 +249,8 @@ class _Cold:
             mounts, inside = _mounts(ws, lock, job_dir, out)
             clock = None
             if timed:
-                (tmp / "clock").mkdir(mode=0o755)
+                (tmp / "clock").mkdir()  # 0755 whatever the umask: the container traverses it
+                (tmp / "clock").chmod(0o755)
                 clock = for_run(lock, Path(logs), self.stop, tmp / "clock")
                 ending.callback(clock.close)
                 socket_dir = str(tmp / "clock")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.errors import UserError
 from pinbench.evaluator import clock_wire as w
 from pinbench.evaluator.job import Evidence
+from pinbench.evaluator.runners.host_figures import LATENCIES, worker_timed
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario
 
@@ -35,38 +36,6 @@ PINGS = 200
 """Round trips measured before the test (the crossing's cost)."""
 EXPECTED_MAX_NS = 600 * 10**9
 """The most a worker may say one call takes (LoadGen plans its queries from it)."""
-WORKER_TIMED = (
-    "framework_",
-    "latency_",
-    "ttft_",
-    "tpot_",
-    "throughput_",
-    "queries_",
-    "loadgen_",
-    "machine_",
-    "energy_",
-    "peak_",
-    "model_added_",
-    "chain_",
-    "stage_",
-)
-WORKER_TIMED_NAMES = frozenset({"contended_bool", "samples_count"})
-"""What a host-timed run's worker cannot say, by these prefixes and names: every figure of
-time, throughput, the machine, energy and memory (not a task's own, ``target_trials_count``),
-a chain's end to end and its stages' times (the worker's clock: a host-timed chain's
-``framework_latency_*`` is the host's, each query's whole chain across the pipe). The host
-records its own (memory: ``process.host_memory``)."""
-
-
-def worker_timed(name: str) -> bool:
-    """A figure a host-timed run's worker cannot say (``WORKER_TIMED``)."""
-    return name.startswith(WORKER_TIMED) or name in WORKER_TIMED_NAMES
-
-
-LATENCIES = (
-    "per model call, on the host's clock: from the later of its queries' issue and the previous "
-    "answer to its answer's arrival, the crossing included"
-)
 
 
 class ClockBroken(UserError):
@@ -113,6 +82,8 @@ class HostClock:
         self._first_issue = self._last_answer = 0
         self._pid = 0
         self._closed = False
+        self._link_left = False  # close() left the link to the thread, still in its test
+        self._ending = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._tested: dict[str, Any] | None = None
@@ -130,13 +101,20 @@ class HostClock:
         self._thread.start()
 
     def close(self) -> None:
-        """After the worker ended: the thread's end is waited for, every pipe closed (once)."""
-        if self._closed:
-            return
-        self._closed = True
+        """After the worker ended: the thread's end is waited for, the link closed (once); a
+        thread still in its test then closes the link itself as it ends, and sends nothing more
+        (its descriptors' numbers may be another's by then)."""
+        with self._ending:
+            if self._closed:
+                return
+            self._closed = True
         self._gone.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+        with self._ending:
+            if self._thread.is_alive():
+                self._link_left = True
+                return
         self.link.close()
 
     def settle(self) -> None:
@@ -202,13 +180,13 @@ class HostClock:
     # --- the test, on the host's own thread -------------------------------------------
 
     def _run(self) -> None:
-        fds = self.link.connect(self._gone)
-        if fds is None:
-            return  # the worker ended before it connected: its own error is the run's
-        self._write_fd = fds[0]
-        self._frames = frames = w.Frames(fds[1], b"HPC", w.SPIN_NS)
         try:
             try:
+                fds = self.link.connect(self._gone)
+                if fds is None:
+                    return  # the worker ended before it connected: its own error is the run's
+                self._write_fd = fds[0]
+                self._frames = frames = w.Frames(fds[1], b"HPC", w.SPIN_NS)
                 kind, _, body = frames.next()
             except (w.WireError, OSError):
                 return  # the worker ended before its test: its own error is the run's
@@ -224,8 +202,12 @@ class HostClock:
             self._failed = exc
         finally:
             self._ended = True
-            with contextlib.suppress(OSError):
-                w.send(self._write_fd, w.frame(b"E", 0))
+            with self._ending:
+                if not self._closed and self._write_fd >= 0:
+                    with contextlib.suppress(OSError):
+                        w.send(self._write_fd, w.frame(b"E", 0))
+                if self._link_left:
+                    self.link.close()
 
     def _check(self, count: int, expected: int) -> None:
         declared = self._declared
@@ -265,6 +247,7 @@ class HostClock:
             audit = self._test04(count, expected)
             self._calls, self._samples = [], 0
             self._first_issue = self._last_answer = 0
+        self._unbroken()
         with EnergyMeter.open() as meter:
             meter.start()
             summary, machine = metered_test(
@@ -302,6 +285,7 @@ class HostClock:
             ("unique", audits.unique),
             ("same", lambda s: audits.same(s, count, per_query)),
         ):
+            self._unbroken()
             self._calls, self._samples = [], 0
             settings = setting(
                 settings_for(scenario, expected_latency_ns=expected, batch_size=batch)
@@ -318,6 +302,12 @@ class HostClock:
             scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"], busy,
             audits.same_index(count), queries, (cpu["unique"], cpu["same"]),
         )  # fmt: skip
+
+    def _unbroken(self) -> None:
+        """Before each LoadGen test: a worker that broke the last one (or left) ends the run
+        here, not after every test it has left has run its course unanswered."""
+        if self._broken:
+            raise w.WireError(self._broken)
 
     def _own_cpu(self) -> float:
         """The CPU time of this process and of the worker's processes (its sandbox's)."""
@@ -376,9 +366,9 @@ class HostClock:
                 for (_, index), (_, sealed) in zip(issued, answers, strict=True):
                     if seals.setdefault(index, sealed) != sealed:
                         self.unsteady.add(index)
-        except (w.WireError, OSError) as exc:
+        except BaseException as exc:  # a reader that ends unbroken leaves LoadGen waiting
             if not (self._ended and not self._waiting):
-                self._break(str(exc))
+                self._break(str(exc) or type(exc).__name__)
 
     def _break(self, reason: str) -> None:
         """Every query waiting is answered without the worker (LoadGen ends its test) and the
