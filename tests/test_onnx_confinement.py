@@ -39,7 +39,7 @@ from pinbench.evaluator.predictors import predictor_class
 from pinbench.evaluator.predictors.base import ModelLoadError
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.runners import docker as docker_runner
+from pinbench.evaluator.runners import docker_parts
 from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import write_job
 from pinbench.evaluator.warm import WarmPool
@@ -791,7 +791,7 @@ def test_the_docker_runner_mounts_the_model_in_a_folder_of_its_own(
     version = _sidecar_model(digits, tmp_path / "src")
     lock = _lock(digits, version)
     files = tmp_path / "files"
-    inside = docker_runner.link_files(digits, lock, files, "/pinbench/files")
+    inside = docker_parts.link_files(digits, lock, files, "/pinbench/files")
     assert inside["model"] == {
         "net/c.bin": "/pinbench/files/model/net/c.bin",
         "net/m.onnx": "/pinbench/files/model/net/m.onnx",

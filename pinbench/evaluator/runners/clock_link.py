@@ -2,9 +2,10 @@
 inherits (the local and venv runners' sandboxes), or a Unix socket a container connects to
 (the docker runner: a container inherits no descriptor, but sees a folder bound into it).
 
-Which runs the host times is ``keeps_clock``'s to say; ``for_run`` makes a run's clock. A link
-gives the host two descriptors, one it writes queries to and one it reads answers from,
-once the worker is there (``connect``); it closes what it opened, once (``close``)."""
+Which runs the host times is ``keeps_clock``'s to say (``host_clock.for_run`` makes a run's
+clock). A link gives the host two descriptors, one it writes queries to and one it reads
+answers from, once the worker is there (``connect``); it closes what it opened, once
+(``close``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ from typing import TYPE_CHECKING
 from pinbench.evaluator.proc_tree import tree
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.runners.host_clock import HostClock
-    from pinbench.evaluator.stop import Stop
     from pinbench.registry.lockfile import Lockfile
 
 SOCKET = "clock.sock"
@@ -150,14 +149,3 @@ def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
     if lock.body.model is None or not fits(lock.body):
         return False
     return code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
-
-
-def for_run(lock: Lockfile, log_dir: Path, stop: Stop, socket_dir: Path | None = None) -> HostClock:
-    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples):
-    across pipes the worker inherits, or a socket in ``socket_dir`` (a container's)."""
-    from pinbench.evaluator.runners.host_clock import HostClock
-
-    body = lock.body
-    samples = body.dataset.samples if body.dataset is not None else None
-    link = PipeLink() if socket_dir is None else SocketLink(socket_dir)
-    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop, link)

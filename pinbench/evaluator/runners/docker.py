@@ -20,10 +20,10 @@ from requests.exceptions import ReadTimeout
 
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
-from pinbench.evaluator.job import ROLES, Evidence, Say
-from pinbench.evaluator.model_folder import link_or_copy
+from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.runners.clock_link import SOCKET
-from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
+from pinbench.evaluator.runners.docker_parts import IN, Inside, confined, link_files, link_stages
+from pinbench.evaluator.runners.docker_parts import OutOfMemory as OutOfMemory
 from pinbench.evaluator.runners.process import (
     Relay,
     RunTimedOut,
@@ -45,9 +45,6 @@ if TYPE_CHECKING:
     from pinbench.evaluator.runners.test01 import Seals
     from pinbench.evaluator.warm import WarmPool
 
-IN = "/pinbench"
-NOBODY = "65534:65534"
-TMPFS = "rw,nosuid,nodev,size=256m,mode=1777"
 WAIT_SLICE_S = 2
 
 
@@ -72,15 +69,6 @@ class ImageMissing(UserError):
         self.image = image
         self.digest = digest
         self.tagged = tagged
-
-
-class OutOfMemory(UserError):
-    def __init__(self, *, memory_mb: int) -> None:
-        super().__init__(
-            f"the container exceeded its memory limit ({memory_mb} MiB, limits.memory_mb in the "
-            "lockfile) and was killed"
-        )
-        self.memory_mb = memory_mb
 
 
 def pinned_image(lock: Lockfile) -> LockedImage:
@@ -108,9 +96,6 @@ def verified_image(client: Any, image: LockedImage) -> Any:
     return found
 
 
-Inside = dict[str, dict[str, str]]
-
-
 def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[list[Any], Inside]:
     """Bind mounts (job and files read-only, output writable) and where each file appears.
 
@@ -124,39 +109,6 @@ def _mounts(ws: Workspace, lock: Lockfile, job_dir: Path, out: Path) -> tuple[li
         Mount(f"{IN}/files", str(files), type="bind", read_only=True),
     ]
     return mounts, link_files(ws, lock, files, f"{IN}/files")
-
-
-def link_files(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
-    """Link the pinned files into ``files`` (seen in the container at ``inside_at``): the
-    model's at their artifact paths in a folder of their own (``files/model``, where it is
-    loaded from), the datasets' as numbered files."""
-    inside: Inside = {}
-    for role in ROLES:
-        folder = files / role
-        if role == "model":
-            placed = model_folder(ws, lock, folder)
-            inside[role] = {path: f"{inside_at}/{role}/{path}" for path in placed}
-            continue
-        inside[role] = {}
-        folder.mkdir(parents=True)
-        for i, (path, host) in enumerate(sorted(store_paths(ws, lock, role).items())):
-            link_or_copy(host, folder / str(i))
-            inside[role][path] = f"{inside_at}/{role}/{i}"
-        folder.chmod(0o755)
-    files.chmod(0o755)
-    return inside
-
-
-def link_stages(ws: Workspace, lock: Lockfile, files: Path, inside_at: str) -> Inside:
-    """A chain's stages' files (``stage_folders``), each stage's in ``files/stages/<name>``;
-    where each file is seen in the container, by stage name. None without a chain."""
-    placed = stage_folders(ws, lock, files / "stages")
-    if placed:
-        (files / "stages").chmod(0o755)
-    return {
-        name: {path: f"{inside_at}/stages/{name}/{path}" for path in paths}
-        for name, paths in placed.items()
-    }
 
 
 def run(
@@ -234,7 +186,7 @@ class _Cold:
     def run(self, lock: Lockfile, evidence: Evidence, timed: bool) -> Seals | None:
         """Run ``lock`` in a new container into ``evidence``; with ``timed``, across the host's
         clock, returning the seals of its answers (and the samples answered twice, otherwise)."""
-        from pinbench.evaluator.runners.clock_link import for_run
+        from pinbench.evaluator.runners.host_clock import for_run
 
         ws = self.ws
         self.answered = 0
@@ -337,24 +289,6 @@ class _Cold:
         check_timings(
             lock.body.scenario.name, evidence.latencies, wall_ns, evidence.details.get("loadgen")
         )
-
-
-def confined(lock: Lockfile) -> dict[str, Any]:
-    """What every evaluator container gets: no network, a read-only root, nobody, no
-    capabilities, no new privileges, and the lockfile's memory and CPU limits."""
-    limits = lock.body.limits
-    return {
-        "network_mode": "none",
-        "read_only": True,
-        "user": NOBODY,
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
-        "tmpfs": {"/tmp": TMPFS},
-        "mem_limit": f"{limits.memory_mb}m",
-        "memswap_limit": f"{limits.memory_mb}m",
-        "nano_cpus": int(limits.cpus * 1e9) if limits.cpus else None,
-        "pids_limit": 512,
-    }
 
 
 def _execute(

@@ -1,5 +1,5 @@
 """A warm evaluator in one long-lived container (``pinbench.evaluator.warm``), confined as a
-cold one is (``docker.confined``)."""
+cold one is (``docker_parts.confined``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from requests.exceptions import ReadTimeout
 
 from pinbench.errors import UserError
 from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.runners.docker import (
+from pinbench.evaluator.runners.docker_parts import (
     IN,
     OutOfMemory,
     confined,

@@ -31,6 +31,7 @@ from pinbench.registry.request import Scenario
 
 if TYPE_CHECKING:
     from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
+    from pinbench.registry.lockfile import Lockfile
 
 PINGS = 200
 """Round trips measured before the test (the crossing's cost)."""
@@ -380,3 +381,14 @@ class HostClock:
             self._waiting.clear()
         if waiting:
             lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in waiting])
+
+
+def for_run(lock: Lockfile, log_dir: Path, stop: Stop, socket_dir: Path | None = None) -> HostClock:
+    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples):
+    across pipes the worker inherits, or a socket in ``socket_dir`` (a container's)."""
+    from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
+
+    body = lock.body
+    samples = body.dataset.samples if body.dataset is not None else None
+    link = PipeLink() if socket_dir is None else SocketLink(socket_dir)
+    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop, link)

@@ -227,7 +227,7 @@ class _Worker:
         """One worker for ``lock`` into ``evidence``; with ``timed``, the seals of its answers
         the host's clock read (and the samples answered twice, differently); with ``adopt``,
         the inputs it cached kept for the next runs."""
-        from pinbench.evaluator.runners.clock_link import for_run
+        from pinbench.evaluator.runners.host_clock import for_run
 
         ws, sandboxed = self.ws, self.sandbox != "none"
         with (
