@@ -117,6 +117,27 @@ class Workspace:
         with plain.engine_reads(self.engine) as rows:
             yield rows
 
+    @contextmanager
+    def writes(self) -> Iterator[Rows]:
+        """One transaction of plain SQL statements (``pinbench.db.plain_writes``) on a database
+        whose schema is current, committed when the block succeeds: an on-disk SQLite file
+        through ``sqlite3`` unless this workspace already holds an engine, anything else
+        through SQLAlchemy Core."""
+        from pinbench.db import plain, plain_writes
+
+        path = plain.sqlite_file(self.settings.database_url)
+        if path is not None and "engine" not in self.__dict__:
+            with plain_writes.sqlite_writes(path) as rows:
+                yield rows
+            return
+        from pinbench.db import schema
+
+        if not self._checked:
+            schema.ensure_current(self.engine)
+            self._checked = True
+        with plain_writes.engine_writes(self.engine) as rows:
+            yield rows
+
     def close(self) -> None:
         if "store" in self.__dict__:  # opened
             self.store.cache.close()

@@ -300,3 +300,24 @@ def test_series_show_reads_with_plain_sql_and_no_numpy(digits: Workspace, tmp_pa
     assert _loaded(modules, ["sqlalchemy.orm", "numpy", "scipy"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
+
+
+def test_lock_records_its_lockfile_with_plain_sql(digits: Workspace, tmp_path: Path) -> None:
+    """``lock`` resolves, pins and records its lockfile in one plain SQL transaction
+    (``Workspace.writes``, issue 75, item 3): no ORM, and on SQLite no SQLAlchemy at all; the
+    lockfile it wrote is the one recorded (a second lock of the same request finds it)."""
+    from pinbench.registry.lockfile import Lockfile
+
+    request = dump(tmp_path / "request.yaml", DIGITS_ACCURACY)
+    home, url = digits.settings.home, digits.settings.database_url
+    for n in (1, 2):
+        out = tmp_path / f"digits-{n}.lock"
+        _, modules = _run(home, tmp_path, "lock", str(request), "-o", str(out), database_url=url)
+        assert _loaded(modules, ["sqlalchemy.orm", "numpy"]) == []
+        if url.startswith("sqlite:///"):
+            assert _loaded(modules, ["sqlalchemy"]) == []
+    first, second = (Lockfile.read(tmp_path / f"digits-{n}.lock") for n in (1, 2))
+    assert first.digest == second.digest
+    with digits.reads() as rows:
+        ((body,),) = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": first.digest.hex})
+    assert str(body).encode() == first.canonical

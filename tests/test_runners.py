@@ -27,7 +27,6 @@ from filelock import FileLock
 
 from pinbench.catalog import frameworks
 from pinbench.config import Settings
-from pinbench.db.plain import connection_rows
 from pinbench.environments import environment_digest
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
@@ -344,13 +343,13 @@ def test_an_image_other_than_the_pinned_digest_is_refused(stack: Stack, retag: b
 def test_a_lockfile_without_an_image_is_refused_by_docker(stack: Stack) -> None:
     """A lockfile made before any image was published pins the requirements only."""
     request = parse_request(DIGITS)
-    with stack.ws.transaction() as session:
+    with stack.ws.reads() as rows:
         refs = [
             r
-            for r in resolve(request.specs(), SqlCandidateSource(connection_rows(session))).refs
+            for r in resolve(request.specs(), SqlCandidateSource(rows)).refs
             if r.kind is not Kind.IMAGE
         ]
-        bare = build_lockfile(session, request, Resolution(tuple(refs)), 1)
+        bare = build_lockfile(rows, request, Resolution(tuple(refs)), 1)
     assert bare.body.environment is not None and bare.body.environment.image is None
     with pytest.raises(NoImagePinned, match="pinbench images build onnxruntime"):
         run_lockfile(stack.ws, bare, runner="docker", say=quiet)

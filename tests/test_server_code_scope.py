@@ -23,7 +23,6 @@ from pinbench.api.app import create_app
 from pinbench.api.deps import ServerSettings
 from pinbench.catalog.digits import DATASET_NAME, DIGITS_STEPS, MODEL_NAME
 from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.db.plain import connection_rows
 from pinbench.evaluator.history import list_runs
 from pinbench.registry import service
 from pinbench.registry.catalog import SqlCandidateSource
@@ -131,10 +130,11 @@ PUBLISHED = {"function": "same", "file": "between.py"}
 def unstored(ws: Workspace, data: dict[str, Any]) -> Lockfile:
     """The request's lockfile as ``pinbench lock`` builds it, not recorded on the server."""
     request = parse_request(data)
-    with ws.transaction() as session:
-        rows = SqlCandidateSource(connection_rows(session))
-        resolution = resolve(request.specs(), rows, platform=request.system.key())
-        return build_lockfile(session, request, resolution, 1)
+    with ws.reads() as rows:
+        resolution = resolve(
+            request.specs(), SqlCandidateSource(rows), platform=request.system.key()
+        )
+        return build_lockfile(rows, request, resolution, 1)
 
 
 def stored(ws: Workspace, data: dict[str, Any]) -> Lockfile:

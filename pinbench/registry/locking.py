@@ -7,7 +7,6 @@ environments without a database, reads lockfiles without importing SQLAlchemy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -83,11 +82,10 @@ def read_pinned(rows: Rows, kind: str, name: str, version: str) -> Pinned | None
 
 
 def build_lockfile(
-    session: Session, request: Request, resolution: Resolution, batch_size: int
+    rows: Rows, request: Request, resolution: Resolution, batch_size: int
 ) -> Lockfile:
     """Pin the resolved artifacts, their files and the environment for the request's platform,
-    for one batch size of the request."""
-    rows = connection_rows(session)
+    for one batch size of the request (read with plain SQL: ``read_pinned``)."""
     pinned = {}
     for ref in resolution.refs:
         pin = read_pinned(rows, ref.kind.value, ref.name, str(ref.version))
@@ -264,15 +262,21 @@ def canonical_digest(request: Request) -> str:
     return Digest.of_bytes(canonical_json(data)).hex
 
 
-def store_lockfile(session: Session, lock: Lockfile) -> bool:
-    """Record the lockfile; return False when it was already recorded (also by a concurrent
-    writer of the same lockfile: ``db.absent``)."""
-    from pinbench.db.absent import insert_absent
-    from pinbench.db.models import Lockfile as LockfileRow
+STORE_SQL = (
+    "INSERT INTO lockfiles (digest, body, created_at) "
+    "VALUES (:digest, :body, CURRENT_TIMESTAMP) ON CONFLICT (digest) DO NOTHING RETURNING digest"
+)
+"""A lockfile recorded unless it is (also by a concurrent writer, whose row then stands: what
+is named by its content is inserted if absent, decision 286); a row comes back when this
+statement inserted it. SQLite and PostgreSQL both read it."""
 
-    row = {
-        "digest": lock.digest.hex,
-        "body": lock.canonical.decode("utf-8"),
-        "created_at": datetime.now(UTC),
-    }
-    return insert_absent(session, LockfileRow, row)
+
+def insert_lockfile(rows: Rows, lock: Lockfile) -> bool:
+    """Record the lockfile with plain SQL (``STORE_SQL``); False when it was already recorded."""
+    body = lock.canonical.decode("utf-8")
+    return bool(rows(STORE_SQL, {"digest": lock.digest.hex, "body": body}))
+
+
+def store_lockfile(session: Session, lock: Lockfile) -> bool:
+    """``insert_lockfile`` in an ORM session's transaction (a run recorded with its lockfile)."""
+    return insert_lockfile(connection_rows(session), lock)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pinbench.db.plain import connection_rows
 from pinbench.errors import UserError
 from pinbench.registry.catalog import SqlCandidateSource
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.locking import build_lockfile, store_lockfile
+from pinbench.registry.locking import build_lockfile, insert_lockfile
 from pinbench.registry.request import Request
 from pinbench.registry.resolve import resolve
 from pinbench.workspace import Workspace
@@ -16,19 +15,17 @@ def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
     """Resolve a request once and pin one lockfile per batch size (one unless it is a sweep);
     record them; return each with whether it is new."""
     out = []
-    with ws.transaction() as session:
+    with ws.writes() as rows:  # plain SQL: ``lock`` imports no ORM (issue 75, item 3)
         resolution = resolve(
-            request.specs(),
-            SqlCandidateSource(connection_rows(session)),
-            platform=request.system.key(),
+            request.specs(), SqlCandidateSource(rows), platform=request.system.key()
         )
         for batch_size in request.batch_sizes():
-            lockfile = build_lockfile(session, request, resolution, batch_size)
+            lockfile = build_lockfile(rows, request, resolution, batch_size)
             if lockfile.body.chain is not None:  # each direct wire against its graph
                 from pinbench.registry.chain_signature import check_stored
 
                 check_stored(ws, lockfile)
-            out.append((lockfile, store_lockfile(session, lockfile)))
+            out.append((lockfile, insert_lockfile(rows, lockfile)))
     return out
 
 
