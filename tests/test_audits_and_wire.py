@@ -407,9 +407,9 @@ def test_a_clock_socket_refuses_a_process_of_the_workers_tree_run_as_another_use
     import threading
 
     from pinbench.evaluator.runners.clock_link import SocketLink
+    from tests.helpers import need_root
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root to start a process as another user")  # CI runs as root
+    need_root("starting a process as another user")
     folder = Path(tempfile.mkdtemp(prefix="pinbench-clock-", dir="/tmp"))  # others traverse
     folder.chmod(0o755)
     link = SocketLink(folder)
