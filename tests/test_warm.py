@@ -307,6 +307,10 @@ def test_a_model_format_that_can_carry_its_own_operations_is_timed_by_the_host(
 
     lock = _with_model_format(_lock(digits), fmt)
     assert keeps_clock(lock, code=False, allow_pickle=False) is timed
+    # traced, the format's operations keep LoadGen beside them (the trace's spans are the
+    # latencies recorded; a traced run is no series' member); Python code never does
+    assert keeps_clock(lock, code=False, allow_pickle=False, traced=True) is False
+    assert keeps_clock(lock, code=True, allow_pickle=False, traced=True) is True
 
 
 def test_an_exit_file_is_read_without_trusting_it(tmp_path: Path) -> None:

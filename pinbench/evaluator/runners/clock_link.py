@@ -137,15 +137,21 @@ class SocketLink:
             self.path.unlink()
 
 
-def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool) -> bool:
+def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool, traced: bool = False) -> bool:
     """Whether the host keeps the clock of ``lock``'s run in a worker: its system under test runs
     what its publisher wrote — Python (``code``: processing code it may run; a builder; a pickle
     it may unpickle) or operations of its own (a TorchScript or torch.export program, a
     SavedModel's or GraphDef's file operations, Keras layers: ``sandbox.runs_its_own_operations``)
-    — in one model's or chain's LoadGen test (``clock_wire.fits``)."""
+    — in one model's or chain's LoadGen test (``clock_wire.fits``). A ``traced`` run of a model
+    whose only own work is its format's operations keeps LoadGen beside it: its trace's spans
+    are then the latencies it records, and a traced run is never a series' member or a gate's
+    baseline (Python code is host-timed traced or not)."""
     from pinbench.evaluator.clock_wire import fits
     from pinbench.evaluator.runners.sandbox import runs_its_own_operations
 
-    if lock.body.model is None or not fits(lock.body):
+    model = lock.body.model
+    if model is None or not fits(lock.body):
         return False
-    return code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
+    if code or model.builder is not None or (allow_pickle and model.trusted):
+        return True
+    return not traced and runs_its_own_operations(lock, allow_pickle=allow_pickle)

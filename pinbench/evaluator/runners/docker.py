@@ -149,7 +149,7 @@ def run(
     }
     stop = stop or Stop()
     code = allow_code and needs_code(lock)
-    timed = audit or keeps_clock(lock, code=code, allow_pickle=allow_pickle)
+    timed = audit or keeps_clock(lock, code=code, allow_pickle=allow_pickle, traced=trace != "none")
     if warm is not None and not timed:
         from pinbench.evaluator.runners.docker_warm import warm_run
 

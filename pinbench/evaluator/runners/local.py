@@ -189,7 +189,9 @@ def run_in_worker(
     from pinbench.evaluator.runners.clock_link import keeps_clock
 
     code = settings.allow_code and needs_code(lock)
-    timed = audit or keeps_clock(lock, code=code, allow_pickle=settings.allow_pickle)
+    timed = audit or keeps_clock(
+        lock, code=code, allow_pickle=settings.allow_pickle, traced=settings.trace != "none"
+    )
     one = _Worker(ws, python, say, stop, settings, runner, environment, sandbox, inherit)
     if not timed:
         one.run(lock, evidence, False)
