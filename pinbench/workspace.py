@@ -8,8 +8,8 @@ embedded SQLite database go through the standard library's driver instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,8 @@ from pinbench.config import Settings
 from pinbench.errors import PinbenchError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
@@ -104,30 +106,29 @@ class Workspace:
         an engine (then its pool), anything else through SQLAlchemy Core."""
         from pinbench.db import plain
 
-        path = plain.sqlite_file(self.settings.database_url)
-        if path is not None and "engine" not in self.__dict__:
-            with plain.sqlite_reads(path) as rows:
-                yield rows
-            return
-        from pinbench.db import schema
-
-        if not self._checked:
-            schema.ensure_current(self.engine)
-            self._checked = True
-        with plain.engine_reads(self.engine) as rows:
+        with self._plain(plain.sqlite_reads, plain.engine_reads) as rows:
             yield rows
 
     @contextmanager
     def writes(self) -> Iterator[Rows]:
         """One transaction of plain SQL statements (``pinbench.db.plain_writes``) on a database
-        whose schema is current, committed when the block succeeds: an on-disk SQLite file
-        through ``sqlite3`` unless this workspace already holds an engine, anything else
-        through SQLAlchemy Core."""
-        from pinbench.db import plain, plain_writes
+        whose schema is current, committed when the block succeeds; where ``reads`` reads."""
+        from pinbench.db import plain_writes
+
+        with self._plain(plain_writes.sqlite_writes, plain_writes.engine_writes) as rows:
+            yield rows
+
+    @contextmanager
+    def _plain(
+        self,
+        on_sqlite: Callable[[Path], AbstractContextManager[Rows]],
+        on_engine: Callable[[Engine], AbstractContextManager[Rows]],
+    ) -> Iterator[Rows]:
+        from pinbench.db import plain
 
         path = plain.sqlite_file(self.settings.database_url)
         if path is not None and "engine" not in self.__dict__:
-            with plain_writes.sqlite_writes(path) as rows:
+            with on_sqlite(path) as rows:
                 yield rows
             return
         from pinbench.db import schema
@@ -135,7 +136,7 @@ class Workspace:
         if not self._checked:
             schema.ensure_current(self.engine)
             self._checked = True
-        with plain_writes.engine_writes(self.engine) as rows:
+        with on_engine(self.engine) as rows:
             yield rows
 
     def close(self) -> None:

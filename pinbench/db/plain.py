@@ -43,11 +43,11 @@ def sqlite_file(url: str) -> Path | None:
     return None if path in ("", ":memory:") else Path(path)
 
 
-@contextmanager
-def sqlite_reads(path: Path) -> Iterator[Rows]:
-    """Reads in one snapshot of an existing SQLite file at the current schema. The file is
-    opened read-write without create (a missing file is refused, never created) and the
-    connection is query-only."""
+def sqlite_open(path: Path, statements: Sequence[str]) -> sqlite3.Connection:
+    """A connection to an existing SQLite file at the current schema, opened read-write without
+    create (a missing file is refused, never created), ``statements`` run on it (its pragmas,
+    its ``BEGIN``) before the schema's revision is checked; every failure said as
+    ``DatabaseUnavailable`` (with the disk's free space where that is the cause)."""
     import sqlite3
 
     if not path.is_file():
@@ -65,12 +65,26 @@ def sqlite_reads(path: Path) -> Iterator[Rows]:
     except sqlite3.Error as exc:
         raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
     try:
-        try:
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute("BEGIN")
-            _check_revision(conn)
-        except sqlite3.DatabaseError as exc:
-            raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
+        for statement in statements:
+            conn.execute(statement)
+        _check_revision(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def sqlite_reads(path: Path) -> Iterator[Rows]:
+    """Reads in one snapshot of an existing SQLite file at the current schema, on a query-only
+    connection (``sqlite_open``)."""
+    import sqlite3
+
+    conn = sqlite_open(path, ("PRAGMA query_only=ON", "BEGIN"))
+    try:
 
         def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
             try:

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.db.errors import Conflict, DatabaseUnavailable
-from pinbench.db.plain import SQLITE_BUSY_TIMEOUT_MS, Rows, _check_revision
-from pinbench.db.schema import HEAD_REVISION, SchemaNotCurrent
+from pinbench.db.plain import SQLITE_BUSY_TIMEOUT_MS, Rows, sqlite_open
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -35,32 +34,14 @@ PRAGMAS = (
 
 @contextmanager
 def sqlite_writes(path: Path) -> Iterator[Rows]:
-    """One write transaction on an existing SQLite file at the current schema, committed when
-    the block succeeds and rolled back otherwise."""
+    """One write transaction on an existing SQLite file at the current schema
+    (``plain.sqlite_open``), committed when the block succeeds and rolled back otherwise."""
     import sqlite3
 
     from pinbench.db.fullness import with_free_space
 
-    if not path.is_file():
-        raise SchemaNotCurrent(current=None, head=HEAD_REVISION)
-    where = f"cannot open database {path}"
+    conn = sqlite_open(path, (*PRAGMAS, "BEGIN IMMEDIATE"))
     try:
-        conn = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=rw",
-            uri=True,
-            timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None,
-        )
-    except sqlite3.Error as exc:
-        raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
-    try:
-        try:
-            for pragma in PRAGMAS:
-                conn.execute(pragma)
-            conn.execute("BEGIN IMMEDIATE")
-            _check_revision(conn)
-        except sqlite3.DatabaseError as exc:
-            raise DatabaseUnavailable(f"{where}: {with_free_space(str(exc), path)}") from exc
 
         def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
             return conn.execute(sql, dict(params)).fetchall()
