@@ -64,9 +64,10 @@ class PipeLink:
 
 class SocketLink:
     """A Unix socket in ``folder`` (bound into the container), listening for one connection:
-    the first whose peer is the worker's process or one of its descendants (``SO_PEERCRED``,
-    checked against the host's ``/proc``), accepted once the worker has started; any other
-    peer is refused, and the socket is removed once the worker is there."""
+    the first whose peer is the worker's process or one of its descendants, of the worker's
+    user (``SO_PEERCRED``, checked against the host's ``/proc``: ``_worker``), accepted once
+    the worker has started; any other peer is refused, and the socket is removed once the
+    worker is there."""
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / SOCKET
