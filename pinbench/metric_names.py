@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pinbench.shown import fmt_sig as fmt_sig  # its home; the printouts import it from here
+
 VERDICT = "loadgen_valid_bool"
 """LoadGen's verdict on a performance run: 1.0 VALID, 0.0 INVALID; absent for an accuracy run
 and a run not under LoadGen."""
@@ -111,14 +113,11 @@ def in_unit(value_ns: float, unit: str) -> str:
     return f"{value_ns / divisor:,.{decimals}f}"
 
 
-def fmt_sig(value: float, digits: int = 4) -> str:
-    """A figure for people in ``digits`` significant digits with thousands separators, and
-    never as an exponent from ``10**digits`` up: ``fmt_sig(11_750.3)`` is ``11,750`` where
-    ``{:,.4g}`` printed ``1.175e+04`` beside a ``4,114`` in the same row of a comparison.
-    Below that, ``g``'s own: ``0.557``, ``1.2e-05`` for a tiny value; from ``1e15`` up (no
-    measured figure: a value gone wrong) the exponent again, not a cell of hundreds of digits."""
-    shown = f"{value:,.{digits}g}"
-    return f"{value:,.0f}" if "e+" in shown and abs(value) < 1e15 else shown
+def fmt_ns(value: float) -> str:
+    """Nanoseconds for people: microseconds below a millisecond, else milliseconds, at the
+    precision every face shows them (``in_unit``)."""
+    unit = ns_unit([value])
+    return f"{in_unit(value, unit)} {unit}"
 
 
 def fmt_rate(value: float) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pinbench.metric_names import fmt_ns as fmt_ns  # its home; the printouts import it from here
+
 LATENCY_ROWS = [
     *[
         (f"latency {shown}", f"latency_{tag}_ns")
@@ -152,15 +154,6 @@ def busy_said(metrics: Mapping[str, Any], details: Mapping[str, Any] | None) -> 
     ok = isinstance(last, int | float) and not isinstance(last, bool)
     shown = f" (load {last:.2f})" if ok else ""
     return f"{' and '.join(parts)} of the machine's CPU while it was timed{shown}"
-
-
-def fmt_ns(value: float) -> str:
-    """Nanoseconds for people: microseconds below a millisecond, else milliseconds, at the
-    precision every face shows them (``metric_names.in_unit``)."""
-    from pinbench.metric_names import in_unit, ns_unit
-
-    unit = ns_unit([value])
-    return f"{in_unit(value, unit)} {unit}"
 
 
 @dataclass(frozen=True, slots=True)

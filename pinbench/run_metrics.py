@@ -130,7 +130,7 @@ def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[
 def _raw(value: float, unit: str) -> str:
     """A metric no task declares, in its recorded unit (``history``'s ``units``)."""
     if unit == "ns":
-        from pinbench.run_figures import fmt_ns
+        from pinbench.metric_names import fmt_ns
 
         return fmt_ns(value)
     if unit == "count":

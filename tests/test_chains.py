@@ -752,8 +752,8 @@ def test_an_isolated_evaluator_checks_every_stages_files_against_the_lockfile(
     import json
 
     from pinbench.evaluator.results import RESULT
-    from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
     from pinbench.evaluator.runners.process import write_job
+    from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
     from pinbench.evaluator.worker import main as worker_main
     from pinbench.registry.names import Kind
 

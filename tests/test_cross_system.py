@@ -30,10 +30,10 @@ from pinbench.evaluator.history import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
-from pinbench.reports.charts import charts
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.hardware import hardware, system_label
 from pinbench.reports.render import md_text
+from pinbench.reports.report_charts import charts
 from pinbench.reports.systems_chart import system_points
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, published_workspace

@@ -29,7 +29,7 @@ from pinbench.registry import service
 from pinbench.registry.manifest import ModelManifest, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
-from pinbench.tasks.classification.task import ClassCountMismatch
+from pinbench.tasks.classification.errors import ClassCountMismatch
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, write_files
 

@@ -40,8 +40,8 @@ from pinbench.evaluator.predictors.base import ModelLoadError
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import docker_parts
-from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import write_job
+from pinbench.evaluator.runners.store_files import store_paths
 from pinbench.evaluator.warm import WarmPool
 from pinbench.evaluator.worker import main as worker_main
 from pinbench.registry import service

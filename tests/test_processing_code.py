@@ -30,8 +30,8 @@ from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.results import RESULT
 from pinbench.evaluator.run import array_of, run_lockfile
-from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import EvaluationFailed, collect, write_job
+from pinbench.evaluator.runners.store_files import store_paths
 from pinbench.evaluator.worker import main as worker_main
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry import service

@@ -36,11 +36,12 @@ from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
-from pinbench.reports.charts import accuracy_points, charts
+from pinbench.reports.charts import accuracy_points
 from pinbench.reports.data import EmptyReport, RunData, TooManyRuns
 from pinbench.reports.diff import MISSING, diff, flatten, run_diff
 from pinbench.reports.export import COLUMNS_ALL, csv_cell
 from pinbench.reports.render import md_text, policy
+from pinbench.reports.report_charts import charts
 from pinbench.reports.view import fmt
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, published_workspace

@@ -31,8 +31,8 @@ from pinbench.evaluator.results import (
     read_results,
     write_results,
 )
-from pinbench.evaluator.runners.local import store_paths
 from pinbench.evaluator.runners.process import collect
+from pinbench.evaluator.runners.store_files import store_paths
 from pinbench.registry import service
 from pinbench.registry.lockfile import LockedEnvironment
 from pinbench.registry.manifest import Requirement

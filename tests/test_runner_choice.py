@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.policy import RunnerRefused, choose_server_runner
+from pinbench.evaluator.server_runner import RunnerRefused, choose_server_runner
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request

@@ -19,7 +19,7 @@ from pinbench.evaluator.tokenizing import (
     CHUNK_CHARS,
     CHUNK_TEXTS,
     TokenizeProblem,
-    _chunks,
+    chunks,
     encode_texts,
 )
 
@@ -69,7 +69,7 @@ CHUNKS: list[tuple[str, list[int], list[tuple[int, int]]]] = [
 def test_the_tokenizer_is_called_on_bounded_chunks(
     lengths: list[int], calls: list[tuple[int, int]]
 ) -> None:
-    assert _chunks(["x" * n for n in lengths]) == calls
+    assert chunks(["x" * n for n in lengths]) == calls
 
 
 def _catastrophic(tmp_path: Path) -> Path:

@@ -367,9 +367,9 @@ def test_frame_offsets_the_evaluator_states_are_checked_against_the_hosts_own_de
     widened each sample's frames (232 scored became 6,144; ROC-AUC 0.9913 became 0.9998, no
     truth needed). The host decodes the same files through the input's steps and counts the
     frames itself: offsets that are not its own fail the run, naming the sample."""
-    from pinbench.evaluator import measure
+    from pinbench.evaluator import evaluation_steps, measure
 
-    honest_keep = measure.keep_answers
+    honest_keep = evaluation_steps.keep_answers  # measure calls it by the name patched below
 
     def widened(evidence: Any, task_name: str, outputs: Any, transposed: Any, arrays: Any) -> None:
         honest_keep(evidence, task_name, outputs, transposed, arrays)

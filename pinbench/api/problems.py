@@ -24,8 +24,9 @@ from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.cancel import RunFinished
-from pinbench.evaluator.policy import PickleRefused, RunnerRefused
+from pinbench.evaluator.policy import PickleRefused
 from pinbench.evaluator.run_view import RunNotFound
+from pinbench.evaluator.server_runner import RunnerRefused
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry.catalog import NotFound
 from pinbench.registry.publish import SameVersionConflict, VersionConflict

@@ -20,14 +20,10 @@ from pinbench.api.watchers import Watchers
 from pinbench.db import pending
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
-from pinbench.evaluator.policy import (
-    check_server_policy,
-    check_server_runner,
-    choose_server_runner,
-    needs_pickle,
-)
+from pinbench.evaluator.policy import check_server_policy, needs_pickle
 from pinbench.evaluator.recording import RecordWaiting
 from pinbench.evaluator.run import queue_run, run_lockfile
+from pinbench.evaluator.server_runner import check_server_runner, choose_server_runner
 from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.series.watch import watch_quietly

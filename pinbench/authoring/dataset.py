@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pinbench.authoring.authored import Authored, default_name
 from pinbench.authoring.errors import AuthoringError
 from pinbench.authoring.listing import file_entries
-from pinbench.authoring.model import Authored, default_name, relative
+from pinbench.authoring.model import relative
 from pinbench.registry.dataset_layout import ANY_FILE, SUFFIXES
 
 LABEL_SUFFIXES = {
@@ -325,8 +326,8 @@ def _label_format(
 
 
 def _check_like_publish(manifest: Any, base: Path) -> None:
-    from pinbench.registry.dataset_files import check_dataset_files
     from pinbench.registry.sourcing import FileProblem
+    from pinbench.tasks.dataset_files import check_dataset_files
 
     try:
         check_dataset_files(manifest, lambda entry: base / entry.path)

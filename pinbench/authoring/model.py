@@ -11,13 +11,12 @@ refused. The data is validated as a manifest before anything is written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
 from pinbench.artifacts.safetensors import recognise
+from pinbench.authoring.authored import Authored, default_name
 from pinbench.authoring.errors import (
     AuthoringError,
     ModelCountError,
@@ -73,19 +72,6 @@ STEPS_NOTE = (
     "add input `steps` (normalize, layout, ...) that turn the dataset's (N, H, W[, C]) samples "
     "into what the model takes (--steps FILE)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Authored:
-    """A manifest's data (valid) and what the author should still check."""
-
-    data: dict[str, Any]
-    notes: list[str]
-    beside: dict[Path, bytes] = field(default_factory=dict)
-    """Files to write with the manifest (a dataset's file index), by where they go."""
-    comments: dict[str, str] = field(default_factory=dict)
-    """A comment for a top-level field, written beside it in the YAML (``trusted: false  #
-    what true means``)."""
 
 
 def model_format(path: Path) -> str | None:
@@ -201,13 +187,6 @@ def _pick(paths: Sequence[Path]) -> tuple[Path, str]:
     if len(models) != 1:
         raise ModelCountError(models=[str(p) for p, _ in models])
     return models[0]
-
-
-def default_name(model: Path) -> str:
-    """The model file's stem (a SavedModel's folder name) as an artifact name."""
-    stem = model.name if model.is_dir() else model.stem
-    name = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).lstrip("._-")
-    return name or "model"
 
 
 def relative(base: Path, path: Path) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.authoring.errors import NotAModel
 
 if TYPE_CHECKING:
-    from pinbench.authoring.model import Authored
+    from pinbench.authoring.authored import Authored
 
 PREFERRED_KEYS = ("state_dict", "model_state_dict", "model_state", "model", "net", "weights")
 """Checkpoint keys read as the weights' where more than one holds tensors (the field's names)."""
@@ -147,8 +147,8 @@ def state_dict_authored(
 ) -> Authored:
     """The manifest of the state dict and builder ``pair`` (``state_dict_pair``) with the other
     files of ``paths``, their paths relative to ``base``."""
+    from pinbench.authoring.authored import Authored, default_name
     from pinbench.authoring.listing import file_entries
-    from pinbench.authoring.model import Authored, default_name
     from pinbench.catalog.files import SUPPORTED
     from pinbench.registry.manifest import parse_manifest
 

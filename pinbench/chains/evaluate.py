@@ -35,7 +35,6 @@ from pinbench.registry.chain_spec import (
     ChainRefused,
     LockedChain,
     LockedStage,
-    stage_artifact,
 )
 from pinbench.registry.input_kinds import from_samples
 from pinbench.registry.lockfile import Lockfile
@@ -67,7 +66,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     scorer = task(body.dataset.task).prepare(
         Context(
             body.model,
-            stage_artifact(job.lock, last).ref,
+            job.lock.stage_artifact(last).ref,
             job.stage_paths[last.name],
             body.dataset,
             samples,
@@ -77,7 +76,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
     )
     codes = _load_codes(job, chain, say)
     say("preprocessing the first stage's inputs (outside any timed region)")
-    pinned = {f.path: f.sha256 for f in stage_artifact(job.lock, source).files}
+    pinned = {f.path: f.sha256 for f in job.lock.stage_artifact(source).files}
     feed = prepare(
         list(source.inputs),
         samples,
@@ -89,7 +88,12 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         stop=job.stop,
         seal=job.seal,
     )
-    from pinbench.evaluator.measure import check_first, feed_details, keep_answers, warm_up
+    from pinbench.evaluator.evaluation_steps import (
+        check_first,
+        feed_details,
+        keep_answers,
+        warm_up,
+    )
 
     details = feed_details(feed, body, scenario)
     evidence.details.update(details, chain=_record(job.lock, chain, codes))
@@ -186,7 +190,7 @@ def _load_codes(job: Job, chain: LockedChain, say: Say) -> dict[str, tuple[Any, 
     out = {}
     for stage in with_code:
         assert stage.code is not None
-        pinned = {f.path: f.sha256 for f in stage_artifact(job.lock, stage).files}
+        pinned = {f.path: f.sha256 for f in job.lock.stage_artifact(stage).files}
         role, joins = f"chain stage {stage.name}", f"chain stage {stage.name} join"
         roles = {role: stage.code, **({joins: stage.join} if stage.join is not None else {})}
         loaded = load(roles, job.stage_paths[stage.name], pinned)
@@ -230,7 +234,7 @@ def _record(lock: Lockfile, chain: LockedChain, codes: dict[str, Any]) -> dict[s
     stage keeps its own artifact's digests) and code, in the order they ran."""
     stages = []
     for stage in chain.stages:
-        art = stage_artifact(lock, stage)
+        art = lock.stage_artifact(stage)
         entry: dict[str, Any] = {
             "name": stage.name,
             "model": f"{stage.model}@{stage.version}",

@@ -100,9 +100,9 @@ def run_here(
     recorded in the results' details (``cost``)."""
     from pinbench.evaluator.host import host_facts
     from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.policy import choose_server_runner
     from pinbench.evaluator.results import write_results
     from pinbench.evaluator.runners import runner_named
+    from pinbench.evaluator.server_runner import choose_server_runner
 
     lock = Lockfile.from_bytes(lock_bytes, source="the lockfile the server sent")
     ws = Workspace(Settings(home=cache, database_url=f"sqlite:///{cache / 'unused.db'}"))

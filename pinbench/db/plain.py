@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.db.errors import DatabaseUnavailable
 from pinbench.db.schema import HEAD_REVISION, VERSION_TABLE, SchemaNotCurrent, refuse_unknown
+from pinbench.db.sqlite_url import sqlite_file as sqlite_file
 
 if TYPE_CHECKING:
     import sqlite3
@@ -30,17 +31,7 @@ if TYPE_CHECKING:
 Rows = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
 """Run one SELECT with named parameters; every row as a tuple."""
 
-SQLITE_PREFIX = "sqlite:///"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-
-def sqlite_file(url: str) -> Path | None:
-    """The file of a plain ``sqlite:///PATH`` URL. None for anything else (another database, a
-    driver or query options, percent-escapes, an in-memory database): SQLAlchemy reads those."""
-    if not url.startswith(SQLITE_PREFIX) or any(c in url for c in "?%#"):
-        return None
-    path = url[len(SQLITE_PREFIX) :]
-    return None if path in ("", ":memory:") else Path(path)
 
 
 def sqlite_open(path: Path, statements: Sequence[str]) -> sqlite3.Connection:

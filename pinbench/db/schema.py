@@ -109,7 +109,7 @@ def ensure_current(engine: Engine) -> None:
         current = current_revision(engine)
     except OperationalError as exc:
         from pinbench.db.fullness import with_free_space
-        from pinbench.db.plain import sqlite_file
+        from pinbench.db.sqlite_url import sqlite_file
 
         reason = with_free_space(str(exc.orig), sqlite_file(str(url)))
         raise DatabaseUnavailable(

@@ -16,7 +16,6 @@ import numpy.typing as npt
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest, hash_file, hash_stream
-from pinbench.evaluator.datasets import Samples
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.pipeline import (
     decoder_of,
@@ -26,6 +25,7 @@ from pinbench.evaluator.pipeline import (
     preprocess_files,
 )
 from pinbench.evaluator.ragged import per_image, prepare_ragged
+from pinbench.evaluator.samples import Samples
 from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.stream import prepare_stream
 from pinbench.evaluator.text_inputs import Encodings, preprocess_texts, tokenizer_version

@@ -35,7 +35,7 @@ from pinbench.evaluator.tokenizing import (
     Encoded,
     Request,
     TokenizeProblem,
-    _chunks,
+    chunks,
     run_request,
 )
 
@@ -105,13 +105,13 @@ def pair_features(tokenizer: Any, request: Request) -> Encoded:
     ``MAX_TOKENS`` before it is spent, and by ``MAX_QUESTION_TOKENS`` for one question."""
     assert request.contexts is not None
     length = request.max_length
-    pad = dict(tokenizer.padding)  # as ``tokenizing._tokenizer`` set it: the file's, or found
+    pad = dict(tokenizer.padding)  # as ``tokenizer_child._tokenizer`` set it: the file's, or found
     tokenizer.no_padding()
     special = tokenizer.num_special_tokens_to_add(True)
     blocks: list[dict[str, U32]] = []
     made = 0
     texts = [f"{q}\n{c}" for q, c in zip(request.texts, request.contexts, strict=True)]
-    for start, end in _chunks(texts):  # bounded memory, whatever the lengths
+    for start, end in chunks(texts):  # bounded memory, whatever the lengths
         try:
             questions = tokenizer.encode_batch(request.texts[start:end], add_special_tokens=False)
             contexts = tokenizer.encode_batch(request.contexts[start:end], add_special_tokens=False)

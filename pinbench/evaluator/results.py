@@ -185,7 +185,7 @@ wrote."""
 
 
 HOST_DETAILS = ("dropped_metrics", "loadgen_logs", "audits", "clock")
-"""Details only the host writes: the figures it dropped (``scoring.DROPPED``), LoadGen's logs
+"""Details only the host writes: the figures it dropped (``dropped.DROPPED``), LoadGen's logs
 it stored (``run_blobs.save_logs``), its audits' verdicts (``runners.audits``, ``test01``),
 whose clock timed the run (``runners.host_clock``)."""
 

@@ -204,7 +204,7 @@ def run_lockfile(
     price = price_from_env() if on is None else None  # a bad price is refused before the run
     if on is None:
         runner = choose_runner(runner, lock)
-        check_runner(lock, runner)  # a model's own requirements: the venv runner's alone
+        check_runner(lock.body.model, runner)  # a model's own requirements: the venv runner's
         execute: Runner = runner_named(runner)
     else:
         on.runner, execute = runner, on  # the agent decides ``auto`` on its own machine

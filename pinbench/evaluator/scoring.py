@@ -27,13 +27,13 @@ from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
 from pinbench.evaluator.answers import AnswersUnreadable, text_of
 from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
+from pinbench.evaluator.dropped import name_dropped
 from pinbench.evaluator.job import Evidence, files_of, scored_apart, texts_scored_apart
 from pinbench.evaluator.latency_metrics import loadgen_figures, series
 from pinbench.evaluator.results import HOST_ONLY
 from pinbench.evaluator.runners.consented import code_digests
-from pinbench.evaluator.runners.local import model_folder, stage_folders, store_paths
+from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
 from pinbench.evaluator.undefined import UndefinedMetric
-from pinbench.registry.chain_spec import stage_artifact
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.tasks.base import Context
@@ -178,18 +178,6 @@ def recompute(lock: Lockfile, evidence: Evidence) -> None:
         name_dropped(
             evidence.details, [k for k in deleted if k not in evidence.metrics and not derived(k)]
         )
-
-
-DROPPED = "dropped_metrics"
-"""Where a run names the figures its evaluator sent that the host does not record."""
-
-
-def name_dropped(details: dict[str, Any], names: list[str]) -> None:
-    """Name ``names`` among the figures the host dropped (``DROPPED``: every host step that
-    drops one adds to the list; a worker's own list never reaches it: ``results``)."""
-    named = set(details.get(DROPPED) or []) | set(names)
-    if named:
-        details[DROPPED] = sorted(named)
 
 
 SAMPLES = "samples_count"
@@ -373,4 +361,4 @@ def _scored_model(ws: Workspace, lock: Lockfile, scratch: Path) -> tuple[str, di
     if chain is None:
         return files_of(lock, Kind.MODEL).ref, model_folder(ws, lock, scratch / "model")
     last = chain.stages[-1]
-    return stage_artifact(lock, last).ref, stage_folders(ws, lock, scratch / "stages")[last.name]
+    return lock.stage_artifact(last).ref, stage_folders(ws, lock, scratch / "stages")[last.name]

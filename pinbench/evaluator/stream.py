@@ -40,10 +40,10 @@ import numpy.typing as npt
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.evaluator.datasets import Samples
 from pinbench.evaluator.named import NamedInputs
 from pinbench.evaluator.predictors.base import Batch, Outputs, Predictor
 from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.evaluator.samples import Samples
 from pinbench.evaluator.stop import Stop
 from pinbench.registry.ports import Input, Output
 from pinbench.trace.events import FrameworkTrace

@@ -59,8 +59,6 @@ def _stage_folders(
     """A chain's stages' handed-in files, each checked against the lockfile's sha256 as the
     model's are (every problem of every stage said at once), each stage in a folder of its own
     (``own_folder``); a stage handed in that the chain has not is refused too."""
-    from pinbench.registry.chain_spec import stage_artifact
-
     chain = lock.body.chain
     stages = chain.stages if chain is not None else []
     problems = [
@@ -69,7 +67,7 @@ def _stage_folders(
     ]
     checked = {}
     for stage in stages:
-        files, given_files = stage_artifact(lock, stage).files, given.get(stage.name, {})
+        files, given_files = lock.stage_artifact(stage).files, given.get(stage.name, {})
         try:
             checked[stage.name] = _checked(f"stage {stage.name} model", files, given_files)
         except TamperedInput as exc:

@@ -19,9 +19,9 @@ import numpy.typing as npt
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.evaluator.datasets import Samples
 from pinbench.evaluator.feed import Feed, cached_array
 from pinbench.evaluator.named import NamedInputs
+from pinbench.evaluator.samples import Samples
 from pinbench.evaluator.stop import Stop
 from pinbench.processing.checks import check_inputs, check_same_shape
 from pinbench.processing.loading import Loaded, python_version

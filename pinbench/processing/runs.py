@@ -18,9 +18,9 @@ from pinbench.registry.lockfile import LockedModel
 from pinbench.registry.ports import Input
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.datasets import Samples
     from pinbench.evaluator.feed import Feed
     from pinbench.evaluator.job import Evidence
+    from pinbench.evaluator.samples import Samples
 
 Say = Callable[[str], None]
 LATENCY = "postprocess_latency"

@@ -5,14 +5,14 @@ folder of files named like the subjects (``attest verify --blobs``), or a server
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.provenance.verify import BlobBytes, BlobDigest
-    from pinbench.remote import Remote
     from pinbench.workspace import Workspace
 
 MAX_READ = 64 * 1024 * 1024
@@ -59,7 +59,13 @@ def files_by(by_sha: Any, by_name: Any = None) -> tuple[BlobDigest, BlobBytes]:
     return digest_of, read
 
 
-def remote_blobs(remote: Remote) -> tuple[BlobDigest, BlobBytes]:
+class BlobServer(Protocol):
+    """What reading a server's blobs needs of it (``pinbench.remote.Remote`` is one)."""
+
+    def blob(self, digest: str) -> Iterator[bytes]: ...
+
+
+def remote_blobs(remote: BlobServer) -> tuple[BlobDigest, BlobBytes]:
     from pinbench.artifacts.digest import Digest
 
     def chunks(sha: str) -> Any:

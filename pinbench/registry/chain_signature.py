@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.onnx_proto import GraphOutput, NotProtobuf, graph_outputs
-from pinbench.registry.chain_spec import SAMPLE, ChainRefused, LockedStage, stage_artifact
+from pinbench.registry.chain_spec import SAMPLE, ChainRefused, LockedStage
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -110,7 +110,7 @@ def _outputs(lock: Lockfile, stage: LockedStage, locate: Locate) -> dict[str, Gr
     package, no tensor copied); None where the stage is not one ONNX file here."""
     if stage.format != "onnx":
         return None
-    files = [f for f in stage_artifact(lock, stage).files if f.path.endswith(".onnx")]
+    files = [f for f in lock.stage_artifact(stage).files if f.path.endswith(".onnx")]
     path = locate(files[0].sha256) if len(files) == 1 else None
     if path is None:
         return None

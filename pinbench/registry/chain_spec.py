@@ -4,7 +4,7 @@ of it (``LockedChain``). Nothing here reads a file or runs code."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -13,9 +13,6 @@ from pinbench.errors import UserError
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.processing_code import Code
-
-if TYPE_CHECKING:
-    from pinbench.registry.lockfile import LockedArtifact, Lockfile
 
 STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 MAX_STAGES = 16
@@ -156,14 +153,6 @@ class LockedChain(_Strict, frozen=True, kw_only=True):
     @property
     def has_code(self) -> bool:
         return any(s.code is not None for s in self.stages)
-
-
-def stage_artifact(lock: Lockfile, stage: LockedStage) -> LockedArtifact:
-    """The stage's model artifact among the lockfile's: its files, each with its sha256."""
-    for art in lock.body.artifacts:
-        if art.kind == Kind.MODEL.value and art.name == stage.model:
-            return art
-    raise UserError(f"the lockfile pins no model {stage.model} for chain stage {stage.name!r}")
 
 
 def check_chain_request(request: Any) -> None:

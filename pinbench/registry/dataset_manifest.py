@@ -119,9 +119,9 @@ class DatasetManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag=
     def _check_task(self, per_file: bool) -> None:
         """The task is one pinbench knows, and reads labels of this format (each task checks
         its own labels section)."""
-        from pinbench.tasks.registry import check_dataset
+        from pinbench.registry.checks import checks
 
-        check_dataset(self.task, self.labels, per_file=per_file)
+        checks().check_labels(self.task, self.labels, per_file=per_file)
 
     @property
     def files_list(self) -> list[FileEntry]:

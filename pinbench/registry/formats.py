@@ -159,18 +159,18 @@ def _check_alphabets(manifest: ModelManifest, where: Callable[[FileEntry], Path]
     if not outputs:
         return
     from pinbench.artifacts.hf_json import HfFolderRefused, word_delimiter
-    from pinbench.tasks.text_recognition.ctc import AlphabetProblem, read_alphabet
+    from pinbench.registry.checks import CheckRefused, checks
 
     files = {f.path: where(f) for f in manifest.files}
     for out in outputs:
         assert out.ctc is not None
         try:
-            alphabet = read_alphabet(out.ctc, files, output=str(out.name))
-        except AlphabetProblem as exc:
+            classes = checks().ctc_alphabet(out.ctc, files, output=str(out.name))
+        except CheckRefused as exc:
             onnx = next((p for p in files if p.endswith(".onnx")), "(none)")
             path = out.ctc.alphabet.file or out.ctc.alphabet.vocab or onnx
             raise FormatMismatch(
-                path=path, declared=manifest.format, reason=str(exc), found=None
+                path=path, declared=manifest.format, reason=exc.reason, found=None
             ) from None
         try:
             named = word_delimiter(files)
@@ -178,7 +178,7 @@ def _check_alphabets(manifest: ModelManifest, where: Callable[[FileEntry], Path]
             raise FormatMismatch(
                 path=exc.path, declared=manifest.format, reason=exc.reason, found=None
             ) from None
-        if named and out.ctc.word_delimiter is None and named[1] in alphabet.classes:
+        if named and out.ctc.word_delimiter is None and named[1] in classes:
             raise FormatMismatch(
                 path=named[0],
                 declared=manifest.format,
@@ -196,17 +196,17 @@ def _check_metadata_names(manifest: ModelManifest, where: Callable[[FileEntry], 
     outputs = [o for o in manifest.outputs if o.labels is not None and o.labels.metadata]
     if not outputs:
         return
-    from pinbench.tasks.class_names import ClassNamesProblem, class_names
+    from pinbench.registry.checks import CheckRefused, checks
 
     files = {f.path: where(f) for f in manifest.files}
     for out in outputs:
         assert out.labels is not None
         try:
-            class_names(out.labels, files, output=str(out.name))
-        except ClassNamesProblem as exc:
+            checks().check_class_names(out.labels, files, output=str(out.name))
+        except CheckRefused as exc:
             onnx = next((p for p in files if p.endswith(".onnx")), "(none)")
             raise FormatMismatch(
-                path=onnx, declared=manifest.format, reason=str(exc), found=None
+                path=onnx, declared=manifest.format, reason=exc.reason, found=None
             ) from None
 
 

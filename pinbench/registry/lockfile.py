@@ -17,7 +17,7 @@ from pinbench import typed
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import InvalidDocument, UserError
-from pinbench.registry.chain_spec import LockedChain
+from pinbench.registry.chain_spec import LockedChain, LockedStage
 from pinbench.registry.dataset_manifest import LabelFormat, SampleFiles
 from pinbench.registry.explain import explain
 from pinbench.registry.late_fields import (
@@ -131,11 +131,11 @@ class LockedDataset(_Frozen, frozen=True, kw_only=True):
     data: SampleFiles | None = None
 
     def __post_init__(self) -> None:
+        from pinbench.registry.checks import checks
         from pinbench.registry.dataset_manifest import PER_FILE_FORMATS
-        from pinbench.tasks.registry import check_dataset
 
         per_file = self.data is not None and self.data.format in PER_FILE_FORMATS
-        check_dataset(self.task, self.labels, per_file=per_file)
+        checks().check_labels(self.task, self.labels, per_file=per_file)
 
 
 class LockBody(_Frozen, frozen=True, kw_only=True):
@@ -167,10 +167,10 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
     """The request's platform and placement constraints (``SystemRequest``)."""
 
     def __post_init__(self) -> None:
-        from pinbench.tasks.registry import task
+        from pinbench.registry.checks import checks
 
         dataset = self.dataset
-        generating = dataset is not None and task(dataset.task).generates
+        generating = dataset is not None and checks().generates(dataset.task)
         if dataset is not None and generating and self.request.generation is None:
             raise ValueError(
                 f"dataset {dataset.name} is a {dataset.task} dataset, answered by generating: "
@@ -184,7 +184,13 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
         self._check_code_runs()
         from pinbench.registry.model_requirements import check_environment
 
-        check_environment(self.model, self.environment)
+        env = self.environment
+        check_environment(
+            self.model.requirements if self.model is not None else None,
+            model=self.model.name if self.model is not None else "",
+            environment=f"{env.framework} {env.version}" if env is not None else "",
+            pinned=env.requirements if env is not None else [],
+        )
         framework = self.environment.framework if self.environment is not None else None
         if generating and self.batch_size != 1 and framework != "transformers":
             raise ValueError(
@@ -294,6 +300,14 @@ class Lockfile:
         from pinbench.artifacts.destination import destination, write
 
         write(destination(path, option="lockfile path", force=True), self.canonical + b"\n")
+
+    def stage_artifact(self, stage: LockedStage) -> LockedArtifact:
+        """A chain stage's model artifact among the lockfile's: its files, each with its
+        sha256."""
+        for art in self.body.artifacts:
+            if art.kind == Kind.MODEL.value and art.name == stage.model:
+                return art
+        raise UserError(f"the lockfile pins no model {stage.model} for chain stage {stage.name!r}")
 
     def artifact(self, kind: Kind) -> LockedArtifact | None:
         for a in self.body.artifacts:

@@ -27,7 +27,6 @@ from pinbench.registry.late_fields import (
     drop_unset_outputs,
 )
 from pinbench.registry.manifest_parts import (
-    _IMAGE_DIGEST,
     _RELEASE,
     Constraint,
     FileEntry,
@@ -37,7 +36,8 @@ from pinbench.registry.manifest_parts import (
     _Common,
     _Strict,
 )
-from pinbench.registry.model_requirements import check_pin, check_requirements
+from pinbench.registry.model_requirements import Requirement as Requirement
+from pinbench.registry.model_requirements import check_requirements
 from pinbench.registry.names import KINDS
 from pinbench.registry.ports import Input, Output, check_quantization
 from pinbench.registry.processing_code import Builder, Code, check_builder, check_processing
@@ -246,22 +246,6 @@ def _check_audio(inp: Input) -> None:
 def step_name(step: InputStep) -> str:
     """The one field a step sets: ``resize`` for ``- resize: {...}``."""
     return next(n for n in step.__struct_fields__ if getattr(step, n) is not None)
-
-
-class Requirement(_Strict, frozen=True, kw_only=True):
-    """One hash-pinned package: ``name==version`` with its allowed sha256 hashes."""
-
-    name: str
-    version: VersionText
-    hashes: list[str]
-
-    def __post_init__(self) -> None:
-        check_pin(self.name, self.version)
-        if not self.hashes:
-            raise ValueError(f"requirement {self.name} must list at least one sha256 hash")
-        for h in self.hashes:
-            if not _IMAGE_DIGEST.fullmatch(h):
-                raise ValueError(f"hash {h!r} of {self.name} must be 'sha256:' + 64 hex digits")
 
 
 class Environment(_Strict, frozen=True, kw_only=True):

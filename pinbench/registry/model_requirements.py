@@ -16,13 +16,12 @@ own, so a model with requirements is refused as a stage for its code, at lock.)
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from pinbench.errors import UserError
-
-if TYPE_CHECKING:
-    from pinbench.registry.lockfile import LockedEnvironment, LockedModel, Lockfile
-    from pinbench.registry.manifest import Requirement
+from pinbench.registry.explain import VersionText
+from pinbench.registry.manifest_parts import _IMAGE_DIGEST, _Strict
 
 NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$")
 """A package's name as PEP 508 allows it (at most 100 characters)."""
@@ -73,25 +72,30 @@ def check_requirements(requirements: list[Requirement] | None, *, has_code: bool
         seen.add(canonical(r.name))
 
 
-def check_environment(model: LockedModel | None, env: LockedEnvironment | None) -> None:
-    """At lock: the model's requirements beside the framework environment's, none pinned by
-    both (``ValueError`` naming them)."""
-    extra = model.requirements if model is not None else None
+def check_environment(
+    extra: Sequence[Requirement] | None,
+    *,
+    model: str,
+    environment: str,
+    pinned: Sequence[Requirement],
+) -> None:
+    """At lock: model ``model``'s requirements beside those the framework ``environment``
+    (``torch 2.13.0``) pins, none pinned by both (``ValueError`` naming them)."""
     if not extra:
         return
-    if env is None or not env.requirements:
+    if not pinned:
         raise ValueError(
-            f"model {model.name if model else ''} declares requirements, which only the venv "
+            f"model {model} declares requirements, which only the venv "
             "runner installs, from the framework's hash-pinned requirements: this framework "
             "environment has none (an image only)"
         )
-    pinned = {canonical(r.name): r for r in env.requirements}
-    both = [r for r in extra if canonical(r.name) in pinned]
+    theirs = {canonical(r.name): r for r in pinned}
+    both = [r for r in extra if canonical(r.name) in theirs]
     if both:
-        named = ", ".join(f"{r.name} ({pinned[canonical(r.name)].version} there)" for r in both)
+        named = ", ".join(f"{r.name} ({theirs[canonical(r.name)].version} there)" for r in both)
         raise ValueError(
             f"the model's requirements name packages the framework environment "
-            f"{env.framework} {env.version} pins too: {named}; leave them out of the model's"
+            f"{environment} pins too: {named}; leave them out of the model's"
         )
 
 
@@ -108,9 +112,32 @@ class NeedsVenv(UserError):
         self.packages = packages
 
 
-def check_runner(lock: Lockfile, runner: str) -> None:
+class Requiring(Protocol):
+    """A model that may declare requirements (a lockfile's ``LockedModel``)."""
+
+    @property
+    def requirements(self) -> Sequence[Requirement] | None: ...
+
+
+def check_runner(model: Requiring | None, runner: str) -> None:
     """Before anything runs: a model with its own requirements runs in the venv runner."""
-    model = lock.body.model
-    if model is not None and model.requirements and runner != "venv":
-        packages = [f"{r.name}=={r.version}" for r in model.requirements]
+    requirements = model.requirements if model is not None else None
+    if requirements and runner != "venv":
+        packages = [f"{r.name}=={r.version}" for r in requirements]
         raise NeedsVenv(runner=runner, packages=packages)
+
+
+class Requirement(_Strict, frozen=True, kw_only=True):
+    """One hash-pinned package: ``name==version`` with its allowed sha256 hashes."""
+
+    name: str
+    version: VersionText
+    hashes: list[str]
+
+    def __post_init__(self) -> None:
+        check_pin(self.name, self.version)
+        if not self.hashes:
+            raise ValueError(f"requirement {self.name} must list at least one sha256 hash")
+        for h in self.hashes:
+            if not _IMAGE_DIGEST.fullmatch(h):
+                raise ValueError(f"hash {h!r} of {self.name} must be 'sha256:' + 64 hex digits")

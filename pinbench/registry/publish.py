@@ -288,13 +288,13 @@ def _check_formats(
     if isinstance(manifest, ModelManifest):
         check_model_files(manifest, where)
     elif isinstance(manifest, DatasetManifest):
-        from pinbench.registry.dataset_files import check_dataset_files
+        from pinbench.registry.checks import checks
 
         if manifest.file_index is not None:
             from pinbench.registry.indexed import listing
 
             manifest = listing(manifest, checked, where, listed=listed)
-        check_dataset_files(manifest, where)
+        checks().check_dataset_files(manifest, where)
 
 
 def _same_or_conflict(

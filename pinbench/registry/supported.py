@@ -128,9 +128,9 @@ class InstallsMismatch(UserError):
 def check_supported(manifest: Manifest) -> None:
     """Refuse a manifest declaring what the evaluator would ignore or get wrong."""
     if isinstance(manifest, DatasetManifest):
-        from pinbench.tasks.registry import tasks
+        from pinbench.registry.checks import checks
 
-        scored = tuple(t.name for t in tasks() if t.publishable)
+        scored = checks().publishable_tasks()
         if manifest.task not in scored:
             raise Unsupported(field="task", value=manifest.task, supported=scored, at="$.task")
     elif isinstance(manifest, ModelManifest):
@@ -183,13 +183,12 @@ def _check_separate(manifest: ModelManifest, index: int) -> None:
 
 
 def _check_order(steps: Any, at: str) -> None:
-    from pinbench.evaluator.pipeline import check_order
-    from pinbench.evaluator.pipeline_errors import PipelineError
+    from pinbench.registry.checks import CheckRefused, checks
 
     try:
-        check_order(steps)
-    except PipelineError as exc:
-        raise StepOrder(reason=str(exc), at=at) from None
+        checks().check_step_order(steps)
+    except CheckRefused as exc:
+        raise StepOrder(reason=exc.reason, at=at) from None
 
 
 class StepOrder(UserError):

@@ -289,19 +289,3 @@ def accuracy_vs_latency(report: Report) -> Chart:
         "resolve": {"scale": {"y": "independent", "x": "independent"}},
     }
     return Chart("accuracy", title, spec)
-
-
-def charts(report: Report) -> list[Chart]:
-    """Every plot of the report; the one across systems only when its runs ran on more than
-    one system (a report of one machine's runs does not mention systems)."""
-    out = [
-        latency_cdf(report),
-        latency_histogram(report),
-        sweep(report),
-        accuracy_vs_latency(report),
-    ]
-    from pinbench.reports.systems_chart import across_systems, spans_systems
-
-    if spans_systems(report):
-        out.append(across_systems(report))
-    return out

@@ -8,11 +8,12 @@ from typing import Any
 
 from pinbench.energy.show import cost_per_1000, usd
 from pinbench.evaluator.history import differing
-from pinbench.reports.charts import Chart, accuracy_points, charts
+from pinbench.reports.charts import Chart, accuracy_points
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff
 from pinbench.reports.distributed import DistributedRow, distributed_table, scaling_chart
 from pinbench.reports.operators import OpTable, operator_table, roofline
+from pinbench.reports.report_charts import charts
 from pinbench.reports.systems_chart import system_points
 from pinbench.reports.training import TrainingRow, training_curves, training_table
 from pinbench.reports.transforms import TransformRow, transform_table

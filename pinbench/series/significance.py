@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from pinbench.series.stats import Observation
+    from pinbench.series.observation import Observation
 
 MAX_POOLED = 100_000
 """The most per-query latencies a pooled test takes a side: past it, every k-th of the side's

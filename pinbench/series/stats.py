@@ -48,11 +48,11 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
-import numpy.typing as npt
 
 from pinbench import bounds
 from pinbench.run_figures import p_said
 from pinbench.series.errors import InvalidCandidates, InvalidSeries, InvalidThreshold
+from pinbench.series.observation import Observation as Observation
 from pinbench.series.significance import (
     MAX_RERUNS,
     figures,
@@ -72,14 +72,6 @@ Verdict = Literal["passed", "regressed", "inconclusive"]
 STATISTICAL: frozenset[str] = frozenset({"t", "mann-whitney"})
 POOLED_METRICS = frozenset({"framework_latency_p50_ns", "framework_latency_mean_ns"})
 """Metrics a location test on pooled per-query latencies judges (the rest: one figure a run)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """One run's figure of the metric, and its per-query latencies when it has them."""
-
-    value: float
-    raw: Sequence[float] | npt.NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, slots=True)

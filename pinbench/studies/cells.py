@@ -11,6 +11,9 @@ from pinbench.studies.errors import StudyError
 if TYPE_CHECKING:
     from pinbench.studies.spec import ModelEntry, Study, System
 
+MAX_CELLS = 10_000
+"""A study expands to at most this many cells (one lockfile and one run each)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Cell:
@@ -60,7 +63,6 @@ def cells(study: Study, *, source: str = "<study>") -> list[Cell]:
     place); a study of more than ``MAX_CELLS`` cells is refused."""
     from pinbench.errors import UserError
     from pinbench.registry.request import parse_request
-    from pinbench.studies.spec import MAX_CELLS
 
     out: list[Cell] = []
     for n, entry in enumerate(study.models):

@@ -40,7 +40,6 @@ MAX_MODELS = 200
 MAX_SCENARIOS = 8
 MAX_SYSTEMS = 16
 MAX_BATCH_SIZES = 16
-MAX_CELLS = 10_000
 MAX_CPUS = 4096
 CpuIndex = Annotated[int, msgspec.Meta(ge=0, lt=MAX_CPUS)]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from pinbench.evaluator.datasets import Samples
+    from pinbench.evaluator.samples import Samples
     from pinbench.registry.dataset_manifest import DatasetManifest, LabelFormat
     from pinbench.registry.lockfile import LockedDataset, LockedModel
     from pinbench.tasks.parity import Agreement, Recorded
@@ -69,7 +69,7 @@ class Metric:
             return f"{value:.0f}"
         if self.unit == "fraction":
             return f"{value:.4f}"
-        from pinbench.metric_names import fmt_sig
+        from pinbench.shown import fmt_sig
 
         return fmt_sig(value)
 

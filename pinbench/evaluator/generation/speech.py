@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.datasets import SampleFile
+from pinbench.evaluator.samples import SampleFile
 
 Features = npt.NDArray[np.float32]
 

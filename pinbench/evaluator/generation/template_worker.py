@@ -1,7 +1,7 @@
 """A chat template rendered in a process of its own, under an address-space and a CPU limit:
 the catch-all for whatever ``template_bounds``' rules miss (decision 201).
 
-The parent (``Worker``) starts ``python -m pinbench.evaluator.generation.template_worker``
+The parent (``Worker``) starts ``python -m pinbench.evaluator.generation.template_serve``
 once per template and speaks JSON lines over its stdin and stdout: first the template (its
 source, name, variables and the limits), then one conversation per line, each answered with
 the text or the refusal. The child compiles the template, caps its address space at what it
@@ -15,7 +15,6 @@ the child reads the end of its input and exits too.
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -54,7 +53,7 @@ class Worker:
         process = self._process or self._start()
         ask = {"messages": messages, "add_generation_prompt": add_generation_prompt}
         try:
-            _send(process.stdin, ask)
+            send_line(process.stdin, ask)
             line = process.stdout.readline() if process.stdout else ""
         except (BrokenPipeError, OSError):
             line = ""
@@ -69,7 +68,7 @@ class Worker:
     def _start(self) -> subprocess.Popen[str]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
+            [sys.executable, "-m", "pinbench.evaluator.generation.template_serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -78,7 +77,7 @@ class Worker:
             errors="surrogatepass",
         )
         self._process = process
-        _send(process.stdin, self._hello)
+        send_line(process.stdin, self._hello)
         return process
 
     def close(self) -> None:
@@ -99,7 +98,7 @@ class Worker:
         self.close()
 
 
-def _send(stream: IO[str] | None, message: dict[str, Any]) -> None:
+def send_line(stream: IO[str] | None, message: dict[str, Any]) -> None:
     if stream is None:
         raise BrokenPipeError
     stream.write(json.dumps(message, ensure_ascii=False) + "\n")
@@ -117,50 +116,3 @@ def _death(process: subprocess.Popen[str]) -> str:
     if code < 0:
         return f"its render process was killed ({signal.Signals(-code).name})"
     return f"its render process exited ({code})"
-
-
-def _serve(stdin: IO[str], stdout: IO[str]) -> None:
-    """The child's side: compile, cap the address space, render each conversation under a
-    fresh CPU limit."""
-    import resource
-
-    from pinbench.evaluator.generation.chat_template import ChatTemplate, TemplateRefused
-
-    hello = json.loads(stdin.readline())
-    try:
-        template = ChatTemplate(hello["source"], name=hello["name"], variables=hello["variables"])
-    except TemplateRefused as exc:
-        template, refused = None, exc.reason
-    with open("/proc/self/statm") as f:
-        held = int(f.read().split()[0]) * resource.getpagesize()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
-    memory = held + int(hello["memory"])
-    resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    for line in stdin:
-        if template is None:
-            answer = {"refused": refused}
-        else:
-            used = resource.getrusage(resource.RUSAGE_SELF)
-            cpu = math.ceil(used.ru_utime + used.ru_stime) + int(hello["cpu"])
-            hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-            if hard != resource.RLIM_INFINITY:
-                cpu = min(cpu, hard)
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, hard))
-            ask = json.loads(line)
-            try:
-                text = template.render_here(
-                    ask["messages"], add_generation_prompt=bool(ask["add_generation_prompt"])
-                )
-                answer = {"text": text}
-            except TemplateRefused as exc:
-                answer = {"refused": exc.reason}
-        _send(stdout, answer)
-
-
-if __name__ == "__main__":
-    import io
-
-    _serve(
-        io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogatepass"),
-        io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="surrogatepass"),
-    )

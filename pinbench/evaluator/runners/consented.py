@@ -75,7 +75,6 @@ def code_digests(lock: Lockfile) -> list[str]:
     ``postprocess``, a chain's stage code and join. What a run that carried code records of it
     (``details.code_sha256``), whatever its evaluator said. A ``torch-state-dict`` model's
     ``builder`` is such code too."""
-    from pinbench.registry.chain_spec import stage_artifact
 
     def digest(code: Code, files: dict[str, str]) -> str:
         if code.file is not None:
@@ -91,7 +90,7 @@ def code_digests(lock: Lockfile) -> list[str]:
         found += [digest(c, files) for c in codes if c]
     chain = lock.body.chain
     for stage in chain.stages if chain is not None else []:
-        files = {f.path: f.sha256 for f in stage_artifact(lock, stage).files}
+        files = {f.path: f.sha256 for f in lock.stage_artifact(stage).files}
         found += [digest(c, files) for c in (stage.code, stage.join) if c]
     return found
 

@@ -138,9 +138,9 @@ class HostClock:
 
         from pinbench.energy.meter import record as record_energy
         from pinbench.evaluator import contention
+        from pinbench.evaluator.dropped import name_dropped
         from pinbench.evaluator.latency_metrics import loadgen_figures, series
         from pinbench.evaluator.loadgen_files import read_logs
-        from pinbench.evaluator.scoring import name_dropped
 
         t = self._tested
         calls, samples = t["calls"], t["samples"]

@@ -1,7 +1,7 @@
 """The local runner: evaluate in this interpreter, with whatever is installed here.
 
 A run that executes code its user allowed (a model's processing code, a chain's code) runs it
-in a child process of this interpreter instead (``process.run_worker``): code never runs in the
+in a child process of this interpreter instead (``worker_run.run_worker``): code never runs in the
 process that scores and records (issue 63), and the host watches what it may not change
 (``consented.code_watch``).
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.evaluator.job import Evidence, Job, Say, pinned_files
+from pinbench.evaluator.job import Evidence, Job, Say
 from pinbench.evaluator.measure import measure
 from pinbench.evaluator.model_folder import FOLDER, materialise
 from pinbench.evaluator.runners.consented import (
@@ -33,8 +33,10 @@ from pinbench.evaluator.runners.consented import (
     inputs_cache,
     seed_cache,
 )
-from pinbench.evaluator.runners.process import RunTimedOut, run_worker, write_job
+from pinbench.evaluator.runners.process import RunTimedOut, write_job
 from pinbench.evaluator.runners.sandbox import runs_its_own_operations
+from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
+from pinbench.evaluator.runners.worker_run import run_worker
 from pinbench.evaluator.source import evaluator_digest
 from pinbench.evaluator.stop import Stop, time_limit
 from pinbench.processing.consent import needs_code
@@ -54,38 +56,6 @@ def installed_digest() -> str:
     pin, but it tells two local environments apart. Read once per process (~0.13 s)."""
     names = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in distributions()})
     return Digest.of_bytes("\n".join(names).encode()).hex
-
-
-def store_paths(
-    ws: Workspace, lock: Lockfile, kind: Kind | str, *, truth: bool = False
-) -> dict[str, Path]:
-    """Where the pinned files of ``kind`` are in the blob store (none in an operator run);
-    ``truth``: the dataset's ground truth too (``job.pinned_files``). Data files are read from
-    there; a model's never are (``model_folder``)."""
-    return {f.path: ws.store.path(Digest(f.sha256)) for f in pinned_files(lock, kind, truth=truth)}
-
-
-def model_folder(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, Path]:
-    """The model's files at their artifact paths in ``root`` (new; scratch on the store's
-    filesystem, so hard links), and nothing else: where the model is loaded from, never the
-    blob store's shard folders, which hold other artifacts' blobs."""
-    return materialise(store_paths(ws, lock, Kind.MODEL), root)
-
-
-def stage_folders(ws: Workspace, lock: Lockfile, root: Path) -> dict[str, dict[str, Path]]:
-    """A chain's stages' files, each stage's in ``root/<stage>`` as ``model_folder`` places
-    the model's; none for a lockfile without a chain."""
-    if lock.body.chain is None:
-        return {}
-    from pinbench.registry.chain_spec import stage_artifact
-
-    return {
-        stage.name: materialise(
-            {f.path: ws.store.path(Digest(f.sha256)) for f in stage_artifact(lock, stage).files},
-            root / stage.name,
-        )
-        for stage in lock.body.chain.stages
-    }
 
 
 def _strings(paths: dict[str, Path]) -> dict[str, str]:

@@ -310,7 +310,7 @@ def sandbox_marks(
         injected = sorted(k for k in evidence.metrics if k.startswith("energy_"))
         for name in injected:
             del evidence.metrics[name]
-        from pinbench.evaluator.scoring import name_dropped
+        from pinbench.evaluator.dropped import name_dropped
 
         name_dropped(evidence.details, injected)
     code = allow_code and needs_code(lock)

@@ -75,7 +75,7 @@ def why_not(ws: Workspace, lock: Lockfile) -> str | None:
     dataset without labels (no accuracy run of it exists to answer as)."""
     from pinbench.evaluator.datasets import load_samples
     from pinbench.evaluator.job import files_of
-    from pinbench.evaluator.runners.local import store_paths
+    from pinbench.evaluator.runners.store_files import store_paths
     from pinbench.registry.names import Kind
 
     body = lock.body

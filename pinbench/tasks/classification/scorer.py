@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
+from pinbench.tasks.classification.errors import ClassCountMismatch
 from pinbench.tasks.classification.ranking import check_softmax_axes, ranking_of
 from pinbench.tasks.classification.rows import sample_rows
 from pinbench.tasks.classification.scores import (
@@ -13,7 +14,6 @@ from pinbench.tasks.classification.scores import (
     class_scores,
     classification_metrics,
 )
-from pinbench.tasks.classification.task import ClassCountMismatch
 from pinbench.tasks.shapes import stacked
 
 

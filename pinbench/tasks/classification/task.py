@@ -36,22 +36,6 @@ class NoClassificationOutput(UserError):
         self.outputs = outputs
 
 
-class ClassCountMismatch(UserError):
-    """A classification output scores another number of classes than the dataset declares:
-    its indexes cannot mean the dataset's classes."""
-
-    def __init__(self, *, output: str, scores: int, dataset: str, classes: int) -> None:
-        super().__init__(
-            f"output {output} scores {scores} classes but dataset {dataset} declares {classes}: "
-            "an accuracy run needs the model's class indexes to be the dataset's (pair them "
-            "with a dataset labelled for this model)"
-        )
-        self.output = output
-        self.scores = scores
-        self.dataset = dataset
-        self.classes = classes
-
-
 class Classification(Task):
     name = "classification"
     title = "classification"

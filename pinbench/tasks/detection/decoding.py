@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.registry.ports import PROBABILITY_MAP, Detection, Input, OutputName
-from pinbench.tasks.detection.errors import BadDetectorOutput
+from pinbench.tasks.detection.errors import BadDetectorOutput, DetectionSetupError
 from pinbench.tasks.detection.layouts import Detections, decode, decode_separate
 
 if TYPE_CHECKING:
@@ -65,8 +65,6 @@ def scored_classes(answer: Answer, plan: Plan) -> tuple[int, list[int]]:
 
 
 def setup_error(output: str, reason: str) -> Exception:
-    from pinbench.tasks.detection.score import DetectionSetupError
-
     return DetectionSetupError(what=f"output {output!r}", reason=reason)
 
 

@@ -54,3 +54,13 @@ class BadDetections(UserError):
         super().__init__(f"detection {index}: {reason}")
         self.index = index
         self.reason = reason
+
+
+class DetectionSetupError(UserError):
+    """A detection run that cannot be scored as declared: names the model, output or input
+    and what is wrong."""
+
+    def __init__(self, *, what: str, reason: str) -> None:
+        super().__init__(f"{what}: {reason}")
+        self.what = what
+        self.reason = reason

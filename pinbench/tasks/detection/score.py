@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.errors import UserError
 from pinbench.registry.ports import PROBABILITY_MAP, Detection, Input, Output
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.coco import (
@@ -34,6 +33,7 @@ from pinbench.tasks.detection.coco import (
 )
 from pinbench.tasks.detection.decoding import check_columns, decoded
 from pinbench.tasks.detection.errors import BadGroundTruth
+from pinbench.tasks.detection.errors import DetectionSetupError as DetectionSetupError
 from pinbench.tasks.detection.layouts import Detections
 from pinbench.tasks.detection.masks import box_mask, encode, image_mask
 from pinbench.tasks.detection.plausible import BoxCensus
@@ -43,16 +43,6 @@ from pinbench.tasks.threshold import at_least
 
 DETAIL_LIMIT = 100
 """Detections kept per image in the run's details (the metrics use up to NMS's limit)."""
-
-
-class DetectionSetupError(UserError):
-    """A detection run that cannot be scored as declared: names the model, output or input
-    and what is wrong."""
-
-    def __init__(self, *, what: str, reason: str) -> None:
-        super().__init__(f"{what}: {reason}")
-        self.what = what
-        self.reason = reason
 
 
 def geometry_of(spec: Input) -> list[geometry.Step]:
