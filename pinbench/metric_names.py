@@ -2,7 +2,7 @@
 and 10): each key's name in words saying whose figure it is, with the key kept beside it
 (``p50 latency, LoadGen`` for ``latency_p50_ns``, ``p50 latency, framework call`` for
 ``framework_latency_p50_ns``); nanoseconds in the unit a whole column shares, at the
-precision ``runs show`` prints them (``run_figures.fmt_ns``: µs to 0.1, ms to 0.01).
+precision ``runs show`` prints them (``fmt_ns``: µs to 0.1, ms to 0.01).
 
 The words follow decision 275: ``throughput_sps`` and ``queries_count`` are LoadGen's figures
 in an inference run, ``framework_throughput_sps`` and ``framework_calls_count`` pinbench's;

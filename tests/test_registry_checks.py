@@ -15,7 +15,9 @@ import pytest
 
 from pinbench.errors import UserError
 from pinbench.registry.checks import CheckRefused, Checks, checks, install, uninstall
-from pinbench.registry.manifest import DatasetManifest, ManifestError, parse_manifest
+from pinbench.registry.dataset_manifest import DatasetManifest
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.supported import Unsupported, check_supported
 from tests.helpers import dataset_manifest
 

@@ -77,7 +77,7 @@ class Metric:
 @dataclass(frozen=True, slots=True)
 class TruthSource:
     """Where a task reads its ground truth from (``datasets.load_samples`` fills it at a run,
-    ``registry.dataset_files`` at publish)."""
+    ``tasks.dataset_files`` at publish)."""
 
     dataset: LockedDataset | DatasetManifest
     ref: str
