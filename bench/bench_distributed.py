@@ -57,7 +57,7 @@ def _model(folder: Path) -> TrainModel:
     import torch
 
     from pinbench.catalog.torch_files import save_safetensors
-    from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+    from pinbench.worker.predictors.torch.architectures import digits_cnn
 
     torch.manual_seed(0)
     path = folder / "digits-cnn.safetensors"

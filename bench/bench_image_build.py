@@ -45,7 +45,7 @@ ENV PYTHONPATH=/opt/pinbench/lib \\
     TF_CPP_MIN_LOG_LEVEL=2
 USER 65534:65534
 WORKDIR /tmp
-ENTRYPOINT ["/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.evaluator.worker"]
+ENTRYPOINT ["/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.worker.main"]
 COPY --from=build /opt/pinbench /opt/pinbench
 """
 """The recipe ``pinbench/images/Dockerfile`` held until decision 269."""

@@ -5,7 +5,7 @@ Each of ``--processes`` child processes loops LoadGen tests (the four scenarios 
 numpy model of one matrix product, 20 ms and 50 queries each) for ``--seconds``, while
 ``--hogs`` busy loops keep the cores contended, as a full test suite does. ``thread-per-test``
 calls ``StartTest`` on a new thread for each test, as pinbench did before decision 265;
-``one-thread`` goes through ``run_scenario`` (``pinbench.evaluator.loadgen_thread``). Printed
+``one-thread`` goes through ``run_scenario`` (``pinbench.worker.loadgen_thread``). Printed
 per mode: how many children crashed (and with which signal), their tests, and the seconds
 before the first crash.
 
@@ -43,8 +43,8 @@ def child(mode: str, seconds: float) -> None:
     import msgspec
     import numpy as np
 
-    from pinbench.evaluator import loadgen_test, scenarios
     from pinbench.registry.request import Scenario
+    from pinbench.worker import loadgen_test, scenarios
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((48, 16)).astype(np.float32)
@@ -135,8 +135,8 @@ def wait_times(count: int = 30) -> dict[str, float]:
     import msgspec
     import numpy as np
 
-    from pinbench.evaluator import loadgen_test, scenarios
     from pinbench.registry.request import Scenario
+    from pinbench.worker import loadgen_test, scenarios
 
     x = np.ones((48, 16), dtype=np.float32)
     scenario = msgspec.convert(

@@ -11,7 +11,7 @@ Each run, for each model, alternating which goes first:
 
 * bare: ``t0 = perf_counter_ns(); session.run(...); t1 = ...`` over the samples in order,
   after the same warm-up; its p50;
-* pinbench: ``pinbench.evaluator.scenarios.run_scenario`` (LoadGen SingleStream, the same
+* pinbench: ``pinbench.worker.scenarios.run_scenario`` (LoadGen SingleStream, the same
   query count) calling ``OnnxRuntimePredictor.predict`` on the same session. Two figures:
   pinbench's reported p50 (its timed region around ``predict``) and LoadGen's own p50 (issue
   to completion: LoadGen's C++ queueing, its Python binding, pinbench's callback).
@@ -41,13 +41,13 @@ import numpy as np
 
 from bench._common import Check, Report, check_runs, command_line, log, machine, parser, scratch
 from pinbench import catalog
-from pinbench.evaluator.loadgen_test import start_test
-from pinbench.evaluator.pipeline import preprocess
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
-from pinbench.evaluator.scenarios import run_scenario, settings_for
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.request import Scenario
+from pinbench.worker.loadgen_test import start_test
+from pinbench.worker.pipeline import preprocess
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.onnxruntime import OnnxRuntimePredictor
+from pinbench.worker.scenarios import run_scenario, settings_for
 
 TARGET_ABS_NS = 2_000
 TARGET_RATIO = 1.01
@@ -158,10 +158,10 @@ def _host_timed(
     import subprocess
     import sys
 
-    from pinbench.evaluator.job import Evidence
     from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
     from pinbench.evaluator.runners.host_clock import HostClock
-    from pinbench.evaluator.stop import Stop
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.stop import Stop
 
     if socket_dir is not None:
         socket_dir.mkdir(parents=True, exist_ok=True)
@@ -188,7 +188,7 @@ def _answer(root: Path, label: str, where: list[str]) -> int:
     """The child of ``_host_timed``: the model opened and warmed up as the parent's, then its
     queries answered as a host-timed worker answers them, across the pipes' descriptors or
     the socket ``where`` names."""
-    from pinbench.evaluator.remote_test import RemoteTest, connected
+    from pinbench.worker.remote_test import RemoteTest, connected
 
     model, dataset, threads, queries = MODELS[label]
     predictor, inputs = _open(root, model, dataset, threads)

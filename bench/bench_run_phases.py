@@ -44,7 +44,7 @@ import json, sys, time
 stamps = {"start": time.process_time()}
 import onnxruntime  # noqa: F401  the framework, before anything of pinbench
 stamps["framework"] = time.process_time()
-from pinbench.evaluator.predictors.onnxruntime.predictor import OnnxRuntimePredictor as P
+from pinbench.worker.predictors.onnxruntime.predictor import OnnxRuntimePredictor as P
 opened, predicted, loading = P.open, P.predict, [0.0]
 def open_(self, model, options):
     began = time.process_time()

@@ -1,7 +1,7 @@
 """What the sandbox adds to each worker's start (issue 71): a worker process started as the
 runners start it, in bubblewrap and without, alternating, in the same run.
 
-Each start is ``python -s -m pinbench.evaluator.worker`` with no job (it imports the worker's
+Each start is ``python -s -m pinbench.worker.main`` with no job (it imports the worker's
 modules, NumPy and msgspec among them, prints its usage and exits 2): the part of every run that
 the sandbox can change. It runs from the same folder both ways (``process.worker_start``: a
 copy of the evaluator, an empty working folder; made before the clock starts), with this

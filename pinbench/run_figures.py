@@ -85,7 +85,7 @@ INVALID = "INVALID"
 """The mark beside every figure of a run LoadGen called INVALID, wherever one is shown."""
 BUSY = "BUSY"
 """The mark beside a figure of a run timed while other work took the machine
-(``contended_bool``, ``evaluator.contention``)."""
+(``contended_bool``, ``worker.contention``)."""
 
 
 def loadgen_invalid(metrics: Mapping[str, Any]) -> bool:

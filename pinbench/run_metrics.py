@@ -82,7 +82,7 @@ def headline(run: Mapping[str, Any]) -> str:
 def undefined_of(run: Mapping[str, Any]) -> dict[str, str]:
     """The metrics the run left out as undefined, each with its reason (its details'
     ``undefined_metrics``, decision 165); empty where none or no details are at hand."""
-    from pinbench.evaluator.undefined import DETAILS_KEY
+    from pinbench.worker.undefined import DETAILS_KEY
 
     details = run.get("details")
     found = details.get(DETAILS_KEY) if isinstance(details, Mapping) else None

@@ -387,9 +387,9 @@ def cannot_run(reason: str) -> None:
 def cold_reason(lock: Any, tmp_path: Path) -> str:
     """Why ``run_warm`` runs ``lock`` cold (``warm_cold_because``): a warm evaluator that it
     starts fails the test, and so does a warm run."""
-    from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.stop import Stop
     from pinbench.evaluator.warm import WarmPool, run_warm
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.stop import Stop
 
     def refuse_to_start(root: Path, idle_s: float) -> Any:
         raise AssertionError("a warm evaluator was started for a lockfile that must run cold")

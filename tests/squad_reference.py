@@ -14,7 +14,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """MLPerf Inference's BERT reference, vendored: the functions the tests hold
-``pinbench.tasks.question_answering`` and ``pinbench.evaluator.qa_features`` to.
+``pinbench.tasks.question_answering`` and ``pinbench.worker.qa_features`` to.
 
 From https://github.com/mlcommons/inference at b66003e10e2db4b8c36a448b0545ec90fcc6e9e9:
 ``language/bert/evaluate_v1.1.py`` (SQuAD v1.1's official evaluation script, from

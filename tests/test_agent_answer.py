@@ -14,7 +14,7 @@ from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.cluster.answer import AgentError, answer_error, answer_ok, read_error, read_ok
 from pinbench.errors import SystemFailure
 from pinbench.evaluator.server_runner import RunnerRefused
-from pinbench.evaluator.stop import RunStopped
+from pinbench.worker.stop import RunStopped
 
 EXPECTED, ACTUAL = Digest("ab" * 32), Digest("cd" * 32)
 

@@ -14,9 +14,9 @@ import pytest
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch
 from pinbench.cluster.agent_run import fetch_pinned
-from pinbench.evaluator.job import pinned_files
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
+from pinbench.worker.job import pinned_files
 from pinbench.workspace import Workspace
 from tests.helpers import lock_digits, sha
 
@@ -99,7 +99,7 @@ def test_an_agent_started_warm_serves_its_second_venv_run_warm_and_ends_its_eval
     """``pinbench agent start --warm``: the agent's actor (here called directly, as Ray would)
     keeps one evaluator per environment; closing the agent ends it."""
     from pinbench.cluster.ray_agent import Agent
-    from pinbench.evaluator.results import read_results
+    from pinbench.worker.results import read_results
 
     blob_server.honest = digits.store
     lock = Lockfile.read(lock_digits(digits, tmp_path / "digits.lock"))

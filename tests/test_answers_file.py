@@ -1,4 +1,4 @@
-"""An accuracy run's answers as the host reads them (``evaluator.answers``, issue 63): what
+"""An accuracy run's answers as the host reads them (``worker.answers``, issue 63): what
 ``write_answers`` writes comes back as it was, ragged or not; anything else a worker (or a
 container, or an agent) hands over is refused naming why, never a traceback and never a
 number. The cases are an attacker's review's: each escaped as a Python error or was accepted
@@ -17,8 +17,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from pinbench.evaluator.answers import ANSWERS, write_answers
-from pinbench.evaluator.results import FORMAT, InvalidResults, WorkerResult, read_results
+from pinbench.worker.answers import ANSWERS, write_answers
+from pinbench.worker.results import FORMAT, InvalidResults, WorkerResult, read_results
 
 LOCK = "a" * 64
 
@@ -176,7 +176,7 @@ def test_a_generated_answer_crosses_as_its_text_and_anything_else_is_refused(
     """A generating run's answers are texts (issue 64): each comes back as written, empty or
     not ASCII; an answer with another output, another dtype or shape, more bytes than an answer
     may hold, or bytes that are not UTF-8, is refused naming why."""
-    from pinbench.evaluator.answers import (
+    from pinbench.worker.answers import (
         MAX_TEXT_BYTES,
         TEXT,
         AnswersUnreadable,

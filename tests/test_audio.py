@@ -1,5 +1,5 @@
-"""Audio samples: WAV files decoded by the standard library's ``wave`` (``evaluator.audio``),
-resampled as SciPy's ``resample_poly`` does (in NumPy: ``evaluator.polyphase``) as a declared
+"""Audio samples: WAV files decoded by the standard library's ``wave`` (``worker.audio``),
+resampled as SciPy's ``resample_poly`` does (in NumPy: ``worker.polyphase``) as a declared
 step, waveforms fed as they are (no silent reshape), and an audio classifier run end to end
 through the CLI, with the local and the venv runner, on speech-like and silent clips made here."""
 
@@ -17,11 +17,11 @@ import numpy.typing as npt
 import pytest
 import yaml
 
-from pinbench.evaluator import audio, pipeline_errors
-from pinbench.evaluator import pipeline as p
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.ports import Input
+from pinbench.worker import audio, pipeline_errors
+from pinbench.worker import pipeline as p
 from tests.helpers import Cli
 
 F32 = npt.NDArray[np.float32]

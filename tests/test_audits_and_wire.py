@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pinbench.evaluator import clock_wire as w
 from pinbench.evaluator.runners import audits
+from pinbench.worker import clock_wire as w
 
 
 def _log(scenario: str, score: float, median: float | None = None) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def test_a_test04_with_no_score_fails_and_says_why() -> None:
 
 
 def test_a_failed_test04_makes_the_run_invalid_with_its_reason() -> None:
-    from pinbench.evaluator.job import Evidence
+    from pinbench.worker.job import Evidence
 
     evidence = Evidence(metrics={"loadgen_valid_bool": 1.0})
     summary: dict[str, Any] = {"result_validity": "VALID"}
@@ -154,9 +154,9 @@ def _real_log(tmp_path: Any, scenario: str) -> tuple[dict[str, Any], int]:
 
     import mlperf_loadgen as lg
 
-    from pinbench.evaluator.loadgen_test import start_test
-    from pinbench.evaluator.scenarios import settings_for
     from pinbench.registry.request import Scenario
+    from pinbench.worker.loadgen_test import start_test
+    from pinbench.worker.scenarios import settings_for
 
     def issue(queries: list[Any]) -> None:
         time.sleep(0.001)
@@ -176,8 +176,8 @@ def _real_log(tmp_path: Any, scenario: str) -> tuple[dict[str, Any], int]:
 def test_a_loadgen_log_that_says_more_time_than_the_evaluator_lived_is_refused(
     tmp_path: Any, scenario: str
 ) -> None:
-    from pinbench.evaluator.results import InvalidResults
     from pinbench.evaluator.timing_checks import check_log
+    from pinbench.worker.results import InvalidResults
 
     log, wall = _real_log(tmp_path, scenario)
     check_log(scenario, log, wall)  # the truth passes
@@ -223,7 +223,7 @@ def test_on_a_busy_machine_a_small_speedup_is_inconclusive_a_cache_still_fails()
     """The suite's full run on two busy cores failed an honest model's TEST04 twice: beside
     other work a repeat less than 2x as fast says nothing (no figure, not INVALID); a cache is
     still a failure."""
-    from pinbench.evaluator.job import Evidence
+    from pinbench.worker.job import Evidence
 
     noise = audits.verdict(
         "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 7e5), contended=True

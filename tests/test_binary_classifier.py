@@ -18,7 +18,6 @@ from sklearn import metrics as sk
 from pinbench import catalog as builtin
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
@@ -30,6 +29,7 @@ from pinbench.tasks.classification.binary import (
     binary_metrics,
     one_value_per_sample,
 )
+from pinbench.worker.undefined import UndefinedMetric
 from pinbench.workspace import Workspace
 from tests.helpers import publish_digits_model, write_files
 from tests.test_class_scores import STEPS, X

@@ -23,13 +23,13 @@ from pinbench.errors import UserError
 from pinbench.evaluator.bisect import Bisection, bisect
 from pinbench.evaluator.bisect_chain import Pin, chain, search, side_of, versions_between
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.stop import Stop
 from pinbench.registry import catalog, service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import ArtifactRef
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.sdk.registry import Registry
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, in_process_cli, sha
 

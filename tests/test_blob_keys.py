@@ -20,8 +20,6 @@ from pinbench.artifacts.digest import Digest
 from pinbench.db.backup import backup
 from pinbench.db.upkeep import check, referenced
 from pinbench.evaluator.history import show_run
-from pinbench.evaluator.job import Evidence
-from pinbench.evaluator.results import read_results, write_results
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.run_blobs import (
     save_logs,
@@ -30,6 +28,8 @@ from pinbench.evaluator.run_blobs import (
     save_weights,
     store_graph,
 )
+from pinbench.worker.job import Evidence
+from pinbench.worker.results import read_results, write_results
 from pinbench.workspace import Workspace
 from tests.test_processing_code import CODE, _lock, _publish, _raw_dataset
 

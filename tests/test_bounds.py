@@ -242,8 +242,8 @@ def test_a_run_whose_model_is_fast_for_its_duration_fails_before_loadgen_starts(
     / 1 us of queries. The run fails naming it before LoadGen generates any (no log)."""
     import numpy as np
 
-    from pinbench.evaluator.scenarios import ScenarioError, run_scenario
     from pinbench.registry.request import Scenario
+    from pinbench.worker.scenarios import ScenarioError, run_scenario
 
     calls: list[int] = []
 

@@ -746,16 +746,16 @@ def test_a_chain_is_queued_for_any_runner_here_and_refused_for_a_cluster_system(
 def test_an_isolated_evaluator_checks_every_stages_files_against_the_lockfile(
     wakeword: Any, tmp_path: Path
 ) -> None:
-    """The evaluator behind the venv and docker runners (``pinbench.evaluator.worker``) is
+    """The evaluator behind the venv and docker runners (``pinbench.worker.main``) is
     handed each stage's files: bytes other than the lockfile's, a file not handed in, or a
     stage the chain has not fail the run before anything is loaded, naming each."""
     import json
 
-    from pinbench.evaluator.results import RESULT
     from pinbench.evaluator.runners.process import write_job
     from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
-    from pinbench.evaluator.worker import main as worker_main
     from pinbench.registry.names import Kind
+    from pinbench.worker.main import main as worker_main
+    from pinbench.worker.results import RESULT
 
     ws = wakeword[0]
     lock = service.lock(ws, request())[0]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pinbench.evaluator.generation.chat_template import ChatTemplate, TemplateRefused
+from pinbench.worker.generation.chat_template import ChatTemplate, TemplateRefused
 
 NAME = "model/tokenizer_config.json (chat_template)"
 
@@ -268,7 +268,7 @@ def test_a_render_runs_in_a_process_of_its_own_under_its_rules_and_limits(
     catch what the rules miss: an address space past ``MAX_MEMORY`` is a MemoryError (lists
     within every rule, made here smaller than the limit allows), a render past its CPU
     seconds is killed (a limit of 0 s: the next whole second of CPU)."""
-    from pinbench.evaluator.generation import template_worker
+    from pinbench.worker.generation import template_worker
 
     with pytest.raises(TemplateRefused, match="`==` goes over"):
         _rendered("{% set a = ['x'] * 3000 %}{% set b = a|list %}{{ [b] * 3000 == [a] * 3000 }}")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pinbench.evaluator.labels import LabelProblem, read_labels
 from pinbench.registry.dataset_manifest import LabelFormat
+from pinbench.worker.labels import LabelProblem, read_labels
 
 SAMPLES = ["img/a.png", "img/b.png", "img/c.png"]
 

@@ -14,7 +14,6 @@ import pytest
 from pinbench import catalog as builtin
 from pinbench.evaluator.history import list_runs
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import parse_manifest
@@ -26,6 +25,7 @@ from pinbench.tasks.classification.scores import (
     class_scores,
     classification_metrics,
 )
+from pinbench.worker.undefined import UndefinedMetric
 from pinbench.workspace import Workspace
 from tests.helpers import digits_logreg, publish_digits_model, write_files
 

@@ -98,7 +98,7 @@ def write_results(out, lock_digest, evidence, error, environment):
 TAMPERS_WITH_THE_EVALUATOR = (
     "import importlib.util as _util\n"
     "import os as _os\n"
-    "import pinbench.evaluator.results as _results\n\n"
+    "import pinbench.worker.results as _results\n\n"
     "with open(_results.__file__, 'a') as _f:\n"
     f"    _f.write({WRAPPER!r})\n"
     "try:\n"
@@ -344,7 +344,7 @@ CLAIMS_A_PERFECT_RUN = (
     "import sys as _sys\n"
     "from pathlib import Path as _Path\n"
     "import numpy as _np\n"
-    "_worker = _sys.modules['__main__']  # python -m pinbench.evaluator.worker\n\n"
+    "_worker = _sys.modules['__main__']  # python -m pinbench.worker.main\n\n"
     "_job = _json.loads(_Path(_sys.argv[1]).read_text())\n"
     "_Path(@WHERE@).write_text(_json.dumps(sorted(_job['dataset'])))\n"
     "_honest = _worker.write_results\n\n\n"
@@ -403,8 +403,8 @@ def test_latencies_the_host_clock_cannot_have_seen_are_refused(
     code), the host refuses calls that took no time."""
     import numpy as np
 
-    from pinbench.evaluator.results import InvalidResults
     from pinbench.evaluator.timing_checks import check_timings
+    from pinbench.worker.results import InvalidResults
 
     ws = world.home.ws
     where = repr(str(tmp_path / "given.json"))

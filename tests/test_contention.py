@@ -13,9 +13,9 @@ import msgspec
 import numpy as np
 import pytest
 
-from pinbench.evaluator import contention
-from pinbench.evaluator.scenarios import run_scenario
 from pinbench.registry.request import Scenario
+from pinbench.worker import contention
+from pinbench.worker.scenarios import run_scenario
 
 HZ = os.sysconf("SC_CLK_TCK")
 

@@ -118,8 +118,8 @@ def test_keep_aspect_resize_then_centre_crop_as_the_pipeline_does() -> None:
 def test_the_transform_follows_the_pixels_of_the_pipelines_resize(keep_aspect_ratio: bool) -> None:
     # A white rectangle on black, through pinbench's own resize step: where it lands is where
     # the transform puts its box (to a pixel: the resampling blurs the edges).
-    from pinbench.evaluator import image_steps
     from pinbench.registry import steps
+    from pinbench.worker import image_steps
 
     image = np.zeros((1, 480, 640, 1), dtype=np.uint8)
     image[0, 200:400, 100:300] = 255  # xyxy [100, 200, 300, 400]
@@ -157,8 +157,8 @@ def test_the_transform_follows_the_pixels_of_the_pipelines_pad_and_letterbox(
     # lands where the transform puts its box.
     import msgspec
 
-    from pinbench.evaluator import pipeline
     from pinbench.registry import ports, steps
+    from pinbench.worker import pipeline
 
     height, width = size
     image = np.zeros((1, height, width, 1), dtype=np.uint8)

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 from pinbench.catalog import nudenet
-from pinbench.evaluator.pipeline import preprocess_files
 from pinbench.registry.manifest import ModelManifest, load_manifest
 from pinbench.registry.ports import Detection, Input
 from pinbench.tasks.detection.boxes import (
@@ -34,6 +33,7 @@ from pinbench.tasks.detection.coco import coco_metrics, to_coco
 from pinbench.tasks.detection.layouts import Detections, decode
 from pinbench.tasks.detection.nms import iou
 from pinbench.tasks.detection.score import geometry_of, kept
+from pinbench.worker.pipeline import preprocess_files
 
 GROUND_TRUTH = Path(__file__).parent / "data" / "detection" / "skimage-faces.json"
 

@@ -25,7 +25,6 @@ from pinbench.energy.price import (
 )
 from pinbench.energy.rapl import delta_uj, rapl_zones
 from pinbench.energy.show import usd
-from pinbench.evaluator import measure as measure_module
 from pinbench.evaluator.history import list_runs, show_run
 from pinbench.evaluator.run import _keep_cost, run_lockfile, unit_of
 from pinbench.registry import service
@@ -33,6 +32,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.reports.data import gather
 from pinbench.reports.render import html, markdown
+from pinbench.worker import measure as measure_module
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, in_process_cli, published_workspace
 

@@ -18,7 +18,6 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.cli import main
 from pinbench.evaluator.history import show_run
-from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.child import run_child
 from pinbench.evaluator.runners.process import (
@@ -31,6 +30,7 @@ from pinbench.evaluator.runners.process import (
 )
 from pinbench.registry import service
 from pinbench.registry.request import parse_request
+from pinbench.worker.job import Evidence
 from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli, in_process_cli

@@ -17,11 +17,11 @@ import pytest
 from PIL import Image
 
 from pinbench.catalog import frameworks
-from pinbench.evaluator.file_bytes import read_bytes
-from pinbench.evaluator.pipeline import preprocess_files
-from pinbench.evaluator.pipeline_errors import PipelineError
 from pinbench.registry.ports import Input
 from pinbench.registry.steps import ReadBytes
+from pinbench.worker.file_bytes import read_bytes
+from pinbench.worker.pipeline import preprocess_files
+from pinbench.worker.pipeline_errors import PipelineError
 from tests.helpers import Cli, dump, write_files
 
 

@@ -160,7 +160,7 @@ def _tampered(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     scorers unimportable, as in an evaluation environment, then ``change``s what it returns."""
     import sys
 
-    from pinbench.evaluator.generation import run as generation
+    from pinbench.worker.generation import run as generation
 
     honest = generation.generate_run
 
@@ -512,8 +512,8 @@ TEMPLATE = (
 
 
 def _generator(folder: Path) -> Any:
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.config import ModelFiles
 
     generator = TorchGenerator()
     files = {p.name: p for p in folder.iterdir()}

@@ -249,9 +249,9 @@ def test_a_start_id_past_the_output_embedding_is_refused_where_the_model_opens(
 
     from transformers import T5ForConditionalGeneration
 
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.base import ModelLoadError
-    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.config import ModelFiles
 
     folder = shutil.copytree(t5[1], tmp_path / "t5")
     model = T5ForConditionalGeneration.from_pretrained(folder)

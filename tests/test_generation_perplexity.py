@@ -92,8 +92,8 @@ def _folder(tmp_path: Path, style: str, context: int = 64) -> Path:
 
 
 def _generator(folder: Path) -> Any:
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.config import ModelFiles
 
     generator = TorchGenerator()
     files = {p.name: p for p in folder.iterdir()}

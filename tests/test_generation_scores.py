@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.generation.scores import (
     MAX_LCS_CELLS,
     TooLongForRouge,
     perplexity,
     rouge_and_exact,
 )
+from pinbench.worker.undefined import UndefinedMetric
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "Mat!", "dog's", "42", "x-y", "é", ""]
 INFLECTED = [

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pinbench.evaluator.generation.processors import (
+from pinbench.worker.generation.processors import (
     MAX_NGRAM,
     MAX_SEQUENCES,
     GenerationSettingRefused,
@@ -94,8 +94,8 @@ def _with(folder: Path, where: Path, settings: dict[str, Any]) -> Path:
 
 
 def _open(folder: Path) -> Any:
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.config import ModelFiles
 
     generator = TorchGenerator()
     generator.open(ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None)
@@ -216,7 +216,7 @@ def test_a_batch_answers_each_row_as_alone_and_the_run_records_what_was_applied(
 def test_a_setting_not_applied_or_a_bad_value_is_refused_naming_it_and_the_file(
     folders: dict[str, Path], tmp_path: Path, settings: dict[str, Any], message: str
 ) -> None:
-    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.base import ModelLoadError
 
     folder = _with(folders["bart"], tmp_path / "bart", settings)
     with pytest.raises(ModelLoadError, match=message) as refused:

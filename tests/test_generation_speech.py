@@ -149,8 +149,8 @@ def test_speech_wer_and_cer_are_jiwers_on_hostile_texts(
 def test_speech_metrics_with_no_reference_text_are_undefined(
     references: list[str], metric: str
 ) -> None:
-    from pinbench.evaluator.undefined import UndefinedMetric
     from pinbench.tasks.speech.metrics import speech_metrics
+    from pinbench.worker.undefined import UndefinedMetric
 
     with pytest.raises(UndefinedMetric) as raised:
         speech_metrics(["a"] * len(references), references)
@@ -213,7 +213,7 @@ def test_the_transcripts_stay_with_the_host_which_scores_the_answers(
     whatever the evaluator claims."""
     import jiwer
 
-    from pinbench.evaluator.generation import run as generation
+    from pinbench.worker.generation import run as generation
 
     honest, handed = generation.generate_run, []
 
@@ -386,8 +386,8 @@ def test_a_dataset_whose_features_exceed_the_budget_is_refused_before_any_is_com
     over 4 GiB, refused before a file is read or the extractor called."""
     from types import SimpleNamespace
 
-    from pinbench.evaluator.datasets import SampleFile
-    from pinbench.evaluator.generation.speech import FeaturesTooLarge, audio_features
+    from pinbench.worker.datasets import SampleFile
+    from pinbench.worker.generation.speech import FeaturesTooLarge, audio_features
 
     def never(*_: object, **__: object) -> None:
         raise AssertionError("the extractor ran")
@@ -450,8 +450,8 @@ def multilingual(whisper: tuple[Any, Path, Path]) -> tuple[Any, Path, Path]:
 
 
 def _opened(folder: Path) -> Any:
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.config import ModelFiles
 
     generator = TorchGenerator()
     generator.open(ModelFiles({p.name: p for p in folder.iterdir()}, "hf-folder", None), None)
@@ -459,8 +459,8 @@ def _opened(folder: Path) -> Any:
 
 
 def _features(folder: Path, root: Path) -> list[Any]:
-    from pinbench.evaluator.datasets import SampleFile
-    from pinbench.evaluator.generation.speech import audio_features, extractor_of
+    from pinbench.worker.datasets import SampleFile
+    from pinbench.worker.generation.speech import audio_features, extractor_of
 
     clips = [SampleFile(f"clips/{i}.wav", root / "clips" / f"{i}.wav") for i in range(len(TONES))]
     extractor = extractor_of(folder / "preprocessor_config.json", "p")
@@ -565,7 +565,7 @@ def test_whisper_prompts_of_other_checkpoints_are_transformers_own(
     from transformers import GenerationConfig, WhisperForConditionalGeneration
     from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
 
-    from pinbench.evaluator.generation.whisper_prompt import whisper_prompt
+    from pinbench.worker.generation.whisper_prompt import whisper_prompt
     from tests.encdec_folders import whisper_generation_config
 
     settings = {**whisper_generation_config(), **change}
@@ -733,12 +733,12 @@ def test_suppressed_tokens_are_never_chosen_as_generate_suppresses_them(
     import torch
     from transformers import WhisperForConditionalGeneration
 
-    from pinbench.evaluator.datasets import SampleFile
-    from pinbench.evaluator.generation.speech import audio_features, extractor_of
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.base import ModelLoadError
-    from pinbench.evaluator.predictors.config import ModelFiles
     from pinbench.registry.generation import GenerationSpec
+    from pinbench.worker.datasets import SampleFile
+    from pinbench.worker.generation.speech import audio_features, extractor_of
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.config import ModelFiles
 
     _, source, root = whisper
     folder = shutil.copytree(source, tmp_path / "whisper")
@@ -786,9 +786,9 @@ def test_whisper_on_a_text_dataset_is_refused(
     whisper: tuple[Any, Path, Path],
 ) -> None:
     """The folder reads audio: a prompts dataset is refused naming the dataset it needs."""
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.config import ModelFiles
     from pinbench.registry.generation import GenerationSpec
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.config import ModelFiles
 
     folder = whisper[1]
     generator = TorchGenerator()

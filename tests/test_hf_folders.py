@@ -281,10 +281,10 @@ def test_a_vit_folder_runs_with_transformers_own_outputs(tmp_path: Path) -> None
     import torch
     from transformers import ViTForImageClassification
 
-    from pinbench.evaluator.named import NamedInputs
-    from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-    from pinbench.evaluator.predictors.transformers import TransformersPredictor
     from pinbench.registry.ports import Input, Output
+    from pinbench.worker.named import NamedInputs
+    from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+    from pinbench.worker.predictors.transformers import TransformersPredictor
 
     folder = _vit_folder(tmp_path / "vit")
     model = ViTForImageClassification.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
@@ -601,9 +601,9 @@ def test_an_encoder_decoder_whose_config_does_not_say_so_is_refused_before_gener
 ) -> None:
     """Without `is_encoder_decoder` in config.json the folder reads as any other; the
     generator's loader still refuses the class, whose forward takes the decoder's ids."""
-    from pinbench.evaluator.generation.torch_generator import TorchGenerator
-    from pinbench.evaluator.predictors.base import ModelLoadError
-    from pinbench.evaluator.predictors.config import ModelFiles
+    from pinbench.worker.generation.torch_generator import TorchGenerator
+    from pinbench.worker.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.config import ModelFiles
 
     folder = _t5_folder(tmp_path / "t5", "T5ForConditionalGeneration")
     config = json.loads((folder / "config.json").read_text())
@@ -631,8 +631,8 @@ def test_the_encoder_alone_is_an_encoder_padded_with_the_tokenizer_configs_pad_t
     it, as transformers' own tokenizer pads them (they were refused: "names no pad token")."""
     from transformers import PreTrainedTokenizerFast
 
-    from pinbench.evaluator.text_inputs import preprocess_texts
     from pinbench.registry.manifest import ModelManifest, load_manifest
+    from pinbench.worker.text_inputs import preprocess_texts
 
     folder = _t5_folder(tmp_path / "t5enc", "T5EncoderModel", pad)
     data = _manifest(cli, folder, "t5enc")

@@ -194,9 +194,9 @@ def test_the_steps_make_the_extractor_s_input_values_and_the_model_s_transcript(
     import torch
     from transformers import Wav2Vec2ForCTC, Wav2Vec2Processor
 
-    from pinbench.evaluator.pipeline import preprocess_files
     from pinbench.registry.ports import Input
     from pinbench.tasks.text_recognition.ctc import best_path, decode
+    from pinbench.worker.pipeline import preprocess_files
 
     samples = _clip(tmp_path / "clip.wav", 0.5, seed=3)
     spec = dict(model_manifest([ctc_folder], base=ctc_folder.parent).data["inputs"][0])

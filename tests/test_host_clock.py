@@ -43,7 +43,7 @@ _ort.InferenceSession.run = _slow
 _real = _time.perf_counter_ns
 _time.perf_counter_ns = lambda: _real() // 8  # every call looks 8 times faster
 
-from pinbench.evaluator import measure as _measure
+from pinbench.worker import measure as _measure
 
 _scenario = _measure.run_scenario
 
@@ -93,13 +93,13 @@ _ort.InferenceSession.run = _cached
 """Code that remembers each sample's answer: a sample seen before is answered at once."""
 
 FEWER_SAMPLES = """
-from pinbench.evaluator import remote_test as _remote
+from pinbench.worker import remote_test as _remote
 
 _real_run = _remote.RemoteTest.run
 _remote.RemoteTest.run = lambda self, issue, count, expected: _real_run(self, issue, 1, expected)
 """
 ANSWERS_UNASKED = """
-from pinbench.evaluator import remote_test as _remote
+from pinbench.worker import remote_test as _remote
 
 _real_complete = _remote.RemoteTest.complete
 _remote.RemoteTest.complete = lambda self, answers: _real_complete(
@@ -107,7 +107,7 @@ _remote.RemoteTest.complete = lambda self, answers: _real_complete(
 )
 """
 ANSWERS_TWICE = """
-from pinbench.evaluator import remote_test as _remote
+from pinbench.worker import remote_test as _remote
 
 _real_complete = _remote.RemoteTest.complete
 _remote.RemoteTest.complete = lambda self, answers: _real_complete(self, answers + answers)
@@ -115,7 +115,7 @@ _remote.RemoteTest.complete = lambda self, answers: _real_complete(self, answers
 """Code that sends each answer twice in one frame: the id it was asked, then again."""
 ANSWERS_CHEAPLY_WHEN_TIMED = """
 import numpy as _np
-from pinbench.evaluator import measure as _measure
+from pinbench.worker import measure as _measure
 
 _scenario = _measure.run_scenario
 
@@ -132,8 +132,8 @@ _measure.run_scenario = _cheap
 """Code that answers at once with zeros while timed and with the model in accuracy mode."""
 SEALS_WHAT_IT_DID_NOT_HAND_BACK = """
 import numpy as _np
-from pinbench.evaluator import measure as _measure
-from pinbench.evaluator import remote_test as _remote
+from pinbench.worker import measure as _measure
+from pinbench.worker import remote_test as _remote
 
 _scenario = _measure.run_scenario
 _seal = _remote.RemoteTest.seal

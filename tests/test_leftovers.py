@@ -24,12 +24,13 @@ from pinbench import catalog as builtin
 from pinbench.artifacts.scratch import owners_of, reclaim, scratch_file
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run, ServerInstance
-from pinbench.evaluator import instances, loadgen_thread
+from pinbench.evaluator import instances
 from pinbench.evaluator.history import list_runs
-from pinbench.evaluator.scenarios import run_scenario
-from pinbench.evaluator.stop import RunStopped, Stop, interrupted_by
 from pinbench.registry import service
 from pinbench.registry.request import Scenario, parse_request
+from pinbench.worker import loadgen_thread
+from pinbench.worker.scenarios import run_scenario
+from pinbench.worker.stop import RunStopped, Stop, interrupted_by
 from pinbench.workspace import Workspace
 from tests.helpers import dump, in_process_cli, model_manifest, write_files
 

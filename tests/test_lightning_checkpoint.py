@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 import torch
 
-from pinbench.evaluator.predictors.base import ModelLoadError
-from pinbench.evaluator.predictors.torch.state_dicts import read_checkpoint, read_state
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.torch.state_dicts import read_checkpoint, read_state
 from pinbench.workspace import Workspace
 from tests.package_models import package_file
 from tests.test_torch_state_dict import (

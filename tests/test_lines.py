@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pinbench.evaluator.datasets import read_text_lines
-from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_labels
-from pinbench.evaluator.lines import MAX_LINE_BYTES, read_lines
 from pinbench.registry.dataset_manifest import LabelFormat
 from pinbench.tasks.similarity.pairs import read_pairs
+from pinbench.worker.datasets import read_text_lines
+from pinbench.worker.labels import LabelProblem, parse_class_names, read_labels
+from pinbench.worker.lines import MAX_LINE_BYTES, read_lines
 
 # (why, the file's bytes, its lines)
 SPLITS: list[tuple[str, bytes, list[str]]] = [

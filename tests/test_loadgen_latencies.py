@@ -17,9 +17,9 @@ from sqlalchemy import text
 
 from pinbench.db import migrate
 from pinbench.db.engine import make_engine
-from pinbench.evaluator.latency_metrics import series
-from pinbench.evaluator.scenarios import Measurement, run_scenario
 from pinbench.registry.request import Scenario
+from pinbench.worker.latency_metrics import series
+from pinbench.worker.scenarios import Measurement, run_scenario
 from tests.helpers import PLACEHOLDER_LOCKFILE, insert_placeholder_lockfile
 
 FRACTIONS = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p97": 0.97, "p99": 0.99, "p99_9": 0.999}
@@ -121,7 +121,7 @@ def test_the_rule_is_loadgens_own_on_its_raw_latencies(tmp_path: Path) -> None:
     """LoadGen's trace holds every SingleStream sample's latency as LoadGen measured it (from
     its issue; in Offline and Server LoadGen counts from the scheduled time, which the trace
     does not hold); the rule applied to them gives exactly the percentiles of its detail log."""
-    from pinbench.evaluator.loadgen_log import read_detail_log
+    from pinbench.worker.loadgen_log import read_detail_log
 
     settings = lg.TestSettings()
     settings.scenario = lg.TestScenario.SingleStream

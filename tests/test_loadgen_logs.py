@@ -18,10 +18,10 @@ import pytest
 
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import show_run
-from pinbench.evaluator.job import Evidence
-from pinbench.evaluator.loadgen_log import read_detail_log
-from pinbench.evaluator.results import InvalidResults, read_results, write_results
 from pinbench.evaluator.run import run_lockfile
+from pinbench.worker.job import Evidence
+from pinbench.worker.loadgen_log import read_detail_log
+from pinbench.worker.results import InvalidResults, read_results, write_results
 from tests.helpers import in_process_cli, sha
 from tests.test_host_clock import _without_code
 from tests.test_processing_code import CODE, World, _lock, quiet, world

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pinbench.evaluator import loadgen_thread
-from pinbench.evaluator.scenarios import run_scenario
 from pinbench.registry.request import Scenario
+from pinbench.worker import loadgen_thread
+from pinbench.worker.scenarios import run_scenario
 
 Name = Literal["SingleStream", "Server"]
 X = np.arange(32, dtype=np.float32).reshape(8, 4)

@@ -13,7 +13,7 @@ import pytest
 
 from pinbench.db import migrate
 from pinbench.db.engine import make_engine
-from pinbench.evaluator.loadgen_log import read_detail_log
+from pinbench.worker.loadgen_log import read_detail_log
 from tests.helpers import insert_placeholder_lockfile
 from tests.test_loadgen_latencies import SETTINGS, _insert, _measure, _results
 
@@ -176,8 +176,8 @@ def test_upgrade_keeps_pinbenchs_figures_and_reads_loadgens(database_url: str) -
 def test_details_kept_json_is_what_the_migration_reads() -> None:
     """The entries the migration reads are the ones the code reads (one table, two copies
     that must agree: the migration is frozen at its revision)."""
-    from pinbench.evaluator.latency_metrics import THROUGHPUT_KEYS
     from pinbench.migrations.versions import __name__ as versions
+    from pinbench.worker.latency_metrics import THROUGHPUT_KEYS
 
     migration = __import__(f"{versions}.0017_loadgen_throughput_and_queries", fromlist=["x"])
     frozen = {(s, m): e for m, s, e, _ in migration.LOADGEN if m != "queries_count"}
@@ -235,7 +235,7 @@ UNLOGGED = [
 def test_a_throughput_loadgen_did_not_give_is_absent_with_its_reason(
     scenario: str, tokens: bool, entries: dict[str, Any], reasons: dict[str, str]
 ) -> None:
-    from pinbench.evaluator.latency_metrics import loadgen_counts, unlogged
+    from pinbench.worker.latency_metrics import loadgen_counts, unlogged
 
     found = unlogged(entries, scenario, tokens=tokens)
     assert sorted(found) == sorted(reasons)

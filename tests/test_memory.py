@@ -22,7 +22,7 @@ def measured_alone(code: str) -> None:
     import sys
     import textwrap
 
-    prelude = "import numpy as np\nfrom pinbench.evaluator.memory import PeakMemory\nMIB = 2**20\n"
+    prelude = "import numpy as np\nfrom pinbench.worker.memory import PeakMemory\nMIB = 2**20\n"
     done = subprocess.run(
         [sys.executable, "-c", prelude + textwrap.dedent(code)],
         capture_output=True,
@@ -97,7 +97,7 @@ class _Gpus:
 def test_gpu_memory_is_the_highest_sum_nvml_reported_and_nothing_without_nvml() -> None:
     import time
 
-    from pinbench.evaluator.memory import PeakGpuMemory
+    from pinbench.worker.memory import PeakGpuMemory
 
     gpus = _Gpus([[1 * MIB, 2 * MIB], [900 * MIB, 100 * MIB], [10 * MIB, 10 * MIB]])
     sampler = PeakGpuMemory(lambda: gpus)
@@ -131,7 +131,7 @@ def test_a_run_records_gpu_memory_where_nvml_answers_and_says_why_not_where_it_d
     """This machine has no GPU: the run records no GPU metric (never a 0), only the reason.
     With NVML answering (its device view stood in for by ``_Gpus``), the peak is a metric."""
     import pinbench
-    from pinbench.evaluator import memory
+    from pinbench.worker import memory
 
     registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
     request = {"model": "vision/digits-logreg@1.0.0", "dataset": "sklearn-digits-test@1"}

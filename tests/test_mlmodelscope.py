@@ -26,9 +26,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from semver import Version
 
-from pinbench.evaluator.predictors import FrameworkUnavailable, predictor_class
-from pinbench.evaluator.predictors.base import ModelLoadError
-from pinbench.evaluator.predictors.config import ModelFiles
 from pinbench.registry.manifest import load_manifest, load_manifest_text
 from pinbench.registry.manifest_parts import Scalar
 from pinbench.registry.mlmodelscope import (
@@ -43,6 +40,9 @@ from pinbench.registry.mlmodelscope import (
 from pinbench.registry.ranges import Range
 from pinbench.registry.supported import UndeclaredOutput, check_supported
 from pinbench.registry.versions import parse_version
+from pinbench.worker.predictors import FrameworkUnavailable, predictor_class
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles
 from tests.helpers import Cli
 
 FIXTURES = Path(__file__).parent / "data" / "mlmodelscope"

@@ -26,15 +26,15 @@ import yaml
 from pinbench.artifacts.torchscript import torchscript_file
 from pinbench.authoring.model import model_format
 from pinbench.config import Settings
-from pinbench.evaluator.named import NamedInputs
-from pinbench.evaluator.predictors import predictor_class
-from pinbench.evaluator.predictors.base import ModelLoadError, SignatureMismatch
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.run import array_of
 from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.ports import Input
 from pinbench.registry.publish import publish
+from pinbench.worker.named import NamedInputs
+from pinbench.worker.predictors import predictor_class
+from pinbench.worker.predictors.base import ModelLoadError, SignatureMismatch
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, sha, write_files
 from tests.package_models import package_file

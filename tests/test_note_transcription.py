@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from scipy.optimize import linear_sum_assignment
 
-from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.notes.metrics import note_metrics
 from pinbench.tasks.notes.truth import read_notes
+from pinbench.worker.lines import LabelProblem
+from pinbench.worker.undefined import UndefinedMetric
 from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 
 

@@ -3,7 +3,7 @@
 Two walls, each tested alone. The external-data walk (``pinbench.artifacts.onnx_proto``)
 visits every place ONNX can hold a tensor, and publishing and the run refuse with one check
 (``pinbench.registry.onnx_files``). And every runner loads a model from a folder that holds its
-own files and nothing else (``pinbench.evaluator.model_folder``), so a reference the walk did
+own files and nothing else (``pinbench.worker.model_folder``), so a reference the walk did
 not see still finds nothing of another artifact.
 
 The models are built here with ``onnx.helper``. The foreign file is another artifact's blob in
@@ -33,17 +33,11 @@ from pinbench.artifacts.onnx_proto import external_locations, read_onnx
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.measure import measure
-from pinbench.evaluator.model_folder import confined, materialise
-from pinbench.evaluator.predictors import predictor_class
-from pinbench.evaluator.predictors.base import ModelLoadError
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import docker_parts
 from pinbench.evaluator.runners.process import write_job
 from pinbench.evaluator.runners.store_files import store_paths
 from pinbench.evaluator.warm import WarmPool
-from pinbench.evaluator.worker import main as worker_main
 from pinbench.registry import service
 from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.lockfile import Lockfile
@@ -51,6 +45,12 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.worker.main import main as worker_main
+from pinbench.worker.measure import measure
+from pinbench.worker.model_folder import confined, materialise
+from pinbench.worker.predictors import predictor_class
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, published_workspace, sha, write_files
 

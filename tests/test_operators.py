@@ -461,7 +461,7 @@ def test_resnet50_table_is_the_architectures_convolutions() -> None:
     """Re-derived from the repository's ResNet-50 on the meta device (shapes, no compute)."""
     import torch
 
-    from pinbench.evaluator.predictors.torch.architectures import ResNet50
+    from pinbench.worker.predictors.torch.architectures import ResNet50
 
     seen: dict[tuple[int, ...], int] = {}
     with torch.device("meta"):

@@ -17,7 +17,6 @@ from sklearn.metrics import top_k_accuracy_score
 
 from pinbench import catalog as builtin
 from pinbench.evaluator.history import list_runs
-from pinbench.evaluator.postprocess import postprocess, ranked
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry.output_steps import OutputStepRefused, check_output_steps
 from pinbench.registry.ports import Output
@@ -25,6 +24,7 @@ from pinbench.registry.steps import OutputStep, TopK
 from pinbench.tasks import registry
 from pinbench.tasks.classification.ranking import Ranking, SoftmaxAxis, check_softmax_axes
 from pinbench.tasks.classification.scores import classification_metrics
+from pinbench.worker.postprocess import postprocess, ranked
 from pinbench.workspace import Workspace
 from tests.helpers import (
     Cli,

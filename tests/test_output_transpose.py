@@ -20,17 +20,17 @@ import yaml
 from PIL import Image
 
 from pinbench.catalog import frameworks
-from pinbench.evaluator.output_axes import (
+from pinbench.registry.manifest import parse_manifest
+from pinbench.registry.manifest_parts import ManifestError
+from pinbench.registry.output_steps import OutputStepRefused, check_output_steps
+from pinbench.registry.ports import Output
+from pinbench.worker.output_axes import (
     TransposeMismatch,
     batch_axes,
     one_sample,
     perms,
     reorder,
 )
-from pinbench.registry.manifest import parse_manifest
-from pinbench.registry.manifest_parts import ManifestError
-from pinbench.registry.output_steps import OutputStepRefused, check_output_steps
-from pinbench.registry.ports import Output
 from tests.helpers import Cli, dump, write_files
 
 RNG = np.random.default_rng(50)

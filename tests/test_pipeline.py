@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pinbench.evaluator import image_steps, pipeline_errors, postprocess
-from pinbench.evaluator import pipeline as p
 from pinbench.registry.ports import Input
 from pinbench.registry.steps import (
     ColorMode,
@@ -21,6 +19,8 @@ from pinbench.registry.steps import (
     Softmax,
     TopK,
 )
+from pinbench.worker import image_steps, pipeline_errors, postprocess
+from pinbench.worker import pipeline as p
 
 # One 2x2 RGB sample, NHWC.
 RGB = np.array([[[[10, 20, 30], [40, 50, 60]], [[70, 80, 90], [100, 110, 120]]]], dtype=np.uint8)

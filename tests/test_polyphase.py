@@ -1,4 +1,4 @@
-"""``evaluator.polyphase``: SciPy's ``resample_poly`` (window ``('kaiser', 5.0)``, zero padding)
+"""``worker.polyphase``: SciPy's ``resample_poly`` (window ``('kaiser', 5.0)``, zero padding)
 in NumPy alone, checked against SciPy itself (in the dev environment only; the runners'
 environments have no SciPy)."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.signal import firwin, resample_poly
 
-from pinbench.evaluator import polyphase
+from pinbench.worker import polyphase
 
 CASES = [
     # (rate from, rate to, input length, why)

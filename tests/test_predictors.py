@@ -18,17 +18,17 @@ import torch
 
 from pinbench import catalog as builtin
 from pinbench.catalog import cnn
-from pinbench.evaluator.measure import public_version
-from pinbench.evaluator.predictors import FrameworkUnavailable, predictor_class
-from pinbench.evaluator.predictors.base import (
+from pinbench.registry.ports import Input, Output
+from pinbench.worker.measure import public_version
+from pinbench.worker.predictors import FrameworkUnavailable, predictor_class
+from pinbench.worker.predictors.base import (
     DeviceUnavailable,
     InputMismatch,
     ModelLoadError,
     Predictor,
 )
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.torch.architectures import digits_cnn
-from pinbench.registry.ports import Input, Output
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.torch.architectures import digits_cnn
 
 Array = np.ndarray[Any, Any]
 

@@ -27,12 +27,9 @@ from sklearn.metrics import accuracy_score, top_k_accuracy_score
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.job import Evidence
-from pinbench.evaluator.results import RESULT
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.evaluator.runners.process import EvaluationFailed, collect, write_job
 from pinbench.evaluator.runners.store_files import store_paths
-from pinbench.evaluator.worker import main as worker_main
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -42,6 +39,9 @@ from pinbench.registry.names import Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed, verify_lockfile
+from pinbench.worker.job import Evidence
+from pinbench.worker.main import main as worker_main
+from pinbench.worker.results import RESULT
 from pinbench.workspace import Workspace
 from tests.helpers import Home, in_process_cli, model_manifest, published_home, sha, write_files
 

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.qa_features import encode_questions
-from pinbench.evaluator.questions import Question, read_questions
-from pinbench.evaluator.tokenizing import TokenizeProblem
 from pinbench.registry.steps import Tokenize
 from pinbench.tasks.question_answering.spans import QuestionFeatures, answer, max_context
 from pinbench.tasks.question_answering.squad import squad_scores
 from pinbench.tasks.question_answering.truth import read_answers
+from pinbench.worker.lines import LabelProblem
+from pinbench.worker.qa_features import encode_questions
+from pinbench.worker.questions import Question, read_questions
+from pinbench.worker.tokenizing import TokenizeProblem
 from tests import squad_reference
 
 ref: Any = squad_reference  # vendored as it is, untyped
@@ -549,9 +549,9 @@ def test_the_host_refuses_logits_of_token_ids_it_did_not_make(tmp_path: Path) ->
 def test_windows_are_refused_on_samples_that_are_not_questions() -> None:
     import msgspec
 
-    from pinbench.evaluator.pipeline_errors import PipelineError
-    from pinbench.evaluator.text_inputs import preprocess_texts
     from pinbench.registry.ports import Input
+    from pinbench.worker.pipeline_errors import PipelineError
+    from pinbench.worker.text_inputs import preprocess_texts
 
     spec = msgspec.convert(
         {

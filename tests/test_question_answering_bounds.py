@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinbench.evaluator.qa_features import encode_questions
-from pinbench.evaluator.questions import Question
-from pinbench.evaluator.tokenizing import TokenizeProblem
 from pinbench.registry.steps import Tokenize
 from pinbench.tasks.question_answering.spans import max_context
+from pinbench.worker.qa_features import encode_questions
+from pinbench.worker.questions import Question
+from pinbench.worker.tokenizing import TokenizeProblem
 from tests import squad_reference
 
 ref: Any = squad_reference

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.image_steps import resize, resize_linear
 from pinbench.registry.manifest import manifest_data, manifest_digest, parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.steps import Resize
+from pinbench.worker.image_steps import resize, resize_linear
 
 
 def reference(image: Any, height: int, width: int) -> Any:

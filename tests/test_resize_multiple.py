@@ -20,15 +20,15 @@ import pytest
 from PIL import Image
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.feed import cached_array
-from pinbench.evaluator.pipeline import preprocess
-from pinbench.evaluator.pipeline_errors import InputShape, PipelineError
-from pinbench.evaluator.ragged import Ragged, RaggedBatch, prepare_ragged
 from pinbench.registry.ports import Input
 from pinbench.registry.steps import InputStep, ResizeMultiple
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.score import geometry_of
 from pinbench.tasks.shapes import OutputShapesDiffer, padded, stacked
+from pinbench.worker.feed import cached_array
+from pinbench.worker.pipeline import preprocess
+from pinbench.worker.pipeline_errors import InputShape, PipelineError
+from pinbench.worker.ragged import Ragged, RaggedBatch, prepare_ragged
 
 
 def paddle(width: int, height: int, limit_side: int, limit_type: str, m: int) -> tuple[int, int]:

@@ -20,17 +20,6 @@ from pinbench.environments import (
     requirements_for,
     requirements_text,
 )
-from pinbench.evaluator import worker
-from pinbench.evaluator.job import Evidence
-from pinbench.evaluator.results import (
-    LATENCIES,
-    RESULT,
-    TRACE,
-    InvalidResults,
-    JobFile,
-    read_results,
-    write_results,
-)
 from pinbench.evaluator.runners.process import collect
 from pinbench.evaluator.runners.store_files import store_paths
 from pinbench.registry import service
@@ -39,6 +28,17 @@ from pinbench.registry.manifest import Requirement
 from pinbench.registry.manifest_parts import Platform
 from pinbench.registry.names import Kind
 from pinbench.registry.request import parse_request
+from pinbench.worker import main as worker
+from pinbench.worker.job import Evidence
+from pinbench.worker.results import (
+    LATENCIES,
+    RESULT,
+    TRACE,
+    InvalidResults,
+    JobFile,
+    read_results,
+    write_results,
+)
 from pinbench.workspace import Workspace
 
 LOCK = "ab" * 32
@@ -189,7 +189,7 @@ def test_a_trace_round_trips_byte_for_byte(tmp_path: Path) -> None:
 
 
 def test_oversized_result_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pinbench.evaluator.results as results
+    import pinbench.worker.results as results
 
     _good(tmp_path)
     monkeypatch.setattr(results, "MAX_RESULT_BYTES", 10)

@@ -15,12 +15,8 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.evaluator.datasets import DatasetError
 from pinbench.evaluator.history import RunNotFound, list_runs, show_run
-from pinbench.evaluator.measure import FrameworkMismatch
 from pinbench.evaluator.parity import ParityError, parity
-from pinbench.evaluator.predictors.base import InputMismatch, ModelLoadError
-from pinbench.evaluator.predictors.onnxruntime import OnnxRuntimePredictor
 from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import UnknownRunner
@@ -30,6 +26,10 @@ from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed
+from pinbench.worker.datasets import DatasetError
+from pinbench.worker.measure import FrameworkMismatch
+from pinbench.worker.predictors.base import InputMismatch, ModelLoadError
+from pinbench.worker.predictors.onnxruntime import OnnxRuntimePredictor
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, digits_logreg, publish_digits_model, sha
 

@@ -275,7 +275,7 @@ def test_an_image_is_its_venv_and_configuration_and_nothing_of_its_build(
     config = image.attrs["Config"]
     assert config["User"] == "65534:65534" and config["WorkingDir"] == "/tmp"
     assert config["Entrypoint"] == [
-        "/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.evaluator.worker"
+        "/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.worker.main"
     ]  # fmt: skip
     assert not config.get("Cmd") and not config.get("Volumes")
     assert "PYTHONPATH=/opt/pinbench/lib" in config["Env"]

@@ -23,7 +23,6 @@ import pytest
 
 from pinbench.artifacts.digest import Digest
 from pinbench.evaluator.history import show_run
-from pinbench.evaluator.job import truth_paths
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import HOST_PEAK, EvaluationFailed
 from pinbench.evaluator.runners.venv import shared_cache
@@ -31,6 +30,7 @@ from pinbench.provenance.key_material import KEY_FILE
 from pinbench.provenance.keys import ensure_keys
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
+from pinbench.worker.job import truth_paths
 from tests.helpers import in_process_cli
 from tests.test_processing_code import CODE, POST, PRE, World, _lock, _publish, quiet, world
 
@@ -92,7 +92,7 @@ _probe("blob store", lambda: sorted(_os.listdir(@BLOBS@)))
 _probe("user's home", lambda: _read(@USER_FILE@))
 _stdlib = _os.path.dirname(_json.__file__)
 _site = _os.path.dirname(_os.path.dirname(__import__("numpy").__file__))
-_results = __import__("pinbench.evaluator.results").evaluator.results.__file__
+_results = __import__("pinbench.worker.results").evaluator.results.__file__
 _probe("environment .pth", lambda: _write(_os.path.join(_stdlib, "x.pth")))
 _probe("site-packages", lambda: _write(_os.path.join(_site, "planted.pth")))
 _probe("evaluator", lambda: _write(_results))

@@ -30,7 +30,6 @@ from sqlalchemy import func, select
 from pinbench.catalog import frameworks
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem
 from pinbench.evaluator.verdict import accuracy_verdict
 from pinbench.registry.dataset_layout import mask_path
 from pinbench.registry.manifest import load_manifest
@@ -44,6 +43,7 @@ from pinbench.tasks.segmentation.errors import BadSegmentationOutput
 from pinbench.tasks.segmentation.geometry import NO_CLASS, check_grid, to_original
 from pinbench.tasks.segmentation.masks import read_mask
 from pinbench.tasks.segmentation.metrics import Confusion
+from pinbench.worker.labels import LabelProblem
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, dump, onnx_image_model, write_files
 

@@ -22,8 +22,8 @@ from pinbench.artifacts.shape_exprs import (
     check_archive,
     check_expression,
 )
-from pinbench.evaluator.predictors.base import ModelLoadError
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from tests.helpers import Cli
 from tests.torch_archives import Tiny, export_to, hostile_archive
 
@@ -116,7 +116,7 @@ def test_the_hostile_archive_runs_its_code_when_torch_loads_it(tmp_path: Path) -
     model, target = hostile_archive(tmp_path)
     code = (
         "import sys, warnings; warnings.simplefilter('ignore');"
-        "from pinbench.evaluator.predictors.torch.predictor import _no_unpickling;"
+        "from pinbench.worker.predictors.torch.predictor import _no_unpickling;"
         "import torch\n"
         f"with _no_unpickling('m'): torch.export.load({str(model)!r})"
     )
@@ -160,7 +160,7 @@ def test_torch_reads_a_program_under_another_case_or_among_copies(tmp_path: Path
     made, target = _disguised(tmp_path)
     code = (
         "import sys, warnings; warnings.simplefilter('ignore');"
-        "from pinbench.evaluator.predictors.torch.predictor import _no_unpickling;"
+        "from pinbench.worker.predictors.torch.predictor import _no_unpickling;"
         "import torch\n"
         f"for path in {[str(p) for p in made.values()]!r}:\n"
         f"    with _no_unpickling('m'): torch.export.load(path)\n"
@@ -212,7 +212,7 @@ def test_publish_refuses_the_archive_and_keeps_nothing(cli: Cli, tmp_path: Path)
 def test_a_run_refuses_the_archive_before_torch_reads_it(tmp_path: Path) -> None:
     """Forced past publish (a lockfile cannot do it: the registry re-derives files), the
     predictor itself refuses, in every runner, since every runner opens it."""
-    from pinbench.evaluator.predictors.torch.predictor import TorchPredictor
+    from pinbench.worker.predictors.torch.predictor import TorchPredictor
 
     folder = tmp_path / "model"
     folder.mkdir()
@@ -231,7 +231,7 @@ def test_the_run_time_guard_checks_what_sympify_is_handed(tmp_path: Path) -> Non
     the archive loads is checked: a member or field the walk did not read runs nothing."""
     from unittest import mock
 
-    from pinbench.evaluator.predictors.torch import predictor as torch_predictor
+    from pinbench.worker.predictors.torch import predictor as torch_predictor
 
     folder = tmp_path / "model"
     folder.mkdir()
@@ -253,7 +253,7 @@ def test_a_clean_dynamic_archive_still_loads_and_predicts(tmp_path: Path) -> Non
     import numpy as np
     import torch
 
-    from pinbench.evaluator.predictors.torch.predictor import TorchPredictor
+    from pinbench.worker.predictors.torch.predictor import TorchPredictor
 
     module = Tiny().eval()
     model = export_to(module, tmp_path / "tiny.pt2")

@@ -15,10 +15,6 @@ from pinbench import catalog as builtin
 from pinbench.artifacts.onnx_proto import external_locations
 from pinbench.db.models import Artifact
 from pinbench.evaluator.history import list_runs
-from pinbench.evaluator.predictors import predictor_class
-from pinbench.evaluator.predictors.base import SignatureMismatch
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.onnxruntime.predictor import ExternalDataRefused
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.formats import FormatMismatch
@@ -26,6 +22,10 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import ModelManifest, load_manifest
 from pinbench.registry.request import parse_request
 from pinbench.tasks.classification.task import NoClassificationOutput
+from pinbench.worker.predictors import predictor_class
+from pinbench.worker.predictors.base import SignatureMismatch
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.onnxruntime.predictor import ExternalDataRefused
 from pinbench.workspace import Workspace
 from tests.helpers import digits_logreg, publish_digits_model, write_files
 

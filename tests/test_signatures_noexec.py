@@ -116,7 +116,7 @@ def test_a_torch_export_archive_is_read_without_evaluating_its_expressions(
     """A symbolic size's expression that writes a file when evaluated (``torch.export.load``
     evaluates it with ``sympy.sympify``, which is ``eval``): reading it runs nothing, and the
     model is refused, since loading it would (tests/test_shape_exprs.py)."""
-    from pinbench.evaluator.predictors.torch.predictor import _no_unpickling
+    from pinbench.worker.predictors.torch.predictor import _no_unpickling
 
     model, target = hostile_archive(tmp_path)
     out = tmp_path / "m.yaml"
@@ -211,8 +211,8 @@ def test_the_torch_export_reader_says_what_loading_says(
     example: tuple[torch.Tensor, ...],
     dynamic: bool,
 ) -> None:
-    from pinbench.evaluator.predictors.torch.predictor import _no_unpickling
-    from pinbench.evaluator.predictors.torch.signatures import _export_inputs, _export_outputs
+    from pinbench.worker.predictors.torch.predictor import _no_unpickling
+    from pinbench.worker.predictors.torch.signatures import _export_inputs, _export_outputs
 
     path = tmp_path / "m.pt2"
     batch = torch.export.Dim("batch", min=1)

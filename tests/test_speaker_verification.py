@@ -18,8 +18,6 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from sklearn.metrics import roc_curve
 
-from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.speaker.metrics import (
     DCF,
     equal_error_rate,
@@ -28,6 +26,8 @@ from pinbench.tasks.speaker.metrics import (
     verification_metrics,
 )
 from pinbench.tasks.speaker.trials import read_trials
+from pinbench.worker.lines import LabelProblem
+from pinbench.worker.undefined import UndefinedMetric
 from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 
 RATE, LENGTH = 16_000, 1_600

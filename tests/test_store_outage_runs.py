@@ -34,10 +34,10 @@ from pinbench.db.models import Run
 from pinbench.evaluator import instances, scoring
 from pinbench.evaluator import run as run_module
 from pinbench.evaluator.recording import RecordWaiting
-from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.provenance.attest import recorded_attestation
 from pinbench.registry.lockfile import Lockfile
 from pinbench.sdk.registry import Registry
+from pinbench.worker.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 from tests.helpers import DIGITS_ACCURACY, Cli, dump, in_process_cli
 from tests.s3server import S3Server, WeedMini, s3_settings

@@ -13,13 +13,13 @@ import msgspec
 import numpy as np
 import pytest
 
-from pinbench.evaluator.audio import AudioRefused
-from pinbench.evaluator.datasets import SampleFile, Samples
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.onnxruntime.predictor import OnnxRuntimePredictor
-from pinbench.evaluator.stop import Stop
-from pinbench.evaluator.stream import StreamError, cut, prepare_stream, wrap
 from pinbench.registry.ports import Input, Output
+from pinbench.worker.audio import AudioRefused
+from pinbench.worker.datasets import SampleFile, Samples
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.onnxruntime.predictor import OnnxRuntimePredictor
+from pinbench.worker.stop import Stop
+from pinbench.worker.stream import StreamError, cut, prepare_stream, wrap
 
 CHUNK, CONTEXT, SCALE = 3, 2, 0.5
 

@@ -235,7 +235,7 @@ def test_a_stopped_study_resumes_where_it_stopped(reg: Registry, tmp_path: Path)
     def say(line: str) -> None:
         said.append(line)
         if len(said) == 2:  # Ctrl-C while the second cell's outcome is printed
-            from pinbench.evaluator.stop import interrupted_by
+            from pinbench.worker.stop import interrupted_by
 
             stop.request(interrupted_by(2))
 
@@ -514,7 +514,7 @@ def test_a_resumed_study_never_mixes_versions_in_a_row(reg: Registry, tmp_path: 
     stop = Stop()
 
     def say(line: str) -> None:
-        from pinbench.evaluator.stop import interrupted_by
+        from pinbench.worker.stop import interrupted_by
 
         stop.request(interrupted_by(2))  # stopped after its first cell
 

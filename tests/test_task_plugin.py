@@ -44,7 +44,7 @@ class Regression(Task):
         assert path is not None
         values = np.load(source.paths[path], allow_pickle=False).astype(np.float64)
         if values.shape != (source.count,):
-            from pinbench.evaluator.lines import LabelProblem
+            from pinbench.worker.lines import LabelProblem
 
             raise LabelProblem(path=path, reason=f"want {source.count} values, got {values.shape}")
         return {"truth": values}

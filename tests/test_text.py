@@ -28,7 +28,6 @@ from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import minilm
 from pinbench.errors import UserError
 from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.pipeline_errors import PipelineError
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest, parse_manifest
@@ -37,6 +36,7 @@ from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.tasks.similarity.pairs import spearman
 from pinbench.tasks.similarity.task import NoEmbeddingOutput
+from pinbench.worker.pipeline_errors import PipelineError
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, minilm_variant, published_workspace
 

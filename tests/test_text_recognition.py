@@ -30,10 +30,6 @@ from PIL import Image, ImageDraw, ImageFont
 from pinbench.artifacts.onnx_proto import metadata_props
 from pinbench.catalog import frameworks
 from pinbench.errors import UserError
-from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.pipeline import pipeline_digest, preprocess
-from pinbench.evaluator.pipeline_errors import PipelineError
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.dataset_manifest import LabelFormat
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
@@ -49,6 +45,10 @@ from pinbench.tasks.text_recognition.ctc import (
 )
 from pinbench.tasks.text_recognition.metrics import edit_distance, text_metrics
 from pinbench.tasks.text_recognition.truth import read_texts
+from pinbench.worker.lines import LabelProblem
+from pinbench.worker.pipeline import pipeline_digest, preprocess
+from pinbench.worker.pipeline_errors import PipelineError
+from pinbench.worker.undefined import UndefinedMetric
 from tests.helpers import Cli, dump, write_files
 from tests.package_models import package_file
 
@@ -299,9 +299,9 @@ def one_hot(path: list[int], classes: int = 4) -> dict[str, npt.NDArray[np.float
 
 
 def ctc_scorer(tmp_path: Path, truth: list[str]) -> Any:
-    from pinbench.evaluator.datasets import Samples
     from pinbench.tasks.base import Context
     from pinbench.tasks.text_recognition.task import CtcScorer
+    from pinbench.worker.datasets import Samples
 
     record = recorded([[0]])
     samples = Samples(data=np.zeros((len(truth), 1)), files=None, format="npy", truth=truth)
@@ -567,7 +567,7 @@ def test_resize_height_keeps_the_aspect_and_pads_right(
 
 
 def test_resize_height_refuses_a_pad_value_8_bit_samples_cannot_hold() -> None:
-    from pinbench.evaluator.image_steps import resize_height
+    from pinbench.worker.image_steps import resize_height
 
     x = np.zeros((1, 4, 4, 1), np.uint8)
     with pytest.raises(PipelineError, match=r"pad value 127\.5 is not a whole number"):

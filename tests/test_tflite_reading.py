@@ -84,7 +84,7 @@ def test_another_identifier_is_named(tmp_path: Path) -> None:
 
 
 def _open(shipped: Path, inputs: list[Input], outputs: list[Output]) -> Any:
-    from pinbench.evaluator.predictors.tensorflow.tflite import TfliteModel
+    from pinbench.worker.predictors.tensorflow.tflite import TfliteModel
 
     return TfliteModel(shipped, 1, inputs, outputs)
 
@@ -116,7 +116,7 @@ WAKE_OUT = "StatefulPartitionedCall:0"
 def test_a_quantized_tensor_is_declared_as_the_file_has_it_or_refused(
     inputs: list[Input], outputs: list[Output], words: list[str]
 ) -> None:
-    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.base import ModelLoadError
 
     with pytest.raises(ModelLoadError) as caught:
         _open(package_file(*WAKE), inputs, outputs)
@@ -125,7 +125,7 @@ def test_a_quantized_tensor_is_declared_as_the_file_has_it_or_refused(
 
 
 def test_a_quantization_declared_on_a_float_tensor_is_refused() -> None:
-    from pinbench.evaluator.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.base import ModelLoadError
 
     q = Quantization(scale=0.5, zero_point=0)
     with pytest.raises(ModelLoadError, match="'x' declares a quantization, but the file's"):
@@ -133,7 +133,7 @@ def test_a_quantization_declared_on_a_float_tensor_is_refused() -> None:
 
 
 def test_declared_quantization_quantizes_and_dequantizes_as_the_package_does() -> None:
-    from pinbench.evaluator.predictors.tensorflow.tflite import dequantize, quantize
+    from pinbench.worker.predictors.tensorflow.tflite import dequantize, quantize
 
     q = Quantization(scale=IN_SCALE, zero_point=-128)
     x = np.array([0.0, 0.05, 0.0509804, 12.9, 25.9765625, 30.0, -1.0], np.float32)

@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from pinbench.evaluator.datasets import Samples
 from pinbench.registry.detection_heads import Ssd
 from pinbench.registry.lockfile import LockedDataset, LockedModel
 from pinbench.registry.ports import Detection, Segmentation
@@ -36,6 +35,7 @@ from pinbench.tasks.registry import task
 from pinbench.tasks.segmentation.classes import class_maps
 from pinbench.tasks.segmentation.metrics import Confusion
 from pinbench.tasks.threshold import above, at_least, precision
+from pinbench.worker.datasets import Samples
 
 Floats32 = npt.NDArray[np.float32]
 Flags = npt.NDArray[np.bool_]

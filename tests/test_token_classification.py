@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from seqeval.metrics import f1_score, precision_score, recall_score
 
-from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.tokens.entities import entity_metrics
 from pinbench.tasks.tokens.truth import read_tags
 from pinbench.tasks.tokens.words import Unaligned, first_tokens
+from pinbench.worker.lines import LabelProblem
+from pinbench.worker.undefined import UndefinedMetric
 from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pinbench.catalog import minilm
-from pinbench.evaluator.tokenizing import (
+from pinbench.worker.tokenizing import (
     CHUNK_CHARS,
     CHUNK_TEXTS,
     TokenizeProblem,
@@ -130,7 +130,7 @@ def test_a_killed_parent_leaves_no_tokenizer_running(tmp_path: Path) -> None:
     ``PR_SET_PDEATHSIG``, read from /proc here)."""
     code = (
         "import sys; from pathlib import Path; "
-        "from pinbench.evaluator.tokenizing import encode_texts; "
+        "from pinbench.worker.tokenizing import encode_texts; "
         "encode_texts([sys.argv[2]], tokenizer=Path(sys.argv[1]), name='t', max_length=8, "
         "truncation=True)"
     )

@@ -43,9 +43,6 @@ import torch
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.catalog import frameworks
 from pinbench.evaluator.history import show_run
-from pinbench.evaluator.predictors.base import ModelLoadError
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.predictors.torch import TorchPredictor
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import CodeFailed
@@ -57,6 +54,9 @@ from pinbench.registry.ports import Input
 from pinbench.registry.processing_code import Builder
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.torch import TorchPredictor
 from pinbench.workspace import Workspace
 from tests.helpers import sha, write_files
 from tests.package_models import package_file

@@ -82,13 +82,13 @@ def start_model(framework: str, folder: Path) -> TrainModel:
         import torch
 
         from pinbench.catalog.torch_files import save_safetensors
-        from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+        from pinbench.worker.predictors.torch.architectures import digits_cnn
 
         torch.manual_seed(123)
         path = folder / "start.safetensors"
         save_safetensors(path, dict(digits_cnn().state_dict()), "digits-cnn")
         return TrainModel("safetensors", "digits-cnn", {"digits-cnn.safetensors": path})
-    from pinbench.evaluator.predictors.tensorflow.architectures import digits_cnn_keras
+    from pinbench.worker.predictors.tensorflow.architectures import digits_cnn_keras
 
     path = folder / "start.keras"
     digits_cnn_keras().save(path)
@@ -283,9 +283,9 @@ def test_init_weights_starts_from_the_artifacts_weights(
 def test_the_saved_weights_load_in_the_predictors_with_the_same_top1(
     runs: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-    from pinbench.evaluator.predictors.tensorflow.predictor import TensorFlowPredictor
-    from pinbench.evaluator.predictors.torch.predictor import TorchPredictor
+    from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+    from pinbench.worker.predictors.tensorflow.predictor import TensorFlowPredictor
+    from pinbench.worker.predictors.torch.predictor import TorchPredictor
 
     data = digits_data()
     for framework, predictor, fmt, arch in (

@@ -25,11 +25,11 @@ from pinbench.errors import PinbenchError
 from pinbench.evaluator.history import show_run
 from pinbench.evaluator.rerun import rerun
 from pinbench.evaluator.run import latencies_of, run_lockfile
-from pinbench.evaluator.trainrun import TargetNotReached
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import check_against_registry
+from pinbench.worker.trainrun import TargetNotReached
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, Home, in_process_cli, published_home
 

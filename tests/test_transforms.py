@@ -203,7 +203,7 @@ def onnx_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
 
     from pinbench.catalog.torch_files import export_onnx
-    from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+    from pinbench.worker.predictors.torch.architectures import digits_cnn
 
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("l1-onnx") / "digits-cnn.onnx"

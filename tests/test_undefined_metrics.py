@@ -13,8 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.labels import LabelProblem
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.detection.coco import (
     _evaluate,
     coco_metrics,
@@ -25,6 +23,8 @@ from pinbench.tasks.detection.stats import STATS
 from pinbench.tasks.detection.truth import read_ground_truth
 from pinbench.tasks.segmentation.metrics import Confusion
 from pinbench.tasks.similarity.pairs import Pairs, SimilarityError, similarity_metrics, spearman
+from pinbench.worker.labels import LabelProblem
+from pinbench.worker.undefined import UndefinedMetric
 
 # --- detection (COCO) ------------------------------------------------------------------------
 

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk
 
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.tasks.vad.frames import past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
+from pinbench.worker.undefined import UndefinedMetric
 from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 from tests.package_models import package_file
 
@@ -353,8 +353,8 @@ def test_a_span_that_is_no_time_is_refused_naming_its_line(span: list[Any]) -> N
     """A span past the floats (an integer of 400 digits: an uncaught ``OverflowError`` before,
     a review's finding), negative, reversed, not a number or not a pair: a label problem
     naming the line, never a crash."""
-    from pinbench.evaluator.lines import LabelProblem
     from pinbench.tasks.vad.truth import _spans
+    from pinbench.worker.lines import LabelProblem
 
     with pytest.raises(LabelProblem, match="line 3: span"):
         _spans([span], "speech.jsonl", 3)
@@ -367,7 +367,7 @@ def test_frame_offsets_the_evaluator_states_are_checked_against_the_hosts_own_de
     widened each sample's frames (232 scored became 6,144; ROC-AUC 0.9913 became 0.9998, no
     truth needed). The host decodes the same files through the input's steps and counts the
     frames itself: offsets that are not its own fail the run, naming the sample."""
-    from pinbench.evaluator import evaluation_steps, measure
+    from pinbench.worker import evaluation_steps, measure
 
     honest_keep = evaluation_steps.keep_answers  # measure calls it by the name patched below
 

@@ -26,10 +26,10 @@ from pinbench.evaluator.warm import (
     read_exit,
     run_warm,
 )
-from pinbench.evaluator.worker import main as worker_main
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
+from pinbench.worker.main import main as worker_main
 from pinbench.workspace import Workspace
 from tests.apiserver import wait_for_status
 
@@ -156,8 +156,8 @@ def test_a_pickled_model_never_uses_a_warm_evaluator(digits: Workspace, pool: Wa
     lock = _lock(digits)
     assert lock.body.model is not None and lock.body.model.format != "torch-pickle"
     pickled = _with_model_format(lock, "torch-pickle")
-    from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.stop import Stop
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.stop import Stop
 
     def refuse_to_start(root: Path, idle_s: float) -> Any:
         raise AssertionError("a warm evaluator was started for a pickle")
@@ -207,7 +207,7 @@ def test_each_worker_starts_with_a_copy_of_the_evaluator_of_its_own_and_an_empty
     compiled = dest / "pinbench" / "evaluator" / "__pycache__" / "worker.cpython-311.pyc"
     assert compiled.is_file()
     assert list(Path(first.cwd).iterdir()) == [] and Path(first.cwd).parent == tmp_path / "a"
-    assert first.argv == [sys.executable, "-s", "-m", "pinbench.evaluator.worker", "JOB", "OUT"]
+    assert first.argv == [sys.executable, "-s", "-m", "pinbench.worker.main", "JOB", "OUT"]
     assert first.env["PYTHONNOUSERSITE"] == "1" and "HOME" not in first.env
 
 
@@ -270,8 +270,8 @@ def test_a_model_format_that_can_carry_its_own_operations_runs_cold(
 ) -> None:
     """Review finding: a SavedModel's WriteFile op could forge a later job's answers in the
     shared folder; only onnx and safetensors models share an evaluator."""
-    from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.stop import Stop
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.stop import Stop
 
     def refuse_to_start(root: Path, idle_s: float) -> Any:
         raise AssertionError(f"a warm evaluator was started for a {fmt} model")

@@ -106,10 +106,10 @@ def build_decoders() -> None:
     first requests the wait."""
     from pinbench import typed
     from pinbench.api.schemas import DistributedView
-    from pinbench.evaluator.results import ChromeTrace, JobFile, WorkerResult
     from pinbench.registry.lockfile import LockBody
     from pinbench.registry.manifest import MANIFEST_TYPES
     from pinbench.registry.request import Request
+    from pinbench.worker.results import ChromeTrace, JobFile, WorkerResult
 
     kinds = (*MANIFEST_TYPES.values(), Request, LockBody, JobFile, WorkerResult, ChromeTrace)
     for kind in (*kinds, DistributedView):  # the last: a run's view (controllers/runs.py)

@@ -24,9 +24,9 @@ from pinbench.evaluator.policy import check_server_policy, needs_pickle
 from pinbench.evaluator.recording import RecordWaiting
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.evaluator.server_runner import check_server_runner, choose_server_runner
-from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import Lockfile
 from pinbench.series.watch import watch_quietly
+from pinbench.worker.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -6,12 +6,12 @@ things never stored (inline processing code and a chain stage's inline code, who
 the lockfile; the graph digest runs recorded before decision 180), beside whatever an isolated
 worker's ``result.json`` wrote. Only the paths ``RUN_BLOBS`` lists are blob references: ``fsck``,
 ``gc --blobs`` and ``backup`` read them (``db.upkeep.referenced``), and a worker's claim to any
-of them is dropped before the host records its own (``evaluator.results``). A blob the host
+of them is dropped before the host records its own (``worker.results``). A blob the host
 comes to store for a run is added here with the code that stores it.
 
 The artifacts layer (digests, the blob store) holds the list so that ``db.upkeep`` can read it
 (the evaluator is a layer above); it imports nothing of pinbench, and an isolated worker's
-``evaluator.results`` reads it without the database.
+``worker.results`` reads it without the database.
 """
 
 from __future__ import annotations

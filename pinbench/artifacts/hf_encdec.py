@@ -1,7 +1,7 @@
 """Which encoder-decoders a Hugging Face folder may hold, read as data: the heads pinbench runs,
 the decoder's start token a generating head needs (decision 245), and a speech encoder's
 feature-extractor settings (decision 246). Whisper's generation settings are read where the
-model opens (``evaluator.generation.whisper_prompt``, decision 260)."""
+model opens (``worker.generation.whisper_prompt``, decision 260)."""
 
 from __future__ import annotations
 

@@ -185,17 +185,17 @@ def dataset_manifest(
     elif fmt == ANY_FILE:
         manifest["samples"] = len(files)
     elif fmt == "text-lines":
-        from pinbench.evaluator.datasets import read_text_lines
-        from pinbench.evaluator.labels import LabelProblem
+        from pinbench.worker.datasets import read_text_lines
+        from pinbench.worker.labels import LabelProblem
 
         try:
             manifest["samples"] = len(read_text_lines(data, where=str(data)))
         except LabelProblem as exc:
             raise NotADataset(path=exc.path, reason=exc.reason) from None
     elif fmt in ("prompts-jsonl", "questions-jsonl"):
-        from pinbench.evaluator.labels import LabelProblem
-        from pinbench.evaluator.prompts import read_prompts
-        from pinbench.evaluator.questions import read_questions
+        from pinbench.worker.labels import LabelProblem
+        from pinbench.worker.prompts import read_prompts
+        from pinbench.worker.questions import read_questions
 
         read = read_prompts if fmt == "prompts-jsonl" else read_questions
         try:

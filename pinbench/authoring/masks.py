@@ -44,7 +44,7 @@ def masks_classes(
     ``notes``: a class no mask holds is beyond what the values show)."""
     if classes is not None:
         return classes
-    from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
+    from pinbench.worker.labels import LabelProblem, parse_class_names, read_label_text
 
     if names is not None:
         try:

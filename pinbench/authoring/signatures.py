@@ -3,7 +3,7 @@ input names, element types and shapes (with the batch axis, ``None`` where dynam
 unknown), outputs, and the files the model needs beside it.
 
 What each format tells is what its predictor checks at run time
-(``pinbench.evaluator.predictors``): ONNX and Keras/SavedModel everything, ``torch.export``
+(``pinbench.worker.predictors``): ONNX and Keras/SavedModel everything, ``torch.export``
 names, element types and shapes, TorchScript only ``forward``'s argument names and the
 output count. ONNX is read here (its protobuf); TensorFlow's formats in
 ``authoring.tensorflow_files`` (the SavedModel protobuf, a ``.keras`` file's config), PyTorch's

@@ -58,8 +58,8 @@ def checkpoint_key(path: Path) -> str | None:
     holds one (the only one, or the first of ``PREFERRED_KEYS``)."""
     import torch
 
-    from pinbench.evaluator.predictors.base import ModelLoadError
-    from pinbench.evaluator.predictors.torch.state_dicts import read_checkpoint
+    from pinbench.worker.predictors.base import ModelLoadError
+    from pinbench.worker.predictors.torch.state_dicts import read_checkpoint
 
     try:
         loaded = read_checkpoint(path.name, path)

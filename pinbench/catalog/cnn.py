@@ -39,7 +39,7 @@ def train(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> dict[str, Any]:
     """The trained state dict (tensors) of ``digits-cnn`` on inputs ``x / 16`` as NCHW."""
     import torch
 
-    from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+    from pinbench.worker.predictors.torch.architectures import digits_cnn
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -65,7 +65,7 @@ def train(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> dict[str, Any]:
 
 
 def write_onnx(path: Path, state: dict[str, Any]) -> None:
-    from pinbench.evaluator.predictors.torch.architectures import digits_cnn
+    from pinbench.worker.predictors.torch.architectures import digits_cnn
 
     model = digits_cnn().eval()
     model.load_state_dict(state)
@@ -74,7 +74,7 @@ def write_onnx(path: Path, state: dict[str, Any]) -> None:
 
 def write_keras(path: Path, state: dict[str, Any]) -> None:
     """The same weights in the Keras twin, saved as ``.keras`` with fixed zip timestamps."""
-    from pinbench.evaluator.predictors.tensorflow.architectures import digits_cnn_keras
+    from pinbench.worker.predictors.tensorflow.architectures import digits_cnn_keras
 
     model = digits_cnn_keras()
     w = {k: v.numpy() for k, v in state.items()}

@@ -1,5 +1,5 @@
 """``text/tiny-gpt-onnx``: the catalog's tiny GPT-2 exported to ONNX in pinbench's
-decoder-with-past layout (``evaluator.generation.ort_generator``): one token a step, the KV
+decoder-with-past layout (``worker.generation.ort_generator``): one token a step, the KV
 cache in and out, so ONNX Runtime generates the same greedy tokens as transformers.
 
 The export traces one decode step (a token after a cache of 3 positions) with PyTorch's
@@ -54,7 +54,7 @@ def export(root: Path, weights: Path) -> list[Path]:
     import torch
 
     from pinbench.catalog.files import SUPPORTED, dump, entry
-    from pinbench.evaluator.predictors.transformers.loading import import_transformers
+    from pinbench.worker.predictors.transformers.loading import import_transformers
 
     AutoModelForCausalLM = import_transformers().AutoModelForCausalLM  # quiet, offline
 

@@ -32,7 +32,7 @@ def init_weights() -> dict[str, Any]:
     """The seeded random state dict (its "training")."""
     import torch
 
-    from pinbench.evaluator.predictors.torch.architectures import ResNet50
+    from pinbench.worker.predictors.torch.architectures import ResNet50
 
     torch.manual_seed(SEED)
     return {k: v.contiguous() for k, v in ResNet50().eval().state_dict().items()}
@@ -66,7 +66,7 @@ def write_dataset(root: Path) -> Path:
 
 def export(root: Path, state: dict[str, Any]) -> list[Path]:
     """``state`` as safetensors and ONNX under ``root/resnet50/`` with their manifests."""
-    from pinbench.evaluator.predictors.torch.architectures import ResNet50
+    from pinbench.worker.predictors.torch.architectures import ResNet50
 
     folder = root / "resnet50"
     folder.mkdir(exist_ok=True)

@@ -18,16 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pinbench.chains.predict import ChainPredictor, Stage
-from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
-from pinbench.evaluator.feed import prepare
-from pinbench.evaluator.job import Evidence, Job, Say, files_of, truth_withheld
-from pinbench.evaluator.latency_metrics import series
-from pinbench.evaluator.named import NamedInputs
-from pinbench.evaluator.output_axes import batch_axes, perms, reorder
-from pinbench.evaluator.predictors.config import ModelFiles, PredictorOptions
-from pinbench.evaluator.ragged import Ragged
-from pinbench.evaluator.scenarios import run_scenario
-from pinbench.evaluator.stream import wrap
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import load, python_version
 from pinbench.registry.chain_spec import (
@@ -42,9 +32,19 @@ from pinbench.registry.names import Kind
 from pinbench.registry.output_steps import check_output_steps
 from pinbench.tasks.base import Context
 from pinbench.tasks.registry import task
+from pinbench.worker.datasets import DatasetError, Samples, load_samples
+from pinbench.worker.feed import prepare
+from pinbench.worker.job import Evidence, Job, Say, files_of, truth_withheld
+from pinbench.worker.latency_metrics import series
+from pinbench.worker.named import NamedInputs
+from pinbench.worker.output_axes import batch_axes, perms, reorder
+from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.ragged import Ragged
+from pinbench.worker.scenarios import run_scenario
+from pinbench.worker.stream import wrap
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.predictors.base import Predictor
+    from pinbench.worker.predictors.base import Predictor
 
 
 def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say) -> None:
@@ -88,7 +88,7 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         stop=job.stop,
         seal=job.seal,
     )
-    from pinbench.evaluator.evaluation_steps import (
+    from pinbench.worker.evaluation_steps import (
         check_first,
         feed_details,
         keep_answers,

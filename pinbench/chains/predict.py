@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pinbench.bounds import FAN_OUT_FEEDS
-from pinbench.evaluator.latency_metrics import series
-from pinbench.evaluator.named import NamedInputs
 from pinbench.registry.chain_spec import CODE_SUFFIX, SAMPLE_BYTES, ChainRefused, LockedStage
 from pinbench.registry.input_kinds import from_samples
+from pinbench.worker.latency_metrics import series
+from pinbench.worker.named import NamedInputs
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.predictors.base import Predictor
     from pinbench.processing.loading import Loaded
+    from pinbench.worker.predictors.base import Predictor
 
 Array = np.ndarray[Any, Any]
 

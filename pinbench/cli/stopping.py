@@ -33,7 +33,7 @@ def stopped_safely() -> Iterator[Stop]:
 
 def _exit_now(exc: PinbenchError) -> None:
     """Print the error and end the process at once, skipping interpreter teardown: a stopped
-    LoadGen test still running on its thread would crash in it (``pinbench.evaluator.stop``)."""
+    LoadGen test still running on its thread would crash in it (``pinbench.worker.stop``)."""
     from rich.text import Text
 
     _err().print(Text.assemble(("error: ", "bold red"), str(exc)))

@@ -6,7 +6,7 @@ downloaded from the server's blob API with the token the server handed over, has
 arrives and compared with the pin before it is kept: a server that sends other bytes fails
 the run naming the file and both digests, and nothing of it is cached. Then every pinned
 byte is checked once more (the cache's own verified state), the runner runs, and its results
-are packed as the files an isolated evaluator writes (``evaluator.results``), which the
+are packed as the files an isolated evaluator writes (``worker.results``), which the
 server validates exactly as it validates a local evaluator's.
 """
 
@@ -21,8 +21,8 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore
 from pinbench.config import Settings
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
+from pinbench.worker.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def handed(lock: Lockfile) -> list[tuple[LockedArtifact, LockedFile]]:
     """The pinned files an agent fetches and verifies: every artifact's but the dataset's
     ground truth of a run the server scores (``job.truth_paths``): the agent's machine runs the
     system under test, and the truth stays with the server."""
-    from pinbench.evaluator.job import withheld_paths
+    from pinbench.worker.job import withheld_paths
 
     withheld = withheld_paths(lock)
     return [
@@ -99,10 +99,10 @@ def run_here(
     answers it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price,
     recorded in the results' details (``cost``)."""
     from pinbench.evaluator.host import host_facts
-    from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.results import write_results
     from pinbench.evaluator.runners import runner_named
     from pinbench.evaluator.server_runner import choose_server_runner
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.results import write_results
 
     lock = Lockfile.from_bytes(lock_bytes, source="the lockfile the server sent")
     ws = Workspace(Settings(home=cache, database_url=f"sqlite:///{cache / 'unused.db'}"))

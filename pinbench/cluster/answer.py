@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.stop import RunStopped
+from pinbench.worker.stop import RunStopped
 
 MAX_TEXT = 2000
 log = logging.getLogger("pinbench.agent")

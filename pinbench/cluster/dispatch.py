@@ -3,7 +3,7 @@
 ``OnSystem`` stands where a runner stands in ``run_lockfile``: it asks the system's actor to
 run the lockfile (the agent fetches and checks every pinned byte itself, ``agent_run``),
 relays its progress lines, and turns what comes back into evidence through
-``evaluator.results.read_results``, the validation an isolated evaluator's output gets: only
+``worker.results.read_results``, the validation an isolated evaluator's output gets: only
 the result files by name, each within its size cap, the JSON strict and for this lockfile,
 the arrays without pickle. The run record is then written by the server alone.
 
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 from pinbench.cluster.answer import MAX_TEXT, read_error, read_ok
 from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
 from pinbench.errors import PinbenchError, SystemFailure, UserError
-from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -187,9 +187,9 @@ class OnSystem:
 
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory
-        from pinbench.evaluator.results import CAPS as caps
-        from pinbench.evaluator.results import adopt, read_results
         from pinbench.evaluator.runners.process import EvaluationFailed
+        from pinbench.worker.results import CAPS as caps
+        from pinbench.worker.results import adopt, read_results
 
         if not isinstance(packed, dict) or not isinstance(packed.get("files"), dict):
             raise AgentAnswerRefused(self.system, "not a packed result")

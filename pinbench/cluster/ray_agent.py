@@ -185,7 +185,7 @@ class Agent:
 
     def cancel(self, reason: str) -> bool:
         """Stop the running evaluation (the server's cancel, shutdown or deadline)."""
-        from pinbench.evaluator.stop import RunStopped
+        from pinbench.worker.stop import RunStopped
 
         stop = self._stop
         return stop is not None and bool(
@@ -207,7 +207,7 @@ class Agent:
         error is never raised to the server, where Ray would have to unpickle it."""
         from pinbench.cluster.agent_run import run_here
         from pinbench.cluster.answer import answer_error, answer_ok
-        from pinbench.evaluator.stop import Stop
+        from pinbench.worker.stop import Stop
 
         def say(text: str) -> None:
             self._progress = text

@@ -42,13 +42,13 @@ from pinbench.evaluator.rerun import recorded_lockfile
 from pinbench.evaluator.run import Say, run_lockfile
 from pinbench.evaluator.run_view import show_run
 from pinbench.evaluator.runners import choose_runner
-from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.verdict import (
     BAND,
     MIN_EFFECT,
 )
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 # ---- the bisect ----------------------------------------------------------------------------

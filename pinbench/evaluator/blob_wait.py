@@ -25,10 +25,10 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import ObjectStoreUnavailable
 from pinbench.db import pending
 from pinbench.db.waiting import until_available
-from pinbench.evaluator.job import Say
 from pinbench.evaluator.run_blobs import Put
-from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Say
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 OF = "the blob store"

@@ -40,7 +40,7 @@ from pinbench.db.run_record import (
 from pinbench.db.upkeep import referenced
 from pinbench.db.waiting import until_available
 from pinbench.errors import PinbenchError, SystemFailure
-from pinbench.evaluator.stop import RunStopped, Stop
+from pinbench.worker.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 
 log = logging.getLogger("pinbench.runs")

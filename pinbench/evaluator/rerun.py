@@ -9,7 +9,6 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
 from pinbench.evaluator.history import find_run, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
-from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.verdict import (
     BAND,
     accuracy_verdict,
@@ -18,6 +17,7 @@ from pinbench.evaluator.verdict import (
     weights_verdict,
 )
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 REPEAT = 3

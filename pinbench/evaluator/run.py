@@ -30,7 +30,6 @@ from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator import recording
 from pinbench.evaluator.blob_wait import verify_waiting, waiting_put
 from pinbench.evaluator.host import host_facts
-from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.policy import check_pickle
 from pinbench.evaluator.recording import Recorded, record_run, stopped_from_now
 from pinbench.evaluator.run_blobs import save_evidence, save_weights, store_graph
@@ -41,7 +40,6 @@ from pinbench.evaluator.runners.consented import package_mark
 from pinbench.evaluator.runners.guard import check_marked
 from pinbench.evaluator.runners.sandbox import check_mode, sandbox_marks
 from pinbench.evaluator.scoring import judge, load_truth
-from pinbench.evaluator.stop import RunStopped, Stop
 from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
@@ -52,6 +50,8 @@ from pinbench.specs.distributed import check_workers_here
 from pinbench.trace import otel
 from pinbench.trace.levels import check_level
 from pinbench.trace.summary import summarise
+from pinbench.worker.job import Evidence
+from pinbench.worker.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

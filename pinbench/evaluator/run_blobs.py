@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.job import Evidence
 from pinbench.registry.lockfile import Lockfile
 from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
+from pinbench.worker.job import Evidence
 
 Put = Callable[[bytes], Digest]
 """Stores bytes as a blob; their digest."""

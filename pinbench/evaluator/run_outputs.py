@@ -127,7 +127,7 @@ def export_outputs(
     ``force``; ``pinbench.artifacts.destination``), or its LoadGen ``log`` (``loadgen_files``);
     ``read(sha256)`` gives the blob's bytes in chunks (unchecked: they are checked here,
     before anything reaches ``dest``)."""
-    from pinbench.evaluator.loadgen_files import LOGS
+    from pinbench.worker.loadgen_files import LOGS
 
     run = str(info["id"])
     if log is not None and log not in LOGS:

@@ -25,19 +25,19 @@ import numpy as np
 
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
-from pinbench.evaluator.answers import AnswersUnreadable, text_of
-from pinbench.evaluator.datasets import DatasetError, Samples, load_samples
 from pinbench.evaluator.dropped import name_dropped
-from pinbench.evaluator.job import Evidence, files_of, scored_apart, texts_scored_apart
-from pinbench.evaluator.latency_metrics import loadgen_figures, series
-from pinbench.evaluator.results import HOST_ONLY
 from pinbench.evaluator.runners.consented import code_digests
 from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.tasks.base import Context
 from pinbench.tasks.registry import task, tasks
+from pinbench.worker.answers import AnswersUnreadable, text_of
+from pinbench.worker.datasets import DatasetError, Samples, load_samples
+from pinbench.worker.job import Evidence, files_of, scored_apart, texts_scored_apart
+from pinbench.worker.latency_metrics import loadgen_figures, series
+from pinbench.worker.results import HOST_ONLY
+from pinbench.worker.undefined import UndefinedMetric
 from pinbench.workspace import Workspace
 
 FRAMEWORK = "framework_latency"
@@ -105,8 +105,8 @@ def judge(
 def _unlogged(lock: Lockfile, evidence: Evidence) -> None:
     """A performance run's LoadGen throughputs that its log gave no number of, each named
     undefined with its reason (``latency_metrics.unlogged``; decision 165's details key)."""
-    from pinbench.evaluator.latency_metrics import unlogged
-    from pinbench.evaluator.undefined import DETAILS_KEY
+    from pinbench.worker.latency_metrics import unlogged
+    from pinbench.worker.undefined import DETAILS_KEY
 
     body, loadgen = lock.body, evidence.details.get("loadgen")
     if body.scenario.mode != "performance" or not isinstance(loadgen, dict):

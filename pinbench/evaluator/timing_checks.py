@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.results import LATENCIES, InvalidResults
+from pinbench.worker.results import LATENCIES, InvalidResults
 
 
 def check_timings(

@@ -3,7 +3,7 @@
 Importing a framework costs seconds, paid again by every cold run. With ``pinbench serve
 --warm`` (or ``pinbench agent start --warm``) the venv and docker runners keep one evaluator
 per key (runner, environment digest, evaluator digest; for docker also the container's limits,
-which are the container's own) running ``python -m pinbench.evaluator.worker --serve`` and
+which are the container's own) running ``python -m pinbench.worker.main --serve`` and
 hand it job after job through a folder: ``jobs/N/job.json`` then ``jobs/N/go``; the worker
 answers with ``out/N`` (the same result files a cold evaluator writes, validated the same way)
 and ``out/N.exit``. The bytes are still checked inside the boundary, every job.
@@ -28,7 +28,6 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from pinbench.artifacts.plain_file import plain_bytes
-from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.policy import needs_pickle
 from pinbench.evaluator.runners.process import (
     EvaluationFailed,
@@ -37,10 +36,11 @@ from pinbench.evaluator.runners.process import (
     WorkerCrashed,
     collect,
 )
-from pinbench.evaluator.stop import Stop
-from pinbench.evaluator.worker import IDLE_S, SERVED
 from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.main import IDLE_S, SERVED
+from pinbench.worker.stop import Stop
 
 POLL_S = 0.005
 """How often a waiting run looks for its job's exit file."""

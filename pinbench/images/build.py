@@ -34,10 +34,10 @@ from pinbench.db.models import Artifact
 from pinbench.environments import lock_path, parse_lock, requirements_text
 from pinbench.environments.frameworks import VERSIONS, image_name
 from pinbench.errors import UserError
-from pinbench.evaluator.source import copy_evaluator, evaluator_digest
 from pinbench.registry.manifest import Requirement, load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.versions import parse_version
+from pinbench.worker.source import copy_evaluator, evaluator_digest
 from pinbench.workspace import Workspace
 
 FIRST_VERSION = "1.0.0"
@@ -201,7 +201,7 @@ CHANGES = [
     "TF_CPP_MIN_LOG_LEVEL=2",
     "USER 65534:65534",
     "WORKDIR /tmp",
-    'ENTRYPOINT ["/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.evaluator.worker"]',
+    'ENTRYPOINT ["/opt/pinbench/venv/bin/python", "-s", "-m", "pinbench.worker.main"]',
     "CMD []",
 ]
 """The image's configuration, set as the container is committed."""

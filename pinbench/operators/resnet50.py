@@ -2,7 +2,7 @@
 
 Where they come from: ResNet-50 v1.5 (He et al. 2015, "Deep Residual Learning", table 1,
 with the stride on the 3x3 convolution as in torchvision and MLPerf), as built by
-``pinbench.evaluator.predictors.torch.architectures.ResNet50`` at a 224x224 input. Each
+``pinbench.worker.predictors.torch.architectures.ResNet50`` at a 224x224 input. Each
 stage's first bottleneck has a 1x1 projection shortcut ("ds"). Convolutions with equal
 shapes are listed once with ``count`` (how many of the network's 53 convolutions have that
 shape); ``tests/test_operators.py`` re-derives the table from the architecture.

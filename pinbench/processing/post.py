@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.stop import Stop
 from pinbench.processing.checks import Signature, check_outputs
 from pinbench.processing.loading import Loaded
 from pinbench.registry.ports import Output
+from pinbench.worker.stop import Stop
 
 Array = npt.NDArray[np.generic]
 Answer = dict[str, Array]

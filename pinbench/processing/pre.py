@@ -1,6 +1,6 @@
 """``preprocess`` over a run's samples, before anything is timed: one call per sample, each
 answer checked (``checks``), the samples stacked, and the arrays cached on disk like the steps'
-(``evaluator.feed``) under (dataset digest, processing digest), so a cache hit calls no code and
+(``worker.feed``) under (dataset digest, processing digest), so a cache hit calls no code and
 reads no sample. The processing digest covers every file of the model artifact by its sha256:
 the code reads them through ``files``, so two versions that share the code but not a vocabulary
 never share arrays."""
@@ -19,13 +19,13 @@ import numpy.typing as npt
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.evaluator.feed import Feed, cached_array
-from pinbench.evaluator.named import NamedInputs
-from pinbench.evaluator.samples import Samples
-from pinbench.evaluator.stop import Stop
 from pinbench.processing.checks import check_inputs, check_same_shape
 from pinbench.processing.loading import Loaded, python_version
 from pinbench.registry.ports import Input
+from pinbench.worker.feed import Feed, cached_array
+from pinbench.worker.named import NamedInputs
+from pinbench.worker.samples import Samples
+from pinbench.worker.stop import Stop
 
 Array = npt.NDArray[np.generic]
 Say = Callable[[str], None]

@@ -8,19 +8,19 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pinbench.evaluator.latency_metrics import series
-from pinbench.evaluator.stop import Stop
 from pinbench.processing.consent import CodeRefused, code_roles
 from pinbench.processing.loading import Loaded, load, python_version
 from pinbench.processing.post import Answer, Post
 from pinbench.processing.pre import prepare_by_code
 from pinbench.registry.lockfile import LockedModel
 from pinbench.registry.ports import Input
+from pinbench.worker.latency_metrics import series
+from pinbench.worker.stop import Stop
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.feed import Feed
-    from pinbench.evaluator.job import Evidence
-    from pinbench.evaluator.samples import Samples
+    from pinbench.worker.feed import Feed
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.samples import Samples
 
 Say = Callable[[str], None]
 LATENCY = "postprocess_latency"

@@ -72,7 +72,7 @@ def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
         found.append((GRAPH_SUBJECT, transform.get(GRAPH_SHA256)))
     logs = details.get("loadgen_logs")
     if isinstance(logs, dict):
-        from pinbench.evaluator.loadgen_files import LOGS
+        from pinbench.worker.loadgen_files import LOGS
 
         found += [(name, logs.get(kind)) for kind, name in LOGS.items()]
     found.append((RESULTS, results_sha256))

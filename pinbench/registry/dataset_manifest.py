@@ -65,7 +65,7 @@ class SampleFiles(_Strict, frozen=True, kw_only=True):
     step; ``npy-files``: one ``.npy`` array per sample; ``text-lines``: a UTF-8 file, one
     text sample per line; ``prompts-jsonl``: a UTF-8 file of JSON lines, a prompt (and maybe
     its reference) each; ``questions-jsonl``: a UTF-8 file of JSON lines, a question and its
-    context each (``pinbench.evaluator.questions``); ``audio``: PCM WAV files decoded by the
+    context each (``pinbench.worker.questions``); ``audio``: PCM WAV files decoded by the
     input's ``decode_audio`` step; ``files``: files of any kind, each read as bytes by the
     input's ``read_bytes`` step)."""
 

@@ -12,7 +12,7 @@ A model input is one of four kinds, by the section it declares:
   replaces it from one chunk to the next;
 - **streamed** (``stream``): a per-sample input whose samples are cut along their first axis
   into chunks of ``stream.chunk`` rows, each fed with the ``stream.context`` rows before it
-  (``pinbench.evaluator.stream``).
+  (``pinbench.worker.stream``).
 
 Checked here, where a manifest is read (so a lockfile's copy is checked again when it is
 read): each section alone and its fields; across a model's inputs and outputs in

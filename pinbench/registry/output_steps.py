@@ -4,7 +4,7 @@ An output's ``steps`` are honoured by the task that reads outputs of its type, o
 naming the step and the task, never accepted and ignored (DESIGN invariant 10; decision 170):
 
 - ``transpose`` (every type but ``generation``): applied by the evaluator to the model's raw
-  answer before any task reads it (``evaluator.output_axes``), so it is the output's first
+  answer before any task reads it (``worker.output_axes``), so it is the output's first
   step, and it is declared once; the axis it moves to the front is the output's batch axis.
   A generation run reads next-token logits itself and applies none;
 

@@ -263,7 +263,7 @@ class State(_Strict, frozen=True, kw_only=True):
 
 
 class Stream(_Strict, frozen=True, kw_only=True):
-    """The input a sample is streamed through (``pinbench.evaluator.stream``): cut along its
+    """The input a sample is streamed through (``pinbench.worker.stream``): cut along its
     first axis into chunks of ``chunk`` rows, each fed with the ``context`` rows before it."""
 
     chunk: Annotated[int, b.STREAM_CHUNK.meta]

@@ -183,7 +183,7 @@ class ResizeMultiple(_Strict, frozen=True, kw_only=True):
 
 
 class DecodeAudio(_Strict, frozen=True, kw_only=True):
-    """A WAV file to a 1-D float32 waveform in [-1, 1] (``pinbench.evaluator.audio``): its
+    """A WAV file to a 1-D float32 waveform in [-1, 1] (``pinbench.worker.audio``): its
     channels mixed down (``mix``, their mean) or one kept (its index from 0), as declared."""
 
     channel: Literal["mix"] | Annotated[int, b.AUDIO_CHANNEL.meta]
@@ -195,7 +195,7 @@ class DecodeAudio(_Strict, frozen=True, kw_only=True):
 
 class Resample(_Strict, frozen=True, kw_only=True):
     """Each waveform from its file's sample rate to ``rate`` (SciPy's ``resample_poly``
-    computed in NumPy, ``evaluator.polyphase``); it follows ``decode_audio`` directly."""
+    computed in NumPy, ``worker.polyphase``); it follows ``decode_audio`` directly."""
 
     rate: Annotated[int, b.SAMPLE_RATE.meta]
 
@@ -227,7 +227,7 @@ class ExpandDims(_Strict, frozen=True, kw_only=True):
 
 class ReadBytes(_Strict, frozen=True, kw_only=True):
     """A sample file of any kind (``data.format: files``) as one row of ``length`` integers,
-    its bytes 0..255 in file order (``evaluator.file_bytes``): a shorter file padded at its end
+    its bytes 0..255 in file order (``worker.file_bytes``): a shorter file padded at its end
     with ``pad``, a longer one refused, naming its file, unless ``crop`` (then its first
     ``length`` bytes kept)."""
 
@@ -300,7 +300,7 @@ class Transpose(_Strict, frozen=True, kw_only=True):
     """The model's raw output with its axes reordered, as NumPy's ``transpose(perm)`` and
     ONNX's ``Transpose`` do: axis ``j`` of the result is axis ``perm[j]`` of the output. The
     output's own first axis need not be the batch's: a time-first CTC output ``(T, N, C)``
-    with ``perm: [1, 0, 2]`` is read as ``(N, T, C)`` (``evaluator.output_axes``)."""
+    with ``perm: [1, 0, 2]`` is read as ``(N, T, C)`` (``worker.output_axes``)."""
 
     perm: list[Annotated[int, b.PERM_AXIS.meta]]
 

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from pinbench.artifacts.digest import Progress
     from pinbench.evaluator.bisect import Bisection
     from pinbench.evaluator.parity import Parity
-    from pinbench.evaluator.stop import Stop
     from pinbench.provenance.key_material import KeyRecord, PublicKey
     from pinbench.provenance.verify import BlobBytes, BlobDigest, Verified
     from pinbench.remote import Remote
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from pinbench.sdk.records import Published
     from pinbench.sdk.registry import Registry, Say
     from pinbench.sdk.runs import Lockfile, Run
+    from pinbench.worker.stop import Stop
     from pinbench.workspace import Workspace
 
 T = TypeVar("T")

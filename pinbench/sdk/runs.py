@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from pinbench.artifacts.ahead import HashesAhead
     from pinbench.evaluator.rerun import Verdict
     from pinbench.evaluator.run_outputs import Exported
-    from pinbench.evaluator.stop import Stop
     from pinbench.registry.lockfile import Lockfile as LockfileBody
     from pinbench.registry.verify import FileCheck
     from pinbench.sdk.registry import ProgressFactory, Registry, Say
+    from pinbench.worker.stop import Stop
 
 
 class Lockfile:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.stop import Stop
     from pinbench.sdk.registry import Registry
+    from pinbench.worker.stop import Stop
 
 Say = Callable[[str], None]
 

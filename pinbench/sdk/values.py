@@ -37,7 +37,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pinbench.artifacts.digest import Digest
-    from pinbench.evaluator.stop import Stop, stop_on_signals
     from pinbench.provenance.modelsig import bundle_keyid
     from pinbench.registry.manifest import json_schemas
     from pinbench.registry.names import ArtifactRef, Kind, Spec, parse_kind
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from pinbench.series.names import SeriesKey
     from pinbench.series.names import parse_fields as parse_series_name
     from pinbench.trace.levels import parts as trace_parts
+    from pinbench.worker.stop import Stop, stop_on_signals
 
 _HOME = {
     "ArtifactRef": ("pinbench.registry.names", "ArtifactRef"),
@@ -62,8 +62,8 @@ _HOME = {
     "trace_parts": ("pinbench.trace.levels", "parts"),
     "SeriesKey": ("pinbench.series.names", "SeriesKey"),
     "parse_series_name": ("pinbench.series.names", "parse_fields"),
-    "Stop": ("pinbench.evaluator.stop", "Stop"),
-    "stop_on_signals": ("pinbench.evaluator.stop", "stop_on_signals"),
+    "Stop": ("pinbench.worker.stop", "Stop"),
+    "stop_on_signals": ("pinbench.worker.stop", "stop_on_signals"),
     "YamlRefused": ("pinbench.registry.yamlsafe", "YamlRefused"),
     "load_yaml": ("pinbench.registry.yamlsafe", "load_yaml"),
     "read_yaml_file": ("pinbench.registry.yamlsafe", "read_yaml_file"),

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.stop import Stop
     from pinbench.registry.lockfile import Lockfile
     from pinbench.studies.cells import Cell
     from pinbench.studies.spec import Study
+    from pinbench.worker.stop import Stop
     from pinbench.workspace import Workspace
 
 Say = Callable[[str], None]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.stop import Stop
+    from pinbench.worker.stop import Stop
     from pinbench.workspace import Workspace
 
 

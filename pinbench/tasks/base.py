@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from pinbench.evaluator.samples import Samples
     from pinbench.registry.dataset_manifest import DatasetManifest, LabelFormat
     from pinbench.registry.lockfile import LockedDataset, LockedModel
     from pinbench.tasks.parity import Agreement, Recorded
+    from pinbench.worker.samples import Samples
 
 # Aliases spelled as strings: asking for a task (``registry.task``, as a lockfile's dataset
 # does) imports no NumPy; the modules that score import it themselves.
@@ -156,7 +156,7 @@ class Task(ABC):
     """Datasets of this task can be published (``other`` is read, never published)."""
     metrics: ClassVar[tuple[Metric, ...]] = ()
     generates: ClassVar[bool] = False
-    """Answered by generating token by token (``pinbench.evaluator.generation``), not by one
+    """Answered by generating token by token (``pinbench.worker.generation``), not by one
     prediction per sample: a request for it needs a ``generation`` section, scored with
     ``score_answers``."""
     scores_inputs: ClassVar[bool] = False

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
-from pinbench.evaluator.lines import LabelProblem
 from pinbench.registry.dataset_layout import folder_prefix
+from pinbench.worker.lines import LabelProblem
 
 V = TypeVar("V")
 

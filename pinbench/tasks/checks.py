@@ -44,8 +44,8 @@ class TaskChecks:
         check_dataset_files(manifest, where)
 
     def check_step_order(self, steps: Any) -> None:
-        from pinbench.evaluator.pipeline import check_order
-        from pinbench.evaluator.pipeline_errors import PipelineError
+        from pinbench.worker.pipeline import check_order
+        from pinbench.worker.pipeline_errors import PipelineError
 
         try:
             check_order(steps)

@@ -1,5 +1,5 @@
 """The class names an output's ``labels`` give: a file of the model (one name per line,
-``evaluator.labels``), or an entry of the ONNX model's metadata (``labels: {metadata: KEY}``),
+``worker.labels``), or an entry of the ONNX model's metadata (``labels: {metadata: KEY}``),
 read as bytes, never by loading or running the model.
 
 A metadata value is read in one of three forms, told apart by its first character:
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from pinbench import bounds
 from pinbench.errors import UserError
-from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
 from pinbench.registry.ports import LabelsRef
+from pinbench.worker.labels import LabelProblem, parse_class_names, read_label_text
 
 MAX_BYTES = 1 << 20
 """The longest metadata value read as class names: 1 MiB holds 20,000 names of 50 bytes."""

@@ -24,7 +24,7 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
     data, labels = manifest.data, manifest.labels
     if data is None:
         if labels.names is not None:
-            from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
+            from pinbench.worker.labels import LabelProblem, parse_class_names, read_label_text
 
             entry = next(f for f in manifest.files if f.path == labels.names)
             try:
@@ -33,12 +33,12 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
             except LabelProblem as exc:
                 raise FileProblem(path=exc.path, reason=exc.reason) from None
         return
-    from pinbench.evaluator.audio import AudioRefused, wav_info
-    from pinbench.evaluator.datasets import read_text_lines
-    from pinbench.evaluator.image_files import ImageRefused, image_header
-    from pinbench.evaluator.labels import LabelProblem
     from pinbench.tasks.base import TruthSource
     from pinbench.tasks.registry import task
+    from pinbench.worker.audio import AudioRefused, wav_info
+    from pinbench.worker.datasets import read_text_lines
+    from pinbench.worker.image_files import ImageRefused, image_header
+    from pinbench.worker.labels import LabelProblem
 
     entries = {f.path: f for f in manifest.files}
 
@@ -50,11 +50,11 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
         if data.format == "text-lines":
             listed, count = None, len(read_text_lines(read(data.path), where=data.path))
         elif data.format == "prompts-jsonl":
-            from pinbench.evaluator.prompts import read_prompts
+            from pinbench.worker.prompts import read_prompts
 
             listed, count = None, len(read_prompts(read(data.path), where=data.path))
         elif data.format == "questions-jsonl":
-            from pinbench.evaluator.questions import read_questions
+            from pinbench.worker.questions import read_questions
 
             listed, count = None, len(read_questions(read(data.path), where=data.path))
         elif data.format == "npy":

@@ -15,7 +15,7 @@ from pinbench.training.errors import InvalidData
 @dataclass(frozen=True, slots=True)
 class TrainModel:
     """The start model: ``format`` (``safetensors`` for PyTorch, with ``architecture``
-    naming a constructor of ``evaluator.predictors.torch.architectures``; ``keras`` for
+    naming a constructor of ``worker.predictors.torch.architectures``; ``keras`` for
     TensorFlow) and its files by path inside the artifact (``paths``, as
     ``ModelFiles.files``)."""
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from pinbench.errors import UserError
-from pinbench.evaluator.job import Evidence
-from pinbench.evaluator.stop import Stop
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Evidence
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

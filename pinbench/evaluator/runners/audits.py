@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.job import Evidence
     from pinbench.registry.lockfile import Lockfile
+    from pinbench.worker.job import Evidence
 
 SAME_INDEX = 3
 """The sample MLPerf's audit.config repeats (the last one where a dataset has fewer)."""
@@ -114,7 +114,7 @@ def verdict(
     faster, or was that much faster but took as much of the worker's CPU (``cpu``: seconds
     over the unique and the repeat test; ``cpu_spared``). ``repeated``: the sample TEST04-B
     repeated."""
-    from pinbench.evaluator.latency_metrics import loadgen_figures
+    from pinbench.worker.latency_metrics import loadgen_figures
 
     name, higher = _SCORES[scenario]
     unique_figures = loadgen_figures(unique_log, scenario, target)
@@ -234,7 +234,7 @@ def check_audit(lock: Lockfile, *, on_cluster: bool) -> None:
     """``--audit`` where the host can keep the clock (``host_clock``): one model's performance
     test, on this machine (any runner: the local and venv runners' sandboxes, a container);
     refused before anything is recorded."""
-    from pinbench.evaluator.clock_wire import fits
+    from pinbench.worker.clock_wire import fits
 
     if on_cluster:
         raise AuditRefused(

@@ -11,9 +11,9 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
-from pinbench.evaluator.job import Say
 from pinbench.evaluator.runners.process import POLL_S, Relay, RunTimedOut
-from pinbench.evaluator.stop import Stop
+from pinbench.worker.job import Say
+from pinbench.worker.stop import Stop
 
 
 def run_child(

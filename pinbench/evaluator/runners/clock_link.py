@@ -95,7 +95,7 @@ class SocketLink:
 
     def connect(self, gone: threading.Event) -> tuple[int, int] | None:
         """Wait for the worker's connection; None once ``gone`` is set without one."""
-        from pinbench.evaluator.clock_wire import wait_for
+        from pinbench.worker.clock_wire import wait_for
 
         while not gone.is_set():
             if not wait_for(self._listener.fileno(), select.POLLIN, int(ACCEPT_SLICE_S * 1000)):
@@ -147,8 +147,8 @@ def keeps_clock(lock: Lockfile, *, code: bool, allow_pickle: bool, traced: bool 
     whose only own work is its format's operations keeps LoadGen beside it: its trace's spans
     are then the latencies it records, and a traced run is never a series' member or a gate's
     baseline (Python code is host-timed traced or not)."""
-    from pinbench.evaluator.clock_wire import fits
     from pinbench.evaluator.runners.sandbox import runs_its_own_operations
+    from pinbench.worker.clock_wire import fits
 
     model = lock.body.model
     if model is None or not fits(lock.body):

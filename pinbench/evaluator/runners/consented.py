@@ -23,16 +23,16 @@ from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.plain_file import plain_bytes
 from pinbench.evaluator.runners.guard import Watched
-from pinbench.evaluator.source import PACKAGE
 from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.registry.processing_code import Code
+from pinbench.worker.source import PACKAGE
 from pinbench.workspace import Workspace
 
 
 def inputs_cache(ws: Workspace, lock: Lockfile) -> Path:
-    """The folder a run's preprocessed inputs are cached in (``evaluator.feed.cached_array``):
+    """The folder a run's preprocessed inputs are cached in (``worker.feed.cached_array``):
     one shared by runs of data-only models, one per model for a model that carries code or
     operations of its own (``sandbox.runs_its_own_operations``)."""
     from pinbench.evaluator.runners.sandbox import runs_its_own_operations
@@ -112,8 +112,8 @@ def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
     """A sandboxed worker's cache for one run (``run_cache``, writable inside the sandbox)
     holds copies of the entries kept for this dataset (``sandboxed_cache``): copies, so that
     what the worker writes there reaches no other run. Returns the names copied."""
-    from pinbench.evaluator.feed import SHA256_SUFFIX
-    from pinbench.evaluator.seal import host_seal
+    from pinbench.worker.feed import SHA256_SUFFIX
+    from pinbench.worker.seal import host_seal
 
     dataset = lock.body.dataset
     trusted = sandboxed_cache(ws, lock)
@@ -143,8 +143,8 @@ def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]
     digest their prefix, not ``seeded``, not kept already), each a plain file whose bytes hash
     to its sidecar, kept in ``sandboxed_cache`` (read by sandboxed runs only); anything else
     it left goes with the run's folder. Nothing it names is followed or waited on."""
-    from pinbench.evaluator.feed import SHA256_SUFFIX
-    from pinbench.evaluator.seal import host_seal
+    from pinbench.worker.feed import SHA256_SUFFIX
+    from pinbench.worker.seal import host_seal
 
     dataset = lock.body.dataset
     seal = host_seal(ws.store.cache_key)
@@ -172,7 +172,7 @@ def _copy_checked(folder: int, name: str, digest: str, trusted: Path, sidecar: s
     """``name`` (in the folder open at ``folder``) copied into ``trusted`` with ``sidecar``
     (its digest and the host's MAC) when it is a plain file whose bytes hash to ``digest``,
     hashed as they are copied; else nothing."""
-    from pinbench.evaluator.feed import SHA256_SUFFIX
+    from pinbench.worker.feed import SHA256_SUFFIX
 
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)

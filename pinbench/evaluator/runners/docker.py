@@ -20,7 +20,6 @@ from requests.exceptions import ReadTimeout
 
 from pinbench.artifacts.scratch import scratch_directory
 from pinbench.errors import UserError
-from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.runners.clock_link import SOCKET
 from pinbench.evaluator.runners.docker_parts import IN, Inside, confined, link_files, link_stages
 from pinbench.evaluator.runners.docker_parts import OutOfMemory as OutOfMemory
@@ -32,13 +31,14 @@ from pinbench.evaluator.runners.process import (
     host_memory,
     write_job,
 )
-from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.timing_checks import check_timings
 from pinbench.images.engine import connect
 from pinbench.processing.consent import needs_code
 from pinbench.registry.chain_spec import ChainRefused
 from pinbench.registry.lockfile import LockedImage, Lockfile
 from pinbench.trace.levels import TraceUnsupported
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:

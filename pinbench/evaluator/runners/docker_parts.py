@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.evaluator.job import ROLES
-from pinbench.evaluator.model_folder import link_or_copy
 from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import ROLES
+from pinbench.worker.model_folder import link_or_copy
 from pinbench.workspace import Workspace
 
 IN = "/pinbench"

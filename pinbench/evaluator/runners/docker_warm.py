@@ -13,7 +13,6 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
 from pinbench.errors import UserError
-from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.runners.docker_parts import (
     IN,
     OutOfMemory,
@@ -22,9 +21,10 @@ from pinbench.evaluator.runners.docker_parts import (
     link_stages,
 )
 from pinbench.evaluator.runners.process import Relay, write_job
-from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import LockedImage, Lockfile
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
-from pinbench.evaluator import clock_wire as w
-from pinbench.evaluator.job import Evidence
 from pinbench.evaluator.runners.host_figures import LATENCIES, worker_timed
-from pinbench.evaluator.stop import Stop
 from pinbench.registry.request import Scenario
+from pinbench.worker import clock_wire as w
+from pinbench.worker.job import Evidence
+from pinbench.worker.stop import Stop
 
 if TYPE_CHECKING:
     from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
@@ -137,10 +137,10 @@ class HostClock:
         import numpy as np
 
         from pinbench.energy.meter import record as record_energy
-        from pinbench.evaluator import contention
         from pinbench.evaluator.dropped import name_dropped
-        from pinbench.evaluator.latency_metrics import loadgen_figures, series
-        from pinbench.evaluator.loadgen_files import read_logs
+        from pinbench.worker import contention
+        from pinbench.worker.latency_metrics import loadgen_figures, series
+        from pinbench.worker.loadgen_files import read_logs
 
         t = self._tested
         calls, samples = t["calls"], t["samples"]
@@ -236,8 +236,8 @@ class HostClock:
 
     def _test(self, count: int, expected: int, crossing: int) -> dict[str, Any]:
         from pinbench.energy.meter import EnergyMeter
-        from pinbench.evaluator.loadgen_test import metered_test
-        from pinbench.evaluator.scenarios import settings_for
+        from pinbench.worker.loadgen_test import metered_test
+        from pinbench.worker.scenarios import settings_for
 
         settings = settings_for(
             self._scenario, expected_latency_ns=expected, batch_size=self._batch
@@ -273,11 +273,11 @@ class HostClock:
         """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample,
         before the run's own test (as MLPerf's TEST04-A met a fresh system: after it a cache
         made the unique test as fast as the repeat), each with the worker's CPU time."""
-        from pinbench.evaluator import contention
-        from pinbench.evaluator.loadgen_test import metered_test
         from pinbench.evaluator.proc_tree import cpu_s
         from pinbench.evaluator.runners import audits
-        from pinbench.evaluator.scenarios import settings_for
+        from pinbench.worker import contention
+        from pinbench.worker.loadgen_test import metered_test
+        from pinbench.worker.scenarios import settings_for
 
         scenario, batch = self._scenario, self._batch
         per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1

@@ -6,7 +6,7 @@ process that scores and records (issue 63), and the host watches what it may not
 (``consented.code_watch``).
 
 Its time is limited by the lockfile's ``limits.timeout_s`` like the isolated runners': a
-watchdog asks the evaluation to stop (``pinbench.evaluator.stop``), which it does at the next
+watchdog asks the evaluation to stop (``pinbench.worker.stop``), which it does at the next
 phase or, inside LoadGen, once LoadGen ends its test (queries are then answered without the
 model), and the run is recorded failed with the time limit as its reason."""
 
@@ -24,9 +24,6 @@ from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
-from pinbench.evaluator.job import Evidence, Job, Say
-from pinbench.evaluator.measure import measure
-from pinbench.evaluator.model_folder import FOLDER, materialise
 from pinbench.evaluator.runners.consented import (
     adopt_cache,
     code_watch,
@@ -37,11 +34,14 @@ from pinbench.evaluator.runners.process import RunTimedOut, write_job
 from pinbench.evaluator.runners.sandbox import runs_its_own_operations
 from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.worker_run import run_worker
-from pinbench.evaluator.source import evaluator_digest
-from pinbench.evaluator.stop import Stop, time_limit
 from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
+from pinbench.worker.job import Evidence, Job, Say
+from pinbench.worker.measure import measure
+from pinbench.worker.model_folder import FOLDER, materialise
+from pinbench.worker.source import evaluator_digest
+from pinbench.worker.stop import Stop, time_limit
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -290,7 +290,7 @@ def run(
         time_limit(stop, limit, RunTimedOut(runner="local", timeout_s=limit)),
         scratch_directory(ws.store.tmp, "run") as scratch,
     ):
-        from pinbench.evaluator.seal import host_seal
+        from pinbench.worker.seal import host_seal
 
         seal = host_seal(ws.store.cache_key)  # no trusted key: no cache read or written
         job = Job(

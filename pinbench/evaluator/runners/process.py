@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from pinbench.errors import UserError
-from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.results import RESULT, JobFile, adopt, read_results
-from pinbench.evaluator.source import copy_evaluator
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.results import RESULT, JobFile, adopt, read_results
+from pinbench.worker.source import copy_evaluator
 
 if TYPE_CHECKING:
     from pinbench.evaluator.runners.sandbox import Confinement
@@ -127,7 +127,7 @@ def worker_start(
     hidden: Sequence[Path] = (),
 ) -> WorkerStart:
     """The one way a worker process is started on this machine (the venv runner, cold and warm,
-    and the local runner's child): ``python -s -m pinbench.evaluator.worker ARGS``,
+    and the local runner's child): ``python -s -m pinbench.worker.main ARGS``,
     importing pinbench from a new copy of the evaluator in ``root/evaluator`` (its own: what a
     run's code writes there is never imported by another worker, and it is removed with
     ``root``), run in ``root/cwd``, a new empty folder (``-m`` puts the working directory first
@@ -150,7 +150,7 @@ def worker_start(
         argv, env = wrap(
             confine,
             python,
-            [str(python), "-s", "-m", "pinbench.evaluator.worker", *inside],
+            [str(python), "-s", "-m", "pinbench.worker.main", *inside],
             hidden=list(hidden),
             pythonpath=confine.inside(source),
             cwd=confine.inside(cwd),
@@ -165,7 +165,7 @@ def worker_start(
     env.update(PYTHONPATH=path, PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1")
     env["NUMBA_CACHE_DIR"] = str(root / "numba")  # numba writes beside its sources otherwise
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    argv = [str(python), "-s", "-m", "pinbench.evaluator.worker", *args]
+    argv = [str(python), "-s", "-m", "pinbench.worker.main", *args]
     return WorkerStart(argv=argv, env=env, cwd=str(cwd))
 
 

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.job import Evidence
     from pinbench.registry.lockfile import Lockfile
+    from pinbench.worker.job import Evidence
 
 MOUNT = "/pinbench"
 """Where the run's folder is seen inside the sandbox."""

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.job import pinned_files
-from pinbench.evaluator.model_folder import materialise
 from pinbench.registry.names import Kind
+from pinbench.worker.job import pinned_files
+from pinbench.worker.model_folder import materialise
 
 if TYPE_CHECKING:
     from pinbench.registry.lockfile import Lockfile

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.job import Evidence, Say
     from pinbench.registry.lockfile import Lockfile
+    from pinbench.worker.job import Evidence, Say
     from pinbench.workspace import Workspace
 
 BATCHED = (
@@ -73,10 +73,10 @@ def wanted(lock: Lockfile) -> bool:
 def why_not(ws: Workspace, lock: Lockfile) -> str | None:
     """Why TEST01 cannot be run for ``lock`` (None: it can): a batch size over 1, or a
     dataset without labels (no accuracy run of it exists to answer as)."""
-    from pinbench.evaluator.datasets import load_samples
-    from pinbench.evaluator.job import files_of
     from pinbench.evaluator.runners.store_files import store_paths
     from pinbench.registry.names import Kind
+    from pinbench.worker.datasets import load_samples
+    from pinbench.worker.job import files_of
 
     body = lock.body
     if body.batch_size != 1:
@@ -121,7 +121,7 @@ def verdict(
     of those checked against the answer the accuracy worker handed back to be scored
     (``handed``); None where what is scored is not what was sealed (a model's postprocess
     code's answers): the seals are then the worker's word (``bound`` false)."""
-    from pinbench.evaluator.answer_seal import seal
+    from pinbench.worker.answer_seal import seal
 
     differ = sorted(i for i, s in timed.items() if accuracy.get(i) != s)
     out: dict[str, Any] = {
@@ -184,7 +184,7 @@ def run_and_audit(
     then failed, fails the run; one that refused first leaves TEST01 not run, saying why). The
     same for every runner: the local runner's child, the venv runner, a container."""
     from pinbench.errors import PinbenchError
-    from pinbench.evaluator.job import Evidence
+    from pinbench.worker.job import Evidence
 
     why = why_not(ws, lock) if wanted(lock) else "not wanted"
     seals = timed_run(lock, evidence, why is None)

@@ -14,15 +14,15 @@ from pathlib import Path
 
 from pinbench.environments.venv import materialise
 from pinbench.errors import UserError
-from pinbench.evaluator.job import Evidence, Say
 from pinbench.evaluator.runners.consented import adopt_cache, inputs_cache
 from pinbench.evaluator.runners.local import JobSettings, hidden, run_in_worker, write_host_job
 from pinbench.evaluator.runners.process import JOB, Relay, worker_start
 from pinbench.evaluator.runners.sandbox import Confinement
-from pinbench.evaluator.source import evaluator_digest
-from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.source import evaluator_digest
+from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
 

@@ -10,8 +10,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pinbench.evaluator.job import Evidence, Say
-from pinbench.evaluator.results import RESULT
 from pinbench.evaluator.runners.child import run_child
 from pinbench.evaluator.runners.guard import Watched, watched
 from pinbench.evaluator.runners.process import (
@@ -22,9 +20,11 @@ from pinbench.evaluator.runners.process import (
     worker_start,
 )
 from pinbench.evaluator.runners.sandbox import Confinement, failed_to_start
-from pinbench.evaluator.stop import Stop
 from pinbench.evaluator.timing_checks import check_timings
 from pinbench.registry.lockfile import Lockfile
+from pinbench.worker.job import Evidence, Say
+from pinbench.worker.results import RESULT
+from pinbench.worker.stop import Stop
 
 if TYPE_CHECKING:
     from pinbench.evaluator.runners.host_clock import HostClock

@@ -40,7 +40,7 @@ _PERCENTILES = (
 
 def _loadgen_keys() -> list[tuple[str, str, str]]:
     """(metric, LoadGen's key per sample, LoadGen's key in MultiStream): the detail log's
-    entries each headline metric is read from (``pinbench.evaluator.latency_metrics`` as of
+    entries each headline metric is read from (``pinbench.worker.latency_metrics`` as of
     this revision)."""
     rows = []
     for tag, spelled in _PERCENTILES:

@@ -7,7 +7,7 @@ an MLPerf reader takes for LoadGen's figures, which they were not. Every run who
 keep LoadGen's summary keeps those numbers under ``framework_throughput_sps``,
 ``framework_throughput_tps`` and ``framework_calls_count``, and gains LoadGen's own figures,
 read from that summary, under the old names: per scenario the entries of
-``pinbench.evaluator.latency_metrics.THROUGHPUT_KEYS`` as of this revision, and
+``pinbench.worker.latency_metrics.THROUGHPUT_KEYS`` as of this revision, and
 ``result_query_count``. A generation run's ``completed_tps`` (LoadGen's completed tokens per
 second, the entry ``throughput_tps`` now reads in Server) is dropped where ``throughput_tps``
 holds the same number: one name per number; a series threshold on it moves to

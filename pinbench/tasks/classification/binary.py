@@ -33,7 +33,6 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.undefined import DETAILS_KEY, UndefinedMetric
 from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.binary import mann_whitney_auc, positives, probabilities
@@ -48,6 +47,7 @@ from pinbench.tasks.parity import (
     tensor_difference,
 )
 from pinbench.tasks.shapes import stacked
+from pinbench.worker.undefined import DETAILS_KEY, UndefinedMetric
 
 Floats = npt.NDArray[np.float64]
 

@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.postprocess import ranked
 from pinbench.registry.output_steps import check_output_steps
 from pinbench.registry.ports import Output
+from pinbench.worker.postprocess import ranked
 
 
 @dataclass(frozen=True, slots=True)

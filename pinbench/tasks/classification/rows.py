@@ -13,7 +13,7 @@ from pinbench.tasks.classification.ranking import Ranking, ranked_classes
 from pinbench.tasks.classification.scores import HIGHEST_FIRST
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.samples import Samples
+    from pinbench.worker.samples import Samples
 
 SAMPLE_ROWS = 100
 """At most this many rows are kept: enough to see what a model does, small in the record."""

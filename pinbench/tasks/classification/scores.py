@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.classification.ranking import Ranking, ranked_classes
+from pinbench.worker.undefined import UndefinedMetric
 
 HIGHEST_FIRST = Ranking()
 """The ranking of an output that declares no argsort or topk step."""

@@ -51,7 +51,7 @@ class Classification(Task):
     )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        from pinbench.evaluator.labels import read_labels
+        from pinbench.worker.labels import read_labels
 
         dataset = source.dataset
         labels = read_labels(

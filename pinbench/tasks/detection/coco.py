@@ -37,12 +37,12 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.detection.boxes import Transform, from_xyxy
 from pinbench.tasks.detection.errors import BadDetections, BadGroundTruth
 from pinbench.tasks.detection.layouts import Detections
 from pinbench.tasks.detection.rle import rle_problem
 from pinbench.tasks.detection.stats import MASK_STATS, STATS, Stat
+from pinbench.worker.undefined import UndefinedMetric
 
 METRICS = tuple(s.name for s in STATS)
 MASK_METRICS = tuple(s.name for s in MASK_STATS)

@@ -169,7 +169,7 @@ def score_detections(
     ``outputs`` are the samples' outputs by name (``plan.names``), in sample order: one
     mapping of them all stacked, or one per sample where they differ in shape (images fed one
     at a time at sizes of their own); ``images`` each sample's (name, local file)."""
-    from pinbench.evaluator.image_files import image_header
+    from pinbench.worker.image_files import image_header
 
     detection, truth, cats = plan.detection, plan.truth, plan.cats
     sizes = [image_header(local, name=name)[:2] for name, local in images]

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from pinbench.evaluator.undefined import DETAILS_KEY
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.detection.stats import MASK_STATS, STATS
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
+from pinbench.worker.undefined import DETAILS_KEY
 
 GRID_LAYOUTS = ("yolox", "gfl")
 """Raw heads laid out on a grid of the model input's size (``decoding._heads``): with
@@ -48,8 +48,8 @@ class Detection(Task):
 
     def check_truth(self, source: TruthSource) -> None:
         """COCO ground truth for image files, each image's size as its header gives it."""
-        from pinbench.evaluator.lines import LabelProblem
         from pinbench.tasks.detection.truth import check_sizes
+        from pinbench.worker.lines import LabelProblem
 
         truth = self.read_truth(source)["detection"]
         data = source.dataset.data

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.artifacts.jsonsafe import JsonRefused, load_json
-from pinbench.evaluator.labels import LabelProblem, read_label_text
 from pinbench.registry.dataset_layout import folder_prefix
 from pinbench.tasks.detection.errors import BadGroundTruth
+from pinbench.worker.labels import LabelProblem, read_label_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from importlib.metadata import version
 
 from pinbench.errors import UserError
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.base import Scored
+from pinbench.worker.undefined import UndefinedMetric
 
 ROUGE_VARIANT = "mlperf (rouge-score, use_stemmer=True)"
 """What ``rouge1``, ``rouge2`` and ``rouge_l`` are (a run's ``details.generation``)."""

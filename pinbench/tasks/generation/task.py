@@ -1,5 +1,5 @@
 """Text generation (``task: text-generation``): a ``prompts-jsonl`` dataset, answers generated
-token by token (``pinbench.evaluator.generation``), timed per token through LoadGen's token
+token by token (``pinbench.worker.generation``), timed per token through LoadGen's token
 API, scored against each prompt's reference by the host (``scores``; perplexity beside the
 model, from the losses only it gives)."""
 
@@ -45,8 +45,8 @@ class TextGeneration(Task):
             )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        from pinbench.evaluator.lines import LabelProblem
-        from pinbench.evaluator.prompts import read_prompts
+        from pinbench.worker.lines import LabelProblem
+        from pinbench.worker.prompts import read_prompts
 
         data = source.dataset.data
         if data is None or data.format != "prompts-jsonl":
@@ -96,6 +96,6 @@ class TextGeneration(Task):
 
     def prepare(self, context: Context) -> Scorer | None:
         raise UserError(
-            "a text-generation dataset is answered by generating (pinbench.evaluator."
+            "a text-generation dataset is answered by generating (pinbench.worker."
             "generation), not by one prediction per sample"
         )

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.notes.matching import matched_count
 from pinbench.tasks.notes.truth import Notes
+from pinbench.worker.undefined import UndefinedMetric
 
 
 def note_metrics(references: Sequence[Notes], estimates: Sequence[Notes]) -> dict[str, float]:

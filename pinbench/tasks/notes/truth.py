@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.lines import LabelProblem, json_lines, read_text
 from pinbench.tasks.by_file import by_file
+from pinbench.worker.lines import LabelProblem, json_lines, read_text
 
 FORMAT = "note-events"
 MAX_NOTES = 100_000

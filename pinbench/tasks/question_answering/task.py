@@ -1,6 +1,6 @@
 """Extractive question answering: ``questions-jsonl`` samples (a question and its context per
 line), ``squad-answers`` labels, a model of two outputs, each feature's start and end logits
-``(N, T)`` (T: the tokenize step's max_length), fed the features of ``evaluator.qa_features``.
+``(N, T)`` (T: the tokenize step's max_length), fed the features of ``worker.qa_features``.
 The rows the model is fed are features, not questions: LoadGen's samples are features as in
 MLPerf's BERT (``Scorer.rows``). The host makes the features again with the model's tokenizer,
 checks that the token ids the model was fed are its own, picks each question's answer
@@ -56,7 +56,7 @@ class QuestionAnswering(Task):
             raise ValueError(f"{FORMAT} labels are answer texts: `{given[0]}` does not apply")
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        from pinbench.evaluator.lines import LabelProblem
+        from pinbench.worker.lines import LabelProblem
 
         data, path = source.dataset.data, source.dataset.labels.path
         assert path is not None
@@ -111,8 +111,8 @@ class SpanScorer(Scorer):
 
     def features(self) -> Any:
         """The host's own features of every question (made once)."""
-        from pinbench.evaluator.qa_features import encode_questions
-        from pinbench.evaluator.text_inputs import configured_pad
+        from pinbench.worker.qa_features import encode_questions
+        from pinbench.worker.text_inputs import configured_pad
 
         if self._features is None:
             questions = self.context.samples.questions
@@ -142,9 +142,9 @@ class SpanScorer(Scorer):
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
         import numpy as np
 
-        from pinbench.evaluator.undefined import UndefinedMetric
         from pinbench.tasks.question_answering.spans import QuestionFeatures, answer
         from pinbench.tasks.question_answering.squad import squad_scores
+        from pinbench.worker.undefined import UndefinedMetric
 
         encoded = self.features()
         count = len(answers)
@@ -209,8 +209,8 @@ class SpanScorer(Scorer):
     def _details(
         self, scored: list[int], predicted: list[str], truth: list[list[str]], spanless: int
     ) -> dict[str, Any]:
-        from pinbench.evaluator.qa_features import settings
         from pinbench.tasks.question_answering.spans import MAX_ANSWER_LENGTH, N_BEST, NO_ANSWER
+        from pinbench.worker.qa_features import settings
 
         questions = self.context.samples.questions
         assert questions is not None

@@ -4,13 +4,13 @@ of the question's answer texts (SQuAD's ``answers[].text``: one or more, a repea
 SQuAD repeats it). A question with no answer (SQuAD v2's unanswerable ones) is refused: SQuAD
 v1.1's scores are defined for answered questions only. Bounded: at most ``MAX_ANSWERS`` answers
 of at most ``MAX_ANSWER_CHARS`` characters each. Lines split as every line-based file's
-(``pinbench.evaluator.lines``)."""
+(``pinbench.worker.lines``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, read_lines
+from pinbench.worker.lines import LabelProblem, read_lines
 
 FORMAT = "squad-answers"
 MAX_ANSWERS = 64

@@ -23,8 +23,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
-from pinbench.evaluator.image_steps import MAX_SAMPLE_PIXELS
-from pinbench.evaluator.labels import LabelProblem
+from pinbench.worker.image_steps import MAX_SAMPLE_PIXELS
+from pinbench.worker.labels import LabelProblem
 
 Mask = npt.NDArray[np.int32]
 """``(height, width)`` mask values."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pinbench.evaluator.lines import LabelProblem
 from pinbench.tasks.base import TruthSource
+from pinbench.worker.lines import LabelProblem
 
 
 def check_masks(source: TruthSource) -> None:

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.labels import LabelProblem
 from pinbench.registry.ports import Input, Output, Segmentation
 from pinbench.tasks.detection import boxes as geometry
 from pinbench.tasks.detection.score import geometry_of
@@ -28,6 +27,7 @@ from pinbench.tasks.segmentation.geometry import check_grid, to_original
 from pinbench.tasks.segmentation.masks import check_mask, read_mask
 from pinbench.tasks.segmentation.metrics import Confusion
 from pinbench.tasks.segmentation.truth import MaskTruth
+from pinbench.worker.labels import LabelProblem
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ def score_masks(
     """mIoU and pixel accuracy of every sample's class map against its mask; ``output`` is
     the segmentation output of all samples in order, ``images`` each sample's (name, local
     file)."""
-    from pinbench.evaluator.image_files import image_header
+    from pinbench.worker.image_files import image_header
 
     truth, section = plan.truth, plan.section
     check_answer({plan.name: output}, plan)

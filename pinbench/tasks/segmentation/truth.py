@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinbench.evaluator.labels import LabelProblem, parse_class_names, read_label_text
 from pinbench.registry.dataset_layout import LayoutError, mask_paths
 from pinbench.registry.dataset_manifest import LabelFormat
+from pinbench.worker.labels import LabelProblem, parse_class_names, read_label_text
 
 
 @dataclass(frozen=True, slots=True)

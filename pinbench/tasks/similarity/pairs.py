@@ -6,7 +6,7 @@ sentence-transformers' evaluators report it).
 The labels file is tab-separated, one pair per line: ``i<TAB>j<TAB>score``, where ``i`` and
 ``j`` are sample indexes (0-based lines of the text samples) and ``score`` a number; a first
 line ``i<TAB>j<TAB>score`` is a header and skipped. Lines split as every line-based file's
-(``pinbench.evaluator.lines``).
+(``pinbench.worker.lines``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pinbench.errors import UserError
-from pinbench.evaluator.lines import LabelProblem, read_lines
+from pinbench.worker.lines import LabelProblem, read_lines
 
 FloatArray = npt.NDArray[np.float64]
 _INDEX = re.compile(r"[0-9]{1,9}")

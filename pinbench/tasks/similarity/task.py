@@ -78,7 +78,7 @@ class EmbeddingScorer(Scorer):
     def check(self, answer: Answer, arrays: dict[str, Array], batch: int) -> None:
         """The first answer's embedding output, after its steps (over the first batch's
         inputs), is one vector per sample, ``(N, D)``."""
-        from pinbench.evaluator.postprocess import postprocess
+        from pinbench.worker.postprocess import postprocess
 
         name = self.outputs[0]
         raw = np.asarray(answer[name])
@@ -94,7 +94,7 @@ class EmbeddingScorer(Scorer):
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
         """Every sample's embedding (the output's steps: pool over the mask input, normalize),
         then Spearman's rho of the pairs' cosine similarities against the gold scores."""
-        from pinbench.evaluator.postprocess import postprocess
+        from pinbench.worker.postprocess import postprocess
 
         samples = self.context.samples
         assert samples.pairs is not None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.worker.undefined import UndefinedMetric
 
 Floats = npt.NDArray[np.float64]
 Flags = npt.NDArray[np.bool_]

@@ -104,7 +104,7 @@ class SpeakerScorer(Scorer):
         return Scored(metrics, vectors.astype(np.float32), name, details)
 
     def _vectors(self, raw: Array, arrays: dict[str, Array], batch: int) -> Array:
-        from pinbench.evaluator.postprocess import postprocess
+        from pinbench.worker.postprocess import postprocess
 
         vectors = postprocess(raw, list(self.output.steps), arrays)
         if vectors.ndim != 2 or vectors.shape[0] != batch:

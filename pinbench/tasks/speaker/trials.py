@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.lines import LabelProblem, read_text, split_lines
 from pinbench.registry.dataset_layout import folder_prefix
+from pinbench.worker.lines import LabelProblem, read_text, split_lines
 
 FORMAT = "speaker-trials"
 MAX_TRIALS = 1_000_000

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib.metadata import version
 
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.base import Scored
+from pinbench.worker.undefined import UndefinedMetric
 
 
 def speech_metrics(decoded: Sequence[str], references: Sequence[str]) -> Scored:

@@ -1,4 +1,4 @@
-"""Speech recognition: audio samples answered by generating (``evaluator.generation``), the
+"""Speech recognition: audio samples answered by generating (``worker.generation``), the
 answers scored by the host with WER and CER (the package's docstring defines them)."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.evaluator.lines import LabelProblem
 from pinbench.tasks.base import Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
+from pinbench.worker.lines import LabelProblem
 
 
 class SpeechRecognition(Task):
@@ -66,7 +66,7 @@ class SpeechRecognition(Task):
 
     def prepare(self, context: Context) -> Scorer | None:
         raise UserError(
-            "a speech-recognition dataset is answered by generating (pinbench.evaluator."
+            "a speech-recognition dataset is answered by generating (pinbench.worker."
             "generation, with a request's `generation` section), not by one prediction per "
             "sample"
         )

@@ -3,7 +3,7 @@ its output, decoded, is compared with the sample's text.
 
 **Ground truth** (``truth``): one string per sample, from ``labels.format``
 
-- ``text-txt``: one line per sample, in sample order (``evaluator.lines``: UTF-8, LF or CRLF
+- ``text-txt``: one line per sample, in sample order (``worker.lines``: UTF-8, LF or CRLF
   line ends, the line exactly as written: no trimming, no Unicode normalisation); a blank or
   whitespace-only line is refused (a sample of no text needs text-csv or text-jsonl);
 - ``text-csv``: a header naming the columns ``file`` and ``text`` (others are not read), one

@@ -23,8 +23,8 @@ import numpy.typing as npt
 
 from pinbench import bounds
 from pinbench.errors import UserError
-from pinbench.evaluator.lines import MAX_FILE_BYTES, LabelProblem, read_text
 from pinbench.registry.ports import Ctc
+from pinbench.worker.lines import MAX_FILE_BYTES, LabelProblem, read_text
 
 Array = npt.NDArray[np.generic]
 MAX_CLASSES = int(bounds.CLASSES.high)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.worker.undefined import UndefinedMetric
 
 Ints = npt.NDArray[np.int64]
 

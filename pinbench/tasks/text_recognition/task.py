@@ -8,8 +8,6 @@ from typing import Any
 import numpy as np
 
 from pinbench.errors import UserError
-from pinbench.evaluator.lines import LabelProblem
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
@@ -20,6 +18,8 @@ from pinbench.tasks.text_recognition.ctc import (
     decode,
     read_alphabet,
 )
+from pinbench.worker.lines import LabelProblem
+from pinbench.worker.undefined import UndefinedMetric
 
 TEXT_ROWS = 100
 """The first samples' decoded texts kept in a run's details (``details.samples``)."""

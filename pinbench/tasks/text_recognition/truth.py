@@ -6,10 +6,10 @@ import csv
 from collections.abc import Callable
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, json_lines, read_text, split_lines
 from pinbench.registry.dataset_manifest import LabelFormat
 from pinbench.tasks.by_file import by_file
 from pinbench.tasks.text_recognition import MAX_TEXT_CHARS
+from pinbench.worker.lines import LabelProblem, json_lines, read_text, split_lines
 
 Row = tuple[int, str, str]
 """A labels row: its line number, the sample file it names, the text."""

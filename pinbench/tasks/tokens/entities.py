@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pinbench.evaluator.undefined import UndefinedMetric
+from pinbench.worker.undefined import UndefinedMetric
 
 Entity = tuple[str, int, int]
 

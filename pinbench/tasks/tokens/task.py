@@ -59,8 +59,8 @@ class TokenClassification(Task):
             )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
-        from pinbench.evaluator.datasets import read_text_lines
-        from pinbench.evaluator.lines import LabelProblem
+        from pinbench.worker.datasets import read_text_lines
+        from pinbench.worker.lines import LabelProblem
 
         data = source.dataset.data
         path = source.dataset.labels.path
@@ -133,10 +133,10 @@ class TokenScorer(Scorer):
         self._scores(np.asarray(answer[self.outputs[0]]), batch)
 
     def score(self, answers: dict[int, Answer], arrays: dict[str, Array]) -> Scored:
-        from pinbench.evaluator.text_inputs import configured_pad
-        from pinbench.evaluator.tokenizing import encode_texts
         from pinbench.tasks.tokens.entities import entity_metrics
         from pinbench.tasks.tokens.words import first_tokens
+        from pinbench.worker.text_inputs import configured_pad
+        from pinbench.worker.tokenizing import encode_texts
 
         samples = self.context.samples
         assert samples.texts is not None

@@ -3,14 +3,14 @@ per text sample (``data.format: text-lines``), in sample order, the sample's tag
 single spaces, one per word of the sample (its line split on single spaces: the words of a
 CoNLL sentence joined by spaces). A tag is ``O``, ``B-TYPE`` or ``I-TYPE`` (IOB2, the entity
 type any text without spaces). Lines split as every line-based file's
-(``pinbench.evaluator.lines``)."""
+(``pinbench.worker.lines``)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, read_lines
+from pinbench.worker.lines import LabelProblem, read_lines
 
 FORMAT = "iob2-tags"
 TAG = re.compile(r"O|[BI]-[^ ]+")

@@ -3,7 +3,7 @@
 Frame ``k`` of a sample streamed in chunks of ``chunk`` samples at ``rate`` Hz covers its
 samples ``[k * chunk, (k + 1) * chunk)``, the seconds ``[k * chunk / rate, (k + 1) * chunk /
 rate)``; a sample of ``L`` samples has ``ceil(L / chunk)`` frames, the last padded
-(``pinbench.evaluator.stream``). A frame is speech when its centre, ``(k + 1/2) * chunk /
+(``pinbench.worker.stream``). A frame is speech when its centre, ``(k + 1/2) * chunk /
 rate`` seconds, lies in a span ``[start, end)``. Computed exactly: the centre is a fraction,
 a span's ends the decimals they were written as (the shortest decimal of each float: ``0.4``
 is 2/5, not the float's binary value a little above it), so a centre on a labelled boundary

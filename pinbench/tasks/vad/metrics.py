@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from pinbench.evaluator.undefined import UndefinedMetric
 from pinbench.tasks.binary import mann_whitney_auc
 from pinbench.tasks.threshold import at_least
+from pinbench.worker.undefined import UndefinedMetric
 
 Floats = npt.NDArray[np.float64]
 Flags = npt.NDArray[np.bool_]

@@ -1,4 +1,4 @@
-"""Voice-activity detection: a model streamed in chunks (``pinbench.evaluator.stream``) whose
+"""Voice-activity detection: a model streamed in chunks (``pinbench.worker.stream``) whose
 ``type: binary`` output gives each chunk's speech probability, scored frame by frame against
 each sample's speech spans (``truth``, ``frames``, ``metrics``)."""
 
@@ -159,7 +159,7 @@ class ActivityScorer(Scorer):
         scored 6,144 frames for 232); the evaluator's offsets must agree with it. A model whose
         ``preprocess`` code makes the streamed input leaves the host no steps to follow: its
         evaluator's offsets are taken."""
-        from pinbench.evaluator.stream import frame_counts
+        from pinbench.worker.stream import frame_counts
 
         given = frame_counts(arrays, self.context.model.inputs)
         own = self._own_counts()
@@ -184,8 +184,8 @@ class ActivityScorer(Scorer):
         """The frame count of every sample by the host's own decoding (made once); None for a
         model whose ``preprocess`` code makes its inputs, or a scorer handed no samples (a test
         of the scorer alone; a run's host always holds its dataset's files)."""
-        from pinbench.evaluator.stop import Stop
-        from pinbench.evaluator.stream import decoded_samples
+        from pinbench.worker.stop import Stop
+        from pinbench.worker.stream import decoded_samples
 
         samples = self.context.samples
         if self.context.model.preprocess is not None or (

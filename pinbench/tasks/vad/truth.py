@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from pinbench.evaluator.lines import LabelProblem, json_lines, read_text
 from pinbench.tasks.by_file import by_file
+from pinbench.worker.lines import LabelProblem, json_lines, read_text
 
 Span = tuple[float, float]
 MAX_SPANS = 100_000

@@ -1,5 +1,5 @@
 """PyTorch training on the CPU: safetensors weights in an architecture pinbench ships
-(``evaluator.predictors.torch.architectures``; nothing is ever unpickled), ``torch.optim``,
+(``worker.predictors.torch.architectures``; nothing is ever unpickled), ``torch.optim``,
 autograd. Deterministic runs: one thread, ``use_deterministic_algorithms``, the seed; the
 previous settings and the global RNG are restored afterwards (as ``catalog.cnn.train``)."""
 
@@ -53,7 +53,7 @@ def session(
 
 
 def _check_model(model: TrainModel) -> tuple[str, Any]:
-    from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES
+    from pinbench.worker.predictors.torch.architectures import ARCHITECTURES
 
     if model.format != "safetensors":
         raise InvalidModel(
@@ -79,7 +79,7 @@ def _build(spec: TrainingSpec, architecture: str, path: Any) -> Any:
     the artifact's weights loaded into it, every tensor required to fit."""
     from safetensors.torch import load_file
 
-    from pinbench.evaluator.predictors.torch.architectures import ARCHITECTURES
+    from pinbench.worker.predictors.torch.architectures import ARCHITECTURES
 
     module = ARCHITECTURES[architecture]()
     if spec.init == "weights":

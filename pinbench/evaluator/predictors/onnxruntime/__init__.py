@@ -1,6 +1,0 @@
-"""ONNX Runtime predictor (``pip install 'pinbench[onnxruntime]'``)."""
-
-from pinbench.evaluator.predictors.onnxruntime.predictor import OnnxRuntimePredictor
-
-PREDICTOR = OnnxRuntimePredictor
-__all__ = ["PREDICTOR", "OnnxRuntimePredictor"]

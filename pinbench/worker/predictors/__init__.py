@@ -1,0 +1,45 @@
+"""Framework adapters with one interface (MLModelScope's): ``open`` / ``predict`` / ``close``.
+
+One folder per framework; a framework is imported only inside its own folder, and only when a
+lockfile asks for it (each framework is a pip extra).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from pinbench.errors import UserError
+from pinbench.worker.predictors.base import Predictor
+
+MODULES = {
+    "onnxruntime": "pinbench.worker.predictors.onnxruntime",
+    "torch": "pinbench.worker.predictors.torch",
+    "tensorflow": "pinbench.worker.predictors.tensorflow",
+    "transformers": "pinbench.worker.predictors.transformers",
+}
+
+
+class FrameworkUnavailable(UserError):
+    def __init__(self, *, framework: str, reason: str) -> None:
+        super().__init__(f"framework {framework} is not available here: {reason}")
+        self.framework = framework
+        self.reason = reason
+
+
+def predictor_class(framework: str) -> type[Predictor]:
+    """The predictor for a framework name, importing its module (and the framework) now."""
+    module = MODULES.get(framework)
+    if module is None:
+        raise FrameworkUnavailable(
+            framework=framework,
+            reason=f"pinbench has predictors for {', '.join(sorted(MODULES))}",
+        )
+    try:
+        cls: type[Predictor] = importlib.import_module(module).PREDICTOR
+    except ImportError as exc:
+        raise FrameworkUnavailable(
+            framework=framework,
+            reason=f"{exc}; install it with `pip install 'pinbench[{framework}]'` "
+            "or run with a runner that provides it",
+        ) from None
+    return cls
