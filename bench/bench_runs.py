@@ -130,7 +130,7 @@ def fill(ws: Any, rows: int) -> None:
     """The real lockfiles, then ``rows`` runs and their metrics, in SQL."""
     from sqlalchemy import text
 
-    from pinbench.evaluator.run_filter import listing_columns
+    from pinbench.evaluator.records.run_filter import listing_columns
     from pinbench.registry.lockfile import Lockfile
 
     with ws.engine.begin() as conn:
@@ -180,9 +180,9 @@ def one_run(report: Report, catalog_dir: Path, rows: int, queries: int, baseline
     from sqlalchemy import text
 
     import pinbench
-    from pinbench.evaluator.history import list_runs
-    from pinbench.evaluator.run_filter import RunFilter
-    from pinbench.evaluator.run_where import equalities
+    from pinbench.evaluator.records.history import list_runs
+    from pinbench.evaluator.records.run_filter import RunFilter
+    from pinbench.evaluator.records.run_where import equalities
     from pinbench.web.pages import RUNS_PAGE
     from tests.apiserver import serve
     from tests.pg import postgres_server
@@ -253,9 +253,9 @@ def _without_facets() -> Iterator[None]:
     """The listing as decision 148 made it: every condition on the run's own columns, so a
     combination reads its first filter's index range and checks the others per row."""
     from pinbench.db.models import Run
-    from pinbench.evaluator import history
-    from pinbench.evaluator.run_filter import RunFilter
-    from pinbench.evaluator.run_where import Listing, equalities
+    from pinbench.evaluator.records import history
+    from pinbench.evaluator.records.run_filter import RunFilter
+    from pinbench.evaluator.records.run_where import Listing, equalities
 
     def by_columns(session: object, stmt: Listing, where: RunFilter) -> Listing:
         assert where.since is None and where.until is None  # not in the combined shapes

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench._common import check_runs, command_line, load_average, log, machine, parser, table
-from pinbench.evaluator.verdict import BAND, compare_latencies
+from pinbench.evaluator.verdicts.verdict import BAND, compare_latencies
 
 SAMPLES = 2_000
 """Latencies per simulated run."""

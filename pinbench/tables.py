@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pinbench.evaluator.parity import Parity
+from pinbench.evaluator.verdicts.parity import Parity
 from pinbench.run_figures import fmt_ns
 from pinbench.trace.analysis import TraceView
 from pinbench.trace.ops import CategoryRow

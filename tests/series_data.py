@@ -12,9 +12,9 @@ import numpy as np
 
 from pinbench.db.models import Result
 from pinbench.db.models import Run as RunRow
+from pinbench.evaluator.records.run_blobs import save_array
+from pinbench.evaluator.records.run_filter import listing_columns
 from pinbench.evaluator.run import unit_of
-from pinbench.evaluator.run_blobs import save_array
-from pinbench.evaluator.run_filter import listing_columns
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile

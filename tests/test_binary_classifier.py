@@ -16,7 +16,7 @@ import pytest
 from sklearn import metrics as sk
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.records.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest

@@ -20,9 +20,9 @@ from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
 from pinbench.demo.bisect import show_bisect
 from pinbench.errors import UserError
-from pinbench.evaluator.bisect import Bisection, bisect
-from pinbench.evaluator.bisect_chain import Pin, chain, search, side_of, versions_between
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.verdicts.bisect import Bisection, bisect
+from pinbench.evaluator.verdicts.bisect_chain import Pin, chain, search, side_of, versions_between
 from pinbench.registry import catalog, service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.names import ArtifactRef

@@ -19,15 +19,15 @@ from pinbench.artifacts.blob_keys import RUN_BLOBS
 from pinbench.artifacts.digest import Digest
 from pinbench.db.backup import backup
 from pinbench.db.upkeep import check, referenced
-from pinbench.evaluator.history import show_run
-from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.run_blobs import (
+from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_blobs import (
     save_logs,
     save_postprocess,
     save_tokens,
     save_weights,
     store_graph,
 )
+from pinbench.evaluator.run import run_lockfile
 from pinbench.worker.job import Evidence
 from pinbench.worker.results import read_results, write_results
 from pinbench.workspace import Workspace

@@ -210,8 +210,8 @@ def test_defaults_written_out_for_help_agree_with_the_library() -> None:
     # --help shows them without importing the evaluator or the catalog (NumPy)
     from pinbench.catalog.parts import PARTS
     from pinbench.cli import catalog, run_options
-    from pinbench.evaluator.rerun import REPEAT
-    from pinbench.evaluator.verdict import BAND, MIN_EFFECT
+    from pinbench.evaluator.verdicts.rerun import REPEAT
+    from pinbench.evaluator.verdicts.verdict import BAND, MIN_EFFECT
     from pinbench.sdk import inquiries
 
     assert (run_options.REPEAT, run_options.BAND, catalog.PARTS) == (REPEAT, BAND, PARTS)
@@ -259,9 +259,9 @@ def test_runs_show_loads_no_report_renderer(digits: Workspace, tmp_path: Path) -
     assert run.id in stdout and "top-1" in stdout  # the rows were shown
     assert "pinbench.run_samples" in modules
     assert _loaded(modules, ["pinbench.reports", "jinja2", "litestar"]) == []
-    # the run is read with plain SQL (``evaluator.run_view``, issue 75): no ORM, and on SQLite
+    # the run is read with plain SQL (``records.run_view``, issue 75): no ORM, and on SQLite
     # no SQLAlchemy at all
-    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.history"]) == []
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
 

@@ -16,9 +16,9 @@ from sqlalchemy import func, select
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
-from pinbench.evaluator.history import show_run
-from pinbench.evaluator.rerun import rerun
+from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import queue_run, run_lockfile
+from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request

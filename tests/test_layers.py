@@ -402,7 +402,7 @@ HOST_ONLY = (
     "pinbench.workspace",
     "pinbench.evaluator.scoring",
     "pinbench.evaluator.run",
-    "pinbench.evaluator.recording",
+    "pinbench.evaluator.records.recording",
     "pinbench.provenance",
     "pinbench.evaluator.runners",
 )

@@ -14,10 +14,10 @@ import msgspec
 import numpy as np
 import pytest
 
-from pinbench.evaluator.history import show_run
-from pinbench.evaluator.parity import Parity
-from pinbench.evaluator.rerun import rerun
+from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.verdicts.parity import Parity
+from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import LockedDataset, LockedModel
 from pinbench.registry.manifest import parse_manifest

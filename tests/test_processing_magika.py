@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest, parse_manifest

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
-from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.records.history import list_runs, show_run
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.workspace import Workspace

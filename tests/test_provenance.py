@@ -181,7 +181,7 @@ def test_a_run_and_its_attestation_are_committed_together(
     record's own transaction. (It was made just after, and a server's client that asked for
     it in that moment got one made "after the fact": a run of the suite on a busy machine.)"""
     from pinbench.db.run_record import write
-    from pinbench.evaluator import recording
+    from pinbench.evaluator.records import recording
 
     seen: dict[str, int] = {}
 

@@ -18,9 +18,9 @@ from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Artifact, Run
 from pinbench.errors import UserError
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.trained_model import NotPublishable, publish_trained
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.trained_model import NotPublishable, publish_trained
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest

@@ -31,8 +31,9 @@ from pinbench.db.models import Run
 from pinbench.db.run_record import RunRecord
 from pinbench.db.upkeep import check, collect
 from pinbench.db.waiting import until_available
-from pinbench.evaluator import instances, recording
+from pinbench.evaluator import instances
 from pinbench.evaluator import run as run_module
+from pinbench.evaluator.records import recording
 from pinbench.remote import Remote, StoppedWaiting
 from pinbench.retrying import Retrying
 from pinbench.workspace import Workspace

@@ -18,7 +18,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.config import Settings
 from pinbench.db.models import Attestation, Result, Run
 from pinbench.db.upkeep import references
-from pinbench.evaluator.retention import InvalidRetention
+from pinbench.evaluator.records.retention import InvalidRetention
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest

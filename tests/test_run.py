@@ -15,11 +15,11 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.evaluator.history import RunNotFound, list_runs, show_run
-from pinbench.evaluator.parity import ParityError, parity
-from pinbench.evaluator.rerun import rerun
+from pinbench.evaluator.records.history import RunNotFound, list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import UnknownRunner
+from pinbench.evaluator.verdicts.parity import ParityError, parity
+from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import parse_manifest

@@ -23,7 +23,7 @@ import pinbench
 from pinbench.db import migrate
 from pinbench.db.models import Run as RunRow
 from pinbench.errors import UserError
-from pinbench.evaluator.run_filter import STATUSES, listing_columns
+from pinbench.evaluator.records.run_filter import STATUSES, listing_columns
 from pinbench.registry.locking import store_lockfile
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli
@@ -255,7 +255,7 @@ def test_any_combination_of_filters_is_the_rows_it_names(
     none has, some within a start-time window, against the rows the test wrote; pages of 23
     until a short one. The matching facets sent as ids, and (more than ``FACETS_LISTED``) as
     a subquery."""
-    from pinbench.evaluator import run_where
+    from pinbench.evaluator.records import run_where
 
     monkeypatch.setattr(run_where, "FACETS_LISTED", listed)
     rows = _fill(reg, 300, seed=11)
@@ -385,8 +385,8 @@ def test_a_run_written_over_in_sqlite_keeps_every_run_filed(
 def test_a_combination_no_run_has_answers_without_reading_runs(reg: pinbench.Registry) -> None:
     from sqlalchemy import event
 
-    from pinbench.evaluator.history import list_runs
-    from pinbench.evaluator.run_filter import RunFilter
+    from pinbench.evaluator.records.history import list_runs
+    from pinbench.evaluator.records.run_filter import RunFilter
 
     rows = _fill(reg, 60, seed=5)
     had = {(r.framework, r.system, r.status) for r in rows}
@@ -537,7 +537,7 @@ def test_every_run_at_once_lists_more_runs_than_one_statement_binds(
 
     database_url = _fresh_pg_database(pg_server)
     from pinbench.config import Settings
-    from pinbench.evaluator.history import list_runs
+    from pinbench.evaluator.records.history import list_runs
     from pinbench.registry.manifest import load_manifest
     from pinbench.registry.publish import publish
     from pinbench.workspace import Workspace
@@ -568,7 +568,7 @@ def test_every_run_at_once_lists_more_runs_than_one_statement_binds(
 
 
 def test_a_run_and_a_series_read_with_plain_sql_on_each_engine(reg: pinbench.Registry) -> None:
-    """``runs show`` (``evaluator.run_view``) and ``series show`` (``series.members.collect``,
+    """``runs show`` (``records.run_view``) and ``series show`` (``series.members.collect``,
     ``series.thresholds.thresholds``) read with plain SQL (issue 75, item 3): the same
     statements on SQLite's own driver and on PostgreSQL through SQLAlchemy Core (``window``,
     a word PostgreSQL reserves, quoted), a run found by a prefix of its id, a prefix that
@@ -577,7 +577,7 @@ def test_a_run_and_a_series_read_with_plain_sql_on_each_engine(reg: pinbench.Reg
 
     import numpy as np
 
-    from pinbench.evaluator.run_view import AmbiguousRun, RunNotFound, show_run
+    from pinbench.evaluator.records.run_view import AmbiguousRun, RunNotFound, show_run
     from tests.series_data import latencies, lock, record
 
     ws = reg.workspace()

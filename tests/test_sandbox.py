@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import HOST_PEAK, EvaluationFailed
 from pinbench.evaluator.runners.venv import shared_cache
@@ -422,7 +422,7 @@ def test_a_sandbox_that_cannot_start_refuses_the_run_in_one_line_naming_the_fix(
 
 
 def _newest(ws: Any) -> str:
-    from pinbench.evaluator.history import list_runs
+    from pinbench.evaluator.records.history import list_runs
 
     newest: str = list_runs(ws)[0]["id"]
     return newest

@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 from pinbench.catalog import frameworks
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
-from pinbench.evaluator.verdict import accuracy_verdict
+from pinbench.evaluator.verdicts.verdict import accuracy_verdict
 from pinbench.registry.dataset_layout import mask_path
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.ports import Segmentation

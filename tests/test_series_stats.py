@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
+from pinbench.evaluator.verdicts.verdict import NOISE_FLOOR, t_995
 from pinbench.series.errors import InvalidCandidates, InvalidSeries, InvalidThreshold
 from pinbench.series.stats import Observation, Threshold, compare, validate
 

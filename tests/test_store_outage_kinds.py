@@ -153,7 +153,7 @@ def test_a_file_the_run_did_not_keep_holds_its_record_up_nowhere(
     holds under their names: another run's kept copy of the same bytes (a deterministic
     model's outputs) or a file put there by another hand. Its record waited for a server
     restart, and a file of other bytes then set it aside unwritten."""
-    from pinbench.evaluator.recording import Recorded, record_run
+    from pinbench.evaluator.records.recording import Recorded, record_run
 
     gone = instances.register(ws, lease_s=-60)
     _rows(ws, gone, ("stored", "running"), ("waited", "running"))

@@ -33,7 +33,7 @@ from pinbench.db import pending
 from pinbench.db.models import Run
 from pinbench.evaluator import instances, scoring
 from pinbench.evaluator import run as run_module
-from pinbench.evaluator.recording import RecordWaiting
+from pinbench.evaluator.records.recording import RecordWaiting
 from pinbench.provenance.attest import recorded_attestation
 from pinbench.registry.lockfile import Lockfile
 from pinbench.sdk.registry import Registry

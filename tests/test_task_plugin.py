@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from pinbench.errors import UserError
-from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.records.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.verdict import accuracy_verdict
+from pinbench.evaluator.verdicts.verdict import accuracy_verdict
 from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError

@@ -42,7 +42,7 @@ import torch
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.catalog import frameworks
-from pinbench.evaluator.history import show_run
+from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import CodeFailed

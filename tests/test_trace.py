@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.catalog import DATASET_NAME, cnn
-from pinbench.evaluator.history import list_runs, show_run
-from pinbench.evaluator.rerun import rerun
+from pinbench.evaluator.records.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request

@@ -22,9 +22,9 @@ from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.history import show_run
-from pinbench.evaluator.rerun import rerun
+from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
+from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request

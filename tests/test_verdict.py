@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pinbench.evaluator.verdict import (
+from pinbench.evaluator.verdicts.verdict import (
     accuracy_verdict,
     compare_latencies,
     mann_whitney,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.history import list_runs, show_run
+from pinbench.evaluator.records.history import list_runs, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import RunTimedOut
 from pinbench.evaluator.warm import (

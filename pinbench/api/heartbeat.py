@@ -8,7 +8,7 @@ only runs whose instance's lease has expired (a server killed outright), and rem
 scratch of dead processes; so with several server processes (or servers) on one database
 each only ever touches its own runs, and none stays ``running`` after its server died.
 Before marking, a sweep writes the records that dead processes left waiting for the database
-(``evaluator.recording``): those runs finished, and are recorded as they ended.
+(``evaluator.records.recording``): those runs finished, and are recorded as they ended.
 
 A database that was away stopped every server's renewals alike: a lease that lapsed then says
 nothing about its server. After an outage the heartbeat renews at once and sweeps only a full

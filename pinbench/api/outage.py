@@ -2,7 +2,7 @@
 run's mark waits, and what a pool that stops cannot mark is left, runs and reasons, to the
 next server to start on the database (``heartbeat.sweep``, ``Admin.prepare_to_serve``), which
 marks them once this pool's lease has run out. A finished run's record waits on its own
-(``evaluator.recording``)."""
+(``evaluator.records.recording``)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
 from pinbench.evaluator.cancel import RunFinished
 from pinbench.evaluator.policy import PickleRefused
-from pinbench.evaluator.run_view import RunNotFound
+from pinbench.evaluator.records.run_view import RunNotFound
 from pinbench.evaluator.server_runner import RunnerRefused
 from pinbench.processing.consent import CodeRefused
 from pinbench.registry.catalog import NotFound

@@ -21,7 +21,7 @@ from pinbench.db import pending
 from pinbench.errors import PinbenchError
 from pinbench.evaluator import instances
 from pinbench.evaluator.policy import check_server_policy, needs_pickle
-from pinbench.evaluator.recording import RecordWaiting
+from pinbench.evaluator.records.recording import RecordWaiting
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.evaluator.server_runner import check_server_runner, choose_server_runner
 from pinbench.registry.lockfile import Lockfile

@@ -30,8 +30,8 @@ from pinbench.catalog.stages import MissingStageInput
 from pinbench.config import Settings
 from pinbench.console import json_text
 from pinbench.errors import UserError
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
-from pinbench.evaluator.run_view import show_run
 from pinbench.registry.dataset_manifest import DatasetManifest
 from pinbench.registry.manifest import FrameworkManifest, Manifest, load_manifest
 from pinbench.registry.publish import publish as publish_manifest

@@ -1,4 +1,5 @@
-"""``pinbench bisect GOOD BAD``: which pin moved the number (``pinbench.evaluator.bisect``)."""
+"""``pinbench bisect GOOD BAD``: which pin moved the number
+(``pinbench.evaluator.verdicts.bisect``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pinbench.console import print_json as _print_json
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pinbench.evaluator.bisect import Bisection
+    from pinbench.evaluator.verdicts.bisect import Bisection
 
 METRIC_CHOICES = ("p50", "accuracy", "throughput")
 ALIASES = {"top1": "accuracy"}

@@ -14,7 +14,7 @@ from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.retention import Deleted
+    from pinbench.evaluator.records.retention import Deleted
 
 yes_option = click.option(
     "--yes", "yes", is_flag=True, default=False, help="Delete them (without it: a dry run)."

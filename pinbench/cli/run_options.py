@@ -11,12 +11,12 @@ RUNNER_HELP = (
 )
 RERUN_DEFAULT = " Default: the original run's runner."
 REPEAT = 3
-"""``rerun --repeat``'s default: ``pinbench.evaluator.rerun.REPEAT``, written out so that
+"""``rerun --repeat``'s default: ``pinbench.evaluator.verdicts.rerun.REPEAT``, written out so that
 ``--help`` does not import the evaluator (``tests/test_cli_imports.py`` checks they agree)."""
 BAND = 0.10
-"""``rerun --band``'s default: ``pinbench.evaluator.verdict.BAND`` (checked the same way)."""
+"""``rerun --band``'s default: ``evaluator.verdicts.verdict.BAND`` (checked the same way)."""
 MIN_EFFECT = 0.05
-"""``bisect --min-effect``'s default: ``pinbench.evaluator.verdict.MIN_EFFECT`` (the same)."""
+"""``bisect --min-effect``'s default: ``evaluator.verdicts.verdict.MIN_EFFECT`` (the same)."""
 
 
 TRACE_HELP = (

@@ -1,5 +1,5 @@
 """``pinbench runs outputs RUN -o FILE``: a run's recorded outputs as an ``.npy`` file
-(``pinbench.evaluator.run_outputs``), from this home or, with PINBENCH_URL, the server's."""
+(``pinbench.evaluator.records.run_outputs``), from this home or, with PINBENCH_URL, the server's."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 A run that has finished but whose record the database cannot take (it is away) keeps the
 record here, ``HOME/pending/OWNER-RUNID.json``, until it is written: its process retries
-(``evaluator.recording``) and removes the file once the row is written. ``OWNER`` is the
+(``evaluator.records.recording``) and removes the file once the row is written. ``OWNER`` is the
 process's scratch owner (``artifacts.scratch``), whose lock it holds while it lives: a record
 whose owner is dead (the server was stopped or killed while the database was away) is written
 by the next server that starts on the home, or by a live server's sweep
-(``evaluator.recording.record_left``), never while its own process still tries.
+(``evaluator.records.recording.record_left``), never while its own process still tries.
 
 A file there is read as data from a process that may not be pinbench's (anything running as the
 service user can write the folder; decision 190, amended): only a regular file, opened without

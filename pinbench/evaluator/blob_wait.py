@@ -1,7 +1,7 @@
 """A run's blobs through a blob-store outage (decision 284).
 
 A run that has measured keeps what it measured whatever the blob store does meanwhile, as its
-record does through a database outage (``evaluator.recording``): each blob it stores (its raw
+record does through a database outage (``records.recording``): each blob it stores (its raw
 latencies, trace, outputs, weights, token and post-processing times, optimized graph, the
 attestation's results and envelope) is put through ``waiting_put``, which retries while the
 object store is away (``ObjectStoreUnavailable``: no connection, a timeout, an HTTP 5xx) with
@@ -25,7 +25,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.objects import ObjectStoreUnavailable
 from pinbench.db import pending
 from pinbench.db.waiting import until_available
-from pinbench.evaluator.run_blobs import Put
+from pinbench.evaluator.records.run_blobs import Put
 from pinbench.registry.lockfile import Lockfile
 from pinbench.worker.job import Say
 from pinbench.worker.stop import Stop

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from pinbench.accounts import Forbidden
 from pinbench.db.models import Run, ServerInstance
 from pinbench.errors import UserError
-from pinbench.evaluator.history import find_run, show_run
 from pinbench.evaluator.instances import UNFINISHED
+from pinbench.evaluator.records.history import find_run, show_run
 from pinbench.workspace import Workspace
 
 

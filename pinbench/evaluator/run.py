@@ -2,7 +2,7 @@
 
 A run record is written whole, in one transaction, when the run ends (succeeded, failed with
 its reason, or interrupted) with the provenance of its environment; a database away then is
-waited for, the record kept in the home (``evaluator.recording``). Nothing is measured before
+waited for, the record kept in the home (``records.recording``). Nothing is measured before
 every byte is verified.
 """
 
@@ -27,13 +27,13 @@ from pinbench.db.models import Run as RunRow
 from pinbench.db.run_record import RunRecord
 from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
-from pinbench.evaluator import recording
 from pinbench.evaluator.blob_wait import verify_waiting, waiting_put
 from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.policy import check_pickle
-from pinbench.evaluator.recording import Recorded, record_run, stopped_from_now
-from pinbench.evaluator.run_blobs import save_evidence, save_weights, store_graph
-from pinbench.evaluator.run_filter import listing_columns
+from pinbench.evaluator.records import recording
+from pinbench.evaluator.records.recording import Recorded, record_run, stopped_from_now
+from pinbench.evaluator.records.run_blobs import save_evidence, save_weights, store_graph
+from pinbench.evaluator.records.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
 from pinbench.evaluator.runners.audits import check_audit
 from pinbench.evaluator.runners.consented import package_mark
@@ -280,7 +280,7 @@ def run_lockfile(
 
 def record_left(ws: Workspace) -> int:
     """Write (and attest) the run records that dead processes left waiting for the database
-    (``evaluator.recording.record_left``); how many."""
+    (``evaluator.records.recording.record_left``); how many."""
     return recording.record_left(ws, attest_recorded)
 
 
@@ -345,7 +345,7 @@ def unit_of(metric: str) -> str:
 
 
 def _record(ws: Workspace, attempt: _Attempt, say: Say, stop: Stop) -> Recorded:
-    """Write the run's record whole, through a database outage (``evaluator.recording``),
+    """Write the run's record whole, through a database outage (``evaluator.records.recording``),
     and attest it. A record is written once: a row finished meanwhile (a server thought dead
     had its run marked ``interrupted``) is not turned into a success afterwards. Waiting for
     the database ends when the process is asked to stop (a server stopping, a signal) after

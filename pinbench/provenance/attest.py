@@ -35,7 +35,7 @@ def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
     """Sign and record a new attestation of the finished run ``run_id`` (id or prefix);
     its envelope as one ``.intoto.jsonl`` line."""
     from pinbench.db.models import Attestation
-    from pinbench.evaluator.history import find_run
+    from pinbench.evaluator.records.history import find_run
     from pinbench.provenance.dsse import sign
     from pinbench.provenance.key_material import public_of
     from pinbench.provenance.keys import signing_key
@@ -69,7 +69,7 @@ def attestation_of_record(
     say: Callable[[str], None],
     put: Callable[[bytes], Digest] | None = None,
 ) -> Callable[[], Also | None]:
-    """The attestation of a run about to be recorded, for ``evaluator.recording.record_run``:
+    """The attestation of a run about to be recorded, for ``records.recording.record_run``:
     called before each try of the record's transaction, outside it, it signs the statement
     and stores its blobs (once: a later try reuses them) and returns what adds the
     attestation's row to that transaction, so that no reader ever sees the run finished and
@@ -134,7 +134,7 @@ def recorded_attestation(ws: Workspace, run_id: str) -> bytes | None:
 
     from pinbench.artifacts.digest import Digest
     from pinbench.db.models import Attestation
-    from pinbench.evaluator.history import find_run
+    from pinbench.evaluator.records.history import find_run
 
     with ws.transaction() as session:
         run = find_run(session, run_id)

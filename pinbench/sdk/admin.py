@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pinbench.db.backup import BackedUp
     from pinbench.db.restore import Restored
     from pinbench.db.upkeep import Checked, Collected
-    from pinbench.evaluator.retention import Deleted
+    from pinbench.evaluator.records.retention import Deleted
     from pinbench.sdk.registry import Registry
     from pinbench.workspace import Workspace
 
@@ -129,7 +129,7 @@ class Admin:
         """``pinbench runs delete``: the runs named (ids or unique prefixes), their rows
         removed when ``delete`` (else a dry run), all or none; a queued or running one
         refuses the lot. Their blobs stay until ``collect_blobs`` (decision 149)."""
-        from pinbench.evaluator.retention import delete_runs
+        from pinbench.evaluator.records.retention import delete_runs
 
         return delete_runs(self._ws("runs delete"), list(run_ids), delete=delete)
 
@@ -137,7 +137,7 @@ class Admin:
         """``pinbench runs prune``: every finished run that started ``keep_days`` days ago or
         more and is not among the ``keep_last`` most recent finished runs of its lockfile;
         removed when ``delete`` (else a dry run)."""
-        from pinbench.evaluator.retention import prune_runs
+        from pinbench.evaluator.records.retention import prune_runs
 
         return prune_runs(
             self._ws("runs prune"), keep_days=keep_days, keep_last=keep_last, delete=delete

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.run_view import RunNotFound
+    from pinbench.evaluator.records.run_view import RunNotFound
     from pinbench.provenance.verify import AttestationRefused
     from pinbench.registry.catalog import NotFound
     from pinbench.registry.publish import VersionConflict
@@ -41,7 +41,7 @@ _HOME = {
     "LockfileMismatch": "pinbench.registry.trust",
     "NoTrace": "pinbench.trace.summary",
     "NotFound": "pinbench.registry.catalog",
-    "RunNotFound": "pinbench.evaluator.history",
+    "RunNotFound": "pinbench.evaluator.records.history",
     "VerificationFailed": "pinbench.registry.verify",
     "VersionConflict": "pinbench.registry.publish",
 }

@@ -189,21 +189,21 @@ class Hosting:
         """Recorded runs, newest first, metrics under ``metrics`` (the REST shape); ``where``
         the filter's words as a caller sent them (refused when one is not a filter's value),
         ``after`` the run whose next page this is."""
-        from pinbench.evaluator.history import list_runs
-        from pinbench.evaluator.run_filter import RunFilter
+        from pinbench.evaluator.records.history import list_runs
+        from pinbench.evaluator.records.run_filter import RunFilter
 
         filtered = RunFilter.parse(where or {})
         return list_runs(self._ws, limit, nested=True, where=filtered, after=after)
 
     def run_view(self, run_id: str) -> dict[str, Any]:
         """One run with its host, details and units, metrics under ``metrics``."""
-        from pinbench.evaluator.run_view import show_run
+        from pinbench.evaluator.records.run_view import show_run
 
         return show_run(self._ws, run_id, nested=True)
 
     def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
         """Runs side by side (``Registry.compare``)."""
-        from pinbench.evaluator.history import compare_runs
+        from pinbench.evaluator.records.history import compare_runs
 
         return compare_runs(self._ws, list(run_ids))
 

@@ -14,8 +14,8 @@ from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.artifacts.digest import Progress
-    from pinbench.evaluator.bisect import Bisection
-    from pinbench.evaluator.parity import Parity
+    from pinbench.evaluator.verdicts.bisect import Bisection
+    from pinbench.evaluator.verdicts.parity import Parity
     from pinbench.provenance.key_material import KeyRecord, PublicKey
     from pinbench.provenance.verify import BlobBytes, BlobDigest, Verified
     from pinbench.remote import Remote
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 REPEAT = 3
-"""``bisect``'s default measurements per state (``pinbench.evaluator.rerun.REPEAT``)."""
+"""``bisect``'s default measurements per state (``pinbench.evaluator.verdicts.rerun.REPEAT``)."""
 BAND = 0.10
-"""``bisect``'s default band (``pinbench.evaluator.verdict.BAND``)."""
+"""``bisect``'s default band (``pinbench.evaluator.verdicts.verdict.BAND``)."""
 MIN_EFFECT = 0.05
-"""``bisect``'s least change counted (``pinbench.evaluator.verdict.MIN_EFFECT``)."""
+"""``bisect``'s least change counted (``pinbench.evaluator.verdicts.verdict.MIN_EFFECT``)."""
 
 
 class Inquiries:
@@ -48,7 +48,7 @@ class Inquiries:
         """Cancel a queued run (it never starts) or a running one (its runner stops it):
         recorded ``cancelled``; a finished run is refused. ``wait``: until it has stopped.
         Through a server, for the runs its token's user submitted (admins: any)."""
-        from pinbench.evaluator.run_view import show_run
+        from pinbench.evaluator.records.run_view import show_run
         from pinbench.sdk.runs import Run
 
         quiet: Say = say or (lambda _: None)
@@ -82,7 +82,7 @@ class Inquiries:
         """Accuracy runs on one dataset compared with ``reference`` by what their task
         scores: one row per run (the reference first), each saying whether it agrees by the
         task's rule. Local registries only."""
-        from pinbench.evaluator.parity import parity
+        from pinbench.evaluator.verdicts.parity import parity
 
         return parity(self._local("parity"), reference, list(others))
 
@@ -103,7 +103,7 @@ class Inquiries:
         locked by this registry, run ``repeat`` times (or its recorded runs reused) and judged
         against ``good`` and ``bad`` within ``band``; a latency change smaller than
         ``min_effect`` (a fraction of the median) is no change. Local registries only."""
-        from pinbench.evaluator.bisect import bisect
+        from pinbench.evaluator.verdicts.bisect import bisect
 
         return bisect(
             self._local("bisect"),
@@ -189,7 +189,7 @@ class Inquiries:
         """Publish a training run's final weights as ``target`` (``model/NAME@VERSION``): the
         trained model's manifest with the weights replaced and ``trained_by`` naming the run,
         a claim publishing checks against the recorded run. Local registries only."""
-        from pinbench.evaluator.trained_model import publish_trained
+        from pinbench.evaluator.records.trained_model import publish_trained
         from pinbench.sdk.hosting import published_of
 
         ws = self._local("publishing a run's weights")
@@ -200,7 +200,7 @@ class Inquiries:
         """Refuse a target for a training run's weights (``publish_trained``) that is not
         ``model/NAME@VERSION``, or, with ``taken``, whose version is published here already:
         before a training run spends its time."""
-        from pinbench.evaluator.trained_model import check_target, target_ref
+        from pinbench.evaluator.records.trained_model import check_target, target_ref
 
         ref = target_ref(target)
         if taken:

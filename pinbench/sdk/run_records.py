@@ -44,8 +44,8 @@ class RunRecords:
         ``framework`` (``NAME`` or ``NAME@VERSION``), ``status``, ``system``, started at or
         after ``since`` and before ``until`` (ISO 8601, UTC unless a zone is given). The next
         page is ``after=`` the last run's id."""
-        from pinbench.evaluator.history import list_runs
-        from pinbench.evaluator.run_filter import RunFilter
+        from pinbench.evaluator.records.history import list_runs
+        from pinbench.evaluator.records.run_filter import RunFilter
         from pinbench.sdk.runs import Run
 
         where = RunFilter.parse(
@@ -66,7 +66,7 @@ class RunRecords:
 
     def run(self, run_id: str) -> Run:
         """One recorded run (an id or a unique prefix), with its details."""
-        from pinbench.evaluator.run_view import show_run
+        from pinbench.evaluator.records.run_view import show_run
         from pinbench.sdk.runs import Run
 
         info = self.either(lambda remote: remote.run(run_id), lambda ws: show_run(ws, run_id))
@@ -74,7 +74,7 @@ class RunRecords:
 
     def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
         """Runs side by side: which inputs differ, each metric per run."""
-        from pinbench.evaluator.history import compare_runs
+        from pinbench.evaluator.records.history import compare_runs
 
         ids = list(run_ids)
         return self.either(lambda remote: remote.compare(ids), lambda ws: compare_runs(ws, ids))

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from pinbench.artifacts.ahead import HashesAhead
-    from pinbench.evaluator.rerun import Verdict
-    from pinbench.evaluator.run_outputs import Exported
+    from pinbench.evaluator.records.run_outputs import Exported
+    from pinbench.evaluator.verdicts.rerun import Verdict
     from pinbench.registry.lockfile import Lockfile as LockfileBody
     from pinbench.registry.verify import FileCheck
     from pinbench.sdk.registry import ProgressFactory, Registry, Say
@@ -132,8 +132,8 @@ class Lockfile:
             return Run(info, self.registry)
         import uuid
 
+        from pinbench.evaluator.records.run_view import RunNotFound, show_run
         from pinbench.evaluator.run import run_lockfile
-        from pinbench.evaluator.run_view import RunNotFound, show_run
 
         ws = self.registry.workspace()
         run_id = str(uuid.uuid4())
@@ -261,7 +261,7 @@ class Run:
         """Write the raw outputs an accuracy run recorded to an ``.npy`` file, checked against
         the run's sha256 while they are copied (never a pickle; nothing written otherwise);
         with ``log`` (``summary``, ``detail``, ``accuracy``), LoadGen's own log of the run."""
-        from pinbench.evaluator.run_outputs import export_here, export_outputs
+        from pinbench.evaluator.records.run_outputs import export_here, export_outputs
 
         if self.registry.remote:
             remote = self.registry.server()
@@ -284,8 +284,8 @@ class Run:
         """Run this run's lockfile again ``repeat`` times (default 3) and judge whether it
         reproduced (inputs, exact metrics, latency within ``band``, default 10%). Local
         registries only."""
-        from pinbench.evaluator.rerun import REPEAT, rerun
-        from pinbench.evaluator.verdict import BAND
+        from pinbench.evaluator.verdicts.rerun import REPEAT, rerun
+        from pinbench.evaluator.verdicts.verdict import BAND
 
         ws = self.registry._local("rerun")
         return rerun(

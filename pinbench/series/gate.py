@@ -304,7 +304,7 @@ def gate(
 
 def _full_ids(ws: Workspace, given: list[str]) -> list[str]:
     """Each run's full id (a prefix resolved); a run given twice is refused."""
-    from pinbench.evaluator.history import find_run
+    from pinbench.evaluator.records.history import find_run
 
     with ws.transaction() as session:
         full = [find_run(session, r).id for r in given]

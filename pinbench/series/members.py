@@ -4,7 +4,7 @@ A series is the succeeded, untraced model-evaluation runs that share a ``SeriesK
 name, dataset name, scenario and mode, batch size, system), ordered by when they started (then
 by id). Everything else — the model's, framework's and dataset's versions, the image, the
 runner, threads, limits — may differ along a series; ``moved`` names what moved at each
-step, with bisect's view of a lockfile's pins (``pinbench.evaluator.bisect_chain``). A traced
+step, with bisect's view of a lockfile's pins (``evaluator.verdicts.bisect_chain``). A traced
 run is left out: its latencies carry its profilers' overhead.
 
 A run is compared (by the gate's window and the change-point watch) only with the runs of its
@@ -179,7 +179,7 @@ def key_of_run(ws: Workspace, run_id: str) -> SeriesKey:
     none (not a model evaluation, failed or traced)."""
     from pinbench.db.models import Lockfile as LockfileRow
     from pinbench.errors import UserError
-    from pinbench.evaluator.history import find_run
+    from pinbench.evaluator.records.history import find_run
 
     with ws.transaction() as session:
         run = find_run(session, run_id)
@@ -203,7 +203,7 @@ def moved(before: Member, after: Member) -> list[str]:
     (``scenario.min_duration_ms 8000 -> 100``)."""
     import msgspec
 
-    from pinbench.evaluator.bisect_chain import artifact_pins, setting_pins, show_value
+    from pinbench.evaluator.verdicts.bisect_chain import artifact_pins, setting_pins, show_value
 
     out = []
     if before.runner != after.runner:

@@ -119,7 +119,7 @@ def reruns_needed(values: Sequence[float], change: float, have: int = 1) -> int 
     verdict's 99% interval (Student's t at the window's degrees of freedom, the window's log
     spread floored at ``NOISE_FLOOR``) would tell apart from the window's mean, less ``have``.
     None when no ``k`` up to ``have`` + ``MAX_RERUNS`` would."""
-    from pinbench.evaluator.verdict import NOISE_FLOOR, t_995
+    from pinbench.evaluator.verdicts.verdict import NOISE_FLOOR, t_995
 
     if min(values) <= 0 or change <= -1.0:
         return None

@@ -22,7 +22,7 @@ figures (one value a run). A tail percentile (p90, p99) is never judged by a poo
 location test on all the latencies asks whether the typical query is slower, not whether the
 tail is (a p99 2.7 times the window's, its median unchanged, came out inconclusive there);
 each run's own figure answers it. Per-query latencies are not independent of their run (the
-rerun verdict's docstring, ``pinbench.evaluator.verdict``): a pooled test sees every run-to-run
+rerun verdict's docstring, ``evaluator.verdicts.verdict``): a pooled test sees every run-to-run
 difference as significant. So a pooled test's significance is necessary, not sufficient: the
 run-level test must agree at ``alpha`` too (``run_p_value``: the K candidate runs' figures
 against the window's n figures, by the threshold's own test — Student's t, with K = 1 the
@@ -257,7 +257,7 @@ def _statistical(
     result: _Outcome,
 ) -> Comparison:
     """``t`` and ``mann-whitney``: the test, the practical floor, the run-level guard."""
-    from pinbench.evaluator.verdict import MIN_EFFECT
+    from pinbench.evaluator.verdicts.verdict import MIN_EFFECT
 
     a, b, pooled = samples(window, candidates, pool=t.metric in POOLED_METRICS)
     k, n = len(candidates), len(window)

@@ -127,8 +127,8 @@ def run_cell(
     import uuid
 
     from pinbench.errors import PinbenchError
+    from pinbench.evaluator.records.run_view import RunNotFound, show_run
     from pinbench.evaluator.run import run_lockfile
-    from pinbench.evaluator.run_view import RunNotFound, show_run
     from pinbench.registry import service
     from pinbench.registry.request import parse_request
     from pinbench.studies.store import record_cell
@@ -173,7 +173,7 @@ def run_cell(
 
 def _done(ws: Workspace, row: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded run of a cell that is done and whose run still is; else None."""
-    from pinbench.evaluator.run_view import RunNotFound, show_run
+    from pinbench.evaluator.records.run_view import RunNotFound, show_run
 
     if row is None or row["state"] != "done" or not row["run"]:
         return None

@@ -71,7 +71,7 @@ def _head(study: Study, source: str, digest: str, created_at: str | None) -> dic
 def study_matrix(ws: Workspace, name: str) -> dict[str, Any]:
     """The study ``name`` as recorded: its definition's systems, scenarios and models, and
     every cell in order with its state and figures."""
-    from pinbench.evaluator.run_view import RunNotFound, show_run
+    from pinbench.evaluator.records.run_view import RunNotFound, show_run
     from pinbench.studies.cells import cells
     from pinbench.studies.spec import parse_study
     from pinbench.studies.store import read_study

@@ -1,6 +1,6 @@
 """``study rerun``: every done cell's lockfile run again on the cell's system (its threads
 pinned in the lockfile, its CPUs as the affinity), each judged by ``pinbench rerun``'s
-verdict (``pinbench.evaluator.rerun``): inputs the same, exact metrics equal, latency within
+verdict (``evaluator.verdicts.rerun``): inputs the same, exact metrics equal, latency within
 its band."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def rerun_study(
 ) -> list[dict[str, Any]]:
     """Each done cell's verdict, in the study's order; a cell not done says so."""
     from pinbench.errors import PinbenchError
-    from pinbench.evaluator.rerun import rerun
+    from pinbench.evaluator.verdicts.rerun import rerun
     from pinbench.studies.cells import cells
     from pinbench.studies.execute import CpusAbsent, affinity
     from pinbench.studies.spec import parse_study

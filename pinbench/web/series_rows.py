@@ -49,7 +49,7 @@ def settings(member: Member) -> dict[str, str]:
     LoadGen settings (the series holds its scenario and mode)."""
     import msgspec
 
-    from pinbench.evaluator.bisect_chain import show_value
+    from pinbench.evaluator.verdicts.bisect_chain import show_value
 
     body = member.lock.body
     env = body.environment

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.cluster.systems import SystemRow
-from pinbench.evaluator.run_view import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.reports.hardware import FACTS, hardware, text
 from pinbench.workspace import Workspace
 

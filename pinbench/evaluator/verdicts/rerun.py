@@ -7,9 +7,9 @@ from typing import Any
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
-from pinbench.evaluator.history import find_run, show_run
+from pinbench.evaluator.records.history import find_run, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
-from pinbench.evaluator.verdict import (
+from pinbench.evaluator.verdicts.verdict import (
     BAND,
     accuracy_verdict,
     compare_latencies,

@@ -19,7 +19,7 @@ from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.orm import Session
 
 from pinbench.db.models import Run, RunFacet
-from pinbench.evaluator.run_filter import RunFilter
+from pinbench.evaluator.records.run_filter import RunFilter
 
 Listing = Select[*tuple[Any, ...]]
 

@@ -11,14 +11,14 @@ from sqlalchemy.orm import Session, selectinload
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Result, Run
 from pinbench.errors import UserError
-from pinbench.evaluator.run_filter import RunFilter
-from pinbench.evaluator.run_view import RUN_ID_LEN, summary
-from pinbench.evaluator.run_view import AmbiguousRun as AmbiguousRun
-from pinbench.evaluator.run_view import RunNotFound as RunNotFound
-from pinbench.evaluator.run_view import run_id_prefix as run_id_prefix
-from pinbench.evaluator.run_view import run_kind as run_kind
-from pinbench.evaluator.run_view import show_run as show_run
-from pinbench.evaluator.run_where import Listing, narrowed
+from pinbench.evaluator.records.run_filter import RunFilter
+from pinbench.evaluator.records.run_view import RUN_ID_LEN, summary
+from pinbench.evaluator.records.run_view import AmbiguousRun as AmbiguousRun
+from pinbench.evaluator.records.run_view import RunNotFound as RunNotFound
+from pinbench.evaluator.records.run_view import run_id_prefix as run_id_prefix
+from pinbench.evaluator.records.run_view import run_kind as run_kind
+from pinbench.evaluator.records.run_view import show_run as show_run
+from pinbench.evaluator.records.run_where import Listing, narrowed
 from pinbench.registry.lockfile import Lockfile
 from pinbench.run_metrics import COMPARED
 from pinbench.workspace import Workspace

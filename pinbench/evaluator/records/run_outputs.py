@@ -157,7 +157,7 @@ def export_here(
     ws: Workspace, run: str, dest: Path, *, force: bool = False, log: str | None = None
 ) -> Exported:
     """``export_outputs`` of run ``run`` of this home, from its store."""
-    from pinbench.evaluator.run_view import show_run
+    from pinbench.evaluator.records.run_view import show_run
 
     read = functools.partial(stored_chunks, ws.store)
     return export_outputs(show_run(ws, run), read, dest, force=force, log=log)

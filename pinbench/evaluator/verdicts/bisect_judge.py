@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pinbench.evaluator.bisect_chain import ACCURACY, Side, side_of
 from pinbench.evaluator.run import latencies_of
-from pinbench.evaluator.verdict import (
+from pinbench.evaluator.verdicts.bisect_chain import ACCURACY, Side, side_of
+from pinbench.evaluator.verdicts.verdict import (
     BAND,
     MIN_EFFECT,
     LatencyComparison,

@@ -112,7 +112,7 @@ def _remove(session: Session, ids: list[str]) -> None:
 def delete_runs(ws: Workspace, run_ids: list[str], *, delete: bool) -> Deleted:
     """The runs named (ids or unique prefixes), removed when ``delete``: all or none (an
     unknown, ambiguous or unfinished one refuses the lot)."""
-    from pinbench.evaluator.history import find_run
+    from pinbench.evaluator.records.history import find_run
 
     if not run_ids:
         raise UserError("name at least one run to delete (see `pinbench runs list`)")

@@ -91,7 +91,7 @@ def _manifest_of(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The new version's manifest data and its files (path -> sha256 in the store)."""
     from pinbench.db.models import Lockfile as LockfileRow
-    from pinbench.evaluator.history import find_run
+    from pinbench.evaluator.records.history import find_run
     from pinbench.registry import catalog
     from pinbench.registry.lockfile import Lockfile
 

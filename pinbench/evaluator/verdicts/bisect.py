@@ -20,7 +20,10 @@ from sqlalchemy import select
 from pinbench.db.models import Artifact
 from pinbench.db.models import Run as RunRow
 from pinbench.errors import UserError
-from pinbench.evaluator.bisect_chain import (
+from pinbench.evaluator.records.run_view import show_run
+from pinbench.evaluator.run import Say, run_lockfile
+from pinbench.evaluator.runners import choose_runner
+from pinbench.evaluator.verdicts.bisect_chain import (
     ACCURACY,
     LATENCY_METRICS,
     METRICS,
@@ -37,12 +40,9 @@ from pinbench.evaluator.bisect_chain import (
     show_value,
     versions_between,
 )
-from pinbench.evaluator.bisect_judge import Endpoint, Evidence, Judge
-from pinbench.evaluator.rerun import recorded_lockfile
-from pinbench.evaluator.run import Say, run_lockfile
-from pinbench.evaluator.run_view import show_run
-from pinbench.evaluator.runners import choose_runner
-from pinbench.evaluator.verdict import (
+from pinbench.evaluator.verdicts.bisect_judge import Endpoint, Evidence, Judge
+from pinbench.evaluator.verdicts.rerun import recorded_lockfile
+from pinbench.evaluator.verdicts.verdict import (
     BAND,
     MIN_EFFECT,
 )
