@@ -11,6 +11,10 @@ namespaces and mounts cost time in the kernel, and the CPU time ``os.wait4`` giv
 bubblewrap leaves out the worker (its PID namespace's first process reaps it, not bubblewrap).
 Medians over ``--runs`` starts each, on a quiet machine.
 
+Before the starts, the copy each worker is given (``source.copy_evaluator``: the worker's side,
+``pinbench/worker`` and the units it imports, decision 302) is timed against a copy of the
+whole package made the same way (what every worker was given before), alternating.
+
 Run: ``.venv/bin/python -m bench.bench_sandbox --runs 21`` (``--json``).
 """
 
@@ -44,6 +48,7 @@ def _start(argv: list[str], env: dict[str, str], cwd: str) -> float:
 def main() -> int:
     from pinbench.evaluator.runners.process import WorkerStart, worker_start
     from pinbench.evaluator.runners.sandbox import Confinement
+    from pinbench.worker.source import PACKAGE, copy_evaluator, evaluator_files
 
     args = parser(__doc__).parse_args()
     runs = check_runs(args)
@@ -53,7 +58,19 @@ def main() -> int:
         "python -c pass": [],
         "python -c pass, sandboxed": [],
     }
+    copies: dict[str, list[float]] = {"worker side": [], "whole package": []}
     with scratch(args.tmp, "sandbox") as root:
+        whole = sorted(
+            p
+            for p in PACKAGE.rglob("*")
+            if p.is_file() and p.suffix in {".py", ".typed"} and "__pycache__" not in p.parts
+        )
+        for i in range(runs):
+            for name, files in (("worker side", None), ("whole package", whole)):
+                started = time.perf_counter()
+                copy_evaluator(root / f"copy-{name.replace(' ', '-')}-{i}", files=files)
+                copies[name].append(time.perf_counter() - started)
+        counts = {"worker side": len(evaluator_files()), "whole package": len(whole)}
         plain = worker_start(sys.executable, root / "plain", [])
         confine = Confinement(root / "box")
         (root / "box").mkdir()
@@ -84,6 +101,8 @@ def main() -> int:
         "runs": runs,
         "machine": facts,
         "median_wall_s": {k: median(v) for k, v in results.items()},
+        "copy_median_s": {k: median(v) for k, v in copies.items()},
+        "copy_files": counts,
     }
     walls = report["median_wall_s"]
     report["sandbox_adds_wall_s"] = walls["sandboxed"] - walls["plain"]
@@ -91,6 +110,8 @@ def main() -> int:
     report["sandbox_adds_to_python_c_pass_s"] = (
         walls["python -c pass, sandboxed"] - walls["python -c pass"]
     )
+    copied = report["copy_median_s"]
+    report["copy_ratio"] = copied["worker side"] / copied["whole package"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -103,6 +124,12 @@ def main() -> int:
             f"(x{report['ratio_wall']:.3f}); to `python -c pass` "
             f"({walls['python -c pass'] * 1e3:.1f} ms) it adds "
             f"{report['sandbox_adds_to_python_c_pass_s'] * 1e3:.1f} ms"
+        )
+        print(
+            f"the copy a worker is given, median of {runs}: the worker's side "
+            f"({counts['worker side']} files) {copied['worker side'] * 1e3:.1f} ms, the whole "
+            f"package ({counts['whole package']} files) {copied['whole package'] * 1e3:.1f} ms "
+            f"(x{report['copy_ratio']:.3f})"
         )
     return 0
 

@@ -50,7 +50,8 @@ LIBRARIES = (
 SIDE = ("worker", *LIBRARIES)
 
 
-def _files() -> list[Path]:
+def evaluator_files() -> list[Path]:
+    """The files a worker is given: ``__init__.py``, ``py.typed`` and the ``SIDE`` units'."""
     roots = [PACKAGE / "__init__.py", PACKAGE / "py.typed"]
     for unit in SIDE:
         folder, module = PACKAGE / unit, PACKAGE / f"{unit}.py"
@@ -66,13 +67,13 @@ def _files() -> list[Path]:
 def evaluator_digest() -> str:
     """sha256 over the worker's side's files (relative path and content), hex."""
     h = hashlib.sha256()
-    for path in _files():
+    for path in evaluator_files():
         rel = path.relative_to(PACKAGE).as_posix()
         h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 
-def copy_evaluator(dest: Path, *, bytecode: bool = True) -> Path:
+def copy_evaluator(dest: Path, *, bytecode: bool = True, files: list[Path] | None = None) -> Path:
     """A new copy of the worker's side's files in ``dest/pinbench`` (``dest`` must not exist);
     return ``dest``, the folder to put on ``PYTHONPATH``.
 
@@ -80,11 +81,12 @@ def copy_evaluator(dest: Path, *, bytecode: bool = True) -> Path:
     source's times, so that a worker that may not write ``.pyc`` files (``PYTHONDONTWRITEBYTECODE``)
     does not compile every module it imports at each start (issue 49: 0.2 s of CPU per start);
     Python checks it against the copied source as it checks the host's. ``bytecode=False``: the
-    sources alone (an image build compiles them with the image's own Python)."""
+    sources alone (an image build compiles them with the image's own Python). ``files``: these
+    files of the package instead (``bench/bench_sandbox.py`` copies the whole package so)."""
     tag = sys.implementation.cache_tag
     dest.mkdir(parents=True)
     made: set[Path] = set()
-    for path in _files():
+    for path in evaluator_files() if files is None else files:
         target = dest / "pinbench" / path.relative_to(PACKAGE)
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
