@@ -14,7 +14,7 @@ status; a system; a one-day window; model + status + system; a combination 50 ru
 (``RARE``) and one no run has, which without facets read the first filter's whole index range;
 the 50th page by ``after``):
 
-* the library's listing (``history.list_runs``: what the CLI's ``runs list`` and the REST
+* the library's listing (``run_list.list_runs``: what the CLI's ``runs list`` and the REST
   handler call), ``--queries`` times, p50 and p99 in ms;
 * ``GET /api/v1/runs`` and ``GET /ui/runs`` (a page of 100 rendered) through a real
   ``pinbench serve``, one request at a time, p50 and p99;
@@ -180,9 +180,8 @@ def one_run(report: Report, catalog_dir: Path, rows: int, queries: int, baseline
     from sqlalchemy import text
 
     import pinbench
-    from pinbench.evaluator.records.history import list_runs
     from pinbench.evaluator.records.run_filter import RunFilter
-    from pinbench.evaluator.records.run_where import equalities
+    from pinbench.evaluator.records.run_list import equalities, list_runs
     from pinbench.web.pages import RUNS_PAGE
     from tests.apiserver import serve
     from tests.pg import postgres_server
@@ -252,18 +251,21 @@ def one_run(report: Report, catalog_dir: Path, rows: int, queries: int, baseline
 def _without_facets() -> Iterator[None]:
     """The listing as decision 148 made it: every condition on the run's own columns, so a
     combination reads its first filter's index range and checks the others per row."""
-    from pinbench.db.models import Run
-    from pinbench.evaluator.records import history
+    from pinbench.evaluator.records import run_list
     from pinbench.evaluator.records.run_filter import RunFilter
-    from pinbench.evaluator.records.run_where import Listing, equalities
 
-    def by_columns(session: object, stmt: Listing, where: RunFilter) -> Listing:
+    def by_columns(
+        rows: object, where: RunFilter, conditions: list[str], params: dict[str, object]
+    ) -> bool:
         assert where.since is None and where.until is None  # not in the combined shapes
-        return stmt.where(*(getattr(Run, c) == v for c, v in equalities(where).items()))
+        wanted = run_list.equalities(where)
+        conditions.extend(f"{column} = :w_{column}" for column in wanted)
+        params.update({f"w_{column}": value for column, value in wanted.items()})
+        return True
 
     from unittest import mock
 
-    with mock.patch.object(history, "narrowed", by_columns):
+    with mock.patch.object(run_list, "_matching", by_columns):
         yield
 
 

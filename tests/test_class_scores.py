@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile

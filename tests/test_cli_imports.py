@@ -240,10 +240,11 @@ def test_the_console_script_keeps_exit_codes_and_flushes_everything(tmp_path: Pa
     assert usage.returncode == 2
 
 
-def test_runs_show_loads_no_report_renderer(digits: Workspace, tmp_path: Path) -> None:
+def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Path) -> None:
     """``runs show`` prints a run's per-sample rows (``run_samples``) without the reports'
     renderers, their data gathering or Jinja2 (decision 290: before ``run_samples`` left the
-    reports package, reading the rows imported all three)."""
+    reports package, reading the rows imported all three). It and ``runs list`` read with plain
+    SQL (issue 75, item 3): no ORM, and on SQLite no SQLAlchemy at all."""
     import pinbench
 
     registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
@@ -261,6 +262,19 @@ def test_runs_show_loads_no_report_renderer(digits: Workspace, tmp_path: Path) -
     assert _loaded(modules, ["pinbench.reports", "jinja2", "litestar"]) == []
     # the run is read with plain SQL (``records.run_view``, issue 75): no ORM, and on SQLite
     # no SQLAlchemy at all
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
+    if digits.settings.database_url.startswith("sqlite:///"):
+        assert _loaded(modules, ["sqlalchemy"]) == []
+    listed, modules = _run(
+        digits.settings.home,
+        tmp_path,
+        "runs",
+        "list",
+        "--status",
+        "succeeded",
+        database_url=digits.settings.database_url,
+    )
+    assert run.id[:8] in listed
     assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pinbench.catalog import minilm
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest

@@ -308,7 +308,7 @@ def test_audit_is_refused_where_the_host_cannot_keep_the_clock(
     world: World, mode: str, runner: str, said: str
 ) -> None:
     """(The docker runner keeps the host's clock too: ``test_runners``.)"""
-    from pinbench.evaluator.records.history import list_runs
+    from pinbench.evaluator.records.run_list import list_runs
     from pinbench.evaluator.runners.audits import AuditRefused
 
     ws = world.home.ws

@@ -24,7 +24,7 @@ import yaml
 
 from pinbench import catalog as builtin
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.dataset_manifest import DatasetManifest

@@ -25,7 +25,7 @@ from pinbench.artifacts.scratch import owners_of, reclaim, scratch_file
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run, ServerInstance
 from pinbench.evaluator import instances
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.registry import service
 from pinbench.registry.request import Scenario, parse_request
 from pinbench.worker import loadgen_thread

@@ -16,7 +16,7 @@ import pytest
 from sklearn.metrics import top_k_accuracy_score
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry.output_steps import OutputStepRefused, check_output_steps
 from pinbench.registry.ports import Output

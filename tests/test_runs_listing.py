@@ -255,9 +255,9 @@ def test_any_combination_of_filters_is_the_rows_it_names(
     none has, some within a start-time window, against the rows the test wrote; pages of 23
     until a short one. The matching facets sent as ids, and (more than ``FACETS_LISTED``) as
     a subquery."""
-    from pinbench.evaluator.records import run_where
+    from pinbench.evaluator.records import run_list
 
-    monkeypatch.setattr(run_where, "FACETS_LISTED", listed)
+    monkeypatch.setattr(run_list, "FACETS_LISTED", listed)
     rows = _fill(reg, 300, seed=11)
     rnd = random.Random(2026)
     empty = 0
@@ -385,8 +385,8 @@ def test_a_run_written_over_in_sqlite_keeps_every_run_filed(
 def test_a_combination_no_run_has_answers_without_reading_runs(reg: pinbench.Registry) -> None:
     from sqlalchemy import event
 
-    from pinbench.evaluator.records.history import list_runs
     from pinbench.evaluator.records.run_filter import RunFilter
+    from pinbench.evaluator.records.run_list import list_runs
 
     rows = _fill(reg, 60, seed=5)
     had = {(r.framework, r.system, r.status) for r in rows}
@@ -537,7 +537,7 @@ def test_every_run_at_once_lists_more_runs_than_one_statement_binds(
 
     database_url = _fresh_pg_database(pg_server)
     from pinbench.config import Settings
-    from pinbench.evaluator.records.history import list_runs
+    from pinbench.evaluator.records.run_list import list_runs
     from pinbench.registry.manifest import load_manifest
     from pinbench.registry.publish import publish
     from pinbench.workspace import Workspace

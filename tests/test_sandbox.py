@@ -422,7 +422,7 @@ def test_a_sandbox_that_cannot_start_refuses_the_run_in_one_line_naming_the_fix(
 
 
 def _newest(ws: Any) -> str:
-    from pinbench.evaluator.records.history import list_runs
+    from pinbench.evaluator.records.run_list import list_runs
 
     newest: str = list_runs(ws)[0]["id"]
     return newest

@@ -23,7 +23,7 @@ from pinbench.api.app import create_app
 from pinbench.api.deps import ServerSettings
 from pinbench.catalog.digits import DATASET_NAME, DIGITS_STEPS, MODEL_NAME
 from pinbench.db.models import Lockfile as LockfileRow
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.registry import service
 from pinbench.registry.catalog import SqlCandidateSource
 from pinbench.registry.lockfile import Lockfile

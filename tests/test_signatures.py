@@ -14,7 +14,7 @@ from sqlalchemy import select
 from pinbench import catalog as builtin
 from pinbench.artifacts.onnx_proto import external_locations
 from pinbench.db.models import Artifact
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.formats import FormatMismatch

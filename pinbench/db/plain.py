@@ -79,13 +79,25 @@ def sqlite_reads(path: Path) -> Iterator[Rows]:
 
         def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
             try:
-                return conn.execute(sql, dict(params)).fetchall()
+                return conn.execute(sql, sqlite_params(params)).fetchall()
             except sqlite3.OperationalError as exc:
                 raise DatabaseUnavailable(f"database error: {exc}") from exc
 
         yield rows
     finally:
         conn.close()  # the read transaction ends with the connection
+
+
+def sqlite_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` as SQLite compares them with what SQLAlchemy stored: a timestamp as the text
+    of its UTC time (``2026-11-28 21:27:00.000000``, SQLAlchemy's SQLite format, which orders
+    as the times do); every other value as it is."""
+    return {k: _stamp(v) if isinstance(v, datetime) else v for k, v in params.items()}
+
+
+def _stamp(moment: datetime) -> str:
+    utc = moment.astimezone(UTC) if moment.tzinfo is not None else moment
+    return f"{utc:%Y-%m-%d %H:%M:%S}.{utc.microsecond:06d}"
 
 
 def _check_revision(conn: sqlite3.Connection) -> None:

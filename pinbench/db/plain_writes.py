@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.db.errors import Conflict, DatabaseUnavailable
-from pinbench.db.plain import SQLITE_BUSY_TIMEOUT_MS, Rows, sqlite_open
+from pinbench.db.plain import SQLITE_BUSY_TIMEOUT_MS, Rows, sqlite_open, sqlite_params
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -44,7 +44,7 @@ def sqlite_writes(path: Path) -> Iterator[Rows]:
     try:
 
         def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-            return conn.execute(sql, dict(params)).fetchall()
+            return conn.execute(sql, sqlite_params(params)).fetchall()
 
         try:
             yield rows

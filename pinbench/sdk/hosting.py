@@ -189,8 +189,8 @@ class Hosting:
         """Recorded runs, newest first, metrics under ``metrics`` (the REST shape); ``where``
         the filter's words as a caller sent them (refused when one is not a filter's value),
         ``after`` the run whose next page this is."""
-        from pinbench.evaluator.records.history import list_runs
         from pinbench.evaluator.records.run_filter import RunFilter
+        from pinbench.evaluator.records.run_list import list_runs
 
         filtered = RunFilter.parse(where or {})
         return list_runs(self._ws, limit, nested=True, where=filtered, after=after)

@@ -44,8 +44,8 @@ class RunRecords:
         ``framework`` (``NAME`` or ``NAME@VERSION``), ``status``, ``system``, started at or
         after ``since`` and before ``until`` (ISO 8601, UTC unless a zone is given). The next
         page is ``after=`` the last run's id."""
-        from pinbench.evaluator.records.history import list_runs
         from pinbench.evaluator.records.run_filter import RunFilter
+        from pinbench.evaluator.records.run_list import list_runs
         from pinbench.sdk.runs import Run
 
         where = RunFilter.parse(

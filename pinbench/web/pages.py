@@ -32,7 +32,7 @@ from pinbench.api.runpool import RunPool
 from pinbench.cluster.systems import list_systems, show_system
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.records.history import list_runs
+from pinbench.evaluator.records.run_list import list_runs
 from pinbench.registry import catalog, service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import ArtifactRef, Kind, parse_kind

@@ -151,7 +151,7 @@ class _Row:
 
 def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
     """One run (an id or a unique prefix): its summary plus host facts, details, units and the
-    lockfile (metrics as in ``history.list_runs``)."""
+    lockfile (metrics as in ``run_list.list_runs``)."""
     from pinbench.registry.lockfile import Lockfile
 
     prefix = run_id_prefix(run_id)
