@@ -453,7 +453,7 @@ def test_a_gate_reads_each_runs_latencies_once(
 ) -> None:
     """Review of issue 51, finding 3: two raw thresholds over the same window read each run's
     latency blob once a gate call (as a NumPy array), not once a threshold."""
-    from pinbench.evaluator import run
+    from pinbench.evaluator.records import run_blobs
     from pinbench.series.gate import gate
     from pinbench.series.members import resolve
     from pinbench.series.stats import Threshold
@@ -475,13 +475,13 @@ def test_a_gate_reads_each_runs_latencies_once(
         set_threshold(ws, key, members, threshold, by="test")
     candidate = one(110)
     reads: list[str] = []
-    real = run.latencies_of
+    real = run_blobs.latencies_of
 
     def counted(ws: Workspace, digest: str) -> np.ndarray:
         reads.append(digest)
         return real(ws, digest)
 
-    monkeypatch.setattr(run, "latencies_of", counted)
+    monkeypatch.setattr(run_blobs, "latencies_of", counted)
     result = gate(ws, candidate, alert=False)
     assert len(result.judged) == 2 and result.history == runs
     assert len(reads) == len(set(reads)) == 5

@@ -12,12 +12,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import update
 
 from pinbench.artifacts.digest import Digest
@@ -32,6 +29,8 @@ from pinbench.evaluator.host import host_facts
 from pinbench.evaluator.policy import check_pickle
 from pinbench.evaluator.records import recording
 from pinbench.evaluator.records.recording import Recorded, record_run, stopped_from_now
+from pinbench.evaluator.records.run_blobs import array_of as array_of
+from pinbench.evaluator.records.run_blobs import latencies_of as latencies_of
 from pinbench.evaluator.records.run_blobs import save_evidence, save_weights, store_graph
 from pinbench.evaluator.records.run_filter import listing_columns
 from pinbench.evaluator.runners import Runner, choose_runner, runner_named
@@ -387,14 +386,3 @@ def _record_of(attempt: _Attempt) -> RunRecord:
     }
     results = tuple((k, v, unit_of(k)) for k, v in sorted(evidence.metrics.items()))
     return RunRecord(attempt.id, columns, results)
-
-
-def array_of(ws: Workspace, digest: str, label: str) -> npt.NDArray[Any]:
-    """A recorded array blob (raw latencies, accuracy outputs), verified before it is read."""
-    path: Path = ws.store.verify(Digest(digest), label=f"{label} {digest[:12]}")
-    out: npt.NDArray[Any] = np.load(path, allow_pickle=False)
-    return out
-
-
-def latencies_of(ws: Workspace, digest: str) -> npt.NDArray[np.int64]:
-    return array_of(ws, digest, "latencies")

@@ -12,8 +12,8 @@ import numpy.typing as npt
 
 from pinbench.cluster.systems import list_systems
 from pinbench.errors import UserError
+from pinbench.evaluator.records.run_blobs import latencies_of
 from pinbench.evaluator.records.run_view import show_run
-from pinbench.evaluator.run import latencies_of
 from pinbench.reports.hardware import hardware, system_label
 from pinbench.run_figures import marked
 from pinbench.workspace import Workspace

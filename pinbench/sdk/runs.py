@@ -230,7 +230,7 @@ class Run:
         if self.registry.remote:
             ns = _remote_array(self.registry, digest)
         else:
-            from pinbench.evaluator.run import latencies_of
+            from pinbench.evaluator.records.run_blobs import latencies_of
 
             ns = latencies_of(self.registry.workspace(), digest)
         out: npt.NDArray[np.float64] = ns.astype(np.float64) / 1e9
@@ -250,7 +250,7 @@ class Run:
         if self.registry.remote:
             rows = _remote_array(self.registry, digest)
         else:
-            from pinbench.evaluator.run import array_of
+            from pinbench.evaluator.records.run_blobs import array_of
 
             rows = array_of(self.registry.workspace(), digest, "token times")
         return rows[:, 0].astype(np.float64) / 1e9, rows[:, 1].astype(np.int64)

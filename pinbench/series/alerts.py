@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from pinbench.db.models import Alert
 from pinbench.errors import UserError
+from pinbench.series.regressions import regressed_runs as regressed_runs
 from pinbench.series.series_errors import AlertNotFound
 from pinbench.workspace import Workspace
 
@@ -85,23 +86,6 @@ def _same(session: Session, series: str, metric: str, kind: str, run_id: str) ->
             Alert.run_id == run_id,
         )
     ).first()
-
-
-def regressed_runs(ws: Workspace, series: str) -> set[str]:
-    """Every candidate run a gate found regressed in ``series``: the run each regression alert
-    names and the other candidate runs judged with it (its ``detail``'s ``runs``)."""
-    found: set[str] = set()
-    with ws.transaction() as session:
-        rows = session.execute(
-            select(Alert.run_id, Alert.detail).where(
-                Alert.series == series, Alert.kind == "regression"
-            )
-        ).all()
-    for run_id, detail in rows:
-        found.add(run_id)
-        runs = detail.get("runs") if isinstance(detail, dict) else None
-        found.update(r for r in runs or [] if isinstance(r, str))
-    return found
 
 
 def alerted_runs(ws: Workspace, *, series: str, metric: str, kind: str) -> set[str]:

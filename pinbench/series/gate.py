@@ -262,8 +262,8 @@ def gate(
     are in the window too (by default they are left out, ``GateResult.invalid``), and the
     gate answers without recording an alert: a baseline of runs that are no result must not
     take a candidate out of every later window."""
-    from pinbench.evaluator.run import latencies_of
-    from pinbench.series.alerts import raise_alert, regressed_runs
+    from pinbench.evaluator.records.run_blobs import latencies_of
+    from pinbench.series.regressions import regressed_runs
 
     given = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not GATE_CANDIDATES.holds(len(given)):
@@ -289,6 +289,8 @@ def gate(
     newest = {m.run_id for m in members[-len(result.runs) :]} == set(result.runs)
     alert = alert and not include_invalid  # a window of runs that are no result raises none
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
+        from pinbench.series.alerts import raise_alert  # the ORM, only to record an alert
+
         for j in result.judged:
             if j.comparison.verdict == "regressed":
                 raise_alert(
@@ -304,10 +306,10 @@ def gate(
 
 def _full_ids(ws: Workspace, given: list[str]) -> list[str]:
     """Each run's full id (a prefix resolved); a run given twice is refused."""
-    from pinbench.evaluator.records.history import find_run
+    from pinbench.evaluator.records.run_view import locate
 
-    with ws.transaction() as session:
-        full = [find_run(session, r).id for r in given]
+    with ws.reads() as rows:
+        full = [str(locate(rows, r)[0]) for r in given]
     for i, run_id in enumerate(full):
         if run_id in full[:i]:
             raise UserError(f"run {run_id[:8]} is given twice: each candidate run counts once")

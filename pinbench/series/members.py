@@ -177,16 +177,15 @@ def series_of_run(ws: Workspace, run_id: str) -> tuple[SeriesKey, list[Member]]:
 def key_of_run(ws: Workspace, run_id: str) -> SeriesKey:
     """The series a recorded run belongs to, its runs not read; refused for a run that is in
     none (not a model evaluation, failed or traced)."""
-    from pinbench.db.models import Lockfile as LockfileRow
     from pinbench.errors import UserError
-    from pinbench.evaluator.records.history import find_run
+    from pinbench.evaluator.records.run_view import locate
 
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
-        row = session.get(LockfileRow, run.lockfile_digest)
-        assert row is not None
-        key = key_of(Lockfile.from_bytes(row.body.encode()), run.system)
-        status, trace, full_id = run.status, run.trace_level, run.id
+    with ws.reads() as rows:
+        found = locate(rows, run_id, "id, status, trace_level, system, lockfile_digest")
+        full_id, status, trace = str(found[0]), str(found[1]), str(found[2])
+        system = None if found[3] is None else str(found[3])
+        ((body,),) = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": found[4]})
+    key = key_of(Lockfile.from_bytes(str(body).encode()), system)
     if key is None:
         raise UserError(f"run {full_id[:8]} is not a model evaluation: it belongs to no series")
     if status != "succeeded" or trace != "none":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +21,9 @@ from pinbench.artifacts.digest import Digest
 from pinbench.registry.lockfile import Lockfile
 from pinbench.transforms.result import GRAPH_SHA256, LEGACY_GRAPH_SHA256
 from pinbench.worker.job import Evidence
+
+if TYPE_CHECKING:
+    from pinbench.workspace import Workspace
 
 Put = Callable[[bytes], Digest]
 """Stores bytes as a blob; their digest."""
@@ -102,3 +106,14 @@ def store_graph(put: Put, evidence: Evidence) -> None:
         transform.pop(GRAPH_SHA256, None)
         if graph is not None:
             transform[GRAPH_SHA256] = put(graph).hex
+
+
+def array_of(ws: Workspace, digest: str, label: str) -> npt.NDArray[Any]:
+    """A recorded array blob (raw latencies, accuracy outputs), verified before it is read."""
+    path = ws.store.verify(Digest(digest), label=f"{label} {digest[:12]}")
+    out: npt.NDArray[Any] = np.load(path, allow_pickle=False)
+    return out
+
+
+def latencies_of(ws: Workspace, digest: str) -> npt.NDArray[np.int64]:
+    return array_of(ws, digest, "latencies")

@@ -21,13 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.db.chunks import chunked
 from pinbench.evaluator.records.run_filter import RunFilter
-from pinbench.evaluator.records.run_view import (
-    RUN_ID_LEN,
-    AmbiguousRun,
-    RunNotFound,
-    run_id_prefix,
-    summary,
-)
+from pinbench.evaluator.records.run_view import locate, summary
 
 if TYPE_CHECKING:
     from pinbench.db.plain import Rows
@@ -132,22 +126,8 @@ def _parsed(digest: str, body: str) -> Lockfile:
 def _position(rows: Rows, run_id: str) -> tuple[Any, str]:
     """Where the run ``run_id`` (an id or a unique prefix) is in the listing's order: its
     ``started_at`` as the database holds it, and its id."""
-    prefix = run_id_prefix(run_id)
-    # a whole id is looked up by the primary key; a prefix by LIKE (only 0-9, a-f and '-'
-    # reach it), which PostgreSQL reads off the key's index only under the C collation (a
-    # full scan otherwise: 0.25 s at a million runs, so ``after`` and the web UI's links give
-    # whole ids)
-    whole = len(prefix) == RUN_ID_LEN
-    found = rows(
-        f"SELECT started_at, id FROM runs WHERE id {'=' if whole else 'LIKE'} :id "
-        "ORDER BY id LIMIT 2",
-        {"id": prefix if whole else prefix + "%"},
-    )
-    if len(found) > 1:
-        raise AmbiguousRun(run=run_id, ids=sorted(str(r[1]) for r in found))
-    if not found:
-        raise RunNotFound(run=run_id)
-    return found[0][0], str(found[0][1])
+    found, at = locate(rows, run_id, "id, started_at")
+    return at, str(found)
 
 
 def equalities(where: RunFilter) -> dict[str, str]:

@@ -6,6 +6,7 @@ filters and pages, is ``history``'s."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ import msgspec
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
+    from pinbench.db.plain import Rows
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
 
@@ -53,6 +55,26 @@ def run_id_prefix(text: str) -> str:
     if not _RUN_PREFIX.fullmatch(text):
         raise RunNotFound(run=text[:80], reason=RUN_ID_RULE)
     return text
+
+
+def locate(rows: Rows, run_id: str, columns: str = "id") -> Sequence[Any]:
+    """The ``columns`` of the one run whose id is or begins with ``run_id`` (RunNotFound if
+    none, AmbiguousRun if several); ``id`` must be the first column. A whole id is looked up
+    by the primary key; a prefix by LIKE (only 0-9, a-f and '-' reach it:
+    ``run_id_prefix``), which PostgreSQL reads off the key's index only under the C collation
+    (a full scan otherwise: 0.25 s at a million runs, so ``after`` and the web UI's links give
+    whole ids)."""
+    prefix = run_id_prefix(run_id)
+    whole = len(prefix) == RUN_ID_LEN
+    found = rows(
+        f"SELECT {columns} FROM runs WHERE id {'=' if whole else 'LIKE'} :id ORDER BY id LIMIT 2",
+        {"id": prefix if whole else prefix + "%"},
+    )
+    if len(found) > 1:
+        raise AmbiguousRun(run=run_id, ids=sorted(str(r[0]) for r in found))
+    if not found:
+        raise RunNotFound(run=run_id)
+    return found[0]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -154,22 +176,8 @@ def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, A
     lockfile (metrics as in ``run_list.list_runs``)."""
     from pinbench.registry.lockfile import Lockfile
 
-    prefix = run_id_prefix(run_id)
-    # a whole id is looked up by the primary key; a prefix by LIKE (only 0-9, a-f and '-'
-    # reach it: ``run_id_prefix``), which PostgreSQL reads off the key's index only under the
-    # C collation (a full scan otherwise: 0.25 s at a million runs)
-    whole = len(prefix) == RUN_ID_LEN
-    match = "id = :id" if whole else "id LIKE :id"
     with ws.reads() as rows:
-        found = rows(
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE {match} ORDER BY id LIMIT 2",
-            {"id": prefix if whole else prefix + "%"},
-        )
-        if len(found) > 1:
-            raise AmbiguousRun(run=run_id, ids=sorted(str(r[0]) for r in found))
-        if not found:
-            raise RunNotFound(run=run_id)
-        run = _Row(found[0])
+        run = _Row(locate(rows, run_id, RUN_COLUMNS))
         results = rows(
             "SELECT metric, value, unit FROM results WHERE run_id = :id ORDER BY id",
             {"id": run.id},

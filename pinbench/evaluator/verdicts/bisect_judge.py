@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pinbench.evaluator.run import latencies_of
+from pinbench.evaluator.records.run_blobs import latencies_of
 from pinbench.evaluator.verdicts.bisect_chain import ACCURACY, Side, side_of
 from pinbench.evaluator.verdicts.verdict import (
     BAND,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pinbench.errors import UserError
+from pinbench.evaluator.records.run_blobs import array_of
 from pinbench.evaluator.records.run_view import show_run
-from pinbench.evaluator.run import array_of
 from pinbench.evaluator.verdicts.rerun import recorded_lockfile
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.workspace import Workspace
