@@ -355,3 +355,23 @@ def test_lock_records_its_lockfile_with_plain_sql(digits: Workspace, tmp_path: P
     with digits.reads() as rows:
         ((body,),) = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": first.digest.hex})
     assert str(body).encode() == first.canonical
+
+
+def test_publish_records_its_rows_with_plain_sql(digits: Workspace, tmp_path: Path) -> None:
+    """``publish`` checks the version is free and inserts the artifact's and its files' rows in
+    one plain SQL transaction (``Workspace.writes``, issue 75, item 3): no ORM, and on SQLite
+    no SQLAlchemy at all; publishing the same manifest again is the no-op it was."""
+    import pinbench
+
+    root = tmp_path / "colours"
+    files = write_files(root, {"x.npy": b"images of colours", "y.npy": b"their labels"})
+    manifest = dump(root / "d.yaml", dataset_manifest("colours", "1.0.0", files))
+    home, url = digits.settings.home, digits.settings.database_url
+    for _ in range(2):
+        _, modules = _run(home, tmp_path, "publish", str(manifest), database_url=url)
+        assert _loaded(modules, ["sqlalchemy.orm"]) == []
+        if url.startswith("sqlite:///"):
+            assert _loaded(modules, ["sqlalchemy"]) == []
+    registry = pinbench.Registry(home, database_url=url)
+    shown = registry.show("dataset/colours@1.0.0")
+    assert sorted(f["path"] for f in shown["files"]) == ["x.npy", "y.npy"]

@@ -130,7 +130,8 @@ def connection_rows(conn: Connection | Session) -> Rows:
     from sqlalchemy import text
 
     def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        return [tuple(r) for r in conn.execute(text(sql), dict(params)).all()]
+        result = conn.execute(text(sql), dict(params))
+        return [tuple(r) for r in result.all()] if result.returns_rows else []
 
     return rows
 

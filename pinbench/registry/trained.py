@@ -9,13 +9,14 @@ manifest's ``trained_by.weights`` file, in the format the run wrote them.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 from pinbench.registry.manifest import Manifest, ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
+
+if TYPE_CHECKING:
+    from pinbench.db.plain import Rows
 
 FORMAT_OF_WEIGHTS = {"safetensors": "safetensors", "keras": "keras"}
 """A training run's ``weights_format`` -> the model format its weights file is in."""
@@ -34,7 +35,7 @@ class TrainedByRefused(UserError):
 
 
 def check_trained_by(
-    session: Session,
+    rows: Rows,
     manifest: Manifest,
     checked: list[tuple[FileEntry, int]],
     *,
@@ -46,8 +47,7 @@ def check_trained_by(
     is about that registry's run, checked there)."""
     if not isinstance(manifest, ModelManifest) or manifest.trained_by is None:
         return
-    from pinbench.db.models import Lockfile as LockfileRow
-    from pinbench.db.models import Run
+    from pinbench.db.plain import json_value
 
     claim = manifest.trained_by
 
@@ -63,24 +63,27 @@ def check_trained_by(
             f"the file a {manifest.format} model loads is its one {suffix or '(trainable)'} "
             f"file, and trained_by.weights must name it (files: {', '.join(loaded) or 'none'})"
         )
-    run = session.get(Run, claim.run)
-    if run is None and adopted:
+    found = rows(
+        "SELECT lockfile_digest, status, details FROM runs WHERE id = :id", {"id": claim.run}
+    )
+    if not found and adopted:
         return
-    if run is None:
+    if not found:
         raise refuse("no run with that id is recorded in this registry (give the full run id)")
-    if run.lockfile_digest != claim.lockfile:
+    digest_of_lock, status = str(found[0][0]), str(found[0][1])
+    details = json_value(found[0][2]) if found[0][2] is not None else None
+    if digest_of_lock != claim.lockfile:
         raise refuse(
-            f"that run is a run of lockfile {run.lockfile_digest[:12]}, not of "
-            f"{claim.lockfile[:12]}"
+            f"that run is a run of lockfile {digest_of_lock[:12]}, not of {claim.lockfile[:12]}"
         )
     from pinbench.registry.lockfile import Lockfile
 
-    row = session.get(LockfileRow, run.lockfile_digest)
-    if row is None or Lockfile.from_bytes(row.body.encode()).body.training is None:
+    body = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": digest_of_lock})
+    if not body or Lockfile.from_bytes(str(body[0][0]).encode()).body.training is None:
         raise refuse("that run's lockfile has no training section: it trained nothing")
-    if run.status != "succeeded":
-        raise refuse(f"that run {run.status}: only a succeeded run's weights are published")
-    training: Any = (run.details or {}).get("training")
+    if status != "succeeded":
+        raise refuse(f"that run {status}: only a succeeded run's weights are published")
+    training: Any = (details if isinstance(details, dict) else {}).get("training")
     weights = training.get("weights_sha256") if isinstance(training, dict) else None
     if not isinstance(weights, str):
         raise refuse("that run is not a training run (it recorded no final weights)")
