@@ -128,10 +128,14 @@ def engine_reads(engine: Engine) -> Iterator[Rows]:
 def connection_rows(conn: Connection | Session) -> Rows:
     """Rows over a SQLAlchemy connection or session (the caller's transaction)."""
     from sqlalchemy import text
+    from sqlalchemy.exc import ResourceClosedError
 
     def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         result = conn.execute(text(sql), dict(params))
-        return [tuple(r) for r in result.all()] if result.returns_rows else []
+        try:
+            return [tuple(r) for r in result.all()]
+        except ResourceClosedError:  # a statement that returns no rows (INSERT, no RETURNING)
+            return []
 
     return rows
 
