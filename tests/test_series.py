@@ -552,27 +552,32 @@ def test_one_shift_is_one_change_point_alert_as_the_series_grows(made: Fixture) 
     assert alerted == [runs[13]]
 
 
-def test_the_same_finding_is_one_alert_even_when_two_writers_race(
-    made: Fixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_same_finding_is_one_alert_even_when_two_writers_race(made: Fixture) -> None:
     """Review of issue 51, finding 7: the alerts table holds one row per series, metric, kind
-    and run (``uq_alerts_finding``); a writer that checked before the other one inserted gets
-    the other's row back instead of a second alert or an error."""
+    and run (``uq_alerts_finding``); writers racing to record the same finding (two threads,
+    released together) each get the one row back instead of a second alert or an error, and
+    a later writer gets the first one's row, its detail unchanged."""
+    import threading
+
     from pinbench.db.errors import Conflict
     from pinbench.series import alerts
 
     ws = made.ws
     finding = {"series": "race:d:Offline:accuracy:b1:-", "metric": "m", "kind": "regression"}
-    first = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 1})
-    real, calls = alerts._same, []
+    start, got = threading.Barrier(2), []
 
-    def late(*args: Any) -> Any:  # the check ran before the other writer's insert
-        calls.append(args)
-        return None if len(calls) == 1 else real(*args)
+    def writer(n: int) -> None:
+        start.wait()
+        got.append(alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": n}))
 
-    monkeypatch.setattr(alerts, "_same", late)
-    again = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 2})
-    assert again["id"] == first["id"] and again["detail"] == {"n": 1} and len(calls) == 2
+    threads = [threading.Thread(target=writer, args=(n,)) for n in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got[0]["id"] == got[1]["id"] and got[0]["detail"] == got[1]["detail"]
+    again = alerts.raise_alert(ws, **finding, run_id="r" * 36, detail={"n": 3})
+    assert again["id"] == got[0]["id"] and again["detail"] == got[0]["detail"] != {"n": 3}
     with pytest.raises(Conflict), ws.transaction() as session:
         session.add(Alert(**finding, run_id="r" * 36, detail={}, state="open",
                           created_at=datetime.now(UTC)))  # fmt: skip

@@ -8,84 +8,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from pinbench.db.models import Alert
 from pinbench.errors import UserError
-from pinbench.series.regressions import regressed_runs as regressed_runs
+from pinbench.series.alert_rows import KINDS as KINDS
+from pinbench.series.alert_rows import alert_json as _json
+from pinbench.series.alert_rows import raise_alert as raise_alert
+from pinbench.series.alert_rows import regressed_runs as regressed_runs
 from pinbench.series.series_errors import AlertNotFound
 from pinbench.workspace import Workspace
 
-KINDS = ("regression", "change-point")
 STATES = ("open", "acknowledged")
-
-
-def _json(row: Alert) -> dict[str, Any]:
-    def iso(value: datetime | None) -> str | None:
-        if value is None:
-            return None
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
-
-    return {
-        "id": row.id,
-        "series": row.series,
-        "metric": row.metric,
-        "kind": row.kind,
-        "run": row.run_id,
-        "state": row.state,
-        "detail": row.detail,
-        "created_at": iso(row.created_at),
-        "acknowledged_by": row.acknowledged_by,
-        "acknowledged_at": iso(row.acknowledged_at),
-    }
-
-
-def raise_alert(
-    ws: Workspace, *, series: str, metric: str, kind: str, run_id: str, detail: dict[str, Any]
-) -> dict[str, Any]:
-    """Record an alert; one already recorded for the same series, metric, kind and run is not
-    recorded twice (a gate run again on the same candidate): the table's unique constraint
-    holds that under concurrency too, and the writer that loses the race returns the row the
-    other one wrote."""
-    from pinbench.db.errors import Conflict
-
-    assert kind in KINDS, kind
-    finding = (series, metric, kind, run_id)
-    with ws.transaction() as session:
-        same = _same(session, *finding)
-        if same is not None:
-            return _json(same)
-    try:
-        with ws.transaction() as session:
-            row = Alert(
-                series=series,
-                metric=metric,
-                kind=kind,
-                run_id=run_id,
-                detail=detail,
-                state="open",
-                created_at=datetime.now(UTC),
-            )
-            session.add(row)
-            session.flush()
-            return _json(row)
-    except Conflict:  # another writer recorded the same finding since the check
-        with ws.transaction() as session:
-            same = _same(session, *finding)
-            if same is None:
-                raise
-            return _json(same)
-
-
-def _same(session: Session, series: str, metric: str, kind: str, run_id: str) -> Alert | None:
-    return session.scalars(
-        select(Alert).where(
-            Alert.series == series,
-            Alert.metric == metric,
-            Alert.kind == kind,
-            Alert.run_id == run_id,
-        )
-    ).first()
 
 
 def alerted_runs(ws: Workspace, *, series: str, metric: str, kind: str) -> set[str]:

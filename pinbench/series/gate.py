@@ -263,7 +263,7 @@ def gate(
     gate answers without recording an alert: a baseline of runs that are no result must not
     take a candidate out of every later window."""
     from pinbench.evaluator.records.run_blobs import latencies_of
-    from pinbench.series.regressions import regressed_runs
+    from pinbench.series.alert_rows import regressed_runs
 
     given = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not GATE_CANDIDATES.holds(len(given)):
@@ -289,7 +289,7 @@ def gate(
     newest = {m.run_id for m in members[-len(result.runs) :]} == set(result.runs)
     alert = alert and not include_invalid  # a window of runs that are no result raises none
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
-        from pinbench.series.alerts import raise_alert  # the ORM, only to record an alert
+        from pinbench.series.alert_rows import raise_alert
 
         for j in result.judged:
             if j.comparison.verdict == "regressed":
