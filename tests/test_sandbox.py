@@ -92,7 +92,7 @@ _probe("blob store", lambda: sorted(_os.listdir(@BLOBS@)))
 _probe("user's home", lambda: _read(@USER_FILE@))
 _stdlib = _os.path.dirname(_json.__file__)
 _site = _os.path.dirname(_os.path.dirname(__import__("numpy").__file__))
-_results = __import__("pinbench.worker.results").evaluator.results.__file__
+_results = __import__("pinbench.worker.results").worker.results.__file__
 _probe("environment .pth", lambda: _write(_os.path.join(_stdlib, "x.pth")))
 _probe("site-packages", lambda: _write(_os.path.join(_site, "planted.pth")))
 _probe("evaluator", lambda: _write(_results))

@@ -22,7 +22,7 @@ ALLOWED_FOLDERS = {
 ALLOWED: dict[tuple[str, str], str] = {
     # (file under pinbench/, name): why it may name it
     ("trace/ops.py", "other"): "an operator category, not the task",
-    ("evaluator/generation/chat_template.py", "map"): "a Jinja filter a chat template may use, "
+    ("worker/generation/chat_template.py", "map"): "a Jinja filter a chat template may use, "
     "not the detection metric",
     ("cli/bisect.py", "top1"): "the CLI contract's earlier name of --metric accuracy",
     # the output types a model manifest declares are spelled as the tasks that read them
@@ -39,7 +39,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("registry/output_steps.py", "classification"): "an output type and the steps it takes",
     ("registry/output_steps.py", "detection"): "an output type (it takes no step)",
     ("registry/output_steps.py", "segmentation"): "an output type (it takes no step)",
-    ("evaluator/trainrun.py", "classification"): "the output type a trained classifier has",
+    ("worker/trainrun.py", "classification"): "the output type a trained classifier has",
     ("registry/schema_docs_ports.py", "detection"): "the output section's field name",
     ("registry/schema_docs_ports.py", "segmentation"): "the output section's field name",
     ("authoring/model.py", "classification"): "`manifest model --classification` marks the type",

@@ -196,7 +196,8 @@ def test_each_worker_starts_with_a_copy_of_the_evaluator_of_its_own_and_an_empty
 ) -> None:
     """Two workers never share the evaluator they import (what one run's code writes there no
     other run reads; issue 63); each copy has the host's bytecode (a worker that may not write
-    ``.pyc`` files does not compile what it imports), and starts in an empty folder."""
+    ``.pyc`` files does not compile what it imports), holds the worker's side and never the
+    host's (issue 71, item 6), and starts in an empty folder."""
     import sys
 
     from pinbench.evaluator.runners.process import worker_start
@@ -204,9 +205,11 @@ def test_each_worker_starts_with_a_copy_of_the_evaluator_of_its_own_and_an_empty
     first, second = (worker_start(sys.executable, tmp_path / n, ["JOB", "OUT"]) for n in "ab")
     assert first.env["PYTHONPATH"] != second.env["PYTHONPATH"]
     dest = Path(first.env["PYTHONPATH"])
-    assert (dest / "pinbench" / "evaluator" / "worker.py").is_file()
-    compiled = dest / "pinbench" / "evaluator" / "__pycache__" / "worker.cpython-311.pyc"
+    assert (dest / "pinbench" / "worker" / "main.py").is_file()
+    compiled = dest / "pinbench" / "worker" / "__pycache__" / "main.cpython-311.pyc"
     assert compiled.is_file()
+    host = ["evaluator", "db", "cli", "api", "provenance", "sdk", "workspace.py", "config.py"]
+    assert [p for p in host if (dest / "pinbench" / p).exists()] == []
     assert list(Path(first.cwd).iterdir()) == [] and Path(first.cwd).parent == tmp_path / "a"
     assert first.argv == [sys.executable, "-s", "-m", "pinbench.worker.main", "JOB", "OUT"]
     assert first.env["PYTHONNOUSERSITE"] == "1" and "HOME" not in first.env
