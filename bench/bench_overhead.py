@@ -27,11 +27,16 @@ region adds). Targets: digits, absolute overhead per query <= 2 µs (LoadGen's P
 alone is about 1.7 µs); ResNet-50, ratio LoadGen p50 / bare p50 <= 1.01.
 
 Run: ``.venv/bin/python -m bench.bench_overhead --runs 5`` (``--json``; ``--models
-digits-logreg,digits-cnn`` leaves out ResNet-50, which takes most of the time).
+digits-logreg,digits-cnn`` leaves out ResNet-50, which takes most of the time; ``--cpu N``
+holds this process to CPU N while the in-process sides (bare, pinbench, floor) run, so that
+LoadGen's threads and the callback share one core and no test lands on another: on a 2-core
+machine the floor moved bimodally between tests without it; the host-timed sides keep every
+core, as a run's worker and host do).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -220,8 +225,18 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(MODELS),
         help=f"which models, comma-separated (default: all of {', '.join(MODELS)})",
     )
+    p.add_argument(
+        "--cpu",
+        type=int,
+        default=None,
+        help="hold the in-process sides to this CPU (default: every CPU this process may use)",
+    )
     args = p.parse_args(argv)
     chosen = [m for m in args.models.split(",") if m]
+    every = os.sched_getaffinity(0)
+    if args.cpu is not None and args.cpu not in every:
+        p.error(f"--cpu: this process may run on CPUs {sorted(every)}, not {args.cpu}")
+    pinned = every if args.cpu is None else {args.cpu}
     if not chosen or set(chosen) - set(MODELS):
         p.error(f"--models: choose among {', '.join(MODELS)}")
     runs = check_runs(args)
@@ -239,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             predictor, inputs = _open(root, model, dataset, threads)
             for run in range(runs):
                 log(f"{label}: run {run + 1}/{runs}")
+                os.sched_setaffinity(0, pinned)
                 if run % 2 == 0:
                     bare = _bare(predictor, inputs, queries)
                     ours, loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
@@ -246,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                     ours, loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
                     bare = _bare(predictor, inputs, queries)
                 floor = _floor(predictor, inputs, queries, root / "floor")
+                os.sched_setaffinity(0, every)
                 timed, crossing = _host_timed(root, label, queries, root / "host-timed")
                 over_socket, _ = _host_timed(
                     root, label, queries, root / "host-timed", root / f"socket-{run}"
@@ -308,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     report.notes += [
+        f"in-process sides on CPUs {sorted(pinned)}; host-timed sides on {sorted(every)}",
         f"each run: {WARMUP} untimed warm-up predictions before each side; digits models "
         f"{MODELS['digits-cnn'][3]:,} queries per side, ResNet-50 {MODELS['resnet50'][3]}",
         "bare and pinbench alternate which goes first from run to run; same process, "
