@@ -287,12 +287,13 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
 def test_series_show_reads_with_plain_sql_and_no_numpy(digits: Workspace, tmp_path: Path) -> None:
     """``series show`` reads the series' runs and thresholds with plain SQL (issue 75, item 3):
     no ORM, no NumPy or SciPy (a threshold is data: ``series.threshold``), and on SQLite no
-    SQLAlchemy at all; what it prints is the series' runs and its threshold."""
+    SQLAlchemy at all; what it prints is the series' runs and its threshold. ``gate``,
+    ``series threshold set`` and ``series alerts`` read and write with plain SQL too."""
     import numpy as np
 
     from pinbench.series.members import resolve
     from pinbench.series.stats import Threshold
-    from pinbench.series.thresholds import set_threshold
+    from pinbench.series.thresholds import set_threshold, thresholds
     from tests.series_data import latencies, lock, record
 
     rng = np.random.default_rng(75)
@@ -332,6 +333,20 @@ def test_series_show_reads_with_plain_sql_and_no_numpy(digits: Workspace, tmp_pa
     assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.run"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
+    # the series' other commands too: a threshold set (a new version), the alerts listed
+    for args in (
+        ["series", "threshold", "set", str(key), metric, "--test", "relative", "--max-change",
+         "0.2"],
+        ["series", "alerts", "--json"],
+    ):  # fmt: skip
+        _, modules = _run(
+            digits.settings.home, tmp_path, *args, database_url=digits.settings.database_url
+        )
+        assert _loaded(modules, ["sqlalchemy.orm"]) == [], args
+        if digits.settings.database_url.startswith("sqlite:///"):
+            assert _loaded(modules, ["sqlalchemy"]) == [], args
+    versions = [t.version for t in thresholds(digits, key, every_version=True)]
+    assert versions == [1, 2]
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
 

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pinbench.db.models import Alert
     from pinbench.workspace import Workspace
 
 KINDS = ("regression", "change-point")
@@ -29,15 +28,11 @@ COLUMNS = (
 )
 
 
-def alert_json(row: Alert | Sequence[Any]) -> dict[str, Any]:
-    """An alert as plain data, from its ORM row or its ``COLUMNS`` read with plain SQL."""
+def alert_json(row: Sequence[Any]) -> dict[str, Any]:
+    """An alert as plain data, from its ``COLUMNS`` read with plain SQL."""
     from pinbench.db.plain import json_value, when
 
-    values = (
-        dict(zip(COLUMNS, row, strict=True))
-        if isinstance(row, Sequence)
-        else {c: getattr(row, c) for c in COLUMNS}
-    )
+    values = dict(zip(COLUMNS, row, strict=True))
 
     def iso(value: Any) -> str | None:
         return None if value is None else when(value).isoformat()

@@ -8,7 +8,8 @@ its metric (a bound that would never be checked)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from pinbench.series.threshold import Threshold
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
-    from pinbench.db.models import SeriesThreshold
+    from pinbench.db.plain import Rows
 
 RETIRED = "retired"
 """The ``test`` of a version that retires its metric's threshold (``retire_threshold``): the
@@ -55,21 +56,6 @@ def default_direction(metric: str) -> str:
     return "lower" if metric.endswith(LOWER_IS_BETTER_SUFFIXES) else "higher"
 
 
-def _of(row: SeriesThreshold) -> Versioned:
-    threshold = Threshold(
-        metric=row.metric,
-        test=row.test,  # type: ignore[arg-type]  # stored only after validate
-        direction=row.direction,  # type: ignore[arg-type]
-        max_change=row.max_change,
-        alpha=row.alpha,
-        window=row.window,
-        min_runs=row.min_runs,
-        tolerance=row.tolerance,
-    )
-    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
-    return Versioned(row.series, row.version, threshold, row.created_by, created)
-
-
 def set_threshold(
     ws: Workspace,
     key: SeriesKey,
@@ -80,9 +66,6 @@ def set_threshold(
 ) -> tuple[Versioned, bool]:
     """Store ``threshold`` as the next version for ``key``; (the current version, whether it
     was added). ``members``: the series' runs, to refuse a metric it never recorded."""
-    from sqlalchemy import select
-
-    from pinbench.db.models import SeriesThreshold
     from pinbench.series.stats import validate
 
     validate(threshold)
@@ -92,62 +75,28 @@ def set_threshold(
             f"series {key} never recorded {threshold.metric!r}: a threshold on it would never "
             f"be checked (its metrics: {', '.join(recorded) or 'none'})"
         )
-    name = str(key)
-    with ws.transaction() as session:
-        latest = session.scalars(
-            select(SeriesThreshold)
-            .where(SeriesThreshold.series == name, SeriesThreshold.metric == threshold.metric)
-            .order_by(SeriesThreshold.version.desc())
-            .limit(1)
-        ).first()
-        if latest is not None and _of(latest).threshold == threshold:
-            return _of(latest), False
-        row = SeriesThreshold(
-            series=name,
-            version=(latest.version + 1) if latest is not None else 1,
-            created_by=by,
-            created_at=datetime.now(UTC),
-            **{"metric": threshold.metric, **{f: getattr(threshold, f) for f in FIELDS}},
-        )
-        session.add(row)
-        session.flush()
-        return _of(row), True
+    with ws.writes() as rows:
+        latest = _latest(rows, str(key), threshold.metric)
+        if latest is not None and latest.threshold == threshold:
+            return latest, False
+        version = (latest.version + 1) if latest is not None else 1
+        return _insert(rows, str(key), version, threshold, by), True
 
 
 def retire_threshold(ws: Workspace, key: SeriesKey, metric: str, *, by: str) -> Versioned:
     """Stop judging ``metric`` in ``key``'s series: a next version whose test is ``RETIRED``
     (its other fields the current version's); the earlier versions stay. Refused when the
     metric has no current threshold."""
-    from sqlalchemy import select
-
-    from pinbench.db.models import SeriesThreshold
-
-    name = str(key)
-    with ws.transaction() as session:
-        latest = session.scalars(
-            select(SeriesThreshold)
-            .where(SeriesThreshold.series == name, SeriesThreshold.metric == metric)
-            .order_by(SeriesThreshold.version.desc())
-            .limit(1)
-        ).first()
-        if latest is None or latest.test == RETIRED:
+    with ws.writes() as rows:
+        latest = _latest(rows, str(key), metric)
+        if latest is None or latest.threshold.test == RETIRED:
             state = "no" if latest is None else f"a retired (v{latest.version})"
             raise UserError(
                 f"series {key} has {state} threshold on {metric!r}: nothing to retire "
                 f"(`pinbench series threshold list {key}`)"
             )
-        row = SeriesThreshold(
-            series=name,
-            metric=metric,
-            version=latest.version + 1,
-            created_by=by,
-            created_at=datetime.now(UTC),
-            **{f: getattr(latest, f) for f in FIELDS if f != "test"},
-            test=RETIRED,
-        )
-        session.add(row)
-        session.flush()
-        return _of(row)
+        retired = replace(latest.threshold, test=RETIRED)  # type: ignore[arg-type]
+        return _insert(rows, str(key), latest.version + 1, retired, by)
 
 
 COLUMNS = (
@@ -161,8 +110,6 @@ reserves the word)."""
 def thresholds(ws: Workspace, key: SeriesKey, *, every_version: bool = False) -> list[Versioned]:
     """The series' thresholds: the current version of each metric's (a retired one left out),
     or every version (the retiring ones included); read with plain SQL (``Workspace.reads``)."""
-    from pinbench.db.plain import when
-
     newest = (
         ""
         if every_version
@@ -175,20 +122,48 @@ def thresholds(ws: Workspace, key: SeriesKey, *, every_version: bool = False) ->
             "ORDER BY metric, version",
             {"series": str(key)},
         )
-    found = []
-    for series, version, metric, test, direction, *bounds, window, min_runs, tol, by, at in rows:
-        if not every_version and test == RETIRED:
-            continue
-        max_change, alpha = bounds
-        threshold = Threshold(
-            metric=str(metric),
-            test=test,
-            direction=direction,
-            max_change=max_change,
-            alpha=float(alpha),
-            window=int(window),
-            min_runs=int(min_runs),
-            tolerance=tol,
-        )
-        found.append(Versioned(str(series), int(version), threshold, str(by), when(at)))
-    return found
+    versions = [_versioned(row) for row in rows]
+    return [v for v in versions if every_version or v.threshold.test != RETIRED]
+
+
+def _versioned(row: Sequence[Any]) -> Versioned:
+    """A stored version from its ``COLUMNS``."""
+    from pinbench.db.plain import when
+
+    series, version, metric, test, direction, max_change, alpha, window, min_runs, tol, by, at = row
+    threshold = Threshold(
+        metric=str(metric),
+        test=test,
+        direction=direction,
+        max_change=None if max_change is None else float(max_change),
+        alpha=float(alpha),
+        window=int(window),
+        min_runs=int(min_runs),
+        tolerance=None if tol is None else float(tol),
+    )
+    return Versioned(str(series), int(version), threshold, str(by), when(at))
+
+
+def _latest(rows: Rows, series: str, metric: str) -> Versioned | None:
+    """The newest stored version of ``series``'s threshold on ``metric`` (a retiring one too)."""
+    found = rows(
+        f"SELECT {COLUMNS} FROM series_thresholds WHERE series = :series AND metric = :metric "
+        "ORDER BY version DESC LIMIT 1",
+        {"series": series, "metric": metric},
+    )
+    return _versioned(found[0]) if found else None
+
+
+def _insert(rows: Rows, series: str, version: int, threshold: Threshold, by: str) -> Versioned:
+    """Store ``threshold`` as ``series``'s version ``version``; the same key twice (another
+    writer's version in between) is ``Conflict``."""
+    at = datetime.now(UTC)
+    values = {f: getattr(threshold, f) for f in FIELDS}
+    rows(
+        f"INSERT INTO series_thresholds ({COLUMNS}) VALUES (:series, :version, :metric, :test, "
+        ":direction, :max_change, :alpha, :window, :min_runs, :tolerance, :created_by, "
+        ":created_at)",
+        {**values, "series": series, "version": version, "metric": threshold.metric,
+         "created_by": by, "created_at": at},
+    )  # fmt: skip
+    return Versioned(series, version, threshold, by, at)
