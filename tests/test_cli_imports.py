@@ -375,7 +375,8 @@ def test_lock_records_its_lockfile_with_plain_sql(digits: Workspace, tmp_path: P
 def test_publish_records_its_rows_with_plain_sql(digits: Workspace, tmp_path: Path) -> None:
     """``publish`` checks the version is free and inserts the artifact's and its files' rows in
     one plain SQL transaction (``Workspace.writes``, issue 75, item 3): no ORM, and on SQLite
-    no SQLAlchemy at all; publishing the same manifest again is the no-op it was."""
+    no SQLAlchemy at all; publishing the same manifest again is the no-op it was. Yanking it
+    changes its row the same way."""
     import pinbench
 
     root = tmp_path / "colours"
@@ -390,3 +391,9 @@ def test_publish_records_its_rows_with_plain_sql(digits: Workspace, tmp_path: Pa
     registry = pinbench.Registry(home, database_url=url)
     shown = registry.show("dataset/colours@1.0.0")
     assert sorted(f["path"] for f in shown["files"]) == ["x.npy", "y.npy"]
+    yank = ["yank", "dataset/colours@1.0.0", "--reason", "mislabelled"]
+    _, modules = _run(home, tmp_path, *yank, database_url=url)  # a row changed, plain SQL too
+    assert _loaded(modules, ["sqlalchemy.orm"]) == []
+    if url.startswith("sqlite:///"):
+        assert _loaded(modules, ["sqlalchemy"]) == []
+    assert registry.show("dataset/colours@1.0.0")["yanked"] is True

@@ -1,8 +1,8 @@
 """Reading the registry: list, show, resolve, and yank.
 
 The reads are plain SQL over ``Workspace.reads`` (``pinbench.db.plain``): on the embedded
-SQLite database a CLI read command never imports SQLAlchemy. Yanking changes a row and goes
-through the ORM, imported when it is used.
+SQLite database a CLI read command never imports SQLAlchemy; yanking changes a row with plain
+SQL too (``Workspace.writes``).
 """
 
 from __future__ import annotations
@@ -196,14 +196,31 @@ def show(ws: Workspace, ref: ArtifactRef) -> dict[str, Any]:
     }
 
 
+YANK_SQL = (
+    "UPDATE artifacts SET yanked = :yanked, yank_reason = :reason, yanked_at = :at "
+    "WHERE kind = :kind AND name = :name AND version = :version RETURNING id"
+)
+
+
 def yank(ws: Workspace, ref: ArtifactRef, reason: str) -> None:
+    """Mark ``ref`` yanked, with its reason, in one plain SQL statement (``Workspace.writes``):
+    resolution skips it from then on; lockfiles that pin it still verify."""
     if not reason.strip():
         raise UserError("a yank needs a reason (--reason TEXT)")
-    with ws.transaction() as session:
-        row = get_artifact(session, ref)
-        row.yanked = True
-        row.yank_reason = reason
-        row.yanked_at = datetime.now(UTC)
+    with ws.writes() as rows:
+        changed = rows(
+            YANK_SQL,
+            {
+                "yanked": True,
+                "reason": reason,
+                "at": datetime.now(UTC),
+                "kind": ref.kind.value,
+                "name": ref.name,
+                "version": str(ref.version),
+            },
+        )
+    if not changed:
+        raise NotFound(what=str(ref))
 
 
 CANDIDATES_SQL = (
