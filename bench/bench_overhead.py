@@ -29,9 +29,9 @@ alone is about 1.7 µs); ResNet-50, ratio LoadGen p50 / bare p50 <= 1.01.
 Run: ``.venv/bin/python -m bench.bench_overhead --runs 5`` (``--json``; ``--models
 digits-logreg,digits-cnn`` leaves out ResNet-50, which takes most of the time; ``--cpu N``
 holds this process to CPU N while the in-process sides (bare, pinbench, floor) run, so that
-LoadGen's threads and the callback share one core and no test lands on another: on a 2-core
-machine the floor moved bimodally between tests without it; the host-timed sides keep every
-core, as a run's worker and host do).
+LoadGen's threads and the callback share one core; the host-timed sides keep every core, as a
+run's worker and host do. On this project's 2-core machine it did not steady the floor:
+docs/benchmarks.md §27).
 """
 
 from __future__ import annotations
