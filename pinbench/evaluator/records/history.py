@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session, selectinload
 
 from pinbench.db.models import Run
 from pinbench.errors import UserError
-from pinbench.evaluator.records.run_view import RUN_ID_LEN
 from pinbench.evaluator.records.run_view import AmbiguousRun as AmbiguousRun
 from pinbench.evaluator.records.run_view import RunNotFound as RunNotFound
+from pinbench.evaluator.records.run_view import locate
 from pinbench.evaluator.records.run_view import run_id_prefix as run_id_prefix
 from pinbench.evaluator.records.run_view import run_kind as run_kind
 from pinbench.evaluator.records.run_view import show_run as show_run
@@ -22,25 +22,15 @@ from pinbench.workspace import Workspace
 
 
 def find_run(session: Session, run_id: str) -> Run:
-    """The one run whose id is or begins with ``run_id``; RunNotFound if none, AmbiguousRun
-    if several."""
-    prefix = run_id_prefix(run_id)
-    # a whole id is looked up by the primary key; a prefix by LIKE, which PostgreSQL reads
-    # off the key's index only under the C collation (a full scan otherwise: 0.25 s at a
-    # million runs, so ``after`` and the web UI's links give whole ids)
-    match = (
-        Run.id == prefix
-        if len(prefix) == RUN_ID_LEN
-        else Run.id.startswith(prefix, autoescape=True)
-    )
-    matches = session.scalars(
-        select(Run).options(selectinload(Run.results)).where(match).limit(2)
-    ).all()
-    if len(matches) > 1:
-        raise AmbiguousRun(run=run_id, ids=sorted(m.id for m in matches))
-    if not matches:
-        raise RunNotFound(run=run_id)
-    return matches[0]
+    """The one run whose id is or begins with ``run_id`` (``run_view.locate``, in the session's
+    transaction), with its results; RunNotFound if none, AmbiguousRun if several."""
+    from pinbench.db.plain import connection_rows
+
+    (found,) = locate(connection_rows(session), run_id)
+    run = session.scalars(
+        select(Run).options(selectinload(Run.results)).where(Run.id == str(found))
+    ).one()
+    return run
 
 
 def differing(infos: list[dict[str, Any]]) -> list[str]:
