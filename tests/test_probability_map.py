@@ -22,15 +22,17 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 import yaml
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
-from pinbench.catalog import frameworks
+from pinbench.catalog import frameworks, ppocr_det
+from pinbench.catalog.ppocr_det import MEAN, SIZES, STD, rendered
+from pinbench.catalog.ppocr_det import MEMBER as DETECTOR
 from pinbench.errors import UserError
 from pinbench.registry.manifest import parse_manifest
 from pinbench.tasks.detection.coco import coco_metrics
 from pinbench.tasks.detection.errors import BadDetectorOutput
 from pinbench.tasks.detection.regions import Settings, regions
-from tests.helpers import Cli, dump, write_files
+from tests.helpers import Cli
 from tests.package_models import package_file
 
 Map = npt.NDArray[np.float64]
@@ -173,16 +175,6 @@ def test_a_probability_map_section_out_of_bounds_is_refused(
 
 # --- end to end: PP-OCR v4's detector ---------------------------------------------------------
 
-DETECTOR = "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"
-MEAN = [123.675, 116.28, 103.53]  # ImageNet's, on BGR as PaddleOCR applies them
-STD = [58.395, 57.12, 57.375]
-SIZES = [(200, 100), (330, 120), (250, 80)]  # width, height: three sizes, three input sizes
-LINES = [
-    [(12, 14, "pinbench"), (40, 60, "HELLO 42")],
-    [(20, 30, "text detector"), (150, 80, "wide image")],
-    [(8, 8, "DBNet"), (90, 30, "maps"), (130, 52, "boxes 25")],
-]
-
 
 def paddle_size(width: int, height: int, limit: int = 960) -> tuple[int, int]:
     """PaddleOCR's ``DetResizeForTest.resize_image_type0`` at its defaults (limit_type max,
@@ -191,44 +183,6 @@ def paddle_size(width: int, height: int, limit: int = 960) -> tuple[int, int]:
     ratio = float(limit) / max(height, width) if max(height, width) > limit else 1.0
     h, w = int(height * ratio), int(width * ratio)
     return max(int(round(w / 32) * 32), 32), max(int(round(h / 32) * 32), 32)
-
-
-def rendered() -> tuple[list[bytes], dict[str, Any]]:
-    """Black text on white at known places; the COCO JSON of its line boxes: each line's ink
-    from left to right, the font's ascender to descender from top to bottom (the line height
-    text detection datasets annotate, not the ink's: "HELLO" has no descender)."""
-    font = ImageFont.load_default(size=20)
-    assert isinstance(font, ImageFont.FreeTypeFont)  # Pillow's own scalable font
-    ascent, descent = font.getmetrics()
-    images: list[bytes] = []
-    annotations: list[dict[str, Any]] = []
-    for image_id, (lines, size) in enumerate(zip(LINES, SIZES, strict=True), start=1):
-        image = Image.new("RGB", size, "white")
-        draw = ImageDraw.Draw(image)
-        for x, y, text in lines:
-            draw.text((x, y), text, fill="black", font=font)
-            x0, _, x1, _ = draw.textbbox((x, y), text, font=font)
-            annotations.append(
-                {
-                    "id": len(annotations) + 1,
-                    "image_id": image_id,
-                    "category_id": 1,
-                    "bbox": [x0, y, x1 - x0, ascent + descent],
-                    "iscrowd": 0,
-                }
-            )
-        buf = io.BytesIO()
-        image.save(buf, format="PNG")
-        images.append(buf.getvalue())
-    coco = {
-        "images": [
-            {"id": i, "file_name": f"{i}.png", "width": w, "height": h}
-            for i, (w, h) in enumerate(SIZES, start=1)
-        ],
-        "categories": [{"id": 1, "name": "text"}],
-        "annotations": annotations,
-    }
-    return images, coco
 
 
 def paddle_det_input(png: bytes) -> npt.NDArray[np.float32]:
@@ -270,67 +224,15 @@ def direct_results(model: Path, images: list[bytes]) -> list[dict[str, Any]]:
 
 
 def test_pp_ocr_detector_scores_as_the_direct_computation(cli: Cli, tmp_path: Path) -> None:
+    """The catalog's part (``pinbench.catalog.ppocr_det``): the wheel's file, the rendered
+    images and their boxes, published and run through the CLI."""
     model = package_file("rapidocr-onnxruntime", DETECTOR)
     images, coco = rendered()
-    files = write_files(
-        tmp_path / "text",
-        {
-            **{f"images/{i}.png": png for i, png in enumerate(images, start=1)},
-            "instances.json": json.dumps(coco).encode(),
-        },
-    )
-    dataset = {
-        "kind": "dataset",
-        "name": "test/rendered-text",
-        "version": "1.0.0",
-        "task": "detection",
-        "files": [{**f, "source": f"file:text/{f['path']}"} for f in files],
-        "data": {"format": "images", "path": "images"},
-        "labels": {"format": "coco-json", "path": "instances.json"},
-    }
-    weights = write_files(
-        tmp_path / "ppocr", {"det.onnx": model.read_bytes(), "labels.txt": b"text\n"}
-    )
-    detector = {
-        "kind": "model",
-        "name": "test/ppocr-det",
-        "version": "1.0.0",
-        "format": "onnx",
-        "framework": {"name": "onnxruntime"},
-        "files": [{**f, "source": f"file:ppocr/{f['path']}"} for f in weights],
-        "inputs": [
-            {
-                "name": "x",
-                "type": "image",
-                "steps": [
-                    {"decode": {"color_mode": "bgr"}},
-                    {"resize_multiple": {"multiple": 32, "limit_side": 960, "limit_type": "max"}},
-                    {"normalize": {"mean": MEAN, "std": STD}},
-                    {"layout": {"to": "NCHW"}},
-                ],
-            }
-        ],
-        "outputs": [
-            {
-                "name": "sigmoid_0.tmp_0",
-                "type": "detection",
-                "labels": {"path": "labels.txt"},
-                "detection": {
-                    "layout": "probability-map",
-                    "probability_map": {
-                        "threshold": 0.3,
-                        "box_threshold": 0.5,
-                        "unclip_ratio": 1.6,
-                    },
-                },
-            }
-        ],
-    }
     assert cli("init").code == 0
     for path in (
         frameworks.write(tmp_path, "onnxruntime"),
-        dump(tmp_path / "dataset.yaml", dataset),
-        dump(tmp_path / "model.yaml", detector),
+        ppocr_det.write_dataset(tmp_path),
+        ppocr_det.export(tmp_path),
     ):
         done = cli("publish", str(path))
         assert done.code == 0, done.err
@@ -338,8 +240,8 @@ def test_pp_ocr_detector_scores_as_the_direct_computation(cli: Cli, tmp_path: Pa
     request.write_text(
         yaml.safe_dump(
             {
-                "model": "test/ppocr-det@1",
-                "dataset": "test/rendered-text@1",
+                "model": f"{ppocr_det.NAME}@1",
+                "dataset": f"{ppocr_det.DATASET}@1",
                 "scenario": {"mode": "accuracy"},
             }
         )

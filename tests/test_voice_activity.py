@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk
 
+from pinbench.catalog import silero as catalog_silero
+from pinbench.catalog.silero import CHUNK, CONTEXT, RATE, clips
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.tasks.vad.frames import past_end, speech_frames
@@ -25,34 +27,7 @@ from pinbench.worker.undefined import UndefinedMetric
 from tests.helpers import Cli, dump, onnx_accuracy_run, write_files
 from tests.package_models import package_file
 
-RATE = 16_000
-CHUNK, CONTEXT = 512, 64
 SILERO = ("silero-vad", "silero_vad/data/silero_vad.onnx")
-
-
-def speech(seconds: float, rng: np.random.Generator) -> np.ndarray:
-    """Speech-like: a voiced harmonic series with a wandering pitch, its amplitude modulated
-    at a syllable rate (4 Hz), and a little noise."""
-    t = np.arange(int(seconds * RATE)) / RATE
-    phase = 2 * np.pi * np.cumsum(140 + 20 * np.sin(2 * np.pi * 0.5 * t)) / RATE
-    voiced = sum(np.sin(k * phase) / k for k in range(1, 8))
-    syllables = 0.5 * (1 + np.sin(2 * np.pi * 4 * t))
-    return 0.3 * voiced * syllables + 0.01 * rng.normal(size=t.size)
-
-
-def silence(seconds: float, rng: np.random.Generator) -> np.ndarray:
-    return 0.003 * rng.normal(size=int(seconds * RATE))
-
-
-def wav(samples: np.ndarray, rate: int = RATE) -> bytes:
-    """16-bit PCM mono, as ``decode_audio`` reads it back: the int16 values / 32768."""
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(np.clip(np.round(samples * 32768), -32768, 32767).astype("<i2").tobytes())
-    return buf.getvalue()
 
 
 def decoded(data: bytes) -> np.ndarray:
@@ -60,50 +35,11 @@ def decoded(data: bytes) -> np.ndarray:
         return np.frombuffer(f.readframes(f.getnframes()), "<i2").astype(np.float32) / 32768
 
 
-def clips() -> dict[str, tuple[bytes, list[list[float]]]]:
-    """Three files of different lengths, with their speech spans (seconds); speech starts
-    after a second of quiet (silero-vad takes that long to settle from its zero state)."""
-    rng = np.random.default_rng(35)
-    a = np.concatenate([silence(1.0, rng), speech(1.5, rng), silence(0.5, rng)])
-    b = [
-        silence(1.0, rng),
-        speech(1.0, rng),
-        silence(0.6, rng),
-        speech(0.8, rng),
-        silence(0.3, rng),
-    ]
-    c = silence(0.7, rng)
-    return {
-        "a.wav": (wav(a), [[1.0, 2.5]]),
-        "b.wav": (wav(np.concatenate(b)), [[1.0, 2.0], [2.6, 3.4]]),
-        "c.wav": (wav(c), []),
-    }
-
-
 def silero_manifest(model: Path, **changes: Any) -> dict[str, Any]:
-    """silero-vad's ONNX as published: its three inputs and the speech probability."""
-    data = model.read_bytes()
-    doc: dict[str, Any] = {
-        "kind": "model",
-        "name": "audio/silero-vad",
-        "version": "6.2.3",
-        "format": "onnx",
-        "framework": {"name": "onnxruntime", "range": "^1"},
-        "files": write_files(model.parent, {model.name: data}),
-        "inputs": [
-            {
-                "name": "input",
-                "shape": [CONTEXT + CHUNK],
-                "steps": [{"decode_audio": {"channel": "mix", "rate": RATE}}],
-                "stream": {"chunk": CHUNK, "context": CONTEXT},
-            },
-            {"name": "state", "shape": [2, 128], "state": {"batch_axis": 1, "next": "stateN"}},
-            {"name": "sr", "element_type": "int64", "value": RATE},
-        ],
-        "outputs": [{"name": "output", "type": "binary", "binary": {"threshold": 0.5}}],
-    }
-    doc.update(changes)
-    return doc
+    """silero-vad's ONNX as published (the catalog's document): its three inputs and the
+    speech probability."""
+    files = write_files(model.parent, {model.name: model.read_bytes()})
+    return catalog_silero.model_document("audio/silero-vad", "6.2.3", files) | changes
 
 
 def dataset_manifest(
@@ -127,7 +63,9 @@ def dataset_manifest(
 
 def direct(session: Any, x: np.ndarray, *, carry: bool = True) -> np.ndarray:
     """silero-vad's ``OnnxWrapper`` loop: 512-sample chunks (the last zero-padded), each after
-    the 64 samples before it (zeros first), the state carried (or zero for every chunk)."""
+    the 64 samples before it (zeros first), the state carried (or zero for every chunk); the
+    sample rate given to a session that takes it."""
+    names = [i.name for i in session.get_inputs()]
     frames = -(-len(x) // CHUNK)
     padded = np.zeros(frames * CHUNK, np.float32)
     padded[: len(x)] = x
@@ -136,7 +74,8 @@ def direct(session: Any, x: np.ndarray, *, carry: bool = True) -> np.ndarray:
     out = []
     for k in range(frames):
         window = np.concatenate([context, padded[None, k * CHUNK : (k + 1) * CHUNK]], axis=1)
-        p, after = session.run(None, {"input": window, "state": state, "sr": np.array(RATE)})
+        feeds = {"input": window, "state": state, "sr": np.array(RATE)}
+        p, after = session.run(None, {k: feeds[k] for k in names})
         state = after if carry else state
         context = window[:, -CONTEXT:]
         out.append(float(p[0, 0]))

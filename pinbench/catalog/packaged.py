@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from pinbench.catalog import minilm, nsfw, nudenet, ppocr
+from pinbench.catalog import minilm, nsfw, nudenet, ppocr, silero
 
 
 class Packaged(Protocol):
@@ -38,4 +38,5 @@ PACKAGED: dict[str, Packaged] = {
     "minilm": OneDataset(minilm),
     "nudenet": OneDataset(nudenet),
     "ppocr": ppocr,
+    "silero": silero,
 }

@@ -1,4 +1,4 @@
-"""Two of PP-OCR's models from the PyPI package ``rapidocr-onnxruntime`` 1.4.4, taken out of
+"""Three of PP-OCR's models from the PyPI package ``rapidocr-onnxruntime`` 1.4.4, taken out of
 the pinned wheel as data (their bytes unmodified, pinned by sha256; nothing of the package
 installed), and text lines rendered here:
 
@@ -9,7 +9,9 @@ installed), and text lines rendered here:
   125 for the class names);
 - the PP-OCRv4 recogniser ``ch_PP-OCRv4_rec_infer.onnx`` on the lines upright with their texts
   (``text-lines``, scored by CER, WER and exact match): the same preprocessing to width 320,
-  its CTC alphabet read from the ONNX file's own metadata, the space class after it.
+  its CTC alphabet read from the ONNX file's own metadata, the space class after it;
+- the PP-OCRv4 text detector ``ch_PP-OCRv4_det_infer.onnx`` on images of lines at known boxes
+  (``text-boxes``, ``pinbench.catalog.ppocr_det``).
 
 ``tests/test_catalog_wheels.py`` checks each run against ONNX Runtime on the package's own
 preprocessing and decoding.
@@ -78,8 +80,11 @@ def samples() -> dict[str, bytes]:
 
 
 def write_datasets(root: Path) -> list[Path]:
-    """Both datasets' files and manifests under ``root``."""
-    return [write_dataset(root), write_texts(root)]
+    """The three datasets' files and manifests under ``root`` (the detector's:
+    ``pinbench.catalog.ppocr_det``)."""
+    from pinbench.catalog import ppocr_det
+
+    return [write_dataset(root), write_texts(root), ppocr_det.write_dataset(root)]
 
 
 def write_texts(root: Path) -> Path:
@@ -148,7 +153,9 @@ def write_dataset(root: Path) -> Path:
 
 
 def export(root: Path) -> list[Path]:
-    """Both models' files and manifests under ``root``."""
+    """The three models' files and manifests under ``root``."""
+    from pinbench.catalog import ppocr_det
+
     rec_steps = [*STEPS]
     rec_steps[2] = {"resize_height": {"height": 48, "max_width": 320, "value": 0}}
     ctc = {"blank": 0, "alphabet": {"metadata": "character"}, "space": True}
@@ -165,6 +172,7 @@ def export(root: Path) -> list[Path]:
             {"name": INPUT, "type": "image", "shape": [3, 48, 320], "steps": rec_steps},
             {"name": REC_OUTPUT, "type": "text", "ctc": ctc},
         ),
+        ppocr_det.export(root),
     ]  # fmt: skip
 
 
