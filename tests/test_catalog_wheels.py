@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.catalog import ppocr, ppocr_det, silero
+from pinbench.catalog import microwakeword, ppocr, ppocr_det, silero
 from pinbench.catalog.wheels import PINNED, fetch, sha256_of
 from pinbench.config import Settings
 from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
-from pinbench.registry.manifest import load_manifest
+from pinbench.registry.manifest import load_manifest, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
@@ -34,9 +34,10 @@ from tests.sharing import built_once
 from tests.test_direction_classifier import direct_classes
 from tests.test_probability_map import direct_results
 from tests.test_text_recognition import direct_metrics, direct_texts
+from tests.test_tflite_keras_h5 import package_wake
 from tests.test_voice_activity import centre_rule, decoded, direct
 
-PARTS = ["ppocr", "silero"]
+PARTS = ["ppocr", "silero", "microwakeword"]
 ORDER = "publishing-order.txt"
 
 
@@ -143,3 +144,48 @@ def test_each_silero_export_is_the_wheels_file_and_scores_frames_as_the_package(
     assert shown["frame_f1"] == pytest.approx(sk.f1_score(y, p >= 0.5), abs=1e-12)
     assert shown["frame_roc_auc"] == pytest.approx(sk.roc_auc_score(y, p), abs=1e-12)
     assert shown["frame_recall"] > 0.9  # each export finds the speech
+
+
+@pytest.fixture(scope="module")
+def labelled_features(wheels_home: Workspace, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The catalog's wake features with two classes by turns, so that an accuracy run records
+    the answers (the catalog's dataset has none: performance only)."""
+    import numpy as np
+
+    from tests.helpers import write_files
+
+    root = tmp_path_factory.mktemp("labelled")
+    arrays = {}
+    for name, array in (
+        ("features.npy", microwakeword.features()),
+        ("labels.npy", (np.arange(microwakeword.SAMPLES) % 2).astype(np.int64)),
+    ):
+        np.save(root / name, array, allow_pickle=False)
+        arrays[name] = (root / name).read_bytes()
+    document = {
+        "kind": "dataset", "name": "test/wake-features-labelled", "version": "1.0.0",
+        "data": {"format": "npy", "path": "features.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 2},
+        "files": write_files(root, arrays),
+    }  # fmt: skip
+    publish(wheels_home, parse_manifest(document), manifest_dir=root, publisher="test")
+    return "test/wake-features-labelled"
+
+
+@pytest.mark.parametrize("word", microwakeword.WORDS)
+def test_each_wake_word_model_is_the_wheels_file_and_answers_as_the_package(
+    wheels_home: Workspace, labelled_features: str, tmp_path: Path, word: str
+) -> None:
+    import numpy as np
+
+    from pinbench.evaluator.records.run_outputs import export_here
+
+    shown = _accuracy(wheels_home, microwakeword.name(word), labelled_features)
+    _wheels_file(shown, microwakeword.PACKAGE, microwakeword.member(word))
+    export_here(wheels_home, shown["id"], tmp_path / "outputs.npy")
+    recorded = np.load(tmp_path / "outputs.npy", allow_pickle=False).reshape(-1)
+    package = package_wake(word, microwakeword.features())
+    # TensorFlow's default delegate (XNNPACK) may round an answer one uint8 step apart from
+    # the package's own C library (tests/test_tflite_keras_h5.py shows both exactly)
+    np.testing.assert_allclose(recorded, package, rtol=0, atol=microwakeword.STEP_OUT)
+    assert np.count_nonzero(recorded != package) <= len(package) // 10

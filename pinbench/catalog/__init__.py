@@ -82,7 +82,8 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
 
     folder(root, option="", parents=True)
     x_train, x_test, y_train, y_test = digits_split()
-    out = [frameworks.write(root, "onnxruntime"), write_dataset(root, x_test, y_test)]
+    out = [frameworks.write(root, name) for name in stages.framework_names(chosen)]
+    out.append(write_dataset(root, x_test, y_test))
     with tempfile.TemporaryDirectory(prefix="pinbench-train-") as tmp:
         data, weights = Path(tmp, "data"), Path(tmp, "weights")
         save_train(data, x_train, y_train)
@@ -93,23 +94,17 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
             out += export_logreg(root, load_weights(weights))
         if "cnn" in chosen:
             out.append(write_train_dataset(root, x_train, y_train))
-            out += [frameworks.write(root, "torch"), frameworks.write(root, "tensorflow")]
             out += cnn.export(root, load_safetensors(weights / stages.CNN_WEIGHTS))
         if "resnet50" in chosen:
-            if "cnn" not in chosen:
-                out.append(frameworks.write(root, "torch"))
             out.append(resnet.write_dataset(root))
             out += resnet.export(root, load_safetensors(weights / stages.RESNET_WEIGHTS))
         if "gpt" in chosen:
-            out.append(frameworks.write(root, "transformers"))
             out.append(gpt.write_dataset(root, data))
             out += gpt.export(root, weights / stages.GPT_FOLDER)
             from pinbench.catalog import gpt_onnx
 
             out += gpt_onnx.export(root, weights / stages.GPT_FOLDER)
     if "efficientnet" in chosen:
-        if not chosen & {"cnn", "resnet50"}:
-            out.append(frameworks.write(root, "torch"))
         out.append(photos.write_imagenet(root))
         out += efficientnet.export(root)
     for part, module in PACKAGED.items():

@@ -9,10 +9,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from pinbench.catalog import minilm, nsfw, nudenet, ppocr, silero
+from pinbench.catalog import microwakeword, minilm, nsfw, nudenet, ppocr, silero
 
 
 class Packaged(Protocol):
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """The framework artifacts its models run on (written once per build)."""
+        ...
+
     def write_datasets(self, root: Path) -> list[Path]: ...
 
     def export(self, root: Path) -> list[Path]: ...
@@ -23,6 +28,7 @@ class OneDataset:
     """A part of one dataset (``write_dataset``) and its models (``export``)."""
 
     module: ModuleType
+    frameworks: tuple[str, ...] = ("onnxruntime",)
 
     def write_datasets(self, root: Path) -> list[Path]:
         written: Path = self.module.write_dataset(root)
@@ -33,10 +39,27 @@ class OneDataset:
         return exported
 
 
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """A part of several datasets (``write_datasets``) and models (``export``)."""
+
+    module: ModuleType
+    frameworks: tuple[str, ...] = ("onnxruntime",)
+
+    def write_datasets(self, root: Path) -> list[Path]:
+        written: list[Path] = self.module.write_datasets(root)
+        return written
+
+    def export(self, root: Path) -> list[Path]:
+        exported: list[Path] = self.module.export(root)
+        return exported
+
+
 PACKAGED: dict[str, Packaged] = {
     "nsfw": OneDataset(nsfw),
     "minilm": OneDataset(minilm),
     "nudenet": OneDataset(nudenet),
-    "ppocr": ppocr,
-    "silero": silero,
+    "ppocr": Parts(ppocr),
+    "silero": Parts(silero),
+    "microwakeword": Parts(microwakeword, ("tensorflow",)),
 }

@@ -136,6 +136,9 @@ def framework_names(parts: Iterable[str]) -> list[str]:
         names.append("tensorflow")
     if "gpt" in chosen:
         names.append("transformers")
+    for part, module in PACKAGED.items():
+        if part in chosen:
+            names += [name for name in module.frameworks if name not in names]
     return names
 
 
