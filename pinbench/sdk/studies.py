@@ -29,10 +29,12 @@ class Studies:
         runner: str | None = None,
         say: Say | None = None,
         stop: Stop | None = None,
+        allow_code: bool = False,
     ) -> dict[str, Any]:
         """Run the study in the file ``where`` (or a built-in one by name): every cell not done
         before, in turn; how many ran, were skipped as done, failed and were refused. Local
-        registries only."""
+        registries only. ``allow_code``: cells may run their models' processing code (as ``run
+        --allow-code``)."""
         from dataclasses import asdict
 
         from pinbench.studies.execute import run_study
@@ -40,7 +42,10 @@ class Studies:
 
         ws = self.registry._local("study run")
         study, source = load_study(where)
-        ran = run_study(ws, study, source, say=say or (lambda _: None), runner=runner, stop=stop)
+        said = say or (lambda _: None)
+        ran = run_study(
+            ws, study, source, say=said, runner=runner, stop=stop, allow_code=allow_code
+        )
         return asdict(ran)
 
     def list(self) -> builtins.list[dict[str, Any]]:

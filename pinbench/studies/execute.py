@@ -120,10 +120,18 @@ def resolved(lock: Lockfile) -> str:
 
 
 def run_cell(
-    ws: Workspace, study_id: int, cell: Cell, runner: str, stop: Stop | None, pins: dict[str, str]
+    ws: Workspace,
+    study_id: int,
+    cell: Cell,
+    runner: str,
+    stop: Stop | None,
+    pins: dict[str, str],
+    *,
+    allow_code: bool = False,
 ) -> str:
     """Lock and run one cell; record and return its state (``done``, ``failed``,
-    ``refused``). ``pins``: what each model entry's cells resolved to, by entry."""
+    ``refused``). ``pins``: what each model entry's cells resolved to, by entry;
+    ``allow_code``: the operator's consent to processing code (``run --allow-code``)."""
     import uuid
 
     from pinbench.errors import PinbenchError
@@ -154,7 +162,10 @@ def run_cell(
     run_id = str(uuid.uuid4())
     try:
         with affinity(cell.system.cpus):
-            run_lockfile(ws, lock, runner=runner, say=lambda _: None, run_id=run_id, stop=stop)
+            run_lockfile(
+                ws, lock, runner=runner, say=lambda _: None, run_id=run_id, stop=stop,
+                allow_code=allow_code,
+            )  # fmt: skip
     except CpusAbsent as exc:
         return refused(f"system {cell.system.name}: {exc}", lock)
     except PinbenchError as exc:
@@ -198,8 +209,10 @@ def run_study(
     say: Say,
     runner: str | None = None,
     stop: Stop | None = None,
+    allow_code: bool = False,
 ) -> Ran:
-    """Run every cell of ``study`` not done before, in order, saying each one's outcome."""
+    """Run every cell of ``study`` not done before, in order, saying each one's outcome
+    (``allow_code``: as ``run_cell``)."""
     from pinbench.studies.cells import cells as cells_of
     from pinbench.studies.store import open_study, read_cell, read_study
 
@@ -223,7 +236,7 @@ def run_study(
                 counts["skipped"] += 1
                 say(f"{head}: done before (run {run['id'][:8]})")
                 continue
-            state = run_cell(ws, study_id, cell, chosen, stop, pins)
+            state = run_cell(ws, study_id, cell, chosen, stop, pins, allow_code=allow_code)
             counts[state] += 1
             after = read_cell(ws, study_id, cell.key)
             said = f" run {str(after['run'])[:8]}" if after["run"] else ""
