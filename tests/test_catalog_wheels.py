@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.catalog import microwakeword, ppocr, ppocr_det, silero
+from pinbench.catalog import microwakeword, openwakeword, ppocr, ppocr_det, silero
 from pinbench.catalog.wheels import PINNED, fetch, sha256_of
 from pinbench.config import Settings
 from pinbench.evaluator.records.history import show_run
@@ -37,7 +37,7 @@ from tests.test_text_recognition import direct_metrics, direct_texts
 from tests.test_tflite_keras_h5 import package_wake
 from tests.test_voice_activity import centre_rule, decoded, direct
 
-PARTS = ["ppocr", "silero", "microwakeword"]
+PARTS = ["ppocr", "silero", "microwakeword", "openwakeword"]
 ORDER = "publishing-order.txt"
 
 
@@ -146,30 +146,33 @@ def test_each_silero_export_is_the_wheels_file_and_scores_frames_as_the_package(
     assert shown["frame_recall"] > 0.9  # each export finds the speech
 
 
-@pytest.fixture(scope="module")
-def labelled_features(wheels_home: Workspace, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The catalog's wake features with two classes by turns, so that an accuracy run records
-    the answers (the catalog's dataset has none: performance only)."""
+def _labelled(ws: Workspace, root: Path, name: str, x: Any, classes: int) -> str:
+    """``x`` as a dataset ``name`` labelled by turns (``classes`` of them), so that an accuracy
+    run records the answers (the catalog's performance-only datasets have no labels)."""
     import numpy as np
 
     from tests.helpers import write_files
 
-    root = tmp_path_factory.mktemp("labelled")
     arrays = {}
-    for name, array in (
-        ("features.npy", microwakeword.features()),
-        ("labels.npy", (np.arange(microwakeword.SAMPLES) % 2).astype(np.int64)),
-    ):
-        np.save(root / name, array, allow_pickle=False)
-        arrays[name] = (root / name).read_bytes()
+    labels = (np.arange(len(x)) % classes).astype(np.int64)
+    for file, array in (("x.npy", x), ("labels.npy", labels)):
+        np.save(root / file, array, allow_pickle=False)
+        arrays[file] = (root / file).read_bytes()
     document = {
-        "kind": "dataset", "name": "test/wake-features-labelled", "version": "1.0.0",
-        "data": {"format": "npy", "path": "features.npy"},
-        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": 2},
+        "kind": "dataset", "name": name, "version": "1.0.0",
+        "data": {"format": "npy", "path": "x.npy"},
+        "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": classes},
         "files": write_files(root, arrays),
     }  # fmt: skip
-    publish(wheels_home, parse_manifest(document), manifest_dir=root, publisher="test")
-    return "test/wake-features-labelled"
+    publish(ws, parse_manifest(document), manifest_dir=root, publisher="test")
+    return name
+
+
+@pytest.fixture(scope="module")
+def labelled_features(wheels_home: Workspace, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("labelled")
+    x = microwakeword.features()
+    return _labelled(wheels_home, root, "test/wake-features-labelled", x, 2)
 
 
 @pytest.mark.parametrize("word", microwakeword.WORDS)
@@ -189,3 +192,65 @@ def test_each_wake_word_model_is_the_wheels_file_and_answers_as_the_package(
     # the package's own C library (tests/test_tflite_keras_h5.py shows both exactly)
     np.testing.assert_allclose(recorded, package, rtol=0, atol=microwakeword.STEP_OUT)
     assert np.count_nonzero(recorded != package) <= len(package) // 10
+
+
+@pytest.mark.parametrize("word", sorted(openwakeword.CLASSIFIERS))
+def test_each_openwakeword_model_is_the_wheels_file_and_answers_as_onnx_runtime(
+    wheels_home: Workspace, tmp_path: Path, word: str
+) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    from pinbench.evaluator.records.run_outputs import export_here
+
+    inp, _, frames, port = openwakeword.CLASSIFIERS[word]
+    x = openwakeword.embeddings(frames)
+    classes = 7 if port["type"] == "classification" else 2
+    labelled = _labelled(wheels_home, tmp_path, f"test/embeddings-{word}", x, classes)
+    shown = _accuracy(wheels_home, openwakeword.name(word), labelled)
+    wheel_file = _wheels_file(shown, openwakeword.PACKAGE, openwakeword.member(word))
+    export_here(wheels_home, shown["id"], tmp_path / "outputs.npy")
+    recorded = np.load(tmp_path / "outputs.npy", allow_pickle=False).reshape(len(x), -1)
+    # the package's Model.predict: one window a call, session.run on its input
+    session = ort.InferenceSession(str(wheel_file), providers=["CPUExecutionProvider"])
+    theirs = np.concatenate([session.run(None, {inp: row[None]})[0] for row in x])
+    assert recorded.shape == theirs.shape == (openwakeword.SAMPLES, 7 if classes == 7 else 1)
+    np.testing.assert_allclose(recorded, theirs, rtol=0, atol=1e-6)
+
+
+def test_silero_vad_v4_is_the_wheels_file_and_scores_frames_as_the_packages_loop(
+    wheels_home: Workspace,
+) -> None:
+    import numpy as np
+    import onnxruntime as ort
+    from sklearn import metrics as sk
+
+    shown = _accuracy(wheels_home, openwakeword.VAD, silero.DATASET)
+    wheel_file = _wheels_file(shown, openwakeword.PACKAGE, openwakeword.VAD_MEMBER)
+    session = ort.InferenceSession(str(wheel_file), providers=["CPUExecutionProvider"])
+    chunk, files = openwakeword.VAD_CHUNK, silero.clips()
+
+    def vad_predict(x: np.ndarray) -> np.ndarray:
+        """openwakeword's ``VAD.predict``: chunks of 480 (the last zero-padded here), h and c
+        carried from zeros, the sample rate an int64."""
+        padded = np.zeros(-(-len(x) // chunk) * chunk, np.float32)
+        padded[: len(x)] = x
+        h = c = np.zeros((2, 1, 64), np.float32)
+        out = []
+        for k in range(0, len(padded), chunk):
+            feeds = {"input": padded[None, k : k + chunk], "h": h, "c": c, "sr": np.array(16000)}
+            p, h, c = session.run(None, feeds)
+            out.append(float(p[0, 0]))
+        return np.asarray(out)
+
+    from pinbench.tasks.vad.frames import speech_frames
+
+    scores = [vad_predict(decoded(data)) for data, _ in files.values()]
+    truth = [
+        speech_frames(spans, len(p), chunk, silero.RATE)
+        for p, (_, spans) in zip(scores, files.values(), strict=True)
+    ]
+    p, y = np.concatenate(scores), np.concatenate(truth)
+    assert shown["frames_count"] == len(y)
+    assert shown["frame_f1"] == pytest.approx(sk.f1_score(y, p >= 0.5), abs=1e-12)
+    assert shown["frame_roc_auc"] == pytest.approx(sk.roc_auc_score(y, p), abs=1e-12)

@@ -9,7 +9,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from pinbench.catalog import crepe, magika, microwakeword, minilm, nsfw, nudenet, ppocr, silero
+from pinbench.catalog import (
+    crepe,
+    magika,
+    microwakeword,
+    minilm,
+    nsfw,
+    nudenet,
+    openwakeword,
+    ppocr,
+    silero,
+)
 
 
 class Packaged(Protocol):
@@ -64,4 +74,5 @@ PACKAGED: dict[str, Packaged] = {
     "microwakeword": Parts(microwakeword, ("tensorflow",)),
     "magika": Parts(magika),
     "crepe": Parts(crepe, ("torch",)),
+    "openwakeword": Parts(openwakeword),
 }
