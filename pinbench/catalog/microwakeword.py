@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from pinbench.catalog.files import SUPPORTED, dump, entry
 
@@ -42,7 +43,7 @@ def member(word: str) -> str:
     return f"pymicro_wakeword/models/{word}.tflite"
 
 
-def features() -> object:
+def features() -> Any:
     """``(SAMPLES, 3, 40)`` float32: seeded multiples of 1/25.6 in [0, 25] (exact in float32)."""
     import numpy as np
 

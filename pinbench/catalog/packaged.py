@@ -11,6 +11,7 @@ from typing import Protocol
 
 from pinbench.catalog import (
     crepe,
+    faces,
     magika,
     microwakeword,
     minilm,
@@ -75,4 +76,5 @@ PACKAGED: dict[str, Packaged] = {
     "magika": Parts(magika),
     "crepe": Parts(crepe, ("torch",)),
     "openwakeword": Parts(openwakeword),
+    "faces": Parts(faces, ("torch", "tensorflow")),
 }

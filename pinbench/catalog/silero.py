@@ -1,10 +1,11 @@
 """silero-vad's voice-activity detectors from the PyPI package ``silero-vad`` 6.2.3, taken out
-of the pinned wheel as data (their bytes unmodified; nothing of the package installed): four
+of the pinned wheel as data (their bytes unmodified; nothing of the package installed): five
 ONNX exports of the same network the wheel ships side by side (``silero_vad.onnx``, its 16 kHz
-opset-15 export, its half-precision export and its opset-18 export without ``If`` nodes), one
-family in a study. Each streams WAV audio in chunks of 512 samples after 64 of context and
-carries its state from chunk to chunk (``state`` <- ``stateN``, decision 128); all but the half
-export take the sample rate as a constant input.
+opset-15 export, its half-precision export, its opset-18 export without ``If`` nodes and its
+16 kHz sequence export), one family in a study. Each streams WAV audio in chunks of 512 samples
+after 64 of context and carries its state from chunk to chunk (``state`` <- ``stateN``,
+decision 128; the sequence export's ``h`` and ``c``); the sample rate is a constant input where
+an export takes it.
 
 The dataset (``speech-clips``) is three clips made here: speech-like sound (a voiced harmonic
 series with a wandering pitch, its amplitude modulated at a syllable rate) between stretches of
@@ -36,17 +37,22 @@ DATASET = "speech-clips"
 FAMILY = "silero-vad"
 RATE = 16_000
 CHUNK, CONTEXT = 512, 64
-VARIANTS: dict[str, tuple[str, bool, str]] = {
-    # catalog name -> (the wheel's member, whether it takes ``sr``, what it is)
-    "audio/silero-vad": ("silero_vad/data/silero_vad.onnx", True, "the ONNX export"),
+VARIANTS: dict[str, tuple[str, str, str]] = {
+    # catalog name -> (the wheel's member, its inputs, what it is): "sr" takes the sample rate
+    # and one state, "state" only the state, "hc" two states h and c (the sequence export)
+    "audio/silero-vad": ("silero_vad/data/silero_vad.onnx", "sr", "the ONNX export"),
     "audio/silero-vad-16k-op15": (
-        "silero_vad/data/silero_vad_16k_op15.onnx", True, "the 16 kHz opset-15 export",
+        "silero_vad/data/silero_vad_16k_op15.onnx", "sr", "the 16 kHz opset-15 export",
     ),
     "audio/silero-vad-half": (
-        "silero_vad/data/silero_vad_half.onnx", False, "the half-precision export",
+        "silero_vad/data/silero_vad_half.onnx", "state", "the half-precision export",
     ),
     "audio/silero-vad-op18-ifless": (
-        "silero_vad/data/silero_vad_op18_ifless.onnx", True, "the opset-18 export without If",
+        "silero_vad/data/silero_vad_op18_ifless.onnx", "sr", "the opset-18 export without If",
+    ),
+    "audio/silero-vad-16k-sequence": (
+        "silero_vad/data/silero_vad_16k_sequence.onnx", "hc",
+        "the 16 kHz sequence export (windows along its first axis, states h and c)",
     ),
 }  # fmt: skip
 
@@ -105,21 +111,31 @@ def clips() -> dict[str, tuple[bytes, list[list[float]]]]:
 
 
 def model_document(
-    name: str, version: str, files: list[dict[str, Any]], *, rate_input: bool = True
+    name: str, version: str, files: list[dict[str, Any]], *, inputs: str = "sr"
 ) -> dict[str, Any]:
     """A silero-vad ONNX export's manifest: its audio streamed, its state carried, the sample
-    rate a constant (where it takes one), the speech probability scored at 0.5."""
-    inputs: list[dict[str, Any]] = [
+    rate a constant (where it takes one: ``inputs`` as ``VARIANTS`` says), the speech
+    probability scored at 0.5."""
+    ports: list[dict[str, Any]] = [
         {
             "name": "input",
             "shape": [CONTEXT + CHUNK],
             "steps": [{"decode_audio": {"channel": "mix", "rate": RATE}}],
             "stream": {"chunk": CHUNK, "context": CONTEXT},
-        },
-        {"name": "state", "shape": [2, 128], "state": {"batch_axis": 1, "next": "stateN"}},
+        }
     ]
-    if rate_input:
-        inputs.append({"name": "sr", "element_type": "int64", "value": RATE})
+    if inputs == "hc":
+        ports += [
+            {"name": n, "shape": [1, 128], "state": {"batch_axis": 1, "next": f"{n}n"}}
+            for n in ("h", "c")
+        ]
+    else:
+        ports.append(
+            {"name": "state", "shape": [2, 128], "state": {"batch_axis": 1, "next": "stateN"}}
+        )
+    if inputs == "sr":
+        ports.append({"name": "sr", "element_type": "int64", "value": RATE})
+    output = "speech_probs" if inputs == "hc" else "output"
     return {
         "kind": "model",
         "name": name,
@@ -127,8 +143,8 @@ def model_document(
         "format": "onnx",
         "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
         "files": files,
-        "inputs": inputs,
-        "outputs": [{"name": "output", "type": "binary", "binary": {"threshold": 0.5}}],
+        "inputs": ports,
+        "outputs": [{"name": output, "type": "binary", "binary": {"threshold": 0.5}}],
     }
 
 
@@ -175,10 +191,10 @@ def export(root: Path) -> list[Path]:
     folder = root / "silero-vad"
     folder.mkdir(exist_ok=True)
     out = []
-    for name, (member, rate_input, what) in VARIANTS.items():
+    for name, (member, inputs, what) in VARIANTS.items():
         path = folder / member.rsplit("/", 1)[1]
         shutil.copyfile(fetch(PACKAGE, member), path)
-        document = model_document(name, VERSION, [entry(root, path)], rate_input=rate_input)
+        document = model_document(name, VERSION, [entry(root, path)], inputs=inputs)
         document |= {
             "description": f"silero-vad's voice-activity detector, {what}, as the PyPI "
             f"package silero-vad {version} ships it",
