@@ -373,7 +373,7 @@ def test_a_study_that_is_not_there_is_named(
 
 
 def test_the_built_in_studies_parse_and_plan_at_least_four_systems(cli_on: Cli) -> None:
-    for name, models in (("seed-quick", 4), ("seed", 13)):
+    for name, models in (("seed-quick", 4), ("seed", 37)):
         planned = json.loads(cli_on("study", "show", name, "--json").out)
         assert planned["name"] == name and len(planned["models"]) == models
         assert len(planned["systems"]) >= 4
