@@ -178,15 +178,21 @@ def study_report(name: str, html_path: Path, force: bool = False) -> None:
     show_default=True,
     help="Runs of each cell's lockfile, as `pinbench rerun --repeat` (an accuracy cell runs once).",
 )
+@allow_code_option
 @json_option
-def study_rerun(name: str, repeat: int = 3, as_json: bool = False) -> None:
+def study_rerun(
+    name: str, repeat: int = 3, allow_code: bool = False, as_json: bool = False
+) -> None:
     """Run every done cell's lockfile again on its system and print each cell's rerun
     verdict with its reasons (`pinbench rerun`'s); exit 1 when a cell did not reproduce or
-    was inconclusive."""
+    was inconclusive. Cells whose models carry processing code need --allow-code again."""
     from pinbench.cli.stopping import stopped_safely
 
     with registry() as reg, stopped_safely() as stop:
-        found = reg.studies().rerun(name, repeat=repeat, say=lambda _: None, stop=stop)
+        studies = reg.studies()
+        found = studies.rerun(
+            name, repeat=repeat, say=lambda _: None, stop=stop, allow_code=allow_code
+        )
     if as_json:
         _print_json(found)
     else:

@@ -100,14 +100,22 @@ class Studies:
         return forget_study(self.registry._local("study forget"), name)
 
     def rerun(
-        self, name: str, *, repeat: int = 3, say: Say | None = None, stop: Stop | None = None
+        self,
+        name: str,
+        *,
+        repeat: int = 3,
+        say: Say | None = None,
+        stop: Stop | None = None,
+        allow_code: bool = False,
     ) -> builtins.list[dict[str, Any]]:
         """Rerun every done cell's lockfile ``repeat`` times on its system; each cell's
-        verdict (reproduced or not, and why). Local registries only."""
+        verdict (reproduced or not, and why). Local registries only. ``allow_code``: as
+        ``run``."""
         from pinbench.studies.reruns import rerun_study
 
         ws = self.registry._local("study rerun")
-        return rerun_study(ws, name, repeat=repeat, say=say or (lambda _: None), stop=stop)
+        said = say or (lambda _: None)
+        return rerun_study(ws, name, repeat=repeat, say=said, stop=stop, allow_code=allow_code)
 
 
 def _file_or_builtin(name: str, *, files: bool) -> bool:

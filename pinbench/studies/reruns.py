@@ -14,9 +14,16 @@ if TYPE_CHECKING:
 
 
 def rerun_study(
-    ws: Workspace, name: str, *, repeat: int, say: Callable[[str], None], stop: Stop | None
+    ws: Workspace,
+    name: str,
+    *,
+    repeat: int,
+    say: Callable[[str], None],
+    stop: Stop | None,
+    allow_code: bool = False,
 ) -> list[dict[str, Any]]:
-    """Each done cell's verdict, in the study's order; a cell not done says so."""
+    """Each done cell's verdict, in the study's order; a cell not done says so
+    (``allow_code``: the operator's consent to processing code, as ``study run``'s)."""
     from pinbench.errors import PinbenchError
     from pinbench.evaluator.verdicts.rerun import rerun
     from pinbench.studies.cells import cells
@@ -35,7 +42,10 @@ def rerun_study(
         else:
             try:
                 with affinity(cell.system.cpus):
-                    verdict = rerun(ws, row["run"], repeat=repeat, say=lambda _: None, stop=stop)
+                    verdict = rerun(
+                        ws, row["run"], repeat=repeat, say=lambda _: None, stop=stop,
+                        allow_code=allow_code,
+                    )  # fmt: skip
             except (PinbenchError, CpusAbsent) as exc:
                 item |= {"outcome": "failed", "reason": str(exc)}
             else:
