@@ -191,7 +191,18 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("list studies", get("/api/v1/studies"), READ, 200),
     ("show a study", get("/api/v1/studies/seed-quick"), READ, 200),  # built in: its plan
     ("report on a study", get("/api/v1/studies/seed-quick/report"), READ, 200),
+    # a study on agents: this server has no cluster, so an allowed caller is told so (400)
+    ("run a study on agents", lambda w, who: ("POST", "/api/v1/studies",
+     {"json": {"definition": AGENT_STUDY}}), RUN, 400),
 ]  # fmt: skip
+
+AGENT_STUDY = {
+    "name": "on-agents",
+    "models": [{"model": "vision/digits-logreg@^1", "framework": "onnxruntime@*",
+                "dataset": "sklearn-digits-test@^1"}],
+    "scenarios": {"accuracy": {"mode": "accuracy"}},
+    "systems": [{"name": "a", "agent": "lab-a"}],
+}  # fmt: skip
 
 CELLS = [
     pytest.param(call, who, expected[i] or ok, id=f"{label}-{who}")

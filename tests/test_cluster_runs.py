@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 
 from pinbench.config import Settings
 from pinbench.db.models import Run
+from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
 from tests.cluster import ADDRESS, BIN, ONE_CLUSTER, Cluster, ray_cluster, served
@@ -330,3 +331,72 @@ def test_an_agent_error_is_recorded_as_that_error_and_not_retried(
             assert retried == []
     finally:
         ws.close()
+
+
+def test_a_study_on_the_agents_runs_through_the_server_and_resumes(world: World) -> None:
+    """A study whose systems are the cluster's agents (issue 74): `study run FILE` with
+    PINBENCH_URL posts it; the server runs each agent's cells in turn, the agents in parallel,
+    and the client follows until it is done. Each cell is a run on its agent, recorded by the
+    server; posting it again runs nothing; a local registry, and a server asked to run this
+    machine's configurations, refuse it saying where it runs."""
+    study = {
+        "name": "on-agents",
+        "models": [
+            {
+                "model": "vision/digits-logreg@^1",
+                "framework": "onnxruntime@*",
+                "dataset": "sklearn-digits-test@^1",
+            }
+        ],
+        "scenarios": {
+            "accuracy": {"name": "SingleStream", "mode": "accuracy"},
+            "SingleStream": {"name": "SingleStream", "min_duration_ms": 0, "min_query_count": 64},
+        },
+        "systems": [{"name": "a", "agent": "lab-a"}, {"name": "b", "agent": "lab-b", "threads": 1}],
+    }
+    path = dump_yaml(world.root / "on-agents.yaml", study)
+    env = dict(world.cluster.env, PINBENCH_URL=world.url, PINBENCH_TOKEN=world.tokens["owner"])
+    pinbench = str(BIN / "pinbench")
+    before = _runs(world)
+    done = world.cluster.ns.run([pinbench, "study", "run", str(path)], env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.count(": done run ") == 4, done.stderr
+    assert "4 ran, 0 done before, 0 failed, 0 refused" in done.stdout
+    shown = json.loads(
+        world.cluster.ns.run([pinbench, "study", "show", "on-agents", "--json"], env).stdout
+    )
+    assert shown["active"] is False
+    assert [s.get("agent") for s in shown["systems"]] == ["lab-a", "lab-b"]
+    cells = sorted(shown["cells"], key=lambda c: (c["system"], c["scenario"] != "accuracy"))
+    assert [(c["system"], c["scenario"], c["state"]) for c in cells] == [
+        ("a", "accuracy", "done"),
+        ("a", "SingleStream", "done"),
+        ("b", "accuracy", "done"),
+        ("b", "SingleStream", "done"),
+    ]
+    assert cells[0]["accuracy_metric"] == "top1" and cells[1]["latency_p90_ns"] > 0
+    ws = world.workspace()
+    try:
+        with Registry.over(ws) as reg:
+            for cell, agent in zip(cells, ["lab-a", "lab-a", "lab-b", "lab-b"], strict=True):
+                run = reg.run(cell["run"])
+                assert run.info["system"] == agent and run.info["status"] == "succeeded"
+                lockfile = run.lockfile()
+                assert lockfile.digest == cell["lockfile"] and lockfile.verify()
+                assert run.info["threads"] == (1 if cell["system"] == "b" else None)
+    finally:
+        ws.close()
+    assert _runs(world) == before + 4
+
+    again = world.cluster.ns.run([pinbench, "study", "run", str(path)], env, timeout=120)
+    assert again.returncode == 0 and "0 ran, 4 done before" in again.stdout, again.stdout
+    assert _runs(world) == before + 4
+
+    local = world.cluster.ns.run([pinbench, "study", "run", str(path)], world.cluster.env)
+    assert local.returncode == 1 and "through the server that has that cluster" in local.stderr
+    mine = {**study, "name": "here", "systems": [{"name": "x"}]}  # this machine's
+    here = dump_yaml(world.root / "here.yaml", mine)
+    refused = world.cluster.ns.run([pinbench, "study", "run", str(here)], env)
+    assert refused.returncode == 1 and "agents only" in refused.stderr, refused.stderr
+    listed = world.cluster.ns.run([pinbench, "study", "list", "--json"], env).stdout
+    assert "here" not in {s["name"] for s in json.loads(listed)}  # nothing recorded

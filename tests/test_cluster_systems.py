@@ -146,6 +146,31 @@ def test_systems_are_recorded_and_refreshed(ws: Workspace) -> None:
     assert [r.name for r in list_systems(ws)] == ["lab-a", "lab-b"]
 
 
+def test_one_system_recorded_by_two_writers_at_once_is_one_row(ws_any: Workspace) -> None:
+    """Two runs placed on a system the server has not seen yet (two users, or a study's
+    agents in parallel) both record it: neither fails on the unique name."""
+    import threading
+
+    ready = threading.Barrier(8)
+    failed: list[BaseException] = []
+
+    def write(n: int) -> None:
+        ready.wait()
+        try:
+            record(ws_any, "lab-a", {"cpu": f"c{n}"}, f"n{n}")
+        except BaseException as exc:
+            failed.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    (row,) = list_systems(ws_any)
+    assert row.name == "lab-a" and row.facts["cpu"] in {f"c{n}" for n in range(8)}
+
+
 # ---------------------------------------------------------------- serve --cluster refusals
 
 

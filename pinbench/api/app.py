@@ -55,6 +55,7 @@ from pinbench.api.deps import (
     provide_principal,
     provide_registry,
     provide_settings,
+    provide_studies,
     provide_ws,
 )
 from pinbench.api.docs_page import SwaggerPage
@@ -67,6 +68,7 @@ from pinbench.api.probes import BlobScan, metrics, ready
 from pinbench.api.readiness import OneAtATime
 from pinbench.api.run_placement import Cluster
 from pinbench.api.runpool import RunPool
+from pinbench.api.study_runs import STUDIES_GRACE_S, Drivers
 from pinbench.api.throttle import WINDOW_S, AuthThrottle
 from pinbench.db import schema
 from pinbench.db.identity import OpenedFile
@@ -156,6 +158,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             warm=settings.warm,
             runs_per_user=settings.runs_per_user,
         )
+        app.state.studies = Drivers(app.state.pool)  # studies run on the cluster's agents
         # SIGTERM: finish runs, let their waiting clients read how they ended, then stop
         drain.install(app.state.pool, settings.drain_s, settings.drain_grace_s)
         writer = None
@@ -172,6 +175,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             if writer is not None:
                 writer.stop()
             app.state.pool.close()
+            app.state.studies.stop(STUDIES_GRACE_S)  # their threads see the pool closed
             app.state.cache.close()
 
     openapi = OpenAPIConfig(
@@ -230,6 +234,7 @@ def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litesta
             "hosted": Provide(provide_hosting, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
             "pool": Provide(provide_pool, sync_to_thread=False),
+            "studies": Provide(provide_studies, sync_to_thread=False),
             "cache": Provide(provide_cache, sync_to_thread=False),
             "principal": Provide(provide_principal),
         },

@@ -20,6 +20,7 @@ from pinbench.api.hosts import LOOPBACK
 from pinbench.api.logs import event
 from pinbench.api.observe import note_user
 from pinbench.api.runpool import RunPool
+from pinbench.api.study_runs import Drivers
 from pinbench.api.throttle import FAILURES, AuthThrottle, token_id_of
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
@@ -108,6 +109,11 @@ def provide_cache(state: State) -> ReadCache:
 def provide_pool(state: State) -> RunPool:
     pool: RunPool = state.pool
     return pool
+
+
+def provide_studies(state: State) -> Drivers:
+    drivers: Drivers = state.studies
+    return drivers
 
 
 async def provide_principal(request: Request[Any, Any, Any], state: State) -> Principal:

@@ -108,6 +108,15 @@ class RunOnRequest(Body):
         b.RETRIES.check("retries", self.retries)
 
 
+class StudyRunRequest(Body):
+    """A study to run on this server's cluster's agents (``POST /api/v1/studies``)."""
+
+    definition: dict[str, Any]
+    """The study, as a study file holds it (docs/study.md): every system an ``agent``."""
+    source: str = "posted"
+    """What the study came from, as recorded (a file's name): letters, digits and _.@/-."""
+
+
 class DistributedView(Body):
     """A distributed training run's settings, as its lockfile pins them."""
 

@@ -49,18 +49,19 @@ class UnknownSystem(UserError):
 
 
 def record(ws: Workspace, name: str, facts: dict[str, Any], node_id: str | None) -> None:
-    """Register a system, or refresh the facts and node of one registered before."""
+    """Register a system, or refresh the facts and node of one registered before. Two
+    writers registering one system at once (two runs placed on it together) do not conflict:
+    the row is inserted if absent (``db.absent``), then refreshed."""
+    from pinbench.db.absent import insert_absent
     from pinbench.db.models import System
 
     check_name(name)
     now = datetime.now(UTC)
+    values = {"name": name, "facts": facts, "node_id": node_id, "registered_at": now}
     with ws.transaction() as session:
-        row = session.get(System, name)
-        if row is None:
-            session.add(
-                System(name=name, facts=facts, node_id=node_id, registered_at=now, seen_at=now)
-            )
-        else:
+        if not insert_absent(session, System, values | {"seen_at": now}):
+            row = session.get(System, name, populate_existing=True)
+            assert row is not None  # inserted by this call or before it
             row.facts, row.node_id, row.seen_at = facts, node_id, now
 
 

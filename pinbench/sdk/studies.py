@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 if TYPE_CHECKING:
     from pinbench.sdk.registry import Registry
+    from pinbench.studies.spec import Study
     from pinbench.worker.stop import Stop
 
 Say = Callable[[str], None]
@@ -32,21 +33,76 @@ class Studies:
         allow_code: bool = False,
     ) -> dict[str, Any]:
         """Run the study in the file ``where`` (or a built-in one by name): every cell not done
-        before, in turn; how many ran, were skipped as done, failed and were refused. Local
-        registries only. ``allow_code``: cells may run their models' processing code (as ``run
-        --allow-code``)."""
+        before, in turn; how many ran, were skipped as done, failed and were refused.
+        ``allow_code``: cells may run their models' processing code (as ``run --allow-code``).
+        Behind a server URL the study (its systems a cluster's agents) is posted to the server,
+        which runs it (its own code policy applies), and followed until the server is done
+        with it; ``stop`` stops following (the server runs on)."""
         from dataclasses import asdict
 
         from pinbench.studies.execute import run_study
         from pinbench.studies.spec import load_study
 
-        ws = self.registry._local("study run")
         study, source = load_study(where)
+        if self.registry.url is not None:
+            if allow_code:
+                from pinbench.errors import UserError
+
+                raise UserError(
+                    "--allow-code: a server runs processing code only as its operator allows "
+                    "(pinbench serve --allow-code); give it to the server, not the study"
+                )
+            definition = study.to_data() | ({"runner": runner} if runner else {})
+            return self._run_there(definition, source, say or (lambda _: None), stop)
+        ws = self.registry._local("study run")
         said = say or (lambda _: None)
         ran = run_study(
             ws, study, source, say=said, runner=runner, stop=stop, allow_code=allow_code
         )
         return asdict(ran)
+
+    def _run_there(
+        self, definition: dict[str, Any], source: str, say: Say, stop: Stop | None
+    ) -> dict[str, Any]:
+        """POST the study to the server, then follow its matrix, saying each cell that ends."""
+        import re
+        import time
+
+        remote = self.registry.server()
+        body = {"definition": definition, "source": re.sub(r"[^A-Za-z0-9_.@/-]", "-", source)}
+        started = remote.json("POST", "/api/v1/studies", json=body)
+        name, todo = started["name"], set(started["to_run"])
+        counts = {"ran": 0, "skipped": started["cells"] - len(todo), "failed": 0, "refused": 0}
+        said: set[str] = set()
+        path = f"/api/v1/studies/{quote(name, safe='')}"
+        while True:
+            shown = remote.json("GET", path)
+            cells = shown["cells"]
+            for n, cell in enumerate(cells, 1):
+                state, key = cell["state"], cell["key"]
+                if key in todo and key not in said and state in ("done", "failed", "refused"):
+                    said.add(key)
+                    counts["ran" if state == "done" else state] += 1
+                    run = f" run {cell['run'][:8]}" if cell["run"] else ""
+                    why = f" {cell['reason']}" if cell["reason"] and state != "done" else ""
+                    say(f"[{n}/{len(cells)}] {_label(cell)}: {state}{run}{why}")
+            if not shown.get("active"):
+                break
+            if stop is not None and stop.is_set():
+                say(f"stopped following study {name}: the server runs it on")
+                break
+            time.sleep(FOLLOW_S)
+        return {"name": name, **counts}
+
+    def parse(self, definition: object, *, source: str) -> Study:
+        """A study's definition (as a study file holds it) checked as ``study run`` checks a
+        file; ``source``, what it came from as recorded, is letters, digits and _.@/-."""
+        from pinbench.errors import UserError
+        from pinbench.studies.spec import LABEL, parse_study
+
+        if not LABEL.match(source):
+            raise UserError(f"source {source[:40]!r}: letters, digits and _.@/- only")
+        return parse_study(definition, source=source)
 
     def list(self) -> builtins.list[dict[str, Any]]:
         """Every recorded study, newest first, with its cells counted by state."""
@@ -116,6 +172,15 @@ class Studies:
         ws = self.registry._local("study rerun")
         said = say or (lambda _: None)
         return rerun_study(ws, name, repeat=repeat, say=said, stop=stop, allow_code=allow_code)
+
+
+FOLLOW_S = 1.0
+
+
+def _label(cell: dict[str, Any]) -> str:
+    """A cell of a study's matrix as ``study run`` names it (``studies.cells.Cell.label``)."""
+    batch = f" batch {cell['batch_size']}" if cell["batch_size"] != 1 else ""
+    return f"{cell['model']} {cell['framework']} {cell['scenario']}{batch} on {cell['system']}"
 
 
 def _file_or_builtin(name: str, *, files: bool) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 
@@ -96,21 +96,53 @@ def affinity(cpus: list[int] | None) -> Iterator[None]:
             _pin(tid, before)
 
 
-@contextmanager
-def study_lock(ws: Workspace, name: str) -> Iterator[None]:
-    """Hold the study's lock (``PINBENCH_HOME/locks/study-NAME.lock``, ``flock``: released when
-    this process ends however it ends); another holder refuses with ``StudyBusy``."""
+def _lock_path(ws: Workspace, name: str) -> Path:
+    return ws.settings.home / "locks" / f"study-{name}.lock"
+
+
+def hold_study_lock(ws: Workspace, name: str) -> IO[str]:
+    """The study's lock (``PINBENCH_HOME/locks/study-NAME.lock``, ``flock``: released when the
+    handle closes or this process ends, however it ends), held by the handle returned; another
+    holder refuses with ``StudyBusy``."""
     import fcntl
 
-    folder = ws.settings.home / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"study-{name}.lock"
-    with open(path, "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StudyBusy(name=name, lock=path) from None
+    path = _lock_path(ws, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "w")  # noqa: SIM115  (held by the caller)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise StudyBusy(name=name, lock=path) from None
+    return handle
+
+
+@contextmanager
+def study_lock(ws: Workspace, name: str) -> Iterator[None]:
+    """Hold the study's lock while the block runs (``hold_study_lock``)."""
+    with hold_study_lock(ws, name):
         yield
+
+
+def study_active(ws: Workspace, name: str) -> bool:
+    """Whether a process (a ``study run``, a server's drivers) holds the study's lock now."""
+    import fcntl
+
+    from pinbench.studies.spec import NAME
+
+    if not NAME.match(name):
+        return False
+    try:
+        handle = open(_lock_path(ws, name), "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 def resolved(lock: Lockfile) -> str:
@@ -182,7 +214,7 @@ def run_cell(
     return "done"
 
 
-def _done(ws: Workspace, row: dict[str, Any] | None) -> dict[str, Any] | None:
+def done_run(ws: Workspace, row: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded run of a cell that is done and whose run still is; else None."""
     from pinbench.evaluator.records.run_view import RunNotFound, show_run
 
@@ -195,7 +227,7 @@ def _done(ws: Workspace, row: dict[str, Any] | None) -> dict[str, Any] | None:
     return run if run["status"] == "succeeded" else None
 
 
-def _pinned(run: dict[str, Any]) -> str:
+def pinned_of(run: dict[str, Any]) -> str:
     """What a recorded run's lockfile pinned, as ``resolved`` says it."""
     refs = {a["kind"]: f"{a['name']}@{a['version']}" for a in run["lockfile_body"]["artifacts"]}
     return " ".join(refs.get(k, "-") for k in ("model", "framework", "dataset"))
@@ -216,16 +248,25 @@ def run_study(
     from pinbench.studies.cells import cells as cells_of
     from pinbench.studies.store import open_study, read_cell, read_study
 
+    if study.on_agents:
+        from pinbench.studies.errors import StudyError
+
+        raise StudyError(
+            source=source,
+            reason="its systems are a cluster's agents: run it through the server that has "
+            "that cluster (`pinbench serve --cluster ...`; PINBENCH_URL set, `study run` posts "
+            "it there)",
+        )
     cells = cells_of(study, source=source)
     with study_lock(ws, study.name):
         study_id = open_study(ws, study, source, cells)
         recorded = read_study(ws, study.name)["cells"]
-        done = {c.key: _done(ws, recorded.get(c.key)) for c in cells}
+        done = {c.key: done_run(ws, recorded.get(c.key)) for c in cells}
         pins: dict[str, str] = {}
         for cell in cells:
             run = done[cell.key]
             if run is not None:
-                pins.setdefault(cell.entry_key, _pinned(run))
+                pins.setdefault(cell.entry_key, pinned_of(run))
         chosen = runner or study.runner
         counts = {"done": 0, "failed": 0, "refused": 0, "skipped": 0}
         width = len(str(len(cells)))

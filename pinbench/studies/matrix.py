@@ -1,5 +1,6 @@
 """``study show``: every cell of a study with its state, lockfile, run and the run's figures
-(each task's headline accuracy, LoadGen's latency percentiles and throughput, its verdict).
+(each task's headline accuracy, LoadGen's latency percentiles and throughput, its verdict), and
+whether a process runs it now (``active``: it holds the study's lock).
 
 A cell that could not run carries its reason; a cell not yet run is ``planned``. Figures come
 from the recorded run only (a run removed since makes its cell ``planned`` again, as ``study
@@ -62,7 +63,11 @@ def _head(study: Study, source: str, digest: str, created_at: str | None) -> dic
         "source": source,
         "created_at": created_at,
         "description": study.description,
-        "systems": [{"name": s.name, "threads": s.threads, "cpus": s.cpus} for s in study.systems],
+        "systems": [
+            {"name": s.name, "threads": s.threads, "cpus": s.cpus}
+            | ({"agent": s.agent} if s.agent is not None else {})
+            for s in study.systems
+        ],
         "scenarios": dict(study.scenarios),
         "models": [m.model for m in study.models],
     }
@@ -89,8 +94,10 @@ def study_matrix(ws: Workspace, name: str) -> dict[str, Any]:
             else:
                 item |= {"status": run["status"], **_figures(run)}
         out.append(item)
+    from pinbench.studies.execute import study_active
+
     head = _head(study, recorded["source"], recorded["digest"], recorded["created_at"])
-    return head | {"cells": out}
+    return head | {"active": study_active(ws, name), "cells": out}
 
 
 def planned_matrix(study: Study, source: str) -> dict[str, Any]:
@@ -98,4 +105,4 @@ def planned_matrix(study: Study, source: str) -> dict[str, Any]:
     from pinbench.studies.cells import cells
 
     cells_ = [_item(c, PLANNED) for c in cells(study, source=source)]
-    return _head(study, source, study.digest, None) | {"cells": cells_}
+    return _head(study, source, study.digest, None) | {"active": False, "cells": cells_}

@@ -15,6 +15,9 @@ systems:                          # this machine's configurations
   - {name: one-core, threads: 1, cpus: [0]}
 ```
 
+Or a cluster's agents, run through a server with that cluster (``pinbench serve --cluster``):
+``systems: [{name: a, agent: lab-a}, {name: b, agent: lab-b, threads: 2}]``.
+
 Every field is honoured or refused: an unknown key, a duplicate model entry, system or
 scenario name, and every number outside its bound are refused naming the place; each cell's
 evaluation request is parsed here too, so a bad scenario is refused before the first run.
@@ -80,6 +83,9 @@ class System(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """The frameworks' intra-op threads, pinned in each cell's lockfile."""
     cpus: Annotated[list[CpuIndex], msgspec.Meta(min_length=1, max_length=MAX_CPUS)] | None = None
     """The CPUs the run may use (its affinity); each must be this machine's when it runs."""
+    agent: Annotated[str, msgspec.Meta(min_length=1, max_length=63)] | None = None
+    """A system of the cluster of the server the study runs on (``pinbench systems``): its
+    cells run there, through that server (``api.study_runs``)."""
 
 
 class Study(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -94,8 +100,18 @@ class Study(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     runner: Literal["local", "venv"] = "local"
 
     def to_data(self) -> dict[str, Any]:
+        """As plain data; a system's ``agent`` only where it names one (so a study recorded
+        before agents existed keeps its digest)."""
         data: dict[str, Any] = msgspec.to_builtins(self)
+        for system in data["systems"]:
+            if system.get("agent") is None:
+                system.pop("agent", None)
         return data
+
+    @property
+    def on_agents(self) -> bool:
+        """Whether its systems are a cluster's agents (else this machine's configurations)."""
+        return any(system.agent is not None for system in self.systems)
 
     @property
     def digest(self) -> str:
@@ -147,18 +163,28 @@ def _refuse_duplicates(study: Study, source: str) -> None:
         names[system.name] = n
         if system.cpus and len(set(system.cpus)) != len(system.cpus):
             raise StudyError(source=source, reason=f"systems[{n}].cpus repeats a CPU")
+        if system.agent is not None and system.cpus is not None:
+            raise StudyError(
+                source=source,
+                reason=f"systems[{n}]: cpus are this machine's, and an agent runs on its own "
+                "(give threads, or name a configuration of this machine without agent)",
+            )
+        if system.agent is not None and not LABEL.match(system.agent):
+            raise StudyError(
+                source=source,
+                reason=f"systems[{n}].agent {system.agent!r}: a cluster system's name "
+                "(letters, digits and _.@/-)",
+            )
+    if len({s.agent is None for s in study.systems}) > 1:
+        raise StudyError(
+            source=source,
+            reason="systems: all this machine's configurations or all a cluster's agents (a "
+            "study runs on a local registry or through a server, not both)",
+        )
 
 
 def parse_study(data: object, *, source: str) -> Study:
     """The study in ``data`` (a YAML document's value), every cell's request parsed too."""
-    if isinstance(data, dict) and "systems" in data and isinstance(data["systems"], list):
-        for n, system in enumerate(data["systems"]):
-            if isinstance(system, dict) and "agent" in system:
-                raise StudyError(
-                    source=source,
-                    reason=f"systems[{n}].agent: a study on a cluster's agents is not built "
-                    "yet; name this machine's configurations (threads, cpus)",
-                )
     from pinbench import typed
     from pinbench.registry.explain import explain
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from pinbench.studies.spec import Study
     from pinbench.workspace import Workspace
 
-STATES = ("planned", "done", "failed", "refused")
+STATES = ("planned", "running", "done", "failed", "refused")
+"""``running``: its run is queued or running on a cluster's agent (``api.study_runs``)."""
 
 
 def open_study(ws: Workspace, study: Study, source: str, cells: list[Cell]) -> int:

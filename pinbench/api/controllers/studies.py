@@ -1,15 +1,18 @@
 """Studies (``Registry.studies()``): listed, shown as their matrix and reported, with the
-``read`` scope. A study runs where its runs are recorded, on a local registry (``pinbench
-study run``); the server shows what was recorded, or a built-in study's plan, and never opens
-a file a caller names."""
+``read`` scope; a study on this server's cluster's agents run here (``POST``, the ``run``
+scope: ``api.study_runs``). A study of a machine's configurations runs on a local registry
+(``pinbench study run``); the server shows what was recorded, or a built-in study's plan, and
+never opens a file a caller names."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Response, get
+from litestar import Controller, Response, get, post
 
 from pinbench.accounts import Principal
+from pinbench.api.schemas import StudyRunRequest
+from pinbench.api.study_runs import Drivers
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
 
@@ -23,10 +26,31 @@ class StudyController(Controller):
         principal.require("read")
         return registry.studies().list()
 
+    @post(
+        "/",
+        sync_to_thread=True,
+        status_code=202,
+        summary="Run a study on this server's cluster's agents",
+        description="Needs the `run` scope and a server started with `--cluster`. The study "
+        "(as a study file holds it, every system naming an `agent`) is checked, recorded with "
+        "its cells, and run here: each agent's cells in turn, the agents in parallel, each cell "
+        "one run queued as POST /api/v1/runs/on queues it (the server's policies and per-user "
+        "cap apply). Cells done before are not run again. Follow it with GET "
+        "/api/v1/studies/{name} (`active` is true while this server runs it).",
+        operation_id="runStudy",
+    )
+    def run(
+        self, registry: Registry, studies: Drivers, principal: Principal, data: StudyRunRequest
+    ) -> dict[str, Any]:
+        principal.require("run")
+        study = registry.studies().parse(data.definition, source=data.source)
+        return studies.start(study, data.source, principal)
+
     @get(
         "/{name:str}",
         sync_to_thread=True,
         summary="One study's matrix: every cell's state, lockfile, run and figures",
+        description="`active`: whether a process (this server, a `study run`) runs it now.",
         operation_id="showStudy",
     )
     def show(self, registry: Registry, principal: Principal, name: str) -> dict[str, Any]:

@@ -1,0 +1,217 @@
+"""A study on a cluster's agents, run by the server that has the cluster (``POST
+/api/v1/studies``; decision 304).
+
+The server records the study and its cells as ``study run`` does, then drives each system in a
+thread of its own (the agents in parallel, each agent's cells in turn): a cell is locked by this
+registry, queued on its agent through the server's run pool (``RunPool.submit_on``: the
+server's own runner, pickle and code policy and its per-user cap apply, as to any run a user
+queues there), recorded ``running`` with its run, then ``done`` or ``failed`` when that run
+ends; a cell that cannot be locked or placed is ``refused`` with the reason. A cell done
+before is not run again, so posting the study again resumes it. Nothing a caller sends is
+executed or fetched: the study names published artifacts, as a request does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import IO, TYPE_CHECKING, Any
+
+from pinbench.errors import UserError
+from pinbench.studies.execute import done_run, hold_study_lock, pinned_of
+
+if TYPE_CHECKING:
+    from pinbench.accounts import Principal
+    from pinbench.api.runpool import RunPool
+    from pinbench.studies.cells import Cell
+    from pinbench.studies.spec import Study
+
+log = logging.getLogger(__name__)
+POLL_S = 0.5
+STUDIES_GRACE_S = 5.0
+"""How long a closing server waits for its studies' threads (each looks every ``POLL_S``)."""
+ENDED = ("succeeded", "failed", "interrupted")
+
+
+class NotOnAgents(UserError):
+    def __init__(self, *, name: str) -> None:
+        super().__init__(
+            f"study {name}: a server runs a study on its cluster's agents only (systems with "
+            "agent: NAME); a study of this machine's configurations runs with `pinbench study "
+            "run` on a local registry"
+        )
+        self.name = name
+
+
+class Drivers:
+    """The studies this server is running, each a thread per system."""
+
+    def __init__(self, pool: RunPool) -> None:
+        self.pool = pool
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, study: Study, source: str, principal: Principal) -> dict[str, Any]:
+        """Record ``study`` and start running its cells not done; what was started. The
+        study's lock is held until every system's thread ends (``study_active``)."""
+        if not study.on_agents:
+            raise NotOnAgents(name=study.name)
+        if self.pool.cluster is None:
+            from pinbench.api.run_placement import NoCluster
+
+            raise NoCluster()
+        ws = self.pool.ws
+        with self._lock:
+            handle = hold_study_lock(ws, study.name)  # StudyBusy: another process runs it
+            try:
+                started = self._start(study, source, principal, handle)
+            except BaseException:
+                handle.close()
+                raise
+        return started
+
+    def _start(
+        self, study: Study, source: str, principal: Principal, handle: IO[str]
+    ) -> dict[str, Any]:
+        from pinbench.studies.cells import cells as cells_of
+        from pinbench.studies.store import open_study, read_study
+
+        ws = self.pool.ws
+        cells = cells_of(study, source=source)
+        study_id = open_study(ws, study, source, cells)
+        recorded = read_study(ws, study.name)["cells"]
+        done = {c.key: done_run(ws, recorded.get(c.key)) for c in cells}
+        todo = [c for c in cells if done[c.key] is None]
+        pins: dict[str, str] = {}
+        for cell in cells:  # a row compares one version: the one its done cells ran
+            run = done[cell.key]
+            if run is not None:
+                pins.setdefault(cell.entry_key, pinned_of(run))
+        shared = threading.Lock()
+        threads = []
+        for system in study.systems:
+            mine = [c for c in todo if c.system == system]
+            threads.append(
+                threading.Thread(
+                    target=self._drive,
+                    args=(study, study_id, mine, principal, pins, shared),
+                    name=f"pinbench-study-{study.name}-{system.name}",
+                    daemon=True,
+                )
+            )
+        for thread in threads:
+            thread.start()
+        threading.Thread(
+            target=_release, args=(threads, handle), name=f"pinbench-study-{study.name}",
+            daemon=True,
+        ).start()  # fmt: skip
+        self._threads += threads
+        return {"name": study.name, "cells": len(cells), "to_run": [c.key for c in todo]}
+
+    def stop(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the drivers to see the pool stopping."""
+        with self._lock:
+            threads = list(self._threads)
+        end = time.monotonic() + timeout_s
+        for thread in threads:
+            thread.join(max(0.0, end - time.monotonic()))
+
+    def _drive(
+        self,
+        study: Study,
+        study_id: int,
+        cells: list[Cell],
+        principal: Principal,
+        pins: dict[str, str],
+        shared: threading.Lock,
+    ) -> None:
+        for cell in cells:
+            if self._stopping():
+                return
+            try:
+                self._cell(study, study_id, cell, principal, pins, shared)
+            except Exception:  # a cell's failure is recorded; the thread goes on
+                log.exception("study %s: cell %s", study.name, cell.key)
+
+    def _stopping(self) -> bool:
+        return self.pool.draining.is_set() or self.pool._closing.is_set()
+
+    def _cell(
+        self,
+        study: Study,
+        study_id: int,
+        cell: Cell,
+        principal: Principal,
+        pins: dict[str, str],
+        shared: threading.Lock,
+    ) -> None:
+        from pinbench.api.code_scope import check_stored_code
+        from pinbench.api.problems import QueueFull, UserQueueFull
+        from pinbench.errors import PinbenchError
+        from pinbench.registry import service
+        from pinbench.registry.request import parse_request
+        from pinbench.studies.execute import resolved
+        from pinbench.studies.store import record_cell
+
+        ws = self.pool.ws
+
+        def refused(reason: str, digest: str | None = None) -> None:
+            record_cell(ws, study_id, cell.key, state="refused", lockfile_digest=digest,
+                        reason=reason)  # fmt: skip
+
+        try:
+            lock, _ = service.lock(ws, parse_request(cell.request, source=cell.label))
+            check_stored_code(principal, lock)
+        except PinbenchError as exc:
+            return refused(str(exc))
+        digest = lock.digest.hex
+        with shared:
+            first = pins.setdefault(cell.entry_key, resolved(lock))
+        if first != resolved(lock):
+            return refused(
+                f"its ranges resolve to {resolved(lock)} now, where this model's other cells "
+                f"ran {first}: a row compares one version",
+                digest,
+            )
+        agent = str(cell.system.agent)
+        while True:
+            try:
+                (run_id,) = self.pool.submit_on(
+                    lock, study.runner, "none", [agent], user=principal.user, retries=0
+                )
+                break
+            except (QueueFull, UserQueueFull):  # the server's caps hold: wait for a place
+                if self._stopping():
+                    return None
+                time.sleep(1.0)
+            except PinbenchError as exc:
+                return refused(f"system {cell.system.name} (agent {agent}): {exc}", digest)
+        record_cell(ws, study_id, cell.key, state="running", lockfile_digest=digest, run_id=run_id)
+        status, error = _wait(ws, run_id, self._stopping)
+        if status is None:  # the server stops: the run's record says so; the cell stays running
+            return None
+        state = "done" if status == "succeeded" else "failed"
+        record_cell(ws, study_id, cell.key, state=state, lockfile_digest=digest, run_id=run_id,
+                    reason=None if state == "done" else (error or status))  # fmt: skip
+        return None
+
+
+def _release(threads: list[threading.Thread], handle: IO[str]) -> None:
+    """The study's lock, held until every system's thread has ended."""
+    for thread in threads:
+        thread.join()
+    handle.close()
+
+
+def _wait(ws: Any, run_id: str, stopping: Any) -> tuple[str | None, str | None]:
+    """The run's final status and error, polled from its record; None when the server stops."""
+    from pinbench.evaluator.records.run_view import show_run
+
+    while True:
+        run = show_run(ws, run_id)
+        if run["status"] in ENDED:
+            return str(run["status"]), run.get("error")
+        if stopping():
+            return None, None
+        time.sleep(POLL_S)
