@@ -87,6 +87,18 @@ class UserQueueFull(TryLater):
         self.user, self.cap = user, cap
 
 
+class StudiesBusy(TryLater):
+    """This server runs as many studies on its agents as it may at once (429)."""
+
+    def __init__(self, *, running: int, retry_after_s: int = 60) -> None:
+        super().__init__(
+            f"this server runs {running} studies now, as many as it runs at once: post it "
+            "again when one has ended (study list shows them)",
+            retry_after_s=retry_after_s,
+        )
+        self.running = running
+
+
 class Draining(TryLater):
     """The server got SIGTERM: it finishes its running runs and takes no new one (503)."""
 
@@ -121,6 +133,7 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (UploadTooLarge, 413),
     (TooManyFailures, 429),
     (UserQueueFull, 429),
+    (StudiesBusy, 429),
     (Draining, 503),
     (QueueFull, 503),
     (StoreFull, 507),

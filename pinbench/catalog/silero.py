@@ -25,7 +25,7 @@ import wave
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pinbench.catalog.files import SUPPORTED, dump, entry
+from pinbench.catalog.files import SUPPORTED, dataset_manifest, dump, entry, wheel_model
 from pinbench.catalog.photos import nested_entry
 
 if TYPE_CHECKING:
@@ -162,44 +162,31 @@ def write_datasets(root: Path) -> list[Path]:
     lines = "".join(json.dumps({"file": n, "speech": s}) + "\n" for n, (_, s) in made.items())
     (base / "speech.jsonl").write_text(lines)
     files.append(nested_entry(root, base, base / "speech.jsonl"))
-    manifest = dump(
-        root / f"dataset-{DATASET}.yaml",
-        {
-            "kind": "dataset",
-            "name": DATASET,
-            "version": VERSION,
-            "description": (
-                f"{len(made)} clips of speech-like sound between stretches of quiet, 16 kHz, "
-                "with their speech spans"
-            ),
-            "license": "CC0-1.0",
-            "task": "voice-activity",
-            "samples": len(made),
-            "data": {"format": "audio", "path": "wavs"},
-            "labels": {"format": "speech-segments", "path": "speech.jsonl"},
-            "files": files,
-        },
+    manifest = dataset_manifest(
+        root,
+        DATASET,
+        version=VERSION,
+        description=f"{len(made)} clips of speech-like sound between stretches of quiet, "
+        "16 kHz, with their speech spans",
+        license="CC0-1.0",
+        task="voice-activity",
+        samples=len(made),
+        data={"format": "audio", "path": "wavs"},
+        labels={"format": "speech-segments", "path": "speech.jsonl"},
+        files=files,
     )
     return [manifest]
 
 
 def export(root: Path) -> list[Path]:
     """Each variant's file under ``root/silero-vad/`` and its manifest."""
-    from pinbench.catalog.wheels import PINNED, fetch
+    from pinbench.catalog.wheels import copy_member
 
-    version, _ = PINNED[PACKAGE]
-    folder = root / "silero-vad"
-    folder.mkdir(exist_ok=True)
     out = []
     for name, (member, inputs, what) in VARIANTS.items():
-        path = folder / member.rsplit("/", 1)[1]
-        shutil.copyfile(fetch(PACKAGE, member), path)
+        path = copy_member(PACKAGE, member, root / "silero-vad")
         document = model_document(name, VERSION, [entry(root, path)], inputs=inputs)
-        document |= {
-            "description": f"silero-vad's voice-activity detector, {what}, as the PyPI "
-            f"package silero-vad {version} ships it",
-            "license": "MIT",
-            "references": [f"https://pypi.org/project/silero-vad/{version}/"],
-        }
-        out.append(dump(root / f"model-{name.split('/')[1]}.yaml", document))
+        what = f"silero-vad's voice-activity detector, {what},"
+        head = wheel_model(name, VERSION, what=what, package=PACKAGE, license="MIT")
+        out.append(dump(root / f"model-{name.split('/')[1]}.yaml", document | head))
     return out

