@@ -339,7 +339,7 @@ def test_a_study_on_the_agents_runs_through_the_server_and_resumes(world: World)
     and the client follows until it is done. Each cell is a run on its agent, recorded by the
     server; posting it again runs nothing; a local registry, and a server asked to run this
     machine's configurations, refuse it saying where it runs."""
-    study = {
+    study: dict[str, object] = {
         "name": "on-agents",
         "models": [
             {
@@ -394,7 +394,7 @@ def test_a_study_on_the_agents_runs_through_the_server_and_resumes(world: World)
 
     local = world.cluster.ns.run([pinbench, "study", "run", str(path)], world.cluster.env)
     assert local.returncode == 1 and "through the server that has that cluster" in local.stderr
-    mine = {**study, "name": "here", "systems": [{"name": "x"}]}  # this machine's
+    mine: dict[str, object] = {**study, "name": "here", "systems": [{"name": "x"}]}  # here
     here = dump_yaml(world.root / "here.yaml", mine)
     refused = world.cluster.ns.run([pinbench, "study", "run", str(here)], env)
     assert refused.returncode == 1 and "agents only" in refused.stderr, refused.stderr
