@@ -58,7 +58,7 @@ BY_KIND = {
 
 _TIMED = re.compile(
     r"^(?P<whose>framework_|postprocess_)?(?P<what>latency|ttft|tpot)_"
-    r"(?P<stat>p[0-9]+(?:_[0-9]+)?|mean|min|max)_ns$"
+    r"(?P<stat>p[0-9]+(?:_[0-9]+)?|mean|min|max)_ns\Z"
 )
 _WHAT = {"latency": "latency", "ttft": "time to first token", "tpot": "time per output token"}
 _WHOSE = {"framework_": "framework call", "postprocess_": "post-processing call"}

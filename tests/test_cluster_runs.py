@@ -398,5 +398,11 @@ def test_a_study_on_the_agents_runs_through_the_server_and_resumes(world: World)
     here = dump_yaml(world.root / "here.yaml", mine)
     refused = world.cluster.ns.run([pinbench, "study", "run", str(here)], env)
     assert refused.returncode == 1 and "agents only" in refused.stderr, refused.stderr
+    elsewhere: dict[str, object] = {**study, "name": "elsewhere",
+                                    "systems": [{"name": "z", "agent": "lab-z"}]}  # fmt: skip
+    unknown = world.cluster.ns.run(
+        [pinbench, "study", "run", str(dump_yaml(world.root / "z.yaml", elsewhere))], env
+    )
+    assert unknown.returncode == 1 and "no system named 'lab-z'" in unknown.stderr
     listed = world.cluster.ns.run([pinbench, "study", "list", "--json"], env).stdout
-    assert "here" not in {s["name"] for s in json.loads(listed)}  # nothing recorded
+    assert {s["name"] for s in json.loads(listed)} == {"on-agents"}  # nothing else recorded

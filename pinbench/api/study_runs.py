@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pinbench.api.problems import StudiesBusy
 from pinbench.db.errors import Conflict
+from pinbench.db.run_record import FINISHED
 from pinbench.errors import UserError
 from pinbench.studies.execute import StudyBusy, done_run, hold_study_lock, pinned_of
 
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5
 STUDIES_GRACE_S = 5.0
 """How long a closing server waits for its studies' threads (each looks every ``POLL_S``)."""
-ENDED = ("succeeded", "failed", "interrupted")
 
 
 MAX_STUDIES = 4
@@ -47,6 +47,15 @@ class StudyRunningElsewhere(Conflict):
 
     def __init__(self, *, name: str) -> None:
         super().__init__(f"study {name} is running now: follow it with study show")
+        self.name = name
+
+
+class BuiltInName(UserError):
+    """A posted study may not take a built-in study's name (``seed``): the server's page of
+    that name is the built-in study's."""
+
+    def __init__(self, *, name: str) -> None:
+        super().__init__(f"study {name}: the name of a built-in study; give yours another")
         self.name = name
 
 
@@ -67,32 +76,59 @@ class Drivers:
         self.pool = pool
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._starting: set[str] = set()
+        """Studies being recorded (they count among the running ones)."""
 
     def start(self, study: Study, source: str, principal: Principal) -> dict[str, Any]:
         """Record ``study`` and start running its cells not done; what was started. The
-        study's lock is held until every system's thread ends (``study_active``)."""
+        study's lock is held until every system's thread ends (``study_active``). Everything
+        that can be refused is refused before anything is recorded."""
+        from pinbench.api.problems import Draining
+        from pinbench.evaluator.server_runner import check_server_runner
+
         if not study.on_agents:
             raise NotOnAgents(name=study.name)
         if self.pool.cluster is None:
             from pinbench.api.run_placement import NoCluster
 
             raise NoCluster()
+        if self.pool.draining.is_set() or self._closed():
+            raise Draining()
+        if _builtin(study.name):
+            raise BuiltInName(name=study.name)
+        check_server_runner(study.runner, self.pool.runners)
         ws = self.pool.ws
-        with self._lock:
+        with self._lock:  # a place among the studies running here, and the study's lock
             self._threads = [t for t in self._threads if t.is_alive()]
-            running = len({t.name.rsplit("|", 1)[0] for t in self._threads})
+            running = len({t.name.rsplit("|", 1)[0] for t in self._threads} | self._starting)
             if running >= MAX_STUDIES:
                 raise StudiesBusy(running=running)
             try:
                 handle = hold_study_lock(ws, study.name)
             except StudyBusy:
                 raise StudyRunningElsewhere(name=study.name) from None
-            try:
-                started = self._start(study, source, principal, handle)
-            except BaseException:
-                handle.close()
-                raise
-        return started
+            self._starting.add(study.name)
+        try:
+            self._check_agents(study)
+            return self._start(study, source, principal, handle)
+        except BaseException:
+            handle.close()
+            raise
+        finally:
+            with self._lock:
+                self._starting.discard(study.name)
+
+    def _check_agents(self, study: Study) -> None:
+        """Every agent the study names is a system of the cluster now."""
+        from pinbench.api.run_placement import systems_of
+        from pinbench.cluster.systems import UnknownSystem
+
+        assert self.pool.cluster is not None
+        known = sorted({c.name for c in systems_of(self.pool.ws, self.pool.cluster.address,
+                                                    self.pool._facts)})  # fmt: skip
+        for system in study.systems:
+            if system.agent not in known:
+                raise UnknownSystem(str(system.agent), known)
 
     def _start(
         self, study: Study, source: str, principal: Principal, handle: IO[str]
@@ -103,7 +139,7 @@ class Drivers:
         ws = self.pool.ws
         cells = cells_of(study, source=source)
         study_id = open_study(ws, study, source, cells)
-        recorded = read_study(ws, study.name)["cells"]
+        recorded = settle(ws, study_id, read_study(ws, study.name)["cells"])
         done = {c.key: done_run(ws, recorded.get(c.key)) for c in cells}
         todo = [c for c in cells if done[c.key] is None]
         pins: dict[str, str] = {}
@@ -158,7 +194,12 @@ class Drivers:
                 log.exception("study %s: cell %s", study.name, cell.key)
 
     def _stopping(self) -> bool:
-        return self.pool.draining.is_set() or self.pool._closing.is_set()
+        """No new cell is queued once the server drains or closes."""
+        return self.pool.draining.is_set() or self._closed()
+
+    def _closed(self) -> bool:
+        """The pool stopped its runs: waiting for one more is pointless."""
+        return self.pool._closing.is_set()
 
     def _cell(
         self,
@@ -211,13 +252,43 @@ class Drivers:
             except PinbenchError as exc:
                 return refused(f"system {cell.system.name} (agent {agent}): {exc}", digest)
         record_cell(ws, study_id, cell.key, state="running", lockfile_digest=digest, run_id=run_id)
-        status, error = _wait(ws, run_id, self._stopping)
-        if status is None:  # the server stops: the run's record says so; the cell stays running
-            return None
+        status, error = _wait(ws, run_id, self._closed)
+        if status is None:  # the server closed: the run's record says so; the cell stays
+            return None  # running until the study is posted again (``settle``)
         state = "done" if status == "succeeded" else "failed"
         record_cell(ws, study_id, cell.key, state=state, lockfile_digest=digest, run_id=run_id,
                     reason=None if state == "done" else (error or status))  # fmt: skip
         return None
+
+
+def settle(ws: Any, study_id: int, recorded: dict[str, Any]) -> dict[str, Any]:
+    """The recorded cells, those left ``running`` by a server that stopped waiting (it was
+    closed) recorded as their runs ended: ``done`` or ``failed``; a cell whose run has not
+    ended is left to run again."""
+    from pinbench.evaluator.records.run_view import RunNotFound, show_run
+    from pinbench.studies.store import record_cell
+
+    out = dict(recorded)
+    for key, row in recorded.items():
+        if row["state"] != "running" or not row["run"]:
+            continue
+        try:
+            run = show_run(ws, str(row["run"]))
+        except RunNotFound:
+            continue
+        if run["status"] in FINISHED:
+            state = "done" if run["status"] == "succeeded" else "failed"
+            reason = None if state == "done" else (run.get("error") or run["status"])
+            record_cell(ws, study_id, key, state=state, lockfile_digest=row["lockfile"],
+                        run_id=str(row["run"]), reason=reason)  # fmt: skip
+            out[key] = {**row, "state": state, "reason": reason}
+    return out
+
+
+def _builtin(name: str) -> bool:
+    from pinbench.studies.spec import BUILTIN
+
+    return (BUILTIN / f"{name}.yaml").is_file()
 
 
 def _release(threads: list[threading.Thread], handle: IO[str]) -> None:
@@ -233,7 +304,7 @@ def _wait(ws: Any, run_id: str, stopping: Any) -> tuple[str | None, str | None]:
 
     while True:
         run = show_run(ws, run_id)
-        if run["status"] in ENDED:
+        if run["status"] in FINISHED:
             return str(run["status"]), run.get("error")
         if stopping():
             return None, None

@@ -54,7 +54,7 @@ MAX_TENSORS = 2**20
 """Tensors all of a folder's safetensors files name together (the largest mixtures of experts
 name under 200,000); with each name at most 1 KiB (``artifacts.safetensors``), what the shape
 rules read is bounded however many shards a folder has."""
-ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9]{0,99}$")
+ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9]{0,99}\Z")
 """A transformers class name: letters and digits, nothing that could name a module path."""
 
 

@@ -115,7 +115,7 @@ CONTEXTS = ("n_positions", "max_position_embeddings", "n_ctx")
 POSITION_TABLES = ("wpe.weight", "position_embeddings.weight", "embed_positions.weight")
 """Learned position tables (rows: positions); ``*position_embeddings`` of three dimensions
 is a vision model's ``(1, patches + extra tokens, width)``."""
-_INDEX = re.compile(r"^\d{1,9}$")
+_INDEX = re.compile(r"^\d{1,9}\Z")
 
 
 class ShapeMismatch(Picklable, ValueError):

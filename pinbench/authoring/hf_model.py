@@ -50,7 +50,8 @@ def folder_files(folder: Path) -> list[Path]:
 
 
 HUB = re.compile(
-    r"^hf:/{1,2}(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95})@(?P<rev>[^/]{1,255})/?$"
+    r"^hf:/{1,2}(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95})"
+    r"@(?P<rev>[^/\n]{1,255})/?\Z"
 )
 """``hf://ORG/NAME@REVISION``: a whole model repository at a branch, tag or commit (a path
 the shell or ``pathlib`` gave as ``hf:/...`` is the same)."""

@@ -66,7 +66,7 @@ def study_run(
             f"{ran['failed']} failed, {ran['refused']} refused; "
             f"`pinbench study show {ran['name']}`"
         )
-    if ran["failed"] or ran["refused"]:
+    if ran["failed"] or ran["refused"] or ran.get("unfinished"):
         raise SystemExit(1)
 
 

@@ -14,7 +14,7 @@ from pinbench.registry.names import Kind, Spec
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.processing_code import Code
 
-STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+STAGE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
 MAX_STAGES = 16
 CODE_SUFFIX = "_code"
 """No stage name ends so: ``stage_<name>_latency_*`` (a stage's framework call) and

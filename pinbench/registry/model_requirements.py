@@ -23,7 +23,7 @@ from pinbench.errors import UserError
 from pinbench.registry.explain import VersionText
 from pinbench.registry.manifest_parts import _IMAGE_DIGEST, _Strict
 
-NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$")
+NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\Z")
 """A package's name as PEP 508 allows it (at most 100 characters)."""
 
 WHERE = (
@@ -39,7 +39,7 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}$")
+VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}\Z")
 """A version as PEP 440 spells one (its public and local parts): no space, no line break, so a
 pin written into the requirements file uv reads is one requirement, never an option."""
 

@@ -123,7 +123,7 @@ class Limits(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=Tr
     """Wall-clock limit for the whole evaluation, model loading included."""
 
 
-CPU_FLAG = re.compile(r"^[a-z0-9_.]{1,40}$")
+CPU_FLAG = re.compile(r"^[a-z0-9_.]{1,40}\Z")
 MAX_CPU_FLAGS = 64
 LATE_SYSTEM_FIELDS = ("name", "gpu", "cpu_flags")
 """A request's placement fields, left out of lockfiles (and sweep ids) while unset, so the

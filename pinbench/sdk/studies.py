@@ -69,10 +69,12 @@ class Studies:
         import time
 
         remote = self.registry.server()
-        body = {"definition": definition, "source": re.sub(r"[^A-Za-z0-9_.@/-]", "-", source)}
+        named = re.sub(r"[^A-Za-z0-9_.@/-]", "-", source).lstrip("_.@/-")[:100] or "posted"
+        body = {"definition": definition, "source": named}
         started = remote.json("POST", "/api/v1/studies", json=body)
         name, todo = started["name"], set(started["to_run"])
         counts = {"ran": 0, "skipped": started["cells"] - len(todo), "failed": 0, "refused": 0}
+        counts["unfinished"] = 0
         said: set[str] = set()
         path = f"/api/v1/studies/{quote(name, safe='')}"
         while True:
@@ -87,6 +89,11 @@ class Studies:
                     why = f" {cell['reason']}" if cell["reason"] and state != "done" else ""
                     say(f"[{n}/{len(cells)}] {_label(cell)}: {state}{run}{why}")
             if not shown.get("active"):
+                unfinished = len(todo - said)
+                if unfinished:  # the server stopped running it (it drained, or restarted)
+                    say(f"study {name}: the server stopped running it with {unfinished} cells "
+                        "not finished: post it again to resume")  # fmt: skip
+                    counts["unfinished"] = unfinished
                 break
             if stop is not None and stop.is_set():
                 say(f"stopped following study {name}: the server runs it on")

@@ -6,7 +6,7 @@ import re
 
 from pinbench.errors import UserError
 
-NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 """A system's name: lowercase letters, digits and inner hyphens, at most 63 characters (a DNS
 label, so it can name a Ray resource, a Kubernetes node label and a URL path segment)."""
 

@@ -18,6 +18,7 @@ CPUs back. CPUs this machine does not offer refuse the cell, naming them.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ def affinity(cpus: list[int] | None) -> Iterator[None]:
             _pin(tid, before)
 
 
+LOCK_TRIES, LOCK_WAIT_S = 5, 0.02
+
+
 def _lock_path(ws: Workspace, name: str) -> Path:
     return ws.settings.home / "locks" / f"study-{name}.lock"
 
@@ -109,12 +113,16 @@ def hold_study_lock(ws: Workspace, name: str) -> IO[str]:
     path = _lock_path(ws, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = open(path, "w")  # noqa: SIM115  (held by the caller)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise StudyBusy(name=name, lock=path) from None
-    return handle
+    for attempt in range(LOCK_TRIES):  # study_active's brief shared lock is not a holder
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if attempt + 1 < LOCK_TRIES:
+                time.sleep(LOCK_WAIT_S)
+        else:
+            return handle
+    handle.close()
+    raise StudyBusy(name=name, lock=path)
 
 
 @contextmanager

@@ -36,8 +36,8 @@ import msgspec
 from pinbench.registry.request import BatchSize, Threads
 from pinbench.studies.errors import StudyError, StudyNotFound
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@/-]{0,99}$")
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\Z")
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@/-]{0,99}\Z")
 """A scenario's or a family's name: what the matrix prints as a column or a group."""
 MAX_MODELS = 200
 MAX_SCENARIOS = 8
