@@ -25,6 +25,10 @@ def _point_chart(
     return Chart(key, title, chart_spec(title, rows) | layer)
 
 
+BAR_STEP = 5
+"""Pixels of a speed-up bar (a model's band holds one per system)."""
+
+
 def _by_metric(spec: dict[str, Any]) -> dict[str, Any]:
     """One row of the plot per metric, each its own y axis (a CER is no top-1)."""
     base = {k: v for k, v in spec.items() if k not in ("width", "height", "mark", "encoding")}
@@ -74,6 +78,8 @@ def charts(found: dict[str, Any]) -> list[Chart]:
             title,
             chart_spec(title, found["speedups"])
             | {
+                # a bar per model and system, whatever the number of models
+                "height": {"step": BAR_STEP},
                 "mark": "bar",
                 "encoding": {
                     "y": {"field": "model", "type": "nominal"},
