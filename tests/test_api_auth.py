@@ -132,6 +132,14 @@ ADMIN = (401, 403, 403, 403, None)
 PUBLISH = (401, 403, 403, None, None)
 
 #        label                 call                                             who -> status  ok
+AGENT_STUDY: dict[str, Any] = {  # a study on agents (this server has none)
+    "name": "on-agents",
+    "models": [{"model": "vision/digits-logreg@^1", "framework": "onnxruntime@*",
+                "dataset": "sklearn-digits-test@^1"}],
+    "scenarios": {"accuracy": {"mode": "accuracy"}},
+    "systems": [{"name": "a", "agent": "lab-a"}],
+}  # fmt: skip
+
 MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
     ("health", get("/api/v1/health"), READ, 200),
     ("ready", get("/api/v1/ready"), READ, 200),
@@ -196,13 +204,6 @@ MATRIX: list[tuple[str, Call, tuple[int | None, ...], int]] = [
      {"json": {"definition": AGENT_STUDY}}), RUN, 400),
 ]  # fmt: skip
 
-AGENT_STUDY = {
-    "name": "on-agents",
-    "models": [{"model": "vision/digits-logreg@^1", "framework": "onnxruntime@*",
-                "dataset": "sklearn-digits-test@^1"}],
-    "scenarios": {"accuracy": {"mode": "accuracy"}},
-    "systems": [{"name": "a", "agent": "lab-a"}],
-}  # fmt: skip
 
 CELLS = [
     pytest.param(call, who, expected[i] or ok, id=f"{label}-{who}")
