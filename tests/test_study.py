@@ -384,6 +384,23 @@ def test_the_built_in_studies_parse_and_plan_at_least_four_systems(cli_on: Cli) 
         assert {c["state"] for c in planned["cells"]} == {"planned"}
 
 
+def test_a_built_in_studys_plan_shows_before_any_home_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's first look (`study show seed`) needs no `pinbench init`: nothing ran
+    there, so the plan is what there is; a name that is no built-in study still says to
+    init, and nothing is created."""
+    home = tmp_path / "none"
+    cli = in_process_cli(monkeypatch, capsys, home, f"sqlite:///{home}/pinbench.db")
+    shown = cli("study", "show", "seed-quick", "--json")
+    assert shown.code == 0, shown.err
+    planned = json.loads(shown.out)
+    assert len(planned["cells"]) == 64 and {c["state"] for c in planned["cells"]} == {"planned"}
+    other = cli("study", "show", "mine")
+    assert other.code == 1 and "run `pinbench init`" in other.err
+    assert not home.exists()
+
+
 def test_a_study_is_recorded_and_read_back_on_either_database(ws_any: Workspace) -> None:
     from pinbench.studies.cells import cells
     from pinbench.studies.spec import parse_study

@@ -127,6 +127,7 @@ class Studies:
         from pinbench.studies.errors import StudyNotFound
 
         def here(ws: Any) -> dict[str, Any]:
+            from pinbench.db.schema import SchemaNotCurrent
             from pinbench.studies.matrix import planned_matrix, study_matrix
             from pinbench.studies.spec import load_study
 
@@ -135,6 +136,10 @@ class Studies:
             except StudyNotFound:
                 if not _file_or_builtin(name, files=files):
                     raise
+            except SchemaNotCurrent as exc:  # a home not made yet: nothing ran here
+                if exc.current is not None or not _file_or_builtin(name, files=files):
+                    raise
+                return planned_matrix(*load_study(name, files=files))
             study, source = load_study(name, files=files)
             try:
                 return study_matrix(ws, study.name)
