@@ -284,6 +284,25 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
         assert _loaded(modules, ["sqlalchemy"]) == []
 
 
+def test_runs_delete_and_prune_write_with_plain_sql(digits: Workspace, tmp_path: Path) -> None:
+    """``runs delete`` and ``runs prune`` (issue 75, item 3) read and remove rows with plain
+    SQL: no ORM, and on SQLite no SQLAlchemy at all."""
+    import pinbench
+
+    registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
+    first = registry.lock(DIGITS_ACCURACY)[0].run(runner="local")
+    url = digits.settings.database_url
+    for args in (
+        ("runs", "prune", "--keep-days", "0", "--keep-last", "1"),  # a dry run: nothing goes
+        ("runs", "delete", first.id[:8], "--yes"),
+    ):
+        _, modules = _run(digits.settings.home, tmp_path, *args, database_url=url)
+        assert _loaded(modules, ["sqlalchemy.orm"]) == [], args
+        if url.startswith("sqlite:///"):
+            assert _loaded(modules, ["sqlalchemy"]) == [], args
+    assert first.id not in {r.id for r in registry.runs()}
+
+
 def test_series_show_reads_with_plain_sql_and_no_numpy(digits: Workspace, tmp_path: Path) -> None:
     """``series show`` reads the series' runs and thresholds with plain SQL (issue 75, item 3):
     no ORM, no NumPy or SciPy (a threshold is data: ``series.threshold``), and on SQLite no

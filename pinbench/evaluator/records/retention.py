@@ -8,6 +8,9 @@ never deleted: its server would write its record after the row was gone.
 
 ``prune`` keeps a run when it started less than ``keep_days`` days ago, or when it is among
 the ``keep_last`` most recent finished runs of its lockfile; every other finished run goes.
+
+Both read and write with plain SQL in one transaction (``Workspace.writes``, decision 303):
+``runs delete`` and ``runs prune`` load no ORM.
 """
 
 from __future__ import annotations
@@ -16,15 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, func, select
-
 from pinbench.bounds import KEEP_DAYS, KEEP_LAST
-from pinbench.db.models import Attestation, Result, Run
 from pinbench.errors import InvalidValue, UserError
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
+    from collections.abc import Sequence
 
+    from pinbench.db.plain import Rows
     from pinbench.workspace import Workspace
 
 UNFINISHED = ("queued", "running")
@@ -86,46 +87,49 @@ class Deleted:
         }
 
 
-def _doomed(run: Run) -> Doomed:
-    return Doomed(run.id, run.status, run.started_at, run.lockfile_digest, run.model)
+_LISTED = "id, status, started_at, lockfile_digest, model"
+"""A doomed run's columns, in ``Doomed``'s order."""
+_FINISHED = "status NOT IN ('queued', 'running')"
+CHUNK = 500
+"""Runs a statement names at most (its parameters bounded)."""
 
 
-_LISTED = (Run.id, Run.status, Run.started_at, Run.lockfile_digest, Run.model)
-"""A doomed run's columns: read as rows, not as ORM objects (a prune may list a million)."""
+def _doomed(row: Sequence[Any]) -> Doomed:
+    from pinbench.db.plain import when
+
+    run, status, started, lockfile, model = row
+    return Doomed(str(run), str(status), when(started), str(lockfile), model)
 
 
-def _remove(session: Session, ids: list[str]) -> None:
-    """The runs' rows and theirs; only finished runs (a run that started meanwhile stays).
-    Plain statements: the session's objects are not searched for each one."""
-    plain = {"synchronize_session": False}
-    for start in range(0, len(ids), 500):  # bound each statement's parameters
-        chunk = ids[start : start + 500]
-        finished = select(Run.id).where(Run.id.in_(chunk), Run.status.not_in(UNFINISHED))
-        for stmt in (
-            delete(Result).where(Result.run_id.in_(finished)),
-            delete(Attestation).where(Attestation.run_id.in_(finished)),
-            delete(Run).where(Run.id.in_(chunk), Run.status.not_in(UNFINISHED)),
-        ):
-            session.execute(stmt, execution_options=plain)
+def _remove(rows: Rows, ids: list[str]) -> None:
+    """The runs' rows and theirs; only finished runs (a run that started meanwhile stays)."""
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        names = ", ".join(f":r{n}" for n in range(len(chunk)))
+        params = {f"r{n}": run for n, run in enumerate(chunk)}
+        finished = f"SELECT id FROM runs WHERE id IN ({names}) AND {_FINISHED}"
+        rows(f"DELETE FROM results WHERE run_id IN ({finished})", params)
+        rows(f"DELETE FROM attestations WHERE run_id IN ({finished})", params)
+        rows(f"DELETE FROM runs WHERE id IN ({names}) AND {_FINISHED}", params)
 
 
 def delete_runs(ws: Workspace, run_ids: list[str], *, delete: bool) -> Deleted:
     """The runs named (ids or unique prefixes), removed when ``delete``: all or none (an
     unknown, ambiguous or unfinished one refuses the lot)."""
-    from pinbench.evaluator.records.history import find_run
+    from pinbench.evaluator.records.run_view import locate
 
     if not run_ids:
         raise UserError("name at least one run to delete (see `pinbench runs list`)")
-    with ws.transaction() as session:
+    with ws.writes() as rows:
         found: dict[str, Doomed] = {}
         for given in run_ids:
-            run = find_run(session, given)
+            run = _doomed(locate(rows, given, _LISTED))
             if run.status in UNFINISHED:
                 raise RunUnfinished(run=run.id, status=run.status)
-            found.setdefault(run.id, _doomed(run))
+            found.setdefault(run.id, run)
         doomed = list(found.values())
         if delete:
-            _remove(session, [d.id for d in doomed])
+            _remove(rows, [d.id for d in doomed])
     return Deleted(doomed, delete)
 
 
@@ -143,26 +147,18 @@ def prune_runs(
             text=str(keep_last), reason=KEEP_LAST.refusal("--keep-last", keep_last)
         )
     cutoff = (now or datetime.now(UTC)) - timedelta(days=keep_days)
-    rank = (
-        func.row_number()
-        .over(partition_by=Run.lockfile_digest, order_by=(Run.started_at.desc(), Run.id.desc()))
-        .label("rank")
-    )
     ranked = (
-        select(Run.id.label("id"), Run.started_at.label("started_at"), rank)
-        .where(Run.status.not_in(UNFINISHED))
-        .subquery()
+        "SELECT id, started_at, ROW_NUMBER() OVER (PARTITION BY lockfile_digest "
+        f"ORDER BY started_at DESC, id DESC) AS rank FROM runs WHERE {_FINISHED}"
     )
-    with ws.transaction() as session:
-        finished = session.scalar(
-            select(func.count()).select_from(Run).where(Run.status.not_in(UNFINISHED))
+    going = f"SELECT id FROM ({ranked}) ranked WHERE rank > :keep_last AND started_at < :cutoff"
+    with ws.writes() as rows:
+        ((finished,),) = rows(f"SELECT COUNT(*) FROM runs WHERE {_FINISHED}", {})
+        listed = rows(
+            f"SELECT {_LISTED} FROM runs WHERE id IN ({going}) ORDER BY started_at, id",
+            {"keep_last": keep_last, "cutoff": cutoff},
         )
-        going = select(ranked.c.id).where(ranked.c.rank > keep_last)
-        going = going.where(ranked.c.started_at < cutoff)
-        rows = session.execute(
-            select(*_LISTED).where(Run.id.in_(going)).order_by(Run.started_at, Run.id)
-        ).all()
-        doomed = [Doomed(*row) for row in rows]
+        doomed = [_doomed(row) for row in listed]
         if delete:
-            _remove(session, [d.id for d in doomed])
-    return Deleted(doomed, delete, kept=(finished or 0) - len(doomed))
+            _remove(rows, [d.id for d in doomed])
+    return Deleted(doomed, delete, kept=int(finished or 0) - len(doomed))
