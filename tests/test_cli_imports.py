@@ -248,7 +248,8 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
     """``runs show`` prints a run's per-sample rows (``run_samples``) without the reports'
     renderers, their data gathering or Jinja2 (decision 290: before ``run_samples`` left the
     reports package, reading the rows imported all three). It and ``runs list`` read with plain
-    SQL (issue 75, item 3): no ORM, and on SQLite no SQLAlchemy at all."""
+    SQL (issue 75, item 3), and so does ``runs compare``: no ORM, and on SQLite no SQLAlchemy
+    at all."""
     import pinbench
 
     registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
@@ -279,6 +280,19 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
         database_url=digits.settings.database_url,
     )
     assert run.id[:8] in listed
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
+    if digits.settings.database_url.startswith("sqlite:///"):
+        assert _loaded(modules, ["sqlalchemy"]) == []
+    compared, modules = _run(
+        digits.settings.home,
+        tmp_path,
+        "runs",
+        "compare",
+        run.id,
+        run.id,
+        database_url=digits.settings.database_url,
+    )
+    assert "top1" in compared  # runs side by side (``records.run_compare``), plain SQL too
     assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []

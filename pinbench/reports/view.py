@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pinbench.energy.show import cost_per_1000, usd
-from pinbench.evaluator.records.history import differing
+from pinbench.evaluator.records.run_compare import differing
 from pinbench.reports.charts import Chart, accuracy_points
 from pinbench.reports.data import Report, RunData
 from pinbench.reports.diff import DiffRow, HardwareRow, hardware_rows, run_diff

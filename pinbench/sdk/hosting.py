@@ -203,7 +203,7 @@ class Hosting:
 
     def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
         """Runs side by side (``Registry.compare``)."""
-        from pinbench.evaluator.records.history import compare_runs
+        from pinbench.evaluator.records.run_compare import compare_runs
 
         return compare_runs(self._ws, list(run_ids))
 

@@ -74,7 +74,7 @@ class RunRecords:
 
     def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
         """Runs side by side: which inputs differ, each metric per run."""
-        from pinbench.evaluator.records.history import compare_runs
+        from pinbench.evaluator.records.run_compare import compare_runs
 
         ids = list(run_ids)
         return self.either(lambda remote: remote.compare(ids), lambda ws: compare_runs(ws, ids))
