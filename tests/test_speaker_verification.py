@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from sklearn.metrics import roc_curve
 
+from pinbench.catalog import silero
 from pinbench.tasks.speaker.metrics import (
     DCF,
     equal_error_rate,
@@ -153,13 +154,7 @@ def test_trial_list_read_in_sample_order(tmp_path: Path) -> None:
 
 
 def wav(samples: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(np.clip(np.round(samples * 32768), -32768, 32767).astype("<i2").tobytes())
-    return buf.getvalue()
+    return silero.wav(samples, RATE)  # 16-bit PCM mono, as decode_audio reads it back
 
 
 def embedder() -> bytes:
