@@ -266,3 +266,14 @@ def test_silero_vad_v4_is_the_wheels_file_and_scores_frames_as_the_packages_loop
     assert shown["frames_count"] == len(y)
     assert shown["frame_f1"] == pytest.approx(sk.f1_score(y, p >= 0.5), abs=1e-12)
     assert shown["frame_roc_auc"] == pytest.approx(sk.roc_auc_score(y, p), abs=1e-12)
+
+
+def test_a_part_brings_the_datasets_its_models_use_once(tmp_path: Path) -> None:
+    """openWakeWord's silero-vad v4 scores on the ``silero`` part's ``speech-clips``: chosen
+    alone it brings that dataset, chosen with ``silero`` the dataset is written once."""
+    from pinbench.catalog.packaged import write_datasets
+
+    alone = [p.name for p in write_datasets(tmp_path / "a", frozenset({"openwakeword"}))]
+    both = [p.name for p in write_datasets(tmp_path / "b", frozenset({"openwakeword", "silero"}))]
+    assert alone == both
+    assert alone.count(f"dataset-{silero.DATASET}.yaml") == 1

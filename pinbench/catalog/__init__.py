@@ -50,6 +50,7 @@ from pinbench.catalog.digits import (
 )
 from pinbench.catalog.frameworks import VERSIONS
 from pinbench.catalog.packaged import PACKAGED
+from pinbench.catalog.packaged import write_datasets as packaged_datasets
 from pinbench.catalog.parts import PARTS, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 
@@ -107,8 +108,8 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
     if "efficientnet" in chosen:
         out.append(photos.write_imagenet(root))
         out += efficientnet.export(root)
+    out += packaged_datasets(root, chosen)
     for part, module in PACKAGED.items():
         if part in chosen:
-            out += module.write_datasets(root)
             out += module.export(root)
     return Catalog(out)

@@ -72,10 +72,9 @@ def embeddings(frames: int) -> Any:
 
 def write_datasets(root: Path) -> list[Path]:
     """The embeddings for each input length under ``root/wake-embeddings/``, with manifests
-    (the VAD's ``speech-clips`` is the ``silero`` part's)."""
+    (the VAD's ``speech-clips`` is the ``silero`` part's: ``packaged`` writes it with this
+    part's)."""
     import numpy as np
-
-    from pinbench.catalog import silero
 
     folder = root / "wake-embeddings"
     folder.mkdir(exist_ok=True)
@@ -97,8 +96,6 @@ def write_datasets(root: Path) -> list[Path]:
                 files=[entry(root, path)],
             )
         )
-    if not (root / f"dataset-{silero.DATASET}.yaml").exists():
-        out += silero.write_datasets(root)
     return out
 
 

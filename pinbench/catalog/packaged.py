@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
 
 from pinbench.catalog import (
     crepe,
@@ -23,58 +22,49 @@ from pinbench.catalog import (
 )
 
 
-class Packaged(Protocol):
-    @property
-    def frameworks(self) -> tuple[str, ...]:
-        """The framework artifacts its models run on (written once per build)."""
-        ...
-
-    def write_datasets(self, root: Path) -> list[Path]: ...
-
-    def export(self, root: Path) -> list[Path]: ...
-
-
 @dataclass(frozen=True, slots=True)
-class OneDataset:
-    """A part of one dataset (``write_dataset``) and its models (``export``)."""
+class Part:
+    """A part: its module's datasets (``write_datasets``, or one ``write_dataset``) and models
+    (``export``), the framework artifacts they run on, and the parts whose datasets its models
+    use too (``uses``: written with it, once, whether or not that part is chosen)."""
 
     module: ModuleType
     frameworks: tuple[str, ...] = ("onnxruntime",)
+    uses: tuple[str, ...] = ()
 
     def write_datasets(self, root: Path) -> list[Path]:
-        written: Path = self.module.write_dataset(root)
-        return [written]
+        if hasattr(self.module, "write_datasets"):
+            written: list[Path] = self.module.write_datasets(root)
+            return written
+        return [self.module.write_dataset(root)]
 
     def export(self, root: Path) -> list[Path]:
         exported: list[Path] = self.module.export(root)
         return exported
 
 
-@dataclass(frozen=True, slots=True)
-class Parts:
-    """A part of several datasets (``write_datasets``) and models (``export``)."""
-
-    module: ModuleType
-    frameworks: tuple[str, ...] = ("onnxruntime",)
-
-    def write_datasets(self, root: Path) -> list[Path]:
-        written: list[Path] = self.module.write_datasets(root)
-        return written
-
-    def export(self, root: Path) -> list[Path]:
-        exported: list[Path] = self.module.export(root)
-        return exported
-
-
-PACKAGED: dict[str, Packaged] = {
-    "nsfw": OneDataset(nsfw),
-    "minilm": OneDataset(minilm),
-    "nudenet": OneDataset(nudenet),
-    "ppocr": Parts(ppocr),
-    "silero": Parts(silero),
-    "microwakeword": Parts(microwakeword, ("tensorflow",)),
-    "magika": Parts(magika),
-    "crepe": Parts(crepe, ("torch",)),
-    "openwakeword": Parts(openwakeword),
-    "faces": Parts(faces, ("torch", "tensorflow")),
+PACKAGED: dict[str, Part] = {
+    "nsfw": Part(nsfw),
+    "minilm": Part(minilm),
+    "nudenet": Part(nudenet),
+    "ppocr": Part(ppocr),
+    "silero": Part(silero),
+    "microwakeword": Part(microwakeword, ("tensorflow",)),
+    "magika": Part(magika),
+    "crepe": Part(crepe, ("torch",)),
+    "openwakeword": Part(openwakeword, uses=("silero",)),  # its silero-vad v4: speech-clips
+    "faces": Part(faces, ("torch", "tensorflow")),
 }
+
+
+def write_datasets(root: Path, chosen: frozenset[str]) -> list[Path]:
+    """The chosen parts' datasets and those their models use, each part's once, in
+    ``PACKAGED``'s order; their manifests."""
+    wanted = set(chosen) | {
+        used for part in chosen if part in PACKAGED for used in PACKAGED[part].uses
+    }
+    out: list[Path] = []
+    for part, module in PACKAGED.items():
+        if part in wanted:
+            out += module.write_datasets(root)
+    return out

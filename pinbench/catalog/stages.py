@@ -28,6 +28,7 @@ from pinbench.catalog import (
     resnet,
 )
 from pinbench.catalog.packaged import PACKAGED
+from pinbench.catalog.packaged import write_datasets as packaged_datasets
 from pinbench.catalog.parts import TRAINED, check_parts
 from pinbench.catalog.torch_files import load_safetensors
 from pinbench.errors import UserError
@@ -69,9 +70,7 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
         manifests.append(resnet.write_dataset(out))
     if "efficientnet" in chosen:
         manifests.append(photos.write_imagenet(out))
-    for part, module in PACKAGED.items():
-        if part in chosen:
-            manifests += module.write_datasets(out)
+    manifests += packaged_datasets(out, chosen)
     if "gpt" in chosen:
         gpt.write_text(out)
         manifests.append(gpt.write_dataset(out, out))
