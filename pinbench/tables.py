@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pinbench.evaluator.verdicts.parity import Parity
 from pinbench.run_figures import fmt_ns
-from pinbench.trace.analysis import TraceView
-from pinbench.trace.ops import CategoryRow
+
+if TYPE_CHECKING:
+    from pinbench.evaluator.verdicts.parity import Parity
+    from pinbench.trace.analysis import TraceView
+    from pinbench.trace.ops import CategoryRow
 
 
 def parity_table(rows: list[Parity]) -> Table:

@@ -5,6 +5,7 @@ way to a new key, and a retired key verifies only what it attested before its re
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -33,13 +34,16 @@ def rows(ws: Workspace) -> list[tuple[str, str, datetime | None]]:
 
 @pytest.fixture
 def fresh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
 ) -> Iterator[tuple[Workspace, Cli]]:
-    """A home made by ``pinbench init``; its workspace and the CLI on it."""
-    cli = in_process_cli(monkeypatch, capsys, tmp_path / "home", f"sqlite:///{tmp_path}/db")
+    """A home made by ``pinbench init`` on each engine; its workspace and the CLI on it."""
+    cli = in_process_cli(monkeypatch, capsys, tmp_path / "home", database_url)
     result = cli("init", "--json")
     assert result.code == 0, result.err
-    ws = Workspace(Settings(home=tmp_path / "home", database_url=f"sqlite:///{tmp_path}/db"))
+    ws = Workspace(Settings(home=tmp_path / "home", database_url=database_url))
     yield ws, cli
     ws.close()
 
@@ -72,6 +76,28 @@ def test_init_on_a_fresh_home_makes_one_key_of_each_kind(fresh: tuple[Workspace,
     again = cli("init", "--json")  # a second init checks the keys, never replaces them
     assert again.code == 0, again.err
     assert [k["keyid"] for k in listed(cli)] == [k["keyid"] for k in keys]
+
+
+def test_rotation_records_the_retired_and_the_new_key(fresh: tuple[Workspace, Cli]) -> None:
+    """Each kind rotated twice (the keys' rows are read and written with plain SQL, issue 75):
+    one active key per kind, the ones before retired in order, each retired when the next was
+    made."""
+    ws, cli = fresh
+    made = [(k["keyid"], k["purpose"]) for k in listed(cli)]
+    for _ in range(2):
+        for purpose in (ATTESTATION, MODEL_SIGNING):
+            result = cli("keys", "rotate", "--kind", purpose, "--json")
+            assert result.code == 0, result.err
+            made.append((json.loads(result.out)[0]["active"]["keyid"], purpose))
+    keys = listed(cli)
+    for purpose in (ATTESTATION, MODEL_SIGNING):
+        mine = [k for k in keys if k["purpose"] == purpose]
+        assert [k["keyid"] for k in mine] == [k for k, p in made if p == purpose]
+        assert [k["state"] for k in mine] == ["retired", "retired", "active"]
+        for older, newer in itertools.pairwise(mine):
+            assert older["retired_at"] == newer["created_at"]
+    assert public_of(signing_key(ws)).keyid == made[-2][0]
+    assert model_signing_key(ws)[1] == made[-1][0]
 
 
 def _delete(path: Path) -> None:

@@ -24,6 +24,8 @@ import os
 import secrets
 import socket
 import stat
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
         Ed25519PrivateKey,
     )
 
-    from pinbench.db.models import SigningKey
     from pinbench.workspace import Workspace
 
 from pinbench.provenance.key_material import (
@@ -101,19 +102,22 @@ def _write_new(path: Path, secret: bytes) -> Path:
     return temp
 
 
-def _rows(ws: Workspace, purpose: str) -> list[SigningKey]:
-    from sqlalchemy import select
+KEY_COLUMNS = "keyid, purpose, algorithm, public, owner, created_at, retired_at"
+"""The columns of ``signing_keys``, as ``_record`` reads them."""
+INSERT_KEY = (
+    f"INSERT INTO signing_keys ({KEY_COLUMNS}) VALUES (:keyid, :purpose, :algorithm, :public, "
+    ":owner, :created_at, :retired_at)"
+)
 
-    from pinbench.db.models import SigningKey
 
-    with ws.transaction() as session:
-        rows = session.scalars(
-            select(SigningKey)
-            .where(SigningKey.purpose == purpose)
-            .order_by(SigningKey.created_at, SigningKey.keyid)
-        ).all()
-        session.expunge_all()
-        return list(rows)
+def _rows(ws: Workspace, purpose: str) -> list[KeyRecord]:
+    with ws.reads() as rows:
+        found = rows(
+            f"SELECT {KEY_COLUMNS} FROM signing_keys WHERE purpose = :purpose "
+            "ORDER BY created_at, keyid",
+            {"purpose": purpose},
+        )
+    return [_record(r) for r in found]
 
 
 def _owner() -> str:
@@ -123,9 +127,6 @@ def _owner() -> str:
 def _active_secret(ws: Workspace, purpose: str) -> bytes:
     """The private key bytes of this registry's active ``purpose`` key, checked against the
     record; made (and recorded) only when the registry never had a key of that purpose."""
-    from pinbench.db.absent import insert_absent
-    from pinbench.db.models import SigningKey
-
     path = key_path(ws, purpose)
     _safe_folder(path.parent, purpose)
     rows = _rows(ws, purpose)
@@ -139,8 +140,8 @@ def _active_secret(ws: Workspace, purpose: str) -> bytes:
         secret = _read_secret(path, purpose)
         keyid, public = _checked_public(purpose, secret)
         values = _values(purpose, keyid, public, datetime.now(UTC))
-        with ws.transaction() as session:  # each process of a fresh registry: one row
-            insert_absent(session, SigningKey, values)
+        with ws.writes() as write:  # each process of a fresh registry: one row (decision 286)
+            write(f"{INSERT_KEY} ON CONFLICT (keyid) DO NOTHING", values)
         rows = _rows(ws, purpose)
     active = [r for r in rows if r.retired_at is None]
     if not active:
@@ -173,12 +174,6 @@ def _active_secret(ws: Workspace, purpose: str) -> bytes:
             purpose=purpose, reason=f"holds {held}, not the active key {want[:16]}: {fix}"
         )
     return secret
-
-
-def _row(purpose: str, keyid: str, public: str, now: datetime) -> SigningKey:
-    from pinbench.db.models import SigningKey
-
-    return SigningKey(**_values(purpose, keyid, public, now))
 
 
 def _values(purpose: str, keyid: str, public: str, now: datetime) -> dict[str, Any]:
@@ -228,10 +223,6 @@ def rotate(ws: Workspace, purpose: str) -> tuple[KeyRecord | None, KeyRecord]:
 
     The record changes first, then the file: a crash between leaves the file holding the
     retired key, which is refused by name until ``rotate`` runs again."""
-    from sqlalchemy import select
-
-    from pinbench.db.models import SigningKey
-
     if purpose not in PURPOSES:
         raise UserError(f"unknown key kind {purpose!r}: expected one of {', '.join(PURPOSES)}")
     path = key_path(ws, purpose)
@@ -241,39 +232,47 @@ def rotate(ws: Workspace, purpose: str) -> tuple[KeyRecord | None, KeyRecord]:
     temp = _write_new(path, secret)
     try:
         now = datetime.now(UTC)
-        with ws.transaction() as session:
-            active = session.scalars(
-                select(SigningKey).where(
-                    SigningKey.purpose == purpose, SigningKey.retired_at.is_(None)
-                )
-            ).all()
-            for row in active:
-                row.retired_at = now
-            retired = [_record(r) for r in active]
-            added = _row(purpose, keyid, public, now)
-            session.add(added)
-            new = _record(added)
+        values = _values(purpose, keyid, public, now)
+        with ws.writes() as write:
+            active = write(
+                f"SELECT {KEY_COLUMNS} FROM signing_keys WHERE purpose = :purpose "
+                "AND retired_at IS NULL ORDER BY created_at, keyid",
+                {"purpose": purpose},
+            )
+            write(
+                "UPDATE signing_keys SET retired_at = :now "
+                "WHERE purpose = :purpose AND retired_at IS NULL",
+                {"now": now, "purpose": purpose},
+            )
+            write(INSERT_KEY, values)
+        retired = [replace(_record(r), retired_at=now) for r in active]
+        new = _record([values[c] for c in KEY_COLUMNS.split(", ")])
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
     return (retired[-1] if retired else None), new
 
 
-def _record(row: SigningKey) -> KeyRecord:
+def _record(row: Sequence[Any]) -> KeyRecord:
+    """A row of ``KEY_COLUMNS`` (SQLite keeps the times as text, PostgreSQL's driver decodes
+    them)."""
+    from pinbench.db.plain import when
+
+    keyid, purpose, algorithm, public, owner, created_at, retired_at = row
     return KeyRecord(
-        keyid=row.keyid,
-        purpose=row.purpose,
-        algorithm=row.algorithm,
-        public=row.public,
-        owner=row.owner,
-        created_at=utc(row.created_at),
-        retired_at=utc(row.retired_at) if row.retired_at is not None else None,
+        keyid=str(keyid),
+        purpose=str(purpose),
+        algorithm=str(algorithm),
+        public=str(public),
+        owner=str(owner),
+        created_at=utc(when(created_at)),
+        retired_at=None if retired_at is None else utc(when(retired_at)),
     )
 
 
 def key_records(ws: Workspace) -> list[KeyRecord]:
     """Every key this registry records, by purpose, oldest first."""
-    return [_record(r) for p in PURPOSES for r in _rows(ws, p)]
+    return [r for p in PURPOSES for r in _rows(ws, p)]
 
 
 def known_keys(ws: Workspace) -> list[PublicKey]:

@@ -171,6 +171,17 @@ class _Row:
         self.__dict__.update(row)
 
 
+def recorded_lockfile(ws: Workspace, run_id: str) -> tuple[str, Lockfile]:
+    """The whole id of the run ``run_id`` names (an id or a unique prefix) and the lockfile it
+    ran."""
+    from pinbench.registry.lockfile import Lockfile
+
+    with ws.reads() as rows:
+        found, digest = locate(rows, run_id, "id, lockfile_digest")
+        (body,) = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": digest})[0]
+    return str(found), Lockfile.from_bytes(str(body).encode())
+
+
 def show_run(ws: Workspace, run_id: str, *, nested: bool = False) -> dict[str, Any]:
     """One run (an id or a unique prefix): its summary plus host facts, details, units and the
     lockfile (metrics as in ``run_list.list_runs``)."""

@@ -15,12 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
-from pinbench.db.models import Artifact
-from pinbench.db.models import Run as RunRow
 from pinbench.errors import UserError
-from pinbench.evaluator.records.run_view import show_run
+from pinbench.evaluator.records.run_view import recorded_lockfile, show_run
 from pinbench.evaluator.run import Say, run_lockfile
 from pinbench.evaluator.runners import choose_runner
 from pinbench.evaluator.verdicts.bisect_chain import (
@@ -41,7 +37,6 @@ from pinbench.evaluator.verdicts.bisect_chain import (
     versions_between,
 )
 from pinbench.evaluator.verdicts.bisect_judge import Endpoint, Evidence, Judge
-from pinbench.evaluator.verdicts.rerun import recorded_lockfile
 from pinbench.evaluator.verdicts.verdict import (
     BAND,
     MIN_EFFECT,
@@ -190,14 +185,13 @@ def differing_pins(ws: Workspace, good: Lockfile, bad: Lockfile) -> list[Pin]:
             pins.append(Pin(kind, (g, b)))
             continue
         name = g.rpartition("@")[0]
-        with ws.transaction() as session:
-            rows = session.execute(
-                select(Artifact.version, Artifact.yanked).where(
-                    Artifact.kind == kind, Artifact.name == name
-                )
-            ).all()
+        with ws.reads() as read:
+            rows = read(
+                "SELECT version, yanked FROM artifacts WHERE kind = :kind AND name = :name",
+                {"kind": kind, "name": name},
+            )
         versions = versions_between(
-            [(v, y) for v, y in rows], g.rpartition("@")[2], b.rpartition("@")[2]
+            [(str(v), bool(y)) for v, y in rows], g.rpartition("@")[2], b.rpartition("@")[2]
         )
         pins.append(Pin(kind, tuple(f"{name}@{v}" for v in versions)))
     return pins
@@ -206,22 +200,14 @@ def differing_pins(ws: Workspace, good: Lockfile, bad: Lockfile) -> list[Pin]:
 def recorded_runs(ws: Workspace, digest: str, *, runner: str, trace: str, limit: int) -> list[str]:
     """Succeeded runs of this lockfile on this machine with this runner and trace level,
     oldest first (so a bisect done again judges the same runs), at most ``limit``."""
-    with ws.transaction() as session:
-        return list(
-            session.scalars(
-                select(RunRow.id)
-                .where(
-                    RunRow.lockfile_digest == digest,
-                    RunRow.status == "succeeded",
-                    RunRow.runner == runner,
-                    RunRow.trace_level == trace,
-                    RunRow.system.is_(None),
-                    RunRow.latencies_sha256.is_not(None),
-                )
-                .order_by(RunRow.started_at, RunRow.id)
-                .limit(limit)
-            ).all()
+    with ws.reads() as rows:
+        found = rows(
+            "SELECT id FROM runs WHERE lockfile_digest = :digest AND status = 'succeeded'"
+            " AND runner = :runner AND trace_level = :trace AND system IS NULL"
+            " AND latencies_sha256 IS NOT NULL ORDER BY started_at, id LIMIT :limit",
+            {"digest": digest, "runner": runner, "trace": trace, "limit": limit},
         )
+    return [str(r[0]) for r in found]
 
 
 def bisect(

@@ -12,8 +12,7 @@ from typing import Any
 
 from pinbench.errors import UserError
 from pinbench.evaluator.records.run_blobs import array_of
-from pinbench.evaluator.records.run_view import show_run
-from pinbench.evaluator.verdicts.rerun import recorded_lockfile
+from pinbench.evaluator.records.run_view import recorded_lockfile, show_run
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.workspace import Workspace
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import find_run, show_run
+from pinbench.evaluator.records.run_view import recorded_lockfile, show_run
 from pinbench.evaluator.run import Say, latencies_of, run_lockfile
 from pinbench.evaluator.verdicts.verdict import (
     BAND,
@@ -16,7 +15,6 @@ from pinbench.evaluator.verdicts.verdict import (
     time_to_accuracy_line,
     weights_verdict,
 )
-from pinbench.registry.lockfile import Lockfile
 from pinbench.worker.stop import Stop
 from pinbench.workspace import Workspace
 
@@ -41,14 +39,6 @@ class Verdict:
             "outcome": self.outcome,
             "verdict": self.lines,
         }
-
-
-def recorded_lockfile(ws: Workspace, run_id: str) -> tuple[str, Lockfile]:
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
-        body = session.get(LockfileRow, run.lockfile_digest)
-        assert body is not None
-        return run.id, Lockfile.from_bytes(body.body.encode())
 
 
 def contended(run: dict[str, Any]) -> bool:
