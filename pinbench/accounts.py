@@ -1,33 +1,29 @@
-"""Users, namespaces and API tokens: who may read, publish, run and administer.
+"""Users and namespaces: who may read, publish, run and administer (the rows read and written
+with plain SQL: ``Rows``, from ``Workspace.reads``/``writes`` or a caller's session).
 
-A token is ``pbt_<id>_<secret>``; only the sha256 of the secret is stored, so a token is shown
-once, when it is created. Scopes: ``read``, ``publish`` (in the namespaces the user belongs
-to), ``run`` (lock and run) and ``admin`` (users and namespaces; only for admin users). A new
-token never has a scope its creator's token was *issued* with: the ``read`` a public server lends
-every caller is not the token's own, so it cannot be minted into a token that reads a
-``--private`` server.
+API tokens are made, listed, revoked and checked by ``pinbench.api_tokens``. Scopes: ``read``,
+``publish`` (in the namespaces the user belongs to), ``run`` (lock and run) and ``admin``
+(users and namespaces; only for admin users). A new token has only scopes its creator's token
+was *issued* with: the ``read`` a public server lends every caller is not the token's own, so
+it cannot be minted into a token that reads a ``--private`` server.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from pinbench.db.models import ApiToken, NamespaceMember, User
 from pinbench.errors import UserError
 from pinbench.registry.names import namespace_of
 
+if TYPE_CHECKING:
+    from pinbench.db.plain import Rows
+
 SCOPES = ("read", "publish", "run", "admin")
 DEFAULT_SCOPES = ("read", "publish", "run")
-_TOKEN = re.compile(r"pbt_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 _USER = re.compile(r"[a-z][a-z0-9._-]{0,99}")
 _NAMESPACE = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 
@@ -153,206 +149,115 @@ def check_scopes(scopes: list[str]) -> list[str]:
     return [s for s in SCOPES if s in scopes]
 
 
-def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def get_user(session: Session, name: str) -> User:
-    user = session.scalar(select(User).where(User.name == name))
-    if user is None:
+@dataclass(frozen=True, slots=True)
+class UserRow:
+    """A row of ``users`` (``USER_COLUMNS``)."""
+
+    id: int
+    name: str
+    is_admin: bool
+    disabled_at: datetime | None
+    deleted_at: datetime | None
+
+
+USER_COLUMNS = "id, name, is_admin, disabled_at, deleted_at"
+
+
+def _moment(value: Any) -> datetime | None:
+    from pinbench.db.plain import when
+
+    return None if value is None else when(value)
+
+
+def user_row(row: Sequence[Any]) -> UserRow:
+    id_, name, admin, disabled, deleted = row
+    return UserRow(int(id_), str(name), bool(admin), _moment(disabled), _moment(deleted))
+
+
+def get_user(rows: Rows, name: str) -> UserRow:
+    found = rows(f"SELECT {USER_COLUMNS} FROM users WHERE name = :name", {"name": name})
+    if not found:
         raise AccountNotFound(what=f"user {name!r}")
-    return user
+    return user_row(found[0])
 
 
-def live_user(session: Session, name: str, action: str) -> User:
+def live_user(rows: Rows, name: str, action: str) -> UserRow:
     """The user ``name``, who must not have been deleted (UserDeleted naming ``action``)."""
-    user = get_user(session, name)
+    user = get_user(rows, name)
     if user.deleted_at is not None:
         raise UserDeleted(user=name, action=action)
     return user
 
 
-def add_user(session: Session, name: str, *, admin: bool = False) -> User:
+def add_user(rows: Rows, name: str, *, admin: bool = False) -> int:
+    """Add the user ``name``; its id."""
     if not _USER.fullmatch(name):
         raise UserError(
             f"invalid user name {name!r}: lowercase letter first, then letters, digits, . _ -"
         )
-    existing = session.scalar(select(User).where(User.name == name))
-    if existing is not None and existing.deleted_at is not None:
+    try:
+        existing = get_user(rows, name)
+    except AccountNotFound:
+        ((user_id,),) = rows(
+            "INSERT INTO users (name, is_admin, created_at) VALUES (:name, :admin, :now) "
+            "RETURNING id",
+            {"name": name, "admin": admin, "now": _now()},
+        )
+        return int(user_id)
+    if existing.deleted_at is not None:
         raise UserDeleted(user=name, action="add it again")
-    if existing is not None:
-        raise UserError(f"user {name!r} already exists")
-    user = User(name=name, is_admin=admin, created_at=_now())
-    session.add(user)
-    session.flush()
-    return user
+    raise UserError(f"user {name!r} already exists")
 
 
-def grant(session: Session, user_name: str, namespace: str) -> None:
+def grant(rows: Rows, user_name: str, namespace: str) -> None:
     """Make a user a member of a namespace (created by its first member)."""
     if not _NAMESPACE.fullmatch(namespace):
         raise UserError(f"invalid namespace {namespace!r}: letters, digits, . _ - (lowercase)")
-    user = live_user(session, user_name, f"grant it namespace {namespace!r}")
-    if session.get(NamespaceMember, (namespace, user.id)) is None:
-        session.add(NamespaceMember(namespace=namespace, user_id=user.id))
-
-
-def revoke_membership(session: Session, user_name: str, namespace: str) -> None:
-    user = get_user(session, user_name)
-    row = session.get(NamespaceMember, (namespace, user.id))
-    if row is None:
-        raise AccountNotFound(what=f"membership of {user_name!r} in {namespace!r}")
-    session.delete(row)
-
-
-def namespaces_of(session: Session, user: User) -> list[str]:
-    return sorted(
-        session.scalars(select(NamespaceMember.namespace).where(NamespaceMember.user_id == user.id))
+    user = live_user(rows, user_name, f"grant it namespace {namespace!r}")
+    rows(
+        "INSERT INTO namespace_members (namespace, user_id) VALUES (:namespace, :user) "
+        "ON CONFLICT (namespace, user_id) DO NOTHING",
+        {"namespace": namespace, "user": user.id},
     )
 
 
-def status_of(user: User) -> str:
+def revoke_membership(rows: Rows, user_name: str, namespace: str) -> None:
+    user = get_user(rows, user_name)
+    gone = rows(
+        "DELETE FROM namespace_members WHERE namespace = :namespace AND user_id = :user "
+        "RETURNING user_id",
+        {"namespace": namespace, "user": user.id},
+    )
+    if not gone:
+        raise AccountNotFound(what=f"membership of {user_name!r} in {namespace!r}")
+
+
+def namespaces_of(rows: Rows, user: UserRow) -> list[str]:
+    found = rows("SELECT namespace FROM namespace_members WHERE user_id = :user", {"user": user.id})
+    return sorted(str(n) for (n,) in found)
+
+
+def status_of(user: UserRow) -> str:
     """``active``, ``disabled`` or ``deleted``."""
     if user.deleted_at is not None:
         return "deleted"
     return "disabled" if user.disabled_at is not None else "active"
 
 
-def list_users(session: Session) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": u.name,
-            "admin": u.is_admin,
-            "namespaces": namespaces_of(session, u),
-            "status": status_of(u),
-        }
-        for u in session.scalars(select(User).order_by(User.name))
-    ]
+def user_info(rows: Rows, user: UserRow) -> dict[str, Any]:
+    """A user as ``user list`` shows one."""
+    return {
+        "name": user.name,
+        "admin": user.is_admin,
+        "namespaces": namespaces_of(rows, user),
+        "status": status_of(user),
+    }
 
 
-class ScopeEscalation(Forbidden):
-    """A token asked to mint a token with scopes it was not issued with itself."""
-
-    def __init__(self, *, token_id: str | None, wider: list[str], granted: list[str]) -> None:
-        super().__init__(
-            f"a new token cannot have scopes token {token_id} was not issued with: "
-            f"{', '.join(wider)} (it has {', '.join(granted) or 'none'})"
-        )
-        self.token_id = token_id
-        self.wider = wider
-        self.granted = granted
-
-
-def create_token(
-    session: Session,
-    user_name: str,
-    *,
-    name: str,
-    scopes: list[str],
-    within: Principal | None = None,
-) -> tuple[ApiToken, str]:
-    """Create a token; return its row and the token text (the only time it is seen).
-
-    ``within``: the token asking (through the API); the new token's scopes must be a subset of
-    the scopes that token was issued with, and it is for the same user. None: the operator,
-    on the server's own database.
-    """
-    user = live_user(session, user_name, "create a token for it")
-    scopes = check_scopes(scopes)
-    if within is not None:
-        if within.user != user_name:
-            raise Forbidden(f"token {within.token_id} cannot create tokens for {user_name}")
-        wider = [s for s in scopes if s not in within.granted]
-        if wider:
-            raise ScopeEscalation(
-                token_id=within.token_id,
-                wider=wider,
-                granted=[s for s in SCOPES if s in within.granted],
-            )
-    if "admin" in scopes and not user.is_admin:
-        raise Forbidden(f"{user_name} is not an admin: a token with the 'admin' scope is refused")
-    if not name.strip() or len(name) > 100:
-        raise UserError("a token needs a name of 1 to 100 characters")
-    token_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-    row = ApiToken(
-        id=token_id,
-        user_id=user.id,
-        name=name,
-        secret_sha256=_hash(secret),
-        scopes=scopes,
-        created_at=_now(),
-        revoked_at=None,
-    )
-    session.add(row)
-    return row, f"pbt_{token_id}_{secret}"
-
-
-def revoke_token(session: Session, token_id: str, *, by: Principal | None = None) -> None:
-    """Revoke a token; ``by`` (when given) must own it or be an admin."""
-    row = session.get(ApiToken, token_id)
-    if row is None:
-        raise AccountNotFound(what=f"token {token_id!r}")
-    is_admin = by is not None and by.is_admin and "admin" in by.scopes
-    if by is not None and not is_admin and row.user.name != by.user:
-        raise Forbidden(f"token {token_id} belongs to another user")
-    if row.revoked_at is None:
-        row.revoked_at = _now()
-
-
-def list_tokens(session: Session, user_name: str) -> list[dict[str, Any]]:
-    user = get_user(session, user_name)
-    rows = session.scalars(
-        select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.created_at)
-    )
-    return [
-        {
-            "id": t.id,
-            "name": t.name,
-            "scopes": list(t.scopes),
-            "created_at": t.created_at.isoformat(),
-            "revoked": t.revoked_at is not None,
-        }
-        for t in rows
-    ]
-
-
-def split_token(token: str) -> tuple[str, str] | None:
-    """(id, secret) of a bearer token as ``authenticate`` reads it (surrounding whitespace
-    ignored); None when it is malformed."""
-    match = _TOKEN.fullmatch(token.strip())
-    return None if match is None else (match[1], match[2])
-
-
-def authenticate(session: Session, token: str) -> Principal:
-    """The principal a bearer token stands for; AuthError for a malformed, unknown or revoked
-    token (the message says which, never echoing the secret)."""
-    parts = split_token(token)
-    if parts is None:
-        raise AuthError("malformed API token: expected pbt_<16 hex>_<43 characters>")
-    token_id, secret = parts
-    row = session.get(ApiToken, token_id)
-    if row is None or not hmac.compare_digest(row.secret_sha256, _hash(secret)):
-        raise AuthError(f"unknown API token {token_id}")
-    return principal_of(session, row)
-
-
-def principal_of(session: Session, row: ApiToken) -> Principal:
-    """Who a token whose secret was checked stands for; AuthError if it was revoked or its
-    user is disabled (checked on every request: a disabled user's tokens stop at once)."""
-    if row.revoked_at is not None:
-        raise AuthError(f"API token {row.id} was revoked at {row.revoked_at.isoformat()}")
-    user = row.user
-    if user.disabled_at is not None or user.deleted_at is not None:
-        raise UserDisabled(user=user.name, token_id=row.id)
-    return Principal(
-        user=user.name,
-        scopes=frozenset(row.scopes),
-        namespaces=frozenset(namespaces_of(session, user)),
-        is_admin=user.is_admin,
-        token_id=row.id,
-        granted=frozenset(row.scopes),
-    )
+def list_users(rows: Rows) -> list[dict[str, Any]]:
+    found = rows(f"SELECT {USER_COLUMNS} FROM users ORDER BY name", {})
+    return [user_info(rows, user_row(r)) for r in found]

@@ -18,6 +18,7 @@ import httpx
 from sqlalchemy import select
 
 from pinbench import accounts
+from pinbench.api_tokens import create_token
 from pinbench.config import Settings
 from pinbench.db.models import ServerInstance
 from pinbench.polling import intervals
@@ -56,13 +57,13 @@ def seed(ws: Workspace, catalog_dir: Path | None) -> tuple[dict[str, str], dict[
     """Initialise the database, add PEOPLE with one token each, publish the catalog."""
     ws.init()
     tokens, ids = {}, {}
-    with ws.transaction() as session:
+    with ws.writes() as rows:
         for name, (admin, namespaces, scopes) in PEOPLE.items():
-            accounts.add_user(session, name, admin=admin)
+            accounts.add_user(rows, name, admin=admin)
             for ns in namespaces:
-                accounts.grant(session, name, ns)
-            row, text = accounts.create_token(session, name, name="tests", scopes=scopes)
-            tokens[name], ids[name] = text, row.id
+                accounts.grant(rows, name, ns)
+            token_id, _, text = create_token(rows, name, name="tests", scopes=scopes)
+            tokens[name], ids[name] = text, token_id
     if catalog_dir is not None:
         for path in sorted(catalog_dir.glob("*.yaml")):
             publish(ws, load_manifest(path), manifest_dir=catalog_dir, publisher="admin")
@@ -218,7 +219,7 @@ def wait_for_status(
 def token_secret(token: str) -> str:
     """The whole secret of a token as the server reads it: a urlsafe secret may itself hold
     underscores, so a split on ``_`` may give a two-letter piece found anywhere in a log."""
-    from pinbench.accounts import split_token
+    from pinbench.api_tokens import split_token
 
     parts = split_token(token)
     assert parts is not None, "not a pinbench token"

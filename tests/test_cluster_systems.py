@@ -177,13 +177,13 @@ def test_one_system_recorded_by_two_writers_at_once_is_one_row(ws_any: Workspace
 @pytest.fixture
 def tokens(ws: Workspace) -> dict[str, str]:
     from pinbench import accounts
+    from pinbench.api_tokens import create_token
 
     out = {}
-    with ws.transaction() as session:
-        accounts.add_user(session, "agents")
+    with ws.writes() as rows:
+        accounts.add_user(rows, "agents")
         for scopes in (["read"], ["read", "run"]):
-            _, text = accounts.create_token(session, "agents", name="t", scopes=scopes)
-            out["+".join(scopes)] = text
+            out["+".join(scopes)] = create_token(rows, "agents", name="t", scopes=scopes)[2]
     return out
 
 

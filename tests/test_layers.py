@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     ("specs", {"specs"}),
     ("storage", {"artifacts", "db", "migrations", "workspace"}),
-    ("registry", {"registry", "accounts", "users"}),
+    ("registry", {"registry", "accounts", "api_tokens", "users"}),
     (
         "evaluator",
         {

@@ -125,3 +125,30 @@ def test_reads_never_write(ws: Workspace, tmp_path: Path) -> None:
         rows("DELETE FROM artifacts", {})
     fresh.close()
     assert [s.version for s in catalog.list_artifacts(ws)] == ["1.0.0"]
+
+
+def test_a_timestamp_is_written_in_one_form_by_either_sqlite_path(ws: Workspace) -> None:
+    """SQLite keeps a timestamp as text, compared and ordered as text: a plain write through
+    ``sqlite3`` and one through a workspace holding an engine (the server's) store the form
+    SQLAlchemy's ORM stores (``2026-11-28 21:27:00.000000``, UTC), never the raw driver's
+    ``+00:00`` suffix; read back, each is the moment written."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from pinbench.db.plain import when
+
+    moments = [
+        datetime(2026, 11, 28, 21, 27, tzinfo=UTC),
+        datetime(2026, 11, 28, 22, 27, 0, 5, tzinfo=timezone(timedelta(hours=1))),
+    ]
+    for n, moment in enumerate(moments):
+        if n:
+            ws.engine  # noqa: B018 - from now on the workspace writes through its engine
+        with ws.writes() as rows:
+            rows(
+                "INSERT INTO users (name, is_admin, created_at) VALUES (:name, :no, :at)",
+                {"name": f"u{n}", "no": False, "at": moment},
+            )
+    with ws.reads() as rows:
+        stored = [str(r[0]) for r in rows("SELECT created_at FROM users ORDER BY name", {})]
+    assert stored == ["2026-11-28 21:27:00.000000", "2026-11-28 21:27:00.000005"]
+    assert [when(s) for s in stored] == moments

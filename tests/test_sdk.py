@@ -240,15 +240,16 @@ def test_the_operator_reads_the_schema_revision_and_checks_it(local: pinbench.Re
 
 
 def test_users_and_tokens_through_the_api(local: pinbench.Registry) -> None:
-    from pinbench.accounts import ANONYMOUS, AuthError, authenticate
+    from pinbench.accounts import ANONYMOUS, AuthError
+    from pinbench.api_tokens import authenticate
 
     accounts = local.accounts()
     ann = {"name": "ann", "admin": False, "namespaces": ["vision"], "status": "active"}
     assert accounts.add_user("ann", namespaces=["vision"]) == ann
     assert ann in accounts.users()
     made = accounts.create_token(user="ann", name="nb", scopes=["read"])
-    with local.workspace().transaction() as session:  # the secret authenticates as ann
-        assert authenticate(session, made["token"]).user == "ann"
+    with local.workspace().reads() as rows:  # the secret authenticates as ann
+        assert authenticate(rows, made["token"]).user == "ann"
     (listed,) = accounts.tokens(user="ann")
     assert listed["id"] == made["id"] and not listed["revoked"]
     assert made["token"] not in json.dumps(listed)

@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from pinbench import accounts
 from pinbench.api.app import create_app
 from pinbench.api.deps import ServerSettings
+from pinbench.api_tokens import create_token
 from pinbench.catalog.digits import DATASET_NAME, DIGITS_STEPS, MODEL_NAME
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.evaluator.records.run_list import list_runs
@@ -149,12 +150,12 @@ def world(
     ws = copied_workspace(digits_template, root)
     assert MODEL_NAME.startswith("vision/")
     tokens = {}
-    with ws.transaction() as session:
+    with ws.writes() as rows:
         for name, (admin, namespaces, scopes) in PEOPLE.items():
-            accounts.add_user(session, name, admin=admin)
+            accounts.add_user(rows, name, admin=admin)
             for ns in namespaces:
-                accounts.grant(session, name, ns)
-            tokens[name] = accounts.create_token(session, name, name="tests", scopes=scopes)[1]
+                accounts.grant(rows, name, ns)
+            tokens[name] = create_token(rows, name, name="tests", scopes=scopes)[2]
     publish_chain_models(ws, root / "models", catalog_dir)
     settings = ServerSettings(
         allow_code=True, runners=("docker",), run_queue=64, runs_per_user=64

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from pinbench import accounts
+from pinbench.api_tokens import create_token
 from pinbench.db.models import UiSession
 from pinbench.remote import Remote, RemoteRefused
 from tests.apiserver import Server, api_server
@@ -40,11 +41,11 @@ def new_user(server: Server, name: str, scopes: list[str], namespaces: Sequence[
     """A user of the server's database with one token: the token."""
     ws = server.workspace()
     try:
-        with ws.transaction() as session:
-            accounts.add_user(session, name)
+        with ws.writes() as rows:
+            accounts.add_user(rows, name)
             for ns in namespaces:
-                accounts.grant(session, name, ns)
-            _, token = accounts.create_token(session, name, name="tests", scopes=scopes)
+                accounts.grant(rows, name, ns)
+            token = create_token(rows, name, name="tests", scopes=scopes)[2]
     finally:
         ws.close()
     return token

@@ -12,7 +12,7 @@ import anyio.to_thread
 from litestar import Request
 from litestar.datastructures import State
 
-from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal, authenticate
+from pinbench.accounts import ANONYMOUS, PUBLIC_READER, AuthError, Principal
 from pinbench.api.cache import ReadCache
 from pinbench.api.drain import DRAIN_S, GRACE_S
 from pinbench.api.fairshare import RUNS_PER_USER
@@ -22,12 +22,13 @@ from pinbench.api.observe import note_user
 from pinbench.api.runpool import RunPool
 from pinbench.api.study_runs import Drivers
 from pinbench.api.throttle import FAILURES, AuthThrottle, token_id_of
+from pinbench.api_tokens import authenticate
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
+    from pinbench.db.plain import Rows
 
 log = logging.getLogger("pinbench.api.auth")
 
@@ -149,7 +150,7 @@ async def principal_for(state: State, token: str | None, address: str | None) ->
     if token is None:
         return PUBLIC_READER if settings.public_read else ANONYMOUS
     return await looked_up(
-        state, address, token_id_of(token), lambda session: authenticate(session, token)
+        state, address, token_id_of(token), lambda rows: authenticate(rows, token)
     )
 
 
@@ -161,7 +162,7 @@ async def looked_up(
     state: State,
     address: str | None,
     key_id: str | None,
-    lookup: Callable[[Session], Principal],
+    lookup: Callable[[Rows], Principal],
     runner: Runner | None = None,
 ) -> Principal:
     """The principal ``lookup`` finds in one transaction (in a worker thread, or through
@@ -175,8 +176,8 @@ async def looked_up(
     throttle.check(keys)
 
     def run() -> Principal:
-        with ws.transaction() as session:
-            return lookup(session)
+        with ws.reads() as rows:
+            return lookup(rows)
 
     try:
         principal: Principal = await (runner or anyio.to_thread.run_sync)(run)

@@ -33,11 +33,12 @@ from typing import Any, Final
 from litestar import Request
 from litestar.datastructures import State
 
-from pinbench.accounts import AuthError, Principal, authenticate, split_token
+from pinbench.accounts import AuthError, Principal
 from pinbench.api.deps import Runner, client_address, looked_up, provide_principal
 from pinbench.api.observe import note_user
 from pinbench.api.readiness import OneAtATime
 from pinbench.api.throttle import token_id_of
+from pinbench.api_tokens import authenticate, split_token
 from pinbench.db.errors import DatabaseUnavailable
 
 log = logging.getLogger("pinbench.api.auth")
@@ -135,8 +136,8 @@ async def metrics_principal(request: Request[Any, Any, Any], state: State) -> Pr
     tokens: ScrapeTokens = state.scrape_tokens
     known = tokens.recall(token)
 
-    def lookup(session: Any) -> Principal:
-        return authenticate(session, token)
+    def lookup(rows: Any) -> Principal:
+        return authenticate(rows, token)
 
     runner: Runner | None = None
     if known is not None:

@@ -126,12 +126,18 @@ def engine_reads(engine: Engine) -> Iterator[Rows]:
 
 
 def connection_rows(conn: Connection | Session) -> Rows:
-    """Rows over a SQLAlchemy connection or session (the caller's transaction)."""
-    from sqlalchemy import text
+    """Rows over a SQLAlchemy connection or session (the caller's transaction). On SQLite a
+    timestamp parameter is written as ``sqlite_params`` writes it (SQLAlchemy's own text form,
+    which the raw driver's adapter would not give: ``+00:00`` appended)."""
+    from sqlalchemy import Connection, text
     from sqlalchemy.exc import ResourceClosedError
 
+    bind = conn if isinstance(conn, Connection) else conn.get_bind()
+    on_sqlite = bind.dialect.name == "sqlite"
+
     def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        result = conn.execute(text(sql), dict(params))
+        values = sqlite_params(params) if on_sqlite else dict(params)
+        result = conn.execute(text(sql), values)
         try:
             return [tuple(r) for r in result.all()]
         except ResourceClosedError:  # a statement that returns no rows (INSERT, no RETURNING)

@@ -9,12 +9,14 @@ namespaces are managed where the server's database is.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.accounts import Principal
+    from pinbench.db.plain import Rows
     from pinbench.sdk.registry import Registry
 
 
@@ -29,8 +31,8 @@ class Accounts:
         ``disabled`` or ``deleted``)."""
         from pinbench import accounts
 
-        with self._session("listing users") as session:
-            return accounts.list_users(session)
+        with self._reads("listing users") as rows:
+            return accounts.list_users(rows)
 
     def add_user(
         self, name: str, *, admin: bool = False, namespaces: Sequence[str] = ()
@@ -38,10 +40,10 @@ class Accounts:
         """Add a user, a member of ``namespaces`` (all or nothing)."""
         from pinbench import accounts
 
-        with self._session("adding a user") as session:
-            accounts.add_user(session, name, admin=admin)
+        with self._writes("adding a user") as rows:
+            accounts.add_user(rows, name, admin=admin)
             for ns in namespaces:
-                accounts.grant(session, name, ns)
+                accounts.grant(rows, name, ns)
         return {
             "name": name,
             "admin": admin,
@@ -53,22 +55,16 @@ class Accounts:
         """Let ``user`` publish in ``namespace`` (created by its first member); the user now."""
         from pinbench import accounts
 
-        with self._session("granting a namespace") as session:
-            accounts.grant(session, user, namespace)
-            row = accounts.get_user(session, user)
-            return {
-                "name": row.name,
-                "admin": row.is_admin,
-                "namespaces": accounts.namespaces_of(session, row),
-                "status": accounts.status_of(row),
-            }
+        with self._writes("granting a namespace") as rows:
+            accounts.grant(rows, user, namespace)
+            return accounts.user_info(rows, accounts.get_user(rows, user))
 
     def revoke_membership(self, user: str, namespace: str) -> None:
         """Remove ``user`` from ``namespace``."""
         from pinbench import accounts
 
-        with self._session("removing a member") as session:
-            accounts.revoke_membership(session, user, namespace)
+        with self._writes("removing a member") as rows:
+            accounts.revoke_membership(rows, user, namespace)
 
     def disable_user(self, name: str) -> str:
         """Refuse every token of ``name`` from now on (checked on every request; their web UI
@@ -76,15 +72,15 @@ class Accounts:
         ``disabled``). The last enabled admin is refused (``LastAdmin``)."""
         from pinbench import users
 
-        with self._session("disabling a user") as session:
-            return users.disable_user(session, name)
+        with self._writes("disabling a user") as rows:
+            return users.disable_user(rows, name)
 
     def enable_user(self, name: str) -> str:
         """Let a disabled user's unrevoked tokens work again; the status before."""
         from pinbench import users
 
-        with self._session("enabling a user") as session:
-            return users.enable_user(session, name)
+        with self._writes("enabling a user") as rows:
+            return users.enable_user(rows, name)
 
     def delete_user(self, name: str) -> int:
         """Delete ``name``: their tokens revoked, their memberships removed; what they
@@ -92,8 +88,8 @@ class Accounts:
         last enabled admin is refused. The number of tokens revoked."""
         from pinbench import users
 
-        with self._session("deleting a user") as session:
-            return users.delete_user(session, name)
+        with self._writes("deleting a user") as rows:
+            return users.delete_user(rows, name)
 
     # -- tokens ---------------------------------------------------------------------------
 
@@ -115,16 +111,16 @@ class Accounts:
                 body["scopes"] = list(scopes)
             info: dict[str, Any] = self.registry.server().json("POST", "/api/v1/tokens", json=body)
             return info
-        from pinbench import accounts
+        from pinbench import accounts, api_tokens
 
         owner = self._owner(user, as_, "creating a token")
         if scopes is None:
             scopes = sorted(as_.granted) if as_ is not None else list(accounts.DEFAULT_SCOPES)
-        with self._session("creating a token") as session:
-            row, text = accounts.create_token(
-                session, owner, name=name, scopes=list(scopes), within=as_
+        with self._writes("creating a token") as rows:
+            token_id, granted, text = api_tokens.create_token(
+                rows, owner, name=name, scopes=list(scopes), within=as_
             )
-            return {"id": row.id, "token": text, "user": owner, "scopes": list(row.scopes)}
+        return {"id": token_id, "token": text, "user": owner, "scopes": granted}
 
     def tokens(
         self, *, user: str | None = None, as_: Principal | None = None
@@ -134,11 +130,11 @@ class Accounts:
         if self.registry.remote:
             rows: list[dict[str, Any]] = self.registry.server().json("GET", "/api/v1/tokens")
             return rows
-        from pinbench import accounts
+        from pinbench import api_tokens
 
         owner = self._owner(user, as_, "listing tokens")
-        with self._session("listing tokens") as session:
-            return accounts.list_tokens(session, owner)
+        with self._reads("listing tokens") as read:
+            return api_tokens.list_tokens(read, owner)
 
     def revoke_token(self, token_id: str, *, as_: Principal | None = None) -> None:
         """Revoke a token: requests with it are refused from now on. ``as_`` must own it or
@@ -146,17 +142,20 @@ class Accounts:
         if self.registry.remote:
             self.registry.server().call("DELETE", f"/api/v1/tokens/{token_id}")
             return
-        from pinbench import accounts
+        from pinbench import accounts, api_tokens
 
         if as_ is not None and as_.user is None:
             raise accounts.AuthError("revoking a token needs a token (Authorization: Bearer)")
-        with self._session("revoking a token") as session:
-            accounts.revoke_token(session, token_id, by=as_)
+        with self._writes("revoking a token") as rows:
+            api_tokens.revoke_token(rows, token_id, by=as_)
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _session(self, operation: str) -> Any:
-        return self.registry._local(operation).transaction()
+    def _reads(self, operation: str) -> AbstractContextManager[Rows]:
+        return self.registry._local(operation).reads()
+
+    def _writes(self, operation: str) -> AbstractContextManager[Rows]:
+        return self.registry._local(operation).writes()
 
     @staticmethod
     def _owner(user: str | None, as_: Principal | None, what: str) -> str:

@@ -63,7 +63,7 @@ async def provide_ui_principal(request: Request[Any, Any, Any], state: State) ->
         state,
         client_address(request),
         sessions.session_id_of(cookie),
-        lambda session: sessions.session_principal(session, cookie),
+        lambda rows: sessions.session_principal(rows, cookie),
     )
 
 
@@ -364,8 +364,8 @@ class WebController(Controller):
         token_id = who.token_id
 
         def start() -> str:
-            with ws.transaction() as session:
-                return sessions.open_session(session, token_id)
+            with ws.writes() as rows:
+                return sessions.open_session(rows, token_id)
 
         cookie = await anyio.to_thread.run_sync(start)
         response = Redirect(follow or "/ui/")
@@ -389,8 +389,8 @@ class WebController(Controller):
         require_same_origin(request)
         cookie = request.cookies.get(sessions.COOKIE)
         if cookie:
-            with ws.transaction() as session:
-                sessions.close_session(session, cookie)
+            with ws.writes() as rows:
+                sessions.close_session(rows, cookie)
         response = Redirect("/ui/")
         response.delete_cookie(sessions.COOKIE, path="/ui")
         response.delete_cookie(sessions.LEGACY_COOKIE, path="/ui")

@@ -14,12 +14,13 @@ import hmac
 import re
 import secrets
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-from sqlalchemy import delete
-from sqlalchemy.orm import Session
+from pinbench.accounts import AuthError, Principal
+from pinbench.api_tokens import principal_of
 
-from pinbench.accounts import AuthError, Principal, principal_of
-from pinbench.db.models import UiSession
+if TYPE_CHECKING:
+    from pinbench.db.plain import Rows
 
 COOKIE = "pinbench_session"
 LEGACY_COOKIE = "pinbench_token"
@@ -50,50 +51,55 @@ def session_id_of(value: str) -> str | None:
     return match.group(1) if match else None
 
 
-def open_session(session: Session, token_id: str) -> str:
+def open_session(rows: Rows, token_id: str) -> str:
     """Start a session for the token ``token_id`` (which the caller authenticated); the
     cookie's value."""
     now = datetime.now(UTC)
     session_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
-    session.add(
-        UiSession(
-            id=session_id,
-            token_id=token_id,
-            secret_sha256=_hash(secret),
-            created_at=now,
-            expires_at=now + timedelta(seconds=SESSION_S),
-        )
+    rows(
+        "INSERT INTO ui_sessions (id, token_id, secret_sha256, created_at, expires_at) "
+        "VALUES (:id, :token, :secret, :now, :expires)",
+        {
+            "id": session_id,
+            "token": token_id,
+            "secret": _hash(secret),
+            "now": now,
+            "expires": now + timedelta(seconds=SESSION_S),
+        },
     )
-    session.execute(delete(UiSession).where(UiSession.expires_at < now))  # long-gone logins
+    rows("DELETE FROM ui_sessions WHERE expires_at < :now", {"now": now})  # long-gone logins
     return f"pbs_{session_id}_{secret}"
 
 
-def _row(session: Session, value: str) -> UiSession:
+def _row(rows: Rows, value: str) -> tuple[str, str, datetime]:
+    """The session ``value`` stands for: its id, its token's id and when it expires."""
+    from pinbench.db.plain import when
+
     match = _VALUE.fullmatch(value.strip())
     if match is None:
         raise SessionEnded(session_id=None, reason="is malformed")
     session_id, secret = match.groups()
-    row = session.get(UiSession, session_id)
-    if row is None or not hmac.compare_digest(row.secret_sha256, _hash(secret)):
+    found = rows(
+        "SELECT secret_sha256, token_id, expires_at FROM ui_sessions WHERE id = :id",
+        {"id": session_id},
+    )
+    if not found or not hmac.compare_digest(str(found[0][0]), _hash(secret)):
         raise SessionEnded(session_id=session_id, reason="has ended")
-    return row
+    return session_id, str(found[0][1]), when(found[0][2])
 
 
-def session_principal(session: Session, value: str) -> Principal:
+def session_principal(rows: Rows, value: str) -> Principal:
     """Who the session cookie ``value`` stands for, checked like its token on every request."""
-    row = _row(session, value)
-    expires = row.expires_at
-    if expires.tzinfo is None:  # SQLite hands back naive datetimes
-        expires = expires.replace(tzinfo=UTC)
+    session_id, token_id, expires = _row(rows, value)
     if expires <= datetime.now(UTC):
-        raise SessionEnded(session_id=row.id, reason=f"expired at {expires.isoformat()}")
-    return principal_of(session, row.token)
+        raise SessionEnded(session_id=session_id, reason=f"expired at {expires.isoformat()}")
+    return principal_of(rows, token_id)
 
 
-def close_session(session: Session, value: str) -> None:
+def close_session(rows: Rows, value: str) -> None:
     """End the session ``value`` stands for (nothing when it stands for none)."""
     try:
-        row = _row(session, value)
+        session_id = _row(rows, value)[0]
     except SessionEnded:
         return
-    session.delete(row)
+    rows("DELETE FROM ui_sessions WHERE id = :id", {"id": session_id})
