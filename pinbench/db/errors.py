@@ -49,3 +49,18 @@ class PrivilegeMissing(SystemFailure):
         self.url = url
         self.role = role
         self.reason = reason
+
+
+def from_the_database(exc: BaseException) -> bool:
+    """``exc`` is the database's: ``DatabaseUnavailable``, or an error of SQLAlchemy or of
+    SQLite's driver (told apart without importing either: a library not loaded raised
+    nothing)."""
+    import sys
+
+    if isinstance(exc, DatabaseUnavailable):
+        return True
+    for module, name in (("sqlalchemy.exc", "SQLAlchemyError"), ("sqlite3", "Error")):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, name)):
+            return True
+    return False

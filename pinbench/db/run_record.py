@@ -22,17 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
-
-from pinbench.db.models import Result, Run, ServerInstance
-
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
+    from pinbench.db.plain import Rows
     from pinbench.workspace import Workspace
 
-Also = Callable[["Session", str], None]
-"""What ``write`` adds to a record's transaction once its row is written: (session, run id)."""
+Also = Callable[["Rows", str], None]
+"""What ``write`` adds to a record's transaction once its row is written: (its plain SQL
+statements, run id)."""
 UNFINISHED = ("queued", "running")
 FINISHED = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
 """The statuses a record may give its run."""
@@ -130,34 +126,57 @@ def _result(item: Any) -> tuple[str, float, str]:
     return metric, float(value), unit
 
 
-def write(ws: Workspace, record: RunRecord, also: Also | None = None) -> bool:
-    """Write the record whole, in one transaction; False (nothing written) when its row is
-    already finished: a record is written once. ``also(session, run id)`` adds to that
-    transaction once the row is written (the run's attestation)."""
-    with ws.transaction() as session:
-        claim = (
-            update(Run)
-            .where(Run.id == record.id, Run.status.in_(UNFINISHED))
-            .values(status=record.status)
-            .execution_options(synchronize_session=False)
+CLAIM_SQL = "UPDATE runs SET status = :status WHERE id = :id AND status IN ('queued', 'running')"
+"""A record's claim on its run's row: only an unfinished row is turned into its outcome."""
+_JSON_COLUMNS = frozenset({"host", "details"})
+
+
+def _values(record: RunRecord) -> dict[str, Any]:
+    """The record's columns as statement parameters (a JSON column as its JSON text, as the
+    ORM wrote it: ``null`` for None)."""
+    import json
+
+    return {
+        "id": record.id,
+        **{k: json.dumps(v) if k in _JSON_COLUMNS else v for k, v in record.columns.items()},
+    }
+
+
+def _write_row(rows: Rows, record: RunRecord, *, insert: bool) -> None:
+    """The record's columns onto its row (``insert``: a new row) and its results in place of
+    any the row had."""
+    names = sorted(COLUMNS)
+    if insert:
+        rows(
+            f"INSERT INTO runs (id, {', '.join(names)}) "
+            f"VALUES (:id, {', '.join(':' + n for n in names)})",
+            _values(record),
         )
-        claimed = session.execute(claim).rowcount  # type: ignore[attr-defined]
-        if not claimed and session.get(Run, record.id) is not None:
+    else:
+        rows(
+            f"UPDATE runs SET {', '.join(f'{n} = :{n}' for n in names)} WHERE id = :id",
+            _values(record),
+        )
+    rows("DELETE FROM results WHERE run_id = :id", {"id": record.id})
+    for metric, value, unit in record.results:
+        rows(
+            "INSERT INTO results (run_id, metric, value, unit) VALUES (:id, :m, :v, :u)",
+            {"id": record.id, "m": metric, "v": value, "u": unit},
+        )
+
+
+def write(ws: Workspace, record: RunRecord, also: Also | None = None) -> bool:
+    """Write the record whole, in one transaction of plain SQL; False (nothing written) when
+    its row is already finished: a record is written once. ``also(rows, run id)`` adds to that
+    transaction once the row is written (the run's attestation)."""
+    with ws.writes() as rows:
+        claimed = rows(CLAIM_SQL + " RETURNING id", {"status": record.status, "id": record.id})
+        if not claimed and rows("SELECT id FROM runs WHERE id = :id", {"id": record.id}):
             return False  # finished already: kept as it is
-        session.merge(as_row(record))
+        _write_row(rows, record, insert=not claimed)
         if also is not None:
-            session.flush()  # the row first: what ``also`` adds refers to it
-            also(session, record.id)
+            also(rows, record.id)  # after the row: what it adds refers to it
     return True
-
-
-def as_row(record: RunRecord) -> Run:
-    """The run row ``record`` writes (not in a session)."""
-    return Run(
-        id=record.id,
-        **record.columns,
-        results=[Result(metric=m, value=v, unit=u) for m, v, u in record.results],
-    )
 
 
 def write_left(ws: Workspace, record: RunRecord) -> bool:
@@ -165,33 +184,23 @@ def write_left(ws: Workspace, record: RunRecord) -> bool:
     onto an existing, unfinished row whose server instance is gone; False (nothing written)
     when its row is finished already. ``NotItsRecord`` when no row is there, or the row was
     not queued by a server; ``RecordNotYet`` while its server instance lives."""
-    with ws.transaction() as session:
-        row = session.get(Run, record.id)
-        if row is None:
+    with ws.writes() as rows:
+        found = rows("SELECT status, instance_id FROM runs WHERE id = :id", {"id": record.id})
+        if not found:
             raise NotItsRecord(f"run {record.id} has no row: a kept record never creates one")
-        if row.status not in UNFINISHED:
+        status, instance = found[0]
+        if status not in UNFINISHED:
             return False  # finished already: kept as it is
-        instance = row.instance_id
         if instance is None:
             raise NotItsRecord(f"run {record.id} was not queued by a server")
-        live = select(ServerInstance.id).where(
-            ServerInstance.id == instance, ServerInstance.expires_at >= datetime.now(UTC)
+        live = rows(
+            "SELECT id FROM server_instances WHERE id = :instance AND expires_at >= :now",
+            {"instance": instance, "now": datetime.now(UTC)},
         )
-        if session.execute(live).first() is not None:
+        if live:
             raise RecordNotYet(f"run {record.id}'s server instance {instance} is alive")
-        claim = (
-            update(Run)
-            .where(Run.id == record.id, Run.status.in_(UNFINISHED), Run.instance_id == instance)
-            .values(status=record.status)
-            .execution_options(synchronize_session=False)
-        )
-        if not session.execute(claim).rowcount:  # type: ignore[attr-defined]
+        claim = CLAIM_SQL + " AND instance_id = :instance RETURNING id"
+        if not rows(claim, {"status": record.status, "id": record.id, "instance": instance}):
             return False  # finished meanwhile
-        session.merge(
-            Run(
-                id=record.id,
-                **record.columns,
-                results=[Result(metric=m, value=v, unit=u) for m, v, u in record.results],
-            )
-        )
+        _write_row(rows, record, insert=False)
     return True

@@ -15,17 +15,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from pinbench.accounts import Forbidden
-from pinbench.db.models import Run, ServerInstance
+from pinbench.db.run_record import UNFINISHED
 from pinbench.errors import UserError
-from pinbench.evaluator.instances import UNFINISHED
-from pinbench.evaluator.records.history import find_run, show_run
+from pinbench.evaluator.records.run_view import locate, show_run
 from pinbench.workspace import Workspace
+
+if TYPE_CHECKING:
+    from pinbench.db.plain import Rows
 
 
 class RunFinished(UserError):
@@ -55,44 +54,47 @@ def request_cancel(ws: Workspace, run: str, by: Canceller) -> tuple[str, str]:
     """Cancel run ``run`` (an id or a unique prefix): return its full id and its status now
     (``cancelled``, or ``running`` until its server has stopped it)."""
     reason = by.reason()
-    with ws.transaction() as session:
-        row = find_run(session, run)
-        run_id, status = row.id, row.status
+    with ws.writes() as rows:
+        found, status, submitted_by, instance = locate(
+            rows, run, "id, status, submitted_by, instance_id"
+        )
+        run_id, status = str(found), str(status)
         if status not in UNFINISHED:
             raise RunFinished(run=run_id, status=status)
-        if by.user is not None and not by.admin and row.submitted_by != by.user:
+        if by.user is not None and not by.admin and submitted_by != by.user:
             raise Forbidden(
                 f"run {run_id} was not submitted by {by.user}: only its submitter or an admin "
                 "may cancel it"
             )
         now = datetime.now(UTC)
-        orphan = not _alive(session, row.instance_id, now)
+        orphan = not _alive(rows, instance, now)
         if status == "queued" or orphan:
-            done = session.execute(
-                update(Run)
-                .where(Run.id == run_id, Run.status.in_(["queued"] if not orphan else UNFINISHED))
-                .values(status="cancelled", error=reason, finished_at=now)
+            which = "('queued', 'running')" if orphan else "('queued')"
+            done = rows(
+                "UPDATE runs SET status = 'cancelled', error = :reason, finished_at = :now "
+                f"WHERE id = :id AND status IN {which} RETURNING id",
+                {"reason": reason, "now": now, "id": run_id},
             )
-            if done.rowcount:  # type: ignore[attr-defined]
+            if done:
                 return run_id, "cancelled"
-        session.execute(
-            update(Run)
-            .where(Run.id == run_id, Run.status.in_(UNFINISHED))
-            .values(cancel_requested=reason)
+        rows(
+            "UPDATE runs SET cancel_requested = :reason "
+            "WHERE id = :id AND status IN ('queued', 'running')",
+            {"reason": reason, "id": run_id},
         )
         return run_id, "running"
 
 
-def _alive(session: Session, instance: str | None, now: datetime) -> bool:
+def _alive(rows: Rows, instance: str | None, now: datetime) -> bool:
     """Does a server instance with an unexpired lease own the run?"""
     if instance is None:
         return False
-    found = session.scalar(
-        select(func.count())
-        .select_from(ServerInstance)
-        .where(ServerInstance.id == instance, ServerInstance.expires_at >= now)
+    return bool(
+        rows(
+            "SELECT id FROM server_instances WHERE id = :id AND expires_at >= :now",
+            {"id": instance, "now": now},
+        )
     )
-    return bool(found)
 
 
 def wait_finished(

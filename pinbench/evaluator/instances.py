@@ -38,7 +38,6 @@ LEASE_S = 30.0
 LEASE_ENV = "PINBENCH_SERVER_LEASE_S"
 """The lease in seconds, for a server that must notice a dead one sooner (tests) or later."""
 MIN_LEASE_S, MAX_LEASE_S = 1.0, 3600.0
-UNFINISHED = ("queued", "running")
 
 
 class BadLease(InvalidValue):

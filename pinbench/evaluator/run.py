@@ -15,12 +15,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from sqlalchemy import update
 
 from pinbench.artifacts.digest import Digest
 from pinbench.chains.policy import check_chain_run
 from pinbench.cluster.placement import check_here
-from pinbench.db.models import Run as RunRow
 from pinbench.db.run_record import RunRecord
 from pinbench.energy.price import Price, price_from_env, recorded_price
 from pinbench.errors import PinbenchError, UserError
@@ -41,7 +39,7 @@ from pinbench.evaluator.runners.sandbox import check_mode, sandbox_marks
 from pinbench.evaluator.scoring import judge, load_truth
 from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
-from pinbench.registry.locking import store_lockfile
+from pinbench.registry.locking import insert_lockfile
 from pinbench.registry.model_requirements import check_runner
 from pinbench.registry.scenario_notes import invalid_ahead
 from pinbench.registry.verify import check_against_registry
@@ -58,7 +56,6 @@ if TYPE_CHECKING:
     from pinbench.evaluator.warm import WarmPool
 
 Say = Callable[[str], None]
-UNFINISHED = ("queued", "running")
 
 
 @dataclass
@@ -127,23 +124,25 @@ def queue_run(
         check_workers_here(lock.body.request.distributed)
     check_chain_run(lock, runner=runner, trace=trace, on_cluster=system is not None)
     check_against_registry(ws, lock)
-    with ws.transaction() as session:
-        store_lockfile(session, lock)
-        session.add(
-            RunRow(
-                id=run_id,
-                lockfile_digest=lock.digest.hex,
-                status="queued",
-                runner=runner,
-                started_at=datetime.now(UTC),
-                host={},
-                trace_level=trace,
-                instance_id=instance,
-                submitted_by=submitted_by,
-                system=system,
-                retry_of=retry_of,
-                **listing_columns(lock),
-            )
+    row = {
+        "id": run_id,
+        "lockfile_digest": lock.digest.hex,
+        "status": "queued",
+        "runner": runner,
+        "started_at": datetime.now(UTC),
+        "host": "{}",  # JSON
+        "trace_level": trace,
+        "instance_id": instance,
+        "submitted_by": submitted_by,
+        "system": system,
+        "retry_of": retry_of,
+        **listing_columns(lock),
+    }
+    with ws.writes() as rows:
+        insert_lockfile(rows, lock)
+        rows(
+            f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})",
+            row,
         )
 
 
@@ -152,13 +151,19 @@ def abandon_unfinished(
 ) -> int:
     """Mark queued and running runs (all, or those in ``only``) interrupted: a server stopped
     with work in hand (or ``failed``: a run that ended before it could record itself)."""
-    stmt = update(RunRow).where(RunRow.status.in_(UNFINISHED))  # a finished run stays so
+    sql = (  # a finished run stays so
+        "UPDATE runs SET status = :status, error = :reason, finished_at = :now "
+        "WHERE status IN ('queued', 'running')"
+    )
+    params: dict[str, Any] = {"status": status, "reason": reason, "now": datetime.now(UTC)}
     if only is not None:
-        stmt = stmt.where(RunRow.id.in_(only))
-    stmt = stmt.values(status=status, error=reason, finished_at=datetime.now(UTC))
-    with ws.transaction() as session:
-        marked = session.execute(stmt.execution_options(synchronize_session=False))
-        return int(marked.rowcount)  # type: ignore[attr-defined]
+        if not only:
+            return 0
+        names = [f"id{i}" for i in range(len(only))]
+        sql += f" AND id IN ({', '.join(':' + n for n in names)})"
+        params.update(zip(names, only, strict=True))
+    with ws.writes() as rows:
+        return len(rows(sql + " RETURNING id", params))
 
 
 def run_lockfile(
@@ -210,8 +215,8 @@ def run_lockfile(
     if audit:
         check_audit(lock, on_cluster=on is not None)
     check_chain_run(lock, runner=runner, trace=trace, on_cluster=on is not None)
-    with ws.transaction() as session:
-        store_lockfile(session, lock)
+    with ws.writes() as rows:
+        insert_lockfile(rows, lock)
     attempt = _Attempt(lock, runner, trace_level=trace, on=on)
     if run_id is not None:
         attempt.id = run_id

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from pinbench.artifacts.digest import Digest
+    from pinbench.db.plain import Rows
     from pinbench.db.run_record import Also, RunRecord
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
@@ -34,8 +33,8 @@ class NotAttestable(UserError):
 def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
     """Sign and record a new attestation of the finished run ``run_id`` (id or prefix);
     its envelope as one ``.intoto.jsonl`` line."""
-    from pinbench.db.models import Attestation
-    from pinbench.evaluator.records.history import find_run
+    from pinbench.db.run_row import read_run
+    from pinbench.evaluator.records.run_view import locate
     from pinbench.provenance.dsse import sign
     from pinbench.provenance.key_material import public_of
     from pinbench.provenance.keys import signing_key
@@ -43,23 +42,27 @@ def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
 
     private = signing_key(ws)
     keyid = public_of(private).keyid
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
+    with ws.writes() as rows:
+        run = read_run(rows, str(locate(rows, run_id)[0]))
+        assert run is not None  # located in this transaction
         if run.status not in FINISHED:
             raise NotAttestable(run=run.id, reason=f"it is {run.status}, not finished")
-        payload = statement_of(ws, session, run, after_the_fact=after_the_fact)
+        payload = statement_of(ws, rows, run, after_the_fact=after_the_fact)
         line = sign(payload, private, keyid).line()
         blob = ws.store.put_bytes(line)
-        session.add(
-            Attestation(
-                run_id=run.id,
-                envelope_sha256=blob.hex,
-                keyid=keyid,
-                after_the_fact=after_the_fact,
-                created_at=datetime.now(UTC),
-            )
-        )
+        add_attestation(rows, run.id, blob.hex, keyid, after_the_fact, datetime.now(UTC))
     return line
+
+
+def add_attestation(
+    rows: Rows, run_id: str, envelope: str, keyid: str, after_the_fact: bool, at: datetime
+) -> None:
+    """Record run ``run_id``'s attestation: the envelope's blob (sha256 ``envelope``)."""
+    rows(
+        "INSERT INTO attestations (run_id, envelope_sha256, keyid, after_the_fact, created_at) "
+        "VALUES (:run, :envelope, :keyid, :after, :at)",
+        {"run": run_id, "envelope": envelope, "keyid": keyid, "after": after_the_fact, "at": at},
+    )
 
 
 def attestation_of_record(
@@ -79,11 +82,8 @@ def attestation_of_record(
     database's own errors pass: the record waits for the database, and its attestation with
     it. ``put`` stores its blobs (a run's waits out a blob-store outage, decision 284; unset:
     ``ws.store.put_bytes``)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from pinbench.db.errors import DatabaseUnavailable
-    from pinbench.db.models import Attestation
-    from pinbench.db.run_record import as_row
+    from pinbench.db.errors import from_the_database
+    from pinbench.db.run_row import RunRow
     from pinbench.provenance.dsse import sign
     from pinbench.provenance.key_material import public_of
     from pinbench.provenance.keys import signing_key
@@ -98,11 +98,12 @@ def attestation_of_record(
             private = signing_key(ws)
             keyid = public_of(private).keyid
             store = put or ws.store.put_bytes
-            payload = statement_for(ws, as_row(record), lock, after_the_fact=False, put=store)
+            run = RunRow.of_record(record)
+            payload = statement_for(ws, run, lock, after_the_fact=False, put=store)
             blob = store(sign(payload, private, keyid).line())
-        except (SQLAlchemyError, DatabaseUnavailable):
-            raise
         except Exception as exc:  # the run is recorded all the same; attested later
+            if from_the_database(exc):
+                raise
             say(
                 f"run {record.id[:8]} is recorded without an attestation ({exc}); "
                 "`pinbench runs attest` makes one"
@@ -111,16 +112,8 @@ def attestation_of_record(
             return None
         created = datetime.now(UTC)
 
-        def add(session: Session, run_id: str) -> None:
-            session.add(
-                Attestation(
-                    run_id=run_id,
-                    envelope_sha256=blob.hex,
-                    keyid=keyid,
-                    after_the_fact=False,
-                    created_at=created,
-                )
-            )
+        def add(rows: Rows, run_id: str) -> None:
+            add_attestation(rows, run_id, blob.hex, keyid, False, created)
 
         made.append(add)
         return add
@@ -130,23 +123,18 @@ def attestation_of_record(
 
 def recorded_attestation(ws: Workspace, run_id: str) -> bytes | None:
     """The newest recorded attestation of run ``run_id`` (id or prefix), or None."""
-    from sqlalchemy import select
-
     from pinbench.artifacts.digest import Digest
-    from pinbench.db.models import Attestation
-    from pinbench.evaluator.records.history import find_run
+    from pinbench.evaluator.records.run_view import locate
 
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
-        row = session.scalars(
-            select(Attestation)
-            .where(Attestation.run_id == run.id)
-            .order_by(Attestation.created_at.desc(), Attestation.id.desc())
-            .limit(1)
-        ).first()
-        if row is None:
-            return None
-        digest = row.envelope_sha256
+    with ws.reads() as rows:
+        found = rows(
+            "SELECT envelope_sha256 FROM attestations WHERE run_id = :run "
+            "ORDER BY created_at DESC, id DESC LIMIT 1",
+            {"run": str(locate(rows, run_id)[0])},
+        )
+    if not found:
+        return None
+    digest = str(found[0][0])
     return ws.store.verify(Digest(digest), label=f"attestation {digest[:12]}").read_bytes()
 
 

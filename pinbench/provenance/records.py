@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.artifacts.canonical import canonical_json
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
+    from pinbench.db.plain import Rows
     from pinbench.db.upkeep import Problem
     from pinbench.workspace import Workspace
 
@@ -66,14 +65,14 @@ def _differences(recorded: dict[str, Any], signed: dict[str, Any]) -> list[str]:
 
 
 def differs(
-    session: Session, run_id: str, signed_sha: str, read: Callable[[str], bytes | None]
+    rows: Rows, run_id: str, signed_sha: str, read: Callable[[str], bytes | None]
 ) -> str | None:
     """How run ``run_id``'s record here differs from the ``results.json`` of sha256
     ``signed_sha`` (None when it does not, or the run is not in this registry)."""
-    from pinbench.db.models import Run
+    from pinbench.db.run_row import read_run
     from pinbench.provenance.statement import results_record
 
-    run = session.get(Run, run_id)
+    run = read_run(rows, run_id)
     if run is None:
         return None
     now = canonical_json(results_record(run))
@@ -86,23 +85,16 @@ def differs(
     return "changed after it was signed: " + "; ".join(diffs[:SHOWN]) + more
 
 
-def altered(session: Session, read: Callable[[str], bytes | None]) -> list[Altered]:
+def altered(rows: Rows, read: Callable[[str], bytes | None]) -> list[Altered]:
     """Every run whose newest attestation's ``results.json`` is not its record now. ``read``
     gives a blob's bytes by sha256 (None when the store lacks it: ``fsck`` reports that
     apart)."""
-    from sqlalchemy import select
-
-    from pinbench.db.models import Attestation
     from pinbench.provenance.dsse import BadEnvelope, read_envelopes
 
     newest: dict[str, str] = {}
-    rows = session.execute(
-        select(Attestation.run_id, Attestation.envelope_sha256).order_by(
-            Attestation.created_at, Attestation.id
-        )
-    )
-    for run_id, sha256 in rows:
-        newest[run_id] = sha256
+    attested = rows("SELECT run_id, envelope_sha256 FROM attestations ORDER BY created_at, id", {})
+    for run_id, sha256 in attested:
+        newest[str(run_id)] = str(sha256)
     found = []
     for run_id, envelope_sha256 in sorted(newest.items()):
         data = read(envelope_sha256)
@@ -114,7 +106,7 @@ def altered(session: Session, read: Callable[[str], bytes | None]) -> list[Alter
             found.append(Altered(run_id, "its attestation is not one readable DSSE envelope"))
             continue
         signed_sha = _signed_results(envelope.payload)
-        said = differs(session, run_id, signed_sha, read) if signed_sha is not None else None
+        said = differs(rows, run_id, signed_sha, read) if signed_sha is not None else None
         if said is not None:
             found.append(Altered(run_id, said))
     return found
@@ -133,8 +125,8 @@ def altered_problems(ws: Workspace) -> list[Problem]:
         except (BlobMissing, ChecksumMismatch):
             return None  # reported above as missing or corrupt
 
-    with ws.transaction() as session:
-        changed = altered(session, read)
+    with ws.reads() as rows:
+        changed = altered(rows, read)
     return [Problem("record", f"runs/{a.run_id}", a.detail) for a in changed]
 
 
@@ -157,7 +149,7 @@ def record_agrees(ws: Workspace, run_id: str, payload: bytes) -> None:
         except (BlobMissing, ChecksumMismatch):
             return None
 
-    with ws.transaction() as session:
-        said = differs(session, run_id, signed_sha, read)
+    with ws.reads() as rows:
+        said = differs(rows, run_id, signed_sha, read)
     if said is not None:
         raise AttestationRefused(part=f"run {run_id[:8]}'s record in this registry", reason=said)

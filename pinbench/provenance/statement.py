@@ -23,10 +23,9 @@ from pinbench.artifacts.canonical import canonical_json
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sqlalchemy.orm import Session
-
     from pinbench.artifacts.digest import Digest
-    from pinbench.db.models import Run
+    from pinbench.db.plain import Rows
+    from pinbench.db.run_row import RunRow as Run
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
 
@@ -81,15 +80,15 @@ def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
     ]
 
 
-def statement_of(ws: Workspace, session: Session, run: Run, *, after_the_fact: bool) -> bytes:
+def statement_of(ws: Workspace, rows: Rows, run: Run, *, after_the_fact: bool) -> bytes:
     """The statement's canonical JSON for the recorded ``run``, its lockfile read from the
     database (``statement_for``)."""
-    from pinbench.db.models import Lockfile as LockfileRow
     from pinbench.registry.lockfile import Lockfile
 
-    body = session.get(LockfileRow, run.lockfile_digest)
-    assert body is not None
-    lock = Lockfile.from_bytes(body.body.encode(), source=f"lockfile {run.lockfile_digest[:12]}")
+    ((body,),) = rows(
+        "SELECT body FROM lockfiles WHERE digest = :digest", {"digest": run.lockfile_digest}
+    )
+    lock = Lockfile.from_bytes(str(body).encode(), source=f"lockfile {run.lockfile_digest[:12]}")
     return statement_for(ws, run, lock, after_the_fact=after_the_fact)
 
 
