@@ -84,8 +84,9 @@ def test_prune_then_gc_removes_the_deleted_runs_blobs_and_nothing_the_rest_need(
     for run_id, days in ((lone, 50), (oldest, 40), (older, 35), (newest, 1)):
         _started(ws, run_id, days)
     queued = _queued(ws, 90)  # never deleted, however old
+    with ws.reads() as read:
+        blobs_before = set(references(read, ws.store))
     with ws.transaction() as session:
-        blobs_before = set(references(session, ws.store))
         rows = {r.id: r for r in session.scalars(select(Run)).all()}
     own = {r: {rows[r].latencies_sha256} for r in (lone, oldest, older, newest)}
     assert rows[lone].trace_sha256 and len(set().union(*own.values())) == 4
@@ -121,8 +122,8 @@ def test_prune_then_gc_removes_the_deleted_runs_blobs_and_nothing_the_rest_need(
     for gone in (oldest, older):
         assert str(rows[gone].latencies_sha256) in removed
         assert not ws.store.has(Digest(str(rows[gone].latencies_sha256)))
-    with ws.transaction() as session:
-        blobs_now = set(references(session, ws.store))
+    with ws.reads() as read:
+        blobs_now = set(references(read, ws.store))
     assert blobs_now <= blobs_before and removed == blobs_before - blobs_now
     assert all(ws.store.has(Digest(d)) for d in blobs_now)
 
@@ -151,8 +152,8 @@ def test_prune_then_gc_removes_the_deleted_runs_blobs_and_nothing_the_rest_need(
 
 
 def _labels(ws: Workspace) -> dict[str, str]:
-    with ws.transaction() as session:
-        return references(session, ws.store)
+    with ws.reads() as read:
+        return references(read, ws.store)
 
 
 def test_delete_is_all_or_nothing_and_never_takes_an_unfinished_run(

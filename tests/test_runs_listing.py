@@ -341,8 +341,8 @@ def test_the_database_files_every_run_under_its_facet_when_written_and_when_chan
         ).scalar()
         rows_there = conn.execute(text("SELECT count(*) FROM run_facets")).scalar()
     assert distinct == rows_there == len(facets)  # each combination once
-    with ws.transaction() as session:
-        assert misfiled(session) == ([], 0)
+    with ws.reads() as rows_now:
+        assert misfiled(rows_now) == ([], 0)
     listed = [r.id for r in reg.runs(None, status="cancelled", system="node-b")]
     assert rows[0].id in listed
     assert "operator-run" in [
@@ -376,8 +376,8 @@ def test_a_run_written_over_in_sqlite_keeps_every_run_filed(
                 )
             )
             conn.execute(text("UPDATE OR REPLACE runs SET status = 'failed'"))
-        with ws.transaction() as session:
-            assert misfiled(session) == ([], 0)
+        with ws.reads() as rows_now:
+            assert misfiled(rows_now) == ([], 0)
         words = {"model": rows[0].model, "status": "failed"}
         assert len(reg.runs(None, **words)) == len([r for r in rows if r.model == rows[0].model])
 
@@ -421,8 +421,8 @@ def test_fsck_names_a_run_whose_facet_is_not_its_own(reg: pinbench.Registry) -> 
     assert "would miss it" in problems[0].detail
     from pinbench.db.facets import misfiled
 
-    with reg.workspace().transaction() as session:  # fsck names 100 and counts the rest
-        assert misfiled(session, limit=1) == ([min(r.id for r in rows[4:6])], 2)
+    with reg.workspace().reads() as rows_now:  # fsck names 100 and counts the rest
+        assert misfiled(rows_now, limit=1) == ([min(r.id for r in rows[4:6])], 2)
     with reg.workspace().engine.begin() as conn:  # the repair docs/operations.md names
         for r in rows[4:6]:
             conn.execute(text("UPDATE runs SET status = status WHERE id = :id"), {"id": r.id})

@@ -132,28 +132,23 @@ def _empty_folder(folder: Path) -> bool:
 def _snapshot(ws: Workspace, folder: Path) -> tuple[str, dict[str, str]]:
     """Write the database's snapshot into ``folder``; its dump's file name and the blobs it
     references (read from that same snapshot)."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.orm import Session
+    from pinbench.db.plain import connection_rows, sqlite_file, sqlite_reads
 
-    from pinbench.db.plain import sqlite_file
-
-    with ws.transaction():  # the schema is current (checked on first use)
+    with ws.reads():  # the schema is current (checked on first use)
         pass
-    dialect = ws.engine.dialect.name
-    if dialect == "sqlite":
-        source = sqlite_file(ws.settings.database_url)
-        if source is None:
-            raise dumps.BackupRefused(
-                folder=str(folder), reason="only a SQLite file given as sqlite:///PATH is backed up"
-            )
+    source = sqlite_file(ws.settings.database_url)
+    if source is not None:  # SQLite's own driver: no SQLAlchemy
         target = folder / dumps.SQLITE_DUMP
         dumps.sqlite_copy(source, target, backup=True)
-        engine = create_engine(f"sqlite:///{target}")
-        try:
-            with Session(engine) as session:
-                return dumps.SQLITE_DUMP, references(session, ws.store)
-        finally:
-            engine.dispose()
+        with sqlite_reads(target) as rows:
+            return dumps.SQLITE_DUMP, references(rows, ws.store)
+    from sqlalchemy import text
+
+    dialect = ws.engine.dialect.name
+    if dialect == "sqlite":
+        raise dumps.BackupRefused(
+            folder=str(folder), reason="only a SQLite file given as sqlite:///PATH is backed up"
+        )
     if dialect != "postgresql":
         raise dumps.BackupRefused(
             folder=str(folder), reason=f"a {dialect} database is not backed up"
@@ -162,8 +157,7 @@ def _snapshot(ws: Workspace, folder: Path) -> tuple[str, dict[str, str]]:
         conn = conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
             snapshot = str(conn.execute(text("SELECT pg_export_snapshot()")).scalar_one())
-            with Session(bind=conn) as session:
-                refs = references(session, ws.store)
+            refs = references(connection_rows(conn), ws.store)
             dumps.pg_dump(ws.settings.database_url, folder / dumps.PG_DUMP, snapshot=snapshot)
     return dumps.PG_DUMP, refs
 

@@ -39,18 +39,19 @@ def dump_references(dialect: str, dump: Path, envelope: Envelope) -> dict[str, s
 
 
 def _sqlite_references(dump: Path, envelope: Envelope) -> dict[str, str]:
-    from sqlalchemy import create_engine
-    from sqlalchemy.orm import Session
+    from pinbench.db.plain import sqlite_rows
 
     uri = f"{dump.resolve().as_uri()}?mode=ro&immutable=1"
-    engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True))
     try:
-        with Session(engine) as session:
-            return references_in(session, envelope)
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise dumps.ToolFailed(tool="sqlite3", code=-1, stderr=f"{dump.name}: {exc}") from None
+    try:
+        return references_in(sqlite_rows(conn), envelope)
     except Exception as exc:  # a file that hashes right but is no database of ours
         raise dumps.ToolFailed(tool="sqlite3", code=-1, stderr=f"{dump.name}: {exc}") from None
     finally:
-        engine.dispose()
+        conn.close()
 
 
 def _pg_references(dump: Path, envelope: Envelope) -> dict[str, str]:

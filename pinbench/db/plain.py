@@ -72,20 +72,25 @@ def sqlite_open(path: Path, statements: Sequence[str]) -> sqlite3.Connection:
 def sqlite_reads(path: Path) -> Iterator[Rows]:
     """Reads in one snapshot of an existing SQLite file at the current schema, on a query-only
     connection (``sqlite_open``)."""
-    import sqlite3
-
     conn = sqlite_open(path, ("PRAGMA query_only=ON", "BEGIN"))
     try:
-
-        def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-            try:
-                return conn.execute(sql, sqlite_params(params)).fetchall()
-            except sqlite3.OperationalError as exc:
-                raise DatabaseUnavailable(f"database error: {exc}") from exc
-
-        yield rows
+        yield sqlite_rows(conn)
     finally:
         conn.close()  # the read transaction ends with the connection
+
+
+def sqlite_rows(conn: sqlite3.Connection) -> Rows:
+    """Rows over an open ``sqlite3`` connection (its transaction, if one is begun); an
+    operational error of the database is ``DatabaseUnavailable``."""
+    import sqlite3
+
+    def rows(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        try:
+            return conn.execute(sql, sqlite_params(params)).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise DatabaseUnavailable(f"database error: {exc}") from exc
+
+    return rows
 
 
 def sqlite_params(params: Mapping[str, Any]) -> dict[str, Any]:

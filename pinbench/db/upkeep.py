@@ -37,21 +37,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
 from pinbench.artifacts.blob_keys import blobs_in
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobMissing, ChecksumMismatch
 from pinbench.bounds import GC_GRACE_S
 from pinbench.db.facets import misfiled
-from pinbench.db.models import Artifact, ArtifactFile, Attestation, Run
 from pinbench.db.pending import kept
 from pinbench.errors import InvalidValue
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from pinbench.artifacts.store import BlobStore, Stored
+    from pinbench.db.plain import Rows
     from pinbench.workspace import Workspace
 
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -172,9 +168,9 @@ AttestationRow = tuple[str, str]
 """An attestation: its run's id and its envelope's sha256."""
 
 
-def references(session: Session, store: BlobStore) -> dict[str, str]:
+def references(rows: Rows, store: BlobStore) -> dict[str, str]:
     """Every referenced digest (hex) and what references it first."""
-    return references_in(session, store.local)
+    return references_in(rows, store.local)
 
 
 def held(ws: Workspace) -> dict[str, str]:
@@ -188,16 +184,29 @@ def held(ws: Workspace) -> dict[str, str]:
     return found
 
 
-def references_in(session: Session, envelope: Callable[[Digest], Path]) -> dict[str, str]:
+def references_in(rows: Rows, envelope: Callable[[Digest], Path]) -> dict[str, str]:
     """``references`` with the attestations' envelopes read where ``envelope`` says."""
-    rows = session.execute(
-        select(ArtifactFile.sha256, ArtifactFile.path, Artifact.kind, Artifact.name)
-        .join(Artifact, Artifact.id == ArtifactFile.artifact_id)
-        .add_columns(Artifact.version)
+    from pinbench.db.plain import json_value
+
+    named = rows(
+        "SELECT artifact_files.sha256, artifact_files.path, artifacts.kind, artifacts.name, "
+        "artifacts.version FROM artifact_files "
+        "JOIN artifacts ON artifacts.id = artifact_files.artifact_id",
+        {},
     )
-    files = ((sha, f"{kind}/{name}@{version}:{path}") for sha, path, kind, name, version in rows)
-    runs = session.execute(select(Run.id, Run.latencies_sha256, Run.trace_sha256, Run.details))
-    envelopes = session.execute(select(Attestation.run_id, Attestation.envelope_sha256))
+    files = (
+        (str(sha), f"{kind}/{name}@{version}:{path}") for sha, path, kind, name, version in named
+    )
+    runs = (
+        (str(run_id), latencies, trace, None if details is None else json_value(details))
+        for run_id, latencies, trace, details in rows(
+            "SELECT id, latencies_sha256, trace_sha256, details FROM runs", {}
+        )
+    )
+    envelopes = (
+        (str(run_id), str(sha256))
+        for run_id, sha256 in rows("SELECT run_id, envelope_sha256 FROM attestations", {})
+    )
     return referenced(files, runs, envelopes, envelope)
 
 
@@ -252,8 +261,8 @@ def _stored(store: BlobStore) -> tuple[list[Stored], list[Stored]]:
 def _snapshot(ws: Workspace) -> tuple[dict[str, str], list[Stored], list[Stored]]:
     with ws.store.locked():
         waiting = held(ws)
-        with ws.transaction() as session:
-            refs = references(session, ws.store)
+        with ws.reads() as rows:
+            refs = references(rows, ws.store)
             blobs, strays = _stored(ws.store)
     return waiting | refs, blobs, strays
 
@@ -286,8 +295,8 @@ def check(ws: Workspace) -> Checked:
             where = _rel(ws.store.path(Digest(digest)), ws.store.blobs)
             done.problems.append(Problem("missing", where, f"{label}: not in the store"))
     done.problems.extend(_incomplete(ws.store))
-    with ws.transaction() as session:
-        wrong, count = misfiled(session)
+    with ws.reads() as rows:
+        wrong, count = misfiled(rows)
     for run_id in wrong:
         done.problems.append(
             Problem(
@@ -312,8 +321,8 @@ def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:
     done = Collected(removed=delete)
     with ws.store.locked():
         waiting = held(ws)
-        with ws.transaction() as session:
-            refs = waiting | references(session, ws.store)
+        with ws.reads() as rows:
+            refs = waiting | references(rows, ws.store)
         blobs, _ = _stored(ws.store)
         now = time.time()
         for blob in blobs:
