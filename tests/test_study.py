@@ -401,7 +401,9 @@ def test_a_built_in_studys_plan_shows_before_any_home_exists(
     assert not home.exists()
 
 
-def test_a_study_is_recorded_and_read_back_on_either_database(ws_any: Workspace) -> None:
+def test_a_study_is_recorded_and_read_back_on_either_database(
+    ws_any: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pinbench.studies.cells import cells
     from pinbench.studies.spec import parse_study
     from pinbench.studies.store import list_studies, open_study, read_study, record_cell
@@ -417,6 +419,21 @@ def test_a_study_is_recorded_and_read_back_on_either_database(ws_any: Workspace)
         "position": 0, "state": "refused", "lockfile": None, "run": None, "reason": "why"
     }  # fmt: skip
     assert list_studies(ws_any)[0]["cells"] == {"planned": len(planned) - 1, "refused": 1}
+    # a study of more cells than one statement inserts: every cell recorded, in its place
+    from pinbench.studies import store
+
+    monkeypatch.setattr(store, "CELLS_PER_STATEMENT", 100)
+    entry = {**study_data()["models"][0], "batch_sizes": list(range(1, 17))}
+    systems = [{"name": f"s{n}", "threads": 1} for n in range(16)]  # 16 x 16 x 3 scenarios
+    wide = parse_study(
+        {**study_data("wide"), "models": [entry], "systems": systems}, source="test"
+    )
+    planned = cells(wide)
+    assert len(planned) > 2 * store.CELLS_PER_STATEMENT and len(planned) % 100
+    open_study(ws_any, wide, "wide.yaml", planned)
+    recorded = read_study(ws_any, "wide")["cells"]
+    assert [recorded[c.key]["position"] for c in planned] == [c.position for c in planned]
+    assert len(recorded) == len(planned)
 
 
 def _cell(model: str, system: str, scenario: str, mode: str, **figures: Any) -> dict[str, Any]:

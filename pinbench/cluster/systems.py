@@ -51,18 +51,25 @@ class UnknownSystem(UserError):
 def record(ws: Workspace, name: str, facts: dict[str, Any], node_id: str | None) -> None:
     """Register a system, or refresh the facts and node of one registered before. Two
     writers registering one system at once (two runs placed on it together) do not conflict:
-    the row is inserted if absent (``db.absent``), then refreshed."""
-    from pinbench.db.absent import insert_absent
-    from pinbench.db.models import System
+    the row is inserted if absent (decision 286), then refreshed."""
+    import json
 
     check_name(name)
     now = datetime.now(UTC)
-    values = {"name": name, "facts": facts, "node_id": node_id, "registered_at": now}
-    with ws.transaction() as session:
-        if not insert_absent(session, System, values | {"seen_at": now}):
-            row = session.get(System, name, populate_existing=True)
-            assert row is not None  # inserted by this call or before it
-            row.facts, row.node_id, row.seen_at = facts, node_id, now
+    values = {"name": name, "facts": json.dumps(facts), "node": node_id, "now": now}
+    with ws.writes() as rows:
+        inserted = rows(
+            "INSERT INTO systems (name, facts, node_id, registered_at, seen_at) "
+            "VALUES (:name, :facts, :node, :now, :now) ON CONFLICT (name) DO NOTHING "
+            "RETURNING name",
+            values,
+        )
+        if not inserted:
+            rows(
+                "UPDATE systems SET facts = :facts, node_id = :node, seen_at = :now "
+                "WHERE name = :name",
+                values,
+            )
 
 
 SYSTEMS_SQL = (

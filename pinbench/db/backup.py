@@ -176,6 +176,7 @@ def backup(
     made = _empty_folder(folder)
     try:
         dump, refs = _snapshot(ws, folder)
+        dialect = "sqlite" if dump == dumps.SQLITE_DUMP else "postgresql"
         dump_digest, dump_size = hash_file(folder / dump)
         listed: list[dict[str, Any]] = []
         linked = copied = 0
@@ -208,7 +209,7 @@ def backup(
             "format": FORMAT,
             "created_at": datetime.now(UTC).isoformat(),
             "database": {
-                "dialect": ws.engine.dialect.name,
+                "dialect": dialect,
                 "file": dump,
                 "revision": HEAD_REVISION,
                 "sha256": dump_digest.hex,
@@ -226,7 +227,7 @@ def backup(
         raise
     return BackedUp(
         folder=str(folder),
-        database=ws.engine.dialect.name,
+        database=dialect,
         revision=HEAD_REVISION,
         blobs=len(listed),
         bytes=sum(int(b["size"]) for b in listed),

@@ -27,10 +27,8 @@ from typing import Any
 
 import yaml
 from docker.errors import ImageNotFound
-from sqlalchemy import select
 
 from pinbench.artifacts.digest import hash_file
-from pinbench.db.models import Artifact
 from pinbench.environments import lock_path, parse_lock, requirements_text
 from pinbench.environments.frameworks import VERSIONS, image_name
 from pinbench.errors import UserError
@@ -114,13 +112,16 @@ def build_image(ws: Workspace, client: Any, framework: str, base: str, say: Say)
 
 
 def _published(ws: Workspace, name: str) -> list[tuple[str, dict[str, Any]]]:
-    with ws.transaction() as session:
-        rows = session.execute(
-            select(Artifact.version, Artifact.manifest).where(
-                Artifact.kind == "image", Artifact.name == name, Artifact.yanked.is_(False)
-            )
-        ).all()
-    return sorted(((v, m) for v, m in rows), key=lambda r: parse_version(r[0]), reverse=True)
+    from pinbench.db.plain import json_value
+
+    with ws.reads() as rows:
+        found = rows(
+            "SELECT version, manifest FROM artifacts WHERE kind = 'image' AND name = :name "
+            "AND yanked = :no",
+            {"name": name, "no": False},
+        )
+    published = [(str(v), dict(json_value(m))) for v, m in found]
+    return sorted(published, key=lambda r: parse_version(r[0]), reverse=True)
 
 
 def _next_version(versions: list[str]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from docker.errors import APIError, ImageNotFound, NotFound
 
 from pinbench.errors import UserError
-from pinbench.registry.catalog import get_artifact
+from pinbench.registry.catalog import published_manifest
 from pinbench.registry.names import ArtifactRef, Kind
 from pinbench.workspace import Workspace
 
@@ -47,8 +47,8 @@ class Transfer:
 def image_digest(ws: Workspace, ref: ArtifactRef) -> str:
     if ref.kind != Kind.IMAGE:
         raise UserError(f"{ref} is not an image artifact")
-    with ws.transaction() as session:
-        return str(get_artifact(session, ref).manifest["digest"])
+    with ws.reads() as rows:
+        return str(published_manifest(rows, ref)["digest"])
 
 
 def push(ws: Workspace, client: Any, ref: ArtifactRef, registry: str) -> Transfer:

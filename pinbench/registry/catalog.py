@@ -20,9 +20,6 @@ from pinbench.registry.versions import parse_version
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-    from pinbench.db.models import Artifact
     from pinbench.registry.resolve import Published, Resolution
 
 
@@ -146,24 +143,16 @@ def name_page(
     )
 
 
-def get_artifact(session: Session, ref: ArtifactRef) -> Artifact:
-    from sqlalchemy import select
-    from sqlalchemy.orm import selectinload
-
-    from pinbench.db.models import Artifact
-
-    row = session.scalar(
-        select(Artifact)
-        .options(selectinload(Artifact.files))
-        .where(
-            Artifact.kind == ref.kind.value,
-            Artifact.name == ref.name,
-            Artifact.version == str(ref.version),
-        )
+def published_manifest(rows: Rows, ref: ArtifactRef) -> dict[str, Any]:
+    """The manifest ``ref`` was published with (``NotFound`` if it was not)."""
+    found = rows(
+        "SELECT manifest FROM artifacts WHERE kind = :kind AND name = :name AND version = :version",
+        {"kind": ref.kind.value, "name": ref.name, "version": str(ref.version)},
     )
-    if row is None:
+    if not found:
         raise NotFound(what=str(ref))
-    return row
+    manifest: dict[str, Any] = json_value(found[0][0])
+    return manifest
 
 
 SHOW_SQL = (

@@ -210,12 +210,9 @@ class Run:
         digest = str(self.info["lockfile"])
         if self.registry.remote:
             return Lockfile(self.registry.server().lockfile(digest), self.registry)
-        from pinbench.db.models import Lockfile as LockfileRow
-
-        with self.registry.workspace().transaction() as session:
-            row = session.get(LockfileRow, digest)
-            assert row is not None  # a run's lockfile is recorded before the run
-            body = LockfileBody.from_bytes(row.body.encode(), source=f"lockfile {digest[:12]}")
+        with self.registry.workspace().reads() as rows:
+            ((text,),) = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": digest})
+        body = LockfileBody.from_bytes(str(text).encode(), source=f"lockfile {digest[:12]}")
         return Lockfile(body, self.registry)
 
     def latencies(self) -> npt.NDArray[np.float64]:

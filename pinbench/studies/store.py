@@ -1,5 +1,5 @@
-"""Studies and their cells in the database: written through the ORM, read through plain SQL
-(``pinbench.db.plain``), as the other working commands read.
+"""Studies and their cells in the database, read and written with plain SQL
+(``Workspace.reads`` and ``writes``), as the other working commands read and write.
 
 A study's name holds one definition (its sha256): a changed file under the same name is
 refused, so a cell means one thing for as long as its study exists. Its cells are inserted
@@ -20,52 +20,58 @@ if TYPE_CHECKING:
 
 STATES = ("planned", "running", "done", "failed", "refused")
 """``running``: its run is queued or running on a cluster's agent (``api.study_runs``)."""
+CELLS_PER_STATEMENT = 500
+"""Cells inserted by one statement (two parameters each: well within SQLite's limit)."""
 
 
 def open_study(ws: Workspace, study: Study, source: str, cells: list[Cell]) -> int:
     """The study's id, recording it and its cells as planned the first time (another process
     doing the same at once is no error: the unique name and keys hold, the loser reads the
     winner's rows). A study of this name with another definition is refused."""
-    from sqlalchemy import select
+    import json
 
     from pinbench.db.errors import Conflict
-    from pinbench.db.study_models import StudyCellRow, StudyRow
 
     def existing() -> int | None:
-        with ws.transaction() as session:
-            row = session.scalars(select(StudyRow).where(StudyRow.name == study.name)).first()
-            if row is None:
-                return None
-            if row.digest != study.digest:
-                raise StudyChanged(name=study.name, recorded=row.digest, given=study.digest)
-            return row.id
+        with ws.reads() as rows:
+            found = rows("SELECT id, digest FROM studies WHERE name = :name", {"name": study.name})
+        if not found:
+            return None
+        sid, digest = found[0]
+        if digest != study.digest:
+            raise StudyChanged(name=study.name, recorded=str(digest), given=study.digest)
+        return int(sid)
 
     found = existing()
     if found is None:
         now = datetime.now(UTC)
         try:
-            with ws.transaction() as session:
-                row = StudyRow(
-                    name=study.name,
-                    digest=study.digest,
-                    definition=study.to_data(),
-                    source=source[:1000],
-                    created_at=now,
+            with ws.writes() as rows:
+                ((sid,),) = rows(
+                    "INSERT INTO studies (name, digest, definition, source, created_at) "
+                    "VALUES (:name, :digest, :definition, :source, :now) RETURNING id",
+                    {
+                        "name": study.name,
+                        "digest": study.digest,
+                        "definition": json.dumps(study.to_data()),
+                        "source": source[:1000],
+                        "now": now,
+                    },
                 )
-                session.add(row)
-                session.flush()
-                session.add_all(
-                    StudyCellRow(
-                        study_id=row.id,
-                        key=c.key,
-                        position=c.position,
-                        state="planned",
-                        updated_at=now,
+                for start in range(0, len(cells), CELLS_PER_STATEMENT):
+                    chunk = cells[start : start + CELLS_PER_STATEMENT]
+                    params: dict[str, Any] = {"sid": sid, "now": now}
+                    for i, c in enumerate(chunk):
+                        params |= {f"k{i}": c.key, f"p{i}": c.position}
+                    values = ", ".join(
+                        f"(:sid, :k{i}, :p{i}, 'planned', :now)" for i in range(len(chunk))
                     )
-                    for c in cells
-                )
-                session.flush()
-                return row.id
+                    rows(
+                        "INSERT INTO study_cells (study_id, key, position, state, updated_at) "
+                        f"VALUES {values}",
+                        params,
+                    )
+                return int(sid)
         except Conflict:
             found = existing()
             if found is None:
@@ -83,22 +89,20 @@ def record_cell(
     run_id: str | None = None,
     reason: str | None = None,
 ) -> None:
-    from sqlalchemy import update
-
-    from pinbench.db.study_models import StudyCellRow
-
     assert state in STATES, state
-    with ws.transaction() as session:
-        session.execute(
-            update(StudyCellRow)
-            .where(StudyCellRow.study_id == study_id, StudyCellRow.key == key)
-            .values(
-                state=state,
-                lockfile_digest=lockfile_digest,
-                run_id=run_id,
-                reason=reason,
-                updated_at=datetime.now(UTC),
-            )
+    with ws.writes() as rows:
+        rows(
+            "UPDATE study_cells SET state = :state, lockfile_digest = :lock, run_id = :run, "
+            "reason = :reason, updated_at = :now WHERE study_id = :sid AND key = :key",
+            {
+                "state": state,
+                "lock": lockfile_digest,
+                "run": run_id,
+                "reason": reason,
+                "now": datetime.now(UTC),
+                "sid": study_id,
+                "key": key,
+            },
         )
 
 
@@ -171,17 +175,11 @@ def list_studies(ws: Workspace) -> list[dict[str, Any]]:
 
 def forget_study(ws: Workspace, name: str) -> int:
     """Delete the study ``name`` and its cells; how many cells it had."""
-    from sqlalchemy import delete, func, select
-
-    from pinbench.db.study_models import StudyCellRow, StudyRow
-
-    with ws.transaction() as session:
-        row = session.scalars(select(StudyRow).where(StudyRow.name == name)).first()
-        if row is None:
+    with ws.writes() as rows:
+        found = rows("SELECT id FROM studies WHERE name = :name", {"name": name})
+        if not found:
             raise StudyNotFound(name=name)
-        count = session.scalar(
-            select(func.count()).select_from(StudyCellRow).where(StudyCellRow.study_id == row.id)
-        )
-        session.execute(delete(StudyCellRow).where(StudyCellRow.study_id == row.id))
-        session.delete(row)
-    return int(count or 0)
+        sid = found[0][0]
+        gone = rows("DELETE FROM study_cells WHERE study_id = :sid RETURNING id", {"sid": sid})
+        rows("DELETE FROM studies WHERE id = :sid", {"sid": sid})
+    return len(gone)

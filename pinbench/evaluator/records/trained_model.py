@@ -51,9 +51,9 @@ def check_target(ws: Workspace, ref: ArtifactRef) -> None:
     from pinbench.registry import catalog
     from pinbench.registry.catalog import NotFound
 
-    with ws.transaction() as session:
+    with ws.reads() as rows:
         try:
-            catalog.get_artifact(session, ref)
+            catalog.published_manifest(rows, ref)
         except NotFound:
             return
     raise NotPublishable(
@@ -90,13 +90,14 @@ def _manifest_of(
     ws: Workspace, run_id: str, ref: ArtifactRef
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The new version's manifest data and its files (path -> sha256 in the store)."""
-    from pinbench.db.models import Lockfile as LockfileRow
-    from pinbench.evaluator.records.history import find_run
+    from pinbench.db.run_row import read_run
+    from pinbench.evaluator.records.run_view import locate
     from pinbench.registry import catalog
     from pinbench.registry.lockfile import Lockfile
 
-    with ws.transaction() as session:
-        run = find_run(session, run_id)
+    with ws.reads() as rows:
+        run = read_run(rows, str(locate(rows, run_id)[0]))
+        assert run is not None  # located in this snapshot
         what = f"run {run.id}'s weights"
         training = (run.details or {}).get("training")
         weights = training.get("weights_sha256") if isinstance(training, dict) else None
@@ -106,15 +107,15 @@ def _manifest_of(
             raise NotPublishable(
                 what=what, reason=f"the run {run.status} ({run.error}); publish a succeeded run"
             )
-        body = session.get(LockfileRow, run.lockfile_digest)
-        assert body is not None
-        lock = Lockfile.from_bytes(body.body.encode())
+        ((body,),) = rows(
+            "SELECT body FROM lockfiles WHERE digest = :d", {"d": run.lockfile_digest}
+        )
+        lock = Lockfile.from_bytes(str(body).encode())
         trained = lock.body.model
         assert trained is not None  # a training lockfile pins the model it trains
-        source = catalog.get_artifact(
-            session, ArtifactRef.parse(f"model/{trained.name}@{trained.version}")
+        data = catalog.published_manifest(
+            rows, ArtifactRef.parse(f"model/{trained.name}@{trained.version}")
         )
-        data: dict[str, Any] = dict(source.manifest)
         lockfile_digest, full_id = run.lockfile_digest, run.id
     suffix = WEIGHTS_SUFFIX.get(str(data.get("format")))
     named = [f["path"] for f in data["files"] if suffix and f["path"].endswith(suffix)]
