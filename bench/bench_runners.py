@@ -42,7 +42,7 @@ from bench._common import (
 )
 from pinbench import catalog
 from pinbench.config import Settings
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import latencies_of
 from pinbench.workspace import Workspace
 

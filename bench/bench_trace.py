@@ -22,7 +22,7 @@ from pinbench import catalog
 from pinbench.artifacts.digest import Digest
 from pinbench.catalog import DATASET_NAME, cnn
 from pinbench.config import Settings
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest

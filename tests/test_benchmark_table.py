@@ -7,7 +7,7 @@ from __future__ import annotations
 from pinbench import catalog as builtin
 from pinbench.benchmark.jobs import Job
 from pinbench.benchmark.table import accuracy, cells, rows
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.request import parse_request

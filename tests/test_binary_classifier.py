@@ -16,8 +16,8 @@ import pytest
 from sklearn import metrics as sk
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest

@@ -19,7 +19,6 @@ from pinbench.artifacts.blob_keys import RUN_BLOBS
 from pinbench.artifacts.digest import Digest
 from pinbench.db.backup import backup
 from pinbench.db.upkeep import check, referenced
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_blobs import (
     save_logs,
     save_postprocess,
@@ -27,6 +26,7 @@ from pinbench.evaluator.records.run_blobs import (
     save_weights,
     store_graph,
 )
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.worker.job import Evidence
 from pinbench.worker.results import read_results, write_results

@@ -19,7 +19,7 @@ from pinbench.catalog import efficientnet, nsfw, photos
 from pinbench.catalog.files import WrongPackageFile
 from pinbench.catalog.parts import parse_parts
 from pinbench.config import Settings
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.dataset_manifest import DatasetManifest

@@ -23,7 +23,7 @@ from pinbench import catalog as builtin
 from pinbench.catalog import microwakeword, openwakeword, ppocr, ppocr_det, silero
 from pinbench.catalog.wheels import PINNED, fetch, sha256_of
 from pinbench.config import Settings
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest, parse_manifest

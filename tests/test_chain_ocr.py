@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.chain_spec import ChainRefused

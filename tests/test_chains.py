@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.processing.consent import CodeRefused

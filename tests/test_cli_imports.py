@@ -267,7 +267,7 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
     assert _loaded(modules, ["pinbench.reports", "jinja2", "litestar"]) == []
     # the run is read with plain SQL (``records.run_view``, issue 75): no ORM, and on SQLite
     # no SQLAlchemy at all
-    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.db.models"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
     listed, modules = _run(
@@ -280,7 +280,7 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
         database_url=digits.settings.database_url,
     )
     assert run.id[:8] in listed
-    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.db.models"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
     compared, modules = _run(
@@ -293,7 +293,7 @@ def test_runs_show_and_list_read_with_plain_sql(digits: Workspace, tmp_path: Pat
         database_url=digits.settings.database_url,
     )
     assert "top1" in compared  # runs side by side (``records.run_compare``), plain SQL too
-    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.evaluator.records.history"]) == []
+    assert _loaded(modules, ["sqlalchemy.orm", "pinbench.db.models"]) == []
     if digits.settings.database_url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
 

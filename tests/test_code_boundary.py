@@ -21,7 +21,7 @@ import pytest
 
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.warm import WarmPool
 from pinbench.registry import service

@@ -26,7 +26,7 @@ from pinbench import catalog as builtin
 from pinbench import reports
 from pinbench.cluster.systems import record
 from pinbench.db.models import Run
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.request import parse_request

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 
 from pinbench.config import Settings
 from pinbench.db.models import Run
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.specs.distributed import available_here
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home

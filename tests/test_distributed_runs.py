@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service

@@ -25,8 +25,8 @@ from pinbench.energy.price import (
 )
 from pinbench.energy.rapl import delta_uj, rapl_zones
 from pinbench.energy.show import usd
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import _keep_cost, run_lockfile, unit_of
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile

@@ -17,7 +17,7 @@ import yaml
 
 from pinbench import catalog as builtin
 from pinbench.cli import main
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.child import run_child
 from pinbench.evaluator.runners.process import (

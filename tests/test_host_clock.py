@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.host_clock import ClockBroken
 from pinbench.evaluator.runners.host_figures import LATENCIES

@@ -21,8 +21,8 @@ import pytest
 import yaml
 from PIL import Image
 
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import ModelManifest, parse_manifest

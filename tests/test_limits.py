@@ -16,7 +16,7 @@ from sqlalchemy import String, func, select
 from pinbench.db.models import Artifact, ArtifactFile, Run
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import RangeError, VersionError
-from pinbench.evaluator.records.history import RunNotFound, run_id_prefix, show_run
+from pinbench.evaluator.records.run_view import RunNotFound, run_id_prefix, show_run
 from pinbench.registry.manifest import load_manifest_text
 from pinbench.registry.manifest_parts import PATH_MAX_LENGTH, ManifestError
 from pinbench.registry.names import (

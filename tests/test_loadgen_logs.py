@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.worker.job import Evidence
 from pinbench.worker.loadgen_log import read_detail_log

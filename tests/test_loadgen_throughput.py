@@ -265,7 +265,7 @@ def test_a_non_finite_entry_is_read_as_text_a_json_column_takes(tmp_path: Path) 
 
 
 def test_a_one_query_run_records_no_throughput_and_says_why(digits: Any) -> None:
-    from pinbench.evaluator.records.history import show_run
+    from pinbench.evaluator.records.run_view import show_run
     from pinbench.evaluator.run import run_lockfile
     from pinbench.registry import service
     from pinbench.registry.request import parse_request

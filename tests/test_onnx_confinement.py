@@ -32,8 +32,8 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.onnx_proto import external_locations, read_onnx
 from pinbench.db.models import Artifact
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import docker_parts
 from pinbench.evaluator.runners.process import write_job

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import latencies_of
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile

@@ -255,7 +255,7 @@ def test_argsort_ascending_scores_the_lowest_score_as_the_prediction(
         top_k_accuracy_score(truth, -logits, k=5, labels=np.arange(10)), abs=1e-12
     )
     assert run["metrics"]["top1"] < 0.5 < np.mean(np.argmax(logits, axis=1) == truth)
-    from pinbench.evaluator.records.history import show_run
+    from pinbench.evaluator.records.run_view import show_run
 
     rows = show_run(home.ws, run["id"])["details"]["samples"]
     assert [r["top1"] for r in rows] == lowest[: len(rows)].tolist()  # as the metric ranks

@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.verdicts.parity import Parity
 from pinbench.evaluator.verdicts.rerun import rerun

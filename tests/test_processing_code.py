@@ -26,8 +26,8 @@ from sklearn.metrics import accuracy_score, top_k_accuracy_score
 
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.evaluator.runners.process import EvaluationFailed, collect, write_job
 from pinbench.evaluator.runners.store_files import store_paths

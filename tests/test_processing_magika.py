@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from pinbench.catalog import magika
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest

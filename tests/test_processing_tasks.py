@@ -28,8 +28,8 @@ import pytest
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.workspace import Workspace

@@ -18,7 +18,7 @@ from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Artifact, Run
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.records.trained_model import NotPublishable, publish_trained
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import catalog, service

@@ -30,7 +30,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.catalog import cnn
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import RunNotFound, show_run
+from pinbench.evaluator.records.run_view import RunNotFound, show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest

@@ -22,7 +22,7 @@ import pytest
 from pinbench import catalog as builtin
 from pinbench import reports
 from pinbench.db.models import Result, Run
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile

@@ -15,8 +15,8 @@ import yaml
 from pinbench import catalog as builtin
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import RunNotFound, show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import RunNotFound, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import UnknownRunner
 from pinbench.evaluator.verdicts.parity import ParityError, parity

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest

@@ -20,8 +20,8 @@ import pytest
 
 from pinbench.artifacts.destination import DestinationRefused
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_outputs import OutputsRefused, export_outputs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import queue_run, run_lockfile
 from pinbench.registry import service
 from pinbench.registry.request import parse_request

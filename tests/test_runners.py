@@ -28,8 +28,8 @@ from filelock import FileLock
 from pinbench.catalog import frameworks
 from pinbench.config import Settings
 from pinbench.environments import environment_digest
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.docker import ImageMissing, NoImagePinned, OutOfMemory
 from pinbench.evaluator.runners.local import installed_digest

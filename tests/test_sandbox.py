@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pinbench.artifacts.digest import Digest
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import HOST_PEAK, EvaluationFailed
 from pinbench.evaluator.runners.venv import shared_cache

@@ -425,9 +425,7 @@ def test_a_study_is_recorded_and_read_back_on_either_database(
     monkeypatch.setattr(store, "CELLS_PER_STATEMENT", 100)
     entry = {**study_data()["models"][0], "batch_sizes": list(range(1, 17))}
     systems = [{"name": f"s{n}", "threads": 1} for n in range(16)]  # 16 x 16 x 3 scenarios
-    wide = parse_study(
-        {**study_data("wide"), "models": [entry], "systems": systems}, source="test"
-    )
+    wide = parse_study({**study_data("wide"), "models": [entry], "systems": systems}, source="test")
     planned = cells(wide)
     assert len(planned) > 2 * store.CELLS_PER_STATEMENT and len(planned) % 100
     open_study(ws_any, wide, "wide.yaml", planned)

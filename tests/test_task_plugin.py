@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.verdicts.verdict import accuracy_verdict
 from pinbench.registry import service

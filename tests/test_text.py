@@ -27,8 +27,8 @@ from pinbench import catalog as builtin
 from pinbench.artifacts.digest import hash_file
 from pinbench.catalog import minilm
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest, parse_manifest

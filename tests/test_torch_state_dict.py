@@ -42,7 +42,7 @@ import torch
 
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.catalog import crepe, frameworks
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import array_of, run_lockfile
 from pinbench.processing.consent import CodeRefused
 from pinbench.processing.loading import CodeFailed

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import ChecksumMismatch
 from pinbench.catalog import DATASET_NAME, cnn
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service

@@ -22,7 +22,7 @@ from pinbench.artifacts.digest import Digest
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.db.models import Run
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
 from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from pinbench import reports
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile

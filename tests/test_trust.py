@@ -38,7 +38,7 @@ from pinbench.config import Settings
 from pinbench.db.models import Artifact, Run
 from pinbench.db.models import Lockfile as LockfileRow
 from pinbench.errors import UserError
-from pinbench.evaluator.records.history import show_run
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.registry import service
 from pinbench.registry.adopt import BadSource, adopt
 from pinbench.registry.catalog import show

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from pinbench import catalog as builtin
-from pinbench.evaluator.records.history import show_run
 from pinbench.evaluator.records.run_list import list_runs
+from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import RunTimedOut
 from pinbench.evaluator.warm import (

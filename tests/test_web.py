@@ -604,7 +604,7 @@ def test_behind_a_reverse_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_run_lists_name_each_runs_kind_and_its_tasks_headline_metric(server: Server) -> None:
     """An operator run was listed as "SingleStream (performance)" (its lockfile's default
     scenario), and the list's accuracy column knew only top-1."""
-    from pinbench.evaluator.records.history import show_run
+    from pinbench.evaluator.records.run_view import show_run
     from pinbench.evaluator.run import run_lockfile
     from pinbench.registry import service
     from pinbench.registry.request import parse_request
@@ -657,7 +657,7 @@ def test_a_runs_page_labels_its_figures_as_runs_show_does(
 ) -> None:
     """It showed the keys (``loadgen_valid_bool``, ``latency_p99_9``) and ``0.005458 ms``
     where ``runs show`` says ``LoadGen verdict VALID``, ``p99.9`` and ``5.5 µs``."""
-    from pinbench.evaluator.records.history import show_run
+    from pinbench.evaluator.records.run_view import show_run
     from tests.helpers import in_process_cli
 
     run_id = systems["local"]  # an Offline performance run recorded by this server's code

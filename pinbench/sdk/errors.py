@@ -41,7 +41,7 @@ _HOME = {
     "LockfileMismatch": "pinbench.registry.trust",
     "NoTrace": "pinbench.trace.summary",
     "NotFound": "pinbench.registry.catalog",
-    "RunNotFound": "pinbench.evaluator.records.history",
+    "RunNotFound": "pinbench.evaluator.records.run_view",
     "VerificationFailed": "pinbench.registry.verify",
     "VersionConflict": "pinbench.registry.publish",
 }
