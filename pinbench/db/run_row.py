@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pinbench.db.run_record import COLUMNS as RECORD_COLUMNS
+
 if TYPE_CHECKING:
     from pinbench.db.plain import Rows
     from pinbench.db.run_record import RunRecord
@@ -51,22 +53,10 @@ class RunRow:
         )
 
 
-COLUMNS = (
-    "lockfile_digest",
-    "status",
-    "runner",
-    "started_at",
-    "finished_at",
-    "host",
-    "error",
-    "details",
-    "environment_digest",
-    "latencies_sha256",
-    "trace_level",
-    "trace_sha256",
-    "system",
+COLUMNS = tuple(
+    sorted(RECORD_COLUMNS - {"model", "model_version", "framework", "framework_version"})
 )
-"""``RunRow``'s columns after its id, in its order."""
+"""``RunRow``'s columns after its id: what a record writes but the listing's filter columns."""
 _JSON = ("host", "details")
 _TIMES = ("started_at", "finished_at")
 
