@@ -201,30 +201,62 @@ def test_a_run_is_signed_before_its_record_takes_the_databases_write_lock(
     """Signing and storing the envelope wait for the store's lock; a publish holds that lock
     and then writes to the database. Holding the database's write lock meanwhile (the
     record's transaction) would make each wait for the other until SQLite's timeout."""
-    import sqlite3
-
     from pinbench.provenance import dsse
 
-    database = home.db.removeprefix("sqlite:///")
     free: list[bool] = []
     sign = dsse.sign
 
     def watched(*args: Any, **kwargs: Any) -> Any:
-        other = sqlite3.connect(database, timeout=0.2, isolation_level=None)
-        try:
-            other.execute("BEGIN IMMEDIATE")  # another writer, as a publish would be
-            other.execute("ROLLBACK")
-            free.append(True)
-        except sqlite3.OperationalError:  # "database is locked": the record's transaction
-            free.append(False)
-        finally:
-            other.close()
+        free.append(_writable(home))
         return sign(*args, **kwargs)
 
     monkeypatch.setattr(dsse, "sign", watched)
     run = run_digits(home.ws)
     assert free == [True]
     assert _attestations(home.ws, run) == 1
+
+
+def _writable(home: Home) -> bool:
+    """Can another writer (as a publish would be) take the database's write lock now?"""
+    import sqlite3
+
+    other = sqlite3.connect(home.db.removeprefix("sqlite:///"), timeout=0.2, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:  # "database is locked": someone holds the write lock
+        return False
+    finally:
+        other.close()
+
+
+def test_attesting_after_the_fact_stores_its_blobs_outside_any_transaction(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``runs attest`` stores ``results.json`` and the envelope while no transaction of its
+    own holds the database's write lock (decision 305: the plain-SQL version first held it
+    from the start, and each store write waits for the store's lock, which a publish holds
+    while it writes to the database)."""
+    from pinbench.config import Settings
+    from pinbench.provenance.attest import attest_run
+
+    ws = Workspace(Settings(home=home.home, database_url=home.db))  # SQLite's own driver
+    free: list[bool] = []
+    put = ws.store.put_bytes
+
+    def watched(data: bytes) -> Digest:
+        free.append(_writable(home))
+        return put(data)
+
+    monkeypatch.setattr(ws.store, "put_bytes", watched)
+    before = _attestations(home.ws, home.run)
+    try:
+        attest_run(ws, home.run, after_the_fact=True)
+    finally:
+        ws.close()
+    assert free == [True, True]  # results.json, then the envelope
+    assert _attestations(home.ws, home.run) == before + 1
 
 
 def test_signing_that_fails_leaves_the_run_recorded_and_attestable_later(

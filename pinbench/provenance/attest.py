@@ -32,24 +32,34 @@ class NotAttestable(UserError):
 
 def attest_run(ws: Workspace, run_id: str, *, after_the_fact: bool) -> bytes:
     """Sign and record a new attestation of the finished run ``run_id`` (id or prefix);
-    its envelope as one ``.intoto.jsonl`` line."""
+    its envelope as one ``.intoto.jsonl`` line. The run is read in one snapshot, the statement
+    signed and its blobs stored outside any transaction, and the attestation's row written in
+    a short one: no database write lock is held while the store's lock is waited for (as
+    ``attestation_of_record``, decision 270)."""
     from pinbench.db.run_row import read_run
-    from pinbench.evaluator.records.run_view import locate
+    from pinbench.evaluator.records.run_view import RunNotFound, locate
     from pinbench.provenance.dsse import sign
     from pinbench.provenance.key_material import public_of
     from pinbench.provenance.keys import signing_key
-    from pinbench.provenance.statement import statement_of
+    from pinbench.provenance.statement import statement_for
+    from pinbench.registry.lockfile import Lockfile
 
     private = signing_key(ws)
     keyid = public_of(private).keyid
-    with ws.writes() as rows:
+    with ws.reads() as rows:
         run = read_run(rows, str(locate(rows, run_id)[0]))
-        assert run is not None  # located in this transaction
+        assert run is not None  # located in this snapshot
         if run.status not in FINISHED:
             raise NotAttestable(run=run.id, reason=f"it is {run.status}, not finished")
-        payload = statement_of(ws, rows, run, after_the_fact=after_the_fact)
-        line = sign(payload, private, keyid).line()
-        blob = ws.store.put_bytes(line)
+        digest = run.lockfile_digest
+        ((body,),) = rows("SELECT body FROM lockfiles WHERE digest = :d", {"d": digest})
+    lock = Lockfile.from_bytes(str(body).encode(), source=f"lockfile {digest[:12]}")
+    payload = statement_for(ws, run, lock, after_the_fact=after_the_fact)  # stores results.json
+    line = sign(payload, private, keyid).line()
+    blob = ws.store.put_bytes(line)
+    with ws.writes() as rows:
+        if not rows("SELECT id FROM runs WHERE id = :id", {"id": run.id}):
+            raise RunNotFound(run=run.id)  # deleted meanwhile: its blobs wait for gc
         add_attestation(rows, run.id, blob.hex, keyid, after_the_fact, datetime.now(UTC))
     return line
 

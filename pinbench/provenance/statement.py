@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pinbench.artifacts.digest import Digest
-    from pinbench.db.plain import Rows
     from pinbench.db.run_row import RunRow as Run
     from pinbench.registry.lockfile import Lockfile
     from pinbench.workspace import Workspace
@@ -78,18 +77,6 @@ def subjects_of(run: Run, results_sha256: str) -> list[dict[str, Any]]:
     return [
         {"name": name, "digest": {"sha256": sha}} for name, sha in found if isinstance(sha, str)
     ]
-
-
-def statement_of(ws: Workspace, rows: Rows, run: Run, *, after_the_fact: bool) -> bytes:
-    """The statement's canonical JSON for the recorded ``run``, its lockfile read from the
-    database (``statement_for``)."""
-    from pinbench.registry.lockfile import Lockfile
-
-    ((body,),) = rows(
-        "SELECT body FROM lockfiles WHERE digest = :digest", {"digest": run.lockfile_digest}
-    )
-    lock = Lockfile.from_bytes(str(body).encode(), source=f"lockfile {run.lockfile_digest[:12]}")
-    return statement_for(ws, run, lock, after_the_fact=after_the_fact)
 
 
 def statement_for(

@@ -14,19 +14,19 @@ from pinbench.workspace import Workspace
 def lock_points(ws: Workspace, request: Request) -> list[tuple[Lockfile, bool]]:
     """Resolve a request once and pin one lockfile per batch size (one unless it is a sweep);
     record them; return each with whether it is new."""
-    out = []
-    with ws.writes() as rows:  # plain SQL: ``lock`` imports no ORM (issue 75, item 3)
+    with ws.reads() as rows:  # plain SQL: ``lock`` imports no ORM (issue 75, item 3)
         resolution = resolve(
             request.specs(), SqlCandidateSource(rows), platform=request.system.key()
         )
-        for batch_size in request.batch_sizes():
-            lockfile = build_lockfile(rows, request, resolution, batch_size)
-            if lockfile.body.chain is not None:  # each direct wire against its graph
-                from pinbench.registry.chain_signature import check_stored
+        lockfiles = [build_lockfile(rows, request, resolution, b) for b in request.batch_sizes()]
+    for lockfile in lockfiles:  # a chain's direct wires against their graphs, read from the
+        # store outside any transaction: no database lock waits on the store (decision 305)
+        if lockfile.body.chain is not None:
+            from pinbench.registry.chain_signature import check_stored
 
-                check_stored(ws, lockfile)
-            out.append((lockfile, insert_lockfile(rows, lockfile)))
-    return out
+            check_stored(ws, lockfile)
+    with ws.writes() as rows:  # each recorded if absent (decision 286)
+        return [(lockfile, insert_lockfile(rows, lockfile)) for lockfile in lockfiles]
 
 
 def lock(ws: Workspace, request: Request) -> tuple[Lockfile, bool]:
