@@ -149,7 +149,7 @@ def check_scopes(scopes: list[str]) -> list[str]:
     return [s for s in SCOPES if s in scopes]
 
 
-def _now() -> datetime:
+def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
@@ -167,15 +167,11 @@ class UserRow:
 USER_COLUMNS = "id, name, is_admin, disabled_at, deleted_at"
 
 
-def _moment(value: Any) -> datetime | None:
-    from pinbench.db.plain import when
-
-    return None if value is None else when(value)
-
-
 def user_row(row: Sequence[Any]) -> UserRow:
+    from pinbench.db.plain import when_or_none
+
     id_, name, admin, disabled, deleted = row
-    return UserRow(int(id_), str(name), bool(admin), _moment(disabled), _moment(deleted))
+    return UserRow(int(id_), str(name), bool(admin), when_or_none(disabled), when_or_none(deleted))
 
 
 def get_user(rows: Rows, name: str) -> UserRow:
@@ -205,7 +201,7 @@ def add_user(rows: Rows, name: str, *, admin: bool = False) -> int:
         ((user_id,),) = rows(
             "INSERT INTO users (name, is_admin, created_at) VALUES (:name, :admin, :now) "
             "RETURNING id",
-            {"name": name, "admin": admin, "now": _now()},
+            {"name": name, "admin": admin, "now": utc_now()},
         )
         return int(user_id)
     if existing.deleted_at is not None:

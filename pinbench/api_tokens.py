@@ -24,13 +24,12 @@ from pinbench.accounts import (
     Forbidden,
     Principal,
     UserDisabled,
-    _moment,
-    _now,
     check_scopes,
     get_user,
     live_user,
     namespaces_of,
     user_row,
+    utc_now,
 )
 from pinbench.errors import UserError
 
@@ -97,7 +96,7 @@ def create_token(
             "name": name,
             "secret": _hash(secret),
             "scopes": json.dumps(scopes),
-            "now": _now(),
+            "now": utc_now(),
         },
     )
     return token_id, scopes, f"pbt_{token_id}_{secret}"
@@ -119,11 +118,16 @@ TOKEN_COLUMNS = "id, user_id, name, scopes, created_at, revoked_at"
 
 
 def _token(row: Sequence[Any]) -> TokenRow:
-    from pinbench.db.plain import json_value, when
+    from pinbench.db.plain import json_value, when, when_or_none
 
     id_, user_id, name, scopes, created, revoked = row
     return TokenRow(
-        str(id_), int(user_id), str(name), list(json_value(scopes)), when(created), _moment(revoked)
+        str(id_),
+        int(user_id),
+        str(name),
+        list(json_value(scopes)),
+        when(created),
+        when_or_none(revoked),
     )
 
 
@@ -146,7 +150,7 @@ def revoke_token(rows: Rows, token_id: str, *, by: Principal | None = None) -> N
         raise Forbidden(f"token {token_id} belongs to another user")
     rows(
         "UPDATE api_tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL",
-        {"now": _now(), "id": token_id},
+        {"now": utc_now(), "id": token_id},
     )
 
 

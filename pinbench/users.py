@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pinbench.accounts import LastAdmin, UserRow, _now, live_user, status_of
+from pinbench.accounts import LastAdmin, UserRow, live_user, status_of, utc_now
 
 if TYPE_CHECKING:
     from pinbench.db.plain import Rows
@@ -38,7 +38,9 @@ def disable_user(rows: Rows, name: str) -> str:
     before = status_of(user)
     _refuse_last_admin(rows, user, "disable")
     if user.disabled_at is None:
-        rows("UPDATE users SET disabled_at = :now WHERE id = :id", {"now": _now(), "id": user.id})
+        rows(
+            "UPDATE users SET disabled_at = :now WHERE id = :id", {"now": utc_now(), "id": user.id}
+        )
     _end_sessions(rows, user)
     return before
 
@@ -56,7 +58,7 @@ def delete_user(rows: Rows, name: str) -> int:
     stays, marked deleted. The number of tokens revoked."""
     user = live_user(rows, name, "delete it")
     _refuse_last_admin(rows, user, "delete")
-    now = _now()
+    now = utc_now()
     _end_sessions(rows, user)
     revoked = rows(
         "UPDATE api_tokens SET revoked_at = :now WHERE user_id = :id AND revoked_at IS NULL "

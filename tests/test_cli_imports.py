@@ -80,7 +80,7 @@ def _run(
         text=True,
         check=False,
     )
-    assert proc.returncode in exits, proc.stderr
+    assert proc.returncode in exits, (args, proc.returncode, proc.stderr[-2000:])
     return proc.stdout, set(json.loads(record.read_text()))
 
 

@@ -12,10 +12,7 @@ that needs what this machine lacks (docker, a server), past their module's impor
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +20,7 @@ import pytest
 import yaml
 
 from tests.helpers import DIGITS, DIGITS_ACCURACY, dataset_manifest, dump, write_files
-from tests.test_cli_imports import CHILD
+from tests.test_cli_imports import _run as run_child
 
 CONTRACT = json.loads((Path(__file__).parent / "data" / "cli_contract.json").read_text())
 
@@ -202,20 +199,9 @@ def _npy(i: int) -> bytes:
 
 
 def _run(values: dict[str, str], args: list[str], exits: tuple[int, ...]) -> tuple[str, set[str]]:
-    """``pinbench ARGS`` in a fresh interpreter on the home: its stdout and the modules it
-    loaded (it must exit with one of ``exits``)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
-    env |= {"PINBENCH_HOME": values["home"], "PINBENCH_DATABASE_URL": values["db"]}
-    record = Path(values["tmp"]) / "modules.json"
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(record), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode in exits, (args, proc.returncode, proc.stderr[-2000:])
-    return proc.stdout, set(json.loads(record.read_text()))
+    """``pinbench ARGS`` in a fresh interpreter on the home (``test_cli_imports._run``)."""
+    home, tmp = Path(values["home"]), Path(values["tmp"])
+    return run_child(home, tmp, *args, database_url=values["db"], exits=exits)
 
 
 def test_no_command_loads_the_orm(values: dict[str, str]) -> None:

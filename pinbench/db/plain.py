@@ -163,6 +163,11 @@ def when(value: Any) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def when_or_none(value: Any) -> datetime | None:
+    """``when`` of a column that may be NULL."""
+    return None if value is None else when(value)
+
+
 def json_value(value: Any) -> Any:
     """A JSON column's value (SQLite keeps the text, PostgreSQL's driver decodes it)."""
     return json.loads(value) if isinstance(value, str | bytes) else value

@@ -64,7 +64,7 @@ _TIMES = ("started_at", "finished_at")
 def read_run(rows: Rows, run_id: str) -> RunRow | None:
     """Run ``run_id`` (a whole id) as recorded, with its results in the order written; None
     when there is no such run."""
-    from pinbench.db.plain import json_value, when
+    from pinbench.db.plain import json_value, when_or_none
 
     found = rows(f"SELECT id, {', '.join(COLUMNS)} FROM runs WHERE id = :id", {"id": run_id})
     if not found:
@@ -73,7 +73,7 @@ def read_run(rows: Rows, run_id: str) -> RunRow | None:
     for name in _JSON:
         values[name] = None if values[name] is None else json_value(values[name])
     for name in _TIMES:
-        values[name] = None if values[name] is None else when(values[name])
+        values[name] = when_or_none(values[name])
     results = rows(
         "SELECT metric, value, unit FROM results WHERE run_id = :id ORDER BY id", {"id": run_id}
     )

@@ -60,7 +60,7 @@ def list_runs(
     or, when ``nested``, under ``metrics``. ``where`` keeps the runs it matches; ``after`` (a
     run id or unique prefix) starts the page with the run listed after that one (keyset
     paging: the next page of a list is ``after=`` its last run's id)."""
-    from pinbench.db.plain import when
+    from pinbench.db.plain import when_or_none
 
     with ws.reads() as rows:
         conditions: list[str] = []
@@ -83,8 +83,8 @@ def list_runs(
         runs = []
         for values in found:
             run = SimpleNamespace(**dict(zip(LISTED, values, strict=True)))
-            run.started_at = None if run.started_at is None else when(run.started_at)
-            run.finished_at = None if run.finished_at is None else when(run.finished_at)
+            run.started_at = when_or_none(run.started_at)
+            run.finished_at = when_or_none(run.finished_at)
             runs.append(run)
         ids = [str(r.id) for r in runs]
         metrics: dict[str, dict[str, float]] = {i: {} for i in ids}

@@ -160,12 +160,12 @@ class _Row:
     trace_sha256: str | None
 
     def __init__(self, values: Any) -> None:
-        from pinbench.db.plain import json_value, when
+        from pinbench.db.plain import json_value, when_or_none
 
         names = [n.strip() for n in RUN_COLUMNS.split(",")]
         row = dict(zip(names, values, strict=True))
         for name in ("started_at", "finished_at"):
-            row[name] = None if row[name] is None else when(row[name])
+            row[name] = when_or_none(row[name])
         for name in ("host", "details"):
             row[name] = None if row[name] is None else json_value(row[name])
         self.__dict__.update(row)
