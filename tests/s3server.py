@@ -61,6 +61,32 @@ def _weed() -> str:
     return found
 
 
+GRPC_OFFSET = 10_000
+"""``weed`` serves each service's gRPC on its port + 10000 and refuses a port that is another's
+gRPC port ("reserved for gRPC calculation")."""
+
+
+def _weed_ports(names: tuple[str, ...]) -> dict[str, int]:
+    """A free loopback port per name, none another's gRPC port, each gRPC port free too."""
+    import socket
+
+    def free(port: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+            return True
+
+    while True:
+        ports = {name: free_port() for name in names}
+        chosen = set(ports.values())
+        grpc = {p + GRPC_OFFSET for p in chosen}
+        distinct = len(chosen) == len(names) and not chosen & grpc
+        if distinct and max(grpc) < 65536 and all(free(p) for p in grpc):
+            return ports
+
+
 class WeedMini:
     """A ``weed mini`` on loopback whose data stays in ``root``: a test may ``stop`` it (an
     object store gone) and ``start`` it again, on the same ports with the same data."""
@@ -68,10 +94,9 @@ class WeedMini:
     def __init__(self, root: Path, buckets: tuple[str, ...]) -> None:
         self.root = root
         self.buckets = buckets
-        self.ports = {
-            name: free_port()
-            for name in ("master", "volume", "filer", "s3", "webdav", "admin", "debug", "metrics")
-        }
+        self.ports = _weed_ports(
+            ("master", "volume", "filer", "s3", "webdav", "admin", "debug", "metrics")
+        )
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
         self.proc: subprocess.Popen[bytes] | None = None
         (root / "data").mkdir(exist_ok=True)
