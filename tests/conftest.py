@@ -184,14 +184,19 @@ def server(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path) -> Itera
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Virtual environments (named by digest) shared by every test of the run, in a folder of
     the run's own: one for all the workers (the cache locks each environment while it is
-    built, as it does for two homes on one machine)."""
+    built, as it does for two homes on one machine); beside it the run's own folder of files
+    read out of the package models' wheels (``tests/package_models.py``)."""
     root = run_folder(tmp_path_factory) / "pinbench-cache"
     root.mkdir(exist_ok=True)
+    files = run_folder(tmp_path_factory) / "package-files"
+    files.mkdir(exist_ok=True)
     from tests.package_models import CACHE as WHEELS
+    from tests.package_models import FILES
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PINBENCH_CACHE", str(root))
         mp.setenv("PINBENCH_WHEELS", str(WHEELS))  # the catalog's wheels: those make dev fetched
+        mp.setenv(FILES, str(files))  # what tests read out of the wheels: this run's own
         yield root
 
 

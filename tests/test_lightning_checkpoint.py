@@ -28,7 +28,7 @@ import torch
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.torch.state_dicts import read_checkpoint, read_state
 from pinbench.workspace import Workspace
-from tests.package_models import package_file
+from tests.package_models import package_file, package_tree
 from tests.test_torch_state_dict import (
     TOLERANCE,
     Runs,
@@ -39,19 +39,6 @@ from tests.test_torch_state_dict import (
 )
 
 CHECKPOINT = "pesto/weights/mir-1k_g7.ckpt"
-SOURCES = [
-    "pesto/__init__.py",
-    "pesto/core.py",
-    "pesto/data.py",
-    "pesto/loader.py",
-    "pesto/model.py",
-    "pesto/utils/__init__.py",
-    "pesto/utils/cached_conv.py",
-    "pesto/utils/crop_cqt.py",
-    "pesto/utils/export.py",
-    "pesto/utils/hcqt.py",
-    "pesto/utils/reduce_activations.py",
-]
 RUN_FILES = ["pesto/model.py", "pesto/utils/crop_cqt.py", "pesto/utils/reduce_activations.py"]
 
 PESTO_BUILDER = '''\
@@ -124,13 +111,13 @@ def _pestos_own(checkpoint: Path, audio: np.ndarray) -> tuple[np.ndarray, np.nda
     """pesto's own model (its ``load_model``, which unpickles the checkpoint with omegaconf):
     the CQT frames its preprocessor gives and the activations of its forward."""
     _forget("pesto")
-    sources = {m: package_file("pesto-pitch", m) for m in SOURCES}
-    sys.path.insert(0, str(sources["pesto/__init__.py"].parent.parent))
+    root = package_tree("pesto-pitch", "pesto")  # its modules and what they read
+    sys.path.insert(0, str(root))
     saved = {n: sys.modules.get(n) for n in ("torchaudio",)}
     try:
         sys.modules["torchaudio"] = types.ModuleType("torchaudio")
         pesto = importlib.import_module("pesto")
-        assert Path(str(pesto.__file__)).resolve() == sources["pesto/__init__.py"].resolve()
+        assert Path(str(pesto.__file__)).resolve() == root / "pesto" / "__init__.py"
         model = pesto.load_model(str(checkpoint), step_size=10.0, sampling_rate=16000)
         wave = torch.from_numpy(audio)
         with torch.inference_mode():

