@@ -75,6 +75,7 @@ COMMANDS = {
     "runs cancel":         Row("runs cancel {run}", (1,)),  # finished: refused, read first
     "runs publish":        Row("runs publish {run} model/vision/x@1.0.0", (1,)),
     "fsck":                Row("fsck"),  # before runs go: their blobs wait for gc
+    "doctor":              Row("doctor --only sandbox --only storage"),
     "gc":                  Row("gc"),
     "backup":              Row("backup {tmp}/backup"),
     "runs prune":          Row("runs prune --keep-days 0 --keep-last 1"),

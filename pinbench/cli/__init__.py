@@ -45,6 +45,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and "
         "this registry's signing keys:...",
     ),
+    "doctor": (
+        "doctor",
+        "doctor",
+        "What this machine gives pinbench, each finding with its fix: the sandbox (bubblewrap's "
+        "path and version, user...",
+    ),
     "schema": ("registry", "schema", "Write the JSON Schema of each manifest kind (for editors)."),
     "publish": (
         "registry",

@@ -80,6 +80,14 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
     def quiet(text: str) -> None:
         pass
 
+    step("this machine's sandbox (pinbench doctor --only sandbox)")
+    from pinbench.doctor.examine import examine, refuse_blocked
+
+    found = examine(only=["sandbox"])
+    for finding in found:
+        out.print(f"{finding.status}: {finding.detail}")
+    refuse_blocked(found)  # before anything is made: the demo's runs are sandboxed
+
     step("init")
     out.print(f"home {reg.home}, schema {reg.init()}")
 

@@ -70,10 +70,11 @@ GROUP = "nogroup:x:65534:\n"
 MODES = ("bwrap", "none")
 """``--sandbox``: bubblewrap (the default), or none (the run is recorded unsandboxed)."""
 FIX = (
-    "install bubblewrap (Debian: apt install bubblewrap, as scripts/install-system-deps.sh "
-    "does) and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; "
-    "on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or run with --sandbox none "
-    "(the run is recorded unsandboxed)"
+    "install bubblewrap (Debian, as root: apt-get install -y bubblewrap, as `make demo` and "
+    "scripts/install-system-deps.sh do) and allow unprivileged user namespaces (sysctl "
+    "kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns"
+    "=0); `pinbench doctor` tells what this machine lacks; or run with --sandbox none (the run "
+    "is recorded unsandboxed)"
 )
 
 
@@ -108,12 +109,57 @@ def check_mode(sandbox: str) -> str:
     return sandbox
 
 
+INSTALLED = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
+"""Where a system's package manager puts bubblewrap: where one is found that this process's
+PATH does not reach, the refusal says so (a service's PATH is its own), not "not installed"."""
+
+
 def bwrap() -> str:
-    """bubblewrap's path, or the refusal naming the fix."""
+    """bubblewrap's path, or the refusal naming the fix: "not on this process's PATH" where it
+    is installed elsewhere, else "not installed"."""
     found = shutil.which("bwrap")
-    if found is None:
-        raise SandboxUnavailable(reason="bubblewrap (bwrap) is not installed")
-    return found
+    if found is not None:
+        return found
+    elsewhere = next((p for p in INSTALLED if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+    if elsewhere is not None:
+        path = os.environ.get("PATH", "")
+        raise SandboxUnavailable(
+            reason=f"bubblewrap is installed at {elsewhere} but not on this process's PATH "
+            f"({path or 'empty'})",
+            fix=f"add {os.path.dirname(elsewhere)} to the PATH pinbench is started with",
+        )
+    raise SandboxUnavailable(reason="bubblewrap (bwrap) is not installed")
+
+
+def probe(scratch: Path, hidden: list[Path], timeout_s: float = 30.0) -> None:
+    """Start a sandbox as a run's worker is started (``wrap``), running this interpreter on
+    nothing, in a folder made under ``scratch`` and removed; ``SandboxUnavailable`` when it
+    does not start or end well (``pinbench doctor``, a server's check before it queues a run)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="sandbox-probe-", dir=scratch) as folder:
+        confinement = Confinement(Path(folder))
+        confinement.prepare()
+        argv, env = wrap(
+            confinement,
+            sys.executable,
+            [sys.executable, "-c", ""],
+            hidden=hidden,
+            pythonpath="",
+            cwd=MOUNT,
+        )
+        try:
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SandboxUnavailable(reason=f"bubblewrap did not run: {exc}") from exc
+    if done.returncode != 0:
+        tail = done.stderr.splitlines()[-20:]
+        refusal = failed_to_start(done.returncode, tail)
+        if refusal is not None:
+            raise refusal
+        last = tail[-1] if tail else "no output"
+        raise SandboxUnavailable(reason=f"a sandbox ended with {done.returncode}: {last}")
 
 
 @dataclass(frozen=True, slots=True)
