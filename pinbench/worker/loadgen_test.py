@@ -1,8 +1,9 @@
 """One LoadGen test, run so that a stop never waits on LoadGen: a system under test calling
 ``issue``, its samples already in memory, LoadGen on the process's one LoadGen thread
 (``loadgen_thread``), and its summary read from its logs (``start_test``); ``metered_test``
-reads the machine around it (``contention``). The scenarios (``scenarios``) and generation
-(``generation.scenario``) both run their tests here.
+reads the machine over it (``contention``): from the first query LoadGen issues to its test's
+return, LoadGen's planning of its queries before the first left out. The scenarios
+(``scenarios``) and generation (``generation.scenario``) both run their tests here.
 """
 
 from __future__ import annotations
@@ -100,12 +101,30 @@ def metered_test(
     on_caller: bool = False,
     own_cpu: Callable[[], float] | None = None,
 ) -> tuple[dict[str, Any], Activity | str]:
-    """``_start_test_stoppable`` with the machine read before and after it
+    """``_start_test_stoppable`` with the machine read over its timed window
     (``contention.MachineMeter``; ``own_cpu``: the run's own CPU seconds, as ``own`` there):
-    LoadGen's summary and what else the machine did."""
+    LoadGen's summary and what else the machine did. The window opens at the first query
+    LoadGen issues (the reading on the meter's own thread: no query waits for it), not when
+    the test starts: LoadGen plans its whole query schedule first (seconds for a long Server
+    run), on this process's CPU. It closes when LoadGen's test returns, before its logs are
+    read."""
     machine = contention.MachineMeter(own=own_cpu)
-    machine.start()
-    summary = _start_test_stoppable(issue, count, settings, log_dir, stop, on_caller=on_caller)
+    machine.watch()
+
+    opened: list[bool] = []
+
+    def first(queries: list[Any]) -> None:
+        if not opened:  # a list's truth, not a call: each query pays for nothing more
+            opened.append(True)
+            machine.begin()
+        issue(queries)
+
+    try:
+        summary = _start_test_stoppable(
+            first, count, settings, log_dir, stop, on_caller=on_caller, ended=machine.end
+        )
+    finally:
+        machine.end()  # a failed test's meter lets its thread go
     return summary, machine.stop()
 
 
@@ -117,6 +136,7 @@ def _start_test_stoppable(
     stop: Stop,
     *,
     on_caller: bool = False,
+    ended: Callable[[], None] = _nothing,
 ) -> dict[str, Any]:
     """``start_test`` on the process's LoadGen thread (``loadgen_thread``: one for every test,
     never a new one per test), so that no signal handler ever runs inside LoadGen's
@@ -124,7 +144,7 @@ def _start_test_stoppable(
     once a stop is requested LoadGen gets ``STOP_GRACE_S`` to end its test, after which the
     stop's error is raised and LoadGen's thread is left to finish (``stop.left_running``; a
     CLI then exits without tearing the interpreter down under it). ``on_caller``: the
-    queries are answered on this thread (``_Handover``)."""
+    queries are answered on this thread (``_Handover``); ``ended``: as ``start_test``'s."""
     done = threading.Event()
     got: list[dict[str, Any]] = []
     failed: list[BaseException] = []
@@ -132,7 +152,11 @@ def _start_test_stoppable(
 
     def target() -> None:
         try:
-            got.append(start_test(handover.issue if handover else issue, count, settings, log_dir))
+            got.append(
+                start_test(
+                    handover.issue if handover else issue, count, settings, log_dir, ended=ended
+                )
+            )
         except BaseException as exc:
             failed.append(exc)
         finally:
@@ -164,10 +188,16 @@ def _start_test_stoppable(
 
 
 def start_test(
-    issue: Callable[[list[Any]], None], count: int, settings: Any, log_dir: Path
+    issue: Callable[[list[Any]], None],
+    count: int,
+    settings: Any,
+    log_dir: Path,
+    *,
+    ended: Callable[[], None] = _nothing,
 ) -> dict[str, Any]:
     """One LoadGen test: a SUT calling ``issue``, ``count`` samples already in memory; return
-    LoadGen's summary from its detail log in ``log_dir``."""
+    LoadGen's summary from its detail log in ``log_dir``. ``ended`` is called as LoadGen's
+    test returns, before its logs are read."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(log_dir)
@@ -177,6 +207,7 @@ def start_test(
     qsl = lg.ConstructQSL(count, count, _nothing, _nothing)
     try:
         lg.StartTestWithLogSettings(sut, qsl, settings, log_settings)
+        ended()
     finally:
         lg.DestroyQSL(qsl)
         lg.DestroySUT(sut)

@@ -28,6 +28,7 @@ from pinbench.worker.latency_metrics import loadgen_figures, series
 from pinbench.worker.loadgen_test import metered_test
 from pinbench.worker.output_axes import one_sample
 from pinbench.worker.stop import Stop
+from pinbench.worker.undefined import DETAILS_KEY
 
 if TYPE_CHECKING:
     from pinbench.worker.remote_test import RemoteTest
@@ -67,10 +68,14 @@ class Tested:
 
     def details(self) -> dict[str, Any]:
         """What a run's details keep of the test: LoadGen's log (``loadgen``) and, in a
-        performance run, the machine's readings (``machine``: ``contention.details``)."""
+        performance run, the machine's readings (``machine``: ``contention.details``) and the
+        machine figures they leave undefined, with their reasons (``DETAILS_KEY``)."""
         out: dict[str, Any] = {"loadgen": self.loadgen}
         if self.performance:
             out["machine"] = contention.details(self.machine)
+            gone = contention.undefined(self.machine)
+            if gone:
+                out[DETAILS_KEY] = gone
         return out
 
     def machine_figures(self) -> dict[str, float]:

@@ -141,6 +141,7 @@ class HostClock:
         from pinbench.worker import contention
         from pinbench.worker.latency_metrics import loadgen_figures, series
         from pinbench.worker.loadgen_files import read_logs
+        from pinbench.worker.undefined import DETAILS_KEY
 
         t = self._tested
         calls, samples = t["calls"], t["samples"]
@@ -160,6 +161,10 @@ class HostClock:
         if performance:
             figures.update(contention.figures(t["machine"]))
             evidence.details["machine"] = contention.details(t["machine"])
+            gone = contention.undefined(t["machine"])
+            if gone:  # beside the worker's own undefined figures, if any
+                kept = evidence.details.get(DETAILS_KEY)
+                evidence.details[DETAILS_KEY] = {**(kept if isinstance(kept, dict) else {}), **gone}
         evidence.metrics.update(figures)
         evidence.details.pop("energy", None)
         record_energy(t["energy"], samples, evidence.metrics, evidence.details)
