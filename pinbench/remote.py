@@ -32,6 +32,9 @@ from pinbench.tls import http_client
 from pinbench.trace.summary import NoTrace
 
 FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
+PAGE_LIMIT = 1000
+"""The page a client asks for when it follows a paged listing: the server's largest
+(``pinbench.api.paging.MAX_LIMIT``)."""
 Row = dict[str, Any]
 
 
@@ -175,6 +178,21 @@ class Remote:
 
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.call(method, path, **kwargs).json()
+
+    def pages(
+        self, path: str, params: dict[str, str], after: Callable[[dict[str, Any]], str]
+    ) -> list[dict[str, Any]]:
+        """Every item of a paged listing (``GET path``, keyset paging: ``limit`` and
+        ``after``), asked a page of ``PAGE_LIMIT`` at a time until one is shorter; ``after``
+        gives an item's key."""
+        out: list[dict[str, Any]] = []
+        asked: dict[str, Any] = {**params, "limit": PAGE_LIMIT}
+        while True:
+            got: list[dict[str, Any]] = self.json("GET", path, params=asked)
+            out += got
+            if len(got) < PAGE_LIMIT:
+                return out
+            asked = {**params, "limit": PAGE_LIMIT, "after": after(got[-1])}
 
     # ------------------------------------------------------------ registry
 

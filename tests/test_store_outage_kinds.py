@@ -236,3 +236,51 @@ def test_a_try_under_way_is_given_up_when_the_process_is_asked_to_stop(
     finally:
         release.set()
     assert kept == {digest.hex} and pending.kept_blobs(ws, [digest.hex]) == [digest.hex]
+
+
+def _boto3_wrapped(cause: Exception) -> Exception:
+    """boto3's own upload error (``boto3.exceptions.S3UploadFailedError``, not s3transfer's),
+    raised while handling the client's, as ``upload_file`` raises it."""
+    from boto3.exceptions import S3UploadFailedError as Boto3UploadFailed
+
+    try:
+        raise cause
+    except Exception:
+        try:
+            raise Boto3UploadFailed(f"Failed to upload x: {cause}")
+        except Boto3UploadFailed as exc:
+            error: Exception = exc  # boto3 is untyped
+            return error
+
+
+WRITES: list[tuple[str, Exception, str]] = [
+    ("SeaweedFS read-only or full: 500", _boto3_wrapped(_answered(500, "InternalError")), "now"),
+    ("MinIO's full drives: 507", _answered(507, "XMinioStorageFull"), "now"),
+    ("a quota or a policy: 403", _wrapped(_answered(403, "AccessDenied")), "refused"),
+    ("503 Slow Down: try later, an outage", _answered(503, "SlowDown"), "outage"),
+    ("no answer at all: an outage", EndpointConnectionError(endpoint_url=URL), "outage"),
+]
+
+
+@pytest.mark.parametrize(("why", "cause", "kind"), WRITES, ids=[w[0] for w in WRITES])
+def test_a_write_the_store_answered_with_a_refusal_is_named_with_its_answer(
+    why: str, cause: Exception, kind: str
+) -> None:
+    """Issue 83 item 5: a refused write is ``WriteRefused`` (507) naming the bucket and the
+    store's answer; a 5xx refusal is an outage too, which a run's blobs wait out."""
+    from pinbench.artifacts.store_errors import WriteRefused, write_refusal
+
+    bucket: Any = object.__new__(Bucket)
+    bucket.location = Location.parse("s3://pinbench/p", endpoint=None)
+    try:
+        try:
+            raise cause
+        except Exception as exc:  # as ``Bucket.upload`` raises it: ``from None``, in context
+            raise bucket._fail("upload of blobs/ab/ab12", exc) from None
+    except ObjectStoreFailure as failure:
+        said = write_refusal(failure, bucket="pinbench", key="p/blobs/ab/ab12")
+    assert isinstance(said, WriteRefused) is (kind != "outage"), why
+    assert isinstance(said, ObjectStoreUnavailable) is (kind != "refused"), why
+    if isinstance(said, WriteRefused):
+        code = said.code
+        assert f"bucket 'pinbench' refused it: HTTP {said.status} {code}: {code}" in str(said)

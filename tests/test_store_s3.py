@@ -39,7 +39,7 @@ from tests.helpers import (
     write_files,
 )
 from tests.pg import closed_port
-from tests.s3server import S3Server, s3_settings
+from tests.s3server import S3Server, WeedMini, s3_settings
 
 FILES = {"x.npy": b"x-bytes", "y.npy": b"y-bytes"}
 
@@ -424,3 +424,59 @@ def test_local_copies_are_bounded_least_recently_used_first_and_evicted_on_deman
     monkeypatch.delenv("PINBENCH_BLOBS")
     own = cli("gc", "--cache")
     assert own.code == 1 and "which is the blob store itself, not a cache" in own.err
+
+
+def _read_only(weed: WeedMini, location: str, *, on: bool) -> None:
+    """SeaweedFS's own read-only mode for the folder of ``location`` (``BUCKET/PREFIX``), the
+    filer's path configuration (``weed shell fs.configure -readOnly``): its S3 gateway then
+    refuses every write there, as it does when its disk is full (HTTP 500 InternalError)."""
+    import subprocess
+
+    from tests.s3server import _weed
+
+    where = f"-locationPrefix=/buckets/{location}/"
+    command = f"fs.configure {where} {'-readOnly' if on else '-delete'} -apply\n"
+    master = f"-master=127.0.0.1:{weed.ports['master']}"
+    done = subprocess.run(
+        [_weed(), "shell", master], input=command, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_bucket_refusing_writes_answers_a_publish_507_and_readiness_names_it(
+    tmp_path: Path, s3_weed: tuple[S3Server, WeedMini], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 83 item 5: with the object store refusing writes, a publish got `server error
+    500: internal error (S3UploadFailedError)` naming neither bucket nor cause, and readiness
+    (a HEAD of the bucket) stayed 200. Now the publish is 507 naming the bucket and the store's
+    answer, and readiness writes a tiny object (``ready/``) and says the bucket refuses writes;
+    both well again once it takes them."""
+    from tests.test_monitoring_outage import _failed, _publish
+
+    s3, weed = s3_weed
+    home, db = tmp_path / "home", f"sqlite:///{tmp_path / 'db.sqlite'}"
+    settings = s3_settings(s3, home, monkeypatch, db)  # the server inherits the environment
+    assert settings.blobs is not None
+    location = settings.blobs.removeprefix("s3://")
+    with api_server(home, db) as srv, srv.client("owner") as http:
+        before = http.get("/api/v1/ready")
+        _read_only(weed, location, on=True)
+        try:
+            refused = _publish(http, "1.0.0")
+            down = http.get("/api/v1/ready")
+        finally:
+            _read_only(weed, location, on=False)
+        again = http.get("/api/v1/ready")
+        after = _publish(http, "1.0.0")
+    assert before.status_code == 200, before.text
+    assert refused.status_code == 507, refused.text  # was: 503, "try again in 5 s"
+    problem = refused.json()
+    assert problem["error"] == "WriteRefusedForNow", problem
+    assert "bucket 'pinbench' refused it: HTTP 500 InternalError" in problem["detail"], problem
+    assert "retry-after" not in refused.headers
+    assert down.status_code == 503, down.text  # was: 200
+    assert _failed(down) == {"object_store": "it refuses writes: InternalError (HTTP 500)"}
+    assert again.status_code == 200, again.text
+    assert after.status_code == 201, after.text
+    left = _keys(s3, f"{location.split('/', 1)[1]}/ready/")
+    assert left == [], "the probe's object is deleted"

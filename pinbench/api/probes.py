@@ -5,7 +5,8 @@ Liveness (``/api/v1/health``, in ``app``) only says the process answers. Readine
 serving needs: the database answers ``SELECT 1`` within ``DB_TIMEOUT_S``, the blob store takes
 a file (written and removed in its scratch), and each disk it writes to (the blobs', the
 home's, the SQLite file's) has ``ready_min_free_mb`` free; on
-S3 the bucket answers, on SQLite the file is still the one opened (``readiness``). A failed
+S3 the bucket takes a write (a tiny object put and deleted), on SQLite the file is still the one
+opened (``readiness``). A failed
 check answers 503 naming each check and its cause; causes name no host, path or credential
 (the full error goes to the server's log), so the probe can stay open to anyone.
 """
@@ -109,7 +110,8 @@ def blob_store_check(ws: Workspace) -> Checked:
     description="200 when every check passes, else 503; the body names each check and, when "
     "it failed, its cause: the database, the blob store's scratch, free space on each disk "
     "it writes to (named blobs, home or database); on S3 the "
-    "bucket (object_store), on SQLite its file (database_file). Open to anyone: it names no "
+    "bucket taking a write (object_store: a tiny object put under ready/ and deleted), on "
+    "SQLite its file (database_file). Open to anyone: it names no "
     "host, path or credential.",
     security=[],
     responses={503: ResponseSpec(Readiness, description="Not ready: a check failed")},
@@ -122,8 +124,8 @@ async def ready(state: State, request: Request[Any, Any, Any]) -> Response[Readi
     if opened is not None:  # SQLite: still the file this server opened
         checks.append(await database_file_check(opened))
     checks.append(await anyio.to_thread.run_sync(blob_store_check, ws))
-    if isinstance(ws.store, S3BlobStore):  # the bucket holds the blobs: does it answer?
-        checks.append(await object_store_check(ws.store.bucket, state.s3_ready))
+    if isinstance(ws.store, S3BlobStore):  # the bucket holds the blobs: does it take one?
+        checks.append(await object_store_check(ws.store, state.s3_ready))
     folders = written_folders(ws)
     checks.append(
         await anyio.to_thread.run_sync(free_space_check, folders, settings.ready_min_free_mb)

@@ -3,7 +3,8 @@
 A pinbench error keeps the message the CLI prints; its class picks the HTTP status. Anything
 unexpected is a 500 whose body names no internals (the traceback goes to the server's log).
 A dependency that does not answer (the database, the object store) is a 503 with
-``Retry-After``: the request may succeed once it is back.
+``Retry-After``: the request may succeed once it is back. A store that refuses a write (a
+full disk, an object store's refusal: ``StoreFull``, ``WriteRefused``) is a 507.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from litestar.exceptions import HTTPException, ValidationException
 
 from pinbench.accounts import AccountNotFound, AuthError, Forbidden
 from pinbench.api.observe import DRAINING, note_refused
+from pinbench.api.sandbox_check import ServerCannotSandbox
 from pinbench.artifacts.objects import ObjectStoreFailure
 from pinbench.artifacts.store import BlobMissing, StoreFull
+from pinbench.artifacts.store_errors import WriteRefused
 from pinbench.cluster.systems import UnknownSystem
 from pinbench.db.errors import Conflict, DatabaseUnavailable
 from pinbench.errors import PinbenchError, UserError
@@ -136,7 +139,9 @@ STATUS: tuple[tuple[type[PinbenchError], int], ...] = (
     (StudiesBusy, 429),
     (Draining, 503),
     (QueueFull, 503),
+    (ServerCannotSandbox, 503),
     (StoreFull, 507),
+    (WriteRefused, 507),
     (DatabaseUnavailable, 503),
     (ObjectStoreFailure, 503),
     (UserError, 400),
@@ -158,6 +163,8 @@ def retry_after_s(exc: PinbenchError) -> int | None:
     for an outage; None when asking again would not help."""
     if isinstance(exc, TryLater):
         return exc.retry_after_s
+    if isinstance(exc, WriteRefused):  # until its operator makes room: no time to name
+        return None
     if isinstance(exc, OUTAGES):
         return OUTAGE_RETRY_S
     return None

@@ -3,10 +3,11 @@
 and its disk (those are in ``probes``): the object store's bucket, the SQLite file it opened.
 
 - ``object_store``: a blob store on S3 (``PINBENCH_BLOBS=s3://...``) keeps every blob in its
-  bucket, so a server whose bucket does not answer cannot publish or serve a blob. The check
-  HEADs the bucket (one try, no retry) and waits for it at most ``READY_TIMEOUT_S``: it says
-  the bucket is reachable, exists and takes the server's credentials, not that a write would
-  succeed (a probe writing an object every few seconds would fill the bucket's history).
+  bucket, so a server whose bucket does not answer, or refuses writes (its disk full, read-only,
+  over its quota), cannot publish or serve a blob. The check writes: it HEADs the bucket, puts a
+  tiny object under the reserved ``ready/`` prefix and deletes it (``S3BlobStore.probe_writes``,
+  each call tried once), waiting at most ``READY_TIMEOUT_S``; a versioned bucket keeps each
+  probe's versions (a lifecycle rule on ``ready/`` expires them).
 - ``database_file``: the SQLite file the server opened is still the one at its path (device
   and inode, ``db/identity.py``).
 - ``free_space``: each filesystem the server writes to has ``ready_min_free_mb`` free: the one
@@ -33,7 +34,7 @@ import anyio.to_thread
 import msgspec
 
 if TYPE_CHECKING:
-    from pinbench.artifacts.objects import Bucket
+    from pinbench.artifacts.s3store import S3BlobStore
     from pinbench.db.identity import OpenedFile
     from pinbench.workspace import Workspace
 
@@ -94,9 +95,9 @@ class OneAtATime:
             raise TimeoutError(f"no answer within {timeout_s} s") from None
 
 
-async def object_store_check(bucket: Bucket, once: OneAtATime) -> Checked:
+async def object_store_check(store: S3BlobStore, once: OneAtATime) -> Checked:
     try:
-        failed = await once.call(bucket.probe, READY_TIMEOUT_S)
+        failed = await once.call(store.probe_writes, READY_TIMEOUT_S)
     except TimeoutError as exc:
         log.warning("readiness: the object store does not answer: %s", exc)
         return Checked("object_store", False, str(exc))

@@ -16,6 +16,7 @@ from pinbench.api import heartbeat, outage, progress
 from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
 from pinbench.api.outage import DRAINED, NOT_STARTED, STOPPED
 from pinbench.api.problems import Draining, QueueFull, UserQueueFull
+from pinbench.api.sandbox_check import SandboxCheck
 from pinbench.api.watchers import Watchers
 from pinbench.db import pending
 from pinbench.errors import PinbenchError
@@ -66,6 +67,8 @@ class RunPool:
         ``--allow-code`` (a model's processing code may run, in docker only)."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
+        self.sandbox = SandboxCheck(ws)
+        """Whether the sandbox starts here: a run that needs it is refused at submission."""
         self._facts: dict[tuple[str, str], dict[str, Any]] = {}
         """Each cluster system's facts by (name, Ray node id), asked and recorded once."""
         self.warm: WarmPool | None = None
@@ -108,6 +111,7 @@ class RunPool:
         """Queue a run (``user`` submitted it: they may cancel it); return its id."""
         runner = choose_server_runner(runner, lock, self.runners)  # once: 'auto' asks Docker
         check_server_policy(lock, runner, self.allow_pickle, self.allow_code)
+        self.sandbox.check(lock, runner, allow_code=self.allow_code)  # 503 before it is queued
         run_id = str(uuid.uuid4())
         self._take([run_id], user)
         try:

@@ -27,13 +27,22 @@ import contextlib
 import hashlib
 import os
 import re
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pinbench.artifacts.copies import DEFAULT_MAX, Copies
 from pinbench.artifacts.digest import Digest, Progress
-from pinbench.artifacts.objects import Bucket, Upload
+from pinbench.artifacts.object_answers import outage
+from pinbench.artifacts.objects import (
+    PROBE_S,
+    Bucket,
+    ObjectStoreFailure,
+    ObjectStoreUnavailable,
+    Probed,
+    Upload,
+)
 from pinbench.artifacts.scratch import scratch_file
 from pinbench.artifacts.store import (
     BlobMissing,
@@ -44,9 +53,30 @@ from pinbench.artifacts.store import (
     Stored,
     out_of_space,
 )
+from pinbench.artifacts.store_errors import write_refusal
 from pinbench.errors import PinbenchError, UserError
 
 _HEX = re.compile(r"[0-9a-f]{64}")
+PROBE_PREFIX = "ready/"
+"""Where readiness's write probe puts its object (under the store's prefix, beside
+``blobs/``): reserved, never a blob's key. A versioned bucket keeps each probe's versions;
+a lifecycle rule on this prefix expires them."""
+PROBE_BYTES = b"pinbench readiness probe\n"
+
+
+def _probe_cause(step: str, exc: Exception) -> str:
+    """A probe's failure as readiness shows it: the S3 error code and status, no names."""
+    response: dict[str, Any] = getattr(exc, "response", None) or {}
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    code = response.get("Error", {}).get("Code", "unknown")
+    if step.startswith("HEAD") and status == 404:
+        return "no such bucket"
+    if status == 403:
+        return "access denied (the credentials or the bucket's policy)"
+    if step.startswith("HEAD"):
+        return f"it answered HTTP {status}"
+    verb = "writes" if step.startswith("PUT") else "deletes"
+    return f"it refuses {verb}: {code} (HTTP {status})"
 
 
 class S3BlobStore(BlobStore):
@@ -56,6 +86,8 @@ class S3BlobStore(BlobStore):
         super().__init__(root)
         self.bucket = bucket
         self.copies = Copies(self.blobs, root / "cache" / "copies", cache_max)
+        self._prober: Any = None
+        self._probe_name = uuid.uuid4().hex  # this process's own: servers sharing a bucket
 
     @staticmethod
     def relative(digest: Digest) -> str:
@@ -71,7 +103,7 @@ class S3BlobStore(BlobStore):
             if self.has(staged.digest) and self.touch(staged.digest):
                 staged.temp.unlink(missing_ok=True)
                 return False
-            self.bucket.upload(staged.temp, self.relative(staged.digest))
+            self._upload(staged.temp, self.relative(staged.digest))
         except BaseException:
             staged.temp.unlink(missing_ok=True)
             raise
@@ -104,8 +136,68 @@ class S3BlobStore(BlobStore):
         hashes a backup's files first), unless the bucket has the blob; True if uploaded."""
         if self.has(digest):
             return False
-        self.bucket.upload(source, self.relative(digest))
+        self._upload(source, self.relative(digest))
         return True
+
+    def _upload(self, source: Path, relative: str) -> None:
+        """``Bucket.upload``; a write the store answered with a refusal is ``WriteRefused``,
+        naming the bucket and its answer."""
+        from boto3.exceptions import S3UploadFailedError
+
+        location = self.bucket.location
+        try:
+            self.bucket.upload(source, relative)
+        except ObjectStoreFailure as exc:
+            failure = exc
+        except S3UploadFailedError as exc:  # boto3's own, which Bucket.upload lets through
+            kind = ObjectStoreUnavailable if outage(exc) else ObjectStoreFailure
+            failure = kind(where=str(location), action=f"upload of {relative}", reason=str(exc))
+            failure.__context__ = exc
+        else:
+            return
+        refusal = write_refusal(failure, bucket=location.bucket, key=location.key(relative))
+        raise refusal from failure.__context__
+
+    def probe_writes(self) -> Probed | None:
+        """Whether the bucket takes a write (readiness): one tiny object put under
+        ``PROBE_PREFIX`` and deleted, each call tried once with ``PROBE_S`` to connect and to
+        read; None when both succeed, else what went wrong (its ``cause`` names no host,
+        bucket or credential). Not a HEAD: a bucket that answers but refuses writes (its disk
+        full, read-only) is caught."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        client, location = self._probe_client(), self.bucket.location
+        key = location.key(f"{PROBE_PREFIX}{self._probe_name}")
+        step = "HEAD of the bucket"
+        try:
+            client.head_bucket(Bucket=location.bucket)  # never a write that makes a bucket
+            step = f"PUT {key}"
+            client.put_object(Bucket=location.bucket, Key=key, Body=PROBE_BYTES)
+            step = f"DELETE {key}"
+            client.delete_object(Bucket=location.bucket, Key=key)
+        except ClientError as exc:
+            return Probed(_probe_cause(step, exc), f"object storage {location}: {step}: {exc}")
+        except BotoCoreError as exc:
+            full = f"object storage {location}: {step}: {exc}"
+            return Probed(f"unreachable ({type(exc).__name__})", full)
+        return None
+
+    def _probe_client(self) -> Any:
+        """The write probe's client, made on first use: one try, short timeouts."""
+        if self._prober is None:
+            import boto3
+            from botocore.config import Config
+
+            self._prober = boto3.session.Session().client(
+                "s3",
+                endpoint_url=self.bucket.location.endpoint,
+                config=Config(
+                    retries={"max_attempts": 1, "mode": "standard"},
+                    connect_timeout=PROBE_S,
+                    read_timeout=PROBE_S,
+                ),
+            )
+        return self._prober
 
     def presigned(self, digest: Digest, *, label: str) -> str:
         """A URL from which a client GETs the blob straight from the bucket (it checks the

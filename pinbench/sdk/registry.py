@@ -284,7 +284,7 @@ class Registry(Inquiries, RunRecords):
         parsed_kind = parse_kind(kind) if kind else None
         params = {k: v for k, v in (("kind", kind), ("name", name)) if v}
         rows: list[dict[str, Any]] = self.either(
-            lambda remote: remote.json("GET", "/api/v1/artifacts", params=params),
+            lambda remote: remote.pages("/api/v1/artifacts", params, _artifact_key),
             lambda ws: [r.to_json() for r in catalog.list_artifacts(ws, parsed_kind, name)],
         )
         return rows
@@ -372,3 +372,8 @@ class Registry(Inquiries, RunRecords):
         from pinbench.artifacts.canonical import canonical_json
 
         return Lockfile(LockfileBody.from_bytes(canonical_json(dict(source))), self)
+
+
+def _artifact_key(row: dict[str, Any]) -> str:
+    """A listed version's key in the REST API's paged listing: ``KIND/NAME@VERSION``."""
+    return f"{row['kind']}/{row['name']}@{row['version']}"

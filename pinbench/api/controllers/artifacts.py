@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
 import msgspec
+import semver
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
@@ -15,9 +16,12 @@ from pinbench.accounts import Principal
 from pinbench.api.cache import ReadCache
 from pinbench.api.deps import ServerSettings
 from pinbench.api.logs import event
+from pinbench.api.paging import DEFAULT_LIMIT, MAX_AFTER, MAX_LIMIT, After, Limit, page
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
 from pinbench.api.upload import Received, receive_upload
+from pinbench.registry.names import Kind
+from pinbench.registry.versions import parse_version
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.records import Published as PublishedRecord
 from pinbench.sdk.registry import Registry
@@ -40,24 +44,49 @@ def _summary(row: dict[str, Any]) -> ArtifactSummary:
     return ArtifactSummary(**row)
 
 
+KINDS = list(Kind)
+
+
+def _row_key(row: dict[str, Any]) -> tuple[int, str, semver.Version]:
+    """A listed version's place in the listing: kind, name, version precedence."""
+    return KINDS.index(Kind(row["kind"])), row["name"], parse_version(row["version"])
+
+
+def _ref_key(text: str) -> tuple[int, str, semver.Version]:
+    """``after``'s place: the ``KIND/NAME@VERSION`` it names."""
+    ref = ArtifactRef.parse(text)
+    return KINDS.index(ref.kind), ref.name, ref.version
+
+
 class ArtifactController(Controller):
     path = "/api/v1/artifacts"
     tags = ["artifacts"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="List and search artifact versions")
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="List and search artifact versions, a page at a time",
+        description=f"A page of at most `limit` versions ({DEFAULT_LIMIT} unless given, "
+        f"{MAX_LIMIT} at most) by kind, name, then version precedence. The next page: `after` "
+        "= the last version's `KIND/NAME@VERSION` (keyset paging); a page shorter than `limit` "
+        "is the last. An `after` that is no such reference is refused with 400.",
+    )
     def list_artifacts(
         self,
         registry: Registry,
         principal: Principal,
-        kind: str | None = None,
-        name: str | None = None,
+        kind: Annotated[str | None, Parameter(max_length=16)] = None,
+        name: Annotated[str | None, Parameter(max_length=MAX_AFTER)] = None,
         q: Annotated[
             str | None, Parameter(description="Only names containing this text.", max_length=200)
         ] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
     ) -> list[ArtifactSummary]:
         principal.require("read")
-        rows = registry.list(kind, name)
-        return [_summary(r) for r in rows if q is None or q.lower() in r["name"]]
+        rows = (r for r in registry.list(kind, name) if q is None or q.lower() in r["name"])
+        kept = page(rows, key=_row_key, cursor=_ref_key, limit=limit, after=after)
+        return [_summary(r) for r in kept]
 
     @get(
         "/{ref:path}",
