@@ -46,6 +46,11 @@ class ObjectStoreFailure(SystemFailure):
         self.reason = reason
 
 
+class NoBucket(ObjectStoreFailure):
+    """The bucket does not exist: pinbench's own finding before a write, not the store's answer
+    to one (``store_errors.write_refusal`` leaves it as it is)."""
+
+
 class ObjectStoreUnavailable(ObjectStoreFailure):
     """The object store did not answer (no connection, a timeout, a dropped connection) or
     answered that it cannot now (HTTP 5xx): an outage, which a run's blobs wait out
@@ -176,7 +181,7 @@ class Bucket:
             self._client.head_bucket(Bucket=self.location.bucket)
         except ClientError as exc:
             if _status(exc) == 404:
-                raise ObjectStoreFailure(
+                raise NoBucket(
                     where=str(self.location),
                     action="a write",
                     reason=f"no bucket {self.location.bucket!r}: create it first "
@@ -222,6 +227,7 @@ class Bucket:
 
     def upload(self, source: Path, relative: str) -> None:
         """Upload a file; in parts of ``multipart_bytes`` when it is larger than that."""
+        from boto3.exceptions import S3UploadFailedError as UploadRefused
         from boto3.s3.transfer import TransferConfig
         from botocore.exceptions import BotoCoreError, ClientError
         from s3transfer.exceptions import S3UploadFailedError
@@ -237,7 +243,9 @@ class Bucket:
             self._client.upload_file(
                 str(source), self.location.bucket, self.location.key(relative), Config=config
             )
-        except (BotoCoreError, ClientError, S3UploadFailedError) as exc:
+        except (BotoCoreError, ClientError, S3UploadFailedError, UploadRefused) as exc:
+            # boto3's upload_file raises its own S3UploadFailedError (a store refusing the
+            # write, its disk full), not s3transfer's: both are the store's answer
             raise self._fail(f"upload of {relative}", exc) from None
 
     def chunks(self, relative: str) -> Iterator[bytes] | None:

@@ -34,12 +34,10 @@ from typing import Any, BinaryIO
 
 from pinbench.artifacts.copies import DEFAULT_MAX, Copies
 from pinbench.artifacts.digest import Digest, Progress
-from pinbench.artifacts.object_answers import outage
 from pinbench.artifacts.objects import (
     PROBE_S,
     Bucket,
     ObjectStoreFailure,
-    ObjectStoreUnavailable,
     Probed,
     Upload,
 )
@@ -142,17 +140,11 @@ class S3BlobStore(BlobStore):
     def _upload(self, source: Path, relative: str) -> None:
         """``Bucket.upload``; a write the store answered with a refusal is ``WriteRefused``,
         naming the bucket and its answer."""
-        from boto3.exceptions import S3UploadFailedError
-
         location = self.bucket.location
         try:
             self.bucket.upload(source, relative)
         except ObjectStoreFailure as exc:
             failure = exc
-        except S3UploadFailedError as exc:  # boto3's own, which Bucket.upload lets through
-            kind = ObjectStoreUnavailable if outage(exc) else ObjectStoreFailure
-            failure = kind(where=str(location), action=f"upload of {relative}", reason=str(exc))
-            failure.__context__ = exc
         else:
             return
         refusal = write_refusal(failure, bucket=location.bucket, key=location.key(relative))

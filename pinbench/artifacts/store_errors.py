@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
-from pinbench.artifacts.objects import ObjectStoreFailure, ObjectStoreUnavailable
+from pinbench.artifacts.objects import NoBucket, ObjectStoreFailure, ObjectStoreUnavailable
 from pinbench.errors import SystemFailure, UserError
 
 
@@ -102,7 +102,7 @@ def write_refusal(failure: ObjectStoreFailure, *, bucket: str, key: str) -> Obje
     """``failure`` of a write as ``WriteRefused`` when the store answered it (an S3 error code)
     other than to ask for a later try (``LATER``); else ``failure`` itself (no answer: an
     outage)."""
-    answer = _answer(failure)
+    answer = None if isinstance(failure, NoBucket) else _answer(failure)
     if answer is None:
         return failure
     status, code, message = answer
