@@ -146,6 +146,60 @@ def test_errors_and_exit_codes(cli: Cli, args: list[str], code: int, needle: str
     assert needle in result.err + result.out
 
 
+CLOSED_PIPE = [
+    (["study", "show", "seed-quick"], "Rich's tables: Rich points stdout at devnull, exits 1"),
+    (["study", "show", "seed-quick", "--json"], "one buffered write: the flush at exit failed"),
+    (["--help"], "Click's help: Click wraps the streams and exits 1"),
+    (["--version"], "a plain write, left for the flush at exit"),
+    (["range", "^1", "1.0.0", "1.2.0"], "plain lines"),
+]
+
+
+@pytest.mark.parametrize(("args", "why"), CLOSED_PIPE, ids=[" ".join(a) for a, _ in CLOSED_PIPE])
+def test_a_command_whose_reader_went_away_ends_quietly_with_0(
+    args: list[str],
+    why: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`pinbench study show NAME | head` exited 1: a command writing into a pipe its reader
+    closed stops there, exits 0 and says nothing, whichever way it writes (``why``); nothing is
+    left for the interpreter's flush at exit to fail on."""
+    import sys
+
+    from pinbench.cli import main
+
+    monkeypatch.setenv("PINBENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PINBENCH_URL", raising=False)
+    monkeypatch.delenv("PINBENCH_DATABASE_URL", raising=False)
+    read, write = os.pipe()
+    os.close(read)  # `head` has gone
+    with os.fdopen(write, "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        monkeypatch.setattr(sys, "stderr", sys.stderr)  # Click may wrap it: given back after
+        code = main(args)
+        stdout.flush()  # as the interpreter does at exit
+    assert (code, capsys.readouterr().err) == (0, ""), why
+
+
+def test_a_command_into_a_closed_pipe_exits_0_without_a_word(tmp_path: Path) -> None:
+    """The same through the console script's exit (``pinbench.entry``), in a process."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PINBENCH_")}
+    env["PINBENCH_HOME"] = str(tmp_path / "home")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        cmd = [sys.executable, "-m", "pinbench", "study", "show", "seed-quick"]
+        done = subprocess.run(cmd, stdout=write, stderr=subprocess.PIPE, env=env, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
 def test_commands_refuse_an_uninitialised_home(cli: Cli) -> None:
     result = cli("list")
     assert result.code == 1

@@ -24,6 +24,7 @@ from pinbench import reports
 from pinbench.db.models import Result, Run
 from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
+from pinbench.metric_names import fmt_sig
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.locking import store_lockfile
@@ -342,7 +343,7 @@ def test_operator_table_rows_and_framework_columns(runs: Runs) -> None:
     assert torch is not None and ort is not None and tf is not None
     assert (torch.median, torch.valid, torch.mark) == ("2.5 ms", True, "✓")
     conv_flops = 2 * 64 * 56 * 56 * 64 * 9
-    assert torch.gflops == f"{conv_flops / 2.5e-3 / 1e9:,.4g}"
+    assert torch.gflops == fmt_sig(conv_flops / 2.5e-3 / 1e9)
     assert ort.median == "3 ms"
     assert table.rows[3].cells[0] is not None and table.rows[3].cells[0].median == "2 µs"
     # Frameworks that did not run a spec leave their cells empty.
@@ -382,7 +383,8 @@ def test_roofs_are_the_best_valid_matmul_and_bandwidth(runs: Runs) -> None:
     assert "onnxruntime" in roof.peak_from and runs.matmul["onnxruntime"][:8] in roof.peak_from
     chart = roofline(report)
     assert chart.spec is not None and chart.caption is not None
-    assert chart.caption.startswith(f"peak {roof.peak_flop_per_s / 1e9:,.4g} GFLOP/s from matmul")
+    peak = fmt_sig(roof.peak_flop_per_s / 1e9)
+    assert chart.caption.startswith(f"peak {peak} GFLOP/s from matmul")
     line = chart.spec["layer"][0]["data"]["values"]
     assert max(p["gflops"] for p in line) == pytest.approx(roof.peak_flop_per_s / 1e9)
     for p in line:  # y = bandwidth * x, capped by the peak

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -497,6 +498,66 @@ def test_analyses_leave_out_accuracy_runs_and_runs_without_positive_figures() ->
     assert [r["model"] for r in found["speedups"]] == ["a"]  # z's p90 of 0 is left out
     (left,) = found["left_out"]
     assert left["reason"] == "its run recorded no positive latency_p50_ns, latency_p90_ns"
+
+
+def _fast_study() -> dict[str, Any]:
+    """Four models on two systems, each SingleStream p90 twice as long on the second but
+    ``d``'s (five times), every throughput past 10,000 samples/s, ``a``'s p90 past 10 s."""
+    cells = []
+    for system, times in (("one", 1.0), ("two", 2.0)):
+        for n, model in enumerate("abcd"):
+            p90 = (12_345e6 if model == "a" else (n + 1) * 1e6) * (5.0 if model == "d" else times)
+            if system == "one" and model == "d":
+                p90 /= 5.0
+            tps = 94_520.3 + n
+            cells.append(
+                _cell(model, system, "SingleStream", "performance", **_valid(p90, p90, tps))
+            )
+            cells.append(_cell(model, system, "Offline", "performance", **_valid(p90, p90, tps)))
+        cells.append(
+            _cell("a", system, "accuracy", "accuracy", accuracy=0.5, accuracy_metric="top1")
+        )
+    matrix = {"name": "fast", "description": "", "digest": "0" * 64, "source": "fast.yaml"}
+    systems = [{"name": s, "threads": 1, "cpus": None} for s in ("one", "two")]
+    marked = [c | {"state": "done", "lockfile": "0" * 64, "reason": None} for c in cells]
+    return matrix | {"systems": systems, "cells": marked}
+
+
+EXPONENT = re.compile(r"[0-9]e[+-][0-9]")
+
+
+def test_study_show_and_the_report_state_the_ratios_across_systems_in_digits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The report printed ``9.452e+04/s`` and named the across-systems outliers but none of
+    the ratios: both faces state each ratio (``2x``), the outliers with their fences, and no
+    number of either is an exponent (the report's plots' data aside: it is JSON, not text)."""
+    from pinbench.cli.study import print_matrix
+    from pinbench.studies.report import study_html
+
+    matrix = _fast_study()
+    print_matrix(matrix)
+    shown = capsys.readouterr().out
+    page = study_html(matrix)
+    text = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    for face in (shown, text):
+        assert not EXPONENT.search(face), EXPONENT.findall(face)
+        assert "94,520/s" in face and "12,345" in face
+    assert re.search(r"│ a f@\* +│ base +│ 2x +│", shown)
+    assert re.search(r"│ d f@\* +│ base +│ 5x outlier +│", shown)
+    assert "outliers on two: d f@* (fences 0.875 to 3.875)" in shown
+    assert '<td>a f@*</td><td class="num">base</td><td class="num">2x</td>' in text
+    assert '<td class="num">5x outlier</td>' in text
+    assert "p90 on two over the model's first system: d f@* (fences 0.875 to 3.875)" in text
+    for found in re.findall(r'class="chart-spec" data-chart="\w+">(.*?)</script>', page):
+        spec = json.loads(found)
+        for tip in spec.get("spec", spec)["encoding"]["tooltip"]:  # a facet's marks in "spec"
+            # a number in a tooltip is text the figure rule wrote, never the data's float
+            assert tip["field"] in NAMES or tip["field"].startswith("shown_"), tip
+
+
+NAMES = {"model", "system", "framework", "label", "batch_size"}
+"""Tooltip fields that are no figure: names, and a batch size (a whole number under 10,000)."""
 
 
 def test_a_systems_cpus_pin_every_thread_of_the_process_and_are_given_back() -> None:

@@ -273,18 +273,48 @@ def app() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the app and map errors to exit codes (usage errors exit 2 inside Click)."""
+    """Run the app and map errors to exit codes (usage errors exit 2 inside Click). A command
+    whose reader went away before its output ended (``pinbench study show NAME | head``) ends
+    there quietly with 0: no traceback, no message, what it had left to write dropped."""
+    import os
+    from typing import TextIO
+
+    def opened(stream: TextIO) -> tuple[int, int] | None:
+        """What a stream's descriptor refers to; None where it has none (a test's capture)."""
+        try:
+            found = os.fstat(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            return None
+        return found.st_dev, found.st_ino
+
+    stdout, stderr = sys.stdout, sys.stderr
+    before = opened(stdout)
     try:
         app.main(args=list(argv) if argv is not None else None, prog_name="pinbench")
+        code = 0
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except PinbenchError as exc:
         from rich.text import Text
 
         from pinbench.console import err
 
         err().print(Text.assemble(("error: ", "bold red"), str(exc)))
-        return exc.exit_code
+        code = exc.exit_code
     except KeyboardInterrupt:
-        return 130
-    return 0
+        code = 130
+    # A write into a pipe whose reader has gone fails with EPIPE. Rich meets it by pointing
+    # stdout at devnull and exiting 1; Click by wrapping sys.stdout and sys.stderr (so that their
+    # flushes pass) and exiting 1; what is still buffered fails the flush at exit. Each is the
+    # reader's doing, not the command's failure; a stream that still cannot flush is pointed at
+    # devnull as Python advises (the signal module's "Note on SIGPIPE"), so nothing fails again.
+    cut = sys.stdout is not stdout or sys.stderr is not stderr or opened(stdout) != before
+    for stream in (stdout, stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+            cut = True
+    return 0 if cut else code

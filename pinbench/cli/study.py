@@ -4,7 +4,7 @@ one run per cell (``Registry.studies()``; docs/study.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from pinbench.console import err as _err
 from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 study_app = click.Group(
     "study",
@@ -71,21 +74,45 @@ def study_run(
 
 
 def _figure(cell: dict[str, Any], notes: list[str]) -> str:
-    """What a cell shows: its figure, or its state and the number of its reason's note."""
-    from pinbench.metric_names import fmt_sig
+    """What a cell shows: its figure (``studies.figures``), or its state and the number of its
+    reason's note."""
+    from pinbench.studies.figures import cell as figure
 
-    if "accuracy" in cell:
-        return f"{cell['accuracy_metric']} {cell['accuracy']:.4f}"
-    if "latency_p90_ns" in cell:
-        text = f"p90 {fmt_sig(cell['latency_p90_ns'] / 1e6)} ms"
-        if cell["scenario_name"] == "Offline" and "throughput_sps" in cell:
-            text = f"{fmt_sig(cell['throughput_sps'])}/s"
-        return text + ("" if cell.get("loadgen_valid_bool") == 1.0 else " INVALID")
+    shown = figure(cell)
+    if shown is not None:
+        return shown
     if cell["reason"]:
         if cell["reason"] not in notes:
             notes.append(cell["reason"])
         return f"{cell['state']} [{notes.index(cell['reason']) + 1}]"
     return str(cell["state"])
+
+
+def _print_across_systems(console: Console, matrix: dict[str, Any]) -> None:
+    """Each model's p90 latency over its p90 on its first system, as numbers, and each
+    system's outliers among those ratios with Tukey's fences (the report's analysis)."""
+    from rich.table import Table
+
+    from pinbench.studies.analyses import across_systems
+    from pinbench.studies.figures import across_systems as table_of
+    from pinbench.studies.figures import fences
+
+    if len(matrix["systems"]) < 2:
+        return
+    found = across_systems(matrix)
+    header, *rows = table_of(found, [s["name"] for s in matrix["systems"]])
+    if not rows:
+        console.print("across systems: no model has a VALID SingleStream cell on two systems")
+        return
+    table = Table(title="across systems: p90 latency over the model's first system's")
+    for name in header:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    for system, flag in found["outliers"].items():
+        outliers = "; ".join(flag["outliers"]) or "none"
+        console.print(f"outliers on {system}: {outliers} ({fences(flag)})", markup=False)
 
 
 @study_app.command("show")
@@ -95,13 +122,18 @@ def study_show(name: str, as_json: bool = False) -> None:
     """The study's matrix, a table per system: a row per model and framework, a column per
     scenario (and batch size), the versions its cells ran; each cell its accuracy, p90 latency
     or Offline throughput, or its state and a note saying why it could not run."""
-    from rich.table import Table
-
     with registry() as reg:
         matrix = reg.studies().show(name)
     if as_json:
         _print_json(matrix)
         return
+    print_matrix(matrix)
+
+
+def print_matrix(matrix: dict[str, Any]) -> None:
+    """``study show``'s text: a table per system, the across-systems ratios, the notes."""
+    from rich.table import Table
+
     notes: list[str] = []
     console = _out()
     console.print(f"study {matrix['name']}: {len(matrix['cells'])} cells")
@@ -128,6 +160,7 @@ def study_show(name: str, as_json: bool = False) -> None:
         for entry, found in rows.items():
             table.add_row(labels[entry], *(found.get(c, "no cell") for c in columns))
         console.print(table)
+    _print_across_systems(console, matrix)
     for n, note in enumerate(notes, 1):
         console.print(f"[{n}] {note}", markup=False)
 

@@ -29,8 +29,13 @@ def distributed_of(run: RunData) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def _num(value: Any, digits: str = ",.4g") -> str:
-    return "" if value is None else format(float(value), digits)
+def _num(value: Any, digits: str | None = None) -> str:
+    """``value`` in ``digits`` (a format spec), else by the figure rule (``fmt_sig``)."""
+    from pinbench.metric_names import fmt_sig
+
+    if value is None:
+        return ""
+    return fmt_sig(float(value)) if digits is None else format(float(value), digits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pinbench.reports.charts import HEIGHT, LEGEND, SCHEMA, WIDTH, Chart
 from pinbench.reports.data import Report, RunData
+from pinbench.shown import fmt_sig
 
 PEAK_OPS = frozenset({"matmul", "batch_matmul", "gemm", "batched_matmul"})
 """Operators whose achieved FLOP/s measures the machine's peak compute (the roof)."""
@@ -71,8 +72,8 @@ def framework_of(run: RunData) -> str:
 def latency_text(ns: float) -> str:
     """A median latency for people: microseconds below a millisecond, else milliseconds."""
     if ns < 1e6:
-        return f"{ns / 1e3:,.4g} µs"
-    return f"{ns / 1e6:,.4g} ms"
+        return f"{fmt_sig(ns / 1e3)} µs"
+    return f"{fmt_sig(ns / 1e6)} ms"
 
 
 def _valid(result: dict[str, Any] | None) -> bool:
@@ -127,7 +128,7 @@ def cell(run: RunData) -> OpCell:
         return OpCell(
             run_id=run.id,
             median=latency_text(float(result["median_ns"])),
-            gflops=f"{float(result['flops_per_s']) / 1e9:,.4g}",
+            gflops=fmt_sig(float(result["flops_per_s"]) / 1e9),
             max_rel_error=rel_text,
             valid=True,
             reason="",
@@ -222,8 +223,9 @@ def roof_caption(found: dict[str, Roof], missing: list[str], *, name_systems: bo
     for roof in found.values():
         where = f"{roof.system}: " if name_systems else ""
         parts.append(
-            f"{where}peak {roof.peak_flop_per_s / 1e9:,.4g} GFLOP/s from {roof.peak_from}; "
-            f"memory roof {roof.bandwidth_byte_per_s / 1e9:,.4g} GB/s from {roof.bandwidth_from}"
+            f"{where}peak {fmt_sig(roof.peak_flop_per_s / 1e9)} GFLOP/s from {roof.peak_from}; "
+            f"memory roof {fmt_sig(roof.bandwidth_byte_per_s / 1e9)} GB/s from "
+            f"{roof.bandwidth_from}"
         )
     for system in missing:
         where = f"{system}: " if name_systems else ""
@@ -296,13 +298,14 @@ def roofline(report: Report) -> Chart:
                 "y": log_y,
                 "color": {"field": "framework", "type": "nominal", "legend": LEGEND},
                 "shape": {"field": "system", "type": "nominal"},
+                # d3's ~r: significant digits, never an exponent (its g writes 1.175e+4)
                 "tooltip": [
                     {"field": "operator"},
                     {"field": "framework"},
                     {"field": "run"},
                     {"field": "system"},
-                    {"field": "intensity", "format": ".3g"},
-                    {"field": "gflops", "format": ".4g"},
+                    {"field": "intensity", "format": ",.3~r"},
+                    {"field": "gflops", "format": ",.4~r"},
                 ],
             },
         }
@@ -317,7 +320,7 @@ def roofline(report: Report) -> Chart:
                     "x": log_x,
                     "y": log_y,
                     "detail": {"field": "roof", "type": "nominal"},
-                    "tooltip": [{"field": "roof"}, {"field": "gflops", "format": ".4g"}],
+                    "tooltip": [{"field": "roof"}, {"field": "gflops", "format": ",.4~r"}],
                 },
             },
         )

@@ -18,6 +18,7 @@ from pinbench.reports.systems_chart import SYSTEM_LATENCIES
 from pinbench.reports.transforms import transform_markdown
 from pinbench.reports.view import ReportView, build
 from pinbench.run_metrics import headline, kind_label, short_reason
+from pinbench.studies import figures as study_figures
 
 TEMPLATES = Path(pinbench.__file__).parent / "templates"
 STATIC = Path(pinbench.__file__).parent / "static"
@@ -41,6 +42,7 @@ def templates() -> jinja2.Environment:
     env.globals["run_kind"] = kind_label
     env.globals["run_headline"] = headline
     env.globals["run_reason"] = short_reason
+    env.globals["study_figures"] = study_figures
     return env
 
 

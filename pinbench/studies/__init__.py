@@ -7,5 +7,6 @@ lockfile and one recorded run per cell, and the analyses MLModelScope's case stu
 - ``execute``: locking and running the cells in turn, on this machine's configurations;
 - ``matrix``: the cells with their runs' figures (``study show``);
 - ``analyses`` and ``report``: the Pareto fronts, speed-ups, latency against throughput and
-  batch sweeps, with their outliers, as an HTML page (``study report``).
+  batch sweeps, with their outliers, as an HTML page (``study report``);
+- ``figures``: every number a study shows, through the one figure rule.
 """

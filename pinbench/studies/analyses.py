@@ -109,6 +109,7 @@ def pareto(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "dataset": c.get("dataset_resolved") or c["dataset"],
                     "metric": c["accuracy_metric"],
                     "accuracy": c["accuracy"],
+                    "task": c.get("task"),
                     "higher_is_better": _higher_is_better(c["accuracy_metric"], c.get("task")),
                     "latency_p90_ms": s["latency_p90_ns"] / 1e6,
                     "run": s["run"],
@@ -204,6 +205,13 @@ def batches(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(found) > 1
         for c in sorted(found, key=lambda c: c["batch_size"])
     ]
+
+
+def across_systems(matrix: dict[str, Any]) -> dict[str, Any]:
+    """``systems`` of the study's matrix alone (what ``study show`` states beside its
+    tables): each model's p90 ratios, with each system's outliers."""
+    cells, _ = _usable(matrix["cells"])
+    return systems(cells, [s["name"] for s in matrix["systems"]])
 
 
 def analyse(matrix: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.reports.charts import WIDTH, Chart, chart_spec
+from pinbench.studies import figures
 
 LATENCY = {
     "field": "latency_p90_ms",
@@ -45,7 +46,15 @@ def charts(found: dict[str, Any]) -> list[Chart]:
     pareto = _point_chart(
         "pareto",
         "Each task's headline metric vs p90 latency per system (squares: on the Pareto front)",
-        [p | {"on_front": "front" if p["front"] else "behind"} for p in found["pareto"]],
+        [
+            p
+            | {
+                "on_front": "front" if p["front"] else "behind",
+                "shown_accuracy": figures.accuracy(p["accuracy"], p["metric"], p.get("task")),
+                "shown_p90": figures.ms(p["latency_p90_ms"]),
+            }
+            for p in found["pareto"]
+        ],
         {
             "x": LATENCY,
             "y": {"field": "accuracy", "type": "quantitative", "scale": {"zero": False}},
@@ -59,9 +68,8 @@ def charts(found: dict[str, Any]) -> list[Chart]:
             "tooltip": [
                 {"field": "model"},
                 {"field": "system"},
-                {"field": "metric"},
-                {"field": "accuracy"},
-                {"field": "latency_p90_ms"},
+                {"field": "shown_accuracy", "title": "accuracy"},
+                {"field": "shown_p90", "title": "p90 (ms)"},
             ],
         },
         "no model has both an accuracy cell and a VALID SingleStream cell on one system",
@@ -76,7 +84,17 @@ def charts(found: dict[str, Any]) -> list[Chart]:
         speed = Chart(
             "speedups",
             title,
-            chart_spec(title, found["speedups"])
+            chart_spec(
+                title,
+                [
+                    r
+                    | {
+                        "shown_speedup": figures.times(r["speedup"]),
+                        "shown_p90": figures.ms(r["latency_p90_ms"]),
+                    }
+                    for r in found["speedups"]
+                ],
+            )
             | {
                 # a bar per model and system, whatever the number of models
                 "height": {"step": BAR_STEP},
@@ -86,14 +104,27 @@ def charts(found: dict[str, Any]) -> list[Chart]:
                     "x": {"field": "speedup", "type": "quantitative", "title": "speed-up (x)"},
                     "color": {"field": "system", "type": "nominal"},
                     "yOffset": {"field": "system"},
-                    "tooltip": [{"field": "framework"}, {"field": "latency_p90_ms"}],
+                    "tooltip": [
+                        {"field": "framework"},
+                        {"field": "system"},
+                        {"field": "shown_speedup", "title": "speed-up"},
+                        {"field": "shown_p90", "title": "p90 (ms)"},
+                    ],
                 },
             },
         )
     streams = _point_chart(
         "streams",
         "SingleStream p90 latency vs Offline throughput",
-        found["streams"]["rows"],
+        [
+            r
+            | {
+                "shown_p90": figures.ms(r["latency_p90_ms"]),
+                "shown_throughput": figures.per_second(r["throughput_sps"]),
+                "shown_gain": figures.number(r["offline_gain"]),
+            }
+            for r in found["streams"]["rows"]
+        ],
         {
             "x": LATENCY,
             "y": {
@@ -104,7 +135,12 @@ def charts(found: dict[str, Any]) -> list[Chart]:
             },
             "color": {"field": "system", "type": "nominal"},
             "shape": {"field": "model", "type": "nominal"},
-            "tooltip": [{"field": "label"}, {"field": "offline_gain"}],
+            "tooltip": [
+                {"field": "label"},
+                {"field": "shown_p90", "title": "p90 (ms)"},
+                {"field": "shown_throughput", "title": "Offline throughput"},
+                {"field": "shown_gain", "title": "Offline gain (samples in flight)"},
+            ],
         },
         "no model has both a VALID SingleStream cell and a VALID Offline cell at batch 1",
     )
@@ -119,7 +155,13 @@ def charts(found: dict[str, Any]) -> list[Chart]:
         sweep = Chart(
             "batches",
             title,
-            chart_spec(title, found["batches"])
+            chart_spec(
+                title,
+                [
+                    r | {"shown_throughput": figures.per_second(r["throughput_sps"])}
+                    for r in found["batches"]
+                ],
+            )
             | {
                 "mark": {"type": "line", "point": True},
                 "encoding": {
@@ -127,6 +169,12 @@ def charts(found: dict[str, Any]) -> list[Chart]:
                     "y": {"field": "throughput_sps", "type": "quantitative", "title": "samples/s"},
                     "color": {"field": "model", "type": "nominal"},
                     "strokeDash": {"field": "system", "type": "nominal"},
+                    "tooltip": [
+                        {"field": "model"},
+                        {"field": "system"},
+                        {"field": "batch_size", "title": "batch size"},
+                        {"field": "shown_throughput", "title": "Offline throughput"},
+                    ],
                 },
             },
         )
