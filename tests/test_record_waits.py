@@ -34,7 +34,8 @@ from pinbench.db.waiting import until_available
 from pinbench.evaluator import instances
 from pinbench.evaluator import run as run_module
 from pinbench.evaluator.records import recording
-from pinbench.remote import Remote, StoppedWaiting
+from pinbench.remote import Remote
+from pinbench.remote_errors import StoppedWaiting
 from pinbench.retrying import Retrying
 from pinbench.workspace import Workspace
 

@@ -166,7 +166,7 @@ def test_a_home_and_a_url_together_are_refused() -> None:
 def test_a_servers_latencies_digest_that_is_no_sha256_is_refused_before_any_request() -> None:
     """A run record from a server names its latencies blob; a value that is not a sha256
     (a path, a query) is refused, not put into a URL."""
-    from pinbench.remote import RemoteFailed
+    from pinbench.remote_errors import RemoteFailed
     from pinbench.sdk.runs import Run
 
     with pinbench.Registry(url="http://127.0.0.1:9") as remote:  # nothing listens there

@@ -20,7 +20,8 @@ import pytest
 from pinbench import accounts
 from pinbench.api_tokens import create_token
 from pinbench.db.models import UiSession
-from pinbench.remote import Remote, RemoteRefused
+from pinbench.remote import Remote
+from pinbench.remote_errors import RemoteRefused
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli, in_process_cli
 from tests.test_api import model_manifest

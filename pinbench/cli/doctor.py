@@ -31,7 +31,7 @@ def doctor(only: tuple[str, ...] = (), as_json: bool = False) -> None:
 
     Exits 0 where runs can be made (warnings say what a figure or a runner loses), 1 naming
     the findings that block them."""
-    from pinbench.doctor.examine import blocking, examine, refuse_blocked
+    from pinbench.sdk.doctor import blocking, examine, refuse_blocked
 
     findings = examine(only=only)
     if as_json:

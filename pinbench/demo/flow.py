@@ -81,7 +81,7 @@ def run_demo(reg: Registry, workdir: Path, out: Console) -> None:
         pass
 
     step("this machine's sandbox (pinbench doctor --only sandbox)")
-    from pinbench.doctor.examine import examine, refuse_blocked
+    from pinbench.sdk.doctor import examine, refuse_blocked
 
     found = examine(only=["sandbox"])
     for finding in found:

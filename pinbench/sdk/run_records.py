@@ -95,7 +95,7 @@ class RunRecords:
         """A run's signed in-toto attestation (one JSON line) and whether it was made now (a
         run recorded before attestations existed is attested after the fact)."""
         if self.url is not None:
-            from pinbench.remote import RemoteRefused
+            from pinbench.remote_errors import RemoteRefused
 
             remote = self.server()
             path = f"/api/v1/runs/{run_id}/attestation"

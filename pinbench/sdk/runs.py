@@ -317,7 +317,7 @@ class Run:
         """The run's recorded attestation (one DSSE line), or None when it has none (``attest``
         makes one)."""
         if self.registry.remote:
-            from pinbench.remote import RemoteRefused
+            from pinbench.remote_errors import RemoteRefused
 
             try:
                 return (
@@ -381,7 +381,7 @@ def _remote_array(registry: Registry, digest: str) -> npt.NDArray[Any]:
 
     import numpy as np
 
-    from pinbench.remote import RemoteFailed
+    from pinbench.remote_errors import RemoteFailed
 
     if not (len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
         # the digest comes from the server's record: it names a blob, never another path

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
 import msgspec
-import semver
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
@@ -20,8 +19,7 @@ from pinbench.api.paging import DEFAULT_LIMIT, MAX_AFTER, MAX_LIMIT, After, Limi
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
 from pinbench.api.upload import Received, receive_upload
-from pinbench.registry.names import Kind
-from pinbench.registry.versions import parse_version
+from pinbench.sdk.artifact_order import ref_key, row_key
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.records import Published as PublishedRecord
 from pinbench.sdk.registry import Registry
@@ -42,20 +40,6 @@ UPLOAD_DOC = (
 
 def _summary(row: dict[str, Any]) -> ArtifactSummary:
     return ArtifactSummary(**row)
-
-
-KINDS = list(Kind)
-
-
-def _row_key(row: dict[str, Any]) -> tuple[int, str, semver.Version]:
-    """A listed version's place in the listing: kind, name, version precedence."""
-    return KINDS.index(Kind(row["kind"])), row["name"], parse_version(row["version"])
-
-
-def _ref_key(text: str) -> tuple[int, str, semver.Version]:
-    """``after``'s place: the ``KIND/NAME@VERSION`` it names."""
-    ref = ArtifactRef.parse(text)
-    return KINDS.index(ref.kind), ref.name, ref.version
 
 
 class ArtifactController(Controller):
@@ -85,7 +69,7 @@ class ArtifactController(Controller):
     ) -> list[ArtifactSummary]:
         principal.require("read")
         rows = (r for r in registry.list(kind, name) if q is None or q.lower() in r["name"])
-        kept = page(rows, key=_row_key, cursor=_ref_key, limit=limit, after=after)
+        kept = page(rows, key=row_key, cursor=ref_key, limit=limit, after=after)
         return [_summary(r) for r in kept]
 
     @get(
