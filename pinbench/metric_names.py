@@ -8,7 +8,8 @@ The words follow decision 275: ``throughput_sps`` and ``queries_count`` are Load
 in an inference run, ``framework_throughput_sps`` and ``framework_calls_count`` pinbench's;
 an operator run's ``latency_*`` and ``queries_count`` are the operator's calls, a training
 run's ``throughput_sps`` its epochs' samples per second. A task's metrics take their task's
-label (``pinbench.tasks``); a key named nowhere is its own name.
+label (``pinbench.tasks.metrics``, read without importing a task); a key named nowhere is
+its own name.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def words(key: str, *, task: str | None = None, kind: str | None = None) -> str:
         return f"{stat} {_WHAT[timed['what']]}, {whose}"
     if key in WORDS:
         return WORDS[key]
-    from pinbench.tasks.registry import metric_of
+    from pinbench.tasks.metrics import metric_of
 
     declared = metric_of(key, task)
     if declared is None:

@@ -1,6 +1,7 @@
 """What the CLI and the web UI show of a run's metrics: every metric it recorded, by its task's
-label where the task declares it (``pinbench.tasks.registry``), else by its key; the task's
-headline metric for lists; what kind of run it was; and, for lists, why it failed in short.
+label where the task declares it (``pinbench.tasks.metrics``: no task is imported), else by
+its key; the task's headline metric for lists; what kind of run it was; and, for lists, why it
+failed in short.
 
 A run here is as ``history`` gives it: its metrics flat (``list_runs``/``show_run``) or under
 ``metrics`` (``nested=True``, the API's shape), ``units`` by metric when it is one run, and its
@@ -68,10 +69,10 @@ def headline(run: Mapping[str, Any]) -> str:
     """The run's task's headline metric, its label and value (``top-1 0.9689``, ``mIoU
     0.5120``); empty where it recorded none. Flat rows without ``units`` (``runs list``) are
     looked up whole: a metric's key is never one of a run's other fields."""
-    from pinbench.tasks.registry import headline as found_headline
+    from pinbench.tasks.metrics import headline as found_headline
 
     nested = run.get("metrics")
-    metrics = dict(nested) if isinstance(nested, Mapping) else dict(run)
+    metrics = nested if isinstance(nested, Mapping) else run
     found = found_headline(metrics, run.get("task"))
     if found is None:
         return ""
@@ -97,14 +98,14 @@ def metric_rows(run: Mapping[str, Any], *, shown: Collection[str] = ()) -> list[
     labels, those it left out as undefined among them (``undefined: reason``); then any other
     in words with its key beside (``metric_names.named``), the value in its unit."""
     from pinbench.metric_names import named
-    from pinbench.tasks.registry import metric_of, names, task
+    from pinbench.tasks import metrics as declarations
+    from pinbench.tasks.metrics import metric_of
 
     metrics = metrics_of(run)
     kind = run.get("kind") if isinstance(run.get("kind"), str) else None
     units = run.get("units") or {}
-    task_name = run.get("task")
-    known = isinstance(task_name, str) and task_name in names()
-    order = {m.name: i for i, m in enumerate(task(task_name).metrics)} if known else {}
+    task_name = run.get("task") if isinstance(run.get("task"), str) else None
+    order = {m.name: i for i, m in enumerate(declarations.declared(task_name))} if task_name else {}
     rows: list[tuple[int, str, str, str]] = []
     for key, value in metrics.items():
         if key in shown or not isinstance(value, int | float):

@@ -32,6 +32,7 @@ from tests.helpers import (
     tiny_onnx,
     write_files,
 )
+from tests.run_kinds import SERIES, History, history_home
 
 STARTUP_HEAVY = ["sqlalchemy", "numpy"]
 READ_HEAVY = [
@@ -430,3 +431,125 @@ def test_publish_records_its_rows_with_plain_sql(digits: Workspace, tmp_path: Pa
     if url.startswith("sqlite:///"):
         assert _loaded(modules, ["sqlalchemy"]) == []
     assert registry.show("dataset/colours@1.0.0")["yanked"] is True
+
+
+# ---------------------------------------------------------------- a home with history (issue 83)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    """A home on SQLite with one run of every kind the demo makes (``tests.run_kinds``)."""
+    return history_home(tmp_path_factory.mktemp("history"))
+
+
+NAMING_LOADS_NONE_OF = ["numpy", "sqlalchemy", "pinbench.tasks.registry", "pinbench.tasks.base"]
+
+# Prints, for each run given as JSON on stdin, what `runs show` and `runs list` print of its
+# metrics, then the modules that took.
+NAMING = """
+import json, sys
+from pinbench.run_figures import figures
+from pinbench.run_metrics import headline
+for info in json.load(sys.stdin):
+    print(headline(info), figures(info).rows)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_naming_the_metrics_of_every_kind_of_run_imports_no_task(history: History) -> None:
+    """Issue 83, item 7: a metric's label, unit and headline are data the tasks declare
+    (``pinbench.tasks.metrics``): showing every metric of every kind of run imports no task's
+    module, nor the tasks' registry, nor NumPy (before, each name looked up imported every
+    task, and with them NumPy)."""
+    import pinbench
+
+    with pinbench.Registry(history.home, database_url=history.database_url) as registry:
+        infos = [registry.run(r).info for r in history.runs.values()]
+    proc = subprocess.run(
+        [sys.executable, "-c", NAMING],
+        input=json.dumps(infos),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    *shown, last = proc.stdout.splitlines()
+    modules = set(json.loads(last))
+    assert any("ROUGE-L" in line for line in shown) and any("EER" in line for line in shown)
+    tasks = [m for m in modules if m.startswith("pinbench.tasks.") and m.count(".") > 2]
+    declarations = [m for m in tasks if m.endswith(".declared") or m == "pinbench.tasks.metrics"]
+    assert _loaded(modules, NAMING_LOADS_NONE_OF) == []
+    assert sorted(set(tasks) - set(declarations)) == ["pinbench.tasks.detection.stats"]
+
+
+LOCKFILE_TASKS = (
+    "reading a stored lockfile checks its dataset's labels with the task's class "
+    "(LockedDataset → registry.checks → tasks.registry.task), and 11 of the 12 task modules "
+    "import NumPy when imported (tasks.base says they should not)"
+)
+
+
+def _own_task(modules: set[str], folder: str | None) -> list[str]:
+    """The task modules loaded but the metrics' declarations and what reading the run's own
+    lockfile asks of its task (``folder``: the run's task's folder, None for no dataset)."""
+    allowed = {"pinbench.tasks", "pinbench.tasks.metrics", "pinbench.tasks.detection.stats"}
+    if folder is not None:
+        allowed |= {"pinbench.tasks.base", "pinbench.tasks.checks", "pinbench.tasks.registry"}
+        allowed |= {f"pinbench.tasks.{folder}", f"pinbench.tasks.{folder}.task"}
+    return sorted(
+        m
+        for m in modules
+        if m.startswith("pinbench.tasks.")
+        and m not in allowed
+        and m.count(".") > 2  # a task's folder (its package) holds nothing
+        and not m.endswith(".declared")
+    )
+
+
+WORKING_LOADS_NONE_OF = ["numpy", "scipy", "sqlalchemy", "pinbench.reports", "jinja2", "litestar"]
+WORKING = [
+    pytest.param(["runs", "show", "{traced}"], "classification", id="runs-show-traced"),
+    pytest.param(["runs", "show", "{performance}"], "classification", id="runs-show-performance"),
+    pytest.param(["runs", "show", "{classification}"], "classification", id="runs-show-accuracy"),
+    pytest.param(["runs", "show", "{operator}"], None, id="runs-show-operator"),
+    pytest.param(["runs", "show", "{training}"], "classification", id="runs-show-training"),
+    pytest.param(["runs", "show", "{distributed}"], "classification", id="runs-show-distributed"),
+    pytest.param(
+        ["runs", "show", "{generating}"],
+        "generation",
+        id="runs-show-generating",
+        marks=pytest.mark.xfail(strict=True, reason=LOCKFILE_TASKS),
+    ),
+    pytest.param(
+        ["runs", "list"],
+        None,
+        id="runs-list",
+        marks=pytest.mark.xfail(strict=True, reason=LOCKFILE_TASKS),
+    ),
+    pytest.param(
+        ["series", "show", SERIES],
+        None,
+        id="series-show",
+        marks=pytest.mark.xfail(strict=True, reason=LOCKFILE_TASKS),
+    ),
+    pytest.param(
+        ["gate", "--run", "{performance}"],
+        None,
+        id="gate",
+        marks=pytest.mark.xfail(
+            strict=True, reason=f"the gate's tests are SciPy's and NumPy's; {LOCKFILE_TASKS}"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "folder"), WORKING)
+def test_working_commands_on_a_home_with_every_kind_of_run(
+    history: History, tmp_path: Path, args: list[str], folder: str | None
+) -> None:
+    """Issue 83, item 7: on a home holding a run of every kind the demo makes, reading a run
+    or the runs loads neither NumPy, nor SQLAlchemy (SQLite is read with plain SQL), nor any
+    task's module but what reading the run's own lockfile asks of its task."""
+    argv = [a.format(**history.runs) for a in args]
+    _, modules = _run(history.home, tmp_path, *argv, database_url=history.database_url)
+    assert _loaded(modules, WORKING_LOADS_NONE_OF) == []
+    assert _own_task(modules, folder) == []

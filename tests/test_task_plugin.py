@@ -225,3 +225,13 @@ def test_an_unknown_task_of_any_length_is_named_in_at_most_64_characters() -> No
     with pytest.raises(registry.UnknownTask) as caught:
         registry.task("x" * 100_000)
     assert len(str(caught.value)) < 400 and "(100000 characters)" in str(caught.value)
+
+
+def test_every_built_in_task_declares_its_metrics_as_data() -> None:
+    """Issue 83, item 7: what names a run's metrics reads each task's ``declared`` module
+    (``tasks.metrics``), never the task: the two agree, task by task, in the registry's order."""
+    from pinbench.tasks import metrics
+
+    assert list(metrics.DECLARED) == list(registry.TASKS)
+    for name in registry.TASKS:
+        assert metrics.declared(name) == registry.task(name).metrics, name

@@ -10,7 +10,8 @@ compares. The evaluator, ``rerun``, reports, the CLI and the web UI ask the task
 
 Adding a task: a folder ``pinbench/tasks/<name>/`` whose ``task.py`` defines a ``Task``
 subclass, and one line in ``registry.TASKS``. ``tests/test_task_plugin.py`` adds one from a
-test module to show the whole of it.
+test module to show the whole of it. A built-in task's metrics are data in its folder's
+``declared`` module, named in ``metrics.DECLARED``, so that naming them imports no task.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+
+from pinbench.tasks.metrics import Metric as Metric  # its home; tasks import it from here too
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,43 +38,6 @@ if TYPE_CHECKING:
 Array: TypeAlias = "npt.NDArray[np.generic]"
 Answer: TypeAlias = "dict[str, Array]"
 """One ``predict`` call's outputs, by name, each with the batch's samples on axis 0."""
-
-
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """One metric a task records."""
-
-    name: str
-    """Its key in a run's metrics (``[a-z0-9_]``)."""
-    label: str
-    """How people read it (``top-1``, ``mAP``, ``CER``)."""
-    unit: str = "fraction"
-    """``fraction`` (0..1, shown with 4 decimals), ``count``, ``ratio`` or ``value``."""
-    exact: bool = True
-    """A rerun of the same lockfile must give it again, bit for bit (the model, its inputs and
-    the scoring are all pinned); a verdict says "accuracy differs" otherwise."""
-    higher_is_better: bool = True
-    per_output: bool = False
-    """Recorded once per scored output as ``<name>_<output>`` when a task scores several."""
-    headline: bool = False
-    """What lists (``runs list``, the web UI's tables, report charts) show for the task."""
-    by_model: bool = False
-    """Computed beside the model from what only it gives (text generation's perplexity, from
-    the references' per-token losses): the one kind of task metric the host records as the
-    evaluator gave it (``evaluator.scoring``; decision 277)."""
-
-    def matches(self, key: str) -> bool:
-        """Whether a recorded metric ``key`` is this metric (or one output's copy of it)."""
-        return key == self.name or (self.per_output and key.startswith(self.name + "_"))
-
-    def show(self, value: float) -> str:
-        if self.unit == "count":
-            return f"{value:.0f}"
-        if self.unit == "fraction":
-            return f"{value:.4f}"
-        from pinbench.shown import fmt_sig
-
-        return fmt_sig(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,9 @@
 """The tasks pinbench knows, by the name a dataset's ``task:`` gives (decision 124).
 
-Each entry is ``module:Class``, imported only when the task is asked for, so asking for one
-task never imports another's dependencies. Adding a task is its folder and one line here.
+Each entry of ``TASKS`` (kept in ``table``) is ``module:Class``, imported only when the task is
+asked for, so asking for one task never imports another's dependencies. Adding a task is its
+folder and one line in ``TASKS``; a built-in task also names its metrics' declaration in
+``metrics.DECLARED``, so that naming them imports no task.
 """
 
 from __future__ import annotations
@@ -11,23 +13,9 @@ from functools import cache
 from typing import Any
 
 from pinbench.errors import UserError
+from pinbench.tasks import metrics
 from pinbench.tasks.base import Metric, Task
-
-TASKS: dict[str, str] = {
-    "classification": "pinbench.tasks.classification.task:Classification",
-    "sentence-similarity": "pinbench.tasks.similarity.task:SentenceSimilarity",
-    "detection": "pinbench.tasks.detection.task:Detection",
-    "segmentation": "pinbench.tasks.segmentation.task:Segmentation",
-    "text-recognition": "pinbench.tasks.text_recognition.task:TextRecognition",
-    "voice-activity": "pinbench.tasks.vad.task:VoiceActivity",
-    "text-generation": "pinbench.tasks.generation.task:TextGeneration",
-    "speech-recognition": "pinbench.tasks.speech.task:SpeechRecognition",
-    "speaker-verification": "pinbench.tasks.speaker.task:SpeakerVerification",
-    "note-transcription": "pinbench.tasks.notes.task:NoteTranscription",
-    "token-classification": "pinbench.tasks.tokens.task:TokenClassification",
-    "question-answering": "pinbench.tasks.question_answering.task:QuestionAnswering",
-    "other": "pinbench.tasks.classification.task:Other",
-}
+from pinbench.tasks.table import TASKS as TASKS  # one dict, read by ``metrics`` too
 
 
 class UnknownTask(UserError):
@@ -86,42 +74,19 @@ def task_of_label_format(fmt: str) -> list[str]:
 
 
 def metric_of(key: str, task_name: str | None = None) -> Metric | None:
-    """What a recorded metric ``key`` is: looked up in the run's task first (when known),
-    then in every task; None for a metric no task declares (latency, energy, training)."""
-    order = [task(task_name)] if task_name in TASKS else []
-    for t in [*order, *tasks()]:
-        found = t.metric(key)
-        if found is not None:
-            return found
-    return None
+    """What a recorded metric ``key`` is (``metrics.metric_of``: read from the tasks'
+    declarations, no task imported)."""
+    return metrics.metric_of(key, task_name)
 
 
-def exact_metrics(metrics: dict[str, Any], task_name: str | None = None) -> list[str]:
-    """The recorded metrics a rerun must give again exactly, in a stable order (the run's
-    task's declared order first)."""
-    found = [k for k in metrics if (m := metric_of(k, task_name)) is not None and m.exact]
-    rank = {m.name: i for i, m in enumerate(_all_metrics(task_name))}
-    return sorted(found, key=lambda k: (rank.get(_base(k, task_name), len(rank)), k))
+def exact_metrics(recorded: dict[str, Any], task_name: str | None = None) -> list[str]:
+    """The recorded metrics a rerun must give again exactly (``metrics.exact_metrics``)."""
+    return metrics.exact_metrics(recorded, task_name)
 
 
 def headline(
-    metrics: dict[str, Any], task_name: str | None = None
+    recorded: dict[str, Any], task_name: str | None = None
 ) -> tuple[Task, Metric, float] | None:
-    """What lists show for a run: its task's headline metric, if recorded; with no task
-    known, the first task whose headline metric the run recorded."""
-    order = [task(task_name)] if task_name in TASKS else tasks()
-    for t in order:
-        found = t.headline(metrics)
-        if found is not None:
-            return t, *found
-    return None
-
-
-def _all_metrics(task_name: str | None) -> list[Metric]:
-    first = [task(task_name)] if task_name in TASKS else []
-    return [m for t in [*first, *tasks()] for m in t.metrics]
-
-
-def _base(key: str, task_name: str | None) -> str:
-    m = metric_of(key, task_name)
-    return m.name if m is not None else key
+    """What lists show for a run (``metrics.headline``), with the task it is of."""
+    found = metrics.headline(recorded, task_name)
+    return None if found is None else (task(found[0]), found[1], found[2])

@@ -9,7 +9,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
-from pinbench.tasks.base import Context, Metric, Scorer, Task, TruthSource
+from pinbench.tasks.base import Context, Scorer, Task, TruthSource
+from pinbench.tasks.classification.declared import METRICS
 
 if TYPE_CHECKING:
     from pinbench.tasks.parity import Agreement, Recorded
@@ -41,14 +42,7 @@ class Classification(Task):
     title = "classification"
     label_formats = FORMATS
     by_file_name = ("class-index-csv", "class-index-jsonl", "imagefolder")
-    metrics = (
-        Metric("top1", "top-1", per_output=True, headline=True),
-        Metric("top5", "top-5", per_output=True),
-        Metric("binary_accuracy", "accuracy", headline=True),
-        Metric("binary_f1", "F1"),
-        Metric("binary_roc_auc", "ROC-AUC"),
-        Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
-    )
+    metrics = METRICS
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.worker.labels import read_labels

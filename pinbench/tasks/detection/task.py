@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
-from pinbench.tasks.detection.stats import MASK_STATS, STATS
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.detection.declared import METRICS
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
 from pinbench.worker.undefined import DETAILS_KEY
@@ -24,12 +24,7 @@ class Detection(Task):
     title = "detection"
     label_formats = ("coco-json",)
     by_file_name = ("coco-json",)
-    metrics = (
-        *(Metric(s.name, s.label, headline=s.name == "map") for s in STATS),
-        *(Metric(s.name, s.label) for s in MASK_STATS),
-        Metric("detections_count", "detections", unit="count"),
-        Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

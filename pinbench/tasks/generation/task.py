@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.tasks.base import Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Context, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.generation.declared import METRICS
 from pinbench.tasks.parity import Agreement, Recorded
 
 
@@ -17,24 +18,7 @@ class TextGeneration(Task):
     title = "text generation"
     generates = True
     label_formats = ("prompt-references",)
-    metrics = (
-        Metric("rouge1", "ROUGE-1"),  # MLPerf's: rouge-score with use_stemmer=True
-        Metric("rouge2", "ROUGE-2"),
-        Metric("rouge_l", "ROUGE-L", headline=True),
-        Metric("rouge1_unstemmed", "ROUGE-1 (no stemming)"),
-        Metric("rouge2_unstemmed", "ROUGE-2 (no stemming)"),
-        Metric("rouge_l_unstemmed", "ROUGE-L (no stemming)"),
-        Metric("exact_match", "exact match"),
-        Metric(  # from the references' per-token losses, which only the model gives
-            "perplexity",
-            "perplexity",
-            unit="value",
-            exact=False,
-            higher_is_better=False,
-            by_model=True,
-        ),
-        Metric("references_count", "references", unit="count"),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

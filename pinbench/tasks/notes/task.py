@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from pinbench.errors import UserError
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
+from pinbench.tasks.notes.declared import METRICS
 from pinbench.tasks.notes.truth import FORMAT, MAX_NOTES, Notes, note_problem, read_notes
 from pinbench.tasks.shapes import padded
 
@@ -43,16 +44,7 @@ class NoteTranscription(FileLabelsTask):
     title = "note transcription"
     label_formats = (FORMAT,)
     by_file_name = (FORMAT,)
-    metrics = (
-        Metric("note_f1", "note F1", headline=True),
-        Metric("note_precision", "note precision"),
-        Metric("note_recall", "note recall"),
-        Metric("note_offset_f1", "note F1 with offsets"),
-        Metric("note_offset_precision", "note precision with offsets"),
-        Metric("note_offset_recall", "note recall with offsets"),
-        Metric("notes_count", "reference notes", unit="count"),
-        Metric("estimated_notes_count", "estimated notes", unit="count"),
-    )
+    metrics = METRICS
 
     labels_file = "the JSON-lines file of notes"
 

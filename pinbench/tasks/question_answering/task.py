@@ -13,7 +13,8 @@ from typing import Any
 from pinbench.errors import UserError
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.steps import Tokenize
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.question_answering.declared import METRICS
 from pinbench.tasks.question_answering.truth import FORMAT, read_answers
 
 SHAPE = "(N, T): a score per feature and token (the tokenize step's max_length)"
@@ -40,12 +41,7 @@ class QuestionAnswering(Task):
     title = "extractive question answering"
     label_formats = (FORMAT,)
     scores_inputs = True  # the token ids the model was fed, checked against the host's own
-    metrics = (
-        Metric("squad_f1_pct", "SQuAD v1.1 F1 (0-100)", unit="value", headline=True),
-        Metric("squad_exact_match_pct", "SQuAD v1.1 exact match (0-100)", unit="value"),
-        Metric("questions_count", "questions scored", unit="count"),
-        Metric("features_count", "features (model rows) scored", unit="count"),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
+from pinbench.tasks.segmentation.declared import METRICS
 from pinbench.tasks.shapes import check_batch_axis, every_sample, stacked
 
 
@@ -15,11 +16,7 @@ class Segmentation(Task):
     title = "segmentation"
     label_formats = ("masks",)
     by_file_name = ("masks",)
-    metrics = (
-        Metric("miou", "mIoU", headline=True),
-        Metric("pixel_accuracy", "pixel accuracy"),
-        Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
-    )
+    metrics = METRICS
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.tasks.segmentation.truth import mask_truth

@@ -9,9 +9,10 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.registry.ports import Output
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import every_sample, stacked
+from pinbench.tasks.similarity.declared import METRICS
 from pinbench.tasks.similarity.pairs import SimilarityError, read_pairs, similarity_metrics
 
 
@@ -31,10 +32,7 @@ class SentenceSimilarity(Task):
     title = "sentence similarity"
     scores_inputs = True  # the attention mask its pooling reads
     label_formats = ("similarity-pairs",)
-    metrics = (
-        Metric("spearman", "Spearman", unit="ratio", headline=True),
-        Metric("pairs_count", "pairs", unit="count"),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

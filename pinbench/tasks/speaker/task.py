@@ -9,9 +9,10 @@ import numpy.typing as npt
 
 from pinbench.errors import UserError
 from pinbench.registry.ports import Output
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
 from pinbench.tasks.shapes import every_sample, stacked
+from pinbench.tasks.speaker.declared import METRICS
 from pinbench.tasks.speaker.metrics import DCF, verification_metrics
 from pinbench.tasks.speaker.trials import FORMAT, Trials, read_trials
 
@@ -44,12 +45,7 @@ class SpeakerVerification(FileLabelsTask):
     label_formats = (FORMAT,)
     by_file_name = (FORMAT,)
     scores_inputs = True  # an embedding's pool step reads its mask input
-    metrics = (
-        Metric("eer", "EER", higher_is_better=False, headline=True),
-        Metric("min_dcf", "minDCF", unit="value", higher_is_better=False),
-        Metric("trials_count", "trials", unit="count"),
-        Metric("target_trials_count", "target trials", unit="count"),
-    )
+    metrics = METRICS
 
     labels_file = "the trial list"
 

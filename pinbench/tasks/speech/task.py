@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.errors import UserError
-from pinbench.tasks.base import Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
+from pinbench.tasks.speech.declared import METRICS
 from pinbench.worker.lines import LabelProblem
 
 
@@ -17,12 +18,7 @@ class SpeechRecognition(Task):
     generates = True
     label_formats = ("transcript-txt", "transcript-csv", "transcript-jsonl")
     by_file_name = ("transcript-csv", "transcript-jsonl")
-    metrics = (
-        Metric("wer", "WER", unit="ratio", higher_is_better=False, headline=True),
-        Metric("cer", "CER", unit="ratio", higher_is_better=False),
-        Metric("exact_match", "exact match"),
-        Metric("references_count", "references", unit="count"),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

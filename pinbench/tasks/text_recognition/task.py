@@ -9,7 +9,7 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.registry.ports import Output
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.text_recognition.ctc import (
     Alphabet,
@@ -18,6 +18,7 @@ from pinbench.tasks.text_recognition.ctc import (
     decode,
     read_alphabet,
 )
+from pinbench.tasks.text_recognition.declared import METRICS
 from pinbench.worker.lines import LabelProblem
 from pinbench.worker.undefined import UndefinedMetric
 
@@ -40,12 +41,7 @@ class TextRecognition(Task):
     title = "text recognition"
     label_formats = ("text-txt", "text-csv", "text-jsonl")
     by_file_name = ("text-csv", "text-jsonl")
-    metrics = (
-        Metric("cer", "CER", unit="ratio", higher_is_better=False, headline=True),
-        Metric("wer", "WER", unit="ratio", higher_is_better=False),
-        Metric("exact_match", "exact match"),
-        Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

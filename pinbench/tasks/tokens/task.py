@@ -12,7 +12,8 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.steps import Tokenize
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
+from pinbench.tasks.tokens.declared import METRICS
 from pinbench.tasks.tokens.truth import FORMAT, TAG, read_tags
 
 SHAPE = "(N, T, C): a score per sample, token (the tokenize step's max_length) and label"
@@ -39,13 +40,7 @@ class TokenClassification(Task):
     title = "token classification"
     label_formats = (FORMAT,)
     scores_inputs = True  # the token ids the model was fed, checked against the host's own
-    metrics = (
-        Metric("entity_f1", "entity F1", headline=True),
-        Metric("entity_precision", "entity precision"),
-        Metric("entity_recall", "entity recall"),
-        Metric("entities_count", "entities", unit="count"),
-        Metric("predicted_entities_count", "predicted entities", unit="count"),
-    )
+    metrics = METRICS
 
     def check_labels(self, labels: Any, *, per_file: bool) -> None:
         super().check_labels(labels, per_file=per_file)

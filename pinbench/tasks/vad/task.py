@@ -10,9 +10,10 @@ import numpy.typing as npt
 from pinbench.errors import UserError
 from pinbench.registry.input_kinds import sample_rate
 from pinbench.registry.ports import Input, Output
-from pinbench.tasks.base import Answer, Array, Context, Metric, Scored, Scorer
+from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.binary import probabilities
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
+from pinbench.tasks.vad.declared import METRICS
 from pinbench.tasks.vad.frames import covered_seconds, past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from pinbench.tasks.vad.truth import Span, read_segments
@@ -59,13 +60,7 @@ class VoiceActivity(FileLabelsTask):
     scores_inputs = True  # each sample's frame count
     label_formats = (FORMAT,)
     by_file_name = (FORMAT,)
-    metrics = (
-        Metric("frame_f1", "frame F1", headline=True),
-        Metric("frame_precision", "frame precision"),
-        Metric("frame_recall", "frame recall"),
-        Metric("frame_roc_auc", "frame ROC-AUC"),
-        Metric("frames_count", "frames scored", unit="count"),
-    )
+    metrics = METRICS
 
     labels_file = "the JSON-lines file of speech spans"
 
