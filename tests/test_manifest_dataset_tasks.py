@@ -278,3 +278,83 @@ def test_a_folder_of_any_files_is_written_with_format_files_and_publishes(
     assert published.code == 0, published.err
     on_file = cli("manifest", "dataset", str(labels), "--format", "files")
     assert on_file.code == 1 and "names a folder's format" in on_file.err
+
+
+# ---------------------------------------- a labels file that is not class indices: its format
+
+
+def _wavs(root: Path, count: int) -> list[str]:
+    import wave
+
+    folder = root / "audio"
+    folder.mkdir(parents=True)
+    names = [f"{chr(ord('a') + i)}.wav" for i in range(count)]
+    for name in names:
+        with wave.open(str(folder / name), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(8000)
+            w.writeframes(np.zeros(80, np.int16).tobytes())
+    return names
+
+
+def _trials(root: Path) -> tuple[str, Path]:
+    names = _wavs(root, 9)  # 36 trials over 9 files, as VoxCeleb's lists pair them
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    lines = [f"{i % 2} {a} {b}" for i, (a, b) in enumerate(pairs)]
+    (root / "trials.txt").write_text("\n".join(lines) + "\n")
+    return "audio", root / "trials.txt"
+
+
+def _transcripts(root: Path) -> tuple[str, Path]:
+    _wavs(root, 3)
+    (root / "transcripts.txt").write_text("a high tone\na low tone\nsilence\n")
+    return "audio", root / "transcripts.txt"
+
+
+def _transcripts_csv(root: Path) -> tuple[str, Path]:
+    _wavs(root, 3)
+    rows = ["file,text", "a.wav,a high tone", "b.wav,a low tone", "c.wav,silence"]
+    (root / "transcripts.csv").write_text("\n".join(rows) + "\n")
+    return "audio", root / "transcripts.csv"
+
+
+def _image_texts(root: Path) -> tuple[str, Path]:
+    _images(root)
+    (root / "texts.txt").write_text("STOP\nEXIT 12\nNO ENTRY\n")
+    return "images", root / "texts.txt"
+
+
+def _indices_miscounted(root: Path) -> tuple[str, Path]:
+    _images(root)
+    (root / "labels.txt").write_text("0\n1\n2\n1\n")
+    return "images", root / "labels.txt"
+
+
+@pytest.mark.parametrize(
+    ("make", "refused", "guessed"),
+    [
+        (_trials, "36 label lines for 9 samples", "speaker-trials"),
+        (_transcripts, "label 'a high tone' is not a class index", "transcript-txt"),
+        (_transcripts_csv, "the first row must name the columns file and label", "transcript-csv"),
+        (_image_texts, "label 'STOP' is not a class index", "text-txt"),
+        (_indices_miscounted, "4 label lines for 3 samples", None),  # class indices: no guess
+    ],
+)
+def test_a_labels_file_refused_as_class_indices_suggests_the_format_it_looks_like(
+    cli: Cli, tmp_path: Path, make: Callable[[Path], tuple[str, Path]], refused: str,
+    guessed: str | None,
+) -> None:  # fmt: skip
+    """Issue 83, item 3d: the refusal of a labels file read by its suffix's default (class
+    indices) names the format its content looks like, and that format then writes it."""
+    folder, labels = make(tmp_path)
+    args = ["manifest", "dataset", str(tmp_path / folder), "--labels", str(labels)]
+    done = cli(*args, "-o", str(tmp_path / "d.yaml"))
+    assert done.code == 1 and refused in done.err, done.err
+    if guessed is None:
+        assert "--labels-format" not in done.err
+        return
+    assert f"looks like {guessed}, not class-index-" in done.err
+    assert f"give --labels-format {guessed}" in done.err
+    taken = cli(*args, "--labels-format", guessed, "-o", str(tmp_path / "d.yaml"))
+    assert taken.code == 0, taken.err

@@ -264,3 +264,36 @@ def test_the_three_catalog_artifacts_name_the_same_weights(built: Path) -> None:
         for _, s, *_ in cnn.ARTIFACTS
     }
     assert len(weights) == 1
+
+
+def test_a_batch_the_model_refuses_names_the_models_real_inputs(tmp_path: Path) -> None:
+    """Issue 83, item 3f: a model that needs four rows per sample (a Reshape inside the graph)
+    takes a one-row batch by its signature, then ONNX Runtime refuses it; the error names the
+    model's own input (``x``), never an ``'input'`` it does not have, beside the complaint."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pinbench.worker.predictors.base import InputRefused
+    from pinbench.worker.predictors.onnxruntime import OnnxRuntimePredictor
+
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 16])
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "four-rows",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", 16])],
+        initializer=[shape],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, tmp_path / "m.onnx")
+    predictor = OnnxRuntimePredictor()
+    predictor.open(ModelFiles({"m.onnx": tmp_path / "m.onnx"}, "onnx"), PredictorOptions())
+    one_row = np.zeros((1, 4), np.float32)
+    predictor.check_input(one_row)  # the signature takes it
+    with pytest.raises(InputRefused) as refused:
+        predictor.first_predict(one_row)
+    said = str(refused.value)
+    assert refused.value.inputs == ["'x' (float32, shape ['N', 4])"]
+    assert "the model's inputs: 'x' (float32, shape ['N', 4])" in said
+    assert "Reshape" in refused.value.complaint and "float32 [1, 4]" in said
+    assert "'input'" not in said and "what the model accepts" not in said

@@ -495,6 +495,7 @@ def test_a_run_without_consent_is_refused_before_anything_runs(
     manifest = _manifest() | {
         "files": entries,
         "inputs": [{"name": "input", "element_type": "float32", "shape": [4]}],
+        "outputs": [{"name": "output"}],  # publish refuses a model that declares none
     }
     publish(ws, parse_manifest(manifest), manifest_dir=tmp_path / "model", publisher="test")
     request = {"model": "test/linear@1.0.0", "dataset": "state-dict-samples@1"}

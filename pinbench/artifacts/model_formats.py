@@ -23,7 +23,8 @@ model executed or unpickled:
   True)`` allows), with the plain data a checkpoint keeps beside them (``pickle_data``: a
   Lightning checkpoint's omegaconf hyper-parameters), make a state dict (or a checkpoint of
   them); any other global (a module's class) makes a pickled object, which only unpickling
-  with its code can load.
+  with its code can load. Every global it would load is kept (``Found.globals``), and a
+  refusal of it names them with the routes that publish it (``pickle_refusal``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ MAX_PROTO_FIELDS = 64
 TORCH_MAGIC = 0x1950A86A20F9469CFC6C
 """The first pickle of ``torch.save``'s legacy (non-zip) format."""
 PICKLE_PROTOCOLS = range(2, 6)
+MAX_GLOBALS_SHOWN = 12
+"""The most globals a pickle's refusal names (then how many more)."""
+PICKLE_SUFFIXES = (".pt", ".pth")
+"""The names a ``torch-pickle`` model's run finds its file by (its predictor's)."""
 
 WHAT = {
     "onnx": "an ONNX model",
@@ -102,6 +107,9 @@ class Found:
     format: str
     detail: str = ""
     """More about it, for messages (the global that makes a pickle an object's)."""
+    globals: tuple[str, ...] = ()
+    """A pickled object's globals that no state dict names, each once, in the pickle's
+    order: what unpickling it would import and call (empty where they were not read)."""
 
     @property
     def what(self) -> str:
@@ -198,8 +206,36 @@ def _verdict(names: list[str]) -> Found:
         if n not in _WEIGHTS_ONLY and not _TORCH_NAMES.fullmatch(n) and not plain_data(n)
     ]
     if foreign:
-        return Found("torch-pickle", f"it names {foreign[0]}")
+        return Found("torch-pickle", f"it names {foreign[0]}", tuple(dict.fromkeys(foreign)))
     return Found("torch-state-dict")
+
+
+def pickle_refusal(found: Found, name: str) -> str:
+    """Why a pickled object (``found``, file ``name``) is refused and the routes that publish
+    it: every place a pickle is refused says this. The globals are those its opcodes name
+    (``_globals``: nothing was unpickled)."""
+    names = found.globals
+    if names:
+        shown = ", ".join(names[:MAX_GLOBALS_SHOWN])
+        more = len(names) - MAX_GLOBALS_SHOWN
+        shown += f" and {more} more" if more > 0 else ""
+        what = (
+            f"a pickled Python object: loading it would import and call {shown} (read from "
+            "its opcodes; nothing was run), which torch.load(weights_only=True) refuses"
+        )
+    else:
+        what = f"a pickled Python object ({found.detail or 'its globals were not read'})"
+    rename = "" if name.lower().endswith(PICKLE_SUFFIXES) else "; name the file .pt or .pth"
+    return (
+        f"{what}. To publish it: save its tensors alone (torch.save(model.state_dict(), "
+        "'weights.pt'); from a checkpoint, torch.save(checkpoint['state_dict'], 'weights.pt')) "
+        "and give them with the .py file whose function builds the module: pinbench manifest "
+        "model weights.pt builder.py (format: torch-state-dict; docs/processing.md: a model's "
+        "own builder); or, only if you vouch for whoever made the file, declare format: "
+        f"torch-pickle and trusted: true (every run then needs --allow-pickle){rename}; or save "
+        "the model as TorchScript (torch.jit.script(model).save('model.pt')) or a torch.export "
+        "program (.pt2)"
+    )
 
 
 def _first_int(data: bytes) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pinbench.artifacts.model_formats import Found, pickle_refusal
 from pinbench.errors import UserError
 
 
@@ -32,20 +33,15 @@ class NotAModel(AuthoringError):
 
 
 class PickleRefused(NotAModel):
-    """A pickled module or state dict: pinbench describes no pickle (it cannot be read
-    without running its code, and a state dict has no architecture)."""
+    """A pickled object (``torch.save`` of a module, a checkpoint holding objects): it cannot
+    be read without running the code its globals name. The refusal names those globals (read
+    from its opcodes) and the routes that publish it (``model_formats.pickle_refusal``)."""
 
-    def __init__(self, *, path: str) -> None:
-        super().__init__(
-            path=path,
-            reason="this is a pickle (torch.save of a module or a state dict), which pinbench "
-            "does not describe: save the model as TorchScript "
-            "(torch.jit.script(model).save('model.pt')), as a torch.export program "
-            "(torch.export.save(torch.export.export(model, (example,)), 'model.pt2')), or "
-            "its weights as safetensors (safetensors.torch.save_file(model.state_dict(), "
-            "'model.safetensors')) with a manifest naming a pinbench architecture "
-            "(format: safetensors, architecture: NAME)",
-        )
+    def __init__(self, *, path: str, globals: tuple[str, ...], unread: str = "") -> None:
+        found = Found("torch-pickle", unread, globals)
+        super().__init__(path=path, reason=pickle_refusal(found, path))
+        self.globals = globals
+        self.unread = unread
 
 
 class ModelCountError(AuthoringError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, NoReturn, get_args
 
 from pinbench.artifacts.safetensors import recognise
 from pinbench.authoring.authored import Authored, default_name
@@ -112,8 +112,7 @@ def model_format(path: Path) -> str | None:
         )
     kind = recognise(path)
     if kind == "pickle":
-        _state_dict(path)
-        raise PickleRefused(path=str(path))
+        _refuse_pickle(path)
     if kind == "torch-export":
         if suffix != ".pt2":
             raise NotAModel(
@@ -127,9 +126,10 @@ def model_format(path: Path) -> str | None:
     return _by_bytes(path)
 
 
-def _state_dict(path: Path) -> None:
+def _refuse_pickle(path: Path) -> NoReturn:
     """A pickle of tensors only (a state dict, a checkpoint: ``artifacts.model_formats``, read
-    without unpickling) is named with its format; a pickled object is left to ``PickleRefused``."""
+    without unpickling) is named with its format and the builder it needs; a pickled object with
+    the globals it would load and the routes that publish it (``PickleRefused``)."""
     from pinbench.artifacts.model_formats import identify
 
     found = identify(path)
@@ -139,6 +139,9 @@ def _state_dict(path: Path) -> None:
             reason=f"{found.what}: give the builder's .py file that makes its module beside it "
             "(format: torch-state-dict; docs/processing.md: a model's own builder)",
         )
+    if found is None or found.format != "torch-pickle":
+        raise PickleRefused(path=str(path), globals=(), unread="its globals were not read")
+    raise PickleRefused(path=str(path), globals=found.globals, unread=found.detail)
 
 
 def _named_right(path: Path, fmt: str) -> str:

@@ -7,8 +7,10 @@ restricted unpickler: no code runs; a compressed archive refused first; a Lightn
 checkpoint's hyper-parameters as inert stand-ins) only to find the key that holds the tensors;
 the builder is parsed (``ast``), never run: its function is ``build`` (or its only top-level
 function), and the inputs are the arguments of ``forward`` of the class it returns, where the
-file defines it. Element types, shapes, steps and outputs are not in either file: they are left
-for the author, and said."""
+file or one of its local modules defines it. The local modules it imports or names by path
+(``builder_modules``) are listed beside it, each with its sha256; ``.py`` files given with the
+builder must be among them. Element types, shapes, steps and outputs are not in the files:
+they are left for the author, and said."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pinbench.authoring.builder_modules import local_modules
 from pinbench.authoring.errors import NotAModel
+from pinbench.authoring.listing import Relative
 
 if TYPE_CHECKING:
     from pinbench.authoring.authored import Authored
@@ -40,17 +44,34 @@ def state_dict_pair(paths: Sequence[Path]) -> tuple[Path, Path] | None:
     if not states:
         return None
     code = [p for p in paths if p.is_file() and p.suffix == ".py"]
-    if len(states) != 1 or len(code) != 1:
+    builders = _builders(code)
+    if len(states) != 1 or len(builders) != 1:
         found = identify(states[0])
         what = found.what if found is not None else "a PyTorch state dict"
         raise NotAModel(
             path=str(states[0]),
             reason=f"{what}: declare format: torch-state-dict with the `builder` that makes its "
             "module (docs/processing.md: a model's own builder); its manifest is written from "
-            "the weights file and the builder's .py file: give one of each (found "
-            f"{len(states)} state dicts, {len(code)} .py files)",
+            "the weights file and the builder's .py file (the local modules it imports are "
+            "found and listed with it): give one of each (found "
+            f"{len(states)} state dicts, {len(code)} .py files"
+            + (", none of which imports all the others" if len(code) > 1 else "")
+            + ")",
         )
-    return states[0], code[0]
+    return states[0], builders[0]
+
+
+def _builders(code: Sequence[Path]) -> list[Path]:
+    """The ``.py`` files given that could be the builder: with one file, it; with several, those
+    whose local modules (``builder_modules``) are all the others."""
+    if len(code) <= 1:
+        return list(code)
+    out = []
+    for candidate in code:
+        needed = {m.resolve() for m in local_modules(candidate)[0]}
+        if all(p.resolve() in needed for p in code if p != candidate):
+            out.append(candidate)
+    return out
 
 
 def checkpoint_key(path: Path) -> str | None:
@@ -87,6 +108,24 @@ def checkpoint_key(path: Path) -> str | None:
     )
 
 
+def _modules_note(base: Path, code: Path, modules: list[Path], imported: list[Path]) -> list[str]:
+    """What the author is told of the builder's local modules, listed among the files."""
+    if not modules:
+        return []
+    relative = Relative(base)
+    note = (
+        f"{code.name}'s local modules are listed among the files, each pinned by its sha256: "
+        + ", ".join(relative(m) for m in modules)
+    )
+    if imported:
+        note += (
+            "; a run gives the builder each file by its path (files['models.py']), not on "
+            "Python's import path: execute a module's bytes from there as docs/processing.md's "
+            "builder does"
+        )
+    return [note]
+
+
 def _tensors(value: Any) -> bool:
     import torch
 
@@ -97,14 +136,11 @@ def _tensors(value: Any) -> bool:
     )
 
 
-def builder_of(code: Path) -> tuple[str, list[str]]:
+def builder_of(code: Path, modules: Sequence[Path] = ()) -> tuple[str, list[str]]:
     """The builder's function (``build``, or the file's only top-level function) and the
-    arguments ``forward`` takes (without defaults) of the class it returns, where the file
-    defines it (else none)."""
-    try:
-        tree = ast.parse(code.read_text(encoding="utf-8"), filename=code.name)
-    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
-        raise NotAModel(path=str(code), reason=f"not Python source: {exc}") from None
+    arguments ``forward`` takes (without defaults) of the class it returns, where the file or
+    one of its local ``modules`` defines it (else none)."""
+    tree = _parsed(code)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     if "build" in functions:
         name = "build"
@@ -116,7 +152,7 @@ def builder_of(code: Path) -> tuple[str, list[str]]:
             reason="the builder is the function that makes the module: name it `build` (the "
             f"file's top-level functions: {', '.join(functions) or 'none'})",
         )
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    classes = _classes([_parsed(m, strict=False) for m in reversed(modules)] + [tree])
     made = [
         r.value.func.id
         for r in ast.walk(functions[name])
@@ -137,6 +173,21 @@ def builder_of(code: Path) -> tuple[str, list[str]]:
     return name, [a.arg for a in required[1:]]  # without self
 
 
+def _parsed(code: Path, *, strict: bool = True) -> ast.Module:
+    """``code``'s syntax tree; not Python source is refused (``strict``) or read as empty."""
+    try:
+        return ast.parse(code.read_text(encoding="utf-8"), filename=code.name)
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        if not strict:
+            return ast.Module(body=[], type_ignores=[])
+        raise NotAModel(path=str(code), reason=f"not Python source: {exc}") from None
+
+
+def _classes(trees: Sequence[ast.Module]) -> dict[str, ast.ClassDef]:
+    """The top-level classes of ``trees`` by name, a later tree's over an earlier one's."""
+    return {n.name: n for t in trees for n in t.body if isinstance(n, ast.ClassDef)}
+
+
 def state_dict_authored(
     pair: tuple[Path, Path],
     paths: Sequence[Path],
@@ -153,10 +204,11 @@ def state_dict_authored(
     from pinbench.registry.manifest import parse_manifest
 
     weights, code = pair
+    modules, imported = local_modules(code)
     others = [p for p in paths if p not in pair]
-    files = file_entries(base, [weights, code, *others])
+    files = file_entries(base, [weights, code, *modules, *others])
     key = checkpoint_key(weights)
-    function, forward = builder_of(code)
+    function, forward = builder_of(code, modules)
     builder: dict[str, Any] = {"file": files[1]["path"], "function": function}
     if key is not None:
         builder["state_dict_key"] = key
@@ -167,6 +219,7 @@ def state_dict_authored(
         else f"{code.name}: no forward of the class {function} returns was found in the file: "
         "declare the inputs forward takes",
         "declare the outputs forward returns, in order (a name each; `type` for accuracy)",
+        *_modules_note(base, code, modules, imported),
     ]
     data: dict[str, Any] = {
         "kind": "model",

@@ -125,7 +125,9 @@ _version_option = click.option(
     callback=listed,
     help=(
         "The model (.onnx, TorchScript .pt, torch.export .pt2, "
-        ".keras, or a SavedModel folder) and any other files of the "
+        ".keras, or a SavedModel folder; or a state dict with the "
+        ".py builder that makes its module, whose local modules are "
+        "found and listed with it) and any other files of the "
         "artifact (labels...)."
     ),
 )

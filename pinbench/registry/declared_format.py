@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from pinbench.artifacts.model_formats import WHAT, Found, identify
+from pinbench.artifacts.model_formats import WHAT, Found, identify, pickle_refusal
 from pinbench.registry.manifest import ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
+from pinbench.registry.processing_code import WEIGHTS_SUFFIXES
 from pinbench.registry.sourcing import FileProblem
 
 LOADS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
@@ -30,10 +31,7 @@ LOADS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "torch-export": ((".pt2",), frozenset({"torch-export"})),
     "torch-pickle": ((".pt", ".pth"), frozenset({"torch-pickle"})),
     "torchscript": ((".pt", ".ts", ".torchscript", ".jit", ".pth"), frozenset({"torchscript"})),
-    "torch-state-dict": (
-        (".pt", ".pth", ".ckpt", ".safetensors"),  # registry.processing_code's WEIGHTS_SUFFIXES
-        frozenset({"torch-state-dict", "safetensors"}),
-    ),
+    "torch-state-dict": (WEIGHTS_SUFFIXES, frozenset({"torch-state-dict", "safetensors"})),
 }
 """Each checked format: the names of the files its run loads (a suffix, or a whole name), and
 the formats those files' bytes may be."""
@@ -50,11 +48,14 @@ class DeclaredFormatMismatch(FileProblem):
                 f"declared format {declared}, but its bytes are none of the model formats "
                 f"pinbench recognises ({', '.join(sorted(WHAT))})"
             )
+        elif found.format == "torch-pickle":
+            reason = f"declared format {declared}, but it is {pickle_refusal(found, path)}"
         else:
             reason = f"is {found.what}: declare format: {found.format}, not {declared}"
         super().__init__(path=path, reason=reason)
         self.declared = declared
         self.found = None if found is None else found.format
+        self.globals = () if found is None else found.globals
 
 
 def _loaded(path: str, names: tuple[str, ...]) -> bool:

@@ -9,6 +9,10 @@ the check the run makes before it loads).
 weights are one file ending in ``.safetensors`` whose header parses and whose tensors cover
 the file exactly (``pinbench.artifacts.safetensors``), and no other file is one of PyTorch's
 pickled formats. Only headers are read; nothing is executed or unpickled.
+
+``torch-state-dict``: no file holds the signature (the builder's module is code, not run at
+publish), so the manifest is its only source: a model that declares no input or no output is
+refused, as an ONNX graph that takes or gives nothing is.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pinbench.artifacts.safetensors import KINDS, NotSafetensors, read_header, r
 from pinbench.registry.lite_files import check_lite_files
 from pinbench.registry.manifest import ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
+from pinbench.registry.processing_code import STATE_DICT_FORMAT
 from pinbench.registry.sourcing import FileProblem
 
 SUFFIX = ".safetensors"
@@ -41,6 +46,22 @@ class FormatMismatch(FileProblem):
         self.found = found
 
 
+class UndeclaredSignature(FileProblem):
+    """A model whose files hold no signature and whose manifest declares none (no input, or
+    no output)."""
+
+    def __init__(self, *, path: str, declared: str, missing: str) -> None:
+        super().__init__(
+            path=path,
+            reason=f"a {declared} model's inputs and outputs are its manifest's alone (its "
+            f"files are weights and the builder's code, which publish does not run), and it "
+            f"declares no {missing}: list the inputs forward takes (name, element_type, "
+            "shape) and the outputs it returns, in order (a name each)",
+        )
+        self.declared = declared
+        self.missing = missing
+
+
 class SafetensorsLayout(FileProblem):
     """A safetensors manifest whose files or fields the torch predictor could not load."""
 
@@ -50,6 +71,7 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
     (already verified) bytes of each file."""
     from pinbench.registry.declared_format import check_declared_format
 
+    _check_declared_signature(manifest)
     check_declared_format(manifest, where)
     if manifest.format == "onnx":
         _check_onnx(manifest, where)
@@ -118,6 +140,17 @@ def _check_hf_folder(manifest: ModelManifest, where: Callable[[FileEntry], Path]
         )
     for entry in manifest.files if not folder.pickled else ():
         _check_safetensors(entry, where(entry))  # and no other file is a pickle
+
+
+def _check_declared_signature(manifest: ModelManifest) -> None:
+    """A ``torch-state-dict`` model declares at least one input and one output."""
+    if manifest.format != STATE_DICT_FORMAT:
+        return
+    builder = manifest.builder.file if manifest.builder is not None else None
+    path = builder or (manifest.files[0].path if manifest.files else "-")
+    for missing, declared in (("inputs", manifest.inputs), ("outputs", manifest.outputs)):
+        if not declared:
+            raise UndeclaredSignature(path=path, declared=manifest.format, missing=missing)
 
 
 def _check_onnx(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:

@@ -58,8 +58,11 @@ class Code(_Strict, frozen=True, kw_only=True):
 
 STATE_DICT_FORMAT = "torch-state-dict"
 """The model format whose weights a ``builder`` builds the module for."""
-WEIGHTS_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors")
-"""The weights file of a ``torch-state-dict`` model: the one file of the artifact ending so."""
+WEIGHTS_SUFFIXES = (".pt", ".pth", ".ckpt", ".pt.tar", ".pth.tar", ".ckpt.tar", ".safetensors")
+"""The weights file of a ``torch-state-dict`` model: the one file of the artifact ending so.
+``.pth.tar`` (and its kin) is how older research code names ``torch.save``'s output (the
+ImageNet example's ``checkpoint.pth.tar``): the bytes are read as what they are, whatever the
+name says (``artifacts.model_formats``)."""
 
 
 class Builder(Code, frozen=True, kw_only=True):

@@ -88,9 +88,24 @@ def check_dataset_files(manifest: DatasetManifest, where: Callable[[FileEntry], 
         )
         task(manifest.task).check_truth(source)
     except LabelProblem as exc:
-        raise FileProblem(path=exc.path, reason=exc.reason) from None
+        raise FileProblem(
+            path=exc.path, reason=exc.reason + _guess(manifest, exc.path, read)
+        ) from None
     except (ImageRefused, AudioRefused) as exc:
         raise FileProblem(path=exc.name, reason=exc.problem) from None
+
+
+def _guess(manifest: DatasetManifest, refused: str, read: Callable[[str], Path]) -> str:
+    """The labels format the refused file (``refused``, its path), the dataset's labels file,
+    looks like (``label_guess``), where it was read as class indices; else nothing."""
+    from pinbench.tasks.label_guess import suggestion
+
+    labels, data = manifest.labels, manifest.data
+    if labels.path is None or labels.names is not None or data is None:
+        return ""
+    if refused != labels.path:
+        return ""
+    return suggestion(read(labels.path), declared=labels.format, data_format=data.format)
 
 
 class _Reader(Mapping[str, Path]):

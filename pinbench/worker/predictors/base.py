@@ -53,6 +53,25 @@ class InputMismatch(UserError):
         self.actual = actual
 
 
+class InputRefused(InputMismatch):
+    """The framework refused the first batch, which the model's signature as read did not rule
+    out (a reshape inside the graph, rows per sample the model needs): its own complaint,
+    beside the model's real inputs and what it was given."""
+
+    def __init__(self, *, inputs: list[str], actual: str, complaint: str) -> None:
+        UserError.__init__(
+            self,
+            f"the model refused its first batch ({complaint}); the model's inputs: "
+            f"{', '.join(inputs) if inputs else 'not told by the framework'}; it was given "
+            f"{actual}",
+        )
+        self.name = ", ".join(inputs)
+        self.expected = complaint
+        self.actual = actual
+        self.inputs = inputs
+        self.complaint = complaint
+
+
 class SignatureMismatch(UserError):
     """A declared input or output does not fit the model's own signature: names both sides."""
 
@@ -223,18 +242,24 @@ class Predictor(ABC):
         """
 
     def first_predict(self, batch: Batch) -> Outputs:
-        """The first (cold) prediction; a failure is the framework's complaint about the input
-        (a ``SignatureMismatch`` found only now, e.g. PyTorch's output count, passes as is)."""
+        """The first (cold) prediction; a failure is the framework's complaint about the input,
+        named beside the model's real inputs (``InputRefused``; a ``SignatureMismatch`` found
+        only now, e.g. PyTorch's output count, passes as is)."""
         try:
             return self.predict(batch)
         except SignatureMismatch:
             raise
         except Exception as exc:  # the framework's own error types
-            raise InputMismatch(
-                name="input",
-                expected=f"what the model accepts ({type(exc).__name__}: {exc})".strip(),
+            raise InputRefused(
+                inputs=[p.describe() for p in self.input_ports()],
                 actual=describe(batch),
+                complaint=f"{type(exc).__name__}: {exc}".strip(),
             ) from None
+
+    def input_ports(self) -> Sequence[Port]:
+        """The model's own inputs, as bound at ``open`` (in manifest order); none where the
+        predictor does not read them."""
+        return ()
 
     @abstractmethod
     def predict(self, batch: Batch) -> Outputs:

@@ -156,6 +156,9 @@ class OnnxRuntimePredictor(Predictor):
         self._outputs = [p.name for p in bound]
         self._keys = output_keys(model.outputs, outs)
 
+    def input_ports(self) -> tuple[Port, ...]:
+        return self._feeds.ports
+
     def check_input(self, batch: Batch) -> None:
         self._feeds.check(batch)
 

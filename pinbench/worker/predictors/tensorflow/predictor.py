@@ -180,6 +180,9 @@ class TensorFlowPredictor(Predictor):
         if self._tflite is not None:
             self._tflite.begin_stream(rows)
 
+    def input_ports(self) -> tuple[Port, ...]:
+        return self._feeds.ports
+
     def check_input(self, batch: Batch) -> None:
         self._feeds.check(batch)
 

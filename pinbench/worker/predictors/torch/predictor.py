@@ -258,6 +258,9 @@ class TorchPredictor(Predictor):
             )
         return module.eval()
 
+    def input_ports(self) -> tuple[Port, ...]:
+        return self._feeds.ports
+
     def check_input(self, batch: Batch) -> None:
         self._feeds.check(batch)
 

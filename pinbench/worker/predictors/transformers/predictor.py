@@ -86,6 +86,9 @@ class TransformersPredictor(Predictor):
         self._declared = [str(d.name) for d in model.outputs]
         self._model = loaded.to(options.device)
 
+    def input_ports(self) -> tuple[Port, ...]:
+        return self._feeds.ports
+
     def check_input(self, batch: Batch) -> None:
         self._feeds.check(batch)
 
