@@ -47,6 +47,23 @@ def _state(tmp_path: Path, saved: Any) -> Path:
     return path
 
 
+def _built(name: str, files: list[Path], inputs: Any, outputs: Any) -> dict[str, Any]:
+    """A ``torch-state-dict`` manifest of ``files`` (the weights, then ``net.py``'s builder)."""
+    return {
+        "kind": "model",
+        "name": name,
+        "version": "1.0.0",
+        "format": "torch-state-dict",
+        "framework": {"name": "torch", "range": ">=2 <3"},
+        "builder": {"file": "net.py", "function": "build"},
+        "files": [
+            {"path": p.name, "sha256": sha(p.read_bytes()), "size": p.stat().st_size} for p in files
+        ],
+        "inputs": inputs,
+        "outputs": outputs,
+    }
+
+
 @pytest.mark.parametrize(
     ("saved", "key"),
     [
@@ -179,20 +196,12 @@ def _refusals(tmp_path: Path, checkpoint: Path) -> dict[str, str]:
     except PinbenchError as exc:
         said["manifest model"] = str(exc)
     (tmp_path / "net.py").write_text(BUILDER)
-    doc = {
-        "kind": "model",
-        "name": "trial/chemprop",
-        "version": "1.0.0",
-        "format": "torch-state-dict",
-        "framework": {"name": "torch", "range": ">=2 <3"},
-        "builder": {"file": "net.py", "function": "build"},
-        "files": [
-            {"path": p.name, "sha256": sha(p.read_bytes()), "size": p.stat().st_size}
-            for p in (checkpoint, tmp_path / "net.py")
-        ],
-        "inputs": [{"name": "x", "element_type": "float32"}],
-        "outputs": [{"name": "y"}],
-    }
+    doc = _built(
+        "trial/chemprop",
+        [checkpoint, tmp_path / "net.py"],
+        inputs=[{"name": "x", "element_type": "float32"}],
+        outputs=[{"name": "y"}],
+    )
     manifest = parse_manifest(doc)
     assert isinstance(manifest, ModelManifest)
     try:
@@ -347,20 +356,7 @@ def test_a_state_dict_model_without_inputs_or_outputs_is_refused_at_publish(
     from pinbench.registry.publish import publish
 
     weights = _state(tmp_path, {f"fc.{k}": v for k, v in _weights().items()})
-    doc = {
-        "kind": "model",
-        "name": "trial/no-signature",
-        "version": "1.0.0",
-        "format": "torch-state-dict",
-        "framework": {"name": "torch", "range": ">=2 <3"},
-        "builder": {"file": "net.py", "function": "build"},
-        "files": [
-            {"path": p.name, "sha256": sha(p.read_bytes()), "size": p.stat().st_size}
-            for p in (weights, tmp_path / "net.py")
-        ],
-        "inputs": inputs,
-        "outputs": outputs,
-    }
+    doc = _built("trial/no-signature", [weights, tmp_path / "net.py"], inputs, outputs)
     with pytest.raises(UndeclaredSignature) as refused:
         publish(ws, parse_manifest(doc), manifest_dir=tmp_path, publisher="test")
     assert refused.value.missing == missing and refused.value.path == "net.py"
