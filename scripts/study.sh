@@ -16,6 +16,9 @@ case "$study" in
 esac
 unset PINBENCH_URL PINBENCH_DATABASE_URL
 export PINBENCH_HOME=$work/registry
+# every cell's system under test runs in the sandbox: where it cannot start, stop before the
+# catalog's minutes of building, naming the fix (pinbench doctor tells the rest)
+"$bin/pinbench" doctor --only sandbox
 if [ ! -e "$work/published.json" ]; then
     echo "== the catalog ($parts), built offline in $work" >&2
     rm -rf "$work/data" "$work/weights" "$work/catalog" "$PINBENCH_HOME"
