@@ -193,6 +193,10 @@ def test_the_database_is_named_with_what_to_do(tmp_path: Path) -> None:
     assert "secret" not in gone.detail and "127.0.0.1" in gone.detail
     assert "PINBENCH_DATABASE_URL" in gone.fix
 
+    (tmp_path / "a-file").write_text("")
+    filed = storage.database(Place(environ={"PINBENCH_HOME": str(tmp_path / "a-file" / "home")}))
+    assert filed.status == "fail" and "which is not a folder" in filed.detail
+
     env = {**os.environ, "PINBENCH_HOME": str(home)}
     subprocess.run([*PINBENCH, "init"], env=env, check=True, capture_output=True)
     made = storage.database(Place(environ={"PINBENCH_HOME": str(home)}))

@@ -44,12 +44,16 @@ def database(place: Place) -> Finding:
     another schema."""
     from sqlalchemy.engine import make_url
 
-    from pinbench.config import Settings
+    from pinbench.config import Settings, check_home
     from pinbench.db.schema import SchemaNotCurrent, ensure_current
     from pinbench.errors import PinbenchError
     from pinbench.workspace import Workspace
 
     settings = Settings.from_env(dict(place.environ))
+    try:
+        check_home(settings.home)
+    except PinbenchError as exc:
+        return Finding("database", "fail", str(exc), "set PINBENCH_HOME to a folder")
     ws = Workspace(settings)
     where = make_url(settings.database_url).render_as_string(hide_password=True)
     try:
