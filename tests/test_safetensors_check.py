@@ -17,6 +17,7 @@ import yaml
 from safetensors.numpy import save_file
 from sqlalchemy import func, select
 
+from pinbench.artifacts.model_formats import pickle_routes
 from pinbench.artifacts.safetensors import NotSafetensors, read_header
 from pinbench.cli import main
 from pinbench.db.models import Artifact
@@ -27,11 +28,8 @@ from pinbench.workspace import Workspace
 from tests.apiserver import Server, api_server
 from tests.helpers import Cli, sha
 
-PICKLE_ADVICE = (
-    "this is a pickle (PyTorch's torch.save), not safetensors: export the model with "
-    "torch.export or TorchScript, or save the weights with safetensors.torch.save_file and "
-    "name an `architecture`"
-)
+PICKLE_ADVICE = "this is a pickle (PyTorch's torch.save), not safetensors: " + pickle_routes()
+"""A pickle's routes, as every refusal of one gives them (``model_formats.pickle_routes``)."""
 
 
 def _real(path: Path) -> bytes:

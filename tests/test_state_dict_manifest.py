@@ -219,7 +219,7 @@ def _refusals(tmp_path: Path, checkpoint: Path) -> dict[str, str]:
         "torch.save(checkpoint['state_dict'], 'weights.pt')",  # the builder route
         "pinbench manifest model weights.pt builder.py (format: torch-state-dict",
         "--allow-pickle",  # the trusted route
-        "name the file .pt or .pth",  # a .ckpt is not where a torch-pickle run looks
+        "name the file .pt, .pth, .pt.tar or .pth.tar",  # not where a torch-pickle run looks
     ],
 )
 def test_a_pickles_refusal_names_its_globals_and_the_routes_everywhere(

@@ -52,8 +52,11 @@ TORCH_MAGIC = 0x1950A86A20F9469CFC6C
 PICKLE_PROTOCOLS = range(2, 6)
 MAX_GLOBALS_SHOWN = 12
 """The most globals a pickle's refusal names (then how many more)."""
-PICKLE_SUFFIXES = (".pt", ".pth")
-"""The names a ``torch-pickle`` model's run finds its file by (its predictor's)."""
+PICKLE_SUFFIXES = (".pt", ".pth", ".pt.tar", ".pth.tar")
+"""The names a ``torch-pickle`` model's file has: the one list its predictor finds it by,
+publish checks it by (``registry.declared_format``) and a refusal's rename note names.
+``.pth.tar`` is how older research code names ``torch.save``'s output (the ImageNet example's
+``checkpoint.pth.tar``), taken as a state dict's weights are."""
 
 WHAT = {
     "onnx": "an ONNX model",
@@ -210,10 +213,10 @@ def _verdict(names: list[str]) -> Found:
     return Found("torch-state-dict")
 
 
-def pickle_refusal(found: Found, name: str) -> str:
-    """Why a pickled object (``found``, file ``name``) is refused and the routes that publish
-    it: every place a pickle is refused says this. The globals are those its opcodes name
-    (``_globals``: nothing was unpickled)."""
+def pickle_refusal(found: Found, name: str | None) -> str:
+    """Why a pickled object (``found``, file ``name``) is refused, and the routes that publish
+    it (``pickle_routes``). The globals are those its opcodes name (``_globals``: nothing was
+    unpickled)."""
     names = found.globals
     if names:
         shown = ", ".join(names[:MAX_GLOBALS_SHOWN])
@@ -225,16 +228,31 @@ def pickle_refusal(found: Found, name: str) -> str:
         )
     else:
         what = f"a pickled Python object ({found.detail or 'its globals were not read'})"
-    rename = "" if name.lower().endswith(PICKLE_SUFFIXES) else "; name the file .pt or .pth"
+    return f"{what}. {pickle_routes(name)}"
+
+
+def pickle_routes(name: str | None = None) -> str:
+    """The routes that publish a pickled model, the same words wherever a pickle is refused
+    (``manifest model``, publish, a run, a server): its tensors with the builder that makes
+    its module, a pickle vouched for and allowed per run, or a format that is no pickle. With
+    ``name`` (the file's), a note where its name is not one a ``torch-pickle`` run finds."""
+    rename = (
+        ""
+        if name is None or name.lower().endswith(PICKLE_SUFFIXES)
+        else f"; as torch-pickle, name the file {', '.join(PICKLE_SUFFIXES[:-1])} or "
+        f"{PICKLE_SUFFIXES[-1]} (where its run finds it)"
+    )
     return (
-        f"{what}. To publish it: save its tensors alone (torch.save(model.state_dict(), "
-        "'weights.pt'); from a checkpoint, torch.save(checkpoint['state_dict'], 'weights.pt')) "
-        "and give them with the .py file whose function builds the module: pinbench manifest "
-        "model weights.pt builder.py (format: torch-state-dict; docs/processing.md: a model's "
-        "own builder); or, only if you vouch for whoever made the file, declare format: "
-        f"torch-pickle and trusted: true (every run then needs --allow-pickle){rename}; or save "
-        "the model as TorchScript (torch.jit.script(model).save('model.pt')) or a torch.export "
-        "program (.pt2)"
+        "To publish it: save its tensors alone (torch.save(model.state_dict(), 'weights.pt'); "
+        "from a checkpoint, torch.save(checkpoint['state_dict'], 'weights.pt')) and give them "
+        "with the .py file whose function builds the module: pinbench manifest model "
+        "weights.pt builder.py (format: torch-state-dict; docs/processing.md: a model's own "
+        "builder), or, where pinbench ships its architecture, with safetensors.torch.save_file "
+        "(format: safetensors, naming the `architecture`); or, only if you vouch for whoever "
+        "made the file, declare format: torch-pickle and trusted: true (every run then needs "
+        "--allow-pickle, a server's operator pinbench serve --allow-pickle); or save the model "
+        "as TorchScript (torch.jit.script(model).save('model.pt')) or a torch.export program "
+        f"(.pt2){rename}"
     )
 
 

@@ -10,6 +10,7 @@ decides this.
 
 from __future__ import annotations
 
+from pinbench.artifacts.model_formats import pickle_routes
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import Lockfile
 
@@ -17,12 +18,13 @@ PICKLE_FORMATS = frozenset({"torch-pickle"})
 
 
 class PickleRefused(UserError):
-    """A run would unpickle a model and was not allowed to."""
+    """A run would unpickle a model and was not allowed to: why (``reason``), then the routes
+    every refusal of a pickle names (``model_formats.pickle_routes``)."""
 
     def __init__(self, *, model: str, reason: str) -> None:
         super().__init__(
             f"model {model} is a pickle (format torch-pickle): loading it runs arbitrary code. "
-            f"{reason}"
+            f"{reason}. {pickle_routes()}"
         )
         self.model = model
         self.reason = reason
@@ -64,7 +66,7 @@ def check_pickle(lock: Lockfile, *, allow: bool) -> None:
         raise PickleRefused(
             model=_model(lock),
             reason="Run it only if you trust its publisher, with: pinbench run LOCKFILE "
-            "--allow-pickle (prefer torch-export, torchscript or safetensors)",
+            "--allow-pickle",
         )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pinbench.errors import UserError
+from pinbench.processing.local_modules import LocalModuleRefused
 from pinbench.registry.processing_code import Code
 
 
@@ -48,6 +49,8 @@ class Loaded:
         """The function's answer; whatever it raises becomes ``CodeFailed`` (``failure``)."""
         try:
             return self.function(*args)
+        except LocalModuleRefused:  # a module it imports, refused naming it
+            raise
         except Exception as exc:  # the publisher's code: any exception is its failure
             raise self.failure(exc, sample) from None
 
@@ -80,10 +83,15 @@ def _line_in(exc: BaseException, filename: str) -> int | None:
 
 
 def load(
-    roles: Mapping[str, Code], files: Mapping[str, Path], pinned: Mapping[str, str]
+    roles: Mapping[str, Code],
+    files: Mapping[str, Path],
+    pinned: Mapping[str, str],
+    *,
+    local: frozenset[str] = frozenset(),
 ) -> dict[str, Loaded]:
     """Each role's function, from bytes checked against ``pinned`` (the lockfile's sha256 of
-    each model file): a file named by two roles is executed once, as one module."""
+    each model file): a file named by two roles is executed once, as one module. ``local``:
+    the top-level names of the code's own modules (``local_modules``), not libraries."""
     modules: dict[tuple[str, str], tuple[types.ModuleType, str, str, dict[str, str]]] = {}
     out = {}
     for role, code in roles.items():
@@ -92,7 +100,7 @@ def load(
         key = (filename, digest)
         if key not in modules:
             module = _execute(role, code, source, filename, files)
-            modules[key] = (module, filename, digest, libraries(source))
+            modules[key] = (module, filename, digest, libraries(source, local))
         module, filename, digest, libs = modules[key]
         function = getattr(module, code.function, None)
         if not callable(function):
@@ -136,6 +144,8 @@ def _execute(
         raise CodeFailed(role=role, where=code.where, reason=f"does not compile: {exc}") from None
     try:
         exec(compiled, module.__dict__)  # the publisher's code: the run's consent was checked
+    except LocalModuleRefused:  # a module it imports, refused naming it
+        raise
     except Exception as exc:
         line = _line_in(exc, filename)
         at = f" ({filename} line {line})" if line is not None else ""
@@ -156,12 +166,12 @@ def missing(exc: Exception) -> str:
     return f"; the run's environment lacks {exc.name.split('.')[0]!r}: {WHERE}"
 
 
-def libraries(source: bytes) -> dict[str, str]:
+def libraries(source: bytes, local: frozenset[str] = frozenset()) -> dict[str, str]:
     """The distributions the source's imports come from, with their versions, read from its
     import statements (``{"numpy": "2.1.3", "scikit-learn": "1.6.1"}``): Python's own modules
     left out (the run records Python's version), numpy always in (the contract's arrays are
     its), a module no installed distribution provides under its own name as ``"not
-    installed"``."""
+    installed"``; the code's own modules (``local``) left out too."""
     from importlib import metadata
 
     try:
@@ -174,7 +184,7 @@ def libraries(source: bytes) -> dict[str, str]:
             names |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-    names -= set(sys.stdlib_module_names)
+    names -= set(sys.stdlib_module_names) | local
     provided = _distributions() if names - {"numpy"} else {"numpy": ["numpy"]}
     if names - set(provided):  # installed since it was read? (an unknown name is read again)
         _distributions.cache_clear()

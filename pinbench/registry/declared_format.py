@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from pinbench.artifacts.model_formats import WHAT, Found, identify, pickle_refusal
+from pinbench.artifacts.model_formats import (
+    PICKLE_SUFFIXES,
+    WHAT,
+    Found,
+    identify,
+    pickle_refusal,
+)
 from pinbench.registry.manifest import ModelManifest
 from pinbench.registry.manifest_parts import FileEntry
 from pinbench.registry.processing_code import WEIGHTS_SUFFIXES
@@ -29,7 +35,7 @@ LOADS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "tflite": ((".tflite",), frozenset({"tflite"})),
     "savedmodel": (("saved_model.pb",), frozenset({"savedmodel"})),
     "torch-export": ((".pt2",), frozenset({"torch-export"})),
-    "torch-pickle": ((".pt", ".pth"), frozenset({"torch-pickle"})),
+    "torch-pickle": (PICKLE_SUFFIXES, frozenset({"torch-pickle"})),
     "torchscript": ((".pt", ".ts", ".torchscript", ".jit", ".pth"), frozenset({"torchscript"})),
     "torch-state-dict": (WEIGHTS_SUFFIXES, frozenset({"torch-state-dict", "safetensors"})),
 }

@@ -30,8 +30,6 @@ from pinbench.registry.sourcing import FileProblem
 SUFFIX = ".safetensors"
 
 _WHAT_TO_DO = {
-    "pickle": "export the model with torch.export or TorchScript, or save the weights with "
-    "safetensors.torch.save_file and name an `architecture`",
     "torchscript": "declare `format: torchscript`",
     "torch-export": "declare `format: torch-export`",
 }
@@ -263,16 +261,18 @@ def _check_safetensors(entry: FileEntry, path: Path) -> None:
     if not entry.path.endswith(SUFFIX):
         kind = recognise(path)  # another file of the model: refused only when it is a pickle
         if kind is not None:
-            raise _mismatch(entry, kind, KINDS[kind])
+            raise _mismatch(entry, kind, KINDS[kind], path)
         return
     try:
         read_header(path)
     except NotSafetensors as exc:
-        raise _mismatch(entry, exc.kind, exc.reason) from None
+        raise _mismatch(entry, exc.kind, exc.reason, path) from None
 
 
-def _mismatch(entry: FileEntry, kind: str | None, reason: str) -> FormatMismatch:
-    if kind is not None:
+def _mismatch(entry: FileEntry, kind: str | None, reason: str, path: Path) -> FormatMismatch:
+    if kind == "pickle":  # what every refusal of a pickle says (``model_formats``)
+        text = f"{reason}, not safetensors: {_pickle_routes(path)}"
+    elif kind is not None:
         text = f"{reason}, not safetensors: {_WHAT_TO_DO[kind]}"
     else:
         text = (
@@ -280,3 +280,14 @@ def _mismatch(entry: FileEntry, kind: str | None, reason: str) -> FormatMismatch
             "safetensors.torch.save_file, or declare the format the file is in"
         )
     return FormatMismatch(path=entry.path, declared="safetensors", reason=text, found=kind)
+
+
+def _pickle_routes(path: Path) -> str:
+    """A pickle's refusal (``model_formats.pickle_refusal``): a pickled object's globals, read
+    from its opcodes, then the routes; a pickle of tensors, the routes."""
+    from pinbench.artifacts.model_formats import identify, pickle_refusal, pickle_routes
+
+    found = identify(path)
+    if found is not None and found.format == "torch-pickle":
+        return f"it is {pickle_refusal(found, None)}"
+    return pickle_routes()

@@ -15,6 +15,7 @@ from unittest import mock
 
 import torch
 
+from pinbench.artifacts.model_formats import PICKLE_SUFFIXES, pickle_routes
 from pinbench.errors import UserError
 from pinbench.registry.processing_code import WEIGHTS_SUFFIXES
 from pinbench.trace.clock import wall_minus_perf
@@ -45,7 +46,7 @@ _SUFFIXES = {
     "torchscript": (),  # any name: the one file whose content is a TorchScript archive
     "torch-export": (".pt2",),
     "safetensors": (".safetensors",),
-    "torch-pickle": (".pt", ".pth"),
+    "torch-pickle": PICKLE_SUFFIXES,
     "torch-state-dict": WEIGHTS_SUFFIXES,
 }
 
@@ -229,7 +230,7 @@ class TorchPredictor(Predictor):
                 reason="torch-pickle files run arbitrary code when loaded; pinbench unpickles "
                 "only models whose manifest says `trusted: true`, and only when the run allows "
                 "it (`pinbench run --allow-pickle`; a server started with `--allow-pickle`, "
-                "docker runner only); prefer torch-export, torchscript or safetensors",
+                f"docker runner only). {pickle_routes(name)}",
             )
         module = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(module, torch.nn.Module):

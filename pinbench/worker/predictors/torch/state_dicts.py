@@ -121,18 +121,28 @@ def read_checkpoint(name: str, path: Path) -> object:
         with torch.serialization.safe_globals(stand_ins):
             return torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        raise ModelLoadError(
-            model=name,
-            reason=f"the file needs more than torch.load(weights_only=True) allows "
-            f"({_refused_global(exc)}); pinbench never runs pickle code from a torch-state-dict "
-            "model: save the tensors alone (torch.save(model.state_dict(), f), or "
-            "safetensors), not objects of other classes",
-        ) from None
+        raise ModelLoadError(model=name, reason=_pickled_object(name, path, exc)) from None
     except Exception as exc:  # not a torch file at all: torch raises many types
         first = (str(exc).splitlines() or [""])[0][:300]
         raise ModelLoadError(
             model=name, reason=f"not a PyTorch weights file: {type(exc).__name__}: {first}"
         ) from None
+
+
+def _pickled_object(name: str, path: Path, exc: pickle.UnpicklingError) -> str:
+    """Why a file ``torch.load(weights_only=True)`` refused is refused, as every refusal of a
+    pickle says it (``model_formats.pickle_refusal``): the globals its opcodes name, read
+    without unpickling, or else the one PyTorch names."""
+    from pinbench.artifacts.model_formats import Found, identify, pickle_refusal
+
+    found = identify(path, name)
+    if found is None or found.format != "torch-pickle" or not found.globals:
+        refused = _refused_global(exc)
+        found = Found("torch-pickle", f"torch.load(weights_only=True) refuses {refused}")
+    return (
+        "the file needs more than torch.load(weights_only=True) allows, and pinbench never "
+        f"runs pickle code from a torch-state-dict model: it is {pickle_refusal(found, None)}"
+    )
 
 
 def _plain_data(name: str, path: Path) -> list[Callable[..., Any] | tuple[Callable[..., Any], str]]:
@@ -200,9 +210,12 @@ MESSAGE_CHARS = 1200
 def build(model: ModelFiles, name: str, path: Path) -> torch.nn.Module:
     """The module of a ``torch-state-dict`` model, its weights (file ``name``, blob ``path``)
     loaded. The weights are read before the builder runs: a file that is refused runs no code.
-    Without the run's consent (``ModelFiles.allow_code``) nothing runs (``CodeRefused``)."""
+    The builder's own modules are importable while it is loaded and called, from their pinned
+    files only (``processing.local_modules``). Without the run's consent
+    (``ModelFiles.allow_code``) nothing runs (``CodeRefused``)."""
     from pinbench.processing.consent import CodeRefused
     from pinbench.processing.loading import load
+    from pinbench.processing.local_modules import builder_modules
 
     builder = model.builder
     if builder is None:
@@ -216,8 +229,9 @@ def build(model: ModelFiles, name: str, path: Path) -> torch.nn.Module:
             reason="This evaluation was not allowed to run it (pinbench run --allow-code)",
         )
     state = read_state(name, path, builder.state_dict_key)
-    loaded = load({"builder": builder}, model.files, model.sha256)["builder"]
-    module = loaded.call(model.files)
+    with builder_modules(builder, model.files, model.sha256) as local:
+        loaded = load({"builder": builder}, model.files, model.sha256, local=local)["builder"]
+        module = loaded.call(model.files)
     if not isinstance(module, torch.nn.Module):
         raise ModelLoadError(
             model=name,
