@@ -235,3 +235,63 @@ def test_every_built_in_task_declares_its_metrics_as_data() -> None:
     assert list(metrics.DECLARED) == list(registry.TASKS)
     for name in registry.TASKS:
         assert metrics.declared(name) == registry.task(name).metrics, name
+
+
+def test_every_built_in_task_declares_its_datasets_as_data() -> None:
+    """Issue 83, item 7: what checks a dataset's labels against its task (a manifest, each
+    stored lockfile read) reads each task's ``declared`` module (``tasks.datasets``), never the
+    task: the two agree, task by task, in the registry's order."""
+    from pinbench.tasks import datasets
+
+    assert list(datasets.DECLARED) == list(registry.TASKS)
+    for name in registry.TASKS:
+        chosen, declared = registry.task(name), datasets.declared(name)
+        assert declared is not None and chosen.datasets == declared, name
+        assert (chosen.label_formats, chosen.by_file_name) == (
+            declared.formats,
+            declared.by_file_name,
+        ), name
+        assert (chosen.generates, chosen.publishable) == (
+            declared.generates,
+            declared.publishable,
+        ), name
+        assert set(declared.refuses) <= set(datasets.LABEL_FIELDS), name
+
+
+# Checks a dataset of each built-in task (its first label format) as a stored lockfile's is
+# checked, then prints the modules that took.
+CHECKING = """
+import json, sys
+from pinbench.registry.checks import checks
+from pinbench.registry.dataset_manifest import LabelFormat
+from pinbench.tasks import datasets
+for name in datasets.DECLARED:
+    declared = datasets.declared(name)
+    fmt = declared.formats[0]
+    path = None if "path" in declared.refuses or fmt == "imagefolder" else "labels"
+    labels = LabelFormat(format=fmt, path=path, classes=2 if fmt == "masks" else None)
+    checks().check_labels(name, labels, per_file=True)
+    checks().generates(name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_checking_a_dataset_of_every_task_imports_no_task_nor_numpy() -> None:
+    """Issue 83, item 7: a stored lockfile's dataset is checked against its task whenever the
+    lockfile is read (``runs list`` reads one of each kind): from the declarations, importing
+    no task's code and no NumPy (before, each check imported its task, and most tasks NumPy)."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECKING], capture_output=True, text=True, check=True
+    )
+    modules = set(json.loads(proc.stdout))
+    code = sorted(
+        m
+        for m in modules
+        if m.startswith("pinbench.tasks.") and m.count(".") > 2 and not m.endswith(".declared")
+    )
+    assert code == ["pinbench.tasks.detection.stats"]  # the names of detection's statistics
+    assert not {"numpy", "scipy"} & modules

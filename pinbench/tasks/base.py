@@ -10,8 +10,9 @@ compares. The evaluator, ``rerun``, reports, the CLI and the web UI ask the task
 
 Adding a task: a folder ``pinbench/tasks/<name>/`` whose ``task.py`` defines a ``Task``
 subclass, and one line in ``registry.TASKS``. ``tests/test_task_plugin.py`` adds one from a
-test module to show the whole of it. A built-in task's metrics are data in its folder's
-``declared`` module, named in ``metrics.DECLARED``, so that naming them imports no task.
+test module to show the whole of it. A built-in task's metrics and datasets are data in its
+folder's ``declared`` module, named in ``metrics.DECLARED`` and ``datasets.DECLARED``, so that
+naming them or checking a dataset imports no task.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
+from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric as Metric  # its home; tasks import it from here too
 
 if TYPE_CHECKING:
@@ -132,17 +134,17 @@ class Task(ABC):
     by_file_name: ClassVar[tuple[str, ...]] = ()
     """Label formats that give each sample file its label by the file's name: they need a
     folder of sample files."""
+    datasets: ClassVar[Datasets | None] = None
+    """A built-in task's datasets as data (its ``declared`` module's ``DATASETS``, whence it
+    takes ``label_formats``, ``by_file_name``, ``generates`` and ``publishable``): what checks
+    a dataset's labels without importing the task (``tasks.datasets``)."""
 
     def check_labels(self, labels: LabelFormat, *, per_file: bool) -> None:
         """Refuse (``ValueError``) a dataset manifest's labels section this task cannot read;
-        ``per_file``: the samples are a folder of files. Called whenever a manifest is read."""
-        from pinbench.registry.dataset_manifest import PER_FILE_FORMATS
-
-        if labels.format in self.by_file_name and not per_file:
-            raise ValueError(
-                f"labels of format {labels.format} name sample files: the data must be a "
-                f"folder of them (data.format {' or '.join(PER_FILE_FORMATS)})"
-            )
+        ``per_file``: the samples are a folder of files. Called whenever a manifest is read.
+        By default, as ``datasets`` says (or, without it, only ``by_file_name``)."""
+        rules = self.datasets or Datasets(self.label_formats, by_file_name=self.by_file_name)
+        rules.check(labels, per_file=per_file)
 
     @abstractmethod
     def read_truth(self, source: TruthSource) -> dict[str, Any]:

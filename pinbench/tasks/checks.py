@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
 class TaskChecks:
     def publishable_tasks(self) -> tuple[str, ...]:
-        from pinbench.tasks.registry import tasks
+        from pinbench.tasks.registry import TASKS, datasets_of
 
-        return tuple(t.name for t in tasks() if t.publishable)
+        return tuple(n for n in TASKS if datasets_of(n).publishable)
 
     def check_labels(self, task: str, labels: Any, *, per_file: bool) -> None:
         from pinbench.tasks.registry import check_dataset
@@ -28,11 +28,10 @@ class TaskChecks:
         check_dataset(task, labels, per_file=per_file)
 
     def generates(self, task: str) -> bool:
-        from pinbench.tasks.registry import UnknownTask
-        from pinbench.tasks.registry import task as named
+        from pinbench.tasks.registry import UnknownTask, datasets_of
 
         try:
-            return named(task).generates
+            return datasets_of(task).generates
         except UnknownTask as exc:
             raise ValueError(str(exc)) from None
 

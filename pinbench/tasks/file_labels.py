@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pinbench.tasks.base import Task, TruthSource
 
@@ -15,24 +15,12 @@ Reader = Callable[..., Any]
 
 
 class FileLabelsTask(Task):
-    """``labels: {path: FILE}`` and no classes or names; ``read_truth`` reads ``FILE`` with
-    ``reader`` (``labels_file`` says what it is in an error)."""
-
-    labels_file: ClassVar[str]
-    """What the file is, for a refusal (``the trial list``)."""
+    """``labels: {path: FILE}`` and no classes or names (each task's ``DATASETS``);
+    ``read_truth`` reads ``FILE`` with ``reader``."""
 
     @staticmethod
     def reader() -> Reader:
         raise NotImplementedError
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        kind = self.label_formats[0]
-        if labels.path is None:
-            raise ValueError(f"{kind} labels need `path`: {self.labels_file}")
-        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
-        if given:
-            raise ValueError(f"{kind} labels have no classes: `{given[0]}` does not apply")
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         path = source.dataset.labels.path

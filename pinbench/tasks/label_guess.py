@@ -93,7 +93,7 @@ def _csv(lines: list[str], texts: str) -> str | None:
 def _jsonl(lines: list[str], texts: str) -> str | None:
     try:
         row = json.loads(lines[0])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
         return None
     keys = set(row) if isinstance(row, dict) else set()
     return f"{texts}-jsonl" if {"file", "text"} <= keys and "label" not in keys else None

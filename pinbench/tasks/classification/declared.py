@@ -1,8 +1,12 @@
-"""What classification records: its metrics, as data (``pinbench.tasks.metrics``), read by
-whatever names or shows them without importing the task."""
+"""What classification records: its metrics (``pinbench.tasks.metrics``) and its datasets
+(``pinbench.tasks.datasets``), as data: what names a run's metrics or checks a dataset reads
+them without importing the task."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric
 
 METRICS = (
@@ -13,3 +17,14 @@ METRICS = (
     Metric("binary_roc_auc", "ROC-AUC"),
     Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
 )
+FORMATS = (
+    "class-index-npy",
+    "class-index-txt",
+    "class-index-csv",
+    "class-index-jsonl",
+    "imagefolder",
+)
+DATASETS = Datasets(FORMATS, by_file_name=("class-index-csv", "class-index-jsonl", "imagefolder"))
+OTHER = replace(DATASETS, publishable=False)
+"""``other``: classification's labels, read (performance runs, scored as classification where
+the model declares classification outputs), never published."""

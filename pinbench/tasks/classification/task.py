@@ -10,18 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 from pinbench.tasks.base import Context, Scorer, Task, TruthSource
-from pinbench.tasks.classification.declared import METRICS
+from pinbench.tasks.classification.declared import DATASETS, METRICS, OTHER
 
 if TYPE_CHECKING:
     from pinbench.tasks.parity import Agreement, Recorded
-
-FORMATS = (
-    "class-index-npy",
-    "class-index-txt",
-    "class-index-csv",
-    "class-index-jsonl",
-    "imagefolder",
-)
 
 
 class NoClassificationOutput(UserError):
@@ -40,8 +32,9 @@ class NoClassificationOutput(UserError):
 class Classification(Task):
     name = "classification"
     title = "classification"
-    label_formats = FORMATS
-    by_file_name = ("class-index-csv", "class-index-jsonl", "imagefolder")
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
@@ -107,7 +100,8 @@ class Other(Classification):
 
     name = "other"
     title = "other"
-    publishable = False
+    datasets = OTHER
+    publishable = OTHER.publishable
 
 
 def classification_outputs(outputs: list[Any]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
-from pinbench.tasks.detection.declared import METRICS
+from pinbench.tasks.detection.declared import DATASETS, METRICS
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import check_batch_axis, every_sample, padded, same_shapes, stacked
 from pinbench.worker.undefined import DETAILS_KEY
@@ -22,14 +22,10 @@ taken), so such a model's run is refused (decision 262)."""
 class Detection(Task):
     name = "detection"
     title = "detection"
-    label_formats = ("coco-json",)
-    by_file_name = ("coco-json",)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError("coco-json labels need `path`: the COCO JSON file")
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.tasks.detection.truth import read_ground_truth

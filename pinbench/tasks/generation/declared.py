@@ -1,8 +1,10 @@
-"""What text generation records: its metrics, as data (``pinbench.tasks.metrics``), read by
-whatever names or shows them without importing the task."""
+"""What text generation records: its metrics (``pinbench.tasks.metrics``) and its datasets
+(``pinbench.tasks.datasets``), as data: what names a run's metrics or checks a dataset reads
+them without importing the task."""
 
 from __future__ import annotations
 
+from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric
 
 METRICS = (
@@ -22,4 +24,11 @@ METRICS = (
         by_model=True,
     ),
     Metric("references_count", "references", unit="count"),
+)
+DATASETS = Datasets(
+    ("prompt-references",),
+    refuses=("path", "names", "classes"),
+    refused="prompt-references labels are the `reference` of each line of the prompts file: "
+    "give no path, names or classes",
+    generates=True,
 )

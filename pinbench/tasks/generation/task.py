@@ -9,24 +9,17 @@ from typing import Any
 
 from pinbench.errors import UserError
 from pinbench.tasks.base import Context, Scored, Scorer, Task, TruthSource
-from pinbench.tasks.generation.declared import METRICS
+from pinbench.tasks.generation.declared import DATASETS, METRICS
 from pinbench.tasks.parity import Agreement, Recorded
 
 
 class TextGeneration(Task):
     name = "text-generation"
     title = "text generation"
-    generates = True
-    label_formats = ("prompt-references",)
+    datasets = DATASETS
+    generates = DATASETS.generates
+    label_formats = DATASETS.formats
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is not None or labels.names is not None or labels.classes is not None:
-            raise ValueError(
-                "prompt-references labels are the `reference` of each line of the prompts "
-                "file: give no path, names or classes"
-            )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.worker.lines import LabelProblem

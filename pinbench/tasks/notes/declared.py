@@ -1,8 +1,10 @@
-"""What note transcription records: its metrics, as data (``pinbench.tasks.metrics``), read by
-whatever names or shows them without importing the task."""
+"""What note transcription records: its metrics (``pinbench.tasks.metrics``) and its datasets
+(``pinbench.tasks.datasets``), as data: what names a run's metrics or checks a dataset reads
+them without importing the task."""
 
 from __future__ import annotations
 
+from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric
 
 METRICS = (
@@ -14,4 +16,12 @@ METRICS = (
     Metric("note_offset_recall", "note recall with offsets"),
     Metric("notes_count", "reference notes", unit="count"),
     Metric("estimated_notes_count", "estimated notes", unit="count"),
+)
+FORMAT = "note-events"
+DATASETS = Datasets(
+    (FORMAT,),
+    by_file_name=(FORMAT,),
+    needs_path="{format} labels need `path`: the JSON-lines file of notes",
+    refuses=("classes", "names"),
+    refused="{format} labels have no classes: `{field}` does not apply",
 )

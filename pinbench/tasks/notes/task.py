@@ -8,8 +8,8 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
-from pinbench.tasks.notes.declared import METRICS
-from pinbench.tasks.notes.truth import FORMAT, MAX_NOTES, Notes, note_problem, read_notes
+from pinbench.tasks.notes.declared import DATASETS, METRICS
+from pinbench.tasks.notes.truth import MAX_NOTES, Notes, note_problem, read_notes
 from pinbench.tasks.shapes import padded
 
 SHAPE = "(N, K, 3): K notes per file, each [onset s, offset s, MIDI pitch], rows of NaN padding"
@@ -42,11 +42,10 @@ class BadNotes(UserError):
 class NoteTranscription(FileLabelsTask):
     name = "note-transcription"
     title = "note transcription"
-    label_formats = (FORMAT,)
-    by_file_name = (FORMAT,)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
-
-    labels_file = "the JSON-lines file of notes"
 
     @staticmethod
     def reader() -> Reader:

@@ -18,7 +18,6 @@ import numpy.typing as npt
 from pinbench.tasks.by_file import by_file
 from pinbench.worker.lines import LabelProblem, json_lines, read_text
 
-FORMAT = "note-events"
 MAX_NOTES = 100_000
 """Notes of one file: 50 a second for half an hour."""
 Notes = npt.NDArray[np.float64]

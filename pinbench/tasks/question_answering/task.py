@@ -14,8 +14,8 @@ from pinbench.errors import UserError
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.steps import Tokenize
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
-from pinbench.tasks.question_answering.declared import METRICS
-from pinbench.tasks.question_answering.truth import FORMAT, read_answers
+from pinbench.tasks.question_answering.declared import DATASETS, METRICS
+from pinbench.tasks.question_answering.truth import read_answers
 
 SHAPE = "(N, T): a score per feature and token (the tokenize step's max_length)"
 SHOWN = 20
@@ -39,17 +39,10 @@ class BadSpanScores(UserError):
 class QuestionAnswering(Task):
     name = "question-answering"
     title = "extractive question answering"
-    label_formats = (FORMAT,)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
     scores_inputs = True  # the token ids the model was fed, checked against the host's own
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"{FORMAT} labels need `path`: the answers, one line per question")
-        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
-        if given:
-            raise ValueError(f"{FORMAT} labels are answer texts: `{given[0]}` does not apply")
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.worker.lines import LabelProblem

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from pinbench.worker.lines import LabelProblem, read_lines
 
-FORMAT = "squad-answers"
 MAX_ANSWERS = 64
 """SQuAD v1.1's dev set gives a question at most 6 answers."""
 MAX_ANSWER_CHARS = 4096

@@ -1,8 +1,10 @@
-"""What segmentation records: its metrics, as data (``pinbench.tasks.metrics``), read by
-whatever names or shows them without importing the task."""
+"""What segmentation records: its metrics (``pinbench.tasks.metrics``) and its datasets
+(``pinbench.tasks.datasets``), as data: what names a run's metrics or checks a dataset reads
+them without importing the task."""
 
 from __future__ import annotations
 
+from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric
 
 METRICS = (
@@ -10,3 +12,4 @@ METRICS = (
     Metric("pixel_accuracy", "pixel accuracy"),
     Metric("accuracy_samples_count", "samples scored", unit="count", exact=False),
 )
+DATASETS = Datasets(("masks",), by_file_name=("masks",))

@@ -7,15 +7,16 @@ from typing import Any
 
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
-from pinbench.tasks.segmentation.declared import METRICS
+from pinbench.tasks.segmentation.declared import DATASETS, METRICS
 from pinbench.tasks.shapes import check_batch_axis, every_sample, stacked
 
 
 class Segmentation(Task):
     name = "segmentation"
     title = "segmentation"
-    label_formats = ("masks",)
-    by_file_name = ("masks",)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
 from pinbench.tasks.shapes import every_sample, stacked
-from pinbench.tasks.similarity.declared import METRICS
+from pinbench.tasks.similarity.declared import DATASETS, METRICS
 from pinbench.tasks.similarity.pairs import SimilarityError, read_pairs, similarity_metrics
 
 
@@ -31,13 +31,9 @@ class SentenceSimilarity(Task):
     name = "sentence-similarity"
     title = "sentence similarity"
     scores_inputs = True  # the attention mask its pooling reads
-    label_formats = ("similarity-pairs",)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError("similarity-pairs labels need `path`: the pairs file")
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         path = source.dataset.labels.path

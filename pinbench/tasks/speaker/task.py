@@ -12,9 +12,9 @@ from pinbench.registry.ports import Output
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
 from pinbench.tasks.shapes import every_sample, stacked
-from pinbench.tasks.speaker.declared import METRICS
+from pinbench.tasks.speaker.declared import DATASETS, METRICS
 from pinbench.tasks.speaker.metrics import DCF, verification_metrics
-from pinbench.tasks.speaker.trials import FORMAT, Trials, read_trials
+from pinbench.tasks.speaker.trials import Trials, read_trials
 
 
 class NotASpeakerModel(UserError):
@@ -42,12 +42,11 @@ class BadEmbeddings(UserError):
 class SpeakerVerification(FileLabelsTask):
     name = "speaker-verification"
     title = "speaker verification"
-    label_formats = (FORMAT,)
-    by_file_name = (FORMAT,)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     scores_inputs = True  # an embedding's pool step reads its mask input
     metrics = METRICS
-
-    labels_file = "the trial list"
 
     @staticmethod
     def reader() -> Reader:

@@ -17,7 +17,6 @@ import numpy.typing as npt
 from pinbench.registry.dataset_layout import folder_prefix
 from pinbench.worker.lines import LabelProblem, read_text, split_lines
 
-FORMAT = "speaker-trials"
 MAX_TRIALS = 1_000_000
 """Trials of one list (VoxCeleb1-H, the largest in use, has 552,536)."""
 

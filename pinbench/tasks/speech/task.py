@@ -8,26 +8,18 @@ from typing import Any
 from pinbench.errors import UserError
 from pinbench.tasks.base import Context, Scored, Scorer, Task, TruthSource
 from pinbench.tasks.parity import Agreement, Recorded
-from pinbench.tasks.speech.declared import METRICS
+from pinbench.tasks.speech.declared import DATASETS, METRICS
 from pinbench.worker.lines import LabelProblem
 
 
 class SpeechRecognition(Task):
     name = "speech-recognition"
     title = "speech recognition"
-    generates = True
-    label_formats = ("transcript-txt", "transcript-csv", "transcript-jsonl")
-    by_file_name = ("transcript-csv", "transcript-jsonl")
+    datasets = DATASETS
+    generates = DATASETS.generates
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"labels of format {labels.format} need `path`: the transcripts")
-        if labels.classes is not None or labels.names is not None:
-            raise ValueError(
-                "transcripts are each sample's text, not classes: leave out `classes` and `names`"
-            )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.tasks.text_recognition.truth import read_texts

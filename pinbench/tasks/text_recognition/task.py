@@ -18,7 +18,7 @@ from pinbench.tasks.text_recognition.ctc import (
     decode,
     read_alphabet,
 )
-from pinbench.tasks.text_recognition.declared import METRICS
+from pinbench.tasks.text_recognition.declared import DATASETS, METRICS
 from pinbench.worker.lines import LabelProblem
 from pinbench.worker.undefined import UndefinedMetric
 
@@ -39,18 +39,10 @@ class NoTextOutput(UserError):
 class TextRecognition(Task):
     name = "text-recognition"
     title = "text recognition"
-    label_formats = ("text-txt", "text-csv", "text-jsonl")
-    by_file_name = ("text-csv", "text-jsonl")
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"labels of format {labels.format} need `path`: the texts file")
-        if labels.classes is not None or labels.names is not None:
-            raise ValueError(
-                "text labels are each sample's text, not classes: leave out `classes` and `names`"
-            )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.tasks.text_recognition.truth import read_texts

@@ -13,8 +13,8 @@ from pinbench.errors import UserError
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.steps import Tokenize
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
-from pinbench.tasks.tokens.declared import METRICS
-from pinbench.tasks.tokens.truth import FORMAT, TAG, read_tags
+from pinbench.tasks.tokens.declared import DATASETS, METRICS
+from pinbench.tasks.tokens.truth import TAG, read_tags
 
 SHAPE = "(N, T, C): a score per sample, token (the tokenize step's max_length) and label"
 
@@ -38,20 +38,10 @@ class BadTokenScores(UserError):
 class TokenClassification(Task):
     name = "token-classification"
     title = "token classification"
-    label_formats = (FORMAT,)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
     scores_inputs = True  # the token ids the model was fed, checked against the host's own
     metrics = METRICS
-
-    def check_labels(self, labels: Any, *, per_file: bool) -> None:
-        super().check_labels(labels, per_file=per_file)
-        if labels.path is None:
-            raise ValueError(f"{FORMAT} labels need `path`: the tags, one line per sample")
-        given = [f for f in ("classes", "names") if getattr(labels, f) is not None]
-        if given:
-            raise ValueError(
-                f"{FORMAT} labels name their entity types in the tags: `{given[0]}` does not "
-                "apply (the label names are the model output's `labels` file)"
-            )
 
     def read_truth(self, source: TruthSource) -> dict[str, Any]:
         from pinbench.worker.datasets import read_text_lines

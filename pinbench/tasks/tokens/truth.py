@@ -12,7 +12,6 @@ from pathlib import Path
 
 from pinbench.worker.lines import LabelProblem, read_lines
 
-FORMAT = "iob2-tags"
 TAG = re.compile(r"O|[BI]-[^ ]+")
 
 

@@ -1,8 +1,10 @@
-"""What voice activity records: its metrics, as data (``pinbench.tasks.metrics``), read by
-whatever names or shows them without importing the task."""
+"""What voice activity records: its metrics (``pinbench.tasks.metrics``) and its datasets
+(``pinbench.tasks.datasets``), as data: what names a run's metrics or checks a dataset reads
+them without importing the task."""
 
 from __future__ import annotations
 
+from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric
 
 METRICS = (
@@ -11,4 +13,12 @@ METRICS = (
     Metric("frame_recall", "frame recall"),
     Metric("frame_roc_auc", "frame ROC-AUC"),
     Metric("frames_count", "frames scored", unit="count"),
+)
+FORMAT = "speech-segments"
+DATASETS = Datasets(
+    (FORMAT,),
+    by_file_name=(FORMAT,),
+    needs_path="{format} labels need `path`: the JSON-lines file of speech spans",
+    refuses=("classes", "names"),
+    refused="{format} labels have no classes: `{field}` does not apply",
 )

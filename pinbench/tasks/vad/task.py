@@ -13,12 +13,10 @@ from pinbench.registry.ports import Input, Output
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer
 from pinbench.tasks.binary import probabilities
 from pinbench.tasks.file_labels import FileLabelsTask, Reader
-from pinbench.tasks.vad.declared import METRICS
+from pinbench.tasks.vad.declared import DATASETS, METRICS
 from pinbench.tasks.vad.frames import covered_seconds, past_end, speech_frames
 from pinbench.tasks.vad.metrics import activity_metrics
 from pinbench.tasks.vad.truth import Span, read_segments
-
-FORMAT = "speech-segments"
 
 
 class NotAnActivityModel(UserError):
@@ -58,11 +56,10 @@ class VoiceActivity(FileLabelsTask):
     name = "voice-activity"
     title = "voice activity"
     scores_inputs = True  # each sample's frame count
-    label_formats = (FORMAT,)
-    by_file_name = (FORMAT,)
+    datasets = DATASETS
+    label_formats = DATASETS.formats
+    by_file_name = DATASETS.by_file_name
     metrics = METRICS
-
-    labels_file = "the JSON-lines file of speech spans"
 
     @staticmethod
     def reader() -> Reader:
