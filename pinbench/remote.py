@@ -22,6 +22,7 @@ import msgspec
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore, ChecksumMismatch
+from pinbench.errors import UserError
 from pinbench.polling import intervals
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import load_manifest, manifest_data
@@ -136,13 +137,26 @@ class Remote:
         """Every item of a paged listing (``GET path``, keyset paging: ``limit`` and
         ``after``), asked a page of ``PAGE_LIMIT`` at a time until one is shorter; ``after``
         gives an item's key."""
-        out: list[dict[str, Any]] = []
+        rows: list[dict[str, Any]] = self.paged_object(path, params, "", after)[""]
+        return rows
+
+    def paged_object(
+        self, path: str, params: dict[str, str], field: str, after: Callable[[dict[str, Any]], str]
+    ) -> dict[str, Any]:
+        """The object ``GET path`` answers with every item of its paged ``field`` (a list as
+        ``pages`` follows it; ``""``: the answer is the list itself)."""
+        whole: dict[str, Any] = {}
         asked: dict[str, Any] = {**params, "limit": PAGE_LIMIT}
         while True:
-            got: list[dict[str, Any]] = self.json("GET", path, params=asked)
-            out += got
-            if len(got) < PAGE_LIMIT:
-                return out
+            answer = self.json("GET", path, params=asked)
+            got = answer.get(field) if field and isinstance(answer, dict) else answer
+            if not isinstance(got, list) or not all(isinstance(i, dict) for i in got):
+                raise UserError(f"{self.url} {path}: not a listing ({type(got).__name__})")
+            if not whole:
+                whole = {**answer, field: []} if field else {"": []}
+            whole[field] += got
+            if len(got) != PAGE_LIMIT:  # the last page (longer: a server that does not page)
+                return whole
             asked = {**params, "limit": PAGE_LIMIT, "after": after(got[-1])}
 
     # ------------------------------------------------------------ registry

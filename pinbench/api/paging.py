@@ -5,12 +5,17 @@ A page holds at most ``limit`` items (``DEFAULT_LIMIT`` unless given, ``MAX_LIMI
 in the listing's own order; the next page is asked with ``after`` = the key of this page's last
 item (as ``GET /api/v1/runs`` pages by a run's id). A page shorter than ``limit`` is the last.
 A key that does not parse is refused (400, naming ``after``), never taken as the start.
+
+Where the listing's SQL orders by the key (the artifacts: ``registry.catalog.version_page``),
+the limit and the keyset condition are in the query and ``parsed`` reads ``after``; a listing
+read whole by its own module (tokens, users, keys, series, alerts, studies, systems) is cut by
+``page_listed`` past the item ``after`` names by its unique key, as a run's id names a run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Final, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Annotated, Final, TypeVar
 
 from litestar.params import Parameter
 
@@ -42,32 +47,39 @@ After = Annotated[
 ]
 
 
+def described(items: str, key: str) -> str:
+    """A paged listing's description in the OpenAPI document: its ``items`` and their ``key``."""
+    return (
+        f"A page of at most `limit` {items} ({DEFAULT_LIMIT} unless given, {MAX_LIMIT} at "
+        f"most). The next page: `after` = the last one's `{key}` (keyset paging); a page "
+        "shorter than `limit` is the last. An `after` naming none is refused with 400."
+    )
+
+
 class InvalidCursor(InvalidValue):
     what = "after"
 
 
-def page(
-    items: Iterable[T],
-    *,
-    key: Callable[[T], Any],
-    cursor: Callable[[str], Any],
-    limit: int,
-    after: str | None,
+def page_listed(
+    items: Sequence[T], *, id_of: Callable[[T], str], limit: int, after: str | None
 ) -> list[T]:
-    """Up to ``limit`` of ``items`` (in order of ``key``, ascending) past ``after``: the key
-    ``cursor`` reads from that text (``InvalidCursor`` when it does not parse)."""
-    start = None if after is None else _parsed(cursor, after)
-    out: list[T] = []
-    for item in items:
-        if start is not None and not key(item) > start:
-            continue
-        out.append(item)
-        if len(out) == limit:
-            break
-    return out
+    """Up to ``limit`` of ``items`` (a whole listing, in its order) past the one whose
+    ``id_of`` is ``after`` (``InvalidCursor`` when no item is)."""
+    if after is None:
+        return list(items[:limit])
+    for i, item in enumerate(items):
+        if id_of(item) == after:
+            return list(items[i + 1 : i + 1 + limit])
+    raise InvalidCursor(text=after, reason="no item of this listing has this key")
 
 
-def _parsed(cursor: Callable[[str], Any], after: str) -> Any:
+def parsed(cursor: Callable[[str], T], after: str | None) -> T | None:
+    """``after`` as ``cursor`` reads it (None: the first page; ``InvalidCursor`` when it does
+    not parse)."""
+    return None if after is None else _parsed(cursor, after)
+
+
+def _parsed(cursor: Callable[[str], T], after: str) -> T:
     try:
         return cursor(after)
     except (PinbenchError, ValueError) as exc:

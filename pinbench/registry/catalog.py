@@ -65,13 +65,85 @@ def list_artifacts(
     sql = SUMMARY_SQL + (" WHERE " + " AND ".join(where) if where else "")
     params = {"kind": kind.value if kind else None, "name": name}
     with ws.reads() as rows:
-        out = [
-            Summary(k, n, v, flag(yanked), when(at), publisher, digest)
-            for k, n, v, yanked, at, publisher, digest in rows(sql, params)
-        ]
+        out = [_summary(row) for row in rows(sql, params)]
     order = list(Kind)
     out.sort(key=lambda s: (order.index(Kind(s.kind)), s.name, parse_version(s.version)))
     return out
+
+
+def version_page(
+    ws: Workspace,
+    kind: Kind | None = None,
+    name: str | None = None,
+    contains: str | None = None,
+    after: ArtifactRef | None = None,
+    limit: int = 100,
+) -> list[Summary]:
+    """Up to ``limit`` published versions by kind, name (the database's order), then version
+    precedence, past ``after`` (keyset paging, ``GET /api/v1/artifacts``): the limit and the
+    key are in the queries, which read the ``(kind, name)`` index from ``after``'s name on;
+    versions are ordered here (SQL knows no semver precedence), a name's at a time, so a
+    page reads its own names' rows, never the whole registry. ``contains``: only names
+    holding that text."""
+    order = list(Kind)
+    kinds = [kind] if kind else order
+    if after is not None:
+        kinds = [k for k in kinds if order.index(k) >= order.index(after.kind)]
+    where, params = ["kind = :kind"], dict[str, Any]()
+    if name is not None:
+        where.append("name = :name")
+        params["name"] = name
+    if contains:
+        where.append("name LIKE :pattern ESCAPE '\\'")
+        params["pattern"] = f"%{_escaped(contains.lower())}%"
+    out: list[Summary] = []
+    with ws.reads() as rows:
+        for k in kinds:
+            start = None
+            if after is not None and k == after.kind:
+                start = after.name
+                if name in (None, start) and _holds(start, contains):  # the rest of its name
+                    later = [s for s in _versions(rows, k.value, start) if _past(s, after)]
+                    out += later
+            wanted = limit - len(out)
+            if wanted <= 0:
+                break
+            past = [] if start is None else ["name > :start"]
+            sql = f"{SUMMARY_SQL} WHERE {' AND '.join(where + past)} ORDER BY name LIMIT :limit"
+            found = rows(sql, {**params, "kind": k.value, "start": start, "limit": wanted})
+            names: dict[str, list[Summary]] = {}
+            for row in found:
+                names.setdefault(str(row[1]), []).append(_summary(row))
+            if len(found) == wanted:  # the last name may hold more versions than were read
+                last = next(reversed(names))
+                names[last] = _versions(rows, k.value, last)
+            for versions in names.values():
+                out += sorted(versions, key=lambda s: parse_version(s.version))
+    return out[:limit]
+
+
+def _versions(rows: Rows, kind: str, name: str) -> list[Summary]:
+    """Every version of ``KIND/NAME``, by precedence."""
+    found = rows(f"{SUMMARY_SQL} WHERE kind = :kind AND name = :name", {"kind": kind, "name": name})
+    return sorted(map(_summary, found), key=lambda s: parse_version(s.version))
+
+
+def _summary(row: Sequence[Any]) -> Summary:
+    k, n, v, yanked, at, publisher, digest = row
+    return Summary(k, n, v, flag(yanked), when(at), publisher, digest)
+
+
+def _past(summary: Summary, after: ArtifactRef) -> bool:
+    return parse_version(summary.version) > after.version
+
+
+def _holds(name: str, contains: str | None) -> bool:
+    return not contains or contains.lower() in name
+
+
+def _escaped(text: str) -> str:
+    """``text`` matched as itself by ``LIKE … ESCAPE '\\'``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +176,7 @@ def name_page(
     params: dict[str, Any] = {}
     where = ["kind = :kind"]
     if contains:
-        escaped = contains.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        params["pattern"] = f"%{escaped}%"
+        params["pattern"] = f"%{_escaped(contains.lower())}%"
         where.append("name LIKE :pattern ESCAPE '\\'")
     picked: list[tuple[str, str]] = []
     summaries: dict[tuple[str, str], list[Summary]] = {}

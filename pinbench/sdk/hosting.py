@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pinbench.registry.lockfile import Lockfile as LockfileBody
     from pinbench.registry.manifest import Manifest
     from pinbench.registry.manifest_parts import FileEntry
+    from pinbench.registry.names import ArtifactRef
     from pinbench.registry.publish import PublishResult
     from pinbench.sdk.records import Published
     from pinbench.sdk.registry import Registry
@@ -177,6 +178,25 @@ class Hosting:
             return None
         d = Digest(digest)
         return store.presigned(d, label=f"blob {d.hex}")
+
+    # -- listings -------------------------------------------------------------------------
+
+    def artifact_page(
+        self,
+        kind: str | None,
+        name: str | None,
+        contains: str | None,
+        after: ArtifactRef | None,
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        """A page of published versions (the REST shape), past ``after`` (keyset paging in
+        SQL: ``catalog.version_page``)."""
+        from pinbench.registry import catalog
+        from pinbench.registry.names import parse_kind
+
+        parsed = parse_kind(kind) if kind else None
+        found = catalog.version_page(self._ws, parsed, name, contains, after, limit)
+        return [s.to_json() for s in found]
 
     # -- runs -----------------------------------------------------------------------------
 

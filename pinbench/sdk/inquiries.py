@@ -303,7 +303,7 @@ def _remote_keys(remote: Remote) -> list[PublicKey]:
 
 def server_key_rows(remote: Remote) -> list[dict[str, Any]]:
     """GET /api/v1/keys, checked to be a list of objects."""
-    rows = remote.json("GET", "/api/v1/keys")
+    rows = remote.pages("/api/v1/keys", {}, lambda k: str(k["keyid"]))
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise UserError(f"{remote.url} /api/v1/keys: not a list of keys")
     return rows

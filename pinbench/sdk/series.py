@@ -50,7 +50,8 @@ class Series:
         from pinbench.series.members import list_series
 
         rows: list[dict[str, Any]] = self.registry.either(
-            lambda remote: remote.json("GET", "/api/v1/series"), list_series
+            lambda remote: remote.pages("/api/v1/series", {}, lambda s: str(s["name"])),
+            list_series,
         )
         return rows
 
@@ -67,7 +68,10 @@ class Series:
             return shown
 
         info: dict[str, Any] = self.registry.either(
-            lambda remote: remote.json("GET", f"/api/v1/series/{_path(name)}"), here
+            lambda remote: remote.paged_object(
+                f"/api/v1/series/{_path(name)}", {}, "points", lambda p: str(p["run"])
+            ),
+            here,
         )
         return info
 

@@ -116,7 +116,8 @@ class Studies:
         from pinbench.studies.store import list_studies
 
         rows: builtins.list[dict[str, Any]] = self.registry.either(
-            lambda remote: remote.json("GET", "/api/v1/studies"), list_studies
+            lambda remote: remote.pages("/api/v1/studies", {}, lambda s: str(s["name"])),
+            list_studies,
         )
         return rows
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import Controller, delete, get, post
 
 from pinbench.accounts import AuthError, Forbidden, Principal
+from pinbench.api.paging import DEFAULT_LIMIT, After, Limit, described, page_listed
 from pinbench.api.schemas import (
     Me,
     MemberRequest,
@@ -51,9 +52,22 @@ class TokenController(Controller):
         made = registry.accounts().create_token(name=data.name, scopes=data.scopes, as_=principal)
         return NewToken(**made)
 
-    @get("/", sync_to_thread=True, summary="The caller's tokens (never their secrets)")
-    def list_tokens(self, registry: Registry, principal: Principal) -> list[TokenInfo]:
-        return [TokenInfo(**t) for t in registry.accounts().tokens(as_=principal)]
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="The caller's tokens (never their secrets), oldest first",
+        description=described("tokens", "id"),
+    )
+    def list_tokens(
+        self,
+        registry: Registry,
+        principal: Principal,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
+    ) -> list[TokenInfo]:
+        tokens = registry.accounts().tokens(as_=principal)
+        kept = page_listed(tokens, id_of=lambda t: str(t["id"]), limit=limit, after=after)
+        return [TokenInfo(**t) for t in kept]
 
     @delete("/{token_id:str}", sync_to_thread=True, summary="Revoke a token (own, or any: admin)")
     def revoke(self, registry: Registry, principal: Principal, token_id: str) -> None:
@@ -66,10 +80,23 @@ class UserController(Controller):
     path = "/api/v1/users"
     tags = ["accounts"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="Users and their namespaces (admin)")
-    def list_users(self, registry: Registry, principal: Principal) -> list[UserInfo]:
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Users and their namespaces, by name (admin)",
+        description=described("users", "name"),
+    )
+    def list_users(
+        self,
+        registry: Registry,
+        principal: Principal,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
+    ) -> list[UserInfo]:
         _admin(principal)
-        return [UserInfo(**u) for u in registry.accounts().users()]
+        users = registry.accounts().users()
+        kept = page_listed(users, id_of=lambda u: str(u["name"]), limit=limit, after=after)
+        return [UserInfo(**u) for u in kept]
 
     @post("/", sync_to_thread=True, status_code=201, summary="Add a user (admin)")
     def add(self, registry: Registry, principal: Principal, data: UserRequest) -> UserInfo:

@@ -15,11 +15,10 @@ from pinbench.accounts import Principal
 from pinbench.api.cache import ReadCache
 from pinbench.api.deps import ServerSettings
 from pinbench.api.logs import event
-from pinbench.api.paging import DEFAULT_LIMIT, MAX_AFTER, MAX_LIMIT, After, Limit, page
+from pinbench.api.paging import DEFAULT_LIMIT, MAX_AFTER, MAX_LIMIT, After, Limit, parsed
 from pinbench.api.problems import ApiNotFound
 from pinbench.api.schemas import ArtifactDetail, ArtifactSummary, Published, Yanked, YankRequest
 from pinbench.api.upload import Received, receive_upload
-from pinbench.sdk.artifact_order import ref_key, row_key
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.records import Published as PublishedRecord
 from pinbench.sdk.registry import Registry
@@ -52,12 +51,13 @@ class ArtifactController(Controller):
         summary="List and search artifact versions, a page at a time",
         description=f"A page of at most `limit` versions ({DEFAULT_LIMIT} unless given, "
         f"{MAX_LIMIT} at most) by kind, name, then version precedence. The next page: `after` "
-        "= the last version's `KIND/NAME@VERSION` (keyset paging); a page shorter than `limit` "
-        "is the last. An `after` that is no such reference is refused with 400.",
+        "= the last version's `KIND/NAME@VERSION` (keyset paging: a page costs the same however "
+        "many versions there are); a page shorter than `limit` is the last. An `after` that is "
+        "no such reference is refused with 400.",
     )
     def list_artifacts(
         self,
-        registry: Registry,
+        hosted: Hosting,
         principal: Principal,
         kind: Annotated[str | None, Parameter(max_length=16)] = None,
         name: Annotated[str | None, Parameter(max_length=MAX_AFTER)] = None,
@@ -68,9 +68,8 @@ class ArtifactController(Controller):
         after: After = None,
     ) -> list[ArtifactSummary]:
         principal.require("read")
-        rows = (r for r in registry.list(kind, name) if q is None or q.lower() in r["name"])
-        kept = page(rows, key=row_key, cursor=ref_key, limit=limit, after=after)
-        return [_summary(r) for r in kept]
+        start = parsed(ArtifactRef.parse, after)
+        return [_summary(r) for r in hosted.artifact_page(kind, name, q, start, limit)]
 
     @get(
         "/{ref:path}",
@@ -118,15 +117,26 @@ class ArtifactController(Controller):
     @get(
         "/versions/{kind:str}/{name:path}",
         sync_to_thread=True,
-        summary="Every published version of KIND/NAME, lowest first",
+        summary="The published versions of KIND/NAME, lowest first, a page at a time",
+        description=f"A page of at most `limit` versions ({DEFAULT_LIMIT} unless given, "
+        f"{MAX_LIMIT} at most) by version precedence. The next page: `after` = the last "
+        "version's `VERSION` (keyset paging); a page shorter than `limit` is the last. An "
+        "`after` that is no version is refused with 400; a name without versions, 404.",
     )
     def versions(
-        self, registry: Registry, principal: Principal, kind: str, name: str
+        self,
+        hosted: Hosting,
+        principal: Principal,
+        kind: str,
+        name: str,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
     ) -> list[ArtifactSummary]:
         principal.require("read")
         name = name.lstrip("/")
-        rows = registry.list(kind, name)
-        if not rows:
+        start = parsed(lambda v: ArtifactRef.parse(f"{kind}/{name}@{v}"), after)
+        rows = hosted.artifact_page(kind, name, None, start, limit)
+        if not rows and (start is None or not hosted.artifact_page(kind, name, None, None, 1)):
             raise ApiNotFound(f"no version of {kind}/{name} is published")
         return [_summary(r) for r in rows]
 

@@ -8,6 +8,7 @@ import msgspec
 from litestar import Controller, Response, get, post
 
 from pinbench.accounts import Principal
+from pinbench.api.paging import DEFAULT_LIMIT, After, Limit, described, page_listed
 from pinbench.api.problems import ApiNotFound
 from pinbench.sdk.hosting import Hosting
 from pinbench.sdk.registry import Registry
@@ -42,10 +43,19 @@ class KeyController(Controller):
         "/",
         sync_to_thread=True,
         summary="This registry's public keys: attestation and model-signing, active and retired",
+        description="By purpose, oldest first. " + described("keys", "keyid"),
     )
-    def list_keys(self, hosted: Hosting, principal: Principal) -> list[KeyView]:
+    def list_keys(
+        self,
+        hosted: Hosting,
+        principal: Principal,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
+    ) -> list[KeyView]:
         principal.require("read")
-        return [KeyView(**k) for k in hosted.signing_keys()]
+        keys = hosted.signing_keys()
+        kept = page_listed(keys, id_of=lambda k: str(k["keyid"]), limit=limit, after=after)
+        return [KeyView(**k) for k in kept]
 
 
 class AttestationController(Controller):

@@ -16,6 +16,7 @@ from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 
 from pinbench.accounts import AuthError, Forbidden, Principal
+from pinbench.api.paging import DEFAULT_LIMIT, MAX_LIMIT, After, Limit, described, page_listed
 from pinbench.api.schemas import Body
 from pinbench.sdk.registry import Registry
 from pinbench.sdk.series import check_candidates
@@ -60,20 +61,48 @@ class SeriesController(Controller):
     path = "/api/v1/series"
     tags = ["series"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="Every series", operation_id="listSeries")
-    def list_series(self, registry: Registry, principal: Principal) -> list[dict[str, Any]]:
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Series, by name",
+        description=described("series", "name"),
+        operation_id="listSeries",
+    )
+    def list_series(
+        self,
+        registry: Registry,
+        principal: Principal,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
+    ) -> list[dict[str, Any]]:
         principal.require("read")
-        return registry.series().list()
+        every = registry.series().list()
+        return page_listed(every, id_of=lambda s: str(s["name"]), limit=limit, after=after)
 
     @get(
         "/{name:path}",
         sync_to_thread=True,
         summary="One series: each run's metrics, the pins that moved, the thresholds",
+        description=f"`points` holds a page of at most `limit` runs, oldest first "
+        f"({DEFAULT_LIMIT} unless given, {MAX_LIMIT} at most; what moved before a run is "
+        "against the run before it in the whole series). The next page: `after` = the last "
+        "point's `run` (keyset paging); a page shorter than `limit` is the last. An `after` "
+        "naming no run of the series is refused with 400.",
         operation_id="showSeries",
     )
-    def show(self, registry: Registry, principal: Principal, name: str) -> dict[str, Any]:
+    def show(
+        self,
+        registry: Registry,
+        principal: Principal,
+        name: str,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
+    ) -> dict[str, Any]:
         principal.require("read")
-        return registry.series().show(name.lstrip("/"))
+        shown = registry.series().show(name.lstrip("/"))
+        points = shown["points"]
+        kept = page_listed(points, id_of=lambda p: str(p["run"]), limit=limit, after=after)
+        return {**shown, "points": kept}
 
 
 class ThresholdController(Controller):
@@ -176,19 +205,30 @@ class AlertController(Controller):
     path = "/api/v1/alerts"
     tags = ["series"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="Alerts, newest first", operation_id="listAlerts")
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Alerts, newest first",
+        description=described("alerts", "id")
+        + f" The pages walk the newest {MAX_LIMIT} alerts (of the series and state given).",
+        operation_id="listAlerts",
+    )
     def list_alerts(
         self,
         registry: Registry,
         principal: Principal,
         series: Annotated[str | None, Parameter(max_length=600)] = None,
         alert_state: Annotated[
-            str | None, Parameter(query="state", description="open or acknowledged")
+            str | None,
+            Parameter(query="state", description="open or acknowledged", max_length=16),
         ] = None,
-        limit: int = 100,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
     ) -> list[dict[str, Any]]:
         principal.require("read")
-        return registry.series().alerts(series=series, state=alert_state, limit=limit)
+        wanted = MAX_LIMIT if after is not None else limit  # the newest MAX_LIMIT are paged
+        alerts = registry.series().alerts(series=series, state=alert_state, limit=wanted)
+        return page_listed(alerts, id_of=lambda a: str(a["id"]), limit=limit, after=after)
 
     @get("/{alert_id:int}", sync_to_thread=True, summary="One alert", operation_id="showAlert")
     def show(self, registry: Registry, principal: Principal, alert_id: int) -> dict[str, Any]:

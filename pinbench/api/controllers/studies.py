@@ -11,6 +11,7 @@ from typing import Any
 from litestar import Controller, Response, get, post
 
 from pinbench.accounts import Principal
+from pinbench.api.paging import DEFAULT_LIMIT, After, Limit, described, page_listed
 from pinbench.api.schemas import StudyRunRequest
 from pinbench.api.study_runs import Drivers
 from pinbench.sdk.hosting import Hosting
@@ -21,10 +22,23 @@ class StudyController(Controller):
     path = "/api/v1/studies"
     tags = ["studies"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="Every study", operation_id="listStudies")
-    def list_studies(self, registry: Registry, principal: Principal) -> list[dict[str, Any]]:
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Recorded studies, newest first",
+        description=described("studies", "name"),
+        operation_id="listStudies",
+    )
+    def list_studies(
+        self,
+        registry: Registry,
+        principal: Principal,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
+    ) -> list[dict[str, Any]]:
         principal.require("read")
-        return registry.studies().list()
+        studies = registry.studies().list()
+        return page_listed(studies, id_of=lambda s: str(s["name"]), limit=limit, after=after)
 
     @post(
         "/",

@@ -8,6 +8,7 @@ from typing import Any
 from litestar import Controller, get
 
 from pinbench.accounts import Principal
+from pinbench.api.paging import DEFAULT_LIMIT, After, Limit, described, page_listed
 from pinbench.api.runpool import RunPool
 from pinbench.sdk.hosting import Hosting
 
@@ -23,12 +24,23 @@ class SystemController(Controller):
     path = "/api/v1/systems"
     tags = ["systems"]  # noqa: RUF012
 
-    @get("/", sync_to_thread=True, summary="Every system: hardware facts, alive, runs done")
+    @get(
+        "/",
+        sync_to_thread=True,
+        summary="Systems: hardware facts, alive, runs done",
+        description=described("systems", "name"),
+    )
     def list_systems(
-        self, hosted: Hosting, pool: RunPool, principal: Principal
+        self,
+        hosted: Hosting,
+        pool: RunPool,
+        principal: Principal,
+        limit: Limit = DEFAULT_LIMIT,
+        after: After = None,
     ) -> list[dict[str, Any]]:
         principal.require("read")
-        return hosted.systems(alive_systems(hosted, pool))
+        systems = hosted.systems(alive_systems(hosted, pool))
+        return page_listed(systems, id_of=lambda s: str(s["name"]), limit=limit, after=after)
 
     @get("/{name:str}", sync_to_thread=True, summary="One system's facts as its agent reported")
     def show(
