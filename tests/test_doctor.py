@@ -191,6 +191,7 @@ def test_the_database_is_named_with_what_to_do(tmp_path: Path) -> None:
     gone = storage.database(Place(environ={"PINBENCH_DATABASE_URL": url}))
     assert gone.status == "fail"
     assert "secret" not in gone.detail and "127.0.0.1" in gone.detail
+    assert storage.shown_url(url) == url.replace(":secret@", ":***@")
     assert "PINBENCH_DATABASE_URL" in gone.fix
 
     (tmp_path / "a-file").write_text("")

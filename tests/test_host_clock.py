@@ -193,7 +193,9 @@ def test_a_code_run_is_timed_by_the_hosts_loadgen_which_the_code_cannot_reach(
     assert shown["throughput_sps"] <= 1e9 / floor
     clock = shown["details"]["clock"]
     assert clock["side"] == "host" and clock["latencies"] == LATENCIES
-    assert 0 < clock["crossing_ns"] < floor  # a round trip, measured before the test
+    # a round trip, measured before the test: recorded, not bounded (on a loaded two-core
+    # machine one took 5.0 ms, longer than the model's sleep; no timing assertions in tests)
+    assert isinstance(clock["crossing_ns"], int) and clock["crossing_ns"] > 0
     assert shown["details"]["loadgen"]["result_min_latency_ns"] >= floor
     assert shown["samples_count"] == shown["framework_calls_count"]
     assert shown["details"]["machine"]["own_cpu_s"] > 0  # the worker's CPU counts as the run's

@@ -32,6 +32,7 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
 from pinbench.worker.job import truth_paths
 from tests.helpers import in_process_cli
+from tests.services import unavailable
 from tests.test_processing_code import CODE, POST, PRE, World, _lock, _publish, quiet, world
 
 __all__ = ["world"]
@@ -383,28 +384,55 @@ def test_figures_the_evaluator_injects_are_dropped_and_named(
     assert "dropped_metrics" not in honest["details"]
 
 
+# (case, a bwrap on PATH that answers so, whether the system's own /usr/bin/bwrap is seen,
+# what the refusal says, what it says to do)
+INSTALL_FIX = "apt-get install -y bubblewrap"
 REFUSALS = [
-    ("bubblewrap is not installed", None, "bubblewrap (bwrap) is not installed"),
+    (
+        "bubblewrap is not installed",
+        None,
+        False,
+        "bubblewrap (bwrap) is not installed",
+        INSTALL_FIX,
+    ),
+    (  # a service's PATH of its own: told apart from "not installed" (issue 83)
+        "bubblewrap is not on the PATH",
+        None,
+        True,
+        "bubblewrap is installed at /usr/bin/bwrap but not on this process's PATH",
+        "add /usr/bin to the PATH pinbench is started with",
+    ),
     (
         "user namespaces are not allowed",
         "echo 'bwrap: No permissions to create new namespace, likely because the kernel does "
         "not allow non-privileged user namespaces.' >&2; exit 1",
+        True,
         "No permissions to create new namespace",
+        INSTALL_FIX,
     ),
 ]
 
 
-@pytest.mark.parametrize(("case", "fake", "said"), REFUSALS, ids=[c for c, _, _ in REFUSALS])
+@pytest.mark.parametrize(
+    ("case", "fake", "installed", "said", "fix"), REFUSALS, ids=[c[0] for c in REFUSALS]
+)
 def test_a_sandbox_that_cannot_start_refuses_the_run_in_one_line_naming_the_fix(
     world: World,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     case: str,
     fake: str | None,
+    installed: bool,
     said: str,
+    fix: str,
 ) -> None:
+    from pinbench.evaluator.runners import sandbox
     from pinbench.evaluator.runners.sandbox import SandboxUnavailable
 
+    if installed and not Path("/usr/bin/bwrap").exists():
+        unavailable("bubblewrap is not installed at /usr/bin/bwrap")
+    if not installed:
+        monkeypatch.setattr(sandbox, "INSTALLED", ())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     if fake is not None:
@@ -416,7 +444,9 @@ def test_a_sandbox_that_cannot_start_refuses_the_run_in_one_line_naming_the_fix(
         run_lockfile(ws, world.lock, runner="local", say=quiet, allow_code=True)
     message = str(info.value)
     assert said in message and "\n" not in message
-    assert "apt install bubblewrap" in message and "--sandbox none" in message
+    assert fix in message
+    if fix == INSTALL_FIX:
+        assert "--sandbox none" in message and "`pinbench doctor`" in message
     recorded = show_run(ws, _newest(ws))  # recorded failed, with the same reason
     assert recorded["status"] == "failed" and said in recorded["error"]
 

@@ -38,14 +38,24 @@ def space(what: str, folder: Path, env: str) -> Finding:
     return Finding(name, "ok", said)
 
 
+def shown_url(url: str) -> str:
+    """``url`` with its password, if any, as ``***`` (as SQLAlchemy renders it)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
 def database(place: Place) -> Finding:
     """The configured database: ``ok`` at this pinbench's schema; ``warn`` for a home not made
     yet (``pinbench init``; the demo makes its own); ``fail`` where it cannot be opened or is at
-    another schema."""
-    from sqlalchemy.engine import make_url
-
+    another schema. Read as every working command reads (``Workspace.reads``: SQLite's own
+    driver for the embedded database, SQLAlchemy Core for a server's)."""
     from pinbench.config import Settings, check_home
-    from pinbench.db.schema import SchemaNotCurrent, ensure_current
+    from pinbench.db.schema import SchemaNotCurrent
     from pinbench.errors import PinbenchError
     from pinbench.workspace import Workspace
 
@@ -55,9 +65,10 @@ def database(place: Place) -> Finding:
     except PinbenchError as exc:
         return Finding("database", "fail", str(exc), "set PINBENCH_HOME to a folder")
     ws = Workspace(settings)
-    where = make_url(settings.database_url).render_as_string(hide_password=True)
+    where = shown_url(settings.database_url)
     try:
-        ensure_current(ws.engine)
+        with ws.reads():
+            pass
     except SchemaNotCurrent as exc:
         if exc.current is None:
             return Finding(
