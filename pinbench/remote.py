@@ -36,6 +36,8 @@ FINISHED = ("succeeded", "failed", "interrupted", "cancelled")
 PAGE_LIMIT = 1000
 """The page a client asks for when it follows a paged listing: the server's largest
 (``pinbench.api.paging.MAX_LIMIT``)."""
+MAX_PAGES = 10_000
+"""The most pages a client follows (ten million items): a server that pages for ever stops."""
 Row = dict[str, Any]
 
 
@@ -147,7 +149,8 @@ class Remote:
         ``pages`` follows it; ``""``: the answer is the list itself)."""
         whole: dict[str, Any] = {}
         asked: dict[str, Any] = {**params, "limit": PAGE_LIMIT}
-        while True:
+        cursors: set[str] = set()
+        for _ in range(MAX_PAGES):
             answer = self.json("GET", path, params=asked)
             got = answer.get(field) if field and isinstance(answer, dict) else answer
             if not isinstance(got, list) or not all(isinstance(i, dict) for i in got):
@@ -157,7 +160,17 @@ class Remote:
             whole[field] += got
             if len(got) != PAGE_LIMIT:  # the last page (longer: a server that does not page)
                 return whole
-            asked = {**params, "limit": PAGE_LIMIT, "after": after(got[-1])}
+            try:
+                cursor = after(got[-1])
+            except (KeyError, TypeError) as exc:
+                raise UserError(
+                    f"{self.url} {path}: a listed item without its key ({exc})"
+                ) from None
+            if cursor in cursors:  # a server that answers the same page again: never ends
+                raise UserError(f"{self.url} {path}: the page after {cursor!r} came again")
+            cursors.add(cursor)
+            asked = {**params, "limit": PAGE_LIMIT, "after": cursor}
+        raise UserError(f"{self.url} {path}: more than {MAX_PAGES:,} pages of {PAGE_LIMIT:,}")
 
     # ------------------------------------------------------------ registry
 

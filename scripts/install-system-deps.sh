@@ -29,8 +29,9 @@ need=()
 have() { local p; p=$(command -v "$1" 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ]; }  # a program
 add() { case " ${need[*]-} " in *" $1 "*) ;; *) need+=("$1") ;; esac; }
 have bwrap || add bubblewrap   # the sandbox every evaluator runs in
-py=$(command -v python3.11 || command -v python3)
-"$py" -c "import ensurepip, venv" 2>/dev/null || add python3-venv
+py=$(command -v python3.11 || command -v python3 || true)
+if [ -z "$py" ]; then add python3 && add python3-venv
+else "$py" -c "import ensurepip, venv" 2>/dev/null || add python3-venv; fi
 if [ "$group" = all ]; then
     ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || add postgresql
     have openssl || add openssl

@@ -277,3 +277,33 @@ def test_the_context_takes_its_finders_away_when_the_builder_fails(tmp_path: Pat
     with pytest.raises(ValueError), builder_modules(code, {"models.py": models}, pinned):
         importlib.import_module("models")
     assert sys.meta_path == finders and "models" not in sys.modules
+
+
+def test_a_listed_file_shadowing_a_library_the_builder_does_not_import_leaves_it_alone(
+    tmp_path: Path,
+) -> None:
+    """A model's files may hold a ``colorsys.py`` its builder never imports by name: a library
+    that imports ``colorsys`` while the builder runs gets Python's own (it got a refusal naming
+    the builder), and a local module's ``__file__`` is where its pinned bytes are."""
+    models = (
+        "import torch\nimport json\n\nWHERE = __file__\nDUMPED = json.dumps([1])\n\n\n"
+        "class Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(4, 3)\n\n    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+    )
+    builder = (
+        "import importlib\nimport sys\n\nfrom models import Net\n\n\ndef build(files):\n"
+        "    import models\n    assert models.DUMPED == '[1]', models.DUMPED\n"
+        "    sys.modules.pop('colorsys', None)  # a library's first import of it, while building\n"
+        "    found = importlib.import_module('colorsys').__file__\n"
+        "    assert found.endswith('/colorsys.py') and 'blobs' not in found, found\n"
+        "    assert models.WHERE == str(files['models.py']), (models.WHERE, files['models.py'])\n"
+        "    return Net()\n"
+    )
+    # models.py imports json itself: a local module's imports are the builder's, so refused
+    with pytest.raises(LocalModuleRefused, match="shadows Python's own module json"):
+        _open(tmp_path, builder, {"models.py": models.encode(), "json.py": b"X = 1\n"})
+    unused = models.replace("import json\n", "").replace("json.dumps([1])", "'[1]'")
+    shipped = {"models.py": unused.encode(), "json.py": b"X = 1\n", "colorsys.py": b"X = 1\n"}
+    predictor = _open(tmp_path, builder, shipped)
+    predictor.close()

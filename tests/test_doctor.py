@@ -192,6 +192,8 @@ def test_the_database_is_named_with_what_to_do(tmp_path: Path) -> None:
     assert gone.status == "fail"
     assert "secret" not in gone.detail and "127.0.0.1" in gone.detail
     assert storage.shown_url(url) == url.replace(":secret@", ":***@")
+    in_query = "postgresql+psycopg://pinbench@db/pinbench?password=secret&sslmode=require"
+    assert storage.shown_url(in_query) == in_query.replace("=secret", "=***")
     assert "PINBENCH_DATABASE_URL" in gone.fix
 
     (tmp_path / "a-file").write_text("")

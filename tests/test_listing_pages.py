@@ -177,3 +177,37 @@ def test_the_python_api_follows_every_listings_pages(
     monkeypatch.setattr(remote, "PAGE_LIMIT", 1)
     with pinbench.Registry(url=listed.url, token=listed.tokens["reader"]) as reg:
         assert call(reg) == whole
+
+
+@pytest.mark.parametrize(
+    ("case", "answers", "said"),
+    [
+        # a server that answers the same full page whatever the cursor: the client stops
+        ("the same page again", lambda asked: [{"id": "a"}, {"id": "b"}], "came again"),
+        # a full page whose last item lacks the listing's key: a clear error, no traceback
+        ("an item without its key", lambda asked: [{"id": "a"}, {"name": "b"}], "without its key"),
+        # a server that pages for ever with a new cursor each time: stopped at MAX_PAGES
+        (
+            "pages for ever",
+            lambda asked: [
+                {"id": f"{asked.get('after', '')}x"},
+                {"id": f"{asked.get('after', '')}y"},
+            ],
+            "more than 3 pages",
+        ),
+    ],
+)
+def test_a_server_that_pages_wrongly_gets_a_clear_error_not_a_loop(
+    monkeypatch: pytest.MonkeyPatch, case: str, answers: Callable[[dict[str, Any]], Any], said: str
+) -> None:
+    from pinbench.errors import UserError
+
+    monkeypatch.setattr(remote, "PAGE_LIMIT", 2)
+    monkeypatch.setattr(remote, "MAX_PAGES", 3)
+    client = remote.Remote("http://127.0.0.1:9")
+    monkeypatch.setattr(client, "json", lambda method, path, params: answers(params))
+    try:
+        with pytest.raises(UserError, match=said):
+            client.pages("/api/v1/tokens", {}, lambda item: str(item["id"]))
+    finally:
+        client.close()

@@ -358,3 +358,16 @@ def test_a_labels_file_refused_as_class_indices_suggests_the_format_it_looks_lik
     assert f"give --labels-format {guessed}" in done.err
     taken = cli(*args, "--labels-format", guessed, "-o", str(tmp_path / "d.yaml"))
     assert taken.code == 0, taken.err
+
+
+def test_a_labels_file_whose_head_cuts_a_character_is_still_guessed(tmp_path: Path) -> None:
+    """The guess reads the file's first MiB: a two-byte character that read cuts in half is
+    left out, not taken as a file that is no text (there was no suggestion then)."""
+    from pinbench.tasks.label_guess import HEAD_BYTES, guess_label_format
+
+    line = "a high tone é\n".encode()  # 15 bytes, the é two of them
+    count = HEAD_BYTES // len(line) + 1
+    path = tmp_path / "texts.txt"
+    path.write_bytes(b"ok\n" + line * count)
+    assert (HEAD_BYTES - 3) % len(line) == 13  # the read ends after é's first byte
+    assert guess_label_format(path, declared="class-index-txt", data_format="images") == "text-txt"

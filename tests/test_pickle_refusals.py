@@ -194,3 +194,56 @@ def test_a_torch_pickle_under_a_compound_suffix_publishes_and_runs(
     predictor.open(ModelFiles({name: path}, "torch-pickle", trusted=True), PredictorOptions())
     out = predictor.predict(np.ones((1, 4), np.float32))
     assert np.array_equal(next(iter(out.values())), np.full((1, 4), 2, np.float32))
+
+
+def _hostile(*ops: bytes) -> bytes:
+    """A protocol-4 pickle of ``ops`` (never unpickled: only its opcodes are walked)."""
+    return b"\x80\x04" + b"".join(ops) + b"."
+
+
+def _short(text: str) -> bytes:
+    raw = text.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw  # SHORT_BINUNICODE
+
+
+@pytest.mark.parametrize(
+    ("case", "data", "globals_"),
+    [
+        (  # two 1 KiB strings named by 20,000 STACK_GLOBALs: one name, not 20,000 of 2 KiB
+            "long names again and again",
+            _hostile(
+                *(b"\x8d" + (1024).to_bytes(8, "little") + b"m" * 1024 for _ in range(2)),
+                b"\x93" * 20_000,
+            ),
+            ["(long name).global"],
+        ),
+        (  # 1,500 distinct globals: the first 1,000 kept, then one that says there are more
+            "more globals than kept",
+            _hostile(*(_short("m") + _short(f"g{i}") + b"\x93" for i in range(1_500))),
+            [f"m.g{i}" for i in range(1_000)] + ["(more).global"],
+        ),
+    ],
+)
+def test_a_hostile_pickles_globals_are_read_within_bounds(
+    tmp_path: Path, case: str, data: bytes, globals_: list[str]
+) -> None:
+    """Reading what a pickle would load costs bounded memory and time whatever its opcodes
+    (a crafted one took 41 MB for 22 KB, and would have taken gigabytes for 16 MiB)."""
+    path = tmp_path / "model.pt"
+    path.write_bytes(data)
+    found = identify(path)
+    assert found is not None and found.format == "torch-pickle"
+    assert list(found.globals) == globals_
+
+
+def test_a_pickle_read_past_its_opcode_budget_is_never_taken_as_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pinbench.artifacts import model_formats
+
+    monkeypatch.setattr(model_formats, "MAX_OPCODES", 50)
+    path = tmp_path / "model.pt"
+    path.write_bytes(_hostile(*(b"K\x01" for _ in range(200))))  # BININT1: plain data
+    found = identify(path)
+    assert found is not None and found.format == "torch-pickle"
+    assert list(found.globals) == ["(not read past 50 opcodes).global"]

@@ -362,3 +362,32 @@ def test_a_state_dict_model_without_inputs_or_outputs_is_refused_at_publish(
     assert refused.value.missing == missing and refused.value.path == "net.py"
     assert f"declares no {missing}: list the inputs forward takes" in str(refused.value)
     assert not list(ws.store.iter_digests())
+
+
+@pytest.mark.parametrize(
+    ("case", "builder", "module", "said"),
+    [
+        # deeper than Python's parser goes: RecursionError, once a traceback
+        ("a builder nested too deeply", "x = 1" + "+1" * 200_000 + "\n", None, "not Python source"),
+        # a module nested too deeply is not followed; the builder is still read
+        ("a module nested too deeply", "import deep\n" + BUILDER, "x = 1" + "+1" * 200_000, None),
+        # a module of 9 MiB is refused, never read whole
+        ("a module over 8 MiB", "import huge\n" + BUILDER, "#" * (9 << 20), "over 8 MiB of source"),
+    ],
+)
+def test_a_hostile_builder_or_module_is_refused_in_one_line(
+    tmp_path: Path, case: str, builder: str, module: str | None, said: str | None
+) -> None:
+    from pinbench.authoring.model import model_manifest
+    from pinbench.errors import PinbenchError
+
+    weights = _state(tmp_path, {f"fc.{k}": v for k, v in _weights().items()})
+    (tmp_path / "net.py").write_text(builder)
+    if module is not None:
+        name = "deep" if "deep" in builder else "huge"
+        (tmp_path / f"{name}.py").write_text(module)
+    if said is None:
+        model_manifest([weights, tmp_path / "net.py"], base=tmp_path)
+        return
+    with pytest.raises(PinbenchError, match=said):
+        model_manifest([weights, tmp_path / "net.py"], base=tmp_path)

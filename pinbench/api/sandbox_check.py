@@ -94,11 +94,13 @@ class SandboxCheck:
     def refusal(self) -> sandbox.SandboxUnavailable | None:
         """Why the sandbox does not start here (None: it does), asked again once the last
         answer is older than ``OK_S`` or ``REFUSED_S``."""
-        with self._lock:  # one probe at a time; the others wait for its answer
-            now = time.monotonic()
-            if now >= self._until:
+        with self._lock:  # one probe at a time; the others wait for its answer, then use it
+            if time.monotonic() >= self._until:
                 self._refusal = self._tried()
-                self._until = now + (OK_S if self._refusal is None else REFUSED_S)
+                # from the answer, not the question: a probe that took its whole timeout to
+                # fail is still fresh for those who waited on it
+                done = time.monotonic()
+                self._until = done + (OK_S if self._refusal is None else REFUSED_S)
             return self._refusal
 
     def _tried(self) -> sandbox.SandboxUnavailable | None:

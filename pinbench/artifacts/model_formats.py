@@ -268,28 +268,56 @@ def _first_int(data: bytes) -> int | None:
     return None
 
 
+MAX_OPCODES = 1_000_000
+"""The most opcodes of one pickle read for its globals (a state dict of 10,000 tensors has
+about 300,000): past them the rest is not read, and the pickle is taken as naming a global
+that is not a tensor's (a hostile file's opcodes cost CPU, never a verdict of safe)."""
+MAX_GLOBALS = 1_000
+"""The most distinct globals kept; past them one more, ``(more).global``, says so."""
+MAX_GLOBAL_CHARS = 256
+"""A global's longest ``module.name``; a longer one is kept as ``(long name).global``."""
+
+
 def _globals(data: bytes, at: int) -> tuple[list[str] | None, int]:
-    """The ``module.name`` of every global the pickle starting at ``at`` names, and where it
-    ends; None where its opcodes do not parse. ``STACK_GLOBAL`` takes its two strings from the
-    stack: they are the strings pushed (or fetched from the memo) just before it."""
+    """The ``module.name`` of every global the pickle starting at ``at`` names (each once, at
+    most ``MAX_GLOBALS``), and where it ends; None where its opcodes do not parse.
+    ``STACK_GLOBAL`` takes its two strings from the stack: they are the strings pushed (or
+    fetched from the memo) just before it. Bounded: ``MAX_OPCODES`` read, each name at most
+    ``MAX_GLOBAL_CHARS``."""
     stream = io.BytesIO(data)
     stream.seek(at)
-    names: list[str] = []
+    names: dict[str, None] = {}
     strings: list[str] = []
     memo: dict[int, str] = {}
     last: str | None = None
+
+    def named(text: str) -> None:
+        if len(text) > MAX_GLOBAL_CHARS:
+            text = "(long name).global"
+        if text in names or len(names) < MAX_GLOBALS:
+            names[text] = None
+        else:
+            names["(more).global"] = None
+
     try:
-        for op, arg, _ in pickletools.genops(stream):
+        for count, (op, arg, _) in enumerate(pickletools.genops(stream)):
+            if count >= MAX_OPCODES:
+                named(f"(not read past {MAX_OPCODES:,} opcodes).global")
+                return list(names), stream.tell()
             name = op.name
             if name == "GLOBAL" or name == "INST":
                 module, _, attr = str(arg).partition(" ")
-                names.append(_python3_name(module, attr))
+                named(_python3_name(module, attr))
             elif name == "STACK_GLOBAL":
                 # two strings it can name, or a global this reading cannot see: foreign
-                known = len(strings) >= 2
-                names.append(f"{strings[-2]}.{strings[-1]}" if known else "(unseen).global")
+                if len(strings) < 2:
+                    named("(unseen).global")
+                elif len(strings[-2]) + len(strings[-1]) >= MAX_GLOBAL_CHARS:
+                    named("(long name).global")
+                else:
+                    named(f"{strings[-2]}.{strings[-1]}")
             elif name in ("EXT1", "EXT2", "EXT4"):  # a global from copyreg's registry
-                names.append(f"(extension {arg}).global")
+                named(f"(extension {arg}).global")
             elif name in (
                 "SHORT_BINUNICODE",
                 "BINUNICODE",
@@ -314,7 +342,7 @@ def _globals(data: bytes, at: int) -> tuple[list[str] | None, int]:
             last = None
     except (ValueError, EOFError):
         return None, at
-    return names, stream.tell()
+    return list(names), stream.tell()
 
 
 def _python3_name(module: str, attr: str) -> str:

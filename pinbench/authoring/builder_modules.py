@@ -21,8 +21,17 @@ import ast
 import os
 from pathlib import Path
 
+from pinbench.authoring.errors import NotAModel
+
 MAX_MODULES = 256
 """The most local modules followed from one builder (a package's own files, some dozens)."""
+MAX_SOURCE_BYTES = 8 << 20
+"""The largest module read (8 MiB: a model's own code is kilobytes); a larger one is refused."""
+
+
+class TooManyModules(NotAModel):
+    """A builder whose local modules are more than ``MAX_MODULES``: refused, never listed in
+    part (a run would then refuse the module left out)."""
 
 
 def local_modules(builder: Path) -> tuple[list[Path], list[Path]]:
@@ -32,10 +41,15 @@ def local_modules(builder: Path) -> tuple[list[Path], list[Path]]:
     root = builder.parent
     found: dict[Path, bool] = {}
     queue = [builder]
-    while queue and len(found) < MAX_MODULES:
+    while queue:
         source = queue.pop(0)
         for path, imported in _needs(source, root):
             if path != builder and path not in found:
+                if len(found) == MAX_MODULES:
+                    raise TooManyModules(
+                        path=str(builder),
+                        reason=f"its builder needs more than {MAX_MODULES} local modules",
+                    )
                 found[path] = imported
                 queue.append(path)
             elif imported and path in found:
@@ -46,9 +60,13 @@ def local_modules(builder: Path) -> tuple[list[Path], list[Path]]:
 def _needs(source: Path, root: Path) -> list[tuple[Path, bool]]:
     """Each local file ``source`` imports (True) or names by its path (False)."""
     try:
+        if source.stat().st_size > MAX_SOURCE_BYTES:
+            raise NotAModel(path=str(source), reason=f"over {MAX_SOURCE_BYTES >> 20} MiB of source")
         tree = ast.parse(source.read_bytes(), filename=source.name)
-    except (SyntaxError, ValueError, OSError):
-        return []  # the builder's own parse names the error; a module's is the run's
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        # the builder's own parse names the error; a module's is the run's (a source nested
+        # deeper than the parser goes, "1" + "+1" * 200000, is one of these)
+        return []
     out: list[tuple[Path, bool]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

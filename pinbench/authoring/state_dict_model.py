@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pinbench.authoring.builder_modules import local_modules
+from pinbench.authoring.builder_modules import MAX_SOURCE_BYTES, local_modules
 from pinbench.authoring.errors import NotAModel
 from pinbench.authoring.listing import Relative
 
@@ -176,11 +176,14 @@ def builder_of(code: Path, modules: Sequence[Path] = ()) -> tuple[str, list[str]
 def _parsed(code: Path, *, strict: bool = True) -> ast.Module:
     """``code``'s syntax tree; not Python source is refused (``strict``) or read as empty."""
     try:
+        if code.stat().st_size > MAX_SOURCE_BYTES:
+            raise ValueError(f"over {MAX_SOURCE_BYTES >> 20} MiB")
         return ast.parse(code.read_text(encoding="utf-8"), filename=code.name)
-    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+    except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
         if not strict:
             return ast.Module(body=[], type_ignores=[])
-        raise NotAModel(path=str(code), reason=f"not Python source: {exc}") from None
+        why = str(exc) or type(exc).__name__  # a parser out of depth says nothing more
+        raise NotAModel(path=str(code), reason=f"not Python source: {why}") from None
 
 
 def _classes(trees: Sequence[ast.Module]) -> dict[str, ast.ClassDef]:

@@ -39,14 +39,19 @@ def space(what: str, folder: Path, env: str) -> Finding:
 
 
 def shown_url(url: str) -> str:
-    """``url`` with its password, if any, as ``***`` (as SQLAlchemy renders it)."""
-    from urllib.parse import urlsplit, urlunsplit
+    """``url`` with its password, in its user part or its query (``?password=``), as ``***``
+    (as SQLAlchemy renders it)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username}:***@{host}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k.lower() == "password" for k, _ in query):
+        hidden = [(k, "***" if k.lower() == "password" else v) for k, v in query]
+        parts = parts._replace(query=urlencode(hidden, safe="*"))
+    return urlunsplit(parts)
 
 
 def database(place: Place) -> Finding:

@@ -150,7 +150,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if top not in self.tops:
             return None
         if top in self.shadowed:
-            raise LocalModuleRefused(module=top, reason=self.shadowed[top])
+            # not the model's to give: what its code imports by this name was refused before
+            # anything ran; an import a library makes (torch's own lazy ones) gets its own
+            return None
         if fullname in self.others and fullname not in self.sources:
             raise LocalModuleRefused(
                 module=fullname,
@@ -181,7 +183,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if local is None:
             return  # a namespace package: nothing of its own to run
         source = verified(local, self.files, self.pinned)
-        module.__file__ = local.path
+        module.__file__ = str(self.files[local.path])  # where its bytes are, as the builder's
         self.made.append(module.__name__)
         exec(compile(source, local.path, "exec"), module.__dict__)  # consented code, pinned
 
@@ -232,7 +234,7 @@ def top_imports(source: bytes) -> set[str]:
     """The top-level names of the absolute imports in ``source`` (read, not run)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()  # the builder's own compile names it
     names = set()
     for node in ast.walk(tree):

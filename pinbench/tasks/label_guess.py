@@ -13,6 +13,7 @@ never the whole of a large file, and is only ever a suggestion: the refusal stan
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import re
@@ -65,11 +66,13 @@ def _head(path: Path) -> list[str]:
     try:
         with path.open("rb") as f:
             data = f.read(HEAD_BYTES)
-        text = data.decode("utf-8-sig")
+        cut = len(data) == HEAD_BYTES
+        # strict, but a character the read cut in two at its end is left out, not refused
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=not cut)
     except (OSError, UnicodeDecodeError):
         return []
     lines = [line.removesuffix("\r") for line in text.split("\n")[:HEAD_LINES]]
-    if len(data) == HEAD_BYTES:
+    if cut:
         lines = lines[:-1]  # the last may be cut
     return [line for line in lines if line.strip()]
 
