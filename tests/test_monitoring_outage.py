@@ -241,7 +241,12 @@ def test_an_object_store_outage_and_a_replaced_sqlite_file_are_said_not_ready(
             replaced = c.get("/api/v1/ready")
         log = (home / "serve.log").read_text()
     assert down.status_code == 503, down.text  # it was 200
-    assert _failed(down) == {"object_store": "unreachable (EndpointConnectionError)"}
+    # the store does not answer: its client says so, or (on a loaded machine, the probe's HEAD,
+    # PUT and DELETE together past READY_TIMEOUT_S) the readiness's own deadline does
+    assert _failed(down) in (
+        {"object_store": "unreachable (EndpointConnectionError)"},
+        {"object_store": "no answer within 2.0 s"},
+    )
     assert "127.0.0.1" not in down.text and "outage" not in down.text  # no host, no prefix
     for answer in (refused, blob):
         assert answer.status_code == 503, answer.text

@@ -11,6 +11,7 @@ refused.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from pinbench.registry.schema_docs_lite import (
@@ -325,6 +326,9 @@ def describe(schema: dict[str, Any]) -> dict[str, Any]:
     for struct, definition in schema.get("$defs", {}).items():
         if struct in STRUCT_DOCS:
             definition.setdefault("description", STRUCT_DOCS[struct])
+        if "description" in definition:  # a docstring as Python's own help shows it: msgspec
+            # 0.22 cleaned it so, 0.23 only dedents it (its lines after the first stay indented)
+            definition["description"] = inspect.cleandoc(definition["description"])
         fields = FIELD_DOCS.get(struct, {})
         for field, prop in definition.get("properties", {}).items():
             if field in fields:
