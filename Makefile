@@ -7,7 +7,7 @@ DEMO_HOME ?= $(CURDIR)/demo-home
 DEV ?= dev
 # what lint, typecheck and docs need first; `make test` installs once and runs them with DEV=
 
-.PHONY: demo study test dev lint typecheck docs collect system-deps sandbox-deps venv bench clean
+.PHONY: demo study test dev lint typecheck docs collect system-deps sandbox-system-deps venv bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || bash scripts/install-system-deps.sh sandbox
@@ -19,16 +19,16 @@ venv: $(BIN)/python
 # What a run needs from the system (bubblewrap, the sandbox every evaluator runs in), installed
 # first as root; any other user is stopped here, before anything runs, with the one command to
 # run (DESIGN.md invariant 19). `.ci/run` removes bubblewrap before `make demo` to hold it.
-sandbox-deps:
+sandbox-system-deps:
 	bash scripts/install-system-deps.sh sandbox
 
-demo: sandbox-deps venv
+demo: sandbox-system-deps venv
 	PINBENCH_HOME=$(DEMO_HOME) $(BIN)/pinbench demo
 
 # The seed study (docs/study.md): the catalog built and published into study-work/STUDY once,
 # then every cell run (resumed where it stopped), shown and reported. STUDY=seed-quick: the
 # quick subset.
-study: sandbox-deps venv
+study: sandbox-system-deps venv
 	BIN=$(BIN) bash scripts/study.sh
 
 system-deps:
