@@ -102,7 +102,7 @@ class WeedMini:
         (root / "data").mkdir(exist_ok=True)
 
     def start(self) -> None:
-        """Start it; return once its first bucket answers (90 s at most)."""
+        """Start it; return once its first bucket takes a write (90 s at most)."""
         import boto3
 
         ports = self.ports
@@ -127,8 +127,10 @@ class WeedMini:
         )  # fmt: skip
         deadline = time.monotonic() + 90
         while True:
-            try:
+            try:  # answering is not enough: a restarted store takes writes once its volume is up
                 client.head_bucket(Bucket=self.buckets[0])
+                client.put_object(Bucket=self.buckets[0], Key=".started", Body=b"")
+                client.delete_object(Bucket=self.buckets[0], Key=".started")
                 return
             except Exception:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
