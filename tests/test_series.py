@@ -442,7 +442,7 @@ def test_a_candidate_a_gate_found_regressed_is_never_the_next_gates_baseline(
         assert result.other_settings == {"local": 1}
     assert regressed_runs(ws, str(key)) == set(slower)
     _, members = resolve(ws, str(key))
-    without = judge(key, members, slower[-1], thresholds(ws, key), lambda d: np.zeros(0))
+    without = judge(key, members, slower[-1], thresholds(ws, key), lambda d: [])
     assert without.outcome == "passed"  # what the window of its own rejected runs said
     info = result.to_json()
     assert info["left_out"] == slower[:3] and info["other_settings"] == {"local": 1}
@@ -452,8 +452,10 @@ def test_a_gate_reads_each_runs_latencies_once(
     made: Fixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Review of issue 51, finding 3: two raw thresholds over the same window read each run's
-    latency blob once a gate call (as a NumPy array), not once a threshold."""
+    latency blob once a gate call (as a list of floats), not once a threshold; they are the
+    values NumPy reads of the blob."""
     from pinbench.evaluator.records import run_blobs
+    from pinbench.series import gate as gate_module
     from pinbench.series.gate import gate
     from pinbench.series.members import resolve
     from pinbench.series.stats import Threshold
@@ -475,16 +477,19 @@ def test_a_gate_reads_each_runs_latencies_once(
         set_threshold(ws, key, members, threshold, by="test")
     candidate = one(110)
     reads: list[str] = []
-    real = run_blobs.latencies_of
+    real = gate_module.latencies
 
-    def counted(ws: Workspace, digest: str) -> np.ndarray:
+    def counted(ws: Workspace, digest: str) -> list[float]:
         reads.append(digest)
         return real(ws, digest)
 
-    monkeypatch.setattr(run_blobs, "latencies_of", counted)
+    monkeypatch.setattr(gate_module, "latencies", counted)
     result = gate(ws, candidate, alert=False)
     assert len(result.judged) == 2 and result.history == runs
     assert len(reads) == len(set(reads)) == 5
+    for digest in reads:
+        want = run_blobs.latencies_of(ws, digest).astype(np.float64).tolist()
+        assert real(ws, digest) == want and len(want) == 200
 
 
 def test_gating_an_old_run_records_no_alert_unless_the_caller_publishes(made: Fixture) -> None:

@@ -34,9 +34,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from pinbench.bounds import GATE_CANDIDATES
 from pinbench.errors import UserError
 from pinbench.run_figures import contended, unsandboxed
@@ -149,7 +146,7 @@ class GateResult:
 
 
 def observation(
-    member: Member, metric: str, raw: Callable[[str], npt.NDArray[np.float64]] | None
+    member: Member, metric: str, raw: Callable[[str], list[float]] | None
 ) -> Observation:
     """One run's figure, with its raw latencies when ``raw`` reads them for this metric."""
     latencies = None
@@ -163,7 +160,7 @@ def judge(
     members: list[Member],
     candidates: str | list[str],
     current: list[Versioned],
-    raw: Callable[[str], npt.NDArray[np.float64]],
+    raw: Callable[[str], list[float]],
     rejected: frozenset[str] | set[str] = frozenset(),
     *,
     include_invalid: bool = False,
@@ -224,6 +221,18 @@ def judge(
     )
 
 
+def latencies(ws: Workspace, digest: str) -> list[float]:
+    """A run's raw latencies (an int64 ``.npy`` blob), verified, then read without NumPy."""
+    from pinbench.artifacts.digest import Digest
+    from pinbench.artifacts.npy_plain import numbers_of
+
+    path = ws.store.verify(Digest(digest), label=f"latencies {digest[:12]}")
+    try:
+        return numbers_of(path)
+    except ValueError as exc:
+        raise UserError(f"the latencies blob {digest[:12]} is not a 1-D array: {exc}") from None
+
+
 def _one_candidate(cands: list[Member]) -> None:
     """Refuse candidate runs that are not runs of one lockfile with one runner: each is
     named with what differs from the first."""
@@ -262,7 +271,6 @@ def gate(
     are in the window too (by default they are left out, ``GateResult.invalid``), and the
     gate answers without recording an alert: a baseline of runs that are no result must not
     take a candidate out of every later window."""
-    from pinbench.evaluator.records.run_blobs import latencies_of
     from pinbench.series.alert_rows import regressed_runs
 
     given = [run_ids] if isinstance(run_ids, str) else list(run_ids)
@@ -276,11 +284,11 @@ def gate(
             raise UserError(f"run {full[0][:8]} belongs to series {key}, not {named}")
     _in_series(ws, key, members, full)
 
-    loaded: dict[str, npt.NDArray[np.float64]] = {}
+    loaded: dict[str, list[float]] = {}
 
-    def raw(digest: str) -> npt.NDArray[np.float64]:  # each blob read once a gate call
+    def raw(digest: str) -> list[float]:  # each blob read once a gate call
         if digest not in loaded:
-            loaded[digest] = latencies_of(ws, digest).astype(np.float64)
+            loaded[digest] = latencies(ws, digest)
         return loaded[digest]
 
     rejected = regressed_runs(ws, str(key))

@@ -1,23 +1,21 @@
-"""The numbers a threshold's test sees, scipy's p-value on them, and how many reruns would
-settle an inconclusive comparison (``pinbench.series.stats`` decides with them)."""
+"""The numbers a threshold's test sees, the p-value on them (scipy's, computed in plain
+Python: ``pinbench.series.pvalues``), and how many reruns would settle an inconclusive
+comparison (``pinbench.series.stats`` decides with them). Plain lists of floats throughout: a
+gate loads neither NumPy nor scipy."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import numpy as np
-import numpy.typing as npt
 
 if TYPE_CHECKING:
     from pinbench.series.observation import Observation
 
 MAX_POOLED = 100_000
 """The most per-query latencies a pooled test takes a side: past it, every k-th of the side's
-values in order (``strided``), the same ones every time; scipy's tests then run in
-milliseconds whatever the window holds."""
+values in order (``strided``), the same ones every time; the tests then run in a tenth of
+a second at most whatever the window holds."""
 
 MAX_RERUNS = 100
 """The most runs of the candidate ``reruns_needed`` will ask for; beyond, None (the window
@@ -26,60 +24,61 @@ itself is too noisy or too short to settle it)."""
 
 def samples(
     window: Sequence[Observation], candidates: Sequence[Observation], *, pool: bool = True
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], bool]:
+) -> tuple[list[float], list[float], bool]:
     """Candidate and past samples: pooled per-query latencies when ``pool`` and every run,
     candidate or past, has them and none is empty (at most ``MAX_POOLED`` a side), else one
     summary figure a run."""
     raws = [o.raw for o in window]
     if pool and all(_has(c.raw) for c in candidates) and all(_has(r) for r in raws):
-        a = np.concatenate([np.asarray(c.raw, dtype=np.float64) for c in candidates])
-        b = np.concatenate([np.asarray(r, dtype=np.float64) for r in raws])
+        a = [float(v) for c in candidates if c.raw is not None for v in c.raw]
+        b = [float(v) for r in raws if r is not None for v in r]
         return strided(a), strided(b), True
     return figures(candidates), figures(window), False
 
 
-def figures(runs: Sequence[Observation]) -> npt.NDArray[np.float64]:
+def figures(runs: Sequence[Observation]) -> list[float]:
     """One summary figure a run."""
-    return np.array([o.value for o in runs], dtype=np.float64)
+    return [float(o.value) for o in runs]
 
 
-def _has(raw: Sequence[float] | npt.NDArray[np.float64] | None) -> bool:
+def median(values: Sequence[float]) -> float:
+    """The middle value, or the mean of the two middle ones (as ``numpy.median``)."""
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
+def _has(raw: Sequence[float] | None) -> bool:
     return raw is not None and len(raw) > 0
 
 
-def strided(x: npt.NDArray[np.float64], most: int = MAX_POOLED) -> npt.NDArray[np.float64]:
+def strided(x: list[float], most: int = MAX_POOLED) -> list[float]:
     """``x`` when it holds at most ``most`` values, else ``most`` of them evenly spaced (the
     i-th is ``x[i * len(x) // most]``): deterministic, and every run of a pooled window keeps
     its share."""
     if len(x) <= most:
         return x
-    return x[np.arange(most, dtype=np.int64) * len(x) // most]
+    return [x[i * len(x) // most] for i in range(most)]
 
 
 def p_value(
-    test: str,
-    a: npt.NDArray[np.float64],
-    b: npt.NDArray[np.float64],
-    direction: str,
-    pooled: bool,
+    test: str, a: list[float], b: list[float], direction: str, pooled: bool
 ) -> float | None:
-    """scipy's one-sided p-value that ``a`` is worse than ``b``; None when undefined (every
-    value the same)."""
-    from scipy import stats
+    """The one-sided p-value that ``a`` is worse than ``b`` (scipy's ``ttest_ind`` or
+    ``mannwhitneyu``); None when undefined (every value the same)."""
+    from pinbench.series.pvalues import mann_whitney, t_test
 
-    if np.ptp(np.concatenate([a, b])) == 0:
+    both = a + b
+    if max(both) == min(both):
         return None
-    alternative = "greater" if direction == "lower" else "less"
-    with warnings.catch_warnings():
-        # A window of identical figures gives t = inf (p 0 or 1): a number, not a warning.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if test == "t":
-            # Welch's t needs a spread on both sides: one candidate run has none, and then
-            # Student's t (equal variances) is the prediction test for one more run.
-            res = stats.ttest_ind(a, b, equal_var=not pooled, alternative=alternative)
-        else:
-            res = stats.mannwhitneyu(a, b, alternative=alternative)
-    p = float(res.pvalue)
+    greater = direction == "lower"  # lower is better: worse is greater
+    if test == "t":
+        # Welch's t needs a spread on both sides: one candidate run has none, and then
+        # Student's t (equal variances) is the prediction test for one more run. A window
+        # of identical figures gives t = inf: p 0 or 1, a number.
+        p = t_test(a, b, welch=pooled, greater=greater)
+    else:
+        p = mann_whitney(a, b, greater=greater)
     return p if math.isfinite(p) else None
 
 
@@ -124,8 +123,10 @@ def reruns_needed(values: Sequence[float], change: float, have: int = 1) -> int 
     if min(values) <= 0 or change <= -1.0:
         return None
     n = len(values)
-    logs = np.log(np.asarray(values, dtype=np.float64))
-    spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
+    logs = [math.log(v) for v in values]
+    mean = math.fsum(logs) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in logs) / (n - 1)) if n > 1 else math.nan
+    spread = max(std, math.log1p(NOISE_FLOOR))
     effect = abs(math.log1p(change))
     for k in range(have + 1, have + MAX_RERUNS + 1):
         if t_995(n - 1) * spread * math.sqrt(1.0 / k + 1.0 / n) < effect:

@@ -5,7 +5,8 @@ A threshold names a metric, which way is better, and a test:
 
 * ``relative``: the candidate may be worse than the window's median by at most ``max_change``;
 * ``t`` / ``mann-whitney``: a one-sided test in the worse direction at ``alpha`` (Student's
-  t on per-run values, Welch's t on per-query latencies; scipy's Mann-Whitney U), and
+  t on per-run values, Welch's t on per-query latencies; Mann-Whitney U: scipy's p-values,
+  ``series.pvalues``), and
   ``max_change``, when given, as the least change that counts;
 * ``exact``: the candidate may not be worse than the window's median at all (accuracy on a
   fixed dataset);
@@ -47,8 +48,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-import numpy as np
-
 from pinbench import bounds
 from pinbench.run_figures import p_said
 from pinbench.series.errors import InvalidCandidates, InvalidSeries, InvalidThreshold
@@ -57,6 +56,7 @@ from pinbench.series.significance import (
     MAX_RERUNS,
     figures,
     least_rank_p,
+    median,
     p_value,
     ranks_reach,
     reruns_needed,
@@ -165,8 +165,8 @@ def compare(
     window = list(history)[-t.window :]
     n = len(window)
     values = figures(window)
-    baseline = float(np.median(values)) if n else None
-    value = float(np.median(figures(candidates)))
+    baseline = median(values) if n else None
+    value = median(figures(candidates))
     change = _change(baseline, value, t.direction)
     alpha = t.alpha if t.test in STATISTICAL else None
 
@@ -336,7 +336,7 @@ def _check_finite(history: Sequence[Observation], candidates: Sequence[Observati
         where = f"past run {i}" if i < len(history) else named[i - len(history)]
         if not _number(o.value):
             raise InvalidSeries(index=i, reason=f"{where}'s value {o.value!r} is not finite")
-        if o.raw is not None and not np.all(np.isfinite(np.asarray(o.raw, dtype=np.float64))):
+        if o.raw is not None and not all(math.isfinite(v) for v in o.raw):
             raise InvalidSeries(index=i, reason=f"{where}'s raw latencies are not all finite")
 
 

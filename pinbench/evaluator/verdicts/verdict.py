@@ -26,10 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 ALPHA = 0.01
 MIN_EFFECT = 0.05
@@ -103,6 +103,8 @@ class LatencyComparison:
     @property
     def spread(self) -> float | None:
         """Run-to-run spread of the reruns' medians (relative standard deviation)."""
+        import numpy as np
+
         if len(self.rerun_medians) < 2:
             return None
         return float(np.std(np.log(self.rerun_medians), ddof=1))
@@ -146,6 +148,8 @@ def _t(ns: float) -> str:
 
 def mann_whitney(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[float, float]:
     """Two-sided Mann-Whitney U test; returns (U of ``a``, p-value)."""
+    import numpy as np
+
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         raise ValueError("both samples need at least one value")
@@ -170,6 +174,8 @@ def mann_whitney(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[float, float
 
 def prediction_interval(medians: Sequence[float]) -> tuple[float, float]:
     """99% prediction interval for one more run's median, from two or more runs' medians."""
+    import numpy as np
+
     logs = np.log(np.asarray(medians, dtype=np.float64))
     n = len(logs)
     spread = max(float(np.std(logs, ddof=1)), math.log1p(NOISE_FLOOR))
@@ -188,6 +194,8 @@ def compare_latencies(
     """``min_effect``: the least change of the median counted as a difference, as a fold
     (``bisect --min-effect``: on a busy machine, a step's own effect can be told from the
     machine's by its size)."""
+    import numpy as np
+
     if not reruns:
         raise ValueError("compare_latencies needs at least one rerun")
     m0 = float(np.median(original))
