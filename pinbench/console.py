@@ -40,6 +40,25 @@ def err() -> Console:
     return Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 
 
+def styled_stderr() -> bool:
+    """Whether Rich would style stderr: a terminal, or colour forced (``FORCE_COLOR``,
+    ``TTY_COMPATIBLE``). Elsewhere a line is written as it is, without importing Rich."""
+    import os
+
+    forced = bool(os.environ.get("FORCE_COLOR") or os.environ.get("TTY_COMPATIBLE"))
+    return forced or sys.stderr.isatty()
+
+
+def dim(text: str) -> None:
+    """A progress line on stderr: dim where it is styled, the plain line elsewhere."""
+    if not styled_stderr():
+        sys.stderr.write(text + "\n")
+        return
+    from rich.text import Text
+
+    err().print(Text(text, style="dim"))
+
+
 def json_text(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 

@@ -172,15 +172,13 @@ def _bar() -> Progress:
 def progress_lines(*, quiet: bool) -> Callable[[str], None]:
     """Progress messages on stderr; with --json (``quiet``) only notes (``note: ...``: what
     the user should know before the work is done, as a setting that makes a run INVALID)."""
-    from rich.text import Text
+    from pinbench.console import dim
 
     def notes_only(text: str) -> None:
         if text.startswith("note: "):
             sys.stderr.write(text + "\n")
 
-    if quiet:
-        return notes_only
-    return lambda text: _err().print(Text(text, style="dim"))
+    return notes_only if quiet else dim
 
 
 # Arguments and options more than one command module takes.

@@ -7,6 +7,7 @@ The evaluator, the reports and the trace analysis are imported by the command th
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +27,8 @@ from pinbench.cli.retention import runs_delete, runs_prune
 from pinbench.cli.run_outputs import runs_outputs
 from pinbench.cli.run_trace import runs_trace
 from pinbench.cli.run_view import print_comparison, print_run
+from pinbench.console import columns, json_option
 from pinbench.console import err as _err
-from pinbench.console import json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
@@ -84,8 +85,6 @@ def runs_list(
     Filters narrow the list (they combine); a full page ends with the command for the next
     one (--after the last run's id).
     """
-    from rich.table import Table
-
     from pinbench.run_figures import fmt_ns, marked, run_marks
     from pinbench.run_metrics import headline, kind_label
 
@@ -106,33 +105,30 @@ def runs_list(
     if as_json:
         _print_json(rows)
         return
-    table = Table(
-        "run",
-        "status",
-        "model",
-        "framework",
-        "kind",
-        "p50 (LoadGen)",
-        "accuracy",
-        "peak RSS",
-        box=None,
-    )
+    if not rows:
+        print("no runs recorded")
+        return
+    lines = []
     for r in rows:
         p50 = fmt_ns(r["latency_p50_ns"]) if "latency_p50_ns" in r else ""
         p50 = marked(p50, r, figures_only=True)
         if p50 and r.get("trace", "none") != "none":
             p50 += f" (traced: {r['trace']})"
-        table.add_row(
-            r["id"][:8],
-            " ".join([r["status"], *run_marks(r)]),  # UNSANDBOXED, +code
-            r["model"] or r.get("operator") or "",
-            r["framework"] or "",
-            kind_label(r),
-            p50,
-            headline(r),  # the task's headline metric: top-1, mIoU, mAP, ...
-            f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB" if "peak_rss_bytes" in r else "",
+        lines.append(
+            (
+                r["id"][:8],
+                " ".join([r["status"], *run_marks(r)]),  # UNSANDBOXED, +code
+                r["model"] or r.get("operator") or "",
+                r["framework"] or "",
+                kind_label(r),
+                p50,
+                headline(r),  # the task's headline metric: top-1, mIoU, mAP, ...
+                f"{r['peak_rss_bytes'] / 2**20:,.0f} MiB" if "peak_rss_bytes" in r else "",
+            )
         )
-    _out().print(table if rows else "no runs recorded")
+    # one line a run, whatever its width (grep finds a run whole): a listing's plain columns
+    header = ("run", "status", "model", "framework", "kind", "p50 (LoadGen)", "accuracy")
+    sys.stdout.write(columns((*header, "peak RSS"), lines))
     if len(rows) == limit:
         _err().print(f"more runs may follow: add --after {rows[-1]['id']}")
 
