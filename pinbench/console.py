@@ -40,6 +40,11 @@ def err() -> Console:
     return Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 
 
+def to_stderr(text: str) -> None:
+    """A line on stderr as it is (what a message with no style needs: no Rich)."""
+    sys.stderr.write(text + "\n")
+
+
 def styled_stderr() -> bool:
     """Whether Rich would style stderr: a terminal, or colour forced (``FORCE_COLOR``,
     ``TTY_COMPATIBLE``). Elsewhere a line is written as it is, without importing Rich."""

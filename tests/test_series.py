@@ -851,7 +851,7 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
 
     shown = cli("series", "show", name, "--metric", metric)
     assert shown.code == 0, shown.err
-    rows = {line.split("│")[1].strip(): line for line in shown.out.splitlines() if "│" in line}
+    rows = {line.split()[0]: line for line in shown.out.splitlines()[2:] if line.strip()}
     assert all("INVALID" in rows[r[:8]] for r in invalid)
     assert not any("INVALID" in rows[r[:8]] for r in [*valid, candidate])
     assert "BUSY" in rows[valid[3][:8]] and "BUSY" not in rows[valid[0][:8]]

@@ -14,11 +14,9 @@ that reference it are written.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import os
-from collections.abc import Callable
+import sys
 from pathlib import Path
 
 from pinbench.artifacts.digest import Digest
@@ -34,19 +32,6 @@ from pinbench.artifacts.verified import FileState
 
 SMALL = 1 << 20
 """Files up to this size are read whole; larger ones are staged by ``BlobStore.stage``."""
-
-
-def _syncfs() -> Callable[[int], int] | None:
-    """Linux's ``syncfs(fd)``: flush the whole filesystem ``fd`` is on."""
-    name = ctypes.util.find_library("c")
-    func = getattr(ctypes.CDLL(name, use_errno=True), "syncfs", None) if name else None
-    if func is None:
-        return None
-    func.argtypes = [ctypes.c_int]
-    return func  # type: ignore[no-any-return]
-
-
-_SYNCFS = _syncfs()
 
 
 class BulkStager:
@@ -119,11 +104,14 @@ class BulkStager:
 
 def _sync_filesystem(folder: Path) -> bool:
     """``syncfs`` the filesystem ``folder`` is on; False where it cannot be done."""
-    if _SYNCFS is None:
+    from pinbench.libc import libc_function
+
+    syncfs = libc_function("syncfs", "c_int")  # Linux's: flush the filesystem fd is on
+    if syncfs is None:
         return False
     fd = os.open(folder, os.O_RDONLY)
     try:
-        return _SYNCFS(fd) == 0
+        return syncfs(fd) == 0
     finally:
         os.close(fd)
 
@@ -133,10 +121,10 @@ def commit_blobs(store: BlobStore, staged: list[StagedBlob]) -> list[Digest]:
     each folder synced once, recorded in the verified-state cache at once. The digests that
     were new to the store. A store on object storage uploads them one by one
     (``S3BlobStore.commit_many``)."""
-    from pinbench.artifacts.s3store import S3BlobStore
-
-    if isinstance(store, S3BlobStore):
-        return store.commit_many(staged)
+    s3 = sys.modules.get("pinbench.artifacts.s3store")  # a store in a bucket imported it
+    if s3 is not None and isinstance(store, s3.S3BlobStore):
+        made_there: list[Digest] = store.commit_many(staged)
+        return made_there
     blobs = store.blobs.resolve() if store.blobs.exists() else store.blobs
     made: list[Digest] = []
     folders: set[Path] = set()

@@ -26,17 +26,17 @@ SYNC_FILE_RANGE_WRITE = 2
 
 @cache
 def _sync_file_range() -> Callable[[int, int, int], None]:
-    """Start asynchronous write-back of a range (Linux); a no-op where unavailable. Looked up
-    at the first copy, not at import (``find_library`` runs ``ldconfig``)."""
-    import ctypes
-    import ctypes.util
+    """Start asynchronous write-back of a range (Linux); a no-op where unavailable."""
+    from pinbench.libc import libc_function
 
-    name = ctypes.util.find_library("c")
-    func = getattr(ctypes.CDLL(name, use_errno=True), "sync_file_range", None) if name else None
+    func = libc_function("sync_file_range", "c_int", "c_longlong", "c_longlong", "c_uint")
     if func is None:
         return lambda fd, offset, length: None
-    func.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
-    return lambda fd, offset, length: func(fd, offset, length, SYNC_FILE_RANGE_WRITE)
+
+    def start(fd: int, offset: int, length: int) -> None:
+        func(fd, offset, length, SYNC_FILE_RANGE_WRITE)
+
+    return start
 
 
 def _write_all(fd: int, view: memoryview) -> None:

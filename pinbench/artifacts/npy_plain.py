@@ -4,18 +4,24 @@ gate reads of a run's raw latencies (importing NumPy would be most of the comman
 It reads what ``np.save`` writes for an integer or float array of one dimension (format
 versions 1 to 3, either byte order, items of 4 or 8 bytes, C order); anything else is refused
 with ``ValueError`` naming what it is, as is a file whose length is not what its header says.
-The header is read as a Python literal (``ast.literal_eval``: no code runs).
+The header must be the dictionary ``np.save`` writes for such an array, to the character
+(``HEADER``): nothing in it is evaluated.
 """
 
 from __future__ import annotations
 
 import array
-import ast
+import re
 import sys
 from pathlib import Path
 
 from pinbench.artifacts.npy_header import MAGIC, MAX_HEADER_BYTES
 
+HEADER = re.compile(
+    r"\{'descr': '(?P<descr>[<>|=][a-z]\d+)', 'fortran_order': (?:False|True), "
+    r"'shape': \((?P<length>\d{1,19}),\), \} *\n"
+)
+"""What ``numpy.lib.format`` writes for a one-dimensional array of a plain dtype."""
 _TYPECODES = {
     ("i", 4): "i",
     ("i", 8): "q",
@@ -41,24 +47,18 @@ def numbers_of(path: Path) -> list[float]:
     if end > min(len(data), MAX_HEADER_BYTES):
         raise ValueError(f"its header ({end} bytes) is longer than the file or {MAX_HEADER_BYTES}")
     header = data[start:end].decode("utf-8" if major == 3 else "latin1")
-    try:
-        fields = ast.literal_eval(header)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise ValueError("its header is not a Python literal") from None
-    if not isinstance(fields, dict) or set(fields) != {"descr", "fortran_order", "shape"}:
-        raise ValueError("its header is not numpy's {'descr', 'fortran_order', 'shape'}")
-    descr, shape = fields["descr"], fields["shape"]
-    if not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int)):
-        raise ValueError(f"its shape {shape!r} is not one dimension")
-    if not isinstance(descr, str) or len(descr) != 3 or descr[0] not in "<>|=":
-        raise ValueError(f"its dtype {descr!r} is not a plain number")
-    code = _TYPECODES.get((descr[1], int(descr[2])) if descr[2].isdigit() else ("", 0))
-    if code is None or array.array(code).itemsize != int(descr[2]):
+    fields = HEADER.fullmatch(header)
+    if fields is None:
+        raise ValueError(f"its header {header.strip()[:80]!r} is not a 1-D array of numbers")
+    descr, length = fields["descr"], int(fields["length"])
+    size = int(descr[2:])
+    code = _TYPECODES.get((descr[1], size))
+    if code is None or array.array(code).itemsize != size:
         raise ValueError(f"its dtype {descr!r} is not an integer or float of 4 or 8 bytes")
     values = array.array(code)
     body = data[end:]
-    if len(body) != shape[0] * values.itemsize:
-        raise ValueError(f"it holds {len(body)} bytes of data, not {shape[0]} x {values.itemsize}")
+    if len(body) != length * values.itemsize:
+        raise ValueError(f"it holds {len(body)} bytes of data, not {length} x {values.itemsize}")
     values.frombytes(body)
     native = "<" if sys.byteorder == "little" else ">"
     if descr[0] in "<>" and descr[0] != native:

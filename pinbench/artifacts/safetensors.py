@@ -17,7 +17,6 @@ archive is recognised, so that the error can say what it is.
 from __future__ import annotations
 
 import math
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,6 +204,8 @@ def recognise(path: Path) -> str | None:
         return "pickle"  # a bare pickle, or torch.save's legacy format
     if not head.startswith(b"PK\x03\x04"):
         return None
+    import zipfile
+
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()

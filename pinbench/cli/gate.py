@@ -9,7 +9,6 @@ import click
 from pinbench.cli.common import listed, progress_lines, registry
 from pinbench.cli.run_options import RUNNER_HELP
 from pinbench.console import json_option
-from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 from pinbench.errors import UserError
 
@@ -134,6 +133,6 @@ def gate_cmd(
     elif markdown != Path("-"):
         from pinbench.cli.gate_view import lines_of
 
-        for line in lines_of(result):
-            _out().print(line, soft_wrap=True)
+        for line in lines_of(result):  # plain lines: no style, written as they are
+            print(line)
     raise click.exceptions.Exit(int(result["exit_code"]))

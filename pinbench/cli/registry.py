@@ -21,8 +21,7 @@ from pinbench.cli.common import (
     publisher_option,
     registry,
 )
-from pinbench.console import columns, json_option
-from pinbench.console import err as _err
+from pinbench.console import columns, json_option, to_stderr
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -91,22 +90,22 @@ def publish(
     if as_json:
         _print_json(info)
     elif info["created"]:
-        _out().print(
+        print(
             f"published {info['ref']} ({info['files']} file(s), {info['bytes']} bytes, "
             f"manifest sha256 {info['manifest_digest'][:12]})"
         )
     else:
-        _out().print(f"{info['ref']} is already published with this manifest: nothing to do")
+        print(f"{info['ref']} is already published with this manifest: nothing to do")
 
 
 def _publish_with(
     reg: Registry, manifest: Path, files: Path | None, publisher: str | None
 ) -> Published:
     if reg.remote:
-        return reg.publish(manifest, files=files, say=_err().print)
+        return reg.publish(manifest, files=files, say=to_stderr)
     with progress_bars() as progress:
         return reg.publish(
-            manifest, files=files, publisher=publisher, progress=progress, say=_err().print
+            manifest, files=files, publisher=publisher, progress=progress, say=to_stderr
         )
 
 
@@ -126,7 +125,7 @@ def yank(
     parsed = ArtifactRef.parse(ref)
     with registry() as reg:
         reg.yank(str(parsed), reason)
-    _out().print(f"yanked {parsed}: {reason}")
+    print(f"yanked {parsed}: {reason}")
 
 
 @click.command("list")
@@ -349,11 +348,10 @@ def lock_cmd(
         else:
             _print_json({**written[0], "artifacts": pinned})
         return
-    out = _out()
-    for ref in pinned:
-        out.print(f"pinned {ref}")
+    for ref in pinned:  # plain lines: no style, written as they are
+        print(f"pinned {ref}")
     for point in written:
-        out.print(f"wrote {point['path']} (lockfile sha256 {point['digest']})")
+        print(f"wrote {point['path']} (lockfile sha256 {point['digest']})")
 
 
 def _invalid_ahead(scenario: Scenario) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
 from pinbench.cli.common import registry
-from pinbench.console import json_option
+from pinbench.console import columns, json_option
 from pinbench.console import out as _out
 from pinbench.console import print_json as _print_json
 
@@ -30,19 +31,14 @@ name_argument = click.argument("name", type=str, help=NAME_HELP)
 @json_option
 def series_list(as_json: bool = False) -> None:
     """Every series: its name, how many runs, when the last ran, the metrics it recorded."""
-    from rich.table import Table
-
     with registry() as reg:
         rows = reg.series().list()
     if as_json:
         _print_json(rows)
         return
-    table = Table(title=f"{len(rows)} series")
-    for column in ("series", "runs", "last run", "last"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(row["name"], str(row["runs"]), row["last_run"][:8], row["last"][:19])
-    _out().print(table)
+    print(f"{len(rows)} series")
+    lines = [(r["name"], str(r["runs"]), r["last_run"][:8], r["last"][:19]) for r in rows]
+    sys.stdout.write(columns(("series", "runs", "last run", "last"), lines))
 
 
 @series_app.command("show")
@@ -56,8 +52,6 @@ def series_list(as_json: bool = False) -> None:
 @json_option
 def series_show(name: str, metrics: tuple[str, ...] = (), as_json: bool = False) -> None:
     """Each metric over the series, run by run, with the pins that moved before each run."""
-    from rich.table import Table
-
     from pinbench.errors import UserError
     from pinbench.run_figures import marked
 
@@ -70,16 +64,16 @@ def series_show(name: str, metrics: tuple[str, ...] = (), as_json: bool = False)
         _print_json(info)
         return
     shown = list(metrics) or info["metrics"]
-    table = Table(title=f"{info['name']} ({info['runs']} runs)")
-    for column in ("run", "started", "min ms", *shown, "moved"):
-        table.add_column(column)
+    lines = []
     for point in info["points"]:
         values = [marked(_value(point["metrics"].get(m)), point["metrics"]) for m in shown]
         moved = "; ".join(point["moved"]) or "-"
         least = point.get("min_duration_ms")  # a server before 0017's figures sends none
         started = point["started_at"][:19]
-        table.add_row(point["run"][:8], started, _value(least), *values, moved)
-    _out().print(table)
+        lines.append((point["run"][:8], started, _value(least), *values, moved))
+    # a line a run, however many metrics (a table Rich fits to the terminal wrapped them)
+    print(f"{info['name']} ({info['runs']} runs)")
+    sys.stdout.write(columns(("run", "started", "min ms", *shown, "moved"), lines))
     _print_thresholds(info["thresholds"])
 
 
@@ -89,10 +83,10 @@ def _value(value: float | None) -> str:
 
 def _print_thresholds(rows: list[dict[str, Any]]) -> None:
     if not rows:
-        _out().print("no thresholds (set one with `pinbench series threshold set`)")
+        print("no thresholds (set one with `pinbench series threshold set`)")
         return
     for row in rows:
-        _out().print(f"threshold v{row['version']} {_describe(row)}", soft_wrap=True)
+        print(f"threshold v{row['version']} {_describe(row)}")
 
 
 def _describe(row: dict[str, Any]) -> str:
