@@ -24,7 +24,6 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from semver import Version
 
 from pinbench.registry.manifest import load_manifest, load_manifest_text
 from pinbench.registry.manifest_parts import Scalar
@@ -39,7 +38,7 @@ from pinbench.registry.mlmodelscope import (
 )
 from pinbench.registry.ranges import Range
 from pinbench.registry.supported import UndeclaredOutput, check_supported
-from pinbench.registry.versions import parse_version
+from pinbench.registry.versions import Version, parse_version
 from pinbench.worker.predictors import FrameworkUnavailable, predictor_class
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles

@@ -12,12 +12,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from semver import Version
 
 from pinbench.errors import RangeError, VersionError
 from pinbench.registry.comparators import Comparator
 from pinbench.registry.ranges import Range, max_satisfying, satisfying
-from pinbench.registry.versions import parse_version
+from pinbench.registry.versions import Version, parse_version
 
 # -- tables -------------------------------------------------------------------------------------
 
@@ -736,3 +735,31 @@ def test_exact_of_a_pin(version: Version) -> None:
     # `<=0.0.0`: exact stays conservative there
     interval = Range.parse(f">={version} <={version}").exact
     assert interval == (None if str(version) in ("0.0.0", "0.0.0-0") else version)
+
+
+_IDENT = st.one_of(
+    st.integers(0, 30).map(str), st.sampled_from(["alpha", "beta", "rc", "x-1", "0a", "B"])
+)
+_TAIL = st.one_of(st.none(), st.lists(_IDENT, min_size=1, max_size=3).map(".".join))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    a=st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), _TAIL, _TAIL),
+    b=st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), _TAIL, _TAIL),
+)
+def test_a_version_is_the_semver_packages_value(
+    a: tuple[int, int, int, str | None, str | None], b: tuple[int, int, int, str | None, str | None]
+) -> None:
+    """pinbench's ``Version`` (the ``semver`` package is not imported at run time: its command
+    line came with it) prints, compares, equals, hashes and bumps as ``semver.Version``."""
+    import semver
+
+    ours, theirs = Version(*a), Version(*b)
+    ref_a, ref_b = semver.Version(*a), semver.Version(*b)
+    assert str(ours) == str(ref_a) and parse_version(str(ours)) == ours
+    assert ours.compare(theirs) == ref_a.compare(ref_b)
+    assert (ours == theirs) == (ref_a == ref_b) and (ours < theirs) == (ref_a < ref_b)
+    assert (hash(ours) == hash(theirs)) or ours != theirs
+    assert str(ours.bump_patch()) == str(ref_a.bump_patch())
+    assert ours.replace(build=None) == ours and ours.replace(build=None).build is None

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from semver import Version
-
 from pinbench.registry.versions import (
     PrecedenceKey,
+    Version,
     precedence_key,
 )
 

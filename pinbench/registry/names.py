@@ -7,11 +7,9 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-import semver
-
 from pinbench.errors import InvalidValue
 from pinbench.registry.ranges import Range
-from pinbench.registry.versions import parse_version
+from pinbench.registry.versions import Version, parse_version
 
 
 class Kind(StrEnum):
@@ -75,7 +73,7 @@ class ArtifactRef:
 
     kind: Kind
     name: str
-    version: semver.Version
+    version: Version
 
     @classmethod
     def parse(cls, text: str) -> ArtifactRef:

@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import semver
-
 from pinbench.registry.names import Kind
-from pinbench.registry.versions import parse_version
+from pinbench.registry.versions import Version, parse_version
 
 FILES_SQL = (
     "SELECT path, sha256, size, source FROM artifact_files"
@@ -35,7 +33,7 @@ class Dependency:
 class Published:
     """What resolution knows of one published version."""
 
-    version: semver.Version
+    version: Version
     yanked: bool = False
     requires: tuple[Dependency, ...] = ()
     platforms: frozenset[str] | None = None

@@ -7,8 +7,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from semver import Version
-
 from pinbench.registry.comparators import (
     _ALL_RELEASES,
     _FLOOR,
@@ -25,6 +23,7 @@ from pinbench.registry.comparators import (
 )
 from pinbench.registry.versions import (
     _PARTS,
+    Version,
     _number,
     _split,
     _tail,

@@ -28,13 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from semver import Version
-
 from pinbench.errors import RangeError
 from pinbench.registry.comparators import Comparator, ComparatorSet, Op, _set_allows
 from pinbench.registry.range_syntax import _combined_sets, _format, _meet, _parsed_sets, _terms
 from pinbench.registry.versions import (
     MAX_RANGE_LENGTH,
+    Version,
     parse_version,
 )
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-import semver
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
 
@@ -27,7 +26,7 @@ from pinbench.registry.published import Dependency as Dependency
 from pinbench.registry.published import Published as Published
 from pinbench.registry.published import published_from_row as published_from_row
 from pinbench.registry.ranges import Range
-from pinbench.registry.versions import parse_version, precedence_key
+from pinbench.registry.versions import Version, parse_version, precedence_key
 
 
 class CandidateSource(Protocol):
@@ -83,7 +82,7 @@ class Resolution:
     refs: tuple[ArtifactRef, ...]
 
 
-def _display(version: semver.Version, published: Published) -> str:
+def _display(version: Version, published: Published) -> str:
     return f"{version}{' (yanked)' if published.yanked else ''}"
 
 
@@ -180,7 +179,7 @@ def _range(text: str) -> Range:
 
 
 @lru_cache(maxsize=262_144)
-def _version(text: str) -> semver.Version:
+def _version(text: str) -> Version:
     return parse_version(text)
 
 

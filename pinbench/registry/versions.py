@@ -3,11 +3,82 @@
 from __future__ import annotations
 
 import re
-from typing import Final, Literal, TypeAlias
-
-from semver import Version
+from typing import Any, Final, Literal, TypeAlias
 
 from pinbench.errors import VersionError
+
+
+class Version:
+    """A semver 2.0.0 version: ``MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]``, the value the
+    ``semver`` package's ``Version`` is (its attributes, ``compare``, ``replace``; equal, hashed
+    and ordered by precedence, build metadata ignored), without importing that package (whose
+    command line, loaded with it, was a tenth of a publish's start-up). Checked where it is
+    parsed (``parse_version``); made here only from checked parts."""
+
+    __slots__ = ("_key", "build", "major", "minor", "patch", "prerelease")
+
+    def __init__(
+        self,
+        major: int,
+        minor: int = 0,
+        patch: int = 0,
+        prerelease: str | None = None,
+        build: str | None = None,
+    ) -> None:
+        if min(major, minor, patch) < 0:
+            raise ValueError(f"a version's numbers are not negative: {major}.{minor}.{patch}")
+        self.major, self.minor, self.patch = int(major), int(minor), int(patch)
+        self.prerelease = None if prerelease is None else str(prerelease)
+        self.build = None if build is None else str(build)
+        self._key = precedence_key(self)
+
+    def compare(self, other: Version) -> int:
+        """-1, 0 or 1 as ``self`` precedes, equals or follows ``other`` (build ignored)."""
+        return (self._key > other._key) - (self._key < other._key)
+
+    def replace(self, **parts: Any) -> Version:
+        fields = {n: getattr(self, n) for n in ("major", "minor", "patch", "prerelease", "build")}
+        unknown = set(parts) - set(fields)
+        if unknown:
+            raise TypeError(f"replace() got unknown part(s): {', '.join(sorted(unknown))}")
+        return Version(**{**fields, **parts})
+
+    def bump_patch(self) -> Version:
+        """The next patch release: ``1.2.3-rc.1+b`` -> ``1.2.4`` (as ``semver``)."""
+        return Version(self.major, self.minor, self.patch + 1)
+
+    def __str__(self) -> str:
+        text = f"{self.major}.{self.minor}.{self.patch}"
+        if self.prerelease:
+            text += f"-{self.prerelease}"
+        if self.build:
+            text += f"+{self.build}"
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"Version(major={self.major!r}, minor={self.minor!r}, patch={self.patch!r}, "
+            f"prerelease={self.prerelease!r}, build={self.build!r})"
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Version) and self._key == other._key
+
+    def __lt__(self, other: Version) -> bool:
+        return self._key < other._key
+
+    def __le__(self, other: Version) -> bool:
+        return self._key <= other._key
+
+    def __gt__(self, other: Version) -> bool:
+        return self._key > other._key
+
+    def __ge__(self, other: Version) -> bool:
+        return self._key >= other._key
+
 
 # -- versions -----------------------------------------------------------------------------------
 
