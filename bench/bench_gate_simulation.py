@@ -113,7 +113,7 @@ POINTS = [
 def _run(rng: np.random.Generator, scale: float, sigma: float, raw: bool) -> Observation:
     latencies = rng.lognormal(math.log(MEDIAN_NS * scale) + rng.normal(0.0, sigma), WITHIN, SAMPLES)
     figure = float(np.median(latencies))
-    return Observation(figure, latencies if raw else None)
+    return Observation(figure, latencies.tolist() if raw else None)
 
 
 def gate_set(g: Gate, index: int) -> dict[str, int]:

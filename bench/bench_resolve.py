@@ -42,7 +42,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import semver
 from sqlalchemy import insert, select
 
 from bench._common import (
@@ -62,7 +61,7 @@ from pinbench.errors import UserError
 from pinbench.registry.catalog import resolve_specs
 from pinbench.registry.names import Kind, Spec
 from pinbench.registry.ranges import max_satisfying
-from pinbench.registry.versions import parse_version
+from pinbench.registry.versions import Version, parse_version
 from pinbench.workspace import Workspace
 
 MODELS, FRAMEWORKS, DATASETS = 400, 200, 400
@@ -200,7 +199,7 @@ def naive_resolve(ws: Workspace, texts: Sequence[str]) -> Picks:
                     Artifact.kind == spec.kind.value, Artifact.name == spec.name
                 )
             ).all()
-            versions: list[semver.Version] = [parse_version(v) for v, y in rows if not y]
+            versions: list[Version] = [parse_version(v) for v, y in rows if not y]
             best = max_satisfying(versions, spec.range)
             out[f"{spec.kind.value}/{spec.name}"] = None if best is None else str(best)
     return out
