@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes.util
 import platform
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -35,11 +34,15 @@ def memory_bytes() -> int | None:
 
 
 def gpus() -> list[dict[str, str]]:
-    if shutil.which("nvidia-smi") is None:
+    from pinbench.programs import ProgramUnavailable, system_program
+
+    try:
+        smi = system_program("nvidia-smi")
+    except ProgramUnavailable:
         return []
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            [str(smi), "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             timeout=10,

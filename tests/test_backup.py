@@ -287,7 +287,9 @@ def test_no_blobs_lists_them_and_restore_checks_the_ones_the_operator_put_back(
 
 
 def test_a_missing_postgresql_tool_is_named() -> None:
-    with pytest.raises(ToolMissing, match=r"pg_nonesuch not found .* install the PostgreSQL"):
+    with pytest.raises(
+        ToolMissing, match=r"pg_nonesuch is not installed in the system's folders \(/usr/lib/"
+    ):
         pg_tool("pg_nonesuch")
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,50 +20,39 @@ import pytest
 from pinbench.doctor import engines, sandbox, storage, timing
 from pinbench.doctor.examine import RunsBlocked, examine, refuse_blocked
 from pinbench.doctor.findings import Finding, Place
-from pinbench.evaluator.runners import sandbox as runners_sandbox
 from tests.pg import free_port
 from tests.services import unavailable
+from tests.system_programs import BWRAP, fake, system_folder, without_bwrap
 
 PINBENCH = [sys.executable, "-m", "pinbench"]
 
 
-def _no_bwrap_path(tmp_path: Path) -> str:
-    """A PATH with this interpreter's folder and a folder of links to the programs tests use,
-    and no bubblewrap."""
-    links = tmp_path / "bin"
-    links.mkdir(exist_ok=True)
-    for name in ("docker", "sh", "env"):
-        found = shutil.which(name)
-        if found:
-            (links / name).symlink_to(found)
-    return f"{links}:{Path(sys.executable).parent}"
-
-
-def _fake_bwrap(tmp_path: Path, said: str) -> str:
-    """A PATH whose ``bwrap`` answers ``--version`` and refuses every sandbox as bubblewrap
-    does where the kernel gives no user namespaces (its own words, exit 1)."""
-    folder = tmp_path / "fakebin"
-    folder.mkdir()
-    script = folder / "bwrap"
-    script.write_text(
-        "#!/bin/sh\n"
+def _fake_bwrap(folder: Path, said: str) -> Path:
+    """A ``bwrap`` in ``folder`` that answers ``--version`` and refuses every sandbox as
+    bubblewrap does where the kernel gives no user namespaces (its own words, exit 1)."""
+    return fake(
+        folder,
+        "bwrap",
         'if [ "$1" = --version ]; then echo "bubblewrap 0.8.0"; exit 0; fi\n'
-        f"echo 'bwrap: {said}' >&2\nexit 1\n"
+        f"echo 'bwrap: {said}' >&2\nexit 1",
     )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return f"{folder}:{os.environ['PATH']}"
 
 
 # ------------------------------------------------------------------- the sandbox, failing
 @pytest.mark.parametrize(
     ("arrange", "detail", "fix"),
     [
-        (  # installed, but not where this process looks: a service's own PATH
+        (  # only on PATH: never run, named (issue 84, item 1)
             "path",
-            "bubblewrap is installed at /usr/bin/bwrap but not on this process's PATH",
-            "add /usr/bin to the PATH pinbench is started with",
+            "is not used (pinbench starts only the system's)",
+            "apt-get install -y bubblewrap",
         ),
-        ("missing", "bubblewrap (bwrap) is not installed", "apt-get install -y bubblewrap"),
+        ("missing", "not installed in the system's folders", "apt-get install -y bubblewrap"),
+        (  # where the system keeps it, but another than root may have written it
+            "writable",
+            "may be written by others than root",
+            "apt-get install --reinstall -y bubblewrap",
+        ),
         (  # installed, refused by the kernel: bubblewrap's own words, and the settings
             "refused",
             "did not start a sandbox: No permissions to create new namespace",
@@ -76,14 +63,15 @@ def _fake_bwrap(tmp_path: Path, said: str) -> str:
 def test_a_sandbox_that_cannot_start_blocks_runs_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arrange: str, detail: str, fix: str
 ) -> None:
+    folder = system_folder(tmp_path / "system", monkeypatch)
     if arrange == "refused":
-        monkeypatch.setenv("PATH", _fake_bwrap(tmp_path, "No permissions to create new namespace"))
-    else:
-        if not Path("/usr/bin/bwrap").exists():
-            unavailable("bubblewrap is not installed at /usr/bin/bwrap")
-        monkeypatch.setenv("PATH", _no_bwrap_path(tmp_path))
-    if arrange == "missing":
-        monkeypatch.setattr(runners_sandbox, "INSTALLED", ())
+        _fake_bwrap(folder, "No permissions to create new namespace")
+    elif arrange == "writable":
+        _fake_bwrap(folder, "unused").chmod(0o775)
+    elif arrange == "path":
+        path = tmp_path / "path"
+        _fake_bwrap(path, "unused")
+        monkeypatch.setenv("PATH", f"{path}:{os.environ['PATH']}")
     (finding,) = sandbox.check(Place(environ={"PINBENCH_HOME": str(tmp_path / "home")}))
     assert finding.status == "fail"
     assert detail in finding.detail
@@ -91,11 +79,11 @@ def test_a_sandbox_that_cannot_start_blocks_runs_with_its_fix(
 
 
 def test_the_sandbox_that_starts_is_named_with_its_version() -> None:
-    if shutil.which("bwrap") is None:
+    if not Path(BWRAP).exists():
         unavailable("bubblewrap is not installed")
     (finding,) = sandbox.check(Place())
     assert finding.status == "ok"
-    assert finding.detail.startswith(f"{shutil.which('bwrap')} (bubblewrap ")
+    assert finding.detail.startswith(f"{BWRAP} (bubblewrap ")
 
 
 def _proc_with(tmp_path: Path, settings: dict[str, str]) -> Path:
@@ -135,8 +123,7 @@ def test_the_kernel_settings_that_refuse_user_namespaces_are_named(
 def test_a_missing_bubblewrap_under_apparmor_names_both_fixes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PATH", _no_bwrap_path(tmp_path))
-    monkeypatch.setattr(runners_sandbox, "INSTALLED", ())
+    system_folder(tmp_path / "system", monkeypatch)
     proc = _proc_with(tmp_path, {"kernel/apparmor_restrict_unprivileged_userns": "1"})
     (finding,) = sandbox.check(Place(proc=proc, uid=1000, environ={}))
     assert "apt-get install -y bubblewrap" in finding.fix
@@ -207,11 +194,16 @@ def test_the_database_is_named_with_what_to_do(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------- engines
-def test_the_docker_runner_without_an_engine_is_a_warning_with_its_fix(tmp_path: Path) -> None:
-    none = engines.docker(Place(environ={"PATH": str(tmp_path)}))
-    assert (none.status, none.detail) == ("warn", "no docker CLI on PATH (the docker runner)")
+def test_the_docker_runner_without_an_engine_is_a_warning_with_its_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patched:  # no docker in the system's folders
+        system_folder(tmp_path / "system", patched)
+        none = engines.docker(Place(environ={"PATH": os.environ["PATH"]}))
+    assert none.status == "warn"
+    assert none.detail.startswith("the docker CLI (the docker runner) is not installed in the ")
     assert "apt-get install -y docker.io" in none.fix
-    if shutil.which("docker") is None:
+    if not Path("/usr/bin/docker").exists():
         unavailable("the docker CLI is not installed")
     socket = f"unix://{tmp_path}/no.sock"
     silent = engines.docker(Place(environ={"PATH": os.environ["PATH"], "DOCKER_HOST": socket}))
@@ -283,7 +275,7 @@ def test_other_load_is_a_warning_measured_over_a_sample(tmp_path: Path) -> None:
 def test_doctor_exits_0_where_runs_can_be_made_and_1_naming_what_blocks_them(
     tmp_path: Path,
 ) -> None:
-    if shutil.which("bwrap") is None:
+    if not Path(BWRAP).exists():
         unavailable("bubblewrap is not installed")
     env = {**os.environ, "PINBENCH_HOME": str(tmp_path / "home")}
     fine = subprocess.run([*PINBENCH, "doctor", "--json"], env=env, capture_output=True, text=True)
@@ -296,11 +288,11 @@ def test_doctor_exits_0_where_runs_can_be_made_and_1_naming_what_blocks_them(
     )
     assert all(f["status"] in ("ok", "warn") for f in shown)
 
-    env["PATH"] = _no_bwrap_path(tmp_path)
-    blocked = subprocess.run([*PINBENCH, "doctor"], env=env, capture_output=True, text=True)
+    hidden = without_bwrap([*PINBENCH, "doctor"])
+    blocked = subprocess.run(hidden, env=env, capture_output=True, text=True)
     assert blocked.returncode == 1
     assert blocked.stdout.splitlines()[0].startswith("fail  sandbox  ")
-    assert "fix: add /usr/bin to the PATH" in blocked.stdout
+    assert "fix: as root: apt-get install -y bubblewrap" in blocked.stdout
     assert "runs cannot be made here until this is fixed (sandbox: " in blocked.stderr
     assert "Traceback" not in blocked.stderr
 
@@ -309,8 +301,10 @@ def test_the_demo_stops_before_anything_and_points_to_doctor(tmp_path: Path) -> 
     if not Path("/usr/bin/bwrap").exists():
         unavailable("bubblewrap is not installed at /usr/bin/bwrap")
     home = tmp_path / "home"
-    env = {**os.environ, "PINBENCH_HOME": str(home), "PATH": _no_bwrap_path(tmp_path)}
-    done = subprocess.run([*PINBENCH, "demo"], env=env, capture_output=True, text=True)
+    env = {**os.environ, "PINBENCH_HOME": str(home)}
+    done = subprocess.run(
+        without_bwrap([*PINBENCH, "demo"]), env=env, capture_output=True, text=True
+    )
     assert done.returncode == 1
     assert "`pinbench doctor` tells everything this machine lacks" in done.stderr
     assert not (home / "pinbench.db").exists() and not (home / "demo").exists()

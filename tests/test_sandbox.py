@@ -384,71 +384,91 @@ def test_figures_the_evaluator_injects_are_dropped_and_named(
     assert "dropped_metrics" not in honest["details"]
 
 
-# (case, a bwrap on PATH that answers so, whether the system's own /usr/bin/bwrap is seen,
-# what the refusal says, what it says to do)
+# (case, what the system's folder holds as bwrap (a script's body; None: nothing), what PATH
+# holds as bwrap, what the refusal says): what PATH holds is never run (it leaves a mark)
 INSTALL_FIX = "apt-get install -y bubblewrap"
+MARK = 'touch "$(dirname "$0")/ran"; exec /usr/bin/bwrap "$@"'
+NAMESPACES = (
+    "echo 'bwrap: No permissions to create new namespace, likely because the kernel does "
+    "not allow non-privileged user namespaces.' >&2; exit 1"
+)
 REFUSALS = [
-    (
-        "bubblewrap is not installed",
+    ("bubblewrap is not installed", None, None, "is not installed in the system's folders"),
+    (  # one on PATH (issue 84: a bwrap earlier on PATH bound the home in) is never run
+        "bubblewrap only on PATH",
         None,
-        False,
-        "bubblewrap (bwrap) is not installed",
-        INSTALL_FIX,
+        MARK,
+        "is not used (pinbench starts only the system's)",
     ),
-    (  # a service's PATH of its own: told apart from "not installed" (issue 83)
-        "bubblewrap is not on the PATH",
-        None,
-        True,
-        "bubblewrap is installed at /usr/bin/bwrap but not on this process's PATH",
-        "add /usr/bin to the PATH pinbench is started with",
-    ),
-    (
-        "user namespaces are not allowed",
-        "echo 'bwrap: No permissions to create new namespace, likely because the kernel does "
-        "not allow non-privileged user namespaces.' >&2; exit 1",
-        True,
-        "No permissions to create new namespace",
-        INSTALL_FIX,
-    ),
+    ("user namespaces are not allowed", NAMESPACES, MARK, "No permissions to create new namespace"),
+    ("bubblewrap is writable by others", "group-writable", None, "may be written by others"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("case", "fake", "installed", "said", "fix"), REFUSALS, ids=[c[0] for c in REFUSALS]
+    ("case", "system", "on_path", "said"), REFUSALS, ids=[c[0] for c in REFUSALS]
 )
 def test_a_sandbox_that_cannot_start_refuses_the_run_in_one_line_naming_the_fix(
     world: World,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     case: str,
-    fake: str | None,
-    installed: bool,
+    system: str | None,
+    on_path: str | None,
     said: str,
-    fix: str,
 ) -> None:
-    from pinbench.evaluator.runners import sandbox
+    """bubblewrap is taken from the system's folders only (``pinbench.programs``), owned by
+    root and written by no one else; a run that cannot have it refuses in one line with the
+    fix, and is recorded failed with the same reason."""
     from pinbench.evaluator.runners.sandbox import SandboxUnavailable
+    from tests.system_programs import fake, system_folder
 
-    if installed and not Path("/usr/bin/bwrap").exists():
-        unavailable("bubblewrap is not installed at /usr/bin/bwrap")
-    if not installed:
-        monkeypatch.setattr(sandbox, "INSTALLED", ())
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    if fake is not None:
-        (bin_dir / "bwrap").write_text(f"#!/bin/sh\n{fake}\n")
-        (bin_dir / "bwrap").chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
+    folder = system_folder(tmp_path / "system", monkeypatch)
+    if system == "group-writable":
+        fake(folder, "bwrap", 'exec /usr/bin/bwrap "$@"').chmod(0o775)
+    elif system is not None:
+        fake(folder, "bwrap", system)
+    path = tmp_path / "path"
+    if on_path is not None:
+        fake(path, "bwrap", on_path)
+    monkeypatch.setenv("PATH", f"{path}:{os.environ['PATH']}")
     ws = world.home.ws
     with pytest.raises(SandboxUnavailable) as info:
         run_lockfile(ws, world.lock, runner="local", say=quiet, allow_code=True)
     message = str(info.value)
     assert said in message and "\n" not in message
-    assert fix in message
-    if fix == INSTALL_FIX:
-        assert "--sandbox none" in message and "`pinbench doctor`" in message
+    assert INSTALL_FIX in message
+    assert "--sandbox none" in message and "`pinbench doctor`" in message
+    assert not (path / "ran").exists()  # PATH's bwrap never ran
     recorded = show_run(ws, _newest(ws))  # recorded failed, with the same reason
     assert recorded["status"] == "failed" and said in recorded["error"]
+
+
+def test_a_bwrap_earlier_on_path_is_never_run_and_the_run_records_its_own(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 84, item 1: a ``bwrap`` earlier on PATH that binds the home into the sandbox was
+    executed and the run recorded sandboxed. It is never run now; the run records the
+    system's bubblewrap it used: its path, sha256 and version."""
+    import hashlib
+
+    from tests.system_programs import BWRAP, fake
+
+    if not Path(BWRAP).exists():
+        unavailable(f"bubblewrap is not installed at {BWRAP}")
+    path = tmp_path / "path"
+    home = world.home.ws.settings.home
+    fake(path, "bwrap", f'touch "$(dirname "$0")/ran"; exec {BWRAP} --ro-bind {home} {home} "$@"')
+    monkeypatch.setenv("PATH", f"{path}:{os.environ['PATH']}")
+    ws = world.home.ws
+    run = run_lockfile(ws, world.lock, runner="local", say=quiet, allow_code=True)
+    assert not (path / "ran").exists()
+    recorded = show_run(ws, run.id)
+    assert recorded["status"] == "succeeded", recorded["error"]
+    used = recorded["details"]["environment"]["bwrap"]
+    assert used["path"] == BWRAP
+    assert used["sha256"] == hashlib.sha256(Path(BWRAP).read_bytes()).hexdigest()
+    assert used["version"].startswith("bubblewrap ")
 
 
 def _newest(ws: Any) -> str:

@@ -1,8 +1,9 @@
 """A run a server cannot sandbox is refused when it is submitted (issue 83 item 5): 503 naming
 what the server's operator does (never ``--sandbox none``, which a server refuses), nothing
 queued; a run that needs no sandbox here is queued as before. The server is the app in-process
-(Litestar's TestClient) on the digits catalog, its PATH the case's: bubblewrap missing from it,
-or a ``bwrap`` that fails as bubblewrap does where user namespaces are not allowed."""
+(Litestar's TestClient) on the digits catalog, the system's program folder the case's
+(``tests.system_programs``): bubblewrap missing from it (one on PATH is never taken), or a
+``bwrap`` that fails as bubblewrap does where user namespaces are not allowed."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pinbench.registry import service
 from pinbench.registry.request import parse_request
 from pinbench.workspace import Workspace
 from tests.helpers import copied_workspace
+from tests.system_programs import fake, system_folder
 
 NO_USERNS = (
     "bwrap: No permissions to creating new namespace, likely because the kernel does not "
@@ -36,7 +38,7 @@ NO_USERNS = (
 @dataclass(frozen=True)
 class Case:
     runner: str
-    path: str  # the server's PATH: "empty" (no bwrap on it) or "no-userns" (a bwrap that fails)
+    path: str  # the system's folder: "empty" (no bwrap in it) or "no-userns" (a bwrap that fails)
     status: int
     said: str  # in the refusal's detail ("" for an accepted run)
     fix: str  # the operator's fix the detail names
@@ -48,9 +50,9 @@ CASES = [
         "venv",
         "empty",
         503,
-        "not on this process's PATH",
-        "to the PATH pinbench is started with",
-        "bubblewrap installed, not on the server's PATH",
+        "is not used (pinbench starts only the system's)",
+        SERVER_FIX,
+        "bubblewrap only on the server's PATH",
     ),
     Case(
         "venv",
@@ -71,13 +73,14 @@ def ws(tmp_path_factory: pytest.TempPathFactory, digits_template: Path) -> Itera
     ws.close()
 
 
-def bin_folder(root: Path, kind: str) -> Path:
-    folder = root / kind
-    folder.mkdir()
+def bin_folder(root: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system's program folder of the case, and a ``bwrap`` on PATH (never taken)."""
+    folder = system_folder(root / kind, monkeypatch)
     if kind == "no-userns":
-        fake = folder / "bwrap"
-        fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "{NO_USERNS}" >&2\nexit 1\n')
-        fake.chmod(0o755)
+        fake(folder, "bwrap", f'printf "%s\\n" "{NO_USERNS}" >&2\nexit 1')
+    path = root / "path"
+    fake(path, "bwrap", 'exec /usr/bin/bwrap "$@"')
+    monkeypatch.setenv("PATH", f"{path}:/usr/bin:/bin")
     return folder
 
 
@@ -97,7 +100,7 @@ def test_a_run_the_server_cannot_sandbox_is_refused_at_submission(
     }
     digest = service.lock(ws, parse_request(request))[0].digest.hex
     before = len(list_runs(ws))
-    monkeypatch.setenv("PATH", str(bin_folder(tmp_path, case.path)))
+    bin_folder(tmp_path, case.path, monkeypatch)
     app = create_app(ws, ServerSettings(runners=("local", "venv")))
     with TestClient(app=app, base_url="http://127.0.0.1") as client:
         answer = client.post(

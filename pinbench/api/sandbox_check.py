@@ -21,8 +21,9 @@ from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
 SERVER_FIX = (
-    "the server's operator installs bubblewrap where the server finds it (Debian: apt install "
-    "bubblewrap; a server started by systemd or a container sees only its own PATH), allows "
+    "the server's operator installs bubblewrap from the system's packages (Debian: apt install "
+    "bubblewrap; pinbench starts only the bwrap in the system's folders, owned by root, "
+    "whatever the server's PATH), allows "
     "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu "
     "kernel.apparmor_restrict_unprivileged_userns=0) and restarts the server, or serves only "
     "the docker runner (pinbench serve --runners docker)"
@@ -64,8 +65,7 @@ def needs_sandbox(lock: Lockfile, runner: str, *, allow_code: bool) -> bool:
 
 def operator_fix(refusal: sandbox.SandboxUnavailable) -> str:
     """What the server's operator does about ``refusal``: its own fix where it names one for
-    this machine (bubblewrap installed but not on the server's PATH), else ``SERVER_FIX``;
-    never ``--sandbox none``, which a server refuses."""
+    this machine, else ``SERVER_FIX``; never ``--sandbox none``, which a server refuses."""
     if "--sandbox" in refusal.fix:
         return SERVER_FIX
     return f"the server's operator does this and restarts the server: {refusal.fix}"

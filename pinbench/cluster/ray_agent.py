@@ -18,7 +18,6 @@ import json
 import logging
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -254,10 +253,11 @@ def start_agent(
     ``price_per_hour``: the price its runs record (``pinbench.energy.price``)."""
     check_name(name)
     from pinbench.artifacts.destination import folder
+    from pinbench.programs import beside_python
 
     folder(cache, option="--cache", parents=True)
     command = [
-        str(Path(sys.executable).with_name("ray")),
+        str(beside_python("ray")),
         "start",
         f"--address={cluster}",
         "--block",

@@ -6,9 +6,7 @@ restore are here too."""
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -67,12 +65,12 @@ class BackupSourceBad(UserError):
 class ToolMissing(SystemFailure):
     """``pg_dump`` or ``pg_restore`` is not installed where pinbench looks."""
 
-    def __init__(self, *, tool: str) -> None:
+    def __init__(self, *, tool: str, reason: str) -> None:
         super().__init__(
-            f"{tool} not found (looked in /usr/lib/postgresql/*/bin and on PATH): install the "
-            "PostgreSQL client of the server's major version or later (Debian: apt-get install "
-            "postgresql-client)"
+            f"{tool} is {reason}: install the PostgreSQL client of the server's major version "
+            "or later (Debian: apt-get install postgresql-client)"
         )
+        self.reason = reason
         self.tool = tool
 
 
@@ -85,14 +83,14 @@ class ToolFailed(SystemFailure):
 
 
 def pg_tool(name: str) -> Path:
-    """The newest ``name`` of Debian's PostgreSQL packages, else the one on PATH."""
-    found = glob.glob(f"/usr/lib/postgresql/*/bin/{name}")
-    if found:
-        return Path(max(found, key=lambda p: _major(Path(p).parts[-3])))
-    which = shutil.which(name)
-    if which:
-        return Path(which)
-    raise ToolMissing(tool=name)
+    """The newest ``name`` of Debian's PostgreSQL packages, else the system's
+    (``pinbench.programs``: never one found by PATH)."""
+    from pinbench.programs import POSTGRESQL_DIRS, ProgramUnavailable, system_program
+
+    try:
+        return system_program(name, POSTGRESQL_DIRS)
+    except ProgramUnavailable as exc:
+        raise ToolMissing(tool=name, reason=exc.reason) from None
 
 
 def _major(text: str) -> float:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 from pinbench.doctor.findings import Finding, Place
@@ -15,9 +14,13 @@ DOCKER_FIX = (
 
 def docker(place: Place) -> Finding:
     """``warn`` where the docker runner cannot run: only that runner needs the engine."""
-    cli = shutil.which("docker", path=place.environ.get("PATH"))
-    if cli is None:
-        return Finding("docker", "warn", "no docker CLI on PATH (the docker runner)", DOCKER_FIX)
+    from pinbench.programs import ProgramUnavailable, system_program
+
+    try:
+        cli = str(system_program("docker"))
+    except ProgramUnavailable as exc:
+        said = f"the docker CLI (the docker runner) is {exc.reason}"
+        return Finding("docker", "warn", said, DOCKER_FIX)
     command = [cli, "version", "--format", "{{.Server.Version}}"]
     try:
         done = subprocess.run(

@@ -3,14 +3,18 @@ namespaces, and a sandbox started as a run's worker is (``runners.sandbox.probe`
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from pathlib import Path
 
 from pinbench.doctor.findings import Finding, Place
+from pinbench.programs import identity
 
 CHECK = "sandbox"
 INSTALL = "as root: apt-get install -y bubblewrap (make demo does, as root)"
+TRUST = (
+    "reinstall it from the system's packages (as root: apt-get install --reinstall -y "
+    "bubblewrap): pinbench starts only a bwrap that root owns and only root may write"
+)
 
 # (the kernel setting, its file under /proc/sys, the value that refuses unprivileged users, the
 # value to set): what keeps a user who is not root from making a user namespace
@@ -38,14 +42,6 @@ def userns_refusals(place: Place) -> list[str]:
     return found
 
 
-def version(path: str) -> str:
-    try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"version unknown ({exc})"
-    return done.stdout.strip() or f"version unknown (exit {done.returncode})"
-
-
 def check(place: Place) -> list[Finding]:
     """One finding: ``fail`` where a run's sandbox cannot start here, with what to do."""
     from pinbench.evaluator.runners import sandbox
@@ -55,9 +51,9 @@ def check(place: Place) -> list[Finding]:
     try:
         path = sandbox.bwrap()
     except sandbox.SandboxUnavailable as exc:
-        fix = exc.fix if "PATH" in exc.reason else INSTALL
+        fix = TRUST if "not trusted" in exc.reason else INSTALL
         return [Finding(CHECK, "fail", exc.reason, "; ".join(x for x in (fix, settings) if x))]
-    seen = f"{path} ({version(path)})"
+    seen = f"{path} ({identity(Path(path)).version})"
     home = place.home()
     with tempfile.TemporaryDirectory(prefix="pinbench-doctor-") as scratch:
         try:

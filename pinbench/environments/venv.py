@@ -58,15 +58,11 @@ class VirtualEnv:
 
 
 def uv_binary() -> str:
-    try:
-        from uv import find_uv_bin
+    """uv as installed in pinbench's own Python environment (``pinbench.programs``): the
+    builder of every hash-pinned environment is never one found by PATH."""
+    from pinbench.programs import beside_python
 
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-        if found is None:
-            raise UserError("uv is not installed: `pip install uv`") from None
-        return found
+    return str(beside_python("uv"))
 
 
 def pip_index_args() -> list[str]:
@@ -96,14 +92,19 @@ def pip_index_args() -> list[str]:
 
 def base_python(wanted: str | None) -> str:
     """An interpreter of the Python line the environment pins (``3.11``): this one if it
-    matches, else ``python3.11`` on PATH."""
+    matches, else the system's ``python3.11`` (``pinbench.programs``: never one by PATH)."""
+    from pinbench.programs import ProgramUnavailable, system_program
+
     here = platform.python_version()
     if wanted is None or here == wanted or here.startswith(wanted + "."):
         return sys.executable
-    found = shutil.which(f"python{wanted}")
-    if found is None:
-        raise UserError(f"the environment pins Python {wanted}; this machine has {here} only")
-    return found
+    try:
+        return str(system_program(f"python{wanted}"))
+    except ProgramUnavailable as exc:
+        raise UserError(
+            f"the environment pins Python {wanted}; this one is {here}, and python{wanted} is "
+            f"{exc.reason}"
+        ) from None
 
 
 def materialise(

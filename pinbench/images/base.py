@@ -61,15 +61,21 @@ def _debootstrap(
 ) -> None:
     """Debootstrap into a fresh folder per try (``images.retried``: a mirror's transient
     failure is tried again), clear the caches out, tar it as ``tarball``."""
-    if shutil.which("debootstrap") is None:
-        raise BaseImageFailed(reason="debootstrap is not installed (apt-get install debootstrap)")
+    from pinbench.programs import ProgramUnavailable, system_program
+
+    try:
+        debootstrap = str(system_program("debootstrap"))
+    except ProgramUnavailable as exc:
+        raise BaseImageFailed(
+            reason=f"debootstrap is {exc.reason} (apt-get install debootstrap)"
+        ) from None
     if os.geteuid() != 0:
         raise BaseImageFailed(reason="debootstrap needs root")
     tarball.parent.mkdir(parents=True, exist_ok=True)
     say(f"debootstrap {SUITE} (minbase + {', '.join(PACKAGES)}) from {MIRROR}")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rootfs-", dir=tarball.parent) as tmp:
-        argv = ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}"]
+        argv = [debootstrap, "--variant=minbase", f"--include={','.join(PACKAGES)}"]
 
         def command(attempt: int) -> list[str]:
             return [*argv, SUITE, str(Path(tmp) / f"root-{attempt}"), MIRROR]
@@ -93,7 +99,16 @@ def _debootstrap(
             (root / junk).mkdir(parents=True, exist_ok=True)
         partial = tarball.with_suffix(".tar.tmp")
         subprocess.run(
-            ["tar", "--numeric-owner", "--sort=name", "-C", str(root), "-cf", str(partial), "."],
+            [
+                str(system_program("tar")),
+                "--numeric-owner",
+                "--sort=name",
+                "-C",
+                str(root),
+                "-cf",
+                str(partial),
+                ".",
+            ],
             check=True,
         )
         partial.replace(tarball)

@@ -83,10 +83,15 @@ def _md5(info: dict[str, Any]) -> str | None:
 
 
 def _git(uri: DvcUri, *args: str) -> subprocess.CompletedProcess[str]:
+    from pinbench.programs import ProgramUnavailable, system_program
+
     try:
+        git = str(system_program("git"))
         return subprocess.run(
-            ["git", *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+            [git, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
         )
+    except ProgramUnavailable as exc:
+        raise SourceUnavailable(source=str(uri), reason=f"git: {exc.reason}") from None
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SourceUnavailable(source=str(uri), reason=f"git: {exc}") from None
 

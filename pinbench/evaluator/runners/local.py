@@ -31,7 +31,7 @@ from pinbench.evaluator.runners.consented import (
     seed_cache,
 )
 from pinbench.evaluator.runners.process import RunTimedOut, write_job
-from pinbench.evaluator.runners.sandbox import runs_its_own_operations
+from pinbench.evaluator.runners.sandbox import record_sandbox, runs_its_own_operations
 from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.worker_run import run_worker
 from pinbench.processing.consent import needs_code
@@ -284,7 +284,7 @@ def run(
             ws, lock, python, evidence, say, stop, settings, "local", None, sandbox, True, audit
         )
         return
-    evidence.environment["sandbox"] = "none"
+    record_sandbox(evidence.environment, False)
     limit = lock.body.limits.timeout_s
     with (
         time_limit(stop, limit, RunTimedOut(runner="local", timeout_s=limit)),

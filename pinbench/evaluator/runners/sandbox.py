@@ -29,11 +29,10 @@ in one line naming the fix; ``--sandbox none`` runs it as before and the run is 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 
@@ -109,26 +108,27 @@ def check_mode(sandbox: str) -> str:
     return sandbox
 
 
-INSTALLED = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
-"""Where a system's package manager puts bubblewrap: where one is found that this process's
-PATH does not reach, the refusal says so (a service's PATH is its own), not "not installed"."""
-
-
 def bwrap() -> str:
-    """bubblewrap's path, or the refusal naming the fix: "not on this process's PATH" where it
-    is installed elsewhere, else "not installed"."""
-    found = shutil.which("bwrap")
-    if found is not None:
-        return found
-    elsewhere = next((p for p in INSTALLED if os.path.isfile(p) and os.access(p, os.X_OK)), None)
-    if elsewhere is not None:
-        path = os.environ.get("PATH", "")
-        raise SandboxUnavailable(
-            reason=f"bubblewrap is installed at {elsewhere} but not on this process's PATH "
-            f"({path or 'empty'})",
-            fix=f"add {os.path.dirname(elsewhere)} to the PATH pinbench is started with",
-        )
-    raise SandboxUnavailable(reason="bubblewrap (bwrap) is not installed")
+    """bubblewrap where the system keeps it, owned by root and written by no one else
+    (``pinbench.programs``): never the first ``bwrap`` on PATH, which anyone who sets PATH
+    chooses; else the refusal naming what was found and the fix."""
+    from pinbench.programs import ProgramUnavailable, system_program
+
+    try:
+        return str(system_program("bwrap"))
+    except ProgramUnavailable as exc:
+        raise SandboxUnavailable(reason=f"bubblewrap (bwrap) is {exc.reason}") from None
+
+
+def record_sandbox(environment: dict[str, Any], sandboxed: bool) -> None:
+    """What a run records of its sandbox: ``bwrap`` or ``none``, and for bubblewrap the
+    program that made it (``bwrap``: its path, sha256 and version)."""
+    from pinbench.programs import identity
+
+    environment["sandbox"] = "bwrap" if sandboxed else "none"
+    environment.pop("bwrap", None)
+    if sandboxed:
+        environment["bwrap"] = identity(Path(bwrap())).to_json()
 
 
 def probe(scratch: Path, hidden: list[Path], timeout_s: float = 30.0) -> None:

@@ -17,7 +17,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.runners.consented import adopt_cache, inputs_cache
 from pinbench.evaluator.runners.local import JobSettings, hidden, run_in_worker, write_host_job
 from pinbench.evaluator.runners.process import JOB, Relay, worker_start
-from pinbench.evaluator.runners.sandbox import Confinement
+from pinbench.evaluator.runners.sandbox import Confinement, record_sandbox
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
 from pinbench.worker.job import Evidence, Say
@@ -132,7 +132,7 @@ def run(
 
         key = ("venv", venv.digest, evaluator_digest(), sandbox)
         if run_warm(warm, key, start, lock, evidence, say, stop, write_warm):
-            evidence.environment["sandbox"] = "bwrap" if sandboxed else "none"
+            record_sandbox(evidence.environment, sandboxed)
             for folder, copied in warm_cache:
                 adopt_cache(ws, lock, folder, copied)
             return

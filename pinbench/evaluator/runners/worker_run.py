@@ -19,7 +19,7 @@ from pinbench.evaluator.runners.process import (
     host_memory,
     worker_start,
 )
-from pinbench.evaluator.runners.sandbox import Confinement, failed_to_start
+from pinbench.evaluator.runners.sandbox import Confinement, failed_to_start, record_sandbox
 from pinbench.evaluator.timing_checks import check_timings
 from pinbench.registry.lockfile import Lockfile
 from pinbench.worker.job import Evidence, Say
@@ -69,7 +69,7 @@ def run_worker(
         confine=confine,
         hidden=hidden,
     )
-    evidence.environment["sandbox"] = "bwrap" if confine is not None else "none"
+    record_sandbox(evidence.environment, confine is not None)
     with watched(watch):
         started = time.monotonic_ns()
         peak: list[int] = []
