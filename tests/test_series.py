@@ -492,6 +492,34 @@ def test_a_gate_reads_each_runs_latencies_once(
         assert real(ws, digest) == want and len(want) == 200
 
 
+def test_unsandboxed_runs_are_no_change_point(made: Fixture) -> None:
+    """Issue 84, item 5: runs that ran UNSANDBOXED (their figures their own word) are left
+    out of the change-point search as INVALID runs are: six of them 40 % slower after six
+    sandboxed runs raise no alert, where six sandboxed ones do."""
+    from pinbench.series.members import resolve
+    from pinbench.series.stats import Threshold
+    from pinbench.series.thresholds import set_threshold
+    from pinbench.series.watch import watch_run
+
+    rng = np.random.default_rng(84)
+    ws = made.ws
+    old = lock(ws, "1.0.0")
+    loose = {"unsandboxed_bool": 1.0}
+    runs = [record(ws, old, 60 + i, latencies(rng, 100_000), system="lab-u") for i in range(6)]
+    runs += [
+        record(ws, old, 70 + i, latencies(rng, 140_000), system="lab-u", extra=loose)
+        for i in range(6)
+    ]
+    key, members = resolve(ws, SERIES[:-1] + "lab-u")
+    metric = "framework_latency_p50_ns"
+    threshold = Threshold(metric=metric, test="relative", direction="lower", max_change=0.05)
+    set_threshold(ws, key, members, threshold, by="test")
+    assert watch_run(ws, runs[-1]) == []
+    runs += [record(ws, old, 80 + i, latencies(rng, 140_000), system="lab-u") for i in range(6)]
+    (alert,) = watch_run(ws, runs[-1])  # the same shift in sandboxed runs is one
+    assert alert["run"] == runs[12]
+
+
 def test_gating_an_old_run_records_no_alert_unless_the_caller_publishes(made: Fixture) -> None:
     """Review of issue 51, finding 5: a regressed gate of a run that is not the newest of its
     series answers without recording an alert; the newest run's does record one, and a caller
@@ -824,19 +852,26 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     judged = cli("gate", "--run", candidate, "--json")
     info = json.loads(judged.out)
     assert judged.code == 1 and info["outcome"] == "regressed", info  # against valid runs
-    assert info["history"] == valid and info["invalid"] == invalid
+    sandboxed = [valid[0], valid[1], valid[3]]
+    assert info["history"] == sandboxed and info["invalid"] == invalid
     text = cli("gate", "--run", candidate)
     assert "3 earlier run(s) LoadGen called INVALID are left out" in text.out, text.out
     # a run timed on a busy machine (item 7) is compared, and said
     assert info["contended"] == [valid[3]]
     assert f"timed while other work took the machine ({valid[3][:8]})" in text.out, text.out
-    assert info["unsandboxed"] == [valid[2]]
-    assert f"were UNSANDBOXED ({valid[2][:8]})" in text.out, text.out
+    # an UNSANDBOXED run (issue 84, item 5) is left out as an INVALID one is, and said
+    assert info["unsandboxed_left_out"] == [valid[2]] and info["unsandboxed"] == []
+    assert "1 earlier run(s) that ran UNSANDBOXED are left out" in text.out, text.out
+    loose_too = json.loads(cli("gate", "--run", candidate, "--include-unsandboxed", "--json").out)
+    assert loose_too["history"] == valid and loose_too["unsandboxed"] == [valid[2]]
+    assert loose_too["include_unsandboxed"] is True and loose_too["unsandboxed_left_out"] == []
+    compared = cli("gate", "--run", candidate, "--include-unsandboxed").out
+    assert f"were UNSANDBOXED ({valid[2][:8]})" in compared, compared
 
     asked = cli("gate", "--run", candidate, "--include-invalid", "--json")
     info = json.loads(asked.out)
     assert asked.code == 0 and info["outcome"] == "passed", info  # the slow INVALID window
-    assert info["history"] == valid + invalid and info["invalid"] == []
+    assert info["history"] == sandboxed + invalid and info["invalid"] == []
     assert info["include_invalid"] is True
     from pinbench.series.alerts import regressed_runs
 
@@ -855,6 +890,7 @@ def test_invalid_runs_are_no_baseline_unless_asked_and_are_marked(made: Fixture,
     assert all("INVALID" in rows[r[:8]] for r in invalid)
     assert not any("INVALID" in rows[r[:8]] for r in [*valid, candidate])
     assert "BUSY" in rows[valid[3][:8]] and "BUSY" not in rows[valid[0][:8]]
+    assert "UNSANDBOXED" in rows[valid[2][:8]] and "UNSANDBOXED" not in rows[valid[0][:8]]
     points = json.loads(cli("series", "show", name, "--json").out)["points"]
     assert [p["invalid"] for p in points] == [False] * 4 + [True] * 3 + [False] * 2
 

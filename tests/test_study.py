@@ -500,6 +500,30 @@ def test_analyses_leave_out_accuracy_runs_and_runs_without_positive_figures() ->
     assert left["reason"] == "its run recorded no positive latency_p50_ns, latency_p90_ns"
 
 
+def test_an_unsandboxed_cell_is_left_out_of_every_analysis_and_named() -> None:
+    """Issue 84, item 5: a cell whose run was UNSANDBOXED (its code could read its clock and
+    the truth) is no measurement: left out of the analyses with the reason, in either mode,
+    and marked where its figure is shown."""
+    from pinbench.studies.figures import cell as shown
+
+    loose = {"unsandboxed_bool": 1.0}
+    cells = [
+        _cell("a", "one", "SingleStream", "performance", **_valid(9e6, 10e6, 100.0)),
+        _cell("b", "one", "SingleStream", "performance", **_valid(1e6, 2e6, 900.0), **loose),
+        _cell("b", "one", "accuracy", "accuracy", accuracy=0.9, accuracy_metric="top1",
+              task="classification", **loose),
+    ]  # fmt: skip
+    found = analyse(_matrix(cells))
+    assert [r["model"] for r in found["speedups"]] == ["a"]
+    assert found["pareto"] == []  # b's accuracy was its only one
+    reason = "its run was UNSANDBOXED: its figures are its own word"
+    assert found["left_out"] == [{"key": cells[1]["key"], "reason": reason},
+                                 {"key": cells[2]["key"], "reason": reason}]  # fmt: skip
+    assert (shown(cells[1]) or "").endswith(" UNSANDBOXED")
+    assert (shown(cells[2]) or "").endswith(" UNSANDBOXED")
+    assert "UNSANDBOXED" not in (shown(cells[0]) or "")
+
+
 def _fast_study() -> dict[str, Any]:
     """Four models on two systems, each SingleStream p90 twice as long on the second but
     ``d``'s (five times), every throughput past 10,000 samples/s, ``a``'s p90 past 10 s."""

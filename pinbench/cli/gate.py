@@ -54,6 +54,13 @@ from pinbench.errors import UserError
     "of the baseline: their numbers are not a result); such a gate records no alert.",
 )
 @click.option(
+    "--include-unsandboxed",
+    "include_unsandboxed",
+    is_flag=True,
+    help="Compare with earlier runs that ran UNSANDBOXED too (by default they are left out of "
+    "the baseline: their figures are their own word); such a gate records no alert.",
+)
+@click.option(
     "--markdown",
     "markdown",
     type=click.Path(path_type=Path),
@@ -69,6 +76,7 @@ def gate_cmd(
     markdown: Path | None = None,
     as_json: bool = False,
     include_invalid: bool = False,
+    include_unsandboxed: bool = False,
 ) -> None:
     """Judge a candidate against its series' earlier runs under the series' thresholds.
 
@@ -114,7 +122,12 @@ def gate_cmd(
                     say(f"candidate run {i + 1} of {repeat}")
                 run_ids.append(locked.run(runner=runner, say=say).id)
         assert run_ids is not None
-        result = reg.series().gate(run_ids, series=series, include_invalid=include_invalid)
+        result = reg.series().gate(
+            run_ids,
+            series=series,
+            include_invalid=include_invalid,
+            include_unsandboxed=include_unsandboxed,
+        )
     if summary is not None:
         from pinbench.cli.gate_view import markdown_of
         from pinbench.sdk.files import DestinationRefused, write

@@ -63,6 +63,8 @@ RUN_NOTES = (
      "operations ran outside the sandbox (--sandbox none), their figures are their own word"),
     ("invalid", "{n} earlier run(s) LoadGen called INVALID are left out of the window "
      "(--include-invalid compares them)"),
+    ("unsandboxed_left_out", "{n} earlier run(s) that ran UNSANDBOXED are left out of the "
+     "window (--include-unsandboxed compares them)"),
     ("left_out", "{n} earlier run(s) a gate found regressed are left out of the window"),
 )  # fmt: skip
 """The gate object's lists of runs, each said in a note when it names any."""

@@ -197,6 +197,7 @@ class Series:
         series: str | None = None,
         alert_past: Callable[[str], bool] | None = None,
         include_invalid: bool = False,
+        include_unsandboxed: bool = False,
     ) -> dict[str, Any]:
         """Judge a recorded run — or several runs of one lockfile, judged together (at most
         20) — against their series' earlier runs under its thresholds: the gate's JSON object
@@ -204,17 +205,25 @@ class Series:
         recorded as an alert when the newest candidate run is the newest of its series, or
         when ``alert_past(model)`` (a server's check of the caller's rights; local only).
         Runs LoadGen called INVALID are left out of the window (``invalid``) unless
-        ``include_invalid``."""
+        ``include_invalid``, and runs that ran UNSANDBOXED (``unsandboxed_left_out``) unless
+        ``include_unsandboxed``."""
         from pinbench.series.gate import gate
 
         ids = [run_id] if isinstance(run_id, str) else builtins.list(run_id)
         body: dict[str, Any] = {"run": ids[0]} if len(ids) == 1 else {"runs": ids}
         if include_invalid:  # a server before this field refuses it rather than ignore it
             body["include_invalid"] = True
+        if include_unsandboxed:
+            body["include_unsandboxed"] = True
         info: dict[str, Any] = self.registry.either(
             lambda remote: remote.json("POST", "/api/v1/gate", json={**body, "series": series}),
             lambda ws: gate(
-                ws, ids, series=series, alert_past=alert_past, include_invalid=include_invalid
+                ws,
+                ids,
+                series=series,
+                alert_past=alert_past,
+                include_invalid=include_invalid,
+                include_unsandboxed=include_unsandboxed,
             ).to_json(),
         )
         return info

@@ -19,11 +19,14 @@ twice, would otherwise pass the second time against itself). They stay in the se
 and searched for change points; ``left_out`` names them. A run LoadGen called INVALID
 (``loadgen_valid_bool`` 0: its numbers are not a result) is left out of the window too unless
 the gate is asked to include such runs (``invalid`` names them); an INVALID candidate is
-judged and named (``invalid_candidates``). A compared run timed while other work took the
-machine (``contended_bool``) is compared and named (``contended``).
+judged and named (``invalid_candidates``). So is a run that ran UNSANDBOXED (``unsandboxed_bool``
+1: code or the model's own operations ran outside the sandbox, its figures its own word; issue
+84, item 5): left out unless asked for (``unsandboxed_left_out``), and named where compared
+(``unsandboxed``). A compared run timed while other work took the machine (``contended_bool``)
+is compared and named (``contended``).
 A statistical threshold on a location of the raw framework-call latencies
 (``stats.POOLED_METRICS``: their median or mean) is judged on the raw latencies of the
-candidate runs and of each run in its window (read once a gate call as NumPy arrays; a
+candidate runs and of each run in its window (read once a gate call as lists of floats; a
 pooled side holds at most ``significance.MAX_POOLED`` of them); any other metric, a tail
 percentile included, on the runs' figures.
 """
@@ -42,6 +45,7 @@ from pinbench.series.members import (
     INVALID_RUN,
     OTHER_SETTINGS,
     REGRESSED,
+    UNSANDBOXED_RUN,
     Member,
     invalid,
     left_out_because,
@@ -99,6 +103,11 @@ class GateResult:
     """The candidate runs LoadGen called INVALID: judged, and said."""
     include_invalid: bool = False
     """The gate was asked to compare with runs LoadGen called INVALID: it records no alert."""
+    unsandboxed_left_out: list[str] = field(default_factory=list)
+    """Earlier runs with the candidate's settings left out of the window because they ran
+    UNSANDBOXED (``members.unsandboxed_run``), unless the gate was asked to include them."""
+    include_unsandboxed: bool = False
+    """The gate was asked to compare with runs that ran UNSANDBOXED: it records no alert."""
     contended: list[str] = field(default_factory=list)
     """The runs compared (window and candidates) that were timed while other work took the
     machine (``contended_bool``): compared, and said."""
@@ -140,6 +149,8 @@ class GateResult:
             "contended": self.contended,
             "unsandboxed": self.unsandboxed,
             "include_invalid": self.include_invalid,
+            "unsandboxed_left_out": self.unsandboxed_left_out,
+            "include_unsandboxed": self.include_unsandboxed,
             "other_settings": self.other_settings,
             "comparisons": [j.to_json() for j in self.judged],
         }
@@ -164,11 +175,13 @@ def judge(
     rejected: frozenset[str] | set[str] = frozenset(),
     *,
     include_invalid: bool = False,
+    include_unsandboxed: bool = False,
 ) -> GateResult:
     """Pure over what it is given: ``members`` (the series, oldest first, holding every
     candidate run), the current thresholds, ``raw`` (a latency blob's values by digest) and
     the runs earlier gates found regressed (``rejected``: never in the window). A run LoadGen
-    called INVALID is not in the window unless ``include_invalid``."""
+    called INVALID is not in the window unless ``include_invalid``, nor one that ran
+    UNSANDBOXED unless ``include_unsandboxed``."""
     if not current:
         raise UserError(
             f"series {key} has no thresholds: set one with `pinbench series threshold set "
@@ -182,7 +195,13 @@ def judge(
     earlier = members[: at[first.run_id]]
     compared_on = settings_of(first)
     why = {
-        m.run_id: left_out_because(m, compared_on, rejected, include_invalid=include_invalid)
+        m.run_id: left_out_because(
+            m,
+            compared_on,
+            rejected,
+            include_invalid=include_invalid,
+            include_unsandboxed=include_unsandboxed,
+        )
         for m in earlier
     }
     past = [m for m in earlier if not why[m.run_id]]
@@ -218,6 +237,8 @@ def judge(
         contended=[m.run_id for m in [*past, *cands] if contended(m.metrics)],
         unsandboxed=[m.run_id for m in [*past, *cands] if unsandboxed(m.metrics)],
         include_invalid=include_invalid,
+        unsandboxed_left_out=[m.run_id for m in earlier if why[m.run_id] == UNSANDBOXED_RUN],
+        include_unsandboxed=include_unsandboxed,
     )
 
 
@@ -259,6 +280,7 @@ def gate(
     alert: bool = True,
     alert_past: Callable[[str], bool] | None = None,
     include_invalid: bool = False,
+    include_unsandboxed: bool = False,
 ) -> GateResult:
     """Judge recorded runs — one, or several runs of one lockfile (``bounds.GATE_CANDIDATES``)
     — against their series; a regression is recorded as an alert per regressed metric, on the
@@ -270,7 +292,8 @@ def gate(
     names are never a baseline again). ``include_invalid``: runs LoadGen called INVALID
     are in the window too (by default they are left out, ``GateResult.invalid``), and the
     gate answers without recording an alert: a baseline of runs that are no result must not
-    take a candidate out of every later window."""
+    take a candidate out of every later window. ``include_unsandboxed``: the same for runs that
+    ran UNSANDBOXED (their figures are their own word)."""
     from pinbench.series.alert_rows import regressed_runs
 
     given = [run_ids] if isinstance(run_ids, str) else list(run_ids)
@@ -293,9 +316,19 @@ def gate(
 
     rejected = regressed_runs(ws, str(key))
     current = thresholds(ws, key)
-    result = judge(key, members, full, current, raw, rejected, include_invalid=include_invalid)
+    result = judge(
+        key,
+        members,
+        full,
+        current,
+        raw,
+        rejected,
+        include_invalid=include_invalid,
+        include_unsandboxed=include_unsandboxed,
+    )
     newest = {m.run_id for m in members[-len(result.runs) :]} == set(result.runs)
-    alert = alert and not include_invalid  # a window of runs that are no result raises none
+    # a window of runs that are no result raises none
+    alert = alert and not include_invalid and not include_unsandboxed
     if alert and (newest or (alert_past is not None and alert_past(key.model))):
         from pinbench.series.alert_rows import raise_alert
 

@@ -54,21 +54,44 @@ def invalid(member: Member) -> bool:
 OTHER_SETTINGS = "other settings"
 REGRESSED = "a gate found it regressed"
 INVALID_RUN = "LoadGen called it INVALID"
+UNSANDBOXED_RUN = "it ran UNSANDBOXED"
+
+
+def unsandboxed_run(member: Member) -> bool:
+    """Its system under test ran code or operations of its own outside a sandbox
+    (``unsandboxed_bool`` 1): its figures are its own word, and it is no baseline unless a
+    caller asks for it."""
+    from pinbench.run_figures import unsandboxed
+
+    return unsandboxed(member.metrics)
+
+
+def no_result(member: Member) -> bool:
+    """A run no baseline takes by default: INVALID, or UNSANDBOXED."""
+    return invalid(member) or unsandboxed_run(member)
 
 
 def left_out_because(
-    member: Member, settings: str, rejected: Collection[str], *, include_invalid: bool = False
+    member: Member,
+    settings: str,
+    rejected: Collection[str],
+    *,
+    include_invalid: bool = False,
+    include_unsandboxed: bool = False,
 ) -> str:
     """Why a gate of a run with ``settings`` (``settings_of``) leaves ``member``, an earlier
     run of its series, out of its window: ``OTHER_SETTINGS``, ``REGRESSED`` (in ``rejected``,
-    ``alerts.regressed_runs``) or ``INVALID_RUN`` (unless ``include_invalid``); empty for a
-    run it compares with. The one rule ``gate.judge`` and the web UI's series page apply."""
+    ``alerts.regressed_runs``), ``INVALID_RUN`` (unless ``include_invalid``) or
+    ``UNSANDBOXED_RUN`` (unless ``include_unsandboxed``); empty for a run it compares with.
+    The one rule ``gate.judge`` and the web UI's series page apply."""
     if settings_of(member) != settings:
         return OTHER_SETTINGS
     if member.run_id in rejected:
         return REGRESSED
     if invalid(member) and not include_invalid:
         return INVALID_RUN
+    if unsandboxed_run(member) and not include_unsandboxed:
+        return UNSANDBOXED_RUN
     return ""
 
 

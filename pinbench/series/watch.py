@@ -28,7 +28,7 @@ from typing import Any
 from pinbench import bounds
 from pinbench.series.alerts import alerted_runs, raise_alert
 from pinbench.series.changepoints import change_points
-from pinbench.series.members import alike, invalid, key_of_run, moved, series_of_run
+from pinbench.series.members import alike, key_of_run, moved, no_result, series_of_run
 from pinbench.series.thresholds import thresholds
 from pinbench.workspace import Workspace
 
@@ -53,7 +53,8 @@ def watch_run(ws: Workspace, run_id: str, *, deadline: float | None = None) -> l
         return []
     _, members = series_of_run(ws, run_id)
     members = alike(members, next(m for m in members if m.run_id == run_id))
-    members = [m for m in members if not invalid(m)]  # LoadGen's INVALID runs are no result
+    # LoadGen's INVALID runs are no result; an UNSANDBOXED run's figures are its own word
+    members = [m for m in members if not no_result(m)]
     raised = []
     for versioned in current:
         metric = versioned.threshold.metric

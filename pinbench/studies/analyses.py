@@ -13,7 +13,8 @@
   in flight where SingleStream has one);
 - ``batches``: Offline throughput per batch size where a model sweeps them.
 
-Only succeeded cells count, of performance cells only those LoadGen called VALID whose p50,
+Only succeeded cells count, none whose run was UNSANDBOXED (its code could read its clock and
+the truth: issue 84, item 5), of performance cells only those LoadGen called VALID whose p50,
 p90 and throughput are positive: the others are listed as left out, with the reason.
 Outliers are Tukey's (outside 1.5 times the interquartile range beyond the quartiles, NumPy's
 linear quantiles) among at least ``MIN_FOR_OUTLIERS`` values: the system ratios per system,
@@ -50,6 +51,10 @@ def _usable(cells: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
     keep, left = [], []
     for c in cells:
         if c.get("status") != "succeeded":
+            continue
+        if c.get("unsandboxed_bool") == 1.0:  # its code could read the truth and the clock
+            reason = "its run was UNSANDBOXED: its figures are its own word"
+            left.append({"key": c["key"], "reason": reason})
             continue
         if c["mode"] == "performance":
             if c.get("loadgen_valid_bool") != 1.0:

@@ -42,15 +42,21 @@ def accuracy(value: float, metric: str, task: str | None = None) -> str:
 
 def cell(c: Mapping[str, Any]) -> str | None:
     """A cell's figure: its accuracy, else its p90 latency and (Offline) its throughput,
-    ``INVALID`` where LoadGen called the run so; None where its run recorded none."""
+    ``INVALID`` where LoadGen called the run so, ``UNSANDBOXED`` where its run was; None
+    where its run recorded none."""
     if "accuracy" in c:
-        return accuracy(float(c["accuracy"]), str(c["accuracy_metric"]), c.get("task"))
+        shown = accuracy(float(c["accuracy"]), str(c["accuracy_metric"]), c.get("task"))
+        return shown + _unsandboxed(c)
     if "latency_p90_ns" not in c:
         return None
     text = f"p90 {ms(c['latency_p90_ns'] / 1e6)} ms"
     if c.get("scenario_name") == "Offline" and "throughput_sps" in c:
         text = per_second(c["throughput_sps"])
-    return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID")
+    return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID") + _unsandboxed(c)
+
+
+def _unsandboxed(c: Mapping[str, Any]) -> str:
+    return " UNSANDBOXED" if c.get("unsandboxed_bool") == 1.0 else ""
 
 
 def cell_in_full(c: Mapping[str, Any]) -> str | None:
@@ -59,7 +65,7 @@ def cell_in_full(c: Mapping[str, Any]) -> str | None:
     if "accuracy" in c or "latency_p90_ns" not in c or "throughput_sps" not in c:
         return cell(c)
     text = f"p90 {ms(c['latency_p90_ns'] / 1e6)} ms, {per_second(c['throughput_sps'])}"
-    return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID")
+    return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID") + _unsandboxed(c)
 
 
 def fences(flag: Mapping[str, Any]) -> str:

@@ -16,7 +16,13 @@ if TYPE_CHECKING:
     from pinbench.studies.spec import Study
     from pinbench.workspace import Workspace
 
-FIGURES = ("latency_p50_ns", "latency_p90_ns", "throughput_sps", "loadgen_valid_bool")
+FIGURES = (
+    "latency_p50_ns",
+    "latency_p90_ns",
+    "throughput_sps",
+    "loadgen_valid_bool",
+    "unsandboxed_bool",
+)
 
 
 def _figures(run: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,8 @@ class GateRequest(Body):
     """The series to judge against; refused when the runs are not in it. Default: theirs."""
     include_invalid: bool = False
     """Runs LoadGen called INVALID in the window too (by default they are left out)."""
+    include_unsandboxed: bool = False
+    """Runs that ran UNSANDBOXED in the window too (by default they are left out)."""
 
     def __post_init__(self) -> None:
         if (self.run is None) == (self.runs is None):
@@ -198,6 +200,7 @@ class GateController(Controller):
             series=data.series,
             alert_past=publishes,
             include_invalid=data.include_invalid,
+            include_unsandboxed=data.include_unsandboxed,
         )
 
 
