@@ -15,15 +15,19 @@ from tests.services import unavailable
 BWRAP = "/usr/bin/bwrap"
 
 
-def system_folder(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``folder`` made root's (mode 755) and taken as the system's only program folder."""
+def system_folder(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *, before_the_systems: bool = False
+) -> Path:
+    """``folder`` made root's (mode 755) and taken as the system's only program folder (or,
+    ``before_the_systems``, as the first of the system's folders)."""
     from pinbench import programs
 
     if os.geteuid() != 0:
         unavailable("a folder only root may write needs root")
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o755)
-    monkeypatch.setattr(programs, "SYSTEM_DIRS", (str(folder),))
+    rest = programs.SYSTEM_DIRS if before_the_systems else ()
+    monkeypatch.setattr(programs, "SYSTEM_DIRS", (str(folder), *rest))
     return folder
 
 

@@ -6,7 +6,6 @@ slept.
 
 from __future__ import annotations
 
-import os
 import stat
 import tarfile
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from pinbench.images import base
 from pinbench.images.retried import BACKOFF, TRANSIENT, run_retried
 from tests.helpers import need_root
+from tests.system_programs import system_folder
 
 FLAKY = r"""#!/bin/sh
 # fails its first $FAILS runs printing $SAYS on stderr, then makes the target folder: like
@@ -102,11 +102,12 @@ def test_only_a_transient_mirror_failure_is_tried_again(
 def test_the_base_image_s_rootfs_survives_a_mirror_sync_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through ``images.base`` with the flaky program first on PATH: the tarball is made
-    from the try that succeeded, and each retry is one line of progress (stderr in the CLI)."""
+    """Through ``images.base`` with the flaky program first of the system's folders (it is
+    never taken from PATH, ``pinbench.programs``): the tarball is made from the try that
+    succeeded, and each retry is one line of progress (stderr in the CLI)."""
     need_root("building the base image")
     counter = _flaky(tmp_path, 2, MIRROR_SYNC, monkeypatch)
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    system_folder(tmp_path / "bin", monkeypatch, before_the_systems=True)
     said: list[str] = []
     tarball = tmp_path / "cache" / "rootfs-bookworm.tar"
     base._debootstrap(tarball, said.append, sleep=lambda _: None)
@@ -124,7 +125,7 @@ def test_a_permanent_failure_is_refused_at_once_naming_why(
     counter = _flaky(
         tmp_path, 9, "E: No such script: /usr/share/debootstrap/scripts/x", monkeypatch
     )
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    system_folder(tmp_path / "bin", monkeypatch, before_the_systems=True)
     with pytest.raises(base.BaseImageFailed) as failed:
         base._debootstrap(tmp_path / "rootfs.tar", lambda _: None, sleep=lambda _: None)
     assert counter.read_text().strip() == "1"
