@@ -26,6 +26,7 @@ from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import HOST_PEAK, EvaluationFailed
 from pinbench.evaluator.runners.venv import shared_cache
+from pinbench.evaluator.warm import WarmPool
 from pinbench.provenance.key_material import KEY_FILE
 from pinbench.provenance.keys import ensure_keys
 from pinbench.registry.lockfile import Lockfile
@@ -34,8 +35,9 @@ from pinbench.worker.job import truth_paths
 from tests.helpers import in_process_cli
 from tests.services import unavailable
 from tests.test_processing_code import CODE, POST, PRE, World, _lock, _publish, quiet, world
+from tests.test_warm import pool
 
-__all__ = ["world"]
+__all__ = ["pool", "world"]
 
 PROBES = r"""
 import json as _json, os as _os, socket as _socket, sys as _sys
@@ -553,3 +555,54 @@ def test_what_the_code_leaves_in_its_folders_is_neither_followed_nor_kept_but_it
     assert not [k for k in kept if k.split("-")[1][:1] in "bcd"]  # no link, no FIFO
     assert sorted(p.name for p in shared.glob("*.npy")) == before  # the shared cache: as it was
     assert not list((ws.settings.home / "tmp").glob("run-*"))  # its folder went, 3,000 deep
+
+
+# how the code stops a process of its worker, and the state the host then sees
+STOPS = {
+    "SIGSTOP": (
+        "import os as _os, signal as _signal\n"
+        "_os.kill(_os.getpid(), _signal.SIGSTOP)  # the worker stops itself\n\n",
+        "stopped by a signal (SIGSTOP)",
+    ),
+    "ptrace": (
+        "import ctypes as _ctypes, os as _os, signal as _signal, time as _time\n"
+        "_child = _os.fork()\n"
+        "if _child == 0:  # traced by the worker, then stopped: held until it lets go\n"
+        "    _ctypes.CDLL(None).ptrace(0, 0, None, None)  # PTRACE_TRACEME\n"
+        "    _os.kill(_os.getpid(), _signal.SIGSTOP)\n"
+        "    _os._exit(0)\n"
+        "_time.sleep(3600)\n\n",
+        "held by a tracer (ptrace)",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(STOPS))
+@pytest.mark.parametrize("where", ["local", "venv-warm"])
+def test_a_stopped_worker_ends_its_run_within_seconds_naming_it(
+    world: World, tmp_path: Path, how: str, where: str, pool: WarmPool
+) -> None:
+    """Issue 84, item 6: a worker's process stopped by a signal, or held by a tracer, held
+    its run until ``limits.timeout_s`` (1,800 s by default). The host sees it stopped in its
+    ``/proc`` and ends the run once it has stayed so for ``STOPPED_S``, naming it."""
+    from pinbench.evaluator.runners.process import STOPPED_S, WorkerStopped
+    from pinbench.registry import service
+    from pinbench.registry.request import parse_request
+
+    code, said = STOPS[how]
+    ws = world.home.ws
+    version = f"11.4.{sorted(STOPS).index(how) * 2 + (where != 'local')}"
+    model = _with_code(world, tmp_path, version, code + CODE)
+    limit = 300  # what the run would otherwise wait for
+    request = {"model": model, "dataset": "digits-raw@1", "scenario": {"mode": "accuracy"},
+               "limits": {"timeout_s": limit}}  # fmt: skip
+    lock = service.lock(ws, parse_request(request))[0]
+    started = time.monotonic()
+    runner, warm = ("local", None) if where == "local" else ("venv", pool)
+    with pytest.raises(WorkerStopped) as stopped:
+        run_lockfile(ws, lock, runner=runner, say=quiet, allow_code=True, warm=warm)
+    took = time.monotonic() - started
+    assert said in str(stopped.value) and stopped.value.seconds >= STOPPED_S
+    assert took < limit / 3, took  # noticed, not waited out
+    recorded = show_run(ws, _newest(ws))
+    assert recorded["status"] == "failed" and said in recorded["error"]

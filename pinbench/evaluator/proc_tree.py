@@ -44,6 +44,26 @@ def cpu_s(pid: int) -> float:
     return total / hz
 
 
+STOPPED_STATES = ("T", "t")
+"""``/proc/PID/stat``'s states of a process that does not run until another lets it: stopped by
+a signal (SIGSTOP, SIGTSTP), or held by a tracer (ptrace)."""
+
+
+def stopped(pid: int) -> list[tuple[int, str]]:
+    """The processes of ``pid``'s tree that are stopped now, with their state
+    (``STOPPED_STATES``)."""
+    found = []
+    for p in tree(pid):
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            state = stat[stat.rindex(")") + 2 :].split(maxsplit=1)[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        if state in STOPPED_STATES:
+            found.append((p, state))
+    return found
+
+
 def peak_rss_bytes(pid: int) -> int:
     """The largest peak resident size (``VmHWM``) among ``pid`` and its descendants alive now;
     0 where none can be read."""

@@ -31,9 +31,11 @@ from pinbench.artifacts.plain_file import plain_bytes
 from pinbench.evaluator.policy import needs_pickle
 from pinbench.evaluator.runners.process import (
     EvaluationFailed,
+    Held,
     Relay,
     RunTimedOut,
     WorkerCrashed,
+    WorkerStopped,
     collect,
 )
 from pinbench.processing.consent import needs_code
@@ -114,6 +116,11 @@ class WarmEvaluator(ABC):
     @abstractmethod
     def alive(self) -> bool: ...
 
+    def host_pid(self) -> int | None:
+        """The process's pid in this machine's ``/proc`` (None: a container's, not watched
+        here), whose tree ``Held`` watches for a stopped process."""
+        return None
+
     @abstractmethod
     def kill(self) -> None:
         """End the process now (and whatever it holds: a container is removed)."""
@@ -155,6 +162,7 @@ class WarmEvaluator(ABC):
         timeout_s = lock.body.limits.timeout_s
         deadline = time.monotonic() + timeout_s
         checked = time.monotonic()
+        held, pid = Held(self.runner), self.host_pid()
         exit_file.unlink(missing_ok=True)  # only this job's worker may say it ended
         (self.jobs / str(n) / "go").touch()
         try:
@@ -170,6 +178,12 @@ class WarmEvaluator(ABC):
                     checked = now
                     if not self.alive() and not exit_file.exists():
                         raise self.died(self.relay.join())
+                    if pid is not None:
+                        try:
+                            held.check(pid)
+                        except WorkerStopped:
+                            self.kill()
+                            raise
                 time.sleep(POLL_S)
             status = read_exit(exit_file)
             self._settled.wait(SETTLE_S)

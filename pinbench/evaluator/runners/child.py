@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
-from pinbench.evaluator.runners.process import POLL_S, Relay, RunTimedOut
+from pinbench.evaluator.runners.process import POLL_S, Held, Relay, RunTimedOut
 from pinbench.worker.job import Say
 from pinbench.worker.stop import Stop
 
@@ -74,6 +74,7 @@ def _wait(
     stop: Stop,
     peak: list[int] | None = None,
 ) -> tuple[int, list[str]]:
+    held = Held(runner)
     try:
         while True:
             try:
@@ -83,6 +84,7 @@ def _wait(
             except subprocess.TimeoutExpired:
                 if stop.is_set():
                     raise _Stopped() from None
+                held.check(proc.pid)
                 if time.monotonic() >= deadline:
                     proc.kill()
                     if on_timeout is not None:

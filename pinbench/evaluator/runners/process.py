@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,50 @@ class EvaluationFailed(UserError):
         super().__init__(error)
         self.runner = runner
         self.error = error
+
+
+STOPPED_S = 2.0
+"""How long a worker's process may stay stopped (SIGSTOP, or held by ptrace) before its run
+fails: nothing a run does stops its own processes, and one that is stopped would hold the run
+until its time limit (issue 84, item 6)."""
+
+
+class WorkerStopped(UserError):
+    """A process of the worker was stopped (a signal or a tracer) for ``STOPPED_S``."""
+
+    def __init__(self, *, runner: str, pid: int, state: str, seconds: float) -> None:
+        how = "held by a tracer (ptrace)" if state == "t" else "stopped by a signal (SIGSTOP)"
+        super().__init__(
+            f"the worker's process {pid} was {how} for {seconds:.1f} s: a run's processes are "
+            f"never stopped, so the run was ended rather than left to wait for its time limit "
+            f"({runner} runner)"
+        )
+        self.runner = runner
+        self.pid = pid
+        self.state = state
+        self.seconds = seconds
+
+
+class Held:
+    """Whether a process of a worker's tree has stayed stopped (``proc_tree.stopped``) for
+    ``STOPPED_S``: then ``WorkerStopped``, naming it (a cold worker's wait, ``child``, and a
+    warm one's, ``warm``, both ask)."""
+
+    def __init__(self, runner: str) -> None:
+        self.runner = runner
+        self.since: dict[tuple[int, str], float] = {}
+
+    def check(self, pid: int) -> None:
+        from pinbench.evaluator.proc_tree import stopped
+
+        now = time.monotonic()
+        found = stopped(pid)
+        self.since = {p: self.since.get(p, now) for p in found}
+        for (process, state), since in self.since.items():
+            if now - since >= STOPPED_S:
+                raise WorkerStopped(
+                    runner=self.runner, pid=process, state=state, seconds=now - since
+                )
 
 
 class RunTimedOut(UserError):

@@ -71,6 +71,9 @@ class VenvWarm(WarmEvaluator):
     def ident(self) -> str:
         return f"pid {self.proc.pid}"
 
+    def host_pid(self) -> int | None:
+        return self.proc.pid
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
