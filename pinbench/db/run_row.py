@@ -4,6 +4,7 @@ made from a record about to be written (``RunRow.of_record``): what a run's atte
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -40,23 +41,51 @@ class RunRow:
     trace_level: str
     trace_sha256: str | None
     system: str | None
+    model: str | None
+    model_version: str | None
+    framework: str | None
+    framework_version: str | None
+    submitted_by: str | None
+    retry_of: str | None
     results: tuple[ResultRow, ...]
 
     @classmethod
-    def of_record(cls, record: RunRecord) -> RunRow:
-        """The row ``record`` writes (``db.run_record.write``)."""
-        c = record.columns
-        return cls(
-            id=record.id,
-            **{name: c[name] for name in COLUMNS},
-            results=tuple(ResultRow(m, v, u) for m, v, u in record.results),
-        )
+    def of_record(cls, record: RunRecord, queued: Mapping[str, Any] | None = None) -> RunRow:
+        """The row ``record`` writes (``db.run_record.write``), with what its queued row holds
+        (``queued``: ``QUEUED``'s columns, which a record does not write; none for a run that
+        was never queued)."""
+        before = queued or {}
+        values: dict[str, Any] = {name: record.columns[name] for name in COLUMNS}
+        values |= {name: before.get(name) for name in QUEUED}
+        results = tuple(ResultRow(m, v, u) for m, v, u in record.results)
+        return cls(id=record.id, **values, results=results)
 
 
-COLUMNS = tuple(
-    sorted(RECORD_COLUMNS - {"model", "model_version", "framework", "framework_version"})
-)
-"""``RunRow``'s columns after its id: what a record writes but the listing's filter columns."""
+COLUMNS = tuple(sorted(RECORD_COLUMNS))
+"""``RunRow``'s columns a record writes."""
+QUEUED = ("submitted_by", "retry_of")
+"""``RunRow``'s columns set when a run is queued, which its record leaves as they are."""
+
+
+class BadRow(ValueError):
+    """A run's row holds what its column cannot (a ``host`` that is not JSON): ``column``."""
+
+    def __init__(self, run_id: str, column: str, reason: str) -> None:
+        super().__init__(f"run {run_id}'s {column} {reason}")
+        self.run_id = run_id
+        self.column = column
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (BadRow, (self.run_id, self.column, self.reason))
+
+
+def queued_columns(rows: Rows, run_id: str) -> dict[str, Any]:
+    """``QUEUED``'s columns of run ``run_id`` as its queued row holds them (empty: no row)."""
+    found = rows(f"SELECT {', '.join(QUEUED)} FROM runs WHERE id = :id", {"id": run_id})
+    return dict(zip(QUEUED, found[0], strict=True)) if found else {}
+
+
 _JSON = ("host", "details")
 _TIMES = ("started_at", "finished_at")
 
@@ -66,14 +95,21 @@ def read_run(rows: Rows, run_id: str) -> RunRow | None:
     when there is no such run."""
     from pinbench.db.plain import json_value, when_or_none
 
-    found = rows(f"SELECT id, {', '.join(COLUMNS)} FROM runs WHERE id = :id", {"id": run_id})
+    names = (*COLUMNS, *QUEUED)
+    found = rows(f"SELECT id, {', '.join(names)} FROM runs WHERE id = :id", {"id": run_id})
     if not found:
         return None
-    values: dict[str, Any] = dict(zip(COLUMNS, found[0][1:], strict=True))
+    values: dict[str, Any] = dict(zip(names, found[0][1:], strict=True))
     for name in _JSON:
-        values[name] = None if values[name] is None else json_value(values[name])
+        try:
+            values[name] = None if values[name] is None else json_value(values[name])
+        except ValueError:
+            raise BadRow(run_id, name, "is not JSON") from None
     for name in _TIMES:
-        values[name] = when_or_none(values[name])
+        try:
+            values[name] = when_or_none(values[name])
+        except (ValueError, TypeError):
+            raise BadRow(run_id, name, "is not a time") from None
     results = rows(
         "SELECT metric, value, unit FROM results WHERE run_id = :id ORDER BY id", {"id": run_id}
     )

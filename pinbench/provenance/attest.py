@@ -93,7 +93,7 @@ def attestation_of_record(
     it. ``put`` stores its blobs (a run's waits out a blob-store outage, decision 284; unset:
     ``ws.store.put_bytes``)."""
     from pinbench.db.errors import from_the_database
-    from pinbench.db.run_row import RunRow
+    from pinbench.db.run_row import RunRow, queued_columns
     from pinbench.provenance.dsse import sign
     from pinbench.provenance.key_material import public_of
     from pinbench.provenance.keys import signing_key
@@ -108,7 +108,9 @@ def attestation_of_record(
             private = signing_key(ws)
             keyid = public_of(private).keyid
             store = put or ws.store.put_bytes
-            run = RunRow.of_record(record)
+            with ws.reads() as rows:  # what its queued row holds (who queued it, a retry's)
+                queued = queued_columns(rows, record.id)
+            run = RunRow.of_record(record, queued)
             payload = statement_for(ws, run, lock, after_the_fact=False, put=store)
             blob = store(sign(payload, private, keyid).line())
         except Exception as exc:  # the run is recorded all the same; attested later

@@ -59,9 +59,19 @@ def _differences(recorded: dict[str, Any], signed: dict[str, Any]) -> list[str]:
         if now != then:
             found.append(f"metric {name}: {now!r} recorded, {then!r} signed")
     for key in sorted(set(recorded) | set(signed)):
-        if key != "metrics" and recorded.get(key) != signed.get(key):
+        now, then = recorded.get(key), signed.get(key)
+        if key == "metrics" or now == then:
+            continue
+        if len(repr(now)) + len(repr(then)) <= SHORT:  # a time, a name, a version: both shown
+            found.append(f"{key}: {now!r} recorded, {then!r} signed")
+        else:
             found.append(f"{key} differs from what was signed")
     return found
+
+
+SHORT = 160
+"""A differing field whose two values together print in at most this many characters is named
+with both (``started_at``, ``model``, ``submitted_by``); a longer one (``details``) by name."""
 
 
 def differs(
@@ -69,18 +79,26 @@ def differs(
 ) -> str | None:
     """How run ``run_id``'s record here differs from the ``results.json`` of sha256
     ``signed_sha`` (None when it does not, or the run is not in this registry)."""
-    from pinbench.db.run_row import read_run
-    from pinbench.provenance.statement import results_record
+    from pinbench.db.run_row import BadRow, read_run
+    from pinbench.provenance.statement import SIGNED_COLUMNS, results_record
 
-    run = read_run(rows, run_id)
+    try:
+        run = read_run(rows, run_id)
+    except BadRow as exc:
+        return f"its row cannot be read: its {exc.column} {exc.reason}"
     if run is None:
         return None
-    now = canonical_json(results_record(run))
-    if hashlib.sha256(now).hexdigest() == signed_sha:
+    recorded = results_record(run)
+    if hashlib.sha256(canonical_json(recorded)).hexdigest() == signed_sha:
         return None
     signed_bytes = read(signed_sha)
     signed = json.loads(signed_bytes) if signed_bytes is not None else {}
-    diffs = _differences(json.loads(now), signed) or ["its record differs"]
+    if isinstance(signed, dict) and signed and not set(SIGNED_COLUMNS) <= set(signed):
+        # signed before these columns were: what it holds is compared, the rest cannot be
+        recorded = {k: v for k, v in recorded.items() if k in signed}
+        if canonical_json(recorded) == canonical_json(signed):
+            return None
+    diffs = _differences(recorded, signed) or ["its record differs"]
     more = f" and {len(diffs) - SHOWN} more" if len(diffs) > SHOWN else ""
     return "changed after it was signed: " + "; ".join(diffs[:SHOWN]) + more
 

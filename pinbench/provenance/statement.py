@@ -36,8 +36,26 @@ GRAPH_SUBJECT: Final = "optimized.onnx"
 """A graph-optimization run's optimized graph (``transform.optimized_graph_sha256``)."""
 
 
+SIGNED_COLUMNS: Final = (
+    "started_at",
+    "finished_at",
+    "host",
+    "model",
+    "model_version",
+    "framework",
+    "framework_version",
+    "submitted_by",
+    "retry_of",
+    "latencies_sha256",
+    "trace_sha256",
+)
+"""The run's columns ``results.json`` signs besides its outcome (issue 84, item 4): what a
+listing, a gate's window, a series, a study and ``runs show`` read of a run. An attestation
+made before they were signed holds none of them (``records.differs`` compares what it holds)."""
+
+
 def results_record(run: Run) -> dict[str, Any]:
-    """What ``results.json`` holds: the run as recorded."""
+    """What ``results.json`` holds: the run as recorded, each column a reader trusts."""
     return {
         "run": run.id,
         "lockfile": run.lockfile_digest,
@@ -50,6 +68,17 @@ def results_record(run: Run) -> dict[str, Any]:
         "details": run.details or {},
         "environment_digest": run.environment_digest,
         "trace_level": run.trace_level,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "host": run.host,
+        "model": run.model,
+        "model_version": run.model_version,
+        "framework": run.framework,
+        "framework_version": run.framework_version,
+        "submitted_by": run.submitted_by,
+        "retry_of": run.retry_of,
+        "latencies_sha256": run.latencies_sha256,
+        "trace_sha256": run.trace_sha256,
     }
 
 
