@@ -31,6 +31,8 @@ LAYERS: list[tuple[str, set[str]]] = [
             "tls",
             "typed",
             "shown",
+            "libc",
+            "programs",
         },
     ),
     ("specs", {"specs"}),

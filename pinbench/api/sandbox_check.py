@@ -16,7 +16,6 @@ from pathlib import Path
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.policy import needs_pickle
 from pinbench.evaluator.runners import sandbox
-from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
 
@@ -55,12 +54,13 @@ def needs_sandbox(lock: Lockfile, runner: str, *, allow_code: bool) -> bool:
     """Whether a run of ``lock`` in ``runner`` on this server starts a sandboxed worker: every
     venv run; a local run whose model or chain runs operations or code of its own (the local
     runner's own choice, ``runners.local.run``); never a docker run."""
+    from pinbench.evaluator.runners.local import in_worker
+
     if runner == "venv":
         return True
     if runner != "local":
         return False
-    code = allow_code and needs_code(lock)
-    return code or sandbox.runs_its_own_operations(lock, allow_pickle=needs_pickle(lock))
+    return in_worker(lock, allow_code=allow_code, allow_pickle=needs_pickle(lock))
 
 
 def operator_fix(refusal: sandbox.SandboxUnavailable) -> str:

@@ -34,8 +34,10 @@ LIBRARIES = (
     "chains",  # a chain's stages run and timed apart
     "energy",  # the energy meter read around the timed section
     "errors",
+    "libc",  # the C library's write-back calls a copy makes
     "operators",  # an operator benchmark (L0) runs its operators
     "processing",  # a model's own pre/post-processing code, run with consent
+    "programs",  # the system's programs, never by PATH (a dvc:// source's git)
     "quiet",
     "registry",  # the lockfile the worker is given, decoded and checked
     "shown",

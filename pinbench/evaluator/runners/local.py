@@ -250,6 +250,24 @@ def hidden(ws: Workspace) -> list[Path]:
     return [ws.settings.home, ws.store.root, Path.home()]
 
 
+def in_worker(
+    lock: Lockfile,
+    *,
+    allow_code: bool,
+    allow_pickle: bool,
+    sandbox: str = "bwrap",
+    audit: bool = False,
+) -> bool:
+    """Whether the local runner runs ``lock`` in a worker process (in the sandbox unless
+    ``sandbox`` is none), never in the process that scores and records: code it may run, a
+    model or chain that runs operations of its own (``sandbox.runs_its_own_operations``), or
+    an audit (the host keeps the clock). The one rule ``run`` and a server's check before it
+    queues a run (``api.sandbox_check``) apply."""
+    code = allow_code and needs_code(lock)
+    own = sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)
+    return code or own or audit
+
+
 def run(
     ws: Workspace,
     lock: Lockfile,
@@ -273,9 +291,9 @@ def run(
     }
     stop = stop or Stop()
     cache = inputs_cache(ws, lock)
-    code = allow_code and needs_code(lock)
-    own = sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)
-    if code or own or audit:
+    if in_worker(
+        lock, allow_code=allow_code, allow_pickle=allow_pickle, sandbox=sandbox, audit=audit
+    ):
         # never in the process that scores and records; in the sandbox unless told otherwise
         evidence.environment["process"] = "child"
         python = sys.executable  # where the host runs, its environment inherited
