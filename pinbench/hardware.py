@@ -34,7 +34,7 @@ def memory_bytes() -> int | None:
 
 
 def gpus() -> list[dict[str, str]]:
-    from pinbench.programs import ProgramUnavailable, system_program
+    from pinbench.programs import ProgramUnavailable, clean_environment, system_program
 
     try:
         smi = system_program("nvidia-smi")
@@ -47,6 +47,7 @@ def gpus() -> list[dict[str, str]]:
             text=True,
             timeout=10,
             check=True,
+            env=clean_environment(),
         ).stdout
     except (subprocess.SubprocessError, OSError):
         return []

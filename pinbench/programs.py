@@ -89,22 +89,28 @@ def _candidates(name: str, own: tuple[str, ...]) -> list[Path]:
     return [*(folder / name for folder in found), *(Path(d) / name for d in SYSTEM_DIRS)]
 
 
-def _newest_first(folder: Path) -> tuple[int, ...]:
-    digits = [int(p) for p in folder.parts[-2].split(".") if p.isdigit()]
-    return tuple(-d for d in digits)
+def _newest_first(folder: Path) -> tuple[int, tuple[int, ...]]:
+    """Numbered versions first, the highest first (``15`` before ``13``); others after."""
+    parts = folder.parts[-2].split(".")
+    if not all(p.isdigit() for p in parts):
+        return (1, ())
+    return (0, tuple(-int(p) for p in parts))
 
 
 def system_program(name: str, own: tuple[str, ...] = ()) -> Path:
     """``name`` where the system keeps it (``own``: the program's own system folders, glob
-    patterns, the newest first; then ``SYSTEM_DIRS``), trusted (``untrusted_because``); else
+    patterns, the newest first; then ``SYSTEM_DIRS``), trusted (``untrusted_because``), as its
+    real path (every link resolved, so that what is run is what was checked); else
     ``ProgramUnavailable`` naming what was found and why it is not used."""
+    if "/" in name or name in ("", ".", ".."):
+        raise ProgramUnavailable(program=repr(name), reason="is not a program's name")
     refused: list[str] = []
     for candidate in _candidates(name, own):
         if not (candidate.is_file() and os.access(candidate, os.X_OK)):
             continue
         why = untrusted_because(candidate)
-        if why is None:
-            return candidate
+        if why is None:  # the file itself, links resolved: a link cannot be swapped after
+            return Path(os.path.realpath(candidate))
         refused.append(f"{candidate}: {why}")
     places = ", ".join([*own, *SYSTEM_DIRS])
     reason = f"not installed in the system's folders ({places})"
@@ -152,15 +158,28 @@ class Identity:
         return {"path": self.path, "sha256": self.sha256, "version": self.version}
 
 
+def clean_environment(*keep: str) -> dict[str, str]:
+    """The environment a system program is started with: the system's PATH, a neutral locale,
+    and only the variables in ``keep`` that are set (``TAR_OPTIONS``, ``LD_PRELOAD``,
+    ``GIT_SSH_COMMAND`` or a PATH of the caller's would otherwise choose what it does)."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    env |= {name: os.environ[name] for name in keep if name in os.environ}
+    return env
+
+
 def identity(path: Path) -> Identity:
     """``path``'s sha256 and ``--version`` (its first line), computed once a process for each
-    state of the file (its inode, size and change time)."""
+    state of the file (its device, inode, size and change time)."""
     info = os.stat(path)
-    return _identity(str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return _identity(
+        str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+    )
 
 
 @functools.lru_cache(maxsize=32)
-def _identity(path: str, inode: int, size: int, mtime_ns: int, ctime_ns: int) -> Identity:
+def _identity(
+    path: str, device: int, inode: int, size: int, mtime_ns: int, ctime_ns: int
+) -> Identity:
     import hashlib
     import subprocess
 
@@ -169,7 +188,13 @@ def _identity(path: str, inode: int, size: int, mtime_ns: int, ctime_ns: int) ->
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     try:
-        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=clean_environment(),
+        )
         said = (done.stdout or done.stderr).strip().splitlines()
         version = said[0] if said else f"unknown (exit {done.returncode})"
     except (OSError, subprocess.TimeoutExpired) as exc:

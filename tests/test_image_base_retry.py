@@ -33,15 +33,17 @@ mkdir -p "$target/etc" && echo bookworm > "$target/etc/debian_version"
 """
 
 
-def _flaky(tmp: Path, fails: int, says: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _flaky(tmp: Path, fails: int, says: str) -> Path:
+    """The flaky program at ``tmp/bin/debootstrap``, its settings written into it (the base
+    image's build gives debootstrap none of the caller's environment); its run counter."""
+    import shlex
+
     script = tmp / "bin" / "debootstrap"
     script.parent.mkdir(parents=True)
-    script.write_text(FLAKY)
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     counter = tmp / "runs"
-    monkeypatch.setenv("COUNTER", str(counter))
-    monkeypatch.setenv("FAILS", str(fails))
-    monkeypatch.setenv("SAYS", says)
+    settings = f"COUNTER={shlex.quote(str(counter))}\nFAILS={fails}\nSAYS={shlex.quote(says)}\n"
+    script.write_text(FLAKY.replace("#!/bin/sh\n", "#!/bin/sh\n" + settings, 1))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return counter
 
 
@@ -73,7 +75,7 @@ def test_only_a_transient_mirror_failure_is_tried_again(
     succeeds: bool,
     why: str,
 ) -> None:
-    counter = _flaky(tmp_path, fails, says, monkeypatch)
+    counter = _flaky(tmp_path, fails, says)
     program = str(tmp_path / "bin" / "debootstrap")
     said: list[str] = []
     waits: list[float] = []
@@ -106,7 +108,7 @@ def test_the_base_image_s_rootfs_survives_a_mirror_sync_and_says_so(
     never taken from PATH, ``pinbench.programs``): the tarball is made from the try that
     succeeded, and each retry is one line of progress (stderr in the CLI)."""
     need_root("building the base image")
-    counter = _flaky(tmp_path, 2, MIRROR_SYNC, monkeypatch)
+    counter = _flaky(tmp_path, 2, MIRROR_SYNC)
     system_folder(tmp_path / "bin", monkeypatch, before_the_systems=True)
     said: list[str] = []
     tarball = tmp_path / "cache" / "rootfs-bookworm.tar"
@@ -122,9 +124,7 @@ def test_a_permanent_failure_is_refused_at_once_naming_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     need_root("building the base image")
-    counter = _flaky(
-        tmp_path, 9, "E: No such script: /usr/share/debootstrap/scripts/x", monkeypatch
-    )
+    counter = _flaky(tmp_path, 9, "E: No such script: /usr/share/debootstrap/scripts/x")
     system_folder(tmp_path / "bin", monkeypatch, before_the_systems=True)
     with pytest.raises(base.BaseImageFailed) as failed:
         base._debootstrap(tmp_path / "rootfs.tar", lambda _: None, sleep=lambda _: None)

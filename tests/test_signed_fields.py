@@ -193,3 +193,124 @@ def test_an_attestation_made_before_these_columns_were_signed_is_compared_on_wha
         )
     finally:
         _set(ws, "runs", "status", run_id, status)
+
+
+def test_a_removed_attestation_and_one_signed_by_another_key_are_named(
+    recorded: tuple[Workspace, str, str],
+) -> None:
+    """An attacker who may write the database and the blob store, not the registry's key:
+    removing a run's attestation rows left it checked by nothing, and a newer row pointing at
+    an envelope signed by a key of their own over the edited record passed. Both are named."""
+    import hashlib
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from pinbench.artifacts.canonical import canonical_json
+    from pinbench.db.run_row import read_run
+    from pinbench.provenance.dsse import sign
+    from pinbench.provenance.key_material import public_of
+    from pinbench.provenance.records import UNATTESTED
+    from pinbench.provenance.statement import results_record
+
+    ws, run_id, _ = recorded
+    with ws.reads() as rows:
+        saved = rows(
+            f"SELECT {', '.join(ATTESTATION)} FROM attestations WHERE run_id = :r", {"r": run_id}
+        )
+    with ws.writes() as rows:
+        rows("DELETE FROM attestations WHERE run_id = :r", {"r": run_id})
+    try:
+        assert _problems(ws) == {f"runs/{run_id}": UNATTESTED}
+    finally:
+        _restore(ws, saved)
+    assert _problems(ws) == {}
+
+    with ws.reads() as rows:
+        run = read_run(rows, run_id)
+    assert run is not None
+    forged = {**results_record(run), "status": "failed"}
+    results = ws.store.put_bytes(canonical_json(forged))
+    statement = {"subject": [{"name": "results.json", "digest": {"sha256": results.hex}}]}
+    mine = Ed25519PrivateKey.generate()
+    line = sign(canonical_json(statement), mine, public_of(mine).keyid).line()
+    envelope = ws.store.put_bytes(line)
+    status = _set(ws, "runs", "status", run_id, "failed")
+    with ws.writes() as rows:
+        rows(
+            "INSERT INTO attestations (run_id, envelope_sha256, keyid, after_the_fact, "
+            "created_at) VALUES (:r, :e, :k, 1, '2999-01-01 00:00:00.000000')",
+            {"r": run_id, "e": envelope.hex, "k": public_of(mine).keyid},
+        )
+    try:
+        assert hashlib.sha256(canonical_json(forged)).hexdigest() == results.hex
+        assert _problems(ws) == {
+            f"runs/{run_id}": "its attestation is not signed by this registry's keys"
+        }
+    finally:
+        with ws.writes() as rows:
+            rows("DELETE FROM attestations WHERE envelope_sha256 = :e", {"e": envelope.hex})
+        _set(ws, "runs", "status", run_id, status)
+    assert _problems(ws) == {}
+
+
+ATTESTATION = ("id", "run_id", "envelope_sha256", "keyid", "after_the_fact", "created_at")
+
+
+def _restore(ws: Workspace, saved: Any) -> None:
+    with ws.writes() as rows:
+        for row in saved:
+            values = dict(zip(ATTESTATION, row, strict=True))
+            marks = ", ".join(f":{k}" for k in values)
+            rows(f"INSERT INTO attestations ({', '.join(values)}) VALUES ({marks})", values)
+
+
+def test_a_time_rewritten_as_the_same_instant_in_other_text_is_named(
+    recorded: tuple[Workspace, str, str],
+) -> None:
+    """SQLite orders and filters times as text: ``20260101T000000`` is the same instant as
+    the registry's ``2026-01-01 00:00:00.000000`` and sorts after every run of the year. A
+    time not in the form the registry writes is named (PostgreSQL keeps instants)."""
+    ws, run_id, _ = recorded
+    if not ws.settings.database_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL stores an instant, not its text")
+    with ws.reads() as rows:
+        ((before,),) = rows("SELECT started_at FROM runs WHERE id = :id", {"id": run_id})
+    moved = str(before).replace("-", "").replace(" ", "T").replace(":", "")
+    _set(ws, "runs", "started_at", run_id, moved)
+    try:
+        said = _problems(ws)[f"runs/{run_id}"]
+        assert said == (
+            f"its row cannot be read: its started_at {moved!r} is not in the form the "
+            "registry writes"
+        )
+    finally:
+        _set(ws, "runs", "started_at", run_id, before)
+    assert _problems(ws) == {}
+
+
+def test_a_lockfile_whose_body_was_rewritten_is_named_by_fsck(
+    recorded: tuple[Workspace, str, str],
+) -> None:
+    """A run signs its lockfile's digest; a series' settings and ``runs show`` read the body
+    kept under it. A body rewritten (canonical still) is named."""
+    from pinbench.sdk.registry import Registry
+
+    ws, run_id, _ = recorded
+    with ws.reads() as rows:
+        ((digest, body),) = rows(
+            "SELECT digest, body FROM lockfiles WHERE digest = "
+            "(SELECT lockfile_digest FROM runs WHERE id = :id)",
+            {"id": run_id},
+        )
+    rewritten = str(body).replace('"threads":', '"threads": ', 1)
+    assert rewritten != body
+    with ws.writes() as rows:
+        rows("UPDATE lockfiles SET body = :b WHERE digest = :d", {"b": rewritten, "d": digest})
+    try:
+        with Registry(home=ws.settings.home, database_url=ws.settings.database_url) as reg:
+            checked = reg.admin().check_store()
+        found = [(p.kind, p.path) for p in checked.problems if p.kind != "unreferenced"]
+        assert found == [("lockfile", f"lockfiles/{digest}")]  # (a blob an earlier case left)
+    finally:
+        with ws.writes() as rows:
+            rows("UPDATE lockfiles SET body = :b WHERE digest = :d", {"b": body, "d": digest})

@@ -93,7 +93,7 @@ _TIMES = ("started_at", "finished_at")
 def read_run(rows: Rows, run_id: str) -> RunRow | None:
     """Run ``run_id`` (a whole id) as recorded, with its results in the order written; None
     when there is no such run."""
-    from pinbench.db.plain import json_value, when_or_none
+    from pinbench.db.plain import _stamp, json_value, when_or_none
 
     names = (*COLUMNS, *QUEUED)
     found = rows(f"SELECT id, {', '.join(names)} FROM runs WHERE id = :id", {"id": run_id})
@@ -106,10 +106,13 @@ def read_run(rows: Rows, run_id: str) -> RunRow | None:
         except ValueError:
             raise BadRow(run_id, name, "is not JSON") from None
     for name in _TIMES:
+        raw = values[name]
         try:
-            values[name] = when_or_none(values[name])
+            values[name] = when_or_none(raw)
         except (ValueError, TypeError):
             raise BadRow(run_id, name, "is not a time") from None
+        if isinstance(raw, str) and raw != _stamp(values[name]):  # SQLite orders the text
+            raise BadRow(run_id, name, f"{raw[:40]!r} is not in the form the registry writes")
     results = rows(
         "SELECT metric, value, unit FROM results WHERE run_id = :id ORDER BY id", {"id": run_id}
     )

@@ -56,12 +56,17 @@ def ensure_base(client: Any, cache: Path, say: Say) -> str:
     return str(client.images.get(base_tag()).id)
 
 
+PROXIES = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+"""What of the caller's environment debootstrap is given besides the system's PATH: the network's
+proxies (never ``DEBOOTSTRAP_DIR``, ``TAR_OPTIONS`` or a PATH of the caller's)."""
+
+
 def _debootstrap(
     tarball: Path, say: Say, *, tries: int = TRIES, sleep: Callable[[float], None] = time.sleep
 ) -> None:
     """Debootstrap into a fresh folder per try (``images.retried``: a mirror's transient
     failure is tried again), clear the caches out, tar it as ``tarball``."""
-    from pinbench.programs import ProgramUnavailable, system_program
+    from pinbench.programs import ProgramUnavailable, clean_environment, system_program
 
     try:
         debootstrap = str(system_program("debootstrap"))
@@ -80,7 +85,8 @@ def _debootstrap(
         def command(attempt: int) -> list[str]:
             return [*argv, SUITE, str(Path(tmp) / f"root-{attempt}"), MIRROR]
 
-        done = run_retried(command, what="debootstrap", say=say, tries=tries, sleep=sleep)
+        env = clean_environment(*PROXIES)  # debootstrap finds dpkg, chroot and wget on PATH
+        done = run_retried(command, what="debootstrap", say=say, tries=tries, sleep=sleep, env=env)
         proc = done.process
         if proc.returncode != 0:
             tail = " | ".join(
@@ -110,6 +116,7 @@ def _debootstrap(
                 ".",
             ],
             check=True,
+            env=clean_environment(),
         )
         partial.replace(tarball)
     mib = tarball.stat().st_size >> 20

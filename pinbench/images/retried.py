@@ -65,14 +65,18 @@ def run_retried(
     tries: int = TRIES,
     backoff: Retrying = BACKOFF,
     sleep: Callable[[float], None] = time.sleep,
+    env: dict[str, str] | None = None,
 ) -> Outcome:
     """Run ``command(try)`` (1-based: a fresh target per try) until it succeeds, fails for a
-    reason not in ``TRANSIENT``, or has been tried ``tries`` times."""
+    reason not in ``TRANSIENT``, or has been tried ``tries`` times. ``env``: its environment
+    (None: this process's)."""
     if tries < 1:
         raise ValueError(f"tries must be at least 1, got {tries}")
     attempt = 1
     while True:
-        proc = subprocess.run(list(command(attempt)), capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            list(command(attempt)), capture_output=True, text=True, check=False, env=env
+        )
         cause = None if proc.returncode == 0 else transient(proc.stdout + proc.stderr)
         if cause is None or attempt == tries:
             return Outcome(proc, attempt, cause)

@@ -21,6 +21,7 @@ from pinbench.artifacts.canonical import canonical_json
 if TYPE_CHECKING:
     from pinbench.db.plain import Rows
     from pinbench.db.upkeep import Problem
+    from pinbench.provenance.key_material import PublicKey
     from pinbench.workspace import Workspace
 
 SHOWN = 3
@@ -92,8 +93,13 @@ def differs(
     if hashlib.sha256(canonical_json(recorded)).hexdigest() == signed_sha:
         return None
     signed_bytes = read(signed_sha)
-    signed = json.loads(signed_bytes) if signed_bytes is not None else {}
-    if isinstance(signed, dict) and signed and not set(SIGNED_COLUMNS) <= set(signed):
+    try:
+        signed = json.loads(signed_bytes) if signed_bytes is not None else {}
+    except ValueError:
+        return "its signed results.json is not JSON"
+    if not isinstance(signed, dict):
+        return "its signed results.json is not a JSON object"
+    if signed and not set(SIGNED_COLUMNS) <= set(signed):
         # signed before these columns were: what it holds is compared, the rest cannot be
         recorded = {k: v for k, v in recorded.items() if k in signed}
         if canonical_json(recorded) == canonical_json(signed):
@@ -103,8 +109,18 @@ def differs(
     return "changed after it was signed: " + "; ".join(diffs[:SHOWN]) + more
 
 
-def altered(rows: Rows, read: Callable[[str], bytes | None]) -> list[Altered]:
-    """Every run whose newest attestation's ``results.json`` is not its record now. ``read``
+UNATTESTED = (
+    "finished and not attested: its record is signed by nothing (an attestation's row removed "
+    "leaves a run so); `pinbench runs attest` would sign the record as it is now"
+)
+
+
+def altered(
+    rows: Rows, read: Callable[[str], bytes | None], keys: list[PublicKey] | None = None
+) -> list[Altered]:
+    """Every run whose newest attestation's ``results.json`` is not its record now, whose
+    attestation is not signed by one of ``keys`` (the registry's: given, each envelope's
+    signature is checked), or that finished and has no attestation (``UNATTESTED``). ``read``
     gives a blob's bytes by sha256 (None when the store lacks it: ``fsck`` reports that
     apart)."""
     from pinbench.provenance.dsse import BadEnvelope, read_envelopes
@@ -113,7 +129,14 @@ def altered(rows: Rows, read: Callable[[str], bytes | None]) -> list[Altered]:
     attested = rows("SELECT run_id, envelope_sha256 FROM attestations ORDER BY created_at, id", {})
     for run_id, sha256 in attested:
         newest[str(run_id)] = str(sha256)
-    found = []
+    found = [
+        Altered(str(run_id), UNATTESTED)
+        for (run_id,) in rows(
+            "SELECT id FROM runs WHERE status IN ('succeeded', 'failed') "
+            "AND id NOT IN (SELECT run_id FROM attestations) ORDER BY id",
+            {},
+        )
+    ]
     for run_id, envelope_sha256 in sorted(newest.items()):
         data = read(envelope_sha256)
         if data is None:
@@ -122,6 +145,9 @@ def altered(rows: Rows, read: Callable[[str], bytes | None]) -> list[Altered]:
             (envelope,) = read_envelopes(data, source="attestation")
         except (BadEnvelope, ValueError):
             found.append(Altered(run_id, "its attestation is not one readable DSSE envelope"))
+            continue
+        if keys is not None and envelope.verified_by(keys) is None:
+            found.append(Altered(run_id, "its attestation is not signed by this registry's keys"))
             continue
         signed_sha = _signed_results(envelope.payload)
         said = differs(rows, run_id, signed_sha, read) if signed_sha is not None else None
@@ -143,8 +169,11 @@ def altered_problems(ws: Workspace) -> list[Problem]:
         except (BlobMissing, ChecksumMismatch):
             return None  # reported above as missing or corrupt
 
+    from pinbench.provenance.keys import known_keys
+
+    keys = known_keys(ws)
     with ws.reads() as rows:
-        changed = altered(rows, read)
+        changed = altered(rows, read, keys)
     return [Problem("record", f"runs/{a.run_id}", a.detail) for a in changed]
 
 

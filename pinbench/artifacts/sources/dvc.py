@@ -82,13 +82,35 @@ def _md5(info: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+GIT_KEPT = (
+    "HOME",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+)
+"""What of the caller's environment git is given: where it may find its configuration, the
+network's proxies and certificate authorities; never ``GIT_SSH_COMMAND``, ``GIT_DIR`` or a
+PATH (``programs.clean_environment``)."""
+
+
 def _git(uri: DvcUri, *args: str) -> subprocess.CompletedProcess[str]:
-    from pinbench.programs import ProgramUnavailable, system_program
+    from pinbench.programs import ProgramUnavailable, clean_environment, system_program
 
     try:
         git = str(system_program("git"))
         return subprocess.run(
-            [git, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+            [git, *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+            env=clean_environment(*GIT_KEPT),
         )
     except ProgramUnavailable as exc:
         raise SourceUnavailable(source=str(uri), reason=f"git: {exc.reason}") from None
