@@ -291,6 +291,32 @@ def test_the_repeat_test_issues_as_many_queries_as_the_unique_test(
 
 
 @pytest.mark.parametrize(
+    ("scenario", "per_query", "queries"),
+    [("SingleStream", 1, 450), ("MultiStream", 8, 56), ("Server", 1, 450)],
+)
+def test_the_unique_test_issues_every_sample_once_whatever_its_duration(
+    scenario: str, per_query: int, queries: int
+) -> None:
+    """Issue 84, item 2: a model of 4.5 ms a sample had 242 of its 450 samples issued in the
+    unique test's second. Every sample is issued once, in as many queries as they fill; the
+    verdict is judged on what LoadGen issued (its ``result_query_count``), not on the
+    dataset's size."""
+    import mlperf_loadgen as lg
+
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, scenario)
+    settings.min_duration_ms, settings.min_query_count = 1000, 100
+    audits.unique(settings, 450, per_query)
+    assert settings.performance_issue_unique and not settings.performance_issue_same
+    assert (settings.min_query_count, settings.max_query_count) == (queries, queries)
+    assert settings.min_duration_ms == 0
+    issued = {**_log("SingleStream", 1e6), "result_query_count": 242}
+    found = audits.verdict("SingleStream", 0.9, issued, _log("SingleStream", 1e6), queries=450)
+    assert found["unique_queries"] == 242  # what LoadGen issued
+    assert found["passed"] is True
+
+
+@pytest.mark.parametrize(
     ("cpu", "passed", "said"),
     [
         ((1.6, 0.02), False, ""),  # a cache: the repeat spared the work
