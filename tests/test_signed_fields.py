@@ -159,40 +159,48 @@ def test_a_run_moved_to_another_model_is_listed_there_and_named_by_fsck(
 def test_an_attestation_made_before_these_columns_were_signed_is_compared_on_what_it_holds(
     recorded: tuple[Workspace, str, str],
 ) -> None:
-    """A run attested before this round signed none of ``SIGNED_COLUMNS``: what it signed is
-    still compared (an edited status is named), what it did not sign cannot be."""
+    """A run attested before this round signed none of ``SIGNED_COLUMNS`` in its
+    ``results.json``: what that holds is still compared (an edited status is named), and so
+    are the start, finish and host its statement's predicate signed; what neither signed
+    (who queued it) cannot be."""
     import hashlib
 
     from pinbench.artifacts.canonical import canonical_json
     from pinbench.db.run_row import read_run
-    from pinbench.provenance.records import differs
-    from pinbench.provenance.statement import SIGNED_COLUMNS, results_record
+    from pinbench.provenance.records import differs, predicate_columns
+    from pinbench.provenance.statement import SIGNED_COLUMNS, results_record, statement_for
+    from pinbench.registry.lockfile import Lockfile
 
     ws, run_id, _ = recorded
     with ws.reads() as rows:
         run = read_run(rows, run_id)
-    assert run is not None
+        assert run is not None
+        ((body,),) = rows(
+            "SELECT body FROM lockfiles WHERE digest = :d", {"d": run.lockfile_digest}
+        )
     old = {k: v for k, v in results_record(run).items() if k not in SIGNED_COLUMNS}
     signed = canonical_json(old)
     sha = hashlib.sha256(signed).hexdigest()
+    lock = Lockfile.from_bytes(str(body).encode())
+    predicate = predicate_columns(statement_for(ws, run, lock, after_the_fact=False))
+    assert set(predicate) == {"started_at", "finished_at", "host"}
 
     def said() -> str | None:
         with ws.reads() as rows:
-            return differs(rows, run_id, sha, {sha: signed}.get)
+            return differs(rows, run_id, sha, {sha: signed}.get, predicate)
 
     assert said() is None
-    before = _set(ws, "runs", "started_at", run_id, "2020-01-01 00:00:00.000000")
-    try:
-        assert said() is None  # never signed by that attestation
-    finally:
-        _set(ws, "runs", "started_at", run_id, before)
-    status = _set(ws, "runs", "status", run_id, "failed")
-    try:
-        assert said() == (
-            "changed after it was signed: status: 'failed' recorded, 'succeeded' signed"
-        )
-    finally:
-        _set(ws, "runs", "status", run_id, status)
+    for column, value, named in (
+        ("started_at", "2020-01-01 00:00:00.000000", "started_at: '2020-01-01T00:00:00"),
+        ("status", "failed", "status: 'failed' recorded, 'succeeded' signed"),
+        ("submitted_by", "mallory", None),  # signed by neither
+    ):
+        before = _set(ws, "runs", column, run_id, value)
+        try:
+            found = said()
+            assert (found is None) if named is None else (named in (found or "")), found
+        finally:
+            _set(ws, "runs", column, run_id, before)
 
 
 def test_a_removed_attestation_and_one_signed_by_another_key_are_named(

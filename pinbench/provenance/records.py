@@ -75,11 +75,35 @@ SHORT = 160
 with both (``started_at``, ``model``, ``submitted_by``); a longer one (``details``) by name."""
 
 
+def predicate_columns(payload: bytes) -> dict[str, Any]:
+    """What a statement's predicate signed of a run's columns, in ``results.json``'s names:
+    its start and finish (``runDetails.metadata``) and its host facts (the run's byproduct);
+    an attestation made before ``results.json`` held them signed them there."""
+    try:
+        statement = json.loads(payload)
+        details = statement["predicate"]["runDetails"]
+        meta = details["metadata"]
+        (run,) = [b for b in details["byproducts"] if b.get("name") == "run"]
+        return {
+            "started_at": meta["startedOn"],
+            "finished_at": meta["finishedOn"],
+            "host": run["annotations"]["host"],
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def differs(
-    rows: Rows, run_id: str, signed_sha: str, read: Callable[[str], bytes | None]
+    rows: Rows,
+    run_id: str,
+    signed_sha: str,
+    read: Callable[[str], bytes | None],
+    predicate: dict[str, Any] | None = None,
 ) -> str | None:
     """How run ``run_id``'s record here differs from the ``results.json`` of sha256
-    ``signed_sha`` (None when it does not, or the run is not in this registry)."""
+    ``signed_sha`` (None when it does not, or the run is not in this registry). An older
+    ``results.json`` (without ``SIGNED_COLUMNS``) is compared on what it holds and on what its
+    statement's ``predicate`` signed (``predicate_columns``)."""
     from pinbench.db.run_row import BadRow, read_run
     from pinbench.provenance.statement import SIGNED_COLUMNS, results_record
 
@@ -100,7 +124,8 @@ def differs(
     if not isinstance(signed, dict):
         return "its signed results.json is not a JSON object"
     if signed and not set(SIGNED_COLUMNS) <= set(signed):
-        # signed before these columns were: what it holds is compared, the rest cannot be
+        # signed before these columns were: what it and its predicate hold is compared
+        signed = {**(predicate or {}), **signed}
         recorded = {k: v for k, v in recorded.items() if k in signed}
         if canonical_json(recorded) == canonical_json(signed):
             return None
@@ -150,7 +175,11 @@ def altered(
             found.append(Altered(run_id, "its attestation is not signed by this registry's keys"))
             continue
         signed_sha = _signed_results(envelope.payload)
-        said = differs(rows, run_id, signed_sha, read) if signed_sha is not None else None
+        said = (
+            differs(rows, run_id, signed_sha, read, predicate_columns(envelope.payload))
+            if signed_sha is not None
+            else None
+        )
         if said is not None:
             found.append(Altered(run_id, said))
     return found
@@ -197,6 +226,6 @@ def record_agrees(ws: Workspace, run_id: str, payload: bytes) -> None:
             return None
 
     with ws.reads() as rows:
-        said = differs(rows, run_id, signed_sha, read)
+        said = differs(rows, run_id, signed_sha, read, predicate_columns(payload))
     if said is not None:
         raise AttestationRefused(part=f"run {run_id[:8]}'s record in this registry", reason=said)
