@@ -8,6 +8,7 @@ tests/test_db_outage_runs.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -40,6 +41,11 @@ from pinbench.retrying import Retrying
 from pinbench.workspace import Workspace
 
 DOWN = DatabaseUnavailable("cannot connect to the database sqlite:///x: unable to open")
+
+
+LOCK_BODY = "{}"
+LOCK_DIGEST = hashlib.sha256(LOCK_BODY.encode()).hexdigest()
+"""A stored lockfile row of these tests' runs: its body hashes to its digest, as fsck checks."""
 
 
 def test_a_wait_backs_off_to_its_cap_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -79,7 +85,7 @@ def _record(ws: Workspace, run_id: str) -> RunRecord:
     outputs = ws.store.put_bytes(f"outputs of {run_id}".encode()).hex
     now = datetime.now(UTC)
     columns = {
-        "lockfile_digest": "a" * 64,
+        "lockfile_digest": LOCK_DIGEST,
         "status": "succeeded",
         "runner": "local",
         "started_at": now - timedelta(seconds=10),
@@ -103,7 +109,7 @@ def _record(ws: Workspace, run_id: str) -> RunRecord:
 def _rows(ws: Workspace, gone: str, *runs: tuple[str, str]) -> None:
     """A lockfile row, then ``runs`` (id, status) of server instance ``gone``."""
     with ws.transaction() as session:
-        session.add(LockfileRow(digest="a" * 64, body="{}", created_at=datetime.now(UTC)))
+        session.add(LockfileRow(digest=LOCK_DIGEST, body=LOCK_BODY, created_at=datetime.now(UTC)))
     _rows_of(ws, gone, *runs)
 
 
@@ -114,7 +120,7 @@ def _rows_of(ws: Workspace, instance: str, *runs: tuple[str, str]) -> None:
             session.add(
                 Run(
                     id=run_id,
-                    lockfile_digest="a" * 64,
+                    lockfile_digest=LOCK_DIGEST,
                     status=status,
                     runner="local",
                     started_at=datetime.now(UTC),

@@ -310,30 +310,11 @@ def check(ws: Workspace) -> Checked:
         done.problems.append(
             Problem("facet", "runs", f"and {count - len(wrong):,} more runs like these")
         )
-    done.problems.extend(_lockfiles_not_their_digest(ws))
+    from pinbench.db.lockfile_check import NOT_ITS_DIGEST, lockfiles_not_their_digest
+
+    for digest in lockfiles_not_their_digest(ws):
+        done.problems.append(Problem("lockfile", f"lockfiles/{digest}", NOT_ITS_DIGEST))
     return done
-
-
-def _lockfiles_not_their_digest(ws: Workspace) -> list[Problem]:
-    """Stored lockfiles whose body does not hash to the digest they are kept under: a run
-    signs its lockfile's digest, and its readers (a series' settings, ``runs show``) read
-    the body (issue 84, item 4)."""
-    import hashlib
-
-    found = []
-    with ws.reads() as rows:
-        for digest, body in rows("SELECT digest, body FROM lockfiles ORDER BY digest", {}):
-            text = str(body).encode()
-            if hashlib.sha256(text).hexdigest() != str(digest):
-                found.append(
-                    Problem(
-                        "lockfile",
-                        f"lockfiles/{digest}",
-                        "its body does not hash to its digest: the runs that name it signed "
-                        "another lockfile",
-                    )
-                )
-    return found
 
 
 def collect(ws: Workspace, *, grace_s: float, delete: bool) -> Collected:

@@ -26,6 +26,7 @@ A failed audit makes the run INVALID (``loadgen_valid_bool`` 0, its reason with 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
@@ -85,6 +86,18 @@ def same(settings: Any, count: int, per_query: int = 1) -> Any:
         settings.min_query_count = queries
         settings.max_query_count = queries
     return settings
+
+
+def phases(count: int, per_query: int) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """TEST04's two tests in order, each with what it makes of the run's settings."""
+
+    def unique_test(settings: Any) -> Any:
+        return unique(settings, count, per_query)
+
+    def same_test(settings: Any) -> Any:
+        return same(settings, count, per_query)
+
+    return (("unique", unique_test), ("same", same_test))
 
 
 def _offline() -> Any:

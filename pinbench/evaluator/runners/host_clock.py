@@ -287,14 +287,7 @@ class HostClock:
         scenario, batch = self._scenario, self._batch
         per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
         logs, cpu, busy = {}, {}, False
-
-        def unique(s: Any) -> Any:
-            return audits.unique(s, count, per_query)
-
-        def same(s: Any) -> Any:
-            return audits.same(s, count, per_query)
-
-        for name, setting in (("unique", unique), ("same", same)):
+        for name, setting in audits.phases(count, per_query):
             self._unbroken()
             self._calls, self._samples = [], 0
             settings = setting(
