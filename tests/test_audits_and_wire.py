@@ -1,8 +1,9 @@
 """TEST04's verdict (``runners.audits``) and the host clock's frames (``clock_wire``), alone.
 
-The verdict is checked against MLPerf's rule written out here: the repeated sample may be at
-most 10% faster than unique samples (20% where SingleStream's unique p90 is at most 200 µs or
-MultiStream's p99 at most 1.6 ms); faster is a lower latency or a higher throughput.
+The verdict is checked against MLPerf's rule written out here: the run's test may be at most
+10% faster than a new worker answering every sample once (20% where SingleStream's unique p90
+is at most 200 µs or MultiStream's p99 at most 1.6 ms); faster is a lower latency or a higher
+throughput.
 """
 
 from __future__ import annotations
@@ -16,29 +17,43 @@ import pytest
 from pinbench.evaluator.runners import audits
 from pinbench.worker import clock_wire as w
 
+SCORE_KEY = {
+    "SingleStream": "result_90.00_percentile_latency_ns",
+    "MultiStream": "result_99.00_percentile_per_query_latency_ns",
+    "Server": "result_99.00_percentile_latency_ns",
+    "Offline": "result_samples_per_second",
+}
 
-def _log(scenario: str, score: float, median: float | None = None) -> dict[str, Any]:
-    """A LoadGen detail log holding the score MLPerf's TEST04 reads for ``scenario`` and, for a
-    latency, the median (``median``; the score's own value unless given)."""
-    key = {
-        "SingleStream": "result_90.00_percentile_latency_ns",
-        "MultiStream": "result_99.00_percentile_per_query_latency_ns",
-        "Server": "result_completed_samples_per_sec",
-        "Offline": "result_samples_per_second",
-    }[scenario]
-    log = {key: score}
-    if scenario in ("SingleStream", "MultiStream"):
+
+def _test(
+    scenario: str,
+    score: float,
+    median: float | None = None,
+    mean: float | None = None,
+    *,
+    samples: int = 5000,
+    cpu_s: float = 0.0,
+    contended: bool = False,
+) -> audits.Test:
+    """One test as the host measured it: a LoadGen detail log holding the score TEST04 reads
+    for ``scenario`` and, for a latency, the median and mean (the score's own value unless
+    given); the samples answered, the worker's CPU seconds, whether the machine was busy."""
+    log: dict[str, Any] = {SCORE_KEY[scenario]: score}
+    if scenario != "Offline":
         spelled = "_per_query" if scenario == "MultiStream" else ""
         log[f"result_50.00_percentile{spelled}_latency_ns"] = score if median is None else median
-    return log
+        log[f"result_mean{'_query' if spelled else ''}_latency_ns"] = (
+            score if mean is None else mean
+        )
+    return audits.Test(log, samples, cpu_s, contended)
 
 
-def _mlperf(scenario: str, unique: float, same: float) -> bool:
+def _mlperf(scenario: str, unique: float, timed: float) -> bool:
     """The rule, written from MLPerf's README (speed, not its script's latency inequality)."""
-    latency = scenario in ("SingleStream", "MultiStream")
+    latency = scenario != "Offline"
     short = {"SingleStream": 200_000, "MultiStream": 1_600_000}.get(scenario, -1)
     threshold = 0.20 if latency and unique <= short else 0.10
-    speedup = unique / same if latency else same / unique
+    speedup = unique / timed if latency else timed / unique
     return speedup <= 1 + threshold
 
 
@@ -51,43 +66,52 @@ CASES = [
     ("SingleStream", 1_000_000, 3_000),  # a cache
     ("MultiStream", 1_500_000, 1_300_000),  # short: 20%
     ("MultiStream", 5_000_000, 4_400_000),  # 13.6%
-    ("Server", 100.0, 109.0),
-    ("Server", 100.0, 111.0),
-    ("Offline", 7_854.0, 253_392.0),  # the issue's cached answers
+    ("Server", 3_160_000, 3_000_000),  # by latency, not its pinned throughput
+    ("Server", 3_160_000, 847_000),  # the issue's cache in Server
+    ("Offline", 432.0, 46_614.0),  # the issue's cached answers in Offline
     ("Offline", 7_854.0, 7_000.0),  # slower is never a failure
 ]
 
 
-@pytest.mark.parametrize(("scenario", "unique", "same"), CASES)
+@pytest.mark.parametrize(("scenario", "unique", "timed"), CASES)
 def test_test04_passes_exactly_where_mlperfs_rule_does(
-    scenario: str, unique: float, same: float
+    scenario: str, unique: float, timed: float
 ) -> None:
-    found = audits.verdict(scenario, 0.9, _log(scenario, unique), _log(scenario, same))
-    assert found["passed"] is _mlperf(scenario, unique, same)
-    assert found["unique"] == unique and found["same"] == same
+    found = audits.verdict(scenario, 0.9, _test(scenario, unique), _test(scenario, timed))
+    assert found["passed"] is _mlperf(scenario, unique, timed)
+    assert found["unique"] == unique and found["timed"] == timed
 
 
-def test_a_slower_tail_alone_fails_no_test04_a_cache_moves_the_median_too() -> None:
-    """pinbench's one departure from the rule above: where the score is a latency, the
-    medians must agree. A p90 13.6% faster over a median 2% faster is noise of a short test;
-    both far faster is a cache."""
-    tail = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 1e6, 5e5), _log("SingleStream", 8.8e5, 4.9e5)
+@pytest.mark.parametrize(
+    ("case", "unique", "timed", "judged", "passed"),
+    [
+        # a short test's cache: a quarter of its queries first sights, its tail a miss
+        ("median", (4.0e6, 4.0e6, 4.0e6), (4.0e6, 0.4e6, 1.3e6), "latency_p50_ns", False),
+        # the mean is not judged: one stall among honest queries moves it
+        ("mean", (2.0e6, 1.0e6, 2.0e6), (1.0e6, 1.0e6, 1.0e6), "latency_p90_ns", False),
+        # a slower tail alone: the largest speed-up is within the threshold
+        ("noise", (1.0e6, 0.5e6, 0.6e6), (0.93e6, 0.49e6, 0.58e6), "latency_p90_ns", True),
+    ],
+)
+def test_a_latency_scenario_is_judged_by_its_score_and_median_the_larger_speedup(
+    case: str,
+    unique: tuple[float, float, float],
+    timed: tuple[float, float, float],
+    judged: str,
+    passed: bool,
+) -> None:
+    """Issue 84, item 2: a cache in a test of 40 samples and 160 queries left the p90 a miss;
+    its median and mean are not."""
+    found = audits.verdict(
+        "SingleStream", 0.9, _test("SingleStream", *unique), _test("SingleStream", *timed)
     )
-    assert tail["passed"] is True and tail["speedup"] > 1.1 and tail["median_speedup"] < 1.1
-    cache = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 1e6, 5e5), _log("SingleStream", 3e3, 2e3)
-    )
-    assert cache["passed"] is False and cache["median_speedup"] == 250.0
+    assert found["judged"] == judged and found["passed"] is passed
+    assert found["speedup"] == max(found["speedups"].values())
 
 
 def test_a_test04_with_no_score_fails_and_says_why() -> None:
-    found = audits.verdict("Offline", 0.9, {}, _log("Offline", 10.0))
-    assert found == {
-        "score": "throughput_sps",
-        "passed": False,
-        "reason": "LoadGen logged no throughput_sps",
-    }
+    found = audits.verdict("Offline", 0.9, audits.Test({}, 0, 0.0, False), _test("Offline", 10.0))
+    assert found["passed"] is False and found["reason"] == "LoadGen logged no throughput_sps"
 
 
 def test_a_failed_test04_makes_the_run_invalid_with_its_reason() -> None:
@@ -95,14 +119,14 @@ def test_a_failed_test04_makes_the_run_invalid_with_its_reason() -> None:
 
     evidence = Evidence(metrics={"loadgen_valid_bool": 1.0})
     summary: dict[str, Any] = {"result_validity": "VALID"}
-    verdict = audits.verdict("Offline", 0.9, _log("Offline", 100.0), _log("Offline", 200.0))
+    verdict = audits.verdict("Offline", 0.9, _test("Offline", 100.0), _test("Offline", 200.0))
     audits.audited(verdict, summary, evidence)
     assert evidence.metrics["loadgen_valid_bool"] == 0.0
     assert evidence.metrics["audit_test04_passed_bool"] == 0.0
     assert evidence.metrics["audit_test04_speedup_ratio"] == 2.0
     assert summary["result_validity"] == "INVALID"
     (why,) = summary["invalid_reasons"]
-    assert why.startswith("TEST04 failed: the repeated sample was 2.00x as fast")
+    assert why.startswith("TEST04 failed: the run's test was 2.00x as fast as a new worker")
 
 
 def _frames_of(data: bytes, kinds: bytes) -> w.Frames:
@@ -221,73 +245,47 @@ def test_a_host_timed_worker_says_no_figure_of_time_machine_energy_or_memory(
 
 def test_on_a_busy_machine_a_small_speedup_is_inconclusive_a_cache_still_fails() -> None:
     """The suite's full run on two busy cores failed an honest model's TEST04 twice: beside
-    other work a repeat less than 2x as fast says nothing (no figure, not INVALID); a cache is
+    other work a test less than 2x as fast says nothing (no figure, not INVALID); a cache is
     still a failure."""
     from pinbench.worker.job import Evidence
 
-    noise = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 7e5), contended=True
-    )
+    unique = _test("SingleStream", 1e6, cpu_s=5.0)
+    noise = audits.verdict("SingleStream", 0.9, unique, _test("SingleStream", 7e5, contended=True))
     assert noise["passed"] is None and "inconclusive" in noise["reason"]
     evidence = Evidence(metrics={"loadgen_valid_bool": 1.0})
     summary: dict[str, Any] = {"result_validity": "VALID"}
     audits.audited(noise, summary, evidence)
     assert "audit_test04_passed_bool" not in evidence.metrics  # undefined, never a 0
     assert evidence.metrics["loadgen_valid_bool"] == 1.0 and summary["result_validity"] == "VALID"
-    quiet = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 7e5)
-    )
+    quiet = audits.verdict("SingleStream", 0.9, unique, _test("SingleStream", 7e5))
     assert quiet["passed"] is False
     cache = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", 3e3), contended=True
+        "SingleStream", 0.9, unique, _test("SingleStream", 3e3, cpu_s=0.01, contended=True)
     )
     assert cache["passed"] is False
 
 
 @pytest.mark.parametrize(
-    ("queries", "same", "passed"),
+    ("samples", "timed", "passed"),
     [
         (64, 7e5, None),  # 1.43x in a short audit: within its noise, inconclusive
         (64, 3e3, False),  # a cache: orders of magnitude, whatever the length
         (1024, 7e5, False),  # MLPerf's SingleStream minimum: the threshold holds
-        (None, 7e5, False),  # length not known: the threshold holds
     ],
 )
-def test_a_short_audit_fails_only_a_repeat_at_least_twice_as_fast(
-    queries: int | None, same: float, passed: bool | None
+def test_a_short_audit_fails_only_a_test_at_least_twice_as_fast(
+    samples: int, timed: float, passed: bool | None
 ) -> None:
-    """TEST04-A issues each sample once: a dataset of 64 samples gives a burst of 64 queries,
-    whose percentiles an honest 10 µs model moved by up to 1.8x from audit to audit."""
+    """The unique test issues each sample once: a dataset of 64 samples gives a burst of 64
+    queries, whose percentiles an honest 10 µs model moved by up to 1.8x from audit to
+    audit."""
+    unique = _test("SingleStream", 1e6, samples=samples, cpu_s=samples * 1e-2)
     found = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 1e6), _log("SingleStream", same), queries=queries
+        "SingleStream", 0.9, unique, _test("SingleStream", timed, samples=4 * samples)
     )
     assert found["passed"] is passed
     if passed is None:
-        assert found["reason"].startswith("inconclusive: the unique test issued 64 queries")
-
-
-@pytest.mark.parametrize(
-    ("scenario", "per_query", "queries"),
-    [("SingleStream", 1, 40), ("MultiStream", 8, 5), ("Server", 1, 40)],
-)
-def test_the_repeat_test_issues_as_many_queries_as_the_unique_test(
-    scenario: str, per_query: int, queries: int
-) -> None:
-    """A short burst of unique samples is compared with a burst as short, not with a second of
-    warm repeats; Offline's one query is left as LoadGen plans it."""
-    import mlperf_loadgen as lg
-
-    settings = lg.TestSettings()
-    settings.scenario = getattr(lg.TestScenario, scenario)
-    settings.min_duration_ms, settings.min_query_count = 1000, 100
-    audits.same(settings, 40, per_query)
-    assert (settings.min_query_count, settings.max_query_count) == (queries, queries)
-    assert settings.min_duration_ms == 0 and settings.performance_issue_same_index == 3
-    offline = lg.TestSettings()
-    offline.scenario = lg.TestScenario.Offline
-    offline.min_duration_ms, offline.min_query_count = 1000, 1
-    audits.same(offline, 40)
-    assert (offline.min_duration_ms, offline.min_query_count) == (1000, 1)
+        assert found["reason"].startswith("inconclusive: the unique test answered 64 samples")
 
 
 @pytest.mark.parametrize(
@@ -299,8 +297,7 @@ def test_the_unique_test_issues_every_sample_once_whatever_its_duration(
 ) -> None:
     """Issue 84, item 2: a model of 4.5 ms a sample had 242 of its 450 samples issued in the
     unique test's second. Every sample is issued once, in as many queries as they fill; the
-    verdict is judged on what LoadGen issued (its ``result_query_count``), not on the
-    dataset's size."""
+    verdict is judged on the samples the worker answered, not on the dataset's size."""
     import mlperf_loadgen as lg
 
     settings = lg.TestSettings()
@@ -310,39 +307,72 @@ def test_the_unique_test_issues_every_sample_once_whatever_its_duration(
     assert settings.performance_issue_unique and not settings.performance_issue_same
     assert (settings.min_query_count, settings.max_query_count) == (queries, queries)
     assert settings.min_duration_ms == 0
-    issued = {**_log("SingleStream", 1e6), "result_query_count": 242}
-    found = audits.verdict("SingleStream", 0.9, issued, _log("SingleStream", 1e6), queries=450)
-    assert found["unique_queries"] == 242  # what LoadGen issued
+    issued = _test("SingleStream", 1e6, samples=242)
+    found = audits.verdict("SingleStream", 0.9, issued, _test("SingleStream", 1e6), 450)
+    assert (found["unique_samples"], found["of"]) == (242, 450)  # what was answered, of what
     assert found["passed"] is True
 
 
+def test_offlines_one_unique_query_holds_every_sample_once(tmp_path: Path) -> None:
+    """LoadGen fills Offline's unique query with every sample exactly once, whatever rate it
+    expects (64 of 64 at an expected 100 or 10 samples a second; 450 of 450 at 100,000)."""
+    import collections
+
+    import mlperf_loadgen as lg
+
+    from pinbench.worker.loadgen_test import metered_test
+    from pinbench.worker.stop import Stop
+
+    seen: list[int] = []
+
+    def issue(queries: list[Any]) -> None:
+        seen.extend(q.index for q in queries)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
+
+    for count, expected in ((64, 10.0), (450, 100_000.0)):
+        seen.clear()
+
+        settings = lg.TestSettings()
+        settings.scenario, settings.mode = lg.TestScenario.Offline, lg.TestMode.PerformanceOnly
+        settings.offline_expected_qps, settings.min_duration_ms = expected, 1000
+        audits.unique(settings, count)
+        metered_test(issue, count, settings, tmp_path / str(count), Stop())
+        assert sorted(collections.Counter(seen).items()) == [(i, 1) for i in range(count)]
+
+
 @pytest.mark.parametrize(
-    ("cpu", "passed", "said"),
+    ("scenario", "cpu", "passed", "said"),
     [
-        ((1.6, 0.02), False, ""),  # a cache: the repeat spared the work
-        ((1.6, 1.5), None, "the repeat took as much of the worker's CPU"),  # the machine's
-        ((0.04, 0.01), None, "below what the host resolves"),  # too little to tell
+        ("SingleStream", (1.6, 0.02), False, ""),  # a cache: the run's test spared the work
+        (
+            "SingleStream",
+            (1.6, 1.5),
+            None,
+            "as much of the worker's CPU per sample",
+        ),  # the machine's
+        ("SingleStream", (0.04, 0.01), None, "below what the host resolves"),  # too little to tell
+        ("Offline", (1.6, 0.02), False, ""),
+        ("Offline", (1.6, 1.5), None, "as much of the worker's CPU per sample"),
     ],
 )
-def test_beside_other_work_a_repeat_faster_by_the_clock_must_spare_the_workers_cpu(
-    cpu: tuple[float, float], passed: bool | None, said: str
+def test_beside_other_work_a_test_faster_by_the_clock_must_spare_the_workers_cpu(
+    scenario: str, cpu: tuple[float, float], passed: bool | None, said: str
 ) -> None:
-    """A model that sleeps 4 ms a call, beside a full suite on two cores, had a repeat twice
-    as fast by the clock: scheduling delays, not a cache, which would spare its CPU."""
-    found = audits.verdict(
-        "SingleStream",
-        0.9,
-        _log("SingleStream", 9e6),
-        _log("SingleStream", 4e6),
-        contended=True,
-        cpu=cpu,
-    )
+    """A model that sleeps 4 ms a call, beside a full suite on two cores, was twice as fast by
+    the clock: scheduling delays, not a cache, which would spare its CPU per sample. Offline is
+    judged by CPU per sample on a quiet machine too (one query's total is not a rate)."""
+    fast, slow = (4e6, 9e6) if scenario != "Offline" else (900.0, 400.0)
+    unique = _test(scenario, slow, samples=400, cpu_s=cpu[0])
+    timed = _test(scenario, fast, samples=400, cpu_s=cpu[1], contended=True)
+    found = audits.verdict(scenario, 0.9, unique, timed)
     assert found["passed"] is passed
     assert said in found.get("reason", "")
     quiet = audits.verdict(
-        "SingleStream", 0.9, _log("SingleStream", 9e6), _log("SingleStream", 4e6), cpu=cpu
+        scenario, 0.9, _test(scenario, slow, cpu_s=cpu[0]), _test(scenario, fast, cpu_s=cpu[1])
     )
-    assert quiet["passed"] is False  # a quiet, long audit: MLPerf's rule, by the clock alone
+    # a quiet, long audit: MLPerf's rule by the clock alone; Offline's by the CPU too, resolved
+    offline_unspared = scenario == "Offline" and passed is None
+    assert quiet["passed"] is (None if offline_unspared else False)
 
 
 def test_a_containers_clock_socket_accepts_only_the_workers_processes(tmp_path: Any) -> None:

@@ -308,8 +308,9 @@ def test_a_chain_scores_as_its_stages_run_by_hand(wakeword: Any) -> None:
 
 def test_a_chain_with_code_is_timed_by_the_host_and_audited(wakeword: Any) -> None:
     """The code between a chain's stages runs in the worker, so the host keeps the clock of
-    its performance test (issue 71) and audits it as any code run: TEST04 first, TEST01 after,
-    every sample answered alike in accuracy mode by a new worker."""
+    its performance test (issue 71) and audits it as any code run: after its test, TEST04's
+    new worker answers every sample once, then TEST01's answers every sample alike in
+    accuracy mode."""
     ws, _, _ = wakeword
     scenario = {"name": "SingleStream", "min_duration_ms": 0, "min_query_count": 64}
     lock = service.lock(ws, request(scenario=scenario))[0]

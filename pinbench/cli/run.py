@@ -62,9 +62,9 @@ if TYPE_CHECKING:
     default=False,
     help=(
         "Keep the clock on this side: LoadGen runs in pinbench's process, the model answers "
-        "from its sandboxed worker, MLPerf's TEST04 (a repeated sample may not be answered "
-        "faster than unique ones) is run before the test and TEST01 (a new worker in accuracy "
-        "mode must answer every sample as the timed one did) after it; a failed audit makes "
+        "from its sandboxed worker; after the test MLPerf's TEST04 (a new worker answers every "
+        "sample once, and the run's test may not be faster than that) and TEST01 (a new worker "
+        "in accuracy mode must answer every sample as the timed one did); a failed audit makes "
         "the run INVALID. Always done for a model that carries code. Local and venv runners, "
         "performance runs, here only."
     ),

@@ -160,10 +160,15 @@ def run(
     if not timed:
         cold.run(lock, evidence, False)
         return
-    from pinbench.evaluator.runners import test01
+    from pinbench.evaluator.runners.audited_run import run_and_audit
 
-    test01.run_and_audit(
-        ws, lock, evidence, say, lambda lk, ev, _: cold.run(lk, ev, True), lambda: cold.answered
+    run_and_audit(
+        ws,
+        lock,
+        evidence,
+        say,
+        lambda lk, ev, turn: cold.run(lk, ev, True, unique=turn.unique),
+        lambda: cold.answered,
     )
 
 
@@ -183,9 +188,12 @@ class _Cold:
     answered: int = 0
     """The samples the last host-timed container answered (counted when it failed too)."""
 
-    def run(self, lock: Lockfile, evidence: Evidence, timed: bool) -> Seals | None:
+    def run(
+        self, lock: Lockfile, evidence: Evidence, timed: bool, unique: bool = False
+    ) -> Seals | None:
         """Run ``lock`` in a new container into ``evidence``; with ``timed``, across the host's
-        clock, returning the seals of its answers (and the samples answered twice, otherwise)."""
+        clock (TEST04's unique test with ``unique``), returning the seals of its answers (and
+        the samples answered twice, otherwise)."""
         from pinbench.evaluator.runners.host_clock import for_run
 
         ws = self.ws
@@ -203,7 +211,7 @@ class _Cold:
             if timed:
                 (tmp / "clock").mkdir()  # 0755 whatever the umask: the container traverses it
                 (tmp / "clock").chmod(0o755)
-                clock = for_run(lock, Path(logs), self.stop, tmp / "clock")
+                clock = for_run(lock, Path(logs), self.stop, tmp / "clock", unique)
                 ending.callback(clock.close)
                 socket_dir = str(tmp / "clock")
                 mounts.append(Mount(f"{IN}/clock", socket_dir, type="bind", read_only=True))

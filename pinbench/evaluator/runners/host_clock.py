@@ -60,6 +60,7 @@ class HostClock:
         log_dir: Path,
         stop: Stop,
         link: PipeLink | SocketLink,
+        unique: bool = False,
     ) -> None:
         import mlperf_loadgen
 
@@ -67,6 +68,8 @@ class HostClock:
         self._scenario, self._batch, self._declared = scenario, batch_size, samples
         self._log_dir, self._stop = log_dir, stop
         self.link = link
+        self.unique = unique
+        """The test is TEST04's unique test (``audits.unique``), not the run's own."""
         self._gone = threading.Event()  # the worker has ended: a link waiting for it gives up
         self._write_fd = -1
         self._frames: w.Frames | None = None
@@ -168,10 +171,6 @@ class HostClock:
         evidence.metrics.update(figures)
         evidence.details.pop("energy", None)
         record_energy(t["energy"], samples, evidence.metrics, evidence.details)
-        if "TEST04" in t:
-            from pinbench.evaluator.runners.audits import audited
-
-            audited(t["TEST04"], t["summary"], evidence)
         evidence.details["loadgen"] = t["summary"]
         evidence.logs = read_logs(self._log_dir) or None  # the host's LoadGen's, never the worker's
         evidence.details["clock"] = {
@@ -180,6 +179,8 @@ class HostClock:
             "pings": PINGS,
             "samples": t["count"],
             "latencies": LATENCIES,
+            "worker_cpu_s": t["worker_cpu_s"],
+            **({"test": "TEST04 unique"} if self.unique else {}),
         }
         evidence.latencies = latencies
 
@@ -240,27 +241,31 @@ class HostClock:
         return int(statistics.median(times))
 
     def _test(self, count: int, expected: int, crossing: int) -> dict[str, Any]:
+        """The run's own LoadGen test, or TEST04's unique test (``unique``: every sample once),
+        with the worker's CPU seconds over it."""
         from pinbench.energy.meter import EnergyMeter
+        from pinbench.evaluator.proc_tree import cpu_s
         from pinbench.worker.loadgen_test import metered_test
         from pinbench.worker.scenarios import settings_for
 
-        settings = settings_for(
-            self._scenario, expected_latency_ns=expected, batch_size=self._batch
-        )
+        scenario = self._scenario
+        settings = settings_for(scenario, expected_latency_ns=expected, batch_size=self._batch)
+        if self.unique:
+            from pinbench.evaluator.runners.audits import unique
+
+            per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
+            settings = unique(settings, count, per_query)
         self._reader.start()
-        audit = None
-        if self._scenario.mode == "performance":  # first: no sample seen but the warm-up's
-            audit = self._test04(count, expected)
-            self._calls, self._samples = [], 0
-            self._first_issue = self._last_answer = 0
         self._unbroken()
         with EnergyMeter.open() as meter:
             meter.start()
+            before = cpu_s(self._pid)
             summary, machine = metered_test(
                 self._issue, count, settings, self._log_dir, self._stop, own_cpu=self._own_cpu
             )
+            worker_cpu = cpu_s(self._pid) - before
             energy = meter.stop()
-        tested = {
+        return {
             "summary": summary,
             "machine": machine,
             "energy": energy,
@@ -269,42 +274,8 @@ class HostClock:
             "calls": self._calls,
             "samples": self._samples,
             "span_ns": self._last_answer - self._first_issue,
+            "worker_cpu_s": worker_cpu,
         }
-        if audit is not None and not self._broken:
-            tested["TEST04"] = audit
-        return tested
-
-    def _test04(self, count: int, expected: int) -> dict[str, Any]:
-        """MLPerf's TEST04 on the same worker (``audits``): unique samples, then one sample,
-        before the run's own test (as MLPerf's TEST04-A met a fresh system: after it a cache
-        made the unique test as fast as the repeat), each with the worker's CPU time."""
-        from pinbench.evaluator.proc_tree import cpu_s
-        from pinbench.evaluator.runners import audits
-        from pinbench.worker import contention
-        from pinbench.worker.loadgen_test import metered_test
-        from pinbench.worker.scenarios import settings_for
-
-        scenario, batch = self._scenario, self._batch
-        per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
-        logs, cpu, busy = {}, {}, False
-        for name, setting in audits.phases(count, per_query):
-            self._unbroken()
-            self._calls, self._samples = [], 0
-            settings = setting(
-                settings_for(scenario, expected_latency_ns=expected, batch_size=batch)
-            )
-            before = cpu_s(self._pid)
-            logs[name], machine = metered_test(
-                self._issue, count, settings, self._log_dir / f"TEST04-{name}", self._stop,
-                own_cpu=self._own_cpu,
-            )  # fmt: skip
-            cpu[name] = cpu_s(self._pid) - before
-            busy = busy or contention.figures(machine).get("contended_bool") == 1.0
-        queries = count // per_query
-        return audits.verdict(
-            scenario.name, scenario.percentile / 100.0, logs["unique"], logs["same"], busy,
-            audits.same_index(count), queries, (cpu["unique"], cpu["same"]),
-        )  # fmt: skip
 
     def _unbroken(self) -> None:
         """Before each LoadGen test: a worker that broke the last one (or left) ends the run
@@ -385,12 +356,19 @@ class HostClock:
             lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in waiting])
 
 
-def for_run(lock: Lockfile, log_dir: Path, stop: Stop, socket_dir: Path | None = None) -> HostClock:
-    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples):
-    across pipes the worker inherits, or a socket in ``socket_dir`` (a container's)."""
+def for_run(
+    lock: Lockfile,
+    log_dir: Path,
+    stop: Stop,
+    socket_dir: Path | None = None,
+    unique: bool = False,
+) -> HostClock:
+    """The host's clock for ``lock``'s test (its scenario, batch size, the dataset's samples),
+    or with ``unique`` for TEST04's unique test of it: across pipes the worker inherits, or a
+    socket in ``socket_dir`` (a container's)."""
     from pinbench.evaluator.runners.clock_link import PipeLink, SocketLink
 
     body = lock.body
     samples = body.dataset.samples if body.dataset is not None else None
     link = PipeLink() if socket_dir is None else SocketLink(socket_dir)
-    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop, link)
+    return HostClock(body.scenario, body.batch_size, samples, log_dir, stop, link, unique)

@@ -155,7 +155,7 @@ def run_in_worker(
     for the next runs of its model once it ends (``adopt_cache``). The host keeps the clock
     (``host_clock``) of a run whose model carries code, and of any run with ``audit``; after
     such a performance test a second worker answers in accuracy mode for TEST01 (``test01``)."""
-    from pinbench.evaluator.runners import test01
+    from pinbench.evaluator.runners.audited_run import run_and_audit
     from pinbench.evaluator.runners.clock_link import keeps_clock
 
     code = settings.allow_code and needs_code(lock)
@@ -166,13 +166,12 @@ def run_in_worker(
     if not timed:
         one.run(lock, evidence, False)
         return
-    # the timed worker's cache is not the twin's: it could leave the twin a sign it is one
-    test01.run_and_audit(
+    run_and_audit(
         ws,
         lock,
         evidence,
         say,
-        lambda lk, ev, twin_follows: one.run(lk, ev, True, adopt=not twin_follows),
+        lambda lk, ev, turn: one.run(lk, ev, True, adopt=not turn.followed, unique=turn.unique),
         lambda: one.answered,
     )
 
@@ -194,11 +193,17 @@ class _Worker:
     """The samples the last timed worker answered (counted when it failed too)."""
 
     def run(
-        self, lock: Lockfile, evidence: Evidence, timed: bool, adopt: bool = True
+        self,
+        lock: Lockfile,
+        evidence: Evidence,
+        timed: bool,
+        adopt: bool = True,
+        unique: bool = False,
     ) -> Seals | None:
         """One worker for ``lock`` into ``evidence``; with ``timed``, the seals of its answers
-        the host's clock read (and the samples answered twice, differently); with ``adopt``,
-        the inputs it cached kept for the next runs."""
+        the host's clock read (and the samples answered twice, differently), in TEST04's
+        unique test with ``unique``; with ``adopt``, the inputs it cached kept for the next
+        runs."""
         from pinbench.evaluator.runners.host_clock import for_run
 
         ws, sandboxed = self.ws, self.sandbox != "none"
@@ -208,7 +213,7 @@ class _Worker:
             contextlib.ExitStack() as ending,
         ):
             seeded: set[str] = set()
-            clock = for_run(lock, Path(logs), self.stop) if timed else None
+            clock = for_run(lock, Path(logs), self.stop, unique=unique) if timed else None
             if clock is not None:
                 ending.callback(clock.close)
 

@@ -6,11 +6,11 @@ MLPerf's TEST01 logs a seeded share of the performance run's responses
 (``accuracy_log_probability``) and compares them with the accuracy run's (``verify_accuracy.py``:
 the same bytes, else the accuracy within a threshold). Here the worker seals every answer it
 gives while timed (``answer_seal``: sent with the answer, so fixed before the host asks
-anything more), and after the test a second worker, started afresh for the same lockfile in
-accuracy mode (``twin``: its job says accuracy, as an accuracy run's does), answers every sample
-once, sealing each the same way. Every sample the timed tests answered must carry the seal the
-accuracy pass gives it; one that differs (or a sample the timed worker answered twice,
-differently) fails the run, INVALID, its reason with LoadGen's. Every answer is compared, not a
+anything more), and after the test (and TEST04's worker: ``audited_run``) another worker,
+started afresh for the same lockfile in accuracy mode (``twin``: its job says accuracy, as an
+accuracy run's does), answers every sample once, sealing each the same way. Every sample the
+timed tests answered (the run's and TEST04's) must carry the seal the accuracy pass gives it;
+one that differs (or a sample the timed workers answered twice, differently) fails the run, INVALID, its reason with LoadGen's. Every answer is compared, not a
 share: a seal is 16 bytes.
 
 Only where each sample is answered alone (batch size 1): a batch's answers may differ in their
@@ -24,14 +24,13 @@ audit of answers sees it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
     from pinbench.registry.lockfile import Lockfile
-    from pinbench.worker.job import Evidence, Say
+    from pinbench.worker.job import Evidence
     from pinbench.workspace import Workspace
 
 BATCHED = (
@@ -52,9 +51,6 @@ SHOWN = 5
 Seals = tuple[dict[int, bytes], set[int]]
 """A host-timed worker's answers' seals by sample (the first each sample was given), and the
 samples it answered twice, differently (``HostClock.seals``, ``.unsteady``)."""
-TimedRun = Callable[["Lockfile", "Evidence", bool], "Seals | None"]
-"""One host-timed worker for a lockfile into its evidence, told whether TEST01's twin follows
-it (a worker's inputs cache is not adopted before its twin starts); its answers' seals."""
 
 
 class TwinFailed(UserError):
@@ -167,41 +163,3 @@ def audited(test01: dict[str, Any], evidence: Evidence) -> None:
     summary = evidence.details.get("loadgen")
     loadgen = summary if isinstance(summary, dict) else None
     recorded("TEST01", test01, evidence, loadgen, str(test01.get("reason", "")))
-
-
-def run_and_audit(
-    ws: Workspace,
-    lock: Lockfile,
-    evidence: Evidence,
-    say: Say,
-    timed_run: TimedRun,
-    answered: Callable[[], int],
-) -> None:
-    """A host-timed run of ``lock`` (``timed_run``; TEST04 in its clock) then, after a
-    performance test, TEST01: a new worker for ``lock`` in accuracy mode (``twin``) answers
-    every sample, and its seals are compared with the timed worker's, the verdict in
-    ``evidence``. ``answered``: the samples the last worker answered (a twin that answered,
-    then failed, fails the run; one that refused first leaves TEST01 not run, saying why). The
-    same for every runner: the local runner's child, the venv runner, a container."""
-    from pinbench.errors import PinbenchError
-    from pinbench.worker.job import Evidence
-
-    why = why_not(ws, lock) if wanted(lock) else "not wanted"
-    seals = timed_run(lock, evidence, why is None)
-    if seals is None or not wanted(lock):
-        return
-    if why is not None:
-        audited(not_run(why), evidence)
-        return
-    say("TEST01: a new worker answers every sample in accuracy mode")
-    handed = Evidence()
-    try:
-        again = timed_run(twin(lock), handed, False)
-    except PinbenchError as exc:
-        if answered():  # it answered, then failed: the run fails, saying so
-            raise TwinFailed(reason=str(exc)) from None
-        audited(not_run(refused(str(exc))), evidence)
-        return
-    assert again is not None and lock.body.model is not None
-    bound = handed.answers if lock.body.model.postprocess is None else None
-    audited(verdict(seals[0], seals[1], again[0], bound), evidence)
