@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
-    from pinbench.evaluator.runners.test01 import Seals
+    from pinbench.evaluator.runners.test01 import Answers, Seals
     from pinbench.registry.lockfile import Lockfile
     from pinbench.worker.job import Evidence, Say
     from pinbench.workspace import Workspace
@@ -56,37 +56,50 @@ def run_and_audit(
     answered, then failed, fails the run; one that refused first leaves its audit not run,
     saying why)."""
     from pinbench.evaluator.runners import test01
+    from pinbench.worker.job import Evidence
 
     performance = test01.wanted(lock)
     why = test01.why_not(ws, lock) if performance else "not wanted"
     seals = timed_run(lock, evidence, Turn(followed=performance))
+    answers = _taken(evidence)  # each sample's first timed answer, never recorded
     if seals is None or not performance:
         return
-    seals = _test04(lock, evidence, say, timed_run, answered, seals, followed=why is None)
+    fresh = Evidence()
+    seals = _test04(lock, evidence, fresh, say, timed_run, answered, seals, followed=why is None)
+    later = _taken(fresh)
+    if answers is not None and later is not None:
+        answers = {**later, **answers}
     if why is not None:
         test01.audited(test01.not_run(why), evidence)
         return
-    _test01(lock, evidence, say, timed_run, answered, seals)
+    _test01(ws, lock, evidence, say, timed_run, answered, seals, answers)
+
+
+def _taken(evidence: Evidence) -> Answers | None:
+    """The answers a host-timed worker handed back, taken out of its evidence."""
+    answers = evidence.answers
+    evidence.answers = evidence.scored_inputs = None
+    return answers
 
 
 def _test04(
     lock: Lockfile,
     evidence: Evidence,
+    fresh: Evidence,
     say: Say,
     timed_run: TimedRun,
     answered: Callable[[], int],
     seals: Seals,
     followed: bool,
 ) -> Seals:
-    """TEST04's unique test on a new worker, its verdict in ``evidence``; the seals of every
-    answer timed so far (a sample the two workers answered differently is unsteady)."""
+    """TEST04's unique test on a new worker (into ``fresh``), its verdict in ``evidence``; the
+    seals of every answer timed so far (a sample the two workers answered differently is
+    unsteady)."""
     from pinbench.errors import PinbenchError
     from pinbench.evaluator.runners import audits
     from pinbench.evaluator.runners.test01 import not_run, refused
-    from pinbench.worker.job import Evidence
 
     say("TEST04: a new worker answers every sample once, timed")
-    fresh = Evidence()
     try:
         again = timed_run(lock, fresh, Turn(followed=followed, unique=True))
     except PinbenchError as exc:
@@ -120,17 +133,20 @@ def _summary(evidence: Evidence) -> dict[str, object]:
 
 
 def _test01(
+    ws: Workspace,
     lock: Lockfile,
     evidence: Evidence,
     say: Say,
     timed_run: TimedRun,
     answered: Callable[[], int],
     seals: Seals,
+    answers: Answers | None,
 ) -> None:
     """TEST01: a new worker for ``lock`` in accuracy mode (``test01.twin``) answers every
     sample, and its seals are compared with those of every answer timed (``seals``), the
-    verdict in ``evidence``. A twin that answered, then failed, fails the run; one that refused
-    first leaves TEST01 not run, saying why."""
+    verdict in ``evidence``; where they differ, the timed ``answers`` are scored in the
+    accuracy pass's place (``test01.by_accuracy``). A twin that answered, then failed, fails
+    the run; one that refused first leaves TEST01 not run, saying why."""
     from pinbench.errors import PinbenchError
     from pinbench.evaluator.runners import test01
     from pinbench.worker.job import Evidence
@@ -146,4 +162,7 @@ def _test01(
         return
     assert again is not None and lock.body.model is not None
     bound = handed.answers if lock.body.model.postprocess is None else None
-    test01.audited(test01.verdict(seals[0], seals[1], again[0], bound), evidence)
+    found = test01.verdict(seals[0], seals[1], again[0], bound)
+    twin = test01.twin(lock)
+    found = test01.by_accuracy(ws, twin, found, seals, again[0], answers, handed)
+    test01.audited(found, evidence)
