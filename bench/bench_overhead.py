@@ -26,7 +26,10 @@ LoadGen p50 - bare p50 (the whole harness) and pinbench p50 - bare p50 (what pin
 region adds). Targets: digits, absolute overhead per query <= 2 µs (LoadGen's Python binding
 alone is about 1.7 µs); ResNet-50, ratio LoadGen p50 / bare p50 <= 1.01.
 
-Run: ``.venv/bin/python -m bench.bench_overhead --runs 5`` (``--json``; ``--models
+With ``--busy``, each run measures LoadGen in-process and host-timed again beside busy loops,
+one on each CPU (``while True: pass``): the crossing where other work takes the machine.
+
+Run: ``.venv/bin/python -m bench.bench_overhead --runs 5`` (``--json``; ``--busy``; ``--models
 digits-logreg,digits-cnn`` leaves out ResNet-50, which takes most of the time; ``--cpu N``
 holds this process to CPU N while the in-process sides (bare, pinbench, floor) run, so that
 LoadGen's threads and the callback share one core; the host-timed sides keep every core, as a
@@ -36,8 +39,10 @@ docs/benchmarks.md §27).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +218,23 @@ def _answer(root: Path, label: str, where: list[str]) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _busy(count: int) -> Iterator[None]:
+    """``count`` processes that spin (``while True: pass``) while the block runs: other work
+    on every core, as the metric trial's busy side."""
+    import subprocess
+    import sys
+
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5)  # spinning before the first query
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     import sys
 
@@ -224,6 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         "--models",
         default=",".join(MODELS),
         help=f"which models, comma-separated (default: all of {', '.join(MODELS)})",
+    )
+    p.add_argument(
+        "--busy",
+        action="store_true",
+        help="also measure LoadGen in-process and host-timed beside busy loops, one on each CPU "
+        "this process may use (each run: quiet first, then busy)",
     )
     p.add_argument(
         "--cpu",
@@ -301,6 +329,24 @@ def main(argv: list[str] | None = None) -> int:
                 report.metric(
                     f"[{label}] crossing per query over a socket (docker)", unit
                 ).values.append((over_socket - loadgen) / scale)
+                if args.busy:
+                    with _busy(len(every)):
+                        _, busy_loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
+                        busy_timed, busy_ping = _host_timed(
+                            root, label, queries, root / "host-timed"
+                        )
+                    report.metric(f"[{label}] busy: LoadGen p50", unit).values.append(
+                        busy_loadgen / scale
+                    )
+                    report.metric(f"[{label}] busy: host-timed LoadGen p50", unit).values.append(
+                        busy_timed / scale
+                    )
+                    report.metric(
+                        f"[{label}] busy: crossing per query: host-timed - LoadGen p50", unit
+                    ).values.append((busy_timed - busy_loadgen) / scale)
+                    report.metric(
+                        f"[{label}] busy: crossing: the host's ping round trip", unit
+                    ).values.append(busy_ping / scale)
             predictor.close()
     for label in [m for m in ("digits-logreg", "digits-cnn") if m in chosen]:
         value = report.metric(f"[{label}] overhead LoadGen - bare", "µs").median

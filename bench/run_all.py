@@ -50,6 +50,7 @@ BENCHMARKS = (
     "bench_tls_context",
     "bench_test_engine",
     "bench_sandbox",
+    "bench_audits",
 )
 
 OWN_ARGUMENTS: dict[str, Callable[[int, bool], list[str]]] = {

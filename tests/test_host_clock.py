@@ -395,6 +395,7 @@ do: every seal differs, the accuracy does not."""
         ("nondeterministic", NONDETERMINISTIC + CODE, "12.4.2"),
         ("zeros while timed", ANSWERS_CHEAPLY_WHEN_TIMED + CODE, "12.4.3"),
     ],
+    ids=["honest", "cheat", "nondeterministic", "zeros while timed"],
 )
 def test_each_seal_is_checked_against_the_answer_handed_back_to_be_scored(
     world: World, tmp_path: Path, case: str, code: str, version: str

@@ -61,9 +61,9 @@ def run_and_audit(
     performance = test01.wanted(lock)
     why = test01.why_not(ws, lock) if performance else "not wanted"
     seals = timed_run(lock, evidence, Turn(followed=performance))
-    answers = _taken(evidence)  # each sample's first timed answer, never recorded
     if seals is None or not performance:
-        return
+        return  # an accuracy run's answers are the host's to score
+    answers = _taken(evidence)  # each sample's first timed answer, never recorded
     fresh = Evidence()
     seals = _test04(lock, evidence, fresh, say, timed_run, answered, seals, followed=why is None)
     later = _taken(fresh)
