@@ -83,13 +83,18 @@ class HostClock:
         self._ended = False
         self._calls: list[int] = []
         self._samples = 0
-        self._first_issue = self._last_answer = 0
+        self._first_issue = self._last_answer = self._previous = 0
         self._pid = 0
         self._closed = False
         self._link_left = False  # close() left the link to the thread, still in its test
         self._ending = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
+        self._inline = scenario.name != "Server"
+        """Whether LoadGen's own thread waits for each query's answers (``_issue``): where it
+        issues the next query only once the last is answered (SingleStream, MultiStream, and
+        Offline's one query), no reader thread hands them over (a handover of Python's lock
+        between two threads cost a query tens of µs here); Server's overlap."""
         self._tested: dict[str, Any] | None = None
         self._failed: BaseException | None = None
 
@@ -255,7 +260,8 @@ class HostClock:
 
             per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
             settings = unique(settings, count, per_query)
-        self._reader.start()
+        if not self._inline:
+            self._reader.start()
         self._unbroken()
         with EnergyMeter.open() as meter:
             meter.start()
@@ -315,34 +321,45 @@ class HostClock:
             w.send(self._write_fd, w.queries([(q.id, q.index) for q in queries]))
         except OSError as exc:
             self._break(f"the worker's pipe: {exc.strerror or exc}")
+            return
+        if self._inline:  # LoadGen's thread takes the answers: nothing else is outstanding
+            try:
+                while self._waiting:
+                    self._take()
+            except BaseException as exc:  # never into LoadGen: the test ends, the run fails
+                self._break(str(exc) or type(exc).__name__)
 
     def _read(self) -> None:
-        lg, seals = self._lg, self.seals
-        previous = 0
+        """Server's answers, on a thread of their own (its queries overlap)."""
         try:
             while True:
-                kind, n, body = self._next()
-                arrived = time.perf_counter_ns()
-                if kind != b"C" or n == 0:
-                    raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
-                answers = list(w.ANSWER.iter_unpack(body))
-                with self._guard:  # all checked before any is taken: ``_break`` completes
-                    ids = [i for i, _ in answers]  # every query still waiting, once
-                    asked = len(set(ids)) == n and all(i in self._waiting for i in ids)
-                    issued = [self._waiting.pop(i) for i in ids] if asked else []
-                if not asked:
-                    raise w.WireError("the worker answered a query it was not asked (or twice)")
-                first = min(when for when, _ in issued)
-                self._calls.append(arrived - max(first, previous))
-                previous = self._last_answer = arrived
-                self._samples += n
-                lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i, _ in answers])
-                for (_, index), (_, sealed) in zip(issued, answers, strict=True):
-                    if seals.setdefault(index, sealed) != sealed:
-                        self.unsteady.add(index)
+                self._take()
         except BaseException as exc:  # a reader that ends unbroken leaves LoadGen waiting
             if not (self._ended and not self._waiting):
                 self._break(str(exc) or type(exc).__name__)
+
+    def _take(self) -> None:
+        """One frame of answers: checked, timed, completed in LoadGen, their seals kept."""
+        lg, seals = self._lg, self.seals
+        kind, n, body = self._next()
+        arrived = time.perf_counter_ns()
+        if kind != b"C" or n == 0:
+            raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
+        answers = list(w.ANSWER.iter_unpack(body))
+        with self._guard:  # all checked before any is taken: ``_break`` completes
+            ids = [i for i, _ in answers]  # every query still waiting, once
+            asked = len(set(ids)) == n and all(i in self._waiting for i in ids)
+            issued = [self._waiting.pop(i) for i in ids] if asked else []
+        if not asked:
+            raise w.WireError("the worker answered a query it was not asked (or twice)")
+        first = min(when for when, _ in issued)
+        self._calls.append(arrived - max(first, self._previous))
+        self._previous = self._last_answer = arrived
+        self._samples += n
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i, _ in answers])
+        for (_, index), (_, sealed) in zip(issued, answers, strict=True):
+            if seals.setdefault(index, sealed) != sealed:
+                self.unsteady.add(index)
 
     def _break(self, reason: str) -> None:
         """Every query waiting is answered without the worker (LoadGen ends its test) and the
