@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pinbench.evaluator.runners import audits
@@ -515,3 +516,67 @@ def test_a_clock_socket_binds_under_a_folder_past_a_sockets_path_limit(tmp_path:
     finally:
         link.close()
     assert not link.path.exists()
+
+
+def test_a_test04_worker_that_fails_fails_test04_whenever_it_fails() -> None:
+    """A worker given the job the run's worker ran has no honest reason to fail it: one that
+    left before it answered (having told the unique test from the run's by its queries) had
+    its audit recorded as not run, and the run VALID. A stop is the user's, not a failure."""
+    from pinbench.errors import UserError
+    from pinbench.evaluator.runners.audited_run import _test04
+    from pinbench.worker.job import Evidence
+    from pinbench.worker.stop import RunStopped
+
+    def leaves(*_: Any) -> Any:
+        raise UserError("the worker exited with status 1")
+
+    evidence = Evidence(metrics={"loadgen_valid_bool": 1.0})
+    evidence.details["loadgen"] = {"result_validity": "VALID"}
+    assert _test04(None, evidence, Evidence(), lambda _: None, leaves, False) is None  # type: ignore[arg-type]
+    test04 = evidence.details["audits"]["TEST04"]
+    assert test04["passed"] is False and "exited with status 1" in test04["reason"]
+    assert evidence.metrics["loadgen_valid_bool"] == 0.0
+    assert evidence.details["loadgen"]["result_validity"] == "INVALID"
+
+    def stopped(*_: Any) -> Any:
+        raise RunStopped(status="cancelled", reason="stopped by the user")
+
+    with pytest.raises(RunStopped):
+        _test04(None, Evidence(), Evidence(), lambda _: None, stopped, False)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("timed", "close"),
+    [
+        ({"logits": np.array([1.0, 2.0], np.float32) + np.float32(1e-6)}, True),  # last bits
+        ({"logits": np.array([1.0, 2.01], np.float32)}, False),  # an approximation of the model
+        ({"logits": np.array([1.0, 2.0], np.float64)}, False),  # another dtype
+        ({"logits": np.array([[1.0, 2.0]], np.float32)}, False),  # another shape
+        ({"logits": np.array([1.0, np.nan], np.float32)}, False),
+        ({"logits": np.array([1.0, 2.0], np.float32), "extra": np.zeros(1)}, False),
+        ({"labels": np.array([3], np.int64)}, False),
+    ],
+)
+def test_test01_excuses_a_differing_answer_only_within_its_last_bits(
+    timed: dict[str, Any], close: bool
+) -> None:
+    """Issue 84's review: a cheap approximation of the slowest tenth of samples moved top-1 by
+    0.6% in all, within the metrics' 1%; each answer must be the accuracy pass's but for its
+    last bits (1e-4 of the output's largest magnitude)."""
+    from pinbench.evaluator.runners.test01 import _last_bits
+
+    assert _last_bits(timed, {"logits": np.array([1.0, 2.0], np.float32)}) is close
+    assert (
+        _last_bits({"labels": np.array([3], np.int64)}, {"labels": np.array([3], np.int64)}) is True
+    )
+
+
+def test_test01_fails_where_test04s_worker_answered_otherwise() -> None:
+    from pinbench.evaluator.runners.test01 import joined
+
+    run = {"passed": True, "compared": 40}
+    junk = {"passed": False, "reason": "40 of 40 samples answered otherwise than in accuracy mode"}
+    found = joined(run, [junk])
+    assert found["passed"] is False and found["unique_worker"] == junk
+    assert found["reason"] == f"TEST04's worker: {junk['reason']}"
+    assert joined(run, [{"passed": True}])["passed"] is True

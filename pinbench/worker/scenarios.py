@@ -169,6 +169,11 @@ def settings_for(scenario: Scenario, *, expected_latency_ns: int, batch_size: in
     return s
 
 
+TIMED_ANSWERS_BYTES = 256 * 1024 * 1024
+"""The most a host-timed performance test keeps of its first answers (TEST01's by-accuracy
+comparison reads them): a segmentation head's 22 MB a sample would have held gigabytes."""
+
+
 def run_scenario(
     predict: Predict,
     inputs: Array,
@@ -199,8 +204,10 @@ def run_scenario(
     if total == 0:
         raise ScenarioError(setting="sample_count", reason="the dataset has no samples")
     count = min(total, scenario.sample_count or total)
-    # a host-timed test keeps each sample's first answer too: TEST01 may score it (``test01``)
+    # a host-timed test keeps each sample's first answer too, within a budget: TEST01 may score
+    # it (``runners.test01``)
     keep = scenario.mode == "accuracy" or keep_outputs or remote is not None
+    budget = TIMED_ANSWERS_BYTES if not (scenario.mode == "accuracy" or keep_outputs) else -1
     latencies: list[int] = []
     starts: list[int] = []
     outputs: dict[int, Outputs] = {}
@@ -217,6 +224,20 @@ def run_scenario(
         complete, response, sealed = remote.complete, remote.response, remote.seal
     # Batch size 1: one view per sample, sliced once here rather than once per query.
     views = [inputs[i : i + 1] for i in range(count)] if batch_size == 1 else []
+
+    used = [0]
+
+    def kept(index: int, out: Any) -> None:
+        """A sample's first answer kept; a host-timed test's while their bytes stay within
+        ``budget`` (past it, none: TEST01 then says it had none to score)."""
+        if budget >= 0:
+            if used[0] > budget:
+                return
+            used[0] += sum(getattr(v, "nbytes", 0) for v in out.values()) if out else 0
+            if used[0] > budget:
+                outputs.clear()
+                return
+        outputs[index] = out
 
     halted = stop.is_set if stop is not None else (lambda: False)
     axes = batch_axes or {}
@@ -237,8 +258,8 @@ def run_scenario(
                     t1 = clock()
                     record(t1 - t0)
                     mark(t0)
-                    if keep:
-                        outputs.setdefault(q.index, out)
+                    if keep and q.index not in outputs:
+                        kept(q.index, out)
                     span[1] = t1
                     span[2] += 1
             except BaseException as exc:  # handed back to the caller after LoadGen returns
@@ -287,8 +308,8 @@ def run_scenario(
                     if keep or remote is not None:
                         for i, index in enumerate(indexes):
                             each[i] = {k: one_sample(v, i, axes.get(k, 0)) for k, v in out.items()}
-                            if keep:
-                                outputs.setdefault(index, each[i])
+                            if keep and index not in outputs:
+                                kept(index, each[i])
                     span[1] = t1
                     span[2] += len(chunk)
             except BaseException as exc:

@@ -1,17 +1,17 @@
 """A host-timed run and its audits, in order, the same for every runner (the local runner's
 child, the venv runner, a container): the run's own test on a worker that has seen no audit;
 then, after a performance test, TEST04's unique test on a new worker (``audits``), then TEST01's
-accuracy pass on another (``test01``). Each worker's job is written as the run's (the unique
-test's byte for byte), so a worker cannot read from its job which test it is in; no worker's
-inputs cache is adopted before the last has started (one could leave the next a sign)."""
+accuracy pass on another (``test01``). TEST04's worker's job is the run's, byte for byte; it
+can still tell which test it is in from the queries (LoadGen's seed is the lockfile's, and the
+unique test repeats no sample), so nothing it may do there is excused: failing fails TEST04,
+and its answers are held to the accuracy pass as the run's are. No worker's inputs cache is
+adopted before the last has started (one could leave the next a sign)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from pinbench.errors import UserError
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pinbench.evaluator.runners.test01 import Answers, Seals
@@ -34,12 +34,8 @@ TimedRun = Callable[["Lockfile", "Evidence", Turn], "Seals | None"]
 seals."""
 
 
-class AuditWorkerFailed(UserError):
-    """A worker started for an audit answered, then failed: the run fails with its reason."""
-
-    def __init__(self, *, audit: str, doing: str, reason: str) -> None:
-        super().__init__(f"{audit}: the worker {doing} failed: {reason}")
-        self.audit, self.doing, self.reason = audit, doing, reason
+Timed = tuple[str, "Seals", "Answers | None"]
+"""A timed worker's name, its answers' seals and the answers it handed back."""
 
 
 def run_and_audit(
@@ -52,8 +48,10 @@ def run_and_audit(
 ) -> None:
     """A host-timed run of ``lock`` (``timed_run``) then, after a performance test, TEST04's
     unique test on a new worker and TEST01's accuracy pass on another, their verdicts in
-    ``evidence``. ``answered``: the samples the last worker answered (an audit's worker that
-    answered, then failed, fails the run; one that refused first leaves its audit not run,
+    ``evidence``. TEST04's worker that fails, before or after it answered, fails TEST04 (it
+    was given the job the run's worker ran); its answers are held to the accuracy pass as the
+    run's are. ``answered``: the samples the last worker answered (TEST01's worker that
+    answered, then failed, fails the run; one that refused first leaves TEST01 not run,
     saying why)."""
     from pinbench.evaluator.runners import test01
     from pinbench.worker.job import Evidence
@@ -63,16 +61,15 @@ def run_and_audit(
     seals = timed_run(lock, evidence, Turn(followed=performance))
     if seals is None or not performance:
         return  # an accuracy run's answers are the host's to score
-    answers = _taken(evidence)  # each sample's first timed answer, never recorded
+    timed: list[Timed] = [("the run's test", seals, _taken(evidence))]
     fresh = Evidence()
-    seals = _test04(lock, evidence, fresh, say, timed_run, answered, seals, followed=why is None)
-    later = _taken(fresh)
-    if answers is not None and later is not None:
-        answers = {**later, **answers}
+    unique = _test04(lock, evidence, fresh, say, timed_run, followed=why is None)
+    if unique is not None:
+        timed.append(("TEST04's unique test", unique, _taken(fresh)))
     if why is not None:
         test01.audited(test01.not_run(why), evidence)
         return
-    _test01(ws, lock, evidence, say, timed_run, answered, seals, answers)
+    _test01(ws, lock, evidence, say, timed_run, answered, timed)
 
 
 def _taken(evidence: Evidence) -> Answers | None:
@@ -88,27 +85,26 @@ def _test04(
     fresh: Evidence,
     say: Say,
     timed_run: TimedRun,
-    answered: Callable[[], int],
-    seals: Seals,
     followed: bool,
-) -> Seals:
+) -> Seals | None:
     """TEST04's unique test on a new worker (into ``fresh``), its verdict in ``evidence``; the
-    seals of every answer timed so far (a sample the two workers answered differently is
-    unsteady)."""
+    seals of that worker's answers (None where it failed: TEST04 failed, the run INVALID)."""
     from pinbench.errors import PinbenchError
     from pinbench.evaluator.runners import audits
-    from pinbench.evaluator.runners.test01 import not_run, refused
+    from pinbench.worker.stop import RunStopped
 
     say("TEST04: a new worker answers every sample once, timed")
     try:
         again = timed_run(lock, fresh, Turn(followed=followed, unique=True))
-    except PinbenchError as exc:
-        if answered():
-            raise AuditWorkerFailed(
-                audit="TEST04", doing="answering every sample once", reason=str(exc)
-            ) from None
-        audits.audited(not_run(refused(str(exc))), _summary(evidence), evidence)
-        return seals
+    except RunStopped:
+        raise
+    except PinbenchError as exc:  # the job the run's worker ran: no honest reason to fail it
+        failed = {
+            "passed": False,
+            "reason": f"the worker answering every sample once failed: {exc}",
+        }
+        audits.audited(failed, _summary(evidence), evidence)
+        return None
     assert again is not None
     scenario, body = lock.body.scenario, lock.body
     count = body.dataset.samples if body.dataset is not None else None
@@ -120,11 +116,7 @@ def _test04(
         min(count, scenario.sample_count or count) if count is not None else None,
     )
     audits.audited(verdict, _summary(evidence), evidence)
-    timed, unsteady = dict(seals[0]), set(seals[1]) | again[1]
-    for index, sealed in again[0].items():
-        if timed.setdefault(index, sealed) != sealed:
-            unsteady.add(index)
-    return timed, unsteady
+    return again
 
 
 def _summary(evidence: Evidence) -> dict[str, object]:
@@ -139,14 +131,14 @@ def _test01(
     say: Say,
     timed_run: TimedRun,
     answered: Callable[[], int],
-    seals: Seals,
-    answers: Answers | None,
+    timed: list[Timed],
 ) -> None:
     """TEST01: a new worker for ``lock`` in accuracy mode (``test01.twin``) answers every
-    sample, and its seals are compared with those of every answer timed (``seals``), the
-    verdict in ``evidence``; where they differ, the timed ``answers`` are scored in the
-    accuracy pass's place (``test01.by_accuracy``). A twin that answered, then failed, fails
-    the run; one that refused first leaves TEST01 not run, saying why."""
+    sample, and the seals of each timed worker's answers (``timed``: the run's, TEST04's) are
+    compared with its seals, where they differ the timed answers held to the accuracy pass's
+    (``test01.by_accuracy``); the verdict in ``evidence``, the run's worker's with TEST04's
+    worker's beside it (either failing fails it). A twin that answered, then failed, fails the
+    run; one that refused first leaves TEST01 not run, saying why."""
     from pinbench.errors import PinbenchError
     from pinbench.evaluator.runners import test01
     from pinbench.worker.job import Evidence
@@ -162,7 +154,9 @@ def _test01(
         return
     assert again is not None and lock.body.model is not None
     bound = handed.answers if lock.body.model.postprocess is None else None
-    found = test01.verdict(seals[0], seals[1], again[0], bound)
     twin = test01.twin(lock)
-    found = test01.by_accuracy(ws, twin, found, seals, again[0], answers, handed)
-    test01.audited(found, evidence)
+    found: list[dict[str, Any]] = []
+    for _, seals, answers in timed:
+        one = test01.verdict(seals[0], seals[1], again[0], bound)
+        found.append(test01.by_accuracy(ws, twin, one, seals, again[0], answers, handed))
+    test01.audited(test01.joined(found[0], found[1:]), evidence)
