@@ -20,16 +20,13 @@ Run: ``.venv/bin/python -m bench.bench_audits --runs 5`` (``--json``).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from bench._common import Report, check_runs, command_line, log, machine, parser, scratch
-from bench.bench_runners import REQUEST, _cli
+from bench.bench_runners import published_digits
 
 CHILD = """
 import sys
@@ -69,20 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         runs=runs,
         machine=machine(args.tmp),
     )
-    from pinbench import catalog
-
     with scratch(args.tmp, "audits", keep=args.keep) as root:
-        home = root / "home"
-        env = {**os.environ, "PINBENCH_HOME": str(home), "PINBENCH_CACHE": str(root / "cache")}
-        for name in ("PINBENCH_DATABASE_URL", "PINBENCH_URL", "PINBENCH_TOKEN"):
-            env.pop(name, None)
-        log("building the digits catalog and publishing it")
-        _cli(env, "init")
-        for manifest in catalog.build(root / "catalog", ["digits"]).manifests:
-            _cli(env, "publish", str(manifest))
-        (root / "request.yaml").write_text(yaml.safe_dump(REQUEST))
-        lock = root / "digits.lock"
-        _cli(env, "lock", str(root / "request.yaml"), "-o", str(lock))
+        env, lock = published_digits(root)
         _wall(env, "audited", lock)  # untimed: caches filled
         for run in range(runs):
             log(f"run {run + 1}/{runs}")

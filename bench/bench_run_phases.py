@@ -27,15 +27,12 @@ Run: ``.venv/bin/python -m bench.bench_run_phases --runs 11`` (``--json``).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
-import yaml
-
 from bench._common import Check, Report, check_runs, command_line, log, machine, parser, scratch
 from bench.bench_cli import cpu_seconds
-from bench.bench_runners import REQUEST, _cli
+from bench.bench_runners import _cli, published_digits
 
 TARGET_S = 0.3
 
@@ -91,20 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         runs=runs,
         machine=machine(args.tmp),
     )
-    from pinbench import catalog
-
     with scratch(args.tmp, "run-phases", keep=args.keep) as root:
-        home = root / "home"
-        env = {**os.environ, "PINBENCH_HOME": str(home), "PINBENCH_CACHE": str(root / "cache")}
-        for name in ("PINBENCH_DATABASE_URL", "PINBENCH_URL", "PINBENCH_TOKEN"):
-            env.pop(name, None)
-        log("building the digits catalog and publishing it")
-        _cli(env, "init")
-        for manifest in catalog.build(root / "catalog", ["digits"]).manifests:
-            _cli(env, "publish", str(manifest))
-        (root / "request.yaml").write_text(yaml.safe_dump(REQUEST))
-        lock = root / "digits.lock"
-        _cli(env, "lock", str(root / "request.yaml"), "-o", str(lock))
+        env, lock = published_digits(root)
         _cli(env, "run", str(lock), "--runner", "local", "--json")  # untimed: caches filled
         record = root / "stamps.json"
         for run in range(runs):

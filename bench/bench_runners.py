@@ -59,6 +59,22 @@ REQUEST = {
 }
 
 
+def published_digits(root: Path) -> tuple[dict[str, str], Path]:
+    """A fresh home under ``root`` with the digits catalog published and ``REQUEST`` locked:
+    the environment that points the CLI at it, and the lockfile's path."""
+    env = {**os.environ, "PINBENCH_HOME": str(root / "home"), "PINBENCH_CACHE": str(root / "cache")}
+    for name in ("PINBENCH_DATABASE_URL", "PINBENCH_URL", "PINBENCH_TOKEN"):
+        env.pop(name, None)
+    log("building the digits catalog and publishing it")
+    _cli(env, "init")
+    for manifest in catalog.build(root / "catalog", ["digits"]).manifests:
+        _cli(env, "publish", str(manifest))
+    (root / "request.yaml").write_text(yaml.safe_dump(REQUEST))
+    lock = root / "digits.lock"
+    _cli(env, "lock", str(root / "request.yaml"), "-o", str(lock))
+    return env, lock
+
+
 def _cli(env: dict[str, str], *args: str) -> str:
     proc = subprocess.run(
         [str(VENV_BIN / "pinbench"), *args], env=env, capture_output=True, text=True, check=False
