@@ -9,7 +9,7 @@ in a fresh home, its inputs cache filled by one untimed run first. Each run, in 
 * audited: ``--audit``: the host keeps the clock, then TEST04's worker answers every sample
   once, then TEST01's worker answers every sample in accuracy mode;
 * audited without TEST04: the same with ``runners.audited_run._test04`` replaced by one that
-  keeps the seals it was given (this script's measure of TEST04's share, not a switch of
+  starts no worker (this script's measure of TEST04's share, not a switch of
   pinbench's).
 
 Each side is a child interpreter calling the CLI's ``main``; the order rotates from run to run.
@@ -33,7 +33,7 @@ import sys
 from pinbench.cli import main
 if sys.argv[1] == "without-test04":
     from pinbench.evaluator.runners import audited_run
-    audited_run._test04 = lambda *args, **kwargs: args[6]  # the seals it was given
+    audited_run._test04 = lambda *args, **kwargs: None  # no unique test, no worker for it
 flags = [] if sys.argv[1] == "unaudited" else ["--audit"]
 raise SystemExit(main(["run", sys.argv[2], "--runner", "local", "--json", *flags]))
 """
