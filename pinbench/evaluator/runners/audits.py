@@ -210,6 +210,11 @@ def cpu_spared(unique: Test, timed: Test) -> str:
             f"the worker's CPU time over the unique test ({unique.cpu_s:.3f} s) is below what "
             f"the host resolves ({CPU_RESOLVED_S:g} s), so it cannot confirm the clock"
         )
+    if timed.cpu_s < 0 or unique.cpu_s < 0:  # a process of the tree ended unwaited mid-test
+        return (
+            "the worker's CPU time read lower at a test's end than at its start (a process of "
+            "its tree ended unwaited), so it cannot confirm the clock"
+        )
     error = CPU_TICKS / os.sysconf("SC_CLK_TCK")
     least = (unique.cpu_s - error) / unique.samples
     most = (timed.cpu_s + error) / timed.samples
