@@ -319,7 +319,10 @@ def test_a_chain_with_code_is_timed_by_the_host_and_audited(wakeword: Any) -> No
     assert shown["details"]["clock"]["side"] == "host"
     assert shown["queries_count"] >= 64 and shown["latency_p50_ns"] > 0  # the host's LoadGen
     test01 = shown["details"]["audits"]["TEST01"]
-    assert test01["passed"] is True and test01["compared"] == shown["details"]["clock"]["samples"]
+    assert test01["passed"] is True, test01
+    from tests.test_host_clock import compared_every_sample
+
+    assert compared_every_sample(test01, shown["details"]["clock"]["samples"]), test01
     assert test01["bound"] is True  # the answers scored are the chain's, sealed as handed back
     assert shown["details"]["audits"]["TEST04"]["passed"] is not False
 
