@@ -51,6 +51,7 @@ BENCHMARKS = (
     "bench_test_engine",
     "bench_sandbox",
     "bench_audits",
+    "bench_local_sandbox",
 )
 
 OWN_ARGUMENTS: dict[str, Callable[[int, bool], list[str]]] = {

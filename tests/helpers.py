@@ -414,8 +414,8 @@ def onnx_accuracy_run(
 ) -> str:
     """Through the CLI: an ONNX Runtime framework manifest for the installed version, ``init``,
     ``publish`` it and ``manifests`` (a model and a dataset), lock ``model`` on ``dataset`` in
-    accuracy mode and run it on the local runner (``code``: ``--allow-code``); the run's
-    ``pinbench run`` output."""
+    accuracy mode and run it on the local runner (``code``: its further flags, ``--allow-code``
+    or ``--sandbox none``); the run's ``pinbench run`` output."""
     import onnxruntime as ort
 
     fw_yaml = home / "framework.yaml"

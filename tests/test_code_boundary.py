@@ -288,25 +288,36 @@ def test_the_local_runner_runs_code_in_a_process_of_its_own(world: World, tmp_pa
 # --- cached inputs ----------------------------------------------------------------------------
 
 
+def _cached_inputs(ws: Workspace, lock: Lockfile, sandbox: str) -> list[Path]:
+    """The inputs cache's entries a run of ``lock`` reads: its own process's (``--sandbox
+    none``) or the ones its sandbox is seeded with."""
+    from pinbench.evaluator.runners.consented import inputs_cache, sandboxed_cache
+
+    folder = inputs_cache(ws, lock) if sandbox == "none" else sandboxed_cache(ws, lock)
+    return sorted(folder.glob("*.npy"))
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 def test_a_cached_array_that_is_not_the_one_written_is_computed_again_never_scored(
-    world: World,
+    world: World, sandbox: str
 ) -> None:
     """Issue 63's second reproduction: the digits' cached inputs rolled by one sample made the
-    same lockfile record top-1 0.0867 as a cache hit. Each entry's sha256 is written with it."""
+    same lockfile record top-1 0.0867 as a cache hit. Each entry's sha256 is written with it,
+    in the cache a sandboxed run is seeded from as in the one pinbench's own process reads."""
     import numpy as np
 
     ws = world.home.ws
     lock = _digits_lock(ws)
-    first = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
-    entries = sorted((ws.settings.home / "cache" / "inputs").glob("*.npy"))
+    first = show_run(ws, run_lockfile(ws, lock, say=quiet, sandbox=sandbox).id)
+    entries = _cached_inputs(ws, lock, sandbox)
     assert entries and all(e.with_name(e.name + ".sha256").is_file() for e in entries)
     for entry in entries:
         array = np.load(entry, allow_pickle=False)
         np.save(entry, np.roll(array, 1, axis=0), allow_pickle=False)
-    again = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    again = show_run(ws, run_lockfile(ws, lock, say=quiet, sandbox=sandbox).id)
     assert again["details"]["preprocess_cache_hit"] is False
     assert again["top1"] == first["top1"] == pytest.approx(HONEST_TOP1, abs=5e-5)
-    third = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
+    third = show_run(ws, run_lockfile(ws, lock, say=quiet, sandbox=sandbox).id)
     assert third["details"]["preprocess_cache_hit"] is True
 
 
@@ -324,7 +335,7 @@ def test_a_cached_array_rolled_with_its_digest_rewritten_is_computed_again(
     ws = world.home.ws
     lock = _digits_lock(ws)
     first = show_run(ws, run_lockfile(ws, lock, say=quiet).id)
-    entries = sorted((ws.settings.home / "cache" / "inputs").glob("*.npy"))
+    entries = _cached_inputs(ws, lock, "bwrap")
     assert entries
     for entry in entries:
         side = entry.with_name(entry.name + ".sha256")

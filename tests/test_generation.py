@@ -38,9 +38,9 @@ def registry(tmp_path_factory: pytest.TempPathFactory, gpt_catalog: Path) -> Ite
     yield reg
 
 
-def _run(registry: Any, generation: dict[str, Any], **scenario: Any) -> Any:
+def _run(registry: Any, generation: dict[str, Any], sandbox: str = "bwrap", **scenario: Any) -> Any:
     request = {"model": MODEL, "dataset": DATASET, "generation": generation, "scenario": scenario}
-    return registry.lock(request)[0].run(runner="local")
+    return registry.lock(request)[0].run(runner="local", sandbox=sandbox)
 
 
 def _prompts(catalog: Path) -> list[dict[str, str]]:
@@ -156,8 +156,9 @@ CLAIMS = {"rouge1": 1.0, "rouge_l": 1.0, "rouge2_unstemmed": 1.0, "exact_match":
 
 
 def _tampered(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
-    """The local runner's evaluator (in this process) runs the honest generation with the
-    scorers unimportable, as in an evaluation environment, then ``change``s what it returns."""
+    """The local runner's evaluator (in this process: the runs below are ``--sandbox none``)
+    runs the honest generation with the scorers unimportable, as in an evaluation environment,
+    then ``change``s what it returns."""
     import sys
 
     from pinbench.worker.generation import run as generation
@@ -206,7 +207,7 @@ def test_the_host_scores_the_answer_texts_whatever_the_evaluator_claims(
     from pinbench.tasks.generation.scores import rouge_and_exact
 
     _tampered(monkeypatch, _claims)
-    run = _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
+    run = _run(registry, {"max_new_tokens": NEW}, "none", mode="accuracy")
     generation = run.view()["details"]["generation"]
     references = [p["reference"] for p in _prompts(gpt_catalog)]
     assert [s["reference"] for s in generation["samples"]] == references
@@ -218,7 +219,12 @@ def test_the_host_scores_the_answer_texts_whatever_the_evaluator_claims(
     assert generation["rouge_variant"] == "mlperf (rouge-score, use_stemmer=True)"
 
     performance = _run(
-        registry, {"max_new_tokens": NEW}, mode="performance", min_query_count=4, min_duration_ms=0
+        registry,
+        {"max_new_tokens": NEW},
+        "none",
+        mode="performance",
+        min_query_count=4,
+        min_duration_ms=0,
     )
     from pinbench.tasks.registry import task
 
@@ -247,7 +253,7 @@ def test_answer_texts_the_host_cannot_score_fail_the_run(
 
     _tampered(monkeypatch, change)
     with pytest.raises(AnswersRefused, match=says):
-        _run(registry, {"max_new_tokens": NEW}, mode="accuracy")
+        _run(registry, {"max_new_tokens": NEW}, "none", mode="accuracy")
 
 
 def _republished(registry: Any, catalog: Path, root: Path, name: str, tokenizer: Any) -> Path:

@@ -18,6 +18,7 @@ from sklearn.metrics import top_k_accuracy_score
 from pinbench import catalog as builtin
 from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.registry.output_steps import OutputStepRefused, check_output_steps
 from pinbench.registry.ports import Output
 from pinbench.registry.steps import OutputStep, TopK
@@ -275,8 +276,8 @@ def test_softmax_and_topk_three_keep_top1_and_leave_top5_out(home: Home, tmp_pat
 def test_a_softmax_across_the_batch_fails_the_run_before_timing(home: Home, tmp_path: Path) -> None:
     model = _publish(home.ws, tmp_path, "8.2.0", [{"softmax": {"axis": 0}}])
     for mode in ("accuracy", "performance"):  # a declared step is honoured or refused
-        with pytest.raises(SoftmaxAxis, match=r"axis 0 holds the samples"):
-            run_lockfile(home.ws, _lock(home.ws, model, mode), say=quiet)
+        with pytest.raises(EvaluationFailed, match=r"axis 0 holds the samples"):
+            run_lockfile(home.ws, _lock(home.ws, model, mode), say=quiet)  # in its sandbox
         run = list_runs(home.ws, 1, nested=True)[0]
         assert run["status"] == "failed" and "`softmax: {axis: 0}`" in run["error"]
         assert "top1" not in run["metrics"] and "latency_p50_ns" not in run["metrics"]
@@ -335,7 +336,7 @@ def test_a_manifest_stored_before_the_rule_is_refused_at_the_run(
     with monkeypatch.context() as patched:
         patched.setattr(supported, "check_output_steps", lambda outputs: None)
         model = _publish(home.ws, tmp_path, "8.4.0", [{"l2_normalize": {}}])
-    with pytest.raises(OutputStepRefused, match=r"declares a `l2_normalize` step"):
-        run_lockfile(home.ws, _lock(home.ws, model, "performance"), say=quiet)
+    with pytest.raises(EvaluationFailed, match=r"declares a `l2_normalize` step"):
+        run_lockfile(home.ws, _lock(home.ws, model, "performance"), say=quiet)  # the worker's
     run = list_runs(home.ws, 1, nested=True)[0]
     assert run["status"] == "failed" and "latency_p50_ns" not in run["metrics"]

@@ -62,7 +62,14 @@ CASES = [
         SERVER_FIX,
         "no user namespaces",
     ),
-    Case("local", "empty", 202, "", "", "an ONNX model runs in the local runner's own process"),
+    Case(
+        "local",
+        "empty",
+        503,
+        "is not used (pinbench starts only the system's)",
+        SERVER_FIX,
+        "an ONNX model is opened in the sandbox too (decision 310)",
+    ),
 ]
 
 

@@ -24,12 +24,12 @@ from pinbench.db.models import Run
 from pinbench.errors import PinbenchError
 from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import latencies_of, run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
 from pinbench.registry.verify import check_against_registry
-from pinbench.worker.trainrun import TargetNotReached
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, Home, in_process_cli, published_home
 
@@ -200,7 +200,8 @@ def test_a_non_deterministic_run_keeps_weights_out_of_the_verdict(home: Home) ->
 def test_a_target_not_reached_is_a_failed_run_with_its_record(home: Home) -> None:
     lock = _lock(home.ws, target_top1=1.0, epochs=1)
     runs_before = _counts(home.ws)[0]
-    with pytest.raises(TargetNotReached, match=r"target top1 1 not reached after 1 epochs"):
+    # the worker's error, in its sandbox
+    with pytest.raises(EvaluationFailed, match=r"target top1 1 not reached after 1 epochs"):
         run_lockfile(home.ws, lock, runner="local", say=quiet)
     assert _counts(home.ws)[0] == runs_before + 1
     with home.ws.transaction() as session:
@@ -226,7 +227,6 @@ def test_a_model_ranking_its_lowest_score_first_is_refused_before_training(
     highest: a declared ``argsort: {descending: false}`` would be trained and judged against."""
     from pinbench.registry.manifest import parse_manifest
     from pinbench.registry.publish import publish
-    from pinbench.training.errors import InvalidModel
 
     (path,) = [
         p
@@ -240,8 +240,8 @@ def test_a_model_ranking_its_lowest_score_first_is_refused_before_training(
     publish(home.ws, parse_manifest(data), manifest_dir=cnn_catalog_dir, publisher="test")
     lock = _lock(home.ws, model=f"{TORCH.split('@')[0]}@1.99.0")
     runs_before = _counts(home.ws)[0]
-    with pytest.raises(InvalidModel, match=r"declares `argsort: \{descending: false\}`"):
-        run_lockfile(home.ws, lock, runner="local", say=quiet)
+    with pytest.raises(EvaluationFailed, match=r"declares `argsort: \{descending: false\}`"):
+        run_lockfile(home.ws, lock, runner="local", say=quiet)  # the worker's InvalidModel
     assert _counts(home.ws)[0] == runs_before + 1  # recorded failed, nothing trained
     with home.ws.transaction() as session:
         run_id = session.scalars(select(Run.id).order_by(Run.started_at.desc())).first()

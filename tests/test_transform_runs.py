@@ -162,7 +162,8 @@ def test_an_inference_run_validates_and_measures_at_the_requested_graph_level(
     request = {**ONNX_REQUEST, "transform": {"graph_optimization": "basic"}}
     lock = service.lock(home.ws, parse_request(request))[0]
     assert json.loads(lock.canonical)["request"]["transform"]["graph_optimization"] == "basic"
-    outcome = run_lockfile(home.ws, lock, runner="local", say=quiet)
+    # in this process (``--sandbox none``), where the spy is
+    outcome = run_lockfile(home.ws, lock, runner="local", say=quiet, sandbox="none")
     info = show_run(home.ws, outcome.id, nested=True)
     assert info["status"] == "succeeded", info["error"]
     t = info["details"]["transform"]
@@ -239,8 +240,8 @@ def test_an_inference_run_in_micro_batches_is_validated_and_measured_so(
     request["transform"] = {"micro_batches": 3}
     lock = service.lock(home.ws, parse_request(request))[0]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(microbatch, "micro_outputs", counted)
-        outcome = run_lockfile(home.ws, lock, runner="local", say=quiet)
+        patch.setattr(microbatch, "micro_outputs", counted)  # in this process: --sandbox none
+        outcome = run_lockfile(home.ws, lock, runner="local", say=quiet, sandbox="none")
     info = show_run(home.ws, outcome.id, nested=True)
     assert info["status"] == "succeeded", info["error"]
     t = info["details"]["transform"]

@@ -325,6 +325,12 @@ def test_frame_offsets_the_evaluator_states_are_checked_against_the_hosts_own_de
     model_yaml = dump(tmp_path / "m" / "model.yaml", silero_manifest(_copy(silero, tmp_path / "m")))
     data_yaml = dump(tmp_path / "d" / "dataset.yaml", dataset_manifest(tmp_path / "d", files))
     with pytest.raises(AssertionError, match="frame offsets are not the host's: sample 0 has"):
-        onnx_accuracy_run(
-            cli, tmp_path, [model_yaml, data_yaml], "audio/silero-vad@6", "audio/speech-clips@1"
+        onnx_accuracy_run(  # in this process (--sandbox none), where the evaluator is patched
+            cli,
+            tmp_path,
+            [model_yaml, data_yaml],
+            "audio/silero-vad@6",
+            "audio/speech-clips@1",
+            "--sandbox",
+            "none",
         )

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from pinbench.errors import PinbenchError
-from pinbench.evaluator.policy import needs_pickle
 from pinbench.evaluator.runners import sandbox
 from pinbench.registry.lockfile import Lockfile
 from pinbench.workspace import Workspace
@@ -52,15 +51,13 @@ class ServerCannotSandbox(PinbenchError):
 
 def needs_sandbox(lock: Lockfile, runner: str, *, allow_code: bool) -> bool:
     """Whether a run of ``lock`` in ``runner`` on this server starts a sandboxed worker: every
-    venv run; a local run whose model or chain runs operations or code of its own (the local
-    runner's own choice, ``runners.local.run``); never a docker run."""
+    venv run; a local run of a model or chain, or of code (the local runner's own choice,
+    ``runners.local.in_worker``: decision 310); never a docker run."""
     from pinbench.evaluator.runners.local import in_worker
 
     if runner == "venv":
         return True
-    if runner != "local":
-        return False
-    return in_worker(lock, allow_code=allow_code, allow_pickle=needs_pickle(lock))
+    return runner == "local" and in_worker(lock, allow_code=allow_code)
 
 
 def operator_fix(refusal: sandbox.SandboxUnavailable) -> str:

@@ -246,9 +246,7 @@ def run_lockfile(
             )
             stop.check()
             judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))
-            sandbox_marks(
-                lock, evidence, allow_code=allow_code, allow_pickle=allow_pickle, here=on is None
-            )
+            sandbox_marks(lock, evidence, allow_code=allow_code, here=on is None)
         put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop), kept=attempt.kept)
         attempt.latencies, attempt.trace = save_evidence(put, evidence, lock)
         if evidence.trace is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import stat
 from pathlib import Path
 
@@ -111,7 +110,9 @@ def sandboxed_cache(ws: Workspace, lock: Lockfile) -> Path:
 def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
     """A sandboxed worker's cache for one run (``run_cache``, writable inside the sandbox)
     holds copies of the entries kept for this dataset (``sandboxed_cache``): copies, so that
-    what the worker writes there reaches no other run. Returns the names copied."""
+    what the worker writes there reaches no other run, each hashed as it is copied and left
+    out unless its bytes are what its sidecar vouches for (the worker then computes it, and
+    ``adopt_cache`` keeps its entry in the bad one's place). Returns the names copied."""
     from pinbench.worker.feed import SHA256_SUFFIX
     from pinbench.worker.seal import host_seal
 
@@ -127,11 +128,38 @@ def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
         if not (_ENTRY.fullmatch(entry.name) and entry.is_file() and sidecar.is_file()):
             continue
         digest = seal.digest_of(entry.name, sidecar.read_text(errors="replace"))
-        if digest is not None:  # the worker checks the bytes against it (``feed``)
-            (run_cache / sidecar.name).write_text(digest)
-            shutil.copyfile(entry, run_cache / entry.name)
+        if digest is not None and _copy_hashed(entry, run_cache / entry.name) == digest:
+            (run_cache / sidecar.name).write_text(digest)  # the worker checks it too (``feed``)
             copied.add(entry.name)
+        else:
+            (run_cache / entry.name).unlink(missing_ok=True)
     return copied
+
+
+def _copy_hashed(source: Path, target: Path) -> str | None:
+    """``source`` (a plain file, never a link) copied to ``target``: the sha256 of the bytes
+    copied, or none where it is not a plain file."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return _hashing_copy(fd, target)
+    finally:
+        os.close(fd)
+
+
+def _hashing_copy(fd: int, target: Path) -> str | None:
+    """What the plain file open at ``fd`` holds, written to ``target`` as it is hashed: its
+    sha256, or none (nothing written) where ``fd`` is not a plain file."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return None
+    hashed = hashlib.sha256()
+    with os.fdopen(os.dup(fd), "rb") as source, target.open("wb") as out:
+        while chunk := source.read(1 << 20):
+            hashed.update(chunk)
+            out.write(chunk)
+    return hashed.hexdigest()
 
 
 MAX_SIDECAR = 128
@@ -140,9 +168,10 @@ MAX_SIDECAR = 128
 
 def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]) -> None:
     """After a sandboxed worker ended: the entries it computed for this run's dataset (its
-    digest their prefix, not ``seeded``, not kept already), each a plain file whose bytes hash
-    to its sidecar, kept in ``sandboxed_cache`` (read by sandboxed runs only); anything else
-    it left goes with the run's folder. Nothing it names is followed or waited on."""
+    digest their prefix, not ``seeded``: none kept, or the kept one's bytes or MAC did not
+    check, and it is replaced), each a plain file whose bytes hash to its sidecar, kept in
+    ``sandboxed_cache`` (read by sandboxed runs only); anything else it left goes with the
+    run's folder. Nothing it names is followed or waited on."""
     from pinbench.worker.feed import SHA256_SUFFIX
     from pinbench.worker.seal import host_seal
 
@@ -157,7 +186,7 @@ def adopt_cache(ws: Workspace, lock: Lockfile, run_cache: Path, seeded: set[str]
         names = sorted(os.listdir(folder))
         for name in names:
             ours = _ENTRY.fullmatch(name) and name.startswith(prefix) and name not in seeded
-            if not ours or (trusted / name).exists():
+            if not ours:
                 continue
             sidecar = plain_bytes(name + SHA256_SUFFIX, MAX_SIDECAR, dir_fd=folder)
             if sidecar is not None:
@@ -180,14 +209,7 @@ def _copy_checked(folder: int, name: str, digest: str, trusted: Path, sidecar: s
         return
     temp = trusted / f".{name}.part"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
-        hashed = hashlib.sha256()
-        with os.fdopen(os.dup(fd), "rb") as source, temp.open("wb") as target:
-            while chunk := source.read(1 << 20):
-                hashed.update(chunk)
-                target.write(chunk)
-        if hashed.hexdigest() != digest:
+        if _hashing_copy(fd, temp) != digest:
             return
         (trusted / (name + SHA256_SUFFIX)).write_text(sidecar)
         temp.replace(trusted / name)

@@ -31,7 +31,7 @@ from pinbench.evaluator.runners.consented import (
     seed_cache,
 )
 from pinbench.evaluator.runners.process import RunTimedOut, write_job
-from pinbench.evaluator.runners.sandbox import record_sandbox, runs_its_own_operations
+from pinbench.evaluator.runners.sandbox import publishes_files, record_sandbox
 from pinbench.evaluator.runners.store_files import model_folder, stage_folders, store_paths
 from pinbench.evaluator.runners.worker_run import run_worker
 from pinbench.processing.consent import needs_code
@@ -256,21 +256,18 @@ def hidden(ws: Workspace) -> list[Path]:
 
 
 def in_worker(
-    lock: Lockfile,
-    *,
-    allow_code: bool,
-    allow_pickle: bool,
-    sandbox: str = "bwrap",
-    audit: bool = False,
+    lock: Lockfile, *, allow_code: bool, sandbox: str = "bwrap", audit: bool = False
 ) -> bool:
-    """Whether the local runner runs ``lock`` in a worker process (in the sandbox unless
-    ``sandbox`` is none), never in the process that scores and records: code it may run, a
-    model or chain that runs operations of its own (``sandbox.runs_its_own_operations``), or
-    an audit (the host keeps the clock). The one rule ``run`` and a server's check before it
-    queues a run (``api.sandbox_check``) apply."""
-    code = allow_code and needs_code(lock)
-    own = sandbox != "none" and runs_its_own_operations(lock, allow_pickle=allow_pickle)
-    return code or own or audit
+    """Whether the local runner runs ``lock`` in a worker process, never in the process that
+    scores and records: in the sandbox every run of a model or chain, a data-only one too (a
+    framework's parser of a publisher's file is code pinbench did not write: decision 310);
+    with ``sandbox`` none, code it may run and an audit (the host keeps the clock) in an
+    unsandboxed child, anything else here. An operator benchmark (Deep500's L0: pinbench's
+    own operators, no publisher's file) stays here. The one rule ``run`` and a server's check
+    before it queues a run (``api.sandbox_check``) apply."""
+    if (allow_code and needs_code(lock)) or audit:
+        return True
+    return sandbox != "none" and publishes_files(lock)
 
 
 def run(
@@ -296,9 +293,7 @@ def run(
     }
     stop = stop or Stop()
     cache = inputs_cache(ws, lock)
-    if in_worker(
-        lock, allow_code=allow_code, allow_pickle=allow_pickle, sandbox=sandbox, audit=audit
-    ):
+    if in_worker(lock, allow_code=allow_code, sandbox=sandbox, audit=audit):
         # never in the process that scores and records; in the sandbox unless told otherwise
         evidence.environment["process"] = "child"
         python = sys.executable  # where the host runs, its environment inherited

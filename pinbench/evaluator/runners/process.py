@@ -183,14 +183,18 @@ def worker_start(
     written.
 
     ``confine``: in that sandbox (``sandbox.wrap``; ``root`` under its folder, ``ARGS`` host
-    paths under it, translated), with the sandbox's environment whatever ``inherit`` says;
-    ``hidden``: what the interpreter's folders may not hold (the home, the blob store)."""
-    source = copy_evaluator(root / "evaluator")
+    paths under it, translated), with the sandbox's environment whatever ``inherit`` says, the
+    process's shared read-only copy of the evaluator seen at ``root/evaluator``
+    (``evaluator_copy``); ``hidden``: what the interpreter's folders may not hold (the home,
+    the blob store)."""
+    source = root / "evaluator"
     cwd = root / "cwd"
-    cwd.mkdir()
+    cwd.mkdir(parents=True)
     if confine is not None:
+        from pinbench.evaluator.runners.evaluator_copy import shared_evaluator
         from pinbench.evaluator.runners.sandbox import wrap
 
+        source.mkdir()  # where the shared copy is bound, read-only
         inside = [confine.inside(a) if Path(a).is_relative_to(confine.root) else a for a in args]
         argv, env = wrap(
             confine,
@@ -199,8 +203,10 @@ def worker_start(
             hidden=list(hidden),
             pythonpath=confine.inside(source),
             cwd=confine.inside(cwd),
+            evaluator=(shared_evaluator(confine.root.parent), confine.inside(source)),
         )
         return WorkerStart(argv=argv, env=env, cwd=str(cwd))
+    copy_evaluator(source)
     if inherit:
         env = dict(os.environ)
         path = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)

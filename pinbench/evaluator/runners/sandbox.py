@@ -231,9 +231,11 @@ def wrap(
     hidden: list[Path],
     pythonpath: str,
     cwd: str,
+    evaluator: tuple[Path, str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command and environment that run ``argv`` (the interpreter first) in the sandbox:
-    ``pythonpath`` and ``cwd`` are paths inside it."""
+    ``pythonpath`` and ``cwd`` are paths inside it. ``evaluator``: a host folder (the shared
+    copy of the evaluator) bound read-only at a path inside (an empty folder of the run's)."""
     roots = interpreter_roots(python)
     _check_roots(roots, [h.resolve() for h in hidden])
     root = confinement.root
@@ -271,6 +273,8 @@ def wrap(
     args += ["--ro-bind", str(root), MOUNT]
     for name in confinement.writable:
         args += ["--bind", str(root / name), f"{MOUNT}/{name}"]
+    if evaluator is not None:
+        args += ["--ro-bind", str(evaluator[0]), evaluator[1]]
     args += ["--chdir", cwd, "--", *argv]
     env = {k: os.environ[k] for k in ENV if k in os.environ}
     env.update(
@@ -331,17 +335,22 @@ def _counters_here() -> bool:
         return bool(meter.counters)
 
 
+def publishes_files(lock: Lockfile) -> bool:
+    """Whether ``lock``'s system under test is a publisher's files (a model, a chain's
+    stages), which only a sandbox opens (or a run marked UNSANDBOXED)."""
+    return lock.body.model is not None or lock.body.chain is not None
+
+
 UNSANDBOXED_METRIC = "unsandboxed_bool"
-"""1 on a run whose system under test ran code or operations of its own outside a sandbox
-(``--sandbox none``, or the local runner's process): shown ``UNSANDBOXED`` wherever its figures
-are (``run_figures.marks``). Absent otherwise."""
+"""1 on a run whose publisher's files (a model's, a chain's stages') or code were opened outside
+a sandbox or container (``--sandbox none``: a framework's parser is code pinbench did not
+write, decision 310): shown ``UNSANDBOXED`` wherever its figures are (``run_figures.marks``).
+Absent otherwise."""
 CODE_METRIC = "code_bool"
 """1 on a run that ran code its user allowed beside the model: shown ``+code``."""
 
 
-def sandbox_marks(
-    lock: Lockfile, evidence: Evidence, *, allow_code: bool, allow_pickle: bool, here: bool
-) -> None:
+def sandbox_marks(lock: Lockfile, evidence: Evidence, *, allow_code: bool, here: bool) -> None:
     """The host's marks of how the system under test ran; whatever the worker sent under these
     names goes. ``here``: the run ran on this machine, whose energy counters the host reads: a
     worker process's energy figure where the host reads none is dropped (and named); an
@@ -360,8 +369,8 @@ def sandbox_marks(
 
         name_dropped(evidence.details, injected)
     code = allow_code and needs_code(lock)
-    own = code or runs_its_own_operations(lock, allow_pickle=allow_pickle)
-    if own and evidence.environment.get("sandbox") not in ("bwrap", "container"):
+    opened = code or publishes_files(lock)
+    if opened and evidence.environment.get("sandbox") not in ("bwrap", "container"):
         evidence.metrics[UNSANDBOXED_METRIC] = 1.0
     if code:
         evidence.metrics[CODE_METRIC] = 1.0
