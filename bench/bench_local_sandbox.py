@@ -3,8 +3,8 @@ decision 310): ``pinbench run LOCK --runner local`` (the model in a sandboxed ch
 beside it there) beside the same run with ``--sandbox none`` (the model in pinbench's own
 process, recorded UNSANDBOXED), wall seconds of the whole command.
 
-The digits catalog in a fresh home, its inputs cache filled by one untimed run of each side
-first, then for each lockfile, in turn:
+The digits and digits-CNN catalog parts in a fresh home, its inputs cache filled by one
+untimed run of each side first, then for each lockfile, in turn:
 
 * ``logreg SingleStream``: ``vision/digits-logreg`` 1.2.0 on ONNX Runtime, SingleStream, at
   least 100 queries over one second (``bench_runners``' request);
@@ -12,7 +12,10 @@ first, then for each lockfile, in turn:
   regression and CNN (ONNX on ONNX Runtime, safetensors on PyTorch) over the 360 test digits.
 
 Each side is a child interpreter calling the CLI's ``main``; which side goes first alternates
-from run to run. Reported: medians of each side and of the differences within a run.
+from run to run. Reported: medians of each side and of the differences within a run. Beside
+them, what the shared evaluator a sandboxed worker imports costs to make
+(``runners.evaluator_copy``): the worker's side copied file by file (what each worker was
+given before) against hard-linked (what a process now makes once), alternating.
 
 Run: ``.venv/bin/python -m bench.bench_local_sandbox --runs 5`` (``--json``).
 """
@@ -58,6 +61,19 @@ def _wall(env: dict[str, str], lock: Path, flags: list[str]) -> float:
     return took
 
 
+def _made(root: Path, link: bool) -> float:
+    """Seconds to make one copy of the evaluator (``copy_evaluator``), then removed."""
+    from pinbench.artifacts.scratch import remove_tree
+    from pinbench.worker.source import copy_evaluator
+
+    where = root / "evaluator"
+    began = time.perf_counter()
+    copy_evaluator(where, link=link)
+    took = time.perf_counter() - began
+    remove_tree(where)
+    return took
+
+
 def _locks(env: dict[str, str], root: Path, first: Path) -> dict[str, Path]:
     """Each lockfile of the comparison, by its name in the report."""
     locks = {"logreg SingleStream": first}
@@ -90,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         machine=machine(args.tmp),
     )
     with scratch(args.tmp, "local-sandbox", keep=args.keep) as root:
-        env, first = published_digits(root)
+        env, first = published_digits(root, ("digits", "cnn"))
         locks = _locks(env, root, first)
         for lock in locks.values():  # untimed: inputs caches filled, files in the page cache
             for flags in SIDES.values():
@@ -107,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                 report.metric(f"{name}: the sandbox adds", "s").values.append(
                     walls["sandboxed"] - walls["in-process (--sandbox none)"]
                 )
+        for _ in range(runs):
+            for name, link in (("copied", False), ("linked", True)):
+                report.metric(f"the evaluator's files {name}", "s").values.append(_made(root, link))
     report.notes += [
         "wall seconds of a child interpreter running `pinbench run --runner local`, medians of "
         "each side and of the differences within a run; which side goes first alternates",

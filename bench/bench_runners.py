@@ -59,15 +59,18 @@ REQUEST = {
 }
 
 
-def published_digits(root: Path) -> tuple[dict[str, str], Path]:
-    """A fresh home under ``root`` with the digits catalog published and ``REQUEST`` locked:
-    the environment that points the CLI at it, and the lockfile's path."""
+def published_digits(
+    root: Path, parts: tuple[str, ...] = ("digits",)
+) -> tuple[dict[str, str], Path]:
+    """A fresh home under ``root`` with the digits catalog (and the other catalog ``parts``)
+    published and ``REQUEST`` locked: the environment that points the CLI at it, and the
+    lockfile's path."""
     env = {**os.environ, "PINBENCH_HOME": str(root / "home"), "PINBENCH_CACHE": str(root / "cache")}
     for name in ("PINBENCH_DATABASE_URL", "PINBENCH_URL", "PINBENCH_TOKEN"):
         env.pop(name, None)
     log("building the digits catalog and publishing it")
     _cli(env, "init")
-    for manifest in catalog.build(root / "catalog", ["digits"]).manifests:
+    for manifest in catalog.build(root / "catalog", list(parts)).manifests:
         _cli(env, "publish", str(manifest))
     (root / "request.yaml").write_text(yaml.safe_dump(REQUEST))
     lock = root / "digits.lock"

@@ -51,3 +51,12 @@ def test_a_process_that_exits_leaves_no_copy(tmp_path: Path) -> None:
     )
     assert Path(done.stdout.strip()).is_relative_to(tmp)
     assert [p.name for p in tmp.iterdir() if p.name != "owners"] == []
+
+
+def test_the_copy_links_the_packages_files_where_the_filesystem_allows(tmp_path: Path) -> None:
+    import os
+
+    copy = shared_evaluator(tmp_path / "tmp") / "pinbench"
+    same_device = os.stat(tmp_path).st_dev == os.stat(PACKAGE).st_dev
+    linked = os.stat(copy / "__init__.py").st_ino == os.stat(PACKAGE / "__init__.py").st_ino
+    assert linked == same_device

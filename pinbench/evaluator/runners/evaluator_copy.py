@@ -6,10 +6,12 @@ about 760 files with their bytecode), never from the host's package. An unsandbo
 gets a copy of its own, since the code it may run can write there and must not reach the next
 worker. A sandboxed worker cannot write it: its run's folder, and this copy bound over the
 folder its copy would have been in, are read-only in the sandbox (``sandbox.wrap``). So they
-share one, made the first time a process starts one in a scratch folder, and removed when the
-process exits (``scratch.process_directory``; reclaimed once a killed process's owner lock is
-gone). Copying it for each worker cost a run a third of a second to a second of the host's
-time (``bench/bench_local_sandbox.py``)."""
+share one, made the first time a process starts one in a scratch folder, of hard links to the
+package's files where the filesystem allows (``copy_evaluator(link=True)``), and removed when
+the process exits (``scratch.process_directory``; reclaimed once a killed process's owner lock
+is gone). Copying the files for each worker took 0.67 s of every sandboxed worker's start on
+this project's machine; linking them once a process, 0.05 s (docs/benchmarks.md, section
+33)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,6 @@ def shared_evaluator(tmp: Path) -> Path:
     with _LOCK:
         made = _MADE.get(key)
         if made is None or not (made / "pinbench" / "__init__.py").is_file():
-            made = copy_evaluator(process_directory(tmp, "evaluator") / "copy")
+            made = copy_evaluator(process_directory(tmp, "evaluator") / "copy", link=True)
             _MADE[key] = made
         return made
