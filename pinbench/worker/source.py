@@ -89,7 +89,7 @@ def copy_evaluator(
     files of the package instead (``bench/bench_sandbox.py`` copies the whole package so).
     ``link``: each file a hard link to the package's where the filesystem allows it (a copy
     where it does not): for a copy no one will write (bound read-only into sandboxes), made in
-    milliseconds where copying the files took two thirds of a second."""
+    a tenth of a second where copying the files took a third (docs/benchmarks.md, section 33)."""
     put = _linked if link else shutil.copy2
     tag = sys.implementation.cache_tag
     dest.mkdir(parents=True)

@@ -9,9 +9,8 @@ folder its copy would have been in, are read-only in the sandbox (``sandbox.wrap
 share one, made the first time a process starts one in a scratch folder, of hard links to the
 package's files where the filesystem allows (``copy_evaluator(link=True)``), and removed when
 the process exits (``scratch.process_directory``; reclaimed once a killed process's owner lock
-is gone). Copying the files for each worker took 0.67 s of every sandboxed worker's start on
-this project's machine; linking them once a process, 0.05 s (docs/benchmarks.md, section
-33)."""
+is gone). Copying the files took 0.34 s of every sandboxed worker's start on this project's
+machine; linking them, once a process, 0.09 s (docs/benchmarks.md, section 33)."""
 
 from __future__ import annotations
 
