@@ -13,9 +13,9 @@ untimed run of each side first, then for each lockfile, in turn:
 
 Each side is a child interpreter calling the CLI's ``main``; which side goes first alternates
 from run to run. Reported: medians of each side and of the differences within a run. Beside
-them, what the shared evaluator a sandboxed worker imports costs to make
-(``runners.evaluator_copy``): the worker's side copied file by file (what each worker was
-given before) against hard-linked (what a process now makes once), alternating.
+them, what giving a worker the evaluator it imports costs: the worker's side copied file by
+file (what every worker was given before, and an unsandboxed one still is) against the empty
+entries a sandboxed worker's binds go over (``runners.evaluator_copy``), alternating.
 
 Run: ``.venv/bin/python -m bench.bench_local_sandbox --runs 5`` (``--json``).
 """
@@ -61,14 +61,21 @@ def _wall(env: dict[str, str], lock: Path, flags: list[str]) -> float:
     return took
 
 
-def _made(root: Path, link: bool) -> float:
-    """Seconds to make one copy of the evaluator (``copy_evaluator``), then removed."""
+def _made(root: Path, bound: bool) -> float:
+    """Seconds to give one worker the evaluator: a copy of the worker's side
+    (``copy_evaluator``, an unsandboxed worker's) or the entries its binds go over
+    (``evaluator_copy.side_binds``, a sandboxed worker's); removed after."""
     from pinbench.artifacts.scratch import remove_tree
+    from pinbench.evaluator.runners.evaluator_copy import side_binds
     from pinbench.worker.source import copy_evaluator
 
     where = root / "evaluator"
     began = time.perf_counter()
-    copy_evaluator(where, link=link)
+    if bound:
+        where.mkdir()
+        side_binds(where)
+    else:
+        copy_evaluator(where)
     took = time.perf_counter() - began
     remove_tree(where)
     return took
@@ -124,8 +131,10 @@ def main(argv: list[str] | None = None) -> int:
                     walls["sandboxed"] - walls["in-process (--sandbox none)"]
                 )
         for _ in range(runs):
-            for name, link in (("copied", False), ("linked", True)):
-                report.metric(f"the evaluator's files {name}", "s").values.append(_made(root, link))
+            for name, bound in (("copied", False), ("bound (the entries made)", True)):
+                report.metric(f"the evaluator's files {name}", "s").values.append(
+                    _made(root, bound)
+                )
     report.notes += [
         "wall seconds of a child interpreter running `pinbench run --runner local`, medians of "
         "each side and of the differences within a run; which side goes first alternates",

@@ -27,11 +27,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KINDS = ("stage", "upload", "bytes", "fetch", "run", "warm", "evaluator")
+KINDS = ("stage", "upload", "bytes", "fetch", "run", "warm")
 """What scratch is made for: staged blobs (publish), uploads (serve), small blobs, fetched
-sources, run folders, warm evaluators' job folders, the evaluator's copy sandboxed workers
-share (``runners.evaluator_copy``). (A resumable download's ``download-*.part`` is kept on
-purpose.)"""
+sources, run folders, warm evaluators' job folders. (A resumable download's
+``download-*.part`` is kept on purpose.)"""
 OWNERS = "owners"
 """The folder of owner locks, beside the scratch folder."""
 LEGACY_MIN_AGE_S = 24 * 3600
@@ -115,25 +114,6 @@ def scratch_directory(tmp: Path, kind: str) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             remove_tree(made)
-
-
-def process_directory(tmp: Path, kind: str) -> Path:
-    """A new folder ``KIND-OWNER-xxxxxxxx`` in ``tmp`` for the rest of this process's life:
-    removed when it exits, or by ``reclaim`` once its owner is dead (``kill -9`` included)."""
-    import atexit
-    import tempfile
-
-    tmp.mkdir(parents=True, exist_ok=True)
-    made = Path(tempfile.mkdtemp(prefix=f"{_kind(kind)}-{owner_of(tmp)}-", dir=tmp))
-    pid = os.getpid()
-
-    def remove() -> None:
-        if os.getpid() == pid:  # never a forked child's
-            with contextlib.suppress(OSError):
-                remove_tree(made)
-
-    atexit.register(remove)
-    return made
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW

@@ -75,9 +75,7 @@ def evaluator_digest() -> str:
     return h.hexdigest()
 
 
-def copy_evaluator(
-    dest: Path, *, bytecode: bool = True, files: list[Path] | None = None, link: bool = False
-) -> Path:
+def copy_evaluator(dest: Path, *, bytecode: bool = True, files: list[Path] | None = None) -> Path:
     """A new copy of the worker's side's files in ``dest/pinbench`` (``dest`` must not exist);
     return ``dest``, the folder to put on ``PYTHONPATH``.
 
@@ -86,11 +84,7 @@ def copy_evaluator(
     does not compile every module it imports at each start (issue 49: 0.2 s of CPU per start);
     Python checks it against the copied source as it checks the host's. ``bytecode=False``: the
     sources alone (an image build compiles them with the image's own Python). ``files``: these
-    files of the package instead (``bench/bench_sandbox.py`` copies the whole package so).
-    ``link``: each file a hard link to the package's where the filesystem allows it (a copy
-    where it does not): for a copy no one will write (bound read-only into sandboxes), made in
-    a tenth of a second where copying the files took a third (docs/benchmarks.md, section 33)."""
-    put = _linked if link else shutil.copy2
+    files of the package instead (``bench/bench_sandbox.py`` copies the whole package so)."""
     tag = sys.implementation.cache_tag
     dest.mkdir(parents=True)
     made: set[Path] = set()
@@ -99,21 +93,12 @@ def copy_evaluator(
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        put(path, target)
+        shutil.copy2(path, target)
         compiled = path.parent / "__pycache__" / f"{path.stem}.{tag}.pyc"
         if bytecode and tag is not None and path.suffix == ".py" and os.path.isfile(compiled):
             cache = target.parent / "__pycache__"
             if cache not in made:
                 cache.mkdir(exist_ok=True)
                 made.add(cache)
-            put(compiled, cache / compiled.name)
+            shutil.copy2(compiled, cache / compiled.name)
     return dest
-
-
-def _linked(source: Path, target: Path) -> None:
-    """``target`` a hard link to ``source``, or a copy with its times where linking is not
-    allowed (another filesystem, ``fs.protected_hardlinks`` on another user's file)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)

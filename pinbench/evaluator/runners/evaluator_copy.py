@@ -1,38 +1,51 @@
-"""The copy of the evaluator that sandboxed workers share: made once a process, read-only to
-each of them.
+"""What a sandboxed worker imports pinbench from: the worker's side of the package, bound
+read-only into its sandbox unit by unit, never copied.
 
-A worker imports pinbench from a copy of the worker's side (``worker.source.copy_evaluator``:
-about 760 files with their bytecode), never from the host's package. An unsandboxed worker
-gets a copy of its own, since the code it may run can write there and must not reach the next
-worker. A sandboxed worker cannot write it: its run's folder, and this copy bound over the
-folder its copy would have been in, are read-only in the sandbox (``sandbox.wrap``). So they
-share one, made the first time a process starts one in a scratch folder, of hard links to the
-package's files where the filesystem allows (``copy_evaluator(link=True)``), and removed when
-the process exits (``scratch.process_directory``; reclaimed once a killed process's owner lock
-is gone). Copying the files took 0.34 s of every sandboxed worker's start on this project's
-machine; linking them, once a process, 0.09 s (docs/benchmarks.md, section 33)."""
+A worker imports pinbench from the worker's side alone (``worker.source.SIDE``: ``worker`` and
+the units it imports), never from the whole package. An unsandboxed worker gets a copy of its
+own (``worker.source.copy_evaluator``: about 760 files with their bytecode), since the code it
+may run can write there and must not reach the next worker. A sandboxed worker cannot write:
+each unit of the side (a folder, or a module with its bytecode) is bound read-only from the
+host's package over an empty entry of the run's folder, which is itself read-only in the
+sandbox (``sandbox.wrap``). So nothing is copied: the copy took 0.2-0.34 s of every sandboxed
+worker's start on this project's machine (docs/benchmarks.md, section 33). Hard links to the
+package's files, tried first, changed their link counts and times, which ``guard`` reads as a
+change of pinbench's own package by a run's code."""
 
 from __future__ import annotations
 
-import os
-import threading
+import sys
 from pathlib import Path
 
-_LOCK = threading.Lock()
-_MADE: dict[tuple[int, Path], Path] = {}
-"""(process id, scratch folder) -> the copy's folder (the one to put on ``PYTHONPATH``)."""
 
+def side_binds(folder: Path) -> list[tuple[Path, Path]]:
+    """The binds that show the worker's side at ``folder/pinbench``: (the host's file or
+    folder, the empty entry made for it under ``folder``), the entries made here."""
+    from pinbench.worker.source import PACKAGE, SIDE
 
-def shared_evaluator(tmp: Path) -> Path:
-    """The folder holding this process's shared copy of the evaluator (``pinbench/``) in
-    scratch folder ``tmp``; made again if it has gone."""
-    from pinbench.artifacts.scratch import process_directory
-    from pinbench.worker.source import copy_evaluator
+    top = folder / "pinbench"
+    cache = top / "__pycache__"
+    cache.mkdir(parents=True)
+    tag = sys.implementation.cache_tag
+    binds: list[tuple[Path, Path]] = []
 
-    key = (os.getpid(), tmp.absolute())
-    with _LOCK:
-        made = _MADE.get(key)
-        if made is None or not (made / "pinbench" / "__init__.py").is_file():
-            made = copy_evaluator(process_directory(tmp, "evaluator") / "copy", link=True)
-            _MADE[key] = made
-        return made
+    def bind(host: Path, entry: Path) -> None:
+        if host.is_dir():
+            entry.mkdir()
+        else:
+            entry.touch()
+        binds.append((host, entry))
+
+    modules = ["__init__"]
+    for unit in SIDE:
+        if (PACKAGE / unit).is_dir():
+            bind(PACKAGE / unit, top / unit)
+        else:
+            modules.append(unit)
+    for name in [f"{m}.py" for m in modules] + ["py.typed"]:
+        bind(PACKAGE / name, top / name)
+    for module in modules:
+        compiled = PACKAGE / "__pycache__" / f"{module}.{tag}.pyc"
+        if tag is not None and compiled.is_file():
+            bind(compiled, cache / compiled.name)
+    return binds

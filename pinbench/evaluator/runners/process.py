@@ -184,17 +184,17 @@ def worker_start(
 
     ``confine``: in that sandbox (``sandbox.wrap``; ``root`` under its folder, ``ARGS`` host
     paths under it, translated), with the sandbox's environment whatever ``inherit`` says, the
-    process's shared read-only copy of the evaluator seen at ``root/evaluator``
+    worker's side of the host's package bound read-only at ``root/evaluator`` instead of a copy
     (``evaluator_copy``); ``hidden``: what the interpreter's folders may not hold (the home,
     the blob store)."""
     source = root / "evaluator"
     cwd = root / "cwd"
     cwd.mkdir(parents=True)
     if confine is not None:
-        from pinbench.evaluator.runners.evaluator_copy import shared_evaluator
+        from pinbench.evaluator.runners.evaluator_copy import side_binds
         from pinbench.evaluator.runners.sandbox import wrap
 
-        source.mkdir()  # where the shared copy is bound, read-only
+        binds = [(host, confine.inside(entry)) for host, entry in side_binds(source)]
         inside = [confine.inside(a) if Path(a).is_relative_to(confine.root) else a for a in args]
         argv, env = wrap(
             confine,
@@ -203,7 +203,7 @@ def worker_start(
             hidden=list(hidden),
             pythonpath=confine.inside(source),
             cwd=confine.inside(cwd),
-            evaluator=(shared_evaluator(confine.root.parent), confine.inside(source)),
+            binds=binds,
         )
         return WorkerStart(argv=argv, env=env, cwd=str(cwd))
     copy_evaluator(source)

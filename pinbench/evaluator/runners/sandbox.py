@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from pinbench.errors import UserError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pinbench.registry.lockfile import Lockfile
     from pinbench.worker.job import Evidence
 
@@ -231,11 +233,11 @@ def wrap(
     hidden: list[Path],
     pythonpath: str,
     cwd: str,
-    evaluator: tuple[Path, str] | None = None,
+    binds: Sequence[tuple[Path, str]] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command and environment that run ``argv`` (the interpreter first) in the sandbox:
-    ``pythonpath`` and ``cwd`` are paths inside it. ``evaluator``: a host folder (the shared
-    copy of the evaluator) bound read-only at a path inside (an empty folder of the run's)."""
+    ``pythonpath`` and ``cwd`` are paths inside it. ``binds``: host files or folders (the
+    worker's side of pinbench) bound read-only at paths inside (empty entries of the run's)."""
     roots = interpreter_roots(python)
     _check_roots(roots, [h.resolve() for h in hidden])
     root = confinement.root
@@ -273,8 +275,8 @@ def wrap(
     args += ["--ro-bind", str(root), MOUNT]
     for name in confinement.writable:
         args += ["--bind", str(root / name), f"{MOUNT}/{name}"]
-    if evaluator is not None:
-        args += ["--ro-bind", str(evaluator[0]), evaluator[1]]
+    for host, at in binds:
+        args += ["--ro-bind", str(host), at]
     args += ["--chdir", cwd, "--", *argv]
     env = {k: os.environ[k] for k in ENV if k in os.environ}
     env.update(
