@@ -7,8 +7,9 @@ own (``worker.source.copy_evaluator``: about 760 files with their bytecode), sin
 may run can write there and must not reach the next worker. A sandboxed worker cannot write:
 each unit of the side (a folder, or a module with its bytecode) is bound read-only from the
 host's package over an empty entry of the run's folder, which is itself read-only in the
-sandbox (``sandbox.wrap``). So nothing is copied: the copy took 0.2-0.34 s of every sandboxed
-worker's start on this project's machine (docs/benchmarks.md, section 33). Hard links to the
+sandbox (``sandbox.wrap``). So nothing is copied: the copy took 0.18 s of every sandboxed
+worker's start on this project's machine, making the entries takes 6 ms (docs/benchmarks.md,
+section 33). Hard links to the
 package's files, tried first, changed their link counts and times, which ``guard`` reads as a
 change of pinbench's own package by a run's code."""
 
