@@ -148,7 +148,21 @@ def served(
 ) -> Iterator[str]:
     """``pinbench serve ARGS`` inside the namespace (``--cluster ADDRESS`` among them for a
     server on the cluster, with ``agent_token``); its URL there, once it answers."""
-    env = dict(cluster.env)
+    with served_process(cluster, port, *args, agent_token=agent_token) as (url, _):
+        yield url
+
+
+@contextmanager
+def served_process(
+    cluster: Cluster,
+    port: int,
+    *args: str,
+    agent_token: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[str, int]]:
+    """``served``, with ``env`` added to the server's environment: its URL and the server's
+    process id (in this namespace's view)."""
+    env = dict(cluster.env, **(env or {}))
     if agent_token is not None:
         env["PINBENCH_AGENT_TOKEN"] = agent_token
     log = Path(cluster.env["PINBENCH_HOME"]) / f"serve-{port}.log"
@@ -176,7 +190,7 @@ def served(
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"pinbench serve did not start: {log.read_text()[-3000:]}")
             time.sleep(0.3)
-        yield url
+        yield url, _children(process.pid)[0]  # nsenter's one child: the server
     finally:
         with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # already gone
             for pid in _children(process.pid):

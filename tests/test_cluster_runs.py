@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -25,7 +26,15 @@ from pinbench.db.models import Run
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
-from tests.cluster import ADDRESS, BIN, ONE_CLUSTER, Cluster, ray_cluster, served
+from tests.cluster import (
+    ADDRESS,
+    BIN,
+    ONE_CLUSTER,
+    Cluster,
+    ray_cluster,
+    served,
+    served_process,
+)
 
 pytestmark = ONE_CLUSTER  # one Ray cluster at a time (tests/cluster.py)
 
@@ -406,3 +415,54 @@ def test_a_study_on_the_agents_runs_through_the_server_and_resumes(world: World)
     assert unknown.returncode == 1 and "no system named 'lab-z'" in unknown.stderr
     listed = world.cluster.ns.run([pinbench, "study", "list", "--json"], env).stdout
     assert {s["name"] for s in json.loads(listed)} == {"on-agents"}  # nothing else recorded
+
+
+def test_a_first_sigterm_waits_for_a_run_on_an_agent(world: World) -> None:
+    """Issue 85, item 2: a server's first SIGTERM exited in 5.7 s (drain-seconds 120) with a
+    run measuring on an agent, left ``running``: Ray, which a server joins as a driver, had put
+    a handler of its own on SIGTERM that aborted the process three seconds later. The drain
+    now waits for the agent's run, which succeeds, and the server then stops."""
+    cluster = world.cluster
+    lock = world.lock("drained", scenario={"min_duration_ms": 8000, "min_query_count": 1})
+    drain = {"PINBENCH_DRAIN_S": "120", "PINBENCH_DRAIN_GRACE_S": "1"}
+    with served_process(
+        cluster, PORT + 9, "--cluster", ADDRESS, agent_token=world.tokens["reader"], env=drain
+    ) as (url, server):
+        env = dict(cluster.env, PINBENCH_URL=url, PINBENCH_TOKEN=world.tokens["owner"])
+        client = subprocess.Popen(
+            cluster.ns.command(
+                [str(BIN / "pinbench"), "run", str(lock), "--on", "lab-a", "--runner", "local",
+                 "--json"]
+            ),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        ws = world.workspace()
+        try:
+            deadline = time.monotonic() + 120
+            run_id = None
+            while run_id is None and time.monotonic() < deadline:
+                with ws.transaction() as session:
+                    row = session.scalars(
+                        select(Run).where(Run.system == "lab-a", Run.status == "running")
+                    ).first()
+                    run_id = row.id if row is not None else None
+                time.sleep(0.2)
+            assert run_id is not None, "the run never started on lab-a"
+            os.kill(server, signal.SIGTERM)
+            time.sleep(5)  # Ray's handler ended the process three seconds after the signal
+            assert Path(f"/proc/{server}").exists(), "the server did not drain"
+            _, err = client.communicate(timeout=180)
+            with ws.transaction() as session:
+                row = session.get(Run, run_id)
+                assert row is not None and (row.status, row.error) == ("succeeded", None), err
+        finally:
+            ws.close()
+            if client.poll() is None:
+                client.kill()
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(f"/proc/{server}").exists(), "the server did not stop after its drain"

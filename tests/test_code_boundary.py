@@ -519,3 +519,45 @@ def test_the_evaluator_neither_chooses_the_scored_samples_nor_states_a_metric(
     assert recorded["framework_calls_count"] == latencies.size  # the host's count
     assert recorded["queries_count"] == recorded["details"]["loadgen"]["result_query_count"]
     assert recorded["framework_latency_p99_ns"] > 1.0
+
+
+def test_seeding_a_cache_never_writes_through_what_its_worker_left_there(
+    world: World, tmp_path: Path
+) -> None:
+    """An attacker's review of decision 310: a warm evaluator keeps one cache folder for every
+    job, and a worker that replaced an entry's name there with a link to a file of the host's
+    had the next job's seeding write the entry's bytes (and its sidecar) through the link.
+    Seeding now removes what is there and makes a new file."""
+    from pinbench.evaluator.runners.consented import sandboxed_cache, seed_cache
+
+    ws = world.home.ws
+    lock = _digits_lock(ws)
+    run_lockfile(ws, lock, say=quiet)  # an entry kept for the model's sandboxed runs
+    kept = sorted(sandboxed_cache(ws, lock).glob("*.npy"))
+    assert kept
+    run_cache = tmp_path / "cache"
+    run_cache.mkdir()
+    victims = {}
+    for entry in kept:
+        for name in (entry.name, entry.name + ".sha256"):
+            victim = tmp_path / f"host-file-{name}"
+            victim.write_text("the host's")
+            (run_cache / name).symlink_to(victim)
+            victims[name] = victim
+    assert seed_cache(ws, lock, run_cache) == {e.name for e in kept}
+    assert all(v.read_text() == "the host's" for v in victims.values())
+    assert not any((run_cache / name).is_symlink() for name in victims)
+
+
+def test_a_data_only_models_sandboxed_inputs_are_its_own(world: World) -> None:
+    """The same review: entries a data-only model's sandboxed worker computed were kept in one
+    folder for every data-only model with that pipeline, so a worker whose framework's parser
+    was subverted could plant another model's inputs. Each model has its own folder."""
+    from pinbench.evaluator.runners.consented import sandboxed_cache
+
+    ws = world.home.ws
+    logreg = _digits_lock(ws)
+    request = {"model": f"{builtin.MODEL_NAME}@1.2.0", "dataset": f"{builtin.DATASET_NAME}@1"}
+    other = service.lock(ws, parse_request(request))[0]  # another version: the same pipeline
+    assert sandboxed_cache(ws, logreg) != sandboxed_cache(ws, other)
+    assert sandboxed_cache(ws, logreg).parent == sandboxed_cache(ws, other).parent

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text, update
 
-from pinbench.api.outage import DRAINED, STOPPED
+from pinbench.api.outage import DRAINED, STOPPED, drain_ran_out
 from pinbench.config import Settings
 from pinbench.db.models import Run
 from pinbench.evaluator.instances import LEASE_ENV
@@ -66,6 +66,21 @@ def _gone(pid: int, timeout_s: float) -> bool:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             if state == "Z":
                 return True
+        time.sleep(0.2)
+    return False
+
+
+def _ended(pid: int, timeout_s: float) -> bool:
+    """Whether process ``pid`` (not a group's leader) ended (or is a zombie) within
+    ``timeout_s``."""
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
         time.sleep(0.2)
     return False
 
@@ -173,8 +188,9 @@ def test_a_run_still_running_after_the_drain_is_interrupted(
         # its waiting client reads how it ended (the server used to stop, then record it)
         info = wait_for_status(c, run_id, ("interrupted", "succeeded", "failed"), 60)
         assert _gone(pid, 60)
-    assert (info["status"], info["error"]) == ("interrupted", STOPPED)
-    assert _status(home, url, run_id) == ("interrupted", STOPPED)
+    ran_out = drain_ran_out(2)  # the reason names the drain's seconds
+    assert (info["status"], info["error"]) == ("interrupted", ran_out)
+    assert _status(home, url, run_id) == ("interrupted", ran_out)
 
 
 def _pg_database(request: pytest.FixtureRequest) -> str:
@@ -268,3 +284,37 @@ def test_a_second_sigterm_to_a_serve_with_two_workers_stops_it_at_once(
         assert _gone(proc.pid, 30), "a second SIGTERM did not stop the server"
     assert "a further stop signal: stopping the workers now" in log.read_text()
     assert _status(home, url, run_id)[0] == "interrupted"
+
+
+def test_a_killed_serve_parent_takes_its_workers_and_a_restart_finds_the_port_free(
+    sqlite_home: tuple[Path, str, dict[str, str]],
+) -> None:
+    """Issue 85, item 4: ``kill -9`` of ``serve --workers 2``'s parent left its two workers
+    serving (health 200, a run going on) on the socket they inherited, and a restart failed
+    with ``Address already in use``. Each worker now stops when its parent dies: the port is
+    free, and the run it held is recorded interrupted with the reason."""
+    import socket
+
+    from tests.apiserver import _children, _wait_for_workers
+
+    home, url, tokens = sqlite_home
+    long = {**SHORT, "scenario": {**SHORT["scenario"], "min_duration_ms": 600_000}}  # type: ignore[dict-item]
+    auth = {"Authorization": f"Bearer {tokens['owner']}"}
+    env = {LEASE_ENV: "3", "PINBENCH_DRAIN_S": "600", "PINBENCH_DRAIN_GRACE_S": "1"}
+    with (
+        serve_process(home, url, "--workers", "2", "--run-workers", "1", env=env) as (base, proc),
+        httpx.Client(base_url=base, headers=auth, timeout=30) as c,
+    ):
+        _wait_for_workers(home, url, proc, 2)
+        workers = _children(proc.pid)
+        digest = c.post("/api/v1/lockfiles", json=long).json()["points"][0]["digest"]
+        run_id = _submit(c, digest).json()["id"]
+        wait_for_status(c, run_id, ("running",))
+        os.kill(proc.pid, signal.SIGKILL)  # the parent only: no stop it could pass on
+        proc.wait()
+        assert workers and all(_ended(pid, 30) for pid in workers), "a worker outlived its parent"
+        port = int(base.rsplit(":", 1)[1])
+        with socket.socket() as again:  # as uvicorn binds it
+            again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            again.bind(("127.0.0.1", port))
+    assert _status(home, url, run_id) == ("interrupted", STOPPED)

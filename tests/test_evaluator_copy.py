@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pinbench.evaluator.runners.evaluator_copy import side_binds
 from pinbench.evaluator.runners.sandbox import Confinement, wrap
 from pinbench.worker.source import PACKAGE, evaluator_files
@@ -61,3 +63,26 @@ def test_a_sandbox_sees_the_workers_side_read_only_and_nothing_else(tmp_path: Pa
     assert seen["files"] == side  # the runners, the scorer, the CLI, the server: not there
     assert seen["wrote"] == "Read-only file system"
     assert {p: _inode(p) for p in evaluator_files()} == stats  # no link count or time moved
+
+
+def test_a_side_folder_holding_more_than_python_is_copied_not_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attacker's review: a bound folder shows all it holds (a developer's stray file in an
+    editable checkout, a link out of it), and a package under the home would not be checked
+    against what a sandbox hides. Such a worker gets a copy of the side's files instead."""
+    import shutil
+
+    from pinbench.worker import source
+
+    package = tmp_path / "site" / "pinbench"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("*.so"))
+    monkeypatch.setattr(source, "PACKAGE", package)
+    assert side_binds(tmp_path / "clean") is not None
+    assert side_binds(tmp_path / "hidden", [tmp_path / "site"]) is None
+    (package / "worker" / "notes.txt").write_text("a developer's")
+    assert side_binds(tmp_path / "stray") is None
+    assert not (tmp_path / "stray").exists()  # nothing made
+    (package / "worker" / "notes.txt").unlink()
+    (package / "worker" / "link.py").symlink_to("/etc/passwd")
+    assert side_binds(tmp_path / "linked") is None

@@ -105,6 +105,19 @@ def test_the_second_run_in_a_warm_venv_evaluator_is_warm_and_measures_what_a_col
     assert not any((pool.root).iterdir())  # its jobs folder went with it
 
 
+def test_a_warm_process_serves_one_models_runs(digits: Workspace, pool: WarmPool) -> None:
+    """Decision 310's review: a warm evaluator served every ONNX model of its environment, so a
+    parser's bug one model's bytes reached kept its hold on other models' runs. Another model
+    starts a process of its own; the first model's next run finds its own again."""
+    first = run_lockfile(digits, _lock(digits), runner="venv", say=quiet, warm=pool)
+    other_lock = _lock(digits, model=f"{builtin.MODEL_NAME}@1.2.0")
+    other = run_lockfile(digits, other_lock, runner="venv", say=quiet, warm=pool)
+    again = run_lockfile(digits, _lock(digits), runner="venv", say=quiet, warm=pool)
+    one, two, three = (_environment(digits, r.id) for r in (first, other, again))
+    assert two["warm_process"] != one["warm_process"] and two["warm_served_before"] == 0
+    assert three["warm_process"] == one["warm_process"] and three["warm"] is True
+
+
 def test_a_run_past_its_time_limit_takes_its_warm_process_and_the_next_starts_another(
     digits: Workspace, pool: WarmPool
 ) -> None:

@@ -40,7 +40,7 @@ class Drainable(Protocol):
 
     def wait_running(self, timeout_s: float) -> bool: ...
 
-    def stop_running(self) -> None: ...
+    def stop_running(self, reason: str = ...) -> None: ...
 
     @property
     def watchers(self) -> Watchers: ...
@@ -84,7 +84,9 @@ def _drain(pool: Drainable, drain_s: float, grace_s: float, after: Handler, sign
             log.info("drained: no run is running")
         else:
             log.warning("runs still running after %.0f s: stopping them (interrupted)", drain_s)
-            pool.stop_running()
+            from pinbench.api.outage import drain_ran_out
+
+            pool.stop_running(drain_ran_out(drain_s))
         untold = pool.watchers.wait_told(grace_s)
         if untold:
             log.warning(

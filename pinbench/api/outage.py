@@ -26,6 +26,15 @@ DRAINED = "the server was stopping (SIGTERM) before this run started: submit it 
 """The reasons a stopping server marks its runs ``interrupted`` with."""
 
 
+def drain_ran_out(drain_s: float) -> str:
+    """The reason a run still running when a drain's ``--drain-seconds`` ran out is stopped
+    with."""
+    return (
+        f"the server was stopping (SIGTERM) and this run was still running after the "
+        f"{drain_s:g} s it waits (--drain-seconds): submit it again"
+    )
+
+
 def begin(ws: Workspace, run_id: str, *, give_up: Callable[[], bool]) -> bool:
     """Move a queued run to ``running`` (``instances.begin``), waiting while the database is
     away; False when it was cancelled, or ``give_up()`` ended the wait (it stays queued)."""

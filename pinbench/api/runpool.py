@@ -368,13 +368,14 @@ class RunPool:
         with self._ended:
             return self._ended.wait_for(lambda: not self._stops, timeout=timeout_s)
 
-    def stop_running(self) -> None:
-        """Ask each running run to stop (recorded ``interrupted``: the server stopped) and
-        give them ``CLOSE_GRACE_S`` to record themselves and remove their scratch."""
+    def stop_running(self, reason: str = STOPPED) -> None:
+        """Ask each running run to stop (recorded ``interrupted`` with ``reason``: the server
+        stopped) and give them ``CLOSE_GRACE_S`` to record themselves and remove their
+        scratch; a run on an agent tells the agent first (``OnSystem``)."""
         with self._lock:
             stops = list(self._stops.values())
         for stop in stops:  # kill their children; their records say the server stopped
-            stop.request(RunStopped(status="interrupted", reason=STOPPED))
+            stop.request(RunStopped(status="interrupted", reason=reason))
         with self._ended:
             if not self._ended.wait_for(lambda: not self._stops, timeout=CLOSE_GRACE_S):
                 log.warning("%d run(s) did not stop within %.0f s", len(self._stops), CLOSE_GRACE_S)

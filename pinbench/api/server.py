@@ -65,6 +65,9 @@ def app_from_env() -> ASGIApp:
     """The app a uvicorn worker serves: its logging set up, each request observed (the access
     log and the metrics: ``Observe`` wraps the whole app, so a request no route matches counts
     too), behind ``behind_proxy`` (the client and scheme a trusted proxy forwards)."""
+    from pinbench.api.parent_death import die_with_parent
+
+    die_with_parent()  # a worker of ``serve --workers N`` ends with its parent
     raw = os.environ.get(SETTINGS_ENV)
     settings = ServerSettings(**json.loads(raw)) if raw else ServerSettings()
     logs.configure(settings.log_level, settings.log_format)

@@ -45,6 +45,9 @@ def run(app: str, **options: Any) -> None:
     if config.workers <= 1:
         uvicorn.run(app, **options)
         return
+    from pinbench.api.parent_death import name_parent
+
+    name_parent()  # its workers end with it, however it ends (``parent_death``)
     sock = config.bind_socket()
     try:
         Supervisor(config, sockets=[sock]).run()

@@ -35,6 +35,9 @@ POLL_S = 0.5
 MAX_ENVIRONMENT_BYTES = 64 * 1024
 FETCH_ALLOWANCE_S = 1800.0
 """Time an agent may take, beyond the lockfile's ``limits.timeout_s``, to fetch its blobs."""
+CANCEL_S = 5.0
+"""How long a run that stops waits for its agent to take the cancel (the server may be
+stopping: its process must not end with the agent still measuring, unknowing)."""
 
 
 class SystemLost(SystemFailure):
@@ -150,8 +153,8 @@ class OnSystem:
                 if time.monotonic() > deadline:
                     raise AgentTimedOut(self.system, lock.body.limits.timeout_s)
             except PinbenchError as exc:  # a cancel, the server stopping, the deadline
-                with contextlib.suppress(Exception):
-                    actor.cancel.remote(str(exc))  # the agent stops its evaluation too
+                with contextlib.suppress(Exception):  # the agent stops its evaluation too
+                    ray.get(actor.cancel.remote(str(exc)), timeout=CANCEL_S)  # and says so
                 raise
             try:
                 text = ray.get(actor.progress.remote(), timeout=10)

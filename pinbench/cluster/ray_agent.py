@@ -73,7 +73,15 @@ class ClusterSystem:
 
 
 def ray_module() -> Any:
-    """The ``ray`` module, loosely typed (its stubs are partial)."""
+    """The ``ray`` module, loosely typed (its stubs are partial). Its failure signal handler
+    is kept out of this process (``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``, read when ``ray`` is
+    first imported): connected as a driver, Ray's core worker installed one for SIGTERM that
+    aborted the process three seconds after the signal, so a server's first SIGTERM, which
+    drains its runs for ``--drain-seconds``, ended it with its runs on agents still measuring
+    (issue 85, item 2)."""
+    import os
+
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     import ray
 
     return ray

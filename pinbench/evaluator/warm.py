@@ -2,8 +2,9 @@
 
 Importing a framework costs seconds, paid again by every cold run. With ``pinbench serve
 --warm`` (or ``pinbench agent start --warm``) the venv and docker runners keep one evaluator
-per key (runner, environment digest, evaluator digest; for docker also the container's limits,
-which are the container's own) running ``python -m pinbench.worker.main --serve`` and
+per key (runner, environment digest, evaluator digest, the model; for docker also the
+container's limits, which are the container's own) running ``python -m pinbench.worker.main
+--serve`` and
 hand it job after job through a folder: ``jobs/N/job.json`` then ``jobs/N/go``; the worker
 answers with ``out/N`` (the same result files a cold evaluator writes, validated the same way)
 and ``out/N.exit``. The bytes are still checked inside the boundary, every job.
@@ -338,7 +339,10 @@ def run_warm(
             reason = format_reason(str(cold))
         evidence.environment.update(warm=False, warm_cold_because=reason)
         return False
-    with pool.take(key, start) as held:
+    from pinbench.evaluator.runners.consented import system_key
+
+    # one model's runs to a process: a parser's bug its bytes reach stays with its own runs
+    with pool.take((*key, system_key(lock)), start) as held:
         if held is None:
             reason = CLOSED_REASON if pool.closed else BUSY_REASON
             evidence.environment.update(warm=False, warm_cold_because=reason)

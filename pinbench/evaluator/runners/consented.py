@@ -10,6 +10,7 @@ inputs cache: a change there fails the run (issue 63: consent is for one run).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -39,13 +40,18 @@ def inputs_cache(ws: Workspace, lock: Lockfile) -> Path:
     root = ws.settings.home / "cache" / "inputs"
     if not needs_code(lock) and not runs_its_own_operations(lock):
         return root
+    return root / f"code-{system_key(lock)}"
+
+
+def system_key(lock: Lockfile) -> str:
+    """The system under test's digest (its model's manifest, its chain), 32 hex digits."""
     model = lock.artifact(Kind.MODEL)
     chain = lock.body.chain
     key = {
         "model": model.manifest_digest if model is not None else None,
         "chain": msgspec.to_builtins(chain) if chain is not None else None,
     }
-    return root / f"code-{Digest.of_bytes(canonical_json(key)).hex[:32]}"
+    return Digest.of_bytes(canonical_json(key)).hex[:32]
 
 
 def package_mark(ws: Workspace) -> Path:
@@ -100,11 +106,14 @@ _ENTRY = re.compile(r"[0-9a-f]{32}-[0-9a-f]{32}\.npy")
 
 def sandboxed_cache(ws: Workspace, lock: Lockfile) -> Path:
     """Where the inputs a sandboxed worker computed are kept: never where a run in pinbench's
-    own process reads (``inputs_cache``'s shared folder), but in ``sandboxed/`` under it; a
-    model's own folder (code, operations of its own) is read only by that model's runs."""
+    own process reads (``inputs_cache``'s shared folder), and one folder per model, read by
+    that model's runs only: ``sandboxed/KEY`` under it for a data-only model (a parser's bug
+    the model's bytes reach could make its worker write entries under another model's
+    pipeline; shared, they were adopted for every model of that pipeline), a model's own
+    folder for code and operations of its own."""
     trusted = inputs_cache(ws, lock)
     root = ws.settings.home / "cache" / "inputs"
-    return trusted / "sandboxed" if trusted == root else trusted
+    return root / "sandboxed" / system_key(lock) if trusted == root else trusted
 
 
 def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
@@ -129,11 +138,28 @@ def seed_cache(ws: Workspace, lock: Lockfile, run_cache: Path) -> set[str]:
             continue
         digest = seal.digest_of(entry.name, sidecar.read_text(errors="replace"))
         if digest is not None and _copy_hashed(entry, run_cache / entry.name) == digest:
-            (run_cache / sidecar.name).write_text(digest)  # the worker checks it too (``feed``)
-            copied.add(entry.name)
-        else:
-            (run_cache / entry.name).unlink(missing_ok=True)
+            side = _fresh(run_cache / sidecar.name)  # the worker checks it too (``feed``)
+            if side is not None:
+                with os.fdopen(side, "w") as out:
+                    out.write(digest)
+                copied.add(entry.name)
+                continue
+        with contextlib.suppress(OSError):
+            (run_cache / entry.name).unlink()
     return copied
+
+
+def _fresh(target: Path) -> int | None:
+    """A new file at ``target`` open for writing, whatever was there removed first and never
+    followed (a warm evaluator's cache is the same folder job after job: what its worker
+    left there, a link to a file of the host's among them, is never written through); none
+    where something took the name in between."""
+    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+        os.unlink(target)
+    try:
+        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return None
 
 
 def _copy_hashed(source: Path, target: Path) -> str | None:
@@ -150,12 +176,16 @@ def _copy_hashed(source: Path, target: Path) -> str | None:
 
 
 def _hashing_copy(fd: int, target: Path) -> str | None:
-    """What the plain file open at ``fd`` holds, written to ``target`` as it is hashed: its
-    sha256, or none (nothing written) where ``fd`` is not a plain file."""
+    """What the plain file open at ``fd`` holds, written to a new file at ``target``
+    (``_fresh``) as it is hashed: its sha256, or none (nothing written) where ``fd`` is not a
+    plain file or the name could not be taken."""
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         return None
+    written = _fresh(target)
+    if written is None:
+        return None
     hashed = hashlib.sha256()
-    with os.fdopen(os.dup(fd), "rb") as source, target.open("wb") as out:
+    with os.fdopen(os.dup(fd), "rb") as source, os.fdopen(written, "wb") as out:
         while chunk := source.read(1 << 20):
             hashed.update(chunk)
             out.write(chunk)

@@ -194,7 +194,10 @@ def worker_start(
         from pinbench.evaluator.runners.evaluator_copy import side_binds
         from pinbench.evaluator.runners.sandbox import wrap
 
-        binds = [(host, confine.inside(entry)) for host, entry in side_binds(source)]
+        made = side_binds(source, hidden)
+        if made is None:  # the side's folders hold more than its files: a copy of them
+            copy_evaluator(source)
+        binds = [(host, confine.inside(entry)) for host, entry in made or []]
         inside = [confine.inside(a) if Path(a).is_relative_to(confine.root) else a for a in args]
         argv, env = wrap(
             confine,
