@@ -97,6 +97,21 @@ class World:
         )
         return done.returncode, done.stdout, done.stderr
 
+    def started(self, lock: Path, *args: str, url: str | None = None) -> subprocess.Popen[str]:
+        """``pinbench run LOCK ARGS --runner local --json`` through the server at ``url`` (the
+        world's), started in the namespace and not waited for."""
+        env = dict(
+            self.cluster.env, PINBENCH_URL=url or self.url, PINBENCH_TOKEN=self.tokens["owner"]
+        )
+        command = [str(BIN / "pinbench"), "run", str(lock), *args, "--runner", "local", "--json"]
+        return subprocess.Popen(
+            self.cluster.ns.command(command),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
 
 def dump_yaml(path: Path, data: dict[str, object]) -> Path:
     path.write_text(yaml.safe_dump(data))
@@ -201,17 +216,7 @@ def test_a_system_lost_mid_run_fails_that_attempt_and_the_retry_succeeds_on_anot
     cluster = world.cluster
     doomed = cluster.start_agent("lab-c", world.root / "cache-c")
     lock = world.lock("long", scenario={"min_duration_ms": 8000, "min_query_count": 1})
-    env = dict(cluster.env, PINBENCH_URL=world.url, PINBENCH_TOKEN=world.tokens["owner"])
-    client = subprocess.Popen(
-        cluster.ns.command(
-            [str(BIN / "pinbench"), "run", str(lock), "--on", "lab-c", "--on", "lab-a",
-             "--retries", "1", "--runner", "local", "--json"]
-        ),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    client = world.started(lock, "--on", "lab-c", "--on", "lab-a", "--retries", "1")
     ws = world.workspace()
     try:
         deadline = time.monotonic() + 120
@@ -428,17 +433,7 @@ def test_a_first_sigterm_waits_for_a_run_on_an_agent(world: World) -> None:
     with served_process(
         cluster, PORT + 9, "--cluster", ADDRESS, agent_token=world.tokens["reader"], env=drain
     ) as (url, server):
-        env = dict(cluster.env, PINBENCH_URL=url, PINBENCH_TOKEN=world.tokens["owner"])
-        client = subprocess.Popen(
-            cluster.ns.command(
-                [str(BIN / "pinbench"), "run", str(lock), "--on", "lab-a", "--runner", "local",
-                 "--json"]
-            ),
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
+        client = world.started(lock, "--on", "lab-a", url=url)
         ws = world.workspace()
         try:
             deadline = time.monotonic() + 120

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -256,13 +257,15 @@ def test_a_run_marked_interrupted_is_not_overwritten_by_its_late_finisher(
     assert _status(home, url, run_id) == ("interrupted", swept)
 
 
-def test_a_second_sigterm_to_a_serve_with_two_workers_stops_it_at_once(
-    sqlite_home: tuple[Path, str, dict[str, str]],
-) -> None:
-    """Issue 72, item 1: the first SIGTERM to ``serve --workers 2``'s parent drains its
-    workers; a second one (docs/operations.md: it stops at once) waited for the run in flight,
-    here for the whole 600 s drain. The parent now passes it on to its workers."""
-    home, url, tokens = sqlite_home
+@contextmanager
+def _two_workers_running(
+    home: Path, url: str, tokens: dict[str, str]
+) -> Iterator[tuple[subprocess.Popen[bytes], str, str, set[int]]]:
+    """``serve --workers 2`` draining for 600 s, with a run of 600 s running on one worker:
+    its process, its URL, the run's id and the parent's children (its workers) before the
+    run."""
+    from tests.apiserver import _children, _wait_for_workers
+
     long = {**SHORT, "scenario": {**SHORT["scenario"], "min_duration_ms": 600_000}}  # type: ignore[dict-item]
     auth = {"Authorization": f"Bearer {tokens['owner']}"}
     env = {LEASE_ENV: "3", "PINBENCH_DRAIN_S": "600", "PINBENCH_DRAIN_GRACE_S": "1"}
@@ -270,9 +273,22 @@ def test_a_second_sigterm_to_a_serve_with_two_workers_stops_it_at_once(
         serve_process(home, url, "--workers", "2", "--run-workers", "1", env=env) as (base, proc),
         httpx.Client(base_url=base, headers=auth, timeout=30) as c,
     ):
+        _wait_for_workers(home, url, proc, 2)
+        workers = _children(proc.pid)
         digest = c.post("/api/v1/lockfiles", json=long).json()["points"][0]["digest"]
         run_id = _submit(c, digest).json()["id"]
         wait_for_status(c, run_id, ("running",))
+        yield proc, base, run_id, workers
+
+
+def test_a_second_sigterm_to_a_serve_with_two_workers_stops_it_at_once(
+    sqlite_home: tuple[Path, str, dict[str, str]],
+) -> None:
+    """Issue 72, item 1: the first SIGTERM to ``serve --workers 2``'s parent drains its
+    workers; a second one (docs/operations.md: it stops at once) waited for the run in flight,
+    here for the whole 600 s drain. The parent now passes it on to its workers."""
+    home, url, tokens = sqlite_home
+    with _two_workers_running(home, url, tokens) as (proc, _, run_id, _):
         os.kill(proc.pid, signal.SIGTERM)  # the parent only, as `kill PID` sends it
         log = home / "serve.log"
         deadline = time.monotonic() + 30
@@ -295,21 +311,8 @@ def test_a_killed_serve_parent_takes_its_workers_and_a_restart_finds_the_port_fr
     free, and the run it held is recorded interrupted with the reason."""
     import socket
 
-    from tests.apiserver import _children, _wait_for_workers
-
     home, url, tokens = sqlite_home
-    long = {**SHORT, "scenario": {**SHORT["scenario"], "min_duration_ms": 600_000}}  # type: ignore[dict-item]
-    auth = {"Authorization": f"Bearer {tokens['owner']}"}
-    env = {LEASE_ENV: "3", "PINBENCH_DRAIN_S": "600", "PINBENCH_DRAIN_GRACE_S": "1"}
-    with (
-        serve_process(home, url, "--workers", "2", "--run-workers", "1", env=env) as (base, proc),
-        httpx.Client(base_url=base, headers=auth, timeout=30) as c,
-    ):
-        _wait_for_workers(home, url, proc, 2)
-        workers = _children(proc.pid)
-        digest = c.post("/api/v1/lockfiles", json=long).json()["points"][0]["digest"]
-        run_id = _submit(c, digest).json()["id"]
-        wait_for_status(c, run_id, ("running",))
+    with _two_workers_running(home, url, tokens) as (proc, base, run_id, workers):
         os.kill(proc.pid, signal.SIGKILL)  # the parent only: no stop it could pass on
         proc.wait()
         assert workers and all(_ended(pid, 30) for pid in workers), "a worker outlived its parent"
