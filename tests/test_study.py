@@ -435,6 +435,72 @@ def test_a_study_is_recorded_and_read_back_on_either_database(
     assert len(recorded) == len(planned)
 
 
+def test_a_cells_state_is_its_runs_however_its_waiter_ended(ws_any: Workspace) -> None:
+    """Issue 85, item 3: after a restart, ``study show`` kept a cell ``running`` whose run was
+    already interrupted: a cell's record was written by the process waiting on its run, and a
+    server that stopped waiting wrote nothing. What a cell shows is now its run's status
+    (``store.from_run``), in ``read_study`` and ``list_studies`` alike, and a post writes it."""
+    from datetime import UTC, datetime
+
+    from pinbench.db.models import Lockfile as LockfileRow
+    from pinbench.db.models import Run
+    from pinbench.studies.cells import cells
+    from pinbench.studies.spec import parse_study
+    from pinbench.studies.store import (
+        list_studies,
+        open_study,
+        read_study,
+        record_cell,
+        settle_cells,
+    )
+
+    study = parse_study(study_data("waited"), source="test")
+    planned = cells(study)
+    sid = open_study(ws_any, study, "waited.yaml", planned)
+    outcomes = {  # a cell's run: (its status, its error) -> what the cell shows
+        "ok": (("succeeded", None), ("done", None)),
+        "cut": (("interrupted", "the server stopped before this run finished"),
+                ("failed", "the server stopped before this run finished")),
+        "bad": (("failed", "boom"), ("failed", "boom")),
+        "on": (("running", None), ("running", None)),
+    }  # fmt: skip
+    keys = dict(zip(outcomes, (c.key for c in planned), strict=False))
+    with ws_any.transaction() as session:
+        session.add(LockfileRow(digest="a" * 64, body="{}", created_at=datetime.now(UTC)))
+        session.flush()
+        for name, ((status, error), _) in outcomes.items():
+            session.add(
+                Run(
+                    id=f"run-{name}",
+                    lockfile_digest="a" * 64,
+                    status=status,
+                    error=error,
+                    runner="local",
+                    started_at=datetime.now(UTC),
+                    host={},
+                )
+            )
+    for name, key in keys.items():
+        record_cell(
+            ws_any, sid, key, state="running", lockfile_digest="a" * 64, run_id=f"run-{name}"
+        )
+
+    def shown() -> dict[str, tuple[str, str | None]]:
+        read = read_study(ws_any, "waited")["cells"]
+        return {name: (read[key]["state"], read[key]["reason"]) for name, key in keys.items()}
+
+    assert shown() == {name: expected for name, (_, expected) in outcomes.items()}
+    counted = next(s for s in list_studies(ws_any) if s["name"] == "waited")["cells"]
+    assert counted == {"done": 1, "failed": 2, "running": 1, "planned": len(planned) - 4}
+    settle_cells(ws_any, sid)  # what a post writes: the records agree with what is shown
+    with ws_any.reads() as rows:
+        written = dict(rows("SELECT key, state FROM study_cells WHERE study_id = :s", {"s": sid}))
+    assert {name: written[key] for name, key in keys.items()} == {
+        name: expected[0] for name, (_, expected) in outcomes.items()
+    }
+    assert shown() == {name: expected for name, (_, expected) in outcomes.items()}
+
+
 def _cell(model: str, system: str, scenario: str, mode: str, **figures: Any) -> dict[str, Any]:
     return {
         "key": f"{model}|{system}|{scenario}|{mode}", "model": model, "framework": "f@*",

@@ -262,27 +262,13 @@ class Drivers:
 
 
 def settle(ws: Any, study_id: int, recorded: dict[str, Any]) -> dict[str, Any]:
-    """The recorded cells, those left ``running`` by a server that stopped waiting (it was
-    closed) recorded as their runs ended: ``done`` or ``failed``; a cell whose run has not
-    ended is left to run again."""
-    from pinbench.evaluator.records.run_view import RunNotFound, show_run
-    from pinbench.studies.store import record_cell
+    """The recorded cells (``read_study``'s, each as its run says it), those a server left
+    ``running`` in the database (it stopped waiting: closed, killed) written as their runs
+    ended (``store.settle_cells``); a cell whose run has not ended is left to run again."""
+    from pinbench.studies.store import settle_cells
 
-    out = dict(recorded)
-    for key, row in recorded.items():
-        if row["state"] != "running" or not row["run"]:
-            continue
-        try:
-            run = show_run(ws, str(row["run"]))
-        except RunNotFound:
-            continue
-        if run["status"] in FINISHED:
-            state = "done" if run["status"] == "succeeded" else "failed"
-            reason = None if state == "done" else (run.get("error") or run["status"])
-            record_cell(ws, study_id, key, state=state, lockfile_digest=row["lockfile"],
-                        run_id=str(row["run"]), reason=reason)  # fmt: skip
-            out[key] = {**row, "state": state, "reason": reason}
-    return out
+    settle_cells(ws, study_id)
+    return dict(recorded)
 
 
 def _builtin(name: str) -> bool:

@@ -20,6 +20,31 @@ if TYPE_CHECKING:
 
 STATES = ("planned", "running", "done", "failed", "refused")
 """``running``: its run is queued or running on a cluster's agent (``api.study_runs``)."""
+ENDED = ("failed", "cancelled", "interrupted")
+"""A run's statuses that end its cell ``failed`` (``succeeded`` ends it ``done``)."""
+SHOWN = (
+    "CASE WHEN c.state = 'running' AND r.status = 'succeeded' THEN 'done' "
+    "WHEN c.state = 'running' AND r.status IN ('failed', 'cancelled', 'interrupted') "
+    "THEN 'failed' ELSE c.state END"
+)
+"""A cell's state as its run says it (``from_run``), in SQL, over ``study_cells c`` joined
+with its run ``r``."""
+
+
+def from_run(
+    state: str, reason: str | None, status: str | None, error: str | None
+) -> tuple[str, str | None]:
+    """A cell's state and reason as its run says them (issue 85, item 3): a cell recorded
+    ``running`` whose run ended is ``done`` (it succeeded) or ``failed`` (the run's error),
+    whatever the process that was waiting on it recorded or did not (a server that stopped or
+    was killed); any other cell as recorded."""
+    if state != "running" or status not in ("succeeded", *ENDED):
+        return state, reason
+    if status == "succeeded":
+        return "done", None
+    return "failed", error or status
+
+
 CELLS_PER_STATEMENT = 500
 """Cells inserted by one statement (two parameters each: well within SQLite's limit)."""
 
@@ -106,9 +131,26 @@ def record_cell(
         )
 
 
+def settle_cells(ws: Workspace, study_id: int) -> None:
+    """Write each cell recorded ``running`` whose run ended as its run says it (``from_run``),
+    in one statement."""
+    ended = "('succeeded', 'failed', 'cancelled', 'interrupted')"
+    with ws.writes() as rows:
+        rows(
+            "UPDATE study_cells SET "
+            "state = (SELECT CASE WHEN r.status = 'succeeded' THEN 'done' ELSE 'failed' END "
+            "FROM runs r WHERE r.id = study_cells.run_id), "
+            "reason = (SELECT CASE WHEN r.status = 'succeeded' THEN NULL "
+            "ELSE COALESCE(r.error, r.status) END FROM runs r WHERE r.id = study_cells.run_id), "
+            "updated_at = :now WHERE study_id = :sid AND state = 'running' AND run_id IN "
+            f"(SELECT id FROM runs WHERE status IN {ended})",
+            {"sid": study_id, "now": datetime.now(UTC)},
+        )
+
+
 def read_study(ws: Workspace, name: str) -> dict[str, Any]:
     """A recorded study: its name, definition, sha256, source and cells (by key: state,
-    lockfile, run, reason)."""
+    lockfile, run, reason), each cell's state as its run says it (``from_run``)."""
     from pinbench.db.plain import json_value, when
 
     with ws.reads() as rows:
@@ -121,10 +163,16 @@ def read_study(ws: Workspace, name: str) -> dict[str, Any]:
             raise StudyNotFound(name=name)
         sid, _, digest, definition, source, created = found[0]
         cells = rows(
-            "SELECT key, position, state, lockfile_digest, run_id, reason FROM study_cells "
-            "WHERE study_id = :sid ORDER BY position",
+            "SELECT c.key, c.position, c.state, c.lockfile_digest, c.run_id, c.reason, "
+            "r.status, r.error FROM study_cells c LEFT JOIN runs r ON r.id = c.run_id "
+            "WHERE c.study_id = :sid ORDER BY c.position",
             {"sid": sid},
         )
+
+    def cell(pos: int, state: str, lock: Any, run: Any, why: Any, status: Any, error: Any) -> Any:
+        shown, reason = from_run(state, why, status, error)
+        return {"position": pos, "state": shown, "lockfile": lock, "run": run, "reason": reason}
+
     return {
         "id": sid,
         "name": name,
@@ -132,10 +180,7 @@ def read_study(ws: Workspace, name: str) -> dict[str, Any]:
         "definition": json_value(definition),
         "source": source,
         "created_at": when(created).isoformat(),
-        "cells": {
-            key: {"position": pos, "state": state, "lockfile": lock, "run": run, "reason": why}
-            for key, pos, state, lock, run, why in cells
-        },
+        "cells": {key: cell(*rest) for key, *rest in cells},
     }
 
 
@@ -157,9 +202,10 @@ def list_studies(ws: Workspace) -> list[dict[str, Any]]:
 
     with ws.reads() as rows:
         found = rows(
-            "SELECT s.name, s.digest, s.created_at, c.state, COUNT(c.id) FROM studies s "
-            "LEFT JOIN study_cells c ON c.study_id = s.id "
-            "GROUP BY s.id, s.name, s.digest, s.created_at, c.state ORDER BY s.created_at DESC",
+            f"SELECT s.name, s.digest, s.created_at, {SHOWN} AS shown, COUNT(c.id) "
+            "FROM studies s LEFT JOIN study_cells c ON c.study_id = s.id "
+            "LEFT JOIN runs r ON r.id = c.run_id "
+            "GROUP BY s.id, s.name, s.digest, s.created_at, shown ORDER BY s.created_at DESC",
             {},
         )
     out: dict[str, dict[str, Any]] = {}
