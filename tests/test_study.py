@@ -451,6 +451,7 @@ def test_a_cells_state_is_its_runs_however_its_waiter_ended(ws_any: Workspace) -
         open_study,
         read_study,
         record_cell,
+        replan_cells,
         settle_cells,
     )
 
@@ -499,6 +500,15 @@ def test_a_cells_state_is_its_runs_however_its_waiter_ended(ws_any: Workspace) -
         name: expected[0] for name, (_, expected) in outcomes.items()
     }
     assert shown() == {name: expected for name, (_, expected) in outcomes.items()}
+    # a post runs the failed cells again: until their new runs end, they show that they wait
+    replan_cells(ws_any, sid, [keys["cut"], keys["bad"]])
+    again = read_study(ws_any, "waited")["cells"]
+    assert [again[keys[n]] for n in ("cut", "bad")] == [
+        {"position": again[keys[n]]["position"], "state": "planned", "lockfile": "a" * 64,
+         "run": None, "reason": None}
+        for n in ("cut", "bad")
+    ]  # fmt: skip
+    assert shown()["ok"] == ("done", None) and shown()["on"] == ("running", None)
 
 
 def _cell(model: str, system: str, scenario: str, mode: str, **figures: Any) -> dict[str, Any]:

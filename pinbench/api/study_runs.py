@@ -134,7 +134,7 @@ class Drivers:
         self, study: Study, source: str, principal: Principal, handle: IO[str]
     ) -> dict[str, Any]:
         from pinbench.studies.cells import cells as cells_of
-        from pinbench.studies.store import open_study, read_study
+        from pinbench.studies.store import open_study, read_study, replan_cells
 
         ws = self.pool.ws
         cells = cells_of(study, source=source)
@@ -142,6 +142,7 @@ class Drivers:
         recorded = settle(ws, study_id, read_study(ws, study.name)["cells"])
         done = {c.key: done_run(ws, recorded.get(c.key)) for c in cells}
         todo = [c for c in cells if done[c.key] is None]
+        replan_cells(ws, study_id, [c.key for c in todo])  # what they show is their new run's
         pins: dict[str, str] = {}
         for cell in cells:  # a row compares one version: the one its done cells ran
             run = done[cell.key]

@@ -148,6 +148,23 @@ def settle_cells(ws: Workspace, study_id: int) -> None:
         )
 
 
+def replan_cells(ws: Workspace, study_id: int, keys: list[str]) -> None:
+    """Record ``keys`` ``planned`` again, their last run and reason cleared: the cells a post
+    runs again. Until its new run ends, a cell shows that it waits, never the last run's end
+    (a client following the post read an old failure as the new run's, issue 85, item 3)."""
+    now = datetime.now(UTC)
+    for start in range(0, len(keys), CELLS_PER_STATEMENT):
+        chunk = keys[start : start + CELLS_PER_STATEMENT]
+        names = {f"k{i}": key for i, key in enumerate(chunk)}
+        with ws.writes() as rows:
+            rows(
+                "UPDATE study_cells SET state = 'planned', run_id = NULL, reason = NULL, "
+                f"updated_at = :now WHERE study_id = :sid AND key IN "
+                f"({', '.join(':' + n for n in names)})",
+                {"sid": study_id, "now": now, **names},
+            )
+
+
 def read_study(ws: Workspace, name: str) -> dict[str, Any]:
     """A recorded study: its name, definition, sha256, source and cells (by key: state,
     lockfile, run, reason), each cell's state as its run says it (``from_run``)."""
