@@ -46,7 +46,9 @@ def test_a_sandbox_sees_the_workers_side_read_only_and_nothing_else(tmp_path: Pa
     confine.root.mkdir()
     confine.prepare()
     evaluator = confine.root / "worker" / "evaluator"
-    binds = [(host, confine.inside(entry)) for host, entry in side_binds(evaluator)]
+    made = side_binds(evaluator)
+    assert made is not None  # this checkout's side folders hold Python alone
+    binds = [(host, confine.inside(entry)) for host, entry in made]
     argv, env = wrap(
         confine,
         sys.executable,

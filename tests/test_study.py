@@ -495,7 +495,8 @@ def test_a_cells_state_is_its_runs_however_its_waiter_ended(ws_any: Workspace) -
     assert counted == {"done": 1, "failed": 2, "running": 1, "planned": len(planned) - 4}
     settle_cells(ws_any, sid)  # what a post writes: the records agree with what is shown
     with ws_any.reads() as rows:
-        written = dict(rows("SELECT key, state FROM study_cells WHERE study_id = :s", {"s": sid}))
+        found = rows("SELECT key, state FROM study_cells WHERE study_id = :s", {"s": sid})
+    written = {str(key): str(state) for key, state in found}
     assert {name: written[key] for name, key in keys.items()} == {
         name: expected[0] for name, (_, expected) in outcomes.items()
     }
