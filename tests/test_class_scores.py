@@ -14,6 +14,7 @@ import pytest
 from pinbench import catalog as builtin
 from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import parse_manifest
@@ -221,7 +222,7 @@ def test_an_output_that_is_not_class_scores_fails_the_run_before_timing(
 ) -> None:
     model = _publish(digits, tmp_path, "7.0.0", tail)
     for mode in ("accuracy", "performance"):  # a declared type is honoured or refused
-        with pytest.raises(NotClassScores) as caught:
+        with pytest.raises(EvaluationFailed) as caught:
             run_lockfile(digits, _lock(digits, model, mode, batch_size), say=quiet)
         assert message in str(caught.value)
     runs = list_runs(digits)

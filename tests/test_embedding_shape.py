@@ -13,11 +13,11 @@ import pytest
 from pinbench.catalog import minilm
 from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
-from pinbench.tasks.similarity.pairs import SimilarityError
 from tests.helpers import minilm_variant, published_workspace
 
 
@@ -43,7 +43,7 @@ def test_token_states_are_refused_as_embeddings_before_timing(
                 "dataset": f"{minilm.DATASET}@1",
                 "scenario": {"mode": mode},
             }
-            with pytest.raises(SimilarityError) as caught:
+            with pytest.raises(EvaluationFailed) as caught:
                 run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=quiet)
             assert "embedding output 'last_hidden_state' of shape [1, " in str(caught.value)
             assert "want one vector per sample of the batch of 1, (N, D)" in str(caught.value)

@@ -267,7 +267,8 @@ def test_energy_and_cost_in_runs_show_and_reports(
     ws = published_workspace(tmp_path, catalog_dir)
     try:
         monkeypatch.setenv(PRICE_ENV, "3.6")
-        outcome = run_lockfile(ws, _lock(ws), say=lambda _: None)
+        # in this process (--sandbox none), where the energy meter is stood in for
+        outcome = run_lockfile(ws, _lock(ws), say=lambda _: None, sandbox="none")
         info = show_run(ws, outcome.id)
         report = gather(ws, [outcome.id])
         text, page = markdown(report), html(report)
@@ -314,7 +315,8 @@ def test_runs_show_says_why_there_is_no_energy(
     monkeypatch.delenv(PRICE_ENV, raising=False)
     ws = published_workspace(tmp_path, catalog_dir)
     try:
-        outcome = run_lockfile(ws, _lock(ws), say=lambda _: None)
+        # in this process (--sandbox none), where the energy meter is stood in for
+        outcome = run_lockfile(ws, _lock(ws), say=lambda _: None, sandbox="none")
         info = show_run(ws, outcome.id)
     finally:
         ws.close()

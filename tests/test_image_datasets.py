@@ -24,6 +24,7 @@ from PIL import Image
 from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.registry import service
 from pinbench.registry.manifest import ModelManifest, parse_manifest
 from pinbench.registry.publish import publish
@@ -593,7 +594,7 @@ def test_a_sample_that_cannot_be_preprocessed_fails_the_run_naming_it(
     publish(digits, parse_manifest(manifest), manifest_dir=root, publisher="test")
     model = publish_model(digits, root, steps)
     request = {"model": model, "dataset": "colours@1.0.0", "scenario": {"mode": "accuracy"}}
-    with pytest.raises(PipelineError, match=message):
+    with pytest.raises(EvaluationFailed, match=message):
         run_lockfile(digits, service.lock(digits, parse_request(request))[0], say=quiet)
     (run,) = list_runs(digits)
     assert run["status"] == "failed" and message in run["error"]

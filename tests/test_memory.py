@@ -58,7 +58,7 @@ def test_a_run_records_and_shows_its_peak_memory(
     cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)
     registry = pinbench.Registry(digits.settings.home, database_url=digits.settings.database_url)
     request = {"model": "vision/digits-logreg@1.0.0", "dataset": "sklearn-digits-test@1"}
-    run = registry.lock(request)[0].run(runner="local")
+    run = registry.lock(request)[0].run(runner="local", sandbox="none")  # in this process
     assert 10 * MIB < run.metrics["peak_rss_bytes"] < 64 * 1024 * MIB
     assert run.view()["details"]["memory"]["peak_rss"].startswith("VmHWM")
     # in this (pytest's) process the model's own memory is a part of the process's peak (its
@@ -139,7 +139,7 @@ def test_a_run_records_gpu_memory_where_nvml_answers_and_says_why_not_where_it_d
     assert "peak_gpu_bytes" not in run.metrics
     assert run.view()["details"]["memory"]["gpu"].startswith("no GPU memory: NVML is not")
     monkeypatch.setattr(memory, "open_nvml", lambda: _Gpus([[3 * MIB], [5 * MIB]]))
-    run = registry.lock(request)[0].run(runner="local")
+    run = registry.lock(request)[0].run(runner="local", sandbox="none")  # where NVML is patched
     assert run.metrics["peak_gpu_bytes"] == 5 * MIB
     assert run.units["peak_gpu_bytes"] == "B"
     cli = in_process_cli(monkeypatch, capsys, digits.settings.home, digits.settings.database_url)

@@ -36,7 +36,7 @@ from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import docker_parts
-from pinbench.evaluator.runners.process import write_job
+from pinbench.evaluator.runners.process import EvaluationFailed, write_job
 from pinbench.evaluator.runners.store_files import store_paths
 from pinbench.evaluator.warm import WarmPool
 from pinbench.registry import service
@@ -47,7 +47,6 @@ from pinbench.registry.names import Kind
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.worker.main import main as worker_main
-from pinbench.worker.measure import measure
 from pinbench.worker.model_folder import confined, materialise
 from pinbench.worker.predictors import predictor_class
 from pinbench.worker.predictors.base import ModelLoadError
@@ -694,7 +693,7 @@ def test_a_reference_the_walk_misses_finds_nothing_beside_the_model_local(
     foreign = _foreign(digits)
     _force(digits, monkeypatch, tmp_path, "1.0.0", _beside(_bytes(_function_default), foreign))
     _walk_sees_nothing(monkeypatch)
-    with pytest.raises(ModelLoadError, match=r"cannot load model m\.onnx"):
+    with pytest.raises(EvaluationFailed, match=r"cannot load model m\.onnx"):
         run_lockfile(digits, _lock(digits, "1.0.0"), say=quiet)
     error = _failed(digits)
     assert foreign in error  # ONNX Runtime looked for it, in the model's folder only
@@ -745,31 +744,19 @@ def test_every_runner_hands_the_model_a_folder_of_its_own(
 ) -> None:
     version = _sidecar_model(digits, tmp_path)
     seen: list[dict[str, Path]] = []
-    if runner == "local":
-        real_measure = measure
+    real_write = write_job  # every runner's worker is handed a job (the local runner's too)
 
-        def spy_measure(job: Any, evidence: Any, say: Any) -> None:
-            seen.append(dict(job.model_paths))
-            _own_folder(seen[-1], digits)  # checked while the run's folder exists
-            real_measure(job, evidence, say)
+    def spy_write(
+        path: Path, lock: Lockfile, model: dict[str, str], *rest: Any, **named: Any
+    ) -> None:
+        # the paths the sandbox sees (/pinbench/.../model/...), where they are on the host: in
+        # the job's folder
+        seen.append({p: path.parent / "model" / v.split("/model/", 1)[1] for p, v in model.items()})
+        assert all(v.startswith("/pinbench/") for v in model.values()), model
+        _own_folder(seen[-1], digits)  # checked while the run's folder exists
+        real_write(path, lock, model, *rest, **named)
 
-        monkeypatch.setattr("pinbench.evaluator.runners.local.measure", spy_measure)
-    else:
-        real_write = write_job
-
-        def spy_write(
-            path: Path, lock: Lockfile, model: dict[str, str], *rest: Any, **named: Any
-        ) -> None:
-            # the paths the sandbox sees (/pinbench/.../model/...), where they are on the host:
-            # in the job's folder
-            seen.append(
-                {p: path.parent / "model" / v.split("/model/", 1)[1] for p, v in model.items()}
-            )
-            assert all(v.startswith("/pinbench/") for v in model.values()), model
-            _own_folder(seen[-1], digits)  # checked while the run's folder exists
-            real_write(path, lock, model, *rest, **named)
-
-        monkeypatch.setattr("pinbench.evaluator.runners.local.write_job", spy_write)
+    monkeypatch.setattr("pinbench.evaluator.runners.local.write_job", spy_write)
     pool = WarmPool.in_scratch(digits.store.tmp) if runner == "venv-warm" else None
     try:
         outcome = run_lockfile(

@@ -19,6 +19,7 @@ from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.records.run_view import RunNotFound, show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners import UnknownRunner
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.evaluator.verdicts.parity import ParityError, parity
 from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
@@ -29,7 +30,6 @@ from pinbench.registry.request import parse_request
 from pinbench.registry.verify import VerificationFailed
 from pinbench.worker.datasets import DatasetError
 from pinbench.worker.measure import FrameworkMismatch
-from pinbench.worker.predictors.base import InputMismatch, ModelLoadError
 from pinbench.worker.predictors.onnxruntime import OnnxRuntimePredictor
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, digits_logreg, publish_digits_model, sha
@@ -122,8 +122,8 @@ def test_framework_version_mismatch_names_a_runner(
     digits: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(OnnxRuntimePredictor, "framework_version", classmethod(lambda cls: "9.9.9"))
-    with pytest.raises(FrameworkMismatch, match="--runner venv"):
-        run_lockfile(digits, _lock(digits), say=quiet)
+    with pytest.raises(FrameworkMismatch, match="--runner venv"):  # in this process, patched
+        run_lockfile(digits, _lock(digits), say=quiet, sandbox="none")
     assert "9.9.9" in _failed_run(digits)["error"]
 
 
@@ -142,7 +142,7 @@ def test_model_that_fails_to_load(digits: Workspace, tmp_path: Path) -> None:
     graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", 1, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     _publish_model(digits, tmp_path / "bad", "3.0.0", model.SerializeToString())
-    with pytest.raises(ModelLoadError, match=r"cannot load model m\.onnx"):
+    with pytest.raises(EvaluationFailed, match=r"cannot load model m\.onnx"):
         run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.0.0"), say=quiet)
     assert "cannot load model" in _failed_run(digits)["error"]
 
@@ -151,7 +151,7 @@ def test_input_of_the_wrong_shape(digits: Workspace, tmp_path: Path, catalog_dir
     onnx_bytes = (catalog_dir / "digits-logreg-1.1.0" / "digits-logreg.onnx").read_bytes()
     # No layout step: the model gets (N, 8, 8, 1) where it expects (N, 1, 8, 8).
     _publish_model(digits, tmp_path / "nhwc", "3.1.0", onnx_bytes)
-    with pytest.raises(InputMismatch, match=r"expects float32 \['N', 1, 8, 8\]"):
+    with pytest.raises(EvaluationFailed, match=r"expects float32 \['N', 1, 8, 8\]"):
         run_lockfile(digits, _lock(digits, model=f"{builtin.MODEL_NAME}@3.1.0"), say=quiet)
     assert _failed_run(digits)["status"] == "failed"
 

@@ -16,14 +16,13 @@ from pinbench.artifacts.onnx_proto import external_locations
 from pinbench.db.models import Artifact
 from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.registry import service
 from pinbench.registry.formats import FormatMismatch
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.manifest import ModelManifest, load_manifest
 from pinbench.registry.request import parse_request
-from pinbench.tasks.classification.task import NoClassificationOutput
 from pinbench.worker.predictors import predictor_class
-from pinbench.worker.predictors.base import SignatureMismatch
 from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from pinbench.worker.predictors.onnxruntime.predictor import ExternalDataRefused
 from pinbench.workspace import Workspace
@@ -148,7 +147,7 @@ def test_a_declaration_that_does_not_fit_the_model_fails_the_run_naming_both_sid
     data = (catalog_dir / "digits-logreg-1.1.0" / "digits-logreg.onnx").read_bytes()
     model = _publish(digits, tmp_path, "5.0.0", {"m.onnx": data}, **fields)
     for mode in ("accuracy", "performance"):
-        with pytest.raises(SignatureMismatch) as caught:
+        with pytest.raises(EvaluationFailed) as caught:
             run_lockfile(digits, _lock(digits, model, scenario={"mode": mode}), say=quiet)
         for needle in needles:
             assert needle in str(caught.value)
@@ -163,7 +162,7 @@ def test_a_second_input_the_model_lacks_is_refused_before_anything_runs(
 ) -> None:
     data = (catalog_dir / "digits-logreg-1.1.0" / "digits-logreg.onnx").read_bytes()
     model = _publish(digits, tmp_path, "5.1.0", {"m.onnx": data}, inputs=[X, {**X, "name": "mask"}])
-    with pytest.raises(SignatureMismatch, match=r"input 'mask': the manifest declares input"):
+    with pytest.raises(EvaluationFailed, match=r"input 'mask': the manifest declares input"):
         run_lockfile(digits, _lock(digits, model), say=quiet)
     assert "the model has 1 inputs ['x'" in _only_failed(digits)["error"]
 
@@ -173,7 +172,7 @@ def test_accuracy_needs_an_output_marked_classification(
 ) -> None:
     data = (catalog_dir / "digits-logreg-1.1.0" / "digits-logreg.onnx").read_bytes()
     model = _publish(digits, tmp_path, "5.2.0", {"m.onnx": data}, outputs=[{"name": "logits"}])
-    with pytest.raises(NoClassificationOutput, match=r"declares logits \(tensor\)"):
+    with pytest.raises(EvaluationFailed, match=r"declares logits \(tensor\)"):
         run_lockfile(digits, _lock(digits, model, scenario={"mode": "accuracy"}), say=quiet)
     _only_failed(digits)
 

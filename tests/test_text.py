@@ -30,14 +30,13 @@ from pinbench.errors import UserError
 from pinbench.evaluator.records.run_list import list_runs
 from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
+from pinbench.evaluator.runners.process import EvaluationFailed
 from pinbench.registry import service
 from pinbench.registry.manifest import load_manifest, parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.publish import publish
 from pinbench.registry.request import parse_request
 from pinbench.tasks.similarity.pairs import spearman
-from pinbench.tasks.similarity.task import NoEmbeddingOutput
-from pinbench.worker.pipeline_errors import PipelineError
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, minilm_variant, published_workspace
 
@@ -117,7 +116,7 @@ def test_a_text_longer_than_max_length_without_truncation_fails_the_run(
 ) -> None:
     path = minilm_variant(text_catalog, tmp_path, "1.0.1", _no_truncation)
     publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
-    with pytest.raises(PipelineError, match="sample 0 is 9 tokens, more than max_length 8"):
+    with pytest.raises(EvaluationFailed, match="sample 0 is 9 tokens, more than max_length 8"):
         _run(text_ws, model=f"{minilm.NAME}@1.0.1", mode="accuracy")
     assert list_runs(text_ws)[0]["status"] == "failed"
 
@@ -130,7 +129,7 @@ def test_a_similarity_run_needs_an_embedding_output(
 
     path = minilm_variant(text_catalog, tmp_path, "1.0.2", plain)
     publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
-    with pytest.raises(NoEmbeddingOutput, match="needs exactly one output of type embedding"):
+    with pytest.raises(EvaluationFailed, match="needs exactly one output of type embedding"):
         _run(text_ws, model=f"{minilm.NAME}@1.0.2", mode="accuracy")
 
 
@@ -297,7 +296,7 @@ def test_a_tokenizer_without_a_pad_token_is_refused(
             f.pop("size", None)
     path.write_text(yaml.safe_dump(data))
     publish(text_ws, load_manifest(path), manifest_dir=path.parent, publisher="test")
-    with pytest.raises(PipelineError, match="names no pad token"):
+    with pytest.raises(EvaluationFailed, match="names no pad token"):
         _run(text_ws, model=f"{minilm.NAME}@1.0.3", mode="accuracy")
 
 
