@@ -20,12 +20,19 @@ Run: ``.venv/bin/python -m bench.bench_audits --runs 5`` (``--json``).
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from bench._common import Report, check_runs, command_line, log, machine, parser, scratch
+from bench._common import (
+    Report,
+    check_runs,
+    command_line,
+    log,
+    machine,
+    parser,
+    run_timed,
+    scratch,
+)
 from bench.bench_runners import published_digits
 
 CHILD = """
@@ -42,18 +49,7 @@ SIDES = ("unaudited", "audited", "without-test04")
 
 
 def _wall(env: dict[str, str], side: str, lock: Path) -> float:
-    began = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, side, str(lock)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    took = time.perf_counter() - began
-    if proc.returncode != 0:
-        raise RuntimeError(f"{side} failed:\n{proc.stderr[-2000:]}")
-    return took
+    return run_timed([sys.executable, "-c", CHILD, side, str(lock)], env=env)
 
 
 def main(argv: list[str] | None = None) -> int:

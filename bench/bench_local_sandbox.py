@@ -22,7 +22,6 @@ Run: ``.venv/bin/python -m bench.bench_local_sandbox --runs 5`` (``--json``).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,17 @@ from typing import Any
 
 import yaml
 
-from bench._common import Report, check_runs, command_line, log, machine, parser, scratch
+from bench._common import (
+    Report,
+    check_runs,
+    command_line,
+    log,
+    machine,
+    parser,
+    run_checked,
+    run_timed,
+    scratch,
+)
 from bench.bench_runners import REQUEST, published_digits
 
 CHILD = """
@@ -47,18 +56,7 @@ SIDES = {"sandboxed": [], "in-process (--sandbox none)": ["--sandbox", "none"]}
 
 
 def _wall(env: dict[str, str], lock: Path, flags: list[str]) -> float:
-    began = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(lock), *flags],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    took = time.perf_counter() - began
-    if proc.returncode != 0:
-        raise RuntimeError(f"pinbench run {lock.name} {flags} failed:\n{proc.stderr[-2000:]}")
-    return took
+    return run_timed([sys.executable, "-c", CHILD, str(lock), *flags], env=env)
 
 
 def _made(root: Path, bound: bool) -> float:
@@ -89,15 +87,7 @@ def _locks(env: dict[str, str], root: Path, first: Path) -> dict[str, Path]:
         path = root / f"{name.replace(' ', '-')}.yaml"
         path.write_text(yaml.safe_dump(request))
         lock = path.with_suffix(".lock")
-        proc = subprocess.run(
-            [sys.executable, "-m", "pinbench", "lock", str(path), "-o", str(lock)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"pinbench lock {path.name} failed:\n{proc.stderr[-2000:]}")
+        run_checked([sys.executable, "-m", "pinbench", "lock", str(path), "-o", str(lock)], env=env)
         locks[name] = lock
     return locks
 
