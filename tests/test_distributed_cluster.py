@@ -19,7 +19,9 @@ from sqlalchemy import func, select
 from pinbench.config import Settings
 from pinbench.db.models import Run
 from pinbench.evaluator.records.run_view import show_run
+from pinbench.registry.lockfile import Lockfile
 from pinbench.specs.distributed import available_here
+from pinbench.worker.job import pinned_files, truth_paths
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
 from tests.cluster import ADDRESS, BIN, ONE_CLUSTER, Cluster, ray_cluster, served
@@ -124,3 +126,55 @@ def test_more_workers_than_any_agent_has_cores_is_refused_and_nothing_queued(
     assert code == 1, err
     assert f"lab-a: has {available_here()} cores, fewer than distributed.workers" in err
     assert world.runs() == before
+
+
+def test_a_keras_models_audited_performance_test_runs_on_an_agent_without_the_truth(
+    world: World,
+) -> None:
+    """Issue 85 item 1: Keras layers run operations of their own, so the host keeps the clock
+    and audits the run (TEST04, TEST01); on an agent, the agent is that host, and is never
+    handed the dataset's labels. TEST01's accuracy pass is compared there by its seals and
+    finished on the server, where the truth is: the run succeeds on the agent, TEST04 measured
+    (passed, or inconclusive where this busy machine's times say nothing) and TEST01 passed,
+    and the labels' blob never reached the agent's cache."""
+    request = world.root / "keras.yaml"
+    scenario = {"min_duration_ms": 0, "min_query_count": 64, "max_query_count": 64}
+    request.write_text(
+        yaml.safe_dump(
+            {
+                "model": "vision/digits-cnn-keras@^1",
+                "framework": "tensorflow@*",
+                "dataset": "sklearn-digits-test@^1",
+                "scenario": scenario,
+            }
+        )
+    )
+    lock = world.root / "keras.lock"
+    done = world.cluster.pinbench("lock", str(request), "-o", str(lock))
+    assert done.returncode == 0, done.stderr
+    pinned = Lockfile.from_bytes(lock.read_bytes(), source="the test's lockfile")
+    withheld = truth_paths(pinned)
+    truth = [
+        world.root / "cache-a" / "blobs" / f.sha256[:2] / f.sha256
+        for f in pinned_files(pinned, "dataset", truth=True)
+        if f.path in withheld
+    ]
+    assert truth
+    for blob in truth:  # a training run here fetched them (it is not scored apart)
+        blob.unlink(missing_ok=True)
+    code, out, err = world.run_on(lock, "all")
+    assert code == 0, err
+    (info,) = json.loads(out)
+    assert info["status"] == "succeeded" and info["system"] == "lab-a", info
+    assert not any(blob.exists() for blob in truth), "the agent was handed the labels"
+    ws = world.workspace()
+    try:
+        shown = show_run(ws, info["id"], nested=True)
+    finally:
+        ws.close()
+    audits = shown["details"]["audits"]
+    assert "unique" in audits["TEST04"] and audits["TEST04"]["passed"] is not False, audits
+    assert audits["TEST01"]["passed"] is True and audits["TEST01"]["compared"] > 0, audits
+    assert shown["details"]["clock"]
+    assert shown["metrics"]["audit_test01_passed_bool"] == 1.0
+    assert shown["metrics"]["loadgen_valid_bool"] == 1.0

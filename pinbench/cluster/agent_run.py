@@ -91,13 +91,17 @@ def run_here(
     stop: Stop | None = None,
     warm: WarmPool | None = None,
     price: Price | None = None,
+    audit: bool = False,
 ) -> dict[str, Any]:
     """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
     ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
     downloaded), ``runner`` (the one that ran: ``auto`` is decided here, among the server's
-    ``allowed`` runners). A failure before the evaluation (a blob refused) raises (the actor
-    answers it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price,
-    recorded in the results' details (``cost``)."""
+    ``allowed`` runners), ``word`` (this agent's word as the run's host: its audits,
+    ``host_word``). A failure before the evaluation (a blob refused) raises (the actor answers
+    it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price, recorded
+    in the results' details (``cost``). ``audit``: MLPerf's audits for a run whose model would
+    not have them (``run --audit``)."""
+    from pinbench.cluster.host_word import pack
     from pinbench.evaluator.host import host_facts
     from pinbench.evaluator.runners import runner_named
     from pinbench.evaluator.server_runner import choose_server_runner
@@ -127,6 +131,7 @@ def run_here(
                 allow_code=allow_code,
                 stop=stop,
                 warm=warm,
+                audit=audit,
             )
         except RunStopped:
             raise  # the server asked: it records the run as it ends there
@@ -145,6 +150,7 @@ def run_here(
             "environment": evidence.environment,
             "host": host_facts(evidence.frameworks),
             "fetched": fetched,
+            "word": pack(evidence),
         }
     finally:
         ws.close()

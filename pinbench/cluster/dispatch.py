@@ -126,7 +126,7 @@ class OnSystem:
     ) -> None:
         """``warm`` is the server's: an agent keeps warm evaluators of its own (``pinbench agent
         start --warm``), so it is not used here; nor is ``sandbox``: an agent runs every worker
-        in its sandbox. ``audit`` is refused before a run is sent (``run.check_audit``)."""
+        in its sandbox. ``audit``: the agent audits the run as its host (``host_word``)."""
         stop = stop or Stop()
         ray = ray_module()
         connect(self.address)
@@ -144,6 +144,7 @@ class OnSystem:
             allow_pickle,
             self.allowed,
             allow_code,
+            audit,
         )
         shown = ""
         deadline = time.monotonic() + lock.body.limits.timeout_s + FETCH_ALLOWANCE_S
@@ -190,6 +191,7 @@ class OnSystem:
 
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory
+        from pinbench.cluster import host_word
         from pinbench.evaluator.runners.process import EvaluationFailed
         from pinbench.worker.results import CAPS as caps
         from pinbench.worker.results import adopt, read_results
@@ -222,6 +224,11 @@ class OnSystem:
             for name, data in files.items():
                 (folder / name).write_bytes(data)
             result, got = read_results(folder, lock.digest.hex)
+            with scratch_directory(ws.store.tmp, "run") as scratch:
+                try:
+                    host_word.adopt(got, packed.get("word"), scratch)
+                except host_word.Refused as exc:
+                    raise AgentAnswerRefused(self.system, exc.reason) from None
         adopt(evidence, got)
         evidence.environment.update(environment)
         if result.status == "failed":

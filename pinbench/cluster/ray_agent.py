@@ -209,6 +209,7 @@ class Agent:
         allow_pickle: bool,
         allowed: tuple[str, ...],
         allow_code: bool = False,
+        audit: bool = False,
     ) -> dict[str, Any]:
         """Run a lockfile here; the answer as plain data (``pinbench.cluster.answer``): an
         error is never raised to the server, where Ray would have to unpickle it."""
@@ -237,6 +238,7 @@ class Agent:
                     stop=self._stop,
                     warm=self._warm,
                     price=self.price,
+                    audit=audit,
                 )
             except Exception as exc:  # every error the evaluation raises: the server's to record
                 return answer_error(exc)

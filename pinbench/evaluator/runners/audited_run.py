@@ -136,9 +136,10 @@ def _test01(
     """TEST01: a new worker for ``lock`` in accuracy mode (``test01.twin``) answers every
     sample, and the seals of each timed worker's answers (``timed``: the run's, TEST04's) are
     compared with its seals, where they differ the timed answers held to the accuracy pass's
-    (``test01.by_accuracy``); the verdict in ``evidence``, the run's worker's with TEST04's
-    worker's beside it (either failing fails it). A twin that answered, then failed, fails the
-    run; one that refused first leaves TEST01 not run, saying why."""
+    (``test01.prepared``); the verdicts in ``evidence.unscored``, finished where the run is
+    recorded and its ground truth is (``test01.settle``: the run's worker's with TEST04's
+    beside it, either failing fails it). A twin that answered, then failed, fails the run; one
+    that refused first leaves TEST01 not run, saying why."""
     from pinbench.errors import PinbenchError
     from pinbench.evaluator.runners import test01
     from pinbench.worker.job import Evidence
@@ -156,7 +157,17 @@ def _test01(
     bound = handed.answers if lock.body.model.postprocess is None else None
     twin = test01.twin(lock)
     found: list[dict[str, Any]] = []
+    differing: list[Answers | None] = []
     for _, seals, answers in timed:
         one = test01.verdict(seals[0], seals[1], again[0], bound)
-        found.append(test01.by_accuracy(ws, twin, one, seals, again[0], answers, handed))
-    test01.audited(test01.joined(found[0], found[1:]), evidence)
+        verdict, left = test01.prepared(twin, one, seals, again[0], answers, handed)
+        found.append(verdict)
+        differing.append(left)
+    scoring = any(d is not None for d in differing)
+    evidence.unscored = test01.Unscored(
+        found=found,
+        differing=differing,
+        accuracy=handed.answers if scoring else None,
+        inputs=handed.scored_inputs if scoring else None,
+        labels_checked=test01.truth_here(ws, lock),
+    )  # finished where the run is recorded, with the truth (``test01.settle``)

@@ -16,7 +16,10 @@ bits: as MLPerf's TEST01 does when its hashes differ, the accuracy pass is score
 each differing sample's timed answer in its place (each timed worker hands back every
 sample's first answer, which the host checks against its seal), and every metric of the task
 within 1% passes, the verdict saying it was by accuracy (``by_accuracy``). Every answer is
-compared, not a share: a seal is 16 bytes.
+compared, not a share: a seal is 16 bytes. The comparison is made by the host that ran the
+workers; the scoring, which needs the dataset's ground truth, where the run is recorded
+(``settle``, in ``scoring.judge``): on a cluster, the server, as its agents are never handed
+the truth (decision 312).
 
 Only where each sample is answered alone (batch size 1): a batch's answers may differ in their
 last bits with the batch they were in, so at a larger batch size TEST01 is not run and the run
@@ -30,6 +33,7 @@ audit of answers sees it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
@@ -74,20 +78,41 @@ def wanted(lock: Lockfile) -> bool:
 
 def why_not(ws: Workspace, lock: Lockfile) -> str | None:
     """Why TEST01 cannot be run for ``lock`` (None: it can): a batch size over 1, or a
-    dataset without labels (no accuracy run of it exists to answer as)."""
+    dataset without labels (no accuracy run of it exists to answer as), checked where the
+    ground truth is on this machine (else by ``settle``, where the run is recorded)."""
+    if lock.body.batch_size != 1:
+        return BATCHED
+    if truth_here(ws, lock) and not has_labels(ws, lock):
+        return NO_LABELS
+    return None
+
+
+def truth_here(ws: Workspace, lock: Lockfile) -> bool:
+    """Whether every file of the dataset's ground truth is in this machine's store: not on a
+    cluster's agent, which is never handed it (``cluster.agent_run.handed``)."""
+    from pinbench.artifacts.digest import Digest
+    from pinbench.worker.job import pinned_files, truth_paths
+
+    withheld = truth_paths(lock)
+    return all(
+        ws.store.has(Digest(f.sha256))
+        for f in pinned_files(lock, "dataset", truth=True)
+        if f.path in withheld
+    )
+
+
+def has_labels(ws: Workspace, lock: Lockfile) -> bool:
+    """Whether the dataset gives ground truth an accuracy run scores against (read from the
+    store, where it is: ``truth_here``)."""
     from pinbench.evaluator.runners.store_files import store_paths
     from pinbench.registry.names import Kind
     from pinbench.worker.datasets import load_samples
     from pinbench.worker.job import files_of
 
-    body = lock.body
-    if body.batch_size != 1:
-        return BATCHED
-    assert body.dataset is not None
+    dataset = lock.body.dataset
+    assert dataset is not None
     paths = store_paths(ws, lock, Kind.DATASET, truth=True)
-    if not load_samples(body.dataset, files_of(lock, Kind.DATASET), paths).has_truth:
-        return NO_LABELS
-    return None
+    return load_samples(dataset, files_of(lock, Kind.DATASET), paths).has_truth
 
 
 def refused(reason: str) -> str:
@@ -186,44 +211,63 @@ Answers = dict[int, dict[str, Any]]
 """Each sample's answer as the scorer reads it (``Evidence.answers``)."""
 
 
-def by_accuracy(
-    ws: Workspace,
+@dataclass
+class Unscored:
+    """TEST01's verdicts as the host that ran its workers found them, before any timed answer
+    is scored in the accuracy pass's place: that needs the dataset's ground truth, which stays
+    where the run is recorded (a cluster's server; an agent is never handed it: decision 312).
+    ``settle`` finishes them there."""
+
+    found: list[dict[str, Any]]
+    """Each timed worker's verdict (``verdict``, ``prepared``): the run's, then TEST04's."""
+    differing: list[Answers | None]
+    """Beside each verdict: the timed answers of the samples whose seals differ, each within
+    its last bits of the accuracy pass's, to be scored in its place; None where the verdict
+    needs no scoring."""
+    accuracy: Answers | None
+    """The accuracy pass's answers, handed back to be scored (None where no verdict is
+    scored)."""
+    inputs: dict[str, Any] | None
+    """The inputs the task scores with, beside ``accuracy``."""
+    labels_checked: bool
+    """Whether the dataset's labels were found where the workers ran (``why_not``); if not
+    (the truth is not there), ``settle`` checks them where it is."""
+
+
+def prepared(
     lock: Lockfile,
     found: dict[str, Any],
     seals: Seals,
     accuracy_seals: dict[int, bytes],
     timed_answers: Answers | None,
     handed: Evidence,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Answers | None]:
     """TEST01's verdict where seals differ (``found``, of ``verdict``) and the answers may
-    legitimately differ in their last bits (nondeterministic kernels), as MLPerf's TEST01 does
-    when its hashes differ: each differing sample's timed answer (the first the timed worker
+    legitimately differ in their last bits (nondeterministic kernels), as far as it goes
+    without the ground truth: each differing sample's timed answer (the first the timed worker
     gave, ``timed_answers``, bound to its seal in ``seals``) must be within ``LAST_BITS`` of
-    the accuracy pass's (``handed``, in accuracy mode), and the accuracy pass scored again with
-    them in its answers' place must move no metric of the task past ``ACCURACY_DELTA``: then it
-    passes, saying so. Failed, with the reason, where a differing sample's timed answer was not
-    handed back, is not what its seal is of, is further than its last bits, or cannot be
-    scored."""
-    from pinbench.errors import PinbenchError
-    from pinbench.evaluator.scoring import load_truth, score_apart
+    the accuracy pass's (``handed``, in accuracy mode). Failed, with the reason, where a
+    differing sample's timed answer was not handed back, is not what its seal is of, or is
+    further than its last bits; else those answers, to be scored in the accuracy pass's place
+    (``scored``), beside the verdict as it stands (None: nothing to score, it is final)."""
     from pinbench.worker.answer_seal import seal
-    from pinbench.worker.job import Evidence, scored_apart
+    from pinbench.worker.job import scored_apart
 
     if found["passed"] is not False or not found.get("compared") or found.get("false"):
-        return found
+        return found, None
     if not found["bound"] or handed.answers is None or not scored_apart(lock):
-        return found
+        return found, None
     timed, unsteady = seals
     differing = sorted({i for i, s in timed.items() if accuracy_seals.get(i) != s} | unsteady)
     if timed_answers is None:
-        return {**found, "by_accuracy": "the timed worker handed back no answers to score"}
+        return {**found, "by_accuracy": "the timed worker handed back no answers to score"}, None
     unbound = [i for i in differing if i not in timed_answers or seal(timed_answers[i]) != timed[i]]
     if unbound:
         return {
             **found,
             "by_accuracy": f"the timed worker's answers of {len(unbound)} samples were not "
             f"handed back or are not what their seals are of (samples {_named(unbound)})",
-        }
+        }, None
     far = [i for i in differing if not _last_bits(timed_answers[i], handed.answers.get(i))]
     if far:
         return {
@@ -231,28 +275,48 @@ def by_accuracy(
             "reason": f"{found['reason']}; {len(far)} of them further from the accuracy "
             f"pass's answers than their last bits ({LAST_BITS:g} of each output's largest "
             f"value; samples {_named(far)})",
-        }
+        }, None
+    return found, {i: timed_answers[i] for i in differing}
+
+
+def scored(
+    ws: Workspace,
+    lock: Lockfile,
+    found: dict[str, Any],
+    differing: Answers,
+    accuracy: Answers,
+    inputs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """TEST01's verdict ``prepared`` left to score, where the ground truth is: the accuracy
+    pass (``accuracy``, with the scored ``inputs``; ``lock`` in accuracy mode) scored again with
+    the ``differing`` samples' timed answers in its answers' place must move no metric of the
+    task past ``ACCURACY_DELTA``, as MLPerf's TEST01 does when its hashes differ: then it
+    passes, saying so; failed with the reason where they move one or cannot be scored."""
+    from pinbench.errors import PinbenchError
+    from pinbench.evaluator.scoring import load_truth, score_apart
+    from pinbench.worker.job import Evidence
+
     try:
         truth = load_truth(ws, lock)
-        assert truth is not None  # the accuracy pass scored against it
-        scored: list[dict[str, float]] = []
-        mixed_answers = {**handed.answers, **{i: timed_answers[i] for i in differing}}
-        for answers in (handed.answers, mixed_answers):
-            evidence = Evidence(answers=dict(answers), scored_inputs=handed.scored_inputs)
+        if truth is None:
+            raise UserError("the run is not scored apart from its answers")
+        metrics: list[dict[str, float]] = []
+        for answers in (accuracy, {**accuracy, **differing}):
+            evidence = Evidence(answers=dict(answers), scored_inputs=inputs)
             score_apart(ws, lock, evidence, truth)
-            scored.append(evidence.metrics)
+            metrics.append(evidence.metrics)
     except PinbenchError as exc:
         return {**found, "reason": f"{found['reason']}; the timed answers cannot be scored: {exc}"}
-    accuracy, mixed = scored
+    base, mixed = metrics
     moved = {
         k: (v, mixed.get(k, math.nan))
-        for k, v in accuracy.items()
+        for k, v in base.items()
         if not abs(mixed.get(k, math.nan) - v) <= ACCURACY_DELTA * abs(v) + 1e-12
     }
     out = {
         **found,
         "by": "accuracy",
-        "accuracy": {k: [v, mixed.get(k)] for k, v in accuracy.items()},
+        "accuracy": {k: [v, mixed.get(k)] for k, v in base.items()},
         "delta": ACCURACY_DELTA,
         "passed": not moved,
     }
@@ -270,6 +334,25 @@ def by_accuracy(
             "accuracy pass's (nondeterministic answers, as MLPerf's TEST01 allows)"
         )
     return out
+
+
+def settle(ws: Workspace, lock: Lockfile, evidence: Evidence) -> None:
+    """TEST01's verdict in the run, finished where the run is recorded (the ground truth is
+    there): the labels checked where the workers could not (``Unscored.labels_checked``), each
+    verdict that waits for it ``scored``; nothing for a run TEST01 did not compare."""
+    unscored, evidence.unscored = evidence.unscored, None
+    if unscored is None:
+        return
+    if not unscored.labels_checked and not has_labels(ws, lock):
+        audited(not_run(NO_LABELS), evidence)
+        return
+    found = [
+        scored(ws, twin(lock), one, differing, unscored.accuracy, unscored.inputs)
+        if differing is not None and unscored.accuracy is not None
+        else one
+        for one, differing in zip(unscored.found, unscored.differing, strict=True)
+    ]
+    audited(joined(found[0], found[1:]), evidence)
 
 
 def _named(samples: list[int]) -> str:
