@@ -21,8 +21,12 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
+from pinbench.catalog import magika
 from pinbench.config import Settings
 from pinbench.db.models import Run
+from pinbench.evaluator.records.run_view import show_run
+from pinbench.registry.manifest import load_manifest
+from pinbench.registry.publish import publish
 from pinbench.sdk.registry import Registry
 from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
@@ -461,3 +465,46 @@ def test_a_first_sigterm_waits_for_a_run_on_an_agent(world: World) -> None:
         while Path(f"/proc/{server}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not Path(f"/proc/{server}").exists(), "the server did not stop after its drain"
+
+
+def test_a_model_with_code_runs_on_every_agent_in_its_sandbox_audited(world: World) -> None:
+    """Issue 85 item 1 (decisions 312, 313): a model with processing code (the catalog's
+    magika part) runs on the agents once the server's operator allows code (``serve
+    --allow-code``), in each agent's sandbox; the agent keeps the clock and audits the run
+    (TEST04, TEST01), and the server records its verdicts. A server without that consent
+    refuses the run and queues nothing."""
+    folder = world.root / "magika"
+    ws = world.workspace()
+    try:
+        for manifest in (*magika.write_datasets(folder), *magika.export(folder)):
+            publish(ws, load_manifest(manifest), manifest_dir=folder, publisher="admin")
+    finally:
+        ws.close()
+    scenario = {"min_duration_ms": 0, "min_query_count": 24, "max_query_count": 24}
+    lock = world.lock("coded", model=f"{magika.NAME}@1", dataset=f"{magika.DATASET}@1",
+                      scenario=scenario)  # fmt: skip
+    before = _runs(world)
+    code, _, err = world.run_on(lock, "all")
+    assert code == 1 and "never executes processing code" in err, err
+    assert _runs(world) == before
+    consenting = served(
+        world.cluster, PORT + 4, "--cluster", ADDRESS, "--allow-code",
+        agent_token=world.tokens["reader"],
+    )  # fmt: skip
+    with consenting as url:
+        code, out, err = world.run_on(lock, "all", url=url)
+    assert code == 0, err
+    runs = json.loads(out)
+    assert sorted(r["system"] for r in runs) == ["lab-a", "lab-b"]
+    ws = world.workspace()
+    try:
+        for info in runs:
+            shown = show_run(ws, info["id"], nested=True)
+            assert shown["status"] == "succeeded", shown["error"]
+            details = shown["details"]
+            assert details["code_sha256"] and details["environment"]["sandbox"] == "bwrap"
+            assert details["clock"], details
+            assert details["audits"]["TEST01"]["passed"] is True, details["audits"]
+            assert details["audits"]["TEST04"]["passed"] is not False, details["audits"]
+    finally:
+        ws.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -304,40 +305,51 @@ def test_a_run_without_allow_code_is_refused_naming_the_flag_before_anything_run
     assert mark.read_text() == "imported\n"
 
 
-def test_a_server_runs_code_only_when_its_operator_allowed_it_and_only_in_docker(
+def test_a_server_runs_code_only_when_its_operator_allowed_it_then_in_its_runners_sandbox(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As a pickle (``check_server_pickle``): ``local`` would run the publisher's code inside
-    the server's process (an agent's actor), ``venv`` as the server's user; ``auto`` is judged
-    as it resolves on the server, or refused when a cluster's agent would decide it."""
+    """Decision 313: without ``serve --allow-code`` no runner runs a model's code (nor a
+    cluster's agent, which decides ``auto``): refused, nothing queued, nothing executed. With
+    it, any runner does, in its sandbox: the local runner's worker in bubblewrap, never the
+    server's own process."""
     from pinbench.api.runpool import RunPool
-    from pinbench.evaluator import runners
     from pinbench.evaluator.policy import check_server_policy
 
     ws = world.home.ws
     mark = world.root / "server.mark"
     monkeypatch.setenv(MARK, str(mark))
     before = len(list_runs(ws))
-    monkeypatch.setattr(runners, "choose_runner", lambda runner, lock: "venv")  # no Docker
-    for allow, runner, allowed, refused in (
-        (False, "docker", ("docker",), "pinbench serve --allow-code"),
-        (True, "local", ("local", "venv", "docker"), "only in the docker runner, not 'local'"),
-        (True, "venv", ("local", "venv", "docker"), "only in the docker runner, not 'venv'"),
-        (True, "auto", ("local", "venv", "docker"), "only in the docker runner, not 'venv'"),
-        (True, "auto", ("local",), "only in the docker runner, not 'local'"),
+    for runner, allowed in (
+        ("docker", ("docker",)),
+        ("local", ("local", "venv", "docker")),
+        ("venv", ("local", "venv")),
+        ("auto", ("local",)),
     ):
-        pool = RunPool(ws, workers=1, queue=1, allow_code=allow, runners=allowed)
+        pool = RunPool(ws, workers=1, queue=1, allow_code=False, runners=allowed)
         try:
-            with pytest.raises(CodeRefused, match=refused):
+            with pytest.raises(CodeRefused, match="pinbench serve --allow-code"):
                 pool.submit(world.lock, runner)
         finally:
             pool.close()
-    for runner in ("auto", "local"):  # a run --on a cluster: its agent would decide ``auto``
-        with pytest.raises(CodeRefused, match=f"docker runner, not {runner!r}"):
-            check_server_policy(world.lock, runner, False, True)
-    check_server_policy(world.lock, "docker", False, True)  # the operator's one way: docker
+    with pytest.raises(CodeRefused, match="never executes processing code"):
+        check_server_policy(world.lock, False, False)  # a run --on a cluster's agents too
+    check_server_policy(world.lock, False, True)
     assert len(list_runs(ws)) == before  # nothing queued
     assert not mark.exists()  # nothing executed
+    pool = RunPool(ws, workers=1, queue=1, allow_code=True, runners=("local",))
+    try:
+        run_id = pool.submit(world.lock, "local")
+        deadline = time.monotonic() + 300
+        while show_run(ws, run_id)["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        pool.close()
+    info = show_run(ws, run_id)
+    assert info["status"] == "succeeded", info["error"]
+    environment = info["details"]["environment"]
+    assert environment["sandbox"] == "bwrap" and environment["process"] == "child"
+    assert info["details"]["code_sha256"] and info["top1"] > 0.9
 
 
 @pytest.mark.parametrize("run", ["generation", "training"])

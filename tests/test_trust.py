@@ -4,8 +4,8 @@ Each forgery the hostile review reproduced is a case here: a lockfile edited and
 canonical form (so its own digest is consistent) and handed to ``verify``/``run`` on the CLI
 and to a real ``pinbench serve``. Each is refused naming the field, and nothing is recorded,
 fetched, executed or left behind. Pickled models run only when the caller allows it: the CLI
-run's ``--allow-pickle``; a server never, unless its operator allows it, and then only in
-docker. A lockfile from another registry runs only after ``pinbench lockfile import``.
+run's ``--allow-pickle``; a server never, unless its operator allows it, and then in its
+runner's sandbox. A lockfile from another registry runs only after ``pinbench lockfile import``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from pinbench.registry.request import parse_request
 from pinbench.registry.trust import LockfileMismatch, NotPublishedHere
 from pinbench.registry.verify import verify_lockfile
 from pinbench.workspace import Workspace
-from tests.apiserver import Server, api_server
+from tests.apiserver import Server, api_server, wait_for_status
 from tests.helpers import Cli, Payload, copied_workspace, in_process_cli, published_workspace
 from tests.sourcebuilders import http_site
 
@@ -532,18 +532,22 @@ def test_a_server_never_runs_a_pickle_unless_its_operator_allows_it(
     assert _runs(server) == before and not catalog.marker.exists()
 
 
-def test_an_operator_allows_pickles_in_the_docker_runner_only(
+def test_an_operator_allows_pickles_in_the_sandbox_of_the_runs_runner(
     tmp_path: Path, catalog: Catalog
 ) -> None:
+    """Decision 313: ``serve --allow-pickle`` lets a trusted pickle load in any runner, in its
+    sandbox: the local runner's worker in bubblewrap, where the payload's write to the host
+    fails the run (its error names the file) and leaves nothing."""
     with api_server(
         tmp_path / "home", f"sqlite:///{tmp_path}/db", "--allow-pickle", catalog_dir=catalog.root
     ) as srv:
         lock = _server_lock(srv, model="vision/pickle-trusted@1", framework="torch@2.13.0")
         with srv.client("owner") as c:
             run = c.post("/api/v1/runs", json={"lockfile": lock.digest.hex, "runner": "local"})
-        assert run.status_code == 403
-        assert "only in the docker runner, not 'local'" in run.json()["detail"]
-        assert _runs(srv) == 0 and not catalog.marker.exists()
+            assert run.status_code == 202, run.text
+            info = wait_for_status(c, run.json()["id"], ("succeeded", "failed"))
+        assert info["status"] == "failed" and str(catalog.marker) in info["error"], info
+        assert not catalog.marker.exists()
 
 
 def test_the_server_never_fetches_a_missing_blob_from_its_source(

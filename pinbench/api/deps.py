@@ -43,7 +43,7 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK
     """Host names the server answers to (``pinbench serve --allowed-host``); see api/hosts.py."""
     allow_pickle: bool = False
-    """The operator lets ``trusted`` torch-pickle models run, in the docker runner only."""
+    """The operator lets ``trusted`` torch-pickle models run, in the runner's sandbox."""
     allow_code: bool = False
     """The operator's ``serve --allow-code``: a model's processing code may run."""
     runners: tuple[str, ...] = ("local", "venv", "docker")

@@ -63,8 +63,8 @@ class RunPool:
         self.cluster = cluster
         """Where runs placed ``on`` systems go (``serve --cluster``); None: nowhere."""
         self.allow_pickle, self.allow_code = allow_pickle, allow_code
-        """The operator's ``serve --allow-pickle`` (pickled models may run, in docker only) and
-        ``--allow-code`` (a model's processing code may run, in docker only)."""
+        """The operator's ``serve --allow-pickle`` (pickled models may run) and
+        ``--allow-code`` (a model's processing code may run), each in its runner's sandbox."""
         self.runners = runners
         """The runners the operator allows (``serve --runners``)."""
         self.sandbox = SandboxCheck(ws)
@@ -110,7 +110,7 @@ class RunPool:
     ) -> str:
         """Queue a run (``user`` submitted it: they may cancel it); return its id."""
         runner = choose_server_runner(runner, lock, self.runners)  # once: 'auto' asks Docker
-        check_server_policy(lock, runner, self.allow_pickle, self.allow_code)
+        check_server_policy(lock, self.allow_pickle, self.allow_code)
         self.sandbox.check(lock, runner, allow_code=self.allow_code)  # 503 before it is queued
         run_id = str(uuid.uuid4())
         self._take([run_id], user)
@@ -167,7 +167,7 @@ class RunPool:
             raise NoCluster()
         if runner != "auto":
             check_server_runner(runner, self.runners)
-        check_server_policy(lock, runner, self.allow_pickle, self.allow_code)
+        check_server_policy(lock, self.allow_pickle, self.allow_code)
         candidates = systems_of(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
         ids = [str(uuid.uuid4()) for _ in systems]

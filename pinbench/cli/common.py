@@ -86,7 +86,8 @@ def serve_consent_options(f: F) -> F:
         is_flag=True,
         default=False,
         help="Let models whose manifest carries preprocess/postprocess Python code run it, "
-        "in the docker runner only (the publisher's code). Off: never.",
+        "in the sandbox of the run's runner, here or on an agent (the publisher's code). Off: "
+        "never.",
     )(f)
     return click.option(
         "--allow-pickle",
@@ -95,8 +96,8 @@ def serve_consent_options(f: F) -> F:
         default=False,
         help=(
             "Let models of format torch-pickle whose manifest says "
-            "`trusted: true` run, in the docker runner only (unpickling "
-            "runs the publisher's code). Off: never."
+            "`trusted: true` run, in the sandbox of the run's runner, here or on an agent "
+            "(unpickling runs the publisher's code). Off: never."
         ),
     )(f)
 

@@ -3,9 +3,10 @@
 A ``torch-pickle`` model runs arbitrary code when it is loaded. pinbench unpickles one only when
 its manifest says ``trusted: true`` (the publisher's claim, checked against the registry) *and*
 whoever starts the run allows it: on the CLI with ``pinbench run --allow-pickle`` for that run;
-on a server only when the operator started it with ``pinbench serve --allow-pickle``, and then
-only in the docker runner (a container with no network, read-only, as nobody). A lockfile never
-decides this.
+on a server (and its cluster agents) only when the operator started it with ``pinbench serve
+--allow-pickle``, in whichever runner the run uses: every runner opens a model in a sandbox (a
+container; the local and venv runners' bubblewrap, which a server and an agent never run
+without: decisions 310, 313). A lockfile never decides this.
 """
 
 from __future__ import annotations
@@ -70,29 +71,22 @@ def check_pickle(lock: Lockfile, *, allow: bool) -> None:
         )
 
 
-def check_server_policy(lock: Lockfile, runner: str, allow_pickle: bool, allow_code: bool) -> None:
+def check_server_policy(lock: Lockfile, allow_pickle: bool, allow_code: bool) -> None:
     """What the server's operator allows, asked before a run is queued: pickles
-    (``check_server_pickle``) and a model's processing code (``check_server_code``), both
-    only in the docker runner; ``runner`` as the run will use it (``auto`` resolved here, or
-    ``auto`` left to a cluster's agent, which both refuse)."""
+    (``check_server_pickle``) and a model's processing code (``check_server_code``). Either runs,
+    once allowed, in the sandbox of the runner the run uses (on the server's machine or a
+    cluster's agent): never in a server's or an agent's own process (decision 313)."""
     from pinbench.processing.consent import check_server_code
 
-    check_server_pickle(lock, runner=runner, server_allows=allow_pickle)
-    check_server_code(lock, runner=runner, server_allows=allow_code)
+    check_server_pickle(lock, server_allows=allow_pickle)
+    check_server_code(lock, server_allows=allow_code)
 
 
-def check_server_pickle(lock: Lockfile, *, runner: str, server_allows: bool) -> None:
-    """On a server: a pickled model runs only if the operator allowed it, and only in docker."""
-    if not needs_pickle(lock):
-        return
-    if not server_allows:
+def check_server_pickle(lock: Lockfile, *, server_allows: bool) -> None:
+    """On a server: a pickled model runs only if the operator allowed it."""
+    if needs_pickle(lock) and not server_allows:
         raise PickleRefused(
             model=_model(lock),
             reason="This server never executes pickles (its operator can allow them, in the "
-            "docker runner only, with `pinbench serve --allow-pickle`)",
-        )
-    if runner != "docker":
-        raise PickleRefused(
-            model=_model(lock),
-            reason=f"This server runs pickles only in the docker runner, not {runner!r}",
+            "sandbox of every runner, with `pinbench serve --allow-pickle`)",
         )

@@ -3,10 +3,11 @@
 The code is the publisher's: running it is running their program. A run of a model that
 carries ``preprocess`` or ``postprocess`` is refused before anything executes unless its caller
 allowed it: on the CLI with ``pinbench run --allow-code`` for that run; on a server (and its
-cluster agents) only when its operator started it with ``pinbench serve --allow-code``, and then
-only in the docker runner (no network, a read-only root and model folder, nobody), as a pickle
-(``check_server_pickle``): the local runner would run it inside the server's own process (an
-agent's actor), the venv runner as the server's user. A lockfile never decides this.
+cluster agents) only when its operator started it with ``pinbench serve --allow-code``, as a
+pickle (``check_server_pickle``), in the sandbox of whichever runner the run uses: a container,
+or the local and venv runners' bubblewrap (no network, nothing of the host's writable, the
+home and keys out of sight), which a server and an agent never run without (decision 313). A
+lockfile never decides this.
 """
 
 from __future__ import annotations
@@ -62,20 +63,12 @@ def check_code(lock: Lockfile, *, allow: bool) -> None:
         )
 
 
-def check_server_code(lock: Lockfile, *, runner: str, server_allows: bool) -> None:
+def check_server_code(lock: Lockfile, *, server_allows: bool) -> None:
     """On a server (and its agents): a model's code runs only if the operator allowed it
-    (``serve --allow-code``), and only in docker. ``runner`` is the one the run will use:
-    ``auto`` already resolved on this server, or still ``auto`` for a cluster's agent to decide,
-    which is refused as for a pickle (name ``docker``)."""
-    if not needs_code(lock):
-        return
-    if not server_allows:
+    (``serve --allow-code``), then in the sandbox of the run's runner (decision 313)."""
+    if needs_code(lock) and not server_allows:
         raise _refuse(
             lock,
             "This server never executes processing code (its operator can allow it, in the "
-            "docker runner only, with `pinbench serve --allow-code`)",
-        )
-    if runner != "docker":
-        raise _refuse(
-            lock, f"This server runs processing code only in the docker runner, not {runner!r}"
+            "sandbox of every runner, with `pinbench serve --allow-code`)",
         )

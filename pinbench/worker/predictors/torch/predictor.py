@@ -229,8 +229,8 @@ class TorchPredictor(Predictor):
                 model=name,
                 reason="torch-pickle files run arbitrary code when loaded; pinbench unpickles "
                 "only models whose manifest says `trusted: true`, and only when the run allows "
-                "it (`pinbench run --allow-pickle`; a server started with `--allow-pickle`, "
-                f"docker runner only). {pickle_routes(name)}",
+                f"it (`pinbench run --allow-pickle`; a server started with `--allow-pickle`). "
+                f"{pickle_routes(name)}",
             )
         module = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(module, torch.nn.Module):
