@@ -730,8 +730,8 @@ def test_a_traced_chain_is_refused_before_anything_is_recorded(wakeword: Any) ->
 def test_a_chain_is_queued_for_any_runner_here_and_refused_for_a_cluster_system(
     wakeword: Any,
 ) -> None:
-    """A server queues a chain for its runners (a chain with code: the docker runner, the one
-    a server runs code in); for a cluster system it is refused when submitted, nothing
+    """A server queues a chain for any of its runners (a chain with code once its operator
+    allows code: decision 313); for a cluster system it is refused when submitted, nothing
     queued."""
     import uuid
 

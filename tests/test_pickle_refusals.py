@@ -115,7 +115,7 @@ def _run_without_allow_pickle(folder: Path) -> str:
 def _server(folder: Path) -> str:
     from pinbench.evaluator.policy import check_server_pickle
 
-    return _said(lambda: check_server_pickle(_lock(), runner="local", server_allows=False))
+    return _said(lambda: check_server_pickle(_lock(), server_allows=False))
 
 
 def _run_untrusted(folder: Path) -> str:

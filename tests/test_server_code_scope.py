@@ -159,7 +159,7 @@ def world(
     publish_chain_models(ws, root / "models", catalog_dir)
     settings = ServerSettings(
         allow_code=True, runners=("docker",), run_queue=64, runs_per_user=64
-    )  # the server: `serve --allow-code`, code in the docker runner
+    )  # the server: `serve --allow-code`, the docker runner
     app = create_app(ws, settings)
     with TestClient(app=app, base_url="http://127.0.0.1") as client:
         yield World(ws, client, tokens)
