@@ -1,11 +1,18 @@
-"""A real Ray cluster for the tests, in a loopback-only network namespace.
+"""A real Ray cluster for the tests: a head and a server on one network, each agent a machine.
 
-Ray advertises a machine's outside address even when told 127.0.0.1, and on the test machine
+Ray advertises a machine's outside address even when told otherwise, and on the test machine
 that address must not be used, so every Ray process and every command that talks to the
-cluster runs inside a namespace holding only ``lo`` (and its own PID namespace: ending the
-holder ends every process started in it, however the test ends). Commands are started in it
-with ``nsenter``; the database and blob store are ordinary files, shared with the test. Ray's
-session folders (``/tmp/ray``) are a tmpfs of the namespace's own, gone with it.
+cluster runs inside network namespaces of the test's own (and one PID namespace: ending the
+holder ends every process started in it, however the test ends). The holder's namespace is
+the head's and the server's machine: ``lo`` and a bridge, ``HEAD_IP`` on it. Each agent is a
+machine of its own (issue 85, item 6): a network namespace with only ``lo`` and an ``eth0``
+cabled to that bridge, its own address (``Cluster.machine``), its own home and its cache, so
+what an agent and the server say to each other crosses a network as a real cluster's does
+(Ray's GCS, object transfers, the blob API at the server's ``--agent-url``), never a loopback
+they share. Commands are started in the namespaces with ``nsenter`` (and ``ip netns exec``
+for an agent); the database and blob store are ordinary files of the server's, which an agent
+is never given. Ray's session folders (``/tmp/ray``) are a tmpfs of the namespace's own, gone
+with it.
 
 Under pytest-xdist the modules that start a cluster are in one group (``ONE_CLUSTER``), so one
 cluster runs at a time: their ports and ``/tmp/ray`` are the namespace's own and would not
@@ -33,7 +40,10 @@ ONE_CLUSTER = pytest.mark.xdist_group(name="ray-cluster")
 """``pytestmark`` of each module that starts a Ray cluster: they run on one worker."""
 
 PORT = 6379
-ADDRESS = f"127.0.0.1:{PORT}"
+SUBNET = "10.88.0"
+HEAD_IP = f"{SUBNET}.1"
+"""The head's and the server's address on the cluster's network (the bridge ``pb0``)."""
+ADDRESS = f"{HEAD_IP}:{PORT}"
 BIN = Path(sys.executable).parent
 
 
@@ -76,7 +86,10 @@ def namespace() -> Iterator[Namespace]:
             "--kill-child",
             "sh",
             "-c",
-            "ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray"
+            "ip link set lo up && ip link add pb0 type bridge"
+            f" && ip addr add {HEAD_IP}/24 dev pb0 && ip link set pb0 up"
+            " && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray"
+            " && mkdir -p /run/netns && mount -t tmpfs tmpfs /run/netns"
             " && echo up && exec sleep 100000",
         ],
         stdout=subprocess.PIPE,
@@ -84,7 +97,7 @@ def namespace() -> Iterator[Namespace]:
     try:
         assert holder.stdout is not None
         if holder.stdout.readline() != b"up\n":
-            raise RuntimeError("could not bring up the loopback-only namespace")
+            raise RuntimeError("could not bring up the cluster's namespace")
         (inner,) = _children(holder.pid)
         yield Namespace(holder, inner)
     finally:
@@ -112,18 +125,50 @@ class Cluster:
     ns: Namespace
     env: dict[str, str]
     agents: dict[str, Agent] = field(default_factory=dict)
+    machines: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Each agent's machine, by the agent's name: its network namespace and its address."""
 
     def pinbench(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return self.ns.run([str(BIN / "pinbench"), *args], self.env, timeout)
 
+    def machine(self, name: str) -> tuple[str, str]:
+        """The machine agent ``name`` runs on (made the first time): a network namespace with
+        ``lo`` and an ``eth0`` cabled to the cluster's bridge, its own address on it."""
+        if name in self.machines:
+            return self.machines[name]
+        k = len(self.machines)
+        netns, ip = f"m{k}", f"{SUBNET}.{10 + k}"
+        steps = [
+            ["ip", "netns", "add", netns],
+            ["ip", "link", "add", f"vh{k}", "type", "veth", "peer", "name", "eth0", "netns", netns],
+            ["ip", "link", "set", f"vh{k}", "master", "pb0", "up"],
+            ["ip", "netns", "exec", netns, "ip", "addr", "add", f"{ip}/24", "dev", "eth0"],
+            ["ip", "netns", "exec", netns, "ip", "link", "set", "eth0", "up"],
+            ["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"],
+        ]
+        for step in steps:
+            done = self.ns.run(step, self.env)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(step)}: {done.stderr}")
+        self.machines[name] = (netns, ip)
+        return netns, ip
+
+    def agent_env(self, cache: Path) -> dict[str, str]:
+        """An agent machine's environment: a home of its own beside its cache, and no
+        database (the server's is not on that machine)."""
+        env = {k: v for k, v in self.env.items() if k != "PINBENCH_DATABASE_URL"}
+        return env | {"PINBENCH_HOME": str(cache.parent / f"{cache.name}-home")}
+
     def start_agent(self, name: str, cache: Path, *extra: str) -> Agent:
-        """``pinbench agent start`` with ``extra`` options, once it has joined; stopped with
-        the cluster (it is registered before it is waited for)."""
-        command = [str(BIN / "pinbench"), "agent", "start", "--cluster", ADDRESS, "--name", name]
-        command += ["--cache", str(cache), "--node-ip", "127.0.0.1", *extra]
+        """``pinbench agent start`` with ``extra`` options on its own machine, once it has
+        joined; stopped with the cluster (it is registered before it is waited for)."""
+        netns, ip = self.machine(name)
+        command = ["ip", "netns", "exec", netns, str(BIN / "pinbench"), "agent", "start"]
+        command += ["--cluster", ADDRESS, "--name", name]
+        command += ["--cache", str(cache), "--node-ip", ip, *extra]
         process = subprocess.Popen(
             self.ns.command(command),
-            env=self.env,
+            env=self.agent_env(cache),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -166,6 +211,8 @@ def served_process(
     if agent_token is not None:
         env["PINBENCH_AGENT_TOKEN"] = agent_token
     log = Path(cluster.env["PINBENCH_HOME"]) / f"serve-{port}.log"
+    if "--cluster" in args:  # reached by the agents on the cluster's network
+        args = ("--host", "0.0.0.0", "--agent-url", f"http://{HEAD_IP}:{port}", *args)
     with log.open("wb") as out:
         process = subprocess.Popen(
             cluster.ns.command([str(BIN / "pinbench"), "serve", "--port", str(port), *args]),
@@ -223,7 +270,7 @@ def ray_cluster(home: Path, database_url: str, agents: dict[str, Path]) -> Itera
                     str(BIN / "ray"),
                     "start",
                     "--head",
-                    "--node-ip-address=127.0.0.1",
+                    f"--node-ip-address={HEAD_IP}",
                     f"--port={PORT}",
                     "--num-cpus=1",
                     "--include-dashboard=false",

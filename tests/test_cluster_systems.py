@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from pinbench.cluster.systems import UnknownSystem, list_systems, record, show_s
 from pinbench.config import Settings
 from pinbench.specs.system_names import BadSystemName, check_name
 from pinbench.workspace import Workspace
-from tests.cluster import ADDRESS, ONE_CLUSTER, Cluster, ray_cluster
+from tests.cluster import ADDRESS, HEAD_IP, ONE_CLUSTER, Cluster, ray_cluster
 from tests.helpers import Cli
 
 pytestmark = ONE_CLUSTER  # one Ray cluster at a time (tests/cluster.py)
@@ -53,6 +54,21 @@ def test_each_agent_is_a_live_system_with_its_own_node_and_facts(cluster: Cluste
         assert facts["cpu_flags"] == mine["cpu_flags"] and facts["arch"] == mine["arch"]
     assert rows["lab-a"]["node_id"] != rows["lab-b"]["node_id"]
     assert (cluster.agents["lab-a"].cache).is_dir()
+
+
+def test_each_agent_is_a_machine_of_its_own_on_the_clusters_network(cluster: Cluster) -> None:
+    """Issue 85, item 6: Ray's nodes are the head and one per agent, each at its own address
+    on the cluster's network (none on a loopback they share)."""
+    script = (
+        "import json, ray\n"
+        f"ray.init(address={ADDRESS!r}, logging_level='ERROR', log_to_driver=False)\n"
+        "print(json.dumps(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive'])))"
+    )
+    done = cluster.ns.run([sys.executable, "-c", script], cluster.env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    addresses = json.loads(done.stdout.strip().splitlines()[-1])
+    machines = sorted(ip for _, ip in cluster.machines.values())
+    assert addresses == sorted([HEAD_IP, *machines]) and len(set(addresses)) == 3, addresses
 
 
 def test_the_table_lists_what_the_cluster_said_and_show_names_the_systems(
@@ -193,6 +209,8 @@ def tokens(ws: Workspace) -> dict[str, str]:
         (None, [], "serve --cluster needs PINBENCH_AGENT_TOKEN"),
         ("read+run", [], "must be a token with the 'read' scope only"),
         ("read", ["--host", "0.0.0.0"], "is no address an agent can reach: give --agent-url"),
+        ("read", ["--agent-url", "10.0.0.1:8000"], "is not an http(s) URL with a host"),
+        ("read", ["--agent-url", "http://"], "is not an http(s) URL with a host"),
     ],
 )
 def test_serve_with_a_cluster_refuses_what_agents_cannot_use(

@@ -269,7 +269,9 @@ def serve(
             )
         agent_url = agent_url or f"http://{host}:{port}"
     lease_from_env()  # a bad PINBENCH_SERVER_LEASE_S is refused before serving
-    allowed_hosts = hosts.for_serve(host, allowed_host or [])
+    allowed_hosts = hosts.for_serve(
+        host, [*(allowed_host or []), *([agent_host(agent_url)] if cluster else [])]
+    )  # the agents reach it by its --agent-url: it answers to that Host
     allowed_runners = tuple(r.strip() for r in runners.split(",") if r.strip())
     for name in allowed_runners or ("",):
         if name not in RUNNERS:  # refused before the server starts
@@ -329,3 +331,14 @@ def serve(
         access_log=False,  # the app writes its own (pinbench.api.observe)
         proxy_headers=False,  # read by the app (api/server.py): X-Forwarded-* only if trusted
     )
+
+
+def agent_host(url: str | None) -> str:
+    """The host of ``serve --agent-url`` (the server answers to it: its agents send it as
+    their requests' Host); a URL that is not http(s) with a host is refused."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"--agent-url {url!r} is not an http(s) URL with a host")
+    return parts.hostname
