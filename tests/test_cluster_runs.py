@@ -508,3 +508,76 @@ def test_a_model_with_code_runs_on_every_agent_in_its_sandbox_audited(world: Wor
             assert details["audits"]["TEST04"]["passed"] is not False, details["audits"]
     finally:
         ws.close()
+
+
+def test_a_study_whose_agent_goes_and_comes_back_ends_with_every_cell_done(
+    world: World,
+) -> None:
+    """Issue 85, item 3: an agent lost in the middle of a study's run. Its cell's run is
+    recorded failed (the system lost), and the cell waits for the agent, saying so; the next
+    cell waits too. When the agent comes back, each takes a run again; the study ends with every
+    cell done, and the client that follows it exits 0, having said each change."""
+    cluster = world.cluster
+    agent = cluster.start_agent("lab-e", world.root / "cache-e")
+    study: dict[str, object] = {
+        "name": "comeback",
+        "models": [{k: v for k, v in REQUEST.items() if k != "scenario"}],
+        "scenarios": {
+            "long": {"name": "SingleStream", "min_duration_ms": 8000, "min_query_count": 1},
+            "short": {"name": "SingleStream", "min_duration_ms": 0, "min_query_count": 32},
+        },
+        "systems": [{"name": "e", "agent": "lab-e"}],
+    }
+    path = dump_yaml(world.root / "comeback.yaml", study)
+    env = dict(cluster.env, PINBENCH_URL=world.url, PINBENCH_TOKEN=world.tokens["owner"])
+    pinbench = str(BIN / "pinbench")
+    client = subprocess.Popen(
+        cluster.ns.command([pinbench, "study", "run", str(path)]),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def cells() -> dict[str, dict[str, object]]:
+        done = cluster.ns.run([pinbench, "study", "show", "comeback", "--json"], env)
+        assert done.returncode == 0, done.stderr
+        return {c["scenario"]: c for c in json.loads(done.stdout)["cells"]}
+
+    ws = world.workspace()
+    try:
+        deadline = time.monotonic() + 120
+        lost = None
+        while lost is None and time.monotonic() < deadline:
+            with ws.transaction() as session:
+                row = session.scalars(
+                    select(Run).where(Run.system == "lab-e", Run.status == "running")
+                ).first()
+                lost = row.id if row is not None else None
+            time.sleep(0.2)
+        assert lost is not None, "the study's first run never started on lab-e"
+        time.sleep(2)
+        agent.stop(signal.SIGTERM)  # the machine goes
+        deadline = time.monotonic() + 120
+        while "waiting for agent lab-e" not in str(cells()["long"]["reason"]):
+            assert time.monotonic() < deadline, [(c["state"], c["reason"], c["run"]) for c in cells().values()]
+            time.sleep(0.5)
+        shown = cells()
+        assert shown["long"]["state"] == "planned" and lost[:8] in str(shown["long"]["reason"])
+        assert shown["short"]["state"] == "planned"  # not run, not ended
+        cluster.start_agent("lab-e", world.root / "cache-e")  # the machine is back
+        out, err = client.communicate(timeout=240)
+        assert client.returncode == 0, out + err
+        assert "2 ran, 0 done before, 0 failed, 0 refused" in out, out
+        assert "long on e: planned" in err and "waiting for agent lab-e to come back" in err, err
+        shown = cells()
+        assert {k: c["state"] for k, c in shown.items()} == {"long": "done", "short": "done"}
+        assert shown["long"]["run"] != lost
+        with ws.transaction() as session:
+            row = session.get(Run, lost)
+            assert row is not None and row.status == "failed"
+            assert (row.error or "").startswith("system lab-e lost during the run")
+    finally:
+        ws.close()
+        if client.poll() is None:
+            client.kill()

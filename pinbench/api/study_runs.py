@@ -19,6 +19,7 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 from pinbench.api.problems import StudiesBusy
+from pinbench.cluster.dispatch import lost_with
 from pinbench.db.errors import Conflict
 from pinbench.db.run_record import FINISHED
 from pinbench.errors import UserError
@@ -34,6 +35,34 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5
 STUDIES_GRACE_S = 5.0
 """How long a closing server waits for its studies' threads (each looks every ``POLL_S``)."""
+
+
+LOST_RUNS = 2
+"""Runs of one cell that may be lost with their agent (each run again once it is back)
+before the cell fails with the last one's error."""
+WAITING = "waiting for agent {} to come back"
+AGENT_POLL_S = 1.0
+AGENT_WAIT_ENV = "PINBENCH_STUDY_AGENT_WAIT_S"
+AGENT_WAIT_S = 600.0
+"""How long a cell waits for its agent to come back (``PINBENCH_STUDY_AGENT_WAIT_S``)."""
+
+
+def agent_wait_s() -> float:
+    """``AGENT_WAIT_S``, or ``PINBENCH_STUDY_AGENT_WAIT_S``: seconds, 0 to 86,400 (a bad value
+    is refused when the server starts: ``serve`` asks this first)."""
+    import math
+    import os
+
+    text = os.environ.get(AGENT_WAIT_ENV)
+    if text is None:
+        return AGENT_WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 86_400.0:
+        raise UserError(f"{AGENT_WAIT_ENV}={text[:40]!r}: seconds from 0 to 86400")
+    return value
 
 
 MAX_STUDIES = 4
@@ -212,7 +241,6 @@ class Drivers:
         shared: threading.Lock,
     ) -> None:
         from pinbench.api.code_scope import check_stored_code
-        from pinbench.api.problems import QueueFull, UserQueueFull
         from pinbench.errors import PinbenchError
         from pinbench.registry import service
         from pinbench.registry.request import parse_request
@@ -240,26 +268,96 @@ class Drivers:
                 digest,
             )
         agent = str(cell.system.agent)
+        lost = 0
+        while True:
+            run_id = self._submit(lock, study, cell, agent, principal, study_id, digest, lost)
+            if run_id is None:  # refused (recorded), or the server stops (the cell stays)
+                return None
+            record_cell(ws, study_id, cell.key, state="running", lockfile_digest=digest,
+                        run_id=run_id)  # fmt: skip
+            status, error = _wait(ws, run_id, self._closed)
+            if status is None:  # the server closed: the run's record says so; the cell stays
+                return None  # running until the study is posted again (``settle``)
+            if status == "failed" and lost_with(error, agent) and lost < LOST_RUNS:
+                lost += 1  # its agent went: the cell runs again when it is back
+                record_cell(ws, study_id, cell.key, state="planned", lockfile_digest=digest,
+                            reason=f"{WAITING.format(agent)}: its run {run_id[:8]} was "
+                            f"lost ({error})")  # fmt: skip
+                continue
+            state = "done" if status == "succeeded" else "failed"
+            record_cell(ws, study_id, cell.key, state=state, lockfile_digest=digest,
+                        run_id=run_id,
+                        reason=None if state == "done" else (error or status))  # fmt: skip
+            return None
+
+    def _submit(
+        self,
+        lock: Any,
+        study: Study,
+        cell: Cell,
+        agent: str,
+        principal: Principal,
+        study_id: int,
+        digest: str,
+        lost: int = 0,
+    ) -> str | None:
+        """Queue ``cell``'s run on its ``agent``; its id. While the agent is gone from the
+        cluster the cell waits for it to come back (``planned``, saying so, unless its run was
+        just ``lost`` with it, which it says) up to ``agent_wait_s``, then is refused saying
+        so; while the server's caps are full it waits for a place. None where it was refused
+        (recorded) or the server stops (the cell stays as it is, to run when the study is
+        posted again)."""
+        from pinbench.api.problems import QueueFull, UserQueueFull
+        from pinbench.cluster.placement import NoMatchingSystem
+        from pinbench.errors import PinbenchError
+        from pinbench.studies.store import record_cell
+
+        ws, gone_since = self.pool.ws, None
         while True:
             try:
                 (run_id,) = self.pool.submit_on(
                     lock, study.runner, "none", [agent], user=principal.user, retries=0
                 )
-                break
+                return str(run_id)
             except (QueueFull, UserQueueFull):  # the server's caps hold: wait for a place
-                if self._stopping():
+                pass
+            except NoMatchingSystem as exc:  # a gone system's facts are unknown: it lacks all
+                if [(n, why[:1]) for n, why in exc.systems] != [(agent, ["gone"])]:
+                    self._refused(study_id, cell, agent, exc, digest)
                     return None
-                time.sleep(1.0)
+                now = time.monotonic()
+                if gone_since is None:
+                    gone_since = now
+                if gone_since == now and not lost:
+                    record_cell(ws, study_id, cell.key, state="planned", lockfile_digest=digest,
+                                reason=f"{WAITING.format(agent)}: it is gone")  # fmt: skip
+                if now - gone_since > agent_wait_s():
+                    self._refused(study_id, cell, agent, exc, digest, waited=now - gone_since)
+                    return None
             except PinbenchError as exc:
-                return refused(f"system {cell.system.name} (agent {agent}): {exc}", digest)
-        record_cell(ws, study_id, cell.key, state="running", lockfile_digest=digest, run_id=run_id)
-        status, error = _wait(ws, run_id, self._closed)
-        if status is None:  # the server closed: the run's record says so; the cell stays
-            return None  # running until the study is posted again (``settle``)
-        state = "done" if status == "succeeded" else "failed"
-        record_cell(ws, study_id, cell.key, state=state, lockfile_digest=digest, run_id=run_id,
-                    reason=None if state == "done" else (error or status))  # fmt: skip
-        return None
+                if not self._stopping():  # refused as the server drains: it stays planned
+                    self._refused(study_id, cell, agent, exc, digest)
+                return None
+            if self._stopping():
+                return None
+            time.sleep(AGENT_POLL_S)
+
+    def _refused(
+        self,
+        study_id: int,
+        cell: Cell,
+        agent: str,
+        exc: Exception,
+        digest: str,
+        waited: float | None = None,
+    ) -> None:
+        from pinbench.studies.store import record_cell
+
+        reason = f"system {cell.system.name} (agent {agent}): {exc}"
+        if waited is not None:
+            reason += f" (waited {waited:.0f} s for it to come back: post the study again then)"
+        record_cell(self.pool.ws, study_id, cell.key, state="refused", lockfile_digest=digest,
+                    reason=reason)  # fmt: skip
 
 
 def settle(ws: Any, study_id: int, recorded: dict[str, Any]) -> dict[str, Any]:

@@ -268,6 +268,9 @@ def serve(
                 f"--host {host!r} is no address an agent can reach: give --agent-url URL"
             )
         agent_url = agent_url or f"http://{host}:{port}"
+        from pinbench.api.study_runs import agent_wait_s
+
+        agent_wait_s()  # a bad PINBENCH_STUDY_AGENT_WAIT_S is refused before serving
     lease_from_env()  # a bad PINBENCH_SERVER_LEASE_S is refused before serving
     allowed_hosts = hosts.for_serve(
         host, [*(allowed_host or []), *([agent_host(agent_url)] if cluster else [])]

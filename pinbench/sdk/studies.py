@@ -75,21 +75,26 @@ class Studies:
         name, todo = started["name"], set(started["to_run"])
         counts = {"ran": 0, "skipped": started["cells"] - len(todo), "failed": 0, "refused": 0}
         counts["unfinished"] = 0
-        said: set[str] = set()
+        said: dict[str, tuple[Any, ...]] = {}
         path = f"/api/v1/studies/{quote(name, safe='')}"
         while True:
             shown = remote.json("GET", path)
             cells = shown["cells"]
             for n, cell in enumerate(cells, 1):
-                state, key = cell["state"], cell["key"]
-                if key in todo and key not in said and state in ("done", "failed", "refused"):
-                    said.add(key)
-                    counts["ran" if state == "done" else state] += 1
+                state, key, reason = cell["state"], cell["key"], cell["reason"]
+                ended = state in ("done", "failed", "refused")
+                waiting = state == "planned" and bool(reason)  # its agent gone, say
+                now = (state, cell["run"], reason)
+                if key in todo and (ended or waiting) and said.get(key) != now:
+                    said[key] = now  # each change said: a cell lost with its agent runs again
                     run = f" run {cell['run'][:8]}" if cell["run"] else ""
-                    why = f" {cell['reason']}" if cell["reason"] and state != "done" else ""
+                    why = f" {reason}" if reason and state != "done" else ""
                     say(f"[{n}/{len(cells)}] {_label(cell)}: {state}{run}{why}")
             if not shown.get("active"):
-                unfinished = len(todo - said)
+                final = [c["state"] for c in cells if c["key"] in todo]
+                counts["ran"] = final.count("done")
+                counts["failed"], counts["refused"] = final.count("failed"), final.count("refused")
+                unfinished = len(final) - counts["ran"] - counts["failed"] - counts["refused"]
                 if unfinished:  # the server stopped running it (it drained, or restarted)
                     say(f"study {name}: the server stopped running it with {unfinished} cells "
                         "not finished: post it again to resume")  # fmt: skip
