@@ -560,7 +560,9 @@ def test_a_study_whose_agent_goes_and_comes_back_ends_with_every_cell_done(
         agent.stop(signal.SIGTERM)  # the machine goes
         deadline = time.monotonic() + 120
         while "waiting for agent lab-e" not in str(cells()["long"]["reason"]):
-            assert time.monotonic() < deadline, [(c["state"], c["reason"], c["run"]) for c in cells().values()]
+            assert time.monotonic() < deadline, [
+                (c["state"], c["reason"], c["run"]) for c in cells().values()
+            ]
             time.sleep(0.5)
         shown = cells()
         assert shown["long"]["state"] == "planned" and lost[:8] in str(shown["long"]["reason"])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -144,6 +145,7 @@ class OnSystem:
         except ValueError:
             raise SystemLost(self.system, "its agent is not in the cluster") from None
         say(f"sent to system {self.system}")
+        ticket = uuid.uuid4().hex  # names this evaluation to the agent: progress, cancel
         done = actor.run.remote(
             lock.canonical,
             self.server,
@@ -154,6 +156,7 @@ class OnSystem:
             self.allowed,
             allow_code,
             audit,
+            ticket,
         )
         shown = ""
         deadline = time.monotonic() + lock.body.limits.timeout_s + FETCH_ALLOWANCE_S
@@ -164,10 +167,10 @@ class OnSystem:
                     raise AgentTimedOut(self.system, lock.body.limits.timeout_s)
             except PinbenchError as exc:  # a cancel, the server stopping, the deadline
                 with contextlib.suppress(Exception):  # the agent stops its evaluation too
-                    ray.get(actor.cancel.remote(str(exc)), timeout=CANCEL_S)  # and says so
+                    ray.get(actor.cancel.remote(str(exc), ticket), timeout=CANCEL_S)  # and says so
                 raise
             try:
-                text = ray.get(actor.progress.remote(), timeout=10)
+                text = ray.get(actor.progress.remote(ticket), timeout=10)
             except ray.exceptions.RayError:
                 continue  # the result tells whether the agent is gone
             if isinstance(text, str) and text and text != shown:

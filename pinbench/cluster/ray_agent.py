@@ -146,6 +146,13 @@ def cluster_systems(
     return out
 
 
+WAITING = "waiting for the agent's evaluation in progress to end"
+WAIT_POLL_S = 0.2
+"""How often an evaluation waiting for the agent looks whether it was cancelled."""
+CANCELLED_KEPT = 1000
+"""Cancelled tickets an agent remembers until their evaluation comes (``Agent.cancel``)."""
+
+
 class Agent:
     """The actor on an agent's node (made remote in ``_start_actor``, with a few threads so
     that ``progress`` answers while ``run`` runs); one evaluation at a time."""
@@ -172,9 +179,15 @@ class Agent:
 
             self._warm = WarmPool.in_scratch(Path(cache) / "tmp")
         self._one = threading.Lock()
+        self._cancelling = threading.Lock()
         self._progress = ""
         self._stop: Any = None
         """The running evaluation's ``Stop`` (``cancel`` requests it)."""
+        self._ticket = ""
+        """The running evaluation's ticket: the server's name for it (``OnSystem``)."""
+        self._cancelled: dict[str, str] = {}
+        """Tickets cancelled before their evaluation started (waiting for the one running),
+        with the reason; each is answered stopped when it comes (at most ``CANCELLED_KEPT``)."""
         self.served = 0
         self._facts = system_facts()
         """Read once: the machine does not change while the agent runs (tens of ms a time)."""
@@ -187,17 +200,26 @@ class Agent:
         if self._warm is not None:
             self._warm.close()
 
-    def progress(self) -> str:
+    def progress(self, ticket: str = "") -> str:
+        """The running evaluation's last line, if it is ``ticket``'s; else that it waits."""
+        if ticket != self._ticket:
+            return WAITING
         return self._progress
 
-    def cancel(self, reason: str) -> bool:
-        """Stop the running evaluation (the server's cancel, shutdown or deadline)."""
+    def cancel(self, reason: str, ticket: str = "") -> bool:
+        """Stop ``ticket``'s evaluation (the server's cancel, shutdown or deadline): the one
+        running if it is that one; one still waiting is answered stopped when it comes. Never
+        another's: a cancel names its evaluation."""
         from pinbench.worker.stop import RunStopped
 
-        stop = self._stop
-        return stop is not None and bool(
-            stop.request(RunStopped(status="cancelled", reason=reason[:2000]))
-        )
+        with self._cancelling:
+            stop = self._stop if ticket == self._ticket else None
+            if stop is None:
+                if len(self._cancelled) >= CANCELLED_KEPT:
+                    self._cancelled.pop(next(iter(self._cancelled)))
+                self._cancelled[ticket] = reason[:2000]
+                return True
+        return bool(stop.request(RunStopped(status="cancelled", reason=reason[:2000])))
 
     def run(
         self,
@@ -210,19 +232,34 @@ class Agent:
         allowed: tuple[str, ...],
         allow_code: bool = False,
         audit: bool = False,
+        ticket: str = "",
     ) -> dict[str, Any]:
         """Run a lockfile here; the answer as plain data (``pinbench.cluster.answer``): an
-        error is never raised to the server, where Ray would have to unpickle it."""
+        error is never raised to the server, where Ray would have to unpickle it. ``ticket``:
+        the server's name for this evaluation, which its ``progress`` and ``cancel`` give."""
         from pinbench.cluster.agent_run import run_here
         from pinbench.cluster.answer import answer_error, answer_ok
-        from pinbench.worker.stop import Stop
+        from pinbench.worker.stop import RunStopped, Stop
 
         def say(text: str) -> None:
             self._progress = text
 
-        with self._one:
-            self._progress = "started on the agent"
-            self._stop = Stop()
+        while not self._one.acquire(timeout=WAIT_POLL_S):  # another evaluation holds it
+            with self._cancelling:
+                cancelled = self._cancelled.pop(ticket, None)
+            if cancelled is not None:  # cancelled while it waited: it never starts
+                return answer_error(RunStopped(status="cancelled", reason=cancelled))
+        try:
+            with self._cancelling:
+                cancelled = self._cancelled.pop(ticket, None)
+                if cancelled is None:
+                    self._progress, self._stop, self._ticket = (
+                        "started on the agent",
+                        Stop(),
+                        ticket,
+                    )
+            if cancelled is not None:
+                return answer_error(RunStopped(status="cancelled", reason=cancelled))
             try:
                 packed = run_here(
                     Path(self.cache),
@@ -243,9 +280,12 @@ class Agent:
             except Exception as exc:  # every error the evaluation raises: the server's to record
                 return answer_error(exc)
             finally:
-                self._stop = None
+                with self._cancelling:
+                    self._stop, self._ticket = None, ""
             self.served += 1
             return answer_ok(packed)
+        finally:
+            self._one.release()
 
 
 def start_agent(
