@@ -130,6 +130,21 @@ MALFORMED: list[tuple[str, Callable[[Path], None], str]] = [
         ),
         "do not add up",
     ),
+    (
+        "a sample of 70 axes",
+        _with(**{"s0.npy": _npy(np.array([[1] * 68 + [1, 10]] * 2, dtype=np.int64))}),
+        "70 axes, over 32",
+    ),
+    (
+        "a shape NumPy cannot make, though its product is the values' count",
+        _with(
+            **{
+                "v0.npy": _npy(np.zeros(0, dtype=np.float32)),
+                "s0.npy": _npy(np.array([[0, 2**62, 2**62]] * 2, dtype=np.int64)),
+            }
+        ),
+        "sample 0: ",
+    ),
     ("a member result.json does not name", _with(**{"x.npy": _npy(np.zeros(1))}), "names"),
     (
         "the same sample twice",

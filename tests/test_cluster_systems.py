@@ -211,6 +211,8 @@ def tokens(ws: Workspace) -> dict[str, str]:
         ("read", ["--host", "0.0.0.0"], "is no address an agent can reach: give --agent-url"),
         ("read", ["--agent-url", "10.0.0.1:8000"], "is not an http(s) URL with a host"),
         ("read", ["--agent-url", "http://"], "is not an http(s) URL with a host"),
+        ("read", ["--agent-url", "http://*.example.org/"], "(no wildcard)"),
+        ("read", ["--agent-url", "http://[::1"], "is not an http(s) URL with a host"),
     ],
 )
 def test_serve_with_a_cluster_refuses_what_agents_cannot_use(

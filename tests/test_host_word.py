@@ -145,6 +145,17 @@ def _npz() -> bytes:
         return path.read_bytes()
 
 
+def _deep(levels: int) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for _ in range(levels):
+        nested = {"a": nested}
+    return nested
+
+
+def _many(count: int) -> dict[str, float]:
+    return {f"audit_m{i}": 1.0 for i in range(count)}
+
+
 def _word() -> dict[str, Any]:
     return {
         "details": {"audits": {"TEST04": {"passed": True}}},
@@ -171,7 +182,10 @@ REFUSED = [
     ("a string figure", _with(metrics={"audit_x": "1"}), "not a finite number"),
     ("not JSON", _with(details={"audits": {"x": b"1"}}), "not plain JSON"),
     ("too large", _with(details={"clock": "x" * (1 << 20)}), "over 1048576 B"),
+    ("nested past recursion", _with(details={"audits": _deep(100_000)}), "not plain JSON"),
+    ("too many figures", _with(metrics=_many(60_000)), "over 1048576 B"),
     ("three verdicts", _unscored_word(found=[{"passed": True}] * 3), "not one to 2"),
+    ("a failure unsaid", _unscored_word(found=[{"passed": False}]), "without its reason"),
     ("a verdict unsaid", _unscored_word(found=[{"passed": None}]), "says not whether"),
     ("another file", _unscored_word(names={"x": [[], []]}, files={"x": b""}), "other than"),
     (
@@ -180,8 +194,17 @@ REFUSED = [
         "answers file 'accuracy': not a NumPy .npz file",
     ),
     (
-        "no accuracy pass",
+        "answers beside a pass",
         _unscored_word(names={"timed-0": [["logits"], []]}, files={"timed-0": _npz()}),
+        "beside a verdict that passed",
+    ),
+    (
+        "no accuracy pass",
+        _unscored_word(
+            found=[{"passed": False, "reason": "1 of 2 samples answered otherwise"}],
+            names={"timed-0": [["logits"], []]},
+            files={"timed-0": _npz()},
+        ),
         "timed answers to score without the accuracy pass's",
     ),
 ]
@@ -199,3 +222,27 @@ def test_a_word_an_agent_does_not_write_is_refused_and_changes_nothing(
         details={"loadgen": {"result_validity": "VALID"}}, metrics={"top1": 0.5}
     )
     assert not any(tmp_path.iterdir())
+
+
+def test_the_server_checks_again_that_the_answers_to_score_differ_only_in_their_last_bits(
+    setting: tuple[Workspace, Lockfile, np.ndarray], tmp_path: Path
+) -> None:
+    """An agent that hands over answers far from the accuracy pass's as if they differed in
+    their last bits: the server, where the run is recorded, finds it and fails TEST01."""
+    ws, lock, labels = setting
+    accuracy = _one_hot(labels)
+    far = {0: {"logits": accuracy[0]["logits"] + np.float32(0.5)}}
+    sent = Evidence(details={"loadgen": {}})
+    sent.unscored = test01.Unscored(
+        found=[{"passed": False, "compared": 1, "differ": 1, "reason": "1 of 1 samples differ"}],
+        differing=[far],
+        accuracy=accuracy,
+        inputs=None,
+        labels_checked=True,
+    )
+    got = _crossed(sent, tmp_path)
+    got.details["loadgen"] = {"result_validity": "VALID"}
+    test01.settle(ws, lock, got)
+    verdict = got.details["audits"]["TEST01"]
+    assert verdict["passed"] is False and "but for their last bits (samples 0)" in verdict["reason"]
+    assert got.details["loadgen"]["result_validity"] == "INVALID"

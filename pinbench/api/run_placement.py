@@ -33,7 +33,9 @@ def systems_of(
         if found.facts is not None and key not in facts:
             record(ws, found.name, found.facts, found.node_id)
             facts[key] = found.facts
-        candidates.append(Candidate(found.name, found.facts or {}, found.alive))
+        # a node whose agent does not answer yet (starting, or its actor died) is not there
+        alive = found.alive and found.facts is not None
+        candidates.append(Candidate(found.name, found.facts or {}, alive))
     return candidates
 
 
@@ -48,7 +50,9 @@ def other_systems(
 
     try:
         found = cluster_systems(address)
-        candidates = [Candidate(c.name, c.facts or {}, c.alive) for c in found]
+        candidates = [
+            Candidate(c.name, c.facts or {}, c.alive and c.facts is not None) for c in found
+        ]
         meets = choose_for(lock.body, candidates, None)
     except PinbenchError as exc:
         log.info("run %s: no retry: %s", lost[:8], exc)

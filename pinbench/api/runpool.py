@@ -38,6 +38,8 @@ from pinbench.api.run_placement import Cluster, NoCluster, other_systems, submit
 
 log = logging.getLogger("pinbench.api.runs")
 CLOSE_GRACE_S = 30.0
+LOST_KEPT = 10_000
+"""Lost runs a pool remembers (``RunPool.lost``), the oldest forgotten first."""
 """How long a stopping server waits for its stopped runs to record themselves."""
 
 
@@ -97,6 +99,9 @@ class RunPool:
         heartbeat.sweep(ws, STOPPED, NOT_STARTED)
         self._closing = threading.Event()
         """Set by ``close``: no run starts any more."""
+        self.lost: dict[str, str] = {}
+        """Runs whose system this pool saw lost (``SystemLost``), with the system: what a
+        study's driver asks (never a run's error text, which a worker may write)."""
         self.draining = threading.Event()
         """Set by ``drain`` (SIGTERM): no run is taken, none queued starts."""
         self._quit = threading.Event()
@@ -311,6 +316,10 @@ class RunPool:
         except SystemLost as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
             outage.mark(self.ws, run_id, str(exc), "failed", give_up=self._closing.is_set)
+            with self._lock:
+                self.lost[run_id] = exc.system
+                while len(self.lost) > LOST_KEPT:
+                    self.lost.pop(next(iter(self.lost)))
             return True
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)

@@ -19,7 +19,6 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 from pinbench.api.problems import StudiesBusy
-from pinbench.cluster.dispatch import lost_with
 from pinbench.db.errors import Conflict
 from pinbench.db.run_record import FINISHED
 from pinbench.errors import UserError
@@ -107,6 +106,9 @@ class Drivers:
         self._threads: list[threading.Thread] = []
         self._starting: set[str] = set()
         """Studies being recorded (they count among the running ones)."""
+        self._gone: dict[str, float] = {}
+        """Agents a cell found gone, since when (``time.monotonic``): one wait per agent,
+        shared by every cell that waits for it, until it takes a run again."""
 
     def start(self, study: Study, source: str, principal: Principal) -> dict[str, Any]:
         """Record ``study`` and start running its cells not done; what was started. The
@@ -278,7 +280,7 @@ class Drivers:
             status, error = _wait(ws, run_id, self._closed)
             if status is None:  # the server closed: the run's record says so; the cell stays
                 return None  # running until the study is posted again (``settle``)
-            if status == "failed" and lost_with(error, agent) and lost < LOST_RUNS:
+            if status == "failed" and self._lost(run_id, agent) and lost < LOST_RUNS:
                 lost += 1  # its agent went: the cell runs again when it is back
                 record_cell(ws, study_id, cell.key, state="planned", lockfile_digest=digest,
                             reason=f"{WAITING.format(agent)}: its run {run_id[:8]} was "
@@ -289,6 +291,12 @@ class Drivers:
                         run_id=run_id,
                         reason=None if state == "done" else (error or status))  # fmt: skip
             return None
+
+    def _lost(self, run_id: str, agent: str) -> bool:
+        """Whether run ``run_id`` failed because this server lost its ``agent`` (the pool saw
+        ``SystemLost``; a run's error text is not asked: a worker may write one that says so)."""
+        with self.pool._lock:
+            return self.pool.lost.pop(run_id, None) == agent
 
     def _submit(
         self,
@@ -303,21 +311,24 @@ class Drivers:
     ) -> str | None:
         """Queue ``cell``'s run on its ``agent``; its id. While the agent is gone from the
         cluster the cell waits for it to come back (``planned``, saying so, unless its run was
-        just ``lost`` with it, which it says) up to ``agent_wait_s``, then is refused saying
-        so; while the server's caps are full it waits for a place. None where it was refused
-        (recorded) or the server stops (the cell stays as it is, to run when the study is
-        posted again)."""
+        just ``lost`` with it, which it says) up to ``agent_wait_s`` from when a cell first
+        found it gone (one wait per agent: the cells after a refused one are refused at once),
+        then is refused saying so; while the server's caps are full it waits for a place. None
+        where it was refused (recorded) or the server stops (the cell stays as it is, to run
+        when the study is posted again)."""
         from pinbench.api.problems import QueueFull, UserQueueFull
         from pinbench.cluster.placement import NoMatchingSystem
         from pinbench.errors import PinbenchError
         from pinbench.studies.store import record_cell
 
-        ws, gone_since = self.pool.ws, None
+        ws, said = self.pool.ws, bool(lost)
         while True:
             try:
                 (run_id,) = self.pool.submit_on(
                     lock, study.runner, "none", [agent], user=principal.user, retries=0
                 )
+                with self._lock:
+                    self._gone.pop(agent, None)  # it is back: a later loss waits afresh
                 return str(run_id)
             except (QueueFull, UserQueueFull):  # the server's caps hold: wait for a place
                 pass
@@ -326,9 +337,10 @@ class Drivers:
                     self._refused(study_id, cell, agent, exc, digest)
                     return None
                 now = time.monotonic()
-                if gone_since is None:
-                    gone_since = now
-                if gone_since == now and not lost:
+                with self._lock:
+                    gone_since = self._gone.setdefault(agent, now)
+                if now - gone_since <= agent_wait_s() and not said:
+                    said = True
                     record_cell(ws, study_id, cell.key, state="planned", lockfile_digest=digest,
                                 reason=f"{WAITING.format(agent)}: it is gone")  # fmt: skip
                 if now - gone_since > agent_wait_s():

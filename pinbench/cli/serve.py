@@ -267,7 +267,7 @@ def serve(
             raise UserError(
                 f"--host {host!r} is no address an agent can reach: give --agent-url URL"
             )
-        agent_url = agent_url or f"http://{host}:{port}"
+        agent_url = agent_url or f"http://{f'[{host}]' if ':' in host else host}:{port}"
         from pinbench.api.study_runs import agent_wait_s
 
         agent_wait_s()  # a bad PINBENCH_STUDY_AGENT_WAIT_S is refused before serving
@@ -341,7 +341,11 @@ def agent_host(url: str | None) -> str:
     their requests' Host); a URL that is not http(s) with a host is refused."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"--agent-url {url!r} is not an http(s) URL with a host")
-    return parts.hostname
+    try:
+        parts = urlsplit(url or "")
+        scheme, hostname = parts.scheme, parts.hostname
+    except ValueError:  # an unbalanced [ of an IPv6 address
+        scheme, hostname = "", None
+    if scheme not in ("http", "https") or not hostname or "*" in hostname:
+        raise UserError(f"--agent-url {url!r} is not an http(s) URL with a host (no wildcard)")
+    return hostname

@@ -101,7 +101,9 @@ def run_here(
     it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price, recorded
     in the results' details (``cost``). ``audit``: MLPerf's audits for a run whose model would
     not have them (``run --audit``)."""
-    from pinbench.cluster.host_word import pack
+    import dataclasses
+
+    from pinbench.cluster.host_word import pack, without_host_only
     from pinbench.evaluator.host import host_facts
     from pinbench.evaluator.runners import runner_named
     from pinbench.evaluator.server_runner import choose_server_runner
@@ -142,7 +144,9 @@ def run_here(
             evidence.details["cost"] = price.to_json()
         with tempfile.TemporaryDirectory(prefix="pinbench-agent-") as out:
             folder = Path(out)
-            write_results(folder, lock.digest.hex, evidence, error, environment={})
+            # its figures only a host writes cross in its word (``pack``), not as a worker's
+            written = dataclasses.replace(evidence, metrics=without_host_only(evidence.metrics))
+            write_results(folder, lock.digest.hex, written, error, environment={})
             files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
         return {
             "runner": chosen,

@@ -41,20 +41,11 @@ CANCEL_S = 5.0
 stopping: its process must not end with the agent still measuring, unknowing)."""
 
 
-LOST = "system {} lost during the run: "
-"""How a run whose system was lost says so (``SystemLost``; ``lost_with``)."""
-
-
 class SystemLost(SystemFailure):
     def __init__(self, system: str, reason: str) -> None:
         self.system = system
         self.reason = reason
-        super().__init__(LOST.format(system) + reason)
-
-
-def lost_with(error: str | None, system: str) -> bool:
-    """Whether a run's recorded ``error`` says its ``system`` was lost during it."""
-    return error is not None and error.startswith(LOST.format(system))
+        super().__init__(f"system {system} lost during the run: {reason}")
 
 
 class AgentFailed(UserError):

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     from pinbench.evaluator.runners.test01 import Unscored
     from pinbench.worker.job import Evidence
 
-DETAILS = ("audits", "clock")
-"""The details only the host of a run writes that an agent hands over (``HOST_DETAILS``)."""
+DETAILS = ("audits", "clock", "dropped_metrics")
+"""The details only the host of a run writes that an agent hands over (``HOST_DETAILS``): the
+audits' verdicts, whose clock timed the run, and the figures its worker wrote that only a host
+writes (dropped and named)."""
 MAX_JSON_BYTES = 1024 * 1024
 """Cap on the word's plain data (verdicts, names), as JSON."""
 _METRIC = re.compile(r"audit_[a-z0-9_]{1,96}")
@@ -56,9 +58,10 @@ def pack(evidence: Evidence) -> dict[str, Any]:
     """The agent's side: its word as the host of the run in ``evidence``, as plain data."""
     from pinbench.worker.answers import write_answers
 
+    host_free = without_host_only(evidence.metrics)
     word: dict[str, Any] = {
         "details": {k: evidence.details[k] for k in DETAILS if k in evidence.details},
-        "metrics": {k: v for k, v in evidence.metrics.items() if k.startswith("audit_")},
+        "metrics": {k: v for k, v in evidence.metrics.items() if k not in host_free},
         "unscored": None,
     }
     unscored = evidence.unscored
@@ -84,6 +87,14 @@ def pack(evidence: Evidence) -> dict[str, Any]:
     return word
 
 
+def without_host_only(metrics: dict[str, float]) -> dict[str, float]:
+    """``metrics`` without those only a host writes (``HOST_ONLY``): what an agent's evaluator
+    files carry, its audits' figures crossing in its word instead."""
+    from pinbench.worker.results import HOST_ONLY
+
+    return {k: v for k, v in metrics.items() if not k.startswith(HOST_ONLY)}
+
+
 def adopt(evidence: Evidence, word: Any, scratch: Path) -> None:
     """The server's side: the agent's ``word`` into ``evidence`` (after its worker's results
     were read: ``read_results`` dropped what only a host writes), checked first; ``Refused``
@@ -100,13 +111,13 @@ def adopt(evidence: Evidence, word: Any, scratch: Path) -> None:
         raise Refused(reason="a metric not named audit_[a-z0-9_]")
     if not all(isinstance(v, float) and math.isfinite(v) for v in metrics.values()):
         raise Refused(reason="a metric that is not a finite number")
-    plain = {"details": details, "unscored": _plain_part(unscored)}
+    plain = {"details": details, "metrics": metrics, "unscored": _plain_part(unscored)}
     try:
         size = len(json.dumps(plain, allow_nan=False))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise Refused(reason="its details or verdicts are not plain JSON") from None
     if size > MAX_JSON_BYTES:
-        raise Refused(reason=f"its details and verdicts are over {MAX_JSON_BYTES} B as JSON")
+        raise Refused(reason=f"its details, figures and verdicts are over {MAX_JSON_BYTES} B")
     found = _unscored(unscored, scratch) if unscored is not None else None
     evidence.details.update(details)
     evidence.metrics.update(metrics)
@@ -133,6 +144,8 @@ def _unscored(data: dict[str, Any], scratch: Path) -> Unscored:
         raise Refused(reason=f"not one to {MAX_TIMED} TEST01 verdicts")
     if not all(isinstance(f, dict) and isinstance(f.get("passed"), bool) for f in found):
         raise Refused(reason="a TEST01 verdict that says not whether it passed")
+    if not all(f["passed"] or isinstance(f.get("reason"), str) for f in found):
+        raise Refused(reason="a failed TEST01 verdict without its reason")
     if not isinstance(checked, bool):
         raise Refused(reason="labels_checked is not true or false")
     allowed = {_ACCURACY, *(_TIMED.format(k) for k in range(len(found)))}
@@ -162,6 +175,8 @@ def _unscored(data: dict[str, Any], scratch: Path) -> Unscored:
     differing = [
         read[_TIMED.format(k)][0] if _TIMED.format(k) in read else None for k in range(len(found))
     ]
+    if any(d is not None and f["passed"] for d, f in zip(differing, found, strict=True)):
+        raise Refused(reason="timed answers to score beside a verdict that passed")
     if any(d is not None for d in differing) and _ACCURACY not in read:
         raise Refused(reason="timed answers to score without the accuracy pass's")
     accuracy = read.get(_ACCURACY)

@@ -21,6 +21,9 @@ ANSWERS = "answers.npz"
 MAX_BYTES = 2 * 1024 * 1024 * 1024
 """Cap on what the file unpacks to (read into memory): every sample's outputs and inputs."""
 
+MAX_AXES = 32
+"""The most axes a sample's output may have (NumPy's own limit is 64)."""
+
 STORED_OR_DEFLATED = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 """The members NumPy's ``savez`` and ``savez_compressed`` write; any other is refused."""
 
@@ -125,12 +128,17 @@ def read_answers(
             raise AnswersUnreadable(f"output {name!r} is not values with their shapes")
         if shapes.shape[0] != index.size or (shapes < 0).any():
             raise AnswersUnreadable(f"output {name!r} has {shapes.shape[0]} shapes")
+        if shapes.shape[1] > MAX_AXES:
+            raise AnswersUnreadable(f"output {name!r} has {shapes.shape[1]} axes, over {MAX_AXES}")
         listed = shapes.tolist()
         sizes = [math.prod(shape) for shape in listed]  # Python's integers: no wrap-around
         if sum(sizes) != values.size:
             raise AnswersUnreadable(f"output {name!r}'s shapes do not add up to its values")
         at = 0
         for i, shape, size in zip(index.tolist(), listed, sizes, strict=True):
-            answers[i][name] = values[at : at + size].reshape(shape)
+            try:
+                answers[i][name] = values[at : at + size].reshape(shape)
+            except ValueError as exc:  # a shape NumPy cannot make, whatever its size says
+                raise AnswersUnreadable(f"output {name!r}: sample {i}: {exc}") from None
             at += size
     return answers, {name: found[f"i{k}"] for k, name in enumerate(inputs)}

@@ -296,6 +296,14 @@ def scored(
     from pinbench.evaluator.scoring import load_truth, score_apart
     from pinbench.worker.job import Evidence
 
+    far = sorted(i for i, answer in differing.items() if not _last_bits(answer, accuracy.get(i)))
+    if far:  # as ``prepared`` found them, checked again where the run is recorded
+        return {
+            **found,
+            "passed": False,
+            "reason": f"{found['reason']}; {len(far)} of them not the accuracy pass's but for "
+            f"their last bits (samples {_named(far)})",
+        }
     try:
         truth = load_truth(ws, lock)
         if truth is None:
