@@ -166,6 +166,20 @@ def _runs(world: World) -> int:
         ws.close()
 
 
+def _running_on(ws: Workspace, system: str, timeout_s: float = 120) -> str | None:
+    """The id of a run running on ``system``, once one is (None after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with ws.transaction() as session:
+            row = session.scalars(
+                select(Run).where(Run.system == system, Run.status == "running")
+            ).first()
+            if row is not None:
+                return str(row.id)
+        time.sleep(0.2)
+    return None
+
+
 def test_run_on_all_runs_once_on_each_system_with_blobs_fetched_by_digest(world: World) -> None:
     for agent in world.cluster.agents.values():
         assert not list(agent.cache.glob("blobs/*/*"))  # empty caches
@@ -440,15 +454,7 @@ def test_a_first_sigterm_waits_for_a_run_on_an_agent(world: World) -> None:
         client = world.started(lock, "--on", "lab-a", url=url)
         ws = world.workspace()
         try:
-            deadline = time.monotonic() + 120
-            run_id = None
-            while run_id is None and time.monotonic() < deadline:
-                with ws.transaction() as session:
-                    row = session.scalars(
-                        select(Run).where(Run.system == "lab-a", Run.status == "running")
-                    ).first()
-                    run_id = row.id if row is not None else None
-                time.sleep(0.2)
+            run_id = _running_on(ws, "lab-a")
             assert run_id is not None, "the run never started on lab-a"
             os.kill(server, signal.SIGTERM)
             time.sleep(5)  # Ray's handler ended the process three seconds after the signal
@@ -546,15 +552,7 @@ def test_a_study_whose_agent_goes_and_comes_back_ends_with_every_cell_done(
 
     ws = world.workspace()
     try:
-        deadline = time.monotonic() + 120
-        lost = None
-        while lost is None and time.monotonic() < deadline:
-            with ws.transaction() as session:
-                row = session.scalars(
-                    select(Run).where(Run.system == "lab-e", Run.status == "running")
-                ).first()
-                lost = row.id if row is not None else None
-            time.sleep(0.2)
+        lost = _running_on(ws, "lab-e")
         assert lost is not None, "the study's first run never started on lab-e"
         time.sleep(2)
         agent.stop(signal.SIGTERM)  # the machine goes

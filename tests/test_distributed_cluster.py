@@ -73,6 +73,14 @@ class World:
         done = self.cluster.ns.run([*command, "--json"], env, timeout=400)
         return done.returncode, done.stdout, done.stderr
 
+    def shown(self, run_id: str) -> dict[str, Any]:
+        """The run as ``runs show --json`` shows it."""
+        ws = self.workspace()
+        try:
+            return show_run(ws, run_id, nested=True)
+        finally:
+            ws.close()
+
     def runs(self) -> int:
         ws = self.workspace()
         try:
@@ -100,11 +108,7 @@ def test_two_workers_on_an_agent_train_to_the_target(world: World) -> None:
     assert code == 0, err
     (info,) = json.loads(out)
     assert info["status"] == "succeeded" and info["system"] == "lab-a"
-    ws = world.workspace()
-    try:
-        shown = show_run(ws, info["id"], nested=True)
-    finally:
-        ws.close()
+    shown = world.shown(info["id"])
     record = shown["details"]["distributed"]
     assert (record["scheme"], record["workers"], record["bytes_per_step"]) == (
         "allreduce",
@@ -167,11 +171,7 @@ def test_a_keras_models_audited_performance_test_runs_on_an_agent_without_the_tr
     (info,) = json.loads(out)
     assert info["status"] == "succeeded" and info["system"] == "lab-a", info
     assert not any(blob.exists() for blob in truth), "the agent was handed the labels"
-    ws = world.workspace()
-    try:
-        shown = show_run(ws, info["id"], nested=True)
-    finally:
-        ws.close()
+    shown = world.shown(info["id"])
     audits = shown["details"]["audits"]
     assert "unique" in audits["TEST04"] and audits["TEST04"]["passed"] is not False, audits
     assert audits["TEST01"]["passed"] is True and audits["TEST01"]["compared"] > 0, audits
