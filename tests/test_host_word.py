@@ -2,8 +2,8 @@
 and its word on them crosses to the server apart from its worker's results
 (``cluster.host_word``), which drop whatever only a host writes. TEST01's timed answers that
 differ from the accuracy pass's are scored on the server, with the ground truth the agent is
-never handed (``test01.settle``). The word is checked as it arrives: anything an agent does not
-write is refused naming it, and the run's evidence is left as it was."""
+never handed (``test01_scoring.settle``). The word is checked as it arrives: anything an agent
+does not write is refused naming it, and the run's evidence is left as it was."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from pinbench.cluster.host_word import Refused, adopt, pack
 from pinbench.evaluator.runners import test01
+from pinbench.evaluator.runners.test01_scoring import settle
 from pinbench.evaluator.scoring import load_truth
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
@@ -95,7 +96,7 @@ def test_timed_answers_within_their_last_bits_are_scored_on_the_server_and_pass(
     assert got.unscored is not None and got.unscored.differing[0] is not None
     assert sorted(got.unscored.differing[0]) == list(range(40))
     got.details["loadgen"] = {"result_validity": "VALID"}
-    test01.settle(ws, lock, got)
+    settle(ws, lock, got)
     verdict = got.details["audits"]["TEST01"]
     assert verdict["passed"] is True and verdict["by"] == "accuracy", verdict
     assert verdict["differ"] == 40 and verdict["compared"] == 80
@@ -117,7 +118,7 @@ def test_timed_answers_that_move_the_accuracy_fail_on_the_server(
         timed[i] = {"logits": row}
     got = _crossed(_unscored(lock, accuracy, timed), tmp_path)
     got.details["loadgen"] = {"result_validity": "VALID"}
-    test01.settle(ws, lock, got)
+    settle(ws, lock, got)
     verdict = got.details["audits"]["TEST01"]
     assert verdict["passed"] is False and "moved top1 from 1 to 0.93" in verdict["reason"], verdict
     assert got.metrics["audit_test01_passed_bool"] == 0.0 and got.metrics["loadgen_valid_bool"] == 0
@@ -132,7 +133,7 @@ def test_equal_seals_need_no_answers_and_cross_as_a_verdict(
     sent = _unscored(lock, accuracy, {i: accuracy[i] for i in range(5)})
     assert "files" in pack(sent)["unscored"] and not pack(sent)["unscored"]["files"]
     got = _crossed(sent, tmp_path)
-    test01.settle(ws, lock, got)
+    settle(ws, lock, got)
     assert got.details["audits"]["TEST01"]["passed"] is True
     assert "by" not in got.details["audits"]["TEST01"]
 
@@ -242,7 +243,7 @@ def test_the_server_checks_again_that_the_answers_to_score_differ_only_in_their_
     )
     got = _crossed(sent, tmp_path)
     got.details["loadgen"] = {"result_validity": "VALID"}
-    test01.settle(ws, lock, got)
+    settle(ws, lock, got)
     verdict = got.details["audits"]["TEST01"]
     assert verdict["passed"] is False and "but for their last bits (samples 0)" in verdict["reason"]
     assert got.details["loadgen"]["result_validity"] == "INVALID"

@@ -332,6 +332,7 @@ BENEATH_API = {
     ("pinbench.cli.registry", "pinbench.registry.scenario_notes"): "pure: what the locked "
     "scenario's settings make LoadGen call INVALID, read from the lockfile the API returned",
     ("pinbench.cli.serve", "pinbench.api"): COMPOSITION,
+    ("pinbench.cli.serve", "pinbench.api.agent_wait"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.app"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.outage"): COMPOSITION,
     ("pinbench.cli.serve", "pinbench.api.server"): COMPOSITION,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pinbench.api import heartbeat, outage, progress
 from pinbench.api.fairshare import RUNS_PER_USER, FairQueue
+from pinbench.api.lost_runs import LostRuns
 from pinbench.api.outage import DRAINED, NOT_STARTED, STOPPED
 from pinbench.api.problems import Draining, QueueFull, UserQueueFull
 from pinbench.api.sandbox_check import SandboxCheck
@@ -38,8 +39,6 @@ from pinbench.api.run_placement import Cluster, NoCluster, other_systems, submit
 
 log = logging.getLogger("pinbench.api.runs")
 CLOSE_GRACE_S = 30.0
-LOST_KEPT = 10_000
-"""Lost runs a pool remembers (``RunPool.lost``), the oldest forgotten first."""
 """How long a stopping server waits for its stopped runs to record themselves."""
 
 
@@ -99,9 +98,7 @@ class RunPool:
         heartbeat.sweep(ws, STOPPED, NOT_STARTED)
         self._closing = threading.Event()
         """Set by ``close``: no run starts any more."""
-        self.lost: dict[str, str] = {}
-        """Runs whose system this pool saw lost (``SystemLost``), with the system: what a
-        study's driver asks (never a run's error text, which a worker may write)."""
+        self.lost = LostRuns()  # runs whose system it saw lost: a study's driver asks
         self.draining = threading.Event()
         """Set by ``drain`` (SIGTERM): no run is taken, none queued starts."""
         self._quit = threading.Event()
@@ -313,17 +310,12 @@ class RunPool:
             recorded = True
         except RecordWaiting as exc:  # its record waits in the home for the next server
             log.warning("run %s: %s", run_id[:8], exc)
-        except SystemLost as exc:
-            log.info("run %s failed: %s", run_id[:8], exc)
-            outage.mark(self.ws, run_id, str(exc), "failed", give_up=self._closing.is_set)
-            with self._lock:
-                self.lost[run_id] = exc.system
-                while len(self.lost) > LOST_KEPT:
-                    self.lost.pop(next(iter(self.lost)))
-            return True
         except PinbenchError as exc:
             log.info("run %s failed: %s", run_id[:8], exc)
             outage.mark(self.ws, run_id, str(exc), "failed", give_up=self._closing.is_set)
+            if isinstance(exc, SystemLost):  # retried elsewhere; a study asks (``lost``)
+                self.lost.add(run_id, exc.system)
+                return True
         except BaseException as exc:
             log.exception("run %s failed", run_id[:8])
             why = type(exc).__name__

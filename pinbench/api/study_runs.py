@@ -18,6 +18,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, Any
 
+from pinbench.api.agent_wait import AGENT_POLL_S, LOST_RUNS, WAITING, agent_wait_s
 from pinbench.api.problems import StudiesBusy
 from pinbench.db.errors import Conflict
 from pinbench.db.run_record import FINISHED
@@ -34,34 +35,6 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5
 STUDIES_GRACE_S = 5.0
 """How long a closing server waits for its studies' threads (each looks every ``POLL_S``)."""
-
-
-LOST_RUNS = 2
-"""Runs of one cell that may be lost with their agent (each run again once it is back)
-before the cell fails with the last one's error."""
-WAITING = "waiting for agent {} to come back"
-AGENT_POLL_S = 1.0
-AGENT_WAIT_ENV = "PINBENCH_STUDY_AGENT_WAIT_S"
-AGENT_WAIT_S = 600.0
-"""How long a cell waits for its agent to come back (``PINBENCH_STUDY_AGENT_WAIT_S``)."""
-
-
-def agent_wait_s() -> float:
-    """``AGENT_WAIT_S``, or ``PINBENCH_STUDY_AGENT_WAIT_S``: seconds, 0 to 86,400 (a bad value
-    is refused when the server starts: ``serve`` asks this first)."""
-    import math
-    import os
-
-    text = os.environ.get(AGENT_WAIT_ENV)
-    if text is None:
-        return AGENT_WAIT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 <= value <= 86_400.0:
-        raise UserError(f"{AGENT_WAIT_ENV}={text[:40]!r}: seconds from 0 to 86400")
-    return value
 
 
 MAX_STUDIES = 4
@@ -295,8 +268,7 @@ class Drivers:
     def _lost(self, run_id: str, agent: str) -> bool:
         """Whether run ``run_id`` failed because this server lost its ``agent`` (the pool saw
         ``SystemLost``; a run's error text is not asked: a worker may write one that says so)."""
-        with self.pool._lock:
-            return self.pool.lost.pop(run_id, None) == agent
+        return self.pool.lost.take(run_id) == agent
 
     def _submit(
         self,

@@ -268,7 +268,7 @@ def serve(
                 f"--host {host!r} is no address an agent can reach: give --agent-url URL"
             )
         agent_url = agent_url or f"http://{f'[{host}]' if ':' in host else host}:{port}"
-        from pinbench.api.study_runs import agent_wait_s
+        from pinbench.api.agent_wait import agent_wait_s
 
         agent_wait_s()  # a bad PINBENCH_STUDY_AGENT_WAIT_S is refused before serving
     lease_from_env()  # a bad PINBENCH_SERVER_LEASE_S is refused before serving

@@ -12,7 +12,7 @@ nothing. The agent's word on them crosses here instead, apart from the worker's 
 - ``unscored``: TEST01's verdicts before any timed answer is scored in the accuracy pass's
   place (``test01.Unscored``), with the answers that scoring needs as ``answers.npz`` files.
   The agent is never handed the dataset's ground truth (``agent_run.handed``): the server
-  finishes TEST01 where the truth is (``test01.settle``, in ``scoring.judge``).
+  finishes TEST01 where the truth is (``test01_scoring.settle``, before ``scoring.judge``).
 
 ``pack`` is the agent's side, ``adopt`` the server's: plain JSON within ``MAX_JSON_BYTES``,
 metric names and values checked, each answers file within its cap and read without pickle

@@ -36,6 +36,7 @@ from pinbench.evaluator.runners.audits import check_audit
 from pinbench.evaluator.runners.consented import package_mark
 from pinbench.evaluator.runners.guard import check_marked
 from pinbench.evaluator.runners.sandbox import check_mode, sandbox_marks
+from pinbench.evaluator.runners.test01_scoring import settle
 from pinbench.evaluator.scoring import judge, load_truth
 from pinbench.processing.consent import check_code, needs_code
 from pinbench.registry.lockfile import Lockfile
@@ -245,6 +246,7 @@ def run_lockfile(
                 audit=audit,
             )
             stop.check()
+            settle(ws, lock, evidence)  # TEST01 finished here, with the truth, before judge
             judge(ws, lock, evidence, truth, code_ran=allow_code and needs_code(lock))
             sandbox_marks(lock, evidence, allow_code=allow_code, here=on is None)
         put = waiting_put(ws, attempt.id, say, give_up=stopped_from_now(stop), kept=attempt.kept)

@@ -89,12 +89,7 @@ def judge(
     """What the host does with what an evaluator returned, before it is recorded: it names the
     code that ran beside the model from the lockfile (``details.code_sha256``), recomputes the
     framework figures, and scores an accuracy run's answers (or answer texts) against
-    ``truth`` (``load_truth``); the answers themselves are never recorded. First, TEST01's
-    verdict is finished here, where the truth is (``test01.settle``): a failed one makes the
-    run INVALID before LoadGen's figures are re-derived."""
-    from pinbench.evaluator.runners.test01 import settle
-
-    settle(ws, lock, evidence)
+    ``truth`` (``load_truth``); the answers themselves are never recorded."""
     evidence.details.pop("code_sha256", None)
     if code_ran:
         evidence.details["code_sha256"] = code_digests(lock)

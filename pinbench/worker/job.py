@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from pinbench.evaluator.runners.test01 import Unscored
     from pinbench.worker.memory import PeakMemory
     from pinbench.worker.predictors.config import ModelFiles
     from pinbench.worker.remote_test import RemoteTest
@@ -106,9 +105,11 @@ class Evidence:
     logs: dict[str, bytes] | None = None
     """LoadGen's own logs of the run's test, by ``loadgen_files.LOGS``' names, read by whoever
     ran LoadGen; stored as blobs (``run_blobs.save_logs``)."""
-    unscored: Unscored | None = None
-    """TEST01's verdicts the host that ran the audits' workers found, waiting to be finished
-    where the run is recorded, with the ground truth (``test01.settle``); never a worker's."""
+    unscored: Any = None
+    """A ``test01.Unscored``: TEST01's verdicts the host that ran the audits' workers found,
+    waiting to be finished where the run is recorded, with the ground truth
+    (``test01_scoring.settle``); never a worker's (typed ``Any``: the worker's side imports
+    nothing of the evaluator's)."""
 
 
 def model_files(job: Job) -> ModelFiles:

@@ -137,7 +137,7 @@ def _test01(
     sample, and the seals of each timed worker's answers (``timed``: the run's, TEST04's) are
     compared with its seals, where they differ the timed answers held to the accuracy pass's
     (``test01.prepared``); the verdicts in ``evidence.unscored``, finished where the run is
-    recorded and its ground truth is (``test01.settle``: the run's worker's with TEST04's
+    recorded and its ground truth is (``test01_scoring.settle``: the run's worker's with TEST04's
     beside it, either failing fails it). A twin that answered, then failed, fails the run; one
     that refused first leaves TEST01 not run, saying why."""
     from pinbench.errors import PinbenchError
@@ -170,4 +170,4 @@ def _test01(
         accuracy=handed.answers if scoring else None,
         inputs=handed.scored_inputs if scoring else None,
         labels_checked=test01.truth_here(ws, lock),
-    )  # finished where the run is recorded, with the truth (``test01.settle``)
+    )  # finished where the run is recorded, with the truth (``test01_scoring.settle``)

@@ -18,8 +18,8 @@ sample's first answer, which the host checks against its seal), and every metric
 within 1% passes, the verdict saying it was by accuracy (``by_accuracy``). Every answer is
 compared, not a share: a seal is 16 bytes. The comparison is made by the host that ran the
 workers; the scoring, which needs the dataset's ground truth, where the run is recorded
-(``settle``, in ``scoring.judge``): on a cluster, the server, as its agents are never handed
-the truth (decision 312).
+(``test01_scoring.settle``): on a cluster, the server, as its agents are never handed the truth
+(decision 312).
 
 Only where each sample is answered alone (batch size 1): a batch's answers may differ in their
 last bits with the batch they were in, so at a larger batch size TEST01 is not run and the run
@@ -32,7 +32,6 @@ audit of answers sees it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -277,90 +276,6 @@ def prepared(
             f"value; samples {_named(far)})",
         }, None
     return found, {i: timed_answers[i] for i in differing}
-
-
-def scored(
-    ws: Workspace,
-    lock: Lockfile,
-    found: dict[str, Any],
-    differing: Answers,
-    accuracy: Answers,
-    inputs: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """TEST01's verdict ``prepared`` left to score, where the ground truth is: the accuracy
-    pass (``accuracy``, with the scored ``inputs``; ``lock`` in accuracy mode) scored again with
-    the ``differing`` samples' timed answers in its answers' place must move no metric of the
-    task past ``ACCURACY_DELTA``, as MLPerf's TEST01 does when its hashes differ: then it
-    passes, saying so; failed with the reason where they move one or cannot be scored."""
-    from pinbench.errors import PinbenchError
-    from pinbench.evaluator.scoring import load_truth, score_apart
-    from pinbench.worker.job import Evidence
-
-    far = sorted(i for i, answer in differing.items() if not _last_bits(answer, accuracy.get(i)))
-    if far:  # as ``prepared`` found them, checked again where the run is recorded
-        return {
-            **found,
-            "passed": False,
-            "reason": f"{found['reason']}; {len(far)} of them not the accuracy pass's but for "
-            f"their last bits (samples {_named(far)})",
-        }
-    try:
-        truth = load_truth(ws, lock)
-        if truth is None:
-            raise UserError("the run is not scored apart from its answers")
-        metrics: list[dict[str, float]] = []
-        for answers in (accuracy, {**accuracy, **differing}):
-            evidence = Evidence(answers=dict(answers), scored_inputs=inputs)
-            score_apart(ws, lock, evidence, truth)
-            metrics.append(evidence.metrics)
-    except PinbenchError as exc:
-        return {**found, "reason": f"{found['reason']}; the timed answers cannot be scored: {exc}"}
-    base, mixed = metrics
-    moved = {
-        k: (v, mixed.get(k, math.nan))
-        for k, v in base.items()
-        if not abs(mixed.get(k, math.nan) - v) <= ACCURACY_DELTA * abs(v) + 1e-12
-    }
-    out = {
-        **found,
-        "by": "accuracy",
-        "accuracy": {k: [v, mixed.get(k)] for k, v in base.items()},
-        "delta": ACCURACY_DELTA,
-        "passed": not moved,
-    }
-    if moved:
-        out["reason"] = (
-            f"{found['reason']}; and scored in their place, the timed answers moved "
-            + ", ".join(f"{k} from {a:.6g} to {b:.6g}" for k, (a, b) in sorted(moved.items()))
-            + f", past {ACCURACY_DELTA:.0%}"
-        )
-    else:
-        out.pop("reason", None)
-        out["note"] = (
-            f"{found['reason']}: each within its last bits of the accuracy pass's answer, and "
-            f"scored in their place every metric of the task within {ACCURACY_DELTA:.0%} of the "
-            "accuracy pass's (nondeterministic answers, as MLPerf's TEST01 allows)"
-        )
-    return out
-
-
-def settle(ws: Workspace, lock: Lockfile, evidence: Evidence) -> None:
-    """TEST01's verdict in the run, finished where the run is recorded (the ground truth is
-    there): the labels checked where the workers could not (``Unscored.labels_checked``), each
-    verdict that waits for it ``scored``; nothing for a run TEST01 did not compare."""
-    unscored, evidence.unscored = evidence.unscored, None
-    if unscored is None:
-        return
-    if not unscored.labels_checked and not has_labels(ws, lock):
-        audited(not_run(NO_LABELS), evidence)
-        return
-    found = [
-        scored(ws, twin(lock), one, differing, unscored.accuracy, unscored.inputs)
-        if differing is not None and unscored.accuracy is not None
-        else one
-        for one, differing in zip(unscored.found, unscored.differing, strict=True)
-    ]
-    audited(joined(found[0], found[1:]), evidence)
 
 
 def _named(samples: list[int]) -> str:
