@@ -247,3 +247,14 @@ def test_the_server_checks_again_that_the_answers_to_score_differ_only_in_their_
     verdict = got.details["audits"]["TEST01"]
     assert verdict["passed"] is False and "but for their last bits (samples 0)" in verdict["reason"]
     assert got.details["loadgen"]["result_validity"] == "INVALID"
+
+
+@pytest.mark.parametrize("what", ["environment", "host"])
+def test_an_agents_facts_nested_past_recursion_are_refused_not_a_traceback(what: str) -> None:
+    """The same check as the word's, on the facts an agent packs beside it (``OnSystem._take``)."""
+    from pinbench.cluster.dispatch import AgentAnswerRefused, OnSystem
+
+    packed = {"files": {}, "environment": {}, "host": {}, "runner": "local", what: _deep(100_000)}
+    on = OnSystem("10.0.0.1:6379", "lab-a", "http://10.0.0.1:8000", "t")
+    with pytest.raises(AgentAnswerRefused, match=f"{what} is not plain JSON"):
+        on._take(None, None, Evidence(), packed)  # type: ignore[arg-type]

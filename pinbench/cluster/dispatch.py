@@ -215,7 +215,7 @@ class OnSystem:
                 raise AgentAnswerRefused(self.system, f"{what} is not a mapping")
             try:
                 size = len(json.dumps(value, allow_nan=False))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):  # as ``host_word.adopt`` reads
                 raise AgentAnswerRefused(self.system, f"{what} is not plain JSON") from None
             if size > MAX_ENVIRONMENT_BYTES:
                 raise AgentAnswerRefused(self.system, f"{what} is over {MAX_ENVIRONMENT_BYTES} B")
