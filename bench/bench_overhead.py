@@ -16,10 +16,14 @@ Each run, for each model, alternating which goes first:
   pinbench's reported p50 (its timed region around ``predict``) and LoadGen's own p50 (issue
   to completion: LoadGen's C++ queueing, its Python binding, pinbench's callback).
 
-* host-timed: the same model in a child process answering LoadGen in this one across two pipes
-  (``runners.host_clock``, as a run whose model carries code is timed: ``_host_timed``); its
-  LoadGen p50 less pinbench's is the crossing's cost per query; and again across a Unix socket
-  (``runners.clock_link``, as the docker runner's container answers).
+* host-timed: the same model in a child process answering LoadGen in this one through the
+  rings in shared memory, woken through two pipes (``runners.host_clock``, ``worker.clock_ring``,
+  as a run whose model carries code is timed: ``_host_timed``); its LoadGen p50 less pinbench's
+  is the crossing's cost per query; again across a Unix socket (``runners.clock_link``, as the
+  docker runner's container answers); and, the baseline measured in the same run, through the
+  pipes alone (as before decision 314, and as a machine without the rings still does), which of
+  the two goes first alternating. Targets (issue 84, item 3): a crossing of at most 5 µs quiet
+  and at most 25 µs beside busy loops.
 
 Reported (median over runs): each p50; the floor (a minimal SUT, see ``_floor``); overhead =
 LoadGen p50 - bare p50 (the whole harness) and pinbench p50 - bare p50 (what pinbench's timed
@@ -159,12 +163,18 @@ def _queries_scenario(queries: int) -> Scenario:
 
 
 def _host_timed(
-    root: Path, label: str, queries: int, log_dir: Path, socket_dir: Path | None = None
+    root: Path,
+    label: str,
+    queries: int,
+    log_dir: Path,
+    socket_dir: Path | None = None,
+    rings: bool = True,
 ) -> tuple[float, float]:
     """LoadGen p50 of the model answering from a child process across the host clock's pipes
     (or, with ``socket_dir``, its Unix socket there, as a container answers:
-    ``runners.clock_link``), and the crossing's round trip the host measured before the test
-    (both ns)."""
+    ``runners.clock_link``), through the rings in shared memory (``worker.clock_ring``) or,
+    without ``rings``, through the pipes alone (as before decision 314), and the crossing's
+    round trip the host measured before the test (both ns)."""
     import subprocess
     import sys
 
@@ -175,7 +185,7 @@ def _host_timed(
 
     if socket_dir is not None:
         socket_dir.mkdir(parents=True, exist_ok=True)
-    link = PipeLink() if socket_dir is None else SocketLink(socket_dir)
+    link = PipeLink(rings) if socket_dir is None else SocketLink(socket_dir)
     clock = HostClock(_queries_scenario(queries), 1, None, log_dir, Stop(), link)
     fds = clock.worker_fds()
     argv = [sys.executable, "-m", "bench.bench_overhead", "--answer", str(root), label]
@@ -194,6 +204,18 @@ def _host_timed(
     return p50, float(evidence.details["clock"]["crossing_ns"])
 
 
+def _both_ways(run: int, root: Path, label: str, queries: int) -> tuple[float, float, float]:
+    """The host-timed LoadGen p50 and ping through the rings, and the p50 through the pipes
+    alone, which goes first alternating from run to run."""
+    if run % 2 == 0:
+        timed, crossing = _host_timed(root, label, queries, root / "host-timed")
+        piped, _ = _host_timed(root, label, queries, root / "host-timed", rings=False)
+    else:
+        piped, _ = _host_timed(root, label, queries, root / "host-timed", rings=False)
+        timed, crossing = _host_timed(root, label, queries, root / "host-timed")
+    return timed, crossing, piped
+
+
 def _answer(root: Path, label: str, where: list[str]) -> int:
     """The child of ``_host_timed``: the model opened and warmed up as the parent's, then its
     queries answered as a host-timed worker answers them, across the pipes' descriptors or
@@ -204,7 +226,7 @@ def _answer(root: Path, label: str, where: list[str]) -> int:
     predictor, inputs = _open(root, model, dataset, threads)
     for i in range(WARMUP):
         predictor.predict(inputs[i % len(inputs) : i % len(inputs) + 1])
-    fds = [int(w) for w in where] if len(where) == 2 else connected(where[0])
+    fds = [int(w) for w in where] if where[0].isdigit() else connected(where[0])
     run_scenario(
         predictor.predict,
         inputs,
@@ -212,7 +234,7 @@ def _answer(root: Path, label: str, where: list[str]) -> int:
         batch_size=1,
         expected_latency_ns=10_000,
         log_dir=root / "unused",
-        remote=RemoteTest(fds[0], fds[1]),
+        remote=RemoteTest(fds),
     )
     predictor.close()
     return 0
@@ -291,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                     bare = _bare(predictor, inputs, queries)
                 floor = _floor(predictor, inputs, queries, root / "floor")
                 os.sched_setaffinity(0, every)
-                timed, crossing = _host_timed(root, label, queries, root / "host-timed")
+                timed, crossing, piped = _both_ways(run, root, label, queries)
                 over_socket, _ = _host_timed(
                     root, label, queries, root / "host-timed", root / f"socket-{run}"
                 )
@@ -329,12 +351,19 @@ def main(argv: list[str] | None = None) -> int:
                 report.metric(
                     f"[{label}] crossing per query over a socket (docker)", unit
                 ).values.append((over_socket - loadgen) / scale)
+                report.metric(
+                    f"[{label}] crossing per query, the pipes alone (baseline)", unit
+                ).values.append((piped - loadgen) / scale)
+                report.metric(f"[{label}] crossing: rings / pipes alone", "x").values.append(
+                    (timed - loadgen) / max(piped - loadgen, 1.0)
+                )
                 if args.busy:
                     with _busy(len(every)):
                         _, busy_loadgen = _pinbench(predictor, inputs, queries, root / "loadgen")
-                        busy_timed, busy_ping = _host_timed(
-                            root, label, queries, root / "host-timed"
-                        )
+                        busy_timed, busy_ping, busy_piped = _both_ways(run, root, label, queries)
+                    report.metric(
+                        f"[{label}] busy: crossing per query, the pipes alone (baseline)", unit
+                    ).values.append((busy_piped - busy_loadgen) / scale)
                     report.metric(f"[{label}] busy: LoadGen p50", unit).values.append(
                         busy_loadgen / scale
                     )
@@ -349,6 +378,13 @@ def main(argv: list[str] | None = None) -> int:
                     ).values.append(busy_ping / scale)
             predictor.close()
     for label in [m for m in ("digits-logreg", "digits-cnn") if m in chosen]:
+        for name, target in [("crossing per query", 5.0), ("busy: crossing per query", 25.0)]:
+            if name.startswith("busy") and not args.busy:
+                continue
+            crossing = report.metric(f"[{label}] {name}: host-timed - LoadGen p50", "µs").median
+            report.checks.append(
+                Check(f"[{label}] {name}", crossing, "µs", f"<= {target:g} µs", crossing <= target)
+            )
         value = report.metric(f"[{label}] overhead LoadGen - bare", "µs").median
         report.checks.append(
             Check(

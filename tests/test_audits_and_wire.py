@@ -134,7 +134,7 @@ def _frames_of(data: bytes, kinds: bytes) -> w.Frames:
     r, wr = os.pipe()
     os.write(wr, data)
     os.close(wr)
-    return w.Frames(r, kinds)
+    return w.Frames(w.PipeChannel(r, -1), kinds)
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_a_frame_the_protocol_does_not_allow_is_refused_before_its_body_is_read(
 def test_frames_round_trip_with_and_without_polling() -> None:
     for spin in (0, w.SPIN_NS):
         r, wr = os.pipe()
-        frames = w.Frames(r, b"IE", spin)
+        frames = w.Frames(w.PipeChannel(r, wr, spin), b"IE")
         w.send(wr, w.queries([(7, 3), (2**64 - 1, 0)]) + w.frame(b"E", 0))
         kind, n, body = frames.next()
         assert (kind, n) == (b"I", 2)

@@ -33,8 +33,8 @@ WORKER = """
 import sys
 from pinbench.worker.remote_test import RemoteTest
 
-read_fd, write_fd, count, loops, expected = map(int, sys.argv[1:])
-remote = RemoteTest(read_fd, write_fd)
+count, loops, expected, *fds = map(int, sys.argv[1:])
+remote = RemoteTest(fds)
 sealed = bytes(16)
 
 
@@ -79,7 +79,7 @@ def _test(scenario: Scenario, loops: int, speed_s: float, unique: bool, logs: Pa
     logs.mkdir()
     clock = HostClock(scenario, 1, SAMPLES, logs, Stop(), PipeLink(), unique)
     fds = clock.worker_fds()
-    argv = [str(fds[0]), str(fds[1]), str(SAMPLES), str(loops), str(int(speed_s * 1e9))]
+    argv = [str(SAMPLES), str(loops), str(int(speed_s * 1e9)), *map(str, fds)]
     worker = subprocess.Popen([sys.executable, "-c", WORKER, *argv], pass_fds=fds)
     try:
         clock.start(worker.pid)

@@ -26,17 +26,29 @@ def seal(outputs: Mapping[Any, Any] | None) -> bytes:
     """The seal of one sample's outputs (a mapping of output name to array)."""
     if outputs is None:
         return NONE
+    if len(outputs) == 1:  # the hot path: one output (the same bytes hashed as below)
+        for name, array in outputs.items():
+            if not (isinstance(array, np.ndarray) and array.ndim and array.flags.c_contiguous):
+                array = np.ascontiguousarray(array)  # as it is, where it already is one
+            h = hashlib.blake2b(_head(name, array), digest_size=SIZE)
+            h.update(array.data)
+            return h.digest()
     h = hashlib.blake2b(digest_size=SIZE)
-    for name in sorted(outputs, key=str) if len(outputs) > 1 else outputs:
+    for name in sorted(outputs, key=str):
         array = outputs[name]
         if not (isinstance(array, np.ndarray) and array.ndim and array.flags.c_contiguous):
             array = np.ascontiguousarray(array)  # as it is, where it already is one
-        key = (name, array.dtype, array.shape)
-        head = _HEADERS.get(key)
-        if head is None:
-            head = f"{name}\0{array.dtype.str}\0{array.shape}\0".encode()
-            if len(_HEADERS) < HEADERS_KEPT:
-                _HEADERS[key] = head
-        h.update(head)
+        h.update(_head(name, array))
         h.update(array.data)
     return h.digest()
+
+
+def _head(name: Any, array: np.ndarray) -> bytes:
+    """An output's header: its name, dtype and shape, made once per kind of output."""
+    key = (name, array.dtype, array.shape)
+    head = _HEADERS.get(key)
+    if head is None:
+        head = f"{name}\0{array.dtype.str}\0{array.shape}\0".encode()
+        if len(_HEADERS) < HEADERS_KEPT:
+            _HEADERS[key] = head
+    return head

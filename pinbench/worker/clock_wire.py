@@ -1,6 +1,6 @@
 """The frames a sandboxed worker and the host exchange when the host keeps the clock
 (``runners.host_clock``; the worker's side is ``remote_test``): LoadGen runs in the host, the
-model answers across two pipes.
+model answers across shared memory (``clock_ring``) or two pipes (``PipeChannel``).
 
 Every frame is a kind byte and a count (``<cI``), then its body:
 
@@ -19,12 +19,20 @@ import os
 import select
 import struct
 import time
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol
 
 HEAD = struct.Struct("<cI")
 HELLO = struct.Struct("<QQ")
 QUERY = struct.Struct("<QI")
 ANSWER = struct.Struct("<Q16s")
+QUERY_FRAME = struct.Struct("<cIQI")
+"""A frame of one query (the hot path's: SingleStream's, Server's)."""
+ANSWER_FRAME = struct.Struct("<cIQ16s")
+"""A frame of one answer."""
+
+Frame = tuple[bytes, int, bytes]
+"""A frame's kind, count and body."""
 
 SPIN_NS = 200_000
 """How long a side polls for the other's next frame before it waits (``Frames``)."""
@@ -42,10 +50,14 @@ def frame(kind: bytes, count: int, body: bytes = b"") -> bytes:
 
 
 def queries(pairs: list[tuple[int, int]]) -> bytes:
+    if len(pairs) == 1:
+        return QUERY_FRAME.pack(b"I", 1, *pairs[0])
     return frame(b"I", len(pairs), b"".join(QUERY.pack(i, x) for i, x in pairs))
 
 
 def answered(answers: list[tuple[int, bytes]]) -> bytes:
+    if len(answers) == 1:
+        return ANSWER_FRAME.pack(b"C", 1, *answers[0])
     return frame(b"C", len(answers), b"".join(ANSWER.pack(i, s) for i, s in answers))
 
 
@@ -68,8 +80,47 @@ def wait_for(fd: int, events: int, timeout_ms: int | None = None) -> bool:
     return bool(poller.poll(timeout_ms))
 
 
+class Channel(Protocol):
+    """Where frames' bytes go each way: ``PipeChannel``, or shared memory
+    (``clock_ring.Ring``)."""
+
+    def read(self, size: int) -> bytes:
+        """At least one byte and at most ``size``; b"" once the other side has gone."""
+        ...
+
+    def send(self, data: bytes) -> None:
+        """All of ``data``."""
+        ...
+
+
+class PipeChannel:
+    """The frames through the descriptors themselves: ``read_fd`` polled for ``spin_ns`` before
+    each wait (a process woken from a blocking read took 80 µs a round trip where one polling
+    took 4.5 µs), written to ``write_fd`` (the same socket for both, a container's)."""
+
+    def __init__(self, read_fd: int, write_fd: int, spin_ns: int = 0) -> None:
+        self._fd, self._write = read_fd, write_fd
+        self._spin_ns = spin_ns
+        if spin_ns:
+            os.set_blocking(read_fd, False)
+
+    def read(self, size: int) -> bytes:
+        if not self._spin_ns:
+            return os.read(self._fd, size)
+        end = time.perf_counter_ns() + self._spin_ns
+        while True:
+            try:
+                return os.read(self._fd, size)
+            except BlockingIOError:
+                if time.perf_counter_ns() > end:
+                    wait_for(self._fd, select.POLLIN)
+
+    def send(self, data: bytes) -> None:
+        send(self._write, data)
+
+
 class Frames:
-    """Frames read from ``fd``: ``next`` returns a kind, a count and the body's bytes."""
+    """Frames read from ``channel``: ``next`` returns a kind, a count and the body's bytes."""
 
     SIZES: ClassVar[dict[bytes, int]] = {
         b"H": HELLO.size,
@@ -80,26 +131,14 @@ class Frames:
     }
     FIXED: ClassVar[frozenset[bytes]] = frozenset({b"H", b"P", b"E"})
 
-    def __init__(self, fd: int, kinds: bytes, spin_ns: int = 0) -> None:
-        self._fd = fd
+    def __init__(self, channel: Channel, kinds: bytes) -> None:
+        self._read = channel.read
         self._kinds = {kinds[i : i + 1] for i in range(len(kinds))}
         self._buffer = bytearray()
-        self._spin_ns = spin_ns
-        if spin_ns:
-            os.set_blocking(fd, False)
-
-    def _read(self, size: int) -> bytes:
-        """Up to ``size`` bytes: polled for ``spin_ns`` first, then waited for (a process woken
-        from a blocking read took 80 µs a round trip where one polling took 4.5 µs)."""
-        if not self._spin_ns:
-            return os.read(self._fd, size)
-        end = time.perf_counter_ns() + self._spin_ns
-        while True:
-            try:
-                return os.read(self._fd, size)
-            except BlockingIOError:
-                if time.perf_counter_ns() > end:
-                    wait_for(self._fd, select.POLLIN)
+        self._direct: Callable[[Callable[[bytes, int], int]], Frame | None] | None = getattr(
+            channel, "frame", None
+        )
+        """A channel that parses a whole frame where it lies in one piece (``clock_ring``)."""
 
     def _exactly(self, size: int) -> bytes:
         while len(self._buffer) < size:
@@ -111,17 +150,24 @@ class Frames:
         del self._buffer[:size]
         return out
 
-    def next(self) -> tuple[bytes, int, bytes]:
-        kind, count = HEAD.unpack(self._exactly(HEAD.size))
+    def body_size(self, kind: bytes, count: int) -> int:
+        """The size of a frame's body after its head, or why the frame is refused (before its
+        body is read)."""
         if kind not in self._kinds:
             raise WireError(f"a frame of kind {kind!r} where {sorted(self._kinds)} are allowed")
         if kind in self.FIXED:
-            size = self.SIZES[kind]
-        elif count > MAX_FRAME:
+            return self.SIZES[kind]
+        if count > MAX_FRAME:
             raise WireError(f"a frame of {count} entries (at most {MAX_FRAME})")
-        else:
-            size = count * self.SIZES[kind]
-        return kind, count, self._exactly(size)
+        return count * self.SIZES[kind]
+
+    def next(self) -> Frame:
+        if self._direct is not None and not self._buffer:
+            whole = self._direct(self.body_size)
+            if whole is not None:
+                return whole
+        kind, count = HEAD.unpack(self._exactly(HEAD.size))
+        return kind, count, self._exactly(self.body_size(kind, count))
 
 
 def fits(body: Any) -> bool:

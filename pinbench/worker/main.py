@@ -173,9 +173,9 @@ def main(argv: list[str]) -> int:
         return 2
     evidence, error = Evidence(), None
     hidden: list[str] = []
-    if len(spec.clock) not in (0, 2) or (spec.clock and spec.clock_socket):
+    if len(spec.clock) not in (0, 2, 3) or (spec.clock and spec.clock_socket):
         print(
-            "pinbench worker: the job's clock names two descriptors, a socket or neither",
+            "pinbench worker: the job's clock names two or three descriptors, a socket or neither",
             file=sys.stderr,
         )
         return 2
@@ -184,11 +184,10 @@ def main(argv: list[str]) -> int:
         from pinbench.worker.remote_test import RemoteTest, connected
 
         try:
-            fds = spec.clock or connected(spec.clock_socket)
+            remote = RemoteTest(spec.clock or connected(spec.clock_socket))
         except OSError as exc:  # 3, not 2: the job was read (2 tells an image too old for it)
             print(f"pinbench worker: the host's clock cannot be reached: {exc}", file=sys.stderr)
             return 3
-        remote = RemoteTest(fds[0], fds[1])
     try:
         with tempfile.TemporaryDirectory(prefix="pinbench-") as scratch:
             hidden = [scratch]  # an error while the folders are placed names no host path

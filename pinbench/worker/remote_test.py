@@ -4,11 +4,12 @@ never sees LoadGen, its log or its clock; what it says of its own timings is not
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pinbench.worker import clock_wire as w
+from pinbench.worker.clock_ring import channel
 
 
 class Query:
@@ -23,22 +24,35 @@ class Query:
 
 def connected(path: str) -> list[int]:
     """The descriptors of a connection to the host's socket at ``path`` (a container's clock:
-    ``runners.clock_link``), read from and written to alike; open until the process ends."""
+    ``runners.clock_link``), read from and written to alike, and the rings' memory where the
+    host sends one with its first byte (``R``; ``S`` where the frames go through the socket);
+    open until the process ends."""
     import socket
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
+    first, fds, _, _ = socket.recv_fds(sock, 1, 1)
     fd = sock.detach()
+    if first == b"R" and len(fds) == 1:
+        return [fd, fd, fds[0]]
+    for extra in fds:
+        os.close(extra)
+    if first != b"S":
+        raise OSError(f"the host's clock began with {first!r}, not R or S")
     return [fd, fd]
 
 
 class RemoteTest:
-    """A test run over the pipes ``read_fd`` (from the host) and ``write_fd`` (to it)."""
+    """A test run over the host's link ``fds``: (from the host, to it) pipes or a socket twice,
+    and the rings' memory where it gave one (``clock_ring.channel``)."""
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._frames = w.Frames(read_fd, b"PIE", w.SPIN_NS)
-        self._write = write_fd
+    def __init__(self, fds: Sequence[int]) -> None:
+        self._channel = channel(fds, host=False, spin_ns=w.SPIN_NS)
+        self._frames = w.Frames(self._channel, b"PIE")
         self._as: Callable[[Any], Any] | None = None
+        from pinbench.worker.answer_seal import seal
+
+        self._seal = seal  # bound once: an import in the hot path costs a query
 
     def answers_as(self, shape: Callable[[Any], Any]) -> None:
         """Seal each answer as ``shape`` makes it: as the worker hands it back to be scored
@@ -47,9 +61,7 @@ class RemoteTest:
 
     def seal(self, out: Any) -> bytes:
         """One sample's answer sealed (``answer_seal``), as ``answers_as`` shapes it."""
-        from pinbench.worker.answer_seal import seal
-
-        return seal(out if out is None or self._as is None else self._as(out))
+        return self._seal(out if out is None or self._as is None else self._as(out))
 
     @staticmethod
     def response(ident: int, sealed: bytes, _size: int) -> tuple[int, bytes]:
@@ -59,18 +71,20 @@ class RemoteTest:
 
     def complete(self, answers: list[tuple[int, bytes]]) -> None:
         """``lg.QuerySamplesComplete``'s stand-in: the ids and seals go to the host."""
-        w.send(self._write, w.answered(answers))
+        self._channel.send(w.answered(answers))
 
     def run(self, issue: Callable[[list[Any]], None], count: int, expected_ns: int) -> None:
         """Say the worker is ready (``count`` samples, ``expected_ns`` per call), then answer
         what the host sends until it says the test ended."""
-        w.send(self._write, w.frame(b"H", 0, w.HELLO.pack(count, max(1, expected_ns))))
+        self._channel.send(w.frame(b"H", 0, w.HELLO.pack(count, max(1, expected_ns))))
         while True:
             kind, _, body = self._frames.next()
             if kind == b"E":
                 return
             if kind == b"P":
-                w.send(self._write, w.frame(b"P", 0))
+                self._channel.send(w.frame(b"P", 0))
                 continue
-            pairs = struct.iter_unpack("<QI", body)
-            issue([Query(ident, index) for ident, index in pairs])
+            if len(body) == w.QUERY.size:
+                issue([Query(*w.QUERY.unpack(body))])
+            else:
+                issue([Query(ident, index) for ident, index in w.QUERY.iter_unpack(body)])

@@ -83,7 +83,9 @@ class JobFile(
     """A chain's stages (``pinbench.chains``): stage name -> its model's files, as ``model``."""
     clock: list[int] = msgspec.field(default_factory=list)
     """The host keeps the clock (``runners.host_clock``): the pipes' descriptors the worker
-    reads the host's queries from and writes its answers to; empty: LoadGen runs here."""
+    reads the host's queries from (or its wake-ups) and writes its answers to (or the host's
+    wake-ups), then the rings' memory where the frames go through it (``clock_ring``); empty:
+    LoadGen runs here."""
     clock_socket: str = ""
     """The host keeps the clock across a Unix socket at this path (a container, which inherits
     no descriptor: ``runners.clock_link``); empty: not."""

@@ -1,11 +1,13 @@
 """How the host's clock reaches its worker (``host_clock``): two pipes a worker on this machine
 inherits (the local and venv runners' sandboxes), or a Unix socket a container connects to
-(the docker runner: a container inherits no descriptor, but sees a folder bound into it).
+(the docker runner: a container inherits no descriptor, but sees a folder bound into it);
+with either, the rings' memory (``clock_ring``) the frames go through where this machine
+takes them, the pipes or the socket then carrying wake-ups alone.
 
 Which runs the host times is ``keeps_clock``'s to say (``host_clock.for_run`` makes a run's
-clock). A link gives the host two descriptors, one it writes queries to and one it reads
-answers from, once the worker is there (``connect``); it closes what it opened, once
-(``close``)."""
+clock). A link gives the host its descriptors, one it reads answers (or wake-ups) from, one
+it writes queries (or wake-ups) to, and the memory, once the worker is there (``connect``);
+it closes what it opened, once (``close``)."""
 
 from __future__ import annotations
 
@@ -30,17 +32,29 @@ REFUSED_KEPT = 16
 """The refused peers a socket link remembers, at most."""
 
 
-class PipeLink:
-    """Two pipes: the worker's ends (``worker_fds``) are inherited by its process, then closed
-    here (``started``); a worker that ends closes its ends, which the host reads as the end."""
+def _memory() -> list[int]:
+    """The rings' memory file where this machine takes them (``clock_ring``), else none."""
+    from pinbench.worker import clock_ring
 
-    def __init__(self) -> None:
+    return [clock_ring.memory()] if clock_ring.available() else []
+
+
+class PipeLink:
+    """Two pipes and the rings' memory: the worker's ends (``worker_fds``) are inherited by its
+    process, then closed here (``started``); a worker that ends closes its ends, which the host
+    reads as the end."""
+
+    def __init__(self, rings: bool = True) -> None:
         self._to_worker, self._to_host = os.pipe(), os.pipe()
+        self._memory = _memory() if rings else []
+        """``rings``: False sends the frames through the pipes themselves, as a machine
+        without the rings does (``bench/bench_overhead.py`` measures both)."""
         self._started = False
 
     def worker_fds(self) -> tuple[int, ...]:
-        """The descriptors the worker reads queries from and writes answers to."""
-        return self._to_worker[0], self._to_host[1]
+        """The descriptors the worker reads queries (or wake-ups) from, writes answers (or
+        wake-ups) to, and maps the rings from."""
+        return self._to_worker[0], self._to_host[1], *self._memory
 
     def started(self, pid: int) -> None:
         del pid
@@ -48,13 +62,14 @@ class PipeLink:
         os.close(self._to_worker[0])
         os.close(self._to_host[1])
 
-    def connect(self, gone: threading.Event) -> tuple[int, int] | None:
-        """The host's ends: where it writes queries, where it reads answers."""
+    def connect(self, gone: threading.Event) -> tuple[int, ...] | None:
+        """The host's ends: where it reads answers, where it writes queries, and the rings'
+        memory (``clock_ring.channel``)."""
         del gone
-        return self._to_worker[1], self._to_host[0]
+        return self._to_host[0], self._to_worker[1], *self._memory
 
     def close(self) -> None:
-        ours = [self._to_worker[1], self._to_host[0]]
+        ours = [self._to_worker[1], self._to_host[0], *self._memory]
         if not self._started:  # never started: the worker's ends are still open here
             ours += [self._to_worker[0], self._to_host[1]]
         for fd in ours:
@@ -82,6 +97,7 @@ class SocketLink:
         self.path.chmod(0o666)  # the container's user (nobody) connects
         self._listener.listen(4)
         self._conn: socket.socket | None = None
+        self._memory: list[int] = []
         self._pid = 0
         self.refused: list[int] = []
         """The peers that connected and were not the worker (their process ids)."""
@@ -93,8 +109,10 @@ class SocketLink:
     def started(self, pid: int) -> None:
         self._pid = pid
 
-    def connect(self, gone: threading.Event) -> tuple[int, int] | None:
-        """Wait for the worker's connection; None once ``gone`` is set without one."""
+    def connect(self, gone: threading.Event) -> tuple[int, ...] | None:
+        """Wait for the worker's connection; None once ``gone`` is set without one. The
+        worker is sent the rings' memory with the first byte (``R``), or told the frames go
+        through the socket (``S``: ``remote_test.connected``)."""
         from pinbench.worker.clock_wire import wait_for
 
         while not gone.is_set():
@@ -113,7 +131,10 @@ class SocketLink:
             self._listener.close()
             with contextlib.suppress(OSError):
                 self.path.unlink()
-            return conn.fileno(), conn.fileno()
+            memory = _memory()
+            self._memory = memory
+            socket.send_fds(conn, [b"R" if memory else b"S"], memory)
+            return conn.fileno(), conn.fileno(), *memory
         return None
 
     def _worker(self, peer: int, uid: int) -> bool:
@@ -134,6 +155,9 @@ class SocketLink:
         if self._conn is not None:
             with contextlib.suppress(OSError):
                 self._conn.close()
+        for fd in self._memory:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with contextlib.suppress(OSError):
             self.path.unlink()
 

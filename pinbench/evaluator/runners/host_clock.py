@@ -1,8 +1,8 @@
 """The clock is the host's (issue 71, item 2; decision 293): for a run whose system under test
 carries Python code (its processing code, a builder, a pickle), LoadGen runs here, in the
-process that records, and the sandboxed worker answers its queries across two pipes
-(``clock_wire``; the worker's side is ``remote_test``): the code cannot reach LoadGen's timer,
-its log or its reading of the machine.
+process that records, and the sandboxed worker answers its queries through shared memory
+(``clock_ring``) or two pipes (``clock_wire``; the worker's side is ``remote_test``): the code
+cannot reach LoadGen's timer, its log or its reading of the machine.
 
 The host records what it measured: LoadGen's figures from its own log; the machine's
 contention with the worker's processes counted as the run's own; the energy its counters
@@ -26,6 +26,7 @@ from pinbench.errors import UserError
 from pinbench.evaluator.runners.host_figures import LATENCIES, worker_timed
 from pinbench.registry.request import Scenario
 from pinbench.worker import clock_wire as w
+from pinbench.worker.clock_ring import Ring, channel
 from pinbench.worker.job import Evidence
 from pinbench.worker.stop import Stop
 
@@ -71,7 +72,7 @@ class HostClock:
         self.unique = unique
         """The test is TEST04's unique test (``audits.unique``), not the run's own."""
         self._gone = threading.Event()  # the worker has ended: a link waiting for it gives up
-        self._write_fd = -1
+        self._channel: Ring | w.PipeChannel | None = None
         self._frames: w.Frames | None = None
         self._guard = threading.Lock()
         self._waiting: dict[int, tuple[int, int]] = {}  # query id -> (issued when, sample)
@@ -124,7 +125,12 @@ class HostClock:
             if self._thread.is_alive():
                 self._link_left = True
                 return
+        self._close_link()
+
+    def _close_link(self) -> None:
         self.link.close()
+        if isinstance(self._channel, Ring):
+            self._channel.close()
 
     def settle(self) -> None:
         """Once the worker has ended, before its results are read: how the test went (the
@@ -197,8 +203,8 @@ class HostClock:
                 fds = self.link.connect(self._gone)
                 if fds is None:
                     return  # the worker ended before it connected: its own error is the run's
-                self._write_fd = fds[0]
-                self._frames = frames = w.Frames(fds[1], b"HPC", w.SPIN_NS)
+                self._channel = channel(fds, host=True, spin_ns=w.SPIN_NS)
+                self._frames = frames = w.Frames(self._channel, b"HPC")
                 kind, _, body = frames.next()
             except (w.WireError, OSError):
                 return  # the worker ended before its test: its own error is the run's
@@ -215,11 +221,11 @@ class HostClock:
         finally:
             self._ended = True
             with self._ending:
-                if not self._closed and self._write_fd >= 0:
-                    with contextlib.suppress(OSError):
-                        w.send(self._write_fd, w.frame(b"E", 0))
+                if not self._closed and self._channel is not None:
+                    with contextlib.suppress(OSError, w.WireError):
+                        self._channel.send(w.frame(b"E", 0))
                 if self._link_left:
-                    self.link.close()
+                    self._close_link()
 
     def _check(self, count: int, expected: int) -> None:
         declared = self._declared
@@ -238,7 +244,7 @@ class HostClock:
         ping = w.frame(b"P", 0)
         for _ in range(PINGS):
             t0 = time.perf_counter_ns()
-            w.send(self._write_fd, ping)
+            self._send(ping)
             kind, _, _ = self._next()
             if kind != b"P":
                 raise w.WireError(f"a {kind!r} frame where a ping's answer was due")
@@ -261,6 +267,8 @@ class HostClock:
             per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
             settings = unique(settings, count, per_query)
         if not self._inline:
+            if isinstance(self._channel, Ring):  # Server's reader sleeps between answers: a
+                self._channel.spin_ns = 0  # spin holding Python's lock would stall LoadGen's issues
             self._reader.start()
         self._unbroken()
         with EnergyMeter.open() as meter:
@@ -298,6 +306,10 @@ class HostClock:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime + cpu_s(self._pid)
 
+    def _send(self, data: bytes) -> None:
+        assert self._channel is not None  # made once the link connected, before any test
+        self._channel.send(data)
+
     def _next(self) -> tuple[bytes, int, bytes]:
         assert self._frames is not None  # made once the link connected, before any test
         return self._frames.next()
@@ -318,9 +330,12 @@ class HostClock:
             lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
             return
         try:
-            w.send(self._write_fd, w.queries([(q.id, q.index) for q in queries]))
+            self._send(w.queries([(q.id, q.index) for q in queries]))
         except OSError as exc:
             self._break(f"the worker's pipe: {exc.strerror or exc}")
+            return
+        except w.WireError as exc:
+            self._break(str(exc))
             return
         if self._inline:  # LoadGen's thread takes the answers: nothing else is outstanding
             try:
@@ -345,6 +360,20 @@ class HostClock:
         arrived = time.perf_counter_ns()
         if kind != b"C" or n == 0:
             raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
+        if n == 1:  # the hot path: one answer (as below, with less Python around it)
+            ident, sealed = w.ANSWER.unpack(body)
+            with self._guard:
+                one = self._waiting.pop(ident, None)
+            if one is None:
+                raise w.WireError("the worker answered a query it was not asked (or twice)")
+            when, index = one
+            self._calls.append(arrived - (when if when > self._previous else self._previous))
+            self._previous = self._last_answer = arrived
+            self._samples += 1
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(ident, 0, 0)])
+            if seals.setdefault(index, sealed) != sealed:
+                self.unsteady.add(index)
+            return
         answers = list(w.ANSWER.iter_unpack(body))
         with self._guard:  # all checked before any is taken: ``_break`` completes
             ids = [i for i, _ in answers]  # every query still waiting, once

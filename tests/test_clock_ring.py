@@ -1,0 +1,159 @@
+"""The host's clock through shared memory (``worker.clock_ring``): frames cross whole, in parts
+and around the rings' ends; the worker, who can write anything in the memory, can neither make
+the host's mapping fault, nor make it read or write past a ring, nor stall it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from pinbench.worker import clock_ring as r
+from pinbench.worker import clock_wire as w
+
+pytestmark = pytest.mark.skipif(not r.available(), reason="the rings need x86-64 and memfd")
+
+
+class Pair:
+    """A host's and a worker's side over one memory and two pipes, in this process."""
+
+    def __init__(self, spin_ns: int = w.SPIN_NS) -> None:
+        self.memory = r.memory()
+        to_worker, to_host = os.pipe(), os.pipe()
+        self.fds = [*to_worker, *to_host]
+        self.host = r.Ring(self.memory, to_host[0], to_worker[1], host=True, spin_ns=spin_ns)
+        self.worker = r.Ring(self.memory, to_worker[0], to_host[1], host=False, spin_ns=spin_ns)
+        self.worker_ends = (to_worker[0], to_host[1])
+
+    def close(self) -> None:
+        self.host.close()
+        self.worker.close()
+        for fd in [*self.fds, self.memory]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@pytest.fixture
+def pair() -> Iterator[Pair]:
+    made = Pair()
+    yield made
+    made.close()
+
+
+def _echo(worker: r.Ring) -> None:
+    """The worker's side: each frame of queries answered with one answer a query, its seal the
+    query's sample index, until the host says the test ended."""
+    frames = w.Frames(worker, b"PIE")
+    while True:
+        kind, _, body = frames.next()
+        if kind == b"E":
+            return
+        pairs = list(w.QUERY.iter_unpack(body))
+        worker.send(w.answered([(i, x.to_bytes(16, "little")) for i, x in pairs]))
+
+
+@pytest.mark.parametrize("spin_ns", [w.SPIN_NS, 0])
+def test_frames_cross_whole_in_parts_and_around_the_rings_end(spin_ns: int) -> None:
+    """Small frames past the rings' ends many times over, and one frame larger than a ring (it
+    goes in parts as the other side reads), arrive as they were sent, polling or sleeping."""
+    made = Pair(spin_ns)
+    echo = threading.Thread(target=_echo, args=(made.worker,))
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # two sides that poll in one process take turns at its lock
+    echo.start()
+    try:
+        frames = w.Frames(made.host, b"HPC")
+        sizes = [1, 300, 1, 800, 1] * 400 + [r.CAPACITY // w.QUERY.size * 2 + 5, 1, 2]
+        sent = 0
+        for n in sizes:
+            pairs = [(sent + k, (sent + k) % 1_000_003) for k in range(n)]
+            sent += n
+            made.host.send(w.queries(pairs))
+            kind, count, body = frames.next()
+            assert (kind, count) == (b"C", n)
+            assert list(w.ANSWER.iter_unpack(body)) == [
+                (i, x.to_bytes(16, "little")) for i, x in pairs
+            ]
+        assert sent * w.QUERY.size > 4 * r.CAPACITY  # the rings wrapped around
+        made.host.send(w.frame(b"E", 0))
+        echo.join(timeout=30)
+        assert not echo.is_alive()
+    finally:
+        sys.setswitchinterval(switching)
+        made.close()
+
+
+def test_the_memory_is_sealed_at_its_size_before_a_worker_gets_it(pair: Pair) -> None:
+    """A worker that shrank the memory would make the host's next read of it a SIGBUS: the
+    file is sealed, and a host refuses a memory that is not."""
+    with pytest.raises(PermissionError):
+        os.ftruncate(pair.memory, 0)
+    with pytest.raises(PermissionError):
+        os.ftruncate(pair.memory, r.SIZE * 2)
+    unsealed = os.memfd_create("unsealed")
+    os.ftruncate(unsealed, r.SIZE)
+    a, b = os.pipe()
+    try:
+        with pytest.raises(r.RingError, match="not sealed"):
+            r.Ring(unsealed, a, b, host=True, spin_ns=0)
+    finally:
+        for fd in (unsealed, a, b):
+            os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("word", "value", "act", "said"),
+    [
+        # the worker's tail: more bytes waiting than a ring holds
+        (r._TO_HOST[0], r.CAPACITY + 1, "read", f"says {r.CAPACITY + 1} bytes are waiting"),
+        # the worker's tail behind what the host has read (wrapped to a huge count)
+        (r._TO_HOST[0], 2**64 - 1, "read", "bytes are waiting"),
+        # the worker's head past what the host wrote
+        (r._TO_WORKER[1], 7, "send", "says it read 7 of 0 bytes"),
+    ],
+)
+def test_a_position_a_ring_cannot_have_is_refused_naming_it(
+    pair: Pair, word: int, value: int, act: str, said: str
+) -> None:
+    """The host reads the worker's positions and checks them against what its ring can hold
+    before it reads or writes a byte by them."""
+    words = memoryview(pair.worker._map)[: r.DATA].cast("Q")
+    words[word] = value
+    words.release()
+    with pytest.raises(w.WireError, match=said):
+        if act == "read":
+            w.Frames(pair.host, b"HPC").next()
+        else:
+            pair.host.send(w.frame(b"P", 0))
+
+
+def test_a_worker_that_has_gone_ends_the_hosts_wait(pair: Pair) -> None:
+    """Its ends of the pipes closed (it exited): the host's wait for a frame ends, saying so."""
+    for fd in pair.worker_ends:
+        os.close(fd)
+    pair.fds = [fd for fd in pair.fds if fd not in pair.worker_ends]
+    with pytest.raises(w.WireError, match="closed"):
+        w.Frames(pair.host, b"HPC").next()
+
+
+def test_a_worker_that_never_reads_its_wake_ups_cannot_stall_the_host(pair: Pair) -> None:
+    """A worker that says it sleeps and never reads its pipe: the host's wake-ups fill the
+    pipe, and its sends go on (a full pipe already holds a wake-up)."""
+    words = memoryview(pair.worker._map)[: r.DATA].cast("Q")
+    words[r._WORKER_WAITS] = 1
+    words.release()
+    done = threading.Event()
+
+    def send() -> None:
+        for _ in range(100_000):  # 100,000 wake-ups, more than a pipe holds; 500 KB of frames
+            pair.host.send(w.frame(b"P", 0))
+        done.set()
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    sender.join(timeout=60)
+    assert done.is_set()
