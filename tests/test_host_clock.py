@@ -19,6 +19,7 @@ from pinbench.evaluator.records.run_view import show_run
 from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.host_clock import ClockBroken
 from pinbench.evaluator.runners.host_figures import LATENCIES
+from pinbench.worker import clock_ring
 from tests.test_processing_code import CODE, World, _lock, quiet, world
 from tests.test_sandbox import _with_code
 
@@ -212,6 +213,8 @@ def test_a_code_run_is_timed_by_the_hosts_loadgen_which_the_code_cannot_reach(
     assert shown["throughput_sps"] <= 1e9 / floor
     clock = shown["details"]["clock"]
     assert clock["side"] == "host" and clock["latencies"] == LATENCIES
+    # the frames went through the rings in shared memory, through the sandbox (decision 314)
+    assert clock["through"] == ("rings" if clock_ring.available() else "pipes")
     # a round trip, measured before the test: recorded, not bounded (on a loaded two-core
     # machine one took 5.0 ms, longer than the model's sleep; no timing assertions in tests)
     assert isinstance(clock["crossing_ns"], int) and clock["crossing_ns"] > 0

@@ -188,6 +188,7 @@ class HostClock:
             "side": "host",
             "crossing_ns": t["crossing_ns"],
             "pings": PINGS,
+            "through": "rings" if isinstance(self._channel, Ring) else "pipes",
             "samples": t["count"],
             "latencies": LATENCIES,
             "worker_cpu_s": t["worker_cpu_s"],
