@@ -20,6 +20,7 @@ import importlib
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,13 +53,6 @@ import types
 import torch
 from torch import nn
 
-ENCODER = {  # the checkpoint's hparams["encoder"], which pesto's loader reads
-    "n_chan_input": 1, "n_chan_layers": [40, 30, 30, 10, 3], "n_prefilt_layers": 3,
-    "prefilt_kernel_size": 39, "residual": True, "n_bins_in": 219, "output_dim": 384,
-    "activation_fn": "leaky", "a_lrelu": 0.3, "p_dropout": 0.2, "fc_margin": 0, "spiral": 0,
-    "final_norm": "softmax",
-}
-CROP = {"min_steps": -16, "max_steps": 16}  # hparams["pitch_shift"]
 BINS_PER_SEMITONE = 3  # hcqt_params["bins_per_semitone"]
 
 
@@ -69,11 +63,11 @@ def _module(files, member, name, package):
 
 
 class Pitch(nn.Module):
-    def __init__(self, model):
+    def __init__(self, model, hparams):
         super().__init__()
-        self.encoder = model["Resnet1d"](**ENCODER)
+        self.encoder = model["Resnet1d"](**hparams["encoder"])  # as pesto's loader reads them
         self.confidence = model["ConfidenceClassifier"]()
-        self.crop_cqt = model["CropCQT"](**CROP)
+        self.crop_cqt = model["CropCQT"](**hparams["pitch_shift"])
         self.register_buffer("shift", torch.zeros((), dtype=torch.float), persistent=True)
 
     def forward(self, cqt):
@@ -82,7 +76,7 @@ class Pitch(nn.Module):
         return activations.roll(-round(self.shift.item() * BINS_PER_SEMITONE), -1)
 
 
-def build(files):
+def build(files, hparams):
     utils = types.ModuleType("pesto.utils")
     crop = _module(files, "pesto/utils/crop_cqt.py", "pesto.utils.crop_cqt", "pesto.utils")
     reduce = "pesto/utils/reduce_activations.py"
@@ -103,7 +97,7 @@ def build(files):
                 del sys.modules[name]
             else:
                 sys.modules[name] = module
-    return Pitch(model)
+    return Pitch(model, hparams)
 '''
 
 
@@ -161,7 +155,7 @@ def test_pestos_lightning_checkpoint_runs_from_its_wheel_equal_to_its_own_forwar
             "inputs": [{"name": "cqt", "element_type": "float32", "shape": [1, 251]}],
             "outputs": [{"name": "activations", "type": "classification"}],
             "builder": {"file": "pesto_builder.py", "function": "build"}
-            | {"state_dict_key": "state_dict"},
+            | {"state_dict_key": "state_dict", "hyperparameters_key": "hparams"},
         },
         files,
     )
@@ -181,14 +175,34 @@ def test_the_checkpoint_is_read_as_data_without_omegaconf(
     from pinbench.artifacts.model_formats import identify
     from pinbench.authoring.state_dict_model import checkpoint_key
 
+    from omegaconf import OmegaConf
+
+    from pinbench.artifacts.hyperparameters import plain
+
     checkpoint = package_file("pesto-pitch", CHECKPOINT)
     unpickled = torch.load(str(checkpoint), map_location="cpu", weights_only=False)
     reference = unpickled["state_dict"]
+
+    # the hyper-parameters as omegaconf itself makes them plain (issue 86, item 4)
+    def as_omegaconf_gives(value: Any) -> Any:
+        if OmegaConf.is_config(value):
+            found.append(type(value).__name__)
+            return OmegaConf.to_container(value, resolve=False)
+        if isinstance(value, dict):
+            return {k: as_omegaconf_gives(v) for k, v in value.items()}
+        return value
+
+    found: list[str] = []
+    hparams = as_omegaconf_gives(unpickled["hparams"])
+    assert found  # omegaconf's containers are there
     _forget("omegaconf")
     monkeypatch.setitem(sys.modules, "omegaconf", None)  # importing it raises ImportError
     loaded = read_checkpoint("mir-1k_g7.ckpt", checkpoint)
     assert isinstance(loaded, dict) and loaded["epoch"] == unpickled["epoch"]
-    assert loaded["hparams"]["reduction"] == "alwa"  # plain values stay; omegaconf's nodes don't
+    assert loaded["hparams"]["reduction"] == "alwa"
+    # omegaconf's containers and nodes, read from their pickled state, are what omegaconf gives
+    assert plain(loaded["hparams"], torch.is_tensor) == hparams
+    assert hparams["encoder"]["n_chan_layers"] == [40, 30, 30, 10, 3]
     state = read_state("mir-1k_g7.ckpt", checkpoint, "state_dict")
     assert set(state) == set(reference)
     assert all(torch.equal(state[k], reference[k]) for k in reference)

@@ -60,21 +60,28 @@ def plain_data(name: str) -> bool:
 
 
 class Inert:
-    """A plain-data object read without its class: takes any arguments and state, keeps none."""
+    """A plain-data object read without its class: takes any arguments and state, and keeps
+    them as data (``args``, ``state``) for ``hyperparameters`` to read; nothing of the class is
+    imported or called. Each global reads as a subclass naming it (``global_name``)."""
 
-    __slots__ = ()
+    __slots__ = ("args", "state")
+    args: tuple[Any, ...]
+    state: Any
+    global_name = ""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Inert:
-        return super().__new__(cls)
+        made = super().__new__(cls)
+        made.args, made.state = args, None
+        return made
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     def __setstate__(self, state: Any) -> None:
-        pass
+        self.state = state
 
     def __repr__(self) -> str:
-        return "<plain data, not read>"
+        return f"<{self.global_name}, read as data>"
 
 
 class PlainDict:
@@ -87,4 +94,8 @@ class PlainDict:
 def stand_ins(names: list[str]) -> list[Callable[..., Any] | tuple[Callable[..., Any], str]]:
     """The stand-ins for ``names`` (all ``plain_data``), as ``torch.serialization.safe_globals``
     takes them: each object with the global's name."""
-    return [(PlainDict if n in MAPPINGS else Inert, n) for n in names]
+    return [(PlainDict if n in MAPPINGS else _inert(n), n) for n in names]
+
+
+def _inert(name: str) -> type[Inert]:
+    return type("Inert", (Inert,), {"__slots__": (), "global_name": name})

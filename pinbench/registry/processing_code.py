@@ -68,6 +68,7 @@ name says (``artifacts.model_formats``)."""
 class Builder(Code, frozen=True, kw_only=True):
     """``{file: model.py, function: build, state_dict_key: model_state}``: the function that
     builds a ``torch-state-dict`` model's ``torch.nn.Module``, called as ``function(files)``
+    (``function(files, hyperparameters)`` with ``hyperparameters_key``)
     (each model file's path in the artifact to a readable local path), whose weights are then
     loaded with ``load_state_dict(strict=True)``. Run only as processing code is: inside a
     runner, with the run's consent (``--allow-code``)."""
@@ -75,14 +76,30 @@ class Builder(Code, frozen=True, kw_only=True):
     state_dict_key: str | None = None
     """For a checkpoint (a dict holding more than the weights): the key whose value is the
     state dict (``model_state``). Left out, the file is the state dict itself."""
+    hyperparameters_key: str | None = None
+    """For a checkpoint that keeps the hyper-parameters the module is made from (Lightning's
+    ``hyper_parameters``): their key. The function is then called as ``function(files,
+    hyperparameters)``, the value under the key read as plain data
+    (``artifacts.hyperparameters``: dicts, lists, numbers, strings, tensors; omegaconf's
+    containers as their content); anything else in it refuses the run, naming it."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        key = self.state_dict_key
-        if key is not None and not (0 < len(key) <= 256 and key.isprintable()):
+        for field, key in (
+            ("state_dict_key", self.state_dict_key),
+            ("hyperparameters_key", self.hyperparameters_key),
+        ):
+            if key is not None and not (0 < len(key) <= 256 and key.isprintable()):
+                raise ValueError(f"builder {field} {key!r} must be 1 to 256 printable characters")
+        if self.hyperparameters_key is not None and self.state_dict_key is None:
             raise ValueError(
-                f"builder state_dict_key {key!r} must be 1 to 256 printable characters"
+                "builder hyperparameters_key needs state_dict_key: hyper-parameters are kept "
+                "beside the weights in a checkpoint dict, whose weights' key it names"
             )
+        if self.hyperparameters_key is not None and (
+            self.hyperparameters_key == self.state_dict_key
+        ):
+            raise ValueError("builder hyperparameters_key and state_dict_key name the same key")
 
 
 def check_builder(

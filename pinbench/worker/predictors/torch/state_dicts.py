@@ -19,12 +19,15 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
+
+if TYPE_CHECKING:
+    from pinbench.registry.processing_code import Builder
 
 _SHOWN = 5
 """Keys named in a message, at most."""
@@ -70,10 +73,13 @@ def check_archive(name: str, path: Path) -> None:
             )
 
 
-def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor]:
+def read_state(
+    name: str, path: Path, key: str | None, read: object = None
+) -> dict[str, torch.Tensor]:
     """The state dict of weights file ``name`` (its blob ``path``): the file itself, or its
     value under ``key`` (a checkpoint's ``model_state``). Refused, naming why, when it needs more
-    than ``weights_only`` allows, is not a mapping of names to tensors, or lacks ``key``."""
+    than ``weights_only`` allows, is not a mapping of names to tensors, or lacks ``key``.
+    ``read``: the checkpoint already read from ``path`` (``read_checkpoint``)."""
     if name.endswith(".safetensors"):
         from safetensors.torch import load_file
 
@@ -81,7 +87,7 @@ def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor
             return dict(load_file(str(path), device="cpu"))
         except Exception as exc:  # safetensors raises its own error types for a bad header
             raise ModelLoadError(model=name, reason=f"not safetensors: {exc}"[:400]) from None
-    loaded = read_checkpoint(name, path)
+    loaded = read if read is not None else read_checkpoint(name, path)
     if key is not None:
         if not isinstance(loaded, Mapping):
             raise ModelLoadError(
@@ -97,6 +103,35 @@ def read_state(name: str, path: Path, key: str | None) -> dict[str, torch.Tensor
             )
         loaded = loaded[key]
     return _state(name, loaded, key)
+
+
+def _with_hyperparameters(
+    name: str, path: Path, builder: Builder
+) -> tuple[dict[str, torch.Tensor], Any]:
+    """A checkpoint's state dict and its hyper-parameters as plain data (``Builder``'s two
+    keys), read in one pass; refused naming the key that is missing or the value that is not
+    plain data."""
+    from pinbench.artifacts.hyperparameters import NotPlain, plain
+
+    key, hyper = builder.state_dict_key, builder.hyperparameters_key
+    assert key is not None and hyper is not None  # Builder checks both are given
+    loaded = read_checkpoint(name, path)
+    if not isinstance(loaded, Mapping) or hyper not in loaded:
+        found = _keys(loaded) if isinstance(loaded, Mapping) else type(loaded).__name__
+        raise ModelLoadError(
+            model=name,
+            reason=f"the checkpoint has no key {hyper!r} (builder.hyperparameters_key); its "
+            f"keys: {found}",
+        )
+    try:
+        hyperparameters = plain(loaded[hyper], torch.is_tensor, hyper)
+    except NotPlain as exc:
+        raise ModelLoadError(
+            model=name,
+            reason=f"its hyper-parameters are not plain data: {exc.where} is {exc.what}; a "
+            "builder is handed only dicts, lists, numbers, strings and tensors",
+        ) from None
+    return read_state(name, path, key, loaded), hyperparameters
 
 
 def read_checkpoint(name: str, path: Path) -> object:
@@ -228,10 +263,15 @@ def build(model: ModelFiles, name: str, path: Path) -> torch.nn.Module:
             roles=["builder"],
             reason="This evaluation was not allowed to run it (pinbench run --allow-code)",
         )
-    state = read_state(name, path, builder.state_dict_key)
+    if builder.hyperparameters_key is None:
+        state = read_state(name, path, builder.state_dict_key)
+        given: tuple[Any, ...] = (model.files,)
+    else:
+        state, hyperparameters = _with_hyperparameters(name, path, builder)
+        given = (model.files, hyperparameters)
     with builder_modules(builder, model.files, model.sha256) as local:
         loaded = load({"builder": builder}, model.files, model.sha256, local=local)["builder"]
-        module = loaded.call(model.files)
+        module = loaded.call(*given)
     if not isinstance(module, torch.nn.Module):
         raise ModelLoadError(
             model=name,
