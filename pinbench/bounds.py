@@ -165,6 +165,7 @@ CLASSES = between(1, 1_000_000, "the largest label sets (ImageNet-21k: 21,841)")
 CTC_BLANK = between(0, 999_999, "a class index, below the most classes (labels.classes)")
 MASK_CLASSES = between(1, 4096, "the confusion matrix is classes^2 (4096: 134 MB)")
 MASK_VALUE = between(0, 65_535, "a 16-bit PNG's pixel value; no class index (>= classes)")
+DATA_RANGE = Bound(0, 1e9, "an image's value range (1.0, 255, 65535); > 0", True)
 SAMPLES = between(0, 1_000_000_000, "samples of one dataset")
 ATTRIBUTE_INT = between(-MAX_JSON_INT, MAX_JSON_INT, "any integer a JSON reader holds exactly")
 
@@ -289,6 +290,7 @@ TABLE: Final[dict[str, Bound]] = {
     "labels.classes": CLASSES,
     "labels.classes (masks)": MASK_CLASSES,
     "labels.ignore_index (from labels.classes)": MASK_VALUE,
+    "labels.data_range": DATA_RANGE,
     "samples": SAMPLES,
     "attributes (integers)": ATTRIBUTE_INT,
     "retries (POST /api/v1/runs/on)": RETRIES,

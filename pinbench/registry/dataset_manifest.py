@@ -32,8 +32,26 @@ class LabelFormat(_Strict, frozen=True, kw_only=True):
     ignore_index: int | None = None
     """``masks``: the mask value of pixels no metric counts (e.g. 255, VOC's borders); a late
     field likewise."""
+    data_range: Annotated[float, b.DATA_RANGE.meta] | None = None
+    """``reference-image-npy``: the range of the images' values (1.0, 255), which PSNR and
+    SSIM are computed against (``tasks.signals``); a late field likewise."""
+    channel_axis: Literal[0, -1] | None = None
+    """``reference-image-npy``: the axis of each image's channels (0: CHW, -1: HWC; left out:
+    each image is (H, W)); a late field likewise."""
 
     def __post_init__(self) -> None:
+        image = self.format == "reference-image-npy"
+        for name in ("data_range", "channel_axis"):
+            if getattr(self, name) is not None and not image:
+                raise ValueError(
+                    f"{name} says how reference images are read: it goes with labels of format "
+                    "reference-image-npy"
+                )
+        if image and self.data_range is None:
+            raise ValueError(
+                "reference-image-npy labels need `data_range`: the range of the images' values "
+                "(1.0 for images in 0..1, 255 for 8-bit ones), which PSNR and SSIM depend on"
+            )
         if self.ignore_index is not None and self.format != "masks":
             raise ValueError("ignore_index is a mask value: it goes with labels of format masks")
         if self.format == "masks" and (self.path is None or self.classes is None):

@@ -26,7 +26,7 @@ LATE_FIELDS = (
 )
 """Top-level fields added likewise (a framework's ``installs``, a model's ``trained_by``, a
 dataset's ``file_index``)."""
-LATE_LABEL_FIELDS = ("names", "ignore_index")
+LATE_LABEL_FIELDS = ("names", "ignore_index", "data_range", "channel_axis")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
 LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary", "quantization")
 """A model output's fields added likewise (stripped in lockfiles too)."""

@@ -150,6 +150,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "state_dict_key": "For a checkpoint dict (weights beside a step, an optimizer's state): "
         "the key whose value is the state dict, e.g. 'model_state'. Left out: the weights file "
         "is the state dict. Not for safetensors.",
+        "hyperparameters_key": "For a checkpoint that keeps the hyper-parameters its module is "
+        "made from (Lightning's 'hyper_parameters'), beside state_dict_key: their key. The "
+        "function is then called as function(files, hyperparameters), the value read as plain "
+        "data (dicts, lists, numbers, strings, tensors; omegaconf's containers as their "
+        "content; an argparse.Namespace as a dict); anything else refuses the run, naming it.",
     },
     "Code": {
         "function": "The name of the function to call, defined at the top level of the code.",
@@ -212,7 +217,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "the sample's size, each pixel a class index or ignore_index; PNG mode L or I;16 "
         "(grayscale: the value), P (palette: the index, not the colour) or 1; colour masks "
         "are refused; the folder holds nothing else and lies apart from the data folder, "
-        "whose samples must be images; task segmentation only). A label is a class "
+        "whose samples must be images; task segmentation only) or 'reference-audio-npy' (an "
+        ".npy array of one reference waveform per sample, (N, T) or (N, C, T); task "
+        "audio-to-audio only) or 'reference-image-npy' (an .npy array of one reference image "
+        "per sample, (N, H, W) or with channels as channel_axis says, values in data_range; "
+        "task image-to-image only). A label is a class "
         "index or a class key from the names file. csv, "
         "jsonl and imagefolder need a data folder (data.format images, npy-files or audio).",
         "path": "The labels file; must be among the dataset's files (none for imagefolder; "
@@ -229,6 +238,12 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "ignore_index": "Masks only: the mask value of pixels that no metric counts (e.g. 255 "
         "for VOC's object borders), itself no class index (classes..65535); every other value "
         "must be below classes. Left out of the stored manifest while unset.",
+        "data_range": "reference-image-npy only, and needed there: the range of the images' "
+        "values (1.0 for images in 0..1, 255 for 8-bit ones), which PSNR and SSIM are computed "
+        "against as scikit-image's data_range. Left out of the stored manifest while unset.",
+        "channel_axis": "reference-image-npy only: the axis of each image's channels, 0 (C, H, "
+        "W) or -1 (H, W, C); left out, each image is (H, W). SSIM is averaged over channels, "
+        "as scikit-image's channel_axis. Left out of the stored manifest while unset.",
     },
     "SampleFiles": {
         "format": "Where the samples are: 'npy' (one .npy array (N, H, W[, C]) of all samples, "

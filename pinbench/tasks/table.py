@@ -17,5 +17,7 @@ TASKS: dict[str, str] = {
     "note-transcription": "pinbench.tasks.notes.task:NoteTranscription",
     "token-classification": "pinbench.tasks.tokens.task:TokenClassification",
     "question-answering": "pinbench.tasks.question_answering.task:QuestionAnswering",
+    "audio-to-audio": "pinbench.tasks.signals.task:AudioToAudio",
+    "image-to-image": "pinbench.tasks.signals.task:ImageToImage",
     "other": "pinbench.tasks.classification.task:Other",
 }
