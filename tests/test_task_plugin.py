@@ -270,7 +270,9 @@ for name in datasets.DECLARED:
     declared = datasets.declared(name)
     fmt = declared.formats[0]
     path = None if "path" in declared.refuses or fmt == "imagefolder" else "labels"
-    labels = LabelFormat(format=fmt, path=path, classes=2 if fmt == "masks" else None)
+    image = fmt == "reference-image-npy"  # its references' value range is needed
+    labels = LabelFormat(format=fmt, path=path, classes=2 if fmt == "masks" else None,
+                         data_range=1.0 if image else None)
     checks().check_labels(name, labels, per_file=True)
     checks().generates(name)
 print(json.dumps(sorted(sys.modules)))

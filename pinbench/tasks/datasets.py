@@ -74,8 +74,8 @@ DECLARED: dict[str, str] = {
     "note-transcription": "pinbench.tasks.notes.declared:DATASETS",
     "token-classification": "pinbench.tasks.tokens.declared:DATASETS",
     "question-answering": "pinbench.tasks.question_answering.declared:DATASETS",
-    "audio-to-audio": "pinbench.tasks.signals.audio_declared:DATASETS",
-    "image-to-image": "pinbench.tasks.signals.image_declared:DATASETS",
+    "audio-to-audio": "pinbench.tasks.audio_to_audio.declared:DATASETS",
+    "image-to-image": "pinbench.tasks.image_to_image.declared:DATASETS",
     "other": "pinbench.tasks.classification.declared:OTHER",
 }
 """Where each built-in task of ``registry.TASKS`` (in its order) declares its datasets

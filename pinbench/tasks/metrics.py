@@ -68,8 +68,8 @@ DECLARED: dict[str, str] = {
     "note-transcription": "pinbench.tasks.notes.declared",
     "token-classification": "pinbench.tasks.tokens.declared",
     "question-answering": "pinbench.tasks.question_answering.declared",
-    "audio-to-audio": "pinbench.tasks.signals.audio_declared",
-    "image-to-image": "pinbench.tasks.signals.image_declared",
+    "audio-to-audio": "pinbench.tasks.audio_to_audio.declared",
+    "image-to-image": "pinbench.tasks.image_to_image.declared",
     "other": "pinbench.tasks.classification.declared",
 }
 """Where each built-in task of ``registry.TASKS`` (in its order) declares its metrics; a test

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
-from pinbench.evaluator.runners.host_figures import LATENCIES, worker_timed
+from pinbench.evaluator.runners.host_figures import LATENCIES
 from pinbench.registry.request import Scenario
 from pinbench.worker import clock_wire as w
 from pinbench.worker.clock_ring import Ring, channel
@@ -148,43 +148,10 @@ class HostClock:
         self.settle()
         if self._tested is None:
             raise ClockBroken(reason="the worker ended its run without the host's test")
-        import numpy as np
-
-        from pinbench.energy.meter import record as record_energy
-        from pinbench.evaluator.dropped import name_dropped
-        from pinbench.worker import contention
-        from pinbench.worker.latency_metrics import loadgen_figures, series
-        from pinbench.worker.loadgen_files import read_logs
-        from pinbench.worker.undefined import DETAILS_KEY
+        from pinbench.evaluator.runners.host_figures import record
 
         t = self._tested
-        calls, samples = t["calls"], t["samples"]
-        dropped = sorted(k for k in evidence.metrics if worker_timed(k))
-        for key in dropped:
-            del evidence.metrics[key]
-        name_dropped(evidence.details, dropped)
-        scenario = self._scenario
-        performance = scenario.mode == "performance"
-        latencies = np.asarray(calls, dtype=np.int64)
-        figures = loadgen_figures(t["summary"], scenario.name, scenario.percentile / 100.0)
-        figures.update(series(latencies, "framework_latency"))
-        figures["framework_calls_count"] = float(latencies.size)
-        figures["samples_count"] = float(samples)
-        if t["span_ns"] > 0:
-            figures["framework_throughput_sps"] = samples / (t["span_ns"] / 1e9)
-        if performance:
-            figures.update(contention.figures(t["machine"]))
-            evidence.details["machine"] = contention.details(t["machine"])
-            gone = contention.undefined(t["machine"])
-            if gone:  # beside the worker's own undefined figures, if any
-                kept = evidence.details.get(DETAILS_KEY)
-                evidence.details[DETAILS_KEY] = {**(kept if isinstance(kept, dict) else {}), **gone}
-        evidence.metrics.update(figures)
-        evidence.details.pop("energy", None)
-        record_energy(t["energy"], samples, evidence.metrics, evidence.details)
-        evidence.details["loadgen"] = t["summary"]
-        evidence.logs = read_logs(self._log_dir) or None  # the host's LoadGen's, never the worker's
-        evidence.details["clock"] = {
+        clock = {
             "side": "host",
             "crossing_ns": t["crossing_ns"],
             "pings": PINGS,
@@ -194,7 +161,7 @@ class HostClock:
             "worker_cpu_s": t["worker_cpu_s"],
             **({"test": "TEST04 unique"} if self.unique else {}),
         }
-        evidence.latencies = latencies
+        record(t, self._scenario, self._log_dir, evidence, clock)
 
     # --- the test, on the host's own thread -------------------------------------------
 

@@ -1,5 +1,5 @@
-"""What the signal tasks share in their declarations (``audio_declared``,
-``image_declared``)."""
+"""What the signal tasks share in their declarations (``tasks.audio_to_audio.declared``,
+``tasks.image_to_image.declared``)."""
 
 from __future__ import annotations
 

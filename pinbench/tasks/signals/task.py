@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pinbench.errors import UserError
+from pinbench.tasks.audio_to_audio import declared as audio
 from pinbench.tasks.base import Answer, Array, Context, Scored, Scorer, Task, TruthSource
-from pinbench.tasks.signals import audio_declared as audio
-from pinbench.tasks.signals import image_declared as image
+from pinbench.tasks.image_to_image import declared as image
 
 
 class NotASignal(UserError):

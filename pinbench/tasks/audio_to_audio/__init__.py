@@ -1,0 +1,1 @@
+"""audio-to-audio: its declarations (``declared``); the task is ``tasks.signals``."""

@@ -1,0 +1,1 @@
+"""image-to-image: its declarations (``declared``); the task is ``tasks.signals``."""
