@@ -1,17 +1,14 @@
-"""What audio-to-audio records: its metrics (``pinbench.tasks.metrics``) and its datasets
-(``pinbench.tasks.datasets``), as data: what names a run's metrics or checks a dataset reads
-them without importing the task."""
+"""What audio-to-audio records (its metrics and datasets, as data: naming a run's metrics or
+checking a dataset imports no task); the task is ``tasks.signals``."""
 
 from __future__ import annotations
 
-from pinbench.tasks.datasets import Datasets
 from pinbench.tasks.metrics import Metric
-from pinbench.tasks.signals.declared import COUNT, NEEDS_PATH, REFUSED
+from pinbench.tasks.signals.declared import declared
 
-METRICS = (
+FORMAT = "reference-audio-npy"
+METRICS, DATASETS = declared(
     Metric("si_sdr_db", "SI-SDR (dB)", unit="value", headline=True),
     Metric("snr_db", "SNR (dB)", unit="value"),
-    COUNT,
+    FORMAT,
 )
-FORMAT = "reference-audio-npy"
-DATASETS = Datasets((FORMAT,), needs_path=NEEDS_PATH, refuses=("classes", "names"), refused=REFUSED)
