@@ -257,3 +257,40 @@ def test_a_reference_datasets_labels_are_checked_where_declared(
     doc = _dataset(tmp_path, task, x, x)
     with pytest.raises(ManifestError, match=said):
         parse_manifest({**doc, "labels": labels})
+
+
+def test_pinbench_manifest_dataset_writes_a_reference_dataset_that_publish_checks(
+    tmp_path: Path, catalog_dir: Path
+) -> None:
+    """``--labels-format reference-image-npy --data-range 1 --channel-axis -1`` writes what a
+    run reads; references that are not one per sample are refused at publish, naming them."""
+    from pinbench.authoring.dataset import dataset_manifest
+    from pinbench.tasks.signals.task import NotASignal
+
+    np.save(tmp_path / "low.npy", np.zeros((3, 8, 8, 3), np.float32))
+    np.save(tmp_path / "high.npy", np.ones((3, 8, 8, 3), np.float32))
+    np.save(tmp_path / "two.npy", np.ones((2, 8, 8, 3), np.float32))
+    authored = dataset_manifest(
+        tmp_path / "low.npy",
+        base=tmp_path,
+        name="signals/sr",
+        version="1.0.0",
+        labels=str(tmp_path / "high.npy"),
+        names=None,
+        label_format="reference-image-npy",
+        images={"data_range": 1.0, "channel_axis": -1},
+    )
+    labels = authored.data["labels"]
+    assert authored.data["task"] == "image-to-image"
+    assert (labels["data_range"], labels["channel_axis"]) == (1.0, -1)
+    with pytest.raises(NotASignal, match=r"shape \(2, 8, 8, 3\): want one reference per sample"):
+        dataset_manifest(
+            tmp_path / "low.npy",
+            base=tmp_path,
+            name="signals/sr",
+            version="1.0.0",
+            labels=str(tmp_path / "two.npy"),
+            names=None,
+            label_format="reference-image-npy",
+            images={"data_range": 1.0, "channel_axis": -1},
+        )

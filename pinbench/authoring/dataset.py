@@ -58,6 +58,7 @@ def dataset_manifest(
     ignore_index: int | None = None,
     label_format: str | None = None,
     data_format: str | None = None,
+    images: dict[str, Any] | None = None,
 ) -> Authored:
     """The manifest of the samples at ``data`` (a folder, an ``.npy`` array, or a ``.txt``
     file of texts, one per line), labelled by ``labels`` (``imagefolder``, ``none``, a labels
@@ -66,7 +67,9 @@ def dataset_manifest(
     the mask value no metric counts, ``label_format`` the labels file's format where its
     suffix's default is not it (``text-csv`` for a ``.csv`` of texts), ``data_format`` a
     folder's per-file format where the suffixes do not say it (``files``: every file a sample,
-    of any kind, as read by processing code); file paths relative to
+    of any kind, as read by processing code), ``images`` reference images' ``data_range`` and
+    ``channel_axis`` (labels ``reference-image-npy``; each None when not given); file paths
+    relative to
     ``base``; the task is the one that reads the labels format. A folder's sample files (and
     masks) are listed in a file index (``registry.file_index``) written at ``index``
     (default: beside the manifest, ``default_index``) when ``index`` is given or there are
@@ -172,6 +175,7 @@ def dataset_manifest(
         label_data["classes"] = classes
     if ignore_index is not None:
         label_data["ignore_index"] = ignore_index
+    label_data.update({k: v for k, v in (images or {}).items() if v is not None})
     manifest: dict[str, Any] = {
         "kind": "dataset",
         "name": name or default_name(data),

@@ -328,6 +328,21 @@ def framework(
     help=("Masks: the mask value of pixels no metric counts (e.g. 255, Pascal VOC's borders)."),
 )
 @click.option(
+    "--data-range",
+    "data_range",
+    type=float,
+    help=(
+        "reference-image-npy labels (task image-to-image): the range of "
+        "the images' values, 1.0 or 255, which PSNR and SSIM use."
+    ),
+)
+@click.option(
+    "--channel-axis",
+    "channel_axis",
+    type=click.Choice(["0", "-1"]),
+    help="reference-image-npy labels: each image's channel axis, 0 (CHW) or -1 (HWC).",
+)
+@click.option(
     "--file-index",
     "file_index",
     type=click.Path(path_type=Path),
@@ -351,6 +366,8 @@ def dataset(
     version: str = "1.0.0",
     classes: int | None = None,
     ignore_index: int | None = None,
+    data_range: float | None = None,
+    channel_axis: str | None = None,
     file_index: Path | None = None,
     output: Path | None = None,
     force: bool = False,
@@ -385,6 +402,7 @@ def dataset(
         classes=classes,
         ignore_index=ignore_index,
         label_format=labels_format,
+        images={"data_range": data_range, "channel_axis": channel_axis and int(channel_axis)},
         data_format=data_format,
     )
     _emit(authored.data, authored.notes, dest, as_json, authored.beside)

@@ -13,8 +13,7 @@ def declared(headline: Metric, other: Metric, fmt: str) -> tuple[tuple[Metric, .
     count = Metric("accuracy_samples_count", "samples scored", unit="count", exact=False)
     datasets = Datasets(
         (fmt,),
-        needs_path="{format} labels need `path`: the .npy array of one reference signal per "
-        "sample",
+        needs_path="{format} labels need `path`: the .npy array of one reference signal per sample",
         refuses=("classes", "names"),
         refused="{format} labels are reference signals, not classes: `{field}` does not apply",
     )
