@@ -205,6 +205,7 @@ def test_a_code_run_in_a_container_is_timed_by_the_hosts_loadgen_across_a_socket
     into the container, records latencies no shorter than the sleep, audits the run (TEST04 on
     the same container, TEST01 with a new one in accuracy mode) and reads its peak memory."""
     from pinbench.evaluator.runners.process import HOST_PEAK
+    from pinbench.worker import clock_ring
     from tests.test_host_clock import SLEEP_S, SLOWS_AND_HIDES, compared_every_sample
     from tests.test_processing_code import CODE, POST, PRE, _publish, _raw_dataset
     from tests.test_processing_code import _lock as code_lock
@@ -223,6 +224,8 @@ def test_a_code_run_in_a_container_is_timed_by_the_hosts_loadgen_across_a_socket
         assert shown[name] >= floor, name
     clock = shown["details"]["clock"]
     assert clock["side"] == "host" and 0 < clock["crossing_ns"] < floor
+    # the rings' memory crossed the clock's socket into the container (decision 314)
+    assert clock["through"] == ("rings" if clock_ring.available() else "pipes")
     assert shown["details"]["machine"]["own_cpu_s"] > 0  # the container's CPU is the run's
     assert shown["details"]["audits"]["TEST04"]["passed"] is not False
     test01 = shown["details"]["audits"]["TEST01"]
