@@ -172,12 +172,11 @@ def test_the_checkpoint_is_read_as_data_without_omegaconf(
 ) -> None:
     """The hyper-parameters read as inert stand-ins: omegaconf is never imported (an import of
     it fails here), and the tensors equal what unpickling with omegaconf gives."""
-    from pinbench.artifacts.model_formats import identify
-    from pinbench.authoring.state_dict_model import checkpoint_key
-
     from omegaconf import OmegaConf
 
     from pinbench.artifacts.hyperparameters import plain
+    from pinbench.artifacts.model_formats import identify
+    from pinbench.authoring.state_dict_model import checkpoint_key
 
     checkpoint = package_file("pesto-pitch", CHECKPOINT)
     unpickled = torch.load(str(checkpoint), map_location="cpu", weights_only=False)
@@ -186,15 +185,15 @@ def test_the_checkpoint_is_read_as_data_without_omegaconf(
     # the hyper-parameters as omegaconf itself makes them plain (issue 86, item 4)
     def as_omegaconf_gives(value: Any) -> Any:
         if OmegaConf.is_config(value):
-            found.append(type(value).__name__)
+            configs.append(type(value).__name__)
             return OmegaConf.to_container(value, resolve=False)
         if isinstance(value, dict):
             return {k: as_omegaconf_gives(v) for k, v in value.items()}
         return value
 
-    found: list[str] = []
+    configs: list[str] = []
     hparams = as_omegaconf_gives(unpickled["hparams"])
-    assert found  # omegaconf's containers are there
+    assert configs  # omegaconf's containers are there
     _forget("omegaconf")
     monkeypatch.setitem(sys.modules, "omegaconf", None)  # importing it raises ImportError
     loaded = read_checkpoint("mir-1k_g7.ckpt", checkpoint)

@@ -59,18 +59,20 @@ def _trained(folder: Path) -> tuple[Path, Any]:
     """A LightningModule trained for five steps by Lightning's Trainer, its checkpoint written
     by ``Trainer.save_checkpoint``; the checkpoint and the module."""
     import lightning as L
-    from lightning.pytorch.core.mixins import HyperparametersMixin
+    from lightning.pytorch.core.mixins.hparams_mixin import HyperparametersMixin
     from torch import nn
 
     namespace: dict[str, Any] = {}
     exec(compile(BUILDER, "builder.py", "exec"), namespace)
 
-    class Network(namespace["Net"], HyperparametersMixin):  # type: ignore[misc]
+    net: Any = namespace["Net"]
+
+    class Network(net, HyperparametersMixin):  # type: ignore[misc]
         def __init__(self, **hparams: Any) -> None:
             super().__init__(**hparams)
             self.save_hyperparameters()
 
-    class Classifier(L.LightningModule):  # type: ignore[misc]
+    class Classifier(L.LightningModule):
         def __init__(self, network: Any, lr: float) -> None:
             super().__init__()
             self.save_hyperparameters(ignore=["network"])
@@ -87,7 +89,7 @@ def _trained(folder: Path) -> tuple[Path, Any]:
             return loss
 
         def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+            return torch.optim.SGD(self.parameters(), lr=self.hparams["lr"])
 
     L.seed_everything(86, verbose=False)
     model = Classifier(Network(**HPARAMS), lr=0.1)
