@@ -157,3 +157,15 @@ def test_a_worker_that_never_reads_its_wake_ups_cannot_stall_the_host(pair: Pair
     sender.start()
     sender.join(timeout=60)
     assert done.is_set()
+
+
+def test_a_wake_up_to_a_worker_that_closed_its_pipe_is_not_the_hosts_error(pair: Pair) -> None:
+    """The worker says it sleeps and closes the pipe its wake-ups come through: the host's
+    sends go on (the worker's end is read as the end where the host waits, not here)."""
+    words = memoryview(pair.worker._map)[: r.DATA].cast("Q")
+    words[r._WORKER_WAITS] = 1
+    words.release()
+    os.close(pair.worker_ends[0])
+    pair.fds.remove(pair.worker_ends[0])
+    for _ in range(3):
+        pair.host.send(w.frame(b"P", 0))

@@ -224,3 +224,34 @@ def test_a_builders_hyperparameters_key_is_checked_where_it_is_declared(
 ) -> None:
     with pytest.raises(ValueError, match=said):
         Builder(file="b.py", function="build", **fields)
+
+
+def test_a_builder_that_names_no_hyperparameters_key_digests_as_before_the_field() -> None:
+    """A late field: left out of the stored data while unset, so a manifest published before
+    it keeps its digest (computed at 36fe694, before ``hyperparameters_key`` existed)."""
+    from pinbench.registry.manifest import manifest_digest, parse_manifest
+
+    doc = {
+        "kind": "model",
+        "name": "x/y",
+        "version": "1.0.0",
+        "format": "torch-state-dict",
+        "framework": {"name": "torch", "range": ">=2 <3"},
+        "builder": {"file": "net.py", "function": "build", "state_dict_key": "sd"},
+        "files": [{"path": "w.pt", "sha256": "0" * 64}, {"path": "net.py", "sha256": "1" * 64}],
+        "inputs": [{"name": "x", "shape": [3]}],
+        "outputs": [{"name": "y"}],
+    }
+    before = "45ecd399ecb02d044d4827fb3fb54e2118b0ba456822949854b56e6da47a2116"
+    assert str(manifest_digest(parse_manifest(doc))) == before
+
+
+def test_a_tensor_is_handed_without_what_unpickling_set_on_it() -> None:
+    """A tensor's Python attributes come back from its pickle too: the builder gets its data
+    alone, never an object a stand-in read."""
+    from pinbench.artifacts.hyperparameters import plain
+
+    tensor = torch.arange(3)
+    tensor.extra = argparse.Namespace(a=1)  # type: ignore[attr-defined]
+    given = plain({"t": tensor}, torch.is_tensor)["t"]
+    assert torch.equal(given, torch.arange(3)) and not hasattr(given, "extra")

@@ -141,7 +141,9 @@ def _dataset(root: Path, task: str, x: np.ndarray, ref: np.ndarray, **labels: An
     }
 
 
-def _run(tmp_path: Path, catalog_dir: Path, model: Any, dataset: Any) -> dict[str, Any]:
+def _run(
+    tmp_path: Path, catalog_dir: Path, model: Any, dataset: Any, **scenario: Any
+) -> dict[str, Any]:
     ws = published_workspace(tmp_path / "home", catalog_dir)
     try:
         for doc, folder in ((model, "m"), (dataset, "d")):
@@ -149,7 +151,7 @@ def _run(tmp_path: Path, catalog_dir: Path, model: Any, dataset: Any) -> dict[st
         request = {
             "model": f"{model['name']}@1",
             "dataset": f"{dataset['name']}@1",
-            "scenario": {"mode": "accuracy"},
+            "scenario": {"mode": "accuracy", **scenario},
             "batch_size": 2,
         }
         run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=lambda _: None)
@@ -299,3 +301,15 @@ def test_pinbench_manifest_dataset_writes_a_reference_dataset_that_publish_check
             label_format="reference-image-npy",
             images={"data_range": 1.0, "channel_axis": -1},
         )
+
+
+def test_an_accuracy_run_over_part_of_the_references_is_refused_before_it_runs(
+    tmp_path: Path, catalog_dir: Path
+) -> None:
+    from pinbench.tasks.signals.task import NotASignal
+
+    x = np.random.default_rng(2).standard_normal((4, 100)).astype(np.float32)
+    model = _affine_model(tmp_path / "m", "audio/affine", [100], 1.0, 0.0)
+    dataset = _dataset(tmp_path / "d", "audio-to-audio", x, x)
+    with pytest.raises(NotASignal, match="sample_count 2 of a dataset of 4"):
+        _run(tmp_path, catalog_dir, model, dataset, sample_count=2)

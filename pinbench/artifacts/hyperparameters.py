@@ -22,6 +22,9 @@ MAX_DEPTH = 64
 MAX_ITEMS = 200_000
 """The most values read in all."""
 SCALARS = (bool, int, float, str, bytes, type(None))
+KEY_CHARS = 60
+"""The most of a key's text a place in the hyper-parameters shows (a long key, repeated at
+every depth, would make the places themselves large)."""
 
 _CONTAINERS = {"omegaconf.dictconfig.DictConfig", "omegaconf.listconfig.ListConfig"}
 _NODES = "omegaconf.nodes."
@@ -54,8 +57,10 @@ class _Reader:
             raise NotPlain(where or "the hyper-parameters", f"past {MAX_ITEMS} values")
         if depth > MAX_DEPTH:
             raise NotPlain(where, f"nested deeper than {MAX_DEPTH}")
-        if isinstance(value, SCALARS) or self.is_tensor(value):
+        if isinstance(value, SCALARS):
             return value
+        if self.is_tensor(value):  # without what unpickling set on it beside its data
+            return value.detach()
         if isinstance(value, dict):
             return self._mapping(value, where, depth)
         if isinstance(value, list | tuple):
@@ -70,7 +75,7 @@ class _Reader:
         for key, item in value.items():
             if not isinstance(key, SCALARS):
                 raise NotPlain(where, f"a mapping with a key of type {type(key).__name__}")
-            out[key] = self.read(item, f"{where}[{key!r}]", depth + 1)
+            out[key] = self.read(item, f"{where}[{_shown(key)}]", depth + 1)
         return out
 
     def _inert(self, value: Inert, where: str, depth: int) -> Any:
@@ -88,3 +93,9 @@ class _Reader:
         if name == _NAMESPACE and isinstance(state, dict):
             return self._mapping(state, where, depth)
         raise NotPlain(where, f"a {name} (read as inert data, not as plain data)")
+
+
+def _shown(key: object) -> str:
+    """A key as a place names it: at most ``KEY_CHARS`` of its ``repr``."""
+    text = repr(key)
+    return text if len(text) <= KEY_CHARS else f"{text[:KEY_CHARS]}..."

@@ -3,23 +3,21 @@
 Each command builds the manifest's data with ``pinbench.authoring`` (imported when the
 command runs: reading a model loads its framework), validates it, and prints it as YAML or
 writes it with ``-o``; what the author should still check goes to stderr. Nothing is written
-when anything is wrong. A new kind is one more command calling ``_emit``.
+when anything is wrong. A new kind is one more command calling ``manifest_emit.emit``.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from pinbench.cli.common import F, force_option, listed
-from pinbench.console import err, json_option, out, print_json
+from pinbench.cli.manifest_emit import destination_of as _destination
+from pinbench.cli.manifest_emit import emit as _emit
+from pinbench.console import json_option
 from pinbench.errors import UserError
-
-if TYPE_CHECKING:
-    from pinbench.sdk.files import Destination
 
 manifest_app = click.Group(
     "manifest",
@@ -32,64 +30,6 @@ manifest_app = click.Group(
 def _stdout_dash(_ctx: object, _param: object, value: Path | None) -> Path | None:
     """``-o -`` prints, as ``-`` means standard output to most tools (it wrote a file ``-``)."""
     return None if value is not None and str(value) == "-" else value
-
-
-def _emit(
-    data: dict[str, Any],
-    notes: list[str],
-    output: Destination | None,
-    as_json: bool,
-    beside: dict[Path, bytes] | None = None,
-    comments: dict[str, str] | None = None,
-) -> None:
-    """Print or write the manifest (YAML, as the catalog writes it, each of ``comments``
-    beside its top-level field) and the notes, with the files that go ``beside`` it (a
-    dataset's file index), each through ``pinbench.sdk.files`` (with ``output``'s --force):
-    all made whole first and only then put in place (the files beside first), so a refusal
-    leaves every file that was there as it was."""
-    import yaml
-    from rich.text import Text
-
-    from pinbench.sdk.files import destination, distinct, write_all
-
-    text = _commented(yaml.safe_dump(data, sort_keys=False), comments or {})
-    force = output is not None and output.force
-    writes = [
-        (destination(path, option="beside the manifest:", force=force), content)
-        for path, content in (beside or {}).items()
-    ]
-    if output is not None:
-        writes.append((output, text.encode("utf-8")))
-    distinct([dest for dest, _ in writes])
-    write_all(writes)
-    console = err()
-    for note in notes:
-        console.print(Text.assemble(("note: ", "bold yellow"), note))
-    if as_json:
-        written = output.given if output else None
-        print_json({"manifest": data, "notes": notes, "output": written})
-    elif output is None:
-        sys.stdout.write(text)
-    else:
-        out().print(Text(f"wrote {output.given}"))
-
-
-def _destination(output: Path | None, force: bool) -> Destination | None:
-    """``-o FILE`` checked before the manifest is made (None: print it)."""
-    from pinbench.sdk.files import destination
-
-    return None if output is None else destination(output, option="-o", force=force)
-
-
-def _commented(text: str, comments: dict[str, str]) -> str:
-    """``text`` with ``  # COMMENT`` after the line of each top-level field ``comments``
-    names (a scalar's line: the field and its value)."""
-    lines = text.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        key, sep, value = line.partition(":")
-        if sep and key in comments and value.strip() and not line[:1].isspace():
-            lines[i] = f"{line.rstrip()}  # {' '.join(comments[key].split())}\n"
-    return "".join(lines)
 
 
 _output = click.option(

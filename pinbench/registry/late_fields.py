@@ -28,6 +28,8 @@ LATE_FIELDS = (
 dataset's ``file_index``)."""
 LATE_LABEL_FIELDS = ("names", "ignore_index", "data_range", "channel_axis")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
+LATE_BUILDER_FIELDS = ("hyperparameters_key",)
+"""A model builder's fields added likewise (stripped in lockfiles too): ``drop_unset_builder``."""
 LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary", "quantization")
 """A model output's fields added likewise (stripped in lockfiles too)."""
 
@@ -74,6 +76,12 @@ def drop_unset_outputs(outputs: object) -> None:
 
 LATE_STAGE_FIELDS = ("join",)
 """A chain stage's fields added likewise (stripped in requests and lockfiles)."""
+
+
+def drop_unset_builder(model: object) -> None:
+    """``drop_unset`` of ``LATE_BUILDER_FIELDS`` in a model's plain data's ``builder``."""
+    if isinstance(model, dict) and isinstance(model.get("builder"), dict):
+        drop_unset(model["builder"], LATE_BUILDER_FIELDS)
 
 
 def drop_unset_request_parts(data: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from pinbench.registry.late_fields import (
     LATE_LABEL_FIELDS,
     LATE_STAGE_FIELDS,
     drop_unset,
+    drop_unset_builder,
     drop_unset_inputs,
     drop_unset_outputs,
 )
@@ -243,6 +244,7 @@ class Lockfile:
         if data["dataset"] is not None:
             drop_unset(data["dataset"]["labels"], LATE_LABEL_FIELDS)
         if data["model"] is not None:
+            drop_unset_builder(data["model"])
             drop_unset(data["model"], (*CODE_ROLES, "requirements"))
             drop_unset_inputs(data["model"]["inputs"])
             drop_unset_outputs(data["model"]["outputs"])

@@ -23,6 +23,7 @@ from pinbench.registry.late_fields import (
     LATE_FILE_FIELDS,
     LATE_LABEL_FIELDS,
     drop_unset,
+    drop_unset_builder,
     drop_unset_inputs,
     drop_unset_outputs,
 )
@@ -367,6 +368,7 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
         drop_unset(data["labels"], LATE_LABEL_FIELDS)
     drop_unset_inputs(data.get("inputs"))
     drop_unset_outputs(data.get("outputs"))
+    drop_unset_builder(data)
     return data
 
 

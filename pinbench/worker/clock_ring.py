@@ -43,9 +43,10 @@ _TO_WORKER, _TO_HOST = (0, LINE), (2 * LINE, 3 * LINE)
 _HOST_WAITS, _WORKER_WAITS = 4 * LINE, 5 * LINE
 _HOST_CPU, _WORKER_CPU = 6 * LINE, 7 * LINE  # the CPU each side last waited on, plus one
 FIRST_WAIT_MS = 1
-"""A sleeping side looks again after this long, then after twice as long, up to ``LAST_WAIT_MS``:
-a wake-up lost between its flag and the other's publishing (no barrier orders them) costs at
-most the first."""
+"""A sleeping side looks again after this long, then after twice as long at each wait that
+timed out, up to ``LAST_WAIT_MS``, and after this long again once woken: a wake-up lost between
+its flag and the other's publishing (no barrier orders them) costs at most the wait it fell in
+(the first, where the other side answers within it)."""
 LAST_WAIT_MS = 100
 
 
@@ -143,9 +144,7 @@ class Ring:
             return None
         body = bytes(self._bytes[start + HEAD.size : start + whole]) if size else b""
         self._head = head = head + whole
-        words[self._in_head] = head
-        if words[self._theirs]:
-            self._wake()
+        words[self._in_head] = head  # a writer waiting for room looks again itself (``send``)
         return kind, count, body
 
     def read(self, size: int) -> bytes:
@@ -168,8 +167,7 @@ class Ring:
         if first < n:
             out += bytes(self._bytes[base : base + n - first])
         self._head += n
-        words[self._in_head] = self._head
-        self._wake()
+        words[self._in_head] = self._head  # a writer waiting for room looks again itself
         return out
 
     # --- writing ---------------------------------------------------------------------------
@@ -217,7 +215,7 @@ class Ring:
         """One byte to the other side if it sleeps (never waited for: a full pipe already
         holds a wake-up)."""
         if self._words[self._theirs]:
-            with contextlib.suppress(BlockingIOError, InterruptedError):
+            with contextlib.suppress(OSError):  # gone: its end is read as the end, not here
                 os.write(self._wake_fd, b"w")
 
     def _await(self, check: Callable[[], bool], quiet: bool = False) -> bool:
@@ -255,7 +253,9 @@ class Ring:
                         got = b"w"
                     if not got:
                         return False
-                wait = min(wait * 2, LAST_WAIT_MS)
+                    wait = FIRST_WAIT_MS  # woken: the next wait is short again
+                else:
+                    wait = min(wait * 2, LAST_WAIT_MS)
             finally:
                 words[self._mine] = 0
 

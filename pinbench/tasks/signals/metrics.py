@@ -83,7 +83,17 @@ def psnr(preds: Array, target: Array, data_range: float) -> Array:
 
 
 def ssim(preds: Array, target: Array, data_range: float, channel_axis: int | None) -> Array:
-    """Each image's SSIM (``(N, H, W)``, or with channels on ``channel_axis`` of each image)."""
+    """Each image's SSIM (``(N, H, W)``, or with channels on ``channel_axis`` of each image),
+    one image at a time (its temporaries are a few times one image's size, not the dataset's)."""
+    return np.concatenate(
+        [
+            _ssim(preds[i : i + 1], target[i : i + 1], data_range, channel_axis)
+            for i in range(len(preds))
+        ]
+    )
+
+
+def _ssim(preds: Array, target: Array, data_range: float, channel_axis: int | None) -> Array:
     if channel_axis is None:
         preds, target = preds[:, None], target[:, None]
     elif channel_axis == -1:

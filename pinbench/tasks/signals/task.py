@@ -71,6 +71,13 @@ class SignalTask(Task):
                 reason=f"it declares {len(found)} outputs of type tensor; a {self.name} run "
                 "scores one, the signal it answers",
             )
+        count = len(context.samples)
+        if context.sample_count is not None and context.sample_count < count:
+            raise NotASignal(
+                what=f"a {self.name} accuracy run",
+                reason=f"sample_count {context.sample_count} of a dataset of {count}: every "
+                "sample is scored against its reference; leave sample_count out",
+            )
         return SignalScorer(self, found[0], truth, context)
 
 
@@ -110,6 +117,8 @@ class SignalScorer(Scorer):
         name = self.outputs[0]
         _, out = stacked(answers, [name])
         answered = out[name]
+        if not np.issubdtype(answered.dtype, np.floating):  # every answer, not the first alone
+            raise NotASignal(what=f"output {name!r}", reason=f"answers of dtype {answered.dtype}")
         if not np.isfinite(answered).all():
             raise NotASignal(what=f"output {name!r}", reason="an answer holds a NaN or infinity")
         reference = self.truth.values[: len(answered)]
