@@ -87,6 +87,8 @@ def task_lock(base: Lockfile, name: str) -> Lockfile:
     if fmt == "masks":
         labels["classes"] = 2
         dataset["data"] = {"format": "images", "path": "."}
+    if fmt == "reference-image-npy":  # the references' value range is needed
+        labels["data_range"] = 1.0
     if fmt == "prompt-references":  # each prompt's reference, in the prompts file
         labels = {"format": fmt}
         dataset["data"] = {"format": "prompts-jsonl", "path": "prompts.jsonl"}

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pinbench.artifacts.pickle_data import Inert
+from pinbench.errors import Picklable
 
 MAX_DEPTH = 64
 """The deepest nesting read."""
@@ -31,7 +32,7 @@ _NODES = "omegaconf.nodes."
 _NAMESPACE = "argparse.Namespace"
 
 
-class NotPlain(Exception):
+class NotPlain(Picklable, Exception):
     """A value of the hyper-parameters that is not plain data: where it is and what it is."""
 
     def __init__(self, where: str, what: str) -> None:
