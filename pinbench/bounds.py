@@ -144,6 +144,10 @@ AUDIO_LENGTH = between(1, 1 << 26, "waveform samples; 70 min of 16 kHz, a WAV fi
 AUDIO_CHANNEL = between(0, 63, "a channel index; a WAV file holds at most 64")
 AUDIO_VALUE = between(-1, 1, "a waveform value, as decode_audio gives them")
 AXIS = between(-64, 63, "NumPy arrays have at most 64 axes")
+TAKE_INDEX = between(0, 2**31 - 1, "a position along a sample's last axis")
+VIEWS = between(2, 64, "rows one sample becomes; ten-crop and ICLabel's 4 are the field's")
+VIEW_OPS = between(0, 8, "transforms of one view (a flip and a negation are ICLabel's most)")
+RESHAPE_AXES = between(1, 8, "a sample's axes after a reshape")
 BYTES_LENGTH = between(1, 1 << 26, "bytes read from a sample file; 64 MiB per sample")
 BYTES_PAD = between(0, 65_535, "a padding value; magika pads with 256, a token no byte is")
 BATCH_AXIS = between(0, 63, "where a state input's batch axis goes among its axes")
@@ -268,7 +272,12 @@ TABLE: Final[dict[str, Bound]] = {
     "decode_audio.channel": AUDIO_CHANNEL,
     "fit_length.length": AUDIO_LENGTH,
     "fit_length.value": AUDIO_VALUE,
-    "softmax.axis, expand_dims.axis": AXIS,
+    "softmax.axis, expand_dims.axis, views' flip.axis": AXIS,
+    "take.start, take.stop": TAKE_INDEX,
+    "reshape.shape (its length)": RESHAPE_AXES,
+    "reshape.shape[]": DIMENSION,
+    "views.transforms (its length: rows per sample)": VIEWS,
+    "views.transforms[] (transforms of one view)": VIEW_OPS,
     "read_bytes.length": BYTES_LENGTH,
     "read_bytes.pad": BYTES_PAD,
     "inputs[].state.batch_axis (at most len(shape))": BATCH_AXIS,

@@ -80,6 +80,10 @@ PINNED: dict[str, tuple[str, str]] = {
         "2.0.1",
         "2eb1e5ac1c2f78f7563f4800cccd73daf04d52717ff0d95ea30257a56f3f9d37",
     ),
+    "mne-icalabel": (  # BSD-3-Clause; ICLabelNet.onnx, ICLabel's network (four views a row)
+        "0.7.0",
+        "abfa92bf9665d24acd4a5780ae3e2f6ff9d2aea50673f9b79a8ffa94280168ce",
+    ),
 }
 
 

@@ -105,7 +105,9 @@ def evaluate_chain(job: Job, cls: type[Predictor], evidence: Evidence, say: Say)
         job.memory.model_loading()  # every stage's model: what the chain's loading added
     try:
         for stage in chain.stages:
-            predictor = wrap(cls(), stage.inputs, feed.windows if stage is source else None)
+            predictor = wrap(
+                cls(), stage.inputs, feed.windows if stage is source else None, stage.outputs
+            )
             code, join = codes.get(stage.name, (None, None))
             stages.append(Stage(stage, predictor, code, job.stage_paths[stage.name], join))
             say(f"opening stage {stage.name}: {stage.model}@{stage.version}")

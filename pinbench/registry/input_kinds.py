@@ -180,7 +180,8 @@ def _check_bytes(spec: Input) -> None:
 def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:
     """Across a model's inputs and outputs: at most one streamed input; a state's ``next``
     only with one, naming an output no other state names and that is not declared among the
-    outputs (it is carried, never scored); at least one input fed from the samples."""
+    outputs (it is carried, never scored); at least one input fed from the samples; views as
+    ``row_steps.check_views`` has them."""
     if inputs and not any(from_samples(i) for i in inputs):
         raise ValueError(
             "every declared input is a constant or a state: one at least must be fed from the "
@@ -220,6 +221,9 @@ def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> No
                 "leave it out of outputs"
             )
         carried[nxt] = name
+    from pinbench.registry.row_steps import check_views
+
+    check_views(inputs, outputs)
 
 
 def model_dims(spec: Input) -> list[int | None] | None:

@@ -30,7 +30,7 @@ LATE_LABEL_FIELDS = ("names", "ignore_index", "data_range", "channel_axis")
 """A dataset's ``labels`` fields added likewise (stripped in lockfiles too)."""
 LATE_BUILDER_FIELDS = ("hyperparameters_key",)
 """A model builder's fields added likewise (stripped in lockfiles too): ``drop_unset_builder``."""
-LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary", "quantization")
+LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary", "quantization", "views")
 """A model output's fields added likewise (stripped in lockfiles too)."""
 
 

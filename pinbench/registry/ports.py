@@ -340,6 +340,9 @@ class Output(_Strict, frozen=True, kw_only=True):
     """How a ``type: binary`` output is read (likewise a late field; filled in when left out)."""
     quantization: Quantization | None = None
     """A quantized TFLite output's scale and zero point (likewise a late field)."""
+    views: Literal["mean", "max", "model"] | None = None
+    """Where inputs have views (``registry.row_steps``): how this output's ``k`` rows per
+    sample become one answer (likewise a late field)."""
 
     def __post_init__(self) -> None:
         if self.type == "binary" and self.binary is None:

@@ -9,6 +9,7 @@ import msgspec
 
 from pinbench import bounds as b
 from pinbench.registry.manifest_parts import _Strict, check_relative_path
+from pinbench.registry.row_steps import Reshape, Take, Views
 
 # ---------------------------------------------------------------- pre/post-processing steps
 
@@ -262,6 +263,9 @@ class InputStep(_Strict, frozen=True, kw_only=True, omit_defaults=True):
     zero_mean_unit_var: ZeroMeanUnitVar | None = None
     expand_dims: ExpandDims | None = None
     read_bytes: ReadBytes | None = None
+    take: Take | None = None
+    reshape: Reshape | None = None
+    views: Views | None = None
 
     def __post_init__(self) -> None:
         _exactly_one(self)

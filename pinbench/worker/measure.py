@@ -200,7 +200,8 @@ def _evaluate(
         evidence.details["decoder"] = feed.decoder
     evidence.details.update(feed_details(feed, body, scenario))
     transform = body.request.transform
-    predictor = wrap(cls(), body.model.inputs, feed.windows)  # constants, states, a stream
+    # constants, states, a stream; views
+    predictor = wrap(cls(), body.model.inputs, feed.windows, body.model.outputs)
     options = PredictorOptions(
         batch_size=body.batch_size,
         threads=body.threads,

@@ -32,7 +32,7 @@ from pinbench.registry.steps import (
     Resample,
     ZeroMeanUnitVar,
 )
-from pinbench.worker import audio
+from pinbench.worker import audio, row_steps
 from pinbench.worker.image_files import decode_file
 from pinbench.worker.image_steps import (
     CHANNELS_FIRST,
@@ -323,6 +323,12 @@ def _apply(x: Array, step: InputStep, *, sample: str | None = None) -> Array:
         )
     if step.fit_length is not None:
         return fit_length(x, step.fit_length, sample=sample)
+    if step.take is not None:
+        return row_steps.take(x, step.take)
+    if step.reshape is not None:
+        return row_steps.reshape(x, step.reshape)
+    if step.views is not None:
+        return row_steps.views(x, step.views)
     if step.zero_mean_unit_var is not None:
         return zero_mean_unit_var(x, step.zero_mean_unit_var)
     if step.expand_dims is not None:

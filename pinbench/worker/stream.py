@@ -388,9 +388,15 @@ class Fed(Predictor):
 
 
 def wrap(
-    predictor: Predictor, inputs: tuple[Input, ...] | list[Input], windows: Array | None
+    predictor: Predictor,
+    inputs: tuple[Input, ...] | list[Input],
+    windows: Array | None,
+    outputs: tuple[Output, ...] | list[Output] = (),
 ) -> Predictor:
     """``predictor`` as a run calls it: itself where every input is fed per sample, else a
-    ``Fed`` around it."""
+    ``Fed`` around it; and where inputs have views, a ``views.Viewed`` around that."""
+    from pinbench.worker import views
+
     plan = plan_of(inputs)
-    return predictor if plan is None else Fed(predictor, plan, windows)
+    fed = predictor if plan is None else Fed(predictor, plan, windows)
+    return views.wrap(fed, inputs, outputs)

@@ -1,0 +1,95 @@
+"""The steps that shape a sample's rows, on a whole dataset's samples ``(N, ...)``: ``take``,
+``reshape`` and ``views`` (``registry.row_steps``). ``views`` is an input's last step: its
+result is ``(N, k, ...)``, each sample's ``k`` views, which ``worker.views.Viewed`` lays out as
+the model's rows at each call."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pinbench.registry.row_steps import Reshape, Take, ViewCrop, ViewOp, Views
+from pinbench.worker.pipeline_errors import Array, PipelineError
+
+
+def take(x: Array, step: Take) -> Array:
+    """Positions ``[start, stop)`` of each sample's last axis."""
+    if x.ndim < 2 or x.shape[-1] < step.stop:
+        raise PipelineError(
+            step="take",
+            reason=f"takes [{step.start}, {step.stop}) of each sample's last axis; the samples "
+            f"here are {list(x.shape[1:])}",
+        )
+    return x[..., step.start : step.stop]
+
+
+def reshape(x: Array, step: Reshape) -> Array:
+    """Each sample to ``shape``, its values in C order."""
+    have = math.prod(x.shape[1:])
+    if have != math.prod(step.shape):
+        raise PipelineError(
+            step="reshape",
+            reason=f"{list(x.shape[1:])} per sample ({have} values) cannot be {step.shape} "
+            f"({math.prod(step.shape)} values)",
+        )
+    return np.ascontiguousarray(x).reshape(x.shape[0], *step.shape)
+
+
+def views(x: Array, step: Views) -> Array:
+    """Each sample's ``k`` views, stacked after the batch axis: ``(N, k, ...)``."""
+    made = [_view(x, ops, i) for i, ops in enumerate(step.transforms)]
+    shapes = {v.shape for v in made}
+    if len(shapes) > 1:
+        listed = ", ".join(f"view {i}: {list(v.shape[1:])}" for i, v in enumerate(made))
+        raise PipelineError(
+            step="views", reason=f"views must all have one shape, the model's row ({listed})"
+        )
+    return np.stack(made, axis=1)
+
+
+def _view(x: Array, ops: list[ViewOp], index: int) -> Array:
+    rank = x.ndim - 1
+    for op in ops:
+        if op.negate is not None:
+            if x.dtype.kind not in "fi":
+                raise PipelineError(
+                    step="views",
+                    reason=f"view {index} negates {x.dtype.name} values: only signed integers "
+                    "and floats have negatives",
+                )
+            x = np.negative(x)
+        elif op.flip is not None:
+            axis = op.flip.axis
+            if not -rank <= axis < rank:
+                raise PipelineError(
+                    step="views",
+                    reason=f"view {index} flips axis {axis} of a sample of {rank} axes "
+                    f"({list(x.shape[1:])})",
+                )
+            x = np.flip(x, axis + 1 if axis >= 0 else axis)
+        else:
+            assert op.crop is not None
+            x = _crop(x, op.crop, index)
+    return np.ascontiguousarray(x)
+
+
+def _crop(x: Array, crop: ViewCrop, index: int) -> Array:
+    if x.ndim < 3:
+        raise PipelineError(
+            step="views",
+            reason=f"view {index} crops a sample's last two axes; it has {x.ndim - 1}",
+        )
+    height, width = x.shape[-2:]
+    h, w = crop.size
+    if h > height or w > width:
+        raise PipelineError(
+            step="views",
+            reason=f"view {index} crops {h}x{w} out of {height}x{width}",
+        )
+    if crop.at == "center":  # torchvision's CenterCrop: int(round((H - h) / 2.0))
+        top, left = round((height - h) / 2.0), round((width - w) / 2.0)
+    else:
+        top = 0 if crop.at.startswith("top") else height - h
+        left = 0 if crop.at.endswith("left") else width - w
+    return x[..., top : top + h, left : left + w]
