@@ -41,7 +41,7 @@ from pinbench.worker.output_axes import batch_axes, perms, reorder
 from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from pinbench.worker.ragged import Ragged
 from pinbench.worker.scenarios import run_scenario
-from pinbench.worker.stream import wrap
+from pinbench.worker.views import wrap
 
 if TYPE_CHECKING:
     from pinbench.worker.predictors.base import Predictor

@@ -29,6 +29,7 @@ from pinbench import bounds as b
 
 if TYPE_CHECKING:
     from pinbench.registry.ports import Input, Output
+    from pinbench.registry.row_steps import Views
 
 _INT_RANGES = {
     "uint8": (0, 2**8 - 1),
@@ -181,7 +182,7 @@ def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> No
     """Across a model's inputs and outputs: at most one streamed input; a state's ``next``
     only with one, naming an output no other state names and that is not declared among the
     outputs (it is carried, never scored); at least one input fed from the samples; views as
-    ``row_steps.check_views`` has them."""
+    ``check_views`` has them."""
     if inputs and not any(from_samples(i) for i in inputs):
         raise ValueError(
             "every declared input is a constant or a state: one at least must be fed from the "
@@ -221,8 +222,6 @@ def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> No
                 "leave it out of outputs"
             )
         carried[nxt] = name
-    from pinbench.registry.row_steps import check_views
-
     check_views(inputs, outputs)
 
 
@@ -264,3 +263,59 @@ def sample_rate(spec: Input) -> int | None:
         if step.resample is not None:
             rate = step.resample.rate
     return rate
+
+
+def views_of(spec: Input) -> Views | None:
+    """The input's views step (its last), or None."""
+    return spec.steps[-1].views if spec.steps else None
+
+
+def check_views(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:
+    """A ``views`` step is its input's last; every input with one gives the same number of
+    views in the same order (an input without one is repeated ``k`` times, as ICLabel repeats
+    its spectra); a streamed or state input goes without views; and every output says how its
+    rows become one answer (``Output.views``) exactly when some input has views."""
+    found: dict[str, Views] = {}
+    for spec in inputs:
+        for i, step in enumerate(spec.steps):
+            if step.views is not None and i != len(spec.steps) - 1:
+                raise ValueError(
+                    f"input {spec.name!r}: views is step {i + 1} of {len(spec.steps)}; it "
+                    "must be the last (later steps would read k rows as one sample)"
+                )
+        views = views_of(spec)
+        if views is not None:
+            found[str(spec.name)] = views
+    if not found:
+        for out in outputs:
+            if out.views is not None:
+                raise ValueError(
+                    f"output {out.name!r} declares views: {out.views}, but no input has a "
+                    "views step: each sample is one row, there is nothing to reduce"
+                )
+        return
+    shapes = {(len(v.transforms), v.order) for v in found.values()}
+    if len(shapes) > 1:
+        listed = ", ".join(f"{n!r}: {len(v.transforms)} {v.order}" for n, v in found.items())
+        raise ValueError(f"inputs' views disagree ({listed}): one count and one order")
+    for spec in inputs:
+        if spec.stream is not None or spec.state is not None:
+            raise ValueError(
+                f"input {spec.name!r} is streamed or a state: views go with inputs fed per "
+                "sample only"
+            )
+    if not outputs:
+        raise ValueError(
+            "inputs have views: declare the outputs, each with `views: mean`, `max` or "
+            "`model` (how its rows per sample become one answer)"
+        )
+    k = len(next(iter(found.values())).transforms)
+    for out in outputs:
+        if out.views is None:
+            raise ValueError(
+                f"output {out.name!r}: inputs have views ({k} rows per sample); say how its "
+                "rows become one answer: `views: mean`, `max`, "
+                "or `model` (the model answers one row per sample itself)"
+            )
+        if out.type == "generation":
+            raise ValueError(f"output {out.name!r}: a generation output takes no views")

@@ -1,7 +1,8 @@
 """Input steps that shape a sample's rows: ``take`` (a range of the last axis), ``reshape``
 (each sample to a shape) and ``views`` (test-time augmentation: one sample becomes ``k`` rows,
-each its own transforms), with the rule that ties ``views`` to the outputs: every output of a
-model with views says how its ``k`` rows per sample become one answer (``Output.views``).
+each its own transforms), the rule that ties ``views`` to the outputs (every output of a model
+with views says how its ``k`` rows per sample become one answer, ``Output.views``) is
+``input_kinds.check_views``.
 
 A model whose inputs take several arrays from one sample (ICLabel's topographic map, power
 spectrum and autocorrelation) reads them with ``take`` and ``reshape`` out of one row of
@@ -10,16 +11,12 @@ left-right mirror, and both) and averages its four answers itself (``views: mode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import msgspec
 
 from pinbench import bounds as b
 from pinbench.registry.manifest_parts import _Strict
-
-if TYPE_CHECKING:
-    from pinbench.registry.ports import Input, Output
 
 Corner = Literal["center", "top_left", "top_right", "bottom_left", "bottom_right"]
 VIEW_ORDERS = ("view-major", "sample-major")
@@ -97,59 +94,3 @@ class Views(_Strict, frozen=True, kw_only=True):
         msgspec.Meta(min_length=b.VIEWS.low, max_length=b.VIEWS.high),
     ]
     order: Literal["view-major", "sample-major"]
-
-
-def views_of(spec: Input) -> Views | None:
-    """The input's views step (its last), or None."""
-    return spec.steps[-1].views if spec.steps else None
-
-
-def check_views(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:
-    """A ``views`` step is its input's last; every input with one gives the same number of
-    views in the same order (an input without one is repeated ``k`` times, as ICLabel repeats
-    its spectra); a streamed or state input goes without views; and every output says how its
-    rows become one answer (``Output.views``) exactly when some input has views."""
-    found: dict[str, Views] = {}
-    for spec in inputs:
-        for i, step in enumerate(spec.steps):
-            if step.views is not None and i != len(spec.steps) - 1:
-                raise ValueError(
-                    f"input {spec.name!r}: views is step {i + 1} of {len(spec.steps)}; it "
-                    "must be the last (later steps would read k rows as one sample)"
-                )
-        views = views_of(spec)
-        if views is not None:
-            found[str(spec.name)] = views
-    if not found:
-        for out in outputs:
-            if out.views is not None:
-                raise ValueError(
-                    f"output {out.name!r} declares views: {out.views}, but no input has a "
-                    "views step: each sample is one row, there is nothing to reduce"
-                )
-        return
-    shapes = {(len(v.transforms), v.order) for v in found.values()}
-    if len(shapes) > 1:
-        listed = ", ".join(f"{n!r}: {len(v.transforms)} {v.order}" for n, v in found.items())
-        raise ValueError(f"inputs' views disagree ({listed}): one count and one order")
-    for spec in inputs:
-        if spec.stream is not None or spec.state is not None:
-            raise ValueError(
-                f"input {spec.name!r} is streamed or a state: views go with inputs fed per "
-                "sample only"
-            )
-    if not outputs:
-        raise ValueError(
-            "inputs have views: declare the outputs, each with `views: mean`, `max` or "
-            "`model` (how its rows per sample become one answer)"
-        )
-    k = len(next(iter(found.values())).transforms)
-    for out in outputs:
-        if out.views is None:
-            raise ValueError(
-                f"output {out.name!r}: inputs have views ({k} rows per sample); say how its "
-                "rows become one answer: `views: mean`, `max`, "
-                "or `model` (the model answers one row per sample itself)"
-            )
-        if out.type == "generation":
-            raise ValueError(f"output {out.name!r}: a generation output takes no views")

@@ -27,6 +27,7 @@ from pinbench.registry.schema_docs_more import (
     RESIZE_FIELDS,
 )
 from pinbench.registry.schema_docs_ports import PORT_DOCS
+from pinbench.registry.schema_docs_rows import OUTPUT_VIEWS, ROW_DOCS, ROW_STEPS
 
 _VERSION = (
     "The artifact's version: strict semver MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] (no 'v' "
@@ -91,11 +92,12 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     **HEAD_DOCS,
     **READ_BYTES_DOCS,
     "Detection": PORT_DOCS["Detection"] | DETECTION_HEAD_FIELDS,
-    "InputStep": PORT_DOCS["InputStep"] | READ_BYTES_STEP,
+    "InputStep": PORT_DOCS["InputStep"] | READ_BYTES_STEP | ROW_STEPS,
+    **ROW_DOCS,
     "Resize": PORT_DOCS["Resize"] | RESIZE_FIELDS,
     **QUANTIZATION_DOCS,
     "Input": PORT_DOCS["Input"] | INPUT_QUANTIZATION,
-    "Output": PORT_DOCS["Output"] | OUTPUT_QUANTIZATION,
+    "Output": PORT_DOCS["Output"] | OUTPUT_QUANTIZATION | OUTPUT_VIEWS,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {
         **_common("model"),

@@ -31,8 +31,8 @@ from pinbench.worker.predictors import predictor_class
 from pinbench.worker.predictors.base import Predictor
 from pinbench.worker.predictors.config import PredictorOptions
 from pinbench.worker.scenarios import run_scenario
-from pinbench.worker.stream import wrap
 from pinbench.worker.undefined import UndefinedMetric
+from pinbench.worker.views import wrap
 
 
 class FrameworkMismatch(UserError):

@@ -29,7 +29,7 @@ outputs at the end.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -105,7 +105,7 @@ class Plan:
         return [s.next for s in self.states if s.next is not None]
 
 
-def plan_of(inputs: tuple[Input, ...] | list[Input]) -> Plan | None:
+def plan_of(inputs: Sequence[Input]) -> Plan | None:
     """The plan of a model's declared inputs, or None when every one is fed per sample."""
     constants = {
         str(i.name): _constant(i.value, i.element_type) for i in inputs if i.value is not None
@@ -385,18 +385,3 @@ class Fed(Predictor):
                     "run stacks each chunk's outputs after their batch axis, which must be "
                     "their first",
                 )
-
-
-def wrap(
-    predictor: Predictor,
-    inputs: tuple[Input, ...] | list[Input],
-    windows: Array | None,
-    outputs: tuple[Output, ...] | list[Output] = (),
-) -> Predictor:
-    """``predictor`` as a run calls it: itself where every input is fed per sample, else a
-    ``Fed`` around it; and where inputs have views, a ``views.Viewed`` around that."""
-    from pinbench.worker import views
-
-    plan = plan_of(inputs)
-    fed = predictor if plan is None else Fed(predictor, plan, windows)
-    return views.wrap(fed, inputs, outputs)

@@ -20,11 +20,12 @@ from typing import ClassVar
 import numpy as np
 
 from pinbench.errors import UserError
+from pinbench.registry.input_kinds import views_of
 from pinbench.registry.ports import Input, Output
-from pinbench.registry.row_steps import views_of
 from pinbench.trace.events import FrameworkTrace
+from pinbench.worker import stream
 from pinbench.worker.named import NamedInputs
-from pinbench.worker.predictors.base import Batch, Outputs, Predictor
+from pinbench.worker.predictors.base import Batch, Outputs, Port, Predictor
 from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 
 Array = np.ndarray
@@ -87,7 +88,7 @@ class Viewed(Predictor):
     def stop_profiling(self) -> FrameworkTrace:
         return self.inner.stop_profiling()
 
-    def input_ports(self) -> Sequence[object]:  # type: ignore[override]
+    def input_ports(self) -> Sequence[Port]:
         return self.inner.input_ports()
 
     def check_input(self, batch: Batch) -> None:
@@ -157,7 +158,16 @@ def _laid_out(a: Array, k: int, view_major: bool) -> Array:
     return a.reshape(a.shape[0] * k, *a.shape[2:])
 
 
-def wrap(predictor: Predictor, inputs: Sequence[Input], outputs: Sequence[Output]) -> Predictor:
-    """``predictor`` with its views laid out and reduced, where its inputs have views."""
+def wrap(
+    predictor: Predictor,
+    inputs: Sequence[Input],
+    windows: Array | None,
+    outputs: Sequence[Output] = (),
+) -> Predictor:
+    """``predictor`` as a run calls it: itself where every input is fed per sample, else a
+    ``stream.Fed`` around it (constants, states, a stream); and where inputs have views, a
+    ``Viewed`` around that."""
+    fed = stream.plan_of(inputs)
+    inner = predictor if fed is None else stream.Fed(predictor, fed, windows)
     plan = plan_of(inputs, outputs)
-    return predictor if plan is None else Viewed(predictor, plan)
+    return inner if plan is None else Viewed(inner, plan)
