@@ -19,7 +19,8 @@ from pinbench.worker.datasets import SampleFile, Samples
 from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
 from pinbench.worker.predictors.onnxruntime.predictor import OnnxRuntimePredictor
 from pinbench.worker.stop import Stop
-from pinbench.worker.stream import StreamError, cut, prepare_stream, wrap
+from pinbench.worker.stream import StreamError, cut, prepare_stream
+from pinbench.worker.views import wrap
 
 CHUNK, CONTEXT, SCALE = 3, 2, 0.5
 

@@ -335,7 +335,8 @@ def test_a_streamed_sample_carries_the_models_own_state_from_chunk_to_chunk() ->
     from pinbench.registry.ports import Input, Output, Quantization, Stream
     from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
     from pinbench.worker.predictors.tensorflow.predictor import TensorFlowPredictor
-    from pinbench.worker.stream import cut, wrap
+    from pinbench.worker.stream import cut
+    from pinbench.worker.views import wrap
 
     shipped = package_file("pymicro-wakeword", "pymicro_wakeword/models/hey_mycroft.tflite")
     clip = wake_features().reshape(-1, 40)  # (T, 40): one clip of 99 strides

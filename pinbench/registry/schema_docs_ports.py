@@ -46,8 +46,8 @@ _PORTS: dict[str, dict[str, str]] = {
         "decode_audio directly.",
         "fit_length": "Bring each waveform to a length: pad a shorter one at its end with a "
         "value; a longer one is refused unless crop (then its first samples are kept).",
-        "expand_dims": "Add an axis of size 1 to each sample, e.g. a channel axis: the only "
-        "way a non-image sample changes its number of axes.",
+        "expand_dims": "Add an axis of size 1 to each sample, e.g. a channel axis (reshape "
+        "gives a sample any shape of its value count).",
         "zero_mean_unit_var": "Make each waveform zero-mean and unit-variance over its own "
         "samples, (x - mean) / sqrt(var + epsilon) in float32, as a Hugging Face "
         "Wav2Vec2FeatureExtractor with do_normalize computes it; before fit_length, whose "

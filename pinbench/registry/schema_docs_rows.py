@@ -13,7 +13,11 @@ ROW_STEPS: dict[str, str] = {
     "views": "Test-time augmentation: each sample becomes k rows, row i the sample through "
     "its i-th list of transforms, and the model is fed k rows per sample. The input's last "
     "step; every output then says how its k rows become one answer (its `views`). An input "
-    "of the model without this step is repeated k times.",
+    "of the model without this step is repeated k times. A transform is one of `negate: {}` "
+    "(times -1), `flip: {axis: A}` (reversed along the sample's axis A) and `crop: {size: "
+    "[h, w], at: center}` (a window of the last two axes; at: center, top_left, top_right, "
+    "bottom_left or bottom_right, torchvision's FiveCrop positions). ICLabel's four: "
+    "`[[], [{negate: {}}], [{flip: {axis: -1}}], [{negate: {}}, {flip: {axis: -1}}]]`.",
 }
 ROW_DOCS: dict[str, dict[str, str]] = {
     "Take": {
