@@ -5,8 +5,9 @@ extractive question answering). Only JSON is read; nothing of the model is run.
 
 - ``*ForCTC``: input ``input_values`` written from ``preprocessor_config.json``
   (``decode_audio`` at its ``sampling_rate``, ``zero_mean_unit_var`` where ``do_normalize``,
-  ``fit_length`` padding with its ``padding_value``), output ``logits`` of ``type: text``
-  decoded by CTC over the tokenizer's ``vocab.json`` (the blank: ``config.json``'s
+  each clip at its own length, a batch padded with its ``padding_value``: ``pad_batch``) and
+  ``attention_mask`` where the pipeline passes one (``_waveform_inputs``), output ``logits``
+  of ``type: text`` decoded by CTC over the tokenizer's ``vocab.json`` (the blank: ``config.json``'s
   ``pad_token_id``) with the tokenizer's ``word_delimiter_token`` decoded as a space: a
   text-recognition dataset of audio files scores it;
 - ``*ForSequenceClassification`` / ``*ForAudioClassification`` over such an extractor: the same
@@ -39,8 +40,6 @@ TEXT_HEADS = {
     "ForQuestionAnswering": ("question-answering", ("start_logits", "end_logits")),
 }
 """Each text head pinbench reads: its task and its outputs."""
-DEFAULT_SECONDS = 10
-"""Clips are padded to this many seconds (``fit_length``); a longer one is refused."""
 MAX_RATE = 768_000
 
 
@@ -66,7 +65,9 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
             "waveform (another extractor's features are not computed by pinbench's steps: "
             "write a preprocess function, docs/processing.md)",
         )
-    waveform, notes = _waveform_input(extractor, folder.processor or "")
+    waveform, notes = _waveform_inputs(
+        extractor, folder.processor or "", ctc=arch.endswith("ForCTC")
+    )
     if arch.endswith("ForCTC"):
         output, said = _ctc_output(folder, files)
         notes += said
@@ -74,13 +75,13 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
             f"{arch} transcribes speech by CTC: run it on a text-recognition dataset whose "
             "samples are WAV files (data.format audio, labels text-csv/text-jsonl): CER, WER"
         )
-        return [waveform], [output], notes
+        return waveform, [output], notes
     if arch.endswith("ForXVector"):
         notes.append(
             f"{arch} gives one speaker embedding per clip (`embeddings`, the x-vector): run it "
             "on a speaker-verification dataset of WAV files (labels speaker-trials): EER, minDCF"
         )
-        return [waveform], [{"name": "embeddings", "type": "embedding"}], notes
+        return waveform, [{"name": "embeddings", "type": "embedding"}], notes
     if bare:
         notes.append(
             f"{arch} gives each frame's hidden state (`last_hidden_state`: frames x "
@@ -88,14 +89,14 @@ def audio_head(folder: HfFolder, files: dict[str, Path]) -> Ports | None:
             "declarative steps do not do over a waveform (a `postprocess` function does: "
             "docs/processing.md)"
         )
-        return [waveform], [{"name": "last_hidden_state", "type": "tensor"}], notes
+        return waveform, [{"name": "last_hidden_state", "type": "tensor"}], notes
     labels = folder.config.get("id2label")
     count = len(labels) if isinstance(labels, dict) else "its"
     notes.append(
         f"{arch} classifies each clip into {count} classes (config.json's id2label): run it "
         "on a classification dataset of WAV files (data.format audio)"
     )
-    return [waveform], [{"name": "logits", "type": "classification"}], notes
+    return waveform, [{"name": "logits", "type": "classification"}], notes
 
 
 def _extractor(folder: HfFolder, files: dict[str, Path]) -> dict[str, Any] | None:
@@ -112,9 +113,15 @@ def _extractor(folder: HfFolder, files: dict[str, Path]) -> dict[str, Any] | Non
     return config
 
 
-def _waveform_input(pre: dict[str, Any], label: str) -> tuple[dict[str, Any], list[str]]:
-    """``input_values`` as the extractor makes them from one clip, padded as
-    ``padding="max_length"`` pads them."""
+def _waveform_inputs(
+    pre: dict[str, Any], label: str, *, ctc: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``input_values`` as a transformers pipeline feeds them (issue 86): each clip through
+    the extractor alone (normalised over its own samples where ``do_normalize``), at its own
+    length; a batch of several padded at the end to its longest with ``padding_value``, as the
+    pipeline's collate pads it; and ``attention_mask`` where the pipeline passes one (the
+    extractor returns one, ``return_attention_mask``; or a CTC head, for which the speech
+    recognition pipeline always asks for it)."""
     rate = pre.get("sampling_rate")
     if isinstance(rate, bool) or not isinstance(rate, int) or not 0 < rate <= MAX_RATE:
         raise NotAModel(
@@ -130,29 +137,44 @@ def _waveform_input(pre: dict[str, Any], label: str) -> tuple[dict[str, Any], li
             path=label,
             reason="`do_normalize` must be true or false and `padding_value` a number in [-1, 1]",
         )
-    length = rate * DEFAULT_SECONDS
+    if pre.get("padding_side", "right") != "right":
+        raise NotAModel(
+            path=label,
+            reason=f"`padding_side: {pre.get('padding_side')!r:.20}`: pinbench pads a batch's "
+            "clips at their end (right)",
+        )
     steps: list[dict[str, Any]] = [{"decode_audio": {"channel": "mix", "rate": rate}}]
     if normalize:
         steps.append({"zero_mean_unit_var": {}})
-    steps.append({"fit_length": {"length": length, "value": float(pad)}})
+    masked = pre.get("return_attention_mask") is True or ctc
     notes = [
         f"input_values: each WAV file at {rate} Hz (resample others: a `resample: {{rate: "
         f"{rate}}}` step after decode_audio), "
-        + ("made zero-mean and unit-variance (do_normalize), " if normalize else "")
-        + f"then padded with {float(pad)} to {length} samples ({DEFAULT_SECONDS} s) as the "
-        "extractor pads with padding='max_length'; a longer clip is refused: raise `length`"
-    ]
-    if pre.get("return_attention_mask") is True:
-        notes.append(
-            "the extractor returns an attention mask; pinbench feeds input_values alone, so "
-            "the model sees the padding as audio (compare with the unmasked call)"
+        + (
+            "made zero-mean and unit-variance over its own samples (do_normalize), "
+            if normalize
+            else ""
         )
-    return {
+        + f"fed at its own length; a batch of several clips is padded at the end with "
+        f"{float(pad)} to its longest, as transformers' pipelines batch them"
+        + (
+            ", with attention_mask 1 over each clip and 0 over its padding"
+            if masked
+            else " (the extractor returns no attention mask: the model sees the padding)"
+        )
+    ]
+    values = {
         "name": "input_values",
         "element_type": "float32",
-        "shape": [length],
         "steps": steps,
-    }, notes
+        "pad_batch": {"value": float(pad)},
+    }
+    if not masked:
+        return [values], notes
+    return [
+        values,
+        {"name": "attention_mask", "element_type": "int32", "mask_of": "input_values"},
+    ], notes
 
 
 def _ctc_output(folder: HfFolder, files: dict[str, Path]) -> tuple[dict[str, Any], list[str]]:

@@ -43,7 +43,9 @@ MAX_CONSTANT_AXES = 8
 
 
 def kind(spec: Input) -> str:
-    """``per-sample``, ``constant``, ``state`` or ``stream``."""
+    """``per-sample``, ``constant``, ``state``, ``stream`` or ``mask``."""
+    if spec.mask_of is not None:
+        return "mask"
     if spec.value is not None:
         return "constant"
     if spec.state is not None:
@@ -54,8 +56,9 @@ def kind(spec: Input) -> str:
 
 
 def from_samples(spec: Input) -> bool:
-    """Whether the input is fed from the dataset's samples (per-sample or streamed)."""
-    return spec.value is None and spec.state is None
+    """Whether the input is fed from the dataset's samples (per-sample or streamed; a mask is
+    made from another input's)."""
+    return spec.value is None and spec.state is None and spec.mask_of is None
 
 
 def constant_shape(value: Any, element_type: str, *, name: str) -> list[int]:
@@ -223,6 +226,45 @@ def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> No
             )
         carried[nxt] = name
     check_views(inputs, outputs)
+    check_lengths(inputs)
+
+
+MASK_TYPES = ("int32", "int64", "bool", "float32")
+"""What an attention mask's 0 and 1 are given as (transformers' extractors: int32)."""
+
+
+def check_lengths(inputs: Sequence[Input]) -> None:
+    """``pad_batch`` on an input fed per sample (not streamed); ``mask_of`` on an input with
+    nothing else (no steps, value, state, stream or shape; element type of ``MASK_TYPES``),
+    naming another input of the model fed per sample."""
+    fed = {str(i.name): i for i in inputs if from_samples(i)}
+    for spec in inputs:
+        name = str(spec.name)
+        if spec.pad_batch is not None and (name not in fed or spec.stream is not None):
+            raise ValueError(
+                f"input {name!r} is a {kind(spec)}: pad_batch pads samples fed per sample"
+            )
+        if spec.mask_of is None:
+            continue
+        keys = ("value", "state", "stream", "pad_batch")
+        others = [k for k in keys if getattr(spec, k) is not None]
+        if spec.steps or spec.shape or others or spec.type != "tensor":
+            raise ValueError(
+                f"input {name!r} is the mask of {spec.mask_of!r}: it is made at each call, "
+                f"so it has no steps, shape, {', '.join(others) or 'value or state'}, and type "
+                "tensor"
+            )
+        if spec.element_type not in MASK_TYPES:
+            raise ValueError(
+                f"input {name!r}: a mask's element_type is one of {', '.join(MASK_TYPES)}, "
+                f"not {spec.element_type}"
+            )
+        target = fed.get(spec.mask_of)
+        if target is None or target.stream is not None:
+            raise ValueError(
+                f"input {name!r}: mask_of {spec.mask_of!r} names no input of the model fed per "
+                f"sample (those: {', '.join(map(repr, fed)) or 'none'})"
+            )
 
 
 def model_dims(spec: Input) -> list[int | None] | None:

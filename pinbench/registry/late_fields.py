@@ -34,7 +34,7 @@ LATE_OUTPUT_FIELDS = ("detection", "segmentation", "ctc", "binary", "quantizatio
 """A model output's fields added likewise (stripped in lockfiles too)."""
 
 
-LATE_INPUT_FIELDS = ("value", "state", "stream", "quantization")
+LATE_INPUT_FIELDS = ("value", "state", "stream", "quantization", "pad_batch", "mask_of")
 """A model input's fields added likewise (stripped in lockfiles too)."""
 
 

@@ -15,6 +15,7 @@ from pinbench.registry.ctc_section import CtcAlphabet as CtcAlphabet
 from pinbench.registry.detection_heads import HEADS, Gfl, Ssd, Yolox
 from pinbench.registry.detection_heads import OutputName as OutputName
 from pinbench.registry.manifest_parts import _SHA256, _Strict, check_relative_path
+from pinbench.registry.row_steps import PadBatch
 from pinbench.registry.steps import ElementType, Fraction, InputStep, OutputStep
 
 
@@ -303,6 +304,12 @@ class Input(_Strict, frozen=True, kw_only=True):
     stream: Stream | None = None
     quantization: Quantization | None = None
     """A quantized TFLite input's scale and zero point (a late field)."""
+    pad_batch: PadBatch | None = None
+    """How a batch of samples of different lengths is padded (``row_steps.PadBatch``; a late
+    field, as is ``mask_of``)."""
+    mask_of: str | None = None
+    """This input is the attention mask of the named input: 1 over each sample's own length,
+    0 over its padding, made at each call (``worker.lengths``)."""
 
     def __post_init__(self) -> None:
         if self.quantization is not None and self.element_type != "float32":

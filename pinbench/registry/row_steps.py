@@ -94,3 +94,11 @@ class Views(_Strict, frozen=True, kw_only=True):
         msgspec.Meta(min_length=b.VIEWS.low, max_length=b.VIEWS.high),
     ]
     order: Literal["view-major", "sample-major"]
+
+
+class PadBatch(_Strict, frozen=True, kw_only=True):
+    """Samples that keep lengths of their own (waveforms without ``fit_length``) batched as a
+    pipeline batches them: each padded at the end of its last axis to the batch's longest with
+    ``value``; at batch size 1 a sample is fed at its own length."""
+
+    value: Annotated[float, b.NORMALIZE.meta] = 0.0

@@ -80,7 +80,7 @@ def prepare(
     hits = []
     encodings: Encodings = {}  # inputs from one tokenizer's encodings tokenize once
     windows = None
-    specs = [s for s in specs if from_samples(s)]
+    all_specs, specs = specs, [s for s in specs if from_samples(s)]
     for spec in specs:
         files = {s.tokenize.tokenizer for s in spec.steps if s.tokenize is not None}
         digest = pipeline_digest(
@@ -107,7 +107,14 @@ def prepare(
         fed.setdefault(str(spec.name), arrays[str(spec.name)])
         digests[str(spec.name)] = digest.hex
         hits.append(hit)
-    if len(specs) == 1:
+    masks = [s for s in all_specs if s.mask_of is not None]
+    for spec in masks:  # made from the input each masks (``lengths``), never cached
+        from pinbench.worker.lengths import LengthMask
+
+        mask = LengthMask(fed[str(spec.mask_of)], spec.element_type)
+        fed[str(spec.name)] = mask
+        arrays[str(spec.name)] = mask.samples()
+    if len(specs) == 1 and not masks:
         (only,) = fed.values()
         digest = Digest(next(iter(digests.values())))
         return Feed(only, arrays, hits[0], digest, decoder, windows)

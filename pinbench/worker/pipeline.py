@@ -1,15 +1,15 @@
-"""Pre- and post-processing from a manifest's typed steps: reference implementations in NumPy
-(and Pillow for decoding image files and resizing), applied to whole datasets before any timed
+"""Pre- and post-processing from a manifest's typed steps: reference implementations in NumPy (and
+Pillow for decoding image files and resizing), applied to whole datasets before any timed
 region.
 
 An input of type image, or with an image step (``IMAGE_STEPS``), reads its samples as images:
 arrays flow as ``(N, H, W, C)`` until a ``layout`` step, and an ``(N, H, W)`` array is read as
 images of one channel. Any other input's samples keep the shape they have: only a step
-(``expand_dims``, ``take``, ``reshape``, ``views``: ``worker.row_steps``) changes it. Each step is a pure function of its input, tested against golden
-outputs in ``tests/test_pipeline.py``. A dataset of files is preprocessed one sample at a time
-(``preprocess_files``: the ``decode`` step reads an image file with Pillow, ``decode_audio`` a
-WAV file with ``wave``; sizes may differ until a resize, crop or fit_length) and stacked at the
-end.
+(``expand_dims``, ``take``, ``reshape``, ``views``: ``worker.row_steps``) changes it. Each step
+is a pure function of its input, tested against golden outputs in ``tests/test_pipeline.py``. A
+dataset of files is preprocessed one sample at a time (``preprocess_files``: the ``decode``
+step reads an image file with Pillow, ``decode_audio`` a WAV file with ``wave``; sizes may
+differ until a resize, crop or fit_length) and stacked at the end.
 """
 
 from __future__ import annotations

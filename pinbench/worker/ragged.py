@@ -25,6 +25,7 @@ import numpy.typing as npt
 from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
+from pinbench.registry.manifest import step_name
 from pinbench.registry.ports import Input
 
 Array = npt.NDArray[np.generic]
@@ -35,8 +36,11 @@ Each = Callable[[], Iterator[tuple[str, Array]]]
 
 
 def per_image(spec: Input) -> bool:
-    """Whether the input sizes each image by its own (a ``resize_multiple`` step)."""
-    return any(step.resize_multiple is not None for step in spec.steps)
+    """Whether the input's samples keep sizes of their own: it sizes each image by its own (a
+    ``resize_multiple`` step), or decodes waveforms without bringing them to one length (a
+    ``decode_audio`` step and no ``fit_length``: each clip at its own length, issue 86)."""
+    names = {step_name(s) for s in spec.steps}
+    return "resize_multiple" in names or ("decode_audio" in names and "fit_length" not in names)
 
 
 class RaggedBatch(UserError):
@@ -47,7 +51,8 @@ class RaggedBatch(UserError):
             f"input {input!r}: its samples keep sizes of their own after its steps ({first}; "
             f"{other}), so they are fed one at a time and cannot form a batch of {batch}: run "
             "with batch_size 1, or make them one size (a resize or letterbox instead of "
-            "resize_multiple)"
+            "resize_multiple, a fit_length for waveforms), or pad each batch (the input's "
+            "pad_batch, for samples that differ in their last axis only)"
         )
         self.input = input
         self.first = first
@@ -59,9 +64,17 @@ class Ragged:
     """Samples of different shapes in one flat array, sliced one at a time (see the module's
     docstring)."""
 
-    __slots__ = ("_samples", "dtype", "input", "names", "shape")
+    __slots__ = ("_samples", "dtype", "input", "names", "pad", "shape")
 
-    def __init__(self, values: Array, shapes: Array, *, input: str, names: Sequence[str]) -> None:
+    def __init__(
+        self,
+        values: Array,
+        shapes: Array,
+        *,
+        input: str,
+        names: Sequence[str],
+        pad: float | None = None,
+    ) -> None:
         sizes = [math.prod(int(d) for d in s) for s in shapes]
         ends = np.cumsum(sizes)
         self._samples = [
@@ -73,6 +86,9 @@ class Ragged:
         self.shape: tuple[int, ...] = (len(self._samples),)
         """Only the sample count: what the scenario runner reads."""
         self.dtype = values.dtype
+        self.pad = pad
+        """Where set (the input's ``pad_batch``), a batch of several samples is each padded
+        at the end of its last axis to the batch's longest with this value."""
 
     def __len__(self) -> int:
         return len(self._samples)
@@ -84,10 +100,37 @@ class Ragged:
             picked = range(len(self))[index]
         else:
             picked = [int(i) for i in np.atleast_1d(np.asarray(index, dtype=np.int64))]
-        if len(picked) != 1:
+        if len(picked) == 1:
+            sample: Array = self._samples[picked[0]][np.newaxis]
+            return sample
+        if self.pad is None or not picked:
             raise self._refusal(max(2, len(picked)))
-        sample: Array = self._samples[picked[0]][np.newaxis]
-        return sample
+        return self._padded(picked)
+
+    def lengths(self, index: Any) -> list[int]:
+        """The last-axis length of each sample ``index`` picks (as ``__getitem__`` does)."""
+        picked = range(len(self))[index] if isinstance(index, slice) else np.atleast_1d(index)
+        return [int(self._samples[int(i)].shape[-1]) for i in picked]
+
+    def _padded(self, picked: Sequence[int]) -> Array:
+        """The picked samples padded at the end of their last axis to the longest: what a
+        pipeline's collate does (a copy, inside the timed region)."""
+        samples = [self._samples[i] for i in picked]
+        first = samples[0].shape[:-1]
+        other = next((i for i, s in enumerate(samples) if s.shape[:-1] != first), None)
+        if other is not None:  # only the last axis is padded
+            raise RaggedBatch(
+                input=self.input,
+                first=f"{self.names[picked[0]]}: {list(samples[0].shape)}",
+                other=f"{self.names[picked[other]]}: {list(samples[other].shape)}",
+                batch=len(picked),
+            )
+        longest = max(s.shape[-1] for s in samples)
+        assert self.pad is not None
+        out = np.full((len(samples), *first, longest), self.pad, dtype=self.dtype)
+        for row, s in zip(out, samples, strict=True):
+            row[..., : s.shape[-1]] = s
+        return out
 
     def __array__(self, *args: Any, **kwargs: Any) -> Array:
         """Never one array (training stacks every sample): refused as a batch of all."""
@@ -136,7 +179,8 @@ def prepare_ragged(
     if (shapes == shapes[0]).all():
         stacked = values.reshape((len(names), *(int(d) for d in shapes[0])))
         return stacked, stacked, hit and shapes_hit
-    fed = Ragged(values, shapes, input=str(spec.name), names=names)
+    pad = None if spec.pad_batch is None else spec.pad_batch.value
+    fed = Ragged(values, shapes, input=str(spec.name), names=names, pad=pad)
     return fed, fed.samples(), hit and shapes_hit
 
 
