@@ -194,7 +194,7 @@ def _answers(
         request = {
             "model": f"{model['name']}@1",
             "dataset": f"{dataset['name']}@1",
-            "scenario": {"mode": "accuracy"},
+            "scenario": {"mode": "accuracy", "name": "Offline"},  # batches of batch_size
             "batch_size": batch_size,
         }
         run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=lambda _: None)

@@ -348,7 +348,10 @@ def _check(
                     "its first axis must be the sample's"
                 )
     for name, value in arrays.items() if inputs else ():
-        if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf" or value.ndim == 0:
+        rows_of = value if isinstance(value, np.ndarray) and value.dtype == object else [value]
+        if not all(
+            isinstance(v, np.ndarray) and v.dtype.kind in "biuf" and v.ndim > 0 for v in rows_of
+        ):  # one array of samples, or samples of sizes of their own (``answers``)
             raise AnswersRefused(reason=f"input {name!r} is not a numeric array of samples")
         if len(value) != rows:
             raise AnswersRefused(reason=f"input {name!r} has {len(value)} rows for {rows} samples")

@@ -85,7 +85,12 @@ def write_answers(
     given = sorted(inputs or {})
     for k, name in enumerate(given):
         assert inputs is not None
-        arrays[f"i{k}"] = np.asarray(inputs[name])
+        array = np.asarray(inputs[name])
+        if array.dtype == object:  # samples of sizes of their own (``ragged``): values, shapes
+            arrays[f"i{k}"] = np.concatenate([np.ravel(v) for v in array])
+            arrays[f"j{k}"] = np.asarray([np.shape(v) for v in array], dtype=np.int64)
+        else:
+            arrays[f"i{k}"] = array
     np.savez(path, **arrays)  # type: ignore[arg-type]
     return names, given
 
@@ -111,6 +116,7 @@ def read_answers(
         raise AnswersUnreadable(f"it unpacks to {unpacked} bytes, over the {MAX_BYTES} cap")
     wanted = {"index", *(f"{p}{k}" for k in range(len(names)) for p in "vs")}
     wanted |= {f"i{k}" for k in range(len(inputs))}
+    wanted |= {f"j{k}" for k in range(len(inputs)) if f"j{k}.npy" in members}  # ragged
     if members != {f"{m}.npy" for m in wanted}:
         raise AnswersUnreadable("its arrays are not the outputs and inputs result.json names")
     try:  # within the declared sizes above; whatever a member holds, it is not a traceback
@@ -123,22 +129,39 @@ def read_answers(
         raise AnswersUnreadable("its sample indexes are not distinct int64 values")
     answers: Answers = {int(i): {} for i in index}
     for k, name in enumerate(names):
-        values, shapes = found[f"v{k}"], found[f"s{k}"]
-        if values.ndim != 1 or shapes.dtype != np.int64 or shapes.ndim != 2:
-            raise AnswersUnreadable(f"output {name!r} is not values with their shapes")
-        if shapes.shape[0] != index.size or (shapes < 0).any():
-            raise AnswersUnreadable(f"output {name!r} has {shapes.shape[0]} shapes")
-        if shapes.shape[1] > MAX_AXES:
-            raise AnswersUnreadable(f"output {name!r} has {shapes.shape[1]} axes, over {MAX_AXES}")
-        listed = shapes.tolist()
-        sizes = [math.prod(shape) for shape in listed]  # Python's integers: no wrap-around
-        if sum(sizes) != values.size:
-            raise AnswersUnreadable(f"output {name!r}'s shapes do not add up to its values")
-        at = 0
-        for i, shape, size in zip(index.tolist(), listed, sizes, strict=True):
-            try:
-                answers[i][name] = values[at : at + size].reshape(shape)
-            except ValueError as exc:  # a shape NumPy cannot make, whatever its size says
-                raise AnswersUnreadable(f"output {name!r}: sample {i}: {exc}") from None
-            at += size
-    return answers, {name: found[f"i{k}"] for k, name in enumerate(inputs)}
+        each = _unpacked(found[f"v{k}"], found[f"s{k}"], index.size, f"output {name!r}")
+        for i, value in zip(index.tolist(), each, strict=True):
+            answers[i][name] = value
+    scored: dict[str, Array] = {}
+    for k, name in enumerate(inputs):
+        if f"j{k}" not in found:
+            scored[name] = found[f"i{k}"]
+            continue
+        shapes = found[f"j{k}"]
+        rows = _unpacked(found[f"i{k}"], shapes, shapes.shape[0], f"input {name!r}")
+        scored[name] = np.empty(len(rows), dtype=object)
+        for i, row in enumerate(rows):
+            scored[name][i] = row
+    return answers, scored
+
+
+def _unpacked(values: Array, shapes: Array, count: int, what: str) -> list[Array]:
+    """``count`` arrays, each of its shape, out of their values laid end to end."""
+    if values.ndim != 1 or shapes.dtype != np.int64 or shapes.ndim != 2:
+        raise AnswersUnreadable(f"{what} is not values with their shapes")
+    if shapes.shape[0] != count or (shapes < 0).any():
+        raise AnswersUnreadable(f"{what} has {shapes.shape[0]} shapes")
+    if shapes.shape[1] > MAX_AXES:
+        raise AnswersUnreadable(f"{what} has {shapes.shape[1]} axes, over {MAX_AXES}")
+    listed = shapes.tolist()
+    sizes = [math.prod(shape) for shape in listed]  # Python's integers: no wrap-around
+    if sum(sizes) != values.size:
+        raise AnswersUnreadable(f"{what}'s shapes do not add up to its values")
+    out, at = [], 0
+    for i, (shape, size) in enumerate(zip(listed, sizes, strict=True)):
+        try:
+            out.append(values[at : at + size].reshape(shape))
+        except ValueError as exc:  # a shape NumPy cannot make, whatever its size says
+            raise AnswersUnreadable(f"{what}: sample {i}: {exc}") from None
+        at += size
+    return out
