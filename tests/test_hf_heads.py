@@ -102,7 +102,8 @@ def ctc_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_ctc_folder_is_read_as_audio_in_and_ctc_logits_out(ctc_folder: Path) -> None:
     """Not "takes text" and not an embedding: input_values from a waveform at the
-    extractor's rate, normalised (do_normalize), padded with its padding_value; logits
+    extractor's rate, normalised (do_normalize), a batch padded with its padding_value and
+    masked as the speech-recognition pipeline masks it; logits
     decoded by CTC over vocab.json, pad_token_id the blank, `|` a space."""
     authored = model_manifest([ctc_folder], base=ctc_folder.parent)
     data = authored.data
@@ -111,13 +112,13 @@ def test_a_ctc_folder_is_read_as_audio_in_and_ctc_logits_out(ctc_folder: Path) -
         {
             "name": "input_values",
             "element_type": "float32",
-            "shape": [RATE * 10],
             "steps": [
                 {"decode_audio": {"channel": "mix", "rate": RATE}},
                 {"zero_mean_unit_var": {}},
-                {"fit_length": {"length": RATE * 10, "value": 0.0}},
             ],
-        }
+            "pad_batch": {"value": 0.0},
+        },  # each clip at its own length (tests/test_audio_lengths.py)
+        {"name": "attention_mask", "element_type": "int32", "mask_of": "input_values"},
     ]
     assert data["outputs"] == [
         {
@@ -137,7 +138,7 @@ def test_a_ctc_folder_is_read_as_audio_in_and_ctc_logits_out(ctc_folder: Path) -
 def test_without_do_normalize_no_normalisation_step_is_written(tmp_path: Path) -> None:
     folder = _wav2vec2_folder(tmp_path / "raw", normalize=False)
     steps = model_manifest([folder], base=tmp_path).data["inputs"][0]["steps"]
-    assert [next(iter(s)) for s in steps] == ["decode_audio", "fit_length"]
+    assert [next(iter(s)) for s in steps] == ["decode_audio"]
 
 
 def _alphabet(ctc_folder: Path, **ctc: Any) -> Any:
@@ -435,9 +436,6 @@ def test_a_ctc_folder_runs_on_audio_with_the_processor_s_texts_and_jiwer_s_wer(
     from tests.helpers import dump, sha
 
     data, root = _publishable(ctc_folder, tmp_path)
-    length = RATE // 2
-    data["inputs"][0]["shape"] = [length]
-    data["inputs"][0]["steps"][-1]["fit_length"]["length"] = length
     data["name"], data["version"] = "speech/w2v", "1.0.0"
     dump(root / "model.yaml", data)
     clips = tmp_path / "data" / "clips"

@@ -27,7 +27,7 @@ from pinbench.registry.schema_docs_more import (
     RESIZE_FIELDS,
 )
 from pinbench.registry.schema_docs_ports import PORT_DOCS
-from pinbench.registry.schema_docs_rows import OUTPUT_VIEWS, ROW_DOCS, ROW_STEPS
+from pinbench.registry.schema_docs_rows import INPUT_LENGTHS, OUTPUT_VIEWS, ROW_DOCS, ROW_STEPS
 
 _VERSION = (
     "The artifact's version: strict semver MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] (no 'v' "
@@ -96,7 +96,7 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     **ROW_DOCS,
     "Resize": PORT_DOCS["Resize"] | RESIZE_FIELDS,
     **QUANTIZATION_DOCS,
-    "Input": PORT_DOCS["Input"] | INPUT_QUANTIZATION,
+    "Input": PORT_DOCS["Input"] | INPUT_QUANTIZATION | INPUT_LENGTHS,
     "Output": PORT_DOCS["Output"] | OUTPUT_QUANTIZATION | OUTPUT_VIEWS,
     # ---------------------------------------------------------------- the four kinds
     "ModelManifest": {

@@ -20,6 +20,10 @@ ROW_STEPS: dict[str, str] = {
     "`[[], [{negate: {}}], [{flip: {axis: -1}}], [{negate: {}}, {flip: {axis: -1}}]]`.",
 }
 ROW_DOCS: dict[str, dict[str, str]] = {
+    "PadBatch": {
+        "value": "What a shorter sample is padded with (the extractor's padding_value; 0 by "
+        "default).",
+    },
     "Take": {
         "start": "The first position kept (0 by default).",
         "stop": "The position after the last one kept; above start.",
@@ -60,4 +64,15 @@ OUTPUT_VIEWS: dict[str, str] = {
     "or 'model' (the model answers one row per sample itself; a run whose model answers "
     "otherwise fails naming the output). Required then, refused otherwise. Left out of the "
     "stored manifest while unset.",
+}
+INPUT_LENGTHS: dict[str, str] = {
+    "pad_batch": "For samples that keep lengths of their own (WAV files decoded without a "
+    "fit_length step: each clip at its own length, as transformers' pipelines feed them): a "
+    "batch of several is padded at the end of each sample's last axis to the batch's longest "
+    "with its value, inside the timed call, as a pipeline's collate pads it. Without it, such "
+    "samples run only at batch_size 1. Left out of the stored manifest while unset.",
+    "mask_of": "This input is the attention mask of the named input (fed per sample): 1 over "
+    "each sample's own length, 0 over the padding its batch added (all ones at batch size "
+    "1), made at each call. It has no steps and no shape; element_type int32 (transformers' "
+    "extractors' own), int64, bool or float32. Left out of the stored manifest while unset.",
 }
