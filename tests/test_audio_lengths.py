@@ -239,3 +239,57 @@ def test_an_xvector_head_embeds_as_the_extractor_and_model_batch_it(
     with torch.inference_mode():
         theirs = torch.cat([model(**collate(b)).embeddings for b in batches]).numpy()
     np.testing.assert_allclose(embeddings, theirs, rtol=0, atol=1e-5)
+
+
+# ---------------------------------------------------------------- padding, masks, refusals
+
+
+def test_a_batch_is_padded_to_its_longest_and_masked_over_each_samples_own_length() -> None:
+    from pinbench.worker.lengths import LengthMask
+    from pinbench.worker.ragged import Ragged, RaggedBatch
+
+    samples = [np.arange(1, n + 1, dtype=np.float32) for n in (3, 5, 2)]
+    values = np.concatenate(samples)
+    shapes = np.array([[3], [5], [2]], dtype=np.int64)
+    names = ["a.wav", "b.wav", "c.wav"]
+    padded = Ragged(values, shapes, input="x", names=names, pad=-0.5)
+    np.testing.assert_array_equal(padded[[2, 0]], [[1, 2, -0.5], [1, 2, 3]])
+    np.testing.assert_array_equal(padded[1:2], [[1, 2, 3, 4, 5]])  # alone: its own length
+    mask = LengthMask(padded, "int32")
+    assert mask[[2, 0]].tolist() == [[1, 1, 0], [1, 1, 1]] and mask[[2, 0]].dtype == np.int32
+    assert mask[0:3].tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]
+    with pytest.raises(RaggedBatch, match=r"a.wav: \[3\]; b.wav: \[5\]\).*batch of 2.*pad_batch"):
+        Ragged(values, shapes, input="x", names=names)[0:2]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ([{"name": "x"}, {"name": "m", "element_type": "int32", "mask_of": "y"}],
+         "input 'm': mask_of 'y' names no input of the model fed per sample (those: 'x')"),
+        ([{"name": "x"}, {"name": "m", "element_type": "int32", "mask_of": "x",
+                          "steps": [{"dtype": {"to": "int32"}}]}],
+         "input 'm' is the mask of 'x': it is made at each call"),
+        ([{"name": "x"}, {"name": "m", "element_type": "float16", "mask_of": "x"}],
+         "a mask's element_type is one of int32, int64, bool, float32, not float16"),
+        ([{"name": "x"}, {"name": "m", "element_type": "int32", "mask_of": "m"}],
+         "mask_of 'm' names no input of the model fed per sample"),
+        ([{"name": "x"}, {"name": "c", "value": 3, "pad_batch": {}}],
+         "input 'c' is a constant: pad_batch pads samples fed per sample"),
+    ],
+)  # fmt: skip
+def test_a_mask_or_padding_that_cannot_mean_what_it_says_is_refused_at_publish(
+    tmp_path: Path, inputs: list[Any], message: str
+) -> None:
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.manifest_parts import ManifestError
+    from tests.helpers import write_files
+
+    document = {
+        "kind": "model", "name": "t/m", "version": "1.0.0", "format": "onnx",
+        "framework": {"name": "onnxruntime", "range": "^1"},
+        "files": write_files(tmp_path, {"m.onnx": b"-"}), "inputs": inputs,
+    }  # fmt: skip
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(document)
+    assert message in str(info.value)
