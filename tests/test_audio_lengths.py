@@ -99,9 +99,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path, 
     registry.publish(frameworks.write(root, "transformers"))
     for arch in HEADS:
         folder = _folder(root / "models", arch)
-        data = model_manifest([folder], base=root / "models").data
-        data["name"], data["version"] = f"speech/{arch.lower()}", "1.0.0"
-        registry.publish(dump(root / "models" / f"{arch}.yaml", data))
+        manifest = model_manifest([folder], base=root / "models").data
+        manifest["name"], manifest["version"] = f"speech/{arch.lower()}", "1.0.0"
+        registry.publish(dump(root / "models" / f"{arch}.yaml", manifest))
     data = root / "data"
     waves = _clips(data / "clips")
     clips = [f"c{i % 3}/{i}.wav" for i in range(len(SECONDS))]
@@ -139,7 +139,8 @@ def _run(registry: Any, arch: str, dataset: str, batch_size: int) -> Any:
 
 def _outputs(run: Any, out: Path) -> np.ndarray:
     run.export_outputs(out)
-    return np.load(out, allow_pickle=False)
+    got: np.ndarray = np.load(out, allow_pickle=False)
+    return got
 
 
 # ---------------------------------------------------------------- what manifest model writes
@@ -169,12 +170,16 @@ def test_an_audio_head_takes_each_clip_at_its_own_length_with_the_pipelines_mask
 def _pipeline(task: str, folder: Path) -> Any:
     from transformers import pipeline
 
-    return pipeline(task, model=str(folder), feature_extractor=str(folder), device="cpu")
+    made: Any = pipeline(  # type: ignore[call-overload]
+        task, model=str(folder), feature_extractor=str(folder), device="cpu"
+    )
+    return made
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
+    out: np.ndarray = e / e.sum(-1, keepdims=True)
+    return out
 
 
 @pytest.mark.parametrize("batch_size", [1, 4])
@@ -204,13 +209,10 @@ def test_an_audio_classifier_answers_as_the_audio_classification_pipeline(
 def test_a_ctc_head_transcribes_as_the_speech_recognition_pipeline(
     home: tuple[Any, Path, list[Any]], batch_size: int
 ) -> None:
-    from transformers import pipeline
-
     registry, root, waves = home
     arch = "Wav2Vec2ForCTC"
     run = _run(registry, arch, "spoken", batch_size)
-    folder = str(root / "models" / arch)
-    pipe = pipeline("automatic-speech-recognition", model=folder, device="cpu")
+    pipe = _pipeline("automatic-speech-recognition", root / "models" / arch)
     theirs = [t["text"] for t in pipe(waves, batch_size=batch_size)]
     recorded = [row["text"] for row in run.info["details"]["samples"]]
     assert recorded == theirs
@@ -231,10 +233,10 @@ def test_an_xvector_head_embeds_as_the_extractor_and_model_batch_it(
     run = _run(registry, arch, "voices", batch_size)
     embeddings = _outputs(run, tmp_path / "o.npy")
     folder = root / "models" / arch
-    extractor = AutoFeatureExtractor.from_pretrained(folder)
+    extractor = AutoFeatureExtractor.from_pretrained(folder)  # type: ignore[no-untyped-call]
     model = UniSpeechSatForXVector.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
     items = [extractor(w, sampling_rate=RATE, return_tensors="pt") for w in waves]
-    collate = pad_collate_fn(None, extractor)
+    collate = pad_collate_fn(None, extractor)  # type: ignore[no-untyped-call]
     batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
     with torch.inference_mode():
         theirs = torch.cat([model(**collate(b)).embeddings for b in batches]).numpy()

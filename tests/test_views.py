@@ -256,7 +256,7 @@ def _iclabel_features(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_iclabel_runs_four_views_a_component_equal_to_its_package(
     tmp_path: Path, catalog_dir: Path
 ) -> None:
-    from mne_icalabel.iclabel.network import run_iclabel
+    from mne_icalabel.iclabel.network import run_iclabel  # type: ignore[import-untyped]
 
     n = 7
     topo, psd, autocorr = _iclabel_features(n)
@@ -267,7 +267,7 @@ def test_iclabel_runs_four_views_a_component_equal_to_its_package(
     onnx = package_file("mne-icalabel", ICLABEL)
     part = [("topo", 0, 1024, [1, 32, 32]), ("psds", 1024, 1124, [1, 1, 100]),
             ("autocorr", 1124, 1224, [1, 1, 100])]  # fmt: skip
-    inputs = [
+    inputs: list[dict[str, Any]] = [
         {"name": name, "shape": shape,
          "steps": [{"take": {"start": start, "stop": stop}}, {"reshape": {"shape": shape}}]}
         for name, start, stop, shape in part
