@@ -53,8 +53,8 @@ def whisper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Pat
     reg.publish(frameworks.write(root, "transformers"))
     reg.publish(dump(root / "whisper.yaml", data))
     (root / "clips").mkdir()
-    t = np.arange(RATE // 2) / RATE
-    for i, tone in enumerate(TONES):
+    for i, tone in enumerate(TONES):  # clips of their own lengths: 0.5, 0.3, 0.8 and 0.6 s
+        t = np.arange(RATE * (5, 3, 8, 6)[i] // 10) / RATE
         write_wav(root / "clips" / f"{i}.wav", 0.3 * np.sin(2 * np.pi * tone * t))
     (root / "transcripts.txt").write_text("".join(f"{t}\n" for t in TRANSCRIPTS))
     files = [*(f"clips/{i}.wav" for i in range(len(TONES))), "transcripts.txt"]
