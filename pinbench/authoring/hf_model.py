@@ -269,7 +269,16 @@ def _ports(
         f"inputs are padded to {length} tokens and a longer text fails the run: change "
         "max_length (and shape), or add `truncation: true`"
     ]
-    if arch.endswith("ForSequenceClassification"):
+    if arch.endswith("ForSequenceClassification"):  # each text as the pipeline feeds it
+        for spec in inputs:
+            del spec["shape"]
+            spec["steps"][0]["tokenize"]["padding"] = "longest"
+        notes = [
+            "each text is fed at its own length, a batch of several padded to its longest "
+            f"(the tokenizer's pad, attention_mask 0), as transformers' pipelines feed them; a "
+            f"text of more than {length} tokens fails the run: change max_length, or add "
+            "`truncation: true`"
+        ]
         return inputs, [{"name": "logits", "type": "classification"}], notes
     head = text_head(arch)
     if head is not None:

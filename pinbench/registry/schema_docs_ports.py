@@ -104,11 +104,15 @@ _PORTS: dict[str, dict[str, str]] = {
         "files; its sha256 is part of the preprocessing cache key.",
         "output": "Which field of the encoding feeds this input: 'input_ids' (the default), "
         "'attention_mask' or 'token_type_ids'.",
-        "max_length": "The sequence length every sample is padded to (1..65536).",
+        "max_length": "The sequence length every sample is padded to with padding 'fixed', "
+        "the most tokens a text may have with 'longest' (1..65536).",
         "truncation": "true: cut longer texts to max_length; false (the default): a longer "
         "text fails the run, naming it.",
-        "padding": "'fixed' (the only mode): pad every sample to max_length, so inputs are "
-        "prepared once before any timed region.",
+        "padding": "'fixed' (the default): every sample padded to max_length; 'longest': "
+        "each text at its own length, as transformers' pipelines feed it, a batch of several "
+        "padded at the end to its longest inside the timed call (input_ids with the "
+        "tokenizer's pad id, attention_mask with 0, token_type_ids with its pad type id); "
+        "a tokenizer that pads on the left is refused. Tokenized once before any timed region.",
         "doc_stride": "Question answering only (questions-jsonl samples): a context longer "
         "than one window is cut into windows this many context tokens apart, each one feature "
         "fed to the model, as MLPerf's BERT does (unset: its 128).",

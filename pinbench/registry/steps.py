@@ -100,7 +100,9 @@ class Tokenize(_Strict, frozen=True, kw_only=True):
     output: Literal["input_ids", "attention_mask", "token_type_ids"] = "input_ids"
     max_length: Annotated[int, b.MAX_LENGTH.meta]
     truncation: bool = False
-    padding: Literal["fixed"] = "fixed"
+    padding: Literal["fixed", "longest"] = "fixed"
+    """``longest``: each text at its own length (``text_inputs.text_rows``), a batch padded
+    to its longest with the tokenizer's pad, as transformers' pipelines pad (issue 86)."""
     doc_stride: Annotated[int, b.DOC_STRIDE.meta] | None = None
     """Question answering (``questions-jsonl`` samples): the context tokens from one window's
     start to the next's, as MLPerf's BERT windows a long context (unset: its 128). A late

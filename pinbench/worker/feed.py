@@ -30,7 +30,12 @@ from pinbench.worker.ragged import per_image, prepare_ragged
 from pinbench.worker.samples import Samples
 from pinbench.worker.stop import Stop
 from pinbench.worker.stream import prepare_stream
-from pinbench.worker.text_inputs import Encodings, preprocess_texts, tokenizer_version
+from pinbench.worker.text_inputs import (
+    Encodings,
+    preprocess_texts,
+    text_rows,
+    tokenizer_version,
+)
 
 if TYPE_CHECKING:
     from pinbench.worker.seal import Seal
@@ -94,6 +99,13 @@ def prepare(
             cached = functools.partial(cached_array, cache, dataset_digest, seal=seal)
             got = prepare_stream(spec, samples, digest, cached, say, stop)
             arrays[str(spec.name)], windows, hit = got
+        elif _longest(spec) and samples.texts is not None:  # each text at its own length
+            say(f"tokenizing {len(samples.texts)} texts for input {spec.name!r}")
+            rows, pad = text_rows(samples.texts, spec, model_files, stop.check, encodings)
+            names = [f"text {i}" for i in range(len(rows))]
+            each = functools.partial(_batches_of_one, names, rows)
+            got_apart = prepare_ragged(spec, digest, _computed, each, names, pad=pad)
+            fed[str(spec.name)], arrays[str(spec.name)], hit = got_apart
         elif per_image(spec) and samples.files is not None:  # sizes of their own
             cached = functools.partial(cached_array, cache, dataset_digest, seal=seal)
             each = functools.partial(_each_file, spec, samples, say, stop)
@@ -203,6 +215,20 @@ def _preprocess(
         return preprocess(samples.data, spec)
     files = [(f.path, f.local) for f in samples.files]
     return preprocess_files(files, samples.format, spec, _progress(len(files), say, stop))
+
+
+def _longest(spec: Input) -> bool:
+    """Whether the input tokenizes each text at its own length (``padding: longest``)."""
+    return bool(spec.steps) and getattr(spec.steps[0].tokenize, "padding", "") == "longest"
+
+
+def _batches_of_one(names: list[str], rows: list[Array]) -> Iterator[tuple[str, Array]]:
+    return ((n, r[None]) for n, r in zip(names, rows, strict=True))
+
+
+def _computed(digest: Digest, compute: Callable[[], Array]) -> tuple[Array, bool]:
+    """Texts at their own lengths are tokenized each run (their pad is the tokenizer's)."""
+    return compute(), False
 
 
 def _each_file(spec: Input, samples: Samples, say: Say, stop: Stop) -> Iterator[tuple[str, Array]]:

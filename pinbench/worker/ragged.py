@@ -156,11 +156,18 @@ class Ragged:
 
 
 def prepare_ragged(
-    spec: Input, digest: Digest, cached: Cached, each: Each, names: Sequence[str]
+    spec: Input,
+    digest: Digest,
+    cached: Cached,
+    each: Each,
+    names: Sequence[str],
+    *,
+    pad: float | None = None,
 ) -> tuple[Array | Ragged, Array, bool]:
     """The input as the scenario slices it (one stacked array when every sample comes out
     the same shape, else a ``Ragged``), its entry for a scorer, and whether it came from the
-    cache: the values under the pipeline digest, the shapes under one derived from it."""
+    cache: the values under the pipeline digest, the shapes under one derived from it. A
+    batch pads with ``pad`` (a tokenizer's), else the input's ``pad_batch``."""
     made: list[tuple[Array, Array]] = []
 
     def both() -> tuple[Array, Array]:
@@ -179,7 +186,8 @@ def prepare_ragged(
     if (shapes == shapes[0]).all():
         stacked = values.reshape((len(names), *(int(d) for d in shapes[0])))
         return stacked, stacked, hit and shapes_hit
-    pad = None if spec.pad_batch is None else spec.pad_batch.value
+    if pad is None and spec.pad_batch is not None:
+        pad = spec.pad_batch.value
     fed = Ragged(values, shapes, input=str(spec.name), names=names, pad=pad)
     return fed, fed.samples(), hit and shapes_hit
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from pinbench.registry.ports import Input
@@ -123,3 +124,37 @@ def configured_pad(files: dict[str, Path], tokenizer: str) -> str | None:
     if isinstance(pad, dict):
         pad = pad.get("content")
     return pad if isinstance(pad, str) and pad else None
+
+
+def text_rows(
+    texts: Sequence[str],
+    spec: Input,
+    files: dict[str, Path],
+    stop: Callable[[], None] | None = None,
+    encodings: Encodings | None = None,
+) -> tuple[list[Array], float]:
+    """A ``padding: longest`` input's rows: each text's tokens of the input's field at its own
+    length (a dtype step applied), and what a batch pads them with (the tokenizer's pad id for
+    ``input_ids``, its pad type id for ``token_type_ids``, 0 for ``attention_mask``), read from
+    the tokenizer's own padding of the texts to ``max_length``."""
+    step = spec.steps[0].tokenize if spec.steps else None
+    if step is None or step.padding != "longest":
+        raise ValueError(f"input {spec.name!r} is not tokenized with padding longest")
+    padded = preprocess_texts(texts, spec, files, stop, encodings)
+    encodings = {} if encodings is None else encodings
+    masked = msgspec.structs.replace(step, output="attention_mask")
+    mask = _tokenize(texts, masked, files, stop, encodings)
+    lengths = mask.sum(axis=1)
+    if any(row[:n].min(initial=1) == 0 for row, n in zip(mask, lengths, strict=True)):
+        raise PipelineError(
+            step="tokenize",
+            reason=f"input {spec.name!r}: the tokenizer pads on the left; padding longest pads "
+            "a batch at the end, as transformers' pipelines do by default",
+        )
+    pads = {int(v) for row, n in zip(padded, lengths, strict=True) for v in row[n:]}
+    if len(pads) > 1:
+        raise PipelineError(
+            step="tokenize", reason=f"input {spec.name!r}: the tokenizer pads with {sorted(pads)}"
+        )
+    pad = float(pads.pop()) if pads else 0.0
+    return [row[:n] for row, n in zip(padded, lengths, strict=True)], pad
