@@ -192,6 +192,7 @@ def _onnx_export(folder: Path, hf: dict[str, Any], root: Path) -> Path:
         data = (out / name).read_bytes()
         files.append({"path": f"bert-onnx/{name}", "sha256": sha(data), "size": len(data)})
     text = json.dumps(hf["inputs"]).replace("bert-cls/tokenizer.json", "bert-onnx/tokenizer.json")
+    text = text.replace('"longest"', '"fixed"')  # the export's sequence axis is LENGTH
     return dump(
         root / "bert-onnx.yaml",
         {
