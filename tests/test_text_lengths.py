@@ -81,3 +81,21 @@ def test_a_text_classifier_answers_as_the_text_classification_pipeline(
     theirs = np.array([[{d["label"]: d["score"] for d in one}[labels[c]] for c in range(3)]
                        for one in got])  # fmt: skip
     np.testing.assert_allclose(logits, theirs, rtol=0, atol=1e-5)
+
+
+def test_pooling_texts_of_their_own_lengths_is_refused_until_it_is_built(tmp_path: Path) -> None:
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.manifest_parts import ManifestError
+    from tests.helpers import write_files
+
+    step = {"tokenize": {"tokenizer": "t.json", "max_length": 8, "padding": "longest"}}
+    document = {
+        "kind": "model", "name": "t/m", "version": "1.0.0", "format": "onnx",
+        "framework": {"name": "onnxruntime", "range": "^1"},
+        "files": write_files(tmp_path, {"m.onnx": b"-", "t.json": b"{}"}),
+        "inputs": [{"name": "ids", "type": "text", "element_type": "int64", "steps": [step]}],
+        "outputs": [{"name": "h", "type": "embedding",
+                     "steps": [{"pool": {"mode": "mean", "mask": "ids"}}]}],
+    }  # fmt: skip
+    with pytest.raises(ManifestError, match="pooling answers of different lengths is not built"):
+        parse_manifest(document)

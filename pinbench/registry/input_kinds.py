@@ -227,6 +227,19 @@ def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> No
         carried[nxt] = name
     check_views(inputs, outputs)
     check_lengths(inputs)
+    longest = [
+        str(i.name)
+        for i in inputs
+        for s in i.steps[:1]
+        if s.tokenize is not None and s.tokenize.padding == "longest"
+    ]
+    pooled = [str(o.name) for o in outputs for s in o.steps if s.pool is not None]
+    if longest and pooled:
+        raise ValueError(
+            f"input {longest[0]!r} feeds texts at their own lengths (padding: longest) and "
+            f"output {pooled[0]!r} pools token states: pooling answers of different lengths "
+            "is not built; tokenize with padding: fixed"
+        )
 
 
 MASK_TYPES = ("int32", "int64", "bool", "float32")

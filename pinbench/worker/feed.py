@@ -27,6 +27,7 @@ from pinbench.worker.pipeline import (
     preprocess_files,
 )
 from pinbench.worker.ragged import per_image, prepare_ragged
+from pinbench.worker.pipeline_errors import PipelineError
 from pinbench.worker.samples import Samples
 from pinbench.worker.stop import Stop
 from pinbench.worker.stream import prepare_stream
@@ -204,6 +205,13 @@ def _preprocess(
         return preprocess_texts(samples.texts, spec, model_files, stop.check, encodings)
     if samples.questions is not None:  # likewise: each question becomes one or more features
         from pinbench.worker.qa_features import preprocess_questions
+
+        if _longest(spec):
+            raise PipelineError(
+                step="tokenize",
+                reason=f"input {spec.name!r}: a question's features are windows of max_length "
+                "tokens (padding: fixed); padding longest is for text samples",
+            )
 
         say(f"tokenizing {len(samples.questions)} questions for input {spec.name!r}")
         found: Array = preprocess_questions(
