@@ -26,8 +26,8 @@ from pinbench.worker.pipeline import (
     preprocess_each,
     preprocess_files,
 )
-from pinbench.worker.ragged import per_image, prepare_ragged
 from pinbench.worker.pipeline_errors import PipelineError
+from pinbench.worker.ragged import per_image, prepare_ragged
 from pinbench.worker.samples import Samples
 from pinbench.worker.stop import Stop
 from pinbench.worker.stream import prepare_stream
