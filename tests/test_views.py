@@ -78,6 +78,18 @@ def test_crop_views_are_torchvisions_five_crop_positions(at: str, top: int, left
     np.testing.assert_array_equal(got[:, 1], x[..., 2:5, 2:8])
 
 
+def test_views_past_what_a_run_keeps_are_refused_before_they_are_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pinbench.worker import row_steps
+
+    monkeypatch.setattr(row_steps, "MAX_VIEW_VALUES", 1000)
+    spec = _input([{"views": {"transforms": FLIPS, "order": "view-major"}}])
+    preprocess(np.zeros((10, 25), np.float32), spec)  # 4 x 250 values: at the bound
+    with pytest.raises(PipelineError, match=r"4 views of 10 samples of 26 values hold 1040"):
+        preprocess(np.zeros((10, 26), np.float32), spec)
+
+
 @pytest.mark.parametrize(
     ("steps", "message"),
     [

@@ -36,8 +36,21 @@ def reshape(x: Array, step: Reshape) -> Array:
     return np.ascontiguousarray(x).reshape(x.shape[0], *step.shape)
 
 
+MAX_VIEW_VALUES = 1 << 29
+"""The most values an input's views may hold together (2 GiB of float32; ``stream``'s windows
+are bounded alike): every sample's ``k`` views are kept for the run."""
+
+
 def views(x: Array, step: Views) -> Array:
     """Each sample's ``k`` views, stacked after the batch axis: ``(N, k, ...)``."""
+    k = len(step.transforms)
+    if x.size * k > MAX_VIEW_VALUES:
+        raise PipelineError(
+            step="views",
+            reason=f"{k} views of {x.shape[0]} samples of {math.prod(x.shape[1:])} values "
+            f"hold {x.size * k} values, over the {MAX_VIEW_VALUES} kept for a run: fewer "
+            "views, or a smaller dataset (scenario.sample_count)",
+        )
     made = [_view(x, ops, i) for i, ops in enumerate(step.transforms)]
     shapes = {v.shape for v in made}
     if len(shapes) > 1:
