@@ -264,24 +264,41 @@ def test_a_batch_is_padded_to_its_longest_and_masked_over_each_samples_own_lengt
         Ragged(values, shapes, input="x", names=names)[0:2]
 
 
+AUDIO = [{"decode_audio": {"channel": "mix", "rate": RATE}}]
+TEXT = [{"tokenize": {"tokenizer": "t.json", "max_length": 8, "padding": "longest"}}]
+
+
 @pytest.mark.parametrize(
-    ("inputs", "message"),
+    ("inputs", "outputs", "message"),
     [
-        ([{"name": "x"}, {"name": "m", "element_type": "int32", "mask_of": "y"}],
-         "input 'm': mask_of 'y' names no input of the model fed per sample (those: 'x')"),
-        ([{"name": "x"}, {"name": "m", "element_type": "int32", "mask_of": "x",
-                          "steps": [{"dtype": {"to": "int32"}}]}],
-         "input 'm' is the mask of 'x': it is made at each call"),
-        ([{"name": "x"}, {"name": "m", "element_type": "float16", "mask_of": "x"}],
-         "a mask's element_type is one of int32, int64, bool, float32, not float16"),
-        ([{"name": "x"}, {"name": "m", "element_type": "int32", "mask_of": "m"}],
-         "mask_of 'm' names no input of the model fed per sample"),
+        ([{"name": "x", "steps": AUDIO}, {"name": "m", "element_type": "int32", "mask_of": "y"}],
+         [], "input 'm': mask_of 'y' names no input of the model kept at its own length "
+         "(waveforms without fit_length, texts tokenized with padding: longest; those: 'x')"),
+        ([{"name": "x", "steps": [*AUDIO, {"fit_length": {"length": 9}}]},
+          {"name": "m", "element_type": "int32", "mask_of": "x"}],
+         [], "mask_of 'x' names no input of the model kept at its own length"),
+        ([{"name": "x", "steps": AUDIO}, {"name": "m", "element_type": "int32", "mask_of": "x",
+                                          "steps": [{"dtype": {"to": "int32"}}]}],
+         [], "input 'm' is the mask of 'x': it is made at each call"),
+        ([{"name": "x", "steps": AUDIO}, {"name": "m", "element_type": "float16", "mask_of": "x"}],
+         [], "a mask's element_type is one of int32, int64, bool, float32, not float16"),
+        ([{"name": "x", "steps": AUDIO}, {"name": "m", "element_type": "int32", "mask_of": "x"},
+          {"name": "n", "element_type": "int64", "mask_of": "x"}],
+         [], "inputs 'm' and 'n' are both the mask of 'x'"),
         ([{"name": "x"}, {"name": "c", "value": 3, "pad_batch": {}}],
-         "input 'c' is a constant: pad_batch pads samples fed per sample"),
+         [], "input 'c': pad_batch pads waveforms kept at their own length"),
+        ([{"name": "x", "steps": [*AUDIO, {"fit_length": {"length": 9}}], "pad_batch": {}}],
+         [], "this input's samples are never of different lengths"),
+        ([{"name": "x", "type": "text", "element_type": "int64", "steps": TEXT,
+           "pad_batch": {"value": 7}}],
+         [], "this input's samples are texts its tokenizer pads (with its own pad)"),
+        ([{"name": "x", "steps": AUDIO}],
+         [{"name": "h", "type": "embedding", "steps": [{"pool": {"mode": "cls"}}]}],
+         "pooling answers of different lengths is not built"),
     ],
 )  # fmt: skip
 def test_a_mask_or_padding_that_cannot_mean_what_it_says_is_refused_at_publish(
-    tmp_path: Path, inputs: list[Any], message: str
+    tmp_path: Path, inputs: list[Any], outputs: list[Any], message: str
 ) -> None:
     from pinbench.registry.manifest import parse_manifest
     from pinbench.registry.manifest_parts import ManifestError
@@ -290,7 +307,8 @@ def test_a_mask_or_padding_that_cannot_mean_what_it_says_is_refused_at_publish(
     document = {
         "kind": "model", "name": "t/m", "version": "1.0.0", "format": "onnx",
         "framework": {"name": "onnxruntime", "range": "^1"},
-        "files": write_files(tmp_path, {"m.onnx": b"-"}), "inputs": inputs,
+        "files": write_files(tmp_path, {"m.onnx": b"-", "t.json": b"{}"}),
+        "inputs": inputs, "outputs": outputs,
     }  # fmt: skip
     with pytest.raises(ManifestError) as info:
         parse_manifest(document)

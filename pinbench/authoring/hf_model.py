@@ -253,7 +253,7 @@ def _ports(
             f"({', '.join(TEXT_INPUTS)})",
         )
     length = min(folder.context or DEFAULT_LENGTH, DEFAULT_LENGTH)
-    inputs = [
+    inputs: list[dict[str, Any]] = [
         {
             "name": n,
             "type": "text",

@@ -29,7 +29,6 @@ from pinbench import bounds as b
 
 if TYPE_CHECKING:
     from pinbench.registry.ports import Input, Output
-    from pinbench.registry.row_steps import Views
 
 _INT_RANGES = {
     "uint8": (0, 2**8 - 1),
@@ -184,8 +183,8 @@ def _check_bytes(spec: Input) -> None:
 def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:
     """Across a model's inputs and outputs: at most one streamed input; a state's ``next``
     only with one, naming an output no other state names and that is not declared among the
-    outputs (it is carried, never scored); at least one input fed from the samples; views as
-    ``check_views`` has them."""
+    outputs (it is carried, never scored); at least one input fed from the samples
+    (``row_rules`` has the rules of views and lengths)."""
     if inputs and not any(from_samples(i) for i in inputs):
         raise ValueError(
             "every declared input is a constant or a state: one at least must be fed from the "
@@ -225,59 +224,6 @@ def check_model_inputs(inputs: Sequence[Input], outputs: Sequence[Output]) -> No
                 "leave it out of outputs"
             )
         carried[nxt] = name
-    check_views(inputs, outputs)
-    check_lengths(inputs)
-    longest = [
-        str(i.name)
-        for i in inputs
-        for s in i.steps[:1]
-        if s.tokenize is not None and s.tokenize.padding == "longest"
-    ]
-    pooled = [str(o.name) for o in outputs for s in o.steps if s.pool is not None]
-    if longest and pooled:
-        raise ValueError(
-            f"input {longest[0]!r} feeds texts at their own lengths (padding: longest) and "
-            f"output {pooled[0]!r} pools token states: pooling answers of different lengths "
-            "is not built; tokenize with padding: fixed"
-        )
-
-
-MASK_TYPES = ("int32", "int64", "bool", "float32")
-"""What an attention mask's 0 and 1 are given as (transformers' extractors: int32)."""
-
-
-def check_lengths(inputs: Sequence[Input]) -> None:
-    """``pad_batch`` on an input fed per sample (not streamed); ``mask_of`` on an input with
-    nothing else (no steps, value, state, stream or shape; element type of ``MASK_TYPES``),
-    naming another input of the model fed per sample."""
-    fed = {str(i.name): i for i in inputs if from_samples(i)}
-    for spec in inputs:
-        name = str(spec.name)
-        if spec.pad_batch is not None and (name not in fed or spec.stream is not None):
-            raise ValueError(
-                f"input {name!r} is a {kind(spec)}: pad_batch pads samples fed per sample"
-            )
-        if spec.mask_of is None:
-            continue
-        keys = ("value", "state", "stream", "pad_batch")
-        others = [k for k in keys if getattr(spec, k) is not None]
-        if spec.steps or spec.shape or others or spec.type != "tensor":
-            raise ValueError(
-                f"input {name!r} is the mask of {spec.mask_of!r}: it is made at each call, "
-                f"so it has no steps, shape, {', '.join(others) or 'value or state'}, and type "
-                "tensor"
-            )
-        if spec.element_type not in MASK_TYPES:
-            raise ValueError(
-                f"input {name!r}: a mask's element_type is one of {', '.join(MASK_TYPES)}, "
-                f"not {spec.element_type}"
-            )
-        target = fed.get(spec.mask_of)
-        if target is None or target.stream is not None:
-            raise ValueError(
-                f"input {name!r}: mask_of {spec.mask_of!r} names no input of the model fed per "
-                f"sample (those: {', '.join(map(repr, fed)) or 'none'})"
-            )
 
 
 def model_dims(spec: Input) -> list[int | None] | None:
@@ -318,59 +264,3 @@ def sample_rate(spec: Input) -> int | None:
         if step.resample is not None:
             rate = step.resample.rate
     return rate
-
-
-def views_of(spec: Input) -> Views | None:
-    """The input's views step (its last), or None."""
-    return spec.steps[-1].views if spec.steps else None
-
-
-def check_views(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:
-    """A ``views`` step is its input's last; every input with one gives the same number of
-    views in the same order (an input without one is repeated ``k`` times, as ICLabel repeats
-    its spectra); a streamed or state input goes without views; and every output says how its
-    rows become one answer (``Output.views``) exactly when some input has views."""
-    found: dict[str, Views] = {}
-    for spec in inputs:
-        for i, step in enumerate(spec.steps):
-            if step.views is not None and i != len(spec.steps) - 1:
-                raise ValueError(
-                    f"input {spec.name!r}: views is step {i + 1} of {len(spec.steps)}; it "
-                    "must be the last (later steps would read k rows as one sample)"
-                )
-        views = views_of(spec)
-        if views is not None:
-            found[str(spec.name)] = views
-    if not found:
-        for out in outputs:
-            if out.views is not None:
-                raise ValueError(
-                    f"output {out.name!r} declares views: {out.views}, but no input has a "
-                    "views step: each sample is one row, there is nothing to reduce"
-                )
-        return
-    shapes = {(len(v.transforms), v.order) for v in found.values()}
-    if len(shapes) > 1:
-        listed = ", ".join(f"{n!r}: {len(v.transforms)} {v.order}" for n, v in found.items())
-        raise ValueError(f"inputs' views disagree ({listed}): one count and one order")
-    for spec in inputs:
-        if spec.stream is not None or spec.state is not None:
-            raise ValueError(
-                f"input {spec.name!r} is streamed or a state: views go with inputs fed per "
-                "sample only"
-            )
-    if not outputs:
-        raise ValueError(
-            "inputs have views: declare the outputs, each with `views: mean`, `max` or "
-            "`model` (how its rows per sample become one answer)"
-        )
-    k = len(next(iter(found.values())).transforms)
-    for out in outputs:
-        if out.views is None:
-            raise ValueError(
-                f"output {out.name!r}: inputs have views ({k} rows per sample); say how its "
-                "rows become one answer: `views: mean`, `max`, "
-                "or `model` (the model answers one row per sample itself)"
-            )
-        if out.type == "generation":
-            raise ValueError(f"output {out.name!r}: a generation output takes no views")

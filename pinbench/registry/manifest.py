@@ -141,8 +141,11 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
             _check_tokenize(inp, paths)
             _check_audio(inp)
         from pinbench.registry.input_kinds import check_model_inputs
+        from pinbench.registry.row_rules import check_lengths, check_views
 
         check_model_inputs(self.inputs, self.outputs)
+        check_views(self.inputs, self.outputs)
+        check_lengths(self.inputs, self.outputs)
         check_processing(self.preprocess, self.postprocess, paths, self.inputs)
         check_builder(self.format, self.builder, paths, self.architecture, self.trusted)
         code = (self.builder, self.preprocess, self.postprocess)

@@ -20,8 +20,8 @@ from typing import ClassVar
 import numpy as np
 
 from pinbench.errors import UserError
-from pinbench.registry.input_kinds import views_of
 from pinbench.registry.ports import Input, Output
+from pinbench.registry.row_rules import views_of
 from pinbench.trace.events import FrameworkTrace
 from pinbench.worker import stream
 from pinbench.worker.named import NamedInputs
