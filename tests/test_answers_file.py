@@ -185,6 +185,35 @@ def test_answers_come_back_as_written_ragged_or_not(tmp_path: Path) -> None:
     assert np.array_equal(evidence.scored_inputs["attention_mask"], mask)
 
 
+def test_inputs_of_sizes_of_their_own_cross_as_each_samples_array(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scored input whose samples keep their own lengths (an x-vector's mask) crosses as
+    its values and each sample's shape; the host takes such an input only where the model
+    can make one (``row_rules.may_differ``), and bounds how many rows it unpacks."""
+    from pinbench.evaluator.scoring import AnswersRefused, _check
+    from pinbench.worker import answers as module
+
+    answers = {i: {"y": np.ones((1, 2), np.float32)} for i in range(2)}
+    mask = np.empty(2, dtype=object)
+    mask[0], mask[1] = np.ones(3, np.int32), np.ones(5, np.int32)
+    names, inputs = write_answers(tmp_path / ANSWERS, answers, {"attention_mask": mask})
+    _result(tmp_path, names, inputs)
+    _, evidence = read_results(tmp_path, LOCK)
+    assert evidence.answers is not None and evidence.scored_inputs is not None
+    got = evidence.scored_inputs["attention_mask"]
+    assert got.dtype == object and [a.tolist() for a in got] == [[1] * 3, [1] * 5]
+    _check(evidence.answers, evidence.scored_inputs, 2, 2, True, frozenset({"attention_mask"}))
+    with pytest.raises(AnswersRefused, match="input 'attention_mask' is not a numeric array"):
+        _check(evidence.answers, evidence.scored_inputs, 2, 2, True, frozenset())
+    three = np.empty(3, dtype=object)  # the dataset's rows: more than the bound below
+    three[0], three[1], three[2] = np.ones(1), np.ones(0), np.ones(0)
+    write_answers(tmp_path / ANSWERS, answers, {"attention_mask": three})
+    monkeypatch.setattr(module, "MAX_ROWS", 2)
+    with pytest.raises(InvalidResults, match="has shapes for more than 2 samples"):
+        read_results(tmp_path, LOCK)
+
+
 def test_a_generated_answer_crosses_as_its_text_and_anything_else_is_refused(
     tmp_path: Path,
 ) -> None:

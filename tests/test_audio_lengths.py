@@ -260,6 +260,9 @@ def test_a_batch_is_padded_to_its_longest_and_masked_over_each_samples_own_lengt
     mask = LengthMask(padded, "int32")
     assert mask[[2, 0]].tolist() == [[1, 1, 0], [1, 1, 1]] and mask[[2, 0]].dtype == np.int32
     assert mask[0:3].tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]
+    assert mask[1].tolist() == [[1, 1, 1, 1, 1]]  # an index is a batch of one
+    same = LengthMask(np.zeros((2, 4), np.float32), "int64")  # clips of one length: all ones
+    assert same[1].tolist() == [[1, 1, 1, 1]] and same.samples().shape == (2, 4)
     with pytest.raises(RaggedBatch, match=r"a.wav: \[3\]; b.wav: \[5\]\).*batch of 2.*pad_batch"):
         Ragged(values, shapes, input="x", names=names)[0:2]
 

@@ -86,7 +86,7 @@ def test_views_past_what_a_run_keeps_are_refused_before_they_are_made(
     monkeypatch.setattr(row_steps, "MAX_VIEW_VALUES", 1000)
     spec = _input([{"views": {"transforms": FLIPS, "order": "view-major"}}])
     preprocess(np.zeros((10, 25), np.float32), spec)  # 4 x 250 values: at the bound
-    with pytest.raises(PipelineError, match=r"4 views of 10 samples of 26 values hold 1040"):
+    with pytest.raises(PipelineError, match=r"the views of 10 samples hold 1040 values or"):
         preprocess(np.zeros((10, 26), np.float32), spec)
 
 
@@ -99,13 +99,18 @@ def test_views_past_what_a_run_keeps_are_refused_before_they_are_made(
          r"view 1 flips axis 1 of a sample of 1 axes"),
         ([{"views": {"transforms": [[], [{"crop": {"size": [2, 2]}}]], "order": "view-major"}}],
          r"view 1 crops a sample's last two axes; it has 1"),
+        ([{"dtype": {"to": "int8"}}, {"views": {"transforms": [[], [{"negate": {}}]],
+                                                "order": "view-major"}}],
+         r"view 1 negates -128, which int8 cannot hold negated"),
     ],
 )  # fmt: skip
 def test_a_step_that_does_not_fit_the_samples_is_refused_naming_both(
     steps: list[dict[str, Any]], message: str
 ) -> None:
+    x = np.zeros((2, 30), np.float32)
+    x[1, 3] = -128
     with pytest.raises(PipelineError, match=message):
-        preprocess(np.zeros((2, 30), np.float32), _input(steps))
+        preprocess(x, _input(steps))
 
 
 # ---------------------------------------------------------------- the manifest's rules
@@ -149,6 +154,9 @@ VIEWS = {"views": {"transforms": [[], [{"negate": {}}]], "order": "view-major"}}
          [{"name": "y", "views": "mean"}], "length >= 2"),
         ([{"name": "x", "steps": [{"take": {"start": 4, "stop": 4}}]}], [],
          "take: stop 4 must be above start 4"),
+        ([{"name": "x", "steps": [VIEWS]}],
+         [{"name": "y", "views": "mean", "steps": [{"transpose": {"perm": [1, 0]}}]}],
+         "output 'y' has a transpose step: views reduce an output's rows along its first axis"),
         ([{"name": "x", "steps": [{"views": {"transforms": [[{"negate": {}, "flip": {"axis": 0}}],
                                                             []], "order": "view-major"}}]}],
          [{"name": "y", "views": "mean"}], "a view's transform has exactly one of"),
@@ -299,3 +307,36 @@ def test_iclabel_runs_four_views_a_component_equal_to_its_package(
     assert got.shape == package.shape == (n, 7)
     np.testing.assert_allclose(got, package, rtol=0, atol=1e-6)
     np.testing.assert_allclose(got, run_iclabel(topo, psd, autocorr, backend="torch"), atol=1e-5)
+
+
+def _pngs(folder: Path, count: int) -> list[tuple[str, Path]]:
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    out = []
+    for i in range(count):
+        path = folder / f"{i}.png"
+        Image.fromarray(rng.integers(0, 255, (4, 6, 3), dtype=np.uint8)).save(path)
+        out.append((path.name, path))
+    return out
+
+
+def test_views_of_image_files_are_bounded_over_the_whole_dataset_and_crop_channels_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files are preprocessed one at a time: the bound on what views keep counts them all; and
+    a crop view of images before a channels-first layout would cut width and channels."""
+    from pinbench.worker import row_steps
+    from pinbench.worker.pipeline import preprocess_files
+
+    files = _pngs(tmp_path, 5)
+    crop = [[{"crop": {"size": [2, 2]}}], [{"crop": {"size": [2, 2], "at": "top_left"}}]]
+    views = {"views": {"transforms": crop, "order": "view-major"}}
+    steps = [{"decode": {}}, {"layout": {"to": "NCHW"}}, views]
+    got = preprocess_files(files, "images", _input(steps))
+    assert got.shape == (5, 2, 3, 2, 2)  # channels kept, 2x2 of the 4x6 height and width
+    with pytest.raises(PipelineError, match=r"images are \(H, W, C\) until a `layout: NCHW`"):
+        preprocess_files(files, "images", _input([{"decode": {}}, views]))
+    monkeypatch.setattr(row_steps, "MAX_VIEW_VALUES", 100)  # 2 views x 12 values a file
+    with pytest.raises(PipelineError, match=r"the views of 5 samples hold 120 values or more"):
+        preprocess_files(files, "images", _input(steps))

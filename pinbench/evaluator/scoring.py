@@ -242,7 +242,10 @@ def score_apart(ws: Workspace, lock: Lockfile, evidence: Evidence, samples: Samp
         rows = scorer.rows() if scorer is not None else None
         rows = len(samples) if rows is None else rows  # a row per sample, unless the task says
         count = min(rows, body.scenario.sample_count or rows)
-        _check(answers, arrays, count, rows, kind.scores_inputs)
+        from pinbench.registry.row_rules import may_differ
+
+        ragged = frozenset(str(i.name) for i in body.model.inputs if may_differ(i))
+        _check(answers, arrays, count, rows, kind.scores_inputs, ragged)
         if scorer is None:
             return
         missing = sorted({o for o in scorer.outputs for a in answers.values() if o not in a})
@@ -325,12 +328,18 @@ def score_texts(lock: Lockfile, evidence: Evidence, samples: Samples | None) -> 
 
 
 def _check(
-    answers: dict[int, Any], arrays: dict[str, Any], count: int, rows: int, inputs: bool
+    answers: dict[int, Any],
+    arrays: dict[str, Any],
+    count: int,
+    rows: int,
+    inputs: bool,
+    ragged: frozenset[str] = frozenset(),
 ) -> None:
     """An answer for each of the ``count`` samples the scenario runs (0 to ``count - 1``:
     LoadGen's accuracy mode answers every one; the evaluator does not choose which are
     scored), each a dict of numeric arrays with a batch axis of one; the inputs a task scores
-    with, numeric, one row for each of the dataset's ``rows`` samples."""
+    with, numeric, one row for each of the dataset's ``rows`` samples (each its own array only
+    for an input of ``ragged``: one whose samples keep sizes of their own)."""
     if set(answers) != set(range(count)):
         absent = sorted(set(range(count)) - set(answers))
         extra = sorted(set(answers) - set(range(count)))
@@ -348,7 +357,8 @@ def _check(
                     "its first axis must be the sample's"
                 )
     for name, value in arrays.items() if inputs else ():
-        rows_of = value if isinstance(value, np.ndarray) and value.dtype == object else [value]
+        apart = isinstance(value, np.ndarray) and value.dtype == object and name in ragged
+        rows_of = value if apart else [value]
         if not all(
             isinstance(v, np.ndarray) and v.dtype.kind in "biuf" and v.ndim > 0 for v in rows_of
         ):  # one array of samples, or samples of sizes of their own (``answers``)

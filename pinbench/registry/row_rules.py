@@ -48,6 +48,12 @@ def check_views(inputs: Sequence[Input], outputs: Sequence[Output]) -> None:
     if len(shapes) > 1:
         listed = ", ".join(f"{n!r}: {len(v.transforms)} {v.order}" for n, v in found.items())
         raise ValueError(f"inputs' views disagree ({listed}): one count and one order")
+    turned = [str(o.name) for o in outputs for s in o.steps if s.transpose is not None]
+    if turned:
+        raise ValueError(
+            f"output {turned[0]!r} has a transpose step: views reduce an output's rows along "
+            "its first axis, which a transpose moves; inputs with views take outputs batch-first"
+        )
     for spec in inputs:
         if spec.stream is not None or spec.state is not None:
             raise ValueError(
@@ -81,6 +87,13 @@ def own_length(spec: Input) -> bool:
     names = {n for step in spec.steps for n in step.__struct_fields__ if getattr(step, n)}
     longest = bool(spec.steps) and getattr(spec.steps[0].tokenize, "padding", "") == "longest"
     return longest or ("decode_audio" in names and "fit_length" not in names)
+
+
+def may_differ(spec: Input) -> bool:
+    """Whether the input's samples may differ in size from one another (``own_length``, a mask
+    of such an input, or images each sized by its own: ``resize_multiple``)."""
+    sized = any(step.resize_multiple is not None for step in spec.steps)
+    return own_length(spec) or spec.mask_of is not None or sized
 
 
 def check_lengths(inputs: Sequence[Input], outputs: Sequence[Output] = ()) -> None:

@@ -21,6 +21,11 @@ ANSWERS = "answers.npz"
 MAX_BYTES = 2 * 1024 * 1024 * 1024
 """Cap on what the file unpacks to (read into memory): every sample's outputs and inputs."""
 
+MAX_ROWS = 10_000_000
+"""The most samples the file may hold answers or scored inputs for (``bounds.SAMPLE_COUNT``:
+what LoadGen holds): each becomes a Python object on the host, so their count is bounded
+before any is made."""
+
 MAX_AXES = 32
 """The most axes a sample's output may have (NumPy's own limit is 64)."""
 
@@ -125,7 +130,9 @@ def read_answers(
     except Exception as exc:  # zipfile's, zlib's, NumPy's (a header past memory) errors
         raise AnswersUnreadable(f"unreadable: {type(exc).__name__}: {exc}") from None
     index = found["index"]
-    if index.dtype != np.int64 or index.ndim != 1 or len(set(index.tolist())) != index.size:
+    if index.dtype != np.int64 or index.ndim != 1 or index.size > MAX_ROWS:
+        raise AnswersUnreadable(f"its sample indexes are not at most {MAX_ROWS} int64 values")
+    if len(set(index.tolist())) != index.size:
         raise AnswersUnreadable("its sample indexes are not distinct int64 values")
     answers: Answers = {int(i): {} for i in index}
     for k, name in enumerate(names):
@@ -138,6 +145,8 @@ def read_answers(
             scored[name] = found[f"i{k}"]
             continue
         shapes = found[f"j{k}"]
+        if shapes.ndim != 2 or shapes.shape[0] > MAX_ROWS:
+            raise AnswersUnreadable(f"input {name!r} has shapes for more than {MAX_ROWS} samples")
         rows = _unpacked(found[f"i{k}"], shapes, shapes.shape[0], f"input {name!r}")
         scored[name] = np.empty(len(rows), dtype=object)
         for i, row in enumerate(rows):
@@ -150,7 +159,7 @@ def _unpacked(values: Array, shapes: Array, count: int, what: str) -> list[Array
     if values.ndim != 1 or shapes.dtype != np.int64 or shapes.ndim != 2:
         raise AnswersUnreadable(f"{what} is not values with their shapes")
     if shapes.shape[0] != count or (shapes < 0).any():
-        raise AnswersUnreadable(f"{what} has {shapes.shape[0]} shapes")
+        raise AnswersUnreadable(f"{what} has {shapes.shape[0]} shapes for {count} samples")
     if shapes.shape[1] > MAX_AXES:
         raise AnswersUnreadable(f"{what} has {shapes.shape[1]} axes, over {MAX_AXES}")
     listed = shapes.tolist()

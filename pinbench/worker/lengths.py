@@ -32,6 +32,8 @@ class LengthMask:
         return self.shape[0]
 
     def __getitem__(self, index: Any) -> Array:
+        if isinstance(index, int | np.integer):
+            index = [int(index)]  # a batch of one, as a slice of one gives it
         if isinstance(self.target, np.ndarray):
             rows = self.target[index]
             return np.ones((len(rows), rows.shape[-1]), dtype=self.dtype)
@@ -42,7 +44,10 @@ class LengthMask:
         return out
 
     def samples(self) -> Array:
-        """Each sample's mask alone (all ones at its own length): a scorer's entry."""
+        """Each sample's mask alone (all ones at its own length): a scorer's entry, one array
+        where every sample has one length."""
+        if isinstance(self.target, np.ndarray):
+            return self[0 : len(self)]
         out = np.empty(len(self), dtype=object)
         for i in range(len(self)):
             out[i] = self[i : i + 1][0]

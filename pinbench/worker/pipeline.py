@@ -110,6 +110,22 @@ def check_order(steps: Sequence[InputStep]) -> None:
             )
 
 
+def check_view_crop(spec: Input) -> None:
+    """A ``crop`` view cuts a sample's last two axes: an image input's are width and channels
+    until a channels-first ``layout``, so a crop view before one is refused."""
+    views = spec.steps[-1].views if spec.steps else None
+    if views is None or not any(op.crop for ops in views.transforms for op in ops):
+        return
+    images = spec.type == "image" or any(step_name(s) in IMAGE_STEPS for s in spec.steps)
+    first = any(s.layout is not None and s.layout.to in CHANNELS_FIRST for s in spec.steps)
+    if images and not first:
+        raise PipelineError(
+            step="views",
+            reason="a crop view cuts a sample's last two axes, and images are (H, W, C) until "
+            "a `layout: NCHW` (or CHW) step: put one before views",
+        )
+
+
 def preprocess_files(
     files: Sequence[tuple[str, Path]],
     data_format: str,
@@ -150,13 +166,20 @@ def preprocess_each(
     are done after each."""
     steps = list(spec.steps)
     check_order(steps)
+    check_view_crop(spec)
     read = _file_reader(data_format, spec, steps)
 
+    viewed = bool(steps) and steps[-1].views is not None
+
     def each() -> Iterator[tuple[str, Array]]:
+        kept = 0
         for i, (name, path) in enumerate(files):
             x = read(path, name)
             for step in steps:
                 x = _apply(x, step, sample=name)
+            kept += x.size
+            if viewed:  # every file's views are kept for the run: bounded over them all
+                row_steps.check_kept(kept, len(files))
             yield name, x
             if progress is not None:
                 progress(i + 1)
@@ -241,6 +264,7 @@ def _npy_sample(path: Path, name: str) -> Array:
 def preprocess(samples: Array, spec: Input) -> Array:
     """Apply the input's steps to all samples; the result has the input's element type."""
     check_order(spec.steps)
+    check_view_crop(spec)
     x = as_images(samples, spec)
     for step in spec.steps:
         x = _apply(x, step)

@@ -41,17 +41,24 @@ MAX_VIEW_VALUES = 1 << 29
 are bounded alike): every sample's ``k`` views are kept for the run."""
 
 
-def views(x: Array, step: Views) -> Array:
-    """Each sample's ``k`` views, stacked after the batch axis: ``(N, k, ...)``."""
-    k = len(step.transforms)
-    if x.size * k > MAX_VIEW_VALUES:
+def check_kept(values: int, samples: int) -> None:
+    """Views of ``samples`` samples holding ``values`` values (so far) fit what a run keeps."""
+    if values > MAX_VIEW_VALUES:
         raise PipelineError(
             step="views",
-            reason=f"{k} views of {x.shape[0]} samples of {math.prod(x.shape[1:])} values "
-            f"hold {x.size * k} values, over the {MAX_VIEW_VALUES} kept for a run: fewer "
-            "views, or a smaller dataset (scenario.sample_count)",
+            reason=f"the views of {samples} samples hold {values} values or more, over the "
+            f"{MAX_VIEW_VALUES} kept for a run: fewer views, or a smaller dataset "
+            "(scenario.sample_count)",
         )
-    made = [_view(x, ops, i) for i, ops in enumerate(step.transforms)]
+
+
+def views(x: Array, step: Views) -> Array:
+    """Each sample's ``k`` views, stacked after the batch axis: ``(N, k, ...)``."""
+    made: list[Array] = []
+    for i, ops in enumerate(step.transforms):  # a view is at most its sample's size
+        check_kept(sum(v.size for v in made) + x.size, x.shape[0])
+        made.append(_view(x, ops, i))
+    check_kept(sum(v.size for v in made), x.shape[0])
     shapes = {v.shape for v in made}
     if len(shapes) > 1:
         listed = ", ".join(f"view {i}: {list(v.shape[1:])}" for i, v in enumerate(made))
@@ -70,6 +77,13 @@ def _view(x: Array, ops: list[ViewOp], index: int) -> Array:
                     step="views",
                     reason=f"view {index} negates {x.dtype.name} values: only signed integers "
                     "and floats have negatives",
+                )
+            least = int(np.iinfo(x.dtype.name).min) if x.dtype.kind == "i" else None
+            if least is not None and bool(np.any(x == least)):
+                raise PipelineError(
+                    step="views",
+                    reason=f"view {index} negates {least}, which {x.dtype.name} cannot hold "
+                    "negated: cast the samples first (a dtype step)",
                 )
             x = np.negative(x)
         elif op.flip is not None:
