@@ -73,7 +73,7 @@ def test_a_text_classifier_answers_as_the_text_classification_pipeline(
     assert run.status == "succeeded", run.info.get("error")
     run.export_outputs(tmp_path / "o.npy")
     logits = np.load(tmp_path / "o.npy", allow_pickle=False).astype(np.float64)
-    pipe: Any = pipeline(  # type: ignore[call-overload]
+    pipe: Any = pipeline(
         "text-classification", model=str(folder), tokenizer=str(folder), device="cpu"
     )
     got = pipe(SENTENCES, top_k=None, batch_size=batch_size, function_to_apply="none")

@@ -331,8 +331,8 @@ def test_views_of_image_files_are_bounded_over_the_whole_dataset_and_crop_channe
 
     files = _pngs(tmp_path, 5)
     crop = [[{"crop": {"size": [2, 2]}}], [{"crop": {"size": [2, 2], "at": "top_left"}}]]
-    views = {"views": {"transforms": crop, "order": "view-major"}}
-    steps = [{"decode": {}}, {"layout": {"to": "NCHW"}}, views]
+    views: dict[str, Any] = {"views": {"transforms": crop, "order": "view-major"}}
+    steps: list[dict[str, Any]] = [{"decode": {}}, {"layout": {"to": "NCHW"}}, views]
     got = preprocess_files(files, "images", _input(steps))
     assert got.shape == (5, 2, 3, 2, 2)  # channels kept, 2x2 of the 4x6 height and width
     with pytest.raises(PipelineError, match=r"images are \(H, W, C\) until a `layout: NCHW`"):
