@@ -204,6 +204,46 @@ def published_workspace(root: Path, catalog: Path) -> Workspace:
     return ws
 
 
+def accuracy_run(
+    tmp_path: Path,
+    catalog: Path,
+    model: dict[str, Any],
+    dataset: dict[str, Any],
+    *,
+    batch_size: int = 2,
+    outputs: Path | None = None,
+    **scenario: Any,
+) -> dict[str, Any]:
+    """``model`` and ``dataset`` (manifests whose files are under ``tmp_path/m`` and
+    ``tmp_path/d``) published beside the ``catalog``, run once in accuracy mode; the recorded
+    run, its raw outputs exported to ``outputs`` where given."""
+    from pinbench.evaluator.records.run_list import list_runs
+    from pinbench.evaluator.records.run_outputs import export_here
+    from pinbench.evaluator.records.run_view import show_run
+    from pinbench.evaluator.run import run_lockfile
+    from pinbench.registry import service
+    from pinbench.registry.manifest import parse_manifest
+    from pinbench.registry.request import parse_request
+
+    ws = published_workspace(tmp_path / "home", catalog)
+    try:
+        for doc, folder in ((model, "m"), (dataset, "d")):
+            publish(ws, parse_manifest(doc), manifest_dir=tmp_path / folder, publisher="test")
+        request = {
+            "model": f"{model['name']}@1",
+            "dataset": f"{dataset['name']}@1",
+            "scenario": {"mode": "accuracy", **scenario},
+            "batch_size": batch_size,
+        }
+        run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=lambda _: None)
+        shown: dict[str, Any] = show_run(ws, list_runs(ws)[0]["id"])
+        if outputs is not None:
+            export_here(ws, shown["id"], outputs)
+        return shown
+    finally:
+        ws.close()
+
+
 def copied_workspace(template: Path, root: Path) -> Workspace:
     """A copy under ``root`` of the home and SQLite database ``published_workspace`` made under
     ``template``, open: what a new published workspace holds, in milliseconds instead of a

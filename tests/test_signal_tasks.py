@@ -14,17 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from pinbench.evaluator.records.run_list import list_runs
-from pinbench.evaluator.records.run_view import show_run
-from pinbench.evaluator.run import run_lockfile
-from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
-from pinbench.registry.publish import publish
-from pinbench.registry.request import parse_request
 from pinbench.tasks.signals import metrics as m
 from pinbench.worker.undefined import UndefinedMetric
-from tests.helpers import published_workspace, write_files
+from tests.helpers import accuracy_run, write_files
 
 # ---------------------------------------------------------------- the metrics, case by case
 
@@ -144,21 +138,7 @@ def _dataset(root: Path, task: str, x: np.ndarray, ref: np.ndarray, **labels: An
 def _run(
     tmp_path: Path, catalog_dir: Path, model: Any, dataset: Any, **scenario: Any
 ) -> dict[str, Any]:
-    ws = published_workspace(tmp_path / "home", catalog_dir)
-    try:
-        for doc, folder in ((model, "m"), (dataset, "d")):
-            publish(ws, parse_manifest(doc), manifest_dir=tmp_path / folder, publisher="test")
-        request = {
-            "model": f"{model['name']}@1",
-            "dataset": f"{dataset['name']}@1",
-            "scenario": {"mode": "accuracy", **scenario},
-            "batch_size": 2,
-        }
-        run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=lambda _: None)
-        shown: dict[str, Any] = show_run(ws, list_runs(ws)[0]["id"])
-        return shown
-    finally:
-        ws.close()
+    return accuracy_run(tmp_path, catalog_dir, model, dataset, **scenario)
 
 
 def test_an_enhancement_models_run_scores_si_sdr_and_snr_as_torchmetrics(

@@ -13,20 +13,13 @@ import msgspec
 import numpy as np
 import pytest
 
-from pinbench.evaluator.records.run_list import list_runs
-from pinbench.evaluator.records.run_outputs import export_here
-from pinbench.evaluator.records.run_view import show_run
-from pinbench.evaluator.run import run_lockfile
 from pinbench.evaluator.runners.process import EvaluationFailed
-from pinbench.registry import service
 from pinbench.registry.manifest import parse_manifest
 from pinbench.registry.manifest_parts import ManifestError
 from pinbench.registry.ports import Input
-from pinbench.registry.publish import publish
-from pinbench.registry.request import parse_request
 from pinbench.worker.pipeline import preprocess
 from pinbench.worker.pipeline_errors import PipelineError
-from tests.helpers import published_workspace, write_files
+from tests.helpers import accuracy_run, write_files
 from tests.package_models import package_file
 
 ICLABEL = "mne_icalabel/iclabel/network/assets/ICLabelNet.onnx"
@@ -207,22 +200,11 @@ def _labelled(root: Path, name: str, x: np.ndarray, classes: int) -> dict[str, A
 def _answers(
     tmp_path: Path, catalog_dir: Path, model: Any, dataset: Any, batch_size: int
 ) -> tuple[dict[str, Any], np.ndarray]:
-    ws = published_workspace(tmp_path / "home", catalog_dir)
-    try:
-        for doc, folder in ((model, "m"), (dataset, "d")):
-            publish(ws, parse_manifest(doc), manifest_dir=tmp_path / folder, publisher="test")
-        request = {
-            "model": f"{model['name']}@1",
-            "dataset": f"{dataset['name']}@1",
-            "scenario": {"mode": "accuracy", "name": "Offline"},  # batches of batch_size
-            "batch_size": batch_size,
-        }
-        run_lockfile(ws, service.lock(ws, parse_request(request))[0], say=lambda _: None)
-        shown: dict[str, Any] = show_run(ws, list_runs(ws)[0]["id"])
-        export_here(ws, shown["id"], tmp_path / "outputs.npy")
-        return shown, np.load(tmp_path / "outputs.npy", allow_pickle=False)
-    finally:
-        ws.close()
+    out = tmp_path / "outputs.npy"  # Offline: LoadGen issues every sample, cut in batches
+    shown = accuracy_run(
+        tmp_path, catalog_dir, model, dataset, batch_size=batch_size, outputs=out, name="Offline"
+    )
+    return shown, np.load(out, allow_pickle=False)
 
 
 @pytest.mark.parametrize("order", ["view-major", "sample-major"])

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,10 +40,10 @@ from pinbench.artifacts.canonical import canonical_json
 from pinbench.artifacts.digest import Digest
 from pinbench.errors import UserError
 from pinbench.registry.ports import Input, Output
-from pinbench.trace.events import FrameworkTrace
 from pinbench.worker.named import NamedInputs
 from pinbench.worker.predictors.base import Batch, Outputs, Predictor
 from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.wrapping import Wrapping
 from pinbench.worker.samples import Samples
 from pinbench.worker.stop import Stop
 
@@ -242,26 +241,21 @@ class _Call(NamedInputs):
         self.arrays = arrays
 
 
-class Fed(Predictor):
+class Fed(Wrapping):
     """A predictor whose model has constant, state or streamed inputs: each call's inputs are
     completed (constants, states) and a streamed sample is fed chunk by chunk (see the
-    module's docstring). Loading, profiling and closing are the wrapped predictor's."""
+    module's docstring)."""
 
     NAME: ClassVar[str] = "fed"
     TITLE: ClassVar[str] = "inputs that are not samples"
-    FORMATS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, inner: Predictor, plan: Plan, windows: Array | None) -> None:
         if plan.stream is not None and windows is None:
             raise ValueError("a streamed input needs its windows")
-        self.inner = inner
+        super().__init__(inner)
         self.plan = plan
         self.windows = windows
         self._zeros: dict[int, dict[str, Array]] = {}
-
-    @classmethod
-    def framework_version(cls) -> str:
-        raise TypeError("ask the wrapped predictor's class")
 
     def open(self, model: ModelFiles, options: PredictorOptions) -> None:
         """Open the wrapped predictor with the carried states' outputs read beside the
@@ -269,15 +263,6 @@ class Fed(Predictor):
         ``next``)."""
         extra = tuple(Output(name=s.port) for s in self.plan.states if s.port is not None)
         self.inner.open(replace(model, outputs=(*model.outputs, *extra)), options)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def start_profiling(self, scratch: Path) -> None:
-        self.inner.start_profiling(scratch)
-
-    def stop_profiling(self) -> FrameworkTrace:
-        return self.inner.stop_profiling()
 
     def check_input(self, batch: Batch) -> None:
         per_sample, rows = self._per_sample(batch)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -22,11 +21,10 @@ import numpy as np
 from pinbench.errors import UserError
 from pinbench.registry.ports import Input, Output
 from pinbench.registry.row_rules import views_of
-from pinbench.trace.events import FrameworkTrace
 from pinbench.worker import stream
 from pinbench.worker.named import NamedInputs
-from pinbench.worker.predictors.base import Batch, Outputs, Port, Predictor
-from pinbench.worker.predictors.config import ModelFiles, PredictorOptions
+from pinbench.worker.predictors.base import Batch, Outputs, Predictor
+from pinbench.worker.predictors.wrapping import Wrapping
 
 Array = np.ndarray
 
@@ -60,36 +58,15 @@ def plan_of(inputs: Sequence[Input], outputs: Sequence[Output]) -> Plan | None:
     return Plan(len(first.transforms), first.order == "view-major", frozenset(found), reduce)
 
 
-class Viewed(Predictor):
-    """A predictor whose model takes each sample as ``k`` rows (see the module's docstring).
-    Loading, profiling and closing are the wrapped predictor's."""
+class Viewed(Wrapping):
+    """A predictor whose model takes each sample as ``k`` rows (see the module's docstring)."""
 
     NAME: ClassVar[str] = "viewed"
     TITLE: ClassVar[str] = "test-time views"
-    FORMATS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, inner: Predictor, plan: Plan) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.plan = plan
-
-    @classmethod
-    def framework_version(cls) -> str:
-        raise TypeError("ask the wrapped predictor's class")
-
-    def open(self, model: ModelFiles, options: PredictorOptions) -> None:
-        self.inner.open(model, options)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def start_profiling(self, scratch: Path) -> None:
-        self.inner.start_profiling(scratch)
-
-    def stop_profiling(self) -> FrameworkTrace:
-        return self.inner.stop_profiling()
-
-    def input_ports(self) -> Sequence[Port]:
-        return self.inner.input_ports()
 
     def check_input(self, batch: Batch) -> None:
         self.inner.check_input(self._rows(batch))
