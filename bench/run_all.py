@@ -52,6 +52,7 @@ BENCHMARKS = (
     "bench_sandbox",
     "bench_audits",
     "bench_local_sandbox",
+    "bench_clip_lengths",
 )
 
 OWN_ARGUMENTS: dict[str, Callable[[int, bool], list[str]]] = {
