@@ -117,6 +117,7 @@ MICRO_BATCHES = between(1, 65_536, "at most one sample per micro-batch of the la
 TRANSFORM_STEPS = between(1, 1000, "steps compared with and without a transformation")
 WORKERS = between(1, 64, "processes on 127.0.0.1 or Ray agents; past 64 no benchmark here")
 AVERAGE_EVERY = between(1, 100_000, "model averaging at least once in 100,000 steps")
+RANK_SYSTEMS = between(1, 64, "one system per worker at most")
 MAX_NEW_TOKENS = between(1, 65_536, "tokens one answer may hold; the longest contexts are 128k")
 TEMPERATURE = Bound(0, 100, "a softmax temperature; 0 is greedy (say sampling: greedy)", True)
 GENERATION_TOP_K = between(1, 1_000_000, "past the largest vocabularies (256k tokens)")
@@ -241,6 +242,7 @@ TABLE: Final[dict[str, Bound]] = {
     "training.transform.steps": TRANSFORM_STEPS,
     "distributed.workers": WORKERS,
     "distributed.average_every": AVERAGE_EVERY,
+    "distributed.systems": RANK_SYSTEMS,
     "generation.max_new_tokens": MAX_NEW_TOKENS,
     "generation.temperature": TEMPERATURE,
     "generation.top_k": GENERATION_TOP_K,

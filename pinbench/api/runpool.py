@@ -159,10 +159,12 @@ class RunPool:
         retries: int = 1,
     ) -> list[str]:
         """Queue one run per system of the cluster that ``on`` names (``all``: every live
-        system meeting the lockfile's placement); their ids. Nothing is queued unless every
-        named system meets it."""
+        system meeting the lockfile's placement), or per group of systems a training's ranks
+        are spread over (``spread.runs_of``); their ids. Nothing is queued unless every named
+        system meets it."""
         from pinbench.cluster.dispatch import OnSystem
         from pinbench.cluster.placement import choose_for
+        from pinbench.cluster.spread import runs_of
 
         cluster = self.cluster
         if cluster is None:
@@ -172,11 +174,12 @@ class RunPool:
         check_server_policy(lock, self.allow_pickle, self.allow_code)
         candidates = systems_of(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
-        ids = [str(uuid.uuid4()) for _ in systems]
+        runs = runs_of(lock, systems, named=on != ["all"])
+        ids = [str(uuid.uuid4()) for _ in runs]
         self._take(ids, user)
         queued: list[str] = []
         try:
-            for run_id, system in zip(ids, systems, strict=True):
+            for run_id, (system, *peers) in zip(ids, runs, strict=True):
                 self._queue(lock, run_id, runner, trace, user, system=system)
                 queued.append(run_id)
                 where = OnSystem(
@@ -185,9 +188,11 @@ class RunPool:
                     cluster.agent_url,
                     cluster.token,
                     allowed=self.runners,
+                    peers=tuple(peers),
                 )
                 named = None if on == ["all"] else systems  # a retry stays among these
-                self._dispatch(user, (run_id, lock, runner, trace, where, retries, named))
+                again = 0 if peers else retries  # a spread run is not retried (decision 317)
+                self._dispatch(user, (run_id, lock, runner, trace, where, again, named))
         except BaseException:
             with self._lock:
                 for run_id in set(ids) - set(queued):

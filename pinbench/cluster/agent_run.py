@@ -92,6 +92,7 @@ def run_here(
     warm: WarmPool | None = None,
     price: Price | None = None,
     audit: bool = False,
+    ranks: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run a lockfile on this agent; the packed results: ``files`` (name → bytes, as
     ``write_results`` wrote them), ``environment``, ``host`` and ``fetched`` (blobs
@@ -100,17 +101,25 @@ def run_here(
     ``host_word``). A failure before the evaluation (a blob refused) raises (the actor answers
     it as data, ``pinbench.cluster.answer``). ``price``: the agent's declared price, recorded
     in the results' details (``cost``). ``audit``: MLPerf's audits for a run whose model would
-    not have them (``run --audit``)."""
+    not have them (``run --audit``). ``ranks``: this agent's share of a training run's ranks
+    spread over systems (``training.distributed.placement``), checked before any fetch."""
     import dataclasses
 
     from pinbench.cluster.host_word import pack, without_host_only
     from pinbench.evaluator.host import host_facts
     from pinbench.evaluator.runners import runner_named
     from pinbench.evaluator.server_runner import choose_server_runner
+    from pinbench.training.distributed.placement import BadPlacement, parse, placed
     from pinbench.worker.job import Evidence
     from pinbench.worker.results import write_results
 
     lock = Lockfile.from_bytes(lock_bytes, source="the lockfile the server sent")
+    placement = None if ranks is None else parse(ranks)
+    distributed = lock.body.request.distributed
+    if placement is not None and distributed is not None:
+        placement.check(distributed)
+    elif placement is not None:
+        raise BadPlacement(reason="the lockfile trains no distributed run")
     ws = Workspace(Settings(home=cache, database_url=f"sqlite:///{cache / 'unused.db'}"))
     try:
         ws.store.create()
@@ -123,18 +132,19 @@ def run_here(
         error = None
         try:
             execute = runner_named(chosen)
-            execute(
-                ws,
-                lock,
-                evidence,
-                say,
-                trace,
-                allow_pickle=allow_pickle,
-                allow_code=allow_code,
-                stop=stop,
-                warm=warm,
-                audit=audit,
-            )
+            with placed(placement):
+                execute(
+                    ws,
+                    lock,
+                    evidence,
+                    say,
+                    trace,
+                    allow_pickle=allow_pickle,
+                    allow_code=allow_code,
+                    stop=stop,
+                    warm=warm,
+                    audit=audit,
+                )
         except RunStopped:
             raise  # the server asked: it records the run as it ends there
         except PinbenchError as exc:

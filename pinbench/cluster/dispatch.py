@@ -37,6 +37,8 @@ MAX_ENVIRONMENT_BYTES = 64 * 1024
 FETCH_ALLOWANCE_S = 1800.0
 """Time an agent may take, beyond the lockfile's ``limits.timeout_s``, to fetch its blobs."""
 CANCEL_S = 5.0
+PEER_GRACE_S = 10.0
+"""How long a spread run whose other system failed waits for rank 0's system to say why."""
 """How long a run that stops waits for its agent to take the cancel (the server may be
 stopping: its process must not end with the agent still measuring, unknowing)."""
 
@@ -70,7 +72,7 @@ class AgentTimedOut(SystemFailure):
         )
 
 
-def _lost(ray: Any) -> tuple[type[BaseException], ...]:
+def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     """Ray's errors that mean the agent's actor, its worker process or its node is gone (or
     the answer with it): the only ones that make a system lost, and a run worth retrying."""
     e = ray.exceptions
@@ -83,7 +85,7 @@ def _lost(ray: Any) -> tuple[type[BaseException], ...]:
     )
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """An agent's text as the server logs and records it: one line, at most MAX_TEXT chars."""
     line = "".join(c if c.isprintable() else " " for c in text)
     return line[:MAX_TEXT]
@@ -109,6 +111,8 @@ class OnSystem:
     allowed: tuple[str, ...] = ("local", "venv", "docker")
     """The runners the server allows (``serve --runners``): ``auto`` picks among them only."""
     host: dict[str, Any] = field(default_factory=dict)
+    peers: tuple[str, ...] = ()
+    """A training run's other systems, whose ranks meet this one's rank 0 (``spread``)."""
 
     def __call__(
         self,
@@ -135,20 +139,51 @@ class OnSystem:
             actor = ray.get_actor(actor_name(self.system), namespace=NAMESPACE)
         except ValueError:
             raise SystemLost(self.system, "its agent is not in the cluster") from None
+        args: tuple[Any, ...] = (lock.canonical, self.server, self.token, self.runner, trace)
+        args += (allow_pickle, self.allowed, allow_code)
+        ranks, peers = None, None
+        if self.peers:
+            from pinbench.cluster.spread import Peers, rendezvous
+
+            systems = (self.system, *self.peers)
+            placements = rendezvous(ray, actor, systems, lock)
+            ranks, peers = placements[0], Peers(ray, self.peers)
+            actors = {s: self._actor(ray, s) for s in self.peers}
+            peers.start(actors, args, placements[1:])
+            say(f"ranks spread over systems {', '.join(systems)}")
         say(f"sent to system {self.system}")
         ticket = uuid.uuid4().hex  # names this evaluation to the agent: progress, cancel
-        done = actor.run.remote(
-            lock.canonical,
-            self.server,
-            self.token,
-            self.runner,
-            trace,
-            allow_pickle,
-            self.allowed,
-            allow_code,
-            audit,
-            ticket,
-        )
+        done = actor.run.remote(*args, audit, ticket, ranks)
+        try:
+            self._wait(ray, actor, done, ticket, lock, stop, say, peers)
+            packed = self._answer(ray, done, stop)
+            if peers is not None:
+                peers.finish()
+        except BaseException as exc:
+            if peers is not None:
+                peers.cancel(str(exc) or type(exc).__name__)
+            raise
+        self._take(ws, lock, evidence, packed)
+
+    def _actor(self, ray: Any, system: str) -> Any:
+        try:
+            return ray.get_actor(actor_name(system), namespace=NAMESPACE)
+        except ValueError:
+            raise SystemLost(system, "its agent is not in the cluster") from None
+
+    def _wait(
+        self,
+        ray: Any,
+        actor: Any,
+        done: Any,
+        ticket: str,
+        lock: Lockfile,
+        stop: Stop,
+        say: Say,
+        peers: Any,
+    ) -> None:
+        """Until the agent answers: its progress relayed, the stop and deadline watched, and
+        a spread run's other systems (``peers``) checked."""
         shown = ""
         deadline = time.monotonic() + lock.body.limits.timeout_s + FETCH_ALLOWANCE_S
         while not ray.wait([done], timeout=POLL_S)[0]:
@@ -156,6 +191,8 @@ class OnSystem:
                 stop.check()
                 if time.monotonic() > deadline:
                     raise AgentTimedOut(self.system, lock.body.limits.timeout_s)
+                if peers is not None:
+                    self._check_peers(ray, done, stop, peers)
             except PinbenchError as exc:  # a cancel, the server stopping, the deadline
                 with contextlib.suppress(Exception):  # the agent stops its evaluation too
                     ray.get(actor.cancel.remote(str(exc), ticket), timeout=CANCEL_S)  # and says so
@@ -166,10 +203,24 @@ class OnSystem:
                 continue  # the result tells whether the agent is gone
             if isinstance(text, str) and text and text != shown:
                 shown = text
-                say(f"{self.system}: {_printable(text)}")
+                say(f"{self.system}: {printable(text)}")
+
+    def _check_peers(self, ray: Any, done: Any, stop: Stop, peers: Any) -> None:
+        """A spread run's other system that failed fails it; but rank 0's own error, where
+        its system answers within ``PEER_GRACE_S``, is the one the run records (a peer's ranks
+        mostly fail because rank 0's did)."""
+        try:
+            peers.check()
+        except PinbenchError as failed:
+            if ray.wait([done], timeout=PEER_GRACE_S)[0]:
+                self._answer(ray, done, stop)
+            raise failed from None
+
+    def _answer(self, ray: Any, done: Any, stop: Stop) -> Any:
+        """The agent's packed results; its error raised as the run's."""
         try:
             answer = ray.get(done)
-        except _lost(ray) as exc:  # the actor, its worker or its node is gone
+        except lost_errors(ray) as exc:  # the actor, its worker or its node is gone
             raise SystemLost(self.system, type(exc).__name__) from None
         except ray.exceptions.RayTaskError as exc:  # not an answer: raised past ``Agent.run``
             cause = exc.cause if isinstance(exc.cause, BaseException) else exc
@@ -186,11 +237,11 @@ class OnSystem:
                 stop.check()  # the server's own stop (cancel, shutdown) is what it records
             raise AgentFailed(
                 system=self.system,
-                reason=_printable(error.message),
-                agent=_printable(error.type),
+                reason=printable(error.message),
+                agent=printable(error.type),
                 exit_code=error.exit_code,
             )
-        self._take(ws, lock, evidence, read_ok(answer))
+        return read_ok(answer)
 
     def _take(self, ws: Workspace, lock: Lockfile, evidence: Evidence, packed: Any) -> None:
         from pinbench.artifacts.scratch import scratch_directory

@@ -125,9 +125,10 @@ def choose_for(
     body: LockBody, candidates: Sequence[Candidate], on: Sequence[str] | None
 ) -> list[str]:
     """``choose`` for a lockfile: its system constraints, and a distributed training run's
-    workers, all started on the one system that runs it (one core each)."""
+    workers each system starts (one core each): all of them, or their share where the run
+    spreads them over systems (``cluster.spread``)."""
     distributed = body.request.distributed
-    workers = 1 if distributed is None else distributed.workers
+    workers = 1 if distributed is None else distributed.per_system
     return choose(body.system, candidates, on, workers=workers)
 
 

@@ -195,6 +195,13 @@ class Agent:
     def facts(self) -> dict[str, Any]:
         return self._facts
 
+    def rendezvous(self) -> dict[str, Any]:
+        """Where a training's rank 0 on this machine will meet ranks on others (``spread``)."""
+        from pinbench.training.distributed.placement import free_port
+
+        address = ray_module().util.get_node_ip_address()
+        return {"address": address, "port": free_port(address)}
+
     def close(self) -> None:
         """End the warm evaluators (a container would otherwise outlive the agent)."""
         if self._warm is not None:
@@ -233,10 +240,12 @@ class Agent:
         allow_code: bool = False,
         audit: bool = False,
         ticket: str = "",
+        ranks: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Run a lockfile here; the answer as plain data (``pinbench.cluster.answer``): an
         error is never raised to the server, where Ray would have to unpickle it. ``ticket``:
-        the server's name for this evaluation, which its ``progress`` and ``cancel`` give."""
+        the server's name for this evaluation, which its ``progress`` and ``cancel`` give;
+        ``ranks``: this machine's share of a training's ranks (``placement``)."""
         from pinbench.cluster.agent_run import run_here
         from pinbench.cluster.answer import answer_error, answer_ok
         from pinbench.worker.stop import RunStopped, Stop
@@ -276,6 +285,7 @@ class Agent:
                     warm=self._warm,
                     price=self.price,
                     audit=audit,
+                    ranks=ranks,
                 )
             except Exception as exc:  # every error the evaluation raises: the server's to record
                 return answer_error(exc)

@@ -84,13 +84,20 @@ def drop_unset_builder(model: object) -> None:
         drop_unset(model["builder"], LATE_BUILDER_FIELDS)
 
 
+LATE_DISTRIBUTED_FIELDS = ("systems",)
+"""A training request's ``distributed`` fields added likewise (ranks spread over systems)."""
+
+
 def drop_unset_request_parts(data: dict[str, Any]) -> None:
-    """``drop_unset`` of the late fields of a request's ``generation`` and of its chain's
-    stages (plain data), for every digest made of a request (its lockfile's, a sweep's id)."""
+    """``drop_unset`` of the late fields of a request's ``generation``, ``distributed`` and
+    of its chain's stages (plain data), for every digest made of a request (its lockfile's,
+    a sweep's id)."""
     for stage in (data.get("chain") or {}).get("stages", []):
         drop_unset(stage, LATE_STAGE_FIELDS)
     if isinstance(data.get("generation"), dict):
         drop_unset(data["generation"], LATE_GENERATION_FIELDS)
+    if isinstance(data.get("distributed"), dict):
+        drop_unset(data["distributed"], LATE_DISTRIBUTED_FIELDS)
 
 
 def drop_unset(data: dict[str, Any], names: tuple[str, ...]) -> None:

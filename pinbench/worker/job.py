@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from pinbench.training.distributed.placement import RankPlacement
     from pinbench.worker.memory import PeakMemory
     from pinbench.worker.predictors.config import ModelFiles
     from pinbench.worker.remote_test import RemoteTest
@@ -62,6 +63,9 @@ class Job:
     memory: PeakMemory | None = None
     """The evaluation's peak memory (``measure``): an evaluator marks where its model's loading
     begins (``PeakMemory.model_loading``)."""
+    ranks: RankPlacement | None = None
+    """A training run whose ranks are spread over systems: this system's share
+    (``training.distributed.placement``); None: every rank here."""
 
     @property
     def log_dir(self) -> Path:

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -37,6 +38,9 @@ from pinbench.worker.measure import measure
 from pinbench.worker.model_folder import own_folder
 from pinbench.worker.results import JobFile, write_results
 from pinbench.worker.source import evaluator_digest
+
+if TYPE_CHECKING:
+    from pinbench.training.distributed.placement import RankPlacement
 
 
 class TamperedInput(UserError):
@@ -208,6 +212,7 @@ def main(argv: list[str]) -> int:
                 allow_pickle=spec.allow_pickle,
                 allow_code=spec.allow_code,
                 remote=remote,
+                ranks=_ranks(spec.ranks),
             )
             measure(job, evidence, _say)
     except PinbenchError as exc:
@@ -216,6 +221,13 @@ def main(argv: list[str]) -> int:
         error = _without(f"{type(exc).__name__}: {exc}", hidden)
     write_results(out, lock.digest.hex, evidence, error, environment_facts())
     return 1 if error else 0
+
+
+def _ranks(data: dict[str, object] | None) -> RankPlacement | None:
+    """The job's rank placement, parsed (``BadPlacement`` fails the run naming it)."""
+    from pinbench.training.distributed.placement import parse
+
+    return None if data is None else parse(data)
 
 
 if __name__ == "__main__":

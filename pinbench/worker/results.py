@@ -89,6 +89,9 @@ class JobFile(
     clock_socket: str = ""
     """The host keeps the clock across a Unix socket at this path (a container, which inherits
     no descriptor: ``runners.clock_link``); empty: not."""
+    ranks: dict[str, Any] | None = None
+    """A training run whose ranks are spread over systems: this system's share, as
+    ``training.distributed.placement.RankPlacement`` (parsed there); None: every rank here."""
 
 
 class ChromeTrace(msgspec.Struct, frozen=True):

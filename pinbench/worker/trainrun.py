@@ -50,9 +50,25 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
     job.stop.check()
     start = TrainModel(format=model.format, architecture=model.architecture, paths=job.model_paths)
     data = TrainData(x_train=x_train, y_train=y_train, x_val=x_val, y_val=y_val)
+    distributed = body.request.distributed
+    if job.ranks is not None and distributed is not None and not job.ranks.leads:
+        from pinbench.training.distributed.launch import train_ranks
+
+        # another system's rank 0 records the run: this one trains its share and says so
+        train_ranks(
+            spec,
+            distributed,
+            start,
+            data,
+            job.ranks,
+            threads=body.threads,
+            check=job.stop.check,
+            say=say,
+        )
+        evidence.details["ranks"] = {"first": job.ranks.first, "count": job.ranks.count}
+        return
     if spec.transform is not None:
         _validate_transform(job, evidence, say, start, data)
-    distributed = body.request.distributed
     if distributed is None:
         result = train(
             spec, env.framework, start, data, threads=body.threads, check=job.stop.check, say=say
@@ -61,7 +77,14 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
         from pinbench.training.distributed.launch import train_distributed
 
         result, record = train_distributed(
-            spec, distributed, start, data, threads=body.threads, check=job.stop.check, say=say
+            spec,
+            distributed,
+            start,
+            data,
+            threads=body.threads,
+            check=job.stop.check,
+            say=say,
+            placement=job.ranks,
         )
         evidence.details["distributed"] = msgspec.to_builtins(record)
         evidence.metrics.update(record.metrics())

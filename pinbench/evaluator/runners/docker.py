@@ -130,7 +130,14 @@ def run(
     the container: ``clock_link``) of a run whose model carries code, and of any run with
     ``audit``, and audits it as the local and venv runners do (TEST04, TEST01's twin)."""
     from pinbench.evaluator.runners.clock_link import keeps_clock
+    from pinbench.training.distributed.placement import current
 
+    if current() is not None:
+        raise UserError(
+            "the docker runner does not start ranks that meet other systems' (its container "
+            "has no network): an agent runs a training spread over systems in its sandbox "
+            "(--runner local or venv)"
+        )
     pinned = pinned_image(lock)
     client = connect()
     image = verified_image(client, pinned)

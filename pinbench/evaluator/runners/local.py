@@ -16,11 +16,13 @@ import contextlib
 import platform
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import distributions
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.scratch import scratch_directory
@@ -37,6 +39,7 @@ from pinbench.evaluator.runners.worker_run import run_worker
 from pinbench.processing.consent import needs_code
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.names import Kind
+from pinbench.training.distributed.placement import RankPlacement, current
 from pinbench.worker.job import Evidence, Job, Say
 from pinbench.worker.measure import measure
 from pinbench.worker.model_folder import FOLDER, materialise
@@ -84,6 +87,8 @@ def write_host_job(
     allow_code: bool,
     confine: Confinement | None = None,
     clock: Sequence[int] = (),
+    *,
+    ranks: RankPlacement | None = None,
 ) -> set[str]:
     """The job file at ``path`` for a worker on this machine (the venv runner's, the local
     runner's child): the model's and the stages' folders placed beside it, the data read from
@@ -91,7 +96,8 @@ def write_host_job(
     too (the blob store is not in the sandbox), at neutral names, every path the one the
     worker sees, and the sandbox's own cache for the run, seeded with copies of the entries
     cached for its dataset (``consented.seed_cache``; returned: ``adopt_cache`` takes the
-    rest when it ends). ``clock``: the descriptors of a host-timed test (``host_clock``)."""
+    rest when it ends). ``clock``: the descriptors of a host-timed test (``host_clock``).
+    ``ranks``: this system's share of a training run's ranks (``JobSettings.ranks``)."""
     data = store_paths(ws, lock, Kind.DATASET)
     validation = store_paths(ws, lock, "validation")
     seeded: set[str] = set()
@@ -121,6 +127,7 @@ def write_host_job(
             for name, files in stage_folders(ws, lock, path.parent / "stages").items()
         },
         clock=clock,
+        ranks=None if ranks is None else msgspec.to_builtins(ranks),
     )
     return seeded
 
@@ -133,6 +140,10 @@ class JobSettings:
     trace: str
     allow_pickle: bool
     allow_code: bool
+    ranks: RankPlacement | None = field(default_factory=current)
+    """This system's share of a training run's ranks spread over systems: the placement its
+    agent runs this thread's evaluation with (``placement.placed``); its worker's sandbox
+    then keeps the machine's network."""
 
 
 def run_in_worker(
@@ -221,7 +232,16 @@ class _Worker:
                 s = self.settings
                 fds = clock.worker_fds() if clock is not None else ()
                 written = write_host_job(
-                    ws, lock, job, s.cache, s.trace, s.allow_pickle, s.allow_code, confine, fds
+                    ws,
+                    lock,
+                    job,
+                    s.cache,
+                    s.trace,
+                    s.allow_pickle,
+                    s.allow_code,
+                    confine,
+                    fds,
+                    ranks=s.ranks,
                 )
                 seeded.update(written)
 
@@ -241,6 +261,7 @@ class _Worker:
                     sandboxed=sandboxed,
                     hidden=hidden(ws),
                     clock=clock,
+                    network=self.settings.ranks is not None,
                 )
             finally:
                 self.answered = len(clock.seals) if clock is not None else 0
@@ -324,5 +345,6 @@ def run(
             allow_code=allow_code,
             stop=stop,
             seal=seal,
+            ranks=current(),
         )
         measure(job, evidence, say)

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -257,6 +257,7 @@ def write_job(
     stages: dict[str, dict[str, str]] | None = None,
     clock: Sequence[int] = (),
     clock_socket: str = "",
+    ranks: dict[str, Any] | None = None,
 ) -> None:
     job = JobFile(
         lockfile=lock.canonical.decode("utf-8"),
@@ -270,6 +271,7 @@ def write_job(
         stages=stages or {},
         clock=list(clock),
         clock_socket=clock_socket,
+        ranks=ranks,
     )
     path.write_bytes(msgspec.json.encode(job))
 

@@ -122,13 +122,17 @@ def bwrap() -> str:
         raise SandboxUnavailable(reason=f"bubblewrap (bwrap) is {exc.reason}") from None
 
 
-def record_sandbox(environment: dict[str, Any], sandboxed: bool) -> None:
-    """What a run records of its sandbox: ``bwrap`` or ``none``, and for bubblewrap the
-    program that made it (``bwrap``: its path, sha256 and version)."""
+def record_sandbox(environment: dict[str, Any], sandboxed: bool, network: bool = False) -> None:
+    """What a run records of its sandbox: ``bwrap`` or ``none``, for bubblewrap the program
+    that made it (``bwrap``: its path, sha256 and version), and ``sandbox_network``: ``shared``
+    where the sandbox kept the machine's network (``Confinement.network``)."""
     from pinbench.programs import identity
 
     environment["sandbox"] = "bwrap" if sandboxed else "none"
     environment.pop("bwrap", None)
+    environment.pop("sandbox_network", None)
+    if network:
+        environment["sandbox_network"] = "shared"
     if sandboxed:
         environment["bwrap"] = identity(Path(bwrap())).to_json()
 
@@ -171,6 +175,9 @@ class Confinement:
 
     root: Path
     writable: tuple[str, ...] = ("out", "cache")
+    network: bool = False
+    """The machine's network kept (``--share-net``), for a training run's ranks that meet
+    other systems' (``training.distributed.placement``); everything else stays confined."""
 
     def inside(self, path: Path | str) -> str:
         """Where the host's ``path`` (under ``root``) is inside the sandbox."""
@@ -244,6 +251,7 @@ def wrap(
     args = [
         bwrap(),
         "--unshare-all",
+        *(["--share-net"] if confinement.network else []),
         "--unshare-user",
         "--disable-userns",
         "--uid",

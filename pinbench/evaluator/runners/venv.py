@@ -20,6 +20,7 @@ from pinbench.evaluator.runners.process import JOB, Relay, worker_start
 from pinbench.evaluator.runners.sandbox import Confinement, record_sandbox
 from pinbench.evaluator.warm import ENDED, WarmEvaluator, WarmPool, run_warm
 from pinbench.registry.lockfile import Lockfile
+from pinbench.training.distributed.placement import current
 from pinbench.worker.job import Evidence, Say
 from pinbench.worker.source import evaluator_digest
 from pinbench.worker.stop import Stop
@@ -118,7 +119,8 @@ def run(
     stop = stop or Stop()
 
     sandboxed = sandbox != "none"
-    if warm is not None and not audit:  # a warm evaluator keeps LoadGen beside its model
+    # a warm evaluator keeps LoadGen beside its model, in a sandbox without the network
+    if warm is not None and not audit and current() is None:
 
         def start(root: Path, idle_s: float) -> WarmEvaluator:
             return VenvWarm(root, venv.python, idle_s, hidden(ws), sandboxed)

@@ -45,6 +45,7 @@ def run_worker(
     sandboxed: bool = True,
     hidden: Sequence[Path] = (),
     clock: HostClock | None = None,
+    network: bool = False,
 ) -> None:
     """One worker process on this machine, for one job: ``write`` writes the job file at the
     path it is given (with the paths the worker sees: inside the sandbox when one is given);
@@ -52,10 +53,11 @@ def run_worker(
     the host watches ``watch`` (``guard.watched``; a sandboxed worker can change none of it),
     and its results are read into ``evidence``. ``inherit``: as ``worker_start``'s.
     ``sandboxed``: in the sandbox (``runners.sandbox``) over ``root``, hiding ``hidden``.
-    ``clock``: the host times the test (``host_clock``); its figures replace the worker's."""
+    ``clock``: the host times the test (``host_clock``); its figures replace the worker's.
+    ``network``: the sandbox keeps the machine's network (``Confinement.network``)."""
     root = root.absolute()  # bubblewrap starts in the worker's folder: a relative home's paths
     job, out = root / JOB, root / "out"
-    confine = Confinement(root) if sandboxed else None
+    confine = Confinement(root, network=network) if sandboxed else None
     if confine is not None:
         confine.prepare()
     else:
@@ -69,7 +71,7 @@ def run_worker(
         confine=confine,
         hidden=hidden,
     )
-    record_sandbox(evidence.environment, confine is not None)
+    record_sandbox(evidence.environment, confine is not None, network and confine is not None)
     with watched(watch):
         started = time.monotonic_ns()
         peak: list[int] = []

@@ -1,6 +1,10 @@
 """``train_distributed``: one training spec run by ``workers`` processes on 127.0.0.1, each a
 rank of one gloo process group (``worker.run_rank``), their records assembled into the
-``TrainingResult`` a single-process run returns and a ``DistributedRecord``.
+``TrainingResult`` a single-process run returns and a ``DistributedRecord``. Where a
+``placement`` spreads the ranks over systems (decision 317), each system starts its own share:
+the one with rank 0 through ``train_distributed`` (it records the run), the others through
+``train_ranks``; they meet at rank 0's address, each rank listening on the interface that
+reaches it.
 
 Processes are started by ``multiprocessing``'s fork server (``START_METHOD``): a fresh
 interpreter, started by the process that launches trainings at its first (``server``: again
@@ -8,8 +12,9 @@ when what a rank inherits from it changed), imports PyTorch and the rank's code 
 without running an operation, and forks each rank from there. A rank is thus
 a clean process as spawn's are (PyTorch's threads, which do not survive a fork, start at a
 rank's first operation), without importing PyTorch again: 2.7 s of CPU per rank that spawn
-paid (docs/benchmarks.md §15g, ``bench/bench_rank_start.py``). Ranks talk through
-``tcp://127.0.0.1:PORT`` on a free port, and report through one queue. The first rank to
+paid (docs/benchmarks.md §15g, ``bench/bench_rank_start.py``). Ranks on one machine talk
+through ``tcp://127.0.0.1:PORT`` on a free port; rank 0 reports every rank's figures (gathered
+as tensors) through one queue. The first rank to
 fail ends the others, and its error (pinbench's errors pickle with their data) is raised
 here; so is ``check``'s, polled while they train.
 
@@ -33,6 +38,11 @@ from pinbench.errors import UserError
 from pinbench.specs.distributed import DistributedSpec, check_workers_here
 from pinbench.specs.training import TrainingSpec
 from pinbench.training.data import TrainData, TrainModel, check_arrays
+from pinbench.training.distributed.placement import (
+    BadPlacement,
+    RankPlacement,
+    interface_toward,
+)
 from pinbench.training.distributed.server import rank_context
 from pinbench.training.distributed.worker import EpochShard, RankJob, RankSummary, run_rank
 from pinbench.training.errors import InvalidThreads
@@ -82,7 +92,11 @@ class DistributedRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
     ``steps`` per worker over the run; ``bytes_per_step`` the payload bytes one worker hands
     to collectives per step (``schemes``' accounting), ``parameter_bytes`` P;
     ``throughput_sps_per_worker`` each rank's samples per second of its training time;
-    ``step_time_s`` the run's training time over its steps."""
+    ``step_time_s`` the run's training time over its steps; ``collective_s_per_worker`` each
+    rank's seconds inside the scheme's collectives and ``collective_share`` their sum over
+    the ranks' training time (the network's share of a step with the waits it brings; None
+    for ``ddp``: ``schemes``); ``systems`` the cluster systems the ranks were spread over,
+    rank 0's first (empty: every rank on one machine)."""
 
     scheme: str
     workers: int
@@ -95,15 +109,21 @@ class DistributedRecord(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
     bytes_total: int
     throughput_sps_per_worker: list[float]
     step_time_s: float
+    collective_s_per_worker: list[float] | None = None
+    collective_share: float | None = None
+    systems: list[str] = msgspec.field(default_factory=list)
 
     def metrics(self) -> dict[str, float]:
         per_worker = self.throughput_sps_per_worker
-        return {
+        figures = {
             "workers": float(self.workers),
             "bytes_per_step": self.bytes_per_step,
             "throughput_sps_per_worker": sum(per_worker) / len(per_worker),
             "step_time_s": self.step_time_s,
         }
+        if self.collective_share is not None:
+            figures["collective_share"] = self.collective_share
+        return figures
 
 
 def train_distributed(
@@ -115,19 +135,19 @@ def train_distributed(
     threads: int | None = None,
     check: Callable[[], None] = lambda: None,
     say: Callable[[str], None] = print,
+    placement: RankPlacement | None = None,
 ) -> tuple[TrainingResult, DistributedRecord]:
-    """Train as ``run.train`` does, with ``distributed.workers`` ranks on this machine.
-    Raises ``TooManyWorkers`` and the data/thread errors before any process starts,
-    ``TrainingDiverged`` or ``WorkerFailed`` from a rank."""
+    """Train as ``run.train`` does, with ``distributed.workers`` ranks on this machine, or
+    its share of them where ``placement`` spreads them over systems and this one leads (rank
+    0: ``train_ranks`` starts the others' share). Raises ``TooManyWorkers`` and the
+    data/thread errors before any process starts, ``TrainingDiverged`` or ``WorkerFailed``
+    from a rank."""
     from pinbench.training.frameworks.torch import version
 
-    check_workers_here(distributed)
-    if threads is not None and (threads < 1 or (spec.deterministic and threads != 1)):
-        reason = "must be >= 1" if threads < 1 else "a deterministic run uses one thread"
-        raise InvalidThreads(threads=threads, reason=reason)
-    check_arrays(data)
-    job = RankJob(spec, distributed, model, data, _free_port(), threads)
-    shards, summaries, weights = _run(job, check, say)
+    job = _job(spec, distributed, model, data, threads, placement)
+    if placement is not None and not placement.leads:
+        raise BadPlacement(reason=f"rank 0 is not on this system (ranks {placement.first}..)")
+    shards, summaries, weights = _run(job, _local(distributed, placement), check, say)
     epochs = _epochs(shards, distributed.workers)
     reached = next(
         (e.epoch for e in epochs if spec.target_top1 and e.val_top1 >= spec.target_top1), None
@@ -150,51 +170,126 @@ def train_distributed(
         weights_format="safetensors",
         weights_sha256=hashlib.sha256(weights).hexdigest(),
     )
+    return result, _record(distributed, spec.batch_size, shards, summaries, placement)
+
+
+def train_ranks(
+    spec: TrainingSpec,
+    distributed: DistributedSpec,
+    model: TrainModel,
+    data: TrainData,
+    placement: RankPlacement,
+    *,
+    threads: int | None = None,
+    check: Callable[[], None] = lambda: None,
+    say: Callable[[str], None] = print,
+) -> None:
+    """Start this system's share of a run whose rank 0 is another system's
+    (``placement``), and return when they have trained: the run's records are rank 0's."""
+    job = _job(spec, distributed, model, data, threads, placement)
+    if placement.leads:
+        raise BadPlacement(reason="rank 0 is on this system: it trains with train_distributed")
+    say(
+        f"ranks {placement.first}..{placement.first + placement.count - 1} of "
+        f"{distributed.workers}, meeting rank 0 on {placement.systems[0]} at {placement.address}"
+    )
+    _run(job, _local(distributed, placement), check, say)
+
+
+def _job(
+    spec: TrainingSpec,
+    distributed: DistributedSpec,
+    model: TrainModel,
+    data: TrainData,
+    threads: int | None,
+    placement: RankPlacement | None,
+) -> RankJob:
+    """The job every local rank is handed, once what it holds is checked."""
+    if placement is not None:
+        placement.check(distributed)
+    check_workers_here(distributed, spread=placement is not None)
+    if threads is not None and (threads < 1 or (spec.deterministic and threads != 1)):
+        reason = "must be >= 1" if threads < 1 else "a deterministic run uses one thread"
+        raise InvalidThreads(threads=threads, reason=reason)
+    check_arrays(data)
+    if placement is None:
+        return RankJob(spec, distributed, model, data, _free_port(), threads)
+    interface = interface_toward(placement.address)
+    return RankJob(
+        spec, distributed, model, data, placement.port, threads, placement.address, interface
+    )
+
+
+def _local(distributed: DistributedSpec, placement: RankPlacement | None) -> range:
+    if placement is None:
+        return range(distributed.workers)
+    return range(placement.first, placement.first + placement.count)
+
+
+def _record(
+    distributed: DistributedSpec,
+    batch_size: int,
+    shards: list[list[EpochShard]],
+    summaries: list[RankSummary],
+    placement: RankPlacement | None,
+) -> DistributedRecord:
     steps = summaries[0].steps
     sent = [s.sent_bytes for s in summaries]
-    record = DistributedRecord(
+    train_s = [sum(s.train_s for s in shards[r]) for r in range(distributed.workers)]
+    waited = [s.collective_s for s in summaries]
+    known = [w for w in waited if w is not None]
+    share = None
+    if len(known) == len(waited) and sum(train_s) > 0:
+        share = sum(known) / sum(train_s)
+    total = sum(e.train_s for e in _epochs(shards, distributed.workers))
+    return DistributedRecord(
         scheme=distributed.scheme,
         workers=distributed.workers,
         average_every=distributed.average_every,
-        batch_size_per_worker=spec.batch_size,
-        global_batch_size=spec.batch_size * distributed.workers,
+        batch_size_per_worker=batch_size,
+        global_batch_size=batch_size * distributed.workers,
         steps=steps,
         parameter_bytes=summaries[0].parameter_bytes,
         bytes_per_step=sum(sent) / len(sent) / max(steps, 1),
         bytes_total=sum(sent),
         throughput_sps_per_worker=[
-            sum(s.samples for s in shards[r]) / max(sum(s.train_s for s in shards[r]), 1e-12)
+            sum(s.samples for s in shards[r]) / max(train_s[r], 1e-12)
             for r in range(distributed.workers)
         ],
-        step_time_s=train_s / max(steps, 1),
+        step_time_s=total / max(steps, 1),
+        collective_s_per_worker=None if share is None else known,
+        collective_share=share,
+        systems=[] if placement is None else list(placement.systems),
     )
-    return result, record
 
 
 def _run(
-    job: RankJob, check: Callable[[], None], say: Callable[[str], None]
+    job: RankJob, local: range, check: Callable[[], None], say: Callable[[str], None]
 ) -> tuple[list[list[EpochShard]], list[RankSummary], bytes]:
+    """Start the ``local`` ranks and wait until each has finished; what rank 0 reported of
+    every rank (nothing where rank 0 is another system's)."""
     workers = job.distributed.workers
-    processes: list[Any] = []
+    processes: dict[int, Any] = {}
     reports: Any = None
     shards: list[list[EpochShard]] = [[] for _ in range(workers)]
     summaries: dict[int, RankSummary] = {}
-    weights: bytes | None = None
+    weights = b""
+    finished: set[int] = set()
     try:
         with rank_context(START_METHOD, PRELOAD) as context:
             reports = context.Queue()
-            for rank in range(workers):
+            for rank in local:
                 process = context.Process(
                     target=run_rank, args=(rank, job, reports), name=f"pinbench-rank-{rank}"
                 )
-                processes.append(process)
+                processes[rank] = process
                 process.start()
-        while len(summaries) < workers or weights is None:
+        while len(finished) < len(local):
             check()
             try:
                 kind, rank, payload = reports.get(timeout=POLL_S)
             except queues.Empty:
-                _check_alive(processes, summaries)
+                _check_alive(processes, finished)
                 continue
             if kind == "error":
                 raise payload
@@ -203,23 +298,27 @@ def _run(
                 _progress(shards, payload.epoch, job.spec.epochs, say)
             elif kind == "weights":
                 weights = payload
-            else:
+            elif kind == "done":
                 summaries[rank] = payload
-        for process in processes:
+            else:
+                finished.add(rank)
+        for process in processes.values():
             process.join(timeout=30)
     finally:
-        for process in processes:
+        for process in processes.values():
             if process.is_alive():
                 process.terminate()
                 process.join(timeout=10)
         if reports is not None:
             reports.close()
-    return shards, [summaries[r] for r in range(workers)], weights
+    if 0 in local and (len(summaries) < workers or not weights):
+        raise WorkerFailed(rank=0, reason="finished without reporting every rank's records")
+    return shards, [summaries[r] for r in sorted(summaries)], weights
 
 
-def _check_alive(processes: list[Any], summaries: dict[int, RankSummary]) -> None:
-    for rank, process in enumerate(processes):
-        if process.exitcode is not None and rank not in summaries:
+def _check_alive(processes: dict[int, Any], finished: set[int]) -> None:
+    for rank, process in processes.items():
+        if process.exitcode is not None and rank not in finished:
             raise WorkerFailed(rank=rank, reason=f"exited with code {process.exitcode}")
 
 

@@ -16,13 +16,21 @@ parameters (float32: 4 per element); gradients are as large. Per step and worker
   not hooked, so that the baseline runs its own C++ path untouched).
 
 Collectives outside training steps are not counted: DDP's broadcast of rank 0's parameters
-when it wraps the model, and the stop flag rank 0 broadcasts after each evaluation.
+when it wraps the model, the stop flag rank 0 broadcasts after each evaluation, and the
+figures every rank gathers to rank 0 after it.
+
+Time (``Scheme.collective_s``): the seconds a worker's training steps spend inside the
+scheme's collective calls, moving bytes and waiting for the slowest peer: the network's share
+of a step, with the wait it imposes. None for ``ddp``, whose bucketed all-reduces run
+overlapped with its backward pass inside PyTorch (timing them would mean replacing its
+communication path with a hook, which the baseline must not).
 Gradients are divided by the number of workers before they are summed, as DDP's reducer
 does (exact for a power of two workers), so allreduce and DDP compute the same sums.
 """
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any
 
 from pinbench.specs.distributed import DistributedSpec
@@ -36,7 +44,8 @@ def parameter_bytes(module: Any) -> int:
 class Scheme:
     """One worker's side of a scheme. ``forward_module``: what the loop calls forward on;
     ``after_backward(optimizer)``: communicate and step; ``end_epoch()``: anything the
-    scheme does once an epoch's steps are done; ``sent``: the payload bytes so far."""
+    scheme does once an epoch's steps are done; ``sent``: the payload bytes so far;
+    ``collective_s``: the seconds spent in its collectives so far."""
 
     NAME = ""
 
@@ -45,7 +54,16 @@ class Scheme:
         self.rank = rank
         self.workers = workers
         self.sent = 0
+        self.collective_s: float | None = 0.0
         self._params = [p for p in module.parameters() if p.requires_grad]
+
+    def _collective(self, call: Any, tensor: Any, **kwargs: Any) -> None:
+        """``call(tensor, **kwargs)`` (a ``torch.distributed`` collective), counted and timed."""
+        start = perf_counter()
+        call(tensor, **kwargs)
+        assert self.collective_s is not None
+        self.collective_s += perf_counter() - start
+        self.sent += tensor.numel() * tensor.element_size()
 
     @property
     def forward_module(self) -> Any:
@@ -93,8 +111,7 @@ class AllReduce(Scheme):
         import torch.distributed as dist
 
         flat = self._flat_gradients().div_(self.workers)
-        dist.all_reduce(flat)
-        self.sent += flat.numel() * flat.element_size()
+        self._collective(dist.all_reduce, flat)
         self._set_gradients(flat)
         optimizer.step()
 
@@ -109,14 +126,12 @@ class ParameterServer(Scheme):
         import torch.distributed as dist
 
         flat = self._flat_gradients().div_(self.workers)
-        dist.reduce(flat, dst=0)
-        self.sent += flat.numel() * flat.element_size()
+        self._collective(dist.reduce, flat, dst=0)
         if self.rank == 0:
             self._set_gradients(flat)
             optimizer.step()
         params = self._flat_parameters()
-        dist.broadcast(params, src=0)
-        self.sent += params.numel() * params.element_size()
+        self._collective(dist.broadcast, params, src=0)
         if self.rank != 0:
             self._set_parameters(params)
 
@@ -147,8 +162,7 @@ class ModelAveraging(Scheme):
         import torch.distributed as dist
 
         flat = self._flat_parameters().div_(self.workers)
-        dist.all_reduce(flat)
-        self.sent += flat.numel() * flat.element_size()
+        self._collective(dist.all_reduce, flat)
         self._set_parameters(flat)
         self._since = 0
 
@@ -165,6 +179,7 @@ class Ddp(Scheme):
         super().__init__(module, rank=rank, workers=workers)
         self._wrapped = DistributedDataParallel(module)
         self._bytes = parameter_bytes(module)
+        self.collective_s = None
 
     @property
     def forward_module(self) -> Any:

@@ -8,10 +8,12 @@ seed and its rank. A last global batch smaller than ``workers`` is skipped (a wo
 have no sample); with one worker the loop is ``run.train``'s, sample for sample.
 
 After an epoch's steps (timed: ``train_s``) rank 0 evaluates on the validation split and
-broadcasts whether training stops (the target reached or the cap); both untimed. Each rank
-reports its records through ``queue`` as plain tuples: ``("epoch", rank, EpochShard)``,
-``("done", rank, RankSummary)``, rank 0's ``("weights", 0, bytes)``, or
-``("error", rank, exception)``.
+broadcasts whether training stops (the target reached or the cap), and every rank's epoch
+figures are gathered to rank 0 as float64 tensors (never pickles: a rank may be another
+system's); all untimed. Rank 0 reports every rank's records through its ``queue`` as plain
+tuples: ``("epoch", r, EpochShard)`` and ``("done", r, RankSummary)`` for each rank r, then
+``("weights", 0, bytes)``; every rank ends with ``("finished", rank, None)`` or
+``("error", rank, exception)`` to its own launcher.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ CONNECT_TIMEOUT = timedelta(seconds=120)
 
 @dataclass(frozen=True, slots=True)
 class RankJob:
-    """What every rank is handed (pickled by ``multiprocessing`` to the rank's process)."""
+    """What every rank is handed (pickled by ``multiprocessing`` to the rank's process): rank
+    0's store at ``address``:``port``, reached through ``interface`` (gloo's)."""
 
     spec: TrainingSpec
     distributed: DistributedSpec
@@ -44,6 +47,8 @@ class RankJob:
     data: TrainData
     port: int
     threads: int | None
+    address: str = "127.0.0.1"
+    interface: str = "lo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +68,14 @@ class EpochShard:
 
 @dataclass(frozen=True, slots=True)
 class RankSummary:
-    """One rank's totals: steps, payload bytes handed to collectives, parameter bytes."""
+    """One rank's totals: steps, payload bytes handed to collectives, parameter bytes, and
+    the seconds its training steps spent inside the scheme's collectives (None: ``ddp``,
+    whose all-reduces overlap its backward pass)."""
 
     steps: int
     sent_bytes: int
     parameter_bytes: int
+    collective_s: float | None
 
 
 def run_rank(rank: int, job: RankJob, queue: Any) -> None:
@@ -81,6 +89,7 @@ def run_rank(rank: int, job: RankJob, queue: Any) -> None:
     kept: list[Any] = []
     try:
         _train(rank, job, queue, kept)
+        queue.put(("finished", rank, None))
     except BaseException as exc:  # reported to the launcher, which ends the other ranks
         queue.put(("error", rank, _picklable(exc)))
     finally:
@@ -121,10 +130,11 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
     torch.set_num_threads(1 if spec.deterministic or job.threads is None else job.threads)
     if spec.deterministic:
         torch.use_deterministic_algorithms(True)
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # 127.0.0.1 only
+    os.environ["GLOO_SOCKET_IFNAME"] = job.interface
+    host = f"[{job.address}]" if ":" in job.address else job.address
     dist.init_process_group(
         "gloo",
-        init_method=f"tcp://127.0.0.1:{job.port}",
+        init_method=f"tcp://{host}:{job.port}",
         rank=rank,
         world_size=workers,
         timeout=CONNECT_TIMEOUT,
@@ -170,13 +180,32 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
         target = spec.target_top1
         stop = torch.tensor([int(val[1] is not None and target is not None and val[1] >= target)])
         dist.broadcast(stop, src=0)
-        shard = EpochShard(epoch, samples, epoch_steps, loss_sum, train_s, *val, eval_s)
-        queue.put(("epoch", rank, shard))
+        rows = _gather([samples, epoch_steps, loss_sum, train_s, eval_s], workers)
+        if rank == 0:
+            for r, (n, k, total, t, e) in enumerate(rows):
+                shard = EpochShard(
+                    epoch, int(n), int(k), total, t, *(val if r == 0 else (None, None)), e
+                )
+                queue.put(("epoch", r, shard))
         if int(stop.item()):
             break
+    waited = -1.0 if scheme.collective_s is None else scheme.collective_s
+    totals = _gather([steps, scheme.sent, parameter_bytes(module), waited], workers)
     if rank == 0:
+        for r, (k, sent, size, w) in enumerate(totals):
+            queue.put(("done", r, RankSummary(int(k), int(sent), int(size), None if w < 0 else w)))
         queue.put(("weights", 0, weights_bytes(module, architecture)))
-    queue.put(("done", rank, RankSummary(steps, scheme.sent, parameter_bytes(module))))
+
+
+def _gather(values: list[float], workers: int) -> list[list[float]]:
+    """Every rank's ``values`` (float64: counts exact below 2^53), in rank order."""
+    import torch
+    import torch.distributed as dist
+
+    mine = torch.tensor(values, dtype=torch.float64)
+    every = [torch.zeros_like(mine) for _ in range(workers)]
+    dist.all_gather(every, mine)
+    return [[float(v) for v in t.tolist()] for t in every]
 
 
 def _evaluate(module: Any, data: TrainData, size: int) -> tuple[float, float]:
