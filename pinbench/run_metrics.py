@@ -47,14 +47,16 @@ def short_reason(error: str, limit: int = REASON_CHARS) -> str:
 
 def distributed_label(run: Mapping[str, Any]) -> str:
     """A distributed training run's scheme and workers as its lockfile pins them
-    (``allreduce, 2 workers``; ``mavg every 4 steps, 2 workers``); empty for any other run."""
+    (``allreduce, 2 workers``; ``mavg every 4 steps, 2 workers``; ``ddp, 4 workers over 2
+    systems``); empty for any other run."""
     found = run.get("distributed")
     if not isinstance(found, Mapping) or not found.get("scheme"):
         return ""
     every = found.get("average_every")
     scheme = f"{found['scheme']} every {every} steps" if every else str(found["scheme"])
-    workers = found.get("workers")
-    return f"{scheme}, {workers} worker{'' if workers == 1 else 's'}"
+    workers, systems = found.get("workers"), found.get("systems")
+    over = f" over {systems} systems" if isinstance(systems, int) and systems > 1 else ""
+    return f"{scheme}, {workers} worker{'' if workers == 1 else 's'}{over}"
 
 
 def metrics_of(run: Mapping[str, Any]) -> dict[str, Any]:

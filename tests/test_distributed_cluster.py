@@ -1,8 +1,10 @@
-"""A distributed training run on a real Ray cluster (tests/cluster.py: a loopback-only network
-namespace): the server places the run on the one agent whose cores can host its workers, the
-agent's runner starts the two workers as processes there (gloo over 127.0.0.1), and the server
-records the run with its scheme, workers and bytes per step. More workers than any agent's
-cores: refused, nothing queued."""
+"""A distributed training run on a real Ray cluster (tests/cluster.py: two agents, each a
+machine of its own): the server places the run on the one agent whose cores can host its
+workers, the agent's runner starts the two workers as processes there (gloo over 127.0.0.1),
+and the server records the run with its scheme, workers and bytes per step; or, with
+``distributed.systems``, spreads its ranks over two agents that meet across their network.
+More workers than any agent's cores, or a spread run named on too few systems: refused,
+nothing queued."""
 
 from __future__ import annotations
 
@@ -67,9 +69,11 @@ class World:
         assert done.returncode == 0, done.stderr
         return path
 
-    def run_on(self, lock: Path, system: str) -> tuple[int, str, str]:
+    def run_on(self, lock: Path, *systems: str) -> tuple[int, str, str]:
         env = dict(self.cluster.env, PINBENCH_URL=self.url, PINBENCH_TOKEN=self.tokens["owner"])
-        command = [str(BIN / "pinbench"), "run", str(lock), "--on", system, "--runner", "local"]
+        command = [str(BIN / "pinbench"), "run", str(lock), "--runner", "local"]
+        for system in systems:
+            command += ["--on", system]
         done = self.cluster.ns.run([*command, "--json"], env, timeout=400)
         return done.returncode, done.stdout, done.stderr
 
@@ -96,19 +100,27 @@ def world(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> It
     url = f"sqlite:///{root / 'pinbench.db'}"
     tokens, _ = seed_home(root / "home", url, cnn_catalog_dir)
     with (
-        ray_cluster(root / "home", url, {"lab-a": root / "cache-a"}) as cluster,
+        ray_cluster(
+            root / "home", url, {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
+        ) as cluster,
         served(cluster, PORT, "--cluster", ADDRESS, agent_token=tokens["reader"]) as server,
     ):
         yield World(cluster, server, tokens, root)
 
 
-def test_two_workers_on_an_agent_train_to_the_target(world: World) -> None:
+@pytest.fixture(scope="module")
+def one_agent(world: World) -> dict[str, Any]:
+    """Two allreduce workers on lab-a: the run as ``runs show`` shows it."""
     lock = world.lock("allreduce", {"scheme": "allreduce", "workers": 2})
     code, out, err = world.run_on(lock, "lab-a")
     assert code == 0, err
     (info,) = json.loads(out)
     assert info["status"] == "succeeded" and info["system"] == "lab-a"
-    shown = world.shown(info["id"])
+    return world.shown(info["id"])
+
+
+def test_two_workers_on_an_agent_train_to_the_target(one_agent: dict[str, Any]) -> None:
+    shown = one_agent
     record = shown["details"]["distributed"]
     assert (record["scheme"], record["workers"], record["bytes_per_step"]) == (
         "allreduce",
@@ -119,6 +131,62 @@ def test_two_workers_on_an_agent_train_to_the_target(world: World) -> None:
     assert training["reached_epoch"] is not None
     assert len(training["weights_sha256"]) == 64  # the agent's weights, stored by the server
     assert shown["metrics"]["time_to_accuracy_s"] > 0
+    assert record["systems"] == []  # every rank on the one agent
+
+
+def test_ranks_spread_over_two_agents_train_as_on_one_agent_and_as_ddp(
+    world: World, one_agent: dict[str, Any]
+) -> None:
+    """Issue 85 item 5 (decision 317): rank 0 on lab-a, rank 1 on lab-b, each agent a
+    machine of its own (its network namespace and address), gloo between their addresses.
+    The run trains the same shards in the same order as two workers on one agent, so its
+    final weights are theirs bit for bit, and DistributedDataParallel's across the same two
+    agents are too (two halved gradients summed: exact). The run records both systems and
+    the share of its ranks' training time spent in the scheme's collectives."""
+    spread = world.lock("spread", {"scheme": "allreduce", "workers": 2, "systems": 2})
+    code, out, err = world.run_on(spread, "lab-a", "lab-b")
+    assert code == 0, err
+    (info,) = json.loads(out)
+    assert info["status"] == "succeeded" and info["system"] == "lab-a", info
+    shown = world.shown(info["id"])
+    record = shown["details"]["distributed"]
+    assert record["systems"] == ["lab-a", "lab-b"]
+    assert (record["workers"], record["bytes_per_step"]) == (2, 24360)
+    assert 0 < record["collective_share"] < 1
+    assert len(record["collective_s_per_worker"]) == 2
+    assert shown["metrics"]["collective_share"] == record["collective_share"]
+    environment = shown["details"]["environment"]
+    assert (environment["sandbox"], environment["sandbox_network"]) == ("bwrap", "shared")
+    weights = shown["details"]["training"]["weights_sha256"]
+    assert weights == one_agent["details"]["training"]["weights_sha256"]
+    assert _curves(shown) == _curves(one_agent)
+
+    ddp = world.lock("spread-ddp", {"scheme": "ddp", "workers": 2, "systems": 2})
+    code, out, err = world.run_on(ddp, "lab-b", "lab-a")  # rank 0 on lab-b this time
+    assert code == 0, err
+    (info,) = json.loads(out)
+    assert info["system"] == "lab-b", info
+    native = world.shown(info["id"])
+    assert native["details"]["distributed"]["systems"] == ["lab-b", "lab-a"]
+    assert native["details"]["distributed"]["collective_share"] is None  # overlapped: unknown
+    assert native["details"]["training"]["weights_sha256"] == weights
+
+
+def _curves(shown: dict[str, Any]) -> list[tuple[float, float, float]]:
+    """Each epoch's training loss, validation loss and top-1 (its times are the machine's)."""
+    epochs = shown["details"]["training"]["epochs"]
+    return [(e["train_loss"], e["val_loss"], e["val_top1"]) for e in epochs]
+
+
+def test_a_spread_run_on_other_than_its_count_of_systems_is_refused_and_nothing_queued(
+    world: World,
+) -> None:
+    lock = world.lock("spread-one", {"scheme": "allreduce", "workers": 2, "systems": 2})
+    before = world.runs()
+    code, _, err = world.run_on(lock, "lab-a")
+    assert code == 1, err
+    assert "distributed.systems = 2: name exactly 2 systems with --on" in err
+    assert world.runs() == before
 
 
 def test_more_workers_than_any_agent_has_cores_is_refused_and_nothing_queued(
@@ -165,7 +233,7 @@ def test_a_keras_models_audited_performance_test_runs_on_an_agent_without_the_tr
     assert truth
     for blob in truth:  # a training run here fetched them (it is not scored apart)
         blob.unlink(missing_ok=True)
-    code, out, err = world.run_on(lock, "all")
+    code, out, err = world.run_on(lock, "lab-a")
     assert code == 0, err
     (info,) = json.loads(out)
     assert info["status"] == "succeeded" and info["system"] == "lab-a", info

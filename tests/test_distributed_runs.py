@@ -105,7 +105,7 @@ def test_runs_show_and_list_name_the_scheme_in_text_json_and_the_api(
     from pinbench.api.controllers.runs import run_view
 
     run_id = allreduce_run["id"]
-    pinned = {"scheme": "allreduce", "workers": 2, "average_every": None}
+    pinned = {"scheme": "allreduce", "workers": 2, "average_every": None, "systems": 1}
     shown = cli("runs", "show", run_id)
     assert shown.code == 0, shown.err
     assert ", distributed: allreduce, 2 workers: target reached at epoch" in shown.out

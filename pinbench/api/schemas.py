@@ -125,6 +125,8 @@ class DistributedView(Body):
     workers: int
     average_every: int | None = None
     """``mavg``'s averaging period in steps; None for the other schemes."""
+    systems: int = 1
+    """The cluster systems its ranks were spread over (``workers / systems`` on each)."""
 
 
 class RunView(Body):

@@ -79,7 +79,9 @@ if TYPE_CHECKING:
         "Run on cluster systems through the server (PINBENCH_URL, "
         "started with --cluster): a system's name (repeat it) or "
         "'all', every live system meeting the lockfile's placement. "
-        "One run per system."
+        "One run per system; a training spread over N systems "
+        "(distributed.systems) is one run on the N named, rank 0 on the first "
+        "(with 'all': one per N of them, by name)."
     ),
 )
 @click.option(

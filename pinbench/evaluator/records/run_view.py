@@ -92,9 +92,9 @@ def run_kind(lock: Lockfile) -> str:
 
 def _distributed(lock: Lockfile) -> dict[str, Any] | None:
     """A distributed training run's ``distributed`` section as its lockfile pins it (scheme,
-    workers, average_every); None for any other run."""
+    workers, average_every, and systems: 1 where unset); None for any other run."""
     spec = lock.body.request.distributed
-    return None if spec is None else dict(msgspec.to_builtins(spec))
+    return None if spec is None else {**msgspec.to_builtins(spec), "systems": spec.spread}
 
 
 def summary(run: Any, lock: Lockfile, metrics: dict[str, float], *, nested: bool) -> dict[str, Any]:
