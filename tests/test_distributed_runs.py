@@ -22,7 +22,7 @@ from pinbench.evaluator.verdicts.rerun import rerun
 from pinbench.registry import service
 from pinbench.registry.lockfile import Lockfile
 from pinbench.registry.request import parse_request
-from pinbench.specs.distributed import TooManyWorkers, available_here
+from pinbench.specs.distributed import RanksOnSystems, TooManyWorkers, available_here
 from pinbench.workspace import Workspace
 from tests.helpers import Cli, Home, in_process_cli, published_home
 
@@ -149,12 +149,29 @@ def test_more_workers_than_this_machine_has_are_refused_and_nothing_recorded(
     assert _counts(home.ws) == before
 
 
+def test_ranks_spread_over_systems_are_refused_on_one_machine_before_anything_is_recorded(
+    home: Home,
+) -> None:
+    """``distributed.systems`` places ranks on several systems of a cluster (decision 317):
+    ``pinbench run`` here, and a server's queue for this machine, refuse it saying how."""
+    lock = _lock(home.ws, systems=2)
+    before = _counts(home.ws)
+    with pytest.raises(RanksOnSystems, match=r"--on SYSTEM_1 \.\.\. --on SYSTEM_2"):
+        run_lockfile(home.ws, lock, runner="local", say=quiet)
+    with pytest.raises(RanksOnSystems):
+        queue_run(home.ws, lock, runner="local", run_id="r-spread")
+    assert _counts(home.ws) == before
+
+
 @pytest.mark.parametrize(
     ("distributed", "message"),
     [
         ({"scheme": "dpsgd", "workers": 2}, "got 'dpsgd' - at `$.distributed.scheme`"),
         ({"scheme": "ddp", "workers": 0}, "distributed.workers must be between 1 and 64, got 0"),
         ({"scheme": "mavg", "workers": 2}, "scheme mavg needs average_every"),
+        ({"scheme": "ddp", "workers": 3, "systems": 2}, "systems = 2 does not divide workers"),
+        ({"scheme": "ddp", "workers": 2, "systems": 0}, "distributed.systems must be between"),
+        ({"scheme": "ddp", "workers": 2, "systems": 65}, "distributed.systems must be between"),
     ],
 )
 def test_lock_refuses_a_bad_distributed_section_and_records_nothing(
@@ -188,6 +205,12 @@ def test_the_report_has_a_scheme_table_and_a_scaling_plot(
     ]
     assert {r.bytes_per_step for r in rows} == {"24,360"}
     assert all(float(r.time_to_accuracy_s) > 0 for r in rows)
+    share = allreduce_run["details"]["distributed"]["collective_share"]
+    assert 0 < share < 1 and allreduce_run["metrics"]["collective_share"] == share
+    assert [(r.collective_share, r.systems) for r in rows] == [
+        (f"{share * 100:.1f}%", "one"),
+        ("", "one"),  # DDP's all-reduces overlap its backward pass: not timed apart
+    ]
     chart = scaling_chart(report)
     assert chart.spec is not None
     points = chart.spec["data"]["values"]
@@ -220,3 +243,21 @@ def test_a_cluster_places_the_workers_on_a_system_with_a_core_each(home: Home) -
         choose_for(_lock(home.ws, workers=8).body, [small, big], None)
     single = service.lock(home.ws, parse_request(REQUEST))[0].body
     assert choose_for(single, [small, big], None) == ["big", "small"]
+
+
+def test_systems_named_for_a_spread_run_are_one_run_rank_0_on_the_first(home: Home) -> None:
+    from pinbench.cluster.spread import runs_of
+
+    assert runs_of(_lock(home.ws, systems=2), ["b", "a"], named=True) == [["b", "a"]]
+    assert runs_of(_lock(home.ws), ["a", "b"], named=True) == [["a"], ["b"]]
+
+
+def test_every_system_of_a_spread_run_on_all_is_cut_into_runs_or_refused(home: Home) -> None:
+    from pinbench.cluster.spread import SpreadRefused, runs_of
+
+    lock, chosen = _lock(home.ws, systems=2), ["a", "b", "c", "d"]
+    assert runs_of(lock, chosen, named=False) == [["a", "b"], ["c", "d"]]
+    with pytest.raises(SpreadRefused, match="--on all found 3, not a multiple of 2"):
+        runs_of(lock, chosen[:3], named=False)
+    with pytest.raises(SpreadRefused, match="name exactly 2 systems with --on"):
+        runs_of(lock, ["a"], named=True)

@@ -47,6 +47,11 @@ class DistributedRow:
     bytes_per_step: str
     """Payload bytes one worker hands to collectives per step (the scheme's accounting)."""
     step_ms: str
+    collective_share: str
+    """The share of the ranks' training time inside the scheme's collectives (``12.5%``);
+    empty for ``ddp``, whose are overlapped with its backward pass."""
+    systems: str
+    """The cluster systems the ranks were spread over, rank 0's first; ``one`` else."""
     samples_per_s_per_worker: str
     time_to_accuracy_s: str
     """Seconds, or ``not reached after N epochs`` (or ``no target``)."""
@@ -63,7 +68,7 @@ def distributed_row(run: RunData, record: dict[str, Any]) -> DistributedRow:
         tta = f"not reached after {len(epochs)} epochs"
     else:
         tta = _num(metrics.get("time_to_accuracy_s"))
-    step = record.get("step_time_s")
+    step, share = record.get("step_time_s"), record.get("collective_share")
     return DistributedRow(
         run_id=run.id,
         scheme=str(record.get("scheme") or ""),
@@ -71,6 +76,8 @@ def distributed_row(run: RunData, record: dict[str, Any]) -> DistributedRow:
         global_batch=str(record.get("global_batch_size") or ""),
         bytes_per_step=_num(record.get("bytes_per_step"), ",.0f"),
         step_ms=_num(None if step is None else float(step) * 1e3),
+        collective_share="" if share is None else f"{float(share) * 100:.1f}%",
+        systems=", ".join(str(s) for s in record.get("systems") or []) or "one",
         samples_per_s_per_worker=_num(metrics.get("throughput_sps_per_worker")),
         time_to_accuracy_s=tta,
         weights=str(training.get("weights_sha256") or "")[:12],

@@ -182,11 +182,13 @@ def _distributed_md(view: ReportView) -> list[str]:
     if not view.distributed:
         return []
     head = ["scheme", "workers", "run", "global batch", "bytes/step per worker", "step (ms)"]
-    head += ["samples/s per worker", "time to accuracy (s)", "weights sha256"]
+    head += ["in collectives", "systems", "samples/s per worker", "time to accuracy (s)"]
+    head += ["weights sha256"]
     rows = [
         [
             *(d.scheme, d.workers, d.run_id[:8], d.global_batch, d.bytes_per_step, d.step_ms),
-            *(d.samples_per_s_per_worker, d.time_to_accuracy_s, d.weights),
+            *(d.collective_share, d.systems, d.samples_per_s_per_worker),
+            *(d.time_to_accuracy_s, d.weights),
         ]
         for d in view.distributed
     ]

@@ -89,8 +89,9 @@ class RanksOnSystems(UserError):
     def __init__(self, *, systems: int) -> None:
         super().__init__(
             f"distributed.systems = {systems} spreads the ranks over {systems} systems of a "
-            f"cluster: run it through a server with a cluster (pinbench run LOCK --on "
-            f"SYSTEM_1,...,SYSTEM_{systems}), or lock it with systems 1 to run every rank here"
+            f"cluster: run it through a server with a cluster, naming them (pinbench run LOCK "
+            f"--on SYSTEM_1 ... --on SYSTEM_{systems}), or lock it without systems to run every "
+            "rank here"
         )
         self.systems = systems
 
