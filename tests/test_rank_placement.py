@@ -81,7 +81,7 @@ def test_the_placement_is_the_running_evaluations_and_ends_with_it() -> None:
 
 
 def test_ranks_spread_over_systems_are_refused_where_every_rank_would_run() -> None:
-    with pytest.raises(RanksOnSystems, match="distributed.systems = 2"):
+    with pytest.raises(RanksOnSystems, match=r"distributed\.systems = 2"):
         check_workers_here(SPREAD)
     check_workers_here(DistributedSpec(scheme="ddp", workers=2, systems=2), spread=True)
 
