@@ -5,6 +5,7 @@ and whose a run is (a retry is its submitter's to cancel too)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from pinbench.errors import PinbenchError, UserError
 from pinbench.workspace import Workspace
 
 if TYPE_CHECKING:
+    from pinbench.cluster.dispatch import OnSystem
     from pinbench.cluster.placement import Candidate
     from pinbench.registry.lockfile import Lockfile
 
@@ -80,6 +82,14 @@ class Cluster:
     address: str
     agent_url: str
     token: str = field(repr=False)
+
+    def on(self, system: str, peers: Sequence[str], allowed: tuple[str, ...]) -> OnSystem:
+        """Where a run on ``system`` goes (with a spread training's other systems, ``peers``),
+        its agent choosing among the ``allowed`` runners."""
+        from pinbench.cluster.dispatch import OnSystem
+
+        where = (self.address, system, self.agent_url, self.token)
+        return OnSystem(*where, allowed=allowed, peers=tuple(peers))
 
 
 class NoCluster(UserError):

@@ -162,7 +162,6 @@ class RunPool:
         system meeting the lockfile's placement), or per group of systems a training's ranks
         are spread over (``spread.runs_of``); their ids. Nothing is queued unless every named
         system meets it."""
-        from pinbench.cluster.dispatch import OnSystem
         from pinbench.cluster.placement import choose_for
         from pinbench.cluster.spread import runs_of
 
@@ -182,14 +181,7 @@ class RunPool:
             for run_id, (system, *peers) in zip(ids, runs, strict=True):
                 self._queue(lock, run_id, runner, trace, user, system=system)
                 queued.append(run_id)
-                where = OnSystem(
-                    cluster.address,
-                    system,
-                    cluster.agent_url,
-                    cluster.token,
-                    allowed=self.runners,
-                    peers=tuple(peers),
-                )
+                where = cluster.on(system, peers, self.runners)
                 named = None if on == ["all"] else systems  # a retry stays among these
                 again = 0 if peers else retries  # a spread run is not retried (decision 317)
                 self._dispatch(user, (run_id, lock, runner, trace, where, again, named))

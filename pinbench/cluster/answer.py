@@ -86,3 +86,22 @@ def read_ok(answer: Any) -> Any:
     if isinstance(answer, dict) and set(answer) == {"ok"}:
         return answer["ok"]
     return None
+
+
+def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    """Ray's errors that mean the agent's actor, its worker process or its node is gone (or
+    the answer with it): the only ones that make a system lost, and a run worth retrying."""
+    e = ray.exceptions
+    return (
+        e.RayActorError,  # ActorDiedError, ActorUnavailableError
+        e.NodeDiedError,
+        e.WorkerCrashedError,
+        e.LocalRayletDiedError,
+        e.ObjectLostError,  # OwnerDiedError, ObjectFetchTimedOutError, ...
+    )
+
+
+def printable(text: str) -> str:
+    """An agent's text as the server logs and records it: one line, at most MAX_TEXT chars."""
+    line = "".join(c if c.isprintable() else " " for c in text)
+    return line[:MAX_TEXT]

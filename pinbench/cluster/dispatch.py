@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pinbench.cluster.answer import MAX_TEXT, read_error, read_ok
+from pinbench.cluster.answer import lost_errors, printable, read_error, read_ok
 from pinbench.cluster.ray_agent import NAMESPACE, actor_name, connect, ray_module
 from pinbench.errors import PinbenchError, SystemFailure, UserError
 from pinbench.registry.lockfile import Lockfile
@@ -70,25 +70,6 @@ class AgentTimedOut(SystemFailure):
             f"system {system} gave no result within the lockfile's limits.timeout_s "
             f"({timeout_s} s) and {FETCH_ALLOWANCE_S:.0f} s for fetching: stopped"
         )
-
-
-def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
-    """Ray's errors that mean the agent's actor, its worker process or its node is gone (or
-    the answer with it): the only ones that make a system lost, and a run worth retrying."""
-    e = ray.exceptions
-    return (
-        e.RayActorError,  # ActorDiedError, ActorUnavailableError
-        e.NodeDiedError,
-        e.WorkerCrashedError,
-        e.LocalRayletDiedError,
-        e.ObjectLostError,  # OwnerDiedError, ObjectFetchTimedOutError, ...
-    )
-
-
-def printable(text: str) -> str:
-    """An agent's text as the server logs and records it: one line, at most MAX_TEXT chars."""
-    line = "".join(c if c.isprintable() else " " for c in text)
-    return line[:MAX_TEXT]
 
 
 class AgentAnswerRefused(UserError):

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from pinbench.cluster.answer import read_error
+from pinbench.cluster.answer import lost_errors, printable, read_error
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import Lockfile
 from pinbench.training.distributed.placement import RankPlacement, parse
@@ -148,8 +148,6 @@ class Peers:
                 self.ray.cancel(ref)
 
     def _answer(self, system: str, ref: Any, timeout: float | None = None) -> None:
-        from pinbench.cluster.dispatch import lost_errors, printable
-
         ray = self.ray
         try:
             answer = ray.get(ref, timeout=timeout)
