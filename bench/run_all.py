@@ -53,6 +53,7 @@ BENCHMARKS = (
     "bench_audits",
     "bench_local_sandbox",
     "bench_clip_lengths",
+    "bench_spread_training",
 )
 
 OWN_ARGUMENTS: dict[str, Callable[[int, bool], list[str]]] = {
@@ -73,6 +74,7 @@ QUICK: dict[str, list[str]] = {
     "bench_cluster": ["--count", "10", "--dispatch", "4"],
     "bench_ops": ["--samples", "50"],
     "bench_distributed": ["--epochs", "1"],
+    "bench_spread_training": ["--epochs", "1"],
     "bench_generation": ["--tokens", "4"],
     "bench_runs": ["--rows", "20000", "--queries", "20", "--baseline-queries", "2"],
     "bench_gate_simulation": ["--part", "gates"],

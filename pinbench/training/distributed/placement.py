@@ -27,6 +27,8 @@ import msgspec
 from pinbench.errors import UserError
 from pinbench.specs.distributed import DistributedSpec
 
+NAME = msgspec.Meta(min_length=1, max_length=128)
+"""A system's name as a placement carries it (agents' names are shorter: ``check_name``)."""
 _PLACED: ContextVar[RankPlacement | None] = ContextVar("pinbench_rank_placement", default=None)
 
 
@@ -38,7 +40,7 @@ class RankPlacement(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     port: Annotated[int, msgspec.Meta(ge=1024, le=65535)]
     first: Annotated[int, msgspec.Meta(ge=0, le=63)]
     count: Annotated[int, msgspec.Meta(ge=1, le=64)]
-    systems: Annotated[list[str], msgspec.Meta(min_length=2, max_length=64)]
+    systems: Annotated[list[Annotated[str, NAME]], msgspec.Meta(min_length=2, max_length=64)]
 
     def __post_init__(self) -> None:
         try:
