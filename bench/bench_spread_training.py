@@ -37,6 +37,7 @@ from pinbench.workspace import Workspace
 from tests.apiserver import seed_home
 from tests.cluster import ADDRESS, BIN, Cluster, ray_cluster, served
 from tests.pg import free_port
+from tests.test_distributed_cluster import REQUEST
 
 MODES = {
     "one agent": ({"scheme": "allreduce", "workers": 2}, ["lab-a"]),
@@ -46,18 +47,8 @@ MODES = {
 
 
 def _lock(cluster: Cluster, root: Path, name: str, epochs: int, distributed: Any) -> Path:
-    request = {
-        "model": "vision/digits-cnn-torch@^1",
-        "dataset": "sklearn-digits-train@^1",
-        "framework": "torch@*",
-        "training": {
-            "validation": "sklearn-digits-test@^1",
-            "learning_rate": 0.01,
-            "batch_size": 32,
-            "epochs": epochs,
-        },
-        "distributed": distributed,
-    }
+    training = {k: v for k, v in REQUEST["training"].items() if k != "target_top1"}
+    request = {**REQUEST, "training": {**training, "epochs": epochs}, "distributed": distributed}
     source, path = root / f"{name}.yaml", root / f"{name}.lock"
     source.write_text(yaml.safe_dump(request))
     done = cluster.pinbench("lock", str(source), "-o", str(path))

@@ -137,29 +137,28 @@ def test_a_rerun_has_identical_final_weights(home: Home, allreduce_run: dict[str
     assert f"final weights identical (sha256 {want[:12]}) in every rerun" in verdict.lines
 
 
-def test_more_workers_than_this_machine_has_are_refused_and_nothing_recorded(
-    home: Home,
+@pytest.mark.parametrize(
+    ("distributed", "refusal", "message"),
+    [
+        (
+            {"workers": available_here() + 1},
+            TooManyWorkers,
+            r"distributed.workers = \d+, but this machine",
+        ),
+        # ranks placed on several systems of a cluster (decision 317): saying how to run it
+        ({"systems": 2}, RanksOnSystems, r"--on SYSTEM_1 \.\.\. --on SYSTEM_2"),
+    ],
+)
+def test_workers_this_machine_cannot_host_are_refused_and_nothing_recorded(
+    home: Home, distributed: dict[str, Any], refusal: type[Exception], message: str
 ) -> None:
-    lock = _lock(home.ws, workers=available_here() + 1)
+    """By ``pinbench run`` here and by a server's queue for this machine alike."""
+    lock = _lock(home.ws, **distributed)
     before = _counts(home.ws)
-    with pytest.raises(TooManyWorkers, match=r"distributed.workers = \d+, but this machine"):
+    with pytest.raises(refusal, match=message):
         run_lockfile(home.ws, lock, runner="local", say=quiet)
-    with pytest.raises(TooManyWorkers):
-        queue_run(home.ws, lock, runner="local", run_id="r-too-many")
-    assert _counts(home.ws) == before
-
-
-def test_ranks_spread_over_systems_are_refused_on_one_machine_before_anything_is_recorded(
-    home: Home,
-) -> None:
-    """``distributed.systems`` places ranks on several systems of a cluster (decision 317):
-    ``pinbench run`` here, and a server's queue for this machine, refuse it saying how."""
-    lock = _lock(home.ws, systems=2)
-    before = _counts(home.ws)
-    with pytest.raises(RanksOnSystems, match=r"--on SYSTEM_1 \.\.\. --on SYSTEM_2"):
-        run_lockfile(home.ws, lock, runner="local", say=quiet)
-    with pytest.raises(RanksOnSystems):
-        queue_run(home.ws, lock, runner="local", run_id="r-spread")
+    with pytest.raises(refusal, match=message):
+        queue_run(home.ws, lock, runner="local", run_id="r-refused")
     assert _counts(home.ws) == before
 
 
